@@ -1,0 +1,104 @@
+package gates
+
+// A Reason is the token that names the outcome of a resolve or a promote.
+// Tokens are part of the external contract (run records, logs, the CLI's
+// JSON) and keep the legacy store's spelling, so every one is a named
+// constant here and nowhere else.
+type Reason string
+
+// Read-path reasons, in ladder order (see Ladder).
+const (
+	Resumed            Reason = "resumed"
+	Absent             Reason = "absent"
+	NotARegularFile    Reason = "not-a-regular-file"
+	TooLarge           Reason = "too-large"
+	MetaUnreadable     Reason = "meta-unreadable"
+	Expired            Reason = "expired"
+	VenueChanged       Reason = "venue-changed"
+	PiVersionChanged   Reason = "pi-version-changed"
+	ResumeChainTooLong Reason = "resume-chain-too-long"
+	ContextTooFull     Reason = "context-too-full"
+	Unparseable        Reason = "unparseable"
+	ConversationTooOld Reason = "conversation-too-old"
+	// TranscriptReplaced is decided by the store after the copy, when the
+	// bytes it copied are not the ones the sidecars describe; Evaluate never
+	// returns it, but it belongs to the same vocabulary.
+	TranscriptReplaced Reason = "transcript-replaced"
+)
+
+// Promote outcomes. A refused promote also uses Absent, NotARegularFile and
+// TooLarge, for a staged file that fails the first rungs.
+const (
+	Promoted      Reason = "promoted"
+	Locked        Reason = "locked"
+	PromoteFailed Reason = "promote-failed"
+)
+
+// reasons is the closed vocabulary. Kept unexported so no caller can grow it;
+// Reasons hands out copies.
+var reasons = [...]Reason{
+	Resumed, Absent, NotARegularFile, TooLarge, MetaUnreadable, Expired,
+	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
+	Unparseable, ConversationTooOld, TranscriptReplaced,
+	Promoted, Locked, PromoteFailed,
+}
+
+// Reasons returns every token, read-path reasons in ladder order first, then
+// the promote outcomes. The slice is the caller's to keep.
+func Reasons() []Reason {
+	out := make([]Reason, len(reasons))
+	copy(out, reasons[:])
+	return out
+}
+
+// Valid reports whether r is one of the named tokens. Records read back from
+// disk are checked with it, so a token a newer binary invented (or a typo)
+// is seen as unknown rather than passed through.
+func (r Reason) Valid() bool {
+	for _, known := range reasons {
+		if r == known {
+			return true
+		}
+	}
+	return false
+}
+
+// Polarity reports how the rung that names r treats an input it cannot read.
+// Reasons no rung names (resumed, the promote outcomes, unknown tokens) have
+// NoPolarity. absent names two rungs, both without polarity.
+func (r Reason) Polarity() Polarity {
+	for _, g := range ladder {
+		if g.Reason == r {
+			return g.Polarity
+		}
+	}
+	return NoPolarity
+}
+
+// Polarity is the direction a rung fails in when its input cannot be read.
+type Polarity uint8
+
+const (
+	// NoPolarity: the rung judges the transcript itself (its lstat facts, its
+	// first line), so there is no separate input whose loss could pass or
+	// refuse.
+	NoPolarity Polarity = iota
+	// FailsClosed: an unreadable input refuses the resume. Used where
+	// "assume it matches" would silently resume something nobody vouched for.
+	FailsClosed
+	// FailsOpen: an unreadable input passes. Used by the opt-in bounds, whose
+	// sidecars every key older than the bound lacks; refusing on absence would
+	// cold-start a whole store the day an operator set the bound.
+	FailsOpen
+)
+
+// String returns the word DESIGN.md's table uses: "closed", "open" or "".
+func (p Polarity) String() string {
+	switch p {
+	case FailsClosed:
+		return "closed"
+	case FailsOpen:
+		return "open"
+	}
+	return ""
+}

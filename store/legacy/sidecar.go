@@ -1,0 +1,183 @@
+package legacy
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+)
+
+// Names of the legacy files in a key directory, and the limits their reader
+// applied.
+const (
+	TranscriptName  = "current.jsonl"
+	PiVersionName   = "pi-version"
+	VenueName       = "venue"
+	ResumeChainName = "resume-chain"
+	ContextName     = "context"
+	LockName        = "lock"
+	// SidecarMaxBytes is the legacy SIDECAR_MAX_BYTES: a sidecar larger
+	// than this (or empty) has no value, so a huge file costs no read time.
+	SidecarMaxBytes = 4096
+	// PendingVenue is the stamp a legacy promotion wrote before its swap.
+	// Parentheses are outside every backend-name charset, so it matches no
+	// venue and a key left holding it stays cold until a promotion lands.
+	PendingVenue = "(pending)"
+)
+
+var errName = errors.New("not a single path component")
+
+// ReadSidecar reads the sidecar name in dir as the legacy readSidecar did:
+// a regular file of 1..SidecarMaxBytes bytes, decoded as UTF-8 and trimmed
+// of JavaScript whitespace. ok is false for "no value": missing, a symbolic
+// link (dangling or not: it is never followed), a directory, FIFO, socket
+// or device, empty, oversized, or unreadable. A file holding only whitespace
+// has the value "", as it did in the legacy store.
+//
+// dir must be a directory opened by the caller (O_DIRECTORY|O_NOFOLLOW);
+// name must be a single path component. The file is opened relative to dir
+// with O_NOFOLLOW|O_NONBLOCK and judged on fstat of what was opened, so a
+// FIFO cannot block the read and nothing is decided by a name that could
+// change between a check and a use. Safe for concurrent use; it never
+// panics and never writes.
+func ReadSidecar(dir *os.File, name string) (value string, ok bool) {
+	value, ok, _ = readSidecar(dir, name)
+	return value, ok
+}
+
+// ReadVenue reads the venue stamp. Absent only when there is no entry by
+// that name (ENOENT), which the ladder reads as "local": every transcript
+// from before the stamp ran there. Any other failure, a link, or a file
+// with no value is StampUnreadable, which matches no venue.
+func ReadVenue(dir *os.File) gates.Stamp { return readStamp(dir, VenueName) }
+
+// ReadPiVersion reads the pi-version stamp. The legacy writer stamped an
+// empty file for an unknown pi, which reads as StampUnreadable here; absent,
+// unreadable and a whitespace-only value (present, "") all make the version
+// gate refuse, so the distinction is kept only for dump and migration.
+func ReadPiVersion(dir *os.File) gates.Stamp { return readStamp(dir, PiVersionName) }
+
+// ReadResumeChain reads the consecutive-delivery counter; anything that is
+// not a valid positive counter is 0 (see ParseResumeChain).
+func ReadResumeChain(dir *os.File) uint64 {
+	v, ok := ReadSidecar(dir, ResumeChainName)
+	if !ok {
+		return 0
+	}
+	return ParseResumeChain(v)
+}
+
+// ReadContext reads the context reading; nil means no measurement (see
+// ParseContext), which the context gate passes.
+func ReadContext(dir *os.File) *gates.Context {
+	v, ok := ReadSidecar(dir, ContextName)
+	if !ok {
+		return nil
+	}
+	c, ok := ParseContext(v)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+// readStamp tells absence from unreadability by the open's own error.
+// ENOENT from openat with O_NOFOLLOW on a single component means exactly
+// what the legacy lstat's ENOENT meant (no entry: a dangling link is ELOOP
+// here, present there); every other error is one the legacy reader also
+// turned into "no value", after its lstat or at its read.
+func readStamp(dir *os.File, name string) gates.Stamp {
+	v, ok, err := readSidecar(dir, name)
+	switch {
+	case ok:
+		return gates.Stamp{State: gates.StampPresent, Value: v}
+	case errors.Is(err, unix.ENOENT):
+		return gates.Stamp{State: gates.StampAbsent}
+	}
+	return gates.Stamp{State: gates.StampUnreadable}
+}
+
+// readSidecar is ReadSidecar that also returns why name could not be
+// opened, nil when it was opened and judged.
+func readSidecar(dir *os.File, name string) (string, bool, error) {
+	if dir == nil || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return "", false, errName
+	}
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return "", false, err
+	}
+	var (
+		b      []byte
+		ok     bool
+		openEr error
+	)
+	// Control, not Fd: Fd would switch dir to blocking mode, and Control
+	// keeps the descriptor from being closed and reused under the call.
+	if err := rc.Control(func(dfd uintptr) { b, ok, openEr = readAt(int(dfd), name) }); err != nil {
+		return "", false, err
+	}
+	if !ok {
+		return "", false, openEr
+	}
+	return jsTrim(decodeUTF8(b)), true, nil
+}
+
+// readAt opens name under dfd and returns its bytes if it is a regular file
+// of an acceptable size. The error is the open's; a file that was opened but
+// refused returns ok false and a nil error.
+func readAt(dfd int, name string) ([]byte, bool, error) {
+	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat(dfd, name, flags, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, false, &os.PathError{Op: "openat", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || !sidecarShape(&st) {
+		return nil, false, nil
+	}
+	b, ok := readCapped(fd)
+	return b, ok, nil
+}
+
+// sidecarShape reports whether fstat describes a file the legacy reader
+// would read: regular, 1..SidecarMaxBytes bytes.
+func sidecarShape(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size >= 1 && st.Size <= SidecarMaxBytes
+}
+
+// readCapped reads fd to its end, or refuses once it has read more than
+// SidecarMaxBytes: a file that grew after the fstat is seen as oversized
+// rather than read without bound.
+func readCapped(fd int) ([]byte, bool) {
+	buf := make([]byte, SidecarMaxBytes+1)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	if n > SidecarMaxBytes {
+		return nil, false
+	}
+	return buf[:n], true
+}
