@@ -1,0 +1,129 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Run with: go test -run '^$' -bench . -benchtime 2s ./db
+
+// What a resolve costs the db: open under the shared lock, read every
+// sidecar and the recent history, close.
+func BenchmarkOpenViewClose(b *testing.B) {
+	kd := makeDB(b, HistoryLimit)
+	for b.Loop() {
+		d, err := OpenReader(kd.dir, kd.db, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = d.View(func(tx *Tx) error {
+			_, err1 := tx.Sidecars()
+			_, err2 := tx.History(8)
+			return errors.Join(err1, err2)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+	}
+}
+
+// The pre-check alone, which every open pays before bbolt maps the file.
+func BenchmarkPrecheck(b *testing.B) {
+	kd := makeDB(b, HistoryLimit)
+	f, err := os.Open(kd.db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	for b.Loop() {
+		if err := precheck(f, st.Size()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One promotion's transaction on an open writer: every sidecar and a
+// history entry, committed (bbolt fsyncs).
+func BenchmarkUpdateCommit(b *testing.B) {
+	kd := makeDB(b, HistoryLimit)
+	d, err := OpenWriter(kd.dir, kd.db, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	gen := uint64(1000)
+	for b.Loop() {
+		gen++
+		err := d.Update(func(tx *Tx) error {
+			return errors.Join(
+				tx.PutTranscript(Transcript{Gen: gen, Size: 4096, CRC32C: gen}),
+				tx.PutPiVersion("0.54.2"),
+				tx.PutVenue("local"),
+				tx.PutResumeChain(gen%5),
+				tx.PutContext(&Context{Tokens: 1, Window: 2, Model: "m"}),
+				tx.PutPending(&Pending{Tmp: ".current.jsonl.tmp-x", Gen: gen}),
+				tx.AppendHistory(HistoryEntry{Gen: gen, Reason: "resumed", Job: "job"}),
+			)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A whole promotion as the store will run it: open the writer, commit, clear
+// pending in a second commit, close.
+func BenchmarkOpenWriterUpdateClose(b *testing.B) {
+	kd := makeDB(b, HistoryLimit)
+	gen := uint64(1000)
+	for b.Loop() {
+		gen++
+		d, err := OpenWriter(kd.dir, kd.db, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = errors.Join(
+			d.Update(func(tx *Tx) error {
+				return errors.Join(
+					tx.PutTranscript(Transcript{Gen: gen}),
+					tx.PutPending(&Pending{Gen: gen}),
+					tx.AppendHistory(HistoryEntry{Gen: gen}),
+				)
+			}),
+			d.Update(func(tx *Tx) error { return tx.PutPending(nil) }),
+			d.Close(),
+		)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Creating meta.db: temporary file, bbolt init, commit, fsync, link,
+// directory fsync.
+func BenchmarkCreate(b *testing.B) {
+	root := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		path := filepath.Join(root, fmt.Sprint(i))
+		if err := os.Mkdir(path, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		dir, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := OpenWriter(dir, filepath.Join(path, FileName), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+		dir.Close()
+	}
+}

@@ -1,0 +1,117 @@
+package db
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// ensureExists creates meta.db if the name is free. Anything already under
+// the name, a link or a 0-byte file included, is left for the open to judge:
+// it is never replaced.
+func ensureExists(dirfd int, name string, now time.Time) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil {
+		return nil
+	}
+	if err != unix.ENOENT {
+		return pathErr("open", name, err)
+	}
+	if err := create(dirfd, now); err != nil {
+		return pathErr("create", name, err)
+	}
+	return nil
+}
+
+// create builds a complete schema file under a temporary name and links it
+// to meta.db: a reader either finds no file or a whole one, and link, unlike
+// rename, fails instead of replacing a meta.db another writer put there
+// meanwhile.
+func create(dirfd int, now time.Time) (err error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := TempPrefix + hex.EncodeToString(rnd[:])
+	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	unlinked := false
+	defer func() {
+		f.Close()
+		if !unlinked {
+			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
+		}
+	}()
+	if err := initFile(f, tmp, now); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if testHookBeforeLink != nil {
+		testHookBeforeLink()
+	}
+	lerr := unix.Linkat(dirfd, tmp, dirfd, FileName, 0)
+	if lerr != nil && lerr != unix.EEXIST {
+		return fmt.Errorf("link %s: %w", tmp, lerr)
+	}
+	// After the link the temporary name is a second name of meta.db; after
+	// EEXIST (another writer won, and its file is the one to open) it names
+	// an orphan. Either way it goes.
+	unlinked = true
+	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
+		return fmt.Errorf("unlink %s: %w", tmp, err)
+	}
+	if lerr == unix.EEXIST {
+		return nil
+	}
+	if err := fsync(dirfd); err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}
+
+// testHookBeforeLink lets a test put a rival meta.db in place between the
+// temporary file's commit and its link.
+var testHookBeforeLink func()
+
+// initFile lets bbolt initialise the empty file f and migrates it to
+// SchemaVersion. bbolt gets a duplicate descriptor because its Close closes
+// what it was given, and f is still needed for the fsync.
+func initFile(f *os.File, tmp string, now time.Time) error {
+	dup, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("dup %s: %w", tmp, err)
+	}
+	bopts := &bolt.Options{
+		Timeout:      time.Second, // nothing else knows the name; never waited on
+		NoStatistics: true,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
+			return os.NewFile(uintptr(dup), tmp), nil
+		},
+	}
+	return guard(func() error {
+		bdb, err := bolt.Open(tmp, 0o600, bopts)
+		if err != nil { // bbolt has closed dup
+			return fmt.Errorf("init %s: %w", tmp, err)
+		}
+		err = bdb.Update(func(tx *bolt.Tx) error {
+			_, err := migrate(tx, migrations, now)
+			return err
+		})
+		if cerr := bdb.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("init %s: %w", tmp, err)
+		}
+		return nil
+	})
+}

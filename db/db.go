@@ -1,0 +1,193 @@
+package db
+
+import (
+	"errors"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultLockTimeout is the lock wait used when Options.LockTimeout is 0.
+const DefaultLockTimeout = 2 * time.Second
+
+// Options configure OpenReader and OpenWriter. The zero value is ready to
+// use.
+type Options struct {
+	// LockTimeout bounds the whole wait for the in-process lock and the
+	// file lock together. 0 or less means DefaultLockTimeout; there is no
+	// way to wait forever.
+	LockTimeout time.Duration
+
+	// Now is the clock for meta/created. nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) timeout() time.Duration {
+	if o.LockTimeout <= 0 {
+		return DefaultLockTimeout
+	}
+	return o.LockTimeout
+}
+
+func (o Options) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+// DB is an open meta.db with its locks held. It is safe for concurrent use;
+// Close waits for running transactions.
+type DB struct {
+	name   string
+	write  bool
+	schema uint64 // the file's schema version, read or migrated at open
+	bdb    *bolt.DB
+	file   *os.File // the descriptor bbolt maps, which holds the flock
+	unlock func()   // the in-process lock
+
+	mu     sync.RWMutex // transactions share it, Close takes it
+	closed bool
+
+	// poison is the first bbolt panic. From then on bbolt's own mutexes may
+	// be held by the frame that panicked, so the handle refuses work and
+	// Close does not call into bbolt.
+	poison atomic.Pointer[error]
+}
+
+// Path returns the display name the DB was opened with.
+func (d *DB) Path() string { return d.name }
+
+// Close releases the DB and both of its locks. It is idempotent. After a
+// panic inside bbolt (see ErrDamaged) it does not call into bbolt, whose
+// mutexes may still be held by the frame that panicked: it drops the flock
+// and closes the descriptor itself, and the mapping of the damaged file is
+// left to the end of the process.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	defer d.unlock()
+	if d.poison.Load() != nil {
+		if err := releaseFile(d.file); err != nil {
+			return pathErr("close", d.name, err)
+		}
+		return nil
+	}
+	if err := d.call(d.bdb.Close); err != nil {
+		return pathErr("close", d.name, err)
+	}
+	return nil
+}
+
+// releaseFile unlocks and closes a file bbolt may still have mapped. Closing
+// alone would not release the flock: the mapping holds a reference to the
+// open file description, which is what flock locks. A file already closed
+// (by bbolt) is left alone; Control refuses it, so a reused descriptor
+// number is never touched.
+func releaseFile(f *os.File) error {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Flock(int(fd), unix.LOCK_UN) })
+	}
+	if err := f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// View runs fn in a read-only transaction. fn's error is returned as is;
+// damage found by a Tx method is returned even if fn dropped it. fn must not
+// start another transaction on d or close it: both would wait for fn.
+func (d *DB) View(fn func(*Tx) error) error { return d.run(false, fn) }
+
+// Update runs fn in a read-write transaction and commits it if fn returns
+// nil; otherwise nothing fn wrote is kept. On a DB opened with OpenReader
+// it returns ErrReadOnly.
+func (d *DB) Update(fn func(*Tx) error) error {
+	if !d.write {
+		return pathErr("update", d.name, ErrReadOnly)
+	}
+	return d.run(true, fn)
+}
+
+func (d *DB) run(write bool, fn func(*Tx) error) error {
+	op := "view"
+	if write {
+		op = "update"
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return pathErr(op, d.name, ErrClosed)
+	}
+	if p := d.poison.Load(); p != nil {
+		return pathErr(op, d.name, *p)
+	}
+	var btx *bolt.Tx
+	if err := d.call(func() (err error) { btx, err = d.bdb.Begin(write); return err }); err != nil {
+		return pathErr(op, d.name, err)
+	}
+	tx := &Tx{tx: btx, db: d}
+	returned := false
+	defer func() {
+		tx.done = true
+		if !returned { // fn panicked: end the transaction, let the panic go on
+			_ = d.call(btx.Rollback)
+		}
+	}()
+	err := fn(tx)
+	returned = true
+	tx.done = true
+	switch {
+	case tx.err != nil:
+		_ = d.call(btx.Rollback)
+		return tx.err
+	case err != nil:
+		_ = d.call(btx.Rollback)
+		return err
+	case !write:
+		if err := d.call(btx.Rollback); err != nil {
+			return pathErr(op, d.name, err)
+		}
+		return nil
+	}
+	if err := d.call(btx.Commit); err != nil {
+		return pathErr("commit", d.name, err)
+	}
+	return nil
+}
+
+// call runs a call into bbolt under guard and poisons the handle if bbolt
+// panicked.
+func (d *DB) call(fn func() error) error {
+	err := guard(fn)
+	var pe *panicError
+	if errors.As(err, &pe) {
+		d.poison.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+// guard runs fn so that damage in the mapped file becomes an error. bbolt
+// panics on pages it cannot parse, and a page whose element offsets point
+// outside the mapping faults (SIGSEGV, or SIGBUS past the end of the file),
+// which kills the process unless the goroutine asked for a panic instead.
+// Both were reproduced with bbolt 1.5.0.
+func guard(fn func() error) (err error) {
+	prev := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			err = &panicError{r}
+		}
+	}()
+	return fn()
+}

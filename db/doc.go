@@ -1,0 +1,64 @@
+// Package db keeps one key directory's sidecars and audit history in a bbolt
+// file named meta.db, and makes that file safe to open from many processes
+// and goroutines at once, and safe to open when it is damaged.
+//
+// # Schema
+//
+// Schema version 1. Bucket and key names mirror the legacy sidecar file names.
+// Every value is msgpack; records are maps with the short tags shown (tag
+// then field), integers are 64-bit. TestSchemaTree parses this tree and
+// compares it with a file in which every key has been written, so the drawing
+// and the code cannot drift apart.
+//
+//	meta/
+//	  schema        uint: the schema version of this file
+//	  created       int: when the file was made, unix nanoseconds, host clock
+//	sidecars/
+//	  transcript    {g gen, s size, c crc32c, p promoted_at}: identity of current.jsonl
+//	  pi-version    string: "" = unknown
+//	  venue         string: absent = "local"
+//	  resume-chain  uint: consecutive host deliveries
+//	  context       {t tokens, w window, m model}: absent = no measurement
+//	  pending       {t tmp, s size, c crc32c, g gen}: a promotion committed, not yet renamed
+//	history/
+//	  <gen>         {a at, r resumed, w reason, b bytes, c chain, j job, t torn_tail}: key big-endian u64; the last 64 kept
+//
+// Decoding skips fields it does not know, so an older binary reads a newer
+// record, and rejects trailing bytes and values of the wrong msgpack type.
+//
+// # Guarantees
+//
+// Update runs one bbolt read-write transaction: all of it commits or none of
+// it does, and a commit returns only after bbolt has fsynced it. A new meta.db
+// appears complete or not at all (it is built under a temporary name and
+// linked into place, never over an existing file). OpenReader never writes:
+// not a byte, not an mtime, not a new file.
+//
+// A file that cannot be trusted is reported as ErrDamaged instead of
+// crashing the process: a 0-byte file, a link or other non-regular file, both
+// meta pages invalid, a file shorter than its high-water mark (which bbolt
+// would answer with SIGBUS), a page tree with a cycle or an offset out of
+// bounds (which would make bbolt loop until it runs out of memory, or
+// fault), a record that does not decode, a missing bucket, or a page that
+// still makes bbolt panic or fault. The file is checked under its lock
+// before bbolt maps it, and every call into bbolt runs under recover with
+// faults turned into panics. A file whose schema is newer than SchemaVersion
+// is refused with ErrNewerSchema and never written.
+//
+// Opens wait at most Options.LockTimeout in total for two locks: a
+// process-wide reader/writer lock per key directory, and flock on meta.db
+// (shared for readers, exclusive for writers). A DB is safe for concurrent
+// use by multiple goroutines; a Tx is not, and is valid only inside the
+// function it was passed to.
+//
+// # Caveat
+//
+// flock is advisory and local: it is not a lock on a network filesystem, and
+// neither bbolt nor this package is safe there. The kernel releases flock
+// when the process dies, so a crashed holder never leaves a stale lock, but a
+// process that merely hangs holds its key until it exits. The pre-check
+// knows bbolt 1.5's file format (version 2); a file of another format
+// version is refused as damaged. After bbolt has panicked on a damaged page,
+// the handle only closes: its lock is released, but the damaged file stays
+// mapped until the process exits.
+package db

@@ -1,0 +1,149 @@
+package db
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// keyID names a key directory by device and inode: a path can be renamed or
+// reached through two spellings, the directory it opens cannot.
+type keyID struct{ dev, ino uint64 }
+
+// keyLock is a reader/writer lock with a deadline. sync.RWMutex cannot give
+// up waiting, and a lock that waits forever would turn one stuck promotion
+// into a stuck worker.
+type keyLock struct {
+	refs           int // holders and waiters; at 0 the entry leaves the table
+	readers        int
+	writer         bool
+	writersWaiting int
+	wake           chan struct{} // closed and replaced whenever the lock may have become free
+}
+
+// keyLocks is the process-wide table of key locks. flock alone cannot order
+// two opens inside one process: a second open of the same file is a second
+// open file description and waits on the first as if it were another
+// process, by polling.
+var keyLocks = struct {
+	sync.Mutex
+	m map[keyID]*keyLock
+}{m: map[keyID]*keyLock{}}
+
+// lockKey takes the key's in-process lock, shared or exclusive, waiting no
+// later than deadline. The unlock it returns is safe to call more than once.
+// Waiting writers hold back new readers, so a stream of resolves cannot
+// starve a promotion.
+func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error) {
+	keyLocks.Lock()
+	l := keyLocks.m[id]
+	if l == nil {
+		l = &keyLock{wake: make(chan struct{})}
+		keyLocks.m[id] = l
+	}
+	l.refs++
+	if write {
+		l.writersWaiting++
+	}
+	for {
+		if write && !l.writer && l.readers == 0 {
+			l.writer = true
+			l.writersWaiting--
+			break
+		}
+		if !write && !l.writer && l.writersWaiting == 0 {
+			l.readers++
+			break
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			if write {
+				l.writersWaiting--
+				l.broadcast() // readers held back by this writer may go
+			}
+			l.release(id)
+			keyLocks.Unlock()
+			mode := "shared"
+			if write {
+				mode = "exclusive"
+			}
+			return nil, fmt.Errorf("%w: %s in-process lock held by another handle", ErrLockTimeout, mode)
+		}
+		wake := l.wake
+		keyLocks.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		keyLocks.Lock()
+	}
+	keyLocks.Unlock()
+
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			keyLocks.Lock()
+			defer keyLocks.Unlock()
+			if write {
+				l.writer = false
+			} else {
+				l.readers--
+			}
+			l.broadcast()
+			l.release(id)
+		})
+	}, nil
+}
+
+func (l *keyLock) broadcast() {
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+// release drops one reference; the caller holds keyLocks.
+func (l *keyLock) release(id keyID) {
+	l.refs--
+	if l.refs == 0 {
+		delete(keyLocks.m, id)
+	}
+}
+
+// keyLockCount is the size of the table, for tests that check it drains.
+func keyLockCount() int {
+	keyLocks.Lock()
+	defer keyLocks.Unlock()
+	return len(keyLocks.m)
+}
+
+// flockUntil takes flock on fd, polling with LOCK_NB: flock has no timeout,
+// and a blocking flock in a goroutine could not be abandoned without leaking
+// a thread that might still take the lock later.
+func flockUntil(fd int, write bool, deadline time.Time) error {
+	how := unix.LOCK_SH
+	if write {
+		how = unix.LOCK_EX
+	}
+	pause := time.Millisecond
+	for {
+		err := unix.Flock(fd, how|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+		default:
+			return err
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return fmt.Errorf("%w: file lock held by another open file (another process, most likely)", ErrLockTimeout)
+		}
+		time.Sleep(min(pause, wait))
+		pause = min(2*pause, 25*time.Millisecond)
+	}
+}

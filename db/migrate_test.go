@@ -1,0 +1,217 @@
+package db
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var migrationNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// migrationTests holds one case per entry of migrations, in the same order.
+// prepare writes, through raw bbolt, what a file at the step's previous
+// version may hold; check inspects the file after OpenWriter migrated it.
+var migrationTests = []struct {
+	name    string
+	prepare func(tx *bolt.Tx) error
+	check   func(t *testing.T, tx *bolt.Tx)
+}{
+	{
+		name:    "v0 to v1 creates the buckets, schema and created",
+		prepare: func(*bolt.Tx) error { return nil }, // bbolt's empty file is schema 0
+		check: func(t *testing.T, tx *bolt.Tx) {
+			m, err := readMeta(tx, SchemaVersion)
+			if err != nil || m != (Meta{Schema: 1, Created: migrationNow.UnixNano()}) {
+				t.Errorf("meta = %+v, %v; want schema 1 created %d", m, err, migrationNow.UnixNano())
+			}
+			for _, name := range []string{bucketSidecars, bucketHistory} {
+				b := tx.Bucket([]byte(name))
+				if b == nil {
+					t.Errorf("no %s/ bucket", name)
+				} else if k, _ := b.Cursor().First(); k != nil {
+					t.Errorf("%s/ is not empty: %q", name, k)
+				}
+			}
+		},
+	},
+}
+
+func TestMigrations(t *testing.T) {
+	if len(migrationTests) != len(migrations) {
+		t.Fatalf("%d migrations, %d migration tests: every migration needs a case", len(migrations), len(migrationTests))
+	}
+	for i, mt := range migrationTests {
+		t.Run(mt.name, func(t *testing.T) {
+			kd := newKeyDir(t)
+			bdb, err := bolt.Open(kd.db, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = bdb.Update(func(tx *bolt.Tx) error {
+				if i > 0 { // bring the file to the version this step starts from
+					if _, err := migrate(tx, migrations[:i], migrationNow); err != nil {
+						return err
+					}
+				}
+				return mt.prepare(tx)
+			})
+			if cerr := bdb.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := OpenWriter(kd.dir, kd.db, Options{LockTimeout: testOpts.LockTimeout, Now: func() time.Time { return migrationNow }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if d.schema != SchemaVersion {
+				t.Errorf("schema after OpenWriter = %d, want %d", d.schema, SchemaVersion)
+			}
+			d.bdb.View(func(tx *bolt.Tx) error { mt.check(t, tx); return nil })
+		})
+	}
+}
+
+func TestMigrationsAreOrdered(t *testing.T) {
+	for i, m := range migrations {
+		if m.version != uint64(i+1) {
+			t.Errorf("migrations[%d] produces version %d, want %d", i, m.version, i+1)
+		}
+	}
+	if last := migrations[len(migrations)-1].version; last != SchemaVersion {
+		t.Errorf("the last migration produces version %d, SchemaVersion is %d", last, SchemaVersion)
+	}
+}
+
+// All pending steps and the version bump are one transaction: a failing
+// later step leaves nothing of the earlier ones.
+func TestMigrationIsOneTransaction(t *testing.T) {
+	kd := newKeyDir(t)
+	bdb, err := bolt.Open(kd.db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	boom := errors.New("boom")
+	steps := append(migrations[:len(migrations):len(migrations)], migration{
+		version: SchemaVersion + 1,
+		migrate: func(*bolt.Tx, time.Time) error { return boom },
+	})
+	err = bdb.Update(func(tx *bolt.Tx) error { _, err := migrate(tx, steps, migrationNow); return err })
+	wantErr(t, err, boom)
+	bdb.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Cursor().First(); k != nil {
+			t.Errorf("a failed migration left %q in the root", k)
+		}
+		return nil
+	})
+}
+
+func setSchema(t *testing.T, path string, v uint64) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketMeta)).Put([]byte(keySchema), encodeUint(v))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewerSchemaIsNeverWritten(t *testing.T) {
+	kd := makeDB(t, 2)
+	setSchema(t, kd.db, SchemaVersion+1)
+	before := snapshot(t, kd)
+	time.Sleep(10 * time.Millisecond)
+	for _, open := range []func(*os.File, string, Options) (*DB, error){OpenReader, OpenWriter} {
+		d, err := open(kd.dir, kd.db, testOpts)
+		wantErr(t, err, ErrNewerSchema)
+		if d != nil {
+			t.Error("a DB was returned with the error")
+		}
+	}
+	if after := snapshot(t, kd); after != before {
+		t.Errorf("newer-schema file changed:\nbefore %s\nafter  %s", before, after)
+	}
+	if n := keyLockCount(); n != 0 {
+		t.Errorf("%d in-process locks held after refused opens", n)
+	}
+}
+
+// A reader reads an older file as far as it goes; a writer migrates it.
+func TestOlderSchema(t *testing.T) {
+	kd := newKeyDir(t)
+	bdb, err := bolt.Open(kd.db, 0o600, nil) // schema 0: bbolt's empty file
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	before := snapshot(t, kd)
+
+	r := mustOpen(t, kd, false)
+	err = r.View(func(tx *Tx) error {
+		m, err1 := tx.Meta()
+		s, err2 := tx.Sidecars()
+		h, err3 := tx.History(0)
+		if m != (Meta{}) || s != (Sidecars{}) || len(h) != 0 {
+			t.Errorf("schema 0 file reads as meta %+v sidecars %+v history %v, want all empty", m, s, h)
+		}
+		return errors.Join(err1, err2, err3)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if after := snapshot(t, kd); after != before {
+		t.Errorf("reader changed the old file")
+	}
+
+	w := mustOpen(t, kd, true)
+	if w.schema != SchemaVersion {
+		t.Errorf("writer left schema %d, want %d", w.schema, SchemaVersion)
+	}
+}
+
+func TestBrokenMetaIsDamage(t *testing.T) {
+	cases := map[string]func(tx *bolt.Tx) error{
+		"no schema key": func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucketMeta)).Delete([]byte(keySchema)) },
+		"schema 0":      func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucketMeta)).Put([]byte(keySchema), encodeUint(0)) },
+		"schema string": func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte(bucketMeta)).Put([]byte(keySchema), []byte{0xa1, '1'})
+		},
+		"no created": func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucketMeta)).Delete([]byte(keyCreated)) },
+		"no history": func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte(bucketHistory)) },
+		"no meta":    func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte(bucketMeta)) },
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			kd := makeDB(t, 1)
+			bdb, err := bolt.Open(kd.db, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = bdb.Update(damage)
+			bdb.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, kd)
+			for _, open := range []func(*os.File, string, Options) (*DB, error){OpenReader, OpenWriter} {
+				_, err := open(kd.dir, kd.db, testOpts)
+				wantErr(t, err, ErrDamaged)
+			}
+			if after := snapshot(t, kd); after != before {
+				t.Errorf("a damaged file was written")
+			}
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// OpenReader opens dir's meta.db read-only under a shared lock. dir is the
+// key directory, opened by the caller with O_RDONLY|O_DIRECTORY|O_NOFOLLOW;
+// it is used only during the call. name is the path shown in errors.
+//
+// OpenReader never creates or writes anything. A missing meta.db is an
+// error for which errors.Is(err, fs.ErrNotExist) holds. A file of an older
+// schema is read as far as it goes: buckets it predates read as empty.
+func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
+	return open(dir, name, opts, false)
+}
+
+// OpenWriter opens dir's meta.db read-write under an exclusive lock,
+// creating it when absent and running pending schema migrations. See
+// OpenReader for dir and name. On error no lock is held, and nothing has
+// been written except, possibly, a complete new meta.db that it created.
+func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
+	return open(dir, name, opts, true)
+}
+
+func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
+	deadline := time.Now().Add(opts.timeout())
+	defer runtime.KeepAlive(dir) // dirfd below is only borrowed
+	dirfd := int(dir.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(dirfd, &st); err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, pathErr("open", name, syscall.ENOTDIR)
+	}
+	unlock, err := lockKey(keyID{uint64(st.Dev), st.Ino}, write, deadline)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	d, err := openLocked(dirfd, name, opts, write, deadline)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	d.unlock = unlock
+	return d, nil
+}
+
+// errReplaced says the name no longer referred to the file whose lock was
+// had, so the lock protects nothing.
+var errReplaced = errors.New("meta.db was replaced while it was being locked")
+
+func openLocked(dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
+	var d *DB
+	for attempt := 1; ; attempt++ {
+		var err error
+		if write {
+			if err = ensureExists(dirfd, name, opts.now()); err != nil {
+				return nil, err
+			}
+		}
+		d, err = openBolt(dirfd, name, write, deadline, opts.timeout())
+		if err == nil {
+			break
+		}
+		// Replaced, or removed between the creation and the open (a writer
+		// creates it again): once more, then give up.
+		retry := errors.Is(err, errReplaced) || write && errors.Is(err, fs.ErrNotExist)
+		if !retry || attempt == 2 {
+			if errors.Is(err, errReplaced) {
+				err = pathErr("open", name, fmt.Errorf("%w: %w twice", ErrLockTimeout, errReplaced))
+			}
+			return nil, err
+		}
+	}
+	d.unlock = func() {}
+	if err := d.initSchema(opts.now()); err != nil {
+		d.Close()
+		return nil, pathErr("open", name, err)
+	}
+	return d, nil
+}
+
+// initSchema reads the schema version, refusing a newer one before anything
+// is written, and for a writer runs the pending migrations.
+func (d *DB) initSchema(now time.Time) error {
+	var m Meta
+	var err error
+	if d.write {
+		err = d.call(func() error {
+			return d.bdb.Update(func(tx *bolt.Tx) (err error) {
+				m, err = migrate(tx, migrations, now)
+				return err
+			})
+		})
+		if errors.Is(err, errUpToDate) {
+			err = nil
+		}
+	} else {
+		err = d.call(func() error {
+			return d.bdb.View(func(tx *bolt.Tx) (err error) {
+				if m, err = readMeta(tx, SchemaVersion); err != nil {
+					return err
+				}
+				return checkBuckets(tx, m.Schema)
+			})
+		})
+	}
+	d.schema = m.Schema
+	return err
+}
+
+// openBolt opens meta.db through bbolt, with openFileLocked as bbolt's
+// OpenFile hook so that the file is opened without following links and
+// checked under its lock before bbolt maps it.
+func openBolt(dirfd int, name string, write bool, deadline time.Time, timeout time.Duration) (*DB, error) {
+	var file *os.File
+	var hookErr error
+	bopts := &bolt.Options{
+		ReadOnly: !write,
+		// bbolt's own flock runs on the descriptor the hook already locked
+		// and succeeds at once; its timeout is only a backstop.
+		Timeout:      timeout,
+		NoStatistics: true,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
+			file, hookErr = openFileLocked(dirfd, name, write, deadline)
+			return file, hookErr
+		},
+	}
+	var bdb *bolt.DB
+	err := guard(func() (err error) {
+		bdb, err = bolt.Open(name, 0o600, bopts)
+		return err
+	})
+	if err == nil {
+		return &DB{name: name, write: write, bdb: bdb, file: file}, nil
+	}
+	if file != nil {
+		releaseFile(file) // bbolt closed it already unless it panicked
+	}
+	var errno syscall.Errno
+	var pe *panicError
+	switch {
+	case hookErr != nil:
+		return nil, hookErr
+	case errors.As(err, &pe):
+		return nil, pathErr("open", name, err)
+	case errors.As(err, &errno):
+		return nil, pathErr("open", name, err) // I/O trouble, not the file's content
+	}
+	return nil, pathErr("open", name, damagedBy("bbolt", err))
+}
+
+// openFileLocked opens meta.db relative to dirfd without following a link or
+// blocking on a FIFO, refuses anything but a regular file, takes the flock,
+// checks that the name still refers to the locked file, and runs the
+// pre-check, all before bbolt sees the file.
+func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (*os.File, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if write {
+		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	}
+	fd, err := openat(dirfd, FileName, flags, 0)
+	switch err {
+	case nil:
+	case unix.ELOOP:
+		return nil, pathErr("open", name, damaged("a symbolic link"))
+	case unix.EISDIR, unix.ENXIO:
+		return nil, pathErr("open", name, damagedBy("not a regular file", err))
+	default:
+		return nil, pathErr("open", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, pathErr("open", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, pathErr("open", name, damaged("not a regular file (mode %#o)", st.Mode))
+	}
+	// O_NONBLOCK was for the open of a FIFO; a regular file ignores it, but
+	// os.NewFile would try to register a non-blocking fd with the poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, pathErr("open", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := flockUntil(fd, write, deadline); err != nil {
+		f.Close()
+		return nil, pathErr("open", name, err)
+	}
+	if testHookLocked != nil {
+		testHookLocked()
+	}
+	var now unix.Stat_t
+	err = unix.Fstatat(dirfd, FileName, &now, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		f.Close()
+		return nil, errReplaced
+	}
+	// The size read before the lock may be stale: a writer that held the
+	// lock may have grown the file.
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, pathErr("open", name, err)
+	}
+	if err := precheck(f, st.Size); err != nil {
+		f.Close()
+		return nil, pathErr("open", name, err)
+	}
+	return f, nil
+}
+
+func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func fsync(fd int) error {
+	for {
+		if err := unix.Fsync(fd); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// testHookLocked lets a test replace meta.db after its lock is had.
+var testHookLocked func()

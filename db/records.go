@@ -1,0 +1,217 @@
+package db
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// Transcript is the identity of current.jsonl as of the promotion that
+// landed it.
+type Transcript struct {
+	Gen        uint64 `msgpack:"g"`
+	Size       int64  `msgpack:"s"`
+	CRC32C     uint64 `msgpack:"c"`
+	PromotedAt int64  `msgpack:"p"` // unix nanoseconds, host clock
+}
+
+// Context is the last context-window reading a run reported.
+type Context struct {
+	Tokens int64  `msgpack:"t"`
+	Window int64  `msgpack:"w"`
+	Model  string `msgpack:"m"`
+}
+
+// Pending is a promotion whose transaction committed but whose temporary
+// file may not have been renamed over current.jsonl yet.
+type Pending struct {
+	Tmp    string `msgpack:"t"`
+	Size   int64  `msgpack:"s"`
+	CRC32C uint64 `msgpack:"c"`
+	Gen    uint64 `msgpack:"g"`
+}
+
+// HistoryEntry is one promotion in the history/ ring. Gen is the entry's key
+// (big-endian) and is not stored in the value.
+type HistoryEntry struct {
+	Gen      uint64 `msgpack:"-"`
+	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
+	Resumed  bool   `msgpack:"r"`
+	Reason   string `msgpack:"w"`
+	Bytes    int64  `msgpack:"b"`
+	Chain    uint64 `msgpack:"c"`
+	Job      string `msgpack:"j"`
+	TornTail bool   `msgpack:"t"`
+}
+
+// Sidecars is every sidecar at once. A nil pointer means the key is absent,
+// which the gates read differently from a zero value.
+type Sidecars struct {
+	Transcript  *Transcript
+	PiVersion   *string
+	Venue       *string
+	ResumeChain *uint64
+	Context     *Context
+	Pending     *Pending
+}
+
+// Meta is the content of meta/. Both fields are 0 for a schema 0 file.
+type Meta struct {
+	Schema  uint64
+	Created int64 // unix nanoseconds, host clock
+}
+
+func encodeTranscript(t Transcript) ([]byte, error) { return encodeRecord(&t) }
+func decodeTranscript(b []byte) (t Transcript, err error) {
+	err = decodeRecord(b, &t)
+	return t, err
+}
+
+func encodeContext(c Context) ([]byte, error) { return encodeRecord(&c) }
+func decodeContext(b []byte) (c Context, err error) {
+	err = decodeRecord(b, &c)
+	return c, err
+}
+
+func encodePending(p Pending) ([]byte, error) { return encodeRecord(&p) }
+func decodePending(b []byte) (p Pending, err error) {
+	err = decodeRecord(b, &p)
+	return p, err
+}
+
+func encodeHistory(h HistoryEntry) ([]byte, error) { return encodeRecord(&h) }
+
+// decodeHistory decodes an entry's value and takes Gen from its key.
+func decodeHistory(key, value []byte) (HistoryEntry, error) {
+	var h HistoryEntry
+	if len(key) != 8 {
+		return h, fmt.Errorf("key is %d bytes, want 8", len(key))
+	}
+	if err := decodeRecord(value, &h); err != nil {
+		return h, err
+	}
+	h.Gen = binary.BigEndian.Uint64(key)
+	return h, nil
+}
+
+func historyKey(gen uint64) []byte { return binary.BigEndian.AppendUint64(nil, gen) }
+
+func encodeRecord(v any) ([]byte, error) { return marshal(v) }
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	// Compact ints keep small numbers at a byte or two; the decoders accept
+	// every width, so this is not part of the format.
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeRecord decodes a map-encoded record into v. msgpack would also
+// accept nil (leaving v zero) and an array (matching fields by position);
+// neither is something this package writes, so both are refused.
+func decodeRecord(b []byte, v any) error {
+	r := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(r)
+	c, err := dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		return fmt.Errorf("msgpack: code %#x is not a map", c)
+	}
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return noTrailing(r)
+}
+
+func noTrailing(r *bytes.Reader) error {
+	if n := r.Len(); n != 0 {
+		return fmt.Errorf("msgpack: %d trailing bytes", n)
+	}
+	return nil
+}
+
+func encodeString(s string) ([]byte, error) { return marshal(s) }
+
+// decodeString refuses nil and bin, which msgpack would turn into "" or a
+// string silently: "" means "unknown pi version" and must not come from a
+// damaged value.
+func decodeString(b []byte) (string, error) {
+	r := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(r)
+	c, err := dec.PeekCode()
+	if err != nil {
+		return "", err
+	}
+	if !msgpcode.IsString(c) {
+		return "", fmt.Errorf("msgpack: code %#x is not a string", c)
+	}
+	s, err := dec.DecodeString()
+	if err != nil {
+		return "", err
+	}
+	return s, noTrailing(r)
+}
+
+func encodeUint(n uint64) []byte {
+	b, _ := marshal(n) // an integer always encodes
+	return b
+}
+
+func encodeInt(n int64) []byte {
+	b, _ := marshal(n)
+	return b
+}
+
+var errNotInt = errors.New("msgpack: not an integer")
+
+// decodeInteger reads one msgpack integer of any width, refusing nil (which
+// msgpack reads as 0) and anything that is not an integer.
+func decodeInteger(b []byte) (u uint64, negative bool, err error) {
+	r := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(r)
+	c, err := dec.PeekCode()
+	if err != nil {
+		return 0, false, err
+	}
+	switch {
+	case c <= msgpcode.PosFixedNumHigh, c >= msgpcode.Uint8 && c <= msgpcode.Uint64:
+		u, err = dec.DecodeUint64()
+	case c >= msgpcode.NegFixedNumLow, c >= msgpcode.Int8 && c <= msgpcode.Int64:
+		var n int64
+		n, err = dec.DecodeInt64()
+		u, negative = uint64(n), n < 0
+	default:
+		return 0, false, fmt.Errorf("%w (code %#x)", errNotInt, c)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return u, negative, noTrailing(r)
+}
+
+func decodeUint(b []byte) (uint64, error) {
+	u, neg, err := decodeInteger(b)
+	if err == nil && neg {
+		err = fmt.Errorf("msgpack: %d is negative", int64(u))
+	}
+	return u, err
+}
+
+func decodeInt(b []byte) (int64, error) {
+	u, neg, err := decodeInteger(b)
+	if err == nil && !neg && u > math.MaxInt64 {
+		err = fmt.Errorf("msgpack: %d overflows int64", u)
+	}
+	return int64(u), err
+}

@@ -1,0 +1,201 @@
+package db
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func mustMarshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, tr := range []Transcript{{}, {Gen: math.MaxUint64, Size: math.MaxInt64, CRC32C: math.MaxUint32, PromotedAt: math.MinInt64}} {
+		b, _ := encodeTranscript(tr)
+		if got, err := decodeTranscript(b); err != nil || got != tr {
+			t.Errorf("transcript %+v -> % x -> %+v, %v", tr, b, got, err)
+		}
+	}
+	for _, c := range []Context{{}, {Tokens: -1, Window: 1 << 40, Model: "prov/модель"}} {
+		b, _ := encodeContext(c)
+		if got, err := decodeContext(b); err != nil || got != c {
+			t.Errorf("context %+v -> %+v, %v", c, got, err)
+		}
+	}
+	for _, p := range []Pending{{}, {Tmp: ".current.jsonl.tmp-1", Size: 1, CRC32C: 2, Gen: 3}} {
+		b, _ := encodePending(p)
+		if got, err := decodePending(b); err != nil || got != p {
+			t.Errorf("pending %+v -> %+v, %v", p, got, err)
+		}
+	}
+	h := HistoryEntry{Gen: 1 << 63, At: 5, Resumed: true, Reason: "context-too-full", Bytes: 9, Chain: 4, Job: "j", TornTail: true}
+	b, _ := encodeHistory(h)
+	if got, err := decodeHistory(historyKey(h.Gen), b); err != nil || got != h {
+		t.Errorf("history %+v -> %+v, %v", h, got, err)
+	}
+	for _, s := range []string{"", "local", strings.Repeat("x", 70000)} {
+		b, _ := encodeString(s)
+		if got, err := decodeString(b); err != nil || got != s {
+			t.Errorf("string of %d bytes -> %d bytes, %v", len(s), len(got), err)
+		}
+	}
+	for _, n := range []uint64{0, 127, 128, math.MaxUint64} {
+		if got, err := decodeUint(encodeUint(n)); err != nil || got != n {
+			t.Errorf("uint %d -> %d, %v", n, got, err)
+		}
+	}
+	for _, n := range []int64{0, -1, math.MinInt64, math.MaxInt64} {
+		if got, err := decodeInt(encodeInt(n)); err != nil || got != n {
+			t.Errorf("int %d -> %d, %v", n, got, err)
+		}
+	}
+}
+
+// Old binaries read newer records: unknown fields are skipped.
+func TestDecodeSkipsUnknownFields(t *testing.T) {
+	b := mustMarshal(t, map[string]any{"g": 3, "s": 10, "zz": []any{"new", 1}, "c": 7, "p": 9, "y": map[string]int{"a": 1}})
+	got, err := decodeTranscript(b)
+	if want := (Transcript{Gen: 3, Size: 10, CRC32C: 7, PromotedAt: 9}); err != nil || got != want {
+		t.Errorf("decoded %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := encodeTranscript(Transcript{Gen: 1})
+	for name, b := range map[string][]byte{
+		"empty":          nil,
+		"trailing byte":  append(bytes.Clone(good), 0),
+		"nil":            {0xc0},
+		"array":          mustMarshal(t, []any{1, 2, 3, 4}),
+		"string":         mustMarshal(t, "g"),
+		"truncated":      good[:len(good)-1],
+		"field type":     mustMarshal(t, map[string]any{"g": "one"}),
+		"non-string key": mustMarshal(t, map[int]int{1: 2}),
+	} {
+		if _, err := decodeTranscript(b); err == nil {
+			t.Errorf("transcript %s (% x) decoded", name, b)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"nil": {0xc0}, "int": {0x01}, "bin": mustMarshal(t, []byte("x")), "trailing": {0xa1, 'x', 0},
+	} {
+		if _, err := decodeString(b); err == nil {
+			t.Errorf("string %s (% x) decoded", name, b)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"nil": {0xc0}, "negative": mustMarshal(t, int64(-1)), "string": mustMarshal(t, "1"),
+		"float": mustMarshal(t, 1.0), "trailing": {0x01, 0x01}, "empty": nil,
+	} {
+		if _, err := decodeUint(b); err == nil {
+			t.Errorf("uint %s (% x) decoded", name, b)
+		}
+	}
+	if _, err := decodeInt(mustMarshal(t, uint64(math.MaxUint64))); err == nil {
+		t.Error("int overflowing int64 decoded")
+	}
+	if _, err := decodeHistory([]byte{1, 2, 3}, mustMarshal(t, map[string]any{})); err == nil {
+		t.Error("history entry with a 3-byte key decoded")
+	}
+}
+
+// The fuzz targets assert that a decoder never panics and that whatever it
+// accepts survives encode and decode unchanged.
+
+func FuzzDecodeTranscript(f *testing.F) {
+	seed(f)
+	for _, v := range []Transcript{{Gen: 1, Size: 2, CRC32C: 3, PromotedAt: 4}, {Gen: math.MaxUint64, PromotedAt: -1}} {
+		b, _ := encodeTranscript(v)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, decodeTranscript, encodeTranscript) })
+}
+
+func FuzzDecodeContext(f *testing.F) {
+	b, _ := encodeContext(Context{Tokens: 160000, Window: 200000, Model: "a/b"})
+	f.Add(b)
+	seed(f)
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, decodeContext, encodeContext) })
+}
+
+func FuzzDecodePending(f *testing.F) {
+	b, _ := encodePending(Pending{Tmp: ".current.jsonl.tmp-x", Size: 5, CRC32C: 6, Gen: 7})
+	f.Add(b)
+	seed(f)
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, decodePending, encodePending) })
+}
+
+func FuzzDecodeHistory(f *testing.F) {
+	b, _ := encodeHistory(HistoryEntry{At: 1, Resumed: true, Reason: "resumed", Bytes: 3, Chain: 4, Job: "j", TornTail: true})
+	f.Add(b)
+	seed(f)
+	key := historyKey(42)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		roundTrip(t, b, func(b []byte) (HistoryEntry, error) { return decodeHistory(key, b) }, encodeHistory)
+	})
+}
+
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{"", "0.54.2", "(pending)"} {
+		b, _ := encodeString(s)
+		f.Add(b)
+	}
+	seed(f)
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, decodeString, encodeString) })
+}
+
+func FuzzDecodeUint(f *testing.F) {
+	for _, n := range []uint64{0, 1, 200, math.MaxUint64} {
+		f.Add(encodeUint(n))
+	}
+	seed(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		roundTrip(t, b, decodeUint, func(n uint64) ([]byte, error) { return encodeUint(n), nil })
+	})
+}
+
+func FuzzDecodeInt(f *testing.F) {
+	for _, n := range []int64{0, -1, math.MinInt64, 1700000000e9} {
+		f.Add(encodeInt(n))
+	}
+	seed(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		roundTrip(t, b, decodeInt, func(n int64) ([]byte, error) { return encodeInt(n), nil })
+	})
+}
+
+// seed adds inputs every decoder must survive: truncations, huge declared
+// lengths, nil, wrong types.
+func seed(f *testing.F) {
+	for _, b := range [][]byte{
+		nil, {0xc0}, {0x80}, {0x81, 0xa1, 'g'}, {0xdf, 0xff, 0xff, 0xff, 0xff},
+		{0xdb, 0xff, 0xff, 0xff, 0xff}, {0x81, 0xa1, 'z', 0xdd, 0xff, 0xff, 0xff, 0xff},
+		{0x81, 0xa1, 'g', 0xcf, 1, 2, 3, 4, 5, 6, 7, 8}, {0x94, 1, 2, 3, 4},
+	} {
+		f.Add(b)
+	}
+}
+
+func roundTrip[T comparable](t *testing.T, b []byte, decode func([]byte) (T, error), encode func(T) ([]byte, error)) {
+	v, err := decode(b)
+	if err != nil {
+		return
+	}
+	b2, err := encode(v)
+	if err != nil {
+		t.Fatalf("decoded %+v from % x but cannot encode it: %v", v, b, err)
+	}
+	v2, err := decode(b2)
+	if err != nil || v2 != v {
+		t.Fatalf("% x -> %+v -> % x -> %+v, %v", b, v, b2, v2, err)
+	}
+}

@@ -1,0 +1,109 @@
+package db
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileName is the name of the bbolt file inside a key directory.
+const FileName = "meta.db"
+
+// TempPrefix starts the name of a meta.db under construction. A crash during
+// creation can leave one behind; it is never linked into place after that,
+// so whoever sweeps stray temporary files may remove it.
+const TempPrefix = "." + FileName + ".tmp-"
+
+// SchemaVersion is the schema version this binary writes and fully knows.
+const SchemaVersion = 1
+
+// HistoryLimit is how many entries the history/ ring keeps.
+const HistoryLimit = 64
+
+// Bucket and key names; the tree in doc.go draws them.
+const (
+	bucketMeta = "meta"
+	keySchema  = "schema"
+	keyCreated = "created"
+
+	bucketSidecars = "sidecars"
+	keyTranscript  = "transcript"
+	keyPiVersion   = "pi-version"
+	keyVenue       = "venue"
+	keyResumeChain = "resume-chain"
+	keyContext     = "context"
+	keyPending     = "pending"
+
+	bucketHistory = "history"
+)
+
+// buckets lists every top-level bucket with the schema version that
+// introduced it. A reader of an older file needs to know which absences are
+// damage and which only mean the file predates the bucket.
+var buckets = []struct {
+	name  string
+	since uint64
+}{
+	{bucketMeta, 1},
+	{bucketSidecars, 1},
+	{bucketHistory, 1},
+}
+
+func bucketSince(name string) uint64 {
+	for _, b := range buckets {
+		if b.name == name {
+			return b.since
+		}
+	}
+	panic("db: unknown bucket " + name)
+}
+
+// readMeta reads meta/ from a bbolt transaction. A file with nothing at all
+// in its root is schema 0: bbolt initialised it and no migration has run.
+// Anything else without a decodable meta/ is not a file this package wrote.
+// A schema newer than known is ErrNewerSchema.
+func readMeta(tx *bolt.Tx, known uint64) (Meta, error) {
+	b := tx.Bucket([]byte(bucketMeta))
+	if b == nil {
+		if k, _ := tx.Cursor().First(); k == nil {
+			return Meta{}, nil
+		}
+		return Meta{}, damaged("no %s/ bucket", bucketMeta)
+	}
+	var m Meta
+	v := b.Get([]byte(keySchema))
+	if v == nil {
+		return Meta{}, damaged("no %s/%s", bucketMeta, keySchema)
+	}
+	var err error
+	if m.Schema, err = decodeUint(v); err != nil {
+		return Meta{}, damagedBy(bucketMeta+"/"+keySchema, err)
+	}
+	if m.Schema == 0 {
+		// Version 0 means an empty root; a meta/ bucket claiming it is lying.
+		return Meta{}, damaged("%s/%s is 0", bucketMeta, keySchema)
+	}
+	if m.Schema > known {
+		// Newer records may mean anything; do not try to decode them.
+		return m, fmt.Errorf("%w: file has schema %d, this binary knows %d", ErrNewerSchema, m.Schema, known)
+	}
+	v = b.Get([]byte(keyCreated))
+	if v == nil {
+		return Meta{}, damaged("no %s/%s", bucketMeta, keyCreated)
+	}
+	if m.Created, err = decodeInt(v); err != nil {
+		return Meta{}, damagedBy(bucketMeta+"/"+keyCreated, err)
+	}
+	return m, nil
+}
+
+// checkBuckets reports a bucket that the file's schema version promises but
+// the file lacks.
+func checkBuckets(tx *bolt.Tx, schema uint64) error {
+	for _, b := range buckets {
+		if b.since <= schema && tx.Bucket([]byte(b.name)) == nil {
+			return damaged("schema %d file has no %s/ bucket", schema, b.name)
+		}
+	}
+	return nil
+}

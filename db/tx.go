@@ -1,0 +1,247 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tx is a transaction on a DB, given to the function passed to View or
+// Update and valid only until it returns. It is not safe for concurrent use.
+// Reads work in both kinds of transaction; writes in a View return
+// ErrReadOnly.
+//
+// Once a method has returned ErrDamaged, or a write has failed, the
+// transaction is rolled back whatever the function returns.
+type Tx struct {
+	tx   *bolt.Tx
+	db   *DB
+	done bool
+	err  error // the first damage or failed write; it ends the transaction
+}
+
+// do runs fn, which touches bbolt, under the DB's guard.
+func (tx *Tx) do(op string, write bool, fn func() error) error {
+	switch {
+	case tx.done:
+		return pathErr(op, tx.db.name, ErrClosed)
+	case tx.err != nil:
+		return tx.err
+	case write && !tx.tx.Writable():
+		return pathErr(op, tx.db.name, ErrReadOnly)
+	}
+	err := tx.db.call(fn)
+	if err == nil {
+		return nil
+	}
+	err = pathErr(op, tx.db.name, err)
+	if write || errors.Is(err, ErrDamaged) {
+		tx.err = err
+	}
+	return err
+}
+
+// bucket returns a top-level bucket, or nil without error when the file's
+// schema predates the bucket (an old file read by a newer binary).
+func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
+	b := tx.tx.Bucket([]byte(name))
+	if b == nil && tx.db.schema >= bucketSince(name) {
+		return nil, damaged("no %s/ bucket", name)
+	}
+	return b, nil
+}
+
+// Meta returns meta/. A schema 0 file has none and returns the zero Meta.
+func (tx *Tx) Meta() (Meta, error) {
+	var m Meta
+	err := tx.do("read", false, func() (err error) {
+		m, err = readMeta(tx.tx, SchemaVersion)
+		return err
+	})
+	return m, err
+}
+
+// Sidecars reads every sidecar key at once. A value that does not decode is
+// ErrDamaged naming the key.
+func (tx *Tx) Sidecars() (Sidecars, error) {
+	var s Sidecars
+	err := tx.do("read", false, func() error {
+		b, err := tx.bucket(bucketSidecars)
+		if b == nil {
+			return err
+		}
+		get := func(key string, decode func(v []byte) error) error {
+			v := b.Get([]byte(key))
+			if v == nil {
+				return nil
+			}
+			if err := decode(v); err != nil {
+				return damagedBy(bucketSidecars+"/"+key, err)
+			}
+			return nil
+		}
+		return errors.Join(
+			get(keyTranscript, func(v []byte) error {
+				t, err := decodeTranscript(v)
+				s.Transcript = &t
+				return err
+			}),
+			get(keyPiVersion, func(v []byte) error {
+				p, err := decodeString(v)
+				s.PiVersion = &p
+				return err
+			}),
+			get(keyVenue, func(v []byte) error {
+				p, err := decodeString(v)
+				s.Venue = &p
+				return err
+			}),
+			get(keyResumeChain, func(v []byte) error {
+				n, err := decodeUint(v)
+				s.ResumeChain = &n
+				return err
+			}),
+			get(keyContext, func(v []byte) error {
+				c, err := decodeContext(v)
+				s.Context = &c
+				return err
+			}),
+			get(keyPending, func(v []byte) error {
+				p, err := decodePending(v)
+				s.Pending = &p
+				return err
+			}),
+		)
+	})
+	if err != nil {
+		return Sidecars{}, err
+	}
+	return s, nil
+}
+
+// PutTranscript sets sidecars/transcript.
+func (tx *Tx) PutTranscript(t Transcript) error {
+	v, err := encodeTranscript(t)
+	return tx.putSidecar(keyTranscript, v, err)
+}
+
+// PutPiVersion sets sidecars/pi-version; "" records an unknown version.
+func (tx *Tx) PutPiVersion(v string) error {
+	b, err := encodeString(v)
+	return tx.putSidecar(keyPiVersion, b, err)
+}
+
+// PutVenue sets sidecars/venue.
+func (tx *Tx) PutVenue(v string) error {
+	b, err := encodeString(v)
+	return tx.putSidecar(keyVenue, b, err)
+}
+
+// PutResumeChain sets sidecars/resume-chain.
+func (tx *Tx) PutResumeChain(n uint64) error {
+	return tx.putSidecar(keyResumeChain, encodeUint(n), nil)
+}
+
+// PutContext sets sidecars/context; nil deletes it (no measurement).
+func (tx *Tx) PutContext(c *Context) error {
+	if c == nil {
+		return tx.putSidecar(keyContext, nil, nil)
+	}
+	v, err := encodeContext(*c)
+	return tx.putSidecar(keyContext, v, err)
+}
+
+// PutPending sets sidecars/pending; nil deletes it (no promotion in flight).
+func (tx *Tx) PutPending(p *Pending) error {
+	if p == nil {
+		return tx.putSidecar(keyPending, nil, nil)
+	}
+	v, err := encodePending(*p)
+	return tx.putSidecar(keyPending, v, err)
+}
+
+// putSidecar puts v under key in sidecars/, or deletes key when v is nil.
+func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
+	return tx.do("put", true, func() error {
+		if encErr != nil {
+			return fmt.Errorf("%s/%s: %w", bucketSidecars, key, encErr)
+		}
+		b, err := tx.bucket(bucketSidecars)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			err = b.Delete([]byte(key))
+		} else {
+			err = b.Put([]byte(key), v)
+		}
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", bucketSidecars, key, err)
+		}
+		return nil
+	})
+}
+
+// AppendHistory stores e under its Gen (replacing an entry with the same
+// Gen) and trims history/ to the HistoryLimit highest Gens. An entry older
+// than all of a full ring is therefore dropped at once.
+func (tx *Tx) AppendHistory(e HistoryEntry) error {
+	v, encErr := encodeHistory(e)
+	return tx.do("append", true, func() error {
+		if encErr != nil {
+			return fmt.Errorf("%s/: %w", bucketHistory, encErr)
+		}
+		b, err := tx.bucket(bucketHistory)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(historyKey(e.Gen), v); err != nil {
+			return fmt.Errorf("%s/%d: %w", bucketHistory, e.Gen, err)
+		}
+		var stale [][]byte
+		c := b.Cursor()
+		n := 0
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			if n++; n > HistoryLimit {
+				stale = append(stale, slices.Clone(k)) // k dies with the cursor's page
+			}
+		}
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("%s/%x: %w", bucketHistory, k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// History returns the last n entries of history/, oldest first; n <= 0
+// returns all of them.
+func (tx *Tx) History(n int) ([]HistoryEntry, error) {
+	var out []HistoryEntry
+	err := tx.do("read", false, func() error {
+		b, err := tx.bucket(bucketHistory)
+		if b == nil {
+			return err
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
+			if v == nil {
+				return damaged("%s/%x is a bucket", bucketHistory, k)
+			}
+			e, err := decodeHistory(k, v)
+			if err != nil {
+				return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
