@@ -1,0 +1,25 @@
+// Package transcript reads pi's session transcripts: JSONL files whose first
+// line is a {"type":"session",...} header and whose other lines are entries
+// that form a tree by id and parentId.
+//
+// It offers two readers. ReadHeader is the bounded first-line read the
+// session store does on every resolve: it never reads more than
+// MaxHeaderBytes+1 bytes and judges the line the way the legacy store's
+// JSON.parse did. Scanner streams the entries of a whole transcript the way
+// pi 0.58.3 loads it: blank lines skipped, lines JSON.parse rejects dropped
+// and counted, version 1 and 2 files migrated in flight, and a file whose
+// first parseable line is not a header with a string id rejected with an
+// InvalidError that names the reason. It holds one line at a time (at most
+// MaxLineBytes) and keeps of each entry only its identity and the sizes an
+// estimate needs, so memory does not grow with the file.
+//
+// Sizes are counted as JavaScript counts them: in UTF-16 code units of the
+// text pi's UTF-8 decoder would produce, with a tool call's arguments
+// measured on the compact JSON as written.
+//
+// Caveat: where pi itself would compute NaN or throw (a text block whose
+// text is not a string, a usage without counters, an entry that is valid JSON
+// but not an object), the scanner reads 0 or drops the line instead; pi never
+// writes such values. Version 1 entries get synthetic ids ("v1:<index>")
+// where pi would draw random ones, so ids differ but the tree is the same.
+package transcript

@@ -1,0 +1,257 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// Entry is one transcript line after the header, reduced to what a context
+// estimate needs: the entry's place in the tree and the sizes of what it
+// would put into the model's context. Texts are never kept, only measured.
+type Entry struct {
+	Line  int64 // physical line in the file, 1-based
+	Index int   // position among the lines JSON.parse accepts, the header being 0 (what v1's firstKeptEntryIndex counts)
+
+	Type     string // "" when absent or not a string
+	ID       string // a version 1 entry gets "v1:<Index>"
+	ParentID string // "" for a root: null, absent, empty or not a string
+
+	// Message is the "message" member of a message entry.
+	Message Message
+	// Content measures the entry-level "content" of a custom_message entry.
+	Content Content
+	// Summary is the length of the "summary" string of a compaction or
+	// branch_summary entry (0 when absent, empty or not a string).
+	Summary int64
+	// FirstKeptEntryID is a compaction's firstKeptEntryId; for a version 1
+	// compaction it is derived from firstKeptEntryIndex as pi's migration
+	// derives it. HasFirstKept is false when there is none.
+	FirstKeptEntryID string
+	HasFirstKept     bool
+
+	hasID          bool // the id is a string
+	firstKeptIndex int  // a version 1 compaction's firstKeptEntryIndex, -1 when absent
+}
+
+// Message is a message entry's payload, measured.
+type Message struct {
+	Role       string // "hookMessage" of a version 2 file is read as "custom", as pi migrates it
+	StopReason string
+	// HasUsage is true when "usage" is an object; Usage holds its counters.
+	HasUsage bool
+	Usage    Usage
+	Content  Content
+	Command  int64 // bashExecution's command length
+	Output   int64 // bashExecution's output length
+	Summary  int64 // a summary-role message's summary length
+}
+
+// Usage is an assistant's usage as recorded. A counter that is absent or
+// not a number reads 0.
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite, TotalTokens int64
+}
+
+// Content measures a "content" value, which is either a string or an array
+// of blocks. Lengths are in UTF-16 code units.
+type Content struct {
+	String    int64 // length of the content when it is a string
+	Text      int64 // total length of "text" blocks' text
+	Thinking  int64 // total length of "thinking" blocks' thinking
+	ToolCalls int64 // for each "toolCall" block, its name's length plus the length of its arguments' compact JSON
+	Images    int64 // number of "image" blocks
+}
+
+// decode fills e, which the caller has reset, from a line that json.Valid
+// accepted and that starts with '{'. A parentId equal to prev reuses that
+// string: in a linear transcript every parent is the previous id, and this
+// saves an allocation per line. scratch is a reusable buffer for
+// json.Compact.
+func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer) {
+	w := walker{b: line}
+	w.open()
+	for w.more() {
+		switch string(w.key()) {
+		case "type":
+			e.Type, _ = w.text()
+		case "id":
+			e.ID, e.hasID = w.text()
+		case "parentId":
+			e.ParentID = ""
+			if w.peek() != '"' {
+				w.skip()
+				continue
+			}
+			switch raw := w.str(); {
+			case bytes.IndexByte(raw, '\\') >= 0:
+				e.ParentID = unescape(raw)
+			case string(raw) == prev:
+				e.ParentID = prev
+			default:
+				e.ParentID = string(raw)
+			}
+		case "message":
+			e.Message = Message{}
+			if w.peek() != '{' {
+				w.skip()
+				continue
+			}
+			decodeMessage(&w, &e.Message, scratch)
+		case "content":
+			e.Content = content(&w, scratch)
+		case "summary":
+			e.Summary = w.length()
+		case "firstKeptEntryId":
+			e.FirstKeptEntryID, e.HasFirstKept = w.text()
+		case "firstKeptEntryIndex":
+			// Read by the scanner for version 1 files only.
+			e.firstKeptIndex = -1
+			if f, ok := w.number(); ok && f >= 0 && f == math.Trunc(f) && f < 1<<53 {
+				e.firstKeptIndex = int(f)
+			}
+		default:
+			w.skip()
+		}
+	}
+}
+
+func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer) {
+	w.open()
+	for w.more() {
+		switch string(w.key()) {
+		case "role":
+			m.Role, _ = w.text()
+		case "stopReason":
+			m.StopReason, _ = w.text()
+		case "content":
+			m.Content = content(w, scratch)
+		case "usage":
+			m.HasUsage, m.Usage = false, Usage{}
+			if w.peek() != '{' {
+				w.skip()
+				continue
+			}
+			m.HasUsage = true
+			decodeUsage(w, &m.Usage)
+		case "command":
+			m.Command = w.length()
+		case "output":
+			m.Output = w.length()
+		case "summary":
+			m.Summary = w.length()
+		default:
+			w.skip()
+		}
+	}
+}
+
+func decodeUsage(w *walker, u *Usage) {
+	w.open()
+	for w.more() {
+		var dst *int64
+		switch string(w.key()) {
+		case "input":
+			dst = &u.Input
+		case "output":
+			dst = &u.Output
+		case "cacheRead":
+			dst = &u.CacheRead
+		case "cacheWrite":
+			dst = &u.CacheWrite
+		case "totalTokens":
+			dst = &u.TotalTokens
+		default:
+			w.skip()
+			continue
+		}
+		*dst = 0
+		if f, ok := w.number(); ok && math.Abs(f) < 1<<62 {
+			*dst = int64(f)
+		}
+	}
+}
+
+// content measures a string or an array of content blocks; any other value
+// measures zero.
+func content(w *walker, scratch *bytes.Buffer) Content {
+	var c Content
+	switch w.peek() {
+	case '"':
+		c.String = literalUnits(w.str())
+	case '[':
+		w.open()
+		for w.more() {
+			if w.peek() != '{' {
+				w.skip()
+				continue
+			}
+			block(w, &c, scratch)
+		}
+	default:
+		w.skip()
+	}
+	return c
+}
+
+// block measures one content block. The members may come in any order, so
+// the sizes are gathered first and credited once the type is known.
+func block(w *walker, c *Content, scratch *bytes.Buffer) {
+	var typ []byte
+	var text, thinking, name int64
+	var args []byte
+	w.open()
+	for w.more() {
+		switch string(w.key()) {
+		case "type":
+			typ = nil
+			if w.peek() != '"' {
+				w.skip()
+				continue
+			}
+			if typ = w.str(); bytes.IndexByte(typ, '\\') >= 0 {
+				typ = []byte(unescape(typ))
+			}
+		case "text":
+			text = w.length()
+		case "thinking":
+			thinking = w.length()
+		case "name":
+			name = w.length()
+		case "arguments":
+			args = w.skip()
+		default:
+			w.skip()
+		}
+	}
+	switch string(typ) {
+	case "text":
+		c.Text += text
+	case "thinking":
+		c.Thinking += thinking
+	case "toolCall":
+		c.ToolCalls += name
+		if args != nil {
+			c.ToolCalls += compactUnits(args, scratch)
+		}
+	case "image":
+		c.Images++
+	}
+}
+
+// compactUnits measures arguments as pi does, JSON.stringify(arguments).length,
+// on the bytes as written: json.Compact drops the insignificant spaces and
+// changes nothing else. Re-encoding with encoding/json would sort keys and
+// escape <, >, & and U+2028, and the count would drift from pi's.
+func compactUnits(raw []byte, scratch *bytes.Buffer) int64 {
+	scratch.Reset()
+	if err := json.Compact(scratch, raw); err != nil {
+		return textUnits(raw) // unreachable: raw is part of a valid line
+	}
+	return textUnits(scratch.Bytes())
+}
+
+// v1ID is the synthetic id of the version 1 entry at index; pi draws a
+// random one in its migration, and nothing outside the file refers to it.
+func v1ID(index int) string { return "v1:" + strconv.Itoa(index) }

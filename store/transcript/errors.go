@@ -1,0 +1,66 @@
+package transcript
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the header read, returned by ReadHeader and, as the reason of an
+// InvalidError, by Scanner.
+var (
+	// ErrEmpty is returned when the reader holds no bytes (ReadHeader), or
+	// no line that is not blank (Scanner).
+	ErrEmpty = errors.New("empty transcript")
+	// ErrHeaderTooLong is returned when the first line is longer than
+	// MaxHeaderBytes.
+	ErrHeaderTooLong = errors.New("first line longer than MaxHeaderBytes")
+	// ErrNotJSON is returned when the first line is not a JSON text; the
+	// parser's error is wrapped beside it. Scanner returns it when no line
+	// of the file parses.
+	ErrNotJSON = errors.New("first line is not JSON")
+)
+
+// Errors of the entry scan.
+var (
+	// ErrNoHeader is the InvalidError reason when the first line JSON.parse
+	// accepts is not an object with type "session".
+	ErrNoHeader = errors.New("first entry is not a session header")
+	// ErrHeaderID is the InvalidError reason when the header's id is not a
+	// string.
+	ErrHeaderID = errors.New("session header id is not a string")
+	// ErrLineTooLong is returned, wrapped with the line number, when a line
+	// is longer than MaxLineBytes. The scan stops there.
+	ErrLineTooLong = errors.New("line longer than MaxLineBytes")
+)
+
+// InvalidError reports a file that pi would not load as a transcript: pi
+// takes its empty-file branch for such a file and overwrites it with a fresh
+// header. Err is ErrEmpty, ErrNotJSON, ErrNoHeader or ErrHeaderID.
+type InvalidError struct {
+	Err  error
+	Line int64  // the line that decided it (0 for ErrEmpty)
+	Type string // for ErrNoHeader: the type of the entry found instead, if any
+	// Unparsed is the first non-blank line when JSON.parse rejected it: the
+	// header line that does not parse.
+	Unparsed int64
+}
+
+func (e *InvalidError) Error() string {
+	msg := "not a pi transcript: "
+	switch {
+	case e.Err == ErrEmpty:
+		return msg + "empty (no line that is not blank)"
+	case e.Err == ErrNotJSON:
+		return fmt.Sprintf("%sline %d: session header is not JSON, and no later line is", msg, e.Line)
+	case e.Err == ErrNoHeader && e.Type != "":
+		msg += fmt.Sprintf("line %d: first entry is a %q entry, not a session header", e.Line, e.Type)
+	default:
+		msg += fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	if e.Unparsed > 0 {
+		msg += fmt.Sprintf(" (line %d, the header line, is not JSON)", e.Unparsed)
+	}
+	return msg
+}
+
+func (e *InvalidError) Unwrap() error { return e.Err }

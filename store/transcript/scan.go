@@ -1,0 +1,293 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// MaxLineBytes bounds one line of a transcript. pi writes an entry per line
+// with no limit of its own; the largest lines are tool outputs (pi's read and
+// bash tools truncate theirs) and pasted images (base64, a few MB). 64 MiB
+// keeps room for any of them while bounding what one damaged file can make
+// the scanner hold.
+const MaxLineBytes = 64 << 20
+
+// Stats counts what a scan read and what it left out.
+type Stats struct {
+	Lines      int64 // physical lines, a last line without '\n' included
+	Blank      int64 // lines that are empty or whitespace, skipped as pi skips them
+	Malformed  int64 // lines JSON.parse rejects, dropped as pi drops them
+	NotEntries int64 // valid JSON that is not an entry: not an object, or (version 2 on) no string id
+	Entries    int64 // entries returned by Next, the header not included
+}
+
+// Dropped is the number of non-blank lines that did not become the header or
+// an entry.
+func (s Stats) Dropped() int64 { return s.Malformed + s.NotEntries }
+
+// Scanner reads a transcript entry by entry, as pi loads it: entries come
+// out migrated to version 3 (ids and parents for version 1, "hookMessage"
+// renamed for version 2). It is not safe for concurrent use. The first call
+// to Next or Header reads up to the header; a file that is not a transcript
+// stops there with an *InvalidError from Err.
+type Scanner struct {
+	r       *bufio.Reader
+	maxLine int
+	long    []byte // a line longer than r's buffer, assembled
+	scratch bytes.Buffer
+
+	stats    Stats
+	line     int64 // physical line of the value last returned by nextValue
+	index    int   // pi's index of the next parsed line
+	started  bool  // a non-blank line has been seen
+	firstBad int64 // the first line JSON.parse rejected, while no value has parsed
+	pending  []byte
+	pendLine int64
+	havePend bool
+	eof      bool
+
+	header  Header
+	hdrOK   bool
+	version int64
+	state   int // 0 before the header, 1 scanning, 2 done
+	err     error
+	entry   Entry
+	prevID  string
+	noID    map[int]bool // version 1: indexes pi's migration gives no id
+}
+
+// NewScanner returns a Scanner reading from r.
+func NewScanner(r io.Reader) *Scanner {
+	return &Scanner{r: bufio.NewReaderSize(r, 64<<10), maxLine: MaxLineBytes}
+}
+
+// Header reads up to the header if Next has not yet, and returns it.
+func (s *Scanner) Header() (Header, error) {
+	if s.state == 0 {
+		s.readHeader()
+	}
+	if !s.hdrOK {
+		return Header{}, s.err
+	}
+	return s.header, nil
+}
+
+// Version is the format version pi reads the file as, which decides the
+// migrations: 1 when the header's version is absent, null or below 2; 2 from
+// 2 to below 3; the header's number from 3 on (a future 4 is read as is). A
+// version that is not a number is read as 3, without migration.
+func (s *Scanner) Version() int64 { return s.version }
+
+// Err returns the error that ended the scan, nil at the end of a valid file.
+func (s *Scanner) Err() error { return s.err }
+
+// Stats returns the counts so far.
+func (s *Scanner) Stats() Stats { return s.stats }
+
+// Entry returns the entry Next found. It is overwritten by the next call.
+func (s *Scanner) Entry() *Entry { return &s.entry }
+
+// Next advances to the next entry and reports whether there is one.
+func (s *Scanner) Next() bool {
+	if s.state == 0 {
+		s.readHeader()
+	}
+	for s.state == 1 {
+		line, err := s.nextValue()
+		if err != nil {
+			s.state = 2
+			if err != io.EOF {
+				s.err = err
+			}
+			return false
+		}
+		index := s.index
+		s.index++
+		if (&walker{b: line}).peek() != '{' {
+			s.stats.NotEntries++
+			s.noteNoID(index)
+			continue
+		}
+		e := &s.entry
+		*e = Entry{Line: s.line, Index: index, firstKeptIndex: -1}
+		decode(line, e, s.prevID, &s.scratch)
+		if !s.migrate(e) {
+			s.stats.NotEntries++
+			continue
+		}
+		if s.version >= 2 || e.Type != "session" {
+			s.prevID = e.ID // the v1 chain skips session lines
+		}
+		s.stats.Entries++
+		return true
+	}
+	return false
+}
+
+func (s *Scanner) noteNoID(index int) {
+	if s.version < 2 {
+		if s.noID == nil {
+			s.noID = make(map[int]bool)
+		}
+		s.noID[index] = true
+	}
+}
+
+// migrate applies pi's v1->v2->v3 migration to e and reports whether e is an
+// entry: pi gives every version 1 object an id, while from version 2 on an
+// object without a string id is kept by pi but unreachable in the tree, so
+// it is dropped here (pi would make it the leaf if it came last and then
+// send an empty context; treating it as damage is the useful reading).
+func (s *Scanner) migrate(e *Entry) bool {
+	if s.version < 2 {
+		if e.Type == "session" {
+			// pi's v1 migration skips session lines, leaving them as written.
+			s.noteNoID(e.Index)
+			return e.hasID
+		}
+		e.ID = v1ID(e.Index)
+		e.ParentID = s.prevID
+		e.FirstKeptEntryID, e.HasFirstKept = "", false
+		if e.Type == "compaction" && e.firstKeptIndex > 0 && e.firstKeptIndex < e.Index && !s.noID[e.firstKeptIndex] {
+			e.FirstKeptEntryID, e.HasFirstKept = v1ID(e.firstKeptIndex), true
+		}
+	} else if !e.hasID {
+		return false
+	}
+	if s.version < 3 && e.Type == "message" && e.Message.Role == "hookMessage" {
+		e.Message.Role = "custom"
+	}
+	return true
+}
+
+func (s *Scanner) readHeader() {
+	s.state = 1
+	line, err := s.nextValue()
+	if err != nil {
+		s.state = 2
+		switch {
+		case err != io.EOF:
+			s.err = err
+		case s.firstBad > 0:
+			s.err = &InvalidError{Err: ErrNotJSON, Line: s.firstBad}
+		default:
+			s.err = &InvalidError{Err: ErrEmpty}
+		}
+		return
+	}
+	s.index = 1
+	h, v, kind := headerFields(line)
+	switch {
+	case !h.IsSession():
+		s.state, s.err = 2, &InvalidError{Err: ErrNoHeader, Line: s.line, Type: h.Type, Unparsed: s.firstBad}
+	case !h.IDIsString:
+		s.state, s.err = 2, &InvalidError{Err: ErrHeaderID, Line: s.line, Unparsed: s.firstBad}
+	default:
+		// pi: version = header.version ?? 1; migrate if version < 2, and if
+		// version < 3. A number in between migrates as its floor would.
+		s.header, s.hdrOK, s.version = h, true, 3
+		switch {
+		case kind == 'a' || (kind == 'n' && v < 2):
+			s.version = 1
+		case kind == 'n' && v < 3:
+			s.version = 2
+		case kind == 'n' && h.Version > 3:
+			s.version = h.Version
+		}
+	}
+}
+
+// nextValue returns the next line JSON.parse accepts, after pi's handling
+// of the file: pi trims the whole content (so the first line loses leading
+// whitespace, a BOM included, and the last line loses trailing whitespace),
+// splits on '\n', skips lines that trim to nothing and drops lines JSON.parse
+// rejects. The returned slice is valid until the next call.
+func (s *Scanner) nextValue() ([]byte, error) {
+	for !s.eof {
+		line, err := s.readLine()
+		if err == io.EOF {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if blank(line) {
+			s.stats.Blank++
+			continue
+		}
+		if !s.started {
+			s.started = true
+			line = bytes.TrimLeftFunc(line, isJSSpace)
+		}
+		if s.havePend {
+			// A line follows, so the whole-file trim never reached the
+			// pending line's trailing whitespace.
+			s.havePend = false
+			s.rejected(s.pendLine)
+		}
+		if json.Valid(line) {
+			return line, nil
+		}
+		if t := bytes.TrimRightFunc(line, isJSSpace); len(t) < len(line) && json.Valid(t) {
+			s.pending, s.pendLine, s.havePend = append(s.pending[:0], t...), s.line, true
+			continue
+		}
+		s.rejected(s.line)
+	}
+	if s.havePend {
+		s.havePend = false
+		s.line = s.pendLine
+		return s.pending, nil
+	}
+	return nil, io.EOF
+}
+
+func (s *Scanner) rejected(line int64) {
+	s.stats.Malformed++
+	if s.firstBad == 0 && s.state == 1 && s.index == 0 {
+		s.firstBad = line
+	}
+}
+
+// readLine returns the next physical line without its '\n'.
+func (s *Scanner) readLine() ([]byte, error) {
+	b, err := s.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		s.long = append(s.long[:0], b...)
+		for err == bufio.ErrBufferFull && len(s.long) <= s.maxLine {
+			b, err = s.r.ReadSlice('\n')
+			s.long = append(s.long, b...)
+		}
+		b = s.long
+	}
+	if err == io.EOF && len(b) == 0 {
+		return nil, io.EOF
+	}
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, fmt.Errorf("line %d: %w", s.stats.Lines+1, err)
+	}
+	s.stats.Lines++
+	s.line = s.stats.Lines
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	if len(b) > s.maxLine {
+		return nil, fmt.Errorf("line %d: %w", s.line, ErrLineTooLong)
+	}
+	return b, nil
+}
+
+// blank reports whether line trims to nothing by JavaScript's trim.
+func blank(line []byte) bool {
+	for i := 0; i < len(line); {
+		r, n := utf8.DecodeRune(line[i:])
+		if !isJSSpace(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}

@@ -1,0 +1,291 @@
+package transcript
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func scanAll(t *testing.T, r io.Reader) (*Scanner, []Entry) {
+	t.Helper()
+	s := NewScanner(r)
+	var out []Entry
+	for s.Next() {
+		out = append(out, *s.Entry())
+	}
+	return s, out
+}
+
+func scanFixture(t *testing.T, name string) (*Scanner, []Entry) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(shared(t, "pi-fixtures"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return scanAll(t, f)
+}
+
+// Line accounting from EXPECTED.md.
+func TestScanFixtureStats(t *testing.T) {
+	cases := []struct {
+		file                             string
+		lines, blank, malformed, entries int64
+		firstLine, lastLine              int64
+		version                          int64
+	}{
+		// 9 physical lines, the last cut mid-JSON and dropped; 7 entries.
+		{"05-truncated-midline.jsonl", 9, 0, 1, 7, 2, 8, 3},
+		// 14 lines; 2 blank; 4 malformed; header plus 7 entries.
+		{"07-dropped-lines.jsonl", 14, 2, 4, 7, 2, 11, 3},
+		// The unknown-type line is kept: 8 entries.
+		{"07b-kept-unknown-type.jsonl", 9, 0, 0, 8, 2, 9, 3},
+		{"01-normal-multiturn.jsonl", 17, 0, 0, 16, 2, 17, 3},
+		{"08-v1-legacy.jsonl", 10, 0, 0, 9, 2, 10, 1},
+		{"09-v2-hookmessage.jsonl", 8, 0, 0, 7, 2, 8, 2},
+	}
+	for _, c := range cases {
+		s, es := scanFixture(t, c.file)
+		st := s.Stats()
+		if s.Err() != nil || st.Lines != c.lines || st.Blank != c.blank || st.Malformed != c.malformed || st.Entries != c.entries || int64(len(es)) != c.entries || st.NotEntries != 0 {
+			t.Errorf("%s: %+v, %d entries, err %v", c.file, st, len(es), s.Err())
+			continue
+		}
+		if es[0].Line != c.firstLine || es[len(es)-1].Line != c.lastLine || s.Version() != c.version {
+			t.Errorf("%s: lines %d..%d, version %d", c.file, es[0].Line, es[len(es)-1].Line, s.Version())
+		}
+	}
+}
+
+// 07: the last assistant is entry index 7 for "index + 2" recall references
+// (#8), but its physical line is 11 (pi.md 5.6).
+func TestScanPhysicalLines(t *testing.T) {
+	_, es := scanFixture(t, "07-dropped-lines.jsonl")
+	last := es[len(es)-1]
+	if last.ID != "128b2f33" || last.Line != 11 || last.Index != 7 {
+		t.Errorf("last entry %s at line %d index %d, want 128b2f33 at line 11, index 7", last.ID, last.Line, last.Index)
+	}
+}
+
+func TestScanInvalid(t *testing.T) {
+	cases := []struct {
+		file     string
+		err      error
+		line     int64
+		typ      string
+		unparsed int64
+	}{
+		{"04a-bad-header-missing.jsonl", ErrNoHeader, 1, "message", 0},
+		{"04b-bad-header-id-not-string.jsonl", ErrHeaderID, 1, "", 0},
+		{"04c-bad-header-unparseable.jsonl", ErrNoHeader, 2, "message", 1},
+		{"04d-empty.jsonl", ErrEmpty, 0, "", 0},
+	}
+	for _, c := range cases {
+		s, es := scanFixture(t, c.file)
+		var inv *InvalidError
+		if !errors.As(s.Err(), &inv) || !errors.Is(s.Err(), c.err) || len(es) != 0 {
+			t.Errorf("%s: %v with %d entries, want %v", c.file, s.Err(), len(es), c.err)
+			continue
+		}
+		if inv.Line != c.line || inv.Type != c.typ || inv.Unparsed != c.unparsed {
+			t.Errorf("%s: %+v", c.file, inv)
+		}
+		if _, err := s.Header(); err == nil {
+			t.Errorf("%s: Header() reports no error", c.file)
+		}
+	}
+	for in, want := range map[string]error{
+		" \n\t\n\u00a0\n":                   ErrEmpty,
+		"not json\n{also not\n":             ErrNotJSON,
+		`[1,2]` + "\n":                      ErrNoHeader,
+		`{"type":"session"}` + "\n":         ErrHeaderID,
+		`{"type":"session","id":null}`:      ErrHeaderID,
+		`{"type":"Session","id":"x"}`:       ErrNoHeader,
+		"\uFEFF\uFEFF" + `{"type":"x"}`:     ErrNoHeader,
+		`{"id":"x","type":"session"}` + "}": ErrNotJSON,
+	} {
+		s, _ := scanAll(t, strings.NewReader(in))
+		if !errors.Is(s.Err(), want) {
+			t.Errorf("%q: %v, want %v", in, s.Err(), want)
+		}
+		if s.Err() != nil && !strings.HasPrefix(s.Err().Error(), "not a pi transcript: ") {
+			t.Errorf("%q: message %q", in, s.Err())
+		}
+	}
+}
+
+const hdr = `{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}`
+
+// pi trims the whole file before splitting it, so a BOM or Unicode spaces
+// before the header, and trailing Unicode spaces after the last line, are
+// harmless; the same characters on any other line make JSON.parse drop it.
+func TestScanTrimAndBlankLines(t *testing.T) {
+	msg := func(id string) string {
+		return `{"type":"message","id":"` + id + `","parentId":null,"message":{"role":"user","content":"hi"}}`
+	}
+	cases := []struct {
+		name                      string
+		in                        string
+		ids                       string
+		blank, malformed, entries int64
+	}{
+		{"BOM and spaces before the header", "\n \uFEFF\u00a0" + hdr + "\n" + msg("a"), "a", 1, 0, 1},
+		{"CRLF everywhere", hdr + "\r\n" + msg("a") + "\r\n\r\n" + msg("b") + "\r\n", "a b", 1, 0, 2},
+		{"Unicode blank lines", hdr + "\n\u2028\n\u3000\t\n" + msg("a"), "a", 2, 0, 1},
+		{"NBSP after the last line", hdr + "\n" + msg("a") + "\n" + msg("b") + "\u00a0\u2029\n \n", "a b", 1, 0, 2},
+		{"NBSP after a middle line", hdr + "\n" + msg("a") + "\u00a0\n" + msg("b"), "b", 0, 1, 1},
+		{"NBSP then garbage", hdr + "\n" + msg("a") + "\u00a0\nnope", "", 0, 2, 0},
+		{"garbage first line, header second", "garbage\n" + hdr + "\n" + msg("a"), "a", 0, 1, 1},
+		{"BOM on a later line", hdr + "\n\uFEFF" + msg("a") + "\n" + msg("b"), "b", 0, 1, 1},
+		{"no trailing newline", hdr + "\n" + msg("a"), "a", 0, 0, 1},
+	}
+	for _, c := range cases {
+		s, es := scanAll(t, strings.NewReader(c.in))
+		var ids []string
+		for _, e := range es {
+			ids = append(ids, e.ID)
+		}
+		st := s.Stats()
+		if s.Err() != nil || strings.Join(ids, " ") != c.ids || st.Blank != c.blank || st.Malformed != c.malformed || st.Entries != c.entries {
+			t.Errorf("%s: ids %q, %+v, err %v", c.name, ids, st, s.Err())
+		}
+	}
+}
+
+// Valid JSON that is not an entry: pi 0.58.3 throws on null and keeps
+// numbers, strings, arrays and id-less objects in a way that can only empty
+// the context (EXPECTED.md section 12); the scanner drops and counts them.
+func TestScanNotEntries(t *testing.T) {
+	in := hdr + "\n42\nnull\n\"s\"\n[1]\n{}\n" +
+		`{"type":"message","id":7,"message":{"role":"user","content":"x"}}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"x"}}` + "\n" +
+		`{"type":"session","id":"again","parentId":"a"}` + "\n"
+	s, es := scanAll(t, strings.NewReader(in))
+	st := s.Stats()
+	if s.Err() != nil || st.NotEntries != 6 || st.Dropped() != 6 || len(es) != 2 || es[0].ID != "a" || es[1].Type != "session" || es[1].ParentID != "a" {
+		t.Errorf("%+v, %d entries %+v, err %v", st, len(es), es, s.Err())
+	}
+	if es[0].Index != 7 {
+		t.Errorf("index %d: JSON.parse accepted 6 values before it besides the header", es[0].Index)
+	}
+}
+
+// pi's v1 -> v2 migration: every object but a session line gets an id and
+// the previous one as parent; firstKeptEntryIndex (header = 0) becomes
+// firstKeptEntryId when it points back at such an entry.
+func TestScanVersion1(t *testing.T) {
+	_, es := scanFixture(t, "08-v1-legacy.jsonl")
+	for i, e := range es {
+		wantParent := ""
+		if i > 0 {
+			wantParent = es[i-1].ID
+		}
+		if e.ID != v1ID(i+1) || e.ParentID != wantParent {
+			t.Errorf("entry %d: id %q parent %q", i, e.ID, e.ParentID)
+		}
+	}
+	// EXPECTED.md: index 6 resolves to the user entry "Make the base delay
+	// configurable." (33 characters).
+	c := es[len(es)-2]
+	if c.Type != "compaction" || !c.HasFirstKept || c.FirstKeptEntryID != v1ID(6) || es[5].Message.Role != "user" || es[5].Message.Content.Text != 33 {
+		t.Errorf("compaction %+v; entry at index 6: %+v", c, es[5])
+	}
+
+	v1 := `{"type":"session","id":"s"}` + "\n" +
+		`{"type":"message","message":{"role":"user","content":"a"}}` + "\n" + // index 1
+		`{"type":"session","note":"no id"}` + "\n" + // index 2: skipped by the migration
+		`{}` + "\n" + // index 3: an object, so it gets an id
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":2}` + "\n" + // points at the session line
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":3,"firstKeptEntryId":"zzz"}` + "\n" +
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":6}` + "\n" + // itself
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":0}` + "\n" + // the header
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":99}` + "\n" +
+		`{"type":"message","id":"own","parentId":"x","message":{"role":"hookMessage","content":"b"}}` + "\n"
+	s, es := scanAll(t, strings.NewReader(v1))
+	var got []string
+	for _, e := range es {
+		got = append(got, e.ID+"<"+e.ParentID+":"+e.FirstKeptEntryID)
+	}
+	want := "v1:1<:,v1:3<v1:1:,v1:4<v1:3:,v1:5<v1:4:v1:3,v1:6<v1:5:,v1:7<v1:6:,v1:8<v1:7:,v1:9<v1:8:"
+	if strings.Join(got, ",") != want || s.Stats().NotEntries != 1 {
+		t.Errorf("got  %s\nwant %s\n%+v", strings.Join(got, ","), want, s.Stats())
+	}
+	if es[len(es)-1].Message.Role != "custom" {
+		t.Errorf("v1 hookMessage role %q, want migrated to custom", es[len(es)-1].Message.Role)
+	}
+}
+
+func TestScanVersion2And4(t *testing.T) {
+	_, es := scanFixture(t, "09-v2-hookmessage.jsonl")
+	if es[3].Message.Role != "custom" || es[3].Message.Content.String != int64(len("Reminder: the repo uses golangci-lint v1.59 with .golangci.yml.")) {
+		t.Errorf("v2 hookMessage: %+v", es[3].Message)
+	}
+	// pi: version = header.version ?? 1, then "if version < 2" and "if
+	// version < 3" decide the migrations; 4 is loaded as is.
+	for version, want := range map[string]int64{
+		`4`: 4, `3`: 3, `3.5`: 3, `1e300`: 3, `"3"`: 3, `"1"`: 3, `true`: 3,
+		`2`: 2, `2.5`: 2, `1.5`: 1, `1`: 1, `0`: 1, `-1`: 1, `null`: 1,
+	} {
+		in := `{"type":"session","version":` + version + `,"id":"s"}` + "\n" + `{"type":"message","id":"a","message":{"role":"hookMessage"}}`
+		s, es := scanAll(t, strings.NewReader(in))
+		if s.Version() != want || len(es) != 1 || (es[0].Message.Role == "custom") != (want < 3) {
+			t.Errorf("version %s: read as %d (want %d), entries %+v", version, s.Version(), want, es)
+		}
+	}
+}
+
+func TestScanLineTooLong(t *testing.T) {
+	long := `{"type":"message","id":"a","message":{"role":"user","content":"` + strings.Repeat("x", 200<<10) + `"}}`
+	for _, limit := range []int{100, 150 << 10} {
+		s := NewScanner(strings.NewReader(hdr + "\n" + long + "\n"))
+		s.maxLine = limit
+		for s.Next() {
+		}
+		if !errors.Is(s.Err(), ErrLineTooLong) || !strings.HasPrefix(s.Err().Error(), "line 2: ") {
+			t.Errorf("limit %d: %v", limit, s.Err())
+		}
+	}
+	// Under the limit, a line longer than the read buffer is assembled.
+	s, es := scanAll(t, strings.NewReader(hdr+"\n"+long+"\n"+long))
+	if s.Err() != nil || len(es) != 2 || es[1].Message.Content.String != 200<<10 {
+		t.Errorf("%v, %d entries", s.Err(), len(es))
+	}
+}
+
+func TestScanReadError(t *testing.T) {
+	boom := errors.New("boom")
+	s, es := scanAll(t, io.MultiReader(strings.NewReader(hdr+"\n{\"type\":\"x\",\"id\":\"a\"}\n{\"ty"), &failing{boom}))
+	if !errors.Is(s.Err(), boom) || len(es) != 1 || !strings.HasPrefix(s.Err().Error(), "line 3: ") {
+		t.Errorf("%v after %d entries", s.Err(), len(es))
+	}
+	if h, err := s.Header(); err != nil || h.ID != "s" {
+		t.Errorf("Header after a later read error: %+v %v", h, err)
+	}
+}
+
+func FuzzScanner(f *testing.F) {
+	f.Add([]byte(hdr + "\n" + `{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"toolCall","name":"n","arguments":{"a": [1, "\u2028"]}}]}}`))
+	f.Add([]byte("\uFEFF" + hdr + "\u00a0"))
+	f.Add([]byte(`{"type":"session","id":"s"}` + "\n{}\n" + `{"type":"compaction","firstKeptEntryIndex":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := NewScanner(strings.NewReader(string(data)))
+		n := int64(0)
+		for s.Next() {
+			n++
+			if e := s.Entry(); e.Line < 2 || e.Line > s.Stats().Lines {
+				t.Fatalf("entry on line %d of %d", e.Line, s.Stats().Lines)
+			}
+		}
+		st := s.Stats()
+		header := int64(0)
+		if s.Err() == nil {
+			header = 1
+		}
+		if st.Entries != n || st.Blank+st.Malformed+st.NotEntries+st.Entries+header > st.Lines {
+			t.Fatalf("%+v with %d entries, err %v", st, n, s.Err())
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// walker steps through one JSON text that json.Valid has already accepted.
+// Because the text is known to be valid it checks nothing and cannot fail,
+// and it hands back sub-slices of the line instead of decoded values, so
+// skipping a 100 KB tool output costs a byte scan and no allocation.
+//
+// Keys are compared exactly, as JSON.parse does (encoding/json would match
+// "Content" to a "content" field), and a repeated key overrides the earlier
+// one because callers assign in the order members appear.
+type walker struct {
+	b []byte
+	i int
+}
+
+func (w *walker) ws() {
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the first byte of the next value: '"', '{', '[', 't', 'f',
+// 'n', or the start of a number.
+func (w *walker) peek() byte {
+	w.ws()
+	if w.i < len(w.b) {
+		return w.b[w.i]
+	}
+	return 0
+}
+
+// open consumes the '{' or '[' of the value at the cursor.
+func (w *walker) open() {
+	w.ws()
+	w.i++
+}
+
+// more reports whether the object or array being walked has another member,
+// consuming the comma before it or the bracket that closes the value.
+func (w *walker) more() bool {
+	w.ws()
+	switch w.b[w.i] {
+	case '}', ']':
+		w.i++
+		return false
+	case ',':
+		w.i++
+	}
+	return true
+}
+
+// str consumes a string and returns its contents between the quotes, still
+// escaped.
+func (w *walker) str() []byte {
+	w.ws()
+	start := w.i + 1
+	j := start
+	for {
+		switch w.b[j] {
+		case '\\':
+			j += 2
+			continue
+		case '"':
+			w.i = j + 1
+			return w.b[start:j]
+		}
+		j++
+	}
+}
+
+// key consumes a member name and the colon after it, and returns the name
+// unescaped.
+func (w *walker) key() []byte {
+	k := w.str()
+	w.ws()
+	w.i++
+	if bytes.IndexByte(k, '\\') >= 0 {
+		return []byte(unescape(k))
+	}
+	return k
+}
+
+// skip consumes one value of any kind and returns its raw bytes.
+func (w *walker) skip() []byte {
+	w.ws()
+	start := w.i
+	switch w.b[w.i] {
+	case '"':
+		w.str()
+	case '{', '[':
+		depth := 0
+		for {
+			switch w.b[w.i] {
+			case '"':
+				w.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					w.i++
+					return w.b[start:w.i]
+				}
+			}
+			w.i++
+		}
+	default:
+		for w.i < len(w.b) {
+			switch w.b[w.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return w.b[start:w.i]
+			}
+			w.i++
+		}
+	}
+	return w.b[start:w.i]
+}
+
+// text consumes a string value and returns it decoded, or consumes any other
+// value and reports ok=false.
+func (w *walker) text() (s string, ok bool) {
+	if w.peek() != '"' {
+		w.skip()
+		return "", false
+	}
+	raw := w.str()
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return unescape(raw), true
+	}
+	return intern(raw), true
+}
+
+// length consumes a string value and returns its length in UTF-16 code
+// units, or consumes any other value and returns 0.
+func (w *walker) length() int64 {
+	if w.peek() != '"' {
+		w.skip()
+		return 0
+	}
+	return literalUnits(w.str())
+}
+
+// number consumes a number value and returns it, or consumes any other value
+// and reports ok=false.
+func (w *walker) number() (f float64, ok bool) {
+	c := w.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		w.skip()
+		return 0, false
+	}
+	// A valid JSON number is always accepted by ParseFloat; one out of
+	// float64 range comes back as ±Inf with an error, which JSON.parse also
+	// reads as Infinity.
+	f, _ = strconv.ParseFloat(string(w.skip()), 64)
+	return f, true
+}
+
+// unescape decodes the contents of a JSON string that contains escapes.
+func unescape(raw []byte) string {
+	q := make([]byte, 0, len(raw)+2)
+	q = append(q, '"')
+	q = append(q, raw...)
+	q = append(q, '"')
+	var s string
+	_ = json.Unmarshal(q, &s) // valid by construction: the line passed json.Valid
+	return s
+}
+
+// intern returns the constant string for values that occur on most lines,
+// so they cost no allocation.
+func intern(raw []byte) string {
+	switch string(raw) {
+	case "message":
+		return "message"
+	case "assistant":
+		return "assistant"
+	case "user":
+		return "user"
+	case "toolResult":
+		return "toolResult"
+	case "toolUse":
+		return "toolUse"
+	case "stop":
+		return "stop"
+	case "compaction":
+		return "compaction"
+	case "session":
+		return "session"
+	}
+	return string(raw)
+}
