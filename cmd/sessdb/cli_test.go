@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// runCLI runs sessdb with args and returns its exit status, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func clearEnv(t *testing.T) {
+	for _, v := range []string{"PI_SESSIONS_DIR", "PI_SESSIONS_TTL_DAYS", "PI_SESSION_MAX_BYTES", "PI_SESSION_MAX_AGE_DAYS", "PI_SESSION_MAX_RESUME_CHAIN", "PI_SESSION_MAX_CONTEXT_PCT"} {
+		t.Setenv(v, "")
+	}
+}
+
+const header = `{"type":"session","version":3,"id":"abc","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}` + "\n"
+
+func TestResolvePromoteRoundTrip(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--kind", "github", "--repo", "acme/widget", "--ref", "pi/issue-1", "--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitOK {
+		t.Fatalf("resolve exit %d: %s", code, errs)
+	}
+	var r resolveOutput
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("resolve output %q: %v", out, err)
+	}
+	if r.Key != store.Key("github", "acme/widget", "pi/issue-1") || r.Resume || r.Reason != "absent" || r.Bytes != 0 {
+		t.Fatalf("first resolve = %+v", r)
+	}
+	if fi, err := os.Stat(r.Staged); err != nil || fi.Size() != 0 {
+		t.Fatalf("cold start staged %v, %v; want a 0-byte file", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(job, ticketName)); err != nil {
+		t.Fatalf("no ticket: %v", err)
+	}
+	os.WriteFile(r.Staged, []byte(header), 0o600)
+	code, out, errs = runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3", "--context-tokens", "100", "--context-window", "200000")
+	var p promoteOutput
+	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || !p.Promoted || p.Gen != 1 || p.Bytes != int64(len(header)) {
+		t.Fatalf("promote exit %d: %s %s", code, out, errs)
+	}
+
+	job2 := t.TempDir()
+	t.Setenv("PI_SESSIONS_DIR", root)
+	code, out, _ = runCLI(t, "resolve", "--key", r.Key, "--job-dir", job2, "--pi-version", "0.58.3")
+	json.Unmarshal([]byte(out), &r)
+	if code != exitOK || !r.Resume || r.Reason != "resumed" || r.Bytes != int64(len(header)) {
+		t.Fatalf("second resolve exit %d: %+v", code, r)
+	}
+	if b, _ := os.ReadFile(r.Staged); string(b) != header {
+		t.Fatalf("staged %q", b)
+	}
+	// Every promote outcome exits 0: here, an empty staged file.
+	os.WriteFile(r.Staged, nil, 0o600)
+	code, out, _ = runCLI(t, "promote", "--job-dir", job2, "--pi-version", "0.58.3")
+	json.Unmarshal([]byte(out), &p)
+	if code != exitOK || p.Promoted || p.Reason != "absent" {
+		t.Fatalf("promote of an empty file: exit %d %s", code, out)
+	}
+}
+
+func TestConfigurationErrorsNameTheVariable(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct{ env, val, name string }{
+		{"PI_SESSION_MAX_BYTES", "3.5", "PI_SESSION_MAX_BYTES"},
+		{"PI_SESSION_MAX_BYTES", "1e3", "PI_SESSION_MAX_BYTES"},
+		{"PI_SESSIONS_TTL_DAYS", "08", "PI_SESSIONS_TTL_DAYS"},
+		{"PI_SESSIONS_TTL_DAYS", "+3", "PI_SESSIONS_TTL_DAYS"},
+		{"PI_SESSION_MAX_RESUME_CHAIN", "-1", "PI_SESSION_MAX_RESUME_CHAIN"},
+		{"PI_SESSION_MAX_AGE_DAYS", " 3", "PI_SESSION_MAX_AGE_DAYS"},
+		{"PI_SESSION_MAX_AGE_DAYS", "99999999999", "PI_SESSION_MAX_AGE_DAYS"},
+		{"PI_SESSION_MAX_CONTEXT_PCT", "0", "PI_SESSION_MAX_CONTEXT_PCT"},
+		{"PI_SESSION_MAX_CONTEXT_PCT", "101", "PI_SESSION_MAX_CONTEXT_PCT"},
+	} {
+		clearEnv(t)
+		t.Setenv(c.env, c.val)
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
+		if code != exitUsage || out != "" || !strings.Contains(errs, c.name) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%s=%q: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s", c.env, c.val, code, out, errs, c.name)
+		}
+	}
+	clearEnv(t)
+	code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--max-bytes", "08", "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
+	if code != exitUsage || !strings.Contains(errs, "--max-bytes") {
+		t.Errorf("a bad flag: exit %d, %q", code, errs)
+	}
+}
+
+func TestFlagsWinOverEnvironment(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSION_MAX_BYTES", "not a number")
+	code, _, errs := runCLI(t, "resolve", "--sessions-dir", t.TempDir(), "--max-bytes", "100", "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
+	if code != exitOK {
+		t.Fatalf("the flag did not win over a bad variable: exit %d %s", code, errs)
+	}
+}
+
+func TestSessionsDirUnset(t *testing.T) {
+	clearEnv(t)
+	code, out, errs := runCLI(t, "resolve", "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
+	if code != exitUsage || out != "" || !strings.HasPrefix(errs, "sessdb resolve: sessions-dir-unset") {
+		t.Fatalf("exit %d, %q", code, errs)
+	}
+}
+
+func TestResolveFaultLeavesNoStagedCopy(t *testing.T) {
+	clearEnv(t)
+	notADir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notADir, []byte("x"), 0o600)
+	job := t.TempDir()
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", notADir, "--key", strings.Repeat("a", 32), "--job-dir", job, "--pi-version", "1")
+	if code != exitFault || out != "" || errs == "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(job, "session", "current.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("a failed resolve left a staged file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(job, ticketName)); !os.IsNotExist(err) {
+		t.Fatal("a failed resolve left a ticket")
+	}
+}
+
+func TestPromoteWithoutTicketIsAFault(t *testing.T) {
+	clearEnv(t)
+	code, out, _ := runCLI(t, "promote", "--sessions-dir", t.TempDir(), "--job-dir", t.TempDir(), "--pi-version", "1")
+	if code != exitFault || out != "" {
+		t.Fatalf("exit %d, %q", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	clearEnv(t)
+	for _, args := range [][]string{
+		{"nosuch"},
+		{"resolve", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1"},
+		{"resolve", "--sessions-dir", "x", "--key", "NOTAKEY", "--job-dir", "y", "--pi-version", "1"},
+		{"resolve", "--sessions-dir", "x", "--key", strings.Repeat("a", 32), "--job-dir", "y"},
+		{"promote", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1", "--context-tokens", "5"},
+		{"promote", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1", "--context-tokens", "5", "--context-window", "0"},
+		{"dump", "--history", "x", "dir"},
+	} {
+		if code, _, _ := runCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestDumpSampleIsReadOnly(t *testing.T) {
+	clearEnv(t)
+	sample := filepath.Join("..", "..", "testdata", "sessions")
+	before := tree(t, sample)
+	code, out, errs := runCLI(t, "dump", "--json", sample)
+	if code != exitOK {
+		t.Fatalf("dump exit %d: %s", code, errs)
+	}
+	var n int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r store.KeyReport
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("dump line %q: %v", line, err)
+		}
+		n++
+	}
+	if n < 6 {
+		t.Fatalf("dump listed %d entries", n)
+	}
+	if code, out, _ = runCLI(t, "dump", sample); code != exitOK || !strings.Contains(out, "LAYOUT") {
+		t.Fatalf("table dump exit %d: %s", code, out)
+	}
+	if after := tree(t, sample); after != before {
+		t.Fatal("dump changed the sample")
+	}
+}
+
+func tree(t *testing.T, dir string) string {
+	var b strings.Builder
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		c, _ := os.ReadFile(p)
+		b.WriteString(p + " " + fi.Mode().String() + " " + fi.ModTime().String() + " " + string(c) + "\n")
+		return nil
+	})
+	return b.String()
+}

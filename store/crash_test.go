@@ -1,0 +1,347 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+)
+
+// The crash tests run promotions in a re-exec'd copy of this test binary
+// (TestMain below dispatches on childEnv) and kill it, with SIGKILL, at a
+// chosen protocol step or at random instants; the parent then checks the
+// key from outside.
+
+const childEnv = "SESSDB_STORE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild is the child side. Modes:
+//
+//	promote-loop  promote forever, printing "acked <gen> <marker>" after each promoted
+//	kill-at       promote once, SIGKILLing itself at the fault point in SESSDB_POINT
+//	worker        resolve+promote until SESSDB_UNTIL, printing acks and resumes
+func runChild(mode string) int {
+	root, key := os.Getenv("SESSDB_ROOT"), os.Getenv("SESSDB_KEY")
+	opts := Options{LockTimeout: 5 * time.Second}
+	if mode == "kill-at" {
+		point := FaultPoint(os.Getenv("SESSDB_POINT"))
+		opts.Fault = func(p FaultPoint) error {
+			if p == point {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			return nil
+		}
+	}
+	s, err := New(root, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	switch mode {
+	case "kill-at":
+		if _, _, _, err := childJob(s, key, os.Getenv("SESSDB_MARKER")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "promote-loop", "worker":
+		until := time.Now().Add(time.Hour)
+		if u := os.Getenv("SESSDB_UNTIL"); u != "" {
+			n, _ := strconv.ParseInt(u, 10, 64)
+			until = time.Unix(0, n)
+		}
+		for i := 0; time.Now().Before(until); i++ {
+			marker := fmt.Sprintf("m-%d-%d", os.Getpid(), i)
+			sess, res, handed, err := childJob(s, key, marker)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if sess.Resume {
+				fmt.Fprintf(out, "resumed %d %s\n", sess.Gen, handed)
+			}
+			if res.Promoted {
+				fmt.Fprintf(out, "acked %d %s\n", res.Gen, marker)
+			} else {
+				fmt.Fprintf(out, "refused %s\n", res.Reason)
+			}
+			out.Flush()
+		}
+		return 0
+	}
+	return 2
+}
+
+// childJob is one job: resolve, append a marker line, promote. handed is
+// the last marker of the transcript the job was handed ("" when cold).
+func childJob(s *Store, key, marker string) (sess Session, res PromoteResult, handed string, err error) {
+	jobDir, err := os.MkdirTemp("", "sessdb-job-")
+	if err != nil {
+		return sess, res, "", err
+	}
+	defer os.RemoveAll(jobDir)
+	if sess, err = s.Resolve(key, localJob(), jobDir); err != nil {
+		return sess, res, "", err
+	}
+	p := filepath.Join(jobDir, StagedDirName, TranscriptName)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return sess, res, "", err
+	}
+	if len(data) == 0 {
+		data = transcriptBytes(time.Now())
+	} else {
+		handed = markerOf(data, 1)
+	}
+	data = append(data, entryLine(marker)...)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return sess, res, handed, err
+	}
+	res, err = s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	return sess, res, handed, err
+}
+
+// markerOf returns the marker of the n-th last entry line of a transcript.
+func markerOf(data []byte, n int) string {
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) < n+1 {
+		return ""
+	}
+	return entryText(lines[len(lines)-n])
+}
+
+func entryText(line []byte) string {
+	i := bytes.Index(line, []byte(`"content":"`))
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(`"content":"`):]
+	if j := bytes.IndexByte(rest, '"'); j >= 0 {
+		return string(rest[:j])
+	}
+	return ""
+}
+
+func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + mode}, env...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child %s did not start: %q", mode, sc.Text())
+	}
+	return cmd, sc
+}
+
+type ack struct {
+	gen    uint64
+	marker string
+}
+
+// checkDescribed resolves key and, when it resumes, proves from outside
+// that the staged bytes are exactly what the db's record describes. It
+// returns the verdict and the staged bytes.
+func checkDescribed(t *testing.T, s *Store, root, key string) (Session, []byte) {
+	t.Helper()
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	data := staged(t, jobDir)
+	if sess.Resume {
+		rec := sidecarsOf(t, root, key).Transcript
+		if rec == nil || rec.Size != int64(len(data)) || rec.CRC32C != uint64(crc32.Checksum(data, castagnoli)) || rec.Gen != sess.Gen {
+			t.Fatalf("resumed %d bytes (gen %d) that the record %+v does not describe", len(data), sess.Gen, rec)
+		}
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			t.Fatal("resumed a transcript with a torn last line")
+		}
+	}
+	return sess, data
+}
+
+func TestPromoteFaultPointsErrorReturn(t *testing.T) {
+	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync, FaultAfterClear} {
+		t.Run(string(p), func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
+			s.opts.Fault = func(q FaultPoint) error {
+				if q == p {
+					return errors.New("injected")
+				}
+				return nil
+			}
+			res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+			s.opts.Fault = nil
+			landed := p == FaultAfterDirSync || p == FaultAfterClear
+			if landed != res.Promoted || (!landed && (err == nil || res.Reason != gates.PromoteFailed)) {
+				t.Fatalf("promote with a fault %s = %+v, %v", p, res, err)
+			}
+			checkFaultOutcome(t, s, root, p)
+		})
+	}
+}
+
+func TestPromoteKilledAtEachFaultPoint(t *testing.T) {
+	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync, FaultAfterClear} {
+		t.Run(string(p), func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+			cmd, _ := startChild(t, "kill-at", "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=after")
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("child was not killed at %s: %v", p, err)
+			}
+			checkFaultOutcome(t, s, root, p)
+		})
+	}
+}
+
+// checkFaultOutcome checks a key after a promotion of "after" over
+// "before" stopped at p: wholly before or wholly after, and after once the
+// next writer rolls forward whenever the commit happened.
+func checkFaultOutcome(t *testing.T, s *Store, root string, p FaultPoint) {
+	t.Helper()
+	committed := p != FaultAfterTempWrite && p != FaultAfterTempSync
+	sess, data := checkDescribed(t, s, root, testKey)
+	switch {
+	case p == FaultAfterCommit:
+		want(t, sess, false, gates.TranscriptReplaced)
+	case !committed:
+		want(t, sess, true, gates.Resumed)
+		if got := markerOf(data, 1); got != "before" {
+			t.Fatalf("before the commit the key resumes %q, want before", got)
+		}
+	default:
+		want(t, sess, true, gates.Resumed)
+		if got := markerOf(data, 1); got != "after" {
+			t.Fatalf("after the rename the key resumes %q, want after", got)
+		}
+	}
+	if _, err := s.RollForward(testKey); err != nil {
+		t.Fatal(err)
+	}
+	sess, data = checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	wantMarker := "before"
+	if committed {
+		wantMarker = "after"
+	}
+	if got := markerOf(data, 1); got != wantMarker {
+		t.Fatalf("after roll-forward the key resumes %q, want %q", got, wantMarker)
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Pending != nil {
+		t.Fatalf("pending left after roll-forward: %+v", sc.Pending)
+	}
+	assertNoTemps(t, root, testKey)
+}
+
+func assertNoTemps(t *testing.T, root, key string) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(root, key, tmpPrefix+"*"))
+	if len(names) > 0 {
+		t.Fatalf("temps left: %v", names)
+	}
+}
+
+// TestPromoteSurvivesRandomKills SIGKILLs a child that promotes in a loop
+// at random instants. After every kill the key must resume only what its
+// record describes, and no promotion the child saw acknowledged may be
+// lost. SESSDB_CRASH_SEED and SESSDB_CRASH_ROUNDS override the defaults.
+func TestPromoteSurvivesRandomKills(t *testing.T) {
+	rounds := 200
+	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	seed := time.Now().UnixNano()
+	if n, err := strconv.ParseInt(os.Getenv("SESSDB_CRASH_SEED"), 10, 64); err == nil {
+		seed = n
+	}
+	t.Logf("seed %d (set SESSDB_CRASH_SEED to replay), %d rounds", seed, rounds)
+	rng := rand.New(rand.NewSource(seed))
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	var last ack
+	var acked, pendingSeen int
+	for r := 0; r < rounds; r++ {
+		cmd, sc := startChild(t, "promote-loop", "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey)
+		lines := make(chan string, 1024)
+		go func() {
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		time.Sleep(time.Duration(rng.Int63n(int64(20 * time.Millisecond))))
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		for l := range lines {
+			f := strings.Fields(l)
+			if len(f) == 3 && f[0] == "acked" {
+				g, _ := strconv.ParseUint(f[1], 10, 64)
+				last = ack{g, f[2]}
+				acked++
+			}
+		}
+		if last.gen == 0 {
+			continue
+		}
+		sess, _ := checkDescribed(t, s, root, testKey)
+		if !sess.Resume {
+			if sess.Reason != gates.TranscriptReplaced {
+				t.Fatalf("round %d: cold start %s after a kill", r, sess.Reason)
+			}
+			pendingSeen++
+		}
+		// Every other round the parent rolls forward; otherwise the next
+		// child's promotion must do it.
+		if r%2 == 0 {
+			if _, err := s.RollForward(testKey); err != nil {
+				t.Fatal(err)
+			}
+			sess, data := checkDescribed(t, s, root, testKey)
+			want(t, sess, true, gates.Resumed)
+			if sess.Gen < last.gen {
+				t.Fatalf("round %d: acknowledged gen %d lost: the key is at gen %d", r, last.gen, sess.Gen)
+			}
+			if sess.Gen == last.gen && markerOf(data, 1) != last.marker {
+				t.Fatalf("round %d: gen %d holds %q, acknowledged as %q", r, last.gen, markerOf(data, 1), last.marker)
+			}
+		}
+	}
+	t.Logf("%d rounds, %d promotions acknowledged, %d kills left a promotion pending", rounds, acked, pendingSeen)
+	if acked == 0 {
+		t.Fatal("no promotion was ever acknowledged: the kills came too early to test anything")
+	}
+}

@@ -1,0 +1,387 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store/legacy"
+	"sessdb/store/transcript"
+)
+
+// Job describes the job a conversation would be handed to.
+type Job struct {
+	// PiVersion is the version of pi the job's image declares; "" means it
+	// declares none, and such a job never resumes.
+	PiVersion string
+	// Venue is the backend the job runs on; "" means it could not be
+	// resolved, and such a job never resumes. The legacy default is "local".
+	Venue string
+	// Model is the job's provider/model id; it is normalised as the legacy
+	// store did (lowercased, checked) before it is compared or stamped.
+	Model string
+	// ID names the job in the audit history; it may be empty.
+	ID string
+}
+
+// Session is what a Resolve hands to the Promote of the same job: the
+// verdict and the facts the promotion needs. The CLI writes it to the job
+// dir as a ticket.
+type Session struct {
+	Key    string       `json:"key"`
+	Resume bool         `json:"resume"`
+	Reason gates.Reason `json:"reason"`
+	Bytes  int64        `json:"bytes"`
+	Gen    uint64       `json:"gen,omitempty"` // the generation delivered; 0 when cold
+	Venue  string       `json:"venue"`
+	Model  string       `json:"model,omitempty"`
+	Job    string       `json:"job,omitempty"`
+	JobDir string       `json:"job_dir"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Resolve judges key for job and stages the result in
+// <jobDir>/session/current.jsonl (dir 0700): the key's transcript when the
+// ladder says resume and the copy matches the transcript's recorded
+// identity, a 0-byte file otherwise. Every miss is a Session with Resume
+// false and its reason, not an error.
+//
+// The key's shared lock is held from reading the sidecars to the end of the
+// copy, so no promotion can land between the judgement and the copy.
+//
+// An error means a fault (an unusable job dir, an I/O error); the staged
+// file is then removed, so nothing half-copied is left for the container.
+func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
+	if !ValidKey(key) {
+		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
+	}
+	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
+	stageDir, staged, err := createStaged(jobDir)
+	if err != nil {
+		return Session{}, err
+	}
+	defer stageDir.Close()
+	err = s.resolveInto(key, job, sess.Model, staged, &sess)
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		unlinkAt(stageDir, TranscriptName)
+		s.opts.Logger.Error().Str("key", key).Err(err).Msg("session_store_failed")
+		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
+	}
+	s.opts.Logger.Info().Str("key", key).Bool("resume", sess.Resume).Str("reason", string(sess.Reason)).Int64("bytes", sess.Bytes).Msg("session_resolved")
+	return sess, nil
+}
+
+// createStaged makes <jobDir>/session (0700, a real directory) and an empty
+// current.jsonl in it: a cold start unless the copy fills it.
+func createStaged(jobDir string) (dir, f *os.File, err error) {
+	jd, err := openDir(jobDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer jd.Close()
+	if err := mkdirAt(jd, StagedDirName, 0o700); err != nil {
+		return nil, nil, err
+	}
+	dir, err = openDirAt(jd, StagedDirName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.Fchmod(int(dir.Fd()), 0o700); err != nil {
+		dir.Close()
+		return nil, nil, &os.PathError{Op: "chmod", Path: dir.Name(), Err: err}
+	}
+	f, err = openAt(dir, TranscriptName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
+	if err == nil {
+		var st unix.Stat_t
+		if st, err = fstat(f); err == nil && !isRegular(&st) {
+			err = &os.PathError{Op: "stage", Path: f.Name(), Err: errors.New("not a regular file")}
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		dir.Close()
+		return nil, nil, err
+	}
+	return dir, f, nil
+}
+
+func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, sess *Session) error {
+	cold := func(r gates.Reason) error { sess.Resume, sess.Reason, sess.Bytes = false, r, 0; return nil }
+
+	k, err := s.openKey(key, false)
+	if err != nil {
+		return err
+	}
+	if k.missing {
+		return cold(gates.Absent)
+	}
+	if k.notDir {
+		return cold(gates.NotARegularFile)
+	}
+	defer k.close()
+	if k.locked {
+		return cold(gates.Locked)
+	}
+	v := gates.Evaluate(k.obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: model}, s.opts.Now())
+	if !v.Resume {
+		return cold(v.Reason)
+	}
+
+	size, sum, err := copyCounted(staged, k.transcript, k.expectSize+1)
+	if err != nil {
+		return err
+	}
+	// A legacy key is not locked: the legacy store's venue re-check still
+	// applies, ahead of the identity check, as its order was the contract.
+	if k.layout == LayoutLegacy && legacy.ReadVenue(k.dir) != k.obs.Venue {
+		if err := staged.Truncate(0); err != nil {
+			return err
+		}
+		return cold(gates.VenueChanged)
+	}
+	if !k.matches(size, sum) {
+		if err := staged.Truncate(0); err != nil {
+			return err
+		}
+		return cold(gates.TranscriptReplaced)
+	}
+	sess.Resume, sess.Reason, sess.Bytes = true, gates.Resumed, size
+	if k.identity != nil {
+		sess.Gen = k.identity.Gen
+	}
+	return nil
+}
+
+// copyCounted copies at most limit bytes from src (from offset 0) to dst,
+// returning the byte count and CRC32C of what it copied.
+func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(io.MultiWriter(dst, h), io.NewSectionReader(src, 0, limit))
+	if err != nil {
+		return n, 0, fmt.Errorf("copy %s: %w", src.Name(), err)
+	}
+	return n, h.Sum32(), nil
+}
+
+// key is one key dir opened for reading: the observation the ladder needs,
+// and what the copy is checked against.
+type keyDir struct {
+	dir        *os.File
+	meta       *db.DB // nil for the legacy layout or an unreadable db
+	transcript *os.File
+	tst        unix.Stat_t
+	layout     Layout
+	obs        gates.Observation
+	identity   *db.Transcript // the db's record of current.jsonl
+	expectSize int64
+	missing    bool // no key dir
+	notDir     bool // the key dir is a link or not a directory
+	locked     bool // the shared lock was not had in time
+	sidecars   db.Sidecars
+	metaErr    error
+	header     transcript.Header
+	headerErr  error
+}
+
+// openKey opens key's dir, its meta.db (shared lock) and its transcript,
+// and gathers the ladder's observation. forDump reads every legacy
+// sidecar, bound or not.
+func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
+	k := &keyDir{}
+	root, err := openDir(s.root)
+	if err != nil {
+		if isNotExist(err) {
+			k.missing = true
+			return k, nil
+		}
+		return nil, err
+	}
+	defer root.Close()
+	k.dir, err = openDirAt(root, key)
+	if err != nil {
+		switch {
+		case isNotExist(err):
+			k.missing = true
+			return k, nil
+		case errors.Is(err, errNotDir):
+			k.notDir = true
+			return k, nil
+		}
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			k.close()
+		}
+	}()
+
+	// The lock comes first: with it held no promotion can rename a new
+	// transcript in between opening the file and reading its identity.
+	k.meta, err = db.OpenReader(k.dir, join(k.dir, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	switch {
+	case err == nil:
+		k.layout = LayoutDB
+	case errors.Is(err, fs.ErrNotExist):
+		k.layout = LayoutLegacy
+	case errors.Is(err, db.ErrLockTimeout):
+		k.locked = true
+		ok = true
+		return k, nil
+	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
+		k.layout = LayoutDB
+		k.metaErr = err
+		k.obs.MetaUnreadable = true
+	default:
+		return nil, err
+	}
+	if k.meta != nil {
+		err := k.meta.View(func(tx *db.Tx) error {
+			sc, err := tx.Sidecars()
+			k.sidecars = sc
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, db.ErrDamaged) {
+				return nil, err
+			}
+			k.metaErr = err
+			k.obs.MetaUnreadable = true
+		}
+	}
+
+	if err := k.openTranscript(); err != nil {
+		return nil, err
+	}
+	switch {
+	case k.obs.MetaUnreadable:
+	case k.meta != nil:
+		k.observeDB()
+	default:
+		k.observeLegacy(s.opts.Bounds, forDump)
+	}
+	ok = true
+	return k, nil
+}
+
+func (k *keyDir) openTranscript() error {
+	f, err := openAt(k.dir, TranscriptName, unix.O_RDONLY, 0)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return nil
+	case errors.Is(err, unix.ELOOP):
+		k.obs.Transcript = gates.Transcript{Exists: true}
+		return nil
+	default:
+		return err
+	}
+	st, err := fstat(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	k.obs.Transcript = gates.Transcript{
+		Exists:  true,
+		Regular: isRegular(&st),
+		Size:    st.Size,
+		ModTime: time.Unix(st.Mtim.Unix()),
+	}
+	if !k.obs.Transcript.Regular {
+		f.Close()
+		return nil
+	}
+	k.transcript, k.tst, k.expectSize = f, st, st.Size
+	if st.Size > 0 {
+		h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, st.Size))
+		k.header, k.headerErr = h, err
+		if err == nil {
+			k.obs.Header.IsSession = h.IsSession()
+			if h.TimestampIsString {
+				k.obs.Header.Timestamp, k.obs.Header.TimestampOK = transcript.ParseTimestamp(h.Timestamp)
+			}
+		}
+	}
+	return nil
+}
+
+func (k *keyDir) observeDB() {
+	sc := k.sidecars
+	if sc.Transcript != nil {
+		k.identity = sc.Transcript
+		k.obs.LastPromotion = time.Unix(0, sc.Transcript.PromotedAt)
+		k.expectSize = sc.Transcript.Size
+	}
+	k.obs.Venue = stampOf(sc.Venue)
+	k.obs.PiVersion = stampOf(sc.PiVersion)
+	if sc.ResumeChain != nil {
+		k.obs.ResumeChain = *sc.ResumeChain
+	}
+	if sc.Context != nil {
+		k.obs.Context = &gates.Context{Tokens: sc.Context.Tokens, Window: sc.Context.Window, Model: sc.Context.Model}
+	}
+}
+
+// observeLegacy reads the legacy sidecar files with the legacy rules. As
+// in the legacy store, a bound's sidecar is read only when its bound is set
+// (dump reads them all: it reports, it does not judge).
+func (k *keyDir) observeLegacy(b gates.Bounds, all bool) {
+	k.obs.Venue = legacy.ReadVenue(k.dir)
+	k.obs.PiVersion = legacy.ReadPiVersion(k.dir)
+	if b.MaxResumeChain > 0 || all {
+		k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
+	}
+	if b.MaxContextPct > 0 || all {
+		k.obs.Context = legacy.ReadContext(k.dir)
+	}
+}
+
+func stampOf(p *string) gates.Stamp {
+	if p == nil {
+		return gates.Stamp{State: gates.StampAbsent}
+	}
+	return gates.Stamp{State: gates.StampPresent, Value: *p}
+}
+
+// matches reports whether a copy of size bytes with CRC32C sum is the
+// transcript the key's sidecars describe. A db key must match its record;
+// a db key with no record describes no transcript at all. A legacy key has
+// no record: the copy must match the file as it was when judged, and the
+// name must still refer to that file (the legacy store's identity re-check,
+// since nothing locks a legacy key).
+func (k *keyDir) matches(size int64, sum uint32) bool {
+	if k.layout == LayoutDB {
+		return k.identity != nil && k.identity.Size == size && k.identity.CRC32C == uint64(sum)
+	}
+	if size != k.tst.Size {
+		return false
+	}
+	st, err := lstatAt(k.dir, TranscriptName)
+	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
+}
+
+func (k *keyDir) close() {
+	if k.transcript != nil {
+		k.transcript.Close()
+	}
+	if k.meta != nil {
+		k.meta.Close()
+	}
+	if k.dir != nil {
+		k.dir.Close()
+	}
+}

@@ -1,0 +1,114 @@
+// Package store keeps resumable pi conversations under a sessions root, one
+// key directory per conversation:
+//
+//	<root>/<key>/                  0700, key = 32 lowercase hex
+//	  current.jsonl                the transcript, replaced only by rename
+//	  meta.db                      bbolt: sidecars and audit history (package db)
+//	  .current.jsonl.tmp-<random>  a promotion in flight
+//
+// Resolve stages a key's transcript for a job, or a 0-byte file (a cold
+// start), and names why with a reason from package gates. Promote takes a
+// completed run's transcript back. Reap removes expired keys.
+//
+// What is guaranteed: a key never resumes a transcript that its sidecars do
+// not describe (size and CRC32C are checked during the copy); a promotion
+// that reported promoted survives a crash (every file, the commit and the
+// directory are fsynced before Promote returns); the transcript in place is
+// always a whole old one or a whole new one; nothing under the root is read
+// or written through a link, and a FIFO never blocks. Read-path misses are
+// verdicts, never errors; errors are faults (I/O, a corrupt job dir).
+//
+// A key dir without meta.db is read with the legacy file-per-sidecar rules
+// (package store/legacy), so a fleet half-way through a migration keeps
+// resuming; the first promotion writes meta.db, which from then on is
+// authoritative.
+//
+// Caveat: the key's lock is bbolt's flock on meta.db. flock is not reliable
+// on network filesystems; one sessions root belongs to one host.
+package store
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sessdb/gates"
+)
+
+// File names inside a key dir and a job dir.
+const (
+	TranscriptName = "current.jsonl"
+	StagedDirName  = "session" // <job-dir>/session/current.jsonl is what the container sees
+	tmpPrefix      = ".current.jsonl.tmp-"
+)
+
+// ErrSessionsDirUnset is returned by New when no sessions root is given:
+// the one fail-closed case of the whole feature.
+var ErrSessionsDirUnset = errors.New("sessions-dir-unset")
+
+// ErrInvalidKey is returned when a key from outside does not have the form
+// of a key.
+var ErrInvalidKey = errors.New("invalid key: want 32 lowercase hex characters")
+
+// Options configures a Store. The zero value is usable: no bounds, the
+// default lock timeout, a silent logger, the wall clock.
+type Options struct {
+	// Bounds are the ladder's limits (the caller applies the defaults).
+	Bounds gates.Bounds
+	// LockTimeout bounds every wait for a key's lock; 0 means the db
+	// package's default (about 2 s), never "forever".
+	LockTimeout time.Duration
+	// Logger receives the store's events; the zero Logger writes nothing.
+	Logger zerolog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Fault, when non-nil, is called at every write boundary of Promote
+	// and Reap; a non-nil error it returns is treated as that step's I/O
+	// error. Tests use it to crash or fail a protocol at a chosen step;
+	// production leaves it nil.
+	Fault func(FaultPoint) error
+}
+
+// FaultPoint names a write boundary of a protocol (see Options.Fault).
+type FaultPoint string
+
+// The write boundaries of Promote, in protocol order, and of Reap.
+const (
+	FaultAfterTempWrite  FaultPoint = "promote/after-temp-write"
+	FaultAfterTempSync   FaultPoint = "promote/after-temp-fsync"
+	FaultAfterCommit     FaultPoint = "promote/after-commit"
+	FaultAfterRename     FaultPoint = "promote/after-rename"
+	FaultAfterDirSync    FaultPoint = "promote/after-dir-fsync"
+	FaultAfterClear      FaultPoint = "promote/after-clear-pending"
+	FaultReapBeforeClear FaultPoint = "reap/before-remove"
+)
+
+// A Store is a sessions root. It is safe for concurrent use by many
+// goroutines and many processes: every operation takes the key's lock.
+type Store struct {
+	root string
+	opts Options
+}
+
+// New returns the store rooted at root. It touches nothing: a missing root
+// is a cold start for every key until the first promotion creates it.
+func New(root string, opts Options) (*Store, error) {
+	if root == "" {
+		return nil, ErrSessionsDirUnset
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{root: root, opts: opts}, nil
+}
+
+// Root returns the sessions root.
+func (s *Store) Root() string { return s.root }
+
+func (s *Store) fault(p FaultPoint) error {
+	if s.opts.Fault == nil {
+		return nil
+	}
+	return s.opts.Fault(p)
+}
