@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func engageRun(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(append([]string{"engage"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// engageFixture returns a file of ../shared/testdata/pi-fixtures, or skips:
+// the fixtures sit beside the repository and are never copied into it.
+func engageFixture(t *testing.T, name string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			t.Skip("no go.mod above the package directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+	p := filepath.Join(dir, "..", "shared", "testdata", "pi-fixtures", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared fixture %s is absent (it sits beside the repository): %v", p, err)
+	}
+	return p
+}
+
+// Fixture 10 through the CLI: EXPECTED.md's table, request for request.
+func TestEngageReplayJSON(t *testing.T) {
+	code, out, errs := engageRun("replay", "--json", engageFixture(t, "10-sticky-engagement.jsonl"))
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	type row struct {
+		Request           int
+		Entry             string
+		Estimate          *int64
+		Reset             bool
+		Stateless, Sticky bool
+	}
+	want := []string{
+		"1 7b89296c 18 true false false",
+		"2 03cc0f27 172502 false false false",
+		"3 766bad07 172412 false false false",
+		"4 7dc59a3a 183732 false true true",
+		"5 470b9805 131734 false false true",
+		"6 cf84b683 131776 false false true",
+		"7 08ceac39 131900 false false true",
+		"8 53e8eb43 null true false false",
+		"9 3fffc830 9933 false false false",
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for i := 0; sc.Scan(); i++ {
+		if i == len(want) {
+			var sum map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil || sum["requests"] != float64(9) || sum["threshold"] != float64(183616) || sum["pruned_ratio"] != float64(1) || sum["modelled"] != false {
+				t.Errorf("summary %s: %v", sc.Text(), err)
+			}
+			continue
+		}
+		var r row
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %d %q: %v", i+1, sc.Text(), err)
+		}
+		est := "null"
+		if r.Estimate != nil {
+			est = strconv.FormatInt(*r.Estimate, 10)
+		}
+		got := fmt.Sprint(r.Request, " ", r.Entry, " ", est, " ", r.Reset, " ", r.Stateless, " ", r.Sticky)
+		if got != want[i] {
+			t.Errorf("request %d: %s, want %s", i+1, got, want[i])
+		}
+	}
+}
+
+func TestEngageReplayTable(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	code, out, errs := engageRun("replay", "--window", "200000", "--reserve", "16384", "--cache-read-price", "0.30", "--cache-write-price", "3.75", path)
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, s := range []string{"threshold 183616", "    4  7dc59a3a       11    183732  -           PRUNED     PRUNED", "    5  470b9805       13    131734  -           raw        PRUNED", "extra cost, USD", "no figure below is modelled"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("table lacks %q:\n%s", s, out)
+		}
+	}
+	code, out, _ = engageRun("replay", "--pruned-ratio", "0.7", path)
+	if code != exitOK || !strings.Contains(out, "MODELLED: pruned ratio 0.7") {
+		t.Errorf("modelled replay: exit %d\n%s", code, out)
+	}
+}
+
+// Usage errors exit 2 and name what is wrong; nothing goes to stdout.
+func TestEngageUsageErrors(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	cases := []struct {
+		args []string
+		says string
+	}{
+		{nil, "want the subcommand replay"},
+		{[]string{"rewind", path}, "want the subcommand replay"},
+		{[]string{"replay"}, "want exactly one FILE"},
+		{[]string{"replay", path, path}, "want exactly one FILE"},
+		{[]string{"replay", path, "--json"}, "want exactly one FILE"},
+		{[]string{"replay", "--window", "3.5", path}, `invalid value "3.5" for flag -window`},
+		{[]string{"replay", "--window", "1e3", path}, `invalid value "1e3" for flag -window`},
+		{[]string{"replay", "--window", "08", path}, `invalid value "08" for flag -window`},
+		{[]string{"replay", "--window", "+3", path}, `invalid value "+3" for flag -window`},
+		{[]string{"replay", "--window", "-3", path}, `invalid value "-3" for flag -window`},
+		{[]string{"replay", "--window", "", path}, `invalid value "" for flag -window`},
+		{[]string{"replay", "--window", "99999999999999999999", path}, `invalid value "99999999999999999999" for flag -window`},
+		{[]string{"replay", "--window", "0", path}, "--window"},
+		{[]string{"replay", "--reserve", "3.5", path}, `invalid value "3.5" for flag -reserve`},
+		{[]string{"replay", "--window", "1000", "--reserve", "1000", path}, "--reserve 1000: must be below --window 1000"},
+		{[]string{"replay", "--pruned-ratio", "0", path}, `invalid value "0" for flag -pruned-ratio`},
+		{[]string{"replay", "--pruned-ratio", "1.5", path}, `invalid value "1.5" for flag -pruned-ratio`},
+		{[]string{"replay", "--pruned-ratio", ".5", path}, `invalid value ".5" for flag -pruned-ratio`},
+		{[]string{"replay", "--pruned-ratio", "1e-1", path}, `invalid value "1e-1" for flag -pruned-ratio`},
+		{[]string{"replay", "--cache-read-price", "0.3", path}, "go together"},
+		{[]string{"replay", "--cache-write-price", "3.75", path}, "go together"},
+		{[]string{"replay", "--cache-read-price", "-1", "--cache-write-price", "3", path}, `invalid value "-1" for flag -cache-read-price`},
+		{[]string{"replay", "--bogus", path}, "-bogus"},
+	}
+	for _, c := range cases {
+		code, out, errs := engageRun(c.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, c.says) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming %q", c.args, code, out, errs, c.says)
+		}
+	}
+	if code, _, _ := engageRun("replay", "-h"); code != exitOK {
+		t.Errorf("-h: exit %d", code)
+	}
+}
+
+// A file that is not a pi transcript is a fault: exit 1, one line on stderr
+// that says which, nothing on stdout.
+func TestEngageNotATranscript(t *testing.T) {
+	cases := map[string]string{
+		"04a-bad-header-missing.jsonl":       `first entry is a "message" entry, not a session header`,
+		"04b-bad-header-id-not-string.jsonl": "session header id is not a string",
+		"04c-bad-header-unparseable.jsonl":   "is not JSON",
+		"04d-empty.jsonl":                    "empty",
+	}
+	for name, says := range cases {
+		code, out, errs := engageRun("replay", engageFixture(t, name))
+		if code != exitFault || out != "" || !strings.Contains(errs, says) || !strings.Contains(errs, "not a pi transcript") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", name, code, out, errs)
+		}
+	}
+	code, _, errs := engageRun("replay", filepath.Join(t.TempDir(), "missing.jsonl"))
+	if code != exitFault || !strings.Contains(errs, "no such file") {
+		t.Errorf("missing file: exit %d, %q", code, errs)
+	}
+}

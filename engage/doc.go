@@ -1,0 +1,28 @@
+// Package engage decides, per request, whether a pi session's request goes
+// out pruned, and measures what that decision costs in prompt-cache misses.
+//
+// Pruning engages when pi's usage-backed context estimate crosses pi's own
+// compaction threshold (contextWindow - reserveTokens). Checked statelessly,
+// a pruned request reports a smaller usage, the next estimate falls back
+// below the threshold, that request goes out raw, and the two shapes
+// alternate: every switch is a prompt-cache miss that bills the whole
+// context again. Step makes engagement sticky: once crossed, a session stays
+// engaged until a reset event (a compaction that ran, a session start).
+//
+// The package has three layers. Step is a pure function of typed values, with
+// no I/O and no clock. Tracker holds Step's state per session for a
+// long-running host. Read reproduces pi 0.58.3's estimate from a transcript
+// file (the branch from the last entry, cut at its latest compaction, the
+// last valid assistant usage plus ceil(chars/4) for what follows, unknown
+// after a compaction until a fresh usage exists), and Transcript.Replay runs
+// a recorded session request by request under both policies.
+//
+// The promise: the estimate equals pi's to the token on every file pi loads,
+// and Read streams, holding one line at a time and a small record per entry,
+// so memory grows with the number of entries, never with their text.
+//
+// Caveat: a transcript only records what its provider reported. A session
+// recorded without pruning says nothing about the usage a pruned request
+// would have reported; Options.PrunedRatio models it, and every figure that
+// depends on that model is labelled as modelled.
+package engage

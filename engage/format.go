@@ -1,0 +1,160 @@
+package engage
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Prices are a model's prompt-cache prices in USD per million tokens (the
+// unit of pi's model registry). A cache miss writes the prefix at
+// CacheWrite where a hit would have read it at CacheRead, so each re-billed
+// token costs CacheWrite-CacheRead extra.
+type Prices struct {
+	CacheRead, CacheWrite float64
+}
+
+// ExtraCost is the cost in USD of re-billing tokens at these prices.
+func (p Prices) ExtraCost(tokens int64) float64 {
+	return float64(tokens) * (p.CacheWrite - p.CacheRead) / 1e6
+}
+
+// WriteTable writes the replay as a table, one line per request, and a
+// summary; prices may be nil. A modelled replay says so above the table and
+// beside every modelled figure.
+func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "window %d, reserve %d: threshold %d (strictly greater engages)\n", rp.Window, rp.Reserve, rp.Threshold)
+	if rp.Modelled {
+		fmt.Fprintf(bw, "MODELLED: pruned ratio %s. Once a request goes out pruned under a policy, that policy's\n", ratio(rp.PrunedRatio))
+		fmt.Fprintf(bw, "next estimates anchor on %s x the recorded usage. Decisions, switches and re-billed\n", ratio(rp.PrunedRatio))
+		fmt.Fprintf(bw, "tokens below are modelled, not measured; the estimate column is as recorded.\n")
+	} else {
+		fmt.Fprintf(bw, "usage as recorded (pruned ratio 1): no figure below is modelled\n")
+	}
+	fmt.Fprintln(bw)
+	head := fmt.Sprintf("%5s  %-10s %6s %9s  %-10s  %-9s  %-9s", "req", "entry", "line", "estimate", "reset", "stateless", "sticky")
+	if rp.Modelled {
+		head += fmt.Sprintf("  %11s  %11s", "stateless~", "sticky~")
+	}
+	fmt.Fprintln(bw, strings.TrimRight(head, " "))
+	for _, r := range rp.Rows {
+		line := fmt.Sprintf("%5d  %-10s %6d %9s  %-10s  %-9s  %-9s", r.N, r.Entry, r.Line, r.Before.Reading(), reset(r.Event), shape(r.Stateless), shape(r.Sticky))
+		if rp.Modelled {
+			line += fmt.Sprintf("  %11s  %11s", r.StatelessReading, r.StickyReading)
+		}
+		fmt.Fprintln(bw, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(bw)
+	mark := ""
+	if rp.Modelled {
+		mark = " (modelled)"
+	}
+	fmt.Fprintf(bw, "%-28s %12s %12s\n", "", "stateless", "sticky")
+	fmt.Fprintf(bw, "%-28s %12d %12d\n", "requests", len(rp.Rows), len(rp.Rows))
+	fmt.Fprintf(bw, "%-28s %12d %12d\n", "pruned requests"+mark, rp.Stateless.Pruned, rp.Sticky.Pruned)
+	fmt.Fprintf(bw, "%-28s %12d %12d\n", "prefix switches"+mark, rp.Stateless.Switches, rp.Sticky.Switches)
+	fmt.Fprintf(bw, "%-28s %12d %12d\n", "re-billed tokens"+mark, rp.Stateless.Rebilled, rp.Sticky.Rebilled)
+	if prices != nil {
+		fmt.Fprintf(bw, "%-28s %12.4f %12.4f\n", "extra cost, USD"+mark, prices.ExtraCost(rp.Stateless.Rebilled), prices.ExtraCost(rp.Sticky.Rebilled))
+		fmt.Fprintf(bw, "(cache read %s, cache write %s USD per million tokens)\n", ratio(prices.CacheRead), ratio(prices.CacheWrite))
+	}
+	return bw.Flush()
+}
+
+type jsonRow struct {
+	Request   int    `json:"request"`
+	Entry     string `json:"entry"`
+	Estimate  *int64 `json:"estimate"`
+	Reset     bool   `json:"reset"`
+	Stateless bool   `json:"stateless"`
+	Sticky    bool   `json:"sticky"`
+	// Present only when modelled: the readings each policy decided on.
+	StatelessEstimate *Reading `json:"stateless_estimate,omitempty"`
+	StickyEstimate    *Reading `json:"sticky_estimate,omitempty"`
+}
+
+type jsonSummary struct {
+	Requests           int      `json:"requests"`
+	SwitchesStateless  int      `json:"switches_stateless"`
+	SwitchesSticky     int      `json:"switches_sticky"`
+	RebilledStateless  int64    `json:"rebilled_stateless"`
+	RebilledSticky     int64    `json:"rebilled_sticky"`
+	PrunedStateless    int      `json:"pruned_stateless"`
+	PrunedSticky       int      `json:"pruned_sticky"`
+	Window             int64    `json:"window"`
+	Reserve            int64    `json:"reserve"`
+	Threshold          int64    `json:"threshold"`
+	PrunedRatio        float64  `json:"pruned_ratio"`
+	Modelled           bool     `json:"modelled"`
+	CacheReadPrice     *float64 `json:"cache_read_price,omitempty"`
+	CacheWritePrice    *float64 `json:"cache_write_price,omitempty"`
+	ExtraCostStateless *float64 `json:"extra_cost_stateless,omitempty"`
+	ExtraCostSticky    *float64 `json:"extra_cost_sticky,omitempty"`
+}
+
+// MarshalJSON writes a reading as its number, or null when unknown.
+func (r Reading) MarshalJSON() ([]byte, error) {
+	if !r.Known {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, r.Tokens, 10), nil
+}
+
+// WriteJSON writes one JSON object per request, then one summary object,
+// each on its own line. "estimate" is pi's estimate before the request as
+// recorded, null where pi reports null. A modelled replay adds each
+// policy's modelled reading to every request and "modelled": true to the
+// summary; prices may be nil.
+func (rp *Replay) WriteJSON(w io.Writer, prices *Prices) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, r := range rp.Rows {
+		row := jsonRow{Request: r.N, Entry: r.Entry, Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky}
+		if rd := r.Before.Reading(); rd.Known {
+			row.Estimate = &rd.Tokens
+		}
+		if rp.Modelled {
+			row.StatelessEstimate, row.StickyEstimate = &r.StatelessReading, &r.StickyReading
+		}
+		if err := enc.Encode(row); err != nil {
+			return err
+		}
+	}
+	sum := jsonSummary{
+		Requests:          len(rp.Rows),
+		SwitchesStateless: rp.Stateless.Switches, SwitchesSticky: rp.Sticky.Switches,
+		RebilledStateless: rp.Stateless.Rebilled, RebilledSticky: rp.Sticky.Rebilled,
+		PrunedStateless: rp.Stateless.Pruned, PrunedSticky: rp.Sticky.Pruned,
+		Window: rp.Window, Reserve: rp.Reserve, Threshold: rp.Threshold,
+		PrunedRatio: rp.PrunedRatio, Modelled: rp.Modelled,
+	}
+	if prices != nil {
+		a, b := prices.ExtraCost(rp.Stateless.Rebilled), prices.ExtraCost(rp.Sticky.Rebilled)
+		sum.CacheReadPrice, sum.CacheWritePrice = &prices.CacheRead, &prices.CacheWrite
+		sum.ExtraCostStateless, sum.ExtraCostSticky = &a, &b
+	}
+	if err := enc.Encode(sum); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func shape(pruned bool) string {
+	if pruned {
+		return "PRUNED"
+	}
+	return "raw"
+}
+
+func reset(ev Event) string {
+	if ev == None {
+		return "-"
+	}
+	return ev.String()
+}
+
+func ratio(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -1,0 +1,65 @@
+package engage
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The estimate streams: what Read keeps is a record per entry, never the
+// text. Two transcripts with the same entries, one with every text 200 times
+// longer (a 100x larger file), must leave the same heap behind, and the peak
+// while reading the large one must stay far below its size.
+func TestMemoryIndependentOfText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads a 15 MB transcript")
+	}
+	dir := t.TempDir()
+	small := writeSynthetic(t, filepath.Join(dir, "small.jsonl"), 600, 100)
+	large := writeSynthetic(t, filepath.Join(dir, "large.jsonl"), 600, 20000)
+	rs, _ := heapOfOneRead(t, small)
+	rl, peak := heapOfOneRead(t, large)
+	fi, _ := os.Stat(large)
+	t.Logf("retained: %d B (small file), %d B (file %d B); peak while reading the large one %d B", rs, rl, fi.Size(), peak)
+	if rl > rs+rs/4 {
+		t.Errorf("retained %d B for long texts vs %d B for short ones: the text is being kept", rl, rs)
+	}
+	if peak > fi.Size()/8 {
+		t.Errorf("peak heap %d B reading a %d B file: not streaming", peak, fi.Size())
+	}
+}
+
+// writeSynthetic writes a v3 transcript of n user/assistant/toolResult turns
+// whose texts are textLen characters long, with usage that grows by turn.
+func writeSynthetic(t *testing.T, path string, n, textLen int) string {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	text := strings.Repeat("x", textLen)
+	fmt.Fprintln(w, `{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}`)
+	parent := "null"
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%08x", i)
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(w, `{"type":"message","id":"%s","parentId":%s,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"%s"}]}}`+"\n", id, parent, text)
+		case 1:
+			fmt.Fprintf(w, `{"type":"message","id":"%s","parentId":%s,"timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"bash","arguments":{"command":"%s"}}],"usage":{"input":1,"output":1,"cacheRead":%d,"cacheWrite":1,"totalTokens":0},"stopReason":"toolUse"}}`+"\n", id, parent, text, i*10)
+		case 2:
+			fmt.Fprintf(w, `{"type":"message","id":"%s","parentId":%s,"timestamp":"t","message":{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":"%s"}],"isError":false}}`+"\n", id, parent, text)
+		}
+		parent = `"` + id + `"`
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,130 @@
+package engage
+
+import (
+	"errors"
+	"math"
+)
+
+// Options configure a replay. Window and Reserve are used as given (a
+// reserve of 0 is a setting pi accepts), so the zero Options is refused with
+// ErrOptions rather than read as a window of 0; DefaultOptions has pi's
+// defaults.
+type Options struct {
+	Window  int64 // the model's context window
+	Reserve int64 // compaction.reserveTokens
+	// PrunedRatio models a transcript recorded without pruning: once a
+	// request goes out pruned under a policy, the usage that policy's next
+	// estimates anchor on is PrunedRatio times the recorded one. 0 means 1:
+	// replay what was recorded, no model.
+	PrunedRatio float64
+}
+
+// DefaultOptions returns pi's defaults (threshold 183616) and the usage as
+// recorded.
+func DefaultOptions() Options {
+	return Options{Window: DefaultWindow, Reserve: DefaultReserve, PrunedRatio: 1}
+}
+
+// ErrOptions is returned for options that describe no threshold or no
+// ratio: a window not above the reserve, or a ratio outside (0, 1].
+var ErrOptions = errors.New("invalid replay options")
+
+// Row is one request of a replay.
+type Row struct {
+	Request
+	// Stateless and Sticky tell whether the request goes out pruned under
+	// each policy.
+	Stateless, Sticky bool
+	// StatelessReading and StickyReading are the readings each policy
+	// decided on: Before's reading as recorded, or the modelled one when the
+	// ratio is not 1.
+	StatelessReading, StickyReading Reading
+}
+
+// Policy sums one policy's decisions over a replay.
+type Policy struct {
+	Pruned int // requests that went out pruned
+	// Switches counts requests whose prompt changed shape (raw to pruned or
+	// back) from the previous request's: each one is a provider prompt-cache
+	// miss. A request that carries a reset is not counted: the first request
+	// has no cached prefix, and a compaction rewrites the prefix under every
+	// policy, so that miss is not the policy's doing.
+	Switches int
+	// Rebilled sums the prompt tokens of the switching requests, the context
+	// a cache miss bills again: the answer's recorded input+cacheRead+
+	// cacheWrite, times the ratio when the request went out pruned under a
+	// modelled ratio.
+	Rebilled int64
+}
+
+// Replay is a transcript replayed request by request under the stateless
+// check and the sticky rule, side by side.
+type Replay struct {
+	Window, Reserve, Threshold int64
+	PrunedRatio                float64
+	// Modelled is true when PrunedRatio is not 1: the readings and
+	// re-billed tokens of pruned requests are then a model, not a
+	// measurement.
+	Modelled          bool
+	Rows              []Row
+	Stateless, Sticky Policy
+}
+
+// Replay runs the transcript's requests through both policies. Each request
+// point is an assistant message on the branch; the first request carries a
+// Start reset and the first after a compaction a Compaction reset. Both
+// policies read pi's guarded estimate (unknown after a compaction until a
+// fresh usage), so the two columns differ by stickiness alone.
+func (t *Transcript) Replay(opt Options) (*Replay, error) {
+	if opt.PrunedRatio == 0 {
+		opt.PrunedRatio = 1
+	}
+	if opt.Window <= opt.Reserve || opt.Reserve < 0 || !(opt.PrunedRatio > 0 && opt.PrunedRatio <= 1) {
+		return nil, ErrOptions
+	}
+	rp := &Replay{
+		Window: opt.Window, Reserve: opt.Reserve, Threshold: Threshold(opt.Window, opt.Reserve),
+		PrunedRatio: opt.PrunedRatio, Modelled: opt.PrunedRatio != 1,
+	}
+	reqs := t.Requests()
+	statelessPruned := make([]bool, len(t.path))
+	stickyPruned := make([]bool, len(t.path))
+	stateless := newEstimator(t, statelessPruned, opt.PrunedRatio)
+	sticky := newEstimator(t, stickyPruned, opt.PrunedRatio)
+	state, r := Raw, 0
+	for pos, i := range t.path {
+		if t.nodes[i].kind == kindAssistant {
+			row := Row{Request: reqs[r], StatelessReading: stateless.estimate().Reading(), StickyReading: sticky.estimate().Reading()}
+			row.Stateless = Stateless(row.StatelessReading, rp.Threshold) == Engaged
+			state = Step(state, row.StickyReading, rp.Threshold, row.Event)
+			row.Sticky = state == Engaged
+			statelessPruned[pos], stickyPruned[pos] = row.Stateless, row.Sticky
+			prev := row // the first request has nothing to switch from
+			if r > 0 {
+				prev = rp.Rows[r-1]
+			}
+			rp.Stateless.count(row, row.Stateless, prev.Stateless, rp.PrunedRatio)
+			rp.Sticky.count(row, row.Sticky, prev.Sticky, rp.PrunedRatio)
+			rp.Rows = append(rp.Rows, row)
+			r++
+		}
+		stateless.add(pos)
+		sticky.add(pos)
+	}
+	return rp, nil
+}
+
+func (p *Policy) count(row Row, pruned, prev bool, ratio float64) {
+	if pruned {
+		p.Pruned++
+	}
+	if pruned == prev || row.Event != None {
+		return
+	}
+	p.Switches++
+	prompt := row.Prompt
+	if pruned {
+		prompt = int64(math.Round(float64(prompt) * ratio))
+	}
+	p.Rebilled += prompt
+}

@@ -1,0 +1,283 @@
+package engage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Fixture 10's table in EXPECTED.md, request for request. The switch and
+// re-billed figures are derived here from the table's own columns and the
+// fixture's recorded usage, not typed in.
+func TestReplayFixture10(t *testing.T) {
+	tr := readFixture(t, "10-sticky-engagement.jsonl")
+	rp, err := tr.Replay(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		entry             string
+		estimate          string // "null" where pi reports null
+		reset             bool
+		stateless, sticky bool
+	}{
+		{"7b89296c", "18", true, false, false},
+		{"03cc0f27", "172502", false, false, false},
+		{"766bad07", "172412", false, false, false},
+		{"7dc59a3a", "183732", false, true, true},
+		{"470b9805", "131734", false, false, true},
+		{"cf84b683", "131776", false, false, true},
+		{"08ceac39", "131900", false, false, true},
+		{"53e8eb43", "null", true, false, false},
+		{"3fffc830", "9933", false, false, false},
+	}
+	if len(rp.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rp.Rows), len(want))
+	}
+	for i, r := range rp.Rows {
+		w := want[i]
+		est := "null"
+		if rd := r.Before.Reading(); rd.Known {
+			est = fmt.Sprint(rd.Tokens)
+		}
+		if r.N != i+1 || r.Entry != w.entry || est != w.estimate || (r.Event != None) != w.reset || r.Stateless != w.stateless || r.Sticky != w.sticky {
+			t.Errorf("row %d: %s %s reset=%v stateless=%v sticky=%v; want %+v", r.N, r.Entry, est, r.Event != None, r.Stateless, r.Sticky, w)
+		}
+	}
+
+	prompts := recordedPrompts(t, fixture(t, "10-sticky-engagement.jsonl"))
+	var wantStateless, wantSticky Policy
+	for i, w := range want {
+		for _, p := range []struct {
+			pol         *Policy
+			now, before bool
+		}{{&wantStateless, w.stateless, i > 0 && want[i-1].stateless}, {&wantSticky, w.sticky, i > 0 && want[i-1].sticky}} {
+			if p.now {
+				p.pol.Pruned++
+			}
+			if i > 0 && !w.reset && p.now != p.before {
+				p.pol.Switches++
+				p.pol.Rebilled += prompts[w.entry]
+			}
+		}
+	}
+	if rp.Stateless != wantStateless || rp.Sticky != wantSticky {
+		t.Errorf("stateless %+v, sticky %+v; want %+v, %+v", rp.Stateless, rp.Sticky, wantStateless, wantSticky)
+	}
+	if wantSticky.Switches >= wantStateless.Switches {
+		t.Errorf("the sticky rule should switch less than the stateless check on the flap fixture")
+	}
+	if rp.Modelled || rp.Threshold != 183616 {
+		t.Errorf("modelled %v, threshold %d", rp.Modelled, rp.Threshold)
+	}
+}
+
+// recordedPrompts reads each assistant's input+cacheRead+cacheWrite with
+// encoding/json.
+func recordedPrompts(t *testing.T, path string) map[string]int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for line := range bytes.Lines(data) {
+		var e struct {
+			ID      string
+			Message struct {
+				Usage struct{ Input, CacheRead, CacheWrite int64 }
+			}
+		}
+		if json.Unmarshal(line, &e) == nil {
+			out[e.ID] = e.Message.Usage.Input + e.Message.Usage.CacheRead + e.Message.Usage.CacheWrite
+		}
+	}
+	return out
+}
+
+// A transcript recorded raw, replayed with a modelled pruned ratio of 0.5.
+// Window 1000, reserve 100: threshold 900. Each request follows a one-token
+// user message, and answer n reports usage a(n) = 500, 950, 1000, 1050, 1100
+// (all of it cacheRead, so each answer's prompt is its usage). The reading
+// before request n is a(n-1), halved if request n-1 went out pruned under
+// the policy, plus 1:
+//
+//	stateless: 1, 501, 951 (pruned), 500+1 (raw), 1050+1 (pruned): flaps,
+//	           switching at 3, 4, 5 and re-billing 500 + 1050 + 550;
+//	sticky:    1, 501, 951 (pruned), 500+1, 525+1, all pruned from 3 on:
+//	           one switch, re-billing 500.
+func TestReplayModelledRatio(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}` + "\n")
+	parent := "null"
+	for i, u := range []int{500, 950, 1000, 1050, 1100} {
+		fmt.Fprintf(&b, `{"type":"message","id":"u%d","parentId":%s,"message":{"role":"user","content":"abcd"}}`+"\n", i, parent)
+		fmt.Fprintf(&b, `{"type":"message","id":"a%d","parentId":"u%d","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":%d,"cacheWrite":0,"totalTokens":%d},"stopReason":"stop"}}`+"\n", i, i, u, u)
+		parent = fmt.Sprintf(`"a%d"`, i)
+	}
+	tr, err := Read(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ratio                         float64
+		stateless, sticky             string
+		statelessReads, stickyReads   []int64
+		statelessPolicy, stickyPolicy Policy
+	}{
+		{1, "FFTTT", "FFTTT", []int64{1, 501, 951, 1001, 1051}, []int64{1, 501, 951, 1001, 1051}, Policy{3, 1, 1000}, Policy{3, 1, 1000}},
+		{0.5, "FFTFT", "FFTTT", []int64{1, 501, 951, 501, 1051}, []int64{1, 501, 951, 501, 526}, Policy{2, 3, 2100}, Policy{3, 1, 500}},
+	} {
+		rp, err := tr.Replay(Options{Window: 1000, Reserve: 100, PrunedRatio: c.ratio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st, sk []byte
+		var sr, kr []int64
+		for _, r := range rp.Rows {
+			st, sk = append(st, tfBool(r.Stateless)), append(sk, tfBool(r.Sticky))
+			sr, kr = append(sr, r.StatelessReading.Tokens), append(kr, r.StickyReading.Tokens)
+		}
+		if string(st) != c.stateless || string(sk) != c.sticky || !slices.Equal(sr, c.statelessReads) || !slices.Equal(kr, c.stickyReads) {
+			t.Errorf("ratio %v: stateless %s %v, sticky %s %v; want %s %v, %s %v", c.ratio, st, sr, sk, kr, c.stateless, c.statelessReads, c.sticky, c.stickyReads)
+		}
+		if rp.Stateless != c.statelessPolicy || rp.Sticky != c.stickyPolicy {
+			t.Errorf("ratio %v: policies %+v %+v, want %+v %+v", c.ratio, rp.Stateless, rp.Sticky, c.statelessPolicy, c.stickyPolicy)
+		}
+		if rp.Modelled != (c.ratio != 1) {
+			t.Errorf("ratio %v: modelled = %v", c.ratio, rp.Modelled)
+		}
+		// The estimate column stays as recorded whatever the model.
+		if rp.Rows[3].Before.Tokens != 1001 {
+			t.Errorf("ratio %v: recorded estimate of request 4 = %d, want 1001", c.ratio, rp.Rows[3].Before.Tokens)
+		}
+	}
+}
+
+func tfBool(b bool) byte {
+	if b {
+		return 'T'
+	}
+	return 'F'
+}
+
+func TestReplayOptions(t *testing.T) {
+	tr := readFixture(t, "01-normal-multiturn.jsonl")
+	for _, o := range []Options{{}, {Window: 100, Reserve: 100}, {Window: 100, Reserve: -1}, {Window: 1000, PrunedRatio: 1.5}, {Window: 1000, PrunedRatio: -0.5}} {
+		if _, err := tr.Replay(o); !errors.Is(err, ErrOptions) {
+			t.Errorf("Replay(%+v) = %v, want ErrOptions", o, err)
+		}
+	}
+	// EXPECTED.md: fixture 01 is never engaged.
+	rp, err := tr.Replay(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Stateless.Pruned+rp.Sticky.Pruned != 0 || len(rp.Rows) != 7 {
+		t.Errorf("fixture 01: %+v %+v over %d rows, want never engaged over 7 requests", rp.Stateless, rp.Sticky, len(rp.Rows))
+	}
+}
+
+// The --json form: one object per request with exactly the issue's keys,
+// then the summary.
+func TestWriteJSON(t *testing.T) {
+	rp, err := readFixture(t, "10-sticky-engagement.jsonl").Replay(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rp.WriteJSON(&out, &Prices{CacheRead: 0.3, CacheWrite: 3.75}); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&out)
+	var objs []map[string]any
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		objs = append(objs, m)
+	}
+	if len(objs) != len(rp.Rows)+1 {
+		t.Fatalf("%d objects, want %d rows and a summary", len(objs), len(rp.Rows))
+	}
+	for i, m := range objs[:len(rp.Rows)] {
+		if got := strings.Join(slices.Sorted(maps.Keys(m)), ","); got != "entry,estimate,request,reset,stateless,sticky" {
+			t.Errorf("row %d keys %s", i+1, got)
+		}
+		if m["request"] != float64(i+1) {
+			t.Errorf("row %d: request %v", i+1, m["request"])
+		}
+	}
+	if objs[7]["estimate"] != nil || objs[7]["reset"] != true || objs[3]["estimate"] != float64(183732) {
+		t.Errorf("rows 4 and 8: %v %v", objs[3], objs[7])
+	}
+	sum := objs[len(objs)-1]
+	for _, k := range []string{"requests", "switches_stateless", "switches_sticky", "rebilled_stateless", "rebilled_sticky", "window", "reserve", "threshold", "pruned_ratio"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("summary lacks %q: %v", k, sum)
+		}
+	}
+	if sum["modelled"] != false || sum["switches_stateless"] != float64(rp.Stateless.Switches) {
+		t.Errorf("summary %v", sum)
+	}
+	wantCost := float64(rp.Sticky.Rebilled) * (3.75 - 0.3) / 1e6
+	if sum["extra_cost_sticky"] != wantCost {
+		t.Errorf("extra_cost_sticky %v, want %v", sum["extra_cost_sticky"], wantCost)
+	}
+}
+
+// The table labels a modelled replay as such, above the table and on every
+// modelled summary figure; a replay as recorded says nothing is modelled.
+func TestWriteTableLabelsModel(t *testing.T) {
+	tr := readFixture(t, "10-sticky-engagement.jsonl")
+	for _, ratio := range []float64{1, 0.6} {
+		rp, err := tr.Replay(Options{Window: DefaultWindow, Reserve: DefaultReserve, PrunedRatio: ratio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := rp.WriteTable(&out, nil); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		modelled := strings.Contains(s, "MODELLED") && strings.Contains(s, "prefix switches (modelled)")
+		if modelled != (ratio != 1) || (ratio == 1 && !strings.Contains(s, "no figure below is modelled")) {
+			t.Errorf("ratio %v: table\n%s", ratio, s)
+		}
+		if !strings.Contains(s, "    8  53e8eb43       20   unknown  compaction") {
+			t.Errorf("ratio %v: request 8 not shown as unknown after the compaction:\n%s", ratio, s)
+		}
+		for _, line := range strings.Split(s, "\n") {
+			if strings.HasSuffix(line, " ") {
+				t.Errorf("trailing space in %q", line)
+			}
+		}
+	}
+}
+
+// A Transcript does not change after Read: replays and request lists may
+// run concurrently (checked under -race).
+func TestTranscriptConcurrentUse(t *testing.T) {
+	tr := readFixture(t, "03-overflow-recovery.jsonl")
+	want, _ := tr.Replay(DefaultOptions())
+	done := make(chan *Replay, 8)
+	for i := 0; i < cap(done); i++ {
+		go func() {
+			tr.Requests()
+			rp, _ := tr.Replay(Options{Window: DefaultWindow, Reserve: DefaultReserve, PrunedRatio: 0.5})
+			done <- rp
+		}()
+	}
+	for i := 0; i < cap(done); i++ {
+		if rp := <-done; len(rp.Rows) != len(want.Rows) {
+			t.Errorf("%d rows, want %d", len(rp.Rows), len(want.Rows))
+		}
+	}
+}

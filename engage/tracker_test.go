@@ -1,0 +1,172 @@
+package engage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// Fixture 10's readings through a Tracker, as a host would feed them: the
+// session starts, crosses at request 4, stays engaged through the flap
+// requests 5-7, and a manual compaction before request 8 resets it.
+func TestTrackerSession(t *testing.T) {
+	th := Threshold(DefaultWindow, DefaultReserve)
+	tr := NewTracker(0)
+	tr.Start("s")
+	want := []State{Raw, Raw, Raw, Engaged, Engaged, Engaged, Engaged, Raw, Raw}
+	readings := []Reading{Known(18), Known(172502), Known(172412), Known(183732), Known(131734), Known(131776), Known(131900), {}, Known(9933)}
+	for i, r := range readings {
+		if i == 7 {
+			tr.Compacted("s")
+		}
+		if got := tr.Request("s", r, th); got != want[i] {
+			t.Errorf("request %d (%v): %v, want %v", i+1, r, got, want[i])
+		}
+	}
+	if s, ok := tr.State("s"); !ok || s != Raw {
+		t.Errorf("State = %v, %v", s, ok)
+	}
+}
+
+func TestTrackerResets(t *testing.T) {
+	const th = 100
+	var tr Tracker // the zero value is ready
+	if got := tr.Request("a", Known(500), th); got != Engaged {
+		t.Fatalf("first request over the threshold: %v", got)
+	}
+	if got := tr.Request("a", Known(50), th); got != Engaged {
+		t.Fatalf("below after crossing: %v, want sticky", got)
+	}
+	tr.Compacted("a")
+	if s, _ := tr.State("a"); s != Engaged {
+		t.Fatalf("Compacted changed the state before the next request: %v", s)
+	}
+	if got := tr.Request("a", Known(50), th); got != Raw {
+		t.Fatalf("first request after a compaction, below: %v", got)
+	}
+	tr.Request("a", Known(500), th)
+	tr.Compacted("a")
+	if got := tr.Request("a", Known(500), th); got != Engaged {
+		t.Fatalf("still above after a compaction: %v, want engaged at once", got)
+	}
+	tr.Start("a") // a resume
+	if s, _ := tr.State("a"); s != Raw {
+		t.Fatalf("Start left %v", s)
+	}
+	if got := tr.Request("a", Known(50), th); got != Raw {
+		t.Fatalf("after Start: %v", got)
+	}
+	// The reset is consumed by one request only.
+	tr.Request("a", Known(500), th)
+	if got := tr.Request("a", Known(50), th); got != Engaged {
+		t.Fatalf("a reset was applied twice: %v", got)
+	}
+}
+
+func TestTrackerEndAndEviction(t *testing.T) {
+	const th = 100
+	tr := NewTracker(2)
+	tr.Request("a", Known(500), th)
+	tr.Request("b", Known(500), th)
+	tr.End("b")
+	if _, ok := tr.State("b"); ok || tr.Len() != 1 {
+		t.Fatalf("End kept the session: len %d", tr.Len())
+	}
+	tr.Request("b", Known(500), th)
+	tr.Request("a", Known(50), th) // a is now the most recently used
+	tr.Request("c", Known(50), th) // evicts b, the least recently used
+	if tr.Len() != 2 {
+		t.Fatalf("len %d, want the cap 2", tr.Len())
+	}
+	if _, ok := tr.State("b"); ok {
+		t.Fatal("b survived; the least recently used session should go")
+	}
+	if s, ok := tr.State("a"); !ok || s != Engaged {
+		t.Fatalf("a = %v, %v; want kept and still engaged", s, ok)
+	}
+	// An evicted session comes back as a new one: its next request carries
+	// a Start reset.
+	if got := tr.Request("b", Known(50), th); got != Raw {
+		t.Fatalf("evicted b came back %v, want raw (Start reset)", got)
+	}
+}
+
+// Concurrent sessions under -race: each goroutine owns a session and checks
+// every state against Step. The cap leaves room for every owned session, so
+// none is evicted under its owner's feet (TestTrackerEvictionUnderLoad
+// covers that).
+func TestTrackerConcurrent(t *testing.T) {
+	const th, sessions, requests = 1000, 64, 200
+	tr := NewTracker(2 * sessions)
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for g := 0; g < sessions; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			id := fmt.Sprintf("session-%d", g)
+			tr.Start(id)
+			want, ev := Raw, Start
+			for i := 0; i < requests; i++ {
+				if i%50 == 25 {
+					tr.Compacted(id)
+					ev = Compaction
+				}
+				r := Known(int64((g*7 + i*13) % 2000))
+				if i%17 == 0 {
+					r = Reading{}
+				}
+				want = Step(want, r, th, ev)
+				ev = None
+				if got := tr.Request(id, r, th); got != want {
+					errs <- fmt.Errorf("%s request %d: %v, want %v", id, i, got, want)
+					return
+				}
+				tr.State(id)
+				tr.Len()
+			}
+			tr.End(id)
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := tr.Len(); n != 0 {
+		t.Errorf("len %d after every session ended", n)
+	}
+}
+
+// Many goroutines on more sessions than the cap: the Tracker never holds
+// more than the cap, and every state it hands out is one of the two.
+func TestTrackerEvictionUnderLoad(t *testing.T) {
+	const th, limit = 1000, 8
+	tr := NewTracker(limit)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				id := fmt.Sprintf("s%d", (g*31+i)%40)
+				switch i % 5 {
+				case 0:
+					tr.Start(id)
+				case 1:
+					tr.Compacted(id)
+				case 4:
+					tr.End(id)
+				default:
+					if s := tr.Request(id, Known(int64(i*97%2000)), th); s != Raw && s != Engaged {
+						t.Errorf("state %v", s)
+					}
+				}
+				if n := tr.Len(); n > limit {
+					t.Errorf("len %d over the cap %d", n, limit)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}
