@@ -57,6 +57,18 @@ func mkdirAt(dir *os.File, name string, perm uint32) error {
 	return nil
 }
 
+// mkdirNew is mkdirAt that also says whether it made the directory.
+func mkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
+	err := unix.Mkdirat(int(dir.Fd()), name, perm)
+	switch err {
+	case nil:
+		return true, nil
+	case unix.EEXIST:
+		return false, nil
+	}
+	return false, &os.PathError{Op: "mkdir", Path: join(dir, name), Err: err}
+}
+
 func renameAt(dir *os.File, from, to string) error {
 	if err := unix.Renameat(int(dir.Fd()), from, int(dir.Fd()), to); err != nil {
 		return &os.LinkError{Op: "rename", Old: join(dir, from), New: join(dir, to), Err: err}

@@ -101,8 +101,16 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		return res, err
 	}
 	defer root.Close()
-	if err := mkdirAt(root, sess.Key, 0o700); err != nil {
+	created, err := mkdirNew(root, sess.Key, 0o700)
+	if err != nil {
 		return res, err
+	}
+	if created {
+		// The key dir's own name must survive a power cut too, or the
+		// first promotion of a key could vanish with it.
+		if err := s.disk.syncDir(root); err != nil {
+			return res, err
+		}
 	}
 	kd, err := openDirAt(root, sess.Key)
 	if errors.Is(err, errNotDir) {
@@ -132,9 +140,16 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	sweepTemps(kd)
 
 	// Step 4: the new transcript under a temp name, durable before the
-	// commit that names it.
+	// commit that names it: its data by the file's fsync, its name by the
+	// directory's. Without the second, a power cut after the commit can
+	// lose the name, and the record would then describe neither the temp
+	// (gone) nor the transcript still in place: the last acknowledged
+	// promotion would never resume again (TestPowerCutAtEveryStep).
 	tmp, size, sum, err := s.writeTemp(kd, staged)
 	if err != nil {
+		return res, err
+	}
+	if err := s.disk.syncDir(kd); err != nil {
 		return res, err
 	}
 
@@ -181,13 +196,13 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 
 	// Step 6: the rename makes it the transcript; the directory fsync
 	// makes the rename durable. Only then is it promoted.
-	if err := renameAt(kd, tmp, TranscriptName); err != nil {
+	if err := s.disk.rename(kd, tmp, TranscriptName); err != nil {
 		return res, err
 	}
 	if err := s.fault(FaultAfterRename); err != nil {
 		return res, err
 	}
-	if err := syncDir(kd); err != nil {
+	if err := s.disk.syncDir(kd); err != nil {
 		return res, err
 	}
 	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail = true, gates.Promoted, size, gen, staged.torn
@@ -281,7 +296,7 @@ func (s *Store) writeTemp(kd *os.File, staged stagedFile) (name string, size int
 		return "", 0, 0, err
 	}
 	name = tmpPrefix + hex.EncodeToString(rnd[:])
-	f, err := openAt(kd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	f, err := s.disk.createTemp(kd, name)
 	if err != nil {
 		return "", 0, 0, err
 	}
@@ -307,7 +322,7 @@ func (s *Store) writeTemp(kd *os.File, staged stagedFile) (name string, size int
 		err = s.fault(FaultAfterTempWrite)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = s.disk.syncFile(f)
 	}
 	if err == nil {
 		err = s.fault(FaultAfterTempSync)
@@ -367,10 +382,10 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending) error {
 		return nil
 	}
 	if strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') && tempMatches(kd, p) {
-		if err := renameAt(kd, p.Tmp, TranscriptName); err != nil {
+		if err := s.disk.rename(kd, p.Tmp, TranscriptName); err != nil {
 			return err
 		}
-		if err := syncDir(kd); err != nil {
+		if err := s.disk.syncDir(kd); err != nil {
 			return err
 		}
 		s.opts.Logger.Info().Str("tmp", p.Tmp).Uint64("gen", p.Gen).Msg("session_rolled_forward")

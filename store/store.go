@@ -89,6 +89,7 @@ const (
 type Store struct {
 	root string
 	opts Options
+	disk durability
 }
 
 // New returns the store rooted at root. It touches nothing: a missing root
@@ -100,7 +101,7 @@ func New(root string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{root: root, opts: opts}, nil
+	return &Store{root: root, opts: opts, disk: diskWrites{}}, nil
 }
 
 // Root returns the sessions root.
