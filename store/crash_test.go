@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 //	kill-at       promote once, SIGKILLing itself at the fault point in SESSDB_POINT
 //	worker        resolve+promote until SESSDB_UNTIL, printing acks and resumes
 func runChild(mode string) int {
+	if mode == "load" {
+		return runLoadChild()
+	}
 	root, key := os.Getenv("SESSDB_ROOT"), os.Getenv("SESSDB_KEY")
 	opts := Options{LockTimeout: 5 * time.Second}
 	if mode == "kill-at" {
