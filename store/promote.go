@@ -247,6 +247,18 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 		return sf, gates.Absent, nil
 	}
 	defer sd.Close()
+	// lstat first: a device node is refused without being opened, since
+	// opening one runs its driver. The fstat after the open must then
+	// show the same regular file, or something was swapped in between.
+	lst, err := lstatAt(sd, TranscriptName)
+	switch {
+	case isNotExist(err):
+		return sf, gates.Absent, nil
+	case err != nil:
+		return sf, "", err
+	case !isRegular(&lst):
+		return sf, gates.NotARegularFile, nil
+	}
 	f, err := openAt(sd, TranscriptName, unix.O_RDONLY, 0)
 	switch {
 	case err == nil:
@@ -261,7 +273,11 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	reason := gates.Reason("")
 	switch {
 	case err != nil:
-	case !isRegular(&st):
+	case !isRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
+		reason = gates.NotARegularFile
+	case st.Nlink != 1:
+		// A hard link is another name for some file the container could
+		// see; promoting it would copy that file into the store.
 		reason = gates.NotARegularFile
 	case st.Size == 0:
 		reason = gates.Absent
