@@ -101,6 +101,29 @@ func TestConfigurationErrorsNameTheVariable(t *testing.T) {
 	}
 }
 
+// Every knob refuses every malformed value the legacy parser refused,
+// naming itself; 0 and 101 are errors only for the percentage.
+func TestEveryKnobParsesStrictly(t *testing.T) {
+	knobs := []string{"PI_SESSIONS_TTL_DAYS", "PI_SESSION_MAX_BYTES", "PI_SESSION_MAX_AGE_DAYS", "PI_SESSION_MAX_RESUME_CHAIN", "PI_SESSION_MAX_CONTEXT_PCT"}
+	for _, knob := range knobs {
+		for _, val := range []string{"3.5", "1e3", "08", "+3", "-1", "0", "101", "abc", "3 "} {
+			clearEnv(t)
+			t.Setenv(knob, val)
+			code, _, errs := runCLI(t, "resolve", "--sessions-dir", t.TempDir(), "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
+			ok := val == "0" || val == "101"
+			if knob == "PI_SESSION_MAX_CONTEXT_PCT" {
+				ok = false
+			}
+			if ok && code != exitOK {
+				t.Errorf("%s=%q refused: %s", knob, val, errs)
+			}
+			if !ok && (code != exitUsage || !strings.Contains(errs, knob)) {
+				t.Errorf("%s=%q: exit %d, %q; want exit 2 naming the variable", knob, val, code, errs)
+			}
+		}
+	}
+}
+
 func TestFlagsWinOverEnvironment(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PI_SESSION_MAX_BYTES", "not a number")
