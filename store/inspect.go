@@ -1,8 +1,7 @@
 package store
 
 import (
-	"sort"
-	"strings"
+	"context"
 	"time"
 
 	"sessdb/db"
@@ -21,7 +20,9 @@ const (
 )
 
 // KeyReport is everything Inspect knows about one entry under the root.
-// Pointer fields are nil where the value is absent.
+// Pointer fields are nil where the value is absent. The JSON names are a
+// contract (dump --json prints this struct; docs/OPERATIONS.md lists them):
+// fields may be added, never renamed.
 type KeyReport struct {
 	Name    string `json:"key"`
 	Problem string `json:"problem,omitempty"` // set when the entry is not a usable key dir
@@ -35,26 +36,50 @@ type KeyReport struct {
 	Gen           uint64     `json:"gen,omitempty"`
 	LastPromotion *time.Time `json:"last_promotion,omitempty"`
 	CRC32C        *uint64    `json:"crc32c,omitempty"`
+	RecordBytes   *int64     `json:"record_bytes,omitempty"` // the transcript size the record describes
 
 	PiVersion   *string         `json:"pi_version,omitempty"`
 	Venue       *string         `json:"venue,omitempty"`
 	ResumeChain *uint64         `json:"resume_chain,omitempty"`
-	Context     *gates.Context  `json:"context,omitempty"`
-	Pending     *db.Pending     `json:"pending,omitempty"`
+	Context     *ContextReport  `json:"context,omitempty"`
+	Pending     *PendingReport  `json:"pending,omitempty"`
 	History     []HistoryReport `json:"history,omitempty"`
 	LegacyFiles []string        `json:"legacy_files,omitempty"`
+
+	MetaPages *MetaPagesReport `json:"meta_pages,omitempty"`
+	Verify    *VerifyReport    `json:"verify,omitempty"`
+	Verdict   *VerdictReport   `json:"verdict,omitempty"`
 }
 
 // TranscriptReport describes current.jsonl from its stat and its first
 // line; the contents are never reported.
 type TranscriptReport struct {
-	Regular         bool      `json:"regular"`
-	Bytes           int64     `json:"bytes"`
-	ModTime         time.Time `json:"mtime"`
-	HeaderOK        bool      `json:"header_ok"`
-	HeaderID        string    `json:"header_id,omitempty"`
-	HeaderVersion   int64     `json:"header_version,omitempty"`
-	HeaderTimestamp string    `json:"header_timestamp,omitempty"`
+	Regular         bool       `json:"regular"`
+	Bytes           int64      `json:"bytes"`
+	ModTime         time.Time  `json:"mtime"`
+	HeaderOK        bool       `json:"header_ok"`
+	HeaderID        string     `json:"header_id,omitempty"`
+	HeaderVersion   int64      `json:"header_version,omitempty"`
+	HeaderTimestamp string     `json:"header_timestamp,omitempty"`
+	HeaderTime      *time.Time `json:"header_time,omitempty"` // HeaderTimestamp as the age rung reads it; nil if unreadable
+}
+
+// ContextReport is the last context reading. Pct is tokens*100/window
+// rounded down, the figure the context rung compares with its bound.
+type ContextReport struct {
+	Tokens int64  `json:"tokens"`
+	Window int64  `json:"window"`
+	Model  string `json:"model,omitempty"`
+	Pct    *int64 `json:"pct,omitempty"` // nil when the window is not positive
+}
+
+// PendingReport is a promotion that committed but was not renamed into
+// place yet.
+type PendingReport struct {
+	Tmp    string `json:"tmp"`
+	Bytes  int64  `json:"bytes"`
+	CRC32C uint64 `json:"crc32c"`
+	Gen    uint64 `json:"gen"`
 }
 
 // HistoryReport is one audit history entry.
@@ -69,30 +94,69 @@ type HistoryReport struct {
 	TornTail bool      `json:"torn_tail,omitempty"`
 }
 
+// InspectOptions says what InspectWith reports. The zero value reports
+// every entry without history, without reading transcripts whole, and with
+// the verdict of an unknown job.
+type InspectOptions struct {
+	History int    // how many of each key's last history entries to report
+	Only    string // report this one name under the root instead of all
+	// Verify reads each transcript whole and checks its size and CRC32C
+	// against the record; without it only the first line is read.
+	Verify bool
+	// Job is the profile the verdict is judged for. nil: the rungs that
+	// compare with the job (venue, pi version, model) are not guessed, and
+	// a verdict that depends on them is "?".
+	Job *Job
+	// Workers bounds the goroutines that read keys; 0 means a default
+	// sized to the machine. Reports are delivered in name order whatever
+	// the number.
+	Workers int
+	// Progress, when set, is called after each report with the count
+	// delivered and the total.
+	Progress func(done, total int)
+}
+
 // Inspect reports every entry under the root, in name order, to visit,
-// with up to history entries of each key's audit history. It is read-only:
-// it creates, changes and locks nothing for longer than one read, and
-// leaves every byte and mtime as it was. A visit error stops the walk.
+// with up to history entries of each key's audit history. It is
+// InspectWith with only History set.
 func (s *Store) Inspect(history int, visit func(KeyReport) error) error {
-	root, err := openDir(s.root)
+	return s.InspectWith(context.Background(), InspectOptions{History: history}, visit)
+}
+
+// InspectWith reports the entries under the root in name order to visit.
+// It is read-only: it creates and changes nothing, holds each key's shared
+// lock only while it reads that key, and leaves every byte and mtime as it
+// was. A visit error stops the walk and is returned; so is ctx's error when
+// ctx ends it early, after the reports already read have been visited.
+func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func(KeyReport) error) error {
+	names, err := s.rootNames(opts.Only)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	names, err := readDirNames(root)
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := visit(s.inspectKey(name, history)); err != nil {
+	deliver := func(r KeyReport) error { return visit(r) }
+	done := 0
+	if opts.Progress != nil {
+		deliver = func(r KeyReport) error {
+			err := visit(r)
+			done++
+			opts.Progress(done, len(names))
 			return err
 		}
 	}
-	return nil
+	unroot := s.unrooter()
+	work := func(i int) KeyReport {
+		r := s.inspectKey(names[i], opts)
+		r.Problem, r.MetaError = unroot.Replace(r.Problem), unroot.Replace(r.MetaError)
+		if r.Verify != nil {
+			r.Verify.Detail = unroot.Replace(r.Verify.Detail)
+		}
+		return r
+	}
+	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	return err
 }
 
-func (s *Store) inspectKey(name string, history int) KeyReport {
+func (s *Store) inspectKey(name string, opts InspectOptions) KeyReport {
 	r := KeyReport{Name: name}
 	if !ValidKey(name) {
 		r.Problem = "not a key"
@@ -104,15 +168,18 @@ func (s *Store) inspectKey(name string, history int) KeyReport {
 		r.Problem = err.Error()
 		return r
 	case k.missing:
-		r.Problem = "vanished"
+		r.Problem = "no key dir"
+		r.Verdict = &VerdictReport{Reason: string(gates.Absent)}
 		return r
 	case k.notDir:
 		r.Problem = "not a real directory (a link, or not a directory)"
+		r.Verdict = &VerdictReport{Reason: string(gates.NotARegularFile)}
 		return r
 	}
 	defer k.close()
 	if k.locked {
 		r.Problem = "locked: the key's lock was not had in time"
+		r.Verdict = &VerdictReport{Reason: string(gates.Locked)}
 		return r
 	}
 	r.LegacyFiles = legacyFiles(k)
@@ -128,35 +195,50 @@ func (s *Store) inspectKey(name string, history int) KeyReport {
 		if k.headerErr == nil {
 			r.Transcript.HeaderID, r.Transcript.HeaderVersion, r.Transcript.HeaderTimestamp = k.header.ID, k.header.Version, k.header.Timestamp
 		}
+		if h := k.obs.Header; h.TimestampOK {
+			ts := h.Timestamp.UTC()
+			r.Transcript.HeaderTime = &ts
+		}
 	}
-	if k.metaErr != nil {
+	if k.layout == LayoutDB {
+		r.MetaPages = readMetaPages(k.dir)
+	}
+	if opts.Verify {
+		r.Verify = k.verify()
+	}
+	r.Verdict = s.verdict(k, opts.Job, r.Verify)
+	switch {
+	case k.metaErr != nil:
 		r.MetaError = k.metaErr.Error()
-		return r
+	case k.meta != nil:
+		s.reportDB(k, &r, opts.History)
+	default:
+		r.Venue = stampValue(k.obs.Venue)
+		r.PiVersion = stampValue(k.obs.PiVersion)
+		if present(k, legacy.ResumeChainName) {
+			c := k.obs.ResumeChain
+			r.ResumeChain = &c
+		}
+		if c := k.obs.Context; c != nil {
+			r.Context = contextReport(c.Tokens, c.Window, c.Model)
+		}
 	}
-	if k.meta != nil {
-		s.reportDB(k, &r, history)
-		return r
-	}
-	r.Venue = stampValue(k.obs.Venue)
-	r.PiVersion = stampValue(k.obs.PiVersion)
-	if present(k, legacy.ResumeChainName) {
-		c := k.obs.ResumeChain
-		r.ResumeChain = &c
-	}
-	r.Context = k.obs.Context
 	return r
 }
 
 func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	sc := k.sidecars
-	r.PiVersion, r.Venue, r.ResumeChain, r.Pending = sc.PiVersion, sc.Venue, sc.ResumeChain, sc.Pending
+	r.PiVersion, r.Venue, r.ResumeChain = sc.PiVersion, sc.Venue, sc.ResumeChain
 	if c := sc.Context; c != nil {
-		r.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+		r.Context = contextReport(c.Tokens, c.Window, c.Model)
+	}
+	if p := sc.Pending; p != nil {
+		r.Pending = &PendingReport{Tmp: p.Tmp, Bytes: p.Size, CRC32C: p.CRC32C, Gen: p.Gen}
 	}
 	if t := sc.Transcript; t != nil {
 		at := time.Unix(0, t.PromotedAt).UTC()
-		sum := t.CRC32C
-		r.Gen, r.LastPromotion, r.CRC32C = t.Gen, &at, &sum
+		sum, size := t.CRC32C, t.Size
+		r.Gen, r.LastPromotion, r.CRC32C, r.RecordBytes = t.Gen, &at, &sum, &size
 	}
 	err := k.meta.View(func(tx *db.Tx) error {
 		m, err := tx.Meta()
@@ -182,22 +264,13 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	}
 }
 
-// legacyFiles lists the legacy store's files present in a key dir.
-func legacyFiles(k *keyDir) []string {
-	names, err := readDirNames(k.dir)
-	if err != nil {
-		return nil
+func contextReport(tokens, window int64, model string) *ContextReport {
+	c := &ContextReport{Tokens: tokens, Window: window, Model: model}
+	if window > 0 && tokens >= 0 && tokens <= (1<<63-1)/100 {
+		pct := tokens * 100 / window
+		c.Pct = &pct
 	}
-	var out []string
-	for _, n := range names {
-		switch {
-		case n == legacy.PiVersionName, n == legacy.VenueName, n == legacy.ResumeChainName,
-			n == legacy.ContextName, n == legacy.LockName, strings.HasSuffix(n, ".incoming"):
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return c
 }
 
 func present(k *keyDir, name string) bool {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,62 +12,122 @@ import (
 	"sessdb/db"
 )
 
-// ReapResult says what a Reap did. Skipped maps a name under the root to
-// why it was left alone (not a key, not a directory, a fault).
+// ReapResult says what a Reap did. Every name under the root is in
+// exactly one of Removed, Kept (a key left in place) and Skipped (a name
+// left alone, with why: not a key, not a directory, a fault). Swept lists
+// the stray temp files removed from kept keys, as <key>/<name>.
 type ReapResult struct {
 	Removed []string          `json:"removed"`
+	Swept   []string          `json:"swept,omitempty"`
 	Kept    int               `json:"kept"`
 	Skipped map[string]string `json:"skipped,omitempty"`
 }
 
-// Reap removes every key whose last completed promotion is older than the
-// TTL (Options.Bounds.TTL; 0 keeps everything). The last promotion is the
-// time recorded in meta.db, or the transcript's mtime where there is no
-// record (a legacy key). A key with no transcript is never removed.
+// ReapOptions says how ReapWith runs. The zero value reaps for real, with
+// a default number of workers.
+type ReapOptions struct {
+	// DryRun removes nothing; the result lists what would be removed.
+	DryRun bool
+	// Workers and Progress are as in InspectOptions.
+	Workers  int
+	Progress func(done, total int)
+}
+
+// Reap is ReapWith with only DryRun set.
+func (s *Store) Reap(dryRun bool) (ReapResult, error) {
+	return s.ReapWith(context.Background(), ReapOptions{DryRun: dryRun})
+}
+
+// ReapWith removes every key whose last completed promotion is older than
+// the TTL (Options.Bounds.TTL; 0 keeps every key), and from the keys it
+// keeps, stray temp files older than StaleTempAge. The last promotion is
+// the time recorded in meta.db, or the transcript's mtime where there is
+// no record (a legacy key). A key with no transcript is never removed.
 //
 // Each removal happens under the key's exclusive lock, after the age is
 // checked again under that lock, so a promotion that lands meanwhile is
 // never deleted; a promotion waiting for the lock finds the key gone and
-// reports promote-failed, never promoted. With dryRun nothing is removed
-// and Removed lists what would be.
-func (s *Store) Reap(dryRun bool) (ReapResult, error) {
+// reports promote-failed, never promoted. The temp that a pending record
+// names is never swept: it is that promotion's only copy. With DryRun
+// nothing is removed and the result lists what would be.
+//
+// The result lists names in order. When ctx ends the walk early the result
+// covers the names reaped so far, and ctx's error is returned with it.
+func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, error) {
 	res := ReapResult{Skipped: map[string]string{}}
-	ttl := s.opts.Bounds.TTL
-	if ttl <= 0 {
-		return res, nil
-	}
-	root, err := openDir(s.root)
+	names, err := s.rootNames("")
 	if err != nil {
 		if isNotExist(err) {
 			return res, nil
 		}
 		return res, err
 	}
-	defer root.Close()
-	names, err := readDirNames(root)
+	root, err := openDir(s.root)
 	if err != nil {
 		return res, err
 	}
-	for _, name := range names {
-		if !ValidKey(name) {
-			res.Skipped[name] = "not a key"
-			continue
+	defer root.Close()
+	type outcome struct {
+		removed bool
+		swept   []string
+		err     error
+	}
+	work := func(i int) outcome {
+		if !ValidKey(names[i]) {
+			return outcome{err: errNotAKey}
 		}
-		removed, err := s.reapKey(root, name, ttl, dryRun)
+		removed, swept, err := s.reapEntry(root, names[i], opts.DryRun)
+		return outcome{removed, swept, err}
+	}
+	done := 0
+	deliver := func(o outcome) error {
+		name := names[done]
+		done++
+		for _, n := range o.swept {
+			res.Swept = append(res.Swept, name+"/"+n)
+		}
 		switch {
-		case err != nil:
-			res.Skipped[name] = err.Error()
-			s.opts.Logger.Warn().Str("key", name).Err(err).Msg("session_reaper_skipped")
-		case removed:
+		case o.err != nil:
+			res.Skipped[name] = o.err.Error()
+			if o.err != errNotAKey {
+				s.opts.Logger.Warn().Str("key", name).Err(o.err).Msg("session_reaper_skipped")
+			}
+		case o.removed:
 			res.Removed = append(res.Removed, name)
-			if !dryRun {
+			if !opts.DryRun {
 				s.opts.Logger.Info().Str("key", name).Msg("reaped_session")
 			}
 		default:
 			res.Kept++
 		}
+		if opts.Progress != nil {
+			opts.Progress(done, len(names))
+		}
+		return nil
 	}
-	return res, nil
+	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	return res, err
+}
+
+var errNotAKey = errors.New("not a key")
+
+// reapEntry removes key if it has expired, else sweeps its stray temps.
+func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool, swept []string, err error) {
+	if ttl := s.opts.Bounds.TTL; ttl > 0 {
+		if removed, err = s.reapKey(root, key, ttl, dryRun); removed || err != nil {
+			return removed, nil, err
+		}
+	}
+	kd, err := openDirAt(root, key)
+	if err != nil {
+		return false, nil, err
+	}
+	defer kd.Close()
+	swept, err = s.sweepStaleTemps(kd, s.opts.Now().Add(-StaleTempAge), dryRun)
+	if err != nil {
+		err = fmt.Errorf("sweep stray temps: %w", err)
+	}
+	return false, swept, err
 }
 
 func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun bool) (bool, error) {
@@ -75,9 +136,6 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, err
 	}
 	defer kd.Close()
-	// A cheap filter without the lock: the transcript's mtime is never
-	// later than the promotion time recorded for it (the temp is written
-	// before the commit), so a key this finds fresh is fresh.
 	st, err := lstatAt(kd, TranscriptName)
 	if err != nil {
 		if isNotExist(err) {
@@ -86,22 +144,29 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, err
 	}
 	now := s.opts.Now()
-	if !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
-		return false, nil
-	}
 	_, err = lstatAt(kd, db.FileName)
 	hadDB := err == nil
-	if dryRun {
-		if !hadDB {
-			return true, nil
-		}
+	// A first look without the exclusive lock, so that the many fresh keys
+	// of a walk are never write-locked: the record under the shared lock,
+	// or for a legacy key its transcript's mtime, its only clock. The mtime
+	// is no filter for a db key: a copy or a restore from backup makes it
+	// recent while the record keeps the promotion time, and dump would call
+	// expired what reap never removed.
+	if hadDB {
 		d, err := db.OpenReader(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout})
 		if err != nil {
 			return false, err
 		}
-		defer d.Close()
 		last, err := lastPromotion(kd, d)
-		return err == nil && expired(last, now, ttl), err
+		d.Close()
+		if err != nil || !expired(last, now, ttl) {
+			return false, err
+		}
+	} else if !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
+		return false, nil
+	}
+	if dryRun {
+		return true, nil
 	}
 
 	// The lock: a legacy key gets a meta.db for it, removed again below if

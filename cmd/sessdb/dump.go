@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,18 +16,29 @@ import (
 
 var cmdDump = &command{
 	name:  "dump",
-	usage: "dump [--json] [--history N] [DIR]",
-	short: "list every key dir of a sessions root: layout, transcript, sidecars, history (read-only)",
+	usage: "dump [--json] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [DIR]",
+	short: "list every key dir of a sessions root with the verdict a resolve would get now (read-only)",
 	run:   runDump,
 }
 
+const dumpExample = `  sessdb dump /var/lib/pi/sessions
+  sessdb dump --key 4668107cac2e99b44415c5606b32ef14 --history 10 --as-job --pi-version 0.58.3 --venue local /var/lib/pi/sessions
+  sessdb dump --json --verify /var/lib/pi/sessions | jq -c 'select(.verify.result != "ok")'`
+
 func runDump(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dump", stderr)
+	setUsage(fs, "dump", dumpExample, stderr)
 	cfg := bindConfig(fs)
-	asJSON := fs.Bool("json", false, "one JSON object per key dir, one per line")
+	asJSON := fs.Bool("json", false, "one JSON object per entry, one per line (fields: docs/OPERATIONS.md)")
+	key := fs.String("key", "", "show only this key")
+	verify := fs.Bool("verify", false, "read each transcript whole and check its size and CRC32C against its record")
 	history := fs.String("history", "3", "how many of each key's last history entries to show")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	asJob := fs.Bool("as-job", false, "judge the verdict for the job that --pi-version, --venue and --model describe; without it, a verdict that depends on the job shows as ?")
+	piVersion := fs.String("pi-version", "", "with --as-job: the pi version the job's image declares")
+	venue := fs.String("venue", "", "with --as-job: the backend the job runs on")
+	model := fs.String("model", "", "with --as-job: the job's provider/model id (for the context bound)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 1 {
 		return usageError(stderr, "dump", fmt.Errorf("unexpected argument %q", fs.Arg(1)))
@@ -35,87 +47,95 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "dump", err)
 	}
+	if *key != "" && !store.ValidKey(*key) {
+		return usageError(stderr, "dump", fmt.Errorf("--key: %q: %w", *key, store.ErrInvalidKey))
+	}
+	var job *store.Job
+	switch {
+	case *asJob && (!flagGiven(fs, "pi-version") || !flagGiven(fs, "venue")):
+		return usageError(stderr, "dump", errors.New("--as-job needs --pi-version and --venue"))
+	case *asJob:
+		job = &store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model}
+	case flagGiven(fs, "pi-version") || flagGiven(fs, "venue") || flagGiven(fs, "model"):
+		return usageError(stderr, "dump", errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))
+	}
 	st, _, code := openStore(cfg, "dump", fs.Arg(0), stderr)
 	if st == nil {
 		return code
 	}
-	w := bufio.NewWriter(stdout)
-	var visit func(store.KeyReport) error
-	var finish func() error
+
+	ctx, stop := interruptContext()
+	defer stop()
+	prog := progressTo(stderr, "dump")
+	w := bufio.NewWriter(clearing(stdout, prog))
+	var row func(store.KeyReport) error
+	finish := func() error { return nil }
 	if *asJSON {
 		enc := json.NewEncoder(w)
-		visit = func(r store.KeyReport) error { return enc.Encode(r) }
-		finish = func() error { return nil }
+		row = func(r store.KeyReport) error { return enc.Encode(r) }
 	} else {
-		visit, finish = dumpTable(w, time.Now())
+		row, finish = dumpTable(w, clock(), *verify)
 	}
-	err = st.Inspect(int(n), visit)
-	if err == nil {
-		err = finish()
+	done := 0
+	opts := store.InspectOptions{History: int(n), Only: *key, Verify: *verify, Job: job, Progress: prog.report()}
+	err = st.InspectWith(ctx, opts, func(r store.KeyReport) error { done++; return row(r) })
+	prog.clear()
+	if ferr := finish(); err == nil {
+		err = ferr
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb dump: %v\n", err)
-		return exitFault
-	}
-	return exitOK
+	return walkEnd(stderr, "dump", err, done)
 }
 
-// dumpTable writes one row per key dir, then each key's history.
-func dumpTable(w io.Writer, now time.Time) (func(store.KeyReport) error, func() error) {
+// dumpTable writes one row per entry, then each key's history. The table
+// is aligned, so it is written when finish is called.
+func dumpTable(w io.Writer, now time.Time, verify bool) (func(store.KeyReport) error, func() error) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tLAYOUT\tBYTES\tHEADER\tPROMOTED\tGEN\tPI-VERSION\tVENUE\tCHAIN\tCONTEXT\tNOTE")
+	cols := []string{"KEY", "LAYOUT", "BYTES", "AGE", "PROMOTED", "PI-VERSION", "VENUE", "CHAIN", "CONTEXT", "GEN", "META"}
+	if verify {
+		cols = append(cols, "VERIFY")
+	}
+	fmt.Fprintln(tw, strings.Join(append(cols, "VERDICT", "NOTE"), "\t"))
 	var histories []string
-	visit := func(r store.KeyReport) error {
-		bytes, header := "-", "-"
+	row := func(r store.KeyReport) error {
+		cells := []string{r.Name, orDash(string(r.Layout)), "-", "-", "-", quoted(r.PiVersion), quoted(r.Venue), "-", "-", "-", metaCell(r.MetaPages)}
 		if t := r.Transcript; t != nil {
-			bytes = strconv.FormatInt(t.Bytes, 10)
+			cells[2] = strconv.FormatInt(t.Bytes, 10)
 			switch {
 			case !t.Regular:
-				header = "not-a-regular-file"
-			case t.HeaderOK:
-				header = fmt.Sprintf("v%d %s", t.HeaderVersion, orDash(t.HeaderTimestamp))
-			case t.Bytes > 0:
-				header = "unparseable"
+				cells[3] = "not-a-regular-file"
+			case !t.HeaderOK:
+				cells[3] = "unparseable"
+			case t.HeaderTime == nil:
+				cells[3] = "no-timestamp"
+			default:
+				cells[3] = ago(now, *t.HeaderTime)
 			}
 		}
-		promoted := "-"
 		if r.LastPromotion != nil {
-			promoted = ago(now, *r.LastPromotion)
+			cells[4] = ago(now, *r.LastPromotion)
 		} else if r.Transcript != nil {
-			promoted = ago(now, r.Transcript.ModTime) + " (mtime)"
+			cells[4] = ago(now, r.Transcript.ModTime) + " (mtime)"
 		}
-		gen := "-"
-		if r.Gen > 0 {
-			gen = strconv.FormatUint(r.Gen, 10)
-		}
-		chain := "-"
 		if r.ResumeChain != nil {
-			chain = strconv.FormatUint(*r.ResumeChain, 10)
+			cells[7] = strconv.FormatUint(*r.ResumeChain, 10)
 		}
-		ctx := "-"
 		if c := r.Context; c != nil {
-			ctx = fmt.Sprintf("%d/%d %.0f%%", c.Tokens, c.Window, float64(c.Tokens)*100/float64(c.Window))
-			if c.Model != "" {
-				ctx += " " + c.Model
+			cells[8] = fmt.Sprintf("%d/%d", c.Tokens, c.Window)
+			if c.Pct != nil {
+				cells[8] += fmt.Sprintf(" %d%%", *c.Pct)
 			}
 		}
-		var notes []string
-		for _, n := range []string{r.Problem, r.MetaError} {
-			if n != "" {
-				notes = append(notes, n)
-			}
+		if r.Gen > 0 {
+			cells[9] = strconv.FormatUint(r.Gen, 10)
 		}
-		if r.Pending != nil {
-			notes = append(notes, fmt.Sprintf("pending gen %d at %s", r.Pending.Gen, r.Pending.Tmp))
+		if verify {
+			cells = append(cells, verifyCell(r.Verify))
 		}
-		if len(r.LegacyFiles) > 0 && r.Layout != store.LayoutLegacy {
-			notes = append(notes, "legacy files: "+strings.Join(r.LegacyFiles, ","))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, orDash(string(r.Layout)), bytes, header,
-			promoted, gen, quoted(r.PiVersion), quoted(r.Venue), chain, ctx, orDash(strings.Join(notes, "; ")))
+		cells = append(cells, verdictCell(r.Verdict), orDash(strings.Join(notes(r), "; ")))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		for _, h := range r.History {
 			how := "cold: " + h.Reason
 			if h.Resumed {
@@ -135,11 +155,85 @@ func dumpTable(w io.Writer, now time.Time) (func(store.KeyReport) error, func() 
 			return err
 		}
 		if len(histories) > 0 {
-			fmt.Fprintf(w, "\nhistory (newest last):\n%s\n", strings.Join(histories, "\n"))
+			_, err := fmt.Fprintf(w, "\nhistory (newest last):\n%s\n", strings.Join(histories, "\n"))
+			return err
 		}
 		return nil
 	}
-	return visit, finish
+	return row, finish
+}
+
+// notes are what an operator should notice about a row.
+func notes(r store.KeyReport) []string {
+	var out []string
+	for _, n := range []string{r.Problem, r.MetaError} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	if p := r.Pending; p != nil {
+		out = append(out, fmt.Sprintf("pending gen %d at %s", p.Gen, p.Tmp))
+	}
+	if m := r.MetaPages; m != nil && m.Fallback {
+		out = append(out, "one meta page invalid: run sessdb check")
+	}
+	if v := r.Verify; v != nil && v.Detail != "" {
+		out = append(out, "verify: "+v.Detail)
+	}
+	if len(r.LegacyFiles) > 0 && r.Layout != store.LayoutLegacy {
+		out = append(out, "legacy files: "+strings.Join(r.LegacyFiles, ","))
+	}
+	return out
+}
+
+// metaCell shows both meta pages as "txid,txid high-water/size": "*" marks
+// the page bbolt uses and "!" a page it would refuse, so "7*,0!" is a file
+// running on one page and "?" a file with no meta page to show.
+func metaCell(m *store.MetaPagesReport) string {
+	if m == nil {
+		return "-"
+	}
+	pages := "?"
+	if len(m.Pages) == 2 {
+		var b strings.Builder
+		for i, p := range m.Pages {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatUint(p.Txid, 10))
+			switch {
+			case i == m.Active:
+				b.WriteByte('*')
+			case !p.Valid:
+				b.WriteByte('!')
+			}
+		}
+		pages = b.String()
+	}
+	hw := "-"
+	if m.Active >= 0 {
+		hw = strconv.FormatInt(m.HighWater, 10)
+	}
+	return fmt.Sprintf("%s %s/%d", pages, hw, m.Bytes)
+}
+
+func verifyCell(v *store.VerifyReport) string {
+	if v == nil {
+		return "-"
+	}
+	return v.Result
+}
+
+// verdictCell is the reason, or "?/R" for a verdict that depends on the job:
+// R is what a job matching the key's stamps would get.
+func verdictCell(v *store.VerdictReport) string {
+	switch {
+	case v == nil:
+		return "-"
+	case v.Reason == store.Undetermined:
+		return store.Undetermined + "/" + v.IfMatched
+	}
+	return v.Reason
 }
 
 func orDash(s string) string {
@@ -161,8 +255,8 @@ func quoted(p *string) string {
 	return *p
 }
 
-// ago renders a past instant as a short age ("3d4h", "12m"); a future one
-// is shown as such.
+// ago renders a past instant as a short age ("3d", "12m"); a future one is
+// shown as such.
 func ago(now, t time.Time) string {
 	d := now.Sub(t)
 	suffix := " ago"

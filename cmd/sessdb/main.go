@@ -41,6 +41,8 @@ func init() {
 		cmdResolve,
 		cmdPromote,
 		cmdDump,
+		cmdCheck,
+		cmdReap,
 		cmdEngage,
 	}
 }
@@ -86,6 +88,6 @@ func printUsage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.short)
 	}
-	b.WriteString("\nRun 'sessdb help <command>' for a command's flags.\n")
+	b.WriteString("\nRun 'sessdb help <command>' for a command's flags.\n\n" + exitTable + "\n")
 	io.WriteString(w, b.String())
 }

@@ -113,7 +113,7 @@ func openStore(cfg *config, cmd, dirArg string, stderr io.Writer) (*store.Store,
 	if err != nil {
 		return nil, log, usageError(stderr, cmd, err)
 	}
-	st, err := store.New(dir, store.Options{Bounds: b, Logger: log})
+	st, err := store.New(dir, store.Options{Bounds: b, Logger: log, Now: clock})
 	if err != nil {
 		return nil, log, usageError(stderr, cmd, err)
 	}

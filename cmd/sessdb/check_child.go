@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"sessdb/store"
+)
+
+// bbolt's full consistency check (store.DeepCheckDB) runs in a child
+// process, because damage the pre-check misses can kill the process that
+// maps the file (SIGSEGV, SIGBUS, out of memory), and that must not be
+// sessdb. The child is sessdb itself, re-executed as
+//
+//	sessdb check --internal-deep-check ROOT    (with SESSDB_DEEP_CHECK_CHILD=1)
+//
+// It reads one key per line on stdin and answers each with one JSON line.
+// A child is reused for key after key and replaced when it dies or hangs.
+// It never starts a child of its own: the check command refuses to spawn
+// when its own environment carries the child marker, so a re-execution can
+// never recurse, whatever binary it lands in.
+const (
+	childArg = "--internal-deep-check"
+	childEnv = "SESSDB_DEEP_CHECK_CHILD"
+)
+
+// childExecutable names the binary to re-execute; tests may replace it.
+// /proc/self/exe is the running binary itself, even when an upgrade has
+// replaced or removed the file it was started from, so parent and child
+// never differ in version.
+var childExecutable = func() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	return os.Executable()
+}
+
+// childTestHook, when set, runs in the child before each key; the tests'
+// child sets it to crash or hang on chosen keys.
+var childTestHook func(key string)
+
+// maxChildDeaths bounds the children one check may lose. Each damaged file
+// can kill one, so this is far above any real count, and below a machine
+// brought down by a binary that dies at every start.
+const maxChildDeaths = 1000
+
+type childAnswer struct {
+	Key      string   `json:"key"`
+	Problems []string `json:"problems"`
+}
+
+// runCheckChild is the child's side of the protocol.
+func runCheckChild(args []string, stdin io.Reader, stdout io.Writer) int {
+	if len(args) != 1 {
+		return exitUsage
+	}
+	st, err := store.New(args[0], store.Options{})
+	if err != nil {
+		return exitUsage
+	}
+	w := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(w)
+	fmt.Fprintln(w, "ready")
+	if w.Flush() != nil {
+		return exitFault
+	}
+	in := bufio.NewScanner(stdin)
+	for in.Scan() {
+		key := in.Text()
+		if childTestHook != nil {
+			childTestHook(key)
+		}
+		if enc.Encode(childAnswer{Key: key, Problems: st.DeepCheckDB(key)}) != nil || w.Flush() != nil {
+			return exitFault
+		}
+	}
+	return exitOK
+}
+
+// deepChecker is the parent's side: a pool of children, one per worker
+// at most, started when first needed.
+type deepChecker struct {
+	root    string
+	timeout time.Duration
+
+	mu     sync.Mutex
+	idle   []*checkChild
+	deaths int
+}
+
+// check runs bbolt's check on key in a child. A child that dies or hangs
+// on the key is itself the finding; only a child that cannot be started is
+// an error (the check cannot be done at all).
+func (d *deepChecker) check(key string) ([]string, error) {
+	c, err := d.take()
+	if err != nil {
+		return nil, err
+	}
+	problems, died := c.ask(key, d.timeout)
+	if died == "" {
+		d.mu.Lock()
+		d.idle = append(d.idle, c)
+		d.mu.Unlock()
+		return problems, nil
+	}
+	d.mu.Lock()
+	d.deaths++
+	d.mu.Unlock()
+	return []string{died}, nil
+}
+
+func (d *deepChecker) take() (*checkChild, error) {
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		c := d.idle[n-1]
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		return c, nil
+	}
+	deaths := d.deaths
+	d.mu.Unlock()
+	if deaths >= maxChildDeaths {
+		return nil, fmt.Errorf("deep check: %d check processes died; giving up", deaths)
+	}
+	// Started outside the lock: another worker may reuse an idle child
+	// meanwhile. At most one child per worker exists, since a worker
+	// holds the child it took until its key is answered.
+	return startChild(d.root)
+}
+
+// close ends every idle child. A child that is mid-check belongs to a
+// check call, which is over by the time the walk returns.
+func (d *deepChecker) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.idle {
+		c.stop()
+	}
+	d.idle = nil
+}
+
+type checkChild struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan []byte // closed at the child's end of output
+	errs  *headBuffer
+}
+
+func startChild(root string) (*checkChild, error) {
+	if os.Getenv(childEnv) != "" {
+		return nil, errors.New("deep check: refusing to start a check process from a check process")
+	}
+	exe, err := childExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("deep check: %w", err)
+	}
+	cmd := exec.Command(exe, "check", childArg, root)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	// A group of its own keeps the terminal's Ctrl-C for the parent, which
+	// stops cleanly; the death signal ends a child whose parent is gone
+	// (strictly, whose parent's spawning thread is gone: Go keeps its
+	// threads for the life of the process).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c := &checkChild{cmd: cmd, lines: make(chan []byte, 1), errs: &headBuffer{max: 4 << 10}}
+	cmd.Stderr = c.errs
+	if c.in, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("deep check: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("deep check: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("deep check: start %s: %w", exe, err)
+	}
+	go func() {
+		defer close(c.lines)
+		r := bufio.NewReader(out)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			c.lines <- line
+		}
+	}()
+	if line, st := c.next(10 * time.Second); st != lineOK || string(line) != "ready\n" {
+		c.kill()
+		return nil, fmt.Errorf("deep check: %s did not start as a check process: %s", exe, c.errs.summary())
+	}
+	return c, nil
+}
+
+// ask sends key and waits for the answer. died is non-empty when the child
+// died or hung on the key; it is then gone.
+func (c *checkChild) ask(key string, timeout time.Duration) (problems []string, died string) {
+	if _, err := io.WriteString(c.in, key+"\n"); err != nil {
+		c.kill()
+		return nil, fmt.Sprintf("the check process was gone before the check (%v)", err)
+	}
+	line, st := c.next(timeout)
+	switch st {
+	case lineTimeout:
+		c.kill()
+		return nil, fmt.Sprintf("did not finish within %s; the check process was killed", timeout)
+	case lineEOF:
+		c.kill()
+		return nil, fmt.Sprintf("the check process died on it (%s): %s", c.cmd.ProcessState, c.errs.summary())
+	}
+	var a childAnswer
+	if err := json.Unmarshal(line, &a); err != nil || a.Key != key {
+		c.kill()
+		return nil, fmt.Sprintf("the check process answered %q", bytes.TrimSpace(line))
+	}
+	return a.Problems, ""
+}
+
+type lineState int
+
+const (
+	lineOK lineState = iota
+	lineEOF
+	lineTimeout
+)
+
+// next waits for one line of the child's output.
+func (c *checkChild) next(timeout time.Duration) ([]byte, lineState) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			return nil, lineEOF
+		}
+		return line, lineOK
+	case <-t.C:
+		return nil, lineTimeout
+	}
+}
+
+// kill ends the child by its own pid (never by name) and reaps it.
+func (c *checkChild) kill() {
+	c.in.Close()
+	c.cmd.Process.Kill() // an error means it has exited already
+	for range c.lines {
+	}
+	c.cmd.Wait()
+}
+
+// stop ends an idle child. It holds no lock between keys and writes
+// nothing, so a kill loses nothing, and does not wait for an exit that a
+// race-detector build delays by a second.
+func (c *checkChild) stop() { c.kill() }
+
+// headBuffer keeps the first max bytes written to it: a Go crash report
+// starts with what happened, and goes on with every goroutine's stack.
+type headBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// summary is the first lines of what the child wrote on stderr.
+func (h *headBuffer) summary() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(h.buf.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+		if len(out) == 3 {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return "nothing on stderr"
+	}
+	return strings.Join(out, " / ")
+}

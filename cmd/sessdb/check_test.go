@@ -1,0 +1,300 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/internal/sample"
+	"sessdb/store"
+)
+
+// TestMain turns the re-executed test binary into a deep-check child and
+// nothing else: with the child marker set it runs the check command's
+// child side and exits, so a child never runs tests, and so never starts
+// children of its own.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		childTestHook = testChildHook
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// testChildHook makes the child die of a real SIGBUS (a read past the end
+// of a truncated mapping, what a damaged meta.db does to bbolt) on the key
+// named by SESSDB_TEST_CHILD_BUS, and hang on SESSDB_TEST_CHILD_HANG.
+func testChildHook(key string) {
+	if key == "" {
+		return
+	}
+	switch key {
+	case os.Getenv("SESSDB_TEST_CHILD_BUS"):
+		f, err := os.CreateTemp("", "sessdb-bus-")
+		if err != nil {
+			panic(err)
+		}
+		os.Remove(f.Name())
+		f.Truncate(4096)
+		m, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			panic(err)
+		}
+		f.Truncate(0)
+		sink = m[100] // SIGBUS: "unexpected fault address", a fatal error no recover catches
+	case os.Getenv("SESSDB_TEST_CHILD_HANG"):
+		time.Sleep(time.Hour) // the parent kills it long before
+	}
+}
+
+var sink byte
+
+// copySample copies the shipped sample into a temp dir with every mtime
+// set to what sample.Build sets on the legacy key, so that ages and
+// verdicts do not depend on when the repository was checked out.
+func copySample(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "testdata", "sessions")
+	dst := filepath.Join(t.TempDir(), "sessions")
+	mtime := sample.Time.Add(-6 * time.Hour)
+	var dirs []string
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			dirs = append(dirs, to)
+			return os.MkdirAll(to, 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			return err
+		}
+		return os.Chtimes(to, mtime, mtime)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		os.Chtimes(dirs[i], mtime, mtime)
+	}
+	return dst
+}
+
+// atSampleTime runs the CLI an hour after the sample's clock.
+func atSampleTime(t *testing.T) {
+	clearEnv(t)
+	prev := clock
+	clock = func() time.Time { return sample.Time.Add(time.Hour) }
+	t.Cleanup(func() { clock = prev })
+}
+
+// childrenOf counts the live processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
+			n++
+		}
+	}
+	return n
+}
+
+// A check child that dies of SIGBUS or hangs is a finding about that key,
+// not the end of sessdb; the other keys are still checked, and no child
+// outlives the command.
+func TestCheckSurvivesADyingChild(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	t.Setenv("SESSDB_TEST_CHILD_BUS", sample.Resumable)
+	t.Setenv("SESSDB_TEST_CHILD_HANG", sample.LongChain)
+	start := time.Now()
+	code, out, errs := runCLI(t, "check", "--deep-check-timeout", "2s", root)
+	if code != exitIssues {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
+	}
+	for key, want := range map[string]string{
+		sample.Resumable: "the check process died on it (exit status 2): unexpected fault address",
+		sample.LongChain: "did not finish within 2s; the check process was killed",
+	} {
+		line := "problem  " + key + "/meta.db: meta-check-failed: bbolt's consistency check: " + want
+		if !strings.Contains(out, line) {
+			t.Errorf("no line %q in\n%s", line, out)
+		}
+	}
+	if !strings.Contains(out, "[signal SIGBUS: bus error") {
+		t.Errorf("the child's crash report is not quoted:\n%s", out)
+	}
+	if strings.Contains(out, sample.Expired+"/meta.db") {
+		t.Errorf("a healthy key got a finding after a child died:\n%s", out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("check took %v", d)
+	}
+	if n := childrenOf(t, os.Getpid()); n != 0 {
+		t.Errorf("%d child processes outlived check", n)
+	}
+}
+
+// A process that carries the child marker never starts a child: a
+// re-executed binary cannot recurse, whatever it was asked to do.
+func TestCheckNeverSpawnsFromAChild(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	t.Setenv(childEnv, "1")
+	code, out, errs := runCLI(t, "check", root)
+	if code != exitFault || !strings.Contains(errs, "refusing to start a check process from a check process") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if n := childrenOf(t, os.Getpid()); n != 0 {
+		t.Fatalf("%d children started", n)
+	}
+}
+
+func TestCheckExitStatuses(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	if code, out, errs := runCLI(t, "check", root); code != exitOK {
+		t.Fatalf("the sample: exit %d\n%s%s", code, out, errs)
+	}
+	os.Truncate(filepath.Join(root, sample.Expired, "meta.db"), 0)
+	if code, _, _ := runCLI(t, "check", root); code != exitIssues {
+		t.Fatalf("a damaged root: exit %d, want 3", code)
+	}
+	code, out, _ := runCLI(t, "check", "--repair", root)
+	if code != exitOK || !strings.Contains(out, "repair: moved meta.db aside to meta.db.damaged-") {
+		t.Fatalf("--repair: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, "check", "--bogus", root); code != exitUsage {
+		t.Fatalf("a bad flag: exit %d", code)
+	}
+	if code, _, errs := runCLI(t, "check", filepath.Join(root, "nosuch")); code != exitFault || errs == "" {
+		t.Fatalf("a missing root: exit %d", code)
+	}
+	code, _, errs := runCLI(t, "check", "-h")
+	if code != exitOK || !strings.Contains(errs, "example:") || !strings.Contains(errs, "130  interrupted") {
+		t.Fatalf("-h: exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "--repair") || strings.Contains(errs, childArg) {
+		t.Fatalf("-h shows the wrong flags:\n%s", errs)
+	}
+
+	prev := interruptContext
+	interruptContext = cancelledContext
+	defer func() { interruptContext = prev }()
+	code, out, errs = runCLI(t, "check", "--json", root)
+	var last checkSummary
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if code != exitInterrupted || !last.Interrupted || !strings.Contains(errs, "interrupted after 0 entries") {
+		t.Fatalf("interrupted: exit %d, %s, %s", code, out, errs)
+	}
+}
+
+// Each damage case of the issue, made in a copy of the sample, shows up
+// through the CLI with a clear line and exit status 3.
+func TestCheckDamageCasesThroughTheCLI(t *testing.T) {
+	cases := []struct {
+		name, line string
+		damage     func(root string)
+	}{
+		{"truncated meta.db", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: file is 16384 bytes, below the high-water mark", func(root string) {
+			os.Truncate(filepath.Join(root, sample.Resumable, "meta.db"), 16384)
+		}},
+		{"zero-length meta.db", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: file is 0 bytes", func(root string) {
+			os.Truncate(filepath.Join(root, sample.Resumable, "meta.db"), 0)
+		}},
+		{"random bytes", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: no valid meta page", func(root string) {
+			b := make([]byte, 32<<10)
+			for i := range b {
+				b[i] = byte(i*131 + 7)
+			}
+			os.WriteFile(filepath.Join(root, sample.Resumable, "meta.db"), b, 0o600)
+		}},
+		{"newest meta page zeroed", sample.Resumable + "/meta.db: meta-page-invalid: meta page 0 is invalid", func(root string) {
+			f, _ := os.OpenFile(filepath.Join(root, sample.Resumable, "meta.db"), os.O_WRONLY, 0)
+			f.WriteAt(make([]byte, 4096), 0) // page 0 holds txid 6, the newer
+			f.Close()
+		}},
+		{"transcript edited out of band", sample.Resumable + "/current.jsonl: transcript-mismatch: CRC32C", func(root string) {
+			p := filepath.Join(root, sample.Resumable, "current.jsonl")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), "feedback 2", "feedback 3", 1)), 0o600)
+		}},
+		{"pending promotion", sample.Resumable + "/meta.db: pending-promotion: gen 3 committed but not renamed into place", func(root string) {
+			pendingPromotion(t, root, sample.Resumable)
+		}},
+		{"stray temp file", sample.Resumable + "/.current.jsonl.tmp-0000000000000001: stray-temp: a promotion temp no record names, 2h old", func(root string) {
+			p := filepath.Join(root, sample.Resumable, ".current.jsonl.tmp-0000000000000001")
+			os.WriteFile(p, []byte("x"), 0o600)
+			then := sample.Time.Add(-time.Hour)
+			os.Chtimes(p, then, then)
+		}},
+		{"symlinked key dir", sample.Resumable + ": link: a symbolic link to", func(root string) {
+			moved := filepath.Join(filepath.Dir(root), "moved")
+			os.Rename(filepath.Join(root, sample.Resumable), moved)
+			os.Symlink(moved, filepath.Join(root, sample.Resumable))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			atSampleTime(t)
+			root := copySample(t)
+			c.damage(root)
+			code, out, errs := runCLI(t, "check", root)
+			if code != exitIssues || !strings.Contains(out, "problem  "+c.line) {
+				t.Fatalf("exit %d, want 3 and a line\n  problem  %s...\ngot:\n%s%s", code, c.line, out, errs)
+			}
+		})
+	}
+}
+
+// pendingPromotion leaves key with a promotion that committed but was
+// never renamed into place, as a crash between the two does.
+func pendingPromotion(t *testing.T, root, key string) {
+	t.Helper()
+	now := func() time.Time { return sample.Time.Add(time.Minute) }
+	crash := func(p store.FaultPoint) error {
+		if p == store.FaultAfterCommit {
+			return syscall.EIO
+		}
+		return nil
+	}
+	s, err := store.New(root, store.Options{Now: now, Fault: crash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := store.Job{PiVersion: "0.58.3", Venue: "local"}
+	jobDir := t.TempDir()
+	sess, err := s.Resolve(key, job, jobDir)
+	if err != nil || !sess.Resume {
+		t.Fatalf("resolve: %+v, %v", sess, err)
+	}
+	p := filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, append(b, "{\"type\":\"message\",\"id\":\"abc\"}\n"...), 0o600)
+	if _, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err == nil {
+		t.Fatal("the promotion did not stop at the commit")
+	}
+}

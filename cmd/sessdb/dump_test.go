@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/sample"
+	"sessdb/store"
+)
+
+// fingerprint is every entry under dir with its type, mode, size, mtime
+// and ctime to the nanosecond, the content's SHA-256 and a link's target:
+// a command that creates, removes, renames, writes, chmods or touches
+// anything changes it. (ctime moves on any metadata change, so even a
+// write that restored the old mtime shows.)
+func fingerprint(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %o %d %d.%09d %d.%09d", p, st.Mode, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+		switch {
+		case d.Type().IsRegular():
+			c, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " %x", sha256.Sum256(c))
+		case d.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			fmt.Fprintf(&b, " -> %s", l)
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// cancelledContext stands in for a Ctrl-C that came before the walk.
+func cancelledContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx, cancel
+}
+
+// dump (every form, --verify included) and check without --repair change
+// nothing: not on the shipped sample, not on a damaged copy.
+func TestDumpAndCheckAreReadOnly(t *testing.T) {
+	atSampleTime(t)
+	damaged := copySample(t)
+	damageSample(t, damaged)
+	for _, root := range []string{filepath.Join("..", "..", "testdata", "sessions"), damaged} {
+		before := fingerprint(t, root)
+		for _, args := range [][]string{
+			{"dump"}, {"dump", "--json"}, {"dump", "--verify"}, {"dump", "--json", "--verify", "--history", "64"},
+			{"dump", "--verify", "--as-job", "--pi-version", "0.58.3", "--venue", "local", "--model", "anthropic/claude-sonnet-4-5", "--max-context-pct", "50"},
+			{"dump", "--key", sample.Resumable, "--verify"},
+			{"check"}, {"check", "--json"},
+			{"reap", "--dry-run", "--ttl-days", "1"},
+		} {
+			code, out, errs := runCLI(t, append(args, root)...)
+			if code != exitOK && code != exitIssues || out == "" {
+				t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+			}
+			if after := fingerprint(t, root); after != before {
+				t.Fatalf("%v changed %s:\nbefore:\n%s\nafter:\n%s", args, root, before, after)
+			}
+		}
+	}
+}
+
+func TestDumpKeyAndJob(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	job := []string{"--as-job", "--pi-version", "0.58.3", "--venue", "podman", "--json"}
+	code, out, errs := runCLI(t, append([]string{"dump", "--key", sample.Mixed}, append(job, root)...)...)
+	var r store.KeyReport
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Name != sample.Mixed || r.Verdict.Reason != "resumed" {
+		t.Fatalf("exit %d %s %s", code, out, errs)
+	}
+	if strings.Count(out, "\n") != 1 {
+		t.Fatalf("--key printed more than one entry:\n%s", out)
+	}
+	// A key with no dir is reported, not an error: its verdict is absent.
+	missing := store.Key("github", "acme/widget", "never-ran")
+	code, out, _ = runCLI(t, "dump", "--json", "--key", missing, root)
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Verdict.Reason != "absent" {
+		t.Fatalf("missing key: exit %d %s", code, out)
+	}
+}
+
+func TestDumpUsage(t *testing.T) {
+	clearEnv(t)
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"dump", "--key", "NOTAKEY", root},
+		{"dump", "--venue", "local", root},
+		{"dump", "--model", "x", root},
+		{"dump", "--as-job", "--venue", "local", root},
+		{"dump", "--as-job", "--pi-version", "1", root},
+		{"dump", root, "extra"},
+		{"dump", "--history", "65", root},
+		{"reap", "--ttl-days", "1.5", root},
+		{"check", "--deep-check-timeout", "0s", root},
+	} {
+		if code, out, errs := runCLI(t, args...); code != exitUsage || out != "" || errs == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2", args, code, out, errs)
+		}
+	}
+	for _, c := range []string{"dump", "check", "reap"} {
+		code, out, errs := runCLI(t, c, "-h")
+		if code != exitOK || out != "" || !strings.Contains(errs, "example:\n  sessdb "+c) || !strings.Contains(errs, "exit status:") {
+			t.Errorf("%s -h: exit %d\n%s", c, code, errs)
+		}
+	}
+	if code, out, _ := runCLI(t, "help"); code != exitOK || !strings.Contains(out, "check") || !strings.Contains(out, "reap") {
+		t.Errorf("help does not list check and reap:\n%s", out)
+	}
+}
+
+// Progress goes to stderr, only on a terminal, and never into stdout; an
+// interrupt stops the walk with what was done and exit 130.
+func TestDumpProgressAndInterrupt(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	forceProgress = true
+	defer func() { forceProgress = false }()
+	code, out, errs := runCLI(t, "dump", "--json", "--history", "0", root)
+	if code != exitOK || !strings.Contains(errs, "\rdump 6/6") || strings.Contains(out, "\r") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	forceProgress = false
+	if _, _, errs := runCLI(t, "dump", root); errs != "" {
+		t.Fatalf("progress without a terminal: %q", errs)
+	}
+
+	prev := interruptContext
+	defer func() { interruptContext = prev }()
+	interruptContext = cancelledContext
+	code, out, errs = runCLI(t, "dump", root)
+	if code != exitInterrupted || !strings.HasPrefix(out, "KEY") || !strings.Contains(errs, "interrupted after 0 entries") {
+		t.Fatalf("interrupted dump: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "reap", "--json", root)
+	if code != exitInterrupted || !bytes.Contains([]byte(out), []byte(`"interrupted":true`)) {
+		t.Fatalf("interrupted reap: exit %d\n%s", code, out)
+	}
+}
+
+func TestReapCommand(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	stray := filepath.Join(root, sample.Resumable, ".meta.db.tmp-0000000000000abc")
+	os.WriteFile(stray, nil, 0o600)
+	then := sample.Time.Add(-2 * time.Hour)
+	os.Chtimes(stray, then, then)
+	code, out, errs := runCLI(t, "reap", root)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"removed       " + sample.Expired + "  (expired key)",
+		"removed       " + sample.Resumable + "/.meta.db.tmp-0000000000000abc  (stray temp file)",
+		"reaped 1 key and 1 temp file; kept 4 keys, skipped 1 (TTL 14 days)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, sample.Expired)); !os.IsNotExist(err) {
+		t.Error("the expired key is still there")
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Error("the stray temp is still there")
+	}
+	code, out, _ = runCLI(t, "reap", "--json", "--ttl-days", "0", root)
+	var last reapSummary
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Summary.Removed != 0 || last.Summary.TTLDays != 0 {
+		t.Fatalf("TTL 0: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+)
+
+// Kind names what Check found. The tokens are a contract (check --json
+// prints them; docs/OPERATIONS.md lists them).
+type Kind string
+
+// Problems: each makes Check's caller report "problems found".
+const (
+	KindMetaDamaged        Kind = "meta-damaged"        // meta.db refused on open (pre-check, bbolt): resolve says meta-unreadable
+	KindMetaNewerSchema    Kind = "meta-newer-schema"   // meta.db written by a newer sessdb
+	KindMetaPageInvalid    Kind = "meta-page-invalid"   // one bbolt meta page is invalid: a fall-back, or none left
+	KindMetaCheckFailed    Kind = "meta-check-failed"   // bbolt's consistency check failed, died or timed out
+	KindRecordUndecodable  Kind = "record-undecodable"  // a sidecar, meta or history record does not decode
+	KindTranscriptMismatch Kind = "transcript-mismatch" // current.jsonl is not what its record describes
+	KindPendingPromotion   Kind = "pending-promotion"   // a promotion committed but not renamed into place
+	KindStrayTemp          Kind = "stray-temp"          // a promotion or meta.db temp file no record names
+	KindLink               Kind = "link"                // a symbolic link under the root, or a hard-linked file in a key dir
+	KindNotRegular         Kind = "not-a-regular-file"  // current.jsonl or meta.db is a FIFO, a directory, ...
+	KindNotADirectory      Kind = "not-a-directory"     // a key's name that is not a directory
+	KindLocked             Kind = "locked"              // the key's lock was not had in time: not checked
+	KindUnreadable         Kind = "unreadable"          // an I/O error while checking
+)
+
+// Notices: reported, but nothing is wrong with what resumes.
+const (
+	KindNotAKey        Kind = "not-a-key"        // a name under the root that is not a key
+	KindLegacyBesideDB Kind = "legacy-beside-db" // legacy sidecar files beside meta.db (ignored by resolve)
+	KindMovedAside     Kind = "moved-aside"      // a damaged meta.db that check --repair moved aside
+	KindUnknownEntry   Kind = "unknown-entry"    // a file in a key dir that the store does not write
+)
+
+// Severity is "problem" or "notice".
+type Severity string
+
+const (
+	SeverityProblem Severity = "problem"
+	SeverityNotice  Severity = "notice"
+)
+
+// Severity returns the kind's severity.
+func (k Kind) Severity() Severity {
+	switch k {
+	case KindNotAKey, KindLegacyBesideDB, KindMovedAside, KindUnknownEntry:
+		return SeverityNotice
+	}
+	return SeverityProblem
+}
+
+// StaleTempAge is how old a stray temp file must be before Reap and a
+// repairing Check remove it. A promotion's temp lives for one copy and a
+// meta.db temp for one bbolt initialisation, both far shorter; the margin
+// keeps a clock step or a stalled disk from removing a live one.
+const StaleTempAge = time.Hour
+
+// A Finding is one thing Check found.
+type Finding struct {
+	Path     string   `json:"path"`          // relative to the root
+	Key      string   `json:"key,omitempty"` // the key dir it is in, when it is in one
+	Kind     Kind     `json:"kind"`
+	Severity Severity `json:"severity"`
+	Detail   string   `json:"detail"`
+	// Repair says what a repairing Check did about it, or why it did
+	// nothing; empty without repair.
+	Repair   string `json:"repair,omitempty"`
+	Repaired bool   `json:"repaired"`
+	// Remains is whether it is still there when Check returns: always for
+	// a check without repair, else as found by a second look after the
+	// repair.
+	Remains bool `json:"remains"`
+
+	age         time.Duration // stray-temp: since its last change
+	tmpWhole    bool          // pending-promotion: the temp matches the record
+	afterRepair bool          // found only by the look after the repair
+}
+
+// CheckOptions says how Check runs. The zero value checks without
+// repairing and without bbolt's full consistency check.
+type CheckOptions struct {
+	// Repair rolls pending promotions forward, removes stray temp files
+	// older than StaleTempAge and moves a damaged meta.db aside (renamed
+	// to meta.db.damaged-<UTC time>, never deleted), each under the key's
+	// lock, then looks again.
+	Repair bool
+	// DeepCheck runs bbolt's full consistency check on a key's meta.db
+	// (see DeepCheckDB) and returns what it found. It is called only for
+	// a meta.db that passed the pre-check, while Check holds the key's
+	// shared lock, so the file cannot change between the two looks. An
+	// error means the check could not be run at all; it stops Check, which
+	// returns it. nil skips the full check.
+	DeepCheck func(key string) ([]string, error)
+	// Workers and Progress are as in InspectOptions.
+	Workers  int
+	Progress func(done, total int)
+}
+
+// CheckSummary counts what Check found and did.
+type CheckSummary struct {
+	Entries   int `json:"entries"`   // names under the root examined
+	Keys      int `json:"keys"`      // of which key dirs
+	Problems  int `json:"problems"`  // problems found (before any repair)
+	Notices   int `json:"notices"`   // notices found (before any repair)
+	Repaired  int `json:"repaired"`  // findings a repair acted on successfully
+	Remaining int `json:"remaining"` // problems still there at the end
+}
+
+// Check examines every entry under the root and passes each finding to
+// visit, in name order. Without Repair it is as read-only as InspectWith:
+// nothing is created, changed or removed. A visit error, a DeepCheck error
+// or the end of ctx stops the walk; the summary then counts what was
+// examined so far.
+func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
+	var sum CheckSummary
+	names, err := s.rootNames("")
+	if err != nil {
+		return sum, err
+	}
+	root, err := openDir(s.root)
+	if err != nil {
+		return sum, err
+	}
+	defer root.Close()
+	type result struct {
+		key      bool
+		findings []Finding
+		err      error
+	}
+	unroot := s.unrooter()
+	work := func(i int) result {
+		fs, err := s.checkEntry(root, names[i], opts)
+		for j := range fs {
+			fs[j].Detail, fs[j].Repair = unroot.Replace(fs[j].Detail), unroot.Replace(fs[j].Repair)
+		}
+		return result{ValidKey(names[i]), fs, err}
+	}
+	deliver := func(r result) error {
+		if r.err != nil {
+			return r.err
+		}
+		sum.Entries++
+		if r.key {
+			sum.Keys++
+		}
+		for _, f := range r.findings {
+			sum.count(f)
+			if err := visit(f); err != nil {
+				return err
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(sum.Entries, len(names))
+		}
+		return nil
+	}
+	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	return sum, err
+}
+
+// unrooter strips the root from the paths in error texts: a report names
+// entries relative to the root, as Finding.Path does, so it reads the same
+// wherever the root is.
+func (s *Store) unrooter() *strings.Replacer {
+	return strings.NewReplacer(strings.TrimSuffix(s.root, "/")+"/", "")
+}
+
+func (sum *CheckSummary) count(f Finding) {
+	if f.Repaired {
+		sum.Repaired++
+	}
+	if f.Severity == SeverityProblem && f.Remains {
+		sum.Remaining++
+	}
+	if f.afterRepair { // found only by the second look
+		return
+	}
+	if f.Severity == SeverityProblem {
+		sum.Problems++
+	} else {
+		sum.Notices++
+	}
+}
+
+// checkEntry examines one name under the root and, when asked, repairs
+// what it found and looks again.
+func (s *Store) checkEntry(root *os.File, name string, opts CheckOptions) ([]Finding, error) {
+	found, err := s.examine(root, name, opts.DeepCheck)
+	if err != nil || !opts.Repair {
+		for i := range found {
+			found[i].Remains = true
+		}
+		return found, err
+	}
+	s.repair(root, name, found)
+	after, err := s.examine(root, name, opts.DeepCheck)
+	if err != nil {
+		return found, err
+	}
+	still := map[[2]string]bool{}
+	for _, f := range after {
+		still[[2]string{f.Path, string(f.Kind)}] = true
+	}
+	seen := map[[2]string]bool{}
+	for i := range found {
+		id := [2]string{found[i].Path, string(found[i].Kind)}
+		seen[id] = true
+		found[i].Remains = still[id]
+	}
+	// What the repair left that was not there before (a meta.db moved
+	// aside, say) is reported too.
+	for _, f := range after {
+		if !seen[[2]string{f.Path, string(f.Kind)}] {
+			f.Remains, f.afterRepair = true, true
+			found = append(found, f)
+		}
+	}
+	return found, nil
+}

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+
+	"sessdb/db"
+)
+
+// maxDeepProblems caps what DeepCheckDB reports of one file: a damaged
+// file can yield an error per page, and the first few say what happened.
+const maxDeepProblems = 20
+
+// DeepCheckDB runs bbolt's full consistency check (Tx.Check: no page both
+// free and in use, none unreachable, every branch and leaf well formed and
+// in order) on key's meta.db and returns what it found; nil means the file
+// is consistent. Anything that prevents the check (the pre-check refusing
+// the file, the lock not had in time) is returned as a problem too.
+//
+// The file is opened as OpenReader opens it, pre-check and shared lock
+// included, and that lock is held through the check, so no writer changes
+// the file meanwhile and bbolt maps only a file the pre-check passed. It
+// changes nothing.
+//
+// Caveat: see db.DB.Check: damage the pre-check does not catch can kill
+// the process. Call it only in a process whose death the caller survives;
+// sessdb check runs it in a child process.
+func (s *Store) DeepCheckDB(key string) (problems []string) {
+	if !ValidKey(key) {
+		return []string{fmt.Sprintf("check %q: %v", key, ErrInvalidKey)}
+	}
+	root, err := openDir(s.root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer root.Close()
+	kd, err := openDirAt(root, key)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer kd.Close()
+	name := join(kd, db.FileName)
+	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer d.Close()
+	found, err := d.Check(maxDeepProblems)
+	if err != nil {
+		found = append(found, err.Error())
+	}
+	return found
+}

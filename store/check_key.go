@@ -1,0 +1,296 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/store/legacy"
+)
+
+// AsidePrefix starts the name a repairing Check gives a damaged meta.db it
+// moves out of the way, followed by the UTC time of the move.
+const AsidePrefix = db.FileName + ".damaged-"
+
+// examine looks at one name under the root and returns what it found. It
+// changes nothing. An error is a fault that stops the whole check (the
+// deep check could not be run); trouble with the entry itself is a finding.
+func (s *Store) examine(root *os.File, name string, deep func(string) ([]string, error)) ([]Finding, error) {
+	var out []Finding
+	add := func(path string, kind Kind, format string, args ...any) *Finding {
+		f := Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: fmt.Sprintf(format, args...)}
+		if ValidKey(name) {
+			f.Key = name
+		}
+		out = append(out, f)
+		return &out[len(out)-1]
+	}
+	st, err := lstatAt(root, name)
+	switch {
+	case isNotExist(err):
+		return nil, nil // removed since the listing
+	case err != nil:
+		add(name, KindUnreadable, "%v", err)
+		return out, nil
+	case isLink(&st):
+		note := ""
+		if ValidKey(name) {
+			note = " (resolve: not-a-regular-file)"
+		}
+		add(name, KindLink, "a symbolic link%s; sessdb never follows it%s", linkTarget(root, name), note)
+		return out, nil
+	case !ValidKey(name):
+		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
+		if isDir(&st) {
+			s.findLinksBelow(name, add)
+		}
+		return out, nil
+	case !isDir(&st):
+		add(name, KindNotADirectory, "a key's name, but not a directory (mode %#o); resolve: not-a-regular-file", st.Mode)
+		return out, nil
+	}
+
+	k, err := s.openKey(name, true)
+	switch {
+	case err != nil:
+		add(name, KindUnreadable, "%v", err)
+		return out, nil
+	case k.missing:
+		return nil, nil
+	case k.notDir:
+		add(name, KindNotADirectory, "not a real directory any more")
+		return out, nil
+	}
+	defer k.close()
+	if k.locked {
+		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
+		return out, nil
+	}
+	dbBroken := s.examineEntries(k, name, add)
+	if k.layout == LayoutDB && !dbBroken {
+		if err := s.examineDB(k, name, deep, add); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+type addFunc func(path string, kind Kind, format string, args ...any) *Finding
+
+// examineEntries reports every name in the key dir the store would not
+// have left there, and reports whether meta.db is something other than a
+// regular file (then it is not examined as a db).
+func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken bool) {
+	names, err := readDirNames(k.dir)
+	if err != nil {
+		add(key, KindUnreadable, "%v", err)
+		return true
+	}
+	var legacyNames []string
+	now := s.opts.Now()
+	for _, n := range sortedCopy(names) {
+		path := key + "/" + n
+		st, err := lstatAt(k.dir, n)
+		switch {
+		case isNotExist(err):
+			continue
+		case err != nil:
+			add(path, KindUnreadable, "%v", err)
+			dbBroken = dbBroken || n == db.FileName
+			continue
+		case isLink(&st):
+			add(path, KindLink, "a symbolic link%s; sessdb never follows it", linkTarget(k.dir, n))
+			dbBroken = dbBroken || n == db.FileName
+			continue
+		case isRegular(&st) && st.Nlink > 1:
+			// Not a reason to skip the file: it is still the store's, but
+			// something outside the key dir can change it.
+			add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
+		}
+		age := now.Sub(time.Unix(st.Mtim.Unix()))
+		switch {
+		case n == TranscriptName || n == db.FileName:
+			if !isRegular(&st) {
+				add(path, KindNotRegular, "not a regular file (mode %#o); resolve: not-a-regular-file or meta-unreadable", st.Mode)
+				dbBroken = dbBroken || n == db.FileName
+			}
+		case strings.HasPrefix(n, tmpPrefix):
+			if p := k.sidecars.Pending; k.metaErr == nil && p != nil && p.Tmp == n {
+				continue // the pending promotion's own temp, reported with it
+			}
+			f := add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
+			f.age = age
+		case strings.HasPrefix(n, db.TempPrefix):
+			f := add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
+			f.age = age
+		case isLegacyName(n):
+			legacyNames = append(legacyNames, n)
+		case strings.HasPrefix(n, AsidePrefix):
+			add(path, KindMovedAside, "a damaged meta.db moved aside; keep it for a post-mortem or remove it")
+		default:
+			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
+			if isDir(&st) {
+				s.findLinksBelow(path, add)
+			}
+		}
+	}
+	if len(legacyNames) > 0 && k.layout == LayoutDB {
+		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
+	}
+	return dbBroken
+}
+
+// examineDB checks a meta.db that is a regular file: its open, its meta
+// pages, bbolt's full check, its records, the transcript against its
+// record, a pending promotion.
+func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, error), add addFunc) error {
+	path := key + "/" + db.FileName
+	if k.meta == nil {
+		if errors.Is(k.metaErr, db.ErrNewerSchema) {
+			add(path, KindMetaNewerSchema, "%v; use a sessdb that knows its schema", k.metaErr)
+		} else {
+			add(path, KindMetaDamaged, "%v (resolve: meta-unreadable)", k.metaErr)
+		}
+		return nil
+	}
+	if p := readMetaPages(k.dir); p.Fallback {
+		add(path, KindMetaPageInvalid, "%s", p.fallbackDetail())
+	}
+	if deep != nil {
+		problems, err := deep(key)
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			add(path, KindMetaCheckFailed, "bbolt's consistency check: %s", strings.Join(problems, "; "))
+		}
+	}
+	if k.metaErr != nil {
+		add(path, KindRecordUndecodable, "%v (resolve: meta-unreadable)", k.metaErr)
+		return nil
+	}
+	err := k.meta.View(func(tx *db.Tx) error {
+		if _, err := tx.Meta(); err != nil {
+			return err
+		}
+		_, err := tx.History(0)
+		return err
+	})
+	if errors.Is(err, db.ErrDamaged) {
+		add(path, KindRecordUndecodable, "%v", err)
+	} else if err != nil {
+		add(path, KindUnreadable, "%v", err)
+	}
+
+	tpath := key + "/" + TranscriptName
+	p := k.sidecars.Pending
+	whole := p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') && tempMatches(k.dir, p)
+	if p != nil {
+		state := "whole: a roll-forward renames it over current.jsonl"
+		if !whole {
+			state = "missing or not what the record says: a roll-forward only clears the record"
+		}
+		f := add(path, KindPendingPromotion, "gen %d committed but not renamed into place; its temp %s is %s", p.Gen, p.Tmp, state)
+		f.tmpWhole = whole
+	}
+	id := k.identity
+	switch t := k.obs.Transcript; {
+	case whole:
+		// current.jsonl is the generation before the pending one: the
+		// pending promotion explains any mismatch.
+	case !t.Exists && id != nil:
+		add(tpath, KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: absent", id.Gen, id.Size)
+	case !t.Exists, !t.Regular:
+	case id == nil:
+		add(tpath, KindTranscriptMismatch, "meta.db records no transcript; resolve: transcript-replaced")
+	default:
+		switch v := k.verify(); v.Result {
+		case VerifyMismatch:
+			add(tpath, KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, id.Gen)
+		case VerifyUnreadable:
+			add(tpath, KindUnreadable, "%s", v.Detail)
+		}
+	}
+	return nil
+}
+
+// findLinksBelow reports every symbolic link under path (relative to the
+// root), which is not a key dir; the walk never follows a link.
+func (s *Store) findLinksBelow(path string, add addFunc) {
+	filepath.WalkDir(filepath.Join(s.root, path), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			rel, _ := filepath.Rel(s.root, p)
+			add(filepath.ToSlash(rel), KindLink, "a symbolic link; sessdb never follows it")
+		}
+		return nil
+	})
+}
+
+// legacyFiles lists the legacy store's files present in a key dir.
+func legacyFiles(k *keyDir) []string {
+	names, err := readDirNames(k.dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		if isLegacyName(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func isLegacyName(n string) bool {
+	switch n {
+	case legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName, legacy.LockName:
+		return true
+	}
+	return strings.HasSuffix(n, ".incoming")
+}
+
+func sortedCopy(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return out
+}
+
+func isLink(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
+
+// linkTarget is " to <target>" for a link, for the operator deciding what
+// to do with it; it is read, never followed.
+func linkTarget(dir *os.File, name string) string {
+	buf := make([]byte, 512)
+	n, err := unix.Readlinkat(int(dir.Fd()), name, buf)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" to %q", buf[:n])
+}
+
+// roundAge renders an age to a unit an operator reads at a glance.
+func roundAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s (dated in the future)"
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}

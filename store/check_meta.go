@@ -1,0 +1,92 @@
+package store
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+)
+
+// MetaPagesReport shows both bbolt meta pages of a meta.db and which one
+// bbolt would use. bbolt takes the valid page with the higher txid and
+// silently falls back to the other one when that page is damaged, losing
+// the last commit; this report is how an operator sees that happen.
+type MetaPagesReport struct {
+	Bytes     int64            `json:"bytes"`      // the file size
+	PageSize  int              `json:"page_size"`  // 0 when no page size could be found
+	HighWater int64            `json:"high_water"` // bytes the active page says the file holds; above Bytes is a truncation
+	Active    int              `json:"active"`     // index of the page bbolt uses; -1 when neither is valid
+	Fallback  bool             `json:"fallback"`   // a page is invalid: bbolt has one commit left, or lost the newest
+	Error     string           `json:"error,omitempty"`
+	Pages     []MetaPageReport `json:"pages,omitempty"`
+}
+
+// MetaPageReport is one meta page.
+type MetaPageReport struct {
+	Txid  uint64 `json:"txid"` // as written; meaningless when the page is not valid
+	Valid bool   `json:"valid"`
+	Error string `json:"error,omitempty"` // why bbolt would not use the page
+	Pages uint64 `json:"pages"`           // the page's high-water mark, in pages
+}
+
+// readMetaPages reads both meta pages of kd's meta.db without mapping it
+// and without following a link. It is called with the key's shared lock
+// held when the db opened, and without it when the db is damaged (the
+// report is then a snapshot of a file nobody can be writing: a writer's
+// open fails on the same damage).
+func readMetaPages(kd *os.File) *MetaPagesReport {
+	r := &MetaPagesReport{Active: -1}
+	f, err := openAt(kd, db.FileName, unix.O_RDONLY, 0)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer f.Close()
+	st, err := fstat(f)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if !isRegular(&st) {
+		r.Error = fmt.Sprintf("not a regular file (mode %#o)", st.Mode)
+		return r
+	}
+	m, err := db.InspectMeta(f, st.Size)
+	r.Bytes, r.PageSize, r.Active, r.HighWater = m.Size, m.PageSize, m.Active, m.HighWater()
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if m.PageSize == 0 {
+		return r
+	}
+	for _, p := range m.Pages {
+		pr := MetaPageReport{Txid: p.Txid, Valid: p.Valid(), Pages: p.Pgid}
+		if p.Err != nil {
+			pr.Error = p.Err.Error()
+		}
+		r.Pages = append(r.Pages, pr)
+	}
+	r.Fallback = r.Pages[0].Valid != r.Pages[1].Valid
+	return r
+}
+
+// fallbackDetail says what one invalid meta page means. bbolt writes the
+// meta of txid t to page t%2, so the invalid page is the one the next
+// commit after the active one went to (or would go to): if its txid still
+// reads higher, that commit is lost; if it does not (a zeroed page reads as
+// txid 0), there is no telling whether the newest commit or the older
+// spare was hit.
+func (r *MetaPagesReport) fallbackDetail() string {
+	if !r.Fallback || r.Active < 0 {
+		return ""
+	}
+	act, bad := r.Pages[r.Active], r.Pages[1-r.Active]
+	if bad.Txid > act.Txid {
+		return fmt.Sprintf("meta page %d (txid %d) is invalid (%s): bbolt has fallen back to meta page %d, txid %d, and the last commit is lost",
+			1-r.Active, bad.Txid, bad.Error, r.Active, act.Txid)
+	}
+	return fmt.Sprintf("meta page %d is invalid (%s): bbolt uses meta page %d (txid %d); either the newest commit was lost or the spare page was damaged, and no fallback is left",
+		1-r.Active, bad.Error, r.Active, act.Txid)
+}

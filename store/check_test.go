@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// chkKey is a key promoted a few times, so its meta.db has free pages and
+// two meta pages with real txids.
+func chkKey(t *testing.T, s *Store, name string) string {
+	t.Helper()
+	key := Key("github", "acme/check", name)
+	for i := range 4 {
+		runJob(t, s, key, localJob(), PromoteRequest{Context: &Reading{Tokens: int64(i), Window: 100}}, "turn "+name)
+	}
+	return key
+}
+
+func chkDB(root, key string) string { return filepath.Join(root, key, db.FileName) }
+
+// chkMeta returns the meta pages of a key's meta.db.
+func chkMeta(t *testing.T, root, key string) db.MetaPages {
+	t.Helper()
+	f, err := os.Open(chkDB(root, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	m, err := db.InspectMeta(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// chkDamages are the damage cases of the issue, plus the ones only bbolt's
+// full check or the record decoder sees, each with the finding it must
+// produce and whether --repair makes it go away.
+var chkDamages = []struct {
+	name     string
+	kind     Kind
+	path     string // "" = <key>/meta.db
+	repaired bool
+	damage   func(t *testing.T, s *Store, root, key string)
+}{
+	{"truncated meta.db", KindMetaDamaged, "", true, func(t *testing.T, s *Store, root, key string) {
+		fi, _ := os.Stat(chkDB(root, key))
+		os.Truncate(chkDB(root, key), fi.Size()/2)
+	}},
+	{"zero-length meta.db", KindMetaDamaged, "", true, func(t *testing.T, s *Store, root, key string) {
+		os.Truncate(chkDB(root, key), 0)
+	}},
+	{"meta.db of random bytes", KindMetaDamaged, "", true, func(t *testing.T, s *Store, root, key string) {
+		b := make([]byte, 32<<10)
+		rand.New(rand.NewSource(1)).Read(b)
+		os.WriteFile(chkDB(root, key), b, 0o600)
+	}},
+	{"newest meta page zeroed", KindMetaPageInvalid, "", true, func(t *testing.T, s *Store, root, key string) {
+		m := chkMeta(t, root, key)
+		f, _ := os.OpenFile(chkDB(root, key), os.O_WRONLY, 0)
+		defer f.Close()
+		f.WriteAt(make([]byte, m.PageSize), int64(m.Active*m.PageSize))
+	}},
+	{"a page neither reachable nor free", KindMetaCheckFailed, "", true, func(t *testing.T, s *Store, root, key string) {
+		// Drop the last id from the freelist page: the pre-check cannot
+		// know a page went missing, bbolt's full check can.
+		m := chkMeta(t, root, key)
+		f, _ := os.OpenFile(chkDB(root, key), os.O_RDWR, 0)
+		defer f.Close()
+		hdr := make([]byte, 16)
+		off := int64(m.Pages[m.Active].Freelist) * int64(m.PageSize)
+		f.ReadAt(hdr, off)
+		count := binary.NativeEndian.Uint16(hdr[10:])
+		if count == 0 || count == 0xFFFF {
+			t.Fatalf("freelist count %d: no free page to lose", count)
+		}
+		binary.NativeEndian.PutUint16(hdr[10:], count-1)
+		f.WriteAt(hdr, off)
+	}},
+	{"a sidecar that does not decode", KindRecordUndecodable, "", true, func(t *testing.T, s *Store, root, key string) {
+		chkWriteRaw(t, root, key, "sidecars", "venue", []byte{0xc1})
+	}},
+	{"a history entry that does not decode", KindRecordUndecodable, "", true, func(t *testing.T, s *Store, root, key string) {
+		chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, 2)), []byte("not msgpack"))
+	}},
+	{"transcript edited out of band", KindTranscriptMismatch, TranscriptName, false, func(t *testing.T, s *Store, root, key string) {
+		p := filepath.Join(root, key, TranscriptName)
+		b, _ := os.ReadFile(p)
+		b[len(b)-3] ^= 1 // same size: only the checksum tells
+		os.WriteFile(p, b, 0o600)
+	}},
+	{"pending promotion", KindPendingPromotion, "", true, func(t *testing.T, s *Store, root, key string) {
+		s.opts.Fault = func(p FaultPoint) error {
+			if p == FaultAfterCommit {
+				return errors.New("crash between the commit and the rename")
+			}
+			return nil
+		}
+		defer func() { s.opts.Fault = nil }()
+		sess, jobDir := mustResolve(t, s, key, localJob())
+		stage(t, jobDir, append(staged(t, jobDir), entryLine("lost?")...))
+		if _, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil {
+			t.Fatal("the fault did not stop the promotion")
+		}
+	}},
+	{"stray promotion temp", KindStrayTemp, ".current.jsonl.tmp-0123456789abcdef", true, func(t *testing.T, s *Store, root, key string) {
+		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-0123456789abcdef"), s.opts.Now().Add(-2*time.Hour))
+	}},
+	{"stray meta.db temp", KindStrayTemp, ".meta.db.tmp-0123456789abcdef", true, func(t *testing.T, s *Store, root, key string) {
+		chkOldFile(t, filepath.Join(root, key, ".meta.db.tmp-0123456789abcdef"), s.opts.Now().Add(-3*time.Hour))
+	}},
+	{"young stray temp", KindStrayTemp, ".current.jsonl.tmp-fedcba9876543210", false, func(t *testing.T, s *Store, root, key string) {
+		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-fedcba9876543210"), s.opts.Now().Add(-time.Minute))
+	}},
+	{"symlinked key dir", KindLink, "-", false, func(t *testing.T, s *Store, root, key string) {
+		real := filepath.Join(t.TempDir(), "elsewhere")
+		os.Rename(filepath.Join(root, key), real)
+		os.Symlink(real, filepath.Join(root, key))
+	}},
+	{"symlinked sidecar", KindLink, "venue", false, func(t *testing.T, s *Store, root, key string) {
+		os.Symlink("/etc/passwd", filepath.Join(root, key, "venue"))
+	}},
+	{"hard-linked transcript", KindLink, TranscriptName, false, func(t *testing.T, s *Store, root, key string) {
+		os.Link(filepath.Join(root, key, TranscriptName), filepath.Join(t.TempDir(), "second-name"))
+	}},
+}
+
+func chkWriteRaw(t *testing.T, root, key, bucket, name string, v []byte) {
+	t.Helper()
+	bdb, err := bolt.Open(chkDB(root, key), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Put([]byte(name), v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func chkOldFile(t *testing.T, p string, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte("debris\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(p, mtime, mtime)
+}
+
+// chkRun runs Check with bbolt's full check in process (none of these
+// files kills a process; the CLI tests cover a child that dies).
+func chkRun(t *testing.T, s *Store, repair bool) ([]Finding, CheckSummary) {
+	t.Helper()
+	var found []Finding
+	deep := func(key string) ([]string, error) { return s.DeepCheckDB(key), nil }
+	sum, err := s.Check(context.Background(), CheckOptions{Repair: repair, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found, sum
+}
+
+func chkFind(found []Finding, path string, kind Kind) *Finding {
+	for i := range found {
+		if found[i].Path == path && found[i].Kind == kind {
+			return &found[i]
+		}
+	}
+	return nil
+}
+
+func TestCheckFindsEachDamage(t *testing.T) {
+	for _, c := range chkDamages {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			clean := chkKey(t, s, "clean")
+			key := chkKey(t, s, "damaged")
+			if found, sum := chkRun(t, s, false); len(found) != 0 || sum.Keys != 2 || sum.Remaining != 0 {
+				t.Fatalf("before the damage: %+v, %+v", found, sum)
+			}
+			c.damage(t, s, root, key)
+			path := key + "/" + db.FileName
+			switch c.path {
+			case "-":
+				path = key
+			case "":
+			default:
+				path = key + "/" + c.path
+			}
+
+			before := treeState(t, root)
+			found, sum := chkRun(t, s, false)
+			if after := treeState(t, root); after != before {
+				t.Fatalf("check without --repair changed the tree:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+			f := chkFind(found, path, c.kind)
+			if f == nil || f.Severity != SeverityProblem || f.Key != key || !f.Remains || f.Detail == "" {
+				t.Fatalf("want a %s problem at %s; found %+v", c.kind, path, found)
+			}
+			for _, g := range found {
+				if g.Key == clean {
+					t.Fatalf("the clean key has a finding: %+v", g)
+				}
+			}
+			if sum.Problems == 0 || sum.Remaining != sum.Problems {
+				t.Fatalf("summary %+v", sum)
+			}
+
+			found, sum = chkRun(t, s, true)
+			f = chkFind(found, path, c.kind)
+			if f == nil || f.Repair == "" || f.Repaired != c.repaired || f.Remains == c.repaired {
+				t.Fatalf("after --repair want repaired=%v: %+v (all: %+v)", c.repaired, f, found)
+			}
+			if c.repaired && sum.Remaining != 0 {
+				t.Fatalf("problems remain after --repair: %+v", found)
+			}
+			if !c.repaired && sum.Remaining == 0 {
+				t.Fatalf("an unrepairable problem was counted as gone: %+v", found)
+			}
+			// Once repaired, a second look finds no problem at all, and the
+			// key is no longer meta-unreadable.
+			if c.repaired {
+				found, sum = chkRun(t, s, false)
+				if sum.Problems != 0 {
+					t.Fatalf("a check after the repair finds %+v", found)
+				}
+				sess, _ := mustResolve(t, s, key, localJob())
+				if sess.Reason == gates.MetaUnreadable {
+					t.Fatal("the repaired key is still meta-unreadable")
+				}
+			}
+		})
+	}
+}

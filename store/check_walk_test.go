@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The pool delivers in index order however the work is scheduled, runs no
+// more than its workers at once, and has nothing running when it returns.
+func TestWalkOrderedKeepsOrder(t *testing.T) {
+	const n, workers = 200, 3
+	var running, peak atomic.Int32
+	work := func(i int) int {
+		if r := running.Add(1); r > peak.Load() {
+			peak.Store(r)
+		}
+		// Later indexes finish first, so order must come from the pool.
+		time.Sleep(time.Duration((n-i)%7) * 100 * time.Microsecond)
+		running.Add(-1)
+		return i
+	}
+	var got []int
+	delivered, err := walkOrdered(context.Background(), n, workers, work, func(v int) error { got = append(got, v); return nil })
+	if err != nil || delivered != n || len(got) != n {
+		t.Fatalf("delivered %d (%d values), %v", delivered, len(got), err)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("result %d delivered at position %d", v, i)
+		}
+	}
+	if p := peak.Load(); p > workers || p < 2 {
+		t.Fatalf("peak concurrency %d, want 2..%d", p, workers)
+	}
+	if r := running.Load(); r != 0 {
+		t.Fatalf("%d workers still running after return", r)
+	}
+}
+
+// An interrupt stops new work, delivers what is contiguous, and says so.
+func TestWalkOrderedStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var started atomic.Int32
+	work := func(i int) int { started.Add(1); time.Sleep(time.Millisecond); return i }
+	var got []int
+	delivered, err := walkOrdered(ctx, 10000, 2, work, func(v int) error {
+		got = append(got, v)
+		if v == 50 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if delivered != len(got) || delivered < 51 || delivered > 51+8*2 {
+		t.Fatalf("delivered %d after a cancel at 50 (window 16)", delivered)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("result %d at position %d", v, i)
+		}
+	}
+	if s := int(started.Load()); s > delivered+16 {
+		t.Fatalf("started %d, delivered %d: work went on past the window", s, delivered)
+	}
+}
+
+func TestWalkOrderedStopsOnDeliverError(t *testing.T) {
+	boom := errors.New("boom")
+	delivered, err := walkOrdered(context.Background(), 1000, 4, func(i int) int { return i }, func(v int) error {
+		if v == 10 {
+			return boom
+		}
+		return nil
+	})
+	if err != boom || delivered != 10 {
+		t.Fatalf("delivered %d, %v; want 10, boom", delivered, err)
+	}
+	if n, err := walkOrdered(context.Background(), 0, 2, func(i int) int { return i }, func(int) error { return nil }); n != 0 || err != nil {
+		t.Fatalf("empty walk: %d, %v", n, err)
+	}
+}
