@@ -145,6 +145,9 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 	if now, err := lstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
+	if err := s.fault(FaultRepairBeforeAside); err != nil {
+		return "", err
+	}
 	base := AsidePrefix + s.opts.Now().UTC().Format("20060102T150405Z")
 	for n := 1; ; n++ {
 		aside := base
@@ -162,6 +165,9 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 		}
 		if err != nil {
 			return "", &os.LinkError{Op: "rename", Old: f.Name(), New: join(kd, aside), Err: err}
+		}
+		if err := s.fault(FaultRepairAfterAside); err != nil {
+			return "", err
 		}
 		return aside, syncDir(kd)
 	}

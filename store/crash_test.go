@@ -39,8 +39,11 @@ func TestMain(m *testing.M) {
 //	kill-at       promote once, SIGKILLing itself at the fault point in SESSDB_POINT
 //	worker        resolve+promote until SESSDB_UNTIL, printing acks and resumes
 func runChild(mode string) int {
-	if mode == "load" {
+	switch mode {
+	case "load":
 		return runLoadChild()
+	case "reap-kill-at", "repair-kill-at":
+		return runOpsChild(mode)
 	}
 	root, key := os.Getenv("SESSDB_ROOT"), os.Getenv("SESSDB_KEY")
 	opts := Options{LockTimeout: 5 * time.Second}

@@ -137,15 +137,19 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	defer kd.Close()
 	st, err := lstatAt(kd, TranscriptName)
-	if err != nil {
-		if isNotExist(err) {
-			return false, nil
-		}
+	noTranscript := isNotExist(err)
+	if err != nil && !noTranscript {
 		return false, err
 	}
 	now := s.opts.Now()
 	_, err = lstatAt(kd, db.FileName)
 	hadDB := err == nil
+	// A key with no transcript is never removed, unless its record says
+	// it had one: then an earlier removal was interrupted after the
+	// transcript went, and this one finishes it.
+	if noTranscript && !hadDB {
+		return false, nil
+	}
 	// A first look without the exclusive lock, so that the many fresh keys
 	// of a walk are never write-locked: the record under the shared lock,
 	// or for a legacy key its transcript's mtime, its only clock. The mtime
@@ -162,7 +166,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		if err != nil || !expired(last, now, ttl) {
 			return false, err
 		}
-	} else if !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
+	} else if noTranscript || !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
 		return false, nil
 	}
 	if dryRun {
@@ -183,10 +187,10 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		return false, err
 	}
-	if err := s.fault(FaultReapBeforeClear); err != nil {
+	if err := s.fault(FaultReapBeforeRemove); err != nil {
 		return false, err
 	}
-	return true, removeKeyDir(root, kd, key)
+	return true, s.removeKeyDir(root, kd, key)
 }
 
 // lastPromotion is the recorded time of the key's last promotion, or the
@@ -208,10 +212,18 @@ func lastPromotion(kd *os.File, d *db.DB) (time.Time, error) {
 
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }
 
-// removeKeyDir removes every entry of a key dir, meta.db last (its lock is
-// held through the removal), then the dir itself. It never descends: a
-// subdirectory in a key dir is not the store's and stops the removal.
-func removeKeyDir(root, kd *os.File, key string) error {
+// removeKeyDir removes the transcript first, so that from the first step
+// on the key can only cold-start, then every other entry, meta.db last
+// (its lock is held through the removal, and its record lets the next
+// reap finish an interrupted one), then the dir itself. It never descends:
+// a subdirectory in a key dir is not the store's and stops the removal.
+func (s *Store) removeKeyDir(root, kd *os.File, key string) error {
+	if err := unlinkAt(kd, TranscriptName); err != nil && !isNotExist(err) {
+		return fmt.Errorf("reap %s: %w", key, err)
+	}
+	if err := s.fault(FaultReapAfterTranscript); err != nil {
+		return err
+	}
 	names, err := readDirNames(kd)
 	if err != nil {
 		return err

@@ -63,8 +63,8 @@ type Options struct {
 	Logger zerolog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Fault, when non-nil, is called at every write boundary of Promote
-	// and Reap; a non-nil error it returns is treated as that step's I/O
+	// Fault, when non-nil, is called at every write boundary of Promote,
+	// Reap and the move-aside repair; a non-nil error it returns is treated as that step's I/O
 	// error. Tests use it to crash or fail a protocol at a chosen step;
 	// production leaves it nil.
 	Fault func(FaultPoint) error
@@ -73,7 +73,8 @@ type Options struct {
 // FaultPoint names a write boundary of a protocol (see Options.Fault).
 type FaultPoint string
 
-// The write boundaries of Promote, in protocol order, and of Reap.
+// The write boundaries of Promote, in protocol order, of Reap, and of
+// check's move-aside repair.
 const (
 	FaultAfterTempWrite  FaultPoint = "promote/after-temp-write"
 	FaultAfterTempSync   FaultPoint = "promote/after-temp-fsync"
@@ -81,7 +82,10 @@ const (
 	FaultAfterRename     FaultPoint = "promote/after-rename"
 	FaultAfterDirSync    FaultPoint = "promote/after-dir-fsync"
 	FaultAfterClear      FaultPoint = "promote/after-clear-pending"
-	FaultReapBeforeClear FaultPoint = "reap/before-remove"
+	FaultReapBeforeRemove    FaultPoint = "reap/before-remove"
+	FaultReapAfterTranscript FaultPoint = "reap/after-transcript-removed"
+	FaultRepairBeforeAside   FaultPoint = "repair/before-move-aside"
+	FaultRepairAfterAside    FaultPoint = "repair/after-move-aside"
 )
 
 // A Store is a sessions root. It is safe for concurrent use by many

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// The crash matrix of the two other protocols that remove or rename
+// what a key holds: Reap, and check's move-aside repair. Each boundary is
+// hit with an error return and with a SIGKILL of a re-exec'd child; the
+// key must be usable (a cold start, never a resume of something its record
+// does not describe) and the next run must finish the job.
+
+var reapPoints = []FaultPoint{FaultReapBeforeRemove, FaultReapAfterTranscript}
+var repairPoints = []FaultPoint{FaultRepairBeforeAside, FaultRepairAfterAside}
+
+const opsTTL = 14 * 24 * time.Hour
+
+// runOpsChild is the child side: run the protocol named by mode and
+// SIGKILL itself at SESSDB_POINT.
+func runOpsChild(mode string) int {
+	point := FaultPoint(os.Getenv("SESSDB_POINT"))
+	now, _ := strconv.ParseInt(os.Getenv("SESSDB_NOW"), 10, 64)
+	s, err := New(os.Getenv("SESSDB_ROOT"), Options{
+		Now:    func() time.Time { return time.Unix(0, now) },
+		Bounds: gates.Bounds{TTL: opsTTL},
+		Fault: func(p FaultPoint) error {
+			if p == point {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return 1
+	}
+	switch mode {
+	case "reap-kill-at":
+		s.Reap(false)
+	case "repair-kill-at":
+		s.Check(context.Background(), CheckOptions{Repair: true}, func(Finding) error { return nil })
+	}
+	return 0
+}
+
+// interrupt runs the protocol with a fault at p, either returned as an
+// error in this process or as a SIGKILL of a child.
+func interrupt(t *testing.T, s *Store, root string, clock *testClock, mode string, p FaultPoint, kill bool, run func()) {
+	t.Helper()
+	if !kill {
+		s.opts.Fault = func(q FaultPoint) error {
+			if q == p {
+				return errors.New("injected")
+			}
+			return nil
+		}
+		run()
+		s.opts.Fault = nil
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode, "SESSDB_ROOT="+root, "SESSDB_POINT="+string(p),
+		"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10))
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child was not killed at %s: %v", p, err)
+	}
+}
+
+func TestReapInterruptedAtEachPoint(t *testing.T) {
+	for _, p := range reapPoints {
+		for _, kill := range []bool{false, true} {
+			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+				clock.now = clock.now.Add(-30 * 24 * time.Hour)
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "old")
+				clock.now = clock.now.Add(30 * 24 * time.Hour)
+				fresh := Key("github", "a/b", "fresh")
+				runJob(t, s, fresh, localJob(), PromoteRequest{}, "fresh")
+
+				interrupt(t, s, root, clock, "reap-kill-at", p, kill, func() { s.Reap(false) })
+
+				// In between, the expired key only ever cold-starts, and
+				// the fresh one is untouched.
+				sess, _ := checkDescribed(t, s, root, testKey)
+				if sess.Resume {
+					t.Fatalf("an interrupted reap left a key that resumes")
+				}
+				got, _ := checkDescribed(t, s, root, fresh)
+				want(t, got, true, gates.Resumed)
+
+				res, err := s.Reap(false)
+				if err != nil || len(res.Removed) != 1 || res.Removed[0] != testKey {
+					t.Fatalf("the next reap = %+v, %v; want it to finish %s", res, err, testKey)
+				}
+				if _, err := os.Lstat(filepath.Join(root, testKey)); !os.IsNotExist(err) {
+					t.Fatalf("key dir still there: %v", err)
+				}
+			})
+		}
+	}
+}
+
+func TestRepairInterruptedAtEachPoint(t *testing.T) {
+	for _, p := range repairPoints {
+		for _, kill := range []bool{false, true} {
+			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "x")
+				if err := os.Truncate(filepath.Join(root, testKey, db.FileName), 0); err != nil {
+					t.Fatal(err)
+				}
+				repair := func() {
+					s.Check(context.Background(), CheckOptions{Repair: true}, func(Finding) error { return nil })
+				}
+				interrupt(t, s, root, clock, "repair-kill-at", p, kill, repair)
+
+				sess, _ := checkDescribed(t, s, root, testKey)
+				if sess.Resume {
+					t.Fatal("an interrupted repair left a key that resumes")
+				}
+				aside, _ := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*"))
+				_, err := os.Lstat(filepath.Join(root, testKey, db.FileName))
+				if moved := os.IsNotExist(err); moved != (len(aside) == 1) || moved != (p == FaultRepairAfterAside) {
+					t.Fatalf("at %s: meta.db gone %v, %d aside files", p, moved, len(aside))
+				}
+
+				repair()
+				if _, err := os.Lstat(filepath.Join(root, testKey, db.FileName)); !os.IsNotExist(err) {
+					t.Fatal("the next repair left the damaged meta.db in place")
+				}
+				aside, _ = filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*"))
+				if len(aside) != 1 {
+					t.Fatalf("%d aside files, want exactly the one damaged meta.db, kept", len(aside))
+				}
+				// The key cold-starts cleanly, and its next promotion lands.
+				sess, _ = checkDescribed(t, s, root, testKey)
+				if sess.Reason == gates.MetaUnreadable || sess.Resume {
+					t.Fatalf("after the repair: %+v", sess)
+				}
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "after repair")
+				got, _ := checkDescribed(t, s, root, testKey)
+				want(t, got, true, gates.Resumed)
+			})
+		}
+	}
+}
