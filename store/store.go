@@ -76,12 +76,12 @@ type FaultPoint string
 // The write boundaries of Promote, in protocol order, of Reap, and of
 // check's move-aside repair.
 const (
-	FaultAfterTempWrite  FaultPoint = "promote/after-temp-write"
-	FaultAfterTempSync   FaultPoint = "promote/after-temp-fsync"
-	FaultAfterCommit     FaultPoint = "promote/after-commit"
-	FaultAfterRename     FaultPoint = "promote/after-rename"
-	FaultAfterDirSync    FaultPoint = "promote/after-dir-fsync"
-	FaultAfterClear      FaultPoint = "promote/after-clear-pending"
+	FaultAfterTempWrite      FaultPoint = "promote/after-temp-write"
+	FaultAfterTempSync       FaultPoint = "promote/after-temp-fsync"
+	FaultAfterCommit         FaultPoint = "promote/after-commit"
+	FaultAfterRename         FaultPoint = "promote/after-rename"
+	FaultAfterDirSync        FaultPoint = "promote/after-dir-fsync"
+	FaultAfterClear          FaultPoint = "promote/after-clear-pending"
 	FaultReapBeforeRemove    FaultPoint = "reap/before-remove"
 	FaultReapAfterTranscript FaultPoint = "reap/after-transcript-removed"
 	FaultRepairBeforeAside   FaultPoint = "repair/before-move-aside"
