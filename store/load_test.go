@@ -98,6 +98,9 @@ func TestLoad(t *testing.T) {
 	t.Logf("resolve p50 %v p99 %v (n=%d); promote p50 %v p99 %v (n=%d)", pct(r.resolve, 50), pct(r.resolve, 99), len(r.resolve), pct(r.promote, 50), pct(r.promote, 99), len(r.promote))
 	t.Logf("promotions: %d promoted, %d locked (%.2f%%, wait p50 %v max %v), %d promote-failed (reaped under a waiting writer); dumps %d, reaps %d removing %d keys",
 		r.promoted, len(r.locked), 100*float64(len(r.locked))/float64(max(1, len(r.promote))), pct(r.locked, 50), pct(r.locked, 100), r.failed, r.dumps, r.reaps, r.reaped)
+	for cause, n := range r.causes {
+		t.Logf("promote-failed cause: %s (%d)", cause, n)
+	}
 	if r.promoted == 0 {
 		t.Fatal("no promotion landed: the load proves nothing")
 	}
@@ -113,6 +116,7 @@ type loadReport struct {
 	resolve, promote, locked []time.Duration
 	promoted, failed         int
 	dumps, reaps, reaped     int
+	causes                   map[string]int // promote-failed causes
 }
 
 func summarize(t *testing.T, lines []string) loadReport {
@@ -148,6 +152,11 @@ func summarize(t *testing.T, lines []string) loadReport {
 			default:
 				t.Errorf("unexpected promote outcome: %s", l)
 			}
+		case "cause":
+			if r.causes == nil {
+				r.causes = map[string]int{}
+			}
+			r.causes[strings.Join(f[1:], " ")]++
 		case "dump":
 			r.dumps++
 		case "reap":
@@ -244,6 +253,14 @@ func loadJob(s *Store, root, key, marker string, emit func(string, ...any)) {
 		return
 	}
 	emit("job %s %s %d %d %s %d %s %d", root, key, resolved, promoted, res.Reason, res.Gen, marker, res.Bytes)
+	if err != nil {
+		// Name the cause without the paths, so the parent can count kinds.
+		cause := err.Error()
+		if i := strings.LastIndex(cause, ": "); i >= 0 {
+			cause = cause[i+2:]
+		}
+		emit("cause %s", cause)
+	}
 }
 
 func loadKeys(prefix string, n int) []string {
