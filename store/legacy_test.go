@@ -127,3 +127,29 @@ func TestLockedKey(t *testing.T) {
 	got, _ := mustResolve(t, s, testKey, localJob())
 	want(t, got, true, gates.Resumed)
 }
+
+// A meta.db with no record at all (a migration, a first promotion or a
+// reap's lock caught before its commit) vouches for nothing: the legacy
+// files still decide.
+func TestEmptyMetaDBDefersToLegacyFiles(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{MaxResumeChain: 3})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy")),
+		"pi-version":   testPi, "venue": "local", "resume-chain": "1",
+	})
+	dir, err := openDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	d, err := db.OpenWriter(dir, "meta.db", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	os.WriteFile(filepath.Join(root, testKey, "resume-chain"), []byte("3"), 0o600)
+	sess, _ = mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.ResumeChainTooLong)
+}

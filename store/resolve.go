@@ -269,6 +269,13 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 	}
 	switch {
 	case k.obs.MetaUnreadable:
+	case k.meta != nil && k.sidecars == (db.Sidecars{}):
+		// A meta.db with no record at all vouches for nothing: it is a
+		// first promotion, a migration or a reap's lock caught before its
+		// commit. The legacy files, if any, still decide, as they will for
+		// the promotion or migration that follows (it seeds from them).
+		k.layout = LayoutLegacy
+		k.observeLegacy(s.opts.Bounds, forDump)
 	case k.meta != nil:
 		k.observeDB()
 	default:

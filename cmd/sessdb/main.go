@@ -43,6 +43,7 @@ func init() {
 		cmdDump,
 		cmdCheck,
 		cmdReap,
+		cmdMigrate,
 		cmdEngage,
 	}
 }

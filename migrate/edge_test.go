@@ -1,0 +1,146 @@
+package migrate
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// TestRollbackKeepsAReplacedTranscriptCold: meta.db cold-starts a
+// transcript that does not match its record (transcript-replaced); the
+// legacy layout has no record, so the rollback stamps "(pending)" and the
+// key stays cold, under another name.
+func TestRollbackKeepsAReplacedTranscriptCold(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	migrate(t, root, false, testOpts())
+	p := filepath.Join(root, key, "current.jsonl")
+	must(t, os.WriteFile(p, []byte(transcriptBytes(testNow)), 0o600))
+	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
+	must(t, err)
+	job := store.Job{PiVersion: testPi, Venue: "local"}
+	if s, _ := st.Resolve(key, job, t.TempDir()); s.Resume || s.Reason != gates.TranscriptReplaced {
+		t.Fatalf("before the rollback: %v %s", s.Resume, s.Reason)
+	}
+	got, _ := migrate(t, root, true, testOpts())
+	if r := got[key]; r.Action != Migrated || len(r.Oddities) == 0 || *r.Values.Venue != "(pending)" {
+		t.Fatalf("rollback: %+v", r)
+	}
+	if s, _ := st.Resolve(key, job, t.TempDir()); s.Resume || s.Reason != gates.VenueChanged {
+		t.Fatalf("after the rollback: %v %s", s.Resume, s.Reason)
+	}
+}
+
+// TestDirectoryWithEntriesAtASidecarName: it held no value and is never
+// removed; ToDB leaves it, ToLegacy cannot put a file there and says so,
+// and once the operator has moved it the rollback goes through.
+func TestDirectoryWithEntriesAtASidecarName(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	venue := filepath.Join(root, key, "venue")
+	must(t, os.Remove(venue))
+	must(t, os.MkdirAll(filepath.Join(venue, "inside"), 0o700))
+	got, _ := migrate(t, root, false, testOpts())
+	if r := got[key]; r.Action != Migrated || fmtValues(*r.Values) != want(`venue="(pending)"`) || slices.Contains(r.Removed, "venue") {
+		t.Fatalf("migrate: %+v", r)
+	}
+	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Already || len(got[key].Removed) != 0 {
+		t.Fatalf("second run: %+v", got[key])
+	}
+	got, _ = migrate(t, root, true, testOpts())
+	if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, "venue") {
+		t.Fatalf("rollback over a full directory: %+v", r)
+	}
+	if _, ok := dbValues(t, filepath.Join(root, key)); !ok {
+		t.Fatal("a failed rollback removed meta.db")
+	}
+	must(t, os.RemoveAll(venue))
+	if got, _ := migrate(t, root, true, testOpts()); got[key].Action != Migrated {
+		t.Fatalf("rollback after the directory went: %+v", got[key])
+	}
+	if b, err := os.ReadFile(venue); err != nil || string(b) != "(pending)" {
+		t.Fatalf("venue %q, %v", b, err)
+	}
+}
+
+func TestWriteLegacySidecars(t *testing.T) {
+	dir := t.TempDir()
+	layKeyDir(t, dir, map[string]ent{"current.jsonl": file("x\n"), "context": file("1 2"), "venue.incoming": link("../victim")})
+	victim := filepath.Join(filepath.Dir(dir), "victim")
+	must(t, os.WriteFile(victim, []byte("untouched"), 0o600))
+	kd, err := openRoot(dir)
+	must(t, err)
+	defer kd.Close()
+	pi, venue, chain := "", "podman", uint64(7)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	must(t, WriteLegacySidecars(kd, db.Sidecars{PiVersion: &pi, Venue: &venue, ResumeChain: &chain, Transcript: &db.Transcript{PromotedAt: at.UnixNano()}}))
+	for name, want := range map[string]string{"pi-version": "", "venue": "podman", "resume-chain": "7"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "context")); err == nil {
+		t.Error("a nil context left the old context file")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Error("a link planted at a temp name was written through")
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "current.jsonl")); !fi.ModTime().Equal(at) {
+		t.Errorf("transcript mtime %v, want %v", fi.ModTime(), at)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*.incoming")); len(names) != 0 {
+		t.Errorf("temps left: %v", names)
+	}
+
+	// Values the legacy reader would read back differently are refused
+	// before anything is renamed.
+	for _, sc := range []db.Sidecars{
+		{PiVersion: ptr(" 0.80.7")},
+		{PiVersion: &pi, Venue: ptr(strings.Repeat("v", 5000))},
+		{PiVersion: &pi, ResumeChain: ptr(uint64(1<<53 + 1))},
+		{PiVersion: &pi, Context: &db.Context{Tokens: 1, Window: 2, Model: "a model"}},
+	} {
+		before := treeState(t, dir, false, true) // a temp came and went: the dir mtime moves
+		if err := WriteLegacySidecars(kd, sc); !errors.Is(err, ErrNotLegacy) {
+			t.Errorf("%+v: %v", sc, err)
+		}
+		if d := diffStates(before, treeState(t, dir, false, true)); d != "" {
+			t.Errorf("a refused write changed the dir:\n%s", d)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestReportsComeInNameOrder(t *testing.T) {
+	root, _ := newCorpus(t)
+	var names []string
+	calls, total := 0, 0
+	opts := testOpts()
+	opts.Workers = 4
+	opts.Progress = func(done, n int) { calls, total = done, n }
+	sum, err := ToDB(root, opts, func(r Report) error { names = append(names, r.Key); return nil })
+	must(t, err)
+	if !sort.StringsAreSorted(names) || len(names) != sum.Entries || calls != total || total != sum.Entries {
+		t.Fatalf("%d reports (sorted %v), progress %d/%d, summary %+v", len(names), sort.StringsAreSorted(names), calls, total, sum)
+	}
+
+	stop := errors.New("stop")
+	n := 0
+	_, err = ToDB(root, opts, func(Report) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("visit's error: %v after %d reports", err, n)
+	}
+	if _, err := ToDB(filepath.Join(root, "missing"), opts, func(Report) error { return nil }); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing root: %v", err)
+	}
+}

@@ -1,0 +1,248 @@
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/store/legacy"
+)
+
+// WriteLegacySidecars writes sc into the key dir dir in the legacy
+// file-per-sidecar formats (legacy-store.md §1.3), as `sessdb migrate
+// --to-legacy` does before it removes meta.db:
+//
+//	pi-version    the version verbatim, no newline; an empty file when nil or ""
+//	venue         the name verbatim (a "(pending)" stamp too); removed when nil
+//	resume-chain  decimal; removed when nil
+//	context       "<tokens> <window>[ <model>]"; removed when nil or not a
+//	              measurement (window <= 0 or tokens < 0: the gate ignores it)
+//
+// Every file is written under its legacy temp name (<name>.incoming, whatever
+// was at that name removed first, never written through), fsynced, read back
+// with the legacy reader and checked to mean to the ladder what sc means;
+// only when all four check out are they renamed into place. If
+// sc.Transcript is non-nil and current.jsonl is a regular file, its mtime
+// is set to the recorded promotion time (the legacy clock for expired).
+// The directory is fsynced last.
+//
+// dir is a key directory the caller opened with O_DIRECTORY|O_NOFOLLOW.
+// Nothing is locked: callers serialise writers of one dir (ToLegacy holds
+// the key's meta.db lock). sc.Pending is ignored. On error every file in
+// place is whole (an old one or a new one) and the temps are removed; a
+// value the legacy format cannot say so that it reads back the same (a
+// model stamp with a space in it, a chain beyond 2^53 that is not a double)
+// is ErrNotLegacy, returned before anything is renamed.
+func WriteLegacySidecars(dir *os.File, sc db.Sidecars) error {
+	files, _, err := legacyPlan(dir, valuesOf(sc))
+	if err != nil {
+		return err
+	}
+	var at *time.Time
+	if sc.Transcript != nil {
+		t := time.Unix(0, sc.Transcript.PromotedAt)
+		at = &t
+	}
+	return writeLegacy(dir, files, at, nil)
+}
+
+// legacyFile is one sidecar to write (content non-nil) or remove.
+type legacyFile struct {
+	name    string
+	content *string
+	// means reports whether what the legacy reader read back from the
+	// file (ReadSidecar's value and ok) means what the db said.
+	means func(value string, ok bool) bool
+}
+
+// ErrNotLegacy is returned when a value cannot be written in the legacy
+// formats so that the legacy reader reads back what it means.
+var ErrNotLegacy = errors.New("the legacy reader would not read it back the same")
+
+// legacyPlan turns values into the four legacy files of dir.
+func legacyPlan(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
+	var odd []Oddity
+	stamp := func(name, s string) legacyFile {
+		return legacyFile{name, &s, func(got string, ok bool) bool {
+			if s == "" { // "" matches nothing in the db; neither do no value and "" here
+				return !ok || got == ""
+			}
+			return ok && got == s
+		}}
+	}
+	files := []legacyFile{stamp(legacy.PiVersionName, v.PiVersion)}
+	if v.Venue != nil {
+		files = append(files, stamp(legacy.VenueName, *v.Venue))
+	} else {
+		files = append(files, legacyFile{name: legacy.VenueName})
+	}
+
+	chain := legacyFile{name: legacy.ResumeChainName}
+	if v.ResumeChain != nil {
+		n := *v.ResumeChain
+		s, ok := jsDecimal(n, math.MaxUint64, func(s string) bool { return legacy.ParseResumeChain(s) == n })
+		if !ok {
+			return nil, nil, &os.PathError{Op: "write", Path: join(dir, legacy.ResumeChainName), Err: fmt.Errorf("%d: %w", n, ErrNotLegacy)}
+		}
+		chain.content = &s
+		chain.means = func(got string, ok bool) bool { return ok && legacy.ParseResumeChain(got) == n }
+	}
+	files = append(files, chain)
+
+	ctx := legacyFile{name: legacy.ContextName}
+	if c := v.Context; c != nil && (c.Window <= 0 || c.Tokens < 0) {
+		odd = append(odd, Oddity{legacy.ContextName, fmt.Sprintf("tokens %d, window %d", c.Tokens, c.Window), "no measurement for the gate: not written"})
+	} else if c != nil {
+		want := *c
+		same := func(line string) bool {
+			got, ok := legacy.ParseContext(line)
+			return ok && got.Tokens == want.Tokens && got.Window == want.Window && got.Model == want.Model
+		}
+		tok, ok1 := jsDecimal(uint64(c.Tokens), math.MaxInt64, nil)
+		win, ok2 := jsDecimal(uint64(c.Window), math.MaxInt64, nil)
+		line := formatContextParts(tok, win, c.Model)
+		if !ok1 || !ok2 || !same(line) {
+			return nil, nil, &os.PathError{Op: "write", Path: join(dir, legacy.ContextName), Err: fmt.Errorf("%q: %w", line, ErrNotLegacy)}
+		}
+		ctx.content = &line
+		ctx.means = func(got string, ok bool) bool { return ok && same(got) }
+	}
+	files = append(files, ctx)
+	return files, odd, nil
+}
+
+// jsDecimal writes n so that the legacy reader's integer rule reads it back:
+// its decimal, unless that is not how JavaScript prints the double it
+// rounds to; the saturated value sat (what legacy parsing gives for any
+// huge number) is written as 1e20 in digits, which parses back to it. ok
+// is false when neither works (or check, if given, refuses).
+func jsDecimal(n, sat uint64, check func(string) bool) (string, bool) {
+	cands := []string{strconv.FormatUint(n, 10)}
+	if n == sat {
+		cands = append(cands, "100000000000000000000")
+	}
+	for _, s := range cands {
+		if check != nil && check(s) {
+			return s, true
+		}
+		if check == nil {
+			if f, err := strconv.ParseFloat(s, 64); err == nil && (len(s) <= 15 || strconv.FormatFloat(f, 'f', -1, 64) == s) {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+func formatContextParts(tokens, window, model string) string {
+	s := tokens + " " + window
+	if model != "" {
+		s += " " + model
+	}
+	return s
+}
+
+// writeLegacy writes files through temps, then renames or removes each,
+// sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
+// calling fault at each boundary (nil: none).
+func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
+	if fault == nil {
+		fault = func(FaultPoint) error { return nil }
+	}
+	var temps []string
+	defer func() {
+		for _, t := range temps {
+			removeAt(dir, t)
+		}
+	}()
+	for _, f := range files {
+		if f.content == nil {
+			continue
+		}
+		tmp := f.name + ".incoming"
+		temps = append(temps, tmp)
+		if err := writeTemp(dir, tmp, *f.content); err != nil {
+			return err
+		}
+		if got, ok := legacy.ReadSidecar(dir, tmp); !f.means(got, ok) {
+			if !ok {
+				got = "no value"
+			}
+			return &os.PathError{Op: "write", Path: join(dir, f.name), Err: fmt.Errorf("%q reads back as %q: %w", *f.content, got, ErrNotLegacy)}
+		}
+	}
+	if err := fault(FaultTemps); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.content == nil {
+			err = removeAt(dir, f.name)
+		} else {
+			err = renameOver(dir, f.name+".incoming", f.name)
+		}
+		if err == nil {
+			err = fault(FaultRenamed)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	temps = nil
+	if at != nil {
+		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(f, *at) })
+		if err != nil {
+			return err
+		}
+		if err := fault(FaultMtime); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return fault(FaultLegacySynced)
+}
+
+// writeTemp creates name afresh (O_EXCL|O_NOFOLLOW after removing whatever
+// was there, so a planted link is replaced, never written through), writes
+// content and fsyncs it.
+func writeTemp(dir *os.File, name, content string) error {
+	if err := removeAt(dir, name); err != nil {
+		return err
+	}
+	fd, _, err := openFileAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f, err := regularFile(fd, join(dir, name))
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// renameOver renames from over to; an empty directory at to (which the
+// legacy reader read as no value) is removed first.
+func renameOver(dir *os.File, from, to string) error {
+	err := renameAt(dir, from, to)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+		if rerr := removeAt(dir, to); rerr != nil {
+			return rerr
+		}
+		err = renameAt(dir, from, to)
+	}
+	return err
+}

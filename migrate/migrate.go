@@ -1,0 +1,239 @@
+package migrate
+
+import (
+	"errors"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sessdb/db"
+	"sessdb/store"
+)
+
+// DefaultLockTimeout is the wait for a key's meta.db lock when
+// Options.LockTimeout is 0. It is longer than the store's default because a
+// migration that gives up leaves work for a re-run, while waiting costs
+// nothing once the workers are stopped.
+const DefaultLockTimeout = 10 * time.Second
+
+// LockStale is the legacy LOCK_STALE_MS: a legacy lock file at most this
+// old (by its mtime) may belong to a live legacy promotion.
+const LockStale = time.Hour
+
+// Options configure ToDB and ToLegacy. The zero value migrates for real,
+// one key at a time, with the wall clock.
+type Options struct {
+	// DryRun reports what would be done and changes nothing: no file is
+	// created, written, renamed, removed or touched, and no lock is held
+	// longer than one read.
+	DryRun bool
+	// Workers is how many keys are migrated at once; 0 or less means 1.
+	// Reports are delivered in key order whatever the count.
+	Workers int
+	// LockTimeout bounds each wait for a key's meta.db lock; 0 means
+	// DefaultLockTimeout, never "forever".
+	LockTimeout time.Duration
+	// Now is the clock for the age of legacy lock files; nil means
+	// time.Now.
+	Now func() time.Time
+	// Progress, when non-nil, is called after each report with the number
+	// of entries done and the total.
+	Progress func(done, total int)
+	// Fault, when non-nil, is called at every write boundary; an error it
+	// returns is treated as that step's I/O error. Tests use it to fail or
+	// kill a migration at a chosen step; production leaves it nil. It is
+	// called from the workers, so with Workers > 1 it must be safe for
+	// concurrent use (Progress is called from one goroutine).
+	Fault func(FaultPoint) error
+}
+
+// FaultPoint names a write boundary (see Options.Fault).
+type FaultPoint string
+
+// The write boundaries of ToDB, then of ToLegacy, in protocol order.
+const (
+	FaultLocked    FaultPoint = "to-db/after-lock"      // meta.db open (maybe just created), nothing committed
+	FaultCommitted FaultPoint = "to-db/after-commit"    // the values are in meta.db
+	FaultRemoved   FaultPoint = "to-db/after-remove"    // after each legacy file removed
+	FaultDirSynced FaultPoint = "to-db/after-dir-fsync" // the removals are durable
+
+	FaultRolledForward FaultPoint = "to-legacy/after-roll-forward" // a pending promotion settled
+	FaultTemps         FaultPoint = "to-legacy/after-temps"        // every legacy temp written and fsynced
+	FaultRenamed       FaultPoint = "to-legacy/after-rename"       // after each temp renamed into place
+	FaultMtime         FaultPoint = "to-legacy/after-mtime"        // transcript mtime set and fsynced
+	FaultLegacySynced  FaultPoint = "to-legacy/after-dir-fsync"    // the legacy files are durable
+	FaultDBRemoved     FaultPoint = "to-legacy/after-remove-db"    // meta.db unlinked, not yet fsynced
+)
+
+// Action is what happened to one entry of the sessions root.
+type Action string
+
+const (
+	Migrated Action = "migrate" // converted (or, in a dry run, would be)
+	Already  Action = "already" // nothing left to convert; leftovers may have been removed
+	Skipped  Action = "skip"    // not a key dir, or nothing to migrate; left alone
+	Locked   Action = "locked"  // a fresh legacy lock, or meta.db's lock not had in time; untouched
+	Failed   Action = "failed"  // an error; Cause says which; the key is consistent, re-run it
+)
+
+// Report is the outcome for one entry of the sessions root.
+type Report struct {
+	Key      string   `json:"key"`
+	Action   Action   `json:"action"`
+	Cause    string   `json:"cause,omitempty"`
+	Values   *Values  `json:"values,omitempty"`
+	Oddities []Oddity `json:"oddities,omitempty"`
+	Removed  []string `json:"removed,omitempty"` // files removed (dry run: to be removed)
+	Written  []string `json:"written,omitempty"` // legacy files written (dry run: to be written)
+}
+
+// Summary counts a run's reports.
+type Summary struct {
+	Direction string  `json:"direction"` // "to-db" or "to-legacy"
+	DryRun    bool    `json:"dry_run"`
+	Entries   int     `json:"entries"`
+	Migrated  int     `json:"migrate"`
+	Already   int     `json:"already"`
+	Skipped   int     `json:"skip"`
+	Locked    int     `json:"locked"`
+	Failed    int     `json:"failed"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Complete reports whether every key was converted or already was: no key
+// was locked and none failed.
+func (s Summary) Complete() bool { return s.Locked == 0 && s.Failed == 0 }
+
+func (s *Summary) count(a Action) {
+	switch a {
+	case Migrated:
+		s.Migrated++
+	case Already:
+		s.Already++
+	case Skipped:
+		s.Skipped++
+	case Locked:
+		s.Locked++
+	default:
+		s.Failed++
+	}
+}
+
+// migrator carries one run's settings to the per-key functions.
+type migrator struct {
+	root    string
+	rootDir *os.File
+	opts    Options
+	st      *store.Store // for RollForward
+}
+
+func (m *migrator) now() time.Time {
+	if m.opts.Now == nil {
+		return time.Now()
+	}
+	return m.opts.Now()
+}
+
+func (m *migrator) fault(p FaultPoint) error {
+	if m.opts.Fault == nil || m.opts.DryRun {
+		return nil
+	}
+	return m.opts.Fault(p)
+}
+
+func (m *migrator) dbOptions() db.Options {
+	t := m.opts.LockTimeout
+	if t <= 0 {
+		t = DefaultLockTimeout
+	}
+	return db.Options{LockTimeout: t, Now: m.opts.Now}
+}
+
+// errStopped ends the workers after visit returned an error.
+var errStopped = errors.New("stopped")
+
+// run lists the root, converts every entry with fn on up to Workers
+// goroutines, and hands the reports to visit in name order.
+func run(root, direction string, opts Options, visit func(Report) error,
+	fn func(*migrator, string) Report) (Summary, error) {
+	start := time.Now()
+	sum := Summary{Direction: direction, DryRun: opts.DryRun}
+	m := &migrator{root: root, opts: opts}
+	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
+	if err != nil {
+		return sum, err
+	}
+	m.st = st
+	rd, err := openRoot(root)
+	if err != nil {
+		return sum, err
+	}
+	defer rd.Close()
+	names, err := readDirNames(rd)
+	if err != nil {
+		return sum, err
+	}
+	m.rootDir = rd
+	sort.Strings(names)
+	sum.Entries = len(names)
+
+	workers := min(max(opts.Workers, 1), max(len(names), 1))
+	results := make([]chan Report, len(names))
+	for i := range results {
+		results[i] = make(chan Report, 1)
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(names) {
+					return
+				}
+				if stop.Load() {
+					results[i] <- Report{Key: names[i], Action: Failed, Cause: errStopped.Error()}
+					continue
+				}
+				results[i] <- fn(m, names[i])
+			}
+		}()
+	}
+	var verr error
+	for i := range names {
+		r := <-results[i]
+		if verr != nil {
+			continue
+		}
+		sum.count(r.Action)
+		if verr = visit(r); verr != nil {
+			stop.Store(true)
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(names))
+		}
+	}
+	wg.Wait()
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, verr
+}
+
+// ToDB migrates every legacy key dir under root to meta.db (see the package
+// documentation), calling visit with each entry's report in name order. An
+// error is a fault of the whole run (root unreadable, or visit's error,
+// which stops it); a key that fails is a report, and the run goes on.
+func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) {
+	return run(root, "to-db", opts, visit, (*migrator).toDB)
+}
+
+// ToLegacy writes every key dir with a meta.db under root back into the
+// legacy file-per-sidecar layout and removes its meta.db (see the package
+// documentation). Reports, errors and options are as for ToDB.
+func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, error) {
+	return run(root, "to-legacy", opts, visit, (*migrator).toLegacy)
+}

@@ -1,0 +1,228 @@
+package migrate
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/store/legacy"
+)
+
+// sidecarNames are the legacy sidecar files, in the order they are read,
+// written and reported.
+var sidecarNames = []string{legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName}
+
+// storeTempPrefix starts the store's own promotion temps (store.tmpPrefix).
+const storeTempPrefix = "." + legacy.TranscriptName + ".tmp-"
+
+// keyScan is a listing of one key dir: which legacy entries are there, of
+// what type, and the raw bytes of each sidecar small enough to be read. It
+// decides nothing about values (readLegacy does, with the legacy rules).
+type keyScan struct {
+	dir        *os.File
+	meta       bool // an entry named meta.db, of any type
+	transcript *unix.Stat_t
+	stats      map[string]unix.Stat_t // the legacy sidecars present
+	raw        map[string][]byte      // their bytes, when regular and 1..4096 bytes
+	full       map[string]bool        // sidecar names that are directories with entries
+	lock       *unix.Stat_t
+	lockAge    time.Duration
+	temps      []string // legacy .incoming temps
+	storeTemps bool     // the store's promotion temps
+}
+
+func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return nil, err
+	}
+	k := &keyScan{dir: dir, stats: map[string]unix.Stat_t{}, raw: map[string][]byte{}, full: map[string]bool{}}
+	for _, n := range names {
+		switch {
+		case n == db.FileName:
+			k.meta = true
+		case n == legacy.TranscriptName:
+			st, err := lstatAt(dir, n)
+			if err == nil {
+				k.transcript = &st
+			}
+		case n == legacy.LockName:
+			st, err := lstatAt(dir, n)
+			if err == nil {
+				// The legacy worker aged its lock by lstat, so a dangling
+				// link at the name ages like a file and never wedges a key.
+				k.lock, k.lockAge = &st, now.Sub(time.Unix(st.Mtim.Unix()))
+			}
+		case isLegacyTemp(n):
+			k.temps = append(k.temps, n)
+		case strings.HasPrefix(n, storeTempPrefix):
+			k.storeTemps = true
+		case isSidecar(n):
+			st, err := lstatAt(dir, n)
+			if err != nil {
+				continue
+			}
+			k.stats[n] = st
+			if isDir(&st) {
+				k.full[n] = !emptyDir(dir, n)
+			}
+			if isRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
+				if b, err := readSmall(dir, n); err == nil {
+					k.raw[n] = b
+				}
+			}
+		}
+	}
+	sort.Strings(k.temps)
+	return k, nil
+}
+
+// isLegacyTemp matches the legacy writer's temps: the transcript's
+// current.jsonl.<pid>.<n>.incoming (and the older fixed
+// current.jsonl.incoming), and <sidecar>.incoming.
+func isLegacyTemp(n string) bool {
+	if !strings.HasSuffix(n, ".incoming") {
+		return false
+	}
+	return strings.HasPrefix(n, legacy.TranscriptName+".") || isSidecar(strings.TrimSuffix(n, ".incoming"))
+}
+
+func isSidecar(n string) bool {
+	for _, s := range sidecarNames {
+		if n == s {
+			return true
+		}
+	}
+	return false
+}
+
+// readSmall reads a sidecar's raw bytes for a report, never following a
+// link or blocking on a FIFO.
+func readSmall(dir *os.File, name string) ([]byte, error) {
+	fd, st, err := openFileAt(dir, name, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if !isRegular(&st) {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	buf := make([]byte, legacy.SidecarMaxBytes+1)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: join(dir, name), Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+func (k *keyScan) present(name string) bool { _, ok := k.stats[name]; return ok }
+
+// describe says what is at a sidecar's name, for an oddity's Found.
+func (k *keyScan) describe(name string) string {
+	st, ok := k.stats[name]
+	switch {
+	case !ok:
+		return "absent"
+	case !isRegular(&st):
+		return kindOf(&st)
+	case st.Size == 0:
+		return "empty file"
+	case st.Size > legacy.SidecarMaxBytes:
+		return fmt.Sprintf("%d-byte file (over %d)", st.Size, legacy.SidecarMaxBytes)
+	}
+	if b, ok := k.raw[name]; ok {
+		return quote(b)
+	}
+	return "unreadable file"
+}
+
+// freshLock reports a legacy lock young enough to belong to a live legacy
+// promotion (the legacy worker's own test: age <= LOCK_STALE_MS, so a lock
+// from the future is fresh too).
+func (k *keyScan) freshLock() bool { return k.lock != nil && k.lockAge <= LockStale }
+
+// legacyLeft reports whether any legacy entry that ToDB removes is still
+// there. A directory with entries at a sidecar's name does not count: it
+// held no value, and only its owner can say what its contents are, so it
+// is never removed.
+func (k *keyScan) legacyLeft() bool {
+	for n := range k.stats {
+		if !k.full[n] {
+			return true
+		}
+	}
+	return k.lock != nil || len(k.temps) > 0
+}
+
+// emptyDir reports whether name in dir is a directory with no entries.
+func emptyDir(dir *os.File, name string) bool {
+	d, err := openDirAt(dir, name)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(1)
+	return len(names) == 0
+}
+
+// regularTranscript reports whether current.jsonl is a regular file.
+func (k *keyScan) regularTranscript() bool { return k.transcript != nil && isRegular(k.transcript) }
+
+// removable lists the legacy entries ToDB retires, sorted.
+func (k *keyScan) removable() []string {
+	var out []string
+	for _, n := range sidecarNames {
+		if k.present(n) && !k.full[n] {
+			out = append(out, n)
+		}
+	}
+	if k.lock != nil {
+		out = append(out, legacy.LockName)
+	}
+	out = append(out, k.temps...)
+	sort.Strings(out)
+	return out
+}
+
+// lockOddity describes a stale lock, which is removed with the rest.
+func (k *keyScan) lockOddity() []Oddity {
+	if k.lock == nil {
+		return nil
+	}
+	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", kindOf(k.lock), k.lockAge.Round(time.Second)), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
+}
+
+// leftoverOddities describes what ToDB removes or leaves besides the
+// sidecars: a stale lock, temps, directories with entries.
+func (k *keyScan) leftoverOddities() []Oddity {
+	out := append(k.lockOddity(), k.tempOddities()...)
+	for _, n := range sidecarNames {
+		if k.full[n] {
+			out = append(out, Oddity{n, "a directory with entries", "left in place (it held no value; meta.db overrides it)"})
+		}
+	}
+	return out
+}
+
+func (k *keyScan) tempOddities() []Oddity {
+	var out []Oddity
+	for _, n := range k.temps {
+		out = append(out, Oddity{n, "a legacy promotion's temp", "removed (no value: the legacy reader never read it)"})
+	}
+	return out
+}

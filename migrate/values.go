@@ -1,0 +1,181 @@
+package migrate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store/legacy"
+)
+
+// Values are a key's sidecars as meta.db holds them (ToDB: what it will
+// hold; ToLegacy: what the legacy files will say). A null pointer is an
+// absent sidecar: an absent venue means "local", an absent chain 0, an
+// absent context no measurement.
+type Values struct {
+	Transcript  *Transcript `json:"transcript"`
+	PiVersion   string      `json:"pi_version"` // "" = unknown: the version gate refuses
+	Venue       *string     `json:"venue"`
+	ResumeChain *uint64     `json:"resume_chain"`
+	Context     *Context    `json:"context"`
+}
+
+// Transcript is the identity of current.jsonl and the last promotion time
+// (the legacy clock: the transcript's mtime).
+type Transcript struct {
+	Size       int64     `json:"size"`
+	CRC32C     uint32    `json:"crc32c"`
+	PromotedAt time.Time `json:"promoted_at"`
+}
+
+// Context is a context reading; Model is as written ("" = unstamped).
+type Context struct {
+	Tokens int64  `json:"tokens"`
+	Window int64  `json:"window"`
+	Model  string `json:"model,omitempty"`
+}
+
+// Oddity is a legacy value that is not plain, and how it is read: File is
+// the entry's name, Found what was there, ReadAs its meaning to the ladder
+// (and so in meta.db), or what becomes of it.
+type Oddity struct {
+	File   string `json:"file"`
+	Found  string `json:"found"`
+	ReadAs string `json:"read_as"`
+}
+
+// sidecars turns v into the records ToDB commits.
+func (v Values) sidecars() db.Sidecars {
+	sc := db.Sidecars{PiVersion: &v.PiVersion, Venue: v.Venue, ResumeChain: v.ResumeChain}
+	if t := v.Transcript; t != nil {
+		sc.Transcript = &db.Transcript{Gen: 1, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: t.PromotedAt.UnixNano()}
+	}
+	if c := v.Context; c != nil {
+		sc.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+	}
+	return sc
+}
+
+// valuesOf is the inverse of sidecars, for ToLegacy's report. A nil
+// pi-version reads as "" (unknown), which is how it is written back.
+func valuesOf(sc db.Sidecars) Values {
+	v := Values{Venue: sc.Venue, ResumeChain: sc.ResumeChain}
+	if sc.PiVersion != nil {
+		v.PiVersion = *sc.PiVersion
+	}
+	if t := sc.Transcript; t != nil {
+		v.Transcript = &Transcript{Size: t.Size, CRC32C: uint32(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
+	}
+	if c := sc.Context; c != nil {
+		v.Context = &Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+	}
+	return v
+}
+
+// readLegacy reads the four legacy sidecars of a scanned key dir with
+// store/legacy's rules, which are the values; the raw bytes seen by scan
+// serve only to describe oddities.
+func readLegacy(k *keyScan) (Values, []Oddity) {
+	var v Values
+	var odd []Oddity
+	note := func(file, found, readAs string) { odd = append(odd, Oddity{file, found, readAs}) }
+
+	switch st := legacy.ReadVenue(k.dir); st.State {
+	case gates.StampAbsent:
+		note(legacy.VenueName, "absent", `"local": a transcript from before venue stamps ran on local (stays absent)`)
+	case gates.StampUnreadable:
+		// The legacy reader refused it, so it vouched for no venue; an
+		// absent stamp would mean "local" and could resume the key.
+		p := legacy.PendingVenue
+		v.Venue = &p
+		note(legacy.VenueName, k.describe(legacy.VenueName), `no value: stamped "(pending)", which matches no venue (the key stays cold)`)
+	default:
+		val := st.Value
+		v.Venue = &val
+		switch {
+		case val == legacy.PendingVenue:
+			note(legacy.VenueName, quote(k.raw[legacy.VenueName]), "an interrupted legacy promotion: carried as is, it matches no venue")
+		case val == "":
+			note(legacy.VenueName, k.describe(legacy.VenueName), `"" after trimming: matches no venue`)
+		default:
+			k.noteReshaped(&odd, legacy.VenueName, val)
+		}
+	}
+
+	switch st := legacy.ReadPiVersion(k.dir); st.State {
+	case gates.StampPresent:
+		v.PiVersion = st.Value
+		if st.Value == "" {
+			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), `unknown (""): the version gate refuses`)
+		} else {
+			k.noteReshaped(&odd, legacy.PiVersionName, st.Value)
+		}
+	default:
+		note(legacy.PiVersionName, k.describe(legacy.PiVersionName), `unknown (""): the version gate refuses`)
+	}
+
+	if k.present(legacy.ResumeChainName) {
+		n := legacy.ReadResumeChain(k.dir)
+		v.ResumeChain = &n
+		raw, ok := legacy.ReadSidecar(k.dir, legacy.ResumeChainName)
+		switch {
+		case !ok:
+			note(legacy.ResumeChainName, k.describe(legacy.ResumeChainName), "no value: chain 0")
+		case n == 0 && raw != "0":
+			note(legacy.ResumeChainName, k.describe(legacy.ResumeChainName), "chain 0 (not a canonical positive integer)")
+		case strconv.FormatUint(n, 10) != raw:
+			note(legacy.ResumeChainName, k.describe(legacy.ResumeChainName), fmt.Sprintf("chain %d (saturated)", n))
+		default:
+			k.noteReshaped(&odd, legacy.ResumeChainName, raw)
+		}
+	}
+
+	if k.present(legacy.ContextName) {
+		c := legacy.ReadContext(k.dir)
+		if c == nil {
+			note(legacy.ContextName, k.describe(legacy.ContextName), "no measurement (not \"tokens window [model]\"): dropped")
+		} else {
+			v.Context = &Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+			if line := formatContext(*v.Context); line != string(k.raw[legacy.ContextName]) {
+				note(legacy.ContextName, k.describe(legacy.ContextName), quote([]byte(line)))
+			}
+			if c.Model != strings.ToLower(c.Model) {
+				note(legacy.ContextName, "model stamp "+quote([]byte(c.Model)), "compared as written, not lowercased (as the legacy reader did)")
+			}
+		}
+	}
+	return v, odd
+}
+
+// noteReshaped notes a value that reads differently from its bytes:
+// whitespace trimmed, or invalid UTF-8 replaced.
+func (k *keyScan) noteReshaped(odd *[]Oddity, name, value string) {
+	raw := k.raw[name]
+	switch {
+	case !utf8.Valid(raw):
+		*odd = append(*odd, Oddity{name, quote(raw), quote([]byte(value)) + " (invalid UTF-8 decoded as U+FFFD, as Node did)"})
+	case string(raw) != value:
+		*odd = append(*odd, Oddity{name, quote(raw), quote([]byte(value)) + " (trimmed)"})
+	}
+}
+
+// formatContext is the legacy writer's context line.
+func formatContext(c Context) string {
+	s := strconv.FormatInt(c.Tokens, 10) + " " + strconv.FormatInt(c.Window, 10)
+	if c.Model != "" {
+		s += " " + c.Model
+	}
+	return s
+}
+
+// quote shows a value in a report: Go-quoted, at most 64 bytes of it.
+func quote(b []byte) string {
+	if len(b) > 64 {
+		return strconv.Quote(string(b[:64])) + fmt.Sprintf("… (%d bytes)", len(b))
+	}
+	return strconv.Quote(string(b))
+}
