@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -75,13 +76,13 @@ func (b *crashBed) start(t *testing.T, toLegacy bool) (string, map[string]string
 func effectiveValues(t testing.TB, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	rd, err := openRoot(root)
+	rd, err := fsat.OpenDir(root)
 	must(t, err)
 	defer rd.Close()
-	names, err := readDirNames(rd)
+	names, err := fsat.ReadDirNames(rd)
 	must(t, err)
 	for _, n := range names {
-		kd, err := openDirAt(rd, n)
+		kd, err := fsat.OpenDirAt(rd, n)
 		if err != nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -77,7 +78,7 @@ func TestWriteLegacySidecars(t *testing.T) {
 	layKeyDir(t, dir, map[string]ent{"current.jsonl": file("x\n"), "context": file("1 2"), "venue.incoming": link("../victim")})
 	victim := filepath.Join(filepath.Dir(dir), "victim")
 	must(t, os.WriteFile(victim, []byte("untouched"), 0o600))
-	kd, err := openRoot(dir)
+	kd, err := fsat.OpenDir(dir)
 	must(t, err)
 	defer kd.Close()
 	pi, venue, chain := "", "podman", uint64(7)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 )
 
 // The crash and concurrency tests run migrations in a re-exec'd copy of
@@ -164,7 +165,7 @@ func migrate(t testing.TB, root string, toLegacy bool, opts Options) (map[string
 // dbValues reads a key dir's meta.db; ok is false when it has none.
 func dbValues(t testing.TB, dir string) (sc db.Sidecars, ok bool) {
 	t.Helper()
-	kd, err := openRoot(dir)
+	kd, err := fsat.OpenDir(dir)
 	must(t, err)
 	defer kd.Close()
 	d, err := db.OpenReader(kd, filepath.Join(dir, db.FileName), db.Options{LockTimeout: 10 * time.Second})
@@ -200,7 +201,7 @@ func treeState(t testing.TB, root string, times, raw bool) map[string]string {
 		case d.Name() == db.FileName && !raw:
 			sc, _ := dbValues(t, filepath.Dir(p))
 			desc += " " + fmtSidecars(sc)
-		case isRegular(&st):
+		case fsat.IsRegular(&st):
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
@@ -212,7 +213,7 @@ func treeState(t testing.TB, root string, times, raw bool) map[string]string {
 		}
 		if times {
 			desc += fmt.Sprintf(" mtime %d", time.Unix(st.Mtim.Unix()).UnixNano())
-		} else if d.Name() == "current.jsonl" && isRegular(&st) {
+		} else if d.Name() == "current.jsonl" && fsat.IsRegular(&st) {
 			desc += fmt.Sprintf(" mtime %d", time.Unix(st.Mtim.Unix()).UnixNano()) // the legacy clock
 		}
 		out[rel] = desc
@@ -267,11 +268,11 @@ func copyTree(t testing.TB, from, to string) {
 			return err
 		}
 		switch {
-		case isDir(&st):
+		case fsat.IsDir(&st):
 			if err := os.MkdirAll(dst, 0o700); err != nil {
 				return err
 			}
-		case isRegular(&st):
+		case fsat.IsRegular(&st):
 			b, err := os.ReadFile(p)
 			if err == nil {
 				err = os.WriteFile(dst, b, 0o600)
@@ -289,7 +290,7 @@ func copyTree(t testing.TB, from, to string) {
 				return err
 			}
 		}
-		if !isDir(&st) {
+		if !fsat.IsDir(&st) {
 			ts := []unix.Timespec{st.Atim, st.Mtim}
 			return unix.UtimesNanoAt(unix.AT_FDCWD, dst, ts, unix.AT_SYMLINK_NOFOLLOW)
 		}

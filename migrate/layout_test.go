@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -73,7 +74,7 @@ func pendingDB(t testing.TB, dir string) {
 
 func withDB(t testing.TB, dir string, f func(*db.DB)) {
 	t.Helper()
-	kd, err := openRoot(dir)
+	kd, err := fsat.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

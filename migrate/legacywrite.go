@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -88,7 +89,7 @@ func legacyPlan(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 		n := *v.ResumeChain
 		s, ok := jsDecimal(n, math.MaxUint64, func(s string) bool { return legacy.ParseResumeChain(s) == n })
 		if !ok {
-			return nil, nil, &os.PathError{Op: "write", Path: join(dir, legacy.ResumeChainName), Err: fmt.Errorf("%d: %w", n, ErrNotLegacy)}
+			return nil, nil, &os.PathError{Op: "write", Path: fsat.Join(dir, legacy.ResumeChainName), Err: fmt.Errorf("%d: %w", n, ErrNotLegacy)}
 		}
 		chain.content = &s
 		chain.means = func(got string, ok bool) bool { return ok && legacy.ParseResumeChain(got) == n }
@@ -108,7 +109,7 @@ func legacyPlan(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 		win, ok2 := jsDecimal(uint64(c.Window), math.MaxInt64, nil)
 		line := formatContextParts(tok, win, c.Model)
 		if !ok1 || !ok2 || !same(line) {
-			return nil, nil, &os.PathError{Op: "write", Path: join(dir, legacy.ContextName), Err: fmt.Errorf("%q: %w", line, ErrNotLegacy)}
+			return nil, nil, &os.PathError{Op: "write", Path: fsat.Join(dir, legacy.ContextName), Err: fmt.Errorf("%q: %w", line, ErrNotLegacy)}
 		}
 		ctx.content = &line
 		ctx.means = func(got string, ok bool) bool { return ok && same(got) }
@@ -174,7 +175,7 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 			if !ok {
 				got = "no value"
 			}
-			return &os.PathError{Op: "write", Path: join(dir, f.name), Err: fmt.Errorf("%q reads back as %q: %w", *f.content, got, ErrNotLegacy)}
+			return &os.PathError{Op: "write", Path: fsat.Join(dir, f.name), Err: fmt.Errorf("%q reads back as %q: %w", *f.content, got, ErrNotLegacy)}
 		}
 	}
 	if err := fault(FaultTemps); err != nil {
@@ -203,7 +204,7 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 			return err
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsat.SyncDir(dir); err != nil {
 		return err
 	}
 	return fault(FaultLegacySynced)
@@ -220,7 +221,7 @@ func writeTemp(dir *os.File, name, content string) error {
 	if err != nil {
 		return err
 	}
-	f, err := regularFile(fd, join(dir, name))
+	f, err := regularFile(fd, fsat.Join(dir, name))
 	if err != nil {
 		return err
 	}
@@ -237,12 +238,12 @@ func writeTemp(dir *os.File, name, content string) error {
 // renameOver renames from over to; an empty directory at to (which the
 // legacy reader read as no value) is removed first.
 func renameOver(dir *os.File, from, to string) error {
-	err := renameAt(dir, from, to)
+	err := fsat.RenameAt(dir, from, to)
 	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 		if rerr := removeAt(dir, to); rerr != nil {
 			return rerr
 		}
-		err = renameAt(dir, from, to)
+		err = fsat.RenameAt(dir, from, to)
 	}
 	return err
 }

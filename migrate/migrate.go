@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -166,12 +167,12 @@ func run(root, direction string, opts Options, visit func(Report) error,
 		return sum, err
 	}
 	m.st = st
-	rd, err := openRoot(root)
+	rd, err := fsat.OpenDir(root)
 	if err != nil {
 		return sum, err
 	}
 	defer rd.Close()
-	names, err := readDirNames(rd)
+	names, err := fsat.ReadDirNames(rd)
 	if err != nil {
 		return sum, err
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -37,7 +38,7 @@ type keyScan struct {
 }
 
 func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
-	names, err := readDirNames(dir)
+	names, err := fsat.ReadDirNames(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +48,12 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 		case n == db.FileName:
 			k.meta = true
 		case n == legacy.TranscriptName:
-			st, err := lstatAt(dir, n)
+			st, err := fsat.LstatAt(dir, n)
 			if err == nil {
 				k.transcript = &st
 			}
 		case n == legacy.LockName:
-			st, err := lstatAt(dir, n)
+			st, err := fsat.LstatAt(dir, n)
 			if err == nil {
 				// The legacy worker aged its lock by lstat, so a dangling
 				// link at the name ages like a file and never wedges a key.
@@ -63,15 +64,15 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 		case strings.HasPrefix(n, storeTempPrefix):
 			k.storeTemps = true
 		case isSidecar(n):
-			st, err := lstatAt(dir, n)
+			st, err := fsat.LstatAt(dir, n)
 			if err != nil {
 				continue
 			}
 			k.stats[n] = st
-			if isDir(&st) {
+			if fsat.IsDir(&st) {
 				k.full[n] = !emptyDir(dir, n)
 			}
-			if isRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
+			if fsat.IsRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
 				if b, err := readSmall(dir, n); err == nil {
 					k.raw[n] = b
 				}
@@ -109,7 +110,7 @@ func readSmall(dir *os.File, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	if !isRegular(&st) {
+	if !fsat.IsRegular(&st) {
 		return nil, fmt.Errorf("%s: not a regular file", name)
 	}
 	buf := make([]byte, legacy.SidecarMaxBytes+1)
@@ -120,7 +121,7 @@ func readSmall(dir *os.File, name string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: join(dir, name), Err: err}
+			return nil, &os.PathError{Op: "read", Path: fsat.Join(dir, name), Err: err}
 		}
 		if m == 0 {
 			break
@@ -138,7 +139,7 @@ func (k *keyScan) describe(name string) string {
 	switch {
 	case !ok:
 		return "absent"
-	case !isRegular(&st):
+	case !fsat.IsRegular(&st):
 		return kindOf(&st)
 	case st.Size == 0:
 		return "empty file"
@@ -171,7 +172,7 @@ func (k *keyScan) legacyLeft() bool {
 
 // emptyDir reports whether name in dir is a directory with no entries.
 func emptyDir(dir *os.File, name string) bool {
-	d, err := openDirAt(dir, name)
+	d, err := fsat.OpenDirAt(dir, name)
 	if err != nil {
 		return false
 	}
@@ -181,7 +182,9 @@ func emptyDir(dir *os.File, name string) bool {
 }
 
 // regularTranscript reports whether current.jsonl is a regular file.
-func (k *keyScan) regularTranscript() bool { return k.transcript != nil && isRegular(k.transcript) }
+func (k *keyScan) regularTranscript() bool {
+	return k.transcript != nil && fsat.IsRegular(k.transcript)
+}
 
 // removable lists the legacy entries ToDB retires, sorted.
 func (k *keyScan) removable() []string {

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/legacy"
 )
@@ -34,11 +35,11 @@ func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
 		r.Action, r.Cause = Skipped, "not a key (want 32 lowercase hex characters)"
 		return nil, false
 	}
-	kd, err := openDirAt(m.rootDir, name)
+	kd, err := fsat.OpenDirAt(m.rootDir, name)
 	switch {
 	case err == nil:
 		return kd, true
-	case errors.Is(err, errNotDir):
+	case errors.Is(err, fsat.ErrNotDir):
 		r.Action, r.Cause = Skipped, "not a real directory (a link, or not a directory): the store never follows it"
 	case errors.Is(err, os.ErrNotExist):
 		r.Action, r.Cause = Skipped, "vanished"
@@ -73,7 +74,7 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 	if m.opts.DryRun {
 		open = db.OpenReader
 	}
-	d, err := open(kd, join(kd, db.FileName), m.dbOptions())
+	d, err := open(kd, fsat.Join(kd, db.FileName), m.dbOptions())
 	if errors.Is(err, db.ErrLockTimeout) {
 		r.Action, r.Cause = Locked, err.Error()
 		return nil
@@ -98,7 +99,7 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 	defer func() {
 		if undo && !committed {
 			if rerr := removeAt(kd, db.FileName); rerr == nil {
-				syncDir(kd)
+				fsat.SyncDir(kd)
 			}
 		}
 		if cerr := d.Close(); err == nil && cerr != nil {
@@ -241,7 +242,7 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 		}
 	}
 	r.Removed = kept
-	if err := syncDir(kd); err != nil {
+	if err := fsat.SyncDir(kd); err != nil {
 		return err
 	}
 	return m.fault(FaultDirSynced)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -71,7 +72,7 @@ func (m *migrator) toLegacyKey(key string, kd *os.File, r *Report) error {
 		}
 		if sc.Pending != nil {
 			d.Close()
-			return fmt.Errorf("%s: a pending promotion was not settled", join(kd, db.FileName))
+			return fmt.Errorf("%s: a pending promotion was not settled", fsat.Join(kd, db.FileName))
 		}
 	}
 	defer d.Close()
@@ -114,14 +115,14 @@ func lockedOr(r *Report, err error) error {
 // dir gets the same number, and the concurrency test saw it), so the
 // change time is compared too.
 func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreated bool, err error) {
-	before, err := lstatAt(kd, db.FileName)
+	before, err := fsat.LstatAt(kd, db.FileName)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, sc, false, nil
 	}
 	if err != nil {
 		return nil, sc, false, err
 	}
-	d, err = db.OpenWriter(kd, join(kd, db.FileName), m.dbOptions())
+	d, err = db.OpenWriter(kd, fsat.Join(kd, db.FileName), m.dbOptions())
 	if err != nil {
 		return nil, sc, false, err
 	}
@@ -129,7 +130,7 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 		d.Close()
 		return nil, sc, false, err
 	}
-	now, err := lstatAt(kd, db.FileName)
+	now, err := fsat.LstatAt(kd, db.FileName)
 	if err != nil {
 		d.Close()
 		return nil, sc, false, err
@@ -147,7 +148,7 @@ func (m *migrator) removeDB(kd *os.File) error {
 	if err := m.fault(FaultDBRemoved); err != nil {
 		return err
 	}
-	return syncDir(kd)
+	return fsat.SyncDir(kd)
 }
 
 // legacyValues decides what the legacy files will say, fills r, and
@@ -205,7 +206,7 @@ func (m *migrator) legacyValues(kd *os.File, k *keyScan, sc db.Sidecars, r *Repo
 // planLegacy is the dry run of toLegacyKey: it reads meta.db under a
 // shared lock and reports what would be written.
 func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
-	d, err := db.OpenReader(kd, join(kd, db.FileName), m.dbOptions())
+	d, err := db.OpenReader(kd, fsat.Join(kd, db.FileName), m.dbOptions())
 	if errors.Is(err, os.ErrNotExist) {
 		r.Action = Already
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -37,11 +38,11 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	case err != nil:
 		return nil, "", err
 	}
-	if !isRegular(&st) {
+	if !fsat.IsRegular(&st) {
 		unix.Close(fd)
 		return nil, kindOf(&st), nil
 	}
-	file, err := regularFile(fd, join(dir, legacy.TranscriptName))
+	file, err := regularFile(fd, fsat.Join(dir, legacy.TranscriptName))
 	if err != nil {
 		return nil, "", err
 	}

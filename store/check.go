@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"sessdb/internal/fsat"
 )
 
 // Kind names what Check found. The tokens are a contract (check --json
@@ -121,7 +123,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	if err != nil {
 		return sum, err
 	}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return sum, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 )
 
 // maxDeepProblems caps what DeepCheckDB reports of one file: a damaged
@@ -28,17 +29,17 @@ func (s *Store) DeepCheckDB(key string) (problems []string) {
 	if !ValidKey(key) {
 		return []string{fmt.Sprintf("check %q: %v", key, ErrInvalidKey)}
 	}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	defer root.Close()
-	kd, err := openDirAt(root, key)
+	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	defer kd.Close()
-	name := join(kd, db.FileName)
+	name := fsat.Join(kd, db.FileName)
 	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout})
 	if err != nil {
 		return []string{err.Error()}

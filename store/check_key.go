@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -33,9 +34,9 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 		out = append(out, f)
 		return &out[len(out)-1]
 	}
-	st, err := lstatAt(root, name)
+	st, err := fsat.LstatAt(root, name)
 	switch {
-	case isNotExist(err):
+	case fsat.IsNotExist(err):
 		return nil, nil // removed since the listing
 	case err != nil:
 		add(name, KindUnreadable, "%v", err)
@@ -49,11 +50,11 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 		return out, nil
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
-		if isDir(&st) {
+		if fsat.IsDir(&st) {
 			s.findLinksBelow(name, add)
 		}
 		return out, nil
-	case !isDir(&st):
+	case !fsat.IsDir(&st):
 		add(name, KindNotADirectory, "a key's name, but not a directory (mode %#o); resolve: not-a-regular-file", st.Mode)
 		return out, nil
 	}
@@ -89,7 +90,7 @@ type addFunc func(path string, kind Kind, format string, args ...any) *Finding
 // have left there, and reports whether meta.db is something other than a
 // regular file (then it is not examined as a db).
 func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken bool) {
-	names, err := readDirNames(k.dir)
+	names, err := fsat.ReadDirNames(k.dir)
 	if err != nil {
 		add(key, KindUnreadable, "%v", err)
 		return true
@@ -98,9 +99,9 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 	now := s.opts.Now()
 	for _, n := range sortedCopy(names) {
 		path := key + "/" + n
-		st, err := lstatAt(k.dir, n)
+		st, err := fsat.LstatAt(k.dir, n)
 		switch {
-		case isNotExist(err):
+		case fsat.IsNotExist(err):
 			continue
 		case err != nil:
 			add(path, KindUnreadable, "%v", err)
@@ -110,7 +111,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 			add(path, KindLink, "a symbolic link%s; sessdb never follows it", linkTarget(k.dir, n))
 			dbBroken = dbBroken || n == db.FileName
 			continue
-		case isRegular(&st) && st.Nlink > 1:
+		case fsat.IsRegular(&st) && st.Nlink > 1:
 			// Not a reason to skip the file: it is still the store's, but
 			// something outside the key dir can change it.
 			add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
@@ -118,7 +119,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 		age := now.Sub(time.Unix(st.Mtim.Unix()))
 		switch {
 		case n == TranscriptName || n == db.FileName:
-			if !isRegular(&st) {
+			if !fsat.IsRegular(&st) {
 				add(path, KindNotRegular, "not a regular file (mode %#o); resolve: not-a-regular-file or meta-unreadable", st.Mode)
 				dbBroken = dbBroken || n == db.FileName
 			}
@@ -137,7 +138,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 			add(path, KindMovedAside, "a damaged meta.db moved aside; keep it for a post-mortem or remove it")
 		default:
 			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
-			if isDir(&st) {
+			if fsat.IsDir(&st) {
 				s.findLinksBelow(path, add)
 			}
 		}
@@ -239,7 +240,7 @@ func (s *Store) findLinksBelow(path string, add addFunc) {
 
 // legacyFiles lists the legacy store's files present in a key dir.
 func legacyFiles(k *keyDir) []string {
-	names, err := readDirNames(k.dir)
+	names, err := fsat.ReadDirNames(k.dir)
 	if err != nil {
 		return nil
 	}

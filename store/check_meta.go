@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 )
 
 // MetaPagesReport shows both bbolt meta pages of a meta.db and which one
@@ -38,18 +39,18 @@ type MetaPageReport struct {
 // open fails on the same damage).
 func readMetaPages(kd *os.File) *MetaPagesReport {
 	r := &MetaPagesReport{Active: -1}
-	f, err := openAt(kd, db.FileName, unix.O_RDONLY, 0)
+	f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	defer f.Close()
-	st, err := fstat(f)
+	st, err := fsat.Fstat(f)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	if !isRegular(&st) {
+	if !fsat.IsRegular(&st) {
 		r.Error = fmt.Sprintf("not a regular file (mode %#o)", st.Mode)
 		return r
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 )
 
 // repair acts on the findings of one entry, in an order where each step
@@ -73,7 +74,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) {
 
 func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps []int, rolled bool) {
 	removed := map[string]bool{}
-	kd, err := openDirAt(root, name)
+	kd, err := fsat.OpenDirAt(root, name)
 	if err == nil {
 		var names []string
 		names, err = s.sweepStaleTemps(kd, s.opts.Now().Add(-StaleTempAge), false)
@@ -122,27 +123,27 @@ func advice(k Kind) string {
 // existing file and never deletes anything. The key then reads as having
 // no meta.db, a clean cold start, until its next promotion creates one.
 func (s *Store) moveAside(root *os.File, key string) (string, error) {
-	kd, err := openDirAt(root, key)
+	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return "", err
 	}
 	defer kd.Close()
-	f, err := openAt(kd, db.FileName, unix.O_RDONLY, 0)
+	f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	st, err := fstat(f)
+	st, err := fsat.Fstat(f)
 	if err != nil {
 		return "", err
 	}
-	if !isRegular(&st) {
+	if !fsat.IsRegular(&st) {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("not a regular file")}
 	}
 	if err := s.flockExclusive(f); err != nil {
 		return "", err
 	}
-	if now, err := lstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
 	if err := s.fault(FaultRepairBeforeAside); err != nil {
@@ -159,17 +160,17 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 			continue
 		}
 		if err == unix.EINVAL { // a filesystem without RENAME_NOREPLACE
-			if _, lerr := lstatAt(kd, aside); isNotExist(lerr) {
+			if _, lerr := fsat.LstatAt(kd, aside); fsat.IsNotExist(lerr) {
 				err = unix.Renameat(int(kd.Fd()), db.FileName, int(kd.Fd()), aside)
 			}
 		}
 		if err != nil {
-			return "", &os.LinkError{Op: "rename", Old: f.Name(), New: join(kd, aside), Err: err}
+			return "", &os.LinkError{Op: "rename", Old: f.Name(), New: fsat.Join(kd, aside), Err: err}
 		}
 		if err := s.fault(FaultRepairAfterAside); err != nil {
 			return "", err
 		}
-		return aside, syncDir(kd)
+		return aside, fsat.SyncDir(kd)
 	}
 }
 
@@ -207,7 +208,7 @@ func (s *Store) flockExclusive(f *os.File) error {
 // temp is seconds old.
 func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]string, error) {
 	stale := func() ([]string, error) {
-		names, err := readDirNames(kd)
+		names, err := fsat.ReadDirNames(kd)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +219,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 				continue
 			}
 			// Links and odd files are reported by check, never removed.
-			if st, err := lstatAt(kd, n); err == nil && isRegular(&st) && time.Unix(st.Mtim.Unix()).Before(cutoff) {
+			if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && time.Unix(st.Mtim.Unix()).Before(cutoff) {
 				out = append(out, n)
 			}
 		}
@@ -230,12 +231,12 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 		return nil, err
 	}
 	var spare string
-	if st, err := lstatAt(kd, db.FileName); err == nil && isRegular(&st) {
+	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && fsat.IsRegular(&st) {
 		open := db.OpenWriter
 		if dryRun {
 			open = db.OpenReader
 		}
-		d, err := open(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+		d, err := open(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +248,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 		if sc.Pending != nil {
 			spare = sc.Pending.Tmp
 		}
-	} else if err != nil && !isNotExist(err) {
+	} else if err != nil && !fsat.IsNotExist(err) {
 		return nil, err
 	}
 	names, err := stale()
@@ -261,7 +262,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 			continue
 		}
 		if !dryRun {
-			if err := unlinkAt(kd, n); err != nil {
+			if err := fsat.UnlinkAt(kd, n); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -269,7 +270,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 		out = append(out, n)
 	}
 	if len(out) > 0 && !dryRun {
-		if err := syncDir(kd); err != nil {
+		if err := fsat.SyncDir(kd); err != nil {
 			errs = append(errs, err)
 		}
 	}

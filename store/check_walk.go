@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+
+	"sessdb/internal/fsat"
 )
 
 // walkOrdered runs work(i) for every i in [0, n) on up to workers
@@ -102,7 +104,7 @@ func defaultWorkers(w int) int {
 // rootNames lists the names under the root, sorted, or only name when only
 // is set (the root must still exist).
 func (s *Store) rootNames(only string) ([]string, error) {
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (s *Store) rootNames(only string) ([]string, error) {
 		return []string{only}, nil
 	}
 	defer root.Close()
-	names, err := readDirNames(root)
+	names, err := fsat.ReadDirNames(root)
 	if err != nil {
 		return nil, err
 	}

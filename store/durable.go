@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
 )
 
 // durability is the seam for the writes the store makes itself: the
@@ -22,7 +24,7 @@ type durability interface {
 type diskWrites struct{}
 
 func (diskWrites) createTemp(dir *os.File, name string) (*os.File, error) {
-	return openAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	return fsat.OpenAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 }
 
 func (diskWrites) syncFile(f *os.File) error {
@@ -32,5 +34,5 @@ func (diskWrites) syncFile(f *os.File) error {
 	return nil
 }
 
-func (diskWrites) rename(dir *os.File, from, to string) error { return renameAt(dir, from, to) }
-func (diskWrites) syncDir(dir *os.File) error                 { return syncDir(dir) }
+func (diskWrites) rename(dir *os.File, from, to string) error { return fsat.RenameAt(dir, from, to) }
+func (diskWrites) syncDir(dir *os.File) error                 { return fsat.SyncDir(dir) }

@@ -6,6 +6,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -274,7 +275,7 @@ func contextReport(tokens, window int64, model string) *ContextReport {
 }
 
 func present(k *keyDir, name string) bool {
-	_, err := lstatAt(k.dir, name)
+	_, err := fsat.LstatAt(k.dir, name)
 	return err == nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // writeLegacy lays out a key dir as the legacy worker left it.
@@ -100,7 +101,7 @@ func TestLockedKey(t *testing.T) {
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("discarded")...))
 
-	dir, err := openDir(filepath.Join(root, testKey))
+	dir, err := fsat.OpenDir(filepath.Join(root, testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestEmptyMetaDBDefersToLegacyFiles(t *testing.T) {
 		TranscriptName: string(transcriptBytes(clock.now, "legacy")),
 		"pi-version":   testPi, "venue": "local", "resume-chain": "1",
 	})
-	dir, err := openDir(filepath.Join(root, testKey))
+	dir, err := fsat.OpenDir(filepath.Join(root, testKey))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // powerCut is a durability journal: the store's own writes go to disk as
@@ -55,7 +56,7 @@ func (p *powerCut) syncFile(f *os.File) error {
 }
 
 func (p *powerCut) rename(dir *os.File, from, to string) error {
-	fromPath, toPath := join(dir, from), join(dir, to)
+	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
 	prev, err := os.ReadFile(toPath)
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -96,12 +97,12 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err := os.MkdirAll(s.root, 0o700); err != nil {
 		return res, err
 	}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return res, err
 	}
 	defer root.Close()
-	created, err := mkdirNew(root, sess.Key, 0o700)
+	created, err := fsat.MkdirNew(root, sess.Key, 0o700)
 	if err != nil {
 		return res, err
 	}
@@ -112,15 +113,15 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 			return res, err
 		}
 	}
-	kd, err := openDirAt(root, sess.Key)
-	if errors.Is(err, errNotDir) {
+	kd, err := fsat.OpenDirAt(root, sess.Key)
+	if errors.Is(err, fsat.ErrNotDir) {
 		return refuse(gates.NotARegularFile)
 	}
 	if err != nil {
 		return res, err
 	}
 	defer kd.Close()
-	d, err := db.OpenWriter(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
 	if errors.Is(err, db.ErrLockTimeout) {
 		return refuse(gates.Locked)
 	}
@@ -234,14 +235,14 @@ type stagedFile struct {
 // promoted, if any.
 func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
-	jd, err := openDir(jobDir)
+	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
 		return sf, gates.Absent, nil
 	}
 	defer jd.Close()
-	sd, err := openDirAt(jd, StagedDirName)
+	sd, err := fsat.OpenDirAt(jd, StagedDirName)
 	if err != nil {
-		if errors.Is(err, errNotDir) {
+		if errors.Is(err, fsat.ErrNotDir) {
 			return sf, gates.NotARegularFile, nil
 		}
 		return sf, gates.Absent, nil
@@ -250,30 +251,30 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	// lstat first: a device node is refused without being opened, since
 	// opening one runs its driver. The fstat after the open must then
 	// show the same regular file, or something was swapped in between.
-	lst, err := lstatAt(sd, TranscriptName)
+	lst, err := fsat.LstatAt(sd, TranscriptName)
 	switch {
-	case isNotExist(err):
+	case fsat.IsNotExist(err):
 		return sf, gates.Absent, nil
 	case err != nil:
 		return sf, "", err
-	case !isRegular(&lst):
+	case !fsat.IsRegular(&lst):
 		return sf, gates.NotARegularFile, nil
 	}
-	f, err := openAt(sd, TranscriptName, unix.O_RDONLY, 0)
+	f, err := fsat.OpenAt(sd, TranscriptName, unix.O_RDONLY, 0)
 	switch {
 	case err == nil:
 	case errors.Is(err, unix.ELOOP):
 		return sf, gates.NotARegularFile, nil
-	case isNotExist(err):
+	case fsat.IsNotExist(err):
 		return sf, gates.Absent, nil
 	default:
 		return sf, "", err
 	}
-	st, err := fstat(f)
+	st, err := fsat.Fstat(f)
 	reason := gates.Reason("")
 	switch {
 	case err != nil:
-	case !isRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
+	case !fsat.IsRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
 		reason = gates.NotARegularFile
 	case st.Nlink != 1:
 		// A hard link is another name for some file the container could
@@ -321,7 +322,7 @@ func (s *Store) writeTemp(kd *os.File, staged stagedFile) (name string, size int
 			err = cerr
 		}
 		if err != nil {
-			unlinkAt(kd, name)
+			fsat.UnlinkAt(kd, name)
 		}
 	}()
 	h := crc32.New(castagnoli)
@@ -410,13 +411,13 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending) error {
 }
 
 func tempMatches(kd *os.File, p *db.Pending) bool {
-	f, err := openAt(kd, p.Tmp, unix.O_RDONLY, 0)
+	f, err := fsat.OpenAt(kd, p.Tmp, unix.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	st, err := fstat(f)
-	if err != nil || !isRegular(&st) || st.Size != p.Size {
+	st, err := fsat.Fstat(f)
+	if err != nil || !fsat.IsRegular(&st) || st.Size != p.Size {
 		return false
 	}
 	h := crc32.New(castagnoli)
@@ -430,13 +431,13 @@ func tempMatches(kd *os.File, p *db.Pending) bool {
 // holder of the key's exclusive lock writes a temp, and pending has just
 // been settled, so every temp found here is debris, whatever its age.
 func sweepTemps(kd *os.File) {
-	names, err := readDirNames(kd)
+	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, tmpPrefix) {
-			unlinkAt(kd, n)
+			fsat.UnlinkAt(kd, n)
 		}
 	}
 }
@@ -450,23 +451,23 @@ func (s *Store) RollForward(key string) (bool, error) {
 	if !ValidKey(key) {
 		return false, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
 	}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return false, err
 	}
 	defer root.Close()
-	kd, err := openDirAt(root, key)
+	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return false, err
 	}
 	defer kd.Close()
-	if _, err := lstatAt(kd, db.FileName); err != nil {
-		if isNotExist(err) {
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		if fsat.IsNotExist(err) {
 			return false, nil
 		}
 		return false, err
 	}
-	d, err := db.OpenWriter(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
 	if err != nil {
 		return false, err
 	}

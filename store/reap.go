@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/fsat"
 )
 
 // ReapResult says what a Reap did. Every name under the root is in
@@ -57,12 +58,12 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 	res := ReapResult{Skipped: map[string]string{}}
 	names, err := s.rootNames("")
 	if err != nil {
-		if isNotExist(err) {
+		if fsat.IsNotExist(err) {
 			return res, nil
 		}
 		return res, err
 	}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
 		return res, err
 	}
@@ -118,7 +119,7 @@ func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool,
 			return removed, nil, err
 		}
 	}
-	kd, err := openDirAt(root, key)
+	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return false, nil, err
 	}
@@ -131,18 +132,18 @@ func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool,
 }
 
 func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun bool) (bool, error) {
-	kd, err := openDirAt(root, key)
+	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return false, err
 	}
 	defer kd.Close()
-	st, err := lstatAt(kd, TranscriptName)
-	noTranscript := isNotExist(err)
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	noTranscript := fsat.IsNotExist(err)
 	if err != nil && !noTranscript {
 		return false, err
 	}
 	now := s.opts.Now()
-	_, err = lstatAt(kd, db.FileName)
+	_, err = fsat.LstatAt(kd, db.FileName)
 	hadDB := err == nil
 	// A key with no transcript is never removed, unless its record says
 	// it had one: then an earlier removal was interrupted after the
@@ -157,7 +158,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// recent while the record keeps the promotion time, and dump would call
 	// expired what reap never removed.
 	if hadDB {
-		d, err := db.OpenReader(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout})
+		d, err := db.OpenReader(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout})
 		if err != nil {
 			return false, err
 		}
@@ -175,7 +176,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 
 	// The lock: a legacy key gets a meta.db for it, removed again below if
 	// the key stays.
-	d, err := db.OpenWriter(kd, join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
 	if err != nil {
 		return false, err
 	}
@@ -183,7 +184,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	last, err := lastPromotion(kd, d)
 	if err != nil || !expired(last, s.opts.Now(), ttl) {
 		if !hadDB {
-			unlinkAt(kd, db.FileName)
+			fsat.UnlinkAt(kd, db.FileName)
 		}
 		return false, err
 	}
@@ -203,7 +204,7 @@ func lastPromotion(kd *os.File, d *db.DB) (time.Time, error) {
 	if sc.Transcript != nil {
 		return time.Unix(0, sc.Transcript.PromotedAt), nil
 	}
-	st, err := lstatAt(kd, TranscriptName)
+	st, err := fsat.LstatAt(kd, TranscriptName)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -218,13 +219,13 @@ func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last)
 // reap finish an interrupted one), then the dir itself. It never descends:
 // a subdirectory in a key dir is not the store's and stops the removal.
 func (s *Store) removeKeyDir(root, kd *os.File, key string) error {
-	if err := unlinkAt(kd, TranscriptName); err != nil && !isNotExist(err) {
+	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
 		return fmt.Errorf("reap %s: %w", key, err)
 	}
 	if err := s.fault(FaultReapAfterTranscript); err != nil {
 		return err
 	}
-	names, err := readDirNames(kd)
+	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return err
 	}
@@ -233,14 +234,14 @@ func (s *Store) removeKeyDir(root, kd *os.File, key string) error {
 		if n == db.FileName {
 			continue
 		}
-		if err := unlinkAt(kd, n); err != nil {
+		if err := fsat.UnlinkAt(kd, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := unlinkAt(kd, db.FileName); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := fsat.UnlinkAt(kd, db.FileName); err != nil && !errors.Is(err, unix.ENOENT) {
 		errs = append(errs, err)
 	}
-	if err := rmdirAt(root, key); err != nil {
+	if err := fsat.RmdirAt(root, key); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 	"sessdb/store/transcript"
 )
@@ -75,7 +76,7 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 		err = cerr
 	}
 	if err != nil {
-		unlinkAt(stageDir, TranscriptName)
+		fsat.UnlinkAt(stageDir, TranscriptName)
 		s.opts.Logger.Error().Str("key", key).Err(err).Msg("session_store_failed")
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
@@ -86,15 +87,15 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 // createStaged makes <jobDir>/session (0700, a real directory) and an empty
 // current.jsonl in it: a cold start unless the copy fills it.
 func createStaged(jobDir string) (dir, f *os.File, err error) {
-	jd, err := openDir(jobDir)
+	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer jd.Close()
-	if err := mkdirAt(jd, StagedDirName, 0o700); err != nil {
+	if err := fsat.MkdirAt(jd, StagedDirName, 0o700); err != nil {
 		return nil, nil, err
 	}
-	dir, err = openDirAt(jd, StagedDirName)
+	dir, err = fsat.OpenDirAt(jd, StagedDirName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,10 +103,10 @@ func createStaged(jobDir string) (dir, f *os.File, err error) {
 		dir.Close()
 		return nil, nil, &os.PathError{Op: "chmod", Path: dir.Name(), Err: err}
 	}
-	f, err = openAt(dir, TranscriptName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
+	f, err = fsat.OpenAt(dir, TranscriptName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
 	if err == nil {
 		var st unix.Stat_t
-		if st, err = fstat(f); err == nil && !isRegular(&st) {
+		if st, err = fsat.Fstat(f); err == nil && !fsat.IsRegular(&st) {
 			err = &os.PathError{Op: "stage", Path: f.Name(), Err: errors.New("not a regular file")}
 		}
 		if err != nil {
@@ -202,22 +203,22 @@ type keyDir struct {
 // sidecar, bound or not.
 func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 	k := &keyDir{}
-	root, err := openDir(s.root)
+	root, err := fsat.OpenDir(s.root)
 	if err != nil {
-		if isNotExist(err) {
+		if fsat.IsNotExist(err) {
 			k.missing = true
 			return k, nil
 		}
 		return nil, err
 	}
 	defer root.Close()
-	k.dir, err = openDirAt(root, key)
+	k.dir, err = fsat.OpenDirAt(root, key)
 	if err != nil {
 		switch {
-		case isNotExist(err):
+		case fsat.IsNotExist(err):
 			k.missing = true
 			return k, nil
-		case errors.Is(err, errNotDir):
+		case errors.Is(err, fsat.ErrNotDir):
 			k.notDir = true
 			return k, nil
 		}
@@ -232,7 +233,7 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 
 	// The lock comes first: with it held no promotion can rename a new
 	// transcript in between opening the file and reading its identity.
-	k.meta, err = db.OpenReader(k.dir, join(k.dir, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
 	switch {
 	case err == nil:
 		k.layout = LayoutDB
@@ -286,10 +287,10 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 }
 
 func (k *keyDir) openTranscript() error {
-	f, err := openAt(k.dir, TranscriptName, unix.O_RDONLY, 0)
+	f, err := fsat.OpenAt(k.dir, TranscriptName, unix.O_RDONLY, 0)
 	switch {
 	case err == nil:
-	case isNotExist(err):
+	case fsat.IsNotExist(err):
 		return nil
 	case errors.Is(err, unix.ELOOP):
 		k.obs.Transcript = gates.Transcript{Exists: true}
@@ -297,14 +298,14 @@ func (k *keyDir) openTranscript() error {
 	default:
 		return err
 	}
-	st, err := fstat(f)
+	st, err := fsat.Fstat(f)
 	if err != nil {
 		f.Close()
 		return err
 	}
 	k.obs.Transcript = gates.Transcript{
 		Exists:  true,
-		Regular: isRegular(&st),
+		Regular: fsat.IsRegular(&st),
 		Size:    st.Size,
 		ModTime: time.Unix(st.Mtim.Unix()),
 	}
@@ -377,7 +378,7 @@ func (k *keyDir) matches(size int64, sum uint32) bool {
 	if size != k.tst.Size {
 		return false
 	}
-	st, err := lstatAt(k.dir, TranscriptName)
+	st, err := fsat.LstatAt(k.dir, TranscriptName)
 	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
 }
 

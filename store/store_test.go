@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 func TestKeyMatchesLegacyDerivation(t *testing.T) {
@@ -383,7 +384,7 @@ func historyOf(t *testing.T, root, key string) []db.HistoryEntry {
 
 func withDB(t *testing.T, root, key string, fn func(*db.Tx) error) {
 	t.Helper()
-	dir, err := openDir(filepath.Join(root, key))
+	dir, err := fsat.OpenDir(filepath.Join(root, key))
 	if err != nil {
 		t.Fatal(err)
 	}
