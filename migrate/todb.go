@@ -89,10 +89,10 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 	}
 	// A meta.db with any record is authoritative, as it is to the store.
 	// One with none is a migration or a promotion that died before its
-	// commit: the legacy files are the values. If this call created it (or
-	// a rival did and is waiting for the lock), it makes the key cold
-	// until the values land; if they never do, it is taken away again
-	// under its lock, so a failure leaves the key as it was.
+	// commit: the legacy files are the values, and the store judges the
+	// key by them meanwhile. If this call created it and the values never
+	// land, it is taken away again under its lock, so a failure leaves the
+	// key as it was.
 	empty := prev == (db.Sidecars{})
 	undo := empty && !found && !m.opts.DryRun
 	committed := false
