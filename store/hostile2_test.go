@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,4 +153,51 @@ func TestRecordOfTheWrongTypeIsMetaUnreadable(t *testing.T) {
 	writeRaw(t, root, testKey, "sidecars", "resume-chain", "three")
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	want(t, sess, false, gates.MetaUnreadable)
+}
+
+// A staged file that grows while it is promoted (a process in the
+// container still appending) is promoted as the fstat saw it: a whole
+// prefix, described by its record, never a mix.
+func TestStagedFileGrowingDuringPromote(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	for round := 0; round < 20; round++ {
+		sess, jobDir := mustResolve(t, s, testKey, localJob())
+		p := filepath.Join(jobDir, StagedDirName, TranscriptName)
+		base := staged(t, jobDir)
+		if len(base) == 0 {
+			base = transcriptBytes(time.Now())
+		}
+		base = append(base, []byte(strings.Repeat(entryLine("payload"), 2000))...)
+		stage(t, jobDir, base)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					f.Write([]byte(entryLine("appended")))
+				}
+			}
+		}()
+		res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		close(stop)
+		<-done
+		if err != nil || !res.Promoted {
+			t.Fatalf("promote = %+v, %v", res, err)
+		}
+		final, _ := os.ReadFile(p)
+		got := readCanonical(t, root, testKey)
+		if !bytes.HasPrefix(final, got) && !bytes.Equal(append(final[:len(got)-1:len(got)-1], '\n'), got) {
+			t.Fatalf("round %d: the promoted transcript (%d bytes) is not a prefix of what was staged", round, len(got))
+		}
+		checkDescribed(t, s, root, testKey)
+	}
 }
