@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/store/transcript"
+)
+
+// These run in `go test ./...`: they check the helpers the benchmarks rely
+// on, cheaply. The benchmarks themselves need -bench.
+
+func TestTranscriptIsExactAndValid(t *testing.T) {
+	for _, size := range []int{1 << 10, 64 << 10, 64<<10 + 7, 1 << 20} {
+		b := Transcript(size)
+		if len(b) != size {
+			t.Errorf("Transcript(%d) is %d bytes", size, len(b))
+		}
+		if b[len(b)-1] != '\n' {
+			t.Errorf("Transcript(%d) does not end in a newline", size)
+		}
+		h, err := transcript.ReadHeader(bytes.NewReader(b))
+		if err != nil || !h.IsSession() {
+			t.Errorf("Transcript(%d) header: %+v, %v", size, h, err)
+		}
+	}
+}
+
+func TestDropCacheEvicts(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, Transcript(256<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, pages, err := Resident(p); err != nil || res != pages || pages == 0 {
+		t.Fatalf("just written: %d of %d pages resident, %v", res, pages, err)
+	}
+	// fsync the one file rather than SyncFS: a test must not write back
+	// the whole filesystem of a shared machine.
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if n, err := DropCache(dir); err != nil || n != 1 {
+		t.Fatalf("DropCache: %d files, %v", n, err)
+	}
+	if res, pages, err := Resident(p); err != nil || res != 0 {
+		t.Errorf("after DropCache: %d of %d pages resident, %v", res, pages, err)
+	}
+}
+
+func TestAllocatedAndCopySparse(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	data := make([]byte, 64<<10)
+	copy(data, "head")
+	copy(data[40<<10:], "tail")
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "dst")
+	if err := CopySparse(src, dst, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(dst)
+	if !bytes.Equal(got, data) {
+		t.Fatal("CopySparse changed the content")
+	}
+	full, err := Allocated(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := Allocated(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sparse >= full || sparse == 0 {
+		t.Errorf("sparse copy allocates %d bytes, the dense original %d", sparse, full)
+	}
+}

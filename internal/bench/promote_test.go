@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"path/filepath"
+	"testing"
+
+	"sessdb/internal/bench/legacy"
+	"sessdb/store"
+)
+
+// BenchmarkPromote is one promotion of a resumed run into a key that
+// already holds a transcript (the steady state: meta.db exists, the history
+// ring is full), for sessdb and for the legacy protocol as it is and made
+// durable. The staged file stays in place: every promotion copies it, none
+// consumes it.
+//
+//	sessdb          store.Promote: temp + fsync, dir fsync, commit, rename,
+//	                dir fsync, clear-pending commit (DESIGN.md, The write path)
+//	legacy          §3.2 exactly, no fsync anywhere
+//	legacy-durable  §3.2 with every written file fsynced before its rename
+//	                and the key dir fsynced once at the end
+func BenchmarkPromote(b *testing.B) {
+	for _, sz := range sizes {
+		data := Transcript(sz.bytes)
+		b.Run(sz.name+"/sessdb", func(b *testing.B) {
+			s := newStore(b, filepath.Join(workDir(b), "sessions"))
+			key := benchKey(1)
+			promoteN(b, s, key, data, 70) // past the 64-entry ring: trims on every commit
+			jobDir := workDir(b)
+			stageFile(b, jobDir, data)
+			sess := session(key, jobDir)
+			req := store.PromoteRequest{PiVersion: piVersion, Context: reading}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				res, err := s.Promote(sess, req)
+				if err != nil || !res.Promoted {
+					b.Fatalf("promote: %v %s", err, res.Reason)
+				}
+			}
+		})
+		for _, durable := range []bool{false, true} {
+			name := sz.name + "/legacy"
+			if durable {
+				name += "-durable"
+			}
+			b.Run(name, func(b *testing.B) {
+				keyDir := filepath.Join(workDir(b), benchKey(1))
+				legacyPromoteN(b, keyDir, data, 3, durable)
+				staged := stageFile(b, workDir(b), data)
+				o := legacy.Options{Bounds: bounds, Durable: durable}
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					res, err := legacy.Promote(keyDir, staged, legacySession, legacyRequest, o)
+					if err != nil || !res.Promoted || len(res.SidecarErrors) > 0 {
+						b.Fatalf("legacy promote: %v %s %v", err, res.Reason, res.SidecarErrors)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/bench/legacy"
+	"sessdb/store"
+)
+
+// The sizes every promote and resolve benchmark runs at: a typical
+// transcript, and the default PI_SESSION_MAX_BYTES, the largest one a key
+// can hold.
+var sizes = []struct {
+	name  string
+	bytes int
+}{
+	{"64KiB", 64 << 10},
+	{"8MiB", 8 << 20},
+}
+
+const (
+	piVersion = "0.58.3"
+	venue     = "local"
+	model     = "anthropic/claude-sonnet-4-5"
+)
+
+// bounds are the same for sessdb and the legacy baseline. The chain and
+// context bounds are set (and never reached) so that both ladders read all
+// four sidecars, as the issue's legacy resolve does.
+var bounds = gates.Bounds{
+	MaxBytes:       8 << 20,
+	TTL:            14 * 24 * time.Hour,
+	MaxResumeChain: 1 << 40,
+	MaxContextPct:  100,
+}
+
+var (
+	reading = &store.Reading{Tokens: 12345, Window: 200000}
+	job     = store.Job{PiVersion: piVersion, Venue: venue, Model: model, ID: "bench"}
+	// otherJob is refused at the pi-version rung: a cold verdict reached
+	// after the sidecar reads, with nothing to copy.
+	otherJob = store.Job{PiVersion: "0.0.1", Venue: venue, Model: model, ID: "bench"}
+)
+
+func benchKey(i int) string { return store.Key("github", "acme/widget", fmt.Sprintf("pi/issue-%d", i)) }
+
+func newStore(tb testing.TB, root string) *store.Store {
+	tb.Helper()
+	s, err := store.New(root, store.Options{Bounds: bounds})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// stageFile writes data as <jobDir>/session/current.jsonl, where a
+// finished run leaves its transcript.
+func stageFile(tb testing.TB, jobDir string, data []byte) string {
+	tb.Helper()
+	dir := filepath.Join(jobDir, store.StagedDirName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	p := filepath.Join(dir, store.TranscriptName)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// session is what a resolve that delivered the key's transcript hands to
+// the promotion: the steady state of a resumed conversation.
+func session(key, jobDir string) store.Session {
+	return store.Session{Key: key, Resume: true, Reason: gates.Resumed, Venue: venue, Model: model, Job: "bench", JobDir: jobDir}
+}
+
+// promoteN promotes data into key n times, the first cold and the rest
+// resumed, as a conversation grows its history.
+func promoteN(tb testing.TB, s *store.Store, key string, data []byte, n int) {
+	tb.Helper()
+	jobDir := workDir(tb)
+	stageFile(tb, jobDir, data)
+	for i := 0; i < n; i++ {
+		sess := session(key, jobDir)
+		sess.Resume = i > 0
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: piVersion, Context: reading})
+		if err != nil || !res.Promoted {
+			tb.Fatalf("promote %d: %v %s", i, err, res.Reason)
+		}
+	}
+}
+
+var legacySession = legacy.Session{Resume: true, Venue: venue, Model: model}
+
+var legacyRequest = legacy.Request{PiVersion: piVersion, Context: &legacy.Reading{Tokens: reading.Tokens, Window: reading.Window}}
+
+var legacyJob = legacy.Job{PiVersion: piVersion, Venue: venue, Model: model}
+
+// legacyPromoteN is promoteN for a legacy key dir.
+func legacyPromoteN(tb testing.TB, keyDir string, data []byte, n int, durable bool) {
+	tb.Helper()
+	staged := stageFile(tb, workDir(tb), data)
+	for i := 0; i < n; i++ {
+		sess := legacySession
+		sess.Resume = i > 0
+		res, err := legacy.Promote(keyDir, staged, sess, legacyRequest, legacy.Options{Bounds: bounds, Durable: durable})
+		if err != nil || !res.Promoted || len(res.SidecarErrors) > 0 {
+			tb.Fatalf("legacy promote %d: %v %s %v", i, err, res.Reason, res.SidecarErrors)
+		}
+	}
+}
+
+// work is the root of every directory the benchmarks create. Nothing
+// under it is deleted while benchmarks run: on an ext4 without a journal
+// (this machine's), every inode deleted in the last minute or more is
+// skipped, one by one, by every later inode allocation in its block group
+// (recently_deleted in fs/ext4/ialloc.c). A benchmark that cleaned up after
+// itself, as b.TempDir does, would make the creates of the next one slower
+// by an amount that depends on the order the benchmarks ran in.
+//
+// The report program sets SESSDB_BENCH_DIR, and removes it once every round
+// has run, so that the dump fixtures are built once and no round deletes
+// what the next would pay for. Without it, work is a temporary directory
+// that TestMain removes on the way out.
+var work struct {
+	root      string
+	temporary bool
+	seq       int
+}
+
+func TestMain(m *testing.M) {
+	work.root = os.Getenv("SESSDB_BENCH_DIR")
+	if work.root == "" {
+		d, err := os.MkdirTemp("", "sessdb-bench-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		work.root, work.temporary = d, true
+	}
+	// Marked as the top of a directory hierarchy, the root makes ext4's
+	// Orlov allocator spread its subdirectories over block groups, away
+	// from each other's deleted inodes and from the churn other processes
+	// make in the temp dir's own group. Elsewhere this does nothing.
+	SetTopDir(work.root)
+	code := m.Run()
+	if work.temporary {
+		os.RemoveAll(work.root)
+	}
+	os.Exit(code)
+}
+
+// workDir returns a new directory directly under work.root, so that ext4
+// gives it a block group of its own (see TestMain), away from the deletes
+// of the benchmarks before it. It is not removed when the benchmark ends
+// (see work).
+func workDir(tb testing.TB) string {
+	tb.Helper()
+	work.seq++
+	d := filepath.Join(work.root, fmt.Sprintf("%d-%d", os.Getpid(), work.seq))
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// fixtureDir is where the dump fixtures live, shared by every process that
+// is given the same SESSDB_BENCH_DIR.
+func fixtureDir(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(work.root, "fixtures")
+}
+
+// freshDirs hands out a new, empty directory on every call, as every job
+// has a job dir of its own: a resolve that reused one would time the
+// truncation of the previous copy (which on ext4 also triggers a flush at
+// close) instead of the creation of a new file.
+//
+// With the timer stopped, each call first empties the files under the
+// directory it handed out before, truncating and not removing them (see
+// work): the disk use stays bounded, and no dirty copy is left for a
+// background writeback to land in a later measurement.
+func freshDirs(b *testing.B) func() string {
+	parent := workDir(b)
+	i, prev := 0, ""
+	return func() string {
+		b.StopTimer()
+		defer b.StartTimer()
+		if prev != "" {
+			err := filepath.WalkDir(prev, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					err = os.Truncate(p, 0)
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+		prev = filepath.Join(parent, fmt.Sprint(i))
+		if err := os.Mkdir(prev, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		return prev
+	}
+}
