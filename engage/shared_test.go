@@ -1,36 +1,14 @@
 package engage
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"sessdb/internal/sharedtest"
 )
 
-// shared returns ../shared/testdata/<sub> next to the module root, or skips
-// the test: the fixtures and real transcripts live outside the repository
-// and are never copied into it.
-func shared(tb testing.TB, sub string) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Skip("no go.mod above the package directory; cannot locate ../shared/testdata")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", sub)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared test data %s is absent (it sits beside the repository, not in it): %v", p, err)
-	}
-	return p
-}
+// shared returns ../shared/testdata/<sub>, or skips the test.
+func shared(tb testing.TB, sub string) string { return sharedtest.Dir(tb, sub) }
 
 func fixture(tb testing.TB, name string) string {
 	tb.Helper()
