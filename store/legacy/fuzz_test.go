@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sessdb/internal/jsstr"
 )
 
 func FuzzParseResumeChain(f *testing.F) {
@@ -79,7 +81,7 @@ func FuzzParseContext(f *testing.F) {
 		if c.Tokens < 0 || c.Window <= 0 {
 			t.Fatalf("ParseContext(%q) = %+v: tokens < 0 or window <= 0", s, c)
 		}
-		if strings.IndexFunc(c.Model, isJSSpace) >= 0 {
+		if strings.IndexFunc(c.Model, jsstr.IsSpace) >= 0 {
 			t.Fatalf("ParseContext(%q): model %q holds whitespace", s, c.Model)
 		}
 		// Round trip through the legacy writer's format: the same reading.

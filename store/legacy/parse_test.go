@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"sessdb/gates"
+
+	"sessdb/internal/jsstr"
 )
 
 // Expected values marked "node" were computed by running the legacy
@@ -132,7 +134,7 @@ func TestNormaliseModel(t *testing.T) {
 	}
 }
 
-// TestJSWhitespace compares isJSSpace with every code point JS's trim
+// TestJSWhitespace compares jsstr.IsSpace with every code point JS's trim
 // removes (node: the same set /\s/u matches).
 func TestJSWhitespace(t *testing.T) {
 	want := map[rune]bool{}
@@ -142,8 +144,8 @@ func TestJSWhitespace(t *testing.T) {
 		want[r] = true
 	}
 	for r := rune(0); r <= utf8.MaxRune; r++ {
-		if isJSSpace(r) != want[r] {
-			t.Errorf("isJSSpace(%U) = %v, want %v", r, !want[r], want[r])
+		if jsstr.IsSpace(r) != want[r] {
+			t.Errorf("jsstr.IsSpace(%U) = %v, want %v", r, !want[r], want[r])
 		}
 	}
 	if got := jsTrim("\ufeff\u2028 local\r\n\u3000"); got != "local" {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"sessdb/internal/jsstr"
 )
 
 // MaxLineBytes bounds one line of a transcript. pi writes an entry per line
@@ -222,7 +224,7 @@ func (s *Scanner) nextValue() ([]byte, error) {
 		}
 		if !s.started {
 			s.started = true
-			line = bytes.TrimLeftFunc(line, isJSSpace)
+			line = bytes.TrimLeftFunc(line, jsstr.IsSpace)
 		}
 		if s.havePend {
 			// A line follows, so the whole-file trim never reached the
@@ -233,7 +235,7 @@ func (s *Scanner) nextValue() ([]byte, error) {
 		if json.Valid(line) {
 			return line, nil
 		}
-		if t := bytes.TrimRightFunc(line, isJSSpace); len(t) < len(line) && json.Valid(t) {
+		if t := bytes.TrimRightFunc(line, jsstr.IsSpace); len(t) < len(line) && json.Valid(t) {
 			s.pending, s.pendLine, s.havePend = append(s.pending[:0], t...), s.line, true
 			continue
 		}
@@ -284,7 +286,7 @@ func (s *Scanner) readLine() ([]byte, error) {
 func blank(line []byte) bool {
 	for i := 0; i < len(line); {
 		r, n := utf8.DecodeRune(line[i:])
-		if !isJSSpace(r) {
+		if !jsstr.IsSpace(r) {
 			return false
 		}
 		i += n
