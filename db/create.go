@@ -93,6 +93,7 @@ func initFile(f *os.File, tmp string, now time.Time) error {
 	bopts := &bolt.Options{
 		Timeout:      time.Second, // nothing else knows the name; never waited on
 		NoStatistics: true,
+		PageSize:     PageSize,
 		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
 			return os.NewFile(uintptr(dup), tmp), nil
 		},

@@ -116,16 +116,20 @@ func TestDamage(t *testing.T) {
 			// bbolt sizes a small file to its whole 32 KiB mapping. Cut it
 			// to its high-water mark (still a valid file), then move the key
 			// of the root page's first element into the part of the mapping
-			// past the end of the file: SIGBUS when read.
+			// past the end of the file, on the first OS page wholly past it
+			// (the rest of the file's last OS page reads as zeros): SIGBUS
+			// when read.
 			hw := m.HighWater()
-			if hw >= 32<<10 {
+			ps := int64(os.Getpagesize())
+			past := (hw+ps-1)/ps*ps + 64
+			if past >= 32<<10 {
 				t.Fatalf("high-water mark %d leaves no room in a 32 KiB mapping", hw)
 			}
 			if err := os.Truncate(kd.db, hw); err != nil {
 				t.Fatal(err)
 			}
 			off := int64(m.Pages[m.Active].Root) * int64(m.PageSize)
-			writeAt(t, kd.db, off+pageHeaderSize+4, binary.NativeEndian.AppendUint32(nil, uint32(hw-off+64)))
+			writeAt(t, kd.db, off+pageHeaderSize+4, binary.NativeEndian.AppendUint32(nil, uint32(past-off)))
 		}},
 		{name: "leaf page type", guard: true, history: HistoryLimit, damage: func(t *testing.T, kd keyDir, m MetaPages) {
 			off := bucketPage(t, kd.db, bucketHistory, leafFlag)
@@ -203,7 +207,12 @@ func TestTruncationKillsBareBbolt(t *testing.T) {
 	if os.Getenv(childEnv) == t.Name() {
 		kd := makeDB(t, HistoryLimit)
 		m, _ := inspect(t, kd.db)
-		os.Truncate(kd.db, 2*int64(m.PageSize))
+		// bbolt learns the page size from the first 4 KiB, so they stay;
+		// the pages past them are cut off.
+		if m.HighWater() <= 4096 {
+			t.Fatalf("high-water mark %d: the file has no pages past its first 4 KiB", m.HighWater())
+		}
+		os.Truncate(kd.db, 4096)
 		bdb, err := bolt.Open(kd.db, 0o600, &bolt.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatalf("bbolt refused the file itself: %v", err)

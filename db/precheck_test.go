@@ -71,7 +71,7 @@ func TestOneMetaPageTorn(t *testing.T) {
 				if err != nil {
 					t.Fatalf("InspectMeta refused a file with one good meta page: %v", err)
 				}
-				if m.Active != wantActive || m.Pages[i].Valid() || m.PageSize != os.Getpagesize() {
+				if m.Active != wantActive || m.Pages[i].Valid() || m.PageSize != PageSize {
 					t.Fatalf("InspectMeta: active %d, page %d error %v, page size %d; want active %d, page %d invalid",
 						m.Active, i, m.Pages[i].Err, m.PageSize, wantActive, i)
 				}
@@ -107,7 +107,7 @@ func TestInspectMetaHealthy(t *testing.T) {
 	if !m.Pages[0].Valid() || !m.Pages[1].Valid() || m.Pages[1-m.Active].Txid >= p.Txid {
 		t.Errorf("pages %+v: want both valid, the active one newer", m.Pages)
 	}
-	if m.PageSize != os.Getpagesize() || m.Size != st.Size() || m.HighWater() > st.Size() || m.HighWater() < 4*int64(m.PageSize) {
+	if m.PageSize != PageSize || m.Size != st.Size() || m.HighWater() > st.Size() || m.HighWater() < 4*int64(m.PageSize) {
 		t.Errorf("page size %d size %d high water %d, file is %d bytes", m.PageSize, m.Size, m.HighWater(), st.Size())
 	}
 	if p.Magic != boltMagic || p.Version != boltVersion || p.Root >= p.Pgid || p.Freelist >= p.Pgid {

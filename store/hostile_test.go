@@ -140,9 +140,17 @@ func TestSymlinkedStagedDirIsRefused(t *testing.T) {
 func TestDamagedMetaDBIsMetaUnreadable(t *testing.T) {
 	cases := map[string]func(t *testing.T, p string){
 		"truncated": func(t *testing.T, p string) {
-			// Under the high-water mark of any real file: two meta pages,
-			// a freelist and a root page make at least four.
-			if err := os.Truncate(p, 3*int64(os.Getpagesize())); err != nil {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			fi, _ := f.Stat()
+			m, err := db.InspectMeta(f, fi.Size())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, m.HighWater()-1); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -219,8 +220,8 @@ func TestCheckDamageCasesThroughTheCLI(t *testing.T) {
 		name, line string
 		damage     func(root string)
 	}{
-		{"truncated meta.db", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: file is 16384 bytes, below the high-water mark", func(root string) {
-			os.Truncate(filepath.Join(root, sample.Resumable, "meta.db"), 16384)
+		{"truncated meta.db", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: file is 4096 bytes, below the high-water mark", func(root string) {
+			os.Truncate(filepath.Join(root, sample.Resumable, "meta.db"), 4096)
 		}},
 		{"zero-length meta.db", sample.Resumable + "/meta.db: meta-damaged: open " + sample.Resumable + "/meta.db: damaged database: file is 0 bytes", func(root string) {
 			os.Truncate(filepath.Join(root, sample.Resumable, "meta.db"), 0)
@@ -233,9 +234,13 @@ func TestCheckDamageCasesThroughTheCLI(t *testing.T) {
 			os.WriteFile(filepath.Join(root, sample.Resumable, "meta.db"), b, 0o600)
 		}},
 		{"newest meta page zeroed", sample.Resumable + "/meta.db: meta-page-invalid: meta page 0 is invalid", func(root string) {
-			f, _ := os.OpenFile(filepath.Join(root, sample.Resumable, "meta.db"), os.O_WRONLY, 0)
-			f.WriteAt(make([]byte, 4096), 0) // page 0 holds txid 6, the newer
-			f.Close()
+			f, _ := os.OpenFile(filepath.Join(root, sample.Resumable, "meta.db"), os.O_RDWR, 0)
+			defer f.Close()
+			fi, _ := f.Stat()
+			if m, err := db.InspectMeta(f, fi.Size()); err != nil || m.Active != 0 {
+				t.Fatalf("the sample's newer meta page is not page 0: %+v, %v", m, err)
+			}
+			f.WriteAt(make([]byte, db.PageSize), 0)
 		}},
 		{"transcript edited out of band", sample.Resumable + "/current.jsonl: transcript-mismatch: CRC32C", func(root string) {
 			p := filepath.Join(root, sample.Resumable, "current.jsonl")
