@@ -162,7 +162,7 @@ func damageCase(t *testing.T, history int, damage func(*testing.T, keyDir, MetaP
 		t.Fatal(err)
 	}
 	damage(t, kd, m)
-	before := snapshot(t, kd)
+	before := dirState(t, kd)
 	for _, write := range []bool{false, true} {
 		err := openAndRead(kd, write)
 		if !errors.Is(err, ErrDamaged) {
@@ -170,14 +170,24 @@ func damageCase(t *testing.T, history int, damage func(*testing.T, keyDir, MetaP
 		}
 		t.Logf("write=%v: %v", write, err)
 		var pe *panicError
-		if mustPanic && !errors.As(err, &pe) {
+		panicked := errors.As(err, &pe)
+		if !write {
+			// A reader decodes its snapshot of the file with bounds of
+			// its own: the damage that makes bbolt panic is refused
+			// before anything panics.
+			if panicked {
+				t.Errorf("write=false: %v: the snapshot reader panicked", err)
+			}
+			continue
+		}
+		if mustPanic && !panicked {
 			t.Errorf("write=%v: %v did not come from a recovered bbolt panic", write, err)
 		}
 		if _, isFault := pe.faultAddr(); mustFault && !isFault {
 			t.Errorf("write=%v: %v was not a memory fault", write, err)
 		}
 	}
-	if after := snapshot(t, kd); after != before {
+	if after := dirState(t, kd); after != before {
 		t.Errorf("a damaged file was changed:\nbefore %s\nafter  %s", before, after)
 	}
 	if n := keyLockCount(); n != 0 {
@@ -265,12 +275,12 @@ func TestNotARegularFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			kd := newKeyDir(t)
 			make(t, kd)
-			before := snapshot(t, kd)
+			before := dirState(t, kd)
 			for _, write := range []bool{false, true} {
 				err := openAndRead(kd, write)
 				wantErr(t, err, ErrDamaged)
 			}
-			if after := snapshot(t, kd); after != before {
+			if after := dirState(t, kd); after != before {
 				t.Errorf("key dir changed:\nbefore %s\nafter  %s", before, after)
 			}
 		})

@@ -46,10 +46,11 @@ func (o Options) now() time.Time {
 type DB struct {
 	name   string
 	write  bool
-	schema uint64 // the file's schema version, read or migrated at open
-	bdb    *bolt.DB
-	file   *os.File // the descriptor bbolt maps, which holds the flock
-	unlock func()   // the in-process lock
+	schema uint64    // the file's schema version, read or migrated at open
+	bdb    *bolt.DB  // nil for a reader's snapshot
+	snap   *snapshot // a reader's whole file, read under the lock
+	file   *os.File  // the locked descriptor (bbolt's, when bbolt has it)
+	unlock func()    // the in-process lock
 
 	mu     sync.RWMutex // transactions share it, Close takes it
 	closed bool
@@ -76,13 +77,19 @@ func (d *DB) Close() error {
 	}
 	d.closed = true
 	defer d.unlock()
-	if d.poison.Load() != nil {
+	if d.poison.Load() != nil || d.bdb == nil {
 		if err := releaseFile(d.file); err != nil {
 			return pathErr("close", d.name, err)
 		}
 		return nil
 	}
 	if err := d.call(d.bdb.Close); err != nil {
+		releaseFile(d.file)
+		return pathErr("close", d.name, err)
+	}
+	// bbolt closed its descriptor; a reader whose bbolt handle Check made
+	// still holds its own, with the lock.
+	if err := releaseFile(d.file); err != nil {
 		return pathErr("close", d.name, err)
 	}
 	return nil
@@ -130,6 +137,15 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 	}
 	if p := d.poison.Load(); p != nil {
 		return pathErr(op, d.name, *p)
+	}
+	if d.snap != nil {
+		tx := &Tx{snap: d.snap, db: d}
+		defer func() { tx.done = true }()
+		err := fn(tx)
+		if tx.err != nil {
+			return tx.err
+		}
+		return err
 	}
 	var btx *bolt.Tx
 	if err := d.call(func() (err error) { btx, err = d.bdb.Begin(write); return err }); err != nil {

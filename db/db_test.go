@@ -97,7 +97,7 @@ func TestReaderOfMissingFile(t *testing.T) {
 // current and writes nothing itself.
 func TestOpenWithoutWritesChangesNothing(t *testing.T) {
 	kd := makeDB(t, 3)
-	before := snapshot(t, kd)
+	before := dirState(t, kd)
 	time.Sleep(10 * time.Millisecond) // so that a touched mtime would differ
 	for _, write := range []bool{false, true} {
 		open := map[bool]func(*os.File, string, Options) (*DB, error){false: OpenReader, true: OpenWriter}[write]
@@ -117,7 +117,7 @@ func TestOpenWithoutWritesChangesNothing(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if after := snapshot(t, kd); after != before {
+		if after := dirState(t, kd); after != before {
 			t.Errorf("write=%v: key dir changed:\nbefore %s\nafter  %s", write, before, after)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,8 +74,8 @@ func mustOpen(t testing.TB, kd keyDir, write bool) *DB {
 		healthy := !d.closed && d.poison.Load() == nil
 		d.mu.RUnlock()
 		if healthy {
-			if err := d.bdb.View(func(tx *bolt.Tx) error { return errors.Join(collect(tx.Check())...) }); err != nil {
-				t.Errorf("bbolt check of %s: %v", kd.db, err)
+			if problems, err := d.Check(100); err != nil || len(problems) > 0 {
+				t.Errorf("bbolt check of %s: %v %v", kd.db, problems, err)
 			}
 		}
 		if err := d.Close(); err != nil {
@@ -191,9 +190,9 @@ func readFile(t testing.TB, path string) []byte {
 	return b
 }
 
-// snapshot is what "changes nothing" compares: every name in the key dir
+// dirState is what "changes nothing" compares: every name in the key dir
 // with its bytes and mtime.
-func snapshot(t testing.TB, kd keyDir) string {
+func dirState(t testing.TB, kd keyDir) string {
 	t.Helper()
 	ents, err := os.ReadDir(kd.path)
 	if err != nil {

@@ -50,11 +50,11 @@ var errUpToDate = errors.New("schema up to date")
 // the steps know.
 func migrate(tx *bolt.Tx, steps []migration, now time.Time) (Meta, error) {
 	target := steps[len(steps)-1].version
-	m, err := readMeta(tx, target)
+	m, err := readMeta(boltRoot{tx}, target)
 	if err != nil {
 		return m, err
 	}
-	if err := checkBuckets(tx, m.Schema); err != nil {
+	if err := checkBuckets(boltRoot{tx}, m.Schema); err != nil {
 		return m, err
 	}
 	pending := 0
@@ -73,5 +73,5 @@ func migrate(tx *bolt.Tx, steps []migration, now time.Time) (Meta, error) {
 	if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(keySchema), encodeUint(target)); err != nil {
 		return m, fmt.Errorf("set %s/%s: %w", bucketMeta, keySchema, err)
 	}
-	return readMeta(tx, target)
+	return readMeta(boltRoot{tx}, target)
 }

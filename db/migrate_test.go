@@ -23,7 +23,7 @@ var migrationTests = []struct {
 		name:    "v0 to v1 creates the buckets, schema and created",
 		prepare: func(*bolt.Tx) error { return nil }, // bbolt's empty file is schema 0
 		check: func(t *testing.T, tx *bolt.Tx) {
-			m, err := readMeta(tx, SchemaVersion)
+			m, err := readMeta(boltRoot{tx}, SchemaVersion)
 			if err != nil || m != (Meta{Schema: 1, Created: migrationNow.UnixNano()}) {
 				t.Errorf("meta = %+v, %v; want schema 1 created %d", m, err, migrationNow.UnixNano())
 			}
@@ -130,7 +130,7 @@ func setSchema(t *testing.T, path string, v uint64) {
 func TestNewerSchemaIsNeverWritten(t *testing.T) {
 	kd := makeDB(t, 2)
 	setSchema(t, kd.db, SchemaVersion+1)
-	before := snapshot(t, kd)
+	before := dirState(t, kd)
 	time.Sleep(10 * time.Millisecond)
 	for _, open := range []func(*os.File, string, Options) (*DB, error){OpenReader, OpenWriter} {
 		d, err := open(kd.dir, kd.db, testOpts)
@@ -139,7 +139,7 @@ func TestNewerSchemaIsNeverWritten(t *testing.T) {
 			t.Error("a DB was returned with the error")
 		}
 	}
-	if after := snapshot(t, kd); after != before {
+	if after := dirState(t, kd); after != before {
 		t.Errorf("newer-schema file changed:\nbefore %s\nafter  %s", before, after)
 	}
 	if n := keyLockCount(); n != 0 {
@@ -155,7 +155,7 @@ func TestOlderSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	bdb.Close()
-	before := snapshot(t, kd)
+	before := dirState(t, kd)
 
 	r := mustOpen(t, kd, false)
 	err = r.View(func(tx *Tx) error {
@@ -171,7 +171,7 @@ func TestOlderSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	if after := snapshot(t, kd); after != before {
+	if after := dirState(t, kd); after != before {
 		t.Errorf("reader changed the old file")
 	}
 
@@ -204,12 +204,12 @@ func TestBrokenMetaIsDamage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, kd)
+			before := dirState(t, kd)
 			for _, open := range []func(*os.File, string, Options) (*DB, error){OpenReader, OpenWriter} {
 				_, err := open(kd.dir, kd.db, testOpts)
 				wantErr(t, err, ErrDamaged)
 			}
-			if after := snapshot(t, kd); after != before {
+			if after := dirState(t, kd); after != before {
 				t.Errorf("a damaged file was written")
 			}
 		})

@@ -3,6 +3,7 @@ package db
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"runtime"
@@ -69,7 +70,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 				return nil, err
 			}
 		}
-		d, err = openBolt(dirfd, name, write, deadline, opts.timeout())
+		d, err = openDB(dirfd, name, write, deadline, opts.timeout())
 		if err == nil {
 			break
 		}
@@ -107,52 +108,59 @@ func (d *DB) initSchema(now time.Time) error {
 			err = nil
 		}
 	} else {
-		err = d.call(func() error {
-			return d.bdb.View(func(tx *bolt.Tx) (err error) {
-				if m, err = readMeta(tx, SchemaVersion); err != nil {
-					return err
-				}
-				return checkBuckets(tx, m.Schema)
-			})
+		err = d.run(false, func(tx *Tx) (err error) {
+			if m, err = readMeta(tx.root(), SchemaVersion); err != nil {
+				return err
+			}
+			return checkBuckets(tx.root(), m.Schema)
 		})
 	}
 	d.schema = m.Schema
 	return err
 }
 
-// openBolt opens meta.db through bbolt, with openFileLocked as bbolt's
-// OpenFile hook so that the file is opened without following links and
-// checked under its lock before bbolt maps it.
-func openBolt(dirfd int, name string, write bool, deadline time.Time, timeout time.Duration) (*DB, error) {
-	var file *os.File
-	var hookErr error
+// openDB opens meta.db with openFileLocked, so that the file is opened
+// without following links and checked under its lock before anything reads
+// it, and then hands it to bbolt, or for a reader of a small file reads it
+// into a snapshot (see snapshot.go).
+func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time.Duration) (*DB, error) {
+	file, whole, meta, err := openFileLocked(dirfd, name, write, deadline)
+	if err != nil {
+		return nil, err
+	}
+	if whole != nil && !write {
+		var snap *snapshot
+		err := guard(func() (err error) { snap, err = readSnapshot(whole, meta); return err })
+		if err != nil {
+			releaseFile(file)
+			var pe *panicError
+			if errors.As(err, &pe) {
+				err = damagedBy("snapshot", err)
+			}
+			return nil, pathErr("open", name, err)
+		}
+		return &DB{name: name, snap: snap, file: file}, nil
+	}
 	bopts := &bolt.Options{
 		ReadOnly: !write,
-		// bbolt's own flock runs on the descriptor the hook already locked
-		// and succeeds at once; its timeout is only a backstop.
+		// bbolt's own flock runs on the descriptor already locked and
+		// succeeds at once; its timeout is only a backstop.
 		Timeout:      timeout,
 		NoStatistics: true,
-		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
-			file, hookErr = openFileLocked(dirfd, name, write, deadline)
-			return file, hookErr
-		},
+		OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return file, nil },
 	}
 	var bdb *bolt.DB
-	err := guard(func() (err error) {
+	err = guard(func() (err error) {
 		bdb, err = bolt.Open(name, 0o600, bopts)
 		return err
 	})
 	if err == nil {
 		return &DB{name: name, write: write, bdb: bdb, file: file}, nil
 	}
-	if file != nil {
-		releaseFile(file) // bbolt closed it already unless it panicked
-	}
+	releaseFile(file) // bbolt closed it already unless it panicked
 	var errno syscall.Errno
 	var pe *panicError
 	switch {
-	case hookErr != nil:
-		return nil, hookErr
 	case errors.As(err, &pe):
 		return nil, pathErr("open", name, err)
 	case errors.As(err, &errno):
@@ -164,8 +172,10 @@ func openBolt(dirfd int, name string, write bool, deadline time.Time, timeout ti
 // openFileLocked opens meta.db relative to dirfd without following a link or
 // blocking on a FIFO, refuses anything but a regular file, takes the flock,
 // checks that the name still refers to the locked file, and runs the
-// pre-check, all before bbolt sees the file.
-func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (*os.File, error) {
+// pre-check, all before bbolt sees the file. meta is what the meta pages
+// say. A file whose pages span at most snapshotLimit bytes is read once, up
+// to its high-water mark, and checked in memory; whole is then those bytes.
+func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if write {
 		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
@@ -174,31 +184,34 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (*os
 	switch err {
 	case nil:
 	case unix.ELOOP:
-		return nil, pathErr("open", name, damaged("a symbolic link"))
+		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
 	case unix.EISDIR, unix.ENXIO:
-		return nil, pathErr("open", name, damagedBy("not a regular file", err))
+		return nil, nil, meta, pathErr("open", name, damagedBy("not a regular file", err))
 	default:
-		return nil, pathErr("open", name, err)
+		return nil, nil, meta, pathErr("open", name, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, pathErr("open", name, err)
+		return nil, nil, meta, pathErr("open", name, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, pathErr("open", name, damaged("not a regular file (mode %#o)", st.Mode))
+		return nil, nil, meta, pathErr("open", name, damaged("not a regular file (mode %#o)", st.Mode))
 	}
 	// O_NONBLOCK was for the open of a FIFO; a regular file ignores it, but
 	// os.NewFile would try to register a non-blocking fd with the poller.
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
-		return nil, pathErr("open", name, err)
+		return nil, nil, meta, pathErr("open", name, err)
 	}
 	f := os.NewFile(uintptr(fd), name)
-	if err := flockUntil(fd, write, deadline); err != nil {
+	fail := func(err error) (*os.File, []byte, MetaPages, error) {
 		f.Close()
-		return nil, pathErr("open", name, err)
+		return nil, nil, meta, err
+	}
+	if err := flockUntil(fd, write, deadline); err != nil {
+		return fail(pathErr("open", name, err))
 	}
 	if testHookLocked != nil {
 		testHookLocked()
@@ -206,20 +219,29 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (*os
 	var now unix.Stat_t
 	err = unix.Fstatat(dirfd, FileName, &now, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		f.Close()
-		return nil, errReplaced
+		return fail(errReplaced)
 	}
 	// The size read before the lock may be stale: a writer that held the
 	// lock may have grown the file.
 	if err := unix.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, pathErr("open", name, err)
+		return fail(pathErr("open", name, err))
 	}
-	if err := precheck(f, st.Size); err != nil {
-		f.Close()
-		return nil, pathErr("open", name, err)
+	if meta, err = InspectMeta(f, st.Size); err != nil {
+		return fail(pathErr("open", name, err))
 	}
-	return f, nil
+	// bbolt reads nothing past the high-water mark; the file goes on to
+	// the size of bbolt's last mapping, a hole that costs as much to read.
+	var src io.ReaderAt = f
+	if hw := meta.HighWater(); hw <= snapshotLimit {
+		if whole, err = readPrefix(f, hw); err != nil {
+			return fail(pathErr("open", name, err))
+		}
+		src = memPages(whole)
+	}
+	if err := precheckTree(src, meta); err != nil {
+		return fail(pathErr("open", name, err))
+	}
+	return f, whole, meta, nil
 }
 
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {

@@ -217,6 +217,12 @@ func precheck(f io.ReaderAt, size int64) error {
 	if err != nil {
 		return err
 	}
+	return precheckTree(f, m)
+}
+
+// precheckTree is precheck after InspectMeta has accepted m. f needs to
+// hold only the pages under the high-water mark.
+func precheckTree(f io.ReaderAt, m MetaPages) error {
 	p := m.Pages[m.Active]
 	if p.Freelist == noFreelist {
 		return damaged("meta page %d has no synced freelist; this package always syncs it", m.Active)

@@ -2,12 +2,13 @@ package db
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"testing"
 )
 
 // FuzzPrecheck feeds arbitrary files to the pre-check that runs before
-// bbolt maps a file. It reads with ReadAt only, so unlike bbolt.Open it is
+// bbolt maps a file, and what it accepts to the reader's snapshot decoder. It reads with ReadAt only, so unlike bbolt.Open it is
 // safe to fuzz in-process: it must never panic or hang, and whatever it
 // accepts must at least be as long as its own high-water mark (the SIGBUS
 // the pre-check exists to prevent).
@@ -34,6 +35,11 @@ func FuzzPrecheck(f *testing.F) {
 		}
 		if int64(len(b)) < m.HighWater() {
 			t.Fatalf("precheck accepted a %d-byte file under its high-water mark %d", len(b), m.HighWater())
+		}
+		// What the pre-check accepts, a reader decodes without bbolt: it
+		// must return records or ErrDamaged, never panic.
+		if _, err := readSnapshot(b, m); err != nil && !errors.Is(err, ErrDamaged) {
+			t.Fatalf("readSnapshot: %v is not ErrDamaged", err)
 		}
 	})
 }

@@ -2,8 +2,6 @@ package db
 
 import (
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // FileName is the name of the bbolt file inside a key directory.
@@ -69,14 +67,14 @@ func bucketSince(name string) uint64 {
 	panic("db: unknown bucket " + name)
 }
 
-// readMeta reads meta/ from a bbolt transaction. A file with nothing at all
-// in its root is schema 0: bbolt initialised it and no migration has run.
-// Anything else without a decodable meta/ is not a file this package wrote.
-// A schema newer than known is ErrNewerSchema.
-func readMeta(tx *bolt.Tx, known uint64) (Meta, error) {
-	b := tx.Bucket([]byte(bucketMeta))
+// readMeta reads meta/ from the root of a transaction. A file with nothing
+// at all in its root is schema 0: bbolt initialised it and no migration has
+// run. Anything else without a decodable meta/ is not a file this package
+// wrote. A schema newer than known is ErrNewerSchema.
+func readMeta(root rootView, known uint64) (Meta, error) {
+	b := root.bucket(bucketMeta)
 	if b == nil {
-		if k, _ := tx.Cursor().First(); k == nil {
+		if root.empty() {
 			return Meta{}, nil
 		}
 		return Meta{}, damaged("no %s/ bucket", bucketMeta)
@@ -110,9 +108,9 @@ func readMeta(tx *bolt.Tx, known uint64) (Meta, error) {
 
 // checkBuckets reports a bucket that the file's schema version promises but
 // the file lacks.
-func checkBuckets(tx *bolt.Tx, schema uint64) error {
+func checkBuckets(root rootView, schema uint64) error {
 	for _, b := range buckets {
-		if b.since <= schema && tx.Bucket([]byte(b.name)) == nil {
+		if b.since <= schema && root.bucket(b.name) == nil {
 			return damaged("schema %d file has no %s/ bucket", schema, b.name)
 		}
 	}

@@ -16,7 +16,8 @@ import (
 // Once a method has returned ErrDamaged, or a write has failed, the
 // transaction is rolled back whatever the function returns.
 type Tx struct {
-	tx   *bolt.Tx
+	tx   *bolt.Tx  // nil for a reader's snapshot
+	snap *snapshot // nil for a transaction through bbolt
 	db   *DB
 	done bool
 	err  error // the first damage or failed write; it ends the transaction
@@ -29,7 +30,7 @@ func (tx *Tx) do(op string, write bool, fn func() error) error {
 		return pathErr(op, tx.db.name, ErrClosed)
 	case tx.err != nil:
 		return tx.err
-	case write && !tx.tx.Writable():
+	case write && (tx.tx == nil || !tx.tx.Writable()):
 		return pathErr(op, tx.db.name, ErrReadOnly)
 	}
 	err := tx.db.call(fn)
@@ -43,8 +44,25 @@ func (tx *Tx) do(op string, write bool, fn func() error) error {
 	return err
 }
 
-// bucket returns a top-level bucket, or nil without error when the file's
-// schema predates the bucket (an old file read by a newer binary).
+// root is what the transaction reads the top of the file through.
+func (tx *Tx) root() rootView {
+	if tx.snap != nil {
+		return tx.snap
+	}
+	return boltRoot{tx.tx}
+}
+
+// view returns a top-level bucket to read, or nil without error when the
+// file's schema predates the bucket (an old file read by a newer binary).
+func (tx *Tx) view(name string) (bucketView, error) {
+	b := tx.root().bucket(name)
+	if b == nil && tx.db.schema >= bucketSince(name) {
+		return nil, damaged("no %s/ bucket", name)
+	}
+	return b, nil
+}
+
+// bucket returns a top-level bucket to write, with the same rule as view.
 func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
 	b := tx.tx.Bucket([]byte(name))
 	if b == nil && tx.db.schema >= bucketSince(name) {
@@ -57,7 +75,7 @@ func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
 func (tx *Tx) Meta() (Meta, error) {
 	var m Meta
 	err := tx.do("read", false, func() (err error) {
-		m, err = readMeta(tx.tx, SchemaVersion)
+		m, err = readMeta(tx.root(), SchemaVersion)
 		return err
 	})
 	return m, err
@@ -68,7 +86,7 @@ func (tx *Tx) Meta() (Meta, error) {
 func (tx *Tx) Sidecars() (Sidecars, error) {
 	var s Sidecars
 	err := tx.do("read", false, func() error {
-		b, err := tx.bucket(bucketSidecars)
+		b, err := tx.view(bucketSidecars)
 		if b == nil {
 			return err
 		}
@@ -222,22 +240,24 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 func (tx *Tx) History(n int) ([]HistoryEntry, error) {
 	var out []HistoryEntry
 	err := tx.do("read", false, func() error {
-		b, err := tx.bucket(bucketHistory)
+		b, err := tx.view(bucketHistory)
 		if b == nil {
 			return err
 		}
-		c := b.Cursor()
-		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
+		b.descend(func(k, v []byte) bool {
 			if v == nil {
-				return damaged("%s/%x is a bucket", bucketHistory, k)
+				err = damaged("%s/%x is a bucket", bucketHistory, k)
+				return false
 			}
-			e, err := decodeHistory(k, v)
-			if err != nil {
-				return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			var e HistoryEntry
+			if e, err = decodeHistory(k, v); err != nil {
+				err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+				return false
 			}
 			out = append(out, e)
-		}
-		return nil
+			return n <= 0 || len(out) < n
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ const (
 // against the page it points into.
 type walker struct {
 	f    io.ReaderAt
+	mem  []byte // the file's pages, when they are in memory: f is not read
 	ps   uint64
 	hwm  uint64
 	seen map[uint64]bool
@@ -35,6 +36,9 @@ type walker struct {
 func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) error {
 	p := m.Pages[m.Active]
 	w := &walker{f: f, ps: uint64(m.PageSize), hwm: p.Pgid, seen: map[uint64]bool{}}
+	if mem, ok := f.(memPages); ok {
+		w.mem = mem
+	}
 	for id := freelist; id <= freelist+freelistOverflow; id++ {
 		w.seen[id] = true
 	}
@@ -52,7 +56,7 @@ func (w *walker) page(id uint64, depth int) error {
 		return damaged("page %d is reached twice (a cycle, or shared with another page)", id)
 	}
 	var hdr [pageHeaderSize]byte
-	if _, err := w.f.ReadAt(hdr[:], int64(id*w.ps)); err != nil {
+	if _, err := w.readAt(hdr[:], id*w.ps); err != nil {
 		return damagedBy(fmt.Sprintf("read page %d", id), err)
 	}
 	pid := nativeEndian.Uint64(hdr[0:])
@@ -69,17 +73,44 @@ func (w *walker) page(id uint64, depth int) error {
 		}
 		w.seen[o] = true
 	}
-	buf := make([]byte, (overflow+1)*w.ps)
-	if _, err := w.f.ReadAt(buf, int64(id*w.ps)); err != nil {
-		return damagedBy(fmt.Sprintf("read page %d", id), err)
+	var buf []byte
+	if start, end := id*w.ps, (id+overflow+1)*w.ps; w.mem != nil && end <= uint64(len(w.mem)) {
+		buf = w.mem[start:end]
+	} else {
+		buf = make([]byte, (overflow+1)*w.ps)
+		if _, err := w.readAt(buf, id*w.ps); err != nil {
+			return damagedBy(fmt.Sprintf("read page %d", id), err)
+		}
 	}
-	return w.node(buf, fmt.Sprint(id), depth)
+	return w.node(buf, where{page: id}, depth)
+}
+
+func (w *walker) readAt(b []byte, off uint64) (int, error) {
+	if w.mem != nil {
+		return memPages(w.mem).ReadAt(b, int64(off))
+	}
+	return w.f.ReadAt(b, int64(off))
+}
+
+// memPages is a file's pages read into memory, which the walker reads in
+// place instead of copying.
+type memPages []byte
+
+func (m memPages) ReadAt(b []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(m)) {
+		return 0, io.EOF
+	}
+	n := copy(b, m[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // node checks one branch or leaf page, p being its whole span (or, for an
 // inline bucket, the rest of the value). Element positions are relative to
 // the element itself, as bbolt reads them.
-func (w *walker) node(p []byte, name string, depth int) error {
+func (w *walker) node(p []byte, name where, depth int) error {
 	if len(p) < pageHeaderSize {
 		return damaged("page %s is %d bytes", name, len(p))
 	}
@@ -115,7 +146,7 @@ func (w *walker) node(p []byte, name string, depth int) error {
 		}
 		if eflags&bucketLeafFlag != 0 {
 			v := p[start+ksize : start+ksize+vsize]
-			if err := w.bucket(v, fmt.Sprintf("%s/%d", name, i), depth+1); err != nil {
+			if err := w.bucket(v, where{page: name.page, inline: true, elem: i}, depth+1); err != nil {
 				return err
 			}
 		}
@@ -123,9 +154,24 @@ func (w *walker) node(p []byte, name string, depth int) error {
 	return nil
 }
 
+// where names a page in an error: a page by its id, or an inline bucket by
+// the page and element that hold it.
+type where struct {
+	page   uint64
+	inline bool
+	elem   int
+}
+
+func (w where) String() string {
+	if w.inline {
+		return fmt.Sprintf("inline %d/%d", w.page, w.elem)
+	}
+	return fmt.Sprint(w.page)
+}
+
 // bucket checks a bucket value: a root page, or an inline leaf page stored
 // in the value itself.
-func (w *walker) bucket(v []byte, name string, depth int) error {
+func (w *walker) bucket(v []byte, name where, depth int) error {
 	if len(v) < bucketHdrSize {
 		return damaged("bucket value %s is %d bytes", name, len(v))
 	}
@@ -136,5 +182,5 @@ func (w *walker) bucket(v []byte, name string, depth int) error {
 	if len(inline) >= pageHeaderSize && nativeEndian.Uint16(inline[8:]) != leafFlag {
 		return damaged("inline bucket %s is not a leaf page", name)
 	}
-	return w.node(inline, "inline "+name, depth)
+	return w.node(inline, name, depth)
 }
