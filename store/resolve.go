@@ -138,12 +138,18 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 		return cold(gates.Locked)
 	}
 	v := gates.Evaluate(k.obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: model}, s.opts.Now())
+	if err := s.fault(FaultResolveAfterGates); err != nil {
+		return err
+	}
 	if !v.Resume {
 		return cold(v.Reason)
 	}
 
 	size, sum, err := copyCounted(staged, k.transcript, k.expectSize+1)
 	if err != nil {
+		return err
+	}
+	if err := s.fault(FaultResolveAfterCopy); err != nil {
 		return err
 	}
 	// A legacy key is not locked: the legacy store's venue re-check still
@@ -230,6 +236,11 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 			k.close()
 		}
 	}()
+	if !forDump {
+		if err := s.fault(FaultResolveAfterKeyDirOpen); err != nil {
+			return nil, err
+		}
+	}
 
 	// The lock comes first: with it held no promotion can rename a new
 	// transcript in between opening the file and reading its identity.

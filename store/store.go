@@ -64,8 +64,14 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Fault, when non-nil, is called at every write boundary of Promote,
-	// Reap and the move-aside repair; a non-nil error it returns is treated as that step's I/O
-	// error. Tests use it to crash or fail a protocol at a chosen step;
+	// Reap and the move-aside repair, and at the read boundaries of Resolve
+	// (not of dump or check, which share Resolve's reader); a non-nil error
+	// it returns is treated as that step's I/O error. At a read boundary
+	// that makes Resolve fail as it does on any I/O error: an error, the
+	// staged file removed, the key's lock released; never a cold start, since
+	// a cold start's reason says what the key is, and a fault says nothing
+	// about the key. Tests use it to crash or fail a protocol at a chosen
+	// step, or to change the filesystem under it (TestKeyDirSwap*);
 	// production leaves it nil.
 	Fault func(FaultPoint) error
 }
@@ -86,6 +92,19 @@ const (
 	FaultReapAfterTranscript FaultPoint = "reap/after-transcript-removed"
 	FaultRepairBeforeAside   FaultPoint = "repair/before-move-aside"
 	FaultRepairAfterAside    FaultPoint = "repair/after-move-aside"
+)
+
+// The read boundaries of Resolve, in order. Each is a window in which the
+// key dir's name could be pointed elsewhere (the A,B,A swap): after the key
+// dir's descriptor is opened and before meta.db and the transcript are
+// opened through it; after the ladder's verdict and before the copy; after
+// the copy and before the post-copy checks and the lock's release.
+// Resolve works from the descriptor alone after the first, so a swap at any
+// of them changes nothing it reads.
+const (
+	FaultResolveAfterKeyDirOpen FaultPoint = "resolve/after-key-dir-open"
+	FaultResolveAfterGates      FaultPoint = "resolve/after-gates"
+	FaultResolveAfterCopy       FaultPoint = "resolve/after-copy"
 )
 
 // A Store is a sessions root. It is safe for concurrent use by many
