@@ -34,14 +34,17 @@ var crashKeys = []string{"plain", "venue link", "venue fifo", "venue empty dir",
 	"chain huge", "context tabs and case", "context text", "lock stale", "lock fresh", "temps", "transcript link",
 	"only a transcript", "interrupted before commit", "mixed", "pending promotion", "migrated long ago"}
 
-func newCrashBed(t *testing.T) *crashBed {
+func newCrashBed(t *testing.T) *crashBed { return newCrashBedOf(t, crashKeys...) }
+
+// newCrashBedOf is newCrashBed for the corpus keys named.
+func newCrashBedOf(t *testing.T, names ...string) *crashBed {
 	t.Helper()
 	b := &crashBed{legacyTree: t.TempDir(), dbTree: t.TempDir()}
 	root := filepath.Join(b.legacyTree, "sessions")
 	must(t, osMkdir(root))
-	b.keys = buildCorpus(t, root, crashKeys...)
-	if len(b.keys) != len(crashKeys) {
-		t.Fatalf("crashKeys names %d keys, the corpus has %d of them", len(crashKeys), len(b.keys))
+	b.keys = buildCorpus(t, root, names...)
+	if len(b.keys) != len(names) {
+		t.Fatalf("%d keys named, the corpus has %d of them", len(names), len(b.keys))
 	}
 	work := b.copy(t, b.legacyTree)
 	migrate(t, work, false, testOpts())

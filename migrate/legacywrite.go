@@ -50,7 +50,7 @@ func WriteLegacySidecars(dir *os.File, sc db.Sidecars) error {
 		t := time.Unix(0, sc.Transcript.PromotedAt)
 		at = &t
 	}
-	return writeLegacy(dir, files, at, nil)
+	return writeLegacy(diskWrites{}, dir, files, at, nil)
 }
 
 // legacyFile is one sidecar to write (content non-nil) or remove.
@@ -151,15 +151,15 @@ func formatContextParts(tokens, window, model string) string {
 
 // writeLegacy writes files through temps, then renames or removes each,
 // sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
-// calling fault at each boundary (nil: none).
-func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
+// calling fault at each boundary (nil: none). Every write goes through disk.
+func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
 	if fault == nil {
 		fault = func(FaultPoint) error { return nil }
 	}
 	var temps []string
 	defer func() {
 		for _, t := range temps {
-			removeAt(dir, t)
+			disk.remove(dir, t)
 		}
 	}()
 	for _, f := range files {
@@ -168,7 +168,7 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 		}
 		tmp := f.name + ".incoming"
 		temps = append(temps, tmp)
-		if err := writeTemp(dir, tmp, *f.content); err != nil {
+		if err := writeTemp(disk, dir, tmp, *f.content); err != nil {
 			return err
 		}
 		if got, ok := legacy.ReadSidecar(dir, tmp); !f.means(got, ok) {
@@ -183,9 +183,9 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 	}
 	for _, f := range files {
 		if f.content == nil {
-			err = removeAt(dir, f.name)
+			err = disk.remove(dir, f.name)
 		} else {
-			err = renameOver(dir, f.name+".incoming", f.name)
+			err = renameOver(disk, dir, f.name+".incoming", f.name)
 		}
 		if err == nil {
 			err = fault(FaultRenamed)
@@ -196,7 +196,7 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 	}
 	temps = nil
 	if at != nil {
-		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(f, *at) })
+		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(disk, f, *at) })
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 			return err
 		}
 	}
-	if err := fsat.SyncDir(dir); err != nil {
+	if err := disk.syncDir(dir); err != nil {
 		return err
 	}
 	return fault(FaultLegacySynced)
@@ -213,21 +213,17 @@ func writeLegacy(dir *os.File, files []legacyFile, at *time.Time, fault func(Fau
 // writeTemp creates name afresh (O_EXCL|O_NOFOLLOW after removing whatever
 // was there, so a planted link is replaced, never written through), writes
 // content and fsyncs it.
-func writeTemp(dir *os.File, name, content string) error {
-	if err := removeAt(dir, name); err != nil {
+func writeTemp(disk durability, dir *os.File, name, content string) error {
+	if err := disk.remove(dir, name); err != nil {
 		return err
 	}
-	fd, _, err := openFileAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	f, err := regularFile(fd, fsat.Join(dir, name))
+	f, err := disk.createTemp(dir, name)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteString(content)
 	if err == nil {
-		err = f.Sync()
+		err = disk.syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -237,13 +233,13 @@ func writeTemp(dir *os.File, name, content string) error {
 
 // renameOver renames from over to; an empty directory at to (which the
 // legacy reader read as no value) is removed first.
-func renameOver(dir *os.File, from, to string) error {
-	err := fsat.RenameAt(dir, from, to)
+func renameOver(disk durability, dir *os.File, from, to string) error {
+	err := disk.rename(dir, from, to)
 	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
-		if rerr := removeAt(dir, to); rerr != nil {
+		if rerr := disk.remove(dir, to); rerr != nil {
 			return rerr
 		}
-		err = fsat.RenameAt(dir, from, to)
+		err = disk.rename(dir, from, to)
 	}
 	return err
 }

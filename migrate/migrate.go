@@ -48,6 +48,11 @@ type Options struct {
 	// called from the workers, so with Workers > 1 it must be safe for
 	// concurrent use (Progress is called from one goroutine).
 	Fault func(FaultPoint) error
+
+	// disk makes the writes migrate makes itself in a key dir (see
+	// durability); nil means diskWrites. Only this package's tests set
+	// it, to a power-cut journal.
+	disk durability
 }
 
 // FaultPoint names a write boundary (see Options.Fault).
@@ -128,6 +133,7 @@ type migrator struct {
 	rootDir *os.File
 	opts    Options
 	st      *store.Store // for RollForward
+	disk    durability   // opts.disk, or diskWrites
 }
 
 func (m *migrator) now() time.Time {
@@ -161,7 +167,10 @@ func run(root, direction string, opts Options, visit func(Report) error,
 	fn func(*migrator, string) Report) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Direction: direction, DryRun: opts.DryRun}
-	m := &migrator{root: root, opts: opts}
+	m := &migrator{root: root, opts: opts, disk: opts.disk}
+	if m.disk == nil {
+		m.disk = diskWrites{}
+	}
 	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
 	if err != nil {
 		return sum, err

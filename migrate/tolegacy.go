@@ -87,7 +87,7 @@ func (m *migrator) toLegacyKey(key string, kd *os.File, r *Report) error {
 	if err != nil || done {
 		return err
 	}
-	if err := writeLegacy(kd, files, at, m.fault); err != nil {
+	if err := writeLegacy(m.disk, kd, files, at, m.fault); err != nil {
 		return err
 	}
 	return m.removeDB(kd)
@@ -142,13 +142,13 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 // removeDB unlinks meta.db while its lock is still held, so that no writer
 // can slip a transaction in after the legacy files were written.
 func (m *migrator) removeDB(kd *os.File) error {
-	if err := removeAt(kd, db.FileName); err != nil {
+	if err := m.disk.remove(kd, db.FileName); err != nil {
 		return err
 	}
 	if err := m.fault(FaultDBRemoved); err != nil {
 		return err
 	}
-	return fsat.SyncDir(kd)
+	return m.disk.syncDir(kd)
 }
 
 // legacyValues decides what the legacy files will say, fills r, and

@@ -70,11 +70,11 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 
 // setMtime sets f's mtime to at (atime untouched) and fsyncs it, so the
 // legacy clock survives a crash.
-func setMtime(f *os.File, at time.Time) error {
-	if err := futimens(int(f.Fd()), at); err != nil {
+func setMtime(disk durability, f *os.File, at time.Time) error {
+	if err := disk.setMtime(f, at); err != nil {
 		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}
 	}
-	if err := f.Sync(); err != nil {
+	if err := disk.syncFile(f); err != nil {
 		return &os.PathError{Op: "fsync", Path: f.Name(), Err: err}
 	}
 	return nil
