@@ -7,7 +7,7 @@
 //
 // Nothing here runs in `go test ./...` beyond a few cheap checks of the
 // helpers: every benchmark needs -bench, and the 10,000-key fixtures of the
-// dump benchmarks are built on first use inside a benchmark.
+// dump and migrate benchmarks are built on first use inside a benchmark.
 //
 // Every target is a ratio of two benchmarks measured in the same process
 // run, never an absolute time: the machines are shared and noisy.

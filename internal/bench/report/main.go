@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,23 +42,35 @@ type group struct {
 	pkg       string // the package directory, relative to the module root
 	bench     string // the -bench regexp
 	benchtime string
+	// after runs the group only once every round of the other groups has
+	// run, each run under its own round's line again: a group that
+	// deletes hundreds of thousands of inodes (migration is destructive)
+	// would otherwise make the creates of the next round's benchmarks
+	// slower (see work in internal/bench/setup_test.go). Its ratios are
+	// taken inside one run of the group, so they stay within one round.
+	after bool
 }
 
 func groups(benchtime string) []group {
 	return []group{
-		{"internal/bench", "^BenchmarkPromote$|^BenchmarkFloor$/^(fsync-new-file|rename-dirsync|empty-commit)$", benchtime},
+		{"internal/bench", "^BenchmarkPromote$|^BenchmarkFloor$/^(fsync-new-file|rename-dirsync|empty-commit)$", benchtime, false},
 		// A resolve, a plain copy and a copy variant each create a job dir
 		// or a file that nothing deletes while the run lasts (see work in
 		// internal/bench/setup_test.go): a fixed count of iterations keeps
 		// the inodes a run uses bounded, about 140,000 a round, where a
 		// fixed time used close to a million a round here.
-		{"internal/bench", "^Benchmark(Resolve|Floor|CopyCRC)$/^64KiB$", "5000x"},
-		{"internal/bench", "^Benchmark(Resolve|Floor|CopyCRC)$/^8MiB$", "500x"},
+		{"internal/bench", "^Benchmark(Resolve|Floor|CopyCRC)$/^64KiB$", "5000x", false},
+		{"internal/bench", "^Benchmark(Resolve|Floor|CopyCRC)$/^8MiB$", "500x", false},
 		// One op walks 10,000 keys; two of them per run are plenty.
-		{"internal/bench", "^BenchmarkDump$", "2x"},
+		{"internal/bench", "^BenchmarkDump$", "2x", false},
 		// The op is 100 promotions; the figures are its metrics.
-		{"internal/bench", "^BenchmarkDiskPerKey$", "1x"},
-		{"engage", "^BenchmarkEstimate", benchtime},
+		{"internal/bench", "^BenchmarkDiskPerKey$", "1x", false},
+		{"engage", "^BenchmarkEstimate", benchtime, false},
+		// A migration op converts 10,000 key dirs (10 to 30 s here), so
+		// it runs once; the legacy walk it is set against (about 0.3 s)
+		// runs a few times. Each migration removes 10,000 to 40,000
+		// inodes, and every copy of a fleet is removed when the run ends.
+		{pkg: "internal/bench", bench: "^BenchmarkMigrate$", benchtime: benchtime, after: true},
 	}
 }
 
@@ -69,15 +82,16 @@ func main() {
 	raw := flag.String("raw", "", "also write every round's raw output here (benchstat's input); default: beside the work dir, kept")
 	parse := flag.String("parse", "", "do not run anything: build the table from this raw output file")
 	section := flag.String("section", "", "with -o, replace the section marked with this name (\"<!-- BEGIN REPORT name -->\")")
+	migrateRounds := flag.Int("migrate-rounds", 3, "how many of the rounds also run the 10,000-key migration benchmarks (2-3 minutes each); 0 skips them")
 	flag.Parse()
 
-	if err := run(*rounds, *benchtime, *dir, *out, *section, *raw, *parse); err != nil {
+	if err := run(*rounds, min(*migrateRounds, *rounds), *benchtime, *dir, *out, *section, *raw, *parse); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, benchtime, dir, out, section, raw, parse string) error {
+func run(rounds, migrateRounds int, benchtime, dir, out, section, raw, parse string) error {
 	var rawOut []byte
 	var m machine
 	if parse != "" {
@@ -114,7 +128,7 @@ func run(rounds int, benchtime, dir, out, section, raw, parse string) error {
 		if _, err := io.WriteString(f, m.rawHeader()); err != nil {
 			return err
 		}
-		rawOut, err = runRounds(modRoot, work, rounds, benchtime, f)
+		rawOut, err = runRounds(modRoot, work, rounds, migrateRounds, benchtime, f)
 		if err != nil {
 			return err
 		}
@@ -138,8 +152,11 @@ func run(rounds int, benchtime, dir, out, section, raw, parse string) error {
 // runRounds builds each package's test binary once and runs every group
 // rounds times, a round being one run of every group. It returns all the
 // output, each round's introduced by a "# round N" line (which benchstat
-// skips), and copies it to raw as it comes.
-func runRounds(modRoot, work string, rounds int, benchtime string, raw io.Writer) ([]byte, error) {
+// skips), and copies it to raw as it comes. The groups marked after run
+// once all the rounds of the others have, in the first afterRounds rounds
+// only, each under its round's line again (parseRounds joins the two parts
+// of a round).
+func runRounds(modRoot, work string, rounds, afterRounds int, benchtime string, raw io.Writer) ([]byte, error) {
 	gs := groups(benchtime)
 	bins := map[string]string{}
 	for _, g := range gs {
@@ -160,6 +177,22 @@ func runRounds(modRoot, work string, rounds int, benchtime string, raw io.Writer
 	}
 	var buf bytes.Buffer
 	all := io.MultiWriter(&buf, raw)
+	if err := runPhase(bins, modRoot, benchDir, rounds, gs, false, all); err != nil {
+		return nil, err
+	}
+	if err := runPhase(bins, modRoot, benchDir, afterRounds, gs, true, all); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// runPhase runs rounds times the groups whose after field is after, each
+// round introduced by its "# round N" line.
+func runPhase(bins map[string]string, modRoot, benchDir string, rounds int, gs []group, after bool, all io.Writer) error {
+	gs = slices.DeleteFunc(slices.Clone(gs), func(g group) bool { return g.after != after })
+	if len(gs) == 0 {
+		return nil
+	}
 	for r := 1; r <= rounds; r++ {
 		fmt.Fprintf(all, "# round %d\n", r)
 		for _, g := range gs {
@@ -173,12 +206,12 @@ func runRounds(modRoot, work string, rounds int, benchtime string, raw io.Writer
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, all), os.Stderr
 			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("round %d, %s %s: %w\n%s", r, g.pkg, g.bench, err, out.Bytes())
+				return fmt.Errorf("round %d, %s %s: %w\n%s", r, g.pkg, g.bench, err, out.Bytes())
 			}
 			fmt.Fprintf(os.Stderr, "round %d/%d: %s %s (%v)\n", r, rounds, g.pkg, g.bench, time.Since(start).Round(time.Second))
 		}
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 func moduleRoot() (string, error) {

@@ -17,30 +17,40 @@ type round map[string]map[string]float64
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // parseRounds reads go test -bench output, split into rounds by "# round N"
-// lines. Output with no round lines is one round.
+// lines. Output with no round lines is one round. A round's line may come
+// back later in the output (the groups that run after every round, see
+// group.after): what follows it joins that round. Rounds are returned in
+// the order they first appear, empty ones left out.
 func parseRounds(b []byte) []round {
 	var rs []round
-	cur := round{}
+	seen := map[string]int{} // "# round N" line -> index in rs
+	cur := -1
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "# round ") {
-			if len(cur) > 0 {
-				rs = append(rs, cur)
+			label := strings.TrimSpace(line)
+			i, ok := seen[label]
+			if !ok {
+				i = len(rs)
+				seen[label] = i
+				rs = append(rs, round{})
 			}
-			cur = round{}
+			cur = i
 			continue
 		}
 		name, vals, ok := parseLine(line)
-		if ok {
-			cur[name] = vals
+		if !ok {
+			continue
 		}
+		if cur < 0 { // results before any round line
+			cur = len(rs)
+			rs = append(rs, round{})
+		}
+		rs[cur][name] = vals
 	}
-	if len(cur) > 0 {
-		rs = append(rs, cur)
-	}
-	return rs
+	return slices.DeleteFunc(rs, func(r round) bool { return len(r) == 0 })
 }
 
 // parseLine parses one result line of the Go benchmark format: the name,
