@@ -215,6 +215,11 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 		if err != nil {
 			return err
 		}
+		// Keys only ever append (the gen grows), so a split at bbolt's
+		// default of half a page leaves every full leaf half empty for
+		// good. Packed, 100 promotions leave meta.db at 20 KiB on disk
+		// instead of 24-28 (internal/bench BenchmarkDiskPerKey).
+		b.FillPercent = 1.0
 		if err := b.Put(historyKey(e.Gen), v); err != nil {
 			return fmt.Errorf("%s/%d: %w", bucketHistory, e.Gen, err)
 		}

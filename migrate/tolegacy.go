@@ -10,6 +10,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
@@ -126,7 +127,7 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 	if err != nil {
 		return nil, sc, false, err
 	}
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
+	if err := d.View(func(tx *db.Tx) (err error) { sc, err = settled(kd, tx); return err }); err != nil {
 		d.Close()
 		return nil, sc, false, err
 	}
@@ -220,7 +221,7 @@ func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
 	}
 	defer d.Close()
 	var sc db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
+	if err := d.View(func(tx *db.Tx) (err error) { sc, err = settled(kd, tx); return err }); err != nil {
 		return err
 	}
 	if sc.Pending != nil {
@@ -228,4 +229,15 @@ func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
 	}
 	_, _, _, err = m.legacyValues(kd, k, sc, r)
 	return err
+}
+
+// settled reads the sidecars, with a pending entry that is no longer in
+// flight (its promotion landed, and only the next writer's commit replaces
+// the entry: see store.PendingInFlight) read as none.
+func settled(kd *os.File, tx *db.Tx) (db.Sidecars, error) {
+	sc, err := tx.Sidecars()
+	if !store.PendingInFlight(kd, sc.Pending) {
+		sc.Pending = nil
+	}
+	return sc, err
 }

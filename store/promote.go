@@ -134,8 +134,9 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err := d.View(func(tx *db.Tx) (err error) { prev, err = tx.Sidecars(); return err }); err != nil {
 		return res, err
 	}
-	// Step 3: finish what a crash left behind.
-	if err := s.rollForward(kd, d, prev.Pending); err != nil {
+	// Step 3: finish what a crash left behind. The pending entry itself is
+	// replaced by this promotion's commit.
+	if _, err := s.rollForward(kd, d, prev.Pending, false); err != nil {
 		return res, err
 	}
 	sweepTemps(kd)
@@ -208,18 +209,11 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	}
 	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail = true, gates.Promoted, size, gen, staged.torn
 
-	// Clearing pending is bookkeeping: the promotion has landed, and a
-	// pending record that names a temp that is gone is cleared by the next
-	// writer. It never turns a landed promotion into a failure.
-	err = s.fault(FaultAfterDirSync)
-	if err == nil {
-		err = d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
-	}
-	if err == nil {
-		err = s.fault(FaultAfterClear)
-	}
-	if err != nil {
-		s.opts.Logger.Warn().Str("key", sess.Key).Err(err).Msg("session_pending_not_cleared")
+	// The pending entry stays: its temp is gone, which settles it (see
+	// pendingInFlight), and the next writer's commit replaces it. Clearing
+	// it here would be a second commit, two more flushes, for bookkeeping.
+	if err := s.fault(FaultAfterDirSync); err != nil {
+		s.opts.Logger.Warn().Str("key", sess.Key).Err(err).Msg("session_fault_after_landing")
 	}
 	return res, nil
 }
@@ -389,25 +383,49 @@ func (s *Store) nextSidecars(kd *os.File, sess Session, req PromoteRequest, prev
 	return n
 }
 
-// rollForward finishes a promotion that committed but did not rename: the
-// temp it names is moved into place if it is still whole. If it is gone,
-// the rename already happened (or the temp was lost, and the transcript
-// check of the next resolve cold-starts the key). Either way pending is
-// cleared.
-func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending) error {
-	if p == nil {
-		return nil
+// pendingInFlight reports whether p is a promotion still in flight:
+// committed, with its temp still at its name. A promotion that lands keeps
+// its pending entry until the next writer's commit replaces it (DESIGN,
+// promote step 6: pending is cleared "at the next open"), so an entry whose
+// temp is gone is settled. Only a crash between the commit and the rename
+// leaves a temp at the name: temp names are random, and the sweep removes
+// every temp no entry in flight names. A name that is not a promotion
+// temp's is never looked up.
+func pendingInFlight(kd *os.File, p *db.Pending) bool {
+	if p == nil || !strings.HasPrefix(p.Tmp, tmpPrefix) || strings.ContainsRune(p.Tmp, '/') {
+		return false
 	}
-	if strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') && tempMatches(kd, p) {
+	_, err := fsat.LstatAt(kd, p.Tmp)
+	return !fsat.IsNotExist(err)
+}
+
+// PendingInFlight is pendingInFlight for a caller holding the key's lock
+// (migrate): kd is the key dir, opened with O_DIRECTORY|O_NOFOLLOW.
+func PendingInFlight(kd *os.File, p *db.Pending) bool { return pendingInFlight(kd, p) }
+
+// rollForward finishes a promotion in flight (committed, not renamed): the
+// temp it names is moved into place if it is still whole; if it is not, the
+// sweep removes it and the transcript check of the next resolve cold-starts
+// the key. With clear, the pending entry is then cleared by a commit of its
+// own; Promote passes false, because its own commit replaces the entry. It
+// reports whether p was in flight.
+func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (bool, error) {
+	if !pendingInFlight(kd, p) {
+		return false, nil
+	}
+	if tempMatches(kd, p) {
 		if err := s.disk.rename(kd, p.Tmp, TranscriptName); err != nil {
-			return err
+			return true, err
 		}
 		if err := s.disk.syncDir(kd); err != nil {
-			return err
+			return true, err
 		}
 		s.opts.Logger.Info().Str("tmp", p.Tmp).Uint64("gen", p.Gen).Msg("session_rolled_forward")
 	}
-	return d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
+	if !clear {
+		return true, nil
+	}
+	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
 }
 
 func tempMatches(kd *os.File, p *db.Pending) bool {
@@ -427,9 +445,9 @@ func tempMatches(kd *os.File, p *db.Pending) bool {
 	return uint64(h.Sum32()) == p.CRC32C
 }
 
-// sweepTemps removes promotion temps that no pending record names. Only a
-// holder of the key's exclusive lock writes a temp, and pending has just
-// been settled, so every temp found here is debris, whatever its age.
+// sweepTemps removes promotion temps. Only a holder of the key's exclusive
+// lock writes a temp, and a promotion in flight has just been rolled
+// forward, so every temp found here is debris, whatever its age.
 func sweepTemps(kd *os.File) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
@@ -476,9 +494,10 @@ func (s *Store) RollForward(key string) (bool, error) {
 	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
 		return false, err
 	}
-	if err := s.rollForward(kd, d, sc.Pending); err != nil {
+	settled, err := s.rollForward(kd, d, sc.Pending, true)
+	if err != nil {
 		return false, err
 	}
 	sweepTemps(kd)
-	return sc.Pending != nil, nil
+	return settled, nil
 }

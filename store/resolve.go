@@ -264,6 +264,9 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 	if k.meta != nil {
 		err := k.meta.View(func(tx *db.Tx) error {
 			sc, err := tx.Sidecars()
+			if !pendingInFlight(k.dir, sc.Pending) {
+				sc.Pending = nil // a promotion that landed: nothing to report or roll forward
+			}
 			k.sidecars = sc
 			return err
 		})

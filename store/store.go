@@ -80,14 +80,14 @@ type Options struct {
 type FaultPoint string
 
 // The write boundaries of Promote, in protocol order, of Reap, and of
-// check's move-aside repair.
+// check's move-aside repair. Promote's last is after the promotion has
+// landed, before it returns: a process killed there has promoted.
 const (
 	FaultAfterTempWrite      FaultPoint = "promote/after-temp-write"
 	FaultAfterTempSync       FaultPoint = "promote/after-temp-fsync"
 	FaultAfterCommit         FaultPoint = "promote/after-commit"
 	FaultAfterRename         FaultPoint = "promote/after-rename"
-	FaultAfterDirSync        FaultPoint = "promote/after-dir-fsync"
-	FaultAfterClear          FaultPoint = "promote/after-clear-pending"
+	FaultAfterDirSync        FaultPoint = "promote/after-dir-fsync" // landed: an error here is logged, not returned
 	FaultReapBeforeRemove    FaultPoint = "reap/before-remove"
 	FaultReapAfterTranscript FaultPoint = "reap/after-transcript-removed"
 	FaultRepairBeforeAside   FaultPoint = "repair/before-move-aside"

@@ -375,6 +375,17 @@ func sidecarsOf(t *testing.T, root, key string) db.Sidecars {
 	return sc
 }
 
+// inFlight reports whether p names a promotion in flight in key's dir.
+func inFlight(t *testing.T, root, key string, p *db.Pending) bool {
+	t.Helper()
+	kd, err := os.Open(filepath.Join(root, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	return pendingInFlight(kd, p)
+}
+
 func historyOf(t *testing.T, root, key string) []db.HistoryEntry {
 	t.Helper()
 	var h []db.HistoryEntry

@@ -416,7 +416,7 @@ func (h hookDisk) createTemp(dir *os.File, name string) (*os.File, error) {
 
 const beforeTempCreate FaultPoint = "test/before-temp-create"
 
-var promotePoints = []FaultPoint{beforeTempCreate, FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync, FaultAfterClear}
+var promotePoints = []FaultPoint{beforeTempCreate, FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync}
 
 // TestKeyDirSwapDuringPromote swaps B in at each write boundary of Promote
 // and leaves it there, or swaps A back at a later boundary (A,B,A);

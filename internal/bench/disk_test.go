@@ -61,8 +61,9 @@ func BenchmarkDiskPerKey(b *testing.B) {
 }
 
 // sidecarsOnlyDB commits n promotions' records into a fresh meta.db as
-// store.Promote does (the sidecars and pending in one transaction, pending
-// cleared in a second), minus the history entry, and returns its path.
+// store.Promote does (the sidecars and pending in one transaction; the
+// next promotion's replaces pending), minus the history entry, and returns
+// its path.
 func sidecarsOnlyDB(b *testing.B, n int) string {
 	dir := workDir(b)
 	kd, err := os.Open(dir)
@@ -87,7 +88,6 @@ func sidecarsOnlyDB(b *testing.B, n int) string {
 					tx.PutContext(&db.Context{Tokens: reading.Tokens, Window: reading.Window, Model: model}),
 				)
 			}),
-			d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) }),
 			d.Close(),
 		)
 		if err != nil {
