@@ -169,7 +169,9 @@ func runChild(t *testing.T, env []string, configure func(*exec.Cmd)) ([]byte, er
 	}
 	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1", "-test.timeout=2m")
 	// The race detector sleeps a second at exit by default.
-	cmd.Env = append(append(os.Environ(), childEnv+"="+t.Name(), "GORACE=atexit_sleep_ms=0"), env...)
+	// A child that dies by design (SIGBUS) never removes its temp dirs:
+	// they go under this test's, which is removed.
+	cmd.Env = append(append(os.Environ(), childEnv+"="+t.Name(), "GORACE=atexit_sleep_ms=0", "TMPDIR="+t.TempDir()), env...)
 	if configure != nil {
 		configure(cmd)
 		return nil, cmd.Start()

@@ -71,7 +71,7 @@ func interrupt(t *testing.T, s *Store, root string, clock *testClock, mode strin
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, "SESSDB_ROOT="+root, "SESSDB_POINT="+string(p),
-		"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10))
+		"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir())
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {

@@ -153,7 +153,9 @@ func entryText(line []byte) string {
 func startChild(t *testing.T, mode string, env ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + mode}, env...)...)
+	// A child killed by design never removes its temp dirs (job dirs):
+	// they go under this test's, which is removed.
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + mode, "TMPDIR=" + t.TempDir()}, env...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
