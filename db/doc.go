@@ -41,9 +41,13 @@
 // bounds (which would make bbolt loop until it runs out of memory, or
 // fault), a record that does not decode, a missing bucket, or a page that
 // still makes bbolt panic or fault. The file is checked under its lock
-// before bbolt maps it, and every call into bbolt runs under recover with
-// faults turned into panics. A file whose schema is newer than SchemaVersion
-// is refused with ErrNewerSchema and never written.
+// before anything reads it. A reader then decodes its records from the
+// checked pages itself, read once into memory, keys in order or ErrDamaged;
+// writers, and readers of a file whose pages pass 1 MiB, go through bbolt,
+// and every call into bbolt runs under recover with faults turned into
+// panics. A file whose schema is newer than SchemaVersion is refused with
+// ErrNewerSchema and never written. Files are created with 1 KiB pages
+// (PageSize); a file with other pages is read and written as it is.
 //
 // Opens wait at most Options.LockTimeout in total for two locks: a
 // process-wide reader/writer lock per key directory, and flock on meta.db
