@@ -50,6 +50,7 @@ type DB struct {
 	bdb    *bolt.DB  // nil for a reader's snapshot
 	snap   *snapshot // a reader's whole file, read under the lock
 	file   *os.File  // the locked descriptor (bbolt's, when bbolt has it)
+	meta   MetaPages // the meta pages the open judged the file by
 	unlock func()    // the in-process lock
 
 	mu     sync.RWMutex // transactions share it, Close takes it
@@ -60,6 +61,10 @@ type DB struct {
 	// Close does not call into bbolt.
 	poison atomic.Pointer[error]
 }
+
+// MetaPages returns both meta pages as the open found them under the lock,
+// and the one in use. A writer's commits since then are not in it.
+func (d *DB) MetaPages() MetaPages { return d.meta }
 
 // Path returns the display name the DB was opened with.
 func (d *DB) Path() string { return d.name }

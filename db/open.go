@@ -139,7 +139,7 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 			}
 			return nil, pathErr("open", name, err)
 		}
-		return &DB{name: name, snap: snap, file: file}, nil
+		return &DB{name: name, snap: snap, file: file, meta: meta}, nil
 	}
 	bopts := &bolt.Options{
 		ReadOnly: !write,
@@ -155,7 +155,7 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 		return err
 	})
 	if err == nil {
-		return &DB{name: name, write: write, bdb: bdb, file: file}, nil
+		return &DB{name: name, write: write, bdb: bdb, file: file, meta: meta}, nil
 	}
 	releaseFile(file) // bbolt closed it already unless it panicked
 	var errno syscall.Errno

@@ -162,7 +162,7 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 		}
 		return nil
 	}
-	if p := readMetaPages(k.dir); p.Fallback {
+	if p := keyMetaPages(k); p.Fallback {
 		add(path, KindMetaPageInvalid, "%s", p.fallbackDetail())
 	}
 	if deep != nil {

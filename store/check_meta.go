@@ -55,6 +55,20 @@ func readMetaPages(kd *os.File) *MetaPagesReport {
 		return r
 	}
 	m, err := db.InspectMeta(f, st.Size)
+	return metaPagesReport(m, err)
+}
+
+// keyMetaPages is readMetaPages for a key whose meta.db is open: the pages
+// its open judged it by, under the same lock, without reading them again.
+func keyMetaPages(k *keyDir) *MetaPagesReport {
+	if k.meta != nil {
+		return metaPagesReport(k.meta.MetaPages(), nil)
+	}
+	return readMetaPages(k.dir)
+}
+
+func metaPagesReport(m db.MetaPages, err error) *MetaPagesReport {
+	r := &MetaPagesReport{Active: -1}
 	r.Bytes, r.PageSize, r.Active, r.HighWater = m.Size, m.PageSize, m.Active, m.HighWater()
 	if err != nil {
 		r.Error = err.Error()

@@ -202,7 +202,7 @@ func (s *Store) inspectKey(name string, opts InspectOptions) KeyReport {
 		}
 	}
 	if k.layout == LayoutDB {
-		r.MetaPages = readMetaPages(k.dir)
+		r.MetaPages = keyMetaPages(k)
 	}
 	if opts.Verify {
 		r.Verify = k.verify()
