@@ -45,7 +45,6 @@ func readPrefix(f *os.File, size int64) ([]byte, error) {
 // records out of each of 10,000 files, and allocating the 64 history
 // entries of each was a tenth of its time.
 type snapshot struct {
-	r         *snapReader
 	buckets   map[string]snapBucket
 	rootEmpty bool // the root holds nothing: a schema 0 file
 }
@@ -89,7 +88,7 @@ func (b snapBucket) descend(fn func(k, v []byte) (more bool)) {
 // file where they do not is damaged however bbolt would read it).
 func readSnapshot(buf []byte, m MetaPages) (*snapshot, error) {
 	r := &snapReader{buf: buf, ps: uint64(m.PageSize), hwm: m.Pages[m.Active].Pgid}
-	s := &snapshot{r: r, buckets: map[string]snapBucket{}, rootEmpty: true}
+	s := &snapshot{buckets: map[string]snapBucket{}, rootEmpty: true}
 	var rootHdr [bucketHdrSize]byte
 	nativeEndian.PutUint64(rootHdr[:], m.Pages[m.Active].Root)
 	if err := r.ascending(rootHdr[:], where{page: m.Pages[m.Active].Root}); err != nil {

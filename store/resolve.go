@@ -326,8 +326,10 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 	if k.meta != nil {
 		err := k.meta.View(func(tx *db.Tx) error {
 			sc, err := tx.Sidecars()
-			if !pendingInFlight(k.dir, sc.Pending) {
-				sc.Pending = nil // a promotion that landed: nothing to report or roll forward
+			// dump and check report a promotion in flight; one that landed
+			// is none. Resolve never reads pending, and pays no lookup for it.
+			if forDump && !pendingInFlight(k.dir, sc.Pending) {
+				sc.Pending = nil
 			}
 			k.sidecars = sc
 			return err
