@@ -32,7 +32,13 @@ func chkDB(root, key string) string { return filepath.Join(root, key, db.FileNam
 // chkMeta returns the meta pages of a key's meta.db.
 func chkMeta(t *testing.T, root, key string) db.MetaPages {
 	t.Helper()
-	f, err := os.Open(chkDB(root, key))
+	return metaPagesOf(t, chkDB(root, key))
+}
+
+// metaPagesOf returns the meta pages of the meta.db at path.
+func metaPagesOf(t *testing.T, path string) db.MetaPages {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

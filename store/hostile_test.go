@@ -140,17 +140,7 @@ func TestSymlinkedStagedDirIsRefused(t *testing.T) {
 func TestDamagedMetaDBIsMetaUnreadable(t *testing.T) {
 	cases := map[string]func(t *testing.T, p string){
 		"truncated": func(t *testing.T, p string) {
-			f, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			fi, _ := f.Stat()
-			m, err := db.InspectMeta(f, fi.Size())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(p, m.HighWater()-1); err != nil {
+			if err := os.Truncate(p, metaPagesOf(t, p).HighWater()-1); err != nil {
 				t.Fatal(err)
 			}
 		},

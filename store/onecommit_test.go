@@ -13,16 +13,7 @@ import (
 // txidOf returns the transaction id of key's meta.db: one more per commit.
 func txidOf(t *testing.T, root, key string) uint64 {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root, key, db.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	m, err := db.InspectMeta(f, fi.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := chkMeta(t, root, key)
 	return m.Pages[m.Active].Txid
 }
 

@@ -345,8 +345,11 @@ func runResolveSwaps(t *testing.T, cases []swapCase) {
 	}
 }
 
-func resolveSwap(t *testing.T, kind string, layout Layout, c swapCase) {
-	r := newSwapRig(t, kind, layout)
+// during runs op, which runs the operation with fault as its fault hook,
+// with B swapped in as c says (before op when c.swap is "") and watched.
+// It fails the test if a point of c was not reached or anything of B was
+// touched, and returns A's and B's state from before.
+func (r *swapRig) during(c swapCase, op func(fault func(FaultPoint) error)) (aBefore, bBefore string) {
 	schedule := map[FaultPoint]func(){}
 	if c.swap == "" {
 		r.toB()
@@ -357,19 +360,27 @@ func resolveSwap(t *testing.T, kind string, layout Layout, c swapCase) {
 		schedule[c.back] = r.toA
 	}
 	fault, reached := r.hooks(schedule)
-	bBefore := r.state(r.bDir())
-	aBefore := r.state(r.aDir())
-
+	bBefore, aBefore = r.state(r.bDir()), r.state(r.aDir())
 	stop := r.guardB()
-	r.s.opts.Fault = fault
-	jobDir := t.TempDir()
-	sess, err := r.s.Resolve(r.key, localJob(), jobDir)
-	r.s.opts.Fault = nil
+	op(fault)
 	touched := stop()
 	reached()
 	if len(touched) > 0 {
-		t.Errorf("B (%s) was reached: %s", kind, strings.Join(touched, "; "))
+		r.t.Errorf("B (%s) was reached: %s", r.kind, strings.Join(touched, "; "))
 	}
+	return aBefore, bBefore
+}
+
+func resolveSwap(t *testing.T, kind string, layout Layout, c swapCase) {
+	r := newSwapRig(t, kind, layout)
+	jobDir := t.TempDir()
+	var sess Session
+	var err error
+	aBefore, bBefore := r.during(c, func(fault func(FaultPoint) error) {
+		r.s.opts.Fault = fault
+		sess, err = r.s.Resolve(r.key, localJob(), jobDir)
+		r.s.opts.Fault = nil
+	})
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
@@ -445,30 +456,15 @@ func promoteSwap(t *testing.T, kind string, c swapCase) {
 	next := append(staged(t, jobDir), entryLine("A: the run that is promoted")...)
 	stage(t, jobDir, next)
 
-	schedule := map[FaultPoint]func(){}
-	if c.swap == "" {
-		r.toB()
-	} else {
-		schedule[c.swap] = r.toB
-	}
-	if c.back != "" {
-		schedule[c.back] = r.toA
-	}
-	fault, reached := r.hooks(schedule)
-	bBefore := r.state(r.bDir())
-	aBefore := r.state(r.aDir())
-
-	stop := r.guardB()
-	r.s.opts.Fault = fault
-	r.s.disk = hookDisk{onCreate: func() { fault(beforeTempCreate) }}
-	res, err := r.s.Promote(sess, PromoteRequest{PiVersion: testPi})
-	r.s.opts.Fault = nil
-	r.s.disk = diskWrites{}
-	touched := stop()
-	reached()
-	if len(touched) > 0 {
-		t.Errorf("B (%s) was reached: %s", kind, strings.Join(touched, "; "))
-	}
+	var res PromoteResult
+	var err error
+	aBefore, bBefore := r.during(c, func(fault func(FaultPoint) error) {
+		r.s.opts.Fault = fault
+		r.s.disk = hookDisk{onCreate: func() { fault(beforeTempCreate) }}
+		res, err = r.s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		r.s.opts.Fault = nil
+		r.s.disk = diskWrites{}
+	})
 	if err != nil {
 		t.Fatalf("promote: %v", err)
 	}
