@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"sessdb/internal/bench/legacy"
 	"sessdb/store"
@@ -125,23 +123,11 @@ func evict(b *testing.B, root string) {
 	}
 }
 
-var dumpFixtures sync.Map // impl -> root, built once per process
-
-// dumpFixture returns the root of impl's fixture, building it on first
-// use: sessdb key dirs get the transcript and a copy of a meta.db left by
-// 100 real promotions; legacy key dirs get the transcript and the four
-// sidecars. A fixture without its "complete" marker is rebuilt.
+// dumpFixture returns the root of impl's fixture (see fixture): sessdb key
+// dirs get the transcript and a copy of a meta.db left by 100 real
+// promotions; legacy key dirs get the transcript and the four sidecars.
 func dumpFixture(b *testing.B, impl string) string {
-	if r, ok := dumpFixtures.Load(impl); ok {
-		return r.(string)
-	}
-	base := filepath.Join(fixtureDir(b), "dump-"+impl)
-	root := filepath.Join(base, "root")
-	marker := filepath.Join(base, "complete")
-	if _, err := os.Stat(marker); err != nil {
-		b.StopTimer()
-		start := time.Now()
-		os.RemoveAll(base)
+	return fixture(b, "dump-"+impl, func(root string) {
 		data := Transcript(dumpTranscript)
 		var tmplDB string
 		if impl == "sessdb" {
@@ -167,18 +153,5 @@ func dumpFixture(b *testing.B, impl string) string {
 				b.Fatal(err)
 			}
 		}
-		// Written back now, so that the cold runs can evict every page
-		// (the kernel keeps dirty ones). One syncfs, rather than an fsync
-		// of each of the 20,000 to 50,000 files, each a flush of its own.
-		if err := SyncFS(base); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(marker, nil, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("built %d %s key dirs in %v", dumpKeys, impl, time.Since(start))
-		b.StartTimer()
-	}
-	dumpFixtures.Store(impl, root)
-	return root
+	})
 }

@@ -120,31 +120,16 @@ func reportPerKey(b *testing.B, keys int) {
 	}
 }
 
-var migrateFixtures sync.Map // layout -> root, built once per process
-
 // migrateFixture returns the root of the pristine fleet in layout "legacy"
 // (10,000 key dirs written by legacy.Seed, as the dump fixture's) or "db"
-// (a copy of the legacy one converted by migrate.ToDB), building it on
-// first use. A fixture without its "complete" marker is rebuilt. Nothing
-// ever migrates a fixture in place: the benchmarks convert copies.
+// (a copy of the legacy one converted by migrate.ToDB); see fixture.
+// Nothing ever migrates a fixture in place: the benchmarks convert copies.
 func migrateFixture(b *testing.B, layout string) string {
-	if r, ok := migrateFixtures.Load(layout); ok {
-		return r.(string)
-	}
 	var legacyRoot string
 	if layout == "db" {
-		legacyRoot = migrateFixture(b, "legacy") // before the timer is stopped below
+		legacyRoot = migrateFixture(b, "legacy") // built first, with its own timer stop
 	}
-	base := filepath.Join(fixtureDir(b), fmt.Sprintf("migrate-%s-%dKiB", layout, migrateTranscript>>10))
-	root := filepath.Join(base, "root")
-	marker := filepath.Join(base, "complete")
-	if _, err := os.Stat(marker); err != nil {
-		b.StopTimer()
-		start := time.Now()
-		os.RemoveAll(base)
-		if err := os.MkdirAll(base, 0o700); err != nil {
-			b.Fatal(err)
-		}
+	return fixture(b, fmt.Sprintf("migrate-%s-%dKiB", layout, migrateTranscript>>10), func(root string) {
 		if layout == "legacy" {
 			data := Transcript(migrateTranscript)
 			for i := 0; i < migrateKeys; i++ {
@@ -152,24 +137,14 @@ func migrateFixture(b *testing.B, layout string) string {
 					b.Fatal(err)
 				}
 			}
-		} else {
-			cloneFleet(b, legacyRoot, root)
-			sum, err := migrate.ToDB(root, migrate.Options{Workers: 2}, func(migrate.Report) error { return nil })
-			if err != nil || sum.Migrated != migrateKeys || !sum.Complete() {
-				b.Fatalf("migrating the db fixture: %+v, %v", sum, err)
-			}
+			return
 		}
-		if err := SyncFS(base); err != nil {
-			b.Fatal(err)
+		cloneFleet(b, legacyRoot, root)
+		sum, err := migrate.ToDB(root, migrate.Options{Workers: 2}, func(migrate.Report) error { return nil })
+		if err != nil || sum.Migrated != migrateKeys || !sum.Complete() {
+			b.Fatalf("migrating the db fixture: %+v, %v", sum, err)
 		}
-		if err := os.WriteFile(marker, nil, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("built %d %s key dirs in %v", migrateKeys, layout, time.Since(start).Round(time.Millisecond))
-		b.StartTimer()
-	}
-	migrateFixtures.Store(layout, root)
-	return root
+	})
 }
 
 // cloneFleet copies the sessions root src (key dirs of regular files) to
