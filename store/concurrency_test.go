@@ -82,7 +82,7 @@ func TestConcurrentJobsOnOneKey(t *testing.T) {
 					return
 				}
 				if sess.Resume {
-					record(fmt.Sprintf("resumed %d %s", sess.Gen, handed))
+					record(fmt.Sprintf("resumed %d %s", sess.Gen(), handed))
 				}
 				if res.Promoted {
 					record(fmt.Sprintf("acked %d %s", res.Gen, marker))
@@ -108,8 +108,8 @@ func TestConcurrentJobsOnOneKey(t *testing.T) {
 	}
 	sess, data := checkDescribed(t, s, root, testKey)
 	want(t, sess, true, gates.Resumed)
-	if sess.Gen != max || markerOf(data, 1) != acked[max] {
-		t.Errorf("final key is gen %d %q, last acknowledged gen %d %q", sess.Gen, markerOf(data, 1), max, acked[max])
+	if sess.Gen() != max || markerOf(data, 1) != acked[max] {
+		t.Errorf("final key is gen %d %q, last acknowledged gen %d %q", sess.Gen(), markerOf(data, 1), max, acked[max])
 	}
 	for _, r := range refused {
 		if r != string(gates.Locked) {

@@ -86,7 +86,7 @@ func runChild(mode string) int {
 				return 1
 			}
 			if sess.Resume {
-				fmt.Fprintf(out, "resumed %d %s\n", sess.Gen, handed)
+				fmt.Fprintf(out, "resumed %d %s\n", sess.Gen(), handed)
 			}
 			if res.Promoted {
 				fmt.Fprintf(out, "acked %d %s\n", res.Gen, marker)
@@ -187,8 +187,8 @@ func checkDescribed(t *testing.T, s *Store, root, key string) (Session, []byte) 
 	data := staged(t, jobDir)
 	if sess.Resume {
 		rec := sidecarsOf(t, root, key).Transcript
-		if rec == nil || rec.Size != int64(len(data)) || rec.CRC32C != uint64(crc32.Checksum(data, castagnoli)) || rec.Gen != sess.Gen {
-			t.Fatalf("resumed %d bytes (gen %d) that the record %+v does not describe", len(data), sess.Gen, rec)
+		if rec == nil || rec.Size != int64(len(data)) || rec.CRC32C != uint64(crc32.Checksum(data, castagnoli)) || rec.Gen != sess.Gen() {
+			t.Fatalf("resumed %d bytes (gen %d) that the record %+v does not describe", len(data), sess.Gen(), rec)
 		}
 		if !bytes.HasSuffix(data, []byte("\n")) {
 			t.Fatal("resumed a transcript with a torn last line")
@@ -340,10 +340,10 @@ func TestPromoteSurvivesRandomKills(t *testing.T) {
 			}
 			sess, data := checkDescribed(t, s, root, testKey)
 			want(t, sess, true, gates.Resumed)
-			if sess.Gen < last.gen {
-				t.Fatalf("round %d: acknowledged gen %d lost: the key is at gen %d", r, last.gen, sess.Gen)
+			if sess.Gen() < last.gen {
+				t.Fatalf("round %d: acknowledged gen %d lost: the key is at gen %d", r, last.gen, sess.Gen())
 			}
-			if sess.Gen == last.gen && markerOf(data, 1) != last.marker {
+			if sess.Gen() == last.gen && markerOf(data, 1) != last.marker {
 				t.Fatalf("round %d: gen %d holds %q, acknowledged as %q", r, last.gen, markerOf(data, 1), last.marker)
 			}
 		}

@@ -74,8 +74,8 @@ func TestLoad(t *testing.T) {
 		if max == 0 {
 			continue
 		}
-		if !sess.Resume || sess.Gen != max || markerOf(data, 1) != acked[max].marker {
-			t.Errorf("key %s ends at gen %d %q (%s); last acknowledged gen %d %q", key, sess.Gen, markerOf(data, 1), sess.Reason, max, acked[max].marker)
+		if !sess.Resume || sess.Gen() != max || markerOf(data, 1) != acked[max].marker {
+			t.Errorf("key %s ends at gen %d %q (%s); last acknowledged gen %d %q", key, sess.Gen(), markerOf(data, 1), sess.Reason, max, acked[max].marker)
 		}
 		for _, h := range historyOf(t, hot, key) {
 			if a, ok := acked[h.Gen]; !ok || a.bytes != h.Bytes {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -34,50 +35,28 @@ type Job struct {
 	ID string
 }
 
-// Session is what a Resolve hands to the Promote of the same job: the
-// verdict and the facts the promotion needs. The CLI writes it to the job
-// dir as a ticket.
-type Session struct {
-	Key    string       `json:"key"`
-	Resume bool         `json:"resume"`
-	Reason gates.Reason `json:"reason"`
-	Bytes  int64        `json:"bytes"`
-	Gen    uint64       `json:"gen,omitempty"` // the generation delivered; 0 when cold
-	Venue  string       `json:"venue"`
-	Model  string       `json:"model,omitempty"`
-	Job    string       `json:"job,omitempty"`
-	JobDir string       `json:"job_dir"`
-}
-
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Resolve judges key for job and stages the result in
 // <jobDir>/session/current.jsonl (dir 0700): the key's transcript when the
 // ladder says resume and the copy matches the transcript's recorded
 // identity, a 0-byte file otherwise. Every miss is a Session with Resume
-// false and its reason, not an error.
+// false and its reason, not an error. The Session is also written to
+// <jobDir>/session.ticket for the Promote of the same job (ReadTicket).
 //
 // The key's shared lock is held from reading the sidecars to the end of the
 // copy, so no promotion can land between the judgement and the copy.
 //
 // An error means a fault (an unusable job dir, an I/O error); the staged
-// file is then removed, so nothing half-copied is left for the container.
+// file is then removed, and no ticket is left in the job dir, not even an
+// earlier resolve's, so nothing half-copied or stale is left for the
+// container or for promote.
 func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	if !ValidKey(key) {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
 	}
-	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
-	stageDir, staged, err := createStaged(jobDir)
+	sess, err := s.resolve(key, job, jobDir)
 	if err != nil {
-		return Session{}, err
-	}
-	defer stageDir.Close()
-	err = s.resolveInto(key, job, sess.Model, staged, &sess)
-	if cerr := staged.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		fsat.UnlinkAt(stageDir, TranscriptName)
 		s.opts.Logger.Error().Str("key", key).Err(err).Msg("session_store_failed")
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
@@ -85,44 +64,60 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	return sess, nil
 }
 
-// createStaged makes <jobDir>/session (0700, a real directory) and an empty
-// current.jsonl in it: a cold start unless the copy fills it.
-func createStaged(jobDir string) (dir, f *os.File, err error) {
+func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
+	root, err := s.absRoot()
+	if err != nil {
+		return Session{}, err
+	}
+	ticket, err := newTicketID()
+	if err != nil {
+		return Session{}, err
+	}
+	sess := Session{Ticket: ticket, Root: root, Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
+
+	// The job dir: an earlier resolve's ticket goes first, so that a fault
+	// from here on leaves no ticket at all; then a fresh staged file.
 	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
-		return nil, nil, err
+		return Session{}, err
 	}
 	defer jd.Close()
-	if err := fsat.MkdirAt(jd, StagedDirName, 0o700); err != nil {
-		return nil, nil, err
+	if err := removeTicket(jd); err != nil {
+		return Session{}, err
 	}
-	dir, err = fsat.OpenDirAt(jd, StagedDirName)
+	sd, err := stagedDir(jd)
 	if err != nil {
-		return nil, nil, err
+		return Session{}, err
 	}
-	if err := unix.Fchmod(int(dir.Fd()), 0o700); err != nil {
-		dir.Close()
-		return nil, nil, &os.PathError{Op: "chmod", Path: dir.Name(), Err: err}
+	defer sd.Close()
+	staged, err := createStaged(sd)
+	if err != nil {
+		return Session{}, err
 	}
-	f, err = fsat.OpenAt(dir, TranscriptName, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
+	err = s.resolveInto(key, job, sess.Model, staged, &sess)
+	if cerr := staged.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	if err == nil {
-		var st unix.Stat_t
-		if st, err = fsat.Fstat(f); err == nil && !fsat.IsRegular(&st) {
-			err = &os.PathError{Op: "stage", Path: f.Name(), Err: errors.New("not a regular file")}
-		}
-		if err != nil {
-			f.Close()
-		}
+		err = writeTicket(jd, sess)
 	}
 	if err != nil {
-		dir.Close()
-		return nil, nil, err
+		// sd is the staged dir itself, opened without following a link:
+		// this unlink cannot reach another key's transcript.
+		fsat.UnlinkAt(sd, TranscriptName)
+		return Session{}, err
 	}
-	return dir, f, nil
+	return sess, nil
 }
 
+// absRoot is the sessions root as a ticket records it: absolute and clean.
+func (s *Store) absRoot() (string, error) { return filepath.Abs(s.root) }
+
 func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, sess *Session) error {
-	cold := func(r gates.Reason) error { sess.Resume, sess.Reason, sess.Bytes = false, r, 0; return nil }
+	cold := func(r gates.Reason) error {
+		sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = false, r, 0, 0
+		return nil
+	}
 
 	k, err := s.openKey(key, false)
 	if err != nil {
@@ -138,6 +133,7 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 	if k.locked {
 		return cold(gates.Locked)
 	}
+	sess.Base = k.base()
 	v := gates.Evaluate(k.obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: model}, s.opts.Now())
 	if err := s.fault(FaultResolveAfterGates); err != nil {
 		return err
@@ -167,9 +163,11 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 		}
 		return cold(gates.TranscriptReplaced)
 	}
-	sess.Resume, sess.Reason, sess.Bytes = true, gates.Resumed, size
-	if k.identity != nil {
-		sess.Gen = k.identity.Gen
+	sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = true, gates.Resumed, size, Checksum(sum)
+	if k.layout == LayoutLegacy {
+		// A legacy key's identity is its file; the delivered bytes are
+		// known now, so the base can say exactly what was handed over.
+		sess.Base.Size, sess.Base.CRC32C = size, Checksum(sum)
 	}
 	return nil
 }
@@ -470,4 +468,12 @@ func (k *keyDir) close() {
 	if k.dir != nil {
 		k.dir.Close()
 	}
+}
+
+// base is what the key holds, as a ticket records it (see baseOf).
+func (k *keyDir) base() Base {
+	if k.transcript == nil {
+		return baseOf(k.identity, nil)
+	}
+	return baseOf(k.identity, &k.tst)
 }

@@ -76,8 +76,8 @@ func TestPromoteThenResumeHandsOverTheSameBytes(t *testing.T) {
 	}
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	want(t, sess, true, gates.Resumed)
-	if sess.Gen != 1 {
-		t.Errorf("delivered gen %d, want 1", sess.Gen)
+	if sess.Gen() != 1 {
+		t.Errorf("delivered gen %d, want 1", sess.Gen())
 	}
 	if !bytes.Equal(staged(t, jobDir), readCanonical(t, root, testKey)) {
 		t.Error("staged copy differs from the key's transcript")

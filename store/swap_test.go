@@ -267,7 +267,7 @@ func (r *swapRig) laterResolvesAreConsistent(wantA []byte, wantGen uint64) {
 		r.toA()
 	}
 	sess, data := r.resolveNow()
-	if !sess.Resume || !bytes.Equal(data, wantA) || sess.Gen != wantGen {
+	if !sess.Resume || !bytes.Equal(data, wantA) || sess.Gen() != wantGen {
 		r.t.Fatalf("with A back, resolve = %+v (%d bytes), want A's %d bytes at gen %d", sess, len(data), len(wantA), wantGen)
 	}
 }
@@ -397,8 +397,8 @@ func resolveSwap(t *testing.T, kind string, layout Layout, c swapCase) {
 	} else {
 		// The descriptor pins A: A's lock, A's record, A's transcript.
 		want(t, sess, true, gates.Resumed)
-		if !bytes.Equal(got, r.a) || sess.Bytes != int64(len(r.a)) || sess.Gen != r.aGen {
-			t.Fatalf("staged %d bytes at gen %d, want A's %d bytes at gen %d", len(got), sess.Gen, len(r.a), r.aGen)
+		if !bytes.Equal(got, r.a) || sess.Bytes != int64(len(r.a)) || sess.Gen() != r.aGen {
+			t.Fatalf("staged %d bytes at gen %d, want A's %d bytes at gen %d", len(got), sess.Gen(), len(r.a), r.aGen)
 		}
 	}
 	if after := r.state(r.bDir()); after != bBefore {

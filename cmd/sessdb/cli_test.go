@@ -45,7 +45,7 @@ func TestResolvePromoteRoundTrip(t *testing.T) {
 	if fi, err := os.Stat(r.Staged); err != nil || fi.Size() != 0 {
 		t.Fatalf("cold start staged %v, %v; want a 0-byte file", fi, err)
 	}
-	if _, err := os.Stat(filepath.Join(job, ticketName)); err != nil {
+	if _, err := os.Stat(filepath.Join(job, store.TicketName)); err != nil {
 		t.Fatalf("no ticket: %v", err)
 	}
 	os.WriteFile(r.Staged, []byte(header), 0o600)
@@ -153,7 +153,7 @@ func TestResolveFaultLeavesNoStagedCopy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(job, "session", "current.jsonl")); !os.IsNotExist(err) {
 		t.Fatalf("a failed resolve left a staged file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(job, ticketName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(job, store.TicketName)); !os.IsNotExist(err) {
 		t.Fatal("a failed resolve left a ticket")
 	}
 }

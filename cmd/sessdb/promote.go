@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 
 	"sessdb/store"
 )
@@ -26,9 +23,6 @@ type promoteOutput struct {
 	Bytes    int64  `json:"bytes"`
 	Gen      uint64 `json:"gen"`
 }
-
-// maxTicketBytes bounds the ticket read; a real one is a few hundred bytes.
-const maxTicketBytes = 64 << 10
 
 func runPromote(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("promote", stderr)
@@ -57,7 +51,7 @@ func runPromote(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
-	sess, err := readTicket(*jobDir)
+	sess, err := store.ReadTicket(*jobDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "sessdb promote: %v\n", err)
 		return exitFault
@@ -91,31 +85,4 @@ func parseReading(tokens, window string) (*store.Reading, error) {
 		return nil, errors.New("--context-window: must be greater than 0")
 	}
 	return &store.Reading{Tokens: int64(t), Window: int64(w)}, nil
-}
-
-func readTicket(jobDir string) (store.Session, error) {
-	var sess store.Session
-	name := filepath.Join(jobDir, ticketName)
-	f, err := os.Open(name)
-	if err != nil {
-		return sess, fmt.Errorf("read ticket: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTicketBytes+1))
-	if err != nil {
-		return sess, fmt.Errorf("read ticket %s: %w", name, err)
-	}
-	if len(b) > maxTicketBytes {
-		return sess, fmt.Errorf("read ticket %s: larger than %d bytes", name, maxTicketBytes)
-	}
-	if err := json.Unmarshal(b, &sess); err != nil {
-		return sess, fmt.Errorf("read ticket %s: %w", name, err)
-	}
-	if !store.ValidKey(sess.Key) {
-		return sess, fmt.Errorf("read ticket %s: %w", name, store.ErrInvalidKey)
-	}
-	// The staged file is where this job's dir is now, whatever the ticket
-	// says: a job dir may have been moved since its resolve.
-	sess.JobDir = jobDir
-	return sess, nil
 }

@@ -20,11 +20,6 @@ var cmdResolve = &command{
 	run:   runResolve,
 }
 
-// ticketName is written beside the job's session dir, outside the
-// container's /session mount, so the container cannot edit what promote
-// will believe about its own resolve.
-const ticketName = "session.ticket"
-
 // resolveOutput is the one JSON object resolve prints.
 type resolveOutput struct {
 	Key    string `json:"key"`
@@ -66,14 +61,12 @@ func runResolve(args []string, stdout, stderr io.Writer) int {
 	if st == nil {
 		return code
 	}
+	// Resolve writes the ticket, and on a fault removes both the staged
+	// file and any ticket: nothing is left here to clean up.
 	sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
-	if err == nil {
-		err = writeTicket(*jobDir, sess)
-	}
 	if err != nil {
 		log.Error().Err(err).Msg("resolve")
 		fmt.Fprintf(stderr, "sessdb resolve: %v\n", err)
-		os.Remove(filepath.Join(*jobDir, store.StagedDirName, store.TranscriptName))
 		return exitFault
 	}
 	return writeJSON(stdout, stderr, resolveOutput{
@@ -118,30 +111,6 @@ func openStore(cfg *config, cmd, dirArg string, stderr io.Writer) (*store.Store,
 		return nil, log, usageError(stderr, cmd, err)
 	}
 	return st, log, exitOK
-}
-
-// writeTicket writes the session for promote: a temp file and a rename, so
-// a crash never leaves half a ticket.
-func writeTicket(jobDir string, sess store.Session) error {
-	b, err := json.Marshal(sess)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(jobDir, "."+ticketName+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(jobDir, ticketName))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 func writeJSON(stdout, stderr io.Writer, v any) int {

@@ -10,6 +10,7 @@ package fsat
 
 import (
 	"errors"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -155,4 +156,55 @@ func retry(f func() (int, error)) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// ErrNotRegular is returned by ReadSmallFile when the name is a link, a
+// FIFO, a directory, a device or a socket.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned by ReadSmallFile when the file holds more than
+// the bytes allowed.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadSmallFile is like os.ReadFile, but it reads name inside dir without
+// following a link or blocking on a FIFO, refuses anything but a regular
+// file (judged on fstat of what was opened), and reads at most max bytes:
+// a file that holds more is ErrTooLarge, however large it claims to be.
+func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
+	f, err := OpenAt(dir, name, unix.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			err = &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := Fstat(f)
+	if err != nil {
+		return nil, err
+	}
+	if !IsRegular(&st) {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrNotRegular}
+	}
+	if st.Size > int64(max) {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
+	}
+	// The size is only a hint: the file can grow between the fstat and
+	// the read, so the read itself is capped too.
+	b := make([]byte, max+1)
+	n := 0
+	for n < len(b) {
+		m, err := f.ReadAt(b[n:], int64(n))
+		n += m
+		if err != nil {
+			if err == io.EOF {
+				break
+			}
+			return nil, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+		}
+	}
+	if n > max {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
+	}
+	return b[:n], nil
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Issue 15, items 1, 2 and 7, through the CLI as a worker runs it: the job
+// dir is foreign ground. These are written against the CLI alone (flags,
+// files, exit statuses), so they run unchanged against any sessdb.
+
+const ticketFile = "session.ticket"
+
+// cliVictim promotes a transcript for another key through the CLI and
+// returns its key dir and transcript bytes.
+func cliVictim(t *testing.T, root string) (string, []byte) {
+	t.Helper()
+	job := t.TempDir()
+	args := []string{"--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}
+	if code, _, errs := runCLI(t, append([]string{"resolve", "--kind", "github", "--repo", "victim/repo", "--ref", "main"}, args...)...); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	data := []byte(header + `{"type":"message","id":"v1","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"the victim's work"}}` + "\n")
+	os.WriteFile(filepath.Join(job, "session", "current.jsonl"), data, 0o600)
+	if code, out, errs := runCLI(t, append([]string{"promote"}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote: %s %s", out, errs)
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 {
+		t.Fatalf("%d key dirs", len(entries))
+	}
+	return filepath.Join(root, entries[0].Name()), data
+}
+
+func resolveArgs(root, job string) []string {
+	return []string{"resolve", "--sessions-dir", root, "--kind", "github", "--repo", "acme/widget", "--ref", "pi/issue-1", "--job-dir", job, "--pi-version", "0.58.3"}
+}
+
+// Item 1: <job-dir>/session is a link to another key's dir. Resolve fails,
+// and its cleanup must not follow the link and delete that key's transcript.
+func TestCLIResolveNeverDeletesThroughASymlinkedSessionDir(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	keyDir, data := cliVictim(t, root)
+	job := t.TempDir()
+	os.Symlink(keyDir, filepath.Join(job, "session"))
+	if code, _, _ := runCLI(t, resolveArgs(root, job)...); code != exitFault {
+		t.Fatalf("resolve into a symlinked session dir exited %d, want %d", code, exitFault)
+	}
+	if b, err := os.ReadFile(filepath.Join(keyDir, "current.jsonl")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("the other key's transcript was deleted or changed: %v", err)
+	}
+}
+
+// Item 2: a hard link to another key's transcript at the staged name must
+// not be truncated, and a device node there must not be opened.
+func TestCLIResolveNeverTruncatesThroughAHardLink(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	keyDir, data := cliVictim(t, root)
+	job := t.TempDir()
+	os.Mkdir(filepath.Join(job, "session"), 0o700)
+	if err := os.Link(filepath.Join(keyDir, "current.jsonl"), filepath.Join(job, "session", "current.jsonl")); err != nil {
+		t.Skipf("cannot hard-link across these temp dirs: %v", err)
+	}
+	if code, _, errs := runCLI(t, resolveArgs(root, job)...); code != exitOK {
+		t.Fatalf("resolve exited %d: %s", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(keyDir, "current.jsonl")); !bytes.Equal(b, data) {
+		t.Fatalf("the hard-linked transcript now holds %d bytes, want %d", len(b), len(data))
+	}
+}
+
+func TestCLIResolveRefusesADeviceAtTheStagedName(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	os.Mkdir(filepath.Join(job, "session"), 0o700)
+	if err := syscall.Mknod(filepath.Join(job, "session", "current.jsonl"), syscall.S_IFCHR|0o600, int(1<<8|3)); err != nil {
+		t.Skipf("mknod not permitted: %v", err)
+	}
+	code, _, errs := runCLI(t, resolveArgs(root, job)...)
+	if code != exitFault || !strings.Contains(errs, "not a regular file") {
+		t.Fatalf("resolve onto a device exited %d (%s), want %d naming it", code, errs, exitFault)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(job, "session", "current.jsonl"), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		t.Fatal("the device node was replaced or removed")
+	}
+	if _, err := os.Lstat(filepath.Join(job, ticketFile)); !os.IsNotExist(err) {
+		t.Fatal("a refused resolve wrote a ticket")
+	}
+}
+
+// Item 7: the ticket is read without following a link or blocking on a
+// FIFO, and its contents never reach an error; a failed resolve leaves no
+// earlier ticket behind.
+func TestCLIPromoteRefusesAFIFOTicket(t *testing.T) {
+	clearEnv(t)
+	job := t.TempDir()
+	syscall.Mkfifo(filepath.Join(job, ticketFile), 0o600)
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := runCLI(t, "promote", "--sessions-dir", t.TempDir(), "--job-dir", job, "--pi-version", "0.58.3")
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		if code != exitFault {
+			t.Fatalf("promote with a FIFO ticket exited %d, want %d", code, exitFault)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("promote hung on a FIFO ticket")
+	}
+}
+
+func TestCLIPromoteNeverEchoesATicketsTarget(t *testing.T) {
+	clearEnv(t)
+	job := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "shadow")
+	os.WriteFile(secret, []byte("root:$6$SECRETHASH:19000:0:99999:7:::\n"), 0o600)
+	os.Symlink(secret, filepath.Join(job, ticketFile))
+	code, out, errs := runCLI(t, "promote", "--sessions-dir", t.TempDir(), "--job-dir", job, "--pi-version", "0.58.3", "--log-format", "json")
+	if code != exitFault {
+		t.Fatalf("promote through a symlinked ticket exited %d, want %d", code, exitFault)
+	}
+	if strings.Contains(out+errs, "SECRET") || strings.Contains(out+errs, "'r'") || strings.Contains(out+errs, "root:") {
+		t.Fatalf("the output quotes the link's target:\n%s\n%s", out, errs)
+	}
+}
+
+func TestCLIFailedResolveRemovesAnEarlierTicket(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", strings.Repeat("ab", 16), "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("first resolve: %s", errs)
+	}
+	staged := filepath.Join(job, "session", "current.jsonl")
+	os.Remove(staged)
+	os.Mkdir(staged, 0o700) // the second resolve cannot stage
+	if code, _, _ := runCLI(t, resolveArgs(root, job)...); code != exitFault {
+		t.Fatalf("resolve exited %d, want %d", code, exitFault)
+	}
+	if _, err := os.Lstat(filepath.Join(job, ticketFile)); !os.IsNotExist(err) {
+		t.Fatal("the earlier resolve's ticket (another key) survived a failed resolve")
+	}
+}

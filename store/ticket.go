@@ -1,0 +1,254 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/fsat"
+)
+
+// TicketName is the file Resolve leaves in the job dir for the Promote of
+// the same job. It sits beside the job's session dir, outside the
+// container's /session mount, so the container cannot edit what promote
+// will believe about its own resolve.
+const TicketName = "session.ticket"
+
+// maxTicketBytes bounds a ticket read; a real one is under a kilobyte.
+const maxTicketBytes = 64 << 10
+
+// Session is a job's ticket: what Resolve handed over, and what the Promote
+// of the same job needs to promote it once, onto the state it was resolved
+// from. Resolve writes it to <job-dir>/session.ticket; ReadTicket reads it
+// back.
+type Session struct {
+	// Ticket is a random id (32 hex characters) that names this job's one
+	// promotion: a Promote retried with the same ticket repeats the first
+	// one's result instead of promoting again. "" is a ticket written by a
+	// sessdb from before the job contract; it promotes as it always did,
+	// with no base, root or prefix check.
+	Ticket string `json:"ticket,omitempty"`
+	// Root is the sessions root the ticket was issued from, absolute.
+	Root string `json:"root,omitempty"`
+	Key  string `json:"key"`
+	// Resume, Reason and Bytes are the verdict: whether the key's
+	// transcript was delivered, why (not), and how many bytes were staged.
+	Resume bool         `json:"resume"`
+	Reason gates.Reason `json:"reason"`
+	Bytes  int64        `json:"bytes"`
+	// CRC32C is the checksum of the Bytes delivered: the staged file must
+	// still begin with exactly them when it is promoted.
+	CRC32C Checksum `json:"crc32c"`
+	// Base is what the key held when the ticket was issued, delivered or
+	// not. The promotion commits only onto it.
+	Base   Base   `json:"base"`
+	Venue  string `json:"venue"`
+	Model  string `json:"model,omitempty"`
+	Job    string `json:"job,omitempty"`
+	JobDir string `json:"job_dir"`
+}
+
+// Base identifies the transcript a key held when a ticket was issued. The
+// zero Base is "no transcript". A key with a record is identified by the
+// record (generation, size, CRC32C); a key without one (the legacy layout,
+// or a meta.db that could not be read) by the file in place.
+type Base struct {
+	Gen    uint64   `json:"gen,omitempty"`
+	Size   int64    `json:"size,omitempty"`
+	CRC32C Checksum `json:"crc32c,omitempty"`
+	File   *FileID  `json:"file,omitempty"`
+}
+
+// FileID identifies a file that no record describes: a transcript is only
+// ever replaced by rename, so a new one is a new inode.
+type FileID struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtime_ns"`
+}
+
+func fileID(st *unix.Stat_t) *FileID {
+	return &FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, MtimeNs: st.Mtim.Nano()}
+}
+
+// Checksum is a CRC32C. It is written in JSON as 8 lowercase hex digits,
+// as the text output shows it.
+type Checksum uint32
+
+func (c Checksum) String() string { return fmt.Sprintf("%08x", uint32(c)) }
+
+// MarshalJSON writes c as a JSON string of 8 hex digits.
+func (c Checksum) MarshalJSON() ([]byte, error) { return []byte(`"` + c.String() + `"`), nil }
+
+// UnmarshalJSON reads a JSON string of 8 hex digits.
+func (c *Checksum) UnmarshalJSON(b []byte) error {
+	if len(b) != 10 || b[0] != '"' || b[9] != '"' {
+		return errors.New("crc32c: want 8 hex digits")
+	}
+	n, err := strconv.ParseUint(string(b[1:9]), 16, 32)
+	if err != nil {
+		return errors.New("crc32c: want 8 hex digits")
+	}
+	*c = Checksum(n)
+	return nil
+}
+
+// newTicketID returns 128 random bits in hex.
+func newTicketID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ErrBadTicket is returned by ReadTicket when the ticket is not a file
+// Resolve could have written: not a small regular file, not a ticket's
+// JSON, or fields out of their range. Its message never quotes the file.
+var ErrBadTicket = errors.New("not a valid ticket")
+
+// writeTicket writes sess to jd/session.ticket through a temp file and a
+// rename inside the job dir, so a crash never leaves half a ticket. The
+// rename replaces whatever name is there (a link is replaced, never
+// followed).
+func writeTicket(jd *os.File, sess Session) error {
+	b, err := json.Marshal(sess)
+	if err != nil {
+		return err
+	}
+	rnd, err := newTicketID()
+	if err != nil {
+		return err
+	}
+	tmp := "." + TicketName + ".tmp-" + rnd[:16]
+	f, err := fsat.OpenAt(jd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsat.RenameAt(jd, tmp, TicketName)
+	}
+	if err != nil {
+		fsat.UnlinkAt(jd, tmp)
+	}
+	return err
+}
+
+// removeTicket removes an earlier resolve's ticket from the job dir, so
+// that a resolve that fails leaves none behind: a stale ticket names
+// another key or another base. Only a file or a link is removed; a
+// directory there is an error.
+func removeTicket(jd *os.File) error {
+	err := fsat.UnlinkAt(jd, TicketName)
+	if err == nil || fsat.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+// ReadTicket reads the ticket Resolve left in jobDir. The ticket is opened
+// without following a link and without blocking on a FIFO, must be a
+// regular file of at most 64 KiB, and its contents never appear in an
+// error. The Session's JobDir is jobDir, whatever the ticket says: a job
+// dir may have been moved since its resolve.
+func ReadTicket(jobDir string) (Session, error) {
+	var sess Session
+	name := filepath.Join(jobDir, TicketName)
+	jd, err := fsat.OpenDir(jobDir)
+	if err != nil {
+		return sess, fmt.Errorf("read ticket: %w", err)
+	}
+	defer jd.Close()
+	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
+	if err != nil {
+		return sess, fmt.Errorf("read ticket: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sess); err != nil {
+		// A decoder's message can quote the file's bytes; say where, not what.
+		return sess, fmt.Errorf("read ticket %s: %w (at byte %d)", name, ErrBadTicket, dec.InputOffset())
+	}
+	if dec.More() {
+		return sess, fmt.Errorf("read ticket %s: %w (trailing data)", name, ErrBadTicket)
+	}
+	if err := sess.validate(); err != nil {
+		return sess, fmt.Errorf("read ticket %s: %w: %s", name, ErrBadTicket, err)
+	}
+	sess.JobDir = jobDir
+	return sess, nil
+}
+
+// validate checks the fields a promotion acts on; its messages name the
+// field, never its value.
+func (s Session) validate() error {
+	switch {
+	case !ValidKey(s.Key):
+		return errors.New("key is not 32 lowercase hex characters")
+	case s.Ticket != "" && !validTicketID(s.Ticket):
+		return errors.New("ticket id is not 32 lowercase hex characters")
+	case s.Ticket != "" && !filepath.IsAbs(s.Root):
+		return errors.New("root is not an absolute path")
+	case s.Bytes < 0 || s.Base.Size < 0:
+		return errors.New("a size is negative")
+	case s.Base.File != nil && s.Base.Gen != 0:
+		return errors.New("base names both a record and a file")
+	}
+	return nil
+}
+
+func validTicketID(id string) bool { return ValidKey(id) } // the same form: 32 lowercase hex
+
+// baseOf is the Base of a key whose record says id (nil: no record) and
+// whose transcript in place, if a regular file, has stat st (nil: none).
+// Resolve records it in the ticket and Promote computes it again under the
+// key's exclusive lock; the two agree exactly when nothing has been
+// promoted, migrated or changed in between.
+func baseOf(id *db.Transcript, st *unix.Stat_t) Base {
+	switch {
+	case id != nil:
+		return Base{Gen: id.Gen, Size: id.Size, CRC32C: Checksum(id.CRC32C)}
+	case st != nil && st.Size > 0:
+		return Base{File: fileID(st)}
+	}
+	return Base{}
+}
+
+// same reports whether the key still holds the ticket's base b, now that
+// it holds cur. A record is compared by generation, size and CRC32C; a
+// file by device, inode, size and mtime (a key migrated in between keeps
+// its file, and so its base). The sizes and checksums a legacy ticket also
+// carries describe what was delivered, and are not compared here.
+func (b Base) same(cur Base, curFile *unix.Stat_t) bool {
+	switch {
+	case b.Gen != 0:
+		return cur.Gen == b.Gen && cur.Size == b.Size && cur.CRC32C == b.CRC32C
+	case b.File != nil:
+		return curFile != nil && *fileID(curFile) == *b.File
+	}
+	return cur == Base{}
+}
+
+// Gen is the generation delivered: the base's when the key's transcript
+// was handed over, 0 after a cold start or for a key with no record.
+func (s Session) Gen() uint64 {
+	if !s.Resume {
+		return 0
+	}
+	return s.Base.Gen
+}
