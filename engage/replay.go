@@ -3,6 +3,8 @@ package engage
 import (
 	"errors"
 	"math"
+
+	"sessdb/store/transcript"
 )
 
 // Options configure a replay. Window and Reserve are used as given (a
@@ -87,14 +89,18 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 		PrunedRatio: opt.PrunedRatio, Modelled: opt.PrunedRatio != 1,
 	}
 	reqs := t.Requests()
-	statelessPruned := make([]bool, len(t.path))
-	stickyPruned := make([]bool, len(t.path))
-	stateless := newEstimator(t, statelessPruned, opt.PrunedRatio)
-	sticky := newEstimator(t, stickyPruned, opt.PrunedRatio)
+	var n int
+	if t.b != nil {
+		n = t.b.Len
+	}
+	statelessPruned := make([]bool, n)
+	stickyPruned := make([]bool, n)
+	stateless := t.b.Estimator(modelled(statelessPruned, opt.PrunedRatio))
+	sticky := t.b.Estimator(modelled(stickyPruned, opt.PrunedRatio))
 	state, r := Raw, 0
-	for pos, i := range t.path {
-		if t.nodes[i].kind == kindAssistant {
-			row := Row{Request: reqs[r], StatelessReading: stateless.estimate().Reading(), StickyReading: sticky.estimate().Reading()}
+	for pos := 0; pos < n; pos++ {
+		if t.b.At(pos).Kind == transcript.KindAssistant {
+			row := Row{Request: reqs[r], StatelessReading: Estimate(stateless.Estimate()).Reading(), StickyReading: Estimate(sticky.Estimate()).Reading()}
 			row.Stateless = Stateless(row.StatelessReading, rp.Threshold) == Engaged
 			state = Step(state, row.StickyReading, rp.Threshold, row.Event)
 			row.Sticky = state == Engaged
@@ -108,10 +114,23 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 			rp.Rows = append(rp.Rows, row)
 			r++
 		}
-		stateless.add(pos)
-		sticky.add(pos)
+		stateless.Advance()
+		sticky.Advance()
 	}
 	return rp, nil
+}
+
+// modelled is a policy's provider: the usage of an assistant whose request
+// went out pruned under the policy is scaled by ratio before anything
+// anchors on it. pruned is filled in as the replay decides, always before
+// the estimator reaches the position.
+func modelled(pruned []bool, ratio float64) transcript.UsageFunc {
+	return func(pos int, u int64) int64 {
+		if pruned[pos] {
+			return int64(math.Round(float64(u) * ratio))
+		}
+		return u
+	}
 }
 
 func (p *Policy) count(row Row, pruned, prev bool, ratio float64) {

@@ -2,7 +2,7 @@
 // line is a {"type":"session",...} header and whose other lines are entries
 // that form a tree by id and parentId.
 //
-// It offers two readers. ReadHeader is the bounded first-line read the
+// It offers two readers and what is built on the second. ReadHeader is the bounded first-line read the
 // session store does on every resolve: it never reads more than
 // MaxHeaderBytes+1 bytes and judges the line the way the legacy store's
 // JSON.parse did. Scanner streams the entries of a whole transcript the way
@@ -12,6 +12,16 @@
 // InvalidError that names the reason. It holds one line at a time (at most
 // MaxLineBytes) and keeps of each entry only its identity and the sizes an
 // estimate needs, so memory does not grow with the file.
+//
+// Load builds on Scanner the branch pi resumes on (from the last entry in
+// the file up through parentId) and pi's context estimate at its leaf; an
+// Estimator replays that estimate request by request, which is what the
+// engage package measures. ReadEnd is what the store asks at promote: in one
+// pass to EOF, what pi reports at the end of a run (getContextUsage's
+// tokens, or unknown after a compaction until a fresh usage; the model it
+// resumes with; the branch's last message, from which LastMessage.Shape
+// tells how the run ended). This is the one implementation of pi's estimate
+// in sessdb; engage and the store both use it.
 //
 // Sizes are counted as JavaScript counts them: in UTF-16 code units of the
 // text pi's UTF-8 decoder would produce, with a tool call's arguments

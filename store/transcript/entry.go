@@ -11,8 +11,9 @@ import (
 // estimate needs: the entry's place in the tree and the sizes of what it
 // would put into the model's context. Texts are never kept, only measured.
 type Entry struct {
-	Line  int64 // physical line in the file, 1-based
-	Index int   // position among the lines JSON.parse accepts, the header being 0 (what v1's firstKeptEntryIndex counts)
+	Line   int64 // physical line in the file, 1-based
+	Offset int64 // byte offset of that line in the file
+	Index  int   // position among the lines JSON.parse accepts, the header being 0 (what v1's firstKeptEntryIndex counts)
 
 	Type     string // "" when absent or not a string
 	ID       string // a version 1 entry gets "v1:<Index>"
@@ -30,6 +31,9 @@ type Entry struct {
 	// derives it. HasFirstKept is false when there is none.
 	FirstKeptEntryID string
 	HasFirstKept     bool
+	// Provider and ModelID are a model_change entry's provider and modelId
+	// ("" when absent or not a string).
+	Provider, ModelID string
 
 	hasID          bool // the id is a string
 	firstKeptIndex int  // a version 1 compaction's firstKeptEntryIndex, -1 when absent
@@ -46,6 +50,13 @@ type Message struct {
 	Command  int64 // bashExecution's command length
 	Output   int64 // bashExecution's output length
 	Summary  int64 // a summary-role message's summary length
+	// Provider and Model are an assistant's provider and model ("" when
+	// absent or not a string): the model pi resumes with when it is the
+	// last on the branch.
+	Provider, Model string
+	// Calls is the number of "toolCall" blocks in the content: what pi's
+	// agent loop executes before it asks the model again.
+	Calls int64
 }
 
 // Usage is an assistant's usage as recorded. A counter that is absent or
@@ -69,7 +80,7 @@ type Content struct {
 // string: in a linear transcript every parent is the previous id, and this
 // saves an allocation per line. scratch is a reusable buffer for
 // json.Compact.
-func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer) {
+func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer, nm *names) {
 	w := walker{b: line}
 	w.open()
 	for w.more() {
@@ -98,13 +109,17 @@ func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer) {
 				w.skip()
 				continue
 			}
-			decodeMessage(&w, &e.Message, scratch)
+			decodeMessage(&w, &e.Message, scratch, nm)
 		case "content":
-			e.Content = content(&w, scratch)
+			e.Content = content(&w, scratch, nil)
 		case "summary":
 			e.Summary = w.length()
 		case "firstKeptEntryId":
 			e.FirstKeptEntryID, e.HasFirstKept = w.text()
+		case "provider":
+			e.Provider = nm.text(&w)
+		case "modelId":
+			e.ModelID = nm.text(&w)
 		case "firstKeptEntryIndex":
 			// Read by the scanner for version 1 files only.
 			e.firstKeptIndex = -1
@@ -117,7 +132,7 @@ func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer) {
 	}
 }
 
-func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer) {
+func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer, nm *names) {
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -126,7 +141,8 @@ func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer) {
 		case "stopReason":
 			m.StopReason, _ = w.text()
 		case "content":
-			m.Content = content(w, scratch)
+			m.Calls = 0
+			m.Content = content(w, scratch, &m.Calls)
 		case "usage":
 			m.HasUsage, m.Usage = false, Usage{}
 			if w.peek() != '{' {
@@ -141,6 +157,10 @@ func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer) {
 			m.Output = w.length()
 		case "summary":
 			m.Summary = w.length()
+		case "provider":
+			m.Provider = nm.text(w)
+		case "model":
+			m.Model = nm.text(w)
 		default:
 			w.skip()
 		}
@@ -174,8 +194,8 @@ func decodeUsage(w *walker, u *Usage) {
 }
 
 // content measures a string or an array of content blocks; any other value
-// measures zero.
-func content(w *walker, scratch *bytes.Buffer) Content {
+// measures zero. calls, when not nil, is incremented for every toolCall block.
+func content(w *walker, scratch *bytes.Buffer, calls *int64) Content {
 	var c Content
 	switch w.peek() {
 	case '"':
@@ -187,7 +207,9 @@ func content(w *walker, scratch *bytes.Buffer) Content {
 				w.skip()
 				continue
 			}
-			block(w, &c, scratch)
+			if block(w, &c, scratch) && calls != nil {
+				*calls++
+			}
 		}
 	default:
 		w.skip()
@@ -195,9 +217,10 @@ func content(w *walker, scratch *bytes.Buffer) Content {
 	return c
 }
 
-// block measures one content block. The members may come in any order, so
-// the sizes are gathered first and credited once the type is known.
-func block(w *walker, c *Content, scratch *bytes.Buffer) {
+// block measures one content block and reports whether it is a tool call.
+// The members may come in any order, so the sizes are gathered first and
+// credited once the type is known.
+func block(w *walker, c *Content, scratch *bytes.Buffer) (call bool) {
 	var typ []byte
 	var text, thinking, name int64
 	var args []byte
@@ -238,6 +261,7 @@ func block(w *walker, c *Content, scratch *bytes.Buffer) {
 	case "image":
 		c.Images++
 	}
+	return string(typ) == "toolCall"
 }
 
 // compactUnits measures arguments as pi does, JSON.stringify(arguments).length,
@@ -255,3 +279,35 @@ func compactUnits(raw []byte, scratch *bytes.Buffer) int64 {
 // v1ID is the synthetic id of the version 1 entry at index; pi draws a
 // random one in its migration, and nothing outside the file refers to it.
 func v1ID(index int) string { return "v1:" + strconv.Itoa(index) }
+
+// names interns the few strings that repeat on many lines of a transcript,
+// providers and model ids, so that they cost an allocation per file rather
+// than per line. It holds at most maxNames of them; past that, strings are
+// simply allocated.
+type names struct{ m map[string]string }
+
+const maxNames = 256
+
+// text consumes a string value and returns it decoded and interned, or
+// consumes any other value and returns "".
+func (n *names) text(w *walker) string {
+	if w.peek() != '"' {
+		w.skip()
+		return ""
+	}
+	raw := w.str()
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		raw = []byte(unescape(raw))
+	}
+	if s, ok := n.m[string(raw)]; ok {
+		return s
+	}
+	s := string(raw)
+	if n.m == nil {
+		n.m = make(map[string]string)
+	}
+	if len(n.m) < maxNames {
+		n.m[s] = s
+	}
+	return s
+}

@@ -31,6 +31,10 @@ var (
 	// ErrLineTooLong is returned, wrapped with the line number, when a line
 	// is longer than MaxLineBytes. The scan stops there.
 	ErrLineTooLong = errors.New("line longer than MaxLineBytes")
+	// ErrCycle is returned by Load and ReadEnd, wrapped with the entry id,
+	// when following parentId from the leaf comes back to an entry already
+	// walked. pi would loop forever on such a file.
+	ErrCycle = errors.New("parentId cycle")
 )
 
 // InvalidError reports a file that pi would not load as a transcript: pi

@@ -25,6 +25,7 @@ type Stats struct {
 	Malformed  int64 // lines JSON.parse rejects, dropped as pi drops them
 	NotEntries int64 // valid JSON that is not an entry: not an object, or (version 2 on) no string id
 	Entries    int64 // entries returned by Next, the header not included
+	Bytes      int64 // bytes read from the input so far, as lines
 }
 
 // Dropped is the number of non-blank lines that did not become the header or
@@ -41,14 +42,17 @@ type Scanner struct {
 	maxLine int
 	long    []byte // a line longer than r's buffer, assembled
 	scratch bytes.Buffer
+	names   names
 
 	stats    Stats
 	line     int64 // physical line of the value last returned by nextValue
+	offset   int64 // byte offset of that line
 	index    int   // pi's index of the next parsed line
 	started  bool  // a non-blank line has been seen
 	firstBad int64 // the first line JSON.parse rejected, while no value has parsed
 	pending  []byte
 	pendLine int64
+	pendOff  int64
 	havePend bool
 	eof      bool
 
@@ -115,8 +119,8 @@ func (s *Scanner) Next() bool {
 			continue
 		}
 		e := &s.entry
-		*e = Entry{Line: s.line, Index: index, firstKeptIndex: -1}
-		decode(line, e, s.prevID, &s.scratch)
+		*e = Entry{Line: s.line, Offset: s.offset, Index: index, firstKeptIndex: -1}
+		decode(line, e, s.prevID, &s.scratch, &s.names)
 		if !s.migrate(e) {
 			s.stats.NotEntries++
 			continue
@@ -236,14 +240,14 @@ func (s *Scanner) nextValue() ([]byte, error) {
 			return line, nil
 		}
 		if t := bytes.TrimRightFunc(line, jsstr.IsSpace); len(t) < len(line) && json.Valid(t) {
-			s.pending, s.pendLine, s.havePend = append(s.pending[:0], t...), s.line, true
+			s.pending, s.pendLine, s.pendOff, s.havePend = append(s.pending[:0], t...), s.line, s.offset, true
 			continue
 		}
 		s.rejected(s.line)
 	}
 	if s.havePend {
 		s.havePend = false
-		s.line = s.pendLine
+		s.line, s.offset = s.pendLine, s.pendOff
 		return s.pending, nil
 	}
 	return nil, io.EOF
@@ -274,7 +278,8 @@ func (s *Scanner) readLine() ([]byte, error) {
 		return nil, fmt.Errorf("line %d: %w", s.stats.Lines+1, err)
 	}
 	s.stats.Lines++
-	s.line = s.stats.Lines
+	s.line, s.offset = s.stats.Lines, s.stats.Bytes
+	s.stats.Bytes += int64(len(b))
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	if len(b) > s.maxLine {
 		return nil, fmt.Errorf("line %d: %w", s.line, ErrLineTooLong)

@@ -1,0 +1,257 @@
+package transcript
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Branch is what one streaming pass over a pi transcript learns: the header,
+// the line counts, the tree of entries, the branch pi resumes on and pi's
+// context estimate at its leaf. It keeps about 150 bytes per entry (ids,
+// sizes, usage) and none of the text, so a transcript ten times larger costs
+// ten times the entries, never the bytes of its messages. It does not change
+// after Load and is safe for concurrent use.
+type Branch struct {
+	Header  Header
+	Version int64 // the format version pi reads it as (1 and 2 are migrated)
+	Stats   Stats
+	Leaf    string   // id of the leaf: the last entry in file order
+	Len     int      // entries on the branch from the leaf to its root
+	Final   Estimate // the estimate at the leaf: what pi reports on resume
+
+	nodes     []node
+	path      []int32          // the branch, root first: indexes into nodes
+	firstKept map[int32]string // compaction node -> firstKeptEntryId
+	firstPos  map[string]int32 // id -> first position on path, when there are compactions
+	models    []string         // the distinct "provider/id" values nodes refer to
+}
+
+// Kind is what an entry adds to pi's context (buildSessionContext).
+type Kind uint8
+
+const (
+	// KindOther adds nothing: a model or thinking-level change, a label, an
+	// extension's own entry, an empty branch summary.
+	KindOther Kind = iota
+	// KindMessage adds one message that is not an assistant's: a user
+	// message, a tool result, a custom message, a bash execution, a
+	// non-empty branch summary.
+	KindMessage
+	// KindAssistant adds one assistant message: a request point.
+	KindAssistant
+	// KindCompaction replaces the context with its summary and the entries
+	// it keeps.
+	KindCompaction
+)
+
+// Node is one entry of the branch as the estimate sees it.
+type Node struct {
+	ID         string
+	Line       int64 // physical line in the file, 1-based
+	Offset     int64 // byte offset of that line
+	Kind       Kind
+	Role       string // a message's role ("custom" for a custom_message entry, "branchSummary" for a branch_summary entry)
+	StopReason string // an assistant's stopReason as recorded
+	Calls      int64  // an assistant's toolCall blocks
+	// Usage is an assistant's calculateContextTokens(usage): totalTokens,
+	// or input+output+cacheRead+cacheWrite when that is 0; 0 without usage.
+	// Prompt is its input+cacheRead+cacheWrite, the prompt the provider
+	// billed.
+	Usage, Prompt int64
+}
+
+// node is one entry reduced to what the estimate, the model and the run's
+// shape need.
+type node struct {
+	id, parent string
+	stop       string
+	role       string
+	line       int64
+	offset     int64
+	tokens     int64 // ceil(chars/4) of the message the entry adds to the context
+	usage      int64 // an assistant's calculateContextTokens(usage); 0 without usage
+	prompt     int64 // an assistant's input+cacheRead+cacheWrite
+	calls      int32 // an assistant's toolCall blocks, capped
+	model      int32 // index into Branch.models for a model_change or an assistant, else -1
+	kind       Kind
+	anchor     bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
+	valid      bool // an assistant whose stopReason is not "error" or "aborted"
+}
+
+// Load streams a transcript from r and builds its branch. It stops reading
+// where the scan stops: at the end of r, at a read error, at a line longer
+// than MaxLineBytes, or, for a file pi would not load as a transcript, after
+// the line that decided it (the error is then an *InvalidError). A parentId
+// cycle on the branch, which would make pi loop forever, is ErrCycle wrapped
+// with the entry id.
+func Load(r io.Reader) (*Branch, error) {
+	sc := NewScanner(r)
+	b := &Branch{}
+	byID := make(map[string]int32)
+	modelIx := make(map[[2]string]int32)
+	for sc.Next() {
+		e := sc.Entry()
+		i := int32(len(b.nodes))
+		n := reduce(e)
+		if provider, id, ok := modelOf(e); ok {
+			ix, seen := modelIx[[2]string{provider, id}]
+			if !seen {
+				ix = int32(len(b.models))
+				b.models = append(b.models, joinModel(provider, id))
+				modelIx[[2]string{provider, id}] = ix
+			}
+			n.model = ix
+		}
+		b.nodes = append(b.nodes, n)
+		byID[e.ID] = i // pi's byId: a repeated id maps to its last entry
+		if e.Type == "compaction" && e.HasFirstKept {
+			if b.firstKept == nil {
+				b.firstKept = make(map[int32]string)
+			}
+			b.firstKept[i] = e.FirstKeptEntryID
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	b.Header, _ = sc.Header()
+	b.Version, b.Stats = sc.Version(), sc.Stats()
+	if err := b.walk(byID); err != nil {
+		return nil, err
+	}
+	est := b.Estimator(nil)
+	for range b.path {
+		est.Advance()
+	}
+	b.Final = est.Estimate()
+	return b, nil
+}
+
+// walk builds the branch from the leaf (the last entry in file order, as pi
+// takes it) up through parentId, stopping at a root or a parent that is not
+// in the file, as pi's walk does.
+func (b *Branch) walk(byID map[string]int32) error {
+	if len(b.nodes) == 0 {
+		return nil
+	}
+	leaf := int32(len(b.nodes) - 1)
+	b.Leaf = b.nodes[leaf].id
+	for i, ok := leaf, true; ok; {
+		if len(b.path) == len(b.nodes) {
+			return fmt.Errorf("entry %s: %w", b.nodes[i].id, ErrCycle)
+		}
+		b.path = append(b.path, i)
+		p := b.nodes[i].parent
+		i, ok = byID[p]
+		ok = ok && p != ""
+	}
+	slices.Reverse(b.path)
+	b.Len = len(b.path)
+	if b.firstKept != nil {
+		// Only a compaction looks entries up by id on the branch.
+		b.firstPos = make(map[string]int32, len(b.path))
+		for p := len(b.path) - 1; p >= 0; p-- {
+			b.firstPos[b.nodes[b.path[p]].id] = int32(p)
+		}
+	}
+	return nil
+}
+
+// At returns the entry at position pos of the branch, 0 being the root.
+// It panics when pos is not in [0, Len).
+func (b *Branch) At(pos int) Node {
+	n := &b.nodes[b.path[pos]]
+	return Node{
+		ID: n.id, Line: n.line, Offset: n.offset, Kind: n.kind, Role: n.role,
+		StopReason: n.stop, Calls: int64(n.calls), Usage: n.usage, Prompt: n.prompt,
+	}
+}
+
+// position returns the first position on the branch of the entry with id,
+// as pi's path.findIndex finds it.
+func (b *Branch) position(id string) (int, bool) {
+	p, ok := b.firstPos[id]
+	return int(p), ok
+}
+
+// reduce keeps of an entry what the estimate needs, applying pi's
+// buildSessionContext (which entries add a message) and estimateTokens (how
+// many characters each message counts).
+func reduce(e *Entry) node {
+	n := node{id: e.ID, parent: e.ParentID, line: e.Line, offset: e.Offset, model: -1}
+	switch e.Type {
+	case "message":
+		m := &e.Message
+		n.kind, n.role, n.tokens = KindMessage, m.Role, ceil4(chars(m.Role, m))
+		if m.Role == "assistant" {
+			n.kind, n.stop = KindAssistant, m.StopReason
+			n.calls = int32(min(m.Calls, 1<<30))
+			n.valid = m.StopReason != "error" && m.StopReason != "aborted"
+			n.anchor = n.valid && m.HasUsage
+			if m.HasUsage {
+				u := m.Usage
+				n.usage = u.TotalTokens
+				if n.usage == 0 {
+					n.usage = u.Input + u.Output + u.CacheRead + u.CacheWrite
+				}
+				n.prompt = u.Input + u.CacheRead + u.CacheWrite
+			}
+		}
+	case "custom_message":
+		// pi turns it into a message of role "custom" with the entry's content.
+		n.kind, n.role, n.tokens = KindMessage, "custom", ceil4(chars("custom", &Message{Content: e.Content}))
+	case "branch_summary":
+		// Only a non-empty summary becomes a message.
+		if e.Summary > 0 {
+			n.kind, n.role, n.tokens = KindMessage, "branchSummary", ceil4(e.Summary)
+		}
+	case "compaction":
+		n.kind, n.tokens = KindCompaction, ceil4(e.Summary)
+	}
+	return n
+}
+
+// modelOf applies buildSessionContext's model rule to one entry: a
+// model_change sets the model to its provider and modelId, an assistant
+// message (a failed one too) to its provider and model. It reports whether
+// the entry sets the model.
+func modelOf(e *Entry) (provider, id string, ok bool) {
+	switch {
+	case e.Type == "model_change":
+		return e.Provider, e.ModelID, true
+	case e.Type == "message" && e.Message.Role == "assistant":
+		return e.Message.Provider, e.Message.Model, true
+	}
+	return "", "", false
+}
+
+// joinModel is the "provider/id" of a model, or "" when either half is
+// empty (absent or not a string in the file): pi's registry finds no model
+// for such a pair, so pi restores none of the transcript's.
+func joinModel(provider, id string) string {
+	if provider == "" || id == "" {
+		return ""
+	}
+	return provider + "/" + id
+}
+
+// chars is pi 0.58.3's per-role character count (estimateTokens).
+func chars(role string, m *Message) int64 {
+	c := m.Content
+	switch role {
+	case "user":
+		return c.String + c.Text // images in user messages count 0 in 0.58.3
+	case "assistant":
+		return c.Text + c.Thinking + c.ToolCalls // a string content iterates as characters with no type: 0
+	case "custom", "toolResult":
+		return c.String + c.Text + 4800*c.Images
+	case "bashExecution":
+		return m.Command + m.Output
+	case "branchSummary", "compactionSummary":
+		return m.Summary
+	}
+	return 0
+}
+
+func ceil4(chars int64) int64 { return (chars + 3) / 4 }

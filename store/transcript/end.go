@@ -1,0 +1,179 @@
+package transcript
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// End is what pi 0.58.3 reports at the end of a run on a transcript: the
+// context reading of getContextUsage(), the model it resumes with, and the
+// branch's last message.
+type End struct {
+	// Tokens is getContextUsage().tokens: pi's estimate at the leaf.
+	Tokens int64
+	// Known is false where pi reports null: the branch has a compaction and
+	// no assistant after it measured the compacted context yet. Tokens is
+	// then the stale figure pi does not show.
+	Known bool
+	// Model is buildSessionContext's model, "provider/id" as written (not
+	// normalised): the branch's last model_change or assistant message,
+	// failed answers included. "" when the branch has none, or when the last
+	// one lacks a provider or an id (pi's registry then finds no model to
+	// restore). pi also restores no model when the context holds no message;
+	// Model still names the last one recorded.
+	Model string
+	// Last is the branch's last message.
+	Last LastMessage
+	// Invalid is non-nil when pi would not load the file as a transcript
+	// (empty, no session header, a header id that is not a string). pi
+	// starts such a file over with a fresh header, so what it reports is
+	// that of an empty session, which the fields above then hold: 0 tokens,
+	// known, no model, no message.
+	Invalid *InvalidError
+}
+
+// LastMessage is the branch's last entry that puts a message into pi's
+// context: a message entry of any role, a custom_message entry (role
+// "custom") or a non-empty branch_summary entry (role "branchSummary").
+// Compactions, model and thinking-level changes, labels and extensions' own
+// entries are not messages and are passed over. The zero value is a branch
+// with no message.
+type LastMessage struct {
+	Entry  string // entry id, "" when the branch has no message
+	Line   int64  // physical line in the file, 1-based
+	Offset int64  // byte offset of that line in the file
+	// Role is the message's role as recorded ("hookMessage" of a version 2
+	// file reads as "custom", as pi migrates it).
+	Role string
+	// StopReason is an assistant's stopReason as recorded: pi writes "stop",
+	// "length", "toolUse", "error" or "aborted".
+	StopReason string
+	// Calls is the number of an assistant's toolCall blocks: the tools it
+	// asked for.
+	Calls int64
+}
+
+// Shape is how a run ended, judged from what it left at the end of the
+// transcript's branch. The values are tokens for logs and records.
+type Shape string
+
+const (
+	// Answered: the branch ends in an assistant message that ended the
+	// turn: its stopReason is not an error and it asked for no tool.
+	Answered Shape = "answered"
+	// Errored: the branch ends in an assistant message whose stopReason is
+	// "error" or "aborted" (pi ends the run there without running any tool
+	// it asked for).
+	Errored Shape = "errored"
+	// Unanswered: the branch ends in something the model has not answered:
+	// a user message, a tool result, an assistant message that asked for
+	// tools, a custom or bash-execution message, a branch summary, or no
+	// message at all.
+	Unanswered Shape = "unanswered"
+	// Unchanged: the run appended nothing. The transcript alone cannot tell
+	// it; the store decides it from sizes, and Shape never returns it.
+	Unchanged Shape = "unchanged"
+)
+
+// Shape classifies the message by pi 0.58.3's agent loop, which ends a run
+// on an assistant message whose stopReason is "error" or "aborted", runs
+// the tools of any other assistant message that has toolCall blocks and asks
+// the model again, and otherwise ends the turn. So by stopReason:
+//
+//   - "error", "aborted": Errored, even with tool calls (pi runs none);
+//   - "stop": Answered;
+//   - "length" (the answer hit the output limit): Answered. pi neither
+//     retries nor reports an error, anchors its usage like any other, and
+//     the next prompt continues from the cut answer; the turn ended;
+//   - "toolUse": Unanswered, since the tool results never came. A "toolUse"
+//     without any toolCall block is Answered, because pi's loop decides on
+//     the blocks and ends the turn there;
+//   - anything else (absent, or a reason a later pi adds): decided like
+//     "stop", on the blocks, as pi's loop decides.
+//
+// Any message that is not an assistant's is Unanswered: custom messages go
+// to the model as user messages, bash executions are the user's input, and
+// a branch summary stands for the branch the user left.
+func (m LastMessage) Shape() Shape {
+	if m.Role != "assistant" {
+		return Unanswered
+	}
+	switch m.StopReason {
+	case "error", "aborted":
+		return Errored
+	}
+	if m.Calls > 0 {
+		return Unanswered
+	}
+	return Answered
+}
+
+// End returns what pi reports at the end of a run on this transcript.
+func (b *Branch) End() End {
+	e := End{Tokens: b.Final.Tokens, Known: !b.Final.Unknown}
+	modelSeen := false
+	for pos := len(b.path) - 1; pos >= 0; pos-- {
+		n := &b.nodes[b.path[pos]]
+		if !modelSeen && n.model >= 0 {
+			e.Model, modelSeen = b.models[n.model], true
+		}
+		if e.Last.Entry == "" && (n.kind == KindMessage || n.kind == KindAssistant) {
+			e.Last = LastMessage{Entry: n.id, Line: n.line, Offset: n.offset, Role: n.role, StopReason: n.stop, Calls: int64(n.calls)}
+		}
+		if modelSeen && e.Last.Entry != "" {
+			break
+		}
+	}
+	return e
+}
+
+// ReadEnd reads a transcript from r to its end, in one pass, and returns
+// what pi 0.58.3 reports at the end of a run on it. It holds one line at a
+// time and a small record per entry, never the text, so it can sit behind
+// an io.TeeReader while the file is copied: it reads r to EOF whatever it
+// finds, so the copy is whole.
+//
+// A file pi would not load as a transcript is not an error: End.Invalid
+// says why, and End holds what pi reports for it (pi starts it over). The
+// error is non-nil only where pi's answer cannot be given: reading r failed
+// (then ReadEnd returns at once), a line is longer than MaxLineBytes
+// (ErrLineTooLong), or parentId links on the branch form a cycle, on which
+// pi would loop forever (ErrCycle). The End is then the zero value.
+func ReadEnd(r io.Reader) (End, error) {
+	cr := &readErrs{r: r}
+	b, err := Load(cr)
+	var inv *InvalidError
+	switch {
+	case cr.err != nil:
+		return End{}, err
+	case err == nil, errors.As(err, &inv), errors.Is(err, ErrLineTooLong):
+		// The scan stopped early or reached EOF: drain the rest, so that
+		// every byte passes through r.
+		if _, derr := io.Copy(io.Discard, cr); derr != nil {
+			return End{}, fmt.Errorf("read transcript: %w", derr)
+		}
+	}
+	switch {
+	case inv != nil:
+		return End{Known: true, Invalid: inv}, nil
+	case err != nil:
+		return End{}, err
+	}
+	return b.End(), nil
+}
+
+// readErrs passes reads through and remembers whether the underlying reader
+// failed, to tell a read error from the scan's own.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (c *readErrs) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,145 @@
+package transcript
+
+// Estimate is pi's usage-backed context estimate of one context, as pi
+// 0.58.3 computes it (estimateContextTokens, and getContextUsage's null rule).
+type Estimate struct {
+	// Tokens is estimateContextTokens: Anchor plus Trailing, or the chars/4
+	// sum over every message when no message anchors. After a compaction it
+	// can be stale (see Unknown).
+	Tokens int64
+	// Anchor is the last valid assistant usage: totalTokens, or
+	// input+output+cacheRead+cacheWrite when that is 0. AnchorEntry is its
+	// entry id, "" when nothing anchors.
+	Anchor      int64
+	AnchorEntry string
+	// Trailing is ceil(chars/4) summed over the messages after the anchor.
+	Trailing int64
+	// Fallback is ceil(chars/4) summed over every message, pi's estimate
+	// when nothing anchors.
+	Fallback int64
+	// Messages is the number of messages in the context.
+	Messages int
+	// Unknown is true where pi's getContextUsage reports null: the branch
+	// has a compaction and no assistant after it has a non-zero usage, so
+	// the anchor, if any, measured the context before it was compacted.
+	Unknown bool
+}
+
+// UsageFunc gives the usage an estimate anchors on for the assistant at
+// position pos of the branch, whose recorded calculateContextTokens(usage)
+// is recorded. A replay uses it to model what a provider would have
+// reported for a request sent in another shape.
+type UsageFunc func(pos int, recorded int64) int64
+
+// Estimator walks a branch root first and keeps pi's estimate of the context
+// at the current position up to date, so the estimate before every request
+// costs O(1) instead of a rebuild of the context: pi's
+// buildSessionContext(entries, parentId) is the branch prefix ending just
+// before the request, and the prefix grows by one entry per step. Only a
+// compaction rebuilds, over the entries it keeps. It is not safe for
+// concurrent use.
+type Estimator struct {
+	b     *Branch
+	usage UsageFunc // nil: as recorded
+	pos   int       // the next position to add
+
+	anchor    int64
+	anchorPos int // -1 when nothing anchors
+	trailing  int64
+	fallback  int64
+	messages  int
+
+	compacted bool // a compaction is on the branch so far
+	fresh     bool // a valid assistant follows the latest compaction
+	freshUsed bool // ... and the latest such has a non-zero usage
+}
+
+// Estimator returns an estimator at the start of the branch (an empty
+// context). usage, when not nil, replaces every recorded assistant usage.
+func (b *Branch) Estimator(usage UsageFunc) *Estimator {
+	return &Estimator{b: b, usage: usage, anchorPos: -1}
+}
+
+// Pos is the position of the entry the next Advance adds; Estimate
+// describes the context of the branch prefix before it.
+func (e *Estimator) Pos() int { return e.pos }
+
+// Advance adds the entry at Pos to the context and moves past it. It panics
+// past the end of the branch.
+func (e *Estimator) Advance() {
+	pos := e.pos
+	n := &e.b.nodes[e.b.path[pos]]
+	e.pos++
+	switch n.kind {
+	case KindCompaction:
+		e.compact(pos)
+	case KindMessage, KindAssistant:
+		e.message(pos)
+		if n.kind == KindAssistant && n.valid && e.compacted {
+			// getContextUsage scans back from the leaf for the first
+			// assistant that is not an error or aborted: the latest one.
+			e.fresh, e.freshUsed = true, e.usageAt(pos) > 0
+		}
+	}
+}
+
+// usageAt is the usage of the assistant at pos as this estimator's provider
+// reports it.
+func (e *Estimator) usageAt(pos int) int64 {
+	u := e.b.nodes[e.b.path[pos]].usage
+	if e.usage != nil {
+		return e.usage(pos, u)
+	}
+	return u
+}
+
+func (e *Estimator) message(pos int) {
+	n := &e.b.nodes[e.b.path[pos]]
+	e.messages++
+	e.fallback += n.tokens
+	if n.anchor {
+		e.anchor, e.anchorPos, e.trailing = e.usageAt(pos), pos, 0
+		return
+	}
+	e.trailing += n.tokens
+}
+
+// compact rebuilds the context as buildSessionContext does for a branch whose
+// latest compaction is at pos: the summary, then the entries from
+// firstKeptEntryId up to the compaction. An id that is not found before the
+// compaction keeps nothing.
+func (e *Estimator) compact(pos int) {
+	n := &e.b.nodes[e.b.path[pos]]
+	e.anchor, e.anchorPos = 0, -1
+	e.trailing, e.fallback, e.messages = n.tokens, n.tokens, 1
+	e.compacted, e.fresh, e.freshUsed = true, false, false
+	id, ok := e.b.firstKept[e.b.path[pos]]
+	if !ok {
+		return
+	}
+	first, ok := e.b.position(id)
+	if !ok || first >= pos {
+		return
+	}
+	for p := first; p < pos; p++ {
+		if k := e.b.nodes[e.b.path[p]].kind; k == KindMessage || k == KindAssistant {
+			e.message(p)
+		}
+	}
+}
+
+// Estimate is pi's estimate of the context of the branch prefix added so far.
+func (e *Estimator) Estimate() Estimate {
+	est := Estimate{
+		Tokens:   e.anchor + e.trailing,
+		Anchor:   e.anchor,
+		Trailing: e.trailing,
+		Fallback: e.fallback,
+		Messages: e.messages,
+		Unknown:  e.compacted && !(e.fresh && e.freshUsed),
+	}
+	if e.anchorPos >= 0 {
+		est.AnchorEntry = e.b.nodes[e.b.path[e.anchorPos]].id
+	}
+	return est
+}
