@@ -59,6 +59,9 @@ const (
 //     adds path#stateless-estimate and
 //     path#sticky-estimate, the readings each policy decided on, built the
 //     same way.
+//   - path#axes is "M x0 top V bottom H x1": request n's slot is the n-th of
+//     equal slots from x0 to x1, and tokens run from 0 at bottom up, on
+//     the scale line#threshold marks at the threshold.
 //   - g#stateless-pruned and g#sticky-pruned hold one rect per pruned
 //     request; g#stateless-switches and g#sticky-switches one path per
 //     prefix switch; g#resets one line per request that carries a reset.

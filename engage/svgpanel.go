@@ -50,7 +50,7 @@ func (p *panel) draw() {
 	}
 	p.axes()
 	ty := p.y(float64(c.rp.Threshold))
-	c.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`+"\n", num(p.x0), num(ty), num(p.x1), num(ty), colThreshold)
+	c.printf(`<line%s x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`+"\n", p.id("threshold"), num(p.x0), num(ty), num(p.x1), num(ty), colThreshold)
 	if p.overview {
 		c.text(p.x0+40, ty-5, ` font-size="11" fill="`+colThreshold+`"`, fmt.Sprintf("threshold %d", c.rp.Threshold))
 	}
@@ -88,7 +88,7 @@ func (p *panel) axes() {
 		c.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#888"/>`+"\n", num(x), num(p.bottom()), num(x), num(p.bottom()+4))
 		c.text(x, p.bottom()+15, ` text-anchor="middle" font-size="11" fill="#555"`, fmt.Sprint(n))
 	}
-	c.printf(`<path d="M%s %sV%sH%s" fill="none" stroke="#888"/>`+"\n", num(p.x0), num(p.y0), num(p.y1), num(p.x1))
+	c.printf(`<path%s d="M%s %sV%sH%s" fill="none" stroke="#888"/>`+"\n", p.id("axes"), num(p.x0), num(p.y0), num(p.y1), num(p.x1))
 	if p.overview {
 		c.text(p.x1, p.bottom()+28, ` text-anchor="end" font-size="11" fill="#555"`, "request")
 		c.text(16, (p.y0+p.y1)/2, fmt.Sprintf(` text-anchor="middle" font-size="11" fill="#555" transform="rotate(-90 16 %s)"`, num((p.y0+p.y1)/2)), "estimate before the request, tokens")
