@@ -42,13 +42,14 @@ const (
 // the summary figures of WriteTable in the legend; prices may be nil. When
 // the requests are too many to tell apart (under 12 px each), a detail panel
 // under the overview shows each stretch of pruned requests (at most three,
-// the ones with the most switches) at a readable scale. name is
-// printed in the title; it and every entry id go through the table's
-// quoting and then XML escaping, so no text from the transcript or the
-// command line can inject markup or a control character.
+// the ones with the most switches) at a readable scale. name is printed in
+// the title; it and every entry id go through the table's quoting and then
+// XML escaping, so no text from the transcript or the command line can
+// inject markup or a control character.
 //
 // The output is a function of the replay, name and prices alone: the same
-// replay writes the same bytes. Tests and readers may rely on this
+// replay writes the same bytes. WriteSVG only reads rp; on a write error,
+// w may hold part of the chart. Tests and readers may rely on this
 // structure of the overview (the detail panels repeat it under classes, not
 // ids):
 //
@@ -56,9 +57,8 @@ const (
 //     request with a known recorded estimate, in request order; an unknown
 //     estimate starts a new subpath (a gap, never a zero), so a point with
 //     no known neighbour is a lone M, which a dot marks. A modelled replay
-//     adds path#stateless-estimate and
-//     path#sticky-estimate, the readings each policy decided on, built the
-//     same way.
+//     adds path#stateless-estimate and path#sticky-estimate, the readings
+//     each policy decided on, built the same way.
 //   - path#axes is "M x0 top V bottom H x1": request n's slot is the n-th of
 //     equal slots from x0 to x1, and tokens run from 0 at bottom up, on
 //     the scale line#threshold marks at the threshold.
