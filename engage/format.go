@@ -2,11 +2,14 @@ package engage
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Prices are a model's prompt-cache prices in USD per million tokens (the
@@ -24,7 +27,9 @@ func (p Prices) ExtraCost(tokens int64) float64 {
 
 // WriteTable writes the replay as a table, one line per request, and a
 // summary; prices may be nil. A modelled replay says so above the table and
-// beside every modelled figure.
+// beside every modelled figure. An entry id that is not plain printable text
+// is printed Go-quoted, so no byte of the transcript reaches the terminal as
+// a control character.
 func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "window %d, reserve %d: threshold %d (strictly greater engages)\n", rp.Window, rp.Reserve, rp.Threshold)
@@ -42,7 +47,7 @@ func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 	}
 	fmt.Fprintln(bw, strings.TrimRight(head, " "))
 	for _, r := range rp.Rows {
-		line := fmt.Sprintf("%5d  %-10s %6d %9s  %-10s  %-9s  %-9s", r.N, r.Entry, r.Line, r.Before.Reading(), reset(r.Event), shape(r.Stateless), shape(r.Sticky))
+		line := fmt.Sprintf("%5d  %-10s %6d %9s  %-10s  %-9s  %-9s", r.N, printable(r.Entry), r.Line, r.Before.Reading(), reset(r.Event), shape(r.Stateless), shape(r.Sticky))
 		if rp.Modelled {
 			line += fmt.Sprintf("  %11s  %11s", r.StatelessReading, r.StickyReading)
 		}
@@ -66,12 +71,12 @@ func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 }
 
 type jsonRow struct {
-	Request   int    `json:"request"`
-	Entry     string `json:"entry"`
-	Estimate  *int64 `json:"estimate"`
-	Reset     bool   `json:"reset"`
-	Stateless bool   `json:"stateless"`
-	Sticky    bool   `json:"sticky"`
+	Request   int      `json:"request"`
+	Entry     jsonText `json:"entry"`
+	Estimate  *int64   `json:"estimate"`
+	Reset     bool     `json:"reset"`
+	Stateless bool     `json:"stateless"`
+	Sticky    bool     `json:"sticky"`
 	// Present only when modelled: the readings each policy decided on.
 	StatelessEstimate *Reading `json:"stateless_estimate,omitempty"`
 	StickyEstimate    *Reading `json:"sticky_estimate,omitempty"`
@@ -106,14 +111,17 @@ func (r Reading) MarshalJSON() ([]byte, error) {
 
 // WriteJSON writes one JSON object per request, then one summary object,
 // each on its own line. "estimate" is pi's estimate before the request as
-// recorded, null where pi reports null. A modelled replay adds each
+// recorded, null where pi reports null. "entry" escapes every character
+// that is not printable (controls, bidi overrides) as \uXXXX, so the output
+// is safe on a terminal and decodes to the id as read (invalid UTF-8 aside,
+// which encoding/json writes as U+FFFD). A modelled replay adds each
 // policy's modelled reading to every request and "modelled": true to the
 // summary; prices may be nil.
 func (rp *Replay) WriteJSON(w io.Writer, prices *Prices) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, r := range rp.Rows {
-		row := jsonRow{Request: r.N, Entry: r.Entry, Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky}
+		row := jsonRow{Request: r.N, Entry: jsonText(r.Entry), Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky}
 		if rd := r.Before.Reading(); rd.Known {
 			row.Estimate = &rd.Tokens
 		}
@@ -141,6 +149,54 @@ func (rp *Replay) WriteJSON(w io.Writer, prices *Prices) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// printable returns s as it can go to a terminal: unchanged when it is
+// valid UTF-8 of printable characters (strconv.IsPrint: letters, marks,
+// numbers, punctuation, symbols and the ASCII space) that does not start
+// with a double quote, and Go-quoted otherwise (strconv.Quote: "a\x1b[2J",
+// "\r", "\u202e", "\xff"). A transcript's ids are the writer's choice;
+// printed raw, an escape sequence in one would drive the reader's terminal,
+// a carriage return would overwrite the line and a bidi override would
+// reorder it. The leading-quote rule keeps the two forms apart: a field that
+// starts with " is always a quoted one.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) && !strings.ContainsFunc(s, notPrint) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func notPrint(r rune) bool { return !strconv.IsPrint(r) }
+
+// jsonText is a string that encoding/json would not make terminal-safe on
+// its own: it escapes the C0 controls but writes DEL, the C1 controls
+// (U+009B is a one-character CSI to many terminals) and the bidi overrides
+// raw. MarshalJSON escapes every character strconv.IsPrint refuses as
+// \uXXXX, which any JSON reader decodes back to the same string.
+type jsonText string
+
+// MarshalJSON writes t as a JSON string in which every character is
+// printable.
+func (t jsonText) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(string(t))
+	if err != nil || !bytes.ContainsFunc(b, notPrint) {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+12)
+	for _, r := range string(b) {
+		if !notPrint(r) {
+			out = utf8.AppendRune(out, r)
+			continue
+		}
+		if r > 0xffff {
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+			continue
+		}
+		out = fmt.Appendf(out, `\u%04x`, r)
+	}
+	return out, nil
 }
 
 func shape(pruned bool) string {

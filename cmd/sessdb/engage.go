@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"sessdb/engage"
@@ -14,7 +18,7 @@ import (
 // The usage strings are constants because runEngage cannot refer to
 // cmdEngage: that would be an initialization cycle.
 const (
-	engageUsageLine = "engage replay [--window N] [--reserve N] [--pruned-ratio R] [--cache-read-price P --cache-write-price Q] [--json] FILE"
+	engageUsageLine = "engage replay [--window N] [--reserve N] [--pruned-ratio R] [--cache-read-price P --cache-write-price Q] [--json] [--svg CHART] FILE"
 	engageShort     = "replay a pi transcript request by request: which requests the stateless check and the sticky rule send pruned, and the prompt-cache misses each pays"
 )
 
@@ -40,6 +44,7 @@ func runEngage(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&read, "cache-read-price", "cache-read price in USD per million tokens (with --cache-write-price)")
 	fs.Var(&write, "cache-write-price", "cache-write price in USD per million tokens (with --cache-read-price)")
 	asJSON := fs.Bool("json", false, "print one JSON object per request, then a summary object")
+	chartPath := fs.String("svg", "", "also write the replay as an SVG chart to `CHART` (replaced atomically; a symbolic link there is refused)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -56,6 +61,8 @@ func runEngage(args []string, stdout, stderr io.Writer) int {
 		return engageUsage(stderr, "--window: must be at least 1")
 	case opt.Reserve >= opt.Window:
 		return engageUsage(stderr, "--reserve %d: must be below --window %d", opt.Reserve, opt.Window)
+	case isSet(fs, "svg") && *chartPath == "":
+		return engageUsage(stderr, "--svg: want a file name")
 	case read.set:
 		prices = &engage.Prices{CacheRead: read.v, CacheWrite: write.v}
 	}
@@ -65,6 +72,14 @@ func runEngage(args []string, stdout, stderr io.Writer) int {
 		return exitFault
 	}
 	rp, err := t.Replay(opt)
+	if err == nil && *chartPath != "" {
+		// The chart goes first: if it cannot be written, the run fails
+		// before anything is printed, as every other fault does.
+		var chart bytes.Buffer
+		if err = rp.WriteSVG(&chart, fs.Arg(0), prices); err == nil {
+			err = writeChart(*chartPath, chart.Bytes())
+		}
+	}
 	if err == nil {
 		if *asJSON {
 			err = rp.WriteJSON(stdout, prices)
@@ -77,6 +92,61 @@ func runEngage(args []string, stdout, stderr io.Writer) int {
 		return exitFault
 	}
 	return exitOK
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// writeChart replaces path with data atomically: a temp file in path's
+// directory, written and flushed, then renamed over path, so a reader of
+// path sees the old chart or the new one, never a part. Something at path
+// that is not a regular file is refused, a symbolic link above all: the
+// chart would replace the link, and the user who named path meant the file
+// it points to or did not know it was one. (The rename replaces whatever is
+// at path without following it, so a link that appears after the check is
+// replaced, never written through.) On error the temp file is removed and
+// path is as it was.
+func writeChart(path string, data []byte) error {
+	st, err := os.Lstat(path)
+	switch {
+	case err == nil && st.Mode()&fs.ModeSymlink != 0:
+		return &os.PathError{Op: "write chart", Path: path, Err: errors.New("is a symbolic link; not writing through it")}
+	case err == nil && !st.Mode().IsRegular():
+		return &os.PathError{Op: "write chart", Path: path, Err: errors.New("is not a regular file")}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return &os.PathError{Op: "write chart", Path: path, Err: err}
+	}
+	// CreateTemp makes the file 0600; a chart is for reading, like any
+	// file the user asks for (the umask is not applied).
+	err = tmp.Chmod(0o644)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return &os.PathError{Op: "write chart", Path: path, Err: err}
+	}
+	return nil
 }
 
 func engageUsage(stderr io.Writer, format string, args ...any) int {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,6 +135,9 @@ func TestEngageUsageErrors(t *testing.T) {
 		{[]string{"replay", "--cache-write-price", "3.75", path}, "go together"},
 		{[]string{"replay", "--cache-read-price", "-1", "--cache-write-price", "3", path}, `invalid value "-1" for flag -cache-read-price`},
 		{[]string{"replay", "--bogus", path}, "-bogus"},
+		{[]string{"replay", "--svg", "", path}, "--svg: want a file name"},
+		{[]string{"replay", "--svg"}, "flag needs an argument: -svg"},
+		{[]string{"replay", path, "--svg", "c.svg"}, "want exactly one FILE"},
 	}
 	for _, c := range cases {
 		code, out, errs := engageRun(c.args...)
@@ -164,5 +168,90 @@ func TestEngageNotATranscript(t *testing.T) {
 	code, _, errs := engageRun("replay", filepath.Join(t.TempDir(), "missing.jsonl"))
 	if code != exitFault || !strings.Contains(errs, "no such file") {
 		t.Errorf("missing file: exit %d, %q", code, errs)
+	}
+}
+
+// --svg writes the chart beside the normal output, which it leaves as it
+// was; the file replaces what was there, whole, and leaves no temp behind.
+func TestEngageReplaySVG(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	dir := t.TempDir()
+	chart := filepath.Join(dir, "chart.svg")
+	if err := os.WriteFile(chart, []byte("an older chart"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{nil, {"--json"}} {
+		_, plain, _ := engageRun(append(append([]string{"replay"}, mode...), path)...)
+		code, out, errs := engageRun(append(append([]string{"replay", "--svg", chart}, mode...), path)...)
+		if code != exitOK || errs != "" || out != plain {
+			t.Fatalf("%v: exit %d, stderr %q; stdout the same as without --svg: %v", mode, code, errs, out == plain)
+		}
+		b, err := os.ReadFile(chart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var svg struct {
+			XMLName xml.Name
+			Title   string `xml:"title"`
+		}
+		if err := xml.Unmarshal(b, &svg); err != nil || svg.XMLName.Local != "svg" || svg.Title != "sessdb engage replay "+path {
+			t.Errorf("%v: chart root %v, title %q: %v", mode, svg.XMLName, svg.Title, err)
+		}
+		if st, err := os.Stat(chart); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("chart mode %v: %v", st.Mode(), err)
+		}
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("the directory holds %v, want only chart.svg", names)
+	}
+}
+
+// A chart that cannot be written is a fault (exit 1, nothing on stdout,
+// whatever was at the path untouched); a symbolic link at the path is
+// refused, never written through nor replaced.
+func TestEngageReplaySVGRefused(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.svg")
+	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.svg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling.svg")
+	if err := os.Symlink(filepath.Join(dir, "nowhere.svg"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ at, says string }{
+		{link, "symbolic link"},
+		{dangling, "symbolic link"},
+		{sub, "not a regular file"},
+		{filepath.Join(dir, "missing", "chart.svg"), "no such file"},
+	}
+	for _, c := range cases {
+		code, out, errs := engageRun("replay", "--svg", c.at, path)
+		if code != exitFault || out != "" || !strings.Contains(errs, "write chart "+c.at) || !strings.Contains(errs, c.says) {
+			t.Errorf("--svg %s: exit %d, stdout %q, stderr %q; want exit 1 naming %q", c.at, code, out, errs, c.says)
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+		t.Errorf("the link's target now holds %q (%v)", b, err)
+	}
+	for _, l := range []string{link, dangling} {
+		if st, err := os.Lstat(l); err != nil || st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a link: %v", l, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere.svg")); !os.IsNotExist(err) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 4 {
+		t.Errorf("the directory holds %v: a temp file was left behind?", names)
 	}
 }
