@@ -369,3 +369,47 @@ func TestEndOffset(t *testing.T) {
 		t.Errorf("%+v: want entry b at offset %d, line 4, model p/m", end, len(first)+1)
 	}
 }
+
+// Whatever the bytes, ReadEnd reads them all, never panics, and answers
+// either with a reading or with an error and the zero End.
+func FuzzReadEnd(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "end", "*.jsonl"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var copied countWriter
+		end, err := ReadEnd(io.TeeReader(bytes.NewReader(data), &copied))
+		if int(copied) != len(data) {
+			t.Fatalf("%d of %d bytes passed through", copied, len(data))
+		}
+		switch {
+		case err != nil && end != (End{}):
+			t.Fatalf("%v with a reading %+v", err, end)
+		case end.Invalid != nil && (end.Tokens != 0 || !end.Known || end.Model != "" || end.Last != (LastMessage{})):
+			t.Fatalf("not a transcript, yet %+v", end)
+		case end.Last.Line == 0 && end.Last != (LastMessage{}):
+			t.Fatalf("a last message without a line: %+v", end.Last)
+		case end.Last.Line != 0 && (end.Last.Line > int64(bytes.Count(data, []byte{'\n'}))+1 || end.Last.Offset >= int64(len(data))):
+			t.Fatalf("a last message beyond the file: %+v", end.Last)
+		}
+	})
+}
+
+// An empty id is still an id: the last message is the last one on the
+// branch even when its id is "", not an earlier one.
+func TestEndLastMessageWithEmptyID(t *testing.T) {
+	in := hdr + "\n" + `{"type":"message","id":"a","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"message","id":"","parentId":"a","message":{"role":"assistant","content":[],"stopReason":"stop"}}` + "\n"
+	end, err := ReadEnd(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Last.Line != 3 || end.Last.Role != "assistant" || end.Last.Shape() != Answered {
+		t.Errorf("%+v: want the assistant on line 3", end.Last)
+	}
+}
