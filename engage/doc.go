@@ -15,7 +15,9 @@
 // file (the branch from the last entry, cut at its latest compaction, the
 // last valid assistant usage plus ceil(chars/4) for what follows, unknown
 // after a compaction until a fresh usage exists), and Transcript.Replay runs
-// a recorded session request by request under both policies.
+// a recorded session request by request under both policies. The estimate
+// itself is store/transcript's (Load, Estimator), the one the store also
+// computes at promote; this package adds the policies on top.
 //
 // The promise: the estimate equals pi's to the token on every file pi loads,
 // and Read streams, holding one line at a time and a small record per entry,

@@ -24,7 +24,7 @@ func (e Estimate) Reading() Reading {
 
 // Transcript is what one streaming pass over a pi transcript learns: the
 // header, the line counts, the tree of entries and the estimate at the leaf.
-// It keeps about 150 bytes per entry (ids, sizes, usage) and none of the
+// It keeps about 250 bytes per entry (ids, sizes, usage) and none of the
 // text, so a transcript ten times larger costs ten times the entries, never
 // the bytes of its messages. It does not change after Read and is safe for
 // concurrent use.

@@ -8,7 +8,7 @@ import (
 
 // Branch is what one streaming pass over a pi transcript learns: the header,
 // the line counts, the tree of entries, the branch pi resumes on and pi's
-// context estimate at its leaf. It keeps about 150 bytes per entry (ids,
+// context estimate at its leaf. It keeps about 250 bytes per entry (ids,
 // sizes, usage) and none of the text, so a transcript ten times larger costs
 // ten times the entries, never the bytes of its messages. It does not change
 // after Load and is safe for concurrent use.

@@ -37,11 +37,11 @@ type End struct {
 // context: a message entry of any role, a custom_message entry (role
 // "custom") or a non-empty branch_summary entry (role "branchSummary").
 // Compactions, model and thinking-level changes, labels and extensions' own
-// entries are not messages and are passed over. The zero value is a branch
-// with no message.
+// entries are not messages and are passed over. The zero value (Line 0) is
+// a branch with no message.
 type LastMessage struct {
-	Entry  string // entry id, "" when the branch has no message
-	Line   int64  // physical line in the file, 1-based
+	Entry  string // entry id
+	Line   int64  // physical line in the file, 1-based; 0 when the branch has no message
 	Offset int64  // byte offset of that line in the file
 	// Role is the message's role as recorded ("hookMessage" of a version 2
 	// file reads as "custom", as pi migrates it).
@@ -112,17 +112,14 @@ func (m LastMessage) Shape() Shape {
 // End returns what pi reports at the end of a run on this transcript.
 func (b *Branch) End() End {
 	e := End{Tokens: b.Final.Tokens, Known: !b.Final.Unknown}
-	modelSeen := false
-	for pos := len(b.path) - 1; pos >= 0; pos-- {
+	modelSeen, lastSeen := false, false
+	for pos := len(b.path) - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
 		n := &b.nodes[b.path[pos]]
 		if !modelSeen && n.model >= 0 {
 			e.Model, modelSeen = b.models[n.model], true
 		}
-		if e.Last.Entry == "" && (n.kind == KindMessage || n.kind == KindAssistant) {
-			e.Last = LastMessage{Entry: n.id, Line: n.line, Offset: n.offset, Role: n.role, StopReason: n.stop, Calls: int64(n.calls)}
-		}
-		if modelSeen && e.Last.Entry != "" {
-			break
+		if !lastSeen && (n.kind == KindMessage || n.kind == KindAssistant) {
+			e.Last, lastSeen = LastMessage{Entry: n.id, Line: n.line, Offset: n.offset, Role: n.role, StopReason: n.stop, Calls: int64(n.calls)}, true
 		}
 	}
 	return e

@@ -1,0 +1,415 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// piEnd is one answer of pi 0.58.3 itself, as testdata/end/pi-end.mjs (and
+// the shared tools/pi-end-usage.mjs) print it.
+type piEnd struct {
+	Tokens *int64  `json:"tokens"` // null after a compaction until a fresh usage
+	Model  *string `json:"model"`  // null when buildSessionContext has none
+	Last   *struct {
+		Entry      string  `json:"entry"`
+		Role       *string `json:"role"`
+		StopReason *string `json:"stopReason"`
+		Calls      int64   `json:"calls"`
+	} `json:"last"`
+	Error string `json:"error"`
+}
+
+func loadPi(t *testing.T, path string) map[string]piEnd {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]piEnd
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func readEndFile(t *testing.T, path string) End {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	end, err := ReadEnd(f)
+	if err != nil {
+		t.Fatalf("ReadEnd(%s): %v", filepath.Base(path), err)
+	}
+	return end
+}
+
+// compareEnd checks got against pi's answer: tokens null <-> !Known, model
+// null <-> "", and, where pi's last message is given, its role, stopReason
+// and tool calls (its entry id too, except for version 1 files, whose ids
+// pi draws at random). model is the Model expected where it is not pi's
+// string (see TestEndSyntheticAgainstPi); "" uses pi's.
+func compareEnd(t *testing.T, name string, got End, pi piEnd, version int64, model *string) {
+	t.Helper()
+	if pi.Error != "" {
+		t.Fatalf("%s: pi failed on it: %s", name, pi.Error)
+	}
+	if pi.Tokens == nil {
+		if got.Known {
+			t.Errorf("%s: tokens %d known, pi reports null", name, got.Tokens)
+		}
+	} else if !got.Known || got.Tokens != *pi.Tokens {
+		t.Errorf("%s: tokens %d (known %v), pi %d", name, got.Tokens, got.Known, *pi.Tokens)
+	}
+	want := ""
+	switch {
+	case model != nil:
+		want = *model
+	case pi.Model != nil:
+		want = *pi.Model
+	}
+	if got.Model != want {
+		t.Errorf("%s: model %q, want %q (pi: %v)", name, got.Model, want, strOrNull(pi.Model))
+	}
+	if pi.Last == nil {
+		if got.Last != (LastMessage{}) {
+			t.Errorf("%s: last message %+v, pi finds none", name, got.Last)
+		}
+		return
+	}
+	l := got.Last
+	if l.Role != deref(pi.Last.Role) || l.StopReason != deref(pi.Last.StopReason) || l.Calls != pi.Last.Calls {
+		t.Errorf("%s: last message %s/%s/%d calls, pi %s/%s/%d", name, l.Role, l.StopReason, l.Calls, deref(pi.Last.Role), deref(pi.Last.StopReason), pi.Last.Calls)
+	}
+	if version >= 2 && l.Entry != pi.Last.Entry {
+		t.Errorf("%s: last message is entry %s, pi's is %s", name, l.Entry, pi.Last.Entry)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func strOrNull(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", *s)
+}
+
+// versionOf is the format version pi reads path as (0 for a file that is
+// not a transcript).
+func versionOf(t *testing.T, path string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(bytes.NewReader(data))
+	if err != nil {
+		return 0
+	}
+	return b.Version
+}
+
+// The end-of-run reading and model equal pi's own on every fixture and on
+// both real transcripts: END-USAGE.json was computed by pi 0.58.3 with the
+// shared tools/pi-end-usage.mjs. The last message is compared with what
+// testdata/end/pi-end.mjs read from pi's own branch of the same files.
+func TestEndFixturesAgainstPi(t *testing.T) {
+	fixtures := shared(t, "pi-fixtures")
+	real := shared(t, "pi")
+	usage := loadPi(t, filepath.Join(fixtures, "END-USAGE.json"))
+	last := loadPi(t, filepath.Join("testdata", "end", "PI-SHARED.json"))
+	if len(usage) != 17 {
+		t.Fatalf("END-USAGE.json has %d transcripts, expected 15 fixtures and 2 real ones", len(usage))
+	}
+	for name, pi := range usage {
+		path := filepath.Join(fixtures, name)
+		if _, err := os.Stat(path); err != nil {
+			path = filepath.Join(real, name)
+		}
+		l, ok := last[name]
+		if !ok || l.Tokens == nil != (pi.Tokens == nil) || (pi.Tokens != nil && *l.Tokens != *pi.Tokens) {
+			t.Fatalf("%s: PI-SHARED.json does not describe the file END-USAGE.json does", name)
+		}
+		pi.Last = l.Last
+		got := readEndFile(t, path)
+		compareEnd(t, name, got, pi, versionOf(t, path), nil)
+		if strings.HasPrefix(name, "04") {
+			// pi takes its empty-file branch: ReadEnd says why.
+			if got.Invalid == nil || !got.Known || got.Tokens != 0 {
+				t.Errorf("%s: %+v, want pi's fresh session (0 tokens, known) and the reason it is not a transcript", name, got)
+			}
+		} else if got.Invalid != nil {
+			t.Errorf("%s: Invalid = %v", name, got.Invalid)
+		}
+	}
+}
+
+// Synthetic transcripts for every case of the run's shape and of the model
+// rule, each with pi's own figures in testdata/end/PI.json (see pi-end.mjs
+// there). The shape is this package's reading of pi's agent loop; pi has
+// no such function, so it is stated here, file by file.
+func TestEndSyntheticAgainstPi(t *testing.T) {
+	dir := filepath.Join("testdata", "end")
+	pi := loadPi(t, filepath.Join(dir, "PI.json"))
+	none := ""
+	cases := []struct {
+		file  string
+		shape Shape
+		model *string // where Model deliberately differs from pi's string
+	}{
+		{"01-answered-stop.jsonl", Answered, nil},
+		{"02-answered-length.jsonl", Answered, nil},
+		{"03-errored-error.jsonl", Errored, nil},
+		{"04-errored-aborted-with-call.jsonl", Errored, nil},
+		{"05-unanswered-tool-call.jsonl", Unanswered, nil},
+		{"06-unanswered-tool-result.jsonl", Unanswered, nil},
+		{"07-unanswered-user.jsonl", Unanswered, nil},
+		{"08-custom-message-last.jsonl", Unanswered, nil},
+		{"09-bash-execution-last.jsonl", Unanswered, nil},
+		{"10-tooluse-without-call.jsonl", Answered, nil},
+		{"11-compaction-after-answer.jsonl", Answered, nil},
+		{"12-error-after-answer.jsonl", Errored, nil},
+		{"13-header-only.jsonl", Unanswered, nil},
+		{"14-branch-summary-last.jsonl", Unanswered, nil},
+		{"15-empty-branch-summary-last.jsonl", Answered, nil},
+		{"16-label-and-thinking-last.jsonl", Answered, nil},
+		{"17-unknown-stop-reason.jsonl", Answered, nil},
+		{"20-model-change-last.jsonl", Answered, nil},
+		{"21-model-change-then-answer.jsonl", Answered, nil},
+		{"22-error-answer-other-model.jsonl", Errored, nil},
+		// pi prints "undefined/claude-sonnet-4-5": no model its registry
+		// can find, so none of the transcript's is resumed.
+		{"23-answer-without-provider.jsonl", Answered, &none},
+		{"24-model-change-only.jsonl", Unanswered, nil},
+		{"25-model-on-abandoned-branch.jsonl", Unanswered, nil},
+		{"26-model-change-before-compaction.jsonl", Answered, nil},
+		// A modelId that is a number: pi prints "openai/5", and its
+		// registry, comparing ids with ===, finds no such model.
+		{"27-model-change-non-string.jsonl", Answered, &none},
+		{"28-v1-model-change-last.jsonl", Answered, nil},
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(cases) || len(pi) != len(cases) {
+		t.Fatalf("%d transcripts in %s, %d answers in PI.json, %d cases here", len(files), dir, len(pi), len(cases))
+	}
+	for _, c := range cases {
+		p, ok := pi[c.file]
+		if !ok {
+			t.Fatalf("%s: not in PI.json", c.file)
+		}
+		path := filepath.Join(dir, c.file)
+		got := readEndFile(t, path)
+		compareEnd(t, c.file, got, p, versionOf(t, path), c.model)
+		if s := got.Last.Shape(); s != c.shape {
+			t.Errorf("%s: shape %s, want %s (last message %+v)", c.file, s, c.shape, got.Last)
+		}
+		if got.Invalid != nil {
+			t.Errorf("%s: Invalid = %v", c.file, got.Invalid)
+		}
+	}
+}
+
+// The shape by stopReason, pi's whole vocabulary and what it does not know.
+func TestShape(t *testing.T) {
+	cases := []struct {
+		m    LastMessage
+		want Shape
+	}{
+		{LastMessage{}, Unanswered},
+		{LastMessage{Role: "assistant", StopReason: "stop"}, Answered},
+		{LastMessage{Role: "assistant", StopReason: "length"}, Answered},
+		{LastMessage{Role: "assistant", StopReason: "length", Calls: 1}, Unanswered},
+		{LastMessage{Role: "assistant", StopReason: "toolUse", Calls: 2}, Unanswered},
+		{LastMessage{Role: "assistant", StopReason: "toolUse"}, Answered},
+		{LastMessage{Role: "assistant", StopReason: "error"}, Errored},
+		{LastMessage{Role: "assistant", StopReason: "aborted", Calls: 1}, Errored},
+		{LastMessage{Role: "assistant"}, Answered},
+		{LastMessage{Role: "assistant", StopReason: "refusal", Calls: 1}, Unanswered},
+		{LastMessage{Role: "user"}, Unanswered},
+		{LastMessage{Role: "toolResult"}, Unanswered},
+		{LastMessage{Role: "custom"}, Unanswered},
+		{LastMessage{Role: "bashExecution"}, Unanswered},
+		{LastMessage{Role: "branchSummary"}, Unanswered},
+		{LastMessage{Role: "Assistant", StopReason: "stop"}, Unanswered},
+	}
+	for _, c := range cases {
+		if got := c.m.Shape(); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.m, got, c.want)
+		}
+	}
+}
+
+// ReadEnd sits behind an io.TeeReader while the store copies the file, so
+// it must read every byte, whatever it finds: the copy must be whole for a
+// transcript, a file that is not one, and one whose scan stops early.
+func TestReadEndReadsToEOF(t *testing.T) {
+	fixtures := shared(t, "pi-fixtures")
+	files, err := filepath.Glob(filepath.Join(fixtures, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copied bytes.Buffer
+		if _, err := ReadEnd(io.TeeReader(bytes.NewReader(data), &copied)); err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
+		if !bytes.Equal(copied.Bytes(), data) {
+			t.Errorf("%s: %d of %d bytes passed through", filepath.Base(path), copied.Len(), len(data))
+		}
+	}
+	// A non-transcript with a long tail after the line that decides it.
+	data := []byte(`{"type":"message","id":"a"}` + "\n" + strings.Repeat(`{"type":"message","id":"b","parentId":"a"}`+"\n", 50000))
+	var copied bytes.Buffer
+	end, err := ReadEnd(io.TeeReader(bytes.NewReader(data), &copied))
+	if err != nil || end.Invalid == nil || !errors.Is(end.Invalid, ErrNoHeader) || copied.Len() != len(data) {
+		t.Errorf("no header: %+v, %v, %d of %d bytes", end, err, copied.Len(), len(data))
+	}
+}
+
+// A line over MaxLineBytes stops the scan: the reading is unknown (an
+// error), and the rest of the file still passes through.
+func TestReadEndLineTooLong(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams a 64 MiB line")
+	}
+	head := hdr + "\n"
+	tail := "\n" + `{"type":"message","id":"b","message":{"role":"user","content":"hi"}}` + "\n"
+	n := int64(len(head)) + MaxLineBytes + 1 + int64(len(tail))
+	var counted countWriter
+	r := io.TeeReader(io.MultiReader(strings.NewReader(head), io.LimitReader(repeatByte('x'), MaxLineBytes+1), strings.NewReader(tail)), &counted)
+	end, err := ReadEnd(r)
+	if !errors.Is(err, ErrLineTooLong) || end != (End{}) {
+		t.Errorf("%+v, %v; want ErrLineTooLong and no reading", end, err)
+	}
+	if int64(counted) != n {
+		t.Errorf("%d of %d bytes passed through", counted, n)
+	}
+}
+
+type repeatByte byte
+
+func (b repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+// A read error is returned at once, with no reading; a parentId cycle is
+// ErrCycle (pi would loop forever).
+func TestReadEndErrors(t *testing.T) {
+	boom := errors.New("boom")
+	r := &failAfter{r: strings.NewReader(hdr + "\n" + `{"type":"message","id":"a","message":{"role":"user","content":"hi"}}` + "\n"), err: boom}
+	end, err := ReadEnd(r)
+	if !errors.Is(err, boom) || end != (End{}) {
+		t.Errorf("read error: %+v, %v", end, err)
+	}
+	if r.calls != 2 {
+		t.Errorf("read %d times: a failed reader is read again", r.calls)
+	}
+	cycle := hdr + "\n" + `{"type":"message","id":"a","parentId":"b","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"hi"}}` + "\n"
+	end, err = ReadEnd(strings.NewReader(cycle))
+	if !errors.Is(err, ErrCycle) || end != (End{}) {
+		t.Errorf("cycle: %+v, %v", end, err)
+	}
+}
+
+// failAfter returns its reader's bytes in one read, then err, and counts
+// the calls.
+type failAfter struct {
+	r     io.Reader
+	err   error
+	calls int
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	f.calls++
+	if f.calls == 1 {
+		return f.r.Read(p)
+	}
+	return 0, f.err
+}
+
+// Offsets point at the line of the entry, so the store can tell whether the
+// last message lies in what it delivered.
+func TestEndOffset(t *testing.T) {
+	first := hdr + "\n" + `{"type":"message","id":"a","message":{"role":"user","content":"hi"}}` + "\n"
+	second := `{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","content":[],"stopReason":"stop","provider":"p","model":"m"}}` + "\n"
+	end, err := ReadEnd(strings.NewReader(first + "\n" + second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Last.Entry != "b" || end.Last.Offset != int64(len(first))+1 || end.Last.Line != 4 || end.Model != "p/m" {
+		t.Errorf("%+v: want entry b at offset %d, line 4, model p/m", end, len(first)+1)
+	}
+}
+
+// Whatever the bytes, ReadEnd reads them all, never panics, and answers
+// either with a reading or with an error and the zero End.
+func FuzzReadEnd(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "end", "*.jsonl"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var copied countWriter
+		end, err := ReadEnd(io.TeeReader(bytes.NewReader(data), &copied))
+		if int(copied) != len(data) {
+			t.Fatalf("%d of %d bytes passed through", copied, len(data))
+		}
+		switch {
+		case err != nil && end != (End{}):
+			t.Fatalf("%v with a reading %+v", err, end)
+		case end.Invalid != nil && (end.Tokens != 0 || !end.Known || end.Model != "" || end.Last != (LastMessage{})):
+			t.Fatalf("not a transcript, yet %+v", end)
+		case end.Last.Line == 0 && end.Last != (LastMessage{}):
+			t.Fatalf("a last message without a line: %+v", end.Last)
+		case end.Last.Line != 0 && (end.Last.Line > int64(bytes.Count(data, []byte{'\n'}))+1 || end.Last.Offset >= int64(len(data))):
+			t.Fatalf("a last message beyond the file: %+v", end.Last)
+		}
+	})
+}
+
+// An empty id is still an id: the last message is the last one on the
+// branch even when its id is "", not an earlier one.
+func TestEndLastMessageWithEmptyID(t *testing.T) {
+	in := hdr + "\n" + `{"type":"message","id":"a","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"message","id":"","parentId":"a","message":{"role":"assistant","content":[],"stopReason":"stop"}}` + "\n"
+	end, err := ReadEnd(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Last.Line != 3 || end.Last.Role != "assistant" || end.Last.Shape() != Answered {
+		t.Errorf("%+v: want the assistant on line 3", end.Last)
+	}
+}
