@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,8 +24,9 @@ const AsidePrefix = db.FileName + ".damaged-"
 
 // examine looks at one name under the root and returns what it found. It
 // changes nothing. An error is a fault that stops the whole check (the
-// deep check could not be run); trouble with the entry itself is a finding.
-func (s *Store) examine(root *os.File, name string, deep func(string) ([]string, error)) ([]Finding, error) {
+// deep check could not be run, or ctx ended in the middle of the entry);
+// trouble with the entry itself is a finding.
+func (s *Store) examine(ctx context.Context, root *os.File, name string, deep deepFunc) ([]Finding, error) {
 	var out []Finding
 	add := func(path string, kind Kind, format string, args ...any) *Finding {
 		f := Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: fmt.Sprintf(format, args...)}
@@ -77,7 +79,7 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 	}
 	dbBroken := s.examineEntries(k, name, add)
 	if k.layout == LayoutDB && !dbBroken {
-		if err := s.examineDB(k, name, deep, add); err != nil {
+		if err := s.examineDB(ctx, k, name, deep, add); err != nil {
 			return out, err
 		}
 	}
@@ -85,6 +87,9 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 }
 
 type addFunc func(path string, kind Kind, format string, args ...any) *Finding
+
+// deepFunc runs the deep check of a key's meta.db; nil skips it.
+type deepFunc func(key string) (DeepResult, error)
 
 // examineEntries reports every name in the key dir the store would not
 // have left there, and reports whether meta.db is something other than a
@@ -127,11 +132,9 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 			if p := k.sidecars.Pending; k.metaErr == nil && p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
-			f := add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
-			f.age = age
+			add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
 		case strings.HasPrefix(n, db.TempPrefix):
-			f := add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
-			f.age = age
+			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
 		case strings.HasPrefix(n, AsidePrefix):
@@ -152,7 +155,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 // examineDB checks a meta.db that is a regular file: its open, its meta
 // pages, bbolt's full check, its records, the transcript against its
 // record, a pending promotion.
-func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, error), add addFunc) error {
+func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepFunc, add addFunc) error {
 	path := key + "/" + db.FileName
 	if k.meta == nil {
 		if errors.Is(k.metaErr, db.ErrNewerSchema) {
@@ -166,12 +169,15 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 		add(path, KindMetaPageInvalid, "%s", p.fallbackDetail())
 	}
 	if deep != nil {
-		problems, err := deep(key)
-		if err != nil {
+		res, err := deep(key)
+		switch {
+		case err != nil:
 			return err
-		}
-		if len(problems) > 0 {
-			add(path, KindMetaCheckFailed, "bbolt's consistency check: %s", strings.Join(problems, "; "))
+		case len(res.Problems) > 0:
+			add(path, KindMetaCheckFailed, "bbolt's consistency check: %s", strings.Join(res.Problems, "; "))
+		case res.Incomplete != "":
+			f := add(path, KindMetaCheckFailed, "bbolt's consistency check did not complete: %s; that proves nothing about the file", res.Incomplete)
+			f.unproven = true
 		}
 	}
 	if k.metaErr != nil {
@@ -213,7 +219,11 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 	case id == nil:
 		add(tpath, KindTranscriptMismatch, "meta.db records no transcript; resolve: transcript-replaced")
 	default:
-		switch v := k.verify(); v.Result {
+		v, err := k.verify(ctx, s.opts.Bounds.MaxBytes)
+		if err != nil {
+			return err
+		}
+		switch v.Result {
 		case VerifyMismatch:
 			add(tpath, KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, id.Gen)
 		case VerifyUnreadable:
