@@ -156,13 +156,22 @@ func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 	if err != nil {
 		return res, err
 	}
+	dbst, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil {
+		return res, err
+	}
 	var errs []error
 	for _, n := range names {
 		if p := sc.Pending; p != nil && p.Tmp == n {
 			res.kept[n] = "a promotion committed it since the roll-forward; the next check or promotion rolls it forward"
 			continue
 		}
-		if strings.HasPrefix(n, db.TempPrefix) && flockHeld(kd, n) {
+		// A second name of meta.db itself is a creation that crashed between
+		// its link and its unlink: the unlink is all that is left to do. (Its
+		// flock is the one held here, so it cannot be asked.)
+		st, err := fsat.LstatAt(kd, n)
+		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
+		if strings.HasPrefix(n, db.TempPrefix) && !secondName && flockHeld(kd, n) {
 			res.kept[n] = "a meta.db being created right now"
 			continue
 		}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sessdb/internal/sample"
 	"sessdb/store"
@@ -164,5 +166,37 @@ func TestCheckRepairRollsForwardDespiteAHangingDeepCheck(t *testing.T) {
 	sess, err := s.Resolve(sample.Resumable, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
 	if err != nil || !sess.Resume || sess.Gen != 3 {
 		t.Fatalf("after the repair: %+v, %v; want gen 3 resumed", sess, err)
+	}
+}
+
+// Ctrl-C or SIGTERM during a deep check that hangs ends it at once: the
+// check process is killed, no retry is started, and check exits 130
+// without waiting out --deep-check-timeout (issue 15.6).
+func TestCheckInterruptStopsAHangingDeepCheck(t *testing.T) {
+	atSampleTime(t)
+	root := oneKeyRoot(t)
+	children := childLog(t)
+	t.Setenv("SESSDB_TEST_CHILD_HANG", sample.Resumable)
+	prev := interruptContext
+	defer func() { interruptContext = prev }()
+	interruptContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for children() == 0 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel() // the check process has started: interrupt
+		}()
+		return ctx, cancel
+	}
+	code, out, errs := runCLI(t, "check", "--deep-check-timeout", "10m", root)
+	if code != exitInterrupted || !strings.Contains(out, "(interrupted)") {
+		t.Fatalf("exit %d, want 130\n%s%s", code, out, errs)
+	}
+	if n := children(); n != 1 {
+		t.Errorf("%d check processes started, want 1: an interrupt is no failure to retry", n)
+	}
+	if n := childrenOf(t, os.Getpid()); n != 0 {
+		t.Errorf("%d check processes outlived check", n)
 	}
 }
