@@ -53,9 +53,9 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		if fsat.IsDir(&st) {
-			s.findLinksBelow(name, add)
+			s.findLinksBelow(ctx, name, add)
 		}
-		return out, nil
+		return out, ctx.Err()
 	case !fsat.IsDir(&st):
 		add(name, KindNotADirectory, "a key's name, but not a directory (mode %#o); resolve: not-a-regular-file", st.Mode)
 		return out, nil
@@ -77,7 +77,10 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
 		return out, nil
 	}
-	dbBroken := s.examineEntries(k, name, add)
+	dbBroken := s.examineEntries(ctx, k, name, add)
+	if err := ctx.Err(); err != nil {
+		return out, err // a walk below an odd directory was cut short
+	}
 	if k.layout == LayoutDB && !dbBroken {
 		if err := s.examineDB(ctx, k, name, deep, add); err != nil {
 			return out, err
@@ -94,7 +97,7 @@ type deepFunc func(key string) (DeepResult, error)
 // examineEntries reports every name in the key dir the store would not
 // have left there, and reports whether meta.db is something other than a
 // regular file (then it is not examined as a db).
-func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken bool) {
+func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken bool) {
 	names, err := fsat.ReadDirNames(k.dir)
 	if err != nil {
 		add(key, KindUnreadable, "%v", err)
@@ -142,7 +145,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 		default:
 			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
 			if fsat.IsDir(&st) {
-				s.findLinksBelow(path, add)
+				s.findLinksBelow(ctx, path, add)
 			}
 		}
 	}
@@ -234,9 +237,14 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 }
 
 // findLinksBelow reports every symbolic link under path (relative to the
-// root), which is not a key dir; the walk never follows a link.
-func (s *Store) findLinksBelow(path string, add addFunc) {
+// root), which is not a key dir; the walk never follows a link. A tree of
+// any size can sit there, so the walk stops when ctx ends (the caller then
+// reports ctx's error, not a half-walked entry).
+func (s *Store) findLinksBelow(ctx context.Context, path string, add addFunc) {
 	filepath.WalkDir(filepath.Join(s.root, path), func(p string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return filepath.SkipAll
+		}
 		if err != nil {
 			return nil
 		}
