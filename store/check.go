@@ -55,10 +55,12 @@ func (k Kind) Severity() Severity {
 	return SeverityProblem
 }
 
-// StaleTempAge is how old a stray temp file must be before Reap and a
-// repairing Check remove it. A promotion's temp lives for one copy and a
-// meta.db temp for one bbolt initialisation, both far shorter; the margin
-// keeps a clock step or a stalled disk from removing a live one.
+// StaleTempAge is how old a stray temp file must be before Reap removes
+// it. A promotion's temp lives for one copy and a meta.db temp for one
+// bbolt initialisation, both far shorter; the margin keeps a clock step or
+// a stalled disk from removing a live one. A repairing Check needs no age:
+// it removes temps under the key's exclusive lock, where no promotion can
+// be writing one.
 const StaleTempAge = time.Hour
 
 // A Finding is one thing Check found.
@@ -77,29 +79,43 @@ type Finding struct {
 	// repair.
 	Remains bool `json:"remains"`
 
-	age         time.Duration // stray-temp: since its last change
-	tmpWhole    bool          // pending-promotion: the temp matches the record
-	afterRepair bool          // found only by the look after the repair
+	tmpWhole    bool // pending-promotion: the temp matches the record
+	unproven    bool // meta-check-failed: the check did not complete, so proves nothing
+	afterRepair bool // found only by the look after the repair
 }
 
 // CheckOptions says how Check runs. The zero value checks without
 // repairing and without bbolt's full consistency check.
 type CheckOptions struct {
-	// Repair rolls pending promotions forward, removes stray temp files
-	// older than StaleTempAge and moves a damaged meta.db aside (renamed
-	// to meta.db.damaged-<UTC time>, never deleted), each under the key's
-	// lock, then looks again.
+	// Repair acts on what the check proved, each key under its exclusive
+	// lock: it rolls a pending promotion forward first, then moves a
+	// meta.db shown to be damaged aside (renamed to meta.db.damaged-<UTC
+	// time>, never deleted), then removes every temp file no promotion in
+	// flight needs, whatever its age; then it looks again. A deep check
+	// that did not complete proves nothing and moves nothing.
 	Repair bool
 	// DeepCheck runs bbolt's full consistency check on a key's meta.db
 	// (see DeepCheckDB) and returns what it found. It is called only for
 	// a meta.db that passed the pre-check, while Check holds the key's
 	// shared lock, so the file cannot change between the two looks. An
-	// error means the check could not be run at all; it stops Check, which
-	// returns it. nil skips the full check.
-	DeepCheck func(key string) ([]string, error)
+	// error means the check could not be run at all (or ctx ended); it
+	// stops Check, which returns it. nil skips the full check.
+	DeepCheck func(ctx context.Context, key string) (DeepResult, error)
 	// Workers and Progress are as in InspectOptions.
 	Workers  int
 	Progress func(done, total int)
+}
+
+// DeepResult is what one deep check said about a meta.db.
+type DeepResult struct {
+	// Problems are what a check that ran to completion found wrong: the
+	// only proof of damage a deep check gives. Empty with Incomplete
+	// unset means the file is consistent.
+	Problems []string
+	// Incomplete, when set, says why the check did not run to completion
+	// (it timed out, its process was killed or exited): that proves
+	// nothing about the file, and a repair moves nothing for it.
+	Incomplete string
 }
 
 // CheckSummary counts what Check found and did.
@@ -135,7 +151,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	}
 	unroot := s.unrooter()
 	work := func(i int) result {
-		fs, err := s.checkEntry(root, names[i], opts)
+		fs, err := s.checkEntry(ctx, root, names[i], opts)
 		for j := range fs {
 			fs[j].Detail, fs[j].Repair = unroot.Replace(fs[j].Detail), unroot.Replace(fs[j].Repair)
 		}
@@ -189,17 +205,27 @@ func (sum *CheckSummary) count(f Finding) {
 }
 
 // checkEntry examines one name under the root and, when asked, repairs
-// what it found and looks again.
-func (s *Store) checkEntry(root *os.File, name string, opts CheckOptions) ([]Finding, error) {
-	found, err := s.examine(root, name, opts.DeepCheck)
+// what it found and looks again. An error stops the whole check: the deep
+// check could not be run, or ctx ended.
+func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts CheckOptions) ([]Finding, error) {
+	var deepCheck func(key string) (DeepResult, error)
+	var memo deepMemo
+	if opts.DeepCheck != nil {
+		deepCheck = func(key string) (DeepResult, error) {
+			return memo.run(func() (DeepResult, error) { return opts.DeepCheck(ctx, key) })
+		}
+	}
+	found, err := s.examine(ctx, root, name, deepCheck)
 	if err != nil || !opts.Repair {
 		for i := range found {
 			found[i].Remains = true
 		}
 		return found, err
 	}
-	s.repair(root, name, found)
-	after, err := s.examine(root, name, opts.DeepCheck)
+	if s.repair(root, name, found) {
+		memo.forget() // meta.db was written or moved: the first verdict is about another file
+	}
+	after, err := s.examine(ctx, root, name, deepCheck)
 	if err != nil {
 		return found, err
 	}
@@ -223,3 +249,24 @@ func (s *Store) checkEntry(root *os.File, name string, opts CheckOptions) ([]Fin
 	}
 	return found, nil
 }
+
+// deepMemo keeps a key's deep-check result for the look after a repair
+// that left meta.db alone: the file is the one already checked, and a
+// second run of a check that hangs would cost its timeout twice more.
+type deepMemo struct {
+	done bool
+	res  DeepResult
+}
+
+func (m *deepMemo) run(check func() (DeepResult, error)) (DeepResult, error) {
+	if m.done {
+		return m.res, nil
+	}
+	res, err := check()
+	if err == nil {
+		m.done, m.res = true, res
+	}
+	return res, err
+}
+
+func (m *deepMemo) forget() { m.done = false }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"sessdb/db"
@@ -13,9 +14,12 @@ const maxDeepProblems = 20
 
 // DeepCheckDB runs bbolt's full consistency check (Tx.Check: no page both
 // free and in use, none unreachable, every branch and leaf well formed and
-// in order) on key's meta.db and returns what it found; nil means the file
-// is consistent. Anything that prevents the check (the pre-check refusing
-// the file, the lock not had in time) is returned as a problem too.
+// in order) on key's meta.db and returns what it found. Problems are
+// proof of damage: what the check found, or damage that kept it from
+// running (the pre-check refusing the file, bbolt refusing it or panicking
+// on it). Anything else that keeps it from running (the lock not had in
+// time, an I/O error) proves nothing and is returned as Incomplete. Both
+// empty means the file is consistent.
 //
 // The file is opened as OpenReader opens it, pre-check and shared lock
 // included, and that lock is held through the check, so no writer changes
@@ -25,29 +29,38 @@ const maxDeepProblems = 20
 // Caveat: see db.DB.Check: damage the pre-check does not catch can kill
 // the process. Call it only in a process whose death the caller survives;
 // sessdb check runs it in a child process.
-func (s *Store) DeepCheckDB(key string) (problems []string) {
+func (s *Store) DeepCheckDB(key string) DeepResult {
 	if !ValidKey(key) {
-		return []string{fmt.Sprintf("check %q: %v", key, ErrInvalidKey)}
+		return DeepResult{Incomplete: fmt.Sprintf("check %q: %v", key, ErrInvalidKey)}
+	}
+	failed := func(err error) DeepResult {
+		if errors.Is(err, db.ErrDamaged) {
+			return DeepResult{Problems: []string{err.Error()}}
+		}
+		return DeepResult{Incomplete: err.Error()}
 	}
 	root, err := fsat.OpenDir(s.root)
 	if err != nil {
-		return []string{err.Error()}
+		return failed(err)
 	}
 	defer root.Close()
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		return []string{err.Error()}
+		return failed(err)
 	}
 	defer kd.Close()
 	name := fsat.Join(kd, db.FileName)
 	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout})
 	if err != nil {
-		return []string{err.Error()}
+		return failed(err)
 	}
 	defer d.Close()
 	found, err := d.Check(maxDeepProblems)
 	if err != nil {
+		if r := failed(err); r.Incomplete != "" && len(found) == 0 {
+			return r
+		}
 		found = append(found, err.Error())
 	}
-	return found
+	return DeepResult{Problems: found}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,8 +24,9 @@ const AsidePrefix = db.FileName + ".damaged-"
 
 // examine looks at one name under the root and returns what it found. It
 // changes nothing. An error is a fault that stops the whole check (the
-// deep check could not be run); trouble with the entry itself is a finding.
-func (s *Store) examine(root *os.File, name string, deep func(string) ([]string, error)) ([]Finding, error) {
+// deep check could not be run, or ctx ended in the middle of the entry);
+// trouble with the entry itself is a finding.
+func (s *Store) examine(ctx context.Context, root *os.File, name string, deep deepFunc) ([]Finding, error) {
 	var out []Finding
 	add := func(path string, kind Kind, format string, args ...any) *Finding {
 		f := Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: fmt.Sprintf(format, args...)}
@@ -51,9 +53,9 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		if fsat.IsDir(&st) {
-			s.findLinksBelow(name, add)
+			s.findLinksBelow(ctx, name, add)
 		}
-		return out, nil
+		return out, ctx.Err()
 	case !fsat.IsDir(&st):
 		add(name, KindNotADirectory, "a key's name, but not a directory (mode %#o); resolve: not-a-regular-file", st.Mode)
 		return out, nil
@@ -75,9 +77,12 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
 		return out, nil
 	}
-	dbBroken := s.examineEntries(k, name, add)
+	dbBroken := s.examineEntries(ctx, k, name, add)
+	if err := ctx.Err(); err != nil {
+		return out, err // a walk below an odd directory was cut short
+	}
 	if k.layout == LayoutDB && !dbBroken {
-		if err := s.examineDB(k, name, deep, add); err != nil {
+		if err := s.examineDB(ctx, k, name, deep, add); err != nil {
 			return out, err
 		}
 	}
@@ -86,10 +91,13 @@ func (s *Store) examine(root *os.File, name string, deep func(string) ([]string,
 
 type addFunc func(path string, kind Kind, format string, args ...any) *Finding
 
+// deepFunc runs the deep check of a key's meta.db; nil skips it.
+type deepFunc func(key string) (DeepResult, error)
+
 // examineEntries reports every name in the key dir the store would not
 // have left there, and reports whether meta.db is something other than a
 // regular file (then it is not examined as a db).
-func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken bool) {
+func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken bool) {
 	names, err := fsat.ReadDirNames(k.dir)
 	if err != nil {
 		add(key, KindUnreadable, "%v", err)
@@ -127,11 +135,9 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 			if p := k.sidecars.Pending; k.metaErr == nil && p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
-			f := add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
-			f.age = age
+			add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
 		case strings.HasPrefix(n, db.TempPrefix):
-			f := add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
-			f.age = age
+			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
 		case strings.HasPrefix(n, AsidePrefix):
@@ -139,7 +145,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 		default:
 			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
 			if fsat.IsDir(&st) {
-				s.findLinksBelow(path, add)
+				s.findLinksBelow(ctx, path, add)
 			}
 		}
 	}
@@ -152,7 +158,7 @@ func (s *Store) examineEntries(k *keyDir, key string, add addFunc) (dbBroken boo
 // examineDB checks a meta.db that is a regular file: its open, its meta
 // pages, bbolt's full check, its records, the transcript against its
 // record, a pending promotion.
-func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, error), add addFunc) error {
+func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepFunc, add addFunc) error {
 	path := key + "/" + db.FileName
 	if k.meta == nil {
 		if errors.Is(k.metaErr, db.ErrNewerSchema) {
@@ -166,12 +172,15 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 		add(path, KindMetaPageInvalid, "%s", p.fallbackDetail())
 	}
 	if deep != nil {
-		problems, err := deep(key)
-		if err != nil {
+		res, err := deep(key)
+		switch {
+		case err != nil:
 			return err
-		}
-		if len(problems) > 0 {
-			add(path, KindMetaCheckFailed, "bbolt's consistency check: %s", strings.Join(problems, "; "))
+		case len(res.Problems) > 0:
+			add(path, KindMetaCheckFailed, "bbolt's consistency check: %s", strings.Join(res.Problems, "; "))
+		case res.Incomplete != "":
+			f := add(path, KindMetaCheckFailed, "bbolt's consistency check did not complete: %s; that proves nothing about the file", res.Incomplete)
+			f.unproven = true
 		}
 	}
 	if k.metaErr != nil {
@@ -213,7 +222,11 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 	case id == nil:
 		add(tpath, KindTranscriptMismatch, "meta.db records no transcript; resolve: transcript-replaced")
 	default:
-		switch v := k.verify(); v.Result {
+		v, err := k.verify(ctx, s.opts.Bounds.MaxBytes)
+		if err != nil {
+			return err
+		}
+		switch v.Result {
 		case VerifyMismatch:
 			add(tpath, KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, id.Gen)
 		case VerifyUnreadable:
@@ -224,9 +237,14 @@ func (s *Store) examineDB(k *keyDir, key string, deep func(string) ([]string, er
 }
 
 // findLinksBelow reports every symbolic link under path (relative to the
-// root), which is not a key dir; the walk never follows a link.
-func (s *Store) findLinksBelow(path string, add addFunc) {
+// root), which is not a key dir; the walk never follows a link. A tree of
+// any size can sit there, so the walk stops when ctx ends (the caller then
+// reports ctx's error, not a half-walked entry).
+func (s *Store) findLinksBelow(ctx context.Context, path string, add addFunc) {
 	filepath.WalkDir(filepath.Join(s.root, path), func(p string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return filepath.SkipAll
+		}
 		if err != nil {
 			return nil
 		}

@@ -14,46 +14,51 @@ import (
 	"sessdb/internal/fsat"
 )
 
-// repair acts on the findings of one entry, in an order where each step
-// leaves the next one a key it can lock: a damaged meta.db is moved aside
-// first (nothing can lock it open), then a pending promotion is rolled
-// forward, then stray temps are removed. It records on each finding what
-// it did or why it did nothing.
-func (s *Store) repair(root *os.File, name string, found []Finding) {
-	var aside string
-	var asideErr error
-	for i := range found {
-		switch found[i].Kind {
-		case KindMetaDamaged, KindMetaPageInvalid, KindMetaCheckFailed, KindRecordUndecodable:
-			if aside == "" && asideErr == nil {
-				aside, asideErr = s.moveAside(root, name)
-			}
-			if asideErr != nil {
-				found[i].Repair = "not repaired: " + asideErr.Error()
-			} else {
-				found[i].Repair, found[i].Repaired = "moved meta.db aside to "+aside+"; the key cold-starts until its next promotion", true
-			}
-		}
-	}
-	rolled := false
+// repair acts on the findings of one entry, on proof only, in an order
+// that never loses a committed promotion: a pending promotion is rolled
+// forward first (store.RollForward, under the key's exclusive lock), so
+// the transcript it committed is in place before anything else happens;
+// then a meta.db shown to be damaged is moved aside (a deep check that did
+// not complete shows nothing, and moves nothing); then every temp that no
+// promotion in flight needs is removed under the key's exclusive lock,
+// whatever its age. It records on each finding what it did or why it did
+// nothing, and reports whether it wrote or moved meta.db.
+func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
 	for i := range found {
 		f := &found[i]
 		if f.Kind != KindPendingPromotion {
 			continue
 		}
-		if aside != "" {
-			f.Repair, f.Repaired = "dropped with the meta.db moved aside", true
-			continue
-		}
-		if _, err := s.RollForward(name); err != nil {
+		settled, err := s.RollForward(name)
+		if err != nil {
 			f.Repair = "not repaired: " + err.Error()
 			continue
 		}
-		rolled, f.Repaired = true, true
+		dbTouched = dbTouched || settled
+		f.Repaired = true
 		if f.tmpWhole {
 			f.Repair = "rolled forward: the temp was renamed over current.jsonl and the record cleared; other promotion temps removed"
 		} else {
 			f.Repair = "cleared the pending record (its temp was gone or did not match); promotion temps removed"
+		}
+	}
+	var aside string
+	var asideErr error
+	for i := range found {
+		f := &found[i]
+		switch {
+		case f.Kind == KindMetaCheckFailed && f.unproven:
+			f.Repair = "left as is: a check that did not complete proves nothing, and nothing is moved without proof; check again (give it more time if it timed out)"
+		case f.Kind == KindMetaDamaged, f.Kind == KindMetaPageInvalid, f.Kind == KindMetaCheckFailed, f.Kind == KindRecordUndecodable:
+			if aside == "" && asideErr == nil {
+				aside, asideErr = s.moveAside(root, name)
+				dbTouched = dbTouched || asideErr == nil
+			}
+			if asideErr != nil {
+				f.Repair = "not repaired: " + asideErr.Error()
+			} else {
+				f.Repair, f.Repaired = "moved meta.db aside to "+aside+"; the key cold-starts until its next promotion", true
+			}
 		}
 	}
 	var temps []int
@@ -63,40 +68,164 @@ func (s *Store) repair(root *os.File, name string, found []Finding) {
 		}
 	}
 	if len(temps) > 0 {
-		s.repairTemps(root, name, found, temps, rolled)
+		s.repairTemps(root, name, found, temps)
 	}
 	for i := range found {
 		if f := &found[i]; f.Repair == "" && f.Severity == SeverityProblem {
 			f.Repair = "left as is: " + advice(f.Kind)
 		}
 	}
+	return dbTouched
 }
 
-func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps []int, rolled bool) {
-	removed := map[string]bool{}
+// repairTemps removes the key's temps (removeTemps) and says on each
+// stray-temp finding what became of it.
+func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps []int) {
+	var res tempRemoval
 	kd, err := fsat.OpenDirAt(root, name)
 	if err == nil {
-		var names []string
-		names, err = s.sweepStaleTemps(kd, s.opts.Now().Add(-StaleTempAge), false)
+		res, err = s.removeTemps(kd)
 		kd.Close()
-		for _, n := range names {
-			removed[name+"/"+n] = true
-		}
 	}
 	for _, i := range temps {
 		f := &found[i]
+		n := strings.TrimPrefix(f.Path, name+"/")
 		switch {
-		case removed[f.Path]:
+		case res.removed[n]:
 			f.Repair, f.Repaired = "removed", true
-		case rolled:
-			f.Repair, f.Repaired = "removed by the roll-forward", true
+		case res.kept[n] != "":
+			f.Repair = "left as is: " + res.kept[n]
 		case err != nil:
 			f.Repair = "not repaired: " + err.Error()
-		case f.age <= StaleTempAge:
-			f.Repair = "left as is: younger than an hour, it may be a promotion in flight; check again later"
 		default:
-			f.Repair = "left as is: gone or changed since it was found"
+			// Gone before the lock was had: the roll-forward removed it,
+			// or its promotion finished.
+			f.Repair, f.Repaired = "removed by the roll-forward, or gone since it was found", true
 		}
+	}
+}
+
+// tempRemoval is what removeTemps did: the names it removed, and the
+// names it left with why.
+type tempRemoval struct {
+	removed map[string]bool
+	kept    map[string]string
+}
+
+// removeTemps removes every promotion temp and meta.db temp in kd, whatever
+// its age, under the key's exclusive lock. Only a holder of that lock
+// writes a promotion temp, so under it every promotion temp is debris but
+// the one a pending record names while it is in flight (a promotion that
+// crashed after committing since the roll-forward: it is kept for the next
+// one). A key with no meta.db gets one for the lock, removed again before
+// the lock is released, as reap does; nothing else about the key changes.
+//
+// A meta.db temp is made without the key's lock (it is how the lock's file
+// comes to exist), so one may be live: bbolt holds its flock on the temp
+// through the whole initialisation, and a temp whose flock is held is left.
+// Caveat: after that flock and before its link (an fsync and a link, a few
+// milliseconds) a creation in progress is not told from debris; removing
+// its temp makes that promotion fail cleanly (promote-failed: the
+// transcript in place untouched), never lose what it acknowledged.
+func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
+	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
+	if names, err := tempNames(kd); err != nil || len(names) == 0 {
+		return res, err
+	}
+	_, err := fsat.LstatAt(kd, db.FileName)
+	hadDB := err == nil
+	if err != nil && !fsat.IsNotExist(err) {
+		return res, err
+	}
+	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	if err != nil {
+		return res, err
+	}
+	defer d.Close()
+	var sc db.Sidecars
+	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
+		return res, err
+	}
+	// The file is ours to remove only if it is the empty one the open just
+	// made: a promotion may have created and committed one since the look.
+	if !hadDB && sc == (db.Sidecars{}) {
+		// Runs before the Close above: the lock is held while the name goes.
+		defer fsat.UnlinkAt(kd, db.FileName)
+	}
+	names, err := tempNames(kd)
+	if err != nil {
+		return res, err
+	}
+	dbst, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for _, n := range names {
+		if p := sc.Pending; p != nil && p.Tmp == n {
+			res.kept[n] = "a promotion committed it since the roll-forward; the next check or promotion rolls it forward"
+			continue
+		}
+		// A second name of meta.db itself is a creation that crashed between
+		// its link and its unlink: the unlink is all that is left to do. (Its
+		// flock is the one held here, so it cannot be asked.)
+		st, err := fsat.LstatAt(kd, n)
+		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
+		if strings.HasPrefix(n, db.TempPrefix) && !secondName && flockHeld(kd, n) {
+			res.kept[n] = "a meta.db being created right now"
+			continue
+		}
+		if err := fsat.UnlinkAt(kd, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.removed[n] = true
+	}
+	if len(res.removed) > 0 {
+		if err := fsat.SyncDir(kd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// tempNames lists kd's promotion temps and meta.db temps that are regular
+// files, sorted; links and odd files are reported by check, never removed.
+func tempNames(kd *os.File) ([]string, error) {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, tmpPrefix) && !strings.HasPrefix(n, db.TempPrefix) {
+			continue
+		}
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// flockHeld reports whether some process holds a flock on kd's file n (a
+// file that cannot even be opened counts as held: it is left alone).
+func flockHeld(kd *os.File, n string) bool {
+	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
+	if err != nil {
+		return !fsat.IsNotExist(err)
+	}
+	defer f.Close()
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		return err != nil
 	}
 }
 

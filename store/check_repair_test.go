@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"sessdb/db"
@@ -86,4 +88,134 @@ func TestCheckNotices(t *testing.T) {
 	if sum.Notices != 3 || sum.Problems != 1 || sum.Entries != 3 || sum.Keys != 1 {
 		t.Fatalf("summary %+v of %+v", sum, found)
 	}
+}
+
+// chkRunDeep is chkRun with a deep check that says res about key and
+// nothing about any other.
+func chkRunDeep(t *testing.T, s *Store, key string, res DeepResult) []Finding {
+	t.Helper()
+	var found []Finding
+	deep := func(_ context.Context, k string) (DeepResult, error) {
+		if k == key {
+			return res, nil
+		}
+		return DeepResult{}, nil
+	}
+	if _, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+func pendingDamage(t *testing.T, s *Store, root, key string) {
+	t.Helper()
+	for _, c := range chkDamages {
+		if c.kind == KindPendingPromotion {
+			c.damage(t, s, root, key)
+		}
+	}
+}
+
+// A deep check that completed and found damage is proof: meta.db is moved
+// aside, but only after the promotion it committed is rolled forward, so
+// the transcript in place is the committed one (issue 15.5: the pending
+// promotion was dropped with the file).
+func TestRepairRollsForwardBeforeMovingAside(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "proof")
+	pendingDamage(t, s, root, key)
+	found := chkRunDeep(t, s, key, DeepResult{Problems: []string{"page 9 unreachable"}})
+	p, d := chkFind(found, key+"/"+db.FileName, KindPendingPromotion), chkFind(found, key+"/"+db.FileName, KindMetaCheckFailed)
+	if p == nil || !p.Repaired || !strings.HasPrefix(p.Repair, "rolled forward") || d == nil || !d.Repaired || !strings.Contains(d.Repair, "moved meta.db aside") {
+		t.Fatalf("repair: %+v", found)
+	}
+	if !strings.HasSuffix(string(readCanonical(t, root, key)), entryLine("lost?")) {
+		t.Fatal("the committed promotion's transcript is not in place")
+	}
+}
+
+// A deep check that did not complete proves nothing: nothing is moved, the
+// finding stays, and a pending promotion is still rolled forward.
+func TestRepairMovesNothingOnAnIncompleteDeepCheck(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "no-proof")
+	pendingDamage(t, s, root, key)
+	before, _ := os.ReadFile(chkDB(root, key))
+	found := chkRunDeep(t, s, key, DeepResult{Incomplete: "timed out after 30s"})
+	d := chkFind(found, key+"/"+db.FileName, KindMetaCheckFailed)
+	if d == nil || d.Repaired || !d.Remains || !strings.Contains(d.Detail, "did not complete: timed out after 30s") {
+		t.Fatalf("meta-check-failed: %+v", found)
+	}
+	if _, err := os.Stat(chkDB(root, key)); err != nil {
+		t.Fatalf("meta.db moved on a check that did not complete: %v", err)
+	}
+	if after, _ := os.ReadFile(chkDB(root, key)); len(after) != len(before) {
+		t.Logf("meta.db written by the roll-forward only (%d -> %d bytes)", len(before), len(after))
+	}
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed)
+	if !strings.HasSuffix(string(staged(t, jobDir)), entryLine("lost?")) {
+		t.Fatal("the pending promotion was not rolled forward")
+	}
+}
+
+// meta.db temps, as a crash inside db.OpenWriter's creation leaves them:
+// removed under the key's lock whatever their age, also from a key with no
+// meta.db (which gets none from the repair), also when the temp is a
+// second name of meta.db (a crash between the link and the unlink); a
+// temp whose flock is held (bbolt initialising it) is left.
+func TestRepairRemovesMetaTemps(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	withDB := chkKey(t, s, "temps")
+	legacyKey := Key("github", "acme/check", "legacy-temps")
+	os.MkdirAll(filepath.Join(root, legacyKey), 0o700)
+	os.WriteFile(filepath.Join(root, legacyKey, TranscriptName), transcriptBytes(s.opts.Now()), 0o600)
+
+	fresh := func(key, name string) string {
+		p := filepath.Join(root, key, name)
+		chkOldFile(t, p, s.opts.Now()) // age 0
+		return p
+	}
+	fresh(legacyKey, db.TempPrefix+"00000000000000aa")
+	fresh(legacyKey, tmpPrefix+"00000000000000ab")
+	second := filepath.Join(root, withDB, db.TempPrefix+"00000000000000ac")
+	if err := os.Link(chkDB(root, withDB), second); err != nil {
+		t.Fatal(err)
+	}
+	held := fresh(withDB, db.TempPrefix+"00000000000000ad")
+	hf, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	if err := syscall.Flock(int(hf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+
+	found, sum := chkRun(t, s, true)
+	for _, p := range []string{legacyKey + "/" + db.TempPrefix + "00000000000000aa", legacyKey + "/" + tmpPrefix + "00000000000000ab", withDB + "/" + db.TempPrefix + "00000000000000ac"} {
+		if f := chkFind(found, p, KindStrayTemp); f == nil || !f.Repaired || f.Remains {
+			t.Errorf("%s: %+v", p, f)
+		}
+	}
+	if f := chkFind(found, withDB+"/"+db.FileName, KindLink); f == nil || f.Remains {
+		t.Errorf("meta.db with a second name: %+v", f)
+	}
+	if f := chkFind(found, withDB+"/"+db.TempPrefix+"00000000000000ad", KindStrayTemp); f == nil || f.Repaired || !f.Remains || !strings.Contains(f.Repair, "being created") {
+		t.Errorf("a temp being created: %+v", f)
+	}
+	if sum.Remaining != 1 {
+		t.Errorf("remaining %d, want 1 (the temp being created): %+v", sum.Remaining, found)
+	}
+	if _, err := os.Lstat(chkDB(root, legacyKey)); !os.IsNotExist(err) {
+		t.Errorf("the legacy key was left a meta.db: %v", err)
+	}
+	if _, err := os.Stat(held); err != nil {
+		t.Errorf("the temp being created was removed: %v", err)
+	}
+	sess, _ := mustResolve(t, s, withDB, localJob())
+	want(t, sess, true, gates.Resumed)
 }

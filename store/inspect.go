@@ -145,43 +145,54 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 		}
 	}
 	unroot := s.unrooter()
-	work := func(i int) KeyReport {
-		r := s.inspectKey(names[i], opts)
+	type result struct {
+		r   KeyReport
+		err error // ctx's, when it ended a verify half-way: the key is not reported
+	}
+	work := func(i int) result {
+		r, err := s.inspectKey(ctx, names[i], opts)
 		r.Problem, r.MetaError = unroot.Replace(r.Problem), unroot.Replace(r.MetaError)
 		if r.Verify != nil {
 			r.Verify.Detail = unroot.Replace(r.Verify.Detail)
 		}
-		return r
+		return result{r, err}
 	}
-	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, func(res result) error {
+		if res.err != nil {
+			return res.err
+		}
+		return deliver(res.r)
+	})
 	return err
 }
 
-func (s *Store) inspectKey(name string, opts InspectOptions) KeyReport {
+// inspectKey reports one name under the root. Its error is ctx's alone,
+// when ctx ended a verify in the middle of a transcript.
+func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions) (KeyReport, error) {
 	r := KeyReport{Name: name}
 	if !ValidKey(name) {
 		r.Problem = "not a key"
-		return r
+		return r, nil
 	}
 	k, err := s.openKey(name, true)
 	switch {
 	case err != nil:
 		r.Problem = err.Error()
-		return r
+		return r, nil
 	case k.missing:
 		r.Problem = "no key dir"
 		r.Verdict = &VerdictReport{Reason: string(gates.Absent)}
-		return r
+		return r, nil
 	case k.notDir:
 		r.Problem = "not a real directory (a link, or not a directory)"
 		r.Verdict = &VerdictReport{Reason: string(gates.NotARegularFile)}
-		return r
+		return r, nil
 	}
 	defer k.close()
 	if k.locked {
 		r.Problem = "locked: the key's lock was not had in time"
 		r.Verdict = &VerdictReport{Reason: string(gates.Locked)}
-		return r
+		return r, nil
 	}
 	r.LegacyFiles = legacyFiles(k)
 	r.Layout = k.layout
@@ -205,7 +216,9 @@ func (s *Store) inspectKey(name string, opts InspectOptions) KeyReport {
 		r.MetaPages = keyMetaPages(k)
 	}
 	if opts.Verify {
-		r.Verify = k.verify()
+		if r.Verify, err = k.verify(ctx, s.opts.Bounds.MaxBytes); err != nil {
+			return r, err
+		}
 	}
 	r.Verdict = s.verdict(k, opts.Job, r.Verify)
 	switch {
@@ -224,7 +237,7 @@ func (s *Store) inspectKey(name string, opts InspectOptions) KeyReport {
 			r.Context = contextReport(c.Tokens, c.Window, c.Model)
 		}
 	}
-	return r
+	return r, nil
 }
 
 func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {

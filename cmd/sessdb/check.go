@@ -35,7 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return runCheckChild(args[1:], os.Stdin, stdout)
 	}
 	fs := newFlagSet("check", stderr)
-	setUsage(fs, "check", checkExample, stderr)
+	setUsage(fs, "check", checkExample)
 	cfg := bindConfig(fs)
 	repair := fs.Bool("repair", false, "roll pending promotions forward, remove stray temp files older than an hour, move a damaged meta.db aside (never deleted); every action is printed")
 	asJSON := fs.Bool("json", false, "one JSON object per finding, then a summary object (fields: docs/OPERATIONS.md)")
@@ -45,13 +45,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case fs.NArg() > 1:
-		return usageError(stderr, "check", fmt.Errorf("unexpected argument %q", fs.Arg(1)))
+		return usageError(stderr, "check", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
 	case *timeout <= 0:
 		return usageError(stderr, "check", errors.New("--deep-check-timeout: must be positive"))
 	}
 	st, log, code := openStore(cfg, "check", fs.Arg(0), stderr)
 	if st == nil {
 		return code
+	}
+	if err := checkWalkRoot(st.Root()); err != nil {
+		return usageError(stderr, "check", err)
 	}
 	deep := &deepChecker{root: st.Root(), timeout: *timeout}
 	defer deep.close()
@@ -97,13 +100,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeFinding writes one finding as a line an operator can grep, and the
-// repair's outcome under it.
+// repair's outcome under it, with what came from the disk made printable.
 func writeFinding(w io.Writer, f store.Finding) error {
-	if _, err := fmt.Fprintf(w, "%-7s  %s: %s: %s\n", f.Severity, f.Path, f.Kind, f.Detail); err != nil {
+	if _, err := fmt.Fprintf(w, "%-7s  %s: %s: %s\n", f.Severity, printable(f.Path), f.Kind, printable(f.Detail)); err != nil {
 		return err
 	}
 	if f.Repair != "" {
-		if _, err := fmt.Fprintf(w, "         repair: %s\n", f.Repair); err != nil {
+		if _, err := fmt.Fprintf(w, "         repair: %s\n", printable(f.Repair)); err != nil {
 			return err
 		}
 	}

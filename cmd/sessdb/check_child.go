@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/store"
 )
@@ -47,8 +50,9 @@ var childExecutable = func() (string, error) {
 }
 
 // childTestHook, when set, runs in the child before each key; the tests'
-// child sets it to crash or hang on chosen keys.
-var childTestHook func(key string)
+// child sets it to crash, hang or exit on chosen keys, or to answer with
+// the problems it returns (a check that completed and found damage).
+var childTestHook func(key string) (problems []string)
 
 // maxChildDeaths bounds the children one check may lose. Each damaged file
 // can kill one, so this is far above any real count, and below a machine
@@ -56,8 +60,9 @@ var childTestHook func(key string)
 const maxChildDeaths = 1000
 
 type childAnswer struct {
-	Key      string   `json:"key"`
-	Problems []string `json:"problems"`
+	Key        string   `json:"key"`
+	Problems   []string `json:"problems"`
+	Incomplete string   `json:"incomplete,omitempty"`
 }
 
 // runCheckChild is the child's side of the protocol.
@@ -78,10 +83,14 @@ func runCheckChild(args []string, stdin io.Reader, stdout io.Writer) int {
 	in := bufio.NewScanner(stdin)
 	for in.Scan() {
 		key := in.Text()
+		var res store.DeepResult
 		if childTestHook != nil {
-			childTestHook(key)
+			res.Problems = childTestHook(key)
 		}
-		if enc.Encode(childAnswer{Key: key, Problems: st.DeepCheckDB(key)}) != nil || w.Flush() != nil {
+		if res.Problems == nil {
+			res = st.DeepCheckDB(key)
+		}
+		if enc.Encode(childAnswer{Key: key, Problems: res.Problems, Incomplete: res.Incomplete}) != nil || w.Flush() != nil {
 			return exitFault
 		}
 	}
@@ -99,25 +108,41 @@ type deepChecker struct {
 	deaths int
 }
 
-// check runs bbolt's check on key in a child. A child that dies or hangs
-// on the key is itself the finding; only a child that cannot be started is
-// an error (the check cannot be done at all).
-func (d *deepChecker) check(key string) ([]string, error) {
-	c, err := d.take()
-	if err != nil {
-		return nil, err
-	}
-	problems, died := c.ask(key, d.timeout)
-	if died == "" {
+// check runs bbolt's check on key in a child. Only a child that answers
+// gives a verdict: problems it found are proof of damage. A child that
+// dies or hangs on the key proves nothing (a loaded machine, a SIGSTOP, an
+// OOM kill look the same), so the key is tried once more in a fresh child,
+// and if that one fails too the result says why, as Incomplete. Only a
+// child that cannot be started, or the end of ctx, is an error.
+func (d *deepChecker) check(ctx context.Context, key string) (store.DeepResult, error) {
+	var causes []string
+	for attempt := 0; attempt < 2; attempt++ {
+		var c *checkChild
+		var err error
+		if attempt == 0 {
+			c, err = d.take()
+		} else {
+			c, err = d.start() // a fresh process, not a pooled one
+		}
+		if err != nil {
+			return store.DeepResult{}, err
+		}
+		a, cause, err := c.ask(ctx, key, d.timeout)
+		if err != nil {
+			return store.DeepResult{}, err
+		}
+		if cause == "" {
+			d.mu.Lock()
+			d.idle = append(d.idle, c)
+			d.mu.Unlock()
+			return store.DeepResult{Problems: a.Problems, Incomplete: a.Incomplete}, nil
+		}
 		d.mu.Lock()
-		d.idle = append(d.idle, c)
+		d.deaths++
 		d.mu.Unlock()
-		return problems, nil
+		causes = append(causes, cause)
 	}
-	d.mu.Lock()
-	d.deaths++
-	d.mu.Unlock()
-	return []string{died}, nil
+	return store.DeepResult{Incomplete: causes[0] + "; tried again in a fresh check process: " + causes[1]}, nil
 }
 
 func (d *deepChecker) take() (*checkChild, error) {
@@ -128,14 +153,20 @@ func (d *deepChecker) take() (*checkChild, error) {
 		d.mu.Unlock()
 		return c, nil
 	}
+	d.mu.Unlock()
+	// Started outside the lock: another worker may reuse an idle child
+	// meanwhile. At most one child per worker exists, since a worker
+	// holds the child it took until its key is answered.
+	return d.start()
+}
+
+func (d *deepChecker) start() (*checkChild, error) {
+	d.mu.Lock()
 	deaths := d.deaths
 	d.mu.Unlock()
 	if deaths >= maxChildDeaths {
 		return nil, fmt.Errorf("deep check: %d check processes died; giving up", deaths)
 	}
-	// Started outside the lock: another worker may reuse an idle child
-	// meanwhile. At most one child per worker exists, since a worker
-	// holds the child it took until its key is answered.
 	return startChild(d.root)
 }
 
@@ -195,35 +226,51 @@ func startChild(root string) (*checkChild, error) {
 			c.lines <- line
 		}
 	}()
-	if line, st := c.next(10 * time.Second); st != lineOK || string(line) != "ready\n" {
+	if line, st := c.next(context.Background(), 10*time.Second); st != lineOK || string(line) != "ready\n" {
 		c.kill()
 		return nil, fmt.Errorf("deep check: %s did not start as a check process: %s", exe, c.errs.summary())
 	}
 	return c, nil
 }
 
-// ask sends key and waits for the answer. died is non-empty when the child
-// died or hung on the key; it is then gone.
-func (c *checkChild) ask(key string, timeout time.Duration) (problems []string, died string) {
+// ask sends key and waits for the answer. cause is non-empty when the
+// child did not answer (it timed out, was killed, exited, or answered
+// nonsense): the child is then gone. err is ctx's, when it ended first:
+// the child is then killed too (it only reads, so nothing is lost).
+func (c *checkChild) ask(ctx context.Context, key string, timeout time.Duration) (a childAnswer, cause string, err error) {
 	if _, err := io.WriteString(c.in, key+"\n"); err != nil {
 		c.kill()
-		return nil, fmt.Sprintf("the check process was gone before the check (%v)", err)
+		return a, fmt.Sprintf("the check process was gone before the check (%v)", err), nil
 	}
-	line, st := c.next(timeout)
+	line, st := c.next(ctx, timeout)
 	switch st {
+	case lineCancelled:
+		c.kill()
+		return a, "", ctx.Err()
 	case lineTimeout:
 		c.kill()
-		return nil, fmt.Sprintf("did not finish within %s; the check process was killed", timeout)
+		return a, fmt.Sprintf("timed out after %s (the check process was killed)", timeout), nil
 	case lineEOF:
 		c.kill()
-		return nil, fmt.Sprintf("the check process died on it (%s): %s", c.cmd.ProcessState, c.errs.summary())
+		return a, fmt.Sprintf("the check process %s: %s", exitCause(c.cmd.ProcessState), c.errs.summary()), nil
 	}
-	var a childAnswer
 	if err := json.Unmarshal(line, &a); err != nil || a.Key != key {
 		c.kill()
-		return nil, fmt.Sprintf("the check process answered %q", bytes.TrimSpace(line))
+		return a, fmt.Sprintf("the check process answered %q", bytes.TrimSpace(line)), nil
 	}
-	return a.Problems, ""
+	return a, "", nil
+}
+
+// exitCause says how a check process ended: "killed by signal SIGKILL",
+// "exited 2" (a Go runtime crash, SIGBUS or SIGSEGV included, exits 2).
+func exitCause(ps *os.ProcessState) string {
+	if ps == nil {
+		return "ended"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "was killed by signal " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("exited %d", ps.ExitCode())
 }
 
 type lineState int
@@ -232,10 +279,11 @@ const (
 	lineOK lineState = iota
 	lineEOF
 	lineTimeout
+	lineCancelled
 )
 
 // next waits for one line of the child's output.
-func (c *checkChild) next(timeout time.Duration) ([]byte, lineState) {
+func (c *checkChild) next(ctx context.Context, timeout time.Duration) ([]byte, lineState) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -246,6 +294,8 @@ func (c *checkChild) next(timeout time.Duration) ([]byte, lineState) {
 		return line, lineOK
 	case <-t.C:
 		return nil, lineTimeout
+	case <-ctx.Done():
+		return nil, lineCancelled
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,21 +19,47 @@ import (
 // TestMain turns the re-executed test binary into a deep-check child and
 // nothing else: with the child marker set it runs the check command's
 // child side and exits, so a child never runs tests, and so never starts
-// children of its own.
+// children of its own. SESSDB_TEST_CHILD_LOG names a file each child
+// appends its pid to, so a test counts the children started.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
+		if p := os.Getenv("SESSDB_TEST_CHILD_LOG"); p != "" {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, os.Getpid())
+				f.Close()
+			}
+		}
 		childTestHook = testChildHook
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv(promoteChildEnv) != "" {
+		os.Exit(runPromoteChild())
 	}
 	os.Exit(m.Run())
 }
 
-// testChildHook makes the child die of a real SIGBUS (a read past the end
-// of a truncated mapping, what a damaged meta.db does to bbolt) on the key
-// named by SESSDB_TEST_CHILD_BUS, and hang on SESSDB_TEST_CHILD_HANG.
-func testChildHook(key string) {
+// testChildHook makes the child fail on a chosen key, each way a real one
+// can: die of a real SIGBUS (a read past the end of a truncated mapping,
+// what a damaged meta.db does to bbolt) on SESSDB_TEST_CHILD_BUS, hang on
+// SESSDB_TEST_CHILD_HANG, stop itself with SIGSTOP on _STOP, die of
+// SIGKILL on _KILL, exit 7 on _EXIT; on _DAMAGE it completes and reports
+// a problem, as a check that found damage does. With SESSDB_TEST_CHILD_ONCE
+// naming a file, only the first child to get there fails (it creates the
+// file), so a retry succeeds.
+func testChildHook(key string) []string {
 	if key == "" {
-		return
+		return nil
+	}
+	if key == os.Getenv("SESSDB_TEST_CHILD_DAMAGE") {
+		return []string{"injected: page 7 is neither reachable nor free"}
+	}
+	if once := os.Getenv("SESSDB_TEST_CHILD_ONCE"); once != "" {
+		f, err := os.OpenFile(once, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil // a child failed here before: this one checks
+		}
+		f.Close()
 	}
 	switch key {
 	case os.Getenv("SESSDB_TEST_CHILD_BUS"):
@@ -50,7 +77,16 @@ func testChildHook(key string) {
 		sink = m[100] // SIGBUS: "unexpected fault address", a fatal error no recover catches
 	case os.Getenv("SESSDB_TEST_CHILD_HANG"):
 		time.Sleep(time.Hour) // the parent kills it long before
+	case os.Getenv("SESSDB_TEST_CHILD_STOP"):
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(time.Hour)
+	case os.Getenv("SESSDB_TEST_CHILD_KILL"):
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour)
+	case os.Getenv("SESSDB_TEST_CHILD_EXIT"):
+		os.Exit(7)
 	}
+	return nil
 }
 
 var sink byte
@@ -136,10 +172,10 @@ func TestCheckSurvivesADyingChild(t *testing.T) {
 		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
 	}
 	for key, want := range map[string]string{
-		sample.Resumable: "the check process died on it (exit status 2): unexpected fault address",
-		sample.LongChain: "did not finish within 2s; the check process was killed",
+		sample.Resumable: "the check process exited 2: unexpected fault address",
+		sample.LongChain: "timed out after 2s (the check process was killed)",
 	} {
-		line := "problem  " + key + "/meta.db: meta-check-failed: bbolt's consistency check: " + want
+		line := "problem  " + key + "/meta.db: meta-check-failed: bbolt's consistency check did not complete: " + want
 		if !strings.Contains(out, line) {
 			t.Errorf("no line %q in\n%s", line, out)
 		}

@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -99,7 +101,7 @@ func (c *config) bounds(getenv func(string) string) (gates.Bounds, error) {
 	if raw != "" {
 		pct, err := parseUint(name, raw, 100)
 		if err == nil && pct == 0 {
-			err = fmt.Errorf("%s: %q is out of range (want 1..100, or unset for off)", name, raw)
+			err = fmt.Errorf("%s: %s is out of range (want 1..100, or unset for off)", name, brief(raw))
 		}
 		if err != nil {
 			return b, err
@@ -125,7 +127,7 @@ func (k *knob) uint(getenv func(string) string, def, max uint64) (uint64, error)
 func parseUint(name, raw string, max uint64) (uint64, error) {
 	n, err := wholeNumber(raw, max)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q %w", name, raw, err)
+		return 0, fmt.Errorf("%s: %s %w", name, brief(raw), err)
 	}
 	return n, nil
 }
@@ -152,7 +154,7 @@ func wholeNumber(raw string, max uint64) (uint64, error) {
 func (c *config) logger(stderr io.Writer) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(c.logLevel)
 	if err != nil || c.logLevel == "" {
-		return zerolog.Nop(), fmt.Errorf("--log-level: %q is not a level (debug, info, warn, error)", c.logLevel)
+		return zerolog.Nop(), fmt.Errorf("--log-level: %s is not a level (debug, info, warn, error)", brief(c.logLevel))
 	}
 	w := stderr
 	switch c.logFormat {
@@ -164,7 +166,7 @@ func (c *config) logger(stderr io.Writer) (zerolog.Logger, error) {
 			w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
 		}
 	default:
-		return zerolog.Nop(), fmt.Errorf("--log-format: %q is not a format (auto, console, json)", c.logFormat)
+		return zerolog.Nop(), fmt.Errorf("--log-format: %s is not a format (auto, console, json)", brief(c.logFormat))
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
@@ -178,20 +180,90 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// newFlagSet returns a flag set that reports to stderr and never exits.
-// The command is looked up by name when usage is printed, because a
-// command's run function referring to its own table entry would be an
+// newFlagSet returns a flag set that reports to stderr and never exits. A
+// parse error is one line on stderr naming the flag, with a hint, instead
+// of the whole usage (see flagOutput); -h still prints the usage. The
+// command is looked up by name when usage is printed, because a command's
+// run function referring to its own table entry would be an
 // initialization cycle.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(&flagOutput{cmd: name, w: stderr})
 	fs.Usage = func() {
+		w := fs.Output()
 		if c := lookup(name); c != nil {
-			fmt.Fprintf(stderr, "usage: sessdb %s\n\n%s\n\nflags:\n", c.usage, c.short)
+			fmt.Fprintf(w, "usage: sessdb %s\n\n%s\n\nflags:\n", c.usage, c.short)
 		}
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// flagOutput is a flag set's output. The flag package reports a parse
+// error by writing its message and then calling Usage, which would print
+// every flag under it; a script's log then holds forty lines for one typo.
+// flagOutput turns the message into one line, "sessdb CMD: MESSAGE (run
+// 'sessdb help CMD')", and drops the usage that follows it. Anything else
+// (the usage that -h asks for) passes through.
+type flagOutput struct {
+	cmd    string
+	w      io.Writer
+	failed bool // a parse error was reported: what follows is its usage
+}
+
+// flagErrors are how the flag package's parse errors begin.
+var flagErrors = []string{"flag provided but not defined:", "bad flag syntax:", "flag needs an argument:", "invalid value ", "invalid boolean value ", "invalid boolean flag "}
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	if o.failed {
+		return len(p), nil
+	}
+	msg := strings.TrimSuffix(string(p), "\n")
+	for _, prefix := range flagErrors {
+		if strings.HasPrefix(msg, prefix) {
+			o.failed = true
+			cmd, _, _ := strings.Cut(o.cmd, " ")
+			fmt.Fprintf(o.w, "sessdb %s: %s (run 'sessdb help %s')\n", o.cmd, briefFlagError(msg), cmd)
+			return len(p), nil
+		}
+	}
+	return o.w.Write(p)
+}
+
+// briefFlagError bounds the value a flag error quotes (the flag package
+// quotes it whole: `invalid value "<100 KB>" for flag -x: ...`), and makes
+// the rest printable.
+func briefFlagError(msg string) string {
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			if v, err := strconv.Unquote(q); err == nil {
+				return prefix + brief(v) + printable(rest[len(q):])
+			}
+		}
+	}
+	for _, prefix := range []string{"flag provided but not defined: ", "bad flag syntax: ", "flag needs an argument: "} {
+		if name, ok := strings.CutPrefix(msg, prefix); ok {
+			return prefix + printable(bounded(name))
+		}
+	}
+	return printable(bounded(msg))
+}
+
+// bounded is brief without the quotes, for a flag's name as the flag
+// package writes it.
+func bounded(v string) string {
+	if len(v) <= briefMax {
+		return v
+	}
+	cut := briefMax
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", v[:cut], len(v))
 }
 
 // usageError prints a one-line usage or configuration error and returns
@@ -206,4 +278,19 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given
+}
+
+// briefMax is how much of a bad value an error message quotes: enough to
+// recognise it, and a 100 KB environment value still makes one short line.
+const briefMax = 64
+
+// brief quotes a value for an error message: whole when short, else its
+// first briefMax bytes (cut at a rune boundary) and how long it was.
+func brief(v string) string {
+	b := bounded(v)
+	if len(b) == len(v) {
+		return strconv.Quote(v)
+	}
+	head, tail, _ := strings.Cut(b, "…")
+	return strconv.Quote(head) + "…" + tail
 }

@@ -27,7 +27,7 @@ const dumpExample = `  sessdb dump /var/lib/pi/sessions
 
 func runDump(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dump", stderr)
-	setUsage(fs, "dump", dumpExample, stderr)
+	setUsage(fs, "dump", dumpExample)
 	cfg := bindConfig(fs)
 	asJSON := fs.Bool("json", false, "one JSON object per entry, one per line (fields: docs/OPERATIONS.md)")
 	key := fs.String("key", "", "show only this key")
@@ -41,14 +41,14 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 1 {
-		return usageError(stderr, "dump", fmt.Errorf("unexpected argument %q", fs.Arg(1)))
+		return usageError(stderr, "dump", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
 	}
 	n, err := parseUint("--history", *history, store.HistoryLimitForDump)
 	if err != nil {
 		return usageError(stderr, "dump", err)
 	}
 	if *key != "" && !store.ValidKey(*key) {
-		return usageError(stderr, "dump", fmt.Errorf("--key: %q: %w", *key, store.ErrInvalidKey))
+		return usageError(stderr, "dump", fmt.Errorf("--key: %s: %w", brief(*key), store.ErrInvalidKey))
 	}
 	var job *store.Job
 	switch {
@@ -62,6 +62,9 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	st, _, code := openStore(cfg, "dump", fs.Arg(0), stderr)
 	if st == nil {
 		return code
+	}
+	if err := checkWalkRoot(st.Root()); err != nil {
+		return usageError(stderr, "dump", err)
 	}
 
 	ctx, stop := interruptContext()
@@ -135,6 +138,9 @@ func dumpTable(w io.Writer, now time.Time, verify bool) (func(store.KeyReport) e
 			cells = append(cells, verifyCell(r.Verify))
 		}
 		cells = append(cells, verdictCell(r.Verdict), orDash(strings.Join(notes(r), "; ")))
+		for i := range cells {
+			cells[i] = printable(cells[i]) // names, stamps and errors come from the disk
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		for _, h := range r.History {
 			how := "cold: " + h.Reason
@@ -146,7 +152,7 @@ func dumpTable(w io.Writer, now time.Time, verify bool) (func(store.KeyReport) e
 				torn = " torn-tail"
 			}
 			histories = append(histories, fmt.Sprintf("  %s  gen %d  %s  %s  %d bytes  chain %d%s",
-				r.Name, h.Gen, h.At.Format(time.RFC3339), how, h.Bytes, h.Chain, torn))
+				printable(r.Name), h.Gen, h.At.Format(time.RFC3339), printable(how), h.Bytes, h.Chain, torn))
 		}
 		return nil
 	}

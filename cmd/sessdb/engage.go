@@ -30,10 +30,9 @@ func runEngage(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessdb engage: want the subcommand replay\nusage: sessdb %s\n", engageUsageLine)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(name, stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sessdb %s\n\n%s\n\nflags:\n", engageUsageLine, engageShort)
+		fmt.Fprintf(fs.Output(), "usage: sessdb %s\n\n%s\n\nflags:\n", engageUsageLine, engageShort)
 		fs.PrintDefaults()
 	}
 	opt := engage.DefaultOptions()

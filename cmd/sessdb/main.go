@@ -56,7 +56,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
-				fmt.Fprintf(stdout, "usage: sessdb %s\n\n%s\n", c.usage, c.short)
+				// What -h prints (usage, flags, for a walk an example and the
+				// exit statuses), on stdout: it was asked for.
+				h := []string{"-h"}
+				if c == cmdEngage {
+					h = []string{"replay", "-h"}
+				}
+				c.run(h, stdout, stdout)
 				return exitOK
 			}
 		}
@@ -68,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c := lookup(args[0])
 	if c == nil {
-		fmt.Fprintf(stderr, "sessdb: unknown command %q (run 'sessdb help')\n", args[0])
+		fmt.Fprintf(stderr, "sessdb: unknown command %s (run 'sessdb help')\n", brief(args[0]))
 		return exitUsage
 	}
 	return c.run(args[1:], stdout, stderr)

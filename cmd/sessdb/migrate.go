@@ -42,9 +42,12 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return usageError(stderr, "migrate", fmt.Errorf("want exactly one DIR (the sessions root), got %d arguments", fs.NArg()))
 	}
+	if err := checkWalkRoot(fs.Arg(0)); err != nil {
+		return usageError(stderr, "migrate", err)
+	}
 	n, err := parseUint("--workers", *workers, 64)
 	if err == nil && n == 0 {
-		err = fmt.Errorf("--workers: %q is out of range (want 1..64)", *workers)
+		err = fmt.Errorf("--workers: %s is out of range (want 1..64)", brief(*workers))
 	}
 	if err != nil {
 		return usageError(stderr, "migrate", err)

@@ -46,7 +46,7 @@ type reapSummary struct {
 
 func runReap(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("reap", stderr)
-	setUsage(fs, "reap", reapExample, stderr)
+	setUsage(fs, "reap", reapExample)
 	cfg := bindConfig(fs)
 	dryRun := fs.Bool("dry-run", false, "remove nothing; print what would be removed")
 	asJSON := fs.Bool("json", false, "one JSON object per action, then a summary object (fields: docs/OPERATIONS.md)")
@@ -54,11 +54,14 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 1 {
-		return usageError(stderr, "reap", fmt.Errorf("unexpected argument %q", fs.Arg(1)))
+		return usageError(stderr, "reap", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
 	}
 	st, log, code := openStore(cfg, "reap", fs.Arg(0), stderr)
 	if st == nil {
 		return code
+	}
+	if err := checkWalkRoot(st.Root()); err != nil {
+		return usageError(stderr, "reap", err)
 	}
 	b, _ := cfg.bounds(os.Getenv) // already parsed without error by openWalkStore
 	ttlDays := int(b.TTL.Hours() / 24)
@@ -126,7 +129,7 @@ func writeReapText(w io.Writer, actions []reapAction, sum reapSummary, dryRun bo
 		default:
 			verb = "skipped"
 		}
-		fmt.Fprintf(w, "%-12s  %s  (%s)\n", verb, a.Path, what)
+		fmt.Fprintf(w, "%-12s  %s  (%s)\n", verb, printable(a.Path), printable(what))
 	}
 	s := sum.Summary
 	fmt.Fprintf(w, "%s %s and %s; kept %s, skipped %d (TTL %d days)", reaped,

@@ -8,10 +8,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // exitInterrupted is the status of a walk stopped by Ctrl-C (or SIGTERM):
@@ -44,13 +49,14 @@ var interruptContext = func() (context.Context, context.CancelFunc) {
 }
 
 // setUsage makes -h print the command's usage, an example and the exit
-// statuses before the flags.
-func setUsage(fs *flag.FlagSet, name, example string, stderr io.Writer) {
+// statuses before the flags, to the flag set's output (newFlagSet's).
+func setUsage(fs *flag.FlagSet, name, example string) {
 	fs.Usage = func() {
+		w := fs.Output() // through it, the usage after a parse error is dropped
 		if c := lookup(name); c != nil {
-			fmt.Fprintf(stderr, "usage: sessdb %s\n\n%s\n\n", c.usage, c.short)
+			fmt.Fprintf(w, "usage: sessdb %s\n\n%s\n\n", c.usage, c.short)
 		}
-		fmt.Fprintf(stderr, "example:\n%s\n\n%s\n\nflags:\n", example, exitTable)
+		fmt.Fprintf(w, "example:\n%s\n\n%s\n\nflags:\n", example, exitTable)
 		fs.PrintDefaults()
 	}
 }
@@ -66,7 +72,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK, false
 	}
-	return exitUsage, false // the flag package has printed the error
+	return exitUsage, false // the flag set's output has printed the error (flagOutput)
 }
 
 // progress writes "label done/total" over itself on stderr, at most ten
@@ -131,6 +137,95 @@ func walkEnd(stderr io.Writer, cmd string, err error, done int) int {
 		fmt.Fprintf(stderr, "sessdb %s: interrupted after %d entries; the output above covers those\n", cmd, done)
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "sessdb %s: %v\n", cmd, err)
+	fmt.Fprintf(stderr, "sessdb %s: %s\n", cmd, printable(err.Error()))
 	return exitFault
+}
+
+// printable escapes what a terminal would act on rather than show: C0 and
+// C1 control characters, DEL, Unicode format characters (bidirectional
+// overrides, zero-width characters), line and paragraph separators, and
+// bytes that are not UTF-8. Names under a sessions root, stamps and error
+// texts come from files anyone with write access to the root could have
+// made, so every one of them goes through it on its way to a text report;
+// JSON output escapes them itself. Newline, carriage return and tab show
+// as \n, \r and \t, other bytes below 0x80 as \xNN, runes as \uNNNN.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x80 && unprintable(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unprintable(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+}
+
+// geteuid is the user a walk runs as; tests replace it.
+var geteuid = os.Geteuid
+
+// checkWalkRoot refuses a sessions root that no walk (dump, check, reap,
+// migrate) should descend, before anything under it is read:
+//
+//   - the filesystem root, however it is spelled ("/", "/.", a link to
+//     it): PI_SESSIONS_DIR=/ is a mistake, and a walk of it reads every
+//     file system on the host;
+//   - a directory anyone may write to without the sticky bit (mode o+w,
+//     no +t): anyone can rename or replace its entries under the walk;
+//   - a directory owned by a user other than the one running sessdb or
+//     root, unless sessdb runs as root (an operator auditing the worker's
+//     root): that user controls everything the walk reads.
+//
+// A root that does not exist or is not a directory is left to the walk,
+// which reports it as it always has.
+func checkWalkRoot(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		real = filepath.Clean(abs)
+	}
+	if real == "/" {
+		return fmt.Errorf("sessions root %s is the filesystem root: refusing to walk it (point DIR or PI_SESSIONS_DIR at the sessions directory)", brief(dir))
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("sessions root %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", brief(dir), st.Mode&0o7777)
+	}
+	if euid := geteuid(); euid != 0 && int(st.Uid) != euid && st.Uid != 0 {
+		return fmt.Errorf("sessions root %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", brief(dir), st.Uid, euid)
+	}
+	return nil
 }
