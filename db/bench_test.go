@@ -76,6 +76,22 @@ func BenchmarkUpdateCommit(b *testing.B) {
 	}
 }
 
+// Opening a full file for writing, nothing written, and closing it: the
+// pre-check, the writer's reading of every record as a reader would read
+// it, bbolt's open and its check that it reads the pre-checked file.
+func BenchmarkOpenWriter(b *testing.B) {
+	kd := makeDB(b, HistoryLimit)
+	for b.Loop() {
+		d, err := OpenWriter(kd.dir, kd.db, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // A whole promotion as the store will run it: open the writer, commit, clear
 // pending in a second commit, close.
 func BenchmarkOpenWriterUpdateClose(b *testing.B) {

@@ -44,10 +44,17 @@
 // before anything reads it. A reader then decodes its records from the
 // checked pages itself, read once into memory, keys in order or ErrDamaged;
 // writers, and readers of a file whose pages pass 1 MiB, go through bbolt,
-// and every call into bbolt runs under recover with faults turned into
-// panics. A file whose schema is newer than SchemaVersion is refused with
-// ErrNewerSchema and never written. Files are created with 1 KiB pages
-// (PageSize); a file with other pages is read and written as it is.
+// and every read of its mapping (the bucket lookups and the open's own
+// schema check included) runs under recover with faults turned into
+// panics: a file cut short under a reader by another process is ErrDamaged,
+// not SIGBUS. A writer first reads the whole file the way a reader does
+// (every bucket and record, from its checked pages when they fit in 1 MiB,
+// through bbolt otherwise) and checks that the freelist lists no page in
+// use: it refuses every file a reader refuses, and never commits into one.
+// PutTranscript refuses a generation lower than the file records. A file
+// whose schema is newer than SchemaVersion is refused with ErrNewerSchema
+// and never written. Files are created with 1 KiB pages (PageSize); a file
+// with other pages is read and written as it is.
 //
 // Opens wait at most Options.LockTimeout in total for two locks: a
 // process-wide reader/writer lock per key directory, and flock on meta.db
@@ -63,6 +70,9 @@
 // process that merely hangs holds its key until it exits. The pre-check
 // knows bbolt 1.5's file format (version 2); a file of another format
 // version is refused as damaged. After bbolt has panicked on a damaged page,
-// the handle only closes: its lock is released, but the damaged file stays
-// mapped until the process exits.
+// the handle only closes, without bbolt's help: its lock is released and
+// the file unmapped, where /proc/self/maps tells the mapping's length
+// (Linux); elsewhere it stays mapped until the process exits. A process that ignores the lock and
+// rewrites the file under a reader can make a read return what it wrote
+// without an error: bbolt pages carry no checksum.
 package db

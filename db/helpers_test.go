@@ -167,7 +167,13 @@ func runChild(t *testing.T, env []string, configure func(*exec.Cmd)) ([]byte, er
 	for _, p := range strings.Split(t.Name(), "/") {
 		parts = append(parts, "^"+regexp.QuoteMeta(p)+"$")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1", "-test.timeout=2m")
+	// The child may take what is left of the parent's time (the long runs
+	// of .ci/long pass -timeout), and at least two minutes.
+	timeout := 2 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		timeout = max(timeout, time.Until(dl)-10*time.Second)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 	// The race detector sleeps a second at exit by default.
 	// A child that dies by design (SIGBUS) never removes its temp dirs:
 	// they go under this test's, which is removed.

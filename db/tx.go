@@ -90,48 +90,8 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 		if b == nil {
 			return err
 		}
-		get := func(key string, decode func(v []byte) error) error {
-			v := b.Get([]byte(key))
-			if v == nil {
-				return nil
-			}
-			if err := decode(v); err != nil {
-				return damagedBy(bucketSidecars+"/"+key, err)
-			}
-			return nil
-		}
-		return errors.Join(
-			get(keyTranscript, func(v []byte) error {
-				t, err := decodeTranscript(v)
-				s.Transcript = &t
-				return err
-			}),
-			get(keyPiVersion, func(v []byte) error {
-				p, err := decodeString(v)
-				s.PiVersion = &p
-				return err
-			}),
-			get(keyVenue, func(v []byte) error {
-				p, err := decodeString(v)
-				s.Venue = &p
-				return err
-			}),
-			get(keyResumeChain, func(v []byte) error {
-				n, err := decodeUint(v)
-				s.ResumeChain = &n
-				return err
-			}),
-			get(keyContext, func(v []byte) error {
-				c, err := decodeContext(v)
-				s.Context = &c
-				return err
-			}),
-			get(keyPending, func(v []byte) error {
-				p, err := decodePending(v)
-				s.Pending = &p
-				return err
-			}),
-		)
+		s, err = readSidecars(b)
+		return err
 	})
 	if err != nil {
 		return Sidecars{}, err
@@ -139,10 +99,105 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 	return s, nil
 }
 
-// PutTranscript sets sidecars/transcript.
+// readSidecars decodes every sidecar key of b.
+func readSidecars(b bucketView) (Sidecars, error) {
+	var s Sidecars
+	get := func(key string, decode func(v []byte) error) error {
+		v := b.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		if err := decode(v); err != nil {
+			return damagedBy(bucketSidecars+"/"+key, err)
+		}
+		return nil
+	}
+	err := errors.Join(
+		get(keyTranscript, func(v []byte) error {
+			t, err := decodeTranscript(v)
+			s.Transcript = &t
+			return err
+		}),
+		get(keyPiVersion, func(v []byte) error {
+			p, err := decodeString(v)
+			s.PiVersion = &p
+			return err
+		}),
+		get(keyVenue, func(v []byte) error {
+			p, err := decodeString(v)
+			s.Venue = &p
+			return err
+		}),
+		get(keyResumeChain, func(v []byte) error {
+			n, err := decodeUint(v)
+			s.ResumeChain = &n
+			return err
+		}),
+		get(keyContext, func(v []byte) error {
+			c, err := decodeContext(v)
+			s.Context = &c
+			return err
+		}),
+		get(keyPending, func(v []byte) error {
+			p, err := decodePending(v)
+			s.Pending = &p
+			return err
+		}),
+	)
+	return s, err
+}
+
+// PutTranscript sets sidecars/transcript. A Gen lower than the file
+// already records, in the transcript it replaces or in the newest history
+// entry, is refused as ErrDamaged: the caller computed it from a read that
+// missed the record, and a generation never goes back.
 func (tx *Tx) PutTranscript(t Transcript) error {
 	v, err := encodeTranscript(t)
-	return tx.putSidecar(keyTranscript, v, err)
+	if err != nil {
+		return tx.putSidecar(keyTranscript, nil, err)
+	}
+	if err := tx.do("put", true, func() error { return tx.notBack(t.Gen) }); err != nil {
+		return err
+	}
+	return tx.putSidecar(keyTranscript, v, nil)
+}
+
+// notBack refuses a transcript generation below one the file records. It
+// walks sidecars/ instead of asking bbolt's binary search, which misses a
+// key among keys out of order: that is how issue 15 saw a promotion take a
+// file from generation 6 back to 1.
+func (tx *Tx) notBack(gen uint64) error {
+	b, err := tx.bucket(bucketSidecars)
+	if err != nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if string(k) != keyTranscript || v == nil {
+			continue
+		}
+		cur, err := decodeTranscript(v)
+		if err != nil {
+			return damagedBy(bucketSidecars+"/"+keyTranscript, err)
+		}
+		if cur.Gen > gen {
+			return damaged("%s/%s: generation %d would go back to %d", bucketSidecars, keyTranscript, cur.Gen, gen)
+		}
+	}
+	h, err := tx.bucket(bucketHistory)
+	if h == nil {
+		return err
+	}
+	if k, v := h.Cursor().Last(); k != nil {
+		e, err := decodeHistory(k, v)
+		if err != nil {
+			return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+		}
+		if e.Gen > gen {
+			return damaged("%s/%s: generation %d is below the newest history entry's %d", bucketSidecars, keyTranscript, gen, e.Gen)
+		}
+	}
+	return nil
 }
 
 // PutPiVersion sets sidecars/pi-version; "" records an unknown version.
@@ -249,20 +304,32 @@ func (tx *Tx) History(n int) ([]HistoryEntry, error) {
 		if b == nil {
 			return err
 		}
-		b.descend(func(k, v []byte) bool {
-			if v == nil {
-				err = damaged("%s/%x is a bucket", bucketHistory, k)
-				return false
-			}
-			var e HistoryEntry
-			if e, err = decodeHistory(k, v); err != nil {
-				err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
-				return false
-			}
-			out = append(out, e)
-			return n <= 0 || len(out) < n
-		})
+		out, err = readHistory(b, n)
 		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readHistory decodes the last n entries of b (all for n <= 0), oldest
+// first.
+func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
+	var out []HistoryEntry
+	var err error
+	b.descend(func(k, v []byte) bool {
+		if v == nil {
+			err = damaged("%s/%x is a bucket", bucketHistory, k)
+			return false
+		}
+		var e HistoryEntry
+		if e, err = decodeHistory(k, v); err != nil {
+			err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			return false
+		}
+		out = append(out, e)
+		return n <= 0 || len(out) < n
 	})
 	if err != nil {
 		return nil, err
