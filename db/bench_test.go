@@ -67,7 +67,7 @@ func BenchmarkUpdateCommit(b *testing.B) {
 				tx.PutResumeChain(gen%5),
 				tx.PutContext(&Context{Tokens: 1, Window: 2, Model: "m"}),
 				tx.PutPending(&Pending{Tmp: ".current.jsonl.tmp-x", Gen: gen}),
-				tx.AppendHistory(HistoryEntry{Gen: gen, Reason: "resumed", Job: "job"}),
+				appended(tx.AppendHistory(HistoryEntry{Gen: gen, Reason: "resumed", Job: "job"})),
 			)
 		})
 		if err != nil {
@@ -108,7 +108,7 @@ func BenchmarkOpenWriterUpdateClose(b *testing.B) {
 				return errors.Join(
 					tx.PutTranscript(Transcript{Gen: gen}),
 					tx.PutPending(&Pending{Gen: gen}),
-					tx.AppendHistory(HistoryEntry{Gen: gen}),
+					appended(tx.AppendHistory(HistoryEntry{Gen: gen})),
 				)
 			}),
 			d.Update(func(tx *Tx) error { return tx.PutPending(nil) }),

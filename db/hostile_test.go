@@ -80,16 +80,19 @@ func promoteLike(d *DB, tag string) (want Sidecars, entry HistoryEntry, err erro
 		Pending:     &Pending{Tmp: ".current.jsonl.tmp-" + strconv.FormatUint(gen, 10), Size: size, CRC32C: 0xc0ffee, Gen: gen},
 	}
 	entry = HistoryEntry{Gen: gen, At: 1_800_000_000e9, Resumed: true, Reason: "resumed", Bytes: size, Chain: gen % 7, Job: tag}
-	err = d.Update(func(tx *Tx) error {
-		return errors.Join(
+	err = d.Update(func(tx *Tx) (err error) {
+		err = errors.Join(
 			tx.PutTranscript(*want.Transcript),
 			tx.PutPiVersion(*want.PiVersion),
 			tx.PutVenue(*want.Venue),
 			tx.PutResumeChain(*want.ResumeChain),
 			tx.PutContext(want.Context),
 			tx.PutPending(want.Pending),
-			tx.AppendHistory(entry),
 		)
+		if err == nil {
+			entry.Seq, err = tx.AppendHistory(entry)
+		}
+		return err
 	})
 	return want, entry, err
 }

@@ -13,7 +13,7 @@ const FileName = "meta.db"
 const TempPrefix = "." + FileName + ".tmp-"
 
 // SchemaVersion is the schema version this binary writes and fully knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // PageSize is the bbolt page size of every meta.db this package creates.
 // A key's metadata is a few hundred bytes plus the history ring, so the

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -257,12 +258,15 @@ func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 	})
 }
 
-// AppendHistory stores e under its Gen (replacing an entry with the same
-// Gen) and trims history/ to the HistoryLimit highest Gens. An entry older
-// than all of a full ring is therefore dropped at once.
-func (tx *Tx) AppendHistory(e HistoryEntry) error {
+// AppendHistory appends e to history/ and returns the sequence number it
+// is stored under, its key: one above the highest key, or e.Gen in an empty
+// bucket, so that a file that has only seen promotions keeps key == gen as
+// schema 1 wrote it. e.Seq is ignored. history/ is then trimmed to the
+// HistoryLimit highest keys.
+func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 	v, encErr := encodeHistory(e)
-	return tx.do("append", true, func() error {
+	var seq uint64
+	err := tx.do("append", true, func() error {
 		if encErr != nil {
 			return fmt.Errorf("%s/: %w", bucketHistory, encErr)
 		}
@@ -270,13 +274,22 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 		if err != nil {
 			return err
 		}
-		// Keys only ever append (the gen grows), so a split at bbolt's
-		// default of half a page leaves every full leaf half empty for
-		// good. Packed, 100 promotions leave meta.db at 20 KiB on disk
-		// instead of 24-28 (internal/bench BenchmarkDiskPerKey).
+		seq = e.Gen
+		if k, _ := b.Cursor().Last(); k != nil {
+			if len(k) != 8 {
+				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
+			}
+			if seq = binary.BigEndian.Uint64(k) + 1; seq == 0 {
+				return damaged("%s/%x: no sequence number follows it", bucketHistory, k)
+			}
+		}
+		// Keys only ever append, so a split at bbolt's default of half a
+		// page leaves every full leaf half empty for good. Packed, 100
+		// promotions leave meta.db at 20 KiB on disk instead of 24-28
+		// (internal/bench BenchmarkDiskPerKey).
 		b.FillPercent = 1.0
-		if err := b.Put(historyKey(e.Gen), v); err != nil {
-			return fmt.Errorf("%s/%d: %w", bucketHistory, e.Gen, err)
+		if err := b.Put(historyKey(seq), v); err != nil {
+			return fmt.Errorf("%s/%d: %w", bucketHistory, seq, err)
 		}
 		var stale [][]byte
 		c := b.Cursor()
@@ -293,6 +306,36 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// FindTicket returns the newest entry of history/ that records a promotion
+// (Outcome "") by the ticket id, and whether there is one. No entry matches
+// the id "". Only the last HistoryLimit entries are kept, so a ticket that
+// promoted longer ago is no longer found.
+func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
+	var found HistoryEntry
+	ok := false
+	err := tx.do("read", false, func() error {
+		if id == "" {
+			return nil
+		}
+		b, err := tx.view(bucketHistory)
+		if b == nil {
+			return err
+		}
+		return descendHistory(b, func(e HistoryEntry) bool {
+			found, ok = e, e.Outcome == "" && e.Ticket == id
+			return !ok
+		})
+	})
+	if err != nil || !ok {
+		return HistoryEntry{}, false, err
+	}
+	return found, true, nil
 }
 
 // History returns the last n entries of history/, oldest first; n <= 0
@@ -317,6 +360,20 @@ func (tx *Tx) History(n int) ([]HistoryEntry, error) {
 // first.
 func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
 	var out []HistoryEntry
+	err := descendHistory(b, func(e HistoryEntry) bool {
+		out = append(out, e)
+		return n <= 0 || len(out) < n
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// descendHistory decodes the entries of b newest first, until fn returns
+// false or an entry does not decode.
+func descendHistory(b bucketView, fn func(HistoryEntry) (more bool)) error {
 	var err error
 	b.descend(func(k, v []byte) bool {
 		if v == nil {
@@ -328,12 +385,7 @@ func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
 			err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
 			return false
 		}
-		out = append(out, e)
-		return n <= 0 || len(out) < n
+		return fn(e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	slices.Reverse(out)
-	return out, nil
+	return err
 }
