@@ -43,8 +43,9 @@
 // the default above. The first writer bumps meta/schema to 2, after which a
 // binary that knows only schema 1 refuses the file.
 //
-// Decoding skips fields it does not know, so an older binary reads a newer
-// record, and rejects trailing bytes and values of the wrong msgpack type.
+// Decoding skips fields it does not know, so that a record can gain a field
+// without a new schema version, and rejects trailing bytes and values of the
+// wrong msgpack type.
 //
 // # Guarantees
 //
