@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -14,57 +15,109 @@ import (
 // a count of the rest; nil means the file is consistent. An error means
 // the check could not run.
 //
-// Caveat: bbolt walks the file in a goroutine of its own, beyond the guard
-// that turns damage into ErrDamaged elsewhere in this package, so damage
-// the pre-check does not catch can kill the process. Call it only in a
-// process whose death the caller survives (sessdb check runs it in a
-// child process).
+// The check reads a private copy of the file's pages, in memory, taken
+// under the handle's lock and pre-checked: bbolt walks the file in a
+// goroutine of its own, beyond the guard that turns faults into ErrDamaged
+// elsewhere in this package, so a mapping of meta.db itself would let a
+// process that cuts the file short kill this one with SIGBUS.
+//
+// Caveat: damage the pre-check does not catch can still make bbolt panic in
+// that goroutine and kill the process. Call it only in a process whose
+// death the caller survives (sessdb check runs it in a child process).
 func (d *DB) Check(max int) (problems []string, err error) {
-	d.mu.Lock() // a reader's bbolt handle is made here, once
-	if d.bdb == nil && !d.closed {
-		err = d.openBoltReader()
-	}
+	d.mu.Lock() // no transaction runs while the pages are copied
+	pages, meta, err := d.pages()
 	d.mu.Unlock()
 	if err != nil {
 		return nil, pathErr("check", d.name, err)
 	}
-	err = d.run(false, func(tx *Tx) error {
-		n := 0
-		for err := range tx.tx.Check() {
-			if n++; n <= max {
-				problems = append(problems, err.Error())
-			}
-		}
-		if n > max {
-			problems = append(problems, fmt.Sprintf("and %d more", n-max))
-		}
-		return nil
-	})
-	return problems, err
-}
-
-// openBoltReader gives a snapshot reader the bbolt handle that Check needs,
-// over a duplicate of its locked descriptor: flock belongs to the open file
-// description the two share, so bbolt's shared flock succeeds at once, and
-// a read-only bbolt never unlocks it at Close. Transactions then go through
-// bbolt, which reads the same file the snapshot was taken of.
-func (d *DB) openBoltReader() error {
-	dup, err := unix.FcntlInt(d.file.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	f, err := memFile(d.name, pages)
 	if err != nil {
-		return err
+		return nil, pathErr("check", d.name, err)
 	}
 	bopts := &bolt.Options{
 		ReadOnly:     true,
 		NoStatistics: true,
-		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
-			return os.NewFile(uintptr(dup), d.name), nil
-		},
+		OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return f, nil },
 	}
 	var bdb *bolt.DB
-	err = d.call(func() (err error) { bdb, err = bolt.Open(d.name, 0o400, bopts); return err })
-	if err != nil {
-		return damagedBy("bbolt", err)
+	err = guard(func() (err error) {
+		if bdb, err = bolt.Open(d.name, 0o400, bopts); err != nil {
+			bdb = nil
+			return damagedBy("bbolt", err)
+		}
+		// Not deferred: after a panic bbolt's locks may be held.
+		err = bdb.View(func(tx *bolt.Tx) error {
+			if uint64(tx.ID()) != meta.Pages[meta.Active].Txid {
+				return fmt.Errorf("the copy reads txid %d, the file %d", tx.ID(), meta.Pages[meta.Active].Txid)
+			}
+			n := 0
+			for err := range tx.Check() {
+				if n++; n <= max {
+					problems = append(problems, err.Error())
+				}
+			}
+			if n > max {
+				problems = append(problems, fmt.Sprintf("and %d more", n-max))
+			}
+			return nil
+		})
+		if cerr := bdb.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	var pe *panicError
+	if errors.As(err, &pe) && bdb != nil {
+		unmapPoisoned(bdb)
 	}
-	d.bdb, d.snap = bdb, nil
-	return nil
+	f.Close() // bbolt closed it, unless it panicked
+	if err != nil {
+		return nil, pathErr("check", d.name, err)
+	}
+	return problems, nil
+}
+
+// pages returns the file's pages up to the high-water mark of its active
+// meta page, as they are now, pre-checked. d.mu must be held.
+func (d *DB) pages() ([]byte, MetaPages, error) {
+	switch {
+	case d.closed:
+		return nil, MetaPages{}, ErrClosed
+	case d.poison.Load() != nil:
+		return nil, MetaPages{}, *d.poison.Load()
+	case d.snap != nil:
+		return d.snap.pages, d.meta, nil
+	}
+	// A writer's commits since the open moved the meta pages on.
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.file.Fd()), &st); err != nil {
+		return nil, MetaPages{}, err
+	}
+	m, err := InspectMeta(d.file, st.Size)
+	if err != nil {
+		return nil, m, err
+	}
+	pages, err := readPrefix(d.file, m.HighWater())
+	if err != nil {
+		return nil, m, err
+	}
+	if err := precheckTree(memPages(pages), m, false); err != nil {
+		return nil, m, err
+	}
+	return pages, m, nil
+}
+
+// memFile returns an anonymous file in memory holding b.
+func memFile(name string, b []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("sessdb-check", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	return f, nil
 }

@@ -70,10 +70,9 @@ func (d *DB) MetaPages() MetaPages { return d.meta }
 func (d *DB) Path() string { return d.name }
 
 // Close releases the DB and both of its locks. It is idempotent. After a
-// panic inside bbolt (see ErrDamaged) it does not call into bbolt, whose
-// mutexes may still be held by the frame that panicked: it drops the flock
-// and closes the descriptor itself, and the mapping of the damaged file is
-// left to the end of the process.
+// panic inside bbolt (see ErrDamaged) it does not call bbolt's Close, whose
+// mutexes may still be held by the frame that panicked: it unmaps the file,
+// drops the flock and closes the descriptor itself.
 func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -83,6 +82,9 @@ func (d *DB) Close() error {
 	d.closed = true
 	defer d.unlock()
 	if d.poison.Load() != nil || d.bdb == nil {
+		if d.bdb != nil {
+			unmapPoisoned(d.bdb)
+		}
 		if err := releaseFile(d.file); err != nil {
 			return pathErr("close", d.name, err)
 		}

@@ -211,24 +211,32 @@ func TestHistoryRing(t *testing.T) {
 	if len(last5) != 5 || last5[0].Gen != n-4 || last5[4] != all[len(all)-1] {
 		t.Errorf("History(5) = %+v, want gens %d..%d oldest first", last5, n-4, n)
 	}
-	want := HistoryEntry{Gen: n, At: n * 1e9, Resumed: n%2 == 0, Reason: "resumed", Bytes: n * 100, Chain: n % 5, Job: "job-100"}
+	want := HistoryEntry{Seq: n, Gen: n, At: n * 1e9, Resumed: n%2 == 0, Reason: "resumed", Bytes: n * 100, Chain: n % 5, Job: "job-100"}
 	if all[len(all)-1] != want {
 		t.Errorf("last entry = %+v, want %+v", all[len(all)-1], want)
 	}
 
-	// Same gen replaces; an entry older than a full ring is dropped at once.
-	err := d.Update(func(tx *Tx) error {
-		return errors.Join(
-			tx.AppendHistory(HistoryEntry{Gen: n, Reason: "again", TornTail: true}),
-			tx.AppendHistory(HistoryEntry{Gen: 1, Reason: "ancient"}),
-		)
+	// Entries append in sequence whatever their Gen: a second entry at gen
+	// n and one at gen 1 become the two newest, and the two oldest go.
+	var seqs [2]uint64
+	err := d.Update(func(tx *Tx) (err error) {
+		if seqs[0], err = tx.AppendHistory(HistoryEntry{Seq: 7, Gen: n, Reason: "again", TornTail: true}); err != nil {
+			return err
+		}
+		seqs[1], err = tx.AppendHistory(HistoryEntry{Gen: 1, Reason: "ancient"})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if seqs != [2]uint64{n + 1, n + 2} {
+		t.Errorf("appended under %v, want %d and %d", seqs, n+1, n+2)
+	}
 	d.View(func(tx *Tx) (err error) { all, err = tx.History(0); return err })
-	if len(all) != HistoryLimit || all[0].Gen != n-HistoryLimit+1 || all[len(all)-1].Reason != "again" || !all[len(all)-1].TornTail {
-		t.Errorf("after replace and ancient append: %d entries, first gen %d, last %+v", len(all), all[0].Gen, all[len(all)-1])
+	wantLast := []HistoryEntry{{Seq: n + 1, Gen: n, Reason: "again", TornTail: true}, {Seq: n + 2, Gen: 1, Reason: "ancient"}}
+	if len(all) != HistoryLimit || all[0].Seq != n-HistoryLimit+3 || !reflect.DeepEqual(all[len(all)-2:], wantLast) {
+		t.Errorf("after two more appends: %d entries, first seq %d, last two %+v; want %d, %d, %+v",
+			len(all), all[0].Seq, all[len(all)-2:], HistoryLimit, n-HistoryLimit+3, wantLast)
 	}
 }
 
@@ -241,7 +249,7 @@ func TestReadOnly(t *testing.T) {
 
 	r := mustOpen(t, kd, false)
 	wantErr(t, r.Update(func(tx *Tx) error { return nil }), ErrReadOnly)
-	wantErr(t, r.View(func(tx *Tx) error { return tx.AppendHistory(HistoryEntry{}) }), ErrReadOnly)
+	wantErr(t, r.View(func(tx *Tx) error { return appended(tx.AppendHistory(HistoryEntry{})) }), ErrReadOnly)
 }
 
 func TestUpdateRollsBack(t *testing.T) {

@@ -4,7 +4,7 @@
 //
 // # Schema
 //
-// Schema version 1. Bucket and key names mirror the legacy sidecar file names.
+// Schema version 2. Bucket and key names mirror the legacy sidecar file names.
 // Every value is msgpack; records are maps with the short tags shown (tag
 // then field), integers are 64-bit. TestSchemaTree parses this tree and
 // compares it with a file in which every key has been written, so the drawing
@@ -19,12 +19,33 @@
 //	  venue         string: absent = "local"
 //	  resume-chain  uint: consecutive host deliveries
 //	  context       {t tokens, w window, m model}: absent = no measurement
-//	  pending       {t tmp, s size, c crc32c, g gen}: a promotion committed, not yet renamed
+//	  pending       {t tmp, s size, c crc32c, g gen, v prev}: a promotion committed, not yet renamed; prev is the transcript it replaces
 //	history/
-//	  <gen>         {a at, r resumed, w reason, b bytes, c chain, j job, t torn_tail}: key big-endian u64; the last 64 kept
+//	  <seq>         {g gen, a at, r resumed, w reason, b bytes, c chain, j job, t torn_tail, o outcome, k ticket, u run, x rewritten, bg base_gen}: key big-endian u64; the last 64 kept
 //
-// Decoding skips fields it does not know, so an older binary reads a newer
-// record, and rejects trailing bytes and values of the wrong msgpack type.
+// Schema 2 is the job contract. history/ records refused promotions as
+// well as promotions, in the order they happened: its keys are sequence
+// numbers, and g is the generation promoted (for a refusal, the key's
+// generation when it refused: the one that superseded the ticket). o is
+// "" for a promotion, else the refusal ("superseded",
+// "transcript-rewritten", "run-incomplete"); k the job's ticket id, by which
+// FindTicket finds a retried ticket's promotion; u the run's shape
+// ("answered", "errored", "unanswered", "unchanged"; "" unknown); x a
+// promotion let through over a rewritten prefix; bg the generation the
+// ticket was resolved from (0 cold). pending's v (prev) is the identity of
+// the transcript the promotion replaces, absent when there was none: a
+// reader whose pending temporary file is gone can still judge current.jsonl
+// by it.
+//
+// A schema 1 file is read as it is and needs no rewriting: a schema 1
+// history key is the gen, which is a sequence already and which stands for
+// the absent g; every other new field is absent and reads as its zero value,
+// the default above. The first writer bumps meta/schema to 2, after which a
+// binary that knows only schema 1 refuses the file.
+//
+// Decoding skips fields it does not know, so that a record can gain a field
+// without a new schema version, and rejects trailing bytes and values of the
+// wrong msgpack type.
 //
 // # Guarantees
 //
@@ -44,10 +65,17 @@
 // before anything reads it. A reader then decodes its records from the
 // checked pages itself, read once into memory, keys in order or ErrDamaged;
 // writers, and readers of a file whose pages pass 1 MiB, go through bbolt,
-// and every call into bbolt runs under recover with faults turned into
-// panics. A file whose schema is newer than SchemaVersion is refused with
-// ErrNewerSchema and never written. Files are created with 1 KiB pages
-// (PageSize); a file with other pages is read and written as it is.
+// and every read of its mapping (the bucket lookups and the open's own
+// schema check included) runs under recover with faults turned into
+// panics: a file cut short under a reader by another process is ErrDamaged,
+// not SIGBUS. A writer first reads the whole file the way a reader does
+// (every bucket and record, from its checked pages when they fit in 1 MiB,
+// through bbolt otherwise) and checks that the freelist lists no page in
+// use: it refuses every file a reader refuses, and never commits into one.
+// PutTranscript refuses a generation lower than the file records. A file
+// whose schema is newer than SchemaVersion is refused with ErrNewerSchema
+// and never written. Files are created with 1 KiB pages (PageSize); a file
+// with other pages is read and written as it is.
 //
 // Opens wait at most Options.LockTimeout in total for two locks: a
 // process-wide reader/writer lock per key directory, and flock on meta.db
@@ -63,6 +91,9 @@
 // process that merely hangs holds its key until it exits. The pre-check
 // knows bbolt 1.5's file format (version 2); a file of another format
 // version is refused as damaged. After bbolt has panicked on a damaged page,
-// the handle only closes: its lock is released, but the damaged file stays
-// mapped until the process exits.
+// the handle only closes, without bbolt's help: its lock is released and
+// the file unmapped, where /proc/self/maps tells the mapping's length
+// (Linux); elsewhere it stays mapped until the process exits. A process that ignores the lock and
+// rewrites the file under a reader can make a read return what it wrote
+// without an error: bbolt pages carry no checksum.
 package db

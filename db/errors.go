@@ -14,8 +14,10 @@ var (
 	// not a regular file (a link, FIFO or directory), both meta pages are
 	// invalid, it is shorter than the high-water mark of the meta page bbolt
 	// would use, its freelist or page tree is malformed (a cycle, a page id
-	// or offset out of bounds), a record does not decode, a bucket is
-	// missing, or bbolt panicked or faulted on one of its pages.
+	// or offset out of bounds, keys out of order; for a writer, a page in
+	// use on the freelist), a record does not decode, a bucket is missing,
+	// the file changed under the lock, bbolt panicked or faulted on one of
+	// its pages, or a transcript generation would go back.
 	ErrDamaged = errors.New("damaged database")
 
 	// ErrNewerSchema is returned when the file's schema version is newer

@@ -113,7 +113,7 @@ func populate(t testing.TB, d *DB, n int) {
 
 func appendN(tx *Tx, from, n int) error {
 	for g := from; g < from+n; g++ {
-		err := tx.AppendHistory(HistoryEntry{Gen: uint64(g), At: int64(g) * 1e9, Resumed: g%2 == 0,
+		_, err := tx.AppendHistory(HistoryEntry{Gen: uint64(g), At: int64(g) * 1e9, Resumed: g%2 == 0,
 			Reason: "resumed", Bytes: int64(g) * 100, Chain: uint64(g % 5), Job: fmt.Sprintf("job-%d", g)})
 		if err != nil {
 			return err
@@ -121,6 +121,10 @@ func appendN(tx *Tx, from, n int) error {
 	}
 	return nil
 }
+
+// appended drops the sequence number AppendHistory returns, for writes
+// joined with errors.Join.
+func appended(_ uint64, err error) error { return err }
 
 // makeDB builds a populated meta.db in a new key dir and closes it.
 func makeDB(t testing.TB, history int) keyDir {
@@ -167,7 +171,13 @@ func runChild(t *testing.T, env []string, configure func(*exec.Cmd)) ([]byte, er
 	for _, p := range strings.Split(t.Name(), "/") {
 		parts = append(parts, "^"+regexp.QuoteMeta(p)+"$")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1", "-test.timeout=2m")
+	// The child may take what is left of the parent's time (the long runs
+	// of .ci/long pass -timeout), and at least two minutes.
+	timeout := 2 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		timeout = max(timeout, time.Until(dl)-10*time.Second)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 	// The race detector sleeps a second at exit by default.
 	// A child that dies by design (SIGBUS) never removes its temp dirs:
 	// they go under this test's, which is removed.

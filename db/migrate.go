@@ -20,6 +20,7 @@ type migration struct {
 // SchemaVersion. Every step needs a case in TestMigrations; the test counts.
 var migrations = []migration{
 	{version: 1, migrate: createV1},
+	{version: 2, migrate: jobContractV2},
 }
 
 // createV1 turns the empty file bbolt initialises into schema 1.
@@ -37,6 +38,18 @@ func createV1(tx *bolt.Tx, now time.Time) error {
 	}
 	return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyCreated), encodeInt(now.UnixNano()))
 }
+
+// jobContractV2 is schema 2, the job contract (issue 11): history/ keys
+// become sequence numbers and entries gain g, o, k, u, x and bg (refused
+// promotions are recorded too, and a retried ticket is found by its id);
+// pending gains v, the identity it replaces. Nothing is rewritten: a schema
+// 1 entry's key is its gen, which is a sequence already and which a decoder
+// takes for the absent g, and every other new field is absent from old
+// records and reads as its zero value, the default it documents. What the
+// step changes is the version: a binary that knows only schema 1 refuses
+// the file from now on (ErrNewerSchema) instead of dropping fields it
+// cannot see.
+func jobContractV2(*bolt.Tx, time.Time) error { return nil }
 
 // errUpToDate rolls back the migration transaction when there is nothing to
 // do: opening an up-to-date file for writing must not commit (a commit

@@ -2,7 +2,10 @@ package db
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +16,8 @@ var migrationNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // migrationTests holds one case per entry of migrations, in the same order.
 // prepare writes, through raw bbolt, what a file at the step's previous
-// version may hold; check inspects the file after OpenWriter migrated it.
+// version may hold; check inspects the file after the step, in the
+// transaction that ran it.
 var migrationTests = []struct {
 	name    string
 	prepare func(tx *bolt.Tx) error
@@ -37,6 +41,93 @@ var migrationTests = []struct {
 			}
 		},
 	},
+	{
+		name:    "v1 to v2 rewrites nothing; schema 1 records read with the defaults",
+		prepare: writeSchema1Records,
+		check: func(t *testing.T, tx *bolt.Tx) {
+			m, err := readMeta(boltRoot{tx}, SchemaVersion)
+			if err != nil || m.Schema != 2 {
+				t.Errorf("meta = %+v, %v; want schema 2", m, err)
+			}
+			for _, name := range []string{bucketSidecars, bucketHistory} {
+				if got, want := bucketDump(tx, name), schema1Dump[name]; got != want {
+					t.Errorf("%s/ was rewritten:\nbefore %s\nafter  %s", name, want, got)
+				}
+			}
+			h, err := readHistory(boltView{tx.Bucket([]byte(bucketHistory))}, 0)
+			if err != nil || !reflect.DeepEqual(h, schema1History) {
+				t.Errorf("history reads %+v, %v; want %+v", h, err, schema1History)
+			}
+			s, err := readSidecars(boltView{tx.Bucket([]byte(bucketSidecars))})
+			if err != nil || s.Pending == nil || *s.Pending != schema1Pending {
+				t.Errorf("pending reads %+v, %v; want %+v", s.Pending, err, schema1Pending)
+			}
+		},
+	},
+}
+
+// historyV1 and pendingV1 are the records as schema 1 wrote them.
+type historyV1 struct {
+	At       int64  `msgpack:"a"`
+	Resumed  bool   `msgpack:"r"`
+	Reason   string `msgpack:"w"`
+	Bytes    int64  `msgpack:"b"`
+	Chain    uint64 `msgpack:"c"`
+	Job      string `msgpack:"j"`
+	TornTail bool   `msgpack:"t"`
+}
+
+type pendingV1 struct {
+	Tmp    string `msgpack:"t"`
+	Size   int64  `msgpack:"s"`
+	CRC32C uint64 `msgpack:"c"`
+	Gen    uint64 `msgpack:"g"`
+}
+
+// What a schema 1 file holds, and what schema 2 reads of it: Seq and Gen
+// from the key, every new field zero.
+var (
+	schema1History = []HistoryEntry{
+		{Seq: 3, Gen: 3, At: 3e9, Reason: "absent", Bytes: 30, Job: "job-3"},
+		{Seq: 4, Gen: 4, At: 4e9, Resumed: true, Reason: "resumed", Bytes: 40, Chain: 1, Job: "job-4", TornTail: true},
+	}
+	schema1Pending = Pending{Tmp: ".current.jsonl.tmp-4", Size: 40, CRC32C: 7, Gen: 4}
+	schema1Dump    = map[string]string{}
+)
+
+func writeSchema1Records(tx *bolt.Tx) error {
+	h := tx.Bucket([]byte(bucketHistory))
+	for _, e := range schema1History {
+		v, err := marshal(historyV1{e.At, e.Resumed, e.Reason, e.Bytes, e.Chain, e.Job, e.TornTail})
+		if err != nil {
+			return err
+		}
+		if err := h.Put(historyKey(e.Gen), v); err != nil {
+			return err
+		}
+	}
+	p := schema1Pending
+	v, err := marshal(pendingV1{p.Tmp, p.Size, p.CRC32C, p.Gen})
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket([]byte(bucketSidecars)).Put([]byte(keyPending), v); err != nil {
+		return err
+	}
+	for _, name := range []string{bucketSidecars, bucketHistory} {
+		schema1Dump[name] = bucketDump(tx, name)
+	}
+	return nil
+}
+
+// bucketDump shows every key and value of a top-level bucket.
+func bucketDump(tx *bolt.Tx, name string) string {
+	var b strings.Builder
+	tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+		fmt.Fprintf(&b, "%x=%x ", k, v)
+		return nil
+	})
+	return b.String()
 }
 
 func TestMigrations(t *testing.T) {
@@ -58,12 +149,22 @@ func TestMigrations(t *testing.T) {
 				}
 				return mt.prepare(tx)
 			})
+			if err == nil { // the step itself, as OpenWriter runs it
+				err = bdb.Update(func(tx *bolt.Tx) error {
+					_, err := migrate(tx, migrations[:i+1], migrationNow)
+					if err == nil {
+						mt.check(t, tx)
+					}
+					return err
+				})
+			}
 			if cerr := bdb.Close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A writer takes the file the rest of the way, and it reads.
 			d, err := OpenWriter(kd.dir, kd.db, Options{LockTimeout: testOpts.LockTimeout, Now: func() time.Time { return migrationNow }})
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +173,6 @@ func TestMigrations(t *testing.T) {
 			if d.schema != SchemaVersion {
 				t.Errorf("schema after OpenWriter = %d, want %d", d.schema, SchemaVersion)
 			}
-			d.bdb.View(func(tx *bolt.Tx) error { mt.check(t, tx); return nil })
 		})
 	}
 }

@@ -108,29 +108,53 @@ func (d *DB) initSchema(now time.Time) error {
 			err = nil
 		}
 	} else {
-		err = d.run(false, func(tx *Tx) (err error) {
-			if m, err = readMeta(tx.root(), SchemaVersion); err != nil {
+		err = d.viewRoot(func(root rootView) (err error) {
+			if m, err = readMeta(root, SchemaVersion); err != nil {
 				return err
 			}
-			return checkBuckets(tx.root(), m.Schema)
+			return checkBuckets(root, m.Schema)
 		})
 	}
 	d.schema = m.Schema
 	return err
 }
 
+// viewRoot runs fn on the root of the file: the snapshot's, or a bbolt
+// read transaction's under the guard, since every step of fn reads the
+// mapping (issue 15: a reader's own schema check, run outside the guard,
+// died of SIGBUS when another process cut the file short).
+func (d *DB) viewRoot(fn func(rootView) error) error {
+	if d.snap != nil {
+		return fn(d.snap)
+	}
+	return d.call(func() error {
+		return d.bdb.View(func(tx *bolt.Tx) error { return fn(boltRoot{tx}) })
+	})
+}
+
 // openDB opens meta.db with openFileLocked, so that the file is opened
 // without following links and checked under its lock before anything reads
 // it, and then hands it to bbolt, or for a reader of a small file reads it
 // into a snapshot (see snapshot.go).
+//
+// A writer first reads the whole file as a reader would read it (verify):
+// a small file from its snapshot, a large one through bbolt. Writers go
+// through bbolt, which checks less than the snapshot decoder (key order,
+// for one), and issue 15 found promotions acknowledged into files that
+// every reader then refused.
 func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time.Duration) (*DB, error) {
 	file, whole, meta, err := openFileLocked(dirfd, name, write, deadline)
 	if err != nil {
 		return nil, err
 	}
-	if whole != nil && !write {
+	if whole != nil && !(write && testSkipWalk) {
 		var snap *snapshot
-		err := guard(func() (err error) { snap, err = readSnapshot(whole, meta); return err })
+		err := guard(func() (err error) {
+			if snap, err = readSnapshot(whole, meta); err == nil && write {
+				_, err = verify(snap)
+			}
+			return err
+		})
 		if err != nil {
 			releaseFile(file)
 			var pe *panicError
@@ -139,7 +163,9 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 			}
 			return nil, pathErr("open", name, err)
 		}
-		return &DB{name: name, snap: snap, file: file, meta: meta}, nil
+		if !write {
+			return &DB{name: name, snap: snap, file: file, meta: meta, unlock: func() {}}, nil
+		}
 	}
 	bopts := &bolt.Options{
 		ReadOnly: !write,
@@ -154,19 +180,54 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 		bdb, err = bolt.Open(name, 0o600, bopts)
 		return err
 	})
-	if err == nil {
-		return &DB{name: name, write: write, bdb: bdb, file: file, meta: meta}, nil
-	}
-	releaseFile(file) // bbolt closed it already unless it panicked
-	var errno syscall.Errno
-	var pe *panicError
-	switch {
-	case errors.As(err, &pe):
+	if err != nil {
+		releaseFile(file) // bbolt closed it already unless it panicked
+		var errno syscall.Errno
+		var pe *panicError
+		switch {
+		case errors.As(err, &pe):
+		case changedSince(dirfd, meta):
+			// Cut short or replaced after the pre-check, under the lock:
+			// bbolt's complaint (an I/O error, for a file cut to 0 bytes
+			// that a read-only bbolt tries to initialise) is about damage.
+			err = damagedBy("file changed under the lock", err)
+		case errors.As(err, &errno):
+			// I/O trouble, not the file's content.
+		default:
+			err = damagedBy("bbolt", err)
+		}
 		return nil, pathErr("open", name, err)
-	case errors.As(err, &errno):
-		return nil, pathErr("open", name, err) // I/O trouble, not the file's content
 	}
-	return nil, pathErr("open", name, damagedBy("bbolt", err))
+	d := &DB{name: name, write: write, bdb: bdb, file: file, meta: meta, unlock: func() {}}
+	err = d.call(func() error {
+		return bdb.View(func(tx *bolt.Tx) error {
+			// bbolt read the meta page itself: it must be the one the
+			// pre-check judged the file by, or the file changed since.
+			p := meta.Pages[meta.Active]
+			if uint64(tx.ID()) != p.Txid || tx.Size() != meta.HighWater() {
+				return damaged("file changed under the lock: bbolt reads txid %d of %d bytes, the pre-check passed txid %d of %d",
+					tx.ID(), tx.Size(), p.Txid, meta.HighWater())
+			}
+			if write && whole == nil {
+				_, err := verify(boltRoot{tx})
+				return err
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		d.Close()
+		return nil, pathErr("open", name, err)
+	}
+	return d, nil
+}
+
+// changedSince reports whether meta.db is no longer the file of the size
+// the pre-check inspected.
+func changedSince(dirfd int, meta MetaPages) bool {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return err != nil || st.Size != meta.Size
 }
 
 // openFileLocked opens meta.db relative to dirfd without following a link or
@@ -238,7 +299,7 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 		}
 		src = memPages(whole)
 	}
-	if err := precheckTree(src, meta); err != nil {
+	if err := precheckTree(src, meta, write); err != nil {
 		return fail(pathErr("open", name, err))
 	}
 	return f, whole, meta, nil

@@ -151,12 +151,18 @@ func bboltPageSize(f io.ReaderAt, size int64) (int, error) {
 	return 0, damaged("file is %d bytes and no meta page is readable", size)
 }
 
-// checkPageSize refuses page sizes this package never creates. A valid
+// checkPageSize refuses page sizes this package never creates, naming the
+// rule broken first: at least 1 KiB, at most 16 MiB, a power of two. A valid
 // checksum over a page size of 0 or 3 would otherwise reach bbolt's
 // arithmetic.
 func checkPageSize(ps uint32) (int, error) {
-	if ps < 1024 || ps > 1<<24 || ps&(ps-1) != 0 {
-		return 0, damaged("page size %d is not a power of two between 1 KiB and 16 MiB", ps)
+	switch {
+	case ps < 1024:
+		return 0, damaged("page size %d is below 1 KiB", ps)
+	case ps > 1<<24:
+		return 0, damaged("page size %d is above 16 MiB", ps)
+	case ps&(ps-1) != 0:
+		return 0, damaged("page size %d is not a power of two", ps)
 	}
 	return int(ps), nil
 }
@@ -217,12 +223,13 @@ func precheck(f io.ReaderAt, size int64) error {
 	if err != nil {
 		return err
 	}
-	return precheckTree(f, m)
+	return precheckTree(f, m, true)
 }
 
 // precheckTree is precheck after InspectMeta has accepted m. f needs to
-// hold only the pages under the high-water mark.
-func precheckTree(f io.ReaderAt, m MetaPages) error {
+// hold only the pages under the high-water mark. For a writer it also
+// checks the ids on the freelist, which only a writer's bbolt reads.
+func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 	p := m.Pages[m.Active]
 	if p.Freelist == noFreelist {
 		return damaged("meta page %d has no synced freelist; this package always syncs it", m.Active)
@@ -244,24 +251,59 @@ func precheckTree(f io.ReaderAt, m MetaPages) error {
 		return damaged("freelist page %d with %d overflow pages passes the high-water mark %d", p.Freelist, overflow, p.Pgid)
 	}
 	room := (uint64(ps)*(overflow+1) - pageHeaderSize) / 8
+	first := uint64(0)   // the index of the first id
 	if count == 0xFFFF { // the real count is in the first element, which takes a slot itself
 		if n < len(hdr) {
 			return damagedBy(fmt.Sprintf("read freelist page %d", p.Freelist), errOr(err, io.ErrUnexpectedEOF))
 		}
-		if c := nativeEndian.Uint64(hdr[pageHeaderSize:]); c >= room {
-			return damaged("freelist page %d claims %d ids, room for %d", p.Freelist, c, room-1)
+		if count = nativeEndian.Uint64(hdr[pageHeaderSize:]); count >= room {
+			return damaged("freelist page %d claims %d ids, room for %d", p.Freelist, count, room-1)
 		}
+		first = 1
 	} else if count > room {
 		return damaged("freelist page %d claims %d ids, room for %d", p.Freelist, count, room)
 	}
 	if testSkipWalk {
 		return nil
 	}
-	return walkTree(f, m, p.Freelist, overflow)
+	w, err := walkTree(f, m, p.Freelist, overflow)
+	if err != nil || !write {
+		return err
+	}
+	return w.freelist(p.Freelist, first, count)
 }
 
-// testSkipWalk lets the damage tests hand bbolt pages that only the walk
-// would have refused, to prove the recover guard behind it.
+// freelist checks the ids on the freelist page at id, after the walk:
+// every one a page under the high-water mark that no bucket reaches, each
+// listed once. bbolt trusts the list and hands its pages to the next
+// commit, so a page in use that is also on the list is overwritten by the
+// next commit, which is acknowledged while the records it held are lost:
+// single-byte flips there did exactly that (issue 15). Readers never read
+// the list.
+func (w *walker) freelist(id, first, count uint64) error {
+	b := make([]byte, (first+count)*8)
+	if _, err := w.readAt(b, id*w.ps+pageHeaderSize); err != nil {
+		return damagedBy(fmt.Sprintf("read freelist page %d", id), err)
+	}
+	listed := make(map[uint64]bool, count)
+	for i := first; i < first+count; i++ {
+		free := nativeEndian.Uint64(b[i*8:])
+		switch {
+		case free < 2 || free >= w.hwm:
+			return damaged("freelist page %d lists page %d, outside the file's pages 2..%d", id, free, w.hwm-1)
+		case w.seen[free]:
+			return damaged("freelist page %d lists page %d, which is in use", id, free)
+		case listed[free]:
+			return damaged("freelist page %d lists page %d twice", id, free)
+		}
+		listed[free] = true
+	}
+	return nil
+}
+
+// testSkipWalk lets the damage tests hand bbolt pages that only the walk,
+// or a writer's reading of its snapshot, would have refused, to prove the
+// recover guard behind them.
 var testSkipWalk bool
 
 func errOr(err, otherwise error) error {

@@ -128,7 +128,7 @@ func TestPrecheckAcceptsHealthyFiles(t *testing.T) {
 			errs := []error{
 				tx.PutTranscript(Transcript{Gen: uint64(round), Size: rng.Int64()}),
 				tx.PutVenue(text(6000)), // past a page: overflow pages
-				tx.AppendHistory(HistoryEntry{Gen: uint64(round), Job: text(3000), Reason: "resumed"}),
+				appended(tx.AppendHistory(HistoryEntry{Gen: uint64(round), Job: text(3000), Reason: "resumed"})),
 			}
 			if rng.IntN(2) == 0 {
 				errs = append(errs, tx.PutContext(nil), tx.PutPending(&Pending{Tmp: text(100)}))

@@ -34,12 +34,25 @@ type Pending struct {
 	Size   int64  `msgpack:"s"`
 	CRC32C uint64 `msgpack:"c"`
 	Gen    uint64 `msgpack:"g"`
+	// Prev is the identity of the transcript this promotion replaces, nil
+	// when there was none: a reader that finds the temporary file gone and
+	// current.jsonl not yet the new one can judge it by Prev instead.
+	// Schema 2; nil in older records.
+	Prev *Transcript `msgpack:"v,omitempty"`
 }
 
-// HistoryEntry is one promotion in the history/ ring. Gen is the entry's key
-// (big-endian) and is not stored in the value.
+// HistoryEntry is one entry of the history/ ring: a promotion, or (schema
+// 2) a promotion refused. Fields from Outcome on are schema 2; in older
+// entries they are absent and read as their zero values, which are the
+// defaults they document.
 type HistoryEntry struct {
-	Gen      uint64 `msgpack:"-"`
+	// Seq is the entry's key (big-endian), not stored in the value: the
+	// order of the ring. For an entry a schema 1 file holds, it is the gen.
+	Seq uint64 `msgpack:"-"`
+	// Gen is the generation promoted, or for a refusal the key's
+	// generation when it was refused (the one that superseded the ticket).
+	// Absent, as in every schema 1 entry, it is Seq.
+	Gen      uint64 `msgpack:"g"`
 	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
 	Resumed  bool   `msgpack:"r"`
 	Reason   string `msgpack:"w"`
@@ -47,6 +60,21 @@ type HistoryEntry struct {
 	Chain    uint64 `msgpack:"c"`
 	Job      string `msgpack:"j"`
 	TornTail bool   `msgpack:"t"`
+	// Outcome is "" for a promotion, otherwise the refusal recorded:
+	// "superseded", "transcript-rewritten", "run-incomplete".
+	Outcome string `msgpack:"o,omitempty"`
+	// Ticket is the id of the ticket of the job that promoted or was
+	// refused; "" unknown.
+	Ticket string `msgpack:"k,omitempty"`
+	// Run is the run's shape: "answered", "errored", "unanswered",
+	// "unchanged"; "" unknown.
+	Run string `msgpack:"u,omitempty"`
+	// Rewritten says the promotion was let through over a rewritten
+	// prefix (--allow-rewrite).
+	Rewritten bool `msgpack:"x,omitempty"`
+	// BaseGen is the generation the job's ticket was resolved from; 0 for
+	// a cold start.
+	BaseGen uint64 `msgpack:"bg,omitempty"`
 }
 
 // Sidecars is every sidecar at once. A nil pointer means the key is absent,
@@ -79,27 +107,49 @@ func decodeContext(b []byte) (c Context, err error) {
 }
 
 func encodePending(p Pending) ([]byte, error) { return encodeRecord(&p) }
+
+// decodePending decodes a pending record, its Prev as strictly as a
+// record of its own: msgpack would take an array for the nested struct.
 func decodePending(b []byte) (p Pending, err error) {
-	err = decodeRecord(b, &p)
-	return p, err
+	var w struct { // Pending with Prev left raw
+		Tmp    string             `msgpack:"t"`
+		Size   int64              `msgpack:"s"`
+		CRC32C uint64             `msgpack:"c"`
+		Gen    uint64             `msgpack:"g"`
+		Prev   msgpack.RawMessage `msgpack:"v"`
+	}
+	if err = decodeRecord(b, &w); err != nil {
+		return p, err
+	}
+	p = Pending{Tmp: w.Tmp, Size: w.Size, CRC32C: w.CRC32C, Gen: w.Gen}
+	if len(w.Prev) > 0 && w.Prev[0] != msgpcode.Nil {
+		var t Transcript
+		if err := decodeRecord(w.Prev, &t); err != nil {
+			return p, fmt.Errorf("v: %w", err)
+		}
+		p.Prev = &t
+	}
+	return p, nil
 }
 
 func encodeHistory(h HistoryEntry) ([]byte, error) { return encodeRecord(&h) }
 
-// decodeHistory decodes an entry's value and takes Gen from its key.
+// decodeHistory decodes an entry's value and takes Seq from its key, and
+// Gen too when the value has none (a schema 1 entry).
 func decodeHistory(key, value []byte) (HistoryEntry, error) {
 	var h HistoryEntry
 	if len(key) != 8 {
 		return h, fmt.Errorf("key is %d bytes, want 8", len(key))
 	}
+	h.Seq = binary.BigEndian.Uint64(key)
+	h.Gen = h.Seq // msgpack leaves a field the value does not hold as it is
 	if err := decodeRecord(value, &h); err != nil {
-		return h, err
+		return HistoryEntry{}, err
 	}
-	h.Gen = binary.BigEndian.Uint64(key)
 	return h, nil
 }
 
-func historyKey(gen uint64) []byte { return binary.BigEndian.AppendUint64(nil, gen) }
+func historyKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 func encodeRecord(v any) ([]byte, error) { return marshal(v) }
 

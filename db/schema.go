@@ -13,7 +13,7 @@ const FileName = "meta.db"
 const TempPrefix = "." + FileName + ".tmp-"
 
 // SchemaVersion is the schema version this binary writes and fully knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // PageSize is the bbolt page size of every meta.db this package creates.
 // A key's metadata is a few hundred bytes plus the history ring, so the
@@ -115,4 +115,29 @@ func checkBuckets(root rootView, schema uint64) error {
 		}
 	}
 	return nil
+}
+
+// verify reads the whole file the way readers read it: meta/, the buckets
+// its schema promises, every sidecar and every history entry, and returns
+// the first reason a reader would refuse it. A writer runs it before it
+// writes anything, so that it never commits into a file a reader refuses.
+func verify(root rootView) (Meta, error) {
+	m, err := readMeta(root, SchemaVersion)
+	if err != nil {
+		return m, err
+	}
+	if err := checkBuckets(root, m.Schema); err != nil {
+		return m, err
+	}
+	if b := root.bucket(bucketSidecars); b != nil {
+		if _, err := readSidecars(b); err != nil {
+			return m, err
+		}
+	}
+	if b := root.bucket(bucketHistory); b != nil {
+		if _, err := readHistory(b, 0); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
 }

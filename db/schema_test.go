@@ -14,7 +14,7 @@ import (
 
 // drawnKey is one key line of the tree in doc.go.
 type drawnKey struct {
-	name  string // "<gen>" for the history keys
+	name  string // "<seq>" for the history keys
 	typ   string // uint, int, string, or record
 	tags  []string
 	names []string // field names in snake case, beside the tags
@@ -72,7 +72,7 @@ var recordTypes = map[string]reflect.Type{
 	keyTranscript: reflect.TypeFor[Transcript](),
 	keyContext:    reflect.TypeFor[Context](),
 	keyPending:    reflect.TypeFor[Pending](),
-	"<gen>":       reflect.TypeFor[HistoryEntry](),
+	"<seq>":       reflect.TypeFor[HistoryEntry](),
 }
 
 // TestSchemaTree builds a fresh file, writes every key, and compares the
@@ -92,11 +92,11 @@ func TestSchemaTree(t *testing.T) {
 			var got []string
 			err := b.ForEach(func(k, v []byte) error {
 				name := string(k)
-				if len(drawn) == 1 && drawn[0].name == "<gen>" {
+				if len(drawn) == 1 && drawn[0].name == "<seq>" {
 					if len(k) != 8 {
 						t.Errorf("%s/%x: key is %d bytes, the tree draws a u64", bname, k, len(k))
 					}
-					name = "<gen>"
+					name = "<seq>"
 				}
 				if !slices.Contains(got, name) {
 					got = append(got, name)
@@ -159,7 +159,8 @@ func checkValue(t *testing.T, key string, dk drawnKey, v []byte) {
 		var tags, names []string
 		for i := range rt.NumField() {
 			f := rt.Field(i)
-			if tag := f.Tag.Get("msgpack"); tag != "-" {
+			// The drawing shows the key, not options such as omitempty.
+			if tag, _, _ := strings.Cut(f.Tag.Get("msgpack"), ","); tag != "-" {
 				tags, names = append(tags, tag), append(names, snake(f.Name))
 			}
 		}

@@ -45,6 +45,7 @@ func readPrefix(f *os.File, size int64) ([]byte, error) {
 // records out of each of 10,000 files, and allocating the 64 history
 // entries of each was a tenth of its time.
 type snapshot struct {
+	pages     []byte // the file up to its high-water mark, for Check
 	buckets   map[string]snapBucket
 	rootEmpty bool // the root holds nothing: a schema 0 file
 }
@@ -88,7 +89,7 @@ func (b snapBucket) descend(fn func(k, v []byte) (more bool)) {
 // file where they do not is damaged however bbolt would read it).
 func readSnapshot(buf []byte, m MetaPages) (*snapshot, error) {
 	r := &snapReader{buf: buf, ps: uint64(m.PageSize), hwm: m.Pages[m.Active].Pgid}
-	s := &snapshot{buckets: map[string]snapBucket{}, rootEmpty: true}
+	s := &snapshot{pages: buf, buckets: map[string]snapBucket{}, rootEmpty: true}
 	var rootHdr [bucketHdrSize]byte
 	nativeEndian.PutUint64(rootHdr[:], m.Pages[m.Active].Root)
 	if err := r.ascending(rootHdr[:], where{page: m.Pages[m.Active].Root}); err != nil {

@@ -73,8 +73,8 @@ func TestSnapshotReadsWhatBboltReads(t *testing.T) {
 						tx.PutResumeChain(uint64(rng.Intn(50))),
 						tx.PutContext(ctx),
 						tx.PutPending(pend),
-						tx.AppendHistory(HistoryEntry{Gen: uint64(g), At: rng.Int63(), Resumed: rng.Intn(2) == 0,
-							Reason: "resumed", Bytes: rng.Int63n(1 << 30), Chain: uint64(g), Job: "job-" + long, TornTail: rng.Intn(9) == 0}),
+						appended(tx.AppendHistory(HistoryEntry{Gen: uint64(g), At: rng.Int63(), Resumed: rng.Intn(2) == 0,
+							Reason: "resumed", Bytes: rng.Int63n(1 << 30), Chain: uint64(g), Job: "job-" + long, TornTail: rng.Intn(9) == 0})),
 					)
 				})
 				if err != nil {

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -90,48 +91,8 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 		if b == nil {
 			return err
 		}
-		get := func(key string, decode func(v []byte) error) error {
-			v := b.Get([]byte(key))
-			if v == nil {
-				return nil
-			}
-			if err := decode(v); err != nil {
-				return damagedBy(bucketSidecars+"/"+key, err)
-			}
-			return nil
-		}
-		return errors.Join(
-			get(keyTranscript, func(v []byte) error {
-				t, err := decodeTranscript(v)
-				s.Transcript = &t
-				return err
-			}),
-			get(keyPiVersion, func(v []byte) error {
-				p, err := decodeString(v)
-				s.PiVersion = &p
-				return err
-			}),
-			get(keyVenue, func(v []byte) error {
-				p, err := decodeString(v)
-				s.Venue = &p
-				return err
-			}),
-			get(keyResumeChain, func(v []byte) error {
-				n, err := decodeUint(v)
-				s.ResumeChain = &n
-				return err
-			}),
-			get(keyContext, func(v []byte) error {
-				c, err := decodeContext(v)
-				s.Context = &c
-				return err
-			}),
-			get(keyPending, func(v []byte) error {
-				p, err := decodePending(v)
-				s.Pending = &p
-				return err
-			}),
-		)
+		s, err = readSidecars(b)
+		return err
 	})
 	if err != nil {
 		return Sidecars{}, err
@@ -139,10 +100,105 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 	return s, nil
 }
 
-// PutTranscript sets sidecars/transcript.
+// readSidecars decodes every sidecar key of b.
+func readSidecars(b bucketView) (Sidecars, error) {
+	var s Sidecars
+	get := func(key string, decode func(v []byte) error) error {
+		v := b.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		if err := decode(v); err != nil {
+			return damagedBy(bucketSidecars+"/"+key, err)
+		}
+		return nil
+	}
+	err := errors.Join(
+		get(keyTranscript, func(v []byte) error {
+			t, err := decodeTranscript(v)
+			s.Transcript = &t
+			return err
+		}),
+		get(keyPiVersion, func(v []byte) error {
+			p, err := decodeString(v)
+			s.PiVersion = &p
+			return err
+		}),
+		get(keyVenue, func(v []byte) error {
+			p, err := decodeString(v)
+			s.Venue = &p
+			return err
+		}),
+		get(keyResumeChain, func(v []byte) error {
+			n, err := decodeUint(v)
+			s.ResumeChain = &n
+			return err
+		}),
+		get(keyContext, func(v []byte) error {
+			c, err := decodeContext(v)
+			s.Context = &c
+			return err
+		}),
+		get(keyPending, func(v []byte) error {
+			p, err := decodePending(v)
+			s.Pending = &p
+			return err
+		}),
+	)
+	return s, err
+}
+
+// PutTranscript sets sidecars/transcript. A Gen lower than the file
+// already records, in the transcript it replaces or in the newest history
+// entry, is refused as ErrDamaged: the caller computed it from a read that
+// missed the record, and a generation never goes back.
 func (tx *Tx) PutTranscript(t Transcript) error {
 	v, err := encodeTranscript(t)
-	return tx.putSidecar(keyTranscript, v, err)
+	if err != nil {
+		return tx.putSidecar(keyTranscript, nil, err)
+	}
+	if err := tx.do("put", true, func() error { return tx.notBack(t.Gen) }); err != nil {
+		return err
+	}
+	return tx.putSidecar(keyTranscript, v, nil)
+}
+
+// notBack refuses a transcript generation below one the file records. It
+// walks sidecars/ instead of asking bbolt's binary search, which misses a
+// key among keys out of order: that is how issue 15 saw a promotion take a
+// file from generation 6 back to 1.
+func (tx *Tx) notBack(gen uint64) error {
+	b, err := tx.bucket(bucketSidecars)
+	if err != nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if string(k) != keyTranscript || v == nil {
+			continue
+		}
+		cur, err := decodeTranscript(v)
+		if err != nil {
+			return damagedBy(bucketSidecars+"/"+keyTranscript, err)
+		}
+		if cur.Gen > gen {
+			return damaged("%s/%s: generation %d would go back to %d", bucketSidecars, keyTranscript, cur.Gen, gen)
+		}
+	}
+	h, err := tx.bucket(bucketHistory)
+	if h == nil {
+		return err
+	}
+	if k, v := h.Cursor().Last(); k != nil {
+		e, err := decodeHistory(k, v)
+		if err != nil {
+			return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+		}
+		if e.Gen > gen {
+			return damaged("%s/%s: generation %d is below the newest history entry's %d", bucketSidecars, keyTranscript, gen, e.Gen)
+		}
+	}
+	return nil
 }
 
 // PutPiVersion sets sidecars/pi-version; "" records an unknown version.
@@ -202,12 +258,15 @@ func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 	})
 }
 
-// AppendHistory stores e under its Gen (replacing an entry with the same
-// Gen) and trims history/ to the HistoryLimit highest Gens. An entry older
-// than all of a full ring is therefore dropped at once.
-func (tx *Tx) AppendHistory(e HistoryEntry) error {
+// AppendHistory appends e to history/ and returns the sequence number it
+// is stored under, its key: one above the highest key, or e.Gen in an empty
+// bucket, so that a file that has only seen promotions keeps key == gen as
+// schema 1 wrote it. e.Seq is ignored. history/ is then trimmed to the
+// HistoryLimit highest keys.
+func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 	v, encErr := encodeHistory(e)
-	return tx.do("append", true, func() error {
+	var seq uint64
+	err := tx.do("append", true, func() error {
 		if encErr != nil {
 			return fmt.Errorf("%s/: %w", bucketHistory, encErr)
 		}
@@ -215,13 +274,22 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 		if err != nil {
 			return err
 		}
-		// Keys only ever append (the gen grows), so a split at bbolt's
-		// default of half a page leaves every full leaf half empty for
-		// good. Packed, 100 promotions leave meta.db at 20 KiB on disk
-		// instead of 24-28 (internal/bench BenchmarkDiskPerKey).
+		seq = e.Gen
+		if k, _ := b.Cursor().Last(); k != nil {
+			if len(k) != 8 {
+				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
+			}
+			if seq = binary.BigEndian.Uint64(k) + 1; seq == 0 {
+				return damaged("%s/%x: no sequence number follows it", bucketHistory, k)
+			}
+		}
+		// Keys only ever append, so a split at bbolt's default of half a
+		// page leaves every full leaf half empty for good. Packed, 100
+		// promotions leave meta.db at 20 KiB on disk instead of 24-28
+		// (internal/bench BenchmarkDiskPerKey).
 		b.FillPercent = 1.0
-		if err := b.Put(historyKey(e.Gen), v); err != nil {
-			return fmt.Errorf("%s/%d: %w", bucketHistory, e.Gen, err)
+		if err := b.Put(historyKey(seq), v); err != nil {
+			return fmt.Errorf("%s/%d: %w", bucketHistory, seq, err)
 		}
 		var stale [][]byte
 		c := b.Cursor()
@@ -238,6 +306,36 @@ func (tx *Tx) AppendHistory(e HistoryEntry) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// FindTicket returns the newest entry of history/ that records a promotion
+// (Outcome "") by the ticket id, and whether there is one. No entry matches
+// the id "". Only the last HistoryLimit entries are kept, so a ticket that
+// promoted longer ago is no longer found.
+func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
+	var found HistoryEntry
+	ok := false
+	err := tx.do("read", false, func() error {
+		if id == "" {
+			return nil
+		}
+		b, err := tx.view(bucketHistory)
+		if b == nil {
+			return err
+		}
+		return descendHistory(b, func(e HistoryEntry) bool {
+			found, ok = e, e.Outcome == "" && e.Ticket == id
+			return !ok
+		})
+	})
+	if err != nil || !ok {
+		return HistoryEntry{}, false, err
+	}
+	return found, true, nil
 }
 
 // History returns the last n entries of history/, oldest first; n <= 0
@@ -249,24 +347,45 @@ func (tx *Tx) History(n int) ([]HistoryEntry, error) {
 		if b == nil {
 			return err
 		}
-		b.descend(func(k, v []byte) bool {
-			if v == nil {
-				err = damaged("%s/%x is a bucket", bucketHistory, k)
-				return false
-			}
-			var e HistoryEntry
-			if e, err = decodeHistory(k, v); err != nil {
-				err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
-				return false
-			}
-			out = append(out, e)
-			return n <= 0 || len(out) < n
-		})
+		out, err = readHistory(b, n)
 		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readHistory decodes the last n entries of b (all for n <= 0), oldest
+// first.
+func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
+	var out []HistoryEntry
+	err := descendHistory(b, func(e HistoryEntry) bool {
+		out = append(out, e)
+		return n <= 0 || len(out) < n
 	})
 	if err != nil {
 		return nil, err
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// descendHistory decodes the entries of b newest first, until fn returns
+// false or an entry does not decode.
+func descendHistory(b bucketView, fn func(HistoryEntry) (more bool)) error {
+	var err error
+	b.descend(func(k, v []byte) bool {
+		if v == nil {
+			err = damaged("%s/%x is a bucket", bucketHistory, k)
+			return false
+		}
+		var e HistoryEntry
+		if e, err = decodeHistory(k, v); err != nil {
+			err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			return false
+		}
+		return fn(e)
+	})
+	return err
 }

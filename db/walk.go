@@ -33,7 +33,8 @@ type walker struct {
 
 // walkTree checks the tree under the active meta page of m, and that it does
 // not reach the freelist's pages.
-func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) error {
+// The walker it returns knows every page the tree and the freelist take.
+func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) (*walker, error) {
 	p := m.Pages[m.Active]
 	w := &walker{f: f, ps: uint64(m.PageSize), hwm: p.Pgid, seen: map[uint64]bool{}}
 	if mem, ok := f.(memPages); ok {
@@ -42,7 +43,7 @@ func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) err
 	for id := freelist; id <= freelist+freelistOverflow; id++ {
 		w.seen[id] = true
 	}
-	return w.page(p.Root, 0)
+	return w, w.page(p.Root, 0)
 }
 
 func (w *walker) page(id uint64, depth int) error {

@@ -182,10 +182,11 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		if err := tx.PutContext(next.context); err != nil {
 			return err
 		}
-		return tx.AppendHistory(db.HistoryEntry{
+		_, err := tx.AppendHistory(db.HistoryEntry{
 			Gen: gen, At: now.UnixNano(), Resumed: sess.Resume, Reason: string(sess.Reason),
 			Bytes: size, Chain: next.chain, Job: sess.Job, TornTail: staged.torn,
 		})
+		return err
 	})
 	if err == nil {
 		err = s.fault(FaultAfterCommit)
