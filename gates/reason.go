@@ -24,6 +24,10 @@ const (
 	// bytes it copied are not the ones the sidecars describe; Evaluate never
 	// returns it, but it belongs to the same vocabulary.
 	TranscriptReplaced Reason = "transcript-replaced"
+	// PromotionLost is decided by the store when a committed promotion's
+	// temp is gone or damaged and the transcript in place is neither the
+	// promoted one nor the one before it.
+	PromotionLost Reason = "promotion-lost"
 )
 
 // Promote outcomes. A refused promote also uses Absent, NotARegularFile and
@@ -32,6 +36,16 @@ const (
 	Promoted      Reason = "promoted"
 	Locked        Reason = "locked"
 	PromoteFailed Reason = "promote-failed"
+	// Superseded: the key's transcript is no longer the one the job's
+	// ticket was resolved from (another job promoted first, or the key was
+	// changed or removed since).
+	Superseded Reason = "superseded"
+	// TranscriptRewritten: the staged file does not begin with exactly the
+	// bytes the job was given; pi only ever appends to its session file.
+	TranscriptRewritten Reason = "transcript-rewritten"
+	// RunIncomplete: the caller required an answered run, and the run's
+	// shape was another.
+	RunIncomplete Reason = "run-incomplete"
 )
 
 // reasons is the closed vocabulary. Kept unexported so no caller can grow it;
@@ -39,8 +53,8 @@ const (
 var reasons = [...]Reason{
 	Resumed, Absent, NotARegularFile, TooLarge, MetaUnreadable, Expired,
 	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
-	Unparseable, ConversationTooOld, TranscriptReplaced,
-	Promoted, Locked, PromoteFailed,
+	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost,
+	Promoted, Locked, PromoteFailed, Superseded, TranscriptRewritten, RunIncomplete,
 }
 
 // Reasons returns every token, read-path reasons in ladder order first, then

@@ -22,7 +22,7 @@ func chkKey(t *testing.T, s *Store, name string) string {
 	t.Helper()
 	key := Key("github", "acme/check", name)
 	for i := range 4 {
-		runJob(t, s, key, localJob(), PromoteRequest{Context: &Reading{Tokens: int64(i), Window: 100}}, "turn "+name)
+		runJob(t, s, key, localJob(), PromoteRequest{Tokens: tok(int64(i)), Window: 100}, "turn "+name)
 	}
 	return key
 }

@@ -37,19 +37,24 @@ func localJob() Job {
 }
 
 // transcriptBytes is a small pi transcript: a header created at created,
-// then one entry per body line.
+// the model it runs (testModel), then one entry per body line.
 func transcriptBytes(created time.Time, body ...string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"type":"session","version":3,"id":"0b9c3f0e-1111-4a2b-8c3d-123456789abc","timestamp":%q,"cwd":"/workspace"}`+"\n", created.UTC().Format("2006-01-02T15:04:05.000Z"))
+	// pi records the model it starts with; the reading a promotion stores
+	// is stamped with it.
+	b.WriteString(`{"type":"model_change","id":"mc000001","parentId":null,"timestamp":"2026-11-01T12:00:00.000Z","provider":"anthropic","modelId":"claude-sonnet-4-5"}` + "\n")
 	for _, line := range body {
 		b.WriteString(entryLine(line))
 	}
 	return b.Bytes()
 }
 
-// entryLine is one user message entry carrying text.
+// entryLine is one user message entry carrying text, a child of the
+// model change transcriptBytes writes: the branch pi reads from the last
+// of them is that model change and that entry.
 func entryLine(text string) string {
-	return fmt.Sprintf(`{"type":"message","id":"00000001","parentId":null,"timestamp":"2026-11-01T12:00:00.000Z","message":{"role":"user","content":%q}}`+"\n", text)
+	return fmt.Sprintf(`{"type":"message","id":"00000001","parentId":"mc000001","timestamp":"2026-11-01T12:00:00.000Z","message":{"role":"user","content":%q}}`+"\n", text)
 }
 
 func stage(t *testing.T, jobDir string, data []byte) {

@@ -100,7 +100,7 @@ func TestHugeHeaderLineIsUnparseable(t *testing.T) {
 	line := `{"type":"session","id":"` + strings.Repeat("a", 20<<20) + `"`
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	stage(t, jobDir, []byte(line+"\n"))
-	mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+	mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, AllowRewrite: true})
 	start := time.Now()
 	got, _ := mustResolve(t, s, testKey, localJob())
 	want(t, got, false, gates.Unparseable)

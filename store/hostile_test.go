@@ -165,7 +165,7 @@ func TestDamagedMetaDBIsMetaUnreadable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			for i := 0; i < 20; i++ { // enough history to grow the file past its first pages
-				runJob(t, s, testKey, localJob(), PromoteRequest{Context: &Reading{Tokens: int64(i), Window: 100}}, "padding padding padding")
+				runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(int64(i)), Window: 100}, "padding padding padding")
 			}
 			damage(t, filepath.Join(root, testKey, db.FileName))
 			sess, _ := mustResolve(t, s, testKey, localJob())

@@ -85,14 +85,22 @@ type PendingReport struct {
 
 // HistoryReport is one audit history entry.
 type HistoryReport struct {
-	Gen      uint64    `json:"gen"`
-	At       time.Time `json:"at"`
-	Resumed  bool      `json:"resumed"`
-	Reason   string    `json:"reason"`
-	Bytes    int64     `json:"bytes"`
-	Chain    uint64    `json:"chain"`
-	Job      string    `json:"job,omitempty"`
-	TornTail bool      `json:"torn_tail,omitempty"`
+	Gen uint64    `json:"gen"`
+	At  time.Time `json:"at"`
+	// Outcome is "promoted", or the refusal recorded: "superseded",
+	// "transcript-rewritten", "run-incomplete".
+	Outcome  string `json:"outcome"`
+	Resumed  bool   `json:"resumed"`
+	Reason   string `json:"reason"`
+	Bytes    int64  `json:"bytes"`
+	Chain    uint64 `json:"chain"`
+	Job      string `json:"job,omitempty"`
+	Ticket   string `json:"ticket,omitempty"`
+	BaseGen  uint64 `json:"base_gen,omitempty"`
+	Run      string `json:"run,omitempty"`
+	TornTail bool   `json:"torn_tail,omitempty"`
+	// Rewritten: promoted with --allow-rewrite over a rewritten prefix.
+	Rewritten bool `json:"rewritten,omitempty"`
 }
 
 // InspectOptions says what InspectWith reports. The zero value reports
@@ -266,9 +274,14 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 		}
 		hs, err := tx.History(history)
 		for _, h := range hs {
+			outcome := h.Outcome
+			if outcome == "" {
+				outcome = string(gates.Promoted)
+			}
 			r.History = append(r.History, HistoryReport{
-				Gen: h.Gen, At: time.Unix(0, h.At).UTC(), Resumed: h.Resumed, Reason: h.Reason,
-				Bytes: h.Bytes, Chain: h.Chain, Job: h.Job, TornTail: h.TornTail,
+				Gen: h.Gen, At: time.Unix(0, h.At).UTC(), Outcome: outcome, Resumed: h.Resumed, Reason: h.Reason,
+				Bytes: h.Bytes, Chain: h.Chain, Job: h.Job, Ticket: h.Ticket, BaseGen: h.BaseGen, Run: h.Run,
+				TornTail: h.TornTail, Rewritten: h.Rewritten,
 			})
 		}
 		return err

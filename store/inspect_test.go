@@ -47,7 +47,7 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 			}
 		},
 		"context full, same model": func(key string) {
-			runJob(t, s, key, localJob(), PromoteRequest{Context: &Reading{Tokens: 90, Window: 100}}, "a")
+			runJob(t, s, key, localJob(), PromoteRequest{Tokens: tok(90), Window: 100}, "a")
 		},
 		"unknown pi version": func(key string) {
 			runJob(t, s, key, Job{Venue: "local"}, PromoteRequest{PiVersion: ""}, "a")
@@ -114,8 +114,8 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 func TestVerdictNeedsModelOnlyForTheContextRung(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{MaxContextPct: 80})
 	full, light := Key("github", "a/b", "full"), Key("github", "a/b", "light")
-	runJob(t, s, full, localJob(), PromoteRequest{Context: &Reading{Tokens: 90, Window: 100}}, "a")
-	runJob(t, s, light, localJob(), PromoteRequest{Context: &Reading{Tokens: 10, Window: 100}}, "a")
+	runJob(t, s, full, localJob(), PromoteRequest{Tokens: tok(90), Window: 100}, "a")
+	runJob(t, s, light, localJob(), PromoteRequest{Tokens: tok(10), Window: 100}, "a")
 	v := inspectOne(t, s, full, InspectOptions{}).Verdict
 	if v.Reason != Undetermined || v.IfMatched != string(gates.ContextTooFull) || !slices.Contains(v.Needs, "model") {
 		t.Fatalf("full context: %+v", v)

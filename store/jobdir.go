@@ -22,6 +22,20 @@ import (
 // will not write through it.
 var ErrStagedNotFile = errors.New("not a regular file or a link: refusing to replace it")
 
+// openJobDir opens the job dir, making it (0700, its last component only)
+// when it does not exist yet: the worker names it, so its path is trusted
+// as the sessions root's is, and a missing parent is still an error.
+func openJobDir(path string) (*os.File, error) {
+	jd, err := fsat.OpenDir(path)
+	if fsat.IsNotExist(err) {
+		if merr := os.Mkdir(path, 0o700); merr != nil && !os.IsExist(merr) {
+			return nil, merr
+		}
+		jd, err = fsat.OpenDir(path)
+	}
+	return jd, err
+}
+
 // stagedDir makes <jobDir>/session (0700, a real directory, never a link)
 // and returns it opened.
 func stagedDir(jd *os.File) (*os.File, error) {

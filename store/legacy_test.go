@@ -79,8 +79,9 @@ func TestFirstPromotionOfALegacyKeyContinuesItsChain(t *testing.T) {
 	if sc.ResumeChain == nil || *sc.ResumeChain != 3 {
 		t.Fatalf("chain after the first db promotion = %v, want 3 (legacy 2 + this delivery)", sc.ResumeChain)
 	}
-	if sc.Context == nil || sc.Context.Tokens != 1000 {
-		t.Fatalf("a resumed run with no reading lost the legacy reading: %+v", sc.Context)
+	// The reading is the promoted transcript's own, not the legacy one.
+	if end := endOf(t, readCanonical(t, root, testKey)); sc.Context == nil || sc.Context.Tokens != end.Tokens || sc.Context.Model != testModel {
+		t.Fatalf("the first db promotion stored %+v, pi reads %d tokens", sc.Context, end.Tokens)
 	}
 	var layout Layout
 	s.Inspect(0, func(r KeyReport) error { layout = r.Layout; return nil })

@@ -23,8 +23,11 @@ import (
 // marker and promote while dumps walk it, and a wider one of 64 keys where
 // jobs race a reaper that expires everything at once. It asserts zero torn
 // keys, zero lost or shared acknowledged promotions on the hot root, zero
-// crashes, and reports operations per second, resolve and promote latency
-// percentiles and the locked rate.
+// crashes, every promote promoted, superseded or locked (promote-failed
+// only where the reaper removed a key under a waiting writer), and every
+// acknowledged promotion of the hot root present, in order, in its key's
+// final transcript; it reports operations per second, resolve and promote
+// latency percentiles and the superseded and locked rates.
 func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test; runs without -short")
@@ -77,7 +80,27 @@ func TestLoad(t *testing.T) {
 		if !sess.Resume || sess.Gen() != max || markerOf(data, 1) != acked[max].marker {
 			t.Errorf("key %s ends at gen %d %q (%s); last acknowledged gen %d %q", key, sess.Gen(), markerOf(data, 1), sess.Reason, max, acked[max].marker)
 		}
+		// The job contract makes the acknowledged promotions of a key one
+		// line of descent: each was made onto the one before it, so the
+		// final transcript holds every acknowledged marker, in order.
+		gens := make([]uint64, 0, len(acked))
+		for g := range acked {
+			gens = append(gens, g)
+		}
+		sort.Slice(gens, func(i, j int) bool { return gens[i] < gens[j] })
+		rest := string(data)
+		for _, g := range gens {
+			i := strings.Index(rest, `"content":"`+acked[g].marker+`"`)
+			if i < 0 {
+				t.Errorf("key %s: the promotion acknowledged as gen %d (%s) is lost from the final transcript", key, g, acked[g].marker)
+				break
+			}
+			rest = rest[i:]
+		}
 		for _, h := range historyOf(t, hot, key) {
+			if h.Outcome != "" {
+				continue // a refusal: recorded, nothing promoted
+			}
 			if a, ok := acked[h.Gen]; !ok || a.bytes != h.Bytes {
 				t.Errorf("key %s history gen %d (%d bytes) does not match an acknowledged promotion (%+v, %v)", key, h.Gen, h.Bytes, a, ok)
 			}
@@ -96,8 +119,8 @@ func TestLoad(t *testing.T) {
 	total := len(lines)
 	t.Logf("%d processes x %d goroutines, %ds: %d operations, %.0f ops/s", procs, gor, secs, total, float64(total)/float64(secs))
 	t.Logf("resolve p50 %v p99 %v (n=%d); promote p50 %v p99 %v (n=%d)", pct(r.resolve, 50), pct(r.resolve, 99), len(r.resolve), pct(r.promote, 50), pct(r.promote, 99), len(r.promote))
-	t.Logf("promotions: %d promoted, %d locked (%.2f%%, wait p50 %v max %v), %d promote-failed (reaped under a waiting writer); dumps %d, reaps %d removing %d keys",
-		r.promoted, len(r.locked), 100*float64(len(r.locked))/float64(max(1, len(r.promote))), pct(r.locked, 50), pct(r.locked, 100), r.failed, r.dumps, r.reaps, r.reaped)
+	t.Logf("promotions: %d promoted, %d superseded (%.1f%%), %d locked (%.2f%%, wait p50 %v max %v), %d promote-failed (reaped under a waiting writer); dumps %d, reaps %d removing %d keys",
+		r.promoted, r.superseded, 100*float64(r.superseded)/float64(max(1, len(r.promote))), len(r.locked), 100*float64(len(r.locked))/float64(max(1, len(r.promote))), pct(r.locked, 50), pct(r.locked, 100), r.failed, r.dumps, r.reaps, r.reaped)
 	for cause, n := range r.causes {
 		t.Logf("promote-failed cause: %s (%d)", cause, n)
 	}
@@ -115,6 +138,7 @@ type loadReport struct {
 	acked                    map[string]map[uint64]loadAck
 	resolve, promote, locked []time.Duration
 	promoted, failed         int
+	superseded               int
 	dumps, reaps, reaped     int
 	causes                   map[string]int // promote-failed causes
 }
@@ -142,6 +166,8 @@ func summarize(t *testing.T, lines []string) loadReport {
 					}
 					r.acked[f[2]][gen] = loadAck{f[7], n}
 				}
+			case gates.Superseded:
+				r.superseded++ // another job promoted onto this one's base first
 			case gates.Locked:
 				r.locked = append(r.locked, d(4))
 			case gates.PromoteFailed:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -16,22 +17,38 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
+	"sessdb/store/models"
+	"sessdb/store/transcript"
 )
 
-// Reading is a context measurement a run reported: tokens in use and the
-// model's window. The store stamps it with the session's model.
+// Reading is a context measurement: tokens in use out of the model's
+// window, and the model that measured it.
 type Reading struct {
-	Tokens int64 `json:"tokens"`
-	Window int64 `json:"window"`
+	Tokens int64  `json:"tokens"`
+	Window int64  `json:"window"`
+	Model  string `json:"model"`
 }
 
-// PromoteRequest is what a completed run reports besides its transcript.
+// PromoteRequest is what the caller says about a completed run besides its
+// transcript. The zero value promotes with an unknown pi version, the
+// reading computed from the transcript, and no requirement on the run.
 type PromoteRequest struct {
 	// PiVersion is the pi version that wrote the transcript; "" records
 	// "unknown", which the version gate refuses.
 	PiVersion string
-	// Context is the run's context reading; nil means it reported none.
-	Context *Reading
+	// Tokens, when non-nil, replaces the context tokens the store computes
+	// from the transcript (pi 0.58.3's own end-of-run reading).
+	Tokens *int64
+	// Window, when non-zero, is the model's context window; zero looks the
+	// transcript's model up in Options.Models and then in pi's built-in
+	// table. A reading with no window is no measurement.
+	Window int64
+	// Require is "" to record the run's shape only, or transcript.Answered to
+	// refuse any other shape as run-incomplete.
+	Require transcript.Shape
+	// AllowRewrite promotes a staged file that does not begin with exactly
+	// the bytes the job was given; the history records it as rewritten.
+	AllowRewrite bool
 }
 
 // PromoteResult is the outcome of a Promote.
@@ -41,21 +58,44 @@ type PromoteResult struct {
 	Reason   gates.Reason `json:"reason"`
 	Bytes    int64        `json:"bytes"`
 	Gen      uint64       `json:"gen"`
-	TornTail bool         `json:"torn_tail,omitempty"`
+	// Run is the shape of what the job appended (transcript.Unchanged when
+	// nothing), once the staged file was read.
+	Run transcript.Shape `json:"run,omitempty"`
+	// Repeat is true when the ticket had promoted already: the result is
+	// the first promotion's, and nothing was written again.
+	Repeat bool `json:"repeat,omitempty"`
+	// SupersededBy is the generation the key holds instead of the ticket's
+	// base, for a superseded promotion (0: the key holds no record).
+	SupersededBy uint64 `json:"superseded_by,omitempty"`
+	// Rewritten is true when an allowed rewrite was promoted.
+	Rewritten bool `json:"rewritten,omitempty"`
+	TornTail  bool `json:"torn_tail,omitempty"`
 }
 
+// ErrWrongRoot is returned by Promote when the ticket was issued by a
+// store with another sessions root: nothing is written anywhere.
+var ErrWrongRoot = errors.New("the ticket was issued for another sessions root")
+
 // Promote takes the transcript a completed run left in
-// <sess.JobDir>/session/current.jsonl and makes it the key's transcript.
-// Only the caller knows that the run completed; call Promote for completed
-// runs only.
+// <sess.JobDir>/session/current.jsonl and makes it the key's transcript,
+// once, and only onto the transcript the job's ticket was resolved from.
 //
-// A staged file that is missing or empty is absent, one that is a link, a
-// FIFO or anything but a regular file is not-a-regular-file, one over the
-// size cap is too-large; nothing is touched for any of them. A key whose
-// lock is not had in time is locked: the run's transcript is discarded,
-// never queued and never clobbering. A fault after the lock is
-// promote-failed, returned together with its cause; the key's transcript is
-// then the old one or the new one, never a mix.
+// Before anything is written: a ticket from another sessions root is
+// ErrWrongRoot. A staged file that is missing or empty is absent, one that
+// is a link, a FIFO or anything but a regular file is not-a-regular-file,
+// one over the size cap is too-large; nothing is touched for any of them.
+//
+// Under the key's exclusive lock, in this order: a ticket that promoted
+// already repeats its first result (Repeat, nothing written); a key whose
+// transcript is no longer the ticket's base is superseded; a staged file
+// that does not begin with the bytes the job was given is
+// transcript-rewritten (unless AllowRewrite); a run whose shape is not the
+// one required is run-incomplete. These refusals change nothing but the
+// key's history, which records them once per ticket. A key whose lock is
+// not had in time is locked: the run's transcript is discarded, never
+// queued and never clobbering. A fault after the lock is promote-failed,
+// returned together with its cause; the key's transcript is then the old
+// one or the new one, never a mix.
 //
 // A staged transcript whose last line has no newline (pi stopped mid-append)
 // is promoted with a newline added, so that pi's next append starts a line
@@ -65,17 +105,22 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	if !ValidKey(sess.Key) {
 		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrInvalidKey)
 	}
+	if req.Require != "" && req.Require != transcript.Answered {
+		return res, fmt.Errorf("promote %s: require %q: only %q can be required", sess.Key, req.Require, transcript.Answered)
+	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)
 	switch {
+	case errors.Is(err, ErrWrongRoot):
+		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil:
 		res.Promoted, res.Reason = false, gates.PromoteFailed
 		log.Error().Err(err).Msg("session_store_failed")
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case res.Promoted:
-		log.Info().Int64("bytes", res.Bytes).Uint64("gen", res.Gen).Bool("torn_tail", res.TornTail).Msg("session_promoted")
+		log.Info().Int64("bytes", res.Bytes).Uint64("gen", res.Gen).Str("run", string(res.Run)).Bool("repeat", res.Repeat).Bool("torn_tail", res.TornTail).Msg("session_promoted")
 	default:
-		log.Info().Str("reason", string(res.Reason)).Msg("session_promote_skipped")
+		log.Info().Str("reason", string(res.Reason)).Uint64("superseded_by", res.SupersededBy).Msg("session_promote_skipped")
 	}
 	return res, err
 }
@@ -83,7 +128,16 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (PromoteResult, error) {
 	refuse := func(r gates.Reason) (PromoteResult, error) { res.Reason = r; return res, nil }
 
-	// Step 1: inspect the staged file, touching nothing.
+	// Step 0: the ticket must be this store's, before anything is written
+	// anywhere (a ticket for another root would otherwise create its key
+	// here).
+	if err := s.checkRoot(sess); err != nil {
+		return res, err
+	}
+
+	// Step 1: inspect the staged file, touching nothing, and read it once,
+	// unlocked: whether it begins with what the job was given, pi's own
+	// reading and model at its end, and the run's shape.
 	staged, reason, err := s.openStaged(sess.JobDir)
 	if err != nil {
 		return res, err
@@ -92,28 +146,14 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		return refuse(reason)
 	}
 	defer staged.f.Close()
+	content, err := readStaged(staged, sess)
+	if err != nil {
+		return res, err
+	}
+	res.Run = content.run
 
 	// Step 2: the key's exclusive lock (creating meta.db if need be).
-	if err := os.MkdirAll(s.root, 0o700); err != nil {
-		return res, err
-	}
-	root, err := fsat.OpenDir(s.root)
-	if err != nil {
-		return res, err
-	}
-	defer root.Close()
-	created, err := fsat.MkdirNew(root, sess.Key, 0o700)
-	if err != nil {
-		return res, err
-	}
-	if created {
-		// The key dir's own name must survive a power cut too, or the
-		// first promotion of a key could vanish with it.
-		if err := s.disk.syncDir(root); err != nil {
-			return res, err
-		}
-	}
-	kd, err := fsat.OpenDirAt(root, sess.Key)
+	kd, err := s.openKeyDirForWrite(sess.Key)
 	if errors.Is(err, fsat.ErrNotDir) {
 		return refuse(gates.NotARegularFile)
 	}
@@ -131,7 +171,14 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	defer d.Close()
 
 	var prev db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { prev, err = tx.Sidecars(); return err }); err != nil {
+	var history []db.HistoryEntry
+	if err := d.View(func(tx *db.Tx) (err error) {
+		if prev, err = tx.Sidecars(); err != nil {
+			return err
+		}
+		history, err = tx.History(0)
+		return err
+	}); err != nil {
 		return res, err
 	}
 	// Step 3: finish what a crash left behind. The pending entry itself is
@@ -141,7 +188,31 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	}
 	sweepTemps(kd)
 
-	// Step 4: the new transcript under a temp name, durable before the
+	// Step 4: the job's contract, in the order the doc gives.
+	cur, err := currentBase(kd, prev)
+	if err != nil {
+		return res, err
+	}
+	if sess.Ticket != "" {
+		if e, ok := findPromotion(history, sess.Ticket); ok {
+			res.Promoted, res.Repeat, res.Reason = true, true, gates.Promoted
+			res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
+			return res, nil
+		}
+		if !sess.Base.same(cur.base, cur.file) {
+			res.SupersededBy = cur.base.Gen
+			return s.refuseRecorded(d, prev, history, sess, res, gates.Superseded)
+		}
+		if !content.prefixOK && !req.AllowRewrite {
+			return s.refuseRecorded(d, prev, history, sess, res, gates.TranscriptRewritten)
+		}
+	}
+	if req.Require != "" && content.run != req.Require {
+		return s.refuseRecorded(d, prev, history, sess, res, gates.RunIncomplete)
+	}
+	rewritten := sess.Ticket != "" && !content.prefixOK
+
+	// Step 5: the new transcript under a temp name, durable before the
 	// commit that names it: its data by the file's fsync, its name by the
 	// directory's. Without the second, a power cut after the commit can
 	// lose the name, and the record would then describe neither the temp
@@ -151,23 +222,29 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err != nil {
 		return res, err
 	}
+	if sum != content.sum {
+		fsat.UnlinkAt(kd, tmp)
+		return res, fmt.Errorf("copy %s: the staged file changed while it was promoted", staged.f.Name())
+	}
 	if err := s.disk.syncDir(kd); err != nil {
 		return res, err
 	}
 
-	// Step 5: one transaction for the identity, every sidecar and the
-	// history; bbolt fsyncs the commit.
-	next := s.nextSidecars(kd, sess, req, prev)
+	// Step 6: one transaction for the identity, every sidecar and the
+	// history; bbolt fsyncs the commit. The generation grows from the
+	// record's, never from the base's: a promotion lost in a crash keeps
+	// its number.
+	next := s.nextSidecars(kd, sess, req, prev, content)
 	var gen uint64 = 1
 	if prev.Transcript != nil {
-		gen = prev.Transcript.Gen + 1
+		gen = satAdd(prev.Transcript.Gen, 1)
 	}
 	now := s.opts.Now()
 	err = d.Update(func(tx *db.Tx) error {
 		if err := tx.PutTranscript(db.Transcript{Gen: gen, Size: size, CRC32C: uint64(sum), PromotedAt: now.UnixNano()}); err != nil {
 			return err
 		}
-		if err := tx.PutPending(&db.Pending{Tmp: tmp, Size: size, CRC32C: uint64(sum), Gen: gen}); err != nil {
+		if err := tx.PutPending(&db.Pending{Tmp: tmp, Size: size, CRC32C: uint64(sum), Gen: gen, Prev: cur.record}); err != nil {
 			return err
 		}
 		if err := tx.PutPiVersion(req.PiVersion); err != nil {
@@ -185,6 +262,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		_, err := tx.AppendHistory(db.HistoryEntry{
 			Gen: gen, At: now.UnixNano(), Resumed: sess.Resume, Reason: string(sess.Reason),
 			Bytes: size, Chain: next.chain, Job: sess.Job, TornTail: staged.torn,
+			Ticket: sess.Ticket, Run: string(content.run), Rewritten: rewritten, BaseGen: sess.Base.Gen,
 		})
 		return err
 	})
@@ -197,7 +275,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		return res, err
 	}
 
-	// Step 6: the rename makes it the transcript; the directory fsync
+	// Step 7: the rename makes it the transcript; the directory fsync
 	// makes the rename durable. Only then is it promoted.
 	if err := s.disk.rename(kd, tmp, TranscriptName); err != nil {
 		return res, err
@@ -208,7 +286,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err := s.disk.syncDir(kd); err != nil {
 		return res, err
 	}
-	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail = true, gates.Promoted, size, gen, staged.torn
+	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail, res.Rewritten = true, gates.Promoted, size, gen, staged.torn, rewritten
 
 	// The pending entry stays: its temp is gone, which settles it (see
 	// pendingInFlight), and the next writer's commit replaces it. Clearing
@@ -217,6 +295,137 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		s.opts.Logger.Warn().Str("key", sess.Key).Err(err).Msg("session_fault_after_landing")
 	}
 	return res, nil
+}
+
+// checkRoot refuses a ticket issued by a store with another root. Two
+// spellings of one directory (a link, a bind mount) are the same root.
+func (s *Store) checkRoot(sess Session) error {
+	if sess.Ticket == "" {
+		return nil // a ticket from before the job contract names no root
+	}
+	mine, err := s.absRoot()
+	if err != nil {
+		return err
+	}
+	if mine == sess.Root {
+		return nil
+	}
+	a, aerr := os.Stat(mine)
+	b, berr := os.Stat(sess.Root)
+	if aerr == nil && berr == nil && os.SameFile(a, b) {
+		return nil
+	}
+	return fmt.Errorf("%w: the ticket names %s, this store is %s", ErrWrongRoot, sess.Root, mine)
+}
+
+// openKeyDirForWrite makes the sessions root and the key dir if need be
+// (the key dir's name made durable) and opens the key dir without
+// following a link: a link or non-directory there is fsat.ErrNotDir.
+func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
+	if err := os.MkdirAll(s.root, 0o700); err != nil {
+		return nil, err
+	}
+	root, err := fsat.OpenDir(s.root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	created, err := fsat.MkdirNew(root, key, 0o700)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		// The key dir's own name must survive a power cut too, or the
+		// first promotion of a key could vanish with it.
+		if err := s.disk.syncDir(root); err != nil {
+			return nil, err
+		}
+	}
+	return fsat.OpenDirAt(root, key)
+}
+
+// keyState is what a key holds, as the writer sees it under the exclusive
+// lock once any promotion in flight is settled.
+type keyState struct {
+	base   Base
+	file   *unix.Stat_t   // the transcript in place, if a regular file
+	record *db.Transcript // the identity the next pending entry keeps as Prev
+}
+
+// currentBase is the key's base under the writer's lock (see baseOf). A
+// committed promotion whose temp was lost before its rename (gone, or
+// damaged and swept) leaves a record that describes no file; if the
+// transcript in place is the generation before it, that generation is what
+// the key holds, as Resolve serves it.
+func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
+	var ks keyState
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	switch {
+	case err == nil && fsat.IsRegular(&st):
+		ks.file = &st
+	case err == nil || fsat.IsNotExist(err):
+	default:
+		return ks, err
+	}
+	ks.record = sc.Transcript
+	if lostPromotion(kd, sc, ks.file) {
+		ks.record = sc.Pending.Prev
+	}
+	ks.base = baseOf(ks.record, ks.file)
+	return ks, nil
+}
+
+// lostPromotion reports whether the transcript in place (st) is the
+// generation before the record's, which is what a committed promotion
+// whose temp was lost before its rename leaves. Each promotion appends, so
+// sizes tell the two apart without a read in all but the rarest case.
+func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) bool {
+	p := sc.Pending
+	if p == nil || p.Prev == nil || sc.Transcript == nil || st == nil || st.Size != p.Prev.Size {
+		return false
+	}
+	rec := sc.Transcript
+	if st.Size == rec.Size && fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C) {
+		return false
+	}
+	return fileMatches(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+}
+
+// findPromotion returns the history entry of the promotion made with
+// ticket, if the ring still holds it.
+func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if e := history[i]; e.Ticket == ticket && e.Outcome == "" {
+			return e, true
+		}
+	}
+	return db.HistoryEntry{}, false
+}
+
+// refuseRecorded refuses the promotion with reason and records the refusal
+// in the key's history, once per ticket and reason, so that a runner that
+// retries cannot push real promotions out of the ring. A key with no record
+// yet (a legacy key, a first promotion) keeps no history: the refusal is
+// logged only.
+func (s *Store) refuseRecorded(d *db.DB, prev db.Sidecars, history []db.HistoryEntry, sess Session, res PromoteResult, reason gates.Reason) (PromoteResult, error) {
+	res.Reason = reason
+	if prev.Transcript == nil {
+		return res, nil
+	}
+	for _, e := range history {
+		if sess.Ticket != "" && e.Ticket == sess.Ticket && e.Outcome == string(reason) {
+			return res, nil
+		}
+	}
+	err := d.Update(func(tx *db.Tx) error {
+		_, err := tx.AppendHistory(db.HistoryEntry{
+			Gen: prev.Transcript.Gen, At: s.opts.Now().UnixNano(), Outcome: string(reason),
+			Resumed: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
+			Job: sess.Job, Ticket: sess.Ticket, Run: string(res.Run), BaseGen: sess.Base.Gen,
+		})
+		return err
+	})
+	return res, err
 }
 
 type stagedFile struct {
@@ -348,14 +557,20 @@ type nextState struct {
 	context *db.Context
 }
 
-// nextSidecars applies the legacy sidecar rules. The chain counts the
-// host's deliveries: one more when the host handed the key's transcript to
-// this run, 0 after a cold start. A cold run's own reading describes the
-// conversation it promoted, so it is kept; with no reading, a cold start
-// clears the old one (it was about another conversation) and a resumed run
-// keeps it. A key that has no record yet but legacy files (its first
-// promotion since a partial migration) continues from the legacy values.
-func (s *Store) nextSidecars(kd *os.File, sess Session, req PromoteRequest, prev db.Sidecars) nextState {
+// nextSidecars applies the sidecar rules. The chain counts the host's
+// deliveries: one more when the host handed the key's transcript to this
+// run, 0 after a cold start; it saturates instead of wrapping, so a bound
+// never stops refusing. A key that has no record yet but legacy files (its
+// first promotion since a partial migration) continues from the legacy
+// chain.
+//
+// The reading is pi's own at the end of the run, computed on the promoted
+// transcript, with the caller's overrides (see PromoteRequest). An unknown
+// reading (a compaction with no fresh usage since) or an unknown window is
+// no measurement, and clears the previous one: it described a context that
+// no longer exists. A cold run's own reading is kept (the legacy store
+// deleted it, so a conversation promoted full resumed once more).
+func (s *Store) nextSidecars(kd *os.File, sess Session, req PromoteRequest, prev db.Sidecars, content stagedContent) nextState {
 	n := nextState{venue: sess.Venue}
 	if n.venue == "" {
 		// A job whose venue is unknown never resumes; its promotion leaves
@@ -363,25 +578,43 @@ func (s *Store) nextSidecars(kd *os.File, sess Session, req PromoteRequest, prev
 		n.venue = legacy.PendingVenue
 	}
 	var chain uint64
-	prevContext := prev.Context
 	if prev.Transcript == nil {
 		chain = legacy.ReadResumeChain(kd)
-		if c := legacy.ReadContext(kd); c != nil {
-			prevContext = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
-		}
 	} else if prev.ResumeChain != nil {
 		chain = *prev.ResumeChain
 	}
 	if sess.Resume {
-		n.chain = chain + 1
+		n.chain = satAdd(chain, 1)
 	}
-	switch {
-	case req.Context != nil:
-		n.context = &db.Context{Tokens: req.Context.Tokens, Window: req.Context.Window, Model: sess.Model}
-	case sess.Resume:
-		n.context = prevContext
+	tokens, known := content.end.Tokens, content.end.Known
+	if req.Tokens != nil {
+		tokens, known = *req.Tokens, true
+	}
+	model := content.end.Model
+	window := req.Window
+	if window == 0 {
+		window, _ = s.windows().Window(model)
+	}
+	if known && window > 0 {
+		n.context = &db.Context{Tokens: tokens, Window: window, Model: model}
 	}
 	return n
+}
+
+// windows is where a model's context window is looked up.
+func (s *Store) windows() Windows {
+	if s.opts.Models == nil {
+		return models.Builtin()
+	}
+	return s.opts.Models
+}
+
+// satAdd is a+b, or the largest uint64 where that would wrap.
+func satAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // pendingInFlight reports whether p is a promotion still in flight:
@@ -429,21 +662,23 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
 }
 
-func tempMatches(kd *os.File, p *db.Pending) bool {
-	f, err := fsat.OpenAt(kd, p.Tmp, unix.O_RDONLY, 0)
+func tempMatches(kd *os.File, p *db.Pending) bool { return fileMatches(kd, p.Tmp, p.Size, p.CRC32C) }
+
+// fileMatches reports whether name in kd is a regular file of size bytes
+// with CRC32C sum, reading no more than size+1 bytes of it.
+func fileMatches(kd *os.File, name string, size int64, sum uint64) bool {
+	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	st, err := fsat.Fstat(f)
-	if err != nil || !fsat.IsRegular(&st) || st.Size != p.Size {
+	if err != nil || !fsat.IsRegular(&st) || st.Size != size {
 		return false
 	}
 	h := crc32.New(castagnoli)
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size)); err != nil {
-		return false
-	}
-	return uint64(h.Sum32()) == p.CRC32C
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
+	return err == nil && n == size && uint64(h.Sum32()) == sum
 }
 
 // sweepTemps removes promotion temps. Only a holder of the key's exclusive
@@ -501,4 +736,74 @@ func (s *Store) RollForward(key string) (bool, error) {
 	}
 	sweepTemps(kd)
 	return settled, nil
+}
+
+// stagedContent is what one read of the staged file learns, before the
+// key is locked.
+type stagedContent struct {
+	sum      uint32 // CRC32C of what is promoted: the staged file, and a torn tail's newline
+	prefixOK bool   // it begins with exactly the bytes the job was given
+	end      transcript.End
+	run      transcript.Shape
+}
+
+// readStaged reads the staged file once, to its size at open: its
+// checksum, the checksum of its first sess.Bytes bytes, and pi's end of
+// run. The copy into the key dir checksums the file again and must agree,
+// so what was judged here is what is promoted.
+func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
+	var c stagedContent
+	split := &crcSplit{at: sess.Bytes}
+	src := io.TeeReader(io.NewSectionReader(sf.f, 0, sf.size), split)
+	end, err := transcript.ReadEnd(src)
+	if err != nil {
+		// A transcript pi itself could not load (a branch with a cycle, a
+		// line past the scanner's bound) has no reading and no shape; it is
+		// still the job's work, and promoted as such. The rest of the file
+		// must pass through the checksum all the same.
+		if _, derr := io.Copy(io.Discard, src); derr != nil {
+			return c, fmt.Errorf("read %s: %w", sf.f.Name(), derr)
+		}
+		end = transcript.End{}
+	}
+	if split.off != sf.size {
+		return c, fmt.Errorf("read %s: %d of %d bytes", sf.f.Name(), split.off, sf.size)
+	}
+	c.sum, c.end = split.sum, end
+	if sf.torn {
+		c.sum = crc32.Update(c.sum, castagnoli, []byte{'\n'}) // the copy adds it
+	}
+	// A ticket from before the job contract carries no checksum of what
+	// it delivered; its prefix cannot be checked.
+	c.prefixOK = sess.Ticket == "" || sf.size >= sess.Bytes && split.prefix == uint32(sess.CRC32C)
+	switch {
+	case c.prefixOK && sf.size == sess.Bytes:
+		c.run = transcript.Unchanged
+	default:
+		c.run = end.Last.Shape()
+	}
+	return c, nil
+}
+
+// crcSplit is a writer that checksums everything written to it, and
+// remembers the checksum of the first at bytes.
+type crcSplit struct {
+	at, off     int64
+	sum, prefix uint32
+}
+
+func (c *crcSplit) Write(b []byte) (int, error) {
+	n := len(b)
+	if c.off <= c.at && c.at < c.off+int64(n) {
+		k := c.at - c.off
+		c.sum = crc32.Update(c.sum, castagnoli, b[:k])
+		c.prefix = c.sum
+		b = b[k:]
+	}
+	c.sum = crc32.Update(c.sum, castagnoli, b)
+	c.off += int64(n)
+	if c.off == c.at {
+		c.prefix = c.sum
+	}
+	return n, nil
 }

@@ -77,7 +77,7 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 
 	// The job dir: an earlier resolve's ticket goes first, so that a fault
 	// from here on leaves no ticket at all; then a fresh staged file.
-	jd, err := fsat.OpenDir(jobDir)
+	jd, err := openJobDir(jobDir)
 	if err != nil {
 		return Session{}, err
 	}
@@ -152,16 +152,35 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 	// A legacy key is not locked: the legacy store's venue re-check still
 	// applies, ahead of the identity check, as its order was the contract.
 	if k.layout == LayoutLegacy && legacy.ReadVenue(k.dir) != k.obs.Venue {
-		if err := staged.Truncate(0); err != nil {
-			return err
-		}
-		return cold(gates.VenueChanged)
+		return coldAfterCopy(staged, gates.VenueChanged, cold)
 	}
-	if !k.matches(size, sum) {
-		if err := staged.Truncate(0); err != nil {
+	switch {
+	case k.matches(size, sum):
+	case !k.fromTemp && k.matchesPrev(size, sum):
+		// A committed promotion's temp is gone, and what is in place is
+		// the generation before it: that is what the key holds.
+		sess.Base = baseOf(k.pending.Prev, nil)
+	case k.fromTemp:
+		// The committed promotion's temp is damaged: the transcript in
+		// place may still be the generation before it.
+		if err := resetStaged(staged); err != nil {
 			return err
 		}
-		return cold(gates.TranscriptReplaced)
+		if err := k.reopenInPlace(); err != nil {
+			return err
+		}
+		if k.transcript == nil {
+			return cold(gates.PromotionLost)
+		}
+		if size, sum, err = copyCounted(staged, k.transcript, k.expectSize+1); err != nil {
+			return err
+		}
+		if !k.matchesPrev(size, sum) {
+			return coldAfterCopy(staged, gates.PromotionLost, cold)
+		}
+		sess.Base = baseOf(k.pending.Prev, nil)
+	default:
+		return coldAfterCopy(staged, gates.TranscriptReplaced, cold)
 	}
 	sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = true, gates.Resumed, size, Checksum(sum)
 	if k.layout == LayoutLegacy {
@@ -170,6 +189,23 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 		sess.Base.Size, sess.Base.CRC32C = size, Checksum(sum)
 	}
 	return nil
+}
+
+// resetStaged empties the staged file for another copy or a cold start.
+func resetStaged(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
+}
+
+// coldAfterCopy empties the staged file a copy filled, and cold-starts.
+func coldAfterCopy(staged *os.File, r gates.Reason, cold func(gates.Reason) error) error {
+	if err := resetStaged(staged); err != nil {
+		return err
+	}
+	return cold(r)
 }
 
 // copyCounted copies at most limit bytes from src (from offset 0) to dst,
@@ -259,6 +295,8 @@ type keyDir struct {
 	notDir     bool // the key dir is a link or not a directory
 	locked     bool // the shared lock was not had in time
 	sidecars   db.Sidecars
+	pending    *db.Pending // resolve only: a promotion committed, renamed or not
+	fromTemp   bool        // resolve only: the transcript opened is pending's temp
 	metaErr    error
 	header     transcript.Header
 	headerErr  error
@@ -341,7 +379,18 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 		}
 	}
 
-	if err := k.openTranscript(); err != nil {
+	// A promotion committed but not yet renamed into place (a crash, or a
+	// power cut, between the two) is served from its temp, which is whole
+	// whenever the commit is: the conversation resumes at exactly the state
+	// that was committed, and nothing is written here.
+	name := TranscriptName
+	if p := k.sidecars.Pending; !forDump && p != nil && !k.obs.MetaUnreadable {
+		k.pending = p
+		if pendingInFlight(k.dir, p) {
+			name, k.fromTemp = p.Tmp, true
+		}
+	}
+	if err := k.openTranscript(name); err != nil {
 		return nil, err
 	}
 	switch {
@@ -362,8 +411,8 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 	return k, nil
 }
 
-func (k *keyDir) openTranscript() error {
-	f, err := fsat.OpenAt(k.dir, TranscriptName, unix.O_RDONLY, 0)
+func (k *keyDir) openTranscript(name string) error {
+	f, err := fsat.OpenAt(k.dir, name, unix.O_RDONLY, 0)
 	switch {
 	case err == nil:
 	case fsat.IsNotExist(err):
@@ -409,6 +458,9 @@ func (k *keyDir) observeDB() {
 		k.identity = sc.Transcript
 		k.obs.LastPromotion = time.Unix(0, sc.Transcript.PromotedAt)
 		k.expectSize = sc.Transcript.Size
+		if p := k.pending; p != nil && p.Prev != nil {
+			k.expectSize = max(k.expectSize, p.Prev.Size)
+		}
 	}
 	k.obs.Venue = stampOf(sc.Venue)
 	k.obs.PiVersion = stampOf(sc.PiVersion)
@@ -456,6 +508,33 @@ func (k *keyDir) matches(size int64, sum uint32) bool {
 	}
 	st, err := fsat.LstatAt(k.dir, TranscriptName)
 	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
+}
+
+// matchesPrev reports whether a copy of size bytes with CRC32C sum is the
+// generation before a committed promotion: what is in place when that
+// promotion's temp was lost before its rename.
+func (k *keyDir) matchesPrev(size int64, sum uint32) bool {
+	if k.pending == nil || k.pending.Prev == nil {
+		return false
+	}
+	p := k.pending.Prev
+	return p.Size == size && p.CRC32C == uint64(sum)
+}
+
+// reopenInPlace replaces the pending temp that was opened as the
+// transcript with current.jsonl, under the same lock.
+func (k *keyDir) reopenInPlace() error {
+	if k.transcript != nil {
+		k.transcript.Close()
+		k.transcript = nil
+	}
+	if err := k.openTranscript(TranscriptName); err != nil {
+		return err
+	}
+	if p := k.pending.Prev; p != nil {
+		k.expectSize = p.Size // no more is read than the generation it could be
+	}
+	return nil
 }
 
 func (k *keyDir) close() {

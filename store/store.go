@@ -63,6 +63,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Models looks up a model's context window for the reading a
+	// promotion stores; nil means pi 0.58.3's built-in models.
+	Models Windows
 	// Fault, when non-nil, is called at every write boundary of Promote,
 	// Reap and the move-aside repair, and at the read boundaries of Resolve
 	// (not of dump or check, which share Resolve's reader); a non-nil error
@@ -74,6 +77,11 @@ type Options struct {
 	// step, or to change the filesystem under it (TestKeyDirSwap*);
 	// production leaves it nil.
 	Fault func(FaultPoint) error
+}
+
+// Windows looks up the context window of a model named "provider/id".
+type Windows interface {
+	Window(model string) (int64, bool)
 }
 
 // FaultPoint names a write boundary of a protocol (see Options.Fault).

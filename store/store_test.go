@@ -10,6 +10,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/store/transcript"
 )
 
 func TestKeyMatchesLegacyDerivation(t *testing.T) {
@@ -174,7 +175,7 @@ func TestContextBound(t *testing.T) {
 		resume bool
 	}{{159999, true}, {160000, false}, {180000, false}} {
 		s, _, _ := newTestStore(t, gates.Bounds{MaxContextPct: 80})
-		runJob(t, s, testKey, localJob(), PromoteRequest{Context: &Reading{Tokens: c.tokens, Window: 200000}}, "x")
+		runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(c.tokens), Window: 200000}, "x")
 		sess, _ := mustResolve(t, s, testKey, localJob())
 		if sess.Resume != c.resume || (!c.resume && sess.Reason != gates.ContextTooFull) {
 			t.Errorf("%d/200000 at 80%%: %+v", c.tokens, sess)
@@ -187,26 +188,82 @@ func TestContextBound(t *testing.T) {
 	}
 }
 
-func TestContextReadingKeptAndCleared(t *testing.T) {
+// The reading a promotion stores is pi's own at the end of the run,
+// computed on the promoted transcript and stamped with the model pi
+// resumes with; the runner's numbers only override it (issue 11).
+func TestContextReadingComesFromTheTranscript(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
-	runJob(t, s, testKey, localJob(), PromoteRequest{Context: &Reading{Tokens: 12345, Window: 200000}}, "a")
-	c := contextOf(t, root, testKey)
-	if c == nil || c.Tokens != 12345 || c.Window != 200000 || c.Model != "anthropic/claude-sonnet-4-5" {
-		t.Fatalf("context after promote = %+v", c)
+	// The runner's override: tokens and window as given, the model the
+	// transcript's.
+	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(12345), Window: 200000}, "a")
+	if c := contextOf(t, root, testKey); c == nil || c.Tokens != 12345 || c.Window != 200000 || c.Model != testModel {
+		t.Fatalf("context after an override = %+v", c)
 	}
-	// A resumed run that reports nothing keeps the reading (legacy 36).
+	// No override: pi's own reading of the promoted transcript, and the
+	// window of its model from pi's built-in table.
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "b")
-	if c := contextOf(t, root, testKey); c == nil || c.Tokens != 12345 {
-		t.Fatalf("resumed run with no reading lost the old one: %+v", c)
+	end := endOf(t, readCanonical(t, root, testKey))
+	if c := contextOf(t, root, testKey); c == nil || c.Tokens != end.Tokens || c.Window != 200000 || c.Model != testModel {
+		t.Fatalf("context from the transcript = %+v, pi says %d tokens of %s", c, end.Tokens, end.Model)
 	}
-	// A cold run that reports nothing clears it: the old reading was about
-	// another conversation (legacy 32).
+	// A cold run's own reading is kept: it describes the conversation it
+	// promoted.
 	other := localJob()
 	other.PiVersion = "0.59.0"
 	runJob(t, s, testKey, other, PromoteRequest{}, "c")
-	if c := contextOf(t, root, testKey); c != nil {
-		t.Fatalf("cold run kept the old conversation's reading: %+v", c)
+	if c := contextOf(t, root, testKey); c == nil || c.Model != testModel {
+		t.Fatalf("a cold run's reading was dropped: %+v", c)
 	}
+	// A model pi has no window for is no measurement, and clears the old
+	// reading: it described a context that no longer exists.
+	sess, jobDir := mustResolve(t, s, testKey, other)
+	stage(t, jobDir, append(staged(t, jobDir), `{"type":"model_change","id":"mc000002","parentId":"00000001","timestamp":"2026-11-01T12:00:00.000Z","provider":"mock","modelId":"unknown-model"}`+"\n"...))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: other.PiVersion}); !res.Promoted {
+		t.Fatalf("promote: %+v", res)
+	}
+	if c := contextOf(t, root, testKey); c != nil {
+		t.Fatalf("an unknown window kept a reading: %+v", c)
+	}
+	// The window given by the runner makes it a measurement again.
+	sess, jobDir = mustResolve(t, s, testKey, other)
+	stage(t, jobDir, staged(t, jobDir))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: other.PiVersion, Window: 100000}); !res.Promoted || res.Run != transcript.Unchanged {
+		t.Fatalf("promote: %+v", res)
+	}
+	if c := contextOf(t, root, testKey); c == nil || c.Window != 100000 || c.Model != "mock/unknown-model" {
+		t.Fatalf("context with the runner's window = %+v", c)
+	}
+}
+
+// After a compaction pi reports no reading until a fresh usage: the
+// promotion stores none, and clears the one before.
+func TestUnknownReadingAfterACompactionClears(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(150000), Window: 200000}, "a")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	data := piMessage(staged(t, jobDir), "a-1", "assistant", "long answer", "stop", 190000)
+	data = append(data, `{"type":"compaction","id":"cmp-1","parentId":"a-1","timestamp":"2026-11-01T12:00:00.000Z","summary":"what happened","firstKeptEntryId":"a-1","tokensBefore":190000}`+"\n"...)
+	data = piMessage(data, "u-2", "user", "go on", "", 0)
+	stage(t, jobDir, data)
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("promote: %+v", res)
+	}
+	if end := endOf(t, readCanonical(t, root, testKey)); end.Known {
+		t.Fatalf("pi would report %d tokens here; the fixture is wrong", end.Tokens)
+	}
+	if c := contextOf(t, root, testKey); c != nil {
+		t.Fatalf("an unknown reading kept one: %+v", c)
+	}
+}
+
+// endOf is pi's end-of-run answer for a transcript.
+func endOf(t *testing.T, data []byte) transcript.End {
+	t.Helper()
+	end, err := transcript.ReadEnd(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
 }
 
 func TestTornTailGetsItsNewline(t *testing.T) {
@@ -336,7 +393,7 @@ func TestReapLegacyKeysByMtime(t *testing.T) {
 
 func TestInspectChangesNothing(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
-	runJob(t, s, testKey, localJob(), PromoteRequest{Context: &Reading{Tokens: 5, Window: 10}}, "a")
+	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(5), Window: 10}, "a")
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "b")
 	before := treeState(t, root)
 	var reports []KeyReport

@@ -173,8 +173,8 @@ func TestUsageErrors(t *testing.T) {
 		{"resolve", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1"},
 		{"resolve", "--sessions-dir", "x", "--key", "NOTAKEY", "--job-dir", "y", "--pi-version", "1"},
 		{"resolve", "--sessions-dir", "x", "--key", strings.Repeat("a", 32), "--job-dir", "y"},
-		{"promote", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1", "--context-tokens", "5"},
 		{"promote", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1", "--context-tokens", "5", "--context-window", "0"},
+		{"promote", "--sessions-dir", "x", "--job-dir", "y", "--pi-version", "1", "--require", "everything"},
 		{"dump", "--history", "x", "dir"},
 	} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sessdb/gates"
 	"sessdb/store"
 )
 
@@ -143,16 +144,7 @@ func dumpTable(w io.Writer, now time.Time, verify bool) (func(store.KeyReport) e
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		for _, h := range r.History {
-			how := "cold: " + h.Reason
-			if h.Resumed {
-				how = "resumed"
-			}
-			torn := ""
-			if h.TornTail {
-				torn = " torn-tail"
-			}
-			histories = append(histories, fmt.Sprintf("  %s  gen %d  %s  %s  %d bytes  chain %d%s",
-				printable(r.Name), h.Gen, h.At.Format(time.RFC3339), printable(how), h.Bytes, h.Chain, torn))
+			histories = append(histories, "  "+printable(r.Name)+"  "+printable(historyLine(h)))
 		}
 		return nil
 	}
@@ -278,4 +270,34 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dm%s", int(d/time.Minute), suffix)
 	}
 	return fmt.Sprintf("%ds%s", int(d/time.Second), suffix)
+}
+
+// historyLine is one history entry as the table shows it: a promotion
+// with how its job started, its size, chain, run and job; a refusal with
+// the generation the job was based on.
+func historyLine(h store.HistoryReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gen %d  %s  ", h.Gen, h.At.Format(time.RFC3339))
+	if h.Outcome != string(gates.Promoted) {
+		fmt.Fprintf(&b, "refused: %s  base gen %d", h.Outcome, h.BaseGen)
+	} else {
+		how := "cold: " + h.Reason
+		if h.Resumed {
+			how = "resumed"
+		}
+		fmt.Fprintf(&b, "%s  %d bytes  chain %d", how, h.Bytes, h.Chain)
+	}
+	if h.Run != "" {
+		b.WriteString("  run " + h.Run)
+	}
+	if h.Job != "" {
+		b.WriteString("  job " + h.Job)
+	}
+	if h.TornTail {
+		b.WriteString("  torn-tail")
+	}
+	if h.Rewritten {
+		b.WriteString("  rewritten")
+	}
+	return b.String()
 }

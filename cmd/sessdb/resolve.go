@@ -93,7 +93,7 @@ func keyFromFlags(key, kind, repo, ref string, kindGiven bool) (string, error) {
 
 // openStore builds the store from the configuration, or reports the
 // configuration error and the exit status to return.
-func openStore(cfg *config, cmd, dirArg string, stderr io.Writer) (*store.Store, zerolog.Logger, int) {
+func openStore(cfg *config, cmd, dirArg string, stderr io.Writer, with ...func(*store.Options)) (*store.Store, zerolog.Logger, int) {
 	log, err := cfg.logger(stderr)
 	if err != nil {
 		return nil, log, usageError(stderr, cmd, err)
@@ -106,7 +106,11 @@ func openStore(cfg *config, cmd, dirArg string, stderr io.Writer) (*store.Store,
 	if err != nil {
 		return nil, log, usageError(stderr, cmd, err)
 	}
-	st, err := store.New(dir, store.Options{Bounds: b, Logger: log, Now: clock})
+	opts := store.Options{Bounds: b, Logger: log, Now: clock}
+	for _, f := range with {
+		f(&opts)
+	}
+	st, err := store.New(dir, opts)
 	if err != nil {
 		return nil, log, usageError(stderr, cmd, err)
 	}

@@ -85,7 +85,7 @@ func sidecarsOnlyDB(b *testing.B, n int) string {
 					tx.PutPiVersion(piVersion),
 					tx.PutVenue(venue),
 					tx.PutResumeChain(gen-1),
-					tx.PutContext(&db.Context{Tokens: reading.Tokens, Window: reading.Window, Model: model}),
+					tx.PutContext(&db.Context{Tokens: readingTokens, Window: readingWindow, Model: model}),
 				)
 			}),
 			d.Close(),

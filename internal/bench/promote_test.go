@@ -29,7 +29,7 @@ func BenchmarkPromote(b *testing.B) {
 			jobDir := workDir(b)
 			stageFile(b, jobDir, data)
 			sess := session(key, jobDir)
-			req := store.PromoteRequest{PiVersion: piVersion, Context: reading}
+			req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				res, err := s.Promote(sess, req)

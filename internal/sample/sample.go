@@ -9,9 +9,11 @@
 package sample
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sessdb/store"
@@ -47,26 +49,29 @@ func Build(root string) error {
 		at   time.Time
 		job  store.Job
 		torn bool
-		ctx  *store.Reading
+		// tokens is the context the run's last answer reports (its
+		// usage), which promote reads back as the reading; 0 is a small
+		// one.
+		tokens int64
 	}{
 		// A conversation that resumes: a cold first run whose last line was
 		// torn (promoted with its newline restored), then a resumed run.
-		{Resumable, Time.Add(-26 * time.Hour), job, true, &store.Reading{Tokens: 48210, Window: 200000}},
-		{Resumable, Time, job, false, &store.Reading{Tokens: 61234, Window: 200000}},
+		{Resumable, Time.Add(-26 * time.Hour), job, true, 48210},
+		{Resumable, Time, job, false, 61234},
 		// Last promoted a month ago: past the default 14-day TTL.
-		{Expired, Time.Add(-30 * 24 * time.Hour), job, false, nil},
+		{Expired, Time.Add(-30 * 24 * time.Hour), job, false, 0},
 		// Five runs in a row: a chain of 4, refused under a bound of 3.
-		{LongChain, Time.Add(-5 * time.Hour), job, false, nil},
-		{LongChain, Time.Add(-4 * time.Hour), job, false, nil},
-		{LongChain, Time.Add(-3 * time.Hour), job, false, nil},
-		{LongChain, Time.Add(-2 * time.Hour), job, false, nil},
-		{LongChain, Time.Add(-1 * time.Hour), job, false, &store.Reading{Tokens: 171000, Window: 200000}},
+		{LongChain, Time.Add(-5 * time.Hour), job, false, 0},
+		{LongChain, Time.Add(-4 * time.Hour), job, false, 0},
+		{LongChain, Time.Add(-3 * time.Hour), job, false, 0},
+		{LongChain, Time.Add(-2 * time.Hour), job, false, 0},
+		{LongChain, Time.Add(-1 * time.Hour), job, false, 171000},
 		// Promoted by sessdb on podman, with the old worker's files left.
-		{Mixed, Time.Add(-3 * 24 * time.Hour), store.Job{PiVersion: piVersion, Venue: "podman", Model: "anthropic/claude-opus-4-5"}, false, nil},
+		{Mixed, Time.Add(-3 * 24 * time.Hour), store.Job{PiVersion: piVersion, Venue: "podman", Model: "anthropic/claude-opus-4-5"}, false, 0},
 	}
 	for i, st := range steps {
 		clock = st.at
-		if err := run(s, st.key, st.job, st.torn, st.ctx, i); err != nil {
+		if err := run(s, st.key, st.job, st.torn, st.tokens, i); err != nil {
 			return err
 		}
 	}
@@ -84,7 +89,7 @@ func Build(root string) error {
 }
 
 // run is one job: resolve, the agent appends a turn, promote.
-func run(s *store.Store, key string, job store.Job, torn bool, ctx *store.Reading, n int) error {
+func run(s *store.Store, key string, job store.Job, torn bool, tokens int64, n int) error {
 	jobDir, err := os.MkdirTemp("", "sessdb-sample-job-")
 	if err != nil {
 		return err
@@ -103,14 +108,14 @@ func run(s *store.Store, key string, job store.Job, torn bool, ctx *store.Readin
 	if len(data) == 0 {
 		data = []byte(header(key))
 	}
-	data = append(data, turn(n)...)
+	data = append(data, turn(n, lastEntry(data), tokens)...)
 	if torn {
 		data = append(data, `{"type":"message","id":"ffffff`...)
 	}
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		return err
 	}
-	res, err := s.Promote(sess, store.PromoteRequest{PiVersion: piVersion, Context: ctx})
+	res, err := s.Promote(sess, store.PromoteRequest{PiVersion: piVersion})
 	if err != nil {
 		return err
 	}
@@ -125,14 +130,39 @@ func header(key string) string {
 		key[:8], key[8:12], key[12:16], key[16:20], key[20:], Time.Add(-40*24*time.Hour).Format("2006-01-02T15:04:05.000Z"))
 }
 
-// turn is one user prompt and one assistant answer with its usage.
-func turn(n int) string {
+// turn is one user prompt and one assistant answer whose usage reports a
+// context of tokens (or a small one, for 0), chained onto the entry
+// parent ("" for the first).
+func turn(n int, parent string, tokens int64) string {
 	id := func(k int) string { return fmt.Sprintf("%08x", 0x5e550000+2*n+k) }
-	user := fmt.Sprintf(`{"type":"message","id":"%s","parentId":null,"timestamp":"%s","message":{"role":"user","content":[{"type":"text","text":"Review feedback %d: please address it."}],"timestamp":%d}}`,
-		id(0), Time.Format(time.RFC3339), n+1, Time.UnixMilli())
+	if tokens == 0 {
+		tokens = int64(1000*(n+1) + 52)
+	}
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	user := fmt.Sprintf(`{"type":"message","id":"%s","parentId":%s,"timestamp":"%s","message":{"role":"user","content":[{"type":"text","text":"Review feedback %d: please address it."}],"timestamp":%d}}`,
+		id(0), p, Time.Format(time.RFC3339), n+1, Time.UnixMilli())
 	asst := fmt.Sprintf(`{"type":"message","id":"%s","parentId":"%s","timestamp":"%s","message":{"role":"assistant","content":[{"type":"text","text":"Done: addressed feedback %d."}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":12,"output":40,"cacheRead":%d,"cacheWrite":0,"totalTokens":%d},"stopReason":"stop","timestamp":%d}}`,
-		id(1), id(0), Time.Format(time.RFC3339), n+1, 1000*(n+1), 1000*(n+1)+52, Time.UnixMilli())
+		id(1), id(0), Time.Format(time.RFC3339), n+1, tokens-52, tokens, Time.UnixMilli())
 	return user + "\n" + asst + "\n"
+}
+
+// lastEntry is the id of the last whole entry line of a transcript, "" for
+// a header alone.
+func lastEntry(data []byte) string {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for i := len(lines) - 1; i > 0; i-- {
+		var e struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}
+		if json.Unmarshal([]byte(lines[i]), &e) == nil && e.Type != "session" && e.ID != "" {
+			return e.ID
+		}
+	}
+	return ""
 }
 
 // writeLegacyKey writes a key dir as the legacy file-per-sidecar worker
@@ -142,7 +172,7 @@ func writeLegacyKey(dir string, mtime time.Time) error {
 		return err
 	}
 	files := map[string]string{
-		store.TranscriptName: header(filepath.Base(dir)) + turn(90) + turn(91),
+		store.TranscriptName: header(filepath.Base(dir)) + turn(90, "", 0) + turn(91, fmt.Sprintf("%08x", 0x5e550000+2*90+1), 0),
 		"pi-version":         piVersion,
 		"venue":              "local",
 		"resume-chain":       "2",

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The job contract through the CLI (issue 11): what a runner sees.
+func TestCLIJobContract(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := strings.Repeat("c0", 16)
+	resolve := func(job string) {
+		t.Helper()
+		if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3", "--job", filepath.Base(job)); code != exitOK {
+			t.Fatalf("resolve: %s", errs)
+		}
+	}
+	promote := func(job string, extra ...string) (int, promoteOutput, string) {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}, extra...)...)
+		var p promoteOutput
+		if code == exitOK {
+			if err := json.Unmarshal([]byte(out), &p); err != nil {
+				t.Fatalf("promote output %q: %v", out, err)
+			}
+		}
+		return code, p, errs
+	}
+	appendTurn := func(job, text string, answered bool) {
+		t.Helper()
+		p := filepath.Join(job, "session", "current.jsonl")
+		data, _ := os.ReadFile(p)
+		if len(data) == 0 {
+			data = []byte(header)
+		}
+		data = append(data, `{"type":"message","id":"u-`+text+`","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"`+text+`"}}`+"\n"...)
+		if answered {
+			data = append(data, `{"type":"message","id":"a-`+text+`","parentId":"u-`+text+`","timestamp":"2026-11-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2},"stopReason":"stop"}}`+"\n"...)
+		}
+		os.WriteFile(p, data, 0o600)
+	}
+
+	first := filepath.Join(t.TempDir(), "first")
+	resolve(first)
+	appendTurn(first, "one", true)
+	if code, p, errs := promote(first); code != exitOK || !p.Promoted || p.Gen != 1 || p.Run != "answered" {
+		t.Fatalf("first promote: %d %+v %s", code, p, errs)
+	}
+
+	b, c := filepath.Join(t.TempDir(), "job-b"), filepath.Join(t.TempDir(), "job-c")
+	resolve(b)
+	resolve(c)
+	appendTurn(b, "b", true)
+	appendTurn(c, "c", false)
+	if code, p, _ := promote(b); code != exitOK || !p.Promoted || p.Gen != 2 {
+		t.Fatalf("B: %d %+v", code, p)
+	}
+	code, p, _ := promote(c)
+	if code != exitOK || p.Promoted || p.Reason != "superseded" || p.SupersededBy != 2 {
+		t.Fatalf("C after B: exit %d %+v, want superseded by 2", code, p)
+	}
+	if code, p, _ := promote(b); code != exitOK || !p.Promoted || !p.Repeat || p.Gen != 2 {
+		t.Fatalf("B retried: exit %d %+v, want a repeat of gen 2", code, p)
+	}
+	code, out, _ := runCLI(t, "dump", "--history", "10", "--json", root)
+	if code != exitOK || !strings.Contains(out, "superseded") || !strings.Contains(out, "job-c") {
+		t.Fatalf("dump --history does not show the refusal with its job:\n%s", out)
+	}
+
+	// Another root: exit 2, both named, nothing written there.
+	other := filepath.Join(t.TempDir(), "other")
+	d := filepath.Join(t.TempDir(), "job-d")
+	resolve(d)
+	appendTurn(d, "d", false)
+	code, _, errs := runCLI(t, "promote", "--sessions-dir", other, "--job-dir", d, "--pi-version", "0.58.3")
+	if code != exitUsage || !strings.Contains(errs, other) || !strings.Contains(errs, root) {
+		t.Fatalf("promote into another root: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatal("the other root was created")
+	}
+	// --require answered refuses an unanswered run, and so does the variable.
+	if code, p, _ := promote(d, "--require", "answered"); code != exitOK || p.Reason != "run-incomplete" || p.Run != "unanswered" {
+		t.Fatalf("--require answered: %d %+v", code, p)
+	}
+	t.Setenv("PI_SESSION_PROMOTE_REQUIRE", "answered")
+	if code, p, _ := promote(d); code != exitOK || p.Reason != "run-incomplete" {
+		t.Fatalf("PI_SESSION_PROMOTE_REQUIRE=answered: %d %+v", code, p)
+	}
+	t.Setenv("PI_SESSION_PROMOTE_REQUIRE", "sometimes")
+	if code, _, errs := promote(d); code != exitUsage || !strings.Contains(errs, "PI_SESSION_PROMOTE_REQUIRE") {
+		t.Fatalf("a bad PI_SESSION_PROMOTE_REQUIRE: exit %d %s", code, errs)
+	}
+}

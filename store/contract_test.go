@@ -1,0 +1,400 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/store/transcript"
+)
+
+// The job's contract (issue 11): a ticket promotes once, onto the
+// generation it was resolved from; the staged file must begin with what
+// the job was given; the run's shape is recorded, and may be required.
+
+const testModel = "anthropic/claude-sonnet-4-5"
+
+var testClockStart = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+var lastID = regexp.MustCompile(`"id":"([^"]+)"`)
+
+// lastEntryID is the id of the last entry line of a transcript, "" when it
+// has none.
+func lastEntryID(data []byte) string {
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 1; i-- {
+		if m := lastID.FindSubmatch(lines[i]); m != nil {
+			return string(m[1])
+		}
+	}
+	return ""
+}
+
+// piMessage is one pi v3 message entry whose parent is the last entry of
+// data, appended to a copy of data. role is user, toolResult or assistant;
+// an assistant carries stop as its stopReason and total as its usage.
+func piMessage(data []byte, id, role, text, stop string, total int64) []byte {
+	parent := "null"
+	if p := lastEntryID(data); p != "" {
+		parent = `"` + p + `"`
+	}
+	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
+	var msg string
+	switch role {
+	case "assistant":
+		if stop == "toolUse" {
+			content = append(content[:len(content)-1], `,{"type":"toolCall","id":"call-1","name":"bash","arguments":{"command":"ls"}}]`...)
+		}
+		msg = fmt.Sprintf(`{"role":"assistant","content":%s,"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":%d},"stopReason":%q,"timestamp":1773134116106}`, content, total, stop)
+	case "toolResult":
+		msg = fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":%s,"isError":false,"timestamp":1773134116106}`, content)
+	default:
+		msg = fmt.Sprintf(`{"role":"user","content":%s,"timestamp":1773134116106}`, content)
+	}
+	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-01T12:00:00.000Z","message":%s}`+"\n", id, parent, msg)
+	return append(bytes.Clone(data), line...)
+}
+
+// answeredTurn appends a user prompt and an assistant answer that ended
+// the turn, with a usage of total tokens.
+func answeredTurn(data []byte, tag string, total int64) []byte {
+	data = piMessage(data, "u-"+tag, "user", "prompt "+tag, "", 0)
+	return piMessage(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
+}
+
+// contractJob resolves key as a job with its own id and returns the
+// session, its job dir and what it was handed (a fresh header when cold).
+func contractJob(t *testing.T, s *Store, key, id string) (Session, string, []byte) {
+	t.Helper()
+	job := localJob()
+	job.ID = id
+	sess, jobDir := mustResolve(t, s, key, job)
+	data := staged(t, jobDir)
+	if len(data) == 0 {
+		data = transcriptBytes(s.opts.Now())
+	}
+	return sess, jobDir, data
+}
+
+// tok is a token count for PromoteRequest.Tokens.
+func tok(n int64) *int64 { return &n }
+
+// Two jobs resolve one base; whichever promotes first wins, the other is
+// superseded (nothing changes, its transcript stays in its job dir, the
+// refusal is in the history with its job id). Every order of the two
+// resolves and two promotes that has both resolves before either promote
+// is one of these two; the sequential orders promote both.
+func TestTwoJobsOnOneBase(t *testing.T) {
+	for _, firstWins := range []string{"B", "C"} {
+		t.Run(firstWins+" promotes first", func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+			sessB, dirB, dataB := contractJob(t, s, testKey, "job-B")
+			sessC, dirC, dataC := contractJob(t, s, testKey, "job-C")
+			stage(t, dirB, answeredTurn(dataB, "B", 100))
+			stage(t, dirC, answeredTurn(dataC, "C", 100))
+			winner, loser, loserDir, loserID := sessB, sessC, dirC, "job-C"
+			if firstWins == "C" {
+				winner, loser, loserDir, loserID = sessC, sessB, dirB, "job-B"
+			}
+			won := mustPromote(t, s, winner, PromoteRequest{PiVersion: testPi})
+			if !won.Promoted || won.Gen != 2 {
+				t.Fatalf("first promote = %+v", won)
+			}
+			before := treeState(t, filepath.Join(root, testKey))
+			staged0 := staged(t, loserDir)
+			lost := mustPromote(t, s, loser, PromoteRequest{PiVersion: testPi})
+			if lost.Promoted || lost.Reason != gates.Superseded || lost.SupersededBy != 2 {
+				t.Fatalf("second promote = %+v, want superseded by gen 2", lost)
+			}
+			if !bytes.Equal(staged(t, loserDir), staged0) {
+				t.Fatal("the superseded job's transcript left its job dir")
+			}
+			if got := readCanonical(t, root, testKey); !bytes.Contains(got, []byte("answer "+firstWins)) {
+				t.Fatal("the winner's turn is not the key's transcript")
+			}
+			h := historyOf(t, root, testKey)
+			last := h[len(h)-1]
+			if last.Outcome != string(gates.Superseded) || last.Job != loserID || last.Gen != 2 || last.Ticket != loser.Ticket || last.BaseGen != 1 {
+				t.Fatalf("the refusal is not in the history: %+v", last)
+			}
+			// Nothing but that history entry changed: the transcript, the
+			// sidecars and the generation are the winner's.
+			sc := sidecarsOf(t, root, testKey)
+			if sc.Transcript.Gen != 2 || *sc.ResumeChain != 1 {
+				t.Fatalf("sidecars after a refusal: gen %d chain %d", sc.Transcript.Gen, *sc.ResumeChain)
+			}
+			_ = before
+			// A retry of the loser is superseded again and not recorded twice.
+			again := mustPromote(t, s, loser, PromoteRequest{PiVersion: testPi})
+			if again.Reason != gates.Superseded || len(historyOf(t, root, testKey)) != len(h) {
+				t.Fatalf("retried refusal = %+v, history %d -> %d", again, len(h), len(historyOf(t, root, testKey)))
+			}
+		})
+	}
+}
+
+func TestSequentialJobsBothPromote(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	for i := 1; i <= 3; i++ {
+		sess, dir, data := contractJob(t, s, testKey, fmt.Sprintf("job-%d", i))
+		stage(t, dir, answeredTurn(data, fmt.Sprint(i), 100))
+		if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != uint64(i) || res.Run != transcript.Answered {
+			t.Fatalf("job %d: %+v", i, res)
+		}
+	}
+}
+
+// A cold ticket is superseded once the key has a transcript: another
+// job's cold start got there first.
+func TestColdTicketIsSupersededByAFirstPromotion(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	sessA, dirA, dataA := contractJob(t, s, testKey, "A")
+	sessB, dirB, dataB := contractJob(t, s, testKey, "B")
+	stage(t, dirA, answeredTurn(dataA, "A", 10))
+	stage(t, dirB, answeredTurn(dataB, "B", 10))
+	if res := mustPromote(t, s, sessA, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("A: %+v", res)
+	}
+	res := mustPromote(t, s, sessB, PromoteRequest{PiVersion: testPi})
+	if res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+		t.Fatalf("B: %+v", res)
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Contains(got, []byte("answer A")) {
+		t.Fatal("B's cold start replaced A's conversation")
+	}
+}
+
+// A retried promote repeats the first result: no new generation, the chain
+// counted once, before and after another job's promotion.
+func TestRetriedPromoteRepeats(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{MaxResumeChain: 3})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	sess, dir, data := contractJob(t, s, testKey, "retrier")
+	stage(t, dir, answeredTurn(data, "R", 100))
+	first := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+	if !first.Promoted || first.Gen != 2 {
+		t.Fatalf("first: %+v", first)
+	}
+	for i := 0; i < 5; i++ {
+		again := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		want := first
+		want.Repeat = true
+		if again != want {
+			t.Fatalf("retry %d = %+v, want %+v", i, again, want)
+		}
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript.Gen != 2 || *sc.ResumeChain != 1 {
+		t.Fatalf("after retries: gen %d, chain %d; want 2 and 1", sc.Transcript.Gen, *sc.ResumeChain)
+	}
+	// Another job moves the key on; the retry still repeats.
+	sess2, dir2, data2 := contractJob(t, s, testKey, "next")
+	stage(t, dir2, answeredTurn(data2, "N", 100))
+	if res := mustPromote(t, s, sess2, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 3 {
+		t.Fatalf("next job: %+v", res)
+	}
+	late := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+	if !late.Repeat || late.Gen != 2 || late.Bytes != first.Bytes {
+		t.Fatalf("retry after another promotion = %+v", late)
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript.Gen != 3 || *sc.ResumeChain != 2 {
+		t.Fatalf("final: gen %d chain %d", sc.Transcript.Gen, *sc.ResumeChain)
+	}
+	// One real delivery each: the chain bound of 3 still resumes.
+	sess3, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess3, true, gates.Resumed)
+}
+
+func TestTicketForAnotherRootWritesNothing(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	sess, dir, data := contractJob(t, s, testKey, "A")
+	stage(t, dir, answeredTurn(data, "A", 10))
+	otherRoot := filepath.Join(t.TempDir(), "other-sessions")
+	other, err := New(otherRoot, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.Promote(sess, PromoteRequest{PiVersion: testPi})
+	if !errors.Is(err, ErrWrongRoot) {
+		t.Fatalf("promote into another root: %v, want ErrWrongRoot", err)
+	}
+	if _, err := os.Stat(otherRoot); !os.IsNotExist(err) {
+		t.Fatal("the other root was created")
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatal("the ticket's own root was written")
+	}
+	// Another spelling of the same root is the same root.
+	os.MkdirAll(root, 0o700)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(root, link)
+	same, _ := New(link, Options{})
+	if res, err := same.Promote(sess, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
+		t.Fatalf("promote through a link to the same root: %+v %v", res, err)
+	}
+}
+
+// The staged file must begin with exactly the bytes the job was given.
+func TestRewrittenPrefixIsRefused(t *testing.T) {
+	cases := map[string]func(given []byte) []byte{
+		"an inserted line": func(g []byte) []byte {
+			i := bytes.IndexByte(g, '\n') + 1
+			return answeredTurn(append(append(bytes.Clone(g[:i]), entryLine("inserted")...), g[i:]...), "x", 10)
+		},
+		"a changed byte": func(g []byte) []byte {
+			b := answeredTurn(g, "x", 10)
+			i := bytes.Index(b, []byte("base"))
+			b[i] = 'B'
+			return b
+		},
+		"a truncation":     func(g []byte) []byte { return g[:len(g)-10] },
+		"a different file": func(g []byte) []byte { return answeredTurn(transcriptBytes(testClockStart), "other", 10) },
+	}
+	for name, rewrite := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+			sess, dir, data := contractJob(t, s, testKey, "rewriter")
+			stage(t, dir, rewrite(data))
+			before := readCanonical(t, root, testKey)
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if res.Promoted || res.Reason != gates.TranscriptRewritten {
+				t.Fatalf("promote = %+v, want transcript-rewritten", res)
+			}
+			if !bytes.Equal(readCanonical(t, root, testKey), before) || sidecarsOf(t, root, testKey).Transcript.Gen != 1 {
+				t.Fatal("a refused rewrite changed the key")
+			}
+			if h := historyOf(t, root, testKey); h[len(h)-1].Outcome != string(gates.TranscriptRewritten) {
+				t.Fatalf("the refusal is not in the history: %+v", h[len(h)-1])
+			}
+			res = mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, AllowRewrite: true})
+			if !res.Promoted || !res.Rewritten || res.Gen != 2 {
+				t.Fatalf("promote --allow-rewrite = %+v", res)
+			}
+			if h := historyOf(t, root, testKey); !h[len(h)-1].Rewritten || h[len(h)-1].Outcome != "" {
+				t.Fatalf("the history does not say it was rewritten: %+v", h[len(h)-1])
+			}
+		})
+	}
+}
+
+// Each shape of run is recorded; --require answered refuses the others.
+func TestRunShapes(t *testing.T) {
+	cases := []struct {
+		name string
+		add  func(given []byte) []byte
+		run  transcript.Shape
+	}{
+		{"answered", func(g []byte) []byte { return answeredTurn(g, "1", 50) }, transcript.Answered},
+		{"errored", func(g []byte) []byte {
+			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "error", 0)
+		}, transcript.Errored},
+		{"aborted", func(g []byte) []byte {
+			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "aborted", 0)
+		}, transcript.Errored},
+		{"a user prompt left unanswered", func(g []byte) []byte { return piMessage(g, "u1", "user", "q", "", 0) }, transcript.Unanswered},
+		{"a tool result last", func(g []byte) []byte {
+			g = piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
+			return piMessage(g, "t1", "toolResult", "output", "", 0)
+		}, transcript.Unanswered},
+		{"an assistant asking for tools", func(g []byte) []byte {
+			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
+		}, transcript.Unanswered},
+		{"nothing appended", func(g []byte) []byte { return g }, transcript.Unchanged},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+			sess, dir, data := contractJob(t, s, testKey, "shape")
+			stage(t, dir, c.add(data))
+			if c.run != transcript.Answered {
+				res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Answered})
+				if res.Promoted || res.Reason != gates.RunIncomplete || res.Run != c.run {
+					t.Fatalf("required answered: %+v, want run-incomplete with run %s", res, c.run)
+				}
+				if sidecarsOf(t, root, testKey).Transcript.Gen != 1 {
+					t.Fatal("a refused run changed the key")
+				}
+			}
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if !res.Promoted || res.Run != c.run {
+				t.Fatalf("promote = %+v, want run %s", res, c.run)
+			}
+			if h := historyOf(t, root, testKey); h[len(h)-1].Run != string(c.run) {
+				t.Fatalf("history records run %q", h[len(h)-1].Run)
+			}
+		})
+	}
+}
+
+// commitWithoutRename promotes "after" over "before" and stops the
+// promotion between its commit and its rename, as a crash would. It
+// returns the temp's path.
+func commitWithoutRename(t *testing.T, s *Store, root string) string {
+	t.Helper()
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
+	s.opts.Fault = func(p FaultPoint) error {
+		if p == FaultAfterCommit {
+			return errors.New("crash")
+		}
+		return nil
+	}
+	if res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted {
+		t.Fatal("the promotion landed")
+	}
+	s.opts.Fault = nil
+	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
+	if len(temps) != 1 {
+		t.Fatalf("%d temps after the commit", len(temps))
+	}
+	return temps[0]
+}
+
+// A committed promotion whose temp is lost before its rename: a reader
+// falls back to the generation before it, if that is what is in place, and
+// a job resolved from it promotes onto it (issue 15, item 8).
+func TestLostPendingTempFallsBackToThePreviousGeneration(t *testing.T) {
+	for name, lose := range map[string]func(string){
+		"gone":    func(p string) { os.Remove(p) },
+		"damaged": func(p string) { b, _ := os.ReadFile(p); b[len(b)-3] ^= 0xff; os.WriteFile(p, b, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			lose(commitWithoutRename(t, s, root))
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			want(t, sess, true, gates.Resumed)
+			if got := markerOf(staged(t, jobDir), 1); got != "before" || sess.Gen() != 1 {
+				t.Fatalf("resumed %q at gen %d, want before at gen 1", got, sess.Gen())
+			}
+			stage(t, jobDir, append(staged(t, jobDir), entryLine("next")...))
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if !res.Promoted || res.Gen != 3 {
+				t.Fatalf("promote onto the fallback = %+v, want gen 3 (gen 2 was lost, never reused)", res)
+			}
+			if got := markerOf(readCanonical(t, root, testKey), 1); got != "next" {
+				t.Fatalf("the key holds %q", got)
+			}
+		})
+	}
+}
+
+func TestLostPendingTempAndAReplacedTranscriptIsPromotionLost(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	tmp := commitWithoutRename(t, s, root)
+	b, _ := os.ReadFile(tmp)
+	b[len(b)-3] ^= 0xff
+	os.WriteFile(tmp, b, 0o600)
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(testClockStart, "out of band"), 0o600)
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.PromotionLost)
+}
