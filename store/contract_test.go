@@ -398,3 +398,13 @@ func TestLostPendingTempAndAReplacedTranscriptIsPromotionLost(t *testing.T) {
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	want(t, sess, false, gates.PromotionLost)
 }
+
+// A reading over its window is stored as pi reported it, and flagged.
+func TestReadingOverItsWindowIsKeptAndFlagged(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(181550), Window: 100000}, "big")
+	r := inspectOne(t, s, testKey, InspectOptions{})
+	if c := r.Context; c == nil || c.Tokens != 181550 || c.Window != 100000 || !c.OverWindow || *c.Pct != 181 {
+		t.Fatalf("dump reports %+v", r.Context)
+	}
+}

@@ -72,6 +72,9 @@ type ContextReport struct {
 	Window int64  `json:"window"`
 	Model  string `json:"model,omitempty"`
 	Pct    *int64 `json:"pct,omitempty"` // nil when the window is not positive
+	// OverWindow flags a reading above its window: pi's print mode never
+	// compacts at the end of a run, so a promoted reading can exceed it.
+	OverWindow bool `json:"over_window,omitempty"`
 }
 
 // PendingReport is a promotion that committed but was not renamed into
@@ -292,7 +295,7 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 }
 
 func contextReport(tokens, window int64, model string) *ContextReport {
-	c := &ContextReport{Tokens: tokens, Window: window, Model: model}
+	c := &ContextReport{Tokens: tokens, Window: window, Model: model, OverWindow: window > 0 && tokens > window}
 	if window > 0 && tokens >= 0 && tokens <= (1<<63-1)/100 {
 		pct := tokens * 100 / window
 		c.Pct = &pct

@@ -172,6 +172,9 @@ func notes(r store.KeyReport) []string {
 	if p := r.Pending; p != nil {
 		out = append(out, fmt.Sprintf("pending gen %d at %s", p.Gen, p.Tmp))
 	}
+	if c := r.Context; c != nil && c.OverWindow {
+		out = append(out, "context over its window")
+	}
 	if m := r.MetaPages; m != nil && m.Fallback {
 		out = append(out, "one meta page invalid: run sessdb check")
 	}
