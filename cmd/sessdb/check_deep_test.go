@@ -164,7 +164,7 @@ func TestCheckRepairRollsForwardDespiteAHangingDeepCheck(t *testing.T) {
 	}
 	jobDir := t.TempDir()
 	sess, err := s.Resolve(sample.Resumable, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
-	if err != nil || !sess.Resume || sess.Gen != 3 {
+	if err != nil || !sess.Resume || sess.Gen() != 3 {
 		t.Fatalf("after the repair: %+v, %v; want gen 3 resumed", sess, err)
 	}
 }
