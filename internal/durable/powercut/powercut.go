@@ -60,6 +60,7 @@ const (
 	opUnlink
 )
 
+// String names the operation in a Lost entry.
 func (k opKind) String() string { return [...]string{"create", "rename", "unlink"}[k] }
 
 // dirOp is a directory operation a power cut may undo.
