@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/durable/powercut"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -50,7 +51,7 @@ func newCrashBedOf(t *testing.T, names ...string) *crashBed {
 	migrate(t, work, false, testOpts())
 	b.refDB = treeState(t, work, false, false)
 	b.values = effectiveValues(t, work)
-	copyTree(t, filepath.Dir(work), b.dbTree)
+	powercut.CopyTree(t, filepath.Dir(work), b.dbTree)
 	migrate(t, work, true, testOpts())
 	b.refLegacy = treeState(t, work, false, false)
 	return b
@@ -60,7 +61,7 @@ func newCrashBedOf(t *testing.T, names ...string) *crashBed {
 func (b *crashBed) copy(t *testing.T, from string) string {
 	t.Helper()
 	to := t.TempDir()
-	copyTree(t, from, to)
+	powercut.CopyTree(t, from, to)
 	return filepath.Join(to, "sessions")
 }
 

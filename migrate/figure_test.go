@@ -78,13 +78,6 @@ func TestMigrationFigure(t *testing.T) {
 		mib(before), kib(before/int64(n)), mib(after), kib(after/int64(n)), mib(du(t, root)))
 }
 
-func syncfs(t *testing.T, dir string) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	must(t, err)
-	defer unix.Close(fd)
-	must(t, unix.Syncfs(fd))
-}
-
 // du sums st_blocks*512 over every entry under root, root included.
 func du(t *testing.T, root string) int64 {
 	var total int64

@@ -198,7 +198,7 @@ func treeState(t testing.TB, root string, times, raw bool) map[string]string {
 		if err := unix.Lstat(p, &st); err != nil {
 			return err
 		}
-		desc := fmt.Sprintf("%s %o", kindOf(&st), st.Mode&0o7777)
+		desc := fmt.Sprintf("%s %o", fsat.Kind(&st), st.Mode&0o7777)
 		switch {
 		case d.Name() == db.FileName && !raw:
 			sc, _ := dbValues(t, filepath.Dir(p))
@@ -254,51 +254,6 @@ func diffStates(a, b map[string]string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
-}
-
-// copyTree copies a corpus tree (files, links, FIFOs, dirs, mtimes).
-func copyTree(t testing.TB, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
-		}
-		switch {
-		case fsat.IsDir(&st):
-			if err := os.MkdirAll(dst, 0o700); err != nil {
-				return err
-			}
-		case fsat.IsRegular(&st):
-			b, err := os.ReadFile(p)
-			if err == nil {
-				err = os.WriteFile(dst, b, 0o600)
-			}
-			if err != nil {
-				return err
-			}
-		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-			l, _ := os.Readlink(p)
-			if err := os.Symlink(l, dst); err != nil {
-				return err
-			}
-		case st.Mode&unix.S_IFMT == unix.S_IFIFO:
-			if err := unix.Mkfifo(dst, 0o600); err != nil {
-				return err
-			}
-		}
-		if !fsat.IsDir(&st) {
-			ts := []unix.Timespec{st.Atim, st.Mtim}
-			return unix.UtimesNanoAt(unix.AT_FDCWD, dst, ts, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		return nil
-	})
-	must(t, err)
 }
 
 func osMkdir(p string) error { return os.Mkdir(p, 0o700) }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -50,7 +51,7 @@ func WriteLegacySidecars(dir *os.File, sc db.Sidecars) error {
 		t := time.Unix(0, sc.Transcript.PromotedAt)
 		at = &t
 	}
-	return writeLegacy(diskWrites{}, dir, files, at, nil)
+	return writeLegacy(durable.Disk{}, dir, files, at, nil)
 }
 
 // legacyFile is one sidecar to write (content non-nil) or remove.
@@ -152,14 +153,14 @@ func formatContextParts(tokens, window, model string) string {
 // writeLegacy writes files through temps, then renames or removes each,
 // sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
 // calling fault at each boundary (nil: none). Every write goes through disk.
-func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
+func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
 	if fault == nil {
 		fault = func(FaultPoint) error { return nil }
 	}
 	var temps []string
 	defer func() {
 		for _, t := range temps {
-			disk.remove(dir, t)
+			disk.Remove(dir, t)
 		}
 	}()
 	for _, f := range files {
@@ -183,7 +184,7 @@ func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Tim
 	}
 	for _, f := range files {
 		if f.content == nil {
-			err = disk.remove(dir, f.name)
+			err = disk.Remove(dir, f.name)
 		} else {
 			err = renameOver(disk, dir, f.name+".incoming", f.name)
 		}
@@ -196,7 +197,7 @@ func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Tim
 	}
 	temps = nil
 	if at != nil {
-		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(disk, f, *at) })
+		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(disk, dir, f, *at) })
 		if err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Tim
 			return err
 		}
 	}
-	if err := disk.syncDir(dir); err != nil {
+	if err := disk.SyncDir(dir); err != nil {
 		return err
 	}
 	return fault(FaultLegacySynced)
@@ -213,17 +214,17 @@ func writeLegacy(disk durability, dir *os.File, files []legacyFile, at *time.Tim
 // writeTemp creates name afresh (O_EXCL|O_NOFOLLOW after removing whatever
 // was there, so a planted link is replaced, never written through), writes
 // content and fsyncs it.
-func writeTemp(disk durability, dir *os.File, name, content string) error {
-	if err := disk.remove(dir, name); err != nil {
+func writeTemp(disk durable.FS, dir *os.File, name, content string) error {
+	if err := disk.Remove(dir, name); err != nil {
 		return err
 	}
-	f, err := disk.createTemp(dir, name)
+	f, err := disk.CreateTemp(dir, name)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteString(content)
 	if err == nil {
-		err = disk.syncFile(f)
+		err = disk.SyncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -233,13 +234,13 @@ func writeTemp(disk durability, dir *os.File, name, content string) error {
 
 // renameOver renames from over to; an empty directory at to (which the
 // legacy reader read as no value) is removed first.
-func renameOver(disk durability, dir *os.File, from, to string) error {
-	err := disk.rename(dir, from, to)
+func renameOver(disk durable.FS, dir *os.File, from, to string) error {
+	err := disk.Rename(dir, from, to)
 	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
-		if rerr := disk.remove(dir, to); rerr != nil {
+		if rerr := disk.Remove(dir, to); rerr != nil {
 			return rerr
 		}
-		err = disk.rename(dir, from, to)
+		err = disk.Rename(dir, from, to)
 	}
 	return err
 }

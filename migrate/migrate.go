@@ -1,15 +1,15 @@
 package migrate
 
 import (
-	"errors"
+	"context"
 	"os"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
 	"sessdb/store"
 )
 
@@ -49,10 +49,14 @@ type Options struct {
 	// concurrent use (Progress is called from one goroutine).
 	Fault func(FaultPoint) error
 
-	// disk makes the writes migrate makes itself in a key dir (see
-	// durability); nil means diskWrites. Only this package's tests set
-	// it, to a power-cut journal.
-	disk durability
+	// disk makes the writes migrate makes itself in a key dir: the
+	// legacy temps (create, fsync), the renames into place, the removals
+	// (legacy files after ToDB's commit, meta.db after ToLegacy's
+	// writes, the temps of a failed write), the transcript's mtime and
+	// its fsync, and the directory fsyncs. nil means durable.Disk. Only
+	// this package's tests set it, to a power-cut journal. The store's
+	// roll-forward of a pending promotion goes through the store's own.
+	disk durable.FS
 }
 
 // FaultPoint names a write boundary (see Options.Fault).
@@ -133,7 +137,7 @@ type migrator struct {
 	rootDir *os.File
 	opts    Options
 	st      *store.Store // for RollForward
-	disk    durability   // opts.disk, or diskWrites
+	disk    durable.FS   // opts.disk, or durable.Disk
 }
 
 func (m *migrator) now() time.Time {
@@ -158,9 +162,6 @@ func (m *migrator) dbOptions() db.Options {
 	return db.Options{LockTimeout: t, Now: m.opts.Now}
 }
 
-// errStopped ends the workers after visit returned an error.
-var errStopped = errors.New("stopped")
-
 // run lists the root, converts every entry with fn on up to Workers
 // goroutines, and hands the reports to visit in name order.
 func run(root, direction string, opts Options, visit func(Report) error,
@@ -169,7 +170,7 @@ func run(root, direction string, opts Options, visit func(Report) error,
 	sum := Summary{Direction: direction, DryRun: opts.DryRun}
 	m := &migrator{root: root, opts: opts, disk: opts.disk}
 	if m.disk == nil {
-		m.disk = diskWrites{}
+		m.disk = durable.Disk{}
 	}
 	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
 	if err != nil {
@@ -189,48 +190,19 @@ func run(root, direction string, opts Options, visit func(Report) error,
 	sort.Strings(names)
 	sum.Entries = len(names)
 
-	workers := min(max(opts.Workers, 1), max(len(names), 1))
-	results := make([]chan Report, len(names))
-	for i := range results {
-		results[i] = make(chan Report, 1)
-	}
-	var next atomic.Int64
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(names) {
-					return
-				}
-				if stop.Load() {
-					results[i] <- Report{Key: names[i], Action: Failed, Cause: errStopped.Error()}
-					continue
-				}
-				results[i] <- fn(m, names[i])
-			}
-		}()
-	}
-	var verr error
-	for i := range names {
-		r := <-results[i]
-		if verr != nil {
-			continue
-		}
+	// No context: an interrupted migration is a killed one, which every
+	// key survives (see the package doc); a visit error stops the walk.
+	done := 0
+	_, err = walk.Ordered(context.Background(), len(names), opts.Workers, func(i int) Report { return fn(m, names[i]) }, func(r Report) error {
 		sum.count(r.Action)
-		if verr = visit(r); verr != nil {
-			stop.Store(true)
+		err := visit(r)
+		if done++; opts.Progress != nil {
+			opts.Progress(done, len(names))
 		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(names))
-		}
-	}
-	wg.Wait()
+		return err
+	})
 	sum.Seconds = time.Since(start).Seconds()
-	return sum, verr
+	return sum, err
 }
 
 // ToDB migrates every legacy key dir under root to meta.db (see the package

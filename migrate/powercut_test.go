@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -12,389 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/db"
+	"sessdb/internal/durable/powercut"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
-// powerCut is a durability journal for the writes migrate makes itself
-// (see durability). Every call goes to disk as usual; the journal records
-// what a power failure could still take back, and image() builds the disk
-// a reboot would find:
-//
-//   - file data written since the file's last fsync (a file created through
-//     the journal keeps only what it had at its last fsync, nothing if it
-//     was never fsynced);
-//   - an mtime set since the file's last fsync (it goes back);
-//   - creates, renames and unlinks in a directory since that directory's
-//     last fsync: a create vanishes, a rename goes back (and what it
-//     replaced comes back), an unlinked entry reappears, so the journal
-//     keeps the bytes (a link's target, a FIFO's or an empty directory's
-//     mode) of everything it unlinks or renames over.
-//
-// Which of a directory's un-fsynced operations a power cut loses is not
-// ordered by anything but an fsync, so image() offers several outcomes
-// (cutModes). Writes that do not pass through the seam (bbolt's, package
-// db's creation of meta.db, the store's roll-forward) are durable by their
-// own protocols and are taken as they are at the instant of the cut.
-type powerCut struct {
-	mu     sync.Mutex
-	synced map[string]int64         // files created here: path -> size at the last fsync; -1 never
-	mtimes map[string]unix.Timespec // path -> mtime before a setMtime not yet fsynced
-	ops    []dirOp                  // not yet durable, oldest first
-}
-
-type opKind int
-
-const (
-	opCreate opKind = iota
-	opRename
-	opUnlink
-)
-
-func (k opKind) String() string { return [...]string{"create", "rename", "unlink"}[k] }
-
-// dirOp is a directory operation a power cut may undo.
-type dirOp struct {
-	kind opKind
-	dir  string // the directory whose fsync makes it durable
-	path string // create, unlink: the name; rename: the destination
-	from string // rename: the source
-	prev *kept  // rename: what it replaced (nil: nothing); unlink: what it removed
-}
-
-// kept is an entry the journal can put back: its type and permissions,
-// the bytes of a regular file or a link's target, and its mtime.
-type kept struct {
-	mode  uint32
-	data  []byte
-	mtime unix.Timespec
-}
-
-func newPowerCut() *powerCut {
-	return &powerCut{synced: map[string]int64{}, mtimes: map[string]unix.Timespec{}}
-}
-
-// capture keeps what is at path; nil when nothing is.
-func capture(path string) (*kept, error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		if err == unix.ENOENT {
-			return nil, nil
-		}
-		return nil, &os.PathError{Op: "lstat", Path: path, Err: err}
-	}
-	k := &kept{mode: st.Mode, mtime: st.Mtim}
-	var err error
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		k.data, err = os.ReadFile(path)
-	case unix.S_IFLNK:
-		var to string
-		to, err = os.Readlink(path)
-		k.data = []byte(to)
-	case unix.S_IFIFO, unix.S_IFDIR: // only an empty directory is ever removed
-	default:
-		err = fmt.Errorf("%s: the power-cut journal cannot keep a %s", path, kindOf(&st))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-// restore puts k back at path.
-func (k *kept) restore(path string) error {
-	perm := k.mode & 0o7777
-	var err error
-	switch k.mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		if err = os.WriteFile(path, k.data, 0o600); err == nil {
-			err = os.Chmod(path, os.FileMode(perm))
-		}
-	case unix.S_IFLNK:
-		err = os.Symlink(string(k.data), path)
-	case unix.S_IFIFO:
-		err = unix.Mkfifo(path, perm)
-	case unix.S_IFDIR:
-		return os.Mkdir(path, os.FileMode(perm))
-	}
-	if err != nil {
-		return err
-	}
-	return setTimes(path, k.mtime)
-}
-
-func setTimes(path string, mtime unix.Timespec) error {
-	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, mtime}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW)
-}
-
-func (p *powerCut) createTemp(dir *os.File, name string) (*os.File, error) {
-	f, err := diskWrites{}.createTemp(dir, name)
-	if err == nil {
-		p.mu.Lock()
-		p.synced[f.Name()] = -1
-		p.ops = append(p.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name()})
-		p.mu.Unlock()
-	}
-	return f, err
-}
-
-func (p *powerCut) syncFile(f *os.File) error {
-	if err := (diskWrites{}).syncFile(f); err != nil {
-		return err
-	}
-	st, err := fsat.Fstat(f)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.synced[f.Name()]; ok {
-		p.synced[f.Name()] = st.Size
-	}
-	delete(p.mtimes, f.Name())
-	return nil
-}
-
-func (p *powerCut) setMtime(f *os.File, at time.Time) error {
-	st, err := fsat.Fstat(f)
-	if err != nil {
-		return err
-	}
-	if err := (diskWrites{}).setMtime(f, at); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.mtimes[f.Name()]; !ok {
-		p.mtimes[f.Name()] = st.Mtim
-	}
-	return nil
-}
-
-func (p *powerCut) rename(dir *os.File, from, to string) error {
-	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
-	prev, err := capture(toPath)
-	if err != nil {
-		return err
-	}
-	if err := (diskWrites{}).rename(dir, from, to); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if prev != nil {
-		p.trim(toPath, prev)
-	}
-	p.ops = append(p.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev})
-	delete(p.synced, toPath)
-	delete(p.mtimes, toPath)
-	if n, ok := p.synced[fromPath]; ok {
-		delete(p.synced, fromPath)
-		p.synced[toPath] = n
-	}
-	if m, ok := p.mtimes[fromPath]; ok {
-		delete(p.mtimes, fromPath)
-		p.mtimes[toPath] = m
-	}
-	return nil
-}
-
-func (p *powerCut) remove(dir *os.File, name string) error {
-	path := fsat.Join(dir, name)
-	prev, err := capture(path)
-	if err != nil {
-		return err
-	}
-	if err := (diskWrites{}).remove(dir, name); err != nil {
-		return err
-	}
-	if prev == nil {
-		return nil // nothing was there: no operation
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.trim(path, prev)
-	p.ops = append(p.ops, dirOp{kind: opUnlink, dir: dir.Name(), path: path, prev: prev})
-	delete(p.synced, path)
-	delete(p.mtimes, path)
-	return nil
-}
-
-// trim makes a kept copy of what was at path what a power cut leaves of
-// it: a file created through the journal has only its fsynced bytes, and
-// an mtime not yet fsynced is the one before.
-func (p *powerCut) trim(path string, k *kept) {
-	if n, ok := p.synced[path]; ok && int64(len(k.data)) > max(n, 0) {
-		k.data = k.data[:max(n, 0)]
-	}
-	if m, ok := p.mtimes[path]; ok {
-		k.mtime = m
-	}
-}
-
-func (p *powerCut) syncDir(dir *os.File) error {
-	if err := (diskWrites{}).syncDir(dir); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ops = slices.DeleteFunc(p.ops, func(o dirOp) bool { return o.dir == dir.Name() })
-	return nil
-}
-
-// A cutMode says which of the operations not yet made durable by a
-// directory fsync still reach the disk: an fsync is the only order a
-// power cut respects, so any of them may land or not, each on its own.
-type cutMode struct {
-	name string
-	land func(dirOp) bool
-}
-
-var cutModes = []cutMode{
-	// The plain power cut: nothing since the last directory fsync landed.
-	{"nothing-lands", func(dirOp) bool { return false }},
-	// The removals reached the disk, what they were to follow did not:
-	// catches a removal not fenced off by a directory fsync.
-	{"unlinks-land", func(o dirOp) bool { return o.kind == opUnlink }},
-	// The new names reached the disk, the removals did not.
-	{"names-land", func(o dirOp) bool { return o.kind != opUnlink }},
-	// Every name landed, the data not fsynced did not: a file renamed
-	// into place without its own fsync is there, empty.
-	{"all-names-land", func(dirOp) bool { return true }},
-}
-
-// cutImage is the disk a reboot finds after a power cut in one mode.
-type cutImage struct {
-	mode string
-	root string // the sessions root in the image
-	lost []string
-}
-
-// images copies the tree under parent (the sessions root's parent) once
-// for each mode that gives a different outcome and takes back from each
-// copy what that power cut loses. It is called at the instant of the cut,
-// with the migration held still: what it does afterwards is not in the
-// images.
-func (p *powerCut) images(t *testing.T, parent string) []cutImage {
-	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []cutImage
-	var unsynced []string // what every mode loses: data and mtimes not fsynced
-	for path, n := range p.synced {
-		var st unix.Stat_t
-		if unix.Lstat(path, &st) == nil && st.Size > max(n, 0) {
-			unsynced = append(unsynced, fmt.Sprintf("data of %s (%d of %d bytes kept)", filepath.Base(path), max(n, 0), st.Size))
-		}
-	}
-	for path := range p.mtimes {
-		unsynced = append(unsynced, "mtime of "+filepath.Base(path))
-	}
-	slices.Sort(unsynced)
-	seen := map[string]bool{}
-	for _, m := range cutModes {
-		lost := slices.Clone(unsynced)
-		sig := ""
-		for i, o := range p.ops {
-			if !m.land(o) {
-				lost = append(lost, o.kind.String()+" "+filepath.Base(o.path))
-				sig += fmt.Sprint(i, ",")
-			}
-		}
-		if seen[sig] {
-			continue
-		}
-		seen[sig] = true
-		img := t.TempDir()
-		copyTree(t, parent, img)
-		if err := p.apply(parent, img, m); err != nil {
-			t.Fatalf("%s: %v", m.name, err)
-		}
-		out = append(out, cutImage{m.name, filepath.Join(img, "sessions"), lost})
-	}
-	return out
-}
-
-// apply takes back from img, a copy of parent, what the power cut m loses.
-func (p *powerCut) apply(parent, img string, m cutMode) error {
-	in := func(path string) (string, error) {
-		rel, err := filepath.Rel(parent, path)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return "", fmt.Errorf("%s is outside %s", path, parent)
-		}
-		return filepath.Join(img, rel), nil
-	}
-	// Data not fsynced is gone.
-	for path, n := range p.synced {
-		q, err := in(path)
-		if err != nil {
-			return err
-		}
-		var st unix.Stat_t
-		if unix.Lstat(q, &st) == nil && fsat.IsRegular(&st) && st.Size > max(n, 0) {
-			if err := os.Truncate(q, max(n, 0)); err != nil {
-				return err
-			}
-		}
-	}
-	// So is an mtime set since the file's last fsync.
-	for path, mt := range p.mtimes {
-		q, err := in(path)
-		if err != nil {
-			return err
-		}
-		if err := setTimes(q, mt); err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-	}
-	// Directory operations that did not land are undone, newest first.
-	for i := len(p.ops) - 1; i >= 0; i-- {
-		o := p.ops[i]
-		if m.land(o) {
-			continue
-		}
-		q, err := in(o.path)
-		if err != nil {
-			return err
-		}
-		switch o.kind {
-		case opCreate:
-			if err := os.Remove(q); err != nil && !errors.Is(err, unix.ENOENT) {
-				return err
-			}
-		case opRename:
-			from, err := in(o.from)
-			if err != nil {
-				return err
-			}
-			if err := os.Rename(q, from); err != nil {
-				return err
-			}
-			if o.prev != nil {
-				if err := o.prev.restore(q); err != nil {
-					return err
-				}
-			}
-		case opUnlink:
-			// A later operation that landed put something else at the
-			// name (a temp made again, a rename over it): the name's
-			// newest state is the one on disk.
-			var st unix.Stat_t
-			if unix.Lstat(q, &st) == nil {
-				continue
-			}
-			if err := o.prev.restore(q); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// The power cuts here go through the one journal of package powercut:
+// every write migrate makes itself (see Options.disk) is recorded, and
+// Images builds the disks a reboot could find, one per cut mode.
 
 // powerCutProfiles are the jobs the verdicts are compared for: a job
 // that matches the plain key under every bound (so the chain, context,
@@ -538,7 +163,7 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 		done     = make(chan error, 1)
 	)
 	opts := testOpts()
-	opts.disk = newPowerCut()
+	opts.disk = powercut.New()
 	opts.Fault = func(FaultPoint) error {
 		calls++
 		if calls == n+1 {
@@ -585,7 +210,7 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 	mu.Lock()
 	atCut := maps.Clone(reported)
 	mu.Unlock()
-	images := opts.disk.(*powerCut).images(t, filepath.Dir(root))
+	images := opts.disk.(*powercut.Journal).Images(t, filepath.Dir(root))
 	release.Do(func() { close(resume) })
 	if !finished {
 		err, finished = <-done, true
@@ -594,9 +219,9 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 		t.Fatal(err)
 	}
 	for _, im := range images {
-		t.Run(im.mode, func(t *testing.T) {
-			what := fmt.Sprintf("power cut at fault call %d (%s), %s, lost %v", n+1, b.pointName(n), im.mode, im.lost)
-			b.checkImage(t, im.root, ref, atCut, what)
+		t.Run(im.Mode, func(t *testing.T) {
+			what := fmt.Sprintf("power cut at fault call %d (%s), %s, lost %v", n+1, b.pointName(n), im.Mode, im.Lost)
+			b.checkImage(t, sessionsIn(im), ref, atCut, what)
 		})
 	}
 	return len(images)
@@ -650,7 +275,7 @@ func (b *cutBed) checkImage(t *testing.T, root string, ref map[string]string, re
 	}
 
 	// A re-run completes and converges, durably.
-	j := newPowerCut()
+	j := powercut.New()
 	opts := testOpts()
 	opts.disk = j
 	_, sum := migrate(t, root, b.toLegacy, opts)
@@ -658,8 +283,14 @@ func (b *cutBed) checkImage(t *testing.T, root string, ref map[string]string, re
 		t.Fatalf("%s: re-run failed: %+v", what, sum)
 	}
 	// The re-run's own writes, cut right after it returned, in every mode.
-	afterRerun := []cutImage{{mode: "no power cut", root: root}}
-	afterRerun = append(afterRerun, j.images(t, filepath.Dir(root))...)
+	type image struct {
+		mode, root string
+		lost       []string
+	}
+	afterRerun := []image{{mode: "no power cut", root: root}}
+	for _, im := range j.Images(t, filepath.Dir(root)) {
+		afterRerun = append(afterRerun, image{im.Mode, sessionsIn(im), im.Lost})
+	}
 	for _, im := range afterRerun {
 		got := treeState(t, im.root, false, false)
 		for p := range got {
@@ -694,6 +325,9 @@ func (b *cutBed) checkValues(t *testing.T, root, what string) {
 	}
 }
 
+// sessionsIn is the sessions root in a power-cut image of its parent.
+func sessionsIn(im powercut.Image) string { return filepath.Join(im.Dir, "sessions") }
+
 // subtree is the part of a tree state under the key dir k.
 func subtree(s map[string]string, k string) map[string]string {
 	out := map[string]string{}
@@ -718,15 +352,15 @@ func TestPowerCutJournal(t *testing.T) {
 	d, err := fsat.OpenDir(dirPath)
 	must(t, err)
 	defer d.Close()
-	j := newPowerCut()
+	j := powercut.New()
 	write := func(name, data string, sync bool) {
-		f, err := j.createTemp(d, name)
+		f, err := j.CreateTemp(d, name)
 		must(t, err)
 		defer f.Close()
 		_, err = f.WriteString(data)
 		must(t, err)
 		if sync {
-			must(t, j.syncFile(f))
+			must(t, j.SyncFile(f))
 		}
 	}
 	write("a.tmp", "AAAA", true)
@@ -735,14 +369,14 @@ func TestPowerCutJournal(t *testing.T) {
 	_, err = f.WriteString("BB") // after the fsync: lost
 	must(t, err)
 	f.Close()
-	must(t, j.rename(d, "a.tmp", "old"))
+	must(t, j.Rename(d, "a.tmp", "old"))
 	for _, n := range []string{"victim", "fifo", "emptydir", "nothing-there"} {
-		must(t, j.remove(d, n))
+		must(t, j.Remove(d, n))
 	}
 	tr, err := os.Open(filepath.Join(dirPath, "current.jsonl"))
 	must(t, err)
 	defer tr.Close()
-	must(t, j.setMtime(tr, m1))
+	must(t, j.SetMtime(d, "current.jsonl", tr, m1))
 	write("b.tmp", "B", false)
 
 	// describe is what a reboot finds in the key dir of an image.
@@ -760,10 +394,10 @@ func TestPowerCutJournal(t *testing.T) {
 	mt := func(at time.Time) string { return fmt.Sprint(at.UnixNano()) }
 	img := func(want map[string]string) {
 		t.Helper()
-		ims := j.images(t, parent)
+		ims := j.Images(t, parent)
 		got := map[string]string{}
 		for _, im := range ims {
-			got[im.mode] = describe(im.root)
+			got[im.Mode] = describe(sessionsIn(im))
 		}
 		for mode, w := range want {
 			if got[mode] != w {
@@ -783,9 +417,9 @@ func TestPowerCutJournal(t *testing.T) {
 	})
 	// The directory fsync makes every name stay; data and the mtime not
 	// fsynced are still lost.
-	must(t, j.syncDir(d))
+	must(t, j.SyncDir(d))
 	img(map[string]string{"nothing-lands": "b.tmp: regular ; current.jsonl: regular " + mt(m0) + "; old: regular AAAA"})
-	must(t, j.syncFile(tr))
+	must(t, j.SyncFile(tr))
 	img(map[string]string{"nothing-lands": "b.tmp: regular ; current.jsonl: regular " + mt(m1) + "; old: regular AAAA"})
 }
 

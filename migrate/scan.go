@@ -73,7 +73,7 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 				k.full[n] = !emptyDir(dir, n)
 			}
 			if fsat.IsRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
-				if b, err := readSmall(dir, n); err == nil {
+				if b, err := fsat.ReadSmallFile(dir, n, legacy.SidecarMaxBytes); err == nil {
 					k.raw[n] = b
 				}
 			}
@@ -102,35 +102,6 @@ func isSidecar(n string) bool {
 	return false
 }
 
-// readSmall reads a sidecar's raw bytes for a report, never following a
-// link or blocking on a FIFO.
-func readSmall(dir *os.File, name string) ([]byte, error) {
-	fd, st, err := openFileAt(dir, name, unix.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	if !fsat.IsRegular(&st) {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	buf := make([]byte, legacy.SidecarMaxBytes+1)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: fsat.Join(dir, name), Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
-
 func (k *keyScan) present(name string) bool { _, ok := k.stats[name]; return ok }
 
 // describe says what is at a sidecar's name, for an oddity's Found.
@@ -140,7 +111,7 @@ func (k *keyScan) describe(name string) string {
 	case !ok:
 		return "absent"
 	case !fsat.IsRegular(&st):
-		return kindOf(&st)
+		return fsat.Kind(&st)
 	case st.Size == 0:
 		return "empty file"
 	case st.Size > legacy.SidecarMaxBytes:
@@ -207,7 +178,7 @@ func (k *keyScan) lockOddity() []Oddity {
 	if k.lock == nil {
 		return nil
 	}
-	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", kindOf(k.lock), k.lockAge.Round(time.Second)), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
+	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", fsat.Kind(k.lock), k.lockAge.Round(time.Second)), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
 }
 
 // leftoverOddities describes what ToDB removes or leaves besides the

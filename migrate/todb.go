@@ -98,8 +98,8 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 	committed := false
 	defer func() {
 		if undo && !committed {
-			if rerr := m.disk.remove(kd, db.FileName); rerr == nil {
-				m.disk.syncDir(kd)
+			if rerr := m.disk.Remove(kd, db.FileName); rerr == nil {
+				m.disk.SyncDir(kd)
 			}
 		}
 		if cerr := d.Close(); err == nil && cerr != nil {
@@ -227,7 +227,7 @@ func putSidecars(tx *db.Tx, sc db.Sidecars) error {
 func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 	kept := r.Removed[:0:0]
 	for _, n := range r.Removed {
-		err := m.disk.remove(kd, n)
+		err := m.disk.Remove(kd, n)
 		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 			// Filled since the scan: left, as scan would have left it.
 			r.Oddities = append(r.Oddities, Oddity{n, "a directory with entries", "left in place (it held no value; meta.db overrides it)"})
@@ -242,7 +242,7 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 		}
 	}
 	r.Removed = kept
-	if err := m.disk.syncDir(kd); err != nil {
+	if err := m.disk.SyncDir(kd); err != nil {
 		return err
 	}
 	return m.fault(FaultDirSynced)

@@ -143,13 +143,13 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 // removeDB unlinks meta.db while its lock is still held, so that no writer
 // can slip a transaction in after the legacy files were written.
 func (m *migrator) removeDB(kd *os.File) error {
-	if err := m.disk.remove(kd, db.FileName); err != nil {
+	if err := m.disk.Remove(kd, db.FileName); err != nil {
 		return err
 	}
 	if err := m.fault(FaultDBRemoved); err != nil {
 		return err
 	}
-	return m.disk.syncDir(kd)
+	return m.disk.SyncDir(kd)
 }
 
 // legacyValues decides what the legacy files will say, fills r, and

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -27,22 +27,25 @@ var errChanged = errors.New("changed while it was read (is a worker still runnin
 // link is never followed, a FIFO never read). When f is non-nil the open
 // file is handed to it before it is closed (ToLegacy sets its mtime).
 func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcript, string, error) {
-	fd, st, err := openFileAt(dir, legacy.TranscriptName, unix.O_RDONLY, 0)
+	fd, st, err := fsat.OpenRaw(dir, legacy.TranscriptName, unix.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil, "absent", nil
-	case errors.Is(err, unix.ELOOP):
-		return nil, "symbolic link", nil
-	case errors.Is(err, unix.ENXIO): // a socket
-		return nil, "socket", nil
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
+		// A link (ELOOP), or a socket: ENXIO on Linux, EOPNOTSUPP on macOS
+		// and FreeBSD. The entry itself says which.
+		if lst, lerr := fsat.LstatAt(dir, legacy.TranscriptName); lerr == nil && !fsat.IsRegular(&lst) {
+			return nil, fsat.Kind(&lst), nil
+		}
+		return nil, "", err
 	case err != nil:
 		return nil, "", err
 	}
 	if !fsat.IsRegular(&st) {
 		unix.Close(fd)
-		return nil, kindOf(&st), nil
+		return nil, fsat.Kind(&st), nil
 	}
-	file, err := regularFile(fd, fsat.Join(dir, legacy.TranscriptName))
+	file, err := fsat.NewFile(fd, &st, fsat.Join(dir, legacy.TranscriptName))
 	if err != nil {
 		return nil, "", err
 	}
@@ -68,26 +71,14 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	return t, "regular file", nil
 }
 
-// setMtime sets f's mtime to at (atime untouched) and fsyncs it, so the
-// legacy clock survives a crash.
-func setMtime(disk durability, f *os.File, at time.Time) error {
-	if err := disk.setMtime(f, at); err != nil {
-		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}
+// setMtime sets the mtime of f, open as dir's transcript, to at (atime
+// untouched) and fsyncs it, so the legacy clock survives a crash.
+func setMtime(disk durable.FS, dir *os.File, f *os.File, at time.Time) error {
+	if err := disk.SetMtime(dir, legacy.TranscriptName, f, at); err != nil {
+		return err
 	}
-	if err := disk.syncFile(f); err != nil {
+	if err := disk.SyncFile(f); err != nil {
 		return &os.PathError{Op: "fsync", Path: f.Name(), Err: err}
-	}
-	return nil
-}
-
-// futimens is utimensat(fd, NULL, ...), as libc's futimens: x/sys/unix has
-// no futimens, its Futimes keeps only microseconds, and the mtime must
-// come back to the nanosecond the db recorded.
-func futimens(fd int, mtime time.Time) error {
-	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
-	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
-	if e != 0 {
-		return e
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
 )
 
 // Kind names what Check found. The tokens are a contract (check --json
@@ -176,7 +177,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 		}
 		return nil
 	}
-	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	_, err = walk.Ordered(ctx, len(names), walk.Workers(opts.Workers), work, deliver)
 	return sum, err
 }
 

@@ -129,7 +129,7 @@ type tempRemoval struct {
 // transcript in place untouched), never lose what it acknowledged.
 func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
-	if names, err := tempNames(kd); err != nil || len(names) == 0 {
+	if names, err := tempNames(kd, time.Time{}); err != nil || len(names) == 0 {
 		return res, err
 	}
 	_, err := fsat.LstatAt(kd, db.FileName)
@@ -152,7 +152,7 @@ func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 		// Runs before the Close above: the lock is held while the name goes.
 		defer fsat.UnlinkAt(kd, db.FileName)
 	}
-	names, err := tempNames(kd)
+	names, err := tempNames(kd, time.Time{})
 	if err != nil {
 		return res, err
 	}
@@ -190,8 +190,9 @@ func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 }
 
 // tempNames lists kd's promotion temps and meta.db temps that are regular
-// files, sorted; links and odd files are reported by check, never removed.
-func tempNames(kd *os.File) ([]string, error) {
+// files last changed before cutoff (the zero time: any), sorted; links
+// and odd files are reported by check, never removed.
+func tempNames(kd *os.File, cutoff time.Time) ([]string, error) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return nil, err
@@ -202,7 +203,8 @@ func tempNames(kd *os.File) ([]string, error) {
 		if !strings.HasPrefix(n, tmpPrefix) && !strings.HasPrefix(n, db.TempPrefix) {
 			continue
 		}
-		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) {
+		st, err := fsat.LstatAt(kd, n)
+		if err == nil && fsat.IsRegular(&st) && (cutoff.IsZero() || time.Unix(st.Mtim.Unix()).Before(cutoff)) {
 			out = append(out, n)
 		}
 	}
@@ -217,16 +219,11 @@ func flockHeld(kd *os.File, n string) bool {
 		return !fsat.IsNotExist(err)
 	}
 	defer f.Close()
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil {
-			unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		}
-		return err != nil
+	err = fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		fsat.Flock(f, unix.LOCK_UN)
 	}
+	return err != nil
 }
 
 // advice is what an operator can do about a problem check does not repair.
@@ -284,17 +281,12 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 		if n > 1 {
 			aside = fmt.Sprintf("%s-%d", base, n)
 		}
-		err := unix.Renameat2(int(kd.Fd()), db.FileName, int(kd.Fd()), aside, unix.RENAME_NOREPLACE)
-		if err == unix.EEXIST && n < 100 {
+		err := fsat.RenameNoReplace(kd, db.FileName, aside)
+		if errors.Is(err, unix.EEXIST) && n < 100 {
 			continue
 		}
-		if err == unix.EINVAL { // a filesystem without RENAME_NOREPLACE
-			if _, lerr := fsat.LstatAt(kd, aside); fsat.IsNotExist(lerr) {
-				err = unix.Renameat(int(kd.Fd()), db.FileName, int(kd.Fd()), aside)
-			}
-		}
 		if err != nil {
-			return "", &os.LinkError{Op: "rename", Old: f.Name(), New: fsat.Join(kd, aside), Err: err}
+			return "", err
 		}
 		if err := s.fault(FaultRepairAfterAside); err != nil {
 			return "", err
@@ -312,14 +304,12 @@ func (s *Store) flockExclusive(f *os.File) error {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil
-		case err == unix.EINTR:
-			continue
-		case err != unix.EWOULDBLOCK:
-			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		case !errors.Is(err, unix.EWOULDBLOCK):
+			return err
 		case time.Now().After(deadline):
 			return &os.PathError{Op: "flock", Path: f.Name(), Err: db.ErrLockTimeout}
 		}
@@ -336,27 +326,9 @@ func (s *Store) flockExclusive(f *os.File) error {
 // change how the key resolves), and the age alone is the guard: a live
 // temp is seconds old.
 func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]string, error) {
-	stale := func() ([]string, error) {
-		names, err := fsat.ReadDirNames(kd)
-		if err != nil {
-			return nil, err
-		}
-		sort.Strings(names)
-		var out []string
-		for _, n := range names {
-			if !strings.HasPrefix(n, tmpPrefix) && !strings.HasPrefix(n, db.TempPrefix) {
-				continue
-			}
-			// Links and odd files are reported by check, never removed.
-			if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && time.Unix(st.Mtim.Unix()).Before(cutoff) {
-				out = append(out, n)
-			}
-		}
-		return out, nil
-	}
 	// A first look without the lock: most keys have no temps, and a walk
 	// over thousands of keys should not lock each of them for nothing.
-	if names, err := stale(); err != nil || len(names) == 0 {
+	if names, err := tempNames(kd, cutoff); err != nil || len(names) == 0 {
 		return nil, err
 	}
 	var spare string
@@ -380,7 +352,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 	} else if err != nil && !fsat.IsNotExist(err) {
 		return nil, err
 	}
-	names, err := stale()
+	names, err := tempNames(kd, cutoff)
 	if err != nil {
 		return nil, err
 	}

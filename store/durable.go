@@ -3,17 +3,14 @@ package store
 import (
 	"os"
 
-	"golang.org/x/sys/unix"
-
-	"sessdb/internal/fsat"
+	"sessdb/internal/durable"
 )
 
-// durability is the seam for the writes the store makes itself: the
-// promotion temp, its fsync, the rename into place and the directory fsync.
-// Production uses diskWrites. A test swaps in a journal that can drop
-// everything not yet fsynced, as a power cut would; a SIGKILL leaves the
-// page cache intact, so only that catches a missing fsync. bbolt's commits
-// do not pass through here: bbolt fsyncs its own file.
+// durability is the store's view of the one durability seam, durable.FS,
+// under the names promote.go calls: the promotion temp, its fsync, the
+// rename into place and the directory fsync. bbolt's commits do not pass
+// through here: bbolt fsyncs its own file. Production uses diskWrites{}
+// (durable.Disk); the power-cut test uses diskWrites{journal}.
 type durability interface {
 	createTemp(dir *os.File, name string) (*os.File, error)
 	syncFile(f *os.File) error
@@ -21,18 +18,28 @@ type durability interface {
 	syncDir(dir *os.File) error
 }
 
-type diskWrites struct{}
+// diskWrites makes the store's writes through fs; a nil fs is durable.Disk.
+type diskWrites struct{ fs durable.FS }
 
-func (diskWrites) createTemp(dir *os.File, name string) (*os.File, error) {
-	return fsat.OpenAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+func (d diskWrites) disk() durable.FS {
+	if d.fs == nil {
+		return durable.Disk{}
+	}
+	return d.fs
 }
 
-func (diskWrites) syncFile(f *os.File) error {
-	if err := f.Sync(); err != nil {
+func (d diskWrites) createTemp(dir *os.File, name string) (*os.File, error) {
+	return d.disk().CreateTemp(dir, name)
+}
+
+func (d diskWrites) syncFile(f *os.File) error {
+	if err := d.disk().SyncFile(f); err != nil {
 		return &os.PathError{Op: "fsync", Path: f.Name(), Err: err}
 	}
 	return nil
 }
 
-func (diskWrites) rename(dir *os.File, from, to string) error { return fsat.RenameAt(dir, from, to) }
-func (diskWrites) syncDir(dir *os.File) error                 { return fsat.SyncDir(dir) }
+func (d diskWrites) rename(dir *os.File, from, to string) error {
+	return d.disk().Rename(dir, from, to)
+}
+func (d diskWrites) syncDir(dir *os.File) error { return d.disk().SyncDir(dir) }

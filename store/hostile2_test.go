@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // promoteStaged resolves testKey on s, lets plant set up the staged file,
@@ -59,7 +59,7 @@ func TestDeviceNodeStagedFileIsRefused(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	res := promoteStaged(t, s, func(p string) {
 		// /dev/null's numbers: a character device whose open is harmless.
-		if err := syscall.Mknod(p, syscall.S_IFCHR|0o600, int(1<<8|3)); err != nil {
+		if err := testfs.MknodNull(p); err != nil {
 			t.Skipf("mknod not permitted: %v", err)
 		}
 	})

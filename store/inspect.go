@@ -7,6 +7,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
 	"sessdb/store/legacy"
 )
 
@@ -168,7 +169,7 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 		}
 		return result{r, err}
 	}
-	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, func(res result) error {
+	_, err = walk.Ordered(ctx, len(names), walk.Workers(opts.Workers), work, func(res result) error {
 		if res.err != nil {
 			return res.err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
 )
 
 // ReapResult says what a Reap did. Every name under the root is in
@@ -106,7 +107,7 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		}
 		return nil
 	}
-	_, err = walkOrdered(ctx, len(names), defaultWorkers(opts.Workers), work, deliver)
+	_, err = walk.Ordered(ctx, len(names), walk.Workers(opts.Workers), work, deliver)
 	return res, err
 }
 

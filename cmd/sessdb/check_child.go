@@ -199,10 +199,9 @@ func startChild(root string) (*checkChild, error) {
 	cmd := exec.Command(exe, "check", childArg, root)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	// A group of its own keeps the terminal's Ctrl-C for the parent, which
-	// stops cleanly; the death signal ends a child whose parent is gone
-	// (strictly, whose parent's spawning thread is gone: Go keeps its
-	// threads for the life of the process).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// stops cleanly; on Linux a death signal also ends a child whose
+	// parent is gone (see childProcAttr).
+	cmd.SysProcAttr = childProcAttr()
 	c := &checkChild{cmd: cmd, lines: make(chan []byte, 1), errs: &headBuffer{max: 4 << 10}}
 	cmd.Stderr = c.errs
 	if c.in, err = cmd.StdinPipe(); err != nil {

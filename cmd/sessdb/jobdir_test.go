@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sessdb/internal/testfs"
 )
 
 // Issue 15, items 1, 2 and 7, through the CLI as a worker runs it: the job
@@ -81,7 +83,7 @@ func TestCLIResolveRefusesADeviceAtTheStagedName(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sessions")
 	job := t.TempDir()
 	os.Mkdir(filepath.Join(job, "session"), 0o700)
-	if err := syscall.Mknod(filepath.Join(job, "session", "current.jsonl"), syscall.S_IFCHR|0o600, int(1<<8|3)); err != nil {
+	if err := testfs.MknodNull(filepath.Join(job, "session", "current.jsonl")); err != nil {
 		t.Skipf("mknod not permitted: %v", err)
 	}
 	code, _, errs := runCLI(t, resolveArgs(root, job)...)

@@ -1,42 +1,67 @@
-// Package fsat opens, stats, renames and removes names relative to a
-// directory descriptor with the *at system calls, one path component at a
-// time, so that nothing below a directory the caller opened is ever
-// resolved through a link, and a FIFO never blocks an open.
+// Package fsat opens, stats, reads, renames and removes names relative to
+// a directory descriptor with the *at system calls, one path component at
+// a time, so that nothing below a directory the caller opened is ever
+// resolved through a link, and a FIFO never blocks an open. It is sessdb's
+// one copy of that plumbing: the calls a signal can interrupt (an open, a
+// read, a lock) are retried on EINTR through one helper, IgnoringEINTR,
+// and errors are of the form "op path: errno" (*os.PathError or
+// *os.LinkError), unwrapping to the errno.
 //
 // os.Root is not enough for this: it follows a link that stays inside the
 // root even when O_NOFOLLOW is passed, for files and for OpenRoot of a
 // subdirectory (measured on Go 1.26).
+//
+// It builds on Linux, macOS and FreeBSD. Where the systems differ, fsat
+// makes them say the same thing: a link met by an open is ELOOP on every
+// one (FreeBSD says EMLINK).
+//
+// Caveats, by platform:
+//   - RenameNoReplace is one atomic rename on Linux (renameat2
+//     RENAME_NOREPLACE) and macOS (renameatx_np RENAME_EXCL). On FreeBSD,
+//     and on a Linux or macOS filesystem that refuses those flags, it links
+//     the new name and then unlinks the old one: it still never replaces
+//     an existing file, but a crash between the two steps leaves the file
+//     under both names.
+//   - SetMtime works on the descriptor on Linux and FreeBSD (futimens). On
+//     macOS, where x/sys/unix has no futimens, it sets the time through the
+//     name, without following a link, and checks that the name referred to
+//     the open file before and after: a name replaced in between is an
+//     error, but the file that was there meanwhile may have had its mtime
+//     set.
+//   - A socket met by an open is ENXIO on Linux and EOPNOTSUPP on macOS and
+//     FreeBSD; ReadSmallFile makes both ErrNotRegular, OpenRaw leaves them.
 package fsat
 
 import (
 	"errors"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotDir is returned when a name that must be a real directory is a
-// link or something else.
-var ErrNotDir = errors.New("not a real directory")
+// openFlags are added to every open below a directory: never follow a link
+// at the name, never block on a FIFO, never leak the descriptor into a
+// child, never make a terminal the controlling one.
+const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
 
-// openDir opens path (absolute, or relative to the working directory) as a
-// directory. The sessions root and a job dir are the operator's and the
-// host's own paths, so a link there is followed; names below them are not.
+// OpenDir is like os.Open for a directory, but returns the raw descriptor's
+// file without registering it with the poller. The sessions root and a job
+// dir are the operator's and the host's own paths, so a link there is
+// followed; names below them are not.
 func OpenDir(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := IgnoringEINTR(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// openDirAt opens name inside dir as a directory without following a link.
-// A link or a non-directory at name is ErrNotDir.
+// OpenDirAt is like OpenDir, but opens name inside dir without following a
+// link. A link or a non-directory at name is ErrNotDir.
 func OpenDirAt(dir *os.File, name string) (*os.File, error) {
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	fd, err := openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if err == unix.ELOOP || err == unix.ENOTDIR {
 			err = ErrNotDir
@@ -46,26 +71,57 @@ func OpenDirAt(dir *os.File, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), Join(dir, name)), nil
 }
 
-// openAt opens name inside dir without following a link and without
-// blocking on a FIFO; the caller decides on fstat what it got.
-func OpenAt(dir *os.File, name string, flags int, perm uint32) (*os.File, error) {
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(int(dir.Fd()), name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, perm)
-	})
+// OpenRaw is like unix.Openat, but relative to dir, with O_NOFOLLOW,
+// O_NONBLOCK, O_CLOEXEC and O_NOCTTY added to flags, and it returns the
+// fstat of what it opened, so that the caller decides what it got before
+// it reads (a legacy sidecar, a transcript). The caller owns fd and closes
+// it; on error nothing is left open.
+func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix.Stat_t, err error) {
+	fd, err = openat(dir, name, flags|openFlags, perm)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
+		return -1, st, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
 	}
-	return os.NewFile(uintptr(fd), Join(dir, name)), nil
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, &os.PathError{Op: "fstat", Path: Join(dir, name), Err: err}
+	}
+	return fd, st, nil
 }
 
+// NewFile is like os.NewFile, but for a descriptor OpenRaw returned: it
+// clears the O_NONBLOCK of a regular file first, which was there only for
+// the open of a FIFO, so that os.NewFile does not register a regular file
+// with the poller (kqueue on macOS would accept it). It takes fd over, and
+// closes it on error.
+func NewFile(fd int, st *unix.Stat_t, name string) (*os.File, error) {
+	if IsRegular(st) {
+		if err := unix.SetNonblock(fd, false); err != nil {
+			unix.Close(fd)
+			return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
+		}
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// OpenAt is OpenRaw followed by NewFile: name inside dir, opened without
+// following a link and without blocking on a FIFO. The caller decides on
+// Fstat what it got.
+func OpenAt(dir *os.File, name string, flags int, perm uint32) (*os.File, error) {
+	fd, st, err := OpenRaw(dir, name, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	return NewFile(fd, &st, Join(dir, name))
+}
+
+// MkdirAt is like unix.Mkdirat, but an existing name is not an error (it is
+// then not checked to be a directory: OpenDirAt does that).
 func MkdirAt(dir *os.File, name string, perm uint32) error {
-	if err := unix.Mkdirat(int(dir.Fd()), name, perm); err != nil && err != unix.EEXIST {
-		return &os.PathError{Op: "mkdir", Path: Join(dir, name), Err: err}
-	}
-	return nil
+	_, err := MkdirNew(dir, name, perm)
+	return err
 }
 
-// mkdirNew is mkdirAt that also says whether it made the directory.
+// MkdirNew is MkdirAt that also reports whether it made the directory.
 func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
 	err := unix.Mkdirat(int(dir.Fd()), name, perm)
 	switch err {
@@ -77,6 +133,9 @@ func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
 	return false, &os.PathError{Op: "mkdir", Path: Join(dir, name), Err: err}
 }
 
+// RenameAt is like unix.Renameat, but both names are inside dir, and it
+// replaces an existing to. The rename is durable only once dir is synced
+// (SyncDir).
 func RenameAt(dir *os.File, from, to string) error {
 	if err := unix.Renameat(int(dir.Fd()), from, int(dir.Fd()), to); err != nil {
 		return &os.LinkError{Op: "rename", Old: Join(dir, from), New: Join(dir, to), Err: err}
@@ -84,6 +143,8 @@ func RenameAt(dir *os.File, from, to string) error {
 	return nil
 }
 
+// UnlinkAt is like unix.Unlinkat with no flags: it removes name inside dir,
+// the link itself if it is one; a directory is an error, and so is ENOENT.
 func UnlinkAt(dir *os.File, name string) error {
 	if err := unix.Unlinkat(int(dir.Fd()), name, 0); err != nil {
 		return &os.PathError{Op: "unlink", Path: Join(dir, name), Err: err}
@@ -91,6 +152,8 @@ func UnlinkAt(dir *os.File, name string) error {
 	return nil
 }
 
+// RmdirAt is like unix.Unlinkat with AT_REMOVEDIR: it removes the empty
+// directory name inside dir.
 func RmdirAt(dir *os.File, name string) error {
 	if err := unix.Unlinkat(int(dir.Fd()), name, unix.AT_REMOVEDIR); err != nil {
 		return &os.PathError{Op: "rmdir", Path: Join(dir, name), Err: err}
@@ -98,7 +161,26 @@ func RmdirAt(dir *os.File, name string) error {
 	return nil
 }
 
-// lstatAt is lstat of a single name inside dir.
+// Remove is like os.Remove, but for a name inside dir: it removes whatever
+// is there, the link itself if it is one, an empty directory too, and
+// nothing is not an error (a re-run, or a rival, got there first). A
+// directory with entries is left, with an error that unwraps to ENOTEMPTY
+// (or EEXIST, which some systems say instead).
+func Remove(dir *os.File, name string) error {
+	err := unix.Unlinkat(int(dir.Fd()), name, 0)
+	// Linux says EISDIR for a directory, macOS and FreeBSD say EPERM.
+	if err == unix.EISDIR || err == unix.EPERM {
+		if st, serr := LstatAt(dir, name); serr == nil && IsDir(&st) {
+			err = unix.Unlinkat(int(dir.Fd()), name, unix.AT_REMOVEDIR)
+		}
+	}
+	if err != nil && err != unix.ENOENT {
+		return &os.PathError{Op: "remove", Path: Join(dir, name), Err: err}
+	}
+	return nil
+}
+
+// LstatAt is like os.Lstat, but of the single name inside dir.
 func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -107,6 +189,7 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 	return st, nil
 }
 
+// Fstat is like (*os.File).Stat, but returns the system's own record.
 func Fstat(f *os.File) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -115,8 +198,9 @@ func Fstat(f *os.File) (unix.Stat_t, error) {
 	return st, nil
 }
 
-// syncDir makes the directory entries created, renamed or removed in dir
-// durable; a rename is not durable until its directory is.
+// SyncDir is like (*os.File).Sync for a directory: it makes the entries
+// created, renamed or removed in dir durable; a rename is not durable until
+// its directory is.
 func SyncDir(dir *os.File) error {
 	if err := dir.Sync(); err != nil {
 		return &os.PathError{Op: "fsync", Path: dir.Name(), Err: err}
@@ -124,8 +208,19 @@ func SyncDir(dir *os.File) error {
 	return nil
 }
 
-// readDirNames lists dir's entries without following anything; it reads
-// from a duplicate descriptor so that dir's own offset stays untouched.
+// Flock is like unix.Flock on f's descriptor, but retries EINTR. With
+// LOCK_NB a lock held elsewhere is EWOULDBLOCK.
+func Flock(f *os.File, how int) error {
+	_, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Flock(int(f.Fd()), how) })
+	if err != nil {
+		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
+// ReadDirNames is like (*os.File).Readdirnames(-1), but reads from a
+// duplicate descriptor so that dir's own offset stays untouched, and
+// follows nothing.
 func ReadDirNames(dir *os.File) ([]string, error) {
 	d, err := OpenDirAt(dir, ".")
 	if err != nil {
@@ -135,9 +230,32 @@ func ReadDirNames(dir *os.File) ([]string, error) {
 	return d.Readdirnames(-1)
 }
 
+// IsRegular reports whether st describes a regular file.
 func IsRegular(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFREG }
-func IsDir(st *unix.Stat_t) bool     { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 
+// IsDir reports whether st describes a directory.
+func IsDir(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// Kind names st's file type for a report: "regular file", "symbolic link",
+// "directory", "FIFO", "socket" or "device".
+func Kind(st *unix.Stat_t) string {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	}
+	return "device"
+}
+
+// Join is like filepath.Join(dir.Name(), name) for a single name, without
+// cleaning: the path shown in errors.
 func Join(dir *os.File, name string) string {
 	if name == "." {
 		return dir.Name()
@@ -145,66 +263,26 @@ func Join(dir *os.File, name string) string {
 	return dir.Name() + "/" + name
 }
 
+// IsNotExist reports whether err says that a name does not exist (ENOENT).
 func IsNotExist(err error) bool { return errors.Is(err, unix.ENOENT) }
 
-// retry repeats an open interrupted by a signal: an open of a FIFO or a
-// slow filesystem can return EINTR.
-func retry(f func() (int, error)) (int, error) {
-	for {
-		fd, err := f()
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+// openat is unix.Openat relative to dir, retrying EINTR (an open of a FIFO
+// or on a slow filesystem can be interrupted), with a link at name reported
+// as ELOOP on every system.
+func openat(dir *os.File, name string, flags int, perm uint32) (int, error) {
+	fd, err := IgnoringEINTR(func() (int, error) { return unix.Openat(int(dir.Fd()), name, flags, perm) })
+	return fd, linkErrno(err)
 }
 
-// ErrNotRegular is returned by ReadSmallFile when the name is a link, a
-// FIFO, a directory, a device or a socket.
-var ErrNotRegular = errors.New("not a regular file")
-
-// ErrTooLarge is returned by ReadSmallFile when the file holds more than
-// the bytes allowed.
-var ErrTooLarge = errors.New("file too large")
-
-// ReadSmallFile is like os.ReadFile, but it reads name inside dir without
-// following a link or blocking on a FIFO, refuses anything but a regular
-// file (judged on fstat of what was opened), and reads at most max bytes:
-// a file that holds more is ErrTooLarge, however large it claims to be.
-func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
-	f, err := OpenAt(dir, name, unix.O_RDONLY, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			err = &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
-		}
-		return nil, err
-	}
-	defer f.Close()
-	st, err := Fstat(f)
-	if err != nil {
-		return nil, err
-	}
-	if !IsRegular(&st) {
-		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrNotRegular}
-	}
-	if st.Size > int64(max) {
-		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
-	}
-	// The size is only a hint: the file can grow between the fstat and
-	// the read, so the read itself is capped too.
-	b := make([]byte, max+1)
-	n := 0
-	for n < len(b) {
-		m, err := f.ReadAt(b[n:], int64(n))
-		n += m
-		if err != nil {
-			if err == io.EOF {
-				break
-			}
-			return nil, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+// IgnoringEINTR is the project's one EINTR retry: it is like calling f,
+// but repeats f while f is interrupted by a signal (EINTR), as the standard
+// library's own system-call wrappers do. Every function of this package
+// goes through it.
+func IgnoringEINTR[T any](f func() (T, error)) (T, error) {
+	for {
+		v, err := f()
+		if err != unix.EINTR {
+			return v, err
 		}
 	}
-	if n > max {
-		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
-	}
-	return b[:n], nil
 }

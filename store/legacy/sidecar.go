@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // Names of the legacy files in a key directory, and the limits their reader
@@ -100,84 +101,17 @@ func readStamp(dir *os.File, name string) gates.Stamp {
 	return gates.Stamp{State: gates.StampUnreadable}
 }
 
-// readSidecar is ReadSidecar that also returns why name could not be
-// opened, nil when it was opened and judged.
+// readSidecar is ReadSidecar that also returns why name could not be read:
+// the open's error (ENOENT: no entry), or why the file held no value.
 func readSidecar(dir *os.File, name string) (string, bool, error) {
 	if dir == nil || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return "", false, errName
 	}
-	rc, err := dir.SyscallConn()
-	if err != nil {
+	// A file that grew past the cap after its fstat is refused as
+	// oversized rather than read without bound (fsat caps the read).
+	b, err := fsat.ReadSmallFile(dir, name, SidecarMaxBytes)
+	if err != nil || len(b) == 0 {
 		return "", false, err
-	}
-	var (
-		b      []byte
-		ok     bool
-		openEr error
-	)
-	// Control, not Fd: Fd would switch dir to blocking mode, and Control
-	// keeps the descriptor from being closed and reused under the call.
-	if err := rc.Control(func(dfd uintptr) { b, ok, openEr = readAt(int(dfd), name) }); err != nil {
-		return "", false, err
-	}
-	if !ok {
-		return "", false, openEr
 	}
 	return jsTrim(decodeUTF8(b)), true, nil
-}
-
-// readAt opens name under dfd and returns its bytes if it is a regular file
-// of an acceptable size. The error is the open's; a file that was opened but
-// refused returns ok false and a nil error.
-func readAt(dfd int, name string) ([]byte, bool, error) {
-	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat(dfd, name, flags, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return nil, false, &os.PathError{Op: "openat", Path: name, Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || !sidecarShape(&st) {
-		return nil, false, nil
-	}
-	b, ok := readCapped(fd)
-	return b, ok, nil
-}
-
-// sidecarShape reports whether fstat describes a file the legacy reader
-// would read: regular, 1..SidecarMaxBytes bytes.
-func sidecarShape(st *unix.Stat_t) bool {
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size >= 1 && st.Size <= SidecarMaxBytes
-}
-
-// readCapped reads fd to its end, or refuses once it has read more than
-// SidecarMaxBytes: a file that grew after the fstat is seen as oversized
-// rather than read without bound.
-func readCapped(fd int) ([]byte, bool) {
-	buf := make([]byte, SidecarMaxBytes+1)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if n > SidecarMaxBytes {
-		return nil, false
-	}
-	return buf[:n], true
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // keyDir is a temp key directory and the descriptor the readers take,
@@ -160,7 +161,7 @@ func listen(t *testing.T, path string) {
 
 func mknodNull(t *testing.T, path string) {
 	t.Helper()
-	if err := unix.Mknod(path, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+	if err := testfs.MknodNull(path); err != nil {
 		t.Skipf("mknod needs privilege here: %v", err)
 	}
 }
@@ -446,54 +447,6 @@ func snapshot(t *testing.T, dir string) string {
 	return sb.String()
 }
 
-// TestSidecarShape checks the fstat rule on its own: the file types the
-// suite can create all fail later too (a directory's read fails, a FIFO has
-// size 0), so only this test shows the type check itself holds.
-func TestSidecarShape(t *testing.T) {
-	cases := []struct {
-		mode uint32
-		size int64
-		want bool
-	}{
-		{unix.S_IFREG, 1, true},
-		{unix.S_IFREG, SidecarMaxBytes, true},
-		{unix.S_IFREG, 0, false},
-		{unix.S_IFREG, SidecarMaxBytes + 1, false},
-		{unix.S_IFREG, -1, false},
-		{unix.S_IFDIR, 10, false},
-		{unix.S_IFCHR, 10, false},
-		{unix.S_IFBLK, 10, false},
-		{unix.S_IFIFO, 10, false},
-		{unix.S_IFSOCK, 10, false},
-		{unix.S_IFLNK, 10, false},
-	}
-	for _, c := range cases {
-		st := unix.Stat_t{Mode: c.mode | 0o644, Size: c.size}
-		if got := sidecarShape(&st); got != c.want {
-			t.Errorf("mode %o size %d: sidecarShape = %v, want %v", c.mode, c.size, got, c.want)
-		}
-	}
-}
-
-// TestReadCapped: a file that grows past the cap between fstat and read
-// is refused, not read without bound. A pipe stands in for the grown file.
-func TestReadCapped(t *testing.T) {
-	for _, n := range []int{0, 1, SidecarMaxBytes, SidecarMaxBytes + 1, 3 * SidecarMaxBytes} {
-		var p [2]int
-		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-			t.Fatal(err)
-		}
-		want := strings.Repeat("x", n)
-		go func() {
-			unix.Write(p[1], []byte(want))
-			unix.Close(p[1])
-		}()
-		var got []byte
-		var ok bool
-		within(t, func() { got, ok = readCapped(p[0]) })
-		unix.Close(p[0])
-		if wantOK := n <= SidecarMaxBytes; ok != wantOK || ok && string(got) != want {
-			t.Errorf("%d bytes: readCapped = %d bytes, %v; want ok %v", n, len(got), ok, wantOK)
-		}
-	}
-}
+// The fstat rule (only a regular file is read) and the capped read (a file
+// grown past the cap after its fstat is refused) are package fsat's:
+// TestReadSmallFileKinds and TestReadCapped there.

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	slegacy "sessdb/store/legacy"
 )
 
@@ -139,10 +140,7 @@ func readFile(p string) ([]byte, error) {
 	b := make([]byte, st.Size)
 	n := 0
 	for n < len(b) {
-		m, err := unix.Read(fd, b[n:])
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := fsat.IgnoringEINTR(func() (int, error) { return unix.Read(fd, b[n:]) })
 		if err != nil {
 			return nil, pathErr("read", p, err)
 		}

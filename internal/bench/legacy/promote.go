@@ -161,7 +161,7 @@ func writeSidecar(keyDir, name, value string, durable bool) error {
 
 // copyFile is Node's copyFileSync as libuv runs it on Linux: open the
 // source, fstat it, open the destination, fstat it, truncate it, chmod it
-// to the source's mode, copy_file_range, close both.
+// to the source's mode, copy_file_range (copyRange), close both.
 func copyFile(src, dst string, durable bool) (int64, error) {
 	in, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -172,7 +172,7 @@ func copyFile(src, dst string, durable bool) (int64, error) {
 	if err := unix.Fstat(in, &sst); err != nil {
 		return 0, pathErr("fstat", src, err)
 	}
-	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, sst.Mode&0o7777)
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, uint32(sst.Mode&0o7777))
 	if err != nil {
 		return 0, pathErr("open", dst, err)
 	}
@@ -183,22 +183,12 @@ func copyFile(src, dst string, durable bool) (int64, error) {
 	if err := unix.Ftruncate(out, 0); err != nil {
 		return 0, pathErr("truncate", dst, err)
 	}
-	if err := unix.Fchmod(out, sst.Mode&0o7777); err != nil {
+	if err := unix.Fchmod(out, uint32(sst.Mode&0o7777)); err != nil {
 		return 0, pathErr("chmod", dst, err)
 	}
-	var n int64
-	for n < sst.Size {
-		m, err := unix.CopyFileRange(in, nil, out, nil, int(sst.Size-n), 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, pathErr("copy_file_range", dst, err)
-		}
-		if m == 0 {
-			break
-		}
-		n += int64(m)
+	n, err := copyRange(in, out, sst.Size)
+	if err != nil {
+		return n, pathErr("copy", dst, err)
 	}
 	if durable {
 		if err := unix.Fsync(out); err != nil {

@@ -52,22 +52,9 @@ func describe(dir string) machine {
 // ext4, whether it has a journal: on this project's reference machine it
 // has none, which changes what an fsync and an inode allocation cost.
 func describeFS(dir string) string {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
+	name, err := fsName(dir)
+	if err != nil {
 		return "unknown (" + err.Error() + ")"
-	}
-	name := fmt.Sprintf("magic %#x", st.Type)
-	switch st.Type {
-	case unix.EXT4_SUPER_MAGIC:
-		name = "ext4"
-	case unix.XFS_SUPER_MAGIC:
-		name = "xfs"
-	case unix.BTRFS_SUPER_MAGIC:
-		name = "btrfs"
-	case unix.TMPFS_MAGIC:
-		name = "tmpfs"
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		name = "overlayfs"
 	}
 	dev, opts := mountOf(dir)
 	s := name

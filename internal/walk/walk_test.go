@@ -1,4 +1,4 @@
-package store
+package walk
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // The pool delivers in index order however the work is scheduled, runs no
 // more than its workers at once, and has nothing running when it returns.
-func TestWalkOrderedKeepsOrder(t *testing.T) {
+func TestOrderedKeepsOrder(t *testing.T) {
 	const n, workers = 200, 3
 	var running, peak atomic.Int32
 	work := func(i int) int {
@@ -23,7 +23,7 @@ func TestWalkOrderedKeepsOrder(t *testing.T) {
 		return i
 	}
 	var got []int
-	delivered, err := walkOrdered(context.Background(), n, workers, work, func(v int) error { got = append(got, v); return nil })
+	delivered, err := Ordered(context.Background(), n, workers, work, func(v int) error { got = append(got, v); return nil })
 	if err != nil || delivered != n || len(got) != n {
 		t.Fatalf("delivered %d (%d values), %v", delivered, len(got), err)
 	}
@@ -41,12 +41,12 @@ func TestWalkOrderedKeepsOrder(t *testing.T) {
 }
 
 // An interrupt stops new work, delivers what is contiguous, and says so.
-func TestWalkOrderedStopsOnCancel(t *testing.T) {
+func TestOrderedStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var started atomic.Int32
 	work := func(i int) int { started.Add(1); time.Sleep(time.Millisecond); return i }
 	var got []int
-	delivered, err := walkOrdered(ctx, 10000, 2, work, func(v int) error {
+	delivered, err := Ordered(ctx, 10000, 2, work, func(v int) error {
 		got = append(got, v)
 		if v == 50 {
 			cancel()
@@ -69,9 +69,9 @@ func TestWalkOrderedStopsOnCancel(t *testing.T) {
 	}
 }
 
-func TestWalkOrderedStopsOnDeliverError(t *testing.T) {
+func TestOrderedStopsOnDeliverError(t *testing.T) {
 	boom := errors.New("boom")
-	delivered, err := walkOrdered(context.Background(), 1000, 4, func(i int) int { return i }, func(v int) error {
+	delivered, err := Ordered(context.Background(), 1000, 4, func(i int) int { return i }, func(v int) error {
 		if v == 10 {
 			return boom
 		}
@@ -80,7 +80,7 @@ func TestWalkOrderedStopsOnDeliverError(t *testing.T) {
 	if err != boom || delivered != 10 {
 		t.Fatalf("delivered %d, %v; want 10, boom", delivered, err)
 	}
-	if n, err := walkOrdered(context.Background(), 0, 2, func(i int) int { return i }, func(int) error { return nil }); n != 0 || err != nil {
+	if n, err := Ordered(context.Background(), 0, 2, func(i int) int { return i }, func(int) error { return nil }); n != 0 || err != nil {
 		t.Fatalf("empty walk: %d, %v", n, err)
 	}
 }

@@ -1,0 +1,71 @@
+// Package durable is the seam for the writes a crash-safe protocol makes
+// itself in a directory: create a temp file, fsync it, set a file's mtime,
+// rename into place, remove, fsync the directory. A rename, a create or a
+// removal is durable only once its directory is synced, and a file's data
+// and mtime only once the file is; a protocol that skips one of those
+// steps survives a SIGKILL (the page cache stays) but not a power cut.
+//
+// The store's promotion and migrate's writers make these calls through an
+// FS. Production passes Disk, the system calls themselves; tests pass the
+// journal of package durable/powercut, which can take back everything a
+// power cut would, and so fails a protocol with a missing fsync. Writes
+// that are durable by their own protocol do not pass through here: bbolt's
+// commits, and package db's creation of meta.db.
+package durable
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
+)
+
+// FS makes the durable writes of a protocol. Every name is a single
+// component inside dir, never resolved through a link. Implementations
+// are safe for concurrent use.
+type FS interface {
+	// CreateTemp creates name in dir afresh for writing (O_CREAT|O_EXCL,
+	// O_NOFOLLOW, mode 0600). Nothing of it is durable yet.
+	CreateTemp(dir *os.File, name string) (*os.File, error)
+	// SyncFile fsyncs f: its data, and its metadata such as the mtime.
+	SyncFile(f *os.File) error
+	// SetMtime sets the mtime of f, open at name in dir, to the
+	// nanosecond, the atime untouched (see fsat.SetMtime).
+	SetMtime(dir *os.File, name string, f *os.File, at time.Time) error
+	// Rename renames from over to inside dir.
+	Rename(dir *os.File, from, to string) error
+	// Remove removes name inside dir, the link itself if it is one, or an
+	// empty directory; nothing there is no error (see fsat.Remove).
+	Remove(dir *os.File, name string) error
+	// SyncDir fsyncs dir, making its creates, renames and removals
+	// durable.
+	SyncDir(dir *os.File) error
+}
+
+// Disk is the production FS: each method is the one system call (through
+// package fsat). The zero value is ready to use.
+type Disk struct{}
+
+// CreateTemp implements FS.
+func (Disk) CreateTemp(dir *os.File, name string) (*os.File, error) {
+	return fsat.OpenAt(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+}
+
+// SyncFile implements FS; the error is (*os.File).Sync's.
+func (Disk) SyncFile(f *os.File) error { return f.Sync() }
+
+// SetMtime implements FS.
+func (Disk) SetMtime(dir *os.File, name string, f *os.File, at time.Time) error {
+	return fsat.SetMtime(dir, name, f, at)
+}
+
+// Rename implements FS.
+func (Disk) Rename(dir *os.File, from, to string) error { return fsat.RenameAt(dir, from, to) }
+
+// Remove implements FS.
+func (Disk) Remove(dir *os.File, name string) error { return fsat.Remove(dir, name) }
+
+// SyncDir implements FS.
+func (Disk) SyncDir(dir *os.File) error { return fsat.SyncDir(dir) }

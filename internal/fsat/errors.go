@@ -1,0 +1,15 @@
+package fsat
+
+import "errors"
+
+// ErrNotDir is returned by OpenDirAt when a name that must be a real
+// directory is a link or something else.
+var ErrNotDir = errors.New("not a real directory")
+
+// ErrNotRegular is returned by ReadSmallFile when the name is a link, a
+// FIFO, a directory, a device or a socket.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned by ReadSmallFile when the file holds more than
+// the bytes allowed.
+var ErrTooLarge = errors.New("file too large")

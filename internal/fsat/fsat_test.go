@@ -1,0 +1,247 @@
+package fsat
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// within fails the test if f does not return in time: a FIFO must never
+// block an open or a read.
+func within(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked")
+	}
+}
+
+func tempDir(t *testing.T) (*os.File, string) {
+	t.Helper()
+	p := t.TempDir()
+	d, err := OpenDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, p
+}
+
+func write(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadSmallFile judges what it opened: only a regular file of at most max
+// bytes is read; every other kind is ErrNotRegular, never followed and
+// never blocking, and a file over the cap is ErrTooLarge.
+func TestReadSmallFileKinds(t *testing.T) {
+	const max = 4096
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "one"), "x")
+	write(t, filepath.Join(p, "max"), strings.Repeat("x", max))
+	write(t, filepath.Join(p, "empty"), "")
+	write(t, filepath.Join(p, "over"), strings.Repeat("x", max+1))
+	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
+	must(t, unix.Mkfifo(filepath.Join(p, "fifo"), 0o600))
+	must(t, os.Symlink("one", filepath.Join(p, "link")))
+	must(t, os.Symlink("nowhere", filepath.Join(p, "dangling")))
+	cases := map[string]struct {
+		n   int
+		err error
+	}{
+		"one": {1, nil}, "max": {max, nil}, "empty": {0, nil}, "over": {0, ErrTooLarge},
+		"dir": {0, ErrNotRegular}, "fifo": {0, ErrNotRegular}, "link": {0, ErrNotRegular},
+		"dangling": {0, ErrNotRegular}, "missing": {0, unix.ENOENT},
+	}
+	if l, err := net.Listen("unix", filepath.Join(p, "sock")); err == nil {
+		defer l.Close()
+		cases["sock"] = struct {
+			n   int
+			err error
+		}{0, ErrNotRegular}
+	}
+	for name, c := range cases {
+		within(t, func() {
+			b, err := ReadSmallFile(d, name, max)
+			if len(b) != c.n || (c.err == nil) != (err == nil) || c.err != nil && !errors.Is(err, c.err) {
+				t.Errorf("%s: %d bytes, %v; want %d bytes, %v", name, len(b), err, c.n, c.err)
+			}
+		})
+	}
+	// A device: /dev/null, read through a descriptor of /dev.
+	dev, err := OpenDir("/dev")
+	must(t, err)
+	defer dev.Close()
+	if _, err := ReadSmallFile(dev, "null", max); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("/dev/null: %v, want ErrNotRegular", err)
+	}
+}
+
+// The read is capped by itself, not by the fstat: a file that grows past
+// the cap between the two is refused, not read without bound. A pipe
+// stands in for the grown file.
+func TestReadCapped(t *testing.T) {
+	const max = 4096
+	for _, n := range []int{0, 1, max, max + 1, 3 * max} {
+		r, w, err := os.Pipe()
+		must(t, err)
+		want := strings.Repeat("x", n)
+		go func() {
+			w.WriteString(want)
+			w.Close()
+		}()
+		var got []byte
+		within(t, func() { got, err = readCapped(r, max) })
+		r.Close()
+		if wantOK := n <= max; (err == nil) != wantOK || err == nil && string(got) != want || !wantOK && !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%d bytes: readCapped = %d bytes, %v; want ok %v", n, len(got), err, wantOK)
+		}
+	}
+}
+
+// OpenRaw never follows a link at the name (ELOOP on every system, FreeBSD
+// included) and never blocks on a FIFO; it hands back the fstat of what it
+// opened.
+func TestOpenRaw(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "abc")
+	must(t, os.Symlink("f", filepath.Join(p, "link")))
+	must(t, unix.Mkfifo(filepath.Join(p, "fifo"), 0o600))
+	if _, _, err := OpenRaw(d, "link", unix.O_RDONLY, 0); !errors.Is(err, unix.ELOOP) {
+		t.Errorf("link: %v, want ELOOP", err)
+	}
+	within(t, func() {
+		fd, st, err := OpenRaw(d, "fifo", unix.O_RDONLY, 0)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			t.Errorf("fifo: %v, mode %o", err, st.Mode)
+		}
+		unix.Close(fd)
+	})
+	fd, st, err := OpenRaw(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	f, err := NewFile(fd, &st, Join(d, "f"))
+	must(t, err)
+	defer f.Close()
+	if !IsRegular(&st) || st.Size != 3 {
+		t.Errorf("f: mode %o size %d", st.Mode, st.Size)
+	}
+	if flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
+		t.Errorf("a regular file is left non-blocking: flags %#x, %v", flags, err)
+	}
+	if _, err := OpenDirAt(d, "link"); !errors.Is(err, ErrNotDir) {
+		t.Errorf("OpenDirAt of a link: %v, want ErrNotDir", err)
+	}
+}
+
+// Remove removes the link itself, an empty directory, a file; nothing is
+// not an error; a directory with entries stays.
+func TestRemove(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "x")
+	must(t, os.Symlink("f", filepath.Join(p, "link")))
+	must(t, os.Mkdir(filepath.Join(p, "empty"), 0o700))
+	must(t, os.Mkdir(filepath.Join(p, "full"), 0o700))
+	write(t, filepath.Join(p, "full", "x"), "x")
+	for _, n := range []string{"link", "empty", "missing"} {
+		if err := Remove(d, n); err != nil {
+			t.Errorf("Remove %s: %v", n, err)
+		}
+		if _, err := os.Lstat(filepath.Join(p, n)); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", n, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p, "f")); err != nil {
+		t.Errorf("the link's target went too: %v", err)
+	}
+	if err := Remove(d, "full"); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		t.Errorf("Remove of a directory with entries: %v", err)
+	}
+	must(t, Remove(d, "f"))
+	if _, err := os.Lstat(filepath.Join(p, "f")); !os.IsNotExist(err) {
+		t.Errorf("f still there: %v", err)
+	}
+}
+
+// RenameNoReplace moves a name to a free one and refuses an existing one,
+// leaving both files as they were; so does its link-then-unlink fallback.
+func TestRenameNoReplace(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		rename func(d *os.File, from, to string) error
+	}{
+		{"native", RenameNoReplace},
+		{"link-then-unlink", func(d *os.File, from, to string) error { return linkThenUnlink(int(d.Fd()), from, to) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, p := tempDir(t)
+			write(t, filepath.Join(p, "a"), "A")
+			write(t, filepath.Join(p, "b"), "B")
+			if err := c.rename(d, "a", "b"); !errors.Is(err, unix.EEXIST) {
+				t.Fatalf("over an existing name: %v, want EEXIST", err)
+			}
+			for n, want := range map[string]string{"a": "A", "b": "B"} {
+				if b, err := os.ReadFile(filepath.Join(p, n)); err != nil || string(b) != want {
+					t.Errorf("%s after the refused rename: %q, %v", n, b, err)
+				}
+			}
+			must(t, c.rename(d, "a", "c"))
+			if _, err := os.Lstat(filepath.Join(p, "a")); !os.IsNotExist(err) {
+				t.Errorf("a still there: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(p, "c")); err != nil || string(b) != "A" {
+				t.Errorf("c: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// SetMtime sets the time to the nanosecond on the open file.
+func TestSetMtime(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "x")
+	f, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	must(t, SetMtime(d, "f", f, at))
+	st, err := Fstat(f)
+	must(t, err)
+	if got := time.Unix(st.Mtim.Unix()); !got.Equal(at) {
+		t.Errorf("mtime %v, want %v", got, at)
+	}
+}
+
+// Flock says EWOULDBLOCK for a lock held through another descriptor.
+func TestFlock(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "x")
+	a, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer a.Close()
+	b, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer b.Close()
+	must(t, Flock(a, unix.LOCK_EX|unix.LOCK_NB))
+	if err := Flock(b, unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("second lock: %v, want EWOULDBLOCK", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

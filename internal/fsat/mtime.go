@@ -1,0 +1,21 @@
+package fsat
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetMtime is like os.Chtimes with only the modification time, to the
+// nanosecond, and the access time left as it is, but for the file f that
+// is open at name inside dir, never through a link. On Linux and FreeBSD
+// it works on f's descriptor and dir and name only name errors; on macOS
+// see the package doc. The time is durable once f is synced.
+func SetMtime(dir *os.File, name string, f *os.File, mtime time.Time) error {
+	ts := [2]unix.Timespec{{Nsec: utimeOmit}, unix.NsecToTimespec(mtime.UnixNano())}
+	if err := setMtime(dir, name, f, &ts); err != nil {
+		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}
+	}
+	return nil
+}

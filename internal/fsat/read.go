@@ -1,0 +1,60 @@
+package fsat
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadSmallFile is like os.ReadFile, but it reads name inside dir without
+// following a link or blocking on a FIFO, refuses anything but a regular
+// file (judged on fstat of what was opened: a link is ErrNotRegular too),
+// and reads at most max bytes: a file that holds more is ErrTooLarge,
+// however large it claims to be. An empty file is an empty slice. Safe
+// for concurrent use; it never writes.
+func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
+	fd, st, err := OpenRaw(dir, name, unix.O_RDONLY, 0)
+	if err != nil {
+		// A link is ELOOP; a socket is ENXIO on Linux and EOPNOTSUPP on
+		// macOS and FreeBSD (so is a device without a driver on Linux).
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP) {
+			err = &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
+		}
+		return nil, err
+	}
+	f, err := NewFile(fd, &st, Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !IsRegular(&st) {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrNotRegular}
+	}
+	if st.Size > int64(max) {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
+	}
+	// The size is only a hint: the file can grow between the fstat and
+	// the read, so the read itself is capped too.
+	b, err := readCapped(f, max)
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+	}
+	return b, nil
+}
+
+// readCapped reads r to its end, or fails with ErrTooLarge once it has
+// read more than max bytes.
+func readCapped(r io.Reader, max int) ([]byte, error) {
+	b := make([]byte, max+1)
+	n, err := io.ReadFull(r, b)
+	switch {
+	case err == io.EOF, err == io.ErrUnexpectedEOF:
+	case err != nil:
+		return nil, err
+	case n > max:
+		return nil, ErrTooLarge
+	}
+	return b[:n], nil
+}

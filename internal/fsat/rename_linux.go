@@ -1,0 +1,13 @@
+package fsat
+
+import "golang.org/x/sys/unix"
+
+// renameNoReplace is renameat2 with RENAME_NOREPLACE; a filesystem that
+// does not support the flag says EINVAL.
+func renameNoReplace(dirfd int, from, to string) error {
+	err := unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		return errNoAtomic
+	}
+	return err
+}

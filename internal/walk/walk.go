@@ -1,0 +1,109 @@
+// Package walk runs one piece of work per entry of a listing on a bounded
+// pool of goroutines and hands the results back in the listing's order: a
+// walk over many key directories uses every core and still reports in name
+// order. check, reap, dump (store.Inspect) and migrate all walk with it,
+// so they stop the same way on an interrupt: nothing new is started, the
+// entries already started are finished (a key is never abandoned half
+// read or half migrated), and what is contiguous is delivered.
+package walk
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// Ordered runs work(i) for every i in [0, n) on up to workers goroutines
+// (fewer than one means one) and hands the results to deliver in index
+// order, from the calling goroutine.
+//
+// At most a window of 8*workers results is in flight ahead of the slowest
+// one, so memory stays bounded however large n is. When ctx is done, or
+// deliver returns an error, no new index is started; the indexes already
+// started finish. After ctx ends, those are delivered as far as they are
+// contiguous; after a deliver error, nothing more is delivered.
+//
+// It returns how many results were delivered and the first error of
+// deliver, or ctx's error when it stopped early. No goroutine it started
+// is running when it returns. work must be safe for concurrent use.
+func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, deliver func(T) error) (int, error) {
+	if workers < 1 {
+		workers = 1
+	}
+	window := 8 * workers
+	ring := make([]chan T, window) // slot i%window holds result i; the tokens keep two from sharing it
+	for i := range ring {
+		ring[i] = make(chan T, 1)
+	}
+	tokens := make(chan struct{}, window)
+	jobs := make(chan int)
+	stop := make(chan struct{})
+	started := make(chan int, 1)
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				ring[i%window] <- work(i)
+			}
+		}()
+	}
+	go func() {
+		i := 0
+	dispatch:
+		for ; i < n; i++ {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				break dispatch
+			case <-stop:
+				break dispatch
+			}
+			// A free token and a done ctx can be ready together; select
+			// picks at random, and an interrupt must not start more work.
+			if ctx.Err() != nil {
+				break
+			}
+			jobs <- i
+		}
+		close(jobs)
+		started <- i
+	}()
+
+	delivered, total := 0, -1
+	var err error
+	for err == nil && delivered != total {
+		select {
+		case v := <-ring[delivered%window]:
+			if err = deliver(v); err == nil {
+				delivered++
+				<-tokens
+			}
+		case total = <-started:
+			started = nil
+		}
+	}
+	if err != nil {
+		close(stop)
+		if total < 0 {
+			<-started
+		}
+	}
+	wg.Wait()
+	if err == nil && delivered < n {
+		err = ctx.Err()
+	}
+	return delivered, err
+}
+
+// Workers is the pool size for a walk over small files: w when it is
+// positive, else every core but no more than four, past which such a walk
+// gains little.
+func Workers(w int) int {
+	if w > 0 {
+		return w
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
