@@ -107,17 +107,3 @@ func (d *DB) pages() ([]byte, MetaPages, error) {
 	}
 	return pages, m, nil
 }
-
-// memFile returns an anonymous file in memory holding b.
-func memFile(name string, b []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate("sessdb-check", unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("memfd: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd: %w", err)
-	}
-	return f, nil
-}
