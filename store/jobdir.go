@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -15,12 +14,6 @@ import (
 // devices, hard links to files it can see). Every name under it is reached
 // relative to a descriptor of the job dir, never through a link, and
 // nothing is ever opened for writing that the store did not just create.
-
-// ErrStagedNotFile is returned by Resolve when something other than a
-// regular file or a link sits at <job-dir>/session/current.jsonl (a
-// directory, a FIFO, a device, a socket): the store will not remove it, and
-// will not write through it.
-var ErrStagedNotFile = errors.New("not a regular file or a link: refusing to replace it")
 
 // openJobDir opens the job dir, making it (0700, its last component only)
 // when it does not exist yet: the worker names it, so its path is trusted

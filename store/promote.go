@@ -72,10 +72,6 @@ type PromoteResult struct {
 	TornTail  bool `json:"torn_tail,omitempty"`
 }
 
-// ErrWrongRoot is returned by Promote when the ticket was issued by a
-// store with another sessions root: nothing is written anywhere.
-var ErrWrongRoot = errors.New("the ticket was issued for another sessions root")
-
 // Promote takes the transcript a completed run left in
 // <sess.JobDir>/session/current.jsonl and makes it the key's transcript,
 // once, and only onto the transcript the job's ticket was resolved from.
@@ -193,6 +189,9 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err != nil {
 		return res, err
 	}
+	if fellBack(kd, d.MetaPages(), cur) {
+		return res, fmt.Errorf("%s: %w", d.Path(), ErrMetaFellBack)
+	}
 	if sess.Ticket != "" {
 		if e, ok := findPromotion(history, sess.Ticket); ok {
 			res.Promoted, res.Repeat, res.Reason = true, true, gates.Promoted
@@ -232,13 +231,10 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 
 	// Step 6: one transaction for the identity, every sidecar and the
 	// history; bbolt fsyncs the commit. The generation grows from the
-	// record's, never from the base's: a promotion lost in a crash keeps
-	// its number.
+	// highest the key remembers, never from the base's: a promotion lost in
+	// a crash keeps its number.
 	next := s.nextSidecars(kd, sess, req, prev, content)
-	var gen uint64 = 1
-	if prev.Transcript != nil {
-		gen = satAdd(prev.Transcript.Gen, 1)
-	}
+	gen := satAdd(lastGen(prev, history), 1)
 	now := s.opts.Now()
 	err = d.Update(func(tx *db.Tx) error {
 		if err := tx.PutTranscript(db.Transcript{Gen: gen, Size: size, CRC32C: uint64(sum), PromotedAt: now.UnixNano()}); err != nil {
@@ -375,6 +371,27 @@ func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
 	return ks, nil
 }
 
+// fellBack reports whether meta.db runs on its older meta page because
+// the other is damaged, and that older commit does not describe the
+// transcript in place. A power cut during a commit leaves the same page
+// damaged, but then the commit never returned, its rename never happened,
+// and the older commit still describes what is in place: writing on is
+// right. A damaged page that held an acknowledged commit is told apart by
+// the transcript it renamed into place.
+func fellBack(kd *os.File, m db.MetaPages, cur keyState) bool {
+	if m.Pages[0].Valid() && m.Pages[1].Valid() {
+		return false
+	}
+	rec := cur.record
+	if rec == nil || cur.file == nil {
+		// Nothing to compare: a first commit torn by a power cut leaves a
+		// legacy key's transcript in place and no record, and must not
+		// stop the key for good.
+		return false
+	}
+	return !fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C)
+}
+
 // lostPromotion reports whether the transcript in place (st) is the
 // generation before the record's, which is what a committed promotion
 // whose temp was lost before its rename leaves. Each promotion appends, so
@@ -389,6 +406,23 @@ func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) bool {
 		return false
 	}
 	return fileMatches(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+}
+
+// lastGen is the highest generation the key's meta.db remembers: the
+// record's, or a promotion's in the history if that is higher (a record
+// damaged into a smaller value that still decodes must not make a
+// generation go backwards, or repeat one the history already names).
+func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
+	var g uint64
+	if sc.Transcript != nil {
+		g = sc.Transcript.Gen
+	}
+	for _, e := range history {
+		if e.Outcome == "" {
+			g = max(g, e.Gen)
+		}
+	}
+	return g
 }
 
 // findPromotion returns the history entry of the promotion made with

@@ -28,7 +28,6 @@
 package store
 
 import (
-	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,14 +41,6 @@ const (
 	StagedDirName  = "session" // <job-dir>/session/current.jsonl is what the container sees
 	tmpPrefix      = ".current.jsonl.tmp-"
 )
-
-// ErrSessionsDirUnset is returned by New when no sessions root is given:
-// the one fail-closed case of the whole feature.
-var ErrSessionsDirUnset = errors.New("sessions-dir-unset")
-
-// ErrInvalidKey is returned when a key from outside does not have the form
-// of a key.
-var ErrInvalidKey = errors.New("invalid key: want 32 lowercase hex characters")
 
 // Options configures a Store. The zero value is usable: no bounds, the
 // default lock timeout, a silent logger, the wall clock.

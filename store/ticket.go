@@ -113,11 +113,6 @@ func newTicketID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// ErrBadTicket is returned by ReadTicket when the ticket is not a file
-// Resolve could have written: not a small regular file, not a ticket's
-// JSON, or fields out of their range. Its message never quotes the file.
-var ErrBadTicket = errors.New("not a valid ticket")
-
 // writeTicket writes sess to jd/session.ticket through a temp file and a
 // rename inside the job dir, so a crash never leaves half a ticket. The
 // rename replaces whatever name is there (a link is replaced, never

@@ -1,0 +1,46 @@
+package store
+
+import "errors"
+
+// The store's sentinels, grouped by when they occur. Errors wrap them (and
+// the *os.PathError of the call that failed, where there was one), so
+// errors.Is tells them apart.
+
+// Configuration.
+var (
+	// ErrSessionsDirUnset is returned by New when no sessions root is given:
+	// the one fail-closed case of the whole feature.
+	ErrSessionsDirUnset = errors.New("sessions-dir-unset")
+
+	// ErrInvalidKey is returned when a key from outside does not have the form
+	// of a key.
+	ErrInvalidKey = errors.New("invalid key: want 32 lowercase hex characters")
+)
+
+// Resolve.
+var (
+	// ErrStagedNotFile is returned by Resolve when something other than a
+	// regular file or a link sits at <job-dir>/session/current.jsonl (a
+	// directory, a FIFO, a device, a socket): the store will not remove it, and
+	// will not write through it.
+	ErrStagedNotFile = errors.New("not a regular file or a link: refusing to replace it")
+)
+
+// Promote.
+var (
+	// ErrBadTicket is returned by ReadTicket when the ticket is not a file
+	// Resolve could have written: not a small regular file, not a ticket's
+	// JSON, or fields out of their range. Its message never quotes the file.
+	ErrBadTicket = errors.New("not a valid ticket")
+
+	// ErrWrongRoot is returned by Promote when the ticket was issued by a
+	// store with another sessions root: nothing is written anywhere.
+	ErrWrongRoot = errors.New("the ticket was issued for another sessions root")
+
+	// ErrMetaFellBack is returned by Promote when meta.db's newest meta
+	// page is damaged, bbolt would run on the older one, and that older
+	// commit describes a transcript other than the one in place: the key
+	// lost its last commit to the damage, and writing now would make the
+	// loss permanent. sessdb check reports it; the operator decides.
+	ErrMetaFellBack = errors.New("meta.db fell back to an older commit that does not describe the transcript in place")
+)
