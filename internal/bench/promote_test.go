@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -14,8 +15,10 @@ import (
 // durable. The staged file stays in place: every promotion copies it, none
 // consumes it.
 //
-//	sessdb          store.Promote: temp + fsync, dir fsync, commit, rename,
-//	                dir fsync, clear-pending commit (DESIGN.md, The write path)
+//	sessdb          store.Promote with a job's ticket: the staged file read
+//	                once (its checksums and pi's end of run), the base and
+//	                ticket checks, temp + fsync, dir fsync, commit, rename,
+//	                dir fsync (DESIGN.md, The write path)
 //	legacy          §3.2 exactly, no fsync anywhere
 //	legacy-durable  §3.2 with every written file fsynced before its rename
 //	                and the key dir fsynced once at the end
@@ -26,16 +29,26 @@ func BenchmarkPromote(b *testing.B) {
 			s := newStore(b, filepath.Join(workDir(b), "sessions"))
 			key := benchKey(1)
 			promoteN(b, s, key, data, 70) // past the 64-entry ring: trims on every commit
+			// A real ticket, as a job gets it: every promotion below checks
+			// the base, looks the ticket up in the history, checks the
+			// delivered prefix and reads pi's end of run. Each gets a fresh
+			// ticket id, based on the generation the one before it made.
 			jobDir := workDir(b)
-			stageFile(b, jobDir, data)
-			sess := session(key, jobDir)
+			sess, err := s.Resolve(key, job, jobDir)
+			if err != nil || !sess.Resume {
+				b.Fatalf("resolve: %v %+v", err, sess)
+			}
 			req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
 			b.SetBytes(int64(len(data)))
+			n := 0
 			for b.Loop() {
+				n++
+				sess.Ticket = fmt.Sprintf("%032x", n)
 				res, err := s.Promote(sess, req)
-				if err != nil || !res.Promoted {
-					b.Fatalf("promote: %v %s", err, res.Reason)
+				if err != nil || !res.Promoted || res.Repeat {
+					b.Fatalf("promote: %v %+v", err, res)
 				}
+				sess.Base.Gen = res.Gen
 			}
 		})
 		for _, durable := range []bool{false, true} {
