@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/durable/powercut"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -147,29 +148,31 @@ func (b *crashBed) check(t *testing.T, root string, toLegacy bool, ref map[strin
 var errInjected = errors.New("injected fault")
 
 var (
-	toDBPoints     = []FaultPoint{FaultLocked, FaultCommitted, FaultRemoved, FaultDirSynced}
-	toLegacyPoints = []FaultPoint{FaultRolledForward, FaultTemps, FaultRenamed, FaultMtime, FaultLegacySynced, FaultDBRemoved}
+	toDBPoints     = []faults.Point{faults.ToDBLocked, faults.ToDBCommitted, faults.ToDBRemoved, faults.ToDBDirSynced}
+	toLegacyPoints = []faults.Point{faults.ToLegacyRolledForward, faults.ToLegacyTemps, faults.ToLegacyRenamed, faults.ToLegacyMtime, faults.ToLegacySynced, faults.ToLegacyDBRemoved}
 )
 
 // TestFaultAtEveryBoundary fails each write boundary once with an error:
 // the key is reported failed, nothing is lost, and a re-run converges.
 func TestFaultAtEveryBoundary(t *testing.T) {
 	b := newCrashBed(t)
-	for _, p := range append(append([]FaultPoint{}, toDBPoints...), toLegacyPoints...) {
+	for _, p := range append(append([]faults.Point{}, toDBPoints...), toLegacyPoints...) {
 		t.Run(string(p), func(t *testing.T) {
 			toLegacy := strings.HasPrefix(string(p), "to-legacy")
 			root, ref := b.start(t, toLegacy)
 			var once sync.Once
 			fired := false
 			opts := testOpts()
-			opts.Fault = func(q FaultPoint) error {
+			t.Cleanup(func() { faults.Set(nil) })
+			faults.Set(migrateOnly(func(q faults.Point) error {
 				var err error
 				if q == p {
 					once.Do(func() { err, fired = errInjected, true })
 				}
 				return err
-			}
+			}))
 			got, sum := migrate(t, root, toLegacy, opts)
+			faults.Set(nil)
 			if !fired || sum.Failed != 1 {
 				t.Fatalf("fired %v, summary %+v", fired, sum)
 			}
@@ -187,7 +190,7 @@ func TestFaultAtEveryBoundary(t *testing.T) {
 // boundary.
 func TestKillAtEveryBoundary(t *testing.T) {
 	b := newCrashBed(t)
-	for _, p := range append(append([]FaultPoint{}, toDBPoints...), toLegacyPoints...) {
+	for _, p := range append(append([]faults.Point{}, toDBPoints...), toLegacyPoints...) {
 		t.Run(string(p), func(t *testing.T) {
 			toLegacy := strings.HasPrefix(string(p), "to-legacy")
 			root, ref := b.start(t, toLegacy)
@@ -236,8 +239,10 @@ func TestRandomKills(t *testing.T) {
 		root, _ := b.start(t, toLegacy)
 		calls := 0
 		opts := testOpts()
-		opts.Fault = func(FaultPoint) error { calls++; return nil }
+		t.Cleanup(func() { faults.Set(nil) })
+		faults.Set(migrateOnly(func(faults.Point) error { calls++; return nil }))
 		migrate(t, root, toLegacy, opts)
+		faults.Set(nil)
 		root, _ = b.start(t, toLegacy)
 		c := startChild(t, direction(toLegacy), root)
 		began := time.Now() // the child is ready: what follows is the run

@@ -12,6 +12,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/durable"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -153,9 +154,9 @@ func formatContextParts(tokens, window, model string) string {
 // writeLegacy writes files through temps, then renames or removes each,
 // sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
 // calling fault at each boundary (nil: none). Every write goes through disk.
-func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time, fault func(FaultPoint) error) (err error) {
+func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time, fault func(faults.Point) error) (err error) {
 	if fault == nil {
-		fault = func(FaultPoint) error { return nil }
+		fault = func(faults.Point) error { return nil }
 	}
 	var temps []string
 	defer func() {
@@ -179,7 +180,7 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 			return &os.PathError{Op: "write", Path: fsat.Join(dir, f.name), Err: fmt.Errorf("%q reads back as %q: %w", *f.content, got, ErrNotLegacy)}
 		}
 	}
-	if err := fault(FaultTemps); err != nil {
+	if err := fault(faults.ToLegacyTemps); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -189,7 +190,7 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 			err = renameOver(disk, dir, f.name+".incoming", f.name)
 		}
 		if err == nil {
-			err = fault(FaultRenamed)
+			err = fault(faults.ToLegacyRenamed)
 		}
 		if err != nil {
 			return err
@@ -201,14 +202,14 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 		if err != nil {
 			return err
 		}
-		if err := fault(FaultMtime); err != nil {
+		if err := fault(faults.ToLegacyMtime); err != nil {
 			return err
 		}
 	}
 	if err := disk.SyncDir(dir); err != nil {
 		return err
 	}
-	return fault(FaultLegacySynced)
+	return fault(faults.ToLegacySynced)
 }
 
 // writeTemp creates name afresh (O_EXCL|O_NOFOLLOW after removing whatever

@@ -8,6 +8,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/durable"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
@@ -42,13 +43,6 @@ type Options struct {
 	// Progress, when non-nil, is called after each report with the number
 	// of entries done and the total.
 	Progress func(done, total int)
-	// Fault, when non-nil, is called at every write boundary; an error it
-	// returns is treated as that step's I/O error. Tests use it to fail or
-	// kill a migration at a chosen step; production leaves it nil. It is
-	// called from the workers, so with Workers > 1 it must be safe for
-	// concurrent use (Progress is called from one goroutine).
-	Fault func(FaultPoint) error
-
 	// disk makes the writes migrate makes itself in a key dir: the
 	// legacy temps (create, fsync), the renames into place, the removals
 	// (legacy files after ToDB's commit, meta.db after ToLegacy's
@@ -58,24 +52,6 @@ type Options struct {
 	// roll-forward of a pending promotion goes through the store's own.
 	disk durable.FS
 }
-
-// FaultPoint names a write boundary (see Options.Fault).
-type FaultPoint string
-
-// The write boundaries of ToDB, then of ToLegacy, in protocol order.
-const (
-	FaultLocked    FaultPoint = "to-db/after-lock"      // meta.db open (maybe just created), nothing committed
-	FaultCommitted FaultPoint = "to-db/after-commit"    // the values are in meta.db
-	FaultRemoved   FaultPoint = "to-db/after-remove"    // after each legacy file removed
-	FaultDirSynced FaultPoint = "to-db/after-dir-fsync" // the removals are durable
-
-	FaultRolledForward FaultPoint = "to-legacy/after-roll-forward" // a pending promotion settled
-	FaultTemps         FaultPoint = "to-legacy/after-temps"        // every legacy temp written and fsynced
-	FaultRenamed       FaultPoint = "to-legacy/after-rename"       // after each temp renamed into place
-	FaultMtime         FaultPoint = "to-legacy/after-mtime"        // transcript mtime set and fsynced
-	FaultLegacySynced  FaultPoint = "to-legacy/after-dir-fsync"    // the legacy files are durable
-	FaultDBRemoved     FaultPoint = "to-legacy/after-remove-db"    // meta.db unlinked, not yet fsynced
-)
 
 // Action is what happened to one entry of the sessions root.
 type Action string
@@ -147,11 +123,11 @@ func (m *migrator) now() time.Time {
 	return m.opts.Now()
 }
 
-func (m *migrator) fault(p FaultPoint) error {
-	if m.opts.Fault == nil || m.opts.DryRun {
+func (m *migrator) fault(p faults.Point) error {
+	if m.opts.DryRun {
 		return nil
 	}
-	return m.opts.Fault(p)
+	return faults.At(p)
 }
 
 func (m *migrator) dbOptions() db.Options {

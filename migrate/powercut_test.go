@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/durable/powercut"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 )
@@ -49,7 +50,7 @@ type cutBed struct {
 	// has its legacy files renamed over and removed.
 	overLegacy bool
 	refOver    map[string]string // a clean ToLegacy of the legacy tree
-	points     []FaultPoint
+	points     []faults.Point
 	settled    []string // keys whose verdicts must not change
 	profiles   []profile
 	before     map[string]string
@@ -67,8 +68,10 @@ func newCutBed(t *testing.T, toLegacy, overLegacy bool, name string) *cutBed {
 	}
 	root, _ := b.begin(t)
 	opts := testOpts()
-	opts.Fault = func(p FaultPoint) error { b.points = append(b.points, p); return nil }
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(migrateOnly(func(p faults.Point) error { b.points = append(b.points, p); return nil }))
 	migrate(t, root, toLegacy, opts)
+	faults.Set(nil)
 	for _, c := range b.keys {
 		if !c.unsettled {
 			b.settled = append(b.settled, c.key())
@@ -101,7 +104,7 @@ func TestPowerCutToDB(t *testing.T) { testPowerCut(t, false) }
 func TestPowerCutToLegacy(t *testing.T) { testPowerCut(t, true) }
 
 func testPowerCut(t *testing.T, toLegacy bool) {
-	seen := map[FaultPoint]int{}
+	seen := map[faults.Point]int{}
 	cuts, imgs, all, keys := 0, 0, 0, 0
 	each := func(t *testing.T, overLegacy bool, names []string) {
 		for _, name := range names {
@@ -164,7 +167,8 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 	)
 	opts := testOpts()
 	opts.disk = powercut.New()
-	opts.Fault = func(FaultPoint) error {
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(migrateOnly(func(faults.Point) error {
 		calls++
 		if calls == n+1 {
 			cutNow <- struct{}{} // the test takes the images while this waits
@@ -174,7 +178,7 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 			return errInjected // the power is off: nothing more reaches the disk
 		}
 		return nil
-	}
+	}))
 	run := ToDB
 	if b.toLegacy {
 		run = ToLegacy
@@ -215,6 +219,7 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 	if !finished {
 		err, finished = <-done, true
 	}
+	faults.Set(nil) // the power is back: the checks and re-runs below run whole
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/legacy"
@@ -178,7 +179,7 @@ func (m *migrator) commitLegacy(kd *os.File, k *keyScan, found bool, d *db.DB, r
 		return nil
 	}
 
-	if err := m.fault(FaultLocked); err != nil {
+	if err := m.fault(faults.ToDBLocked); err != nil {
 		return err
 	}
 	sc := v.sidecars()
@@ -186,7 +187,7 @@ func (m *migrator) commitLegacy(kd *os.File, k *keyScan, found bool, d *db.DB, r
 		return err
 	}
 	*committed = true
-	if err := m.fault(FaultCommitted); err != nil {
+	if err := m.fault(faults.ToDBCommitted); err != nil {
 		return err
 	}
 	return m.removeLegacy(kd, r)
@@ -237,7 +238,7 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 			return err
 		}
 		kept = append(kept, n)
-		if err := m.fault(FaultRemoved); err != nil {
+		if err := m.fault(faults.ToDBRemoved); err != nil {
 			return err
 		}
 	}
@@ -245,5 +246,5 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 	if err := m.disk.SyncDir(kd); err != nil {
 		return err
 	}
-	return m.fault(FaultDirSynced)
+	return m.fault(faults.ToDBDirSynced)
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/legacy"
@@ -65,7 +66,7 @@ func (m *migrator) toLegacyKey(key string, kd *os.File, r *Report) error {
 		if sc.Pending != nil {
 			r.Oddities = append(r.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "rolled forward first"})
 		}
-		if err := m.fault(FaultRolledForward); err != nil {
+		if err := m.fault(faults.ToLegacyRolledForward); err != nil {
 			return err
 		}
 		if d, sc, _, err = m.openExisting(kd); d == nil {
@@ -146,7 +147,7 @@ func (m *migrator) removeDB(kd *os.File) error {
 	if err := m.disk.Remove(kd, db.FileName); err != nil {
 		return err
 	}
-	if err := m.fault(FaultDBRemoved); err != nil {
+	if err := m.fault(faults.ToLegacyDBRemoved); err != nil {
 		return err
 	}
 	return m.disk.SyncDir(kd)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -272,7 +273,7 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
-	if err := s.fault(FaultRepairBeforeAside); err != nil {
+	if err := s.fault(faults.RepairBeforeAside); err != nil {
 		return "", err
 	}
 	base := AsidePrefix + s.opts.Now().UTC().Format("20060102T150405Z")
@@ -288,7 +289,7 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := s.fault(FaultRepairAfterAside); err != nil {
+		if err := s.fault(faults.RepairAfterAside); err != nil {
 			return "", err
 		}
 		return aside, fsat.SyncDir(kd)

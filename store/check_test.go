@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // chkKey is a key promoted a few times, so its meta.db has free pages and
@@ -109,13 +110,13 @@ var chkDamages = []struct {
 		os.WriteFile(p, b, 0o600)
 	}},
 	{"pending promotion", KindPendingPromotion, "", true, func(t *testing.T, s *Store, root, key string) {
-		s.opts.Fault = func(p FaultPoint) error {
-			if p == FaultAfterCommit {
+		faults.Set(func(p faults.Point) error {
+			if p == faults.PromoteAfterCommit {
 				return errors.New("crash between the commit and the rename")
 			}
 			return nil
-		}
-		defer func() { s.opts.Fault = nil }()
+		})
+		defer faults.Set(nil)
 		sess, jobDir := mustResolve(t, s, key, localJob())
 		stage(t, jobDir, append(staged(t, jobDir), entryLine("lost?")...))
 		if _, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil {

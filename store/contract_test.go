@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/store/transcript"
 )
 
@@ -343,16 +344,16 @@ func commitWithoutRename(t *testing.T, s *Store, root string) string {
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
-	s.opts.Fault = func(p FaultPoint) error {
-		if p == FaultAfterCommit {
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
 			return errors.New("crash")
 		}
 		return nil
-	}
+	})
 	if res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted {
 		t.Fatal("the promotion landed")
 	}
-	s.opts.Fault = nil
+	faults.Set(nil)
 	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
 	if len(temps) != 1 {
 		t.Fatalf("%d temps after the commit", len(temps))

@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // The crash matrix of the two other protocols that remove or rename
@@ -21,26 +22,26 @@ import (
 // key must be usable (a cold start, never a resume of something its record
 // does not describe) and the next run must finish the job.
 
-var reapPoints = []FaultPoint{FaultReapBeforeRemove, FaultReapAfterTranscript}
-var repairPoints = []FaultPoint{FaultRepairBeforeAside, FaultRepairAfterAside}
+var reapPoints = []faults.Point{faults.ReapBeforeRemove, faults.ReapAfterTranscript}
+var repairPoints = []faults.Point{faults.RepairBeforeAside, faults.RepairAfterAside}
 
 const opsTTL = 14 * 24 * time.Hour
 
 // runOpsChild is the child side: run the protocol named by mode and
 // SIGKILL itself at SESSDB_POINT.
 func runOpsChild(mode string) int {
-	point := FaultPoint(os.Getenv("SESSDB_POINT"))
+	point := faults.Point(os.Getenv("SESSDB_POINT"))
 	now, _ := strconv.ParseInt(os.Getenv("SESSDB_NOW"), 10, 64)
+	faults.Set(func(p faults.Point) error {
+		if p == point {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	})
 	s, err := New(os.Getenv("SESSDB_ROOT"), Options{
 		Now:    func() time.Time { return time.Unix(0, now) },
 		Bounds: gates.Bounds{TTL: opsTTL},
-		Fault: func(p FaultPoint) error {
-			if p == point {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
-			}
-			return nil
-		},
 	})
 	if err != nil {
 		return 1
@@ -56,17 +57,17 @@ func runOpsChild(mode string) int {
 
 // interrupt runs the protocol with a fault at p, either returned as an
 // error in this process or as a SIGKILL of a child.
-func interrupt(t *testing.T, s *Store, root string, clock *testClock, mode string, p FaultPoint, kill bool, run func()) {
+func interrupt(t *testing.T, s *Store, root string, clock *testClock, mode string, p faults.Point, kill bool, run func()) {
 	t.Helper()
 	if !kill {
-		s.opts.Fault = func(q FaultPoint) error {
+		faults.Set(func(q faults.Point) error {
 			if q == p {
 				return errors.New("injected")
 			}
 			return nil
-		}
+		})
 		run()
-		s.opts.Fault = nil
+		faults.Set(nil)
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -133,7 +134,7 @@ func TestRepairInterruptedAtEachPoint(t *testing.T) {
 				}
 				aside, _ := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*"))
 				_, err := os.Lstat(filepath.Join(root, testKey, db.FileName))
-				if moved := os.IsNotExist(err); moved != (len(aside) == 1) || moved != (p == FaultRepairAfterAside) {
+				if moved := os.IsNotExist(err); moved != (len(aside) == 1) || moved != (p == faults.RepairAfterAside) {
 					t.Fatalf("at %s: meta.db gone %v, %d aside files", p, moved, len(aside))
 				}
 

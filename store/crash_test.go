@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // The crash tests run promotions in a re-exec'd copy of this test binary
@@ -48,14 +49,14 @@ func runChild(mode string) int {
 	root, key := os.Getenv("SESSDB_ROOT"), os.Getenv("SESSDB_KEY")
 	opts := Options{LockTimeout: 5 * time.Second}
 	if mode == "kill-at" {
-		point := FaultPoint(os.Getenv("SESSDB_POINT"))
-		opts.Fault = func(p FaultPoint) error {
+		point := faults.Point(os.Getenv("SESSDB_POINT"))
+		faults.Set(func(p faults.Point) error {
 			if p == point {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {}
 			}
 			return nil
-		}
+		})
 	}
 	s, err := New(root, opts)
 	if err != nil {
@@ -198,21 +199,21 @@ func checkDescribed(t *testing.T, s *Store, root, key string) (Session, []byte) 
 }
 
 func TestPromoteFaultPointsErrorReturn(t *testing.T) {
-	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync} {
+	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
 		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
 			sess, jobDir := mustResolve(t, s, testKey, localJob())
 			stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
-			s.opts.Fault = func(q FaultPoint) error {
+			faults.Set(func(q faults.Point) error {
 				if q == p {
 					return errors.New("injected")
 				}
 				return nil
-			}
+			})
 			res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
-			s.opts.Fault = nil
-			landed := p == FaultAfterDirSync
+			faults.Set(nil)
+			landed := p == faults.PromoteAfterDirSync
 			if landed != res.Promoted || (!landed && (err == nil || res.Reason != gates.PromoteFailed)) {
 				t.Fatalf("promote with a fault %s = %+v, %v", p, res, err)
 			}
@@ -222,7 +223,7 @@ func TestPromoteFaultPointsErrorReturn(t *testing.T) {
 }
 
 func TestPromoteKilledAtEachFaultPoint(t *testing.T) {
-	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync} {
+	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
 		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
@@ -240,9 +241,9 @@ func TestPromoteKilledAtEachFaultPoint(t *testing.T) {
 // checkFaultOutcome checks a key after a promotion of "after" over
 // "before" stopped at p: wholly before or wholly after, and after once the
 // next writer rolls forward whenever the commit happened.
-func checkFaultOutcome(t *testing.T, s *Store, root string, p FaultPoint) {
+func checkFaultOutcome(t *testing.T, s *Store, root string, p faults.Point) {
 	t.Helper()
-	committed := p != FaultAfterTempWrite && p != FaultAfterTempSync
+	committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
 	sess, data := checkDescribed(t, s, root, testKey)
 	switch {
 	case !committed:
@@ -363,7 +364,7 @@ func TestPromoteSurvivesRandomKills(t *testing.T) {
 // generation more than before, holding the job's turn, with a chain
 // counted once.
 func TestKilledPromoteRetriedWithTheSameTicket(t *testing.T) {
-	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync} {
+	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
 		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
@@ -383,7 +384,7 @@ func TestKilledPromoteRetriedWithTheSameTicket(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
-			committed := p != FaultAfterTempWrite && p != FaultAfterTempSync
+			committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
 			if !res.Promoted || res.Gen != 2 || res.Repeat != committed {
 				t.Fatalf("retry after a kill at %s = %+v, want gen 2, repeat %v", p, res, committed)
 			}

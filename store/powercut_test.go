@@ -6,6 +6,7 @@ import (
 
 	"sessdb/gates"
 	"sessdb/internal/durable/powercut"
+	"sessdb/internal/faults"
 )
 
 // TestPowerCutAtEveryStep cuts the power at every write boundary of a
@@ -14,7 +15,7 @@ import (
 // its record does not describe; a promotion that committed is rolled
 // forward by the next writer.
 func TestPowerCutAtEveryStep(t *testing.T) {
-	for _, p := range []FaultPoint{FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync} {
+	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
 		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			journal := powercut.New()
@@ -22,14 +23,14 @@ func TestPowerCutAtEveryStep(t *testing.T) {
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
 			sess, jobDir := mustResolve(t, s, testKey, localJob())
 			stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
-			s.opts.Fault = func(q FaultPoint) error {
+			faults.Set(func(q faults.Point) error {
 				if q == p {
 					return errors.New("power cut")
 				}
 				return nil
-			}
+			})
 			res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi})
-			s.opts.Fault = nil
+			faults.Set(nil)
 			journal.Cut(t)
 
 			checkDescribed(t, s, root, testKey)

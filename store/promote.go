@@ -15,6 +15,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 	"sessdb/store/models"
@@ -263,7 +264,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		return err
 	})
 	if err == nil {
-		err = s.fault(FaultAfterCommit)
+		err = s.fault(faults.PromoteAfterCommit)
 	}
 	if err != nil {
 		// Whether or not the commit landed, the next writer settles it:
@@ -276,7 +277,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if err := s.disk.rename(kd, tmp, TranscriptName); err != nil {
 		return res, err
 	}
-	if err := s.fault(FaultAfterRename); err != nil {
+	if err := s.fault(faults.PromoteAfterRename); err != nil {
 		return res, err
 	}
 	if err := s.disk.syncDir(kd); err != nil {
@@ -287,7 +288,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// The pending entry stays: its temp is gone, which settles it (see
 	// pendingInFlight), and the next writer's commit replaces it. Clearing
 	// it here would be a second commit, two more flushes, for bookkeeping.
-	if err := s.fault(FaultAfterDirSync); err != nil {
+	if err := s.fault(faults.PromoteAfterDirSync); err != nil {
 		s.opts.Logger.Warn().Str("key", sess.Key).Err(err).Msg("session_fault_after_landing")
 	}
 	return res, nil
@@ -574,13 +575,13 @@ func (s *Store) writeTemp(kd *os.File, staged stagedFile) (name string, size int
 		size++
 	}
 	if err == nil {
-		err = s.fault(FaultAfterTempWrite)
+		err = s.fault(faults.PromoteAfterTempWrite)
 	}
 	if err == nil {
 		err = s.disk.syncFile(f)
 	}
 	if err == nil {
-		err = s.fault(FaultAfterTempSync)
+		err = s.fault(faults.PromoteAfterTempSync)
 	}
 	return name, size, h.Sum32(), err
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 )
@@ -189,7 +190,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		return false, err
 	}
-	if err := s.fault(FaultReapBeforeRemove); err != nil {
+	if err := s.fault(faults.ReapBeforeRemove); err != nil {
 		return false, err
 	}
 	return true, s.removeKeyDir(root, kd, key)
@@ -223,7 +224,7 @@ func (s *Store) removeKeyDir(root, kd *os.File, key string) error {
 	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
 		return fmt.Errorf("reap %s: %w", key, err)
 	}
-	if err := s.fault(FaultReapAfterTranscript); err != nil {
+	if err := s.fault(faults.ReapAfterTranscript); err != nil {
 		return err
 	}
 	names, err := fsat.ReadDirNames(kd)

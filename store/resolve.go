@@ -15,6 +15,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 	"sessdb/store/transcript"
@@ -135,7 +136,7 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 	}
 	sess.Base = k.base()
 	v := gates.Evaluate(k.obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: model}, s.opts.Now())
-	if err := s.fault(FaultResolveAfterGates); err != nil {
+	if err := s.fault(faults.ResolveAfterGates); err != nil {
 		return err
 	}
 	if !v.Resume {
@@ -146,7 +147,7 @@ func (s *Store) resolveInto(key string, job Job, model string, staged *os.File, 
 	if err != nil {
 		return err
 	}
-	if err := s.fault(FaultResolveAfterCopy); err != nil {
+	if err := s.fault(faults.ResolveAfterCopy); err != nil {
 		return err
 	}
 	// A legacy key is not locked: the legacy store's venue re-check still
@@ -335,7 +336,7 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 		}
 	}()
 	if !forDump {
-		if err := s.fault(FaultResolveAfterKeyDirOpen); err != nil {
+		if err := s.fault(faults.ResolveAfterKeyDirOpen); err != nil {
 			return nil, err
 		}
 	}

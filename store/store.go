@@ -33,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // File names inside a key dir and a job dir.
@@ -57,54 +58,12 @@ type Options struct {
 	// Models looks up a model's context window for the reading a
 	// promotion stores; nil means pi 0.58.3's built-in models.
 	Models Windows
-	// Fault, when non-nil, is called at every write boundary of Promote,
-	// Reap and the move-aside repair, and at the read boundaries of Resolve
-	// (not of dump or check, which share Resolve's reader); a non-nil error
-	// it returns is treated as that step's I/O error. At a read boundary
-	// that makes Resolve fail as it does on any I/O error: an error, the
-	// staged file removed, the key's lock released; never a cold start, since
-	// a cold start's reason says what the key is, and a fault says nothing
-	// about the key. Tests use it to crash or fail a protocol at a chosen
-	// step, or to change the filesystem under it (TestKeyDirSwap*);
-	// production leaves it nil.
-	Fault func(FaultPoint) error
 }
 
 // Windows looks up the context window of a model named "provider/id".
 type Windows interface {
 	Window(model string) (int64, bool)
 }
-
-// FaultPoint names a write boundary of a protocol (see Options.Fault).
-type FaultPoint string
-
-// The write boundaries of Promote, in protocol order, of Reap, and of
-// check's move-aside repair. Promote's last is after the promotion has
-// landed, before it returns: a process killed there has promoted.
-const (
-	FaultAfterTempWrite      FaultPoint = "promote/after-temp-write"
-	FaultAfterTempSync       FaultPoint = "promote/after-temp-fsync"
-	FaultAfterCommit         FaultPoint = "promote/after-commit"
-	FaultAfterRename         FaultPoint = "promote/after-rename"
-	FaultAfterDirSync        FaultPoint = "promote/after-dir-fsync" // landed: an error here is logged, not returned
-	FaultReapBeforeRemove    FaultPoint = "reap/before-remove"
-	FaultReapAfterTranscript FaultPoint = "reap/after-transcript-removed"
-	FaultRepairBeforeAside   FaultPoint = "repair/before-move-aside"
-	FaultRepairAfterAside    FaultPoint = "repair/after-move-aside"
-)
-
-// The read boundaries of Resolve, in order. Each is a window in which the
-// key dir's name could be pointed elsewhere (the A,B,A swap): after the key
-// dir's descriptor is opened and before meta.db and the transcript are
-// opened through it; after the ladder's verdict and before the copy; after
-// the copy and before the post-copy checks and the lock's release.
-// Resolve works from the descriptor alone after the first, so a swap at any
-// of them changes nothing it reads.
-const (
-	FaultResolveAfterKeyDirOpen FaultPoint = "resolve/after-key-dir-open"
-	FaultResolveAfterGates      FaultPoint = "resolve/after-gates"
-	FaultResolveAfterCopy       FaultPoint = "resolve/after-copy"
-)
 
 // A Store is a sessions root. It is safe for concurrent use by many
 // goroutines and many processes: every operation takes the key's lock.
@@ -129,9 +88,6 @@ func New(root string, opts Options) (*Store, error) {
 // Root returns the sessions root.
 func (s *Store) Root() string { return s.root }
 
-func (s *Store) fault(p FaultPoint) error {
-	if s.opts.Fault == nil {
-		return nil
-	}
-	return s.opts.Fault(p)
-}
+// fault is where a protocol step may be failed by the module's tests
+// (package internal/faults); in production it returns nil.
+func (s *Store) fault(p faults.Point) error { return faults.At(p) }

@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // The A,B,A swap (DESIGN.md, reliability rules; the legacy store's open
@@ -231,9 +232,9 @@ func TestKeyDirSwapGuardSeesB(t *testing.T) {
 // hooks returns a Fault function that runs each scheduled action at its
 // point and records the points it saw, and a check that every scheduled
 // point was reached (a swap test whose hook never fires proves nothing).
-func (r *swapRig) hooks(schedule map[FaultPoint]func()) (func(FaultPoint) error, func()) {
-	seen := map[FaultPoint]bool{}
-	fault := func(p FaultPoint) error {
+func (r *swapRig) hooks(schedule map[faults.Point]func()) (func(faults.Point) error, func()) {
+	seen := map[faults.Point]bool{}
+	fault := func(p faults.Point) error {
 		seen[p] = true
 		if f := schedule[p]; f != nil {
 			f()
@@ -275,7 +276,7 @@ func (r *swapRig) laterResolvesAreConsistent(wantA []byte, wantGen uint64) {
 // against the record (checkDescribed).
 func (r *swapRig) resolveNow() (Session, []byte) {
 	r.t.Helper()
-	r.s.opts.Fault = nil
+	faults.Set(nil)
 	if fi, err := os.Lstat(filepath.Join(r.aPath, db.FileName)); err == nil && fi.Mode().IsRegular() {
 		return checkDescribed(r.t, r.s, r.root, r.key)
 	}
@@ -283,12 +284,12 @@ func (r *swapRig) resolveNow() (Session, []byte) {
 	return sess, staged(r.t, jobDir)
 }
 
-var resolvePoints = []FaultPoint{FaultResolveAfterKeyDirOpen, FaultResolveAfterGates, FaultResolveAfterCopy}
+var resolvePoints = []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterGates, faults.ResolveAfterCopy}
 
 // swapCase is one schedule: B takes A's name at swap ("" = before the
 // operation starts), and A takes it back at back ("" = not before the
 // operation ends).
-type swapCase struct{ swap, back FaultPoint }
+type swapCase struct{ swap, back faults.Point }
 
 func (c swapCase) name() string {
 	n := "swap-at-" + string(c.swap)
@@ -348,8 +349,8 @@ func runResolveSwaps(t *testing.T, cases []swapCase) {
 // with B swapped in as c says (before op when c.swap is "") and watched.
 // It fails the test if a point of c was not reached or anything of B was
 // touched, and returns A's and B's state from before.
-func (r *swapRig) during(c swapCase, op func(fault func(FaultPoint) error)) (aBefore, bBefore string) {
-	schedule := map[FaultPoint]func(){}
+func (r *swapRig) during(c swapCase, op func(fault func(faults.Point) error)) (aBefore, bBefore string) {
+	schedule := map[faults.Point]func(){}
 	if c.swap == "" {
 		r.toB()
 	} else {
@@ -375,10 +376,10 @@ func resolveSwap(t *testing.T, kind string, layout Layout, c swapCase) {
 	jobDir := t.TempDir()
 	var sess Session
 	var err error
-	aBefore, bBefore := r.during(c, func(fault func(FaultPoint) error) {
-		r.s.opts.Fault = fault
+	aBefore, bBefore := r.during(c, func(fault func(faults.Point) error) {
+		faults.Set(fault)
 		sess, err = r.s.Resolve(r.key, localJob(), jobDir)
-		r.s.opts.Fault = nil
+		faults.Set(nil)
 	})
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
@@ -424,9 +425,9 @@ func (h hookDisk) createTemp(dir *os.File, name string) (*os.File, error) {
 	return h.diskWrites.createTemp(dir, name)
 }
 
-const beforeTempCreate FaultPoint = "test/before-temp-create"
+const beforeTempCreate faults.Point = "test/before-temp-create"
 
-var promotePoints = []FaultPoint{beforeTempCreate, FaultAfterTempWrite, FaultAfterTempSync, FaultAfterCommit, FaultAfterRename, FaultAfterDirSync}
+var promotePoints = []faults.Point{beforeTempCreate, faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync}
 
 // TestKeyDirSwapDuringPromote swaps B in at each write boundary of Promote
 // and leaves it there, or swaps A back at a later boundary (A,B,A);
@@ -457,11 +458,11 @@ func promoteSwap(t *testing.T, kind string, c swapCase) {
 
 	var res PromoteResult
 	var err error
-	aBefore, bBefore := r.during(c, func(fault func(FaultPoint) error) {
-		r.s.opts.Fault = fault
+	aBefore, bBefore := r.during(c, func(fault func(faults.Point) error) {
+		faults.Set(fault)
 		r.s.disk = hookDisk{onCreate: func() { fault(beforeTempCreate) }}
 		res, err = r.s.Promote(sess, PromoteRequest{PiVersion: testPi})
-		r.s.opts.Fault = nil
+		faults.Set(nil)
 		r.s.disk = diskWrites{}
 	})
 	if err != nil {
@@ -507,14 +508,14 @@ func TestKeyDirSwapPointsErrorReturn(t *testing.T) {
 			s.opts.LockTimeout = time.Second
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
 			jobDir := t.TempDir()
-			s.opts.Fault = func(q FaultPoint) error {
+			faults.Set(func(q faults.Point) error {
 				if q == p {
 					return injected
 				}
 				return nil
-			}
+			})
 			sess, err := s.Resolve(testKey, localJob(), jobDir)
-			s.opts.Fault = nil
+			faults.Set(nil)
 			if !errors.Is(err, injected) {
 				t.Fatalf("resolve with an error at %s = %+v, %v; want the error", p, sess, err)
 			}
@@ -524,10 +525,10 @@ func TestKeyDirSwapPointsErrorReturn(t *testing.T) {
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "after")
 			checkDescribed(t, s, root, testKey)
 
-			var seen []FaultPoint
-			s.opts.Fault = func(q FaultPoint) error { seen = append(seen, q); return nil }
+			var seen []faults.Point
+			faults.Set(func(q faults.Point) error { seen = append(seen, q); return nil })
 			k, err := s.openKey(testKey, true)
-			s.opts.Fault = nil
+			faults.Set(nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"sessdb/internal/faults"
 	"sessdb/store"
 )
 
@@ -22,14 +23,15 @@ var crashJob = store.Job{PiVersion: "0.58.3", Venue: "local"}
 // runPromoteChild resolves SESSDB_KEY under SESSDB_ROOT, appends a line
 // carrying SESSDB_MARKER and promotes it, killing itself at the point.
 func runPromoteChild() int {
-	point := store.FaultPoint(os.Getenv(promoteChildEnv))
-	s, err := store.New(os.Getenv("SESSDB_ROOT"), store.Options{Fault: func(p store.FaultPoint) error {
+	point := faults.Point(os.Getenv(promoteChildEnv))
+	faults.Set(func(p faults.Point) error {
 		if p == point {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
 		return nil
-	}})
+	})
+	s, err := store.New(os.Getenv("SESSDB_ROOT"), store.Options{})
 	if err == nil {
 		_, err = promoteMarker(s, os.Getenv("SESSDB_KEY"), os.Getenv("SESSDB_MARKER"))
 	}
@@ -81,7 +83,7 @@ func lastMarker(b []byte) string {
 // committed one (issue 15.8: a crash between commit and rename left check
 // --repair at exit 3 on temps "younger than an hour").
 func TestCheckRepairAfterAKillAtEveryFaultPoint(t *testing.T) {
-	points := []store.FaultPoint{store.FaultAfterTempWrite, store.FaultAfterTempSync, store.FaultAfterCommit, store.FaultAfterRename, store.FaultAfterDirSync}
+	points := []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync}
 	for _, first := range []bool{true, false} {
 		for _, p := range points {
 			name := "later/" + string(p)
@@ -122,7 +124,7 @@ func TestCheckRepairAfterAKillAtEveryFaultPoint(t *testing.T) {
 					t.Fatal(err)
 				}
 				b, _ := os.ReadFile(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName))
-				committed := p != store.FaultAfterTempWrite && p != store.FaultAfterTempSync
+				committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
 				want := "killed"
 				switch {
 				case !committed && first:

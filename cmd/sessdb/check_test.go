@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -316,13 +317,15 @@ func TestCheckDamageCasesThroughTheCLI(t *testing.T) {
 func pendingPromotion(t *testing.T, root, key string) {
 	t.Helper()
 	now := func() time.Time { return sample.Time.Add(time.Minute) }
-	crash := func(p store.FaultPoint) error {
-		if p == store.FaultAfterCommit {
+	crash := func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
 			return syscall.EIO
 		}
 		return nil
 	}
-	s, err := store.New(root, store.Options{Now: now, Fault: crash})
+	faults.Set(crash)
+	defer faults.Set(nil)
+	s, err := store.New(root, store.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,93 @@
+// Package faults names the steps of sessdb's protocols at which the
+// module's own tests stop them, and lets only those tests arm them.
+//
+// A protocol calls At at each of its write boundaries (and Resolve at its
+// read boundaries). In production nothing is armed and At returns nil. A
+// test arms a function with Arm; At then passes it the point, and a
+// non-nil error it returns is treated as that step's I/O error. Tests use
+// it to fail a protocol at a chosen step, to SIGKILL a child process
+// there, or to change the filesystem under it.
+//
+// The package is internal: a program that uses sessdb cannot arm a fault.
+// The armed function is process-wide; tests that arm one run one at a
+// time (none of the module's tests is parallel).
+package faults
+
+import "sync/atomic"
+
+// A Point names a step of a protocol, as "protocol/step".
+type Point string
+
+// The write boundaries of store.Promote, in protocol order. The last is
+// after the promotion has landed, before Promote returns: a process
+// killed there has promoted, and an error there is logged, not returned.
+const (
+	PromoteAfterTempWrite Point = "promote/after-temp-write"
+	PromoteAfterTempSync  Point = "promote/after-temp-fsync"
+	PromoteAfterCommit    Point = "promote/after-commit"
+	PromoteAfterRename    Point = "promote/after-rename"
+	PromoteAfterDirSync   Point = "promote/after-dir-fsync"
+)
+
+// The read boundaries of store.Resolve, in order. Each is a window in
+// which a key dir's name could be pointed elsewhere (the A,B,A swap):
+// after the key dir's descriptor is opened; after the ladder's verdict,
+// before the copy; after the copy, before the identity check and the
+// lock's release. A fault here makes Resolve fail as on any I/O error,
+// never a cold start: a cold start's reason says what the key is.
+const (
+	ResolveAfterKeyDirOpen Point = "resolve/after-key-dir-open"
+	ResolveAfterGates      Point = "resolve/after-gates"
+	ResolveAfterCopy       Point = "resolve/after-copy"
+)
+
+// The write boundaries of store.Reap and of check's move-aside repair.
+const (
+	ReapBeforeRemove    Point = "reap/before-remove"
+	ReapAfterTranscript Point = "reap/after-transcript-removed"
+	RepairBeforeAside   Point = "repair/before-move-aside"
+	RepairAfterAside    Point = "repair/after-move-aside"
+)
+
+// The write boundaries of migrate, in each direction.
+const (
+	ToDBLocked    Point = "to-db/after-lock"      // meta.db open (maybe just created), nothing committed
+	ToDBCommitted Point = "to-db/after-commit"    // the values are in meta.db
+	ToDBRemoved   Point = "to-db/after-remove"    // after each legacy file removed
+	ToDBDirSynced Point = "to-db/after-dir-fsync" // the removals are durable
+
+	ToLegacyRolledForward Point = "to-legacy/after-roll-forward" // a pending promotion settled
+	ToLegacyTemps         Point = "to-legacy/after-temps"        // every legacy temp written and fsynced
+	ToLegacyRenamed       Point = "to-legacy/after-rename"       // after each temp renamed into place
+	ToLegacyMtime         Point = "to-legacy/after-mtime"        // transcript mtime set and fsynced
+	ToLegacySynced        Point = "to-legacy/after-dir-fsync"    // the legacy files are durable
+	ToLegacyDBRemoved     Point = "to-legacy/after-remove-db"    // meta.db unlinked, not yet fsynced
+)
+
+var armed atomic.Pointer[func(Point) error]
+
+// Arm makes At call f, until the returned disarm is called (which restores
+// whatever was armed before).
+func Arm(f func(Point) error) (disarm func()) {
+	prev := armed.Swap(&f)
+	return func() { armed.Store(prev) }
+}
+
+// At is called by a protocol at point p. It returns the armed function's
+// error, or nil when nothing is armed.
+func At(p Point) error {
+	if f := armed.Load(); f != nil && *f != nil {
+		return (*f)(p)
+	}
+	return nil
+}
+
+// Set arms f, or disarms when f is nil. A test that sets one clears it
+// when it is done (t.Cleanup), so the next test starts disarmed.
+func Set(f func(Point) error) {
+	if f == nil {
+		armed.Store(nil)
+		return
+	}
+	armed.Store(&f)
+}
