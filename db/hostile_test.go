@@ -184,8 +184,8 @@ func truncationLoop(t *testing.T, dur time.Duration) {
 		}
 		t.Errorf("a reader got an error that is neither ErrDamaged nor ErrLockTimeout: %v", err)
 	}
-	if tl.ok == 0 || tl.openDamaged+tl.readDamaged == 0 {
-		t.Errorf("%d clean runs and %d damaged ones: the readers did not meet both a whole file and a cut one", tl.ok, tl.openDamaged+tl.readDamaged)
+	if tl.openDamaged+tl.readDamaged == 0 {
+		t.Errorf("no reader met a cut file in %d runs", tl.runs)
 	}
 
 	// Restored, the file reads whole again: the damage was the cutting's.
@@ -328,19 +328,18 @@ func firstField(out, after string) string {
 	return "?"
 }
 
-// writerTrial is one damaged file handed to a promotion: it is written to
-// kd, read as a reader would, then promoted onto as the store does, then
-// read again. minGen is the generation the file held before it was
-// damaged.
+// writerTrial is what became of one damaged file handed to a promotion.
 type writerTrial struct {
 	outcome string // refused-open, refused-read, refused-update, committed
 	before  error  // what a reader said of the damaged file
 }
 
-// tryWriter runs one trial and returns an error for a broken promise:
-// a writer that fails otherwise than by refusing, a commit into a file a
-// reader refuses, a commit that a reader then refuses or reads otherwise,
-// a generation that went back.
+// tryWriter writes file to kd, reads it as a reader would, promotes onto it
+// as the store does, and reads it again. It returns an error for a broken
+// promise: a writer that fails otherwise than by refusing, a commit into a
+// file a reader refuses, a commit that a reader then refuses or reads
+// otherwise, a generation below minGen (what the file held before it was
+// damaged) or below what a reader read, a page left both free and in use.
 func tryWriter(kd keyDir, file []byte, minGen uint64, tag string) (writerTrial, error) {
 	var tr writerTrial
 	if err := os.WriteFile(kd.db, file, 0o600); err != nil {
