@@ -34,14 +34,14 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 	// lives as long as the lock.
 	lease, err := s.cli.Grant(c, s.cfg.lockTTLSeconds())
 	if err != nil {
-		return nil, nil, opErr(ctx, "lock", key, err)
+		return nil, nil, s.cfg.opErr(ctx, "lock", key, err)
 	}
 	held, release := context.WithCancel(context.Background())
 	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(held))
 	if err != nil {
 		release()
 		s.revoke(lease.ID)
-		return nil, nil, opErr(ctx, "lock", key, err)
+		return nil, nil, s.cfg.opErr(ctx, "lock", key, err)
 	}
 	unlock = func() {
 		sess.Orphan() // stop the keep-alive; the revoke below ends the lease
@@ -85,7 +85,7 @@ func (s *Store) acquire(ctx context.Context, key string, m *concurrency.Mutex) e
 		// held the lock for the whole wait.
 		return fmt.Errorf("lock %s: %w", key, ErrLocked)
 	}
-	return opErr(ctx, "lock", key, err)
+	return s.cfg.opErr(ctx, "lock", key, err)
 }
 
 func (s *Store) revoke(id clientv3.LeaseID) {

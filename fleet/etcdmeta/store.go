@@ -61,7 +61,7 @@ func Open(cfg Config) (*Store, error) {
 		Logger: zap.NewNop(),
 	})
 	if err != nil {
-		return nil, opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
+		return nil, s.opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
 	}
 	return &Store{cli: cli, cfg: s}, nil
 }
@@ -161,7 +161,7 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 	// etcd serves it linearizably.
 	resp, err := s.cli.Txn(c).Then(s.stateOps(key)...).Commit()
 	if err != nil {
-		return State{}, opErr(ctx, "get", key, err)
+		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
 	return parseState(key, resp.Header.Revision, resp.Responses)
 }
@@ -219,7 +219,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 	last, err := s.cli.Get(c, s.historyDir(key), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithSerializable())
 	if err != nil {
-		return 0, opErr(ctx, op, key, err)
+		return 0, s.cfg.opErr(ctx, op, key, err)
 	}
 	var seq uint64
 	if len(last.Kvs) > 0 {
@@ -242,7 +242,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
 		).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil {
-			return 0, opErr(ctx, op, key, err)
+			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
 		if resp.Succeeded {
 			return Rev(resp.Header.Revision), nil
@@ -277,7 +277,7 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 		Then(clientv3.OpDelete(rk), clientv3.OpDelete(s.historyDir(key), clientv3.WithPrefix())).
 		Else(s.stateOps(key)...).Commit()
 	if err != nil {
-		return 0, opErr(ctx, "delete", key, err)
+		return 0, s.cfg.opErr(ctx, "delete", key, err)
 	}
 	if !resp.Succeeded {
 		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
@@ -351,7 +351,7 @@ func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clie
 		if at != 0 && errors.Is(err, rpctypes.ErrCompacted) {
 			return nil, errCompacted
 		}
-		return nil, opErr(ctx, "list", s.cfg.Prefix, err)
+		return nil, s.cfg.opErr(ctx, "list", s.cfg.Prefix, err)
 	}
 	return resp, nil
 }
