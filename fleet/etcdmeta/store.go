@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,39 @@ type Store struct {
 	cli    *clientv3.Client
 	cfg    settings
 	closed atomic.Bool
+
+	// lastSeq remembers each key's newest history slot as this Store last
+	// saw it (Get, a write, a conflict), so that the write after a Get,
+	// which a promotion always is, claims its slot without a read first.
+	// A stale guess only costs a retry: the slot is claimed by compare.
+	mu      sync.Mutex
+	lastSeq map[string]uint64
+}
+
+// maxSeqCache bounds lastSeq; past it the cache starts over.
+const maxSeqCache = 4096
+
+func (s *Store) rememberSeq(key string, seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastSeq == nil || len(s.lastSeq) >= maxSeqCache {
+		s.lastSeq = make(map[string]uint64)
+	}
+	s.lastSeq[key] = seq
+}
+
+func (s *Store) cachedSeq(key string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, ok := s.lastSeq[key]
+	return seq, ok
+}
+
+func newestSeq(h []HistoryEntry) uint64 {
+	if len(h) == 0 {
+		return 0
+	}
+	return h[len(h)-1].Seq
 }
 
 // State is what a key held at one revision: its record, the record's mod
@@ -163,7 +197,11 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 	if err != nil {
 		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
-	return parseState(key, resp.Header.Revision, resp.Responses)
+	st, err := parseState(key, resp.Header.Revision, resp.Responses)
+	if err == nil {
+		s.rememberSeq(key, newestSeq(st.History))
+	}
+	return st, err
 }
 
 // Put writes rec as key's record and appends hist to its history, in one
@@ -213,17 +251,19 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 	}
 	defer cancel()
 	rk := s.recordKey(key)
-	// The last slot in use, from the member this client talks to: a
-	// serializable read needs no consensus, and a stale answer only costs
-	// a retry, because the slot is claimed by the transaction's compare.
-	last, err := s.cli.Get(c, s.historyDir(key), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithSerializable())
-	if err != nil {
-		return 0, s.cfg.opErr(ctx, op, key, err)
-	}
-	var seq uint64
-	if len(last.Kvs) > 0 {
-		seq, _ = parseSeq(string(last.Kvs[0].Key[len(s.historyDir(key)):]))
+	seq, ok := s.cachedSeq(key)
+	if !ok {
+		// The last slot in use, from the member this client talks to: a
+		// serializable read needs no consensus, and a stale answer only
+		// costs a retry, because the slot is claimed by compare.
+		last, err := s.cli.Get(c, s.historyDir(key), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithSerializable())
+		if err != nil {
+			return 0, s.cfg.opErr(ctx, op, key, err)
+		}
+		if len(last.Kvs) > 0 {
+			seq, _ = parseSeq(string(last.Kvs[0].Key[len(s.historyDir(key)):]))
+		}
 	}
 	for range maxSlotTries {
 		hist.Seq = seq + 1
@@ -245,18 +285,19 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
 		if resp.Succeeded {
+			s.rememberSeq(key, hist.Seq)
 			return Rev(resp.Header.Revision), nil
 		}
 		cur, perr := parseState(key, resp.Header.Revision, resp.Responses)
+		seq = newestSeq(cur.History)
+		if perr == nil {
+			s.rememberSeq(key, seq)
+		}
 		if cur.Rev != base {
 			return 0, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
 		}
 		if perr != nil {
 			return 0, perr
-		}
-		seq = 0
-		if n := len(cur.History); n > 0 {
-			seq = cur.History[n-1].Seq
 		}
 	}
 	return 0, fmt.Errorf("%s %s: %w: the history slot was taken %d times in a row", op, key, ErrUnavailable, maxSlotTries)
@@ -283,6 +324,7 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
 		return 0, &ConflictError{Op: "delete", Key: key, Base: base, Current: cur}
 	}
+	s.rememberSeq(key, 0) // the history went with the record
 	return Rev(resp.Header.Revision), nil
 }
 
