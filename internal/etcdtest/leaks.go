@@ -35,8 +35,6 @@ var benign = []string{
 	"testing.(*M).",
 	"testing.tRunner",
 	"os/signal.signal_recv",
-	"go.opencensus.io",
-	"google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run", // global balancer registry
 }
 
 func waitLeaks(before map[string]bool, wait time.Duration) []string {
