@@ -93,6 +93,10 @@ var authErrors = []error{
 	rpctypes.ErrUserEmpty, rpctypes.ErrAuthOldRevision, rpctypes.ErrUserNotFound,
 }
 
+// stoppingMessages are the texts of errors without a gRPC code that a
+// stopping member returns (seen: TestLeaderKilledDuringPromotions).
+var stoppingMessages = []string{"raft: stopped", "server stopped", "transport is closing"}
+
 // opErr wraps an etcd client error as "op key: [sentinel: ]cause". ctx is
 // the caller's context: its own cancellation stays context.Canceled, not
 // ErrUnavailable.
@@ -132,6 +136,16 @@ func classify(ctx context.Context, err error) error {
 		code = ee.Code()
 	} else if s, ok := status.FromError(err); ok {
 		code = s.Code()
+	}
+	if code == codes.Unknown {
+		// A member that is shutting down answers with raft's own error,
+		// which etcd passes on without a gRPC code; the proposal may
+		// still commit on the next leader, like any unsure write.
+		for _, m := range stoppingMessages {
+			if strings.Contains(err.Error(), m) {
+				return ErrUnavailable
+			}
+		}
 	}
 	switch code {
 	case codes.Unauthenticated, codes.PermissionDenied:

@@ -10,9 +10,11 @@ import (
 	"sessdb/internal/etcdtest"
 )
 
+// shortLocks keeps the tests quick; the wait is still long enough for an
+// uncontended lock on two loaded cores under -race.
 func shortLocks(c *Config) {
 	c.LockTTL = time.Second
-	c.LockWait = 300 * time.Millisecond
+	c.LockWait = 2 * time.Second
 }
 
 func TestLockExcludes(t *testing.T) {
@@ -79,7 +81,7 @@ func TestLockOfADeadWorkerEndsWithItsLease3(t *testing.T) {
 }
 
 func testDeadWorker(t *testing.T, c *etcdtest.Cluster) {
-	dead := open(t, c, func(c *Config) { c.LockTTL = 2 * time.Second })
+	dead := open(t, c, func(c *Config) { c.LockTTL = 3 * time.Second })
 	alive := open(t, c, func(c *Config) { c.LockWait = 30 * time.Second })
 	key := newKey()
 	if _, _, err := dead.Lock(ctx(t), key); err != nil {
@@ -87,7 +89,7 @@ func testDeadWorker(t *testing.T, c *etcdtest.Cluster) {
 	}
 	lease := lockLease(t, alive, key)
 	dead.cli.Close() // a crash: no unlock, no revoke
-	if ttl, err := alive.cli.TimeToLive(ctx(t), lease); err != nil || ttl.TTL < 0 || ttl.GrantedTTL != 2 {
+	if ttl, err := alive.cli.TimeToLive(ctx(t), lease); err != nil || ttl.TTL < 0 || ttl.GrantedTTL != 3 {
 		t.Fatalf("the dead worker's lease is already gone (%+v, %v): the test would prove nothing", ttl, err)
 	}
 	start := time.Now()
@@ -96,7 +98,7 @@ func testDeadWorker(t *testing.T, c *etcdtest.Cluster) {
 		t.Fatalf("lock after the holder died: %v", err)
 	}
 	defer unlock()
-	t.Logf("lock taken over %v after the holder died (TTL 2 s)", time.Since(start))
+	t.Logf("lock taken over %v after the holder died (TTL 3 s)", time.Since(start))
 	if ttl, err := alive.cli.TimeToLive(ctx(t), lease); err != nil || ttl.TTL != -1 {
 		t.Fatalf("the dead worker's lease still lives (%+v, %v)", ttl, err)
 	}

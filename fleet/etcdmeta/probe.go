@@ -12,8 +12,8 @@ import (
 )
 
 // probeTimeout bounds the TLS probe of each endpoint; the probes run at
-// once.
-const probeTimeout = time.Second
+// once. A handshake takes milliseconds; the margin is for loaded hosts.
+const probeTimeout = 2 * time.Second
 
 // opErr is the package's opErr, which also tells a TLS refusal from an
 // unreachable etcd: gRPC keeps waiting for a usable connection until the

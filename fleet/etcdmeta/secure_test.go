@@ -98,7 +98,7 @@ func TestWrongCredentialsGetNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
-			cfg.RequestTimeout, cfg.DialTimeout = time.Second, time.Second
+			cfg.RequestTimeout, cfg.DialTimeout = 3*time.Second, 3*time.Second
 			tc.edit(&cfg)
 			start := time.Now()
 			st, err := getWith(cfg, key)
@@ -133,7 +133,7 @@ func getWith(cfg Config, key string) (State, error) {
 // for the cluster's own CA: refused, and told why.
 func TestClientWithoutTLSFilesIsRefused(t *testing.T) {
 	c := etcdtest.StartSecure(t, 1)
-	_, err := getWith(Config{Endpoints: c.Endpoints(), RequestTimeout: time.Second}, newKey())
+	_, err := getWith(Config{Endpoints: c.Endpoints(), RequestTimeout: 3 * time.Second}, newKey())
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "x509") {
 		t.Fatalf("err = %v, want ErrAuth naming the certificate", err)
 	}
