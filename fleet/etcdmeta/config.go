@@ -1,0 +1,155 @@
+package etcdmeta
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+)
+
+// Defaults for the zero values of Config's fields.
+const (
+	DefaultPrefix         = "/sessdb"
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultLockTTL        = 10 * time.Second
+	DefaultLockWait       = 10 * time.Second
+)
+
+// Config says how to reach etcd and where the records live. The zero value
+// of every field but Endpoints is a safe default; no zero means "forever".
+type Config struct {
+	// Endpoints are the members' client URLs: "http://host:port" or
+	// "https://host:port" (all of one scheme).
+	Endpoints []string
+	// Prefix is where the records live; "" means DefaultPrefix. A trailing
+	// slash is dropped.
+	Prefix string
+	// CAFile is the PEM bundle that vouches for the members' certificates;
+	// "" with https endpoints means the system roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate and its key, both or
+	// neither. Where the cluster runs --client-cert-auth with
+	// authentication on and no Username is set, etcd takes the
+	// certificate's common name as the user.
+	CertFile, KeyFile string
+	// Username and Password log in to etcd's authentication, both or
+	// neither.
+	Username, Password string
+	// RequestTimeout bounds every read and write; 0 means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// DialTimeout bounds Open's login; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// LockTTL is the lease behind a lock: how long a lock outlives a holder
+	// that died (rounded up to whole seconds; etcd raises a TTL below
+	// its own minimum, 1.5 election timeouts). 0 means DefaultLockTTL.
+	LockTTL time.Duration
+	// LockWait bounds how long Lock waits for another holder; 0 means
+	// DefaultLockWait.
+	LockWait time.Duration
+}
+
+// settings is a validated Config with its defaults filled in.
+type settings struct {
+	Config
+	tls *tls.Config
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("etcd config %s: %w: %s", field, ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+func (c Config) validate() (settings, error) {
+	s := settings{Config: c}
+	if len(c.Endpoints) == 0 {
+		return s, invalid("Endpoints", "none given")
+	}
+	scheme := ""
+	for i, ep := range c.Endpoints {
+		field := fmt.Sprintf("Endpoints[%d]", i)
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return s, invalid(field, "%q is not http://host:port or https://host:port", ep)
+		}
+		if scheme != "" && u.Scheme != scheme {
+			return s, invalid(field, "%q mixes %s with %s endpoints", ep, u.Scheme, scheme)
+		}
+		scheme = u.Scheme
+	}
+	s.Prefix = strings.TrimRight(c.Prefix, "/")
+	if c.Prefix == "" {
+		s.Prefix = DefaultPrefix
+	}
+	if s.Prefix == "" || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return s, invalid("Prefix", "%q: want a non-empty path without control characters", c.Prefix)
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return s, invalid("CertFile", "CertFile and KeyFile go together")
+	}
+	if (c.Username == "") != (c.Password == "") {
+		return s, invalid("Username", "Username and Password go together")
+	}
+	tlsWanted := c.CAFile != "" || c.CertFile != ""
+	if tlsWanted && scheme == "http" {
+		// The client would drop the TLS settings for an http endpoint and
+		// send everything, the password too, in the clear.
+		return s, invalid("Endpoints", "TLS files are set but the endpoints are http://; use https://")
+	}
+	if tlsWanted || scheme == "https" {
+		// Each file is checked on its own first, so that the error names
+		// the field at fault.
+		if c.CAFile != "" {
+			pem, err := os.ReadFile(c.CAFile)
+			if err != nil {
+				return s, invalid("CAFile", "%v", err)
+			}
+			if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+				return s, invalid("CAFile", "%s holds no PEM certificate", c.CAFile)
+			}
+		}
+		if c.CertFile != "" {
+			if _, err := os.Stat(c.KeyFile); err != nil {
+				return s, invalid("KeyFile", "%v", err)
+			}
+			if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+				return s, invalid("CertFile", "%s with %s: %v", c.CertFile, c.KeyFile, err)
+			}
+		}
+		info := transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.CAFile}
+		cfg, err := info.ClientConfig()
+		if err != nil {
+			return s, invalid("CAFile", "%v", err)
+		}
+		s.tls = cfg
+	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"RequestTimeout", &s.RequestTimeout, DefaultRequestTimeout},
+		{"DialTimeout", &s.DialTimeout, DefaultDialTimeout},
+		{"LockTTL", &s.LockTTL, DefaultLockTTL},
+		{"LockWait", &s.LockWait, DefaultLockWait},
+	} {
+		switch {
+		case *d.v < 0:
+			return s, invalid(d.field, "%v is negative", *d.v)
+		case *d.v == 0:
+			*d.v = d.def
+		}
+	}
+	return s, nil
+}
+
+// lockTTLSeconds is LockTTL in whole seconds, as etcd leases count.
+func (s settings) lockTTLSeconds() int64 {
+	return int64((s.LockTTL + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,66 @@
+package etcdmeta
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	s, err := Config{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/x/"}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Prefix != "/x" || s.RequestTimeout != DefaultRequestTimeout || s.DialTimeout != DefaultDialTimeout ||
+		s.LockTTL != DefaultLockTTL || s.LockWait != DefaultLockWait || s.tls != nil {
+		t.Fatalf("settings = %+v", s)
+	}
+	s, _ = Config{Endpoints: []string{"http://a:1"}}.validate()
+	if s.Prefix != DefaultPrefix {
+		t.Fatalf("prefix = %q, want %q", s.Prefix, DefaultPrefix)
+	}
+	s, _ = Config{Endpoints: []string{"http://a:1"}, LockTTL: 1500 * time.Millisecond}.validate()
+	if s.lockTTLSeconds() != 2 {
+		t.Fatalf("lock TTL 1.5s = %d s, want 2", s.lockTTLSeconds())
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.pem")
+	os.WriteFile(junk, []byte("not a certificate"), 0o600)
+	ep := []string{"https://127.0.0.1:2379"}
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{}, "Endpoints"},
+		{Config{Endpoints: []string{"127.0.0.1:2379"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://a:1", "ftp://b:2"}}, "Endpoints[1]"},
+		{Config{Endpoints: []string{"http://a:1", "https://b:2"}}, "Endpoints[1]"},
+		{Config{Endpoints: []string{"http://a"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://u:p@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: ep, Prefix: "/"}, "Prefix"},
+		{Config{Endpoints: ep, Prefix: "/a\nb"}, "Prefix"},
+		{Config{Endpoints: ep, CertFile: "c"}, "CertFile"},
+		{Config{Endpoints: ep, Username: "u"}, "Username"},
+		{Config{Endpoints: ep, Password: "p"}, "Username"},
+		{Config{Endpoints: []string{"http://a:1"}, CAFile: junk}, "Endpoints"},
+		{Config{Endpoints: ep, CAFile: filepath.Join(dir, "missing")}, "CAFile"},
+		{Config{Endpoints: ep, CAFile: junk}, "CAFile"},
+		{Config{Endpoints: ep, CertFile: junk, KeyFile: filepath.Join(dir, "missing")}, "KeyFile"},
+		{Config{Endpoints: ep, CertFile: junk, KeyFile: junk}, "CertFile"},
+		{Config{Endpoints: ep, RequestTimeout: -1}, "RequestTimeout"},
+		{Config{Endpoints: ep, DialTimeout: -1}, "DialTimeout"},
+		{Config{Endpoints: ep, LockTTL: -1}, "LockTTL"},
+		{Config{Endpoints: ep, LockWait: -1}, "LockWait"},
+	} {
+		_, err := Open(tc.cfg)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "etcd config "+tc.field+":") {
+			t.Errorf("%+v: err = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+// Package etcdmeta keeps each key's record and audit history in etcd, for a
+// fleet of workers that share one sessions store; it is the etcd side of
+// the store's metadata seam, as package db is the single-host side.
+//
+// # Layout
+//
+// Everything lives under one prefix (Config.Prefix, default "/sessdb").
+// Records and history are apart so that List reads one value per key and
+// no history. TestLayout writes every kind of value and compares etcd's
+// keys with this tree.
+//
+//	<prefix>/
+//	  record/<key>                 the record: msgpack {v schema,
+//	                                 t {g gen, s size, c crc32c, p promoted_at, f file},
+//	                                 pv pi-version, vn venue, rc resume-chain,
+//	                                 cx {t tokens, w window, m model}}
+//	  history/<key>/<seq>          an entry: msgpack {g gen, a at, r resumed, w reason,
+//	                                 b bytes, c chain, j job, t torn_tail, k ticket,
+//	                                 o outcome, n run, x rewritten, bg base_gen};
+//	                                 seq 16 hex digits; the newest 64 kept
+//	  lock/<key>/<lease>           concurrency.Mutex: one key per holder or waiter,
+//	                                 attached to its lease; the oldest holds the lock
+//
+// A key is 32 lowercase hex characters; any other is refused before it
+// touches etcd. Values are map-encoded msgpack with short tags; absent
+// sidecars are absent fields. Decoding skips fields it does not know (an
+// older binary reads a newer record) and refuses a record whose schema
+// version is newer than SchemaVersion (ErrNewerSchema), nil, arrays and
+// trailing bytes (ErrDamaged).
+//
+// # Guarantees
+//
+// Get reads the record, its mod revision and the history in one
+// linearizable read, all at one revision. Put, AppendHistory and Delete
+// are each one etcd transaction guarded by the record's mod revision (the
+// base; 0 means "no record"): all of it commits or none of it does, etcd
+// has made it durable on a quorum before it returns, and a lost compare
+// writes nothing and returns a *ConflictError carrying the key's state,
+// read in the same transaction. The mod revision is the base a job's
+// ticket carries, so "superseded" comes from etcd's compare, not from a
+// lock. AppendHistory does not touch the record, so recording a refusal
+// supersedes no one. A history slot is claimed by the transaction too:
+// writers racing for one slot each get their own.
+//
+// Every request waits at most Config.RequestTimeout; an etcd that does not
+// answer is ErrUnavailable, a refusal of the credentials (password,
+// permission, TLS) is ErrAuth. A write that returns ErrUnavailable may have
+// committed: retried on the same base, it conflicts with itself (its own
+// record, which names its own transcript file) or commits; it never
+// commits twice.
+//
+// Lock is a lease-backed concurrency.Mutex: it ends when its holder
+// unlocks, dies or loses etcd for Config.LockTTL, with no stale-lock clock.
+// A Store is safe for concurrent use by multiple goroutines.
+//
+// # Caveat
+//
+// A guarded write cannot check the schema version of the record it
+// replaces: a binary must not write a key whose Get returned
+// ErrNewerSchema. A lease outlives a dead holder by up to its TTL, and by
+// an election timeout more when the leader changes meanwhile (etcd renews
+// every lease on a new leader). A lock can end under a holder that is
+// merely slow; holders watch the lost channel, and every write is guarded
+// anyway. Logging in with a password costs a bcrypt on the server per
+// Open; a short-lived process per job is cheaper with client-certificate
+// authentication (Config with CertFile and no Username).
+package etcdmeta

@@ -1,0 +1,161 @@
+package etcdmeta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// These errors are returned by Open and by every operation. They are
+// wrapped with the operation, the key and the cause; test for them with
+// errors.Is.
+var (
+	// ErrUnavailable is returned when etcd did not answer within the
+	// request timeout (no member reachable, no leader, a leader election
+	// or a lost quorum that outlasted it) or said it could not serve the
+	// request now. A write that returns it may or may not have committed:
+	// read the key again, or retry on the same base (a conflict whose
+	// current record names this write's transcript file is this write).
+	ErrUnavailable = errors.New("etcd unavailable")
+
+	// ErrAuth is returned when etcd refused the credentials: a wrong user
+	// name or password, a user without permission on the prefix, or a
+	// TLS handshake that failed (a server certificate the CA file does not
+	// vouch for, a client certificate the server refuses or none).
+	ErrAuth = errors.New("etcd refused the credentials")
+
+	// ErrConflict is returned, as a *ConflictError, when a guarded write
+	// lost its compare: the record is no longer at the base revision.
+	ErrConflict = errors.New("record changed since its base revision")
+
+	// ErrLocked is returned by Lock when another holder kept the key's
+	// lock for the whole wait.
+	ErrLocked = errors.New("locked by another holder")
+
+	// ErrClosed is returned when a Store is used after Close.
+	ErrClosed = errors.New("store closed")
+)
+
+// These errors concern what is stored.
+var (
+	// ErrInvalidKey is returned when a key is not 32 lowercase hex
+	// characters; nothing is read or written for it.
+	ErrInvalidKey = errors.New("invalid key")
+
+	// ErrDamaged is returned when a record or history value does not
+	// decode: not a msgpack map, a field of the wrong type, trailing
+	// bytes, no schema version.
+	ErrDamaged = errors.New("damaged value")
+
+	// ErrNewerSchema is returned when a record's schema version is newer
+	// than SchemaVersion. Its State still carries the revision, but a
+	// binary that returned this must not write the key.
+	ErrNewerSchema = errors.New("schema newer than this binary")
+
+	// ErrInvalidConfig is returned by Open when a Config field is unusable;
+	// the message names the field.
+	ErrInvalidConfig = errors.New("invalid configuration")
+)
+
+// ConflictError is the error of a guarded write whose base revision was no
+// longer the record's. It carries what the key held when the compare was
+// lost, read in the same transaction, so the caller can tell a newer
+// promotion (superseded) from its own earlier write without another read.
+type ConflictError struct {
+	Op      string // "put", "append history" or "delete"
+	Key     string
+	Base    Rev   // the revision the write was guarded by
+	Current State // the record, its revision and history when the compare failed
+}
+
+func (e *ConflictError) Error() string {
+	held := "no record"
+	if e.Current.Rev != 0 {
+		held = fmt.Sprintf("the record at revision %d", e.Current.Rev)
+		if t := e.Current.Record.Transcript; t != nil {
+			held += fmt.Sprintf(" (gen %d)", t.Gen)
+		}
+	}
+	return fmt.Sprintf("%s %s: %v: base revision %d, the key holds %s", e.Op, e.Key, ErrConflict, e.Base, held)
+}
+
+// Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// authErrors are etcd's answers to a request whose credentials it refused.
+var authErrors = []error{
+	rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken,
+	rpctypes.ErrUserEmpty, rpctypes.ErrAuthOldRevision, rpctypes.ErrUserNotFound,
+}
+
+// stoppingMessages are the texts of errors without a gRPC code that a
+// stopping member returns (seen: TestLeaderKilledDuringPromotions).
+var stoppingMessages = []string{"raft: stopped", "server stopped", "transport is closing"}
+
+// opErr wraps an etcd client error as "op key: [sentinel: ]cause". ctx is
+// the caller's context: its own cancellation stays context.Canceled, not
+// ErrUnavailable.
+func opErr(ctx context.Context, op, key string, err error) error {
+	if key != "" {
+		op += " " + key
+	}
+	if kind := classify(ctx, err); kind != nil {
+		return fmt.Errorf("%s: %w: %w", op, kind, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// classify names the sentinel err belongs to, or nil.
+func classify(ctx context.Context, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() == context.Canceled {
+		return nil
+	}
+	for _, a := range authErrors {
+		if errors.Is(err, a) {
+			return ErrAuth
+		}
+	}
+	// gRPC reports a failed TLS handshake as an unreachable server (or,
+	// while it waits for a usable connection, as the deadline with the
+	// handshake as its last error); only the text tells them apart.
+	if msg := err.Error(); strings.Contains(msg, "authentication handshake failed") ||
+		strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate") {
+		return ErrAuth
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return ErrUnavailable
+	}
+	code := codes.Unknown
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	} else if s, ok := status.FromError(err); ok {
+		code = s.Code()
+	}
+	if code == codes.Unknown {
+		// A member that is shutting down answers with raft's own error,
+		// which etcd passes on without a gRPC code; the proposal may
+		// still commit on the next leader, like any unsure write.
+		for _, m := range stoppingMessages {
+			if strings.Contains(err.Error(), m) {
+				return ErrUnavailable
+			}
+		}
+	}
+	switch code {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return ErrAuth
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
+		return ErrUnavailable
+	case codes.ResourceExhausted:
+		if !errors.Is(err, rpctypes.ErrNoSpace) {
+			return ErrUnavailable // too many requests: etcd sheds load
+		}
+	}
+	return nil
+}

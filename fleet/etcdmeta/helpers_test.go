@@ -1,0 +1,80 @@
+package etcdmeta
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/internal/etcdtest"
+)
+
+func TestMain(m *testing.M) { etcdtest.Main(m) }
+
+// open opens a Store on c, closed at cleanup; edit adjusts the config.
+func open(t testing.TB, c *etcdtest.Cluster, edit ...func(*Config)) *Store {
+	t.Helper()
+	cfg := Config{Endpoints: c.Endpoints(), RequestTimeout: 10 * time.Second}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newKey() string { return randHex(16) }
+
+func ptr[T any](v T) *T { return &v }
+
+// record is a realistic record for gen: ~170 bytes encoded, the size of a
+// promoted key's record with every sidecar set.
+func record(key string, gen uint64) Record {
+	return Record{
+		Transcript: &Transcript{Gen: gen, Size: 48211 + int64(gen), CRC32C: 0x8a9136aa, PromotedAt: time.Now().UnixNano(),
+			File: fmt.Sprintf("%s/%016x-%s.jsonl", key, gen, randHex(8))},
+		PiVersion:   ptr("0.58.3"),
+		Venue:       ptr("local"),
+		ResumeChain: ptr(gen),
+		Context:     &Context{Tokens: 61234, Window: 200000, Model: "anthropic/claude-sonnet-4-5"},
+	}
+}
+
+func entry(gen uint64, ticket string) HistoryEntry {
+	return HistoryEntry{Gen: gen, At: time.Now().UnixNano(), Resumed: true, Reason: "resumed", Bytes: 48211,
+		Chain: gen, Job: "job-" + ticket[:8], Ticket: ticket, Run: "answered", BaseGen: gen - 1}
+}
+
+// mustPut puts the next generation of key onto base and returns the new
+// revision.
+func mustPut(t testing.TB, s *Store, key string, base Rev, gen uint64) Rev {
+	t.Helper()
+	rev, err := s.Put(ctx(t), key, base, record(key, gen), entry(gen, randHex(16)))
+	if err != nil {
+		t.Fatalf("put %s gen %d on %d: %v", key, gen, base, err)
+	}
+	return rev
+}
+
+func clientPrefix() []clientv3.OpOption {
+	return []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+}

@@ -1,0 +1,116 @@
+package etcdmeta
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// probeTimeout bounds the TLS probe of each endpoint; the probes run at
+// once. A handshake takes milliseconds; the margin is for loaded hosts.
+const probeTimeout = 2 * time.Second
+
+// opErr is the package's opErr, which also tells a TLS refusal from an
+// unreachable etcd: gRPC keeps waiting for a usable connection until the
+// deadline and then reports only the deadline, so when a TLS client's
+// request ran out of time, a handshake of its own with each endpoint finds
+// out whether the members answer but refuse, made only on this failure
+// path.
+func (s settings) opErr(ctx context.Context, op, key string, err error) error {
+	werr := opErr(ctx, op, key, err)
+	if s.tls == nil || !errors.Is(werr, ErrUnavailable) {
+		return werr
+	}
+	if herr := s.handshakeError(); herr != nil {
+		if key != "" {
+			op += " " + key
+		}
+		return fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)
+	}
+	return werr
+}
+
+// handshakeError returns the first TLS failure among the endpoints, or nil
+// if none failed at the TLS level (unreachable members are not a TLS
+// failure).
+func (s settings) handshakeError() error {
+	errs := make(chan error, len(s.Endpoints))
+	for _, ep := range s.Endpoints {
+		go func() { errs <- handshake(s.tls, ep) }()
+	}
+	var first error
+	for range s.Endpoints {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func handshake(base *tls.Config, endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil
+	}
+	d := net.Dialer{Timeout: probeTimeout}
+	raw, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		return nil // unreachable, not refused
+	}
+	defer raw.Close()
+	cfg := base.Clone()
+	cfg.NextProtos = []string{"h2"}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	conn := tls.Client(raw, cfg)
+	conn.SetDeadline(time.Now().Add(probeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return tlsFailure(endpoint, err)
+	}
+	// Under TLS 1.3 the server judges the client's certificate after the
+	// client's handshake is done; a refusal arrives as an alert on the
+	// first read. A server that accepted sends HTTP/2 settings instead,
+	// or nothing until the deadline.
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != nil {
+		return tlsFailure(endpoint, err)
+	}
+	return nil
+}
+
+// tlsFailure keeps the errors that are a refusal at the TLS level.
+func tlsFailure(endpoint string, err error) error {
+	var alert tls.AlertError
+	var cv *tls.CertificateVerificationError
+	var rh tls.RecordHeaderError
+	switch {
+	case errors.As(err, &cv), errors.As(err, &rh):
+	case errors.As(err, &alert):
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		if msg := err.Error(); !containsAny(msg, "tls:", "x509:", "remote error") {
+			return nil
+		}
+	}
+	return fmt.Errorf("TLS with %s: %w", endpoint, err)
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package etcdmeta
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// SchemaVersion is the record schema this package writes. A record of a
+// newer schema is refused (ErrNewerSchema), never rewritten.
+const SchemaVersion = 1
+
+// HistoryLimit is how many history entries a key keeps: every write trims
+// the oldest beyond it, and Get returns at most this many.
+const HistoryLimit = 64
+
+// Rev is an etcd revision. A record's Rev is its mod revision, which
+// changes with every write of the record and never repeats: it is the base
+// a job's ticket carries. 0 means no record.
+type Rev int64
+
+// Record is everything a key's record holds: the identity of its
+// transcript and the sidecars. A nil pointer means the sidecar is absent,
+// which the gates read differently from a zero value. The zero Record is a
+// key with no sidecars at all.
+type Record struct {
+	Transcript  *Transcript `msgpack:"t,omitempty"`
+	PiVersion   *string     `msgpack:"pv,omitempty"` // "" = unknown
+	Venue       *string     `msgpack:"vn,omitempty"` // absent = "local"
+	ResumeChain *uint64     `msgpack:"rc,omitempty"` // consecutive host deliveries
+	Context     *Context    `msgpack:"cx,omitempty"` // absent = no measurement
+}
+
+// Transcript identifies the transcript generation the record names: the
+// write-once file File on shared storage, with its size and CRC32C as
+// written.
+type Transcript struct {
+	Gen        uint64 `msgpack:"g"`
+	Size       int64  `msgpack:"s"`
+	CRC32C     uint64 `msgpack:"c"`
+	PromotedAt int64  `msgpack:"p"` // unix nanoseconds, host clock
+	// File is the transcript's name under the transcripts dir, as
+	// fleet/shared returned it ("<key>/<gen>-<random>.jsonl"). It is
+	// foreign input to a reader: validate it before it touches a path.
+	File string `msgpack:"f"`
+}
+
+// Context is the last context-window reading a run reported.
+type Context struct {
+	Tokens int64  `msgpack:"t"`
+	Window int64  `msgpack:"w"`
+	Model  string `msgpack:"m"`
+}
+
+// HistoryEntry is one line of a key's audit history: a promotion, or a
+// refusal recorded by AppendHistory. Seq is the entry's place in the
+// key's history, taken from its etcd key; it is assigned by the write and
+// ignored when passed in.
+type HistoryEntry struct {
+	Seq      uint64 `msgpack:"-"`
+	Gen      uint64 `msgpack:"g"`
+	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
+	Resumed  bool   `msgpack:"r"`
+	Reason   string `msgpack:"w"`
+	Bytes    int64  `msgpack:"b"`
+	Chain    uint64 `msgpack:"c"`
+	Job      string `msgpack:"j"`
+	TornTail bool   `msgpack:"t"`
+	// The job contract's fields: the ticket that promoted or was refused,
+	// the refusal ("" for a promotion), the run's shape, whether an
+	// allowed rewrite was promoted, and the generation the ticket was
+	// resolved from.
+	Ticket    string `msgpack:"k,omitempty"`
+	Outcome   string `msgpack:"o,omitempty"`
+	Run       string `msgpack:"n,omitempty"`
+	Rewritten bool   `msgpack:"x,omitempty"`
+	BaseGen   uint64 `msgpack:"bg,omitempty"`
+}
+
+// wireRecord is a Record as stored: the same fields and the schema version.
+type wireRecord struct {
+	V           uint64      `msgpack:"v"`
+	Transcript  *Transcript `msgpack:"t,omitempty"`
+	PiVersion   *string     `msgpack:"pv,omitempty"`
+	Venue       *string     `msgpack:"vn,omitempty"`
+	ResumeChain *uint64     `msgpack:"rc,omitempty"`
+	Context     *Context    `msgpack:"cx,omitempty"`
+}
+
+func encodeRecord(r Record) ([]byte, error) {
+	return marshal(wireRecord{V: SchemaVersion, Transcript: r.Transcript, PiVersion: r.PiVersion,
+		Venue: r.Venue, ResumeChain: r.ResumeChain, Context: r.Context})
+}
+
+func decodeRecord(b []byte) (Record, error) {
+	var w wireRecord
+	if err := unmarshalMap(b, &w); err != nil {
+		return Record{}, fmt.Errorf("%w: record: %w", ErrDamaged, err)
+	}
+	switch {
+	case w.V == 0:
+		return Record{}, fmt.Errorf("%w: record has no schema version", ErrDamaged)
+	case w.V > SchemaVersion:
+		return Record{}, fmt.Errorf("%w: record schema %d, this binary knows %d", ErrNewerSchema, w.V, SchemaVersion)
+	}
+	return Record{Transcript: w.Transcript, PiVersion: w.PiVersion, Venue: w.Venue,
+		ResumeChain: w.ResumeChain, Context: w.Context}, nil
+}
+
+func encodeHistory(e HistoryEntry) ([]byte, error) { return marshal(e) }
+
+func decodeHistory(seq uint64, b []byte) (HistoryEntry, error) {
+	var e HistoryEntry
+	if err := unmarshalMap(b, &e); err != nil {
+		return e, fmt.Errorf("%w: history entry %d: %w", ErrDamaged, seq, err)
+	}
+	e.Seq = seq
+	return e, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true) // small numbers in a byte or two; any width decodes
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// unmarshalMap decodes a map-encoded value into v, skipping fields it does
+// not know (an older binary reads a newer writer's value). msgpack would
+// also take nil (leaving v zero) or an array (fields by position); neither
+// is written here, so both are damage, as are trailing bytes.
+func unmarshalMap(b []byte, v any) error {
+	r := bytes.NewReader(b)
+	// A pooled decoder: Get decodes up to 65 values, and a new decoder
+	// each was half their cost.
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+	c, err := dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		return fmt.Errorf("msgpack: code %#x is not a map", c)
+	}
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if n := r.Len(); n != 0 {
+		return fmt.Errorf("msgpack: %d trailing bytes", n)
+	}
+	return nil
+}
+
+// seqName is a history entry's name: 16 hex digits, so that etcd's byte
+// order is numeric order.
+func seqName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
+
+func parseSeq(name string) (uint64, bool) {
+	if len(name) != 16 || !lowerHex(name) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 16, 64)
+	return n, err == nil
+}
+
+// ValidKey reports whether key is 32 lowercase hex characters, the only
+// keys this package reads or writes.
+func ValidKey(key string) bool {
+	return len(key) == 32 && lowerHex(key)
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,158 @@
+package etcdmeta
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/internal/etcdtest"
+)
+
+func secureConfig(c *etcdtest.Cluster) Config {
+	return Config{
+		Endpoints: c.Endpoints(), CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile,
+		Username: etcdtest.User, Password: etcdtest.Password,
+		RequestTimeout: 10 * time.Second, DialTimeout: 10 * time.Second,
+	}
+}
+
+func TestSecureClusterServesItsUser(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	s, err := Open(secureConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	if st, err := s.Get(ctx(t), key); err != nil || st.Rev != rev {
+		t.Fatalf("Get = %+v, %v", st, err)
+	}
+	unlock, _, err := s.Lock(ctx(t), key)
+	if err != nil {
+		t.Fatalf("Lock under auth: %v", err)
+	}
+	unlock()
+	if err := s.List(ctx(t), func(Item) error { return nil }); err != nil {
+		t.Fatalf("List under auth: %v", err)
+	}
+}
+
+// With --client-cert-auth, a client that presents a certificate and no
+// password is the certificate's common name: no login, no bcrypt.
+func TestSecureClusterTakesTheCertificateAsTheUser(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", ""
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustPut(t, s, newKey(), 0, 1)
+	cfg.Prefix = "/elsewhere"
+	other, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Get(ctx(t), newKey()); !errors.Is(err, ErrAuth) {
+		t.Fatalf("Get outside the user's prefix = %v, want ErrAuth", err)
+	}
+}
+
+// A client with the wrong credentials gets nothing: no record, a clear
+// error naming the refusal, and no wait past its timeouts.
+func TestWrongCredentialsGetNothing(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	good := secureConfig(c)
+	s, err := Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := newKey()
+	mustPut(t, s, key, 0, 1)
+
+	root := c.Client(t)
+	if _, err := root.UserAdd(ctx(t), "intruder", "intruder-secret"); err != nil {
+		t.Fatal(err)
+	}
+	rogue := etcdtest.NewCA(t, t.TempDir(), "rogue CA")
+	rogueCert, rogueKey := rogue.Issue(t, t.TempDir(), etcdtest.User, false)
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"wrong password", func(c *Config) { c.Password = "guess" }},
+		{"unknown user", func(c *Config) { c.Username = "nobody" }},
+		{"user without a role", func(c *Config) { c.Username, c.Password = "intruder", "intruder-secret" }},
+		{"prefix outside the role", func(c *Config) { c.Prefix = "/elsewhere" }},
+		{"client certificate of another CA", func(c *Config) { c.CertFile, c.KeyFile = rogueCert, rogueKey }},
+		{"no client certificate", func(c *Config) { c.CertFile, c.KeyFile = "", "" }},
+		{"server not vouched for by the CA file", func(c *Config) { c.CAFile = rogue.File }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			cfg.RequestTimeout, cfg.DialTimeout = 3*time.Second, 3*time.Second
+			tc.edit(&cfg)
+			start := time.Now()
+			st, err := getWith(cfg, key)
+			if !errors.Is(err, ErrAuth) {
+				t.Fatalf("err = %v, want ErrAuth", err)
+			}
+			if !reflect.DeepEqual(st, State{}) {
+				t.Fatalf("a refused client read %+v", st)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("the refusal took %v", d)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+// getWith opens a store with cfg and reads key; the error is Open's or
+// Get's.
+func getWith(cfg Config, key string) (State, error) {
+	s, err := Open(cfg)
+	if err != nil {
+		return State{}, err
+	}
+	defer s.Close()
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return s.Get(c, key)
+}
+
+// A client with no TLS files trusts the system roots, which do not vouch
+// for the cluster's own CA: refused, and told why.
+func TestClientWithoutTLSFilesIsRefused(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	_, err := getWith(Config{Endpoints: c.Endpoints(), RequestTimeout: 3 * time.Second}, newKey())
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "x509") {
+		t.Fatalf("err = %v, want ErrAuth naming the certificate", err)
+	}
+}
+
+// A TLS cluster that is down is unavailable, not a refusal.
+func TestSecureClusterDownIsUnavailable(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", "" // a login would fail in Open already
+	cfg.RequestTimeout = time.Second
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.Stop(0)
+	_, err = s.Get(ctx(t), newKey())
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) {
+		t.Fatalf("err = %v, want ErrUnavailable only", err)
+	}
+}

@@ -1,0 +1,413 @@
+package etcdmeta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Store is the record store on one etcd cluster. It is safe for concurrent
+// use by multiple goroutines; every method bounds its wait by the request
+// timeout (Lock: by LockWait) as well as by its context.
+type Store struct {
+	cli    *clientv3.Client
+	cfg    settings
+	closed atomic.Bool
+
+	// lastSeq remembers each key's newest history slot as this Store last
+	// saw it (Get, a write, a conflict), so that the write after a Get,
+	// which a promotion always is, claims its slot without a read first.
+	// A stale guess only costs a retry: the slot is claimed by compare.
+	mu      sync.Mutex
+	lastSeq map[string]uint64
+}
+
+// maxSeqCache bounds lastSeq; past it the cache starts over.
+const maxSeqCache = 4096
+
+func (s *Store) rememberSeq(key string, seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastSeq == nil || len(s.lastSeq) >= maxSeqCache {
+		s.lastSeq = make(map[string]uint64)
+	}
+	s.lastSeq[key] = seq
+}
+
+func (s *Store) cachedSeq(key string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, ok := s.lastSeq[key]
+	return seq, ok
+}
+
+func newestSeq(h []HistoryEntry) uint64 {
+	if len(h) == 0 {
+		return 0
+	}
+	return h[len(h)-1].Seq
+}
+
+// State is what a key held at one revision: its record, the record's mod
+// revision, and its newest history entries.
+type State struct {
+	// Rev is the record's mod revision; 0 means the key has no record.
+	Rev Rev
+	// Record is the record; the zero Record when Rev is 0.
+	Record Record
+	// History holds the newest HistoryLimit entries at most, oldest first.
+	History []HistoryEntry
+	// Read is the store revision the state was read at.
+	Read Rev
+}
+
+// Open validates cfg and connects. With a Username it logs in, which needs
+// a member within DialTimeout; without one, Open does not wait for etcd
+// and the first request finds out whether it answers. A Config error is
+// ErrInvalidConfig naming the field.
+func Open(cfg Config) (*Store, error) {
+	s, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   s.Endpoints,
+		DialTimeout: s.DialTimeout,
+		// A dead connection is noticed within seconds instead of at the
+		// next request's timeout.
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+		TLS:                  s.tls,
+		Username:             s.Username,
+		Password:             s.Password,
+		// The client's own log would write JSON lines to stderr, which is
+		// the CLI's diagnostics channel; every failure is returned instead.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, s.opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
+	}
+	return &Store{cli: cli, cfg: s}, nil
+}
+
+// Close releases the connection; locks still held are released as their
+// leases end. Calling Close again does nothing.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.cli.Close()
+}
+
+// Prefix is the validated prefix the records live under.
+func (s *Store) Prefix() string { return s.cfg.Prefix }
+
+func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/" + key }
+func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
+func (s *Store) historyKey(key string, seq uint64) string {
+	return s.historyDir(key) + seqName(seq)
+}
+func (s *Store) lockDir(key string) string { return s.cfg.Prefix + "/lock/" + key }
+
+// begin checks the key and the store and bounds ctx by the request timeout.
+func (s *Store) begin(ctx context.Context, op, key string) (context.Context, context.CancelFunc, error) {
+	if !ValidKey(key) {
+		return nil, nil, fmt.Errorf("%s %q: %w", op, key, ErrInvalidKey)
+	}
+	if s.closed.Load() {
+		return nil, nil, fmt.Errorf("%s %s: %w", op, key, ErrClosed)
+	}
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	return c, cancel, nil
+}
+
+// stateOps read a key's state; Get runs them alone, the guarded writes run
+// them when their compare fails.
+func (s *Store) stateOps(key string) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpGet(s.recordKey(key)),
+		clientv3.OpGet(s.historyDir(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(HistoryLimit)),
+	}
+}
+
+// parseState decodes the responses of stateOps. A damaged record still
+// yields its Rev (a repair can replace it, guarded); a damaged history
+// entry is an error with the rest of the state.
+func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
+	st := State{Read: Rev(read)}
+	var first error
+	if kvs := rs[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		st.Rev = Rev(kvs[0].ModRevision)
+		rec, err := decodeRecord(kvs[0].Value)
+		if err != nil {
+			first = err
+		}
+		st.Record = rec
+	}
+	hist := rs[1].GetResponseRange().Kvs
+	for i := len(hist) - 1; i >= 0; i-- {
+		kv := hist[i]
+		name := string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:])
+		seq, ok := parseSeq(name)
+		if !ok {
+			if first == nil {
+				first = fmt.Errorf("%w: history entry name %q", ErrDamaged, name)
+			}
+			continue
+		}
+		e, err := decodeHistory(seq, kv.Value)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		st.History = append(st.History, e)
+	}
+	if first != nil {
+		first = fmt.Errorf("get %s: %w", key, first)
+	}
+	return st, first
+}
+
+// Get reads key's record, its mod revision and its newest history entries
+// in one linearizable read: all three as of one revision. A key with no
+// record is State{Rev: 0} and no error. A record that does not decode is
+// ErrDamaged or ErrNewerSchema, returned with the State's Rev and History.
+func (s *Store) Get(ctx context.Context, key string) (State, error) {
+	c, cancel, err := s.begin(ctx, "get", key)
+	if err != nil {
+		return State{}, err
+	}
+	defer cancel()
+	// A transaction without compares reads every op at one revision, and
+	// etcd serves it linearizably.
+	resp, err := s.cli.Txn(c).Then(s.stateOps(key)...).Commit()
+	if err != nil {
+		return State{}, s.cfg.opErr(ctx, "get", key, err)
+	}
+	st, err := parseState(key, resp.Header.Revision, resp.Responses)
+	if err == nil {
+		s.rememberSeq(key, newestSeq(st.History))
+	}
+	return st, err
+}
+
+// Put writes rec as key's record and appends hist to its history, in one
+// transaction guarded by base: it commits only if the record's mod
+// revision is still base (0: only if the key has no record). It returns
+// the record's new revision. A lost compare is a *ConflictError carrying
+// what the key holds instead; nothing is written. hist.Seq is assigned.
+//
+// The history keeps its newest HistoryLimit entries: the oldest beyond are
+// deleted in the same transaction.
+func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist HistoryEntry) (Rev, error) {
+	val, err := encodeRecord(rec)
+	if err != nil {
+		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
+	rk := s.recordKey(key)
+	return s.guarded(ctx, "put", key, base, hist, clientv3.OpPut(rk, string(val)))
+}
+
+// AppendHistory appends e to key's history, guarded by base like Put, and
+// leaves the record as it is: its revision does not change, so no job's
+// base is superseded by a refusal being recorded. The guard makes every
+// entry true of the record it follows: a refusal decided on a record that
+// has changed since is a *ConflictError, to be decided again. It returns
+// the record's revision, unchanged.
+func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
+	rev, err := s.guarded(ctx, "append history", key, base, e)
+	if err == nil {
+		rev = base // the transaction's revision is the entry's, not the record's
+	}
+	return rev, err
+}
+
+// maxSlotTries bounds the retries of a write whose history slot another
+// writer took: each retry is a transaction that lost only to an append on
+// the same record, which is rare and quick.
+const maxSlotTries = 16
+
+// guarded runs one write: compare the record's mod revision with base and
+// claim the next history slot; then apply extra, put the entry and trim
+// the history. Only the slot can be lost while the record still matches;
+// then the write is retried on the next slot.
+func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist HistoryEntry, extra ...clientv3.Op) (Rev, error) {
+	c, cancel, err := s.begin(ctx, op, key)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	rk := s.recordKey(key)
+	seq, ok := s.cachedSeq(key)
+	if !ok {
+		// The last slot in use, from the member this client talks to: a
+		// serializable read needs no consensus, and a stale answer only
+		// costs a retry, because the slot is claimed by compare.
+		last, err := s.cli.Get(c, s.historyDir(key), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithSerializable())
+		if err != nil {
+			return 0, s.cfg.opErr(ctx, op, key, err)
+		}
+		if len(last.Kvs) > 0 {
+			seq, _ = parseSeq(string(last.Kvs[0].Key[len(s.historyDir(key)):]))
+		}
+	}
+	for range maxSlotTries {
+		hist.Seq = seq + 1
+		hval, err := encodeHistory(hist)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: %w", op, key, err)
+		}
+		hk := s.historyKey(key, hist.Seq)
+		then := append(extra[:len(extra):len(extra)], clientv3.OpPut(hk, string(hval)))
+		if hist.Seq > HistoryLimit {
+			then = append(then, clientv3.OpDelete(s.historyKey(key, 0),
+				clientv3.WithRange(s.historyKey(key, hist.Seq-HistoryLimit+1))))
+		}
+		resp, err := s.cli.Txn(c).If(
+			clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),
+			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
+		).Then(then...).Else(s.stateOps(key)...).Commit()
+		if err != nil {
+			return 0, s.cfg.opErr(ctx, op, key, err)
+		}
+		if resp.Succeeded {
+			s.rememberSeq(key, hist.Seq)
+			return Rev(resp.Header.Revision), nil
+		}
+		cur, perr := parseState(key, resp.Header.Revision, resp.Responses)
+		seq = newestSeq(cur.History)
+		if perr == nil {
+			s.rememberSeq(key, seq)
+		}
+		if cur.Rev != base {
+			return 0, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
+		}
+		if perr != nil {
+			return 0, perr
+		}
+	}
+	return 0, fmt.Errorf("%s %s: %w: the history slot was taken %d times in a row", op, key, ErrUnavailable, maxSlotTries)
+}
+
+// Delete removes key's record and its whole history in one transaction
+// guarded by base (0: only if the key has no record, which removes a
+// history left without one). A lost compare is a *ConflictError. It
+// returns the revision of the deletion.
+func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
+	c, cancel, err := s.begin(ctx, "delete", key)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	rk := s.recordKey(key)
+	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base))).
+		Then(clientv3.OpDelete(rk), clientv3.OpDelete(s.historyDir(key), clientv3.WithPrefix())).
+		Else(s.stateOps(key)...).Commit()
+	if err != nil {
+		return 0, s.cfg.opErr(ctx, "delete", key, err)
+	}
+	if !resp.Succeeded {
+		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
+		return 0, &ConflictError{Op: "delete", Key: key, Base: base, Current: cur}
+	}
+	s.rememberSeq(key, 0) // the history went with the record
+	return Rev(resp.Header.Revision), nil
+}
+
+// Item is one record of a List walk. Err is ErrDamaged, ErrNewerSchema or
+// ErrInvalidKey (a name under the records that is no key) for a record
+// that could not be read; the walk goes on past it.
+type Item struct {
+	Key    string
+	Rev    Rev
+	Record Record
+	Err    error
+}
+
+// listPageSize is how many records one List read returns: ~300 bytes
+// each, well under gRPC's response limit. Tests make it smaller.
+var listPageSize int64 = 500
+
+// List calls fn for every record, in key order, a page at a time (no
+// history is read). Every page is read at the revision of the first, so
+// the walk is one snapshot, unless etcd compacted that revision meanwhile:
+// the walk then goes on at the newest revision. It stops at the first
+// error fn returns and returns it. Each page is bounded by the request
+// timeout.
+func (s *Store) List(ctx context.Context, fn func(Item) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("list: %w", ErrClosed)
+	}
+	dir := s.cfg.Prefix + "/record/"
+	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
+	var at int64
+	for {
+		resp, err := s.listPage(ctx, from, end, at)
+		if errors.Is(err, errCompacted) {
+			at = 0
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if at == 0 {
+			at = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if err := fn(listItem(dir, kv)); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+var errCompacted = errors.New("compacted")
+
+func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clientv3.GetResponse, error) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
+	if at != 0 {
+		opts = append(opts, clientv3.WithRev(at))
+	}
+	resp, err := s.cli.Get(c, from, opts...)
+	if err != nil {
+		if at != 0 && errors.Is(err, rpctypes.ErrCompacted) {
+			return nil, errCompacted
+		}
+		return nil, s.cfg.opErr(ctx, "list", s.cfg.Prefix, err)
+	}
+	return resp, nil
+}
+
+func listItem(dir string, kv *mvccpb.KeyValue) Item {
+	it := Item{Key: string(kv.Key[len(dir):]), Rev: Rev(kv.ModRevision)}
+	if !ValidKey(it.Key) {
+		it.Err = fmt.Errorf("list %q: %w", it.Key, ErrInvalidKey)
+		return it
+	}
+	rec, err := decodeRecord(kv.Value)
+	if err != nil {
+		it.Err = fmt.Errorf("list %s: %w", it.Key, err)
+	}
+	it.Record = rec
+	return it
+}

@@ -1,0 +1,297 @@
+package etcdmeta
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+)
+
+func TestGetAbsentKey(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	st, err := s.Get(ctx(t), newKey())
+	if err != nil || st.Rev != 0 || !reflect.DeepEqual(st.Record, Record{}) || len(st.History) != 0 || st.Read == 0 {
+		t.Fatalf("Get = %+v, %v; want an empty state read at a revision", st, err)
+	}
+}
+
+func TestPutThenGet(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	rec, e := record(key, 1), entry(1, randHex(16))
+	rev, err := s.Put(ctx(t), key, 0, rec, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Seq = 1
+	if st.Rev != rev || !reflect.DeepEqual(st.Record, rec) || len(st.History) != 1 || !reflect.DeepEqual(st.History[0], e) {
+		t.Fatalf("Get = %+v\nwant rev %d, record %+v, history [%+v]", st, rev, rec, e)
+	}
+}
+
+func TestInvalidKeyTouchesNothing(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	for _, k := range []string{"", "../x", "0123456789abcdef0123456789abcdef/record"} {
+		if _, err := s.Get(ctx(t), k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Get(%q) = %v", k, err)
+		}
+		if _, err := s.Put(ctx(t), k, 0, Record{}, HistoryEntry{}); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Put(%q) = %v", k, err)
+		}
+		if _, _, err := s.Lock(ctx(t), k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Lock(%q) = %v", k, err)
+		}
+	}
+}
+
+// Two writers that read the same base both try to promote onto it: one
+// commits, every other gets a ConflictError carrying the winner's record.
+func TestGuardedPutOneWinnerPerBase(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	base := mustPut(t, s, key, 0, 1)
+	const writers = 8
+	recs := make([]Record, writers)
+	errs := make([]error, writers)
+	revs := make([]Rev, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		recs[i] = record(key, 2)
+		wg.Go(func() { revs[i], errs[i] = s.Put(ctx(t), key, base, recs[i], entry(2, randHex(16))) })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both committed on base %d", winner, i, base)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no writer committed: %v", errs)
+	}
+	for i, err := range errs {
+		if i == winner {
+			continue
+		}
+		var ce *ConflictError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) {
+			t.Fatalf("writer %d: err = %v, want *ConflictError", i, err)
+		}
+		if ce.Base != base || ce.Current.Rev != revs[winner] || !reflect.DeepEqual(ce.Current.Record, recs[winner]) {
+			t.Fatalf("writer %d: conflict carries %+v, want the winner's record at %d", i, ce.Current, revs[winner])
+		}
+		if n := len(ce.Current.History); n != 2 || ce.Current.History[1].Gen != 2 {
+			t.Fatalf("writer %d: conflict history = %+v, want 2 entries ending with gen 2", i, ce.Current.History)
+		}
+	}
+	st, _ := s.Get(ctx(t), key)
+	if len(st.History) != 2 {
+		t.Fatalf("history has %d entries, want 2: a loser wrote one", len(st.History))
+	}
+}
+
+func TestPutOnBaseZeroRefusesAnExistingRecord(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	_, err := s.Put(ctx(t), key, 0, record(key, 1), entry(1, randHex(16)))
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Current.Rev != rev {
+		t.Fatalf("second create: err = %v, want a conflict with revision %d", err, rev)
+	}
+}
+
+func TestHistoryKeepsTheNewest64(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	var rev Rev
+	const n = HistoryLimit + 6
+	for gen := uint64(1); gen <= n; gen++ {
+		rev = mustPut(t, s, key, rev, gen)
+	}
+	st, err := s.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != HistoryLimit {
+		t.Fatalf("history has %d entries, want %d", len(st.History), HistoryLimit)
+	}
+	for i, e := range st.History {
+		if want := uint64(n - HistoryLimit + 1 + i); e.Seq != want || e.Gen != want {
+			t.Fatalf("history[%d] = seq %d gen %d, want %d", i, e.Seq, e.Gen, want)
+		}
+	}
+	// Nothing older is left in etcd, beyond what Get shows.
+	resp, err := s.cli.Get(ctx(t), s.historyDir(key), clientPrefix()...)
+	if err != nil || resp.Count != HistoryLimit {
+		t.Fatalf("etcd holds %d history keys (%v), want %d", resp.Count, err, HistoryLimit)
+	}
+}
+
+// A refusal is recorded without moving the record's revision, and only
+// onto the record it was decided on.
+func TestAppendHistoryIsGuardedAndLeavesTheRecord(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	refusal := HistoryEntry{Gen: 1, Outcome: "superseded", Ticket: randHex(16)}
+	got, err := s.AppendHistory(ctx(t), key, rev, refusal)
+	if err != nil || got != rev {
+		t.Fatalf("AppendHistory = %d, %v; want %d", got, err, rev)
+	}
+	st, _ := s.Get(ctx(t), key)
+	if st.Rev != rev || len(st.History) != 2 || st.History[1].Outcome != "superseded" || st.History[1].Seq != 2 {
+		t.Fatalf("state = %+v", st)
+	}
+	// A put on the same base still wins: the refusal superseded no one.
+	rev2 := mustPut(t, s, key, rev, 2)
+	if _, err := s.AppendHistory(ctx(t), key, rev, refusal); !errors.Is(err, ErrConflict) {
+		t.Fatalf("AppendHistory on a stale base = %v, want a conflict", err)
+	}
+	st, _ = s.Get(ctx(t), key)
+	if st.Rev != rev2 || len(st.History) != 3 || st.History[2].Seq != 3 {
+		t.Fatalf("state = %+v", st)
+	}
+}
+
+// Refusals and a promotion racing for the same history slot all land, each
+// in a slot of its own.
+func TestConcurrentAppendsTakeDistinctSlots(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	st, _ := s.Get(ctx(t), key)
+	seen := map[string]bool{}
+	for i, e := range st.History {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("history seqs not 1..%d: %+v", n+1, st.History)
+		}
+		seen[e.Ticket] = true
+	}
+	if len(st.History) != n+1 || len(seen) != n+1 {
+		t.Fatalf("history = %+v, want the promotion and %d distinct refusals", st.History, n)
+	}
+}
+
+func TestDeleteIsGuarded(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	rev2 := mustPut(t, s, key, rev, 2)
+	if _, err := s.Delete(ctx(t), key, rev); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Delete on a stale base = %v, want a conflict", err)
+	}
+	if _, err := s.Delete(ctx(t), key, rev2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Get(ctx(t), key)
+	if err != nil || st.Rev != 0 || len(st.History) != 0 {
+		t.Fatalf("after delete: %+v, %v", st, err)
+	}
+	// The key starts again from scratch.
+	mustPut(t, s, key, 0, 1)
+	st, _ = s.Get(ctx(t), key)
+	if len(st.History) != 1 || st.History[0].Seq != 1 {
+		t.Fatalf("history after re-create = %+v", st.History)
+	}
+}
+
+func TestDamagedRecordIsNamedAndRepairable(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	mustPut(t, s, key, 0, 1)
+	resp, err := s.cli.Put(ctx(t), s.recordKey(key), "\xc1garbage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Get(ctx(t), key)
+	if !errors.Is(err, ErrDamaged) || st.Rev != Rev(resp.Header.Revision) || len(st.History) != 1 {
+		t.Fatalf("Get = %+v, %v; want ErrDamaged with the revision and history", st, err)
+	}
+	if _, err := s.Delete(ctx(t), key, st.Rev); err != nil {
+		t.Fatalf("guarded delete of the damaged record: %v", err)
+	}
+}
+
+func TestListWalksEveryRecordInPages(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	keys := map[string]Rev{}
+	for range 7 {
+		k := newKey()
+		keys[k] = mustPut(t, s, k, 0, 1)
+	}
+	// A foreign name under the records is reported, not fatal.
+	if _, err := s.cli.Put(ctx(t), s.cfg.Prefix+"/record/not-a-key", "x"); err != nil {
+		t.Fatal(err)
+	}
+	saved := listPageSize
+	listPageSize = 3
+	defer func() { listPageSize = saved }()
+	seen := map[string]Rev{}
+	var bad []string
+	prev := ""
+	err := s.List(ctx(t), func(it Item) error {
+		if it.Key <= prev {
+			t.Errorf("List out of order: %q after %q", it.Key, prev)
+		}
+		prev = it.Key
+		if it.Err != nil {
+			if !errors.Is(it.Err, ErrInvalidKey) {
+				t.Errorf("item %q: %v", it.Key, it.Err)
+			}
+			bad = append(bad, it.Key)
+			return nil
+		}
+		if it.Record.Transcript == nil || it.Record.Transcript.Gen != 1 {
+			t.Errorf("item %q: record %+v", it.Key, it.Record)
+		}
+		seen[it.Key] = it.Rev
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(seen, keys) || len(bad) != 1 {
+		t.Fatalf("List saw %v and bad %v, want %v", seen, bad, keys)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := s.List(ctx(t), func(Item) error { n++; return stop }); err != stop || n != 1 {
+		t.Fatalf("List with a failing fn = %v after %d items", err, n)
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	s.Close()
+	if _, err := s.Get(ctx(t), newKey()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}

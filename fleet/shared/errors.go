@@ -1,0 +1,28 @@
+package shared
+
+import "errors"
+
+// These errors are returned wrapped in an *os.PathError or *os.LinkError
+// naming the path; test for them with errors.Is. A name that is gone is
+// fs.ErrNotExist (a generation reaped under a slow reader).
+var (
+	// ErrInvalidKey is returned when a key is not 32 lowercase hex
+	// characters; nothing is touched for it.
+	ErrInvalidKey = errors.New("invalid key")
+
+	// ErrInvalidName is returned when a transcript name is not one Write
+	// makes ("<key>/<gen>-<random>.jsonl", or a temp name for Remove); a
+	// name read from etcd is foreign input and is never used as a path
+	// before it passes.
+	ErrInvalidName = errors.New("invalid transcript name")
+
+	// ErrNotRegular is returned when the name, or the key directory above
+	// it, is a link, a FIFO, a device or anything but a regular file
+	// (directory); it is never followed or opened for reading.
+	ErrNotRegular = errors.New("not a regular file")
+
+	// ErrExists is returned when the name Write chose is taken. Names are
+	// random, so this means something other than Write made it; it is
+	// never overwritten.
+	ErrExists = errors.New("name already taken")
+)

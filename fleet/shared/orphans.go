@@ -1,0 +1,78 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"sessdb/internal/fsat"
+)
+
+// ListOrphans returns the names under dir that no record needs: every
+// transcript whose modification time is before olderThan and for which
+// referenced(key, name) is false, and every temp older than olderThan (a
+// write that died). Entries that are neither (foreign files, links,
+// directories that are not keys) are left out: reap never touches what it
+// did not write. Key directories are listed without following links. The
+// names are sorted, and each is one Remove takes.
+//
+// The modification time is when the file was written, not when it stopped
+// being referenced: a generation superseded a moment ago can be old. A
+// reaper must keep such a generation through the grace period itself
+// (say, by the record's PromotedAt), or accept that a reader copying it
+// then gets a named cold start.
+func ListOrphans(ctx context.Context, dir string, referenced func(key, name string) bool, olderThan time.Time) ([]string, error) {
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	keys, err := fsat.ReadDirNames(root)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, key := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !ValidKey(key) {
+			continue
+		}
+		kd, err := fsat.OpenDirAt(root, key)
+		if err != nil {
+			if fsat.IsNotExist(err) || errors.Is(err, fsat.ErrNotDir) {
+				continue // gone, or a link or file named like a key: not ours
+			}
+			return nil, err
+		}
+		files, err := fsat.ReadDirNames(kd)
+		if err != nil {
+			kd.Close()
+			return nil, err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			_, isFile := parseFile(f)
+			if !isFile && !isTemp(f) {
+				continue
+			}
+			st, err := fsat.LstatAt(kd, f)
+			if err != nil || !fsat.IsRegular(&st) {
+				continue // gone meanwhile, or not a file this package wrote
+			}
+			if !time.Unix(st.Mtim.Sec, st.Mtim.Nsec).Before(olderThan) {
+				continue
+			}
+			name := key + "/" + f
+			if isFile && referenced(key, name) {
+				continue
+			}
+			out = append(out, name)
+		}
+		kd.Close()
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Write copies src into a new write-once transcript file for key's
+// generation gen under dir and returns its name ("<key>/<gen>-<random>.jsonl",
+// relative to dir, what the record stores), its size and its CRC32C.
+//
+// The bytes go to a temp name in the key's directory, are fsynced, and
+// take their final name with a rename that never replaces an existing
+// name (renameat2 RENAME_NOREPLACE, or link and unlink where the
+// filesystem lacks it, as NFS does); then the directory is fsynced. When
+// Write returns, the file is whole and durable under its name. On error
+// nothing is left behind but, after a crash, a temp that ListOrphans
+// reports once it is old. The key's directory is made (0700) if need be;
+// a link in its place is ErrNotRegular. ctx is checked between chunks.
+func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (name string, size int64, crc uint32, err error) {
+	if !ValidKey(key) {
+		return "", 0, 0, &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
+	}
+	kd, err := openKeyDir(dir, key, true)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer kd.Close()
+	rnd, err := random()
+	if err != nil {
+		return "", 0, 0, err
+	}
+	tmp := tmpPrefix + rnd
+	f, err := fsat.OpenAt(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			fsat.UnlinkAt(kd, tmp)
+		}
+	}()
+	h := crc32.New(castagnoli)
+	size, err = io.Copy(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: src})
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("write %s: %w", fsat.Join(kd, tmp), err)
+	}
+	file := fileName(gen, rnd)
+	if err = noReplace(kd, tmp, file); err != nil {
+		return "", 0, 0, err
+	}
+	// The rename is durable once the directory is; until then a power
+	// cut could leave the record naming a file that is not there.
+	if err = fsat.SyncDir(kd); err != nil {
+		fsat.UnlinkAt(kd, file)
+		return "", 0, 0, err
+	}
+	return key + "/" + file, size, h.Sum32(), nil
+}
+
+// noReplace gives the temp its final name without replacing anything
+// there. A variable so that tests can take the link path on a filesystem
+// that has renameat2.
+var noReplace = renameNoReplace
+
+func renameNoReplace(kd *os.File, from, to string) error {
+	err := unix.Renameat2(int(kd.Fd()), from, int(kd.Fd()), to, unix.RENAME_NOREPLACE)
+	switch err {
+	case nil:
+		return nil
+	case unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
+		return linkUnlink(kd, from, to) // NFS and older kernels
+	case unix.EEXIST:
+		err = ErrExists
+	}
+	return &os.LinkError{Op: "rename", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
+}
+
+// linkUnlink is a rename that cannot replace: link fails on an existing
+// name. An NFSv3 client that retransmits a LINK whose reply was lost gets
+// EEXIST for its own link; a name that is the temp's own inode is success.
+func linkUnlink(kd *os.File, from, to string) error {
+	err := unix.Linkat(int(kd.Fd()), from, int(kd.Fd()), to, 0)
+	if err == unix.EEXIST && sameFile(kd, from, to) {
+		err = nil
+	}
+	if err != nil {
+		if err == unix.EEXIST {
+			err = ErrExists
+		}
+		return &os.LinkError{Op: "link", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
+	}
+	return fsat.UnlinkAt(kd, from)
+}
+
+func sameFile(kd *os.File, a, b string) bool {
+	sa, err1 := fsat.LstatAt(kd, a)
+	sb, err2 := fsat.LstatAt(kd, b)
+	return err1 == nil && err2 == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// Open opens the transcript name under dir for reading. The name is
+// checked first (ErrInvalidName); neither the key's directory nor the
+// file is followed if it is a link, and anything but a regular file is
+// ErrNotRegular. A name that is gone is fs.ErrNotExist.
+func Open(dir, name string) (*os.File, error) {
+	key, _, ok := ParseName(name)
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: dir + "/" + name, Err: ErrInvalidName}
+	}
+	kd, err := openKeyDir(dir, key, false)
+	if err != nil {
+		return nil, err
+	}
+	defer kd.Close()
+	file := name[len(key)+1:]
+	f, err := fsat.OpenAt(kd, file, unix.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			err = &os.PathError{Op: "open", Path: fsat.Join(kd, file), Err: ErrNotRegular}
+		}
+		return nil, err
+	}
+	st, err := fsat.Fstat(f)
+	if err == nil && !fsat.IsRegular(&st) {
+		err = &os.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Remove removes the transcript or temp name under dir. A link at the
+// name is removed itself, never its target. The directory is not fsynced:
+// a removal a crash undoes leaves an orphan, which reap removes again.
+func Remove(dir, name string) error {
+	key, file, ok := splitRemovable(name)
+	if !ok {
+		return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: ErrInvalidName}
+	}
+	kd, err := openKeyDir(dir, key, false)
+	if err != nil {
+		return err
+	}
+	defer kd.Close()
+	return fsat.UnlinkAt(kd, file)
+}
+
+// openKeyDir opens dir (the operator's path: followed) and key's directory
+// in it (never followed), making it first if create is set.
+func openKeyDir(dir, key string, create bool) (*os.File, error) {
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if create {
+		made, err := fsat.MkdirNew(root, key, 0o700)
+		if err != nil {
+			return nil, err
+		}
+		// The key directory's own name must be durable before a record
+		// names a file in it.
+		if made {
+			if err := fsat.SyncDir(root); err != nil {
+				return nil, err
+			}
+		}
+	}
+	kd, err := fsat.OpenDirAt(root, key)
+	if errors.Is(err, fsat.ErrNotDir) {
+		err = &os.PathError{Op: "open", Path: fsat.Join(root, key), Err: ErrNotRegular}
+	}
+	return kd, err
+}
+
+// ctxReader ends a copy when its context does.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,296 @@
+package shared
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const key = "0123456789abcdef0123456789abcdef"
+
+func randomBytes(t testing.TB, n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+func write(t *testing.T, dir string, data []byte) string {
+	t.Helper()
+	name, size, crc, err := Write(context.Background(), dir, key, 7, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != int64(len(data)) || crc != crc32.Checksum(data, castagnoli) {
+		t.Fatalf("Write = size %d crc %08x, want %d %08x", size, crc, len(data), crc32.Checksum(data, castagnoli))
+	}
+	return name
+}
+
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func TestWriteThenOpen(t *testing.T) {
+	for _, path := range []struct {
+		name string
+		fn   func(*os.File, string, string) error
+	}{{"renameat2", renameNoReplace}, {"link and unlink", linkUnlink}} {
+		t.Run(path.name, func(t *testing.T) {
+			saved := noReplace
+			noReplace = path.fn
+			defer func() { noReplace = saved }()
+			dir := t.TempDir()
+			data := randomBytes(t, 100_000)
+			name := write(t, dir, data)
+			k, gen, ok := ParseName(name)
+			if !ok || k != key || gen != 7 {
+				t.Fatalf("name %q parses as %q %d %v", name, k, gen, ok)
+			}
+			f, err := Open(dir, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, _ := io.ReadAll(f)
+			if !bytes.Equal(got, data) {
+				t.Fatal("read back different bytes")
+			}
+			if ents := entries(t, filepath.Join(dir, key)); len(ents) != 1 {
+				t.Fatalf("key dir holds %v, want the transcript alone", ents)
+			}
+			for p, want := range map[string]fs.FileMode{filepath.Join(dir, key): 0o700 | fs.ModeDir, filepath.Join(dir, name): 0o600} {
+				if st, err := os.Stat(p); err != nil || st.Mode() != want {
+					t.Fatalf("%s: mode %v (%v), want %v", p, st.Mode(), err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteNamesAreNew(t *testing.T) {
+	dir := t.TempDir()
+	a, b := write(t, dir, []byte("a\n")), write(t, dir, []byte("b\n"))
+	if a == b {
+		t.Fatalf("two writes of one generation share the name %q", a)
+	}
+}
+
+// Neither way of naming the file replaces a name that exists: the file
+// there is untouched and the temp stays for the caller to remove.
+func TestNoReplaceNeverOverwrites(t *testing.T) {
+	for _, path := range []struct {
+		name string
+		fn   func(*os.File, string, string) error
+	}{{"renameat2", renameNoReplace}, {"link and unlink", linkUnlink}} {
+		t.Run(path.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "old"), []byte("old"), 0o600)
+			os.WriteFile(filepath.Join(dir, "new"), []byte("new"), 0o600)
+			d, _ := os.Open(dir)
+			defer d.Close()
+			if err := path.fn(d, "new", "old"); !errors.Is(err, ErrExists) {
+				t.Fatalf("err = %v, want ErrExists", err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "old")); string(b) != "old" {
+				t.Fatalf("the existing file now holds %q", b)
+			}
+		})
+	}
+}
+
+// An NFS client that retransmits a LINK whose reply was lost gets EEXIST
+// for its own link: that is success.
+func TestLinkUnlinkTakesItsOwnLink(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tmp"), []byte("x"), 0o600)
+	os.Link(filepath.Join(dir, "tmp"), filepath.Join(dir, "final"))
+	d, _ := os.Open(dir)
+	defer d.Close()
+	if err := linkUnlink(d, "tmp", "final"); err != nil {
+		t.Fatal(err)
+	}
+	if ents := entries(t, dir); len(ents) != 1 || ents[0] != "final" {
+		t.Fatalf("dir holds %v, want final alone", ents)
+	}
+}
+
+func TestWriteLeavesNothingOnError(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, _, err := Write(ctx, dir, key, 1, bytes.NewReader([]byte("x"))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Write = %v", err)
+	}
+	boom := errors.New("boom")
+	src := io.MultiReader(bytes.NewReader(randomBytes(t, 70_000)), iotestErr{boom})
+	if _, _, _, err := Write(context.Background(), dir, key, 1, src); !errors.Is(err, boom) {
+		t.Fatalf("Write of a failing reader = %v", err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+type iotestErr struct{ err error }
+
+func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
+
+var badNames = []string{
+	"", "/etc/passwd", "../x", key, key + "/", "../" + key + "/0000000000000001-0123456789abcdef.jsonl",
+	key + "/../" + key + "/0000000000000001-0123456789abcdef.jsonl",
+	key + "/0000000000000001-0123456789abcdef.jsonl/", key + "/0000000000000001-0123456789ABCDEF.jsonl",
+	key + "/000000000000001-0123456789abcdef0.jsonl", key + "/0000000000000001_0123456789abcdef.jsonl",
+	key + "/0000000000000001-0123456789abcdef.json", key + "//0000000000000001-0123456789abcdef.jsonl",
+	strings.ToUpper(key) + "/0000000000000001-0123456789abcdef.jsonl", key + "/.tmp-0123456789abcde",
+	key + "/0000000000000001-0123456789abcdef.jsonl\x00", key + "/sub/0000000000000001-0123456789abcdef.jsonl",
+}
+
+func TestNamesAreValidatedBeforeAnyPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range append(badNames, key+"/.tmp-0123456789abcdef") {
+		if f, err := Open(dir, n); !errors.Is(err, ErrInvalidName) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("Open(%q) = %v, want ErrInvalidName", n, err)
+		}
+	}
+	for _, n := range badNames {
+		if err := Remove(dir, n); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Remove(%q) = %v, want ErrInvalidName", n, err)
+		}
+	}
+	for _, k := range []string{"", "../x", key + "/x", strings.ToUpper(key)} {
+		if _, _, _, err := Write(context.Background(), dir, k, 1, strings.NewReader("x")); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Write key %q = %v, want ErrInvalidKey", k, err)
+		}
+	}
+	if ents := entries(t, dir); len(ents) != 0 {
+		t.Fatalf("invalid names made %v", ents)
+	}
+}
+
+func TestOpenNeverFollows(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	name := key + "/0000000000000001-0123456789abcdef.jsonl"
+	os.Mkdir(filepath.Join(dir, key), 0o700)
+	p := filepath.Join(dir, name)
+
+	os.Symlink(secret, p)
+	if _, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Open of a link = %v, want ErrNotRegular", err)
+	}
+	// Removing the name removes the link, never its target.
+	if err := Remove(dir, name); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "secret" {
+		t.Fatalf("the link's target was touched: %q, %v", b, err)
+	}
+	if _, err := Open(dir, name); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open of a removed name = %v, want fs.ErrNotExist", err)
+	}
+
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Open of a FIFO = %v, want ErrNotRegular", err)
+	}
+	os.Remove(p)
+	os.Mkdir(p, 0o700)
+	if _, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Open of a directory = %v, want ErrNotRegular", err)
+	}
+}
+
+func TestKeyDirLinkNeverFollowed(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.Symlink(outside, filepath.Join(dir, key))
+	if _, _, _, err := Write(context.Background(), dir, key, 1, strings.NewReader("x\n")); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Write through a linked key dir = %v, want ErrNotRegular", err)
+	}
+	name := key + "/0000000000000001-0123456789abcdef.jsonl"
+	os.WriteFile(filepath.Join(outside, name[len(key)+1:]), []byte("outside"), 0o600)
+	if _, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Open through a linked key dir = %v, want ErrNotRegular", err)
+	}
+	if err := Remove(dir, name); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Remove through a linked key dir = %v, want ErrNotRegular", err)
+	}
+	if ents := entries(t, outside); len(ents) != 1 {
+		t.Fatalf("the link's target dir now holds %v", ents)
+	}
+}
+
+func TestListOrphans(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	cutoff := time.Now().Add(-time.Minute)
+	mk := func(name string, at time.Time) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, at, at)
+		return name
+	}
+	kept := mk(key+"/0000000000000002-aaaaaaaaaaaaaaaa.jsonl", old)
+	orphan := mk(key+"/0000000000000001-bbbbbbbbbbbbbbbb.jsonl", old)
+	mk(key+"/0000000000000003-cccccccccccccccc.jsonl", time.Now()) // young: in its grace period
+	deadTmp := mk(key+"/.tmp-dddddddddddddddd", old)
+	mk(key+"/.tmp-eeeeeeeeeeeeeeee", time.Now())
+	mk(key+"/notes.txt", old)
+	other := "fedcba9876543210fedcba9876543210"
+	orphan2 := mk(other+"/0000000000000001-ffffffffffffffff.jsonl", old)
+	mk("not-a-key/0000000000000001-ffffffffffffffff.jsonl", old)
+	// A link named like a transcript, and a key dir that is a link.
+	link := filepath.Join(dir, key, "0000000000000009-9999999999999999.jsonl")
+	os.Symlink("/etc/passwd", link)
+	unix.Lutimes(link, []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())})
+	os.Symlink(filepath.Join(dir, other), filepath.Join(dir, "abcdefabcdefabcdefabcdefabcdefab"))
+
+	referenced := func(k, name string) bool { return name == kept }
+	got, err := ListOrphans(context.Background(), dir, referenced, cutoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{deadTmp, orphan, orphan2}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("ListOrphans =\n %v\nwant\n %v", got, want)
+	}
+	for _, n := range got {
+		if err := Remove(dir, n); err != nil {
+			t.Fatalf("Remove(%q): %v", n, err)
+		}
+	}
+	if got, _ := ListOrphans(context.Background(), dir, referenced, cutoff); len(got) != 0 {
+		t.Fatalf("after removal: %v", got)
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Fatal("the link was removed")
+	}
+}

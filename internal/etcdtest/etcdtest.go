@@ -1,0 +1,398 @@
+// Package etcdtest starts real etcd members in process (etcd's embed
+// package) on loopback, for tests and benchmarks: one member, three, or a
+// cluster with client and peer TLS and etcd's user/role authentication. A
+// test can kill the leader, stop and restart a member, and restart the
+// whole cluster from its data dirs.
+//
+// Every member listens on 127.0.0.1 on ports the kernel handed out a moment
+// before, keeps its data dir under tb.TempDir(), and writes its log (warnings
+// and errors only) to a buffer that is printed only when the test failed. A
+// cluster is closed in tb.Cleanup. Import this package from _test files only:
+// it links the etcd server.
+//
+// # Caveat
+//
+// The ports are reserved by listening and closing, so another process could
+// take one before the member binds it; Start then retries with new ports,
+// but Restart must reuse the member's own peer port (the cluster knows it
+// by it) and fails the test if that port was taken meanwhile.
+package etcdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Options says what cluster to start. The zero value is one plain member.
+type Options struct {
+	// Members is the cluster size; 0 means 1.
+	Members int
+	// TLS serves clients and peers over TLS with certificates made for the
+	// test (see CA) and requires a client certificate from clients.
+	TLS bool
+	// Auth enables etcd authentication: a root user, and a user User with
+	// read-write permission on Prefix only.
+	Auth bool
+	// Prefix is the key prefix User may use; "" means "/sessdb/".
+	Prefix string
+	// TickMs and ElectionMs are raft's heartbeat and election timeout;
+	// 0 means 50 and 500. Shorter ones elect faster after KillLeader but
+	// make spurious elections likely on two loaded cores under -race.
+	TickMs, ElectionMs uint
+}
+
+// Credentials for a cluster started with Options.Auth.
+const (
+	RootPassword = "root-secret"
+	User         = "sessdb"
+	Password     = "sessdb-secret"
+)
+
+// Cluster is a running etcd cluster. Its methods fail the test on error and
+// are not safe for concurrent use.
+type Cluster struct {
+	tb      testing.TB
+	opts    Options
+	token   string
+	members []*member
+	logs    *logBuffer
+
+	// CA, when the cluster runs TLS, issued every certificate: CAFile is
+	// what a client trusts, CertFile and KeyFile a client certificate it
+	// presents (common name User).
+	CA                *CA
+	CAFile            string
+	CertFile, KeyFile string
+}
+
+type member struct {
+	name, dir          string
+	clientURL, peerURL url.URL
+	etcd               *embed.Etcd // nil while stopped
+}
+
+// Start1 starts one plain member.
+func Start1(tb testing.TB) *Cluster { return Start(tb, Options{Members: 1}) }
+
+// Start3 starts three plain members.
+func Start3(tb testing.TB) *Cluster { return Start(tb, Options{Members: 3}) }
+
+// StartSecure starts n members with TLS and authentication.
+func StartSecure(tb testing.TB, n int) *Cluster {
+	return Start(tb, Options{Members: n, TLS: true, Auth: true})
+}
+
+// Start starts a cluster and waits until every member is ready to serve.
+func Start(tb testing.TB, opts Options) *Cluster {
+	tb.Helper()
+	if opts.Members == 0 {
+		opts.Members = 1
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "/sessdb/"
+	}
+	if opts.TickMs == 0 {
+		opts.TickMs = 50
+	}
+	if opts.ElectionMs == 0 {
+		opts.ElectionMs = 500
+	}
+	c := &Cluster{tb: tb, opts: opts, logs: &logBuffer{}}
+	tb.Cleanup(c.close)
+	if opts.TLS {
+		dir := tb.TempDir()
+		c.CA = NewCA(tb, dir, "etcdtest CA")
+		c.CAFile = c.CA.File
+		c.CertFile, c.KeyFile = c.CA.Issue(tb, dir, User, false)
+	}
+	// A port can be taken between its reservation and the member's bind;
+	// a fresh set of ports and data dirs then almost always works.
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = c.startFresh(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+		c.stopAll()
+	}
+	if err != nil {
+		tb.Fatalf("etcdtest: start %d members: %v", opts.Members, err)
+	}
+	if opts.Auth {
+		c.enableAuth()
+	}
+	return c
+}
+
+func (c *Cluster) startFresh() error {
+	ports, err := freePorts(2 * c.opts.Members)
+	if err != nil {
+		return err
+	}
+	c.token = fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())
+	root := c.tb.TempDir()
+	c.members = make([]*member, c.opts.Members)
+	scheme := "http"
+	if c.opts.TLS {
+		scheme = "https"
+	}
+	for i := range c.members {
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i))}
+		m.clientURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
+		m.peerURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
+		c.members[i] = m
+	}
+	return c.startMembers(c.members)
+}
+
+// startMembers starts ms at once (a member of a cluster is ready only once
+// a quorum runs) and waits for each to be ready.
+func (c *Cluster) startMembers(ms []*member) error {
+	var first error
+	for _, m := range ms {
+		e, err := embed.StartEtcd(c.config(m))
+		if err != nil {
+			first = fmt.Errorf("member %s: %w", m.name, err)
+			break
+		}
+		m.etcd = e
+	}
+	if first == nil {
+		for _, m := range ms {
+			if err := waitReady(m); err != nil {
+				first = err
+				break
+			}
+		}
+	}
+	if first != nil {
+		for _, m := range ms {
+			m.close()
+		}
+	}
+	return first
+}
+
+// readyTimeout bounds a member's start; a healthy start takes well under a
+// second even on two loaded cores.
+const readyTimeout = 60 * time.Second
+
+func waitReady(m *member) error {
+	select {
+	case <-m.etcd.Server.ReadyNotify():
+		return nil
+	case err := <-m.etcd.Err():
+		return fmt.Errorf("member %s: %w", m.name, err)
+	case <-time.After(readyTimeout):
+		return fmt.Errorf("member %s: not ready after %v", m.name, readyTimeout)
+	}
+}
+
+func (c *Cluster) config(m *member) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name = m.name
+	cfg.Dir = m.dir
+	cfg.ListenClientUrls = []url.URL{m.clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{m.clientURL}
+	cfg.ListenPeerUrls = []url.URL{m.peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{m.peerURL}
+	var initial []string
+	for _, o := range c.members {
+		initial = append(initial, o.name+"="+o.peerURL.String())
+	}
+	cfg.InitialCluster = strings.Join(initial, ",")
+	cfg.InitialClusterToken = c.token
+	cfg.TickMs, cfg.ElectionMs = c.opts.TickMs, c.opts.ElectionMs
+	// The gateway dials the member's own gRPC port: goroutines and a
+	// connection no test uses.
+	cfg.EnableGRPCGateway = false
+	// bcrypt at its default cost is ~70 ms of CPU per authentication under
+	// -race; the cost changes nothing a test checks.
+	cfg.BcryptCost = uint(bcrypt.MinCost)
+	cfg.LogLevel = "warn"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.logs.logger(m.name))
+	if c.opts.TLS {
+		certFile, keyFile := c.CA.Issue(c.tb, filepath.Dir(m.dir), m.name, true)
+		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = certFile, keyFile
+		cfg.ClientTLSInfo.TrustedCAFile, cfg.ClientTLSInfo.ClientCertAuth = c.CAFile, true
+		cfg.PeerTLSInfo = cfg.ClientTLSInfo
+	}
+	return cfg
+}
+
+// Endpoints returns every member's client URL, running or not, in member
+// order; a client given all of them survives any one member's loss.
+func (c *Cluster) Endpoints() []string {
+	eps := make([]string, len(c.members))
+	for i, m := range c.members {
+		eps[i] = m.clientURL.String()
+	}
+	return eps
+}
+
+// Endpoint returns member i's client URL.
+func (c *Cluster) Endpoint(i int) string { return c.members[i].clientURL.String() }
+
+// Size is the number of members, running or not.
+func (c *Cluster) Size() int { return len(c.members) }
+
+// Running reports whether member i is running.
+func (c *Cluster) Running(i int) bool { return c.members[i].etcd != nil }
+
+// Leader waits until the running members agree on a running leader and
+// returns its index.
+func (c *Cluster) Leader() int {
+	c.tb.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		if i, ok := c.agreedLeader(); ok {
+			return i
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.tb.Fatalf("etcdtest: no leader after %v", readyTimeout)
+	return -1
+}
+
+func (c *Cluster) agreedLeader() (int, bool) {
+	leader, idx := uint64(0), -1
+	for _, m := range c.members {
+		if m.etcd == nil {
+			continue
+		}
+		l := m.etcd.Server.Lead()
+		if l == 0 || (leader != 0 && l != leader) {
+			return -1, false
+		}
+		leader = l
+	}
+	for i, m := range c.members {
+		if m.etcd != nil && uint64(m.etcd.Server.MemberID()) == leader {
+			idx = i
+		}
+	}
+	return idx, idx >= 0
+}
+
+// KillLeader stops the leader without handing its leadership over (as a
+// crash would: the others must time out and elect a new one) and returns
+// its index. The member's data dir stays for Restart.
+func (c *Cluster) KillLeader() int {
+	c.tb.Helper()
+	i := c.Leader()
+	m := c.members[i]
+	m.kill()
+	return i
+}
+
+// Stop stops member i gracefully (a leader hands its leadership over
+// first). Its data dir stays for Restart.
+func (c *Cluster) Stop(i int) {
+	c.tb.Helper()
+	if c.members[i].etcd == nil {
+		c.tb.Fatalf("etcdtest: member %d is not running", i)
+	}
+	c.members[i].close()
+}
+
+// Restart starts a stopped member again from its data dir, on the same
+// ports, and waits until it is ready (which needs a quorum running).
+func (c *Cluster) Restart(i int) {
+	c.tb.Helper()
+	if c.members[i].etcd != nil {
+		c.tb.Fatalf("etcdtest: member %d is running", i)
+	}
+	if err := c.startMembers(c.members[i : i+1]); err != nil {
+		c.tb.Fatalf("etcdtest: restart member %d: %v", i, err)
+	}
+}
+
+// RestartAll kills every running member (as a power cut would: no
+// leadership transfer, nothing flushed but what etcd had fsynced) and
+// starts them all again from their data dirs.
+func (c *Cluster) RestartAll() {
+	c.tb.Helper()
+	c.stopAll()
+	if err := c.startMembers(c.members); err != nil {
+		c.tb.Fatalf("etcdtest: restart all: %v", err)
+	}
+}
+
+// stopAll kills every member at once. Stopping them gracefully at once
+// costs seconds: a leader's Close hands its leadership to a follower that
+// is closing too, and waits out etcd's request timeout.
+func (c *Cluster) stopAll() {
+	var wg sync.WaitGroup
+	for _, m := range c.members {
+		wg.Go(m.kill)
+	}
+	wg.Wait()
+}
+
+// Close stops every member. Cleanup calls it; a benchmark that starts
+// clusters in its loop calls it itself. Calling it again does nothing.
+func (c *Cluster) Close() { c.close() }
+
+func (c *Cluster) close() {
+	c.stopAll()
+	if c.tb.Failed() {
+		c.tb.Logf("etcd log (warnings and errors):\n%s", c.logs.String())
+	}
+}
+
+// kill ends raft at once (HardStop); the Close after it finds raft
+// stopped and closes the listeners without a leadership transfer.
+func (m *member) kill() {
+	if m.etcd == nil {
+		return
+	}
+	m.etcd.Server.HardStop()
+	m.close()
+}
+
+func (m *member) close() {
+	if m.etcd == nil {
+		return
+	}
+	m.etcd.Close()
+	m.etcd = nil
+}
+
+// freePorts reserves n distinct loopback ports by holding them all open at
+// once, then frees them for the members to bind.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// ctx is a bounded context for the harness's own client calls.
+func ctx(tb testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	tb.Cleanup(cancel)
+	return c
+}

@@ -1,0 +1,113 @@
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func put(t *testing.T, cli *clientv3.Client, k, v string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, k, v); err != nil {
+		t.Fatalf("put %s: %v", k, err)
+	}
+}
+
+func get(t *testing.T, cli *clientv3.Client, k string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cli.Get(ctx, k)
+	if err != nil {
+		t.Fatalf("get %s: %v", k, err)
+	}
+	if len(r.Kvs) == 0 {
+		return ""
+	}
+	return string(r.Kvs[0].Value)
+}
+
+func TestOneMemberServes(t *testing.T) {
+	c := Start1(t)
+	cli := c.Client(t)
+	put(t, cli, "/sessdb/a", "1")
+	if got := get(t, cli, "/sessdb/a"); got != "1" {
+		t.Fatalf("get = %q, want 1", got)
+	}
+}
+
+func TestThreeMembersSurviveLeaderKillAndRestart(t *testing.T) {
+	c := Start3(t)
+	cli := c.Client(t)
+	put(t, cli, "/sessdb/a", "1")
+	killed := c.KillLeader()
+	if c.Running(killed) {
+		t.Fatalf("member %d still running after KillLeader", killed)
+	}
+	if l := c.Leader(); l == killed {
+		t.Fatalf("leader is the killed member %d", l)
+	}
+	put(t, cli, "/sessdb/b", "2")
+	c.Restart(killed)
+	// The restarted member must have caught up: read from it alone.
+	one := clientOf(t, c.Endpoint(killed))
+	if got := get(t, one, "/sessdb/b"); got != "2" {
+		t.Fatalf("restarted member reads %q, want 2", got)
+	}
+	c.RestartAll()
+	if got := get(t, cli, "/sessdb/a"); got != "1" {
+		t.Fatalf("after RestartAll get = %q, want 1", got)
+	}
+}
+
+func clientOf(t *testing.T, ep string) *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func TestSecureClusterRefusesOutsidePrefix(t *testing.T) {
+	c := StartSecure(t, 1)
+	user := c.client(t, User, Password)
+	put(t, user, "/sessdb/a", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := user.Put(ctx, "/other/a", "1"); err == nil {
+		t.Fatal("user wrote outside its prefix")
+	}
+	root := c.Client(t)
+	if got := get(t, root, "/sessdb/a"); got != "1" {
+		t.Fatalf("root reads %q, want 1", got)
+	}
+}
+
+// BenchmarkStart measures how long a cluster takes from Start to every
+// member ready; ms-median is the median of the b.N starts (the mean is
+// skewed by the first start's page faults). Stopping is not timed.
+func BenchmarkStart(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			var ds []time.Duration
+			for range b.N {
+				start := time.Now()
+				c := Start(b, Options{Members: n})
+				ds = append(ds, time.Since(start))
+				c.Close()
+			}
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "ms-median")
+			b.ReportMetric(float64(ds[len(ds)-1].Microseconds())/1000, "ms-max")
+		})
+	}
+}
