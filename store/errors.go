@@ -44,3 +44,20 @@ var (
 	// loss permanent. sessdb check reports it; the operator decides.
 	ErrMetaFellBack = errors.New("meta.db fell back to an older commit that does not describe the transcript in place")
 )
+
+// Backends.
+var (
+	// ErrConflict is returned by KeyTxn.Commit when another promotion
+	// changed the key since State: nothing was committed, and Promote looks
+	// again (the ticket may have promoted already, or been superseded).
+	ErrConflict = errors.New("the key changed since it was read")
+
+	// ErrKeyLocked is returned by Backend.Begin when the key's lock was not
+	// had in time: the promotion is refused as locked.
+	ErrKeyLocked = errors.New("the key's lock was not had in time")
+
+	// ErrKeyDirNotADirectory is returned by Backend.Begin when the key's
+	// name is a link or not a directory: the promotion is refused as
+	// not-a-regular-file, and nothing is followed.
+	ErrKeyDirNotADirectory = errors.New("the key dir is a link or not a directory")
+)

@@ -68,9 +68,10 @@ type Windows interface {
 // A Store is a sessions root. It is safe for concurrent use by many
 // goroutines and many processes: every operation takes the key's lock.
 type Store struct {
-	root string
-	opts Options
-	disk durability
+	root    string // the sessions root of the default backend; "" for another
+	opts    Options
+	disk    durability
+	backend Backend
 }
 
 // New returns the store rooted at root. It touches nothing: a missing root
@@ -79,10 +80,26 @@ func New(root string, opts Options) (*Store, error) {
 	if root == "" {
 		return nil, ErrSessionsDirUnset
 	}
+	s := newStore(opts)
+	s.root = root
+	s.backend = keyDirs{s}
+	return s, nil
+}
+
+// NewOn returns a store whose keys live in b, such as a fleet on etcd
+// (package fleet). Resolve and Promote work on any backend; the operator's
+// walks (Inspect, Check, Reap, RollForward) work on the default one.
+func NewOn(b Backend, opts Options) *Store {
+	s := newStore(opts)
+	s.backend = b
+	return s
+}
+
+func newStore(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{root: root, opts: opts, disk: diskWrites{}}, nil
+	return &Store{opts: opts, disk: diskWrites{}}
 }
 
 // Root returns the sessions root.

@@ -224,19 +224,20 @@ func baseOf(id *db.Transcript, st *unix.Stat_t) Base {
 	return Base{}
 }
 
-// same reports whether the key still holds the ticket's base b, now that
-// it holds cur. A record is compared by generation, size and CRC32C; a
-// file by device, inode, size and mtime (a key migrated in between keeps
-// its file, and so its base). The sizes and checksums a legacy ticket also
-// carries describe what was delivered, and are not compared here.
-func (b Base) same(cur Base, curFile *unix.Stat_t) bool {
+// same reports whether a key whose base is now cur still holds the
+// ticket's base b. A record is compared by generation, size and CRC32C; a
+// file by device, inode, size and mtime, whatever record the key has
+// gained since (a key migrated in between keeps its file, and so its
+// base). The size and checksum a legacy ticket also carries describe what
+// was delivered, and are not compared here.
+func (b Base) same(cur Base) bool {
 	switch {
 	case b.Gen != 0:
 		return cur.Gen == b.Gen && cur.Size == b.Size && cur.CRC32C == b.CRC32C
 	case b.File != nil:
-		return curFile != nil && *fileID(curFile) == *b.File
+		return cur.File != nil && *cur.File == *b.File
 	}
-	return cur == Base{}
+	return cur.Gen == 0 && cur.File == nil
 }
 
 // Gen is the generation delivered: the base's when the key's transcript

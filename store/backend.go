@@ -1,0 +1,105 @@
+package store
+
+import (
+	"io"
+	"os"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// A Backend keeps a store's keys: each key's transcript, and its record:
+// everything known about that transcript (its identity and generation,
+// the pi-version and venue stamps, the resume chain, the context reading)
+// and the key's history. The Store's protocols, Resolve and Promote, run
+// on any Backend and make every decision the ladder and the job contract
+// call for; a Backend only reads a key consistently and changes it
+// atomically.
+//
+// KeyDirs, the default, keeps a directory per key under a sessions root on
+// one host, with the record in a bbolt file whose lock is the key's lock.
+// Package fleet keeps the records in etcd and the transcripts on a shared
+// directory, for many hosts. Package store/storetest holds the promises a
+// Backend must keep, as one conformance suite: a Backend that passes it is
+// a Backend.
+//
+// A Backend is safe for concurrent use by many goroutines and processes.
+type Backend interface {
+	// ID names the data the backend holds, as a ticket records it.
+	ID() (string, error)
+	// SameID reports whether id, from a ticket, names this backend's data;
+	// two spellings of one sessions root are the same.
+	SameID(id string) (bool, error)
+	// View opens key for a resolve: one consistent view of the key until
+	// it is closed (KeyDirs holds the key's shared lock; fleet reads at one
+	// etcd revision). Legacy sidecars of a bound are read only when the
+	// bound is set, as the legacy store did.
+	View(key string, b gates.Bounds) (KeyView, error)
+	// Begin opens key for a promotion.
+	Begin(key string) (KeyTxn, error)
+}
+
+// A KeyView is one key as a resolve sees it. Its methods are called in
+// order: Observe; then, if the ladder says resume, Source, copy, Accept,
+// repeated while Accept asks for a retry; then Close.
+type KeyView interface {
+	// Observe returns what the ladder needs, and a reason when the key
+	// cold-starts before any rung is judged: absent (no key at all),
+	// not-a-regular-file (the key dir is a link), locked (its lock was not
+	// had in time), store-unavailable (the backend could not be reached).
+	Observe() (gates.Observation, gates.Reason)
+	// Base is what the key holds, as a ticket records it.
+	Base() Base
+	// Source is the transcript to copy, and the most bytes worth copying
+	// from it (one more than any identity it could match).
+	Source() (*os.File, int64)
+	// Accept judges a copy of size bytes with CRC32C sum just made from
+	// Source.
+	Accept(size int64, sum uint32) Acceptance
+	// Close releases the view (and the key's lock).
+	Close() error
+}
+
+// Acceptance is what a KeyView makes of a copy.
+type Acceptance struct {
+	// Resume: the copy is what the key holds; Base is the base it was
+	// delivered as (a fallback may deliver another than KeyView.Base).
+	Resume bool
+	Base   Base
+	// Retry: copy Source again, from another file.
+	Retry bool
+	// Reason, otherwise: the cold start.
+	Reason gates.Reason
+}
+
+// A KeyTxn is one key as a promotion sees it: under the key's exclusive
+// lock (KeyDirs), or guarded by the record's revision (fleet). Its
+// methods are called in order: State; then Refuse, or Stage and Commit;
+// then Close.
+type KeyTxn interface {
+	// State returns the key once what a crash left is settled: its record,
+	// its history (oldest first) and its base.
+	State() (db.Sidecars, []db.HistoryEntry, Base)
+	// Refuse records e, a refused promotion, in the key's history. A key
+	// with no record yet keeps no history, and records nothing.
+	Refuse(e db.HistoryEntry) error
+	// Stage writes size bytes of src (and a newline when torn) durably as
+	// the transcript of generation gen, not yet the key's, and returns its
+	// identity.
+	Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (Staged, error)
+	// Commit makes the staged transcript the key's, with the record rec
+	// and the history entry e, in one atomic step, only if the key still
+	// holds the base State returned: otherwise ErrConflict, and nothing
+	// changed. When Commit returns nil the promotion is durable.
+	Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error
+	// Close releases the key, and removes a staged transcript that was
+	// never committed.
+	Close() error
+}
+
+// Staged is the identity of a transcript written by KeyTxn.Stage.
+type Staged struct {
+	Name   string // where the backend keeps it
+	Size   int64
+	CRC32C uint32
+}

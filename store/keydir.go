@@ -1,0 +1,317 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/store/legacy"
+	"sessdb/store/transcript"
+)
+
+// key is one key dir opened for reading: the observation the ladder needs,
+// and what the copy is checked against.
+type keyDir struct {
+	dir        *os.File
+	meta       *db.DB // nil for the legacy layout or an unreadable db
+	transcript *os.File
+	tst        unix.Stat_t
+	layout     Layout
+	obs        gates.Observation
+	identity   *db.Transcript // the db's record of current.jsonl
+	expectSize int64
+	missing    bool // no key dir
+	notDir     bool // the key dir is a link or not a directory
+	locked     bool // the shared lock was not had in time
+	sidecars   db.Sidecars
+	pending    *db.Pending // resolve only: a promotion committed, renamed or not
+	fromTemp   bool        // resolve only: the transcript opened is pending's temp
+	metaErr    error
+	header     transcript.Header
+	headerErr  error
+}
+
+// openKey opens key's dir, its meta.db (shared lock) and its transcript,
+// and gathers the ladder's observation. forDump reads every legacy
+// sidecar, bound or not.
+func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
+	k := &keyDir{}
+	root, err := fsat.OpenDir(s.root)
+	if err != nil {
+		if fsat.IsNotExist(err) {
+			k.missing = true
+			return k, nil
+		}
+		return nil, err
+	}
+	defer root.Close()
+	k.dir, err = fsat.OpenDirAt(root, key)
+	if err != nil {
+		switch {
+		case fsat.IsNotExist(err):
+			k.missing = true
+			return k, nil
+		case errors.Is(err, fsat.ErrNotDir):
+			k.notDir = true
+			return k, nil
+		}
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			k.close()
+		}
+	}()
+	if !forDump {
+		if err := s.fault(faults.ResolveAfterKeyDirOpen); err != nil {
+			return nil, err
+		}
+	}
+
+	// The lock comes first: with it held no promotion can rename a new
+	// transcript in between opening the file and reading its identity.
+	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	switch {
+	case err == nil:
+		k.layout = LayoutDB
+	case errors.Is(err, fs.ErrNotExist):
+		k.layout = LayoutLegacy
+	case errors.Is(err, db.ErrLockTimeout):
+		k.locked = true
+		ok = true
+		return k, nil
+	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
+		k.layout = LayoutDB
+		k.metaErr = err
+		k.obs.MetaUnreadable = true
+	default:
+		return nil, err
+	}
+	if k.meta != nil {
+		err := k.meta.View(func(tx *db.Tx) error {
+			sc, err := tx.Sidecars()
+			// dump and check report a promotion in flight; one that landed
+			// is none. Resolve never reads pending, and pays no lookup for it.
+			if forDump && !pendingInFlight(k.dir, sc.Pending) {
+				sc.Pending = nil
+			}
+			k.sidecars = sc
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, db.ErrDamaged) {
+				return nil, err
+			}
+			k.metaErr = err
+			k.obs.MetaUnreadable = true
+		}
+	}
+
+	// A promotion committed but not yet renamed into place (a crash, or a
+	// power cut, between the two) is served from its temp, which is whole
+	// whenever the commit is: the conversation resumes at exactly the state
+	// that was committed, and nothing is written here.
+	name := TranscriptName
+	if p := k.sidecars.Pending; !forDump && p != nil && !k.obs.MetaUnreadable {
+		k.pending = p
+		if pendingInFlight(k.dir, p) {
+			name, k.fromTemp = p.Tmp, true
+		}
+	}
+	if err := k.openTranscript(name); err != nil {
+		return nil, err
+	}
+	switch {
+	case k.obs.MetaUnreadable:
+	case k.meta != nil && k.sidecars == (db.Sidecars{}):
+		// A meta.db with no record at all vouches for nothing: it is a
+		// first promotion, a migration or a reap's lock caught before its
+		// commit. The legacy files, if any, still decide, as they will for
+		// the promotion or migration that follows (it seeds from them).
+		k.layout = LayoutLegacy
+		k.observeLegacy(s.opts.Bounds, forDump)
+	case k.meta != nil:
+		k.observeDB()
+	default:
+		k.observeLegacy(s.opts.Bounds, forDump)
+	}
+	ok = true
+	return k, nil
+}
+
+func (k *keyDir) openTranscript(name string) error {
+	f, err := fsat.OpenAt(k.dir, name, unix.O_RDONLY, 0)
+	switch {
+	case err == nil:
+	case fsat.IsNotExist(err):
+		return nil
+	case errors.Is(err, unix.ELOOP):
+		k.obs.Transcript = gates.Transcript{Exists: true}
+		return nil
+	default:
+		return err
+	}
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	k.obs.Transcript = gates.Transcript{
+		Exists:  true,
+		Regular: fsat.IsRegular(&st),
+		Size:    st.Size,
+		ModTime: time.Unix(st.Mtim.Unix()),
+	}
+	if !k.obs.Transcript.Regular {
+		f.Close()
+		return nil
+	}
+	k.transcript, k.tst, k.expectSize = f, st, st.Size
+	if st.Size > 0 {
+		h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, st.Size))
+		k.header, k.headerErr = h, err
+		if err == nil {
+			k.obs.Header.IsSession = h.IsSession()
+			if h.TimestampIsString {
+				k.obs.Header.Timestamp, k.obs.Header.TimestampOK = transcript.ParseTimestamp(h.Timestamp)
+			}
+		}
+	}
+	return nil
+}
+
+func (k *keyDir) observeDB() {
+	sc := k.sidecars
+	if sc.Transcript != nil {
+		k.identity = sc.Transcript
+		k.obs.LastPromotion = time.Unix(0, sc.Transcript.PromotedAt)
+		k.expectSize = sc.Transcript.Size
+		if p := k.pending; p != nil && p.Prev != nil {
+			k.expectSize = max(k.expectSize, p.Prev.Size)
+		}
+	}
+	k.obs.Venue = stampOf(sc.Venue)
+	k.obs.PiVersion = stampOf(sc.PiVersion)
+	if sc.ResumeChain != nil {
+		k.obs.ResumeChain = *sc.ResumeChain
+	}
+	if sc.Context != nil {
+		k.obs.Context = &gates.Context{Tokens: sc.Context.Tokens, Window: sc.Context.Window, Model: sc.Context.Model}
+	}
+}
+
+// observeLegacy reads the legacy sidecar files with the legacy rules. As
+// in the legacy store, a bound's sidecar is read only when its bound is set
+// (dump reads them all: it reports, it does not judge).
+func (k *keyDir) observeLegacy(b gates.Bounds, all bool) {
+	k.obs.Venue = legacy.ReadVenue(k.dir)
+	k.obs.PiVersion = legacy.ReadPiVersion(k.dir)
+	if b.MaxResumeChain > 0 || all {
+		k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
+	}
+	if b.MaxContextPct > 0 || all {
+		k.obs.Context = legacy.ReadContext(k.dir)
+	}
+}
+
+func stampOf(p *string) gates.Stamp {
+	if p == nil {
+		return gates.Stamp{State: gates.StampAbsent}
+	}
+	return gates.Stamp{State: gates.StampPresent, Value: *p}
+}
+
+// matches reports whether a copy of size bytes with CRC32C sum is the
+// transcript the key's sidecars describe. A db key must match its record;
+// a db key with no record describes no transcript at all. A legacy key has
+// no record: the copy must match the file as it was when judged, and the
+// name must still refer to that file (the legacy store's identity re-check,
+// since nothing locks a legacy key).
+func (k *keyDir) matches(size int64, sum uint32) bool {
+	if k.layout == LayoutDB {
+		return k.identity != nil && k.identity.Size == size && k.identity.CRC32C == uint64(sum)
+	}
+	if size != k.tst.Size {
+		return false
+	}
+	st, err := fsat.LstatAt(k.dir, TranscriptName)
+	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
+}
+
+// matchesPrev reports whether a copy of size bytes with CRC32C sum is the
+// generation before a committed promotion: what is in place when that
+// promotion's temp was lost before its rename.
+func (k *keyDir) matchesPrev(size int64, sum uint32) bool {
+	if k.pending == nil || k.pending.Prev == nil {
+		return false
+	}
+	p := k.pending.Prev
+	return p.Size == size && p.CRC32C == uint64(sum)
+}
+
+// reopenInPlace replaces the pending temp that was opened as the
+// transcript with current.jsonl, under the same lock.
+func (k *keyDir) reopenInPlace() error {
+	if k.transcript != nil {
+		k.transcript.Close()
+		k.transcript = nil
+	}
+	k.fromTemp = false
+	if err := k.openTranscript(TranscriptName); err != nil {
+		return err
+	}
+	if p := k.pending.Prev; p != nil {
+		k.expectSize = p.Size // no more is read than the generation it could be
+	}
+	return nil
+}
+
+func (k *keyDir) close() {
+	if k.transcript != nil {
+		k.transcript.Close()
+	}
+	if k.meta != nil {
+		k.meta.Close()
+	}
+	if k.dir != nil {
+		k.dir.Close()
+	}
+}
+
+// base is what the key holds, as a ticket records it (see baseOf).
+func (k *keyDir) base() Base {
+	if k.transcript == nil {
+		return baseOf(k.identity, nil)
+	}
+	return baseOf(k.identity, &k.tst)
+}
+
+// pendingInFlight reports whether p is a promotion still in flight:
+// committed, with its temp still at its name. A promotion that lands keeps
+// its pending entry until the next writer's commit replaces it (DESIGN,
+// promote step 6: pending is cleared "at the next open"), so an entry whose
+// temp is gone is settled. Only a crash between the commit and the rename
+// leaves a temp at the name: temp names are random, and the sweep removes
+// every temp no entry in flight names. A name that is not a promotion
+// temp's is never looked up.
+func pendingInFlight(kd *os.File, p *db.Pending) bool {
+	if p == nil || !strings.HasPrefix(p.Tmp, tmpPrefix) || strings.ContainsRune(p.Tmp, '/') {
+		return false
+	}
+	_, err := fsat.LstatAt(kd, p.Tmp)
+	return !fsat.IsNotExist(err)
+}
+
+// PendingInFlight is pendingInFlight for a caller holding the key's lock
+// (migrate): kd is the key dir, opened with O_DIRECTORY|O_NOFOLLOW.
+func PendingInFlight(kd *os.File, p *db.Pending) bool { return pendingInFlight(kd, p) }

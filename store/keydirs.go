@@ -1,0 +1,275 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/store/legacy"
+)
+
+// keyDirs is the default Backend: a directory per key under the sessions
+// root of one host (see the package doc), each key's record in a meta.db
+// whose flock is the key's lock, or, for a key not yet migrated, in the
+// legacy sidecar files.
+type keyDirs struct{ s *Store }
+
+func (b keyDirs) ID() (string, error) { return filepath.Abs(b.s.root) }
+
+func (b keyDirs) SameID(id string) (bool, error) {
+	mine, err := b.ID()
+	if err != nil || mine == id {
+		return err == nil, err
+	}
+	a, aerr := os.Stat(mine)
+	o, oerr := os.Stat(id)
+	return aerr == nil && oerr == nil && os.SameFile(a, o), nil
+}
+
+// View opens the key dir, its meta.db under the shared lock and its
+// transcript (see openKey).
+func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
+	k, err := b.s.openKey(key, false)
+	if err != nil {
+		return nil, err
+	}
+	return &keyView{k: k}, nil
+}
+
+// keyView is a key dir opened for a resolve.
+type keyView struct {
+	k        *keyDir
+	lostTemp bool // a committed promotion's temp was tried and did not match
+}
+
+func (v *keyView) Observe() (gates.Observation, gates.Reason) {
+	switch k := v.k; {
+	case k.missing:
+		return k.obs, gates.Absent
+	case k.notDir:
+		return k.obs, gates.NotARegularFile
+	case k.locked:
+		return k.obs, gates.Locked
+	}
+	return v.k.obs, ""
+}
+
+func (v *keyView) Base() Base { return v.k.base() }
+
+func (v *keyView) Source() (*os.File, int64) { return v.k.transcript, v.k.expectSize + 1 }
+
+// Accept checks a copy against the record, in the order a crash can leave
+// a key in: the record's identity (from its pending temp, when the
+// promotion that committed it was not renamed yet); the generation before
+// it, in place, when that temp was lost; and, for a legacy key, which
+// nothing locks, the legacy store's venue re-check and its file identity.
+func (v *keyView) Accept(size int64, sum uint32) Acceptance {
+	k := v.k
+	// The legacy store's venue re-check comes before the identity check,
+	// as its order was the contract.
+	if k.layout == LayoutLegacy && legacy.ReadVenue(k.dir) != k.obs.Venue {
+		return Acceptance{Reason: gates.VenueChanged}
+	}
+	switch {
+	case k.matches(size, sum):
+		b := k.base()
+		if k.layout == LayoutLegacy {
+			// A legacy key's identity is its file; what was delivered is
+			// known now, so the base can say it exactly.
+			b.Size, b.CRC32C = size, Checksum(sum)
+		}
+		return Acceptance{Resume: true, Base: b}
+	case !k.fromTemp && k.matchesPrev(size, sum):
+		// A committed promotion's temp is gone (or was damaged), and what
+		// is in place is the generation before it: that is what the key
+		// holds.
+		return Acceptance{Resume: true, Base: baseOf(k.pending.Prev, nil)}
+	case k.fromTemp:
+		// The committed promotion's temp is damaged: the transcript in
+		// place may still be the generation before it.
+		v.lostTemp = true
+		if err := k.reopenInPlace(); err != nil || k.transcript == nil {
+			return Acceptance{Reason: gates.PromotionLost}
+		}
+		return Acceptance{Retry: true}
+	case v.lostTemp:
+		return Acceptance{Reason: gates.PromotionLost}
+	}
+	return Acceptance{Reason: gates.TranscriptReplaced}
+}
+
+func (v *keyView) Close() error {
+	v.k.close()
+	return nil
+}
+
+// Begin makes the key dir if need be, takes the key's exclusive lock
+// (creating meta.db), finishes what a crash left behind (a committed
+// promotion rolled forward, stray temps swept), and reads the key's record
+// and history.
+func (b keyDirs) Begin(key string) (KeyTxn, error) {
+	s := b.s
+	kd, err := s.openKeyDirForWrite(key)
+	if errors.Is(err, fsat.ErrNotDir) {
+		return nil, ErrKeyDirNotADirectory
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &keyTxn{s: s, kd: kd}
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+	t.d, err = db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	if errors.Is(err, db.ErrLockTimeout) {
+		return nil, ErrKeyLocked
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := t.d.View(func(tx *db.Tx) (err error) {
+		if t.sc, err = tx.Sidecars(); err != nil {
+			return err
+		}
+		t.history, err = tx.History(0)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// The pending entry itself is replaced by this promotion's commit.
+	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
+		return nil, err
+	}
+	sweepTemps(kd)
+	if t.cur, err = currentBase(kd, t.sc); err != nil {
+		return nil, err
+	}
+	if fellBack(kd, t.d.MetaPages(), t.cur) {
+		return nil, &os.PathError{Op: "promote", Path: t.d.Path(), Err: ErrMetaFellBack}
+	}
+	if t.sc.Transcript == nil {
+		// A key with no record yet but legacy files (its first promotion
+		// since a partial migration) continues from the legacy chain.
+		chain := legacy.ReadResumeChain(kd)
+		t.sc.ResumeChain = &chain
+	}
+	ok = true
+	return t, nil
+}
+
+// keyTxn is a key dir held under its exclusive lock for a promotion.
+type keyTxn struct {
+	s       *Store
+	kd      *os.File
+	d       *db.DB
+	sc      db.Sidecars
+	history []db.HistoryEntry
+	cur     keyState
+	temp    string // a staged temp not yet committed, removed by Close
+}
+
+func (t *keyTxn) State() (db.Sidecars, []db.HistoryEntry, Base) { return t.sc, t.history, t.cur.base }
+
+func (t *keyTxn) Refuse(e db.HistoryEntry) error {
+	if t.sc.Transcript == nil {
+		return nil
+	}
+	return t.d.Update(func(tx *db.Tx) error {
+		_, err := tx.AppendHistory(e)
+		return err
+	})
+}
+
+// Stage writes the temp and makes it durable before the commit that names
+// it: its data by the file's fsync, its name by the directory's. Without
+// the second, a power cut after the commit can lose the name, and the
+// record would then describe neither the temp (gone) nor the transcript
+// still in place: the last acknowledged promotion would never resume again
+// (TestPowerCutAtEveryStep).
+func (t *keyTxn) Stage(_ uint64, src io.ReaderAt, size int64, torn bool) (Staged, error) {
+	name, n, sum, err := t.s.writeTemp(t.kd, src, size, torn)
+	if err != nil {
+		return Staged{}, err
+	}
+	t.temp = name
+	if err := t.s.disk.syncDir(t.kd); err != nil {
+		return Staged{}, err
+	}
+	return Staged{Name: name, Size: n, CRC32C: sum}, nil
+}
+
+// Commit is one transaction for the identity, the pending entry, every
+// sidecar and the history (bbolt fsyncs it), then the rename that makes
+// the temp the transcript and the directory fsync that makes the rename
+// durable. A crash between the two leaves the pending entry, which the
+// next writer rolls forward and any reader serves from the temp. The
+// pending entry stays once the rename landed: its temp is gone, which
+// settles it (see pendingInFlight), and the next writer's commit replaces
+// it; clearing it now would be a second commit, two more flushes.
+func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
+	err := t.d.Update(func(tx *db.Tx) error {
+		if err := tx.PutTranscript(*rec.Transcript); err != nil {
+			return err
+		}
+		id := rec.Transcript
+		if err := tx.PutPending(&db.Pending{Tmp: st.Name, Size: id.Size, CRC32C: id.CRC32C, Gen: id.Gen, Prev: t.cur.record}); err != nil {
+			return err
+		}
+		if err := tx.PutPiVersion(*rec.PiVersion); err != nil {
+			return err
+		}
+		if err := tx.PutVenue(*rec.Venue); err != nil {
+			return err
+		}
+		if err := tx.PutResumeChain(*rec.ResumeChain); err != nil {
+			return err
+		}
+		if err := tx.PutContext(rec.Context); err != nil {
+			return err
+		}
+		_, err := tx.AppendHistory(e)
+		return err
+	})
+	if err == nil {
+		err = t.s.fault(faults.PromoteAfterCommit)
+	}
+	if err != nil {
+		// Whether or not the commit landed, the next writer settles it:
+		// rolled forward if it did, the temp swept if it did not.
+		t.temp = ""
+		return err
+	}
+	t.temp = ""
+	if err := t.s.disk.rename(t.kd, st.Name, TranscriptName); err != nil {
+		return err
+	}
+	if err := t.s.fault(faults.PromoteAfterRename); err != nil {
+		return err
+	}
+	if err := t.s.disk.syncDir(t.kd); err != nil {
+		return err
+	}
+	if err := t.s.fault(faults.PromoteAfterDirSync); err != nil {
+		// Landed: an error here is logged, not returned.
+		t.s.opts.Logger.Warn().Str("key", filepath.Base(t.kd.Name())).Err(err).Msg("session_fault_after_landing")
+	}
+	return nil
+}
+
+func (t *keyTxn) Close() error {
+	if t.temp != "" {
+		fsat.UnlinkAt(t.kd, t.temp)
+	}
+	if t.d != nil {
+		t.d.Close()
+	}
+	return t.kd.Close()
+}

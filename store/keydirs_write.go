@@ -1,0 +1,260 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+)
+
+// openKeyDirForWrite makes the sessions root and the key dir if need be
+// (the key dir's name made durable) and opens the key dir without
+// following a link: a link or non-directory there is fsat.ErrNotDir.
+func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
+	if err := os.MkdirAll(s.root, 0o700); err != nil {
+		return nil, err
+	}
+	root, err := fsat.OpenDir(s.root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	created, err := fsat.MkdirNew(root, key, 0o700)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		// The key dir's own name must survive a power cut too, or the
+		// first promotion of a key could vanish with it.
+		if err := s.disk.syncDir(root); err != nil {
+			return nil, err
+		}
+	}
+	return fsat.OpenDirAt(root, key)
+}
+
+// keyState is what a key holds, as the writer sees it under the exclusive
+// lock once any promotion in flight is settled.
+type keyState struct {
+	base   Base
+	file   *unix.Stat_t   // the transcript in place, if a regular file
+	record *db.Transcript // the identity the next pending entry keeps as Prev
+}
+
+// currentBase is the key's base under the writer's lock (see baseOf). A
+// committed promotion whose temp was lost before its rename (gone, or
+// damaged and swept) leaves a record that describes no file; if the
+// transcript in place is the generation before it, that generation is what
+// the key holds, as Resolve serves it.
+func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
+	var ks keyState
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	switch {
+	case err == nil && fsat.IsRegular(&st):
+		ks.file = &st
+	case err == nil || fsat.IsNotExist(err):
+	default:
+		return ks, err
+	}
+	ks.record = sc.Transcript
+	if lostPromotion(kd, sc, ks.file) {
+		ks.record = sc.Pending.Prev
+	}
+	// The writer's base carries the file in place as well as the record,
+	// so that a ticket based on the file (a legacy key, since migrated)
+	// can be compared with it.
+	ks.base = baseOf(ks.record, nil)
+	if ks.file != nil && ks.file.Size > 0 {
+		ks.base.File = fileID(ks.file)
+	}
+	return ks, nil
+}
+
+// fellBack reports whether meta.db runs on its older meta page because
+// the other is damaged, and that older commit does not describe the
+// transcript in place. A power cut during a commit leaves the same page
+// damaged, but then the commit never returned, its rename never happened,
+// and the older commit still describes what is in place: writing on is
+// right. A damaged page that held an acknowledged commit is told apart by
+// the transcript it renamed into place.
+func fellBack(kd *os.File, m db.MetaPages, cur keyState) bool {
+	if m.Pages[0].Valid() && m.Pages[1].Valid() {
+		return false
+	}
+	rec := cur.record
+	if rec == nil || cur.file == nil {
+		// Nothing to compare: a first commit torn by a power cut leaves a
+		// legacy key's transcript in place and no record, and must not
+		// stop the key for good.
+		return false
+	}
+	return !fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C)
+}
+
+// lostPromotion reports whether the transcript in place (st) is the
+// generation before the record's, which is what a committed promotion
+// whose temp was lost before its rename leaves. Each promotion appends, so
+// sizes tell the two apart without a read in all but the rarest case.
+func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) bool {
+	p := sc.Pending
+	if p == nil || p.Prev == nil || sc.Transcript == nil || st == nil || st.Size != p.Prev.Size {
+		return false
+	}
+	rec := sc.Transcript
+	if st.Size == rec.Size && fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C) {
+		return false
+	}
+	return fileMatches(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+}
+
+// writeTemp copies the staged transcript into a new temp file in the key
+// dir, adding the missing final newline of a torn tail, and fsyncs it.
+func (s *Store) writeTemp(kd *os.File, src io.ReaderAt, srcSize int64, torn bool) (name string, size int64, sum uint32, err error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", 0, 0, err
+	}
+	name = tmpPrefix + hex.EncodeToString(rnd[:])
+	f, err := s.disk.createTemp(kd, name)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			fsat.UnlinkAt(kd, name)
+		}
+	}()
+	h := crc32.New(castagnoli)
+	w := io.MultiWriter(f, h)
+	size, err = io.Copy(w, io.NewSectionReader(src, 0, srcSize))
+	if err == nil && size != srcSize {
+		err = fmt.Errorf("copy to %s: the staged file shrank from %d to %d bytes", name, srcSize, size)
+	}
+	if err == nil && torn {
+		_, err = w.Write([]byte{'\n'})
+		size++
+	}
+	if err == nil {
+		err = s.fault(faults.PromoteAfterTempWrite)
+	}
+	if err == nil {
+		err = s.disk.syncFile(f)
+	}
+	if err == nil {
+		err = s.fault(faults.PromoteAfterTempSync)
+	}
+	return name, size, h.Sum32(), err
+}
+
+// rollForward finishes a promotion in flight (committed, not renamed): the
+// temp it names is moved into place if it is still whole; if it is not, the
+// sweep removes it and the transcript check of the next resolve cold-starts
+// the key. With clear, the pending entry is then cleared by a commit of its
+// own; Promote passes false, because its own commit replaces the entry. It
+// reports whether p was in flight.
+func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (bool, error) {
+	if !pendingInFlight(kd, p) {
+		return false, nil
+	}
+	if tempMatches(kd, p) {
+		if err := s.disk.rename(kd, p.Tmp, TranscriptName); err != nil {
+			return true, err
+		}
+		if err := s.disk.syncDir(kd); err != nil {
+			return true, err
+		}
+		s.opts.Logger.Info().Str("tmp", p.Tmp).Uint64("gen", p.Gen).Msg("session_rolled_forward")
+	}
+	if !clear {
+		return true, nil
+	}
+	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
+}
+
+func tempMatches(kd *os.File, p *db.Pending) bool { return fileMatches(kd, p.Tmp, p.Size, p.CRC32C) }
+
+// fileMatches reports whether name in kd is a regular file of size bytes
+// with CRC32C sum, reading no more than size+1 bytes of it.
+func fileMatches(kd *os.File, name string, size int64, sum uint64) bool {
+	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := fsat.Fstat(f)
+	if err != nil || !fsat.IsRegular(&st) || st.Size != size {
+		return false
+	}
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
+	return err == nil && n == size && uint64(h.Sum32()) == sum
+}
+
+// sweepTemps removes promotion temps. Only a holder of the key's exclusive
+// lock writes a temp, and a promotion in flight has just been rolled
+// forward, so every temp found here is debris, whatever its age.
+func sweepTemps(kd *os.File) {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, tmpPrefix) {
+			fsat.UnlinkAt(kd, n)
+		}
+	}
+}
+
+// RollForward finishes a promotion of key that committed but was not
+// renamed into place (the process died between the two), and removes
+// promotion temps no record names. It takes the key's exclusive lock; a
+// key with no meta.db has nothing to roll forward and is left untouched.
+// It reports whether a pending promotion was settled.
+func (s *Store) RollForward(key string) (bool, error) {
+	if !ValidKey(key) {
+		return false, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
+	}
+	root, err := fsat.OpenDir(s.root)
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return false, err
+	}
+	defer kd.Close()
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		if fsat.IsNotExist(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	var sc db.Sidecars
+	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
+		return false, err
+	}
+	settled, err := s.rollForward(kd, d, sc.Pending, true)
+	if err != nil {
+		return false, err
+	}
+	sweepTemps(kd)
+	return settled, nil
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+	"sessdb/internal/fsat"
+	"sessdb/store/transcript"
+)
+
+type stagedFile struct {
+	f    *os.File
+	size int64
+	torn bool // the last byte is not a newline
+}
+
+// openStaged opens <jobDir>/session/current.jsonl without following a link
+// and without blocking on a FIFO, and names the reason it cannot be
+// promoted, if any.
+func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
+	var sf stagedFile
+	jd, err := fsat.OpenDir(jobDir)
+	if err != nil {
+		return sf, gates.Absent, nil
+	}
+	defer jd.Close()
+	sd, err := fsat.OpenDirAt(jd, StagedDirName)
+	if err != nil {
+		if errors.Is(err, fsat.ErrNotDir) {
+			return sf, gates.NotARegularFile, nil
+		}
+		return sf, gates.Absent, nil
+	}
+	defer sd.Close()
+	// lstat first: a device node is refused without being opened, since
+	// opening one runs its driver. The fstat after the open must then
+	// show the same regular file, or something was swapped in between.
+	lst, err := fsat.LstatAt(sd, TranscriptName)
+	switch {
+	case fsat.IsNotExist(err):
+		return sf, gates.Absent, nil
+	case err != nil:
+		return sf, "", err
+	case !fsat.IsRegular(&lst):
+		return sf, gates.NotARegularFile, nil
+	}
+	f, err := fsat.OpenAt(sd, TranscriptName, unix.O_RDONLY, 0)
+	switch {
+	case err == nil:
+	case errors.Is(err, unix.ELOOP):
+		return sf, gates.NotARegularFile, nil
+	case fsat.IsNotExist(err):
+		return sf, gates.Absent, nil
+	default:
+		return sf, "", err
+	}
+	st, err := fsat.Fstat(f)
+	reason := gates.Reason("")
+	switch {
+	case err != nil:
+	case !fsat.IsRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
+		reason = gates.NotARegularFile
+	case st.Nlink != 1:
+		// A hard link is another name for some file the container could
+		// see; promoting it would copy that file into the store.
+		reason = gates.NotARegularFile
+	case st.Size == 0:
+		reason = gates.Absent
+	}
+	if err != nil || reason != "" {
+		f.Close()
+		return sf, reason, err
+	}
+	sf = stagedFile{f: f, size: st.Size}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], st.Size-1); err != nil {
+		f.Close()
+		return sf, "", err
+	}
+	sf.torn = last[0] != '\n'
+	total := sf.size
+	if sf.torn {
+		total++
+	}
+	if max := s.opts.Bounds.MaxBytes; max > 0 && total > max {
+		f.Close()
+		return sf, gates.TooLarge, nil
+	}
+	return sf, "", nil
+}
+
+// stagedContent is what one read of the staged file learns, before the
+// key is locked.
+type stagedContent struct {
+	sum      uint32 // CRC32C of what is promoted: the staged file, and a torn tail's newline
+	prefixOK bool   // it begins with exactly the bytes the job was given
+	end      transcript.End
+	run      transcript.Shape
+}
+
+// readStaged reads the staged file once, to its size at open: its
+// checksum, the checksum of its first sess.Bytes bytes, and pi's end of
+// run. The copy into the key dir checksums the file again and must agree,
+// so what was judged here is what is promoted.
+func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
+	var c stagedContent
+	split := &crcSplit{at: sess.Bytes}
+	src := io.TeeReader(io.NewSectionReader(sf.f, 0, sf.size), split)
+	end, err := transcript.ReadEnd(src)
+	if err != nil {
+		// A transcript pi itself could not load (a branch with a cycle, a
+		// line past the scanner's bound) has no reading and no shape; it is
+		// still the job's work, and promoted as such. The rest of the file
+		// must pass through the checksum all the same.
+		if _, derr := io.Copy(io.Discard, src); derr != nil {
+			return c, fmt.Errorf("read %s: %w", sf.f.Name(), derr)
+		}
+		end = transcript.End{}
+	}
+	if split.off != sf.size {
+		return c, fmt.Errorf("read %s: %d of %d bytes", sf.f.Name(), split.off, sf.size)
+	}
+	c.sum, c.end = split.sum, end
+	if sf.torn {
+		c.sum = crc32.Update(c.sum, castagnoli, []byte{'\n'}) // the copy adds it
+	}
+	// A ticket from before the job contract carries no checksum of what
+	// it delivered; its prefix cannot be checked.
+	c.prefixOK = sess.Ticket == "" || sf.size >= sess.Bytes && split.prefix == uint32(sess.CRC32C)
+	switch {
+	case c.prefixOK && sf.size == sess.Bytes:
+		c.run = transcript.Unchanged
+	default:
+		c.run = end.Last.Shape()
+	}
+	return c, nil
+}
+
+// crcSplit is a writer that checksums everything written to it, and
+// remembers the checksum of the first at bytes.
+type crcSplit struct {
+	at, off     int64
+	sum, prefix uint32
+}
+
+func (c *crcSplit) Write(b []byte) (int, error) {
+	n := len(b)
+	if c.off <= c.at && c.at < c.off+int64(n) {
+		k := c.at - c.off
+		c.sum = crc32.Update(c.sum, castagnoli, b[:k])
+		c.prefix = c.sum
+		b = b[k:]
+	}
+	c.sum = crc32.Update(c.sum, castagnoli, b)
+	c.off += int64(n)
+	if c.off == c.at {
+		c.prefix = c.sum
+	}
+	return n, nil
+}
