@@ -266,11 +266,9 @@ func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
 			cold = append(cold, fmt.Sprintf("%s %d", r.Reason, r.Promotions))
 		}
 	}
-	coldText := ""
-	if len(cold) > 0 {
-		coldText = " (" + strings.Join(cold, ", ") + ")"
-	}
-	t.row("  promoted", p.Promoted, fmt.Sprintf("resumed %d  cold %d%s  %s of transcripts", p.Resumed, p.Cold, coldText, iec(p.Bytes)))
+	t.row("  promoted", p.Promoted, iec(p.Bytes)+" of transcripts")
+	t.row("    resumed", p.Resumed, "")
+	t.row("    cold", p.Cold, strings.Join(cold, "  "))
 	var refusals []string
 	for _, r := range p.Refusals {
 		if r.Refusals > 0 {
@@ -344,6 +342,9 @@ func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
 	return err
 }
 
+// textWidth is the widest line the text report writes.
+const textWidth = 100
+
 // textRows builds the text report. Rows of (label, number, text) are
 // aligned across the whole report; a table's columns within the table.
 type textRows struct {
@@ -366,7 +367,8 @@ func (t *textRows) row(label string, num any, text string) {
 }
 
 // table adds rows of cells: the first column left-aligned, the others
-// right-aligned, two spaces apart.
+// right-aligned, two spaces apart. Columns that would pass textWidth go
+// to a block of their own below, under the same first column.
 func (t *textRows) table(rows [][]string) {
 	width := map[int]int{}
 	for _, r := range rows {
@@ -374,19 +376,47 @@ func (t *textRows) table(rows [][]string) {
 			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			switch {
-			case i == 0:
-				b.WriteString(c + pad)
-			default:
-				b.WriteString("  " + pad + c)
-			}
+	for from := 1; from < len(width); {
+		to, w := from, width[0]
+		for to < len(width) && (to == from || w+2+width[to] <= textWidth) {
+			w += 2 + width[to]
+			to++
 		}
-		t.line(b.String())
+		for _, r := range rows {
+			var b strings.Builder
+			b.WriteString(r[0] + strings.Repeat(" ", width[0]-utf8.RuneCountInString(r[0])))
+			for i := from; i < to && i < len(r); i++ {
+				b.WriteString("  " + strings.Repeat(" ", width[i]-utf8.RuneCountInString(r[i])) + r[i])
+			}
+			t.line(b.String())
+		}
+		from = to
 	}
+}
+
+// wrapItems splits text at its double spaces, and an item wider than
+// width at its single spaces, into the pieces a line may break between.
+func wrapItems(text string, width int) []string {
+	var out []string
+	for _, item := range strings.Split(text, "  ") {
+		if utf8.RuneCountInString(item) <= width {
+			out = append(out, item)
+			continue
+		}
+		line := ""
+		for _, word := range strings.Fields(item) {
+			if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 func (t *textRows) String() string {
@@ -402,8 +432,22 @@ func (t *textRows) String() string {
 		case string:
 			b.WriteString(strings.TrimRight(l, " ") + "\n")
 		case textRow:
-			s := fmt.Sprintf("%-*s  %*s  %s", lw, l.label, nw, l.num, l.text)
-			b.WriteString(strings.TrimRight(s, " ") + "\n")
+			// The text wraps at its double spaces, under itself, so that
+			// a long list of labels stays within textWidth.
+			indent := lw + 2 + nw + 2
+			line := fmt.Sprintf("%-*s  %*s  ", lw, l.label, nw, l.num)
+			for i, item := range wrapItems(l.text, textWidth-indent) {
+				if i > 0 && utf8.RuneCountInString(line)+2+utf8.RuneCountInString(item) > textWidth {
+					b.WriteString(strings.TrimRight(line, " ") + "\n")
+					line = strings.Repeat(" ", indent) + item
+					continue
+				}
+				if i > 0 {
+					line += "  "
+				}
+				line += item
+			}
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
 		}
 	}
 	return b.String()

@@ -539,3 +539,51 @@ func TestStatsBinaryLinksNoPrometheusPackage(t *testing.T) {
 		}
 	}
 }
+
+// The report stays within 100 columns however many labels are not zero
+// and however large the counts: a long list wraps under itself.
+func TestStatsTextFitsItsWidth(t *testing.T) {
+	s := &store.Stats{At: sample.Time, Window: 24 * time.Hour, Interrupted: true, Entries: 1e9, Keys: 1e9, OtherEntries: 1e9,
+		Promotions:      store.Promotions{Entries: map[store.PromotionKind]int64{}, Bytes: math.MaxInt64, TruncatedKeys: 1e9},
+		TranscriptBytes: math.MaxInt64, MetaDBBytes: math.MaxInt64, LegacyBytes: math.MaxInt64}
+	for _, l := range store.StatLayouts() {
+		s.Layouts = append(s.Layouts, store.Tally{Label: l, N: 1e12})
+	}
+	for _, r := range store.StatReasons() {
+		s.Verdicts = append(s.Verdicts, store.Tally{Label: r, N: 1e12})
+	}
+	for _, o := range store.StatOutcomes() {
+		for _, st := range store.StatStarts() {
+			for _, r := range store.StatRuns() {
+				s.Promotions.Entries[store.PromotionKind{Outcome: o, Start: st, Run: r}] = 1e12
+			}
+		}
+	}
+	bytesB, chainB, pctB := store.StatBounds()
+	for _, d := range []struct {
+		to     **store.Distribution
+		bounds []int64
+	}{{&s.Bytes, bytesB}, {&s.ResumeChain, chainB}, {&s.ContextPct, pctB}} {
+		*d.to = &store.Distribution{Bounds: d.bounds, Counts: make([]int64, len(d.bounds)+1), N: 1e12, Sum: math.MaxInt64}
+		for i := range (*d.to).Counts {
+			(*d.to).Counts[i] = 1e11
+		}
+	}
+	var b strings.Builder
+	if err := writeStatsText(&b, s, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for i, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("line %d is %d columns wide: %q", i+1, n, line)
+		}
+	}
+	// Nothing was dropped by the wrapping.
+	for _, want := range append(store.StatReasons(), "INTERRUPTED", "truncated", "other", "run-incomplete 80000000000000", "(what a job matching") {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	t.Log("\n" + out)
+}
