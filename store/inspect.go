@@ -47,6 +47,9 @@ type KeyReport struct {
 	Pending     *PendingReport  `json:"pending,omitempty"`
 	History     []HistoryReport `json:"history,omitempty"`
 	LegacyFiles []string        `json:"legacy_files,omitempty"`
+	// LegacyBytes is the legacy files' total size, with
+	// InspectOptions.LegacyBytes and legacy files present; nil otherwise.
+	LegacyBytes *int64 `json:"legacy_bytes,omitempty"`
 
 	MetaPages *MetaPagesReport `json:"meta_pages,omitempty"`
 	Verify    *VerifyReport    `json:"verify,omitempty"`
@@ -127,6 +130,9 @@ type InspectOptions struct {
 	// Progress, when set, is called after each report with the count
 	// delivered and the total.
 	Progress func(done, total int)
+	// LegacyBytes reports the total size of each key's legacy files
+	// (KeyReport.LegacyBytes), one lstat each, for Stats.
+	LegacyBytes bool
 }
 
 // Inspect reports every entry under the root, in name order, to visit,
@@ -207,6 +213,9 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 		return r, nil
 	}
 	r.LegacyFiles = legacyFiles(k)
+	if opts.LegacyBytes && len(r.LegacyFiles) > 0 {
+		r.LegacyBytes = legacyBytes(k, r.LegacyFiles)
+	}
 	r.Layout = k.layout
 	if k.layout == LayoutDB && len(r.LegacyFiles) > 0 {
 		r.Layout = LayoutMixed

@@ -95,7 +95,7 @@ var sink byte
 // copySample copies the shipped sample into a temp dir with every mtime
 // set to what sample.Build sets on the legacy key, so that ages and
 // verdicts do not depend on when the repository was checked out.
-func copySample(t *testing.T) string {
+func copySample(t testing.TB) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "testdata", "sessions")
 	dst := filepath.Join(t.TempDir(), "sessions")

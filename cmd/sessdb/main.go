@@ -41,6 +41,7 @@ func init() {
 		cmdResolve,
 		cmdPromote,
 		cmdDump,
+		cmdStats,
 		cmdCheck,
 		cmdReap,
 		cmdMigrate,

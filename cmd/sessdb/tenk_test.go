@@ -19,7 +19,7 @@ import (
 // are real keys; README.txt comes along once.
 func genSessions(t testing.TB, root string, n int) {
 	t.Helper()
-	tmpl := copySample(t.(*testing.T))
+	tmpl := copySample(t)
 	entries, err := os.ReadDir(tmpl)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,514 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+var cmdStats = &command{
+	name:  "stats",
+	usage: "stats [--since DURATION] [--json | --prometheus] [DIR]",
+	short: "count a sessions root's keys by layout and verdict, its recent promotions, its sizes, chains and context occupancy (read-only)",
+	run:   runStats,
+}
+
+const statsExample = `  sessdb stats /var/lib/pi/sessions
+  sessdb stats --since 168h --json /var/lib/pi/sessions | jq .promotions
+  sessdb stats --prometheus /var/lib/pi/sessions > $DIR/.sessdb.prom.tmp && mv $DIR/.sessdb.prom.tmp $DIR/sessdb.prom`
+
+func runStats(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("stats", stderr)
+	setUsage(fs, "stats", statsExample)
+	cfg := bindConfig(fs)
+	since := fs.Duration("since", 24*time.Hour, "the window of promotions counted, back from now, in Go's duration format (90m, 24h, 168h)")
+	asJSON := fs.Bool("json", false, "one JSON object (fields: docs/stats.md)")
+	asProm := fs.Bool("prometheus", false, "Prometheus text exposition format, for node_exporter's textfile collector (metrics: docs/stats.md)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() > 1:
+		return usageError(stderr, "stats", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
+	case *since <= 0:
+		return usageError(stderr, "stats", fmt.Errorf("--since: %s must be positive", *since))
+	case *asJSON && *asProm:
+		return usageError(stderr, "stats", errors.New("--json and --prometheus: choose one"))
+	}
+	st, _, code := openStore(cfg, "stats", fs.Arg(0), stderr)
+	if st == nil {
+		return code
+	}
+	if err := checkWalkRoot(st.Root()); err != nil {
+		return usageError(stderr, "stats", err)
+	}
+
+	ctx, stop := interruptContext()
+	defer stop()
+	prog := progressTo(stderr, "stats")
+	start := clock()
+	stats, err := st.Stats(ctx, store.StatsOptions{Window: *since, Progress: prog.report()})
+	walked := clock().Sub(start)
+	prog.clear()
+	if stats == nil {
+		return walkEnd(stderr, "stats", err, 0) // a fault: nothing on stdout
+	}
+	w := bufio.NewWriter(stdout)
+	var werr error
+	switch {
+	case *asJSON:
+		werr = json.NewEncoder(w).Encode(statsObject(stats, walked))
+	case *asProm:
+		werr = writeStatsProm(w, stats, walked)
+	default:
+		werr = writeStatsText(w, stats, walked)
+	}
+	if ferr := w.Flush(); werr == nil {
+		werr = ferr
+	}
+	if err == nil {
+		err = werr
+	}
+	return walkEnd(stderr, "stats", err, stats.Entries)
+}
+
+// statsJSON is the object stats --json prints (docs/stats.md). Every field
+// is always present; a percentile of no values is null.
+type statsJSON struct {
+	At            time.Time     `json:"at"`
+	WindowSeconds float64       `json:"window_seconds"`
+	WalkSeconds   float64       `json:"walk_seconds"`
+	Interrupted   bool          `json:"interrupted"`
+	Entries       int           `json:"entries"`
+	Keys          int           `json:"keys"`
+	OtherEntries  int           `json:"other_entries"`
+	Layouts       []layoutKeys  `json:"layouts"`
+	Verdicts      []reasonKeys  `json:"verdicts"`
+	Promotions    promotionJSON `json:"promotions"`
+	Distributions struct {
+		Bytes       distributionJSON `json:"bytes"`
+		ResumeChain distributionJSON `json:"resume_chain"`
+		ContextPct  distributionJSON `json:"context_pct"`
+	} `json:"distributions"`
+	Disk struct {
+		TranscriptBytes int64 `json:"transcript_bytes"`
+		MetaDBBytes     int64 `json:"meta_db_bytes"`
+		LegacyBytes     int64 `json:"legacy_bytes"`
+	} `json:"disk"`
+}
+
+type layoutKeys struct {
+	Layout string `json:"layout"`
+	Keys   int64  `json:"keys"`
+}
+
+type reasonKeys struct {
+	Reason string `json:"reason"`
+	Keys   int64  `json:"keys"`
+}
+
+type promotionJSON struct {
+	Entries       int64           `json:"entries"`
+	Promoted      int64           `json:"promoted"`
+	Resumed       int64           `json:"resumed"`
+	Cold          int64           `json:"cold"`
+	Refused       int64           `json:"refused"`
+	Other         int64           `json:"other"`
+	Bytes         int64           `json:"bytes"`
+	TruncatedKeys int             `json:"truncated_keys"`
+	ColdReasons   []reasonPromos  `json:"cold_reasons"`
+	Refusals      []reasonRefused `json:"refusals"`
+	Runs          []runCount      `json:"runs"`
+}
+
+type reasonPromos struct {
+	Reason     string `json:"reason"`
+	Promotions int64  `json:"promotions"`
+}
+
+type reasonRefused struct {
+	Reason   string `json:"reason"`
+	Refusals int64  `json:"refusals"`
+}
+
+type runCount struct {
+	Run        string `json:"run"`
+	Promotions int64  `json:"promotions"`
+	Refusals   int64  `json:"refusals"`
+}
+
+type distributionJSON struct {
+	Keys    int64        `json:"keys"`
+	Sum     int64        `json:"sum"`
+	P50     *int64       `json:"p50"`
+	P95     *int64       `json:"p95"`
+	Max     *int64       `json:"max"`
+	Buckets []bucketJSON `json:"buckets"`
+}
+
+// bucketJSON is one bucket: the keys whose value is at most Le and above
+// the previous bucket's; Le null is the last bucket, above every bound.
+type bucketJSON struct {
+	Le   *int64 `json:"le"`
+	Keys int64  `json:"keys"`
+}
+
+// The predicates the outputs sum promotions by.
+var (
+	isPromoted = func(k store.PromotionKind) bool { return k.Outcome == string(gates.Promoted) }
+	isRefused  = func(k store.PromotionKind) bool {
+		return k.Outcome != string(gates.Promoted) && k.Outcome != "other"
+	}
+)
+
+func statsObject(s *store.Stats, walked time.Duration) statsJSON {
+	o := statsJSON{
+		At: s.At, WindowSeconds: s.Window.Seconds(), WalkSeconds: walked.Seconds(), Interrupted: s.Interrupted,
+		Entries: s.Entries, Keys: s.Keys, OtherEntries: s.OtherEntries,
+		Layouts: []layoutKeys{}, Verdicts: []reasonKeys{},
+	}
+	for _, t := range s.Layouts {
+		o.Layouts = append(o.Layouts, layoutKeys{t.Label, t.N})
+	}
+	for _, t := range s.Verdicts {
+		o.Verdicts = append(o.Verdicts, reasonKeys{t.Label, t.N})
+	}
+	p := s.Promotions
+	o.Promotions = promotionJSON{
+		Entries:  p.Count(nil),
+		Promoted: p.Count(isPromoted),
+		Resumed: p.Count(func(k store.PromotionKind) bool {
+			return isPromoted(k) && k.Start == string(gates.Resumed)
+		}),
+		Refused:       p.Count(isRefused),
+		Other:         p.Count(func(k store.PromotionKind) bool { return k.Outcome == "other" }),
+		Bytes:         p.Bytes,
+		TruncatedKeys: p.TruncatedKeys,
+		ColdReasons:   []reasonPromos{}, Refusals: []reasonRefused{}, Runs: []runCount{},
+	}
+	o.Promotions.Cold = o.Promotions.Promoted - o.Promotions.Resumed
+	for _, r := range store.StatStarts()[1:] { // after resumed: the cold reasons
+		n := p.Count(func(k store.PromotionKind) bool { return isPromoted(k) && k.Start == r })
+		o.Promotions.ColdReasons = append(o.Promotions.ColdReasons, reasonPromos{r, n})
+	}
+	for _, r := range store.StatOutcomes() {
+		if r == string(gates.Promoted) || r == "other" {
+			continue
+		}
+		n := p.Count(func(k store.PromotionKind) bool { return k.Outcome == r })
+		o.Promotions.Refusals = append(o.Promotions.Refusals, reasonRefused{r, n})
+	}
+	for _, r := range store.StatRuns() {
+		ofRun := func(k store.PromotionKind) bool { return k.Run == r }
+		o.Promotions.Runs = append(o.Promotions.Runs, runCount{
+			Run:        r,
+			Promotions: p.Count(func(k store.PromotionKind) bool { return ofRun(k) && isPromoted(k) }),
+			Refusals:   p.Count(func(k store.PromotionKind) bool { return ofRun(k) && isRefused(k) }),
+		})
+	}
+	o.Distributions.Bytes = distributionObject(s.Bytes)
+	o.Distributions.ResumeChain = distributionObject(s.ResumeChain)
+	o.Distributions.ContextPct = distributionObject(s.ContextPct)
+	o.Disk.TranscriptBytes, o.Disk.MetaDBBytes, o.Disk.LegacyBytes = s.TranscriptBytes, s.MetaDBBytes, s.LegacyBytes
+	return o
+}
+
+func distributionObject(d *store.Distribution) distributionJSON {
+	o := distributionJSON{Keys: d.N, Sum: d.Sum, Buckets: []bucketJSON{}}
+	value := func(v int64, ok bool) *int64 {
+		if !ok {
+			return nil
+		}
+		return &v
+	}
+	o.P50, o.P95, o.Max = value(d.Quantile(0.50)), value(d.Quantile(0.95)), value(d.Max())
+	for i, n := range d.Counts {
+		var le *int64
+		if i < len(d.Bounds) {
+			le = &d.Bounds[i]
+		}
+		o.Buckets = append(o.Buckets, bucketJSON{le, n})
+	}
+	return o
+}
+
+// writeStatsText writes the short report: aligned sections that fit in
+// 100 columns. Every label in it comes from a fixed set, never from disk.
+func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
+	o := statsObject(s, walked)
+	p := o.Promotions
+	var t textRows
+	t.line(fmt.Sprintf("sessdb stats at %s (%s walked in %.1fs)", s.At.Format(time.RFC3339), entries(s.Entries), walked.Seconds()))
+	if s.Interrupted {
+		t.line(fmt.Sprintf("INTERRUPTED: the figures cover only the %s read before the walk stopped", entries(s.Entries)))
+	}
+	t.line("")
+	t.row("keys", s.Keys, nonzero(s.Layouts))
+	if s.OtherEntries > 0 {
+		t.row("  not keys", s.OtherEntries, "names under the root that are not a key")
+	}
+	t.row("  verdicts", -1, nonzero(s.Verdicts))
+	t.row("", -1, "(what a job matching each key's own pi version, venue and model would get now)")
+	t.line("")
+	t.row("promotions", p.Entries, fmt.Sprintf("in the last %s, since %s", window(s.Window), s.At.Add(-s.Window).Format(time.RFC3339)))
+	var cold []string
+	for _, r := range p.ColdReasons {
+		if r.Promotions > 0 {
+			cold = append(cold, fmt.Sprintf("%s %d", r.Reason, r.Promotions))
+		}
+	}
+	t.row("  promoted", p.Promoted, iec(p.Bytes)+" of transcripts")
+	t.row("    resumed", p.Resumed, "")
+	t.row("    cold", p.Cold, strings.Join(cold, "  "))
+	var refusals []string
+	for _, r := range p.Refusals {
+		if r.Refusals > 0 {
+			refusals = append(refusals, fmt.Sprintf("%s %d", r.Reason, r.Refusals))
+		}
+	}
+	t.row("  refused", p.Refused, strings.Join(refusals, "  "))
+	if p.Other > 0 {
+		t.row("  other", p.Other, "outcomes this sessdb does not know")
+	}
+	var runs []string
+	for _, r := range p.Runs {
+		if n := r.Promotions + r.Refusals; n > 0 {
+			runs = append(runs, fmt.Sprintf("%s %d", r.Run, n))
+		}
+	}
+	t.row("  by run", -1, orDash(strings.Join(runs, "  ")))
+	if p.TruncatedKeys > 0 {
+		t.row("  truncated", p.TruncatedKeys, fmt.Sprintf("keys whose history (the last %d entries) is all inside the window: a lower bound", store.HistoryLimitForDump))
+	}
+	t.line("")
+	t.row("disk", -1, fmt.Sprintf("transcripts %s  meta.db %s  legacy sidecars %s", iec(s.TranscriptBytes), iec(s.MetaDBBytes), iec(s.LegacyBytes)))
+	t.line("")
+
+	dists := []struct {
+		name  string
+		d     *store.Distribution
+		value func(int64) string
+		bound func(int64) string
+	}{
+		{"transcript bytes", s.Bytes, iec, iecShort},
+		{"resume chain", s.ResumeChain, itoa, itoa},
+		{"context % of window", s.ContextPct, itoa, itoa},
+	}
+	// One width for the names of every table below, so they line up.
+	nameWidth := 0
+	for _, d := range dists {
+		nameWidth = max(nameWidth, len(d.name)+2)
+	}
+	name := func(n string) string { return fmt.Sprintf("%-*s", nameWidth, "  "+n) }
+	table := [][]string{{"", "keys", "p50", "p95", "max"}}
+	for _, d := range dists {
+		cells := []string{name(d.name), itoa(d.d.N)}
+		for _, q := range []float64{0.50, 0.95, 1} {
+			if v, ok := d.d.Quantile(q); ok {
+				cells = append(cells, d.value(v))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		table = append(table, cells)
+	}
+	t.table(table)
+	// The buckets: for each distribution, a header of bounds and the keys
+	// in each bucket under it (not cumulative).
+	t.line("")
+	t.line("keys per bucket (at most the bound, above the bound before)")
+	for _, d := range dists {
+		head, counts := []string{name(d.name)}, []string{""}
+		for i, n := range d.d.Counts {
+			if i < len(d.d.Bounds) {
+				head = append(head, "≤"+d.bound(d.d.Bounds[i]))
+			} else {
+				head = append(head, ">"+d.bound(d.d.Bounds[i-1]))
+			}
+			counts = append(counts, itoa(n))
+		}
+		t.table([][]string{head, counts})
+	}
+	_, err := io.WriteString(w, t.String())
+	return err
+}
+
+// textWidth is the widest line the text report writes.
+const textWidth = 100
+
+// textRows builds the text report. Rows of (label, number, text) are
+// aligned across the whole report; a table's columns within the table.
+type textRows struct {
+	lines []any // string, textRow
+}
+
+type textRow struct {
+	label, num, text string
+}
+
+func (t *textRows) line(s string) { t.lines = append(t.lines, s) }
+
+// row adds a row; num < 0 leaves the number column empty.
+func (t *textRows) row(label string, num any, text string) {
+	n := fmt.Sprint(num)
+	if v, ok := num.(int); ok && v < 0 {
+		n = ""
+	}
+	t.lines = append(t.lines, textRow{label, n, text})
+}
+
+// table adds rows of cells: the first column left-aligned, the others
+// right-aligned, two spaces apart. Columns that would pass textWidth go
+// to a block of their own below, under the same first column.
+func (t *textRows) table(rows [][]string) {
+	width := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for from := 1; from < len(width); {
+		to, w := from, width[0]
+		for to < len(width) && (to == from || w+2+width[to] <= textWidth) {
+			w += 2 + width[to]
+			to++
+		}
+		for _, r := range rows {
+			var b strings.Builder
+			b.WriteString(r[0] + strings.Repeat(" ", width[0]-utf8.RuneCountInString(r[0])))
+			for i := from; i < to && i < len(r); i++ {
+				b.WriteString("  " + strings.Repeat(" ", width[i]-utf8.RuneCountInString(r[i])) + r[i])
+			}
+			t.line(b.String())
+		}
+		from = to
+	}
+}
+
+// wrapItems splits text at its double spaces, and an item wider than
+// width at its single spaces, into the pieces a line may break between.
+func wrapItems(text string, width int) []string {
+	var out []string
+	for _, item := range strings.Split(text, "  ") {
+		if utf8.RuneCountInString(item) <= width {
+			out = append(out, item)
+			continue
+		}
+		line := ""
+		for _, word := range strings.Fields(item) {
+			if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func (t *textRows) String() string {
+	lw, nw := 0, 0
+	for _, l := range t.lines {
+		if r, ok := l.(textRow); ok {
+			lw, nw = max(lw, len(r.label)), max(nw, len(r.num))
+		}
+	}
+	var b strings.Builder
+	for _, l := range t.lines {
+		switch l := l.(type) {
+		case string:
+			b.WriteString(strings.TrimRight(l, " ") + "\n")
+		case textRow:
+			// The text wraps at its double spaces, under itself, so that
+			// a long list of labels stays within textWidth.
+			indent := lw + 2 + nw + 2
+			line := fmt.Sprintf("%-*s  %*s  ", lw, l.label, nw, l.num)
+			for i, item := range wrapItems(l.text, textWidth-indent) {
+				if i > 0 && utf8.RuneCountInString(line)+2+utf8.RuneCountInString(item) > textWidth {
+					b.WriteString(strings.TrimRight(line, " ") + "\n")
+					line = strings.Repeat(" ", indent) + item
+					continue
+				}
+				if i > 0 {
+					line += "  "
+				}
+				line += item
+			}
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+		}
+	}
+	return b.String()
+}
+
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
+}
+
+// nonzero lists the tallies that are not zero, "label n" each.
+func nonzero(ts []store.Tally) string {
+	var out []string
+	for _, t := range ts {
+		if t.N > 0 {
+			out = append(out, fmt.Sprintf("%s %d", t.Label, t.N))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, "  ")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// window renders a duration without Go's trailing zero units: 24h, 90m.
+func window(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// iec renders a byte count for people: 742 B, 3.1 KiB, 12.0 MiB.
+func iec(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/1024, 0
+	for v >= 1024 && unit < 5 {
+		v, unit = v/1024, unit+1
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[unit])
+}
+
+// iecShort renders a bucket bound, a power of two: 1K, 256K, 8M.
+func iecShort(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return itoa(n/u.size) + u.suffix
+		}
+	}
+	return itoa(n)
+}

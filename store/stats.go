@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/fsat"
+	"sessdb/store/transcript"
+)
+
+// StatsOptions says which promotions Stats counts and how it walks.
+type StatsOptions struct {
+	// Window is how far back the promotions counted reach: the history
+	// entries recorded at or after the walk's start minus Window (one
+	// dated after the start, by a clock that was ahead, counts too). Zero
+	// or less counts none.
+	Window time.Duration
+	// Workers and Progress are InspectOptions'.
+	Workers  int
+	Progress func(done, total int)
+}
+
+// Stats is what one walk of a sessions root says about the whole store:
+// its keys by layout and by verdict, the promotions of a recent window
+// taken from the keys' histories, the distributions of transcript size,
+// resume chain and context occupancy, and the bytes on disk.
+//
+// Every label Stats counts by is drawn from a fixed set (StatLayouts,
+// StatReasons, StatOutcomes, StatStarts, StatRuns): a value read from disk
+// that is not in its set counts as "unknown" (or, for an outcome, "other"),
+// so a damaged or hostile meta.db cannot grow a dashboard's label space.
+type Stats struct {
+	// At is the store's clock when the walk began; the window ends there.
+	At     time.Time
+	Window time.Duration
+	// Interrupted is set when the walk's context ended it early: every
+	// figure covers only the entries reported before it stopped.
+	Interrupted bool
+
+	Entries      int // names under the root that were reported
+	Keys         int // of them, the names that have the form of a key
+	OtherEntries int // the others (a README, a stray file)
+
+	// Layouts counts the keys by layout, Verdicts by the verdict a job
+	// whose venue, pi version and model match the key's own stamps would
+	// get now, each in its set's order with every label present.
+	Layouts  []Tally
+	Verdicts []Tally
+
+	Promotions Promotions
+
+	// Bytes is the distribution of transcript sizes (keys whose
+	// transcript is a regular file), ResumeChain of resume chains (keys
+	// that record one), ContextPct of context occupancy in percent of the
+	// window, rounded down as the context rung compares it (keys with a
+	// reading whose window is known; over 100 when a reading is over its
+	// window).
+	Bytes, ResumeChain, ContextPct *Distribution
+
+	TranscriptBytes int64 // the regular transcripts' total size
+	MetaDBBytes     int64 // the meta.db files' total size
+	// LegacyBytes is the legacy sidecar files' total size (pi-version,
+	// venue, resume-chain, context and the legacy lock file); a legacy
+	// promotion's .incoming temp is a transcript in flight, not counted.
+	LegacyBytes int64
+}
+
+// A Tally is the count of one label of a fixed set.
+type Tally struct {
+	Label string
+	N     int64
+}
+
+// Promotions counts the history entries recorded inside the window.
+// A key's history ring keeps its last db.HistoryLimit entries, so a
+// window longer than a busy key's ring undercounts; TruncatedKeys says for
+// how many keys that may have happened.
+type Promotions struct {
+	// Entries counts the entries by kind; a kind not in the map is zero.
+	Entries map[PromotionKind]int64
+	// Bytes is the transcript bytes of the entries that promoted.
+	Bytes int64
+	// TruncatedKeys counts the keys whose ring is full and whose oldest
+	// entry is inside the window: older entries, maybe also inside it,
+	// were pushed out, so every count is a lower bound.
+	TruncatedKeys int
+}
+
+// PromotionKind classifies a history entry: Outcome is "promoted" or the
+// refusal (StatOutcomes), Start how the job started, "resumed" or its cold
+// reason (StatStarts), Run the run's shape (StatRuns).
+type PromotionKind struct{ Outcome, Start, Run string }
+
+// Count returns how many entries in the window match, summed over the
+// kinds match accepts; a nil match accepts every kind.
+func (p Promotions) Count(match func(PromotionKind) bool) int64 {
+	var n int64
+	for k, c := range p.Entries {
+		if match == nil || match(k) {
+			n += c
+		}
+	}
+	return n
+}
+
+// Distribution counts values into fixed buckets and keeps them sorted for
+// exact percentiles.
+type Distribution struct {
+	// Bounds are the buckets' inclusive upper bounds, ascending. Counts
+	// has one more entry than Bounds: Counts[i] is the number of values
+	// at most Bounds[i] and above Bounds[i-1]; the last, the values above
+	// every bound. Counts are per bucket, not cumulative.
+	Bounds []int64
+	Counts []int64
+	N      int64
+	// Sum is the values' sum, held at math.MaxInt64 if it would overflow.
+	Sum    int64
+	values []int64 // sorted once the walk is over
+}
+
+func newDistribution(bounds []int64) *Distribution {
+	return &Distribution{Bounds: bounds, Counts: make([]int64, len(bounds)+1)}
+}
+
+func (d *Distribution) add(v int64) {
+	i, _ := slices.BinarySearch(d.Bounds, v) // the first bound >= v
+	d.Counts[i]++
+	d.N++
+	d.Sum = saturatingAdd(d.Sum, v)
+	d.values = append(d.values, v)
+}
+
+// Quantile returns the nearest-rank q-quantile of the values (q in (0, 1]:
+// the smallest value with at least q*N values at or below it); false when
+// there are none.
+func (d *Distribution) Quantile(q float64) (int64, bool) {
+	if len(d.values) == 0 {
+		return 0, false
+	}
+	rank := int(math.Ceil(q * float64(len(d.values))))
+	return d.values[min(max(rank, 1), len(d.values))-1], true
+}
+
+// Max returns the largest value; false when there are none.
+func (d *Distribution) Max() (int64, bool) { return d.Quantile(1) }
+
+// The buckets' upper bounds. Transcript sizes in powers of four around the
+// default 8 MiB cap; resume chains dense where a chain bound is usually
+// set; context occupancy dense towards pi's compaction threshold (91% of a
+// 200000 window) and the full window. They are part of the metric
+// contract (docs/stats.md): changing one changes every dashboard's series.
+var (
+	bytesBounds = []int64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20}
+	chainBounds = []int64{0, 1, 2, 3, 5, 10, 20, 50, 100}
+	pctBounds   = []int64{25, 50, 60, 70, 80, 85, 90, 95, 100}
+)
+
+// The label sets.
+var (
+	statLayouts = []string{string(LayoutDB), string(LayoutMixed), string(LayoutLegacy), string(LayoutEmpty), statUnknown}
+	// statColdReasons are the reasons a resolve cold-starts with, in
+	// ladder order, then locked (the key's lock was not had in time).
+	statColdReasons = []string{
+		string(gates.Absent), string(gates.NotARegularFile), string(gates.TooLarge), string(gates.MetaUnreadable),
+		string(gates.Expired), string(gates.VenueChanged), string(gates.PiVersionChanged), string(gates.ResumeChainTooLong),
+		string(gates.ContextTooFull), string(gates.Unparseable), string(gates.ConversationTooOld),
+		string(gates.TranscriptReplaced), string(gates.PromotionLost), string(gates.Locked),
+	}
+	statOutcomes = []string{string(gates.Promoted), string(gates.Superseded), string(gates.TranscriptRewritten), string(gates.RunIncomplete), statOther}
+	statRuns     = []string{string(transcript.Answered), string(transcript.Errored), string(transcript.Unanswered), string(transcript.Unchanged), statUnknown}
+)
+
+const (
+	statUnknown = "unknown"
+	statOther   = "other"
+)
+
+// StatLayouts returns the layouts Stats counts keys by: db, mixed, legacy,
+// empty, and unknown for a key dir that could not be read (a link, not a
+// directory, locked, unreadable).
+func StatLayouts() []string { return slices.Clone(statLayouts) }
+
+// StatReasons returns the verdicts Stats counts keys by, which are also
+// the ways a job starts (StatStarts): resumed, every reason a resolve can
+// cold-start with, and unknown (no verdict could be judged, or a recorded
+// reason this sessdb does not know).
+func StatReasons() []string {
+	return append(append([]string{string(gates.Resumed)}, statColdReasons...), statUnknown)
+}
+
+// StatStarts returns how a job can have started, as Promotions records it:
+// the same set as StatReasons.
+func StatStarts() []string { return StatReasons() }
+
+// StatOutcomes returns the outcomes of a history entry: promoted, the
+// three recorded refusals, and other for one this sessdb does not know.
+func StatOutcomes() []string { return slices.Clone(statOutcomes) }
+
+// StatRuns returns the run shapes: answered, errored, unanswered,
+// unchanged, and unknown (not recorded, as in entries written before
+// shapes were, or not a shape this sessdb knows).
+func StatRuns() []string { return slices.Clone(statRuns) }
+
+// StatBounds returns the buckets' upper bounds of the three distributions:
+// transcript bytes, resume chain, context percent.
+func StatBounds() (bytes, chain, pct []int64) {
+	return slices.Clone(bytesBounds), slices.Clone(chainBounds), slices.Clone(pctBounds)
+}
+
+// Stats walks the root once, read-only, as InspectWith does (the same
+// worker pool, locks and guarantees), reading every key's whole history,
+// and sums what it finds. When ctx ends the walk early, it returns the
+// figures of the entries reported so far, marked Interrupted, together
+// with ctx's error; any other error (an unreadable root) returns nil.
+func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
+	st := &Stats{At: s.opts.Now().UTC(), Window: opts.Window}
+	st.Bytes, st.ResumeChain, st.ContextPct = newDistribution(bytesBounds), newDistribution(chainBounds), newDistribution(pctBounds)
+	st.Layouts, st.Verdicts = tallies(statLayouts), tallies(StatReasons())
+	st.Promotions.Entries = map[PromotionKind]int64{}
+	from := st.At.Add(-opts.Window)
+	iopts := InspectOptions{History: db.HistoryLimit, Workers: opts.Workers, Progress: opts.Progress, LegacyBytes: true}
+	err := s.InspectWith(ctx, iopts, func(r KeyReport) error {
+		st.add(r, from)
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	st.Interrupted = err != nil
+	for _, d := range []*Distribution{st.Bytes, st.ResumeChain, st.ContextPct} {
+		slices.Sort(d.values)
+	}
+	return st, err
+}
+
+func tallies(labels []string) []Tally {
+	out := make([]Tally, len(labels))
+	for i, l := range labels {
+		out[i].Label = l
+	}
+	return out
+}
+
+// count adds one to label's tally, or to the last (unknown) when label is
+// not in the set.
+func count(ts []Tally, label string) {
+	for i := range ts {
+		if ts[i].Label == label {
+			ts[i].N++
+			return
+		}
+	}
+	ts[len(ts)-1].N++
+}
+
+func (st *Stats) add(r KeyReport, from time.Time) {
+	st.Entries++
+	if !ValidKey(r.Name) {
+		st.OtherEntries++
+		return
+	}
+	st.Keys++
+	count(st.Layouts, string(r.Layout))
+	verdict := statUnknown
+	if v := r.Verdict; v != nil {
+		verdict = v.Reason
+		if verdict == Undetermined {
+			verdict = v.IfMatched
+		}
+	}
+	count(st.Verdicts, verdict)
+	if t := r.Transcript; t != nil && t.Regular {
+		st.Bytes.add(t.Bytes)
+		st.TranscriptBytes = saturatingAdd(st.TranscriptBytes, t.Bytes)
+	}
+	if c := r.ResumeChain; c != nil {
+		st.ResumeChain.add(int64(min(*c, math.MaxInt64))) // a hostile record may hold any uint64
+	}
+	if c := r.Context; c != nil && c.Pct != nil {
+		st.ContextPct.add(*c.Pct)
+	}
+	if m := r.MetaPages; m != nil {
+		st.MetaDBBytes = saturatingAdd(st.MetaDBBytes, m.Bytes)
+	}
+	if r.LegacyBytes != nil {
+		st.LegacyBytes = saturatingAdd(st.LegacyBytes, *r.LegacyBytes)
+	}
+	if st.Window > 0 {
+		st.addHistory(r.History, from)
+	}
+}
+
+func (st *Stats) addHistory(hs []HistoryReport, from time.Time) {
+	p := &st.Promotions
+	if len(hs) >= db.HistoryLimit && !hs[0].At.Before(from) {
+		p.TruncatedKeys++
+	}
+	for _, h := range hs {
+		if h.At.Before(from) {
+			continue
+		}
+		k := PromotionKind{Outcome: member(statOutcomes, h.Outcome, statOther), Start: string(gates.Resumed), Run: member(statRuns, h.Run, statUnknown)}
+		if !h.Resumed {
+			k.Start = member(statColdReasons, h.Reason, statUnknown)
+		}
+		p.Entries[k]++
+		if k.Outcome == string(gates.Promoted) && h.Bytes > 0 {
+			p.Bytes = saturatingAdd(p.Bytes, h.Bytes)
+		}
+	}
+}
+
+// member returns v when it is in set, else fallback.
+func member(set []string, v, fallback string) string {
+	if slices.Contains(set, v) {
+		return v
+	}
+	return fallback
+}
+
+func saturatingAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// legacyBytes sums the sizes of the legacy sidecar files among names, by
+// lstat through the key dir's descriptor: a link counts as itself, never
+// as what it points to.
+func legacyBytes(k *keyDir, names []string) *int64 {
+	var n int64
+	for _, name := range names {
+		if strings.HasSuffix(name, ".incoming") {
+			continue
+		}
+		if st, err := fsat.LstatAt(k.dir, name); err == nil && fsat.IsRegular(&st) {
+			n = saturatingAdd(n, st.Size)
+		}
+	}
+	return &n
+}
