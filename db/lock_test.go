@@ -34,7 +34,9 @@ func expectTimeout(t *testing.T, kd keyDir, write bool, timeout time.Duration, d
 	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), detail) {
 		t.Fatalf("write=%v: got %v, want ErrLockTimeout (%s)", write, err, detail)
 	}
-	if elapsed < timeout || elapsed > timeout+150*time.Millisecond {
+	// The upper bound leaves room for a loaded machine, and still catches an
+	// open that ignores LockTimeout for the 2 s default.
+	if elapsed < timeout || elapsed > timeout+time.Second {
 		t.Errorf("write=%v: timed out after %v, want about %v", write, elapsed, timeout)
 	}
 }
