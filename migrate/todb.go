@@ -71,21 +71,12 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 	if !found && m.opts.DryRun {
 		return m.commitLegacy(kd, k, false, nil, r, nil)
 	}
-	open := db.OpenWriter
-	if m.opts.DryRun {
-		open = db.OpenReader
-	}
-	d, err := open(kd, fsat.Join(kd, db.FileName), m.dbOptions())
+	d, prev, err := db.OpenSidecars(kd, m.dbOptions(), !m.opts.DryRun)
 	if errors.Is(err, db.ErrLockTimeout) {
 		r.Action, r.Cause = Locked, err.Error()
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	var prev db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { prev, err = tx.Sidecars(); return err }); err != nil {
-		d.Close()
 		return err
 	}
 	// A meta.db with any record is authoritative, as it is to the store.

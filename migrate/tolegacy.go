@@ -124,14 +124,11 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 	if err != nil {
 		return nil, sc, false, err
 	}
-	d, err = db.OpenWriter(kd, fsat.Join(kd, db.FileName), m.dbOptions())
+	d, sc, err = db.OpenSidecars(kd, m.dbOptions(), true)
 	if err != nil {
 		return nil, sc, false, err
 	}
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = settled(kd, tx); return err }); err != nil {
-		d.Close()
-		return nil, sc, false, err
-	}
+	sc = settled(kd, sc)
 	now, err := fsat.LstatAt(kd, db.FileName)
 	if err != nil {
 		d.Close()
@@ -208,7 +205,7 @@ func (m *migrator) legacyValues(kd *os.File, k *keyScan, sc db.Sidecars, r *Repo
 // planLegacy is the dry run of toLegacyKey: it reads meta.db under a
 // shared lock and reports what would be written.
 func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
-	d, err := db.OpenReader(kd, fsat.Join(kd, db.FileName), m.dbOptions())
+	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), false)
 	if errors.Is(err, os.ErrNotExist) {
 		r.Action = Already
 		return nil
@@ -221,10 +218,7 @@ func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
 		return err
 	}
 	defer d.Close()
-	var sc db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = settled(kd, tx); return err }); err != nil {
-		return err
-	}
+	sc = settled(kd, sc)
 	if sc.Pending != nil {
 		r.Oddities = append(r.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
@@ -232,13 +226,11 @@ func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
 	return err
 }
 
-// settled reads the sidecars, with a pending entry that is no longer in
-// flight (its promotion landed, and only the next writer's commit replaces
-// the entry: see store.PendingInFlight) read as none.
-func settled(kd *os.File, tx *db.Tx) (db.Sidecars, error) {
-	sc, err := tx.Sidecars()
+// settled is sc with a pending promotion that landed dropped: only one
+// still in flight is the migration's to settle.
+func settled(kd *os.File, sc db.Sidecars) db.Sidecars {
 	if !store.PendingInFlight(kd, sc.Pending) {
 		sc.Pending = nil
 	}
-	return sc, err
+	return sc
 }

@@ -138,15 +138,11 @@ func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 	if err != nil && !fsat.IsNotExist(err) {
 		return res, err
 	}
-	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
 	if err != nil {
 		return res, err
 	}
 	defer d.Close()
-	var sc db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
-		return res, err
-	}
 	// The file is ours to remove only if it is the empty one the open just
 	// made: a promotion may have created and committed one since the look.
 	if !hadDB && sc == (db.Sidecars{}) {
@@ -334,19 +330,11 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 	}
 	var spare string
 	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && fsat.IsRegular(&st) {
-		open := db.OpenWriter
-		if dryRun {
-			open = db.OpenReader
-		}
-		d, err := open(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+		d, sc, err := db.OpenSidecars(kd, s.dbOptions(), !dryRun)
 		if err != nil {
 			return nil, err
 		}
 		defer d.Close()
-		var sc db.Sidecars
-		if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
-			return nil, err
-		}
 		if sc.Pending != nil {
 			spare = sc.Pending.Tmp
 		}

@@ -80,7 +80,7 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 
 	// The lock comes first: with it held no promotion can rename a new
 	// transcript in between opening the file and reading its identity.
-	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), s.dbOptions())
 	switch {
 	case err == nil:
 		k.layout = LayoutDB

@@ -128,20 +128,14 @@ func (b keyDirs) Begin(key string) (KeyTxn, error) {
 			t.Close()
 		}
 	}()
-	t.d, err = db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	t.d, t.sc, err = db.OpenSidecars(kd, s.dbOptions(), true)
 	if errors.Is(err, db.ErrLockTimeout) {
 		return nil, ErrKeyLocked
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := t.d.View(func(tx *db.Tx) (err error) {
-		if t.sc, err = tx.Sidecars(); err != nil {
-			return err
-		}
-		t.history, err = tx.History(0)
-		return err
-	}); err != nil {
+	if err := t.d.View(func(tx *db.Tx) (err error) { t.history, err = tx.History(0); return err }); err != nil {
 		return nil, err
 	}
 	// The pending entry itself is replaced by this promotion's commit.

@@ -242,15 +242,11 @@ func (s *Store) RollForward(key string) (bool, error) {
 		}
 		return false, err
 	}
-	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
 	if err != nil {
 		return false, err
 	}
 	defer d.Close()
-	var sc db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
-		return false, err
-	}
 	settled, err := s.rollForward(kd, d, sc.Pending, true)
 	if err != nil {
 		return false, err

@@ -160,12 +160,12 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// recent while the record keeps the promotion time, and dump would call
 	// expired what reap never removed.
 	if hadDB {
-		d, err := db.OpenReader(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout})
+		d, sc, err := db.OpenSidecars(kd, s.dbOptions(), false)
 		if err != nil {
 			return false, err
 		}
-		last, err := lastPromotion(kd, d)
 		d.Close()
+		last, err := lastPromotion(kd, sc)
 		if err != nil || !expired(last, now, ttl) {
 			return false, err
 		}
@@ -178,12 +178,12 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 
 	// The lock: a legacy key gets a meta.db for it, removed again below if
 	// the key stays.
-	d, err := db.OpenWriter(kd, fsat.Join(kd, db.FileName), db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now})
+	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
 	if err != nil {
 		return false, err
 	}
 	defer d.Close()
-	last, err := lastPromotion(kd, d)
+	last, err := lastPromotion(kd, sc)
 	if err != nil || !expired(last, s.opts.Now(), ttl) {
 		if !hadDB {
 			fsat.UnlinkAt(kd, db.FileName)
@@ -198,11 +198,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 
 // lastPromotion is the recorded time of the key's last promotion, or the
 // transcript's mtime where there is no record.
-func lastPromotion(kd *os.File, d *db.DB) (time.Time, error) {
-	var sc db.Sidecars
-	if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
-		return time.Time{}, err
-	}
+func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 	if sc.Transcript != nil {
 		return time.Unix(0, sc.Transcript.PromotedAt), nil
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -104,6 +105,11 @@ func newStore(opts Options) *Store {
 
 // Root returns the sessions root.
 func (s *Store) Root() string { return s.root }
+
+// dbOptions are the options every meta.db open of the store's takes.
+func (s *Store) dbOptions() db.Options {
+	return db.Options{LockTimeout: s.opts.LockTimeout, Now: s.opts.Now}
+}
 
 // fault is where a protocol step may be failed by the module's tests
 // (package internal/faults); in production it returns nil.
