@@ -12,14 +12,6 @@ import (
 	"sessdb/store/transcript"
 )
 
-// Reading is a context measurement: tokens in use out of the model's
-// window, and the model that measured it.
-type Reading struct {
-	Tokens int64  `json:"tokens"`
-	Window int64  `json:"window"`
-	Model  string `json:"model"`
-}
-
 // PromoteRequest is what the caller says about a completed run besides its
 // transcript. The zero value promotes with an unknown pi version, the
 // reading computed from the transcript, and no requirement on the run.
