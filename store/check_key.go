@@ -61,7 +61,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		return out, nil
 	}
 
-	k, err := s.openKey(name, true)
+	k, err := s.openKey(name, "")
 	switch {
 	case err != nil:
 		add(name, KindUnreadable, "%v", err)
@@ -132,7 +132,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				dbBroken = dbBroken || n == db.FileName
 			}
 		case strings.HasPrefix(n, tmpPrefix):
-			if p := k.sidecars.Pending; k.metaErr == nil && p != nil && p.Tmp == n {
+			if p := k.inFlight(); p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
 			add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
@@ -201,7 +201,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	}
 
 	tpath := key + "/" + TranscriptName
-	p := k.sidecars.Pending
+	p := k.inFlight()
 	whole := p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') && tempMatches(k.dir, p)
 	if p != nil {
 		state := "whole: a roll-forward renames it over current.jsonl"

@@ -192,7 +192,7 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 		r.Problem = "not a key"
 		return r, nil
 	}
-	k, err := s.openKey(name, true)
+	k, err := s.openKey(name, "")
 	switch {
 	case err != nil:
 		r.Problem = err.Error()
@@ -267,7 +267,7 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	if c := sc.Context; c != nil {
 		r.Context = contextReport(c.Tokens, c.Window, c.Model)
 	}
-	if p := sc.Pending; p != nil {
+	if p := k.inFlight(); p != nil {
 		r.Pending = &PendingReport{Tmp: p.Tmp, Bytes: p.Size, CRC32C: p.CRC32C, Gen: p.Gen}
 	}
 	if t := sc.Transcript; t != nil {

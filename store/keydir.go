@@ -41,9 +41,11 @@ type keyDir struct {
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
-// and gathers the ladder's observation. forDump reads every legacy
-// sidecar, bound or not.
-func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
+// and gathers the ladder's observation; a resolve's view, dump and check
+// each take what they need from it. point, if not "", is the fault point
+// of the window between the key dir's open and everything opened through
+// it (the A,B,A swap tests aim there).
+func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 	k := &keyDir{}
 	root, err := fsat.OpenDir(s.root)
 	if err != nil {
@@ -72,8 +74,8 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 			k.close()
 		}
 	}()
-	if !forDump {
-		if err := s.fault(faults.ResolveAfterKeyDirOpen); err != nil {
+	if point != "" {
+		if err := s.fault(point); err != nil {
 			return nil, err
 		}
 	}
@@ -98,16 +100,7 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 		return nil, err
 	}
 	if k.meta != nil {
-		err := k.meta.View(func(tx *db.Tx) error {
-			sc, err := tx.Sidecars()
-			// dump and check report a promotion in flight; one that landed
-			// is none. Resolve never reads pending, and pays no lookup for it.
-			if forDump && !pendingInFlight(k.dir, sc.Pending) {
-				sc.Pending = nil
-			}
-			k.sidecars = sc
-			return err
-		})
+		err := k.meta.View(func(tx *db.Tx) (err error) { k.sidecars, err = tx.Sidecars(); return err })
 		if err != nil {
 			if !errors.Is(err, db.ErrDamaged) {
 				return nil, err
@@ -117,18 +110,7 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 		}
 	}
 
-	// A promotion committed but not yet renamed into place (a crash, or a
-	// power cut, between the two) is served from its temp, which is whole
-	// whenever the commit is: the conversation resumes at exactly the state
-	// that was committed, and nothing is written here.
-	name := TranscriptName
-	if p := k.sidecars.Pending; !forDump && p != nil && !k.obs.MetaUnreadable {
-		k.pending = p
-		if pendingInFlight(k.dir, p) {
-			name, k.fromTemp = p.Tmp, true
-		}
-	}
-	if err := k.openTranscript(name); err != nil {
+	if err := k.openTranscript(TranscriptName); err != nil {
 		return nil, err
 	}
 	switch {
@@ -139,11 +121,11 @@ func (s *Store) openKey(key string, forDump bool) (*keyDir, error) {
 		// commit. The legacy files, if any, still decide, as they will for
 		// the promotion or migration that follows (it seeds from them).
 		k.layout = LayoutLegacy
-		k.observeLegacy(s.opts.Bounds, forDump)
+		k.observeLegacy()
 	case k.meta != nil:
 		k.observeDB()
 	default:
-		k.observeLegacy(s.opts.Bounds, forDump)
+		k.observeLegacy()
 	}
 	ok = true
 	return k, nil
@@ -210,18 +192,54 @@ func (k *keyDir) observeDB() {
 	}
 }
 
-// observeLegacy reads the legacy sidecar files with the legacy rules. As
-// in the legacy store, a bound's sidecar is read only when its bound is set
-// (dump reads them all: it reports, it does not judge).
-func (k *keyDir) observeLegacy(b gates.Bounds, all bool) {
+// observeLegacy reads the legacy sidecar files with the legacy rules.
+// The legacy store read a bound's sidecar only when its bound was set;
+// reading it always changes no verdict (an unreadable chain is 0, an
+// unreadable context no measurement, and a bound that is off ignores
+// both), and lets dump report every value.
+func (k *keyDir) observeLegacy() {
 	k.obs.Venue = legacy.ReadVenue(k.dir)
 	k.obs.PiVersion = legacy.ReadPiVersion(k.dir)
-	if b.MaxResumeChain > 0 || all {
-		k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
+	k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
+	k.obs.Context = legacy.ReadContext(k.dir)
+}
+
+// inFlight is the key's pending promotion when it is still in flight
+// (committed, its temp still at its name), else nil: one that landed keeps
+// its entry until the next writer's commit replaces it.
+func (k *keyDir) inFlight() *db.Pending {
+	if p := k.sidecars.Pending; k.metaErr == nil && pendingInFlight(k.dir, p) {
+		return p
 	}
-	if b.MaxContextPct > 0 || all {
-		k.obs.Context = legacy.ReadContext(k.dir)
+	return nil
+}
+
+// servePending makes a committed promotion's temp the transcript a resolve
+// copies, when the promotion was not yet renamed into place (a crash, or
+// a power cut, between the two): the temp is whole whenever the commit
+// is, so the conversation resumes at exactly the state that was
+// committed, and nothing is written. The pending entry is kept either way,
+// for the generation before it (see Accept).
+func (k *keyDir) servePending() error {
+	if k.metaErr != nil || k.sidecars.Pending == nil {
+		return nil
 	}
+	k.pending = k.sidecars.Pending
+	p := k.inFlight()
+	if p == nil {
+		k.observeDB() // expectSize covers the generation before it
+		return nil
+	}
+	if k.transcript != nil {
+		k.transcript.Close()
+		k.transcript = nil
+	}
+	k.fromTemp = true
+	if err := k.openTranscript(p.Tmp); err != nil {
+		return err
+	}
+	k.observeDB()
+	return nil
 }
 
 func stampOf(p *string) gates.Stamp {

@@ -34,9 +34,15 @@ func (b keyDirs) SameID(id string) (bool, error) {
 // View opens the key dir, its meta.db under the shared lock and its
 // transcript (see openKey).
 func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
-	k, err := b.s.openKey(key, false)
+	k, err := b.s.openKey(key, faults.ResolveAfterKeyDirOpen)
 	if err != nil {
 		return nil, err
+	}
+	if k.dir != nil && !k.locked {
+		if err := k.servePending(); err != nil {
+			k.close()
+			return nil, err
+		}
 	}
 	return &keyView{k: k}, nil
 }

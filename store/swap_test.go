@@ -527,7 +527,7 @@ func TestKeyDirSwapPointsErrorReturn(t *testing.T) {
 
 			var seen []faults.Point
 			faults.Set(func(q faults.Point) error { seen = append(seen, q); return nil })
-			k, err := s.openKey(testKey, true)
+			k, err := s.openKey(testKey, "")
 			faults.Set(nil)
 			if err != nil {
 				t.Fatal(err)
