@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,5 +82,28 @@ func BenchmarkFloor(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkValid compares valid with encoding/json.Valid line by line on
+// the same inputs: the part of ReadEnd that replaced json.Valid.
+func BenchmarkValid(b *testing.B) {
+	for _, in := range benchInputs(b) {
+		lines := bytes.Split(in.data, []byte{'\n'})
+		for _, v := range []struct {
+			name  string
+			valid func([]byte) bool
+		}{{"valid", valid}, {"encoding-json", json.Valid}} {
+			b.Run(in.name+"/"+v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(in.data)))
+				for i := 0; i < b.N; i++ {
+					for _, l := range lines[:len(lines)-1] {
+						if !v.valid(l) {
+							b.Fatalf("%.100q rejected", l)
+						}
+					}
+				}
+			})
+		}
 	}
 }
