@@ -69,7 +69,12 @@ func (w *walker) str() []byte {
 	start := w.i + 1
 	j := start
 	for {
-		j += bytes.IndexByte(w.b[j:], '"')
+		q := bytes.IndexByte(w.b[j:], '"')
+		if q < 0 { // unreachable on a valid text, where it would otherwise loop
+			w.i = len(w.b)
+			return w.b[start:]
+		}
+		j += q
 		k := j
 		for k > start && w.b[k-1] == '\\' {
 			k--
