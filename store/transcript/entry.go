@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -75,12 +74,11 @@ type Content struct {
 	Images    int64 // number of "image" blocks
 }
 
-// decode fills e, which the caller has reset, from a line that json.Valid
+// decode fills e, which the caller has reset, from a line that valid
 // accepted and that starts with '{'. A parentId equal to prev reuses that
 // string: in a linear transcript every parent is the previous id, and this
-// saves an allocation per line. scratch is a reusable buffer for
-// json.Compact.
-func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer, nm *names) {
+// saves an allocation per line.
+func decode(line []byte, e *Entry, prev string, nm *names) {
 	w := walker{b: line}
 	w.open()
 	for w.more() {
@@ -109,9 +107,9 @@ func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer, nm *names
 				w.skip()
 				continue
 			}
-			decodeMessage(&w, &e.Message, scratch, nm)
+			decodeMessage(&w, &e.Message, nm)
 		case "content":
-			e.Content = content(&w, scratch, nil)
+			e.Content = content(&w, nil)
 		case "summary":
 			e.Summary = w.length()
 		case "firstKeptEntryId":
@@ -132,7 +130,7 @@ func decode(line []byte, e *Entry, prev string, scratch *bytes.Buffer, nm *names
 	}
 }
 
-func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer, nm *names) {
+func decodeMessage(w *walker, m *Message, nm *names) {
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -142,7 +140,7 @@ func decodeMessage(w *walker, m *Message, scratch *bytes.Buffer, nm *names) {
 			m.StopReason, _ = w.text()
 		case "content":
 			m.Calls = 0
-			m.Content = content(w, scratch, &m.Calls)
+			m.Content = content(w, &m.Calls)
 		case "usage":
 			m.HasUsage, m.Usage = false, Usage{}
 			if w.peek() != '{' {
@@ -195,7 +193,7 @@ func decodeUsage(w *walker, u *Usage) {
 
 // content measures a string or an array of content blocks; any other value
 // measures zero. calls, when not nil, is incremented for every toolCall block.
-func content(w *walker, scratch *bytes.Buffer, calls *int64) Content {
+func content(w *walker, calls *int64) Content {
 	var c Content
 	switch w.peek() {
 	case '"':
@@ -207,7 +205,7 @@ func content(w *walker, scratch *bytes.Buffer, calls *int64) Content {
 				w.skip()
 				continue
 			}
-			if block(w, &c, scratch) && calls != nil {
+			if block(w, &c) && calls != nil {
 				*calls++
 			}
 		}
@@ -220,7 +218,7 @@ func content(w *walker, scratch *bytes.Buffer, calls *int64) Content {
 // block measures one content block and reports whether it is a tool call.
 // The members may come in any order, so the sizes are gathered first and
 // credited once the type is known.
-func block(w *walker, c *Content, scratch *bytes.Buffer) (call bool) {
+func block(w *walker, c *Content) (call bool) {
 	var typ []byte
 	var text, thinking, name int64
 	var args []byte
@@ -256,7 +254,7 @@ func block(w *walker, c *Content, scratch *bytes.Buffer) (call bool) {
 	case "toolCall":
 		c.ToolCalls += name
 		if args != nil {
-			c.ToolCalls += compactUnits(args, scratch)
+			c.ToolCalls += compactUnits(args)
 		}
 	case "image":
 		c.Images++
@@ -265,15 +263,28 @@ func block(w *walker, c *Content, scratch *bytes.Buffer) (call bool) {
 }
 
 // compactUnits measures arguments as pi does, JSON.stringify(arguments).length,
-// on the bytes as written: json.Compact drops the insignificant spaces and
-// changes nothing else. Re-encoding with encoding/json would sort keys and
-// escape <, >, & and U+2028, and the count would drift from pi's.
-func compactUnits(raw []byte, scratch *bytes.Buffer) int64 {
-	scratch.Reset()
-	if err := json.Compact(scratch, raw); err != nil {
-		return textUnits(raw) // unreachable: raw is part of a valid line
+// on the bytes as written with the whitespace between tokens left out, which
+// is all json.Compact would change. Re-encoding with encoding/json would
+// sort keys and escape <, >, & and U+2028, and the count would drift from
+// pi's. Outside strings a valid value is ASCII, one unit per byte; a string
+// counts with its quotes and each byte of its escapes.
+func compactUnits(raw []byte) int64 {
+	var n int64
+	w := walker{b: raw}
+	for w.i < len(raw) {
+		switch raw[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		case '"':
+			start := w.i
+			w.str()
+			n += textUnits(raw[start:w.i])
+		default:
+			n++
+			w.i++
+		}
 	}
-	return textUnits(scratch.Bytes())
+	return n
 }
 
 // v1ID is the synthetic id of the version 1 entry at index; pi draws a

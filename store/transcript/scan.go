@@ -3,7 +3,6 @@ package transcript
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -41,7 +40,6 @@ type Scanner struct {
 	r       *bufio.Reader
 	maxLine int
 	long    []byte // a line longer than r's buffer, assembled
-	scratch bytes.Buffer
 	names   names
 
 	stats    Stats
@@ -120,7 +118,7 @@ func (s *Scanner) Next() bool {
 		}
 		e := &s.entry
 		*e = Entry{Line: s.line, Offset: s.offset, Index: index, firstKeptIndex: -1}
-		decode(line, e, s.prevID, &s.scratch, &s.names)
+		decode(line, e, s.prevID, &s.names)
 		if !s.migrate(e) {
 			s.stats.NotEntries++
 			continue
@@ -236,10 +234,10 @@ func (s *Scanner) nextValue() ([]byte, error) {
 			s.havePend = false
 			s.rejected(s.pendLine)
 		}
-		if json.Valid(line) {
+		if valid(line) {
 			return line, nil
 		}
-		if t := bytes.TrimRightFunc(line, jsstr.IsSpace); len(t) < len(line) && json.Valid(t) {
+		if t := bytes.TrimRightFunc(line, jsstr.IsSpace); len(t) < len(line) && valid(t) {
 			s.pending, s.pendLine, s.pendOff, s.havePend = append(s.pending[:0], t...), s.line, s.offset, true
 			continue
 		}
