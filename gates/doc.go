@@ -10,7 +10,7 @@
 // and operators read the reason as "this, and nothing checked before it,
 // stopped the resume". The order, the tokens and the polarities are those of
 // the legacy store (edgehero/pi-dispatch, worker/src/session-store.mjs) with
-// one rung added, 4a:
+// two rungs added, 4a and 4b:
 //
 //	#      reason                  polarity  what misses
 //	1      absent                            transcript missing
@@ -18,6 +18,7 @@
 //	3      absent                            transcript is 0 bytes
 //	4      too-large                         over Bounds.MaxBytes (PI_SESSION_MAX_BYTES)
 //	4a     meta-unreadable         closed    meta.db present but unopenable or damaged
+//	4b     meta-moved-aside                  no meta.db, because a repair moved a damaged one aside
 //	5      expired                           last promotion older than Bounds.TTL (PI_SESSIONS_TTL_DAYS)
 //	6      venue-changed           closed    venue stamp differs from the job's venue, or is unreadable
 //	7      pi-version-changed      closed    job declares no pi version, or stamp unknown/unreadable/different
@@ -36,7 +37,7 @@
 //
 // Every bound is off at its zero value, and a bound that is off ignores its
 // input entirely: with the three eligibility bounds off (MaxResumeChain,
-// MaxContextPct, MaxAge) the verdict is exactly that of rungs 1-7, 4a and 10,
+// MaxContextPct, MaxAge) the verdict is exactly that of rungs 1-7, 4a, 4b and 10,
 // whatever the chain, the context reading or the header timestamp say.
 //
 // Caveat: Evaluate judges what it is told. Whether the observation is true is

@@ -88,6 +88,10 @@ type Header struct {
 type Observation struct {
 	Transcript     Transcript
 	MetaUnreadable bool
+	// MetaMovedAside: the key has no meta.db, but a repair moved a damaged
+	// one aside. Its legacy files, if any, are older than what the db
+	// said, and no stamp can be trusted until the next promotion.
+	MetaMovedAside bool
 	// LastPromotion is when the last completed promotion landed (host
 	// clock); zero means no record, and expired falls back to
 	// Transcript.ModTime, the legacy clock.
@@ -134,6 +138,11 @@ func Evaluate(obs Observation, b Bounds, job Job, now time.Time) Verdict {
 	// db must never read as "no stamps", which would resume as local.
 	if obs.MetaUnreadable {
 		return cold(MetaUnreadable)
+	}
+	// Rung 4b: the same, after an operator's repair moved the db aside; the
+	// key would otherwise read as unstamped and be told pi-version-changed.
+	if obs.MetaMovedAside {
+		return cold(MetaMovedAside)
 	}
 	// Rung 5 measures time since the last completed run, not conversation
 	// age (rung 11 does that); strict > as the legacy store compared.

@@ -74,6 +74,7 @@ var rungs = []rung{
 	{"3", Absent, func(f *fixture) { f.obs.Transcript.Size = 0 }},
 	{"4", TooLarge, func(f *fixture) { f.obs.Transcript.Size = f.b.MaxBytes + 1 }},
 	{"4a", MetaUnreadable, func(f *fixture) { f.obs.MetaUnreadable = true }},
+	{"4b", MetaMovedAside, func(f *fixture) { f.obs.MetaMovedAside = true }},
 	{"5", Expired, func(f *fixture) { f.obs.LastPromotion = now.Add(-f.b.TTL - time.Second) }},
 	{"6", VenueChanged, func(f *fixture) { f.obs.Venue = Stamp{State: StampPresent, Value: "podman"} }},
 	{"7", PiVersionChanged, func(f *fixture) { f.obs.PiVersion.Value = "0.79.0" }},
@@ -267,8 +268,8 @@ func TestBoundsOffIgnoreInputs(t *testing.T) {
 
 func TestReasons(t *testing.T) {
 	all := Reasons()
-	if len(all) != 20 {
-		t.Fatalf("Reasons() has %d tokens, want 20", len(all))
+	if len(all) != 21 {
+		t.Fatalf("Reasons() has %d tokens, want 21", len(all))
 	}
 	seen := map[Reason]bool{}
 	for _, r := range all {

@@ -5,7 +5,7 @@ package gates
 // by rung so each rung can be read against the spec, and a test walks this
 // table against Evaluate so the two cannot drift apart.
 type Gate struct {
-	// Number is the rung's label in DESIGN.md: "1".."11", "4a", or "after"
+	// Number is the rung's label in DESIGN.md: "1".."11", "4a", "4b", or "after"
 	// for the check the store makes after the copy.
 	Number   string
 	Reason   Reason
@@ -25,6 +25,7 @@ var ladder = [...]Gate{
 	{"3", Absent, NoPolarity, "", "transcript is 0 bytes"},
 	{"4", TooLarge, NoPolarity, "PI_SESSION_MAX_BYTES", "transcript over the byte cap"},
 	{"4a", MetaUnreadable, FailsClosed, "", "meta.db present but unopenable or damaged"},
+	{"4b", MetaMovedAside, NoPolarity, "", "no meta.db, because a repair moved a damaged one aside"},
 	{"5", Expired, NoPolarity, "PI_SESSIONS_TTL_DAYS", "last completed promotion older than the TTL"},
 	{"6", VenueChanged, FailsClosed, "", "venue stamp differs from the job's venue, is unreadable, or the job's venue is unknown"},
 	{"7", PiVersionChanged, FailsClosed, "", "job declares no pi version, or the stamp is unknown, unreadable or different"},

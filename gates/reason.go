@@ -13,6 +13,7 @@ const (
 	NotARegularFile    Reason = "not-a-regular-file"
 	TooLarge           Reason = "too-large"
 	MetaUnreadable     Reason = "meta-unreadable"
+	MetaMovedAside     Reason = "meta-moved-aside"
 	Expired            Reason = "expired"
 	VenueChanged       Reason = "venue-changed"
 	PiVersionChanged   Reason = "pi-version-changed"
@@ -51,7 +52,7 @@ const (
 // reasons is the closed vocabulary. Kept unexported so no caller can grow it;
 // Reasons hands out copies.
 var reasons = [...]Reason{
-	Resumed, Absent, NotARegularFile, TooLarge, MetaUnreadable, Expired,
+	Resumed, Absent, NotARegularFile, TooLarge, MetaUnreadable, MetaMovedAside, Expired,
 	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
 	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost,
 	Promoted, Locked, PromoteFailed, Superseded, TranscriptRewritten, RunIncomplete,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/store/transcript"
@@ -408,4 +409,23 @@ func TestReadingOverItsWindowIsKeptAndFlagged(t *testing.T) {
 	if c := r.Context; c == nil || c.Tokens != 181550 || c.Window != 100000 || !c.OverWindow || *c.Pct != 181 {
 		t.Fatalf("dump reports %+v", r.Context)
 	}
+}
+
+// After a repair moves a damaged meta.db aside, the key says so until its
+// next promotion, instead of reading as unstamped (pi-version-changed).
+func TestMovedAsideMetaDBIsNamed(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	kd := filepath.Join(root, testKey)
+	if err := os.Rename(filepath.Join(kd, db.FileName), filepath.Join(kd, AsidePrefix+"20261201T000000Z")); err != nil {
+		t.Fatal(err)
+	}
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.MetaMovedAside)
+	stage(t, jobDir, transcriptBytes(testClockStart, "fresh"))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("promote: %+v", res)
+	}
+	sess, _ = mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
 }

@@ -126,6 +126,7 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 		k.observeDB()
 	default:
 		k.observeLegacy()
+		k.obs.MetaMovedAside = movedAside(k.dir)
 	}
 	ok = true
 	return k, nil
@@ -202,6 +203,22 @@ func (k *keyDir) observeLegacy() {
 	k.obs.PiVersion = legacy.ReadPiVersion(k.dir)
 	k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
 	k.obs.Context = legacy.ReadContext(k.dir)
+}
+
+// movedAside reports whether a repair moved a damaged meta.db aside in the
+// key dir (check --repair's AsidePrefix names). It is looked for only in a
+// key dir without meta.db, so a key's first promotion ends it.
+func movedAside(kd *os.File) bool {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, AsidePrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // inFlight is the key's pending promotion when it is still in flight
