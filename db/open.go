@@ -57,10 +57,6 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	return d, nil
 }
 
-// errReplaced says the name no longer referred to the file whose lock was
-// had, so the lock protects nothing.
-var errReplaced = errors.New("meta.db was replaced while it was being locked")
-
 func openLocked(dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
 	var d *DB
 	for attempt := 1; ; attempt++ {

@@ -3,7 +3,6 @@ package db
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
@@ -232,8 +231,6 @@ func encodeInt(n int64) []byte {
 	b, _ := marshal(n)
 	return b
 }
-
-var errNotInt = errors.New("msgpack: not an integer")
 
 // decodeInteger reads one msgpack integer of any width, refusing nil (which
 // msgpack reads as 0) and anything that is not an integer.

@@ -39,11 +39,6 @@ type Transcript struct {
 	b *transcript.Branch // the one implementation of the branch and the estimate
 }
 
-// ErrCycle is returned, wrapped with the entry id, when following parentId
-// from the leaf comes back to an entry already walked. pi would loop forever
-// on such a file. It is transcript.ErrCycle.
-var ErrCycle = transcript.ErrCycle
-
 // ReadFile reads the transcript at path. Errors are *os.PathError-style
 // "op path: err" and wrap a *transcript.InvalidError for a file that is not a
 // pi transcript.

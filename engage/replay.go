@@ -1,7 +1,6 @@
 package engage
 
 import (
-	"errors"
 	"math"
 
 	"sessdb/store/transcript"
@@ -26,10 +25,6 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Window: DefaultWindow, Reserve: DefaultReserve, PrunedRatio: 1}
 }
-
-// ErrOptions is returned for options that describe no threshold or no
-// ratio: a window not above the reserve, or a ratio outside (0, 1].
-var ErrOptions = errors.New("invalid replay options")
 
 // Row is one request of a replay.
 type Row struct {

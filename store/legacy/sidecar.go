@@ -29,8 +29,6 @@ const (
 	PendingVenue = "(pending)"
 )
 
-var errName = errors.New("not a single path component")
-
 // ReadSidecar reads the sidecar name in dir as the legacy readSidecar did:
 // a regular file of 1..SidecarMaxBytes bytes, decoded as UTF-8 and trimmed
 // of JavaScript whitespace. ok is false for "no value": missing, a symbolic
