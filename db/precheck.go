@@ -29,18 +29,18 @@ var nativeEndian = binary.NativeEndian
 // MetaPage is one of the two meta pages at the head of a bbolt file, as
 // bbolt would see it.
 type MetaPage struct {
-	Offset   int64 // where the page starts in the file
-	Err      error // why bbolt would not use this page; nil if valid
-	Magic    uint32
-	Version  uint32
-	PageSize uint32
-	Flags    uint32
+	Offset   int64  // where the page starts in the file
+	Err      error  // why bbolt would not use this page; nil if valid
+	Magic    uint32 // 0xED0CDAED in every page bbolt wrote
+	Version  uint32 // bbolt's file format version: 2 for bbolt 1.5
+	PageSize uint32 // the page size the file was created with
+	Flags    uint32 // unused by bbolt 1.5, which writes 0 and never reads it
 	Root     uint64 // page id of the root bucket
 	Sequence uint64 // the root bucket's sequence
 	Freelist uint64 // page id of the freelist
 	Pgid     uint64 // high-water mark, in pages
-	Txid     uint64
-	Checksum uint64
+	Txid     uint64 // the transaction that wrote the page: the newer page wins
+	Checksum uint64 // FNV-64a of the meta's fields before it
 }
 
 // Valid reports whether bbolt would accept the page.
@@ -50,10 +50,10 @@ func (p MetaPage) Valid() bool { return p.Err == nil }
 // would use. An Active page other than the one with the higher Txid means
 // bbolt will silently fall back to the older commit.
 type MetaPages struct {
-	Size     int64 // the file size inspected
-	PageSize int   // the page size bbolt would use; 0 if it would find none
-	Pages    [2]MetaPage
-	Active   int // index into Pages of the page bbolt would use; -1 if none
+	Size     int64       // the file size inspected
+	PageSize int         // the page size bbolt would use; 0 if it would find none
+	Pages    [2]MetaPage // at offset 0 and at offset PageSize
+	Active   int         // index into Pages of the page bbolt would use; -1 if none
 }
 
 // HighWater is the file size the active page promises: bbolt reads any page

@@ -13,26 +13,26 @@ import (
 // Transcript is the identity of current.jsonl as of the promotion that
 // landed it.
 type Transcript struct {
-	Gen        uint64 `msgpack:"g"`
-	Size       int64  `msgpack:"s"`
-	CRC32C     uint64 `msgpack:"c"`
+	Gen        uint64 `msgpack:"g"` // the promotion's generation; PutTranscript never lets it go back
+	Size       int64  `msgpack:"s"` // bytes
+	CRC32C     uint64 `msgpack:"c"` // CRC-32C (Castagnoli) of the bytes, in the low 32 bits
 	PromotedAt int64  `msgpack:"p"` // unix nanoseconds, host clock
 }
 
 // Context is the last context-window reading a run reported.
 type Context struct {
-	Tokens int64  `msgpack:"t"`
-	Window int64  `msgpack:"w"`
-	Model  string `msgpack:"m"`
+	Tokens int64  `msgpack:"t"` // pi's context estimate at the end of the run
+	Window int64  `msgpack:"w"` // the model's context window
+	Model  string `msgpack:"m"` // "provider/id" as pi wrote it; "" unstamped
 }
 
 // Pending is a promotion whose transaction committed but whose temporary
 // file may not have been renamed over current.jsonl yet.
 type Pending struct {
-	Tmp    string `msgpack:"t"`
-	Size   int64  `msgpack:"s"`
-	CRC32C uint64 `msgpack:"c"`
-	Gen    uint64 `msgpack:"g"`
+	Tmp    string `msgpack:"t"` // the temporary file's name in the key directory
+	Size   int64  `msgpack:"s"` // its size, as in the Transcript committed with it
+	CRC32C uint64 `msgpack:"c"` // its CRC-32C, as in the Transcript committed with it
+	Gen    uint64 `msgpack:"g"` // the generation it becomes once renamed
 	// Prev is the identity of the transcript this promotion replaces, nil
 	// when there was none: a reader that finds the temporary file gone and
 	// current.jsonl not yet the new one can judge it by Prev instead.
@@ -53,12 +53,12 @@ type HistoryEntry struct {
 	// Absent, as in every schema 1 entry, it is Seq.
 	Gen      uint64 `msgpack:"g"`
 	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
-	Resumed  bool   `msgpack:"r"`
-	Reason   string `msgpack:"w"`
-	Bytes    int64  `msgpack:"b"`
-	Chain    uint64 `msgpack:"c"`
-	Job      string `msgpack:"j"`
-	TornTail bool   `msgpack:"t"`
+	Resumed  bool   `msgpack:"r"` // the job was given a transcript at its resolve
+	Reason   string `msgpack:"w"` // the resolve's reason token ("resumed", or the rung that missed)
+	Bytes    int64  `msgpack:"b"` // bytes promoted; for a refusal, the bytes the job was given
+	Chain    uint64 `msgpack:"c"` // the resume chain the promotion recorded; 0 for a refusal
+	Job      string `msgpack:"j"` // the caller's job id; "" unknown
+	TornTail bool   `msgpack:"t"` // the promoted file did not end in a newline
 	// Outcome is "" for a promotion, otherwise the refusal recorded:
 	// "superseded", "transcript-rewritten", "run-incomplete".
 	Outcome string `msgpack:"o,omitempty"`
@@ -79,18 +79,18 @@ type HistoryEntry struct {
 // Sidecars is every sidecar at once. A nil pointer means the key is absent,
 // which the gates read differently from a zero value.
 type Sidecars struct {
-	Transcript  *Transcript
-	PiVersion   *string
-	Venue       *string
-	ResumeChain *uint64
-	Context     *Context
-	Pending     *Pending
+	Transcript  *Transcript // sidecars/transcript: nil before the first promotion
+	PiVersion   *string     // sidecars/pi-version: "" is an unknown version
+	Venue       *string     // sidecars/venue: nil means "local" to the gates
+	ResumeChain *uint64     // sidecars/resume-chain
+	Context     *Context    // sidecars/context: nil is no measurement
+	Pending     *Pending    // sidecars/pending: nil is no promotion in flight
 }
 
 // Meta is the content of meta/. Both fields are 0 for a schema 0 file.
 type Meta struct {
-	Schema  uint64
-	Created int64 // unix nanoseconds, host clock
+	Schema  uint64 // meta/schema: the file's schema version
+	Created int64  // meta/created: unix nanoseconds, host clock
 }
 
 func encodeTranscript(t Transcript) ([]byte, error) { return encodeRecord(&t) }
