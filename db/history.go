@@ -24,9 +24,14 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 		}
 		seq = e.Gen
 		if k, _ := b.Cursor().Last(); k != nil {
+			// binary.BigEndian.Uint64 panics on a shorter key, and a longer
+			// one is no sequence number this package wrote.
 			if len(k) != 8 {
 				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
 			}
+			// Wrapping to 0 would store the entry first in key order,
+			// where the trim below deletes it at once: the append would
+			// succeed and record nothing.
 			if seq = binary.BigEndian.Uint64(k) + 1; seq == 0 {
 				return damaged("%s/%x: no sequence number follows it", bucketHistory, k)
 			}
@@ -39,6 +44,10 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 		if err := b.Put(historyKey(seq), v); err != nil {
 			return fmt.Errorf("%s/%d: %w", bucketHistory, seq, err)
 		}
+		// The keys to trim are gathered first and deleted after the walk:
+		// a Delete under a live bbolt cursor can move it on by one, so the
+		// walk would skip an entry (etcd-io/bbolt#146, and the note on
+		// deleting during iteration in bbolt's README).
 		var stale [][]byte
 		c := b.Cursor()
 		n := 0
@@ -68,6 +77,8 @@ func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
 	var found HistoryEntry
 	ok := false
 	err := tx.do("read", false, func() error {
+		// Entries written before tickets existed, or by a caller without
+		// one, carry "": matching it would hand one job another's result.
 		if id == "" {
 			return nil
 		}
@@ -75,6 +86,8 @@ func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
 		if b == nil {
 			return err
 		}
+		// Newest first: a retry follows its promotion within seconds, so
+		// the walk usually stops at the first entry or the second.
 		return descendHistory(b, func(e HistoryEntry) bool {
 			found, ok = e, e.Outcome == "" && e.Ticket == id
 			return !ok
@@ -107,6 +120,8 @@ func (tx *Tx) History(n int) ([]HistoryEntry, error) {
 // readHistory decodes the last n entries of b (all for n <= 0), oldest
 // first.
 func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
+	// Walked newest first, so that the last n entries cost n decodes and
+	// not the whole ring's (dump --history N asks for N of up to 64).
 	var out []HistoryEntry
 	err := descendHistory(b, func(e HistoryEntry) bool {
 		out = append(out, e)
@@ -124,6 +139,8 @@ func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
 func descendHistory(b bucketView, fn func(HistoryEntry) (more bool)) error {
 	var err error
 	b.descend(func(k, v []byte) bool {
+		// Only AppendHistory writes here, and only values: a nested bucket
+		// is damage, where sidecars/ can only read one as an absent key.
 		if v == nil {
 			err = damaged("%s/%x is a bucket", bucketHistory, k)
 			return false

@@ -18,10 +18,12 @@ const (
 	metaSize       = 64 // magic, version, pageSize, flags u32; root {pgid, seq}; freelist, pgid, txid, checksum u64
 	metaSumBytes   = 56 // the checksum covers the meta up to the checksum field
 	freelistFlag   = 0x10
-	noFreelist     = ^uint64(0)
-	firstMetaRead  = 0x1000 // bbolt reads this much at offset 0 to find the page size
+	noFreelist     = ^uint64(0) // the freelist id of a file written with NoFreelistSync
+	firstMetaRead  = 0x1000     // bbolt reads this much at offset 0 to find the page size
 )
 
+// nativeEndian reads bbolt's structs, which bbolt writes by casting them to
+// bytes: a file is read back only on a machine of the same byte order.
 var nativeEndian = binary.NativeEndian
 
 // MetaPage is one of the two meta pages at the head of a bbolt file, as
@@ -61,6 +63,8 @@ func (m MetaPages) HighWater() int64 {
 		return 0
 	}
 	p := m.Pages[m.Active]
+	// A damaged Pgid times the page size can wrap int64 round to a small
+	// size that any file passes; saturated, it fails every file instead.
 	if p.Pgid > uint64(1<<62)/uint64(m.PageSize) {
 		return 1<<63 - 1
 	}
@@ -87,6 +91,8 @@ func InspectMeta(f io.ReaderAt, size int64) (MetaPages, error) {
 	m.Pages[1] = readMetaPage(f, int64(ps))
 
 	// bbolt's DB.meta: the higher txid if valid, else the other if valid.
+	// A torn write of the newer page leaves its checksum wrong, and bbolt
+	// then quietly reads the commit before it; Active says which it will.
 	a, b := 0, 1
 	if m.Pages[1].Txid > m.Pages[0].Txid {
 		a, b = 1, 0
@@ -102,6 +108,11 @@ func InspectMeta(f io.ReaderAt, size int64) (MetaPages, error) {
 	if size < 2*int64(ps) {
 		return m, damaged("file is %d bytes, too short for two %d-byte meta pages", size, ps)
 	}
+	// The active page's ids are what bbolt will follow: each must lie
+	// under its high-water mark, read at the page size the file was found
+	// to have. An active page that claims another size was not written
+	// with this file's layout, and every offset it gives would be scaled
+	// wrong.
 	p := m.Pages[m.Active]
 	switch {
 	case int(p.PageSize) != ps:
@@ -130,6 +141,10 @@ func bboltPageSize(f io.ReaderAt, size int64) (int, error) {
 			return checkPageSize(p.PageSize)
 		}
 	}
+	// The probe is bbolt's getPageSizeFromSecondMeta step for step, bound
+	// and quirks included: offsets 1 KiB << 0..14, stopping a KiB short of
+	// the end, so that a file of two 1 KiB pages is never probed at all.
+	// Probing otherwise would accept files bbolt refuses, or the reverse.
 	for i := 0; i <= 14; i++ {
 		pos := int64(1024) << i
 		if pos >= size-1024 {
@@ -165,6 +180,9 @@ func checkPageSize(ps uint32) (int, error) {
 	return int(ps), nil
 }
 
+// readMetaPage reads the meta page at off. A short read makes that page
+// invalid, not the file: the other page may still be whole, and bbolt
+// would open the file by it.
 func readMetaPage(f io.ReaderAt, off int64) MetaPage {
 	buf := make([]byte, pageHeaderSize+metaSize)
 	n, err := f.ReadAt(buf, off)

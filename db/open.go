@@ -33,6 +33,8 @@ func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
 }
 
 func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
+	// One deadline for both locks: Options promises that LockTimeout bounds
+	// the whole wait, and a caller's own deadline cannot be met otherwise.
 	deadline := time.Now().Add(opts.timeout())
 	defer runtime.KeepAlive(dir) // dirfd below is only borrowed
 	dirfd := int(dir.Fd())
@@ -40,6 +42,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	if err := unix.Fstat(dirfd, &st); err != nil {
 		return nil, pathErr("open", name, err)
 	}
+	// A caller's mistake, not damage: the file under it was never reached.
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, pathErr("open", name, syscall.ENOTDIR)
 	}
@@ -79,6 +82,9 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 			return nil, err
 		}
 	}
+	// open installs the real unlock once this returns. Until then a Close
+	// on an error path must not release the in-process lock, which open
+	// still holds and releases itself.
 	d.unlock = func() {}
 	if err := d.initSchema(opts.now()); err != nil {
 		d.Close()
@@ -103,6 +109,9 @@ func (d *DB) initSchema(now time.Time) error {
 			err = nil
 		}
 	} else {
+		// A reader never migrates (OpenReader writes nothing): it reads an
+		// older schema as it is, and refuses a newer one before it reads a
+		// record whose meaning it cannot know.
 		err = d.viewRoot(func(root rootView) (err error) {
 			if m, err = readMeta(root, SchemaVersion); err != nil {
 				return err
@@ -166,9 +175,14 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 		ReadOnly: !write,
 		// bbolt's own flock runs on the descriptor already locked and
 		// succeeds at once; its timeout is only a backstop.
-		Timeout:      timeout,
+		Timeout: timeout,
+		// Statistics cost a mutex at every read transaction's start and end,
+		// and nothing here reads them.
 		NoStatistics: true,
-		OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return file, nil },
+		// bbolt would open the path itself, following a link; it gets the
+		// descriptor that was opened without following one, checked and
+		// locked above.
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return file, nil },
 	}
 	var bdb *bolt.DB
 	err = guard(func() (err error) {
@@ -203,6 +217,8 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 				return damaged("file changed under the lock: bbolt reads txid %d of %d bytes, the pre-check passed txid %d of %d",
 					tx.ID(), tx.Size(), p.Txid, meta.HighWater())
 			}
+			// A file too large for a snapshot was not verified above: its
+			// writer reads every record here, through bbolt, guarded.
 			if write && whole == nil {
 				_, err := verify(boltRoot{tx})
 				return err

@@ -15,6 +15,10 @@ import (
 // say. A file whose pages span at most snapshotLimit bytes is read once, up
 // to its high-water mark, and checked in memory; whole is then those bytes.
 func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
+	// O_NOFOLLOW: a link at the name fails with ELOOP instead of being
+	// followed, so no file outside the key dir is read or written through
+	// it. O_NONBLOCK: a FIFO at the name opens at once instead of blocking
+	// until some writer appears.
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if write {
 		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
@@ -24,11 +28,13 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 	case nil:
 	case unix.ELOOP:
 		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
-	case unix.EISDIR, unix.ENXIO:
+	case unix.EISDIR, unix.ENXIO: // a directory opened to write; a FIFO with no reader, or a socket
 		return nil, nil, meta, pathErr("open", name, damagedBy("not a regular file", err))
 	default:
 		return nil, nil, meta, pathErr("open", name, err)
 	}
+	// Judged on the descriptor, not the name: what was opened is what is
+	// checked, with no window in which the name could be swapped.
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
@@ -55,6 +61,10 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 	if testHookLocked != nil {
 		testHookLocked()
 	}
+	// The name may no longer refer to the file that is now locked: reap
+	// and check --repair unlink meta.db while they hold its lock, and an
+	// open that got its descriptor just before gets the flock just after,
+	// on a file that no name leads to. Its lock would exclude nobody.
 	var now unix.Stat_t
 	err = unix.Fstatat(dirfd, FileName, &now, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
@@ -83,6 +93,8 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 	return f, whole, meta, nil
 }
 
+// openat is unix.Openat retried on EINTR: an open can be interrupted by a
+// signal (the runtime preempts with SIGURG) before it decides anything.
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, mode)
@@ -92,6 +104,7 @@ func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	}
 }
 
+// fsync is unix.Fsync retried on EINTR, as openat.
 func fsync(fd int) error {
 	for {
 		if err := unix.Fsync(fd); err != unix.EINTR {

@@ -30,6 +30,8 @@ func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 		return damaged("meta page %d has no synced freelist; this package always syncs it", m.Active)
 	}
 	ps := int64(m.PageSize)
+	// The header and the first id: a count of 0xFFFF or more does not fit
+	// the header's u16, and bbolt then stores it in that first slot.
 	hdr := make([]byte, pageHeaderSize+8)
 	n, err := f.ReadAt(hdr, int64(p.Freelist)*ps)
 	if n < pageHeaderSize {
@@ -42,6 +44,7 @@ func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 	if id != p.Freelist || flags != freelistFlag {
 		return damaged("freelist page %d has id %d, flags %#x", p.Freelist, id, flags)
 	}
+	// The second test catches an overflow count that wraps the sum round.
 	if p.Freelist+overflow >= p.Pgid || p.Freelist+overflow < p.Freelist {
 		return damaged("freelist page %d with %d overflow pages passes the high-water mark %d", p.Freelist, overflow, p.Pgid)
 	}
@@ -61,6 +64,8 @@ func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 	if testSkipWalk {
 		return nil
 	}
+	// The walk comes before the list's ids are judged: whether a listed
+	// page is in use is known only once every reachable page is.
 	w, err := walkTree(f, m, p.Freelist, overflow)
 	if err != nil || !write {
 		return err
@@ -89,6 +94,8 @@ func (w *walker) freelist(id, first, count uint64) error {
 		case w.seen[free]:
 			return damaged("freelist page %d lists page %d, which is in use", id, free)
 		case listed[free]:
+			// bbolt would hand the page out twice, to two nodes of one
+			// commit, and the second write would replace the first.
 			return damaged("freelist page %d lists page %d twice", id, free)
 		}
 		listed[free] = true
@@ -101,6 +108,9 @@ func (w *walker) freelist(id, first, count uint64) error {
 // recover guard behind them.
 var testSkipWalk bool
 
+// errOr returns otherwise for a read that stopped at the end of the file
+// (io.EOF, or no error beside a short count): what went wrong is that the
+// file is shorter than its pages claim, which otherwise names.
 func errOr(err, otherwise error) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return otherwise

@@ -192,6 +192,9 @@ func newDecoder(r *bytes.Reader) *msgpack.Decoder {
 	return dec
 }
 
+// noTrailing refuses bytes after the value: Decode stops at the end of one
+// value and ignores the rest, and a record with a tail is not one this
+// package wrote.
 func noTrailing(r *bytes.Reader) error {
 	if n := r.Len(); n != 0 {
 		return fmt.Errorf("msgpack: %d trailing bytes", n)
@@ -228,7 +231,7 @@ func encodeUint(n uint64) []byte {
 }
 
 func encodeInt(n int64) []byte {
-	b, _ := marshal(n)
+	b, _ := marshal(n) // as encodeUint
 	return b
 }
 
@@ -242,6 +245,10 @@ func decodeInteger(b []byte) (u uint64, negative bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	// Unsigned codes decode unsigned and signed codes signed: msgpack's
+	// DecodeInt64 turns a uint64 above MaxInt64 into a negative number
+	// without an error, and DecodeUint64 a negative one into a huge one.
+	// The range is then judged once, by decodeUint or decodeInt.
 	switch {
 	case c <= msgpcode.PosFixedNumHigh, c >= msgpcode.Uint8 && c <= msgpcode.Uint64:
 		u, err = dec.DecodeUint64()

@@ -18,7 +18,7 @@ type Tx struct {
 	tx   *bolt.Tx  // nil for a reader's snapshot
 	snap *snapshot // nil for a transaction through bbolt
 	db   *DB
-	done bool
+	done bool  // set when the function returns: a Tx kept past it answers ErrClosed, never an ended bbolt tx
 	err  error // the first damage or failed write; it ends the transaction
 }
 
@@ -37,6 +37,10 @@ func (tx *Tx) do(op string, write bool, fn func() error) error {
 		return nil
 	}
 	err = pathErr(op, tx.db.name, err)
+	// A function that drops a failed write's error and returns nil would
+	// otherwise commit its other writes without that one: the first
+	// failure decides the transaction. Damage ends it too, since whatever
+	// the function reads next comes from the same untrustworthy pages.
 	if write || errors.Is(err, ErrDamaged) {
 		tx.err = err
 	}
@@ -62,6 +66,8 @@ func (tx *Tx) view(name string) (bucketView, error) {
 }
 
 // bucket returns a top-level bucket to write, with the same rule as view.
+// It goes to bbolt directly, not through bucketView: only a writer's
+// transaction writes, and a writer always has bbolt.
 func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
 	b := tx.tx.Bucket([]byte(name))
 	if b == nil && tx.db.schema >= bucketSince(name) {
@@ -101,7 +107,13 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 // readSidecars decodes every sidecar key of b.
 func readSidecars(b bucketView) (Sidecars, error) {
 	var s Sidecars
+	// Each key is decoded even after another failed, and errors.Join keeps
+	// every failure: one error reports all the damage in sidecars/, not
+	// only its first key.
 	get := func(key string, decode func(v []byte) error) error {
+		// nil is an absent key, and also a nested bucket under the key's
+		// name: bbolt's Get answers nil for both, and so does snapBucket,
+		// so both paths read such a file alike.
 		v := b.Get([]byte(key))
 		if v == nil {
 			return nil
@@ -153,6 +165,8 @@ func readSidecars(b bucketView) (Sidecars, error) {
 func (tx *Tx) PutTranscript(t Transcript) error {
 	v, err := encodeTranscript(t)
 	if err != nil {
+		// putSidecar turns the encode error into the transaction's
+		// failure, with the op and path every other error has.
 		return tx.putSidecar(keyTranscript, nil, err)
 	}
 	if err := tx.do("put", true, func() error { return tx.notBack(t.Gen) }); err != nil {
@@ -172,6 +186,8 @@ func (tx *Tx) notBack(gen uint64) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		// A nested bucket (v == nil) named transcript is no record: Get
+		// would not return it either, so it cannot hold a generation.
 		if string(k) != keyTranscript || v == nil {
 			continue
 		}
@@ -183,6 +199,9 @@ func (tx *Tx) notBack(gen uint64) error {
 			return damaged("%s/%s: generation %d would go back to %d", bucketSidecars, keyTranscript, cur.Gen, gen)
 		}
 	}
+	// A file whose sidecars/transcript was deleted or lost still remembers
+	// its newest generation in history/: the check covers both records,
+	// since either alone can be the one the caller's read missed.
 	h, err := tx.bucket(bucketHistory)
 	if h == nil {
 		return err
@@ -235,6 +254,9 @@ func (tx *Tx) PutPending(p *Pending) error {
 }
 
 // putSidecar puts v under key in sidecars/, or deletes key when v is nil.
+// encErr is an encode error of the caller's, reported from inside do so
+// that it fails the transaction as a failed Put would: a record that could
+// not be written must not let the rest of the update commit without it.
 func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 	return tx.do("put", true, func() error {
 		if encErr != nil {
