@@ -120,8 +120,12 @@ type override struct {
 	hasWindow bool
 }
 
+// checker judges a models file the way pi would load it, naming the file
+// in every error.
 type checker struct{ file string }
 
+// fail reports a problem at where. Every problem is ErrMalformed: pi meets
+// each of them the same way, reporting the error and using no models file.
 func (c *checker) fail(where, problem string) error {
 	return &Error{File: c.file, Where: where, Problem: problem, Err: ErrMalformed}
 }
@@ -130,6 +134,9 @@ func (c *checker) fail(where, problem string) error {
 // it, duplicate keys resolved to the last. Numbers are kept as written.
 func (c *checker) decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	// Numbers stay as written: decoded to float64, 1e400 is an error
+	// ("cannot unmarshal number"), where JSON.parse reads Infinity and pi
+	// goes on to judge the member (number does the same).
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -144,6 +151,8 @@ func (c *checker) decode(data []byte) (any, error) {
 		}
 		return nil, c.fail("", "not JSON: "+err.Error())
 	}
+	// A Decoder stops after one value; JSON.parse refuses a file with
+	// anything but whitespace after it.
 	rest := data[dec.InputOffset():]
 	if i := bytes.IndexFunc(rest, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
 		return nil, c.fail("offset "+strconv.FormatInt(dec.InputOffset()+int64(i), 10), "not JSON: more after the value")
@@ -151,6 +160,7 @@ func (c *checker) decode(data []byte) (any, error) {
 	return v, nil
 }
 
+// root checks the top of the file: an object with a "providers" object.
 func (c *checker) root(v any) ([]provider, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -164,6 +174,9 @@ func (c *checker) root(v any) ([]provider, error) {
 	if !ok {
 		return nil, c.fail("providers", "is "+kind(pv)+", want an object")
 	}
+	// Providers in name order: each writes only its own keys, so the
+	// order cannot change a window, and a fixed one makes the first
+	// problem reported the same on every run.
 	var out []provider
 	for _, name := range sortedKeys(pm) {
 		p, err := c.provider("providers"+member(name), name, pm[name])
@@ -246,6 +259,8 @@ func (c *checker) provider(at, name string, v any) (provider, error) {
 	return p, nil
 }
 
+// model checks one entry of a provider's models array and returns its id
+// and window (pi's default when it states none).
 func (c *checker) model(at string, v any) (customModel, error) {
 	var m customModel
 	obj, ok := v.(map[string]any)
@@ -296,6 +311,8 @@ func (c *checker) model(at string, v any) (customModel, error) {
 	return m, nil
 }
 
+// override checks one entry of a provider's modelOverrides and returns
+// its window, if it states one.
 func (c *checker) override(at, id string, v any) (override, error) {
 	o := override{id: id}
 	obj, ok := v.(map[string]any)
@@ -381,6 +398,9 @@ func (c *checker) window(at string, obj map[string]any) (int64, bool, error) {
 	if err := c.optNumber(at, obj, "contextWindow"); err != nil {
 		return 0, false, err
 	}
+	// Beyond 2^53 a float64 no longer holds every integer, and past 2^63
+	// the conversion to int64 below has no defined result: a window that
+	// large is a typo, not a model.
 	f := number(v.(json.Number))
 	if math.Abs(f) > 1<<53 {
 		return 0, false, c.fail(at+".contextWindow", "is out of range")
@@ -391,6 +411,8 @@ func (c *checker) window(at string, obj map[string]any) (int64, bool, error) {
 	return int64(f), true, nil
 }
 
+// optString, optBool and optNumber check an optional member's type; an
+// absent member passes.
 func (c *checker) optString(at string, obj map[string]any, f string) error {
 	v, ok := obj[f]
 	if !ok {
@@ -460,6 +482,8 @@ func member(name string) string {
 	return "[" + strconv.Quote(name) + "]"
 }
 
+// sortedKeys returns m's keys in order: Go's map order changes from run to
+// run, and so would the problem an error names first.
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
