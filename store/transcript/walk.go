@@ -19,6 +19,8 @@ type walker struct {
 	i int
 }
 
+// ws skips whitespace: JSON's four bytes only, the only ones json.Valid
+// lets stand between tokens.
 func (w *walker) ws() {
 	for w.i < len(w.b) {
 		switch w.b[w.i] {
@@ -69,6 +71,8 @@ func (w *walker) str() []byte {
 	for {
 		switch w.b[j] {
 		case '\\':
+			// The escaped byte is skipped with it, so \" never ends the
+			// string; the rest of a \uXXXX is hex digits, never a quote.
 			j += 2
 			continue
 		case '"':
@@ -103,6 +107,8 @@ func (w *walker) skip() []byte {
 		for {
 			switch w.b[w.i] {
 			case '"':
+				// Strings are skipped whole, so a bracket inside one never
+				// counts toward the depth.
 				w.str()
 				continue
 			case '{', '[':
