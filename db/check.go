@@ -35,6 +35,8 @@ func (d *DB) Check(max int) (problems []string, err error) {
 	if err != nil {
 		return nil, pathErr("check", d.name, err)
 	}
+	// Read-only: bbolt writes nothing into the copy, and its flock on the
+	// copy (a file nobody else knows) is had at once.
 	bopts := &bolt.Options{
 		ReadOnly:     true,
 		NoStatistics: true,
@@ -48,9 +50,14 @@ func (d *DB) Check(max int) (problems []string, err error) {
 		}
 		// Not deferred: after a panic bbolt's locks may be held.
 		err = bdb.View(func(tx *bolt.Tx) error {
+			// bbolt chose its meta page on its own: another txid would
+			// mean it checks another commit than the one pre-checked.
 			if uint64(tx.ID()) != meta.Pages[meta.Active].Txid {
 				return fmt.Errorf("the copy reads txid %d, the file %d", tx.ID(), meta.Pages[meta.Active].Txid)
 			}
+			// The channel is drained even past max: bbolt's checking
+			// goroutine sends on an unbuffered channel, and stopping
+			// early would leave it blocked for good.
 			n := 0
 			for err := range tx.Check() {
 				if n++; n <= max {

@@ -34,6 +34,10 @@ func ensureExists(dirfd int, name string, now time.Time) error {
 // rename, fails instead of replacing a meta.db another writer put there
 // meanwhile.
 func create(dirfd int, now time.Time) (err error) {
+	// A random name: two processes can create at once (the in-process
+	// lock orders only one process's opens, and no flock exists yet), and
+	// O_EXCL|O_NOFOLLOW makes a collision, or a file or link planted at
+	// the name, fail the create instead of being written through.
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := TempPrefix + hex.EncodeToString(rnd[:])
@@ -52,6 +56,8 @@ func create(dirfd int, now time.Time) (err error) {
 	if err := initFile(f, tmp, now); err != nil {
 		return err
 	}
+	// The pages reach the disk before the name does: after a crash meta.db
+	// is whole or absent, never a name for pages that were not written.
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
@@ -72,6 +78,8 @@ func create(dirfd int, now time.Time) (err error) {
 	if lerr == unix.EEXIST {
 		return nil
 	}
+	// The link is durable only once the directory is: without this a
+	// crash could lose a meta.db whose first commit was acknowledged.
 	if err := fsync(dirfd); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}

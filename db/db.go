@@ -145,6 +145,8 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 	if p := d.poison.Load(); p != nil {
 		return pathErr(op, d.name, *p)
 	}
+	// A snapshot was read whole and checked at the open, under a lock held
+	// until Close: no bbolt transaction, and nothing to roll back.
 	if d.snap != nil {
 		tx := &Tx{snap: d.snap, db: d}
 		defer func() { tx.done = true }()
@@ -177,11 +179,15 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 		_ = d.call(btx.Rollback)
 		return err
 	case !write:
+		// bbolt ends a read transaction with Rollback; it undoes nothing,
+		// but releases the transaction's hold on the mapping.
 		if err := d.call(btx.Rollback); err != nil {
 			return pathErr(op, d.name, err)
 		}
 		return nil
 	}
+	// Commit returns after bbolt has fsynced the data and then the meta
+	// page (NoSync is never set here), which is what Update promises.
 	if err := d.call(btx.Commit); err != nil {
 		return pathErr("commit", d.name, err)
 	}

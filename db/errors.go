@@ -6,9 +6,29 @@ import (
 	"io/fs"
 )
 
-// These errors can be returned when opening a DB or running a transaction.
-// They are always wrapped with the operation, the path and the cause; test
-// for them with errors.Is.
+// The errors of an open, of a DB and of its transactions are wrapped with
+// the operation and the path, in the "op path: cause" shape of io/fs, and
+// the cause after the sentinel (InspectMeta, which knows no path, wraps only
+// the cause). Test for the sentinels with errors.Is, never by message.
+
+// These errors can be returned when opening a DB (OpenReader, OpenWriter).
+// No lock is held when they are; see OpenWriter for what it may have
+// written.
+var (
+	// ErrLockTimeout is returned when the in-process lock or the file lock
+	// was not had within the lock timeout, or when meta.db was replaced
+	// under the lock twice in a row (the lock then never covered the file
+	// the name refers to).
+	ErrLockTimeout = errors.New("lock timeout")
+
+	// ErrNewerSchema is returned when the file's schema version is newer
+	// than SchemaVersion. Such a file is never written.
+	ErrNewerSchema = errors.New("schema newer than this binary")
+)
+
+// This error can be returned by an open, by any read or write in a
+// transaction, and by Check: damage can be found at each of them, and a
+// file can be cut short under a reader after its open succeeded.
 var (
 	// ErrDamaged is returned when meta.db cannot be trusted: it is 0 bytes,
 	// not a regular file (a link, FIFO or directory), both meta pages are
@@ -19,19 +39,11 @@ var (
 	// the file changed under the lock, bbolt panicked or faulted on one of
 	// its pages, or a transcript generation would go back.
 	ErrDamaged = errors.New("damaged database")
-
-	// ErrNewerSchema is returned when the file's schema version is newer
-	// than SchemaVersion. Such a file is never written.
-	ErrNewerSchema = errors.New("schema newer than this binary")
-
-	// ErrLockTimeout is returned when the in-process lock or the file lock
-	// was not had within the lock timeout, or when meta.db was replaced
-	// under the lock twice in a row (the lock then never covered the file
-	// the name refers to).
-	ErrLockTimeout = errors.New("lock timeout")
 )
 
-// These errors can be returned by transactions.
+// These errors can be returned by View, Update, Check and the methods of a
+// Tx when the handle is used in a way its contract forbids. They say
+// nothing about the file.
 var (
 	// ErrReadOnly is returned when a write is attempted on a DB opened with
 	// OpenReader or inside View.
@@ -40,6 +52,26 @@ var (
 	// ErrClosed is returned when a DB is used after Close, or a Tx after the
 	// function it was passed to has returned.
 	ErrClosed = errors.New("closed")
+)
+
+// These errors never reach a caller on their own: each is either wrapped in
+// one of the sentinels above or consumed inside the package.
+var (
+	// errReplaced is returned, inside ErrLockTimeout, when meta.db was
+	// replaced (or removed) between its open and its flock: the lock then
+	// covers a file the name no longer refers to, and protects nothing.
+	// openLocked tries once more before it gives up.
+	errReplaced = errors.New("meta.db was replaced while it was being locked")
+
+	// errUpToDate is returned by migrate when no step is pending, and rolls
+	// back the migration transaction: opening an up-to-date file for
+	// writing must not commit (a commit rewrites a meta page and the
+	// mtime). initSchema consumes it.
+	errUpToDate = errors.New("schema up to date")
+
+	// errNotInt is returned, inside ErrDamaged, when a value that should be
+	// a msgpack integer is another type.
+	errNotInt = errors.New("msgpack: not an integer")
 )
 
 // pathErr gives every error the "op path: cause" shape of io/fs.

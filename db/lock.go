@@ -16,11 +16,14 @@ type keyID struct{ dev, ino uint64 }
 // up waiting, and a lock that waits forever would turn one stuck promotion
 // into a stuck worker.
 type keyLock struct {
-	refs           int // holders and waiters; at 0 the entry leaves the table
-	readers        int
-	writer         bool
-	writersWaiting int
-	wake           chan struct{} // closed and replaced whenever the lock may have become free
+	refs           int  // holders and waiters; at 0 the entry leaves the table
+	readers        int  // shared holders
+	writer         bool // an exclusive holder
+	writersWaiting int  // writers queued; while any is, new readers wait too
+	// wake is closed and replaced whenever the lock may have become free.
+	// A closed channel wakes every waiter at once and can be selected on
+	// beside a timer, which is the timed wait sync.Cond does not offer.
+	wake chan struct{}
 }
 
 // keyLocks is the process-wide table of key locks. flock alone cannot order
@@ -43,6 +46,9 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 		l = &keyLock{wake: make(chan struct{})}
 		keyLocks.m[id] = l
 	}
+	// The reference is taken before waiting, so that the entry, and the
+	// wake channel this goroutine waits on, stay in the table until it
+	// leaves, whether it gets the lock or gives up.
 	l.refs++
 	if write {
 		l.writersWaiting++
@@ -71,6 +77,9 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 			}
 			return nil, fmt.Errorf("%w: %s in-process lock held by another handle", ErrLockTimeout, mode)
 		}
+		// The channel is read under the table's mutex, so a broadcast
+		// after the Unlock closes this very channel: a wake between the
+		// Unlock and the select is not lost.
 		wake := l.wake
 		keyLocks.Unlock()
 		t := time.NewTimer(wait)
@@ -83,6 +92,9 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 	}
 	keyLocks.Unlock()
 
+	// Once: a second call would release a share that another holder
+	// owns (readers is a count, not a set), or clear a writer flag that a
+	// later writer set.
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -134,6 +146,8 @@ func flockUntil(fd int, write bool, deadline time.Time) error {
 		case nil:
 			return nil
 		case unix.EINTR:
+			// A signal (the Go runtime preempts goroutines with SIGURG)
+			// interrupted the call; nothing was decided.
 			continue
 		case unix.EWOULDBLOCK:
 		default:
@@ -143,6 +157,10 @@ func flockUntil(fd int, write bool, deadline time.Time) error {
 		if wait <= 0 {
 			return fmt.Errorf("%w: file lock held by another open file (another process, most likely)", ErrLockTimeout)
 		}
+		// Doubling from 1 ms: a lock held for one commit (a few fsyncs)
+		// is usually had within the first polls, and the 25 ms cap bounds
+		// how late a waiter notices a lock freed after a long hold, at one
+		// system call per 25 ms while it waits.
 		time.Sleep(min(pause, wait))
 		pause = min(2*pause, 25*time.Millisecond)
 	}

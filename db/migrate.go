@@ -1,7 +1,6 @@
 package db
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,11 +49,6 @@ func createV1(tx *bolt.Tx, now time.Time) error {
 // the file from now on (ErrNewerSchema) instead of dropping fields it
 // cannot see.
 func jobContractV2(*bolt.Tx, time.Time) error { return nil }
-
-// errUpToDate rolls back the migration transaction when there is nothing to
-// do: opening an up-to-date file for writing must not commit (a commit
-// rewrites a meta page and the mtime).
-var errUpToDate = errors.New("schema up to date")
 
 // migrate runs every step of steps newer than the file's version, then bumps
 // meta/schema to the last step's version, all in tx: a failure anywhere

@@ -3,7 +3,6 @@ package db
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"runtime"
@@ -34,6 +33,8 @@ func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
 }
 
 func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
+	// One deadline for both locks: Options promises that LockTimeout bounds
+	// the whole wait, and a caller's own deadline cannot be met otherwise.
 	deadline := time.Now().Add(opts.timeout())
 	defer runtime.KeepAlive(dir) // dirfd below is only borrowed
 	dirfd := int(dir.Fd())
@@ -41,6 +42,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	if err := unix.Fstat(dirfd, &st); err != nil {
 		return nil, pathErr("open", name, err)
 	}
+	// A caller's mistake, not damage: the file under it was never reached.
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, pathErr("open", name, syscall.ENOTDIR)
 	}
@@ -56,10 +58,6 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	d.unlock = unlock
 	return d, nil
 }
-
-// errReplaced says the name no longer referred to the file whose lock was
-// had, so the lock protects nothing.
-var errReplaced = errors.New("meta.db was replaced while it was being locked")
 
 func openLocked(dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
 	var d *DB
@@ -84,6 +82,9 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 			return nil, err
 		}
 	}
+	// open installs the real unlock once this returns. Until then a Close
+	// on an error path must not release the in-process lock, which open
+	// still holds and releases itself.
 	d.unlock = func() {}
 	if err := d.initSchema(opts.now()); err != nil {
 		d.Close()
@@ -108,6 +109,9 @@ func (d *DB) initSchema(now time.Time) error {
 			err = nil
 		}
 	} else {
+		// A reader never migrates (OpenReader writes nothing): it reads an
+		// older schema as it is, and refuses a newer one before it reads a
+		// record whose meaning it cannot know.
 		err = d.viewRoot(func(root rootView) (err error) {
 			if m, err = readMeta(root, SchemaVersion); err != nil {
 				return err
@@ -171,9 +175,14 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 		ReadOnly: !write,
 		// bbolt's own flock runs on the descriptor already locked and
 		// succeeds at once; its timeout is only a backstop.
-		Timeout:      timeout,
+		Timeout: timeout,
+		// Statistics cost a mutex at every read transaction's start and end,
+		// and nothing here reads them.
 		NoStatistics: true,
-		OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return file, nil },
+		// bbolt would open the path itself, following a link; it gets the
+		// descriptor that was opened without following one, checked and
+		// locked above.
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return file, nil },
 	}
 	var bdb *bolt.DB
 	err = guard(func() (err error) {
@@ -208,6 +217,8 @@ func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time
 				return damaged("file changed under the lock: bbolt reads txid %d of %d bytes, the pre-check passed txid %d of %d",
 					tx.ID(), tx.Size(), p.Txid, meta.HighWater())
 			}
+			// A file too large for a snapshot was not verified above: its
+			// writer reads every record here, through bbolt, guarded.
 			if write && whole == nil {
 				_, err := verify(boltRoot{tx})
 				return err
@@ -229,98 +240,3 @@ func changedSince(dirfd int, meta MetaPages) bool {
 	err := unix.Fstatat(dirfd, FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	return err != nil || st.Size != meta.Size
 }
-
-// openFileLocked opens meta.db relative to dirfd without following a link or
-// blocking on a FIFO, refuses anything but a regular file, takes the flock,
-// checks that the name still refers to the locked file, and runs the
-// pre-check, all before bbolt sees the file. meta is what the meta pages
-// say. A file whose pages span at most snapshotLimit bytes is read once, up
-// to its high-water mark, and checked in memory; whole is then those bytes.
-func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if write {
-		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	}
-	fd, err := openat(dirfd, FileName, flags, 0)
-	switch err {
-	case nil:
-	case unix.ELOOP:
-		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
-	case unix.EISDIR, unix.ENXIO:
-		return nil, nil, meta, pathErr("open", name, damagedBy("not a regular file", err))
-	default:
-		return nil, nil, meta, pathErr("open", name, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, nil, meta, pathErr("open", name, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, nil, meta, pathErr("open", name, damaged("not a regular file (mode %#o)", st.Mode))
-	}
-	// O_NONBLOCK was for the open of a FIFO; a regular file ignores it, but
-	// os.NewFile would try to register a non-blocking fd with the poller.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, nil, meta, pathErr("open", name, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	fail := func(err error) (*os.File, []byte, MetaPages, error) {
-		f.Close()
-		return nil, nil, meta, err
-	}
-	if err := flockUntil(fd, write, deadline); err != nil {
-		return fail(pathErr("open", name, err))
-	}
-	if testHookLocked != nil {
-		testHookLocked()
-	}
-	var now unix.Stat_t
-	err = unix.Fstatat(dirfd, FileName, &now, unix.AT_SYMLINK_NOFOLLOW)
-	if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		return fail(errReplaced)
-	}
-	// The size read before the lock may be stale: a writer that held the
-	// lock may have grown the file.
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fail(pathErr("open", name, err))
-	}
-	if meta, err = InspectMeta(f, st.Size); err != nil {
-		return fail(pathErr("open", name, err))
-	}
-	// bbolt reads nothing past the high-water mark; the file goes on to
-	// the size of bbolt's last mapping, a hole that costs as much to read.
-	var src io.ReaderAt = f
-	if hw := meta.HighWater(); hw <= snapshotLimit {
-		if whole, err = readPrefix(f, hw); err != nil {
-			return fail(pathErr("open", name, err))
-		}
-		src = memPages(whole)
-	}
-	if err := precheckTree(src, meta, write); err != nil {
-		return fail(pathErr("open", name, err))
-	}
-	return f, whole, meta, nil
-}
-
-func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flags, mode)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-func fsync(fd int) error {
-	for {
-		if err := unix.Fsync(fd); err != unix.EINTR {
-			return err
-		}
-	}
-}
-
-// testHookLocked lets a test replace meta.db after its lock is had.
-var testHookLocked func()

@@ -3,7 +3,6 @@ package db
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
@@ -14,26 +13,26 @@ import (
 // Transcript is the identity of current.jsonl as of the promotion that
 // landed it.
 type Transcript struct {
-	Gen        uint64 `msgpack:"g"`
-	Size       int64  `msgpack:"s"`
-	CRC32C     uint64 `msgpack:"c"`
+	Gen        uint64 `msgpack:"g"` // the promotion's generation; PutTranscript never lets it go back
+	Size       int64  `msgpack:"s"` // bytes
+	CRC32C     uint64 `msgpack:"c"` // CRC-32C (Castagnoli) of the bytes, in the low 32 bits
 	PromotedAt int64  `msgpack:"p"` // unix nanoseconds, host clock
 }
 
 // Context is the last context-window reading a run reported.
 type Context struct {
-	Tokens int64  `msgpack:"t"`
-	Window int64  `msgpack:"w"`
-	Model  string `msgpack:"m"`
+	Tokens int64  `msgpack:"t"` // pi's context estimate at the end of the run
+	Window int64  `msgpack:"w"` // the model's context window
+	Model  string `msgpack:"m"` // "provider/id" as pi wrote it; "" unstamped
 }
 
 // Pending is a promotion whose transaction committed but whose temporary
 // file may not have been renamed over current.jsonl yet.
 type Pending struct {
-	Tmp    string `msgpack:"t"`
-	Size   int64  `msgpack:"s"`
-	CRC32C uint64 `msgpack:"c"`
-	Gen    uint64 `msgpack:"g"`
+	Tmp    string `msgpack:"t"` // the temporary file's name in the key directory
+	Size   int64  `msgpack:"s"` // its size, as in the Transcript committed with it
+	CRC32C uint64 `msgpack:"c"` // its CRC-32C, as in the Transcript committed with it
+	Gen    uint64 `msgpack:"g"` // the generation it becomes once renamed
 	// Prev is the identity of the transcript this promotion replaces, nil
 	// when there was none: a reader that finds the temporary file gone and
 	// current.jsonl not yet the new one can judge it by Prev instead.
@@ -54,12 +53,12 @@ type HistoryEntry struct {
 	// Absent, as in every schema 1 entry, it is Seq.
 	Gen      uint64 `msgpack:"g"`
 	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
-	Resumed  bool   `msgpack:"r"`
-	Reason   string `msgpack:"w"`
-	Bytes    int64  `msgpack:"b"`
-	Chain    uint64 `msgpack:"c"`
-	Job      string `msgpack:"j"`
-	TornTail bool   `msgpack:"t"`
+	Resumed  bool   `msgpack:"r"` // the job was given a transcript at its resolve
+	Reason   string `msgpack:"w"` // the resolve's reason token ("resumed", or the rung that missed)
+	Bytes    int64  `msgpack:"b"` // bytes promoted; for a refusal, the bytes the job was given
+	Chain    uint64 `msgpack:"c"` // the resume chain the promotion recorded; 0 for a refusal
+	Job      string `msgpack:"j"` // the caller's job id; "" unknown
+	TornTail bool   `msgpack:"t"` // the promoted file did not end in a newline
 	// Outcome is "" for a promotion, otherwise the refusal recorded:
 	// "superseded", "transcript-rewritten", "run-incomplete".
 	Outcome string `msgpack:"o,omitempty"`
@@ -80,18 +79,18 @@ type HistoryEntry struct {
 // Sidecars is every sidecar at once. A nil pointer means the key is absent,
 // which the gates read differently from a zero value.
 type Sidecars struct {
-	Transcript  *Transcript
-	PiVersion   *string
-	Venue       *string
-	ResumeChain *uint64
-	Context     *Context
-	Pending     *Pending
+	Transcript  *Transcript // sidecars/transcript: nil before the first promotion
+	PiVersion   *string     // sidecars/pi-version: "" is an unknown version
+	Venue       *string     // sidecars/venue: nil means "local" to the gates
+	ResumeChain *uint64     // sidecars/resume-chain
+	Context     *Context    // sidecars/context: nil is no measurement
+	Pending     *Pending    // sidecars/pending: nil is no promotion in flight
 }
 
 // Meta is the content of meta/. Both fields are 0 for a schema 0 file.
 type Meta struct {
-	Schema  uint64
-	Created int64 // unix nanoseconds, host clock
+	Schema  uint64 // meta/schema: the file's schema version
+	Created int64  // meta/created: unix nanoseconds, host clock
 }
 
 func encodeTranscript(t Transcript) ([]byte, error) { return encodeRecord(&t) }
@@ -193,6 +192,9 @@ func newDecoder(r *bytes.Reader) *msgpack.Decoder {
 	return dec
 }
 
+// noTrailing refuses bytes after the value: Decode stops at the end of one
+// value and ignores the rest, and a record with a tail is not one this
+// package wrote.
 func noTrailing(r *bytes.Reader) error {
 	if n := r.Len(); n != 0 {
 		return fmt.Errorf("msgpack: %d trailing bytes", n)
@@ -229,11 +231,9 @@ func encodeUint(n uint64) []byte {
 }
 
 func encodeInt(n int64) []byte {
-	b, _ := marshal(n)
+	b, _ := marshal(n) // as encodeUint
 	return b
 }
-
-var errNotInt = errors.New("msgpack: not an integer")
 
 // decodeInteger reads one msgpack integer of any width, refusing nil (which
 // msgpack reads as 0) and anything that is not an integer.
@@ -245,6 +245,10 @@ func decodeInteger(b []byte) (u uint64, negative bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	// Unsigned codes decode unsigned and signed codes signed: msgpack's
+	// DecodeInt64 turns a uint64 above MaxInt64 into a negative number
+	// without an error, and DecodeUint64 a negative one into a huge one.
+	// The range is then judged once, by decodeUint or decodeInt.
 	switch {
 	case c <= msgpcode.PosFixedNumHigh, c >= msgpcode.Uint8 && c <= msgpcode.Uint64:
 		u, err = dec.DecodeUint64()

@@ -58,6 +58,11 @@ type snapBucket struct {
 }
 
 // Get returns the value of key, nil for a nested bucket, as bbolt does.
+//
+// The walk is linear: meta/ holds two keys and sidecars/ six, so a binary
+// search would save nothing. Its error is dropped because readSnapshot
+// walked the same bucket with the same bounds and refused the file had any
+// of them failed.
 func (b snapBucket) Get(key []byte) []byte {
 	var v []byte
 	b.r.each(b.value, false, 0, func(k, val []byte, nested bool) bool {
@@ -90,6 +95,9 @@ func (b snapBucket) descend(fn func(k, v []byte) (more bool)) {
 func readSnapshot(buf []byte, m MetaPages) (*snapshot, error) {
 	r := &snapReader{buf: buf, ps: uint64(m.PageSize), hwm: m.Pages[m.Active].Pgid}
 	s := &snapshot{pages: buf, buckets: map[string]snapBucket{}, rootEmpty: true}
+	// The root bucket has no value of its own in the file, only the meta
+	// page's root id: a bucket header made from it lets the one reader
+	// below serve the root and every bucket in it.
 	var rootHdr [bucketHdrSize]byte
 	nativeEndian.PutUint64(rootHdr[:], m.Pages[m.Active].Root)
 	if err := r.ascending(rootHdr[:], where{page: m.Pages[m.Active].Root}); err != nil {
@@ -114,9 +122,13 @@ func readSnapshot(buf []byte, m MetaPages) (*snapshot, error) {
 	return s, nil
 }
 
+// snapReader reads a snapshot's pages in place. Each of its reads checks
+// again the bounds the walk has passed: an index out of range here is a
+// panic outside bbolt and outside any guard that expects one, and the
+// decoder should not be safe only as long as the walk stays in step with it.
 type snapReader struct {
-	buf     []byte
-	ps, hwm uint64
+	buf     []byte // the file up to its high-water mark
+	ps, hwm uint64 // page size in bytes; high-water mark in pages
 }
 
 // ascending checks the tree of the bucket whose value is v: every page and
@@ -161,7 +173,7 @@ func (r *snapReader) page(id uint64, reverse bool, depth int, fn func(k, v []byt
 	if start+pageHeaderSize > uint64(len(r.buf)) {
 		return false, damaged("page %d is past the end of the file", id)
 	}
-	overflow := uint64(nativeEndian.Uint32(r.buf[start+12:]))
+	overflow := uint64(nativeEndian.Uint32(r.buf[start+12:])) // the header's u32 at byte 12
 	end := start + (overflow+1)*r.ps
 	if end > uint64(len(r.buf)) || id+overflow >= r.hwm {
 		return false, damaged("page %d with %d overflow pages passes the end of the file", id, overflow)

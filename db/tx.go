@@ -1,10 +1,8 @@
 package db
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -20,7 +18,7 @@ type Tx struct {
 	tx   *bolt.Tx  // nil for a reader's snapshot
 	snap *snapshot // nil for a transaction through bbolt
 	db   *DB
-	done bool
+	done bool  // set when the function returns: a Tx kept past it answers ErrClosed, never an ended bbolt tx
 	err  error // the first damage or failed write; it ends the transaction
 }
 
@@ -39,6 +37,10 @@ func (tx *Tx) do(op string, write bool, fn func() error) error {
 		return nil
 	}
 	err = pathErr(op, tx.db.name, err)
+	// A function that drops a failed write's error and returns nil would
+	// otherwise commit its other writes without that one: the first
+	// failure decides the transaction. Damage ends it too, since whatever
+	// the function reads next comes from the same untrustworthy pages.
 	if write || errors.Is(err, ErrDamaged) {
 		tx.err = err
 	}
@@ -64,6 +66,8 @@ func (tx *Tx) view(name string) (bucketView, error) {
 }
 
 // bucket returns a top-level bucket to write, with the same rule as view.
+// It goes to bbolt directly, not through bucketView: only a writer's
+// transaction writes, and a writer always has bbolt.
 func (tx *Tx) bucket(name string) (*bolt.Bucket, error) {
 	b := tx.tx.Bucket([]byte(name))
 	if b == nil && tx.db.schema >= bucketSince(name) {
@@ -103,7 +107,13 @@ func (tx *Tx) Sidecars() (Sidecars, error) {
 // readSidecars decodes every sidecar key of b.
 func readSidecars(b bucketView) (Sidecars, error) {
 	var s Sidecars
+	// Each key is decoded even after another failed, and errors.Join keeps
+	// every failure: one error reports all the damage in sidecars/, not
+	// only its first key.
 	get := func(key string, decode func(v []byte) error) error {
+		// nil is an absent key, and also a nested bucket under the key's
+		// name: bbolt's Get answers nil for both, and so does snapBucket,
+		// so both paths read such a file alike.
 		v := b.Get([]byte(key))
 		if v == nil {
 			return nil
@@ -155,6 +165,8 @@ func readSidecars(b bucketView) (Sidecars, error) {
 func (tx *Tx) PutTranscript(t Transcript) error {
 	v, err := encodeTranscript(t)
 	if err != nil {
+		// putSidecar turns the encode error into the transaction's
+		// failure, with the op and path every other error has.
 		return tx.putSidecar(keyTranscript, nil, err)
 	}
 	if err := tx.do("put", true, func() error { return tx.notBack(t.Gen) }); err != nil {
@@ -174,6 +186,8 @@ func (tx *Tx) notBack(gen uint64) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		// A nested bucket (v == nil) named transcript is no record: Get
+		// would not return it either, so it cannot hold a generation.
 		if string(k) != keyTranscript || v == nil {
 			continue
 		}
@@ -185,6 +199,9 @@ func (tx *Tx) notBack(gen uint64) error {
 			return damaged("%s/%s: generation %d would go back to %d", bucketSidecars, keyTranscript, cur.Gen, gen)
 		}
 	}
+	// A file whose sidecars/transcript was deleted or lost still remembers
+	// its newest generation in history/: the check covers both records,
+	// since either alone can be the one the caller's read missed.
 	h, err := tx.bucket(bucketHistory)
 	if h == nil {
 		return err
@@ -237,6 +254,9 @@ func (tx *Tx) PutPending(p *Pending) error {
 }
 
 // putSidecar puts v under key in sidecars/, or deletes key when v is nil.
+// encErr is an encode error of the caller's, reported from inside do so
+// that it fails the transaction as a failed Put would: a record that could
+// not be written must not let the rest of the update commit without it.
 func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 	return tx.do("put", true, func() error {
 		if encErr != nil {
@@ -256,136 +276,4 @@ func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 		}
 		return nil
 	})
-}
-
-// AppendHistory appends e to history/ and returns the sequence number it
-// is stored under, its key: one above the highest key, or e.Gen in an empty
-// bucket, so that a file that has only seen promotions keeps key == gen as
-// schema 1 wrote it. e.Seq is ignored. history/ is then trimmed to the
-// HistoryLimit highest keys.
-func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
-	v, encErr := encodeHistory(e)
-	var seq uint64
-	err := tx.do("append", true, func() error {
-		if encErr != nil {
-			return fmt.Errorf("%s/: %w", bucketHistory, encErr)
-		}
-		b, err := tx.bucket(bucketHistory)
-		if err != nil {
-			return err
-		}
-		seq = e.Gen
-		if k, _ := b.Cursor().Last(); k != nil {
-			if len(k) != 8 {
-				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
-			}
-			if seq = binary.BigEndian.Uint64(k) + 1; seq == 0 {
-				return damaged("%s/%x: no sequence number follows it", bucketHistory, k)
-			}
-		}
-		// Keys only ever append, so a split at bbolt's default of half a
-		// page leaves every full leaf half empty for good. Packed, 100
-		// promotions leave meta.db at 20 KiB on disk instead of 24-28
-		// (internal/bench BenchmarkDiskPerKey).
-		b.FillPercent = 1.0
-		if err := b.Put(historyKey(seq), v); err != nil {
-			return fmt.Errorf("%s/%d: %w", bucketHistory, seq, err)
-		}
-		var stale [][]byte
-		c := b.Cursor()
-		n := 0
-		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
-			if n++; n > HistoryLimit {
-				stale = append(stale, slices.Clone(k)) // k dies with the cursor's page
-			}
-		}
-		for _, k := range stale {
-			if err := b.Delete(k); err != nil {
-				return fmt.Errorf("%s/%x: %w", bucketHistory, k, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return seq, nil
-}
-
-// FindTicket returns the newest entry of history/ that records a promotion
-// (Outcome "") by the ticket id, and whether there is one. No entry matches
-// the id "". Only the last HistoryLimit entries are kept, so a ticket that
-// promoted longer ago is no longer found.
-func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
-	var found HistoryEntry
-	ok := false
-	err := tx.do("read", false, func() error {
-		if id == "" {
-			return nil
-		}
-		b, err := tx.view(bucketHistory)
-		if b == nil {
-			return err
-		}
-		return descendHistory(b, func(e HistoryEntry) bool {
-			found, ok = e, e.Outcome == "" && e.Ticket == id
-			return !ok
-		})
-	})
-	if err != nil || !ok {
-		return HistoryEntry{}, false, err
-	}
-	return found, true, nil
-}
-
-// History returns the last n entries of history/, oldest first; n <= 0
-// returns all of them.
-func (tx *Tx) History(n int) ([]HistoryEntry, error) {
-	var out []HistoryEntry
-	err := tx.do("read", false, func() error {
-		b, err := tx.view(bucketHistory)
-		if b == nil {
-			return err
-		}
-		out, err = readHistory(b, n)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// readHistory decodes the last n entries of b (all for n <= 0), oldest
-// first.
-func readHistory(b bucketView, n int) ([]HistoryEntry, error) {
-	var out []HistoryEntry
-	err := descendHistory(b, func(e HistoryEntry) bool {
-		out = append(out, e)
-		return n <= 0 || len(out) < n
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.Reverse(out)
-	return out, nil
-}
-
-// descendHistory decodes the entries of b newest first, until fn returns
-// false or an entry does not decode.
-func descendHistory(b bucketView, fn func(HistoryEntry) (more bool)) error {
-	var err error
-	b.descend(func(k, v []byte) bool {
-		if v == nil {
-			err = damaged("%s/%x is a bucket", bucketHistory, k)
-			return false
-		}
-		var e HistoryEntry
-		if e, err = decodeHistory(k, v); err != nil {
-			err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
-			return false
-		}
-		return fn(e)
-	})
-	return err
 }

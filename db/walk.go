@@ -12,7 +12,11 @@ const (
 	bucketLeafFlag = 0x01 // a leaf element whose value is a bucket
 	elementSize    = 16   // branch: pos, ksize u32, pgid u64; leaf: flags, pos, ksize, vsize u32
 	bucketHdrSize  = 16   // a bucket value: root pgid u64, sequence u64, then an inline page if root is 0
-	maxDepth       = 64   // far deeper than any tree a small file can hold
+	// maxDepth bounds the recursion over a damaged tree (a long chain of
+	// one-child branches) before it can exhaust the stack. No real tree
+	// comes near it: bbolt keeps two children per branch or more, so depth
+	// 64 would take 2^63 leaf pages.
+	maxDepth = 64
 )
 
 // walker checks the page tree of a bbolt file the way bbolt will traverse
@@ -25,10 +29,10 @@ const (
 // against the page it points into.
 type walker struct {
 	f    io.ReaderAt
-	mem  []byte // the file's pages, when they are in memory: f is not read
-	ps   uint64
-	hwm  uint64
-	seen map[uint64]bool
+	mem  []byte          // the file's pages, when they are in memory: f is not read
+	ps   uint64          // page size, bytes
+	hwm  uint64          // the active meta page's high-water mark, in pages
+	seen map[uint64]bool // every page visited, and the freelist's
 }
 
 // walkTree checks the tree under the active meta page of m, and that it does
@@ -40,6 +44,9 @@ func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) (*w
 	if mem, ok := f.(memPages); ok {
 		w.mem = mem
 	}
+	// The freelist's pages count as visited: a tree that reaches one is
+	// refused as a page reached twice, since bbolt rewrites the freelist
+	// at every commit, over whatever the tree kept there.
 	for id := freelist; id <= freelist+freelistOverflow; id++ {
 		w.seen[id] = true
 	}
@@ -50,6 +57,9 @@ func (w *walker) page(id uint64, depth int) error {
 	if depth > maxDepth {
 		return damaged("page tree deeper than %d at page %d", maxDepth, id)
 	}
+	// Pages 0 and 1 are the meta pages, and a page at or above the
+	// high-water mark may lie past the end of the file, where bbolt's read
+	// through its mapping would be SIGBUS.
 	if id < 2 || id >= w.hwm {
 		return damaged("page %d is outside the file's pages 2..%d", id, w.hwm-1)
 	}
@@ -62,6 +72,9 @@ func (w *walker) page(id uint64, depth int) error {
 	}
 	pid := nativeEndian.Uint64(hdr[0:])
 	overflow := uint64(nativeEndian.Uint32(hdr[12:]))
+	// bbolt reads a page at its offset and never compares the id in its
+	// header: one that names another page was written for another place
+	// (a misdirected or stale write), and its elements cannot be trusted.
 	if pid != id {
 		return damaged("page %d says it is page %d", id, pid)
 	}
@@ -74,6 +87,9 @@ func (w *walker) page(id uint64, depth int) error {
 		}
 		w.seen[o] = true
 	}
+	// In memory the span is sliced in place: the walk visits every page of
+	// the tree once per open, and copying each would allocate most of the
+	// file a second time.
 	var buf []byte
 	if start, end := id*w.ps, (id+overflow+1)*w.ps; w.mem != nil && end <= uint64(len(w.mem)) {
 		buf = w.mem[start:end]
@@ -97,6 +113,8 @@ func (w *walker) readAt(b []byte, off uint64) (int, error) {
 // place instead of copying.
 type memPages []byte
 
+// ReadAt is io.ReaderAt's: a read short of len(b) returns io.EOF, which the
+// pre-check takes for a file shorter than its pages claim.
 func (m memPages) ReadAt(b []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(m)) {
 		return 0, io.EOF
@@ -117,15 +135,23 @@ func (w *walker) node(p []byte, name where, depth int) error {
 	}
 	flags := nativeEndian.Uint16(p[8:])
 	count := int(nativeEndian.Uint16(p[10:]))
+	// Exact values, stricter than bbolt's bit tests: bbolt gives a page one
+	// flag, so a page with two, or a meta or freelist page inside the
+	// tree, is damage however bbolt would read it.
 	if flags != branchFlag && flags != leafFlag {
 		return damaged("page %s has flags %#x, want a branch or a leaf", name, flags)
 	}
+	// bbolt's searchPage takes element 0 of a branch without looking at
+	// the count: an empty branch would send its cursor to a page id read
+	// from whatever follows the header.
 	if flags == branchFlag && count == 0 {
 		return damaged("branch page %s is empty", name)
 	}
 	if pageHeaderSize+count*elementSize > len(p) {
 		return damaged("page %s: %d elements overrun its %d bytes", name, count, len(p))
 	}
+	// Offsets are summed in uint64: each is a u32 from the page, so no sum
+	// of three can wrap round to pass the bound.
 	for i := range count {
 		at := pageHeaderSize + i*elementSize
 		e := p[at : at+elementSize]
@@ -179,6 +205,9 @@ func (w *walker) bucket(v []byte, name where, depth int) error {
 	if root := nativeEndian.Uint64(v); root != 0 {
 		return w.page(root, depth)
 	}
+	// bbolt reads an inline bucket's page with the flags it carries, and a
+	// branch flag there would send its cursor to page ids read from inside
+	// the value: bbolt only ever writes an inline bucket as one leaf.
 	inline := v[bucketHdrSize:]
 	if len(inline) >= pageHeaderSize && nativeEndian.Uint16(inline[8:]) != leafFlag {
 		return damaged("inline bucket %s is not a leaf page", name)

@@ -29,20 +29,15 @@ func (e Estimate) Reading() Reading {
 // the bytes of its messages. It does not change after Read and is safe for
 // concurrent use.
 type Transcript struct {
-	Header  transcript.Header
-	Version int64 // the format version pi reads it as (1 and 2 are migrated)
-	Stats   transcript.Stats
-	Leaf    string   // id of the leaf: the last entry in file order
-	Branch  int      // entries on the branch from the leaf to its root
-	Final   Estimate // the estimate at the leaf: what pi reports on resume
+	Header  transcript.Header // the session header, the first line
+	Version int64             // the format version pi reads it as (1 and 2 are migrated)
+	Stats   transcript.Stats  // what the scan read and what it dropped
+	Leaf    string            // id of the leaf: the last entry in file order
+	Branch  int               // entries on the branch from the leaf to its root
+	Final   Estimate          // the estimate at the leaf: what pi reports on resume
 
 	b *transcript.Branch // the one implementation of the branch and the estimate
 }
-
-// ErrCycle is returned, wrapped with the entry id, when following parentId
-// from the leaf comes back to an entry already walked. pi would loop forever
-// on such a file. It is transcript.ErrCycle.
-var ErrCycle = transcript.ErrCycle
 
 // ReadFile reads the transcript at path. Errors are *os.PathError-style
 // "op path: err" and wrap a *transcript.InvalidError for a file that is not a

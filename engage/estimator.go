@@ -6,12 +6,12 @@ import "sessdb/store/transcript"
 // branch, failed ones included. Its estimate is pi's estimate over the
 // context at its parent, what pi saw just before sending it.
 type Request struct {
-	N          int    // 1-based
-	Entry      string // the assistant entry's id
-	Line       int64  // its line in the file
-	Event      Event  // Start for the first request, Compaction for the first after a compaction
-	Before     Estimate
-	StopReason string
+	N          int      // 1-based
+	Entry      string   // the assistant entry's id
+	Line       int64    // its line in the file
+	Event      Event    // Start for the first request, Compaction for the first after a compaction
+	Before     Estimate // pi's estimate of the context the request was sent with
+	StopReason string   // the answer's stopReason as recorded
 	// Usage is the answer's recorded calculateContextTokens(usage); Prompt
 	// its input+cacheRead+cacheWrite, the prompt the provider billed.
 	Usage, Prompt int64

@@ -17,7 +17,7 @@ import (
 // CacheWrite where a hit would have read it at CacheRead, so each re-billed
 // token costs CacheWrite-CacheRead extra.
 type Prices struct {
-	CacheRead, CacheWrite float64
+	CacheRead, CacheWrite float64 // USD per million tokens read from, written to the cache
 }
 
 // ExtraCost is the cost in USD of re-billing tokens at these prices.

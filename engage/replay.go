@@ -1,7 +1,6 @@
 package engage
 
 import (
-	"errors"
 	"math"
 
 	"sessdb/store/transcript"
@@ -26,10 +25,6 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Window: DefaultWindow, Reserve: DefaultReserve, PrunedRatio: 1}
 }
-
-// ErrOptions is returned for options that describe no threshold or no
-// ratio: a window not above the reserve, or a ratio outside (0, 1].
-var ErrOptions = errors.New("invalid replay options")
 
 // Row is one request of a replay.
 type Row struct {
@@ -62,14 +57,14 @@ type Policy struct {
 // Replay is a transcript replayed request by request under the stateless
 // check and the sticky rule, side by side.
 type Replay struct {
-	Window, Reserve, Threshold int64
-	PrunedRatio                float64
+	Window, Reserve, Threshold int64   // the options' window and reserve, and their threshold
+	PrunedRatio                float64 // the options' ratio, 1 when they gave 0
 	// Modelled is true when PrunedRatio is not 1: the readings and
 	// re-billed tokens of pruned requests are then a model, not a
 	// measurement.
 	Modelled          bool
-	Rows              []Row
-	Stateless, Sticky Policy
+	Rows              []Row  // one per request, in branch order
+	Stateless, Sticky Policy // each policy's sums over Rows
 }
 
 // Replay runs the transcript's requests through both policies. Each request

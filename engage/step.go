@@ -13,6 +13,7 @@ const (
 	Engaged
 )
 
+// String returns "raw" or "engaged", the words of the replay's table.
 func (s State) String() string {
 	switch s {
 	case Raw:
@@ -38,6 +39,7 @@ const (
 	Compaction
 )
 
+// String returns "none", "start" or "compaction".
 func (e Event) String() string {
 	switch e {
 	case None:
@@ -54,13 +56,14 @@ func (e Event) String() string {
 // is unknown, which is what pi reports after a compaction until a response
 // measures the new context.
 type Reading struct {
-	Tokens int64
-	Known  bool
+	Tokens int64 // the estimate; meaningful only when Known
+	Known  bool  // false where pi reports null
 }
 
 // Known returns a known reading of n tokens.
 func Known(n int64) Reading { return Reading{Tokens: n, Known: true} }
 
+// String returns the token count, or "unknown".
 func (r Reading) String() string {
 	if !r.Known {
 		return "unknown"
@@ -73,9 +76,10 @@ func (r Reading) String() string {
 func (r Reading) Crosses(threshold int64) bool { return r.Known && r.Tokens > threshold }
 
 // pi's defaults: a 200k-token window and compaction.reserveTokens 16384.
+// DefaultOptions returns them.
 const (
-	DefaultWindow  = 200000
-	DefaultReserve = 16384
+	DefaultWindow  = 200000 // tokens: the model's context window
+	DefaultReserve = 16384  // tokens: compaction.reserveTokens
 )
 
 // Threshold is pi's compaction threshold, contextWindow - reserveTokens

@@ -43,8 +43,8 @@ func (s StampState) String() string {
 // things (venue: absent is "local", unreadable matches nothing). Value is
 // meaningful only when State is StampPresent.
 type Stamp struct {
-	State StampState
-	Value string
+	State StampState // what reading the stamp found
+	Value string     // the stamp as read; "" unless State is StampPresent
 }
 
 // UnstampedVenue is what an absent venue stamp means: every transcript
@@ -56,7 +56,7 @@ const UnstampedVenue = "local"
 // A Context is the container's last report of how full its context window
 // was, stamped with the model that produced it.
 type Context struct {
-	Tokens, Window int64
+	Tokens, Window int64  // the reading: Tokens of a Window; a Window <= 0 is no measurement
 	Model          string // as written; "" = unstamped
 }
 
@@ -70,10 +70,10 @@ type Job struct {
 // A Transcript is the lstat facts of current.jsonl, taken without following
 // a link.
 type Transcript struct {
-	Exists  bool
-	Regular bool // false also when the key dir is not a real directory
-	Size    int64
-	ModTime time.Time
+	Exists  bool      // something is there under the name, a link included
+	Regular bool      // false also when the key dir is not a real directory
+	Size    int64     // bytes; 0 reads as absent
+	ModTime time.Time // the legacy clock of rung 5 when no promotion is recorded
 }
 
 // A Header is what the transcript's first line said.
@@ -86,7 +86,9 @@ type Header struct {
 // An Observation is everything the ladder judges, gathered by the caller
 // from one key dir. Its zero value resolves as absent.
 type Observation struct {
-	Transcript     Transcript
+	Transcript Transcript // the lstat facts of current.jsonl
+	// MetaUnreadable is true when meta.db exists but cannot be opened or is
+	// damaged; nothing but rungs 1-4 is then judged.
 	MetaUnreadable bool
 	// MetaMovedAside: the key has no meta.db, but a repair moved a damaged
 	// one aside. Its legacy files, if any, are older than what the db
@@ -96,18 +98,18 @@ type Observation struct {
 	// clock); zero means no record, and expired falls back to
 	// Transcript.ModTime, the legacy clock.
 	LastPromotion time.Time
-	Venue         Stamp // absent means UnstampedVenue
-	PiVersion     Stamp
+	Venue         Stamp    // absent means UnstampedVenue
+	PiVersion     Stamp    // the pi version the transcript was last written by
 	ResumeChain   uint64   // consecutive host deliveries; unreadable = 0
 	Context       *Context // nil = no measurement
-	Header        Header
+	Header        Header   // what the first line said
 }
 
 // A Verdict is Evaluate's answer. Reason is Resumed exactly when Resume is
 // true.
 type Verdict struct {
-	Resume bool
-	Reason Reason
+	Resume bool   // the transcript may be handed to the job
+	Reason Reason // Resumed, or the first rung that missed
 }
 
 func cold(r Reason) Verdict { return Verdict{Resume: false, Reason: r} }

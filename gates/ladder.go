@@ -8,8 +8,8 @@ type Gate struct {
 	// Number is the rung's label in DESIGN.md: "1".."11", "4a", "4b", or "after"
 	// for the check the store makes after the copy.
 	Number   string
-	Reason   Reason
-	Polarity Polarity
+	Reason   Reason   // the token the rung names when it misses
+	Polarity Polarity // how the rung treats an input it cannot read
 	// Knob is the environment variable whose bound switches the rung on, ""
 	// for a rung that always runs.
 	Knob string

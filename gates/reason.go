@@ -8,6 +8,7 @@ type Reason string
 
 // Read-path reasons, in ladder order (see Ladder).
 const (
+<<<<<<< HEAD
 	Resumed            Reason = "resumed"
 	Absent             Reason = "absent"
 	NotARegularFile    Reason = "not-a-regular-file"
@@ -21,6 +22,20 @@ const (
 	ContextTooFull     Reason = "context-too-full"
 	Unparseable        Reason = "unparseable"
 	ConversationTooOld Reason = "conversation-too-old"
+=======
+	Resumed            Reason = "resumed"               // every rung passed
+	Absent             Reason = "absent"                // rungs 1 and 3: no transcript, or 0 bytes
+	NotARegularFile    Reason = "not-a-regular-file"    // rung 2: a link, FIFO, device or directory
+	TooLarge           Reason = "too-large"             // rung 4: over Bounds.MaxBytes
+	MetaUnreadable     Reason = "meta-unreadable"       // rung 4a: meta.db unopenable or damaged
+	Expired            Reason = "expired"               // rung 5: last promotion older than Bounds.TTL
+	VenueChanged       Reason = "venue-changed"         // rung 6: stamped in another venue, or unreadable
+	PiVersionChanged   Reason = "pi-version-changed"    // rung 7: another pi, or a version unknown on either side
+	ResumeChainTooLong Reason = "resume-chain-too-long" // rung 8: at or over Bounds.MaxResumeChain
+	ContextTooFull     Reason = "context-too-full"      // rung 9: at or over Bounds.MaxContextPct
+	Unparseable        Reason = "unparseable"           // rung 10: first line not a session header
+	ConversationTooOld Reason = "conversation-too-old"  // rung 11: header older than Bounds.MaxAge, or unreadable
+>>>>>>> h-docs14
 	// TranscriptReplaced is decided by the store after the copy, when the
 	// bytes it copied are not the ones the sidecars describe; Evaluate never
 	// returns it, but it belongs to the same vocabulary.
@@ -34,9 +49,9 @@ const (
 // Promote outcomes. A refused promote also uses Absent, NotARegularFile and
 // TooLarge, for a staged file that fails the first rungs.
 const (
-	Promoted      Reason = "promoted"
-	Locked        Reason = "locked"
-	PromoteFailed Reason = "promote-failed"
+	Promoted      Reason = "promoted"       // the staged transcript is now the key's
+	Locked        Reason = "locked"         // the key's lock was not had in time (by a resolve too); nothing changed
+	PromoteFailed Reason = "promote-failed" // a fault; the error returned beside it says which
 	// Superseded: the key's transcript is no longer the one the job's
 	// ticket was resolved from (another job promoted first, or the key was
 	// changed or removed since).

@@ -14,12 +14,12 @@ import (
 // Names of the legacy files in a key directory, and the limits their reader
 // applied.
 const (
-	TranscriptName  = "current.jsonl"
-	PiVersionName   = "pi-version"
-	VenueName       = "venue"
-	ResumeChainName = "resume-chain"
-	ContextName     = "context"
-	LockName        = "lock"
+	TranscriptName  = "current.jsonl" // the transcript, pi's JSONL
+	PiVersionName   = "pi-version"    // the pi version that wrote the transcript
+	VenueName       = "venue"         // the backend the transcript ran on
+	ResumeChainName = "resume-chain"  // consecutive host deliveries
+	ContextName     = "context"       // "tokens window [model]": the last context reading
+	LockName        = "lock"          // the legacy promotion lock: an empty file, stale after an hour
 	// SidecarMaxBytes is the legacy SIDECAR_MAX_BYTES: a sidecar larger
 	// than this (or empty) has no value, so a huge file costs no read time.
 	SidecarMaxBytes = 4096
@@ -28,8 +28,6 @@ const (
 	// venue and a key left holding it stays cold until a promotion lands.
 	PendingVenue = "(pending)"
 )
-
-var errName = errors.New("not a single path component")
 
 // ReadSidecar reads the sidecar name in dir as the legacy readSidecar did:
 // a regular file of 1..SidecarMaxBytes bytes, decoded as UTF-8 and trimmed

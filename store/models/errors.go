@@ -5,6 +5,9 @@ import (
 	"fmt"
 )
 
+// These errors can be returned by Load (all three) and Parse (ErrMalformed),
+// always inside an *Error that names the file and, where it can, the place
+// in it. A file that cannot be opened is Load's *fs.PathError instead.
 var (
 	// ErrMalformed is returned, inside an *Error, when a models file is not
 	// one pi would load: not JSON, not of the shape pi's schema requires, or
@@ -32,6 +35,8 @@ type Error struct {
 	Err     error  // ErrMalformed, ErrTooLarge, ErrNotRegular, or a read error
 }
 
+// Error returns "models <file>: <where>: <problem> (<err>)", leaving out
+// the parts that are empty.
 func (e *Error) Error() string {
 	msg := "models " + e.File + ": "
 	if e.Where != "" {
@@ -43,4 +48,6 @@ func (e *Error) Error() string {
 	return msg + e.Err.Error()
 }
 
+// Unwrap returns Err, so that errors.Is(err, ErrMalformed) and its kin hold
+// and a read error's own type stays reachable through errors.As.
 func (e *Error) Unwrap() error { return e.Err }

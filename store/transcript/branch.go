@@ -13,9 +13,9 @@ import (
 // ten times the entries, never the bytes of its messages. It does not change
 // after Load and is safe for concurrent use.
 type Branch struct {
-	Header  Header
-	Version int64 // the format version pi reads it as (1 and 2 are migrated)
-	Stats   Stats
+	Header  Header   // the session header, the first line
+	Version int64    // the format version pi reads it as (1 and 2 are migrated)
+	Stats   Stats    // what the scan read and what it dropped
 	Leaf    string   // id of the leaf: the last entry in file order
 	Len     int      // entries on the branch from the leaf to its root
 	Final   Estimate // the estimate at the leaf: what pi reports on resume
@@ -47,10 +47,10 @@ const (
 
 // Node is one entry of the branch as the estimate sees it.
 type Node struct {
-	ID         string
-	Line       int64 // physical line in the file, 1-based
-	Offset     int64 // byte offset of that line
-	Kind       Kind
+	ID         string // the entry's id ("v1:<index>" for a version 1 entry)
+	Line       int64  // physical line in the file, 1-based
+	Offset     int64  // byte offset of that line
+	Kind       Kind   // what the entry adds to the context
 	Role       string // a message's role ("custom" for a custom_message entry, "branchSummary" for a branch_summary entry)
 	StopReason string // an assistant's stopReason as recorded
 	Calls      int64  // an assistant's toolCall blocks

@@ -27,9 +27,9 @@ type Entry struct {
 	Summary int64
 	// FirstKeptEntryID is a compaction's firstKeptEntryId; for a version 1
 	// compaction it is derived from firstKeptEntryIndex as pi's migration
-	// derives it. HasFirstKept is false when there is none.
+	// derives it.
 	FirstKeptEntryID string
-	HasFirstKept     bool
+	HasFirstKept     bool // false when there is none (pi then keeps nothing before the compaction)
 	// Provider and ModelID are a model_change entry's provider and modelId
 	// ("" when absent or not a string).
 	Provider, ModelID string
@@ -40,15 +40,14 @@ type Entry struct {
 
 // Message is a message entry's payload, measured.
 type Message struct {
-	Role       string // "hookMessage" of a version 2 file is read as "custom", as pi migrates it
-	StopReason string
-	// HasUsage is true when "usage" is an object; Usage holds its counters.
-	HasUsage bool
-	Usage    Usage
-	Content  Content
-	Command  int64 // bashExecution's command length
-	Output   int64 // bashExecution's output length
-	Summary  int64 // a summary-role message's summary length
+	Role       string  // "hookMessage" of a version 2 file is read as "custom", as pi migrates it
+	StopReason string  // an assistant's stopReason; "" when absent or not a string
+	HasUsage   bool    // "usage" is an object
+	Usage      Usage   // its counters, when HasUsage
+	Content    Content // the message's "content", measured
+	Command    int64   // bashExecution's command length
+	Output     int64   // bashExecution's output length
+	Summary    int64   // a summary-role message's summary length
 	// Provider and Model are an assistant's provider and model ("" when
 	// absent or not a string): the model pi resumes with when it is the
 	// last on the branch.
@@ -61,7 +60,7 @@ type Message struct {
 // Usage is an assistant's usage as recorded. A counter that is absent or
 // not a number reads 0.
 type Usage struct {
-	Input, Output, CacheRead, CacheWrite, TotalTokens int64
+	Input, Output, CacheRead, CacheWrite, TotalTokens int64 // pi's names, in tokens
 }
 
 // Content measures a "content" value, which is either a string or an array

@@ -5,14 +5,16 @@ import (
 	"fmt"
 )
 
-// Errors of the header read, returned by ReadHeader and, as the reason of an
-// InvalidError, by Scanner.
+// These errors can be returned when reading a first line: by ReadHeader on
+// their own (ErrNotJSON beside the parser's error), and by Scanner, Load
+// and ReadEnd as the Err of an *InvalidError.
 var (
 	// ErrEmpty is returned when the reader holds no bytes (ReadHeader), or
 	// no line that is not blank (Scanner).
 	ErrEmpty = errors.New("empty transcript")
-	// ErrHeaderTooLong is returned when the first line is longer than
-	// MaxHeaderBytes.
+	// ErrHeaderTooLong is returned by ReadHeader when the first line is
+	// longer than MaxHeaderBytes. Scanner reads the header like any other
+	// line, up to MaxLineBytes, since pi bounds neither.
 	ErrHeaderTooLong = errors.New("first line longer than MaxHeaderBytes")
 	// ErrNotJSON is returned when the first line is not a JSON text; the
 	// parser's error is wrapped beside it. Scanner returns it when no line
@@ -20,13 +22,14 @@ var (
 	ErrNotJSON = errors.New("first line is not JSON")
 )
 
-// Errors of the entry scan.
+// These errors can be returned when scanning the entries after the header
+// (Scanner, Load, ReadEnd).
 var (
-	// ErrNoHeader is the InvalidError reason when the first line JSON.parse
-	// accepts is not an object with type "session".
+	// ErrNoHeader is returned, as the Err of an *InvalidError, when the
+	// first line JSON.parse accepts is not an object with type "session".
 	ErrNoHeader = errors.New("first entry is not a session header")
-	// ErrHeaderID is the InvalidError reason when the header's id is not a
-	// string.
+	// ErrHeaderID is returned, as the Err of an *InvalidError, when the
+	// header's id is not a string.
 	ErrHeaderID = errors.New("session header id is not a string")
 	// ErrLineTooLong is returned, wrapped with the line number, when a line
 	// is longer than MaxLineBytes. The scan stops there.
@@ -41,7 +44,7 @@ var (
 // takes its empty-file branch for such a file and overwrites it with a fresh
 // header. Err is ErrEmpty, ErrNotJSON, ErrNoHeader or ErrHeaderID.
 type InvalidError struct {
-	Err  error
+	Err  error  // the reason: ErrEmpty, ErrNotJSON, ErrNoHeader or ErrHeaderID
 	Line int64  // the line that decided it (0 for ErrEmpty)
 	Type string // for ErrNoHeader: the type of the entry found instead, if any
 	// Unparsed is the first non-blank line when JSON.parse rejected it: the
@@ -49,6 +52,8 @@ type InvalidError struct {
 	Unparsed int64
 }
 
+// Error says why pi would not load the file, naming the line that decided
+// it and, when the header line did not parse, that line too.
 func (e *InvalidError) Error() string {
 	msg := "not a pi transcript: "
 	switch {
@@ -67,4 +72,5 @@ func (e *InvalidError) Error() string {
 	return msg
 }
 
+// Unwrap returns Err, so that errors.Is(err, ErrNoHeader) and its kin hold.
 func (e *InvalidError) Unwrap() error { return e.Err }

@@ -9,9 +9,9 @@ type Estimate struct {
 	Tokens int64
 	// Anchor is the last valid assistant usage: totalTokens, or
 	// input+output+cacheRead+cacheWrite when that is 0. AnchorEntry is its
-	// entry id, "" when nothing anchors.
+	// entry id.
 	Anchor      int64
-	AnchorEntry string
+	AnchorEntry string // "" when nothing anchors
 	// Trailing is ceil(chars/4) summed over the messages after the anchor.
 	Trailing int64
 	// Fallback is ceil(chars/4) summed over every message, pi's estimate

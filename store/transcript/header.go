@@ -21,9 +21,9 @@ type Header struct {
 	Type              string // "" when absent or not a string
 	Version           int64  // 0 when absent (v1) or not a number
 	ID                string // "" when absent or not a string
-	IDIsString        bool
+	IDIsString        bool   // the id is a string: pi loads no file whose header id is not
 	Timestamp         string // raw, "" when absent/not a string
-	TimestampIsString bool
+	TimestampIsString bool   // the timestamp is a string, so ParseTimestamp may read it
 }
 
 // IsSession reports whether the line was a JSON object with type "session" (the ladder's unparseable gate).

@@ -19,6 +19,8 @@ type walker struct {
 	i int
 }
 
+// ws skips whitespace: JSON's four bytes only, the only ones json.Valid
+// lets stand between tokens.
 func (w *walker) ws() {
 	for w.i < len(w.b) {
 		switch w.b[w.i] {
@@ -75,6 +77,8 @@ func (w *walker) str() []byte {
 			return w.b[start:]
 		}
 		j += q
+		// A quote ends the string unless an odd run of backslashes escapes
+		// it; the rest of a \uXXXX is hex digits, never a quote.
 		k := j
 		for k > start && w.b[k-1] == '\\' {
 			k--
@@ -111,6 +115,8 @@ func (w *walker) skip() []byte {
 		for {
 			switch w.b[w.i] {
 			case '"':
+				// Strings are skipped whole, so a bracket inside one never
+				// counts toward the depth.
 				w.str()
 				continue
 			case '{', '[':

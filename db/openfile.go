@@ -1,0 +1,117 @@
+package db
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openFileLocked opens meta.db relative to dirfd without following a link or
+// blocking on a FIFO, refuses anything but a regular file, takes the flock,
+// checks that the name still refers to the locked file, and runs the
+// pre-check, all before bbolt sees the file. meta is what the meta pages
+// say. A file whose pages span at most snapshotLimit bytes is read once, up
+// to its high-water mark, and checked in memory; whole is then those bytes.
+func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
+	// O_NOFOLLOW: a link at the name fails with ELOOP instead of being
+	// followed, so no file outside the key dir is read or written through
+	// it. O_NONBLOCK: a FIFO at the name opens at once instead of blocking
+	// until some writer appears.
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if write {
+		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	}
+	fd, err := openat(dirfd, FileName, flags, 0)
+	switch err {
+	case nil:
+	case unix.ELOOP:
+		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
+	case unix.EISDIR, unix.ENXIO: // a directory opened to write; a FIFO with no reader, or a socket
+		return nil, nil, meta, pathErr("open", name, damagedBy("not a regular file", err))
+	default:
+		return nil, nil, meta, pathErr("open", name, err)
+	}
+	// Judged on the descriptor, not the name: what was opened is what is
+	// checked, with no window in which the name could be swapped.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, nil, meta, pathErr("open", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, nil, meta, pathErr("open", name, damaged("not a regular file (mode %#o)", st.Mode))
+	}
+	// O_NONBLOCK was for the open of a FIFO; a regular file ignores it, but
+	// os.NewFile would try to register a non-blocking fd with the poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, nil, meta, pathErr("open", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	fail := func(err error) (*os.File, []byte, MetaPages, error) {
+		f.Close()
+		return nil, nil, meta, err
+	}
+	if err := flockUntil(fd, write, deadline); err != nil {
+		return fail(pathErr("open", name, err))
+	}
+	if testHookLocked != nil {
+		testHookLocked()
+	}
+	// The name may no longer refer to the file that is now locked: reap
+	// and check --repair unlink meta.db while they hold its lock, and an
+	// open that got its descriptor just before gets the flock just after,
+	// on a file that no name leads to. Its lock would exclude nobody.
+	var now unix.Stat_t
+	err = unix.Fstatat(dirfd, FileName, &now, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		return fail(errReplaced)
+	}
+	// The size read before the lock may be stale: a writer that held the
+	// lock may have grown the file.
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(pathErr("open", name, err))
+	}
+	if meta, err = InspectMeta(f, st.Size); err != nil {
+		return fail(pathErr("open", name, err))
+	}
+	// bbolt reads nothing past the high-water mark; the file goes on to
+	// the size of bbolt's last mapping, a hole that costs as much to read.
+	var src io.ReaderAt = f
+	if hw := meta.HighWater(); hw <= snapshotLimit {
+		if whole, err = readPrefix(f, hw); err != nil {
+			return fail(pathErr("open", name, err))
+		}
+		src = memPages(whole)
+	}
+	if err := precheckTree(src, meta, write); err != nil {
+		return fail(pathErr("open", name, err))
+	}
+	return f, whole, meta, nil
+}
+
+// openat is unix.Openat retried on EINTR: an open can be interrupted by a
+// signal (the runtime preempts with SIGURG) before it decides anything.
+func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// fsync is unix.Fsync retried on EINTR, as openat.
+func fsync(fd int) error {
+	for {
+		if err := unix.Fsync(fd); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// testHookLocked lets a test replace meta.db after its lock is had.
+var testHookLocked func()

@@ -1,0 +1,28 @@
+package engage
+
+import (
+	"errors"
+
+	"sessdb/store/transcript"
+)
+
+// These errors can be returned when reading a transcript (Read, ReadFile).
+// A file that is not a pi transcript at all is a *transcript.InvalidError
+// instead, which names the reason.
+var (
+	// ErrCycle is returned, wrapped with the entry id, when following
+	// parentId from the leaf comes back to an entry already walked. pi would
+	// loop forever on such a file. It is transcript.ErrCycle, so either name
+	// matches with errors.Is.
+	ErrCycle = transcript.ErrCycle
+)
+
+// These errors can be returned when replaying a transcript
+// (Transcript.Replay).
+var (
+	// ErrOptions is returned when the options describe no threshold or no
+	// ratio: a window not above the reserve, a negative reserve, or a ratio
+	// outside (0, 1]. The zero Options is refused with it rather than read
+	// as a window of 0.
+	ErrOptions = errors.New("invalid replay options")
+)
