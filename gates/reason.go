@@ -8,26 +8,12 @@ type Reason string
 
 // Read-path reasons, in ladder order (see Ladder).
 const (
-<<<<<<< HEAD
-	Resumed            Reason = "resumed"
-	Absent             Reason = "absent"
-	NotARegularFile    Reason = "not-a-regular-file"
-	TooLarge           Reason = "too-large"
-	MetaUnreadable     Reason = "meta-unreadable"
-	MetaMovedAside     Reason = "meta-moved-aside"
-	Expired            Reason = "expired"
-	VenueChanged       Reason = "venue-changed"
-	PiVersionChanged   Reason = "pi-version-changed"
-	ResumeChainTooLong Reason = "resume-chain-too-long"
-	ContextTooFull     Reason = "context-too-full"
-	Unparseable        Reason = "unparseable"
-	ConversationTooOld Reason = "conversation-too-old"
-=======
 	Resumed            Reason = "resumed"               // every rung passed
 	Absent             Reason = "absent"                // rungs 1 and 3: no transcript, or 0 bytes
 	NotARegularFile    Reason = "not-a-regular-file"    // rung 2: a link, FIFO, device or directory
 	TooLarge           Reason = "too-large"             // rung 4: over Bounds.MaxBytes
 	MetaUnreadable     Reason = "meta-unreadable"       // rung 4a: meta.db unopenable or damaged
+	MetaMovedAside     Reason = "meta-moved-aside"      // rung 4b: a repair moved a damaged meta.db aside
 	Expired            Reason = "expired"               // rung 5: last promotion older than Bounds.TTL
 	VenueChanged       Reason = "venue-changed"         // rung 6: stamped in another venue, or unreadable
 	PiVersionChanged   Reason = "pi-version-changed"    // rung 7: another pi, or a version unknown on either side
@@ -35,7 +21,6 @@ const (
 	ContextTooFull     Reason = "context-too-full"      // rung 9: at or over Bounds.MaxContextPct
 	Unparseable        Reason = "unparseable"           // rung 10: first line not a session header
 	ConversationTooOld Reason = "conversation-too-old"  // rung 11: header older than Bounds.MaxAge, or unreadable
->>>>>>> h-docs14
 	// TranscriptReplaced is decided by the store after the copy, when the
 	// bytes it copied are not the ones the sidecars describe; Evaluate never
 	// returns it, but it belongs to the same vocabulary.
