@@ -34,7 +34,7 @@ func TestRepairMovesDamagedDBAside(t *testing.T) {
 		t.Fatalf("the moved-aside file is not reported: %+v", found)
 	}
 	sess, _ = mustResolve(t, s, key, localJob())
-	want(t, sess, false, gates.PiVersionChanged) // no stamps: a clean cold start
+	want(t, sess, false, gates.MetaMovedAside) // named, not read as unstamped (issue 12)
 	runJob(t, s, key, localJob(), PromoteRequest{}, "fresh start")
 	sess, _ = mustResolve(t, s, key, localJob())
 	want(t, sess, true, gates.Resumed)
