@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -428,4 +429,69 @@ func TestMovedAsideMetaDBIsNamed(t *testing.T) {
 	}
 	sess, _ = mustResolve(t, s, testKey, localJob())
 	want(t, sess, true, gates.Resumed)
+}
+
+// Every order of two jobs' resolves and promotes on one key (each job
+// resolves before it promotes): a job that resolved before the other's
+// promotion landed is superseded by it; one that resolved after promotes
+// onto it. Either way the key ends holding the turns of the promotions
+// that landed, in order, and the history names the refusal.
+func TestEveryInterleavingOfTwoJobs(t *testing.T) {
+	for _, order := range []string{"R1 R2 P1 P2", "R1 R2 P2 P1", "R1 P1 R2 P2", "R2 R1 P1 P2", "R2 R1 P2 P1", "R2 P2 R1 P1"} {
+		t.Run(order, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+			sess := map[byte]Session{}
+			dir := map[byte]string{}
+			data := map[byte][]byte{}
+			landed := map[byte]bool{}
+			var wantLanded []byte
+			for _, step := range strings.Fields(order) {
+				j := step[1]
+				switch step[0] {
+				case 'R':
+					sess[j], dir[j], data[j] = contractJob(t, s, testKey, "job-"+string(j))
+					stage(t, dir[j], answeredTurn(data[j], string(j), 100))
+				case 'P':
+					// The job's base is what the key held when it resolved;
+					// it lands if no promotion landed since.
+					wantLand := true
+					for o, ok := range landed {
+						if ok && o != j && resolvedBefore(order, j, o) {
+							wantLand = false
+						}
+					}
+					res := mustPromote(t, s, sess[j], PromoteRequest{PiVersion: testPi})
+					if res.Promoted != wantLand || (!wantLand && res.Reason != gates.Superseded) {
+						t.Fatalf("%s: promote = %+v, want landed %v", step, res, wantLand)
+					}
+					landed[j] = res.Promoted
+					if res.Promoted {
+						wantLanded = append(wantLanded, j)
+					}
+				}
+			}
+			final := string(readCanonical(t, root, testKey))
+			rest := final
+			for _, j := range wantLanded {
+				i := strings.Index(rest, "answer "+string(j))
+				if i < 0 {
+					t.Fatalf("the final transcript lacks job %c's turn, or has it out of order", j)
+				}
+				rest = rest[i:]
+			}
+			if len(wantLanded) == 1 {
+				h := historyOf(t, root, testKey)
+				if last := h[len(h)-1]; last.Outcome != string(gates.Superseded) {
+					t.Fatalf("the refusal is not the last history entry: %+v", last)
+				}
+			}
+		})
+	}
+}
+
+// resolvedBefore reports whether job j resolved before job o promoted, in
+// an order of steps like "R1 R2 P1 P2".
+func resolvedBefore(order string, j, o byte) bool {
+	return strings.Index(order, "R"+string(j)) < strings.Index(order, "P"+string(o))
 }
