@@ -195,7 +195,6 @@ func run(ctx context.Context, root, direction string, opts Options, visit func(R
 	}
 	m.rootDir = rd
 	sort.Strings(names)
-	sum.Entries = len(names)
 
 	// The end of ctx starts no new key; the keys under way finish, so an
 	// interrupt leaves no key half done and none of this run's temps. (A
@@ -205,6 +204,7 @@ func run(ctx context.Context, root, direction string, opts Options, visit func(R
 	done := 0
 	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) Report { return fn(m, names[i]) }, func(r Report) error {
 		sum.count(r.Action)
+		sum.Entries++
 		if store.ValidKey(r.Key) {
 			sum.Keys++
 		}

@@ -23,6 +23,9 @@ import (
 // children of its own. SESSDB_TEST_CHILD_LOG names a file each child
 // appends its pid to, so a test counts the children started.
 func TestMain(m *testing.M) {
+	if os.Getenv(cliChildEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if os.Getenv(childEnv) == "1" {
 		if p := os.Getenv("SESSDB_TEST_CHILD_LOG"); p != "" {
 			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

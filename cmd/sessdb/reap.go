@@ -79,6 +79,11 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 		if st == nil {
 			return code
 		}
+		// The store reaps a missing root as an empty one; here, as for
+		// every walk, a root that is not there is a fault.
+		if _, err := os.Stat(st.Root()); err != nil {
+			return inv.rep.fault(err)
+		}
 		b, _ := cfg.parseBounds(os.Getenv) // parsed without error by openWalk
 		if b.TTL == 0 {
 			inv.rep.warn("the TTL is 0: no key expires; only stray temp files are removed")
