@@ -55,9 +55,9 @@ objects the commands print are listed field by field in [json.md](json.md).
   root, a directory anyone may write to without the sticky bit, and one
   owned by another user (unless it runs as root).
 - **Ctrl-C** (or SIGTERM) stops a walk (dump, check, reap, migrate) within
-  a second: nothing new is started, what was started finishes, what was done
-  is printed and marked interrupted, and the exit status is 130. A second
-  Ctrl-C kills the process at once.
+  a second (migrate: once the keys under way are done): nothing new is
+  started, what was done is printed and marked interrupted, and the exit
+  status is 130. A second Ctrl-C kills the process at once.
 
 ## Exit status
 
