@@ -84,7 +84,7 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)
 	}
-	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: stderr, rep: rep})
+	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: rep.stderr, rep: rep})
 }
 
 // arg names the command's positional argument.

@@ -176,7 +176,12 @@ func wholeNumber(raw string, max uint64) (uint64, error) {
 	return n, nil
 }
 
+// isTerminal reports whether w (or the stream a syncWriter wraps) is a
+// terminal.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*syncWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -332,6 +333,11 @@ func TestMigrateRemovesATempAKillLeft(t *testing.T) {
 	busy := filepath.Join(root, odd, ".meta.db.tmp-00000000feedface")
 	os.WriteFile(left, []byte("half a meta.db"), 0o600)
 	os.WriteFile(busy, nil, 0o600)
+	// A temp written within the last minute may be a creation between its
+	// flock and its link: left alone. These two are older.
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(left, old, old)
+	os.Chtimes(busy, old, old)
 	f, err := os.Open(busy)
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +358,14 @@ func TestMigrateRemovesATempAKillLeft(t *testing.T) {
 	}
 	if _, err := os.Stat(busy); err != nil {
 		t.Errorf("a temp whose flock is held was removed: %v", err)
+	}
+	// A fresh one is left whatever its flock: it may be a creation
+	// between its flock and its link.
+	fresh := filepath.Join(root, plain, ".meta.db.tmp-00000000000f2e54")
+	os.WriteFile(fresh, nil, 0o600)
+	runCLI(t, "migrate", root)
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh temp was removed: %v", err)
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	runCLI(t, "migrate", root)

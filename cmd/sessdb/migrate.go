@@ -29,8 +29,9 @@ summary (docs/json.md). --dry-run prints the plan and changes nothing.
 
 A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
 the keys under way, prints what was done and exits 130; a killed run loses
-nothing, and the next run finishes its keys and removes any meta.db temp it
-left. A key with a fresh legacy lock (a legacy worker may be promoting), or
+nothing, and the next run finishes its keys and removes a meta.db temp it
+left (once the temp is a minute old: a younger one may be a creation under
+way). A key with a fresh legacy lock (a legacy worker may be promoting), or
 whose lock is not had in time, or that fails, is named on stderr, and migrate
 exits 1 after the others: fix the cause and run it again. Stop the workers
 first.`,

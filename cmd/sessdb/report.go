@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,7 +49,7 @@ var logAuto = func(w io.Writer) string {
 // reported in the format the command line asks for (format, from
 // logFormatIn), at the default level.
 func newReporter(cmd string, stderr io.Writer, format string) *reporter {
-	r := &reporter{cmd: cmd, stderr: stderr}
+	r := &reporter{cmd: cmd, stderr: &syncWriter{w: stderr}}
 	r.setFormat(format, zerolog.WarnLevel)
 	return r
 }
@@ -132,6 +133,19 @@ func (r *reporter) line(level zerolog.Level, key string, code int, msg string) {
 		e = e.Interface("exit", nil)
 	}
 	e.Msg(msg)
+}
+
+// syncWriter serialises the writes to stderr: the store's workers log
+// while the command reports, and each line must stay whole.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // orNull is s, or nil (JSON null) for "".
