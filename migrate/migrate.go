@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"time"
@@ -64,28 +65,34 @@ const (
 	Failed   Action = "failed"  // an error; Cause says which; the key is consistent, re-run it
 )
 
-// Report is the outcome for one entry of the sessions root.
+// Report is the outcome for one entry of the sessions root. It marshals as
+// docs/json.md's migrate report (json.go): a Cause of "" is null, and an
+// empty list is [].
 type Report struct {
 	Key      string   `json:"key"`
 	Action   Action   `json:"action"`
-	Cause    string   `json:"cause,omitempty"`
-	Values   *Values  `json:"values,omitempty"`
-	Oddities []Oddity `json:"oddities,omitempty"`
-	Removed  []string `json:"removed,omitempty"` // files removed (dry run: to be removed)
-	Written  []string `json:"written,omitempty"` // legacy files written (dry run: to be written)
+	Cause    string   `json:"cause"`
+	Values   *Values  `json:"values"`
+	Oddities []Oddity `json:"oddities"`
+	Removed  []string `json:"removed"` // files removed (dry run: to be removed)
+	Written  []string `json:"written"` // legacy files written (dry run: to be written)
 }
 
 // Summary counts a run's reports.
 type Summary struct {
 	Direction string  `json:"direction"` // "to-db" or "to-legacy"
 	DryRun    bool    `json:"dry_run"`
-	Entries   int     `json:"entries"`
-	Migrated  int     `json:"migrate"`
+	Entries   int     `json:"entries"` // reports delivered
+	Keys      int     `json:"keys"`    // of which for names that are keys
+	Migrated  int     `json:"migrated"`
 	Already   int     `json:"already"`
-	Skipped   int     `json:"skip"`
+	Skipped   int     `json:"skipped"`
 	Locked    int     `json:"locked"`
 	Failed    int     `json:"failed"`
-	Seconds   float64 `json:"seconds"`
+	Seconds   float64 `json:"elapsed_seconds"`
+	// Interrupted is set when the run's context ended it early: the
+	// counts cover the entries done before.
+	Interrupted bool `json:"interrupted"`
 }
 
 // Complete reports whether every key was converted or already was: no key
@@ -140,7 +147,7 @@ func (m *migrator) dbOptions() db.Options {
 
 // run lists the root, converts every entry with fn on up to Workers
 // goroutines, and hands the reports to visit in name order.
-func run(root, direction string, opts Options, visit func(Report) error,
+func run(ctx context.Context, root, direction string, opts Options, visit func(Report) error,
 	fn func(*migrator, string) Report) (Summary, error) {
 	start := time.Now()
 	sum := Summary{Direction: direction, DryRun: opts.DryRun}
@@ -164,13 +171,19 @@ func run(root, direction string, opts Options, visit func(Report) error,
 	}
 	m.rootDir = rd
 	sort.Strings(names)
-	sum.Entries = len(names)
 
-	// No context: an interrupted migration is a killed one, which every
-	// key survives (see the package doc); a visit error stops the walk.
+	// The end of ctx starts no new key; the keys under way finish, so an
+	// interrupt leaves no key half done and none of this run's temps. (A
+	// kill does not wait, and every key survives that too: see the package
+	// doc; the next run removes a meta.db temp a kill left.) A visit error
+	// stops the walk.
 	done := 0
-	_, err = walk.Ordered(context.Background(), len(names), opts.Workers, func(i int) Report { return fn(m, names[i]) }, func(r Report) error {
+	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) Report { return fn(m, names[i]) }, func(r Report) error {
 		sum.count(r.Action)
+		sum.Entries++
+		if store.ValidKey(r.Key) {
+			sum.Keys++
+		}
 		err := visit(r)
 		if done++; opts.Progress != nil {
 			opts.Progress(done, len(names))
@@ -178,6 +191,7 @@ func run(root, direction string, opts Options, visit func(Report) error,
 		return err
 	})
 	sum.Seconds = time.Since(start).Seconds()
+	sum.Interrupted = err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 	return sum, err
 }
 
@@ -186,12 +200,24 @@ func run(root, direction string, opts Options, visit func(Report) error,
 // error is a fault of the whole run (root unreadable, or visit's error,
 // which stops it); a key that fails is a report, and the run goes on.
 func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) {
-	return run(root, "to-db", opts, visit, (*migrator).toDB)
+	return ToDBContext(context.Background(), root, opts, visit)
+}
+
+// ToDBContext is ToDB stopped by the end of ctx: no key is started after
+// it, the keys under way finish, and it returns ctx's error with the
+// summary of what was done, marked Interrupted.
+func ToDBContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
+	return run(ctx, root, "to-db", opts, visit, (*migrator).toDB)
 }
 
 // ToLegacy writes every key dir with a meta.db under root back into the
 // legacy file-per-sidecar layout and removes its meta.db (see the package
 // documentation). Reports, errors and options are as for ToDB.
 func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, error) {
-	return run(root, "to-legacy", opts, visit, (*migrator).toLegacy)
+	return ToLegacyContext(context.Background(), root, opts, visit)
+}
+
+// ToLegacyContext is ToLegacy stopped by the end of ctx, as ToDBContext.
+func ToLegacyContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
+	return run(ctx, root, "to-legacy", opts, visit, (*migrator).toLegacy)
 }

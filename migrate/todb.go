@@ -98,6 +98,10 @@ func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
 			err = cerr
 		}
 	}()
+	if !m.opts.DryRun {
+		// Runs before the close above: under the lock, once the key is done.
+		defer func() { r.Removed = append(r.Removed, m.sweepMetaTemps(kd)...) }()
+	}
 	// Listed again under the lock: a rival may have finished, or a legacy
 	// worker come back, while this call waited.
 	if k, err = scanKey(kd, m.now()); err != nil {

@@ -78,6 +78,8 @@ func (m *migrator) toLegacyKey(key string, kd *os.File, r *Report) error {
 		}
 	}
 	defer d.Close()
+	// Runs before the close: under the lock, once the key is done.
+	defer func() { r.Removed = append(r.Removed, m.sweepMetaTemps(kd)...) }()
 	if k, err = scanKey(kd, m.now()); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
+	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
@@ -62,7 +63,7 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	if n != st.Size || after.Size != st.Size || after.Mtim != st.Mtim {
 		return nil, "", &os.PathError{Op: "read", Path: file.Name(), Err: errChanged}
 	}
-	t := &Transcript{Size: st.Size, CRC32C: h.Sum32(), PromotedAt: time.Unix(st.Mtim.Unix()).UTC()}
+	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: time.Unix(st.Mtim.Unix()).UTC()}
 	if f != nil {
 		if err := f(file, t); err != nil {
 			return nil, "", err

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
@@ -16,8 +17,11 @@ import (
 // hold; ToLegacy: what the legacy files will say). A null pointer is an
 // absent sidecar: an absent venue means "local", an absent chain 0, an
 // absent context no measurement.
+//
+// Values marshal as docs/json.md's migrate values object (json.go): the
+// transcript's identity is "record", and an unknown pi version is null.
 type Values struct {
-	Transcript  *Transcript `json:"transcript"`
+	Transcript  *Transcript `json:"record"`
 	PiVersion   string      `json:"pi_version"` // "" = unknown: the version gate refuses
 	Venue       *string     `json:"venue"`
 	ResumeChain *uint64     `json:"resume_chain"`
@@ -25,18 +29,20 @@ type Values struct {
 }
 
 // Transcript is the identity of current.jsonl and the last promotion time
-// (the legacy clock: the transcript's mtime).
+// (the legacy clock: the transcript's mtime): the record meta.db holds.
 type Transcript struct {
-	Size       int64     `json:"size"`
-	CRC32C     uint32    `json:"crc32c"`
-	PromotedAt time.Time `json:"promoted_at"`
+	Gen        uint64         `json:"gen"` // ToDB records gen 1
+	Size       int64          `json:"bytes"`
+	CRC32C     store.Checksum `json:"crc32c"`
+	PromotedAt time.Time      `json:"promoted_at"`
 }
 
-// Context is a context reading; Model is as written ("" = unstamped).
+// Context is a context reading; Model is as written ("" = unstamped). It
+// marshals as the context object of every command (json.go).
 type Context struct {
 	Tokens int64  `json:"tokens"`
 	Window int64  `json:"window"`
-	Model  string `json:"model,omitempty"`
+	Model  string `json:"model"`
 }
 
 // Oddity is a legacy value that is not plain, and how it is read: File is
@@ -52,7 +58,7 @@ type Oddity struct {
 func (v Values) sidecars() db.Sidecars {
 	sc := db.Sidecars{PiVersion: &v.PiVersion, Venue: v.Venue, ResumeChain: v.ResumeChain}
 	if t := v.Transcript; t != nil {
-		sc.Transcript = &db.Transcript{Gen: 1, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: t.PromotedAt.UnixNano()}
+		sc.Transcript = &db.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: t.PromotedAt.UnixNano()}
 	}
 	if c := v.Context; c != nil {
 		sc.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
@@ -68,7 +74,7 @@ func valuesOf(sc db.Sidecars) Values {
 		v.PiVersion = *sc.PiVersion
 	}
 	if t := sc.Transcript; t != nil {
-		v.Transcript = &Transcript{Size: t.Size, CRC32C: uint32(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
+		v.Transcript = &Transcript{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
 	}
 	if c := sc.Context; c != nil {
 		v.Context = &Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}

@@ -11,7 +11,7 @@ import (
 )
 
 // Kind names what Check found. The tokens are a contract (check --json
-// prints them; docs/OPERATIONS.md lists them).
+// prints them; README.md and docs/json.md list them).
 type Kind string
 
 // Problems: each makes Check's caller report "problems found".
@@ -66,14 +66,14 @@ const StaleTempAge = time.Hour
 
 // A Finding is one thing Check found.
 type Finding struct {
-	Path     string   `json:"path"`          // relative to the root
-	Key      string   `json:"key,omitempty"` // the key dir it is in, when it is in one
+	Path     string   `json:"path"` // relative to the root
+	Key      string   `json:"key"`  // the key dir it is in, when it is in one
 	Kind     Kind     `json:"kind"`
 	Severity Severity `json:"severity"`
 	Detail   string   `json:"detail"`
 	// Repair says what a repairing Check did about it, or why it did
 	// nothing; empty without repair.
-	Repair   string `json:"repair,omitempty"`
+	Repair   string `json:"repair"`
 	Repaired bool   `json:"repaired"`
 	// Remains is whether it is still there when Check returns: always for
 	// a check without repair, else as found by a second look after the

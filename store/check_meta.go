@@ -20,16 +20,16 @@ type MetaPagesReport struct {
 	HighWater int64            `json:"high_water"` // bytes the active page says the file holds; above Bytes is a truncation
 	Active    int              `json:"active"`     // index of the page bbolt uses; -1 when neither is valid
 	Fallback  bool             `json:"fallback"`   // a page is invalid: bbolt has one commit left, or lost the newest
-	Error     string           `json:"error,omitempty"`
-	Pages     []MetaPageReport `json:"pages,omitempty"`
+	Error     string           `json:"error"`
+	Pages     []MetaPageReport `json:"pages"`
 }
 
 // MetaPageReport is one meta page.
 type MetaPageReport struct {
 	Txid  uint64 `json:"txid"` // as written; meaningless when the page is not valid
 	Valid bool   `json:"valid"`
-	Error string `json:"error,omitempty"` // why bbolt would not use the page
-	Pages uint64 `json:"pages"`           // the page's high-water mark, in pages
+	Error string `json:"error"` // why bbolt would not use the page
+	Pages uint64 `json:"pages"` // the page's high-water mark, in pages
 }
 
 // readMetaPages reads both meta pages of kd's meta.db without mapping it

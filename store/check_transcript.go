@@ -19,9 +19,9 @@ type VerifyReport struct {
 	// max-bytes bound: a resolve refuses it as too-large whatever it holds,
 	// so it is not read), or "unreadable" (an I/O error; Detail says which).
 	Result string `json:"result"`
-	Bytes  int64  `json:"bytes"`            // bytes read
-	CRC32C uint64 `json:"crc32c"`           // of the bytes read
-	Detail string `json:"detail,omitempty"` // what differs, or the error
+	Bytes  int64  `json:"bytes"`  // bytes read
+	CRC32C uint64 `json:"-"`      // of the bytes read; 8 hex digits in JSON
+	Detail string `json:"detail"` // what differs, or the error
 }
 
 // Verify results.

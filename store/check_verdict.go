@@ -13,13 +13,13 @@ type VerdictReport struct {
 	// Needs lists the job facts an undetermined verdict depends on:
 	// "venue", "pi-version", and "model" when the context rung would judge
 	// the key differently for another model.
-	Needs []string `json:"needs,omitempty"`
+	Needs []string `json:"needs"`
 	// IfMatched is, for an undetermined verdict, the verdict of a job
 	// whose venue, pi version and model match the key's stamps as far as
 	// any job can. A job that differs gets venue-changed or
 	// pi-version-changed instead (or, for another model, may pass the
 	// context rung).
-	IfMatched string `json:"if_matched,omitempty"`
+	IfMatched string `json:"if_matched"`
 }
 
 // Undetermined is the verdict shown when it depends on a job profile that

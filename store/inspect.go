@@ -22,38 +22,41 @@ const (
 )
 
 // KeyReport is everything Inspect knows about one entry under the root.
-// Pointer fields are nil where the value is absent. The JSON names are a
-// contract (dump --json prints this struct; docs/OPERATIONS.md lists them):
-// fields may be added, never renamed.
+// Pointer fields are nil where the value is absent. It marshals as dump
+// --json's entry object (report_json.go; docs/json.md lists every field,
+// and the names are a contract: fields may be added, never renamed). The
+// tags let that object decode back, except the record's fields, which it
+// nests under "record".
 type KeyReport struct {
 	Name    string `json:"key"`
-	Problem string `json:"problem,omitempty"` // set when the entry is not a usable key dir
-	Layout  Layout `json:"layout,omitempty"`
+	Problem string `json:"problem"` // set when the entry is not a usable key dir
+	Layout  Layout `json:"layout"`
 
-	Transcript *TranscriptReport `json:"transcript,omitempty"`
+	Transcript *TranscriptReport `json:"transcript"`
 
-	MetaError     string     `json:"meta_error,omitempty"`
-	Schema        uint64     `json:"schema,omitempty"`
-	Created       *time.Time `json:"created,omitempty"`
-	Gen           uint64     `json:"gen,omitempty"`
-	LastPromotion *time.Time `json:"last_promotion,omitempty"`
-	CRC32C        *uint64    `json:"crc32c,omitempty"`
-	RecordBytes   *int64     `json:"record_bytes,omitempty"` // the transcript size the record describes
+	MetaError     string     `json:"meta_error"`
+	Schema        uint64     `json:"schema"`
+	Created       *time.Time `json:"created"`
+	Gen           uint64     `json:"-"` // record.gen
+	LastPromotion *time.Time `json:"-"` // record.promoted_at
+	CRC32C        *uint64    `json:"-"` // record.crc32c
+	RecordBytes   *int64     `json:"-"` // record.bytes: the transcript size the record describes
 
-	PiVersion   *string         `json:"pi_version,omitempty"`
-	Venue       *string         `json:"venue,omitempty"`
-	ResumeChain *uint64         `json:"resume_chain,omitempty"`
-	Context     *ContextReport  `json:"context,omitempty"`
-	Pending     *PendingReport  `json:"pending,omitempty"`
-	History     []HistoryReport `json:"history,omitempty"`
-	LegacyFiles []string        `json:"legacy_files,omitempty"`
+	PiVersion   *string         `json:"pi_version"`
+	Venue       *string         `json:"venue"`
+	ResumeChain *uint64         `json:"resume_chain"`
+	Context     *ContextReport  `json:"context"`
+	Pending     *PendingReport  `json:"pending"`
+	History     []HistoryReport `json:"history"`
+	LegacyFiles []string        `json:"legacy_files"`
 	// LegacyBytes is the legacy files' total size, with
 	// InspectOptions.LegacyBytes and legacy files present; nil otherwise.
-	LegacyBytes *int64 `json:"legacy_bytes,omitempty"`
+	// stats sums it; dump does not print it.
+	LegacyBytes *int64 `json:"-"`
 
-	MetaPages *MetaPagesReport `json:"meta_pages,omitempty"`
-	Verify    *VerifyReport    `json:"verify,omitempty"`
-	Verdict   *VerdictReport   `json:"verdict,omitempty"`
+	MetaPages *MetaPagesReport `json:"meta_pages"`
+	Verify    *VerifyReport    `json:"verify"`
+	Verdict   *VerdictReport   `json:"verdict"`
 }
 
 // TranscriptReport describes current.jsonl from its stat and its first
@@ -63,10 +66,10 @@ type TranscriptReport struct {
 	Bytes           int64      `json:"bytes"`
 	ModTime         time.Time  `json:"mtime"`
 	HeaderOK        bool       `json:"header_ok"`
-	HeaderID        string     `json:"header_id,omitempty"`
-	HeaderVersion   int64      `json:"header_version,omitempty"`
-	HeaderTimestamp string     `json:"header_timestamp,omitempty"`
-	HeaderTime      *time.Time `json:"header_time,omitempty"` // HeaderTimestamp as the age rung reads it; nil if unreadable
+	HeaderID        string     `json:"header_id"`
+	HeaderVersion   int64      `json:"header_version"`
+	HeaderTimestamp string     `json:"header_timestamp"`
+	HeaderTime      *time.Time `json:"header_time"` // HeaderTimestamp as the age rung reads it; nil if unreadable
 }
 
 // ContextReport is the last context reading. Pct is tokens*100/window
@@ -74,11 +77,11 @@ type TranscriptReport struct {
 type ContextReport struct {
 	Tokens int64  `json:"tokens"`
 	Window int64  `json:"window"`
-	Model  string `json:"model,omitempty"`
-	Pct    *int64 `json:"pct,omitempty"` // nil when the window is not positive
+	Model  string `json:"model"`
+	Pct    *int64 `json:"pct"` // nil when the window is not positive
 	// OverWindow flags a reading above its window: pi's print mode never
 	// compacts at the end of a run, so a promoted reading can exceed it.
-	OverWindow bool `json:"over_window,omitempty"`
+	OverWindow bool `json:"over_window"`
 }
 
 // PendingReport is a promotion that committed but was not renamed into
@@ -86,7 +89,7 @@ type ContextReport struct {
 type PendingReport struct {
 	Tmp    string `json:"tmp"`
 	Bytes  int64  `json:"bytes"`
-	CRC32C uint64 `json:"crc32c"`
+	CRC32C uint64 `json:"-"` // 8 hex digits in JSON
 	Gen    uint64 `json:"gen"`
 }
 
@@ -101,13 +104,13 @@ type HistoryReport struct {
 	Reason   string `json:"reason"`
 	Bytes    int64  `json:"bytes"`
 	Chain    uint64 `json:"chain"`
-	Job      string `json:"job,omitempty"`
-	Ticket   string `json:"ticket,omitempty"`
-	BaseGen  uint64 `json:"base_gen,omitempty"`
-	Run      string `json:"run,omitempty"`
-	TornTail bool   `json:"torn_tail,omitempty"`
+	Job      string `json:"job"`
+	Ticket   string `json:"ticket"`
+	BaseGen  uint64 `json:"base_gen"`
+	Run      string `json:"run"`
+	TornTail bool   `json:"torn_tail"`
 	// Rewritten: promoted with --allow-rewrite over a rewritten prefix.
-	Rewritten bool `json:"rewritten,omitempty"`
+	Rewritten bool `json:"rewritten"`
 }
 
 // InspectOptions says what InspectWith reports. The zero value reports

@@ -18,12 +18,16 @@ import (
 // ReapResult says what a Reap did. Every name under the root is in
 // exactly one of Removed, Kept (a key left in place) and Skipped (a name
 // left alone, with why: not a key, not a directory, a fault). Swept lists
-// the stray temp files removed from kept keys, as <key>/<name>.
+// the stray temp files removed from kept keys, as <key>/<name>. Failed
+// lists, in order, the names of Skipped that are faults (an I/O error, a
+// lock not had in time): reap could not do them. (sessdb reap --json
+// prints actions built from it: docs/json.md.)
 type ReapResult struct {
-	Removed []string          `json:"removed"`
-	Swept   []string          `json:"swept,omitempty"`
-	Kept    int               `json:"kept"`
-	Skipped map[string]string `json:"skipped,omitempty"`
+	Removed []string
+	Swept   []string
+	Kept    int
+	Skipped map[string]string
+	Failed  []string
 }
 
 // ReapOptions says how ReapWith runs. The zero value reaps for real, with
@@ -92,6 +96,9 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		switch {
 		case o.err != nil:
 			res.Skipped[name] = o.err.Error()
+			if o.err != errNotAKey && !errors.Is(o.err, fsat.ErrNotDir) && !fsat.IsNotExist(o.err) {
+				res.Failed = append(res.Failed, name)
+			}
 			if o.err != errNotAKey {
 				s.opts.Logger.Warn().Str("key", name).Err(o.err).Msg("session_reaper_skipped")
 			}

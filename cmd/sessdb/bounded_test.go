@@ -43,7 +43,7 @@ func TestCheckAndVerifyReadBoundedOnASparseTranscript(t *testing.T) {
 		}
 		for _, args := range [][]string{
 			{"check", "--max-bytes", maxBytes, root},
-			{"dump", "--verify", "--max-bytes", maxBytes, root},
+			{"dump", "--verify", "--wide", "--max-bytes", maxBytes, root},
 			{"dump", "--verify", "--json", "--max-bytes", maxBytes, root},
 		} {
 			before := readBytes(t)
@@ -71,17 +71,20 @@ func TestTextOutputEscapesControlBytes(t *testing.T) {
 	}
 	os.Symlink("/tmp/\x1b[31mred", filepath.Join(root, sample.Expired, "venue"))
 	os.WriteFile(filepath.Join(root, sample.Legacy, "venue"), []byte("loc\x1b[8mal"), 0o600)
-	for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"check"}, {"check", "--repair"}, {"reap", "--dry-run"}} {
+	// (The table without --wide cuts a long cell, the escaped name among
+	// them: its escaped start shows; --wide shows it whole.)
+	for _, args := range [][]string{{"dump"}, {"dump", "--wide"}, {"dump", "--verify", "--wide"}, {"check"}, {"check", "--repair"}, {"reap", "--dry-run"}} {
 		_, out, errs := runCLI(t, append(args, root)...)
 		if i := bytes.IndexFunc([]byte(out), func(r rune) bool {
 			return r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == '\u202e'
 		}); i >= 0 {
 			t.Errorf("%v: a raw control character reached stdout at %d: %q", args, i, out[max(0, i-20):min(len(out), i+20)])
 		}
-		if !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\rname\nwith\tbreaks\u202e\x9b`) {
+		cut := len(args) == 1 && args[0] == "dump"
+		if !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\rname\nwith\tbreaks\u202e\x9b`) && !(cut && strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\rname\n`)) {
 			t.Errorf("%v: the name is not shown escaped:\n%s%s", args, out, errs)
 		}
-		if args[0] == "dump" && !strings.Contains(out, `loc\x1b[8mal`) {
+		if args[0] == "dump" && !strings.Contains(out, `loc\x1b[8mal`) && !(cut && strings.Contains(out, `loc\x1b`)) {
 			t.Errorf("%v: the venue stamp is not shown escaped:\n%s", args, out)
 		}
 	}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 	"time"
 
 	"sessdb/store"
@@ -15,88 +16,105 @@ import (
 var cmdCheck = &command{
 	name:  "check",
 	usage: "check [--repair] [--json] [--deep-check-timeout D] [DIR]",
-	short: "find damage under a sessions root (damaged meta.db, undecodable records, transcripts that do not match, pending promotions, stray temps, links); --repair fixes what it safely can",
-	run:   runCheck,
-}
+	short: "find damage under a sessions root; --repair fixes what it safely can",
+	long: `
+Examines every entry under the sessions root (DIR, else --sessions-dir or
+PI_SESSIONS_DIR): each key as resolve reads it, then bbolt's full consistency
+check of its meta.db in a child process (a damaged file can crash the process
+that maps it). Reports damaged or undecodable meta.db files, a meta page
+bbolt silently falls back from, transcripts that do not match their record,
+pending promotions, stray temps, links, and names that are not keys (a
+notice). One line per finding and a summary; --json one object per finding
+and a summary (docs/json.md).
 
-const checkExample = `  sessdb check /var/lib/pi/sessions; echo "exit $?"
+--repair acts on proof only, each key under its exclusive lock: it rolls a
+pending promotion forward, moves a damaged meta.db aside (renamed, never
+deleted), removes stray temps; then it looks again, and the exit status
+counts what remains. Without --repair check changes nothing. A key that
+cannot be examined (locked, unreadable) is named on stderr, and check exits 1
+after the others.`,
+	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
-  sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'`
-
-// checkSummary is the last JSON line of check --json.
-type checkSummary struct {
-	Summary     store.CheckSummary `json:"summary"`
-	Repair      bool               `json:"repair"`
-	Interrupted bool               `json:"interrupted"`
+  sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'`,
+	exits:   []int{exitOK, exitFault, exitUsage, exitIssues, exitInterrupted},
+	maxArgs: 1,
+	bind:    bindCheck,
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == childArg && os.Getenv(childEnv) == "1" {
-		return runCheckChild(args[1:], os.Stdin, stdout)
-	}
-	fs := newFlagSet("check", stderr)
-	setUsage(fs, "check", checkExample)
-	cfg := bindConfig(fs)
-	repair := fs.Bool("repair", false, "roll pending promotions forward, remove stray temp files older than an hour, move a damaged meta.db aside (never deleted); every action is printed")
-	asJSON := fs.Bool("json", false, "one JSON object per finding, then a summary object (fields: docs/OPERATIONS.md)")
-	timeout := fs.Duration("deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take before its process is killed")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	switch {
-	case fs.NArg() > 1:
-		return usageError(stderr, "check", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
-	case *timeout <= 0:
-		return usageError(stderr, "check", errors.New("--deep-check-timeout: must be positive"))
-	}
-	st, log, code := openStore(cfg, "check", fs.Arg(0), stderr)
-	if st == nil {
-		return code
-	}
-	if err := checkWalkRoot(st.Root()); err != nil {
-		return usageError(stderr, "check", err)
-	}
-	deep := &deepChecker{root: st.Root(), timeout: *timeout}
-	defer deep.close()
+// checkSummary ends check --json.
+type checkSummary struct {
+	store.CheckSummary
+	Failed      int  `json:"failed"` // findings of entries that could not be examined (exit 1)
+	Repair      bool `json:"repair"` // --repair was given
+	Interrupted bool `json:"interrupted"`
+}
 
-	ctx, stop := interruptContext()
-	defer stop()
-	prog := progressTo(stderr, "check")
-	w := bufio.NewWriter(clearing(stdout, prog))
-	enc := json.NewEncoder(w)
-	visit := func(f store.Finding) error {
-		if f.Repaired {
-			log.Info().Str("path", f.Path).Str("kind", string(f.Kind)).Str("repair", f.Repair).Msg("check_repaired")
+func bindCheck(fs *flag.FlagSet) func(*invocation) int {
+	cfg := bindConfig(fs)
+	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps; every action is printed")
+	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
+	timeout := fs.Duration("deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
+	return func(inv *invocation) int {
+		if *timeout <= 0 {
+			return inv.rep.usage(errors.New("--deep-check-timeout: must be positive"))
 		}
-		if *asJSON {
-			return enc.Encode(f)
+		st, code := openWalk(inv, cfg)
+		if st == nil {
+			return code
 		}
-		return writeFinding(w, f)
-	}
-	opts := store.CheckOptions{Repair: *repair, DeepCheck: deep.check, Progress: prog.report()}
-	sum, err := st.Check(ctx, opts, visit)
-	prog.clear()
-	interrupted := err != nil && ctx.Err() != nil
-	if err == nil || interrupted {
-		if *asJSON {
-			err2 := enc.Encode(checkSummary{Summary: sum, Repair: *repair, Interrupted: interrupted})
-			if err == nil {
-				err = err2
+		deep := &deepChecker{root: st.Root(), timeout: *timeout}
+		defer deep.close()
+
+		ctx, stop := interruptContext()
+		defer stop()
+		prog := progressTo(inv, "check")
+		w := bufio.NewWriter(clearing(inv.stdout, prog))
+		jw := &jsonWriter{w: w}
+		sum := checkSummary{Repair: *repair}
+		log := inv.rep.storeLog()
+		visit := func(f store.Finding) error {
+			if f.Repaired {
+				log.Info().Str("path", f.Path).Str("kind", string(f.Kind)).Str("repair", f.Repair).Msg("check_repaired")
 			}
-		} else {
-			writeCheckSummary(w, sum, *repair, interrupted)
+			if f.Remains && (f.Kind == store.KindLocked || f.Kind == store.KindUnreadable) {
+				sum.Failed++
+				prog.clear()
+				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Detail)
+			}
+			if *asJSON {
+				return jw.encode(f)
+			}
+			return writeFinding(w, f)
 		}
+		opts := store.CheckOptions{Repair: *repair, DeepCheck: deep.check, Progress: prog.report()}
+		var err error
+		sum.CheckSummary, err = st.Check(ctx, opts, visit)
+		prog.clear()
+		sum.Interrupted = errors.Is(err, context.Canceled)
+		if err != nil && !sum.Interrupted {
+			return inv.rep.fault(err) // no summary: the check did not finish
+		}
+		if *asJSON {
+			jw.encode(summaryLine[checkSummary]{sum})
+			err = jw.err
+		} else {
+			err = writeCheckSummary(w, sum)
+		}
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		switch {
+		case err != nil:
+			return inv.rep.fault(fmt.Errorf("write: %w", err))
+		case sum.Interrupted:
+			return inv.rep.interrupted(sum.Entries)
+		case sum.Failed > 0:
+			return exitFault
+		case sum.Remaining > 0:
+			return exitIssues
+		}
+		return exitOK
 	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if code := walkEnd(stderr, "check", err, sum.Entries); code != exitOK {
-		return code
-	}
-	if sum.Remaining > 0 {
-		return exitIssues
-	}
-	return exitOK
 }
 
 // writeFinding writes one finding as a line an operator can grep, and the
@@ -113,20 +131,30 @@ func writeFinding(w io.Writer, f store.Finding) error {
 	return nil
 }
 
-func writeCheckSummary(w io.Writer, s store.CheckSummary, repair, interrupted bool) {
-	fmt.Fprintf(w, "checked %d entries (%d keys): %s, %s", s.Entries, s.Keys, plural(s.Problems, "problem"), plural(s.Notices, "notice"))
-	if repair {
-		fmt.Fprintf(w, "; repaired %d, %s remaining", s.Repaired, plural(s.Remaining, "problem"))
+func writeCheckSummary(w io.Writer, s checkSummary) error {
+	_, err := fmt.Fprintf(w, "checked %s (%s): %s, %s", plural(s.Entries, "entry"), plural(s.Keys, "key"), plural(s.Problems, "problem"), plural(s.Notices, "notice"))
+	if err == nil && s.Repair {
+		_, err = fmt.Fprintf(w, "; repaired %d, %s remaining", s.Repaired, plural(s.Remaining, "problem"))
 	}
-	if interrupted {
-		fmt.Fprint(w, " (interrupted)")
+	if err == nil && s.Failed > 0 {
+		_, err = fmt.Fprintf(w, "; %d not examined", s.Failed)
 	}
-	fmt.Fprintln(w)
+	if err == nil && s.Interrupted {
+		_, err = fmt.Fprint(w, " (interrupted)")
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
+	return err
 }
 
+// plural is n and what, in the plural unless n is 1 ("2 entries").
 func plural(n int, what string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + what
+	case len(what) > 1 && what[len(what)-1] == 'y' && !strings.ContainsRune("aeiou", rune(what[len(what)-2])):
+		return fmt.Sprintf("%d %sies", n, what[:len(what)-1])
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,9 @@ import (
 // children of its own. SESSDB_TEST_CHILD_LOG names a file each child
 // appends its pid to, so a test counts the children started.
 func TestMain(m *testing.M) {
+	if os.Getenv(cliChildEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if os.Getenv(childEnv) == "1" {
 		if p := os.Getenv("SESSDB_TEST_CHILD_LOG"); p != "" {
 			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -34,6 +38,9 @@ func TestMain(m *testing.M) {
 		childTestHook = testChildHook
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// The tests read plain error lines: --log-format auto is console here,
+	// whatever stderr is; the tests of the JSON form ask for it.
+	logAuto = func(io.Writer) string { return "console" }
 	if os.Getenv(promoteChildEnv) != "" {
 		os.Exit(runPromoteChild())
 	}
@@ -230,22 +237,23 @@ func TestCheckExitStatuses(t *testing.T) {
 	if code, _, errs := runCLI(t, "check", filepath.Join(root, "nosuch")); code != exitFault || errs == "" {
 		t.Fatalf("a missing root: exit %d", code)
 	}
-	code, _, errs := runCLI(t, "check", "-h")
-	if code != exitOK || !strings.Contains(errs, "example:") || !strings.Contains(errs, "130  interrupted") {
-		t.Fatalf("-h: exit %d\n%s", code, errs)
+	// -h prints the help on stdout (issue 12: it went to stderr).
+	code, help, errs := runCLI(t, "check", "-h")
+	if code != exitOK || errs != "" || !strings.Contains(help, "example:") || !strings.Contains(help, "130  interrupted") {
+		t.Fatalf("-h: exit %d\n%s%s", code, help, errs)
 	}
-	if !strings.Contains(errs, "--repair") || strings.Contains(errs, childArg) {
-		t.Fatalf("-h shows the wrong flags:\n%s", errs)
+	if !strings.Contains(help, "--repair") || strings.Contains(help, childArg) {
+		t.Fatalf("-h shows the wrong flags:\n%s", help)
 	}
 
 	prev := interruptContext
 	interruptContext = cancelledContext
 	defer func() { interruptContext = prev }()
 	code, out, errs = runCLI(t, "check", "--json", root)
-	var last checkSummary
+	var last summaryLine[checkSummary]
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-	if code != exitInterrupted || !last.Interrupted || !strings.Contains(errs, "interrupted after 0 entries") {
+	if code != exitInterrupted || !last.Summary.Interrupted || !strings.Contains(errs, "interrupted after 0 entries") {
 		t.Fatalf("interrupted: exit %d, %s, %s", code, out, errs)
 	}
 }

@@ -25,6 +25,19 @@ func clearEnv(t *testing.T) {
 	}
 }
 
+// promoteResult decodes promote's JSON; a null decodes as the zero value.
+type promoteResult struct {
+	Key          string
+	Promoted     bool
+	Reason       string
+	Bytes        int64
+	Gen          uint64
+	Run          string
+	Repeat       bool
+	SupersededBy uint64 `json:"superseded_by"`
+	Rewritten    bool
+}
+
 const header = `{"type":"session","version":3,"id":"abc","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}` + "\n"
 
 func TestResolvePromoteRoundTrip(t *testing.T) {
@@ -50,7 +63,7 @@ func TestResolvePromoteRoundTrip(t *testing.T) {
 	}
 	os.WriteFile(r.Staged, []byte(header), 0o600)
 	code, out, errs = runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3", "--context-tokens", "100", "--context-window", "200000")
-	var p promoteOutput
+	var p promoteResult
 	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || !p.Promoted || p.Gen != 1 || p.Bytes != int64(len(header)) {
 		t.Fatalf("promote exit %d: %s %s", code, out, errs)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
@@ -26,27 +25,51 @@ type knob struct {
 	value           string // the flag's value; "" = not given
 }
 
-// config is the store configuration shared by every command that opens a
-// sessions root.
-type config struct {
-	sessionsDir, ttlDays, maxBytes, maxAgeDays, maxChain, maxContextPct knob
-	logLevel, logFormat                                                 string
+// bind defines the knob's flag on fs; its help names the variable.
+func (k *knob) bind(fs *flag.FlagSet) *knob {
+	fs.StringVar(&k.value, k.flag, "", k.help+" [$"+k.env+"]")
+	return k
 }
 
+// config is the store configuration: the sessions root, and the ladder's
+// bounds for the commands that judge keys (bounds is nil for the others).
+type config struct {
+	sessionsDir knob
+	bounds      *boundKnobs
+}
+
+type boundKnobs struct {
+	ttlDays, maxBytes, maxAgeDays, maxChain, maxContextPct knob
+}
+
+// configFlagNames are the flags bindRoot and bindBounds define: help
+// lists them apart from a command's own.
+var configFlagNames = map[string]bool{
+	"sessions-dir": true, "ttl-days": true, "max-bytes": true, "max-age-days": true, "max-resume-chain": true, "max-context-pct": true,
+}
+
+// bindRoot defines --sessions-dir only: for the commands that never judge
+// a key (migrate).
+func bindRoot(fs *flag.FlagSet) *config {
+	c := &config{sessionsDir: knob{env: "PI_SESSIONS_DIR", flag: "sessions-dir", help: "the sessions root `DIR` (a DIR argument wins over it)"}}
+	c.sessionsDir.bind(fs)
+	return c
+}
+
+// bindConfig defines the sessions root and every bound of the ladder.
 func bindConfig(fs *flag.FlagSet) *config {
-	c := &config{
-		sessionsDir:   knob{env: "PI_SESSIONS_DIR", flag: "sessions-dir", help: "the sessions root"},
-		ttlDays:       knob{env: "PI_SESSIONS_TTL_DAYS", flag: "ttl-days", help: "days since the last promotion before a key expires; 0 keeps forever (default 14)"},
-		maxBytes:      knob{env: "PI_SESSION_MAX_BYTES", flag: "max-bytes", help: "largest transcript resumed or promoted; 0 = no cap (default 8388608)"},
-		maxAgeDays:    knob{env: "PI_SESSION_MAX_AGE_DAYS", flag: "max-age-days", help: "oldest conversation (header timestamp) resumed, in days; 0 = off"},
-		maxChain:      knob{env: "PI_SESSION_MAX_RESUME_CHAIN", flag: "max-resume-chain", help: "consecutive deliveries before a forced cold start; 0 = off"},
-		maxContextPct: knob{env: "PI_SESSION_MAX_CONTEXT_PCT", flag: "max-context-pct", help: "refuse to resume a context at or above this percent of its window, 1..100; unset = off"},
+	c := bindRoot(fs)
+	c.bounds = &boundKnobs{
+		ttlDays:       knob{env: "PI_SESSIONS_TTL_DAYS", flag: "ttl-days", help: "the `DAYS` since its last promotion after which a key expires; 0 keeps every key (default 14)"},
+		maxBytes:      knob{env: "PI_SESSION_MAX_BYTES", flag: "max-bytes", help: "the largest transcript resumed or promoted, in `BYTES`; 0 = no cap (default 8388608)"},
+		maxAgeDays:    knob{env: "PI_SESSION_MAX_AGE_DAYS", flag: "max-age-days", help: "the oldest conversation resumed, in `DAYS` since its header timestamp; 0 = off (default 0)"},
+		maxChain:      knob{env: "PI_SESSION_MAX_RESUME_CHAIN", flag: "max-resume-chain", help: "force a cold start after `N` consecutive deliveries; 0 = off (default 0)"},
+		maxContextPct: knob{env: "PI_SESSION_MAX_CONTEXT_PCT", flag: "max-context-pct", help: "refuse to resume a context at or above `PCT` percent of its window, 1..100 (default: unset, off)"},
 	}
-	for _, k := range []*knob{&c.sessionsDir, &c.ttlDays, &c.maxBytes, &c.maxAgeDays, &c.maxChain, &c.maxContextPct} {
-		fs.StringVar(&k.value, k.flag, "", k.help+" [$"+k.env+"]")
+	b := c.bounds
+	for _, k := range []*knob{&b.ttlDays, &b.maxBytes, &b.maxAgeDays, &b.maxChain, &b.maxContextPct} {
+		k.bind(fs)
 	}
-	fs.StringVar(&c.logLevel, "log-level", "warn", "least severe log event written to stderr: debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "auto", "stderr log format: auto (console on a terminal, else JSON lines), console, json")
 	return c
 }
 
@@ -73,31 +96,35 @@ func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 	return "", errSessionsDirUnset
 }
 
-// bounds parses the ladder's bounds strictly: "3.5", "1e3", "08", "+3" and
+// parseBounds parses the ladder's bounds strictly: "3.5", "1e3", "08", "+3" and
 // negative values are configuration errors naming the variable or flag,
 // never silently clamped.
-func (c *config) bounds(getenv func(string) string) (gates.Bounds, error) {
+func (c *config) parseBounds(getenv func(string) string) (gates.Bounds, error) {
 	var b gates.Bounds
+	if c.bounds == nil {
+		return b, nil
+	}
+	kb := c.bounds
 	var err error
 	days := func(k *knob, def uint64) (time.Duration, error) {
 		n, err := k.uint(getenv, def, maxDays)
 		return time.Duration(n) * 24 * time.Hour, err
 	}
-	if b.TTL, err = days(&c.ttlDays, 14); err != nil {
+	if b.TTL, err = days(&kb.ttlDays, 14); err != nil {
 		return b, err
 	}
-	if b.MaxAge, err = days(&c.maxAgeDays, 0); err != nil {
+	if b.MaxAge, err = days(&kb.maxAgeDays, 0); err != nil {
 		return b, err
 	}
-	mb, err := c.maxBytes.uint(getenv, 8<<20, math.MaxInt64)
+	mb, err := kb.maxBytes.uint(getenv, 8<<20, math.MaxInt64)
 	if err != nil {
 		return b, err
 	}
 	b.MaxBytes = int64(mb)
-	if b.MaxResumeChain, err = c.maxChain.uint(getenv, 0, math.MaxUint64); err != nil {
+	if b.MaxResumeChain, err = kb.maxChain.uint(getenv, 0, math.MaxUint64); err != nil {
 		return b, err
 	}
-	raw, name := c.maxContextPct.get(getenv)
+	raw, name := kb.maxContextPct.get(getenv)
 	if raw != "" {
 		pct, err := parseUint(name, raw, 100)
 		if err == nil && pct == 0 {
@@ -149,85 +176,18 @@ func wholeNumber(raw string, max uint64) (uint64, error) {
 	return n, nil
 }
 
-// logger builds the stderr logger: a console writer when stderr is a
-// terminal, JSON lines otherwise, unless --log-format says which.
-func (c *config) logger(stderr io.Writer) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(c.logLevel)
-	if err != nil || c.logLevel == "" {
-		return zerolog.Nop(), fmt.Errorf("--log-level: %s is not a level (debug, info, warn, error)", brief(c.logLevel))
-	}
-	w := stderr
-	switch c.logFormat {
-	case "json":
-	case "console":
-		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
-	case "auto":
-		if isTerminal(stderr) {
-			w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
-		}
-	default:
-		return zerolog.Nop(), fmt.Errorf("--log-format: %s is not a format (auto, console, json)", brief(c.logFormat))
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
-}
-
+// isTerminal reports whether w (or the stream a syncWriter wraps) is a
+// terminal.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*syncWriter); ok {
+		w = s.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
-}
-
-// newFlagSet returns a flag set that reports to stderr and never exits. A
-// parse error is one line on stderr naming the flag, with a hint, instead
-// of the whole usage (see flagOutput); -h still prints the usage. The
-// command is looked up by name when usage is printed, because a command's
-// run function referring to its own table entry would be an
-// initialization cycle.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(&flagOutput{cmd: name, w: stderr})
-	fs.Usage = func() {
-		w := fs.Output()
-		if c := lookup(name); c != nil {
-			fmt.Fprintf(w, "usage: sessdb %s\n\n%s\n\nflags:\n", c.usage, c.short)
-		}
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// flagOutput is a flag set's output. The flag package reports a parse
-// error by writing its message and then calling Usage, which would print
-// every flag under it; a script's log then holds forty lines for one typo.
-// flagOutput turns the message into one line, "sessdb CMD: MESSAGE (run
-// 'sessdb help CMD')", and drops the usage that follows it. Anything else
-// (the usage that -h asks for) passes through.
-type flagOutput struct {
-	cmd    string
-	w      io.Writer
-	failed bool // a parse error was reported: what follows is its usage
-}
-
-// flagErrors are how the flag package's parse errors begin.
-var flagErrors = []string{"flag provided but not defined:", "bad flag syntax:", "flag needs an argument:", "invalid value ", "invalid boolean value ", "invalid boolean flag "}
-
-func (o *flagOutput) Write(p []byte) (int, error) {
-	if o.failed {
-		return len(p), nil
-	}
-	msg := strings.TrimSuffix(string(p), "\n")
-	for _, prefix := range flagErrors {
-		if strings.HasPrefix(msg, prefix) {
-			o.failed = true
-			cmd, _, _ := strings.Cut(o.cmd, " ")
-			fmt.Fprintf(o.w, "sessdb %s: %s (run 'sessdb help %s')\n", o.cmd, briefFlagError(msg), cmd)
-			return len(p), nil
-		}
-	}
-	return o.w.Write(p)
 }
 
 // briefFlagError bounds the value a flag error quotes (the flag package
@@ -264,20 +224,6 @@ func bounded(v string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s…(%d bytes)", v[:cut], len(v))
-}
-
-// usageError prints a one-line usage or configuration error and returns
-// the usage exit status.
-func usageError(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "sessdb %s: %v\n", cmd, err)
-	return exitUsage
-}
-
-// flagGiven reports whether a flag was set on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 // briefMax is how much of a bad value an error message quotes: enough to

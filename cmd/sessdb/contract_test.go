@@ -19,10 +19,10 @@ func TestCLIJobContract(t *testing.T) {
 			t.Fatalf("resolve: %s", errs)
 		}
 	}
-	promote := func(job string, extra ...string) (int, promoteOutput, string) {
+	promote := func(job string, extra ...string) (int, promoteResult, string) {
 		t.Helper()
 		code, out, errs := runCLI(t, append([]string{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}, extra...)...)
-		var p promoteOutput
+		var p promoteResult
 		if code == exitOK {
 			if err := json.Unmarshal([]byte(out), &p); err != nil {
 				t.Fatalf("promote output %q: %v", out, err)

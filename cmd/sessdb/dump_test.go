@@ -79,7 +79,10 @@ func TestDumpAndCheckAreReadOnly(t *testing.T) {
 			{"reap", "--dry-run", "--ttl-days", "1"},
 		} {
 			code, out, errs := runCLI(t, append(args, root)...)
-			if code != exitOK && code != exitIssues || out == "" {
+			// reap exits 1 on the damaged copy: it cannot tell whether the
+			// key with the emptied meta.db expired (issue 12: a key a
+			// command could not do is a fault).
+			if code != exitOK && code != exitIssues && !(args[0] == "reap" && code == exitFault) || out == "" {
 				t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
 			}
 			if after := fingerprint(t, root); after != before {
@@ -95,16 +98,19 @@ func TestDumpKeyAndJob(t *testing.T) {
 	job := []string{"--as-job", "--pi-version", "0.58.3", "--venue", "podman", "--json"}
 	code, out, errs := runCLI(t, append([]string{"dump", "--key", sample.Mixed}, append(job, root)...)...)
 	var r store.KeyReport
-	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Name != sample.Mixed || r.Verdict.Reason != "resumed" {
+	first, _, _ := strings.Cut(out, "\n")
+	if code != exitOK || json.Unmarshal([]byte(first), &r) != nil || r.Name != sample.Mixed || r.Verdict.Reason != "resumed" {
 		t.Fatalf("exit %d %s %s", code, out, errs)
 	}
-	if strings.Count(out, "\n") != 1 {
+	// One entry, then the summary that ends every JSON stream (issue 12).
+	if strings.Count(out, "\n") != 2 || !strings.Contains(out, `{"summary":{"entries":1,`) {
 		t.Fatalf("--key printed more than one entry:\n%s", out)
 	}
 	// A key with no dir is reported, not an error: its verdict is absent.
 	missing := store.Key("github", "acme/widget", "never-ran")
 	code, out, _ = runCLI(t, "dump", "--json", "--key", missing, root)
-	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Verdict.Reason != "absent" {
+	first, _, _ = strings.Cut(out, "\n")
+	if code != exitOK || json.Unmarshal([]byte(first), &r) != nil || r.Verdict.Reason != "absent" {
 		t.Fatalf("missing key: exit %d %s", code, out)
 	}
 }
@@ -127,10 +133,11 @@ func TestDumpUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2", args, code, out, errs)
 		}
 	}
+	// -h prints the help on stdout (issue 12: it went to stderr).
 	for _, c := range []string{"dump", "check", "reap"} {
 		code, out, errs := runCLI(t, c, "-h")
-		if code != exitOK || out != "" || !strings.Contains(errs, "example:\n  sessdb "+c) || !strings.Contains(errs, "exit status:") {
-			t.Errorf("%s -h: exit %d\n%s", c, code, errs)
+		if code != exitOK || errs != "" || !strings.Contains(out, "example:\n  sessdb "+c) || !strings.Contains(out, "exit status:") {
+			t.Errorf("%s -h: exit %d\n%s%s", c, code, out, errs)
 		}
 	}
 	if code, out, _ := runCLI(t, "help"); code != exitOK || !strings.Contains(out, "check") || !strings.Contains(out, "reap") {
@@ -194,9 +201,9 @@ func TestReapCommand(t *testing.T) {
 		t.Error("the stray temp is still there")
 	}
 	code, out, _ = runCLI(t, "reap", "--json", "--ttl-days", "0", root)
-	var last reapSummary
+	var last summaryLine[reapSummary]
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != exitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Summary.Removed != 0 || last.Summary.TTLDays != 0 {
+	if code != exitOK || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil || last.Summary.Removed != 0 || last.Summary.TTLSeconds != 0 {
 		t.Fatalf("TTL 0: exit %d\n%s", code, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -15,88 +16,152 @@ import (
 	"sessdb/engage"
 )
 
-// The usage strings are constants because runEngage cannot refer to
-// cmdEngage: that would be an initialization cycle.
-const (
-	engageUsageLine = "engage replay [--window N] [--reserve N] [--pruned-ratio R] [--cache-read-price P --cache-write-price Q] [--json] [--svg CHART] FILE"
-	engageShort     = "replay a pi transcript request by request: which requests the stateless check and the sticky rule send pruned, and the prompt-cache misses each pays"
-)
-
-var cmdEngage = &command{name: "engage", usage: engageUsageLine, short: engageShort, run: runEngage}
-
-func runEngage(args []string, stdout, stderr io.Writer) int {
-	const name = "engage replay"
-	if len(args) == 0 || args[0] != "replay" {
-		fmt.Fprintf(stderr, "sessdb engage: want the subcommand replay\nusage: sessdb %s\n", engageUsageLine)
-		return exitUsage
-	}
-	fs := newFlagSet(name, stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sessdb %s\n\n%s\n\nflags:\n", engageUsageLine, engageShort)
-		fs.PrintDefaults()
-	}
-	opt := engage.DefaultOptions()
-	var read, write decimalFlag
-	fs.Var(wholeFlag{&opt.Window}, "window", "the model's context window in tokens (pi's default 200000)")
-	fs.Var(wholeFlag{&opt.Reserve}, "reserve", "pi's compaction.reserveTokens (default 16384); the threshold is window-reserve")
-	fs.Var(ratioFlag{&opt.PrunedRatio}, "pruned-ratio", "model a transcript recorded raw: a pruned request's usage is `R` times the recorded one, 0<R<=1 (default 1: no model)")
-	fs.Var(&read, "cache-read-price", "cache-read price in USD per million tokens (with --cache-write-price)")
-	fs.Var(&write, "cache-write-price", "cache-write price in USD per million tokens (with --cache-read-price)")
-	asJSON := fs.Bool("json", false, "print one JSON object per request, then a summary object")
-	chartPath := fs.String("svg", "", "also write the replay as an SVG chart to `CHART` (replaced atomically; a symbolic link there is refused)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage // the flag package has printed the error, naming the flag
-	}
-	var prices *engage.Prices
-	switch {
-	case fs.NArg() != 1:
-		return engageUsage(stderr, "want exactly one FILE after the flags, got %d arguments", fs.NArg())
-	case read.set != write.set:
-		return engageUsage(stderr, "--cache-read-price and --cache-write-price go together")
-	case opt.Window == 0:
-		return engageUsage(stderr, "--window: must be at least 1")
-	case opt.Reserve >= opt.Window:
-		return engageUsage(stderr, "--reserve %d: must be below --window %d", opt.Reserve, opt.Window)
-	case isSet(fs, "svg") && *chartPath == "":
-		return engageUsage(stderr, "--svg: want a file name")
-	case read.set:
-		prices = &engage.Prices{CacheRead: read.v, CacheWrite: write.v}
-	}
-	t, err := engage.ReadFile(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb %s: %v\n", name, err)
-		return exitFault
-	}
-	rp, err := t.Replay(opt)
-	if err == nil && *chartPath != "" {
-		// The chart goes first: if it cannot be written, the run fails
-		// before anything is printed, as every other fault does.
-		var chart bytes.Buffer
-		if err = rp.WriteSVG(&chart, fs.Arg(0), prices); err == nil {
-			err = writeChart(*chartPath, chart.Bytes())
-		}
-	}
-	if err == nil {
-		if *asJSON {
-			err = rp.WriteJSON(stdout, prices)
-		} else {
-			err = rp.WriteTable(stdout, prices)
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb %s: %v\n", name, err)
-		return exitFault
-	}
-	return exitOK
+var cmdEngageReplay = &command{
+	name:  "engage replay",
+	usage: "engage replay [--window N] [--reserve N] [--pruned-ratio R] [--cache-read-price P --cache-write-price Q] [--json] [--svg CHART] FILE",
+	short: "replay a pi transcript: what each pruning policy sends pruned, and the cache misses it pays",
+	long: `
+Reads FILE, a pi session transcript, and runs each request (each assistant
+message on the branch) through both pruning policies: the stateless check,
+which prunes a request whose estimate is over pi's compaction threshold
+(window - reserve), and the sticky rule, which keeps pruning once engaged
+until a compaction or a new session. One line per request and a summary of
+the pruned requests, prefix switches (prompt-cache misses) and re-billed
+tokens of each; with the cache prices, their extra cost in USD. --json prints
+one object per request and a summary (docs/json.md); --svg also writes the
+replay as a chart. --pruned-ratio models a transcript recorded without
+pruning; every figure it changes is marked modelled. See docs/engage.md.`,
+	example: `  sessdb engage replay --cache-read-price 0.30 --cache-write-price 3.75 ~/.pi/agent/sessions/--work--/2026-11-29T09-00-00.jsonl`,
+	exits:   []int{exitOK, exitFault, exitUsage},
+	minArgs: 1,
+	maxArgs: 1,
+	argName: "FILE",
+	bind:    bindEngageReplay,
 }
 
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+// engageRow is one request of engage replay --json.
+type engageRow struct {
+	Request   int    `json:"request"` // 1-based
+	Entry     string `json:"entry"`   // the assistant entry's id
+	Estimate  *int64 `json:"estimate"`
+	Reset     bool   `json:"reset"`
+	Stateless bool   `json:"stateless"`
+	Sticky    bool   `json:"sticky"`
+	// The readings each policy decided on: the estimate as recorded, or
+	// the modelled one; null when unknown.
+	StatelessEstimate engage.Reading `json:"stateless_estimate"`
+	StickyEstimate    engage.Reading `json:"sticky_estimate"`
+}
+
+// engageSummary ends engage replay --json.
+type engageSummary struct {
+	Requests              int     `json:"requests"`
+	Window                int64   `json:"window"`
+	Reserve               int64   `json:"reserve"`
+	Threshold             int64   `json:"threshold"`
+	PrunedRatio           float64 `json:"pruned_ratio"`
+	Modelled              bool    `json:"modelled"`
+	PrunedStateless       int     `json:"pruned_stateless"`
+	PrunedSticky          int     `json:"pruned_sticky"`
+	SwitchesStateless     int     `json:"switches_stateless"`
+	SwitchesSticky        int     `json:"switches_sticky"`
+	RebilledStateless     int64   `json:"rebilled_stateless"`
+	RebilledSticky        int64   `json:"rebilled_sticky"`
+	CacheReadPriceUSD     *usd    `json:"cache_read_price_usd"`  // per million tokens; null without prices
+	CacheWritePriceUSD    *usd    `json:"cache_write_price_usd"` // per million tokens
+	ExtraCostStatelessUSD *usd    `json:"extra_cost_stateless_usd"`
+	ExtraCostStickyUSD    *usd    `json:"extra_cost_sticky_usd"`
+	Interrupted           bool    `json:"interrupted"` // always false: a replay is not interrupted, it is killed
+}
+
+// usd is an amount of money: a JSON number with exactly 4 decimals.
+type usd float64
+
+func (u usd) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%.4f", float64(u)), nil }
+
+func money(f float64) *usd { u := usd(f); return &u }
+
+func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
+	opt := engage.DefaultOptions()
+	read, write := &decimalFlag{}, &decimalFlag{}
+	fs.Var(wholeFlag{&opt.Window}, "window", "the model's context window in tokens, `N`")
+	fs.Var(wholeFlag{&opt.Reserve}, "reserve", "pi's compaction.reserveTokens, `N`; the threshold is window-reserve")
+	fs.Var(ratioFlag{&opt.PrunedRatio}, "pruned-ratio", "model a transcript recorded raw: a pruned request's usage is `R` times the recorded one, 0<R<=1; 1 models nothing")
+	fs.Var(read, "cache-read-price", "the cache-read price `P` in USD per million tokens (with --cache-write-price)")
+	fs.Var(write, "cache-write-price", "the cache-write price `Q` in USD per million tokens (with --cache-read-price)")
+	asJSON := fs.Bool("json", false, "print one JSON object per request, then a summary object (docs/json.md)")
+	chartPath := fs.String("svg", "", "also write the replay as an SVG chart to `CHART` (replaced atomically; a symbolic link there is refused)")
+	return func(inv *invocation) int {
+		var prices *engage.Prices
+		switch {
+		case read.set != write.set:
+			return inv.rep.usage(errors.New("--cache-read-price and --cache-write-price go together"))
+		case opt.Window == 0:
+			return inv.rep.usage(errors.New("--window: must be at least 1"))
+		case opt.Reserve >= opt.Window:
+			return inv.rep.usage(fmt.Errorf("--reserve %d: must be below --window %d", opt.Reserve, opt.Window))
+		case inv.given("svg") && *chartPath == "":
+			return inv.rep.usage(errors.New("--svg: want a file name"))
+		case read.set:
+			prices = &engage.Prices{CacheRead: read.v, CacheWrite: write.v}
+		}
+		file := inv.arg(0)
+		t, err := engage.ReadFile(file)
+		if err != nil {
+			return inv.rep.fault(err)
+		}
+		rp, err := t.Replay(opt)
+		if err == nil && *chartPath != "" {
+			// The chart goes first: if it cannot be written, the run fails
+			// before anything is printed, as every other fault does.
+			var chart bytes.Buffer
+			if err = rp.WriteSVG(&chart, file, prices); err == nil {
+				err = writeChart(*chartPath, chart.Bytes())
+			}
+		}
+		if err == nil {
+			if *asJSON {
+				err = writeReplayJSON(inv.stdout, rp, prices)
+			} else {
+				err = rp.WriteTable(inv.stdout, prices)
+			}
+		}
+		if err != nil {
+			return inv.rep.fault(err)
+		}
+		return exitOK
+	}
+}
+
+// writeReplayJSON writes one object per request, then the summary.
+func writeReplayJSON(w io.Writer, rp *engage.Replay, prices *engage.Prices) error {
+	bw := bufio.NewWriter(w)
+	jw := &jsonWriter{w: bw}
+	for _, r := range rp.Rows {
+		row := engageRow{Request: r.N, Entry: r.Entry, Reset: r.Event != engage.None, Stateless: r.Stateless, Sticky: r.Sticky,
+			StatelessEstimate: r.StatelessReading, StickyEstimate: r.StickyReading}
+		if rd := r.Before.Reading(); rd.Known {
+			row.Estimate = &rd.Tokens
+		}
+		jw.encode(row)
+	}
+	sum := engageSummary{
+		Requests: len(rp.Rows), Window: rp.Window, Reserve: rp.Reserve, Threshold: rp.Threshold,
+		PrunedRatio: rp.PrunedRatio, Modelled: rp.Modelled,
+		PrunedStateless: rp.Stateless.Pruned, PrunedSticky: rp.Sticky.Pruned,
+		SwitchesStateless: rp.Stateless.Switches, SwitchesSticky: rp.Sticky.Switches,
+		RebilledStateless: rp.Stateless.Rebilled, RebilledSticky: rp.Sticky.Rebilled,
+	}
+	if prices != nil {
+		sum.CacheReadPriceUSD, sum.CacheWritePriceUSD = money(prices.CacheRead), money(prices.CacheWrite)
+		sum.ExtraCostStatelessUSD = money(prices.ExtraCost(rp.Stateless.Rebilled))
+		sum.ExtraCostStickyUSD = money(prices.ExtraCost(rp.Sticky.Rebilled))
+	}
+	jw.encode(summaryLine[engageSummary]{sum})
+	if jw.err != nil {
+		return jw.err
+	}
+	return bw.Flush()
 }
 
 // writeChart replaces path with data atomically: a temp file in path's
@@ -146,11 +211,6 @@ func writeChart(path string, data []byte) error {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
 	return nil
-}
-
-func engageUsage(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "sessdb engage replay: "+format+"\n", args...)
-	return exitUsage
 }
 
 // wholeFlag is a token count: the canonical decimal form of a whole number,

@@ -23,22 +23,35 @@ func engageRun(args ...string) (int, string, string) {
 // the fixtures sit beside the repository and are never copied into it.
 func engageFixture(t *testing.T, name string) string {
 	t.Helper()
+	p := sharedFixture(name)
+	if p == "" {
+		t.Skipf("shared fixture %s is absent (it sits beside the repository)", name)
+	}
+	return p
+}
+
+// sharedFixture is the path of a file of ../shared/testdata/pi-fixtures,
+// or "" when it is absent.
+func sharedFixture(name string) string {
 	dir, _ := os.Getwd()
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			break
 		}
 		if filepath.Dir(dir) == dir {
-			t.Skip("no go.mod above the package directory")
+			return ""
 		}
 		dir = filepath.Dir(dir)
 	}
 	p := filepath.Join(dir, "..", "shared", "testdata", "pi-fixtures", name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared fixture %s is absent (it sits beside the repository): %v", p, err)
+		return ""
 	}
 	return p
 }
+
+// engageFixturePath is the fixture the engage goldens replay, or "".
+func engageFixturePath() string { return sharedFixture("10-sticky-engagement.jsonl") }
 
 // Fixture 10 through the CLI: EXPECTED.md's table, request for request.
 func TestEngageReplayJSON(t *testing.T) {
@@ -67,8 +80,10 @@ func TestEngageReplayJSON(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for i := 0; sc.Scan(); i++ {
 		if i == len(want) {
-			var sum map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil || sum["requests"] != float64(9) || sum["threshold"] != float64(183616) || sum["pruned_ratio"] != float64(1) || sum["modelled"] != false {
+			var line struct{ Summary map[string]any } // every stream ends {"summary": {...}} (issue 12)
+			err := json.Unmarshal(sc.Bytes(), &line)
+			sum := line.Summary
+			if err != nil || sum["requests"] != float64(9) || sum["threshold"] != float64(183616) || sum["pruned_ratio"] != float64(1) || sum["modelled"] != false {
 				t.Errorf("summary %s: %v", sc.Text(), err)
 			}
 			continue
@@ -116,7 +131,7 @@ func TestEngageUsageErrors(t *testing.T) {
 		{[]string{"rewind", path}, "want the subcommand replay"},
 		{[]string{"replay"}, "want exactly one FILE"},
 		{[]string{"replay", path, path}, "want exactly one FILE"},
-		{[]string{"replay", path, "--json"}, "want exactly one FILE"},
+		{[]string{"replay", path, "--json", path}, "want exactly one FILE"},
 		{[]string{"replay", "--window", "3.5", path}, `invalid value "3.5" for flag -window`},
 		{[]string{"replay", "--window", "1e3", path}, `invalid value "1e3" for flag -window`},
 		{[]string{"replay", "--window", "08", path}, `invalid value "08" for flag -window`},
@@ -137,7 +152,7 @@ func TestEngageUsageErrors(t *testing.T) {
 		{[]string{"replay", "--bogus", path}, "-bogus"},
 		{[]string{"replay", "--svg", "", path}, "--svg: want a file name"},
 		{[]string{"replay", "--svg"}, "flag needs an argument: -svg"},
-		{[]string{"replay", path, "--svg", "c.svg"}, "want exactly one FILE"},
+		{[]string{"replay", path, "--svg", "c.svg", "--", "--json"}, "want exactly one FILE"},
 	}
 	for _, c := range cases {
 		code, out, errs := engageRun(c.args...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,9 +42,9 @@ func golden(t *testing.T, name, got string) {
 // thing in a check report that changes from run to run.
 var randomTemp = regexp.MustCompile(`\.current\.jsonl\.tmp-[0-9a-f]{16}`)
 
-// The table and JSON of dump, check and reap on the shipped sample (a copy
-// with fixed mtimes, judged an hour after the sample's clock), and check
-// before and after --repair on a damaged copy.
+// The table and JSON of dump, check, reap and migrate on the shipped sample
+// (a copy with fixed mtimes, judged an hour after the sample's clock), and
+// of check, dump and reap before and after --repair on a damaged copy.
 func TestGolden(t *testing.T) {
 	cases := []struct {
 		name string
@@ -51,15 +52,24 @@ func TestGolden(t *testing.T) {
 		code int
 	}{
 		{"dump.txt", []string{"dump"}, exitOK},
+		{"dump-wide.txt", []string{"dump", "--wide"}, exitOK},
+		{"dump-history.txt", []string{"dump", "--history", "64"}, exitOK},
 		{"dump.jsonl", []string{"dump", "--json"}, exitOK},
-		{"dump-as-job.txt", []string{"dump", "--history", "0", "--verify", "--max-resume-chain", "3", "--as-job", "--pi-version", "0.58.3", "--venue", "local"}, exitOK},
+		{"dump-history.jsonl", []string{"dump", "--json", "--verify", "--history", "3"}, exitOK},
+		{"dump-as-job.txt", []string{"dump", "--verify", "--max-resume-chain", "3", "--as-job", "--pi-version", "0.58.3", "--venue", "local"}, exitOK},
 		{"check.txt", []string{"check"}, exitOK},
 		{"check.jsonl", []string{"check", "--json"}, exitOK},
 		{"reap-dry-run.txt", []string{"reap", "--dry-run", "--ttl-days", "14"}, exitOK},
+		{"reap-dry-run.jsonl", []string{"reap", "--dry-run", "--json"}, exitOK},
+		{"migrate-dry-run.txt", []string{"migrate", "--dry-run"}, exitOK},
+		{"migrate.jsonl", []string{"migrate", "--json"}, exitOK},
+		{"migrate-to-legacy.txt", []string{"migrate", "--to-legacy"}, exitOK},
 		{"damaged-check.txt", []string{"check"}, exitIssues},
 		{"damaged-check.jsonl", []string{"check", "--json"}, exitIssues},
 		{"damaged-check-repair.txt", []string{"check", "--repair"}, exitIssues},
-		{"damaged-dump.txt", []string{"dump", "--history", "0", "--verify"}, exitOK},
+		{"damaged-dump.txt", []string{"dump", "--verify"}, exitOK},
+		{"damaged-dump-wide.txt", []string{"dump", "--verify", "--wide"}, exitOK},
+		{"damaged-reap-dry-run.txt", []string{"reap", "--dry-run"}, exitFault},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,12 +82,44 @@ func TestGolden(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out, errs)
 			}
-			golden(t, c.name, randomTemp.ReplaceAllString(out, ".current.jsonl.tmp-RANDOM"))
+			out = randomTemp.ReplaceAllString(out, ".current.jsonl.tmp-RANDOM")
+			golden(t, c.name, elapsed.ReplaceAllString(out, "${1}ELAPSED"))
 		})
 	}
 }
 
-// damageSample makes the damaged copy that docs/OPERATIONS.md shows: the
+// elapsed matches how long a migration took, in its text and its JSON.
+var elapsed = regexp.MustCompile(`( in |"elapsed_seconds":)[0-9.e-]+`)
+
+// resolve and promote through the job contract on the sample, and engage
+// replay on the shared fixture: their JSON and tables.
+func TestGoldenJobsAndReplay(t *testing.T) {
+	atSampleTime(t)
+	var b strings.Builder
+	for _, o := range jobScenario(t, copySample(t)) {
+		fmt.Fprintf(&b, "# %s\n%s", o.what, o.out)
+	}
+	golden(t, "jobs.jsonl", b.String())
+
+	p := engageFixturePath()
+	if p == "" {
+		t.Skip("the shared pi fixtures are absent")
+	}
+	for name, args := range map[string][]string{
+		"engage-replay.txt":            {p},
+		"engage-replay.jsonl":          {"--json", p},
+		"engage-replay-modelled.txt":   {"--pruned-ratio", "0.7", "--cache-read-price", "0.30", "--cache-write-price", "3.75", p},
+		"engage-replay-modelled.jsonl": {p, "--json", "--pruned-ratio", "0.7", "--cache-read-price", "0.30", "--cache-write-price", "3.75"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"engage", "replay"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d %s", name, code, errs)
+		}
+		golden(t, name, out)
+	}
+}
+
+// damageSample makes the damaged copy that the README shows: the
 // expired key's meta.db emptied, a promotion of the resumable key stopped
 // between its commit and its rename, the long-chain key's transcript edited
 // in place and a stray temp left beside it, a key dir that is a link.

@@ -1,11 +1,14 @@
 // Command sessdb is the host side of resumable pi agent sessions: it stages a
 // key's transcript for a job (resolve), takes a completed run's transcript
-// back (promote), and audits a sessions directory (dump).
+// back (promote), audits and repairs a sessions root (dump, check, reap),
+// moves a legacy root into meta.db and back (migrate), and replays a
+// transcript's pruning decisions (engage replay).
 //
-// Every command writes its result to stdout (JSON where a program reads it)
-// and its diagnostics to stderr. Exit status: 0 the command did its job
-// (a cold start and a refused promotion are results, not failures), 1 a
-// fault, 2 a usage or configuration error.
+// Every command is a row of one table (commands), which gives its usage,
+// flags, example and exit statuses to 'sessdb help CMD', to 'sessdb CMD -h'
+// and to docs/cli.md alike. Every command writes its result to stdout (a
+// table for people, JSON lines with --json for programs) and everything
+// else to stderr; its exit status has the one meaning of exitMeaning.
 package main
 
 import (
@@ -15,87 +18,131 @@ import (
 	"strings"
 )
 
-// A command is one sessdb subcommand. run parses its own flags and returns
-// the process exit status, so every command is testable without os.Exit.
-type command struct {
-	name  string
-	usage string // the line after "sessdb "
-	short string
-	run   func(args []string, stdout, stderr io.Writer) int
-}
-
-// Exit statuses shared by every command.
+// Exit statuses: one table for every command.
 const (
-	exitOK     = 0
-	exitFault  = 1
-	exitUsage  = 2
-	exitIssues = 3 // check: problems found
+	exitOK          = 0
+	exitFault       = 1
+	exitUsage       = 2
+	exitIssues      = 3 // check only: problems found
+	exitInterrupted = 130
 )
 
-// commands is filled in init to break the initialization cycle through
-// the help command, which lists the table.
+// exitMeaning is the exit status table; every command's help lists the
+// rows it can return, with these words.
+var exitMeaning = map[int]string{
+	exitOK:          "done (check: no problem remains; notices allowed)",
+	exitFault:       "a fault: an I/O error, a sessions root that cannot be read, or an entry the command could not do (each named on stderr, after the others were done)",
+	exitUsage:       "a usage or configuration error (one line on stderr naming the flag, argument or variable), or a sessions root a walk refuses",
+	exitIssues:      "check found problems (with --repair: problems that remain); no other command returns it",
+	exitInterrupted: "interrupted by Ctrl-C or SIGTERM: what was done is printed, marked interrupted",
+}
+
+// exitOrder is the order the table is printed in.
+var exitOrder = []int{exitOK, exitFault, exitUsage, exitIssues, exitInterrupted}
+
+// commands is the command table, in the order the command list shows it.
+// It is filled in init because the help and version commands read it.
 var commands []*command
 
 func init() {
-	commands = []*command{
-		cmdResolve,
-		cmdPromote,
-		cmdDump,
-		cmdStats,
-		cmdCheck,
-		cmdReap,
-		cmdMigrate,
-		cmdEngage,
-	}
+	commands = []*command{cmdResolve, cmdPromote, cmdDump, cmdStats, cmdCheck, cmdReap, cmdMigrate, cmdEngageReplay, cmdVersion}
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run is sessdb with args: the whole program, without os.Exit.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) > 1 {
-			if c := lookup(args[1]); c != nil {
-				// What -h prints (usage, flags, for a walk an example and the
-				// exit statuses), on stdout: it was asked for.
-				h := []string{"-h"}
-				if c == cmdEngage {
-					h = []string{"replay", "-h"}
-				}
-				c.run(h, stdout, stdout)
-				return exitOK
-			}
-		}
-		printUsage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	c := lookup(args[0])
-	if c == nil {
-		fmt.Fprintf(stderr, "sessdb: unknown command %s (run 'sessdb help')\n", brief(args[0]))
+	if len(args) == 0 {
+		// A bare sessdb asked for nothing: the list, where it will be seen
+		// and not taken for a result.
+		io.WriteString(stderr, commandList())
 		return exitUsage
 	}
-	return c.run(args[1:], stdout, stderr)
-}
-
-func lookup(name string) *command {
-	for _, c := range commands {
-		if c.name == name {
-			return c
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return runHelp(args[1:], stdout, stderr)
+	case "--version", "-version":
+		args = append([]string{"version"}, args[1:]...)
+	case "check":
+		if len(args) > 1 && args[1] == childArg && os.Getenv(childEnv) == "1" {
+			return runCheckChild(args[2:], os.Stdin, stdout)
 		}
 	}
-	return nil
+	c, rest, err := find(args)
+	if err != nil {
+		return newReporter("", stderr, logFormatIn(args)).usage(err)
+	}
+	return c.execute(rest, stdout, stderr)
 }
 
-func printUsage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString("usage: sessdb <command> [flags]\n\ncommands:\n")
+// find looks the command up by its name, or by its two words for a
+// subcommand ("engage replay"), and returns the arguments after it.
+func find(args []string) (*command, []string, error) {
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.short)
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c, args[len(words):], nil
+		}
 	}
-	b.WriteString("\nRun 'sessdb help <command>' for a command's flags.\n\n" + exitTable + "\n")
-	io.WriteString(w, b.String())
+	for _, c := range commands {
+		if first, _, sub := strings.Cut(c.name, " "); sub && args[0] == first {
+			return nil, nil, fmt.Errorf("%s: want the subcommand %s", first, c.name[len(first)+1:])
+		}
+	}
+	return nil, nil, fmt.Errorf("unknown command %s", brief(args[0]))
+}
+
+// runHelp prints the command list, or one command's help, on stdout.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		io.WriteString(stdout, commandList())
+		return exitOK
+	}
+	c, rest, err := find(args)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("unexpected argument %s", brief(rest[0]))
+	}
+	if err != nil && c == nil && len(args) == 1 {
+		// "sessdb help engage": the one subcommand's help.
+		for _, sub := range commands {
+			if first, _, ok := strings.Cut(sub.name, " "); ok && first == args[0] {
+				c, err = sub, nil
+			}
+		}
+	}
+	if err != nil {
+		return newReporter("help", stderr, "").usage(err)
+	}
+	io.WriteString(stdout, c.helpText())
+	return exitOK
+}
+
+// commandList is what 'sessdb help' prints: the commands, the exit status
+// table, and where to read more.
+func commandList() string {
+	var b strings.Builder
+	b.WriteString("usage: sessdb <command> [flags] [arguments]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.short)
+	}
+	b.WriteString("\nRun 'sessdb help <command>' (or 'sessdb <command> -h') for its flags, an example\nand its exit statuses; docs/cli.md has them all, docs/json.md every JSON field.\n\n")
+	b.WriteString(exitTable())
+	return b.String()
+}
+
+// exitTable is the exit status table as text.
+func exitTable() string {
+	var b strings.Builder
+	b.WriteString("exit status (every command):\n")
+	for _, code := range exitOrder {
+		b.WriteString(exitLine(code))
+	}
+	return b.String()
+}
+
+// exitLine is one row of the exit status table, wrapped under its meaning.
+func exitLine(code int) string {
+	return fmt.Sprintf("  %-4d %s", code, strings.TrimPrefix(wrap(exitMeaning[code], "       ", 78), "       "))
 }

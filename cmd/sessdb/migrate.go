@@ -2,11 +2,10 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -15,122 +14,151 @@ import (
 
 var cmdMigrate = &command{
 	name:  "migrate",
-	usage: "migrate [--to-legacy] [--dry-run] [--json] [--workers N] DIR",
-	short: "move every legacy key dir of DIR into meta.db, or back with --to-legacy (docs/MIGRATION.md); safe to interrupt and to re-run",
-	run:   runMigrate,
+	usage: "migrate [--to-legacy] [--dry-run] [--json] [--workers N] [DIR]",
+	short: "move every legacy key dir of a sessions root into meta.db, or back with --to-legacy",
+	long: `
+For each key dir of the sessions root (DIR, else --sessions-dir or
+PI_SESSIONS_DIR) in the legacy file-per-sidecar layout: under the key's
+meta.db lock, reads every legacy sidecar with the legacy reader's rules,
+records current.jsonl's size, CRC32C and mtime, commits all of it in one
+transaction, and only then removes the legacy files. Every key judged before
+gets the same verdict after, and after --to-legacy, which writes the legacy
+files back and removes meta.db. One line per entry (with every odd legacy
+value and how it is read) and a summary; --json one object per entry and a
+summary (docs/json.md). --dry-run prints the plan and changes nothing.
+
+A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
+the keys under way, prints what was done and exits 130; a killed run loses
+nothing, and the next run finishes its keys and removes a meta.db temp it
+left (once the temp is a minute old: a younger one may be a creation under
+way). A key with a fresh legacy lock (a legacy worker may be promoting), or
+whose lock is not had in time, or that fails, is named on stderr, and migrate
+exits 1 after the others: fix the cause and run it again. Stop the workers
+first.`,
+	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
+  sessdb migrate /var/lib/pi/sessions
+  sessdb migrate --to-legacy /var/lib/pi/sessions`,
+	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
+	maxArgs: 1,
+	bind:    bindMigrate,
 }
 
 // migrateWorkers overlaps the fsyncs of a few keys; more adds little on
-// one disk (measured: docs/MIGRATION.md).
+// one disk (measured: docs/PERFORMANCE.md).
 const migrateWorkers = 4
 
-// Exit statuses of migrate: exitOK when every key was migrated or already
-// was, exitIssues when a key was locked or failed (the report names each;
-// a re-run finishes them), exitFault when the run itself could not go on.
-func runMigrate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("migrate", stderr)
+func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
+	cfg := bindRoot(fs)
 	toLegacy := fs.Bool("to-legacy", false, "write the legacy files back from meta.db and remove it (the rollback)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, every odd legacy value and how it will be read; change nothing")
-	asJSON := fs.Bool("json", false, "one JSON object per entry of DIR, then a summary object")
-	workers := fs.String("workers", fmt.Sprint(migrateWorkers), "keys migrated at once, 1..64")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	asJSON := fs.Bool("json", false, "print one JSON object per entry, then a summary object (docs/json.md)")
+	workers := fs.String("workers", fmt.Sprint(migrateWorkers), "migrate `N` keys at once, 1..64")
+	return func(inv *invocation) int {
+		n, err := parseUint("--workers", *workers, 64)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("--workers: %s is out of range (want 1..64)", brief(*workers))
 		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		return usageError(stderr, "migrate", fmt.Errorf("want exactly one DIR (the sessions root), got %d arguments", fs.NArg()))
-	}
-	if err := checkWalkRoot(fs.Arg(0)); err != nil {
-		return usageError(stderr, "migrate", err)
-	}
-	n, err := parseUint("--workers", *workers, 64)
-	if err == nil && n == 0 {
-		err = fmt.Errorf("--workers: %s is out of range (want 1..64)", brief(*workers))
-	}
-	if err != nil {
-		return usageError(stderr, "migrate", err)
-	}
-	opts := migrate.Options{DryRun: *dryRun, Workers: int(n)}
-	if isTerminal(stderr) {
-		opts.Progress = migrateProgress(stderr)
-	}
+		if err != nil {
+			return inv.rep.usage(err)
+		}
+		root, err := cfg.dir(os.Getenv, inv.arg(0))
+		if err != nil {
+			return inv.rep.config(err)
+		}
+		if err := checkWalkRoot(root); err != nil {
+			return inv.rep.config(err)
+		}
+		opts := migrate.Options{DryRun: *dryRun, Workers: int(n)}
+		prog := progressTo(inv, "migrate")
+		opts.Progress = prog.report()
 
-	w := bufio.NewWriter(stdout)
-	visit := migrateText(w)
-	if *asJSON {
-		enc := json.NewEncoder(w)
-		visit = func(r migrate.Report) error { return enc.Encode(r) }
-	} else if *dryRun {
-		fmt.Fprintln(w, "dry run: nothing is changed; each line says what a run would do")
-	}
-	each := func(r migrate.Report) error {
-		if err := visit(r); err != nil {
+		ctx, stop := interruptContext()
+		defer stop()
+		w := bufio.NewWriter(clearing(inv.stdout, prog))
+		jw := &jsonWriter{w: w}
+		started := false
+		each := func(r migrate.Report) error {
+			if !started && !*asJSON && *dryRun {
+				fmt.Fprintln(w, "dry run: nothing is changed; each line says what a run would do")
+			}
+			started = true
+			if r.Action == migrate.Locked || r.Action == migrate.Failed {
+				prog.clear()
+				inv.rep.keyFault(r.Key, string(r.Action)+": "+r.Cause)
+			}
+			var err error
+			if *asJSON {
+				err = jw.encode(r)
+			} else {
+				err = migrateText(w, r)
+			}
+			if err == nil {
+				err = w.Flush() // a long run shows its reports as they come
+			}
 			return err
 		}
-		return w.Flush() // a long run shows its reports as they come
-	}
-	run := migrate.ToDB
-	if *toLegacy {
-		run = migrate.ToLegacy
-	}
-	sum, err := run(fs.Arg(0), opts, each)
-	if err == nil {
-		if *asJSON {
-			err = json.NewEncoder(w).Encode(struct {
-				Summary migrate.Summary `json:"summary"`
-			}{sum})
-		} else {
-			migrateSummary(w, sum)
+		run := migrate.ToDBContext
+		if *toLegacy {
+			run = migrate.ToLegacyContext
 		}
+		sum, err := run(ctx, root, opts, each)
+		prog.clear()
+		if err != nil && !sum.Interrupted {
+			return inv.rep.fault(err)
+		}
+		if *asJSON {
+			jw.encode(summaryLine[migrate.Summary]{sum})
+			err = jw.err
+		} else {
+			err = migrateSummary(w, sum)
+		}
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		switch {
+		case err != nil:
+			return inv.rep.fault(fmt.Errorf("write: %w", err))
+		case sum.Interrupted:
+			return inv.rep.interrupted(sum.Entries)
+		case !sum.Complete():
+			return exitFault
+		}
+		return exitOK
 	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb migrate: %v\n", err)
-		return exitFault
-	}
-	if !sum.Complete() {
-		return exitIssues
-	}
-	return exitOK
 }
 
 // migrateText writes one line per entry, then one indented line per
-// oddity: what was found and how it is read.
-func migrateText(w io.Writer) func(migrate.Report) error {
-	return func(r migrate.Report) error {
-		var parts []string
-		if r.Values != nil {
-			parts = append(parts, migrateValues(*r.Values))
-		}
-		if len(r.Written) > 0 {
-			parts = append(parts, "writes "+strings.Join(r.Written, " "))
-		}
-		if len(r.Removed) > 0 {
-			parts = append(parts, "removes "+strings.Join(r.Removed, " "))
-		}
-		if r.Cause != "" {
-			parts = append(parts, r.Cause)
-		}
-		line := fmt.Sprintf("%-32s  %-7s  %s", r.Key, r.Action, strings.Join(parts, "; "))
-		_, err := fmt.Fprintln(w, strings.TrimRight(line, " "))
-		for _, o := range r.Oddities {
-			if err == nil {
-				_, err = fmt.Fprintf(w, "    %s: %s -> %s\n", o.File, o.Found, o.ReadAs)
-			}
-		}
-		return err
+// oddity: what was found and how it is read. Names, values and causes come
+// from the disk: they are made printable.
+func migrateText(w io.Writer, r migrate.Report) error {
+	var parts []string
+	if r.Values != nil {
+		parts = append(parts, migrateValues(*r.Values))
 	}
+	if len(r.Written) > 0 {
+		parts = append(parts, "writes "+strings.Join(r.Written, " "))
+	}
+	if len(r.Removed) > 0 {
+		parts = append(parts, "removes "+strings.Join(r.Removed, " "))
+	}
+	if r.Cause != "" {
+		parts = append(parts, r.Cause)
+	}
+	line := fmt.Sprintf("%-32s  %-7s  %s", r.Key, r.Action, strings.Join(parts, "; "))
+	_, err := fmt.Fprintln(w, printable(strings.TrimRight(line, " ")))
+	for _, o := range r.Oddities {
+		if err == nil {
+			_, err = fmt.Fprintf(w, "    %s: %s -> %s\n", printable(o.File), printable(o.Found), printable(o.ReadAs))
+		}
+	}
+	return err
 }
 
 // migrateValues is the one-line form of what a key holds.
 func migrateValues(v migrate.Values) string {
 	var b strings.Builder
 	if t := v.Transcript; t != nil {
-		fmt.Fprintf(&b, "transcript %d B crc32c %08x promoted %s", t.Size, t.CRC32C, t.PromotedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "transcript %d B crc32c %s promoted %s", t.Size, t.CRC32C, t.PromotedAt.UTC().Format(time.RFC3339))
 	} else {
 		b.WriteString("no transcript")
 	}
@@ -151,30 +179,20 @@ func migrateValues(v migrate.Values) string {
 	return b.String()
 }
 
-func migrateSummary(w io.Writer, s migrate.Summary) {
+func migrateSummary(w io.Writer, s migrate.Summary) error {
 	verb := "ran"
 	if s.DryRun {
 		verb = "would run"
 	}
-	fmt.Fprintf(w, "%s %s over %d entries in %.1fs: %d migrate, %d already, %d skip, %d locked, %d failed\n",
-		verb, s.Direction, s.Entries, s.Seconds, s.Migrated, s.Already, s.Skipped, s.Locked, s.Failed)
-	if !s.Complete() {
-		fmt.Fprintln(w, "some keys were not converted (see locked and failed above): fix the cause and run again; a re-run finishes them and leaves the rest as they are")
+	_, err := fmt.Fprintf(w, "%s %s over %d entries in %.1fs: %d migrate, %d already, %d skip, %d locked, %d failed", verb, s.Direction, s.Entries, s.Seconds, s.Migrated, s.Already, s.Skipped, s.Locked, s.Failed)
+	if err == nil && s.Interrupted {
+		_, err = fmt.Fprint(w, " (interrupted)")
 	}
-}
-
-// migrateProgress rewrites one status line on a terminal, at most ten times a
-// second, and ends it when the run is done.
-func migrateProgress(w io.Writer) func(done, total int) {
-	var last time.Time
-	return func(done, total int) {
-		if done < total && time.Since(last) < 100*time.Millisecond {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(w, "\rmigrate: %d/%d", done, total)
-		if done == total {
-			fmt.Fprintln(w)
-		}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
 	}
+	if err == nil && !s.Complete() {
+		_, err = fmt.Fprintln(w, "some keys were not converted (see locked and failed above): fix the cause and run again; a re-run finishes them and leaves the rest as they are")
+	}
+	return err
 }

@@ -111,8 +111,10 @@ func TestMigrateDryRunJSON(t *testing.T) {
 	if after := migrateTree(t, root); after != before {
 		t.Fatalf("the dry run changed the tree:\n%s\n%s", before, after)
 	}
-	if code != exitIssues {
-		t.Fatalf("exit %d (want %d: a key is locked): %s", code, exitIssues, errs)
+	// A locked key is one migrate could not do: exit 1, the fault status
+	// of every command (issue 12: it was 3, which is check's).
+	if code != exitFault || !strings.Contains(errs, locked+": locked: ") {
+		t.Fatalf("exit %d (want %d: a key is locked): %s", code, exitFault, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 4 {
@@ -168,7 +170,7 @@ func TestMigrateRunRerunRollback(t *testing.T) {
 	check("legacy")
 
 	code, out, _ := runMigrateCLI(t, "--workers", "2", root)
-	if code != exitIssues || !strings.Contains(out, plain+"  migrate") || !strings.Contains(out, locked+"  locked") ||
+	if code != exitFault || !strings.Contains(out, plain+"  migrate") || !strings.Contains(out, locked+"  locked") ||
 		!strings.Contains(out, "venue: empty file -> no value") || !strings.Contains(out, "1 locked, 0 failed") {
 		t.Fatalf("migrate: exit %d\n%s", code, out)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
+	"path/filepath"
 
+	"sessdb/gates"
 	"sessdb/store"
 	"sessdb/store/models"
 	"sessdb/store/transcript"
@@ -14,90 +16,137 @@ import (
 
 var cmdPromote = &command{
 	name:  "promote",
-	usage: "promote --sessions-dir DIR --job-dir DIR --pi-version V [--require answered] [--allow-rewrite] [--models FILE] [--context-window W] [--context-tokens N]",
+	usage: "promote [--sessions-dir DIR] --job-dir DIR --pi-version V [--require answered] [--allow-rewrite] [--models FILE] [--context-window W] [--context-tokens N]",
 	short: "take a completed run's transcript back into the store, once, onto what the job was given",
-	run:   runPromote,
+	long: `
+Reads the ticket resolve wrote in --job-dir and promotes the staged
+transcript: only onto the generation the job was given (else superseded),
+only when it begins with the bytes the job was given (else
+transcript-rewritten, unless --allow-rewrite), and once per ticket (a retry
+repeats the first result). The context reading and the model come from the
+transcript itself. Prints one JSON object:
+{"key","promoted","reason","bytes","gen","run","repeat","superseded_by","rewritten"}
+(docs/json.md).
+
+Every outcome exits 0, refusals and promote-failed included (the cause of a
+failure is written on stderr). A missing or unreadable ticket exits 1; a
+ticket from another sessions root exits 2 and writes nothing.`,
+	example: `  sessdb promote --sessions-dir /var/lib/pi/sessions --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered`,
+	exits:   []int{exitOK, exitFault, exitUsage},
+	bind:    bindPromote,
 }
 
+// promoteOutput is the one JSON object promote prints (docs/json.md). Its
+// field names are the runner contract; every field is always present.
 type promoteOutput struct {
-	Key          string `json:"key"`
-	Promoted     bool   `json:"promoted"`
-	Reason       string `json:"reason"`
-	Bytes        int64  `json:"bytes"`
-	Gen          uint64 `json:"gen"`
-	Run          string `json:"run,omitempty"`
-	Repeat       bool   `json:"repeat,omitempty"`
-	SupersededBy uint64 `json:"superseded_by,omitempty"`
-	Rewritten    bool   `json:"rewritten,omitempty"`
+	Key      string `json:"key"`
+	Promoted bool   `json:"promoted"`
+	Reason   string `json:"reason"`
+	// Bytes is the promoted transcript's size; for a refusal, the staged
+	// file's; null when there is no regular staged file.
+	Bytes *int64 `json:"bytes"`
+	// Gen is the generation promoted (a repeat's: the first promotion's);
+	// null when nothing was promoted.
+	Gen *uint64 `json:"gen"`
+	// Run is the shape of what the job appended; null when the staged file
+	// was never read.
+	Run          *string `json:"run"`
+	Repeat       bool    `json:"repeat"`
+	SupersededBy *uint64 `json:"superseded_by"` // null unless superseded
+	Rewritten    bool    `json:"rewritten"`
 }
 
-func runPromote(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("promote", stderr)
+func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
-	jobDir := fs.String("job-dir", "", "the job's directory, as given to resolve")
-	piVersion := fs.String("pi-version", "", "the pi version that wrote the transcript (\"\" = unknown: the next job cold-starts)")
-	tokens := fs.String("context-tokens", "", "override the context tokens computed from the transcript (pi's own end-of-run reading)")
-	window := fs.String("context-window", "", "the model's context window; default: looked up in --models, then in pi 0.58.3's built-in models")
-	require := knob{env: "PI_SESSION_PROMOTE_REQUIRE", flag: "require", help: "refuse any run but an answered one (run-incomplete); the only value is answered"}
-	fs.StringVar(&require.value, require.flag, "", require.help+" [$"+require.env+"]")
-	modelsFile := knob{env: "PI_SESSION_MODELS_FILE", flag: "models", help: "a models file in pi's models.json format, for context windows"}
-	fs.StringVar(&modelsFile.value, modelsFile.flag, "", modelsFile.help+" [$"+modelsFile.env+"]")
+	jobDir := fs.String("job-dir", "", "the job's `DIR`, as given to resolve; required")
+	piVersion := fs.String("pi-version", "", "the pi `VERSION` that wrote the transcript (\"\" = unknown: the next job cold-starts); required")
+	tokens := fs.String("context-tokens", "", "override the context tokens, `N`, computed from the transcript (pi's own end-of-run reading)")
+	window := fs.String("context-window", "", "the model's context window `W`; default: looked up in --models, then in pi 0.58.3's built-in models")
+	require := knob{env: "PI_SESSION_PROMOTE_REQUIRE", flag: "require", help: "refuse any run but an `answered` one (run-incomplete); the only value is answered"}
+	require.bind(fs)
+	modelsFile := knob{env: "PI_SESSION_MODELS_FILE", flag: "models", help: "a models `FILE` in pi's models.json format, for context windows"}
+	modelsFile.bind(fs)
 	allowRewrite := fs.Bool("allow-rewrite", false, "promote a staged file that does not begin with the bytes the job was given (recorded as rewritten)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "promote", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if *jobDir == "" {
-		return usageError(stderr, "promote", errors.New("--job-dir is required"))
-	}
-	if !flagGiven(fs, "pi-version") {
-		return usageError(stderr, "promote", errors.New("--pi-version is required (pass --pi-version \"\" when it is unknown)"))
-	}
-	req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite}
-	var err error
-	if req.Tokens, req.Window, err = parseReading(*tokens, *window); err != nil {
-		return usageError(stderr, "promote", err)
-	}
-	switch raw, name := require.get(os.Getenv); raw {
-	case "":
-	case string(transcript.Answered):
-		req.Require = transcript.Answered
-	default:
-		return usageError(stderr, "promote", fmt.Errorf("%s: not a requirement (the only one is %q)", name, transcript.Answered))
-	}
-	var windows store.Windows
-	if path, name := modelsFile.get(os.Getenv); path != "" {
-		m, err := models.Load(path)
-		if err != nil {
-			return usageError(stderr, "promote", fmt.Errorf("%s: %w", name, err))
+	return func(inv *invocation) int {
+		switch {
+		case *jobDir == "":
+			return inv.rep.usage(errors.New("--job-dir is required"))
+		case !inv.given("pi-version"):
+			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" when it is unknown)"))
 		}
-		windows = m
+		req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite}
+		var err error
+		if req.Tokens, req.Window, err = parseReading(*tokens, *window); err != nil {
+			return inv.rep.usage(err)
+		}
+		switch raw, name := require.get(os.Getenv); raw {
+		case "":
+		case string(transcript.Answered):
+			req.Require = transcript.Answered
+		default:
+			return inv.rep.config(fmt.Errorf("%s: %s is not a requirement (the only one is %q)", name, brief(raw), transcript.Answered))
+		}
+		var windows store.Windows
+		if path, name := modelsFile.get(os.Getenv); path != "" {
+			m, err := models.Load(path)
+			if err != nil {
+				return inv.rep.config(fmt.Errorf("%s: %w", name, err))
+			}
+			windows = m
+		}
+		st, code := openStore(inv, cfg, "", func(o *store.Options) { o.Models = windows })
+		if st == nil {
+			return code
+		}
+		sess, err := store.ReadTicket(*jobDir)
+		if err != nil {
+			return inv.rep.fault(err)
+		}
+		res, err := st.Promote(sess, req)
+		if errors.Is(err, store.ErrWrongRoot) {
+			// Nothing was written: the job is pointed at the wrong store.
+			return inv.rep.config(err)
+		}
+		if err != nil {
+			// promote-failed is an outcome like any other (exit 0); its
+			// cause is for the operator, reported once.
+			inv.rep.keyFault("", err.Error())
+		}
+		return writeJSON(inv, promoteJSON(res, *jobDir))
 	}
-	st, _, code := openStore(cfg, "promote", "", stderr, func(o *store.Options) { o.Models = windows })
-	if st == nil {
-		return code
+}
+
+// promoteJSON applies the null rule to a promote result.
+func promoteJSON(res store.PromoteResult, jobDir string) promoteOutput {
+	out := promoteOutput{Key: res.Key, Promoted: res.Promoted, Reason: string(res.Reason), Repeat: res.Repeat, Rewritten: res.Rewritten}
+	if res.Promoted {
+		bytes, gen := res.Bytes, res.Gen
+		out.Bytes, out.Gen = &bytes, &gen
+	} else {
+		out.Bytes = stagedBytes(jobDir)
 	}
-	sess, err := store.ReadTicket(*jobDir)
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb promote: %v\n", err)
-		return exitFault
+	if res.Run != "" {
+		run := string(res.Run)
+		out.Run = &run
 	}
-	res, err := st.Promote(sess, req)
-	if errors.Is(err, store.ErrWrongRoot) {
-		// Nothing was written: the job is pointed at the wrong store.
-		return usageError(stderr, "promote", err)
+	if res.Reason == gates.Superseded {
+		by := res.SupersededBy
+		out.SupersededBy = &by
 	}
-	if err != nil {
-		// promote-failed is an outcome like any other; its cause is for
-		// the operator.
-		fmt.Fprintf(stderr, "sessdb promote: %v\n", err)
+	return out
+}
+
+// stagedBytes is the size of the staged file a refused promotion was
+// offered (too-large among them), or nil when there is no regular file
+// there. The store does not report it for a refusal, so it is looked up
+// here, without following a link.
+func stagedBytes(jobDir string) *int64 {
+	fi, err := os.Lstat(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName))
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
 	}
-	return writeJSON(stdout, stderr, promoteOutput{
-		Key: res.Key, Promoted: res.Promoted, Reason: string(res.Reason), Bytes: res.Bytes, Gen: res.Gen,
-		Run: string(res.Run), Repeat: res.Repeat, SupersededBy: res.SupersededBy, Rewritten: res.Rewritten,
-	})
+	n := fi.Size()
+	return &n
 }
 
 // parseReading takes the runner's overrides of the reading: the tokens,

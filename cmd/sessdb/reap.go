@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"sessdb/store"
 )
@@ -14,128 +17,200 @@ import (
 var cmdReap = &command{
 	name:  "reap",
 	usage: "reap [--ttl-days N] [--dry-run] [--json] [DIR]",
-	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour, each under its key's lock",
-	run:   runReap,
-}
+	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour",
+	long: `
+Removes every key of the sessions root (DIR, else --sessions-dir or
+PI_SESSIONS_DIR) whose last completed promotion is older than the TTL
+(--ttl-days, PI_SESSIONS_TTL_DAYS, default 14; 0 removes no key), each under
+its exclusive lock after checking the age again under that lock, so a
+promotion landing meanwhile is never deleted. From the keys it keeps it
+removes stray temp files older than an hour, never the one a pending
+promotion names. One line per action and a summary; --json one object per
+action and a summary (docs/json.md). --dry-run prints what would be removed
+and changes nothing.
 
-const reapExample = `  sessdb reap --dry-run /var/lib/pi/sessions
+A key reap could not do (an I/O error, its lock not had in time) is named on
+stderr, and reap exits 1 after the others.`,
+	example: `  sessdb reap --dry-run /var/lib/pi/sessions
   PI_SESSIONS_TTL_DAYS=30 sessdb reap /var/lib/pi/sessions
-  sessdb reap --json /var/lib/pi/sessions | jq -r 'select(.action == "remove-key") | .path'`
+  sessdb reap --json /var/lib/pi/sessions | jq -r 'select(.action == "remove-key") | .path'`,
+	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
+	maxArgs: 1,
+	bind:    bindReap,
+}
 
-// reapAction is one line of reap --json: what was (or, with --dry-run,
-// would be) removed, or left alone and why.
+// Reap's actions (docs/json.md).
+const (
+	reapRemoveKey  = "remove-key"  // an expired key removed (--dry-run: would be)
+	reapRemoveTemp = "remove-temp" // a stray temp file removed (--dry-run: would be)
+	reapSkip       = "skip"        // a name left alone: not a key, not a directory
+	reapFail       = "fail"        // a name reap could not do: detail says why (exit 1)
+)
+
+// reapAction is one line of reap --json.
 type reapAction struct {
-	Action string `json:"action"` // remove-key, remove-temp, skip
-	Path   string `json:"path"`   // relative to the root
-	DryRun bool   `json:"dry_run"`
-	Detail string `json:"detail,omitempty"` // why a name was skipped
+	Action string  `json:"action"`
+	Key    *string `json:"key"`  // the key dir it concerns; null for a name that is not a key
+	Path   string  `json:"path"` // relative to the root
+	DryRun bool    `json:"dry_run"`
+	Detail *string `json:"detail"` // why a name was skipped or failed; null otherwise
 }
 
-// reapSummary is the last line of reap --json.
+// reapSummary ends reap --json.
 type reapSummary struct {
-	Summary struct {
-		Removed     int  `json:"removed"`
-		Swept       int  `json:"swept"`
-		Kept        int  `json:"kept"`
-		Skipped     int  `json:"skipped"`
-		TTLDays     int  `json:"ttl_days"`
-		DryRun      bool `json:"dry_run"`
-		Interrupted bool `json:"interrupted"`
-	} `json:"summary"`
+	Entries     int   `json:"entries"`
+	Keys        int   `json:"keys"`
+	Removed     int   `json:"removed"` // keys
+	Swept       int   `json:"swept"`   // temp files
+	Kept        int   `json:"kept"`
+	Skipped     int   `json:"skipped"`
+	Failed      int   `json:"failed"`
+	TTLSeconds  int64 `json:"ttl_seconds"`
+	DryRun      bool  `json:"dry_run"`
+	Interrupted bool  `json:"interrupted"`
 }
 
-func runReap(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("reap", stderr)
-	setUsage(fs, "reap", reapExample)
+func bindReap(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	dryRun := fs.Bool("dry-run", false, "remove nothing; print what would be removed")
-	asJSON := fs.Bool("json", false, "one JSON object per action, then a summary object (fields: docs/OPERATIONS.md)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if fs.NArg() > 1 {
-		return usageError(stderr, "reap", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
-	}
-	st, log, code := openStore(cfg, "reap", fs.Arg(0), stderr)
-	if st == nil {
-		return code
-	}
-	if err := checkWalkRoot(st.Root()); err != nil {
-		return usageError(stderr, "reap", err)
-	}
-	b, _ := cfg.bounds(os.Getenv) // already parsed without error by openWalkStore
-	ttlDays := int(b.TTL.Hours() / 24)
-	if ttlDays == 0 {
-		log.Warn().Msg("the TTL is 0: no key expires; only stray temp files are removed")
-	}
+	asJSON := fs.Bool("json", false, "print one JSON object per action, then a summary object (docs/json.md)")
+	return func(inv *invocation) int {
+		st, code := openWalk(inv, cfg)
+		if st == nil {
+			return code
+		}
+		// The store reaps a missing root as an empty one; here, as for
+		// every walk, a root that is not there is a fault.
+		if _, err := os.Stat(st.Root()); err != nil {
+			return inv.rep.fault(err)
+		}
+		b, _ := cfg.parseBounds(os.Getenv) // parsed without error by openWalk
+		if b.TTL == 0 {
+			inv.rep.warn("the TTL is 0: no key expires; only stray temp files are removed")
+		}
 
-	ctx, stop := interruptContext()
-	defer stop()
-	prog := progressTo(stderr, "reap")
-	res, err := st.ReapWith(ctx, store.ReapOptions{DryRun: *dryRun, Progress: prog.report()})
-	prog.clear()
-	interrupted := err != nil && ctx.Err() != nil
-	done := len(res.Removed) + res.Kept + len(res.Skipped)
+		ctx, stop := interruptContext()
+		defer stop()
+		prog := progressTo(inv, "reap")
+		res, err := st.ReapWith(ctx, store.ReapOptions{DryRun: *dryRun, Progress: prog.report()})
+		prog.clear()
+		interrupted := errors.Is(err, context.Canceled)
+		if err != nil && !interrupted {
+			return inv.rep.fault(err) // nothing is printed: no zero summary
+		}
+		actions, sum := reapActions(res, st.Root(), *dryRun)
+		sum.TTLSeconds, sum.Interrupted = int64(b.TTL.Seconds()), interrupted
+		for _, a := range actions {
+			if a.Action == reapFail {
+				inv.rep.keyFault(a.Path, *a.Detail)
+			}
+		}
 
+		w := bufio.NewWriter(inv.stdout)
+		if *asJSON {
+			jw := &jsonWriter{w: w}
+			for _, a := range actions {
+				jw.encode(a)
+			}
+			jw.encode(summaryLine[reapSummary]{sum})
+			err = jw.err
+		} else {
+			err = writeReapText(w, actions, sum)
+		}
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		switch {
+		case err != nil:
+			return inv.rep.fault(fmt.Errorf("write: %w", err))
+		case interrupted:
+			return inv.rep.interrupted(sum.Entries)
+		case sum.Failed > 0:
+			return exitFault
+		}
+		return exitOK
+	}
+}
+
+// reapActions lists what res did (or would do), in path order, and counts
+// it.
+func reapActions(res store.ReapResult, root string, dryRun bool) ([]reapAction, reapSummary) {
+	// A reason quotes paths relative to the root, as every report does.
+	unroot := strings.NewReplacer(strings.TrimSuffix(root, "/")+"/", "")
 	var actions []reapAction
+	keyOf := func(path string) *string {
+		k, _, _ := strings.Cut(path, "/")
+		if !store.ValidKey(k) {
+			return nil
+		}
+		return &k
+	}
 	for _, k := range res.Removed {
-		actions = append(actions, reapAction{Action: "remove-key", Path: k, DryRun: *dryRun})
+		actions = append(actions, reapAction{Action: reapRemoveKey, Key: keyOf(k), Path: k, DryRun: dryRun})
 	}
 	for _, t := range res.Swept {
-		actions = append(actions, reapAction{Action: "remove-temp", Path: t, DryRun: *dryRun})
+		actions = append(actions, reapAction{Action: reapRemoveTemp, Key: keyOf(t), Path: t, DryRun: dryRun})
 	}
-	skipped := make([]string, 0, len(res.Skipped))
-	for name := range res.Skipped {
-		skipped = append(skipped, name)
+	failed := map[string]bool{}
+	for _, name := range res.Failed {
+		failed[name] = true
 	}
-	sort.Strings(skipped)
-	for _, name := range skipped {
-		actions = append(actions, reapAction{Action: "skip", Path: name, Detail: res.Skipped[name]})
+	for name, why := range res.Skipped {
+		why = unroot.Replace(why)
+		a := reapAction{Action: reapSkip, Key: keyOf(name), Path: name, DryRun: dryRun, Detail: &why}
+		if failed[name] {
+			a.Action = reapFail
+		}
+		actions = append(actions, a)
 	}
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
 
-	w := bufio.NewWriter(stdout)
-	var sum reapSummary
-	sum.Summary.Removed, sum.Summary.Swept, sum.Summary.Kept, sum.Summary.Skipped = len(res.Removed), len(res.Swept), res.Kept, len(res.Skipped)
-	sum.Summary.TTLDays, sum.Summary.DryRun, sum.Summary.Interrupted = ttlDays, *dryRun, interrupted
-	if *asJSON {
-		enc := json.NewEncoder(w)
-		for _, a := range actions {
-			enc.Encode(a)
+	sum := reapSummary{Removed: len(res.Removed), Swept: len(res.Swept), Kept: res.Kept, Skipped: len(res.Skipped) - len(res.Failed), Failed: len(res.Failed), DryRun: dryRun}
+	sum.Entries = sum.Removed + sum.Kept + len(res.Skipped)
+	sum.Keys = sum.Removed + sum.Kept // every name reap removed or kept is a key
+	for name := range res.Skipped {
+		if store.ValidKey(name) {
+			sum.Keys++
 		}
-		enc.Encode(sum)
-	} else {
-		writeReapText(w, actions, sum, *dryRun)
 	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	return walkEnd(stderr, "reap", err, done)
+	return actions, sum
 }
 
 // writeReapText writes one line per action and a summary line.
-func writeReapText(w io.Writer, actions []reapAction, sum reapSummary, dryRun bool) {
+func writeReapText(w io.Writer, actions []reapAction, s reapSummary) error {
 	removed, reaped := "removed", "reaped"
-	if dryRun {
+	if s.DryRun {
 		removed, reaped = "would remove", "would reap"
 	}
 	for _, a := range actions {
-		verb, what := removed, a.Detail
+		verb, what := removed, ""
 		switch a.Action {
-		case "remove-key":
+		case reapRemoveKey:
 			what = "expired key"
-		case "remove-temp":
+		case reapRemoveTemp:
 			what = "stray temp file"
-		default:
-			verb = "skipped"
+		case reapSkip:
+			verb, what = "skipped", *a.Detail
+		case reapFail:
+			verb, what = "failed", *a.Detail
 		}
-		fmt.Fprintf(w, "%-12s  %s  (%s)\n", verb, printable(a.Path), printable(what))
+		if _, err := fmt.Fprintf(w, "%-12s  %s  (%s)\n", verb, printable(a.Path), printable(what)); err != nil {
+			return err
+		}
 	}
-	s := sum.Summary
-	fmt.Fprintf(w, "%s %s and %s; kept %s, skipped %d (TTL %d days)", reaped,
-		plural(s.Removed, "key"), plural(s.Swept, "temp file"), plural(s.Kept, "key"), s.Skipped, s.TTLDays)
-	if s.Interrupted {
-		fmt.Fprint(w, " (interrupted)")
+	_, err := fmt.Fprintf(w, "%s %s and %s; kept %s, skipped %d", reaped,
+		plural(s.Removed, "key"), plural(s.Swept, "temp file"), plural(s.Kept, "key"), s.Skipped)
+	if err == nil && s.Failed > 0 {
+		_, err = fmt.Fprintf(w, ", failed %d", s.Failed)
 	}
-	fmt.Fprintln(w)
+	if err == nil {
+		_, err = fmt.Fprintf(w, " (TTL %s)", plural(int(s.TTLSeconds/86400), "day"))
+	}
+	if err == nil && s.Interrupted {
+		_, err = fmt.Fprint(w, " (interrupted)")
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
+	return err
 }

@@ -1,78 +1,82 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/rs/zerolog"
 
 	"sessdb/store"
 )
 
 var cmdResolve = &command{
 	name:  "resolve",
-	usage: "resolve --sessions-dir DIR (--key KEY | --kind K --repo R --ref REF) --job-dir DIR --pi-version V [--venue NAME] [--model PROVIDER/ID] [--job ID]",
+	usage: "resolve [--sessions-dir DIR] (--key KEY | --kind K --repo R --ref REF) --job-dir DIR --pi-version V [--venue NAME] [--model PROVIDER/ID] [--job ID]",
 	short: "stage a key's transcript (or a cold start) for a job and say why",
-	run:   runResolve,
+	long: `
+Stages <job-dir>/session/current.jsonl (the dir is made 0700): a copy of the
+key's transcript when the read-gate ladder lets it resume, else a 0-byte file
+(pi writes its own header into an empty file). Writes the job's ticket,
+<job-dir>/session.ticket, which promote reads back. Prints one JSON object:
+{"key","resume","reason","bytes","staged"} (docs/json.md).
+
+Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
+exits 1 and leaves no staged file and no ticket behind. The key is --key (32
+lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
+it. --pi-version is required: --pi-version "" declares no version, which never
+resumes. --job-dir is created if it is missing.`,
+	example: `  sessdb resolve --sessions-dir /var/lib/pi/sessions --kind github --repo acme/widget --ref pi/issue-42 \
+      --job-dir /run/jobs/1234 --pi-version 0.58.3 --venue local --model anthropic/claude-sonnet-4-5 --job 1234`,
+	exits: []int{exitOK, exitFault, exitUsage},
+	bind:  bindResolve,
 }
 
-// resolveOutput is the one JSON object resolve prints.
+// resolveOutput is the one JSON object resolve prints (docs/json.md).
 type resolveOutput struct {
 	Key    string `json:"key"`
 	Resume bool   `json:"resume"`
 	Reason string `json:"reason"`
-	Bytes  int64  `json:"bytes"`
-	Staged string `json:"staged"`
+	Bytes  int64  `json:"bytes"`  // the bytes staged: 0 on a cold start
+	Staged string `json:"staged"` // the staged file's path
 }
 
-func runResolve(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("resolve", stderr)
+func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
-	key := fs.String("key", "", "the conversation's key (32 lowercase hex)")
-	kind := fs.String("kind", "", "key material: the forge kind (github, gitlab, ..., local)")
-	repo := fs.String("repo", "", "key material: the base repository")
-	ref := fs.String("ref", "", "key material: the head ref or issue branch")
-	jobDir := fs.String("job-dir", "", "the job's directory; the transcript is staged in its session/ dir")
-	piVersion := fs.String("pi-version", "", "the pi version the job's image declares (\"\" declares none: never resumes)")
-	venue := fs.String("venue", "local", "the backend the job runs on")
-	model := fs.String("model", "", "the job's provider/model id, for the context bound")
-	jobID := fs.String("job", "", "the job's id, recorded in the key's history by promote")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	key := fs.String("key", "", "the conversation's `KEY` (32 lowercase hex)")
+	kind := fs.String("kind", "", "key material: `KIND`, the forge (github, gitlab, ..., local)")
+	repo := fs.String("repo", "", "key material: `REPO`, the base repository")
+	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch")
+	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir")
+	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes); required")
+	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on")
+	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound")
+	jobID := fs.String("job", "", "the job's `ID`, recorded in the key's history by promote")
+	return func(inv *invocation) int {
+		k, err := keyFromFlags(*key, *kind, *repo, *ref, inv.given("kind"))
+		switch {
+		case err != nil:
+			return inv.rep.usage(err)
+		case *jobDir == "":
+			return inv.rep.usage(errors.New("--job-dir is required"))
+		case !inv.given("pi-version"):
+			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
+		}
+		st, code := openStore(inv, cfg, "")
+		if st == nil {
+			return code
+		}
+		// Resolve writes the ticket, and on a fault removes both the staged
+		// file and any ticket: nothing is left here to clean up.
+		sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
+		if err != nil {
+			return inv.rep.fault(err)
+		}
+		return writeJSON(inv, resolveOutput{
+			Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
+			Staged: filepath.Join(*jobDir, store.StagedDirName, store.TranscriptName),
+		})
 	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "resolve", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	k, err := keyFromFlags(*key, *kind, *repo, *ref, flagGiven(fs, "kind"))
-	if err != nil {
-		return usageError(stderr, "resolve", err)
-	}
-	if *jobDir == "" {
-		return usageError(stderr, "resolve", errors.New("--job-dir is required"))
-	}
-	if !flagGiven(fs, "pi-version") {
-		return usageError(stderr, "resolve", errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
-	}
-	st, log, code := openStore(cfg, "resolve", "", stderr)
-	if st == nil {
-		return code
-	}
-	// Resolve writes the ticket, and on a fault removes both the staged
-	// file and any ticket: nothing is left here to clean up.
-	sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
-	if err != nil {
-		log.Error().Err(err).Msg("resolve")
-		fmt.Fprintf(stderr, "sessdb resolve: %v\n", err)
-		return exitFault
-	}
-	return writeJSON(stdout, stderr, resolveOutput{
-		Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
-		Staged: filepath.Join(*jobDir, store.StagedDirName, store.TranscriptName),
-	})
 }
 
 // keyFromFlags takes --key, or derives it from --kind/--repo/--ref.
@@ -82,7 +86,7 @@ func keyFromFlags(key, kind, repo, ref string, kindGiven bool) (string, error) {
 		return "", errors.New("give --key or --kind/--repo/--ref, not both")
 	case key != "":
 		if !store.ValidKey(key) {
-			return "", fmt.Errorf("--key %q: %w", key, store.ErrInvalidKey)
+			return "", fmt.Errorf("--key %s: %w", brief(key), store.ErrInvalidKey)
 		}
 		return key, nil
 	case kind != "" && ref != "":
@@ -91,40 +95,38 @@ func keyFromFlags(key, kind, repo, ref string, kindGiven bool) (string, error) {
 	return "", errors.New("a key is required: --key KEY, or --kind K --repo R --ref REF")
 }
 
-// openStore builds the store from the configuration, or reports the
-// configuration error and the exit status to return.
-func openStore(cfg *config, cmd, dirArg string, stderr io.Writer, with ...func(*store.Options)) (*store.Store, zerolog.Logger, int) {
-	log, err := cfg.logger(stderr)
-	if err != nil {
-		return nil, log, usageError(stderr, cmd, err)
-	}
+// openStore builds the store from the configuration and the positional
+// DIR (dirArg), or reports the configuration error and returns nil and
+// the exit status.
+func openStore(inv *invocation, cfg *config, dirArg string, with ...func(*store.Options)) (*store.Store, int) {
 	dir, err := cfg.dir(os.Getenv, dirArg)
 	if err != nil {
-		return nil, log, usageError(stderr, cmd, err)
+		return nil, inv.rep.config(err)
 	}
-	b, err := cfg.bounds(os.Getenv)
+	b, err := cfg.parseBounds(os.Getenv)
 	if err != nil {
-		return nil, log, usageError(stderr, cmd, err)
+		return nil, inv.rep.config(err)
 	}
-	opts := store.Options{Bounds: b, Logger: log, Now: clock}
+	opts := store.Options{Bounds: b, Logger: inv.rep.storeLog(), Now: clock}
 	for _, f := range with {
 		f(&opts)
 	}
 	st, err := store.New(dir, opts)
 	if err != nil {
-		return nil, log, usageError(stderr, cmd, err)
+		return nil, inv.rep.config(err)
 	}
-	return st, log, exitOK
+	return st, exitOK
 }
 
-func writeJSON(stdout, stderr io.Writer, v any) int {
-	b, err := json.Marshal(v)
-	if err == nil {
-		_, err = stdout.Write(append(b, '\n'))
+// openWalk is openStore for a command that walks the root (dump, check,
+// reap): the root must also be one a walk may descend (checkWalkRoot).
+func openWalk(inv *invocation, cfg *config) (*store.Store, int) {
+	st, code := openStore(inv, cfg, inv.arg(0))
+	if st == nil {
+		return nil, code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sessdb: write result: %v\n", err)
-		return exitFault
+	if err := checkWalkRoot(st.Root()); err != nil {
+		return nil, inv.rep.config(err)
 	}
-	return exitOK
+	return st, exitOK
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,66 +21,78 @@ var cmdStats = &command{
 	name:  "stats",
 	usage: "stats [--since DURATION] [--json | --prometheus] [DIR]",
 	short: "count a sessions root's keys by layout and verdict, its recent promotions, its sizes, chains and context occupancy (read-only)",
-	run:   runStats,
+	long: `
+One walk of the sessions root (DIR, else --sessions-dir or PI_SESSIONS_DIR),
+read-only like dump, summed up: keys by layout and by the verdict a job
+matching each key's own stamps would get now; the promotions of the last
+--since (24h by default), taken from the keys' histories, resumed and cold
+(with the cold reason), refused (by reason) and by run shape, with the bytes
+promoted; the distributions of transcript size, resume chain and context
+occupancy (per bucket, p50, p95, max); and the bytes the transcripts and the
+metadata take.
+
+The default is a short report for people; --json prints one object, and
+--prometheus the text exposition format, for node_exporter's textfile
+collector (docs/stats.md: every field, every metric, the cron line and the
+systemd timer that write it atomically). A key's history keeps its last 64
+entries: a window longer than a busy key's ring undercounts, and says so.`,
+	example: `  sessdb stats /var/lib/pi/sessions
+  sessdb stats --since 168h --json /var/lib/pi/sessions | jq .promotions
+  sessdb stats --prometheus /var/lib/pi/sessions > $DIR/.sessdb.prom.tmp && mv $DIR/.sessdb.prom.tmp $DIR/sessdb.prom`,
+	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
+	maxArgs: 1,
+	bind:    bindStats,
 }
 
-const statsExample = `  sessdb stats /var/lib/pi/sessions
-  sessdb stats --since 168h --json /var/lib/pi/sessions | jq .promotions
-  sessdb stats --prometheus /var/lib/pi/sessions > $DIR/.sessdb.prom.tmp && mv $DIR/.sessdb.prom.tmp $DIR/sessdb.prom`
-
-func runStats(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("stats", stderr)
-	setUsage(fs, "stats", statsExample)
+func bindStats(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	since := fs.Duration("since", 24*time.Hour, "the window of promotions counted, back from now, in Go's duration format (90m, 24h, 168h)")
 	asJSON := fs.Bool("json", false, "one JSON object (fields: docs/stats.md)")
 	asProm := fs.Bool("prometheus", false, "Prometheus text exposition format, for node_exporter's textfile collector (metrics: docs/stats.md)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	return func(inv *invocation) int {
+		switch {
+		case *since <= 0:
+			return inv.rep.usage(fmt.Errorf("--since: %s must be positive", *since))
+		case *asJSON && *asProm:
+			return inv.rep.usage(errors.New("--json and --prometheus: choose one"))
+		}
+		st, code := openWalk(inv, cfg)
+		if st == nil {
+			return code
+		}
+		ctx, stop := interruptContext()
+		defer stop()
+		prog := progressTo(inv, "stats")
+		start := clock()
+		stats, err := st.Stats(ctx, store.StatsOptions{Window: *since, Progress: prog.report()})
+		walked := clock().Sub(start)
+		prog.clear()
+		if stats == nil {
+			return inv.rep.fault(err) // nothing on stdout
+		}
+		w := bufio.NewWriter(inv.stdout)
+		var werr error
+		switch {
+		case *asJSON:
+			werr = json.NewEncoder(w).Encode(statsObject(stats, walked))
+		case *asProm:
+			werr = writeStatsProm(w, stats, walked)
+		default:
+			werr = writeStatsText(w, stats, walked)
+		}
+		if ferr := w.Flush(); werr == nil {
+			werr = ferr
+		}
+		switch {
+		case werr != nil:
+			return inv.rep.fault(fmt.Errorf("write: %w", werr))
+		case errors.Is(err, context.Canceled):
+			return inv.rep.interrupted(stats.Entries)
+		case err != nil:
+			return inv.rep.fault(err)
+		}
+		return exitOK
 	}
-	switch {
-	case fs.NArg() > 1:
-		return usageError(stderr, "stats", fmt.Errorf("unexpected argument %s", brief(fs.Arg(1))))
-	case *since <= 0:
-		return usageError(stderr, "stats", fmt.Errorf("--since: %s must be positive", *since))
-	case *asJSON && *asProm:
-		return usageError(stderr, "stats", errors.New("--json and --prometheus: choose one"))
-	}
-	st, _, code := openStore(cfg, "stats", fs.Arg(0), stderr)
-	if st == nil {
-		return code
-	}
-	if err := checkWalkRoot(st.Root()); err != nil {
-		return usageError(stderr, "stats", err)
-	}
-
-	ctx, stop := interruptContext()
-	defer stop()
-	prog := progressTo(stderr, "stats")
-	start := clock()
-	stats, err := st.Stats(ctx, store.StatsOptions{Window: *since, Progress: prog.report()})
-	walked := clock().Sub(start)
-	prog.clear()
-	if stats == nil {
-		return walkEnd(stderr, "stats", err, 0) // a fault: nothing on stdout
-	}
-	w := bufio.NewWriter(stdout)
-	var werr error
-	switch {
-	case *asJSON:
-		werr = json.NewEncoder(w).Encode(statsObject(stats, walked))
-	case *asProm:
-		werr = writeStatsProm(w, stats, walked)
-	default:
-		werr = writeStatsText(w, stats, walked)
-	}
-	if ferr := w.Flush(); werr == nil {
-		werr = ferr
-	}
-	if err == nil {
-		err = werr
-	}
-	return walkEnd(stderr, "stats", err, stats.Entries)
 }
 
 // statsJSON is the object stats --json prints (docs/stats.md). Every field

@@ -402,8 +402,8 @@ func TestStatsExitStatuses(t *testing.T) {
 	}
 
 	code, out, errs := runCLI(t, "stats", "-h")
-	if code != exitOK || out != "" || !strings.Contains(errs, "example:\n  sessdb stats") || !strings.Contains(errs, "exit status:") {
-		t.Errorf("stats -h: exit %d\n%s", code, errs)
+	if code != exitOK || errs != "" || !strings.Contains(out, "example:\n  sessdb stats") || !strings.Contains(out, "exit status:") {
+		t.Errorf("stats -h: exit %d\n%s", code, out)
 	}
 	if _, out, _ := runCLI(t, "help"); !strings.Contains(out, "  stats ") {
 		t.Errorf("help does not list stats:\n%s", out)

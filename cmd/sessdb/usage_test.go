@@ -84,9 +84,10 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		if c.cmd == "engage" {
 			help = []string{"engage", "replay", "-h"}
 		}
-		// (resolve and promote exit 2 on -h, as they always have.)
-		if _, _, errs = runCLI(t, help...); !strings.Contains(errs, "usage: sessdb "+c.cmd) || !strings.Contains(errs, c.own) {
-			t.Errorf("%v: stderr %q; want the usage", help, errs)
+		// -h exits 0 and prints the same help on stdout, for every command
+		// (issue 12: resolve and promote exited 2, and it went to stderr).
+		if code, hout, errs := runCLI(t, help...); code != exitOK || errs != "" || hout != out {
+			t.Errorf("%v: exit %d, stderr %q; want exit 0 and the help of 'sessdb help %s' on stdout", help, code, errs, c.cmd)
 		}
 	}
 }

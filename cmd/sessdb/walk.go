@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,20 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// exitInterrupted is the status of a walk stopped by Ctrl-C (or SIGTERM):
-// 128+SIGINT, as a shell reports a process the signal killed, so a script
-// tells "stopped on request, partial output" from a fault (1) and from
-// "problems found" (3).
-const exitInterrupted = 130
-
-// exitTable is the exit status table the walking commands print with -h.
-const exitTable = `exit status:
-  0    done (check: nothing wrong)
-  1    a fault (an I/O error, a root that cannot be read)
-  2    a usage or configuration error
-  3    check: problems found (with --repair: problems that remain)
-  130  interrupted (Ctrl-C or SIGTERM): what was done so far was printed`
 
 // clock is the CLI's clock; golden tests fix it.
 var clock = time.Now
@@ -48,33 +32,6 @@ var interruptContext = func() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
-// setUsage makes -h print the command's usage, an example and the exit
-// statuses before the flags, to the flag set's output (newFlagSet's).
-func setUsage(fs *flag.FlagSet, name, example string) {
-	fs.Usage = func() {
-		w := fs.Output() // through it, the usage after a parse error is dropped
-		if c := lookup(name); c != nil {
-			fmt.Fprintf(w, "usage: sessdb %s\n\n%s\n\n", c.usage, c.short)
-		}
-		fmt.Fprintf(w, "example:\n%s\n\n%s\n\nflags:\n", example, exitTable)
-		fs.PrintDefaults()
-	}
-}
-
-// parseFlags parses args, and maps -h to a successful exit (the usage was
-// asked for) and any other flag error to a usage error. ok is false when
-// the command should return code at once.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return exitOK, true
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, false
-	}
-	return exitUsage, false // the flag set's output has printed the error (flagOutput)
-}
-
 // progress writes "label done/total" over itself on stderr, at most ten
 // times a second, and only when stderr is a terminal: a log file or a pipe
 // gets no carriage returns.
@@ -87,12 +44,12 @@ type progress struct {
 }
 
 // progressTo returns a progress line on stderr, or nil when stderr is not
-// a terminal (unless forced, for tests).
-func progressTo(stderr io.Writer, label string) *progress {
-	if !isTerminal(stderr) && !forceProgress {
+// a terminal (unless forced, for tests) or every stderr line must be JSON.
+func progressTo(inv *invocation, label string) *progress {
+	if inv.rep.json || !isTerminal(inv.stderr) && !forceProgress {
 		return nil
 	}
-	return &progress{w: stderr, label: label}
+	return &progress{w: inv.stderr, label: label}
 }
 
 var forceProgress bool
@@ -125,20 +82,6 @@ func (p *progress) clear() {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", len(p.label)+24))
 		p.shown = false
 	}
-}
-
-// walkEnd reports how a walk ended and returns the exit status for it:
-// interrupted (with how far it got), a fault, or ok.
-func walkEnd(stderr io.Writer, cmd string, err error, done int) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "sessdb %s: interrupted after %d entries; the output above covers those\n", cmd, done)
-		return exitInterrupted
-	}
-	fmt.Fprintf(stderr, "sessdb %s: %s\n", cmd, printable(err.Error()))
-	return exitFault
 }
 
 // printable escapes what a terminal would act on rather than show: C0 and

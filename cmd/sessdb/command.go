@@ -1,0 +1,214 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// A command is one row of sessdb's command table: everything that
+// 'sessdb help CMD', 'sessdb CMD -h' and docs/cli.md print about it, and
+// the function that runs it. The three print the same text (helpText), and
+// TestCLIReference fails when docs/cli.md drifts from the table.
+type command struct {
+	name    string // "dump"; "engage replay" for a subcommand
+	usage   string // the usage line, after "sessdb "
+	short   string // one line, for the command list
+	long    string // what it does and promises, in a few short paragraphs
+	example string // shell lines, each one that runs as shown
+	exits   []int  // the statuses it can return (their meaning: exitMeaning)
+	// minArgs and maxArgs bound the positional arguments (DIR, FILE),
+	// which may stand anywhere among the flags.
+	minArgs, maxArgs int
+	argName          string // what a positional argument is: "DIR" when empty
+	// bind defines the command's flags on fs and returns its body, which
+	// runs once the arguments have parsed. A fresh flag set is bound for
+	// every run and for every help text, so no value outlives one run.
+	bind func(fs *flag.FlagSet) func(inv *invocation) int
+}
+
+// An invocation is one run of a command: its positional arguments, its
+// output streams, and the reporter that writes its errors and its log.
+type invocation struct {
+	cmd            *command
+	fs             *flag.FlagSet
+	args           []string
+	stdout, stderr io.Writer
+	rep            *reporter
+}
+
+// arg returns the i-th positional argument, or "".
+func (inv *invocation) arg(i int) string {
+	if i < len(inv.args) {
+		return inv.args[i]
+	}
+	return ""
+}
+
+// given reports whether a flag was set on the command line.
+func (inv *invocation) given(name string) bool { return flagGiven(inv.fs, name) }
+
+// newFlags returns an empty flag set for c that never prints and never
+// exits: parse errors come back as errors, and -h as flag.ErrHelp.
+func (c *command) newFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// execute parses args and runs c. Flags and positional arguments may come
+// in any order ("dump DIR --json"); "--" ends the flags. -h prints the
+// help on stdout and exits 0; an error in the arguments is one line on
+// stderr, naming the flag or argument, with a hint, and exits 2.
+func (c *command) execute(args []string, stdout, stderr io.Writer) int {
+	rep := newReporter(c.name, stderr, logFormatIn(args))
+	fs := c.newFlags()
+	body := c.bind(fs)
+	lf := bindLog(fs)
+	pos, err := parseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		io.WriteString(stdout, c.helpText())
+		return exitOK
+	case err != nil:
+		return rep.usage(errors.New(briefFlagError(err.Error())))
+	case c.minArgs == 1 && c.maxArgs == 1 && len(pos) != 1:
+		return rep.usage(fmt.Errorf("want exactly one %s, got %s", c.arg(), plural(len(pos), "argument")))
+	case len(pos) > c.maxArgs:
+		return rep.usage(fmt.Errorf("unexpected argument %s", brief(pos[c.maxArgs])))
+	}
+	if err := rep.configure(lf); err != nil {
+		return rep.usage(err)
+	}
+	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: rep.stderr, rep: rep})
+}
+
+// arg names the command's positional argument.
+func (c *command) arg() string {
+	if c.argName == "" {
+		return "DIR"
+	}
+	return c.argName
+}
+
+// parseInterspersed parses flags anywhere among the positional arguments,
+// which it returns in order. The flag package stops at the first
+// positional argument; parsing resumes after it. After "--" everything is
+// positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// helpText is the command's whole help: the usage line, what it does, its
+// flags, an example and its exit statuses.
+func (c *command) helpText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: sessdb %s\n\n%s\n", c.usage, c.short)
+	if c.long != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.long))
+	}
+	fs := c.newFlags()
+	c.bind(fs)
+	bindLog(fs)
+	writeFlags(&b, fs)
+	fmt.Fprintf(&b, "\nexample:\n%s\n", strings.TrimRight(c.example, "\n"))
+	b.WriteString("\nexit status:\n")
+	for _, code := range c.exits {
+		b.WriteString(exitLine(code))
+	}
+	return b.String()
+}
+
+// flagGroups orders the flags of a help text: the command's own first,
+// then the store's configuration, then the logging flags every command
+// takes.
+var flagGroups = []struct {
+	title string
+	names map[string]bool // nil: every flag not in another group
+}{
+	{"flags", nil},
+	{"configuration flags (each wins over its environment variable)", configFlagNames},
+	{"logging flags", map[string]bool{"log-level": true, "log-format": true}},
+}
+
+// writeFlags lists fs's flags in groups, each as "--name VALUE" over its
+// wrapped help and its default.
+func writeFlags(b *strings.Builder, fs *flag.FlagSet) {
+	groupOf := func(name string) int {
+		for i, g := range flagGroups {
+			if g.names[name] {
+				return i
+			}
+		}
+		return 0
+	}
+	var byGroup [3][]*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) { byGroup[groupOf(f.Name)] = append(byGroup[groupOf(f.Name)], f) })
+	for i, flags := range byGroup {
+		if len(flags) == 0 {
+			continue
+		}
+		sort.Slice(flags, func(a, b int) bool { return flags[a].Name < flags[b].Name })
+		fmt.Fprintf(b, "\n%s:\n", flagGroups[i].title)
+		for _, f := range flags {
+			value, usage := flag.UnquoteUsage(f)
+			if value == "value" {
+				value = "V"
+			}
+			if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool || value == "" {
+				fmt.Fprintf(b, "  --%s\n", f.Name)
+			} else {
+				fmt.Fprintf(b, "  --%s %s\n", f.Name, value)
+			}
+			if d := f.DefValue; d != "" && d != "false" {
+				usage += " (default " + d + ")"
+			}
+			b.WriteString(wrap(usage, "        ", 78))
+		}
+	}
+}
+
+// wrap breaks text into lines of at most width columns, each starting
+// with indent.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += word
+	}
+	if len(line) > len(indent) {
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// flagGiven reports whether a flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"sessdb/store"
+)
+
+// dumpTable writes the key table: KEY and VERDICT first, cut to
+// dumpWidth columns unless wide, where every column shows uncut.
+func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide bool) error {
+	cols := []column{{"KEY", 32}, {"VERDICT", 23}}
+	if verify {
+		cols = append(cols, column{"VERIFY", 13})
+	}
+	// Numbers are never cut: BYTES and CHAIN have no max.
+	cols = append(cols, column{"LAYOUT", 6}, column{"BYTES", 0})
+	if wide {
+		cols = append(cols, column{"AGE", 0})
+	}
+	cols = append(cols, column{"PROMOTED", 15}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
+	if wide {
+		cols = append(cols, column{"GEN", 0}, column{"META", 0})
+	}
+	cols = append(cols, column{"NOTE", 0})
+	cells := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		row := []string{r.Name, verdictCell(r.Verdict)}
+		if verify {
+			row = append(row, verifyCell(r.Verify))
+		}
+		row = append(row, orDash(string(r.Layout)), "-")
+		if t := r.Transcript; t != nil {
+			row[len(row)-1] = strconv.FormatInt(t.Bytes, 10)
+		}
+		if wide {
+			row = append(row, ageCell(r.Transcript, now))
+		}
+		promoted := "-"
+		if r.LastPromotion != nil {
+			promoted = ago(now, *r.LastPromotion)
+		} else if r.Transcript != nil {
+			promoted = ago(now, r.Transcript.ModTime) + " (mtime)"
+		}
+		chain := "-"
+		if r.ResumeChain != nil {
+			chain = strconv.FormatUint(*r.ResumeChain, 10)
+		}
+		row = append(row, promoted, quoted(r.PiVersion), quoted(r.Venue), chain, contextCell(r.Context, wide))
+		if wide {
+			gen := "-"
+			if r.Gen > 0 {
+				gen = strconv.FormatUint(r.Gen, 10)
+			}
+			row = append(row, gen, metaCell(r.MetaPages))
+		}
+		row = append(row, orDash(strings.Join(notes(r), "; ")))
+		for i := range row {
+			row[i] = printable(row[i]) // names, stamps and errors come from the disk
+		}
+		cells = append(cells, row)
+	}
+	limit := dumpWidth
+	if wide {
+		limit = 0
+		for i := range cols {
+			cols[i].max = 0
+		}
+	}
+	return writeTable(w, cols, cells, limit)
+}
+
+// historyTable writes each key's history entries, oldest first, one table
+// for all keys.
+func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
+	cols := []column{{"KEY", 32}, {"GEN", 0}, {"AT", 0}, {"OUTCOME", 0}, {"RESOLVED", 0}, {"BYTES", 0}, {"CHAIN", 0}, {"BASE", 0}, {"RUN", 0}, {"FLAGS", 0}, {"JOB", 24}}
+	var cells [][]string
+	for _, r := range rows {
+		for _, h := range r.History {
+			var flags []string
+			if h.TornTail {
+				flags = append(flags, "torn-tail")
+			}
+			if h.Rewritten {
+				flags = append(flags, "rewritten")
+			}
+			base := "-"
+			if h.BaseGen > 0 {
+				base = strconv.FormatUint(h.BaseGen, 10)
+			}
+			row := []string{r.Name, strconv.FormatUint(h.Gen, 10), h.At.UTC().Format(time.RFC3339Nano), h.Outcome, h.Reason,
+				strconv.FormatInt(h.Bytes, 10), strconv.FormatUint(h.Chain, 10), base, orDash(h.Run), orDash(strings.Join(flags, ",")), orDash(h.Job)}
+			for i := range row {
+				row[i] = printable(row[i])
+			}
+			cells = append(cells, row)
+		}
+	}
+	limit := dumpWidth
+	if wide {
+		limit = 0
+		for i := range cols {
+			cols[i].max = 0
+		}
+	}
+	return writeTable(w, cols, cells, limit)
+}
+
+// ageCell is the conversation's age from its header timestamp, or why
+// there is none.
+func ageCell(t *store.TranscriptReport, now time.Time) string {
+	switch {
+	case t == nil:
+		return "-"
+	case !t.Regular:
+		return "not-a-regular-file"
+	case !t.HeaderOK:
+		return "unparseable"
+	case t.HeaderTime == nil:
+		return "no-timestamp"
+	}
+	return ago(now, *t.HeaderTime)
+}
+
+// contextCell is the last reading: its percent of the window (what the
+// context rung compares), and in the wide table tokens/window before it.
+func contextCell(c *store.ContextReport, wide bool) string {
+	if c == nil {
+		return "-"
+	}
+	pct := "?"
+	if c.Pct != nil {
+		pct = fmt.Sprintf("%d%%", *c.Pct)
+	}
+	if wide {
+		return fmt.Sprintf("%d/%d %s", c.Tokens, c.Window, pct)
+	}
+	return pct
+}
+
+// notes are what an operator should notice about a row.
+func notes(r store.KeyReport) []string {
+	var out []string
+	for _, n := range []string{r.Problem, r.MetaError} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	if p := r.Pending; p != nil {
+		out = append(out, fmt.Sprintf("pending gen %d at %s", p.Gen, p.Tmp))
+	}
+	if c := r.Context; c != nil && c.OverWindow {
+		out = append(out, "context over its window")
+	}
+	if m := r.MetaPages; m != nil && m.Fallback {
+		out = append(out, "one meta page invalid: run sessdb check")
+	}
+	if v := r.Verify; v != nil && v.Detail != "" {
+		out = append(out, "verify: "+v.Detail)
+	}
+	if len(r.LegacyFiles) > 0 && r.Layout != store.LayoutLegacy {
+		out = append(out, "legacy files: "+strings.Join(r.LegacyFiles, ","))
+	}
+	return out
+}
+
+// metaCell shows both meta pages as "txid,txid high-water/size": "*" marks
+// the page bbolt uses and "!" a page it would refuse, so "7*,0!" is a file
+// running on one page and "?" a file with no meta page to show.
+func metaCell(m *store.MetaPagesReport) string {
+	if m == nil {
+		return "-"
+	}
+	pages := "?"
+	if len(m.Pages) == 2 {
+		var b strings.Builder
+		for i, p := range m.Pages {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatUint(p.Txid, 10))
+			switch {
+			case i == m.Active:
+				b.WriteByte('*')
+			case !p.Valid:
+				b.WriteByte('!')
+			}
+		}
+		pages = b.String()
+	}
+	hw := "-"
+	if m.Active >= 0 {
+		hw = strconv.FormatInt(m.HighWater, 10)
+	}
+	return fmt.Sprintf("%s %s/%d", pages, hw, m.Bytes)
+}
+
+func verifyCell(v *store.VerifyReport) string {
+	if v == nil {
+		return "-"
+	}
+	return v.Result
+}
+
+// verdictCell is the reason, or "?/R" for a verdict that depends on the job:
+// R is what a job matching the key's stamps would get.
+func verdictCell(v *store.VerdictReport) string {
+	switch {
+	case v == nil:
+		return "-"
+	case v.Reason == store.Undetermined:
+		return store.Undetermined + "/" + v.IfMatched
+	}
+	return v.Reason
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// quoted shows an absent value as "-" and a present one as written, so an
+// empty pi-version stamp ("unknown") is told from a missing one.
+func quoted(p *string) string {
+	switch {
+	case p == nil:
+		return "-"
+	case *p == "":
+		return `""`
+	}
+	return *p
+}
+
+// ago renders a past instant as a short age ("3d", "12m"); a future one is
+// shown as such.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	suffix := " ago"
+	if d < 0 {
+		d, suffix = -d, " ahead"
+	}
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd%s", int(d/(24*time.Hour)), suffix)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%s", int(d/time.Hour), suffix)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%s", int(d/time.Minute), suffix)
+	}
+	return fmt.Sprintf("%ds%s", int(d/time.Second), suffix)
+}

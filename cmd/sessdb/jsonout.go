@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonLine is v as one line of JSON in which every character is printable.
+// encoding/json escapes the C0 controls but writes DEL, the C1 controls
+// (U+009B is a one-character CSI to many terminals) and the Unicode format
+// characters (bidi overrides) raw; names under a sessions root and ids in
+// a transcript are anyone's choice, and a JSON line is often read on a
+// terminal. Every character printable refuses is escaped as \uXXXX, which
+// any JSON reader decodes back to the same string. (Outside strings JSON
+// is ASCII, so only strings are touched.)
+func jsonLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	clean := true
+	for _, r := range string(b) {
+		if r >= 0x7f && unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return append(b, '\n'), nil
+	}
+	out := make([]byte, 0, len(b)+16)
+	for _, r := range string(b) {
+		switch {
+		case r < 0x7f || !unprintable(r):
+			out = utf8.AppendRune(out, r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return append(out, '\n'), nil
+}
+
+// jsonWriter writes JSON lines to w and remembers the first error.
+type jsonWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (j *jsonWriter) encode(v any) error {
+	if j.err != nil {
+		return j.err
+	}
+	b, err := jsonLine(v)
+	if err == nil {
+		_, err = j.w.Write(b)
+	}
+	j.err = err
+	return err
+}
+
+// writeJSON prints the one JSON object of a command that prints one
+// (resolve, promote, version).
+func writeJSON(inv *invocation, v any) int {
+	b, err := jsonLine(v)
+	if err == nil {
+		_, err = inv.stdout.Write(b)
+	}
+	if err != nil {
+		return inv.rep.fault(fmt.Errorf("write result: %w", err))
+	}
+	return exitOK
+}
+
+// summaryLine is the last line of every JSON stream: {"summary": {...}}.
+type summaryLine[T any] struct {
+	Summary T `json:"summary"`
+}

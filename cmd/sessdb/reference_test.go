@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/internal/sample"
+	"sessdb/store"
+)
+
+// cliReference is docs/cli.md: the command table as a page. Each command's
+// section is its helpText, the text 'sessdb help CMD' and 'sessdb CMD -h'
+// print.
+func cliReference() string {
+	var b strings.Builder
+	b.WriteString(`# sessdb command line
+
+<!-- Generated from the command table (cmd/sessdb) by
+     go test ./cmd/sessdb -run TestCLIReference -update
+     Do not edit: TestCLIReference fails when this page and the table differ. -->
+
+Every command is one row of sessdb's command table, which gives
+` + "`sessdb help CMD`" + `, ` + "`sessdb CMD -h`" + ` and this page the same text. The JSON
+objects the commands print are listed field by field in [json.md](json.md).
+
+## Conventions
+
+- **stdout carries only the result**: a table for people, or with ` + "`--json`" + `
+  one JSON object per line for programs (resolve and promote always print
+  JSON). A command that fails prints nothing there: no header, no partial
+  summary.
+- **stderr carries everything else**, in one format: with ` + "`--log-format json`" + `
+  (or ` + "`auto`" + `, the default, when stderr is not a terminal) every line is a JSON
+  object, errors included; with ` + "`console`" + ` an error is one plain line,
+  ` + "`sessdb CMD: message`" + `. Each failure is reported once.
+- **Arguments**: flags and the positional argument (DIR, FILE) go in any
+  order (` + "`sessdb dump DIR --json`" + `); ` + "`--`" + ` ends the flags. A usage error is one
+  line on stderr naming the flag or argument, with the hint
+  ` + "`(run 'sessdb help CMD')`" + `, and exit status 2. ` + "`-h`" + ` prints the command's help
+  on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
+  ` + "`sessdb`" + ` lists them on stderr and exits 2.
+- **The sessions root** of a walking command is its DIR argument, else
+  ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
+  root, a directory anyone may write to without the sticky bit, and one
+  owned by another user (unless it runs as root).
+- **Ctrl-C** (or SIGTERM) stops a walk (dump, check, reap, migrate) within
+  a second (migrate: once the keys under way are done): nothing new is
+  started, what was done is printed and marked interrupted, and the exit
+  status is 130. A second Ctrl-C kills the process at once.
+
+## Exit status
+
+The same table for every command; each command's help lists the rows it can
+return.
+
+` + "```text\n" + exitTable() + "```" + `
+
+## Configuration
+
+Every bound has a flag and an environment variable (the legacy names); the
+flag wins. Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
+values are configuration errors (exit 2, naming the variable).
+
+| flag | variable | meaning |
+|---|---|---|
+`)
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	cfg := bindConfig(fs)
+	for _, k := range []*knob{&cfg.sessionsDir, &cfg.bounds.ttlDays, &cfg.bounds.maxBytes, &cfg.bounds.maxAgeDays, &cfg.bounds.maxChain, &cfg.bounds.maxContextPct} {
+		name, usage := flag.UnquoteUsage(fs.Lookup(k.flag))
+		fmt.Fprintf(&b, "| `--%s %s` | `%s` | %s |\n", k.flag, name, k.env, strings.TrimSuffix(usage, " [$"+k.env+"]"))
+	}
+	b.WriteString("\n## Commands\n\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "- [`sessdb %s`](#sessdb-%s): %s\n", c.name, strings.ReplaceAll(c.name, " ", "-"), c.short)
+	}
+	for _, c := range commands {
+		fmt.Fprintf(&b, "\n## sessdb %s\n\n```text\n%s```\n", c.name, c.helpText())
+	}
+	return b.String()
+}
+
+// docs/cli.md is the command table, word for word (rewritten with -update).
+func TestCLIReference(t *testing.T) {
+	p := filepath.Join("..", "..", "docs", "cli.md")
+	got := cliReference()
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/sessdb -run TestCLIReference -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("docs/cli.md differs from the command table: run go test ./cmd/sessdb -run TestCLIReference -update")
+	}
+}
+
+// 'sessdb help CMD', 'sessdb CMD -h' and the golden help file say the same
+// thing, on stdout, with exit 0; every flag the usage line names exists.
+func TestHelpIsOneText(t *testing.T) {
+	clearEnv(t)
+	code, list, errs := runCLI(t, "help")
+	if code != exitOK || errs != "" {
+		t.Fatalf("help: exit %d, %q", code, errs)
+	}
+	golden(t, "help.txt", list)
+	if code, out, errs := runCLI(t); code != exitUsage || out != "" || errs != list {
+		t.Errorf("bare sessdb: exit %d, stdout %q; want the list on stderr and exit 2", code, out)
+	}
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		code, help, errs := runCLI(t, append([]string{"help"}, words...)...)
+		if code != exitOK || errs != "" {
+			t.Fatalf("help %s: exit %d, %q", c.name, code, errs)
+		}
+		code, h, errs := runCLI(t, append(words, "-h")...)
+		if code != exitOK || errs != "" || h != help {
+			t.Errorf("%s -h: exit %d, stderr %q, and the text differs from help %s", c.name, code, errs, c.name)
+		}
+		golden(t, "help-"+strings.ReplaceAll(c.name, " ", "-")+".txt", help)
+		for _, m := range regexp.MustCompile(`--([a-z-]+)`).FindAllStringSubmatch(c.usage, -1) {
+			if !strings.Contains(help, "\n  --"+m[1]) {
+				t.Errorf("%s: the usage line names --%s, which its flags do not list", c.name, m[1])
+			}
+		}
+		for _, want := range []string{"usage: sessdb " + c.name, "\nexample:\n  ", "\nexit status:\n  0 ", "--log-format FORMAT"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("help %s lacks %q", c.name, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "dump", "extra"}, {"nosuch"}, {"engage"}, {"engage", "rewind"}} {
+		if code, out, errs := runCLI(t, args...); code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "(run 'sessdb help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with a hint", args, code, out, errs)
+		}
+	}
+	if code, out, _ := runCLI(t, "help", "engage"); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
+		t.Errorf("help engage: exit %d\n%s", code, out)
+	}
+}
+
+// version prints the build's version, revision, Go version and schemas;
+// --version is the same command.
+func TestVersion(t *testing.T) {
+	fixBuildInfo(t)
+	code, out, errs := runCLI(t, "version")
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	golden(t, "version.txt", out)
+	if code, alias, _ := runCLI(t, "--version"); code != exitOK || alias != out {
+		t.Errorf("--version: exit %d\n%s", code, alias)
+	}
+	code, out, _ = runCLI(t, "version", "--json")
+	if code != exitOK {
+		t.Fatalf("--json: exit %d", code)
+	}
+	golden(t, "version.json", out)
+	var v versionOutput
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Revision == nil || *v.Revision != "0123456789abcdef0123456789abcdef01234567" || v.SchemaWrites != 2 || len(v.SchemaReads) != 2 {
+		t.Errorf("version --json %s: %v", out, err)
+	}
+}
+
+// A JSON field of docs/json.md: its JSON type and whether it may be null.
+type docField struct {
+	typ      string
+	nullable bool
+}
+
+// readJSONReference parses docs/json.md: every "### `NAME`" heading and
+// the table under it.
+func readJSONReference(t *testing.T) map[string]map[string]docField {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := map[string]map[string]docField{}
+	var cur map[string]docField
+	row := regexp.MustCompile("^\\| `([a-z_0-9]+)` \\| ([a-z0-9_. ]+) \\| (yes|no) \\| ")
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if name, ok := strings.CutPrefix(line, "### `"); ok {
+			name, _, _ = strings.Cut(name, "`")
+			cur = map[string]docField{}
+			objects[name] = cur
+			continue
+		}
+		if strings.HasPrefix(line, "## ") {
+			cur = nil
+		}
+		if m := row.FindStringSubmatch(line); m != nil && cur != nil {
+			cur[m[1]] = docField{typ: m[2], nullable: m[3] == "yes"}
+		}
+	}
+	return objects
+}
+
+// jsonChecker checks decoded JSON values against docs/json.md's objects,
+// and remembers which objects and fields it saw.
+type jsonChecker struct {
+	t       *testing.T
+	objects map[string]map[string]docField
+	seen    map[string]bool
+	nonNull map[string]bool // "object.field" seen with a value
+}
+
+var (
+	hexCRC  = regexp.MustCompile(`^[0-9a-f]{8}$`)
+	moneyRE = regexp.MustCompile(`^-?[0-9]+\.[0-9]{4}$`)
+)
+
+func (c *jsonChecker) object(where, name string, v any) {
+	c.t.Helper()
+	fields, ok := c.objects[name]
+	if !ok {
+		c.t.Fatalf("%s: docs/json.md has no object %s", where, name)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		c.t.Errorf("%s: %s is %T, not an object", where, name, v)
+		return
+	}
+	c.seen[name] = true
+	for k := range obj {
+		if _, ok := fields[k]; !ok {
+			c.t.Errorf("%s: %s has field %q, which docs/json.md does not list", where, name, k)
+		}
+	}
+	for k, f := range fields {
+		val, ok := obj[k]
+		switch {
+		case !ok:
+			c.t.Errorf("%s: %s lacks field %q (every documented field is always present)", where, name, k)
+		case val == nil && !f.nullable:
+			c.t.Errorf("%s: %s.%s is null; docs/json.md says it never is", where, name, k)
+		case val != nil:
+			c.nonNull[name+"."+k] = true
+			c.value(where+": "+name+"."+k, f.typ, val)
+		}
+	}
+}
+
+func (c *jsonChecker) value(where, typ string, v any) {
+	c.t.Helper()
+	bad := func() { c.t.Errorf("%s: %v (%T) is not a %s", where, v, v, typ) }
+	if elem, ok := strings.CutPrefix(typ, "array of "); ok {
+		list, ok := v.([]any)
+		if !ok {
+			bad()
+			return
+		}
+		for i, e := range list {
+			c.value(fmt.Sprintf("%s[%d]", where, i), elem, e)
+		}
+		return
+	}
+	if name, ok := strings.CutPrefix(typ, "object "); ok {
+		c.object(where, name, v)
+		return
+	}
+	if _, ok := c.objects[typ]; ok { // "array of dump.history"
+		c.object(where, typ, v)
+		return
+	}
+	switch typ {
+	case "string":
+		if _, ok := v.(string); !ok {
+			bad()
+		}
+	case "bool":
+		if _, ok := v.(bool); !ok {
+			bad()
+		}
+	case "integer":
+		if n, ok := v.(json.Number); !ok || strings.ContainsAny(n.String(), ".eE") {
+			bad()
+		}
+	case "number":
+		if _, ok := v.(json.Number); !ok {
+			bad()
+		}
+	case "usd":
+		if n, ok := v.(json.Number); !ok || !moneyRE.MatchString(n.String()) {
+			bad()
+		}
+	case "crc32c":
+		if s, ok := v.(string); !ok || !hexCRC.MatchString(s) {
+			bad()
+		}
+	case "time":
+		s, ok := v.(string)
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if !ok || err != nil || !strings.HasSuffix(s, "Z") || tm.Location() != time.UTC {
+			bad()
+		}
+	default:
+		c.t.Errorf("%s: docs/json.md uses an unknown type %q", where, typ)
+	}
+}
+
+// lines checks a command's stdout: each line is the object item, and the
+// last one, when summary is set, {"summary": summary}.
+func (c *jsonChecker) lines(what, out, item, summary string) {
+	c.t.Helper()
+	ls := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if out == "" {
+		c.t.Errorf("%s: no output", what)
+		return
+	}
+	for i, l := range ls {
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			c.t.Errorf("%s line %d: %v: %s", what, i+1, err, l)
+			continue
+		}
+		where := fmt.Sprintf("%s line %d", what, i+1)
+		if summary != "" && i == len(ls)-1 {
+			m, ok := v.(map[string]any)
+			if !ok || len(m) != 1 || m["summary"] == nil {
+				c.t.Errorf("%s: the last line is not {\"summary\": ...}: %s", where, l)
+				continue
+			}
+			c.object(where, summary, m["summary"])
+			continue
+		}
+		c.object(where, item, v)
+	}
+}
+
+// Every command's JSON, run on the shipped sample, a damaged copy, a
+// legacy root and the shared pi fixtures, has exactly the fields
+// docs/json.md lists, with its types and its null rule; and every object
+// docs/json.md lists was seen.
+func TestJSONReference(t *testing.T) {
+	c := &jsonChecker{t: t, objects: readJSONReference(t), seen: map[string]bool{}, nonNull: map[string]bool{}}
+	if len(c.objects) < 20 {
+		t.Fatalf("docs/json.md: %d objects parsed", len(c.objects))
+	}
+	atSampleTime(t)
+	root := copySample(t)
+	damaged := copySample(t)
+	damageSample(t, damaged)
+	stray := filepath.Join(root, sample.Resumable, ".meta.db.tmp-0000000000000abc")
+	os.WriteFile(stray, nil, 0o600)
+	then := sample.Time.Add(-2 * time.Hour)
+	os.Chtimes(stray, then, then)
+	// A meta page zeroed, for the page's error.
+	if f, err := os.OpenFile(filepath.Join(root, sample.LongChain, "meta.db"), os.O_RDWR, 0); err == nil {
+		f.WriteAt(make([]byte, 1024), 0)
+		f.Close()
+	}
+	for _, r := range []string{root, damaged} {
+		for _, args := range [][]string{
+			{"dump", "--json", "--verify", "--history", "64"},
+			{"dump", "--json", "--as-job", "--pi-version", "0.58.3", "--venue", "local", "--max-bytes", "1000"},
+			{"check", "--json"},
+			{"reap", "--json", "--dry-run"},
+		} {
+			_, out, _ := runCLI(t, append(args, r)...)
+			item := map[string]string{"dump": "dump.entry", "check": "check.finding", "reap": "reap.action"}[args[0]]
+			c.lines(strings.Join(args, " "), out, item, strings.Split(item, ".")[0]+".summary")
+		}
+	}
+	_, out, _ := runCLI(t, "check", "--json", "--repair", damaged)
+	c.lines("check --repair", out, "check.finding", "check.summary")
+
+	for _, args := range [][]string{{"--dry-run"}, {}, {"--to-legacy"}} {
+		legacy, _, _, _ := legacyRoot(t)
+		_, out, _ := runCLI(t, append(append([]string{"migrate", "--json"}, args...), legacy)...)
+		c.lines("migrate "+strings.Join(args, " "), out, "migrate.report", "migrate.summary")
+		if len(args) == 0 { // and back
+			_, out, _ = runCLI(t, "migrate", "--json", "--to-legacy", legacy)
+			c.lines("migrate --to-legacy", out, "migrate.report", "migrate.summary")
+		}
+	}
+
+	for _, o := range jobScenario(t, copySample(t)) {
+		c.lines(o.what, o.out, strings.Fields(o.what)[0], "")
+	}
+
+	fixBuildInfo(t)
+	_, out, _ = runCLI(t, "version", "--json")
+	c.lines("version --json", out, "version", "")
+	buildInfo = func() (*debug.BuildInfo, bool) { return nil, false }
+	_, out, _ = runCLI(t, "version", "--json")
+	c.lines("version --json, no build info", out, "version", "")
+
+	damaged = copySample(t) // the first was repaired
+	damageSample(t, damaged)
+	for _, args := range [][]string{{"dump", "--bogus"}, {"dump", "/nonexistent/root"}, {"nosuch"}, {"reap", "--dry-run", damaged}} {
+		_, _, errs := runCLI(t, append(args, "--log-format", "json")...)
+		c.lines(strings.Join(args, " ")+" stderr", errs, "stderr.line", "")
+	}
+
+	if p := engageFixturePath(); p != "" {
+		_, out, _ := runCLI(t, "engage", "replay", "--json", p)
+		c.lines("engage replay", out, "engage.request", "engage.summary")
+		_, out, _ = runCLI(t, "engage", "replay", "--json", "--pruned-ratio", "0.7", "--cache-read-price", "0.30", "--cache-write-price", "3.75", p)
+		c.lines("engage replay modelled", out, "engage.request", "engage.summary")
+	} else {
+		delete(c.objects, "engage.request")
+		delete(c.objects, "engage.summary")
+		t.Log("the shared pi fixtures are absent: engage replay's JSON is not checked")
+	}
+
+	var missing, neverSet []string
+	for name, fields := range c.objects {
+		if !c.seen[name] {
+			missing = append(missing, name)
+		}
+		for f, d := range fields {
+			if d.nullable && c.seen[name] && !c.nonNull[name+"."+f] {
+				neverSet = append(neverSet, name+"."+f)
+			}
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(neverSet)
+	if len(missing) > 0 {
+		t.Errorf("objects docs/json.md lists that no run printed: %v", missing)
+	}
+	// A nullable field never seen with a value would have its type
+	// unchecked: the runs above give every one a value somewhere.
+	if len(neverSet) > 0 {
+		t.Errorf("nullable fields no run printed with a value: %v", neverSet)
+	}
+}
+
+// fixBuildInfo makes version report a fixed build, whatever built the
+// test binary.
+func fixBuildInfo(t *testing.T) {
+	prev := buildInfo
+	t.Cleanup(func() { buildInfo = prev })
+	buildInfo = func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "sessdb", Version: "v0.12.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+			{Key: "vcs.time", Value: "2026-11-29T09:00:00+01:00"},
+			{Key: "vcs.modified", Value: "false"},
+		}}, true
+	}
+}
+
+// jobOutput is one resolve or promote of jobScenario: what it was and its
+// stdout, with the job dir's path made fixed.
+type jobOutput struct{ what, out string }
+
+// jobScenario runs the job contract on a copy of the sample and returns
+// every resolve and promote output: a warm resolve, a promotion, its
+// retry (a repeat), a rival superseded, a cold resolve promoted too large,
+// and a staged file removed before its promote.
+func jobScenario(t *testing.T, root string) []jobOutput {
+	t.Helper()
+	var outs []jobOutput
+	jobs := t.TempDir()
+	cli := func(what string, args ...string) {
+		t.Helper()
+		code, out, errs := runCLI(t, append(args, "--sessions-dir", root)...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s%s", what, code, out, errs)
+		}
+		outs = append(outs, jobOutput{what, strings.ReplaceAll(out, jobs, "JOBS")})
+	}
+	resolve := func(job, key string) string {
+		dir := filepath.Join(jobs, job)
+		cli("resolve "+job, "resolve", "--key", key, "--job-dir", dir, "--pi-version", "0.58.3", "--venue", "local", "--job", job)
+		return dir
+	}
+	promote := func(what, dir string, extra ...string) {
+		cli("promote "+what, append([]string{"promote", "--job-dir", dir, "--pi-version", "0.58.3"}, extra...)...)
+	}
+	a, b := resolve("job-a", sample.Resumable), resolve("job-b", sample.Resumable)
+	appendAnswered(t, a, "a")
+	appendAnswered(t, b, "b")
+	promote("job-a", a)
+	promote("job-a again", a)
+	promote("job-b", b)
+	c := resolve("job-c", store.Key("github", "acme/widget", "pi/issue-404"))
+	appendAnswered(t, c, "c")
+	promote("job-c", c, "--max-bytes", "100")
+	d := resolve("job-d", store.Key("github", "acme/widget", "pi/issue-405"))
+	os.Remove(filepath.Join(d, store.StagedDirName, store.TranscriptName))
+	promote("job-d", d)
+	return outs
+}
+
+// appendAnswered appends a user turn and its answer to a job's staged
+// transcript (a header first, on a cold start).
+func appendAnswered(t *testing.T, job, text string) {
+	t.Helper()
+	p := filepath.Join(job, store.StagedDirName, store.TranscriptName)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 {
+		data = []byte(header)
+	}
+	data = append(data, `{"type":"message","id":"u-`+text+`","parentId":null,"timestamp":"2026-11-29T10:00:01.000Z","message":{"role":"user","content":"`+text+`"}}`+"\n"...)
+	data = append(data, `{"type":"message","id":"a-`+text+`","parentId":"u-`+text+`","timestamp":"2026-11-29T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":110},"stopReason":"stop"}}`+"\n"...)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

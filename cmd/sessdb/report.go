@@ -1,0 +1,216 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// A reporter writes everything a command says on stderr: its log events
+// and its errors, in one format. With --log-format json (or auto, when
+// stderr is not a terminal) every line is a JSON object, the errors that
+// end a command included; with console, errors are plain lines,
+// "sessdb CMD: message", and log events go through zerolog's console
+// writer. Each failure is reported once, here.
+type reporter struct {
+	cmd    string
+	stderr io.Writer
+	json   bool
+	log    zerolog.Logger
+}
+
+// logFlags are the logging flags every command takes.
+type logFlags struct{ level, format string }
+
+func bindLog(fs *flag.FlagSet) *logFlags {
+	lf := &logFlags{}
+	fs.StringVar(&lf.level, "log-level", "warn", "the least severe log event written to stderr, `LEVEL`: debug, info, warn, error (an error that ends the command is always written)")
+	fs.StringVar(&lf.format, "log-format", "auto", "the `FORMAT` of every line on stderr: auto (console on a terminal, else json), console, json")
+	return lf
+}
+
+// logAuto resolves --log-format auto for w: console on a terminal, json
+// otherwise. The tests' main makes it console, so that their assertions
+// read plain error lines; the tests of the json form set the flag.
+var logAuto = func(w io.Writer) string {
+	if isTerminal(w) {
+		return "console"
+	}
+	return "json"
+}
+
+// newReporter makes the reporter for the command cmd ("" for sessdb
+// itself) before its flags are parsed: a flag that does not parse is
+// reported in the format the command line asks for (format, from
+// logFormatIn), at the default level.
+func newReporter(cmd string, stderr io.Writer, format string) *reporter {
+	r := &reporter{cmd: cmd, stderr: &syncWriter{w: stderr}}
+	r.setFormat(format, zerolog.WarnLevel)
+	return r
+}
+
+func (r *reporter) setFormat(format string, level zerolog.Level) {
+	if format != "json" && format != "console" {
+		format = logAuto(r.stderr)
+	}
+	r.json = format == "json"
+	var w io.Writer = r.stderr
+	if !r.json {
+		w = zerolog.ConsoleWriter{Out: r.stderr, TimeFormat: time.RFC3339, NoColor: !isTerminal(r.stderr)}
+	}
+	r.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// configure applies the parsed logging flags.
+func (r *reporter) configure(lf *logFlags) error {
+	lvl, err := zerolog.ParseLevel(lf.level)
+	if err != nil || lf.level == "" || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel {
+		return fmt.Errorf("--log-level: %s is not a level (debug, info, warn, error)", brief(lf.level))
+	}
+	switch lf.format {
+	case "auto", "console", "json":
+	default:
+		return fmt.Errorf("--log-format: %s is not a format (auto, console, json)", brief(lf.format))
+	}
+	r.setFormat(lf.format, lvl)
+	return nil
+}
+
+// logFormatIn finds --log-format in args before they are parsed, so that
+// an error in an earlier argument is already reported in that format.
+func logFormatIn(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "log-format" {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		return value
+	}
+	return ""
+}
+
+func init() {
+	// Every time sessdb writes is UTC (docs/json.md), its log's too.
+	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
+}
+
+// line writes one stderr line: a zerolog event at level with the fields,
+// in JSON; "sessdb CMD: [KEY: ]message" on the console. An error line is
+// written whatever --log-level says.
+func (r *reporter) line(level zerolog.Level, key string, code int, msg string) {
+	if !r.json {
+		if key != "" {
+			msg = key + ": " + msg
+		}
+		prefix := "sessdb"
+		if r.cmd != "" {
+			prefix += " " + r.cmd
+		}
+		fmt.Fprintf(r.stderr, "%s: %s\n", prefix, printable(msg))
+		return
+	}
+	l := r.log
+	if level >= zerolog.ErrorLevel {
+		l = l.Level(zerolog.DebugLevel) // errors are never filtered
+	}
+	// Every field is always there, null when it does not apply
+	// (docs/json.md, the stderr line).
+	e := l.WithLevel(level).Interface("cmd", orNull(r.cmd)).Interface("key", orNull(key))
+	if code >= 0 {
+		e = e.Int("exit", code)
+	} else {
+		e = e.Interface("exit", nil)
+	}
+	e.Msg(msg)
+}
+
+// syncWriter serialises the writes to stderr: the store's workers log
+// while the command reports, and each line must stay whole.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// orNull is s, or nil (JSON null) for "".
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// usage reports an error in the command line (a flag, an argument) with
+// the hint that leads to the command's help, and returns exit status 2.
+func (r *reporter) usage(err error) int {
+	hint := "(run 'sessdb help')"
+	if r.cmd != "" && r.cmd != "help" {
+		cmd, _, _ := strings.Cut(r.cmd, " ")
+		hint = "(run 'sessdb help " + cmd + "')"
+	}
+	r.line(zerolog.ErrorLevel, "", exitUsage, fmt.Sprintf("%v %s", err, hint))
+	return exitUsage
+}
+
+// config reports a configuration error (a variable, a sessions root a walk
+// refuses) and returns exit status 2.
+func (r *reporter) config(err error) int {
+	r.line(zerolog.ErrorLevel, "", exitUsage, err.Error())
+	return exitUsage
+}
+
+// fault reports the error that ends the command and returns exit status 1.
+func (r *reporter) fault(err error) int {
+	r.line(zerolog.ErrorLevel, "", exitFault, err.Error())
+	return exitFault
+}
+
+// keyFault reports one entry the command could not do; the command goes
+// on with the others and exits 1 at the end.
+func (r *reporter) keyFault(key, msg string) {
+	r.line(zerolog.ErrorLevel, key, -1, msg)
+}
+
+// interrupted reports a walk stopped by Ctrl-C or SIGTERM and returns
+// exit status 130.
+func (r *reporter) interrupted(done int) int {
+	r.line(zerolog.WarnLevel, "", exitInterrupted, fmt.Sprintf("interrupted after %s; the output covers those", plural(done, "entry")))
+	return exitInterrupted
+}
+
+// warn writes a warning line (a setting that does nothing, say).
+func (r *reporter) warn(msg string) {
+	if r.log.GetLevel() > zerolog.WarnLevel {
+		return
+	}
+	r.line(zerolog.WarnLevel, "", -1, msg)
+}
+
+// storeLog is the logger the store and migrate write their events to. The
+// events that report an error the command reports itself are dropped, so
+// that each failure is reported once.
+func (r *reporter) storeLog() zerolog.Logger {
+	return r.log.Hook(zerolog.HookFunc(func(e *zerolog.Event, _ zerolog.Level, msg string) {
+		switch msg {
+		case "session_store_failed", // the error Resolve and Promote return
+			"session_reaper_skipped": // a key reap could not do: keyFault
+			e.Discard()
+		}
+	}))
+}

@@ -1,0 +1,80 @@
+package migrate
+
+import (
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/internal/fsat"
+)
+
+// tempGrace is how long a meta.db temp is left alone after its last
+// write. A creation holds its temp for one bbolt initialisation, under
+// the temp's flock, then for one fsync and a link without the flock: a
+// rival removing it then fails that creation (measured: two migrations at
+// once, TestTwoProcessesAtOnce, failed a key in 2 rounds of 3 without the
+// grace). A fsync takes milliseconds, seconds on a stalled disk; a minute
+// leaves a live temp alone and still lets the next run after a kill remove
+// what it left.
+const tempGrace = time.Minute
+
+// sweepMetaTemps removes the meta.db temps (db.TempPrefix) in kd that no
+// process is building, and returns their names. Such a temp is left by a
+// run killed while db made meta.db (a second Ctrl-C, a SIGKILL): an
+// interrupted run finishes every key it started, so its own temps never
+// outlive it, and a later run sweeps what a kill left. It is called with
+// the key's meta.db lock held. A temp changed within tempGrace, or whose
+// flock is held, is a meta.db being made right now, and is left; so is a
+// link or an odd file (check reports it). A temp that is a second name of
+// meta.db (a creation killed between its link and its unlink) needs only
+// the unlink. Errors leave the temp for the next run or check --repair.
+func (m *migrator) sweepMetaTemps(kd *os.File) []string {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil
+	}
+	sort.Strings(names)
+	dbst, dberr := fsat.LstatAt(kd, db.FileName)
+	var removed []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, db.TempPrefix) {
+			continue
+		}
+		st, err := fsat.LstatAt(kd, n)
+		// The kernel stamps the mtime from the wall clock, whatever clock
+		// Options.Now is; a creation's last write is its bbolt init.
+		if err != nil || !fsat.IsRegular(&st) || time.Since(time.Unix(st.Mtim.Unix())) < tempGrace {
+			continue
+		}
+		secondName := dberr == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
+		if !secondName && flockHeld(kd, n) {
+			continue
+		}
+		if m.disk.Remove(kd, n) == nil {
+			removed = append(removed, n)
+		}
+	}
+	if len(removed) > 0 {
+		m.disk.SyncDir(kd)
+	}
+	return removed
+}
+
+// flockHeld reports whether some process holds a flock on kd's file n; a
+// file that cannot be opened counts as held, and is left alone.
+func flockHeld(kd *os.File, n string) bool {
+	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
+	if err != nil {
+		return !fsat.IsNotExist(err)
+	}
+	defer f.Close()
+	if err := fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	fsat.Flock(f, unix.LOCK_UN)
+	return false
+}
