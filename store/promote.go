@@ -241,10 +241,11 @@ func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 	if sc.Transcript != nil {
 		g = sc.Transcript.Gen
 	}
+	// Every entry counts: a promotion's names the generation it made, an
+	// operator's acceptance the one it recorded, and a refusal the one the
+	// key held, never more.
 	for _, e := range history {
-		if e.Outcome == "" {
-			g = max(g, e.Gen)
-		}
+		g = max(g, e.Gen)
 	}
 	return g
 }

@@ -13,7 +13,7 @@ import (
 
 var cmdDump = &command{
 	name:  "dump",
-	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [DIR]",
+	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR]",
 	short: "list every key dir of a sessions root with the verdict a resolve would get now (read-only)",
 	long: `
 One row per entry under the sessions root (DIR, else --sessions-dir or
@@ -65,7 +65,12 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	piVersion := fs.String("pi-version", "", "with --as-job: the pi `VERSION` the job's image declares")
 	venue := fs.String("venue", "", "with --as-job: the backend, `NAME`, the job runs on")
 	model := fs.String("model", "", "with --as-job: the job's `PROVIDER/ID` (for the context bound)")
+	at := bindAt(fs)
 	return func(inv *invocation) int {
+		now, atOpt, err := at.now()
+		if err != nil {
+			return inv.rep.usage(err)
+		}
 		n, err := parseUint("--history", *history, store.HistoryLimitForDump)
 		if err != nil {
 			return inv.rep.usage(err)
@@ -82,7 +87,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		case inv.given("pi-version") || inv.given("venue") || inv.given("model"):
 			return inv.rep.usage(errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))
 		}
-		st, code := openWalk(inv, cfg)
+		st, code := openWalk(inv, cfg, atOpt)
 		if st == nil {
 			return code
 		}
@@ -123,7 +128,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		case n > 0:
 			err = historyTable(w, rows, *wide)
 		default:
-			err = dumpTable(w, rows, clock(), *verify, *wide)
+			err = dumpTable(w, rows, now(), *verify, *wide)
 		}
 		if ferr := w.Flush(); err == nil {
 			err = ferr

@@ -237,13 +237,15 @@ func quoted(p *string) string {
 	return *p
 }
 
-// ago renders a past instant as a short age ("3d", "12m"); a future one is
-// shown as such.
+// ago renders a past instant as a short age ("3d", "12m"). A future one is
+// "ahead", with no size: it is a clock that is off (another host's, a
+// checkout's mtime judged --at an earlier time), and its size would only
+// say when the file was written.
 func ago(now, t time.Time) string {
 	d := now.Sub(t)
 	suffix := " ago"
 	if d < 0 {
-		d, suffix = -d, " ahead"
+		return "ahead"
 	}
 	switch {
 	case d >= 48*time.Hour:

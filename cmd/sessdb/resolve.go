@@ -120,8 +120,8 @@ func openStore(inv *invocation, cfg *config, dirArg string, with ...func(*store.
 
 // openWalk is openStore for a command that walks the root (dump, check,
 // reap): the root must also be one a walk may descend (checkWalkRoot).
-func openWalk(inv *invocation, cfg *config) (*store.Store, int) {
-	st, code := openStore(inv, cfg, inv.arg(0))
+func openWalk(inv *invocation, cfg *config, with ...func(*store.Options)) (*store.Store, int) {
+	st, code := openStore(inv, cfg, inv.arg(0), with...)
 	if st == nil {
 		return nil, code
 	}

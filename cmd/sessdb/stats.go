@@ -19,7 +19,7 @@ import (
 
 var cmdStats = &command{
 	name:  "stats",
-	usage: "stats [--since DURATION] [--json | --prometheus] [DIR]",
+	usage: "stats [--since DURATION] [--json | --prometheus] [--at TIME] [DIR]",
 	short: "count a sessions root's keys by layout and verdict, its recent promotions, its sizes, chains and context occupancy (read-only)",
 	long: `
 One walk of the sessions root (DIR, else --sessions-dir or PI_SESSIONS_DIR),
@@ -49,14 +49,19 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 	since := fs.Duration("since", 24*time.Hour, "the window of promotions counted, back from now, in Go's duration format (90m, 24h, 168h)")
 	asJSON := fs.Bool("json", false, "one JSON object (fields: docs/stats.md)")
 	asProm := fs.Bool("prometheus", false, "Prometheus text exposition format, for node_exporter's textfile collector (metrics: docs/stats.md)")
+	at := bindAt(fs)
 	return func(inv *invocation) int {
+		_, atOpt, err := at.now()
+		if err != nil {
+			return inv.rep.usage(err)
+		}
 		switch {
 		case *since <= 0:
 			return inv.rep.usage(fmt.Errorf("--since: %s must be positive", *since))
 		case *asJSON && *asProm:
 			return inv.rep.usage(errors.New("--json and --prometheus: choose one"))
 		}
-		st, code := openWalk(inv, cfg)
+		st, code := openWalk(inv, cfg, atOpt)
 		if st == nil {
 			return code
 		}
