@@ -18,10 +18,6 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// errChanged is returned when the transcript changed while it was read: a
-// worker is still running.
-var errChanged = errors.New("changed while it was read (is a worker still running?)")
-
 // transcriptID computes the identity of current.jsonl: size, CRC32C and
 // mtime, from a descriptor opened with O_NOFOLLOW|O_NONBLOCK. It returns
 // nil and the type found when the name is missing or not a regular file (a
