@@ -133,6 +133,9 @@ func jsDecimal(n, sat uint64, check func(string) bool) (string, bool) {
 			return s, true
 		}
 		if check == nil {
+			// The legacy reader parsed integers as JavaScript does, into a
+			// double: 15 digits always survive that; a longer decimal
+			// only if it is how the double prints.
 			if f, err := strconv.ParseFloat(s, 64); err == nil && (len(s) <= 15 || strconv.FormatFloat(f, 'f', -1, 64) == s) {
 				return s, true
 			}
@@ -141,6 +144,8 @@ func jsDecimal(n, sat uint64, check func(string) bool) (string, bool) {
 	return "", false
 }
 
+// formatContextParts is the legacy writer's context line, from its
+// numbers as they will be written: "<tokens> <window>[ <model>]".
 func formatContextParts(tokens, window, model string) string {
 	s := tokens + " " + window
 	if model != "" {

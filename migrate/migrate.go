@@ -129,6 +129,8 @@ type Summary struct {
 // was locked and none failed.
 func (s Summary) Complete() bool { return s.Locked == 0 && s.Failed == 0 }
 
+// count adds a report's action to its counter; anything unknown counts
+// as failed, so that Complete never passes over it.
 func (s *Summary) count(a Action) {
 	switch a {
 	case Migrated:
@@ -153,6 +155,7 @@ type migrator struct {
 	disk    durable.FS   // opts.disk, or durable.Disk
 }
 
+// now is Options.Now, or the wall clock.
 func (m *migrator) now() time.Time {
 	if m.opts.Now == nil {
 		return time.Now()
@@ -160,6 +163,8 @@ func (m *migrator) now() time.Time {
 	return m.opts.Now()
 }
 
+// dbOptions are the options of every meta.db open of the run: the lock
+// timeout, never zero (db would take it as its own, shorter default).
 func (m *migrator) dbOptions() db.Options {
 	t := m.opts.LockTimeout
 	if t <= 0 {
