@@ -10,34 +10,11 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
-	"sessdb/internal/fsat"
-	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
 // nothingToMigrate is the Cause of a key dir with no legacy state at all.
 const nothingToMigrate = "nothing to migrate: no legacy sidecar, lock, temp or transcript"
-
-// openKey opens a key dir without following a link, or says in r why the
-// entry is skipped or failed.
-func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
-	if !store.ValidKey(name) {
-		r.Action, r.Cause = Skipped, "not a key (want 32 lowercase hex characters)"
-		return nil, false
-	}
-	kd, err := fsat.OpenDirAt(m.rootDir, name)
-	switch {
-	case err == nil:
-		return kd, true
-	case errors.Is(err, fsat.ErrNotDir):
-		r.Action, r.Cause = Skipped, "not a real directory (a link, or not a directory): the store never follows it"
-	case errors.Is(err, os.ErrNotExist):
-		r.Action, r.Cause = Skipped, "vanished"
-	default:
-		r.Action, r.Cause = Failed, err.Error()
-	}
-	return nil, false
-}
 
 // planDB decides what ToDB does to the key dir kd: commit the legacy
 // values to meta.db and remove the legacy files (Migrated), remove the
@@ -120,13 +97,6 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 	odd = append(odd, k.leftoverOddities()...)
 	p.Action, p.Values, p.Oddities, p.Removed = Migrated, &v, odd, k.removable()
 	return p, nil
-}
-
-// legacyLocked plans nothing for a key with a fresh legacy lock: a legacy
-// promotion may be writing it right now, so nothing is read or touched.
-func (r *Report) legacyLocked(k *keyScan) {
-	r.Action = Locked
-	r.Cause = fmt.Sprintf("legacy lock is %s old (younger than %s): a legacy promotion may be in flight; stop the legacy workers", k.lockAge.Round(1e9), LockStale)
 }
 
 // applyDB carries out a ToDB plan under meta.db's exclusive lock. The
@@ -219,8 +189,9 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 		}
 	}
 	r.Removed = kept
-	// One fsync for all the removals: until it, a power cut may bring any
-	// of them back, which is harmless, since meta.db overrides them.
+	// One fsync for all the removals, before the key is reported done: a
+	// power cut may bring any of them back until it (harmless: meta.db
+	// overrides them), never once a report said they were gone.
 	if err := m.disk.SyncDir(kd); err != nil {
 		return err
 	}

@@ -68,8 +68,9 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 		return p, err
 	}
 	rec := sc.Transcript
-	// A promotion in flight (a dry run's) lands the transcript its record
-	// names; any other mismatch is one the store cold-starts.
+	// A promotion in flight (only a dry run sees one) will land the
+	// transcript its record names, and an empty transcript is absent to
+	// the ladder before any record is compared: neither is a mismatch.
 	if t != nil && t.Size > 0 && sc.Pending == nil &&
 		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
 		// meta.db cold-starts this transcript (transcript-replaced); the
