@@ -2,7 +2,12 @@ package migrate
 
 import (
 	"io"
+	"path/filepath"
 	"testing"
+
+	"sessdb/db"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // TestTwoProcessesAtOnce runs two child migrations on one tree, released
@@ -59,4 +64,61 @@ func migrateCount(t *testing.T, b *crashBed, toLegacy bool) (int, Summary) {
 	root, _ := b.start(t, toLegacy)
 	_, sum := migrate(t, root, toLegacy, testOpts())
 	return sum.Migrated, sum
+}
+
+// TestRivalRollbackBetweenLocks: ToLegacy lets go of a key's lock while
+// the store rolls a pending promotion forward. A rival that rolls the key
+// back in that gap, followed by a store open that makes meta.db again
+// (empty: the store's writers create a missing one), must leave the key
+// converted once: this run finds a made file, removes it, and reports
+// Already. Before the file was compared with the one the run began with,
+// this run took the empty file for an interrupted migration and reported
+// the key migrated a second time (TestTwoProcessesAtOnce, under load).
+func TestRivalRollbackBetweenLocks(t *testing.T) {
+	b := newCrashBedOf(t, "pending promotion")
+	root, ref := b.start(t, true)
+	key := b.keys[0].key()
+	var (
+		fired   bool
+		rival   map[string]Report
+		hookErr error
+	)
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(migrateOnly(func(p faults.Point) error {
+		if p != faults.ToLegacyRolledForward || fired {
+			return nil
+		}
+		fired = true
+		rival = map[string]Report{}
+		if _, err := ToLegacy(root, testOpts(), func(r Report) error { rival[r.Key] = r; return nil }); err != nil {
+			hookErr = err
+			return nil
+		}
+		kd, err := fsat.OpenDir(filepath.Join(root, key))
+		if err != nil {
+			hookErr = err
+			return nil
+		}
+		defer kd.Close()
+		d, err := db.OpenWriter(kd, filepath.Join(root, key, db.FileName), db.Options{})
+		if err == nil {
+			err = d.Close()
+		}
+		hookErr = err
+		return nil
+	}))
+	got, _ := migrate(t, root, true, testOpts())
+	faults.Set(nil)
+	if !fired || hookErr != nil {
+		t.Fatalf("the rival did not run between the locks: fired %v, %v", fired, hookErr)
+	}
+	if r := rival[key]; r.Action != Migrated {
+		t.Fatalf("the rival: %+v", r)
+	}
+	if r := got[key]; r.Action != Already || len(r.Removed) != 0 {
+		t.Errorf("this run, after the rival: %+v; want already, nothing reported removed", r)
+	}
+	if d := diffStates(ref, treeState(t, root, false, false)); d != "" {
+		t.Errorf("the tree differs from a clean run's:\n%s", d)
+	}
 }

@@ -16,6 +16,14 @@
 // meta.db (temp, fsync, read back, rename), sets current.jsonl's mtime to
 // the recorded promotion time, fsyncs, and only then removes meta.db.
 //
+// Each direction takes a key in two steps. It plans under the lock it
+// needs (meta.db's exclusive lock, created with the file if need be; for a
+// dry run a shared lock, or none where there is no meta.db to lock): what
+// the legacy files and meta.db hold, their oddities, the transcript's
+// identity, the files to write and to remove. Then, under the same lock,
+// it applies the plan. A dry run is the plan alone, reported as the run
+// would report it.
+//
 // What is promised: a key judged before ToDB, after it, and after ToLegacy
 // gets the same verdict from store.Resolve; at every instant each value is
 // held by the legacy files or by a committed meta.db, so a run killed at
@@ -38,9 +46,12 @@
 // still race the migration of its key. A migration killed before its
 // commit leaves an empty meta.db, which vouches for nothing: the store
 // still judges the key by its legacy files (all its values are still
-// there) until the re-run migrates it. The audit history has no legacy form; ToLegacy drops
-// it. One verdict keeps its resume but not its reason: a transcript that
-// does not match its record in meta.db (transcript-replaced) has no record
-// to fail in the legacy layout, so ToLegacy stamps its venue "(pending)"
-// and it stays cold as venue-changed.
+// there) until the re-run migrates it. ToLegacy lets go of meta.db's lock
+// while the store rolls a pending promotion forward (the store takes the
+// lock itself), and judges the key again once it has it back. The audit
+// history has no legacy form; ToLegacy drops it. One verdict keeps its
+// resume but not its reason: a transcript that does not match its record
+// in meta.db (transcript-replaced) has no record to fail in the legacy
+// layout, so ToLegacy stamps its venue "(pending)" and it stays cold as
+// venue-changed.
 package migrate

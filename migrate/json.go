@@ -51,6 +51,8 @@ func (c Context) MarshalJSON() ([]byte, error) {
 		model = &c.Model
 	}
 	var pct *int64
+	// Past MaxInt64/100 the product overflows: pct is then null rather
+	// than wrong.
 	if c.Window > 0 && c.Tokens >= 0 && c.Tokens <= math.MaxInt64/100 {
 		p := c.Tokens * 100 / c.Window
 		pct = &p
@@ -64,6 +66,8 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	}{c.Tokens, c.Window, model, pct, c.Window > 0 && c.Tokens > c.Window})
 }
 
+// orEmpty is s, or an empty list for nil: docs/json.md writes an empty
+// list as [], never null, so a consumer need not test for both.
 func orEmpty[T any](s []T) []T {
 	if s == nil {
 		return []T{}

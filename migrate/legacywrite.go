@@ -43,7 +43,7 @@ import (
 // model stamp with a space in it, a chain beyond 2^53 that is not a double)
 // is ErrNotLegacy, returned before anything is renamed.
 func WriteLegacySidecars(dir *os.File, sc db.Sidecars) error {
-	files, _, err := legacyPlan(dir, valuesOf(sc))
+	files, _, err := legacyFiles(dir, valuesOf(sc))
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func WriteLegacySidecars(dir *os.File, sc db.Sidecars) error {
 		t := time.Unix(0, sc.Transcript.PromotedAt)
 		at = &t
 	}
-	return writeLegacy(durable.Disk{}, dir, files, at, nil)
+	return writeLegacy(durable.Disk{}, dir, files, at)
 }
 
 // legacyFile is one sidecar to write (content non-nil) or remove.
@@ -64,12 +64,10 @@ type legacyFile struct {
 	means func(value string, ok bool) bool
 }
 
-// ErrNotLegacy is returned when a value cannot be written in the legacy
-// formats so that the legacy reader reads back what it means.
-var ErrNotLegacy = errors.New("the legacy reader would not read it back the same")
-
-// legacyPlan turns values into the four legacy files of dir.
-func legacyPlan(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
+// legacyFiles turns values into the four legacy files of dir, and notes a
+// context that is no measurement, which is not written. A value the
+// legacy format cannot carry is ErrNotLegacy, before anything is written.
+func legacyFiles(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 	var odd []Oddity
 	stamp := func(name, s string) legacyFile {
 		return legacyFile{name, &s, func(got string, ok bool) bool {
@@ -135,6 +133,9 @@ func jsDecimal(n, sat uint64, check func(string) bool) (string, bool) {
 			return s, true
 		}
 		if check == nil {
+			// The legacy reader parsed integers as JavaScript does, into a
+			// double: 15 digits always survive that; a longer decimal
+			// only if it is how the double prints.
 			if f, err := strconv.ParseFloat(s, 64); err == nil && (len(s) <= 15 || strconv.FormatFloat(f, 'f', -1, 64) == s) {
 				return s, true
 			}
@@ -143,6 +144,8 @@ func jsDecimal(n, sat uint64, check func(string) bool) (string, bool) {
 	return "", false
 }
 
+// formatContextParts is the legacy writer's context line, from its
+// numbers as they will be written: "<tokens> <window>[ <model>]".
 func formatContextParts(tokens, window, model string) string {
 	s := tokens + " " + window
 	if model != "" {
@@ -153,11 +156,9 @@ func formatContextParts(tokens, window, model string) string {
 
 // writeLegacy writes files through temps, then renames or removes each,
 // sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
-// calling fault at each boundary (nil: none). Every write goes through disk.
-func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time, fault func(faults.Point) error) (err error) {
-	if fault == nil {
-		fault = func(faults.Point) error { return nil }
-	}
+// passing each of ToLegacy's fault points. Every write goes through disk.
+func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time) (err error) {
+	fault := faults.At
 	var temps []string
 	defer func() {
 		for _, t := range temps {

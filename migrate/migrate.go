@@ -9,7 +9,6 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/durable"
-	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
@@ -54,42 +53,73 @@ type Options struct {
 	disk durable.FS
 }
 
-// Action is what happened to one entry of the sessions root.
+// Action is what happened to one entry of the sessions root (in a dry
+// run, what would happen).
 type Action string
 
+// The actions, as Report.Action and the text and JSON reports name them.
 const (
-	Migrated Action = "migrate" // converted (or, in a dry run, would be)
-	Already  Action = "already" // nothing left to convert; leftovers may have been removed
-	Skipped  Action = "skip"    // not a key dir, or nothing to migrate; left alone
-	Locked   Action = "locked"  // a fresh legacy lock, or meta.db's lock not had in time; untouched
-	Failed   Action = "failed"  // an error; Cause says which; the key is consistent, re-run it
+	// Migrated is a key converted (in a dry run, that would be).
+	Migrated Action = "migrate"
+	// Already is a key with nothing left to convert; leftovers beside its
+	// values may have been removed (Report.Removed names them).
+	Already Action = "already"
+	// Skipped is an entry that is not a key dir, or a key dir with nothing
+	// to migrate; it is left alone.
+	Skipped Action = "skip"
+	// Locked is a key with a fresh legacy lock, or whose meta.db lock was
+	// not had in time; it is untouched.
+	Locked Action = "locked"
+	// Failed is a key that met an error; Cause says which. The key is
+	// consistent (each value held by the legacy files or by a committed
+	// meta.db), and a re-run picks it up.
+	Failed Action = "failed"
 )
 
 // Report is the outcome for one entry of the sessions root. It marshals as
 // docs/json.md's migrate report (json.go): a Cause of "" is null, and an
 // empty list is [].
 type Report struct {
-	Key      string   `json:"key"`
-	Action   Action   `json:"action"`
-	Cause    string   `json:"cause"`
-	Values   *Values  `json:"values"`
+	// Key is the entry's name in the sessions root, a key or not.
+	Key string `json:"key"`
+	// Action is what was done (in a dry run, what would be).
+	Action Action `json:"action"`
+	// Cause says why an entry was skipped, locked, failed or already
+	// converted, when that is not plain; "" otherwise.
+	Cause string `json:"cause"`
+	// Values are what meta.db holds after ToDB, or what the legacy files
+	// say after ToLegacy; nil when nothing was converted.
+	Values *Values `json:"values"`
+	// Oddities are the values that were not plain, and how each is read.
 	Oddities []Oddity `json:"oddities"`
-	Removed  []string `json:"removed"` // files removed (dry run: to be removed)
-	Written  []string `json:"written"` // legacy files written (dry run: to be written)
+	// Removed names the files removed (dry run: to be removed).
+	Removed []string `json:"removed"`
+	// Written names the legacy files written (dry run: to be written).
+	Written []string `json:"written"`
 }
 
 // Summary counts a run's reports.
 type Summary struct {
-	Direction string  `json:"direction"` // "to-db" or "to-legacy"
-	DryRun    bool    `json:"dry_run"`
-	Entries   int     `json:"entries"` // reports delivered
-	Keys      int     `json:"keys"`    // of which for names that are keys
-	Migrated  int     `json:"migrated"`
-	Already   int     `json:"already"`
-	Skipped   int     `json:"skipped"`
-	Locked    int     `json:"locked"`
-	Failed    int     `json:"failed"`
-	Seconds   float64 `json:"elapsed_seconds"`
+	// Direction is "to-db" or "to-legacy".
+	Direction string `json:"direction"`
+	// DryRun is Options.DryRun: the counts are of what would be done.
+	DryRun bool `json:"dry_run"`
+	// Entries is the number of reports delivered.
+	Entries int `json:"entries"`
+	// Keys is how many of the entries are named as keys.
+	Keys int `json:"keys"`
+	// Migrated counts the reports whose Action is Migrated.
+	Migrated int `json:"migrated"`
+	// Already counts the reports whose Action is Already.
+	Already int `json:"already"`
+	// Skipped counts the reports whose Action is Skipped.
+	Skipped int `json:"skipped"`
+	// Locked counts the reports whose Action is Locked.
+	Locked int `json:"locked"`
+	// Failed counts the reports whose Action is Failed.
+	Failed int `json:"failed"`
+	// Seconds is the run's wall time, listing included.
+	Seconds float64 `json:"elapsed_seconds"`
 	// Interrupted is set when the run's context ended it early: the
 	// counts cover the entries done before.
 	Interrupted bool `json:"interrupted"`
@@ -99,6 +129,8 @@ type Summary struct {
 // was locked and none failed.
 func (s Summary) Complete() bool { return s.Locked == 0 && s.Failed == 0 }
 
+// count adds a report's action to its counter; anything unknown counts
+// as failed, so that Complete never passes over it.
 func (s *Summary) count(a Action) {
 	switch a {
 	case Migrated:
@@ -123,6 +155,7 @@ type migrator struct {
 	disk    durable.FS   // opts.disk, or durable.Disk
 }
 
+// now is Options.Now, or the wall clock.
 func (m *migrator) now() time.Time {
 	if m.opts.Now == nil {
 		return time.Now()
@@ -130,13 +163,8 @@ func (m *migrator) now() time.Time {
 	return m.opts.Now()
 }
 
-func (m *migrator) fault(p faults.Point) error {
-	if m.opts.DryRun {
-		return nil
-	}
-	return faults.At(p)
-}
-
+// dbOptions are the options of every meta.db open of the run: the lock
+// timeout, never zero (db would take it as its own, shorter default).
 func (m *migrator) dbOptions() db.Options {
 	t := m.opts.LockTimeout
 	if t <= 0 {
@@ -145,12 +173,11 @@ func (m *migrator) dbOptions() db.Options {
 	return db.Options{LockTimeout: t, Now: m.opts.Now}
 }
 
-// run lists the root, converts every entry with fn on up to Workers
+// run lists the root, converts every entry with c on up to Workers
 // goroutines, and hands the reports to visit in name order.
-func run(ctx context.Context, root, direction string, opts Options, visit func(Report) error,
-	fn func(*migrator, string) Report) (Summary, error) {
+func run(ctx context.Context, root string, c conversion, opts Options, visit func(Report) error) (Summary, error) {
 	start := time.Now()
-	sum := Summary{Direction: direction, DryRun: opts.DryRun}
+	sum := Summary{Direction: c.name, DryRun: opts.DryRun}
 	m := &migrator{root: root, opts: opts, disk: opts.disk}
 	if m.disk == nil {
 		m.disk = durable.Disk{}
@@ -170,6 +197,8 @@ func run(ctx context.Context, root, direction string, opts Options, visit func(R
 		return sum, err
 	}
 	m.rootDir = rd
+	// Name order whatever the workers: docs/json.md promises it, and two
+	// runs over one tree then print the same lines.
 	sort.Strings(names)
 
 	// The end of ctx starts no new key; the keys under way finish, so an
@@ -178,7 +207,7 @@ func run(ctx context.Context, root, direction string, opts Options, visit func(R
 	// doc; the next run removes a meta.db temp a kill left.) A visit error
 	// stops the walk.
 	done := 0
-	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) Report { return fn(m, names[i]) }, func(r Report) error {
+	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) Report { return m.convert(c, names[i]) }, func(r Report) error {
 		sum.count(r.Action)
 		sum.Entries++
 		if store.ValidKey(r.Key) {
@@ -207,7 +236,7 @@ func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) 
 // it, the keys under way finish, and it returns ctx's error with the
 // summary of what was done, marked Interrupted.
 func ToDBContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
-	return run(ctx, root, "to-db", opts, visit, (*migrator).toDB)
+	return run(ctx, root, toDB, opts, visit)
 }
 
 // ToLegacy writes every key dir with a meta.db under root back into the
@@ -219,5 +248,5 @@ func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, err
 
 // ToLegacyContext is ToLegacy stopped by the end of ctx, as ToDBContext.
 func ToLegacyContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
-	return run(ctx, root, "to-legacy", opts, visit, (*migrator).toLegacy)
+	return run(ctx, root, toLegacy, opts, visit)
 }

@@ -37,6 +37,9 @@ type keyScan struct {
 	storeTemps bool     // the store's promotion temps
 }
 
+// scanKey lists dir and lstats each legacy entry; now ages the legacy
+// lock. A name that vanishes between the listing and its lstat is taken
+// as absent: the plan is made from what is there under the lock.
 func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 	names, err := fsat.ReadDirNames(dir)
 	if err != nil {
@@ -72,6 +75,8 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			if fsat.IsDir(&st) {
 				k.full[n] = !emptyDir(dir, n)
 			}
+			// The legacy reader read no more than this and refused a
+			// larger file; the bytes serve only to describe oddities.
 			if fsat.IsRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
 				if b, err := fsat.ReadSmallFile(dir, n, legacy.SidecarMaxBytes); err == nil {
 					k.raw[n] = b
@@ -93,6 +98,7 @@ func isLegacyTemp(n string) bool {
 	return strings.HasPrefix(n, legacy.TranscriptName+".") || isSidecar(strings.TrimSuffix(n, ".incoming"))
 }
 
+// isSidecar reports whether n is one of the four legacy sidecar names.
 func isSidecar(n string) bool {
 	for _, s := range sidecarNames {
 		if n == s {
@@ -102,6 +108,8 @@ func isSidecar(n string) bool {
 	return false
 }
 
+// present reports whether the listing found an entry of any type at a
+// sidecar's name.
 func (k *keyScan) present(name string) bool { _, ok := k.stats[name]; return ok }
 
 // describe says what is at a sidecar's name, for an oddity's Found.
@@ -193,6 +201,8 @@ func (k *keyScan) leftoverOddities() []Oddity {
 	return out
 }
 
+// tempOddities describes the legacy temps, which ToDB removes: the legacy
+// reader never read a temp, so none holds a value.
 func (k *keyScan) tempOddities() []Oddity {
 	var out []Oddity
 	for _, n := range k.temps {

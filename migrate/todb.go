@@ -10,152 +10,78 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
-	"sessdb/internal/fsat"
-	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
-// toDB migrates one entry of the root; every failure becomes a report.
-func (m *migrator) toDB(name string) Report {
-	r := Report{Key: name}
-	kd, ok := m.openKey(name, &r)
-	if !ok {
-		return r
-	}
-	defer kd.Close()
-	if err := m.toDBKey(kd, &r); err != nil {
-		r.Action, r.Cause = Failed, err.Error()
-	}
-	return r
-}
+// nothingToMigrate is the Cause of a key dir with no legacy state at all.
+const nothingToMigrate = "nothing to migrate: no legacy sidecar, lock, temp or transcript"
 
-// openKey opens a key dir without following a link, or says in r why the
-// entry is skipped or failed.
-func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
-	if !store.ValidKey(name) {
-		r.Action, r.Cause = Skipped, "not a key (want 32 lowercase hex characters)"
-		return nil, false
-	}
-	kd, err := fsat.OpenDirAt(m.rootDir, name)
-	switch {
-	case err == nil:
-		return kd, true
-	case errors.Is(err, fsat.ErrNotDir):
-		r.Action, r.Cause = Skipped, "not a real directory (a link, or not a directory): the store never follows it"
-	case errors.Is(err, os.ErrNotExist):
-		r.Action, r.Cause = Skipped, "vanished"
-	default:
-		r.Action, r.Cause = Failed, err.Error()
-	}
-	return nil, false
-}
-
-func (m *migrator) toDBKey(kd *os.File, r *Report) (err error) {
+// planDB decides what ToDB does to the key dir kd: commit the legacy
+// values to meta.db and remove the legacy files (Migrated), remove the
+// leftovers beside a meta.db that already holds the values (Already), or
+// nothing. With write, the plan is read under meta.db's exclusive lock,
+// and meta.db is created to be locked when there is none (bbolt's flock is
+// the key's lock, so no lock exists without the file). Without write (a
+// dry run), it is read under a shared lock, or none when there is no
+// meta.db. The lock, when taken, is held in the plan even on error: the
+// cleanup of apply needs it.
+func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
+	p := &plan{}
 	k, err := scanKey(kd, m.now())
-	if err != nil {
-		return err
-	}
-	if k.freshLock() {
-		legacyLocked(r, k)
-		return nil
-	}
-	if !k.meta && !k.legacyLeft() && !k.regularTranscript() {
-		r.Action, r.Cause = Skipped, "nothing to migrate: no legacy sidecar, lock, temp or transcript"
-		return nil
-	}
-
-	// The dry run reads a key without meta.db with no lock at all (none
-	// exists to take without creating a file) and one with meta.db under a
-	// shared lock, which never writes.
-	found := k.meta // before this call could create one
-	if !found && m.opts.DryRun {
-		return m.commitLegacy(kd, k, false, nil, r, nil)
-	}
-	d, prev, err := db.OpenSidecars(kd, m.dbOptions(), !m.opts.DryRun)
-	if errors.Is(err, db.ErrLockTimeout) {
-		r.Action, r.Cause = Locked, err.Error()
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	// A meta.db with any record is authoritative, as it is to the store.
-	// One with none is a migration or a promotion that died before its
-	// commit: the legacy files are the values, and the store judges the
-	// key by them meanwhile. If this call created it and the values never
-	// land, it is taken away again under its lock, so a failure leaves the
-	// key as it was.
-	empty := prev == (db.Sidecars{})
-	undo := empty && !found && !m.opts.DryRun
-	committed := false
-	defer func() {
-		if undo && !committed {
-			if rerr := m.disk.Remove(kd, db.FileName); rerr == nil {
-				m.disk.SyncDir(kd)
-			}
-		}
-		if cerr := d.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	if !m.opts.DryRun {
-		// Runs before the close above: under the lock, once the key is done.
-		defer func() { r.Removed = append(r.Removed, m.sweepMetaTemps(kd)...) }()
-	}
-	// Listed again under the lock: a rival may have finished, or a legacy
-	// worker come back, while this call waited.
-	if k, err = scanKey(kd, m.now()); err != nil {
-		return err
-	}
 	switch {
+	case err != nil:
+		return p, err
 	case k.freshLock():
-		legacyLocked(r, k)
-		return nil
-	case !empty:
-		return m.finishRemoval(kd, k, r)
-	case !k.legacyLeft() && !k.regularTranscript():
-		r.Action, r.Cause = Already, "meta.db is empty and nothing legacy is beside it"
-		if !found {
-			r.Action, r.Cause = Skipped, "nothing to migrate: no legacy sidecar, lock, temp or transcript"
+		p.legacyLocked(k)
+		return p, nil
+	case !k.meta && !k.legacyLeft() && !k.regularTranscript():
+		p.Action, p.Cause = Skipped, nothingToMigrate
+		return p, nil
+	}
+	found := k.meta // before the open below may create one
+	if found || write {
+		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+		if err != nil {
+			return p, p.noLock(err)
 		}
-		return nil
+		p.lock = d
+		// A meta.db with any record is authoritative, as it is to the
+		// store. One with none is a migration or a promotion that died
+		// before its commit: the legacy files are the values, and the
+		// store judges the key by them meanwhile.
+		empty := sc == (db.Sidecars{})
+		p.made = empty && !found
+		// Listed again under the lock: a rival may have finished, or a
+		// legacy worker come back, while this call waited.
+		if k, err = scanKey(kd, m.now()); err != nil {
+			return p, err
+		}
+		switch {
+		case k.freshLock():
+			p.legacyLocked(k)
+			return p, nil
+		case !empty:
+			// A migration killed after its commit, or a key a new
+			// worker promoted beside legacy files: only leftovers remain.
+			p.Action = Already
+			if k.legacyLeft() {
+				p.Cause = "meta.db is authoritative: the legacy files beside it are leftovers"
+				p.Removed, p.Oddities = k.removable(), k.leftoverOddities()
+			}
+			return p, nil
+		case !k.legacyLeft() && !k.regularTranscript():
+			p.Action, p.Cause = Already, "meta.db is empty and nothing legacy is beside it"
+			if !found {
+				p.Action, p.Cause = Skipped, nothingToMigrate
+			}
+			return p, nil
+		}
 	}
-	return m.commitLegacy(kd, k, found, d, r, &committed)
-}
 
-// legacyLocked reports a key with a fresh legacy lock: a legacy promotion
-// may be writing it right now, so nothing is read or touched.
-func legacyLocked(r *Report, k *keyScan) {
-	r.Action = Locked
-	r.Cause = fmt.Sprintf("legacy lock is %s old (younger than %s): a legacy promotion may be in flight; stop the legacy workers", k.lockAge.Round(1e9), LockStale)
-}
-
-// finishRemoval retires the legacy leftovers of a key whose meta.db already
-// holds its values: a migration killed after its commit, or a key a new
-// worker promoted beside legacy files (which meta.db overrides).
-func (m *migrator) finishRemoval(kd *os.File, k *keyScan, r *Report) error {
-	r.Action = Already
-	if !k.legacyLeft() {
-		return nil
-	}
-	r.Cause = "meta.db is authoritative: the legacy files beside it are leftovers"
-	r.Removed = k.removable()
-	r.Oddities = k.leftoverOddities()
-	if m.opts.DryRun {
-		return nil
-	}
-	return m.removeLegacy(kd, r)
-}
-
-// commitLegacy reads the legacy values (under d's lock when d is non-nil),
-// commits them to d in one transaction, and only then removes the legacy
-// files. With d nil (a dry run) it only reports. found says whether a
-// meta.db was there before this call (one it creates is no oddity).
-func (m *migrator) commitLegacy(kd *os.File, k *keyScan, found bool, d *db.DB, r *Report, committed *bool) error {
 	v, odd := readLegacy(k)
 	t, kind, err := transcriptID(kd, nil)
 	if err != nil {
-		return err
+		return p, err
 	}
 	v.Transcript = t
 	if t == nil {
@@ -165,27 +91,51 @@ func (m *migrator) commitLegacy(kd *os.File, k *keyScan, found bool, d *db.DB, r
 		}
 		odd = append(odd, Oddity{legacy.TranscriptName, kind, fmt.Sprintf("not recorded: the key stays %s", stays)})
 	}
-	if found {
+	if found { // one this run creates is no oddity
 		odd = append(odd, Oddity{db.FileName, "empty (no record at all)", "an interrupted migration or promotion: the legacy values are written into it"})
 	}
 	odd = append(odd, k.leftoverOddities()...)
-	r.Action, r.Values, r.Oddities, r.Removed = Migrated, &v, odd, k.removable()
-	if d == nil || m.opts.DryRun {
+	p.Action, p.Values, p.Oddities, p.Removed = Migrated, &v, odd, k.removable()
+	return p, nil
+}
+
+// applyDB carries out a ToDB plan under meta.db's exclusive lock. The
+// values are committed in one transaction (bbolt fsyncs it), and only then
+// are the legacy files removed and the directory fsynced: at every instant
+// each value is held by the legacy files or by a committed meta.db, and a
+// kill at any fault point leaves a key that a re-run finishes.
+func (m *migrator) applyDB(kd *os.File, p *plan) error {
+	committed := false
+	defer func() {
+		// Under the lock, once the key is done: debris a killed run left.
+		p.Removed = append(p.Removed, m.sweepMetaTemps(kd)...)
+		// A meta.db this plan created holds no value until the commit;
+		// taken away again under its lock, it leaves the key as it was.
+		// Left in place if that fails: empty, it vouches for nothing.
+		if p.made && !committed {
+			if m.disk.Remove(kd, db.FileName) == nil {
+				m.disk.SyncDir(kd)
+			}
+		}
+	}()
+	switch {
+	case p.Action == Already && len(p.Removed) > 0:
+		return m.removeLegacy(kd, &p.Report)
+	case p.Action != Migrated:
 		return nil
 	}
-
-	if err := m.fault(faults.ToDBLocked); err != nil {
+	if err := faults.At(faults.ToDBLocked); err != nil {
 		return err
 	}
-	sc := v.sidecars()
-	if err := d.Update(func(tx *db.Tx) error { return putSidecars(tx, sc) }); err != nil {
+	sc := p.Values.sidecars()
+	if err := p.lock.Update(func(tx *db.Tx) error { return putSidecars(tx, sc) }); err != nil {
 		return err
 	}
-	*committed = true
-	if err := m.fault(faults.ToDBCommitted); err != nil {
+	committed = true
+	if err := faults.At(faults.ToDBCommitted); err != nil {
 		return err
 	}
-	return m.removeLegacy(kd, r)
+	return m.removeLegacy(kd, &p.Report)
 }
 
 // putSidecars writes every sidecar of sc, deleting what it does not hold
@@ -224,8 +174,9 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 	kept := r.Removed[:0:0]
 	for _, n := range r.Removed {
 		err := m.disk.Remove(kd, n)
+		// ENOTEMPTY on Linux, EEXIST where POSIX allows it instead: filled
+		// since the scan, so left, as the scan would have left it.
 		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
-			// Filled since the scan: left, as scan would have left it.
 			r.Oddities = append(r.Oddities, Oddity{n, "a directory with entries", "left in place (it held no value; meta.db overrides it)"})
 			continue
 		}
@@ -233,13 +184,16 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 			return err
 		}
 		kept = append(kept, n)
-		if err := m.fault(faults.ToDBRemoved); err != nil {
+		if err := faults.At(faults.ToDBRemoved); err != nil {
 			return err
 		}
 	}
 	r.Removed = kept
+	// One fsync for all the removals, before the key is reported done: a
+	// power cut may bring any of them back until it (harmless: meta.db
+	// overrides them), never once a report said they were gone.
 	if err := m.disk.SyncDir(kd); err != nil {
 		return err
 	}
-	return m.fault(faults.ToDBDirSynced)
+	return faults.At(faults.ToDBDirSynced)
 }

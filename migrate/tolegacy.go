@@ -15,115 +15,185 @@ import (
 	"sessdb/store/legacy"
 )
 
-// toLegacy rolls one entry of the root back; every failure is a report.
-func (m *migrator) toLegacy(name string) Report {
-	r := Report{Key: name}
-	kd, ok := m.openKey(name, &r)
-	if !ok {
-		return r
-	}
-	defer kd.Close()
-	if err := m.toLegacyKey(name, kd, &r); err != nil {
-		r.Action, r.Cause = Failed, err.Error()
-	}
-	return r
-}
-
-func (m *migrator) toLegacyKey(key string, kd *os.File, r *Report) error {
+// planLegacy decides what ToLegacy does to the key dir kd: write the
+// legacy files that say what meta.db holds and then remove meta.db
+// (Migrated), remove only an empty meta.db (Migrated, no Values), or
+// nothing. With write, the plan is read under meta.db's exclusive lock
+// with any promotion in flight rolled forward first (lockSettled); without
+// it (a dry run), under a shared lock, reading a promotion in flight as
+// landed. The lock, when taken, is held in the plan even on error.
+func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error) {
+	p := &plan{}
 	k, err := scanKey(kd, m.now())
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return p, err
+	case !k.meta:
+		p.Action = Already
+		return p, nil
+	case k.freshLock():
+		p.legacyLocked(k)
+		return p, nil
 	}
-	if !k.meta {
-		r.Action = Already
-		return nil
+	var sc db.Sidecars
+	if write {
+		sc, err = m.lockSettled(kd, key, k.storeTemps, p)
+	} else {
+		sc, err = m.lockShared(kd, p)
+	}
+	if err != nil || p.lock == nil || p.made {
+		return p, err
+	}
+	// Listed again under the lock: a legacy worker may have come back
+	// while this call waited.
+	if k, err = scanKey(kd, m.now()); err != nil {
+		return p, err
 	}
 	if k.freshLock() {
-		legacyLocked(r, k)
-		return nil
+		p.legacyLocked(k)
+		return p, nil
 	}
-	if m.opts.DryRun {
-		return m.planLegacy(kd, k, r)
+
+	if sc == (db.Sidecars{}) {
+		// The forward rule read backwards: a meta.db with no record at all
+		// is a migration or promotion that never committed; whatever
+		// legacy files are beside it are the values.
+		p.Action, p.Removed = Migrated, []string{db.FileName}
+		p.Oddities = append(p.Oddities, Oddity{db.FileName, "empty (no record at all)", "an interrupted migration or promotion: only meta.db is removed; legacy files beside it hold the values"})
+		return p, nil
 	}
-	d, sc, recreated, err := m.openExisting(kd)
-	if d == nil {
-		return lockedOr(r, err)
+	v := valuesOf(sc)
+	t, _, err := transcriptID(kd, nil)
+	if err != nil {
+		return p, err
 	}
-	if recreated && sc == (db.Sidecars{}) {
-		// Rolled back by a rival while this call waited, and made again
-		// empty by this open: removed again under its lock.
-		err := m.removeDB(kd)
-		d.Close()
-		return lockedOr(r, err)
+	rec := sc.Transcript
+	// A promotion in flight (only a dry run sees one) will land the
+	// transcript its record names, and an empty transcript is absent to
+	// the ladder before any record is compared: neither is a mismatch.
+	if t != nil && t.Size > 0 && sc.Pending == nil &&
+		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
+		// meta.db cold-starts this transcript (transcript-replaced); the
+		// legacy layout has no record to compare, so the venue says it.
+		pending := legacy.PendingVenue
+		v.Venue = &pending
+		p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, "does not match its record in meta.db", `venue stamped "(pending)" so the key stays cold, as it was`})
 	}
-	if sc.Pending != nil || k.storeTemps {
-		// The store settles its own protocol: the pending temp is renamed
-		// into place (or found gone), and promotion temps are swept.
-		d.Close()
-		if _, err := m.st.RollForward(key); err != nil {
-			return lockedOr(r, err)
+	files, odd, err := legacyFiles(kd, v)
+	if err != nil {
+		return p, err
+	}
+	p.Action, p.Values, p.files = Migrated, &v, files
+	p.Oddities = append(p.Oddities, odd...)
+	for _, f := range files {
+		if f.content != nil {
+			p.Written = append(p.Written, f.name)
+		} else if k.present(f.name) {
+			p.Removed = append(p.Removed, f.name)
 		}
-		if sc.Pending != nil {
-			r.Oddities = append(r.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "rolled forward first"})
-		}
-		if err := m.fault(faults.ToLegacyRolledForward); err != nil {
-			return err
-		}
-		if d, sc, _, err = m.openExisting(kd); d == nil {
-			return lockedOr(r, err)
-		}
-		if sc.Pending != nil {
-			d.Close()
-			return fmt.Errorf("%s: a pending promotion was not settled", fsat.Join(kd, db.FileName))
-		}
 	}
-	defer d.Close()
-	// Runs before the close: under the lock, once the key is done.
-	defer func() { r.Removed = append(r.Removed, m.sweepMetaTemps(kd)...) }()
-	if k, err = scanKey(kd, m.now()); err != nil {
-		return err
+	p.Removed = append(p.Removed, db.FileName)
+	// The legacy clock for expired is the transcript's mtime; with no
+	// transcript there is nothing to carry it.
+	if rec != nil && t != nil {
+		at := time.Unix(0, rec.PromotedAt)
+		p.at = &at
 	}
-	if k.freshLock() { // a legacy worker came back while this call waited
-		legacyLocked(r, k)
-		return nil
-	}
-	files, at, done, err := m.legacyValues(kd, k, sc, r)
-	if err != nil || done {
-		return err
-	}
-	if err := writeLegacy(m.disk, kd, files, at, m.fault); err != nil {
-		return err
-	}
-	return m.removeDB(kd)
+	return p, nil
 }
 
-// lockedOr files a lock timeout as Locked and returns any other error; with
-// no error, meta.db was gone: a rival rolled the key back meanwhile.
-func lockedOr(r *Report, err error) error {
-	switch {
-	case errors.Is(err, db.ErrLockTimeout):
-		r.Action, r.Cause = Locked, err.Error()
-		return nil
-	case err == nil:
-		r.Action = Already
+// lockShared is a dry run's lock: meta.db's shared lock, which never
+// writes, and its sidecars with a landed promotion's pending entry
+// dropped. A promotion still in flight is reported, not rolled forward.
+func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
+	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), false)
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil // gone since the listing: a rival rolled the key back
 	}
-	return err
+	if err != nil || d == nil {
+		return sc, p.noLock(err)
+	}
+	p.lock = d
+	sc = settled(kd, sc)
+	if sc.Pending != nil {
+		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
+	}
+	return sc, nil
 }
 
-// openExisting takes the exclusive lock of the meta.db that is there now,
-// and reads its sidecars; d is nil when there is none. db.OpenWriter
-// creates a missing file, so recreated says whether the name was removed
-// and made again while this call waited (a rival's rollback, then this
-// open). The inode number alone cannot say it: ext4 gives a freed inode
-// number to the next file created (measured: unlink then create in one
-// dir gets the same number, and the concurrency test saw it), so the
-// change time is compared too.
-func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreated bool, err error) {
+// lockSettled takes the exclusive lock of the meta.db that is there now,
+// with no promotion in flight under it, and reads its sidecars. A pending
+// promotion, or promotion temps, are the store's to settle, under its own
+// lock (store.RollForward): the temp is renamed into place or found gone,
+// and the temps are swept; then the lock is taken again. It sets p.made
+// (and Already) when the file under the lock holds no record and is not
+// the one the call began with: a rival rolled the key back while this
+// call waited, and an open made the file again (the store's writers
+// create a missing meta.db). Such a file is no interrupted migration, and
+// the key was converted by the rival.
+func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan) (sc db.Sidecars, err error) {
 	before, err := fsat.LstatAt(kd, db.FileName)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, sc, false, nil
+		return sc, p.noLock(nil)
 	}
 	if err != nil {
+		return sc, err
+	}
+	lock := func() (err error) {
+		p.lock, sc, p.made, err = m.lockExisting(kd, &before)
+		if p.lock == nil {
+			return p.noLock(err)
+		}
+		if p.made {
+			p.Action = Already
+		}
+		return nil
+	}
+	if err := lock(); err != nil || p.lock == nil || p.made || sc.Pending == nil && !storeTemps {
+		return sc, err
+	}
+	// RollForward takes the key's lock itself, and the in-process lock
+	// would make it wait for this one until its timeout.
+	err = p.lock.Close()
+	p.lock = nil
+	if err != nil {
+		return sc, err
+	}
+	if _, err := m.st.RollForward(key); err != nil {
+		return sc, p.noLock(err)
+	}
+	if sc.Pending != nil {
+		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "rolled forward first"})
+	}
+	if err := faults.At(faults.ToLegacyRolledForward); err != nil {
+		return sc, err
+	}
+	// Compared with the file before the roll forward too: a rival may
+	// have rolled the key back between the two locks, and the store's
+	// open or this one made the file again (two migrations at once
+	// converted a key twice before this was checked here).
+	if err := lock(); err != nil || p.lock == nil || p.made {
+		return sc, err
+	}
+	if sc.Pending != nil {
+		return sc, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled)
+	}
+	return sc, nil
+}
+
+// lockExisting takes the exclusive lock of the meta.db that is there now
+// and reads its sidecars, a landed promotion's pending entry dropped; d is
+// nil when there is none. made says that the file holds no record and is
+// not the file before describes. The inode number alone cannot say it:
+// ext4 gives a freed inode number to the next file created (measured:
+// unlink then create in one dir gets the same number, and the concurrency
+// test saw it), so the change time is compared too. A roll forward's
+// commit changes that time as well, but leaves a record.
+func (m *migrator) lockExisting(kd *os.File, before *unix.Stat_t) (d *db.DB, sc db.Sidecars, made bool, err error) {
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			err = nil
+		}
 		return nil, sc, false, err
 	}
 	d, sc, err = db.OpenSidecars(kd, m.dbOptions(), true)
@@ -136,96 +206,8 @@ func (m *migrator) openExisting(kd *os.File) (d *db.DB, sc db.Sidecars, recreate
 		d.Close()
 		return nil, sc, false, err
 	}
-	recreated = now.Ino != before.Ino || now.Dev != before.Dev || now.Ctim != before.Ctim
-	return d, sc, recreated, nil
-}
-
-// removeDB unlinks meta.db while its lock is still held, so that no writer
-// can slip a transaction in after the legacy files were written.
-func (m *migrator) removeDB(kd *os.File) error {
-	if err := m.disk.Remove(kd, db.FileName); err != nil {
-		return err
-	}
-	if err := m.fault(faults.ToLegacyDBRemoved); err != nil {
-		return err
-	}
-	return m.disk.SyncDir(kd)
-}
-
-// legacyValues decides what the legacy files will say, fills r, and
-// returns the files and the transcript mtime to write. done is true when
-// there was nothing to write and meta.db alone has been removed (or, in a
-// dry run, would be).
-func (m *migrator) legacyValues(kd *os.File, k *keyScan, sc db.Sidecars, r *Report) (files []legacyFile, at *time.Time, done bool, err error) {
-	if sc == (db.Sidecars{}) {
-		// The forward rule read backwards: a meta.db with no record at all
-		// is a migration or promotion that never committed; whatever
-		// legacy files are beside it are the values, and an absent
-		// pi-version means what an empty one does.
-		r.Action, r.Removed = Migrated, []string{db.FileName}
-		r.Oddities = append(r.Oddities, Oddity{db.FileName, "empty (no record at all)", "an interrupted migration or promotion: only meta.db is removed; legacy files beside it hold the values"})
-		if m.opts.DryRun {
-			return nil, nil, true, nil
-		}
-		return nil, nil, true, m.removeDB(kd)
-	}
-	v := valuesOf(sc)
-	t, _, err := transcriptID(kd, nil)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	rec := sc.Transcript
-	if t != nil && t.Size > 0 && sc.Pending == nil &&
-		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
-		// meta.db cold-starts this transcript (transcript-replaced); the
-		// legacy layout has no record to compare, so the venue says it.
-		p := legacy.PendingVenue
-		v.Venue = &p
-		r.Oddities = append(r.Oddities, Oddity{legacy.TranscriptName, "does not match its record in meta.db", `venue stamped "(pending)" so the key stays cold, as it was`})
-	}
-	files, odd, err := legacyPlan(kd, v)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	r.Action, r.Values = Migrated, &v
-	r.Oddities = append(r.Oddities, odd...)
-	for _, f := range files {
-		if f.content != nil {
-			r.Written = append(r.Written, f.name)
-		} else if k.present(f.name) {
-			r.Removed = append(r.Removed, f.name)
-		}
-	}
-	r.Removed = append(r.Removed, db.FileName)
-	if rec != nil && t != nil {
-		p := time.Unix(0, rec.PromotedAt)
-		at = &p
-	}
-	return files, at, false, nil
-}
-
-// planLegacy is the dry run of toLegacyKey: it reads meta.db under a
-// shared lock and reports what would be written.
-func (m *migrator) planLegacy(kd *os.File, k *keyScan, r *Report) error {
-	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), false)
-	if errors.Is(err, os.ErrNotExist) {
-		r.Action = Already
-		return nil
-	}
-	if errors.Is(err, db.ErrLockTimeout) {
-		r.Action, r.Cause = Locked, err.Error()
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	sc = settled(kd, sc)
-	if sc.Pending != nil {
-		r.Oddities = append(r.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
-	}
-	_, _, _, err = m.legacyValues(kd, k, sc, r)
-	return err
+	same := now.Ino == before.Ino && now.Dev == before.Dev && now.Ctim == before.Ctim
+	return d, sc, !same && sc == (db.Sidecars{}), nil
 }
 
 // settled is sc with a pending promotion that landed dropped: only one
@@ -235,4 +217,40 @@ func settled(kd *os.File, sc db.Sidecars) db.Sidecars {
 		sc.Pending = nil
 	}
 	return sc
+}
+
+// applyLegacy carries out a ToLegacy plan under meta.db's exclusive lock.
+// The legacy files are written through temps, fsynced, read back and
+// renamed into place, the transcript's mtime is set and fsynced, and the
+// directory fsynced (writeLegacy); only then is meta.db removed, while its
+// lock is still held, so that no writer can slip a transaction in after
+// the legacy files were written. At every instant each value is held by
+// the legacy files or by meta.db, which overrides them while it exists.
+func (m *migrator) applyLegacy(kd *os.File, p *plan) error {
+	// Under the lock, once the key is done: debris a killed run left.
+	defer func() { p.Removed = append(p.Removed, m.sweepMetaTemps(kd)...) }()
+	switch {
+	case p.made:
+		// A file made while the plan waited holds nothing: removed
+		// again, the key stays as the rival left it.
+		return m.removeDB(kd)
+	case p.Action != Migrated:
+		return nil
+	case p.files != nil:
+		if err := writeLegacy(m.disk, kd, p.files, p.at); err != nil {
+			return err
+		}
+	}
+	return m.removeDB(kd)
+}
+
+// removeDB unlinks meta.db and makes the unlink durable.
+func (m *migrator) removeDB(kd *os.File) error {
+	if err := m.disk.Remove(kd, db.FileName); err != nil {
+		return err
+	}
+	if err := faults.At(faults.ToLegacyDBRemoved); err != nil {
+		return err
+	}
+	return m.disk.SyncDir(kd)
 }

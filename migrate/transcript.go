@@ -16,11 +16,9 @@ import (
 	"sessdb/store/legacy"
 )
 
+// castagnoli is the store's checksum polynomial: a record ToDB writes is
+// checked by Resolve against its copy, so both must use the same.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// errChanged is returned when the transcript changed while it was read: a
-// worker is still running.
-var errChanged = errors.New("changed while it was read (is a worker still running?)")
 
 // transcriptID computes the identity of current.jsonl: size, CRC32C and
 // mtime, from a descriptor opened with O_NOFOLLOW|O_NONBLOCK. It returns
@@ -52,6 +50,8 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	}
 	defer file.Close()
 	h := crc32.New(castagnoli)
+	// One byte past the size: a file that grew while it was read shows
+	// in the count, and is refused below, as is one whose mtime moved.
 	n, err := io.Copy(h, io.NewSectionReader(file, 0, st.Size+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", file.Name(), err)

@@ -21,36 +21,63 @@ import (
 // Values marshal as docs/json.md's migrate values object (json.go): the
 // transcript's identity is "record", and an unknown pi version is null.
 type Values struct {
-	Transcript  *Transcript `json:"record"`
-	PiVersion   string      `json:"pi_version"` // "" = unknown: the version gate refuses
-	Venue       *string     `json:"venue"`
-	ResumeChain *uint64     `json:"resume_chain"`
-	Context     *Context    `json:"context"`
+	// Transcript is current.jsonl's record; nil when it is not a regular
+	// file (a link, a FIFO, absent), which meta.db then does not record.
+	Transcript *Transcript `json:"record"`
+	// PiVersion is the pi-version stamp; "" is unknown, which the version
+	// gate refuses, as the legacy reader refused an unreadable stamp.
+	PiVersion string `json:"pi_version"`
+	// Venue is the venue stamp; nil is absent, which means "local" (a
+	// transcript from before venues were stamped). "(pending)" matches no
+	// venue.
+	Venue *string `json:"venue"`
+	// ResumeChain is the count of consecutive host deliveries; nil is
+	// absent, which the chain gate reads as 0.
+	ResumeChain *uint64 `json:"resume_chain"`
+	// Context is the last context reading; nil is no measurement.
+	Context *Context `json:"context"`
 }
 
 // Transcript is the identity of current.jsonl and the last promotion time
 // (the legacy clock: the transcript's mtime): the record meta.db holds.
 type Transcript struct {
-	Gen        uint64         `json:"gen"` // ToDB records gen 1
-	Size       int64          `json:"bytes"`
-	CRC32C     store.Checksum `json:"crc32c"`
-	PromotedAt time.Time      `json:"promoted_at"`
+	// Gen is the promotion generation. ToDB records 1: the legacy layout
+	// counted none, and a generation only has to grow from here.
+	Gen uint64 `json:"gen"`
+	// Size is current.jsonl's length in bytes.
+	Size int64 `json:"bytes"`
+	// CRC32C is the Castagnoli checksum of those bytes, which Resolve
+	// checks its copy against.
+	CRC32C store.Checksum `json:"crc32c"`
+	// PromotedAt is the last promotion time, from which expired counts.
+	// ToDB takes the transcript's mtime, the legacy store's clock.
+	PromotedAt time.Time `json:"promoted_at"`
 }
 
 // Context is a context reading; Model is as written ("" = unstamped). It
 // marshals as the context object of every command (json.go).
 type Context struct {
-	Tokens int64  `json:"tokens"`
-	Window int64  `json:"window"`
-	Model  string `json:"model"`
+	// Tokens is the context occupancy pi reported.
+	Tokens int64 `json:"tokens"`
+	// Window is the model's context window; a reading whose window is
+	// not positive is no measurement to the context gate.
+	Window int64 `json:"window"`
+	// Model is the model stamp as written, "" when unstamped; the gate
+	// compares it as written, not lowercased, as the legacy reader did.
+	Model string `json:"model"`
 }
 
-// Oddity is a legacy value that is not plain, and how it is read: File is
-// the entry's name, Found what was there, ReadAs its meaning to the ladder
-// (and so in meta.db), or what becomes of it.
+// Oddity is a value that is not plain, and how it is read: it keeps its
+// meaning to the ladder, not always its bytes, so the operator is shown
+// both.
 type Oddity struct {
-	File   string `json:"file"`
-	Found  string `json:"found"`
+	// File is the entry's name in the key dir.
+	File string `json:"file"`
+	// Found is what was there: a quoted value (at most 64 bytes of it),
+	// or the kind of entry ("symbolic link", "FIFO", "absent").
+	Found string `json:"found"`
+	// ReadAs is its meaning to the ladder, and so in meta.db (or in the
+	// legacy files), or what becomes of the entry.
 	ReadAs string `json:"read_as"`
 }
 
@@ -169,13 +196,10 @@ func (k *keyScan) noteReshaped(odd *[]Oddity, name, value string) {
 	}
 }
 
-// formatContext is the legacy writer's context line.
+// formatContext is the legacy writer's context line for c; a context
+// file that reads as c but is spelled otherwise is reported as an oddity.
 func formatContext(c Context) string {
-	s := strconv.FormatInt(c.Tokens, 10) + " " + strconv.FormatInt(c.Window, 10)
-	if c.Model != "" {
-		s += " " + c.Model
-	}
-	return s
+	return formatContextParts(strconv.FormatInt(c.Tokens, 10), strconv.FormatInt(c.Window, 10), c.Model)
 }
 
 // quote shows a value in a report: Go-quoted, at most 64 bytes of it.

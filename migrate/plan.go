@@ -1,0 +1,137 @@
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"sessdb/db"
+	"sessdb/internal/fsat"
+	"sessdb/store"
+)
+
+// A conversion is one direction of the migration, in two steps per key
+// dir. plan lists the key dir, takes the lock the plan needs (write: the
+// exclusive one, for a plan that will be applied; else a shared one, or
+// none), reads what the plan is made of, and returns it with the lock
+// still held. apply carries the plan out under that lock, with its own
+// cleanup beside it. A dry run is the plan alone.
+type conversion struct {
+	name  string
+	plan  func(m *migrator, kd *os.File, key string, write bool) (*plan, error)
+	apply func(m *migrator, kd *os.File, p *plan) error
+}
+
+var (
+	toDB     = conversion{"to-db", (*migrator).planDB, (*migrator).applyDB}
+	toLegacy = conversion{"to-legacy", (*migrator).planLegacy, (*migrator).applyLegacy}
+)
+
+// A plan is what a conversion will do to one key dir, decided from what
+// was read under the lock it needs, and the lock itself, which keeps the
+// plan true until it is applied.
+type plan struct {
+	// Report is the plan as the run reports it. Apply acts on its Action,
+	// Values and Removed, and may shorten Removed, add Oddities, or turn
+	// the Action to Failed.
+	Report
+	// lock is meta.db, held from the listing the plan was made from until
+	// the plan is applied: exclusively for a plan to apply, shared for a
+	// dry run's. It is nil when the plan needed none: the entry was
+	// skipped or found locked before a lock was taken, or a dry run found
+	// no meta.db (none exists to lock without creating a file).
+	lock *db.DB
+	// made says that meta.db under lock was created while the plan was
+	// made (by its own open, or by the store's after a rival removed the
+	// file). It holds no record, so it vouches for nothing; apply takes it
+	// away again unless ToDB commits the values to it.
+	made bool
+	// files are the legacy sidecars ToLegacy writes, or removes; nil when
+	// meta.db held no record (its legacy files are the values already).
+	files []legacyFile
+	// at is the promotion time ToLegacy sets as the transcript's mtime;
+	// nil when there is no record of one, or no transcript to set it on.
+	at *time.Time
+}
+
+// fail turns the report's Action to Failed with err as the Cause. The first
+// error wins: a failure's cleanup may fail too, but the first error is
+// what left the key as it is. A nil err changes nothing.
+func (r *Report) fail(err error) {
+	if err != nil && r.Action != Failed {
+		r.Action, r.Cause = Failed, err.Error()
+	}
+}
+
+// noLock files an open that got no lock: a lock not had in time is Locked
+// (a re-run picks the key up), no error at all means meta.db was gone (a
+// rival converted the key meanwhile) and the key is Already done, and any
+// other error is returned.
+func (r *Report) noLock(err error) error {
+	switch {
+	case errors.Is(err, db.ErrLockTimeout):
+		r.Action, r.Cause = Locked, err.Error()
+		return nil
+	case err == nil:
+		r.Action = Already
+	}
+	return err
+}
+
+// legacyLocked plans nothing for a key with a fresh legacy lock: a legacy
+// promotion may be writing it right now, so nothing is read or touched.
+func (r *Report) legacyLocked(k *keyScan) {
+	r.Action = Locked
+	r.Cause = fmt.Sprintf("legacy lock is %s old (younger than %s): a legacy promotion may be in flight; stop the legacy workers", k.lockAge.Round(1e9), LockStale)
+}
+
+// openKey opens a key dir without following a link, or says in r why the
+// entry is skipped or failed.
+func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
+	if !store.ValidKey(name) {
+		r.Action, r.Cause = Skipped, "not a key (want 32 lowercase hex characters)"
+		return nil, false
+	}
+	kd, err := fsat.OpenDirAt(m.rootDir, name)
+	switch {
+	case err == nil:
+		return kd, true
+	case errors.Is(err, fsat.ErrNotDir):
+		r.Action, r.Cause = Skipped, "not a real directory (a link, or not a directory): the store never follows it"
+	case errors.Is(err, os.ErrNotExist):
+		r.Action, r.Cause = Skipped, "vanished"
+	default:
+		r.Action, r.Cause = Failed, err.Error()
+	}
+	return nil, false
+}
+
+// convert plans one entry of the root with c and, unless this is a dry
+// run, applies the plan; every failure becomes the report's.
+func (m *migrator) convert(c conversion, name string) Report {
+	r := Report{Key: name}
+	kd, ok := m.openKey(name, &r)
+	if !ok {
+		return r
+	}
+	defer kd.Close()
+	// The one place DryRun is read: a dry run's plan is made without
+	// write (under a shared lock, or none), and it is not applied.
+	write := !m.opts.DryRun
+	p, err := c.plan(m, kd, name, write)
+	p.fail(err)
+	if p.lock == nil {
+		p.Key = name
+		return p.Report // no lock, nothing to apply or to clean up
+	}
+	if write {
+		// A failed plan is applied too: apply's cleanup is what takes
+		// away a meta.db the plan's open made.
+		p.fail(c.apply(m, kd, p))
+	}
+	// Released only now: apply and its cleanup ran under the lock.
+	p.fail(p.lock.Close())
+	p.Key = name
+	return p.Report
+}
