@@ -50,6 +50,9 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		}
 		add(name, KindLink, "a symbolic link%s; sessdb never follows it%s", linkTarget(root, name), note)
 		return out, nil
+	case fsat.IsDir(&st) && isOwned(name):
+		s.examineOwned(root, name, add)
+		return out, nil
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		if fsat.IsDir(&st) {
@@ -87,6 +90,43 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		}
 	}
 	return out, nil
+}
+
+// isOwned reports whether name is a dir name of the store's own under the
+// root: a reap-owned or a quarantine dir.
+func isOwned(name string) bool {
+	_, reaped := ReapedKey(name)
+	_, quarantined := QuarantinedKey(name)
+	return reaped || quarantined
+}
+
+// examineOwned reports a reap-owned dir (a killed reap's, to finish) or a
+// quarantine dir (the operator's, left alone), under the key it carries.
+// It changes nothing: a reap-owned dir's meta.db is read under its shared
+// lock, to tell whether a promotion landed in it after the kill.
+func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
+	if key, ok := QuarantinedKey(name); ok {
+		add(name, KindQuarantined, "%s", quarantineDetail(key)).Key = key
+		return
+	}
+	key, _ := ReapedKey(name)
+	kd, d, gen, landed, err := s.reapedState(root, name, false)
+	var f *Finding
+	switch {
+	case err != nil:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
+	case landed:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock): the next reap or check --repair moves it back to %s", key, gen, key)
+	default:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
+	}
+	f.Key = key
+	if kd != nil {
+		kd.Close()
+	}
+	if d != nil {
+		d.Close()
+	}
 }
 
 type addFunc func(path string, kind Kind, format string, args ...any) *Finding
