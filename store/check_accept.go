@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/gates"
 	"sessdb/internal/fsat"
 )
 
@@ -40,7 +41,8 @@ type AcceptResult struct {
 // then commits, in one transaction: the transcript's size and CRC32C as
 // the next generation (one above any the key's meta.db remembers, never
 // one it used), the pending record cleared, and a history entry whose
-// outcome is AcceptedOutcome. The stamps (pi version, venue, resume
+// outcome is AcceptedOutcome and whose reason is the cold start it
+// settles (transcript-replaced, or meta-moved-aside for a fresh record). The stamps (pi version, venue, resume
 // chain, context) and the promotion time are kept from the record; a key
 // whose meta.db a repair moved aside gets a fresh one holding the
 // identity only, with the transcript's mtime as its promotion time: with
@@ -142,8 +144,13 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		if err := tx.PutPending(nil); err != nil {
 			return err
 		}
+		// The entry's reason is the cold start the accept settles.
+		settles := gates.TranscriptReplaced
+		if res.Fresh {
+			settles = gates.MetaMovedAside
+		}
 		_, err := tx.AppendHistory(db.HistoryEntry{
-			Gen: res.Gen, At: s.opts.Now().UnixNano(), Outcome: AcceptedOutcome, Bytes: size, Chain: chain,
+			Gen: res.Gen, At: s.opts.Now().UnixNano(), Outcome: AcceptedOutcome, Reason: string(settles), Bytes: size, Chain: chain,
 		})
 		return err
 	})

@@ -76,7 +76,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 	if made {
 		fsat.UnlinkAt(kd, db.FileName)
 	}
-	s.opts.Logger.Warn().Str("key", key).Str("dir", aside).Msg("session_quarantined")
+	s.opts.Logger.Info().Str("key", key).Str("dir", aside).Msg("session_quarantined")
 	return aside, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
@@ -144,7 +145,7 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		case o.restored:
 			res.Restored = append(res.Restored, name)
 			if !opts.DryRun {
-				s.opts.Logger.Warn().Str("dir", name).Msg("reaped_session_restored")
+				s.opts.Logger.Info().Str("dir", name).Msg("reaped_session_restored")
 			}
 		default:
 			res.Kept++
@@ -226,7 +227,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		if err != nil {
 			return false, err
 		}
-		return false, refuseForeign("expired, but not removed", foreign)
+		return false, refuseForeign("expired, but", foreign)
 	}
 	if dryRun {
 		return true, nil
@@ -254,7 +255,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		if err != nil {
 			return keep(err)
 		}
-		return keep(refuseForeign("expired, but not removed", foreign))
+		return keep(refuseForeign("expired, but", foreign))
 	}
 	if err := s.fault(faults.ReapBeforeRemove); err != nil {
 		return false, err
@@ -264,7 +265,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		gen = sc.Transcript.Gen
 	}
 	err = d.Update(func(tx *db.Tx) error {
-		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: s.opts.Now().UnixNano(), Outcome: reapingOutcome})
+		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: s.opts.Now().UnixNano(), Outcome: reapingOutcome, Reason: string(gates.Expired)})
 		return err
 	})
 	if err != nil {

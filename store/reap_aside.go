@@ -100,9 +100,9 @@ func foreignEntries(kd *os.File) ([]string, error) {
 }
 
 // refuseForeign is the error that leaves a key whole because of what
-// foreignEntries found in it.
+// foreignEntries found in it; what says what was being done.
 func refuseForeign(what string, foreign []string) error {
-	return fmt.Errorf("%s: %w: %s; nothing was removed", what, ErrForeignEntry, strings.Join(foreign, ", "))
+	return fmt.Errorf("%s %s, %w; nothing was removed", what, strings.Join(foreign, ", "), ErrForeignEntry)
 }
 
 // renameAside renames the dir from under root to the first of next(1),
@@ -164,7 +164,7 @@ func (s *Store) removeAside(root, kd *os.File, name string) error {
 		if err != nil {
 			return err
 		}
-		return refuseForeign("remove "+name, foreign)
+		return refuseForeign("remove "+name+":", foreign)
 	}
 	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
 		return err
