@@ -92,43 +92,6 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	return out, nil
 }
 
-// isOwned reports whether name is a dir name of the store's own under the
-// root: a reap-owned or a quarantine dir.
-func isOwned(name string) bool {
-	_, reaped := ReapedKey(name)
-	_, quarantined := QuarantinedKey(name)
-	return reaped || quarantined
-}
-
-// examineOwned reports a reap-owned dir (a killed reap's, to finish) or a
-// quarantine dir (the operator's, left alone), under the key it carries.
-// It changes nothing: a reap-owned dir's meta.db is read under its shared
-// lock, to tell whether a promotion landed in it after the kill.
-func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
-	if key, ok := QuarantinedKey(name); ok {
-		add(name, KindQuarantined, "%s", quarantineDetail(key)).Key = key
-		return
-	}
-	key, _ := ReapedKey(name)
-	kd, d, gen, landed, err := s.reapedState(root, name, false)
-	var f *Finding
-	switch {
-	case err != nil:
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
-	case landed:
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock): the next reap or check --repair moves it back to %s", key, gen, key)
-	default:
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
-	}
-	f.Key = key
-	if kd != nil {
-		kd.Close()
-	}
-	if d != nil {
-		d.Close()
-	}
-}
-
 type addFunc func(path string, kind Kind, format string, args ...any) *Finding
 
 // deepFunc runs the deep check of a key's meta.db; nil skips it.

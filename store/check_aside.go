@@ -107,3 +107,40 @@ func (s *Store) quarantineFindings(key string, found []Finding) []Finding {
 func quarantineDetail(key string) string {
 	return "key " + key + "'s dir, moved aside by check --quarantine: no resolve finds it (the key cold-starts as absent); look at it, then remove it or move it back by hand"
 }
+
+// isOwned reports whether name is a dir name of the store's own under the
+// root: a reap-owned or a quarantine dir.
+func isOwned(name string) bool {
+	_, reaped := ReapedKey(name)
+	_, quarantined := QuarantinedKey(name)
+	return reaped || quarantined
+}
+
+// examineOwned reports a reap-owned dir (a killed reap's, to finish) or a
+// quarantine dir (the operator's, left alone), under the key it carries.
+// It changes nothing: a reap-owned dir's meta.db is read under its shared
+// lock, to tell whether a promotion landed in it after the kill.
+func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
+	if key, ok := QuarantinedKey(name); ok {
+		add(name, KindQuarantined, "%s", quarantineDetail(key)).Key = key
+		return
+	}
+	key, _ := ReapedKey(name)
+	kd, d, gen, landed, err := s.reapedState(root, name, false)
+	var f *Finding
+	switch {
+	case err != nil:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
+	case landed:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock): the next reap or check --repair moves it back to %s", key, gen, key)
+	default:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
+	}
+	f.Key = key
+	if kd != nil {
+		kd.Close()
+	}
+	if d != nil {
+		d.Close()
+	}
+}
