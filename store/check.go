@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +31,7 @@ const (
 	KindNotADirectory      Kind = "not-a-directory"     // a key's name that is not a directory
 	KindLocked             Kind = "locked"              // the key's lock was not had in time: not checked
 	KindUnreadable         Kind = "unreadable"          // an I/O error while checking
+	KindReapInterrupted    Kind = "reap-interrupted"    // a reap-owned dir a killed reap left: reap or repair removes it (or moves it back)
 )
 
 // Notices: reported, but nothing is wrong with what resumes.
@@ -37,6 +40,14 @@ const (
 	KindLegacyBesideDB Kind = "legacy-beside-db" // legacy sidecar files beside meta.db (ignored by resolve)
 	KindMovedAside     Kind = "moved-aside"      // a damaged meta.db that check --repair moved aside
 	KindUnknownEntry   Kind = "unknown-entry"    // a file in a key dir that the store does not write
+	KindQuarantined    Kind = "quarantined"      // a key dir check --quarantine moved aside
+)
+
+// An operator action's outcome, printed only by the check that took it
+// (check --repair --accept, --quarantine): a notice, Repaired when it was
+// done.
+const (
+	KindAccepted Kind = "accepted" // the transcript in place recorded as the key's identity (Store.Accept)
 )
 
 // Severity is "problem" or "notice".
@@ -50,7 +61,7 @@ const (
 // Severity returns the kind's severity.
 func (k Kind) Severity() Severity {
 	switch k {
-	case KindNotAKey, KindLegacyBesideDB, KindMovedAside, KindUnknownEntry:
+	case KindNotAKey, KindLegacyBesideDB, KindMovedAside, KindUnknownEntry, KindQuarantined, KindAccepted:
 		return SeverityNotice
 	}
 	return SeverityProblem
@@ -95,6 +106,16 @@ type CheckOptions struct {
 	// flight needs, whatever its age; then it looks again. A deep check
 	// that did not complete proves nothing and moves nothing.
 	Repair bool
+	// Accept, with Repair, limits the check to the key it names and, after
+	// that key's repairs, records the transcript in place as its identity
+	// (Store.Accept): the operator's decision. The outcome is a finding of
+	// kind KindAccepted.
+	Accept string
+	// Quarantine, with Repair, limits the check to the key it names and,
+	// instead of repairing it, moves its dir aside (Store.Quarantine). The
+	// outcome is a finding of kind KindQuarantined, whose path is where the
+	// dir went.
+	Quarantine string
 	// DeepCheck runs bbolt's full consistency check on a key's meta.db
 	// (see DeepCheckDB) and returns what it found. It is called only for
 	// a meta.db that passed the pre-check, while Check holds the key's
@@ -136,7 +157,16 @@ type CheckSummary struct {
 // examined so far.
 func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
 	var sum CheckSummary
-	names, err := s.rootNames("")
+	only := opts.Accept + opts.Quarantine
+	switch {
+	case only != "" && !opts.Repair:
+		return sum, errors.New("check: an operator action (accept, quarantine) needs Repair")
+	case opts.Accept != "" && opts.Quarantine != "":
+		return sum, errors.New("check: accept or quarantine a key, not both")
+	case only != "" && !ValidKey(only):
+		return sum, fmt.Errorf("check %q: %w", only, ErrInvalidKey)
+	}
+	names, err := s.rootNames(only)
 	if err != nil {
 		return sum, err
 	}
@@ -223,8 +253,16 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		}
 		return found, err
 	}
+	if opts.Quarantine == name {
+		return s.quarantineFindings(name, found), nil
+	}
 	if s.repair(root, name, found) {
 		memo.forget() // meta.db was written or moved: the first verdict is about another file
+	}
+	var action *Finding
+	if opts.Accept == name {
+		action = s.acceptFinding(name, found)
+		memo.forget()
 	}
 	after, err := s.examine(ctx, root, name, deepCheck)
 	if err != nil {
@@ -247,6 +285,9 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 			f.Remains, f.afterRepair = true, true
 			found = append(found, f)
 		}
+	}
+	if action != nil {
+		found = append(found, *action)
 	}
 	return found, nil
 }

@@ -50,6 +50,9 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		}
 		add(name, KindLink, "a symbolic link%s; sessdb never follows it%s", linkTarget(root, name), note)
 		return out, nil
+	case fsat.IsDir(&st) && isOwned(name):
+		s.examineOwned(root, name, add)
+		return out, nil
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		if fsat.IsDir(&st) {

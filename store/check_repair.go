@@ -26,6 +26,19 @@ import (
 // nothing, and reports whether it wrote or moved meta.db.
 func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
 	for i := range found {
+		if f := &found[i]; f.Kind == KindReapInterrupted {
+			restored, err := s.finishReaped(root, name, false)
+			switch {
+			case err != nil:
+				f.Repair = "not repaired: " + err.Error()
+			case restored:
+				f.Repair, f.Repaired = "moved back to "+f.Key+": the key resolves again", true
+			default:
+				f.Repair, f.Repaired = "removed: the reap is finished", true
+			}
+		}
+	}
+	for i := range found {
 		f := &found[i]
 		if f.Kind != KindPendingPromotion {
 			continue

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -22,7 +24,7 @@ import (
 // key must be usable (a cold start, never a resume of something its record
 // does not describe) and the next run must finish the job.
 
-var reapPoints = []faults.Point{faults.ReapBeforeRemove, faults.ReapAfterTranscript}
+var reapPoints = []faults.Point{faults.ReapBeforeRemove, faults.ReapBeforeRename, faults.ReapAfterRename, faults.ReapAfterTranscript}
 var repairPoints = []faults.Point{faults.RepairBeforeAside, faults.RepairAfterAside}
 
 const opsTTL = 14 * 24 * time.Hour
@@ -32,7 +34,19 @@ const opsTTL = 14 * 24 * time.Hour
 func runOpsChild(mode string) int {
 	point := faults.Point(os.Getenv("SESSDB_POINT"))
 	now, _ := strconv.ParseInt(os.Getenv("SESSDB_NOW"), 10, 64)
+	ready, goOn := os.Getenv("SESSDB_READY"), os.Getenv("SESSDB_GO")
 	faults.Set(func(p faults.Point) error {
+		// With SESSDB_READY, the reap says when it holds the key's lock
+		// before its rename, and waits for SESSDB_GO: the parent lines a
+		// promotion up behind the lock meanwhile.
+		if p == faults.ReapBeforeRename && ready != "" {
+			os.WriteFile(ready, nil, 0o600)
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(goOn); err == nil {
+					break
+				}
+			}
+		}
 		if p == point {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
@@ -80,8 +94,13 @@ func interrupt(t *testing.T, s *Store, root string, clock *testClock, mode strin
 	}
 }
 
+// A reap killed (or failing) at each of its steps leaves the expired key
+// whole under its name (before the rename) or only a reap-owned dir (after
+// it), never a key half gone; check reports the reap-owned dir as a
+// problem; and the next reap, or check --repair, finishes the job.
 func TestReapInterruptedAtEachPoint(t *testing.T) {
-	for _, p := range reapPoints {
+	for i, p := range reapPoints {
+		renamed := i >= 2
 		for _, kill := range []bool{false, true} {
 			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
 				s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
@@ -90,6 +109,7 @@ func TestReapInterruptedAtEachPoint(t *testing.T) {
 				clock.now = clock.now.Add(30 * 24 * time.Hour)
 				fresh := Key("github", "a/b", "fresh")
 				runJob(t, s, fresh, localJob(), PromoteRequest{}, "fresh")
+				transcript := readCanonical(t, root, testKey)
 
 				interrupt(t, s, root, clock, "reap-kill-at", p, kill, func() { s.Reap(false) })
 
@@ -101,13 +121,41 @@ func TestReapInterruptedAtEachPoint(t *testing.T) {
 				}
 				got, _ := checkDescribed(t, s, root, fresh)
 				want(t, got, true, gates.Resumed)
-
-				res, err := s.Reap(false)
-				if err != nil || len(res.Removed) != 1 || res.Removed[0] != testKey {
-					t.Fatalf("the next reap = %+v, %v; want it to finish %s", res, err, testKey)
+				aside, _ := filepath.Glob(filepath.Join(root, ReapedPrefix+testKey+"-*"))
+				if renamed {
+					want(t, sess, false, gates.Absent)
+					if len(aside) != 1 {
+						t.Fatalf("%d reap-owned dirs after the rename, want 1", len(aside))
+					}
+					found := checkFindings(t, s, CheckOptions{})
+					if len(found) != 1 || found[0].Kind != KindReapInterrupted || found[0].Key != testKey || found[0].Severity != SeverityProblem {
+						t.Fatalf("check of what the reap left: %+v", found)
+					}
+				} else {
+					// Whole: the transcript as it was, its record intact.
+					want(t, sess, false, gates.Expired)
+					if !bytes.Equal(readCanonical(t, root, testKey), transcript) || len(aside) != 0 {
+						t.Fatalf("before the rename the key is not whole, or %d reap-owned dirs", len(aside))
+					}
 				}
-				if _, err := os.Lstat(filepath.Join(root, testKey)); !os.IsNotExist(err) {
-					t.Fatalf("key dir still there: %v", err)
+
+				if renamed && kill {
+					if _, err := s.Check(context.Background(), CheckOptions{Repair: true}, func(Finding) error { return nil }); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					res, err := s.Reap(false)
+					wantRes := slices.Equal(res.Removed, []string{testKey})
+					if renamed {
+						wantRes = len(res.Finished) == 1 && filepath.Join(root, res.Finished[0]) == aside[0]
+					}
+					if err != nil || !wantRes || len(res.Skipped) != 0 {
+						t.Fatalf("the next reap = %+v, %v; want it to finish %s", res, err, testKey)
+					}
+				}
+				left, _ := os.ReadDir(root)
+				if len(left) != 1 || left[0].Name() != fresh {
+					t.Fatalf("left under the root: %v, want only %s", left, fresh)
 				}
 			})
 		}

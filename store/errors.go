@@ -61,3 +61,26 @@ var (
 	// not-a-regular-file, and nothing is followed.
 	ErrKeyDirNotADirectory = errors.New("the key dir is a link or not a directory")
 )
+
+// Reap and check's operator actions.
+var (
+	// ErrForeignEntry is returned (as a key's reason in ReapResult.Skipped,
+	// and by a reap of a reap-owned dir) when a key dir holds an entry the
+	// store never writes: a subdirectory, a FIFO, a device, a socket, or
+	// any file at a name that is not the store's. Nothing of the key is
+	// removed.
+	ErrForeignEntry = errors.New("not the store's")
+
+	// ErrNotAccepted is returned by Accept when there is nothing it may
+	// record: no regular, non-empty current.jsonl, a meta.db it cannot
+	// write (damaged, from a newer sessdb, fallen back to an older commit),
+	// or a key with no meta.db that a repair did not move aside (a legacy
+	// key, whose identity is its file). Nothing is written.
+	ErrNotAccepted = errors.New("not accepted")
+
+	// ErrReapedKeyExists is returned by a reap, and by check --repair, of a
+	// reap-owned dir a promotion landed in after its reap was interrupted,
+	// when the key's name is taken again: neither is moved, and the operator
+	// decides.
+	ErrReapedKeyExists = errors.New("a promotion landed in it after its reap was interrupted, and the key exists again")
+)

@@ -7,27 +7,34 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/db"
+	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 )
 
 // ReapResult says what a Reap did. Every name under the root is in
-// exactly one of Removed, Kept (a key left in place) and Skipped (a name
-// left alone, with why: not a key, not a directory, a fault). Swept lists
-// the stray temp files removed from kept keys, as <key>/<name>. Failed
-// lists, in order, the names of Skipped that are faults (an I/O error, a
-// lock not had in time): reap could not do them. (sessdb reap --json
-// prints actions built from it: docs/json.md.)
+// exactly one of Removed, Kept (a key left in place), Finished, Restored
+// and Skipped (a name left alone, with why: not a key, not a directory, an
+// expired key refused, a fault). Swept lists the stray temp files removed
+// from kept keys, as <key>/<name>. Failed lists, in order, the names of
+// Skipped that are faults (an I/O error, a lock not had in time), and
+// Refused the expired keys left whole because they hold something that is
+// not the store's (ErrForeignEntry): reap could not do either. Finished
+// lists the reap-owned dirs an interrupted reap left that were removed,
+// and Restored those moved back to their key because a promotion landed
+// in them. (sessdb reap --json prints actions built from it:
+// docs/json.md.)
 type ReapResult struct {
-	Removed []string
-	Swept   []string
-	Kept    int
-	Skipped map[string]string
-	Failed  []string
+	Removed  []string
+	Swept    []string
+	Kept     int
+	Skipped  map[string]string
+	Failed   []string
+	Refused  []string
+	Finished []string
+	Restored []string
 }
 
 // ReapOptions says how ReapWith runs. The zero value reaps for real, with
@@ -51,12 +58,26 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // the time recorded in meta.db, or the transcript's mtime where there is
 // no record (a legacy key). A key with no transcript is never removed.
 //
-// Each removal happens under the key's exclusive lock, after the age is
-// checked again under that lock, so a promotion that lands meanwhile is
-// never deleted; a promotion waiting for the lock finds the key gone and
-// reports promote-failed, never promoted. The temp that a pending record
-// names is never swept: it is that promotion's only copy. With DryRun
-// nothing is removed and the result lists what would be.
+// A key is removed whole or not at all. Under the key's exclusive lock,
+// after the age is checked again under that lock (so a promotion that
+// lands meanwhile is never deleted): every entry must be the store's (a
+// regular file or a link at the transcript's, meta.db's or a legacy
+// sidecar's name, a temp, a moved-aside meta.db), or the key is left
+// whole and listed in Refused with what is in the way; then a reaping
+// entry is committed to its history, the key dir is renamed to a
+// reap-owned name (ReapedPrefix), so that the key is gone in one step,
+// and its entries are removed relative to the dir's descriptor, meta.db
+// last, then the dir. A promotion waiting for the lock finds meta.db's
+// name gone and its dir removed, and reports promote-failed, never
+// promoted. The temp that a pending record names is never swept: it is
+// that promotion's only copy. With DryRun nothing is removed and the
+// result lists what would be.
+//
+// A reap-owned dir found under the root is what a reap that was killed
+// left; it is finished whatever the TTL: removed, or, if a promotion
+// landed in it after the kill (a writer that was waiting for the lock),
+// renamed back to its key when that name is free (ErrReapedKeyExists when
+// it is not). A quarantine dir (check --quarantine) is left alone.
 //
 // The result lists names in order. When ctx ends the walk early the result
 // covers the names reaped so far, and ctx's error is returned with it.
@@ -75,16 +96,24 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 	}
 	defer root.Close()
 	type outcome struct {
-		removed bool
-		swept   []string
-		err     error
+		removed, finished, restored bool
+		swept                       []string
+		err                         error
 	}
 	work := func(i int) outcome {
-		if !ValidKey(names[i]) {
+		name := names[i]
+		if _, ok := ReapedKey(name); ok {
+			restored, err := s.finishReaped(root, name, opts.DryRun)
+			return outcome{finished: err == nil && !restored, restored: restored, err: err}
+		}
+		if _, ok := QuarantinedKey(name); ok {
+			return outcome{err: errQuarantined}
+		}
+		if !ValidKey(name) {
 			return outcome{err: errNotAKey}
 		}
-		removed, swept, err := s.reapEntry(root, names[i], opts.DryRun)
-		return outcome{removed, swept, err}
+		removed, swept, err := s.reapEntry(root, name, opts.DryRun)
+		return outcome{removed: removed, swept: swept, err: err}
 	}
 	done := 0
 	deliver := func(o outcome) error {
@@ -96,16 +125,27 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		switch {
 		case o.err != nil:
 			res.Skipped[name] = o.err.Error()
-			if o.err != errNotAKey && !errors.Is(o.err, fsat.ErrNotDir) && !fsat.IsNotExist(o.err) {
+			switch {
+			case o.err == errNotAKey, o.err == errQuarantined:
+			case errors.Is(o.err, ErrForeignEntry) && ValidKey(name):
+				res.Refused = append(res.Refused, name)
+			case !errors.Is(o.err, fsat.ErrNotDir) && !fsat.IsNotExist(o.err):
 				res.Failed = append(res.Failed, name)
 			}
-			if o.err != errNotAKey {
+			if o.err != errNotAKey && o.err != errQuarantined {
 				s.opts.Logger.Warn().Str("key", name).Err(o.err).Msg("session_reaper_skipped")
 			}
 		case o.removed:
 			res.Removed = append(res.Removed, name)
 			if !opts.DryRun {
 				s.opts.Logger.Info().Str("key", name).Msg("reaped_session")
+			}
+		case o.finished:
+			res.Finished = append(res.Finished, name)
+		case o.restored:
+			res.Restored = append(res.Restored, name)
+			if !opts.DryRun {
+				s.opts.Logger.Info().Str("dir", name).Msg("reaped_session_restored")
 			}
 		default:
 			res.Kept++
@@ -119,7 +159,10 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 	return res, err
 }
 
-var errNotAKey = errors.New("not a key")
+var (
+	errNotAKey     = errors.New("not a key")
+	errQuarantined = errors.New("a key dir check --quarantine moved aside; sessdb leaves it")
+)
 
 // reapEntry removes key if it has expired, else sweeps its stray temps.
 func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool, swept []string, err error) {
@@ -140,6 +183,8 @@ func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool,
 	return false, swept, err
 }
 
+// reapKey removes key if it has expired, as ReapWith describes: every step
+// is here, in order, the cleanup of a key that stays beside it.
 func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun bool) (bool, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
@@ -155,8 +200,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	_, err = fsat.LstatAt(kd, db.FileName)
 	hadDB := err == nil
 	// A key with no transcript is never removed, unless its record says
-	// it had one: then an earlier removal was interrupted after the
-	// transcript went, and this one finishes it.
+	// it had one (a key whose transcript went some other way).
 	if noTranscript && !hadDB {
 		return false, nil
 	}
@@ -179,6 +223,12 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	} else if noTranscript || !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
 		return false, nil
 	}
+	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
+		if err != nil {
+			return false, err
+		}
+		return false, refuseForeign("expired, but", foreign)
+	}
 	if dryRun {
 		return true, nil
 	}
@@ -190,17 +240,54 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, err
 	}
 	defer d.Close()
-	last, err := lastPromotion(kd, sc)
-	if err != nil || !expired(last, s.opts.Now(), ttl) {
+	keep := func(err error) (bool, error) {
 		if !hadDB {
 			fsat.UnlinkAt(kd, db.FileName)
 		}
 		return false, err
 	}
+	last, err := lastPromotion(kd, sc)
+	if err != nil || !expired(last, s.opts.Now(), ttl) {
+		return keep(err)
+	}
+	// Again under the lock: only now can nothing be added behind the look.
+	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
+		if err != nil {
+			return keep(err)
+		}
+		return keep(refuseForeign("expired, but", foreign))
+	}
 	if err := s.fault(faults.ReapBeforeRemove); err != nil {
 		return false, err
 	}
-	return true, s.removeKeyDir(root, kd, key)
+	var gen uint64
+	if sc.Transcript != nil {
+		gen = sc.Transcript.Gen
+	}
+	err = d.Update(func(tx *db.Tx) error {
+		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: s.opts.Now().UnixNano(), Outcome: reapingOutcome, Reason: string(gates.Expired)})
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if err := s.fault(faults.ReapBeforeRename); err != nil {
+		return false, err
+	}
+	aside, err := renameAside(root, key, func(int) string { return newReapedName(key) })
+	if err != nil {
+		return false, fmt.Errorf("reap %s: %w", key, err)
+	}
+	// From here the key is gone: an error leaves only the reap-owned dir,
+	// which the next reap finishes.
+	err = s.fault(faults.ReapAfterRename)
+	if err == nil {
+		err = s.removeAside(root, kd, aside)
+	}
+	if err != nil {
+		return true, fmt.Errorf("reap %s: the key is gone (renamed to %s), but its removal stopped: %w; the next reap finishes it", key, aside, err)
+	}
+	return true, nil
 }
 
 // lastPromotion is the recorded time of the key's last promotion, or the
@@ -217,40 +304,3 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 }
 
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }
-
-// removeKeyDir removes the transcript first, so that from the first step
-// on the key can only cold-start, then every other entry, meta.db last
-// (its lock is held through the removal, and its record lets the next
-// reap finish an interrupted one), then the dir itself. It never descends:
-// a subdirectory in a key dir is not the store's and stops the removal.
-func (s *Store) removeKeyDir(root, kd *os.File, key string) error {
-	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
-		return fmt.Errorf("reap %s: %w", key, err)
-	}
-	if err := s.fault(faults.ReapAfterTranscript); err != nil {
-		return err
-	}
-	names, err := fsat.ReadDirNames(kd)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, n := range names {
-		if n == db.FileName {
-			continue
-		}
-		if err := fsat.UnlinkAt(kd, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := fsat.UnlinkAt(kd, db.FileName); err != nil && !errors.Is(err, unix.ENOENT) {
-		errs = append(errs, err)
-	}
-	if err := fsat.RmdirAt(root, key); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("reap %s: %w", key, errors.Join(errs...))
-	}
-	return nil
-}

@@ -15,7 +15,7 @@ import (
 
 var cmdCheck = &command{
 	name:  "check",
-	usage: "check [--repair] [--json] [--deep-check-timeout D] [DIR]",
+	usage: "check [--repair [--accept KEY | --quarantine KEY]] [--json] [--deep-check-timeout D] [DIR]",
 	short: "find damage under a sessions root; --repair fixes what it safely can",
 	long: `
 Examines every entry under the sessions root (DIR, else --sessions-dir or
@@ -23,19 +23,33 @@ PI_SESSIONS_DIR): each key as resolve reads it, then bbolt's full consistency
 check of its meta.db in a child process (a damaged file can crash the process
 that maps it). Reports damaged or undecodable meta.db files, a meta page
 bbolt silently falls back from, transcripts that do not match their record,
-pending promotions, stray temps, links, and names that are not keys (a
-notice). One line per finding and a summary; --json one object per finding
-and a summary (docs/json.md).
+pending promotions, stray temps, links, what an interrupted reap left
+(.reaped-<key>-*), quarantine dirs and names that are not keys (notices).
+One line per finding and a summary; --json one object per finding and a
+summary (docs/json.md).
 
 --repair acts on proof only, each key under its exclusive lock: it rolls a
 pending promotion forward, moves a damaged meta.db aside (renamed, never
-deleted), removes stray temps; then it looks again, and the exit status
-counts what remains. Without --repair check changes nothing. A key that
-cannot be examined (locked, unreadable) is named on stderr, and check exits 1
-after the others.`,
+deleted), removes stray temps, finishes an interrupted reap; then it looks
+again, and the exit status counts what remains. Without --repair check
+changes nothing. A key that cannot be examined (locked, unreadable) is named
+on stderr, and check exits 1 after the others.
+
+Two operator decisions act on one key only, under its exclusive lock, and
+only with --repair. --accept KEY repairs KEY, then records the transcript in
+place as its identity (after an edit out of band, a restore, a meta.db moved
+aside): the next generation, the stamps kept from the record (a moved-aside
+meta.db gives a fresh record with none, which cold-starts until the next
+promotion), the decision in the key's history (outcome accepted).
+--quarantine KEY moves the key dir, whole and unrepaired, to
+.quarantine-<key>-<UTC time> under the root, where no resolve finds it and
+sessdb never removes it, and says where. An action that could not be done
+is named on stderr, and check exits 1.`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
-  sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'`,
+  sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'
+  sessdb check --repair --accept 4668107cac2e99b44415c5606b32ef14 /var/lib/pi/sessions
+  sessdb check --repair --quarantine 4668107cac2e99b44415c5606b32ef14 /var/lib/pi/sessions`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitIssues, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindCheck,
@@ -44,19 +58,33 @@ after the others.`,
 // checkSummary ends check --json.
 type checkSummary struct {
 	store.CheckSummary
-	Failed      int  `json:"failed"` // findings of entries that could not be examined (exit 1)
+	Failed      int  `json:"failed"` // findings of entries that could not be examined, or an operator action not done (exit 1)
 	Repair      bool `json:"repair"` // --repair was given
 	Interrupted bool `json:"interrupted"`
 }
 
 func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
-	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps; every action is printed")
+	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
 	timeout := fs.Duration("deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
+	accept := fs.String("accept", "", "with --repair: repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")
+	quarantine := fs.String("quarantine", "", "with --repair: move `KEY`'s dir aside whole, to .quarantine-<key>-<time> under the root, instead of repairing it")
 	return func(inv *invocation) int {
 		if *timeout <= 0 {
 			return inv.rep.usage(errors.New("--deep-check-timeout: must be positive"))
+		}
+		for _, a := range []struct{ flag, key string }{{"accept", *accept}, {"quarantine", *quarantine}} {
+			switch {
+			case !inv.given(a.flag):
+			case !*repair:
+				return inv.rep.usage(fmt.Errorf("--%s acts on the key, so it needs --repair", a.flag))
+			case !store.ValidKey(a.key):
+				return inv.rep.usage(fmt.Errorf("--%s %s: %w", a.flag, brief(a.key), store.ErrInvalidKey))
+			}
+		}
+		if inv.given("accept") && inv.given("quarantine") {
+			return inv.rep.usage(errors.New("give --accept or --quarantine, not both"))
 		}
 		st, code := openWalk(inv, cfg)
 		if st == nil {
@@ -81,12 +109,17 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 				prog.clear()
 				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Detail)
 			}
+			if operatorAction(f) && !f.Repaired {
+				sum.Failed++
+				prog.clear()
+				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Repair)
+			}
 			if *asJSON {
 				return jw.encode(f)
 			}
 			return writeFinding(w, f)
 		}
-		opts := store.CheckOptions{Repair: *repair, DeepCheck: deep.check, Progress: prog.report()}
+		opts := store.CheckOptions{Repair: *repair, Accept: *accept, Quarantine: *quarantine, DeepCheck: deep.check, Progress: prog.report()}
 		var err error
 		sum.CheckSummary, err = st.Check(ctx, opts, visit)
 		prog.clear()
@@ -115,6 +148,13 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		}
 		return exitOK
 	}
+}
+
+// operatorAction reports whether f is the outcome of --accept or
+// --quarantine: the only findings of their kinds that carry a repair (a
+// quarantine dir found by a walk carries none).
+func operatorAction(f store.Finding) bool {
+	return (f.Kind == store.KindAccepted || f.Kind == store.KindQuarantined) && f.Repair != ""
 }
 
 // writeFinding writes one finding as a line an operator can grep, and the

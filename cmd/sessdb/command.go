@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -83,6 +84,11 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)
+	}
+	if readsConfig(fs) {
+		for _, w := range unknownEnv(os.Environ()) {
+			rep.warn(w)
+		}
 	}
 	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: rep.stderr, rep: rep})
 }

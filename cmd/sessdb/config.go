@@ -27,9 +27,16 @@ type knob struct {
 
 // bind defines the knob's flag on fs; its help names the variable.
 func (k *knob) bind(fs *flag.FlagSet) *knob {
-	fs.StringVar(&k.value, k.flag, "", k.help+" [$"+k.env+"]")
+	fs.Var((*knobValue)(k), k.flag, k.help+" [$"+k.env+"]")
 	return k
 }
+
+// knobValue is a knob as its flag's value: the flag sets k.value, and the
+// flag set can tell a knob's flag from the others (knownEnv).
+type knobValue knob
+
+func (v *knobValue) String() string     { return v.value }
+func (v *knobValue) Set(s string) error { v.value = s; return nil }
 
 // config is the store configuration: the sessions root, and the ladder's
 // bounds for the commands that judge keys (bounds is nil for the others).

@@ -23,14 +23,22 @@ Removes every key of the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR) whose last completed promotion is older than the TTL
 (--ttl-days, PI_SESSIONS_TTL_DAYS, default 14; 0 removes no key), each under
 its exclusive lock after checking the age again under that lock, so a
-promotion landing meanwhile is never deleted. From the keys it keeps it
-removes stray temp files older than an hour, never the one a pending
-promotion names. One line per action and a summary; --json one object per
-action and a summary (docs/json.md). --dry-run prints what would be removed
-and changes nothing.
+promotion landing meanwhile is never deleted. A key is removed whole or not
+at all: one that holds anything the store does not write (a subdirectory, a
+FIFO, a file of another name) is left whole and named, with what is in the
+way (refuse-key). Otherwise the key dir is renamed to .reaped-<key>-<random>
+under the root, so that the key is gone in one step, and then removed; a
+reap killed in between leaves only that dir, which the next reap (or check
+--repair) removes, or moves back to its key if a promotion that was waiting
+for the lock landed in it. From the keys it keeps it removes stray temp
+files older than an hour, never the one a pending promotion names. A
+quarantine dir (check --quarantine) is left alone. One line per action and
+a summary; --json one object per action and a summary (docs/json.md).
+--dry-run prints what would be done and changes nothing.
 
-A key reap could not do (an I/O error, its lock not had in time) is named on
-stderr, and reap exits 1 after the others.`,
+A key reap could not do (an I/O error, its lock not had in time, something
+in it that is not the store's) is named on stderr, and reap exits 1 after
+the others.`,
 	example: `  sessdb reap --dry-run /var/lib/pi/sessions
   PI_SESSIONS_TTL_DAYS=30 sessdb reap /var/lib/pi/sessions
   sessdb reap --json /var/lib/pi/sessions | jq -r 'select(.action == "remove-key") | .path'`,
@@ -41,19 +49,22 @@ stderr, and reap exits 1 after the others.`,
 
 // Reap's actions (docs/json.md).
 const (
-	reapRemoveKey  = "remove-key"  // an expired key removed (--dry-run: would be)
+	reapRemoveKey  = "remove-key"  // an expired key removed whole (--dry-run: would be)
+	reapRefuseKey  = "refuse-key"  // an expired key left whole: something in it is not the store's (exit 1)
 	reapRemoveTemp = "remove-temp" // a stray temp file removed (--dry-run: would be)
-	reapSkip       = "skip"        // a name left alone: not a key, not a directory
+	reapFinish     = "finish-reap" // a reap-owned dir an interrupted reap left, removed (would be)
+	reapRestore    = "restore-key" // a reap-owned dir a promotion landed in, moved back to its key (would be)
+	reapSkip       = "skip"        // a name left alone: not a key, not a directory, a quarantine dir
 	reapFail       = "fail"        // a name reap could not do: detail says why (exit 1)
 )
 
 // reapAction is one line of reap --json.
 type reapAction struct {
 	Action string  `json:"action"`
-	Key    *string `json:"key"`  // the key dir it concerns; null for a name that is not a key
+	Key    *string `json:"key"`  // the key it concerns; null for a name that is not a key's
 	Path   string  `json:"path"` // relative to the root
 	DryRun bool    `json:"dry_run"`
-	Detail *string `json:"detail"` // why a name was skipped or failed; null otherwise
+	Detail *string `json:"detail"` // why a name was skipped, refused or failed; null otherwise
 }
 
 // reapSummary ends reap --json.
@@ -61,7 +72,10 @@ type reapSummary struct {
 	Entries     int   `json:"entries"`
 	Keys        int   `json:"keys"`
 	Removed     int   `json:"removed"` // keys
+	Refused     int   `json:"refused"` // expired keys left whole
 	Swept       int   `json:"swept"`   // temp files
+	Finished    int   `json:"finished"`
+	Restored    int   `json:"restored"`
 	Kept        int   `json:"kept"`
 	Skipped     int   `json:"skipped"`
 	Failed      int   `json:"failed"`
@@ -101,7 +115,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 		actions, sum := reapActions(res, st.Root(), *dryRun)
 		sum.TTLSeconds, sum.Interrupted = int64(b.TTL.Seconds()), interrupted
 		for _, a := range actions {
-			if a.Action == reapFail {
+			if a.Action == reapFail || a.Action == reapRefuseKey {
 				inv.rep.keyFault(a.Path, *a.Detail)
 			}
 		}
@@ -125,7 +139,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.fault(fmt.Errorf("write: %w", err))
 		case interrupted:
 			return inv.rep.interrupted(sum.Entries)
-		case sum.Failed > 0:
+		case sum.Failed > 0, sum.Refused > 0:
 			return exitFault
 		}
 		return exitOK
@@ -140,33 +154,57 @@ func reapActions(res store.ReapResult, root string, dryRun bool) ([]reapAction, 
 	var actions []reapAction
 	keyOf := func(path string) *string {
 		k, _, _ := strings.Cut(path, "/")
-		if !store.ValidKey(k) {
-			return nil
+		if store.ValidKey(k) {
+			return &k
 		}
-		return &k
+		if owned, ok := store.ReapedKey(k); ok {
+			return &owned
+		}
+		if owned, ok := store.QuarantinedKey(k); ok {
+			return &owned
+		}
+		return nil
+	}
+	add := func(action, path string, detail *string) {
+		actions = append(actions, reapAction{Action: action, Key: keyOf(path), Path: path, DryRun: dryRun, Detail: detail})
 	}
 	for _, k := range res.Removed {
-		actions = append(actions, reapAction{Action: reapRemoveKey, Key: keyOf(k), Path: k, DryRun: dryRun})
+		add(reapRemoveKey, k, nil)
 	}
 	for _, t := range res.Swept {
-		actions = append(actions, reapAction{Action: reapRemoveTemp, Key: keyOf(t), Path: t, DryRun: dryRun})
+		add(reapRemoveTemp, t, nil)
 	}
-	failed := map[string]bool{}
+	for _, n := range res.Finished {
+		add(reapFinish, n, nil)
+	}
+	for _, n := range res.Restored {
+		add(reapRestore, n, nil)
+	}
+	failed, refused := map[string]bool{}, map[string]bool{}
 	for _, name := range res.Failed {
 		failed[name] = true
 	}
+	for _, name := range res.Refused {
+		refused[name] = true
+	}
 	for name, why := range res.Skipped {
 		why = unroot.Replace(why)
-		a := reapAction{Action: reapSkip, Key: keyOf(name), Path: name, DryRun: dryRun, Detail: &why}
-		if failed[name] {
-			a.Action = reapFail
+		switch {
+		case refused[name]:
+			add(reapRefuseKey, name, &why)
+		case failed[name]:
+			add(reapFail, name, &why)
+		default:
+			add(reapSkip, name, &why)
 		}
-		actions = append(actions, a)
 	}
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
 
-	sum := reapSummary{Removed: len(res.Removed), Swept: len(res.Swept), Kept: res.Kept, Skipped: len(res.Skipped) - len(res.Failed), Failed: len(res.Failed), DryRun: dryRun}
-	sum.Entries = sum.Removed + sum.Kept + len(res.Skipped)
+	sum := reapSummary{
+		Removed: len(res.Removed), Refused: len(res.Refused), Swept: len(res.Swept), Finished: len(res.Finished), Restored: len(res.Restored),
+		Kept: res.Kept, Skipped: len(res.Skipped) - len(res.Failed) - len(res.Refused), Failed: len(res.Failed), DryRun: dryRun,
+	}
+	sum.Entries = sum.Removed + sum.Kept + sum.Finished + sum.Restored + len(res.Skipped)
 	sum.Keys = sum.Removed + sum.Kept // every name reap removed or kept is a key
 	for name := range res.Skipped {
 		if store.ValidKey(name) {
@@ -178,17 +216,23 @@ func reapActions(res store.ReapResult, root string, dryRun bool) ([]reapAction, 
 
 // writeReapText writes one line per action and a summary line.
 func writeReapText(w io.Writer, actions []reapAction, s reapSummary) error {
-	removed, reaped := "removed", "reaped"
+	removed, reaped, finished, restored := "removed", "reaped", "finished", "restored"
 	if s.DryRun {
-		removed, reaped = "would remove", "would reap"
+		removed, reaped, finished, restored = "would remove", "would reap", "would finish", "would restore"
 	}
 	for _, a := range actions {
 		verb, what := removed, ""
 		switch a.Action {
 		case reapRemoveKey:
 			what = "expired key"
+		case reapRefuseKey:
+			verb, what = "not removed", *a.Detail
 		case reapRemoveTemp:
 			what = "stray temp file"
+		case reapFinish:
+			verb, what = finished, "an interrupted reap of "+*a.Key+": its dir removed"
+		case reapRestore:
+			verb, what = restored, "moved back to "+*a.Key+": a promotion landed in it after its reap was interrupted"
 		case reapSkip:
 			verb, what = "skipped", *a.Detail
 		case reapFail:
@@ -200,8 +244,13 @@ func writeReapText(w io.Writer, actions []reapAction, s reapSummary) error {
 	}
 	_, err := fmt.Fprintf(w, "%s %s and %s; kept %s, skipped %d", reaped,
 		plural(s.Removed, "key"), plural(s.Swept, "temp file"), plural(s.Kept, "key"), s.Skipped)
-	if err == nil && s.Failed > 0 {
-		_, err = fmt.Fprintf(w, ", failed %d", s.Failed)
+	for _, part := range []struct {
+		n    int
+		what string
+	}{{s.Refused, "not removed"}, {s.Finished, finished}, {s.Restored, restored}, {s.Failed, "failed"}} {
+		if err == nil && part.n > 0 {
+			_, err = fmt.Fprintf(w, ", %s %d", part.what, part.n)
+		}
 	}
 	if err == nil {
 		_, err = fmt.Fprintf(w, " (TTL %s)", plural(int(s.TTLSeconds/86400), "day"))

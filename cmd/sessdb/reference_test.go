@@ -81,6 +81,7 @@ values are configuration errors (exit 2, naming the variable).
 		name, usage := flag.UnquoteUsage(fs.Lookup(k.flag))
 		fmt.Fprintf(&b, "| `--%s %s` | `%s` | %s |\n", k.flag, name, k.env, strings.TrimSuffix(usage, " [$"+k.env+"]"))
 	}
+	fmt.Fprintf(&b, "\nEvery command that reads the configuration warns on stderr, once, about a\nvariable whose name starts `%s` but is not one sessdb reads, naming the\nclosest one it does (`PI_SESSIONS_MAX_CONTEXT_PCT`: did you mean\n`PI_SESSION_MAX_CONTEXT_PCT`?). The variables it reads: %s.\n", envPrefix, "`"+strings.Join(knownEnv(), "`, `")+"`")
 	b.WriteString("\n## Commands\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "- [`sessdb %s`](#sessdb-%s): %s\n", c.name, strings.ReplaceAll(c.name, " ", "-"), c.short)
@@ -383,6 +384,31 @@ func TestJSONReference(t *testing.T) {
 	}
 	_, out, _ := runCLI(t, "check", "--json", "--repair", damaged)
 	c.lines("check --repair", out, "check.finding", "check.summary")
+
+	// The guard rails: a key reap refuses, what an interrupted reap left,
+	// the operator's accept and quarantine, and the history they leave.
+	guarded := copySample(t)
+	os.MkdirAll(filepath.Join(guarded, sample.Expired, "notes"), 0o700)
+	os.MkdirAll(filepath.Join(guarded, store.ReapedPrefix+sample.Legacy+"-0123456789abcdef"), 0o700)
+	p := filepath.Join(guarded, sample.LongChain, "current.jsonl")
+	if b, err := os.ReadFile(p); err == nil {
+		os.WriteFile(p, append(b, '\n'), 0o600)
+	}
+	for _, args := range [][]string{
+		{"reap", "--json"},
+		{"check", "--json", "--repair", "--accept", sample.LongChain},
+		{"check", "--json", "--repair", "--quarantine", sample.Mixed},
+		{"check", "--json"},
+	} {
+		_, out, _ := runCLI(t, append(args, guarded)...)
+		item := map[string]string{"check": "check.finding", "reap": "reap.action"}[args[0]]
+		c.lines(strings.Join(args, " "), out, item, strings.Split(item, ".")[0]+".summary")
+	}
+	_, out, _ = runCLI(t, "dump", "--json", "--history", "64", "--key", sample.LongChain, guarded)
+	if !strings.Contains(out, `"outcome":"accepted"`) {
+		t.Errorf("dump after an accept shows no accepted entry: %s", out)
+	}
+	c.lines("dump after an accept", out, "dump.entry", "dump.summary")
 
 	for _, args := range [][]string{{"--dry-run"}, {}, {"--to-legacy"}} {
 		legacy, _, _, _ := legacyRoot(t)

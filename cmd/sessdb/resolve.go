@@ -25,7 +25,9 @@ Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. The key is --key (32
 lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
 it. --pi-version is required: --pi-version "" declares no version, which never
-resumes. --job-dir is created if it is missing.`,
+resumes. --job-dir is created if it is missing. A sessions root that does not
+exist makes every key absent, as the legacy store did, with a warning on
+stderr (a misspelt root would otherwise pass for a new conversation).`,
 	example: `  sessdb resolve --sessions-dir /var/lib/pi/sessions --kind github --repo acme/widget --ref pi/issue-42 \
       --job-dir /run/jobs/1234 --pi-version 0.58.3 --venue local --model anthropic/claude-sonnet-4-5 --job 1234`,
 	exits: []int{exitOK, exitFault, exitUsage},
@@ -65,6 +67,12 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		st, code := openStore(inv, cfg, "")
 		if st == nil {
 			return code
+		}
+		// A missing root is every key's cold start, absent, as the legacy
+		// store gave; but a typo in the root must not pass for a new
+		// conversation without a word.
+		if _, err := os.Stat(st.Root()); errors.Is(err, os.ErrNotExist) {
+			inv.rep.warn(fmt.Sprintf("the sessions root %s does not exist: every key is absent (is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
 		}
 		// Resolve writes the ticket, and on a fault removes both the staged
 		// file and any ticket: nothing is left here to clean up.

@@ -41,9 +41,14 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"
 )
 
-// The write boundaries of store.Reap and of check's move-aside repair.
+// The write boundaries of store.Reap, in protocol order (under the key's
+// lock, before anything is written; the reaping entry committed; the key
+// dir renamed to its reap-owned name; its transcript removed there), and
+// of check's move-aside repair.
 const (
 	ReapBeforeRemove    Point = "reap/before-remove"
+	ReapBeforeRename    Point = "reap/before-rename"
+	ReapAfterRename     Point = "reap/after-rename"
 	ReapAfterTranscript Point = "reap/after-transcript-removed"
 	RepairBeforeAside   Point = "repair/before-move-aside"
 	RepairAfterAside    Point = "repair/after-move-aside"

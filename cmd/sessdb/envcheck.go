@@ -1,0 +1,125 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// envPrefix starts every variable sessdb reads (PI_SESSION_..., and the
+// legacy PI_SESSIONS_DIR and PI_SESSIONS_TTL_DAYS).
+const envPrefix = "PI_SESSION"
+
+// knownEnv is every variable sessdb reads, sorted: the variables of the
+// knobs every command of the command table binds. The knobs are the one
+// list: a knob added to any command is known here, and no variable is read
+// but through a knob.
+func knownEnv() []string {
+	seen := map[string]bool{}
+	for _, c := range commands {
+		fs := c.newFlags()
+		c.bind(fs)
+		fs.VisitAll(func(f *flag.Flag) {
+			if k, ok := f.Value.(*knobValue); ok {
+				seen[k.env] = true
+			}
+		})
+	}
+	var out []string
+	for env := range seen {
+		out = append(out, env)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readsConfig reports whether the command whose flags are fs reads the
+// configuration: it binds a knob.
+func readsConfig(fs *flag.FlagSet) bool {
+	reads := false
+	fs.VisitAll(func(f *flag.Flag) {
+		_, ok := f.Value.(*knobValue)
+		reads = reads || ok
+	})
+	return reads
+}
+
+// unknownEnv returns a warning for every variable of environ that looks
+// like one of sessdb's (envPrefix) but is not one it reads, naming the
+// closest it does, in the order of environ: a misspelt bound would
+// otherwise be off without a word.
+func unknownEnv(environ []string) []string {
+	known := knownEnv()
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is not a variable sessdb reads, and is ignored; did you mean %s?", bounded(name), closest(name, known)))
+	}
+	return out
+}
+
+// closest is the candidate nearest to name: by edit distance, or by the
+// words (between underscores, after the PI_SESSION or PI_SESSIONS prefix)
+// one has and the other lacks, whichever is less, so that a name cut
+// short (PI_SESSIONS_TTL) or missing a word (PI_SESSION_REQUIRE) finds its
+// variable; the first in order on a tie.
+func closest(name string, candidates []string) string {
+	best, bestDist := "", math.MaxInt
+	for _, c := range candidates {
+		if d := min(editDistance(name, c), wordDistance(name, c)); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// wordDistance is how many of the words after the prefix one of a and b
+// has and the other lacks.
+func wordDistance(a, b string) int {
+	words := func(s string) []string {
+		_, rest, _ := strings.Cut(s, "_")
+		_, rest, _ = strings.Cut(rest, "_") // past PI_SESSION(S)_
+		return strings.Split(rest, "_")
+	}
+	wa, wb := words(a), words(b)
+	d := 0
+	for _, w := range wa {
+		if !slices.Contains(wb, w) {
+			d++
+		}
+	}
+	for _, w := range wb {
+		if !slices.Contains(wa, w) {
+			d++
+		}
+	}
+	return d
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (the
+// names compared are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,259 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// check --repair --accept records the transcript in place as the key's
+// identity: the next generation, the stamps and the promotion time kept,
+// the decision in the history; check is then clean for the key, the next
+// resolve resumes it, and promotions go on from there.
+func TestAcceptRecordsTheTranscriptInPlace(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(5), Window: 10}, "one")
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	other := Key("github", "a/b", "other")
+	runJob(t, s, other, localJob(), PromoteRequest{}, "untouched")
+	p := filepath.Join(root, testKey, TranscriptName)
+	edited := append(readCanonical(t, root, testKey), entryLine("edited out of band")...)
+	if err := os.WriteFile(p, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := sidecarsOf(t, root, testKey)
+	sess, _ := checkDescribed(t, s, root, testKey)
+	want(t, sess, false, gates.TranscriptReplaced)
+
+	if _, err := s.Check(context.Background(), CheckOptions{Accept: testKey}, func(Finding) error { return nil }); err == nil {
+		t.Fatal("an accept without repair ran")
+	}
+	otherBefore := treeState(t, filepath.Join(root, other))
+	var found []Finding
+	sum, err := s.Check(context.Background(), CheckOptions{Repair: true, Accept: testKey}, func(f Finding) error { found = append(found, f); return nil })
+	if err != nil || sum.Entries != 1 || sum.Remaining != 0 {
+		t.Fatalf("check --accept = %+v, %v: %+v", sum, err, found)
+	}
+	mismatch, accepted := chkFind(found, testKey+"/"+TranscriptName, KindTranscriptMismatch), chkFind(found, testKey+"/"+TranscriptName, KindAccepted)
+	if mismatch == nil || !mismatch.Repaired || mismatch.Remains || accepted == nil || !accepted.Repaired || !strings.Contains(accepted.Repair, "as gen 3") {
+		t.Fatalf("findings: %+v", found)
+	}
+	if treeState(t, filepath.Join(root, other)) != otherBefore {
+		t.Fatal("the accept touched another key")
+	}
+	after := sidecarsOf(t, root, testKey)
+	rec := after.Transcript
+	if rec.Gen != 3 || rec.Size != int64(len(edited)) || rec.CRC32C != uint64(crc32.Checksum(edited, castagnoli)) || rec.PromotedAt != before.Transcript.PromotedAt {
+		t.Fatalf("record %+v, was %+v", rec, before.Transcript)
+	}
+	if *after.PiVersion != *before.PiVersion || *after.Venue != *before.Venue || *after.ResumeChain != *before.ResumeChain || *after.Context != *before.Context {
+		t.Fatalf("stamps changed: %+v, were %+v", after, before)
+	}
+	h := historyOf(t, root, testKey)
+	if e := h[len(h)-1]; e.Outcome != AcceptedOutcome || e.Gen != 3 || e.Bytes != int64(len(edited)) {
+		t.Fatalf("last history entry %+v", e)
+	}
+	if found := checkFindings(t, s, CheckOptions{}); len(found) != 0 {
+		t.Fatalf("check after the accept: %+v", found)
+	}
+	sess, data := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	if string(data) != string(edited) {
+		t.Fatal("resumed something other than what was accepted")
+	}
+
+	// Again: nothing to record, nothing written.
+	res, err := s.Accept(testKey)
+	if err != nil || !res.Already || res.Gen != 3 || len(historyOf(t, root, testKey)) != len(h) {
+		t.Fatalf("a second accept = %+v, %v", res, err)
+	}
+	_, pr := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
+	if pr.Gen != 4 {
+		t.Fatalf("the promotion after the accept got gen %d, want 4", pr.Gen)
+	}
+}
+
+// A generation is never used twice: one the history remembers above the
+// record (a refusal at a later generation, say) is passed over.
+func TestAcceptNeverReusesAGeneration(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	d, err := db.OpenWriter(openDirT(t, filepath.Join(root, testKey)), "meta.db", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Update(func(tx *db.Tx) error {
+		_, err := tx.AppendHistory(db.HistoryEntry{Gen: 7, Outcome: string(gates.Superseded)})
+		return err
+	})
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(time.Now(), "restored from backup"), 0o600)
+	res, err := s.Accept(testKey)
+	if err != nil || res.Gen != 8 {
+		t.Fatalf("accept = %+v, %v; want gen 8", res, err)
+	}
+}
+
+// A key whose damaged meta.db is moved aside gets a fresh record from one
+// check --repair --accept: the identity only, no stamps (so it cold-starts
+// until its next promotion stamps it), the transcript's mtime as its
+// promotion time.
+func TestAcceptAfterMoveAside(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	if err := os.Truncate(chkDB(root, testKey), 0); err != nil {
+		t.Fatal(err)
+	}
+	mtime := clock.now.Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(filepath.Join(root, testKey, TranscriptName), mtime, mtime)
+	found := checkFindings(t, s, CheckOptions{Repair: true, Accept: testKey})
+	if f := chkFind(found, testKey+"/"+TranscriptName, KindAccepted); f == nil || !f.Repaired || !strings.Contains(f.Repair, "fresh meta.db") {
+		t.Fatalf("findings: %+v", found)
+	}
+	sc := sidecarsOf(t, root, testKey)
+	data := readCanonical(t, root, testKey)
+	if sc.Transcript == nil || sc.Transcript.Gen != 1 || sc.Transcript.Size != int64(len(data)) || sc.Transcript.PromotedAt != mtime.UnixNano() ||
+		sc.PiVersion != nil || sc.Venue != nil || sc.Context != nil {
+		t.Fatalf("fresh record %+v", sc)
+	}
+	for _, f := range checkFindings(t, s, CheckOptions{}) {
+		if f.Severity == SeverityProblem {
+			t.Fatalf("a problem after the accept: %+v", f)
+		}
+	}
+	sess, _ := checkDescribed(t, s, root, testKey)
+	want(t, sess, false, gates.PiVersionChanged)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "stamped again")
+	sess, _ = checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+}
+
+// Accept writes nothing where there is nothing it may record.
+func TestAcceptRefuses(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	legacyKey := Key("github", "a/b", "legacy")
+	writeLegacy(t, root, legacyKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now))})
+	missing := Key("github", "a/b", "missing")
+	runJob(t, s, missing, localJob(), PromoteRequest{}, "one")
+	os.Remove(filepath.Join(root, missing, TranscriptName))
+	linked := Key("github", "a/b", "linked")
+	runJob(t, s, linked, localJob(), PromoteRequest{}, "one")
+	os.Remove(filepath.Join(root, linked, TranscriptName))
+	os.Symlink("/etc/passwd", filepath.Join(root, linked, TranscriptName))
+	damaged := Key("github", "a/b", "damaged")
+	runJob(t, s, damaged, localJob(), PromoteRequest{}, "one")
+	os.Truncate(chkDB(root, damaged), 0)
+
+	before := treeState(t, root)
+	for k, why := range map[string]string{legacyKey: "no meta.db", missing: "no current.jsonl", linked: "symbolic link", damaged: "check --repair moves"} {
+		if _, err := s.Accept(k); !errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), why) {
+			t.Errorf("accept %s: %v; want ErrNotAccepted naming %q", k, err, why)
+		}
+	}
+	if _, err := s.Accept(Key("github", "a/b", "nowhere")); !os.IsNotExist(errors.Unwrap(err)) && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("accept of a key with no dir: %v", err)
+	}
+	if treeState(t, root) != before {
+		t.Fatal("a refused accept wrote something")
+	}
+	// The CLI's view: the accepted finding says it was not done.
+	found := checkFindings(t, s, CheckOptions{Repair: true, Accept: legacyKey})
+	if f := chkFind(found, legacyKey+"/"+TranscriptName, KindAccepted); f == nil || f.Repaired || !strings.HasPrefix(f.Repair, "not repaired: ") {
+		t.Fatalf("findings: %+v", found)
+	}
+}
+
+// The accept and the quarantine take the key's exclusive lock: held
+// elsewhere, they wait, give up, and change nothing.
+func TestAcceptAndQuarantineTakeTheLock(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	s, err := New(root, Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(time.Now(), "edited"), 0o600)
+	d, err := db.OpenWriter(openDirT(t, filepath.Join(root, testKey)), "meta.db", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before := treeState(t, root)
+	if _, err := s.Accept(testKey); !errors.Is(err, db.ErrLockTimeout) {
+		t.Errorf("accept under a held lock: %v", err)
+	}
+	if _, err := s.Quarantine(testKey); !errors.Is(err, db.ErrLockTimeout) {
+		t.Errorf("quarantine under a held lock: %v", err)
+	}
+	if treeState(t, root) != before {
+		t.Fatal("changed under a held lock")
+	}
+}
+
+// check --repair --quarantine moves the key dir aside whole, never over a
+// name, to a name no resolve finds; check reports it as a notice ever
+// after, and reap leaves it.
+func TestQuarantine(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(time.Now(), "edited"), 0o600)
+	legacyKey := Key("github", "a/b", "legacy")
+	writeLegacy(t, root, legacyKey, map[string]string{TranscriptName: "x\n", "venue": "local"})
+	// What the dir holds, by name (the dir's own mtime changes with the
+	// lock file a legacy key gets and loses).
+	dirState := func(p string) string {
+		_, entries, _ := strings.Cut(strings.ReplaceAll(treeState(t, p), p, ""), "\n")
+		return entries
+	}
+	keyBefore, legacyBefore := dirState(filepath.Join(root, testKey)), dirState(filepath.Join(root, legacyKey))
+
+	if _, err := s.Check(context.Background(), CheckOptions{Quarantine: testKey}, func(Finding) error { return nil }); err == nil {
+		t.Fatal("a quarantine without repair ran")
+	}
+	found := checkFindings(t, s, CheckOptions{Repair: true, Quarantine: testKey})
+	mismatch := chkFind(found, testKey+"/"+TranscriptName, KindTranscriptMismatch)
+	aside := QuarantinePrefix + testKey + "-20261101T120000Z"
+	q := chkFind(found, aside, KindQuarantined)
+	if mismatch == nil || !mismatch.Repaired || mismatch.Remains || q == nil || !q.Repaired || q.Key != testKey {
+		t.Fatalf("findings: %+v", found)
+	}
+	if got := dirState(filepath.Join(root, aside)); got != keyBefore {
+		t.Fatalf("the quarantined dir differs from the key dir:\n%s\nwas\n%s", got, keyBefore)
+	}
+	sess, _ := checkDescribed(t, s, root, testKey)
+	want(t, sess, false, gates.Absent)
+
+	// The same key again, at the same second: a name of its own. A legacy
+	// key is moved as it is, without the meta.db made for its lock.
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "again")
+	second, err := s.Quarantine(testKey)
+	if err != nil || second != aside+"-2" {
+		t.Fatalf("second quarantine = %q, %v", second, err)
+	}
+	third, err := s.Quarantine(legacyKey)
+	if got := dirState(filepath.Join(root, third)); err != nil || got != legacyBefore {
+		t.Fatalf("legacy quarantine = %q, %v:\n%s\nwas\n%s", third, err, got, legacyBefore)
+	}
+
+	for _, n := range []string{aside, second, third} {
+		if f := chkFind(checkFindings(t, s, CheckOptions{Repair: true}), n, KindQuarantined); f == nil || f.Severity != SeverityNotice || f.Repaired {
+			t.Fatalf("check does not report %s as a quarantine", n)
+		}
+	}
+	before := treeState(t, root)
+	res, err := s.Reap(false)
+	if err != nil || len(res.Skipped) != 3 || len(res.Failed)+len(res.Refused) != 0 || treeState(t, root) != before {
+		t.Fatalf("reap of quarantine dirs = %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/internal/fsat"
+)
+
+// Quarantine moves key's dir aside, whole, to a name under the root that
+// is not a key (QuarantinePrefix, the key, the UTC time, never over an
+// existing name), so that no resolve finds it, and returns that name. It
+// takes the key's exclusive lock: meta.db's flock, taken on the file
+// itself so that a damaged one is locked too, or, for a key without one,
+// a meta.db made for the lock and removed again in the dir moved aside.
+// Nothing in the dir is changed; sessdb never removes a quarantine dir.
+//
+// Caveat: a promotion that opened the key dir before the move and was
+// waiting for its lock lands in the dir moved aside (it reports promoted;
+// its history says so): quarantine a key no job is promoting.
+func (s *Store) Quarantine(key string) (string, error) {
+	if !ValidKey(key) {
+		return "", fmt.Errorf("quarantine %q: %w", key, ErrInvalidKey)
+	}
+	root, err := fsat.OpenDir(s.root)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return "", err
+	}
+	defer kd.Close()
+	st, err := fsat.LstatAt(kd, db.FileName)
+	made := false
+	switch {
+	case fsat.IsNotExist(err):
+		d, _, err := db.OpenSidecars(kd, s.dbOptions(), true)
+		if err != nil {
+			return "", err
+		}
+		defer d.Close()
+		made = true
+	case err != nil:
+		return "", err
+	case fsat.IsRegular(&st):
+		f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if err := s.flockExclusive(f); err != nil {
+			return "", err
+		}
+		if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Ino != st.Ino || now.Dev != st.Dev {
+			return "", &os.PathError{Op: "quarantine", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
+		}
+	}
+	// A meta.db that is a link or a FIFO is no lock anyone can take: the
+	// key is moved as it is.
+	stamp := s.opts.Now().UTC().Format("20060102T150405Z")
+	aside, err := renameAside(root, key, func(n int) string {
+		if n == 1 {
+			return QuarantinePrefix + key + "-" + stamp
+		}
+		return fmt.Sprintf("%s%s-%s-%d", QuarantinePrefix, key, stamp, n)
+	})
+	if err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	if made {
+		fsat.UnlinkAt(kd, db.FileName)
+	}
+	s.opts.Logger.Info().Str("key", key).Str("dir", aside).Msg("session_quarantined")
+	return aside, nil
+}
+
+// quarantineFindings runs Quarantine for check --repair --quarantine: what
+// was found goes with the key dir, and a finding of kind KindQuarantined
+// says where (or why it did not).
+func (s *Store) quarantineFindings(key string, found []Finding) []Finding {
+	aside, err := s.Quarantine(key)
+	for i := range found {
+		f := &found[i]
+		if err != nil {
+			f.Repair, f.Remains = "left as is: the quarantine was not done", true
+			continue
+		}
+		f.Repair, f.Repaired = "moved aside with the key dir to "+aside, true
+	}
+	f := Finding{Path: key, Key: key, Kind: KindQuarantined, Severity: SeverityNotice, afterRepair: true}
+	if err != nil {
+		f.Detail, f.Repair = "the operator's decision (check --quarantine): move the key dir aside", "not repaired: "+err.Error()
+		return append(found, f)
+	}
+	f.Path, f.Detail = aside, quarantineDetail(key)
+	f.Repair, f.Repaired, f.Remains = "moved "+key+" here (check --quarantine)", true, true
+	return append(found, f)
+}
+
+// quarantineDetail describes a quarantine dir of key.
+func quarantineDetail(key string) string {
+	return "key " + key + "'s dir, moved aside by check --quarantine: no resolve finds it (the key cold-starts as absent); look at it, then remove it or move it back by hand"
+}
+
+// isOwned reports whether name is a dir name of the store's own under the
+// root: a reap-owned or a quarantine dir.
+func isOwned(name string) bool {
+	_, reaped := ReapedKey(name)
+	_, quarantined := QuarantinedKey(name)
+	return reaped || quarantined
+}
+
+// examineOwned reports a reap-owned dir (a killed reap's, to finish) or a
+// quarantine dir (the operator's, left alone), under the key it carries.
+// It changes nothing: a reap-owned dir's meta.db is read under its shared
+// lock, to tell whether a promotion landed in it after the kill.
+func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
+	if key, ok := QuarantinedKey(name); ok {
+		add(name, KindQuarantined, "%s", quarantineDetail(key)).Key = key
+		return
+	}
+	key, _ := ReapedKey(name)
+	kd, d, gen, landed, err := s.reapedState(root, name, false)
+	var f *Finding
+	switch {
+	case err != nil:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
+	case landed:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock): the next reap or check --repair moves it back to %s", key, gen, key)
+	default:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
+	}
+	f.Key = key
+	if kd != nil {
+		kd.Close()
+	}
+	if d != nil {
+		d.Close()
+	}
+}

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+)
+
+// Names under the root that are not keys but the store's own: a key dir a
+// reap renamed aside to remove it, and one check --quarantine moved aside.
+// Neither is 32 lowercase hex, so no resolve ever finds one; each carries
+// the key it was, so that an operator (and reap's restore) can tell.
+const (
+	// ReapedPrefix starts the name a reap gives a key dir it removes:
+	// .reaped-<key>-<16 hex random>. A reap that is interrupted leaves
+	// it; the next reap, or check --repair, finishes it.
+	ReapedPrefix = ".reaped-"
+	// QuarantinePrefix starts the name check --quarantine gives a key dir
+	// it moves aside: .quarantine-<key>-<UTC time>[-n]. sessdb never
+	// removes one.
+	QuarantinePrefix = ".quarantine-"
+)
+
+var (
+	reapedName     = regexp.MustCompile(`^\.reaped-([0-9a-f]{32})-[0-9a-f]{16}$`)
+	quarantineName = regexp.MustCompile(`^\.quarantine-([0-9a-f]{32})-[0-9]{8}T[0-9]{6}Z(-[0-9]{1,3})?$`)
+)
+
+// ReapedKey returns the key a reap-owned dir's name carries, and whether
+// name is one (exactly as a reap names it: a look-alike is no key's and
+// is left alone).
+func ReapedKey(name string) (string, bool) {
+	m := reapedName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// QuarantinedKey returns the key a quarantine dir's name carries, and
+// whether name is one.
+func QuarantinedKey(name string) (string, bool) {
+	m := quarantineName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// storeEntry reports whether a key dir's entry n, of the type st, is one
+// the store writes, and so may remove: a regular file or a link (unlinked,
+// never followed) at the transcript's, meta.db's or a legacy sidecar's
+// name, a temp, or a damaged meta.db a repair moved aside.
+func storeEntry(n string, st *unix.Stat_t) bool {
+	if !fsat.IsRegular(st) && !isLink(st) {
+		return false
+	}
+	switch {
+	case n == TranscriptName, n == db.FileName, isLegacyName(n):
+		return true
+	}
+	for _, p := range []string{tmpPrefix, db.TempPrefix, AsidePrefix} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignEntries returns, in name order, what in kd is not the store's to
+// remove, each as "<name> is a <kind>" for the report.
+func foreignEntries(kd *os.File) ([]string, error) {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range sortedCopy(names) {
+		st, err := fsat.LstatAt(kd, n)
+		switch {
+		case fsat.IsNotExist(err):
+			continue
+		case err != nil:
+			return nil, err
+		case !storeEntry(n, &st):
+			out = append(out, fmt.Sprintf("%q is a %s", n, fsat.Kind(&st)))
+		}
+	}
+	return out, nil
+}
+
+// refuseForeign is the error that leaves a key whole because of what
+// foreignEntries found in it; what says what was being done.
+func refuseForeign(what string, foreign []string) error {
+	return fmt.Errorf("%s %s, %w; nothing was removed", what, strings.Join(foreign, ", "), ErrForeignEntry)
+}
+
+// renameAside renames the dir from under root to the first of next(1),
+// next(2), ... that no entry has, never over an existing one, and makes
+// the rename durable; it returns the name it took.
+func renameAside(root *os.File, from string, next func(n int) string) (string, error) {
+	for n := 1; ; n++ {
+		to := next(n)
+		err := renameDirNoReplace(root, from, to)
+		if errors.Is(err, unix.EEXIST) && n < 100 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return to, fsat.SyncDir(root)
+	}
+}
+
+// renameDirNoReplace renames the directory from to to under root, failing
+// with EEXIST if to exists. fsat.RenameNoReplace is one atomic step where
+// the system has one; its fallback links, which a directory refuses
+// (EPERM): then an empty directory is made at to (which fails on any
+// existing name) and from renamed over it, which rename(2) allows for an
+// empty directory only. A crash between the two leaves an empty directory
+// under a name of the store's own, which the walks report.
+func renameDirNoReplace(root *os.File, from, to string) error {
+	err := fsat.RenameNoReplace(root, from, to)
+	if !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	if err := unix.Mkdirat(int(root.Fd()), to, 0o700); err != nil {
+		return &os.PathError{Op: "mkdir", Path: fsat.Join(root, to), Err: err}
+	}
+	if err := fsat.RenameAt(root, from, to); err != nil {
+		fsat.RmdirAt(root, to)
+		return err
+	}
+	return nil
+}
+
+// newReapedName is a fresh reap-owned name for key. (crypto/rand's Read
+// never fails since Go 1.24.)
+func newReapedName(key string) string {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	return ReapedPrefix + key + "-" + hex.EncodeToString(rnd[:])
+}
+
+// removeAside removes the reap-owned dir name under root, whose
+// descriptor is kd: every entry relative to kd, never following a link and
+// never descending, the transcript first and meta.db last (its name is
+// the key's lock: a writer that waited for it finds it gone and fails,
+// and the dir too), then the dir, made durable. The caller holds the
+// key's lock when there is one. An entry that is not the store's stops it
+// before anything is removed.
+func (s *Store) removeAside(root, kd *os.File, name string) error {
+	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
+		if err != nil {
+			return err
+		}
+		return refuseForeign("remove "+name+":", foreign)
+	}
+	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
+		return err
+	}
+	if err := s.fault(faults.ReapAfterTranscript); err != nil {
+		return err
+	}
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if n == db.FileName {
+			continue
+		}
+		if err := fsat.UnlinkAt(kd, n); err != nil && !fsat.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := fsat.UnlinkAt(kd, db.FileName); err != nil && !fsat.IsNotExist(err) {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		if err := fsat.RmdirAt(root, name); err != nil {
+			errs = append(errs, err)
+		} else if err := fsat.SyncDir(root); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reapingOutcome is the history outcome a reap records in a key's meta.db,
+// under its lock, just before it renames the key dir aside: from then on a
+// promotion in that dir (one that waited for the lock while the reap was
+// killed) is told from what was reaped, and the next reap moves it back.
+const reapingOutcome = "reaping"
+
+// landedAfterReap reports whether a promotion is recorded after the last
+// reaping entry of history (or in a history with none: a meta.db a
+// waiting writer made after the reap removed the one it locked).
+func landedAfterReap(history []db.HistoryEntry) (uint64, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		switch history[i].Outcome {
+		case "":
+			return history[i].Gen, true
+		case reapingOutcome:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// reapedState opens the reap-owned dir name under root and reads whether a
+// promotion landed in it after its reap was interrupted, under the lock of
+// its meta.db if it has one (exclusive with write). The caller closes what
+// it returns; d is nil without a meta.db.
+func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File, d *db.DB, gen uint64, landed bool, err error) {
+	kd, err = fsat.OpenDirAt(root, name)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	st, err := fsat.LstatAt(kd, db.FileName)
+	switch {
+	case fsat.IsNotExist(err):
+		return kd, nil, 0, false, nil
+	case err != nil:
+	case !fsat.IsRegular(&st):
+		// Not a file any writer could have committed to; what removes
+		// the dir reports it.
+		return kd, nil, 0, false, nil
+	default:
+		d, _, err = db.OpenSidecars(kd, s.dbOptions(), write)
+	}
+	if err != nil {
+		kd.Close()
+		return nil, nil, 0, false, err
+	}
+	var history []db.HistoryEntry
+	if err := d.View(func(tx *db.Tx) (err error) { history, err = tx.History(0); return err }); err != nil {
+		d.Close()
+		kd.Close()
+		return nil, nil, 0, false, err
+	}
+	gen, landed = landedAfterReap(history)
+	return kd, d, gen, landed, nil
+}
+
+// finishReaped finishes what an interrupted reap left: the reap-owned dir
+// name is removed, or, if a promotion landed in it after the reap was
+// killed (a writer that was waiting for the key's lock), renamed back to
+// its key, never over an existing one (ErrReapedKeyExists). It reports
+// whether it restored the key; with dryRun it changes nothing and reports
+// what it would do.
+func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
+	key, _ := ReapedKey(name)
+	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
+	if err != nil {
+		return false, err
+	}
+	defer kd.Close()
+	if d != nil {
+		defer d.Close()
+	}
+	switch {
+	case landed && dryRun:
+		return true, nil
+	case landed:
+		err := renameDirNoReplace(root, name, key)
+		if errors.Is(err, unix.EEXIST) {
+			return false, fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, fsat.SyncDir(root)
+	case dryRun:
+		return false, nil
+	}
+	return false, s.removeAside(root, kd, name)
+}
