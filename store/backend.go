@@ -40,8 +40,9 @@ type Backend interface {
 }
 
 // A KeyView is one key as a resolve sees it. Its methods are called in
-// order: Observe; then, if the ladder says resume, Source, copy, Accept,
-// repeated while Accept asks for a retry; then Close.
+// order: Observe; then, if the ladder says resume, Source, copy, Accept
+// (or Lost, when the copy could not read Source), repeated while Accept
+// asks for a retry; then Close.
 type KeyView interface {
 	// Observe returns what the ladder needs, and a reason when the key
 	// cold-starts before any rung is judged: absent (no key at all),
@@ -56,6 +57,12 @@ type KeyView interface {
 	// Accept judges a copy of size bytes with CRC32C sum just made from
 	// Source.
 	Accept(size int64, sum uint32) Acceptance
+	// Lost names the cold start of a copy that failed reading Source
+	// with err, or returns "" when that is a fault (Resolve then fails).
+	// A transcript on shared storage that another host removed under the
+	// copy (NFS reports ESTALE) is a cold start; a read error of a
+	// transcript on the host's own disk is a fault.
+	Lost(err error) gates.Reason
 	// Close releases the view (and the key's lock).
 	Close() error
 }

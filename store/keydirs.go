@@ -103,6 +103,10 @@ func (v *keyView) Accept(size int64, sum uint32) Acceptance {
 	return Acceptance{Reason: gates.TranscriptReplaced}
 }
 
+// Lost: a key dir is on the host's own disk, where a read error is a
+// fault, not a verdict.
+func (v *keyView) Lost(error) gates.Reason { return "" }
+
 func (v *keyView) Close() error {
 	v.k.close()
 	return nil

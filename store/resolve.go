@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -146,6 +147,12 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		}
 		src, limit := v.Source()
 		size, sum, err := copyCounted(staged, src, limit)
+		var lost *sourceError
+		if errors.As(err, &lost) {
+			if r := v.Lost(lost.err); r != "" {
+				return coldAfterCopy(staged, r, cold)
+			}
+		}
 		if err != nil {
 			return err
 		}
