@@ -47,9 +47,13 @@ type KeyView interface {
 	// Observe returns what the ladder needs, and a reason when the key
 	// cold-starts before any rung is judged: absent (no key at all),
 	// not-a-regular-file (the key dir is a link), locked (its lock was not
-	// had in time), store-unavailable (the backend could not be reached).
+	// had in time), store-unavailable (the backend could not be reached),
+	// meta-unreadable (a record that does not decode, when nothing else
+	// of the key can be judged without it), transcript-replaced (the
+	// transcript the record names is gone).
 	Observe() (gates.Observation, gates.Reason)
-	// Base is what the key holds, as a ticket records it.
+	// Base is what the key holds, as a ticket records it, whatever the
+	// verdict: a cold-started job promotes onto it.
 	Base() Base
 	// Source is the transcript to copy, and the most bytes worth copying
 	// from it (one more than any identity it could match).

@@ -123,11 +123,13 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		return err
 	}
 	defer v.Close()
+	// The base is the ticket's whatever the verdict: a cold start's job
+	// promotes onto what the key holds.
+	sess.Base = v.Base()
 	obs, reason := v.Observe()
 	if reason != "" {
 		return cold(reason)
 	}
-	sess.Base = v.Base()
 
 	// Step 4: the ladder; the first miss wins and names itself.
 	verdict := gates.Evaluate(obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: sess.Model}, s.opts.Now())
