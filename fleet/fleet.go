@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -41,6 +42,9 @@ type Backend struct {
 	// step (the hook* constants) of key; an error it returns is that
 	// step's.
 	hook func(point, key string) error
+	// landedLate counts commits found landed by a later try after their
+	// answer was lost (for the fault tests' figures).
+	landedLate atomic.Int64
 }
 
 // The steps a test can fail or stall (Backend.hook).
@@ -122,6 +126,21 @@ func (b *Backend) SameID(other string) (bool, error) {
 // budget of one step, retries included.
 func (b *Backend) deadline() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.timeout)
+}
+
+// read runs a read, again after a backoff while etcd is unavailable (a
+// member stopping, a leader election), within the request timeout: a read
+// changes nothing, so a retry cannot do harm, and a resolve that gives up
+// is a cold start whose job's work cannot be promoted.
+func (b *Backend) read(key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
+	ctx, cancel := b.deadline()
+	defer cancel()
+	for try := 0; ; try++ {
+		st, err := get(ctx, key)
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try) {
+			return st, err
+		}
+	}
 }
 
 // backoff waits before the next try of a step whose answer was lost, at

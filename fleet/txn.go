@@ -12,6 +12,7 @@ import (
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/gates"
 	"sessdb/store"
 )
 
@@ -28,7 +29,7 @@ func (b *Backend) Begin(key string) (store.KeyTxn, error) {
 	if fi, err := os.Lstat(filepath.Join(b.dir, key)); err == nil && !fi.IsDir() {
 		return nil, store.ErrKeyDirNotADirectory
 	}
-	st, err := b.meta.Get(context.Background(), key)
+	st, err := b.read(key, b.meta.Get)
 	if err != nil {
 		return nil, err
 	}
@@ -61,17 +62,28 @@ func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
 // that the refusal is true of the record it follows. An append whose
 // answer was lost is looked for in the history before it is tried again:
 // a refusal is recorded once.
+//
+// A record that changed meanwhile is store.ErrConflict, for the store to
+// decide again, except for a superseded ticket: a key that moved on once
+// more supersedes it all the more, so the refusal is recorded at the
+// newer record (its generation in Gen) instead. Without that, jobs on a
+// busy key would report a refusal that lost a race as promote-failed.
 func (t *txn) Refuse(e db.HistoryEntry) error {
 	if t.st.Rev == 0 {
 		return nil // a key with no record keeps no history
 	}
 	ctx, cancel := t.b.deadline()
 	defer cancel()
+	base := t.st.Rev
 	for try := 0; ; try++ {
-		_, err := t.b.meta.AppendHistory(ctx, t.key, t.st.Rev, entryOf(e))
+		_, err := t.b.meta.AppendHistory(ctx, t.key, base, entryOf(e))
+		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:
 			return nil
+		case errors.As(err, &ce) && e.Outcome == string(gates.Superseded) && ce.Current.Rev != 0 && ce.Current.Record.Transcript != nil:
+			base, e.Gen = ce.Current.Rev, ce.Current.Record.Transcript.Gen
+			continue
 		case errors.Is(err, etcdmeta.ErrConflict):
 			return fmt.Errorf("%w: %w", store.ErrConflict, err)
 		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try):
@@ -81,10 +93,12 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		switch {
 		case gerr != nil:
 			continue
-		case st.Rev != t.st.Rev:
-			return fmt.Errorf("refuse %s: %w", t.key, store.ErrConflict)
 		case recorded(st.History, e):
 			return nil
+		case st.Rev != base && e.Outcome == string(gates.Superseded) && st.Record.Transcript != nil:
+			base, e.Gen = st.Rev, st.Record.Transcript.Gen
+		case st.Rev != base:
+			return fmt.Errorf("refuse %s: %w", t.key, store.ErrConflict)
 		}
 	}
 }
@@ -137,6 +151,7 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		case err == nil:
 		case errors.As(err, &ce):
 			if cur := ce.Current.Record.Transcript; t.unsure && cur != nil && cur.File == st.Name {
+				t.b.landedLate.Add(1)
 				break // an earlier try landed
 			}
 			if !t.unsure {

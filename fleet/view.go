@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -23,7 +22,7 @@ import (
 // than the generation being gone.
 func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 	v := &view{b: b, key: key}
-	st, err := b.meta.GetRecord(context.Background(), key)
+	st, err := b.read(key, b.meta.GetRecord)
 	switch {
 	case errors.Is(err, etcdmeta.ErrUnavailable):
 		b.log.Warn().Str("key", key).Err(err).Msg("session_store_unavailable")
