@@ -35,6 +35,8 @@ import (
 //	                         promote's ratio to the floor plus it
 //	promotes/s, txns/s       a pool's committed promotions, and bare guarded
 //	                         transactions, per second; x-txns the ratio
+//	etcd-ops/s               a pool's promotions' etcd work alone (the read, the guarded
+//	                         put), per second; x-txns-etcd its ratio to bare transactions
 //
 // The floors: a promotion cannot do less than write and fsync the file
 // into the shared dir (create, write, fsync, close: file-ns) and commit one
@@ -391,15 +393,25 @@ func benchThroughput(b *testing.B, c *etcdtest.Cluster) {
 	for w := range floors {
 		floors[w] = &floorTxn{cli: e.cli, key: "/floor/" + randHex(8), rec: rec, hist: hist}
 	}
+	// A promotion's own etcd work, without its files: the read of the
+	// record and history, and the guarded put, on keys of their own.
+	etcdKeys := make([]string, maxWorkers)
+	for w := range etcdKeys {
+		etcdKeys[w] = store.Key("github", "bench", fmt.Sprint("etcd-", w))
+		if _, err := e.fill(e.s, etcdKeys[w], data, 70); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var tickets atomic.Int64
 	for _, workers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d/keys=distinct", workers), func(b *testing.B) {
 			const burst = 4 // operations per worker per burst
-			var txnTime, promoteTime time.Duration
+			var txnTime, etcdTime, promoteTime time.Duration
 			rounds := 0
 			for b.Loop() {
 				rounds++
 				txnTime += pool(b, workers, burst, func(w int) error { return floors[w].do() })
+				etcdTime += pool(b, workers, burst, func(w int) error { return etcdOps(e, etcdKeys[w]) })
 				promoteTime += pool(b, workers, burst, func(w int) error {
 					sess := sessions[w]
 					sess.Ticket = fmt.Sprintf("%032x", tickets.Add(1))
@@ -415,6 +427,8 @@ func benchThroughput(b *testing.B, c *etcdtest.Cluster) {
 			b.ReportMetric(ops/txnTime.Seconds(), "txns/s")
 			b.ReportMetric(ops/promoteTime.Seconds(), "promotes/s")
 			b.ReportMetric(txnTime.Seconds()/promoteTime.Seconds(), "x-txns")
+			b.ReportMetric(ops/etcdTime.Seconds(), "etcd-ops/s")
+			b.ReportMetric(txnTime.Seconds()/etcdTime.Seconds(), "x-txns-etcd")
 		})
 		b.Run(fmt.Sprintf("workers=%d/keys=one", workers), func(b *testing.B) {
 			key := store.Key("github", "bench", fmt.Sprint("one-", workers))
@@ -450,6 +464,24 @@ func benchThroughput(b *testing.B, c *etcdtest.Cluster) {
 			b.ReportMetric(float64(superseded.Load())/float64(promoted.Load()+superseded.Load()), "superseded/job")
 		})
 	}
+}
+
+// etcdOps is what a promotion asks of etcd: Begin's read of the record
+// and history, and Commit's guarded put of the next record and entry.
+func etcdOps(e *benchEnv, key string) error {
+	ctx := context.Background()
+	st, err := e.be.meta.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	rec := st.Record
+	t := *rec.Transcript
+	t.Gen++
+	rec.Transcript = &t
+	h := st.History[len(st.History)-1]
+	h.Gen, h.Ticket = t.Gen, randHex(16)
+	_, err = e.be.meta.Put(ctx, key, st.Rev, rec, h)
+	return err
 }
 
 // pool runs per operations on each of workers goroutines and returns the
