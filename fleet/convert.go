@@ -52,13 +52,14 @@ func entryOf(e db.HistoryEntry) etcdmeta.HistoryEntry {
 		Ticket: e.Ticket, Run: e.Run, Rewritten: e.Rewritten, BaseGen: e.BaseGen}
 }
 
-// baseOf is what a key whose record is r holds, as a ticket records it.
-func baseOf(r etcdmeta.Record) store.Base {
+// baseOf is what a key whose record is r, at mod revision rev, holds, as
+// a ticket records it.
+func baseOf(r etcdmeta.Record, rev etcdmeta.Rev) store.Base {
 	t := r.Transcript
 	if t == nil {
 		return store.Base{}
 	}
-	return store.Base{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C)}
+	return store.Base{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C), Rev: int64(rev)}
 }
 
 func stampOf(p *string) gates.Stamp {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,8 @@ type Backend struct {
 	// step (the hook* constants) of key; an error it returns is that
 	// step's.
 	hook func(point, key string) error
+	// stale remembers bases found superseded (see Begin).
+	stale staleRevs
 	// landedLate counts commits found landed by a later try after their
 	// answer was lost (for the fault tests' figures).
 	landedLate atomic.Int64
@@ -154,6 +157,36 @@ func backoff(ctx context.Context, try int) bool {
 		return false
 	case <-t.C:
 		return ctx.Err() == nil
+	}
+}
+
+// staleRevs remembers, per key, the newest revision a commit or a refusal
+// found superseded: a base at or below it is read, not trusted. Revisions
+// only grow, so a mark never becomes wrong; forgetting one (the map is
+// bounded) costs one more lost compare.
+type staleRevs struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+// maxStale bounds staleRevs; past it the map starts over.
+const maxStale = 4096
+
+func (s *staleRevs) has(key string, rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[key]
+	return ok && rev <= r
+}
+
+func (s *staleRevs) mark(key string, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxStale {
+		s.m = make(map[string]int64)
+	}
+	if r, ok := s.m[key]; !ok || rev > r {
+		s.m[key] = rev
 	}
 }
 

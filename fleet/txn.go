@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sessdb/db"
@@ -16,27 +17,59 @@ import (
 	"sessdb/store"
 )
 
-// Begin reads key's record and history in one linearizable read, for a
-// promotion. Nothing is locked: the commit is guarded by the revision read
-// here. A key whose directory in the transcripts dir is a link or not a
+// Begin opens key for a promotion whose ticket's base is base. Nothing is
+// locked: the commit is guarded by the record's revision.
+//
+// A base that the nearest member shows in place (a serializable read of
+// the record, without a round through the leader) and that this Backend
+// has not seen superseded is taken for what the key holds (optimistic),
+// and no history is read; the commit's compare tells whether the key
+// moved on meanwhile, and then (ErrConflict) the store begins again and
+// this Backend reads the key, record and history, linearizably. A
+// promotion that finds its base in place costs one local read and one
+// guarded transaction.
+//
+// A key whose directory in the transcripts dir is a link or not a
 // directory is store.ErrKeyDirNotADirectory; a record that does not decode
 // or is of a newer schema is an error (never written over), as is etcd
 // not answering.
-func (b *Backend) Begin(key string) (store.KeyTxn, error) {
+func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 	if !etcdmeta.ValidKey(key) {
 		return nil, fmt.Errorf("begin %q: %w", key, store.ErrInvalidKey)
 	}
 	if fi, err := os.Lstat(filepath.Join(b.dir, key)); err == nil && !fi.IsDir() {
 		return nil, store.ErrKeyDirNotADirectory
 	}
-	st, err := b.read(key, b.meta.Get)
-	if err != nil {
-		return nil, err
+	t := b.optimistic(key, base)
+	if t == nil {
+		st, err := b.read(key, b.meta.Get)
+		if err != nil {
+			return nil, err
+		}
+		t = &txn{b: b, key: key, st: st}
 	}
 	if err := b.at(hookStage, key); err != nil {
 		return nil, err
 	}
-	return &txn{b: b, key: key, st: st}, nil
+	return t, nil
+}
+
+// optimistic returns the txn of a promotion that takes base for the key's
+// state, or nil where it cannot: a base already seen superseded, a base
+// that names a record but no revision (not a fleet's), a key the nearest
+// member shows moved on from base (a job superseded writes no file), or a
+// member behind base.
+func (b *Backend) optimistic(key string, base store.Base) *txn {
+	if b.stale.has(key, base.Rev) || base.Rev == 0 && base != (store.Base{}) {
+		return nil
+	}
+	ctx, cancel := b.deadline()
+	defer cancel()
+	st, err := b.meta.PeekRecord(ctx, key)
+	if err != nil || baseOf(st.Record, st.Rev) != base {
+		return nil
+	}
+	return &txn{b: b, key: key, st: st, optimistic: true}
 }
 
 // txn is one key as a promotion sees it: the state read by Begin, and the
@@ -45,6 +78,9 @@ type txn struct {
 	b   *Backend
 	key string
 	st  etcdmeta.State
+	// optimistic: st is the ticket's base, unread from the leader, with
+	// no history (see Begin).
+	optimistic bool
 	// staged is the file Stage wrote; Close removes it unless it was
 	// committed, or a commit's answer was lost (unsure): then it may be
 	// the key's generation, and only reap, which reads the record, may
@@ -54,8 +90,22 @@ type txn struct {
 	unsure    bool
 }
 
+// State is the key as Begin found it. An optimistic state has no history:
+// the ticket cannot have promoted while the record is still at its base
+// (its promotion would have moved it on), and no promotion gen can be
+// higher than the record's (record and history are one transaction).
 func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
-	return sidecarsOf(t.st.Record), historyOf(t.st.History), baseOf(t.st.Record)
+	return sidecarsOf(t.st.Record), historyOf(t.st.History), baseOf(t.st.Record, t.st.Rev)
+}
+
+// conflict marks the state Begin took as superseded, so that the store's
+// next Begin for the key reads it, and returns store.ErrConflict.
+func (t *txn) conflict(err error) error {
+	t.b.stale.mark(t.key, int64(t.st.Rev))
+	if err == nil {
+		return fmt.Errorf("%s: %w", t.key, store.ErrConflict)
+	}
+	return fmt.Errorf("%w: %w", store.ErrConflict, err)
 }
 
 // Refuse appends e to the history, guarded by the revision Begin read, so
@@ -69,6 +119,23 @@ func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
 // newer record (its generation in Gen) instead. Without that, jobs on a
 // busy key would report a refusal that lost a race as promote-failed.
 func (t *txn) Refuse(e db.HistoryEntry) error {
+	if t.optimistic {
+		// The refusal was decided on the ticket's base, unread: read the
+		// key, to decide again if it moved on, and to record a refusal
+		// once.
+		st, err := t.b.read(t.key, t.b.meta.Get)
+		switch {
+		case err != nil:
+			return err
+		case st.Rev != t.st.Rev:
+			return t.conflict(nil)
+		case e.Ticket != "" && slices.ContainsFunc(st.History, func(x etcdmeta.HistoryEntry) bool {
+			return x.Ticket == e.Ticket && x.Outcome == e.Outcome
+		}):
+			return nil
+		}
+		t.st, t.optimistic = st, false
+	}
 	if t.st.Rev == 0 {
 		return nil // a key with no record keeps no history
 	}
@@ -85,7 +152,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 			base, e.Gen = ce.Current.Rev, ce.Current.Record.Transcript.Gen
 			continue
 		case errors.Is(err, etcdmeta.ErrConflict):
-			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+			return t.conflict(err)
 		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try):
 			return err
 		}
@@ -98,7 +165,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		case st.Rev != base && e.Outcome == string(gates.Superseded) && st.Record.Transcript != nil:
 			base, e.Gen = st.Rev, st.Record.Transcript.Gen
 		case st.Rev != base:
-			return fmt.Errorf("refuse %s: %w", t.key, store.ErrConflict)
+			return t.conflict(nil)
 		}
 	}
 }
@@ -157,7 +224,7 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 			if !t.unsure {
 				t.remove()
 			}
-			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+			return t.conflict(err)
 		case errors.Is(err, etcdmeta.ErrUnavailable):
 			t.unsure = true
 			if backoff(ctx, try) {

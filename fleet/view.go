@@ -49,7 +49,7 @@ func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		v.reason = gates.MetaUnreadable
 		return v, nil
 	}
-	v.rec = st.Record
+	v.rec, v.rev = st.Record, st.Rev
 	if err := b.at(hookOpen, key); err != nil {
 		return nil, err
 	}
@@ -64,6 +64,7 @@ type view struct {
 	b      *Backend
 	key    string
 	rec    etcdmeta.Record
+	rev    etcdmeta.Rev
 	f      *os.File
 	obs    gates.Observation
 	reason gates.Reason
@@ -114,7 +115,7 @@ func (v *view) open() error {
 
 func (v *view) Observe() (gates.Observation, gates.Reason) { return v.obs, v.reason }
 
-func (v *view) Base() store.Base { return baseOf(v.rec) }
+func (v *view) Base() store.Base { return baseOf(v.rec, v.rev) }
 
 // Source is the generation's file; nothing past the record's size and the
 // byte that tells a longer file is worth copying.
@@ -131,7 +132,7 @@ func (v *view) Source() (*os.File, int64) {
 func (v *view) Accept(size int64, sum uint32) store.Acceptance {
 	t := v.rec.Transcript
 	if size == t.Size && uint64(sum) == t.CRC32C {
-		return store.Acceptance{Resume: true, Base: baseOf(v.rec)}
+		return store.Acceptance{Resume: true, Base: baseOf(v.rec, v.rev)}
 	}
 	return store.Acceptance{Reason: gates.TranscriptReplaced}
 }

@@ -35,8 +35,12 @@ type Backend interface {
 	// etcd revision). Legacy sidecars of a bound are read only when the
 	// bound is set, as the legacy store did.
 	View(key string, b gates.Bounds) (KeyView, error)
-	// Begin opens key for a promotion.
-	Begin(key string) (KeyTxn, error)
+	// Begin opens key for a promotion of a job whose ticket's base is
+	// base. A backend that guards its commit by revision (fleet) may take
+	// the base as what the key holds, unread, and let the commit's compare
+	// tell otherwise (ErrConflict); Begin is then called again for the
+	// same job, and reads the key.
+	Begin(key string, base Base) (KeyTxn, error)
 }
 
 // A KeyView is one key as a resolve sees it. Its methods are called in

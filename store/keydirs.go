@@ -116,7 +116,7 @@ func (v *keyView) Close() error {
 // (creating meta.db), finishes what a crash left behind (a committed
 // promotion rolled forward, stray temps swept), and reads the key's record
 // and history.
-func (b keyDirs) Begin(key string) (KeyTxn, error) {
+func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	s := b.s
 	kd, err := s.openKeyDirForWrite(key)
 	if errors.Is(err, fsat.ErrNotDir) {

@@ -39,6 +39,10 @@ func TestPutThenGet(t *testing.T) {
 	if err != nil || only.Rev != rev || !reflect.DeepEqual(only.Record, rec) || only.History != nil || only.Read < rev {
 		t.Fatalf("GetRecord = %+v, %v; want rev %d and the record alone", only, err, rev)
 	}
+	// PeekRecord reads it from the one member, which is up to date.
+	if peek, err := s.PeekRecord(ctx(t), key); err != nil || peek.Rev != rev || !reflect.DeepEqual(peek.Record, rec) {
+		t.Fatalf("PeekRecord = %+v, %v", peek, err)
+	}
 	if none, err := s.GetRecord(ctx(t), newKey()); err != nil || none.Rev != 0 || !reflect.DeepEqual(none.Record, Record{}) || none.Read == 0 {
 		t.Fatalf("GetRecord of an absent key = %+v, %v", none, err)
 	}

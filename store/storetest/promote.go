@@ -229,6 +229,9 @@ var promotePromises = []promise{
 			if res.Promoted || res.Reason != gates.RunIncomplete || res.Run != c.run {
 				e.fatalf("%s, answered required: %+v, want run-incomplete, run %s", c.name, res, c.run)
 			}
+			if again := e.promote(sess, store.PromoteRequest{PiVersion: piVersion, Require: transcript.Answered}); again.Reason != gates.RunIncomplete {
+				e.fatalf("%s, refused again: %+v", c.name, again)
+			}
 			sc, h := e.record(k)
 			if !reflect.DeepEqual(sc, before) || len(h) != len(beforeH)+1 || h[len(h)-1].Outcome != string(gates.RunIncomplete) {
 				e.fatalf("%s: a refused run changed the key, or is not in its history once", c.name)
