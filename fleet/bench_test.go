@@ -40,6 +40,8 @@ import (
 //	crc-copy-ns              a copy through user space with a CRC32C of every byte, which
 //	                         a resolve's verified copy cannot do with less;
 //	                         x-get-and-crc-copy the resolve's ratio to it and the read
+//	jobdir-ns                the job dir, session dir, empty staged file and ticket every
+//	                         resolve writes; x-design the ratio to all of the above
 //	promotes/s, txns/s       a pool's committed promotions, and bare guarded
 //	                         transactions, per second; x-txns the ratio
 //	etcd-ops/s               a pool's promotions' etcd work alone (the serializable read of
@@ -416,6 +418,10 @@ func benchResolve(b *testing.B, e *benchEnv, size int) {
 			b.Fatal(err)
 		}
 		t.lap("crc-copy-ns")
+		if err := jobDirWrites(jobDir + "x"); err != nil {
+			b.Fatal(err)
+		}
+		t.lap("jobdir-ns")
 		sess, err := e.s.Resolve(key, testJob, jobDir)
 		t.lap("resolve-ns")
 		if err != nil || !sess.Resume {
@@ -429,6 +435,29 @@ func benchResolve(b *testing.B, e *benchEnv, size int) {
 	// A plain copy is in-kernel (copy_file_range); a resolve must see
 	// every byte to check the copy's CRC32C against the record.
 	t.extra(b, n, "resolve-ns", "x-get-and-crc-copy", "get-ns", "crc-copy-ns")
+	// Every resolve, on any backend, also makes the job's dirs, its
+	// staged file and its ticket.
+	t.extra(b, n, "resolve-ns", "x-design", "get-ns", "crc-copy-ns", "jobdir-ns")
+}
+
+// jobDirWrites is what a resolve writes besides the copy: the job dir,
+// its session dir, the empty staged file, and the ticket through a temp
+// and a rename.
+func jobDirWrites(jobDir string) error {
+	session := filepath.Join(jobDir, store.StagedDirName)
+	if err := os.MkdirAll(session, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(session, store.TranscriptName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	tmp := filepath.Join(jobDir, ".ticket.tmp")
+	if err := os.WriteFile(tmp, make([]byte, 400), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(jobDir, store.TicketName))
 }
 
 // crcCopyInto is copyInto through user space with a CRC32C of every
