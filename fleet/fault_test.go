@@ -92,7 +92,12 @@ func TestJobsUnderFaults(t *testing.T) {
 			t.Errorf("key %s after the sweep: %s", key, sess.Reason)
 		}
 	}
-	t.Logf("%d processes x 2 goroutines, %ds, faults: %s", procs, secs, strings.Join(faults, ", "))
+	kinds := map[string]int{}
+	for _, f := range faults {
+		kinds[f]++
+	}
+	t.Logf("%d processes x 2 goroutines, %ds, faults: %d leaders killed, %d followers stopped, %d restarts of every member from its data dir",
+		procs, secs, kinds["leader killed"], kinds["follower stopped"], kinds["cluster restarted"])
 	t.Logf("resolves: %v", r.resolves)
 	t.Logf("promotes: %v; %d commits found landed after their answer was lost, %d of them reported as repeats", r.promotes, r.landedLate+r.repeats, r.repeats)
 	for cause, n := range r.causes {
@@ -114,7 +119,7 @@ func injectFaults(t *testing.T, c *etcdtest.Cluster, until time.Time) []string {
 	}
 	for pause(time.Second) {
 		killed := c.KillLeader()
-		did = append(did, fmt.Sprintf("leader m%d killed", killed))
+		did = append(did, "leader killed")
 		time.Sleep(700 * time.Millisecond)
 		c.Restart(killed)
 		if !pause(800 * time.Millisecond) {
@@ -122,14 +127,14 @@ func injectFaults(t *testing.T, c *etcdtest.Cluster, until time.Time) []string {
 		}
 		follower := (c.Leader() + 1) % c.Size()
 		c.Stop(follower)
-		did = append(did, fmt.Sprintf("follower m%d stopped", follower))
+		did = append(did, "follower stopped")
 		time.Sleep(800 * time.Millisecond)
 		c.Restart(follower)
 		if !pause(800 * time.Millisecond) {
 			break
 		}
 		c.RestartAll()
-		did = append(did, "every member killed and restarted from its data dir")
+		did = append(did, "cluster restarted")
 	}
 	return did
 }
