@@ -40,13 +40,17 @@
 //
 // # Promote
 //
-// One linearizable read gives the record and history (the job contract's
-// checks need the history: a retried ticket, a refusal already recorded).
+// A ticket carries the record's mod revision as its base. If the nearest
+// member shows the record still at that revision (one serializable read),
+// the promotion takes it for the key's state without reading the history:
+// the ticket cannot have promoted while the record is still at its base.
 // The run's transcript is written as a new file (temp, fsync, no-replace
-// rename, directory fsync), then the record naming it is committed in one
-// etcd transaction guarded by the record's mod revision, with its history
-// entry. A lost compare writes nothing: the file is removed and the store
-// looks again (the ticket is then superseded, or repeats). A refusal is
+// rename, directory fsync), then the record naming it is committed with
+// its history entry in one etcd transaction guarded by that revision. A
+// lost compare writes nothing: the file is removed, and the store begins
+// again, reading the record and its history linearizably (the ticket is
+// then superseded, or repeats its first promotion); so does a base the
+// nearest member shows moved on, before any file is written. A refusal is
 // appended to the history under the same guard, leaving the record, and so
 // every job's base, as it was.
 //
