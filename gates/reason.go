@@ -29,6 +29,11 @@ const (
 	// temp is gone or damaged and the transcript in place is neither the
 	// promoted one nor the one before it.
 	PromotionLost Reason = "promotion-lost"
+	// StoreUnavailable is decided by a store whose records live in a
+	// service (a fleet's etcd) that did not answer within its request
+	// timeout: nothing about the key could be read, so nothing is
+	// resumed. Like locked, it comes before any rung is judged.
+	StoreUnavailable Reason = "store-unavailable"
 )
 
 // Promote outcomes. A refused promote also uses Absent, NotARegularFile and
@@ -54,7 +59,7 @@ const (
 var reasons = [...]Reason{
 	Resumed, Absent, NotARegularFile, TooLarge, MetaUnreadable, MetaMovedAside, Expired,
 	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
-	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost,
+	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost, StoreUnavailable,
 	Promoted, Locked, PromoteFailed, Superseded, TranscriptRewritten, RunIncomplete,
 }
 

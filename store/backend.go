@@ -35,20 +35,29 @@ type Backend interface {
 	// etcd revision). Legacy sidecars of a bound are read only when the
 	// bound is set, as the legacy store did.
 	View(key string, b gates.Bounds) (KeyView, error)
-	// Begin opens key for a promotion.
-	Begin(key string) (KeyTxn, error)
+	// Begin opens key for a promotion of a job whose ticket's base is
+	// base. A backend that guards its commit by revision (fleet) may take
+	// the base as what the key holds, unread, and let the commit's compare
+	// tell otherwise (ErrConflict); Begin is then called again for the
+	// same job, and reads the key.
+	Begin(key string, base Base) (KeyTxn, error)
 }
 
 // A KeyView is one key as a resolve sees it. Its methods are called in
-// order: Observe; then, if the ladder says resume, Source, copy, Accept,
-// repeated while Accept asks for a retry; then Close.
+// order: Observe; then, if the ladder says resume, Source, copy, Accept
+// (or Lost, when the copy could not read Source), repeated while Accept
+// asks for a retry; then Close.
 type KeyView interface {
 	// Observe returns what the ladder needs, and a reason when the key
 	// cold-starts before any rung is judged: absent (no key at all),
 	// not-a-regular-file (the key dir is a link), locked (its lock was not
-	// had in time), store-unavailable (the backend could not be reached).
+	// had in time), store-unavailable (the backend could not be reached),
+	// meta-unreadable (a record that does not decode, when nothing else
+	// of the key can be judged without it), transcript-replaced (the
+	// transcript the record names is gone).
 	Observe() (gates.Observation, gates.Reason)
-	// Base is what the key holds, as a ticket records it.
+	// Base is what the key holds, as a ticket records it, whatever the
+	// verdict: a cold-started job promotes onto it.
 	Base() Base
 	// Source is the transcript to copy, and the most bytes worth copying
 	// from it (one more than any identity it could match).
@@ -56,6 +65,12 @@ type KeyView interface {
 	// Accept judges a copy of size bytes with CRC32C sum just made from
 	// Source.
 	Accept(size int64, sum uint32) Acceptance
+	// Lost names the cold start of a copy that failed reading Source
+	// with err, or returns "" when that is a fault (Resolve then fails).
+	// A transcript on shared storage that another host removed under the
+	// copy (NFS reports ESTALE) is a cold start; a read error of a
+	// transcript on the host's own disk is a fault.
+	Lost(err error) gates.Reason
 	// Close releases the view (and the key's lock).
 	Close() error
 }

@@ -43,11 +43,29 @@ func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error
 		}
 	}
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(dst, h), io.NewSectionReader(src, 0, limit))
+	n, err := io.Copy(io.MultiWriter(dst, h), sourceReader{io.NewSectionReader(src, 0, limit)})
 	if err != nil {
 		return n, 0, fmt.Errorf("copy %s: %w", src.Name(), err)
 	}
 	return n, h.Sum32(), nil
+}
+
+// sourceError is a copy's failure to read its source, as opposed to
+// writing the staged file: the key view judges it (KeyView.Lost).
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+// sourceReader marks its reader's errors as the source's.
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &sourceError{err}
+	}
+	return n, err
 }
 
 // mapThreshold is the transcript size from which copyCounted maps the

@@ -109,6 +109,10 @@ func (v *keyView) Accept(size int64, sum uint32) Acceptance {
 	return Acceptance{Reason: gates.TranscriptReplaced}
 }
 
+// Lost: a key dir is on the host's own disk, where a read error is a
+// fault, not a verdict.
+func (v *keyView) Lost(error) gates.Reason { return "" }
+
 func (v *keyView) Close() error {
 	v.k.close()
 	return nil
@@ -118,7 +122,7 @@ func (v *keyView) Close() error {
 // (creating meta.db), finishes what a crash left behind (a committed
 // promotion rolled forward, stray temps swept), and reads the key's record
 // and history.
-func (b keyDirs) Begin(key string) (KeyTxn, error) {
+func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	s := b.s
 	kd, err := s.openKeyDirForWrite(key)
 	if errors.Is(err, fsat.ErrNotDir) {

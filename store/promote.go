@@ -146,7 +146,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult, staged stagedFile, content stagedContent) (PromoteResult, error) {
 	// Step 2: the key, held for writing (its exclusive lock, with what a
 	// crash left behind settled), and what it holds now.
-	txn, err := s.backend.Begin(sess.Key)
+	txn, err := s.backend.Begin(sess.Key, sess.Base)
 	switch {
 	case errors.Is(err, ErrKeyDirNotADirectory):
 		res.Reason = gates.NotARegularFile

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -122,11 +123,13 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		return err
 	}
 	defer v.Close()
+	// The base is the ticket's whatever the verdict: a cold start's job
+	// promotes onto what the key holds.
+	sess.Base = v.Base()
 	obs, reason := v.Observe()
 	if reason != "" {
 		return cold(reason)
 	}
-	sess.Base = v.Base()
 
 	// Step 4: the ladder; the first miss wins and names itself.
 	verdict := gates.Evaluate(obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: sess.Model}, s.opts.Now())
@@ -146,6 +149,12 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		}
 		src, limit := v.Source()
 		size, sum, err := copyCounted(staged, src, limit)
+		var lost *sourceError
+		if errors.As(err, &lost) {
+			if r := v.Lost(lost.err); r != "" {
+				return coldAfterCopy(staged, r, cold)
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -60,13 +60,17 @@ type Session struct {
 
 // Base identifies the transcript a key held when a ticket was issued. The
 // zero Base is "no transcript". A key with a record is identified by the
-// record (generation, size, CRC32C); a key without one (the legacy layout,
-// or a meta.db that could not be read) by the file in place.
+// record (generation, size, CRC32C, and in a fleet its revision); a key
+// without one (the legacy layout, or a meta.db that could not be read) by
+// the file in place.
 type Base struct {
 	Gen    uint64   `json:"gen,omitempty"`
 	Size   int64    `json:"size,omitempty"`
 	CRC32C Checksum `json:"crc32c,omitempty"`
-	File   *FileID  `json:"file,omitempty"`
+	// Rev is the record's revision where the backend has one (a fleet's
+	// etcd mod revision, which its commit is guarded by); 0 elsewhere.
+	Rev  int64   `json:"rev,omitempty"`
+	File *FileID `json:"file,omitempty"`
 }
 
 // FileID identifies a file that no record describes: a transcript is only
@@ -199,8 +203,8 @@ func (s Session) validate() error {
 		return errors.New("ticket id is not 32 lowercase hex characters")
 	case s.Ticket != "" && !filepath.IsAbs(s.Root):
 		return errors.New("root is not an absolute path")
-	case s.Bytes < 0 || s.Base.Size < 0:
-		return errors.New("a size is negative")
+	case s.Bytes < 0 || s.Base.Size < 0 || s.Base.Rev < 0:
+		return errors.New("a size or revision is negative")
 	case s.Base.File != nil && s.Base.Gen != 0:
 		return errors.New("base names both a record and a file")
 	}
@@ -225,15 +229,15 @@ func baseOf(id *db.Transcript, st *unix.Stat_t) Base {
 }
 
 // same reports whether a key whose base is now cur still holds the
-// ticket's base b. A record is compared by generation, size and CRC32C; a
-// file by device, inode, size and mtime, whatever record the key has
-// gained since (a key migrated in between keeps its file, and so its
-// base). The size and checksum a legacy ticket also carries describe what
-// was delivered, and are not compared here.
+// ticket's base b. A record is compared by generation, size, CRC32C and
+// revision; a file by device, inode, size and mtime, whatever record the
+// key has gained since (a key migrated in between keeps its file, and so
+// its base). The size and checksum a legacy ticket also carries describe
+// what was delivered, and are not compared here.
 func (b Base) same(cur Base) bool {
 	switch {
 	case b.Gen != 0:
-		return cur.Gen == b.Gen && cur.Size == b.Size && cur.CRC32C == b.CRC32C
+		return cur.Gen == b.Gen && cur.Size == b.Size && cur.CRC32C == b.CRC32C && cur.Rev == b.Rev
 	case b.File != nil:
 		return cur.File != nil && *cur.File == *b.File
 	}

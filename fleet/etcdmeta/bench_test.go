@@ -98,6 +98,25 @@ func BenchmarkGet(b *testing.B) {
 	})
 }
 
+// BenchmarkGetRecord is Store.GetRecord of the same key: the record
+// alone, against BenchmarkFloorGet.
+func BenchmarkGetRecord(b *testing.B) {
+	clusters(b, func(b *testing.B, c *etcdtest.Cluster) {
+		s := open(b, c)
+		key := newKey()
+		var rev Rev
+		for gen := uint64(1); gen <= HistoryLimit; gen++ {
+			rev = mustPut(b, s, key, rev, gen)
+		}
+		b.ResetTimer()
+		for range b.N {
+			if _, err := s.GetRecord(context.Background(), key); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // BenchmarkPut is Store.Put throughput with 1, 4 and 16 writers, each on a
 // key of its own or all on one key. On one key every writer reads, puts on
 // what it read and, losing the compare, goes again from the state the

@@ -31,7 +31,8 @@
 // # Guarantees
 //
 // Get reads the record, its mod revision and the history in one
-// linearizable read, all at one revision. Put, AppendHistory and Delete
+// linearizable read, all at one revision; GetRecord reads the record and
+// its revision alone, as a resolve needs. Put, AppendHistory and Delete
 // are each one etcd transaction guarded by the record's mod revision (the
 // base; 0 means "no record"): all of it commits or none of it does, etcd
 // has made it durable on a quorum before it returns, and a lost compare

@@ -34,6 +34,18 @@ func TestPutThenGet(t *testing.T) {
 	if st.Rev != rev || !reflect.DeepEqual(st.Record, rec) || len(st.History) != 1 || !reflect.DeepEqual(st.History[0], e) {
 		t.Fatalf("Get = %+v\nwant rev %d, record %+v, history [%+v]", st, rev, rec, e)
 	}
+	// GetRecord reads the same record at the same revision, and no history.
+	only, err := s.GetRecord(ctx(t), key)
+	if err != nil || only.Rev != rev || !reflect.DeepEqual(only.Record, rec) || only.History != nil || only.Read < rev {
+		t.Fatalf("GetRecord = %+v, %v; want rev %d and the record alone", only, err, rev)
+	}
+	// PeekRecord reads it from the one member, which is up to date.
+	if peek, err := s.PeekRecord(ctx(t), key); err != nil || peek.Rev != rev || !reflect.DeepEqual(peek.Record, rec) {
+		t.Fatalf("PeekRecord = %+v, %v", peek, err)
+	}
+	if none, err := s.GetRecord(ctx(t), newKey()); err != nil || none.Rev != 0 || !reflect.DeepEqual(none.Record, Record{}) || none.Read == 0 {
+		t.Fatalf("GetRecord of an absent key = %+v, %v", none, err)
+	}
 }
 
 func TestInvalidKeyTouchesNothing(t *testing.T) {
@@ -41,6 +53,9 @@ func TestInvalidKeyTouchesNothing(t *testing.T) {
 	for _, k := range []string{"", "../x", "0123456789abcdef0123456789abcdef/record"} {
 		if _, err := s.Get(ctx(t), k); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("Get(%q) = %v", k, err)
+		}
+		if _, err := s.GetRecord(ctx(t), k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("GetRecord(%q) = %v", k, err)
 		}
 		if _, err := s.Put(ctx(t), k, 0, Record{}, HistoryEntry{}); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("Put(%q) = %v", k, err)
@@ -231,6 +246,9 @@ func TestDamagedRecordIsNamedAndRepairable(t *testing.T) {
 	st, err := s.Get(ctx(t), key)
 	if !errors.Is(err, ErrDamaged) || st.Rev != Rev(resp.Header.Revision) || len(st.History) != 1 {
 		t.Fatalf("Get = %+v, %v; want ErrDamaged with the revision and history", st, err)
+	}
+	if only, err := s.GetRecord(ctx(t), key); !errors.Is(err, ErrDamaged) || only.Rev != st.Rev {
+		t.Fatalf("GetRecord = %+v, %v; want ErrDamaged with the revision", only, err)
 	}
 	if _, err := s.Delete(ctx(t), key, st.Rev); err != nil {
 		t.Fatalf("guarded delete of the damaged record: %v", err)

@@ -79,19 +79,6 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 // that has renameat2.
 var noReplace = renameNoReplace
 
-func renameNoReplace(kd *os.File, from, to string) error {
-	err := unix.Renameat2(int(kd.Fd()), from, int(kd.Fd()), to, unix.RENAME_NOREPLACE)
-	switch err {
-	case nil:
-		return nil
-	case unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
-		return linkUnlink(kd, from, to) // NFS and older kernels
-	case unix.EEXIST:
-		err = ErrExists
-	}
-	return &os.LinkError{Op: "rename", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
-}
-
 // linkUnlink is a rename that cannot replace: link fails on an existing
 // name. An NFSv3 client that retransmits a LINK whose reply was lost gets
 // EEXIST for its own link; a name that is the temp's own inode is success.

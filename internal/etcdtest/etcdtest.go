@@ -27,12 +27,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Options says what cluster to start. The zero value is one plain member.
@@ -81,6 +85,8 @@ type member struct {
 	name, dir          string
 	clientURL, peerURL url.URL
 	etcd               *embed.Etcd // nil while stopped
+	// killed is set while kill stops the member (see recoverKilled).
+	killed atomic.Bool
 }
 
 // Start1 starts one plain member.
@@ -161,6 +167,7 @@ func (c *Cluster) startFresh() error {
 func (c *Cluster) startMembers(ms []*member) error {
 	var first error
 	for _, m := range ms {
+		m.killed.Store(false)
 		e, err := embed.StartEtcd(c.config(m))
 		if err != nil {
 			first = fmt.Errorf("member %s: %w", m.name, err)
@@ -221,6 +228,7 @@ func (c *Cluster) config(m *member) *embed.Config {
 	// -race; the cost changes nothing a test checks.
 	cfg.BcryptCost = uint(bcrypt.MinCost)
 	cfg.LogLevel = "warn"
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(m.recoverKilled)}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.logs.logger(m.name))
 	if c.opts.TLS {
 		certFile, keyFile := c.CA.Issue(c.tb, filepath.Dir(m.dir), m.name, true)
@@ -357,8 +365,29 @@ func (m *member) kill() {
 	if m.etcd == nil {
 		return
 	}
+	m.killed.Store(true)
 	m.etcd.Server.HardStop()
 	m.close()
+}
+
+// recoverKilled answers a request that panicked because kill closed the
+// member's database under it with Unavailable, what a client gets when a
+// member's process dies. HardStop does not wait for the reads the member
+// is still serving (etcd's own test framework stops its gRPC server
+// first, which embed does not let a caller do); with the member in this
+// process, one such read (a nil bbolt transaction, seen under
+// TestJobsUnderFaults) would take the whole test binary down. Any other
+// panic is raised again.
+func (m *member) recoverKilled(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !m.killed.Load() {
+				panic(r)
+			}
+			resp, err = nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed under the request: %v", m.name, r)
+		}
+	}()
+	return handler(ctx, req)
 }
 
 func (m *member) close() {

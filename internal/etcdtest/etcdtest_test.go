@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -109,5 +111,28 @@ func BenchmarkStart(b *testing.B) {
 			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "ms-median")
 			b.ReportMetric(float64(ds[len(ds)-1].Microseconds())/1000, "ms-max")
 		})
+	}
+}
+
+// A request that panics while its member is being killed (the database
+// closed under a read) answers Unavailable; any other panic is raised.
+func TestRecoverKilledOnlyWhileKilled(t *testing.T) {
+	m := &member{name: "m0"}
+	panics := func(context.Context, any) (any, error) { var p *int; return *p, nil }
+	call := func() (err error, raised any) {
+		defer func() { raised = recover() }()
+		_, err = m.recoverKilled(context.Background(), nil, nil, panics)
+		return err, nil
+	}
+	if _, raised := call(); raised == nil {
+		t.Fatal("a panic of a running member was swallowed")
+	}
+	m.killed.Store(true)
+	err, raised := call()
+	if raised != nil || status.Code(err) != codes.Unavailable {
+		t.Fatalf("a panic under a kill = %v (raised %v), want Unavailable", err, raised)
+	}
+	if resp, err := m.recoverKilled(context.Background(), "req", nil, func(_ context.Context, r any) (any, error) { return r, nil }); resp != "req" || err != nil {
+		t.Fatalf("a request that does not panic = %v, %v", resp, err)
 	}
 }

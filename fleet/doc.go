@@ -1,0 +1,82 @@
+// Package fleet is a store.Backend for many workers on many hosts that
+// share one sessions store: each key's record and audit history live in
+// etcd (package fleet/etcdmeta), its transcripts as write-once files in a
+// directory every worker mounts (package fleet/shared). store.NewOn runs
+// Resolve and Promote on it with the same ladder, reasons, job contract
+// and JSON as the key-dir store; package store/storetest's conformance
+// suite runs on both.
+//
+// # A key
+//
+//	etcd <prefix>/record/<key>            the record: identity of the generation in
+//	                                        place (gen, size, CRC32C, promoted_at, file),
+//	                                        pi-version, venue, resume-chain, context
+//	etcd <prefix>/history/<key>/<seq>     the newest 64 history entries
+//	<transcripts-dir>/<key>/<gen>-<random>.jsonl   one write-once file per generation
+//
+// The store's ID for a fleet, which every ticket records, is
+// "<transcripts-dir> (etcd prefix <prefix>)": a ticket issued on another
+// directory or another prefix is refused before anything is written.
+//
+// # Resolve
+//
+// One linearizable etcd read gives the record at one revision. The
+// generation it names is opened (never through a link), judged by the
+// ladder with the record's stamps, copied, and the copy's size and CRC32C
+// must be the record's. What is judged and what is copied are that one
+// generation, whatever promotions land meanwhile: files are never
+// overwritten. A record that does not decode, or was written by a newer
+// sessdb, is meta-unreadable; etcd not answering within the request
+// timeout is store-unavailable (a new reason, exit 0 like every verdict).
+//
+// A generation the record names that is gone, at the open or under the
+// copy (NFS reports ESTALE when another host removed it), is
+// transcript-replaced: the bytes the record describes cannot be delivered,
+// which is what that reason names, and in the one way sessdb itself makes
+// it happen (reap removed a generation superseded longer than its grace
+// period ago, under a resolve slower than that) the transcript really was
+// replaced. It is never absent, which would say the key holds no
+// conversation, and never a torn copy.
+//
+// # Promote
+//
+// A ticket carries the record's mod revision as its base. If the nearest
+// member shows the record still at that revision (one serializable read),
+// the promotion takes it for the key's state without reading the history:
+// the ticket cannot have promoted while the record is still at its base.
+// The run's transcript is written as a new file (temp, fsync, no-replace
+// rename, directory fsync), then the record naming it is committed with
+// its history entry in one etcd transaction guarded by that revision. A
+// lost compare writes nothing: the file is removed, and the store begins
+// again, reading the record and its history linearizably (the ticket is
+// then superseded, or repeats its first promotion); so does a base the
+// nearest member shows moved on, before any file is written. A refusal is
+// appended to the history under the same guard, leaving the record, and so
+// every job's base, as it was.
+//
+// A commit whose answer is lost (etcd unavailable, a leader killed under
+// it) may have committed. It is retried on the same base until the request
+// timeout: a conflict whose record names this promotion's own file is this
+// promotion, committed by an earlier try. If the timeout ends first, the
+// promote is promote-failed with the cause, the job's transcript stays in
+// its job dir, and the file is left for reap (removing it could remove a
+// generation that did commit); a retry with the same ticket repeats the
+// promotion if it had landed.
+//
+// # Reap
+//
+// Reap removes keys whose last promotion is older than a TTL, each under a
+// lease-backed etcd lock and with a delete guarded by the revision it
+// judged, so a promotion landing meanwhile (even after the reaper's lease
+// ran out under it) is never removed. It also removes files no record
+// needs once their grace period has passed: orphans of promotions that
+// lost or never committed, and generations superseded longer ago than the
+// grace period.
+//
+// # Caveat
+//
+// What package shared says of the shared filesystem holds here: an NFS
+// export must be sync, the grace period must exceed the clocks' skew, and
+// every worker writes as the same user. A Backend's etcd client is safe
+// for concurrent use; so is a Backend.
+package fleet

@@ -1,0 +1,269 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+var (
+	hexKey = regexp.MustCompile(`[0-9a-f]{32}`)
+	number = regexp.MustCompile(`[0-9]+`)
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// TestJobsUnderFaults runs SESSDB_FLEET_PROCS worker processes (default
+// 3) of two goroutines each for SESSDB_FLEET_SECONDS (default 7; the long
+// run is this test with more), resolving and promoting the same two keys
+// on a three-member cluster while the test kills the leader and restarts
+// it, stops a follower and restarts it, and kills and restarts every
+// member from its data dir; with more seconds the cycle repeats.
+//
+// It proves: nothing acknowledged is lost (each key's acknowledged
+// promotions are one line of descent, so its final transcript holds every
+// acknowledged marker in generation order); nothing torn is resumed (each
+// resumed transcript is whole lines of JSON, and the generation it was
+// resumed as is the one that promotion wrote); every promote is promoted,
+// superseded or promote-failed with its cause; a superseded promote never
+// committed (its ticket is in no history entry of a promotion); and the
+// orphans a lost answer leaves are swept by reap, never a record's file.
+func TestJobsUnderFaults(t *testing.T) {
+	procs, secs := envInt("SESSDB_FLEET_PROCS", 3), envInt("SESSDB_FLEET_SECONDS", 7)
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	keys := []string{store.Key("github", "faults", "a"), store.Key("github", "faults", "b")}
+	until := time.Now().Add(time.Duration(secs) * time.Second)
+	var children []*child
+	for p := range procs {
+		children = append(children, startChild(t, "worker",
+			envEndpoints+"="+strings.Join(c.Endpoints(), ","), envPrefix+"="+f.prefix, envDir+"="+f.dir,
+			envKeys+"="+strings.Join(keys, ","), fmt.Sprintf("%s=%d", envUntil, until.UnixNano()),
+			envGoroutines+"=2", fmt.Sprintf("%s=%d", envSeed, p)))
+	}
+	var out []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ch := range children {
+		wg.Go(func() {
+			var mine []string
+			for l := range ch.lines {
+				mine = append(mine, l)
+			}
+			if err := ch.cmd.Wait(); err != nil {
+				t.Errorf("a worker process failed: %v", err)
+			}
+			mu.Lock()
+			out = append(out, mine...)
+			mu.Unlock()
+		})
+	}
+	faults := injectFaults(t, c, until)
+	wg.Wait()
+	f.waitUp()
+	r := tally(t, out)
+	for _, key := range keys {
+		checkDescent(t, f, key, r)
+	}
+	swept, err := f.b.Reap(context.Background(), ReapOptions{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		if sess, _ := resolveOn(t, f.s, key); !sess.Resume {
+			t.Errorf("key %s after the sweep: %s", key, sess.Reason)
+		}
+	}
+	kinds := map[string]int{}
+	for _, f := range faults {
+		kinds[f]++
+	}
+	t.Logf("%d processes x 2 goroutines, %ds, faults: %d leaders killed, %d followers stopped, %d restarts of every member from its data dir",
+		procs, secs, kinds["leader killed"], kinds["follower stopped"], kinds["cluster restarted"])
+	t.Logf("resolves: %v", r.resolves)
+	t.Logf("promotes: %v; %d commits found landed after their answer was lost, %d of them reported as repeats", r.promotes, r.landedLate+r.repeats, r.repeats)
+	for cause, n := range r.causes {
+		t.Logf("promote-failed: %s (%d)", cause, n)
+	}
+	t.Logf("resolve p50 %v p99 %v, promote p50 %v p99 %v; reap swept %d files no record needs",
+		pct(r.resolveNs, 50), pct(r.resolveNs, 99), pct(r.promoteNs, 50), pct(r.promoteNs, 99), len(swept.Swept))
+	if r.promotes[string(gates.Promoted)] == 0 {
+		t.Fatal("nothing was promoted: the run proves nothing")
+	}
+}
+
+// injectFaults runs the fault cycle until until and returns what it did.
+func injectFaults(t *testing.T, c *etcdtest.Cluster, until time.Time) []string {
+	var did []string
+	pause := func(d time.Duration) bool {
+		time.Sleep(d)
+		return time.Now().Before(until)
+	}
+	for pause(time.Second) {
+		killed := c.KillLeader()
+		did = append(did, "leader killed")
+		time.Sleep(700 * time.Millisecond)
+		c.Restart(killed)
+		if !pause(800 * time.Millisecond) {
+			break
+		}
+		follower := (c.Leader() + 1) % c.Size()
+		c.Stop(follower)
+		did = append(did, "follower stopped")
+		time.Sleep(800 * time.Millisecond)
+		c.Restart(follower)
+		if !pause(800 * time.Millisecond) {
+			break
+		}
+		c.RestartAll()
+		did = append(did, "cluster restarted")
+	}
+	return did
+}
+
+type tallied struct {
+	acked      map[string]map[uint64]string // key, gen: the marker acknowledged
+	failed     map[string]bool              // markers of promote-failed jobs: maybe committed
+	superseded map[string]bool              // tickets of superseded jobs: never committed
+	tickets    map[string]string            // ticket: marker
+	handed     []string                     // "key gen marker" of every resume
+	resolves   map[string]int
+	promotes   map[string]int
+	causes     map[string]int
+	landedLate int
+	repeats    int
+	resolveNs  []time.Duration
+	promoteNs  []time.Duration
+}
+
+func tally(t *testing.T, out []string) tallied {
+	r := tallied{acked: map[string]map[uint64]string{}, failed: map[string]bool{}, superseded: map[string]bool{},
+		tickets: map[string]string{}, resolves: map[string]int{}, promotes: map[string]int{}, causes: map[string]int{}}
+	for _, l := range out {
+		f := strings.Fields(l)
+		switch f[0] {
+		case "job": // job key resolve-reason base-gen promote-reason gen repeat ticket marker resolve-ns promote-ns
+			key, marker := f[1], f[8]
+			r.resolves[f[2]]++
+			r.promotes[f[4]]++
+			r.tickets[f[7]] = marker
+			ns := func(s string) time.Duration { n, _ := strconv.ParseInt(s, 10, 64); return time.Duration(n) }
+			r.resolveNs, r.promoteNs = append(r.resolveNs, ns(f[9])), append(r.promoteNs, ns(f[10]))
+			gen, _ := strconv.ParseUint(f[5], 10, 64)
+			switch gates.Reason(f[4]) {
+			case gates.Promoted:
+				if f[6] == "true" {
+					r.repeats++ // its first try landed, its answer lost, and another promotion came first
+				}
+				if r.acked[key] == nil {
+					r.acked[key] = map[uint64]string{}
+				}
+				if prev, dup := r.acked[key][gen]; dup {
+					t.Errorf("key %s gen %d acknowledged twice: %s and %s", key, gen, prev, marker)
+				}
+				r.acked[key][gen] = marker
+			case gates.Superseded:
+				r.superseded[f[7]] = true
+			case gates.PromoteFailed:
+				r.failed[marker] = true
+			default:
+				t.Errorf("a promote that is not promoted, superseded or promote-failed: %s", l)
+			}
+		case "handed":
+			r.handed = append(r.handed, strings.Join(f[1:], " "))
+		case "cause":
+			// Keys, paths and numbers vary; the kind of cause does not.
+			cause := strings.Join(f[3:], " ")
+			cause = hexKey.ReplaceAllString(cause, "K")
+			cause = number.ReplaceAllString(cause, "N")
+			r.causes[cause]++
+		case "landed-late":
+			n, _ := strconv.Atoi(f[1])
+			r.landedLate += n
+		case "torn":
+			t.Errorf("a torn transcript was resumed: %s", l)
+		case "error":
+			t.Errorf("worker: %s", l)
+		}
+	}
+	return r
+}
+
+// checkDescent proves that key's acknowledged promotions survived, in
+// order, and that every resume delivered what its generation's promotion
+// wrote.
+func checkDescent(t *testing.T, f *fixture, key string, r tallied) {
+	t.Helper()
+	sess, jobDir := resolveOn(t, f.s, key)
+	final := markers(stagedOf(t, jobDir))
+	acked := r.acked[key]
+	gens := slices.Sorted(maps.Keys(acked))
+	if len(gens) > 0 && (!sess.Resume || sess.Gen() < gens[len(gens)-1]) {
+		t.Errorf("key %s ends at gen %d (%s), before its last acknowledged gen %d", key, sess.Gen(), sess.Reason, gens[len(gens)-1])
+		return
+	}
+	rest := final
+	for _, g := range gens {
+		i := slices.Index(rest, acked[g])
+		if i < 0 {
+			t.Errorf("key %s: gen %d (%s), acknowledged, is not in the final transcript (in order)", key, g, acked[g])
+			return
+		}
+		rest = rest[i+1:]
+	}
+	// Every marker in the final transcript was promoted by a job that
+	// reported promoted or promote-failed: nothing superseded landed.
+	for _, m := range final {
+		if !slices.Contains(slices.Collect(maps.Values(acked)), m) && !r.failed[m] {
+			t.Errorf("key %s holds %s, which no job acknowledged or saw fail", key, m)
+		}
+	}
+	st, err := f.b.meta.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range st.History {
+		if e.Outcome == "" && r.superseded[e.Ticket] {
+			t.Errorf("key %s: gen %d was committed by a job told it was superseded (%s)", key, e.Gen, r.tickets[e.Ticket])
+		}
+	}
+	for _, h := range r.handed {
+		f := strings.Fields(h)
+		if f[0] != key {
+			continue
+		}
+		g, _ := strconv.ParseUint(f[1], 10, 64)
+		if m, ok := acked[g]; ok && m != f[2] || !ok && !r.failed[f[2]] {
+			t.Errorf("key %s: a job resumed gen %d ending in %s; gen %d was acknowledged as %q", key, g, f[2], g, m)
+		}
+	}
+	t.Logf("key %s: final gen %d, %d acknowledged promotions, all in its transcript in order", key, sess.Gen(), len(gens))
+}
+
+// pct is the p-th percentile of ds.
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[max(0, (len(s)*p+99)/100-1)]
+}

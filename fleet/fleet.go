@@ -1,0 +1,193 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/store"
+)
+
+// Config says where a fleet's records and transcripts live.
+type Config struct {
+	// Config is how etcd is reached and under which prefix the records
+	// live (see etcdmeta.Config; its zero values are safe defaults).
+	etcdmeta.Config
+	// TranscriptsDir is the directory every worker mounts for the
+	// transcripts; it must exist. A relative path is made absolute.
+	TranscriptsDir string
+	// Logger receives what a verdict does not say: the etcd error behind
+	// a store-unavailable, the I/O error behind a lost generation. The
+	// zero Logger writes nothing.
+	Logger zerolog.Logger
+}
+
+// Backend is a fleet's store.Backend. It is safe for concurrent use by
+// many goroutines, and many processes on many hosts may use the same
+// fleet at once.
+type Backend struct {
+	meta    *etcdmeta.Store
+	dir     string
+	timeout time.Duration
+	log     zerolog.Logger
+	// hook, set by this package's tests only, is called at each named
+	// step (the hook* constants) of key; an error it returns is that
+	// step's.
+	hook func(point, key string) error
+	// stale remembers bases found superseded (see Begin).
+	stale staleRevs
+	// landedLate counts commits found landed by a later try after their
+	// answer was lost (for the fault tests' figures).
+	landedLate atomic.Int64
+}
+
+// The steps a test can fail or stall (Backend.hook).
+const (
+	hookOpen        = "resolve/before-open"   // the record read, its file not yet opened
+	hookSource      = "resolve/source"        // the file opened, the copy not begun
+	hookStage       = "promote/before-stage"  // the record and history read
+	hookCommit      = "promote/before-commit" // the file written
+	hookAfterCommit = "promote/after-commit"  // the record committed
+	hookReapDelete  = "reap/before-delete"    // the lock held, the key judged expired
+)
+
+func (b *Backend) at(point, key string) error {
+	if b.hook == nil {
+		return nil
+	}
+	return b.hook(point, key)
+}
+
+// Open validates cfg and connects to etcd (see etcdmeta.Open: without a
+// user name nothing waits for etcd here). The transcripts dir must be a
+// directory.
+func Open(cfg Config) (*Backend, error) {
+	if cfg.TranscriptsDir == "" {
+		return nil, fmt.Errorf("fleet open: %w: TranscriptsDir is empty", ErrNoTranscriptsDir)
+	}
+	dir, err := filepath.Abs(cfg.TranscriptsDir)
+	if err != nil {
+		return nil, fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return nil, fmt.Errorf("fleet open %s: %w: %w", dir, ErrNoTranscriptsDir, err)
+	}
+	meta, err := etcdmeta.Open(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = etcdmeta.DefaultRequestTimeout
+	}
+	return &Backend{meta: meta, dir: dir, timeout: timeout, log: cfg.Logger}, nil
+}
+
+// Close closes the etcd client. A Backend is unusable after it.
+func (b *Backend) Close() error { return b.meta.Close() }
+
+// Dir is the absolute transcripts dir.
+func (b *Backend) Dir() string { return b.dir }
+
+// ID names the fleet's data for a ticket: the transcripts dir and the
+// etcd prefix, as "<dir> (etcd prefix <prefix>)". It begins with the
+// absolute dir, as a ticket's root must.
+func (b *Backend) ID() (string, error) { return id(b.dir, b.meta.Prefix()), nil }
+
+func id(dir, prefix string) string { return dir + " (etcd prefix " + prefix + ")" }
+
+// SameID reports whether id names this fleet: the same etcd prefix, and
+// the same transcripts dir however spelled (a link, a bind mount).
+func (b *Backend) SameID(other string) (bool, error) {
+	mine, _ := b.ID()
+	if other == mine {
+		return true, nil
+	}
+	const sep = " (etcd prefix "
+	i := strings.LastIndex(other, sep)
+	if i < 0 || !strings.HasSuffix(other, ")") || other[i+len(sep):len(other)-1] != b.meta.Prefix() {
+		return false, nil
+	}
+	a, aerr := os.Stat(b.dir)
+	o, oerr := os.Stat(other[:i])
+	return aerr == nil && oerr == nil && os.SameFile(a, o), nil
+}
+
+// deadline is a context that ends the request timeout from now: the
+// budget of one step, retries included.
+func (b *Backend) deadline() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), b.timeout)
+}
+
+// read runs a read, again after a backoff while etcd is unavailable (a
+// member stopping, a leader election), within the request timeout: a read
+// changes nothing, so a retry cannot do harm, and a resolve that gives up
+// is a cold start whose job's work cannot be promoted.
+func (b *Backend) read(key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
+	ctx, cancel := b.deadline()
+	defer cancel()
+	for try := 0; ; try++ {
+		st, err := get(ctx, key)
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try) {
+			return st, err
+		}
+	}
+}
+
+// backoff waits before the next try of a step whose answer was lost, at
+// most until ctx ends; it reports whether there is time for another try.
+func backoff(ctx context.Context, try int) bool {
+	d := min(25*time.Millisecond<<try, 400*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return ctx.Err() == nil
+	}
+}
+
+// staleRevs remembers, per key, the newest revision a commit or a refusal
+// found superseded: a base at or below it is read, not trusted. Revisions
+// only grow, so a mark never becomes wrong; forgetting one (the map is
+// bounded) costs one more lost compare.
+type staleRevs struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+// maxStale bounds staleRevs; past it the map starts over.
+const maxStale = 4096
+
+func (s *staleRevs) has(key string, rev int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[key]
+	return ok && rev <= r
+}
+
+func (s *staleRevs) mark(key string, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxStale {
+		s.m = make(map[string]int64)
+	}
+	if r, ok := s.m[key]; !ok || rev > r {
+		s.m[key] = rev
+	}
+}
+
+var _ store.Backend = (*Backend)(nil)

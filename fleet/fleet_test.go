@@ -1,0 +1,298 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+func TestOpenNeedsATranscriptsDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	eps := []string{"http://127.0.0.1:1"}
+	for name, d := range map[string]string{"empty": "", "missing": filepath.Join(dir, "missing"), "a file": file} {
+		if _, err := Open(Config{Config: etcdmeta.Config{Endpoints: eps}, TranscriptsDir: d}); !errors.Is(err, ErrNoTranscriptsDir) {
+			t.Errorf("%s transcripts dir: %v, want ErrNoTranscriptsDir", name, err)
+		}
+	}
+	if _, err := Open(Config{TranscriptsDir: dir}); !errors.Is(err, etcdmeta.ErrInvalidConfig) {
+		t.Errorf("no endpoints: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// The ID names the transcripts dir and the prefix; a ticket from either
+// another dir or another prefix is another fleet's.
+func TestIDNamesTheDirAndThePrefix(t *testing.T) {
+	dir := t.TempDir()
+	open := func(d, prefix string) *Backend {
+		b, err := Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: prefix}, TranscriptsDir: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	b := open(dir, "/fleet/")
+	id, _ := b.ID()
+	if want := dir + " (etcd prefix /fleet)"; id != want {
+		t.Fatalf("ID = %q, want %q", id, want)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(dir, link)
+	other := t.TempDir()
+	for name, c := range map[string]struct {
+		id   string
+		same bool
+	}{
+		"itself":                     {id, true},
+		"a link to the dir":          {link + " (etcd prefix /fleet)", true},
+		"another prefix":             {dir + " (etcd prefix /fleet2)", false},
+		"another dir":                {other + " (etcd prefix /fleet)", false},
+		"a dir that does not exist":  {dir + "/x (etcd prefix /fleet)", false},
+		"a key-dir store's root":     {dir, false},
+		"the prefix without its end": {dir + " (etcd prefix /fleet", false},
+	} {
+		if got, err := b.SameID(c.id); err != nil || got != c.same {
+			t.Errorf("%s: SameID(%q) = %v, %v; want %v", name, c.id, got, err, c.same)
+		}
+	}
+	if got, _ := open(link, "/fleet").SameID(id); !got {
+		t.Error("a fleet opened through a link does not know its own data")
+	}
+}
+
+// With etcd down, a resolve is store-unavailable (a verdict, no error)
+// and a promote is promote-failed with its cause, writing nothing; a
+// commit whose answer never came leaves its file for reap, and the retry
+// promotes once etcd is back.
+func TestEtcdDownIsANamedColdStartAndPromoteFailed(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c, func(c *Config) { c.RequestTimeout = time.Second })
+	key := store.Key("github", "down", "x")
+	f.run(key, "one")
+	early, earlyDir := f.job(key, "two")
+	c.Stop(0)
+
+	start := time.Now()
+	sess, jobDir := resolveOn(t, f.s, key)
+	if sess.Resume || sess.Reason != gates.StoreUnavailable || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0 {
+		t.Fatalf("resolve with etcd down = %+v, want store-unavailable with no base and nothing staged", sess)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the resolve took %v with a request timeout of 1s", d)
+	}
+	res, err := f.promote(early)
+	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Fatalf("promote with etcd down = %+v, %v", res, err)
+	}
+	if got := markers(stagedOf(t, earlyDir)); got[len(got)-1] != "two" {
+		t.Fatal("the job's transcript left its job dir")
+	}
+	c.Restart(0)
+	f.waitUp()
+	if n := len(f.files(key)); n != 1 {
+		t.Fatalf("%d files after a promote that could not read the key, want 1", n)
+	}
+	f.holds(key, "one", 1)
+
+	// etcd goes away between the file and the commit.
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			c.Stop(0)
+		}
+		return nil
+	}
+	res, err = f.promote(early)
+	f.b.hook = nil
+	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Fatalf("promote losing etcd before its commit = %+v, %v", res, err)
+	}
+	c.Restart(0)
+	f.waitUp()
+	if n := len(f.files(key)); n != 2 {
+		t.Fatalf("%d files: the file of a commit whose answer never came must stay for reap", n)
+	}
+	f.holds(key, "one", 1)
+	if res, err := f.promote(early); err != nil || !res.Promoted || res.Repeat || res.Gen != 2 {
+		t.Fatalf("the retry with etcd back = %+v, %v", res, err)
+	}
+	f.holds(key, "two", 2)
+	kept := f.recordFile(key)
+	r, err := f.b.Reap(t.Context(), ReapOptions{Grace: time.Minute, Now: func() time.Time { return time.Now().Add(2 * time.Minute) }})
+	if err != nil || len(r.Swept) != 2 || slices.Contains(r.Swept, kept) {
+		t.Fatalf("reap = %+v, %v; want the orphan and gen 1 swept, never %s", r, err, kept)
+	}
+	if got := f.files(key); len(got) != 1 || got[0] != kept {
+		t.Fatalf("files after reap: %v, want only %s", got, kept)
+	}
+	f.holds(key, "two", 2)
+}
+
+// A generation gone before the open, or under the copy, is a named cold
+// start (transcript-replaced), never a torn copy; the job promotes onto
+// the record and the key goes on. Removed under a copy on a local disk, it
+// is still read whole.
+func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "vanish", "x")
+	f.run(key, "one")
+	remove := func(p string) func(string, string) error {
+		return func(q, _ string) error {
+			if q == p {
+				os.Remove(filepath.Join(f.dir, f.recordFile(key)))
+			}
+			return nil
+		}
+	}
+
+	f.b.hook = remove(hookOpen)
+	sess, jobDir := resolveOn(t, f.s, key)
+	f.b.hook = nil
+	if sess.Resume || sess.Reason != gates.TranscriptReplaced || sess.Base.Gen != 1 || len(stagedOf(t, jobDir)) != 0 {
+		t.Fatalf("a generation gone before the open: %+v", sess)
+	}
+	appendMarker(t, jobDir, "two")
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the job's promotion onto the record: %+v, %v", res, err)
+	}
+	f.holds(key, "two", 2)
+
+	// Under the copy: on NFS every read of a file another host removed
+	// fails (ESTALE); the hook closes the file to make the reads fail.
+	f.b.hook = func(p, _ string) error {
+		if p == hookSource {
+			return errors.New("stale")
+		}
+		return nil
+	}
+	sess, jobDir = resolveOn(t, f.s, key)
+	f.b.hook = nil
+	if sess.Resume || sess.Reason != gates.TranscriptReplaced || sess.Base.Gen != 2 || len(stagedOf(t, jobDir)) != 0 {
+		t.Fatalf("a generation whose reads fail under the copy: %+v", sess)
+	}
+
+	f.b.hook = remove(hookSource)
+	sess, jobDir = resolveOn(t, f.s, key)
+	f.b.hook = nil
+	if got := markers(stagedOf(t, jobDir)); !sess.Resume || sess.Gen() != 2 || got[len(got)-1] != "two" {
+		t.Fatalf("removed after the open on a local disk: %+v, %v", sess, got)
+	}
+}
+
+// A promotion that loses etcd's compare removes its own file, and the
+// store decides again: superseded.
+func TestLostCompareRemovesItsFile(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "race", "x")
+	f.run(key, "base")
+	winner, _ := f.job(key, "winner")
+	loser, _ := f.job(key, "loser")
+	other := store.NewOn(f.open(), store.Options{})
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			if res, err := other.Promote(winner, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+				t.Errorf("the winner: %+v, %v", res, err)
+			}
+		}
+		return nil
+	}
+	res, err := f.promote(loser)
+	if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+		t.Fatalf("the loser = %+v, %v; want superseded by gen 2", res, err)
+	}
+	if got := f.files(key); len(got) != 2 || !slices.Contains(got, f.recordFile(key)) {
+		t.Fatalf("files %v: want gen 1 and the winner's, the loser's removed", got)
+	}
+	f.holds(key, "winner", 2)
+}
+
+// Reap removes an expired key and its file, keeps a key promoted under it,
+// and sweeps files no record needs once their grace period has passed;
+// never a record's own file, nor anything of a key whose record is
+// damaged.
+func TestReap(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	const ttl = 14 * 24 * time.Hour
+	old, fresh, damaged, raced := store.Key("github", "reap", "old"), store.Key("github", "reap", "fresh"), store.Key("github", "reap", "damaged"), store.Key("github", "reap", "raced")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(old, "old")
+	f.run(raced, "raced")
+	f.now = time.Time{}
+	for _, m := range []string{"a", "b", "c"} {
+		f.run(fresh, m)
+	}
+	f.run(damaged, "d")
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+damaged, "\xc1"); err != nil {
+		t.Fatal(err)
+	}
+	orphan, _, _, err := shared.Write(t.Context(), f.dir, fresh, 9, strings.NewReader(testHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshFile, oldFiles := f.recordFile(fresh), f.files(old)
+
+	// The raced key is promoted between the reaper's judgement and its
+	// delete: the delete loses its compare.
+	f.b.hook = func(p, k string) error {
+		if p == hookReapDelete && k == raced {
+			f.b.hook = nil
+			store.NewOn(f.open(), store.Options{}).Promote(mustJob(f, raced, "late"), store.PromoteRequest{PiVersion: "0.58.3"})
+		}
+		return nil
+	}
+	dry, err := f.b.Reap(t.Context(), ReapOptions{TTL: ttl, DryRun: true})
+	if err != nil || !slices.Equal(dry.Removed, sortedPair(old, raced)) || len(dry.Swept) != 0 || len(f.files(old)) != 1 {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: ttl})
+	if err != nil || !slices.Equal(r.Removed, []string{old}) || len(r.Swept) != 0 || r.Kept != 3 {
+		t.Fatalf("reap = %+v, %v; want %s removed, nothing swept in its grace period", r, err, old)
+	}
+	if sess, _ := resolveOn(t, f.s, old); sess.Reason != gates.Absent || len(f.files(old)) != 0 {
+		t.Fatalf("the reaped key: %s, files %v (were %v)", sess.Reason, f.files(old), oldFiles)
+	}
+	f.holds(raced, "late", 2)
+
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	r, err = f.b.Reap(t.Context(), ReapOptions{Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range r.Swept {
+		if name == freshFile || strings.HasPrefix(name, damaged) || name == f.recordFile(raced) {
+			t.Fatalf("swept %s, which a record needs", name)
+		}
+	}
+	if !slices.Contains(r.Swept, orphan) || len(r.Swept) != 4 { // the orphan, fresh's a and b, raced's first
+		t.Fatalf("swept %v, want the orphan and the three superseded generations", r.Swept)
+	}
+	f.holds(fresh, "c", 3)
+	if len(f.files(damaged)) != 1 {
+		t.Fatal("a damaged record's file was removed")
+	}
+}
+
+func sortedPair(a, b string) []string {
+	if a > b {
+		a, b = b, a
+	}
+	return []string{a, b}
+}
+
+func mustJob(f *fixture, key, marker string) store.Session {
+	sess, _ := f.job(key, marker)
+	return sess
+}

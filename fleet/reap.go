@@ -1,0 +1,170 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+)
+
+// DefaultGrace is ReapOptions.Grace's zero value: how long a file no
+// record needs is kept, for resolves still copying it.
+const DefaultGrace = time.Hour
+
+// ReapOptions says what Reap removes. The zero value removes no key and
+// only files unreferenced for DefaultGrace.
+type ReapOptions struct {
+	// TTL: a key whose last promotion is older is removed; 0 removes none.
+	TTL time.Duration
+	// Grace: a file no record names is removed once it is this old and,
+	// for a generation a newer one superseded, once that newer one is;
+	// 0 means DefaultGrace. It must exceed the slowest resolve's copy and
+	// the clocks' skew between hosts.
+	Grace time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// DryRun reports what would be removed and removes nothing.
+	DryRun bool
+}
+
+// ReapResult is what a Reap did (or, dry, would do).
+type ReapResult struct {
+	Removed []string // keys, in key order
+	Swept   []string // files no record needed, as shared names them
+	Kept    int      // keys kept
+	// Skipped are keys left for the next reap, each with why: locked by
+	// another reaper, its lock lost, a record that changed under the reap.
+	Skipped map[string]error
+}
+
+// Reap removes expired keys and the files no record needs. Each expired
+// key is removed under its lease-backed lock (etcdmeta.Lock), judged again
+// from a fresh read, by a delete guarded by the revision judged: a
+// promotion landing meanwhile, even after the lock's lease ran out under
+// a stalled reaper, makes the delete lose its compare and the key stays.
+// The file its record named goes with it. Files are swept after the keys,
+// from one snapshot of every record: the record's own file is never
+// removed, nor any file of a key whose record cannot be read.
+//
+// An error means the walk could not go on (etcd, the transcripts dir);
+// what was removed before it is in the result.
+func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
+	var res ReapResult
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	grace := o.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	records := map[string]etcdmeta.Item{}
+	err := b.meta.List(ctx, func(it etcdmeta.Item) error {
+		records[it.Key] = it
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(records)) {
+		it := records[key]
+		if it.Err != nil || !expired(it.Record, o.TTL, now()) {
+			res.Kept++
+			continue
+		}
+		gone, err := b.reapKey(ctx, key, o.TTL, now, o.DryRun)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return res, ctx.Err()
+		case err != nil:
+			if res.Skipped == nil {
+				res.Skipped = map[string]error{}
+			}
+			res.Skipped[key] = err
+			res.Kept++
+		case gone:
+			res.Removed = append(res.Removed, key)
+			delete(records, key)
+		default:
+			res.Kept++
+		}
+	}
+	cut := now().Add(-grace)
+	needed := func(key, name string) bool {
+		it, ok := records[key]
+		switch {
+		case !ok:
+			return false // no record: an orphan, or a reaped key's
+		case it.Err != nil:
+			return true // unreadable: nothing of it is judged
+		}
+		t := it.Record.Transcript
+		// A generation superseded less than the grace period ago may still
+		// be under a resolve that read the record before.
+		return t == nil || t.File == name || time.Unix(0, t.PromotedAt).After(cut)
+	}
+	names, err := shared.ListOrphans(ctx, b.dir, needed, cut)
+	if err != nil {
+		return res, err
+	}
+	for _, name := range names {
+		if !o.DryRun {
+			if err := shared.Remove(b.dir, name); err != nil {
+				b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
+				continue
+			}
+		}
+		res.Swept = append(res.Swept, name)
+	}
+	return res, nil
+}
+
+func expired(r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
+	t := r.Transcript
+	return ttl > 0 && t != nil && now.Sub(time.Unix(0, t.PromotedAt)) > ttl
+}
+
+// reapKey removes key if it is still expired under its lock, and reports
+// whether it did.
+func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, now func() time.Time, dry bool) (bool, error) {
+	unlock, lost, err := b.meta.Lock(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	st, err := b.meta.Get(ctx, key)
+	if err != nil || !expired(st.Record, ttl, now()) {
+		return false, err
+	}
+	if dry {
+		return true, nil
+	}
+	if err := b.at(hookReapDelete, key); err != nil {
+		return false, err
+	}
+	select {
+	case <-lost:
+		// The lease ended (a stalled reaper): another may hold the lock.
+		// The guarded delete below would still be safe; leaving the key
+		// to whoever holds the lock now is simpler to reason about.
+		return false, fmt.Errorf("reap %s: %w", key, ErrLockLost)
+	default:
+	}
+	if _, err := b.meta.Delete(ctx, key, st.Rev); err != nil {
+		if errors.Is(err, etcdmeta.ErrConflict) {
+			return false, nil // promoted meanwhile: not expired any more
+		}
+		return false, err
+	}
+	if t := st.Record.Transcript; t != nil {
+		if err := shared.Remove(b.dir, t.File); err != nil {
+			b.log.Warn().Str("key", key).Str("file", t.File).Err(err).Msg("session_sweep_failed")
+		}
+	}
+	return true, nil
+}

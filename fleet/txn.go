@@ -1,0 +1,260 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// Begin opens key for a promotion whose ticket's base is base. Nothing is
+// locked: the commit is guarded by the record's revision.
+//
+// A base that the nearest member shows in place (a serializable read of
+// the record, without a round through the leader) and that this Backend
+// has not seen superseded is taken for what the key holds (optimistic),
+// and no history is read; the commit's compare tells whether the key
+// moved on meanwhile, and then (ErrConflict) the store begins again and
+// this Backend reads the key, record and history, linearizably. A
+// promotion that finds its base in place costs one local read and one
+// guarded transaction.
+//
+// A key whose directory in the transcripts dir is a link or not a
+// directory is store.ErrKeyDirNotADirectory; a record that does not decode
+// or is of a newer schema is an error (never written over), as is etcd
+// not answering.
+func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
+	if !etcdmeta.ValidKey(key) {
+		return nil, fmt.Errorf("begin %q: %w", key, store.ErrInvalidKey)
+	}
+	if fi, err := os.Lstat(filepath.Join(b.dir, key)); err == nil && !fi.IsDir() {
+		return nil, store.ErrKeyDirNotADirectory
+	}
+	t := b.optimistic(key, base)
+	if t == nil {
+		st, err := b.read(key, b.meta.Get)
+		if err != nil {
+			return nil, err
+		}
+		t = &txn{b: b, key: key, st: st}
+	}
+	if err := b.at(hookStage, key); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// optimistic returns the txn of a promotion that takes base for the key's
+// state, or nil where it cannot: a base already seen superseded, a base
+// that names a record but no revision (not a fleet's), a key the nearest
+// member shows moved on from base (a job superseded writes no file), or a
+// member behind base.
+func (b *Backend) optimistic(key string, base store.Base) *txn {
+	if b.stale.has(key, base.Rev) || base.Rev == 0 && base != (store.Base{}) {
+		return nil
+	}
+	ctx, cancel := b.deadline()
+	defer cancel()
+	st, err := b.meta.PeekRecord(ctx, key)
+	if err != nil || baseOf(st.Record, st.Rev) != base {
+		return nil
+	}
+	return &txn{b: b, key: key, st: st, optimistic: true}
+}
+
+// txn is one key as a promotion sees it: the state read by Begin, and the
+// file Stage wrote.
+type txn struct {
+	b   *Backend
+	key string
+	st  etcdmeta.State
+	// optimistic: st is the ticket's base, unread from the leader, with
+	// no history (see Begin).
+	optimistic bool
+	// staged is the file Stage wrote; Close removes it unless it was
+	// committed, or a commit's answer was lost (unsure): then it may be
+	// the key's generation, and only reap, which reads the record, may
+	// remove it.
+	staged    string
+	committed bool
+	unsure    bool
+}
+
+// State is the key as Begin found it. An optimistic state has no history:
+// the ticket cannot have promoted while the record is still at its base
+// (its promotion would have moved it on), and no promotion gen can be
+// higher than the record's (record and history are one transaction).
+func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
+	return sidecarsOf(t.st.Record), historyOf(t.st.History), baseOf(t.st.Record, t.st.Rev)
+}
+
+// conflict marks the state Begin took as superseded, so that the store's
+// next Begin for the key reads it, and returns store.ErrConflict.
+func (t *txn) conflict(err error) error {
+	t.b.stale.mark(t.key, int64(t.st.Rev))
+	if err == nil {
+		return fmt.Errorf("%s: %w", t.key, store.ErrConflict)
+	}
+	return fmt.Errorf("%w: %w", store.ErrConflict, err)
+}
+
+// Refuse appends e to the history, guarded by the revision Begin read, so
+// that the refusal is true of the record it follows. An append whose
+// answer was lost is looked for in the history before it is tried again:
+// a refusal is recorded once.
+//
+// A record that changed meanwhile is store.ErrConflict, for the store to
+// decide again, except for a superseded ticket: a key that moved on once
+// more supersedes it all the more, so the refusal is recorded at the
+// newer record (its generation in Gen) instead. Without that, jobs on a
+// busy key would report a refusal that lost a race as promote-failed.
+func (t *txn) Refuse(e db.HistoryEntry) error {
+	if t.optimistic {
+		// The refusal was decided on the ticket's base, unread: read the
+		// key, to decide again if it moved on, and to record a refusal
+		// once.
+		st, err := t.b.read(t.key, t.b.meta.Get)
+		switch {
+		case err != nil:
+			return err
+		case st.Rev != t.st.Rev:
+			return t.conflict(nil)
+		case e.Ticket != "" && slices.ContainsFunc(st.History, func(x etcdmeta.HistoryEntry) bool {
+			return x.Ticket == e.Ticket && x.Outcome == e.Outcome
+		}):
+			return nil
+		}
+		t.st, t.optimistic = st, false
+	}
+	if t.st.Rev == 0 {
+		return nil // a key with no record keeps no history
+	}
+	ctx, cancel := t.b.deadline()
+	defer cancel()
+	base := t.st.Rev
+	for try := 0; ; try++ {
+		_, err := t.b.meta.AppendHistory(ctx, t.key, base, entryOf(e))
+		var ce *etcdmeta.ConflictError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ce) && e.Outcome == string(gates.Superseded) && ce.Current.Rev != 0 && ce.Current.Record.Transcript != nil:
+			base, e.Gen = ce.Current.Rev, ce.Current.Record.Transcript.Gen
+			continue
+		case errors.Is(err, etcdmeta.ErrConflict):
+			return t.conflict(err)
+		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try):
+			return err
+		}
+		st, gerr := t.b.meta.Get(ctx, t.key)
+		switch {
+		case gerr != nil:
+			continue
+		case recorded(st.History, e):
+			return nil
+		case st.Rev != base && e.Outcome == string(gates.Superseded) && st.Record.Transcript != nil:
+			base, e.Gen = st.Rev, st.Record.Transcript.Gen
+		case st.Rev != base:
+			return t.conflict(nil)
+		}
+	}
+}
+
+func recorded(h []etcdmeta.HistoryEntry, e db.HistoryEntry) bool {
+	for _, x := range h {
+		if x.Ticket == e.Ticket && x.Outcome == e.Outcome && x.At == e.At {
+			return true
+		}
+	}
+	return false
+}
+
+// Stage writes the run's transcript as a new write-once file for
+// generation gen (shared.Write: temp, fsync, no-replace rename, directory
+// fsync), with the newline a torn tail lacks.
+func (t *txn) Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (store.Staged, error) {
+	var r io.Reader = io.NewSectionReader(src, 0, size)
+	want := size
+	if torn {
+		r, want = io.MultiReader(r, strings.NewReader("\n")), size+1
+	}
+	name, n, sum, err := shared.Write(context.Background(), t.b.dir, t.key, gen, r)
+	if err != nil {
+		return store.Staged{}, err
+	}
+	t.staged = name
+	if n != want {
+		return store.Staged{}, fmt.Errorf("stage %s: the staged file shrank from %d to %d bytes", name, want, n)
+	}
+	return store.Staged{Name: name, Size: n, CRC32C: sum}, nil
+}
+
+// Commit puts the record naming the staged file, and e, in one
+// transaction guarded by the revision Begin read. A lost compare is
+// store.ErrConflict, and the file is removed. A try whose answer is lost
+// is tried again on the same base until the request timeout: a conflict
+// whose record names this file is this commit, landed by an earlier try.
+func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error {
+	if err := t.b.at(hookCommit, t.key); err != nil {
+		return err
+	}
+	r, h := recordOf(rec, st.Name), entryOf(e)
+	ctx, cancel := t.b.deadline()
+	defer cancel()
+	for try := 0; ; try++ {
+		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
+		var ce *etcdmeta.ConflictError
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			if cur := ce.Current.Record.Transcript; t.unsure && cur != nil && cur.File == st.Name {
+				t.b.landedLate.Add(1)
+				break // an earlier try landed
+			}
+			if !t.unsure {
+				t.remove()
+			}
+			return t.conflict(err)
+		case errors.Is(err, etcdmeta.ErrUnavailable):
+			t.unsure = true
+			if backoff(ctx, try) {
+				continue
+			}
+			return err
+		default:
+			return err
+		}
+		t.committed = true
+		return t.b.at(hookAfterCommit, t.key)
+	}
+}
+
+// remove removes the staged file, which no record names.
+func (t *txn) remove() {
+	if t.staged == "" {
+		return
+	}
+	if err := shared.Remove(t.b.dir, t.staged); err != nil {
+		t.b.log.Warn().Str("key", t.key).Str("file", t.staged).Err(err).Msg("session_orphan_left")
+	}
+	t.staged = ""
+}
+
+// Close removes a staged file that was never committed, unless a
+// commit's answer was lost (then it may have landed: reap decides).
+func (t *txn) Close() error {
+	if !t.committed && !t.unsure {
+		t.remove()
+	}
+	return nil
+}

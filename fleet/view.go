@@ -1,0 +1,152 @@
+package fleet
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/gates"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// View reads key's record at one revision and opens the generation it
+// names (see the package doc). Every miss is in the view's Observe; an
+// error is a fault: wrong credentials, an invalid key, an I/O error other
+// than the generation being gone.
+func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
+	v := &view{b: b, key: key}
+	st, err := b.read(key, b.meta.GetRecord)
+	switch {
+	case errors.Is(err, etcdmeta.ErrUnavailable):
+		b.log.Warn().Str("key", key).Err(err).Msg("session_store_unavailable")
+		v.reason = gates.StoreUnavailable
+		return v, nil
+	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
+		b.log.Warn().Str("key", key).Err(err).Msg("session_record_unreadable")
+		v.reason = gates.MetaUnreadable
+		return v, nil
+	case err != nil:
+		return nil, err
+	}
+	t := st.Record.Transcript
+	if t == nil {
+		// No record, or one that names no transcript (sessdb writes none
+		// such): nothing to resume.
+		v.reason = gates.Absent
+		return v, nil
+	}
+	if k, gen, ok := shared.ParseName(t.File); !ok || k != key || gen != t.Gen || t.Size < 0 {
+		// A name is foreign input: one that is not this key's file for
+		// this generation is a damaged record, never a path to follow.
+		b.log.Warn().Str("key", key).Str("file", t.File).Msg("session_record_unreadable")
+		v.reason = gates.MetaUnreadable
+		return v, nil
+	}
+	v.rec, v.rev = st.Record, st.Rev
+	if err := b.at(hookOpen, key); err != nil {
+		return nil, err
+	}
+	if err := v.open(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// view is one key as a resolve sees it.
+type view struct {
+	b      *Backend
+	key    string
+	rec    etcdmeta.Record
+	rev    etcdmeta.Rev
+	f      *os.File
+	obs    gates.Observation
+	reason gates.Reason
+}
+
+// open opens the generation the record names and fills the observation:
+// the file's own facts and first line, the record's stamps.
+func (v *view) open() error {
+	t := v.rec.Transcript
+	f, err := shared.Open(v.b.dir, t.File)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESTALE):
+		v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
+		v.reason = gates.TranscriptReplaced
+		return nil
+	case errors.Is(err, shared.ErrNotRegular):
+		v.obs.Transcript = gates.Transcript{Exists: true} // a link, a FIFO: never followed or read
+	case err != nil:
+		return err
+	default:
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		v.f = f
+		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
+		if fi.Size() > 0 {
+			if h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, fi.Size())); err == nil {
+				v.obs.Header.IsSession = h.IsSession()
+				if h.TimestampIsString {
+					v.obs.Header.Timestamp, v.obs.Header.TimestampOK = transcript.ParseTimestamp(h.Timestamp)
+				}
+			}
+		}
+	}
+	r := v.rec
+	v.obs.LastPromotion = time.Unix(0, t.PromotedAt)
+	v.obs.Venue, v.obs.PiVersion = stampOf(r.Venue), stampOf(r.PiVersion)
+	if r.ResumeChain != nil {
+		v.obs.ResumeChain = *r.ResumeChain
+	}
+	if c := r.Context; c != nil {
+		v.obs.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+	}
+	return nil
+}
+
+func (v *view) Observe() (gates.Observation, gates.Reason) { return v.obs, v.reason }
+
+func (v *view) Base() store.Base { return baseOf(v.rec, v.rev) }
+
+// Source is the generation's file; nothing past the record's size and the
+// byte that tells a longer file is worth copying.
+func (v *view) Source() (*os.File, int64) {
+	if err := v.b.at(hookSource, v.key); err != nil {
+		// The tests' stand-in for a file another host removed under the
+		// copy: every read of it fails, as ESTALE makes them on NFS.
+		v.f.Close()
+	}
+	return v.f, v.rec.Transcript.Size + 1
+}
+
+// Accept: the copy must be exactly the generation the record describes.
+func (v *view) Accept(size int64, sum uint32) store.Acceptance {
+	t := v.rec.Transcript
+	if size == t.Size && uint64(sum) == t.CRC32C {
+		return store.Acceptance{Resume: true, Base: baseOf(v.rec, v.rev)}
+	}
+	return store.Acceptance{Reason: gates.TranscriptReplaced}
+}
+
+// Lost: a generation whose reads fail under the copy cannot be delivered
+// as its record describes (see the package doc).
+func (v *view) Lost(err error) gates.Reason {
+	v.b.log.Warn().Str("key", v.key).Str("file", v.rec.Transcript.File).Err(err).Msg("session_generation_gone")
+	return gates.TranscriptReplaced
+}
+
+func (v *view) Close() error {
+	if v.f != nil {
+		v.f.Close()
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// The jobs and transcripts the promises are made of.
+
+const (
+	piVersion = "0.58.3"
+	model     = "anthropic/claude-sonnet-4-5"
+)
+
+var key = store.Key("github", "acme/widget", "pi/issue-1")
+
+func localJob() store.Job { return store.Job{PiVersion: piVersion, Venue: "local", Model: model} }
+
+// header is pi's session header and the model change it starts with.
+func header(created time.Time) []byte {
+	return []byte(fmt.Sprintf(`{"type":"session","version":3,"id":"0b9c3f0e-1111-4a2b-8c3d-123456789abc","timestamp":%q,"cwd":"/workspace"}`+"\n", created.UTC().Format("2006-01-02T15:04:05.000Z")) +
+		`{"type":"model_change","id":"mc000001","parentId":null,"timestamp":"2026-11-01T12:00:00.000Z","provider":"anthropic","modelId":"claude-sonnet-4-5"}` + "\n")
+}
+
+var entryID = regexp.MustCompile(`"id":"([^"]+)"`)
+
+// lastID is the id of data's last entry, "" for none.
+func lastID(data []byte) string {
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 1; i-- {
+		if m := entryID.FindSubmatch(lines[i]); m != nil {
+			return string(m[1])
+		}
+	}
+	return ""
+}
+
+// message appends one pi message entry, a child of data's last entry.
+// role is user, toolResult or assistant; an assistant's stop is its
+// stopReason and total its usage.
+func message(data []byte, id, role, text, stop string, total int64) []byte {
+	parent := "null"
+	if p := lastID(data); p != "" {
+		parent = `"` + p + `"`
+	}
+	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
+	var msg string
+	switch role {
+	case "assistant":
+		if stop == "toolUse" {
+			content = append(content[:len(content)-1], `,{"type":"toolCall","id":"call-1","name":"bash","arguments":{"command":"ls"}}]`...)
+		}
+		msg = fmt.Sprintf(`{"role":"assistant","content":%s,"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":%d},"stopReason":%q,"timestamp":1773134116106}`, content, total, stop)
+	case "toolResult":
+		msg = fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":%s,"isError":false,"timestamp":1773134116106}`, content)
+	default:
+		msg = fmt.Sprintf(`{"role":"user","content":%s,"timestamp":1773134116106}`, content)
+	}
+	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-01T12:00:00.000Z","message":%s}`+"\n", id, parent, msg)
+	return append(bytes.Clone(data), line...)
+}
+
+// turn appends a prompt and an answer that ended the turn, with a usage
+// of total tokens.
+func turn(data []byte, tag string, total int64) []byte {
+	// Entry ids are unique in a transcript, or pi's branch would loop.
+	n := turns.Add(1)
+	data = message(data, fmt.Sprintf("u-%s-%d", tag, n), "user", "prompt "+tag, "", 0)
+	return message(data, fmt.Sprintf("a-%s-%d", tag, n), "assistant", "answer "+tag, "stop", total)
+}
+
+var turns atomic.Int64
+
+// lastText is the text of data's last message ("" for none).
+func lastText(data []byte) string {
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	var v struct {
+		Message struct {
+			Content []struct{ Text string } `json:"content"`
+		} `json:"message"`
+	}
+	if len(lines) < 2 || json.Unmarshal(lines[len(lines)-1], &v) != nil || len(v.Message.Content) == 0 {
+		return ""
+	}
+	return v.Message.Content[0].Text
+}
+
+func stagedPath(jobDir string) string {
+	return filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
+}
+
+// stage replaces the job's staged file with data.
+func (e *env) stage(jobDir string, data []byte) {
+	e.t.Helper()
+	p := stagedPath(jobDir)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	os.Remove(p)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) staged(jobDir string) []byte {
+	e.t.Helper()
+	b, err := os.ReadFile(stagedPath(jobDir))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// resolveOn resolves key for job on s in a new job dir, and checks what
+// every resolve promises: a cold start stages 0 bytes, a resume exactly
+// Bytes bytes with the ticket's checksum, the staged dir is 0700, and the
+// ticket reads back as the session.
+func (e *env) resolveOn(s *store.Store, key string, job store.Job) (store.Session, string) {
+	e.t.Helper()
+	jobDir := e.t.TempDir()
+	sess, err := s.Resolve(key, job, jobDir)
+	if err != nil {
+		e.t.Fatalf("resolve %s: %v", key, err)
+	}
+	got := e.staged(jobDir)
+	switch {
+	case sess.Resume != (sess.Reason == gates.Resumed):
+		e.fatalf("resolve = %s: resume and reason disagree", describe(sess))
+	case !sess.Resume && (len(got) != 0 || sess.Bytes != 0):
+		e.fatalf("cold start %s staged %d bytes (session says %d), want 0", sess.Reason, len(got), sess.Bytes)
+	case sess.Resume && (int64(len(got)) != sess.Bytes || store.Checksum(crc(got)) != sess.CRC32C):
+		e.fatalf("resumed %d bytes (crc %s) but staged %d (crc %08x)", sess.Bytes, sess.CRC32C, len(got), crc(got))
+	}
+	if fi, err := os.Stat(filepath.Dir(stagedPath(jobDir))); err != nil || fi.Mode().Perm() != 0o700 {
+		e.fatalf("staged dir: %v, %v; want mode 0700", fi, err)
+	}
+	ticket, err := store.ReadTicket(jobDir)
+	if err != nil || !reflect.DeepEqual(ticket, sess) {
+		e.fatalf("ReadTicket = %+v, %v\nwant %+v", ticket, err, sess)
+	}
+	return sess, jobDir
+}
+
+func (e *env) resolve(key string, job store.Job) (store.Session, string) {
+	e.t.Helper()
+	return e.resolveOn(e.s, key, job)
+}
+
+// want checks a verdict.
+func (e *env) want(sess store.Session, resume bool, reason gates.Reason) {
+	e.t.Helper()
+	if sess.Resume != resume || sess.Reason != reason {
+		e.fatalf("resolve = %s, want {resume %v, %s}", describe(sess), resume, reason)
+	}
+}
+
+// job resolves key as the job named id and returns its session, its job
+// dir and what a run starts from: what it was handed, or a fresh header.
+func (e *env) job(key, id string) (store.Session, string, []byte) {
+	e.t.Helper()
+	j := localJob()
+	j.ID = id
+	sess, jobDir := e.resolve(key, j)
+	data := e.staged(jobDir)
+	if len(data) == 0 {
+		data = header(e.clock.now)
+	}
+	return sess, jobDir, data
+}
+
+func (e *env) promoteOn(s *store.Store, sess store.Session, req store.PromoteRequest) store.PromoteResult {
+	e.t.Helper()
+	res, err := s.Promote(sess, req)
+	if err != nil {
+		e.t.Fatalf("promote: %v (%+v)", err, res)
+	}
+	if res.Promoted != (res.Reason == gates.Promoted) || res.Key != sess.Key {
+		e.fatalf("promote = %+v: promoted and reason disagree", res)
+	}
+	return res
+}
+
+func (e *env) promote(sess store.Session, req store.PromoteRequest) store.PromoteResult {
+	e.t.Helper()
+	return e.promoteOn(e.s, sess, req)
+}
+
+// run is one whole job that must promote: resolve key for job on s, answer
+// one turn tagged tag onto what was handed, promote with req.
+func (e *env) runOn(s *store.Store, key string, job store.Job, req store.PromoteRequest, tag string) (store.Session, store.PromoteResult) {
+	e.t.Helper()
+	sess, jobDir := e.resolveOn(s, key, job)
+	data := e.staged(jobDir)
+	if len(data) == 0 {
+		data = header(e.clock.now)
+	}
+	e.stage(jobDir, turn(data, tag, 100))
+	if req.PiVersion == "" {
+		req.PiVersion = job.PiVersion
+	}
+	res := e.promoteOn(s, sess, req)
+	if !res.Promoted {
+		e.fatalf("promote of %q = %+v, want promoted", tag, res)
+	}
+	return sess, res
+}
+
+func (e *env) run(key string, tag string) (store.Session, store.PromoteResult) {
+	e.t.Helper()
+	return e.runOn(e.s, key, localJob(), store.PromoteRequest{}, tag)
+}
+
+func tokens(n int64) *int64 { return &n }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
