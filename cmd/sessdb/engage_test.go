@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sessdb/internal/sharedtest"
 )
 
 func engageRun(args ...string) (int, string, string) {
@@ -33,17 +35,11 @@ func engageFixture(t *testing.T, name string) string {
 // sharedFixture is the path of a file of ../shared/testdata/pi-fixtures,
 // or "" when it is absent.
 func sharedFixture(name string) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-		dir = filepath.Dir(dir)
+	dir := sharedtest.Locate("pi-fixtures")
+	if dir == "" {
+		return ""
 	}
-	p := filepath.Join(dir, "..", "shared", "testdata", "pi-fixtures", name)
+	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}

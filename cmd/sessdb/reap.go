@@ -16,7 +16,7 @@ import (
 
 var cmdReap = &command{
 	name:  "reap",
-	usage: "reap [--ttl-days N] [--dry-run] [--json] [DIR]",
+	usage: "reap [--ttl-days N] [--dry-run [--at TIME]] [--json] [DIR]",
 	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour",
 	long: `
 Removes every key of the sessions root (DIR, else --sessions-dir or
@@ -88,8 +88,17 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	dryRun := fs.Bool("dry-run", false, "remove nothing; print what would be removed")
 	asJSON := fs.Bool("json", false, "print one JSON object per action, then a summary object (docs/json.md)")
+	at := bindAt(fs)
 	return func(inv *invocation) int {
-		st, code := openWalk(inv, cfg)
+		_, atOpt, err := at.now()
+		if err != nil {
+			return inv.rep.usage(err)
+		}
+		if inv.given("at") && !*dryRun {
+			// A key removed for a time that is not now is a key lost.
+			return inv.rep.usage(errors.New("--at goes with --dry-run: a reap removes keys only by the time it is"))
+		}
+		st, code := openWalk(inv, cfg, atOpt)
 		if st == nil {
 			return code
 		}

@@ -13,23 +13,42 @@ import (
 // the test with a message saying why, when that folder is absent.
 func Dir(tb testing.TB, sub string) string {
 	tb.Helper()
+	p := Locate(sub)
+	if p == "" {
+		tb.Skipf("shared test data ../shared/testdata/%s is absent (it sits beside the repository, not in it)", sub)
+	}
+	return p
+}
+
+// Locate returns ../shared/testdata/<sub> beside the module root, or ""
+// when it is absent, for callers that decide without a test at hand.
+func Locate(sub string) string {
+	root := ModuleRoot()
+	if root == "" {
+		return ""
+	}
+	p := filepath.Join(root, "..", "shared", "testdata", sub)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// ModuleRoot is the nearest directory at or above the working directory
+// that holds go.mod, or "".
+func ModuleRoot() string {
 	dir, err := os.Getwd()
 	if err != nil {
-		tb.Fatal(err)
+		return ""
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			tb.Skip("no go.mod above the package directory; cannot locate ../shared/testdata")
+			return ""
 		}
 		dir = parent
 	}
-	p := filepath.Join(dir, "..", "shared", "testdata", sub)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("shared test data %s is absent (it sits beside the repository, not in it): %v", p, err)
-	}
-	return p
 }

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sessdb/internal/sharedtest"
+)
+
+// The README's and the docs' commands run as shown (issue 12). In every
+// fenced block of README.md and docs/*.md:
+//
+//   - a line "$ sessdb ARGS" (a trailing backslash continues it) is run,
+//     and the lines after it, up to the next "$ " or the block's end, are
+//     its stdout; a line "..." stands for any number of lines;
+//   - in a sh block, a line "sessdb ARGS" or "go run ./cmd/sessdb ARGS"
+//     is run for its exit status alone (a usage synopsis, with [...]
+//     placeholders, is not a command).
+//
+// Only the commands that are safe to run are run: those that change
+// nothing (dump, stats, check without --repair, reap and migrate with
+// --dry-run, engage replay without --svg, help, version) on paths of the
+// repository (testdata/, ../shared/testdata/). The clock is the real one:
+// what the docs show must hold on any date. -update rewrites each "$ "
+// command's output in place.
+func TestDocCommands(t *testing.T) {
+	root := sharedtest.ModuleRoot()
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
+	t.Chdir(root)
+	clearEnv(t)
+	ran := 0
+	for _, path := range docs {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(src), "\n")
+		changed := false
+		for i := 0; i < len(lines); i++ {
+			if !strings.HasPrefix(lines[i], "```") {
+				continue
+			}
+			end := i + 1
+			for end < len(lines) && !strings.HasPrefix(lines[end], "```") {
+				end++
+			}
+			block := lines[i+1 : end]
+			lang := strings.TrimPrefix(lines[i], "```")
+			out, n := runDocBlock(t, filepath.Base(path), i+2, block, lang == "sh" || lang == "bash")
+			ran += n
+			if *update && out != nil {
+				lines = append(lines[:i+1], append(out, lines[end:]...)...)
+				end = i + 1 + len(out)
+				changed = true
+			}
+			i = end
+		}
+		if changed {
+			if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d documented commands ran as shown", ran)
+	if ran == 0 {
+		t.Fatal("no documented command ran: the test proves nothing")
+	}
+}
+
+// runDocBlock runs the commands of one block and returns the block as it
+// would be with every "$ " command's real output (for -update), and how
+// many commands ran.
+func runDocBlock(t *testing.T, doc string, first int, block []string, shell bool) ([]string, int) {
+	var out []string
+	ran := 0
+	for j := 0; j < len(block); j++ {
+		line := block[j]
+		shown := strings.HasPrefix(line, "$ ")
+		cmd := strings.TrimPrefix(line, "$ ")
+		start := j
+		for strings.HasSuffix(cmd, "\\") && j+1 < len(block) {
+			j++
+			cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(block[j])
+		}
+		out = append(out, block[start:j+1]...)
+		args, ok := docArgs(cmd)
+		if !shown {
+			if shell && ok && safeDocCommand(args) {
+				code, _, errs := runCLI(t, args...)
+				if code != exitOK {
+					t.Errorf("%s:%d: %s: exit %d\n%s", doc, first+start, cmd, code, errs)
+				}
+				ran++
+			}
+			continue
+		}
+		// The expected output runs to the next "$ " line.
+		k := j + 1
+		for k < len(block) && !strings.HasPrefix(block[k], "$ ") {
+			k++
+		}
+		want := block[j+1 : k]
+		j = k - 1
+		if !ok || !safeDocCommand(args) {
+			t.Errorf("%s:%d: %s: a shown command must be one the test can run", doc, first+start, cmd)
+			out = append(out, want...)
+			continue
+		}
+		code, stdout, errs := runCLI(t, args...)
+		if code != exitOK {
+			t.Errorf("%s:%d: %s: exit %d\n%s", doc, first+start, cmd, code, errs)
+		}
+		got := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+		if !matchDocOutput(want, got) {
+			t.Errorf("%s:%d: %s: output differs from the doc (rerun with -update if the change is meant):\n%s\n--- want\n%s", doc, first+start, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		ran++
+		if *update && !matchDocOutput(want, got) {
+			out = append(out, got...)
+		} else {
+			out = append(out, want...)
+		}
+	}
+	return out, ran
+}
+
+// docArgs turns a documented command line into sessdb's arguments, or
+// reports that it is not one (a shell pipeline, another program).
+func docArgs(cmd string) ([]string, bool) {
+	if i := strings.Index(cmd, " #"); i >= 0 {
+		cmd = cmd[:i]
+	}
+	f := strings.Fields(cmd)
+	switch {
+	case len(f) >= 3 && f[0] == "go" && f[1] == "run" && f[2] == "./cmd/sessdb":
+		f = f[3:]
+	case len(f) >= 1 && f[0] == "sessdb":
+		f = f[1:]
+	default:
+		return nil, false
+	}
+	for _, a := range f {
+		if strings.ContainsAny(a, "|><$;&'\"`*[]") || strings.Contains(a, "…") {
+			return nil, false
+		}
+	}
+	return f, len(f) > 0
+}
+
+// safeDocCommand reports whether a documented command changes nothing and
+// reads only the repository's own data.
+func safeDocCommand(args []string) bool {
+	has := func(flag string) bool {
+		for _, a := range args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range args {
+		if strings.Contains(a, "/") && !strings.HasPrefix(a, "testdata/") && !strings.HasPrefix(a, "../shared/testdata/") {
+			return false
+		}
+		if strings.HasPrefix(a, "../shared/testdata/") && sharedtest.Locate(strings.Split(a, "/")[3]) == "" {
+			return false // beside the clone, and absent here
+		}
+	}
+	switch args[0] {
+	case "dump", "stats", "help", "version":
+		return true
+	case "check":
+		return !has("--repair")
+	case "reap", "migrate":
+		return has("--dry-run")
+	case "engage":
+		return len(args) > 1 && args[1] == "replay" && !has("--svg")
+	}
+	return false
+}
+
+// mtimeCell is a legacy key's promotion time in dump's table: its only
+// clock is its file's mtime, which a checkout sets.
+var mtimeCell = regexp.MustCompile(`(\S+ ago|ahead) \(mtime\)`)
+
+// walkTime is how long a walk took, which no doc can promise.
+var walkTime = regexp.MustCompile(`walked in [0-9.]+s`)
+
+// matchDocOutput compares documented output with real output, line by
+// line, runs of spaces folded (a column's width can move with a masked
+// cell); a "..." line stands for any number of lines.
+func matchDocOutput(want, got []string) bool {
+	norm := func(s string) string {
+		s = walkTime.ReplaceAllString(mtimeCell.ReplaceAllString(s, "<mtime>"), "walked in <t>")
+		return strings.Join(strings.Fields(s), " ")
+	}
+	var match func(w, g []string) bool
+	match = func(w, g []string) bool {
+		if len(w) == 0 {
+			return len(g) == 0
+		}
+		if strings.TrimSpace(w[0]) == "..." {
+			for n := 0; n <= len(g); n++ {
+				if match(w[1:], g[n:]) {
+					return true
+				}
+			}
+			return false
+		}
+		return len(g) > 0 && norm(w[0]) == norm(g[0]) && match(w[1:], g[1:])
+	}
+	return match(want, got) || bytes.Equal([]byte(strings.Join(want, "\n")), []byte(strings.Join(got, "\n")))
+}
+
+// mdLink is a markdown link's target.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocLinks: every relative link of README.md and docs/*.md names a file
+// of the repository, and every #anchor a heading of the file it points to.
+func TestDocLinks(t *testing.T) {
+	root := sharedtest.ModuleRoot()
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
+	checked := 0
+	for _, doc := range docs {
+		src, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(src), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: link %s: %v", filepath.Base(doc), target, err)
+				continue
+			}
+			if anchor != "" && !hasAnchor(t, path, anchor) {
+				t.Errorf("%s: link %s: no such heading in %s", filepath.Base(doc), target, filepath.Base(path))
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no link checked")
+	}
+}
+
+// hasAnchor reports whether the markdown file has a heading whose GitHub
+// anchor is anchor.
+func hasAnchor(t *testing.T, path, anchor string) bool {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				b.WriteRune(r)
+			}
+		}
+		if b.String() == anchor {
+			return true
+		}
+	}
+	return false
+}
