@@ -70,36 +70,50 @@ func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 	return bw.Flush()
 }
 
+// jsonRow is one request of the JSON form.
 type jsonRow struct {
-	Request   int      `json:"request"`
-	Entry     jsonText `json:"entry"`
+	Request   int      `json:"request"` // 1-based
+	Entry     jsonText `json:"entry"`   // the assistant entry's id
 	Estimate  *int64   `json:"estimate"`
 	Reset     bool     `json:"reset"`
 	Stateless bool     `json:"stateless"`
 	Sticky    bool     `json:"sticky"`
-	// Present only when modelled: the readings each policy decided on.
-	StatelessEstimate *Reading `json:"stateless_estimate,omitempty"`
-	StickyEstimate    *Reading `json:"sticky_estimate,omitempty"`
+	// The readings each policy decided on: the estimate as recorded, or
+	// the modelled one; null when unknown.
+	StatelessEstimate Reading `json:"stateless_estimate"`
+	StickyEstimate    Reading `json:"sticky_estimate"`
 }
 
+// jsonSummary ends the JSON form, as {"summary": {...}}, the shape every
+// sessdb command that prints a stream ends with (docs/json.md).
 type jsonSummary struct {
-	Requests           int      `json:"requests"`
-	SwitchesStateless  int      `json:"switches_stateless"`
-	SwitchesSticky     int      `json:"switches_sticky"`
-	RebilledStateless  int64    `json:"rebilled_stateless"`
-	RebilledSticky     int64    `json:"rebilled_sticky"`
-	PrunedStateless    int      `json:"pruned_stateless"`
-	PrunedSticky       int      `json:"pruned_sticky"`
-	Window             int64    `json:"window"`
-	Reserve            int64    `json:"reserve"`
-	Threshold          int64    `json:"threshold"`
-	PrunedRatio        float64  `json:"pruned_ratio"`
-	Modelled           bool     `json:"modelled"`
-	CacheReadPrice     *float64 `json:"cache_read_price,omitempty"`
-	CacheWritePrice    *float64 `json:"cache_write_price,omitempty"`
-	ExtraCostStateless *float64 `json:"extra_cost_stateless,omitempty"`
-	ExtraCostSticky    *float64 `json:"extra_cost_sticky,omitempty"`
+	Requests              int     `json:"requests"`
+	Window                int64   `json:"window"`
+	Reserve               int64   `json:"reserve"`
+	Threshold             int64   `json:"threshold"`
+	PrunedRatio           float64 `json:"pruned_ratio"`
+	Modelled              bool    `json:"modelled"`
+	PrunedStateless       int     `json:"pruned_stateless"`
+	PrunedSticky          int     `json:"pruned_sticky"`
+	SwitchesStateless     int     `json:"switches_stateless"`
+	SwitchesSticky        int     `json:"switches_sticky"`
+	RebilledStateless     int64   `json:"rebilled_stateless"`
+	RebilledSticky        int64   `json:"rebilled_sticky"`
+	CacheReadPriceUSD     *usd    `json:"cache_read_price_usd"` // per million tokens; null without prices
+	CacheWritePriceUSD    *usd    `json:"cache_write_price_usd"`
+	ExtraCostStatelessUSD *usd    `json:"extra_cost_stateless_usd"`
+	ExtraCostStickyUSD    *usd    `json:"extra_cost_sticky_usd"`
+	Interrupted           bool    `json:"interrupted"` // always false: a replay is not interrupted, it is killed
 }
+
+// usd is an amount of money: a JSON number with exactly 4 decimals, so
+// that a cost never prints as 0.7951353000000001.
+type usd float64
+
+// MarshalJSON writes u with 4 decimals.
+func (u usd) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%.4f", float64(u)), nil }
+
+func money(f float64) *usd { u := usd(f); return &u }
 
 // MarshalJSON writes a reading as its number, or null when unknown.
 func (r Reading) MarshalJSON() ([]byte, error) {
@@ -109,43 +123,43 @@ func (r Reading) MarshalJSON() ([]byte, error) {
 	return strconv.AppendInt(nil, r.Tokens, 10), nil
 }
 
-// WriteJSON writes one JSON object per request, then one summary object,
-// each on its own line. "estimate" is pi's estimate before the request as
-// recorded, null where pi reports null. "entry" escapes every character
-// that is not printable (controls, bidi overrides) as \uXXXX, so the output
-// is safe on a terminal and decodes to the id as read (invalid UTF-8 aside,
-// which encoding/json writes as U+FFFD). A modelled replay adds each
-// policy's modelled reading to every request and "modelled": true to the
-// summary; prices may be nil.
+// WriteJSON writes one JSON object per request, then {"summary": {...}},
+// each on its own line: the objects docs/json.md documents for engage
+// replay. "estimate" is pi's estimate before the request as recorded, null
+// where pi reports null; "stateless_estimate" and "sticky_estimate" are
+// the readings each policy decided on (the recorded one, or the modelled
+// one). "entry" escapes every character that is not printable (controls,
+// bidi overrides) as \uXXXX, so the output is safe on a terminal and
+// decodes to the id as read (invalid UTF-8 aside, which encoding/json
+// writes as U+FFFD). prices may be nil: the money fields are then null.
 func (rp *Replay) WriteJSON(w io.Writer, prices *Prices) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, r := range rp.Rows {
-		row := jsonRow{Request: r.N, Entry: jsonText(r.Entry), Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky}
+		row := jsonRow{Request: r.N, Entry: jsonText(r.Entry), Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky,
+			StatelessEstimate: r.StatelessReading, StickyEstimate: r.StickyReading}
 		if rd := r.Before.Reading(); rd.Known {
 			row.Estimate = &rd.Tokens
-		}
-		if rp.Modelled {
-			row.StatelessEstimate, row.StickyEstimate = &r.StatelessReading, &r.StickyReading
 		}
 		if err := enc.Encode(row); err != nil {
 			return err
 		}
 	}
 	sum := jsonSummary{
-		Requests:          len(rp.Rows),
+		Requests: len(rp.Rows), Window: rp.Window, Reserve: rp.Reserve, Threshold: rp.Threshold,
+		PrunedRatio: rp.PrunedRatio, Modelled: rp.Modelled,
+		PrunedStateless: rp.Stateless.Pruned, PrunedSticky: rp.Sticky.Pruned,
 		SwitchesStateless: rp.Stateless.Switches, SwitchesSticky: rp.Sticky.Switches,
 		RebilledStateless: rp.Stateless.Rebilled, RebilledSticky: rp.Sticky.Rebilled,
-		PrunedStateless: rp.Stateless.Pruned, PrunedSticky: rp.Sticky.Pruned,
-		Window: rp.Window, Reserve: rp.Reserve, Threshold: rp.Threshold,
-		PrunedRatio: rp.PrunedRatio, Modelled: rp.Modelled,
 	}
 	if prices != nil {
-		a, b := prices.ExtraCost(rp.Stateless.Rebilled), prices.ExtraCost(rp.Sticky.Rebilled)
-		sum.CacheReadPrice, sum.CacheWritePrice = &prices.CacheRead, &prices.CacheWrite
-		sum.ExtraCostStateless, sum.ExtraCostSticky = &a, &b
+		sum.CacheReadPriceUSD, sum.CacheWritePriceUSD = money(prices.CacheRead), money(prices.CacheWrite)
+		sum.ExtraCostStatelessUSD = money(prices.ExtraCost(rp.Stateless.Rebilled))
+		sum.ExtraCostStickyUSD = money(prices.ExtraCost(rp.Sticky.Rebilled))
 	}
-	if err := enc.Encode(sum); err != nil {
+	if err := enc.Encode(struct {
+		Summary jsonSummary `json:"summary"`
+	}{sum}); err != nil {
 		return err
 	}
 	return bw.Flush()

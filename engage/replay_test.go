@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -184,8 +185,8 @@ func TestReplayOptions(t *testing.T) {
 	}
 }
 
-// The --json form: one object per request with exactly the keys,
-// then the summary.
+// The --json form: one object per request with exactly the documented
+// keys (docs/json.md), then {"summary": {...}}.
 func TestWriteJSON(t *testing.T) {
 	rp, err := readFixture(t, "10-sticky-engagement.jsonl").Replay(DefaultOptions())
 	if err != nil {
@@ -208,7 +209,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("%d objects, want %d rows and a summary", len(objs), len(rp.Rows))
 	}
 	for i, m := range objs[:len(rp.Rows)] {
-		if got := strings.Join(slices.Sorted(maps.Keys(m)), ","); got != "entry,estimate,request,reset,stateless,sticky" {
+		if got := strings.Join(slices.Sorted(maps.Keys(m)), ","); got != "entry,estimate,request,reset,stateless,stateless_estimate,sticky,sticky_estimate" {
 			t.Errorf("row %d keys %s", i+1, got)
 		}
 		if m["request"] != float64(i+1) {
@@ -218,7 +219,10 @@ func TestWriteJSON(t *testing.T) {
 	if objs[7]["estimate"] != nil || objs[7]["reset"] != true || objs[3]["estimate"] != float64(183732) {
 		t.Errorf("rows 4 and 8: %v %v", objs[3], objs[7])
 	}
-	sum := objs[len(objs)-1]
+	sum, ok := objs[len(objs)-1]["summary"].(map[string]any)
+	if !ok || len(objs[len(objs)-1]) != 1 {
+		t.Fatalf("the last line is not {\"summary\": {...}}: %v", objs[len(objs)-1])
+	}
 	for _, k := range []string{"requests", "switches_stateless", "switches_sticky", "rebilled_stateless", "rebilled_sticky", "window", "reserve", "threshold", "pruned_ratio"} {
 		if _, ok := sum[k]; !ok {
 			t.Errorf("summary lacks %q: %v", k, sum)
@@ -227,9 +231,10 @@ func TestWriteJSON(t *testing.T) {
 	if sum["modelled"] != false || sum["switches_stateless"] != float64(rp.Stateless.Switches) {
 		t.Errorf("summary %v", sum)
 	}
-	wantCost := float64(rp.Sticky.Rebilled) * (3.75 - 0.3) / 1e6
-	if sum["extra_cost_sticky"] != wantCost {
-		t.Errorf("extra_cost_sticky %v, want %v", sum["extra_cost_sticky"], wantCost)
+	// Money has 4 decimals, never 0.45409...0001.
+	wantCost, _ := strconv.ParseFloat(fmt.Sprintf("%.4f", float64(rp.Sticky.Rebilled)*(3.75-0.3)/1e6), 64)
+	if sum["extra_cost_sticky_usd"] != wantCost {
+		t.Errorf("extra_cost_sticky_usd %v, want %.4f", sum["extra_cost_sticky_usd"], wantCost)
 	}
 }
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -38,48 +36,6 @@ pruning; every figure it changes is marked modelled. See docs/engage.md.`,
 	argName: "FILE",
 	bind:    bindEngageReplay,
 }
-
-// engageRow is one request of engage replay --json.
-type engageRow struct {
-	Request   int    `json:"request"` // 1-based
-	Entry     string `json:"entry"`   // the assistant entry's id
-	Estimate  *int64 `json:"estimate"`
-	Reset     bool   `json:"reset"`
-	Stateless bool   `json:"stateless"`
-	Sticky    bool   `json:"sticky"`
-	// The readings each policy decided on: the estimate as recorded, or
-	// the modelled one; null when unknown.
-	StatelessEstimate engage.Reading `json:"stateless_estimate"`
-	StickyEstimate    engage.Reading `json:"sticky_estimate"`
-}
-
-// engageSummary ends engage replay --json.
-type engageSummary struct {
-	Requests              int     `json:"requests"`
-	Window                int64   `json:"window"`
-	Reserve               int64   `json:"reserve"`
-	Threshold             int64   `json:"threshold"`
-	PrunedRatio           float64 `json:"pruned_ratio"`
-	Modelled              bool    `json:"modelled"`
-	PrunedStateless       int     `json:"pruned_stateless"`
-	PrunedSticky          int     `json:"pruned_sticky"`
-	SwitchesStateless     int     `json:"switches_stateless"`
-	SwitchesSticky        int     `json:"switches_sticky"`
-	RebilledStateless     int64   `json:"rebilled_stateless"`
-	RebilledSticky        int64   `json:"rebilled_sticky"`
-	CacheReadPriceUSD     *usd    `json:"cache_read_price_usd"`  // per million tokens; null without prices
-	CacheWritePriceUSD    *usd    `json:"cache_write_price_usd"` // per million tokens
-	ExtraCostStatelessUSD *usd    `json:"extra_cost_stateless_usd"`
-	ExtraCostStickyUSD    *usd    `json:"extra_cost_sticky_usd"`
-	Interrupted           bool    `json:"interrupted"` // always false: a replay is not interrupted, it is killed
-}
-
-// usd is an amount of money: a JSON number with exactly 4 decimals.
-type usd float64
-
-func (u usd) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%.4f", float64(u)), nil }
-
-func money(f float64) *usd { u := usd(f); return &u }
 
 func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 	opt := engage.DefaultOptions()
@@ -121,7 +77,7 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 		}
 		if err == nil {
 			if *asJSON {
-				err = writeReplayJSON(inv.stdout, rp, prices)
+				err = rp.WriteJSON(inv.stdout, prices)
 			} else {
 				err = rp.WriteTable(inv.stdout, prices)
 			}
@@ -131,37 +87,6 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 		}
 		return exitOK
 	}
-}
-
-// writeReplayJSON writes one object per request, then the summary.
-func writeReplayJSON(w io.Writer, rp *engage.Replay, prices *engage.Prices) error {
-	bw := bufio.NewWriter(w)
-	jw := &jsonWriter{w: bw}
-	for _, r := range rp.Rows {
-		row := engageRow{Request: r.N, Entry: r.Entry, Reset: r.Event != engage.None, Stateless: r.Stateless, Sticky: r.Sticky,
-			StatelessEstimate: r.StatelessReading, StickyEstimate: r.StickyReading}
-		if rd := r.Before.Reading(); rd.Known {
-			row.Estimate = &rd.Tokens
-		}
-		jw.encode(row)
-	}
-	sum := engageSummary{
-		Requests: len(rp.Rows), Window: rp.Window, Reserve: rp.Reserve, Threshold: rp.Threshold,
-		PrunedRatio: rp.PrunedRatio, Modelled: rp.Modelled,
-		PrunedStateless: rp.Stateless.Pruned, PrunedSticky: rp.Sticky.Pruned,
-		SwitchesStateless: rp.Stateless.Switches, SwitchesSticky: rp.Sticky.Switches,
-		RebilledStateless: rp.Stateless.Rebilled, RebilledSticky: rp.Sticky.Rebilled,
-	}
-	if prices != nil {
-		sum.CacheReadPriceUSD, sum.CacheWritePriceUSD = money(prices.CacheRead), money(prices.CacheWrite)
-		sum.ExtraCostStatelessUSD = money(prices.ExtraCost(rp.Stateless.Rebilled))
-		sum.ExtraCostStickyUSD = money(prices.ExtraCost(rp.Sticky.Rebilled))
-	}
-	jw.encode(summaryLine[engageSummary]{sum})
-	if jw.err != nil {
-		return jw.err
-	}
-	return bw.Flush()
 }
 
 // writeChart replaces path with data atomically: a temp file in path's

@@ -96,7 +96,8 @@ func find(args []string) (*command, []string, error) {
 
 // runHelp prints the command list, or one command's help, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || len(args) == 1 && args[0] == "help" {
+		// "sessdb help help" asks what help is: the list, which says.
 		io.WriteString(stdout, commandList())
 		return exitOK
 	}

@@ -150,6 +150,9 @@ func TestHelpIsOneText(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with a hint", args, code, out, errs)
 		}
 	}
+	if code, out, _ := runCLI(t, "help", "help"); code != exitOK || !strings.Contains(out, "commands:") && !strings.Contains(out, "dump") {
+		t.Errorf("help help: exit %d\n%s", code, out)
+	}
 	if code, out, _ := runCLI(t, "help", "engage"); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
 		t.Errorf("help engage: exit %d\n%s", code, out)
 	}
