@@ -2,7 +2,8 @@ package migrate
 
 import (
 	"encoding/json"
-	"math"
+
+	"sessdb/store"
 )
 
 // The JSON of a migration is sessdb's vocabulary (docs/json.md): every
@@ -32,38 +33,17 @@ func (v Values) MarshalJSON() ([]byte, error) {
 	if v.PiVersion != "" {
 		pv = &v.PiVersion
 	}
-	return json.Marshal(struct {
-		Record      *Transcript `json:"record"`
-		PiVersion   *string     `json:"pi_version"`
-		Venue       *string     `json:"venue"`
-		ResumeChain *uint64     `json:"resume_chain"`
-		Context     *Context    `json:"context"`
-	}{v.Transcript, pv, v.Venue, v.ResumeChain, v.Context})
-}
-
-// MarshalJSON writes c as the context object of every command: tokens,
-// window, model (null when unstamped), pct (tokens*100/window rounded
-// down, what the context rung compares; null when the window is not
-// positive) and over_window.
-func (c Context) MarshalJSON() ([]byte, error) {
-	var model *string
-	if c.Model != "" {
-		model = &c.Model
-	}
-	var pct *int64
-	// Past MaxInt64/100 the product overflows: pct is then null rather
-	// than wrong.
-	if c.Window > 0 && c.Tokens >= 0 && c.Tokens <= math.MaxInt64/100 {
-		p := c.Tokens * 100 / c.Window
-		pct = &p
+	var context *store.ContextReport
+	if c := v.Context; c != nil {
+		context = store.NewContextReport(c.Tokens, c.Window, c.Model)
 	}
 	return json.Marshal(struct {
-		Tokens     int64   `json:"tokens"`
-		Window     int64   `json:"window"`
-		Model      *string `json:"model"`
-		Pct        *int64  `json:"pct"`
-		OverWindow bool    `json:"over_window"`
-	}{c.Tokens, c.Window, model, pct, c.Window > 0 && c.Tokens > c.Window})
+		Record      *Transcript          `json:"record"`
+		PiVersion   *string              `json:"pi_version"`
+		Venue       *string              `json:"venue"`
+		ResumeChain *uint64              `json:"resume_chain"`
+		Context     *store.ContextReport `json:"context"`
+	}{v.Transcript, pv, v.Venue, v.ResumeChain, context})
 }
 
 // orEmpty is s, or an empty list for nil: docs/json.md writes an empty

@@ -35,7 +35,7 @@ type Values struct {
 	// absent, which the chain gate reads as 0.
 	ResumeChain *uint64 `json:"resume_chain"`
 	// Context is the last context reading; nil is no measurement.
-	Context *Context `json:"context"`
+	Context *db.Context `json:"context"`
 }
 
 // Transcript is the identity of current.jsonl and the last promotion time
@@ -52,19 +52,6 @@ type Transcript struct {
 	// PromotedAt is the last promotion time, from which expired counts.
 	// ToDB takes the transcript's mtime, the legacy store's clock.
 	PromotedAt time.Time `json:"promoted_at"`
-}
-
-// Context is a context reading; Model is as written ("" = unstamped). It
-// marshals as the context object of every command (json.go).
-type Context struct {
-	// Tokens is the context occupancy pi reported.
-	Tokens int64 `json:"tokens"`
-	// Window is the model's context window; a reading whose window is
-	// not positive is no measurement to the context gate.
-	Window int64 `json:"window"`
-	// Model is the model stamp as written, "" when unstamped; the gate
-	// compares it as written, not lowercased, as the legacy reader did.
-	Model string `json:"model"`
 }
 
 // Oddity is a value that is not plain, and how it is read: it keeps its
@@ -88,7 +75,7 @@ func (v Values) sidecars() db.Sidecars {
 		sc.Transcript = &db.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: t.PromotedAt.UnixNano()}
 	}
 	if c := v.Context; c != nil {
-		sc.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+		sc.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model} // a copy: the plan keeps its own
 	}
 	return sc
 }
@@ -104,7 +91,7 @@ func valuesOf(sc db.Sidecars) Values {
 		v.Transcript = &Transcript{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
 	}
 	if c := sc.Context; c != nil {
-		v.Context = &Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+		v.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
 	}
 	return v
 }
@@ -172,7 +159,7 @@ func readLegacy(k *keyScan) (Values, []Oddity) {
 		if c == nil {
 			note(legacy.ContextName, k.describe(legacy.ContextName), "no measurement (not \"tokens window [model]\"): dropped")
 		} else {
-			v.Context = &Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+			v.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
 			if line := formatContext(*v.Context); line != string(k.raw[legacy.ContextName]) {
 				note(legacy.ContextName, k.describe(legacy.ContextName), quote([]byte(line)))
 			}
@@ -198,7 +185,7 @@ func (k *keyScan) noteReshaped(odd *[]Oddity, name, value string) {
 
 // formatContext is the legacy writer's context line for c; a context
 // file that reads as c but is spelled otherwise is reported as an oddity.
-func formatContext(c Context) string {
+func formatContext(c db.Context) string {
 	return formatContextParts(strconv.FormatInt(c.Tokens, 10), strconv.FormatInt(c.Window, 10), c.Model)
 }
 

@@ -307,6 +307,12 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	}
 }
 
+// NewContextReport is the report of a reading of tokens out of window,
+// stamped with model: the one context object of every command's JSON.
+func NewContextReport(tokens, window int64, model string) *ContextReport {
+	return contextReport(tokens, window, model)
+}
+
 func contextReport(tokens, window int64, model string) *ContextReport {
 	c := &ContextReport{Tokens: tokens, Window: window, Model: model, OverWindow: window > 0 && tokens > window}
 	if window > 0 && tokens >= 0 && tokens <= (1<<63-1)/100 {

@@ -33,7 +33,7 @@ func (r KeyReport) MarshalJSON() ([]byte, error) {
 		out.Record = &recordJSON{Gen: r.Gen, Bytes: *r.RecordBytes, CRC32C: Checksum(*r.CRC32C), PromotedAt: r.LastPromotion.UTC()}
 	}
 	if c := r.Context; c != nil {
-		out.Context = &contextJSON{Tokens: c.Tokens, Window: c.Window, Model: str(c.Model), Pct: c.Pct, OverWindow: c.OverWindow}
+		out.Context = c
 	}
 	if p := r.Pending; p != nil {
 		out.Pending = &pendingJSON{Tmp: p.Tmp, Bytes: p.Bytes, CRC32C: Checksum(p.CRC32C), Gen: p.Gen}
@@ -61,7 +61,7 @@ type keyJSON struct {
 	PiVersion   *string          `json:"pi_version"`
 	Venue       *string          `json:"venue"`
 	ResumeChain *uint64          `json:"resume_chain"`
-	Context     *contextJSON     `json:"context"`
+	Context     *ContextReport   `json:"context"`
 	Pending     *pendingJSON     `json:"pending"`
 	History     []historyJSON    `json:"history"`
 	LegacyFiles []string         `json:"legacy_files"`
@@ -90,13 +90,17 @@ type recordJSON struct {
 	PromotedAt time.Time `json:"promoted_at"`
 }
 
-// contextJSON is a context reading, the same object in every command.
-type contextJSON struct {
-	Tokens     int64   `json:"tokens"`
-	Window     int64   `json:"window"`
-	Model      *string `json:"model"`
-	Pct        *int64  `json:"pct"`
-	OverWindow bool    `json:"over_window"`
+// MarshalJSON writes c as the context object of every command (docs/json.md):
+// tokens, window, model (null when unstamped), pct (null when the window
+// is not positive) and over_window.
+func (c ContextReport) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Tokens     int64   `json:"tokens"`
+		Window     int64   `json:"window"`
+		Model      *string `json:"model"`
+		Pct        *int64  `json:"pct"`
+		OverWindow bool    `json:"over_window"`
+	}{c.Tokens, c.Window, str(c.Model), c.Pct, c.OverWindow})
 }
 
 type pendingJSON struct {
