@@ -167,11 +167,13 @@ var (
 	// ladder order, then locked (the key's lock was not had in time).
 	statColdReasons = []string{
 		string(gates.Absent), string(gates.NotARegularFile), string(gates.TooLarge), string(gates.MetaUnreadable),
-		string(gates.Expired), string(gates.VenueChanged), string(gates.PiVersionChanged), string(gates.ResumeChainTooLong),
+		string(gates.MetaMovedAside), string(gates.Expired), string(gates.VenueChanged), string(gates.PiVersionChanged), string(gates.ResumeChainTooLong),
 		string(gates.ContextTooFull), string(gates.Unparseable), string(gates.ConversationTooOld),
-		string(gates.TranscriptReplaced), string(gates.PromotionLost), string(gates.Locked),
+		string(gates.TranscriptReplaced), string(gates.PromotionLost), string(gates.Locked), string(gates.StoreUnavailable),
 	}
-	statOutcomes = []string{string(gates.Promoted), string(gates.Superseded), string(gates.TranscriptRewritten), string(gates.RunIncomplete), statOther}
+	// An operator's accept (check --repair --accept) is an outcome of its
+	// own: neither a job's promotion nor a refusal.
+	statOutcomes = []string{string(gates.Promoted), string(gates.Superseded), string(gates.TranscriptRewritten), string(gates.RunIncomplete), AcceptedOutcome, statOther}
 	statRuns     = []string{string(transcript.Answered), string(transcript.Errored), string(transcript.Unanswered), string(transcript.Unchanged), statUnknown}
 )
 
@@ -198,7 +200,8 @@ func StatReasons() []string {
 func StatStarts() []string { return StatReasons() }
 
 // StatOutcomes returns the outcomes of a history entry: promoted, the
-// three recorded refusals, and other for one this sessdb does not know.
+// three recorded refusals, an operator's accept, and other for one this
+// sessdb does not know (a reap's reaping entry leaves with its key).
 func StatOutcomes() []string { return slices.Clone(statOutcomes) }
 
 // StatRuns returns the run shapes: answered, errored, unanswered,

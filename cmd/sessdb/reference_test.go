@@ -385,6 +385,10 @@ func TestJSONReference(t *testing.T) {
 			c.lines(strings.Join(args, " "), out, item, strings.Split(item, ".")[0]+".summary")
 		}
 	}
+	for _, r := range []string{root, damaged} {
+		_, out, _ := runCLI(t, "stats", "--json", r)
+		c.lines("stats --json", out, "stats", "")
+	}
 	_, out, _ := runCLI(t, "check", "--json", "--repair", damaged)
 	c.lines("check --repair", out, "check.finding", "check.summary")
 

@@ -141,6 +141,7 @@ type promotionJSON struct {
 	Resumed       int64           `json:"resumed"`
 	Cold          int64           `json:"cold"`
 	Refused       int64           `json:"refused"`
+	Accepted      int64           `json:"accepted"` // an operator's check --repair --accept
 	Other         int64           `json:"other"`
 	Bytes         int64           `json:"bytes"`
 	TruncatedKeys int             `json:"truncated_keys"`
@@ -185,7 +186,7 @@ type bucketJSON struct {
 var (
 	isPromoted = func(k store.PromotionKind) bool { return k.Outcome == string(gates.Promoted) }
 	isRefused  = func(k store.PromotionKind) bool {
-		return k.Outcome != string(gates.Promoted) && k.Outcome != "other"
+		return k.Outcome != string(gates.Promoted) && k.Outcome != store.AcceptedOutcome && k.Outcome != "other"
 	}
 )
 
@@ -209,6 +210,7 @@ func statsObject(s *store.Stats, walked time.Duration) statsJSON {
 			return isPromoted(k) && k.Start == string(gates.Resumed)
 		}),
 		Refused:       p.Count(isRefused),
+		Accepted:      p.Count(func(k store.PromotionKind) bool { return k.Outcome == store.AcceptedOutcome }),
 		Other:         p.Count(func(k store.PromotionKind) bool { return k.Outcome == "other" }),
 		Bytes:         p.Bytes,
 		TruncatedKeys: p.TruncatedKeys,
@@ -220,7 +222,7 @@ func statsObject(s *store.Stats, walked time.Duration) statsJSON {
 		o.Promotions.ColdReasons = append(o.Promotions.ColdReasons, reasonPromos{r, n})
 	}
 	for _, r := range store.StatOutcomes() {
-		if r == string(gates.Promoted) || r == "other" {
+		if r == string(gates.Promoted) || r == store.AcceptedOutcome || r == "other" {
 			continue
 		}
 		n := p.Count(func(k store.PromotionKind) bool { return k.Outcome == r })
@@ -295,6 +297,9 @@ func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
 		}
 	}
 	t.row("  refused", p.Refused, strings.Join(refusals, "  "))
+	if p.Accepted > 0 {
+		t.row("  accepted", p.Accepted, "transcripts an operator accepted (check --repair --accept)")
+	}
 	if p.Other > 0 {
 		t.row("  other", p.Other, "outcomes this sessdb does not know")
 	}
