@@ -103,7 +103,8 @@
 // writes the transcript again (the killed run's copy is an orphan for
 // Reap); FromEtcd finds the generation in place, rolls a pending entry
 // forward, or starts again on an empty meta.db, whose stray temp it
-// sweeps. A second run reports every key already and changes nothing, and
+// sweeps. A second run reports every key already and changes nothing, two
+// runs at once move each key once (meta.db's lock, then etcd's guard), and
 // a dry run writes nothing anywhere. The single-host workers must be
 // stopped for ToEtcd (a promotion landing in a key dir after it was copied
 // makes the key a conflict on a re-run), the fleet's for FromEtcd.

@@ -40,9 +40,14 @@ type MigrateOptions struct {
 }
 
 // MigrateReport is the outcome for one key, in package migrate's shape and
-// JSON (docs/json.md's migrate.report): Values are the record as the
-// destination holds it (or will); Written names the files and etcd keys
-// written; Removed the debris a killed run left and this one removed.
+// JSON (docs/json.md's migrate.report). Values are the record as the
+// destination holds it (will hold it, in a dry run; for a conflict, the
+// source's). Written names what was written: ToEtcd's transcript, as the
+// transcripts dir names it, and its etcd record key; FromEtcd's
+// current.jsonl and meta.db. Removed names the promotion temps a killed
+// FromEtcd left in a key dir and this run swept. Oddities say how a key
+// was read where it was not plain (a promotion rolled forward, a
+// transcript that does not match its record).
 type MigrateReport = migrate.Report
 
 // Conflict is the Action of a key whose destination holds another

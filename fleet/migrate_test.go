@@ -16,8 +16,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/fsat"
@@ -310,7 +312,29 @@ func TestMigrateTwiceChangesNothing(t *testing.T) {
 	f := newFixture(t, c)
 	root := t.TempDir()
 	cases := buildHostRoot(t, root)
-	first, _ := runMigration(t, true, root, f.b, migOpts())
+	// Four keys at once, the reports still in name order (runMigration
+	// takes them as they come; ToEtcd's own order is checked here).
+	opts := migOpts()
+	opts.Workers = 4
+	var order []string
+	progress := 0
+	opts.Progress = func(done, total int) {
+		if done != progress+1 || total != len(cases)+2 {
+			t.Errorf("progress %d/%d after %d", done, total, progress)
+		}
+		progress = done
+	}
+	first := map[string]MigrateReport{}
+	if _, err := ToEtcd(context.Background(), root, f.b, opts, func(r MigrateReport) error {
+		order = append(order, r.Key)
+		first[r.Key] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !sort.StringsAreSorted(order) || progress != len(cases)+2 {
+		t.Errorf("reports in the order %v, progress %d", order, progress)
+	}
 	snap := func(dirs ...string) map[string]string {
 		out := etcdOf(t, c, f.prefix)
 		for _, d := range dirs {
@@ -565,5 +589,84 @@ func TestMigrateReportJSON(t *testing.T) {
 	}
 	if got["direction"] != "to-etcd" {
 		t.Errorf("summary %s", j)
+	}
+}
+
+// TestMigrateHostile: what neither side should hold is reported with its
+// reason, never followed, never blocks, and writes nothing for its key;
+// the other keys move.
+func TestMigrateHostile(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	plain, link, fifo := store.Key("github", "hostile", "plain"), store.Key("github", "hostile", "link"), store.Key("github", "hostile", "fifo")
+	for _, k := range []string{plain, link, fifo} {
+		h.mustPromote(k, migJob, "h1", store.PromoteRequest{})
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("not a transcript\n"), 0o600)
+	os.Remove(h.path(link, store.TranscriptName))
+	if err := os.Symlink(secret, h.path(link, store.TranscriptName)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(h.path(fifo, store.TranscriptName))
+	if err := unix.Mkfifo(h.path(fifo, store.TranscriptName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reports, _ := runMigration(t, true, root, f.b, migOpts())
+	for k, want := range map[string]string{link: "is a link", fifo: "not a regular file", plain: ""} {
+		r := reports[k]
+		if want == "" && r.Action != migrate.Migrated || want != "" && (r.Action != migrate.Failed || !strings.Contains(r.Cause, want)) {
+			t.Errorf("to etcd: %s (%s), want %q", r.Action, r.Cause, want)
+		}
+		if st, _ := f.b.meta.Get(context.Background(), k); want != "" && st.Rev != 0 {
+			t.Errorf("to etcd wrote a record for a key it failed")
+		}
+	}
+
+	ctx := context.Background()
+	cli := c.Client(t)
+	damaged, foreign, gone, linked, taken := store.Key("e", "x", "damaged"), store.Key("e", "x", "foreign"), store.Key("e", "x", "gone"), store.Key("e", "x", "linked"), store.Key("e", "x", "taken")
+	if _, err := cli.Put(ctx, f.prefix+"/record/"+damaged, "\xc1"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, file string) {
+		t.Helper()
+		sc := db.Sidecars{Transcript: &db.Transcript{Gen: 1, Size: 17, CRC32C: 1}, PiVersion: new(string)}
+		if _, err := f.b.meta.Put(ctx, key, 0, recordOf(sc, file), etcdmeta.HistoryEntry{Gen: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(foreign, plain+"/../../../etc/passwd")
+	put(gone, gone+"/0000000000000001-00000000000000aa.jsonl")
+	os.MkdirAll(filepath.Join(f.dir, linked), 0o700)
+	os.Symlink(secret, filepath.Join(f.dir, linked, "0000000000000001-00000000000000bb.jsonl"))
+	put(linked, linked+"/0000000000000001-00000000000000bb.jsonl")
+	f.run(taken, "t1")
+	back := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(back, taken)); err != nil {
+		t.Fatal(err)
+	}
+	reports, sum := runMigration(t, false, back, f.b, migOpts())
+	for k, want := range map[string]string{damaged: "damaged", foreign: "not a file of this key", gone: "is gone", linked: "not a regular file", taken: "link or not a directory", plain: ""} {
+		r := reports[k]
+		switch {
+		case want == "" && r.Action != migrate.Migrated:
+			t.Errorf("from etcd %s: %s (%s)", k, r.Action, r.Cause)
+		case want != "" && (r.Action != migrate.Failed && r.Action != Conflict || !strings.Contains(r.Cause, want)):
+			t.Errorf("from etcd %s: %s (%s), want %q", k, r.Action, r.Cause, want)
+		}
+	}
+	if sum.Complete() || sum.Failed != 4 || sum.Conflicts != 1 {
+		t.Errorf("from etcd: %+v", sum)
+	}
+	ents, _ := os.ReadDir(back)
+	if len(ents) != 2 {
+		t.Errorf("from etcd made %d entries in the root, want the plain key's dir and the link", len(ents))
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("from etcd wrote through a linked key dir: %v", ents)
 	}
 }
