@@ -37,6 +37,8 @@ const (
 //	           SESSDB_FLEET_UNTIL, one line per job on stdout (see workerJob)
 //	reap-hold  a reap that stops with the key's lock held, says "holding", and
 //	           goes on when a line comes on stdin; then "reaped <removed> <skipped>"
+//	to-etcd    a migration (see runMigrateChild)
+//	from-etcd
 func runChild(mode string) int {
 	b, err := Open(Config{
 		Config: etcdmeta.Config{
@@ -70,6 +72,8 @@ func runChild(mode string) int {
 		}
 		out.emit("reaped %d %d %v", len(res.Removed), len(res.Skipped), res.Skipped)
 		return 0
+	case "to-etcd", "from-etcd":
+		return runMigrateChild(b, mode, out)
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 	return 2

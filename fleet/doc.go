@@ -73,6 +73,42 @@
 // lost or never committed, and generations superseded longer ago than the
 // grace period.
 //
+// # Migration
+//
+// ToEtcd moves a single-host sessions root into a fleet, FromEtcd moves a
+// fleet back into a root; both report in package migrate's shape. ToEtcd
+// takes each key dir under its meta.db's exclusive lock, a pending
+// promotion rolled forward first (store.RollForward), writes the
+// transcript the store serves once into the transcripts dir, and creates
+// the record and the whole history in one etcd transaction that commits
+// only if etcd holds nothing for the key (etcdmeta.Create). The key dir is
+// left as it was: a read-only copy the workers stop using once they point
+// at etcd, and the way back while the fleet has promoted nothing. A key
+// dir in the legacy layout is refused (run sessdb migrate to meta.db
+// first), and so is a damaged meta.db (sessdb check --repair). FromEtcd
+// writes each key as the store promotes: the transcript to a temp (file
+// and directory fsynced), one meta.db transaction with the record, the
+// history and a pending entry naming the temp, then the rename and the
+// directory fsync.
+//
+// Both are guarded. A destination holding the same generation (gen, size,
+// CRC32C) is already; one holding a generation the source descends from
+// (a higher gen whose history holds the destination's newest entry, or
+// whose transcript begins with the destination's bytes) is already to
+// ToEtcd (the fleet promoted it since) and brought forward by FromEtcd
+// (back into the root the keys came from); anything else is a conflict,
+// reported and left alone. Each key is whole in its source until the
+// destination has committed it, so a run killed at any point loses
+// nothing and a re-run converges: ToEtcd finds the record it committed, or
+// writes the transcript again (the killed run's copy is an orphan for
+// Reap); FromEtcd finds the generation in place, rolls a pending entry
+// forward, or starts again on an empty meta.db, whose stray temp it
+// sweeps. A second run reports every key already and changes nothing, two
+// runs at once move each key once (meta.db's lock, then etcd's guard), and
+// a dry run writes nothing anywhere. The single-host workers must be
+// stopped for ToEtcd (a promotion landing in a key dir after it was copied
+// makes the key a conflict on a re-run), the fleet's for FromEtcd.
+//
 // # Caveat
 //
 // What package shared says of the shared filesystem holds here: an NFS

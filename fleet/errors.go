@@ -10,3 +10,15 @@ var ErrNoTranscriptsDir = errors.New("no transcripts dir")
 // expired) before the key was judged and removed: the key is left as it
 // is, for the next reap.
 var ErrLockLost = errors.New("the key's lock ended before the reap was done")
+
+// These errors are the causes of keys a migration (ToEtcd, FromEtcd)
+// reports failed; the key is left as it was, and a re-run picks it up.
+var (
+	// errChanged is returned when a transcript changed while it was
+	// copied: a worker is still running.
+	errChanged = errors.New("changed while it was read (is a worker still running?)")
+
+	// errNotSettled is returned when meta.db still names a promotion in
+	// flight after the store's roll-forward.
+	errNotSettled = errors.New("a pending promotion was not settled")
+)

@@ -41,7 +41,10 @@
 // ticket carries, so "superseded" comes from etcd's compare, not from a
 // lock. AppendHistory does not touch the record, so recording a refusal
 // supersedes no one. A history slot is claimed by the transaction too:
-// writers racing for one slot each get their own.
+// writers racing for one slot each get their own. Create, which brings a
+// key in whole (its record and its history, as a single host kept them),
+// is one transaction too, guarded by the key having no record and no
+// history entry.
 //
 // Every request waits at most Config.RequestTimeout; an etcd that does not
 // answer is ErrUnavailable, a refusal of the credentials (password,

@@ -60,6 +60,10 @@ var (
 	// ErrInvalidConfig is returned by Open when a Config field is unusable;
 	// the message names the field.
 	ErrInvalidConfig = errors.New("invalid configuration")
+
+	// ErrHistoryOrder is returned by Create when the history's Seq do not
+	// increase from one entry to the next; nothing is written.
+	ErrHistoryOrder = errors.New("history entries out of order")
 )
 
 // ConflictError is the error of a guarded write whose base revision was no
@@ -67,7 +71,7 @@ var (
 // lost, read in the same transaction, so the caller can tell a newer
 // promotion (superseded) from its own earlier write without another read.
 type ConflictError struct {
-	Op      string // "put", "append history" or "delete"
+	Op      string // "put", "append history", "delete" or "create"
 	Key     string
 	Base    Rev   // the revision the write was guarded by
 	Current State // the record, its revision and history when the compare failed

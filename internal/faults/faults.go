@@ -96,3 +96,23 @@ func Set(f func(Point) error) {
 	}
 	armed.Store(&f)
 }
+
+// The write boundaries of fleet's migration between a sessions root and
+// etcd, in each direction. ToEtcd: under the key dir's lock, a pending
+// promotion settled; the transcript written to the shared directory (no
+// record names it yet); the record and history committed to etcd.
+// FromEtcd: the key dir and its meta.db made and locked, nothing written;
+// the transcript's temp written and fsynced; the record, history and
+// pending entry committed to meta.db; the temp renamed to current.jsonl;
+// the rename made durable.
+const (
+	ToEtcdRolledForward Point = "to-etcd/after-roll-forward"
+	ToEtcdWritten       Point = "to-etcd/after-shared-write"
+	ToEtcdCommitted     Point = "to-etcd/after-commit"
+
+	FromEtcdLocked    Point = "from-etcd/after-lock"
+	FromEtcdTemp      Point = "from-etcd/after-temp"
+	FromEtcdCommitted Point = "from-etcd/after-commit"
+	FromEtcdRenamed   Point = "from-etcd/after-rename"
+	FromEtcdSynced    Point = "from-etcd/after-dir-fsync"
+)

@@ -1,0 +1,341 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// MigrateOptions configure ToEtcd and FromEtcd. The zero value migrates for
+// real, one key at a time.
+type MigrateOptions struct {
+	// DryRun reports what would be done and changes nothing: no file,
+	// no etcd key, no meta.db, no roll-forward.
+	DryRun bool
+	// Workers is how many keys are migrated at once; 0 or less means 1.
+	// Reports are delivered in key order whatever the count.
+	Workers int
+	// LockTimeout bounds each wait for a key's meta.db lock; 0 means
+	// migrate.DefaultLockTimeout, never "forever".
+	LockTimeout time.Duration
+	// Now is the clock of the meta.db files FromEtcd creates (their
+	// creation time); nil means time.Now.
+	Now func() time.Time
+	// Progress, when non-nil, is called after each report with the number
+	// of entries done and the total.
+	Progress func(done, total int)
+}
+
+// MigrateReport is the outcome for one key, in package migrate's shape and
+// JSON (docs/json.md's migrate.report). Values are the record as the
+// destination holds it (will hold it, in a dry run; for a conflict, the
+// source's). Written names what was written: ToEtcd's transcript, as the
+// transcripts dir names it, and its etcd record key; FromEtcd's
+// current.jsonl and meta.db. Removed names the promotion temps a killed
+// FromEtcd left in a key dir and this run swept. Oddities say how a key
+// was read where it was not plain (a promotion rolled forward, a
+// transcript that does not match its record).
+type MigrateReport = migrate.Report
+
+// Conflict is the Action of a key whose destination holds another
+// generation than the source's, one the source does not descend from:
+// nothing is written, and Cause names both. Summary.Complete is false
+// while any remain.
+const Conflict migrate.Action = "conflict"
+
+// MigrateSummary counts a run's reports as migrate.Summary does (Direction
+// "to-etcd" or "from-etcd"), and its conflicts.
+type MigrateSummary struct {
+	migrate.Summary
+	// Conflicts counts the reports whose Action is Conflict.
+	Conflicts int `json:"conflicts"`
+}
+
+// Complete reports whether every key was migrated or already was: none
+// locked, failed or in conflict.
+func (s MigrateSummary) Complete() bool { return s.Summary.Complete() && s.Conflicts == 0 }
+
+func (s *MigrateSummary) count(r MigrateReport) {
+	s.Entries++
+	if store.ValidKey(r.Key) {
+		s.Keys++
+	}
+	switch r.Action {
+	case migrate.Migrated:
+		s.Migrated++
+	case migrate.Already:
+		s.Already++
+	case migrate.Skipped:
+		s.Skipped++
+	case migrate.Locked:
+		s.Locked++
+	case Conflict:
+		s.Conflicts++
+	default:
+		s.Failed++ // anything unknown too, so that Complete never passes over it
+	}
+}
+
+// migration carries one run's settings to the per-key functions.
+type migration struct {
+	b       *Backend
+	opts    MigrateOptions
+	root    string
+	rootDir *os.File     // nil: FromEtcd's dry run on a root that does not exist
+	st      *store.Store // on root, for RollForward
+}
+
+func (m *migration) dbOptions() db.Options {
+	t := m.opts.LockTimeout
+	if t <= 0 {
+		t = migrate.DefaultLockTimeout
+	}
+	return db.Options{LockTimeout: t, Now: m.opts.Now}
+}
+
+// walk migrates n entries with one on up to Workers goroutines and hands
+// the reports to visit in order. The end of ctx starts no new key; the
+// keys under way finish (their etcd and disk steps are bounded by the
+// request and lock timeouts, not by ctx), so an interrupt leaves no key
+// half done.
+func (m *migration) walk(ctx context.Context, sum *MigrateSummary, n int, one func(int) MigrateReport, visit func(MigrateReport) error) error {
+	done := 0
+	_, err := walk.Ordered(ctx, n, m.opts.Workers, one, func(r MigrateReport) error {
+		sum.count(r)
+		err := visit(r)
+		if done++; m.opts.Progress != nil {
+			m.opts.Progress(done, n)
+		}
+		return err
+	})
+	return err
+}
+
+func (m *migration) finish(ctx context.Context, sum *MigrateSummary, start time.Time, err error) (MigrateSummary, error) {
+	sum.Seconds = time.Since(start).Seconds()
+	sum.Interrupted = err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	return *sum, err
+}
+
+func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, error) {
+	m := &migration{b: b, opts: opts, root: root}
+	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	m.st = st
+	return m, nil
+}
+
+// ToEtcd moves every key dir under root into the fleet b (see the
+// migration doc above), calling visit with each entry's report in name
+// order. An error is a fault of the whole run (root unreadable, or visit's
+// error, which stops it); a key that fails is a report, and the run goes
+// on. The end of ctx starts no new key: the keys under way finish, and
+// ToEtcd returns ctx's error with the summary so far, Interrupted.
+func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
+	start := time.Now()
+	sum := MigrateSummary{Summary: migrate.Summary{Direction: "to-etcd", DryRun: opts.DryRun}}
+	m, err := newMigration(b, root, opts)
+	if err != nil {
+		return sum, err
+	}
+	rd, err := fsat.OpenDir(root)
+	if err != nil {
+		return sum, err
+	}
+	defer rd.Close()
+	m.rootDir = rd
+	names, err := fsat.ReadDirNames(rd)
+	if err != nil {
+		return sum, err
+	}
+	// Name order whatever the workers, as migrate reports.
+	sort.Strings(names)
+	err = m.walk(ctx, &sum, len(names), func(i int) MigrateReport { return m.toEtcd(names[i]) }, visit)
+	return m.finish(ctx, &sum, start, err)
+}
+
+// FromEtcd writes every key of the fleet b into a key dir under root,
+// which is made if need be (see the migration doc above), calling visit
+// with each key's report in key order. Errors, ctx and reports are as for
+// ToEtcd; the listing of etcd is one snapshot, and each key is read again,
+// with its history, when its turn comes.
+func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
+	start := time.Now()
+	sum := MigrateSummary{Summary: migrate.Summary{Direction: "from-etcd", DryRun: opts.DryRun}}
+	m, err := newMigration(b, root, opts)
+	if err != nil {
+		return sum, err
+	}
+	if !opts.DryRun {
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return sum, err
+		}
+	}
+	rd, err := fsat.OpenDir(root)
+	switch {
+	case err == nil:
+		defer rd.Close()
+		m.rootDir = rd
+	case !opts.DryRun || !fsat.IsNotExist(err):
+		return sum, err
+	}
+	var items []etcdmeta.Item
+	if err := b.meta.List(ctx, func(it etcdmeta.Item) error { items = append(items, it); return nil }); err != nil {
+		return sum, err
+	}
+	err = m.walk(ctx, &sum, len(items), func(i int) MigrateReport { return m.fromEtcd(items[i]) }, visit)
+	return m.finish(ctx, &sum, start, err)
+}
+
+// fail turns r's Action to Failed with err as the Cause; the first error
+// wins, and a nil err changes nothing.
+func fail(r *MigrateReport, err error) {
+	if err != nil && r.Action != migrate.Failed {
+		r.Action, r.Cause = migrate.Failed, err.Error()
+	}
+}
+
+func odd(r *MigrateReport, file, found, readAs string) {
+	r.Oddities = append(r.Oddities, migrate.Oddity{File: file, Found: found, ReadAs: readAs})
+}
+
+// lockErr files an open of meta.db that got no lock: not had in time is
+// Locked (a re-run picks the key up), a damaged or newer file is Failed
+// with what check --repair can do, anything else Failed.
+func lockErr(r *MigrateReport, err error) {
+	switch {
+	case errors.Is(err, db.ErrLockTimeout), errors.Is(err, store.ErrKeyLocked):
+		r.Action, r.Cause = migrate.Locked, err.Error()
+	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
+		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("%v: left alone (sessdb check --repair moves a damaged meta.db aside)", err)
+	default:
+		fail(r, err)
+	}
+}
+
+// sameGen reports whether two records name the same generation: gen, size
+// and CRC32C (the file names differ between a key dir and the fleet). Two
+// records with no transcript are the same.
+func sameGen(a, b *etcdmeta.Transcript) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Gen == b.Gen && a.Size == b.Size && a.CRC32C == b.CRC32C
+}
+
+// describe names a record's generation for a cause.
+func describe(t *etcdmeta.Transcript) string {
+	if t == nil {
+		return "no transcript"
+	}
+	return fmt.Sprintf("gen %d (%d bytes, crc32c %s)", t.Gen, t.Size, store.Checksum(t.CRC32C))
+}
+
+// descends reports whether the generation src (with its history srcHist,
+// its file under dir) descends from dst (with dstHist): a higher
+// generation, whose history holds dst's newest entry or whose transcript
+// begins with dst's bytes. from is where src's history goes on past what
+// dst's holds: the entries a rollback appends. A dst with neither a
+// transcript nor a history holds nothing a descendant could lose.
+func descends(dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEntry, dst *etcdmeta.Transcript, dstHist []etcdmeta.HistoryEntry) (from int, ok bool) {
+	if src == nil || dst != nil && src.Gen <= dst.Gen {
+		return 0, false
+	}
+	if n := len(dstHist); n > 0 {
+		last := dstHist[n-1]
+		last.Seq = 0
+		for i, e := range srcHist {
+			if e.Seq = 0; e == last {
+				return i + 1, true
+			}
+		}
+	}
+	switch {
+	case dst == nil && len(dstHist) == 0:
+		return 0, true
+	case dst == nil || dst.Size > src.Size || !beginsWith(dir, src.File, dst.Size, dst.CRC32C):
+		return 0, false
+	}
+	// The history was trimmed past dst's newest entry (or dst had none):
+	// what src's holds after it in time is what is new.
+	if n := len(dstHist); n > 0 {
+		for from < len(srcHist) && srcHist[from].At <= dstHist[n-1].At {
+			from++
+		}
+	}
+	return from, true
+}
+
+// beginsWith reports whether the transcript name under dir begins with
+// size bytes of CRC32C sum.
+func beginsWith(dir, name string, size int64, sum uint64) bool {
+	f, err := shared.Open(dir, name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, size))
+	return err == nil && n == size && uint64(h.Sum32()) == sum
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum reads f whole from its start: its size and CRC32C.
+func checksum(f *os.File) (int64, uint32, error) {
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return n, h.Sum32(), nil
+}
+
+// valuesOf is a record as the report shows it.
+func valuesOf(r etcdmeta.Record) *migrate.Values {
+	v := &migrate.Values{Venue: r.Venue, ResumeChain: r.ResumeChain}
+	if r.PiVersion != nil {
+		v.PiVersion = *r.PiVersion
+	}
+	if t := r.Transcript; t != nil {
+		v.Transcript = &migrate.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
+	}
+	if c := r.Context; c != nil {
+		v.Context = &migrate.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+	}
+	return v
+}
+
+// hostHistory is a key dir's history as etcd keeps it, each entry with its
+// seq.
+func hostHistory(h []db.HistoryEntry) []etcdmeta.HistoryEntry {
+	out := make([]etcdmeta.HistoryEntry, len(h))
+	for i, e := range h {
+		out[i] = entryOf(e)
+		out[i].Seq = e.Seq
+	}
+	return out
+}
+
+// transcriptOf is a key dir's record of its transcript in etcd's form.
+func transcriptOf(t *db.Transcript) *etcdmeta.Transcript {
+	if t == nil {
+		return nil
+	}
+	return &etcdmeta.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: t.CRC32C, PromotedAt: t.PromotedAt}
+}

@@ -1,0 +1,258 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// genFile is the generation an etcd record names, open for the copy.
+type genFile struct {
+	f    *os.File
+	size int64
+	sum  uint32
+}
+
+// fromEtcd writes one etcd key into its key dir under root.
+func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
+	r.Key = it.Key
+	switch {
+	case errors.Is(it.Err, etcdmeta.ErrInvalidKey):
+		r.Action, r.Cause = migrate.Skipped, "not a key (want 32 lowercase hex characters)"
+		return r
+	case it.Err != nil:
+		fail(&r, fmt.Errorf("%w: left in etcd (the fleet reads it as meta-unreadable)", it.Err))
+		return r
+	}
+	st, err := m.b.read(it.Key, m.b.meta.Get)
+	switch {
+	case err != nil:
+		fail(&r, err)
+		return r
+	case st.Rev == 0:
+		r.Action, r.Cause = migrate.Skipped, "vanished: its record left etcd after the listing"
+		return r
+	}
+	r.Values = valuesOf(st.Record)
+	src := m.openGeneration(it.Key, st.Record.Transcript, &r)
+	if src != nil {
+		defer src.f.Close()
+	}
+	if r.Action != "" {
+		return r
+	}
+	if m.rootDir == nil { // a dry run on a root yet to be made
+		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
+		return r
+	}
+	kd := m.openDestination(it.Key, st.Record, &r)
+	if kd == nil {
+		return r
+	}
+	defer kd.Close()
+	m.intoKeyDir(kd, st, src, &r)
+	return r
+}
+
+func writtenFor(rec etcdmeta.Record) []string {
+	if rec.Transcript == nil {
+		return []string{db.FileName}
+	}
+	return []string{store.TranscriptName, db.FileName}
+}
+
+// openGeneration opens the file rec names, or says in r why the key is
+// not written; nil with no Action for a record without a transcript.
+func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *MigrateReport) *genFile {
+	if t == nil {
+		return nil
+	}
+	if k, gen, ok := shared.ParseName(t.File); !ok || k != key || gen != t.Gen {
+		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("the record names %q, not a file of this key's gen %d: left in etcd (the fleet reads it as meta-unreadable)", t.File, t.Gen)
+		return nil
+	}
+	f, err := shared.Open(m.b.dir, t.File)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESTALE):
+		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("the generation the record names is gone (%v): left in etcd (the fleet cold-starts it as transcript-replaced)", err)
+		return nil
+	case errors.Is(err, shared.ErrNotRegular):
+		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("%v: left in etcd", err)
+		return nil
+	case err != nil:
+		fail(r, err)
+		return nil
+	}
+	g := &genFile{f: f}
+	if g.size, g.sum, err = checksum(f); err != nil {
+		fail(r, err)
+		return g
+	}
+	if g.size != t.Size || uint64(g.sum) != t.CRC32C {
+		odd(r, t.File, fmt.Sprintf("%d bytes, crc32c %s: does not match its record", g.size, store.Checksum(g.sum)),
+			"copied as it is: the store cold-starts it as transcript-replaced, as the fleet does")
+	}
+	return g
+}
+
+// openDestination opens key's dir under the root, made (and its name made
+// durable) unless this is a dry run, or says in r why the key is not
+// written; nil when a dry run finds no key dir, with r then Migrated.
+func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateReport) *os.File {
+	if !m.opts.DryRun {
+		made, err := fsat.MkdirNew(m.rootDir, key, 0o700)
+		if err == nil && made {
+			err = fsat.SyncDir(m.rootDir)
+		}
+		if err != nil {
+			fail(r, err)
+			return nil
+		}
+	}
+	kd, err := fsat.OpenDirAt(m.rootDir, key)
+	switch {
+	case err == nil:
+		return kd
+	case errors.Is(err, fsat.ErrNotDir):
+		r.Action, r.Cause = Conflict, "the key dir is a link or not a directory: the store never follows it; left alone"
+	case m.opts.DryRun && errors.Is(err, os.ErrNotExist):
+		r.Action, r.Written = migrate.Migrated, writtenFor(rec)
+	default:
+		fail(r, err)
+	}
+	return nil
+}
+
+// intoKeyDir judges the key dir kd against the etcd state st and, unless
+// this is a dry run, writes st into it, under meta.db's exclusive lock.
+func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *MigrateReport) {
+	key := r.Key
+	_, err := fsat.LstatAt(kd, db.FileName)
+	noDB := fsat.IsNotExist(err)
+	switch {
+	case err != nil && !noDB:
+		fail(r, err)
+		return
+	case noDB && legacyFiles(kd):
+		// Checked before the open below, which would make meta.db.
+		r.Action, r.Cause = Conflict, "the key dir is in the legacy layout: left alone"
+		return
+	case noDB && m.opts.DryRun:
+		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
+		return
+	}
+	write := !m.opts.DryRun
+	lock, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+	if err != nil {
+		lockErr(r, err)
+		return
+	}
+	defer func() {
+		if lock != nil {
+			lock.Close()
+		}
+	}()
+	transcript := store.TranscriptName
+	if p := sc.Pending; store.PendingInFlight(kd, p) {
+		if !write {
+			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
+			transcript = p.Tmp
+		} else {
+			// RollForward takes the key's lock itself; the in-process lock
+			// would make it wait for this one until its timeout.
+			lock.Close()
+			lock = nil
+			if _, err := m.st.RollForward(key); err != nil {
+				lockErr(r, err)
+				return
+			}
+			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
+			if lock, sc, err = db.OpenSidecars(kd, m.dbOptions(), true); err != nil {
+				lockErr(r, err)
+				return
+			}
+			if store.PendingInFlight(kd, sc.Pending) {
+				fail(r, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled))
+				return
+			}
+		}
+	}
+	if write {
+		// Under the exclusive lock, once any promotion in flight is
+		// settled, every promotion temp is debris (the store's own rule):
+		// here, one a killed run wrote and never committed.
+		r.Removed = sweepStoreTemps(kd)
+		if err := faults.At(faults.FromEtcdLocked); err != nil {
+			fail(r, err)
+			return
+		}
+	}
+	var hist []db.HistoryEntry
+	if err := lock.View(func(tx *db.Tx) (err error) { hist, err = tx.History(0); return err }); err != nil {
+		lockErr(r, err)
+		return
+	}
+
+	present, size, sum, err := fileID(kd, transcript)
+	if err != nil {
+		fail(r, err)
+		return
+	}
+	// The key dir is judged by the generation it serves, as ToEtcd moved
+	// it: a key that went to etcd and comes back to its own root is
+	// already there.
+	local, _ := served(sc, present, size, sum)
+	rec := st.Record
+	var prev *db.Transcript
+	from := 0
+	switch {
+	case sc.Transcript == nil && sc.PiVersion == nil && sc.Venue == nil && sc.ResumeChain == nil && sc.Context == nil:
+		if legacyFiles(kd) {
+			r.Action, r.Cause = Conflict, "the key dir is in the legacy layout (meta.db holds no record): left alone"
+			return
+		}
+	case sameGen(local, rec.Transcript):
+		if present == (src != nil) && (src == nil || size == src.size && sum == src.sum) {
+			r.Action = migrate.Already
+		} else {
+			r.Action, r.Cause = Conflict, fmt.Sprintf("meta.db records %s, but current.jsonl is not that generation: left alone", describe(local))
+		}
+		return
+	case local == nil && present:
+		// A transcript no record names is not a generation anyone
+		// promoted, but it is bytes: not written over.
+		r.Action, r.Cause = Conflict, "current.jsonl is named by no record in meta.db: left alone"
+		return
+	default:
+		n, ok := descends(m.b.dir, rec.Transcript, st.History, local, hostHistory(hist))
+		if !ok {
+			r.Action, r.Cause = Conflict, fmt.Sprintf("the key dir holds %s, etcd %s, which does not descend from it: left alone", describe(local), describe(rec.Transcript))
+			return
+		}
+		if lost := dropped(sc, rec); lost != "" {
+			r.Action, r.Cause = Conflict, fmt.Sprintf("etcd's record has no %s stamp, which meta.db cannot drop: left alone", lost)
+			return
+		}
+		from = n
+		if local != nil {
+			prev = &db.Transcript{Gen: local.Gen, Size: local.Size, CRC32C: local.CRC32C, PromotedAt: local.PromotedAt}
+		}
+		r.Cause = fmt.Sprintf("brought forward from %s: the fleet promoted it since", describe(local))
+	}
+	r.Action, r.Written = migrate.Migrated, writtenFor(rec)
+	if !write {
+		return
+	}
+	fail(r, m.writeKey(kd, lock, rec, st.History[from:], src, prev))
+}

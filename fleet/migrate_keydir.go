@@ -1,0 +1,211 @@
+package fleet
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/internal/durable"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/store"
+	"sessdb/store/legacy"
+)
+
+// storeTempPrefix is the store's name for a promotion's temp (tmpPrefix in
+// store/store.go, not exported): a temp so named is the store's to serve
+// while a pending entry names it, to roll forward, and to sweep, so a
+// FromEtcd killed at any step leaves nothing the store does not know.
+const storeTempPrefix = ".current.jsonl.tmp-"
+
+// legacyFiles reports whether kd holds a transcript or a legacy sidecar.
+func legacyFiles(kd *os.File) bool {
+	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
+		if _, err := fsat.LstatAt(kd, n); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// fileID reads name in kd: whether there is an entry, and for a regular
+// file its size and CRC32C (anything else is size -1, which no generation
+// has).
+func fileID(kd *os.File, name string) (present bool, size int64, sum uint32, err error) {
+	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
+	switch {
+	case fsat.IsNotExist(err):
+		return false, 0, 0, nil
+	case errors.Is(err, unix.ELOOP):
+		return true, -1, 0, nil
+	case err != nil:
+		return false, 0, 0, err
+	}
+	defer f.Close()
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		return false, 0, 0, err
+	}
+	if !fsat.IsRegular(&st) {
+		return true, -1, 0, nil
+	}
+	size, sum, err = checksum(f)
+	return true, size, sum, err
+}
+
+// dropped names a stamp the key dir has and rec has not: meta.db has no
+// way to delete one, so a rollback cannot write rec over it.
+func dropped(sc db.Sidecars, rec etcdmeta.Record) string {
+	switch {
+	case sc.PiVersion != nil && rec.PiVersion == nil:
+		return "pi-version"
+	case sc.Venue != nil && rec.Venue == nil:
+		return "venue"
+	case sc.ResumeChain != nil && rec.ResumeChain == nil:
+		return "resume-chain"
+	}
+	return ""
+}
+
+// sweepStoreTemps removes the promotion temps in kd and returns their
+// names. It is called under meta.db's exclusive lock with no promotion in
+// flight, when every such temp is debris.
+func sweepStoreTemps(kd *os.File) []string {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, n := range names {
+		if len(n) > len(storeTempPrefix) && n[:len(storeTempPrefix)] == storeTempPrefix && fsat.UnlinkAt(kd, n) == nil {
+			removed = append(removed, n)
+		}
+	}
+	if len(removed) > 0 {
+		fsat.SyncDir(kd)
+	}
+	return removed
+}
+
+// writeKey writes rec into the key dir kd, whose meta.db lock is held, as
+// the store promotes: src to a temp (fsynced, the directory fsynced), one
+// transaction with hist appended, the record and a pending entry naming
+// the temp (prev, the generation it replaces), then the rename to
+// current.jsonl and the directory fsync. A kill before the commit leaves a
+// temp the next writer sweeps; after it, a promotion in flight that every
+// reader serves and the next writer rolls forward.
+func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (err error) {
+	disk := durable.Disk{}
+	tmp := ""
+	if src != nil {
+		if tmp, err = writeTemp(disk, kd, src); err != nil {
+			return err
+		}
+	}
+	err = lock.Update(func(tx *db.Tx) error {
+		// The record before the history: a key that moved the generation
+		// before a lost promotion (what the store served) holds a record
+		// below its history's newest gen, which PutTranscript refuses to
+		// go back to from a history, but not to begin with.
+		sc := sidecarsOf(rec)
+		if t := sc.Transcript; t != nil {
+			if err := tx.PutTranscript(*t); err != nil {
+				return err
+			}
+		}
+		for _, e := range historyOf(hist) {
+			if _, err := tx.AppendHistory(e); err != nil {
+				return err
+			}
+		}
+		if sc.PiVersion != nil {
+			if err := tx.PutPiVersion(*sc.PiVersion); err != nil {
+				return err
+			}
+		}
+		if sc.Venue != nil {
+			if err := tx.PutVenue(*sc.Venue); err != nil {
+				return err
+			}
+		}
+		if sc.ResumeChain != nil {
+			if err := tx.PutResumeChain(*sc.ResumeChain); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutContext(sc.Context); err != nil {
+			return err
+		}
+		var p *db.Pending
+		if tmp != "" {
+			// The temp's own identity, which is the record's unless the
+			// fleet's file did not match it: the roll-forward then still
+			// moves the file into place, and the record cold-starts it.
+			p = &db.Pending{Tmp: tmp, Size: src.size, CRC32C: uint64(src.sum), Gen: sc.Transcript.Gen, Prev: prev}
+		}
+		return tx.PutPending(p)
+	})
+	if err != nil {
+		// Committed or not, the next writer settles it, as a promotion's.
+		return err
+	}
+	if err := faults.At(faults.FromEtcdCommitted); err != nil || tmp == "" {
+		return err
+	}
+	if err := disk.Rename(kd, tmp, store.TranscriptName); err != nil {
+		return err
+	}
+	if err := faults.At(faults.FromEtcdRenamed); err != nil {
+		return err
+	}
+	if err := disk.SyncDir(kd); err != nil {
+		return err
+	}
+	return faults.At(faults.FromEtcdSynced)
+}
+
+// writeTemp copies src into a new promotion temp in kd, fsyncs it and the
+// directory, and returns its name; on error nothing is left.
+func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	name = storeTempPrefix + hex.EncodeToString(rnd[:])
+	f, err := disk.CreateTemp(kd, name)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fsat.UnlinkAt(kd, name)
+		}
+	}()
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(io.MultiWriter(f, h), io.NewSectionReader(src.f, 0, 1<<62))
+	if err == nil && (n != src.size || h.Sum32() != src.sum) {
+		err = fmt.Errorf("copy %s: %w", src.f.Name(), errChanged)
+	}
+	if err == nil {
+		err = disk.SyncFile(f)
+	}
+	if err == nil {
+		err = faults.At(faults.FromEtcdTemp)
+	}
+	if err == nil {
+		// The temp's name must be durable before a commit names it.
+		err = disk.SyncDir(kd)
+	}
+	return name, err
+}

@@ -1,0 +1,362 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/migrate"
+	"sessdb/store"
+	"sessdb/store/legacy"
+)
+
+// hostKey is a key dir as ToEtcd reads it, under its meta.db's lock.
+type hostKey struct {
+	lock    *db.DB
+	sc      db.Sidecars
+	history []db.HistoryEntry
+	// file is the transcript in place (in a dry run, a promotion in
+	// flight's temp), nil when there is none; size and sum are its bytes.
+	file *os.File
+	size int64
+	sum  uint32
+}
+
+func (k *hostKey) close() {
+	if k.file != nil {
+		k.file.Close()
+	}
+	if k.lock != nil {
+		k.lock.Close()
+	}
+}
+
+// toEtcd moves one entry of the root into etcd. The key dir's lock is
+// held from the read to the etcd commit, so what is committed is what the
+// key held.
+func (m *migration) toEtcd(name string) (r MigrateReport) {
+	r.Key = name
+	kd, ok := openEntry(m.rootDir, name, &r)
+	if !ok {
+		return r
+	}
+	defer kd.Close()
+	k := m.readHost(kd, name, &r)
+	defer k.close()
+	if r.Action != "" {
+		return r
+	}
+	rec := m.recordToMove(k, &r)
+	r.Values = valuesOf(rec)
+
+	st, err := m.b.read(name, m.b.meta.Get)
+	if err != nil {
+		fail(&r, fmt.Errorf("%w: left alone", err))
+		return r
+	}
+	if st.Rev != 0 || len(st.History) > 0 {
+		m.judgeExisting(&r, rec, hostHistory(k.history), st)
+		return r
+	}
+	written := []string{m.b.meta.Prefix() + "/record/" + name}
+	if rec.Transcript != nil {
+		written = slices.Insert(written, 0, fmt.Sprintf("%s/%016x-<random>.jsonl", name, rec.Transcript.Gen))
+	}
+	if m.opts.DryRun {
+		r.Action, r.Written = migrate.Migrated, written
+		return r
+	}
+
+	if rec.Transcript != nil {
+		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
+		if err == nil && (n != k.size || sum != k.sum) {
+			shared.Remove(m.b.dir, file)
+			err = fmt.Errorf("copy %s: %w", k.file.Name(), errChanged)
+		}
+		if err != nil {
+			fail(&r, err)
+			return r
+		}
+		rec.Transcript.File, written[0] = file, file
+		if err := faults.At(faults.ToEtcdWritten); err != nil {
+			shared.Remove(m.b.dir, file)
+			fail(&r, err)
+			return r
+		}
+	}
+	switch cur, err := m.create(name, rec, hostHistory(k.history)); {
+	case cur != nil:
+		m.judgeExisting(&r, rec, hostHistory(k.history), *cur)
+		return r
+	case err != nil:
+		fail(&r, err)
+		return r
+	}
+	if err := faults.At(faults.ToEtcdCommitted); err != nil {
+		fail(&r, err)
+		return r
+	}
+	r.Action, r.Written = migrate.Migrated, written
+	return r
+}
+
+// openEntry opens an entry of a sessions root as a key dir, without
+// following a link, or says in r why it is skipped or failed.
+func openEntry(root *os.File, name string, r *MigrateReport) (*os.File, bool) {
+	if !store.ValidKey(name) {
+		r.Action, r.Cause = migrate.Skipped, "not a key (want 32 lowercase hex characters)"
+		return nil, false
+	}
+	kd, err := fsat.OpenDirAt(root, name)
+	switch {
+	case err == nil:
+		return kd, true
+	case errors.Is(err, fsat.ErrNotDir):
+		r.Action, r.Cause = migrate.Skipped, "not a real directory (a link, or not a directory): the store never follows it"
+	case errors.Is(err, os.ErrNotExist):
+		r.Action, r.Cause = migrate.Skipped, "vanished"
+	default:
+		fail(r, err)
+	}
+	return nil, false
+}
+
+// readHost reads the key dir kd under its meta.db's exclusive lock (a dry
+// run: the shared one), a promotion in flight rolled forward first (a dry
+// run reads its temp instead), or sets r's Action to what becomes of a
+// key that is not moved.
+func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKey {
+	k := &hostKey{}
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		if fsat.IsNotExist(err) {
+			notRecorded(kd, r)
+		} else {
+			fail(r, err)
+		}
+		return k
+	}
+	write := !m.opts.DryRun
+	open := func() bool {
+		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+		if errors.Is(err, os.ErrNotExist) {
+			r.Action, r.Cause = migrate.Skipped, "vanished"
+			return false
+		}
+		if err != nil {
+			lockErr(r, err)
+			return false
+		}
+		k.lock, k.sc = d, sc
+		return true
+	}
+	if !open() {
+		return k
+	}
+	transcript := store.TranscriptName
+	if p := k.sc.Pending; store.PendingInFlight(kd, p) {
+		if !write {
+			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
+			transcript = p.Tmp
+		} else {
+			// RollForward takes the key's lock itself; the in-process lock
+			// would make it wait for this one until its timeout.
+			k.lock.Close()
+			k.lock = nil
+			if _, err := m.st.RollForward(name); err != nil {
+				lockErr(r, err)
+				return k
+			}
+			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
+			if err := faults.At(faults.ToEtcdRolledForward); err != nil {
+				fail(r, err)
+				return k
+			}
+			if !open() {
+				return k
+			}
+			if store.PendingInFlight(kd, k.sc.Pending) {
+				fail(r, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled))
+				return k
+			}
+		}
+	}
+	if sc := k.sc; sc.Transcript == nil && sc.PiVersion == nil && sc.Venue == nil && sc.ResumeChain == nil && sc.Context == nil {
+		// No record at all: a migration or a first promotion that died
+		// before its commit. The store judges the key by its legacy files.
+		notRecorded(kd, r)
+		return k
+	}
+	if err := k.lock.View(func(tx *db.Tx) (err error) { k.history, err = tx.History(0); return err }); err != nil {
+		lockErr(r, err)
+		return k
+	}
+	f, err := fsat.OpenAt(kd, transcript, unix.O_RDONLY, 0)
+	switch {
+	case err == nil:
+	case fsat.IsNotExist(err):
+		return k
+	case errors.Is(err, unix.ELOOP):
+		r.Action, r.Cause = migrate.Failed, "current.jsonl is a link: the store never follows it, and the fleet cannot hold it; left alone"
+		return k
+	default:
+		fail(r, err)
+		return k
+	}
+	k.file = f
+	if st, err := fsat.Fstat(f); err != nil || !fsat.IsRegular(&st) {
+		r.Action, r.Cause = migrate.Failed, "current.jsonl is not a regular file: the fleet cannot hold it; left alone"
+		fail(r, err)
+		return k
+	}
+	k.size, k.sum, err = checksum(f)
+	fail(r, err)
+	return k
+}
+
+// notRecorded files a key dir with no record: one in the legacy layout
+// is refused (ToEtcd moves meta.db keys only), one with nothing in it is
+// skipped.
+func notRecorded(kd *os.File, r *MigrateReport) {
+	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
+		if _, err := fsat.LstatAt(kd, n); err == nil {
+			r.Action, r.Cause = migrate.Failed, "in the legacy layout (no record in meta.db): run sessdb migrate (to meta.db) first"
+			return
+		}
+	}
+	r.Action, r.Cause = migrate.Skipped, "nothing to migrate: no record and no transcript"
+}
+
+// recordToMove is the record the fleet takes for the key: the one the
+// store serves (see served), so that every job gets the verdict it got
+// before, with an oddity for each way it is not the meta.db record as it
+// stands.
+func (m *migration) recordToMove(k *hostKey, r *MigrateReport) etcdmeta.Record {
+	rec := recordOf(k.sc, "")
+	t, kind := served(k.sc, k.file != nil, k.size, k.sum)
+	switch kind {
+	case servedUnrecorded:
+		odd(r, store.TranscriptName, "not named by any record", "not moved: the fleet holds the key's stamps and no transcript (absent)")
+	case servedAbsent:
+		odd(r, store.TranscriptName, "absent", fmt.Sprintf("the record's gen %d is not moved: the key stays absent", rec.Transcript.Gen))
+	case servedPrev:
+		odd(r, store.TranscriptName, fmt.Sprintf("gen %d, the generation before a committed promotion (gen %d) whose temp was lost", t.Gen, rec.Transcript.Gen),
+			fmt.Sprintf("moved as gen %d, as the store serves it", t.Gen))
+	case servedMismatch:
+		odd(r, store.TranscriptName, fmt.Sprintf("%d bytes, crc32c %s: does not match its record", k.size, store.Checksum(k.sum)),
+			"moved as it is: the fleet cold-starts it as transcript-replaced, as the store does")
+	}
+	rec.Transcript = t
+	return rec
+}
+
+// How a key dir's transcript relates to its record (see served).
+const (
+	servedPlain      = iota // the record's generation, in place
+	servedNone              // no record, no transcript
+	servedUnrecorded        // a transcript no record names
+	servedAbsent            // a record whose transcript is gone
+	servedPrev              // the generation before a promotion whose temp was lost
+	servedMismatch          // a transcript that matches no record
+)
+
+// served is the generation a key dir with sidecars sc and a transcript in
+// place (file; size bytes of CRC32C sum) holds, as the store judges it.
+// The record's identity when the two agree. A committed promotion whose
+// temp was lost leaves the generation before it in place, which the store
+// serves: that one, with the record's promotion time (the expiry clock the
+// store reads). A transcript that matches neither keeps the record's
+// identity, which cold-starts it as transcript-replaced on either side. A
+// record with no transcript in place, or none at all, is nil (absent).
+func served(sc db.Sidecars, file bool, size int64, sum uint32) (*etcdmeta.Transcript, int) {
+	t := transcriptOf(sc.Transcript)
+	p := sc.Pending
+	switch {
+	case t == nil && file:
+		return nil, servedUnrecorded
+	case t == nil:
+		return nil, servedNone
+	case !file:
+		return nil, servedAbsent
+	case t.Size == size && t.CRC32C == uint64(sum):
+		return t, servedPlain
+	case p != nil && p.Prev != nil && p.Prev.Size == size && p.Prev.CRC32C == uint64(sum):
+		return &etcdmeta.Transcript{Gen: p.Prev.Gen, Size: p.Prev.Size, CRC32C: p.Prev.CRC32C, PromotedAt: t.PromotedAt}, servedPrev
+	}
+	return t, servedMismatch
+}
+
+// judgeExisting files a key etcd already holds (state st) against rec, the
+// record the key dir would give it: the same generation is Already, a
+// later one the fleet promoted from it is Already too, anything else a
+// Conflict, left alone.
+func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State) {
+	held := st.Record.Transcript
+	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
+	case st.Rev != 0 && sameGen(held, rec.Transcript):
+		r.Action = migrate.Already
+	case st.Rev != 0 && moved:
+		r.Action = migrate.Already
+		r.Cause = fmt.Sprintf("the fleet has promoted it since: etcd holds %s, the key dir %s", describe(held), describe(rec.Transcript))
+	case st.Rev == 0:
+		r.Action = Conflict
+		r.Cause = fmt.Sprintf("etcd holds %d history entries and no record for the key: left alone", len(st.History))
+		return
+	default:
+		r.Action = Conflict
+		r.Cause = fmt.Sprintf("etcd holds %s, the key dir %s, which it does not descend from: left alone", describe(held), describe(rec.Transcript))
+		return
+	}
+	r.Values = valuesOf(st.Record)
+}
+
+// create commits the key's record and history to etcd, again while etcd's
+// answer is lost, within the request timeout. cur is the state of a key
+// found held by another write; a try that finds its own record (it names
+// this run's file) landed on an earlier try. A conflict removes the file
+// this run wrote, unless a try's answer was lost (it may be the record's).
+func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry) (*etcdmeta.State, error) {
+	ctx, cancel := m.b.deadline()
+	defer cancel()
+	unsure := false
+	for try := 0; ; try++ {
+		_, err := m.b.meta.Create(ctx, key, rec, hist)
+		var ce *etcdmeta.ConflictError
+		switch {
+		case err == nil:
+			return nil, nil
+		case errors.As(err, &ce):
+			t, mine := ce.Current.Record.Transcript, rec.Transcript
+			if unsure && ce.Current.Rev != 0 && (mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
+				return nil, nil // an earlier try landed
+			}
+			if !unsure && mine != nil {
+				shared.Remove(m.b.dir, mine.File)
+			}
+			return &ce.Current, nil
+		case errors.Is(err, etcdmeta.ErrUnavailable):
+			unsure = true
+			if backoff(ctx, try) {
+				continue
+			}
+			if rec.Transcript != nil {
+				err = fmt.Errorf("%w (the file %s is left for reap)", err, rec.Transcript.File)
+			}
+			return nil, err
+		default:
+			if rec.Transcript != nil && !unsure {
+				shared.Remove(m.b.dir, rec.Transcript.File)
+			}
+			return nil, err
+		}
+	}
+}
