@@ -316,7 +316,7 @@ func valuesOf(r etcdmeta.Record) *migrate.Values {
 		v.Transcript = &migrate.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: store.Checksum(t.CRC32C), PromotedAt: time.Unix(0, t.PromotedAt).UTC()}
 	}
 	if c := r.Context; c != nil {
-		v.Context = &migrate.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+		v.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
 	}
 	return v
 }
