@@ -39,6 +39,10 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			found[i].Repair = "not removed: " + why
 		}
 	}
+	if err := c.b.at(hookRepair, key); err != nil {
+		leave(err.Error())
+		return
+	}
 	unlock, lost, err := c.b.meta.Lock(ctx, key)
 	if errors.Is(err, etcdmeta.ErrLocked) {
 		leave("the key's lock is held by another reap or repair; run check again")

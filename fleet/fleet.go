@@ -58,6 +58,7 @@ const (
 	hookCommit      = "promote/before-commit" // the file written
 	hookAfterCommit = "promote/after-commit"  // the record committed
 	hookReapDelete  = "reap/before-delete"    // the lock held, the key judged expired
+	hookRepair      = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
 )
 
 func (b *Backend) at(point, key string) error {

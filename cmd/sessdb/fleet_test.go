@@ -124,6 +124,10 @@ func TestFleetResolvePromoteRoundTrip(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"gen":2`) || !strings.Contains(out, `"layout":"etcd"`) || !strings.Contains(out, `"if_matched":"resumed"`) {
 		t.Fatalf("dump: exit %d\n%s%s", code, out, errs)
 	}
+	code, out, errs = runCLI(t, "dump", "--json", "--key", store.Key("github", "acme/widget", "pi/none"))
+	if code != exitOK || !strings.Contains(out, `"problem":"no record"`) || !strings.Contains(out, `"verdict":{"reason":"absent"`) {
+		t.Fatalf("dump of a key with no record: exit %d\n%s%s", code, out, errs)
+	}
 }
 
 // closedPort is a loopback address nothing listens on.
