@@ -74,6 +74,22 @@ const maxEtcdTimeout = 10 * time.Minute
 // DIR), a fleet knob set without endpoints, and every value that is not
 // usable, before anything connects.
 func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg string) (fleet.Config, bool, error) {
+	raw, name := f.endpoints.get(getenv)
+	switch d, n := cfg.sessionsDir.get(getenv); {
+	case raw == "":
+	case dirArg != "":
+		return fleet.Config{}, true, fmt.Errorf("the DIR argument %s and %s are both given: a store is a sessions root or a fleet, not both", brief(dirArg), name)
+	case d != "":
+		return fleet.Config{}, true, fmt.Errorf("%s and %s are both set: a store is a sessions root or a fleet, not both (unset one)", n, name)
+	}
+	return f.connection(getenv)
+}
+
+// connection reads the fleet's connection alone, for a command that takes
+// a sessions root and a fleet together (migrate, between the two): it
+// reports whether endpoints are set, and refuses a fleet knob set without
+// them and every value that is not usable, naming it.
+func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool, error) {
 	var fc fleet.Config
 	raw, name := f.endpoints.get(getenv)
 	if raw == "" {
@@ -83,12 +99,6 @@ func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg strin
 			}
 		}
 		return fc, false, nil
-	}
-	switch d, n := cfg.sessionsDir.get(getenv); {
-	case dirArg != "":
-		return fc, true, fmt.Errorf("the DIR argument %s and %s are both given: a store is a sessions root or a fleet, not both", brief(dirArg), name)
-	case d != "":
-		return fc, true, fmt.Errorf("%s and %s are both set: a store is a sessions root or a fleet, not both (unset one)", n, name)
 	}
 	eps, err := parseEndpoints(name, raw)
 	if err != nil {
