@@ -268,8 +268,8 @@ func TestBoundsOffIgnoreInputs(t *testing.T) {
 
 func TestReasons(t *testing.T) {
 	all := Reasons()
-	if len(all) != 21 {
-		t.Fatalf("Reasons() has %d tokens, want 21", len(all))
+	if len(all) != 22 {
+		t.Fatalf("Reasons() has %d tokens, want 22", len(all))
 	}
 	seen := map[Reason]bool{}
 	for _, r := range all {
