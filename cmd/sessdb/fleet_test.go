@@ -130,6 +130,34 @@ func TestFleetResolvePromoteRoundTrip(t *testing.T) {
 	}
 }
 
+// A ticket from a sessions root promoted on a fleet, and one from the
+// fleet on a sessions root, is refused before anything is written: exit 2,
+// naming both stores.
+func TestFleetRefusesAnotherStoresTicket(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/elsewhere")
+	_, onFleet := f.resolve(t, key, "on-fleet")
+	appendAnswered(t, onFleet, "x")
+	root := t.TempDir()
+	clearEnv(t)
+	code, out, errs := runCLI(t, "promote", "--job-dir", onFleet, "--pi-version", "0.58.3", "--sessions-dir", root)
+	if code != exitUsage || out != "" || !strings.Contains(errs, "etcd prefix "+f.prefix) || !strings.Contains(errs, root) {
+		t.Errorf("the fleet's ticket on a sessions root: exit %d, %q %q", code, out, errs)
+	}
+	job := filepath.Join(t.TempDir(), "job")
+	if code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve on the root: exit %d %s%s", code, out, errs)
+	}
+	appendAnswered(t, job, "y")
+	code, out, errs = runCLI(t, "promote", "--job-dir", job, "--pi-version", "0.58.3", "--etcd-endpoints", strings.Join(f.c.Endpoints(), ","), "--transcripts-dir", f.dir, "--etcd-prefix", f.prefix)
+	if code != exitUsage || out != "" || !strings.Contains(errs, root) {
+		t.Errorf("a sessions root's ticket on the fleet: exit %d, %q %q", code, out, errs)
+	}
+	if files, _ := filepath.Glob(filepath.Join(f.dir, key, "*")); len(files) != 0 {
+		t.Errorf("the refused promote wrote %v", files)
+	}
+}
+
 // closedPort is a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
