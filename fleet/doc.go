@@ -73,6 +73,19 @@
 // lost or never committed, and generations superseded longer ago than the
 // grace period.
 //
+// # Operating
+//
+// Inspect and Check are dump's and check's walks over a fleet. They report
+// in package store's types (store.KeyReport, store.Finding) by the key
+// dir's own rules (store.Judge, store.VerifyRecorded): Inspect lists every
+// record, one snapshot, with the verdict a resolve would get and the file
+// it names; Check examines the records and the transcripts dir, finds
+// generations missing or not what their record says and orphans (files
+// no record needs past the grace period, which Reap sweeps), and with
+// Repair removes the orphans, each key's under its lock, judged again
+// from a fresh read. Unreachable is the Backend a job builds when etcd
+// ignores or refuses Open's login: resolves are store-unavailable.
+//
 // # Migration
 //
 // ToEtcd moves a single-host sessions root into a fleet, FromEtcd moves a

@@ -58,6 +58,7 @@ const (
 	hookCommit      = "promote/before-commit" // the file written
 	hookAfterCommit = "promote/after-commit"  // the record committed
 	hookReapDelete  = "reap/before-delete"    // the lock held, the key judged expired
+	hookRepair      = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
 )
 
 func (b *Backend) at(point, key string) error {
@@ -71,18 +72,9 @@ func (b *Backend) at(point, key string) error {
 // user name nothing waits for etcd here). The transcripts dir must be a
 // directory.
 func Open(cfg Config) (*Backend, error) {
-	if cfg.TranscriptsDir == "" {
-		return nil, fmt.Errorf("fleet open: %w: TranscriptsDir is empty", ErrNoTranscriptsDir)
-	}
-	dir, err := filepath.Abs(cfg.TranscriptsDir)
+	dir, err := transcriptsDir(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return nil, fmt.Errorf("fleet open %s: %w: %w", dir, ErrNoTranscriptsDir, err)
+		return nil, err
 	}
 	meta, err := etcdmeta.Open(cfg.Config)
 	if err != nil {
@@ -93,6 +85,25 @@ func Open(cfg Config) (*Backend, error) {
 		timeout = etcdmeta.DefaultRequestTimeout
 	}
 	return &Backend{meta: meta, dir: dir, timeout: timeout, log: cfg.Logger}, nil
+}
+
+// transcriptsDir is cfg's transcripts dir, made absolute, once it is
+// known to be a directory.
+func transcriptsDir(cfg Config) (string, error) {
+	if cfg.TranscriptsDir == "" {
+		return "", fmt.Errorf("fleet open: %w: TranscriptsDir is empty", ErrNoTranscriptsDir)
+	}
+	dir, err := filepath.Abs(cfg.TranscriptsDir)
+	if err != nil {
+		return "", fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return "", fmt.Errorf("fleet open %s: %w: %w", dir, ErrNoTranscriptsDir, err)
+	}
+	return dir, nil
 }
 
 // Close closes the etcd client. A Backend is unusable after it.
@@ -111,18 +122,22 @@ func id(dir, prefix string) string { return dir + " (etcd prefix " + prefix + ")
 // SameID reports whether id names this fleet: the same etcd prefix, and
 // the same transcripts dir however spelled (a link, a bind mount).
 func (b *Backend) SameID(other string) (bool, error) {
-	mine, _ := b.ID()
-	if other == mine {
-		return true, nil
+	return sameID(b.dir, b.meta.Prefix(), other), nil
+}
+
+// sameID reports whether other names the fleet of dir and prefix.
+func sameID(dir, prefix, other string) bool {
+	if other == id(dir, prefix) {
+		return true
 	}
 	const sep = " (etcd prefix "
 	i := strings.LastIndex(other, sep)
-	if i < 0 || !strings.HasSuffix(other, ")") || other[i+len(sep):len(other)-1] != b.meta.Prefix() {
-		return false, nil
+	if i < 0 || !strings.HasSuffix(other, ")") || other[i+len(sep):len(other)-1] != prefix {
+		return false
 	}
-	a, aerr := os.Stat(b.dir)
+	a, aerr := os.Stat(dir)
 	o, oerr := os.Stat(other[:i])
-	return aerr == nil && oerr == nil && os.SameFile(a, o), nil
+	return aerr == nil && oerr == nil && os.SameFile(a, o)
 }
 
 // deadline is a context that ends the request timeout from now: the

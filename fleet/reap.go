@@ -89,7 +89,12 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Kept++
 		case gone:
 			res.Removed = append(res.Removed, key)
-			delete(records, key)
+			if !o.DryRun {
+				// Its file went with it. A dry run keeps the record for
+				// the sweep, which then leaves the file to the key's
+				// removal, as a real run does.
+				delete(records, key)
+			}
 		default:
 			res.Kept++
 		}
@@ -97,16 +102,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	cut := now().Add(-grace)
 	needed := func(key, name string) bool {
 		it, ok := records[key]
-		switch {
-		case !ok:
-			return false // no record: an orphan, or a reaped key's
-		case it.Err != nil:
-			return true // unreadable: nothing of it is judged
-		}
-		t := it.Record.Transcript
-		// A generation superseded less than the grace period ago may still
-		// be under a resolve that read the record before.
-		return t == nil || t.File == name || time.Unix(0, t.PromotedAt).After(cut)
+		return needs(it, ok, name, cut)
 	}
 	names, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
@@ -122,6 +118,22 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		res.Swept = append(res.Swept, name)
 	}
 	return res, nil
+}
+
+// needs reports whether a key whose record is it (ok: it has one) needs
+// its file name kept, where cut is the grace period's start: the record's
+// own file, and every file of a key whose record cannot be read or whose
+// newest generation landed less than the grace period ago (a resolve that
+// read the record before may still be copying the one it superseded).
+func needs(it etcdmeta.Item, ok bool, name string, cut time.Time) bool {
+	switch {
+	case !ok:
+		return false // no record: an orphan, or a reaped key's
+	case it.Err != nil:
+		return true // unreadable: nothing of it is judged
+	}
+	t := it.Record.Transcript
+	return t == nil || t.File == name || time.Unix(0, t.PromotedAt).After(cut)
 }
 
 func expired(r etcdmeta.Record, ttl time.Duration, now time.Time) bool {

@@ -42,7 +42,7 @@ func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		v.reason = gates.Absent
 		return v, nil
 	}
-	if k, gen, ok := shared.ParseName(t.File); !ok || k != key || gen != t.Gen || t.Size < 0 {
+	if !namesOwnFile(key, t) {
 		// A name is foreign input: one that is not this key's file for
 		// this generation is a damaged record, never a path to follow.
 		b.log.Warn().Str("key", key).Str("file", t.File).Msg("session_record_unreadable")
@@ -57,6 +57,14 @@ func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// namesOwnFile reports whether t, key's record's transcript, names a file
+// of key's for its own generation, with a size a file can have: a name is
+// foreign input, never a path to follow before it passes.
+func namesOwnFile(key string, t *etcdmeta.Transcript) bool {
+	k, gen, ok := shared.ParseName(t.File)
+	return ok && k == key && gen == t.Gen && t.Size >= 0
 }
 
 // view is one key as a resolve sees it.
@@ -92,25 +100,43 @@ func (v *view) open() error {
 		}
 		v.f = f
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
-		if fi.Size() > 0 {
-			if h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, fi.Size())); err == nil {
-				v.obs.Header.IsSession = h.IsSession()
-				if h.TimestampIsString {
-					v.obs.Header.Timestamp, v.obs.Header.TimestampOK = transcript.ParseTimestamp(h.Timestamp)
-				}
-			}
+		v.obs.Header, _, _ = readHeader(f, fi.Size())
+	}
+	recordInto(&v.obs, v.rec)
+	return nil
+}
+
+// readHeader reads the first line of a generation file of size bytes: what
+// the ladder judges of it, and the header as parsed (with its error, when
+// there is none to parse).
+func readHeader(f *os.File, size int64) (gates.Header, transcript.Header, error) {
+	var g gates.Header
+	if size <= 0 {
+		return g, transcript.Header{}, transcript.ErrEmpty
+	}
+	h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, size))
+	if err == nil {
+		g.IsSession = h.IsSession()
+		if h.TimestampIsString {
+			g.Timestamp, g.TimestampOK = transcript.ParseTimestamp(h.Timestamp)
 		}
 	}
-	r := v.rec
-	v.obs.LastPromotion = time.Unix(0, t.PromotedAt)
-	v.obs.Venue, v.obs.PiVersion = stampOf(r.Venue), stampOf(r.PiVersion)
+	return g, h, err
+}
+
+// recordInto fills what the ladder reads from the record into obs: the
+// last promotion, the stamps, the chain and the reading.
+func recordInto(obs *gates.Observation, r etcdmeta.Record) {
+	if t := r.Transcript; t != nil {
+		obs.LastPromotion = time.Unix(0, t.PromotedAt)
+	}
+	obs.Venue, obs.PiVersion = stampOf(r.Venue), stampOf(r.PiVersion)
 	if r.ResumeChain != nil {
-		v.obs.ResumeChain = *r.ResumeChain
+		obs.ResumeChain = *r.ResumeChain
 	}
 	if c := r.Context; c != nil {
-		v.obs.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
+		obs.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
 	}
-	return nil
 }
 
 func (v *view) Observe() (gates.Observation, gates.Reason) { return v.obs, v.reason }

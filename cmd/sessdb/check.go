@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"sessdb/fleet"
 	"sessdb/store"
 )
 
 var cmdCheck = &command{
 	name:  "check",
-	usage: "check [--repair [--accept KEY | --quarantine KEY]] [--json] [--deep-check-timeout D] [DIR]",
+	usage: "check [--repair [--accept KEY | --quarantine KEY]] [--json] [--deep-check-timeout D] [DIR | --etcd-endpoints URLS --transcripts-dir DIR [--grace D]]",
 	short: "find damage under a sessions root; --repair fixes what it safely can",
 	long: `
 Examines every entry under the sessions root (DIR, else --sessions-dir or
@@ -44,12 +45,21 @@ promotion), the decision in the key's history (outcome accepted).
 --quarantine KEY moves the key dir, whole and unrepaired, to
 .quarantine-<key>-<UTC time> under the root, where no resolve finds it and
 sessdb never removes it, and says where. An action that could not be done
-is named on stderr, and check exits 1.`,
+is named on stderr, and check exits 1.
+
+On a fleet (--etcd-endpoints, docs/fleet.md) check examines every record and
+the transcripts dir: a record that does not decode, a generation file
+missing or not what its record says (its size, and its CRC32C read no
+further than the record's size plus one byte), links, names that are no key,
+and orphans, files no record needs older than --grace (notices). --repair
+removes the orphans only, each key's under its lease-backed etcd lock,
+judged again there from a fresh read of its record.`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
   sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'
   sessdb check --repair --accept 4668107cac2e99b44415c5606b32ef14 /var/lib/pi/sessions
-  sessdb check --repair --quarantine 4668107cac2e99b44415c5606b32ef14 /var/lib/pi/sessions`,
+  sessdb check --repair --quarantine 4668107cac2e99b44415c5606b32ef14 /var/lib/pi/sessions
+  sessdb check --repair --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi/transcripts`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitIssues, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindCheck,
@@ -65,6 +75,8 @@ type checkSummary struct {
 
 func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
+	grace := bindGrace(fs)
 	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
 	timeout := fs.Duration("deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
@@ -86,16 +98,50 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		if inv.given("accept") && inv.given("quarantine") {
 			return inv.rep.usage(errors.New("give --accept or --quarantine, not both"))
 		}
-		st, code := openWalk(inv, cfg)
-		if st == nil {
+		fc, onFleet, code := fleetOf(inv, cfg, fk, inv.arg(0))
+		if code != exitOK {
 			return code
 		}
-		deep := &deepChecker{root: st.Root(), timeout: *timeout}
-		defer deep.close()
+		g, err := grace.parse(inv, onFleet)
+		if err != nil {
+			return inv.rep.usage(err)
+		}
+		prog := progressTo(inv, "check")
+		var check func(context.Context, func(store.Finding) error) (store.CheckSummary, error)
+		if onFleet {
+			for _, f := range []string{"accept", "quarantine", "deep-check-timeout"} {
+				if inv.given(f) {
+					return inv.rep.usage(fmt.Errorf("--%s acts on a key dir's meta.db and files: a fleet has none", f))
+				}
+			}
+			sopts, err := storeOptions(cfg, inv)
+			if err != nil {
+				return inv.rep.config(err)
+			}
+			b, code := openFleetWalk(inv, fk, fc)
+			if b == nil {
+				return code
+			}
+			defer b.Close()
+			fopts := fleet.CheckOptions{Repair: *repair, Grace: g, Now: sopts.Now, MaxBytes: sopts.Bounds.MaxBytes, Progress: prog.report()}
+			check = func(ctx context.Context, visit func(store.Finding) error) (store.CheckSummary, error) {
+				return b.Check(ctx, fopts, visit)
+			}
+		} else {
+			st, code := openWalk(inv, cfg)
+			if st == nil {
+				return code
+			}
+			deep := &deepChecker{root: st.Root(), timeout: *timeout}
+			defer deep.close()
+			opts := store.CheckOptions{Repair: *repair, Accept: *accept, Quarantine: *quarantine, DeepCheck: deep.check, Progress: prog.report()}
+			check = func(ctx context.Context, visit func(store.Finding) error) (store.CheckSummary, error) {
+				return st.Check(ctx, opts, visit)
+			}
+		}
 
 		ctx, stop := interruptContext()
 		defer stop()
-		prog := progressTo(inv, "check")
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		jw := &jsonWriter{w: w}
 		sum := checkSummary{Repair: *repair}
@@ -119,9 +165,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			}
 			return writeFinding(w, f)
 		}
-		opts := store.CheckOptions{Repair: *repair, Accept: *accept, Quarantine: *quarantine, DeepCheck: deep.check, Progress: prog.report()}
-		var err error
-		sum.CheckSummary, err = st.Check(ctx, opts, visit)
+		sum.CheckSummary, err = check(ctx, visit)
 		prog.clear()
 		sum.Interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !sum.Interrupted {

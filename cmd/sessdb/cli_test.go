@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,9 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func clearEnv(t *testing.T) {
 	for _, v := range []string{"PI_SESSIONS_DIR", "PI_SESSIONS_TTL_DAYS", "PI_SESSION_MAX_BYTES", "PI_SESSION_MAX_AGE_DAYS", "PI_SESSION_MAX_RESUME_CHAIN", "PI_SESSION_MAX_CONTEXT_PCT"} {
 		t.Setenv(v, "")
+	}
+	for _, k := range bindFleet(flag.NewFlagSet("env", flag.ContinueOnError)).all() {
+		t.Setenv(k.env, "")
 	}
 }
 

@@ -151,6 +151,7 @@ var flagGroups = []struct {
 }{
 	{"flags", nil},
 	{"configuration flags (each wins over its environment variable)", configFlagNames},
+	{"fleet flags (etcd and a shared transcripts dir, docs/fleet.md; each wins over its variable)", fleetFlagNames},
 	{"logging flags", map[string]bool{"log-level": true, "log-format": true}},
 }
 
@@ -165,7 +166,7 @@ func writeFlags(b *strings.Builder, fs *flag.FlagSet) {
 		}
 		return 0
 	}
-	var byGroup [3][]*flag.Flag
+	byGroup := make([][]*flag.Flag, len(flagGroups))
 	fs.VisitAll(func(f *flag.Flag) { byGroup[groupOf(f.Name)] = append(byGroup[groupOf(f.Name)], f) })
 	for i, flags := range byGroup {
 		if len(flags) == 0 {

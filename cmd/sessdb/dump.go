@@ -3,17 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 
+	"sessdb/fleet"
 	"sessdb/gates"
 	"sessdb/store"
 )
 
 var cmdDump = &command{
 	name:  "dump",
-	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR]",
+	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR | --etcd-endpoints URLS --transcripts-dir DIR]",
 	short: "list every key dir of a sessions root with the verdict a resolve would get now (read-only)",
 	long: `
 One row per entry under the sessions root (DIR, else --sessions-dir or
@@ -33,11 +35,17 @@ key's last N history entries (with --json, each object carries them).
 
 dump changes nothing: not a byte, not an mtime. A key that cannot be read
 (an I/O error, its lock not had in time) is named on stderr, and dump exits 1
-after listing the others.`,
+after listing the others.
+
+On a fleet (--etcd-endpoints, docs/fleet.md) dump lists every record in etcd,
+one snapshot, in key order, with the same columns and objects: LAYOUT is
+etcd, the fields only a key dir has are empty (null), and --json's file
+names the generation file the record names. --verify reads that file.`,
 	example: `  sessdb dump /var/lib/pi/sessions
   sessdb dump /var/lib/pi/sessions --key 4668107cac2e99b44415c5606b32ef14 --history 10
   sessdb dump --as-job --pi-version 0.58.3 --venue local /var/lib/pi/sessions
-  sessdb dump --json --verify /var/lib/pi/sessions | jq -c 'select(.verify and .verify.result != "ok")'`,
+  sessdb dump --json --verify /var/lib/pi/sessions | jq -c 'select(.verify and .verify.result != "ok")'
+  sessdb dump --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi/transcripts --verify`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindDump,
@@ -56,6 +64,7 @@ type dumpSummary struct {
 
 func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object per entry, then a summary object (docs/json.md)")
 	wide := fs.Bool("wide", false, "show every column, uncut")
 	key := fs.String("key", "", "show only this `KEY`")
@@ -87,20 +96,46 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		case inv.given("pi-version") || inv.given("venue") || inv.given("model"):
 			return inv.rep.usage(errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))
 		}
-		st, code := openWalk(inv, cfg, atOpt)
-		if st == nil {
+		fc, onFleet, code := fleetOf(inv, cfg, fk, inv.arg(0))
+		if code != exitOK {
 			return code
+		}
+		prog := progressTo(inv, "dump")
+		opts := store.InspectOptions{History: int(n), Only: *key, Verify: *verify, Job: job, Progress: prog.report()}
+		// inspect walks the store, a sessions root or a fleet, and
+		// visits each entry with the file a fleet's record names.
+		var inspect func(context.Context, func(store.KeyReport, string) error) error
+		if onFleet {
+			sopts, err := storeOptions(cfg, inv, atOpt)
+			if err != nil {
+				return inv.rep.config(err)
+			}
+			b, code := openFleetWalk(inv, fk, fc)
+			if b == nil {
+				return code
+			}
+			defer b.Close()
+			fopts := fleet.InspectOptions{Bounds: sopts.Bounds, Now: sopts.Now, History: opts.History, Only: opts.Only, Verify: opts.Verify, Job: opts.Job, Progress: opts.Progress}
+			inspect = func(ctx context.Context, visit func(store.KeyReport, string) error) error {
+				return b.Inspect(ctx, fopts, func(r fleet.Report) error { return visit(r.KeyReport, r.File) })
+			}
+		} else {
+			st, code := openWalk(inv, cfg, atOpt)
+			if st == nil {
+				return code
+			}
+			inspect = func(ctx context.Context, visit func(store.KeyReport, string) error) error {
+				return st.InspectWith(ctx, opts, func(r store.KeyReport) error { return visit(r, "") })
+			}
 		}
 
 		ctx, stop := interruptContext()
 		defer stop()
-		prog := progressTo(inv, "dump")
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		var sum dumpSummary
 		var rows []store.KeyReport // for a table: widths need every row
 		jw := &jsonWriter{w: w}
-		opts := store.InspectOptions{History: int(n), Only: *key, Verify: *verify, Job: job, Progress: prog.report()}
-		err = st.InspectWith(ctx, opts, func(r store.KeyReport) error {
+		err = inspect(ctx, func(r store.KeyReport, file string) error {
 			sum.Entries++
 			if store.ValidKey(r.Name) {
 				sum.Keys++
@@ -111,7 +146,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 				inv.rep.keyFault(r.Name, why)
 			}
 			if *asJSON {
-				return jw.encode(r)
+				return jw.encode(dumpEntry{r, file})
 			}
 			rows = append(rows, r)
 			return nil
@@ -162,4 +197,27 @@ func dumpFault(r store.KeyReport) string {
 		return "verify: " + r.Verify.Detail
 	}
 	return ""
+}
+
+// dumpEntry is dump --json's entry object: the key's report (docs/json.md,
+// dump.entry) and file, the generation file a fleet's record names,
+// relative to its transcripts dir (null for a key dir, whose transcript
+// is always <key>/current.jsonl).
+type dumpEntry struct {
+	r    store.KeyReport
+	file string
+}
+
+func (e dumpEntry) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(e.r)
+	if err != nil {
+		return nil, err
+	}
+	f, err := json.Marshal(orNull(e.file))
+	if err != nil {
+		return nil, err
+	}
+	// The report is a JSON object: the field goes in before its end.
+	b = append(b[:len(b)-1], `,"file":`...)
+	return append(append(b, f...), '}'), nil
 }

@@ -16,7 +16,7 @@ import (
 
 var cmdPromote = &command{
 	name:  "promote",
-	usage: "promote [--sessions-dir DIR] --job-dir DIR --pi-version V [--require answered] [--allow-rewrite] [--models FILE] [--context-window W] [--context-tokens N]",
+	usage: "promote [--sessions-dir DIR | --etcd-endpoints URLS --transcripts-dir DIR] --job-dir DIR --pi-version V [--require answered] [--allow-rewrite] [--models FILE] [--context-window W] [--context-tokens N]",
 	short: "take a completed run's transcript back into the store, once, onto what the job was given",
 	long: `
 Reads the ticket resolve wrote in --job-dir and promotes the staged
@@ -30,10 +30,19 @@ transcript itself. Prints one JSON object:
 
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
-ticket from another sessions root exits 2 and writes nothing.`,
-	example: `  sessdb promote --sessions-dir /var/lib/pi/sessions --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered`,
-	exits:   []int{exitOK, exitFault, exitUsage},
-	bind:    bindPromote,
+ticket from another sessions root exits 2 and writes nothing.
+
+On a fleet (--etcd-endpoints, docs/fleet.md) the transcript is written as a
+new generation file in the transcripts dir, then committed by one etcd
+transaction guarded by the ticket's base. An etcd that does not answer
+within --etcd-timeout (or refuses the credentials) is promote-failed (exit
+0), its cause on stderr and the job's transcript left in its job dir; a
+retry with the same ticket repeats the promotion if it had landed.`,
+	example: `  sessdb promote --sessions-dir /var/lib/pi/sessions --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered
+  PI_SESSIONS_ETCD_ENDPOINTS=http://127.0.0.1:2379 PI_SESSIONS_TRANSCRIPTS_DIR=/srv/pi/transcripts \
+      sessdb promote --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered`,
+	exits: []int{exitOK, exitFault, exitUsage},
+	bind:  bindPromote,
 }
 
 // promoteOutput is the one JSON object promote prints (docs/json.md). Its
@@ -58,6 +67,7 @@ type promoteOutput struct {
 
 func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
 	jobDir := fs.String("job-dir", "", "the job's `DIR`, as given to resolve; required")
 	piVersion := fs.String("pi-version", "", "the pi `VERSION` that wrote the transcript (\"\" = unknown: the next job cold-starts); required")
 	tokens := fs.String("context-tokens", "", "override the context tokens, `N`, computed from the transcript (pi's own end-of-run reading)")
@@ -94,10 +104,11 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			}
 			windows = m
 		}
-		st, code := openStore(inv, cfg, "", func(o *store.Options) { o.Models = windows })
+		st, _, done, code := openJobStore(inv, cfg, fk, func(o *store.Options) { o.Models = windows })
 		if st == nil {
 			return code
 		}
+		defer done()
 		sess, err := store.ReadTicket(*jobDir)
 		if err != nil {
 			return inv.rep.fault(err)

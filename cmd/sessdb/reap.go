@@ -6,17 +6,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
 
+	"sessdb/fleet"
 	"sessdb/store"
 )
 
 var cmdReap = &command{
 	name:  "reap",
-	usage: "reap [--ttl-days N] [--dry-run [--at TIME]] [--json] [DIR]",
+	usage: "reap [--ttl-days N] [--dry-run [--at TIME]] [--json] [DIR | --etcd-endpoints URLS --transcripts-dir DIR [--grace D]]",
 	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour",
 	long: `
 Removes every key of the sessions root (DIR, else --sessions-dir or
@@ -38,10 +38,18 @@ a summary; --json one object per action and a summary (docs/json.md).
 
 A key reap could not do (an I/O error, its lock not had in time, something
 in it that is not the store's) is named on stderr, and reap exits 1 after
-the others.`,
+the others.
+
+On a fleet (--etcd-endpoints, docs/fleet.md) reap removes each expired key
+under its lease-backed etcd lock, by a delete guarded by the revision it
+judged (a promotion landing meanwhile is never removed), with its file; then
+every file no record needs once --grace has passed: generations superseded
+longer ago than that, orphans of promotions that lost or died
+(remove-orphan), temps of dead writes.`,
 	example: `  sessdb reap --dry-run /var/lib/pi/sessions
   PI_SESSIONS_TTL_DAYS=30 sessdb reap /var/lib/pi/sessions
-  sessdb reap --json /var/lib/pi/sessions | jq -r 'select(.action == "remove-key") | .path'`,
+  sessdb reap --json /var/lib/pi/sessions | jq -r 'select(.action == "remove-key") | .path'
+  sessdb reap --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi/transcripts --grace 2h`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindReap,
@@ -49,13 +57,14 @@ the others.`,
 
 // Reap's actions (docs/json.md).
 const (
-	reapRemoveKey  = "remove-key"  // an expired key removed whole (--dry-run: would be)
-	reapRefuseKey  = "refuse-key"  // an expired key left whole: something in it is not the store's (exit 1)
-	reapRemoveTemp = "remove-temp" // a stray temp file removed (--dry-run: would be)
-	reapFinish     = "finish-reap" // a reap-owned dir an interrupted reap left, removed (would be)
-	reapRestore    = "restore-key" // a reap-owned dir a promotion landed in, moved back to its key (would be)
-	reapSkip       = "skip"        // a name left alone: not a key, not a directory, a quarantine dir
-	reapFail       = "fail"        // a name reap could not do: detail says why (exit 1)
+	reapRemoveKey  = "remove-key"    // an expired key removed whole (--dry-run: would be)
+	reapRefuseKey  = "refuse-key"    // an expired key left whole: something in it is not the store's (exit 1)
+	reapRemoveTemp = "remove-temp"   // a stray temp file removed (--dry-run: would be)
+	reapOrphan     = "remove-orphan" // a fleet's file no record needs, past the grace period, removed (would be)
+	reapFinish     = "finish-reap"   // a reap-owned dir an interrupted reap left, removed (would be)
+	reapRestore    = "restore-key"   // a reap-owned dir a promotion landed in, moved back to its key (would be)
+	reapSkip       = "skip"          // a name left alone: not a key, not a directory, a quarantine dir
+	reapFail       = "fail"          // a name reap could not do: detail says why (exit 1)
 )
 
 // reapAction is one line of reap --json.
@@ -74,6 +83,7 @@ type reapSummary struct {
 	Removed     int   `json:"removed"` // keys
 	Refused     int   `json:"refused"` // expired keys left whole
 	Swept       int   `json:"swept"`   // temp files
+	Orphans     int   `json:"orphans"` // a fleet's orphaned files
 	Finished    int   `json:"finished"`
 	Restored    int   `json:"restored"`
 	Kept        int   `json:"kept"`
@@ -86,6 +96,8 @@ type reapSummary struct {
 
 func bindReap(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
+	grace := bindGrace(fs)
 	dryRun := fs.Bool("dry-run", false, "remove nothing; print what would be removed")
 	asJSON := fs.Bool("json", false, "print one JSON object per action, then a summary object (docs/json.md)")
 	at := bindAt(fs)
@@ -98,31 +110,61 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			// A key removed for a time that is not now is a key lost.
 			return inv.rep.usage(errors.New("--at goes with --dry-run: a reap removes keys only by the time it is"))
 		}
-		st, code := openWalk(inv, cfg, atOpt)
-		if st == nil {
+		fc, onFleet, code := fleetOf(inv, cfg, fk, inv.arg(0))
+		if code != exitOK {
 			return code
 		}
-		// The store reaps a missing root as an empty one; here, as for
-		// every walk, a root that is not there is a fault.
-		if _, err := os.Stat(st.Root()); err != nil {
-			return inv.rep.fault(err)
+		g, err := grace.parse(inv, onFleet)
+		if err != nil {
+			return inv.rep.usage(err)
 		}
-		b, _ := cfg.parseBounds(os.Getenv) // parsed without error by openWalk
-		if b.TTL == 0 {
-			inv.rep.warn("the TTL is 0: no key expires; only stray temp files are removed")
+		sopts, err := storeOptions(cfg, inv, atOpt)
+		if err != nil {
+			return inv.rep.config(err)
+		}
+		prog := progressTo(inv, "reap")
+		// reap removes what the store holds past its time, and lists it.
+		var reap func(context.Context) ([]reapAction, reapSummary, error)
+		if onFleet {
+			b, code := openFleetWalk(inv, fk, fc)
+			if b == nil {
+				return code
+			}
+			defer b.Close()
+			reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
+				res, err := b.Reap(ctx, fleet.ReapOptions{TTL: sopts.Bounds.TTL, Grace: g, Now: sopts.Now, DryRun: *dryRun})
+				actions, sum := fleetReapActions(res, b.Dir(), *dryRun)
+				return actions, sum, err
+			}
+		} else {
+			st, code := openWalk(inv, cfg, atOpt)
+			if st == nil {
+				return code
+			}
+			// The store reaps a missing root as an empty one; here, as for
+			// every walk, a root that is not there is a fault.
+			if _, err := os.Stat(st.Root()); err != nil {
+				return inv.rep.fault(err)
+			}
+			reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
+				res, err := st.ReapWith(ctx, store.ReapOptions{DryRun: *dryRun, Progress: prog.report()})
+				actions, sum := reapActions(res, st.Root(), *dryRun)
+				return actions, sum, err
+			}
+		}
+		if sopts.Bounds.TTL == 0 {
+			inv.rep.warn("the TTL is 0: no key expires; only stray temp files (and a fleet's orphans) are removed")
 		}
 
 		ctx, stop := interruptContext()
 		defer stop()
-		prog := progressTo(inv, "reap")
-		res, err := st.ReapWith(ctx, store.ReapOptions{DryRun: *dryRun, Progress: prog.report()})
+		actions, sum, err := reap(ctx)
 		prog.clear()
 		interrupted := errors.Is(err, context.Canceled)
 		if err != nil && !interrupted {
 			return inv.rep.fault(err) // nothing is printed: no zero summary
 		}
-		actions, sum := reapActions(res, st.Root(), *dryRun)
-		sum.TTLSeconds, sum.Interrupted = int64(b.TTL.Seconds()), interrupted
+		sum.TTLSeconds, sum.Interrupted = int64(sopts.Bounds.TTL.Seconds()), interrupted
 		for _, a := range actions {
 			if a.Action == reapFail || a.Action == reapRefuseKey {
 				inv.rep.keyFault(a.Path, *a.Detail)
@@ -221,54 +263,4 @@ func reapActions(res store.ReapResult, root string, dryRun bool) ([]reapAction, 
 		}
 	}
 	return actions, sum
-}
-
-// writeReapText writes one line per action and a summary line.
-func writeReapText(w io.Writer, actions []reapAction, s reapSummary) error {
-	removed, reaped, finished, restored := "removed", "reaped", "finished", "restored"
-	if s.DryRun {
-		removed, reaped, finished, restored = "would remove", "would reap", "would finish", "would restore"
-	}
-	for _, a := range actions {
-		verb, what := removed, ""
-		switch a.Action {
-		case reapRemoveKey:
-			what = "expired key"
-		case reapRefuseKey:
-			verb, what = "not removed", *a.Detail
-		case reapRemoveTemp:
-			what = "stray temp file"
-		case reapFinish:
-			verb, what = finished, "an interrupted reap of "+*a.Key+": its dir removed"
-		case reapRestore:
-			verb, what = restored, "moved back to "+*a.Key+": a promotion landed in it after its reap was interrupted"
-		case reapSkip:
-			verb, what = "skipped", *a.Detail
-		case reapFail:
-			verb, what = "failed", *a.Detail
-		}
-		if _, err := fmt.Fprintf(w, "%-12s  %s  (%s)\n", verb, printable(a.Path), printable(what)); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintf(w, "%s %s and %s; kept %s, skipped %d", reaped,
-		plural(s.Removed, "key"), plural(s.Swept, "temp file"), plural(s.Kept, "key"), s.Skipped)
-	for _, part := range []struct {
-		n    int
-		what string
-	}{{s.Refused, "not removed"}, {s.Finished, finished}, {s.Restored, restored}, {s.Failed, "failed"}} {
-		if err == nil && part.n > 0 {
-			_, err = fmt.Fprintf(w, ", %s %d", part.what, part.n)
-		}
-	}
-	if err == nil {
-		_, err = fmt.Fprintf(w, " (TTL %s)", plural(int(s.TTLSeconds/86400), "day"))
-	}
-	if err == nil && s.Interrupted {
-		_, err = fmt.Fprint(w, " (interrupted)")
-	}
-	if err == nil {
-		_, err = fmt.Fprintln(w)
-	}
-	return err
 }

@@ -81,6 +81,24 @@ values are configuration errors (exit 2, naming the variable).
 		name, usage := flag.UnquoteUsage(fs.Lookup(k.flag))
 		fmt.Fprintf(&b, "| `--%s %s` | `%s` | %s |\n", k.flag, name, k.env, strings.TrimSuffix(usage, " [$"+k.env+"]"))
 	}
+	b.WriteString(`
+### A fleet
+
+With etcd endpoints set, resolve, promote, dump, check and reap run on a
+fleet: the records in etcd, the transcripts in a directory every worker
+mounts ([fleet.md](fleet.md)). A sessions root given too (a DIR argument,
+` + "`--sessions-dir`, `PI_SESSIONS_DIR`" + `) is a configuration error, and so is any of
+these set without endpoints. The password has no flag: a command line is
+readable by every user of the host.
+
+| flag | variable | meaning |
+|---|---|---|
+`)
+	fk := bindFleet(fs)
+	for _, k := range fk.all() {
+		name, usage := flag.UnquoteUsage(fs.Lookup(k.flag))
+		fmt.Fprintf(&b, "| `--%s %s` | `%s` | %s |\n", k.flag, name, k.env, strings.TrimSuffix(usage, " [$"+k.env+"]"))
+	}
 	fmt.Fprintf(&b, "\nEvery command that reads the configuration warns on stderr, once, about a\nvariable whose name starts `%s` but is not one sessdb reads, naming the\nclosest one it does (`PI_SESSIONS_MAX_CONTEXT_PCT`: did you mean\n`PI_SESSION_MAX_CONTEXT_PCT`?). The variables it reads: %s.\n", envPrefix, "`"+strings.Join(knownEnv(), "`, `")+"`")
 	b.WriteString("\n## Commands\n\n")
 	for _, c := range commands {
@@ -454,6 +472,22 @@ func TestJSONReference(t *testing.T) {
 		delete(c.objects, "engage.request")
 		delete(c.objects, "engage.summary")
 		t.Log("the shared pi fixtures are absent: engage replay's JSON is not checked")
+	}
+
+	// A fleet prints the same objects, with a fleet's own values (file,
+	// remove-orphan) set: last, since its connection is in the
+	// environment from here on.
+	walkedFleet(t)
+	for _, args := range [][]string{
+		{"dump", "--json", "--verify", "--history", "64"},
+		{"check", "--json"},
+		{"reap", "--json", "--dry-run"},
+		{"check", "--json", "--repair"},
+		{"reap", "--json"},
+	} {
+		_, out, _ := runCLI(t, args...)
+		item := map[string]string{"dump": "dump.entry", "check": "check.finding", "reap": "reap.action"}[args[0]]
+		c.lines("fleet "+strings.Join(args, " "), out, item, strings.Split(item, ".")[0]+".summary")
 	}
 
 	var missing, neverSet []string

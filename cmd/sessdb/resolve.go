@@ -12,7 +12,7 @@ import (
 
 var cmdResolve = &command{
 	name:  "resolve",
-	usage: "resolve [--sessions-dir DIR] (--key KEY | --kind K --repo R --ref REF) --job-dir DIR --pi-version V [--venue NAME] [--model PROVIDER/ID] [--job ID]",
+	usage: "resolve [--sessions-dir DIR | --etcd-endpoints URLS --transcripts-dir DIR] (--key KEY | --kind K --repo R --ref REF) --job-dir DIR --pi-version V [--venue NAME] [--model PROVIDER/ID] [--job ID]",
 	short: "stage a key's transcript (or a cold start) for a job and say why",
 	long: `
 Stages <job-dir>/session/current.jsonl (the dir is made 0700): a copy of the
@@ -27,9 +27,17 @@ lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
 it. --pi-version is required: --pi-version "" declares no version, which never
 resumes. --job-dir is created if it is missing. A sessions root that does not
 exist makes every key absent, as the legacy store did, with a warning on
-stderr (a misspelt root would otherwise pass for a new conversation).`,
+stderr (a misspelt root would otherwise pass for a new conversation).
+
+On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
+etcd and the generation it names copied from the transcripts dir, checked
+against the record's size and CRC32C. An etcd that does not answer within
+--etcd-timeout is store-unavailable: a cold start like any other (exit 0),
+its cause on stderr. Refused credentials are a fault (exit 1).`,
 	example: `  sessdb resolve --sessions-dir /var/lib/pi/sessions --kind github --repo acme/widget --ref pi/issue-42 \
-      --job-dir /run/jobs/1234 --pi-version 0.58.3 --venue local --model anthropic/claude-sonnet-4-5 --job 1234`,
+      --job-dir /run/jobs/1234 --pi-version 0.58.3 --venue local --model anthropic/claude-sonnet-4-5 --job 1234
+  PI_SESSIONS_ETCD_ENDPOINTS=http://127.0.0.1:2379 PI_SESSIONS_TRANSCRIPTS_DIR=/srv/pi/transcripts \
+      sessdb resolve --kind github --repo acme/widget --ref pi/issue-42 --job-dir /run/jobs/1234 --pi-version 0.58.3`,
 	exits: []int{exitOK, exitFault, exitUsage},
 	bind:  bindResolve,
 }
@@ -45,6 +53,7 @@ type resolveOutput struct {
 
 func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
 	key := fs.String("key", "", "the conversation's `KEY` (32 lowercase hex)")
 	kind := fs.String("kind", "", "key material: `KIND`, the forge (github, gitlab, ..., local)")
 	repo := fs.String("repo", "", "key material: `REPO`, the base repository")
@@ -64,14 +73,15 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		case !inv.given("pi-version"):
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
-		st, code := openStore(inv, cfg, "")
+		st, onFleet, done, code := openJobStore(inv, cfg, fk)
 		if st == nil {
 			return code
 		}
+		defer done()
 		// A missing root is every key's cold start, absent, as the legacy
 		// store gave; but a typo in the root must not pass for a new
 		// conversation without a word.
-		if _, err := os.Stat(st.Root()); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(st.Root()); !onFleet && errors.Is(err, os.ErrNotExist) {
 			inv.rep.warn(fmt.Sprintf("the sessions root %s does not exist: every key is absent (is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
 		}
 		// Resolve writes the ticket, and on a fault removes both the staged
@@ -111,13 +121,9 @@ func openStore(inv *invocation, cfg *config, dirArg string, with ...func(*store.
 	if err != nil {
 		return nil, inv.rep.config(err)
 	}
-	b, err := cfg.parseBounds(os.Getenv)
+	opts, err := storeOptions(cfg, inv, with...)
 	if err != nil {
 		return nil, inv.rep.config(err)
-	}
-	opts := store.Options{Bounds: b, Logger: inv.rep.storeLog(), Now: clock}
-	for _, f := range with {
-		f(&opts)
 	}
 	st, err := store.New(dir, opts)
 	if err != nil {

@@ -62,7 +62,15 @@ type settings struct {
 }
 
 func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("etcd config %s: %w: %s", field, ErrInvalidConfig, fmt.Sprintf(format, args...))
+	return &ConfigError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks c as Open does, without connecting, and returns it with
+// its defaults filled in (the prefix without its trailing slash). Its
+// error is a *ConfigError.
+func (c Config) Validate() (Config, error) {
+	s, err := c.validate()
+	return s.Config, err
 }
 
 func (c Config) validate() (settings, error) {

@@ -18,6 +18,9 @@ func TestConfigDefaults(t *testing.T) {
 		s.LockTTL != DefaultLockTTL || s.LockWait != DefaultLockWait || s.tls != nil {
 		t.Fatalf("settings = %+v", s)
 	}
+	if c, err := (Config{Endpoints: []string{"http://a:1"}, Prefix: "/x/"}).Validate(); err != nil || c.Prefix != "/x" || c.RequestTimeout != DefaultRequestTimeout {
+		t.Fatalf("Validate = %+v, %v; want the defaults filled in", c, err)
+	}
 	s, _ = Config{Endpoints: []string{"http://a:1"}}.validate()
 	if s.Prefix != DefaultPrefix {
 		t.Fatalf("prefix = %q, want %q", s.Prefix, DefaultPrefix)
@@ -61,6 +64,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		_, err := Open(tc.cfg)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "etcd config "+tc.field+":") {
 			t.Errorf("%+v: err = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		}
+		// The field, for a caller to name its own setting by.
+		var ce *ConfigError
+		if _, verr := tc.cfg.Validate(); !errors.As(verr, &ce) || ce.Field != tc.field || verr.Error() != err.Error() {
+			t.Errorf("%+v: Validate = %v, want a *ConfigError of field %s, as Open's", tc.cfg, verr, tc.field)
 		}
 	}
 }

@@ -57,8 +57,8 @@ var (
 	// binary that returned this must not write the key.
 	ErrNewerSchema = errors.New("schema newer than this binary")
 
-	// ErrInvalidConfig is returned by Open when a Config field is unusable;
-	// the message names the field.
+	// ErrInvalidConfig is returned by Open when a Config field is unusable,
+	// as a *ConfigError naming the field.
 	ErrInvalidConfig = errors.New("invalid configuration")
 
 	// ErrHistoryOrder is returned by Create when the history's Seq do not
@@ -90,6 +90,21 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// ConfigError is the error of Open and Config.Validate for an unusable
+// Config field. Field names it as Config spells it ("Endpoints[1]",
+// "CAFile"), so that a caller can name its own setting for it.
+type ConfigError struct {
+	Field  string
+	Detail string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("etcd config %s: %v: %s", e.Field, ErrInvalidConfig, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true for a *ConfigError.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // authErrors are etcd's answers to a request whose credentials it refused.
 var authErrors = []error{

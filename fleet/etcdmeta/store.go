@@ -112,6 +112,10 @@ func (s *Store) Close() error {
 // Prefix is the validated prefix the records live under.
 func (s *Store) Prefix() string { return s.cfg.Prefix }
 
+// RecordKey is the etcd key of key's record, as an operator names it to
+// etcdctl.
+func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
+
 func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/" + key }
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
 func (s *Store) historyKey(key string, seq uint64) string {

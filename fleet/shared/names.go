@@ -55,6 +55,16 @@ func parseFile(file string) (uint64, bool) {
 	return g, err == nil
 }
 
+// ParseTemp reports whether name is exactly the name of a Write in flight
+// ("<key>/.tmp-<random>"), and returns its key.
+func ParseTemp(name string) (key string, ok bool) {
+	key, file, found := strings.Cut(name, "/")
+	if !found || !ValidKey(key) || !isTemp(file) {
+		return "", false
+	}
+	return key, true
+}
+
 func isTemp(file string) bool {
 	r, ok := strings.CutPrefix(file, tmpPrefix)
 	return ok && len(r) == hexLen && lowerHex(r)

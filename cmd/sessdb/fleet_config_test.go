@@ -1,0 +1,175 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// fleetSecret is the password of the configuration tests: no error line
+// may quote it.
+const fleetSecret = "s3cret-never-printed"
+
+// Every fleet flag and variable refuses what it cannot use, with exit 2,
+// nothing on stdout and one line on stderr naming it (the flag when the
+// flag gave the value, else the variable), before anything connects; and
+// no line quotes the password.
+func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "transcripts")
+	os.Mkdir(dir, 0o700)
+	file := filepath.Join(tmp, "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	junk := filepath.Join(tmp, "junk.pem")
+	os.WriteFile(junk, []byte("not a certificate"), 0o600)
+	empty := filepath.Join(tmp, "empty")
+	os.WriteFile(empty, []byte("\nsecond line\n"), 0o600)
+	huge := filepath.Join(tmp, "huge")
+	os.WriteFile(huge, []byte(strings.Repeat("p", maxPasswordBytes+1)), 0o600)
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(tmp, "missing")
+	ok := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
+	tls := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "https://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	key := strings.Repeat("a", 32)
+	resolve := []string{"resolve", "--key", key, "--job-dir", filepath.Join(tmp, "job"), "--pi-version", "1"}
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		name string // the flag or variable the line must name
+	}{
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "127.0.0.1:2379"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--etcd-endpoints", "http://a:1,ftp://b:2"), "--etcd-endpoints"},
+		{ok, append(resolve, "--etcd-endpoints", "http://a:1,https://b:2"), "mixes https with http"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://a:1,"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:p@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/"), resolve, "PI_SESSIONS_ETCD_PREFIX"},
+		{ok, append(resolve, "--etcd-prefix", "/a\nb"), "--etcd-prefix"},
+		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", ""), resolve, "--transcripts-dir"},
+		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", missing), resolve, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{ok, append(resolve, "--transcripts-dir", file), "--transcripts-dir"},
+		{with(ok, "PI_SESSIONS_ETCD_CA", junk), resolve, "PI_SESSIONS_ETCD_CA"},
+		{ok, append(resolve, "--etcd-cert", junk, "--etcd-key", junk), "--etcd-cert"},
+		{with(tls, "PI_SESSIONS_ETCD_CA", missing), resolve, "PI_SESSIONS_ETCD_CA"},
+		{tls, append(resolve, "--etcd-ca", junk), "--etcd-ca"},
+		{with(tls, "PI_SESSIONS_ETCD_CERT", junk), resolve, "PI_SESSIONS_ETCD_CERT"},
+		{tls, append(resolve, "--etcd-key", junk), "--etcd-key"},
+		{tls, append(resolve, "--etcd-cert", junk, "--etcd-key", junk), "--etcd-cert"},
+		{with(tls, "PI_SESSIONS_ETCD_CERT", junk, "PI_SESSIONS_ETCD_KEY", missing), resolve, "PI_SESSIONS_ETCD_KEY"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), resolve, "PI_SESSIONS_ETCD_USER"},
+		{with(ok, "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), resolve, "PI_SESSIONS_ETCD_PASSWORD"},
+		{ok, append(resolve, "--etcd-password-file", file), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", missing), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", empty), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", huge), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", fifo), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", tmp), "--etcd-password-file"},
+		{with(ok, "PI_SESSIONS_ETCD_TIMEOUT", "5"), resolve, "PI_SESSIONS_ETCD_TIMEOUT"},
+		{ok, append(resolve, "--etcd-timeout", "-1s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", "+1s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", "0s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", " 1s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", "1e3s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", "11m"), "--etcd-timeout"},
+		// A store is a sessions root or a fleet.
+		{with(ok, "PI_SESSIONS_DIR", tmp), resolve, "PI_SESSIONS_DIR and PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--sessions-dir", tmp), "--sessions-dir and PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, []string{"dump", tmp}, "DIR argument"},
+		{ok, []string{"check", tmp}, "DIR argument"},
+		{ok, []string{"reap", tmp}, "DIR argument"},
+		{ok, []string{"promote", "--job-dir", tmp, "--pi-version", "1", "--sessions-dir", tmp}, "--sessions-dir"},
+		// A fleet setting without a fleet does nothing: refused.
+		{map[string]string{"PI_SESSIONS_ETCD_PREFIX": "/x"}, resolve, "PI_SESSIONS_ETCD_PREFIX"},
+		{map[string]string{"PI_SESSIONS_TRANSCRIPTS_DIR": dir}, []string{"dump"}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{nil, append(resolve, "--etcd-ca", junk), "--etcd-ca"},
+		{nil, []string{"check", "--etcd-cert", junk}, "--etcd-cert"},
+		{map[string]string{"PI_SESSIONS_ETCD_KEY": junk}, []string{"reap"}, "PI_SESSIONS_ETCD_KEY"},
+		{map[string]string{"PI_SESSIONS_ETCD_USER": "u"}, resolve, "PI_SESSIONS_ETCD_USER"},
+		{map[string]string{"PI_SESSIONS_ETCD_PASSWORD": fleetSecret}, resolve, "PI_SESSIONS_ETCD_PASSWORD"},
+		{nil, append(resolve, "--etcd-password-file", file), "--etcd-password-file"},
+		{map[string]string{"PI_SESSIONS_ETCD_TIMEOUT": "1s"}, []string{"promote", "--job-dir", tmp, "--pi-version", "1"}, "PI_SESSIONS_ETCD_TIMEOUT"},
+		// The walks' own fleet flags.
+		{nil, []string{"reap", "--grace", "1h", dir}, "--grace"},
+		{ok, []string{"reap", "--grace", "soon"}, "--grace"},
+		{ok, []string{"check", "--grace", "-1h"}, "--grace"},
+		{ok, []string{"check", "--repair", "--accept", key}, "--accept"},
+		{ok, []string{"check", "--repair", "--quarantine", key}, "--quarantine"},
+		{ok, []string{"check", "--deep-check-timeout", "1s"}, "--deep-check-timeout"},
+	} {
+		clearEnv(t)
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) {
+			t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s", c.env, c.args, code, out, errs, c.name)
+		}
+		if strings.Contains(errs, fleetSecret) {
+			t.Errorf("%v %v: the password is on stderr: %q", c.env, c.args, errs)
+		}
+	}
+}
+
+// A huge value in a fleet variable or flag is quoted as a short prefix and
+// its length: one short line, like every other knob's.
+func TestFleetErrorsQuoteABoundedPrefix(t *testing.T) {
+	hugeValue := strings.Repeat("9", 100<<10) + "x"
+	dir := t.TempDir()
+	resolve := []string{"resolve", "--key", strings.Repeat("a", 32), "--job-dir", dir, "--pi-version", "1"}
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": hugeValue}, resolve},
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://a:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir, "PI_SESSIONS_ETCD_PREFIX": "/\x01" + hugeValue}, resolve},
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://a:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir, "PI_SESSIONS_ETCD_TIMEOUT": hugeValue}, resolve},
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://a:1"}, append(resolve, "--transcripts-dir", hugeValue)},
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://a:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}, []string{"dump", hugeValue}},
+		{map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://a:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}, []string{"reap", "--grace", hugeValue}},
+	} {
+		clearEnv(t)
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitUsage || out != "" || len(errs) > 400 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "…(10240") {
+			t.Errorf("%.60v: exit %d, stdout %.100q; want exit 2 and one short line quoting a prefix and the length, got %d bytes: %.300q", c.env, code, out, len(errs), errs)
+		}
+	}
+}
+
+// The fleet's variables are variables sessdb reads: a misspelt one is
+// named with the closest, and the right ones raise no warning.
+func TestFleetVariablesAreKnown(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "")
+	_, _, errs := runCLI(t, "dump", t.TempDir())
+	if !strings.Contains(errs, "PI_SESSIONS_ETCD_ENDPOINT is not a variable sessdb reads") || !strings.Contains(errs, "did you mean PI_SESSIONS_ETCD_ENDPOINTS?") {
+		t.Errorf("a misspelt fleet variable: %q", errs)
+	}
+	for _, v := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_ETCD_PREFIX", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_CA", "PI_SESSIONS_ETCD_CERT",
+		"PI_SESSIONS_ETCD_KEY", "PI_SESSIONS_ETCD_USER", "PI_SESSIONS_ETCD_PASSWORD", "PI_SESSIONS_ETCD_TIMEOUT"} {
+		found := false
+		for _, k := range knownEnv() {
+			found = found || k == v
+		}
+		if !found {
+			t.Errorf("%s is not among the variables sessdb reads", v)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet"
+	"sessdb/fleet/etcdmeta"
+)
+
+// fleetKnobs are the connection to a fleet (package fleet): its records in
+// etcd, its transcripts in a directory every worker mounts. With etcd
+// endpoints set the store is the fleet and no sessions root is read;
+// without them, every other fleet knob set is a configuration error (a
+// setting that would silently do nothing). Each has its flag and its
+// variable, like every knob, but the password: it has no flag, since a
+// command line is readable by every user of the host (ps,
+// /proc/PID/cmdline). Its knob pairs the variable, which holds the
+// password, with --etcd-password-file, which names a file that does.
+type fleetKnobs struct {
+	endpoints, prefix, transcriptsDir, ca, cert, key, user, password, timeout knob
+}
+
+// fleetFlagNames are the flags bindFleet defines: help lists them in a
+// group of their own.
+var fleetFlagNames = map[string]bool{
+	"etcd-endpoints": true, "etcd-prefix": true, "transcripts-dir": true, "etcd-ca": true, "etcd-cert": true,
+	"etcd-key": true, "etcd-user": true, "etcd-password-file": true, "etcd-timeout": true,
+}
+
+// bindFleet defines the fleet's connection flags: for resolve, promote,
+// dump, check and reap (and any command that opens a store on a fleet).
+func bindFleet(fs *flag.FlagSet) *fleetKnobs {
+	f := &fleetKnobs{
+		endpoints:      knob{env: "PI_SESSIONS_ETCD_ENDPOINTS", flag: "etcd-endpoints", help: "the etcd members' client `URLS`, comma-separated (http://host:port or https://host:port): the store is then a fleet, its records in etcd and its transcripts in --transcripts-dir, and no sessions root is read (giving one too is an error)"},
+		prefix:         knob{env: "PI_SESSIONS_ETCD_PREFIX", flag: "etcd-prefix", help: "the etcd key `PREFIX` the fleet's records live under (default /sessdb)"},
+		transcriptsDir: knob{env: "PI_SESSIONS_TRANSCRIPTS_DIR", flag: "transcripts-dir", help: "the fleet's shared transcripts `DIR`, mounted by every worker; required with --etcd-endpoints"},
+		ca:             knob{env: "PI_SESSIONS_ETCD_CA", flag: "etcd-ca", help: "the PEM `FILE` of the CA that vouches for the members' certificates (https endpoints; default: the system's roots)"},
+		cert:           knob{env: "PI_SESSIONS_ETCD_CERT", flag: "etcd-cert", help: "a client certificate `FILE` (PEM) to present to etcd, with --etcd-key"},
+		key:            knob{env: "PI_SESSIONS_ETCD_KEY", flag: "etcd-key", help: "the client certificate's private key `FILE` (PEM)"},
+		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as, with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
+		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD. There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
+		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; at most 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
+	}
+	for _, k := range f.all() {
+		k.bind(fs)
+	}
+	return f
+}
+
+func (f *fleetKnobs) all() []*knob {
+	return []*knob{&f.endpoints, &f.prefix, &f.transcriptsDir, &f.ca, &f.cert, &f.key, &f.user, &f.password, &f.timeout}
+}
+
+// maxPasswordBytes bounds a password file's read: a password is short,
+// and a path to a huge file by mistake must not be read whole.
+const maxPasswordBytes = 4096
+
+// maxEtcdTimeout bounds --etcd-timeout: a request that may wait longer
+// would leave a job waiting on etcd far past any useful answer.
+const maxEtcdTimeout = 10 * time.Minute
+
+// parse reads the fleet's configuration. It reports whether the store is
+// a fleet at all, and refuses, naming the flags or variables, a fleet
+// given together with a sessions root (cfg's, or dirArg, a positional
+// DIR), a fleet knob set without endpoints, and every value that is not
+// usable, before anything connects.
+func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg string) (fleet.Config, bool, error) {
+	raw, name := f.endpoints.get(getenv)
+	switch d, n := cfg.sessionsDir.get(getenv); {
+	case raw == "":
+	case dirArg != "":
+		return fleet.Config{}, true, fmt.Errorf("the DIR argument %s and %s are both given: a store is a sessions root or a fleet, not both", brief(dirArg), name)
+	case d != "":
+		return fleet.Config{}, true, fmt.Errorf("%s and %s are both set: a store is a sessions root or a fleet, not both (unset one)", n, name)
+	}
+	return f.connection(getenv)
+}
+
+// connection reads the fleet's connection alone, for a command that takes
+// a sessions root and a fleet together (migrate, between the two): it
+// reports whether endpoints are set, and refuses a fleet knob set without
+// them and every value that is not usable, naming it.
+func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool, error) {
+	var fc fleet.Config
+	raw, name := f.endpoints.get(getenv)
+	if raw == "" {
+		for _, k := range f.all()[1:] {
+			if v, n := k.get(getenv); v != "" {
+				return fc, false, fmt.Errorf("%s is set but no etcd endpoints are (--etcd-endpoints, PI_SESSIONS_ETCD_ENDPOINTS): a fleet setting without a fleet", n)
+			}
+		}
+		return fc, false, nil
+	}
+	eps, err := parseEndpoints(name, raw)
+	if err != nil {
+		return fc, true, err
+	}
+	fc.Endpoints = eps
+	if p, n := f.prefix.get(getenv); p != "" {
+		if strings.TrimRight(p, "/") == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, brief(p))
+		}
+		fc.Prefix = p
+	}
+	d, dn := f.transcriptsDir.get(getenv)
+	if d == "" {
+		return fc, true, fmt.Errorf("the transcripts dir is required with %s: set --transcripts-dir or PI_SESSIONS_TRANSCRIPTS_DIR", name)
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		why := "not a directory"
+		if err != nil {
+			why = errors.Unwrap(err).Error()
+		}
+		return fc, true, fmt.Errorf("%s: %s: %s (it must exist: the fleet's shared directory, mounted)", dn, brief(d), why)
+	}
+	fc.TranscriptsDir = d
+	fc.CAFile, _ = f.ca.get(getenv)
+	fc.CertFile, _ = f.cert.get(getenv)
+	fc.KeyFile, _ = f.key.get(getenv)
+	if err := f.tls(getenv, fc, eps); err != nil {
+		return fc, true, err
+	}
+	if err := f.login(getenv, &fc); err != nil {
+		return fc, true, err
+	}
+	if t, n := f.timeout.get(getenv); t != "" {
+		if fc.RequestTimeout, err = parseDuration(n, t, maxEtcdTimeout); err != nil {
+			return fc, true, err
+		}
+	}
+	// The login, when there is one, is bounded like any request.
+	fc.DialTimeout = fc.RequestTimeout
+	if _, err := fc.Config.Validate(); err != nil {
+		return fc, true, f.configError(getenv, err)
+	}
+	return fc, true, nil
+}
+
+// parseEndpoints splits the comma-separated endpoints and checks each as
+// etcdmeta does, naming the one at fault.
+func parseEndpoints(name, raw string) ([]string, error) {
+	var out []string
+	scheme := ""
+	for i, ep := range strings.Split(raw, ",") {
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port", name, i+1, brief(ep))
+		}
+		if scheme != "" && u.Scheme != scheme {
+			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, brief(ep), u.Scheme, scheme)
+		}
+		scheme = u.Scheme
+		out = append(out, ep)
+	}
+	return out, nil
+}
+
+// tls checks the TLS files' pairing and scheme; their contents are left
+// to Validate, whose error configError names.
+func (f *fleetKnobs) tls(getenv func(string) string, fc fleet.Config, eps []string) error {
+	_, certName := f.cert.get(getenv)
+	_, keyName := f.key.get(getenv)
+	switch {
+	case fc.CertFile != "" && fc.KeyFile == "":
+		return fmt.Errorf("%s is set but the key is not (--etcd-key, PI_SESSIONS_ETCD_KEY): a client certificate goes with its key", certName)
+	case fc.KeyFile != "" && fc.CertFile == "":
+		return fmt.Errorf("%s is set but the certificate is not (--etcd-cert, PI_SESSIONS_ETCD_CERT): a key goes with its certificate", keyName)
+	}
+	if strings.HasPrefix(eps[0], "http://") {
+		for _, k := range []*knob{&f.ca, &f.cert} {
+			if v, n := k.get(getenv); v != "" {
+				return fmt.Errorf("%s is set but the endpoints are http://: use https:// (over http the TLS settings would be dropped, and everything sent in the clear)", n)
+			}
+		}
+	}
+	return nil
+}
+
+// login sets the user and the password, from the password file if one is
+// named, else from the variable. No error quotes a password.
+func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
+	user, userName := f.user.get(getenv)
+	secret, from := f.password.get(getenv)
+	switch {
+	case user == "" && secret != "":
+		return fmt.Errorf("%s is set but no etcd user is (--etcd-user, PI_SESSIONS_ETCD_USER)", from)
+	case user == "":
+		return nil
+	case secret == "":
+		return fmt.Errorf("%s is set but no password is: set PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (there is no password flag)", userName)
+	case from == "--"+f.password.flag:
+		p, err := readPassword(secret)
+		if err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		secret = p
+	}
+	fc.Username, fc.Password = user, secret
+	return nil
+}
+
+// readPassword reads a password file: a regular file (a FIFO is refused,
+// not waited on), at most maxPasswordBytes, up to its first newline, not
+// empty.
+func readPassword(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return "", err
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("%s is not a regular file", brief(path))
+	case fi.Size() > maxPasswordBytes:
+		return "", fmt.Errorf("%s is %d bytes: not a password file (at most %d)", brief(path), fi.Size(), maxPasswordBytes)
+	}
+	b := make([]byte, maxPasswordBytes+1)
+	n, err := f.Read(b)
+	if err != nil && n == 0 {
+		return "", fmt.Errorf("%s holds no password", brief(path))
+	}
+	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("%s holds no password (its first line is empty)", brief(path))
+	}
+	return line, nil
+}
+
+// configError names the flag or variable behind a Config field etcdmeta
+// refused (the contents of a TLS file: the checks above catch the rest).
+func (f *fleetKnobs) configError(getenv func(string) string, err error) error {
+	var ce *etcdmeta.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	k := map[string]*knob{"CAFile": &f.ca, "CertFile": &f.cert, "KeyFile": &f.key, "Prefix": &f.prefix, "Username": &f.user}[ce.Field]
+	if k == nil {
+		k = &f.endpoints
+	}
+	_, name := k.get(getenv)
+	return fmt.Errorf("%s: %s", name, printable(boundedDetail(ce.Detail)))
+}
+
+// boundedDetail keeps an error's detail to one readable line: it quotes
+// paths and errors, not a value anyone could make huge, but a path can be
+// long.
+func boundedDetail(s string) string {
+	const max = 300
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+// durationRE is a Go duration with no sign and no space: "800ms", "1m30s".
+var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+
+// parseDuration reads a Go duration strictly: no sign, no space, no bare
+// number, above zero and at most max.
+func parseDuration(name, raw string, max time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(raw)
+	if !durationRE.MatchString(raw) || err != nil {
+		return 0, fmt.Errorf("%s: %s is not a duration (want a Go duration like 800ms or 5s: digits and a unit, no sign)", name, brief(raw))
+	}
+	if d <= 0 || d > max {
+		return 0, fmt.Errorf("%s: %s is out of range (want above 0 and at most %v)", name, brief(raw), max)
+	}
+	return d, nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"sessdb/fleet"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/store"
+)
+
+// fleetOf reads the fleet configuration of a command whose sessions root
+// would be dirArg (a positional DIR, or ""): on reports whether the store
+// is a fleet. A configuration error is reported (exit 2) and on is false
+// with a non-zero code.
+func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fleet.Config, on bool, code int) {
+	fc, on, err := fk.parse(os.Getenv, cfg, dirArg)
+	if err != nil {
+		return fc, false, inv.rep.config(err)
+	}
+	fc.Logger = inv.rep.storeLog()
+	return fc, on, exitOK
+}
+
+// openJobStore opens the store a job's command (resolve, promote) runs on:
+// the fleet when etcd endpoints are set, else the sessions root. done
+// releases it. A fleet whose etcd does not answer the login (a user name
+// makes Open log in), or refuses it, is not a configuration error: it is
+// what the fleet answers now, so the store is built on
+// fleet.Unreachable's backend, on which a resolve is store-unavailable (or
+// a fault, for refused credentials) and a promote promote-failed, each
+// with its cause on stderr.
+func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
+	fc, on, code := fleetOf(inv, cfg, fk, "")
+	switch {
+	case code != exitOK:
+		return nil, false, nil, code
+	case !on:
+		st, code := openStore(inv, cfg, "", with...)
+		return st, false, func() {}, code
+	}
+	opts, err := storeOptions(cfg, inv, with...)
+	if err != nil {
+		return nil, true, nil, inv.rep.config(err)
+	}
+	b, err := fleet.Open(fc)
+	switch {
+	case err == nil:
+		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
+	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth):
+		inv.rep.warn(fmt.Sprintf("etcd login: %v", err))
+		u, uerr := fleet.Unreachable(fc, err)
+		if uerr != nil {
+			return nil, true, nil, inv.rep.fault(uerr)
+		}
+		return store.NewOn(u, opts), true, func() {}, exitOK
+	}
+	return nil, true, nil, fleetOpenError(inv, fk, err)
+}
+
+// openFleetWalk opens the fleet for a walk (dump, check, reap). Its
+// transcripts dir must be one a walk may descend, as a sessions root
+// must; an etcd that refuses or does not answer a login is a fault.
+func openFleetWalk(inv *invocation, fk *fleetKnobs, fc fleet.Config) (*fleet.Backend, int) {
+	if err := checkWalkRoot(fc.TranscriptsDir); err != nil {
+		return nil, inv.rep.config(err)
+	}
+	b, err := fleet.Open(fc)
+	if err != nil {
+		return nil, fleetOpenError(inv, fk, err)
+	}
+	return b, exitOK
+}
+
+// fleetOpenError reports an error of fleet.Open: a configuration the
+// checks before it let through (exit 2, naming the knob), else a fault.
+func fleetOpenError(inv *invocation, fk *fleetKnobs, err error) int {
+	switch {
+	case errors.Is(err, etcdmeta.ErrInvalidConfig):
+		return inv.rep.config(fk.configError(os.Getenv, err))
+	case errors.Is(err, fleet.ErrNoTranscriptsDir):
+		_, name := fk.transcriptsDir.get(os.Getenv)
+		return inv.rep.config(fmt.Errorf("%s: %w", name, err))
+	}
+	return inv.rep.fault(err)
+}
+
+// storeOptions are the store's options from the configuration: the
+// ladder's bounds, the logger, the clock, and what with adds.
+func storeOptions(cfg *config, inv *invocation, with ...func(*store.Options)) (store.Options, error) {
+	b, err := cfg.parseBounds(os.Getenv)
+	if err != nil {
+		return store.Options{}, err
+	}
+	opts := store.Options{Bounds: b, Logger: inv.rep.storeLog(), Now: clock}
+	for _, f := range with {
+		f(&opts)
+	}
+	return opts, nil
+}
+
+// graceFlag is --grace D, check's and reap's grace period on a fleet.
+type graceFlag struct{ raw string }
+
+// maxGrace bounds --grace: past it, orphans would outlive any reason to
+// keep them.
+const maxGrace = 90 * 24 * time.Hour
+
+func bindGrace(fs *flag.FlagSet) *graceFlag {
+	g := &graceFlag{}
+	fs.StringVar(&g.raw, "grace", "", "on a fleet: how old, `D` (a Go duration), a file no record needs must be before it is an orphan, and how long after a newer generation landed the one it superseded is kept; longer than any resolve's copy and the hosts' clock skew (default 1h)")
+	return g
+}
+
+// parse returns the grace period: 0 for the default, an error for a value
+// that is not a duration or for --grace given without a fleet (where it
+// would do nothing).
+func (g *graceFlag) parse(inv *invocation, onFleet bool) (time.Duration, error) {
+	switch {
+	case !inv.given("grace"):
+		return 0, nil
+	case !onFleet:
+		return 0, errors.New("--grace is a fleet's grace period: it needs --etcd-endpoints (a key dir's stray temps go after a fixed hour)")
+	}
+	return parseDuration("--grace", g.raw, maxGrace)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"sort"
+	"strings"
+
+	"sessdb/fleet"
+	"sessdb/fleet/shared"
+)
+
+// fleetReapActions lists what a fleet's reap did (or would do), in path
+// order, and counts it, in the actions and counts of a key dir's reap: a
+// key removed, a temp removed, a key reap could not do (fail: left for
+// the next reap, exit 1); and remove-orphan, a generation file no record
+// needs, past the grace period. Every key reap looked at is an entry.
+func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapAction, reapSummary) {
+	unroot := strings.NewReplacer(strings.TrimSuffix(dir, "/")+"/", "")
+	var actions []reapAction
+	add := func(action, path string, detail *string) {
+		key, _, _ := strings.Cut(path, "/")
+		actions = append(actions, reapAction{Action: action, Key: &key, Path: path, DryRun: dryRun, Detail: detail})
+	}
+	sum := reapSummary{Removed: len(res.Removed), Kept: res.Kept, Failed: len(res.Skipped), DryRun: dryRun}
+	for _, k := range res.Removed {
+		add(reapRemoveKey, k, nil)
+	}
+	for _, name := range res.Swept {
+		if _, temp := shared.ParseTemp(name); temp {
+			add(reapRemoveTemp, name, nil)
+			sum.Swept++
+		} else {
+			add(reapOrphan, name, nil)
+			sum.Orphans++
+		}
+	}
+	for key, err := range res.Skipped {
+		why := unroot.Replace(err.Error())
+		add(reapFail, key, &why)
+	}
+	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
+	sum.Entries = sum.Removed + sum.Kept
+	sum.Keys = sum.Entries
+	return actions, sum
+}

@@ -1,0 +1,266 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/fsat"
+	"sessdb/internal/walk"
+	"sessdb/store"
+)
+
+// KindOrphan is what Check calls a file in the transcripts dir that no
+// record needs and that is older than the grace period: a generation
+// superseded longer ago than that, one whose promotion lost its commit or
+// never made it, a reaped key's, or a write that died (a temp). It is a
+// notice: nothing that resumes is wrong, and reap sweeps such files.
+const KindOrphan store.Kind = "orphan"
+
+// CheckOptions says how Check runs. The zero value checks without
+// repairing, with DefaultGrace, on the wall clock, and verifies every
+// generation the records name however large.
+type CheckOptions struct {
+	// Repair removes the orphans, each key's under its lease-backed lock
+	// and judged again there from a fresh read of its record.
+	Repair bool
+	// Grace is the age past which a file no record needs is an orphan;
+	// 0 means DefaultGrace. Now is the clock; nil means time.Now.
+	Grace time.Duration
+	Now   func() time.Time
+	// MaxBytes: a record over it is not verified (a resolve refuses it
+	// as too-large unread); 0 verifies every one.
+	MaxBytes int64
+	// Workers and Progress are as in InspectOptions.
+	Workers  int
+	Progress func(done, total int)
+}
+
+// Check examines every record and every entry of the transcripts dir,
+// and passes each finding to visit, in name order; a record whose name
+// is no key is named by its etcd key. It reports, in store's kinds: a
+// record that does not decode or names a file not its key's
+// (record-undecodable), one of a newer schema (meta-newer-schema), a
+// generation file a record names that is missing or is not what the
+// record says (transcript-mismatch: its size, and its CRC32C read no
+// further than the record's size plus one byte), links, files that are
+// not regular, a key's name that is not a directory, names that are no
+// key (not-a-key) and files the fleet does not write (unknown-entry);
+// and orphans (KindOrphan), by the rule Reap sweeps by.
+//
+// Without Repair it writes nothing. With Repair it removes the orphans
+// (see CheckOptions.Repair) and nothing else: what else it finds is the
+// operator's to judge. A visit error, etcd failing the listing, the
+// transcripts dir unreadable, or ctx ending stops the walk; the summary
+// then counts what was examined.
+func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
+	var sum store.CheckSummary
+	now, grace := time.Now, o.Grace
+	if o.Now != nil {
+		now = o.Now
+	}
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	cut := now().Add(-grace)
+	records := map[string]etcdmeta.Item{}
+	if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
+		records[it.Key] = it
+		return nil
+	}); err != nil {
+		return sum, err
+	}
+	orphans, err := shared.ListOrphans(ctx, b.dir, func(key, name string) bool {
+		it, ok := records[key]
+		return needs(it, ok, name, cut)
+	}, cut)
+	if err != nil {
+		return sum, err
+	}
+	root, err := fsat.OpenDir(b.dir)
+	if err != nil {
+		return sum, err
+	}
+	defer root.Close()
+	names, err := fsat.ReadDirNames(root)
+	if err != nil {
+		return sum, err
+	}
+	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut}
+	for _, name := range orphans {
+		key, _, _ := strings.Cut(name, "/")
+		c.orphans[key] = append(c.orphans[key], name)
+	}
+	entries := slices.Sorted(maps.Keys(records))
+	for _, n := range names {
+		if _, ok := records[n]; !ok {
+			entries = append(entries, n)
+		}
+	}
+	slices.Sort(entries)
+	type result struct {
+		key      bool
+		findings []store.Finding
+		err      error
+	}
+	work := func(i int) result {
+		fs, err := c.entry(ctx, entries[i])
+		return result{etcdmeta.ValidKey(entries[i]), fs, err}
+	}
+	_, err = walk.Ordered(ctx, len(entries), walk.Workers(o.Workers), work, func(r result) error {
+		if r.err != nil {
+			return r.err
+		}
+		sum.Entries++
+		if r.key {
+			sum.Keys++
+		}
+		for _, f := range r.findings {
+			count(&sum, f)
+			if err := visit(f); err != nil {
+				return err
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(sum.Entries, len(entries))
+		}
+		return nil
+	})
+	return sum, err
+}
+
+func count(sum *store.CheckSummary, f store.Finding) {
+	if f.Repaired {
+		sum.Repaired++
+	}
+	if f.Severity == store.SeverityProblem {
+		sum.Problems++
+		if f.Remains {
+			sum.Remaining++
+		}
+	} else {
+		sum.Notices++
+	}
+}
+
+// checker is one Check's snapshot: the records, the orphans by key.
+type checker struct {
+	b        *Backend
+	o        CheckOptions
+	root     *os.File
+	records  map[string]etcdmeta.Item
+	orphans  map[string][]string
+	now, cut time.Time
+}
+
+// entry examines one name: its record, if it has one, and what the
+// transcripts dir holds under it; then, with Repair, removes its orphans.
+func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, error) {
+	var out []store.Finding
+	add := func(path string, kind store.Kind, format string, args ...any) *store.Finding {
+		f := store.Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: c.b.unroot(fmt.Sprintf(format, args...)), Remains: true}
+		if etcdmeta.ValidKey(name) {
+			f.Key = name
+		}
+		out = append(out, f)
+		return &out[len(out)-1]
+	}
+	own := ""
+	if it, ok := c.records[name]; ok {
+		var err error
+		if own, err = c.record(ctx, it, add); err != nil {
+			return nil, err
+		}
+	}
+	c.dir(name, own, add)
+	if c.o.Repair {
+		c.repair(ctx, name, out)
+	}
+	return out, nil
+}
+
+// record checks one record and the generation file it names, and returns
+// that file's name when it is the key's own.
+func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (string, error) {
+	path := c.b.meta.RecordKey(it.Key)
+	switch {
+	case !etcdmeta.ValidKey(it.Key):
+		add(c.b.meta.Prefix()+"/record/"+it.Key, store.KindNotAKey, "a record whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
+		return "", nil
+	case errors.Is(it.Err, etcdmeta.ErrNewerSchema):
+		add(path, store.KindMetaNewerSchema, "%v; use a sessdb that knows its schema", it.Err)
+		return "", nil
+	case it.Err != nil:
+		add(path, store.KindRecordUndecodable, "%v (resolve: meta-unreadable)", it.Err)
+		return "", nil
+	}
+	t := it.Record.Transcript
+	switch {
+	case t == nil:
+		return "", nil // no transcript to check: a resolve finds it absent
+	case !namesOwnFile(it.Key, t):
+		add(path, store.KindRecordUndecodable, "the record names %q, not a file of this key's generation %d (resolve: meta-unreadable)", t.File, t.Gen)
+		return "", nil
+	}
+	f, err := shared.Open(c.b.dir, t.File)
+	switch {
+	case gone(err):
+		add(t.File, store.KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: transcript-replaced", t.Gen, t.Size)
+		return t.File, nil
+	case errors.Is(err, shared.ErrNotRegular):
+		// The file, or the key's directory above it, which dir reports.
+		key, file, _ := strings.Cut(t.File, "/")
+		if kd, err := fsat.OpenDirAt(c.root, key); err == nil {
+			c.special(kd, file, t.File, add)
+			kd.Close()
+		}
+		return t.File, nil
+	case err != nil:
+		add(t.File, store.KindUnreadable, "%v", err)
+		return t.File, nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		add(t.File, store.KindUnreadable, "%v", err)
+		return t.File, nil
+	}
+	v, err := store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, c.o.MaxBytes)
+	if err != nil {
+		return "", err
+	}
+	switch v.Result {
+	case store.VerifyMismatch:
+		add(t.File, store.KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, t.Gen)
+	case store.VerifyUnreadable:
+		add(t.File, store.KindUnreadable, "%s", v.Detail)
+	}
+	return t.File, nil
+}
+
+type addFunc func(path string, kind store.Kind, format string, args ...any) *store.Finding
+
+// special reports name in dir (path, as reports name it), which the
+// fleet never follows or reads: a link, or anything but a regular file.
+func (c *checker) special(dir *os.File, name, path string, add addFunc) {
+	st, err := fsat.LstatAt(dir, name)
+	switch {
+	case err != nil:
+		add(path, store.KindUnreadable, "%v", err)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		buf := make([]byte, 512)
+		n, _ := unix.Readlinkat(int(dir.Fd()), name, buf)
+		add(path, store.KindLink, "a symbolic link to %q; sessdb never follows it", buf[:max(n, 0)])
+	case !fsat.IsRegular(&st):
+		add(path, store.KindNotRegular, "a %s, not a regular file; sessdb never reads it", fsat.Kind(&st))
+	}
+}

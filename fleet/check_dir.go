@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/fsat"
+	"sessdb/store"
+)
+
+// dir checks what the transcripts dir holds under name: a key's
+// directory and its files, or a name that is no key. own is the file the
+// key's record names, already checked.
+func (c *checker) dir(name, own string, add addFunc) {
+	st, err := fsat.LstatAt(c.root, name)
+	switch {
+	case fsat.IsNotExist(err):
+		return // a record whose key has no directory: its file was reported
+	case err != nil:
+		add(name, store.KindUnreadable, "%v", err)
+		return
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		c.special(c.root, name, name, add)
+		return
+	case !etcdmeta.ValidKey(name):
+		add(name, store.KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
+		return
+	case !fsat.IsDir(&st):
+		add(name, store.KindNotADirectory, "a %s named as a key, not a directory (promote: fails)", fsat.Kind(&st))
+		return
+	}
+	kd, err := fsat.OpenDirAt(c.root, name)
+	if err != nil {
+		add(name, store.KindUnreadable, "%v", err)
+		return
+	}
+	defer kd.Close()
+	files, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		add(name, store.KindUnreadable, "%v", err)
+		return
+	}
+	slices.Sort(files)
+	orphan := map[string]bool{}
+	for _, o := range c.orphans[name] {
+		orphan[o] = true
+	}
+	for _, f := range files {
+		path := name + "/" + f
+		_, gen, isGen := shared.ParseName(path)
+		_, isTemp := shared.ParseTemp(path)
+		switch {
+		case path == own:
+		case !isGen && !isTemp:
+			add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
+		case orphan[path]:
+			c.orphan(path, gen, isTemp, kd, f, add)
+		default:
+			// Not an orphan: needed, young, or not a regular file.
+			c.special(kd, f, path, add)
+		}
+	}
+}
+
+// orphan reports an orphan, with why no record needs it and its age.
+func (c *checker) orphan(path string, gen uint64, temp bool, kd *os.File, file string, add addFunc) {
+	age := "?"
+	if st, err := fsat.LstatAt(kd, file); err == nil {
+		age = roundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
+	}
+	key, _, _ := strings.Cut(path, "/")
+	it, ok := c.records[key]
+	var why string
+	switch {
+	case temp:
+		why = "a write that died (a temp)"
+	case !ok:
+		why = fmt.Sprintf("gen %d; the key has no record (a promotion that lost its commit or never made it, or a reaped key's)", gen)
+	case it.Record.Transcript != nil:
+		t := it.Record.Transcript
+		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, roundAge(c.now.Sub(time.Unix(0, t.PromotedAt))))
+	default:
+		why = fmt.Sprintf("gen %d; the record names no file", gen)
+	}
+	f := add(path, KindOrphan, "%s, %s old; no record needs it (reap removes it)", why, age)
+	f.Severity = store.SeverityNotice
+}
+
+// roundAge renders an age to a unit an operator reads at a glance, as
+// the key dir's check does.
+func roundAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s (dated in the future)"
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}

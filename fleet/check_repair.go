@@ -1,0 +1,100 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/store"
+)
+
+// repair removes key's orphans among found, under the key's lease-backed
+// lock, and says of every finding what was done: only the orphans are
+// check's to remove; the rest is the operator's to judge.
+//
+// The snapshot that judged a file an orphan may be older than the key: a
+// promotion may have landed since, making the file it superseded young
+// again for the grace period. So the key's record is read again under the
+// lock and each file judged again from it; one the fresh record needs is
+// left. The lock keeps two repairs or a repair and a reap from judging
+// the key at once; a promotion takes no lock, but can only ever name a
+// file it wrote itself, which is never one already past the grace period.
+func (c *checker) repair(ctx context.Context, key string, found []store.Finding) {
+	var orphans []int
+	for i := range found {
+		switch {
+		case found[i].Kind == KindOrphan:
+			orphans = append(orphans, i)
+		case found[i].Severity == store.SeverityProblem:
+			found[i].Repair = leftAsIs(found[i].Kind)
+		}
+	}
+	if len(orphans) == 0 {
+		return
+	}
+	leave := func(why string) {
+		for _, i := range orphans {
+			found[i].Repair = "not removed: " + why
+		}
+	}
+	if err := c.b.at(hookRepair, key); err != nil {
+		leave(err.Error())
+		return
+	}
+	unlock, lost, err := c.b.meta.Lock(ctx, key)
+	if errors.Is(err, etcdmeta.ErrLocked) {
+		leave("the key's lock is held by another reap or repair; run check again")
+		return
+	}
+	if err != nil {
+		leave(c.b.unroot(err.Error()))
+		return
+	}
+	defer unlock()
+	st, err := c.b.meta.Get(ctx, key)
+	if err != nil && !errors.Is(err, etcdmeta.ErrDamaged) && !errors.Is(err, etcdmeta.ErrNewerSchema) {
+		leave(c.b.unroot(err.Error()))
+		return
+	}
+	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
+	if err != nil {
+		it.Err = err
+	}
+	for _, i := range orphans {
+		f := &found[i]
+		select {
+		case <-lost:
+			f.Repair = "not removed: the key's lock ended (its lease expired) before the repair was done; run check again"
+			continue
+		default:
+		}
+		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.cut) {
+			f.Repair = "left: the key's record, read again under its lock, needs it now"
+			continue
+		}
+		if err := shared.Remove(c.b.dir, f.Path); err != nil && !gone(err) {
+			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
+			continue
+		}
+		f.Repair, f.Repaired, f.Remains = "removed", true, false
+	}
+}
+
+// leftAsIs says why a repairing check leaves a finding of kind k alone.
+func leftAsIs(k store.Kind) string {
+	switch k {
+	case store.KindTranscriptMismatch:
+		return "left as is: the next resolve cold-starts the key (transcript-replaced) and its next promotion replaces the transcript"
+	case store.KindRecordUndecodable:
+		return "left as is: the key cold-starts (meta-unreadable) and no promotion writes over it; look at it, then remove the record with etcdctl"
+	case store.KindMetaNewerSchema:
+		return "left as is: run the sessdb that wrote it"
+	case store.KindLink, store.KindNotRegular, store.KindNotADirectory:
+		return "left as is: sessdb never follows or removes it; look at it and remove it by hand"
+	case store.KindUnreadable:
+		return "left as is: check again"
+	}
+	return "left as is"
+}

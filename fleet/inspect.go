@@ -1,0 +1,284 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/gates"
+	"sessdb/internal/walk"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// LayoutEtcd is the layout a fleet's key reports: its record in etcd, its
+// transcripts in the shared directory.
+const LayoutEtcd store.Layout = "etcd"
+
+// InspectOptions says what Inspect reports. The zero value reports every
+// record with no history, reads no generation past its first line, judges
+// with no bounds on the wall clock, and gives the verdict of an unknown
+// job.
+type InspectOptions struct {
+	// Bounds and Now are the ladder's bounds and clock, as the resolves'.
+	Bounds gates.Bounds
+	Now    func() time.Time
+	// History is how many of each key's newest history entries to report
+	// (at most etcdmeta.HistoryLimit).
+	History int
+	// Only reports this one key instead of every record.
+	Only string
+	// Verify reads each generation file the records name, at most its
+	// record's size plus one byte, and checks its size and CRC32C.
+	Verify bool
+	// Job is the job the verdict is judged for; nil: every job at once,
+	// as store.InspectOptions.Job.
+	Job *store.Job
+	// Workers bounds the keys read at once (0: a default for the
+	// machine); Progress, when set, is called after each report.
+	Workers  int
+	Progress func(done, total int)
+}
+
+// Report is one record as Inspect reports it: in the key dir's report
+// type, with the fields only a key dir has (meta pages, the meta.db's
+// schema and creation, a pending promotion, legacy files) left empty,
+// and the generation file the record names.
+type Report struct {
+	store.KeyReport
+	// File is the generation file the record names, relative to the
+	// transcripts dir; "" when the record names none that is the key's.
+	File string
+}
+
+// Inspect reports every record in key order to visit, read-only: it
+// writes nothing to etcd or to the transcripts dir. The records are one
+// snapshot (etcdmeta.List); each key's history, with History, is read
+// with the record again, at one revision. A record that does not decode
+// is reported with its error and the verdict meta-unreadable; a
+// generation file that cannot be opened for an I/O error (not for being
+// gone) is reported with no verdict, for the caller to count as a fault.
+// A visit error stops the walk and is returned; so is ctx's error, and an
+// error of etcd (unavailable, refused credentials), before anything is
+// visited.
+func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	var items []etcdmeta.Item
+	if o.Only != "" {
+		it, err := b.item(ctx, o.Only)
+		if err != nil {
+			return err
+		}
+		items = []etcdmeta.Item{it}
+	} else if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
+		items = append(items, it)
+		return nil
+	}); err != nil {
+		return err
+	}
+	type result struct {
+		r   Report
+		err error
+	}
+	work := func(i int) result {
+		r, err := b.inspectKey(ctx, items[i], o)
+		return result{r, err}
+	}
+	done := 0
+	_, err := walk.Ordered(ctx, len(items), walk.Workers(o.Workers), work, func(res result) error {
+		if res.err != nil {
+			return res.err
+		}
+		err := visit(res.r)
+		done++
+		if o.Progress != nil {
+			o.Progress(done, len(items))
+		}
+		return err
+	})
+	return err
+}
+
+// item reads one key's record as List would report it; a key with no
+// record is an Item with Rev 0.
+func (b *Backend) item(ctx context.Context, key string) (etcdmeta.Item, error) {
+	st, err := b.meta.GetRecord(ctx, key)
+	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
+	if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
+		it.Err, err = err, nil
+	}
+	return it, err
+}
+
+// inspectKey reports one record. Its error is etcd's (a history read) or
+// ctx's (a verify it ended): the walk stops on it.
+func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOptions) (Report, error) {
+	r := Report{KeyReport: store.KeyReport{Name: it.Key}}
+	k := &r.KeyReport
+	if !etcdmeta.ValidKey(it.Key) {
+		k.Problem = "not a key"
+		return r, nil
+	}
+	if o.History > 0 && it.Rev != 0 {
+		st, err := b.meta.Get(ctx, it.Key)
+		switch {
+		case err == nil:
+			// The record and its history at one revision.
+			it.Rev, it.Record = st.Rev, st.Record
+		case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
+			// The listed record is reported; what does not decode is in
+			// its history (or the record was damaged since the listing).
+			if it.Err == nil {
+				k.MetaError = err.Error()
+			}
+		default:
+			return r, err
+		}
+		k.History = historyReports(st.History, o.History)
+	}
+	if it.Rev == 0 && it.Err == nil {
+		k.Problem = "no record"
+		k.Verdict = &store.VerdictReport{Reason: string(gates.Absent)}
+		return r, nil
+	}
+	k.Layout = LayoutEtcd
+	if it.Err != nil {
+		k.MetaError = b.unroot(it.Err.Error())
+		k.Verdict = &store.VerdictReport{Reason: string(gates.MetaUnreadable)}
+		return r, nil
+	}
+	rec := it.Record
+	k.PiVersion, k.Venue, k.ResumeChain = rec.PiVersion, rec.Venue, rec.ResumeChain
+	if c := rec.Context; c != nil {
+		k.Context = contextReport(c.Tokens, c.Window, c.Model)
+	}
+	t := rec.Transcript
+	if t == nil {
+		// sessdb writes no such record: nothing to resume.
+		k.Verdict = &store.VerdictReport{Reason: string(gates.Absent)}
+		return r, nil
+	}
+	at := time.Unix(0, t.PromotedAt).UTC()
+	sum, size := t.CRC32C, t.Size
+	k.Gen, k.LastPromotion, k.CRC32C, k.RecordBytes = t.Gen, &at, &sum, &size
+	if !namesOwnFile(it.Key, t) {
+		k.MetaError = fmt.Sprintf("the record names %q, not a file of this key's generation %d", t.File, t.Gen)
+		k.Verdict = &store.VerdictReport{Reason: string(gates.MetaUnreadable)}
+		return r, nil
+	}
+	r.File = t.File
+
+	var obs gates.Observation
+	recordInto(&obs, rec)
+	mismatch := false
+	f, err := shared.Open(b.dir, t.File)
+	switch {
+	case gone(err):
+		k.Problem = "its transcript " + t.File + " is missing"
+		if o.Verify {
+			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
+		}
+		// A resolve cold-starts before the ladder: the record's bytes
+		// cannot be delivered.
+		k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
+		return r, nil
+	case errors.Is(err, shared.ErrNotRegular):
+		// A link, a FIFO, a directory: never followed or read.
+		obs.Transcript = gates.Transcript{Exists: true}
+		k.Transcript = &store.TranscriptReport{}
+		if fi, err := os.Lstat(filepath.Join(b.dir, t.File)); err == nil {
+			k.Transcript.Bytes, k.Transcript.ModTime = fi.Size(), fi.ModTime()
+		}
+		if o.Verify {
+			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
+		}
+	case err != nil:
+		k.Problem = b.unroot(err.Error()) // no verdict: a fault
+		return r, nil
+	default:
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			k.Problem = b.unroot(err.Error())
+			return r, nil
+		}
+		obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
+		tr := &store.TranscriptReport{Regular: true, Bytes: fi.Size(), ModTime: fi.ModTime()}
+		var h transcript.Header
+		obs.Header, h, err = readHeader(f, fi.Size())
+		tr.HeaderOK = obs.Header.IsSession
+		if err == nil {
+			tr.HeaderID, tr.HeaderVersion, tr.HeaderTimestamp = h.ID, h.Version, h.Timestamp
+		}
+		if obs.Header.TimestampOK {
+			ts := obs.Header.Timestamp.UTC()
+			tr.HeaderTime = &ts
+		}
+		k.Transcript = tr
+		mismatch = fi.Size() != t.Size
+		if o.Verify {
+			if k.Verify, err = store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, o.Bounds.MaxBytes); err != nil {
+				return r, err
+			}
+			k.Verify.Detail = b.unroot(k.Verify.Detail)
+			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
+		}
+	}
+	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), mismatch)
+	return r, nil
+}
+
+// gone reports whether err says a file is not there: removed (reaped), or
+// removed by another host under an NFS client (ESTALE).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESTALE)
+}
+
+// unroot makes the paths in an error text relative to the transcripts
+// dir, as a report names files.
+func (b *Backend) unroot(s string) string {
+	return strings.ReplaceAll(s, strings.TrimSuffix(b.dir, "/")+"/", "")
+}
+
+// historyReports is the newest n entries of h (oldest first), as dump
+// shows a key's history.
+func historyReports(h []etcdmeta.HistoryEntry, n int) []store.HistoryReport {
+	if len(h) > n {
+		h = h[len(h)-n:]
+	}
+	var out []store.HistoryReport
+	for _, e := range h {
+		outcome := e.Outcome
+		if outcome == "" {
+			outcome = string(gates.Promoted)
+		}
+		out = append(out, store.HistoryReport{
+			Gen: e.Gen, At: time.Unix(0, e.At).UTC(), Outcome: outcome, Resumed: e.Resumed, Reason: e.Reason,
+			Bytes: e.Bytes, Chain: e.Chain, Job: e.Job, Ticket: e.Ticket, BaseGen: e.BaseGen, Run: e.Run,
+			TornTail: e.TornTail, Rewritten: e.Rewritten,
+		})
+	}
+	return out
+}
+
+// contextReport is a reading as dump shows it: the percent the context
+// rung compares, rounded down, when the window is positive.
+func contextReport(tokens, window int64, model string) *store.ContextReport {
+	c := &store.ContextReport{Tokens: tokens, Window: window, Model: model, OverWindow: window > 0 && tokens > window}
+	if window > 0 && tokens >= 0 && tokens <= (1<<63-1)/100 {
+		pct := tokens * 100 / window
+		c.Pct = &pct
+	}
+	return c
+}

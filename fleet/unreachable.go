@@ -1,0 +1,60 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// Unreachable returns the store.Backend of the fleet cfg names for when
+// Open failed with cause, etcd's answer to the login that a Config with a
+// user name makes: etcdmeta.ErrUnavailable (no member answered within the
+// dial timeout) or etcdmeta.ErrAuth (the credentials were refused). It
+// answers as an opened Backend answers when etcd fails it in the same
+// way: View is store-unavailable, a named cold start, when cause is
+// ErrUnavailable, and otherwise fails with cause (a fault); every Begin
+// fails with cause, so a promotion is promote-failed with it. Its ID is
+// the fleet's, so that the ticket of a job resolved cold here is one a
+// later promote on the fleet takes.
+//
+// It connects to nothing. An invalid cfg, or a transcripts dir that is
+// not a directory, is Open's error; so is a cause that is neither
+// sentinel, which no Backend of this fleet would answer with.
+func Unreachable(cfg Config, cause error) (store.Backend, error) {
+	if !errors.Is(cause, etcdmeta.ErrUnavailable) && !errors.Is(cause, etcdmeta.ErrAuth) {
+		return nil, fmt.Errorf("fleet unreachable: %w", cause)
+	}
+	valid, err := cfg.Config.Validate()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := transcriptsDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &unreachable{dir: dir, prefix: valid.Prefix, cause: cause}, nil
+}
+
+type unreachable struct {
+	dir, prefix string
+	cause       error
+}
+
+func (u *unreachable) ID() (string, error) { return id(u.dir, u.prefix), nil }
+
+func (u *unreachable) SameID(other string) (bool, error) { return sameID(u.dir, u.prefix, other), nil }
+
+func (u *unreachable) View(key string, _ gates.Bounds) (store.KeyView, error) {
+	if !errors.Is(u.cause, etcdmeta.ErrUnavailable) {
+		return nil, u.cause
+	}
+	// The view of a read that found etcd silent: no base, no file.
+	return &view{key: key, reason: gates.StoreUnavailable}, nil
+}
+
+func (u *unreachable) Begin(key string, _ store.Base) (store.KeyTxn, error) {
+	return nil, fmt.Errorf("begin %s: %w", key, u.cause)
+}

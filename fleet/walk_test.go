@@ -1,0 +1,174 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// checkFindings runs Check and returns its findings by path.
+func checkFindings(t *testing.T, b *Backend, o CheckOptions) (map[string]store.Finding, store.CheckSummary) {
+	t.Helper()
+	found := map[string]store.Finding{}
+	sum, err := b.Check(context.Background(), o, func(f store.Finding) error {
+		found[f.Path] = f
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	return found, sum
+}
+
+// A repair judges each orphan again under the key's lock, from a fresh
+// read of its record: a promotion that landed after the snapshot keeps
+// the generation it superseded through the grace period; a key whose lock
+// another holder keeps is left alone, and says so.
+func TestRepairJudgesAgainUnderTheLock(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "repair", "x")
+	f.run(key, "one")
+	first := f.recordFile(key)
+	f.run(key, "two")
+	old := time.Now().Add(-3 * time.Hour)
+	os.Chtimes(filepath.Join(f.dir, first), old, old)
+	// The second promotion landed two hours ago by the checker's clock.
+	now := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	o := CheckOptions{Repair: true, Now: now}
+
+	// Another holder keeps the key's lock for the whole wait.
+	other := f.open(func(cfg *Config) { cfg.LockWait = 200 * time.Millisecond })
+	unlock, _, err := f.b.meta.Lock(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, _ := checkFindings(t, other, o)
+	unlock()
+	if g := found[first]; g.Kind != KindOrphan || g.Repaired || !g.Remains || !strings.Contains(g.Repair, "lock is held") {
+		t.Fatalf("an orphan of a locked key: %+v", g)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, first)); err != nil {
+		t.Fatalf("the orphan of a locked key went: %v", err)
+	}
+
+	// A promotion lands between the snapshot and the lock.
+	f.b.hook = func(point, k string) error {
+		if point == hookRepair && k == key {
+			f.b.hook = nil
+			f.now = now() // it lands as the checker's clock reads
+			f.run(key, "three")
+		}
+		return nil
+	}
+	found, _ = checkFindings(t, f.b, o)
+	if g := found[first]; g.Repaired || !g.Remains || !strings.Contains(g.Repair, "needs it now") {
+		t.Fatalf("an orphan made young again by a promotion: %+v", g)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, first)); err != nil {
+		t.Fatalf("a generation a fresh record keeps went: %v", err)
+	}
+
+	// Once that promotion is past the grace period too, both go.
+	later := func() time.Time { return time.Now().Add(4 * time.Hour) }
+	found, sum := checkFindings(t, f.b, CheckOptions{Repair: true, Now: later})
+	if sum.Repaired != 2 || !found[first].Repaired || found[first].Remains {
+		t.Fatalf("the second repair: %+v, %+v", sum, found)
+	}
+	if left := f.files(key); len(left) != 1 || left[0] != f.recordFile(key) {
+		t.Fatalf("left %v, want the record's own file", left)
+	}
+	f.holds(key, "three", 3)
+}
+
+// Inspect reports a record as dump shows it, judged as a resolve judges
+// it: a damaged record is meta-unreadable, with its error and no file.
+func TestInspectJudgesAsResolve(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	good, damaged := store.Key("github", "inspect", "good"), store.Key("github", "inspect", "damaged")
+	f.run(good, "one")
+	cli := c.Client(t)
+	if _, err := cli.Put(context.Background(), f.b.meta.RecordKey(damaged), "not msgpack"); err != nil {
+		t.Fatal(err)
+	}
+	var got []Report
+	err := f.b.Inspect(context.Background(), InspectOptions{Bounds: gates.Bounds{TTL: time.Hour}, History: 64, Verify: true}, func(r Report) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("inspect: %v, %d reports", err, len(got))
+	}
+	byKey := map[string]Report{got[0].Name: got[0], got[1].Name: got[1]}
+	g := byKey[good]
+	if g.Verdict == nil || g.Verdict.IfMatched != string(gates.Resumed) || g.File != f.recordFile(good) || g.Verify.Result != store.VerifyOK || len(g.History) != 1 || g.Layout != LayoutEtcd {
+		t.Fatalf("the good key: %+v", g)
+	}
+	d := byKey[damaged]
+	if d.Verdict == nil || d.Verdict.Reason != string(gates.MetaUnreadable) || d.MetaError == "" || d.File != "" {
+		t.Fatalf("the damaged record: %+v", d)
+	}
+	sess, err := f.s.Resolve(damaged, testJob, t.TempDir())
+	if err != nil || sess.Reason != gates.MetaUnreadable {
+		t.Fatalf("resolve of the damaged record: %+v, %v", sess, err)
+	}
+}
+
+// Unreachable answers as an opened Backend answers when etcd fails it:
+// store-unavailable for an etcd that is silent, a fault for refused
+// credentials, the cause for every promotion; with the fleet's ID.
+func TestUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/p/"}, TranscriptsDir: dir}
+	opened, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	want, _ := opened.ID()
+	key := store.Key("github", "unreachable", "x")
+	for _, cause := range []error{etcdmeta.ErrUnavailable, etcdmeta.ErrAuth} {
+		u, err := Unreachable(cfg, cause)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := u.ID(); id != want {
+			t.Errorf("ID = %q, want the fleet's %q", id, want)
+		}
+		if same, _ := u.SameID(want); !same {
+			t.Error("SameID of the fleet's own ID is false")
+		}
+		s := store.NewOn(u, store.Options{})
+		jobDir := t.TempDir()
+		sess, err := s.Resolve(key, testJob, jobDir)
+		switch {
+		case cause == etcdmeta.ErrUnavailable && (err != nil || sess.Reason != gates.StoreUnavailable):
+			t.Errorf("resolve = %+v, %v; want store-unavailable", sess, err)
+		case cause == etcdmeta.ErrAuth && !errors.Is(err, etcdmeta.ErrAuth):
+			t.Errorf("resolve = %+v, %v; want the refusal, a fault", sess, err)
+		}
+		if cause == etcdmeta.ErrUnavailable {
+			appendMarker(t, jobDir, "x")
+			res, err := s.Promote(sess, store.PromoteRequest{})
+			if !errors.Is(err, cause) || res.Promoted {
+				t.Errorf("promote = %+v, %v; want the cause", res, err)
+			}
+		}
+	}
+	if _, err := Unreachable(cfg, errors.New("other")); err == nil {
+		t.Error("Unreachable took a cause no Backend answers with")
+	}
+	if _, err := Unreachable(Config{Config: cfg.Config, TranscriptsDir: filepath.Join(dir, "missing")}, etcdmeta.ErrUnavailable); !errors.Is(err, ErrNoTranscriptsDir) {
+		t.Errorf("a missing transcripts dir: %v", err)
+	}
+}
