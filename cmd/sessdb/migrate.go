@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,13 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"sessdb/fleet"
 	"sessdb/migrate"
 )
 
 var cmdMigrate = &command{
 	name:  "migrate",
-	usage: "migrate [--to-legacy] [--dry-run] [--json] [--workers N] [DIR]",
-	short: "move every legacy key dir of a sessions root into meta.db, or back with --to-legacy",
+	usage: "migrate [--to-legacy | --to etcd | --from etcd] [--dry-run] [--json] [--workers N] [DIR] [etcd connection flags]",
+	short: "move a sessions root's legacy key dirs into meta.db (or back), or a whole root into a fleet on etcd (or back)",
 	long: `
 For each key dir of the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR) in the legacy file-per-sidecar layout: under the key's
@@ -34,10 +36,24 @@ left (once the temp is a minute old: a younger one may be a creation under
 way). A key with a fresh legacy lock (a legacy worker may be promoting), or
 whose lock is not had in time, or that fails, is named on stderr, and migrate
 exits 1 after the others: fix the cause and run it again. Stop the workers
-first.`,
+first.
+
+--to etcd moves every key dir of the root into a fleet (the etcd connection
+flags: docs/fleet.md): under the key's lock, its transcript written once
+into the transcripts dir, then its record and whole history created in one
+etcd transaction that commits only if etcd holds nothing for the key. The
+key dir is left as it was, the way back. --from etcd moves every record of
+the fleet into a key dir of the root, written as a promotion writes.
+Either way a key the destination already holds at the same generation is
+already, one it holds at a generation the source descends from is already
+(--to) or brought forward (--from), and anything else is a conflict,
+reported and left alone (exit 1). A legacy key dir must be migrated to
+meta.db first. Killed at any point, a re-run converges; every key judged
+before gets the same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
-  sessdb migrate --to-legacy /var/lib/pi/sessions`,
+  sessdb migrate --to-legacy /var/lib/pi/sessions
+  sessdb migrate --to etcd --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi-transcripts /var/lib/pi/sessions`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindMigrate,
@@ -53,7 +69,21 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 	dryRun := fs.Bool("dry-run", false, "print the plan, every odd legacy value and how it will be read; change nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object per entry, then a summary object (docs/json.md)")
 	workers := fs.String("workers", fmt.Sprint(migrateWorkers), "migrate `N` keys at once, 1..64")
+	to := fs.String("to", "", "`etcd`: move the root into the fleet the etcd connection flags name")
+	from := fs.String("from", "", "`etcd`: move the fleet the etcd connection flags name into the root")
+	fk := bindFleet(fs)
 	return func(inv *invocation) int {
+		fleetWay := ""
+		switch {
+		case inv.given("to") && *to != "etcd", inv.given("from") && *from != "etcd":
+			return inv.rep.usage(errors.New("--to and --from take etcd, the only other store there is"))
+		case inv.given("to") && inv.given("from"), (inv.given("to") || inv.given("from")) && *toLegacy:
+			return inv.rep.usage(errors.New("--to etcd, --from etcd and --to-legacy: choose one"))
+		case inv.given("to"):
+			fleetWay = "to"
+		case inv.given("from"):
+			fleetWay = "from"
+		}
 		n, err := parseUint("--workers", *workers, 64)
 		if err == nil && n == 0 {
 			err = fmt.Errorf("--workers: %s is out of range (want 1..64)", brief(*workers))
@@ -67,6 +97,24 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 		}
 		if err := checkWalkRoot(root); err != nil {
 			return inv.rep.config(err)
+		}
+		fc, on, err := fk.connection(os.Getenv)
+		switch {
+		case err != nil:
+			return inv.rep.config(err)
+		case fleetWay != "" && !on:
+			return inv.rep.usage(fmt.Errorf("--%s etcd needs --etcd-endpoints (or PI_SESSIONS_ETCD_ENDPOINTS) and --transcripts-dir", fleetWay))
+		case fleetWay == "" && on:
+			return inv.rep.usage(errors.New("etcd endpoints are set (--etcd-endpoints or PI_SESSIONS_ETCD_ENDPOINTS) but neither --to etcd nor --from etcd is given: a fleet setting that would do nothing"))
+		}
+		var b *fleet.Backend
+		if on {
+			fc.Logger = inv.rep.storeLog()
+			var code int
+			if b, code = openFleetWalk(inv, fk, fc); b == nil {
+				return code
+			}
+			defer b.Close()
 		}
 		opts := migrate.Options{DryRun: *dryRun, Workers: int(n)}
 		prog := progressTo(inv, "migrate")
@@ -82,7 +130,7 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 				fmt.Fprintln(w, "dry run: nothing is changed; each line says what a run would do")
 			}
 			started = true
-			if r.Action == migrate.Locked || r.Action == migrate.Failed {
+			if r.Action == migrate.Locked || r.Action == migrate.Failed || r.Action == fleet.Conflict {
 				prog.clear()
 				inv.rep.keyFault(r.Key, string(r.Action)+": "+r.Cause)
 			}
@@ -97,17 +145,24 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			}
 			return err
 		}
-		run := migrate.ToDBContext
-		if *toLegacy {
-			run = migrate.ToLegacyContext
+		var sum fleet.MigrateSummary
+		fopts := fleet.MigrateOptions{DryRun: *dryRun, Workers: int(n), Progress: opts.Progress}
+		switch {
+		case fleetWay == "to":
+			sum, err = fleet.ToEtcd(ctx, root, b, fopts, each)
+		case fleetWay == "from":
+			sum, err = fleet.FromEtcd(ctx, b, root, fopts, each)
+		case *toLegacy:
+			sum.Summary, err = migrate.ToLegacyContext(ctx, root, opts, each)
+		default:
+			sum.Summary, err = migrate.ToDBContext(ctx, root, opts, each)
 		}
-		sum, err := run(ctx, root, opts, each)
 		prog.clear()
 		if err != nil && !sum.Interrupted {
 			return inv.rep.fault(err)
 		}
 		if *asJSON {
-			jw.encode(summaryLine[migrate.Summary]{sum})
+			jw.encode(summaryLine[fleet.MigrateSummary]{sum})
 			err = jw.err
 		} else {
 			err = migrateSummary(w, sum)
@@ -179,12 +234,15 @@ func migrateValues(v migrate.Values) string {
 	return b.String()
 }
 
-func migrateSummary(w io.Writer, s migrate.Summary) error {
+func migrateSummary(w io.Writer, s fleet.MigrateSummary) error {
 	verb := "ran"
 	if s.DryRun {
 		verb = "would run"
 	}
 	_, err := fmt.Fprintf(w, "%s %s over %d entries in %.1fs: %d migrate, %d already, %d skip, %d locked, %d failed", verb, s.Direction, s.Entries, s.Seconds, s.Migrated, s.Already, s.Skipped, s.Locked, s.Failed)
+	if err == nil && s.Conflicts > 0 {
+		_, err = fmt.Fprintf(w, ", %d in conflict", s.Conflicts)
+	}
 	if err == nil && s.Interrupted {
 		_, err = fmt.Fprint(w, " (interrupted)")
 	}
@@ -192,7 +250,7 @@ func migrateSummary(w io.Writer, s migrate.Summary) error {
 		_, err = fmt.Fprintln(w)
 	}
 	if err == nil && !s.Complete() {
-		_, err = fmt.Fprintln(w, "some keys were not converted (see locked and failed above): fix the cause and run again; a re-run finishes them and leaves the rest as they are")
+		_, err = fmt.Fprintln(w, "some keys were not converted (see locked, failed and conflict above): fix the cause and run again; a re-run finishes them and leaves the rest as they are")
 	}
 	return err
 }

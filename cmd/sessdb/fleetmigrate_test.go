@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/fleet"
+	"sessdb/store"
+)
+
+// migrate --to etcd moves a sessions root into a fleet and --from etcd
+// moves it back: every key resumes the same bytes at the same generation
+// on the other side, a re-run reports every key already, and the summary
+// says which way it went.
+func TestMigrateToAndFromEtcd(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	keys := []string{store.Key("github", "acme/widget", "pi/one"), store.Key("github", "acme/widget", "pi/two")}
+	want := map[string]string{}
+	for i, key := range keys {
+		// Two generations for the first key, one for the second.
+		for g := 0; g <= 1-i; g++ {
+			job := t.TempDir()
+			args := []string{"--sessions-dir", root, "--pi-version", "0.58.3"}
+			code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job}, args...)...)
+			if code != exitOK {
+				t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+			}
+			appendAnswered(t, job, key)
+			if code, out, errs = runCLI(t, append([]string{"promote", "--job-dir", job}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+				t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
+			}
+			b, _ := os.ReadFile(filepath.Join(job, store.StagedDirName, store.TranscriptName))
+			want[key] = string(b)
+		}
+	}
+
+	// The root was made before the environment names the fleet: a
+	// resolve refuses both at once.
+	f := startFleet(t)
+	sum := migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root)
+	if sum.Direction != "to-etcd" || sum.Migrated != 2 || sum.Conflicts != 0 {
+		t.Fatalf("--to etcd summary = %+v, want 2 migrated", sum)
+	}
+	if sum = migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root); sum.Already != 2 || sum.Migrated != 0 {
+		t.Fatalf("--to etcd again = %+v, want 2 already", sum)
+	}
+	for i, key := range keys {
+		r, _ := f.resolve(t, key, fmt.Sprint("fleet-", i))
+		got, _ := os.ReadFile(r.Staged)
+		if !r.Resume || string(got) != want[key] {
+			t.Fatalf("%s on the fleet: %+v, %d bytes; want the root's %d", key, r, len(got), len(want[key]))
+		}
+		code, out, errs := runCLI(t, "dump", "--json", "--key", key)
+		if code != exitOK || !strings.Contains(out, fmt.Sprintf(`"gen":%d,`, 2-i)) {
+			t.Fatalf("dump %s on the fleet: exit %d\n%s%s", key, code, out, errs)
+		}
+	}
+
+	back := filepath.Join(t.TempDir(), "back")
+	if err := os.Mkdir(back, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if sum = migrateJSON(t, exitOK, "migrate", "--from", "etcd", "--json", back); sum.Direction != "from-etcd" || sum.Migrated != 2 {
+		t.Fatalf("--from etcd summary = %+v, want 2 migrated", sum)
+	}
+	for _, key := range keys {
+		got, err := os.ReadFile(filepath.Join(back, key, store.TranscriptName))
+		if err != nil || string(got) != want[key] {
+			t.Fatalf("%s back in a root: %v, %d bytes; want %d", key, err, len(got), len(want[key]))
+		}
+	}
+	// A dry run changes nothing, and says so.
+	empty := t.TempDir()
+	if sum = migrateJSON(t, exitOK, "migrate", "--from", "etcd", "--dry-run", "--json", empty); !sum.DryRun || sum.Migrated != 2 {
+		t.Fatalf("dry run = %+v", sum)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Fatalf("a dry run wrote %d entries", len(ents))
+	}
+}
+
+// migrateJSON runs a migrate with --json, wants exit code, and returns its
+// summary.
+func migrateJSON(t *testing.T, code int, args ...string) fleet.MigrateSummary {
+	t.Helper()
+	got, out, errs := runCLI(t, args...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var s struct{ Summary *fleet.MigrateSummary }
+	if got != code || json.Unmarshal([]byte(lines[len(lines)-1]), &s) != nil || s.Summary == nil {
+		t.Fatalf("%q: exit %d (want %d)\n%s%s", args, got, code, out, errs)
+	}
+	return *s.Summary
+}
+
+// A fleet migration's bad invocations are refused before anything
+// connects or is written, each with one line naming what is wrong.
+func TestMigrateEtcdUsage(t *testing.T) {
+	clearEnv(t)
+	root := t.TempDir()
+	transcripts := t.TempDir()
+	eps := "--etcd-endpoints=http://127.0.0.1:1"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "consul", eps, "--transcripts-dir", transcripts, root}, "--to and --from take etcd"},
+		{[]string{"--from", "disk", root}, "--to and --from take etcd"},
+		{[]string{"--to", "etcd", "--from", "etcd", root}, "choose one"},
+		{[]string{"--to", "etcd", "--to-legacy", root}, "choose one"},
+		{[]string{"--to", "etcd", root}, "needs --etcd-endpoints"},
+		{[]string{eps, "--transcripts-dir", transcripts, root}, "neither --to etcd nor --from etcd"},
+	} {
+		code, out, errs := runMigrateCLI(t, c.args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, out, errs, c.want)
+		}
+	}
+	// A fleet knob without endpoints is a configuration error, named.
+	code, _, errs := runMigrateCLI(t, "--to", "etcd", "--transcripts-dir", transcripts, root)
+	if code != exitUsage || !strings.Contains(errs, "--transcripts-dir") {
+		t.Errorf("--transcripts-dir without endpoints: exit %d, %q", code, errs)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("a refused migrate wrote %d entries", len(ents))
+	}
+}
