@@ -75,12 +75,16 @@ type KeyView interface {
 	Close() error
 }
 
-// Acceptance is what a KeyView makes of a copy.
+// Acceptance is what a KeyView makes of a copy: exactly one of Resume,
+// Retry, or a Reason. The zero Acceptance is none of them: a cold start
+// with no reason, which no KeyView may return.
 type Acceptance struct {
-	// Resume: the copy is what the key holds; Base is the base it was
-	// delivered as (a fallback may deliver another than KeyView.Base).
+	// Resume: the copy is what the key holds.
 	Resume bool
-	Base   Base
+	// Base is the base the copy was delivered as, with Resume: a crash's
+	// fallback (the generation before a lost promotion) delivers another
+	// than KeyView.Base, and the ticket must name what was delivered.
+	Base Base
 	// Retry: copy Source again, from another file.
 	Retry bool
 	// Reason, otherwise: the cold start.
@@ -114,7 +118,10 @@ type KeyTxn interface {
 
 // Staged is the identity of a transcript written by KeyTxn.Stage.
 type Staged struct {
-	Name   string // where the backend keeps it
+	Name string // where the backend keeps it
+	// Size and CRC32C are of the bytes written, counted as they were
+	// written: Promote compares CRC32C with its own read of the staged
+	// file, so a file that changed between the two is never committed.
 	Size   int64
-	CRC32C uint32
+	CRC32C uint32 // Castagnoli, of the same bytes
 }

@@ -53,9 +53,10 @@ const (
 // Severity is "problem" or "notice".
 type Severity string
 
+// The severities. Only problems that remain make sessdb check exit 3.
 const (
-	SeverityProblem Severity = "problem"
-	SeverityNotice  Severity = "notice"
+	SeverityProblem Severity = "problem" // something is wrong, or could not be checked
+	SeverityNotice  Severity = "notice"  // reported for the operator; nothing that resumes is wrong
 )
 
 // Severity returns the kind's severity.
@@ -77,15 +78,19 @@ const StaleTempAge = time.Hour
 
 // A Finding is one thing Check found.
 type Finding struct {
-	Path     string   `json:"path"` // relative to the root
-	Key      string   `json:"key"`  // the key dir it is in, when it is in one
-	Kind     Kind     `json:"kind"`
-	Severity Severity `json:"severity"`
-	Detail   string   `json:"detail"`
+	Path     string   `json:"path"`     // relative to the root
+	Key      string   `json:"key"`      // the key dir it is in, when it is in one
+	Kind     Kind     `json:"kind"`     // what was found
+	Severity Severity `json:"severity"` // Kind.Severity, carried for the JSON
+	// Detail says what was found, for an operator: paths in it are
+	// relative to the root, and a transcript's contents never appear.
+	Detail string `json:"detail"`
 	// Repair says what a repairing Check did about it, or why it did
 	// nothing; empty without repair.
-	Repair   string `json:"repair"`
-	Repaired bool   `json:"repaired"`
+	Repair string `json:"repair"`
+	// Repaired is true when the repair acted successfully; it may still
+	// Remain (a second look can find the same kind again).
+	Repaired bool `json:"repaired"`
 	// Remains is whether it is still there when Check returns: always for
 	// a check without repair, else as found by a second look after the
 	// repair.
@@ -123,8 +128,9 @@ type CheckOptions struct {
 	// error means the check could not be run at all (or ctx ended); it
 	// stops Check, which returns it. nil skips the full check.
 	DeepCheck func(ctx context.Context, key string) (DeepResult, error)
-	// Workers and Progress are as in InspectOptions.
-	Workers  int
+	// Workers is as in InspectOptions.
+	Workers int
+	// Progress is as in InspectOptions, counting entries examined.
 	Progress func(done, total int)
 }
 
@@ -218,6 +224,10 @@ func (s *Store) unrooter() *strings.Replacer {
 	return strings.NewReplacer(strings.TrimSuffix(s.root, "/")+"/", "")
 }
 
+// count adds f to the summary. Problems and Notices count what the first
+// look found, so that a repair's report still says what was wrong; what
+// only the look after the repair found, and an operator action's own
+// finding, count in Repaired and Remaining only.
 func (sum *CheckSummary) count(f Finding) {
 	if f.Repaired {
 		sum.Repaired++
@@ -300,6 +310,8 @@ type deepMemo struct {
 	res  DeepResult
 }
 
+// run returns the result kept, or runs check and keeps its result. An
+// error is not kept: it stops the whole check anyway.
 func (m *deepMemo) run(check func() (DeepResult, error)) (DeepResult, error) {
 	if m.done {
 		return m.res, nil
@@ -311,4 +323,5 @@ func (m *deepMemo) run(check func() (DeepResult, error)) (DeepResult, error) {
 	return res, err
 }
 
+// forget drops the kept result, for a meta.db a repair wrote or moved.
 func (m *deepMemo) forget() { m.done = false }

@@ -92,6 +92,8 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	return out, nil
 }
 
+// addFunc records a finding and returns it, for the caller to set the
+// fields a repair reads later (tmpWhole, unproven).
 type addFunc func(path string, kind Kind, format string, args ...any) *Finding
 
 // deepFunc runs the deep check of a key's meta.db; nil skips it.
@@ -275,6 +277,9 @@ func legacyFiles(k *keyDir) []string {
 	return out
 }
 
+// isLegacyName reports a legacy store's file: a sidecar, its lock, or an
+// .incoming temp (the legacy writer's temp names for the transcript and
+// the sidecars, which a killed legacy worker leaves behind).
 func isLegacyName(n string) bool {
 	switch n {
 	case legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName, legacy.LockName:
@@ -283,12 +288,15 @@ func isLegacyName(n string) bool {
 	return strings.HasSuffix(n, ".incoming")
 }
 
+// sortedCopy returns names sorted: reports list a key dir's entries in
+// name order, whatever order the directory returned them in.
 func sortedCopy(names []string) []string {
 	out := append([]string(nil), names...)
 	sort.Strings(out)
 	return out
 }
 
+// isLink reports a symbolic link, from an lstat.
 func isLink(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
 
 // linkTarget is " to <target>" for a link, for the operator deciding what

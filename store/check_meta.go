@@ -20,14 +20,14 @@ type MetaPagesReport struct {
 	HighWater int64            `json:"high_water"` // bytes the active page says the file holds; above Bytes is a truncation
 	Active    int              `json:"active"`     // index of the page bbolt uses; -1 when neither is valid
 	Fallback  bool             `json:"fallback"`   // a page is invalid: bbolt has one commit left, or lost the newest
-	Error     string           `json:"error"`
-	Pages     []MetaPageReport `json:"pages"`
+	Error     string           `json:"error"`      // why the pages could not be read
+	Pages     []MetaPageReport `json:"pages"`      // both pages, in file order; none when unreadable
 }
 
 // MetaPageReport is one meta page.
 type MetaPageReport struct {
-	Txid  uint64 `json:"txid"` // as written; meaningless when the page is not valid
-	Valid bool   `json:"valid"`
+	Txid  uint64 `json:"txid"`  // as written; meaningless when the page is not valid
+	Valid bool   `json:"valid"` // bbolt would use it: magic, version and checksum hold
 	Error string `json:"error"` // why bbolt would not use the page
 	Pages uint64 `json:"pages"` // the page's high-water mark, in pages
 }
@@ -67,6 +67,9 @@ func keyMetaPages(k *keyDir) *MetaPagesReport {
 	return readMetaPages(k.dir)
 }
 
+// metaPagesReport turns db's reading of the meta pages into the report.
+// With no page size found nothing of the pages can be read, and the
+// report says only the file's size and the error.
 func metaPagesReport(m db.MetaPages, err error) *MetaPagesReport {
 	r := &MetaPagesReport{Active: -1}
 	r.Bytes, r.PageSize, r.Active, r.HighWater = m.Size, m.PageSize, m.Active, m.HighWater()

@@ -26,12 +26,12 @@ type VerifyReport struct {
 
 // Verify results.
 const (
-	VerifyOK           = "ok"
-	VerifyMismatch     = "mismatch"
-	VerifyNoRecord     = "no-record"
-	VerifyNoTranscript = "no-transcript"
-	VerifyTooLarge     = "too-large"
-	VerifyUnreadable   = "unreadable"
+	VerifyOK           = "ok"            // the size and CRC32C are the record's
+	VerifyMismatch     = "mismatch"      // they differ: resolve says transcript-replaced
+	VerifyNoRecord     = "no-record"     // nothing to compare with
+	VerifyNoTranscript = "no-transcript" // no regular transcript to read
+	VerifyTooLarge     = "too-large"     // over the max-bytes bound, not read
+	VerifyUnreadable   = "unreadable"    // an I/O error
 )
 
 // verifyChunk is how much verify reads between two looks at its context:
@@ -127,6 +127,8 @@ func readCRC(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, 
 	return n, sum, nil
 }
 
+// nameOf names r in an error: the file's path, or "transcript" for a
+// reader a test put in its place (verifySource).
 func nameOf(r io.ReaderAt) string {
 	if f, ok := r.(interface{ Name() string }); ok {
 		return f.Name()

@@ -14,6 +14,9 @@ import (
 	"sessdb/internal/fsat"
 )
 
+// castagnoli is the CRC32C table: the checksum every record of a
+// transcript stores (meta.db's, a fleet's). Go's hash/crc32 computes this
+// polynomial with the CPU's CRC32 instructions on amd64 (SSE4.2) and arm64.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // resetStaged empties the staged file for another copy or a cold start.
@@ -55,11 +58,15 @@ func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error
 type sourceError struct{ err error }
 
 func (e *sourceError) Error() string { return e.err.Error() }
+
+// Unwrap keeps the cause reachable by errors.Is when a read error is
+// returned as a fault rather than judged.
 func (e *sourceError) Unwrap() error { return e.err }
 
 // sourceReader marks its reader's errors as the source's.
 type sourceReader struct{ r io.Reader }
 
+// Read passes io.EOF through unwrapped: io.Copy ends on it by identity.
 func (s sourceReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if err != nil && err != io.EOF {

@@ -14,6 +14,7 @@ import (
 // Layout is how a key dir keeps its sidecars.
 type Layout string
 
+// The layouts, as dump and stats print them.
 const (
 	LayoutDB     Layout = "db"     // meta.db only
 	LayoutLegacy Layout = "legacy" // legacy sidecar files only
@@ -28,57 +29,85 @@ const (
 // tags let that object decode back, except the record's fields, which it
 // nests under "record".
 type KeyReport struct {
-	Name    string `json:"key"`
+	Name    string `json:"key"`     // the name under the root, a key or not
 	Problem string `json:"problem"` // set when the entry is not a usable key dir
-	Layout  Layout `json:"layout"`
+	Layout  Layout `json:"layout"`  // "" with a Problem
 
+	// Transcript is current.jsonl as found; nil when there is none.
 	Transcript *TranscriptReport `json:"transcript"`
 
-	MetaError     string     `json:"meta_error"`
+	// MetaError says why meta.db could not be read (a resolve cold-starts
+	// as meta-unreadable); the fields read from it are then absent.
+	MetaError string `json:"meta_error"`
+	// Schema and Created are meta.db's schema version and creation time
+	// (host clock); 0 and nil without a readable meta.db.
 	Schema        uint64     `json:"schema"`
-	Created       *time.Time `json:"created"`
-	Gen           uint64     `json:"-"` // record.gen
-	LastPromotion *time.Time `json:"-"` // record.promoted_at
-	CRC32C        *uint64    `json:"-"` // record.crc32c
-	RecordBytes   *int64     `json:"-"` // record.bytes: the transcript size the record describes
+	Created       *time.Time `json:"created"` // UTC
+	Gen           uint64     `json:"-"`       // record.gen
+	LastPromotion *time.Time `json:"-"`       // record.promoted_at
+	CRC32C        *uint64    `json:"-"`       // record.crc32c
+	RecordBytes   *int64     `json:"-"`       // record.bytes: the transcript size the record describes
 
-	PiVersion   *string         `json:"pi_version"`
-	Venue       *string         `json:"venue"`
-	ResumeChain *uint64         `json:"resume_chain"`
-	Context     *ContextReport  `json:"context"`
-	Pending     *PendingReport  `json:"pending"`
-	History     []HistoryReport `json:"history"`
-	LegacyFiles []string        `json:"legacy_files"`
+	// PiVersion and Venue are the stamps, from meta.db or the legacy
+	// files; an unreadable legacy stamp is "(unreadable)", so that dump
+	// tells it from an absent one (an absent venue means "local", an
+	// unreadable one matches no venue).
+	PiVersion *string `json:"pi_version"`
+	Venue     *string `json:"venue"` // nil: absent, which means "local"
+	// ResumeChain is the consecutive host deliveries; nil when no record
+	// or legacy file holds one.
+	ResumeChain *uint64 `json:"resume_chain"`
+	// Context is the last context reading; nil when there is none.
+	Context *ContextReport `json:"context"`
+	// Pending is a promotion committed but not renamed into place; nil
+	// when none is in flight.
+	Pending *PendingReport `json:"pending"`
+	// History is the key's last InspectOptions.History entries, oldest
+	// first.
+	History []HistoryReport `json:"history"`
+	// LegacyFiles lists the legacy sidecar files in the key dir, sorted:
+	// beside a meta.db they are ignored (Layout mixed).
+	LegacyFiles []string `json:"legacy_files"`
 	// LegacyBytes is the legacy files' total size, with
 	// InspectOptions.LegacyBytes and legacy files present; nil otherwise.
 	// stats sums it; dump does not print it.
 	LegacyBytes *int64 `json:"-"`
 
+	// MetaPages shows meta.db's two bbolt meta pages; nil without a
+	// meta.db.
 	MetaPages *MetaPagesReport `json:"meta_pages"`
-	Verify    *VerifyReport    `json:"verify"`
-	Verdict   *VerdictReport   `json:"verdict"`
+	// Verify is the transcript read whole against its record, with
+	// InspectOptions.Verify; nil otherwise.
+	Verify *VerifyReport `json:"verify"`
+	// Verdict is what a resolve would get now; nil for a name that is not
+	// a key.
+	Verdict *VerdictReport `json:"verdict"`
 }
 
 // TranscriptReport describes current.jsonl from its stat and its first
 // line; the contents are never reported.
 type TranscriptReport struct {
-	Regular         bool       `json:"regular"`
-	Bytes           int64      `json:"bytes"`
-	ModTime         time.Time  `json:"mtime"`
-	HeaderOK        bool       `json:"header_ok"`
-	HeaderID        string     `json:"header_id"`
-	HeaderVersion   int64      `json:"header_version"`
-	HeaderTimestamp string     `json:"header_timestamp"`
-	HeaderTime      *time.Time `json:"header_time"` // HeaderTimestamp as the age rung reads it; nil if unreadable
+	Regular         bool       `json:"regular"`          // a regular file (a link is never followed)
+	Bytes           int64      `json:"bytes"`            // its size
+	ModTime         time.Time  `json:"mtime"`            // its mtime: a legacy key's only clock
+	HeaderOK        bool       `json:"header_ok"`        // the first line is a pi session header
+	HeaderID        string     `json:"header_id"`        // the header's id
+	HeaderVersion   int64      `json:"header_version"`   // the header's format version; 0 when absent
+	HeaderTimestamp string     `json:"header_timestamp"` // the header's timestamp, as written
+	HeaderTime      *time.Time `json:"header_time"`      // HeaderTimestamp as the age rung reads it; nil if unreadable
 }
 
 // ContextReport is the last context reading. Pct is tokens*100/window
 // rounded down, the figure the context rung compares with its bound.
 type ContextReport struct {
-	Tokens int64  `json:"tokens"`
-	Window int64  `json:"window"`
-	Model  string `json:"model"`
-	Pct    *int64 `json:"pct"` // nil when the window is not positive
+	Tokens int64  `json:"tokens"` // tokens in use
+	Window int64  `json:"window"` // the model's context window
+	Model  string `json:"model"`  // the model that measured it, provider/id; "" when unstamped
+	// Pct is nil when the window is not positive or the tokens negative
+	// (no measurement, as the context rung reads it), or when the tokens
+	// are too many to multiply by 100 in 64 bits (the rung multiplies in
+	// 128, and still judges them).
+	Pct *int64 `json:"pct"`
 	// OverWindow flags a reading above its window: pi's print mode never
 	// compacts at the end of a run, so a promoted reading can exceed it.
 	OverWindow bool `json:"over_window"`
@@ -87,28 +116,29 @@ type ContextReport struct {
 // PendingReport is a promotion that committed but was not renamed into
 // place yet.
 type PendingReport struct {
-	Tmp    string `json:"tmp"`
-	Bytes  int64  `json:"bytes"`
-	CRC32C uint64 `json:"-"` // 8 hex digits in JSON
-	Gen    uint64 `json:"gen"`
+	Tmp    string `json:"tmp"`   // the temp's name in the key dir
+	Bytes  int64  `json:"bytes"` // its size, as committed
+	CRC32C uint64 `json:"-"`     // its CRC32C as committed; 8 hex digits in JSON
+	Gen    uint64 `json:"gen"`   // the generation it becomes
 }
 
 // HistoryReport is one audit history entry.
 type HistoryReport struct {
-	Gen uint64    `json:"gen"`
-	At  time.Time `json:"at"`
+	Gen uint64    `json:"gen"` // the generation promoted, or for a refusal the one the key held
+	At  time.Time `json:"at"`  // when, by the host clock
 	// Outcome is "promoted", or the refusal recorded: "superseded",
-	// "transcript-rewritten", "run-incomplete".
+	// "transcript-rewritten", "run-incomplete"; or the operator's
+	// AcceptedOutcome, or "reaping" (a reap began removing the key).
 	Outcome  string `json:"outcome"`
-	Resumed  bool   `json:"resumed"`
-	Reason   string `json:"reason"`
-	Bytes    int64  `json:"bytes"`
-	Chain    uint64 `json:"chain"`
-	Job      string `json:"job"`
-	Ticket   string `json:"ticket"`
-	BaseGen  uint64 `json:"base_gen"`
-	Run      string `json:"run"`
-	TornTail bool   `json:"torn_tail"`
+	Resumed  bool   `json:"resumed"`   // the job was resolved warm
+	Reason   string `json:"reason"`    // the job's resolve reason (for accepted, the cold start it settles)
+	Bytes    int64  `json:"bytes"`     // the transcript's size
+	Chain    uint64 `json:"chain"`     // the resume chain after it
+	Job      string `json:"job"`       // the job id resolve was given
+	Ticket   string `json:"ticket"`    // the ticket id; "" from before the job contract
+	BaseGen  uint64 `json:"base_gen"`  // the generation of the ticket's base
+	Run      string `json:"run"`       // the run's shape; "" when not recorded
+	TornTail bool   `json:"torn_tail"` // its last line had no newline (one was added)
 	// Rewritten: promoted with --allow-rewrite over a rewritten prefix.
 	Rewritten bool `json:"rewritten"`
 }
@@ -264,6 +294,9 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 	return r, nil
 }
 
+// reportDB fills r from k's meta.db, already open under the shared lock.
+// A meta or history record that does not decode leaves what was read
+// before it, and MetaError says why the rest is missing.
 func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	sc := k.sidecars
 	r.PiVersion, r.Venue, r.ResumeChain = sc.PiVersion, sc.Venue, sc.ResumeChain
@@ -313,6 +346,9 @@ func NewContextReport(tokens, window int64, model string) *ContextReport {
 	return contextReport(tokens, window, model)
 }
 
+// contextReport computes Pct as the context rung does, tokens*100/window
+// rounded down; a record is foreign input, so the multiplication is
+// guarded against overflow instead of trusted.
 func contextReport(tokens, window int64, model string) *ContextReport {
 	c := &ContextReport{Tokens: tokens, Window: window, Model: model, OverWindow: window > 0 && tokens > window}
 	if window > 0 && tokens >= 0 && tokens <= (1<<63-1)/100 {
@@ -322,11 +358,16 @@ func contextReport(tokens, window int64, model string) *ContextReport {
 	return c
 }
 
+// present reports whether name exists in k's dir. A legacy resume chain
+// reads as 0 both when its file is absent and when it is unreadable;
+// dump shows only the second.
 func present(k *keyDir, name string) bool {
 	_, err := fsat.LstatAt(k.dir, name)
 	return err == nil
 }
 
+// stampValue is a stamp as dump shows it: nil when absent, its value, or
+// "(unreadable)" for a legacy file the legacy rules cannot read.
 func stampValue(st gates.Stamp) *string {
 	switch st.State {
 	case gates.StampPresent:

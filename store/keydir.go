@@ -18,8 +18,10 @@ import (
 	"sessdb/store/transcript"
 )
 
-// key is one key dir opened for reading: the observation the ladder needs,
-// and what the copy is checked against.
+// keyDir is one key dir opened for reading: the observation the ladder
+// needs, and what the copy is checked against. Everything in it is reached
+// through the key dir's descriptor, never through a path, and the
+// transcript is copied through the descriptor it was observed through.
 type keyDir struct {
 	dir        *os.File
 	meta       *db.DB // nil for the legacy layout or an unreadable db
@@ -132,6 +134,10 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 	return k, nil
 }
 
+// openTranscript opens name in the key dir as the transcript, without
+// following a link and without blocking on a FIFO, and observes it: what
+// it is (fstat of the descriptor, not of the name), and its first line.
+// A link is observed as there but not regular, never opened.
 func (k *keyDir) openTranscript(name string) error {
 	f, err := fsat.OpenAt(k.dir, name, unix.O_RDONLY, 0)
 	switch {
@@ -173,12 +179,17 @@ func (k *keyDir) openTranscript(name string) error {
 	return nil
 }
 
+// observeDB turns the record into the ladder's observation. An absent
+// stamp stays absent (the venue rung reads it as "local", the version
+// rung refuses it), never an empty value.
 func (k *keyDir) observeDB() {
 	sc := k.sidecars
 	if sc.Transcript != nil {
 		k.identity = sc.Transcript
 		k.obs.LastPromotion = time.Unix(0, sc.Transcript.PromotedAt)
 		k.expectSize = sc.Transcript.Size
+		// A lost temp's fallback is the generation before it (Accept):
+		// the copy must be allowed to read that one whole.
 		if p := k.pending; p != nil && p.Prev != nil {
 			k.expectSize = max(k.expectSize, p.Prev.Size)
 		}
@@ -259,6 +270,8 @@ func (k *keyDir) servePending() error {
 	return nil
 }
 
+// stampOf is a db stamp as the ladder reads it. A db stamp is never
+// unreadable: a record that does not decode is meta-unreadable as a whole.
 func stampOf(p *string) gates.Stamp {
 	if p == nil {
 		return gates.Stamp{State: gates.StampAbsent}
@@ -311,6 +324,8 @@ func (k *keyDir) reopenInPlace() error {
 	return nil
 }
 
+// close releases what openKey opened, and with meta.db's flock the shared
+// lock.
 func (k *keyDir) close() {
 	if k.transcript != nil {
 		k.transcript.Close()

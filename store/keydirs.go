@@ -19,8 +19,16 @@ import (
 // legacy sidecar files.
 type keyDirs struct{ s *Store }
 
+// ID is the sessions root, absolute: a ticket is read back by a promote
+// that may run from another working directory, and ReadTicket refuses a
+// root that is not absolute.
 func (b keyDirs) ID() (string, error) { return filepath.Abs(b.s.root) }
 
+// SameID compares by the directory itself when the spellings differ: a
+// worker that resolves through a link or a bind mount and promotes
+// through the real path is the same root, and must not be ErrWrongRoot.
+// A root that cannot be stat'd (not made yet) is the same only when
+// spelled the same.
 func (b keyDirs) SameID(id string) (bool, error) {
 	mine, err := b.ID()
 	if err != nil || mine == id {
@@ -38,6 +46,8 @@ func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A key with no dir, or whose lock was not had, read no record: there
+	// is no pending promotion to serve.
 	if k.dir != nil && !k.locked {
 		if err := k.servePending(); err != nil {
 			k.close()
@@ -53,6 +63,10 @@ type keyView struct {
 	lostTemp bool // a committed promotion's temp was tried and did not match
 }
 
+// Observe names the cold starts openKey found before the ladder could
+// run, in the order the ladder would meet them: no key dir (rung 1), a
+// key dir that is a link (rung 2), then the lock, which leaves nothing to
+// judge.
 func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 	switch k := v.k; {
 	case k.missing:
@@ -65,8 +79,12 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 	return v.k.obs, ""
 }
 
+// Base is the key's base as openKey read it under the shared lock.
 func (v *keyView) Base() Base { return v.k.base() }
 
+// Source bounds the copy at one byte over the size expected: that byte
+// tells a longer file from a match without reading the rest of it, which
+// a sparse or runaway file could make any size.
 func (v *keyView) Source() (*os.File, int64) { return v.k.transcript, v.k.expectSize + 1 }
 
 // Accept checks a copy against the record, in the order a crash can leave
@@ -113,6 +131,8 @@ func (v *keyView) Accept(size int64, sum uint32) Acceptance {
 // fault, not a verdict.
 func (v *keyView) Lost(error) gates.Reason { return "" }
 
+// Close releases the shared lock (a legacy key has none) by closing
+// meta.db, whose flock it is.
 func (v *keyView) Close() error {
 	v.k.close()
 	return nil
@@ -180,10 +200,17 @@ type keyTxn struct {
 	temp    string // a staged temp not yet committed, removed by Close
 }
 
+// State returns what Begin read and settled under the exclusive lock: no
+// other writer can change the key while the lock is held.
 func (t *keyTxn) State() (db.Sidecars, []db.HistoryEntry, Base) { return t.sc, t.history, t.cur.base }
 
+// Refuse appends e to the history in a transaction of its own.
 func (t *keyTxn) Refuse(e db.HistoryEntry) error {
 	if t.sc.Transcript == nil {
+		// A meta.db with no record reads as a promotion or migration that
+		// never committed (openKey, and migrate --to-legacy, which removes
+		// it): a refusal written there would be lost without a word. The
+		// log (session_promote_skipped) still has it.
 		return nil
 	}
 	return t.d.Update(func(tx *db.Tx) error {
@@ -268,6 +295,10 @@ func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
 	return nil
 }
 
+// Close removes a temp Stage wrote that no Commit was tried for (the
+// staged file changed under the copy, a fault in between), then releases
+// the lock by closing meta.db. A Commit that failed may have landed, so
+// its temp is left for the next writer to roll forward or sweep.
 func (t *keyTxn) Close() error {
 	if t.temp != "" {
 		fsat.UnlinkAt(t.kd, t.temp)

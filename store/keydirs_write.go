@@ -183,6 +183,9 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
 }
 
+// tempMatches reports whether p's temp is whole: exactly what its commit
+// recorded. One damaged or replaced since is swept, never renamed into
+// place.
 func tempMatches(kd *os.File, p *db.Pending) bool { return fileMatches(kd, p.Tmp, p.Size, p.CRC32C) }
 
 // fileMatches reports whether name in kd is a regular file of size bytes

@@ -34,13 +34,23 @@ type PromoteRequest struct {
 	AllowRewrite bool
 }
 
-// PromoteResult is the outcome of a Promote.
+// PromoteResult is the outcome of a Promote. The CLI's promote object
+// (docs/json.md) is built from it, under the same names; the zero value
+// is no promotion.
 type PromoteResult struct {
-	Key      string       `json:"key"`
-	Promoted bool         `json:"promoted"`
-	Reason   gates.Reason `json:"reason"`
-	Bytes    int64        `json:"bytes"`
-	Gen      uint64       `json:"gen"`
+	// Key is the ticket's key.
+	Key string `json:"key"`
+	// Promoted is true when the run's transcript is the key's generation
+	// Gen: promoted by this call, or by the first call with this ticket
+	// (Repeat).
+	Promoted bool `json:"promoted"`
+	// Reason is gates.Promoted, or the refusal or fault that kept it out.
+	Reason gates.Reason `json:"reason"`
+	// Bytes is the promoted transcript's size, a torn tail's newline
+	// included; 0 when nothing was promoted.
+	Bytes int64 `json:"bytes"`
+	// Gen is the generation promoted; 0 when nothing was.
+	Gen uint64 `json:"gen"`
 	// Run is the shape of what the job appended (transcript.Unchanged when
 	// nothing), once the staged file was read.
 	Run transcript.Shape `json:"run,omitempty"`
@@ -52,7 +62,9 @@ type PromoteResult struct {
 	SupersededBy uint64 `json:"superseded_by,omitempty"`
 	// Rewritten is true when an allowed rewrite was promoted.
 	Rewritten bool `json:"rewritten,omitempty"`
-	TornTail  bool `json:"torn_tail,omitempty"`
+	// TornTail is true when the staged file's last line had no newline
+	// and one was added (see Promote).
+	TornTail bool `json:"torn_tail,omitempty"`
 }
 
 // Promote takes the transcript a completed run left in
@@ -104,6 +116,9 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	return res, err
 }
 
+// promote is the write path (DESIGN.md), every step in order. A refusal
+// is a result with its reason and a nil error; an error is a fault, which
+// Promote reports as promote-failed.
 func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (PromoteResult, error) {
 	refuse := func(r gates.Reason) (PromoteResult, error) { res.Reason = r; return res, nil }
 

@@ -27,14 +27,14 @@ import (
 // in them. (sessdb reap --json prints actions built from it:
 // docs/json.md.)
 type ReapResult struct {
-	Removed  []string
-	Swept    []string
-	Kept     int
-	Skipped  map[string]string
-	Failed   []string
-	Refused  []string
-	Finished []string
-	Restored []string
+	Removed  []string          // expired keys removed (with DryRun: that would be)
+	Swept    []string          // stray temps removed from kept keys, as <key>/<name>
+	Kept     int               // keys left in place
+	Skipped  map[string]string // names left alone, each with why
+	Failed   []string          // of Skipped, the faults
+	Refused  []string          // of Skipped, expired keys holding what is not the store's
+	Finished []string          // reap-owned dirs of an interrupted reap, removed
+	Restored []string          // reap-owned dirs a promotion landed in, moved back to their key
 }
 
 // ReapOptions says how ReapWith runs. The zero value reaps for real, with
@@ -42,8 +42,9 @@ type ReapResult struct {
 type ReapOptions struct {
 	// DryRun removes nothing; the result lists what would be removed.
 	DryRun bool
-	// Workers and Progress are as in InspectOptions.
-	Workers  int
+	// Workers is as in InspectOptions.
+	Workers int
+	// Progress is as in InspectOptions, counting names reaped.
 	Progress func(done, total int)
 }
 
@@ -303,4 +304,6 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 	return time.Unix(st.Mtim.Unix()), nil
 }
 
+// expired is the expired rung's own test (gates: strictly older than the
+// TTL), so reap never removes a key a resolve would still resume.
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }

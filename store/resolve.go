@@ -53,6 +53,9 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	return sess, nil
 }
 
+// resolve is the read path (DESIGN.md) for one job, every step in order:
+// the job dir made ready, the judgement and copy, the ticket. Resolve adds
+// the key to its error and logs the outcome.
 func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	id, err := s.backend.ID()
 	if err != nil {

@@ -14,6 +14,9 @@ import (
 	"sessdb/store/transcript"
 )
 
+// stagedFile is the staged file opened for a promotion: the descriptor
+// every later read goes through (never the name again, which the
+// container can swap), its size at open, and whether its tail is torn.
 type stagedFile struct {
 	f    *os.File
 	size int64
@@ -149,6 +152,9 @@ type crcSplit struct {
 	sum, prefix uint32
 }
 
+// Write checksums b. The write that crosses offset at is split there, so
+// that prefix is the checksum of exactly the first at bytes however the
+// reader chunks its writes; a write that ends at at is caught below.
 func (c *crcSplit) Write(b []byte) (int, error) {
 	n := len(b)
 	if c.off <= c.at && c.at < c.off+int64(n) {

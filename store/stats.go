@@ -20,8 +20,9 @@ type StatsOptions struct {
 	// dated after the start, by a clock that was ahead, counts too). Zero
 	// or less counts none.
 	Window time.Duration
-	// Workers and Progress are InspectOptions'.
-	Workers  int
+	// Workers is as in InspectOptions.
+	Workers int
+	// Progress is as in InspectOptions: Stats walks with InspectWith.
 	Progress func(done, total int)
 }
 
@@ -37,7 +38,7 @@ type StatsOptions struct {
 type Stats struct {
 	// At is the store's clock when the walk began; the window ends there.
 	At     time.Time
-	Window time.Duration
+	Window time.Duration // StatsOptions.Window, as asked
 	// Interrupted is set when the walk's context ended it early: every
 	// figure covers only the entries reported before it stopped.
 	Interrupted bool
@@ -50,8 +51,9 @@ type Stats struct {
 	// whose venue, pi version and model match the key's own stamps would
 	// get now, each in its set's order with every label present.
 	Layouts  []Tally
-	Verdicts []Tally
+	Verdicts []Tally // an Undetermined verdict counts as its IfMatched
 
+	// Promotions are the history entries recorded inside the window.
 	Promotions Promotions
 
 	// Bytes is the distribution of transcript sizes (keys whose
@@ -72,8 +74,8 @@ type Stats struct {
 
 // A Tally is the count of one label of a fixed set.
 type Tally struct {
-	Label string
-	N     int64
+	Label string // a member of the set
+	N     int64  // how many counted under it
 }
 
 // Promotions counts the history entries recorded inside the window.
@@ -94,7 +96,11 @@ type Promotions struct {
 // PromotionKind classifies a history entry: Outcome is "promoted" or the
 // refusal (StatOutcomes), Start how the job started, "resumed" or its cold
 // reason (StatStarts), Run the run's shape (StatRuns).
-type PromotionKind struct{ Outcome, Start, Run string }
+type PromotionKind struct {
+	Outcome string // "promoted" or the refusal; "other" for one not in StatOutcomes
+	Start   string // "resumed" or the cold start's reason; "unknown" for one not in StatStarts
+	Run     string // the run's shape; "unknown" when not recorded or not in StatRuns
+}
 
 // Count returns how many entries in the window match, summed over the
 // kinds match accepts; a nil match accepts every kind.
@@ -116,17 +122,21 @@ type Distribution struct {
 	// at most Bounds[i] and above Bounds[i-1]; the last, the values above
 	// every bound. Counts are per bucket, not cumulative.
 	Bounds []int64
-	Counts []int64
-	N      int64
+	Counts []int64 // per bucket, len(Bounds)+1
+	N      int64   // the values counted: the sum of Counts
 	// Sum is the values' sum, held at math.MaxInt64 if it would overflow.
 	Sum    int64
 	values []int64 // sorted once the walk is over
 }
 
+// newDistribution is an empty distribution over bounds, with the extra
+// bucket for the values above the last bound.
 func newDistribution(bounds []int64) *Distribution {
 	return &Distribution{Bounds: bounds, Counts: make([]int64, len(bounds)+1)}
 }
 
+// add counts v. Every value is also kept, for exact quantiles rather than
+// bucket estimates: one int64 per key, 8 MB a million keys.
 func (d *Distribution) add(v int64) {
 	i, _ := slices.BinarySearch(d.Bounds, v) // the first bound >= v
 	d.Counts[i]++
@@ -241,6 +251,8 @@ func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 	return st, err
 }
 
+// tallies is a zero tally for every label, in the set's order: a label
+// with no key still shows, so a dashboard's series never vanish.
 func tallies(labels []string) []Tally {
 	out := make([]Tally, len(labels))
 	for i, l := range labels {
@@ -261,6 +273,9 @@ func count(ts []Tally, label string) {
 	ts[len(ts)-1].N++
 }
 
+// add sums one report into st. Sums saturate instead of wrapping: a
+// sparse file or a hostile record can report any size, and a dashboard
+// should show a pinned maximum, not a negative total.
 func (st *Stats) add(r KeyReport, from time.Time) {
 	st.Entries++
 	if !ValidKey(r.Name) {
@@ -298,6 +313,9 @@ func (st *Stats) add(r KeyReport, from time.Time) {
 	}
 }
 
+// addHistory counts a key's history entries dated at or after from. A
+// full ring whose oldest entry is already inside the window may have lost
+// older ones that were inside it too: that key is counted as truncated.
 func (st *Stats) addHistory(hs []HistoryReport, from time.Time) {
 	p := &st.Promotions
 	if len(hs) >= db.HistoryLimit && !hs[0].At.Before(from) {
@@ -326,6 +344,8 @@ func member(set []string, v, fallback string) string {
 	return fallback
 }
 
+// saturatingAdd is a+b, held at math.MaxInt64 where that would overflow;
+// every b summed is a size or a count, never negative.
 func saturatingAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64

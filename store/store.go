@@ -1,30 +1,54 @@
-// Package store keeps resumable pi conversations under a sessions root, one
-// key directory per conversation:
+// Package store keeps resumable pi conversations. Resolve hands a job its
+// conversation's transcript, or a 0-byte file (a cold start) with the
+// reason from package gates; Promote takes a completed run's transcript
+// back. Both run on any Backend: New keeps keys in directories under a
+// sessions root on one host (below), NewOn takes another, such as package
+// fleet's records in etcd with transcripts on shared storage. Every Backend
+// passes one conformance suite, package store/storetest.
+//
+// The job contract. Resolve writes the job's ticket (a Session) to
+// <job-dir>/session.ticket, outside the container's mount: the bytes
+// delivered, their CRC32C, and the key's base (what it held). Promote
+// commits at most one promotion per ticket, and only onto that base: a
+// retried Promote repeats the first result, a job that lost the race to
+// another's promotion is superseded, a staged file that does not begin
+// with the bytes delivered is transcript-rewritten (pi only appends), and
+// each refusal is recorded once in the key's history. The context reading
+// and model stored are pi's own, computed from the transcript as pi
+// 0.58.3's getContextUsage reports them at the end of the run; the run's
+// shape (answered, errored, unanswered, unchanged) is returned and recorded.
+//
+// The key-dir backend (New):
 //
 //	<root>/<key>/                  0700, key = 32 lowercase hex
 //	  current.jsonl                the transcript, replaced only by rename
-//	  meta.db                      bbolt: sidecars and audit history (package db)
+//	  meta.db                      bbolt: the record and the audit history (package db)
 //	  .current.jsonl.tmp-<random>  a promotion in flight
 //
-// Resolve stages a key's transcript for a job, or a 0-byte file (a cold
-// start), and names why with a reason from package gates. Promote takes a
-// completed run's transcript back. Reap removes expired keys.
+// A key never resumes a transcript its record does not describe (size and
+// CRC32C are checked during the copy, under the key's shared lock); a
+// promotion that reported promoted survives a crash or a power cut (the
+// temp, the commit and the directories are fsynced before Promote returns),
+// and the transcript in place is always a whole old one or a whole new one;
+// nothing under the root or the job dir is read or written through a link,
+// and a FIFO never blocks. A key dir without meta.db is read with the
+// legacy file-per-sidecar rules (package store/legacy), so a fleet half-way
+// through a migration keeps resuming, until its first promotion writes
+// meta.db. The operator's walks work on this backend only: Inspect (dump),
+// Stats, Check (its repairs, Accept, Quarantine), Reap and RollForward;
+// Inspect, Stats and Check without repair change nothing, not an mtime.
 //
-// What is guaranteed: a key never resumes a transcript that its sidecars do
-// not describe (size and CRC32C are checked during the copy); a promotion
-// that reported promoted survives a crash (every file, the commit and the
-// directory are fsynced before Promote returns); the transcript in place is
-// always a whole old one or a whole new one; nothing under the root is read
-// or written through a link, and a FIFO never blocks. Read-path misses are
-// verdicts, never errors; errors are faults (I/O, a corrupt job dir).
+// Read-path misses are verdicts, never errors; an error is a fault (I/O, an
+// unusable job dir). A Store is safe for concurrent use by many goroutines
+// and processes.
 //
-// A key dir without meta.db is read with the legacy file-per-sidecar rules
-// (package store/legacy), so a fleet half-way through a migration keeps
-// resuming; the first promotion writes meta.db, which from then on is
-// authoritative.
-//
-// Caveat: the key's lock is bbolt's flock on meta.db. flock is not reliable
-// on network filesystems; one sessions root belongs to one host.
+// Caveat: the key's lock is bbolt's flock on meta.db, which is not reliable
+// on a network filesystem: one sessions root belongs to one host, and hosts
+// that share keys do so through package fleet. A legacy key's copy is
+// checked against the file's identity (device, inode, size, mtime), as the
+// legacy store did, not against a checksum: nothing records one until its
+// first promotion or its migration. A ticket written before the job contract (no ticket id)
+// promotes without the base, root and prefix checks.
 package store
 
 import (
@@ -39,8 +63,8 @@ import (
 
 // File names inside a key dir and a job dir.
 const (
-	TranscriptName = "current.jsonl"
-	StagedDirName  = "session" // <job-dir>/session/current.jsonl is what the container sees
+	TranscriptName = "current.jsonl" // the transcript, in a key dir and in the staged dir
+	StagedDirName  = "session"       // <job-dir>/session/current.jsonl is what the container sees
 	tmpPrefix      = ".current.jsonl.tmp-"
 )
 
@@ -62,7 +86,11 @@ type Options struct {
 }
 
 // Windows looks up the context window of a model named "provider/id".
+// Promote calls it from many goroutines at once when the Store is shared,
+// so an implementation must be safe for concurrent use.
 type Windows interface {
+	// Window returns model's context window in tokens, and false when the
+	// model is unknown: the reading is then stored as no measurement.
 	Window(model string) (int64, bool)
 }
 
@@ -96,6 +124,10 @@ func NewOn(b Backend, opts Options) *Store {
 	return s
 }
 
+// newStore applies the Options defaults every constructor shares. Writes
+// go to the real disk (diskWrites{}); the power-cut and swap tests set the
+// unexported field to a journal or a hook, so no option a caller can pass
+// weakens the fsyncs.
 func newStore(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -38,23 +38,36 @@ type Session struct {
 	// sessdb from before the job contract; it promotes as it always did,
 	// with no base, root or prefix check.
 	Ticket string `json:"ticket,omitempty"`
-	// Root is the sessions root the ticket was issued from, absolute.
+	// Root is the sessions root the ticket was issued from, absolute (a
+	// fleet's ID: its transcripts dir and etcd prefix). Promote refuses a
+	// ticket whose root is not its own (ErrWrongRoot).
 	Root string `json:"root,omitempty"`
-	Key  string `json:"key"`
+	// Key is the conversation's key, 32 lowercase hex characters.
+	Key string `json:"key"`
 	// Resume, Reason and Bytes are the verdict: whether the key's
 	// transcript was delivered, why (not), and how many bytes were staged.
-	Resume bool         `json:"resume"`
+	Resume bool `json:"resume"`
+	// Reason is the verdict's reason: gates.Resumed, or the cold start's.
 	Reason gates.Reason `json:"reason"`
-	Bytes  int64        `json:"bytes"`
+	// Bytes is how many bytes were staged: 0 for a cold start.
+	Bytes int64 `json:"bytes"`
 	// CRC32C is the checksum of the Bytes delivered: the staged file must
 	// still begin with exactly them when it is promoted.
 	CRC32C Checksum `json:"crc32c"`
 	// Base is what the key held when the ticket was issued, delivered or
 	// not. The promotion commits only onto it.
-	Base   Base   `json:"base"`
-	Venue  string `json:"venue"`
-	Model  string `json:"model,omitempty"`
-	Job    string `json:"job,omitempty"`
+	Base Base `json:"base"`
+	// Venue is the job's venue, which the promotion stamps: carried here
+	// because promote is not told it again.
+	Venue string `json:"venue"`
+	// Model is the job's model as resolve judged it, normalised as the
+	// legacy store did. The promotion stamps the model from the transcript
+	// instead: pi may resume with another than the job asked for.
+	Model string `json:"model,omitempty"`
+	// Job is the job's id for the audit history; it may be empty.
+	Job string `json:"job,omitempty"`
+	// JobDir is the job dir the staged file is in. ReadTicket sets it to
+	// the dir it read the ticket from, whatever the file says.
 	JobDir string `json:"job_dir"`
 }
 
@@ -64,24 +77,32 @@ type Session struct {
 // without one (the legacy layout, or a meta.db that could not be read) by
 // the file in place.
 type Base struct {
+	// Gen, Size and CRC32C are the record's identity of the transcript,
+	// compared together; zero for a key without a record.
 	Gen    uint64   `json:"gen,omitempty"`
-	Size   int64    `json:"size,omitempty"`
-	CRC32C Checksum `json:"crc32c,omitempty"`
+	Size   int64    `json:"size,omitempty"`   // bytes
+	CRC32C Checksum `json:"crc32c,omitempty"` // Castagnoli
 	// Rev is the record's revision where the backend has one (a fleet's
 	// etcd mod revision, which its commit is guarded by); 0 elsewhere.
-	Rev  int64   `json:"rev,omitempty"`
+	Rev int64 `json:"rev,omitempty"`
+	// File identifies the transcript of a key with no record; nil for a
+	// key with one. Never both: ReadTicket refuses a ticket that says both.
 	File *FileID `json:"file,omitempty"`
 }
 
 // FileID identifies a file that no record describes: a transcript is only
 // ever replaced by rename, so a new one is a new inode.
 type FileID struct {
-	Dev     uint64 `json:"dev"`
-	Ino     uint64 `json:"ino"`
-	Size    int64  `json:"size"`
-	MtimeNs int64  `json:"mtime_ns"`
+	Dev uint64 `json:"dev"` // the device the file is on
+	Ino uint64 `json:"ino"` // its inode number
+	// Size and MtimeNs are compared too: a filesystem may give a freed
+	// inode number to the next file, so a transcript replaced after its
+	// old inode was recycled must not pass for the one the ticket saw.
+	Size    int64 `json:"size"`
+	MtimeNs int64 `json:"mtime_ns"` // modification time, Unix nanoseconds
 }
 
+// fileID is the identity of the file st describes.
 func fileID(st *unix.Stat_t) *FileID {
 	return &FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size, MtimeNs: st.Mtim.Nano()}
 }
@@ -90,6 +111,7 @@ func fileID(st *unix.Stat_t) *FileID {
 // as the text output shows it.
 type Checksum uint32
 
+// String returns c as 8 lowercase hex digits.
 func (c Checksum) String() string { return fmt.Sprintf("%08x", uint32(c)) }
 
 // MarshalJSON writes c as a JSON string of 8 hex digits.
@@ -211,7 +233,9 @@ func (s Session) validate() error {
 	return nil
 }
 
-func validTicketID(id string) bool { return ValidKey(id) } // the same form: 32 lowercase hex
+// validTicketID reports whether id has a ticket id's form, the same as a
+// key's: 32 lowercase hex (newTicketID's 128 bits).
+func validTicketID(id string) bool { return ValidKey(id) }
 
 // baseOf is the Base of a key whose record says id (nil: no record) and
 // whose transcript in place, if a regular file, has stat st (nil: none).

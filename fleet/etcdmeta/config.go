@@ -14,11 +14,11 @@ import (
 
 // Defaults for the zero values of Config's fields.
 const (
-	DefaultPrefix         = "/sessdb"
-	DefaultRequestTimeout = 5 * time.Second
-	DefaultDialTimeout    = 5 * time.Second
-	DefaultLockTTL        = 10 * time.Second
-	DefaultLockWait       = 10 * time.Second
+	DefaultPrefix         = "/sessdb"        // Config.Prefix
+	DefaultRequestTimeout = 5 * time.Second  // Config.RequestTimeout
+	DefaultDialTimeout    = 5 * time.Second  // Config.DialTimeout
+	DefaultLockTTL        = 10 * time.Second // Config.LockTTL
+	DefaultLockWait       = 10 * time.Second // Config.LockWait
 )
 
 // Config says how to reach etcd and where the records live. The zero value

@@ -72,11 +72,13 @@ var (
 // promotion (superseded) from its own earlier write without another read.
 type ConflictError struct {
 	Op      string // "put", "append history", "delete" or "create"
-	Key     string
-	Base    Rev   // the revision the write was guarded by
-	Current State // the record, its revision and history when the compare failed
+	Key     string // the key written
+	Base    Rev    // the revision the write was guarded by
+	Current State  // the record, its revision and history when the compare failed
 }
 
+// Error names the write, the base it was guarded by and what the key
+// holds instead, never a record's values.
 func (e *ConflictError) Error() string {
 	held := "no record"
 	if e.Current.Rev != 0 {
@@ -95,10 +97,11 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // Config field. Field names it as Config spells it ("Endpoints[1]",
 // "CAFile"), so that a caller can name its own setting for it.
 type ConfigError struct {
-	Field  string
-	Detail string
+	Field  string // the field, as Config spells it
+	Detail string // what is wrong with its value
 }
 
+// Error names the field, ErrInvalidConfig and the detail.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("etcd config %s: %v: %s", e.Field, ErrInvalidConfig, e.Detail)
 }

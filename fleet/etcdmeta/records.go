@@ -27,7 +27,7 @@ type Rev int64
 // which the gates read differently from a zero value. The zero Record is a
 // key with no sidecars at all.
 type Record struct {
-	Transcript  *Transcript `msgpack:"t,omitempty"`
+	Transcript  *Transcript `msgpack:"t,omitempty"`  // nil: no transcript promoted yet
 	PiVersion   *string     `msgpack:"pv,omitempty"` // "" = unknown
 	Venue       *string     `msgpack:"vn,omitempty"` // absent = "local"
 	ResumeChain *uint64     `msgpack:"rc,omitempty"` // consecutive host deliveries
@@ -38,9 +38,9 @@ type Record struct {
 // write-once file File on shared storage, with its size and CRC32C as
 // written.
 type Transcript struct {
-	Gen        uint64 `msgpack:"g"`
-	Size       int64  `msgpack:"s"`
-	CRC32C     uint64 `msgpack:"c"`
+	Gen        uint64 `msgpack:"g"` // the generation the promotion made
+	Size       int64  `msgpack:"s"` // bytes
+	CRC32C     uint64 `msgpack:"c"` // Castagnoli, in the low 32 bits
 	PromotedAt int64  `msgpack:"p"` // unix nanoseconds, host clock
 	// File is the transcript's name under the transcripts dir, as
 	// fleet/shared returned it ("<key>/<gen>-<random>.jsonl"). It is
@@ -50,9 +50,9 @@ type Transcript struct {
 
 // Context is the last context-window reading a run reported.
 type Context struct {
-	Tokens int64  `msgpack:"t"`
-	Window int64  `msgpack:"w"`
-	Model  string `msgpack:"m"`
+	Tokens int64  `msgpack:"t"` // tokens in use at the end of the run
+	Window int64  `msgpack:"w"` // the model's context window
+	Model  string `msgpack:"m"` // the model that measured it, "provider/id"
 }
 
 // HistoryEntry is one line of a key's audit history: a promotion, or a
@@ -60,24 +60,24 @@ type Context struct {
 // key's history, taken from its etcd key; it is assigned by the write and
 // ignored when passed in.
 type HistoryEntry struct {
-	Seq      uint64 `msgpack:"-"`
-	Gen      uint64 `msgpack:"g"`
+	Seq      uint64 `msgpack:"-"` // from the entry's etcd key, not its value
+	Gen      uint64 `msgpack:"g"` // the generation promoted, or for a refusal the one the key held
 	At       int64  `msgpack:"a"` // unix nanoseconds, host clock
-	Resumed  bool   `msgpack:"r"`
-	Reason   string `msgpack:"w"`
-	Bytes    int64  `msgpack:"b"`
-	Chain    uint64 `msgpack:"c"`
-	Job      string `msgpack:"j"`
-	TornTail bool   `msgpack:"t"`
+	Resumed  bool   `msgpack:"r"` // the job was resolved warm
+	Reason   string `msgpack:"w"` // the job's resolve reason
+	Bytes    int64  `msgpack:"b"` // the transcript's size
+	Chain    uint64 `msgpack:"c"` // the resume chain after it
+	Job      string `msgpack:"j"` // the job id resolve was given
+	TornTail bool   `msgpack:"t"` // a newline was added to a torn last line
 	// The job contract's fields: the ticket that promoted or was refused,
 	// the refusal ("" for a promotion), the run's shape, whether an
 	// allowed rewrite was promoted, and the generation the ticket was
 	// resolved from.
-	Ticket    string `msgpack:"k,omitempty"`
-	Outcome   string `msgpack:"o,omitempty"`
-	Run       string `msgpack:"n,omitempty"`
-	Rewritten bool   `msgpack:"x,omitempty"`
-	BaseGen   uint64 `msgpack:"bg,omitempty"`
+	Ticket    string `msgpack:"k,omitempty"`  // the ticket id
+	Outcome   string `msgpack:"o,omitempty"`  // "" for a promotion, else the refusal
+	Run       string `msgpack:"n,omitempty"`  // the run's shape
+	Rewritten bool   `msgpack:"x,omitempty"`  // an allowed rewrite was promoted
+	BaseGen   uint64 `msgpack:"bg,omitempty"` // the generation the ticket was resolved from
 }
 
 // wireRecord is a Record as stored: the same fields and the schema version.

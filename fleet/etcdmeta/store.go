@@ -390,10 +390,10 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 // ErrInvalidKey (a name under the records that is no key) for a record
 // that could not be read; the walk goes on past it.
 type Item struct {
-	Key    string
-	Rev    Rev
-	Record Record
-	Err    error
+	Key    string // the key, or the name found under the records for ErrInvalidKey
+	Rev    Rev    // the record's mod revision
+	Record Record // the zero Record when Err is set
+	Err    error  // why the record could not be read; nil otherwise
 }
 
 // listPageSize is how many records one List read returns: ~300 bytes

@@ -59,9 +59,9 @@ type Options struct {
 
 // Credentials for a cluster started with Options.Auth.
 const (
-	RootPassword = "root-secret"
-	User         = "sessdb"
-	Password     = "sessdb-secret"
+	RootPassword = "root-secret"   // etcd's root user's, which Cluster.Client logs in as
+	User         = "sessdb"        // the user a client logs in as, limited to Options.Prefix
+	Password     = "sessdb-secret" // User's
 )
 
 // Cluster is a running etcd cluster. Its methods fail the test on error and
@@ -77,8 +77,8 @@ type Cluster struct {
 	// what a client trusts, CertFile and KeyFile a client certificate it
 	// presents (common name User).
 	CA                *CA
-	CAFile            string
-	CertFile, KeyFile string
+	CAFile            string // PEM file of CA's certificate; "" without TLS
+	CertFile, KeyFile string // PEM files of the client certificate and its key
 }
 
 type member struct {
@@ -146,6 +146,8 @@ func (c *Cluster) startFresh() error {
 	if err != nil {
 		return err
 	}
+	// A cluster token of its own: a member left from a failed attempt on
+	// a reused port refuses to talk to this cluster instead of joining it.
 	c.token = fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())
 	root := c.tb.TempDir()
 	c.members = make([]*member, c.opts.Members)
@@ -195,6 +197,7 @@ func (c *Cluster) startMembers(ms []*member) error {
 // second even on two loaded cores.
 const readyTimeout = 60 * time.Second
 
+// waitReady waits for m to serve, or for it to fail to start.
 func waitReady(m *member) error {
 	select {
 	case <-m.etcd.Server.ReadyNotify():
@@ -206,6 +209,9 @@ func waitReady(m *member) error {
 	}
 }
 
+// config is m's embedded etcd configuration: loopback only, every member
+// of c in its initial cluster, TLS on both the client and peer ports when
+// the cluster runs TLS.
 func (c *Cluster) config(m *member) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name = m.name

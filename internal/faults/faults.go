@@ -22,11 +22,11 @@ type Point string
 // after the promotion has landed, before Promote returns: a process
 // killed there has promoted, and an error there is logged, not returned.
 const (
-	PromoteAfterTempWrite Point = "promote/after-temp-write"
-	PromoteAfterTempSync  Point = "promote/after-temp-fsync"
-	PromoteAfterCommit    Point = "promote/after-commit"
-	PromoteAfterRename    Point = "promote/after-rename"
-	PromoteAfterDirSync   Point = "promote/after-dir-fsync"
+	PromoteAfterTempWrite Point = "promote/after-temp-write" // the temp written, not fsynced
+	PromoteAfterTempSync  Point = "promote/after-temp-fsync" // the temp durable, nothing committed
+	PromoteAfterCommit    Point = "promote/after-commit"     // committed, not renamed: a reader serves the temp
+	PromoteAfterRename    Point = "promote/after-rename"     // renamed, the directory not fsynced
+	PromoteAfterDirSync   Point = "promote/after-dir-fsync"  // landed
 )
 
 // The read boundaries of store.Resolve, in order. Each is a window in
@@ -36,9 +36,9 @@ const (
 // lock's release. A fault here makes Resolve fail as on any I/O error,
 // never a cold start: a cold start's reason says what the key is.
 const (
-	ResolveAfterKeyDirOpen Point = "resolve/after-key-dir-open"
-	ResolveAfterGates      Point = "resolve/after-gates"
-	ResolveAfterCopy       Point = "resolve/after-copy"
+	ResolveAfterKeyDirOpen Point = "resolve/after-key-dir-open" // the key dir's descriptor open
+	ResolveAfterGates      Point = "resolve/after-gates"        // the verdict given, nothing copied
+	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
 // The write boundaries of store.Reap, in protocol order (under the key's
@@ -46,12 +46,12 @@ const (
 // dir renamed to its reap-owned name; its transcript removed there), and
 // of check's move-aside repair.
 const (
-	ReapBeforeRemove    Point = "reap/before-remove"
-	ReapBeforeRename    Point = "reap/before-rename"
-	ReapAfterRename     Point = "reap/after-rename"
-	ReapAfterTranscript Point = "reap/after-transcript-removed"
-	RepairBeforeAside   Point = "repair/before-move-aside"
-	RepairAfterAside    Point = "repair/after-move-aside"
+	ReapBeforeRemove    Point = "reap/before-remove"            // under the lock, nothing written
+	ReapBeforeRename    Point = "reap/before-rename"            // the reaping entry committed
+	ReapAfterRename     Point = "reap/after-rename"             // the key dir at its reap-owned name
+	ReapAfterTranscript Point = "reap/after-transcript-removed" // its transcript removed there
+	RepairBeforeAside   Point = "repair/before-move-aside"      // meta.db locked, not yet moved
+	RepairAfterAside    Point = "repair/after-move-aside"       // moved, the directory not fsynced
 )
 
 // The write boundaries of migrate, in each direction.

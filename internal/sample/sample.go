@@ -24,11 +24,11 @@ var Time = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 // The sample's keys, derived as a worker would.
 var (
-	Resumable = store.Key("github", "acme/widget", "pi/issue-42")
-	Expired   = store.Key("github", "acme/widget", "feature/old-refactor")
-	LongChain = store.Key("gitlab", "acme/api", "pi/issue-7")
-	Legacy    = store.Key("github", "acme/widget", "pi/issue-9")
-	Mixed     = store.Key("forgejo", "acme/site", "main")
+	Resumable = store.Key("github", "acme/widget", "pi/issue-42")          // promoted cold, then resumed: resumes
+	Expired   = store.Key("github", "acme/widget", "feature/old-refactor") // promoted 30 days before Time: expired
+	LongChain = store.Key("gitlab", "acme/api", "pi/issue-7")              // five runs in a row: a resume chain of 4
+	Legacy    = store.Key("github", "acme/widget", "pi/issue-9")           // the legacy sidecar files only, no meta.db
+	Mixed     = store.Key("forgejo", "acme/site", "main")                  // meta.db with legacy files left beside it
 )
 
 const piVersion = "0.58.3"

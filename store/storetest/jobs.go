@@ -96,6 +96,8 @@ func lastText(data []byte) string {
 	return v.Message.Content[0].Text
 }
 
+// stagedPath is where Resolve stages a job's transcript and Promote reads
+// the run's.
 func stagedPath(jobDir string) string {
 	return filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
 }
@@ -113,6 +115,8 @@ func (e *env) stage(jobDir string, data []byte) {
 	}
 }
 
+// staged returns the job's staged file, failing the promise when there is
+// none: every Resolve that returns leaves one, empty for a cold start.
 func (e *env) staged(jobDir string) []byte {
 	e.t.Helper()
 	b, err := os.ReadFile(stagedPath(jobDir))
@@ -152,6 +156,7 @@ func (e *env) resolveOn(s *store.Store, key string, job store.Job) (store.Sessio
 	return sess, jobDir
 }
 
+// resolve is resolveOn on the promise's default store.
 func (e *env) resolve(key string, job store.Job) (store.Session, string) {
 	e.t.Helper()
 	return e.resolveOn(e.s, key, job)
@@ -179,6 +184,9 @@ func (e *env) job(key, id string) (store.Session, string, []byte) {
 	return sess, jobDir, data
 }
 
+// promoteOn promotes sess on s, and checks what every promotion promises:
+// no error (a refusal is a result, not an error), Promoted exactly when
+// the reason is promoted, and the ticket's key.
 func (e *env) promoteOn(s *store.Store, sess store.Session, req store.PromoteRequest) store.PromoteResult {
 	e.t.Helper()
 	res, err := s.Promote(sess, req)
@@ -191,13 +199,16 @@ func (e *env) promoteOn(s *store.Store, sess store.Session, req store.PromoteReq
 	return res
 }
 
+// promote is promoteOn on the promise's default store.
 func (e *env) promote(sess store.Session, req store.PromoteRequest) store.PromoteResult {
 	e.t.Helper()
 	return e.promoteOn(e.s, sess, req)
 }
 
-// run is one whole job that must promote: resolve key for job on s, answer
-// one turn tagged tag onto what was handed, promote with req.
+// runOn is one whole job that must promote: resolve key for job on s,
+// answer one turn tagged tag onto what was handed (or a fresh header after
+// a cold start, as pi writes one), promote with req, by default stamping
+// the job's own pi version.
 func (e *env) runOn(s *store.Store, key string, job store.Job, req store.PromoteRequest, tag string) (store.Session, store.PromoteResult) {
 	e.t.Helper()
 	sess, jobDir := e.resolveOn(s, key, job)
@@ -216,6 +227,7 @@ func (e *env) runOn(s *store.Store, key string, job store.Job, req store.Promote
 	return sess, res
 }
 
+// run is runOn with the local job on the promise's default store.
 func (e *env) run(key string, tag string) (store.Session, store.PromoteResult) {
 	e.t.Helper()
 	return e.runOn(e.s, key, localJob(), store.PromoteRequest{}, tag)
@@ -223,6 +235,9 @@ func (e *env) run(key string, tag string) (store.Session, store.PromoteResult) {
 
 func tokens(n int64) *int64 { return &n }
 
+// castagnoli is the suite's own CRC32C table, independent of the store's
+// code, so a store that checksums the wrong bytes fails the promises.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// crc is b's CRC32C, as a ticket and a record carry it.
 func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

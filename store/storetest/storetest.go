@@ -52,6 +52,9 @@ type Instance interface {
 // or a hostile process would. Damage returns errors.ErrUnsupported for a
 // damage the backend cannot have.
 type Damager interface {
+	// Damage applies d to key, which the promise has just promoted (for
+	// DamageLosePending, interrupted after its commit), and returns once
+	// the damage is in place: the next Resolve must see it.
 	Damage(key string, d Damage) error
 }
 
@@ -97,6 +100,8 @@ const (
 // crash or a lost answer would: the promotion returns promote-failed with
 // an error, and the next one runs normally.
 type Interrupter interface {
+	// Interrupt arms the interruption at p for the instance's next
+	// promotion only; the promotions after it run normally.
 	Interrupt(p Point)
 }
 
@@ -115,19 +120,24 @@ const (
 // legacy sidecar files), for the read fallback. A nil field is a sidecar
 // left out.
 type Planter interface {
+	// Plant writes key, which holds nothing yet, with transcript as its
+	// transcript and s as its sidecars, as the older layout's writer left
+	// them.
 	Plant(key string, transcript []byte, s Stamps) error
 }
 
-// Stamps are a planted key's sidecars.
+// Stamps are a planted key's sidecars; a nil field is a sidecar left out.
 type Stamps struct {
-	PiVersion, Venue *string
-	Chain            *uint64
-	Context          *gates.Context
+	PiVersion, Venue *string        // the pi-version and venue stamps
+	Chain            *uint64        // the resume chain
+	Context          *gates.Context // the last context reading
 }
 
 // A Respeller opens the instance's data under another spelling of its
 // name (a link to the same directory): the same data, and the same ID.
 type Respeller interface {
+	// Respelled returns a store on the instance's data, with opts, reached
+	// through another spelling of its name.
 	Respelled(opts store.Options) *store.Store
 }
 

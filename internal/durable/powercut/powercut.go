@@ -168,6 +168,8 @@ func (j *Journal) SyncFile(f *os.File) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	// Only files created through the journal have data it can take back;
+	// another file's writes did not pass through it (see the package doc).
 	if _, ok := j.synced[f.Name()]; ok {
 		j.synced[f.Name()] = st.Size
 	}
@@ -195,6 +197,8 @@ func (j *Journal) SetMtime(dir *os.File, name string, f *os.File, at time.Time) 
 // Rename implements durable.FS.
 func (j *Journal) Rename(dir *os.File, from, to string) error {
 	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
+	// What the rename replaces must be kept before it goes: undoing the
+	// rename puts it back, as a power cut before the directory fsync does.
 	prev, err := capture(toPath)
 	if err != nil {
 		return err
@@ -210,6 +214,8 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev})
 	delete(j.synced, toPath)
 	delete(j.mtimes, toPath)
+	// A file's fsync state follows it to its new name: a temp fsynced and
+	// then renamed into place keeps its fsynced bytes at the new name.
 	if n, ok := j.synced[fromPath]; ok {
 		delete(j.synced, fromPath)
 		j.synced[toPath] = n
@@ -270,7 +276,7 @@ func (j *Journal) SyncDir(dir *os.File) error {
 // fsync still reach the disk: an fsync is the only order a power cut
 // respects, so any of them may land or not, each on its own.
 type Mode struct {
-	Name string
+	Name string // names the mode in Image.Mode and in a failure message
 	land func(dirOp) bool
 }
 
@@ -326,6 +332,8 @@ func (j *Journal) Images(t testing.TB, parent string) []Image {
 				sig += fmt.Sprint(i, ",")
 			}
 		}
+		// Two modes that undo the same operations leave the same disk;
+		// the second image would only double the test's time.
 		if seen[sig] {
 			continue
 		}
@@ -386,7 +394,8 @@ func (j *Journal) apply(in func(string) (string, error), m Mode) error {
 			return err
 		}
 	}
-	// Directory operations that did not land are undone, newest first.
+	// Directory operations that did not land are undone, newest first:
+	// each undo then finds its name as the operation left it.
 	for i := len(j.ops) - 1; i >= 0; i-- {
 		o := j.ops[i]
 		if m.land(o) {
@@ -447,6 +456,7 @@ func CopyTree(t testing.TB, from, to string) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
+			// No mtime: copying the entries into it changes it again.
 			return os.MkdirAll(dst, 0o700)
 		case unix.S_IFREG:
 			b, err := os.ReadFile(p)
