@@ -167,6 +167,56 @@ func TestSidecarsRoundTrip(t *testing.T) {
 	}
 }
 
+// PutSidecars writes every field sc holds in one call: a record it does
+// not hold stays as it was (a transcript is never taken away), and a nil
+// context or pending entry is deleted.
+func TestPutSidecars(t *testing.T) {
+	kd := newKeyDir(t)
+	d := mustOpen(t, kd, true)
+	read := func() Sidecars {
+		t.Helper()
+		var s Sidecars
+		if err := d.View(func(tx *Tx) (err error) { s, err = tx.Sidecars(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	all := Sidecars{
+		Transcript:  &Transcript{Gen: 2, Size: 10, CRC32C: 7, PromotedAt: 1700000000e9},
+		PiVersion:   ptr("0.58.3"),
+		Venue:       ptr("host-a"),
+		ResumeChain: ptr(uint64(1)),
+		Context:     &Context{Tokens: 5, Window: 100, Model: "m/x"},
+		Pending:     &Pending{Tmp: ".current.jsonl.tmp-1", Size: 10, CRC32C: 7, Gen: 2},
+	}
+	if err := d.Update(func(tx *Tx) error { return tx.PutSidecars(all) }); err != nil {
+		t.Fatal(err)
+	}
+	if s := read(); !reflect.DeepEqual(s, all) {
+		t.Fatalf("after PutSidecars(all): %s, want %s", show(s), show(all))
+	}
+	// Only the chain given: the transcript, versions and venue stay;
+	// context and pending, nil, go.
+	if err := d.Update(func(tx *Tx) error { return tx.PutSidecars(Sidecars{ResumeChain: ptr(uint64(4))}) }); err != nil {
+		t.Fatal(err)
+	}
+	want := all
+	want.ResumeChain, want.Context, want.Pending = ptr(uint64(4)), nil, nil
+	if s := read(); !reflect.DeepEqual(s, want) {
+		t.Fatalf("after PutSidecars(chain only): %s, want %s", show(s), show(want))
+	}
+	// A generation going back is refused, and the transaction with it.
+	back := want
+	back.Transcript = &Transcript{Gen: 1, Size: 3, CRC32C: 1}
+	back.Venue = ptr("host-b")
+	if err := d.Update(func(tx *Tx) error { return tx.PutSidecars(back) }); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("PutSidecars with gen 2 -> 1: %v, want ErrDamaged", err)
+	}
+	if s := read(); !reflect.DeepEqual(s, want) {
+		t.Fatalf("after a refused PutSidecars: %s, want %s", show(s), show(want))
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func show(s Sidecars) string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"sessdb/internal/msgpackmap"
 )
 
 // Transcript is the identity of current.jsonl as of the promotion that
@@ -71,8 +73,9 @@ type HistoryEntry struct {
 	// Rewritten says the promotion was let through over a rewritten
 	// prefix (--allow-rewrite).
 	Rewritten bool `msgpack:"x,omitempty"`
-	// BaseGen is the generation the job's ticket was resolved from; 0 for
-	// a cold start.
+	// BaseGen is the generation the job's ticket was resolved from,
+	// whatever its verdict (a cold start promotes onto what the key held);
+	// 0 where the key had none, or the job had no ticket.
 	BaseGen uint64 `msgpack:"bg,omitempty"`
 }
 
@@ -164,25 +167,9 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeRecord decodes a map-encoded record into v. msgpack would also
-// accept nil (leaving v zero) and an array (matching fields by position);
-// neither is something this package writes, so both are refused.
-func decodeRecord(b []byte, v any) error {
-	r := bytes.NewReader(b)
-	dec := newDecoder(r)
-	defer msgpack.PutDecoder(dec)
-	c, err := dec.PeekCode()
-	if err != nil {
-		return err
-	}
-	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		return fmt.Errorf("msgpack: code %#x is not a map", c)
-	}
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	return noTrailing(r)
-}
+// decodeRecord decodes a map-encoded record into v: exactly one map,
+// as msgpackmap.Decode says.
+func decodeRecord(b []byte, v any) error { return msgpackmap.Decode(b, v) }
 
 // newDecoder takes a decoder from msgpack's pool: a reader decodes a dozen
 // records per key, and a new decoder each time was a tenth of a dump's CPU.

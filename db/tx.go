@@ -218,6 +218,40 @@ func (tx *Tx) notBack(gen uint64) error {
 	return nil
 }
 
+// PutSidecars writes sc as the key's sidecars, in one transaction with
+// whatever else tx does. Transcript, PiVersion, Venue and ResumeChain are
+// put where sc holds them and left as they are where it does not (a
+// record once made is never taken away); Context and Pending are put,
+// and their nil deletes them, as PutContext and PutPending do. The
+// transcript goes first: PutTranscript's check against the history must
+// see the history as it was before any entry the caller appends.
+func (tx *Tx) PutSidecars(sc Sidecars) error {
+	if sc.Transcript != nil {
+		if err := tx.PutTranscript(*sc.Transcript); err != nil {
+			return err
+		}
+	}
+	if sc.PiVersion != nil {
+		if err := tx.PutPiVersion(*sc.PiVersion); err != nil {
+			return err
+		}
+	}
+	if sc.Venue != nil {
+		if err := tx.PutVenue(*sc.Venue); err != nil {
+			return err
+		}
+	}
+	if sc.ResumeChain != nil {
+		if err := tx.PutResumeChain(*sc.ResumeChain); err != nil {
+			return err
+		}
+	}
+	if err := tx.PutContext(sc.Context); err != nil {
+		return err
+	}
+	return tx.PutPending(sc.Pending)
+}
+
 // PutPiVersion sets sidecars/pi-version; "" records an unknown version.
 func (tx *Tx) PutPiVersion(v string) error {
 	b, err := encodeString(v)

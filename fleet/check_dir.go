@@ -73,7 +73,7 @@ func (c *checker) dir(name, own string, add addFunc) {
 func (c *checker) orphan(path string, gen uint64, temp bool, kd *os.File, file string, add addFunc) {
 	age := "?"
 	if st, err := fsat.LstatAt(kd, file); err == nil {
-		age = roundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
+		age = store.RoundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
 	}
 	key, _, _ := strings.Cut(path, "/")
 	it, ok := c.records[key]
@@ -85,26 +85,10 @@ func (c *checker) orphan(path string, gen uint64, temp bool, kd *os.File, file s
 		why = fmt.Sprintf("gen %d; the key has no record (a promotion that lost its commit or never made it, or a reaped key's)", gen)
 	case it.Record.Transcript != nil:
 		t := it.Record.Transcript
-		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, roundAge(c.now.Sub(time.Unix(0, t.PromotedAt))))
+		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, store.RoundAge(c.now.Sub(time.Unix(0, t.PromotedAt))))
 	default:
 		why = fmt.Sprintf("gen %d; the record names no file", gen)
 	}
 	f := add(path, KindOrphan, "%s, %s old; no record needs it (reap removes it)", why, age)
 	f.Severity = store.SeverityNotice
-}
-
-// roundAge renders an age to a unit an operator reads at a glance, as
-// the key dir's check does.
-func roundAge(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s (dated in the future)"
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return fmt.Sprintf("%ds", d/time.Second)
 }

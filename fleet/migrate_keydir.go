@@ -111,47 +111,26 @@ func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist
 		}
 	}
 	err = lock.Update(func(tx *db.Tx) error {
+		sc := sidecarsOf(rec)
+		if tmp != "" {
+			// The temp's own identity, which is the record's unless the
+			// fleet's file did not match it: the roll-forward then still
+			// moves the file into place, and the record cold-starts it.
+			sc.Pending = &db.Pending{Tmp: tmp, Size: src.size, CRC32C: uint64(src.sum), Gen: sc.Transcript.Gen, Prev: prev}
+		}
 		// The record before the history: a key that moved the generation
 		// before a lost promotion (what the store served) holds a record
 		// below its history's newest gen, which PutTranscript refuses to
 		// go back to from a history, but not to begin with.
-		sc := sidecarsOf(rec)
-		if t := sc.Transcript; t != nil {
-			if err := tx.PutTranscript(*t); err != nil {
-				return err
-			}
+		if err := tx.PutSidecars(sc); err != nil {
+			return err
 		}
 		for _, e := range historyOf(hist) {
 			if _, err := tx.AppendHistory(e); err != nil {
 				return err
 			}
 		}
-		if sc.PiVersion != nil {
-			if err := tx.PutPiVersion(*sc.PiVersion); err != nil {
-				return err
-			}
-		}
-		if sc.Venue != nil {
-			if err := tx.PutVenue(*sc.Venue); err != nil {
-				return err
-			}
-		}
-		if sc.ResumeChain != nil {
-			if err := tx.PutResumeChain(*sc.ResumeChain); err != nil {
-				return err
-			}
-		}
-		if err := tx.PutContext(sc.Context); err != nil {
-			return err
-		}
-		var p *db.Pending
-		if tmp != "" {
-			// The temp's own identity, which is the record's unless the
-			// fleet's file did not match it: the roll-forward then still
-			// moves the file into place, and the record cold-starts it.
-			p = &db.Pending{Tmp: tmp, Size: src.size, CRC32C: uint64(src.sum), Gen: sc.Transcript.Gen, Prev: prev}
-		}
-		return tx.PutPending(p)
+		return nil
 	})
 	if err != nil {
 		// Committed or not, the next writer settles it, as a promotion's.

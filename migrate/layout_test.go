@@ -34,7 +34,7 @@ func promotedDB(venue string, chain uint64, at time.Time) func(testing.TB, strin
 		withDB(t, dir, func(d *db.DB) {
 			err := d.Update(func(tx *db.Tx) error {
 				pi := testPi
-				return putSidecars(tx, db.Sidecars{
+				return tx.PutSidecars(db.Sidecars{
 					Transcript:  &db.Transcript{Gen: 7, Size: int64(len(data)), CRC32C: uint64(crc32.Checksum(data, castagnoli)), PromotedAt: at.UnixNano()},
 					PiVersion:   &pi,
 					Venue:       &venue,
@@ -59,7 +59,7 @@ func pendingDB(t testing.TB, dir string) {
 	withDB(t, dir, func(d *db.DB) {
 		must(t, d.Update(func(tx *db.Tx) error {
 			pi, venue, chain := testPi, "local", uint64(2)
-			err := putSidecars(tx, db.Sidecars{
+			err := tx.PutSidecars(db.Sidecars{
 				Transcript: &db.Transcript{Gen: 8, Size: int64(len(data)), CRC32C: sum, PromotedAt: testNow.Add(-3 * time.Hour).UnixNano()},
 				PiVersion:  &pi, Venue: &venue, ResumeChain: &chain,
 				Context: &db.Context{Tokens: 1000, Window: 200000, Model: "anthropic/claude-x"},

@@ -128,7 +128,8 @@ func (m *migrator) applyDB(kd *os.File, p *plan) error {
 		return err
 	}
 	sc := p.Values.sidecars()
-	if err := p.lock.Update(func(tx *db.Tx) error { return putSidecars(tx, sc) }); err != nil {
+	// Pending nil: legacy has no promotion in flight.
+	if err := p.lock.Update(func(tx *db.Tx) error { return tx.PutSidecars(sc) }); err != nil {
 		return err
 	}
 	committed = true
@@ -136,33 +137,6 @@ func (m *migrator) applyDB(kd *os.File, p *plan) error {
 		return err
 	}
 	return m.removeLegacy(kd, &p.Report)
-}
-
-// putSidecars writes every sidecar of sc, deleting what it does not hold
-// where the schema allows, and clears pending (legacy has none).
-func putSidecars(tx *db.Tx, sc db.Sidecars) error {
-	if sc.Transcript != nil {
-		if err := tx.PutTranscript(*sc.Transcript); err != nil {
-			return err
-		}
-	}
-	if err := tx.PutPiVersion(*sc.PiVersion); err != nil {
-		return err
-	}
-	if sc.Venue != nil {
-		if err := tx.PutVenue(*sc.Venue); err != nil {
-			return err
-		}
-	}
-	if sc.ResumeChain != nil {
-		if err := tx.PutResumeChain(*sc.ResumeChain); err != nil {
-			return err
-		}
-	}
-	if err := tx.PutContext(sc.Context); err != nil {
-		return err
-	}
-	return tx.PutPending(nil)
 }
 
 // removeLegacy removes r.Removed and makes the removals durable. Each name

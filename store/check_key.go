@@ -140,9 +140,9 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			if p := k.inFlight(); p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
-			add(path, KindStrayTemp, "a promotion temp no record names, %s old", roundAge(age))
+			add(path, KindStrayTemp, "a promotion temp no record names, %s old", RoundAge(age))
 		case strings.HasPrefix(n, db.TempPrefix):
-			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", roundAge(age))
+			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(age))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
 		case strings.HasPrefix(n, AsidePrefix):
@@ -310,8 +310,11 @@ func linkTarget(dir *os.File, name string) string {
 	return fmt.Sprintf(" to %q", buf[:n])
 }
 
-// roundAge renders an age to a unit an operator reads at a glance.
-func roundAge(d time.Duration) string {
+// RoundAge renders an age to the unit an operator reads at a glance:
+// whole days from 48 hours, else whole hours, minutes or seconds. A
+// negative age, a clock that is off, is "0s (dated in the future)". Every
+// age check, dump and reap print, on every backend, is rendered by it.
+func RoundAge(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "0s (dated in the future)"

@@ -255,3 +255,26 @@ func TestCheckFindsEachDamage(t *testing.T) {
 		})
 	}
 }
+
+// RoundAge is the one rendering of an age in check, dump and reap, on
+// every backend: whole days from 48 hours, the largest whole unit below.
+func TestRoundAge(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{59*time.Second + 999*time.Millisecond, "59s"},
+		{time.Minute, "1m"},
+		{59*time.Minute + 59*time.Second, "59m"},
+		{time.Hour, "1h"},
+		{47*time.Hour + 59*time.Minute, "47h"},
+		{48 * time.Hour, "2d"},
+		{400*24*time.Hour + 23*time.Hour, "400d"},
+		{-time.Second, "0s (dated in the future)"},
+	} {
+		if got := RoundAge(c.d); got != c.want {
+			t.Errorf("RoundAge(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}

@@ -28,41 +28,10 @@ type VerdictReport struct {
 // job can match, ...) is shown as itself.
 const Undetermined = "?"
 
-// verdict judges k for job, or, with job nil, for every job at once. The
-// rungs before the venue rung (1-5) read only the key and the bounds; the
-// venue, pi-version and context rungs compare with the job. So the key is
-// judged for the job that matches its stamps: a miss before the venue rung
-// is every job's verdict; a venue-changed there means no job can match the
-// stamp, which is every job's verdict too; anything else depends on the
-// job, and is Undetermined with what the matching job would get.
+// verdict judges k for job, or, with job nil, for every job at once, by
+// the rules Judge states.
 func (s *Store) verdict(k *keyDir, job *Job, v *VerifyReport) *VerdictReport {
-	now := s.opts.Now()
-	judge := func(j gates.Job) string {
-		out := gates.Evaluate(k.obs, s.opts.Bounds, j, now)
-		if out.Resume && k.copyWouldMismatch(v) {
-			// The "after" rung: the copy would not match the record.
-			return string(gates.TranscriptReplaced)
-		}
-		return string(out.Reason)
-	}
-	if job != nil {
-		return &VerdictReport{Reason: judge(gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model)})}
-	}
-	m := matchingJob(k.obs)
-	matched := judge(m)
-	switch gates.Reason(matched) {
-	case gates.Absent, gates.NotARegularFile, gates.TooLarge, gates.MetaUnreadable, gates.Expired, gates.VenueChanged:
-		return &VerdictReport{Reason: matched}
-	}
-	needs := []string{"venue", "pi-version"}
-	if m.Model != "" {
-		other := m
-		other.Model = "(another model)" // no normalised model id has parentheses
-		if judge(other) != matched {
-			needs = append(needs, "model")
-		}
-	}
-	return &VerdictReport{Reason: Undetermined, Needs: needs, IfMatched: matched}
+	return Judge(k.obs, s.opts.Bounds, job, s.opts.Now(), k.copyWouldMismatch(v))
 }
 
 // matchingJob is the job that passes the venue and pi-version rungs of obs

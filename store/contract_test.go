@@ -175,6 +175,32 @@ func TestColdTicketIsSupersededByAFirstPromotion(t *testing.T) {
 	}
 }
 
+// A history entry's base_gen is the generation the ticket was resolved
+// from, whatever the verdict: a cold start onto a transcript the key held
+// (here, another pi version) names it; only a key that held none records 0.
+func TestHistoryRecordsTheTicketsBaseGenWhateverTheVerdict(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	first, dir, data := contractJob(t, s, testKey, "first")
+	stage(t, dir, answeredTurn(data, "1", 10))
+	if res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 1 {
+		t.Fatalf("first promotion: %+v", res)
+	}
+	job := localJob()
+	job.ID, job.PiVersion = "newer-pi", "0.79.0"
+	sess, dir := mustResolve(t, s, testKey, job)
+	if sess.Resume || sess.Reason != gates.PiVersionChanged || sess.Base.Gen != 1 {
+		t.Fatalf("resolve with another pi version: resume %v, reason %s, base gen %d; want a pi-version-changed cold start on base gen 1", sess.Resume, sess.Reason, sess.Base.Gen)
+	}
+	stage(t, dir, answeredTurn(transcriptBytes(s.opts.Now()), "2", 10))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: job.PiVersion}); !res.Promoted || res.Gen != 2 {
+		t.Fatalf("cold start's promotion: %+v", res)
+	}
+	h := historyOf(t, root, testKey)
+	if len(h) != 2 || h[0].BaseGen != 0 || h[1].BaseGen != 1 || h[1].Resumed {
+		t.Fatalf("history base gens: %+v; want 0 for the first promotion, 1 for the cold start onto gen 1", h)
+	}
+}
+
 // A retried promote repeats the first result: no new generation, the chain
 // counted once, before and after another job's promotion.
 func TestRetriedPromoteRepeats(t *testing.T) {

@@ -34,7 +34,13 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, misma
 	if job != nil {
 		return &VerdictReport{Reason: judge(gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model)})}
 	}
-	// The same reading of the matching job as the key dir's verdict.
+	// The rungs before the venue rung (1-5) read only the key and the
+	// bounds; the venue, pi-version and context rungs compare with the
+	// job. So the key is judged for the job that matches its stamps: a
+	// miss before the venue rung is every job's verdict; a venue-changed
+	// there means no job can match the stamp, which is every job's
+	// verdict too; anything else depends on the job, and is Undetermined
+	// with what the matching job would get.
 	m := matchingJob(obs)
 	matched := judge(m)
 	switch gates.Reason(matched) {

@@ -247,23 +247,9 @@ func (t *keyTxn) Stage(_ uint64, src io.ReaderAt, size int64, torn bool) (Staged
 // it; clearing it now would be a second commit, two more flushes.
 func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
 	err := t.d.Update(func(tx *db.Tx) error {
-		if err := tx.PutTranscript(*rec.Transcript); err != nil {
-			return err
-		}
 		id := rec.Transcript
-		if err := tx.PutPending(&db.Pending{Tmp: st.Name, Size: id.Size, CRC32C: id.CRC32C, Gen: id.Gen, Prev: t.cur.record}); err != nil {
-			return err
-		}
-		if err := tx.PutPiVersion(*rec.PiVersion); err != nil {
-			return err
-		}
-		if err := tx.PutVenue(*rec.Venue); err != nil {
-			return err
-		}
-		if err := tx.PutResumeChain(*rec.ResumeChain); err != nil {
-			return err
-		}
-		if err := tx.PutContext(rec.Context); err != nil {
+		rec.Pending = &db.Pending{Tmp: st.Name, Size: id.Size, CRC32C: id.CRC32C, Gen: id.Gen, Prev: t.cur.record}
+		if err := tx.PutSidecars(rec); err != nil {
 			return err
 		}
 		_, err := tx.AppendHistory(e)

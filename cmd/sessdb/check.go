@@ -177,20 +177,14 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		} else {
 			err = writeCheckSummary(w, sum)
 		}
-		if ferr := w.Flush(); err == nil {
-			err = ferr
-		}
+		status := exitOK
 		switch {
-		case err != nil:
-			return inv.rep.fault(fmt.Errorf("write: %w", err))
-		case sum.Interrupted:
-			return inv.rep.interrupted(sum.Entries)
 		case sum.Failed > 0:
-			return exitFault
+			status = exitFault
 		case sum.Remaining > 0:
-			return exitIssues
+			status = exitIssues
 		}
-		return exitOK
+		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
 	}
 }
 

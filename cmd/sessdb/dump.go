@@ -165,18 +165,11 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		default:
 			err = dumpTable(w, rows, now(), *verify, *wide)
 		}
-		if ferr := w.Flush(); err == nil {
-			err = ferr
+		status := exitOK
+		if sum.Failed > 0 {
+			status = exitFault
 		}
-		switch {
-		case err != nil:
-			return inv.rep.fault(fmt.Errorf("write: %w", err))
-		case sum.Interrupted:
-			return inv.rep.interrupted(sum.Entries)
-		case sum.Failed > 0:
-			return exitFault
-		}
-		return exitOK
+		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
 	}
 }
 

@@ -243,17 +243,8 @@ func quoted(p *string) string {
 // say when the file was written.
 func ago(now, t time.Time) string {
 	d := now.Sub(t)
-	suffix := " ago"
 	if d < 0 {
 		return "ahead"
 	}
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%dd%s", int(d/(24*time.Hour)), suffix)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%s", int(d/time.Hour), suffix)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%s", int(d/time.Minute), suffix)
-	}
-	return fmt.Sprintf("%ds%s", int(d/time.Second), suffix)
+	return store.RoundAge(d) + " ago"
 }

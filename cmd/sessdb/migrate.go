@@ -167,18 +167,11 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 		} else {
 			err = migrateSummary(w, sum)
 		}
-		if ferr := w.Flush(); err == nil {
-			err = ferr
+		status := exitOK
+		if !sum.Complete() {
+			status = exitFault
 		}
-		switch {
-		case err != nil:
-			return inv.rep.fault(fmt.Errorf("write: %w", err))
-		case sum.Interrupted:
-			return inv.rep.interrupted(sum.Entries)
-		case !sum.Complete():
-			return exitFault
-		}
-		return exitOK
+		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
 	}
 }
 

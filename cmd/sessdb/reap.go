@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -182,18 +181,11 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 		} else {
 			err = writeReapText(w, actions, sum)
 		}
-		if ferr := w.Flush(); err == nil {
-			err = ferr
+		status := exitOK
+		if sum.Failed > 0 || sum.Refused > 0 {
+			status = exitFault
 		}
-		switch {
-		case err != nil:
-			return inv.rep.fault(fmt.Errorf("write: %w", err))
-		case interrupted:
-			return inv.rep.interrupted(sum.Entries)
-		case sum.Failed > 0, sum.Refused > 0:
-			return exitFault
-		}
-		return exitOK
+		return inv.endWalk(w, err, interrupted, sum.Entries, status)
 	}
 }
 

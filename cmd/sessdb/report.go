@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"io"
@@ -192,6 +193,23 @@ func (r *reporter) keyFault(key, msg string) {
 func (r *reporter) interrupted(done int) int {
 	r.line(zerolog.WarnLevel, "", exitInterrupted, fmt.Sprintf("interrupted after %s; the output covers those", plural(done, "entry")))
 	return exitInterrupted
+}
+
+// endWalk ends a walk's command once its output is written (err is the
+// writing's error): it flushes w; a write that failed is a fault, and a
+// walk cut short (Ctrl-C) exits as interrupted, whatever else it found;
+// otherwise the command's own status stands.
+func (inv *invocation) endWalk(w *bufio.Writer, err error, interrupted bool, entries, status int) int {
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	switch {
+	case err != nil:
+		return inv.rep.fault(fmt.Errorf("write: %w", err))
+	case interrupted:
+		return inv.rep.interrupted(entries)
+	}
+	return status
 }
 
 // warn writes a warning line (a setting that does nothing, say).

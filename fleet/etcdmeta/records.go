@@ -6,7 +6,8 @@ import (
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"sessdb/internal/msgpackmap"
 )
 
 // SchemaVersion is the record schema this package writes. A record of a
@@ -97,7 +98,7 @@ func encodeRecord(r Record) ([]byte, error) {
 
 func decodeRecord(b []byte) (Record, error) {
 	var w wireRecord
-	if err := unmarshalMap(b, &w); err != nil {
+	if err := msgpackmap.Decode(b, &w); err != nil {
 		return Record{}, fmt.Errorf("%w: record: %w", ErrDamaged, err)
 	}
 	switch {
@@ -114,7 +115,7 @@ func encodeHistory(e HistoryEntry) ([]byte, error) { return marshal(e) }
 
 func decodeHistory(seq uint64, b []byte) (HistoryEntry, error) {
 	var e HistoryEntry
-	if err := unmarshalMap(b, &e); err != nil {
+	if err := msgpackmap.Decode(b, &e); err != nil {
 		return e, fmt.Errorf("%w: history entry %d: %w", ErrDamaged, seq, err)
 	}
 	e.Seq = seq
@@ -129,33 +130,6 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// unmarshalMap decodes a map-encoded value into v, skipping fields it does
-// not know (an older binary reads a newer writer's value). msgpack would
-// also take nil (leaving v zero) or an array (fields by position); neither
-// is written here, so both are damage, as are trailing bytes.
-func unmarshalMap(b []byte, v any) error {
-	r := bytes.NewReader(b)
-	// A pooled decoder: Get decodes up to 65 values, and a new decoder
-	// each was half their cost.
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(r)
-	c, err := dec.PeekCode()
-	if err != nil {
-		return err
-	}
-	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		return fmt.Errorf("msgpack: code %#x is not a map", c)
-	}
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if n := r.Len(); n != 0 {
-		return fmt.Errorf("msgpack: %d trailing bytes", n)
-	}
-	return nil
 }
 
 // seqName is a history entry's name: 16 hex digits, so that etcd's byte

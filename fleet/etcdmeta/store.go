@@ -215,24 +215,7 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 // record is State{Rev: 0}; a record that does not decode is ErrDamaged or
 // ErrNewerSchema, returned with the State's Rev. History is nil.
 func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
-	c, cancel, err := s.begin(ctx, "get", key)
-	if err != nil {
-		return State{}, err
-	}
-	defer cancel()
-	resp, err := s.cli.Get(c, s.recordKey(key))
-	if err != nil {
-		return State{}, s.cfg.opErr(ctx, "get", key, err)
-	}
-	st := State{Read: Rev(resp.Header.Revision)}
-	if len(resp.Kvs) == 0 {
-		return st, nil
-	}
-	st.Rev = Rev(resp.Kvs[0].ModRevision)
-	if st.Record, err = decodeRecord(resp.Kvs[0].Value); err != nil {
-		return st, fmt.Errorf("get %s: %w", key, err)
-	}
-	return st, nil
+	return s.getRecord(ctx, key)
 }
 
 // PeekRecord reads key's record and its mod revision from the member this
@@ -242,12 +225,18 @@ func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
 // ticket's base for the key's state needs, to see cheaply whether the key
 // has visibly moved on before it writes anything. Errors are GetRecord's.
 func (s *Store) PeekRecord(ctx context.Context, key string) (State, error) {
+	return s.getRecord(ctx, key, clientv3.WithSerializable())
+}
+
+// getRecord is GetRecord and PeekRecord: one read of key's record, with
+// opts.
+func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOption) (State, error) {
 	c, cancel, err := s.begin(ctx, "get", key)
 	if err != nil {
 		return State{}, err
 	}
 	defer cancel()
-	resp, err := s.cli.Get(c, s.recordKey(key), clientv3.WithSerializable())
+	resp, err := s.cli.Get(c, s.recordKey(key), opts...)
 	if err != nil {
 		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
