@@ -369,8 +369,14 @@ func TestRunShapes(t *testing.T) {
 // returns the temp's path.
 func commitWithoutRename(t *testing.T, s *Store, root string) string {
 	t.Helper()
-	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	return commitWithoutRenameAt(t, s, root, testKey)
+}
+
+// commitWithoutRenameAt is commitWithoutRename for key.
+func commitWithoutRenameAt(t *testing.T, s *Store, root, key string) string {
+	t.Helper()
+	runJob(t, s, key, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, key, localJob())
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
 	faults.Set(func(p faults.Point) error {
 		if p == faults.PromoteAfterCommit {
@@ -382,7 +388,7 @@ func commitWithoutRename(t *testing.T, s *Store, root string) string {
 		t.Fatal("the promotion landed")
 	}
 	faults.Set(nil)
-	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
+	temps, _ := filepath.Glob(filepath.Join(root, key, tmpPrefix+"*"))
 	if len(temps) != 1 {
 		t.Fatalf("%d temps after the commit", len(temps))
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sessdb/db"
@@ -272,6 +273,15 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 	if opts.Verify {
 		if r.Verify, err = k.verify(ctx, s.opts.Bounds.MaxBytes); err != nil {
 			return r, err
+		}
+	}
+	// The verdict is a resolve's: on a promotion committed but not yet
+	// renamed into place a resolve copies its temp, so the ladder judges
+	// the temp, as the resolve will (everything above reports the file in
+	// place).
+	if k.meta != nil {
+		if err := k.servePending(); err != nil {
+			r.Problem = fmt.Sprintf("pending promotion's temp: %v", err)
 		}
 	}
 	r.Verdict = s.verdict(k, opts.Job, r.Verify)

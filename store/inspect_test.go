@@ -74,6 +74,23 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 			writeLegacy(t, root, key, map[string]string{TranscriptName: string(transcriptBytes(clock.now)), "venue": "(pending)", "pi-version": testPi})
 		},
 		"absent": func(string) {},
+		// A crash between a promotion's commit and its rename: a resolve
+		// serves the temp, or, once the temp is lost, the generation
+		// before it; with that generation gone too, nothing.
+		"crashed before its rename": func(key string) { commitWithoutRenameAt(t, s, root, key) },
+		"crashed before its rename, temp lost": func(key string) {
+			os.Remove(commitWithoutRenameAt(t, s, root, key))
+		},
+		"crashed before its rename, temp damaged": func(key string) {
+			tmp := commitWithoutRenameAt(t, s, root, key)
+			b, _ := os.ReadFile(tmp)
+			b[len(b)-3] ^= 0xff
+			os.WriteFile(tmp, b, 0o600)
+		},
+		"crashed before its rename, temp lost, transcript replaced": func(key string) {
+			os.Remove(commitWithoutRenameAt(t, s, root, key))
+			os.WriteFile(filepath.Join(root, key, TranscriptName), transcriptBytes(clock.now, entryLine("another")), 0o600)
+		},
 	}
 	jobs := []Job{localJob(), other, {PiVersion: testPi, Venue: "podman", Model: "anthropic/claude-sonnet-4-5"}, {PiVersion: testPi, Venue: "local", Model: "openai/gpt-5"}}
 	for name, build := range keys {
