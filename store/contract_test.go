@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -526,4 +528,73 @@ func TestEveryInterleavingOfTwoJobs(t *testing.T) {
 // an order of steps like "R1 R2 P1 P2".
 func resolvedBefore(order string, j, o byte) bool {
 	return strings.Index(order, "R"+string(j)) < strings.Index(order, "P"+string(o))
+}
+
+// filesIn lists dir's entries with their bytes, for a key dir's contents
+// before and after an operation that must change nothing in it (the dir's
+// own mtime aside).
+func filesIn(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		b, _ := os.ReadFile(filepath.Join(dir, n.Name()))
+		out[n.Name()] = string(b)
+	}
+	return out
+}
+
+// A promotion that writes nothing leaves no meta.db behind. The key's
+// exclusive lock needs one, but a refusal on a key with no record (a
+// legacy key whose transcript was replaced, a new key's incomplete run)
+// must leave the key dir as it found it: nothing in the key dir changes,
+// and a legacy key must not turn into a db key without stamps.
+func TestAPromotionThatWritesNothingLeavesNoMetaDB(t *testing.T) {
+	t.Run("legacy key, superseded", func(t *testing.T) {
+		s, root, clock := newTestStore(t, gates.Bounds{})
+		dir := filepath.Join(root, testKey)
+		writeLegacy(t, root, testKey, map[string]string{
+			TranscriptName: string(transcriptBytes(clock.now)), "venue": "local", "pi-version": testPi, "resume-chain": "2",
+		})
+		sess, jobDir := mustResolve(t, s, testKey, localJob())
+		want(t, sess, true, gates.Resumed)
+		stage(t, jobDir, answeredTurn(staged(t, jobDir), "job", 10))
+		// The legacy worker replaces the transcript meanwhile, by rename.
+		replaced := filepath.Join(t.TempDir(), "replaced")
+		os.WriteFile(replaced, transcriptBytes(clock.now, entryLine("legacy worker")), 0o600)
+		if err := os.Rename(replaced, filepath.Join(dir, TranscriptName)); err != nil {
+			t.Fatal(err)
+		}
+		before := filesIn(t, dir)
+		res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		if res.Promoted || res.Reason != gates.Superseded {
+			t.Fatalf("promote = %+v, want superseded", res)
+		}
+		if after := filesIn(t, dir); !maps.Equal(after, before) {
+			t.Fatalf("key dir changed by a refusal: %d entries before, %d after (%v)", len(before), len(after), slices.Sorted(maps.Keys(after)))
+		}
+		r := inspectOne(t, s, testKey, InspectOptions{})
+		if r.Layout != LayoutLegacy || r.PiVersion == nil || *r.PiVersion != testPi || r.ResumeChain == nil || *r.ResumeChain != 2 {
+			t.Fatalf("dump after the refusal: layout %s, pi version %v, chain %v; want the legacy key's", r.Layout, r.PiVersion, r.ResumeChain)
+		}
+	})
+	t.Run("new key, run incomplete", func(t *testing.T) {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		sess, jobDir, data := contractJob(t, s, testKey, "cold")
+		stage(t, jobDir, piMessage(data, "u1", "user", "never answered", "", 0))
+		res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Answered})
+		if res.Promoted || res.Reason != gates.RunIncomplete {
+			t.Fatalf("promote = %+v, want run-incomplete", res)
+		}
+		if got := filesIn(t, filepath.Join(root, testKey)); len(got) != 0 {
+			t.Fatalf("a refused first promotion left %v in the key dir", slices.Sorted(maps.Keys(got)))
+		}
+		// The key is as new: the same job promotes when not refused.
+		if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 1 {
+			t.Fatalf("promote without --require = %+v", res)
+		}
+	})
 }

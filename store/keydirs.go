@@ -168,6 +168,7 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	if err := t.d.View(func(tx *db.Tx) (err error) { t.history, err = tx.History(0); return err }); err != nil {
 		return nil, err
 	}
+	t.emptyDB = t.sc == (db.Sidecars{}) && len(t.history) == 0
 	// The pending entry itself is replaced by this promotion's commit.
 	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
 		return nil, err
@@ -198,6 +199,13 @@ type keyTxn struct {
 	history []db.HistoryEntry
 	cur     keyState
 	temp    string // a staged temp not yet committed, removed by Close
+	// emptyDB: meta.db held no record, stamp or history when Begin took
+	// its lock (Begin may have created it for the lock alone), and no
+	// commit was tried since. Close then removes it, so that a promotion
+	// that writes nothing (a refusal, a failure before the commit) leaves
+	// the key dir as it found it: a legacy key's layout, and dump's view
+	// of its stamps, unchanged.
+	emptyDB bool
 }
 
 // State returns what Begin read and settled under the exclusive lock: no
@@ -246,6 +254,7 @@ func (t *keyTxn) Stage(_ uint64, src io.ReaderAt, size int64, torn bool) (Staged
 // settles it (see pendingInFlight), and the next writer's commit replaces
 // it; clearing it now would be a second commit, two more flushes.
 func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
+	t.emptyDB = false // a failed commit may have landed
 	err := t.d.Update(func(tx *db.Tx) error {
 		id := rec.Transcript
 		rec.Pending = &db.Pending{Tmp: st.Name, Size: id.Size, CRC32C: id.CRC32C, Gen: id.Gen, Prev: t.cur.record}
@@ -282,14 +291,21 @@ func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
 }
 
 // Close removes a temp Stage wrote that no Commit was tried for (the
-// staged file changed under the copy, a fault in between), then releases
-// the lock by closing meta.db. A Commit that failed may have landed, so
-// its temp is left for the next writer to roll forward or sweep.
+// staged file changed under the copy, a fault in between), and a meta.db
+// that holds nothing (emptyDB), then releases the lock by closing
+// meta.db. A Commit that failed may have landed, so its temp is left for
+// the next writer to roll forward or sweep.
 func (t *keyTxn) Close() error {
 	if t.temp != "" {
 		fsat.UnlinkAt(t.kd, t.temp)
 	}
 	if t.d != nil {
+		if t.emptyDB {
+			// Still under the lock, as reap and check --repair remove
+			// meta.db: an open waiting for the lock finds the name gone
+			// once it has it, and a writer makes its own.
+			fsat.UnlinkAt(t.kd, db.FileName)
+		}
 		t.d.Close()
 	}
 	return t.kd.Close()
