@@ -436,6 +436,17 @@ func TestLostPendingTempAndAReplacedTranscriptIsPromotionLost(t *testing.T) {
 	want(t, sess, false, gates.PromotionLost)
 }
 
+// A temp that is gone, as against damaged, cannot be told from a
+// promotion that landed and was then replaced out of band: what is in
+// place is judged against the record alone, transcript-replaced.
+func TestGoneTempAndAReplacedTranscriptIsTranscriptReplaced(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	os.Remove(commitWithoutRename(t, s, root))
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(testClockStart, "out of band"), 0o600)
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.TranscriptReplaced)
+}
+
 // A reading over its window is stored as pi reported it, and flagged.
 func TestReadingOverItsWindowIsKeptAndFlagged(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
