@@ -113,7 +113,8 @@ func TestTwoJobsOnOneBase(t *testing.T) {
 			if !won.Promoted || won.Gen != 2 {
 				t.Fatalf("first promote = %+v", won)
 			}
-			before := treeState(t, filepath.Join(root, testKey))
+			before := filesIn(t, filepath.Join(root, testKey))
+			delete(before, db.FileName) // it records the refusal
 			staged0 := staged(t, loserDir)
 			lost := mustPromote(t, s, loser, PromoteRequest{PiVersion: testPi})
 			if lost.Promoted || lost.Reason != gates.Superseded || lost.SupersededBy != 2 {
@@ -136,7 +137,11 @@ func TestTwoJobsOnOneBase(t *testing.T) {
 			if sc.Transcript.Gen != 2 || *sc.ResumeChain != 1 {
 				t.Fatalf("sidecars after a refusal: gen %d chain %d", sc.Transcript.Gen, *sc.ResumeChain)
 			}
-			_ = before
+			after := filesIn(t, filepath.Join(root, testKey))
+			delete(after, db.FileName)
+			if !maps.Equal(after, before) {
+				t.Fatalf("a refusal changed the key dir's files: %v -> %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+			}
 			// A retry of the loser is superseded again and not recorded twice.
 			again := mustPromote(t, s, loser, PromoteRequest{PiVersion: testPi})
 			if again.Reason != gates.Superseded || len(historyOf(t, root, testKey)) != len(h) {
