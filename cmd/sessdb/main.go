@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -71,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	c, rest, err := find(args)
+	if err != nil && len(args) == 2 && slices.Contains([]string{"-h", "-help", "--help"}, args[1]) {
+		// "sessdb engage -h" asks for help as "sessdb help engage" does.
+		return runHelp(args[:1], stdout, stderr)
+	}
 	if err != nil {
 		return newReporter("", stderr, logFormatIn(args)).usage(err)
 	}

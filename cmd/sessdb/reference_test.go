@@ -171,8 +171,10 @@ func TestHelpIsOneText(t *testing.T) {
 	if code, out, _ := runCLI(t, "help", "help"); code != exitOK || !strings.Contains(out, "commands:") && !strings.Contains(out, "dump") {
 		t.Errorf("help help: exit %d\n%s", code, out)
 	}
-	if code, out, _ := runCLI(t, "help", "engage"); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
-		t.Errorf("help engage: exit %d\n%s", code, out)
+	for _, args := range [][]string{{"help", "engage"}, {"engage", "-h"}, {"engage", "--help"}} {
+		if code, out, _ := runCLI(t, args...); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
 	}
 }
 

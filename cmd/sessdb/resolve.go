@@ -25,9 +25,10 @@ Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. The key is --key (32
 lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
 it. --pi-version is required: --pi-version "" declares no version, which never
-resumes. --job-dir is created if it is missing. A sessions root that does not
-exist makes every key absent, as the legacy store did, with a warning on
-stderr (a misspelt root would otherwise pass for a new conversation).
+resumes. --job-dir is created (0700) if it is missing; its parent must
+exist (a job dir that cannot be made is a fault, exit 1). A sessions root that
+does not exist makes every key absent, as the legacy store did, with a warning
+on stderr (a misspelt root would otherwise pass for a new conversation).
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked

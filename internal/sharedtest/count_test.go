@@ -5,8 +5,11 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,6 +33,14 @@ func TestSharedData(t *testing.T) {
 	}
 	for _, name := range tests {
 		t.Log(name)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := regexp.MustCompile(`lists them:\s+(\d+) tests`).FindSubmatch(readme)
+	if said == nil || string(said[1]) != strconv.Itoa(len(tests)) {
+		t.Errorf("README.md must say how many tests read ../shared/testdata (\"lists them: %d tests\"); it says %q", len(tests), said)
 	}
 	if Locate("pi-fixtures") == "" || Locate("pi") == "" {
 		t.Skipf("../shared/testdata is absent: %d tests skip, whole or in the cases that need it (listed above with -v)", len(tests))
