@@ -36,13 +36,13 @@ type CheckOptions struct {
 	// Grace is the age past which a file no record needs is an orphan;
 	// 0 means DefaultGrace. Now is the clock; nil means time.Now.
 	Grace time.Duration
-	Now   func() time.Time
+	Now   func() time.Time // the clock; nil: time.Now
 	// MaxBytes: a record over it is not verified (a resolve refuses it
 	// as too-large unread); 0 verifies every one.
 	MaxBytes int64
 	// Workers and Progress are as in InspectOptions.
 	Workers  int
-	Progress func(done, total int)
+	Progress func(done, total int) // called after each key, when set
 }
 
 // Check examines every record and every entry of the transcripts dir,

@@ -31,7 +31,7 @@ const LayoutEtcd store.Layout = "etcd"
 type InspectOptions struct {
 	// Bounds and Now are the ladder's bounds and clock, as the resolves'.
 	Bounds gates.Bounds
-	Now    func() time.Time
+	Now    func() time.Time // the clock; nil: time.Now
 	// History is how many of each key's newest history entries to report
 	// (at most etcdmeta.HistoryLimit).
 	History int
@@ -46,7 +46,7 @@ type InspectOptions struct {
 	// Workers bounds the keys read at once (0: a default for the
 	// machine); Progress, when set, is called after each report.
 	Workers  int
-	Progress func(done, total int)
+	Progress func(done, total int) // called after each report, when set
 }
 
 // Report is one record as Inspect reports it: in the key dir's report
