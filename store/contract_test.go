@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/store/transcript"
 )
 
@@ -613,4 +615,42 @@ func TestAPromotionThatWritesNothingLeavesNoMetaDB(t *testing.T) {
 			t.Fatalf("promote without --require = %+v", res)
 		}
 	})
+}
+
+// A resume chain at the largest uint64 saturates instead of wrapping to 0
+// (issue 15): the next resumed promotion keeps it there, and a chain bound
+// still refuses the key.
+func TestResumeChainSaturates(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, err := db.OpenWriter(kd, filepath.Join(root, testKey, db.FileName), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Update(func(tx *db.Tx) error { return tx.PutResumeChain(math.MaxUint64) })
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, dir, data := contractJob(t, s, testKey, "at-the-top")
+	want(t, sess, true, gates.Resumed)
+	stage(t, dir, answeredTurn(data, "top", 10))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("promote = %+v", res)
+	}
+	if c := *sidecarsOf(t, root, testKey).ResumeChain; c != math.MaxUint64 {
+		t.Fatalf("resume chain after a resumed promotion from 2^64-1 = %d, want 2^64-1", c)
+	}
+	var bounded *Store
+	bounded, err = New(root, Options{Bounds: gates.Bounds{MaxResumeChain: 3}, Now: s.opts.Now, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ = mustResolve(t, bounded, testKey, localJob())
+	want(t, sess, false, gates.ResumeChainTooLong)
 }
