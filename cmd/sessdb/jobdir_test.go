@@ -153,3 +153,29 @@ func TestCLIFailedResolveRemovesAnEarlierTicket(t *testing.T) {
 		t.Fatal("the earlier resolve's ticket (another key) survived a failed resolve")
 	}
 }
+
+// A --job-dir that does not exist is made, 0700 (issue 12); one whose
+// parent does not exist is a usage error, one line, and nothing is made.
+func TestCLIResolveMakesAMissingJobDir(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := filepath.Join(t.TempDir(), "job-1")
+	if code, _, errs := runCLI(t, resolveArgs(root, job)...); code != exitOK {
+		t.Fatalf("resolve into a missing job dir: exit %d, %s", code, errs)
+	}
+	fi, err := os.Stat(job)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("job dir: %v, mode %v; want a directory, 0700", err, fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(job, ticketFile)); err != nil {
+		t.Fatalf("no ticket in the made job dir: %v", err)
+	}
+	orphan := filepath.Join(t.TempDir(), "no-such-parent", "job-2")
+	code, out, errs := runCLI(t, resolveArgs(root, orphan)...)
+	if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "parent directory does not exist") {
+		t.Fatalf("resolve with a missing parent: exit %d, stdout %q, stderr %q; want exit 2 and one line", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Dir(orphan)); !os.IsNotExist(err) {
+		t.Fatalf("the missing parent was made: %v", err)
+	}
+}

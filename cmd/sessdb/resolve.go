@@ -25,8 +25,8 @@ Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. The key is --key (32
 lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
 it. --pi-version is required: --pi-version "" declares no version, which never
-resumes. --job-dir is created (0700) if it is missing; its parent must
-exist (a job dir that cannot be made is a fault, exit 1). A sessions root that
+resumes. --job-dir is created (0700) if it is missing; a parent that does not
+exist is a usage error (exit 2). A sessions root that
 does not exist makes every key absent, as the legacy store did, with a warning
 on stderr (a misspelt root would otherwise pass for a new conversation).
 
@@ -73,6 +73,11 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(errors.New("--job-dir is required"))
 		case !inv.given("pi-version"):
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
+		}
+		// Resolve makes the job dir, its last component only: a parent
+		// that does not exist is the caller's mistake, not the store's.
+		if _, err := os.Stat(filepath.Dir(filepath.Clean(*jobDir))); errors.Is(err, os.ErrNotExist) {
+			return inv.rep.usage(fmt.Errorf("--job-dir %s: its parent directory does not exist (resolve makes the job dir, not its parents)", brief(*jobDir)))
 		}
 		st, onFleet, done, code := openJobStore(inv, cfg, fk)
 		if st == nil {
