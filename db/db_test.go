@@ -126,14 +126,7 @@ func TestOpenWithoutWritesChangesNothing(t *testing.T) {
 func TestSidecarsRoundTrip(t *testing.T) {
 	kd := newKeyDir(t)
 	d := mustOpen(t, kd, true)
-	read := func() Sidecars {
-		t.Helper()
-		var s Sidecars
-		if err := d.View(func(tx *Tx) (err error) { s, err = tx.Sidecars(); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	read := func() Sidecars { t.Helper(); return sidecarsIn(t, d) }
 	if s := read(); s != (Sidecars{}) {
 		t.Fatalf("fresh file sidecars = %+v, want all absent", s)
 	}
@@ -173,14 +166,7 @@ func TestSidecarsRoundTrip(t *testing.T) {
 func TestPutSidecars(t *testing.T) {
 	kd := newKeyDir(t)
 	d := mustOpen(t, kd, true)
-	read := func() Sidecars {
-		t.Helper()
-		var s Sidecars
-		if err := d.View(func(tx *Tx) (err error) { s, err = tx.Sidecars(); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	read := func() Sidecars { t.Helper(); return sidecarsIn(t, d) }
 	all := Sidecars{
 		Transcript:  &Transcript{Gen: 2, Size: 10, CRC32C: 7, PromotedAt: 1700000000e9},
 		PiVersion:   ptr("0.58.3"),
@@ -215,6 +201,16 @@ func TestPutSidecars(t *testing.T) {
 	if s := read(); !reflect.DeepEqual(s, want) {
 		t.Fatalf("after a refused PutSidecars: %s, want %s", show(s), show(want))
 	}
+}
+
+// sidecarsIn reads d's sidecars in a View of their own.
+func sidecarsIn(t *testing.T, d *DB) Sidecars {
+	t.Helper()
+	var s Sidecars
+	if err := d.View(func(tx *Tx) (err error) { s, err = tx.Sidecars(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func ptr[T any](v T) *T { return &v }
