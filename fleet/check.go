@@ -79,9 +79,10 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}); err != nil {
 		return sum, err
 	}
-	orphans, err := shared.ListOrphans(ctx, b.dir, func(key, name string) bool {
+	inFlight := now().Add(-b.inFlightAge())
+	orphans, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		return needs(it, ok, name, cut)
+		return needs(it, ok, name, mtime, cut, inFlight)
 	}, cut)
 	if err != nil {
 		return sum, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
@@ -70,7 +71,11 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			continue
 		default:
 		}
-		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.cut) {
+		// The listing kept what was in flight by the record it read; a
+		// file it found too old for that stays so, and the record read
+		// now only ever names a higher generation: the in-flight window
+		// needs no second look (a zero mtime).
+		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, time.Time{}, c.cut, time.Time{}) {
 			f.Repair = "left: the key's record, read again under its lock, needs it now"
 			continue
 		}

@@ -296,3 +296,67 @@ func mustJob(f *fixture, key, marker string) store.Session {
 	sess, _ := f.job(key, marker)
 	return sess
 }
+
+// A promotion's file is written before the commit that names it, so no
+// grace period, however short, lets reap or check --repair sweep it in
+// between: a file of a generation above its record's is kept through the
+// in-flight window whatever the grace (found by an audit: a grace of 10 ms
+// swept an acknowledged generation). A negative grace is the default.
+func TestShortGraceNeverSweepsAPromotionInFlight(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	for _, sweep := range []struct {
+		name string
+		// run sweeps and returns what it removed.
+		run func(b *Backend) ([]string, error)
+	}{
+		{"reap", func(b *Backend) ([]string, error) {
+			r, err := b.Reap(t.Context(), ReapOptions{Grace: 10 * time.Millisecond})
+			return r.Swept, err
+		}},
+		{"reap with a negative grace", func(b *Backend) ([]string, error) {
+			r, err := b.Reap(t.Context(), ReapOptions{Grace: -time.Hour})
+			return r.Swept, err
+		}},
+		{"check --repair", func(b *Backend) ([]string, error) {
+			var removed []string
+			_, err := b.Check(t.Context(), CheckOptions{Repair: true, Grace: 10 * time.Millisecond}, func(fd store.Finding) error {
+				if fd.Repaired {
+					removed = append(removed, fd.Path)
+				}
+				return nil
+			})
+			return removed, err
+		}},
+	} {
+		t.Run(sweep.name, func(t *testing.T) {
+			key := store.Key("github", "in-flight", sweep.name)
+			f.run(key, "a")
+			sess, _ := f.job(key, "b")
+			var swept []string // this key's files the sweep removed
+			f.b.hook = func(p, _ string) error {
+				if p == hookCommit {
+					f.b.hook = nil
+					time.Sleep(30 * time.Millisecond) // older than the grace
+					removed, err := sweep.run(f.open())
+					if err != nil {
+						t.Errorf("%s during the commit window: %v", sweep.name, err)
+					}
+					for _, n := range removed {
+						if strings.HasPrefix(n, key+"/") {
+							swept = append(swept, n)
+						}
+					}
+				}
+				return nil
+			}
+			res, err := f.promote(sess)
+			if err != nil || !res.Promoted || res.Gen != 2 {
+				t.Fatalf("promote = %+v, %v", res, err)
+			}
+			if len(swept) != 0 {
+				t.Fatalf("%s swept %v while a promotion was between its file and its commit", sweep.name, swept)
+			}
+			f.holds(key, "b", 2)
+		})
+	}
+}

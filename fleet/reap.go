@@ -23,7 +23,7 @@ type ReapOptions struct {
 	TTL time.Duration
 	// Grace: a file no record names is removed once it is this old and,
 	// for a generation a newer one superseded, once that newer one is;
-	// 0 means DefaultGrace. It must exceed the slowest resolve's copy and
+	// 0 or less means DefaultGrace. It must exceed the slowest resolve's copy and
 	// the clocks' skew between hosts.
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
@@ -60,7 +60,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		now = o.Now
 	}
 	grace := o.Grace
-	if grace == 0 {
+	if grace <= 0 {
 		grace = DefaultGrace
 	}
 	records := map[string]etcdmeta.Item{}
@@ -100,9 +100,10 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 	}
 	cut := now().Add(-grace)
-	needed := func(key, name string) bool {
+	inFlight := now().Add(-b.inFlightAge())
+	needed := func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		return needs(it, ok, name, cut)
+		return needs(it, ok, name, mtime, cut, inFlight)
 	}
 	names, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
@@ -121,20 +122,47 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 }
 
 // needs reports whether a key whose record is it (ok: it has one) needs
-// its file name kept, where cut is the grace period's start: the record's
-// own file, and every file of a key whose record cannot be read or whose
+// its file name, written at mtime, kept, where cut is the grace period's
+// start and inFlight the in-flight window's (inFlightAge): every file of a
+// key whose record cannot be read; a temp, or a file of a generation
+// above the record's (or of a key with no record), written within the
+// in-flight window, whatever the grace period, since its promotion may
+// still commit it; the record's own file; and every file of a key whose
 // newest generation landed less than the grace period ago (a resolve that
 // read the record before may still be copying the one it superseded).
-func needs(it etcdmeta.Item, ok bool, name string, cut time.Time) bool {
+//
+// A file of a generation at or below the record's that the record does
+// not name can never be named: a commit names the generation above its
+// base's, guarded by the base's revision, and the record's generation
+// only grows.
+func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
+	if ok && it.Err != nil {
+		return true // unreadable: nothing of it is judged
+	}
+	var t *etcdmeta.Transcript
+	if ok {
+		t = it.Record.Transcript
+	}
+	_, gen, isFile := shared.ParseName(name)
+	if (!isFile || t == nil || gen > t.Gen) && mtime.After(inFlight) {
+		return true
+	}
 	switch {
 	case !ok:
 		return false // no record: an orphan, or a reaped key's
-	case it.Err != nil:
-		return true // unreadable: nothing of it is judged
+	case !isFile:
+		return false // a temp past the in-flight window: a write that died
 	}
-	t := it.Record.Transcript
 	return t == nil || t.File == name || time.Unix(0, t.PromotedAt).After(cut)
 }
+
+// inFlightAge is how long a temp, or a file of a generation above its
+// key's record, is kept whatever the grace period: a promotion writes its
+// file before the commit that names it, and that commit, retried, may
+// land up to its request timeout later. A minute more than three request
+// timeouts leaves room for a member that answers late and for promoters
+// configured with a longer timeout than this process.
+func (b *Backend) inFlightAge() time.Duration { return time.Minute + 3*b.timeout }
 
 func expired(r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
 	t := r.Transcript

@@ -10,9 +10,9 @@ import (
 )
 
 // ListOrphans returns the names under dir that no record needs: every
-// transcript whose modification time is before olderThan and for which
-// referenced(key, name) is false, and every temp older than olderThan (a
-// write that died). Entries that are neither (foreign files, links,
+// transcript and every temp (a write in flight, or one that died) whose
+// modification time is before olderThan and for which referenced(key,
+// name, mtime) is false. Entries that are neither (foreign files, links,
 // directories that are not keys) are left out: reap never touches what it
 // did not write. Key directories are listed without following links. The
 // names are sorted, and each is one Remove takes.
@@ -22,7 +22,7 @@ import (
 // reaper must keep such a generation through the grace period itself
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
-func ListOrphans(ctx context.Context, dir string, referenced func(key, name string) bool, olderThan time.Time) ([]string, error) {
+func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) ([]string, error) {
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
 		return nil, err
@@ -63,11 +63,12 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			if err != nil || !fsat.IsRegular(&st) {
 				continue // gone meanwhile, or not a file this package wrote
 			}
-			if !time.Unix(st.Mtim.Sec, st.Mtim.Nsec).Before(olderThan) {
+			mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+			if !mtime.Before(olderThan) {
 				continue
 			}
 			name := key + "/" + f
-			if isFile && referenced(key, name) {
+			if referenced(key, name, mtime) {
 				continue
 			}
 			out = append(out, name)

@@ -273,10 +273,17 @@ func TestListOrphans(t *testing.T) {
 	unix.Lutimes(link, []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())})
 	os.Symlink(filepath.Join(dir, other), filepath.Join(dir, "abcdefabcdefabcdefabcdefabcdefab"))
 
-	referenced := func(k, name string) bool { return name == kept }
+	// Every candidate is asked about, temps included, with its mtime.
+	seen := map[string]time.Time{}
+	referenced := func(k, name string, mtime time.Time) bool { seen[name] = mtime; return name == kept }
 	got, err := ListOrphans(context.Background(), dir, referenced, cutoff)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range []string{kept, orphan, deadTmp, orphan2} {
+		if m, ok := seen[n]; !ok || m.Sub(old).Abs() > time.Millisecond {
+			t.Errorf("referenced(%q): asked %v with mtime %v, want %v", n, ok, m, old)
+		}
 	}
 	want := []string{deadTmp, orphan, orphan2}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
