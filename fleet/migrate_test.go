@@ -22,6 +22,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
@@ -668,5 +669,70 @@ func TestMigrateHostile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
 		t.Errorf("from etcd wrote through a linked key dir: %v", ents)
+	}
+}
+
+// After ToEtcd, the fleet numbers a key's next generation from its history
+// as the key dir would, even where the record names a lower one: a key
+// whose transcript was gone (the record moved in without one) or whose
+// last promotion's temp was lost (the record names the generation before
+// it). The fleet promoted gen 1 over a history up to gen 3 before (found
+// by an audit).
+func TestFleetNumbersGenerationsAboveAMovedHistory(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	hs, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoteOn := func(s *store.Store, key, marker string) store.PromoteResult {
+		t.Helper()
+		sess, jobDir := resolveOn(t, s, key)
+		appendMarker(t, jobDir, marker)
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		if err != nil || !res.Promoted {
+			t.Fatalf("promote %s: %+v, %v", marker, res, err)
+		}
+		return res
+	}
+	absent, prev := store.Key("github", "moved", "absent"), store.Key("github", "moved", "prev")
+	for _, key := range []string{absent, prev} {
+		for _, m := range []string{"a", "b", "c"} {
+			promoteOn(hs, key, m)
+		}
+	}
+	if err := os.Remove(filepath.Join(root, absent, store.TranscriptName)); err != nil {
+		t.Fatal(err)
+	}
+	// prev: a fourth promotion committed, its temp lost before the rename;
+	// the key dir serves gen 3, its history names gen 4.
+	sess, jobDir := resolveOn(t, hs, prev)
+	appendMarker(t, jobDir, "d")
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("killed")
+		}
+		return nil
+	})
+	_, err = hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+	faults.Set(nil)
+	if err == nil {
+		t.Fatal("the promotion was not stopped after its commit")
+	}
+	temps, _ := filepath.Glob(filepath.Join(root, prev, ".current.jsonl.tmp-*"))
+	for _, tmp := range temps {
+		os.Remove(tmp)
+	}
+	if _, err := ToEtcd(t.Context(), root, f.b, MigrateOptions{}, func(MigrateReport) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]uint64{absent: 4, prev: 5} {
+		if res := promoteOn(f.s, key, "next"); res.Gen != want {
+			t.Errorf("%s: the fleet's next promotion is gen %d, want %d (above the moved history)", key, res.Gen, want)
+		}
+		// and the one after takes the fast path again
+		if res := promoteOn(f.s, key, "after"); res.Gen != want+1 {
+			t.Errorf("%s: the promotion after it is gen %d, want %d", key, res.Gen, want+1)
+		}
 	}
 }

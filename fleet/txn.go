@@ -57,8 +57,9 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 // optimistic returns the txn of a promotion that takes base for the key's
 // state, or nil where it cannot: a base already seen superseded, a base
 // that names a record but no revision (not a fleet's), a key the nearest
-// member shows moved on from base (a job superseded writes no file), or a
-// member behind base.
+// member shows moved on from base (a job superseded writes no file), a
+// member behind base, or a key moved in whose history names a generation
+// above its record's (Record.HistoryGen).
 func (b *Backend) optimistic(key string, base store.Base) *txn {
 	if b.stale.has(key, base.Rev) || base.Rev == 0 && base != (store.Base{}) {
 		return nil
@@ -66,7 +67,10 @@ func (b *Backend) optimistic(key string, base store.Base) *txn {
 	ctx, cancel := b.deadline()
 	defer cancel()
 	st, err := b.meta.PeekRecord(ctx, key)
-	if err != nil || baseOf(st.Record, st.Rev) != base {
+	if err != nil || baseOf(st.Record, st.Rev) != base || st.Record.HistoryGen != 0 {
+		// HistoryGen: a key moved in with a history that names a
+		// generation above the record's; the next one is numbered from
+		// the history, which only a full read has.
 		return nil
 	}
 	return &txn{b: b, key: key, st: st, optimistic: true}
@@ -93,7 +97,8 @@ type txn struct {
 // State is the key as Begin found it. An optimistic state has no history:
 // the ticket cannot have promoted while the record is still at its base
 // (its promotion would have moved it on), and no promotion gen can be
-// higher than the record's (record and history are one transaction).
+// higher than the record's (record and history are one transaction; a
+// record moved in with a higher one is never taken optimistically).
 func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
 	return sidecarsOf(t.st.Record), historyOf(t.st.History), baseOf(t.st.Record, t.st.Rev)
 }

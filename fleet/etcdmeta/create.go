@@ -13,7 +13,8 @@ import (
 // (fleet's migration from a single host), where Put would start the
 // history afresh. hist is oldest first, and each entry keeps its Seq,
 // which must increase along it; only the newest HistoryLimit are written.
-// A key that holds a record or any history entry is a *ConflictError
+// The record is written with HistoryGen set from them (rec's own is
+// ignored). A key that holds a record or any history entry is a *ConflictError
 // carrying what it holds; nothing is written. It returns the record's
 // revision.
 //
@@ -28,6 +29,12 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 	}
 	if len(hist) > HistoryLimit {
 		hist = hist[len(hist)-HistoryLimit:]
+	}
+	rec.HistoryGen = 0
+	for _, e := range hist {
+		if e.Gen > rec.HistoryGen && (rec.Transcript == nil || e.Gen > rec.Transcript.Gen) {
+			rec.HistoryGen = e.Gen
+		}
 	}
 	val, err := encodeRecord(rec)
 	if err != nil {

@@ -33,6 +33,13 @@ type Record struct {
 	Venue       *string     `msgpack:"vn,omitempty"` // absent = "local"
 	ResumeChain *uint64     `msgpack:"rc,omitempty"` // consecutive host deliveries
 	Context     *Context    `msgpack:"cx,omitempty"` // absent = no measurement
+	// HistoryGen is the highest generation the key's history names, where
+	// that is above Transcript's (0 otherwise). Only Create, moving a key
+	// in with its history, writes one: a promotion names the generation
+	// above its base's. A writer that takes the record for the key's state
+	// without reading its history must not do so where it is set, or it
+	// would number its generation below one the history holds.
+	HistoryGen uint64 `msgpack:"hg,omitempty"`
 }
 
 // Transcript identifies the transcript generation the record names: the
@@ -89,11 +96,12 @@ type wireRecord struct {
 	Venue       *string     `msgpack:"vn,omitempty"`
 	ResumeChain *uint64     `msgpack:"rc,omitempty"`
 	Context     *Context    `msgpack:"cx,omitempty"`
+	HistoryGen  uint64      `msgpack:"hg,omitempty"`
 }
 
 func encodeRecord(r Record) ([]byte, error) {
 	return marshal(wireRecord{V: SchemaVersion, Transcript: r.Transcript, PiVersion: r.PiVersion,
-		Venue: r.Venue, ResumeChain: r.ResumeChain, Context: r.Context})
+		Venue: r.Venue, ResumeChain: r.ResumeChain, Context: r.Context, HistoryGen: r.HistoryGen})
 }
 
 func decodeRecord(b []byte) (Record, error) {
@@ -108,7 +116,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: record schema %d, this binary knows %d", ErrNewerSchema, w.V, SchemaVersion)
 	}
 	return Record{Transcript: w.Transcript, PiVersion: w.PiVersion, Venue: w.Venue,
-		ResumeChain: w.ResumeChain, Context: w.Context}, nil
+		ResumeChain: w.ResumeChain, Context: w.Context, HistoryGen: w.HistoryGen}, nil
 }
 
 func encodeHistory(e HistoryEntry) ([]byte, error) { return marshal(e) }
