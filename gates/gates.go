@@ -2,6 +2,7 @@ package gates
 
 import (
 	"math/bits"
+	"strings"
 	"time"
 )
 
@@ -198,10 +199,12 @@ func Evaluate(obs Observation, b Bounds, job Job, now time.Time) Verdict {
 // venueMatches reports whether the stamp vouches for jobVenue. An absent
 // stamp means UnstampedVenue; an unreadable one, or a job whose venue could
 // not be resolved, vouches for nothing. A "(pending)" stamp left by an
-// interrupted legacy promotion falls out of the exact compare, since no venue
-// name can contain parentheses.
+// interrupted legacy promotion (or written on purpose to keep a key cold)
+// falls out of the exact compare, since no venue name can contain
+// parentheses: a job venue that does is no venue, and vouches for nothing,
+// or a job naming "(pending)" would resume every key kept cold that way.
 func venueMatches(s Stamp, jobVenue string) bool {
-	if jobVenue == "" {
+	if jobVenue == "" || strings.ContainsAny(jobVenue, "()") {
 		return false
 	}
 	switch s.State {

@@ -80,7 +80,10 @@ func TestRungVenue(t *testing.T) {
 		{present("local"), "podman", VenueChanged},
 		{present("Local"), "local", VenueChanged}, // exact compare
 		{present("(pending)"), "local", VenueChanged},
-		{present("(pending)"), "(pending)", Resumed}, // exact compare; no backend name can be this
+		// No venue name has parentheses: a job that names "(pending)" must
+		// not resume the keys the sentinel keeps cold everywhere.
+		{present("(pending)"), "(pending)", VenueChanged},
+		{present("local(1)"), "local(1)", VenueChanged},
 		{present(""), "local", VenueChanged},
 		{Stamp{}, "local", Resumed}, // unstamped means local
 		{Stamp{}, "podman", VenueChanged},
