@@ -145,3 +145,33 @@ func TestReportsComeInNameOrder(t *testing.T) {
 		t.Fatalf("a missing root: %v", err)
 	}
 }
+
+// A key dir whose meta.db check --repair moved aside, and that has no new
+// one, is cold (meta-moved-aside) until an operator accepts it or a job
+// promotes: migrate skips it, and leaves it cold, instead of making a
+// meta.db from the stale legacy files beside it, which would resume it.
+func TestMovedAsideKeyIsSkipped(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	must(t, os.WriteFile(filepath.Join(root, key, store.AsidePrefix+"20261201T000000Z"), []byte("damaged"), 0o600))
+	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
+	must(t, err)
+	job := store.Job{PiVersion: testPi, Venue: "local"}
+	if s, _ := st.Resolve(key, job, t.TempDir()); s.Resume || s.Reason != gates.MetaMovedAside {
+		t.Fatalf("before the migration: %v %s", s.Resume, s.Reason)
+	}
+	for _, dry := range []bool{true, false} {
+		opts := testOpts()
+		opts.DryRun = dry
+		got, _ := migrate(t, root, false, opts)
+		if r := got[key]; r.Action != Skipped || !strings.Contains(r.Cause, "moved aside") {
+			t.Fatalf("migrate (dry run %v): %+v, want skipped as moved aside", dry, r)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !os.IsNotExist(err) {
+		t.Fatalf("migrate made a meta.db beside the moved-aside one: %v", err)
+	}
+	if s, _ := st.Resolve(key, job, t.TempDir()); s.Resume || s.Reason != gates.MetaMovedAside {
+		t.Fatalf("after the migration: %v %s, want still meta-moved-aside", s.Resume, s.Reason)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
@@ -35,6 +36,7 @@ type keyScan struct {
 	lockAge    time.Duration
 	temps      []string // legacy .incoming temps
 	storeTemps bool     // the store's promotion temps
+	movedAside bool     // a meta.db check --repair moved aside (store.AsidePrefix)
 }
 
 // scanKey lists dir and lstats each legacy entry; now ages the legacy
@@ -66,6 +68,8 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			k.temps = append(k.temps, n)
 		case strings.HasPrefix(n, storeTempPrefix):
 			k.storeTemps = true
+		case strings.HasPrefix(n, store.AsidePrefix):
+			k.movedAside = true
 		case isSidecar(n):
 			st, err := fsat.LstatAt(dir, n)
 			if err != nil {

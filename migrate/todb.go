@@ -16,6 +16,10 @@ import (
 // nothingToMigrate is the Cause of a key dir with no legacy state at all.
 const nothingToMigrate = "nothing to migrate: no legacy sidecar, lock, temp or transcript"
 
+// movedAsideCause is the skip of a key dir whose meta.db check --repair
+// moved aside, and which has no new one yet.
+const movedAsideCause = "meta.db was moved aside by check --repair: the key stays cold (meta-moved-aside) until check --repair --accept or its next promotion; nothing migrated"
+
 // planDB decides what ToDB does to the key dir kd: commit the legacy
 // values to meta.db and remove the legacy files (Migrated), remove the
 // leftovers beside a meta.db that already holds the values (Already), or
@@ -33,6 +37,12 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		return p, err
 	case k.freshLock():
 		p.legacyLocked(k)
+		return p, nil
+	case !k.meta && k.movedAside:
+		// The store trusts no stamp of it (meta-moved-aside) until an
+		// operator accepts the transcript or a job promotes one: a
+		// meta.db made from the legacy files left beside it would.
+		p.Action, p.Cause = Skipped, movedAsideCause
 		return p, nil
 	case !k.meta && !k.legacyLeft() && !k.regularTranscript():
 		p.Action, p.Cause = Skipped, nothingToMigrate
