@@ -288,7 +288,10 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 	switch {
 	case k.metaErr != nil:
 		r.MetaError = k.metaErr.Error()
-	case k.meta != nil:
+	case k.meta != nil && k.layout == LayoutDB:
+		// (An empty meta.db, a migration or first promotion that died
+		// before its commit, leaves the key legacy: its stamps are the
+		// legacy files', as the resolve reads them.)
 		s.reportDB(k, &r, opts.History)
 	default:
 		r.Venue = stampValue(k.obs.Venue)

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 func inspectOne(t *testing.T, s *Store, key string, opts InspectOptions) KeyReport {
@@ -197,5 +199,31 @@ func TestInspectWithVerifyIsReadOnly(t *testing.T) {
 	}
 	if after := treeState(t, root); after != before {
 		t.Fatalf("InspectWith changed the tree:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A key with an empty meta.db beside its legacy files (a migration or a
+// first promotion that died before its commit) is judged by the legacy
+// files, and dump reports those stamps, as the resolve reads them.
+func TestEmptyMetaDBBesideLegacyFilesReportsTheLegacyStamps(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now)), "venue": "local", "pi-version": testPi, "resume-chain": "2",
+	})
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.OpenWriter(kd, filepath.Join(root, testKey, db.FileName), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	kd.Close()
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	r := inspectOne(t, s, testKey, InspectOptions{})
+	if r.Layout != LayoutLegacy || r.PiVersion == nil || *r.PiVersion != testPi || r.Venue == nil || *r.Venue != "local" || r.ResumeChain == nil || *r.ResumeChain != 2 {
+		t.Fatalf("dump of a legacy key beside an empty meta.db: layout %s, pi version %v, venue %v, chain %v; want the legacy stamps", r.Layout, r.PiVersion, r.Venue, r.ResumeChain)
 	}
 }
