@@ -654,3 +654,32 @@ func TestResumeChainSaturates(t *testing.T) {
 	sess, _ = mustResolve(t, bounded, testKey, localJob())
 	want(t, sess, false, gates.ResumeChainTooLong)
 }
+
+// The context rung compares the reading's model with the job's in the
+// normalised form the job's takes (legacy.NormaliseModel), whatever case
+// pi wrote it in: a model id with capitals (huggingface/Qwen/...) kept its
+// bound off before (found by an audit).
+func TestContextBoundHoldsForAModelIDWithCapitals(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{MaxContextPct: 80})
+	const model = "huggingface/Qwen/Qwen3-Coder-Next"
+	data := bytes.Replace(transcriptBytes(clock.now), []byte(`"provider":"anthropic","modelId":"claude-sonnet-4-5"`), []byte(`"provider":"huggingface","modelId":"Qwen/Qwen3-Coder-Next"`), 1)
+	job := localJob()
+	job.Model = model
+	sess, dir := mustResolve(t, s, testKey, job)
+	stage(t, dir, append(data, entryLine("full")...))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Tokens: tok(90), Window: 100}); !res.Promoted {
+		t.Fatalf("promote = %+v", res)
+	}
+	if c := contextOf(t, root, testKey); c == nil || c.Model != model {
+		t.Fatalf("reading = %+v, want its model as pi wrote it (%s)", c, model)
+	}
+	for _, m := range []string{model, "HuggingFace/qwen/qwen3-coder-next"} {
+		job.Model = m
+		sess, _ := mustResolve(t, s, testKey, job)
+		want(t, sess, false, gates.ContextTooFull)
+	}
+	v := inspectOne(t, s, testKey, InspectOptions{Job: &job}).Verdict
+	if v.Reason != string(gates.ContextTooFull) {
+		t.Fatalf("dump's verdict for the job = %+v, want context-too-full", v)
+	}
+}

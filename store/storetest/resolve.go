@@ -144,6 +144,30 @@ var resolvePromises = []promise{
 			e.want(sess, true, gates.Resumed)
 		}
 	}},
+	{"resolve/context-too-full whatever the case of the model's id", func(e *env) {
+		// pi writes the model's id as its provider spells it; the job's
+		// is normalised. The rung compares the two in one form.
+		s := e.with(gates.Bounds{MaxContextPct: 80})
+		job := localJob()
+		job.Model = "huggingface/Qwen/Qwen3-Coder-Next"
+		sess, jobDir := e.resolveOn(s, key, job)
+		data := turn(header(e.clock.now), "qwen", 100)
+		for _, r := range [][2]string{
+			{`"provider":"anthropic","modelId":"claude-sonnet-4-5"`, `"provider":"huggingface","modelId":"Qwen/Qwen3-Coder-Next"`},
+			{`"provider":"anthropic","model":"claude-sonnet-4-5"`, `"provider":"huggingface","model":"Qwen/Qwen3-Coder-Next"`},
+		} {
+			data = bytes.ReplaceAll(data, []byte(r[0]), []byte(r[1]))
+		}
+		e.stage(jobDir, data)
+		if res := e.promoteOn(s, sess, store.PromoteRequest{PiVersion: piVersion, Tokens: tokens(90), Window: 100}); !res.Promoted {
+			e.fatalf("promote = %+v", res)
+		}
+		for _, m := range []string{job.Model, "HuggingFace/qwen/QWEN3-coder-next"} {
+			job.Model = m
+			sess, _ := e.resolveOn(s, key, job)
+			e.want(sess, false, gates.ContextTooFull)
+		}
+	}},
 	{"resolve/unparseable first line", func(e *env) {
 		for i, first := range []string{"not json\n", `{"type":"message"}` + "\n"} {
 			k := store.Key("github", "acme/widget", string(rune('a'+i)))
