@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 )
@@ -96,8 +98,11 @@ type Finding struct {
 	// repair.
 	Remains bool `json:"remains"`
 
-	tmpWhole    bool // pending-promotion: the temp matches the record
-	unproven    bool // meta-check-failed: the check did not complete, so proves nothing
+	tmpWhole bool // pending-promotion: the temp matches the record
+	unproven bool // meta-check-failed: the check did not complete, so proves nothing
+	// examinedDB is meta.db as the look that found a damage finding saw
+	// it, for a repair to move aside only that file, unchanged since.
+	examinedDB  *unix.Stat_t
 	afterRepair bool // found only by the look after the repair
 }
 

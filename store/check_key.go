@@ -28,8 +28,9 @@ const AsidePrefix = db.FileName + ".damaged-"
 // trouble with the entry itself is a finding.
 func (s *Store) examine(ctx context.Context, root *os.File, name string, deep deepFunc) ([]Finding, error) {
 	var out []Finding
+	var examinedDB *unix.Stat_t // meta.db as this look found it
 	add := func(path string, kind Kind, format string, args ...any) *Finding {
-		f := Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: fmt.Sprintf(format, args...)}
+		f := Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: fmt.Sprintf(format, args...), examinedDB: examinedDB}
 		if ValidKey(name) {
 			f.Key = name
 		}
@@ -79,6 +80,12 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	if k.locked {
 		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
 		return out, nil
+	}
+	// Before anything is judged, under the shared lock where meta.db
+	// opened: a commit since changes it, and then this look's proof of
+	// damage is not proof about the file a repair would find.
+	if st, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
+		examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
 	if err := ctx.Err(); err != nil {

@@ -65,7 +65,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			f.Repair = "left as is: a check that did not complete proves nothing, and nothing is moved without proof; check again (give it more time if it timed out)"
 		case f.Kind == KindMetaDamaged, f.Kind == KindMetaPageInvalid, f.Kind == KindMetaCheckFailed, f.Kind == KindRecordUndecodable:
 			if aside == "" && asideErr == nil {
-				aside, asideErr = s.moveAside(root, name)
+				aside, asideErr = s.moveAside(root, name, f.examinedDB)
 				dbTouched = dbTouched || asideErr == nil
 			}
 			if asideErr != nil {
@@ -258,7 +258,12 @@ func advice(k Kind) string {
 // locked, and every store open of it fails anyway). It never replaces an
 // existing file and never deletes anything. The key then reads as having
 // no meta.db, a clean cold start, until its next promotion creates one.
-func (s *Store) moveAside(root *os.File, key string) (string, error) {
+//
+// examined is the file as the look that proved it damaged saw it (nil:
+// not known). A file that has changed since (a commit: some damage, a
+// spare meta page, heals with the next one) is not the file that was
+// proved damaged, and is left for the next check to judge.
+func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (string, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
 		return "", err
@@ -281,6 +286,12 @@ func (s *Store) moveAside(root *os.File, key string) (string, error) {
 	}
 	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
+	}
+	if examined != nil {
+		if now, err := fsat.Fstat(f); err != nil || now.Dev != examined.Dev || now.Ino != examined.Ino ||
+			now.Size != examined.Size || now.Mtim != examined.Mtim || now.Ctim != examined.Ctim {
+			return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("changed since it was found damaged (a commit since?): check again")}
+		}
 	}
 	if err := s.fault(faults.RepairBeforeAside); err != nil {
 		return "", err

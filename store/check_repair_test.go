@@ -1,15 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // A moved-aside meta.db is renamed, never deleted, and never replaces
@@ -218,4 +221,49 @@ func TestRepairRemovesMetaTemps(t *testing.T) {
 	}
 	sess, _ := mustResolve(t, s, withDB, localJob())
 	want(t, sess, true, gates.Resumed)
+}
+
+// check --repair moves aside only the meta.db its look proved damaged: a
+// file a commit changed since (a damaged spare meta page heals with the
+// next commit) is left for the next check, and the key keeps its newest
+// promotion (found by an audit: the healthy file, holding gen 3, was moved
+// aside and the key cold-started as meta-moved-aside).
+func TestRepairLeavesAMetaDBChangedSinceItWasExamined(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	m := chkMeta(t, root, testKey)
+	f, err := os.OpenFile(chkDB(root, testKey), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize)) // the spare meta page
+	f.Close()
+	rootF, err := fsat.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootF.Close()
+	found, err := s.examine(context.Background(), rootF, testKey, nil)
+	if err != nil || !slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMetaPageInvalid }) {
+		t.Fatalf("examine: %v, %+v; want a meta-page-invalid finding", err, found)
+	}
+	// A promotion lands between the look and the repair.
+	if _, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three"); res.Gen != 3 {
+		t.Fatalf("promotion after the look: %+v", res)
+	}
+	s.repair(rootF, testKey, found)
+	for _, f := range found {
+		if f.Kind == KindMetaPageInvalid && (f.Repaired || !strings.Contains(f.Repair, "changed since")) {
+			t.Fatalf("repair of a meta.db changed since its look: %+v", f)
+		}
+	}
+	if _, err := os.Lstat(chkDB(root, testKey)); err != nil {
+		t.Fatalf("meta.db was moved: %v", err)
+	}
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	if sess.Gen() != 3 || !bytes.Contains(staged(t, jobDir), []byte("three")) {
+		t.Fatalf("resumed gen %d, want gen 3 with the newest promotion", sess.Gen())
+	}
 }
