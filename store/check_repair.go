@@ -43,10 +43,15 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		if f.Kind != KindPendingPromotion {
 			continue
 		}
-		settled, err := s.RollForward(name)
+		settled, after, err := s.rollForwardExamined(name, f.examinedDB)
 		if err != nil {
 			f.Repair = "not repaired: " + err.Error()
 			continue
+		}
+		// What the look proved of meta.db holds for the file this roll-
+		// forward left only if nothing else wrote it first.
+		for j := range found {
+			found[j].examinedDB = after
 		}
 		dbTouched = dbTouched || settled
 		f.Repaired = true
@@ -260,9 +265,10 @@ func advice(k Kind) string {
 // no meta.db, a clean cold start, until its next promotion creates one.
 //
 // examined is the file as the look that proved it damaged saw it (nil:
-// not known). A file that has changed since (a commit: some damage, a
-// spare meta page, heals with the next one) is not the file that was
-// proved damaged, and is left for the next check to judge.
+// not known, or changed before the repair's roll-forward). A file that has
+// changed since (a commit: some damage, a spare meta page, heals with the
+// next one) is not the file that was proved damaged, and is left for the
+// next check to judge.
 func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (string, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
@@ -287,11 +293,8 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
-	if examined != nil {
-		if now, err := fsat.Fstat(f); err != nil || now.Dev != examined.Dev || now.Ino != examined.Ino ||
-			now.Size != examined.Size || now.Mtim != examined.Mtim || now.Ctim != examined.Ctim {
-			return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("changed since it was found damaged (a commit since?): check again")}
-		}
+	if examined == nil || !unchangedSince(kd, examined) {
+		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("changed since it was found damaged (a commit since?): check again")}
 	}
 	if err := s.fault(faults.RepairBeforeAside); err != nil {
 		return "", err

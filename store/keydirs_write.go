@@ -226,34 +226,59 @@ func sweepTemps(kd *os.File) {
 // key with no meta.db has nothing to roll forward and is left untouched.
 // It reports whether a pending promotion was settled.
 func (s *Store) RollForward(key string) (bool, error) {
+	settled, _, err := s.rollForwardExamined(key, nil)
+	return settled, err
+}
+
+// rollForwardExamined is RollForward for a repair that may go on to move
+// meta.db aside on the proof of a look that saw the file as examined: it
+// also returns the file as the roll-forward left it, read under the same
+// lock, if the file was still as examined before it (nil otherwise, and
+// for a nil examined). The proof then stands for that file, the repair's
+// own commit included, and for no other.
+func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *unix.Stat_t, error) {
 	if !ValidKey(key) {
-		return false, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
+		return false, nil, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
 	}
 	root, err := fsat.OpenDir(s.root)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer root.Close()
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer kd.Close()
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
 		if fsat.IsNotExist(err) {
-			return false, nil
+			return false, nil, nil
 		}
-		return false, err
+		return false, nil, err
 	}
 	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer d.Close()
+	same := examined != nil && unchangedSince(kd, examined)
 	settled, err := s.rollForward(kd, d, sc.Pending, true)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	sweepTemps(kd)
-	return settled, nil
+	var after *unix.Stat_t
+	if st, err := fsat.LstatAt(kd, db.FileName); same && err == nil {
+		after = &st
+	}
+	return settled, after, nil
+}
+
+// unchangedSince reports whether kd's meta.db is still the file examined
+// saw, unwritten since: the same inode, size, modification and change
+// times.
+func unchangedSince(kd *os.File, examined *unix.Stat_t) bool {
+	now, err := fsat.LstatAt(kd, db.FileName)
+	return err == nil && now.Dev == examined.Dev && now.Ino == examined.Ino &&
+		now.Size == examined.Size && now.Mtim == examined.Mtim && now.Ctim == examined.Ctim
 }
