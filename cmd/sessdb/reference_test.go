@@ -69,7 +69,8 @@ return.
 ## Configuration
 
 Every bound has a flag and an environment variable (the legacy names); the
-flag wins. Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
+flag wins. A flag given an empty value counts as not given (unset the
+variable instead). Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
 values are configuration errors (exit 2, naming the variable).
 
 | flag | variable | meaning |
