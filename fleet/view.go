@@ -13,7 +13,6 @@ import (
 	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/store"
-	"sessdb/store/legacy"
 	"sessdb/store/transcript"
 )
 
@@ -136,8 +135,7 @@ func recordInto(obs *gates.Observation, r etcdmeta.Record) {
 		obs.ResumeChain = *r.ResumeChain
 	}
 	if c := r.Context; c != nil {
-		// Compared with the job's normalised model, as on a key dir.
-		obs.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: legacy.NormaliseModel(c.Model)}
+		obs.Context = &gates.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model}
 	}
 }
 

@@ -655,10 +655,10 @@ func TestResumeChainSaturates(t *testing.T) {
 	want(t, sess, false, gates.ResumeChainTooLong)
 }
 
-// The context rung compares the reading's model with the job's in the
-// normalised form the job's takes (legacy.NormaliseModel), whatever case
-// pi wrote it in: a model id with capitals (huggingface/Qwen/...) kept its
-// bound off before (found by an audit).
+// A reading is stamped with its model in the normalised form the job's
+// takes (legacy.NormaliseModel), whatever case pi wrote it in, so the
+// context rung matches them: a model id with capitals
+// (huggingface/Qwen/...) kept its bound off before (found by an audit).
 func TestContextBoundHoldsForAModelIDWithCapitals(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{MaxContextPct: 80})
 	const model = "huggingface/Qwen/Qwen3-Coder-Next"
@@ -670,8 +670,8 @@ func TestContextBoundHoldsForAModelIDWithCapitals(t *testing.T) {
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Tokens: tok(90), Window: 100}); !res.Promoted {
 		t.Fatalf("promote = %+v", res)
 	}
-	if c := contextOf(t, root, testKey); c == nil || c.Model != model {
-		t.Fatalf("reading = %+v, want its model as pi wrote it (%s)", c, model)
+	if c := contextOf(t, root, testKey); c == nil || c.Model != "huggingface/qwen/qwen3-coder-next" {
+		t.Fatalf("reading = %+v, want its model in the job's normalised form", c)
 	}
 	for _, m := range []string{model, "HuggingFace/qwen/qwen3-coder-next"} {
 		job.Model = m

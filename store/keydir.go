@@ -200,10 +200,7 @@ func (k *keyDir) observeDB() {
 		k.obs.ResumeChain = *sc.ResumeChain
 	}
 	if sc.Context != nil {
-		// The reading keeps the model as pi wrote it; the job's is
-		// normalised (legacy.NormaliseModel), so the rung compares the
-		// two in that form, as the legacy store's stamp always was.
-		k.obs.Context = &gates.Context{Tokens: sc.Context.Tokens, Window: sc.Context.Window, Model: legacy.NormaliseModel(sc.Context.Model)}
+		k.obs.Context = &gates.Context{Tokens: sc.Context.Tokens, Window: sc.Context.Window, Model: sc.Context.Model}
 	}
 }
 

@@ -329,7 +329,11 @@ func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, c
 		window, _ = s.windows().Window(model)
 	}
 	if known && window > 0 {
-		rec.Context = &db.Context{Tokens: tokens, Window: window, Model: model}
+		// Stamped in the form the job's model takes at resolve (and the
+		// legacy store's stamp took), which the context rung compares
+		// with: pi writes the id as its provider spells it
+		// (huggingface/Qwen/...), and the window is looked up so.
+		rec.Context = &db.Context{Tokens: tokens, Window: window, Model: legacy.NormaliseModel(model)}
 	}
 	return rec
 }
