@@ -25,7 +25,7 @@ type Transcript struct {
 type Context struct {
 	Tokens int64  `msgpack:"t"` // pi's context estimate at the end of the run
 	Window int64  `msgpack:"w"` // the model's context window
-	Model  string `msgpack:"m"` // "provider/id" as pi wrote it; "" unstamped
+	Model  string `msgpack:"m"` // "provider/id", normalised as a job's model is (older records: as pi wrote it); "" unstamped
 }
 
 // Pending is a promotion whose transaction committed but whose temporary

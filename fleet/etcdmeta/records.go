@@ -60,7 +60,7 @@ type Transcript struct {
 type Context struct {
 	Tokens int64  `msgpack:"t"` // tokens in use at the end of the run
 	Window int64  `msgpack:"w"` // the model's context window
-	Model  string `msgpack:"m"` // the model that measured it, "provider/id"
+	Model  string `msgpack:"m"` // the model that measured it, "provider/id", normalised as a job's model is
 }
 
 // HistoryEntry is one line of a key's audit history: a promotion, or a
