@@ -95,12 +95,22 @@ var errSessionsDirUnset = errors.New("sessions-dir-unset: set PI_SESSIONS_DIR or
 // (a positional DIR), in that order of precedence: arg first.
 func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 	if arg != "" {
-		return arg, nil
+		return arg, utf8Path("the DIR argument", arg)
 	}
-	if d, _ := c.sessionsDir.get(getenv); d != "" {
-		return d, nil
+	if d, n := c.sessionsDir.get(getenv); d != "" {
+		return d, utf8Path(n, d)
 	}
 	return "", errSessionsDirUnset
+}
+
+// utf8Path refuses a path that is not valid UTF-8: a ticket names the
+// sessions root (and a fleet's transcripts dir and prefix) as JSON text,
+// which cannot carry it, so its promote would find another root.
+func utf8Path(name, p string) error {
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("%s: %s is not valid UTF-8 (a job's ticket names it as text)", name, brief(p))
+	}
+	return nil
 }
 
 // parseBounds parses the ladder's bounds strictly: "3.5", "1e3", "08", "+3" and

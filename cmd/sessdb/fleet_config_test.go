@@ -33,6 +33,8 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(tmp, "missing")
+	notUTF8 := filepath.Join(tmp, "tr\xffdir") // a directory, but no UTF-8 name
+	os.Mkdir(notUTF8, 0o700)
 	ok := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
 	tls := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "https://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
 	with := func(base map[string]string, kv ...string) map[string]string {
@@ -56,7 +58,15 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, append(resolve, "--etcd-endpoints", "http://a:1,ftp://b:2"), "--etcd-endpoints"},
 		{ok, append(resolve, "--etcd-endpoints", "http://a:1,https://b:2"), "mixes https with http"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://a:1,"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
-		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:p@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+"@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:99999"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:0"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		// A ticket names these as JSON text, which cannot carry invalid
+		// UTF-8: its promote would find another root.
+		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/bad\xffutf8"), resolve, "PI_SESSIONS_ETCD_PREFIX"},
+		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", notUTF8), resolve, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{nil, append(resolve, "--sessions-dir", tmp+"/\xff"), "--sessions-dir"},
+		{nil, []string{"dump", tmp + "/\xff"}, "DIR argument"},
 		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/"), resolve, "PI_SESSIONS_ETCD_PREFIX"},
 		{ok, append(resolve, "--etcd-prefix", "/a\nb"), "--etcd-prefix"},
 		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", ""), resolve, "--transcripts-dir"},

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,11 +110,17 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		if strings.TrimRight(p, "/") == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, brief(p))
 		}
+		if err := utf8Path(n, p); err != nil {
+			return fc, true, err
+		}
 		fc.Prefix = p
 	}
 	d, dn := f.transcriptsDir.get(getenv)
 	if d == "" {
 		return fc, true, fmt.Errorf("the transcripts dir is required with %s: set --transcripts-dir or PI_SESSIONS_TRANSCRIPTS_DIR", name)
+	}
+	if err := utf8Path(dn, d); err != nil {
+		return fc, true, err
 	}
 	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 		why := "not a directory"
@@ -152,9 +159,13 @@ func parseEndpoints(name, raw string) ([]string, error) {
 	scheme := ""
 	for i, ep := range strings.Split(raw, ",") {
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port", name, i+1, brief(ep))
+		if err == nil && u.User != nil {
+			// Never quoted whole: the password would reach the job's log.
+			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, brief(u.Redacted()))
+		}
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, brief(ep))
 		}
 		if scheme != "" && u.Scheme != scheme {
 			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, brief(ep), u.Scheme, scheme)
@@ -163,6 +174,12 @@ func parseEndpoints(name, raw string) ([]string, error) {
 		out = append(out, ep)
 	}
 	return out, nil
+}
+
+// validPort reports whether p is a TCP port number, 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+'
 }
 
 // tls checks the TLS files' pairing and scheme; their contents are left

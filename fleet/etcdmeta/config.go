@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
@@ -82,9 +84,12 @@ func (c Config) validate() (settings, error) {
 	for i, ep := range c.Endpoints {
 		field := fmt.Sprintf("Endpoints[%d]", i)
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-			return s, invalid(field, "%q is not http://host:port or https://host:port", ep)
+		if err == nil && u.User != nil {
+			return s, invalid(field, "%q carries credentials: give them as Username and Password, never in the URL", u.Redacted())
+		}
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return s, invalid(field, "%q is not http://host:port or https://host:port (a port from 1 to 65535)", ep)
 		}
 		if scheme != "" && u.Scheme != scheme {
 			return s, invalid(field, "%q mixes %s with %s endpoints", ep, u.Scheme, scheme)
@@ -95,8 +100,8 @@ func (c Config) validate() (settings, error) {
 	if c.Prefix == "" {
 		s.Prefix = DefaultPrefix
 	}
-	if s.Prefix == "" || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return s, invalid("Prefix", "%q: want a non-empty path without control characters", c.Prefix)
+	if s.Prefix == "" || !utf8.ValidString(s.Prefix) || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return s, invalid("Prefix", "%q: want a non-empty UTF-8 path without control characters", c.Prefix)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return s, invalid("CertFile", "CertFile and KeyFile go together")
@@ -160,4 +165,10 @@ func (c Config) validate() (settings, error) {
 // lockTTLSeconds is LockTTL in whole seconds, as etcd leases count.
 func (s settings) lockTTLSeconds() int64 {
 	return int64((s.LockTTL + time.Second - 1) / time.Second)
+}
+
+// validPort reports whether p is a TCP port number, 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+'
 }

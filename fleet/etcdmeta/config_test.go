@@ -46,7 +46,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: []string{"http://a:1", "https://b:2"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"http://a"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://u:p@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://a:99999"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://a:0"}}, "Endpoints[0]"},
 		{Config{Endpoints: ep, Prefix: "/"}, "Prefix"},
+		{Config{Endpoints: ep, Prefix: "/bad\xffutf8"}, "Prefix"},
 		{Config{Endpoints: ep, Prefix: "/a\nb"}, "Prefix"},
 		{Config{Endpoints: ep, CertFile: "c"}, "CertFile"},
 		{Config{Endpoints: ep, Username: "u"}, "Username"},
@@ -64,6 +67,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		_, err := Open(tc.cfg)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "etcd config "+tc.field+":") {
 			t.Errorf("%+v: err = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		}
+		if err != nil && strings.Contains(err.Error(), "u:p@") {
+			t.Errorf("%+v: the URL's password is in the error: %v", tc.cfg, err)
 		}
 		// The field, for a caller to name its own setting by.
 		var ce *ConfigError
