@@ -234,6 +234,9 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return true, nil
 	}
 
+	if err := s.fault(faults.ReapBeforeLock); err != nil {
+		return false, err
+	}
 	// The lock: a legacy key gets a meta.db for it, removed again below if
 	// the key stays.
 	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
@@ -241,8 +244,20 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, err
 	}
 	defer d.Close()
+	// Empty under the lock: the one this reap made, or one a promotion
+	// made and died before its commit. Whether the first look saw a
+	// meta.db says nothing: a promotion may have made one, and committed,
+	// since.
+	empty := sc == (db.Sidecars{})
+	if empty {
+		var h []db.HistoryEntry
+		if err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(0); return err }); err != nil {
+			return false, err
+		}
+		empty = len(h) == 0
+	}
 	keep := func(err error) (bool, error) {
-		if !hadDB {
+		if empty {
 			fsat.UnlinkAt(kd, db.FileName)
 		}
 		return false, err

@@ -289,3 +289,39 @@ func openDirT(t *testing.T, path string) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// A promotion that lands on an expired legacy key between reap's first
+// look (no meta.db then) and its lock keeps the key and the record it
+// committed: reap removes only a meta.db that holds nothing (found by an
+// audit: it unlinked the promotion's, and the acknowledged promotion was
+// lost, its retry answered superseded).
+func TestReapKeepsAPromotionThatLandsBeforeItsLock(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	old := clock.now.Add(-30 * 24 * time.Hour)
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(old)), "venue": "local", "pi-version": testPi})
+	os.Chtimes(filepath.Join(root, testKey, TranscriptName), old, old)
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.Expired)
+	stage(t, jobDir, transcriptBytes(clock.now, "the run"))
+	var landed PromoteResult
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapBeforeLock {
+			faults.Set(nil)
+			landed = mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		}
+		return nil
+	})
+	res, err := s.Reap(false)
+	faults.Set(nil)
+	if err != nil || len(res.Removed) != 0 || !landed.Promoted || landed.Gen != 1 {
+		t.Fatalf("reap = %+v, %v; promotion = %+v; want the key kept and promoted", res, err, landed)
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript == nil || sc.Transcript.Gen != 1 {
+		t.Fatalf("the promotion's record is gone: %+v", sc)
+	}
+	if again := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !again.Repeat {
+		t.Fatalf("the retried ticket = %+v, want a repeat", again)
+	}
+	sess, _ = mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+}

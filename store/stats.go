@@ -211,7 +211,7 @@ func StatStarts() []string { return StatReasons() }
 
 // StatOutcomes returns the outcomes of a history entry: promoted, the
 // three recorded refusals, an operator's accept, and other for one this
-// sessdb does not know (a reap's reaping entry leaves with its key).
+// sessdb does not know. A reap's reaping entry is not counted at all.
 func StatOutcomes() []string { return slices.Clone(statOutcomes) }
 
 // StatRuns returns the run shapes: answered, errored, unanswered,
@@ -322,7 +322,9 @@ func (st *Stats) addHistory(hs []HistoryReport, from time.Time) {
 		p.TruncatedKeys++
 	}
 	for _, h := range hs {
-		if h.At.Before(from) {
+		// A reap's reaping entry is no job's outcome: it stays only in a
+		// key an interrupted reap left whole, once per attempt.
+		if h.At.Before(from) || h.Outcome == reapingOutcome {
 			continue
 		}
 		k := PromotionKind{Outcome: member(statOutcomes, h.Outcome, statOther), Start: string(gates.Resumed), Run: member(statRuns, h.Run, statUnknown)}

@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/transcript"
 )
@@ -340,5 +341,39 @@ func TestDistribution(t *testing.T) {
 		if got, _ := d.Quantile(q); got != want {
 			t.Errorf("q%v = %d, want %d", q, got, want)
 		}
+	}
+}
+
+// A reap that stopped after committing its reaping entry leaves the key
+// whole with that entry; stats counts no outcome for it, however many
+// times a failing reap tries (found by an audit: each counted as an
+// unknown outcome, "other").
+func TestStatsSkipsReapingEntries(t *testing.T) {
+	s, _, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	for range 2 {
+		faults.Set(func(p faults.Point) error {
+			if p == faults.ReapBeforeRename {
+				return errors.New("stopped after the reaping entry")
+			}
+			return nil
+		})
+		s.Reap(false)
+		faults.Set(nil)
+	}
+	if h := historyOf(t, s.Root(), testKey); len(h) != 3 || h[1].Outcome != reapingOutcome || h[2].Outcome != reapingOutcome {
+		t.Fatalf("history = %+v, want the promotion and two reaping entries", h)
+	}
+	st, err := s.Stats(context.Background(), StatsOptions{Window: 365 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range st.Promotions.Entries {
+		if k.Outcome != string(gates.Promoted) {
+			t.Errorf("stats counted %d entries of outcome %q; want the one promotion only", n, k.Outcome)
+		}
+	}
+	if got := st.Promotions.Count(nil); got != 1 {
+		t.Fatalf("stats counted %d history entries, want 1", got)
 	}
 }

@@ -41,11 +41,13 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
-// The write boundaries of store.Reap, in protocol order (under the key's
-// lock, before anything is written; the reaping entry committed; the key
-// dir renamed to its reap-owned name; its transcript removed there), and
-// of check's move-aside repair.
+// The write boundaries of store.Reap, in protocol order (the key judged
+// expired unlocked, nothing locked; under the key's lock, before anything
+// is written; the reaping entry committed; the key dir renamed to its
+// reap-owned name; its transcript removed there), and of check's
+// move-aside repair.
 const (
+	ReapBeforeLock      Point = "reap/before-lock"              // judged expired unlocked, the lock not yet taken
 	ReapBeforeRemove    Point = "reap/before-remove"            // under the lock, nothing written
 	ReapBeforeRename    Point = "reap/before-rename"            // the reaping entry committed
 	ReapAfterRename     Point = "reap/after-rename"             // the key dir at its reap-owned name
