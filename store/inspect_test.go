@@ -227,3 +227,25 @@ func TestEmptyMetaDBBesideLegacyFilesReportsTheLegacyStamps(t *testing.T) {
 		t.Fatalf("dump of a legacy key beside an empty meta.db: layout %s, pi version %v, venue %v, chain %v; want the legacy stamps", r.Layout, r.PiVersion, r.Venue, r.ResumeChain)
 	}
 }
+
+// A transcript that is a symbolic link is reported with the link's own
+// size and time, never zeros standing in for them (docs/json.md), and is
+// never followed: the verdict is not-a-regular-file.
+func TestInspectReportsALinkedTranscriptByTheLink(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	dir := filepath.Join(root, testKey)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const target = "/nonexistent/elsewhere.jsonl"
+	if err := os.Symlink(target, filepath.Join(dir, TranscriptName)); err != nil {
+		t.Fatal(err)
+	}
+	r := inspectOne(t, s, testKey, InspectOptions{})
+	if r.Verdict == nil || r.Verdict.Reason != string(gates.NotARegularFile) {
+		t.Fatalf("verdict = %+v, want not-a-regular-file", r.Verdict)
+	}
+	if tr := r.Transcript; tr == nil || tr.Regular || tr.Bytes != int64(len(target)) || tr.ModTime.IsZero() {
+		t.Fatalf("transcript = %+v, want the link's own size (%d) and a real mtime", r.Transcript, len(target))
+	}
+}

@@ -145,7 +145,12 @@ func (k *keyDir) openTranscript(name string) error {
 	case fsat.IsNotExist(err):
 		return nil
 	case errors.Is(err, unix.ELOOP):
+		// The link's own size and time (lstat), never its target's: what
+		// dump reports of it, and the only clock a legacy key has.
 		k.obs.Transcript = gates.Transcript{Exists: true}
+		if st, err := fsat.LstatAt(k.dir, name); err == nil {
+			k.obs.Transcript.Size, k.obs.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Unix())
+		}
 		return nil
 	default:
 		return err
