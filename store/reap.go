@@ -251,7 +251,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	empty := sc == (db.Sidecars{})
 	if empty {
 		var h []db.HistoryEntry
-		if err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(0); return err }); err != nil {
+		if err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(1); return err }); err != nil {
 			return false, err
 		}
 		empty = len(h) == 0

@@ -366,3 +366,22 @@ func TestMatchDocOutput(t *testing.T) {
 		t.Error("a missing line matched, or \"...\" did not stand for lines")
 	}
 }
+
+// A documented command is skipped for want of the shared data only when it
+// names a folder of ../shared/testdata that is not there; one that names
+// none is never skipped, and a present folder is used.
+func TestReadsAbsentSharedData(t *testing.T) {
+	t.Chdir(sharedtest.ModuleRoot())
+	if !readsAbsentSharedData([]string{"engage", "replay", "../shared/testdata/no-such-folder-here/x.jsonl"}) {
+		t.Error("a command naming a missing shared folder is not skipped")
+	}
+	if readsAbsentSharedData([]string{"dump", "testdata/sessions"}) {
+		t.Error("a command on the repository's own sample is skipped")
+	}
+	if sharedtest.Locate("pi") == "" {
+		t.Skip("../shared/testdata/pi is absent: the present-folder case cannot be checked (1 case)")
+	}
+	if readsAbsentSharedData([]string{"engage", "replay", "../shared/testdata/pi/before-compaction.jsonl"}) {
+		t.Error("a command naming a present shared folder is skipped")
+	}
+}

@@ -64,6 +64,12 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 		}
 		cells = append(cells, row)
 	}
+	return writeDumpTable(w, cols, cells, wide)
+}
+
+// writeDumpTable writes one of dump's tables: within dumpWidth columns,
+// or with --wide every cell whole.
+func writeDumpTable(w io.Writer, cols []column, cells [][]string, wide bool) error {
 	limit := dumpWidth
 	if wide {
 		limit = 0
@@ -100,14 +106,7 @@ func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
 			cells = append(cells, row)
 		}
 	}
-	limit := dumpWidth
-	if wide {
-		limit = 0
-		for i := range cols {
-			cols[i].max = 0
-		}
-	}
-	return writeTable(w, cols, cells, limit)
+	return writeDumpTable(w, cols, cells, wide)
 }
 
 // ageCell is the conversation's age from its header timestamp, or why

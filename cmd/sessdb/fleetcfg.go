@@ -228,7 +228,10 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 
 // readPassword reads a password file: a regular file (a FIFO is refused,
 // not waited on), at most maxPasswordBytes, up to its first newline, not
-// empty.
+// empty. The path is opened as given, links followed: it is the worker's
+// own configuration, as the TLS files etcd's client opens by path are,
+// never a name a job can write, and a mounted secret is commonly a link
+// (a Kubernetes secret volume's ..data).
 func readPassword(path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {

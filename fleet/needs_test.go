@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+)
+
+// needs keeps what a record names or may yet name, and what a resolve may
+// still copy; everything else goes by its age. Each rule alone:
+func TestNeeds(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cut, inFlight := now.Add(-time.Hour), now.Add(-2*time.Minute) // grace 1h, in-flight window 2m
+	young, old, ancient := now.Add(-time.Minute), now.Add(-30*time.Minute), now.Add(-3*time.Hour)
+	gen := func(g uint64) string {
+		return key + "/" + []string{"", "0000000000000001-aaaaaaaaaaaaaaaa.jsonl", "0000000000000002-bbbbbbbbbbbbbbbb.jsonl", "0000000000000003-cccccccccccccccc.jsonl"}[g]
+	}
+	temp := key + "/.tmp-dddddddddddddddd"
+	at2 := func(promoted time.Time) etcdmeta.Item {
+		return etcdmeta.Item{Key: key, Record: etcdmeta.Record{Transcript: &etcdmeta.Transcript{Gen: 2, File: gen(2), PromotedAt: promoted.UnixNano()}}}
+	}
+	for _, c := range []struct {
+		name  string
+		it    etcdmeta.Item
+		ok    bool
+		file  string
+		mtime time.Time
+		want  bool
+	}{
+		{"an unreadable record's file", etcdmeta.Item{Key: key, Err: errors.New("damaged")}, true, gen(1), ancient, true},
+		{"the record's own file", at2(ancient), true, gen(2), ancient, true},
+		{"a generation above the record, in flight", at2(ancient), true, gen(3), young, true},
+		{"a generation above the record, past the in-flight window", at2(ancient), true, gen(3), old, false},
+		{"a temp, in flight", at2(ancient), true, temp, young, true},
+		{"a temp past the in-flight window", at2(ancient), true, temp, old, false},
+		{"a key with no record, in flight", etcdmeta.Item{}, false, gen(1), young, true},
+		{"a key with no record, past the window", etcdmeta.Item{}, false, gen(1), old, false},
+		{"a superseded generation, its successor within the grace", at2(old), true, gen(1), ancient, true},
+		{"a superseded generation, its successor past the grace", at2(ancient), true, gen(1), ancient, false},
+		{"a superseded generation, young, its successor past the grace", at2(ancient), true, gen(1), young, false},
+		{"a record without a transcript keeps every file", etcdmeta.Item{Key: key, Rev: 5}, true, gen(1), ancient, true},
+	} {
+		if got := needs(c.it, c.ok, c.file, c.mtime, cut, inFlight); got != c.want {
+			t.Errorf("%s: needs = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
