@@ -177,3 +177,36 @@ func benchPut(b *testing.B, s *Store, writers int, shared bool) {
 	wg.Wait()
 	b.ReportMetric(float64(conflicts.Load())/float64(b.N), "conflicts/op")
 }
+
+// BenchmarkPutOnABusyKey is Store.Put on a key that has had many
+// promotions since etcd last compacted (every trimmed history entry is a
+// tombstone etcd's index keeps until then), beside a key that has had
+// HistoryLimit: cached is a long-lived Store, which knows the key's last
+// history slot; fresh one that does not, as a CLI promote in its own
+// process.
+func BenchmarkPutOnABusyKey(b *testing.B) {
+	clusters(b, func(b *testing.B, c *etcdtest.Cluster) {
+		s := open(b, c)
+		for _, prior := range []int{HistoryLimit, 4096} {
+			key := newKey()
+			var rev Rev
+			for gen := uint64(1); gen <= uint64(prior); gen++ {
+				rev = mustPut(b, s, key, rev, gen)
+			}
+			gen := uint64(prior)
+			for _, fresh := range []bool{false, true} {
+				b.Run(fmt.Sprintf("prior=%d/fresh=%v", prior, fresh), func(b *testing.B) {
+					for b.Loop() {
+						if fresh {
+							s.mu.Lock()
+							s.lastSeq = nil
+							s.mu.Unlock()
+						}
+						gen++
+						rev = mustPut(b, s, key, rev, gen)
+					}
+				})
+			}
+		}
+	})
+}

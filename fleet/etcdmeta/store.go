@@ -282,6 +282,23 @@ func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e Histo
 	return rev, err
 }
 
+// trim deletes the history entry that the one at seq pushes out of the
+// ring: the entry HistoryLimit slots below it. Every HistoryLimit-th write
+// sweeps everything below that instead, for what a single slot misses
+// (the gaps of a history brought in by Create).
+//
+// Not a sweep on every write: etcd's index keeps each deleted key as a
+// tombstone until it compacts, and a delete ranging over them visits them
+// all, so that each promotion of a busy key would cost more than the last
+// (BenchmarkPutOnABusyKey).
+func (s *Store) trim(key string, seq uint64) clientv3.Op {
+	out := seq - HistoryLimit
+	if seq%HistoryLimit != 0 {
+		return clientv3.OpDelete(s.historyKey(key, out))
+	}
+	return clientv3.OpDelete(s.historyKey(key, 0), clientv3.WithRange(s.historyKey(key, out+1)))
+}
+
 // maxSlotTries bounds the retries of a write whose history slot another
 // writer took: each retry is a transaction that lost only to an append on
 // the same record, which is rare and quick.
@@ -321,8 +338,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		hk := s.historyKey(key, hist.Seq)
 		then := append(extra[:len(extra):len(extra)], clientv3.OpPut(hk, string(hval)))
 		if hist.Seq > HistoryLimit {
-			then = append(then, clientv3.OpDelete(s.historyKey(key, 0),
-				clientv3.WithRange(s.historyKey(key, hist.Seq-HistoryLimit+1))))
+			then = append(then, s.trim(key, hist.Seq))
 		}
 		resp, err := s.cli.Txn(c).If(
 			clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),

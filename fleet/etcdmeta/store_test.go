@@ -153,6 +153,38 @@ func TestHistoryKeepsTheNewest64(t *testing.T) {
 	}
 }
 
+// A history brought in with gaps between its seqs (a single host's
+// history after lost promotions) is trimmed to the ring within
+// HistoryLimit writes: each write deletes the one slot it pushes out, and
+// every HistoryLimit-th sweeps what lies below.
+func TestHistoryWithGapsIsTrimmed(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	var hist []HistoryEntry
+	for i := uint64(1); i <= HistoryLimit; i++ {
+		e := entry(i, randHex(16))
+		e.Seq = 10*i + 1
+		hist = append(hist, e)
+	}
+	rev, err := s.Create(ctx(t), key, record(key, HistoryLimit), hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := hist[len(hist)-1].Seq
+	for gen := uint64(HistoryLimit + 1); last%HistoryLimit != 0; gen++ {
+		rev = mustPut(t, s, key, rev, gen)
+		last++
+	}
+	resp, err := s.cli.Get(ctx(t), s.historyDir(key), clientPrefix()...)
+	if err != nil || resp.Count != HistoryLimit {
+		t.Fatalf("after the sweep at seq %d etcd holds %d history keys (%v), want %d", last, resp.Count, err, HistoryLimit)
+	}
+	st, err := s.Get(ctx(t), key)
+	if err != nil || len(st.History) != HistoryLimit || st.History[0].Seq != last-HistoryLimit+1 {
+		t.Fatalf("Get: %d entries from seq %d (%v), want %d from %d", len(st.History), st.History[0].Seq, err, HistoryLimit, last-HistoryLimit+1)
+	}
+}
+
 // A refusal is recorded without moving the record's revision, and only
 // onto the record it was decided on.
 func TestAppendHistoryIsGuardedAndLeavesTheRecord(t *testing.T) {
