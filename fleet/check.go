@@ -79,7 +79,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}); err != nil {
 		return sum, err
 	}
-	inFlight := now().Add(-b.inFlightAge())
+	inFlight := now().Add(-inFlightAge)
 	orphans, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		return needs(it, ok, name, mtime, cut, inFlight)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,4 +360,113 @@ func TestShortGraceNeverSweepsAPromotionInFlight(t *testing.T) {
 			f.holds(key, "b", 2)
 		})
 	}
+}
+
+// Reap sweeps by a snapshot of the records taken before its walk of the
+// expired keys; a walk that lasts (thousands of keys, a reaper stalled)
+// must not sweep what was promoted meanwhile: the generation a key's
+// record names now, or a new key's first (found by an audit: both were
+// swept, and both keys then resolved transcript-replaced). The stall is
+// stood in for by the reaper's clock moving on two hours at the hook.
+func TestReapSweepsNothingPromotedDuringItsWalk(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	old, busy, born := store.Key("github", "stall", "old"), store.Key("github", "stall", "busy"), store.Key("github", "stall", "born")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(old, "old")
+	f.now = time.Time{}
+	f.run(busy, "b1")
+	var stall atomic.Int64
+	r := f.open()
+	r.hook = func(p, k string) error {
+		if p == hookReapDelete && k == old {
+			f.run(busy, "b2")
+			f.run(born, "n1")
+			stall.Store(int64(2 * time.Hour))
+		}
+		return nil
+	}
+	res, err := r.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour,
+		Now: func() time.Time { return time.Now().Add(time.Duration(stall.Load())) }})
+	if err != nil || !slices.Equal(res.Removed, []string{old}) {
+		t.Fatalf("reap = %+v, %v", res, err)
+	}
+	for _, name := range res.Swept {
+		if name == f.recordFile(busy) || name == f.recordFile(born) {
+			t.Errorf("swept %s, which its key's record names", name)
+		}
+	}
+	if len(res.Swept) != 0 {
+		// busy's first generation too: the snapshot had it as busy's own.
+		t.Errorf("swept %v, want nothing", res.Swept)
+	}
+	f.holds(busy, "b2", 2)
+	f.holds(born, "n1", 1)
+}
+
+// The in-flight window is the longest a commit may follow its file's
+// write on any worker, not this reaper's own request timeout: a promoter
+// configured with a longer one (up to etcdmeta.MaxRequestTimeout) may
+// still be retrying its commit after this reaper's timeout has passed
+// many times over (found by an audit: a reaper with a 5 s timeout swept
+// the file of a promotion six minutes in, which then landed and
+// cold-started).
+func TestInFlightWindowIsEveryPromotersTimeout(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t), func(c *Config) { c.RequestTimeout = etcdmeta.MaxRequestTimeout })
+	key := store.Key("github", "in-flight", "slow promoter")
+	f.run(key, "a")
+	sess, _ := f.job(key, "b")
+	var swept []string
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			reaper := f.open(func(c *Config) { c.RequestTimeout = 5 * time.Second })
+			r, err := reaper.Reap(t.Context(), ReapOptions{Grace: 5 * time.Minute,
+				Now: func() time.Time { return time.Now().Add(6 * time.Minute) }})
+			if err != nil {
+				t.Errorf("reap: %v", err)
+			}
+			swept = r.Swept
+		}
+		return nil
+	}
+	res, err := f.promote(sess)
+	if err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("promote = %+v, %v", res, err)
+	}
+	for _, name := range swept {
+		if strings.HasPrefix(name, key+"/0000000000000002-") {
+			t.Fatalf("reap swept %s between the promotion's file and its commit", name)
+		}
+	}
+	f.holds(key, "b", 2)
+}
+
+// A promoter that stalls between its file and its commit for longer than
+// the window a reaper allows (a frozen host) commits nothing: its file may
+// be gone. The job is promote-failed, its transcript in place, and its
+// retry promotes.
+func TestAStalledPromoterCommitsNothing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "in-flight", "stalled promoter")
+	f.run(key, "a")
+	sess, _ := f.job(key, "b")
+	defer func(w time.Duration) { commitWindow = w }(commitWindow)
+	commitWindow = 50 * time.Millisecond
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			time.Sleep(2 * commitWindow)
+		}
+		return nil
+	}
+	res, err := f.promote(sess)
+	if err == nil || res.Promoted || res.Reason != gates.PromoteFailed {
+		t.Fatalf("stalled promote = %+v, %v; want promote-failed", res, err)
+	}
+	f.holds(key, "a", 1)
+	commitWindow = time.Minute
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	f.holds(key, "b", 2)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"sessdb/fleet/etcdmeta"
@@ -47,9 +48,11 @@ type ReapResult struct {
 // from a fresh read, by a delete guarded by the revision judged: a
 // promotion landing meanwhile, even after the lock's lease ran out under
 // a stalled reaper, makes the delete lose its compare and the key stays.
-// The file its record named goes with it. Files are swept after the keys,
-// from one snapshot of every record: the record's own file is never
-// removed, nor any file of a key whose record cannot be read.
+// The file its record named goes with it. Files are swept after the keys:
+// judged from one snapshot of every record, then each key's record is read
+// again before its files go, since the snapshot may be long out of date by
+// then. A record's own file is never removed, nor any file of a key whose
+// record cannot be read.
 //
 // An error means the walk could not go on (etcd, the transcripts dir);
 // what was removed before it is in the result.
@@ -100,12 +103,16 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 	}
 	cut := now().Add(-grace)
-	inFlight := now().Add(-b.inFlightAge())
+	inFlight := now().Add(-inFlightAge)
 	needed := func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		return needs(it, ok, name, mtime, cut, inFlight)
 	}
 	names, err := shared.ListOrphans(ctx, b.dir, needed, cut)
+	if err != nil {
+		return res, err
+	}
+	names, err = b.stillOrphans(ctx, names, cut, inFlight)
 	if err != nil {
 		return res, err
 	}
@@ -119,6 +126,38 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		res.Swept = append(res.Swept, name)
 	}
 	return res, nil
+}
+
+// stillOrphans keeps of names (files a snapshot of the records judged
+// orphans) those that the record of their key, read again now, does not
+// need either. The snapshot may be far older than the sweep (a long walk
+// of expired keys, a reaper stalled): files promoted since it was taken
+// are then past the in-flight window, yet named by their key's record. A
+// key whose record cannot be read keeps its files.
+func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFlight time.Time) ([]string, error) {
+	var out []string
+	var it etcdmeta.Item
+	var ok bool
+	for _, name := range names {
+		key, _, _ := strings.Cut(name, "/")
+		if key != it.Key {
+			st, err := b.read(key, b.meta.GetRecord)
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.Is(err, etcdmeta.ErrUnavailable):
+				return nil, err
+			}
+			it, ok = etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record, Err: err}, st.Rev != 0 || err != nil
+		}
+		// The listing judged the file by its mtime then; the record read
+		// now can only name a newer generation, so the mtime is not
+		// looked at again (a zero one).
+		if !needs(it, ok, name, time.Time{}, cut, inFlight) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // needs reports whether a key whose record is it (ok: it has one) needs
@@ -158,11 +197,12 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 
 // inFlightAge is how long a temp, or a file of a generation above its
 // key's record, is kept whatever the grace period: a promotion writes its
-// file before the commit that names it, and that commit, retried, may
-// land up to its request timeout later. A minute more than three request
-// timeouts leaves room for a member that answers late and for promoters
-// configured with a longer timeout than this process.
-func (b *Backend) inFlightAge() time.Duration { return time.Minute + 3*b.timeout }
+// file before the commit that names it, and that commit, retried, is sent
+// no later than etcdmeta.MaxRequestTimeout after the write began
+// (txn.Commit), whatever the promoter's own timeout. Three of those and a
+// minute leave room for a member that applies a write late, and for the
+// skew between the clocks of this host and the file server.
+const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
 
 func expired(r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
 	t := r.Transcript

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
@@ -92,6 +93,9 @@ type txn struct {
 	staged    string
 	committed bool
 	unsure    bool
+	// writing is when Stage began to write: Commit sends nothing later
+	// than etcdmeta.MaxRequestTimeout after it (inFlightAge).
+	writing time.Time
 }
 
 // State is the key as Begin found it. An optimistic state has no history:
@@ -193,6 +197,7 @@ func (t *txn) Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (store.S
 	if torn {
 		r, want = io.MultiReader(r, strings.NewReader("\n")), size+1
 	}
+	t.writing = time.Now()
 	name, n, sum, err := shared.Write(context.Background(), t.b.dir, t.key, gen, r)
 	if err != nil {
 		return store.Staged{}, err
@@ -216,6 +221,10 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 	r, h := recordOf(rec, st.Name), entryOf(e)
 	ctx, cancel := t.b.deadline()
 	defer cancel()
+	// A promoter that stalled since its write (a frozen host) may find its
+	// file swept: it must not then commit a record naming it.
+	ctx, cancelLate := context.WithDeadline(ctx, t.writing.Add(commitWindow))
+	defer cancelLate()
 	for try := 0; ; try++ {
 		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
 		var ce *etcdmeta.ConflictError
@@ -243,6 +252,10 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		return t.b.at(hookAfterCommit, t.key)
 	}
 }
+
+// commitWindow is how long after its file's write began a commit may be
+// sent; a variable so that a test can stand in for a stalled promoter.
+var commitWindow = etcdmeta.MaxRequestTimeout
 
 // remove removes the staged file, which no record names.
 func (t *txn) remove() {

@@ -65,10 +65,6 @@ func (f *fleetKnobs) all() []*knob {
 // and a path to a huge file by mistake must not be read whole.
 const maxPasswordBytes = 4096
 
-// maxEtcdTimeout bounds --etcd-timeout: a request that may wait longer
-// would leave a job waiting on etcd far past any useful answer.
-const maxEtcdTimeout = 10 * time.Minute
-
 // parse reads the fleet's configuration. It reports whether the store is
 // a fleet at all, and refuses, naming the flags or variables, a fleet
 // given together with a sessions root (cfg's, or dirArg, a positional
@@ -140,7 +136,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, true, err
 	}
 	if t, n := f.timeout.get(getenv); t != "" {
-		if fc.RequestTimeout, err = parseDuration(n, t, maxEtcdTimeout); err != nil {
+		if fc.RequestTimeout, err = parseDuration(n, t, etcdmeta.MaxRequestTimeout); err != nil {
 			return fc, true, err
 		}
 	}

@@ -23,6 +23,12 @@ const (
 	DefaultLockWait       = 10 * time.Second // Config.LockWait
 )
 
+// MaxRequestTimeout bounds Config.RequestTimeout. Besides sparing a job a
+// wait far past any useful answer, it bounds how late a write may land
+// after it was begun, which a reaper judging a file in flight must know
+// whatever the writer's configuration (fleet's in-flight window).
+const MaxRequestTimeout = 10 * time.Minute
+
 // Config says how to reach etcd and where the records live. The zero value
 // of every field but Endpoints is a safe default; no zero means "forever".
 type Config struct {
@@ -44,7 +50,7 @@ type Config struct {
 	// neither.
 	Username, Password string
 	// RequestTimeout bounds every read and write; 0 means
-	// DefaultRequestTimeout.
+	// DefaultRequestTimeout. At most MaxRequestTimeout.
 	RequestTimeout time.Duration
 	// DialTimeout bounds Open's login; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -158,6 +164,9 @@ func (c Config) validate() (settings, error) {
 		case *d.v == 0:
 			*d.v = d.def
 		}
+	}
+	if s.RequestTimeout > MaxRequestTimeout {
+		return s, invalid("RequestTimeout", "%v is more than %v", s.RequestTimeout, MaxRequestTimeout)
 	}
 	return s, nil
 }

@@ -60,6 +60,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: ep, CertFile: junk, KeyFile: filepath.Join(dir, "missing")}, "KeyFile"},
 		{Config{Endpoints: ep, CertFile: junk, KeyFile: junk}, "CertFile"},
 		{Config{Endpoints: ep, RequestTimeout: -1}, "RequestTimeout"},
+		{Config{Endpoints: ep, RequestTimeout: MaxRequestTimeout + time.Nanosecond}, "RequestTimeout"},
 		{Config{Endpoints: ep, DialTimeout: -1}, "DialTimeout"},
 		{Config{Endpoints: ep, LockTTL: -1}, "LockTTL"},
 		{Config{Endpoints: ep, LockWait: -1}, "LockWait"},
