@@ -5,13 +5,14 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+
+	"sessdb/internal/fsat"
 )
 
 // Defaults for the zero values of Config's fields.
@@ -22,6 +23,10 @@ const (
 	DefaultLockTTL        = 10 * time.Second // Config.LockTTL
 	DefaultLockWait       = 10 * time.Second // Config.LockWait
 )
+
+// maxTLSFileBytes bounds the read of a CA bundle, a certificate or a key:
+// a path to a huge file or a device by mistake must not be read whole.
+const maxTLSFileBytes = 1 << 20
 
 // MaxRequestTimeout bounds Config.RequestTimeout. Besides sparing a job a
 // wait far past any useful answer, it bounds how late a write may land
@@ -125,7 +130,7 @@ func (c Config) validate() (settings, error) {
 		// Each file is checked on its own first, so that the error names
 		// the field at fault.
 		if c.CAFile != "" {
-			pem, err := os.ReadFile(c.CAFile)
+			pem, err := fsat.ReadConfigFile(c.CAFile, maxTLSFileBytes)
 			if err != nil {
 				return s, invalid("CAFile", "%v", err)
 			}
@@ -134,10 +139,15 @@ func (c Config) validate() (settings, error) {
 			}
 		}
 		if c.CertFile != "" {
-			if _, err := os.Stat(c.KeyFile); err != nil {
+			cert, err := fsat.ReadConfigFile(c.CertFile, maxTLSFileBytes)
+			if err != nil {
+				return s, invalid("CertFile", "%v", err)
+			}
+			key, err := fsat.ReadConfigFile(c.KeyFile, maxTLSFileBytes)
+			if err != nil {
 				return s, invalid("KeyFile", "%v", err)
 			}
-			if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+			if _, err := tls.X509KeyPair(cert, key); err != nil {
 				return s, invalid("CertFile", "%s with %s: %v", c.CertFile, c.KeyFile, err)
 			}
 		}

@@ -1,12 +1,15 @@
 package etcdmeta
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -35,6 +38,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.pem")
 	os.WriteFile(junk, []byte("not a certificate"), 0o600)
+	fifo, huge := filepath.Join(dir, "fifo.pem"), filepath.Join(dir, "huge.pem")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(huge, bytes.Repeat([]byte("x"), maxTLSFileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ep := []string{"https://127.0.0.1:2379"}
 	for _, tc := range []struct {
 		cfg   Config
@@ -52,6 +62,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: ep, Prefix: "/bad\xffutf8"}, "Prefix"},
 		{Config{Endpoints: ep, Prefix: "/a\nb"}, "Prefix"},
 		{Config{Endpoints: ep, CertFile: "c"}, "CertFile"},
+		// Neither blocks nor is read without bound (found by an audit: a
+		// FIFO hung the worker, /dev/zero grew it by gigabytes).
+		{Config{Endpoints: ep, CAFile: fifo}, "CAFile"},
+		{Config{Endpoints: ep, CAFile: "/dev/zero"}, "CAFile"},
+		{Config{Endpoints: ep, CAFile: huge}, "CAFile"},
+		{Config{Endpoints: ep, CertFile: fifo, KeyFile: junk}, "CertFile"},
+		{Config{Endpoints: ep, CertFile: junk, KeyFile: fifo}, "KeyFile"},
 		{Config{Endpoints: ep, Username: "u"}, "Username"},
 		{Config{Endpoints: ep, Password: "p"}, "Username"},
 		{Config{Endpoints: []string{"http://a:1"}, CAFile: junk}, "Endpoints"},

@@ -89,6 +89,40 @@ func TestReadSmallFileKinds(t *testing.T) {
 	}
 }
 
+// ReadConfigFile follows a link (a mounted secret is one) but reads only a
+// regular file of at most max bytes: a FIFO, a directory and a device are
+// ErrNotRegular without blocking, a larger file ErrTooLarge.
+func TestReadConfigFileKinds(t *testing.T) {
+	const max = 4096
+	_, p := tempDir(t)
+	write(t, filepath.Join(p, "one"), "x")
+	write(t, filepath.Join(p, "over"), strings.Repeat("x", max+1))
+	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
+	must(t, unix.Mkfifo(filepath.Join(p, "fifo"), 0o600))
+	must(t, os.Symlink("one", filepath.Join(p, "link")))
+	must(t, os.Symlink("fifo", filepath.Join(p, "link-to-fifo")))
+	cases := map[string]struct {
+		n   int
+		err error
+	}{
+		"one": {1, nil}, "link": {1, nil}, "over": {0, ErrTooLarge}, "dir": {0, ErrNotRegular},
+		"fifo": {0, ErrNotRegular}, "link-to-fifo": {0, ErrNotRegular}, "missing": {0, unix.ENOENT},
+		"/dev/zero": {0, ErrNotRegular},
+	}
+	for name, c := range cases {
+		path := name
+		if !filepath.IsAbs(name) {
+			path = filepath.Join(p, name)
+		}
+		within(t, func() {
+			b, err := ReadConfigFile(path, max)
+			if len(b) != c.n || (c.err == nil) != (err == nil) || c.err != nil && !errors.Is(err, c.err) {
+				t.Errorf("%s: %d bytes, %v; want %d bytes, %v", name, len(b), err, c.n, c.err)
+			}
+		})
+	}
+}
+
 // The read is capped by itself, not by the fstat: a file that grows past
 // the cap between the two is refused, not read without bound. A pipe
 // stands in for the grown file.

@@ -58,3 +58,39 @@ func readCapped(r io.Reader, max int) ([]byte, error) {
 	}
 	return b[:n], nil
 }
+
+// ReadConfigFile is like os.ReadFile, but for a path an operator
+// configured (a certificate, a key, a password file): it follows links,
+// since a mounted secret is commonly one, but refuses anything but a
+// regular file without opening it (a device's open runs its driver) and
+// without blocking (a FIFO), and reads at most max bytes: a file that
+// holds more is ErrTooLarge. A file swapped for another between the stat
+// and the open is ErrNotRegular.
+func ReadConfigFile(path string, max int) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if !IsRegular(&st) {
+		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	opened, err := Fstat(f)
+	switch {
+	case err != nil:
+		return nil, err
+	case !IsRegular(&opened) || opened.Dev != st.Dev || opened.Ino != st.Ino:
+		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	case opened.Size > int64(max):
+		return nil, &os.PathError{Op: "read", Path: path, Err: ErrTooLarge}
+	}
+	b, err := readCapped(f, max)
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	return b, nil
+}
