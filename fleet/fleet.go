@@ -153,6 +153,12 @@ func (b *Backend) deadline() (context.Context, context.CancelFunc) {
 func (b *Backend) read(key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
 	ctx, cancel := b.deadline()
 	defer cancel()
+	return readWithin(ctx, key, get)
+}
+
+// readWithin is read within ctx: a step that reads more than once shares
+// one request timeout between its reads.
+func readWithin(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
 	for try := 0; ; try++ {
 		st, err := get(ctx, key)
 		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try) {

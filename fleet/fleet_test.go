@@ -93,9 +93,15 @@ func TestEtcdDownIsANamedColdStartAndPromoteFailed(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the resolve took %v with a request timeout of 1s", d)
 	}
+	start = time.Now()
 	res, err := f.promote(early)
 	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Fatalf("promote with etcd down = %+v, %v", res, err)
+	}
+	// One request timeout, not one for Begin's look at the record and
+	// another for the read after it (found by an audit: twice the timeout).
+	if d := time.Since(start); d > 1800*time.Millisecond {
+		t.Fatalf("the promote took %v with a request timeout of 1s", d)
 	}
 	if got := markers(stagedOf(t, earlyDir)); got[len(got)-1] != "two" {
 		t.Fatal("the job's transcript left its job dir")

@@ -41,9 +41,13 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 	if fi, err := os.Lstat(filepath.Join(b.dir, key)); err == nil && !fi.IsDir() {
 		return nil, store.ErrKeyDirNotADirectory
 	}
-	t := b.optimistic(key, base)
+	// One request timeout for both reads: an etcd that does not answer
+	// the first will not answer the second either.
+	ctx, cancel := b.deadline()
+	defer cancel()
+	t := b.optimistic(ctx, key, base)
 	if t == nil {
-		st, err := b.read(key, b.meta.Get)
+		st, err := readWithin(ctx, key, b.meta.Get)
 		if err != nil {
 			return nil, err
 		}
@@ -61,12 +65,10 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 // member shows moved on from base (a job superseded writes no file), a
 // member behind base, or a key moved in whose history names a generation
 // above its record's (Record.HistoryGen).
-func (b *Backend) optimistic(key string, base store.Base) *txn {
+func (b *Backend) optimistic(ctx context.Context, key string, base store.Base) *txn {
 	if b.stale.has(key, base.Rev) || base.Rev == 0 && base != (store.Base{}) {
 		return nil
 	}
-	ctx, cancel := b.deadline()
-	defer cancel()
 	st, err := b.meta.PeekRecord(ctx, key)
 	if err != nil || baseOf(st.Record, st.Rev) != base || st.Record.HistoryGen != 0 {
 		// HistoryGen: a key moved in with a history that names a
