@@ -283,8 +283,8 @@ func TestReap(t *testing.T) {
 			t.Fatalf("swept %s, which a record needs", name)
 		}
 	}
-	if !slices.Contains(r.Swept, orphan) || len(r.Swept) != 4 { // the orphan, fresh's a and b, raced's first
-		t.Fatalf("swept %v, want the orphan and the three superseded generations", r.Swept)
+	if !slices.Contains(r.Swept, orphan) || !slices.Contains(r.Swept, old+"/") || len(r.Swept) != 5 { // the orphan, fresh's a and b, raced's first, old's dir
+		t.Fatalf("swept %v, want the orphan, the three superseded generations and the reaped key's empty dir", r.Swept)
 	}
 	f.holds(fresh, "c", 3)
 	if len(f.files(damaged)) != 1 {
@@ -401,9 +401,10 @@ func TestReapSweepsNothingPromotedDuringItsWalk(t *testing.T) {
 			t.Errorf("swept %s, which its key's record names", name)
 		}
 	}
-	if len(res.Swept) != 0 {
-		// busy's first generation too: the snapshot had it as busy's own.
-		t.Errorf("swept %v, want nothing", res.Swept)
+	if len(res.Swept) != 1 || res.Swept[0] != old+"/" {
+		// Not busy's first generation either: the snapshot had it as
+		// busy's own.
+		t.Errorf("swept %v, want only the reaped key's empty dir", res.Swept)
 	}
 	f.holds(busy, "b2", 2)
 	f.holds(born, "n1", 1)
@@ -475,4 +476,49 @@ func TestAStalledPromoterCommitsNothing(t *testing.T) {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
 	f.holds(key, "b", 2)
+}
+
+// Reap removes the directory of a key that has no record once it holds
+// nothing and is older than the in-flight window; a directory a key's
+// first promotion may have just made, or one of a key with a record, it
+// keeps (found by an audit: every key ever made kept its directory, and
+// every reap and check walked them all).
+func TestReapRemovesEmptyKeyDirs(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	var gone []string
+	for _, m := range []string{"a", "b", "c"} {
+		key := store.Key("github", "empty-dirs", m)
+		f.run(key, m)
+		gone = append(gone, key)
+	}
+	f.now = time.Time{}
+	kept := store.Key("github", "empty-dirs", "kept")
+	f.run(kept, "k")
+	if err := os.Remove(filepath.Join(f.dir, f.recordFile(kept))); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour}); err != nil || len(r.Removed) != len(gone) || len(r.Swept) != 0 {
+		t.Fatalf("reap = %+v, %v; want %d keys removed and their dirs kept, just emptied", r, err, len(gone))
+	}
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	r, err := f.b.Reap(t.Context(), ReapOptions{Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(gone)
+	var want []string
+	for _, k := range gone {
+		want = append(want, k+"/")
+	}
+	if !slices.Equal(r.Swept, want) {
+		t.Fatalf("swept %v, want the reaped keys' dirs %v", r.Swept, want)
+	}
+	ents, err := os.ReadDir(f.dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != kept {
+		t.Fatalf("the transcripts dir holds %v (%v), want only %s", ents, err, kept)
+	}
+	// The key is new again: its first promotion makes its dir anew.
+	f.run(gone[0], "again")
+	f.holds(gone[0], "again", 1)
 }

@@ -36,7 +36,7 @@ type ReapOptions struct {
 // ReapResult is what a Reap did (or, dry, would do).
 type ReapResult struct {
 	Removed []string // keys, in key order
-	Swept   []string // files no record needed, as shared names them
+	Swept   []string // files no record needed, and empty dirs of keys with none ("<key>/"), as shared names them
 	Kept    int      // keys kept
 	// Skipped are keys left for the next reap, each with why: locked by
 	// another reaper, its lock lost, a record that changed under the reap.
@@ -168,7 +168,9 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFligh
 // in-flight window, whatever the grace period, since its promotion may
 // still commit it; the record's own file; and every file of a key whose
 // newest generation landed less than the grace period ago (a resolve that
-// read the record before may still be copying the one it superseded).
+// read the record before may still be copying the one it superseded); and
+// the empty directory ("<key>/") of a key with a record, or made within
+// the in-flight window.
 //
 // A file of a generation at or below the record's that the record does
 // not name can never be named: a commit names the generation above its
@@ -177,6 +179,11 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFligh
 func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
+	}
+	if strings.HasSuffix(name, "/") {
+		// The key's directory, empty: a key's first promotion may have
+		// just made it.
+		return ok || mtime.After(inFlight)
 	}
 	var t *etcdmeta.Transcript
 	if ok {

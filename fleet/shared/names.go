@@ -71,13 +71,13 @@ func isTemp(file string) bool {
 }
 
 // splitRemovable splits a name Remove accepts: a transcript name or a
-// temp name under a key.
+// temp name under a key, or a key's directory ("<key>/", file "").
 func splitRemovable(name string) (key, file string, ok bool) {
 	key, file, found := strings.Cut(name, "/")
 	if !found || !ValidKey(key) {
 		return "", "", false
 	}
-	if _, isFile := parseFile(file); !isFile && !isTemp(file) {
+	if _, isFile := parseFile(file); !isFile && !isTemp(file) && file != "" {
 		return "", "", false
 	}
 	return key, file, true

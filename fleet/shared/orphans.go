@@ -10,9 +10,10 @@ import (
 )
 
 // ListOrphans returns the names under dir that no record needs: every
-// transcript and every temp (a write in flight, or one that died) whose
-// modification time is before olderThan and for which referenced(key,
-// name, mtime) is false. Entries that are neither (foreign files, links,
+// transcript and every temp (a write in flight, or one that died), and
+// every key's directory that holds nothing ("<key>/"), whose modification
+// time is before olderThan and for which referenced(key, name, mtime) is
+// false. Entries that are none of these (foreign files, links,
 // directories that are not keys) are left out: reap never touches what it
 // did not write. Key directories are listed without following links. The
 // names are sorted, and each is one Remove takes.
@@ -52,6 +53,15 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		if err != nil {
 			kd.Close()
 			return nil, err
+		}
+		if len(files) == 0 {
+			// The directory's mtime is its last entry's coming or going.
+			if st, err := fsat.Fstat(kd); err == nil {
+				mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+				if name := key + "/"; mtime.Before(olderThan) && !referenced(key, name, mtime) {
+					out = append(out, name)
+				}
+			}
 		}
 		sort.Strings(files)
 		for _, f := range files {

@@ -31,20 +31,16 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	if !ValidKey(key) {
 		return "", 0, 0, &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
 	}
-	kd, err := openKeyDir(dir, key, true)
-	if err != nil {
-		return "", 0, 0, err
-	}
-	defer kd.Close()
 	rnd, err := random()
 	if err != nil {
 		return "", 0, 0, err
 	}
 	tmp := tmpPrefix + rnd
-	f, err := fsat.OpenAt(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	kd, f, err := createTemp(dir, key, tmp)
 	if err != nil {
 		return "", 0, 0, err
 	}
+	defer kd.Close()
 	defer func() {
 		if err != nil {
 			fsat.UnlinkAt(kd, tmp)
@@ -73,6 +69,35 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	}
 	return key + "/" + file, size, h.Sum32(), nil
 }
+
+// createTemp opens key's directory under dir, making it if need be, and
+// creates tmp in it. A reap removes a key's directory that holds nothing
+// and has no record, which a key's first promotion may find between the
+// open and the create (the create is then ENOENT): the directory is made
+// again, once.
+func createTemp(dir, key, tmp string) (kd, f *os.File, err error) {
+	for try := 0; ; try++ {
+		if kd, err = openKeyDir(dir, key, true); err != nil {
+			if fsat.IsNotExist(err) && try == 0 {
+				continue // removed between its mkdir and its open
+			}
+			return nil, nil, err
+		}
+		beforeCreate()
+		f, err = fsat.OpenAt(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		if err == nil {
+			return kd, f, nil
+		}
+		kd.Close()
+		if !fsat.IsNotExist(err) || try == 1 {
+			return nil, nil, err
+		}
+	}
+}
+
+// beforeCreate runs between the open of a key's directory and the create
+// in it: a test's stand-in for a reap removing the directory then.
+var beforeCreate = func() {}
 
 // noReplace gives the temp its final name without replacing anything
 // there. A variable so that tests can take the link path on a filesystem
@@ -135,13 +160,23 @@ func Open(dir, name string) (*os.File, error) {
 	return f, nil
 }
 
-// Remove removes the transcript or temp name under dir. A link at the
+// Remove removes the transcript or temp name under dir, or the key's
+// directory ("<key>/") if it holds nothing: one that holds something is
+// left, with an error that unwraps to ENOTEMPTY (or EEXIST). A link at the
 // name is removed itself, never its target. The directory is not fsynced:
 // a removal a crash undoes leaves an orphan, which reap removes again.
 func Remove(dir, name string) error {
 	key, file, ok := splitRemovable(name)
 	if !ok {
 		return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: ErrInvalidName}
+	}
+	if file == "" {
+		root, err := fsat.OpenDir(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return fsat.RmdirAt(root, key)
 	}
 	kd, err := openKeyDir(dir, key, false)
 	if err != nil {

@@ -176,6 +176,9 @@ func TestNamesAreValidatedBeforeAnyPath(t *testing.T) {
 		}
 	}
 	for _, n := range badNames {
+		if n == key+"/" {
+			continue // for Remove, the key's directory
+		}
 		if err := Remove(dir, n); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("Remove(%q) = %v, want ErrInvalidName", n, err)
 		}
@@ -272,6 +275,11 @@ func TestListOrphans(t *testing.T) {
 	os.Symlink("/etc/passwd", link)
 	unix.Lutimes(link, []unix.Timeval{unix.NsecToTimeval(old.UnixNano()), unix.NsecToTimeval(old.UnixNano())})
 	os.Symlink(filepath.Join(dir, other), filepath.Join(dir, "abcdefabcdefabcdefabcdefabcdefab"))
+	// Key dirs that hold nothing: one old, one just made.
+	emptyDir := "0123401234012340123401234012340a/"
+	os.Mkdir(filepath.Join(dir, emptyDir), 0o700)
+	os.Chtimes(filepath.Join(dir, emptyDir), old, old)
+	os.Mkdir(filepath.Join(dir, "0123401234012340123401234012340b"), 0o700)
 
 	// Every candidate is asked about, temps included, with its mtime.
 	seen := map[string]time.Time{}
@@ -280,12 +288,12 @@ func TestListOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{kept, orphan, deadTmp, orphan2} {
+	for _, n := range []string{kept, orphan, deadTmp, orphan2, emptyDir} {
 		if m, ok := seen[n]; !ok || m.Sub(old).Abs() > time.Millisecond {
 			t.Errorf("referenced(%q): asked %v with mtime %v, want %v", n, ok, m, old)
 		}
 	}
-	want := []string{deadTmp, orphan, orphan2}
+	want := []string{emptyDir, deadTmp, orphan, orphan2}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("ListOrphans =\n %v\nwant\n %v", got, want)
 	}
@@ -299,5 +307,37 @@ func TestListOrphans(t *testing.T) {
 	}
 	if _, err := os.Lstat(link); err != nil {
 		t.Fatal("the link was removed")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, emptyDir)); !os.IsNotExist(err) {
+		t.Fatalf("the empty key dir is still there: %v", err)
+	}
+	// A key dir removed as empty is removed only while it is.
+	if err := Remove(dir, key+"/"); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("Remove of a key dir that holds files = %v, want ENOTEMPTY", err)
+	}
+}
+
+// A reap may remove a key's empty directory between a first promotion's
+// open of it and its create there: the directory is made again, and the
+// write goes on (before: the promotion failed, ENOENT).
+func TestWriteMakesAKeyDirRemovedUnderIt(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { beforeCreate = func() {} }()
+	removed := 0
+	beforeCreate = func() {
+		if removed == 0 {
+			removed++
+			if err := Remove(dir, key+"/"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	data := randomBytes(t, 1000)
+	name := write(t, dir, data)
+	if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
 	}
 }
