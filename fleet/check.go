@@ -204,6 +204,9 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 		add(path, store.KindRecordUndecodable, "%v (resolve: meta-unreadable)", it.Err)
 		return "", nil
 	}
+	if err := c.history(ctx, it.Key, add); err != nil {
+		return "", err
+	}
 	t := it.Record.Transcript
 	switch {
 	case t == nil:
@@ -246,6 +249,23 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 		add(t.File, store.KindUnreadable, "%s", v.Detail)
 	}
 	return t.File, nil
+}
+
+// history reads key's history, which a resolve never does and a promotion
+// does only after a lost compare or before recording a refusal: an entry
+// that does not decode makes those fail (promote-failed) until it is
+// removed, while the key resumes as if nothing were wrong.
+func (c *checker) history(ctx context.Context, key string, add addFunc) error {
+	_, err := c.b.meta.Get(ctx, key)
+	switch {
+	case err == nil:
+	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
+		add(c.b.meta.Prefix()+"/history/"+key+"/", store.KindRecordUndecodable,
+			"%v (resolve still resumes the key; a promotion that must read its history is promote-failed)", err)
+	default:
+		return err
+	}
+	return nil
 }
 
 type addFunc func(path string, kind store.Kind, format string, args ...any) *store.Finding

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"sessdb/fleet/etcdmeta"
@@ -28,6 +29,8 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		switch {
 		case found[i].Kind == KindOrphan:
 			orphans = append(orphans, i)
+		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
+			found[i].Repair = "left as is: remove the entry that does not decode with etcdctl del; the key's promotions that must read its history fail until then"
 		case found[i].Severity == store.SeverityProblem:
 			found[i].Repair = leftAsIs(found[i].Kind)
 		}
@@ -55,14 +58,16 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	}
 	defer unlock()
 	st, err := c.b.meta.Get(ctx, key)
-	if err != nil && !errors.Is(err, etcdmeta.ErrDamaged) && !errors.Is(err, etcdmeta.ErrNewerSchema) {
-		leave(c.b.unroot(err.Error()))
+	if err != nil {
+		if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
+			// Nothing of the key is judged.
+			leave("the key's record or history does not decode: " + c.b.unroot(err.Error()))
+		} else {
+			leave(c.b.unroot(err.Error()))
+		}
 		return
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
-	if err != nil {
-		it.Err = err
-	}
 	for _, i := range orphans {
 		f := &found[i]
 		select {

@@ -172,3 +172,35 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("a missing transcripts dir: %v", err)
 	}
 }
+
+// A history entry that does not decode is a problem check reports: a
+// resolve, which reads only the record, resumes the key as if nothing
+// were wrong, while every promotion that must read the history fails. A
+// repair then removes none of the key's orphans, and says why (found by
+// an audit: check reported nothing, and the repair said the record needed
+// the orphan).
+func TestCheckFindsADamagedHistoryEntry(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "history", "damaged")
+	f.run(key, "one")
+	first := f.recordFile(key)
+	f.run(key, "two")
+	old := time.Now().Add(-3 * time.Hour)
+	os.Chtimes(filepath.Join(f.dir, first), old, old)
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+key+"/zzzz", "x"); err != nil {
+		t.Fatal(err)
+	}
+	f.holds(key, "two", 2)
+	found, sum := checkFindings(t, f.b, CheckOptions{Repair: true, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	g, ok := found[f.prefix+"/history/"+key+"/"]
+	if !ok || g.Kind != store.KindRecordUndecodable || g.Severity != store.SeverityProblem || !strings.Contains(g.Repair, "etcdctl del") {
+		t.Fatalf("the damaged history: %+v (found %v), want a problem, record-undecodable", g, ok)
+	}
+	if sum.Problems != 1 {
+		t.Fatalf("summary %+v, want 1 problem", sum)
+	}
+	if o := found[first]; o.Kind != KindOrphan || o.Repaired || !strings.Contains(o.Repair, "does not decode") {
+		t.Fatalf("the key's orphan: %+v, want it left, saying why", o)
+	}
+}
