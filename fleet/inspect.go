@@ -235,7 +235,11 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
 		}
 	}
-	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), mismatch)
+	var afterCopy gates.Reason
+	if mismatch {
+		afterCopy = gates.TranscriptReplaced // what the view's Accept makes of it
+	}
+	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), afterCopy)
 	return r, nil
 }
 

@@ -98,8 +98,9 @@ type Finding struct {
 	// repair.
 	Remains bool `json:"remains"`
 
-	tmpWhole bool // pending-promotion: the temp matches the record
-	unproven bool // meta-check-failed: the check did not complete, so proves nothing
+	tmpWhole bool   // pending-promotion: the temp matches the record
+	resolves string // transcript-mismatch: what a resolve of the key says now
+	unproven bool   // meta-check-failed: the check did not complete, so proves nothing
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
 	examinedDB  *unix.Stat_t
@@ -292,6 +293,16 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		id := [2]string{found[i].Path, string(found[i].Kind)}
 		seen[id] = true
 		found[i].Remains = still[id]
+	}
+	// A transcript left as is: what a resolve says of it is what the look
+	// after the repair found (a roll-forward can change it).
+	for _, f := range after {
+		for i := range found {
+			if g := &found[i]; g.Kind == KindTranscriptMismatch && f.Kind == g.Kind && f.Path == g.Path && !g.Repaired {
+				g.resolves = f.resolves
+				g.Repair = "left as is: " + advice(g)
+			}
+		}
 	}
 	// What the repair left that was not there before (a meta.db moved
 	// aside, say) is reported too.

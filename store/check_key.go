@@ -224,23 +224,58 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		f.tmpWhole = whole
 	}
 	id := k.identity
-	switch t := k.obs.Transcript; {
-	case whole:
-		// current.jsonl is the generation before the pending one: the
-		// pending promotion explains any mismatch.
-	case !t.Exists && id != nil:
-		add(tpath, KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: absent", id.Gen, id.Size)
-	case !t.Exists, !t.Regular:
-	case id == nil:
-		add(tpath, KindTranscriptMismatch, "meta.db records no transcript; resolve: transcript-replaced")
-	default:
-		v, err := k.verify(ctx, s.opts.Bounds.MaxBytes)
+	t := k.obs.Transcript // current.jsonl as found, before a resolve's view serves a temp
+	if whole || !t.Exists && id == nil || t.Exists && !t.Regular {
+		return nil // resolve copies the whole temp; or nothing to say of current.jsonl
+	}
+	var in *look
+	if p != nil && t.Exists && id != nil {
+		// A resolve's copy reads current.jsonl only if it falls back to
+		// it from the temp: the finding describes it whatever the copy
+		// does, held against the record and the generation before it.
+		l, err := k.look(ctx, k.inPlaceBound(), true, s.opts.Bounds.MaxBytes)
 		if err != nil {
 			return err
 		}
+		in = &l
+	}
+	// What a resolve says now is what dump says: the same judgement of
+	// the same files (judgeServed), for a job matching the key's stamps.
+	sv, err := s.judgeServed(ctx, k, nil, id != nil)
+	if err != nil {
+		return err
+	}
+	if sv.pendingErr != nil {
+		add(key+"/"+p.Tmp, KindUnreadable, "%v", sv.pendingErr)
+		return nil
+	}
+	says := sv.verdict.Reason
+	if says == Undetermined {
+		says = sv.verdict.IfMatched
+	}
+	switch {
+	case !t.Exists:
+		f := add(tpath, KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: %s", id.Gen, id.Size, says)
+		f.resolves = says
+	case id == nil:
+		f := add(tpath, KindTranscriptMismatch, "meta.db records no transcript; resolve: %s", says)
+		f.resolves = says
+	default:
+		if in == nil {
+			in = sv.inPlace // the copy's first file: no temp is served
+		}
+		if in == nil {
+			return nil
+		}
+		v := in.against(id)
 		switch v.Result {
 		case VerifyMismatch:
-			add(tpath, KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, id.Gen)
+			what := ", changed out of band or torn"
+			if pp := k.sidecars.Pending; pp != nil && in.c.summed && in.c.is(pp.Prev) {
+				what = fmt.Sprintf(": it is gen %d, the generation before, and gen %d was never renamed into place", pp.Prev.Gen, pp.Gen)
+			}
+			f := add(tpath, KindTranscriptMismatch, "%s (gen %d)%s; resolve: %s", v.Detail, id.Gen, what, says)
+			f.resolves = says
 		case VerifyUnreadable:
 			add(tpath, KindUnreadable, "%s", v.Detail)
 		}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
@@ -91,7 +92,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 	}
 	for i := range found {
 		if f := &found[i]; f.Repair == "" && f.Severity == SeverityProblem {
-			f.Repair = "left as is: " + advice(f.Kind)
+			f.Repair = "left as is: " + advice(f)
 		}
 	}
 	return dbTouched
@@ -241,13 +242,22 @@ func flockHeld(kd *os.File, n string) bool {
 	return err != nil
 }
 
-// advice is what an operator can do about a problem check does not repair.
-func advice(k Kind) string {
-	switch k {
+// advice is what an operator can do about a problem check does not
+// repair. For a transcript it names what a resolve says of the key, as
+// the look that found it did (checkEntry gives it the look after the
+// repair's).
+func advice(f *Finding) string {
+	switch f.Kind {
 	case KindMetaNewerSchema:
 		return "a newer sessdb wrote it; run that version"
 	case KindTranscriptMismatch:
-		return "the next resolve cold-starts the key (transcript-replaced) and its next promotion replaces the transcript"
+		switch f.resolves {
+		case "":
+			return "its next promotion replaces the transcript"
+		case string(gates.Resumed):
+			return "the next resolve resumes it as it is (resumed) and its next promotion replaces the transcript"
+		}
+		return "the next resolve cold-starts the key (" + f.resolves + ") and its next promotion replaces the transcript"
 	case KindLink, KindNotRegular, KindNotADirectory:
 		return "sessdb never follows or removes it; look at it and remove it by hand"
 	case KindLocked:

@@ -267,3 +267,31 @@ func TestRepairLeavesAMetaDBChangedSinceItWasExamined(t *testing.T) {
 		t.Fatalf("resumed gen %d, want gen 3 with the newest promotion", sess.Gen())
 	}
 }
+
+// What check says a resolve does with a transcript it leaves as is, in
+// its finding and in its repair's advice, is what a resolve then does:
+// the finding, of the key as found; the advice, of the key as the repair
+// left it (clearing a pending record whose temp is damaged changes it).
+func TestCheckSaysWhatResolveDoesAfterACrash(t *testing.T) {
+	for _, repair := range []bool{false, true} {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		for _, c := range crashStates(t, s, root) {
+			key := Key("github", "acme/advice", c.name)
+			c.build(key)
+			found, _ := chkRun(t, s, repair)
+			sess, _ := mustResolve(t, s, key, localJob())
+			for _, f := range found {
+				if f.Key != key || f.Kind != KindTranscriptMismatch {
+					continue
+				}
+				said := f.Detail
+				if repair {
+					said = f.Repair
+				}
+				if !strings.Contains(said, "("+string(sess.Reason)+")") && !strings.HasSuffix(said, "resolve: "+string(sess.Reason)) {
+					t.Errorf("%s, repair=%v: check says %q, resolve says %s", c.name, repair, said, sess.Reason)
+				}
+			}
+		}
+	}
+}

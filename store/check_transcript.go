@@ -7,27 +7,36 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"sessdb/db"
 )
 
-// VerifyReport is the result of reading a transcript and comparing it with
-// the record of the promotion that landed it.
+// VerifyReport is the result of reading what a resolve would copy of a
+// key and comparing it with the record of the promotion that landed it,
+// as the copy's own check does (docs/json.md, dump.verify): in a key dir,
+// a committed promotion's temp not yet renamed into place, and the
+// transcript in place where a resolve falls back to it, which may be the
+// generation before that promotion.
 type VerifyReport struct {
-	// Result is "ok", "mismatch" (size or CRC32C differ: a resolve would
-	// cold-start it as transcript-replaced), "no-record" (a legacy key, or
+	// Result is "ok" (a copy a resolve would take), "mismatch" (size or
+	// CRC32C differ: a resolve would cold-start it as transcript-replaced,
+	// or after a damaged temp promotion-lost), "no-record" (a legacy key, or
 	// a meta.db that records no transcript), "no-transcript", "too-large"
 	// (the record, or for a key with no record the file, is over the
 	// max-bytes bound: a resolve refuses it as too-large whatever it holds,
 	// so it is not read), or "unreadable" (an I/O error; Detail says which).
 	Result string `json:"result"`
-	Bytes  int64  `json:"bytes"`  // bytes read
-	CRC32C uint64 `json:"-"`      // of the bytes read; 8 hex digits in JSON
-	Detail string `json:"detail"` // what differs, or the error
+	Bytes  int64  `json:"bytes"` // bytes read, of the last file read
+	CRC32C uint64 `json:"-"`     // of the bytes read; 8 hex digits in JSON
+	// Detail is what differs, or the error; with ok, the generation
+	// before a pending promotion when that is what a resolve would copy.
+	Detail string `json:"detail"`
 }
 
 // Verify results.
 const (
-	VerifyOK           = "ok"            // the size and CRC32C are the record's
-	VerifyMismatch     = "mismatch"      // they differ: resolve says transcript-replaced
+	VerifyOK           = "ok"            // the size and CRC32C are the record's (or the generation's before a pending promotion)
+	VerifyMismatch     = "mismatch"      // they differ: resolve says transcript-replaced (or promotion-lost)
 	VerifyNoRecord     = "no-record"     // nothing to compare with
 	VerifyNoTranscript = "no-transcript" // no regular transcript to read
 	VerifyTooLarge     = "too-large"     // over the max-bytes bound, not read
@@ -43,63 +52,90 @@ const verifyChunk = 1 << 20
 // replaces it to count the bytes read.
 var verifySource = func(f *os.File) io.ReaderAt { return f }
 
-// verify reads the open transcript, under the key's shared lock (so no
-// promotion renames a new one in meanwhile), and compares it with the
-// record. It reads through the descriptor openKey opened, never by name.
+// look is what a read of the transcript a key dir has open found, as
+// verify reads it: bounded as a resolve's copy of it is (keyDir.look).
+type look struct {
+	c       copied // what a resolve's copy of it would be known as
+	got     int64  // its size: the bytes read, or fstat's when the read stopped at its bound
+	n       int64  // the bytes read
+	sum     uint32 // their CRC32C
+	err     error  // the read's I/O error
+	overMax int64  // the max-bytes bound the file is over (not read), else 0
+}
+
+// look reads the transcript k has open, under the key's shared lock (so
+// no promotion renames a new one in meanwhile), through the descriptor
+// openKey opened, never by name, and says what a resolve's copy of it
+// would be known as. With read false it reads nothing: the copy is known
+// by its size alone.
 //
-// The read is bounded by what could match: the record's size plus one byte
-// (the byte that tells a longer file), never the file's own size, which a
-// hostile or damaged file can make anything (a sparse 64 GiB file reads as
-// 64 GiB of zeros). With maxBytes set, nothing over it is read at all: a
-// resolve refuses such a transcript as too-large before it looks at a
-// byte. An error is ctx's: it is checked between chunks, so an interrupt
-// stops the read within one chunk.
-func (k *keyDir) verify(ctx context.Context, maxBytes int64) (*VerifyReport, error) {
-	if k.transcript == nil {
-		return &VerifyReport{Result: VerifyNoTranscript}, nil
-	}
-	size, id := k.tst.Size, k.identity
-	want := size
-	if id != nil {
-		want = id.Size
-	}
-	if maxBytes > 0 && want > maxBytes {
-		if id != nil && size != id.Size {
-			return &VerifyReport{Result: VerifyMismatch, Detail: fmt.Sprintf("%d bytes, the record says %d", size, id.Size)}, nil
-		}
-		return &VerifyReport{Result: VerifyTooLarge, Detail: fmt.Sprintf("%d bytes, over the max-bytes bound %d: not read (resolve: too-large)", want, maxBytes)}, nil
-	}
-	if want < 0 {
-		return &VerifyReport{Result: VerifyMismatch, Detail: fmt.Sprintf("%d bytes, the record says %d", size, want)}, nil
-	}
+// The read is bounded as the copy is, by what could match: want (the
+// largest identity the file could be) plus one byte (the byte that tells
+// a longer file), never the file's own size, which a hostile or damaged
+// file can make anything (a sparse 64 GiB file reads as 64 GiB of zeros).
+// With maxBytes set, a file over it is not read at all: a resolve refuses
+// it as too-large before it looks at a byte. An error is ctx's: it is
+// checked between chunks, so an interrupt stops the read within one
+// chunk.
+func (k *keyDir) look(ctx context.Context, want int64, read bool, maxBytes int64) (look, error) {
+	size := k.tst.Size
 	limit := want
 	if limit < math.MaxInt64 {
 		limit++
 	}
+	l := look{c: copied{size: min(size, max(limit, 0))}, got: size}
+	switch {
+	case !read:
+		return l, nil
+	case maxBytes > 0 && size > maxBytes:
+		l.overMax = maxBytes
+		return l, nil
+	case want < 0:
+		return l, nil // a record no file can match
+	}
 	n, sum, err := readCRC(ctx, verifySource(k.transcript), limit)
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, ctxErr
+		return look{}, ctxErr
 	}
-	r := &VerifyReport{Bytes: n, CRC32C: uint64(sum)}
+	l.n, l.sum, l.err = n, sum, err
 	// A read that reached its bound stopped short of the file's end: the
-	// file is longer than the record, and its size is the one fstat saw.
-	got := n
+	// file is longer than anything it could match, and its size is the
+	// one fstat saw.
+	l.got = n
 	if n == limit {
-		got = max(size, n)
+		l.got = max(size, n)
 	}
+	if err == nil {
+		l.c = copied{size: n, sum: sum, summed: true}
+	}
+	return l, nil
+}
+
+// against reports l held against t, the record (nil: no record), as
+// verify does.
+func (l look) against(t *db.Transcript) *VerifyReport {
+	r := &VerifyReport{Bytes: l.n, CRC32C: uint64(l.sum)}
 	switch {
-	case err != nil:
-		r.Result, r.Detail = VerifyUnreadable, err.Error()
-	case id == nil:
+	case l.err != nil:
+		r.Result, r.Detail = VerifyUnreadable, l.err.Error()
+	case l.overMax > 0 && (t == nil || l.got == t.Size):
+		r.Result, r.Detail = VerifyTooLarge, fmt.Sprintf("%d bytes, over the max-bytes bound %d: not read (resolve: too-large)", l.got, l.overMax)
+	case t == nil:
 		r.Result = VerifyNoRecord
-	case got != id.Size:
-		r.Result, r.Detail = VerifyMismatch, fmt.Sprintf("%d bytes, the record says %d", got, id.Size)
-	case id.CRC32C != r.CRC32C:
-		r.Result, r.Detail = VerifyMismatch, fmt.Sprintf("CRC32C %08x, the record says %08x", r.CRC32C, id.CRC32C)
+	case !l.c.is(t):
+		r.Result, r.Detail = VerifyMismatch, l.differs(t, "the record")
 	default:
 		r.Result = VerifyOK
 	}
-	return r, nil
+	return r
+}
+
+// differs says how l differs from t, which what names.
+func (l look) differs(t *db.Transcript, what string) string {
+	if l.got != t.Size {
+		return fmt.Sprintf("%d bytes, %s says %d", l.got, what, t.Size)
+	}
+	return fmt.Sprintf("CRC32C %08x, %s says %08x", l.sum, what, t.CRC32C)
 }
 
 // readCRC reads src from offset 0 until limit bytes, its end, an error or

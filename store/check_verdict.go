@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"fmt"
+
 	"sessdb/gates"
 	"sessdb/store/legacy"
 )
@@ -28,10 +31,142 @@ type VerdictReport struct {
 // job can match, ...) is shown as itself.
 const Undetermined = "?"
 
-// verdict judges k for job, or, with job nil, for every job at once, by
-// the rules Judge states.
-func (s *Store) verdict(k *keyDir, job *Job, v *VerifyReport) *VerdictReport {
-	return Judge(k.obs, s.opts.Bounds, job, s.opts.Now(), k.copyWouldMismatch(v))
+// served is what a resolve of a key dir would come to now, as dump and
+// check find it (Store.judgeServed).
+type served struct {
+	verdict *VerdictReport
+	// verify, with a read, is the last file the copy would read, held
+	// against what Accept held it to (keyView.follow).
+	verify *VerifyReport
+	// inPlace is the look at current.jsonl, when the copy read it.
+	inPlace *look
+	// pendingErr is why a committed promotion's temp, still at its name,
+	// could not be opened (a resolve fails on it: a fault).
+	pendingErr error
+}
+
+// judgeServed judges k for job (nil: every job, see Judge) as a resolve
+// would now: it serves a committed promotion's temp as the resolve's
+// view does (servePending), judges the ladder's observation of what is
+// served, and follows the copy through the view's own Accept, fallbacks
+// included (keyView.follow). With read, each file the copy would read is
+// read (dump --verify, check); without, only sizes are known, so a
+// same-size edit shows only at the copy. k must be open under the shared
+// lock, with its lock had; its transcript is then the last file the copy
+// would read. Its error is ctx's, when ctx ended a read.
+func (s *Store) judgeServed(ctx context.Context, k *keyDir, job *Job, read bool) (served, error) {
+	var out served
+	if k.meta != nil {
+		out.pendingErr = k.servePending()
+	}
+	// The ladder judges the file a resolve's copy starts from; a fallback
+	// after it is not judged again (judgeAndCopy).
+	obs := k.obs
+	v := &keyView{k: k}
+	f, err := v.follow(ctx, read, s.opts.Bounds.MaxBytes)
+	if err != nil {
+		return served{}, err
+	}
+	out.verdict = Judge(obs, s.opts.Bounds, job, s.opts.Now(), f.reason)
+	out.verify, out.inPlace = f.verify, f.inPlace
+	return out, nil
+}
+
+// followed is what keyView.follow found.
+type followed struct {
+	// reason is the copy's cold start: "" when Accept would take it, or
+	// when there is nothing regular to copy (the ladder refuses that
+	// first) or a read failed (a resolve's copy fails: a fault).
+	reason  gates.Reason
+	verify  *VerifyReport // with read
+	inPlace *look         // the look at current.jsonl, when the copy read it
+}
+
+// follow takes a resolve's copy step by step, without copying
+// (judgeAndCopy's step 5): each Source the view offers is looked at (with
+// read, read as far as the copy would read it; else known by its size)
+// and given to accept, the decision Accept makes of a real copy. So the
+// fallbacks are the resolve's own: a committed promotion's temp that does
+// not match its record falls back to the file in place, which is the
+// generation before it (resumed) or not (promotion-lost), and the file in
+// place of a promotion whose temp is gone may be that generation too.
+//
+// With read, verify is the last file read held against what Accept held
+// it to: the record, or the generation before a pending promotion (ok,
+// and its Detail says so).
+func (v *keyView) follow(ctx context.Context, read bool, maxBytes int64) (followed, error) {
+	var f followed
+	k := v.k
+	var given string // the temp the copy gave up on, and why
+	for copies := 1; copies <= maxCopies; copies++ {
+		if src, _ := v.Source(); src == nil {
+			// Only the first source can be missing (Accept refuses a
+			// fallback to nothing itself), and the ladder refuses it
+			// (absent, not-a-regular-file) before any copy.
+			if read {
+				f.verify = &VerifyReport{Result: VerifyNoTranscript}
+			}
+			return f, nil
+		}
+		fromTemp := k.fromTemp
+		l, err := k.look(ctx, k.expectSize, read, maxBytes)
+		if err != nil {
+			return followed{}, err
+		}
+		if !fromTemp {
+			f.inPlace = &l
+		}
+		if l.err != nil {
+			f.verify = l.against(k.identity) // unreadable: a resolve's copy would fail here
+			return f, nil
+		}
+		a := v.accept(l.c)
+		if read {
+			f.verify = v.verified(l, a, fromTemp, given)
+		}
+		switch {
+		case a.Resume:
+			return f, nil
+		case a.Retry:
+			given = fmt.Sprintf("its temp %s: %s", k.pending.Tmp, l.differs(k.identity, "the record"))
+		default:
+			f.reason = a.Reason
+			return f, nil
+		}
+	}
+	return f, nil
+}
+
+// verified is what verify reports of the look l at the file a copy read,
+// which accept made a of: l against the record, unless a pending
+// promotion explains it. fromTemp says the file was the pending
+// promotion's temp; given, the temp given up on before it, if any.
+func (v *keyView) verified(l look, a Acceptance, fromTemp bool, given string) *VerifyReport {
+	k := v.k
+	r := l.against(k.identity)
+	p := k.pending
+	if k.layout != LayoutDB || r.Result != VerifyMismatch || p == nil {
+		return r
+	}
+	switch {
+	case a.Resume && !l.c.summed:
+		// Taken by its size alone: over the max-bytes bound, not read.
+		r.Result, r.Detail = VerifyTooLarge, fmt.Sprintf("%d bytes, over the max-bytes bound %d: not read (resolve: too-large)", l.got, l.overMax)
+	case a.Resume:
+		// Not the record's: the generation before the pending one.
+		why := given
+		if why == "" {
+			why = "its temp is gone"
+		}
+		r.Result, r.Detail = VerifyOK, fmt.Sprintf("gen %d, the generation before the pending gen %d (%s)", p.Prev.Gen, p.Gen, why)
+	case fromTemp && !a.Retry:
+		r.Detail = fmt.Sprintf("its temp %s: %s; no regular %s to fall back to", p.Tmp, r.Detail, TranscriptName)
+	case given != "" && p.Prev != nil:
+		r.Detail = fmt.Sprintf("%s; %s: %s", given, TranscriptName, l.differs(p.Prev, fmt.Sprintf("gen %d before it", p.Prev.Gen)))
+	case given != "":
+		r.Detail = fmt.Sprintf("%s; %s: %s", given, TranscriptName, r.Detail)
+	}
+	return r
 }
 
 // matchingJob is the job that passes the venue and pi-version rungs of obs

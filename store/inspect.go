@@ -77,8 +77,8 @@ type KeyReport struct {
 	// MetaPages shows meta.db's two bbolt meta pages; nil without a
 	// meta.db.
 	MetaPages *MetaPagesReport `json:"meta_pages"`
-	// Verify is the transcript read whole against its record, with
-	// InspectOptions.Verify; nil otherwise.
+	// Verify is what a resolve would copy, read whole against its record,
+	// with InspectOptions.Verify; nil otherwise.
 	Verify *VerifyReport `json:"verify"`
 	// Verdict is what a resolve would get now; nil for a name that is not
 	// a key.
@@ -150,8 +150,11 @@ type HistoryReport struct {
 type InspectOptions struct {
 	History int    // how many of each key's last history entries to report
 	Only    string // report this one name under the root instead of all
-	// Verify reads each transcript whole and checks its size and CRC32C
-	// against the record; without it only the first line is read.
+	// Verify reads what a resolve would copy of each key whole (a pending
+	// promotion's temp, and the transcript in place a resolve falls back
+	// to) and checks its size and CRC32C as the copy would; without it
+	// only the first line of each is read, and the verdict knows the
+	// files by their sizes.
 	Verify bool
 	// Job is the profile the verdict is judged for. nil: the rungs that
 	// compare with the job (venue, pi version, model) are not guessed, and
@@ -270,21 +273,22 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 	if k.layout == LayoutDB {
 		r.MetaPages = keyMetaPages(k)
 	}
+	// The verdict, and what --verify reads, are a resolve's: on a
+	// promotion committed but not yet renamed into place a resolve copies
+	// its temp, so the ladder judges the temp and verify reads it, and
+	// where a resolve falls back to the file in place so do they
+	// (everything above reports the file in place).
+	sv, err := s.judgeServed(ctx, k, opts.Job, opts.Verify)
+	if err != nil {
+		return r, err
+	}
+	if sv.pendingErr != nil {
+		r.Problem = fmt.Sprintf("pending promotion's temp: %v", sv.pendingErr)
+	}
+	r.Verdict = sv.verdict
 	if opts.Verify {
-		if r.Verify, err = k.verify(ctx, s.opts.Bounds.MaxBytes); err != nil {
-			return r, err
-		}
+		r.Verify = sv.verify
 	}
-	// The verdict is a resolve's: on a promotion committed but not yet
-	// renamed into place a resolve copies its temp, so the ladder judges
-	// the temp, as the resolve will (everything above reports the file in
-	// place).
-	if k.meta != nil {
-		if err := k.servePending(); err != nil {
-			r.Problem = fmt.Sprintf("pending promotion's temp: %v", err)
-		}
-	}
-	r.Verdict = s.verdict(k, opts.Job, r.Verify)
 	switch {
 	case k.metaErr != nil:
 		r.MetaError = k.metaErr.Error()

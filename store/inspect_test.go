@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +32,10 @@ func inspectOne(t *testing.T, s *Store, key string, opts InspectOptions) KeyRepo
 // The verdict dump shows is the verdict a resolve gets: for a given job
 // exactly, and without one, either the verdict every job gets or "?" with
 // what a job matching the stamps gets. Each key below is judged against
-// real resolves with several jobs.
+// real resolves with several jobs, and against a resolve by the job that
+// matches its stamps: check's "resolve: ..." and stats' count say what
+// that resolve says, and --verify reads what a resolve copies (ok where
+// the copy is accepted, mismatch where it cold-starts the key).
 func TestVerdictIsWhatResolveSays(t *testing.T) {
 	bounds := gates.Bounds{TTL: 14 * 24 * time.Hour, MaxResumeChain: 3, MaxContextPct: 80}
 	s, root, clock := newTestStore(t, bounds)
@@ -76,38 +81,48 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 			writeLegacy(t, root, key, map[string]string{TranscriptName: string(transcriptBytes(clock.now)), "venue": "(pending)", "pi-version": testPi})
 		},
 		"absent": func(string) {},
-		// A crash between a promotion's commit and its rename: a resolve
-		// serves the temp, or, once the temp is lost, the generation
-		// before it; with that generation gone too, nothing.
-		"crashed before its rename": func(key string) { commitWithoutRenameAt(t, s, root, key) },
-		"crashed before its rename, temp lost": func(key string) {
-			os.Remove(commitWithoutRenameAt(t, s, root, key))
-		},
-		"crashed before its rename, temp damaged": func(key string) {
-			tmp := commitWithoutRenameAt(t, s, root, key)
-			b, _ := os.ReadFile(tmp)
-			b[len(b)-3] ^= 0xff
-			os.WriteFile(tmp, b, 0o600)
-		},
-		"crashed before its rename, temp lost, transcript replaced": func(key string) {
-			os.Remove(commitWithoutRenameAt(t, s, root, key))
-			os.WriteFile(filepath.Join(root, key, TranscriptName), transcriptBytes(clock.now, entryLine("another")), 0o600)
-		},
+	}
+	// Only the copy (or --verify) reads a file whole: without --verify, a
+	// same-size edit shows at the next resolve only.
+	sameSize := map[string]bool{"edited same size": true}
+	for _, c := range crashStates(t, s, root) {
+		keys[c.name] = c.build
+		sameSize[c.name] = c.sameSize
 	}
 	jobs := []Job{localJob(), other, {PiVersion: testPi, Venue: "podman", Model: "anthropic/claude-sonnet-4-5"}, {PiVersion: testPi, Venue: "local", Model: "openai/gpt-5"}}
+	wantStats := map[string]int64{}
 	for name, build := range keys {
 		t.Run(name, func(t *testing.T) {
 			key := Key("github", "acme/verdict", name)
 			build(key)
+			// The job whose venue, pi version and model are the key's
+			// stamps: what dump's "?/R", check and stats name.
+			var matched gates.Reason
+			if r := inspectOne(t, s, key, InspectOptions{}); r.Verdict.Reason == Undetermined {
+				j := Job{PiVersion: deref(r.PiVersion), Venue: "local", Model: localJob().Model}
+				if r.Venue != nil {
+					j.Venue = *r.Venue
+				}
+				if r.Context != nil && r.Context.Model != "" {
+					j.Model = r.Context.Model
+				}
+				sess, _ := mustResolve(t, s, key, j)
+				matched = sess.Reason
+			} else {
+				matched = gates.Reason(r.Verdict.Reason)
+			}
 			for _, verify := range []bool{false, true} {
 				none := inspectOne(t, s, key, InspectOptions{Verify: verify}).Verdict
 				var reasons []string
 				for _, job := range jobs {
 					sess, _ := mustResolve(t, s, key, job)
-					got := inspectOne(t, s, key, InspectOptions{Job: &job, Verify: verify}).Verdict
-					// Without --verify a same-size edit is only found by the copy.
-					if got.Reason != string(sess.Reason) && !(name == "edited same size" && !verify) {
+					r := inspectOne(t, s, key, InspectOptions{Job: &job, Verify: verify})
+					got := r.Verdict
+					if got.Reason != string(sess.Reason) && !(sameSize[name] && !verify) {
 						t.Errorf("verify=%v job %+v: dump says %s, resolve says %s", verify, job, got.Reason, sess.Reason)
+					}
+					if verify {
+						checkVerifyIsTheCopy(t, job, r.Verify, sess.Reason)
 					}
 					reasons = append(reasons, string(sess.Reason))
 				}
@@ -124,9 +139,117 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 				if u := slices.Compact(reasons); len(u) == 1 {
 					t.Errorf("verify=%v: every job got %s, but dump said ?", verify, reasons[0])
 				}
+				if none.IfMatched != string(matched) && !(sameSize[name] && !verify) {
+					t.Errorf("verify=%v: dump says ?/%s, the resolve of the job matching the stamps says %s", verify, none.IfMatched, matched)
+				}
+			}
+			found, _ := chkRun(t, s, false)
+			for _, f := range found {
+				if f.Key == key && f.Kind == KindTranscriptMismatch && !strings.HasSuffix(f.Detail, "; resolve: "+string(matched)) {
+					t.Errorf("check: %q, but the resolve of the job matching the stamps says %s", f.Detail, matched)
+				}
+			}
+			// stats reads no transcript whole: a same-size edit counts as
+			// dump without --verify shows it (below). A key with no dir
+			// is not under the root.
+			if _, err := os.Lstat(filepath.Join(root, key)); err == nil && !sameSize[name] {
+				wantStats[string(matched)]++
 			}
 		})
 	}
+	// stats counts each key by the verdict of the job matching its stamps.
+	st, err := s.Stats(context.Background(), StatsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range keys {
+		if sameSize[name] {
+			r := inspectOne(t, s, Key("github", "acme/verdict", name), InspectOptions{})
+			wantStats[cmp.Or(r.Verdict.IfMatched, r.Verdict.Reason)]++
+		}
+	}
+	for _, c := range st.Verdicts {
+		if c.N != wantStats[c.Label] {
+			t.Errorf("stats counts %d keys %s, resolves say %d", c.N, c.Label, wantStats[c.Label])
+		}
+	}
+}
+
+// crashState is a state a crash between a promotion's commit and its
+// rename can leave a key in, with what happened since.
+type crashState struct {
+	name     string
+	build    func(key string)
+	sameSize bool // the temp was damaged in place: only a read tells
+}
+
+// crashStates are a crash between a promotion's commit (gen 2) and its
+// rename, with its temp and the file in place (gen 1) in every state they
+// can be found in: a resolve serves the temp; from a damaged one it falls
+// back to gen 1 in place (else promotion-lost), and with the temp lost it
+// resumes gen 1 (else transcript-replaced, or absent).
+func crashStates(t *testing.T, s *Store, root string) []crashState {
+	temps := []struct {
+		name string
+		hurt func(tmp string)
+	}{
+		{"intact", func(string) {}},
+		{"damaged", func(p string) { b, _ := os.ReadFile(p); b[len(b)-3] ^= 0xff; os.WriteFile(p, b, 0o600) }}, // same size
+		{"grown", func(p string) { // a byte appended: the audit's damage
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("x")
+			f.Close()
+		}},
+		{"lost", func(p string) { os.Remove(p) }},
+	}
+	places := []struct {
+		name   string
+		change func(key string)
+	}{
+		{"gen 1", func(string) {}},
+		{"replaced", func(key string) {
+			os.WriteFile(filepath.Join(root, key, TranscriptName), transcriptBytes(s.opts.Now(), entryLine("another")), 0o600)
+		}},
+		{"missing", func(key string) { os.Remove(filepath.Join(root, key, TranscriptName)) }},
+	}
+	var out []crashState
+	for _, tmp := range temps {
+		for _, place := range places {
+			out = append(out, crashState{
+				name: fmt.Sprintf("crashed before its rename, temp %s, transcript %s", tmp.name, place.name),
+				build: func(key string) {
+					tmp.hurt(commitWithoutRenameAt(t, s, root, key))
+					place.change(key)
+				},
+				sameSize: tmp.name == "damaged",
+			})
+		}
+	}
+	return out
+}
+
+// checkVerifyIsTheCopy checks dump --verify against a resolve's copy: a
+// copy the key accepted was read as ok (no-record for a key without one),
+// one it refused as a mismatch.
+func checkVerifyIsTheCopy(t *testing.T, job Job, v *VerifyReport, got gates.Reason) {
+	t.Helper()
+	switch got {
+	case gates.Resumed:
+		if v == nil || v.Result != VerifyOK && v.Result != VerifyNoRecord {
+			t.Errorf("job %+v resumed, but dump --verify says %+v", job, v)
+		}
+	case gates.TranscriptReplaced, gates.PromotionLost:
+		if v == nil || v.Result != VerifyMismatch {
+			t.Errorf("job %+v: resolve says %s, but dump --verify says %+v", job, got, v)
+		}
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // The model matters only where the context rung would judge differently.

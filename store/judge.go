@@ -19,15 +19,19 @@ import (
 // Judge is the verdict dump reports for a key whose observation is obs:
 // for job, or with job nil for every job at once (see VerdictReport: a
 // verdict that depends on the job is Undetermined, with what a job
-// matching the key's stamps would get). mismatch says a resolve's copy is
-// already known not to match the key's record (its size differs, or a
-// verify found its checksum does): a verdict that would resume is then
-// transcript-replaced, as the copy's check would make it. It is pure.
-func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, mismatch bool) *VerdictReport {
+// matching the key's stamps would get). afterCopy is the cold start a
+// resolve's copy is already known to end in, "" when none is: the
+// reason its backend's Accept gives a copy of what the key holds (a size
+// that differs from the record, or a checksum a verify found to differ,
+// is transcript-replaced; a key dir's damaged pending temp with neither
+// it nor the generation before it in place is promotion-lost). A verdict
+// that would resume is then afterCopy, as the copy's check would make
+// it. It is pure.
+func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, afterCopy gates.Reason) *VerdictReport {
 	judge := func(j gates.Job) string {
 		out := gates.Evaluate(obs, b, j, now)
-		if out.Resume && mismatch {
-			return string(gates.TranscriptReplaced)
+		if out.Resume && afterCopy != "" {
+			return string(afterCopy)
 		}
 		return string(out.Reason)
 	}

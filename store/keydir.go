@@ -195,8 +195,8 @@ func (k *keyDir) observeDB() {
 		k.expectSize = sc.Transcript.Size
 		// A lost temp's fallback is the generation before it (Accept):
 		// the copy must be allowed to read that one whole.
-		if p := k.pending; p != nil && p.Prev != nil {
-			k.expectSize = max(k.expectSize, p.Prev.Size)
+		if k.pending != nil {
+			k.expectSize = k.inPlaceBound()
 		}
 	}
 	k.obs.Venue = stampOf(sc.Venue)
@@ -207,6 +207,18 @@ func (k *keyDir) observeDB() {
 	if sc.Context != nil {
 		k.obs.Context = &gates.Context{Tokens: sc.Context.Tokens, Window: sc.Context.Window, Model: sc.Context.Model}
 	}
+}
+
+// inPlaceBound is the largest identity current.jsonl of a db key with a
+// record can match: the record's, or the generation before its pending
+// promotion, which is in place when that promotion's temp was lost or
+// damaged before its rename.
+func (k *keyDir) inPlaceBound() int64 {
+	n := k.sidecars.Transcript.Size
+	if p := k.sidecars.Pending; p != nil && p.Prev != nil {
+		n = max(n, p.Prev.Size)
+	}
+	return n
 }
 
 // observeLegacy reads the legacy sidecar files with the legacy rules.
@@ -284,32 +296,44 @@ func stampOf(p *string) gates.Stamp {
 	return gates.Stamp{State: gates.StampPresent, Value: *p}
 }
 
-// matches reports whether a copy of size bytes with CRC32C sum is the
-// transcript the key's sidecars describe. A db key must match its record;
-// a db key with no record describes no transcript at all. A legacy key has
-// no record: the copy must match the file as it was when judged, and the
-// name must still refer to that file (the legacy store's identity re-check,
-// since nothing locks a legacy key).
-func (k *keyDir) matches(size int64, sum uint32) bool {
+// copied is what is known of a copy of the key's transcript: its size,
+// and its CRC32C when it was read. A resolve's copy always is; dump
+// without --verify reads only the first line, and a copy of the size an
+// identity wants is then taken to match it, since only the bytes could
+// tell otherwise.
+type copied struct {
+	size   int64
+	sum    uint32
+	summed bool // sum is the copy's CRC32C
+}
+
+// is reports whether c is the transcript t identifies.
+func (c copied) is(t *db.Transcript) bool {
+	return t != nil && t.Size == c.size && (!c.summed || t.CRC32C == uint64(c.sum))
+}
+
+// matches reports whether the copy c is the transcript the key's
+// sidecars describe. A db key must match its record; a db key with no
+// record describes no transcript at all. A legacy key has no record: the
+// copy must match the file as it was when judged, and the name must still
+// refer to that file (the legacy store's identity re-check, since nothing
+// locks a legacy key).
+func (k *keyDir) matches(c copied) bool {
 	if k.layout == LayoutDB {
-		return k.identity != nil && k.identity.Size == size && k.identity.CRC32C == uint64(sum)
+		return c.is(k.identity)
 	}
-	if size != k.tst.Size {
+	if c.size != k.tst.Size {
 		return false
 	}
 	st, err := fsat.LstatAt(k.dir, TranscriptName)
 	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
 }
 
-// matchesPrev reports whether a copy of size bytes with CRC32C sum is the
-// generation before a committed promotion: what is in place when that
-// promotion's temp was lost before its rename.
-func (k *keyDir) matchesPrev(size int64, sum uint32) bool {
-	if k.pending == nil || k.pending.Prev == nil {
-		return false
-	}
-	p := k.pending.Prev
-	return p.Size == size && p.CRC32C == uint64(sum)
+// matchesPrev reports whether the copy c is the generation before a
+// committed promotion: what is in place when that promotion's temp was
+// lost before its rename.
+func (k *keyDir) matchesPrev(c copied) bool {
+	return k.pending != nil && c.is(k.pending.Prev)
 }
 
 // reopenInPlace replaces the pending temp that was opened as the

@@ -93,6 +93,13 @@ func (v *keyView) Source() (*os.File, int64) { return v.k.transcript, v.k.expect
 // it, in place, when that temp was lost; and, for a legacy key, which
 // nothing locks, the legacy store's venue re-check and its file identity.
 func (v *keyView) Accept(size int64, sum uint32) Acceptance {
+	return v.accept(copied{size: size, sum: sum, summed: true})
+}
+
+// accept is Accept for a copy known as c. dump and check follow a
+// resolve's copy through it too (see keyView.follow), so that what they
+// report is this decision, fallbacks included, and not a copy of it.
+func (v *keyView) accept(c copied) Acceptance {
 	k := v.k
 	// The legacy store's venue re-check comes before the identity check,
 	// as its order was the contract.
@@ -100,15 +107,15 @@ func (v *keyView) Accept(size int64, sum uint32) Acceptance {
 		return Acceptance{Reason: gates.VenueChanged}
 	}
 	switch {
-	case k.matches(size, sum):
+	case k.matches(c):
 		b := k.base()
-		if k.layout == LayoutLegacy {
+		if k.layout == LayoutLegacy && c.summed {
 			// A legacy key's identity is its file; what was delivered is
 			// known now, so the base can say it exactly.
-			b.Size, b.CRC32C = size, Checksum(sum)
+			b.Size, b.CRC32C = c.size, Checksum(c.sum)
 		}
 		return Acceptance{Resume: true, Base: b}
-	case !k.fromTemp && k.matchesPrev(size, sum):
+	case !k.fromTemp && k.matchesPrev(c):
 		// A committed promotion's temp is gone (or was damaged), and what
 		// is in place is the generation before it: that is what the key
 		// holds.

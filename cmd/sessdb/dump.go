@@ -29,9 +29,11 @@ entry and a summary (docs/json.md).
 A verdict that depends on the job (its venue, pi version, model) shows as ?/R:
 R is what a job matching the key's stamps would get. --as-job with
 --pi-version and --venue judges it for that job, rung for rung. --verify reads
-each transcript (at most its record's size plus one byte) and checks its size
-and CRC32C. --history N prints, instead of the key table, a table of each
-key's last N history entries (with --json, each object carries them).
+what a resolve would copy (at most the size it could match plus one byte: a
+promotion's temp not yet renamed into place, and the transcript in place where
+a resolve falls back to it) and checks its size and CRC32C. --history N
+prints, instead of the key table, a table of each key's last N history
+entries (with --json, each object carries them).
 
 dump changes nothing: not a byte, not an mtime. A key that cannot be read
 (an I/O error, its lock not had in time) is named on stderr, and dump exits 1
@@ -68,7 +70,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	asJSON := fs.Bool("json", false, "print one JSON object per entry, then a summary object (docs/json.md)")
 	wide := fs.Bool("wide", false, "show every column, uncut")
 	key := fs.String("key", "", "show only this `KEY`")
-	verify := fs.Bool("verify", false, "read each transcript and check its size and CRC32C against its record")
+	verify := fs.Bool("verify", false, "read what a resolve would copy and check its size and CRC32C")
 	history := fs.String("history", "0", "print each key's last `N` history entries (at most 64) as a table of their own instead of the key table; with --json, in each object")
 	asJob := fs.Bool("as-job", false, "judge the verdict for the job that --pi-version, --venue and --model describe; without it, a verdict that depends on the job shows as ?")
 	piVersion := fs.String("pi-version", "", "with --as-job: the pi `VERSION` the job's image declares")
