@@ -59,7 +59,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		if f.tmpWhole {
 			f.Repair = "rolled forward: the temp was renamed over current.jsonl and the record cleared; other promotion temps removed"
 		} else {
-			f.Repair = "cleared the pending record (its temp was gone or did not match); promotion temps removed"
+			f.Repair = "removed its temp, which did not match its record; the record stays pending, so a resolve serves the generation before it where that is in place (else promotion-lost); promotion temps removed"
 		}
 	}
 	var aside string

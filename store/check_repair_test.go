@@ -295,3 +295,28 @@ func TestCheckSaysWhatResolveDoesAfterACrash(t *testing.T) {
 		}
 	}
 }
+
+// A repair never makes a key that resumes cold: a pending promotion whose
+// temp does not match its record, with the generation before it whole in
+// place, is left pending (a resolve resumes that generation), where
+// clearing the record made every resolve after it transcript-replaced.
+// What a resolve said before the repair, it says after, or resumes.
+func TestRepairKeepsAKeyThatResumes(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	states := crashStates(t, s, root)
+	before := map[string]gates.Reason{}
+	for _, c := range states {
+		key := Key("github", "acme/keeps", c.name)
+		c.build(key)
+		sess, _ := mustResolve(t, s, key, localJob())
+		before[key] = sess.Reason
+	}
+	chkRun(t, s, true)
+	for _, c := range states {
+		key := Key("github", "acme/keeps", c.name)
+		sess, _ := mustResolve(t, s, key, localJob())
+		if before[key] == gates.Resumed && !sess.Resume {
+			t.Errorf("%s: resumed before check --repair, %s after", c.name, sess.Reason)
+		}
+	}
+}

@@ -222,7 +222,10 @@ func sweepTemps(kd *os.File) {
 
 // RollForward finishes a promotion of key that committed but was not
 // renamed into place (the process died between the two), and removes
-// promotion temps no record names. It takes the key's exclusive lock; a
+// promotion temps no record names. A promotion whose temp no longer
+// matches its record is not finished: its temp is removed and its record
+// left pending, so that a resolve serves the generation before it if
+// that is in place. It takes the key's exclusive lock; a
 // key with no meta.db has nothing to roll forward and is left untouched.
 // It reports whether a pending promotion was settled.
 func (s *Store) RollForward(key string) (bool, error) {
@@ -262,7 +265,14 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 	}
 	defer d.Close()
 	same := examined != nil && unchangedSince(kd, examined)
-	settled, err := s.rollForward(kd, d, sc.Pending, true)
+	// A temp that does not match its record is swept, but its pending
+	// entry stays: it keeps the generation before it, which a resolve
+	// then falls back to where it is in place (else promotion-lost).
+	// Cleared, the record would name only the generation whose temp is
+	// gone, and the key would cold-start whatever is in place.
+	p := sc.Pending
+	keep := p != nil && pendingInFlight(kd, p) && !tempMatches(kd, p)
+	settled, err := s.rollForward(kd, d, p, !keep)
 	if err != nil {
 		return false, nil, err
 	}
