@@ -179,3 +179,24 @@ func TestCLIResolveMakesAMissingJobDir(t *testing.T) {
 		t.Fatalf("the missing parent was made: %v", err)
 	}
 }
+
+// A refused promotion reports the staged file's size as the store saw it:
+// through a session/ dir that is a link, there is no regular staged file,
+// and bytes is null, not the size of a file the link leads to (which was
+// stat'ed through the link).
+func TestCLIPromoteReportsNoBytesThroughASymlinkedSessionDir(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, resolveArgs(root, job)...); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(elsewhere, "current.jsonl"), []byte(header), 0o600)
+	os.RemoveAll(filepath.Join(job, "session"))
+	os.Symlink(elsewhere, filepath.Join(job, "session"))
+	code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitOK || !strings.Contains(out, `"reason":"not-a-regular-file"`) || !strings.Contains(out, `"bytes":null`) {
+		t.Fatalf("promote through a symlinked session dir: exit %d, %s %s; want not-a-regular-file with bytes null", code, out, errs)
+	}
+}

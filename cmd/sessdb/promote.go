@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/models"
 	"sessdb/store/transcript"
@@ -150,13 +150,25 @@ func promoteJSON(res store.PromoteResult, jobDir string) promoteOutput {
 // stagedBytes is the size of the staged file a refused promotion was
 // offered (too-large among them), or nil when there is no regular file
 // there. The store does not report it for a refusal, so it is looked up
-// here, without following a link.
+// here, as the store looked: the job dir opened as given, and below it
+// no link followed, its session/ dir's included (a lstat of the joined
+// path would follow that one).
 func stagedBytes(jobDir string) *int64 {
-	fi, err := os.Lstat(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName))
-	if err != nil || !fi.Mode().IsRegular() {
+	jd, err := fsat.OpenDir(jobDir)
+	if err != nil {
 		return nil
 	}
-	n := fi.Size()
+	defer jd.Close()
+	sd, err := fsat.OpenDirAt(jd, store.StagedDirName)
+	if err != nil {
+		return nil
+	}
+	defer sd.Close()
+	st, err := fsat.LstatAt(sd, store.TranscriptName)
+	if err != nil || !fsat.IsRegular(&st) {
+		return nil
+	}
+	n := st.Size
 	return &n
 }
 
