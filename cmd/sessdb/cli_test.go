@@ -99,7 +99,8 @@ func TestConfigurationErrorsNameTheVariable(t *testing.T) {
 		{"PI_SESSIONS_TTL_DAYS", "08", "PI_SESSIONS_TTL_DAYS"},
 		{"PI_SESSIONS_TTL_DAYS", "+3", "PI_SESSIONS_TTL_DAYS"},
 		{"PI_SESSION_MAX_RESUME_CHAIN", "-1", "PI_SESSION_MAX_RESUME_CHAIN"},
-		{"PI_SESSION_MAX_AGE_DAYS", " 3", "PI_SESSION_MAX_AGE_DAYS"},
+		{"PI_SESSION_MAX_AGE_DAYS", "3 4", "PI_SESSION_MAX_AGE_DAYS"},
+		{"PI_SESSION_MAX_AGE_DAYS", " ", "PI_SESSION_MAX_AGE_DAYS"},
 		{"PI_SESSION_MAX_AGE_DAYS", "99999999999", "PI_SESSION_MAX_AGE_DAYS"},
 		{"PI_SESSION_MAX_CONTEXT_PCT", "0", "PI_SESSION_MAX_CONTEXT_PCT"},
 		{"PI_SESSION_MAX_CONTEXT_PCT", "101", "PI_SESSION_MAX_CONTEXT_PCT"},
@@ -123,7 +124,7 @@ func TestConfigurationErrorsNameTheVariable(t *testing.T) {
 func TestEveryKnobParsesStrictly(t *testing.T) {
 	knobs := []string{"PI_SESSIONS_TTL_DAYS", "PI_SESSION_MAX_BYTES", "PI_SESSION_MAX_AGE_DAYS", "PI_SESSION_MAX_RESUME_CHAIN", "PI_SESSION_MAX_CONTEXT_PCT"}
 	for _, knob := range knobs {
-		for _, val := range []string{"3.5", "1e3", "08", "+3", "-1", "0", "101", "abc", "3 "} {
+		for _, val := range []string{"3.5", "1e3", "08", "+3", "-1", "0", "101", "abc", "3 4", "\u00853"} {
 			clearEnv(t)
 			t.Setenv(knob, val)
 			code, _, errs := runCLI(t, "resolve", "--sessions-dir", t.TempDir(), "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1")
@@ -137,6 +138,50 @@ func TestEveryKnobParsesStrictly(t *testing.T) {
 			if !ok && (code != exitUsage || !strings.Contains(errs, knob)) {
 				t.Errorf("%s=%q: exit %d, %q; want exit 2 naming the variable", knob, val, code, errs)
 			}
+		}
+	}
+}
+
+// Whitespace around a whole number is ignored, as the legacy parser
+// trimmed it (JavaScript's trim: U+FEFF and U+2028 too, U+0085 not), in
+// every variable and every flag that takes one; the value itself is still
+// judged strictly.
+func TestWholeNumbersIgnoreSurroundingWhitespace(t *testing.T) {
+	root := t.TempDir()
+	resolve := []string{"resolve", "--sessions-dir", root, "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1"}
+	for _, knob := range []string{"PI_SESSIONS_TTL_DAYS", "PI_SESSION_MAX_BYTES", "PI_SESSION_MAX_AGE_DAYS", "PI_SESSION_MAX_RESUME_CHAIN", "PI_SESSION_MAX_CONTEXT_PCT"} {
+		for _, val := range []string{"14\n", " 14", "\t14\r\n", "\u00a014\ufeff", "14\u2028"} {
+			clearEnv(t)
+			t.Setenv(knob, val)
+			if code, _, errs := runCLI(t, resolve...); code != exitOK {
+				t.Errorf("%s=%q: exit %d, %s; want it read as 14", knob, val, code, errs)
+			}
+		}
+	}
+	clearEnv(t)
+	file := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(file, []byte(header), 0o600)
+	for _, args := range [][]string{
+		append(resolve, "--ttl-days", " 3\n", "--max-bytes", "100 ", "--max-age-days", "\n2", "--max-resume-chain", " 1 ", "--max-context-pct", " 50 "),
+		{"dump", "--history", " 3\n", root},
+		{"migrate", "--dry-run", "--workers", " 2 ", root},
+		{"engage", "replay", "--window", " 200000\n", "--reserve", " 16384 ", file},
+	} {
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Errorf("%q: exit %d, %s; want the numbers read", args, code, errs)
+		}
+	}
+	// Trimmed, not parsed loosely: what remains must be the number itself.
+	job := t.TempDir()
+	os.WriteFile(filepath.Join(job, "session.ticket"), nil, 0o600)
+	for _, args := range [][]string{
+		append(resolve, "--ttl-days", " 3 4 "),
+		append(resolve, "--max-bytes", "\u00853"),
+		{"dump", "--history", " +3", root},
+		{"engage", "replay", "--window", "08 ", file},
+	} {
+		if code, _, _ := runCLI(t, args...); code != exitUsage {
+			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
 }

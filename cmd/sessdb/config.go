@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/jsstr"
 )
 
 // A knob is one configuration value with its environment variable and its
@@ -166,8 +167,9 @@ func (k *knob) uint(getenv func(string) string, def, max uint64) (uint64, error)
 	return parseUint(name, raw, max)
 }
 
-// parseUint accepts exactly the canonical decimal form of a whole number
-// (the legacy parser's String(parseInt(x)) === x rule, without the sign).
+// parseUint accepts exactly the canonical decimal form of a whole number,
+// whitespace around it ignored: the legacy parser's rule,
+// String(parseInt(x)) === x.trim(), without the sign.
 func parseUint(name, raw string, max uint64) (uint64, error) {
 	n, err := wholeNumber(raw, max)
 	if err != nil {
@@ -177,8 +179,12 @@ func parseUint(name, raw string, max uint64) (uint64, error) {
 }
 
 // wholeNumber is parseUint without a name to blame, for flag.Value types
-// (the flag package names the flag itself).
+// (the flag package names the flag itself). What surrounds the digits is
+// trimmed as JavaScript's String.prototype.trim trims (a value written
+// with a newline, " 14"), so that every value the legacy store accepted
+// means the same here; within, only digits.
 func wholeNumber(raw string, max uint64) (uint64, error) {
+	raw = strings.TrimFunc(raw, jsstr.IsSpace)
 	valid := len(raw) > 0 && (raw == "0" || raw[0] != '0')
 	for i := 0; i < len(raw) && valid; i++ {
 		valid = raw[i] >= '0' && raw[i] <= '9'

@@ -71,7 +71,9 @@ return.
 Every bound has a flag and an environment variable (the legacy names); the
 flag wins. A flag given an empty value counts as not given (unset the
 variable instead). Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
-values are configuration errors (exit 2, naming the variable).
+values are configuration errors (exit 2, naming the variable). Whitespace
+around a whole number, in a variable or a flag, is ignored (` + "`' 14'`" + `, a value
+ending in a newline), as the legacy store trimmed it (JavaScript's ` + "`trim`" + `).
 
 | flag | variable | meaning |
 |---|---|---|
