@@ -73,8 +73,7 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	pos, err := parseInterspersed(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		io.WriteString(stdout, c.helpText())
-		return exitOK
+		return rep.writeHelp(stdout, c.helpText())
 	case err != nil:
 		return rep.usage(errors.New(briefFlagError(err.Error())))
 	case c.minArgs == 1 && c.maxArgs == 1 && len(pos) != 1:

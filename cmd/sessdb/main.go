@@ -101,10 +101,10 @@ func find(args []string) (*command, []string, error) {
 
 // runHelp prints the command list, or one command's help, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
+	rep := newReporter("help", stderr, "")
 	if len(args) == 0 || len(args) == 1 && args[0] == "help" {
 		// "sessdb help help" asks what help is: the list, which says.
-		io.WriteString(stdout, commandList())
-		return exitOK
+		return rep.writeHelp(stdout, commandList())
 	}
 	c, rest, err := find(args)
 	if err == nil && len(rest) > 0 {
@@ -119,10 +119,9 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		return newReporter("help", stderr, "").usage(err)
+		return rep.usage(err)
 	}
-	io.WriteString(stdout, c.helpText())
-	return exitOK
+	return rep.writeHelp(stdout, c.helpText())
 }
 
 // commandList is what 'sessdb help' prints: the commands, the exit status

@@ -212,6 +212,16 @@ func (inv *invocation) endWalk(w *bufio.Writer, err error, interrupted bool, ent
 	return status
 }
 
+// writeHelp writes a help text on stdout: exit 0, or, when it cannot be
+// written (a full disk, a closed pipe), a fault like any other command's
+// output that cannot be written.
+func (r *reporter) writeHelp(stdout io.Writer, text string) int {
+	if _, err := io.WriteString(stdout, text); err != nil {
+		return r.fault(fmt.Errorf("write: %w", err))
+	}
+	return exitOK
+}
+
 // warn writes a warning line (a setting that does nothing, say).
 func (r *reporter) warn(msg string) {
 	if r.log.GetLevel() > zerolog.WarnLevel {

@@ -24,7 +24,7 @@ schema is refused, and check reports it as meta-newer-schema: run the
 version that wrote it. 'sessdb --version' is the same command.`,
 	example: `  sessdb version
   sessdb --version --json | jq -r .revision`,
-	exits: []int{exitOK, exitUsage},
+	exits: []int{exitOK, exitFault, exitUsage},
 	bind:  bindVersion,
 }
 
