@@ -167,6 +167,11 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		default:
 			err = dumpTable(w, rows, now(), *verify, *wide)
 		}
+		if err == nil && sum.Interrupted && !*asJSON {
+			// A table has no summary line to carry the mark: a line of
+			// its own after it, as stats writes one.
+			_, err = fmt.Fprintf(w, "(interrupted after %s; the table covers those)\n", plural(sum.Entries, "entry"))
+		}
 		status := exitOK
 		if sum.Failed > 0 {
 			status = exitFault

@@ -168,6 +168,14 @@ func TestDumpProgressAndInterrupt(t *testing.T) {
 	if code != exitInterrupted || !strings.HasPrefix(out, "KEY") || !strings.Contains(errs, "interrupted after 0 entries") {
 		t.Fatalf("interrupted dump: exit %d\n%s%s", code, out, errs)
 	}
+	// The table is marked interrupted on stdout too, as check's, reap's,
+	// migrate's and stats' are: stdout alone must not pass for the root.
+	for _, args := range [][]string{{"dump", root}, {"dump", "--history", "3", root}, {"dump", "--wide", root}} {
+		code, out, _ = runCLI(t, args...)
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitInterrupted || lines[len(lines)-1] != "(interrupted after 0 entries; the table covers those)" {
+			t.Errorf("%q interrupted: exit %d; want its table's last line to mark it:\n%s", args, code, out)
+		}
+	}
 	code, out, _ = runCLI(t, "reap", "--json", root)
 	if code != exitInterrupted || !bytes.Contains([]byte(out), []byte(`"interrupted":true`)) {
 		t.Fatalf("interrupted reap: exit %d\n%s", code, out)
