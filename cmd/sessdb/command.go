@@ -70,10 +70,14 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	fs := c.newFlags()
 	body := c.bind(fs)
 	lf := bindLog(fs)
+	reads := readsConfig(fs) // before once hides the knobs' types
+	twice := once(fs)
 	pos, err := parseInterspersed(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return rep.writeHelp(stdout, c.helpText())
+	case *twice != "":
+		return rep.usage(fmt.Errorf("--%s is given more than once: give each flag once", *twice))
 	case err != nil:
 		return rep.usage(errors.New(briefFlagError(err.Error())))
 	case c.minArgs == 1 && c.maxArgs == 1 && len(pos) != 1:
@@ -84,7 +88,7 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)
 	}
-	if readsConfig(fs) {
+	if reads {
 		for _, w := range unknownEnv(os.Environ()) {
 			rep.warn(w)
 		}
@@ -99,6 +103,48 @@ func (c *command) arg() string {
 	}
 	return c.argName
 }
+
+// once makes every flag of fs refuse a second value, so that a flag given
+// twice ("--ttl-days 30 ... --ttl-days 3", a second --accept) is a usage
+// error, not the last value winning in silence: it wraps each flag's
+// Value before the arguments are parsed. The name of the first flag given
+// twice is left in the string it returns. (A variable cannot be given
+// twice; the flag that wins over it can.)
+func once(fs *flag.FlagSet) *string {
+	twice := new(string)
+	fs.VisitAll(func(f *flag.Flag) {
+		v := &onceValue{Value: f.Value, name: f.Name, twice: twice}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			f.Value = onceBool{v} // --json stays a flag without a value
+			return
+		}
+		f.Value = v
+	})
+	return twice
+}
+
+// onceValue is a flag's Value that takes one Set.
+type onceValue struct {
+	flag.Value
+	name  string
+	set   bool
+	twice *string
+}
+
+func (o *onceValue) Set(s string) error {
+	if o.set {
+		if *o.twice == "" {
+			*o.twice = o.name
+		}
+		return errors.New("given more than once")
+	}
+	o.set = true
+	return o.Value.Set(s)
+}
+
+type onceBool struct{ *onceValue }
+
+func (onceBool) IsBoolFlag() bool { return true }
 
 // parseInterspersed parses flags anywhere among the positional arguments,
 // which it returns in order. The flag package stops at the first

@@ -247,7 +247,10 @@ func TestFleetTLSAndAuth(t *testing.T) {
 	f := fleetOn(t, c)
 	secret := filepath.Join(t.TempDir(), "password")
 	os.WriteFile(secret, []byte(etcdtest.Password+"\n"), 0o600)
-	tlsFlags := []string{"--etcd-endpoints", strings.Replace(c.Endpoint(0), "http://", "https://", 1), "--etcd-ca", c.CAFile, "--etcd-cert", c.CertFile, "--etcd-key", c.KeyFile, "--etcd-user", etcdtest.User, "--etcd-timeout", "10s"}
+	tlsWith := func(cert, key, timeout string) []string {
+		return []string{"--etcd-endpoints", strings.Replace(c.Endpoint(0), "http://", "https://", 1), "--etcd-ca", c.CAFile, "--etcd-cert", cert, "--etcd-key", key, "--etcd-user", etcdtest.User, "--etcd-timeout", timeout}
+	}
+	tlsFlags := tlsWith(c.CertFile, c.KeyFile, "10s")
 	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "")
 	key := store.Key("github", "acme/widget", "pi/secure")
 
@@ -267,17 +270,20 @@ func TestFleetTLSAndAuth(t *testing.T) {
 
 	rogue := etcdtest.NewCA(t, t.TempDir(), "rogue CA")
 	rogueCert, rogueKey := rogue.Issue(t, t.TempDir(), etcdtest.User, false)
-	for name, edit := range map[string]func([]string) []string{
-		"a wrong password": func(a []string) []string { t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "guess"); return a },
-		"a certificate of another CA": func(a []string) []string {
+	// A refused TLS handshake shows only as the request's deadline
+	// (etcdmeta then probes it): a short one keeps the test short.
+	for name, edit := range map[string]func() []string{
+		"a wrong password": func() []string {
+			t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "guess")
+			return tlsWith(c.CertFile, c.KeyFile, "1500ms")
+		},
+		"a certificate of another CA": func() []string {
 			t.Setenv("PI_SESSIONS_ETCD_PASSWORD", etcdtest.Password)
-			return append(a, "--etcd-cert", rogueCert, "--etcd-key", rogueKey)
+			return tlsWith(rogueCert, rogueKey, "1500ms")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			// A refused TLS handshake shows only as the request's deadline
-			// (etcdmeta then probes it): a short one keeps the test short.
-			flags := edit(append(append([]string(nil), tlsFlags...), "--etcd-timeout", "1500ms"))
+			flags := edit()
 			job := filepath.Join(t.TempDir(), "job")
 			code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, flags...)...)
 			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") {

@@ -47,8 +47,9 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **Arguments**: flags and the positional argument (DIR, FILE) go in any
   order (` + "`sessdb dump DIR --json`" + `); ` + "`--`" + ` ends the flags. A usage error is one
   line on stderr naming the flag or argument, with the hint
-  ` + "`(run 'sessdb help CMD')`" + `, and exit status 2. ` + "`-h`" + ` prints the command's help
-  on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
+  ` + "`(run 'sessdb help CMD')`" + `, and exit status 2. A flag given more than once
+  is such an error (the last value does not win in silence). ` + "`-h`" + ` prints the
+  command's help on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
   ` + "`sessdb`" + ` lists them on stderr and exits 2.
 - **The sessions root** of a walking command is its DIR argument, else
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +139,39 @@ func TestWalksRefuseARootOfAnotherUser(t *testing.T) {
 		if code != want || want == exitUsage && !strings.Contains(errs, "owned by uid 4243") {
 			t.Errorf("euid %d: exit %d, want %d: %s", euid, code, want, errs)
 		}
+	}
+}
+
+// A flag given twice is a usage error naming it, in every command and for
+// every flag: the last value used to win without a word (check --repair
+// --accept K1 --accept K2 accepted K2 alone and exited 0).
+func TestAFlagGivenTwiceIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := t.TempDir()
+	for _, c := range commands {
+		fs := c.newFlags()
+		c.bind(fs)
+		bindLog(fs)
+		fs.VisitAll(func(f *flag.Flag) {
+			args := strings.Fields(c.name)
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				args = append(args, "--"+f.Name, "--"+f.Name+"=false")
+			} else {
+				v := f.DefValue
+				if v == "" {
+					v = "1"
+				}
+				args = append(args, "--"+f.Name, v, "--"+f.Name+"="+v)
+			}
+			code, out, errs := runCLI(t, append(args, root)...)
+			if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--"+f.Name+" is given more than once") {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line naming --%s", args, code, out, errs, f.Name)
+			}
+		})
+	}
+	key := strings.Repeat("a", 32)
+	code, _, errs := runCLI(t, "check", "--repair", "--accept", key, "--accept", strings.Repeat("b", 32), root)
+	if code != exitUsage || !strings.Contains(errs, "--accept is given more than once") {
+		t.Errorf("check --accept twice: exit %d, %q", code, errs)
 	}
 }
