@@ -284,3 +284,43 @@ func tree(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// The key's flags: an empty value counts as not given, and the material is
+// all three of --kind, --repo and --ref, as the legacy store derived it,
+// but for a local key, whose repository is always "" (legacy-store.md
+// 1.1). A missing one is a usage error naming it, never a key no legacy
+// job had.
+func TestKeyFlags(t *testing.T) {
+	clearEnv(t)
+	root := t.TempDir()
+	key := strings.Repeat("a", 32)
+	for _, c := range []struct {
+		flags []string
+		want  string // the key, or what the one stderr line names
+	}{
+		{[]string{"--key", key, "--kind="}, key},
+		{[]string{"--key", key, "--kind=", "--repo=", "--ref="}, key},
+		{[]string{"--kind", "local", "--ref", "cron-1"}, store.Key("local", "", "cron-1")},
+		{[]string{"--kind", "github", "--repo", "o/r", "--ref", "b", "--key="}, store.Key("github", "o/r", "b")},
+		{[]string{"--kind", "github", "--ref", "b"}, "--repo is required"},
+		{[]string{"--kind", "github", "--repo", "o/r"}, "--ref is required"},
+		{[]string{"--repo", "o/r", "--ref", "b"}, "--kind is required"},
+		{[]string{"--kind", "github", "--repo=", "--ref", "b"}, "--repo is required"},
+		{[]string{"--kind", "local", "--repo", "o/r", "--ref", "cron-1"}, "--repo \"o/r\": a local key has no repository"},
+		{[]string{"--key", key, "--ref", "b"}, "not both"},
+		{[]string{"--key=", "--kind="}, "a key is required"},
+	} {
+		args := append([]string{"resolve", "--sessions-dir", root, "--job-dir", t.TempDir(), "--pi-version", "1"}, c.flags...)
+		code, out, errs := runCLI(t, args...)
+		var r resolveOutput
+		if store.ValidKey(c.want) {
+			if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Key != c.want {
+				t.Errorf("%q: exit %d, %s%s; want key %s", c.flags, code, out, errs, c.want)
+			}
+			continue
+		}
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line saying %s", c.flags, code, out, errs, c.want)
+		}
+	}
+}

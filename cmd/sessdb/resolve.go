@@ -24,7 +24,8 @@ key's transcript when the read-gate ladder lets it resume, else a 0-byte file
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. The key is --key (32
 lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
-it. --pi-version is required: --pi-version "" declares no version, which never
+it: all three, but --kind local, whose key has no repository, takes no
+--repo (its --ref is the trigger id). --pi-version is required: --pi-version "" declares no version, which never
 resumes. --job-dir is created (0700) if it is missing; a parent that does not
 exist is a usage error (exit 2). A sessions root that
 does not exist makes every key absent, as the legacy store did, with a warning
@@ -57,15 +58,15 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	fk := bindFleet(fs)
 	key := fs.String("key", "", "the conversation's `KEY` (32 lowercase hex)")
 	kind := fs.String("kind", "", "key material: `KIND`, the forge (github, gitlab, ..., local)")
-	repo := fs.String("repo", "", "key material: `REPO`, the base repository")
-	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch")
+	repo := fs.String("repo", "", "key material: `REPO`, the base repository (none for --kind local)")
+	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch (for --kind local, the trigger id)")
 	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir")
 	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes); required")
 	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on")
 	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound")
 	jobID := fs.String("job", "", "the job's `ID`, recorded in the key's history by promote")
 	return func(inv *invocation) int {
-		k, err := keyFromFlags(*key, *kind, *repo, *ref, inv.given("kind"))
+		k, err := keyFromFlags(*key, *kind, *repo, *ref)
 		switch {
 		case err != nil:
 			return inv.rep.usage(err)
@@ -103,20 +104,35 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	}
 }
 
-// keyFromFlags takes --key, or derives it from --kind/--repo/--ref.
-func keyFromFlags(key, kind, repo, ref string, kindGiven bool) (string, error) {
+// localKind is the one kind whose legacy key has no repository: a local
+// job's key material is ("local", "", its trigger id).
+const localKind = "local"
+
+// keyFromFlags takes --key, or derives it from --kind/--repo/--ref as the
+// legacy store did: all three, but a local key's repository, which is
+// always "". A flag given an empty value counts as not given.
+func keyFromFlags(key, kind, repo, ref string) (string, error) {
+	material := kind != "" || repo != "" || ref != ""
 	switch {
-	case key != "" && kindGiven:
+	case key != "" && material:
 		return "", errors.New("give --key or --kind/--repo/--ref, not both")
 	case key != "":
 		if !store.ValidKey(key) {
 			return "", fmt.Errorf("--key %s: %w", brief(key), store.ErrInvalidKey)
 		}
 		return key, nil
-	case kind != "" && ref != "":
-		return store.Key(kind, repo, ref), nil
+	case !material:
+		return "", errors.New("a key is required: --key KEY, or --kind K --repo R --ref REF")
+	case kind == "":
+		return "", errors.New("--kind is required with --repo and --ref (the forge, or local)")
+	case ref == "":
+		return "", fmt.Errorf("--ref is required with --kind %s", brief(kind))
+	case kind == localKind && repo != "":
+		return "", fmt.Errorf("--repo %s: a local key has no repository (its material is local, \"\", the trigger id): leave --repo out", brief(repo))
+	case kind != localKind && repo == "":
+		return "", fmt.Errorf("--repo is required with --kind %s (the base repository; only a local key has none)", brief(kind))
 	}
-	return "", errors.New("a key is required: --key KEY, or --kind K --repo R --ref REF")
+	return store.Key(kind, repo, ref), nil
 }
 
 // openStore builds the store from the configuration and the positional
