@@ -114,6 +114,21 @@ func utf8Path(name, p string) error {
 	return nil
 }
 
+// utf8Flags refuses the first of fs's flags named that holds a value that
+// is not valid UTF-8: a job's values (its dir, venue, pi version, id) go
+// into its ticket, which is JSON, and into the key's history and stamps,
+// read back as text; one that is not text comes back as U+FFFD, another
+// value than the job gave, so that its next job would be judged by a stamp
+// no job ever matches (venue-changed forever).
+func utf8Flags(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		if v := fs.Lookup(name).Value.String(); !utf8.ValidString(v) {
+			return fmt.Errorf("--%s: %s is not valid UTF-8 (the job's ticket and the key's history record it as text)", name, brief(v))
+		}
+	}
+	return nil
+}
+
 // parseBounds parses the ladder's bounds strictly: "3.5", "1e3", "08", "+3" and
 // negative values are configuration errors naming the variable or flag,
 // never silently clamped.

@@ -94,6 +94,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		case *asJob && (!inv.given("pi-version") || !inv.given("venue")):
 			return inv.rep.usage(errors.New("--as-job needs --pi-version and --venue"))
 		case *asJob:
+			if err := utf8Flags(inv.fs, "pi-version", "venue"); err != nil {
+				return inv.rep.usage(err) // no job could be given them: see resolve
+			}
 			job = &store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model}
 		case inv.given("pi-version") || inv.given("venue") || inv.given("model"):
 			return inv.rep.usage(errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))

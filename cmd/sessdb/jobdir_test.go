@@ -200,3 +200,42 @@ func TestCLIPromoteReportsNoBytesThroughASymlinkedSessionDir(t *testing.T) {
 		t.Fatalf("promote through a symlinked session dir: exit %d, %s %s; want not-a-regular-file with bytes null", code, out, errs)
 	}
 }
+
+// A job's values go into its ticket (JSON) and the key's history as text:
+// one that is not valid UTF-8 came back as U+FFFD, so its job was staged
+// at a path the JSON did not name, and a venue so recorded never matched
+// again (venue-changed forever). Each is refused, exit 2, one line naming
+// the flag with the value quoted safely, and nothing is written.
+func TestJobValuesMustBeUTF8(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	key := strings.Repeat("a", 32)
+	for _, flag := range []string{"job-dir", "venue", "pi-version", "job"} {
+		job := filepath.Join(t.TempDir(), "j")
+		args := map[string]string{"job-dir": job, "venue": "local", "pi-version": "0.58.3", "job": "1234"}
+		args[flag] += "\xff\u202e"
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", args["job-dir"], "--pi-version", args["pi-version"], "--venue", args["venue"], "--job", args["job"])
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--"+flag+": ") || !strings.Contains(errs, `\xff\u202e`) || !strings.Contains(errs, "not valid UTF-8") {
+			t.Errorf("resolve --%s not UTF-8: exit %d, stdout %q, stderr %q; want exit 2 and one line naming it", flag, code, out, errs)
+		}
+		if _, err := os.Lstat(args["job-dir"]); !os.IsNotExist(err) {
+			t.Errorf("resolve --%s not UTF-8 made the job dir", flag)
+		}
+	}
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	for _, c := range [][]string{
+		{"promote", "--sessions-dir", root, "--job-dir", job + "/\xff", "--pi-version", "0.58.3"},
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.\xff"},
+		{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "lo\xffcal", root},
+		{"dump", "--as-job", "--pi-version", "\xff", "--venue", "local", root},
+	} {
+		code, out, errs := runCLI(t, c...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "not valid UTF-8") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line", c, code, out, errs)
+		}
+	}
+}

@@ -84,6 +84,9 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		case !inv.given("pi-version"):
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" when it is unknown)"))
 		}
+		if err := utf8Flags(inv.fs, "job-dir", "pi-version"); err != nil {
+			return inv.rep.usage(err)
+		}
 		req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite}
 		var err error
 		if req.Tokens, req.Window, err = parseReading(*tokens, *window); err != nil {

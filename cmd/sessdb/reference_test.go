@@ -48,8 +48,11 @@ objects the commands print are listed field by field in [json.md](json.md).
   order (` + "`sessdb dump DIR --json`" + `); ` + "`--`" + ` ends the flags. A usage error is one
   line on stderr naming the flag or argument, with the hint
   ` + "`(run 'sessdb help CMD')`" + `, and exit status 2. A flag given more than once
-  is such an error (the last value does not win in silence). ` + "`-h`" + ` prints the
-  command's help on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
+  is such an error (the last value does not win in silence), and so is a
+  job's value that is not valid UTF-8 (` + "`--job-dir`, `--venue`, `--pi-version`," + `
+  ` + "`--job`" + `: its ticket and the key's history record them as text; a sessions
+  root that is not is a configuration error). ` + "`-h`" + ` prints the command's help
+  on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
   ` + "`sessdb`" + ` lists them on stderr and exits 2.
 - **The sessions root** of a walking command is its DIR argument, else
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem

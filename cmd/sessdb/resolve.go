@@ -67,6 +67,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	jobID := fs.String("job", "", "the job's `ID`, recorded in the key's history by promote")
 	return func(inv *invocation) int {
 		k, err := keyFromFlags(*key, *kind, *repo, *ref)
+		if err == nil {
+			err = utf8Flags(inv.fs, "job-dir", "pi-version", "venue", "job")
+		}
 		switch {
 		case err != nil:
 			return inv.rep.usage(err)
