@@ -15,6 +15,11 @@ var (
 	// loop forever on such a file. It is transcript.ErrCycle, so either name
 	// matches with errors.Is.
 	ErrCycle = transcript.ErrCycle
+
+	// ErrNotRegular is returned by ReadFile, wrapped with the path, for a
+	// path that is not a regular file (a FIFO, a device, a directory): it
+	// is refused before it is read.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // These errors can be returned when replaying a transcript

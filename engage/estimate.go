@@ -3,6 +3,7 @@ package engage
 import (
 	"io"
 	"os"
+	"syscall"
 
 	"sessdb/store/transcript"
 )
@@ -39,15 +40,31 @@ type Transcript struct {
 	b *transcript.Branch // the one implementation of the branch and the estimate
 }
 
-// ReadFile reads the transcript at path. Errors are *os.PathError-style
-// "op path: err" and wrap a *transcript.InvalidError for a file that is not a
-// pi transcript.
+// ReadFile reads the transcript at path, which must be a regular file (a
+// link to one is followed): anything else (a FIFO, a device, a directory)
+// is ErrNotRegular, refused before it is read, so that a FIFO never blocks
+// the open or the read, and /dev/zero is never read without end. Errors are
+// *os.PathError-style "op path: err" and wrap a *transcript.InvalidError
+// for a file that is not a pi transcript.
 func ReadFile(path string) (*Transcript, error) {
-	f, err := os.Open(path)
+	// A stat first, so that a device is refused without being opened
+	// (opening one runs its driver); the open does not block on a FIFO
+	// put there since, and what it opened must be the file stat'ed.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read transcript", Path: path, Err: ErrNotRegular}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return nil, &os.PathError{Op: "read transcript", Path: path, Err: ErrNotRegular}
+	}
 	t, err := Read(f)
 	if err != nil {
 		return nil, &os.PathError{Op: "read transcript", Path: path, Err: err}

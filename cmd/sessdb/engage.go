@@ -19,7 +19,8 @@ var cmdEngageReplay = &command{
 	usage: "engage replay [--window N] [--reserve N] [--pruned-ratio R] [--cache-read-price P --cache-write-price Q] [--json] [--svg CHART] FILE",
 	short: "replay a pi transcript: what each pruning policy sends pruned, and the cache misses it pays",
 	long: `
-Reads FILE, a pi session transcript, and runs each request (each assistant
+Reads FILE, a pi session transcript (a regular file: a FIFO, a device or a
+directory is refused, exit 1, without being read), and runs each request (each assistant
 message on the branch) through both pruning policies: the stateless check,
 which prunes a request whose estimate is over pi's compaction threshold
 (window - reserve), and the sticky rule, which keeps pruning once engaged

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"sessdb/internal/sharedtest"
 )
@@ -264,5 +266,32 @@ func TestEngageReplaySVGRefused(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 4 {
 		t.Errorf("the directory holds %v: a temp file was left behind?", names)
+	}
+}
+
+// engage replay on a FIFO or a device is a bad input like any file that
+// is not a transcript: exit 1 and one line, at once (it blocked forever on
+// a FIFO).
+func TestEngageReplayRefusesWhatIsNotARegularFile(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, os.DevNull} {
+		done := make(chan struct{})
+		var code int
+		var out, errs string
+		go func() {
+			defer close(done)
+			code, out, errs = engageRun("replay", path)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("engage replay %s blocked", path)
+		}
+		if code != exitFault || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "not a regular file") {
+			t.Errorf("engage replay %s: exit %d, stdout %q, stderr %q; want exit 1 and one line", path, code, out, errs)
+		}
 	}
 }
