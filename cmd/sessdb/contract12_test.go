@@ -373,3 +373,29 @@ func TestMigrateRemovesATempAKillLeft(t *testing.T) {
 		t.Errorf("a free temp is still there after the next run: %v", err)
 	}
 }
+
+// stderr's JSON lines are terminal-safe as stdout's are: a C1 control
+// (U+009B is a one-character CSI) or a bidi override from what an operator
+// gave (a path, a variable's name) is written \uXXXX, never raw, and
+// decodes back to the same text.
+func TestStderrJSONIsTerminalSafe(t *testing.T) {
+	clearEnv(t)
+	hostile := "x\u202eoops\u009b\u2028"
+	root := filepath.Join(t.TempDir(), hostile)
+	t.Setenv("PI_SESSION_"+hostile, "1")
+	code, _, errs := runCLI(t, "dump", root, "--log-format", "json")
+	if code != exitFault || strings.Count(errs, "\n") != 2 {
+		t.Fatalf("dump of a missing root: exit %d, stderr %q; want exit 1, a warning and an error", code, errs)
+	}
+	for _, r := range errs {
+		if r >= 0x7f && unprintable(r) {
+			t.Errorf("stderr carries %U raw: %q", r, errs)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(errs, "\n"), "\n") {
+		var v struct{ Message string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil || !strings.Contains(v.Message, hostile) {
+			t.Errorf("a stderr line does not decode to the text it names: %q (%v)", l, err)
+		}
+	}
+}

@@ -21,6 +21,12 @@ func jsonLine(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return append(escapeJSON(b), '\n'), nil
+}
+
+// escapeJSON is b, JSON text, with every character printable refuses
+// written as \uXXXX; b itself when there is none.
+func escapeJSON(b []byte) []byte {
 	clean := true
 	for _, r := range string(b) {
 		if r >= 0x7f && unprintable(r) {
@@ -29,7 +35,7 @@ func jsonLine(v any) ([]byte, error) {
 		}
 	}
 	if clean {
-		return append(b, '\n'), nil
+		return b
 	}
 	out := make([]byte, 0, len(b)+16)
 	for _, r := range string(b) {
@@ -43,7 +49,22 @@ func jsonLine(v any) ([]byte, error) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		}
 	}
-	return append(out, '\n'), nil
+	return out
+}
+
+// escapingWriter is stderr with --log-format json: zerolog escapes the C0
+// controls, as encoding/json does, but writes the C1 controls and the bidi
+// overrides raw, and a line on stderr carries what an operator gave (a
+// path) and what a sessions root holds (a name) as stdout's does. Each
+// Write is one whole line (zerolog writes an event at once), escaped as
+// jsonLine escapes stdout's.
+type escapingWriter struct{ w io.Writer }
+
+func (e escapingWriter) Write(p []byte) (int, error) {
+	if _, err := e.w.Write(escapeJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // jsonWriter writes JSON lines to w and remembers the first error.

@@ -60,7 +60,7 @@ func (r *reporter) setFormat(format string, level zerolog.Level) {
 		format = logAuto(r.stderr)
 	}
 	r.json = format == "json"
-	var w io.Writer = r.stderr
+	var w io.Writer = escapingWriter{r.stderr}
 	if !r.json {
 		w = zerolog.ConsoleWriter{Out: r.stderr, TimeFormat: time.RFC3339, NoColor: !isTerminal(r.stderr)}
 	}
