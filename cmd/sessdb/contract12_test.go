@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/faults"
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -396,6 +397,47 @@ func TestStderrJSONIsTerminalSafe(t *testing.T) {
 		var v struct{ Message string }
 		if err := json.Unmarshal([]byte(l), &v); err != nil || !strings.Contains(v.Message, hostile) {
 			t.Errorf("a stderr line does not decode to the text it names: %q (%v)", l, err)
+		}
+	}
+}
+
+// A line about one key names it in its key field: a resolve that fails
+// and a promote-failed carried "key":null. On the console the key is not
+// said twice (the store's error names it already).
+func TestFaultLinesNameTheirKey(t *testing.T) {
+	clearEnv(t)
+	defer faults.Set(nil)
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := strings.Repeat("c", 32)
+	job := t.TempDir()
+	resolve := func(job string) []string {
+		return []string{"resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}
+	}
+	if code, _, errs := runCLI(t, resolve(job)...); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(header), 0o600)
+	for _, c := range []struct {
+		at   faults.Point
+		args []string
+		code int
+	}{
+		{faults.PromoteAfterTempWrite, []string{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}, exitOK},
+		{faults.ResolveAfterGates, resolve(t.TempDir()), exitFault},
+	} {
+		faults.Set(func(p faults.Point) error {
+			if p == c.at {
+				return syscall.EIO
+			}
+			return nil
+		})
+		code, _, errs := runCLI(t, append(c.args, "--log-format", "json")...)
+		var line struct{ Key *string }
+		if code != c.code || strings.Count(errs, "\n") != 1 || json.Unmarshal([]byte(errs), &line) != nil || line.Key == nil || *line.Key != key {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and one line with key %s", c.at, code, errs, c.code, key)
+		}
+		if _, _, errs = runCLI(t, append(c.args, "--log-format", "console")...); strings.Count(errs, key) != 1 {
+			t.Errorf("%s, console: %q; want the key said once", c.at, errs)
 		}
 	}
 }

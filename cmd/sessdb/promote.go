@@ -123,8 +123,13 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		}
 		if err != nil {
 			// promote-failed is an outcome like any other (exit 0); its
-			// cause is for the operator, reported once.
-			inv.rep.keyFault("", err.Error())
+			// cause is for the operator, reported once, with the key
+			// (when the ticket's is one).
+			key := ""
+			if store.ValidKey(sess.Key) {
+				key = sess.Key
+			}
+			inv.rep.keyFault(key, err.Error())
 		}
 		return writeJSON(inv, promoteJSON(res, *jobDir))
 	}

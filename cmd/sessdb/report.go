@@ -111,7 +111,8 @@ func init() {
 // written whatever --log-level says.
 func (r *reporter) line(level zerolog.Level, key string, code int, msg string) {
 	if !r.json {
-		if key != "" {
+		if key != "" && !strings.Contains(msg, key) {
+			// (A store error names its key already: "promote KEY: ...".)
 			msg = key + ": " + msg
 		}
 		prefix := "sessdb"
@@ -186,6 +187,13 @@ func (r *reporter) fault(err error) int {
 // on with the others and exits 1 at the end.
 func (r *reporter) keyFault(key, msg string) {
 	r.line(zerolog.ErrorLevel, key, -1, msg)
+}
+
+// faultOn is fault for the error that ends a command about one key
+// (resolve's), which its line names.
+func (r *reporter) faultOn(key string, err error) int {
+	r.line(zerolog.ErrorLevel, key, exitFault, err.Error())
+	return exitFault
 }
 
 // interrupted reports a walk stopped by Ctrl-C or SIGTERM and returns

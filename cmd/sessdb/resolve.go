@@ -98,7 +98,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		// file and any ticket: nothing is left here to clean up.
 		sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
 		if err != nil {
-			return inv.rep.fault(err)
+			return inv.rep.faultOn(k, err)
 		}
 		return writeJSON(inv, resolveOutput{
 			Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
