@@ -70,6 +70,11 @@ return.
 
 ` + "```text\n" + exitTable() + "```" + `
 
+A stdout closed before sessdb is done (` + "`sessdb dump --json | head -c 10`" + `)
+ends it by SIGPIPE, as it ends any Unix tool: the shell reports status 141
+(128 + 13), which is in no command's table, and nothing is written on
+stderr. A stdout that fails otherwise (a full disk) is a fault, exit 1.
+
 ## Configuration
 
 Every bound has a flag and an environment variable (the legacy names); the

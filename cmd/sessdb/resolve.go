@@ -22,14 +22,18 @@ key's transcript when the read-gate ladder lets it resume, else a 0-byte file
 {"key","resume","reason","bytes","staged"} (docs/json.md).
 
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
-exits 1 and leaves no staged file and no ticket behind. The key is --key (32
-lowercase hex) or derived from --kind/--repo/--ref as the legacy store derived
-it: all three, but --kind local, whose key has no repository, takes no
---repo (its --ref is the trigger id). --pi-version is required: --pi-version "" declares no version, which never
-resumes. --job-dir is created (0700) if it is missing; a parent that does not
-exist is a usage error (exit 2). A sessions root that
-does not exist makes every key absent, as the legacy store did, with a warning
-on stderr (a misspelt root would otherwise pass for a new conversation).
+exits 1 and leaves no staged file and no ticket behind. An answer that cannot
+be written on stdout (a full disk) exits 1 too, and a closed stdout ends
+resolve by SIGPIPE (status 141), either way after the ticket and the staged
+file were written: they may stay, and a retried resolve replaces both. The key
+is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the legacy
+store derived it: all three, but --kind local, whose key has no repository,
+takes no --repo (its --ref is the trigger id). --pi-version is required:
+--pi-version "" declares no version, which never resumes. --job-dir is created
+(0700) if it is missing; a parent that does not exist is a usage error (exit
+2). A sessions root that does not exist makes every key absent, as the legacy
+store did, with a warning on stderr (a misspelt root would otherwise pass for
+a new conversation).
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked
