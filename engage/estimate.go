@@ -1,10 +1,11 @@
 package engage
 
 import (
+	"errors"
 	"io"
 	"os"
-	"syscall"
 
+	"sessdb/internal/fsat"
 	"sessdb/store/transcript"
 )
 
@@ -47,24 +48,14 @@ type Transcript struct {
 // *os.PathError-style "op path: err" and wrap a *transcript.InvalidError
 // for a file that is not a pi transcript.
 func ReadFile(path string) (*Transcript, error) {
-	// A stat first, so that a device is refused without being opened
-	// (opening one runs its driver); the open does not block on a FIFO
-	// put there since, and what it opened must be the file stat'ed.
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	f, _, err := fsat.OpenRegular(path)
+	if errors.Is(err, fsat.ErrNotRegular) {
 		return nil, &os.PathError{Op: "read transcript", Path: path, Err: ErrNotRegular}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
-		return nil, &os.PathError{Op: "read transcript", Path: path, Err: ErrNotRegular}
-	}
 	t, err := Read(f)
 	if err != nil {
 		return nil, &os.PathError{Op: "read transcript", Path: path, Err: err}

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
+	"sessdb/internal/fsat"
 )
 
 // fleetKnobs are the connection to a fleet (package fleet): its records in
@@ -229,26 +228,16 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 // never a name a job can write, and a mounted secret is commonly a link
 // (a Kubernetes secret volume's ..data).
 func readPassword(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	b, err := fsat.ReadConfigFile(path, maxPasswordBytes)
 	switch {
+	case errors.Is(err, fsat.ErrNotRegular):
+		return "", fmt.Errorf("%s is not a regular file", brief(path))
+	case errors.Is(err, fsat.ErrTooLarge):
+		return "", fmt.Errorf("%s is over %d bytes: not a password file", brief(path), maxPasswordBytes)
 	case err != nil:
 		return "", err
-	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("%s is not a regular file", brief(path))
-	case fi.Size() > maxPasswordBytes:
-		return "", fmt.Errorf("%s is %d bytes: not a password file (at most %d)", brief(path), fi.Size(), maxPasswordBytes)
 	}
-	b := make([]byte, maxPasswordBytes+1)
-	n, err := f.Read(b)
-	if err != nil && n == 0 {
-		return "", fmt.Errorf("%s holds no password", brief(path))
-	}
-	line, _, _ := strings.Cut(string(b[:n]), "\n")
+	line, _, _ := strings.Cut(string(b), "\n")
 	line = strings.TrimSuffix(line, "\r")
 	if line == "" {
 		return "", fmt.Errorf("%s holds no password (its first line is empty)", brief(path))

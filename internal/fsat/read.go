@@ -67,25 +67,12 @@ func readCapped(r io.Reader, max int) ([]byte, error) {
 // holds more is ErrTooLarge. A file swapped for another between the stat
 // and the open is ErrNotRegular.
 func ReadConfigFile(path string, max int) ([]byte, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if !IsRegular(&st) {
-		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	f, size, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	opened, err := Fstat(f)
-	switch {
-	case err != nil:
-		return nil, err
-	case !IsRegular(&opened) || opened.Dev != st.Dev || opened.Ino != st.Ino:
-		return nil, &os.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	case opened.Size > int64(max):
+	if size > int64(max) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: ErrTooLarge}
 	}
 	b, err := readCapped(f, max)
@@ -93,4 +80,32 @@ func ReadConfigFile(path string, max int) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	return b, nil
+}
+
+// OpenRegular is like os.Open, but for a path an operator gave: it
+// follows links, but refuses anything but a regular file (ErrNotRegular)
+// without opening it, since a device's open runs its driver, and without
+// blocking, as a FIFO's open would; a file swapped for another between
+// the stat and the open is ErrNotRegular too. It returns the file's size.
+func OpenRegular(path string) (*os.File, int64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if !IsRegular(&st) {
+		return nil, 0, &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	opened, err := Fstat(f)
+	if err == nil && (!IsRegular(&opened) || opened.Dev != st.Dev || opened.Ino != st.Ino) {
+		err = &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, opened.Size, nil
 }
