@@ -53,6 +53,10 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 		switch {
 		case read.set != write.set:
 			return inv.rep.usage(errors.New("--cache-read-price and --cache-write-price go together"))
+		case write.v < read.v:
+			// The extra cost is the re-billed tokens at the write price
+			// less the read price they would have cost: never negative.
+			return inv.rep.usage(fmt.Errorf("--cache-write-price %s is below --cache-read-price %s: a cache write costs at least a read (swapped?)", write, read))
 		case opt.Window == 0:
 			return inv.rep.usage(errors.New("--window: must be at least 1"))
 		case opt.Reserve >= opt.Window:
@@ -217,5 +221,15 @@ func parseDecimal(s string) (float64, error) {
 	if !ok {
 		return 0, errors.New("want a decimal number: digits with at most one point, no sign or exponent")
 	}
-	return strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v > maxPrice {
+		// strconv's error would quote the whole value again.
+		return 0, fmt.Errorf("want at most %d", maxPrice)
+	}
+	return v, nil
 }
+
+// maxPrice bounds a price, in USD per million tokens: no model costs near
+// it, and a price far beyond it makes the extra cost overflow to +Inf,
+// which neither the table nor JSON can say.
+const maxPrice = 1_000_000

@@ -147,6 +147,14 @@ func TestEngageUsageErrors(t *testing.T) {
 		{[]string{"replay", "--cache-read-price", "0.3", path}, "go together"},
 		{[]string{"replay", "--cache-write-price", "3.75", path}, "go together"},
 		{[]string{"replay", "--cache-read-price", "-1", "--cache-write-price", "3", path}, `invalid value "-1" for flag -cache-read-price`},
+		// A price far past any model's made the extra cost +Inf (found by
+		// an audit: "+Inf" in the table, a torn JSON stream); one past
+		// what a float holds was quoted twice.
+		{[]string{"replay", "--cache-read-price", "0", "--cache-write-price", "1" + strings.Repeat("0", 308), path}, "want at most 1000000"},
+		{[]string{"replay", "--cache-read-price", "0", "--cache-write-price", "1000000.5", path}, "want at most 1000000"},
+		{[]string{"replay", "--cache-read-price", "0", "--cache-write-price", strings.Repeat("9", 400), path}, "want at most 1000000"},
+		// A write price below the read price made the extra cost negative.
+		{[]string{"replay", "--cache-read-price", "5", "--cache-write-price", "1", path}, "below --cache-read-price"},
 		{[]string{"replay", "--bogus", path}, "-bogus"},
 		{[]string{"replay", "--svg", "", path}, "--svg: want a file name"},
 		{[]string{"replay", "--svg"}, "flag needs an argument: -svg"},
@@ -156,6 +164,9 @@ func TestEngageUsageErrors(t *testing.T) {
 		code, out, errs := engageRun(c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, c.says) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming %q", c.args, code, out, errs, c.says)
+		}
+		if long := strings.Repeat("9", 100); strings.Count(errs, long) > 1 {
+			t.Errorf("%q: the value is quoted twice: %q", c.args, errs)
 		}
 	}
 	if code, _, _ := engageRun("replay", "-h"); code != exitOK {
