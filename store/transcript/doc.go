@@ -7,7 +7,8 @@
 // MaxHeaderBytes+1 bytes and judges the line the way the legacy store's
 // JSON.parse did. Scanner streams the entries of a whole transcript the way
 // pi 0.58.3 loads it: blank lines skipped, lines JSON.parse rejects dropped
-// and counted, version 1 and 2 files migrated in flight, and a file whose
+// and counted, session lines after the header skipped (pi indexes none of
+// them), version 1 and 2 files migrated in flight, and a file whose
 // first parseable line is not a header with a string id rejected with an
 // InvalidError that names the reason. It holds one line at a time (at most
 // MaxLineBytes) and keeps of each entry only its identity and the sizes an

@@ -22,7 +22,7 @@ type Stats struct {
 	Lines      int64 // physical lines, a last line without '\n' included
 	Blank      int64 // lines that are empty or whitespace, skipped as pi skips them
 	Malformed  int64 // lines JSON.parse rejects, dropped as pi drops them
-	NotEntries int64 // valid JSON that is not an entry: not an object, or (version 2 on) no string id
+	NotEntries int64 // valid JSON that is not an entry: a session line after the header, not an object, or (version 2 on) no string id
 	Entries    int64 // entries returned by Next, the header not included
 	Bytes      int64 // bytes read from the input so far, as lines
 }
@@ -119,13 +119,18 @@ func (s *Scanner) Next() bool {
 		e := &s.entry
 		*e = Entry{Line: s.line, Offset: s.offset, Index: index, firstKeptIndex: -1}
 		decode(line, e, s.prevID, &s.names)
+		if e.Type == "session" {
+			// pi's index and getEntries skip every session line, in a file
+			// of any version, and its v1 migration gives them no id.
+			s.stats.NotEntries++
+			s.noteNoID(index)
+			continue
+		}
 		if !s.migrate(e) {
 			s.stats.NotEntries++
 			continue
 		}
-		if s.version >= 2 || e.Type != "session" {
-			s.prevID = e.ID // the v1 chain skips session lines
-		}
+		s.prevID = e.ID
 		s.stats.Entries++
 		return true
 	}
@@ -148,11 +153,6 @@ func (s *Scanner) noteNoID(index int) {
 // send an empty context; treating it as damage is the useful reading).
 func (s *Scanner) migrate(e *Entry) bool {
 	if s.version < 2 {
-		if e.Type == "session" {
-			// pi's v1 migration skips session lines, leaving them as written.
-			s.noteNoID(e.Index)
-			return e.hasID
-		}
 		e.ID = v1ID(e.Index)
 		e.ParentID = s.prevID
 		e.FirstKeptEntryID, e.HasFirstKept = "", false

@@ -158,6 +158,7 @@ func TestScanTrimAndBlankLines(t *testing.T) {
 // Valid JSON that is not an entry: pi 0.58.3 throws on null and keeps
 // numbers, strings, arrays and id-less objects in a way that can only empty
 // the context (EXPECTED.md section 12); the scanner drops and counts them.
+// A session line after the header is no entry either: pi skips them all.
 func TestScanNotEntries(t *testing.T) {
 	in := hdr + "\n42\nnull\n\"s\"\n[1]\n{}\n" +
 		`{"type":"message","id":7,"message":{"role":"user","content":"x"}}` + "\n" +
@@ -165,7 +166,7 @@ func TestScanNotEntries(t *testing.T) {
 		`{"type":"session","id":"again","parentId":"a"}` + "\n"
 	s, es := scanAll(t, strings.NewReader(in))
 	st := s.Stats()
-	if s.Err() != nil || st.NotEntries != 6 || st.Dropped() != 6 || len(es) != 2 || es[0].ID != "a" || es[1].Type != "session" || es[1].ParentID != "a" {
+	if s.Err() != nil || st.NotEntries != 7 || st.Dropped() != 7 || len(es) != 1 || es[0].ID != "a" {
 		t.Errorf("%+v, %d entries %+v, err %v", st, len(es), es, s.Err())
 	}
 	if es[0].Index != 7 {
