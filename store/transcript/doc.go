@@ -30,8 +30,9 @@
 //
 // Caveat: where pi itself would compute NaN or throw (a text block whose
 // text is not a string, a usage without counters, an entry that is valid JSON
-// but not an object), the scanner reads 0 or drops the line instead; pi never
-// writes such values. An entry of a version 2 or later file with no string
+// but not an object, a header version that is an object with its own
+// "toString" member), the scanner reads 0, drops the line or reads NaN
+// instead; pi never writes such values. An entry of a version 2 or later file with no string
 // id is dropped as damage, where pi would keep it (and, as the last entry,
 // build its context from it). Version 1 entries get synthetic ids ("v1:<index>")
 // where pi would draw random ones, so ids differ but the tree is the same.

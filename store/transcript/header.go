@@ -88,8 +88,9 @@ func parseHeader(line []byte) (Header, error) {
 }
 
 // headerFields reads the header fields of a valid JSON line. kind tells how
-// pi reads the version: 'a' absent or null (version 1), 'n' the number v,
-// 'o' anything else.
+// pi reads the version: 'a' absent or null (pi's `header.version ?? 1`),
+// else 'n' and v is JavaScript's ToNumber of the value, which pi's
+// comparisons apply (NaN for a value that reads as no number).
 func headerFields(line []byte) (h Header, v float64, kind byte) {
 	kind = 'a'
 	w := walker{b: line}
@@ -110,15 +111,14 @@ func headerFields(line []byte) (h Header, v float64, kind byte) {
 			case c == 'n':
 				w.skip()
 				h.Version, kind = 0, 'a'
-			default:
-				f, ok := w.number()
-				h.Version, v, kind = 0, f, 'o'
-				if ok {
-					kind = 'n'
-					if math.Abs(f) < 1<<62 {
-						h.Version = int64(f)
-					}
+			case c == '-' || c >= '0' && c <= '9':
+				f, _ := w.number()
+				h.Version, v, kind = 0, f, 'n'
+				if math.Abs(f) < 1<<62 {
+					h.Version = int64(f)
 				}
+			default:
+				h.Version, v, kind = 0, jsNumber(&w), 'n'
 			}
 		default:
 			w.skip()

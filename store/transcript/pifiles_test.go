@@ -55,3 +55,30 @@ func TestPiSkipsSessionLines(t *testing.T) {
 		c.check(t)
 	}
 }
+
+// pi compares the header's version with `version < 2` and `version < 3`
+// after `?? 1`, which coerce it by JavaScript's ToNumber: "1", true, false
+// and [] migrate a file from version 1 (the tree flattens into one chain),
+// "2" and [[2]] from version 2 (a hookMessage becomes custom), and a value
+// that reads as NaN migrates nothing. The file: an answer, then two
+// children of it, a user message of 16 characters and a hookMessage of 32;
+// the second is the leaf. As version 1 both are on the chain (1012), as
+// version 2 the hookMessage counts (1008), as version 3 its role counts 0.
+func TestPiCoercesTheVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		tokens  int64
+	}{
+		{`"1"`, 1012}, {`true`, 1012}, {`false`, 1012}, {`[]`, 1012}, {`" 0b1 "`, 1012},
+		{`"2"`, 1008}, {`[[2]]`, 1008}, {`"0x2"`, 1008},
+		{`"\u200b2"`, 1000}, {`{}`, 1000}, {`["1",[]]`, 1000}, {`"3"`, 1000},
+	} {
+		piFile{"version " + c.version, []string{
+			`{"type":"session","version":` + c.version + `,"id":"s","timestamp":"t","cwd":"/"}`,
+			`{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"aaaaaaaa"}}`,
+			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"text","text":"bbbb"}],"provider":"p","model":"m","usage":{"totalTokens":1000},"stopReason":"stop"}}`,
+			`{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"cccccccccccccccc"}}`,
+			`{"type":"message","id":"h1","parentId":"a1","message":{"role":"hookMessage","content":"dddddddddddddddddddddddddddddddd"}}`,
+		}, c.tokens, "p/m"}.check(t)
+	}
+}

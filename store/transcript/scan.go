@@ -82,8 +82,12 @@ func (s *Scanner) Header() (Header, error) {
 
 // Version is the format version pi reads the file as, which decides the
 // migrations: 1 when the header's version is absent, null or below 2; 2 from
-// 2 to below 3; the header's number from 3 on (a future 4 is read as is). A
-// version that is not a number is read as 3, without migration.
+// 2 to below 3; the header's number from 3 on (a future 4 is read as is).
+// A version that is not a number is compared as pi's JavaScript compares
+// it, by ToNumber: "1", " 1 ", "0b1", true, false, "", [] and [null] read
+// below 2 (the file is migrated from version 1), "2" and [2] as 2, and a
+// value that reads as NaN ("abc", {}, [1,2], [true]) as 3, without
+// migration.
 func (s *Scanner) Version() int64 { return s.version }
 
 // Err returns the error that ended the scan, nil at the end of a valid file.
@@ -191,16 +195,19 @@ func (s *Scanner) readHeader() {
 	case !h.IDIsString:
 		s.state, s.err = 2, &InvalidError{Err: ErrHeaderID, Line: s.line, Unparsed: s.firstBad}
 	default:
-		// pi: version = header.version ?? 1; migrate if version < 2, and if
-		// version < 3. A number in between migrates as its floor would.
+		// pi: version = header.version ?? 1; then "version >= 3" loads the
+		// file as is, "version < 2" migrates from v1 and "version < 3" from
+		// v2, each comparison coercing the value by ToNumber (v). NaN
+		// compares false with everything: no migration, read as 3. A
+		// number in between migrates as its floor would.
 		s.header, s.hdrOK, s.version = h, true, 3
 		switch {
-		case kind == 'a' || (kind == 'n' && v < 2):
+		case kind == 'a' || v < 2:
 			s.version = 1
-		case kind == 'n' && v < 3:
+		case v < 3:
 			s.version = 2
-		case kind == 'n' && h.Version > 3:
-			s.version = h.Version
+		case v > 3 && v < 1<<62:
+			s.version = int64(v)
 		}
 	}
 }

@@ -225,10 +225,18 @@ func TestScanVersion2And4(t *testing.T) {
 		t.Errorf("v2 hookMessage: %+v", es[3].Message)
 	}
 	// pi: version = header.version ?? 1, then "if version < 2" and "if
-	// version < 3" decide the migrations; 4 is loaded as is.
+	// version < 3" decide the migrations, coercing by ToNumber; 4 is loaded
+	// as is. Each value that is not a number was checked against pi 0.58.3
+	// (which migrations it ran on a branched file).
 	for version, want := range map[string]int64{
-		`4`: 4, `3`: 3, `3.5`: 3, `1e300`: 3, `"3"`: 3, `"1"`: 3, `true`: 3,
+		`4`: 4, `3`: 3, `3.5`: 3, `1e300`: 3, `2.9999999999999999`: 3,
 		`2`: 2, `2.5`: 2, `1.5`: 1, `1`: 1, `0`: 1, `-1`: 1, `null`: 1,
+		`"3"`: 3, `"1"`: 1, `" 1 "`: 1, `"1e0"`: 1, `".5"`: 1, `"+.5"`: 1, `"1e-400"`: 1, `"-Infinity"`: 1,
+		`""`: 1, `"  "`: 1, `"0b1"`: 1, `"+2"`: 2, `"0x2"`: 2, `"0B10"`: 2, `"0o2"`: 2, `"2.9999"`: 2,
+		`"00002"`: 2, `"\ufeff2"`: 2, `"\u20282\u3000"`: 2, `"5."`: 5, `"0x1F"`: 31, `"Infinity"`: 3,
+		`"-0x1"`: 3, `"2_0"`: 3, `"\u200b2"`: 3, `"\u00852"`: 3, `"infinity"`: 3, `"0x"`: 3, `"2e"`: 3, `"-"`: 3, `"."`: 3,
+		`true`: 1, `false`: 1, `[]`: 1, `[null]`: 1, `[[]]`: 1, `[[2]]`: 2, `[2.5]`: 2, `[" 2\n"]`: 2,
+		`["1",[]]`: 3, `[true]`: 3, `{}`: 3, `{"valueOf":1}`: 3, `"0x\u0010"`: 3, `"0X1g"`: 3, `"1e5_"`: 3,
 	} {
 		in := `{"type":"session","version":` + version + `,"id":"s"}` + "\n" + `{"type":"message","id":"a","message":{"role":"hookMessage"}}`
 		s, es := scanAll(t, strings.NewReader(in))
