@@ -34,7 +34,7 @@ type Transcript struct {
 	Header  transcript.Header // the session header, the first line
 	Version int64             // the format version pi reads it as (1 and 2 are migrated)
 	Stats   transcript.Stats  // what the scan read and what it dropped
-	Leaf    string            // id of the leaf: the last entry in file order
+	Leaf    string            // id of the leaf, the last entry in file order ("" when it has none)
 	Branch  int               // entries on the branch from the leaf to its root
 	Final   Estimate          // the estimate at the leaf: what pi reports on resume
 

@@ -16,15 +16,15 @@ type Branch struct {
 	Header  Header   // the session header, the first line
 	Version int64    // the format version pi reads it as (1 and 2 are migrated)
 	Stats   Stats    // what the scan read and what it dropped
-	Leaf    string   // id of the leaf: the last entry in file order
+	Leaf    string   // id of the leaf, the last entry in file order, as Entry.ID writes it ("" when it has none)
 	Len     int      // entries on the branch from the leaf to its root
 	Final   Estimate // the estimate at the leaf: what pi reports on resume
 
 	nodes     []node
-	path      []int32          // the branch, root first: indexes into nodes
-	firstKept map[int32]string // compaction node -> firstKeptEntryId
-	firstPos  map[string]int32 // id -> first position on path, when there are compactions
-	models    []string         // the distinct "provider/id" values nodes refer to
+	path      []int32         // the branch, root first: indexes into nodes
+	firstKept map[int32]idKey // compaction node -> firstKeptEntryId
+	firstPos  map[idKey]int32 // id -> first position on path, when there are compactions
+	models    []string        // the distinct "provider/id" values nodes refer to
 }
 
 // Kind is what an entry adds to pi's context (buildSessionContext).
@@ -64,19 +64,20 @@ type Node struct {
 // node is one entry reduced to what the estimate, the model and the run's
 // shape need.
 type node struct {
-	id, parent string
-	stop       string
-	role       string
-	line       int64
-	offset     int64
-	tokens     int64 // ceil(chars/4) of the message the entry adds to the context
-	usage      int64 // an assistant's calculateContextTokens(usage); 0 without usage
-	prompt     int64 // an assistant's input+cacheRead+cacheWrite
-	calls      int32 // an assistant's toolCall blocks, capped
-	model      int32 // index into Branch.models for a model_change or an assistant, else -1
-	kind       Kind
-	anchor     bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
-	valid      bool // an assistant whose stopReason is not "error" or "aborted"
+	id, parent         string
+	stop               string
+	role               string
+	line               int64
+	offset             int64
+	tokens             int64 // ceil(chars/4) of the message the entry adds to the context
+	usage              int64 // an assistant's calculateContextTokens(usage); 0 without usage
+	prompt             int64 // an assistant's input+cacheRead+cacheWrite
+	calls              int32 // an assistant's toolCall blocks, capped
+	model              int32 // index into Branch.models for a model_change or an assistant, else -1
+	kind               Kind
+	idKind, parentKind idKind
+	anchor             bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
+	valid              bool // an assistant whose stopReason is not "error" or "aborted"
 }
 
 // Load streams a transcript from r and builds its branch. It stops reading
@@ -88,7 +89,7 @@ type node struct {
 func Load(r io.Reader) (*Branch, error) {
 	sc := NewScanner(r)
 	b := &Branch{}
-	byID := make(map[string]int32)
+	ids := index{byID: make(map[string]int32)}
 	modelIx := make(map[[2]string]int32)
 	for sc.Next() {
 		e := sc.Entry()
@@ -104,12 +105,12 @@ func Load(r io.Reader) (*Branch, error) {
 			n.model = ix
 		}
 		b.nodes = append(b.nodes, n)
-		byID[e.ID] = i // pi's byId: a repeated id maps to its last entry
+		ids.add(e.idKind, e.ID, i)
 		if e.Type == "compaction" && e.HasFirstKept {
 			if b.firstKept == nil {
-				b.firstKept = make(map[int32]string)
+				b.firstKept = make(map[int32]idKey)
 			}
-			b.firstKept[i] = e.FirstKeptEntryID
+			b.firstKept[i] = idKey{e.firstKeptKind, e.FirstKeptEntryID}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -117,7 +118,7 @@ func Load(r io.Reader) (*Branch, error) {
 	}
 	b.Header, _ = sc.Header()
 	b.Version, b.Stats = sc.Version(), sc.Stats()
-	if err := b.walk(byID); err != nil {
+	if err := b.walk(&ids); err != nil {
 		return nil, err
 	}
 	est := b.Estimator(nil)
@@ -128,10 +129,45 @@ func Load(r io.Reader) (*Branch, error) {
 	return b, nil
 }
 
-// walk builds the branch from the leaf (the last entry in file order, as pi
-// takes it) up through parentId, stopping at a root or a parent that is not
-// in the file, as pi's walk does.
-func (b *Branch) walk(byID map[string]int32) error {
+// index is pi's byId: a Map from id to the last entry with it. Strings
+// are the ids pi writes; a number or true is an id only in a hand-made
+// file, and a Map tells it from the string of the same text. Entries whose
+// id is falsy or an object are left out: no parentId finds them.
+type index struct {
+	byID  map[string]int32
+	other map[idKey]int32
+}
+
+func (x *index) add(kind idKind, id string, i int32) {
+	switch kind {
+	case idString:
+		x.byID[id] = i // a repeated id maps to its last entry
+	case idNumber, idTrue:
+		if x.other == nil {
+			x.other = make(map[idKey]int32)
+		}
+		x.other[idKey{kind, id}] = i
+	}
+}
+
+func (x *index) get(kind idKind, id string) (int32, bool) {
+	switch kind {
+	case idString:
+		i, ok := x.byID[id]
+		return i, ok
+	case idNumber, idTrue:
+		i, ok := x.other[idKey{kind, id}]
+		return i, ok
+	}
+	return 0, false
+}
+
+// walk builds the branch from the leaf up through parentId, stopping at a
+// root or a parent that is not in the file, as pi's walk does. The leaf is
+// the last entry in file order: pi's leafId is its id, and where that id
+// is falsy (or the entry has none) buildSessionContext falls back to the
+// last entry, the same one.
+func (b *Branch) walk(ids *index) error {
 	if len(b.nodes) == 0 {
 		return nil
 	}
@@ -142,17 +178,17 @@ func (b *Branch) walk(byID map[string]int32) error {
 			return fmt.Errorf("entry %s: %w", b.nodes[i].id, ErrCycle)
 		}
 		b.path = append(b.path, i)
-		p := b.nodes[i].parent
-		i, ok = byID[p]
-		ok = ok && p != ""
+		n := &b.nodes[i]
+		i, ok = ids.get(n.parentKind, n.parent)
 	}
 	slices.Reverse(b.path)
 	b.Len = len(b.path)
 	if b.firstKept != nil {
 		// Only a compaction looks entries up by id on the branch.
-		b.firstPos = make(map[string]int32, len(b.path))
+		b.firstPos = make(map[idKey]int32, len(b.path))
 		for p := len(b.path) - 1; p >= 0; p-- {
-			b.firstPos[b.nodes[b.path[p]].id] = int32(p)
+			n := &b.nodes[b.path[p]]
+			b.firstPos[idKey{n.idKind, n.id}] = int32(p)
 		}
 	}
 	return nil
@@ -169,8 +205,8 @@ func (b *Branch) At(pos int) Node {
 }
 
 // position returns the first position on the branch of the entry with id,
-// as pi's path.findIndex finds it.
-func (b *Branch) position(id string) (int, bool) {
+// as pi's loop over the path finds it.
+func (b *Branch) position(id idKey) (int, bool) {
 	p, ok := b.firstPos[id]
 	return int(p), ok
 }
@@ -179,7 +215,7 @@ func (b *Branch) position(id string) (int, bool) {
 // buildSessionContext (which entries add a message) and estimateTokens (how
 // many characters each message counts).
 func reduce(e *Entry) node {
-	n := node{id: e.ID, parent: e.ParentID, line: e.Line, offset: e.Offset, model: -1}
+	n := node{id: e.ID, parent: e.ParentID, idKind: e.idKind, parentKind: e.parentKind, line: e.Line, offset: e.Offset, model: -1}
 	switch e.Type {
 	case "message":
 		m := &e.Message

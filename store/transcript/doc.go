@@ -28,12 +28,23 @@
 // text pi's UTF-8 decoder would produce, with a tool call's arguments
 // measured on the compact JSON as written.
 //
-// Caveat: where pi itself would compute NaN or throw (a text block whose
-// text is not a string, a usage without counters, an entry that is valid JSON
-// but not an object, a header version that is an object with its own
-// "toString" member), the scanner reads 0, drops the line or reads NaN
-// instead; pi never writes such values. An entry of a version 2 or later file with no string
-// id is dropped as damage, where pi would keep it (and, as the last entry,
-// build its context from it). Version 1 entries get synthetic ids ("v1:<index>")
-// where pi would draw random ones, so ids differ but the tree is the same.
+// An entry is what pi keeps in its entries: every value JSON.parse returns
+// after the header except session lines. That includes an object without
+// an id or with an id that is not a string, and a line that is valid JSON
+// but not an object (a number, a string, an array), which has no id. Ids
+// are matched as pi's byId Map matches them (the number 5 is not the
+// string "5"), and a parentId that is falsy (null, "", 0, false) or finds
+// no entry ends the walk. The leaf is the last entry, whatever it is: a
+// trailing 42 is a leaf with no parent, and pi's context is empty.
+//
+// Caveat: where pi itself would compute NaN or throw, the scanner reads 0
+// or drops the line instead; pi never writes such values. It computes NaN
+// for a text block whose text is not a string and a usage without
+// counters. It throws a TypeError, and loads nothing, on a null line
+// anywhere, on a line that is a string, a number or a boolean in a version
+// 1 file (its migration assigns them an id), and on a header version that
+// is an object with its own "toString" member; the scanner drops those
+// lines and reads that version as NaN (no migration). Version 1 entries
+// get synthetic ids ("v1:<index>") where pi would draw random ones, so ids
+// differ but the tree is the same.
 package transcript

@@ -14,9 +14,17 @@ type Entry struct {
 	Offset int64 // byte offset of that line in the file
 	Index  int   // position among the lines JSON.parse accepts, the header being 0 (what v1's firstKeptEntryIndex counts)
 
-	Type     string // "" when absent or not a string
-	ID       string // a version 1 entry gets "v1:<Index>"
-	ParentID string // "" for a root: null, absent, empty or not a string
+	// Type is "" when absent or not a string, and for a line that is valid
+	// JSON but not an object (pi keeps such a value among its entries).
+	Type string
+	// ID is the entry's id as text: a string as written, a number in its
+	// shortest form, true as "true"; "" when it is absent, null, false, an
+	// object or an array. A version 1 entry gets "v1:<Index>".
+	ID string
+	// ParentID is the parentId as ID writes it; "" for a root: a value pi's
+	// walk does not follow (null, absent, "", 0, false) or cannot find (an
+	// object or an array).
+	ParentID string
 
 	// Message is the "message" member of a message entry.
 	Message Message
@@ -34,8 +42,50 @@ type Entry struct {
 	// ("" when absent or not a string).
 	Provider, ModelID string
 
-	hasID          bool // the id is a string
-	firstKeptIndex int  // a version 1 compaction's firstKeptEntryIndex, -1 when absent
+	idKind, parentKind, firstKeptKind idKind // how pi's byId and its tests of truthiness see ID, ParentID and FirstKeptEntryID
+	firstKeptIndex                    int    // a version 1 compaction's firstKeptEntryIndex, -1 when absent
+}
+
+// idKind is how pi's byId (a Map, which tells 5 from "5") and its tests of
+// truthiness see an id, a parentId or a firstKeptEntryId.
+type idKind uint8
+
+const (
+	idNone   idKind = iota // absent, null, "", 0 or false: falsy, so pi never looks it up
+	idString               // a non-empty string
+	idNumber               // a non-zero number, written in its shortest form
+	idTrue                 // true
+	idObject               // an object or an array: truthy, and equal to no other value
+)
+
+// idKey is an id as pi's byId keys it.
+type idKey struct {
+	kind idKind
+	text string
+}
+
+// ident consumes an id, parentId or firstKeptEntryId value and returns it
+// as Entry.ID writes it, with its kind.
+func ident(w *walker) (string, idKind) {
+	switch c := w.peek(); {
+	case c == '"':
+		if s, _ := w.text(); s != "" {
+			return s, idString
+		}
+	case c == 't':
+		w.skip()
+		return "true", idTrue
+	case c == '{' || c == '[':
+		w.skip()
+		return "", idObject
+	case c == '-' || c >= '0' && c <= '9':
+		if f, _ := w.number(); f != 0 {
+			return strconv.FormatFloat(f, 'g', -1, 64), idNumber
+		}
+	default:
+		w.skip()
+	}
+	return "", idNone
 }
 
 // Message is a message entry's payload, measured.
@@ -85,11 +135,13 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 		case "type":
 			e.Type, _ = w.text()
 		case "id":
-			e.ID, e.hasID = w.text()
+			e.ID, e.idKind = ident(&w)
 		case "parentId":
-			e.ParentID = ""
+			e.ParentID, e.parentKind = "", idNone
 			if w.peek() != '"' {
-				w.skip()
+				if e.ParentID, e.parentKind = ident(&w); e.parentKind == idObject {
+					e.parentKind = idNone // no entry's id is this very object
+				}
 				continue
 			}
 			switch raw := w.str(); {
@@ -99,6 +151,9 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 				e.ParentID = prev
 			default:
 				e.ParentID = string(raw)
+			}
+			if e.ParentID != "" {
+				e.parentKind = idString
 			}
 		case "message":
 			e.Message = Message{}
@@ -112,7 +167,10 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 		case "summary":
 			e.Summary = w.length()
 		case "firstKeptEntryId":
-			e.FirstKeptEntryID, e.HasFirstKept = w.text()
+			e.FirstKeptEntryID, e.firstKeptKind = ident(&w)
+			// Only an entry reached by parentId can be kept, and only a
+			// string, a number or true can reach one.
+			e.HasFirstKept = e.firstKeptKind != idNone && e.firstKeptKind != idObject
 		case "provider":
 			e.Provider = nm.text(&w)
 		case "modelId":

@@ -82,3 +82,56 @@ func TestPiCoercesTheVersion(t *testing.T) {
 		}, c.tokens, "p/m"}.check(t)
 	}
 }
+
+// pi pushes every value JSON.parse returns into its entries (null aside,
+// on which its index throws): a number, a string, an array or an object
+// without an id is an entry with no id. A parentId never finds one, but
+// the last one is the leaf, and buildSessionContext builds the context
+// from it: a number has no parent, so the context is empty; an id-less
+// message with a parentId is on its own branch. Ids that are not strings
+// are keys of pi's byId Map as they are: a number finds the number (5.0
+// is 5) but not the string "5", true finds true, an object nothing, and 0
+// is falsy, so no walk follows it.
+func TestPiKeepsEveryValue(t *testing.T) {
+	msg := func(id, parent, text string) string {
+		return `{"type":"message","id":` + id + `,"parentId":` + parent + `,"message":{"role":"user","content":"` + text + `"}}`
+	}
+	c16, d16 := strings.Repeat("c", 16), strings.Repeat("d", 16)
+	for _, c := range []piFile{
+		{"a number last", []string{hdr, piU1, piA1, piU2, `42`}, 0, ""},
+		{"an empty object last", []string{hdr, piU1, piA1, piU2, `{}`}, 0, ""},
+		{"values between entries", []string{hdr, piU1, `42`, piA1, `[1,2]`, `"str"`, `true`, `false`, piU2}, 1010, "p/m"},
+		{"an id-less message last", []string{hdr, piU1, piA1, `{"type":"message","parentId":"a1","message":{"role":"user","content":"` + c16 + `"}}`}, 1004, "p/m"},
+		{"an id-less message between", []string{hdr, piU1, piA1, `{"type":"message","parentId":"a1","message":{"role":"user","content":"` + c16 + `"}}`, piU2}, 1010, "p/m"},
+		{"number ids", []string{hdr, piU1, piA1, msg(`5`, `"a1"`, c16), msg(`6`, `5`, d16)}, 1008, "p/m"},
+		{"a number parent finds 5.0", []string{hdr, piU1, piA1, msg(`5`, `"a1"`, c16), msg(`6`, `5.0`, d16)}, 1008, "p/m"},
+		{"a number parent does not find a string", []string{hdr, piU1, piA1, msg(`"5"`, `"a1"`, c16), msg(`6`, `5`, d16)}, 4, ""},
+		{"true ids", []string{hdr, piU1, piA1, msg(`true`, `"a1"`, c16), msg(`"x"`, `true`, d16)}, 1008, "p/m"},
+		{"object ids", []string{hdr, piU1, piA1, msg(`{"k":1}`, `"a1"`, c16), msg(`"x"`, `{"k":1}`, d16)}, 4, ""},
+		{"a zero parent", []string{hdr, piU1, piA1, msg(`0`, `"a1"`, c16), msg(`"x"`, `0`, d16)}, 4, ""},
+		{"version 1: an array is an entry", []string{`{"type":"session","id":"s"}`,
+			`{"type":"message","message":{"role":"user","content":"aaaaaaaa"}}`,
+			`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":1000},"stopReason":"stop"}}`,
+			`[1]`, `{"type":"message","message":{"role":"user","content":"aaaaaaaa"}}`}, 1002, "p/m"},
+	} {
+		c.check(t)
+	}
+}
+
+// A compaction's firstKeptEntryId is compared with ===, so a number keeps
+// from the entry whose id is that number: pi's buildSessionContext gives
+// the summary, the user message with id 5 and the answer after it.
+func TestPiKeepsFromANumberID(t *testing.T) {
+	in := strings.Join([]string{hdr, piU1, piA1,
+		`{"type":"message","id":5,"parentId":"a1","message":{"role":"user","content":"cccccccccccccccc"}}`,
+		`{"type":"message","id":"a2","parentId":5,"message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":1200},"stopReason":"stop"}}`,
+		`{"type":"compaction","id":"c1","parentId":"a2","summary":"ssss","firstKeptEntryId":5,"tokensBefore":1200}`,
+	}, "\n")
+	b, err := Load(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len != 5 || b.Final.Messages != 3 || !b.Final.Unknown || b.Final.Tokens != 1200 {
+		t.Errorf("branch %d, %+v; want 5 entries and pi's 3 messages, 1200 tokens, unknown", b.Len, b.Final)
+	}
+}

@@ -22,7 +22,7 @@ type Stats struct {
 	Lines      int64 // physical lines, a last line without '\n' included
 	Blank      int64 // lines that are empty or whitespace, skipped as pi skips them
 	Malformed  int64 // lines JSON.parse rejects, dropped as pi drops them
-	NotEntries int64 // valid JSON that is not an entry: a session line after the header, not an object, or (version 2 on) no string id
+	NotEntries int64 // valid JSON that is not an entry: a session line after the header (pi skips it), null (pi throws), or in a version 1 file a string, number or boolean (pi's migration throws)
 	Entries    int64 // entries returned by Next, the header not included
 	Bytes      int64 // bytes read from the input so far, as lines
 }
@@ -115,14 +115,20 @@ func (s *Scanner) Next() bool {
 		}
 		index := s.index
 		s.index++
-		if (&walker{b: line}).peek() != '{' {
+		c := (&walker{b: line}).peek()
+		if c == 'n' || s.version < 2 && c != '{' && c != '[' {
+			// pi cannot load these: its index reads null.type, and its v1
+			// migration assigns an id to a string, a number or a boolean.
+			// Both throw a TypeError; the line is dropped here.
 			s.stats.NotEntries++
 			s.noteNoID(index)
 			continue
 		}
 		e := &s.entry
 		*e = Entry{Line: s.line, Offset: s.offset, Index: index, firstKeptIndex: -1}
-		decode(line, e, s.prevID, &s.names)
+		if c == '{' {
+			decode(line, e, s.prevID, &s.names)
+		}
 		if e.Type == "session" {
 			// pi's index and getEntries skip every session line, in a file
 			// of any version, and its v1 migration gives them no id.
@@ -130,10 +136,7 @@ func (s *Scanner) Next() bool {
 			s.noteNoID(index)
 			continue
 		}
-		if !s.migrate(e) {
-			s.stats.NotEntries++
-			continue
-		}
+		s.migrate(e)
 		s.prevID = e.ID
 		s.stats.Entries++
 		return true
@@ -150,26 +153,26 @@ func (s *Scanner) noteNoID(index int) {
 	}
 }
 
-// migrate applies pi's v1->v2->v3 migration to e and reports whether e is an
-// entry: pi gives every version 1 object an id, while from version 2 on an
-// object without a string id is kept by pi but unreachable in the tree, so
-// it is dropped here (pi would make it the leaf if it came last and then
-// send an empty context; treating it as damage is the useful reading).
-func (s *Scanner) migrate(e *Entry) bool {
+// migrate applies pi's v1->v2->v3 migration to e: pi gives every version 1
+// object and array an id and the previous one as parent. From version 2 on
+// an entry keeps the id it has, whatever it is: one with no id (an object
+// without one, a line that is not an object) is in pi's entries too, never
+// reached by a parentId but the leaf when it comes last.
+func (s *Scanner) migrate(e *Entry) {
 	if s.version < 2 {
-		e.ID = v1ID(e.Index)
-		e.ParentID = s.prevID
-		e.FirstKeptEntryID, e.HasFirstKept = "", false
-		if e.Type == "compaction" && e.firstKeptIndex > 0 && e.firstKeptIndex < e.Index && !s.noID[e.firstKeptIndex] {
-			e.FirstKeptEntryID, e.HasFirstKept = v1ID(e.firstKeptIndex), true
+		e.ID, e.idKind = v1ID(e.Index), idString
+		e.ParentID, e.parentKind = s.prevID, idNone
+		if s.prevID != "" {
+			e.parentKind = idString
 		}
-	} else if !e.hasID {
-		return false
+		e.FirstKeptEntryID, e.HasFirstKept, e.firstKeptKind = "", false, idNone
+		if e.Type == "compaction" && e.firstKeptIndex > 0 && e.firstKeptIndex < e.Index && !s.noID[e.firstKeptIndex] {
+			e.FirstKeptEntryID, e.HasFirstKept, e.firstKeptKind = v1ID(e.firstKeptIndex), true, idString
+		}
 	}
 	if s.version < 3 && e.Type == "message" && e.Message.Role == "hookMessage" {
 		e.Message.Role = "custom"
 	}
-	return true
 }
 
 func (s *Scanner) readHeader() {

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -155,22 +156,28 @@ func TestScanTrimAndBlankLines(t *testing.T) {
 	}
 }
 
-// Valid JSON that is not an entry: pi 0.58.3 throws on null and keeps
-// numbers, strings, arrays and id-less objects in a way that can only empty
-// the context (EXPECTED.md section 12); the scanner drops and counts them.
-// A session line after the header is no entry either: pi skips them all.
+// Valid JSON that is not an object is an entry to pi 0.58.3, with no id
+// and no type: it pushes every value JSON.parse returns into its entries.
+// So is an object without an id, or with an id that is not a string. null
+// is not: pi's index reads null.type and throws, and the scanner drops it.
+// Nor is a session line after the header, which pi skips.
 func TestScanNotEntries(t *testing.T) {
 	in := hdr + "\n42\nnull\n\"s\"\n[1]\n{}\n" +
-		`{"type":"message","id":7,"message":{"role":"user","content":"x"}}` + "\n" +
+		`{"type":"message","id":7,"parentId":1.5,"message":{"role":"user","content":"x"}}` + "\n" +
 		`{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"x"}}` + "\n" +
 		`{"type":"session","id":"again","parentId":"a"}` + "\n"
 	s, es := scanAll(t, strings.NewReader(in))
 	st := s.Stats()
-	if s.Err() != nil || st.NotEntries != 7 || st.Dropped() != 7 || len(es) != 1 || es[0].ID != "a" {
-		t.Errorf("%+v, %d entries %+v, err %v", st, len(es), es, s.Err())
+	var got []string
+	for _, e := range es {
+		got = append(got, fmt.Sprintf("%d:%s:%q<%q", e.Index, e.Type, e.ID, e.ParentID))
 	}
-	if es[0].Index != 7 {
-		t.Errorf("index %d: JSON.parse accepted 6 values before it besides the header", es[0].Index)
+	want := `1::""<"",3::""<"",4::""<"",5::""<"",6:message:"7"<"1.5",7:message:"a"<""`
+	if s.Err() != nil || st.NotEntries != 2 || st.Dropped() != 2 || st.Entries != 6 || strings.Join(got, ",") != want {
+		t.Errorf("%+v, err %v\ngot  %s\nwant %s", st, s.Err(), strings.Join(got, ","), want)
+	}
+	if es[4].idKind != idNumber || es[4].parentKind != idNumber || es[5].idKind != idString {
+		t.Errorf("kinds %d<%d, %d", es[4].idKind, es[4].parentKind, es[5].idKind)
 	}
 }
 
@@ -216,6 +223,24 @@ func TestScanVersion1(t *testing.T) {
 	}
 	if es[len(es)-1].Message.Role != "custom" {
 		t.Errorf("v1 hookMessage role %q, want migrated to custom", es[len(es)-1].Message.Role)
+	}
+
+	// pi's migration gives an array an id like any object (a compaction can
+	// keep from it), and throws on a string, a number or a boolean, which
+	// the scanner drops.
+	v1 = `{"type":"session","id":"s"}` + "\n" +
+		`{"type":"message","message":{"role":"user","content":"a"}}` + "\n" + // index 1
+		`[1]` + "\n" + // index 2
+		`"x"` + "\n" + `7` + "\n" + `true` + "\n" + // indexes 3 to 5: pi throws
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":2}` + "\n"
+	s, es = scanAll(t, strings.NewReader(v1))
+	got = got[:0]
+	for _, e := range es {
+		got = append(got, e.ID+"<"+e.ParentID+":"+e.FirstKeptEntryID)
+	}
+	want = "v1:1<:,v1:2<v1:1:,v1:6<v1:2:v1:2"
+	if strings.Join(got, ",") != want || s.Stats().NotEntries != 3 {
+		t.Errorf("got  %s\nwant %s\n%+v", strings.Join(got, ","), want, s.Stats())
 	}
 }
 
