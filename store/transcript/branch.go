@@ -126,6 +126,12 @@ func Load(r io.Reader) (*Branch, error) {
 		est.Advance()
 	}
 	b.Final = est.Estimate()
+	if b.Len > 0 && b.nodes[b.path[b.Len-1]].idKind == idNone {
+		// pi's getBranch() walks from leafId, and from a falsy one it
+		// returns nothing: getContextUsage's guard finds no compaction on
+		// it and reports the estimate, stale or not.
+		b.Final.Unknown = false
+	}
 	return b, nil
 }
 
@@ -166,12 +172,17 @@ func (x *index) get(kind idKind, id string) (int32, bool) {
 // root or a parent that is not in the file, as pi's walk does. The leaf is
 // the last entry in file order: pi's leafId is its id, and where that id
 // is falsy (or the entry has none) buildSessionContext falls back to the
-// last entry, the same one.
+// last entry, the same one; except null, on which it builds nothing.
 func (b *Branch) walk(ids *index) error {
 	if len(b.nodes) == 0 {
 		return nil
 	}
 	leaf := int32(len(b.nodes) - 1)
+	if b.nodes[leaf].idKind == idNull {
+		// pi's leafId is then null, which buildSessionContext reads as
+		// "before the first entry": no branch, an empty context.
+		return nil
+	}
 	b.Leaf = b.nodes[leaf].id
 	for i, ok := leaf, true; ok; {
 		if len(b.path) == len(b.nodes) {

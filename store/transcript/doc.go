@@ -35,7 +35,12 @@
 // are matched as pi's byId Map matches them (the number 5 is not the
 // string "5"), and a parentId that is falsy (null, "", 0, false) or finds
 // no entry ends the walk. The leaf is the last entry, whatever it is: a
-// trailing 42 is a leaf with no parent, and pi's context is empty.
+// trailing 42 is a leaf with no parent, and pi's context is empty. Two pi
+// quirks of the leaf's id are mirrored: a null id is read as "before the
+// first entry" (no branch, an empty context, no model), and with an id
+// that is otherwise falsy (absent, "", 0, false) pi's getBranch() is empty
+// while its context is built from the leaf all the same, so the estimate
+// after a compaction is reported, stale, rather than unknown.
 //
 // Caveat: where pi itself would compute NaN or throw, the scanner reads 0
 // or drops the line instead; pi never writes such values. It computes NaN

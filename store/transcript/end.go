@@ -14,7 +14,10 @@ type End struct {
 	Tokens int64
 	// Known is false where pi reports null: the branch has a compaction and
 	// no assistant after it measured the compacted context yet. Tokens is
-	// then the stale figure pi does not show.
+	// then the stale figure pi does not show. pi shows it, and Known is
+	// true, when the last entry's id is falsy (absent, "", 0, false):
+	// getBranch() is then empty, and getContextUsage's guard finds no
+	// compaction on it.
 	Known bool
 	// Model is buildSessionContext's model, "provider/id" as written (not
 	// normalised): the branch's last model_change or assistant message,

@@ -51,7 +51,8 @@ type Entry struct {
 type idKind uint8
 
 const (
-	idNone   idKind = iota // absent, null, "", 0 or false: falsy, so pi never looks it up
+	idNone   idKind = iota // absent, "", 0 or false: falsy, so pi never looks it up
+	idNull                 // null: falsy too, and a leafId of null is pi's empty context
 	idString               // a non-empty string
 	idNumber               // a non-zero number, written in its shortest form
 	idTrue                 // true
@@ -75,6 +76,9 @@ func ident(w *walker) (string, idKind) {
 	case c == 't':
 		w.skip()
 		return "true", idTrue
+	case c == 'n':
+		w.skip()
+		return "", idNull
 	case c == '{' || c == '[':
 		w.skip()
 		return "", idObject
@@ -139,8 +143,8 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 		case "parentId":
 			e.ParentID, e.parentKind = "", idNone
 			if w.peek() != '"' {
-				if e.ParentID, e.parentKind = ident(&w); e.parentKind == idObject {
-					e.parentKind = idNone // no entry's id is this very object
+				if e.ParentID, e.parentKind = ident(&w); e.parentKind == idObject || e.parentKind == idNull {
+					e.parentKind = idNone // a root: no entry's id is this very object, and null is falsy
 				}
 				continue
 			}
@@ -170,7 +174,7 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 			e.FirstKeptEntryID, e.firstKeptKind = ident(&w)
 			// Only an entry reached by parentId can be kept, and only a
 			// string, a number or true can reach one.
-			e.HasFirstKept = e.firstKeptKind != idNone && e.firstKeptKind != idObject
+			e.HasFirstKept = e.firstKeptKind >= idString && e.firstKeptKind != idObject
 		case "provider":
 			e.Provider = nm.text(&w)
 		case "modelId":

@@ -22,6 +22,9 @@ type Estimate struct {
 	// Unknown is true where pi's getContextUsage reports null: the branch
 	// has a compaction and no assistant after it has a non-zero usage, so
 	// the anchor, if any, measured the context before it was compacted.
+	// Branch.Final is never unknown when the leaf's id is falsy (absent,
+	// "", 0, false): pi's getBranch() is then empty, and its guard finds no
+	// compaction.
 	Unknown bool
 }
 

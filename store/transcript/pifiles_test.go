@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -133,5 +134,31 @@ func TestPiKeepsFromANumberID(t *testing.T) {
 	}
 	if b.Len != 5 || b.Final.Messages != 3 || !b.Final.Unknown || b.Final.Tokens != 1200 {
 		t.Errorf("branch %d, %+v; want 5 entries and pi's 3 messages, 1200 tokens, unknown", b.Len, b.Final)
+	}
+}
+
+// pi's leafId is the last entry's id. Where it is falsy (absent, "", 0,
+// false), buildSessionContext falls back to the last entry, the same one,
+// but getBranch() returns nothing, so getContextUsage's guard finds no
+// compaction and reports the stale estimate after one. Where it is null,
+// buildSessionContext reads it as "before the first entry": an empty
+// context and no model. A truthy id (a string, an object) keeps the guard.
+func TestPiLeafWithAFalsyID(t *testing.T) {
+	compacted := []string{hdr, piU1, piA1, piU2,
+		`{"type":"message","id":"a2","parentId":"u2","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":1200},"stopReason":"stop"}}`,
+		`{"type":"compaction","id":"c1","parentId":"a2","summary":"ssssssss","firstKeptEntryId":"u2","tokensBefore":1200}`,
+	}
+	leaf := func(line string) []string { return append(slices.Clip(compacted), line) }
+	for _, c := range []piFile{
+		{`id ""`, leaf(`{"type":"label","id":"","parentId":"c1"}`), 1200, "p/m"},
+		{"no id", leaf(`{"type":"label","parentId":"c1"}`), 1200, "p/m"},
+		{"id 0", leaf(`{"type":"label","id":0,"parentId":"c1"}`), 1200, "p/m"},
+		{"id false", leaf(`{"type":"label","id":false,"parentId":"c1"}`), 1200, "p/m"},
+		{`a message with id ""`, leaf(`{"type":"message","id":"","parentId":"c1","message":{"role":"user","content":"qqqqqqqq"}}`), 1202, "p/m"},
+		{"id null", leaf(`{"type":"label","id":null,"parentId":"c1"}`), 0, ""},
+		{`id "x"`, leaf(`{"type":"label","id":"x","parentId":"c1"}`), -1, "p/m"},
+		{"id {}", leaf(`{"type":"label","id":{},"parentId":"c1"}`), -1, "p/m"},
+	} {
+		c.check(t)
 	}
 }
