@@ -47,10 +47,16 @@ type Policy struct {
 	// has no cached prefix, and a compaction rewrites the prefix under every
 	// policy, so that miss is not the policy's doing.
 	Switches int
-	// Rebilled sums the prompt tokens of the switching requests, the context
-	// a cache miss bills again: the answer's recorded input+cacheRead+
-	// cacheWrite, times the ratio when the request went out pruned under a
-	// modelled ratio.
+	// Rebilled sums the prompt tokens that the switches made the provider
+	// cache again: the recorded prompt (input+cacheRead+cacheWrite, times
+	// the ratio when the request went out pruned under a modelled ratio) of
+	// every request that records one and goes out in another shape than the
+	// last request that recorded one, with no reset on either or between
+	// them. Usually that is the switching request itself. A failed or
+	// aborted request usually records no prompt and was cached as nothing,
+	// so a switch on one is billed at the next request that records a
+	// prompt, if that request's shape still differs from the cached one: a
+	// second switch back before it cancels the first.
 	Rebilled int64
 }
 
@@ -71,7 +77,8 @@ type Replay struct {
 // point is an assistant message on the branch; the first request carries a
 // Start reset and the first after a compaction a Compaction reset. Both
 // policies read pi's guarded estimate (unknown after a compaction until a
-// fresh usage), so the two columns differ by stickiness alone.
+// fresh usage), so the two columns differ by stickiness alone. Policy says
+// how switches and re-billed tokens are counted.
 func (t *Transcript) Replay(opt Options) (*Replay, error) {
 	if opt.PrunedRatio == 0 {
 		opt.PrunedRatio = 1
@@ -93,6 +100,7 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 	stateless := t.b.Estimator(modelled(statelessPruned, opt.PrunedRatio))
 	sticky := t.b.Estimator(modelled(stickyPruned, opt.PrunedRatio))
 	state, r := Raw, 0
+	var statelessCache, stickyCache cached
 	for pos := 0; pos < n; pos++ {
 		if t.b.At(pos).Kind == transcript.KindAssistant {
 			row := Row{Request: reqs[r], StatelessReading: Estimate(stateless.Estimate()).Reading(), StickyReading: Estimate(sticky.Estimate()).Reading()}
@@ -104,8 +112,8 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 			if r > 0 {
 				prev = rp.Rows[r-1]
 			}
-			rp.Stateless.count(row, row.Stateless, prev.Stateless, rp.PrunedRatio)
-			rp.Sticky.count(row, row.Sticky, prev.Sticky, rp.PrunedRatio)
+			rp.Stateless.count(row, row.Stateless, prev.Stateless, rp.PrunedRatio, &statelessCache)
+			rp.Sticky.count(row, row.Sticky, prev.Sticky, rp.PrunedRatio, &stickyCache)
 			rp.Rows = append(rp.Rows, row)
 			r++
 		}
@@ -128,17 +136,42 @@ func modelled(pruned []bool, ratio float64) transcript.UsageFunc {
 	}
 }
 
-func (p *Policy) count(row Row, pruned, prev bool, ratio float64) {
+// cached is the shape of the prompt the provider last cached under a
+// policy: that of the last request that recorded a prompt, or none since a
+// reset (or before the first request), when the next miss is not the
+// policy's doing.
+type cached uint8
+
+const (
+	cachedNone cached = iota
+	cachedRaw
+	cachedPruned
+)
+
+func (p *Policy) count(row Row, pruned, prev bool, ratio float64, c *cached) {
 	if pruned {
 		p.Pruned++
 	}
-	if pruned == prev || row.Event != None {
-		return
+	if row.Event != None {
+		// A reset: the first request has no cached prefix, and a compaction
+		// rewrites the prefix under every policy.
+		*c = cachedNone
+	} else if pruned != prev {
+		p.Switches++
 	}
-	p.Switches++
-	prompt := row.Prompt
+	if row.Prompt <= 0 {
+		return // nothing was cached: the provider billed no prompt
+	}
+	shape := cachedRaw
 	if pruned {
-		prompt = int64(math.Round(float64(prompt) * ratio))
+		shape = cachedPruned
 	}
-	p.Rebilled += prompt
+	if row.Event == None && *c != cachedNone && *c != shape {
+		prompt := row.Prompt
+		if pruned {
+			prompt = int64(math.Round(float64(prompt) * ratio))
+		}
+		p.Rebilled += prompt
+	}
+	*c = shape
 }

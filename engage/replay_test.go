@@ -286,3 +286,81 @@ func TestTranscriptConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// An answer that failed records no usage: the provider cached nothing for
+// it. Window 1000, reserve 100 (threshold 900). Request 1 reports 950, so
+// request 2 goes out pruned under both policies (a switch) and fails with
+// all-zero usage; request 3, a retry on the failed answer, still anchors on
+// 950 and goes out pruned too, and is the request that wrote the pruned
+// prefix to the cache: 10 input and 700 cacheWrite, re-billed once.
+func TestReplayBillsASwitchWhereTheCacheIsWritten(t *testing.T) {
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"go"}`),
+		msgLine("a1", "u1", `{"role":"assistant","content":[],"usage":{"input":10,"output":40,"cacheRead":900,"cacheWrite":0,"totalTokens":950},"stopReason":"stop"}`),
+		msgLine("u2", "a1", `{"role":"user","content":"next"}`),
+		msgLine("a2", "u2", `{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0},"stopReason":"error"}`),
+		msgLine("a3", "a2", `{"role":"assistant","content":[],"usage":{"input":10,"output":20,"cacheRead":0,"cacheWrite":700,"totalTokens":730},"stopReason":"stop"}`))
+	rp, err := tr.Replay(Options{Window: 1000, Reserve: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Policy{Pruned: 2, Switches: 1, Rebilled: 710}
+	if rp.Stateless != want || rp.Sticky != want {
+		t.Errorf("stateless %+v, sticky %+v; want %+v", rp.Stateless, rp.Sticky, want)
+	}
+
+	// Fixture 03: the switch is at the overflow error, and the retry after
+	// the compaction carries the reset, so the debt ends unbilled
+	// (docs/engage.md says so).
+	rp, err = readFixture(t, "03-overflow-recovery.jsonl").Replay(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = Policy{Pruned: 1, Switches: 1, Rebilled: 0}
+	if rp.Stateless != want || rp.Sticky != want {
+		t.Errorf("fixture 03: stateless %+v, sticky %+v; want %+v", rp.Stateless, rp.Sticky, want)
+	}
+}
+
+// The rule behind Policy.Rebilled, request by request: a request that
+// records a prompt re-bills it when the last request that recorded one went
+// out in the other shape, with no reset on either or between them.
+func TestRebilledFollowsTheCache(t *testing.T) {
+	type req struct {
+		pruned bool
+		prompt int64
+		event  Event
+	}
+	raw := func(p int64) req { return req{false, p, None} }
+	pruned := func(p int64) req { return req{true, p, None} }
+	for _, c := range []struct {
+		name  string
+		ratio float64
+		reqs  []req
+		want  Policy
+	}{
+		{"a switch with a prompt bills it", 1, []req{{false, 950, Start}, pruned(800), pruned(820)}, Policy{2, 1, 800}},
+		{"a switch without one bills the next prompt", 1, []req{{false, 950, Start}, pruned(0), pruned(0), pruned(710)}, Policy{3, 1, 710}},
+		{"switched back before any prompt: nothing to bill", 1, []req{{false, 950, Start}, pruned(0), raw(0), raw(800)}, Policy{1, 2, 0}},
+		{"three switches before a prompt: billed once", 1, []req{{false, 950, Start}, pruned(0), raw(0), pruned(800), pruned(820)}, Policy{3, 3, 800}},
+		{"a reset with a prompt ends the debt", 1, []req{{false, 950, Start}, pruned(0), {false, 600, Compaction}, raw(700)}, Policy{1, 1, 0}},
+		{"a reset without one ends it too", 1, []req{{false, 950, Start}, pruned(0), {false, 0, Compaction}, pruned(700)}, Policy{2, 2, 0}},
+		{"the first request is a reset", 1, []req{{true, 950, Start}, pruned(900)}, Policy{2, 0, 0}},
+		{"a modelled pruned prompt", 0.5, []req{{false, 1000, Start}, pruned(0), pruned(800)}, Policy{2, 1, 400}},
+		{"a modelled raw prompt", 0.5, []req{{true, 1000, Start}, raw(0), raw(800)}, Policy{1, 1, 800}},
+	} {
+		var p Policy
+		var cache cached
+		prev := false
+		for i, q := range c.reqs {
+			if i == 0 {
+				prev = q.pruned
+			}
+			p.count(Row{Request: Request{Event: q.event, Prompt: q.prompt}}, q.pruned, prev, c.ratio, &cache)
+			prev = q.pruned
+		}
+		if p != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, p, c.want)
+		}
+	}
+}
