@@ -2,6 +2,7 @@ package engage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -168,5 +169,28 @@ func TestVersion1ChainSkipsSessionLines(t *testing.T) {
 		`{"type":"message","message":{"role":"user","content":"abcdefgh"}}`)
 	if tr.Branch != 2 || tr.Final.Tokens != 3 || tr.Stats.Entries != 2 {
 		t.Errorf("branch %d, %d tokens, %d entries; want the two messages chained (3 tokens)", tr.Branch, tr.Final.Tokens, tr.Stats.Entries)
+	}
+}
+
+// The first request carries Start even when a compaction precedes it (a
+// session resumed from a compacted transcript starts there); the first
+// request after a later compaction carries Compaction, and one compaction
+// resets one request.
+func TestRequestEvents(t *testing.T) {
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"hi"}`),
+		`{"type":"compaction","id":"c1","parentId":"u1","summary":"s","firstKeptEntryId":"u1"}`,
+		msgLine("a1", "c1", asst(100, "stop")),
+		msgLine("a2", "a1", asst(200, "stop")),
+		`{"type":"compaction","id":"c2","parentId":"a2","summary":"s","firstKeptEntryId":"a2"}`,
+		`{"type":"compaction","id":"c3","parentId":"c2","summary":"s","firstKeptEntryId":"a2"}`,
+		msgLine("a3", "c3", asst(300, "stop")),
+		msgLine("a4", "a3", asst(400, "stop")))
+	var got []Event
+	for _, r := range tr.Requests() {
+		got = append(got, r.Event)
+	}
+	if want := []Event{Start, None, Compaction, None}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
 }
