@@ -20,8 +20,12 @@
 // computes at promote; this package adds the policies on top.
 //
 // The promise: the estimate equals pi's to the token on every file pi loads,
-// and Read streams, holding one line at a time and a small record per entry,
-// so memory grows with the number of entries, never with their text.
+// and Read streams, holding one line at a time and a record per entry, so
+// memory grows with the number of entries, never with the text of their
+// messages. The record holds the entry's id and parentId, and the model
+// names are kept once each: about 250 bytes per entry in a transcript pi
+// writes (8-character ids, a few models); a hand-made one with long ids or
+// many long model names keeps those, bounded by the size of the file.
 //
 // Caveat: a transcript only records what its provider reported. A session
 // recorded without pruning says nothing about the usage a pruned request

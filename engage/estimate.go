@@ -26,10 +26,12 @@ func (e Estimate) Reading() Reading {
 
 // Transcript is what one streaming pass over a pi transcript learns: the
 // header, the line counts, the tree of entries and the estimate at the leaf.
-// It keeps about 250 bytes per entry (ids, sizes, usage) and none of the
-// text, so a transcript ten times larger costs ten times the entries, never
-// the bytes of its messages. It does not change after Read and is safe for
-// concurrent use.
+// It keeps a record per entry (ids, sizes, usage), about 250 bytes when the
+// ids are pi's 8 characters, and the distinct model names, but none of the
+// text of the messages: a transcript ten times larger costs ten times the
+// entries, never the bytes of its messages. Long ids and model names are
+// kept as they are, so what it holds is bounded by the file's size. It does
+// not change after Read and is safe for concurrent use.
 type Transcript struct {
 	Header  transcript.Header // the session header, the first line
 	Version int64             // the format version pi reads it as (1 and 2 are migrated)

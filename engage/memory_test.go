@@ -63,3 +63,45 @@ func writeSynthetic(t *testing.T, path string, n, textLen int) string {
 	}
 	return path
 }
+
+// What Read keeps does grow with the ids and model names, which it keeps as
+// they are: with 400 entries whose ids and providers are 20 KB each, the
+// retained heap is about the size of that text, and still within the
+// file's size, which is the documented bound.
+func TestMemoryBoundedByTheFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads a 24 MB transcript")
+	}
+	path := filepath.Join(t.TempDir(), "long-ids.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w"}`)
+	const n, k = 400, 20000
+	parent := "null"
+	for i := range n {
+		id := fmt.Sprintf("%08x%s", i, strings.Repeat("i", k))
+		fmt.Fprintf(w, `{"type":"message","id":"%s","parentId":%s,"message":{"role":"assistant","content":[],"provider":"p%d%s","model":"m","usage":{"totalTokens":5},"stopReason":"stop"}}`+"\n", id, parent, i, strings.Repeat("p", k))
+		parent = `"` + id + `"`
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained, _ := heapOfOneRead(t, path)
+	t.Logf("retained %d B for a %d B file with %d B of ids and model names", retained, fi.Size(), 2*n*k)
+	if retained > fi.Size() {
+		t.Errorf("retained %d B, more than the file's %d B", retained, fi.Size())
+	}
+	if retained < n*k {
+		t.Errorf("retained %d B, less than the %d B of ids alone: the test no longer measures what the docs say", retained, n*k)
+	}
+}

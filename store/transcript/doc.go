@@ -11,8 +11,10 @@
 // them), version 1 and 2 files migrated in flight, and a file whose
 // first parseable line is not a header with a string id rejected with an
 // InvalidError that names the reason. It holds one line at a time (at most
-// MaxLineBytes) and keeps of each entry only its identity and the sizes an
-// estimate needs, so memory does not grow with the file.
+// MaxLineBytes) and keeps of each entry only its identity (id, parentId,
+// model names) and the sizes an estimate needs, so memory grows with the
+// number of entries, not with the text of their messages; what it keeps is
+// bounded by the file's size even when the ids are long.
 //
 // Load builds on Scanner the branch pi resumes on (from the last entry in
 // the file up through parentId) and pi's context estimate at its leaf; an

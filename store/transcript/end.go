@@ -130,9 +130,9 @@ func (b *Branch) End() End {
 
 // ReadEnd reads a transcript from r to its end, in one pass, and returns
 // what pi 0.58.3 reports at the end of a run on it. It holds one line at a
-// time and a small record per entry, never the text, so it can sit behind
-// an io.TeeReader while the file is copied: it reads r to EOF whatever it
-// finds, so the copy is whole.
+// time and a record per entry, never the text of a message, so it can sit
+// behind an io.TeeReader while the file is copied: it reads r to EOF
+// whatever it finds, so the copy is whole.
 //
 // A file pi would not load as a transcript is not an error: End.Invalid
 // says why, and End holds what pi reports for it (pi starts it over). The
