@@ -21,7 +21,7 @@ func (e Estimate) Reading() Reading {
 	if e.Unknown {
 		return Reading{}
 	}
-	return Known(e.Tokens)
+	return Reading{Tokens: e.Tokens, Known: true, frac: e.Fractional}
 }
 
 // Transcript is what one streaming pass over a pi transcript learns: the

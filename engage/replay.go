@@ -128,9 +128,9 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 // anchors on it. pruned is filled in as the replay decides, always before
 // the estimator reaches the position.
 func modelled(pruned []bool, ratio float64) transcript.UsageFunc {
-	return func(pos int, u int64) int64 {
+	return func(pos int, u float64) float64 {
 		if pruned[pos] {
-			return int64(math.Round(float64(u) * ratio))
+			return math.Round(u * ratio)
 		}
 		return u
 	}

@@ -194,3 +194,30 @@ func TestRequestEvents(t *testing.T) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 }
+
+// pi compares its estimate with the threshold as a JavaScript number: an
+// answer whose usage is 899.5, then a user message of one token, puts the
+// next request at pi's 900.5 (pi-req.mjs), over a threshold of 900, and
+// pi's shouldCompact would compact there. The reading's Tokens is 900, its
+// floor, yet it crosses; 900 exactly would not.
+func TestReadingWithAFractionCrosses(t *testing.T) {
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"hello"}`),
+		msgLine("a1", "u1", `{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":899.5},"stopReason":"stop"}`),
+		msgLine("u2", "a1", `{"role":"user","content":"qqqq"}`),
+		msgLine("a2", "u2", asst(950, "stop")))
+	rp, err := tr.Replay(Options{Window: 1000, Reserve: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rp.Rows[1]
+	if rd := r.Before.Reading(); rd.Tokens != 900 || !rd.Known || !rd.Crosses(900) || rd.Crosses(901) || rd.String() != "900" {
+		t.Errorf("reading %+v (%s): want 900 and a fraction, over 900 and not over 901", rd, rd)
+	}
+	if !r.Stateless || !r.Sticky {
+		t.Errorf("request 2 at pi's 900.5: stateless %v, sticky %v; want both pruned", r.Stateless, r.Sticky)
+	}
+	if Known(900).Crosses(900) {
+		t.Errorf("a whole 900 crosses 900")
+	}
+}

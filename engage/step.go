@@ -56,8 +56,12 @@ func (e Event) String() string {
 // is unknown, which is what pi reports after a compaction until a response
 // measures the new context.
 type Reading struct {
-	Tokens int64 // the estimate; meaningful only when Known
+	Tokens int64 // the estimate (its floor, where pi's has a fraction); meaningful only when Known
 	Known  bool  // false where pi reports null
+
+	// frac is set by Estimate.Reading where pi's estimate is not a whole
+	// number: it lies strictly between Tokens and Tokens+1.
+	frac bool
 }
 
 // Known returns a known reading of n tokens.
@@ -72,8 +76,12 @@ func (r Reading) String() string {
 }
 
 // Crosses reports whether r is over threshold. The comparison is strict, as
-// pi's shouldCompact compares, and an unknown reading never crosses.
-func (r Reading) Crosses(threshold int64) bool { return r.Known && r.Tokens > threshold }
+// pi's shouldCompact compares, and an unknown reading never crosses. A
+// reading from an estimate with a fraction (see transcript.Estimate) is
+// compared as pi compares it: Tokens+0.5, say, is over Tokens.
+func (r Reading) Crosses(threshold int64) bool {
+	return r.Known && (r.Tokens > threshold || r.frac && r.Tokens == threshold)
+}
 
 // pi's defaults: a 200k-token window and compaction.reserveTokens 16384.
 // DefaultOptions returns them.

@@ -58,9 +58,10 @@ type Node struct {
 	StopReason string // an assistant's stopReason as recorded
 	Calls      int64  // an assistant's toolCall blocks
 	// Usage is an assistant's calculateContextTokens(usage): totalTokens,
-	// or input+output+cacheRead+cacheWrite when that is 0; 0 without usage.
-	// Prompt is its input+cacheRead+cacheWrite, the prompt the provider
-	// billed.
+	// or input+output+cacheRead+cacheWrite when that is 0; 0 without usage
+	// (its integer part, as Estimate.Tokens, should a counter not be a
+	// whole number). Prompt is its input+cacheRead+cacheWrite, the prompt
+	// the provider billed.
 	Usage, Prompt int64
 }
 
@@ -72,11 +73,11 @@ type node struct {
 	role               string
 	line               int64
 	offset             int64
-	tokens             int64 // ceil(chars/4) of the message the entry adds to the context
-	usage              int64 // an assistant's calculateContextTokens(usage); 0 without usage
-	prompt             int64 // an assistant's input+cacheRead+cacheWrite
-	calls              int32 // an assistant's toolCall blocks, capped
-	model              int32 // index into Branch.models for a model_change or an assistant, else -1
+	tokens             int64   // ceil(chars/4) of the message the entry adds to the context
+	usage              float64 // an assistant's calculateContextTokens(usage), as pi computes it; 0 without usage
+	prompt             int64   // an assistant's input+cacheRead+cacheWrite
+	calls              int32   // an assistant's toolCall blocks, capped
+	model              int32   // index into Branch.models for a model_change or an assistant, else -1
 	kind               Kind
 	idKind, parentKind idKind
 	anchor             bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
@@ -214,7 +215,7 @@ func (b *Branch) At(pos int) Node {
 	n := &b.nodes[b.path[pos]]
 	return Node{
 		ID: n.id, Line: n.line, Offset: n.offset, Kind: n.kind, Role: n.role,
-		StopReason: n.stop, Calls: int64(n.calls), Usage: n.usage, Prompt: n.prompt,
+		StopReason: n.stop, Calls: int64(n.calls), Usage: whole(n.usage), Prompt: n.prompt,
 	}
 }
 
@@ -241,10 +242,7 @@ func reduce(e *Entry) node {
 			n.anchor = n.valid && m.HasUsage
 			if m.HasUsage {
 				u := m.Usage
-				n.usage = u.TotalTokens
-				if n.usage == 0 {
-					n.usage = u.Input + u.Output + u.CacheRead + u.CacheWrite
-				}
+				n.usage = u.context
 				n.prompt = u.Input + u.CacheRead + u.CacheWrite
 			}
 		}

@@ -10,7 +10,9 @@ import (
 // context reading of getContextUsage(), the model it resumes with, and the
 // branch's last message.
 type End struct {
-	// Tokens is getContextUsage().tokens: pi's estimate at the leaf.
+	// Tokens is getContextUsage().tokens: pi's estimate at the leaf. Where
+	// a usage counter is not a whole number (no provider writes one), pi's
+	// estimate has a fraction and Tokens is its floor (Estimate.Tokens).
 	Tokens int64
 	// Known is false where pi reports null: the branch has a compaction and
 	// no assistant after it measured the compacted context yet. Tokens is

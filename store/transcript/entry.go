@@ -112,9 +112,16 @@ type Message struct {
 }
 
 // Usage is an assistant's usage as recorded. A counter that is absent or
-// not a number reads 0.
+// not a number reads 0; one that is not a whole number (no provider reports
+// one) is truncated toward zero here, and one beyond ±2^62 reads 0, while
+// the estimate uses pi's own arithmetic on the numbers as written.
 type Usage struct {
 	Input, Output, CacheRead, CacheWrite, TotalTokens int64 // pi's names, in tokens
+
+	// context is pi's calculateContextTokens(usage), in its float64
+	// arithmetic: totalTokens, or input+output+cacheRead+cacheWrite, added
+	// left to right, when totalTokens is 0.
+	context float64
 }
 
 // Content measures a "content" value, which is either a string or an array
@@ -227,28 +234,39 @@ func decodeMessage(w *walker, m *Message, nm *names) {
 }
 
 func decodeUsage(w *walker, u *Usage) {
+	var f [5]float64 // input, output, cacheRead, cacheWrite, totalTokens as JSON.parse reads them
 	w.open()
 	for w.more() {
-		var dst *int64
+		var k int
 		switch string(w.key()) {
 		case "input":
-			dst = &u.Input
+			k = 0
 		case "output":
-			dst = &u.Output
+			k = 1
 		case "cacheRead":
-			dst = &u.CacheRead
+			k = 2
 		case "cacheWrite":
-			dst = &u.CacheWrite
+			k = 3
 		case "totalTokens":
-			dst = &u.TotalTokens
+			k = 4
 		default:
 			w.skip()
 			continue
 		}
+		f[k], _ = w.number()
+	}
+	for k, dst := range [5]*int64{&u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.TotalTokens} {
 		*dst = 0
-		if f, ok := w.number(); ok && math.Abs(f) < 1<<62 {
-			*dst = int64(f)
+		if math.Abs(f[k]) < 1<<62 {
+			*dst = int64(f[k])
 		}
+	}
+	// pi: usage.totalTokens || usage.input + usage.output + usage.cacheRead +
+	// usage.cacheWrite. A number is never NaN as JSON.parse reads it, so
+	// only 0 is falsy.
+	u.context = f[4]
+	if u.context == 0 {
+		u.context = f[0] + f[1] + f[2] + f[3]
 	}
 }
 

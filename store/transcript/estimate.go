@@ -1,15 +1,25 @@
 package transcript
 
+import "math"
+
 // Estimate is pi's usage-backed context estimate of one context, as pi
 // 0.58.3 computes it (estimateContextTokens, and getContextUsage's null rule).
 type Estimate struct {
 	// Tokens is estimateContextTokens: Anchor plus Trailing, or the chars/4
 	// sum over every message when no message anchors. After a compaction it
-	// can be stale (see Unknown).
+	// can be stale (see Unknown). pi computes it in float64 from the usage
+	// counters as written; where one is not a whole number (no provider
+	// writes one) pi's estimate has a fraction, and Tokens is its floor,
+	// with Fractional set. Beyond ±2^62 it is clamped there, and a NaN
+	// (infinite counters of opposite signs) reads 0.
 	Tokens int64
+	// Fractional is true where pi's estimate lies strictly between Tokens
+	// and Tokens+1, so that it is over an integer threshold T exactly when
+	// Tokens > T, or Tokens == T and Fractional.
+	Fractional bool
 	// Anchor is the last valid assistant usage: totalTokens, or
-	// input+output+cacheRead+cacheWrite when that is 0. AnchorEntry is its
-	// entry id.
+	// input+output+cacheRead+cacheWrite when that is 0 (its floor, as
+	// Tokens). AnchorEntry is its entry id.
 	Anchor      int64
 	AnchorEntry string // "" when nothing anchors
 	// Trailing is ceil(chars/4) summed over the messages after the anchor.
@@ -32,7 +42,7 @@ type Estimate struct {
 // position pos of the branch, whose recorded calculateContextTokens(usage)
 // is recorded. A replay uses it to model what a provider would have
 // reported for a request sent in another shape.
-type UsageFunc func(pos int, recorded int64) int64
+type UsageFunc func(pos int, recorded float64) float64
 
 // Estimator walks a branch root first and keeps pi's estimate of the context
 // at the current position up to date, so the estimate before every request
@@ -46,7 +56,7 @@ type Estimator struct {
 	usage UsageFunc // nil: as recorded
 	pos   int       // the next position to add
 
-	anchor    int64
+	anchor    float64
 	anchorPos int // -1 when nothing anchors
 	trailing  int64
 	fallback  int64
@@ -88,7 +98,7 @@ func (e *Estimator) Advance() {
 
 // usageAt is the usage of the assistant at pos as this estimator's provider
 // reports it.
-func (e *Estimator) usageAt(pos int) int64 {
+func (e *Estimator) usageAt(pos int) float64 {
 	u := e.b.nodes[e.b.path[pos]].usage
 	if e.usage != nil {
 		return e.usage(pos, u)
@@ -133,16 +143,35 @@ func (e *Estimator) compact(pos int) {
 
 // Estimate is pi's estimate of the context of the branch prefix added so far.
 func (e *Estimator) Estimate() Estimate {
+	// pi: usageTokens + trailingTokens, in float64; the trailing sum is of
+	// whole numbers, and exact.
+	x := e.anchor + float64(e.trailing)
 	est := Estimate{
-		Tokens:   e.anchor + e.trailing,
-		Anchor:   e.anchor,
-		Trailing: e.trailing,
-		Fallback: e.fallback,
-		Messages: e.messages,
-		Unknown:  e.compacted && !(e.fresh && e.freshUsed),
+		Tokens:     whole(x),
+		Fractional: x != math.Floor(x) && math.Abs(x) < 1<<62,
+		Anchor:     whole(e.anchor),
+		Trailing:   e.trailing,
+		Fallback:   e.fallback,
+		Messages:   e.messages,
+		Unknown:    e.compacted && !(e.fresh && e.freshUsed),
 	}
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.nodes[e.b.path[e.anchorPos]].id
 	}
 	return est
+}
+
+// whole is the floor of a pi estimate as an int64: clamped to ±2^62 beyond
+// them, and 0 for NaN.
+func whole(x float64) int64 {
+	switch f := math.Floor(x); {
+	case f != f:
+		return 0
+	case f >= 1<<62:
+		return 1 << 62
+	case f <= -(1 << 62):
+		return -(1 << 62)
+	default:
+		return int64(f)
+	}
 }

@@ -162,3 +162,49 @@ func TestPiLeafWithAFalsyID(t *testing.T) {
 		c.check(t)
 	}
 }
+
+// pi adds the usage counters as JavaScript numbers: totalTokens when it is
+// not 0, else input+output+cacheRead+cacheWrite from left to right, then
+// the trailing estimate (here 1 token). Counters that are not whole
+// numbers give pi's estimate a fraction: Tokens is its floor, and
+// Fractional says there is one. Each want is pi's tokens from
+// tools/pi-end-usage.mjs, its floor where pi printed a fraction.
+func TestPiUsageArithmetic(t *testing.T) {
+	answer := func(usage string) string {
+		return `{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + usage + `,"stopReason":"stop"}}`
+	}
+	u2 := `{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"qqqq"}}`
+	for _, c := range []struct {
+		name, usage string
+		tokens      int64
+		frac        bool
+	}{
+		{"halves sum to a whole", `{"input":0.5,"output":0.5,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`, 2, false},                                       // pi 2
+		{"0.1+0.2+0.7 in float64", `{"input":0.1,"output":0.2,"cacheRead":0.7,"cacheWrite":0,"totalTokens":0}`, 2, false},                                    // pi 2
+		{"a fractional total is not 0", `{"input":100,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0.5}`, 1, true},                                  // pi 1.5
+		{"fractional counters", `{"input":100.7,"output":20.2,"cacheRead":3000,"cacheWrite":7,"totalTokens":0}`, 3128, true},                                 // pi 3128.9
+		{"a negative fraction", `{"input":-2.5,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`, -2, true},                                          // pi -1.5
+		{"beyond 2^53, rounded as pi rounds", `{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":9007199254740993}`, 9007199254740992, false}, // pi 9007199254740992
+		{"beyond 2^62, clamped", `{"totalTokens":1e300}`, 1 << 62, false},                                                                                    // pi 1e+300
+	} {
+		b, err := Load(strings.NewReader(strings.Join([]string{hdr, piU1, answer(c.usage), u2}, "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := b.Final; f.Tokens != c.tokens || f.Fractional != c.frac || f.Unknown {
+			t.Errorf("%s: %+v; want %d, fractional %v", c.name, f, c.tokens, c.frac)
+		}
+	}
+	// The guard after a compaction asks whether the fresh usage is > 0:
+	// 0.5 is (pi 1.5, known).
+	b, err := Load(strings.NewReader(strings.Join([]string{hdr, piU1, answer(`{"totalTokens":5000}`),
+		`{"type":"compaction","id":"c1","parentId":"a1","summary":"ssss","firstKeptEntryId":"a1","tokensBefore":5000}`,
+		`{"type":"message","id":"a2","parentId":"c1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0.5},"stopReason":"stop"}}`,
+		`{"type":"message","id":"u2","parentId":"a2","message":{"role":"user","content":"qqqq"}}`}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := b.Final; f.Unknown || f.Tokens != 1 || !f.Fractional {
+		t.Errorf("a fresh usage of 0.5 after a compaction: %+v; want pi's 1.5, known", f)
+	}
+}

@@ -55,7 +55,7 @@ func TestMeasureMessage(t *testing.T) {
 		`"stopReason":"stop","summary":"xyz","Content":"ignored: keys are case-sensitive"}}`
 	_, es := scanAll(t, strings.NewReader(hdr+"\n"+line))
 	m := es[0].Message
-	want := Message{Role: "bashExecution", StopReason: "stop", HasUsage: true, Usage: Usage{1, 2, 3, 4, 10}, Command: 2, Output: 3, Summary: 3}
+	want := Message{Role: "bashExecution", StopReason: "stop", HasUsage: true, Usage: Usage{1, 2, 3, 4, 10, 10}, Command: 2, Output: 3, Summary: 3}
 	if m != want || es[0].ParentID != "p" {
 		t.Errorf("%+v, want %+v", m, want)
 	}
@@ -66,7 +66,7 @@ func TestMeasureMessage(t *testing.T) {
 		}
 	}
 	_, es = scanAll(t, strings.NewReader(hdr+"\n"+`{"type":"message","id":"a","message":{"usage":{"input":"5","output":1e3,"totalTokens":null}}}`))
-	if u := es[0].Message.Usage; u != (Usage{Output: 1000}) {
+	if u := es[0].Message.Usage; u != (Usage{Output: 1000, context: 1000}) {
 		t.Errorf("odd counters: %+v", u)
 	}
 	// A repeated member: the last one wins, as in JSON.parse.
