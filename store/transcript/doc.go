@@ -28,7 +28,9 @@
 //
 // Sizes are counted as JavaScript counts them: in UTF-16 code units of the
 // text pi's UTF-8 decoder would produce, with a tool call's arguments
-// measured on the compact JSON as written.
+// measured as JSON.stringify writes the value JSON.parse read (escapes,
+// number forms and repeated keys as JSON.stringify has them, not as
+// written).
 //
 // An entry is what pi keeps in its entries: every value JSON.parse returns
 // after the header except session lines. That includes an object without
@@ -45,13 +47,15 @@
 // after a compaction is reported, stale, rather than unknown.
 //
 // Caveat: where pi itself would compute NaN or throw, the scanner reads 0
-// or drops the line instead; pi never writes such values. It computes NaN
-// for a text block whose text is not a string and a usage without
-// counters. It throws a TypeError, and loads nothing, on a null line
-// anywhere, on a line that is a string, a number or a boolean in a version
-// 1 file (its migration assigns them an id), and on a header version that
-// is an object with its own "toString" member; the scanner drops those
-// lines and reads that version as NaN (no migration). Version 1 entries
-// get synthetic ids ("v1:<index>") where pi would draw random ones, so ids
-// differ but the tree is the same.
+// or drops the line instead; pi never writes such values. pi computes NaN
+// for a text block whose text is not a string, a usage without counters,
+// and a tool call whose name is a number or an object (an array counts its
+// elements), and throws on a tool call without a name or arguments; such
+// a name counts 0 here. pi throws a TypeError, and loads nothing, on a
+// null line anywhere, on a line that is a string, a number or a boolean in
+// a version 1 file (its migration assigns them an id), and on a header
+// version that is an object with its own "toString" member; the scanner
+// drops those lines and reads that version as NaN (no migration). Version
+// 1 entries get synthetic ids ("v1:<index>") where pi would draw random
+// ones, so ids differ but the tree is the same.
 package transcript

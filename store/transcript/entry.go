@@ -130,7 +130,7 @@ type Content struct {
 	String    int64 // length of the content when it is a string
 	Text      int64 // total length of "text" blocks' text
 	Thinking  int64 // total length of "thinking" blocks' thinking
-	ToolCalls int64 // for each "toolCall" block, its name's length plus the length of its arguments' compact JSON
+	ToolCalls int64 // for each "toolCall" block, its name's length plus JSON.stringify(arguments).length
 	Images    int64 // number of "image" blocks
 }
 
@@ -138,7 +138,7 @@ type Content struct {
 // accepted and that starts with '{'. A parentId equal to prev reuses that
 // string: in a linear transcript every parent is the previous id, and this
 // saves an allocation per line.
-func decode(line []byte, e *Entry, prev string, nm *names) {
+func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 	w := walker{b: line}
 	w.open()
 	for w.more() {
@@ -172,9 +172,9 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 				w.skip()
 				continue
 			}
-			decodeMessage(&w, &e.Message, nm)
+			decodeMessage(&w, &e.Message, nm, st)
 		case "content":
-			e.Content = content(&w, nil)
+			e.Content = content(&w, nil, st)
 		case "summary":
 			e.Summary = w.length()
 		case "firstKeptEntryId":
@@ -198,7 +198,7 @@ func decode(line []byte, e *Entry, prev string, nm *names) {
 	}
 }
 
-func decodeMessage(w *walker, m *Message, nm *names) {
+func decodeMessage(w *walker, m *Message, nm *names, st *stringifier) {
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -208,7 +208,7 @@ func decodeMessage(w *walker, m *Message, nm *names) {
 			m.StopReason, _ = w.text()
 		case "content":
 			m.Calls = 0
-			m.Content = content(w, &m.Calls)
+			m.Content = content(w, &m.Calls, st)
 		case "usage":
 			m.HasUsage, m.Usage = false, Usage{}
 			if w.peek() != '{' {
@@ -272,7 +272,7 @@ func decodeUsage(w *walker, u *Usage) {
 
 // content measures a string or an array of content blocks; any other value
 // measures zero. calls, when not nil, is incremented for every toolCall block.
-func content(w *walker, calls *int64) Content {
+func content(w *walker, calls *int64, st *stringifier) Content {
 	var c Content
 	switch w.peek() {
 	case '"':
@@ -284,7 +284,7 @@ func content(w *walker, calls *int64) Content {
 				w.skip()
 				continue
 			}
-			if block(w, &c) && calls != nil {
+			if block(w, &c, st) && calls != nil {
 				*calls++
 			}
 		}
@@ -297,7 +297,7 @@ func content(w *walker, calls *int64) Content {
 // block measures one content block and reports whether it is a tool call.
 // The members may come in any order, so the sizes are gathered first and
 // credited once the type is known.
-func block(w *walker, c *Content) (call bool) {
+func block(w *walker, c *Content, st *stringifier) (call bool) {
 	var typ []byte
 	var text, thinking, name int64
 	var args []byte
@@ -333,37 +333,12 @@ func block(w *walker, c *Content) (call bool) {
 	case "toolCall":
 		c.ToolCalls += name
 		if args != nil {
-			c.ToolCalls += compactUnits(args)
+			c.ToolCalls += st.units(args)
 		}
 	case "image":
 		c.Images++
 	}
 	return string(typ) == "toolCall"
-}
-
-// compactUnits measures arguments as pi does, JSON.stringify(arguments).length,
-// on the bytes as written with the whitespace between tokens left out, which
-// is all json.Compact would change. Re-encoding with encoding/json would
-// sort keys and escape <, >, & and U+2028, and the count would drift from
-// pi's. Outside strings a valid value is ASCII, one unit per byte; a string
-// counts with its quotes and each byte of its escapes.
-func compactUnits(raw []byte) int64 {
-	var n int64
-	w := walker{b: raw}
-	for w.i < len(raw) {
-		switch raw[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		case '"':
-			start := w.i
-			w.str()
-			n += textUnits(raw[start:w.i])
-		default:
-			n++
-			w.i++
-		}
-	}
-	return n
 }
 
 // v1ID is the synthetic id of the version 1 entry at index; pi draws a

@@ -208,3 +208,29 @@ func TestPiUsageArithmetic(t *testing.T) {
 		t.Errorf("a fresh usage of 0.5 after a compaction: %+v; want pi's 1.5, known", f)
 	}
 }
+
+// A tool call counts its name and JSON.stringify(arguments).length, of the
+// value JSON.parse read: escapes, number forms and repeated keys as written
+// do not count. A user message of one character (1 token) and an answer
+// with one bash call and no usage: the estimate is 1 + ceil((4 + n)/4).
+func TestPiToolCallArguments(t *testing.T) {
+	for _, c := range []struct {
+		args   string
+		tokens int64
+	}{
+		{`{"command":"ls \u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"}`, 9}, // {"command":"ls éééééééé"}, 25
+		{`{"p":"\/a\/b\/c\/d\/e\/f\/g\/h\/i\/j"}`, 9},                            // 28
+		{`{"n":1.000000,"m":2.50000,"z":-0,"q":0.100000}`, 10},                   // {"n":1,"m":2.5,"z":0,"q":0.1}, 29
+		{`{"k":"aaaaaaaaaaaaaaaaaaaaaaa","k":"b"}`, 5},                           // {"k":"b"}, 9
+		{`{"e":1E+2,"f":1e-10,"g":1.5E300}`, 10},                                 // {"e":100,"f":1e-10,"g":1.5e+300}, 32
+		{`{"s":"\u007f\u0080\ud83d\ude00\ud800"}`, 7},                            // a lone surrogate is written escaped, 18
+		{`null`, 3},
+		{`"just a string \u00e9"`, 7},
+		{`{"a" : [1, 2.0, {"b":"\u0001\n"}]}`, 9}, // {"a":[1,2,{"b":"\u0001\n"}]}, 28
+	} {
+		piFile{c.args, []string{hdr,
+			`{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"a"}}`,
+			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"toolCall","id":"x","name":"bash","arguments":` + c.args + `}],"provider":"p","model":"m","stopReason":"toolUse"}}`,
+		}, c.tokens, "p/m"}.check(t)
+	}
+}

@@ -41,6 +41,7 @@ type Scanner struct {
 	maxLine int
 	long    []byte // a line longer than r's buffer, assembled
 	names   names
+	args    stringifier // scratch for measuring tool-call arguments
 
 	stats    Stats
 	line     int64 // physical line of the value last returned by nextValue
@@ -127,7 +128,7 @@ func (s *Scanner) Next() bool {
 		e := &s.entry
 		*e = Entry{Line: s.line, Offset: s.offset, Index: index, firstKeptIndex: -1}
 		if c == '{' {
-			decode(line, e, s.prevID, &s.names)
+			decode(line, e, s.prevID, &s.names, &s.args)
 		}
 		if e.Type == "session" {
 			// pi's index and getEntries skip every session line, in a file

@@ -32,12 +32,12 @@ func TestMeasureContent(t *testing.T) {
 		{"an escaped type", `[{"type":"t\u0065xt","text":"ab"}]`, Content{Text: 2}},
 		{"images counted, their data not", `[{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"image"}]`, Content{Images: 2}},
 		{"unknown and odd blocks", `[{"type":"video","text":"abc"},"text",null,7,{"text":"no type"},{"type":"text","text":5}]`, Content{}},
-		// JSON.stringify(arguments) of what pi wrote: json.Compact drops the
-		// spaces, keeps key order and escapes as written.
+		// JSON.stringify(arguments) of what JSON.parse read: no spaces, and
+		// escapes only where JSON.stringify writes them (stringify_test.go).
 		{"tool call: name + compact arguments", `[{"type":"toolCall","id":"c","name":"bash","arguments":{"command" : "ls -la", "n": [1, 2]}}]`, Content{ToolCalls: 4 + int64(len(`{"command":"ls -la","n":[1,2]}`))}},
 		{"arguments are not HTML-escaped", `[{"type":"toolCall","name":"e","arguments":{"q":"<a&b>"}}]`, Content{ToolCalls: 1 + 13}},
 		{"U+2028 in arguments stays one unit", `[{"type":"toolCall","name":"e","arguments":{"q":"` + "\u2028" + `"}}]`, Content{ToolCalls: 1 + 9}},
-		{"an escape in arguments counts as written", `[{"type":"toolCall","name":"e","arguments":{"q":"\u00e9"}}]`, Content{ToolCalls: 1 + 14}},
+		{"an escape in arguments counts as the character", `[{"type":"toolCall","name":"e","arguments":{"q":"\u00e9"}}]`, Content{ToolCalls: 1 + 9}},
 		{"an emoji in arguments is two units", `[{"type":"toolCall","name":"e","arguments":"😀"}]`, Content{ToolCalls: 1 + 4}},
 		{"arguments absent", `[{"type":"toolCall","name":"abc"}]`, Content{ToolCalls: 3}},
 		{"an object is not content", `{"type":"text","text":"abc"}`, Content{}},
