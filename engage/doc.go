@@ -22,12 +22,14 @@
 // The promise: the estimate equals pi's to the token on every file pi loads
 // (where pi's has a fraction, which takes usage counters no provider
 // writes, it is the floor of pi's, and crosses a threshold exactly where
-// pi's does), and Read streams, holding one line at a time and a record per
-// entry, so memory grows with the number of entries, never with the text
-// of their messages. The record holds the entry's id and parentId, and the
-// model names are kept once each: about 250 bytes per entry in a transcript
-// pi writes (8-character ids, a few models); a hand-made one with long ids
-// or many long model names keeps those, bounded by the size of the file.
+// pi's does; values pi never writes, on which pi computes NaN or throws,
+// are read as store/transcript's caveat says), and Read streams, holding
+// one line at a time and a record per entry, so memory grows with the
+// number of entries, never with the text of their messages. The record
+// holds the entry's id and parentId, and the model names are kept once
+// each: about 250 bytes per entry in a transcript pi writes (8-character
+// ids, a few models); a hand-made one with long ids or many long model
+// names keeps those, bounded by the size of the file.
 //
 // Caveat: a transcript only records what its provider reported. A session
 // recorded without pruning says nothing about the usage a pruned request
