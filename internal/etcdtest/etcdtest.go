@@ -85,8 +85,10 @@ type member struct {
 	name, dir          string
 	clientURL, peerURL url.URL
 	etcd               *embed.Etcd // nil while stopped
-	// killed is set while kill stops the member (see recoverKilled).
-	killed atomic.Bool
+	// killed is set while kill stops the member (see recoverKilled);
+	// inflight counts the requests its interceptor is serving.
+	killed   atomic.Bool
+	inflight atomic.Int64
 }
 
 // Start1 starts one plain member.
@@ -367,14 +369,29 @@ func (c *Cluster) close() {
 
 // kill ends raft at once (HardStop); the Close after it finds raft
 // stopped and closes the listeners without a leadership transfer.
+//
+// New requests are refused first, and the ones being served get a moment
+// to finish (killDrain): a read that finds the database closed under it
+// panics inside etcd's read transaction while holding its lock, and
+// although recoverKilled answers it, the lock stays held, so every read
+// after it blocks, and the Close after HardStop waits for them for ever
+// (seen once under TestJobsUnderFaults: a 10-minute test timeout).
 func (m *member) kill() {
 	if m.etcd == nil {
 		return
 	}
 	m.killed.Store(true)
+	for end := time.Now().Add(killDrain); m.inflight.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 	m.etcd.Server.HardStop()
 	m.close()
 }
+
+// killDrain bounds how long kill waits for the requests being served: a
+// read takes microseconds; a write waiting on raft may not finish, and
+// HardStop ends it without a read of the database.
+const killDrain = 200 * time.Millisecond
 
 // recoverKilled answers a request that panicked because kill closed the
 // member's database under it with Unavailable, what a client gets when a
@@ -385,6 +402,11 @@ func (m *member) kill() {
 // TestJobsUnderFaults) would take the whole test binary down. Any other
 // panic is raised again.
 func (m *member) recoverKilled(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if m.killed.Load() {
+		return nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed", m.name)
+	}
+	m.inflight.Add(1)
+	defer m.inflight.Add(-1)
 	defer func() {
 		if r := recover(); r != nil {
 			if !m.killed.Load() {
