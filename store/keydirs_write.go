@@ -159,16 +159,20 @@ func (s *Store) writeTemp(kd *os.File, src io.ReaderAt, srcSize int64, torn bool
 }
 
 // rollForward finishes a promotion in flight (committed, not renamed): the
-// temp it names is moved into place if it is still whole; if it is not, the
-// sweep removes it and the transcript check of the next resolve cold-starts
-// the key. With clear, the pending entry is then cleared by a commit of its
-// own; Promote passes false, because its own commit replaces the entry. It
-// reports whether p was in flight.
+// temp it names is moved into place if it is still whole, and then, with
+// clear, the pending entry is cleared by a commit of its own (Promote
+// passes false, because its own commit replaces the entry). A temp that is
+// not whole is left for the sweep, and its entry stays whatever clear
+// says: it keeps the generation before it, which a resolve then falls
+// back to where that is in place (else promotion-lost); cleared, the
+// record would name only the lost generation, and the key would
+// cold-start whatever is in place. It reports whether p was in flight.
 func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (bool, error) {
 	if !pendingInFlight(kd, p) {
 		return false, nil
 	}
-	if tempMatches(kd, p) {
+	whole := tempMatches(kd, p)
+	if whole {
 		if err := s.disk.rename(kd, p.Tmp, TranscriptName); err != nil {
 			return true, err
 		}
@@ -177,7 +181,7 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 		}
 		s.opts.Logger.Info().Str("tmp", p.Tmp).Uint64("gen", p.Gen).Msg("session_rolled_forward")
 	}
-	if !clear {
+	if !clear || !whole {
 		return true, nil
 	}
 	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
@@ -265,14 +269,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 	}
 	defer d.Close()
 	same := examined != nil && unchangedSince(kd, examined)
-	// A temp that does not match its record is swept, but its pending
-	// entry stays: it keeps the generation before it, which a resolve
-	// then falls back to where it is in place (else promotion-lost).
-	// Cleared, the record would name only the generation whose temp is
-	// gone, and the key would cold-start whatever is in place.
-	p := sc.Pending
-	keep := p != nil && pendingInFlight(kd, p) && !tempMatches(kd, p)
-	settled, err := s.rollForward(kd, d, p, !keep)
+	settled, err := s.rollForward(kd, d, sc.Pending, true)
 	if err != nil {
 		return false, nil, err
 	}
