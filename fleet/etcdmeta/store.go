@@ -305,9 +305,10 @@ func (s *Store) trim(key string, seq uint64) clientv3.Op {
 const maxSlotTries = 16
 
 // guarded runs one write: compare the record's mod revision with base and
-// claim the next history slot; then apply extra, put the entry and trim
-// the history. Only the slot can be lost while the record still matches;
-// then the write is retried on the next slot.
+// claim the slot above the key's newest history entry; then apply extra,
+// put the entry and trim the history. Only the slot can be lost while the
+// record still matches; then the write is retried above the newest entry
+// the losing transaction read.
 func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist HistoryEntry, extra ...clientv3.Op) (Rev, error) {
 	c, cancel, err := s.begin(ctx, op, key)
 	if err != nil {
@@ -340,9 +341,13 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		if hist.Seq > HistoryLimit {
 			then = append(then, s.trim(key, hist.Seq))
 		}
+		// The slot is claimed only if no entry holds it or any slot above:
+		// a guess far behind (a ring of appends by others since, whose
+		// trims freed the slot after it) would otherwise land below the
+		// newest entries, outside the ring Get reads.
 		resp, err := s.cli.Txn(c).If(
 			clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),
-			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(s.historyDir(key))),
 		).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil {
 			return 0, s.cfg.opErr(ctx, op, key, err)
