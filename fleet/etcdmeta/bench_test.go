@@ -27,7 +27,7 @@ func clusters(b *testing.B, fn func(b *testing.B, c *etcdtest.Cluster)) {
 }
 
 func encodedSizes(b *testing.B, key string) (rec, hist []byte) {
-	rec, err := encodeRecord(record(key, 1))
+	rec, err := encodeRecord(record(key, 1), 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -181,12 +181,21 @@ func benchPut(b *testing.B, s *Store, writers int, shared bool) {
 // BenchmarkPutOnABusyKey is Store.Put on a key that has had many
 // promotions since etcd last compacted (every trimmed history entry is a
 // tombstone etcd's index keeps until then), beside a key that has had
-// HistoryLimit: cached is a long-lived Store, which knows the key's last
-// history slot; fresh one that does not, as a CLI promote in its own
-// process.
+// HistoryLimit. client=cached is a long-lived Store, which knows the key's
+// last history slot. The other two are a new process, as a CLI promote
+// is: it reads the record (PeekRecord, as the fleet's Begin does), then
+// puts (after a linearizable Get, which reads the history too, where the
+// member it asked was behind); client=new takes the record's hint of the
+// newest slot, and client=new-nohint forgets it, as before the hint, and
+// looks the slot up with a range over the key's history.
 func BenchmarkPutOnABusyKey(b *testing.B) {
 	clusters(b, func(b *testing.B, c *etcdtest.Cluster) {
 		s := open(b, c)
+		forget := func() {
+			s.mu.Lock()
+			s.lastSeq = nil
+			s.mu.Unlock()
+		}
 		for _, prior := range []int{HistoryLimit, 4096} {
 			key := newKey()
 			var rev Rev
@@ -194,13 +203,25 @@ func BenchmarkPutOnABusyKey(b *testing.B) {
 				rev = mustPut(b, s, key, rev, gen)
 			}
 			gen := uint64(prior)
-			for _, fresh := range []bool{false, true} {
-				b.Run(fmt.Sprintf("prior=%d/fresh=%v", prior, fresh), func(b *testing.B) {
+			for _, client := range []string{"cached", "new-nohint", "new"} {
+				b.Run(fmt.Sprintf("prior=%d/client=%s", prior, client), func(b *testing.B) {
 					for b.Loop() {
-						if fresh {
-							s.mu.Lock()
-							s.lastSeq = nil
-							s.mu.Unlock()
+						if client != "cached" {
+							forget()
+							st, err := s.PeekRecord(ctx(b), key)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if client == "new-nohint" {
+								forget()
+							}
+							if st.Rev != rev {
+								// A member behind the last put: Begin reads
+								// the key linearizably instead.
+								if _, err := s.Get(ctx(b), key); err != nil {
+									b.Fatal(err)
+								}
+							}
 						}
 						gen++
 						rev = mustPut(b, s, key, rev, gen)

@@ -36,7 +36,7 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 			rec.HistoryGen = e.Gen
 		}
 	}
-	val, err := encodeRecord(rec)
+	val, err := encodeRecord(rec, newestSeq(hist))
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}

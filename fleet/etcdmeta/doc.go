@@ -13,7 +13,8 @@
 //	  record/<key>                 the record: msgpack {v schema,
 //	                                 t {g gen, s size, c crc32c, p promoted_at, f file},
 //	                                 pv pi-version, vn venue, rc resume-chain,
-//	                                 cx {t tokens, w window, m model}}
+//	                                 cx {t tokens, w window, m model},
+//	                                 hg history_gen, hs newest history seq (a hint)}
 //	  history/<key>/<seq>          an entry: msgpack {g gen, a at, r resumed, w reason,
 //	                                 b bytes, c chain, j job, t torn_tail, k ticket,
 //	                                 o outcome, n run, x rewritten, bg base_gen};
@@ -40,8 +41,11 @@
 // read in the same transaction. The mod revision is the base a job's
 // ticket carries, so "superseded" comes from etcd's compare, not from a
 // lock. AppendHistory does not touch the record, so recording a refusal
-// supersedes no one. A history slot is claimed by the transaction too:
-// writers racing for one slot each get their own. Create, which brings a
+// supersedes no one. A history slot is claimed by the transaction too,
+// above every entry the key holds: writers racing for one slot each get
+// their own. The record names the newest slot as of its write, a hint
+// that spares a new process reading the history before it writes; a stale
+// hint costs a retry, never an entry out of place. Create, which brings a
 // key in whole (its record and its history, as a single host kept them),
 // is one transaction too, guarded by the key having no record and no
 // history entry.

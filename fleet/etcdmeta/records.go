@@ -97,26 +97,41 @@ type wireRecord struct {
 	ResumeChain *uint64     `msgpack:"rc,omitempty"`
 	Context     *Context    `msgpack:"cx,omitempty"`
 	HistoryGen  uint64      `msgpack:"hg,omitempty"`
+	// HistorySeq is the key's newest history slot when the record was
+	// written, a hint that spares a writer in a new process the read of
+	// the history's last slot. It is a guess, never trusted: refusals
+	// append entries without rewriting the record, and a binary that
+	// predates the field drops it. A write claims its slot by compare.
+	HistorySeq uint64 `msgpack:"hs,omitempty"`
 }
 
-func encodeRecord(r Record) ([]byte, error) {
+// encodeRecord encodes r, with seq, the newest history slot once the
+// record's transaction commits, as its hint.
+func encodeRecord(r Record, seq uint64) ([]byte, error) {
 	return marshal(wireRecord{V: SchemaVersion, Transcript: r.Transcript, PiVersion: r.PiVersion,
-		Venue: r.Venue, ResumeChain: r.ResumeChain, Context: r.Context, HistoryGen: r.HistoryGen})
+		Venue: r.Venue, ResumeChain: r.ResumeChain, Context: r.Context, HistoryGen: r.HistoryGen, HistorySeq: seq})
 }
 
 func decodeRecord(b []byte) (Record, error) {
+	r, _, err := decodeRecordHint(b)
+	return r, err
+}
+
+// decodeRecordHint is decodeRecord, with the record's hint of the newest
+// history slot (0: none).
+func decodeRecordHint(b []byte) (Record, uint64, error) {
 	var w wireRecord
 	if err := msgpackmap.Decode(b, &w); err != nil {
-		return Record{}, fmt.Errorf("%w: record: %w", ErrDamaged, err)
+		return Record{}, 0, fmt.Errorf("%w: record: %w", ErrDamaged, err)
 	}
 	switch {
 	case w.V == 0:
-		return Record{}, fmt.Errorf("%w: record has no schema version", ErrDamaged)
+		return Record{}, 0, fmt.Errorf("%w: record has no schema version", ErrDamaged)
 	case w.V > SchemaVersion:
-		return Record{}, fmt.Errorf("%w: record schema %d, this binary knows %d", ErrNewerSchema, w.V, SchemaVersion)
+		return Record{}, 0, fmt.Errorf("%w: record schema %d, this binary knows %d", ErrNewerSchema, w.V, SchemaVersion)
 	}
 	return Record{Transcript: w.Transcript, PiVersion: w.PiVersion, Venue: w.Venue,
-		ResumeChain: w.ResumeChain, Context: w.Context, HistoryGen: w.HistoryGen}, nil
+		ResumeChain: w.ResumeChain, Context: w.Context, HistoryGen: w.HistoryGen}, w.HistorySeq, nil
 }
 
 func encodeHistory(e HistoryEntry) ([]byte, error) { return marshal(e) }

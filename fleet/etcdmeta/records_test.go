@@ -10,7 +10,7 @@ import (
 
 func TestRecordRoundTrip(t *testing.T) {
 	for _, r := range []Record{{}, record(newKey(), 7), {PiVersion: ptr(""), ResumeChain: ptr(uint64(0))}} {
-		b, err := encodeRecord(r)
+		b, err := encodeRecord(r, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // A present sidecar with a zero value must stay present: "" is "unknown
 // pi version", absent is no sidecar at all.
 func TestRecordKeepsZeroValuedSidecars(t *testing.T) {
-	b, _ := encodeRecord(Record{PiVersion: ptr("")})
+	b, _ := encodeRecord(Record{PiVersion: ptr("")}, 0)
 	got, err := decodeRecord(b)
 	if err != nil || got.PiVersion == nil || *got.PiVersion != "" || got.Venue != nil {
 		t.Fatalf("decode = %+v, %v; want PiVersion \"\" and no Venue", got, err)
@@ -56,7 +56,7 @@ func TestRecordRefusesNewerSchema(t *testing.T) {
 }
 
 func TestRecordDamage(t *testing.T) {
-	good, _ := encodeRecord(record(newKey(), 1))
+	good, _ := encodeRecord(record(newKey(), 1), 0)
 	noVersion, _ := msgpack.Marshal(map[string]any{"pv": "1"})
 	wrongType, _ := msgpack.Marshal(map[string]any{"v": 1, "t": "not a map"})
 	array, _ := msgpack.Marshal([]any{1, "x"})

@@ -44,6 +44,19 @@ func (s *Store) rememberSeq(key string, seq uint64) {
 	s.lastSeq[key] = seq
 }
 
+// guessSeq takes a record's hint of key's newest history slot where it
+// is above what this Store remembers: the record was written since. A
+// hint of 0 is none, and leaves the slot to be looked up.
+func (s *Store) guessSeq(key string, hint uint64) {
+	if hint == 0 {
+		return
+	}
+	if seq, ok := s.cachedSeq(key); ok && seq >= hint {
+		return
+	}
+	s.rememberSeq(key, hint)
+}
+
 func (s *Store) cachedSeq(key string) (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,9 +258,11 @@ func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOp
 		return st, nil
 	}
 	st.Rev = Rev(resp.Kvs[0].ModRevision)
-	if st.Record, err = decodeRecord(resp.Kvs[0].Value); err != nil {
+	var hint uint64
+	if st.Record, hint, err = decodeRecordHint(resp.Kvs[0].Value); err != nil {
 		return st, fmt.Errorf("get %s: %w", key, err)
 	}
+	s.guessSeq(key, hint)
 	return st, nil
 }
 
@@ -260,12 +275,7 @@ func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOp
 // The history keeps its newest HistoryLimit entries: the oldest beyond are
 // deleted in the same transaction.
 func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist HistoryEntry) (Rev, error) {
-	val, err := encodeRecord(rec)
-	if err != nil {
-		return 0, fmt.Errorf("put %s: %w", key, err)
-	}
-	rk := s.recordKey(key)
-	return s.guarded(ctx, "put", key, base, hist, clientv3.OpPut(rk, string(val)))
+	return s.guarded(ctx, "put", key, base, hist, &rec)
 }
 
 // AppendHistory appends e to key's history, guarded by base like Put, and
@@ -275,7 +285,7 @@ func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist 
 // has changed since is a *ConflictError, to be decided again. It returns
 // the record's revision, unchanged.
 func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
-	rev, err := s.guarded(ctx, "append history", key, base, e)
+	rev, err := s.guarded(ctx, "append history", key, base, e, nil)
 	if err == nil {
 		rev = base // the transaction's revision is the entry's, not the record's
 	}
@@ -305,11 +315,11 @@ func (s *Store) trim(key string, seq uint64) clientv3.Op {
 const maxSlotTries = 16
 
 // guarded runs one write: compare the record's mod revision with base and
-// claim the slot above the key's newest history entry; then apply extra,
-// put the entry and trim the history. Only the slot can be lost while the
+// claim the slot above the key's newest history entry; then put rec (nil:
+// the record stays as it is), put the entry and trim the history. Only the slot can be lost while the
 // record still matches; then the write is retried above the newest entry
 // the losing transaction read.
-func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist HistoryEntry, extra ...clientv3.Op) (Rev, error) {
+func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist HistoryEntry, rec *Record) (Rev, error) {
 	c, cancel, err := s.begin(ctx, op, key)
 	if err != nil {
 		return 0, err
@@ -337,7 +347,15 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			return 0, fmt.Errorf("%s %s: %w", op, key, err)
 		}
 		hk := s.historyKey(key, hist.Seq)
-		then := append(extra[:len(extra):len(extra)], clientv3.OpPut(hk, string(hval)))
+		var then []clientv3.Op
+		if rec != nil {
+			rval, err := encodeRecord(*rec, hist.Seq)
+			if err != nil {
+				return 0, fmt.Errorf("%s %s: %w", op, key, err)
+			}
+			then = append(then, clientv3.OpPut(rk, string(rval)))
+		}
+		then = append(then, clientv3.OpPut(hk, string(hval)))
 		if hist.Seq > HistoryLimit {
 			then = append(then, s.trim(key, hist.Seq))
 		}

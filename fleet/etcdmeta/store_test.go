@@ -374,3 +374,67 @@ func TestAStaleSlotGuessAppendsAboveTheNewest(t *testing.T) {
 		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
 	}
 }
+
+// A record carries the key's newest history slot as of its write, so that
+// a writer in a new process (a CLI promote: a serializable read of the
+// record, then the guarded put) claims its slot without reading the
+// history first. The hint is only a guess: behind the newest entry
+// (refusals appended since), or absent (a record written before the hint
+// existed), the put still lands above the newest entry.
+func TestARecordHintsItsNewestHistorySlot(t *testing.T) {
+	c := etcdtest.Start1(t)
+	a := open(t, c)
+	key := newKey()
+	var rev Rev
+	for gen := uint64(1); gen <= 3; gen++ {
+		rev = mustPut(t, a, key, rev, gen)
+	}
+	putFresh := func(t *testing.T, wantGuess uint64, guessed bool) {
+		t.Helper()
+		fresh := open(t, c)
+		st, err := fresh.PeekRecord(ctx(t), key)
+		if err != nil || st.Rev != rev {
+			t.Fatalf("PeekRecord = rev %d, %v; want %d", st.Rev, err, rev)
+		}
+		if seq, ok := fresh.cachedSeq(key); ok != guessed || seq != wantGuess {
+			t.Fatalf("after reading the record the new process guesses slot %d (%v), want %d (%v)", seq, ok, wantGuess, guessed)
+		}
+		ticket := randHex(16)
+		if rev, err = fresh.Put(ctx(t), key, rev, record(key, st.Record.Transcript.Gen+1), entry(st.Record.Transcript.Gen+1, ticket)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.Get(ctx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(got.History) - 2
+		if newest := got.History[len(got.History)-1]; newest.Ticket != ticket || newest.Seq != got.History[before].Seq+1 {
+			t.Fatalf("newest entry = seq %d ticket %q, want the new promotion's right above seq %d", newest.Seq, newest.Ticket, got.History[before].Seq)
+		}
+	}
+	t.Run("current", func(t *testing.T) { putFresh(t, 3, true) })
+	t.Run("behind", func(t *testing.T) {
+		for i := range 2 {
+			if _, err := a.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 4, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		putFresh(t, 4, true) // the record was written at slot 4; refusals took 5 and 6
+	})
+	t.Run("absent", func(t *testing.T) {
+		st, err := a.Get(ctx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := encodeRecord(st.Record, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := a.cli.Put(ctx(t), a.recordKey(key), string(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = Rev(resp.Header.Revision)
+		putFresh(t, 0, false)
+	})
+}
