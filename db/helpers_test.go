@@ -85,13 +85,6 @@ func mustOpen(t testing.TB, kd keyDir, write bool) *DB {
 	return d
 }
 
-func collect(ch <-chan error) (errs []error) {
-	for err := range ch {
-		errs = append(errs, err)
-	}
-	return errs
-}
-
 // populate writes every sidecar and n history entries, one transaction.
 func populate(t testing.TB, d *DB, n int) {
 	t.Helper()
@@ -230,4 +223,11 @@ func wantErr(t testing.TB, err, target error) {
 	if !errors.Is(err, target) {
 		t.Fatalf("got error %v, want %v", err, target)
 	}
+}
+
+// keyLockCount is the size of the table, for tests that check it drains.
+func keyLockCount() int {
+	keyLocks.Lock()
+	defer keyLocks.Unlock()
+	return len(keyLocks.m)
 }

@@ -124,13 +124,6 @@ func (l *keyLock) release(id keyID) {
 	}
 }
 
-// keyLockCount is the size of the table, for tests that check it drains.
-func keyLockCount() int {
-	keyLocks.Lock()
-	defer keyLocks.Unlock()
-	return len(keyLocks.m)
-}
-
 // flockUntil takes flock on fd, polling with LOCK_NB: flock has no timeout,
 // and a blocking flock in a goroutine could not be abandoned without leaking
 // a thread that might still take the lock later.

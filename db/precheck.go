@@ -6,24 +6,16 @@ import (
 	"io"
 )
 
-// precheck is what runs under the file lock before bbolt maps the file:
-// InspectMeta, the freelist page and the page tree (see walker). A writer's
-// bbolt.Open reads the freelist straight away: a garbage count there sizes
-// a slice copy, and an allocation of terabytes is a fatal out-of-memory
-// error, not a panic (measured: 1<<40 ids kills a guarded bbolt.Open). A
-// file without a synced freelist makes bbolt rebuild it in a goroutine of
-// its own, beyond the reach of this package's recover.
-func precheck(f io.ReaderAt, size int64) error {
-	m, err := InspectMeta(f, size)
-	if err != nil {
-		return err
-	}
-	return precheckTree(f, m, true)
-}
-
-// precheckTree is precheck after InspectMeta has accepted m. f needs to
-// hold only the pages under the high-water mark. For a writer it also
-// checks the ids on the freelist, which only a writer's bbolt reads.
+// precheckTree is what runs under the file lock before bbolt maps the
+// file, once InspectMeta has accepted m: the freelist page and the page
+// tree (see walker). A writer's bbolt.Open reads the freelist straight
+// away: a garbage count there sizes a slice copy, and an allocation of
+// terabytes is a fatal out-of-memory error, not a panic (measured: 1<<40
+// ids kills a guarded bbolt.Open). A file without a synced freelist makes
+// bbolt rebuild it in a goroutine of its own, beyond the reach of this
+// package's recover. f needs to hold only the pages under the high-water
+// mark. For a writer it also checks the ids on the freelist, which only a
+// writer's bbolt reads.
 func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 	p := m.Pages[m.Active]
 	if p.Freelist == noFreelist {

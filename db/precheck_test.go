@@ -2,6 +2,7 @@ package db
 
 import (
 	"errors"
+	"io"
 	mathrand "math/rand/v2"
 	"os"
 	"strings"
@@ -157,4 +158,14 @@ func TestPrecheckAcceptsHealthyFiles(t *testing.T) {
 	}
 	m, _ := inspect(t, kd.db)
 	t.Logf("file of %d pages, %d bytes", m.Pages[m.Active].Pgid, m.Size)
+}
+
+// precheck is InspectMeta and then precheckTree, as a writer's open runs
+// them.
+func precheck(f io.ReaderAt, size int64) error {
+	m, err := InspectMeta(f, size)
+	if err != nil {
+		return err
+	}
+	return precheckTree(f, m, true)
 }

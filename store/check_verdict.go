@@ -191,28 +191,3 @@ func matchingJob(obs gates.Observation) gates.Job {
 	}
 	return j
 }
-
-// copyWouldMismatch reports whether a resolve's copy of the transcript is
-// already known not to match the record: a db key with no record, a size
-// other than the recorded one, or (when the transcript was read whole) a
-// checksum that differs. A legacy key has no record to differ from.
-//
-// It holds the copy against what Accept would: a committed promotion's
-// temp, when a resolve would serve it (fromTemp; v, a verify of the file
-// in place, says nothing of the temp), is held against the record; the
-// file in place against the record, then against the generation before a
-// pending promotion whose temp is lost, which a resolve resumes instead.
-func (k *keyDir) copyWouldMismatch(v *VerifyReport) bool {
-	if k.layout != LayoutDB || k.meta == nil {
-		return false
-	}
-	size := k.obs.Transcript.Size
-	if k.identity != nil && k.identity.Size == size && (k.fromTemp || v == nil || v.Result != VerifyMismatch) {
-		return false
-	}
-	if p := k.pending; !k.fromTemp && p != nil && p.Prev != nil && p.Prev.Size == size {
-		// A verify read the file whole only where it stopped at its end.
-		return v != nil && v.Bytes == size && v.CRC32C != p.Prev.CRC32C
-	}
-	return true
-}

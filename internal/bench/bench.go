@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -62,21 +61,6 @@ func Allocated(paths ...string) (int64, error) {
 		sum += st.Blocks * 512
 	}
 	return sum, nil
-}
-
-// AllocatedDir is Allocated over every regular file directly in dir.
-func AllocatedDir(dir string) (int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	var paths []string
-	for _, e := range ents {
-		if e.Type().IsRegular() {
-			paths = append(paths, filepath.Join(dir, e.Name()))
-		}
-	}
-	return Allocated(paths...)
 }
 
 // CopySparse copies the file src to dst, leaving a hole wherever src has a

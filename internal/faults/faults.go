@@ -3,7 +3,7 @@
 //
 // A protocol calls At at each of its write boundaries (and Resolve at its
 // read boundaries). In production nothing is armed and At returns nil. A
-// test arms a function with Arm; At then passes it the point, and a
+// test arms a function with Set; At then passes it the point, and a
 // non-nil error it returns is treated as that step's I/O error. Tests use
 // it to fail a protocol at a chosen step, to SIGKILL a child process
 // there, or to change the filesystem under it.
@@ -72,13 +72,6 @@ const (
 )
 
 var armed atomic.Pointer[func(Point) error]
-
-// Arm makes At call f, until the returned disarm is called (which restores
-// whatever was armed before).
-func Arm(f func(Point) error) (disarm func()) {
-	prev := armed.Swap(&f)
-	return func() { armed.Store(prev) }
-}
 
 // At is called by a protocol at point p. It returns the armed function's
 // error, or nil when nothing is armed.

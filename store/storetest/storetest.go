@@ -194,15 +194,6 @@ func (e *env) record(key string) (db.Sidecars, []db.HistoryEntry) {
 	return sc, h
 }
 
-func (e *env) gen(key string) uint64 {
-	e.t.Helper()
-	sc, _ := e.record(key)
-	if sc.Transcript == nil {
-		return 0
-	}
-	return sc.Transcript.Gen
-}
-
 // damage damages key, or skips the promise when the backend cannot.
 func (e *env) damage(key string, d Damage) {
 	e.t.Helper()

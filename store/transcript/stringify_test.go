@@ -161,3 +161,18 @@ func utf16Encode(s string) []uint16 {
 	}
 	return out
 }
+
+// stringifyUnits returns JSON.stringify(JSON.parse(raw)).length for a JSON
+// text valid accepted: what pi's estimateTokens counts for a tool call's
+// arguments. It measures without building the value. JSON.stringify writes
+// no whitespace; writes a string with only `"`, `\`, the control characters
+// and lone surrogates escaped (so "\u00e9" and "\/" as written count one
+// unit each, and U+2028 or "<" stay one); writes a number in its shortest
+// form (1.0 is "1", 1E+2 is "100", -0 is "0", a number too large for a
+// float64 is "null"); and writes a repeated key once, at its first place,
+// with its last value, as JSON.parse kept it. Key order does not change the
+// length.
+func stringifyUnits(raw []byte) int64 {
+	var s stringifier
+	return s.units(raw)
+}

@@ -40,24 +40,6 @@ func literalUnits(raw []byte) int64 {
 	return n
 }
 
-// textUnits returns the length in UTF-16 code units of b read as UTF-8 text
-// (no JSON escapes are interpreted: each byte of an escape is a character of
-// the text, as in the compact JSON of tool-call arguments).
-func textUnits(b []byte) int64 {
-	var n int64
-	for i := 0; i < len(b); {
-		j := asciiRun(b, i, 0x80) // 0x80: no ASCII byte stops the run
-		n += int64(j - i)
-		if i = j; i >= len(b) {
-			break
-		}
-		units, size := decodeUnits(b[i:])
-		n += int64(units)
-		i += size
-	}
-	return n
-}
-
 // asciiRun returns the index of the first byte at or after i that is not
 // ASCII or is stop; or len(b). Each ASCII byte is one code unit, and most of
 // a transcript's text is ASCII, so the run is passed over eight bytes at a

@@ -122,3 +122,21 @@ func FuzzUnits(f *testing.F) {
 		}
 	})
 }
+
+// textUnits returns the length in UTF-16 code units of b read as UTF-8 text
+// (no JSON escapes are interpreted: each byte of an escape is a character of
+// the text, as in the compact JSON of tool-call arguments).
+func textUnits(b []byte) int64 {
+	var n int64
+	for i := 0; i < len(b); {
+		j := asciiRun(b, i, 0x80) // 0x80: no ASCII byte stops the run
+		n += int64(j - i)
+		if i = j; i >= len(b) {
+			break
+		}
+		units, size := decodeUnits(b[i:])
+		n += int64(units)
+		i += size
+	}
+	return n
+}
