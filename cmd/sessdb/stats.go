@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,8 @@ matching each key's own stamps would get now; the promotions of the last
 (with the cold reason), refused (by reason) and by run shape, with the bytes
 promoted; the distributions of transcript size, resume chain and context
 occupancy (per bucket, p50, p95, max); and the bytes the transcripts and the
-metadata take.
+metadata take. stats does not run on a fleet: with PI_SESSIONS_ETCD_ENDPOINTS
+set and no sessions root given, it exits 2 saying so.
 
 The default is a short report for people; --json prints one object, and
 --prometheus the text exposition format, for node_exporter's textfile
@@ -60,6 +62,9 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(fmt.Errorf("--since: %s must be positive", *since))
 		case *asJSON && *asProm:
 			return inv.rep.usage(errors.New("--json and --prometheus: choose one"))
+		}
+		if err := statsNotOnAFleet(cfg, inv.arg(0), os.Getenv); err != nil {
+			return inv.rep.config(err)
 		}
 		st, code := openWalk(inv, cfg, atOpt)
 		if st == nil {
@@ -98,6 +103,19 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		}
 		return exitOK
 	}
+}
+
+// statsNotOnAFleet refuses a stats run whose environment names a fleet
+// (PI_SESSIONS_ETCD_ENDPOINTS) and no sessions root: stats counts a
+// sessions root only, and "sessions-dir-unset" would hide why.
+func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) error {
+	if getenv("PI_SESSIONS_ETCD_ENDPOINTS") == "" {
+		return nil
+	}
+	if _, err := cfg.dir(getenv, arg); !errors.Is(err, errSessionsDirUnset) {
+		return nil
+	}
+	return errors.New("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: it counts a sessions root (DIR, --sessions-dir or PI_SESSIONS_DIR)")
 }
 
 // statsJSON is the object stats --json prints (docs/stats.md). Every field

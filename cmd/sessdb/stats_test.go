@@ -590,3 +590,22 @@ func TestStatsTextFitsItsWidth(t *testing.T) {
 	}
 	t.Log("\n" + out)
 }
+
+// stats counts a sessions root only. On a fleet worker's environment
+// (PI_SESSIONS_ETCD_ENDPOINTS set, no sessions root) it used to say
+// sessions-dir-unset, as if the fleet settings were not there; it says
+// instead that stats does not run on a fleet, naming the variable.
+func TestStatsOnAFleetEnvironment(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:2379")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	code, out, errs := runCLI(t, "stats", "--log-format", "console")
+	if code != exitUsage || out != "" || strings.Contains(errs, "sessions-dir-unset") ||
+		!strings.Contains(errs, "PI_SESSIONS_ETCD_ENDPOINTS") || !strings.Contains(errs, "does not run on a fleet") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// A sessions root given is counted, as before.
+	if code, _, errs := runCLI(t, "stats", copySample(t)); code != exitOK {
+		t.Fatalf("stats DIR with fleet settings: exit %d %s", code, errs)
+	}
+}
