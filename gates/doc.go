@@ -27,8 +27,12 @@
 //	10     unparseable                       first line not JSON, or type != "session"
 //	11     conversation-too-old    closed    header timestamp unreadable or older than Bounds.MaxAge (PI_SESSION_MAX_AGE_DAYS)
 //	after  transcript-replaced     closed    the copy does not match the transcript's recorded identity
+//	after  promotion-lost          closed    a committed promotion's temp is damaged, and neither it nor the one before is in place
 //	ok     resumed
 //
+// Two more reasons come before any rung, from the store: locked (the key's
+// lock was not had in time) and store-unavailable (a fleet's etcd did not
+// answer). Reasons lists every token.
 // "closed" means an input that cannot be read refuses the resume; "open"
 // means it passes (an absent or corrupt counter is a chain of 0, a missing
 // context reading is no measurement). A blank polarity means the rung judges

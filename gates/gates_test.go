@@ -114,8 +114,14 @@ func TestEachRungMissesAlone(t *testing.T) {
 // runs, in the order it runs them, are the rows of Ladder() before "after".
 func TestRungsFollowLadder(t *testing.T) {
 	l := Ladder()
-	if len(l) != len(rungs)+1 || l[len(l)-1].Number != "after" || l[len(l)-1].Reason != TranscriptReplaced {
-		t.Fatalf("Ladder() has %d rows ending %+v; want the %d rungs then the store's \"after\" row", len(l), l[len(l)-1], len(rungs))
+	after := []Reason{TranscriptReplaced, PromotionLost}
+	if len(l) != len(rungs)+len(after) {
+		t.Fatalf("Ladder() has %d rows; want the %d rungs then the store's %d \"after\" rows", len(l), len(rungs), len(after))
+	}
+	for i, r := range after {
+		if g := l[len(rungs)+i]; g.Number != "after" || g.Reason != r || g.Summary == "" {
+			t.Errorf("row %d: %+v, want the store's \"after\" row for %s", len(rungs)+i, g, r)
+		}
 	}
 	for i, r := range rungs {
 		if l[i].Number != r.number || l[i].Reason != r.reason {
@@ -308,7 +314,7 @@ func TestReasons(t *testing.T) {
 func TestReasonPolarity(t *testing.T) {
 	want := map[Reason]Polarity{
 		MetaUnreadable: FailsClosed, VenueChanged: FailsClosed, PiVersionChanged: FailsClosed,
-		ConversationTooOld: FailsClosed, TranscriptReplaced: FailsClosed,
+		ConversationTooOld: FailsClosed, TranscriptReplaced: FailsClosed, PromotionLost: FailsClosed,
 		ResumeChainTooLong: FailsOpen, ContextTooFull: FailsOpen,
 	}
 	for _, r := range Reasons() {

@@ -17,8 +17,8 @@ type Gate struct {
 	Summary string
 }
 
-// ladder is in evaluation order; the "after" row is last because the store
-// runs it after Evaluate has passed every other rung.
+// ladder is in evaluation order; the "after" rows are last because the
+// store judges them after Evaluate has passed every other rung.
 var ladder = [...]Gate{
 	{"1", Absent, NoPolarity, "", "transcript missing"},
 	{"2", NotARegularFile, NoPolarity, "", "transcript not a regular file, or key dir not a real directory (links never followed)"},
@@ -34,10 +34,11 @@ var ladder = [...]Gate{
 	{"10", Unparseable, NoPolarity, "", "first line not JSON, or its type is not \"session\""},
 	{"11", ConversationTooOld, FailsClosed, "PI_SESSION_MAX_AGE_DAYS", "header timestamp unreadable, or older than the age bound"},
 	{"after", TranscriptReplaced, FailsClosed, "", "the copy does not match the transcript's recorded size and checksum"},
+	{"after", PromotionLost, FailsClosed, "", "a committed promotion's temp is damaged, and the transcript in place is neither it nor the one before it"},
 }
 
 // Ladder returns the ladder table in evaluation order, the store's "after"
-// row last. The slice is the caller's to keep.
+// rows last. The slice is the caller's to keep.
 func Ladder() []Gate {
 	out := make([]Gate, len(ladder))
 	copy(out, ladder[:])

@@ -26,8 +26,9 @@ const (
 	// returns it, but it belongs to the same vocabulary.
 	TranscriptReplaced Reason = "transcript-replaced"
 	// PromotionLost is decided by the store when a committed promotion's
-	// temp is gone or damaged and the transcript in place is neither the
-	// promoted one nor the one before it.
+	// temp is damaged and the transcript in place is neither the promoted
+	// one nor the one before it. A temp that is gone cannot be told from a
+	// promotion that landed; that key is TranscriptReplaced.
 	PromotionLost Reason = "promotion-lost"
 	// StoreUnavailable is decided by a store whose records live in a
 	// service (a fleet's etcd) that did not answer within its request

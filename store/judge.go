@@ -38,9 +38,9 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, after
 	if job != nil {
 		return &VerdictReport{Reason: judge(gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model)})}
 	}
-	// The rungs before the venue rung (1-5) read only the key and the
-	// bounds; the venue, pi-version and context rungs compare with the
-	// job. So the key is judged for the job that matches its stamps: a
+	// The rungs before the venue rung (1-5, 4a and 4b) read only the key
+	// and the bounds; the venue, pi-version and context rungs compare with
+	// the job. So the key is judged for the job that matches its stamps: a
 	// miss before the venue rung is every job's verdict; a venue-changed
 	// there means no job can match the stamp, which is every job's
 	// verdict too; anything else depends on the job, and is Undetermined
@@ -48,7 +48,7 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, after
 	m := matchingJob(obs)
 	matched := judge(m)
 	switch gates.Reason(matched) {
-	case gates.Absent, gates.NotARegularFile, gates.TooLarge, gates.MetaUnreadable, gates.Expired, gates.VenueChanged:
+	case gates.Absent, gates.NotARegularFile, gates.TooLarge, gates.MetaUnreadable, gates.MetaMovedAside, gates.Expired, gates.VenueChanged:
 		return &VerdictReport{Reason: matched}
 	}
 	needs := []string{"venue", "pi-version"}
