@@ -73,11 +73,17 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	// the ladder before any record is compared: neither is a mismatch.
 	if t != nil && t.Size > 0 && sc.Pending == nil &&
 		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
-		// meta.db cold-starts this transcript (transcript-replaced); the
-		// legacy layout has no record to compare, so the venue says it.
-		pending := legacy.PendingVenue
-		v.Venue = &pending
-		p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, "does not match its record in meta.db", `venue stamped "(pending)" so the key stays cold, as it was`})
+		if lost := lostPrev(p.lock, t); lost != nil {
+			// A committed promotion's temp was lost before its rename:
+			// the store serves the generation before it, in place.
+			p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, fmt.Sprintf("gen %d, the generation before a committed promotion (gen %d) whose temp was lost", lost.Prev.Gen, lost.Gen), "kept as the transcript, as the store serves it"})
+		} else {
+			// meta.db cold-starts this transcript (transcript-replaced); the
+			// legacy layout has no record to compare, so the venue says it.
+			pending := legacy.PendingVenue
+			v.Venue = &pending
+			p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, "does not match its record in meta.db", `venue stamped "(pending)" so the key stays cold, as it was`})
+		}
 	}
 	files, odd, err := legacyFiles(kd, v)
 	if err != nil {
@@ -208,6 +214,22 @@ func (m *migrator) lockExisting(kd *os.File, before *unix.Stat_t) (d *db.DB, sc 
 	}
 	same := now.Ino == before.Ino && now.Dev == before.Dev && now.Ctim == before.Ctim
 	return d, sc, !same && sc == (db.Sidecars{}), nil
+}
+
+// lostPrev is the pending promotion recorded in d when t, the transcript
+// in place, is the generation before it (its Prev): the promotion
+// committed and its temp was lost before the rename, and the store serves
+// what is in place (its Accept, by the pending entry's Prev). It is nil
+// otherwise.
+func lostPrev(d *db.DB, t *Transcript) *db.Pending {
+	var sc db.Sidecars
+	if d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }) != nil {
+		return nil
+	}
+	if p := sc.Pending; p != nil && p.Prev != nil && p.Prev.Size == t.Size && p.Prev.CRC32C == uint64(t.CRC32C) {
+		return p
+	}
+	return nil
 }
 
 // settled is sc with a pending promotion that landed dropped: only one
