@@ -216,3 +216,26 @@ func TestRollbackKeepsTheGenerationBeforeALostTemp(t *testing.T) {
 		t.Fatalf("after the rollback: %v %s", s.Resume, s.Reason)
 	}
 }
+
+// TestDryRunListsTheMetaTempsTheRunSweeps: a meta.db temp a killed run
+// left (older than tempGrace, its flock free) is removed by the run; the
+// dry run must list it among what it would remove, in both directions.
+func TestDryRunListsTheMetaTempsTheRunSweeps(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	left := func() {
+		p := filepath.Join(root, key, db.TempPrefix+"0123456789abcdef")
+		must(t, os.WriteFile(p, []byte("half a meta.db"), 0o600))
+		old := time.Now().Add(-2 * tempGrace)
+		must(t, os.Chtimes(p, old, old))
+	}
+	dry := Options{DryRun: true, Now: testOpts().Now}
+	for _, toLegacy := range []bool{false, true} {
+		left()
+		planned, _ := migrate(t, root, toLegacy, dry)
+		did, _ := migrate(t, root, toLegacy, testOpts())
+		if p, d := planned[key], did[key]; p.Action != d.Action || !slices.Equal(p.Removed, d.Removed) || !slices.Contains(d.Removed, db.TempPrefix+"0123456789abcdef") {
+			t.Errorf("%s: planned %s %v, did %s %v", direction(toLegacy), p.Action, p.Removed, d.Action, d.Removed)
+		}
+	}
+}

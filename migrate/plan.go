@@ -121,6 +121,11 @@ func (m *migrator) convert(c conversion, name string) Report {
 	write := !m.opts.DryRun
 	p, err := c.plan(m, kd, name, write)
 	p.fail(err)
+	if !write && (p.lock != nil || p.Action == Migrated) {
+		// What apply's cleanup would sweep under the lock the run would
+		// hold: a dry run lists it.
+		p.Removed = append(p.Removed, m.sweepMetaTemps(kd, false)...)
+	}
 	if p.lock == nil {
 		p.Key = name
 		return p.Report // no lock, nothing to apply or to clean up

@@ -32,7 +32,8 @@ const tempGrace = time.Minute
 // link or an odd file (check reports it). A temp that is a second name of
 // meta.db (a creation killed between its link and its unlink) needs only
 // the unlink. Errors leave the temp for the next run or check --repair.
-func (m *migrator) sweepMetaTemps(kd *os.File) []string {
+// A dry run (remove false) only lists what would be removed.
+func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return nil
@@ -54,11 +55,11 @@ func (m *migrator) sweepMetaTemps(kd *os.File) []string {
 		if !secondName && flockHeld(kd, n) {
 			continue
 		}
-		if m.disk.Remove(kd, n) == nil {
+		if !remove || m.disk.Remove(kd, n) == nil {
 			removed = append(removed, n)
 		}
 	}
-	if len(removed) > 0 {
+	if remove && len(removed) > 0 {
 		m.disk.SyncDir(kd)
 	}
 	return removed

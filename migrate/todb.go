@@ -118,7 +118,7 @@ func (m *migrator) applyDB(kd *os.File, p *plan) error {
 	committed := false
 	defer func() {
 		// Under the lock, once the key is done: debris a killed run left.
-		p.Removed = append(p.Removed, m.sweepMetaTemps(kd)...)
+		p.Removed = append(p.Removed, m.sweepMetaTemps(kd, true)...)
 		// A meta.db this plan created holds no value until the commit;
 		// taken away again under its lock, it leaves the key as it was.
 		// Left in place if that fails: empty, it vouches for nothing.

@@ -250,7 +250,7 @@ func settled(kd *os.File, sc db.Sidecars) db.Sidecars {
 // the legacy files or by meta.db, which overrides them while it exists.
 func (m *migrator) applyLegacy(kd *os.File, p *plan) error {
 	// Under the lock, once the key is done: debris a killed run left.
-	defer func() { p.Removed = append(p.Removed, m.sweepMetaTemps(kd)...) }()
+	defer func() { p.Removed = append(p.Removed, m.sweepMetaTemps(kd, true)...) }()
 	switch {
 	case p.made:
 		// A file made while the plan waited holds nothing: removed
