@@ -281,6 +281,28 @@ func descends(dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEn
 	return from, true
 }
 
+// newerEntries is where the history src goes on past dst's newest entry:
+// just after that entry, or, when src's ring no longer holds it, after its
+// time. A dst with no history has seen none of src's.
+func newerEntries(src, dst []etcdmeta.HistoryEntry) int {
+	n := len(dst)
+	if n == 0 {
+		return 0
+	}
+	last := dst[n-1]
+	last.Seq = 0
+	for i, e := range src {
+		if e.Seq = 0; e == last {
+			return i + 1
+		}
+	}
+	from := 0
+	for from < len(src) && src[from].At <= dst[n-1].At {
+		from++
+	}
+	return from
+}
+
 // beginsWith reports whether the transcript name under dir begins with
 // size bytes of CRC32C sum.
 func beginsWith(dir, name string, size int64, sum uint64) bool {

@@ -223,10 +223,25 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			return
 		}
 	case sameGen(local, rec.Transcript):
-		if present == (src != nil) && (src == nil || size == src.size && sum == src.sum) {
-			r.Action = migrate.Already
-		} else {
+		if present != (src != nil) || src != nil && (size != src.size || sum != src.sum) {
 			r.Action, r.Cause = Conflict, fmt.Sprintf("meta.db records %s, but current.jsonl is not that generation: left alone", describe(local))
+			return
+		}
+		r.Action = migrate.Already
+		// The fleet records a refusal without a new generation: entries
+		// the key dir lacks are carried, in one transaction.
+		if n := len(st.History) - newerEntries(st.History, hostHistory(hist)); n > 0 {
+			r.Action, r.Cause, r.Written = migrate.Migrated, fmt.Sprintf("the same generation; %d history entries the fleet recorded since carried", n), []string{db.FileName}
+			if write {
+				fail(r, lock.Update(func(tx *db.Tx) error {
+					for _, e := range historyOf(st.History[len(st.History)-n:]) {
+						if _, err := tx.AppendHistory(e); err != nil {
+							return err
+						}
+					}
+					return nil
+				}))
+			}
 		}
 		return
 	case local == nil && present:

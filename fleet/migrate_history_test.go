@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"path/filepath"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/migrate"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// TestMigrateBackKeepsTheFleetsRefusals: a refusal the fleet recorded on
+// a key it holds at the generation the key dir holds (no promotion since)
+// is a history entry the key dir lacks; brought back into its own root,
+// the key must keep it, and a second run then finds nothing to do.
+func TestMigrateBackKeepsTheFleetsRefusals(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "own", "refused")
+	h.mustPromote(key, migJob, "h1", store.PromoteRequest{})
+	runMigration(t, true, root, f.b, migOpts())
+
+	sess, _ := f.job(key, "unanswered")
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered})
+	if err != nil || res.Promoted {
+		t.Fatalf("the fleet's promotion was not refused: %+v, %v", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := st.History[len(st.History)-1]
+	if want.Outcome == "" {
+		t.Fatalf("the fleet recorded no refusal: %+v", st.History)
+	}
+
+	reports, sum := runMigration(t, false, root, f.b, migOpts())
+	if r := reports[key]; !sum.Complete() || r.Action == migrate.Failed {
+		t.Fatalf("from etcd: %s (%s)", r.Action, r.Cause)
+	}
+	_, hist := hostState(t, filepath.Join(root, key))
+	if len(hist) != len(st.History) || hist[len(hist)-1].Outcome != want.Outcome || hist[len(hist)-1].At != want.At {
+		t.Errorf("the key dir's history is %+v, the fleet's %+v", hist, st.History)
+	}
+	if again, _ := runMigration(t, false, root, f.b, migOpts()); again[key].Action != migrate.Already {
+		t.Errorf("second run: %s (%s)", again[key].Action, again[key].Cause)
+	}
+}
