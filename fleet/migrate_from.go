@@ -192,11 +192,15 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		// Under the exclusive lock, once any promotion in flight is
 		// settled, every promotion temp is debris (the store's own rule):
 		// here, one a killed run wrote and never committed.
-		r.Removed = sweepStoreTemps(kd)
+		r.Removed = sweepStoreTemps(kd, true)
 		if err := faults.At(faults.FromEtcdLocked); err != nil {
 			fail(r, err)
 			return
 		}
+	} else if transcript == store.TranscriptName {
+		// A dry run lists them; with a promotion in flight, the run's
+		// roll-forward sweeps them, as it does unlisted.
+		r.Removed = sweepStoreTemps(kd, false)
 	}
 	var hist []db.HistoryEntry
 	if err := lock.View(func(tx *db.Tx) (err error) { hist, err = tx.History(0); return err }); err != nil {

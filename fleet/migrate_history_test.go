@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"sessdb/internal/etcdtest"
@@ -46,5 +48,29 @@ func TestMigrateBackKeepsTheFleetsRefusals(t *testing.T) {
 	}
 	if again, _ := runMigration(t, false, root, f.b, migOpts()); again[key].Action != migrate.Already {
 		t.Errorf("second run: %s (%s)", again[key].Action, again[key].Cause)
+	}
+}
+
+// TestMigrateBackDryRunListsTheTempsItSweeps: a promotion temp a killed
+// FromEtcd left in a key dir is removed by the run, which says so in
+// Removed; the dry run must list it too.
+func TestMigrateBackDryRunListsTheTempsItSweeps(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "own", "temp")
+	h.mustPromote(key, migJob, "h1", store.PromoteRequest{})
+	runMigration(t, true, root, f.b, migOpts())
+	f.run(key, "fleet 2")
+	tmp := ".current.jsonl.tmp-0123456789abcdef"
+	if err := os.WriteFile(filepath.Join(root, key, tmp), []byte("half a copy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	planned, _ := runMigration(t, false, root, f.b, dry)
+	done, _ := runMigration(t, false, root, f.b, migOpts())
+	if p, d := planned[key], done[key]; p.Action != d.Action || !slices.Equal(p.Removed, d.Removed) || !slices.Contains(d.Removed, tmp) {
+		t.Errorf("the dry run said %s %v, the run did %s %v", p.Action, p.Removed, d.Action, d.Removed)
 	}
 }

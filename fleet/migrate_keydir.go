@@ -77,19 +77,20 @@ func dropped(sc db.Sidecars, rec etcdmeta.Record) string {
 
 // sweepStoreTemps removes the promotion temps in kd and returns their
 // names. It is called under meta.db's exclusive lock with no promotion in
-// flight, when every such temp is debris.
-func sweepStoreTemps(kd *os.File) []string {
+// flight, when every such temp is debris. A dry run (remove false) only
+// lists them.
+func sweepStoreTemps(kd *os.File, remove bool) []string {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return nil
 	}
 	var removed []string
 	for _, n := range names {
-		if len(n) > len(storeTempPrefix) && n[:len(storeTempPrefix)] == storeTempPrefix && fsat.UnlinkAt(kd, n) == nil {
+		if len(n) > len(storeTempPrefix) && n[:len(storeTempPrefix)] == storeTempPrefix && (!remove || fsat.UnlinkAt(kd, n) == nil) {
 			removed = append(removed, n)
 		}
 	}
-	if len(removed) > 0 {
+	if remove && len(removed) > 0 {
 		fsat.SyncDir(kd)
 	}
 	return removed
