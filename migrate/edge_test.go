@@ -180,40 +180,48 @@ func TestMovedAsideKeyIsSkipped(t *testing.T) {
 // whose temp was lost before its rename leaves the generation before it in
 // place, which the store serves (its pending entry's Prev). The rollback
 // must carry that, not stamp the key "(pending)" as a replaced transcript:
-// the key resumed before it and must resume after it.
+// the key resumed before it and must resume after it. A temp that is there
+// but damaged is the same once the rollback's roll-forward removed it.
 func TestRollbackKeepsTheGenerationBeforeALostTemp(t *testing.T) {
-	root := t.TempDir()
-	keys := buildCorpus(t, root, "mixed")
-	key := keyNamed(keys, "mixed")
-	dir := filepath.Join(root, key)
-	migrate(t, root, false, testOpts()) // leftovers gone: meta.db alone
-	withDB(t, dir, func(d *db.DB) {
-		must(t, d.Update(func(tx *db.Tx) error {
-			sc, err := tx.Sidecars()
-			if err != nil {
-				return err
-			}
-			prev := *sc.Transcript
-			next := db.Transcript{Gen: prev.Gen + 1, Size: prev.Size + 10, CRC32C: 12345, PromotedAt: testNow.Add(-time.Hour).UnixNano()}
-			if err := tx.PutTranscript(next); err != nil {
-				return err
-			}
-			// The temp named here was never renamed, and is gone.
-			return tx.PutPending(&db.Pending{Tmp: storeTempPrefix + "0123456789abcdef", Size: next.Size, CRC32C: next.CRC32C, Gen: next.Gen, Prev: &prev})
-		}))
-	})
-	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
-	must(t, err)
-	job := store.Job{PiVersion: testPi, Venue: "local"}
-	if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
-		t.Fatalf("before the rollback: %v %s", s.Resume, s.Reason)
-	}
-	got, _ := migrate(t, root, true, testOpts())
-	if r := got[key]; r.Action != Migrated || *r.Values.Venue != "local" {
-		t.Fatalf("rollback: %+v", r)
-	}
-	if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
-		t.Fatalf("after the rollback: %v %s", s.Resume, s.Reason)
+	for _, damaged := range []bool{false, true} {
+		root := t.TempDir()
+		keys := buildCorpus(t, root, "mixed")
+		key := keyNamed(keys, "mixed")
+		dir := filepath.Join(root, key)
+		migrate(t, root, false, testOpts()) // leftovers gone: meta.db alone
+		tmp := storeTempPrefix + "0123456789abcdef"
+		if damaged {
+			must(t, os.WriteFile(filepath.Join(dir, tmp), []byte("not what was committed"), 0o600))
+		}
+		withDB(t, dir, func(d *db.DB) {
+			must(t, d.Update(func(tx *db.Tx) error {
+				sc, err := tx.Sidecars()
+				if err != nil {
+					return err
+				}
+				prev := *sc.Transcript
+				next := db.Transcript{Gen: prev.Gen + 1, Size: prev.Size + 10, CRC32C: 12345, PromotedAt: testNow.Add(-time.Hour).UnixNano()}
+				if err := tx.PutTranscript(next); err != nil {
+					return err
+				}
+				// The temp named here was never renamed into place.
+				return tx.PutPending(&db.Pending{Tmp: tmp, Size: next.Size, CRC32C: next.CRC32C, Gen: next.Gen, Prev: &prev})
+			}))
+		})
+		st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
+		must(t, err)
+		job := store.Job{PiVersion: testPi, Venue: "local"}
+		if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
+			t.Fatalf("damaged %v, before the rollback: %v %s", damaged, s.Resume, s.Reason)
+		}
+		planned, _ := migrate(t, root, true, Options{DryRun: true, Now: testOpts().Now})
+		got, _ := migrate(t, root, true, testOpts())
+		if r := got[key]; r.Action != Migrated || *r.Values.Venue != "local" || fmtValues(*r.Values) != fmtValues(*planned[key].Values) {
+			t.Fatalf("damaged %v, rollback: %+v (planned %+v)", damaged, r, planned[key])
+		}
+		if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
+			t.Fatalf("damaged %v, after the rollback: %v %s", damaged, s.Resume, s.Reason)
+		}
 	}
 }
 
