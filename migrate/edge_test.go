@@ -73,6 +73,38 @@ func TestDirectoryWithEntriesAtASidecarName(t *testing.T) {
 	}
 }
 
+// TestDirectoryWithEntriesAtALegacyTempOrLockName: like one at a
+// sidecar's name, it held no value and is never removed. The dry run must
+// not plan its removal, the run must not say it removed it, and a second
+// run finds nothing left to do.
+func TestDirectoryWithEntriesAtALegacyTempOrLockName(t *testing.T) {
+	for _, name := range []string{"venue.incoming", "current.jsonl.4242.0.incoming", "lock"} {
+		root, keys := newCorpus(t)
+		key := keyNamed(keys, "plain")
+		full := filepath.Join(root, key, name)
+		must(t, os.MkdirAll(filepath.Join(full, "inside"), 0o700))
+		old := testNow.Add(-2 * time.Hour) // a stale lock, as a lock
+		must(t, os.Chtimes(full, old, old))
+		planned, _ := migrate(t, root, false, Options{DryRun: true, Now: testOpts().Now})
+		got, _ := migrate(t, root, false, testOpts())
+		p, r := planned[key], got[key]
+		if r.Action != Migrated || p.Action != r.Action || !slices.Equal(p.Removed, r.Removed) || slices.Contains(r.Removed, name) {
+			t.Errorf("%s: planned %s %v, did %s %v", name, p.Action, p.Removed, r.Action, r.Removed)
+		}
+		for _, o := range r.Oddities {
+			if o.File == name && strings.Contains(o.ReadAs, "removed") {
+				t.Errorf("%s: reported %+v", name, o)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(full, "inside")); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if again, _ := migrate(t, root, false, testOpts()); again[key].Action != Already || len(again[key].Removed) != 0 || again[key].Cause != "" {
+			t.Errorf("%s: second run: %+v", name, again[key])
+		}
+	}
+}
+
 func TestWriteLegacySidecars(t *testing.T) {
 	dir := t.TempDir()
 	layKeyDir(t, dir, map[string]ent{"current.jsonl": file("x\n"), "context": file("1 2"), "venue.incoming": link("../victim")})

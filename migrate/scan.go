@@ -31,7 +31,7 @@ type keyScan struct {
 	transcript *unix.Stat_t
 	stats      map[string]unix.Stat_t // the legacy sidecars present
 	raw        map[string][]byte      // their bytes, when regular and 1..4096 bytes
-	full       map[string]bool        // sidecar names that are directories with entries
+	full       map[string]bool        // legacy names (sidecars, temps, the lock) that are directories with entries
 	lock       *unix.Stat_t
 	lockAge    time.Duration
 	temps      []string // legacy .incoming temps
@@ -63,8 +63,15 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 				// The legacy worker aged its lock by lstat, so a dangling
 				// link at the name ages like a file and never wedges a key.
 				k.lock, k.lockAge = &st, now.Sub(time.Unix(st.Mtim.Unix()))
+				if fsat.IsDir(&st) {
+					k.full[n] = !emptyDir(dir, n)
+				}
 			}
 		case isLegacyTemp(n):
+			if st, err := fsat.LstatAt(dir, n); err == nil && fsat.IsDir(&st) && !emptyDir(dir, n) {
+				k.full[n] = true // never removed, as at a sidecar's name
+				continue
+			}
 			k.temps = append(k.temps, n)
 		case strings.HasPrefix(n, storeTempPrefix):
 			k.storeTemps = true
@@ -141,16 +148,16 @@ func (k *keyScan) describe(name string) string {
 func (k *keyScan) freshLock() bool { return k.lock != nil && k.lockAge <= LockStale }
 
 // legacyLeft reports whether any legacy entry that ToDB removes is still
-// there. A directory with entries at a sidecar's name does not count: it
-// held no value, and only its owner can say what its contents are, so it
-// is never removed.
+// there. A directory with entries at a legacy name does not count: it held
+// no value, and only its owner can say what its contents are, so it is
+// never removed.
 func (k *keyScan) legacyLeft() bool {
 	for n := range k.stats {
 		if !k.full[n] {
 			return true
 		}
 	}
-	return k.lock != nil || len(k.temps) > 0
+	return k.lock != nil && !k.full[legacy.LockName] || len(k.temps) > 0
 }
 
 // emptyDir reports whether name in dir is a directory with no entries.
@@ -177,7 +184,7 @@ func (k *keyScan) removable() []string {
 			out = append(out, n)
 		}
 	}
-	if k.lock != nil {
+	if k.lock != nil && !k.full[legacy.LockName] {
 		out = append(out, legacy.LockName)
 	}
 	out = append(out, k.temps...)
@@ -187,7 +194,7 @@ func (k *keyScan) removable() []string {
 
 // lockOddity describes a stale lock, which is removed with the rest.
 func (k *keyScan) lockOddity() []Oddity {
-	if k.lock == nil {
+	if k.lock == nil || k.full[legacy.LockName] {
 		return nil
 	}
 	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", fsat.Kind(k.lock), k.lockAge.Round(time.Second)), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
@@ -197,7 +204,15 @@ func (k *keyScan) lockOddity() []Oddity {
 // sidecars: a stale lock, temps, directories with entries.
 func (k *keyScan) leftoverOddities() []Oddity {
 	out := append(k.lockOddity(), k.tempOddities()...)
-	for _, n := range sidecarNames {
+	full := append(sidecarNames[:len(sidecarNames):len(sidecarNames)], legacy.LockName)
+	var temps []string
+	for n := range k.full {
+		if isLegacyTemp(n) {
+			temps = append(temps, n)
+		}
+	}
+	sort.Strings(temps)
+	for _, n := range append(full, temps...) {
 		if k.full[n] {
 			out = append(out, Oddity{n, "a directory with entries", "left in place (it held no value; meta.db overrides it)"})
 		}
