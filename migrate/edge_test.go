@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
@@ -277,5 +279,39 @@ func TestDryRunListsTheMetaTempsTheRunSweeps(t *testing.T) {
 		if p, d := planned[key], did[key]; p.Action != d.Action || !slices.Equal(p.Removed, d.Removed) || !slices.Contains(d.Removed, db.TempPrefix+"0123456789abcdef") {
 			t.Errorf("%s: planned %s %v, did %s %v", direction(toLegacy), p.Action, p.Removed, d.Action, d.Removed)
 		}
+	}
+}
+
+// TestTranscriptMtimeBeyondWhatMetaDBHolds: meta.db records a promotion
+// time as int64 nanoseconds (years 1678 to 2262). A legacy transcript
+// whose mtime is past that (a host clock gone wrong) is in the future for
+// the TTL, and resumes; the migration must keep it so, there and back,
+// and not wrap it into 1901, which is expired (and comes back as the
+// transcript's mtime).
+func TestTranscriptMtimeBeyondWhatMetaDBHolds(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	p := filepath.Join(root, key, "current.jsonl")
+	far := unix.Timespec{Sec: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}
+	must(t, unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{far, far}, unix.AT_SYMLINK_NOFOLLOW))
+	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	must(t, err)
+	job := store.Job{PiVersion: testPi, Venue: "local"}
+	judge := func(phase string) {
+		t.Helper()
+		if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
+			t.Errorf("%s: %v %s", phase, s.Resume, s.Reason)
+		}
+	}
+	judge("before")
+	got, _ := migrate(t, root, false, testOpts())
+	if r := got[key]; r.Action != Migrated || r.Values.Transcript.PromotedAt.Year() < 2262 || !slices.ContainsFunc(r.Oddities, func(o Oddity) bool { return o.File == "current.jsonl" }) {
+		t.Errorf("migrate: %+v %s", r, fmtValues(*r.Values))
+	}
+	judge("after the migration")
+	migrate(t, root, true, testOpts())
+	judge("after the rollback")
+	if fi, err := os.Stat(p); err != nil || fi.ModTime().Year() < 2262 {
+		t.Errorf("the transcript's mtime came back as %v (%v)", fi.ModTime(), err)
 	}
 }

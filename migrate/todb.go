@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -94,6 +95,9 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		return p, err
 	}
 	v.Transcript = t
+	if t != nil && (t.PromotedAt.Equal(lastRecordable) || t.PromotedAt.Equal(firstRecordable)) {
+		odd = append(odd, Oddity{legacy.TranscriptName, "an mtime beyond the years 1678 to 2262", fmt.Sprintf("promoted %s, the nearest time meta.db holds (the TTL reads it as it read the mtime)", t.PromotedAt.Format(time.RFC3339Nano))})
+	}
 	if t == nil {
 		stays := gates.NotARegularFile
 		if kind == "absent" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -63,13 +64,33 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	if n != st.Size || after.Size != st.Size || after.Mtim != st.Mtim {
 		return nil, "", &os.PathError{Op: "read", Path: file.Name(), Err: errChanged}
 	}
-	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: time.Unix(st.Mtim.Unix()).UTC()}
+	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: recordable(time.Unix(st.Mtim.Unix())).UTC()}
 	if f != nil {
 		if err := f(file, t); err != nil {
 			return nil, "", err
 		}
 	}
 	return t, "regular file", nil
+}
+
+// The promotion times meta.db can hold: int64 nanoseconds since 1970.
+var (
+	firstRecordable = time.Unix(0, math.MinInt64)
+	lastRecordable  = time.Unix(0, math.MaxInt64)
+)
+
+// recordable is at within what meta.db can hold (1678 to 2262), so that
+// the TTL reads it as it read the mtime: an mtime past 2262 is recorded as
+// the last time meta.db holds, still in the future, where UnixNano would
+// wrap it into 1901, which is expired.
+func recordable(at time.Time) time.Time {
+	switch {
+	case at.After(lastRecordable):
+		return lastRecordable
+	case at.Before(firstRecordable):
+		return firstRecordable
+	}
+	return at
 }
 
 // setMtime sets the mtime of f, open as dir's transcript, to at (atime
