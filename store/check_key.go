@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +55,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	case !ValidKey(name):
 		add(name, KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		if fsat.IsDir(&st) {
-			s.findLinksBelow(ctx, name, add)
+			s.findLinksBelow(ctx, root, name, name, add)
 		}
 		return out, ctx.Err()
 	case !fsat.IsDir(&st):
@@ -157,7 +155,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		default:
 			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
 			if fsat.IsDir(&st) {
-				s.findLinksBelow(ctx, path, add)
+				s.findLinksBelow(ctx, k.dir, n, path, add)
 			}
 		}
 	}
@@ -283,24 +281,46 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	return nil
 }
 
-// findLinksBelow reports every symbolic link under path (relative to the
-// root), which is not a key dir; the walk never follows a link. A tree of
-// any size can sit there, so the walk stops when ctx ends (the caller then
-// reports ctx's error, not a half-walked entry).
-func (s *Store) findLinksBelow(ctx context.Context, path string, add addFunc) {
-	filepath.WalkDir(filepath.Join(s.root, path), func(p string, d fs.DirEntry, err error) error {
+// findLinksBelow reports every symbolic link under name in parent, the
+// dir at path (relative to the root), which is not a key dir; the walk
+// never follows a link. It goes from descriptor to descriptor, each
+// directory opened with O_DIRECTORY|O_NOFOLLOW: a walk by path from the
+// root read whatever a directory was swapped for after its lstat, a
+// link's target outside the root, or a FIFO, whose open then hung the
+// check. A tree of any size can sit there, so the walk stops when ctx
+// ends (the caller then reports ctx's error, not a half-walked entry),
+// and where its path would pass PATH_MAX, as the walk by path did.
+func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path string, add addFunc) {
+	if ctx.Err() != nil || len(path) >= unix.PathMax {
+		return
+	}
+	dir, err := fsat.OpenDirAt(parent, name)
+	if err != nil {
+		// Swapped since it was listed: a link is reported, not followed;
+		// anything else is not a directory to walk.
+		if st, serr := fsat.LstatAt(parent, name); serr == nil && isLink(&st) {
+			add(path, KindLink, "a symbolic link; sessdb never follows it")
+		}
+		return
+	}
+	defer dir.Close()
+	names, err := fsat.ReadDirNames(dir)
+	if err != nil {
+		return
+	}
+	for _, n := range sortedCopy(names) {
 		if ctx.Err() != nil {
-			return filepath.SkipAll
+			return
 		}
-		if err != nil {
-			return nil
+		st, err := fsat.LstatAt(dir, n)
+		switch {
+		case err != nil:
+		case isLink(&st):
+			add(path+"/"+n, KindLink, "a symbolic link; sessdb never follows it")
+		case fsat.IsDir(&st):
+			s.findLinksBelow(ctx, dir, n, path+"/"+n, add)
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			rel, _ := filepath.Rel(s.root, p)
-			add(filepath.ToSlash(rel), KindLink, "a symbolic link; sessdb never follows it")
-		}
-		return nil
-	})
+	}
 }
 
 // legacyFiles lists the legacy store's files present in a key dir.

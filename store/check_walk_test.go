@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"sessdb/gates"
+)
+
+// swapInWalk is a context whose Err, the first time findLinksBelow asks
+// it, runs swap: the walk of an odd directory then meets a name changed
+// under it at a point it reaches every time, with no clock involved.
+type swapInWalk struct {
+	context.Context
+	once  sync.Once
+	fired bool
+	swap  func()
+}
+
+func (c *swapInWalk) Err() error {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "findLinksBelow") {
+			c.once.Do(func() { c.swap(); c.fired = true })
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	return c.Context.Err()
+}
+
+// An odd directory under the root (not a key: a job dir someone put
+// there, whose session/ a container writes) or inside a key dir, swapped
+// for a link to a directory outside the root while check walks it: the
+// walk never lists the link's target. It did: the walk went by path from
+// the root, so a directory replaced by a link after its lstat was read
+// through the link (and one replaced by a FIFO hung the walk for good,
+// the open of a FIFO for reading waiting on a writer).
+func TestCheckWalkNeverFollowsADirSwappedForALink(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dir  func(root, key string) string // the odd dir walked
+	}{
+		{"not a key", func(root, _ string) string { return filepath.Join(root, "jobs") }},
+		{"in a key dir", func(root, key string) string { return filepath.Join(root, key, "odd") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "walk")
+			dir := c.dir(root, key)
+			if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			outside := t.TempDir()
+			if err := os.Symlink("/", filepath.Join(outside, "planted")); err != nil {
+				t.Fatal(err)
+			}
+			ctx := &swapInWalk{Context: context.Background(), swap: func() {
+				if err := os.Rename(dir, filepath.Join(t.TempDir(), "moved")); err != nil {
+					t.Error(err)
+				}
+				if err := os.Symlink(outside, dir); err != nil {
+					t.Error(err)
+				}
+			}}
+			var found []Finding
+			if _, err := s.Check(ctx, CheckOptions{}, func(f Finding) error { found = append(found, f); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !ctx.fired {
+				t.Fatal("the walk below the odd dir never asked its context")
+			}
+			for _, f := range found {
+				if strings.Contains(f.Path, "planted") {
+					t.Fatalf("check listed %s, which is outside the root, through the link: %+v", f.Path, f)
+				}
+			}
+		})
+	}
+}
