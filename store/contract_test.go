@@ -683,3 +683,52 @@ func TestContextBoundHoldsForAModelIDWithCapitals(t *testing.T) {
 		t.Fatalf("dump's verdict for the job = %+v, want context-too-full", v)
 	}
 }
+
+// A ticket that promoted once, given again with another transcript in
+// its job dir (a job that ran pi a second time after its promote, a job
+// dir reused without a resolve), is no retry: the first promotion is not
+// this transcript, and saying "promoted" would acknowledge work the key
+// never got. It is superseded by its own promotion, and nothing changes.
+// Before, both were repeats: promoted, with the first run's bytes.
+func TestTicketGivenAnotherTranscriptIsNoRepeat(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		next func(first []byte) []byte
+	}{
+		{"grown", func(first []byte) []byte { return answeredTurn(first, "again", 200) }},
+		{"same size", func(first []byte) []byte {
+			b := bytes.Clone(first)
+			i := bytes.LastIndex(b, []byte("answer R"))
+			b[i+len("answer ")] = 'S'
+			return b
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+			sess, dir, data := contractJob(t, s, testKey, "twice")
+			first := answeredTurn(data, "R", 100)
+			stage(t, dir, first)
+			if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 2 {
+				t.Fatalf("first: %+v", res)
+			}
+			next := c.next(first)
+			stage(t, dir, next)
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if res.Promoted || res.Repeat || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+				t.Fatalf("the same ticket with another transcript = %+v; want superseded by gen 2", res)
+			}
+			if got := readCanonical(t, root, testKey); !bytes.Equal(got, first) {
+				t.Fatal("the key no longer holds the first promotion")
+			}
+			if !bytes.Equal(staged(t, dir), next) {
+				t.Fatal("the job's transcript was not left in its job dir")
+			}
+			// The same transcript again is still a retry.
+			stage(t, dir, first)
+			if again := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !again.Promoted || !again.Repeat || again.Gen != 2 {
+				t.Fatalf("a retry with the first transcript = %+v", again)
+			}
+		})
+	}
+}

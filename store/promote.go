@@ -183,6 +183,13 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	}
 	if sess.Ticket != "" {
 		if e, ok := findPromotion(history, sess.Ticket); ok {
+			if !sameRun(e, prev, staged, content) {
+				// Another transcript under a ticket that promoted: not a
+				// retry, and the key holds this ticket's own promotion,
+				// not its base.
+				res.SupersededBy = cur.Gen
+				return refused(gates.Superseded)
+			}
 			res.Promoted, res.Repeat, res.Reason = true, true, gates.Promoted
 			res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
 			return res, nil
@@ -274,6 +281,26 @@ func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, b
 		}
 	}
 	return db.HistoryEntry{}, false
+}
+
+// sameRun reports whether the staged file is the transcript the ticket's
+// promotion e made, so that promoting it again is a retry that may repeat
+// e's result: a job that ran pi again after its promote, or a job dir
+// reused without a resolve, must not be told that its new work is the
+// key's. The size is compared always; the CRC32C where the record still
+// describes e's generation (the history keeps no checksum).
+func sameRun(e db.HistoryEntry, rec db.Sidecars, staged stagedFile, content stagedContent) bool {
+	size := staged.size
+	if staged.torn {
+		size++ // the newline e's promotion added
+	}
+	if e.Bytes != size {
+		return false
+	}
+	if t := rec.Transcript; t != nil && t.Gen == e.Gen {
+		return t.CRC32C == uint64(content.sum)
+	}
+	return true
 }
 
 // refuse records the refusal res names in the key's history, at gen, the
