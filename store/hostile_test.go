@@ -180,3 +180,31 @@ func TestDamagedMetaDBIsMetaUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// A socket at current.jsonl is a cold start named not-a-regular-file, as
+// a FIFO or a link is, and dump gives the same verdict. It was a fault:
+// the open of a socket fails with ENXIO (so does a device's with no
+// driver), and resolve returned that error, with no ticket, where the
+// ladder's rung 2 names the key; dump reported a problem and no verdict.
+// Now the name is lstat'ed first and nothing but a regular file is opened.
+func TestSocketTranscriptIsNotARegularFile(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	p := filepath.Join(root, testKey, TranscriptName)
+	os.Remove(p)
+	if err := syscall.Mknod(p, syscall.S_IFSOCK|0o600, 0); err != nil {
+		t.Fatal(err)
+	}
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.NotARegularFile)
+	if _, err := ReadTicket(jobDir); err != nil {
+		t.Fatalf("no ticket for the cold start: %v", err)
+	}
+	var reports []KeyReport
+	if err := s.Inspect(0, func(r KeyReport) error { reports = append(reports, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].Verdict == nil || reports[0].Verdict.Reason != string(gates.NotARegularFile) {
+		t.Fatalf("dump = %+v", reports)
+	}
+}

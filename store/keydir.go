@@ -137,20 +137,31 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 // openTranscript opens name in the key dir as the transcript, without
 // following a link and without blocking on a FIFO, and observes it: what
 // it is (fstat of the descriptor, not of the name), and its first line.
-// A link is observed as there but not regular, never opened.
+// Anything but a regular file at the name (a link, a FIFO, a socket, a
+// device) is observed from its lstat as there but not regular, and never
+// opened: the open of a socket or of a device with no driver fails
+// (ENXIO), which made a resolve a fault where the ladder names
+// not-a-regular-file, and the open of a device runs its driver.
 func (k *keyDir) openTranscript(name string) error {
+	lst, err := fsat.LstatAt(k.dir, name)
+	switch {
+	case fsat.IsNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	case !fsat.IsRegular(&lst):
+		k.observeNotRegular(name)
+		return nil
+	}
 	f, err := fsat.OpenAt(k.dir, name, unix.O_RDONLY, 0)
 	switch {
 	case err == nil:
 	case fsat.IsNotExist(err):
 		return nil
-	case errors.Is(err, unix.ELOOP):
-		// The link's own size and time (lstat), never its target's: what
-		// dump reports of it, and the only clock a legacy key has.
-		k.obs.Transcript = gates.Transcript{Exists: true}
-		if st, err := fsat.LstatAt(k.dir, name); err == nil {
-			k.obs.Transcript.Size, k.obs.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Unix())
-		}
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
+		// Swapped since the lstat: a link, or a socket (ENXIO on Linux,
+		// EOPNOTSUPP on macOS and FreeBSD).
+		k.observeNotRegular(name)
 		return nil
 	default:
 		return err
@@ -182,6 +193,16 @@ func (k *keyDir) openTranscript(name string) error {
 		}
 	}
 	return nil
+}
+
+// observeNotRegular observes name as there but not a regular file, with
+// its own size and time (lstat), never a link's target's: what dump
+// reports of it, and the only clock a legacy key has.
+func (k *keyDir) observeNotRegular(name string) {
+	k.obs.Transcript = gates.Transcript{Exists: true}
+	if st, err := fsat.LstatAt(k.dir, name); err == nil {
+		k.obs.Transcript.Size, k.obs.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Unix())
+	}
 }
 
 // observeDB turns the record into the ladder's observation. An absent
