@@ -28,17 +28,26 @@ type stagedFile struct {
 // promoted, if any.
 func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
+	// Only a job dir or staged dir that is not there is absent: any other
+	// failure to open one (no descriptor left, a permission, an I/O
+	// error) is a fault, or promote would say "nothing to promote" of a
+	// run it never looked at, and the worker could discard it.
 	jd, err := fsat.OpenDir(jobDir)
-	if err != nil {
+	switch {
+	case fsat.IsNotExist(err), errors.Is(err, unix.ENOTDIR):
 		return sf, gates.Absent, nil
+	case err != nil:
+		return sf, "", err
 	}
 	defer jd.Close()
 	sd, err := fsat.OpenDirAt(jd, StagedDirName)
-	if err != nil {
-		if errors.Is(err, fsat.ErrNotDir) {
-			return sf, gates.NotARegularFile, nil
-		}
+	switch {
+	case errors.Is(err, fsat.ErrNotDir):
+		return sf, gates.NotARegularFile, nil
+	case fsat.IsNotExist(err):
 		return sf, gates.Absent, nil
+	case err != nil:
+		return sf, "", err
 	}
 	defer sd.Close()
 	// lstat first: a device node is refused without being opened, since
