@@ -182,7 +182,11 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		return res, s.refuse(txn, history, sess, res, cur.Gen)
 	}
 	if sess.Ticket != "" {
-		if e, ok := findPromotion(history, sess.Ticket); ok {
+		// A promotion of this ticket that the key no longer holds (its
+		// generation is above the key's: committed, then its temp lost
+		// before the rename) is no result to repeat; the retry promotes
+		// the run again, onto the base the key is back at.
+		if e, ok := findPromotion(history, sess.Ticket); ok && e.Gen <= cur.Gen {
 			if !sameRun(e, prev, staged, content) {
 				// Another transcript under a ticket that promoted: not a
 				// retry, and the key holds this ticket's own promotion,
