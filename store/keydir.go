@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -38,16 +39,44 @@ type keyDir struct {
 	pending    *db.Pending // resolve only: a promotion committed, renamed or not
 	fromTemp   bool        // resolve only: the transcript opened is pending's temp
 	metaErr    error
-	header     transcript.Header
-	headerErr  error
+	// migratedUnder: no meta.db when the key was opened, and one after its
+	// legacy files were read (see openKey).
+	migratedUnder bool
+	header        transcript.Header
+	headerErr     error
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
 // and gathers the ladder's observation; a resolve's view, dump and check
 // each take what they need from it. point, if not "", is the fault point
 // of the window between the key dir's open and everything opened through
-// it (the A,B,A swap tests aim there).
+// it (the A,B,A swap tests aim there); a resolve's open stops at
+// ResolveAfterMetaOpen too.
+//
+// A legacy key is read with no lock, and a migration to meta.db commits
+// the db first and then removes the legacy files one by one: read while
+// that happens, the files are half there (the context gone, the venue
+// still there to pass the legacy re-check). A key whose meta.db appeared
+// while its legacy files were read is read again, as the db key it has
+// become; only a rollback and another migration could move it again.
 func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
+	for reads := 1; ; reads++ {
+		k, err := s.openKeyOnce(key, point)
+		if err != nil || !k.migratedUnder {
+			return k, err
+		}
+		k.close()
+		if reads == maxKeyReads {
+			return nil, fmt.Errorf("%s: the key moved between the legacy layout and meta.db under %d reads", key, reads)
+		}
+	}
+}
+
+// maxKeyReads bounds the reads of one key by openKey.
+const maxKeyReads = 3
+
+// openKeyOnce is one read of the key for openKey.
+func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 	k := &keyDir{}
 	root, err := fsat.OpenDir(s.root)
 	if err != nil {
@@ -85,6 +114,14 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 	// The lock comes first: with it held no promotion can rename a new
 	// transcript in between opening the file and reading its identity.
 	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), s.dbOptions())
+	if point != "" {
+		if ferr := s.fault(faults.ResolveAfterMetaOpen); ferr != nil {
+			if err == nil {
+				k.meta.Close()
+			}
+			return nil, ferr
+		}
+	}
 	switch {
 	case err == nil:
 		k.layout = LayoutDB
@@ -129,6 +166,8 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 	default:
 		k.observeLegacy()
 		k.obs.MetaMovedAside = movedAside(k.dir)
+		_, err := fsat.LstatAt(k.dir, db.FileName)
+		k.migratedUnder = !fsat.IsNotExist(err)
 	}
 	ok = true
 	return k, nil

@@ -77,7 +77,10 @@ type PromoteResult struct {
 // one over the size cap is too-large; nothing is touched for any of them.
 //
 // Under the key's exclusive lock, in this order: a ticket that promoted
-// already repeats its first result (Repeat, nothing written); a key whose
+// already repeats its first result (Repeat, nothing written) for the same
+// transcript, and is superseded by its own promotion for another (a
+// promotion the key no longer holds, its temp lost before the rename, is
+// none to repeat: the run is promoted again); a key whose
 // transcript is no longer the ticket's base is superseded; a staged file
 // that does not begin with the bytes the job was given is
 // transcript-rewritten (unless AllowRewrite); a run whose shape is not the

@@ -284,7 +284,7 @@ func (r *swapRig) resolveNow() (Session, []byte) {
 	return sess, staged(r.t, jobDir)
 }
 
-var resolvePoints = []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterGates, faults.ResolveAfterCopy}
+var resolvePoints = []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterMetaOpen, faults.ResolveAfterGates, faults.ResolveAfterCopy}
 
 // swapCase is one schedule: B takes A's name at swap ("" = before the
 // operation starts), and A takes it back at back ("" = not before the

@@ -37,6 +37,7 @@ const (
 // never a cold start: a cold start's reason says what the key is.
 const (
 	ResolveAfterKeyDirOpen Point = "resolve/after-key-dir-open" // the key dir's descriptor open
+	ResolveAfterMetaOpen   Point = "resolve/after-meta-open"    // meta.db opened, or found absent; no sidecar read
 	ResolveAfterGates      Point = "resolve/after-gates"        // the verdict given, nothing copied
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
