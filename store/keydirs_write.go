@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -171,7 +172,13 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 	if !pendingInFlight(kd, p) {
 		return false, nil
 	}
-	whole := tempMatches(kd, p)
+	// A temp that could not be read is neither whole nor damaged: the
+	// writer stops here, and nothing is swept, or a transient I/O error
+	// would remove the only copy of a committed promotion.
+	whole, err := s.tempWhole(kd, p)
+	if err != nil {
+		return true, fmt.Errorf("roll forward %s: %w", p.Tmp, err)
+	}
 	if whole {
 		if err := s.disk.rename(kd, p.Tmp, TranscriptName); err != nil {
 			return true, err
@@ -192,21 +199,48 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 // place.
 func tempMatches(kd *os.File, p *db.Pending) bool { return fileMatches(kd, p.Tmp, p.Size, p.CRC32C) }
 
+// tempWhole is tempMatches for a writer about to act on the answer: a
+// temp it could not read is an error, not a damaged temp.
+func (s *Store) tempWhole(kd *os.File, p *db.Pending) (bool, error) {
+	if err := s.fault(faults.RollForwardTempRead); err != nil {
+		return false, err
+	}
+	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)
+}
+
 // fileMatches reports whether name in kd is a regular file of size bytes
-// with CRC32C sum, reading no more than size+1 bytes of it.
+// with CRC32C sum, reading no more than size+1 bytes of it; a file that
+// could not be read does not match.
 func fileMatches(kd *os.File, name string, size int64, sum uint64) bool {
+	ok, err := fileCheck(kd, name, size, sum)
+	return ok && err == nil
+}
+
+// fileCheck is fileMatches, with an error where name could not be read
+// (an open, fstat or read that failed): that says nothing of the file.
+// Nothing at the name, or anything but a regular file, does not match.
+func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
-	if err != nil {
-		return false
+	switch {
+	case fsat.IsNotExist(err), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
 	defer f.Close()
 	st, err := fsat.Fstat(f)
-	if err != nil || !fsat.IsRegular(&st) || st.Size != size {
-		return false
+	if err != nil {
+		return false, err
+	}
+	if !fsat.IsRegular(&st) || st.Size != size {
+		return false, nil
 	}
 	h := crc32.New(castagnoli)
 	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
-	return err == nil && n == size && uint64(h.Sum32()) == sum
+	if err != nil {
+		return false, err
+	}
+	return n == size && uint64(h.Sum32()) == sum, nil
 }
 
 // sweepTemps removes promotion temps. Only a holder of the key's exclusive

@@ -29,6 +29,11 @@ const (
 	PromoteAfterDirSync   Point = "promote/after-dir-fsync"  // landed
 )
 
+// The read of a committed promotion's temp by the next writer's
+// roll-forward (Promote, check --repair, accept): an error here is the
+// temp's read failing.
+const RollForwardTempRead Point = "roll-forward/temp-read"
+
 // The read boundaries of store.Resolve, in order. Each is a window in
 // which a key dir's name could be pointed elsewhere (the A,B,A swap):
 // after the key dir's descriptor is opened; after the ladder's verdict,
