@@ -15,20 +15,34 @@ import (
 // say. A file whose pages span at most snapshotLimit bytes is read once, up
 // to its high-water mark, and checked in memory; whole is then those bytes.
 func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
-	// O_NOFOLLOW: a link at the name fails with ELOOP instead of being
-	// followed, so no file outside the key dir is read or written through
-	// it. O_NONBLOCK: a FIFO at the name opens at once instead of blocking
-	// until some writer appears.
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	// The name is lstat'ed first, and anything but a regular file refused
+	// unopened: the open of a device node runs its driver.
+	var lst unix.Stat_t
+	if err := unix.Fstatat(dirfd, FileName, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, nil, meta, pathErr("open", name, err)
+	}
+	switch lst.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
+	default:
+		return nil, nil, meta, pathErr("open", name, damaged("not a regular file (mode %#o)", lst.Mode))
+	}
+	// O_NOFOLLOW: a link swapped in since the lstat fails with ELOOP
+	// instead of being followed, so no file outside the key dir is read or
+	// written through it. O_NONBLOCK: a FIFO swapped in opens at once
+	// instead of blocking until some writer appears. O_NOCTTY: a terminal
+	// swapped in never becomes the process's controlling one.
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
 	if write {
-		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+		flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
 	}
 	fd, err := openat(dirfd, FileName, flags, 0)
 	switch err {
 	case nil:
 	case unix.ELOOP:
 		return nil, nil, meta, pathErr("open", name, damaged("a symbolic link"))
-	case unix.EISDIR, unix.ENXIO: // a directory opened to write; a FIFO with no reader, or a socket
+	case unix.EISDIR, unix.ENXIO, unix.EOPNOTSUPP: // a directory opened to write; a FIFO with no reader, or a socket (ENXIO on Linux, EOPNOTSUPP on macOS and FreeBSD)
 		return nil, nil, meta, pathErr("open", name, damagedBy("not a regular file", err))
 	default:
 		return nil, nil, meta, pathErr("open", name, err)

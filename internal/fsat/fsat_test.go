@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/testfs"
 )
 
 // within fails the test if f does not return in time: a FIFO must never
@@ -277,5 +279,26 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A device node is refused by ReadSmallFile (the ticket, the legacy
+// sidecars) before it is opened: its open would run the driver.
+func TestReadSmallFileNeverOpensADevice(t *testing.T) {
+	d, p := tempDir(t)
+	node := filepath.Join(p, "venue")
+	if err := testfs.MknodNull(node); err != nil {
+		t.Skipf("mknod not permitted: %v", err)
+	}
+	opens, stop, err := testfs.WatchOpens(node)
+	if err != nil {
+		t.Skipf("opens cannot be watched here: %v", err)
+	}
+	defer stop()
+	if _, err := ReadSmallFile(d, "venue", 4096); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("a device: %v, want ErrNotRegular", err)
+	}
+	if n := opens(); n != 0 {
+		t.Errorf("ReadSmallFile opened the device %d times", n)
 	}
 }

@@ -10,11 +10,19 @@ import (
 
 // ReadSmallFile is like os.ReadFile, but it reads name inside dir without
 // following a link or blocking on a FIFO, refuses anything but a regular
-// file (judged on fstat of what was opened: a link is ErrNotRegular too),
+// file (judged on lstat before the open, so that a device's driver never
+// runs, and on fstat of what was opened: a link is ErrNotRegular too),
 // and reads at most max bytes: a file that holds more is ErrTooLarge,
 // however large it claims to be. An empty file is an empty slice. Safe
 // for concurrent use; it never writes.
 func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
+	var lst unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
+	}
+	if !IsRegular(&lst) {
+		return nil, &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
+	}
 	fd, st, err := OpenRaw(dir, name, unix.O_RDONLY, 0)
 	if err != nil {
 		// A link is ELOOP; a socket is ENXIO on Linux and EOPNOTSUPP on
