@@ -736,3 +736,26 @@ func TestFleetNumbersGenerationsAboveAMovedHistory(t *testing.T) {
 		}
 	}
 }
+
+// A key whose damaged meta.db check --repair moved aside has no record
+// and no legacy files that sessdb migrate would record: ToEtcd refuses it
+// and says what settles it (before: "run sessdb migrate first", which
+// skips such a key).
+func TestMigrateMovedAsideKeySaysWhatSettlesIt(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "aside", "a")
+	h.mustPromote(key, migJob, "a1", store.PromoteRequest{})
+	if err := os.Rename(h.path(key, db.FileName), h.path(key, store.AsidePrefix+"20261201T120000Z")); err != nil {
+		t.Fatal(err)
+	}
+	reports, _ := runMigration(t, true, root, f.b, migOpts())
+	if r := reports[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "check --repair --accept") {
+		t.Errorf("a key with its meta.db moved aside: %s (%s), want failed naming check --repair --accept", r.Action, r.Cause)
+	}
+	if n := len(etcdOf(t, c, f.prefix)); n != 0 {
+		t.Errorf("the refused key wrote %d etcd keys", n)
+	}
+}

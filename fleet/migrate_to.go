@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -223,10 +224,19 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 	return k
 }
 
-// notRecorded files a key dir with no record: one in the legacy layout
-// is refused (ToEtcd moves meta.db keys only), one with nothing in it is
-// skipped.
+// notRecorded files a key dir with no record: one whose damaged meta.db
+// a repair moved aside, and one in the legacy layout, are refused (ToEtcd
+// moves meta.db keys only), each saying what settles it; one with nothing
+// in it is skipped.
 func notRecorded(kd *os.File, r *MigrateReport) {
+	if names, err := fsat.ReadDirNames(kd); err == nil {
+		for _, n := range names {
+			if strings.HasPrefix(n, store.AsidePrefix) {
+				r.Action, r.Cause = migrate.Failed, "its damaged meta.db was moved aside by check --repair: settle the key first (sessdb check --repair --accept KEY, or --quarantine KEY)"
+				return
+			}
+		}
+	}
 	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
 		if _, err := fsat.LstatAt(kd, n); err == nil {
 			r.Action, r.Cause = migrate.Failed, "in the legacy layout (no record in meta.db): run sessdb migrate (to meta.db) first"
