@@ -1,3 +1,8 @@
+// FreeBSD's syscall.Rlimit holds int64s where Linux's and macOS's hold
+// uint64s; the promise is the same there, and tested on these two.
+
+//go:build !freebsd
+
 package store
 
 import (
