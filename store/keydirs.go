@@ -79,8 +79,23 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 	return v.k.obs, ""
 }
 
-// Base is the key's base as openKey read it under the shared lock.
-func (v *keyView) Base() Base { return v.k.base() }
+// Base is the key's base as openKey read it under the shared lock: what
+// a writer's Begin will take the key to hold (see heldRecord).
+func (v *keyView) Base() Base {
+	k := v.k
+	// A committed promotion's temp that is gone, or damaged (the next
+	// writer sweeps it instead of renaming it), leaves the key holding
+	// the generation before it, or nothing: the base is what that writer's
+	// Begin will take the key to hold. Only a crash leaves a key so, and
+	// only then is the temp read whole here.
+	if p := k.pending; p != nil && !(k.fromTemp && tempMatches(k.dir, p)) {
+		st, err := transcriptInPlace(k.dir)
+		if held := heldRecord(k.dir, k.sidecars, st); err == nil && held != k.sidecars.Transcript {
+			return baseOf(held, st)
+		}
+	}
+	return k.base()
+}
 
 // Source bounds the copy at one byte over the size expected: that byte
 // tells a longer file from a match without reading the rest of it, which

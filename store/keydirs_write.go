@@ -58,18 +58,11 @@ type keyState struct {
 // the key holds, as Resolve serves it.
 func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
 	var ks keyState
-	st, err := fsat.LstatAt(kd, TranscriptName)
-	switch {
-	case err == nil && fsat.IsRegular(&st):
-		ks.file = &st
-	case err == nil || fsat.IsNotExist(err):
-	default:
+	var err error
+	if ks.file, err = transcriptInPlace(kd); err != nil {
 		return ks, err
 	}
-	ks.record = sc.Transcript
-	if lostPromotion(kd, sc, ks.file) {
-		ks.record = sc.Pending.Prev
-	}
+	ks.record = heldRecord(kd, sc, ks.file)
 	// The writer's base carries the file in place as well as the record,
 	// so that a ticket based on the file (a legacy key, since migrated)
 	// can be compared with it.
@@ -99,6 +92,37 @@ func fellBack(kd *os.File, m db.MetaPages, cur keyState) bool {
 		return false
 	}
 	return !fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C)
+}
+
+// transcriptInPlace is the lstat of current.jsonl when it is a regular
+// file, nil when nothing or anything else is there.
+func transcriptInPlace(kd *os.File) (*unix.Stat_t, error) {
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	switch {
+	case err == nil && fsat.IsRegular(&st):
+		return &st, nil
+	case err == nil || fsat.IsNotExist(err):
+		return nil, nil
+	}
+	return nil, err
+}
+
+// heldRecord is the identity of the transcript a key holds, once any
+// promotion in flight is settled: its record's, unless a committed
+// promotion's temp was lost before its rename. Then the key holds the
+// generation before it where that is in place (lostPromotion), and
+// nothing where nothing is in place and there was nothing before. A
+// writer's Begin and a resolve's cold start take it as the key's base
+// alike, so that a job cold-started on such a key promotes onto it, and
+// the retry of the lost promotion's own ticket is no repeat.
+func heldRecord(kd *os.File, sc db.Sidecars, st *unix.Stat_t) *db.Transcript {
+	switch p := sc.Pending; {
+	case lostPromotion(kd, sc, st):
+		return p.Prev
+	case p != nil && p.Prev == nil && st == nil && sc.Transcript != nil && sc.Transcript.Gen == p.Gen:
+		return nil
+	}
+	return sc.Transcript
 }
 
 // lostPromotion reports whether the transcript in place (st) is the

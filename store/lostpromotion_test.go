@@ -1,0 +1,100 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// losePromotion promotes sess's staged run with a crash between the
+// commit and the rename, then loses the committed promotion's temp by
+// lose: the key is left holding the generation before it, or nothing.
+func losePromotion(t *testing.T, s *Store, root string, sess Session, lose func(string)) {
+	t.Helper()
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("crash")
+		}
+		return nil
+	})
+	res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
+	if res.Promoted || len(temps) != 1 {
+		t.Fatalf("the crashed promotion = %+v, %d temps", res, len(temps))
+	}
+	lose(temps[0])
+}
+
+var loseTemp = map[string]func(string){
+	"gone":    func(p string) { os.Remove(p) },
+	"damaged": func(p string) { b, _ := os.ReadFile(p); b[len(b)-3] ^= 0xff; os.WriteFile(p, b, 0o600) },
+}
+
+// A key's first promotion committed and then lost before its rename
+// leaves a key that holds no transcript. The retry of its ticket is no
+// repeat (before: "promoted", repeat, gen 1, while a resolve found the key
+// absent): the run, still in its job dir, is promoted onto the empty base
+// it was resolved from, and resumes.
+func TestRetryOfALostFirstPromotionPromotesIt(t *testing.T) {
+	for name, lose := range loseTemp {
+		t.Run(name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			stage(t, jobDir, transcriptBytes(clock.now, "first run"))
+			losePromotion(t, s, root, sess, lose)
+			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if !retry.Promoted || retry.Repeat || retry.Gen != 2 {
+				t.Fatalf("the retry = %+v; want promoted anew at gen 2 (gen 1 was lost)", retry)
+			}
+			got, data := checkDescribed(t, s, root, testKey)
+			if !got.Resume || got.Gen() != 2 || markerOf(data, 1) != "first run" {
+				t.Fatalf("after the retry: %+v holding %q; want the run's transcript at gen 2", got, markerOf(data, 1))
+			}
+		})
+	}
+}
+
+// A job that cold-starts on a key whose last promotion's temp was lost
+// (the key holds the generation before it, or nothing) promotes onto what
+// the key holds. Before, its ticket named the record's generation, which
+// the writer does not take the key to hold: every such job (after a pi
+// upgrade, every job) was superseded, and the key never moved on.
+func TestAJobColdOnALostPromotionsKeyPromotes(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		for name, lose := range loseTemp {
+			t.Run(map[bool]string{false: "later/", true: "first/"}[first]+name, func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				if !first {
+					runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+				}
+				sess, jobDir := mustResolve(t, s, testKey, localJob())
+				if first {
+					stage(t, jobDir, transcriptBytes(clock.now, "lost"))
+				} else {
+					stage(t, jobDir, append(staged(t, jobDir), entryLine("lost")...))
+				}
+				losePromotion(t, s, root, sess, lose)
+
+				upgraded := localJob()
+				upgraded.PiVersion = "9.9.9"
+				cold, coldDir := mustResolve(t, s, testKey, upgraded)
+				if cold.Resume {
+					t.Fatal("a job with another pi version resumed the key")
+				}
+				stage(t, coldDir, transcriptBytes(clock.now, "cold"))
+				if res := mustPromote(t, s, cold, PromoteRequest{PiVersion: "9.9.9"}); !res.Promoted {
+					t.Fatalf("the cold job's promote = %+v; want promoted", res)
+				}
+				got, dir := mustResolve(t, s, testKey, upgraded)
+				if data := staged(t, dir); !got.Resume || markerOf(data, 1) != "cold" {
+					t.Fatalf("after the cold jobs: %+v holding %q; want the last cold run", got, markerOf(data, 1))
+				}
+			})
+		}
+	}
+}
