@@ -248,7 +248,12 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		}
 		return false, err
 	}
-	if t := st.Record.Transcript; t != nil {
+	// The file goes with the key only if it is the key's own: a name is
+	// foreign input, and a record another tenant or binary wrote may name
+	// another key's transcript, which its own record still needs. A name
+	// that is not the key's is left to the sweep, which judges it by its
+	// own key's record.
+	if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
 		if err := shared.Remove(b.dir, t.File); err != nil {
 			b.log.Warn().Str("key", key).Str("file", t.File).Err(err).Msg("session_sweep_failed")
 		}

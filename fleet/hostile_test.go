@@ -1,0 +1,34 @@
+package fleet
+
+import (
+	"testing"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A record that names another key's file (a tenant's or an older binary's
+// write under the prefix) is foreign input: reaping its key removes its
+// record and never the other key's transcript.
+func TestReapOfARecordNamingAnotherKeysFileRemovesOnlyItsOwn(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	victim, hostile := store.Key("github", "hostile", "victim"), store.Key("github", "hostile", "rogue")
+	f.run(victim, "one")
+	own := f.recordFile(victim)
+	old := time.Now().Add(-30 * 24 * time.Hour).UnixNano()
+	rec := etcdmeta.Record{Transcript: &etcdmeta.Transcript{Gen: 1, Size: 1, PromotedAt: old, File: own}}
+	if _, err := f.b.meta.Put(t.Context(), hostile, 0, rec, etcdmeta.HistoryEntry{Gen: 1, At: old}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || len(r.Removed) != 1 || r.Removed[0] != hostile {
+		t.Fatalf("reap = %+v, %v; want the hostile key removed", r, err)
+	}
+	if files := f.files(victim); len(files) != 1 || files[0] != own {
+		t.Fatalf("the victim's files are %v, want its record's %s", files, own)
+	}
+	f.holds(victim, "one", 1)
+}
