@@ -19,6 +19,11 @@ import (
 // directory and its files, or a name that is no key. own is the file the
 // key's record names, already checked.
 func (c *checker) dir(name, own string, add addFunc) {
+	if name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		// No entry of the dir has such a name: it is a record's, foreign
+		// input, and looked up it would reach outside the dir.
+		return
+	}
 	st, err := fsat.LstatAt(c.root, name)
 	switch {
 	case fsat.IsNotExist(err):

@@ -1,6 +1,9 @@
 package fleet
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,4 +34,38 @@ func TestReapOfARecordNamingAnotherKeysFileRemovesOnlyItsOwn(t *testing.T) {
 		t.Fatalf("the victim's files are %v, want its record's %s", files, own)
 	}
 	f.holds(victim, "one", 1)
+}
+
+// A name under the records that is no key is foreign input, never a path:
+// check reports it from etcd and looks nothing up outside the transcripts
+// dir by it (here, a link beside the dir, which it would report with its
+// target).
+func TestCheckLooksNothingUpOutsideTheDirByARecordsName(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	outside := filepath.Join(filepath.Dir(f.dir), "outside")
+	if err := os.Symlink("/etc/passwd", outside); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../outside", "../../" + filepath.Base(filepath.Dir(f.dir)) + "/outside", "./", "."} {
+		if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+name, "\xc1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var found []store.Finding
+	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range found {
+		if !strings.HasPrefix(fd.Path, f.prefix+"/record/") || fd.Kind != store.KindNotAKey {
+			t.Errorf("finding %+v: want only the records whose names are no key, reported from etcd", fd)
+		}
+	}
+	if len(found) != 4 {
+		t.Fatalf("found %d, want the 4 records", len(found))
+	}
 }
