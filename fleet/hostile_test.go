@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,4 +69,40 @@ func TestCheckLooksNothingUpOutsideTheDirByARecordsName(t *testing.T) {
 	if len(found) != 4 {
 		t.Fatalf("found %d, want the 4 records", len(found))
 	}
+}
+
+// A history entry in the last slot a history has (another binary's, or
+// written by hand) leaves no slot above it: the key's history is damaged,
+// which check reports and a promotion is refused for, never a store that
+// is taken for unavailable.
+func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "lastslot")
+	f.run(key, "one")
+	cli := c.Client(t)
+	hist := f.prefix + "/history/" + key + "/"
+	got, err := cli.Get(t.Context(), hist+"0000000000000001")
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("the key's first entry: %v, %v", got, err)
+	}
+	if _, err := cli.Put(t.Context(), hist+"ffffffffffffffff", string(got.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	var found []store.Finding
+	if _, err := f.b.Check(t.Context(), CheckOptions{}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Path != hist || found[0].Kind != store.KindRecordUndecodable {
+		t.Fatalf("check found %+v; want the history reported undecodable", found)
+	}
+	sess, _ := f.job(key, "two")
+	res, err := f.promote(sess)
+	if res.Promoted || !errors.Is(err, etcdmeta.ErrDamaged) {
+		t.Fatalf("promote = %+v, %v; want refused for the damaged history", res, err)
+	}
+	f.holds(key, "one", 1)
 }

@@ -3,6 +3,7 @@ package etcdmeta
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -159,12 +160,17 @@ func marshal(v any) ([]byte, error) {
 // order is numeric order.
 func seqName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
 
+// parseSeq parses a history entry's name. The last slot (all f) is not
+// one: no write can claim the slot above it, so an entry there (another
+// binary's, or one written by hand) is damage to report, not a slot whose
+// successor wraps to 0 and loses every compare, which a writer took for
+// etcd being unavailable.
 func parseSeq(name string) (uint64, bool) {
 	if len(name) != 16 || !lowerHex(name) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(name, 16, 64)
-	return n, err == nil
+	return n, err == nil && n != math.MaxUint64
 }
 
 // ValidKey reports whether key is 32 lowercase hex characters, the only

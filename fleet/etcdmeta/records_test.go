@@ -77,7 +77,7 @@ func TestRecordDamage(t *testing.T) {
 
 func TestSeqNamesSortNumerically(t *testing.T) {
 	prev := ""
-	for _, n := range []uint64{0, 1, 9, 10, 15, 16, 255, 256, 1 << 32, 1<<64 - 1} {
+	for _, n := range []uint64{0, 1, 9, 10, 15, 16, 255, 256, 1 << 32, 1<<64 - 2} {
 		name := seqName(n)
 		if name <= prev {
 			t.Fatalf("seqName(%d) = %q sorts before %q", n, name, prev)
@@ -87,7 +87,8 @@ func TestSeqNamesSortNumerically(t *testing.T) {
 		}
 		prev = name
 	}
-	for _, bad := range []string{"", "00000000000000A0", "000000000000000g", "0000000000000001/"} {
+	// The last slot is none: no slot is above it (TestHistoryEntryInTheLastSlotIsDamage).
+	for _, bad := range []string{"", "00000000000000A0", "000000000000000g", "0000000000000001/", "ffffffffffffffff"} {
 		if _, ok := parseSeq(bad); ok {
 			t.Errorf("parseSeq(%q) accepted", bad)
 		}
