@@ -49,7 +49,8 @@ var (
 
 	// ErrDamaged is returned when a record or history value does not
 	// decode: not a msgpack map, a field of the wrong type, trailing
-	// bytes, no schema version.
+	// bytes, no schema version; and by Lock when a key's lock dir holds a
+	// key with no lease, which is no holder's and never ends.
 	ErrDamaged = errors.New("damaged value")
 
 	// ErrNewerSchema is returned when a record's schema version is newer

@@ -82,10 +82,35 @@ func (s *Store) acquire(ctx context.Context, key string, m *concurrency.Mutex) e
 		return nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && m.Key() != "":
 		// The waiter's key was written, so etcd answered: someone else
-		// held the lock for the whole wait.
+		// held the lock for the whole wait. Unless what it waited for is
+		// a key with no lease, which no holder writes (another tenant's,
+		// or one put by hand): that one never ends, and "locked" would
+		// send the operator back for ever.
+		if junk := s.leaseless(ctx, key); junk != "" {
+			return fmt.Errorf("lock %s: %w: %s holds no lease, so it is no holder's lock and never ends; remove it with etcdctl del", key, ErrDamaged, junk)
+		}
 		return fmt.Errorf("lock %s: %w", key, ErrLocked)
 	}
 	return s.cfg.opErr(ctx, "lock", key, err)
+}
+
+// leaseless returns a key in key's lock dir that has no lease, or "" for
+// none (or when the read fails: the wait's own error stands then).
+func (s *Store) leaseless(ctx context.Context, key string) string {
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	// Not keys only: etcd answers that from its index alone, without
+	// the leases.
+	resp, err := s.cli.Get(c, s.lockDir(key)+"/", clientv3.WithPrefix())
+	if err != nil {
+		return ""
+	}
+	for _, kv := range resp.Kvs {
+		if kv.Lease == 0 {
+			return string(kv.Key)
+		}
+	}
+	return ""
 }
 
 func (s *Store) revoke(id clientv3.LeaseID) {
