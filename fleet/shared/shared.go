@@ -142,9 +142,21 @@ func Open(dir, name string) (*os.File, error) {
 	}
 	defer kd.Close()
 	file := name[len(key)+1:]
+	// The name is lstat'ed first, and anything but a regular file refused
+	// unopened: the open of a device runs its driver, and that of a
+	// socket fails with an errno of its own (ENXIO, EOPNOTSUPP), which a
+	// resolve would take for a fault.
+	lst, err := fsat.LstatAt(kd, file)
+	if err != nil {
+		return nil, err
+	}
+	if !fsat.IsRegular(&lst) {
+		return nil, &os.PathError{Op: "open", Path: fsat.Join(kd, file), Err: ErrNotRegular}
+	}
 	f, err := fsat.OpenAt(kd, file, unix.O_RDONLY, 0)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
+		// A link or a socket swapped in since the lstat.
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP) {
 			err = &os.PathError{Op: "open", Path: fsat.Join(kd, file), Err: ErrNotRegular}
 		}
 		return nil, err

@@ -1,0 +1,58 @@
+package shared
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/internal/testfs"
+)
+
+// A socket or a device at a generation's name is ErrNotRegular, which a
+// resolve reads as a named miss, and a device is never opened: its open
+// runs its driver.
+func TestOpenRefusesASocketAndNeverOpensADevice(t *testing.T) {
+	dir := t.TempDir()
+	name := key + "/0000000000000001-0123456789abcdef.jsonl"
+	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	// A socket path is bounded (108 bytes): bind beside it and move it in.
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("no unix socket here: %v", err)
+	}
+	defer l.Close()
+	if err := os.Rename(sock, p); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("Open of a socket = %v, want ErrNotRegular", err)
+	}
+	os.Remove(p)
+
+	if err := testfs.MknodNull(p); err != nil {
+		t.Skipf("mknod not permitted: %v", err)
+	}
+	opens, stop, err := testfs.WatchOpens(p)
+	if err != nil {
+		t.Skipf("opens cannot be watched here: %v", err)
+	}
+	defer stop()
+	if f, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("Open of a device = %v, want ErrNotRegular", err)
+	}
+	if n := opens(); n != 0 {
+		t.Errorf("Open opened the device %d times", n)
+	}
+}
