@@ -106,3 +106,35 @@ func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
 	}
 	f.holds(key, "one", 1)
 }
+
+// A key's directory that is a link (to a dir outside the transcripts dir,
+// holding a file of the record's name) is never followed by dump either:
+// the report gives nothing of the file beyond the link.
+func TestInspectNeverFollowsALinkedKeyDir(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "linkeddir")
+	f.run(key, "one")
+	name := f.recordFile(key)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, filepath.Base(name)), make([]byte, 12345), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kd := filepath.Join(f.dir, key)
+	if err := os.Rename(kd, kd+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, kd); err != nil {
+		t.Fatal(err)
+	}
+	var got []Report
+	if err := f.b.Inspect(t.Context(), InspectOptions{Only: key}, func(r Report) error {
+		got = append(got, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Transcript == nil || got[0].Transcript.Bytes != 0 || !got[0].Transcript.ModTime.IsZero() {
+		t.Fatalf("inspect = %+v; want the file behind the link unreported", got)
+	}
+}

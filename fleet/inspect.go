@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
 	"sessdb/store/transcript"
@@ -197,8 +196,8 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		// A link, a FIFO, a directory: never followed or read.
 		obs.Transcript = gates.Transcript{Exists: true}
 		k.Transcript = &store.TranscriptReport{}
-		if fi, err := os.Lstat(filepath.Join(b.dir, t.File)); err == nil {
-			k.Transcript.Bytes, k.Transcript.ModTime = fi.Size(), fi.ModTime()
+		if st, ok := lstatName(b.dir, t.File); ok {
+			k.Transcript.Bytes, k.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 		}
 		if o.Verify {
 			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
@@ -241,6 +240,26 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 	}
 	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), afterCopy)
 	return r, nil
+}
+
+// lstatName is the lstat of the file name (one shared.Open refused) in
+// the transcripts dir dir, through its key's directory opened without
+// following a link: a link there is the key's own name, and what it
+// points at, outside the dir perhaps, is nobody's to report.
+func lstatName(dir, name string) (unix.Stat_t, bool) {
+	key, file, _ := strings.Cut(name, "/")
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return unix.Stat_t{}, false
+	}
+	defer root.Close()
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return unix.Stat_t{}, false
+	}
+	defer kd.Close()
+	st, err := fsat.LstatAt(kd, file)
+	return st, err == nil
 }
 
 // gone reports whether err says a file is not there: removed (reaped), or
