@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -137,4 +140,57 @@ func TestInspectNeverFollowsALinkedKeyDir(t *testing.T) {
 	if len(got) != 1 || got[0].Transcript == nil || got[0].Transcript.Bytes != 0 || !got[0].Transcript.ModTime.IsZero() {
 		t.Fatalf("inspect = %+v; want the file behind the link unreported", got)
 	}
+}
+
+// A record at the last generation (another binary's, or written by hand)
+// is promoted onto at that generation again (the count saturates), so a
+// file of it in flight is not above the record's: the sweep still keeps
+// it through the in-flight window, as it does a generation above.
+func TestSweepKeepsAPromotionInFlightAtTheLastGeneration(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "hostile", "lastgen")
+	f.run(key, "a")
+	data, err := os.ReadFile(filepath.Join(f.dir, f.recordFile(key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, size, crc, err := shared.Write(t.Context(), f.dir, key, math.MaxUint64, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := st.Record
+	rec.Transcript = &etcdmeta.Transcript{Gen: math.MaxUint64, Size: size, CRC32C: uint64(crc), PromotedAt: time.Now().Add(-time.Minute).UnixNano(), File: name}
+	if _, err := f.b.meta.Put(t.Context(), key, st.Rev, rec, etcdmeta.HistoryEntry{Gen: math.MaxUint64}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := f.job(key, "b")
+	var swept []string
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			// A minute on, the new file is older than the grace, well
+			// within the in-flight window.
+			later := func() time.Time { return time.Now().Add(time.Minute) }
+			r, err := f.open().Reap(t.Context(), ReapOptions{Grace: 10 * time.Millisecond, Now: later})
+			if err != nil {
+				t.Errorf("reap during the commit window: %v", err)
+			}
+			swept = r.Swept
+		}
+		return nil
+	}
+	res, err := f.promote(sess)
+	if err != nil || !res.Promoted || res.Gen != math.MaxUint64 {
+		t.Fatalf("promote = %+v, %v", res, err)
+	}
+	for _, n := range swept {
+		if n == f.recordFile(key) {
+			t.Fatalf("reap swept %s, the promotion in flight that its record names now", n)
+		}
+	}
+	f.holds(key, "b", math.MaxUint64)
 }

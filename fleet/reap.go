@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -175,7 +176,7 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFligh
 // A file of a generation at or below the record's that the record does
 // not name can never be named: a commit names the generation above its
 // base's, guarded by the base's revision, and the record's generation
-// only grows.
+// only grows. Save at the last generation, where it stops growing.
 func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
@@ -190,7 +191,10 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 		t = it.Record.Transcript
 	}
 	_, gen, isFile := shared.ParseName(name)
-	if (!isFile || t == nil || gen > t.Gen) && mtime.After(inFlight) {
+	// At the last generation the count saturates (a record another
+	// binary or a hand wrote there): a promotion numbers its file as its
+	// base's, so a file of that generation may be in flight too.
+	if (!isFile || t == nil || gen > t.Gen || gen == math.MaxUint64) && mtime.After(inFlight) {
 		return true
 	}
 	switch {
