@@ -98,8 +98,10 @@ func (c Config) validate() (settings, error) {
 		if err == nil && u.User != nil {
 			return s, invalid(field, "%q carries credentials: give them as Username and Password, never in the URL", u.Redacted())
 		}
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		// A host that is empty ("http://:2379", an unset variable) is not
+		// refused by the client: it dials this machine's port instead.
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return s, invalid(field, "%q is not http://host:port or https://host:port (a port from 1 to 65535)", ep)
 		}
 		if scheme != "" && u.Scheme != scheme {

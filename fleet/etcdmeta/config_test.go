@@ -55,6 +55,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: []string{"http://a:1", "ftp://b:2"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"http://a:1", "https://b:2"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"http://a"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://:2379"}}, "Endpoints[0]"}, // no host: the client would dial this machine
+		{Config{Endpoints: []string{"http://a:1#x"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://u:p@a:1"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:99999"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:0"}}, "Endpoints[0]"},
