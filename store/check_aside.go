@@ -19,9 +19,9 @@ import (
 // a meta.db made for the lock and removed again in the dir moved aside.
 // Nothing in the dir is changed; sessdb never removes a quarantine dir.
 //
-// Caveat: a promotion that opened the key dir before the move and was
-// waiting for its lock lands in the dir moved aside (it reports promoted;
-// its history says so): quarantine a key no job is promoting.
+// A promotion that opened the key dir before the move and was waiting for
+// its lock fails once it has it: its dir is no longer at the key's name
+// (Begin checks), and nothing is written in the dir moved aside.
 func (s *Store) Quarantine(key string) (string, error) {
 	if !ValidKey(key) {
 		return "", fmt.Errorf("quarantine %q: %w", key, ErrInvalidKey)

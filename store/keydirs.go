@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -190,6 +191,18 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	if err := t.d.View(func(tx *db.Tx) (err error) { t.history, err = tx.History(0); return err }); err != nil {
 		return nil, err
 	}
+	// The key dir may have been moved aside while this writer waited for
+	// its lock (check --repair --quarantine): a promotion landing there
+	// would say promoted of a dir no resolve finds. Whoever moves a key
+	// dir holds its lock, so the name checked now stays until this writer
+	// lets go. A dir a killed reap renamed (its last entry says reaping)
+	// is the exception: the next reap moves a promotion landed there back
+	// to its key.
+	if err := stillAtKey(s.root, kd, key); err != nil {
+		if n := len(t.history); n == 0 || t.history[n-1].Outcome != reapingOutcome {
+			return nil, err
+		}
+	}
 	t.emptyDB = t.sc == (db.Sidecars{}) && len(t.history) == 0
 	// The pending entry itself is replaced by this promotion's commit.
 	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
@@ -210,6 +223,28 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	}
 	ok = true
 	return t, nil
+}
+
+// stillAtKey fails unless kd is still the directory at key under the
+// sessions root.
+func stillAtKey(root string, kd *os.File, key string) error {
+	held, err := fsat.Fstat(kd)
+	if err != nil {
+		return err
+	}
+	rd, err := fsat.OpenDir(root)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	now, err := fsat.LstatAt(rd, key)
+	if err == nil && (now.Dev != held.Dev || now.Ino != held.Ino) {
+		err = errors.New("another directory is at its name")
+	}
+	if err != nil {
+		return &os.PathError{Op: "promote", Path: kd.Name(), Err: fmt.Errorf("the key dir was moved aside while this promotion waited for its lock: %w", err)}
+	}
+	return nil
 }
 
 // keyTxn is a key dir held under its exclusive lock for a promotion.
