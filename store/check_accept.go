@@ -49,7 +49,8 @@ type AcceptResult struct {
 // no pi-version stamp it cold-starts until its next promotion stamps it
 // (a fresh record starts at generation 1: the old file's are unknown).
 //
-// It writes nothing and returns ErrNotAccepted when there is no regular,
+// It writes nothing and returns ErrNotAccepted when the key dir was moved
+// aside while Accept waited for its lock, when there is no regular,
 // non-empty current.jsonl, when meta.db cannot be written (damaged, from
 // a newer sessdb, fallen back to an older commit: check --repair moves it
 // aside first), or when the key has no meta.db and none was moved aside
@@ -98,6 +99,11 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 			fsat.UnlinkAt(kd, db.FileName)
 		}
 	}()
+	// Moved aside (check --repair --quarantine) while this waited for the
+	// lock: what is there is no longer the key's.
+	if err := stillAtKey("accept", s.root, kd, key); err != nil {
+		return refuse(err.Error())
+	}
 
 	if m := d.MetaPages(); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
 		return refuse("a meta page of meta.db is invalid (check: meta-page-invalid); check --repair moves it aside first")

@@ -198,7 +198,7 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	// lets go. A dir a killed reap renamed (its last entry says reaping)
 	// is the exception: the next reap moves a promotion landed there back
 	// to its key.
-	if err := stillAtKey(s.root, kd, key); err != nil {
+	if err := stillAtKey("promote", s.root, kd, key); err != nil {
 		if n := len(t.history); n == 0 || t.history[n-1].Outcome != reapingOutcome {
 			return nil, err
 		}
@@ -225,9 +225,9 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	return t, nil
 }
 
-// stillAtKey fails unless kd is still the directory at key under the
-// sessions root.
-func stillAtKey(root string, kd *os.File, key string) error {
+// stillAtKey fails, naming op, unless kd is still the directory at key
+// under the sessions root.
+func stillAtKey(op, root string, kd *os.File, key string) error {
 	held, err := fsat.Fstat(kd)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func stillAtKey(root string, kd *os.File, key string) error {
 		err = errors.New("another directory is at its name")
 	}
 	if err != nil {
-		return &os.PathError{Op: "promote", Path: kd.Name(), Err: fmt.Errorf("the key dir was moved aside while this promotion waited for its lock: %w", err)}
+		return &os.PathError{Op: op, Path: kd.Name(), Err: fmt.Errorf("the key dir was moved aside while this %s waited for its lock: %w", op, err)}
 	}
 	return nil
 }

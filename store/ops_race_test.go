@@ -3,11 +3,14 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A promotion that opened the key dir and was waiting for its lock while
@@ -64,5 +67,92 @@ func TestQuarantineFailsAWaitingPromotion(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, testKey)); err == nil {
 		t.Fatal("the key dir is back after its quarantine")
+	}
+}
+
+// Two operators reaping one root at once: the second, waiting for the
+// key's lock while the first removes it, must neither fail nor leave
+// anything; the key is reaped once.
+func TestTwoReapsAtOnce(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	type reaped struct {
+		res ReapResult
+		err error
+	}
+	done := make(chan reaped, 1)
+	var once sync.Once
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapBeforeRename {
+			once.Do(func() {
+				go func() {
+					res, err := s.Reap(false)
+					done <- reaped{res, err}
+				}()
+				waitForStack(t, "sessdb/db.lockKey") // the second reap waits for the first's lock
+			})
+		}
+		return nil
+	})
+	first, err := s.Reap(false)
+	second := <-done
+	faults.Set(nil)
+	if err != nil || !slices.Equal(first.Removed, []string{testKey}) {
+		t.Fatalf("first reap = %+v, %v", first, err)
+	}
+	if second.err != nil || len(second.res.Failed)+len(second.res.Removed)+len(second.res.Refused) != 0 {
+		t.Fatalf("second reap = %+v, %v", second.res, second.err)
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Fatalf("left under the root: %v", left)
+	}
+}
+
+// check --repair --accept KEY waiting for the key's lock while another
+// operator's --quarantine KEY held it must not record the transcript in
+// the dir moved aside and say accepted of a key no resolve finds: it is
+// refused, and the quarantine dir is left as it was moved.
+func TestAcceptWaitingForAQuarantineRecordsNothing(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var armed atomic.Bool
+	var hook func()
+	s, err := New(root, Options{LockTimeout: 5 * time.Second, Now: func() time.Time {
+		if armed.CompareAndSwap(true, false) {
+			hook() // Quarantine's first look at the clock: under the key's lock, before its rename
+		}
+		return now
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	if err := os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(now, "edited"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type accepted struct {
+		res AcceptResult
+		err error
+	}
+	done := make(chan accepted, 1)
+	hook = func() {
+		go func() {
+			res, err := s.Accept(testKey)
+			done <- accepted{res, err}
+		}()
+		waitForStack(t, "sessdb/db.flockUntil") // the accept waits for the quarantine's flock
+	}
+	armed.Store(true)
+	aside, err := s.Quarantine(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, filepath.Join(root, aside))
+	a := <-done
+	if a.err == nil {
+		t.Fatalf("the waiting accept = %+v; want it refused, not recorded in %s", a.res, aside)
+	}
+	if after := treeState(t, filepath.Join(root, aside)); after != before {
+		t.Fatalf("the quarantine dir changed under the accept:\n%s\nwas\n%s", after, before)
 	}
 }
