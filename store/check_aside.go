@@ -64,6 +64,13 @@ func (s *Store) Quarantine(key string) (string, error) {
 	// A meta.db that is a link or a FIFO is no lock anyone can take: the
 	// key is moved as it is.
 	stamp := s.opts.Now().UTC().Format("20060102T150405Z")
+	// Moved aside by another quarantine while this waited for the lock:
+	// what is at the key's name now (a key made again) is not the dir
+	// locked, and is not moved without its lock. Whoever moves a key dir
+	// holds its lock, so the name checked now stays until the rename.
+	if err := stillAtKey("quarantine", s.root, kd, key); err != nil {
+		return "", err
+	}
 	aside, err := renameAside(root, key, func(n int) string {
 		if n == 1 {
 			return QuarantinePrefix + key + "-" + stamp

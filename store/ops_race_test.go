@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,5 +155,62 @@ func TestAcceptWaitingForAQuarantineRecordsNothing(t *testing.T) {
 	}
 	if after := treeState(t, filepath.Join(root, aside)); after != before {
 		t.Fatalf("the quarantine dir changed under the accept:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// Two operators quarantining one key at once: the second waits for the
+// lock of the dir the first moves aside, and must then not move whatever
+// is at the key's name since (a key made again, whose lock it does not
+// hold, a promotion perhaps mid-commit in it): it is refused, and the new
+// key stays where resolves find it.
+func TestSecondQuarantineNeverMovesAKeyMadeSince(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var calls atomic.Int32
+	var hooks [2]func()
+	s, err := New(root, Options{LockTimeout: 5 * time.Second, Now: func() time.Time {
+		// The first two looks at the clock once armed: each quarantine's,
+		// under the lock it took, before its rename.
+		if n := calls.Add(-1); n >= 0 && n < 2 {
+			hooks[1-n]()
+		}
+		return now
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	type quarantined struct {
+		aside string
+		err   error
+	}
+	done := make(chan quarantined, 1)
+	hooks[0] = func() {
+		go func() {
+			aside, err := s.Quarantine(testKey)
+			done <- quarantined{aside, err}
+		}()
+		waitForStack(t, "sessdb/store.(*Store).flockExclusive") // the second waits for the first's lock
+	}
+	made := make(chan struct{})
+	hooks[1] = func() {
+		// The key made again by a job while the second had the old dir's lock.
+		defer close(made)
+		runJob(t, s, testKey, localJob(), PromoteRequest{}, "again")
+	}
+	calls.Store(2)
+	first, err := s.Quarantine(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := <-done
+	<-made
+	if second.err == nil {
+		t.Fatalf("the second quarantine moved %s (the first moved %s): a key made since, without its lock", second.aside, first)
+	}
+	sess, data := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	if !bytes.Contains(data, []byte("again")) {
+		t.Fatal("the key made again does not resume its own promotion")
 	}
 }
