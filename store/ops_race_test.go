@@ -214,3 +214,40 @@ func TestSecondQuarantineNeverMovesAKeyMadeSince(t *testing.T) {
 		t.Fatal("the key made again does not resume its own promotion")
 	}
 }
+
+// A reap that judged a key expired and, before it had the key's lock, saw
+// it quarantined and made again by a job, must neither empty the
+// quarantine dir (sessdb never removes one) nor move the key made since,
+// whose lock it does not hold: it leaves both.
+func TestReapOfAKeyQuarantinedBeforeItsLock(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	var aside, before string
+	var once sync.Once
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapBeforeLock {
+			once.Do(func() {
+				var err error
+				if aside, err = s.Quarantine(testKey); err != nil {
+					t.Error(err)
+				}
+				before = treeState(t, filepath.Join(root, aside))
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "again")
+			})
+		}
+		return nil
+	})
+	res, err := s.Reap(false)
+	faults.Set(nil)
+	if len(res.Removed) != 0 {
+		t.Errorf("reap = %+v, %v; removed a key it did not hold", res, err)
+	}
+	if treeState(t, filepath.Join(root, aside)) != before {
+		t.Errorf("the quarantine dir %s changed under the reap", aside)
+	}
+	sess, data := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	if !bytes.Contains(data, []byte("again")) {
+		t.Fatal("the key made again does not resume its own promotion")
+	}
+}

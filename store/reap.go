@@ -262,6 +262,12 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		return false, err
 	}
+	// Moved aside (check --repair --quarantine) since the first look: the
+	// dir locked is no longer the key, and what is at its name now (a key
+	// made again) is not locked.
+	if err := stillAtKey("reap", s.root, kd, key); err != nil {
+		return keep(err)
+	}
 	last, err := lastPromotion(kd, sc)
 	if err != nil || !expired(last, s.opts.Now(), ttl) {
 		return keep(err)
