@@ -61,6 +61,9 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+"@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:99999"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:0"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		// An unset $HOST in http://$HOST:2379: the client would dial this
+		// machine's port.
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://:2379"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		// A ticket names these as JSON text, which cannot carry invalid
 		// UTF-8: its promote would find another root.
 		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/bad\xffutf8"), resolve, "PI_SESSIONS_ETCD_PREFIX"},

@@ -158,7 +158,7 @@ func parseEndpoints(name, raw string) ([]string, error) {
 			// Never quoted whole: the password would reach the job's log.
 			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, brief(u.Redacted()))
 		}
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) ||
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, brief(ep))
 		}
