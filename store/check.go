@@ -200,8 +200,16 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 		}
 		return result{ValidKey(names[i]), fs, err}
 	}
+	interrupted := false
 	deliver := func(r result) error {
-		if r.err != nil {
+		if r.err != nil && r.findings == nil {
+			if ctx.Err() != nil && errors.Is(r.err, ctx.Err()) {
+				// Cut short before anything was done: not examined. The
+				// entries started after it may have repaired, so they are
+				// still delivered.
+				interrupted = true
+				return nil
+			}
 			return r.err
 		}
 		sum.Entries++
@@ -217,9 +225,16 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 		if opts.Progress != nil {
 			opts.Progress(sum.Entries, len(names))
 		}
-		return nil
+		if r.err != nil && ctx.Err() != nil && errors.Is(r.err, ctx.Err()) {
+			interrupted = true
+			return nil
+		}
+		return r.err
 	}
 	_, err = walk.Ordered(ctx, len(names), walk.Workers(opts.Workers), work, deliver)
+	if err == nil && interrupted {
+		err = ctx.Err()
+	}
 	return sum, err
 }
 
@@ -263,11 +278,14 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		}
 	}
 	found, err := s.examine(ctx, root, name, deepCheck)
-	if err != nil || !opts.Repair {
+	if err != nil {
+		return nil, err // nothing done: the entry is not reported
+	}
+	if !opts.Repair {
 		for i := range found {
 			found[i].Remains = true
 		}
-		return found, err
+		return found, nil
 	}
 	if opts.Quarantine == name {
 		return s.quarantineFindings(name, found), nil
@@ -282,6 +300,15 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	}
 	after, err := s.examine(ctx, root, name, deepCheck)
 	if err != nil {
+		// The repair acted and the look after it was cut short (ctx
+		// ended, the deep check failed): what was done is still
+		// reported, with the error; what it did not act on remains.
+		for i := range found {
+			found[i].Remains = found[i].Severity == SeverityProblem && !found[i].Repaired
+		}
+		if action != nil {
+			found = append(found, *action)
+		}
 		return found, err
 	}
 	still := map[[2]string]bool{}

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // swapInWalk is a context whose Err, the first time findLinksBelow asks
@@ -85,5 +87,43 @@ func TestCheckWalkNeverFollowsADirSwappedForALink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A check --repair whose context ends after it moved a damaged meta.db
+// aside, before its second look at the key, must still report the move:
+// the walk stops, but what it did is in the findings and the summary.
+func TestRepairInterruptedAfterActingReportsWhatItDid(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "x")
+	if err := os.Truncate(filepath.Join(root, testKey, db.FileName), 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	faults.Set(func(p faults.Point) error {
+		if p == faults.RepairAfterAside {
+			cancel() // the operator's interrupt, once the move is done
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	var repaired []Finding
+	sum, err := s.Check(ctx, CheckOptions{Repair: true}, func(f Finding) error {
+		if f.Repaired {
+			repaired = append(repaired, f)
+		}
+		return nil
+	})
+	faults.Set(nil)
+	aside, _ := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*"))
+	if len(aside) != 1 {
+		t.Fatalf("%d aside files; the test needs the move to have happened", len(aside))
+	}
+	if err == nil {
+		t.Fatal("Check did not say it was interrupted")
+	}
+	if len(repaired) != 1 || sum.Repaired != 1 {
+		t.Fatalf("meta.db moved aside, but %d repaired findings reported, summary %+v (err %v)", len(repaired), sum, err)
 	}
 }
