@@ -289,9 +289,15 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 // link's target outside the root, or a FIFO, whose open then hung the
 // check. A tree of any size can sit there, so the walk stops when ctx
 // ends (the caller then reports ctx's error, not a half-walked entry),
-// and where its path would pass PATH_MAX, as the walk by path did.
+// and where its path would pass PATH_MAX, as the walk by path did: that
+// directory is reported unreadable, so that what is below it (a link) is
+// not hidden without a word.
 func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path string, add addFunc) {
-	if ctx.Err() != nil || len(path) >= unix.PathMax {
+	if ctx.Err() != nil {
+		return
+	}
+	if len(path) >= unix.PathMax {
+		add(path, KindUnreadable, "not walked: its path is past PATH_MAX (%d bytes); links below it are not looked for", len(path))
 		return
 	}
 	dir, err := fsat.OpenDirAt(parent, name)

@@ -9,9 +9,12 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // swapInWalk is a context whose Err, the first time findLinksBelow asks
@@ -125,5 +128,51 @@ func TestRepairInterruptedAfterActingReportsWhatItDid(t *testing.T) {
 	}
 	if len(repaired) != 1 || sum.Repaired != 1 {
 		t.Fatalf("meta.db moved aside, but %d repaired findings reported, summary %+v (err %v)", len(repaired), sum, err)
+	}
+}
+
+// A tree under an odd directory deeper than PATH_MAX: the walk stops
+// there, as it must (such a path cannot be named), but check says so: a
+// link below that depth was hidden from it without a word before.
+func TestCheckSaysWhereItStoppedAtPathMax(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := fsat.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "deep"
+	for depth := 0; ; depth++ {
+		if err := fsat.MkdirAt(d, name, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		next, err := fsat.OpenDirAt(d, name)
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = next
+		if depth == 20 { // 4 + 20*251 bytes: past PATH_MAX
+			break
+		}
+		name = strings.Repeat("d", 250)
+	}
+	if err := unix.Symlinkat("/", int(d.Fd()), "planted"); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	var below []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
+		if strings.HasPrefix(f.Path, "deep/") {
+			below = append(below, f)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(below) != 1 || below[0].Kind != KindUnreadable || !strings.Contains(below[0].Detail, "PATH_MAX") {
+		t.Fatalf("findings below deep/: %+v; want one saying where the walk stopped", below)
 	}
 }
