@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -79,6 +80,10 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
 		return out, nil
 	}
+	if err := s.fault(faults.CheckAfterKeyOpen); err != nil {
+		add(name, KindUnreadable, "%v", err)
+		return out, nil
+	}
 	// Before anything is judged, under the shared lock where meta.db
 	// opened: a commit since changes it, and then this look's proof of
 	// damage is not proof about the file a repair would find.
@@ -109,7 +114,14 @@ type deepFunc func(key string) (DeepResult, error)
 // regular file (then it is not examined as a db).
 func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken bool) {
 	names, err := fsat.ReadDirNames(k.dir)
-	if err != nil {
+	switch {
+	case fsat.IsNotExist(err):
+		// The dir was removed since it was opened (a reap: a damaged
+		// meta.db holds no lock to keep it waiting). Nothing is left to
+		// judge, as of a name removed since the listing; it is no I/O
+		// error.
+		return true
+	case err != nil:
 		add(key, KindUnreadable, "%v", err)
 		return true
 	}

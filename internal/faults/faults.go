@@ -62,6 +62,11 @@ const (
 	RepairAfterAside    Point = "repair/after-move-aside"       // moved, the directory not fsynced
 )
 
+// CheckAfterKeyOpen is where check has opened a key dir (and meta.db, or
+// found it damaged or absent) and has read nothing in it yet: a reap may
+// remove the dir from then on. A fault here is reported as unreadable.
+const CheckAfterKeyOpen Point = "check/after-key-open"
+
 // The write boundaries of migrate, in each direction.
 const (
 	ToDBLocked    Point = "to-db/after-lock"      // meta.db open (maybe just created), nothing committed
