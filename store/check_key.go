@@ -315,15 +315,24 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 	dir, err := fsat.OpenDirAt(parent, name)
 	if err != nil {
 		// Swapped since it was listed: a link is reported, not followed;
-		// anything else is not a directory to walk.
-		if st, serr := fsat.LstatAt(parent, name); serr == nil && isLink(&st) {
+		// anything else is not a directory to walk. A directory that
+		// could not be opened (no descriptor left, a permission) is
+		// reported, so that what is below it is not hidden without a word.
+		st, serr := fsat.LstatAt(parent, name)
+		switch {
+		case serr == nil && isLink(&st):
 			add(path, KindLink, "a symbolic link; sessdb never follows it")
+		case serr == nil && fsat.IsDir(&st):
+			add(path, KindUnreadable, "not walked: %v; links below it are not looked for", err)
 		}
 		return
 	}
 	defer dir.Close()
 	names, err := fsat.ReadDirNames(dir)
 	if err != nil {
+		if !fsat.IsNotExist(err) { // removed since it was opened
+			add(path, KindUnreadable, "not walked: %v; links below it are not looked for", err)
+		}
 		return
 	}
 	for _, n := range sortedCopy(names) {

@@ -210,3 +210,58 @@ func TestCheckOfAKeyReapedUnderItIsNoIOError(t *testing.T) {
 		t.Fatalf("a key removed under the check: %+v, summary %+v", found, sum)
 	}
 }
+
+// A directory below an odd one that cannot be opened or listed (here: no
+// descriptor left, as a deep tree walked by many workers can cause; for
+// another user, a permission) is reported unreadable: the walk skipped it
+// in silence, and a link below it was hidden from the check.
+func TestCheckSaysWhatItCouldNotWalk(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	deep := filepath.Join(root, "odd", "a", "b")
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", filepath.Join(deep, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	// Use up every descriptor, then free three: the root, "odd" and its
+	// listing. "a" opens, and its listing finds none left.
+	var fill []int
+	t.Cleanup(func() {
+		for _, fd := range fill {
+			unix.Close(fd)
+		}
+	})
+	for {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == unix.EMFILE {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill = append(fill, fd)
+	}
+	if len(fill) < 3 {
+		t.Skip("too few descriptors to free three")
+	}
+	for range 3 {
+		unix.Close(fill[len(fill)-1])
+		fill = fill[:len(fill)-1]
+	}
+	var found []Finding
+	_, err := s.Check(context.Background(), CheckOptions{Workers: 1}, func(f Finding) error { found = append(found, f); return nil })
+	for _, fd := range fill {
+		unix.Close(fd)
+	}
+	fill = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if strings.HasPrefix(f.Path, "odd/") {
+			return // the link, or where the walk could not go
+		}
+	}
+	t.Fatalf("nothing said below odd/: %+v", found)
+}
