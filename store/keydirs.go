@@ -90,7 +90,15 @@ func (v *keyView) Base() Base {
 	// Begin will take the key to hold. Only a crash leaves a key so, and
 	// only then is the temp read whole here.
 	if p := k.pending; p != nil && !(k.fromTemp && tempMatches(k.dir, p)) {
-		st, err := transcriptInPlace(k.dir)
+		// What is in place: current.jsonl as openKey opened it, or, where
+		// the temp was opened instead, as it is now.
+		st, err := &k.tst, error(nil)
+		switch {
+		case k.fromTemp:
+			st, err = transcriptInPlace(k.dir)
+		case k.transcript == nil:
+			st = nil // nothing, or not a regular file
+		}
 		if held := heldRecord(k.dir, k.sidecars, st); err == nil && held != k.sidecars.Transcript {
 			return baseOf(held, st)
 		}

@@ -10,10 +10,9 @@ import (
 	"sessdb/internal/faults"
 )
 
-// losePromotion promotes sess's staged run with a crash between the
-// commit and the rename, then loses the committed promotion's temp by
-// lose: the key is left holding the generation before it, or nothing.
-func losePromotion(t *testing.T, s *Store, root string, sess Session, lose func(string)) {
+// crashAfterCommit promotes sess's staged run with a crash between the
+// commit and the rename, and returns the committed promotion's temp.
+func crashAfterCommit(t *testing.T, s *Store, root string, sess Session) string {
 	t.Helper()
 	faults.Set(func(p faults.Point) error {
 		if p == faults.PromoteAfterCommit {
@@ -21,15 +20,18 @@ func losePromotion(t *testing.T, s *Store, root string, sess Session, lose func(
 		}
 		return nil
 	})
+	t.Cleanup(func() { faults.Set(nil) })
 	res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi})
 	faults.Set(nil)
 	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
 	if res.Promoted || len(temps) != 1 {
 		t.Fatalf("the crashed promotion = %+v, %d temps", res, len(temps))
 	}
-	lose(temps[0])
+	return temps[0]
 }
 
+// loseTemp loses a committed promotion's temp: the key is left holding
+// the generation before it, or nothing.
 var loseTemp = map[string]func(string){
 	"gone":    func(p string) { os.Remove(p) },
 	"damaged": func(p string) { b, _ := os.ReadFile(p); b[len(b)-3] ^= 0xff; os.WriteFile(p, b, 0o600) },
@@ -46,7 +48,7 @@ func TestRetryOfALostFirstPromotionPromotesIt(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{})
 			sess, jobDir := mustResolve(t, s, testKey, localJob())
 			stage(t, jobDir, transcriptBytes(clock.now, "first run"))
-			losePromotion(t, s, root, sess, lose)
+			lose(crashAfterCommit(t, s, root, sess))
 			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
 			if !retry.Promoted || retry.Repeat || retry.Gen != 2 {
 				t.Fatalf("the retry = %+v; want promoted anew at gen 2 (gen 1 was lost)", retry)
@@ -78,7 +80,7 @@ func TestAJobColdOnALostPromotionsKeyPromotes(t *testing.T) {
 				} else {
 					stage(t, jobDir, append(staged(t, jobDir), entryLine("lost")...))
 				}
-				losePromotion(t, s, root, sess, lose)
+				lose(crashAfterCommit(t, s, root, sess))
 
 				upgraded := localJob()
 				upgraded.PiVersion = "9.9.9"
@@ -96,5 +98,32 @@ func TestAJobColdOnALostPromotionsKeyPromotes(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A promotion committed and then lost before its rename (its temp gone,
+// or damaged and swept) is not the key's: the key holds the generation
+// before it. The job's retry with the same ticket is then no repeat: its
+// transcript, still in its job dir, is promoted onto the generation it
+// was resolved from, which is what the key holds, and resumes. Before, it
+// was a repeat ("promoted", gen 2) of a promotion the key no longer had,
+// and a worker that then discarded the job dir lost the run for good.
+func TestRetryOfAPromotionLostBeforeItsRenamePromotesIt(t *testing.T) {
+	for name, lose := range loseTemp {
+		t.Run(name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			stage(t, jobDir, append(staged(t, jobDir), entryLine("after")...))
+			lose(crashAfterCommit(t, s, root, sess))
+			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if !retry.Promoted || retry.Repeat || retry.Gen != 3 {
+				t.Fatalf("the retry = %+v; want promoted anew at gen 3 (gen 2 was lost)", retry)
+			}
+			got, data := checkDescribed(t, s, root, testKey)
+			if !got.Resume || got.Gen() != 3 || markerOf(data, 1) != "after" {
+				t.Fatalf("after the retry: %+v holding %q; want the run's transcript at gen 3", got, markerOf(data, 1))
+			}
+		})
 	}
 }

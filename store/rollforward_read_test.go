@@ -18,20 +18,7 @@ func TestRollForwardThatCannotReadTheTempRemovesNothing(t *testing.T) {
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
-	faults.Set(func(p faults.Point) error {
-		if p == faults.PromoteAfterCommit {
-			return errors.New("crash")
-		}
-		return nil
-	})
-	t.Cleanup(func() { faults.Set(nil) })
-	if res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted {
-		t.Fatalf("the crashed promotion = %+v", res)
-	}
-	temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
-	if len(temps) != 1 {
-		t.Fatalf("%d temps after the crash, want the committed promotion's", len(temps))
-	}
+	temp := crashAfterCommit(t, s, root, sess)
 
 	eio := errors.New("input/output error")
 	faults.Set(func(p faults.Point) error {
@@ -46,8 +33,8 @@ func TestRollForwardThatCannotReadTheTempRemovesNothing(t *testing.T) {
 	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, eio) {
 		t.Fatalf("promote whose roll-forward could not read the temp = %+v, %v; want promote-failed with the read's error", res, err)
 	}
-	if after, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*")); len(after) != 1 || after[0] != temps[0] {
-		t.Fatalf("temps after the failed read: %v, want %v kept", after, temps)
+	if after, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*")); len(after) != 1 || after[0] != temp {
+		t.Fatalf("temps after the failed read: %v, want %v kept", after, temp)
 	}
 
 	faults.Set(nil)
