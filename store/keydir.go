@@ -182,44 +182,17 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 // (ENXIO), which made a resolve a fault where the ladder names
 // not-a-regular-file, and the open of a device runs its driver.
 func (k *keyDir) openTranscript(name string) error {
-	lst, err := fsat.LstatAt(k.dir, name)
+	f, st, err := fsat.OpenRegularAt(k.dir, name)
 	switch {
 	case fsat.IsNotExist(err):
+		return nil
+	case errors.Is(err, fsat.ErrNotRegular):
+		k.observeNotRegular(name)
 		return nil
 	case err != nil:
 		return err
-	case !fsat.IsRegular(&lst):
-		k.observeNotRegular(name)
-		return nil
 	}
-	f, err := fsat.OpenAt(k.dir, name, unix.O_RDONLY, 0)
-	switch {
-	case err == nil:
-	case fsat.IsNotExist(err):
-		return nil
-	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
-		// Swapped since the lstat: a link, or a socket (ENXIO on Linux,
-		// EOPNOTSUPP on macOS and FreeBSD).
-		k.observeNotRegular(name)
-		return nil
-	default:
-		return err
-	}
-	st, err := fsat.Fstat(f)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	k.obs.Transcript = gates.Transcript{
-		Exists:  true,
-		Regular: fsat.IsRegular(&st),
-		Size:    st.Size,
-		ModTime: time.Unix(st.Mtim.Unix()),
-	}
-	if !k.obs.Transcript.Regular {
-		f.Close()
-		return nil
-	}
+	k.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: st.Size, ModTime: time.Unix(st.Mtim.Unix())}
 	k.transcript, k.tst, k.expectSize = f, st, st.Size
 	if st.Size > 0 {
 		h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, st.Size))

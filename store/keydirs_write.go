@@ -244,19 +244,15 @@ func fileMatches(kd *os.File, name string, size int64, sum uint64) bool {
 // (an open, fstat or read that failed): that says nothing of the file.
 // Nothing at the name, or anything but a regular file, does not match.
 func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
-	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
+	f, st, err := fsat.OpenRegularAt(kd, name)
 	switch {
-	case fsat.IsNotExist(err), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
+	case fsat.IsNotExist(err), errors.Is(err, fsat.ErrNotRegular):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
 	defer f.Close()
-	st, err := fsat.Fstat(f)
-	if err != nil {
-		return false, err
-	}
-	if !fsat.IsRegular(&st) || st.Size != size {
+	if st.Size != size {
 		return false, nil
 	}
 	h := crc32.New(castagnoli)

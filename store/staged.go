@@ -50,34 +50,18 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 		return sf, "", err
 	}
 	defer sd.Close()
-	// lstat first: a device node is refused without being opened, since
-	// opening one runs its driver. The fstat after the open must then
-	// show the same regular file, or something was swapped in between.
-	lst, err := fsat.LstatAt(sd, TranscriptName)
+	// Only a regular file is opened: a device node's open runs its driver.
+	f, st, err := fsat.OpenRegularAt(sd, TranscriptName)
 	switch {
 	case fsat.IsNotExist(err):
 		return sf, gates.Absent, nil
+	case errors.Is(err, fsat.ErrNotRegular):
+		return sf, gates.NotARegularFile, nil
 	case err != nil:
 		return sf, "", err
-	case !fsat.IsRegular(&lst):
-		return sf, gates.NotARegularFile, nil
 	}
-	f, err := fsat.OpenAt(sd, TranscriptName, unix.O_RDONLY, 0)
-	switch {
-	case err == nil:
-	case errors.Is(err, unix.ELOOP):
-		return sf, gates.NotARegularFile, nil
-	case fsat.IsNotExist(err):
-		return sf, gates.Absent, nil
-	default:
-		return sf, "", err
-	}
-	st, err := fsat.Fstat(f)
 	reason := gates.Reason("")
 	switch {
-	case err != nil:
-	case !fsat.IsRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
-		reason = gates.NotARegularFile
 	case st.Nlink != 1:
 		// A hard link is another name for some file the container could
 		// see; promoting it would copy that file into the store.
@@ -85,9 +69,9 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	case st.Size == 0:
 		reason = gates.Absent
 	}
-	if err != nil || reason != "" {
+	if reason != "" {
 		f.Close()
-		return sf, reason, err
+		return sf, reason, nil
 	}
 	sf = stagedFile{f: f, size: st.Size}
 	var last [1]byte

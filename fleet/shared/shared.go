@@ -141,35 +141,14 @@ func Open(dir, name string) (*os.File, error) {
 		return nil, err
 	}
 	defer kd.Close()
-	file := name[len(key)+1:]
-	// The name is lstat'ed first, and anything but a regular file refused
-	// unopened: the open of a device runs its driver, and that of a
-	// socket fails with an errno of its own (ENXIO, EOPNOTSUPP), which a
+	// Only a regular file is opened: the open of a device runs its
+	// driver, and that of a socket fails with an errno of its own, which a
 	// resolve would take for a fault.
-	lst, err := fsat.LstatAt(kd, file)
-	if err != nil {
-		return nil, err
+	f, _, err := fsat.OpenRegularAt(kd, name[len(key)+1:])
+	if errors.Is(err, fsat.ErrNotRegular) {
+		err = &os.PathError{Op: "open", Path: fsat.Join(kd, name[len(key)+1:]), Err: ErrNotRegular}
 	}
-	if !fsat.IsRegular(&lst) {
-		return nil, &os.PathError{Op: "open", Path: fsat.Join(kd, file), Err: ErrNotRegular}
-	}
-	f, err := fsat.OpenAt(kd, file, unix.O_RDONLY, 0)
-	if err != nil {
-		// A link or a socket swapped in since the lstat.
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = &os.PathError{Op: "open", Path: fsat.Join(kd, file), Err: ErrNotRegular}
-		}
-		return nil, err
-	}
-	st, err := fsat.Fstat(f)
-	if err == nil && !fsat.IsRegular(&st) {
-		err = &os.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return f, err
 }
 
 // Remove removes the transcript or temp name under dir, or the key's

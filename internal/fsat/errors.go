@@ -6,8 +6,8 @@ import "errors"
 // directory is a link or something else.
 var ErrNotDir = errors.New("not a real directory")
 
-// ErrNotRegular is returned by ReadSmallFile when the name is a link, a
-// FIFO, a directory, a device or a socket.
+// ErrNotRegular is returned by OpenRegularAt and ReadSmallFile when the
+// name is a link, a FIFO, a directory, a device or a socket.
 var ErrNotRegular = errors.New("not a regular file")
 
 // ErrTooLarge is returned by ReadSmallFile when the file holds more than

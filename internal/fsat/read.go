@@ -8,38 +8,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadSmallFile is like os.ReadFile, but it reads name inside dir without
-// following a link or blocking on a FIFO, refuses anything but a regular
-// file (judged on lstat before the open, so that a device's driver never
-// runs, and on fstat of what was opened: a link is ErrNotRegular too),
-// and reads at most max bytes: a file that holds more is ErrTooLarge,
-// however large it claims to be. An empty file is an empty slice. Safe
-// for concurrent use; it never writes.
-func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
+// OpenRegularAt is like OpenAt for reading, but only a regular file is
+// opened: name is lstat'ed first, and a link, a FIFO, a socket or a device
+// is ErrNotRegular without being opened (the open of a device runs its
+// driver); one swapped in since the lstat is ErrNotRegular too, from the
+// open's errno (a link is ELOOP; a socket ENXIO on Linux, EOPNOTSUPP on
+// macOS and FreeBSD) or because the fstat of what was opened is not the
+// regular file the lstat saw. Nothing at the name is ENOENT, as from an
+// open. It returns the file and its fstat.
+func OpenRegularAt(dir *os.File, name string) (*os.File, unix.Stat_t, error) {
+	notRegular := &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
 	var lst unix.Stat_t
 	if err := unix.Fstatat(int(dir.Fd()), name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
+		return nil, lst, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
 	}
 	if !IsRegular(&lst) {
-		return nil, &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
+		return nil, lst, notRegular
 	}
 	fd, st, err := OpenRaw(dir, name, unix.O_RDONLY, 0)
-	if err != nil {
-		// A link is ELOOP; a socket is ENXIO on Linux and EOPNOTSUPP on
-		// macOS and FreeBSD (so is a device without a driver on Linux).
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
-		}
-		return nil, err
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
+		return nil, st, notRegular
+	case err != nil:
+		return nil, st, err
+	case !IsRegular(&st) || st.Dev != lst.Dev || st.Ino != lst.Ino:
+		unix.Close(fd)
+		return nil, st, notRegular
 	}
 	f, err := NewFile(fd, &st, Join(dir, name))
+	return f, st, err
+}
+
+// ReadSmallFile is like os.ReadFile, but it reads name inside dir as
+// OpenRegularAt opens it (a link, a FIFO, a socket or a device is
+// ErrNotRegular, never opened or followed), and reads at most max bytes:
+// a file that holds more is ErrTooLarge, however large it claims to be. An
+// empty file is an empty slice. Safe for concurrent use; it never writes.
+func ReadSmallFile(dir *os.File, name string, max int) ([]byte, error) {
+	f, st, err := OpenRegularAt(dir, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if !IsRegular(&st) {
-		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrNotRegular}
-	}
 	if st.Size > int64(max) {
 		return nil, &os.PathError{Op: "read", Path: f.Name(), Err: ErrTooLarge}
 	}
