@@ -16,12 +16,9 @@ import (
 func TestDeviceAtMetaDBIsNeverOpened(t *testing.T) {
 	dir := t.TempDir()
 	node := filepath.Join(dir, FileName)
-	if err := testfs.MknodNull(node); err != nil {
-		t.Skipf("mknod not permitted: %v", err)
-	}
-	opens, stop, err := testfs.WatchOpens(node)
+	opens, stop, err := testfs.WatchedNullDevice(node)
 	if err != nil {
-		t.Skipf("opens cannot be watched here: %v", err)
+		t.Skipf("no device node whose opens can be watched here: %v", err)
 	}
 	defer stop()
 	kd, err := os.Open(dir)

@@ -287,12 +287,9 @@ func must(t *testing.T, err error) {
 func TestReadSmallFileNeverOpensADevice(t *testing.T) {
 	d, p := tempDir(t)
 	node := filepath.Join(p, "venue")
-	if err := testfs.MknodNull(node); err != nil {
-		t.Skipf("mknod not permitted: %v", err)
-	}
-	opens, stop, err := testfs.WatchOpens(node)
+	opens, stop, err := testfs.WatchedNullDevice(node)
 	if err != nil {
-		t.Skipf("opens cannot be watched here: %v", err)
+		t.Skipf("no device node whose opens can be watched here: %v", err)
 	}
 	defer stop()
 	if _, err := ReadSmallFile(d, "venue", 4096); !errors.Is(err, ErrNotRegular) {

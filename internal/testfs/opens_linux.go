@@ -7,12 +7,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WatchOpens watches path with inotify and returns a function that counts
+// WatchedNullDevice makes path a device node (MknodNull's, whose open is
+// harmless), watches it with inotify and returns a function that counts
 // the opens of it since the last call, and a stop. It proves the watch
-// works by opening path once itself (a device node at path is opened:
-// plant one whose open is harmless, MknodNull's). An error means opens
-// cannot be watched here; callers skip.
-func WatchOpens(path string) (opens func() int, stop func(), err error) {
+// works by opening the node once itself. An error means no such node can
+// be made or watched here; callers skip.
+func WatchedNullDevice(path string) (opens func() int, stop func(), err error) {
+	if err := MknodNull(path); err != nil {
+		return nil, nil, err
+	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, nil, err
@@ -38,6 +41,8 @@ func WatchOpens(path string) (opens func() int, stop func(), err error) {
 		}
 	}
 	stop = func() { unix.Close(fd) }
+	// By path: the node is the one just made, in the calling test's own
+	// temporary dir, and opening it is the point (the watch must see it).
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err == nil {
 		f.Close()

@@ -8,7 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WatchOpens needs inotify; elsewhere it is an error, and callers skip.
-func WatchOpens(path string) (opens func() int, stop func(), err error) {
+// WatchedNullDevice needs inotify; elsewhere it is an error, and callers
+// skip.
+func WatchedNullDevice(path string) (opens func() int, stop func(), err error) {
 	return nil, nil, &os.PathError{Op: "watch opens", Path: path, Err: unix.ENOTSUP}
 }
