@@ -167,7 +167,7 @@ func TestStagedFileGrowingDuringPromote(t *testing.T) {
 		if len(base) == 0 {
 			base = transcriptBytes(time.Now())
 		}
-		base = append(base, []byte(strings.Repeat(entryLine("payload"), 2000))...)
+		base = append(base, []byte(strings.Repeat(entryLine("payload"), 500))...)
 		stage(t, jobDir, base)
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -178,12 +178,15 @@ func TestStagedFileGrowingDuringPromote(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			for {
+			// Up to 1 MiB a round: unbounded, the writer outran the
+			// promotion by 20 MB a round, which only made the test slow.
+			line := []byte(entryLine("appended"))
+			for written := 0; written < 1<<20; written += len(line) {
 				select {
 				case <-stop:
 					return
 				default:
-					f.Write([]byte(entryLine("appended")))
+					f.Write(line)
 				}
 			}
 		}()
