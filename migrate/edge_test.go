@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,10 +185,25 @@ func TestReportsComeInNameOrder(t *testing.T) {
 // one, is cold (meta-moved-aside) until an operator accepts it or a job
 // promotes: migrate skips it, and leaves it cold, instead of making a
 // meta.db from the stale legacy files beside it, which would resume it.
+//
+// The same with an empty meta.db beside the moved-aside one: the file a
+// repair, a reap or a refused promotion makes only for the key's lock and
+// removes again, left by a kill between the two, or brought back by a
+// power cut (the removal is not fsynced). It holds no record, so the key
+// is still one whose meta.db was moved aside.
 func TestMovedAsideKeyIsSkipped(t *testing.T) {
+	for _, lockDB := range []bool{false, true} {
+		t.Run(fmt.Sprintf("empty-meta.db=%v", lockDB), func(t *testing.T) { testMovedAsideKeyIsSkipped(t, lockDB) })
+	}
+}
+
+func testMovedAsideKeyIsSkipped(t *testing.T, lockDB bool) {
 	root, keys := newCorpus(t)
 	key := keyNamed(keys, "plain")
 	must(t, os.WriteFile(filepath.Join(root, key, store.AsidePrefix+"20261201T000000Z"), []byte("damaged"), 0o600))
+	if lockDB {
+		withDB(t, filepath.Join(root, key), func(*db.DB) {})
+	}
 	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
 	must(t, err)
 	job := store.Job{PiVersion: testPi, Venue: "local"}
@@ -202,7 +218,10 @@ func TestMovedAsideKeyIsSkipped(t *testing.T) {
 			t.Fatalf("migrate (dry run %v): %+v, want skipped as moved aside", dry, r)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !os.IsNotExist(err) {
+	if sc, ok := dbValues(t, filepath.Join(root, key)); ok && sc != (db.Sidecars{}) {
+		t.Fatalf("migrate committed the stale legacy values beside the moved-aside meta.db: %s", fmtSidecars(sc))
+	}
+	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !lockDB && !os.IsNotExist(err) {
 		t.Fatalf("migrate made a meta.db beside the moved-aside one: %v", err)
 	}
 	if s, _ := st.Resolve(key, job, t.TempDir()); s.Resume || s.Reason != gates.MetaMovedAside {

@@ -80,6 +80,12 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 				p.Removed, p.Oddities = k.removable(), k.leftoverOddities()
 			}
 			return p, nil
+		case k.movedAside:
+			// An empty meta.db beside a moved-aside one is a lock's (a
+			// kill, or a power cut that undid its removal): the key is
+			// still cold, and the legacy files still stale.
+			p.Action, p.Cause = Skipped, movedAsideCause
+			return p, nil
 		case !k.legacyLeft() && !k.regularTranscript():
 			p.Action, p.Cause = Already, "meta.db is empty and nothing legacy is beside it"
 			if !found {

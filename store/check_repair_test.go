@@ -50,6 +50,48 @@ func TestRepairMovesDamagedDBAside(t *testing.T) {
 	}
 }
 
+// A key whose meta.db was moved aside stays meta-moved-aside when an empty
+// meta.db is beside it: the file check --repair makes only for the key's
+// lock and removes again (as reap and a refused promotion do), left by a
+// kill between the two or brought back by a power cut, since the removal
+// is not fsynced. Judged as a legacy key instead, it resumed on the stale
+// legacy stamps the moved-aside meta.db had overridden.
+func TestMovedAsideKeyWithALockOnlyMetaDBStaysMovedAside(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "aside-lock")
+	dir := filepath.Join(root, key)
+	// Leftovers of the legacy layout, stamped as the job is: meta.db
+	// overrode them, and the store must not go back to them.
+	os.WriteFile(filepath.Join(dir, "venue"), []byte("local"), 0o600)
+	os.WriteFile(filepath.Join(dir, "pi-version"), []byte(testPi), 0o600)
+	os.Truncate(chkDB(root, key), 0)
+	chkRun(t, s, true)
+	sess, _ := mustResolve(t, s, key, localJob())
+	want(t, sess, false, gates.MetaMovedAside)
+
+	kd, err := fsat.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if sc != (db.Sidecars{}) {
+		t.Fatalf("the lock's meta.db holds %+v", sc)
+	}
+	sess, _ = mustResolve(t, s, key, localJob())
+	want(t, sess, false, gates.MetaMovedAside)
+	found, _ := chkRun(t, s, false)
+	for _, f := range found {
+		if f.Severity == SeverityProblem {
+			t.Fatalf("check: %+v", f)
+		}
+	}
+}
+
 // The pending promotion is rolled forward, not lost: the key resumes the
 // transcript the interrupted promotion carried.
 func TestRepairRollsPendingForward(t *testing.T) {

@@ -161,6 +161,10 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 		// the promotion or migration that follows (it seeds from them).
 		k.layout = LayoutLegacy
 		k.observeLegacy()
+		// Unless a repair moved the key's meta.db aside: the empty file
+		// is then a lock's, left by a kill or brought back by a power
+		// cut, and the legacy files are as stale as without it.
+		k.obs.MetaMovedAside = movedAside(k.dir)
 	case k.meta != nil:
 		k.observeDB()
 	default:
