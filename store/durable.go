@@ -7,11 +7,12 @@ import (
 )
 
 // durability is the store's view of the one durability seam, durable.FS,
-// under the names promote.go calls: the promotion temp, its fsync, the
-// rename into place and the directory fsync. bbolt's commits do not pass
+// under the names promote.go calls: the key dir, the promotion temp, its
+// fsync, the rename into place and the directory fsync. bbolt's commits do not pass
 // through here: bbolt fsyncs its own file. Production uses diskWrites{}
 // (durable.Disk); the power-cut test uses diskWrites{journal}.
 type durability interface {
+	mkdir(dir *os.File, name string, perm uint32) (bool, error)
 	createTemp(dir *os.File, name string) (*os.File, error)
 	syncFile(f *os.File) error
 	rename(dir *os.File, from, to string) error
@@ -26,6 +27,10 @@ func (d diskWrites) disk() durable.FS {
 		return durable.Disk{}
 	}
 	return d.fs
+}
+
+func (d diskWrites) mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	return d.disk().Mkdir(dir, name, perm)
 }
 
 func (d diskWrites) createTemp(dir *os.File, name string) (*os.File, error) {

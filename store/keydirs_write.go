@@ -29,7 +29,7 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
-	created, err := fsat.MkdirNew(root, key, 0o700)
+	created, err := s.disk.mkdir(root, key, 0o700)
 	if err != nil {
 		return nil, err
 	}

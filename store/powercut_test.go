@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"sessdb/gates"
@@ -50,5 +51,24 @@ func TestPowerCutAtEveryStep(t *testing.T) {
 			}
 			assertNoTemps(t, root, testKey)
 		})
+	}
+}
+
+// TestPowerCutAfterAFirstPromotion cuts the power right after a key's
+// first promotion is acknowledged: the key dir it made must be durable by
+// then (the root fsynced after its mkdir), or the cut takes the key dir,
+// and the acknowledged transcript with it.
+func TestPowerCutAfterAFirstPromotion(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	journal := powercut.New()
+	s.disk = diskWrites{journal}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	journal.Cut(t)
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || markerOf(data, 1) != "first" {
+		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
 	}
 }

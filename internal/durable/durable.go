@@ -1,12 +1,13 @@
 // Package durable is the seam for the writes a crash-safe protocol makes
-// itself in a directory: create a temp file, fsync it, set a file's mtime,
-// rename into place, remove, fsync the directory. A rename, a create or a
-// removal is durable only once its directory is synced, and a file's data
-// and mtime only once the file is; a protocol that skips one of those
-// steps survives a SIGKILL (the page cache stays) but not a power cut.
+// itself in a directory: make a directory, create a temp file, fsync it,
+// set a file's mtime, rename into place, remove, fsync the directory. A
+// mkdir, a rename, a create or a removal is durable only once its
+// directory is synced, and a file's data and mtime only once the file is;
+// a protocol that skips one of those steps survives a SIGKILL (the page
+// cache stays) but not a power cut.
 //
-// The store's promotion and migrate's writers make these calls through an
-// FS. Production passes Disk, the system calls themselves; tests pass the
+// The store's promotion (the key dir it makes included) and migrate's
+// writers make these calls through an FS. Production passes Disk, the system calls themselves; tests pass the
 // journal of package durable/powercut, which can take back everything a
 // power cut would, and so fails a protocol with a missing fsync. Writes
 // that are durable by their own protocol do not pass through here: bbolt's
@@ -26,6 +27,11 @@ import (
 // component inside dir, never resolved through a link. Implementations
 // are safe for concurrent use.
 type FS interface {
+	// Mkdir makes the directory name inside dir (mode perm) and reports
+	// whether it made it: an entry already at the name is no error, and
+	// its kind is for the caller's open to judge. The new name, and
+	// everything made inside it, is durable only once dir is synced.
+	Mkdir(dir *os.File, name string, perm uint32) (bool, error)
 	// CreateTemp creates name in dir afresh for writing (O_CREAT|O_EXCL,
 	// O_NOFOLLOW, mode 0600). Nothing of it is durable yet.
 	CreateTemp(dir *os.File, name string) (*os.File, error)
@@ -47,6 +53,11 @@ type FS interface {
 // Disk is the production FS: each method is the one system call (through
 // package fsat). The zero value is ready to use.
 type Disk struct{}
+
+// Mkdir implements FS.
+func (Disk) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	return fsat.MkdirNew(dir, name, perm)
+}
 
 // CreateTemp implements FS.
 func (Disk) CreateTemp(dir *os.File, name string) (*os.File, error) {

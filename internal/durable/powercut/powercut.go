@@ -7,9 +7,10 @@
 //     the journal keeps only what it had at its last fsync, nothing if it
 //     was never fsynced);
 //   - an mtime set since the file's last fsync (it goes back);
-//   - creates, renames and removals in a directory since that directory's
-//     last fsync: a create vanishes, a rename goes back (and what it
-//     replaced comes back), a removed entry reappears, so the journal keeps
+//   - mkdirs, creates, renames and removals in a directory since that
+//     directory's last fsync: a create vanishes, a directory made vanishes
+//     with everything in it, a rename goes back (and what it replaced
+//     comes back), a removed entry reappears, so the journal keeps
 //     the bytes (a link's target, a FIFO's or an empty directory's mode) of
 //     everything it removes or renames over.
 //
@@ -58,16 +59,17 @@ const (
 	opCreate opKind = iota
 	opRename
 	opUnlink
+	opMkdir
 )
 
 // String names the operation in a Lost entry.
-func (k opKind) String() string { return [...]string{"create", "rename", "unlink"}[k] }
+func (k opKind) String() string { return [...]string{"create", "rename", "unlink", "mkdir"}[k] }
 
 // dirOp is a directory operation a power cut may undo.
 type dirOp struct {
 	kind opKind
 	dir  string // the directory whose fsync makes it durable
-	path string // create, unlink: the name; rename: the destination
+	path string // create, unlink, mkdir: the name; rename: the destination
 	from string // rename: the source
 	prev *kept  // rename: what it replaced (nil: nothing); unlink: what it removed
 }
@@ -143,6 +145,17 @@ func setMtime(path string, mtime unix.Timespec) error {
 		return err
 	}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{st.Atim, mtime}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Mkdir implements durable.FS.
+func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	made, err := durable.Disk{}.Mkdir(dir, name, perm)
+	if made {
+		j.mu.Lock()
+		j.ops = append(j.ops, dirOp{kind: opMkdir, dir: dir.Name(), path: fsat.Join(dir, name)})
+		j.mu.Unlock()
+	}
+	return made, err
 }
 
 // CreateTemp implements durable.FS.
@@ -408,6 +421,12 @@ func (j *Journal) apply(in func(string) (string, error), m Mode) error {
 		switch o.kind {
 		case opCreate:
 			if err := os.Remove(q); err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+		case opMkdir:
+			// Whatever was made inside hung from a name that never
+			// reached the disk: it goes with it, fsynced or not.
+			if err := os.RemoveAll(q); err != nil {
 				return err
 			}
 		case opRename:
