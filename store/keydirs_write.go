@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,10 +20,10 @@ import (
 )
 
 // openKeyDirForWrite makes the sessions root and the key dir if need be
-// (the key dir's name made durable) and opens the key dir without
-// following a link: a link or non-directory there is fsat.ErrNotDir.
+// (each name made durable) and opens the key dir without following a
+// link: a link or non-directory there is fsat.ErrNotDir.
 func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
-	if err := os.MkdirAll(s.root, 0o700); err != nil {
+	if err := s.makeDirAll(s.root); err != nil {
 		return nil, err
 	}
 	root, err := fsat.OpenDir(s.root)
@@ -41,6 +43,39 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 		}
 	}
 	return fsat.OpenDirAt(root, key)
+}
+
+// makeDirAll is os.MkdirAll (0700, links followed: the operator names the
+// root) with each directory it makes made durable by an fsync of its
+// parent before anything is made inside it: a root a first promotion made
+// would otherwise vanish in a power cut, with the acknowledged promotion.
+func (s *Store) makeDirAll(path string) error {
+	path = filepath.Clean(path)
+	switch st, err := os.Stat(path); {
+	case err == nil && st.IsDir():
+		return nil
+	case err == nil:
+		return &os.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := s.makeDirAll(parent); err != nil {
+			return err
+		}
+	}
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	// Not made here means another process made it just now, and may not
+	// have fsynced its parent yet: the fsync is this promotion's to make.
+	if _, err := s.disk.mkdir(pd, filepath.Base(path), 0o700); err != nil {
+		return err
+	}
+	return s.disk.syncDir(pd)
 }
 
 // keyState is what a key holds, as the writer sees it under the exclusive

@@ -3,7 +3,9 @@ package store
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/internal/durable/powercut"
@@ -66,6 +68,48 @@ func TestPowerCutAfterAFirstPromotion(t *testing.T) {
 	journal := powercut.New()
 	s.disk = diskWrites{journal}
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	journal.Cut(t)
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || markerOf(data, 1) != "first" {
+		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
+	}
+}
+
+// madeDirs is the journal, noting the dirs made through the seam.
+type madeDirs struct {
+	*powercut.Journal
+	made map[string]bool
+}
+
+func (m *madeDirs) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	made, err := m.Journal.Mkdir(dir, name, perm)
+	if made {
+		m.made[filepath.Join(dir.Name(), name)] = true
+	}
+	return made, err
+}
+
+// TestPowerCutAfterAFirstPromotionIntoANewRoot: a promotion into a
+// sessions root that does not exist yet makes the root and its missing
+// parents. Each must be made through the durability seam, its name made
+// durable by an fsync of the dir it is in before the promotion is
+// acknowledged, or a power cut takes the root, and every key promoted into
+// it with it.
+func TestPowerCutAfterAFirstPromotionIntoANewRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "var", "lib", "sessions")
+	s, err := New(root, Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := &madeDirs{powercut.New(), map[string]bool{}}
+	s.disk = diskWrites{journal}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	for p := filepath.Join(root, testKey); p != base; p = filepath.Dir(p) {
+		if !journal.made[p] {
+			t.Errorf("%s was made behind the durability seam: nothing makes its name durable", p)
+		}
+	}
 	journal.Cut(t)
 	got, data := checkDescribed(t, s, root, testKey)
 	if !got.Resume || markerOf(data, 1) != "first" {
