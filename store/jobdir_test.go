@@ -163,6 +163,10 @@ func TestReadTicketRefusesWhatResolveCannotHaveWritten(t *testing.T) {
 		"directory": func(t *testing.T, p string) { os.Mkdir(p, 0o700) },
 		"oversized": func(t *testing.T, p string) { os.WriteFile(p, bytes.Repeat([]byte(" "), maxTicketBytes+1), 0o600) },
 		"not JSON":  func(t *testing.T, p string) { os.WriteFile(p, []byte("SECRETHASH is not json"), 0o600) },
+		// What a power cut leaves of a ticket whose data never reached the
+		// disk before its rename did: nothing fsyncs it.
+		"empty":  func(t *testing.T, p string) { os.WriteFile(p, nil, 0o600) },
+		"zeroed": func(t *testing.T, p string) { os.WriteFile(p, make([]byte, 300), 0o600) },
 		"bad key": func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"key":"SECRETHASH","resume":false,"reason":"absent","bytes":0,"crc32c":"00000000","base":{},"venue":"local","job_dir":"/x"}`), 0o600)
 		},
