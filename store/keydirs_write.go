@@ -20,7 +20,8 @@ import (
 )
 
 // openKeyDirForWrite makes the sessions root and the key dir if need be
-// (each name made durable) and opens the key dir without following a
+// (each name made durable, a new key dir's even if a rival made it) and
+// opens the key dir without following a
 // link: a link or non-directory there is fsat.ErrNotDir.
 func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 	if err := s.makeDirAll(s.root); err != nil {
@@ -35,14 +36,26 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return nil, err
+	}
+	// The key dir's own name must survive a power cut too, or the first
+	// promotion of a key could vanish with it. A dir found with no meta.db
+	// in it may be a rival's first promotion that has not fsynced the root
+	// yet: this promotion must not be acknowledged on that fsync. (A
+	// legacy key pays it at its first promotion only.)
+	if !created {
+		_, err := fsat.LstatAt(kd, db.FileName)
+		created = fsat.IsNotExist(err)
+	}
 	if created {
-		// The key dir's own name must survive a power cut too, or the
-		// first promotion of a key could vanish with it.
 		if err := s.disk.syncDir(root); err != nil {
+			kd.Close()
 			return nil, err
 		}
 	}
-	return fsat.OpenDirAt(root, key)
+	return kd, nil
 }
 
 // makeDirAll is os.MkdirAll (0700, links followed: the operator names the

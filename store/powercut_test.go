@@ -10,6 +10,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // TestPowerCutAtEveryStep cuts the power at every write boundary of a
@@ -110,6 +111,35 @@ func TestPowerCutAfterAFirstPromotionIntoANewRoot(t *testing.T) {
 			t.Errorf("%s was made behind the durability seam: nothing makes its name durable", p)
 		}
 	}
+	journal.Cut(t)
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || markerOf(data, 1) != "first" {
+		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
+	}
+}
+
+// TestPowerCutAfterAPromotionIntoARivalsNewKeyDir: another process made
+// the key dir for its own first promotion and has not fsynced the root yet
+// (descheduled between its mkdir and the fsync) when this promotion finds
+// the dir there, lands in it and is acknowledged. The acknowledgement
+// must not wait on the rival's fsync: a power cut before it takes the
+// key dir's name, and this promotion with it.
+func TestPowerCutAfterAPromotionIntoARivalsNewKeyDir(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	journal := powercut.New()
+	s.disk = diskWrites{journal}
+	rd, err := fsat.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if made, err := journal.Mkdir(rd, testKey, 0o700); err != nil || !made {
+		t.Fatalf("the rival's mkdir: %v %v", made, err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
 	journal.Cut(t)
 	got, data := checkDescribed(t, s, root, testKey)
 	if !got.Resume || markerOf(data, 1) != "first" {
