@@ -96,12 +96,25 @@ var errSessionsDirUnset = errors.New("sessions-dir-unset: set PI_SESSIONS_DIR or
 // (a positional DIR), in that order of precedence: arg first.
 func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 	if arg != "" {
-		return arg, utf8Path("the DIR argument", arg)
+		return arg, rootPath("the DIR argument", arg)
 	}
 	if d, n := c.sessionsDir.get(getenv); d != "" {
-		return d, utf8Path(n, d)
+		return d, rootPath(n, d)
 	}
 	return "", errSessionsDirUnset
+}
+
+// rootPath refuses a sessions root that is not valid UTF-8 (utf8Path),
+// and one whose name begins or ends with white space: a quoting mistake
+// (PI_SESSIONS_DIR=' ', an env file's trailing blank), never a root's
+// real name. Taken as given, ' ' is a directory made wherever the worker
+// runs, and '/var/lib/pi/sessions ' a second root beside the real one:
+// every key absent there, and promote filling it.
+func rootPath(name, p string) error {
+	if strings.TrimFunc(p, jsstr.IsSpace) != p {
+		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a sessions root's name has none", name, brief(p))
+	}
+	return utf8Path(name, p)
 }
 
 // utf8Path refuses a path that is not valid UTF-8: a ticket names the

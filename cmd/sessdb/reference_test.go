@@ -83,6 +83,10 @@ variable instead). Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" 
 values are configuration errors (exit 2, naming the variable). Whitespace
 around a whole number, in a variable or a flag, is ignored (` + "`' 14'`" + `, a value
 ending in a newline), as the legacy store trimmed it (JavaScript's ` + "`trim`" + `).
+A sessions root is not trimmed: one whose name begins or ends with white
+space (` + "`PI_SESSIONS_DIR=' '`" + `, an env file's trailing blank) is a
+configuration error, exit 2, where it would be another directory, made
+where sessdb runs.
 
 | flag | variable | meaning |
 |---|---|---|
