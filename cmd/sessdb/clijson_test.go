@@ -1,10 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A sessions root whose name begins or ends with white space is a quoting
@@ -57,5 +63,65 @@ func TestSessionsRootWithWhiteSpaceIsAnError(t *testing.T) {
 	}
 	if _, err := os.Lstat(real + " "); err == nil {
 		t.Errorf("a root %q was made beside the real one", real+" ")
+	}
+}
+
+// A signal kills resolve and promote as it kills any Unix tool (they are
+// not walks, which stop cleanly): a worker sees the signal (its shell
+// 128 + the signal, 143 for SIGTERM; Python a returncode of -15), nothing
+// on stdout, and the store as a crash leaves it; the same command run
+// again gives the documented result. Here a promote waiting on the key's
+// lock is sent SIGTERM: it dies of it, the key is unchanged, and the same
+// ticket then promotes, and once more repeats.
+func TestSignalKillsPromoteAndTheRetryPromotes(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := strings.Repeat("d2", 16)
+	t.Setenv("PI_SESSIONS_DIR", root)
+	first, job := filepath.Join(t.TempDir(), "first"), filepath.Join(t.TempDir(), "job")
+	for _, j := range []string{first, job} {
+		if code, _, errs := runCLI(t, "resolve", "--key", key, "--job-dir", j, "--pi-version", "1"); code != exitOK {
+			t.Fatalf("resolve: %s", errs)
+		}
+		os.WriteFile(filepath.Join(j, "session", "current.jsonl"), []byte(header), 0o600)
+	}
+	// The first job promotes gen 1; the second job's base is the same
+	// cold start, so it would be superseded: resolve it again for gen 1.
+	if code, out, errs := runCLI(t, "promote", "--job-dir", first, "--pi-version", "1"); code != exitOK || !strings.Contains(out, `"gen":1`) {
+		t.Fatalf("first promote: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "resolve", "--key", key, "--job-dir", job, "--pi-version", "1"); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(header+header), 0o600)
+
+	meta, err := os.OpenFile(filepath.Join(root, key, "meta.db"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	if err := unix.Flock(int(meta.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "promote", "--job-dir", job, "--pi-version", "1", "--log-format", "json")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	var out, errs strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // well inside the 2 s lock wait
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM || out.Len() != 0 {
+		t.Fatalf("promote sent SIGTERM: %v, stdout %q, stderr %q; want killed by SIGTERM, nothing on stdout", cmd.ProcessState, out.String(), errs.String())
+	}
+	unix.Flock(int(meta.Fd()), unix.LOCK_UN)
+	for i, want := range []string{`"promoted":true,"reason":"promoted","bytes":` + fmt.Sprint(2*len(header)) + `,"gen":2,"run":"unanswered","repeat":false`, `"gen":2,"run":"unanswered","repeat":true`} {
+		code, got, errs := runCLI(t, "promote", "--job-dir", job, "--pi-version", "1")
+		if code != exitOK || !strings.Contains(got, want) {
+			t.Errorf("promote %d after the kill: exit %d, %s %s; want %s", i+1, code, got, errs, want)
+		}
 	}
 }

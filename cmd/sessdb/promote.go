@@ -30,7 +30,10 @@ transcript itself. Prints one JSON object:
 
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
-ticket from another sessions root exits 2 and writes nothing.
+ticket from another sessions root exits 2 and writes nothing. A signal
+(SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout: the
+promotion is committed whole or not at all, and promote run again with the
+same ticket repeats it or makes it.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the transcript is written as a
 new generation file in the transcripts dir, then committed by one etcd

@@ -58,10 +58,17 @@ objects the commands print are listed field by field in [json.md](json.md).
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
   root, a directory anyone may write to without the sticky bit, and one
   owned by another user (unless it runs as root).
-- **Ctrl-C** (or SIGTERM) stops a walk (dump, check, reap, migrate) within
-  a second (migrate: once the keys under way are done): nothing new is
-  started, what was done is printed and marked interrupted, and the exit
+- **Ctrl-C** (or SIGTERM) stops a walk (dump, stats, check, reap, migrate)
+  within a second (migrate: once the keys under way are done): nothing new
+  is started, what was done is printed and marked interrupted, and the exit
   status is 130. A second Ctrl-C kills the process at once.
+- **A signal kills resolve and promote** (and engage replay) at once, as it
+  kills any Unix tool: the worker sees the signal (a shell reports 128 + it, 143
+  for SIGTERM and 130 for Ctrl-C; Python's returncode is -15 or -2), and
+  nothing is on stdout. The store is as a crash leaves it (a promotion
+  committed whole or not at all); run the same command again: a resolve
+  replaces the staged file and the ticket, a promote with the same ticket
+  repeats a promotion that landed (` + "`\"repeat\":true`" + `) or makes it.
 
 ## Exit status
 

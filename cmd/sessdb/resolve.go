@@ -25,7 +25,9 @@ Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. An answer that cannot
 be written on stdout (a full disk) exits 1 too, and a closed stdout ends
 resolve by SIGPIPE (status 141), either way after the ticket and the staged
-file were written: they may stay, and a retried resolve replaces both. The key
+file were written: they may stay, and a retried resolve replaces both. A
+signal (SIGTERM, Ctrl-C) kills resolve, nothing on stdout; the staged file and
+the ticket may stay, and a retried resolve replaces both. The key
 is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the legacy
 store derived it: all three, but --kind local, whose key has no repository,
 takes no --repo (its --ref is the trigger id). --pi-version is required:
