@@ -125,3 +125,30 @@ func TestSignalKillsPromoteAndTheRetryPromotes(t *testing.T) {
 		}
 	}
 }
+
+// The fleet's etcd prefix follows the sessions root's rule: white space
+// around it is a quoting mistake, and taken as given it is another
+// namespace in etcd (every key absent there, promote filling it). It is a
+// configuration error naming the variable or flag, exit 2, before any
+// connection.
+func TestEtcdPrefixWithWhiteSpaceIsAnError(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "100ms")
+	for _, c := range []struct{ env, flag, name string }{
+		{env: " /sessdb", name: "PI_SESSIONS_ETCD_PREFIX"},
+		{env: "/sessdb ", name: "PI_SESSIONS_ETCD_PREFIX"},
+		{flag: "/sessdb\u00a0", name: "--etcd-prefix"},
+	} {
+		t.Setenv("PI_SESSIONS_ETCD_PREFIX", c.env)
+		args := []string{"dump", "--json"}
+		if c.flag != "" {
+			args = append(args, "--etcd-prefix", c.flag)
+		}
+		code, out, errs := runCLI(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, c.name) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s", c.name, c.env+c.flag, code, out, errs, c.name)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/fsat"
+	"sessdb/internal/jsstr"
 )
 
 // fleetKnobs are the connection to a fleet (package fleet): its records in
@@ -104,6 +105,11 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	if p, n := f.prefix.get(getenv); p != "" {
 		if strings.TrimRight(p, "/") == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, brief(p))
+		}
+		// As with a sessions root (rootPath): white space around it is a
+		// quoting mistake, and another namespace in etcd.
+		if strings.TrimFunc(p, jsstr.IsSpace) != p {
+			return fc, true, fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a key prefix has none", n, brief(p))
 		}
 		if err := utf8Path(n, p); err != nil {
 			return fc, true, err
