@@ -152,3 +152,57 @@ func TestEtcdPrefixWithWhiteSpaceIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// stopOnWrite is a stderr that stops the fleet's etcd member at its first
+// write, the walk's progress line after the first entry: the walk has
+// begun, and what is left to read fails.
+type stopOnWrite struct {
+	buf     strings.Builder
+	stop    func()
+	stopped bool
+}
+
+func (s *stopOnWrite) Write(p []byte) (int, error) {
+	if !s.stopped {
+		s.stopped = true
+		s.stop()
+	}
+	return s.buf.Write(p)
+}
+
+// A command that fails prints nothing on stdout (cli.md, json.md): no
+// partial stream, no summary. A fleet's dump --history reads each key's
+// history from etcd during the walk; etcd lost half-way is a fault (exit
+// 1), and what it had printed must not stand as a stream without its
+// summary. Each key's pi version is long, so that the first entry fills
+// the output's buffer: written on the way, it reached stdout before etcd
+// was stopped.
+func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	long := strings.Repeat("v", 4000) // a legacy sidecar holds at most 4096 bytes
+	const n = 8
+	for i := range n {
+		// Legacy key dirs, moved into meta.db, then into the fleet.
+		dir := filepath.Join(root, strings.Repeat(fmt.Sprintf("%02x", 0xa0+i), 16))
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "current.jsonl"), []byte(header), 0o600)
+		os.WriteFile(filepath.Join(dir, "pi-version"), []byte(long), 0o600)
+	}
+	if sum := migrateJSON(t, exitOK, "migrate", "--json", root); sum.Migrated != n {
+		t.Fatalf("migrate: %+v", sum)
+	}
+	f := startFleet(t)
+	if sum := migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root); sum.Migrated != n {
+		t.Fatalf("migrate --to etcd: %+v", sum)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "50ms")
+	forceProgress = true
+	t.Cleanup(func() { forceProgress = false })
+	var out strings.Builder
+	errs := &stopOnWrite{stop: func() { f.c.Stop(0) }}
+	code := run([]string{"dump", "--json", "--history", "1"}, &out, errs)
+	if code != exitFault || out.Len() != 0 {
+		t.Errorf("dump with etcd lost half-way: exit %d, %d bytes on stdout (%.120q...), stderr %q; want exit 1 and nothing on stdout", code, out.Len(), out.String(), errs.buf.String())
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,7 +140,13 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		var sum dumpSummary
 		var rows []store.KeyReport // for a table: widths need every row
-		jw := &jsonWriter{w: w}
+		// The JSON lines are held until the walk has ended, as a table's
+		// rows are: a walk can fail half-way (a fleet's etcd lost while
+		// its histories are read), and a failed command prints nothing,
+		// where a buffer flushed on the way would leave a stream without
+		// its summary.
+		var held bytes.Buffer
+		jw := &jsonWriter{w: &held}
 		err = inspect(ctx, func(r store.KeyReport, file string) error {
 			sum.Entries++
 			if store.ValidKey(r.Name) {
@@ -164,7 +171,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		switch {
 		case *asJSON:
 			jw.encode(summaryLine[dumpSummary]{sum})
-			err = jw.err
+			if err = jw.err; err == nil {
+				_, err = held.WriteTo(w)
+			}
 		case n > 0:
 			err = historyTable(w, rows, *wide)
 		default:
