@@ -206,3 +206,33 @@ func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
 		t.Errorf("dump with etcd lost half-way: exit %d, %d bytes on stdout (%.120q...), stderr %q; want exit 1 and nothing on stdout", code, out.Len(), out.String(), errs.buf.String())
 	}
 }
+
+// A path longer than any the system opens (a 100 KB PI_SESSIONS_DIR, a
+// runaway --job-dir) is a configuration or usage error naming it, exit 2,
+// in one short line: it was a fault (exit 1) whose line quoted the whole
+// path, twice, 200 KB of stderr for a worker's log.
+func TestHugePathIsOneShortError(t *testing.T) {
+	clearEnv(t)
+	huge := "/" + strings.Repeat("x", 100_000)
+	key := strings.Repeat("d3", 16)
+	root := t.TempDir()
+	for _, c := range []struct {
+		env  string
+		args []string
+		name string
+	}{
+		{huge, []string{"resolve", "--key", key, "--job-dir", filepath.Join(t.TempDir(), "job"), "--pi-version", "1"}, "PI_SESSIONS_DIR"},
+		{huge, []string{"dump", "--json"}, "PI_SESSIONS_DIR"},
+		{"", []string{"dump", "--json", huge}, "the DIR argument"},
+		{root, []string{"resolve", "--key", key, "--job-dir", huge, "--pi-version", "1"}, "--job-dir"},
+		{root, []string{"promote", "--job-dir", huge, "--pi-version", "1"}, "--job-dir"},
+		{root, []string{"promote", "--job-dir", t.TempDir(), "--pi-version", "1", "--models", huge}, "--models"},
+		{"", []string{"engage", "replay", huge}, "FILE"},
+	} {
+		t.Setenv("PI_SESSIONS_DIR", c.env)
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, c.name) || strings.Count(errs, "\n") != 1 || len(errs) > 1000 {
+			t.Errorf("%s: exit %d, stdout %q, %d bytes on stderr (%.200q); want exit 2, one short line naming %s", c.args[0], code, out, len(errs), errs, c.name)
+		}
+	}
+}

@@ -114,7 +114,21 @@ func rootPath(name, p string) error {
 	if strings.TrimFunc(p, jsstr.IsSpace) != p {
 		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a sessions root's name has none", name, brief(p))
 	}
+	if err := pathLength(name, p); err != nil {
+		return err
+	}
 	return utf8Path(name, p)
+}
+
+// pathLength refuses a path longer than the system opens. Opened, it
+// would fail with ENAMETOOLONG, a fault whose message quotes the path
+// whole: a runaway value (100 KB in a variable) would be 100 KB on
+// stderr, and a worker's log line.
+func pathLength(name, p string) error {
+	if len(p) >= unix.PathMax {
+		return fmt.Errorf("%s: %s is longer than any path this system opens (%d bytes)", name, brief(p), unix.PathMax-1)
+	}
+	return nil
 }
 
 // utf8Path refuses a path that is not valid UTF-8: a ticket names the

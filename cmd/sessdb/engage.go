@@ -67,6 +67,9 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 			prices = &engage.Prices{CacheRead: read.v, CacheWrite: write.v}
 		}
 		file := inv.arg(0)
+		if err := pathLength("FILE", file); err != nil {
+			return inv.rep.usage(err)
+		}
 		t, err := engage.ReadFile(file)
 		if err != nil {
 			return inv.rep.fault(err)

@@ -90,6 +90,9 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		if err := utf8Flags(inv.fs, "job-dir", "pi-version"); err != nil {
 			return inv.rep.usage(err)
 		}
+		if err := pathLength("--job-dir", *jobDir); err != nil {
+			return inv.rep.usage(err)
+		}
 		req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite}
 		var err error
 		if req.Tokens, req.Window, err = parseReading(*tokens, *window); err != nil {
@@ -104,6 +107,9 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		}
 		var windows store.Windows
 		if path, name := modelsFile.get(os.Getenv); path != "" {
+			if err := pathLength(name, path); err != nil {
+				return inv.rep.config(err)
+			}
 			m, err := models.Load(path)
 			if err != nil {
 				return inv.rep.config(fmt.Errorf("%s: %w", name, err))

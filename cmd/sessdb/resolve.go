@@ -84,6 +84,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		case !inv.given("pi-version"):
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
+		if err := pathLength("--job-dir", *jobDir); err != nil {
+			return inv.rep.usage(err)
+		}
 		// Resolve makes the job dir, its last component only: a parent
 		// that does not exist is the caller's mistake, not the store's.
 		if _, err := os.Stat(filepath.Dir(filepath.Clean(*jobDir))); errors.Is(err, os.ErrNotExist) {
