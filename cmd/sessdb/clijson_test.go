@@ -236,3 +236,29 @@ func TestHugePathIsOneShortError(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter is a stdout on a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// promote's answer that cannot be written (a full disk) exits 1, after the
+// promotion: promote run again with the same ticket reads it, a repeat of
+// the same generation, nothing written twice.
+func TestPromoteAnswerNotWrittenExits1AndTheRetryRepeats(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_DIR", filepath.Join(t.TempDir(), "sessions"))
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, "resolve", "--key", strings.Repeat("d4", 16), "--job-dir", job, "--pi-version", "1"); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	appendAnswered(t, job, "one")
+	var errs strings.Builder
+	if code := run([]string{"promote", "--job-dir", job, "--pi-version", "1"}, failingWriter{}, &errs); code != exitFault || !strings.Contains(errs.String(), "no space left") {
+		t.Fatalf("promote onto a full stdout: exit %d, stderr %q; want exit 1 naming the write's error", code, errs.String())
+	}
+	code, out, serr := runCLI(t, "promote", "--job-dir", job, "--pi-version", "1")
+	if code != exitOK || !strings.Contains(out, `"promoted":true,"reason":"promoted"`) || !strings.Contains(out, `"gen":1,"run":"answered","repeat":true`) {
+		t.Errorf("promote again: exit %d, %s %s; want the promotion of gen 1, repeated", code, out, serr)
+	}
+}

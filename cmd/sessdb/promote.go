@@ -30,7 +30,9 @@ transcript itself. Prints one JSON object:
 
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
-ticket from another sessions root exits 2 and writes nothing. A signal
+ticket from another sessions root exits 2 and writes nothing. An answer
+that cannot be written on stdout (a full disk) exits 1 after the promotion:
+promote again with the same ticket to read it (a repeat). A signal
 (SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout: the
 promotion is committed whole or not at all, and promote run again with the
 same ticket repeats it or makes it.
