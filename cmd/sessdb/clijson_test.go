@@ -177,11 +177,14 @@ func (s *stopOnWrite) Write(p []byte) (int, error) {
 // summary. Each key's pi version is long, so that the first entry fills
 // the output's buffer: written on the way, it reached stdout before etcd
 // was stopped.
-func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
+// fleetOfLongKeys is a fleet of n keys (the first a0a0..., then a1a1...)
+// whose pi versions are 4000 bytes long, so that a dump entry fills an
+// output buffer; its etcd answers within 50ms or not at all.
+func fleetOfLongKeys(t *testing.T, n int) *testFleet {
+	t.Helper()
 	clearEnv(t)
 	root := filepath.Join(t.TempDir(), "sessions")
 	long := strings.Repeat("v", 4000) // a legacy sidecar holds at most 4096 bytes
-	const n = 8
 	for i := range n {
 		// Legacy key dirs, moved into meta.db, then into the fleet.
 		dir := filepath.Join(root, strings.Repeat(fmt.Sprintf("%02x", 0xa0+i), 16))
@@ -197,6 +200,11 @@ func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
 		t.Fatalf("migrate --to etcd: %+v", sum)
 	}
 	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "50ms")
+	return f
+}
+
+func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
+	f := fleetOfLongKeys(t, 8)
 	forceProgress = true
 	t.Cleanup(func() { forceProgress = false })
 	var out strings.Builder
