@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -143,7 +144,12 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		ctx, stop := interruptContext()
 		defer stop()
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
-		jw := &jsonWriter{w: w}
+		// The findings are held until the walk has ended: a walk can fail
+		// half-way (a fleet's etcd lost while its histories are read), and
+		// a failed command prints nothing, where a buffer flushed on the
+		// way would leave findings without their summary.
+		var held bytes.Buffer
+		jw := &jsonWriter{w: &held}
 		sum := checkSummary{Repair: *repair}
 		log := inv.rep.storeLog()
 		visit := func(f store.Finding) error {
@@ -163,19 +169,22 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			if *asJSON {
 				return jw.encode(f)
 			}
-			return writeFinding(w, f)
+			return writeFinding(&held, f)
 		}
 		sum.CheckSummary, err = check(ctx, visit)
 		prog.clear()
 		sum.Interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !sum.Interrupted {
-			return inv.rep.fault(err) // no summary: the check did not finish
+			return inv.rep.fault(err) // no findings, no summary: the check did not finish
 		}
 		if *asJSON {
 			jw.encode(summaryLine[checkSummary]{sum})
 			err = jw.err
 		} else {
-			err = writeCheckSummary(w, sum)
+			err = writeCheckSummary(&held, sum)
+		}
+		if err == nil {
+			_, err = held.WriteTo(w)
 		}
 		status := exitOK
 		switch {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,6 +192,10 @@ func fleetOfLongKeys(t *testing.T, n int) *testFleet {
 		os.MkdirAll(dir, 0o700)
 		os.WriteFile(filepath.Join(dir, "current.jsonl"), []byte(header), 0o600)
 		os.WriteFile(filepath.Join(dir, "pi-version"), []byte(long), 0o600)
+		// Promoted two days ago (a legacy key's clock is its mtime): its
+		// superseded files are past the grace period.
+		old := time.Now().Add(-48 * time.Hour)
+		os.Chtimes(filepath.Join(dir, "current.jsonl"), old, old)
 	}
 	if sum := migrateJSON(t, exitOK, "migrate", "--json", root); sum.Migrated != n {
 		t.Fatalf("migrate: %+v", sum)
@@ -207,6 +212,8 @@ func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
 	f := fleetOfLongKeys(t, 8)
 	forceProgress = true
 	t.Cleanup(func() { forceProgress = false })
+	// One walker: the keys after the first are read after etcd is gone.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var out strings.Builder
 	errs := &stopOnWrite{stop: func() { f.c.Stop(0) }}
 	code := run([]string{"dump", "--json", "--history", "1"}, &out, errs)
@@ -268,5 +275,31 @@ func TestPromoteAnswerNotWrittenExits1AndTheRetryRepeats(t *testing.T) {
 	code, out, serr := runCLI(t, "promote", "--job-dir", job, "--pi-version", "1")
 	if code != exitOK || !strings.Contains(out, `"promoted":true,"reason":"promoted"`) || !strings.Contains(out, `"gen":1,"run":"answered","repeat":true`) {
 		t.Errorf("promote again: exit %d, %s %s; want the promotion of gen 1, repeated", code, out, serr)
+	}
+}
+
+// check on a fleet reads each record's history from etcd during the walk,
+// as dump --history does: etcd lost half-way is a fault (exit 1), and the
+// findings already written must not stand as a stream without its
+// summary. The first key holds 40 orphan generation files, notices enough
+// to fill the output's buffer before etcd is stopped.
+func TestFleetCheckFaultMidWalkPrintsNothing(t *testing.T) {
+	f := fleetOfLongKeys(t, 8)
+	kd := filepath.Join(f.dir, strings.Repeat("a0", 16))
+	old := time.Now().Add(-48 * time.Hour)
+	for g := range 40 {
+		p := filepath.Join(kd, fmt.Sprintf("%016x-%016x.jsonl", 0, g))
+		os.WriteFile(p, []byte(header), 0o600)
+		os.Chtimes(p, old, old)
+	}
+	forceProgress = true
+	t.Cleanup(func() { forceProgress = false })
+	// One walker: the keys after the first are read after etcd is gone.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var out strings.Builder
+	errs := &stopOnWrite{stop: func() { f.c.Stop(0) }}
+	code := run([]string{"check", "--json"}, &out, errs)
+	if code != exitFault || out.Len() != 0 {
+		t.Errorf("check with etcd lost half-way: exit %d, %d bytes on stdout (%.120q...), stderr %q; want exit 1 and nothing on stdout", code, out.Len(), out.String(), errs.buf.String())
 	}
 }
