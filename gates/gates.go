@@ -92,8 +92,9 @@ type Observation struct {
 	// damaged; nothing but rungs 1-4 is then judged.
 	MetaUnreadable bool
 	// MetaMovedAside: the key has no meta.db (or an empty one, a lock's),
-	// but a repair moved a damaged one aside. Its legacy files, if any, are older than what the db
-	// said, and no stamp can be trusted until the next promotion.
+	// but a repair moved a damaged one aside. Its legacy files, if any,
+	// are older than what the db said, and no stamp can be trusted until
+	// the next promotion.
 	MetaMovedAside bool
 	// LastPromotion is when the last completed promotion landed (host
 	// clock); zero means no record, and expired falls back to
