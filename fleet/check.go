@@ -80,7 +80,9 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, err
 	}
 	inFlight := now().Add(-inFlightAge)
-	orphans, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
+	// A key dir the listing cannot read is reported unreadable when the
+	// walk comes to it.
+	orphans, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		return needs(it, ok, name, mtime, cut, inFlight)
 	}, cut)

@@ -40,7 +40,8 @@ type ReapResult struct {
 	Swept   []string // files no record needed, and empty dirs of keys with none ("<key>/"), as shared names them
 	Kept    int      // keys kept
 	// Skipped are keys left for the next reap, each with why: locked by
-	// another reaper, its lock lost, a record that changed under the reap.
+	// another reaper, its lock lost, a record that changed under the reap,
+	// a key dir in the transcripts dir that could not be read.
 	Skipped map[string]error
 }
 
@@ -109,9 +110,19 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		it, ok := records[key]
 		return needs(it, ok, name, mtime, cut, inFlight)
 	}
-	names, err := shared.ListOrphans(ctx, b.dir, needed, cut)
+	names, unreadable, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
 		return res, err
+	}
+	for key, err := range unreadable {
+		// Left for the next reap, and reported, like a key it could not
+		// lock; the other keys' files are swept.
+		if res.Skipped == nil {
+			res.Skipped = map[string]error{}
+		}
+		if _, ok := res.Skipped[key]; !ok {
+			res.Skipped[key] = err
+		}
 	}
 	names, err = b.stillOrphans(ctx, names, cut, inFlight)
 	if err != nil {

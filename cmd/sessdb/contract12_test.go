@@ -219,33 +219,10 @@ func TestAnUnreadableKeyIsAFault(t *testing.T) {
 	if err := os.Rename(src, root); err != nil {
 		t.Fatal(err)
 	}
-	runAs := func(args ...string) (int, string, string) { return runCLI(t, args...) }
-	if os.Geteuid() == 0 {
-		const nobody = 65534
-		bin := filepath.Join(base, "sessdb.test")
-		self, _ := os.Executable()
-		data, err := os.ReadFile(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(bin, data, 0o755)
-		os.Chmod(base, 0o755)
+	runAs := unprivileged(t, base, func() {
 		filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
 		os.Chown(filepath.Join(root, sample.Resumable), 0, 0)
-		runAs = func(args ...string) (int, string, string) {
-			cmd := exec.Command(bin, append(args, "--log-format", "console")...)
-			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-			var out, errs strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errs
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if err != nil && !errors.As(err, &ee) {
-				t.Fatalf("%v: %v", args, err)
-			}
-			return cmd.ProcessState.ExitCode(), out.String(), errs.String()
-		}
-	}
+	})
 	os.Chmod(filepath.Join(root, sample.Resumable), 0)
 	for _, c := range []struct {
 		args   []string
@@ -261,6 +238,41 @@ func TestAnUnreadableKeyIsAFault(t *testing.T) {
 		if code != exitFault || !strings.Contains(errs, sample.Resumable) || strings.Count(errs, "\n") != 1 || !strings.Contains(out, c.others) {
 			t.Errorf("%v: exit %d; want 1, naming %s on stderr, the others on stdout\nstdout:\n%s\nstderr:\n%s", args, code, sample.Resumable, out, errs)
 		}
+	}
+}
+
+// nobody is the user unprivileged runs sessdb as.
+const nobody = 65534
+
+// unprivileged returns how a test runs sessdb as a user a mode-0 directory
+// stops: as itself, or as root as nobody, in a child process (a copy of
+// the test binary in base, which it opens to all), after chown hands
+// nobody what the test made.
+func unprivileged(t *testing.T, base string, chown func()) func(args ...string) (int, string, string) {
+	if os.Geteuid() != 0 {
+		return func(args ...string) (int, string, string) { return runCLI(t, args...) }
+	}
+	bin := filepath.Join(base, "sessdb.test")
+	self, _ := os.Executable()
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, data, 0o755)
+	os.Chmod(base, 0o755)
+	chown()
+	return func(args ...string) (int, string, string) {
+		cmd := exec.Command(bin, append(args, "--log-format", "console")...)
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		var out, errs strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
 	}
 }
 
@@ -440,5 +452,43 @@ func TestFaultLinesNameTheirKey(t *testing.T) {
 		if _, _, errs = runCLI(t, append(c.args, "--log-format", "console")...); strings.Count(errs, key) != 1 {
 			t.Errorf("%s, console: %q; want the key said once", c.at, errs)
 		}
+	}
+}
+
+// A fleet's key dir that reap and check cannot read is reported, and the
+// others are still swept and checked: it stopped the whole sweep (reap
+// swept nothing, check examined nothing, each exiting 1 with the one
+// dir's error).
+func TestFleetUnreadableKeyDirIsReportedAndTheRestSwept(t *testing.T) {
+	startFleet(t)
+	base, err := os.MkdirTemp("", "sessdb-fleet-unreadable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked, other := store.Key("github", "acme/widget", "locked"), store.Key("github", "acme/widget", "other")
+	dir := filepath.Join(base, "transcripts")
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, locked), 0o700); os.RemoveAll(base) })
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	orphan := filepath.Join(dir, other, "0000000000000001-0123456789abcdef.jsonl")
+	for _, key := range []string{locked, other} {
+		if err := os.MkdirAll(filepath.Join(dir, key), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(orphan, []byte(header), 0o600)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(orphan, old, old)
+	runAs := unprivileged(t, base, func() {
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+		os.Chown(filepath.Join(dir, locked), 0, 0)
+	})
+	os.Chmod(filepath.Join(dir, locked), 0)
+	code, out, errs := runAs("check")
+	if code == exitOK || !strings.Contains(out+errs, locked) || !strings.Contains(out, other+"/0000000000000001-0123456789abcdef.jsonl: orphan") {
+		t.Errorf("check: exit %d; want the unreadable key named, the other's orphan reported\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = runAs("reap")
+	if _, err := os.Lstat(orphan); code != exitFault || !strings.Contains(out+errs, locked) || !os.IsNotExist(err) {
+		t.Errorf("reap: exit %d, the other key's orphan: %v; want exit 1 naming the unreadable key, the orphan removed\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
 	}
 }

@@ -16,28 +16,36 @@ import (
 // false. Entries that are none of these (foreign files, links,
 // directories that are not keys) are left out: reap never touches what it
 // did not write. Key directories are listed without following links. The
-// names are sorted, and each is one Remove takes.
+// names are sorted, and each is one Remove takes. A key's directory that
+// cannot be opened or listed (a permission, an I/O error) is left out too,
+// in unreadable with why: one such directory must not keep every other
+// key's orphans from being found.
 //
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
 // reaper must keep such a generation through the grace period itself
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
-func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) ([]string, error) {
+func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names []string, unreadable map[string]error, err error) {
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
 	keys, err := fsat.ReadDirNames(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	fail := func(key string, err error) {
+		if unreadable == nil {
+			unreadable = map[string]error{}
+		}
+		unreadable[key] = err
 	}
 	sort.Strings(keys)
-	var out []string
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ValidKey(key) {
 			continue
@@ -47,19 +55,21 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			if fsat.IsNotExist(err) || errors.Is(err, fsat.ErrNotDir) {
 				continue // gone, or a link or file named like a key: not ours
 			}
-			return nil, err
+			fail(key, err)
+			continue
 		}
 		files, err := fsat.ReadDirNames(kd)
 		if err != nil {
 			kd.Close()
-			return nil, err
+			fail(key, err)
+			continue
 		}
 		if len(files) == 0 {
 			// The directory's mtime is its last entry's coming or going.
 			if st, err := fsat.Fstat(kd); err == nil {
 				mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 				if name := key + "/"; mtime.Before(olderThan) && !referenced(key, name, mtime) {
-					out = append(out, name)
+					names = append(names, name)
 				}
 			}
 		}
@@ -81,9 +91,9 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			if referenced(key, name, mtime) {
 				continue
 			}
-			out = append(out, name)
+			names = append(names, name)
 		}
 		kd.Close()
 	}
-	return out, nil
+	return names, unreadable, nil
 }
