@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,35 @@ func TestSweepKeepsAPromotionInFlightAtTheLastGeneration(t *testing.T) {
 		}
 	}
 	f.holds(key, "b", math.MaxUint64)
+}
+
+// A record larger than etcd takes in one request (a job's venue of
+// megabytes, here over etcd's request limit and over gRPC's message
+// limit) can never be written: its promotion fails at once with
+// etcdmeta.ErrTooLarge, its file removed, never as etcd unavailable. The
+// larger one was ErrUnavailable (gRPC's ResourceExhausted), retried for
+// the whole request timeout, its file left for reap as a commit that may
+// have landed.
+func TestARecordTooLargeForEtcdIsNoOutage(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 3 * time.Second })
+	for i, n := range []int{1600 << 10, 3 << 20} {
+		key := store.Key("github", "huge", strconv.Itoa(i))
+		job := testJob
+		job.Venue = strings.Repeat("v", n)
+		jobDir := t.TempDir()
+		sess, err := f.s.Resolve(key, job, jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendMarker(t, jobDir, "one")
+		began := time.Now()
+		res, err := f.promote(sess)
+		if took := time.Since(began); res.Promoted || !errors.Is(err, etcdmeta.ErrTooLarge) || errors.Is(err, etcdmeta.ErrUnavailable) || took > time.Second {
+			t.Errorf("venue of %d bytes: promote = %s, %v after %v; want promote-failed at once, too large", n, res.Reason, err, took)
+		}
+		if files := f.files(key); len(files) != 0 {
+			t.Errorf("venue of %d bytes: the key's files are %v, want none", n, files)
+		}
+	}
 }

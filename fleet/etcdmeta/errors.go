@@ -37,6 +37,12 @@ var (
 	// lock for the whole wait.
 	ErrLocked = errors.New("locked by another holder")
 
+	// ErrTooLarge is returned when a write is larger than etcd takes in
+	// one request (its --max-request-bytes, 1.5 MiB by default, or gRPC's
+	// message limit): a record or history entry of huge values. It is no
+	// outage: the same write fails again, and nothing was written.
+	ErrTooLarge = errors.New("larger than etcd takes in one request")
+
 	// ErrClosed is returned when a Store is used after Close.
 	ErrClosed = errors.New("store closed")
 )
@@ -176,9 +182,17 @@ func classify(ctx context.Context, err error) error {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
 		return ErrUnavailable
 	case codes.ResourceExhausted:
-		if !errors.Is(err, rpctypes.ErrNoSpace) {
-			return ErrUnavailable // too many requests: etcd sheds load
+		switch {
+		case errors.Is(err, rpctypes.ErrTooManyRequests):
+			return ErrUnavailable // etcd sheds load
+		case !errors.Is(err, rpctypes.ErrNoSpace):
+			// gRPC's own, on either side: a message over its size limit,
+			// which the same write exceeds again however long it retries.
+			return ErrTooLarge
 		}
+	}
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return ErrTooLarge
 	}
 	return nil
 }

@@ -34,6 +34,8 @@ func TestClassify(t *testing.T) {
 		{bg, rpctypes.ErrInvalidAuthToken, ErrAuth},
 		{bg, errors.New("transport: authentication handshake failed: x509: unknown authority"), ErrAuth},
 		{bg, rpctypes.ErrNoSpace, nil},
+		{bg, rpctypes.ErrRequestTooLarge, ErrTooLarge},
+		{bg, status.Error(codes.ResourceExhausted, "trying to send message larger than max (3146574 vs. 2097152)"), ErrTooLarge},
 		{bg, rpctypes.ErrCompacted, nil},
 		{bg, errors.New("something else"), nil},
 	} {
