@@ -226,3 +226,40 @@ func TestARecordTooLargeForEtcdIsNoOutage(t *testing.T) {
 		}
 	}
 }
+
+// A fleet's keys live under its prefix's record/, history/ and lock/: a
+// prefix that reaches into another's (here one fleet's history dir of a
+// key) is refused, since the other fleet's writes and deletes would take
+// its records for their own. Opened, the inner fleet's records were
+// deleted by the outer's reap of the key its prefix names.
+func TestAPrefixNestedInAnotherFleetsKeysIsRefused(t *testing.T) {
+	c := etcdtest.Start1(t)
+	outer := newFixture(t, c)
+	key := store.Key("github", "nest", "outer")
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	outer.now = old
+	outer.run(key, "one")
+	for _, sub := range []string{"/history/" + key, "/record", "/lock/" + key, "/history"} {
+		cfg := Config{Config: etcdmeta.Config{Endpoints: c.Endpoints(), Prefix: outer.prefix + sub}, TranscriptsDir: t.TempDir()}
+		b, err := Open(cfg)
+		if err == nil {
+			inner := &fixture{t: t, c: c, prefix: cfg.Prefix, dir: cfg.TranscriptsDir, b: b}
+			inner.s = store.NewOn(b, store.Options{Now: inner.clock})
+			k := store.Key("github", "nest", "inner")
+			inner.run(k, "inner")
+			res, err := outer.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour, DryRun: true})
+			st, gerr := b.meta.GetRecord(t.Context(), k)
+			t.Errorf("prefix %s was opened; the outer fleet's (dry) reap: %+v, %v; the inner key's record after: rev %d, %v", sub, res, err, st.Rev, gerr)
+			b.Close()
+			continue
+		}
+		if !errors.Is(err, etcdmeta.ErrInvalidConfig) || !strings.Contains(err.Error(), "Prefix") {
+			t.Errorf("prefix %s: %v, want an invalid Prefix", sub, err)
+		}
+	}
+	for _, ok := range []string{"/sessdb/a", "/sessdb/records", "/histories", "locks/x"} {
+		if _, err := (etcdmeta.Config{Endpoints: c.Endpoints(), Prefix: ok}).Validate(); err != nil {
+			t.Errorf("prefix %s: %v", ok, err)
+		}
+	}
+}

@@ -41,7 +41,10 @@ type Config struct {
 	// "https://host:port" (all of one scheme).
 	Endpoints []string
 	// Prefix is where the records live; "" means DefaultPrefix. A trailing
-	// slash is dropped.
+	// slash is dropped. No component of it may be "record", "history" or
+	// "lock", the names of a fleet's own keys under its prefix: another
+	// fleet's prefix may nest inside it ("/sessdb/a" in "/sessdb"), never
+	// among its keys.
 	Prefix string
 	// CAFile is the PEM bundle that vouches for the members' certificates;
 	// "" with https endpoints means the system roots.
@@ -115,6 +118,16 @@ func (c Config) validate() (settings, error) {
 	}
 	if s.Prefix == "" || !utf8.ValidString(s.Prefix) || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return s, invalid("Prefix", "%q: want a non-empty UTF-8 path without control characters", c.Prefix)
+	}
+	// A fleet's keys are its prefix's record/, history/ and lock/: a
+	// prefix with such a component lies among the keys of the fleet whose
+	// prefix is the part before it, whose reads would take the nested
+	// fleet's keys for damage (a history entry, a lock no lease holds) and
+	// whose deletes would remove them.
+	for _, part := range strings.Split(s.Prefix, "/") {
+		if part == "record" || part == "history" || part == "lock" {
+			return s, invalid("Prefix", "%q: a component named %q would nest it among the keys of a fleet whose prefix is the part before it", c.Prefix, part)
+		}
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return s, invalid("CertFile", "CertFile and KeyFile go together")
