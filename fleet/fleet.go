@@ -80,6 +80,10 @@ func Open(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPrefix(meta.Prefix()); err != nil {
+		meta.Close()
+		return nil, err
+	}
 	timeout := cfg.RequestTimeout
 	if timeout == 0 {
 		timeout = etcdmeta.DefaultRequestTimeout
@@ -117,7 +121,20 @@ func (b *Backend) Dir() string { return b.dir }
 // absolute dir, as a ticket's root must.
 func (b *Backend) ID() (string, error) { return id(b.dir, b.meta.Prefix()), nil }
 
-func id(dir, prefix string) string { return dir + " (etcd prefix " + prefix + ")" }
+func id(dir, prefix string) string { return dir + idSep + prefix + ")" }
+
+const idSep = " (etcd prefix "
+
+// checkPrefix refuses a prefix that holds the ID's separator: the ID
+// would no longer say where the dir ends and the prefix begins, and two
+// fleets (a dir ending in the separator and what follows, and a prefix
+// beginning with it) could have one ID and take each other's tickets.
+func checkPrefix(prefix string) error {
+	if strings.Contains(prefix, idSep) {
+		return &etcdmeta.ConfigError{Field: "Prefix", Detail: fmt.Sprintf("%q holds %q, which a fleet's ID puts between its dir and its prefix", prefix, idSep)}
+	}
+	return nil
+}
 
 // SameID reports whether id names this fleet: the same etcd prefix, and
 // the same transcripts dir however spelled (a link, a bind mount).
@@ -130,9 +147,8 @@ func sameID(dir, prefix, other string) bool {
 	if other == id(dir, prefix) {
 		return true
 	}
-	const sep = " (etcd prefix "
-	i := strings.LastIndex(other, sep)
-	if i < 0 || !strings.HasSuffix(other, ")") || other[i+len(sep):len(other)-1] != prefix {
+	i := strings.LastIndex(other, idSep)
+	if i < 0 || !strings.HasSuffix(other, ")") || other[i+len(idSep):len(other)-1] != prefix {
 		return false
 	}
 	a, aerr := os.Stat(dir)

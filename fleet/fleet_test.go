@@ -73,6 +73,40 @@ func TestIDNamesTheDirAndThePrefix(t *testing.T) {
 	}
 }
 
+// Two fleets never share an ID: a prefix holding the ID's own separator
+// is refused, or a fleet whose dir ends in " (etcd prefix /a" and whose
+// prefix is "/b" had the ID of the fleet with the dir without that end
+// and the prefix "/a (etcd prefix /b", and each took the other's tickets
+// for its own.
+func TestTwoFleetsNeverShareAnID(t *testing.T) {
+	base := t.TempDir()
+	dirA, dirB := filepath.Join(base, "t (etcd prefix /a"), filepath.Join(base, "t")
+	os.MkdirAll(dirA, 0o700)
+	os.Mkdir(dirB, 0o700)
+	open := func(dir, prefix string) (*Backend, error) {
+		return Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: prefix}, TranscriptsDir: dir})
+	}
+	a, err := open(dirA, "/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	idA, _ := a.ID()
+	b, err := open(dirB, "/a (etcd prefix /b")
+	if err == nil {
+		defer b.Close()
+		same, _ := b.SameID(idA)
+		t.Fatalf("the prefix %q was taken; SameID of the other fleet's ID %q = %v", "/a (etcd prefix /b", idA, same)
+	}
+	if !errors.Is(err, etcdmeta.ErrInvalidConfig) || !strings.Contains(err.Error(), "Prefix") {
+		t.Fatalf("open: %v, want an invalid Prefix", err)
+	}
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/a (etcd prefix /b"}, TranscriptsDir: dirB}
+	if _, err := Unreachable(cfg, etcdmeta.ErrUnavailable); !errors.Is(err, etcdmeta.ErrInvalidConfig) {
+		t.Fatalf("Unreachable: %v, want an invalid Prefix", err)
+	}
+}
+
 // With etcd down, a resolve is store-unavailable (a verdict, no error)
 // and a promote is promote-failed with its cause, writing nothing; a
 // commit whose answer never came leaves its file for reap, and the retry

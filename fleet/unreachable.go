@@ -31,6 +31,9 @@ func Unreachable(cfg Config, cause error) (store.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPrefix(valid.Prefix); err != nil {
+		return nil, err
+	}
 	dir, err := transcriptsDir(cfg)
 	if err != nil {
 		return nil, err
