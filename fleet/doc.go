@@ -65,7 +65,8 @@
 //
 // # Reap
 //
-// Reap removes keys whose last promotion is older than a TTL, each under a
+// Reap removes keys whose last promotion (for one dated in the future, a
+// clock that is wrong, its file's mtime) is older than a TTL, each under a
 // lease-backed etcd lock and with a delete guarded by the revision it
 // judged, so a promotion landing meanwhile (even after the reaper's lease
 // ran out under it) is never removed. It also removes files no record

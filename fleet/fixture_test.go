@@ -37,7 +37,7 @@ func newFixture(t *testing.T, c *etcdtest.Cluster, edit ...func(*Config)) *fixtu
 
 // open opens another Backend on the fixture's fleet.
 func (f *fixture) open(edit ...func(*Config)) *Backend {
-	cfg := Config{Config: etcdmeta.Config{Endpoints: f.c.Endpoints(), Prefix: f.prefix, RequestTimeout: 10 * time.Second}, TranscriptsDir: f.dir}
+	cfg := Config{Config: etcdmeta.Config{Endpoints: f.c.Endpoints(), Prefix: f.prefix, RequestTimeout: 10 * time.Second}, TranscriptsDir: f.dir, Now: f.clock}
 	for _, e := range edit {
 		e(&cfg)
 	}

@@ -29,6 +29,11 @@ type Config struct {
 	// a store-unavailable, the I/O error behind a lost generation. The
 	// zero Logger writes nothing.
 	Logger zerolog.Logger
+	// Now is the clock a resolve's view tells a record dated in the
+	// future by (see lastPromotion): the store's clock
+	// (store.Options.Now), so that the view and the ladder judging it
+	// agree. nil means time.Now.
+	Now func() time.Time
 }
 
 // Backend is a fleet's store.Backend. It is safe for concurrent use by
@@ -39,6 +44,7 @@ type Backend struct {
 	dir     string
 	timeout time.Duration
 	log     zerolog.Logger
+	now     func() time.Time
 	// hook, set by this package's tests only, is called at each named
 	// step (the hook* constants) of key; an error it returns is that
 	// step's.
@@ -88,7 +94,11 @@ func Open(cfg Config) (*Backend, error) {
 	if timeout == 0 {
 		timeout = etcdmeta.DefaultRequestTimeout
 	}
-	return &Backend{meta: meta, dir: dir, timeout: timeout, log: cfg.Logger}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Backend{meta: meta, dir: dir, timeout: timeout, log: cfg.Logger, now: now}, nil
 }
 
 // transcriptsDir is cfg's transcripts dir, made absolute, once it is

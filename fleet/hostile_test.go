@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -261,5 +263,35 @@ func TestAPrefixNestedInAnotherFleetsKeysIsRefused(t *testing.T) {
 		if _, err := (etcdmeta.Config{Endpoints: c.Endpoints(), Prefix: ok}).Validate(); err != nil {
 			t.Errorf("prefix %s: %v", ok, err)
 		}
+	}
+}
+
+// A record dated in the future (its promoter's clock a year ahead) still
+// expires: past the TTL since its file was written (the file server's
+// clock), a resolve cold-starts it as expired and reap removes it. It
+// resumed, and reap kept it, until the promoter's date came: a year here.
+func TestAPromotionDatedInTheFutureStillExpires(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key, sane := store.Key("github", "future", "ahead"), store.Key("github", "future", "sane")
+	f.now = time.Now().Add(365 * 24 * time.Hour)
+	f.run(key, "one")
+	f.now = time.Time{}
+	f.run(sane, "one")
+	then := time.Now().Add(-20 * 24 * time.Hour)
+	for _, k := range []string{key, sane} {
+		if err := os.Chtimes(filepath.Join(f.dir, f.recordFile(k)), then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sess, _ := resolveOn(t, f.s, key); sess.Resume || sess.Reason != gates.Expired {
+		t.Errorf("resolve = %s, want a cold start, expired", sess.Reason)
+	}
+	// A record dated in the past is judged by its date alone, whatever
+	// its file's mtime (a file server whose clock is behind).
+	f.holds(sane, "one", 1)
+	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || !slices.Equal(r.Removed, []string{key}) {
+		t.Fatalf("reap = %+v, %v; want %s removed", r, err, key)
 	}
 }

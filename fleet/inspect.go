@@ -179,7 +179,6 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 	r.File = t.File
 
 	var obs gates.Observation
-	recordInto(&obs, rec)
 	mismatch := false
 	f, err := shared.Open(b.dir, t.File)
 	switch {
@@ -234,11 +233,13 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
 		}
 	}
+	now := o.Now()
+	recordInto(&obs, rec, obs.Transcript.ModTime, now)
 	var afterCopy gates.Reason
 	if mismatch {
 		afterCopy = gates.TranscriptReplaced // what the view's Accept makes of it
 	}
-	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), afterCopy)
+	k.Verdict = store.Judge(obs, o.Bounds, o.Job, now, afterCopy)
 	return r, nil
 }
 

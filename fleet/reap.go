@@ -78,7 +78,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	for _, key := range slices.Sorted(maps.Keys(records)) {
 		it := records[key]
-		if it.Err != nil || !expired(it.Record, o.TTL, now()) {
+		if it.Err != nil || !b.expired(key, it.Record, o.TTL, now()) {
 			res.Kept++
 			continue
 		}
@@ -226,9 +226,39 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 // skew between the clocks of this host and the file server.
 const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
 
-func expired(r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
+// expired reports whether key's record r is past the TTL at now, by its
+// lastPromotion: for a record dated in the future, by the mtime of its
+// file, read only then.
+func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
 	t := r.Transcript
-	return ttl > 0 && t != nil && now.Sub(time.Unix(0, t.PromotedAt)) > ttl
+	if ttl <= 0 || t == nil {
+		return false
+	}
+	var mtime time.Time
+	if time.Unix(0, t.PromotedAt).After(now) && namesOwnFile(key, t) {
+		if st, ok := lstatName(b.dir, t.File); ok {
+			mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+		}
+	}
+	return now.Sub(lastPromotion(t, mtime, now)) > ttl
+}
+
+// lastPromotion is when the promotion of t, whose file was written at
+// mtime (zero: unknown), is taken to have landed, judged at now: its
+// PromotedAt, the promoter's clock, unless that is in the future. A date
+// in the future is a clock that is wrong (a worker's ahead, a value
+// written by hand), and taken as it is it would keep the key from
+// expiring until that date came, a year on for a clock a year ahead. The
+// file's mtime, the file server's clock when the file was written before
+// the commit, is taken instead, if it is earlier. A date in the past is
+// taken as it is, so that a file server whose clock is behind never ages
+// a key.
+func lastPromotion(t *etcdmeta.Transcript, mtime, now time.Time) time.Time {
+	at := time.Unix(0, t.PromotedAt)
+	if at.After(now) && !mtime.IsZero() && mtime.Before(at) {
+		return mtime
+	}
+	return at
 }
 
 // reapKey removes key if it is still expired under its lock, and reports
@@ -240,7 +270,7 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	}
 	defer unlock()
 	st, err := b.meta.Get(ctx, key)
-	if err != nil || !expired(st.Record, ttl, now()) {
+	if err != nil || !b.expired(key, st.Record, ttl, now()) {
 		return false, err
 	}
 	if dry {
