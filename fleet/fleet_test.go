@@ -512,6 +512,38 @@ func TestAStalledPromoterCommitsNothing(t *testing.T) {
 	f.holds(key, "b", 2)
 }
 
+// A promoter whose host was suspended between its file and its commit (a
+// VM paused, a laptop asleep) commits nothing once the wall clock, which
+// the reaper judges the file's age by, is past the window: Go's timers
+// and monotonic clock do not count a suspend, so the window's deadline had
+// not fired and the commit landed, naming a file a reap may have swept.
+func TestAPromoterSuspendedPastTheWindowCommitsNothing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "in-flight", "suspended promoter")
+	f.run(key, "a")
+	sess, _ := f.job(key, "b")
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			f.now = time.Now().Add(commitWindow + time.Minute) // the wall clock after the suspend
+		}
+		return nil
+	}
+	res, err := f.promote(sess)
+	if err == nil || res.Promoted || res.Reason != gates.PromoteFailed {
+		t.Fatalf("promote after the suspend = %+v, %v; want promote-failed", res, err)
+	}
+	f.holds(key, "a", 1)
+	if files := f.files(key); len(files) != 1 {
+		t.Errorf("the key's files are %v, want only gen 1's: the uncommitted file removed", files)
+	}
+	f.now = time.Time{}
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	f.holds(key, "b", 2)
+}
+
 // Reap removes the directory of a key that has no record once it holds
 // nothing and is older than the in-flight window; a directory a key's
 // first promotion may have just made, or one of a key with a record, it

@@ -96,8 +96,10 @@ type txn struct {
 	committed bool
 	unsure    bool
 	// writing is when Stage began to write: Commit sends nothing later
-	// than etcdmeta.MaxRequestTimeout after it (inFlightAge).
-	writing time.Time
+	// than etcdmeta.MaxRequestTimeout after it (inFlightAge). wrote is the
+	// same instant by the wall clock alone, which a reaper judges the
+	// file's age by.
+	writing, wrote time.Time
 }
 
 // State is the key as Begin found it. An optimistic state has no history:
@@ -199,7 +201,7 @@ func (t *txn) Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (store.S
 	if torn {
 		r, want = io.MultiReader(r, strings.NewReader("\n")), size+1
 	}
-	t.writing = time.Now()
+	t.writing, t.wrote = time.Now(), t.b.now().Round(0)
 	name, n, sum, err := shared.Write(context.Background(), t.b.dir, t.key, gen, r)
 	if err != nil {
 		return store.Staged{}, err
@@ -228,6 +230,12 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 	ctx, cancelLate := context.WithDeadline(ctx, t.writing.Add(commitWindow))
 	defer cancelLate()
 	for try := 0; ; try++ {
+		// The deadline above runs on the monotonic clock, which a host
+		// suspended (a VM paused, a machine asleep) does not advance:
+		// the wall clock may be far past the window, and the file swept.
+		if late := t.b.now().Round(0).Sub(t.wrote); late > commitWindow {
+			return fmt.Errorf("commit %s: not sent: its file was written %v ago by the wall clock (a host suspended?), past the %v a reaper waits for a commit", t.key, late.Round(time.Second), commitWindow)
+		}
 		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
 		var ce *etcdmeta.ConflictError
 		switch {
