@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
@@ -266,4 +268,32 @@ func pct(ds []time.Duration, p int) time.Duration {
 	s := slices.Clone(ds)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[max(0, (len(s)*p+99)/100-1)]
+}
+
+// A reap that loses etcd while it removes expired keys stops there, with
+// etcd's error, rather than wait out the request timeout (and the lock's)
+// on every expired key left, which for thousands of keys was hours. It
+// went on, each key in turn failing as etcd unavailable.
+func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	for _, m := range []string{"a", "b", "c", "d"} {
+		f.run(store.Key("github", "reap-outage", m), m)
+	}
+	f.now = time.Time{}
+	tries := 0
+	f.b.hook = func(p, _ string) error {
+		if p == hookReapDelete {
+			if tries++; tries == 1 {
+				c.Stop(0)
+			}
+		}
+		return nil
+	}
+	began := time.Now()
+	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || len(r.Removed) != 0 {
+		t.Errorf("reap = %+v, %v after %v; want it stopped at the first key, etcd unavailable", r, err, time.Since(began))
+	}
 }

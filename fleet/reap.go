@@ -86,6 +86,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
+		case errors.Is(err, etcdmeta.ErrUnavailable):
+			// Every key left would wait out the request timeout in turn
+			// (its lock, then the lease's revoke): hours for thousands.
+			// The next reap picks them up.
+			return res, err
 		case err != nil:
 			if res.Skipped == nil {
 				res.Skipped = map[string]error{}
