@@ -759,3 +759,46 @@ func TestMigrateMovedAsideKeySaysWhatSettlesIt(t *testing.T) {
 		t.Errorf("the refused key wrote %d etcd keys", n)
 	}
 }
+
+// A migration stalled or suspended between a key's file and its record
+// for longer than a reaper waits for a commit creates no record: the
+// file may have been swept as a dead write's, and a record naming it
+// would have the key resolve transcript-replaced while a re-run called
+// it already moved. The key is failed, its file removed, its key dir as
+// it was; a re-run moves it. It was created, naming the file.
+func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	hs, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "moved", "stalled")
+	sess, jobDir := resolveOn(t, hs, key)
+	appendMarker(t, jobDir, "a")
+	if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ToEtcdWritten {
+			f.now = time.Now().Add(commitWindow + time.Minute) // the wall clock after the stall
+		}
+		return nil
+	})
+	got, _ := runMigration(t, true, root, f.b, MigrateOptions{})
+	faults.Set(nil)
+	if r := got[key]; r.Action != migrate.Failed {
+		t.Errorf("the stalled key = %+v, want failed", r)
+	}
+	if st, err := f.b.meta.GetRecord(t.Context(), key); st.Rev != 0 || err != nil {
+		t.Fatalf("the stalled key has a record at %d (%v), want none", st.Rev, err)
+	}
+	if files := f.files(key); len(files) != 0 {
+		t.Errorf("the key's files are %v, want none", files)
+	}
+	f.now = time.Time{}
+	if got, _ := runMigration(t, true, root, f.b, MigrateOptions{}); got[key].Action != migrate.Migrated {
+		t.Fatalf("re-run: %+v, want migrated", got[key])
+	}
+	f.holds(key, "a", 1)
+}

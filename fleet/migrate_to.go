@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -78,8 +79,10 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		return r
 	}
 
+	var wrote, wroteWall time.Time
 	if rec.Transcript != nil {
 		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
+		wrote, wroteWall = time.Now(), m.b.now().Round(0)
 		if err == nil && (n != k.size || sum != k.sum) {
 			shared.Remove(m.b.dir, file)
 			err = fmt.Errorf("copy %s: %w", k.file.Name(), errChanged)
@@ -95,7 +98,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 			return r
 		}
 	}
-	switch cur, err := m.create(name, rec, hostHistory(k.history)); {
+	switch cur, err := m.create(name, rec, hostHistory(k.history), wrote, wroteWall); {
 	case cur != nil:
 		m.judgeExisting(&r, rec, hostHistory(k.history), *cur)
 		return r
@@ -334,11 +337,23 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 // found held by another write; a try that finds its own record (it names
 // this run's file) landed on an earlier try. A conflict removes the file
 // this run wrote, unless a try's answer was lost (it may be the record's).
-func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry) (*etcdmeta.State, error) {
+//
+// wrote is when rec's file was written, by the monotonic clock and by the
+// wall clock alone (a suspended host advances only the latter): past
+// commitWindow after it, nothing is sent, as a promotion's commit sends
+// nothing, since a reaper may have swept the file by then as a dead
+// write's.
+func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, wrote, wroteWall time.Time) (*etcdmeta.State, error) {
 	ctx, cancel := m.b.deadline()
 	defer cancel()
 	unsure := false
 	for try := 0; ; try++ {
+		if late := max(time.Since(wrote), m.b.now().Round(0).Sub(wroteWall)); rec.Transcript != nil && late > commitWindow {
+			if !unsure {
+				shared.Remove(m.b.dir, rec.Transcript.File)
+			}
+			return nil, fmt.Errorf("create %s: not sent: its file was written %v ago, past the %v a reaper waits for a record to name it (a stalled or suspended migration?)", key, late.Round(time.Second), commitWindow)
+		}
 		_, err := m.b.meta.Create(ctx, key, rec, hist)
 		var ce *etcdmeta.ConflictError
 		switch {
