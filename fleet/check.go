@@ -186,7 +186,9 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 	}
 	c.dir(name, own, add)
 	if c.o.Repair {
-		c.repair(ctx, name, out)
+		if err := c.repair(ctx, name, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -23,7 +23,11 @@ import (
 // left. The lock keeps two repairs or a repair and a reap from judging
 // the key at once; a promotion takes no lock, but can only ever name a
 // file it wrote itself, which is never one already past the grace period.
-func (c *checker) repair(ctx context.Context, key string, found []store.Finding) {
+//
+// etcd not answering (the lock, the record's read) is returned, after the
+// key's findings say so: every key left would wait out the request timeout
+// in turn, and the walk stops instead.
+func (c *checker) repair(ctx context.Context, key string, found []store.Finding) error {
 	var orphans []int
 	for i := range found {
 		switch {
@@ -36,7 +40,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		}
 	}
 	if len(orphans) == 0 {
-		return
+		return nil
 	}
 	leave := func(why string) {
 		for _, i := range orphans {
@@ -45,16 +49,16 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	}
 	if err := c.b.at(hookRepair, key); err != nil {
 		leave(err.Error())
-		return
+		return nil
 	}
 	unlock, lost, err := c.b.meta.Lock(ctx, key)
 	if errors.Is(err, etcdmeta.ErrLocked) {
 		leave("the key's lock is held by another reap or repair; run check again")
-		return
+		return nil
 	}
 	if err != nil {
 		leave(c.b.unroot(err.Error()))
-		return
+		return unavailable(err)
 	}
 	defer unlock()
 	st, err := c.b.meta.Get(ctx, key)
@@ -65,7 +69,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		} else {
 			leave(c.b.unroot(err.Error()))
 		}
-		return
+		return unavailable(err)
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
 	for _, i := range orphans {
@@ -90,6 +94,15 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		}
 		f.Repair, f.Repaired, f.Remains = "removed", true, false
 	}
+	return nil
+}
+
+// unavailable is err if etcd did not answer, else nil.
+func unavailable(err error) error {
+	if errors.Is(err, etcdmeta.ErrUnavailable) {
+		return err
+	}
+	return nil
 }
 
 // leftAsIs says why a repairing check leaves a finding of kind k alone.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -295,5 +296,38 @@ func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
 	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
 	if !errors.Is(err, etcdmeta.ErrUnavailable) || len(r.Removed) != 0 {
 		t.Errorf("reap = %+v, %v after %v; want it stopped at the first key, etcd unavailable", r, err, time.Since(began))
+	}
+}
+
+// A repairing check that loses etcd stops there, with etcd's error,
+// rather than wait out the request timeout for the lock of every key
+// with orphans left. It went on through all 8, each key's orphans left
+// "not removed: etcd unavailable" in turn, and returned no error.
+func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	old := time.Now().Add(-2 * time.Hour)
+	for m := range 8 {
+		key := store.Key("github", "repair-outage", strconv.Itoa(m))
+		p := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(testHeader), 0o600)
+		os.Chtimes(p, old, old)
+	}
+	tries := 0
+	f.b.hook = func(p, _ string) error {
+		if p == hookRepair {
+			if tries++; tries == 1 {
+				c.Stop(0)
+			}
+		}
+		return nil
+	}
+	began := time.Now()
+	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(store.Finding) error { return nil })
+	// The walk finishes the key it had begun (the one worker takes the
+	// next as it hands the first's result over) and starts no other.
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || tries > 2 {
+		t.Errorf("check --repair = %v after %d of 8 repairs, %v; want it stopped at the first, etcd unavailable", err, tries, time.Since(began))
 	}
 }

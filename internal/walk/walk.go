@@ -61,12 +61,25 @@ func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, del
 			case <-stop:
 				break dispatch
 			}
-			// A free token and a done ctx can be ready together; select
-			// picks at random, and an interrupt must not start more work.
+			// A free token and a done ctx (or a deliver error) can be
+			// ready together; select picks at random, and neither an
+			// interrupt nor a failed delivery may start more work. Nor
+			// may the wait for a free worker outlast them.
+			select {
+			case <-stop:
+				break dispatch
+			default:
+			}
 			if ctx.Err() != nil {
 				break
 			}
-			jobs <- i
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				break dispatch
+			case <-stop:
+				break dispatch
+			}
 		}
 		close(jobs)
 		started <- i
