@@ -12,6 +12,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/fsat"
 )
 
 // DefaultGrace is ReapOptions.Grace's zero value: how long a file no
@@ -241,7 +242,8 @@ func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now 
 	}
 	var mtime time.Time
 	if time.Unix(0, t.PromotedAt).After(now) && namesOwnFile(key, t) {
-		if st, ok := lstatName(b.dir, t.File); ok {
+		// A regular file's only: a resolve judges no other by its mtime.
+		if st, ok := lstatName(b.dir, t.File); ok && fsat.IsRegular(&st) {
 			mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 		}
 	}
