@@ -277,7 +277,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 // went on, each key in turn failing as etcd unavailable.
 func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
 	c := etcdtest.Start1(t)
-	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 100 * time.Millisecond })
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
 	for _, m := range []string{"a", "b", "c", "d"} {
 		f.run(store.Key("github", "reap-outage", m), m)
@@ -305,7 +305,7 @@ func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
 // "not removed: etcd unavailable" in turn, and returned no error.
 func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
 	c := etcdtest.Start1(t)
-	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 100 * time.Millisecond })
 	old := time.Now().Add(-2 * time.Hour)
 	for m := range 8 {
 		key := store.Key("github", "repair-outage", strconv.Itoa(m))

@@ -208,7 +208,7 @@ func TestSweepKeepsAPromotionInFlightAtTheLastGeneration(t *testing.T) {
 func TestARecordTooLargeForEtcdIsNoOutage(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 3 * time.Second })
-	for i, n := range []int{1600 << 10, 3 << 20} {
+	for i, n := range []int{1552 << 10, 2112 << 10} {
 		key := store.Key("github", "huge", strconv.Itoa(i))
 		job := testJob
 		job.Venue = strings.Repeat("v", n)
