@@ -45,8 +45,15 @@ func jsNumber(w *walker) float64 {
 // element is its ToString, which for null is "", for a nested array its own
 // join, for a boolean "true" or "false" (NaN), for an object
 // "[object Object]" (NaN), and for a number a string that reads back as the
-// same number.
-func arrayNumber(w *walker) float64 {
+// same number. Past maxDepth nested arrays it gives up with NaN: V8's join
+// recurses, and overflows its stack (a RangeError) before that depth.
+func arrayNumber(w *walker) float64 { return arrayNumberAt(w, 0) }
+
+func arrayNumberAt(w *walker, depth int) float64 {
+	if depth > maxDepth {
+		w.skip()
+		return math.NaN()
+	}
 	w.open()
 	n, v := 0, 0.0
 	for w.more() {
@@ -66,7 +73,7 @@ func arrayNumber(w *walker) float64 {
 			w.skip()
 			v = math.NaN()
 		case '[':
-			v = arrayNumber(w)
+			v = arrayNumberAt(w, depth+1)
 		default:
 			v, _ = w.number()
 		}

@@ -234,3 +234,38 @@ func TestPiToolCallArguments(t *testing.T) {
 		}, c.tokens, "p/m"}.check(t)
 	}
 }
+
+// JSON.parse nests without a limit (V8's parser is iterative), so pi keeps
+// a line whatever its depth; only encoding/json stops at 10000. A user
+// message after the answer, carrying an extension's field nested 10001 or
+// 20000 deep, is the leaf: pi's estimate is the answer's 1000 plus the
+// message's "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" (40 characters, 10
+// tokens). A deep line in the middle is the parent of the next one, which
+// a dropped line would cut from the branch: a failed answer after it
+// adds its "bbbb" (1 token) to 1010. Tool-call arguments that deep
+// make pi's JSON.stringify overflow its stack (a RangeError: pi cannot
+// estimate that context at all); here they only have to be read without
+// recursing to their depth.
+func TestPiKeepsDeeplyNestedLines(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	deepObj := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	u2 := func(extra string) string {
+		return `{"type":"message","id":"u2","parentId":"a1","x":` + extra + `,"message":{"role":"user","content":"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"}}`
+	}
+	for _, c := range []piFile{
+		{"10001 deep, last", []string{hdr, piU1, piA1, u2(deep(10001))}, 1010, "p/m"},
+		{"20000 deep objects, last", []string{hdr, piU1, piA1, u2(deepObj(20000))}, 1010, "p/m"},
+		{"10001 deep, a parent", []string{hdr, piU1, piA1, u2(deep(10001)),
+			`{"type":"message","id":"a2","parentId":"u2","message":{"role":"assistant","content":[{"type":"text","text":"bbbb"}],"provider":"q","model":"n","stopReason":"error"}}`}, 1011, "q/n"},
+	} {
+		c.check(t)
+	}
+	// Arguments 100000 deep, on an errored answer (no anchor, so counted):
+	// read, with no stack overflow; pi throws here, so any count will do.
+	args := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	_, err := ReadEnd(strings.NewReader(strings.Join([]string{hdr, piU1,
+		`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"toolCall","name":"x","arguments":` + args + `}],"stopReason":"error"}}`}, "\n")))
+	if err != nil {
+		t.Errorf("deep arguments: %v", err)
+	}
+}

@@ -17,15 +17,22 @@ type stringifier struct {
 // units is stringifyUnits with s's slices.
 func (s *stringifier) units(raw []byte) int64 {
 	s.keys, s.lens = s.keys[:0], s.lens[:0]
-	return s.value(&walker{b: raw})
+	return s.value(&walker{b: raw}, 0)
 }
 
-func (s *stringifier) value(w *walker) int64 {
+func (s *stringifier) value(w *walker, depth int) int64 {
+	if depth > maxDepth {
+		// pi's JSON.stringify recurses too, and overflows its stack (a
+		// RangeError) well before this depth, which valid no longer bounds:
+		// there is no pi figure to match, only a stack of ours to keep.
+		w.skip()
+		return 0
+	}
 	switch w.peek() {
 	case '"':
 		return quotedUnits(w.str())
 	case '{':
-		return s.object(w)
+		return s.object(w, depth)
 	case '[':
 		w.open()
 		n := int64(2)
@@ -33,7 +40,7 @@ func (s *stringifier) value(w *walker) int64 {
 			if !first {
 				n++ // the comma
 			}
-			n += s.value(w)
+			n += s.value(w, depth+1)
 		}
 		return n
 	case 't', 'n':
@@ -51,7 +58,7 @@ func (s *stringifier) value(w *walker) int64 {
 // rather than by a scan of the keys before.
 const manyKeys = 32
 
-func (s *stringifier) object(w *walker) int64 {
+func (s *stringifier) object(w *walker, depth int) int64 {
 	w.open()
 	base := len(s.keys)
 	var index map[string]int
@@ -63,7 +70,7 @@ func (s *stringifier) object(w *walker) int64 {
 		if bytes.IndexByte(raw, '\\') >= 0 {
 			key = []byte(unescape(raw))
 		}
-		member := quotedUnits(raw) + 1 + s.value(w)
+		member := quotedUnits(raw) + 1 + s.value(w, depth+1)
 		at := -1
 		if index != nil {
 			if i, ok := index[string(key)]; ok {

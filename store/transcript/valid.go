@@ -5,14 +5,15 @@ import (
 	"math/bits"
 )
 
-// valid reports whether b is one JSON text, judged exactly as
-// encoding/json.Valid judges it (FuzzValidMatchesEncodingJSON holds it to
-// that): RFC 8259's grammar, with encoding/json's two liberties and one
-// limit. Inside a string any byte from 0x20 up is taken as is, so invalid
-// UTF-8 passes (JSON.parse sees U+FFFD there, which it accepts too); a
-// \u escape may name half a surrogate pair. Objects and arrays may nest
-// 10000 deep and no deeper. Whitespace is space, tab, CR and LF only, before
-// and after the value as between tokens.
+// valid reports whether b is one JSON text, judged as JSON.parse judges
+// the text Node decodes from it, which is encoding/json.Valid's verdict
+// but for depth (FuzzValidMatchesEncodingJSON holds it to that): RFC
+// 8259's grammar, with encoding/json's two liberties. Inside a string any
+// byte from 0x20 up is taken as is, so invalid UTF-8 passes (JSON.parse
+// sees U+FFFD there, which it accepts too); a \u escape may name half a
+// surrogate pair. Objects and arrays nest to any depth, as JSON.parse lets
+// them (json.Valid stops at 10000). Whitespace is space, tab, CR and LF
+// only, before and after the value as between tokens.
 //
 // It exists because json.Valid steps a state machine once per byte, which
 // cost 55-65% of a transcript scan; here the bytes of a string's contents,
@@ -27,9 +28,7 @@ func valid(b []byte) bool {
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
-			if !open.push(c == '{') {
-				return false
-			}
+			open.push(c == '{')
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']': empty
 				open.depth--
@@ -87,33 +86,47 @@ func valid(b []byte) bool {
 }
 
 // nesting is the stack of open containers: a bit each, set for an object.
+// The first maxDepth or so fit in place; deeper ones, which only a
+// hand-made line has, spill into deep.
 type nesting struct {
 	depth   int
 	objects [maxDepth/64 + 1]uint64
+	deep    []uint64
 }
 
 // maxDepth is encoding/json's maxNestingDepth: the 10001st open bracket
-// makes json.Valid fail, whatever follows.
+// makes json.Valid fail. JSON.parse has no such limit (V8's parser is
+// iterative), and pi keeps a line of any depth, so valid has none either.
 const maxDepth = 10000
 
-// push opens a container, or reports false when maxDepth are open.
-func (n *nesting) push(object bool) bool {
-	if n.depth == maxDepth {
-		return false
-	}
-	bit := uint64(1) << (n.depth % 64)
-	n.objects[n.depth/64] &^= bit
-	if object {
-		n.objects[n.depth/64] |= bit
-	}
+// push opens a container. A line's depth is bounded by its length, at most
+// MaxLineBytes, so deep holds at most 1 MiB.
+func (n *nesting) push(object bool) {
+	d := n.depth
 	n.depth++
-	return true
+	var word *uint64
+	if i := d / 64; i < len(n.objects) {
+		word = &n.objects[i]
+	} else {
+		if i -= len(n.objects); i == len(n.deep) {
+			n.deep = append(n.deep, 0)
+		}
+		word = &n.deep[i]
+	}
+	bit := uint64(1) << (d % 64)
+	*word &^= bit
+	if object {
+		*word |= bit
+	}
 }
 
 // inObject reports whether the innermost open container is an object.
 func (n *nesting) inObject() bool {
 	d := n.depth - 1
-	return n.objects[d/64]>>(d%64)&1 != 0
+	if d/64 < len(n.objects) {
+		return n.objects[d/64]>>(d%64)&1 != 0
+	}
+	return n.deep[d/64-len(n.objects)]>>(d%64)&1 != 0
 }
 
 // endKey checks an object member's name and colon starting at b[i] and
