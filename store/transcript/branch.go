@@ -250,8 +250,9 @@ func reduce(e *Entry) node {
 		// pi turns it into a message of role "custom" with the entry's content.
 		n.kind, n.role, n.tokens = KindMessage, "custom", ceil4(chars("custom", &Message{Content: e.Content}))
 	case "branch_summary":
-		// Only a non-empty summary becomes a message.
-		if e.Summary > 0 {
+		// Only a truthy summary becomes a message: an empty array does,
+		// of 0 tokens.
+		if e.HasSummary {
 			n.kind, n.role, n.tokens = KindMessage, "branchSummary", ceil4(e.Summary)
 		}
 	case "compaction":

@@ -46,12 +46,17 @@
 // while its context is built from the leaf all the same, so the estimate
 // after a compaction is reported, stale, rather than unknown.
 //
+// Texts, thinkings, tool-call names, bash commands and outputs and
+// summaries are measured by JavaScript's .length, as pi measures them: an
+// array (which pi never writes there) counts its elements, and a branch
+// summary that is an empty array is still a message, since it is truthy.
+//
 // Caveat: where pi itself would compute NaN or throw, the scanner reads 0
 // or drops the line instead; pi never writes such values. pi computes NaN
-// for a text block whose text is not a string, a usage without counters,
-// and a tool call whose name is a number or an object (an array counts its
-// elements), and throws on a tool call without a name or arguments; such
-// a name counts 0 here. pi throws a TypeError, and loads nothing, on a
+// for a text block whose text is a number, true or an object, a usage
+// without counters, and a tool call whose name is a number or an object,
+// and throws on a tool call without a name or arguments; such a text or
+// name counts 0 here. pi throws a TypeError, and loads nothing, on a
 // null line anywhere, on a line that is a string, a number or a boolean in
 // a version 1 file (its migration assigns them an id), and on a header
 // version that is an object with its own "toString" member; the scanner

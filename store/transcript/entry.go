@@ -30,9 +30,13 @@ type Entry struct {
 	Message Message
 	// Content measures the entry-level "content" of a custom_message entry.
 	Content Content
-	// Summary is the length of the "summary" string of a compaction or
-	// branch_summary entry (0 when absent, empty or not a string).
+	// Summary is the length of the "summary" of a compaction or
+	// branch_summary entry, as walker.length measures it (0 when absent).
 	Summary int64
+	// HasSummary is whether that summary is truthy, as pi tests a branch
+	// summary before making it a message: a non-empty string, any array
+	// (an empty one too), an object, true or a non-zero number.
+	HasSummary bool
 	// FirstKeptEntryID is a compaction's firstKeptEntryId; for a version 1
 	// compaction it is derived from firstKeptEntryIndex as pi's migration
 	// derives it.
@@ -90,6 +94,25 @@ func ident(w *walker) (string, idKind) {
 		w.skip()
 	}
 	return "", idNone
+}
+
+// truthy reports, without consuming it, whether the value at the cursor
+// is truthy in JavaScript: anything but "", 0 (-0, 0.0, 0e5), null and
+// false.
+func truthy(w *walker) bool {
+	switch c := w.peek(); c {
+	case 'n', 'f':
+		return false
+	case '"':
+		return w.i+1 < len(w.b) && w.b[w.i+1] != '"'
+	case '{', '[', 't':
+		return true
+	default:
+		r := w.i
+		f, _ := w.number()
+		w.i = r
+		return f != 0
+	}
 }
 
 // Message is a message entry's payload, measured.
@@ -176,6 +199,7 @@ func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 		case "content":
 			e.Content = content(&w, nil, st)
 		case "summary":
+			e.HasSummary = truthy(&w)
 			e.Summary = w.length()
 		case "firstKeptEntryId":
 			e.FirstKeptEntryID, e.firstKeptKind = ident(&w)

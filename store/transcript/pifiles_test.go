@@ -269,3 +269,35 @@ func TestPiKeepsDeeplyNestedLines(t *testing.T) {
 		t.Errorf("deep arguments: %v", err)
 	}
 }
+
+// pi measures a text, a thinking, a tool call's name, a bash execution's
+// command and output and a summary by their .length, which an array has
+// too: its number of elements (nested ones count one each). Each case
+// follows piU1 and piA1 (1000), so pi's figure is 1000 plus the last
+// message's ceil(chars/4): a user text of 9 elements (3 tokens); a tool
+// result text of 5 (2); a failed answer with a text of 5, a thinking of 4
+// and a tool call named by 3 with arguments {} (2 characters), 14 in all
+// (4); a branch summary of 9 (3); a bash execution of 5 and 1 (2); a custom
+// message text of 9 (3); a branchSummary message of 13 (4). A branch
+// summary that is an empty array is truthy, so pi makes it a message, of
+// 0 tokens: the last message of the branch.
+func TestPiMeasuresArraysByTheirLength(t *testing.T) {
+	nine := `[1,2,3,4,5,6,7,8,9]`
+	for _, c := range []piFile{
+		{"user text", []string{hdr, piU1, piA1, `{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":[{"type":"text","text":` + nine + `}]}}`}, 1003, "p/m"},
+		{"tool result text", []string{hdr, piU1, piA1, `{"type":"message","id":"t1","parentId":"a1","message":{"role":"toolResult","content":[{"type":"text","text":[[],{},"abc",null,5]}]}}`}, 1002, "p/m"},
+		{"failed answer", []string{hdr, piU1, piA1, `{"type":"message","id":"a2","parentId":"a1","message":{"role":"assistant","content":[{"type":"text","text":[1,2,3,4,5]},{"type":"thinking","thinking":[1,2,3,4]},{"type":"toolCall","name":[1,2,3],"arguments":{}}],"provider":"p","model":"m","stopReason":"error"}}`}, 1004, "p/m"},
+		{"branch summary", []string{hdr, piU1, piA1, `{"type":"branch_summary","id":"b1","parentId":"a1","fromId":"x","summary":` + nine + `}`}, 1003, "p/m"},
+		{"bash execution", []string{hdr, piU1, piA1, `{"type":"message","id":"b1","parentId":"a1","message":{"role":"bashExecution","command":[1,2,3,4,5],"output":["abcdefgh"]}}`}, 1002, "p/m"},
+		{"custom message", []string{hdr, piU1, piA1, `{"type":"custom_message","id":"c1","parentId":"a1","customType":"x","content":[{"type":"text","text":` + nine + `}],"display":true}`}, 1003, "p/m"},
+		{"summary role", []string{hdr, piU1, piA1, `{"type":"message","id":"s1","parentId":"a1","message":{"role":"branchSummary","summary":[1,2,3,4,5,6,7,8,9,10,11,12,13]}}`}, 1004, "p/m"},
+	} {
+		c.check(t)
+	}
+	empty := piFile{"empty branch summary", []string{hdr, piU1, piA1, `{"type":"branch_summary","id":"b1","parentId":"a1","fromId":"x","summary":[]}`}, 1000, "p/m"}
+	empty.check(t)
+	end, err := ReadEnd(strings.NewReader(strings.Join(empty.lines, "\n")))
+	if err != nil || end.Last.Role != "branchSummary" || end.Last.Entry != "b1" || end.Last.Shape() != Unanswered {
+		t.Errorf("%s: last message %+v (%v), want b1, a branchSummary", empty.name, end.Last, err)
+	}
+}

@@ -156,14 +156,25 @@ func (w *walker) text() (s string, ok bool) {
 	return intern(raw), true
 }
 
-// length consumes a string value and returns its length in UTF-16 code
-// units, or consumes any other value and returns 0.
+// length consumes a value and returns JavaScript's .length of it as pi
+// adds it up: a string's length in UTF-16 code units, an array's number of
+// elements; any other value 0 (pi's .length is undefined there, and its sum
+// NaN: see the package doc's caveat).
 func (w *walker) length() int64 {
-	if w.peek() != '"' {
-		w.skip()
-		return 0
+	switch w.peek() {
+	case '"':
+		return literalUnits(w.str())
+	case '[':
+		var n int64
+		w.open()
+		for w.more() {
+			w.skip()
+			n++
+		}
+		return n
 	}
-	return literalUnits(w.str())
+	w.skip()
+	return 0
 }
 
 // number consumes a number value and returns it, or consumes any other value
