@@ -26,7 +26,7 @@ var hostileIDs = []string{
 	"nl\nid",
 	`"q"`,
 	"<g>&amp;]]>",
-	"x\xffy",
+	"x\xed\xa0\x80y", // a lone surrogate, as the scanner writes \ud800 (WTF-8): no UTF-8
 }
 
 // hostileTranscript alternates user messages with assistants whose ids are
@@ -60,15 +60,15 @@ func hostileTranscript(t *testing.T) *Transcript {
 	return tr
 }
 
-// jsonQuote writes s as a JSON string, keeping invalid UTF-8 as raw bytes
-// (json.Marshal would replace them), so the scanner sees what a hostile
-// writer wrote.
+// jsonQuote writes s as a JSON string, a lone surrogate in it (WTF-8) as
+// its escape (json.Marshal would replace it), so the scanner reads what a
+// hostile writer wrote: an id that is no UTF-8.
 func jsonQuote(s string) string {
 	if utf8.ValidString(s) {
 		b, _ := json.Marshal(s)
 		return string(b)
 	}
-	return `"` + s + `"`
+	return `"` + strings.ReplaceAll(s, "\xed\xa0\x80", `\ud800`) + `"`
 }
 
 // unsafeRune reports the first character of b a terminal could act on: a
@@ -151,7 +151,7 @@ func TestJSONEscapesIDs(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
 			t.Fatalf("row %d %q: %v", i+1, sc.Text(), err)
 		}
-		want := strings.ToValidUTF8(rp.Rows[i].Entry, "\uFFFD") // JSON has no other way to carry it
+		want := string([]rune(rp.Rows[i].Entry)) // each byte that is no UTF-8 a U+FFFD, as encoding/json writes it
 		if row.Entry != want {
 			t.Errorf("row %d: entry %q, want %q", i+1, row.Entry, want)
 		}

@@ -37,7 +37,9 @@
 // an id or with an id that is not a string, and a line that is valid JSON
 // but not an object (a number, a string, an array), which has no id. Ids
 // are matched as pi's byId Map matches them (the number 5 is not the
-// string "5"), and a parentId that is falsy (null, "", 0, false) or finds
+// string "5"; strings compare as the UTF-16 text Node decodes, so two
+// ill-formed UTF-8 bytes are both U+FFFD, and \ud800 is not \udc00), and
+// a parentId that is falsy (null, "", 0, false) or finds
 // no entry ends the walk. The leaf is the last entry, whatever it is: a
 // trailing 42 is a leaf with no parent, and pi's context is empty. Two pi
 // quirks of the leaf's id are mirrored: a null id is read as "before the

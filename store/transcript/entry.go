@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Entry is one transcript line after the header, reduced to what a context
@@ -17,9 +18,11 @@ type Entry struct {
 	// Type is "" when absent or not a string, and for a line that is valid
 	// JSON but not an object (pi keeps such a value among its entries).
 	Type string
-	// ID is the entry's id as text: a string as written, a number in its
-	// shortest form, true as "true"; "" when it is absent, null, false, an
-	// object or an array. A version 1 entry gets "v1:<Index>".
+	// ID is the entry's id as text: a string as pi holds it (see
+	// jsString: ill-formed UTF-8 read as U+FFFD, a lone escaped surrogate
+	// in WTF-8), a number in its shortest form, true as "true"; "" when it
+	// is absent, null, false, an object or an array. A version 1 entry gets
+	// "v1:<Index>".
 	ID string
 	// ParentID is the parentId as ID writes it; "" for a root: a value pi's
 	// walk does not follow (null, absent, "", 0, false) or cannot find (an
@@ -74,7 +77,7 @@ type idKey struct {
 func ident(w *walker) (string, idKind) {
 	switch c := w.peek(); {
 	case c == '"':
-		if s, _ := w.text(); s != "" {
+		if s := jsString(w.str()); s != "" {
 			return s, idString
 		}
 	case c == 't':
@@ -178,13 +181,12 @@ func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 				}
 				continue
 			}
-			switch raw := w.str(); {
-			case bytes.IndexByte(raw, '\\') >= 0:
-				e.ParentID = unescape(raw)
-			case string(raw) == prev:
+			// raw is prev's text only where it has no escape and no
+			// ill-formed UTF-8, which jsString would rewrite.
+			if raw := w.str(); string(raw) == prev && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 				e.ParentID = prev
-			default:
-				e.ParentID = string(raw)
+			} else {
+				e.ParentID = jsString(raw)
 			}
 			if e.ParentID != "" {
 				e.parentKind = idString

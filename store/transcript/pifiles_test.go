@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +300,61 @@ func TestPiMeasuresArraysByTheirLength(t *testing.T) {
 	end, err := ReadEnd(strings.NewReader(strings.Join(empty.lines, "\n")))
 	if err != nil || end.Last.Role != "branchSummary" || end.Last.Entry != "b1" || end.Last.Shape() != Unanswered {
 		t.Errorf("%s: last message %+v (%v), want b1, a branchSummary", empty.name, end.Last, err)
+	}
+}
+
+// pi matches ids (and a tool call's repeated argument keys) as the
+// JavaScript strings Node decodes: UTF-16 code units, with each ill-formed
+// UTF-8 sequence read as U+FFFD and an escaped surrogate kept as that one
+// code unit. So the raw bytes a\xff and a\xfe, and an escaped \ufffd, are
+// one id, the same string; while \ud800 and \udc00 are two, neither of
+// them U+FFFD, and an escaped pair is the character written raw. The
+// answer's id is the first, the leaf's parentId the second: where pi finds
+// the answer its figure is 1000 plus the leaf's 40 characters (1010, model
+// p/m), else the leaf alone (10, no model). For the keys, a failed answer
+// calls "x" with the arguments, and pi's figure is 2 (piU1) plus
+// ceil((1 + JSON.stringify(arguments).length)/4): {"a\ufffd":22} is 9
+// characters (5); {"\ud800":1,"\udc00":2} keeps both, each written as a
+// six-character escape, 23 (8); {"\ud800":1,"\ufffd":2} is 18 (7).
+func TestPiMatchesIDsAsJavaScriptStrings(t *testing.T) {
+	answer := func(id string) string {
+		return `{"type":"message","id":"` + id + `","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":1000},"stopReason":"stop"}}`
+	}
+	leaf := func(parent string) string {
+		return `{"type":"message","id":"u2","parentId":"` + parent + `","message":{"role":"user","content":"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"}}`
+	}
+	for _, c := range []struct {
+		id, parent string
+		found      bool
+	}{
+		{"a\xff", "a\xfe", true},
+		{"a\xff", `a\ufffd`, true},
+		{"a\xff", "a\uFFFD", true},
+		{"a\xed\xa0\x80", "a\uFFFD\uFFFD\uFFFD", true}, // an encoded surrogate is ill-formed: three U+FFFD
+		{`a\ud800`, `a\ud800`, true},
+		{`a\ud83d\ude00`, "a\U0001F600", true},
+		{`a\ud800`, `a\udc00`, false},
+		{`a\ud800`, "a\uFFFD", false},
+		{`a\ud800`, "a\xed\xa0\x80", false},
+	} {
+		want := piFile{fmt.Sprintf("id %q, parentId %q", c.id, c.parent), []string{hdr, piU1, answer(c.id), leaf(c.parent)}, 10, ""}
+		if c.found {
+			want.tokens, want.model = 1010, "p/m"
+		}
+		want.check(t)
+	}
+	call := func(args string) string {
+		return `{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"toolCall","name":"x","arguments":` + args + `}],"provider":"p","model":"m","stopReason":"error"}}`
+	}
+	for _, c := range []struct {
+		args   string
+		tokens int64
+	}{
+		{"{\"a\xff\":1,\"a\xfe\":22}", 5},
+		{`{"\ud800":1,"\udc00":2}`, 8},
+		{`{"\ud800":1,"\ufffd":2}`, 7},
+		{"{\"\\ud83d\\ude00\":1,\"\U0001F600\":2}", 5},
+	} {
+		piFile{"arguments " + c.args, []string{hdr, piU1, call(c.args)}, c.tokens, "p/m"}.check(t)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // stringifier holds the members of the objects being measured, innermost
@@ -67,8 +68,8 @@ func (s *stringifier) object(w *walker, depth int) int64 {
 		w.ws()
 		w.i++ // the colon
 		key := raw
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			key = []byte(unescape(raw))
+		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+			key = []byte(jsString(raw)) // the key as pi's object holds it
 		}
 		member := quotedUnits(raw) + 1 + s.value(w, depth+1)
 		at := -1

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"sessdb/internal/jsstr"
 )
 
 // walker steps through one JSON text that valid has already accepted.
@@ -191,6 +195,56 @@ func (w *walker) number() (f float64, ok bool) {
 	f, _ = strconv.ParseFloat(string(w.skip()), 64)
 	return f, true
 }
+
+// jsString returns the string whose JSON contents (between the quotes,
+// still escaped) are raw, as the JavaScript string pi compares, written so
+// that two are equal exactly when pi's are: each ill-formed UTF-8 sequence
+// is U+FFFD, as Node decodes it (a\xff and a\xfe are one id to pi), and
+// an escaped surrogate is that code unit, a pair the character it makes,
+// a lone one written as its three WTF-8 bytes (\ud800 is neither \udc00
+// nor U+FFFD to pi). unescape, through encoding/json, makes every lone
+// surrogate U+FFFD, and raw bytes would tell apart what Node decodes alike.
+func jsString(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return intern(raw)
+	}
+	b := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\' && raw[i+1] == 'u':
+			v := hex4(raw[i+2:])
+			i += 6
+			if utf16.IsSurrogate(v) && v < 0xDC00 && i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+				if r := utf16.DecodeRune(v, hex4(raw[i+2:])); r != utf8.RuneError {
+					b = utf8.AppendRune(b, r)
+					i += 6
+					continue
+				}
+			}
+			if utf16.IsSurrogate(v) {
+				b = append(b, byte(0xE0|v>>12), byte(0x80|v>>6&0x3F), byte(0x80|v&0x3F))
+				continue
+			}
+			b = utf8.AppendRune(b, v)
+		case c == '\\':
+			b = append(b, escaped[raw[i+1]])
+			i += 2
+		default:
+			size, ok := jsstr.DecodeStep(raw[i:])
+			if ok {
+				b = append(b, raw[i:i+size]...)
+			} else {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			}
+			i += size
+		}
+	}
+	return string(b)
+}
+
+// escaped is the byte a two-character escape stands for.
+var escaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // unescape decodes the contents of a JSON string that contains escapes.
 func unescape(raw []byte) string {
