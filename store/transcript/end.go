@@ -21,9 +21,11 @@ type End struct {
 	// getBranch() is then empty, and getContextUsage's guard finds no
 	// compaction on it.
 	Known bool
-	// Model is buildSessionContext's model, "provider/id" as written (not
-	// normalised): the branch's last model_change or assistant message,
-	// failed answers included. "" when the branch has none, or when the last
+	// Model is buildSessionContext's model, "provider/id" as pi holds it
+	// (not normalised; ill-formed UTF-8 reads U+FFFD, as Node decodes it,
+	// and so does a lone escaped surrogate, which UTF-8 cannot write): the
+	// branch's last model_change or assistant message, failed answers
+	// included. "" when the branch has none, or when the last
 	// one lacks a provider or an id (pi's registry then finds no model to
 	// restore). pi also restores no model when the context holds no message;
 	// Model still names the last one recorded.

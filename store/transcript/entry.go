@@ -387,8 +387,8 @@ func (n *names) text(w *walker) string {
 		return ""
 	}
 	raw := w.str()
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		raw = []byte(unescape(raw))
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		raw = []byte(jsText(raw)) // as Node decodes it, not as written
 	}
 	if s, ok := n.m[string(raw)]; ok {
 		return s

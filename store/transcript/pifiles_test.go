@@ -358,3 +358,27 @@ func TestPiMatchesIDsAsJavaScriptStrings(t *testing.T) {
 		piFile{"arguments " + c.args, []string{hdr, piU1, call(c.args)}, c.tokens, "p/m"}.check(t)
 	}
 }
+
+// The model is the string pi holds, as far as UTF-8 can write it: Node
+// decodes an ill-formed UTF-8 sequence (a truncated one too, which Go's
+// decoder would read as one U+FFFD a byte) as one U+FFFD, so pi's model
+// is "m\uFFFD" (pi-end-usage.mjs prints p/m\uFFFD for each). A lone
+// escaped surrogate, which pi keeps as such, has no UTF-8 form: it reads
+// U+FFFD, as JSON output would write it.
+func TestPiModelIsTheStringPiHolds(t *testing.T) {
+	answer := func(model string) string {
+		return `{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"` + model + `","usage":{"totalTokens":1000},"stopReason":"stop"}}`
+	}
+	for _, c := range []struct{ model, want string }{
+		{"m\xe2\x82", "p/m\uFFFD"},
+		{"m\xff", "p/m\uFFFD"},
+		{"m\xed\xa0\x80", "p/m\uFFFD\uFFFD\uFFFD"},
+		{`m\ud83d\ude00`, "p/m\U0001F600"},
+		{`m\ud800`, "p/m\uFFFD"},
+		{"m\u00e9", "p/m\u00e9"},
+	} {
+		piFile{"model " + c.model, []string{hdr, piU1, answer(c.model)}, 1000, c.want}.check(t)
+	}
+	mc := piFile{"model_change", []string{hdr, piU1, piA1, `{"type":"model_change","id":"m1","parentId":"a1","provider":"q` + "\xe2\x82" + `","modelId":"n"}`}, 1000, "q\uFFFD/n"}
+	mc.check(t)
+}

@@ -204,7 +204,14 @@ func (w *walker) number() (f float64, ok bool) {
 // a lone one written as its three WTF-8 bytes (\ud800 is neither \udc00
 // nor U+FFFD to pi). unescape, through encoding/json, makes every lone
 // surrogate U+FFFD, and raw bytes would tell apart what Node decodes alike.
-func jsString(raw []byte) string {
+func jsString(raw []byte) string { return decodeJS(raw, true) }
+
+// jsText is jsString for a string that must be UTF-8 (a model's name): a
+// lone surrogate, which pi holds and UTF-8 cannot, reads U+FFFD, as
+// encoding/json writes it.
+func jsText(raw []byte) string { return decodeJS(raw, false) }
+
+func decodeJS(raw []byte, wtf8 bool) string {
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return intern(raw)
 	}
@@ -222,7 +229,7 @@ func jsString(raw []byte) string {
 					continue
 				}
 			}
-			if utf16.IsSurrogate(v) {
+			if utf16.IsSurrogate(v) && wtf8 {
 				b = append(b, byte(0xE0|v>>12), byte(0x80|v>>6&0x3F), byte(0x80|v&0x3F))
 				continue
 			}
