@@ -56,9 +56,13 @@
 // Caveat: where pi itself would compute NaN or throw, the scanner reads 0
 // or drops the line instead; pi never writes such values. pi computes NaN
 // for a text block whose text is a number, true or an object, a usage
-// without counters, and a tool call whose name is a number or an object,
-// and throws on a tool call without a name or arguments; such a text or
-// name counts 0 here. pi throws a TypeError, and loads nothing, on a
+// whose totalTokens is 0 and that lacks a counter (the counter reads 0
+// here), a usage that is truthy but no object (it anchors nothing here),
+// and a tool call whose name is a number or an object,
+// and throws on a tool call without a name or arguments (such a text or
+// name counts 0 here), and, in getContextUsage's guard, on a valid
+// assistant after a compaction without a usage (read here as no fresh
+// usage: unknown). pi throws a TypeError, and loads nothing, on a
 // null line anywhere, on a line that is a string, a number or a boolean in
 // a version 1 file (its migration assigns them an id), and on a header
 // version that is an object with its own "toString" member; the scanner
