@@ -75,10 +75,10 @@ func ReadHeader(r io.Reader) (Header, error) {
 	}
 }
 
-// parseHeader judges one line as JSON.parse would and reads the header
-// fields from it.
+// parseHeader judges one line as JSON.parse would (valid: without
+// encoding/json's depth limit) and reads the header fields from it.
 func parseHeader(line []byte) (Header, error) {
-	if !json.Valid(line) {
+	if !valid(line) {
 		var v json.RawMessage
 		err := json.Unmarshal(line, &v) // only to name the syntax error
 		return Header{}, fmt.Errorf("%w: %w", ErrNotJSON, err)

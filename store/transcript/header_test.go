@@ -45,6 +45,8 @@ func TestReadHeader(t *testing.T) {
 		{"missing brace (04c)", `{"type":"session","id":"x"` + "\n{}", Header{}, false, ErrNotJSON},
 		{"BOM: JSON.parse rejects it", "\uFEFF" + pi, Header{}, false, ErrNotJSON},
 		{"trailing garbage", pi + "x\n", Header{}, false, ErrNotJSON},
+		// JSON.parse nests without a limit (encoding/json stops at 10000).
+		{"a field nested deeper than 10000", `{"type":"session","x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"version":3}`, Header{Type: "session", Version: 3}, true, nil},
 	}
 	for _, c := range cases {
 		h, err := ReadHeader(strings.NewReader(c.in))
