@@ -80,7 +80,7 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 			// before anything is printed, as every other fault does.
 			var chart bytes.Buffer
 			if err = rp.WriteSVG(&chart, file, prices); err == nil {
-				err = writeChart(*chartPath, chart.Bytes())
+				err = writeChart(*chartPath, chart.Bytes(), file)
 			}
 		}
 		if err == nil {
@@ -104,15 +104,18 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 // chart would replace the link, and the user who named path meant the file
 // it points to or did not know it was one. (The rename replaces whatever is
 // at path without following it, so a link that appears after the check is
-// replaced, never written through.) On error the temp file is removed and
-// path is as it was.
-func writeChart(path string, data []byte) error {
+// replaced, never written through.) The transcript the chart was drawn
+// from is refused too: the rename would replace the session with its
+// chart. On error the temp file is removed and path is as it was.
+func writeChart(path string, data []byte, transcript string) error {
 	st, err := os.Lstat(path)
 	switch {
 	case err == nil && st.Mode()&fs.ModeSymlink != 0:
 		return &os.PathError{Op: "write chart", Path: path, Err: errors.New("is a symbolic link; not writing through it")}
 	case err == nil && !st.Mode().IsRegular():
 		return &os.PathError{Op: "write chart", Path: path, Err: errors.New("is not a regular file")}
+	case err == nil && sameFile(st, transcript):
+		return &os.PathError{Op: "write chart", Path: path, Err: errors.New("is the transcript being replayed; not replacing it")}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
@@ -144,6 +147,13 @@ func writeChart(path string, data []byte) error {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
 	return nil
+}
+
+// sameFile reports whether st is the file at path, a link followed as the
+// replay's read follows it.
+func sameFile(st fs.FileInfo, path string) bool {
+	o, err := os.Stat(path)
+	return err == nil && os.SameFile(st, o)
 }
 
 // wholeFlag is a token count: the canonical decimal form of a whole number,

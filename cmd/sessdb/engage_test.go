@@ -306,3 +306,37 @@ func TestEngageReplayRefusesWhatIsNotARegularFile(t *testing.T) {
 		}
 	}
 }
+
+// --svg naming the transcript itself (or a link to it as FILE) is refused:
+// the chart replaced the session it was drawn from.
+func TestEngageReplaySVGIsNotTheTranscript(t *testing.T) {
+	src, err := os.ReadFile(engageFixture(t, "10-sticky-engagement.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "session.jsonl")
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, chart string }{
+		{path, path},
+		{path, filepath.Join(dir, ".", "session.jsonl")},
+		{link, path},
+	} {
+		code, out, errs := engageRun("replay", "--svg", c.chart, c.file)
+		if code != exitFault || out != "" || !strings.Contains(errs, "write chart "+c.chart) || !strings.Contains(errs, "the transcript") {
+			t.Errorf("--svg %s %s: exit %d, stdout %q, stderr %q; want exit 1 naming the transcript", c.chart, c.file, code, out, errs)
+		}
+		if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, src) {
+			t.Fatalf("--svg %s %s: the transcript now starts %.40q (%v)", c.chart, c.file, b, err)
+		}
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 2 {
+		t.Errorf("the directory holds %v: a temp file was left behind?", names)
+	}
+}
