@@ -56,7 +56,8 @@ type Policy struct {
 	// aborted request usually records no prompt and was cached as nothing,
 	// so a switch on one is billed at the next request that records a
 	// prompt, if that request's shape still differs from the cached one: a
-	// second switch back before it cancels the first.
+	// second switch back before it cancels the first. The sum saturates at
+	// math.MaxInt64.
 	Rebilled int64
 }
 
@@ -171,7 +172,9 @@ func (p *Policy) count(row Row, pruned, prev bool, ratio float64, c *cached) {
 		if pruned {
 			prompt = int64(math.Round(float64(prompt) * ratio))
 		}
-		p.Rebilled += prompt
+		// A hand-made transcript's prompts can sum past int64: saturate
+		// rather than wrap to a negative count.
+		p.Rebilled += min(prompt, math.MaxInt64-p.Rebilled)
 	}
 	*c = shape
 }

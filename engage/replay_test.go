@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -362,5 +363,32 @@ func TestRebilledFollowsTheCache(t *testing.T) {
 		if p != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, p, c.want)
 		}
+	}
+}
+
+// Re-billed tokens are a sum of recorded prompts, which a hand-made
+// transcript can make as large as it likes: the sum saturates at the
+// largest int64, never wraps to a negative count (or a negative cost).
+// Window 1000, reserve 100: usage 1000 and 10 alternate, so the stateless
+// check switches on requests 2, 3 and 4, each recording a 4e18 prompt.
+func TestRebilledSaturates(t *testing.T) {
+	a := func(usage int) string {
+		return fmt.Sprintf(`{"role":"assistant","content":[],"usage":{"input":4e18,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":%d},"stopReason":"stop"}`, usage)
+	}
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"go"}`),
+		msgLine("a1", "u1", a(1000)),
+		msgLine("a2", "a1", a(10)),
+		msgLine("a3", "a2", a(1000)),
+		msgLine("a4", "a3", a(10)))
+	rp, err := tr.Replay(Options{Window: 1000, Reserve: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Stateless.Switches != 3 || rp.Stateless.Rebilled != math.MaxInt64 {
+		t.Errorf("stateless %+v: want 3 switches and %d re-billed (the sum saturated)", rp.Stateless, int64(math.MaxInt64))
+	}
+	if rp.Sticky.Switches != 1 || rp.Sticky.Rebilled != 4e18 {
+		t.Errorf("sticky %+v: want 1 switch re-billing 4e18", rp.Sticky)
 	}
 }
