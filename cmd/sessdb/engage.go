@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,16 +124,11 @@ func writeChart(path string, data []byte, transcript string) error {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createChartTemp(dir, "."+base+".tmp-")
 	if err != nil {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
-	// CreateTemp makes the file 0600; a chart is for reading, like any
-	// file the user asks for (the umask is not applied).
-	err = tmp.Chmod(0o644)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
+	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -147,6 +143,20 @@ func writeChart(path string, data []byte, transcript string) error {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
 	return nil
+}
+
+// createChartTemp creates a new file in dir named prefix and a random
+// suffix, as os.CreateTemp does, but with mode 0666 less the umask, as any
+// file the user asks for: os.CreateTemp's 0600 chmodded to a fixed 0644
+// made the chart readable by everyone under a private umask.
+func createChartTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) || try == 100 {
+			return f, err
+		}
+	}
 }
 
 // sameFile reports whether st is the file at path, a link followed as the

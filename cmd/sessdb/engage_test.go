@@ -221,7 +221,9 @@ func TestEngageReplaySVG(t *testing.T) {
 		if err := xml.Unmarshal(b, &svg); err != nil || svg.XMLName.Local != "svg" || svg.Title != "sessdb engage replay "+path {
 			t.Errorf("%v: chart root %v, title %q: %v", mode, svg.XMLName, svg.Title, err)
 		}
-		if st, err := os.Stat(chart); err != nil || st.Mode().Perm() != 0o644 {
+		mask := syscall.Umask(0)
+		syscall.Umask(mask)
+		if st, err := os.Stat(chart); err != nil || st.Mode().Perm() != os.FileMode(0o666&^mask) {
 			t.Errorf("chart mode %v: %v", st.Mode(), err)
 		}
 	}
@@ -338,5 +340,24 @@ func TestEngageReplaySVGIsNotTheTranscript(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 2 {
 		t.Errorf("the directory holds %v: a temp file was left behind?", names)
+	}
+}
+
+// The chart is created as any file the user asks for: 0666 less the
+// umask. Under umask 077 it is private (it was 0644, readable by everyone,
+// whatever the umask).
+func TestEngageReplaySVGHonoursTheUmask(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	chart := filepath.Join(t.TempDir(), "chart.svg")
+	for _, mask := range []int{0o077, 0o022, 0o002} {
+		old := syscall.Umask(mask)
+		code, _, errs := engageRun("replay", "--svg", chart, path)
+		syscall.Umask(old)
+		if code != exitOK {
+			t.Fatalf("umask %03o: exit %d: %s", mask, code, errs)
+		}
+		if st, err := os.Stat(chart); err != nil || st.Mode().Perm() != os.FileMode(0o666&^mask) {
+			t.Errorf("umask %03o: chart mode %v (%v), want %v", mask, st.Mode().Perm(), err, os.FileMode(0o666&^mask))
+		}
 	}
 }
