@@ -120,11 +120,10 @@ func writeChart(path string, data []byte, transcript string) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := createChartTemp(dir, "."+base+".tmp-")
+	dir := filepath.Dir(path)
+	// The temp name does not repeat base: a name as long as the system
+	// allows would leave no room for the suffix.
+	tmp, err := createChartTemp(dir, ".sessdb-chart.tmp-")
 	if err != nil {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}

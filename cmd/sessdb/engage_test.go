@@ -361,3 +361,22 @@ func TestEngageReplaySVGHonoursTheUmask(t *testing.T) {
 		}
 	}
 }
+
+// A chart whose name is as long as a file name may be is written: the temp
+// file beside it was named after it, with 20 bytes more, and went past
+// the limit (ENAMETOOLONG, exit 1).
+func TestEngageReplaySVGLongName(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	dir := t.TempDir()
+	chart := filepath.Join(dir, strings.Repeat("c", 251)+".svg")
+	code, _, errs := engageRun("replay", "--svg", chart, path)
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if b, err := os.ReadFile(chart); err != nil || !bytes.HasPrefix(b, []byte("<svg ")) {
+		t.Errorf("the chart holds %.20q (%v)", b, err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("the directory holds %v: a temp file was left behind?", names)
+	}
+}
