@@ -2,6 +2,8 @@ package engage
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -169,4 +171,83 @@ func TestTrackerEvictionUnderLoad(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// Random sequences of Start, Compacted, Request and End on a few sessions,
+// against a model written from the docs alone: a map of (state, pending
+// reset) with least-recently-used eviction, where a request engages over
+// the threshold (strictly; readings one below, equal, one and two above,
+// or unknown), else a pending reset disengages, else the state carries.
+// Every answer, every held state and the session count must agree.
+func TestTrackerAgainstModel(t *testing.T) {
+	type model struct {
+		st  State
+		pen Event
+	}
+	for seed := range uint64(300) {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		limit := 1 + rnd.IntN(4)
+		tr := NewTracker(limit)
+		held := map[string]*model{}
+		var lru []string // least recently used first
+		touch := func(id string) *model {
+			if i := slices.Index(lru, id); i >= 0 {
+				lru = append(slices.Delete(lru, i, i+1), id)
+				return held[id]
+			}
+			for len(held) >= limit {
+				delete(held, lru[0])
+				lru = lru[1:]
+			}
+			m := &model{pen: Start}
+			held[id], lru = m, append(lru, id)
+			return m
+		}
+		const th = 100
+		for step := range 60 {
+			id := string(rune('a' + rnd.IntN(6)))
+			switch rnd.IntN(5) {
+			case 0:
+				tr.Start(id)
+				m := touch(id)
+				m.st, m.pen = Raw, Start
+			case 1:
+				tr.Compacted(id)
+				if m := touch(id); m.pen == None {
+					m.pen = Compaction
+				}
+			case 2, 3:
+				r := Reading{}
+				if rnd.IntN(4) > 0 {
+					r = Known(th - 1 + int64(rnd.IntN(4)))
+				}
+				got := tr.Request(id, r, th)
+				m := touch(id)
+				switch {
+				case r.Known && r.Tokens > th:
+					m.st = Engaged
+				case m.pen != None:
+					m.st = Raw
+				}
+				m.pen = None
+				if got != m.st {
+					t.Fatalf("seed %d step %d: Request(%s, %v) = %v, want %v", seed, step, id, r, got, m.st)
+				}
+			case 4:
+				tr.End(id)
+				if i := slices.Index(lru, id); i >= 0 {
+					lru = slices.Delete(lru, i, i+1)
+					delete(held, id)
+				}
+			}
+			if tr.Len() != len(held) {
+				t.Fatalf("seed %d step %d: %d sessions held, want %d", seed, step, tr.Len(), len(held))
+			}
+			for id, m := range held {
+				if s, ok := tr.State(id); !ok || s != m.st {
+					t.Fatalf("seed %d step %d: State(%s) = %v, %v; want %v", seed, step, id, s, ok, m.st)
+				}
+			}
+		}
+	}
 }
