@@ -231,6 +231,10 @@ func TestHugePathIsOneShortError(t *testing.T) {
 	huge := "/" + strings.Repeat("x", 100_000)
 	key := strings.Repeat("d3", 16)
 	root := t.TempDir()
+	session := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(session, []byte(`{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		env  string
 		args []string
@@ -243,6 +247,7 @@ func TestHugePathIsOneShortError(t *testing.T) {
 		{root, []string{"promote", "--job-dir", huge, "--pi-version", "1"}, "--job-dir"},
 		{root, []string{"promote", "--job-dir", t.TempDir(), "--pi-version", "1", "--models", huge}, "--models"},
 		{"", []string{"engage", "replay", huge}, "FILE"},
+		{"", []string{"engage", "replay", "--svg", huge, session}, "--svg"},
 	} {
 		t.Setenv("PI_SESSIONS_DIR", c.env)
 		code, out, errs := runCLI(t, c.args...)

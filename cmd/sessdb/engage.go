@@ -71,6 +71,9 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 		if err := pathLength("FILE", file); err != nil {
 			return inv.rep.usage(err)
 		}
+		if err := pathLength("--svg", *chartPath); err != nil {
+			return inv.rep.usage(err)
+		}
 		t, err := engage.ReadFile(file)
 		if err != nil {
 			return inv.rep.fault(err)
