@@ -392,3 +392,21 @@ func TestRebilledSaturates(t *testing.T) {
 		t.Errorf("sticky %+v: want 1 switch re-billing 4e18", rp.Sticky)
 	}
 }
+
+// An answer's prompt (input + cacheRead + cacheWrite) past int64 is clamped,
+// as its usage is, never wrapped below zero into "records no prompt".
+func TestPromptPastInt64IsClamped(t *testing.T) {
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"go"}`),
+		msgLine("a1", "u1", `{"role":"assistant","content":[],"usage":{"input":4e18,"output":0,"cacheRead":4e18,"cacheWrite":4e18,"totalTokens":0},"stopReason":"stop"}`),
+		msgLine("a2", "a1", `{"role":"assistant","content":[],"usage":{"input":-4e18,"output":0,"cacheRead":-4e18,"cacheWrite":-4e18,"totalTokens":0},"stopReason":"stop"}`))
+	var got []int64
+	for _, q := range tr.Requests() {
+		if q.Prompt != 0 {
+			got = append(got, q.Prompt)
+		}
+	}
+	if want := []int64{1 << 62, -(1 << 62)}; !slices.Equal(got, want) {
+		t.Errorf("prompts %v, want %v", got, want)
+	}
+}

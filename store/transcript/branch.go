@@ -61,7 +61,7 @@ type Node struct {
 	// or input+output+cacheRead+cacheWrite when that is 0; 0 without usage
 	// (its integer part, as Estimate.Tokens, should a counter not be a
 	// whole number). Prompt is its input+cacheRead+cacheWrite, the prompt
-	// the provider billed.
+	// the provider billed (clamped to ±2^62, as Usage).
 	Usage, Prompt int64
 }
 
@@ -243,7 +243,8 @@ func reduce(e *Entry) node {
 			if m.HasUsage {
 				u := m.Usage
 				n.usage = u.context
-				n.prompt = u.Input + u.CacheRead + u.CacheWrite
+				// Each counter is under 2^62, their sum not: clamped as Usage is.
+				n.prompt = whole(float64(u.Input) + float64(u.CacheRead) + float64(u.CacheWrite))
 			}
 		}
 	case "custom_message":
