@@ -277,6 +277,13 @@ func count(ts []Tally, label string) {
 // sparse file or a hostile record can report any size, and a dashboard
 // should show a pinned maximum, not a negative total.
 func (st *Stats) add(r KeyReport, from time.Time) {
+	// A key dir removed between the listing and its read (a reap, an
+	// operator moving it away) is no longer in the store: counted, it
+	// would be a key of layout unknown, which reads as one that could not
+	// be read.
+	if v := r.Verdict; v != nil && v.Reason == string(gates.Absent) && r.Layout == "" {
+		return
+	}
 	st.Entries++
 	if !ValidKey(r.Name) {
 		st.OtherEntries++

@@ -377,3 +377,51 @@ func TestStatsSkipsReapingEntries(t *testing.T) {
 		t.Fatalf("stats counted %d history entries, want 1", got)
 	}
 }
+
+// A key reaped (or moved) between the walk's listing and the read of its
+// dir is no longer in the store: stats must not count it, least of all as
+// a key of layout unknown, which the documented alert reads as a key dir
+// that could not be read ("run sessdb check"). Every key still there is
+// counted once, and the totals stay self-consistent.
+func TestStatsKeyRemovedDuringTheWalk(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	var keys []string
+	for i := range 12 {
+		k := Key("stats", "acme/widget", "vanish-"+strconv.Itoa(i))
+		writeFile(t, filepath.Join(root, k, TranscriptName), string(transcriptBytes(s.opts.Now(), "x")))
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	gone := keys[len(keys)-1] // not yet read after the first report: the walk reads at most 8 ahead
+	removed := false
+	st, err := s.Stats(context.Background(), StatsOptions{Window: time.Hour, Workers: 1, Progress: func(done, total int) {
+		if !removed {
+			removed = true
+			if err := os.RemoveAll(filepath.Join(root, gone)); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Keys != 11 || st.Entries != 11 || st.OtherEntries != 0 {
+		t.Errorf("entries %d, keys %d, others %d: want 11, 11, 0 (the removed key is not in the store)", st.Entries, st.Keys, st.OtherEntries)
+	}
+	var layouts, verdicts int64
+	for _, x := range st.Layouts {
+		layouts += x.N
+	}
+	for _, x := range st.Verdicts {
+		verdicts += x.N
+	}
+	if layouts != int64(st.Keys) || verdicts != int64(st.Keys) || st.Bytes.N != int64(st.Keys) {
+		t.Errorf("layouts %d, verdicts %d, transcripts %d: each should sum to the keys, %d", layouts, verdicts, st.Bytes.N, st.Keys)
+	}
+	if n := tally(t, st.Layouts, "unknown"); n != 0 {
+		t.Errorf("layout unknown: %d, want 0", n)
+	}
+	if n := tally(t, st.Verdicts, string(gates.Absent)); n != 0 {
+		t.Errorf("verdict absent: %d, want 0", n)
+	}
+}
