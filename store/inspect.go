@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"sessdb/db"
@@ -227,6 +229,16 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 	r := KeyReport{Name: name}
 	if !ValidKey(name) {
 		r.Problem = "not a key"
+		// A reap's or a quarantine's dir is the store's own and carries
+		// a key: "not a key" alone, as for a README, would hide a key an
+		// interrupted reap left cold-starting absent until it is finished.
+		if fi, err := os.Lstat(filepath.Join(s.root, name)); err == nil && fi.IsDir() {
+			if k, ok := ReapedKey(name); ok {
+				r.Problem = "interrupted reap of key " + k + ": run sessdb check"
+			} else if k, ok := QuarantinedKey(name); ok {
+				r.Problem = "quarantined dir of key " + k + " (check --quarantine)"
+			}
+		}
 		return r, nil
 	}
 	k, err := s.openKey(name, "")

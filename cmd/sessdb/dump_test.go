@@ -215,3 +215,42 @@ func TestReapCommand(t *testing.T) {
 		t.Fatalf("TTL 0: exit %d\n%s", code, out)
 	}
 }
+
+// A key dir an interrupted reap renamed aside, and one check --quarantine
+// moved aside, are the store's own, each carrying its key: dump's NOTE
+// says which and names the key, where it said "not a key" as for a
+// README, and an operator reading the table saw nothing to act on (the
+// reaped dir's key cold-starts absent until check --repair or the next
+// reap finishes it).
+func TestDumpNamesReapAndQuarantineLeftovers(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const key = "9ddb56ddcfac930962d0f4d375d2fd07"
+	reaped := ".reaped-" + key + "-0123456789abcdef"
+	quarantined := ".quarantine-4668107cac2e99b44415c5606b32ef14-20261129T090000Z"
+	if err := os.Rename(filepath.Join(root, key), filepath.Join(root, reaped)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, quarantined), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dump", "--wide", root)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for name, want := range map[string]string{
+		reaped:       "interrupted reap of key " + key + ": run sessdb check",
+		quarantined:  "quarantined dir of key 4668107cac2e99b44415c5606b32ef14 (check --quarantine)",
+		"README.txt": "not a key",
+	} {
+		var row string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, name+" ") {
+				row = l
+			}
+		}
+		if !strings.HasSuffix(row, "  "+want) {
+			t.Errorf("%s: row %q, want its NOTE %q", name, row, want)
+		}
+	}
+}
