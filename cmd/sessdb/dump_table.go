@@ -34,7 +34,9 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 			row = append(row, verifyCell(r.Verify))
 		}
 		row = append(row, orDash(string(r.Layout)), "-")
-		if t := r.Transcript; t != nil {
+		// A link's own size is no conversation's: sessdb never follows
+		// it, and stats counts no bytes for it either.
+		if t := r.Transcript; t != nil && t.Regular {
 			row[len(row)-1] = strconv.FormatInt(t.Bytes, 10)
 		}
 		if wide {

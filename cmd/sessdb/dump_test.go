@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,42 @@ func TestDumpNamesReapAndQuarantineLeftovers(t *testing.T) {
 		if !strings.HasSuffix(row, "  "+want) {
 			t.Errorf("%s: row %q, want its NOTE %q", name, row, want)
 		}
+	}
+}
+
+// A transcript that is a link is not a transcript sessdb reads: dump's
+// BYTES showed the link's own size (the length of its target's path) as if
+// it were that many bytes of conversation, where stats counts none. The
+// BYTES column summed over the rows is stats' transcript total.
+func TestDumpBytesOfALinkedTranscript(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const key = "55c5b4543d2fe748d576d4ed795b9167"
+	p := filepath.Join(root, key, "current.jsonl")
+	target := filepath.Join(t.TempDir(), "elsewhere.jsonl")
+	if err := os.Rename(p, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dump", root)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	col := strings.Index(lines[0], "BYTES")
+	var sum int64
+	for _, l := range lines[1:] {
+		f := strings.Fields(l[col:])
+		if strings.HasPrefix(l, key) && f[0] != "-" {
+			t.Errorf("BYTES of a linked transcript: %q, want -", f[0])
+		}
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			sum += n
+		}
+	}
+	if s := statsOf(t, root); s.Disk.TranscriptBytes != sum {
+		t.Errorf("dump's BYTES sum to %d, stats says %d", sum, s.Disk.TranscriptBytes)
 	}
 }
