@@ -22,7 +22,9 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 	if wide {
 		cols = append(cols, column{"AGE", 0})
 	}
-	cols = append(cols, column{"PROMOTED", 15}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
+	// PROMOTED fits "106751d ago (mtime)": the largest age a duration holds,
+	// and the mark that says a legacy key's clock is its mtime.
+	cols = append(cols, column{"PROMOTED", 19}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
 	if wide {
 		cols = append(cols, column{"GEN", 0}, column{"META", 0})
 	}

@@ -292,3 +292,28 @@ func TestDumpBytesOfALinkedTranscript(t *testing.T) {
 		t.Errorf("dump's BYTES sum to %d, stats says %d", sum, s.Disk.TranscriptBytes)
 	}
 }
+
+// A legacy key's PROMOTED is its transcript's mtime, marked "(mtime)":
+// from 100 days on the cell is wider than its column was (15), and the
+// cut took the mark, so an old legacy key's age read as a record's.
+func TestDumpPromotedKeepsTheMtimeMark(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const key = "efc1ddda39889994198ccddd21905257" // the sample's legacy key
+	old := clock().Add(-400 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(root, key, "current.jsonl"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dump", root)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, key) && !strings.Contains(l, "  400d ago (mtime)  ") {
+			t.Errorf("row %q: want PROMOTED 400d ago (mtime)", l)
+		}
+		if len([]rune(l)) > dumpWidth {
+			t.Errorf("row wider than %d: %q", dumpWidth, l)
+		}
+	}
+}
