@@ -609,3 +609,27 @@ func TestStatsOnAFleetEnvironment(t *testing.T) {
 		t.Fatalf("stats DIR with fleet settings: exit %d %s", code, errs)
 	}
 }
+
+// docs/stats.md's synopsis is the command's usage line: it lacked --at,
+// which the page's own sample report is run with.
+func TestStatsDocSynopsisIsTheUsage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "stats.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synopsis string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "sessdb stats [") {
+			synopsis = l
+			break
+		}
+	}
+	if want := "sessdb " + cmdStats.usage; synopsis != want {
+		t.Errorf("docs/stats.md's synopsis\n%q\nthe usage line\n%q", synopsis, want)
+	}
+	for _, flag := range []string{"--since", "--at"} {
+		if !strings.Contains(string(b), "- `"+flag) {
+			t.Errorf("docs/stats.md does not describe %s", flag)
+		}
+	}
+}
