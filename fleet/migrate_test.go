@@ -802,3 +802,42 @@ func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
 	}
 	f.holds(key, "a", 1)
 }
+
+// The window runs from when the key's file began to be written, as a
+// promotion's does (Stage), not from when its write returned: a
+// migration stalled inside the write (its fsync or the directory's on a
+// hung file server, a SIGSTOP there) has a file whose mtime a reaper
+// already judges, and after 31 minutes sweeps as a dead write's. Here the
+// wall clock stands still until the file is there, and is past the
+// window from then on; the key was created, naming the file.
+func TestMigrateStalledInsideTheWriteCreatesNothing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	hs, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "moved", "stalled-in-write")
+	sess, jobDir := resolveOn(t, hs, key)
+	appendMarker(t, jobDir, "a")
+	if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	start := time.Now()
+	f.b.now = func() time.Time {
+		if ents, _ := os.ReadDir(filepath.Join(f.dir, key)); len(ents) > 0 {
+			return start.Add(commitWindow + time.Minute) // the wall clock after the stall
+		}
+		return start
+	}
+	got, _ := runMigration(t, true, root, f.b, MigrateOptions{})
+	if r := got[key]; r.Action != migrate.Failed {
+		t.Errorf("the key stalled in its write = %+v, want failed", r)
+	}
+	if st, err := f.b.meta.GetRecord(t.Context(), key); st.Rev != 0 || err != nil {
+		t.Fatalf("the key stalled in its write has a record at %d (%v), want none", st.Rev, err)
+	}
+	if files := f.files(key); len(files) != 0 {
+		t.Errorf("the key's files are %v, want none", files)
+	}
+}

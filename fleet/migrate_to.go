@@ -81,8 +81,11 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 
 	var wrote, wroteWall time.Time
 	if rec.Transcript != nil {
-		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
+		// Before the write, as a promotion's Stage: a reaper ages the
+		// file from its mtime, which a stall inside the write (its
+		// fsyncs) does not move.
 		wrote, wroteWall = time.Now(), m.b.now().Round(0)
+		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
 		if err == nil && (n != k.size || sum != k.sum) {
 			shared.Remove(m.b.dir, file)
 			err = fmt.Errorf("copy %s: %w", k.file.Name(), errChanged)
@@ -338,8 +341,8 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 // this run's file) landed on an earlier try. A conflict removes the file
 // this run wrote, unless a try's answer was lost (it may be the record's).
 //
-// wrote is when rec's file was written, by the monotonic clock and by the
-// wall clock alone (a suspended host advances only the latter): past
+// wrote is when the write of rec's file began, by the monotonic clock and
+// by the wall clock alone (a suspended host advances only the latter): past
 // commitWindow after it, nothing is sent, as a promotion's commit sends
 // nothing, since a reaper may have swept the file by then as a dead
 // write's.
