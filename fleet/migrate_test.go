@@ -768,17 +768,8 @@ func TestMigrateMovedAsideKeySaysWhatSettlesIt(t *testing.T) {
 // it was; a re-run moves it. It was created, naming the file.
 func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
-	root := t.TempDir()
-	hs, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "moved", "stalled")
-	sess, jobDir := resolveOn(t, hs, key)
-	appendMarker(t, jobDir, "a")
-	if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
+	root := promotedOnHost(t, key, "a")
 	faults.Set(func(p faults.Point) error {
 		if p == faults.ToEtcdWritten {
 			f.now = time.Now().Add(commitWindow + time.Minute) // the wall clock after the stall
@@ -812,17 +803,8 @@ func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
 // window from then on; the key was created, naming the file.
 func TestMigrateStalledInsideTheWriteCreatesNothing(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
-	root := t.TempDir()
-	hs, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "moved", "stalled-in-write")
-	sess, jobDir := resolveOn(t, hs, key)
-	appendMarker(t, jobDir, "a")
-	if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
+	root := promotedOnHost(t, key, "a")
 	start := time.Now()
 	f.b.now = func() time.Time {
 		if ents, _ := os.ReadDir(filepath.Join(f.dir, key)); len(ents) > 0 {
@@ -840,4 +822,21 @@ func TestMigrateStalledInsideTheWriteCreatesNothing(t *testing.T) {
 	if files := f.files(key); len(files) != 0 {
 		t.Errorf("the key's files are %v, want none", files)
 	}
+}
+
+// promotedOnHost is a sessions root whose key holds one promotion, of
+// marker.
+func promotedOnHost(t *testing.T, key, marker string) string {
+	t.Helper()
+	root := t.TempDir()
+	hs, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, jobDir := resolveOn(t, hs, key)
+	appendMarker(t, jobDir, marker)
+	if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	return root
 }
