@@ -41,10 +41,10 @@ type Config struct {
 	// "https://host:port" (all of one scheme).
 	Endpoints []string
 	// Prefix is where the records live; "" means DefaultPrefix. A trailing
-	// slash is dropped. No component of it may be "record", "history" or
-	// "lock", the names of a fleet's own keys under its prefix: another
-	// fleet's prefix may nest inside it ("/sessdb/a" in "/sessdb"), never
-	// among its keys.
+	// slash is dropped. No component of it but the first may be
+	// "record", "history" or "lock", the names of a fleet's own keys under
+	// its prefix: another fleet's prefix may nest inside it ("/sessdb/a" in
+	// "/sessdb"), never among its keys.
 	Prefix string
 	// CAFile is the PEM bundle that vouches for the members' certificates;
 	// "" with https endpoints means the system roots.
@@ -123,9 +123,11 @@ func (c Config) validate() (settings, error) {
 	// prefix with such a component lies among the keys of the fleet whose
 	// prefix is the part before it, whose reads would take the nested
 	// fleet's keys for damage (a history entry, a lock no lease holds) and
-	// whose deletes would remove them.
-	for _, part := range strings.Split(s.Prefix, "/") {
-		if part == "record" || part == "history" || part == "lock" {
+	// whose deletes would remove them. The first component has no part
+	// before it ("/lock", "record/x"), and no fleet an empty prefix.
+	parts := strings.Split(s.Prefix, "/")
+	for i, part := range parts {
+		if (part == "record" || part == "history" || part == "lock") && strings.Join(parts[:i], "/") != "" {
 			return s, invalid("Prefix", "%q: a component named %q would nest it among the keys of a fleet whose prefix is the part before it", c.Prefix, part)
 		}
 	}

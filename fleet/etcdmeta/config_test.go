@@ -98,3 +98,21 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// A component record, history or lock is refused only where a fleet's
+// prefix could be the part before it: no prefix is empty, so "/lock" or
+// "/record/sessdb" can lie among no fleet's keys and is taken. Each was refused, a deployment's working
+// prefix made unusable by an upgrade for a nesting that cannot happen.
+func TestAPrefixThatNestsInNoFleetIsTaken(t *testing.T) {
+	ep := []string{"http://a:1"}
+	for _, p := range []string{"/lock", "/record/sessdb", "history/x", "/history", "record"} {
+		if _, err := (Config{Endpoints: ep, Prefix: p}).Validate(); err != nil {
+			t.Errorf("prefix %q: %v, want it taken", p, err)
+		}
+	}
+	for _, p := range []string{"/a/record", "a/lock/x", "/sessdb/history/", "/a/b/lock"} {
+		if _, err := (Config{Endpoints: ep, Prefix: p}).Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("prefix %q: %v, want an invalid Prefix", p, err)
+		}
+	}
+}
