@@ -484,11 +484,11 @@ func TestFleetUnreadableKeyDirIsReportedAndTheRestSwept(t *testing.T) {
 	})
 	os.Chmod(filepath.Join(dir, locked), 0)
 	code, out, errs := runAs("check")
-	if code == exitOK || !strings.Contains(out+errs, locked) || !strings.Contains(out, other+"/0000000000000001-0123456789abcdef.jsonl: orphan") {
-		t.Errorf("check: exit %d; want the unreadable key named, the other's orphan reported\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	if code != exitFault || !strings.Contains(errs, locked) || !strings.Contains(out, locked+": unreadable") || !strings.Contains(out, other+"/0000000000000001-0123456789abcdef.jsonl: orphan") {
+		t.Errorf("check: exit %d; want exit 1, the unreadable key named on stderr and reported, the other's orphan reported\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	code, out, errs = runAs("reap")
-	if _, err := os.Lstat(orphan); code != exitFault || !strings.Contains(out+errs, locked) || !os.IsNotExist(err) {
+	if _, err := os.Lstat(orphan); code != exitFault || !strings.Contains(errs, locked) || !os.IsNotExist(err) {
 		t.Errorf("reap: exit %d, the other key's orphan: %v; want exit 1 naming the unreadable key, the orphan removed\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
 	}
 }
