@@ -65,14 +65,14 @@
 //
 // # Reap
 //
-// Reap removes keys whose last promotion (for one dated in the future, a
-// clock that is wrong, its file's mtime) is older than a TTL, each under a
-// lease-backed etcd lock and with a delete guarded by the revision it
-// judged, so a promotion landing meanwhile (even after the reaper's lease
-// ran out under it) is never removed. It also removes files no record
-// needs once their grace period has passed: orphans of promotions that
-// lost or never committed, and generations superseded longer ago than the
-// grace period.
+// Reap removes keys whose last promotion (for one dated later after its
+// file's mtime than a commit can be, a clock that is wrong, the mtime) is
+// older than a TTL, each under a lease-backed etcd lock and with a delete
+// guarded by the revision it judged, so a promotion landing meanwhile
+// (even after the reaper's lease ran out under it) is never removed. It
+// also removes files no record needs once their grace period has passed:
+// orphans of promotions that lost or never committed, and generations
+// superseded longer ago than the grace period.
 //
 // # Operating
 //

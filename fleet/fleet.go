@@ -29,10 +29,9 @@ type Config struct {
 	// a store-unavailable, the I/O error behind a lost generation. The
 	// zero Logger writes nothing.
 	Logger zerolog.Logger
-	// Now is the clock a resolve's view tells a record dated in the
-	// future by (see lastPromotion): the store's clock
-	// (store.Options.Now), so that the view and the ladder judging it
-	// agree. nil means time.Now.
+	// Now is the wall clock a promotion's and a migration's commit window
+	// is also judged by (a suspended host advances no other): the store's
+	// clock (store.Options.Now). nil means time.Now.
 	Now func() time.Time
 }
 

@@ -276,22 +276,57 @@ func TestAPromotionDatedInTheFutureStillExpires(t *testing.T) {
 	key, sane := store.Key("github", "future", "ahead"), store.Key("github", "future", "sane")
 	f.now = time.Now().Add(365 * 24 * time.Hour)
 	f.run(key, "one")
-	f.now = time.Time{}
+	// Ten minutes short of the TTL by its date.
+	saneAt := time.Now().Add(-14*24*time.Hour + 10*time.Minute)
+	f.now = saneAt
 	f.run(sane, "one")
+	f.now = time.Time{}
 	then := time.Now().Add(-20 * 24 * time.Hour)
-	for _, k := range []string{key, sane} {
-		if err := os.Chtimes(filepath.Join(f.dir, f.recordFile(k)), then, then); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chtimes(filepath.Join(f.dir, f.recordFile(key)), then, then); err != nil {
+		t.Fatal(err)
+	}
+	behind := saneAt.Add(-25 * time.Minute)
+	if err := os.Chtimes(filepath.Join(f.dir, f.recordFile(sane)), behind, behind); err != nil {
+		t.Fatal(err)
 	}
 	if sess, _ := resolveOn(t, f.s, key); sess.Resume || sess.Reason != gates.Expired {
 		t.Errorf("resolve = %s, want a cold start, expired", sess.Reason)
 	}
-	// A record dated in the past is judged by its date alone, whatever
-	// its file's mtime (a file server whose clock is behind).
+	// A record whose date is within a commit's reach of its file's mtime
+	// is judged by its date alone (here a file server 25 minutes behind,
+	// which by the mtime would have expired the key).
 	f.holds(sane, "one", 1)
 	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
 	if err != nil || !slices.Equal(r.Removed, []string{key}) {
 		t.Fatalf("reap = %+v, %v; want %s removed", r, err, key)
+	}
+}
+
+// A record dated in the future that has expired stays expired as time
+// goes on: its date coming does not make it young again. Judged by
+// whether its date was in the future at the judge's now, it counted from
+// its file's mtime until then and from its date after, so a key expired
+// today (its file 20 days old, its date 5 days ahead) resumed 6 days
+// later, and a resolve on a worker whose clock was 6 days ahead resumed
+// it at the moment a reaper with the right clock removed it.
+func TestAnExpiredPromotionDatedInTheFutureStaysExpired(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "future", "revived")
+	f.now = time.Now().Add(5 * 24 * time.Hour)
+	f.run(key, "one")
+	then := time.Now().Add(-20 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, f.recordFile(key)), then, then); err != nil {
+		t.Fatal(err)
+	}
+	for _, ahead := range []time.Duration{0, 6 * 24 * time.Hour} {
+		at := time.Now().Add(ahead)
+		f.now = at
+		if sess, _ := resolveOn(t, f.s, key); sess.Resume || sess.Reason != gates.Expired {
+			t.Errorf("%v ahead: resolve = %s, want a cold start, expired", ahead, sess.Reason)
+		}
+		r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour, DryRun: true, Now: func() time.Time { return at }})
+		if err != nil || !slices.Equal(r.Removed, []string{key}) {
+			t.Errorf("%v ahead: reap = %+v, %v; want %s removed", ahead, r, err, key)
+		}
 	}
 }

@@ -233,13 +233,12 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
 		}
 	}
-	now := o.Now()
-	recordInto(&obs, rec, obs.Transcript.ModTime, now)
+	recordInto(&obs, rec, obs.Transcript.ModTime)
 	var afterCopy gates.Reason
 	if mismatch {
 		afterCopy = gates.TranscriptReplaced // what the view's Accept makes of it
 	}
-	k.Verdict = store.Judge(obs, o.Bounds, o.Job, now, afterCopy)
+	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), afterCopy)
 	return r, nil
 }
 

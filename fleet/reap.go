@@ -233,36 +233,43 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
 
 // expired reports whether key's record r is past the TTL at now, by its
-// lastPromotion: for a record dated in the future, by the mtime of its
-// file, read only then.
+// lastPromotion. The mtime of its file is read only for a record its own
+// date does not expire: lastPromotion is never later than that date.
 func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now time.Time) bool {
 	t := r.Transcript
 	if ttl <= 0 || t == nil {
 		return false
 	}
+	if now.Sub(time.Unix(0, t.PromotedAt)) > ttl {
+		return true
+	}
 	var mtime time.Time
-	if time.Unix(0, t.PromotedAt).After(now) && namesOwnFile(key, t) {
+	if namesOwnFile(key, t) {
 		// A regular file's only: a resolve judges no other by its mtime.
 		if st, ok := lstatName(b.dir, t.File); ok && fsat.IsRegular(&st) {
 			mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 		}
 	}
-	return now.Sub(lastPromotion(t, mtime, now)) > ttl
+	return now.Sub(lastPromotion(t, mtime)) > ttl
 }
 
 // lastPromotion is when the promotion of t, whose file was written at
-// mtime (zero: unknown), is taken to have landed, judged at now: its
-// PromotedAt, the promoter's clock, unless that is in the future. A date
-// in the future is a clock that is wrong (a worker's ahead, a value
-// written by hand), and taken as it is it would keep the key from
-// expiring until that date came, a year on for a clock a year ahead. The
-// file's mtime, the file server's clock when the file was written before
-// the commit, is taken instead, if it is earlier. A date in the past is
-// taken as it is, so that a file server whose clock is behind never ages
-// a key.
-func lastPromotion(t *etcdmeta.Transcript, mtime, now time.Time) time.Time {
+// mtime (zero: unknown), is taken to have landed: its PromotedAt, the
+// promoter's clock, unless that is later than the file's mtime by more
+// than a commit can follow its write (inFlightAge: the commit window and
+// the skew between a worker's clock and the file server's). Such a date
+// is a clock that is wrong (a worker's ahead, a value written by hand),
+// and taken as it is it would keep the key from expiring until long
+// after its file was written, a year on for a clock a year ahead; the
+// mtime, the file server's clock, is taken instead. The rule reads no
+// clock of the judge's: judged by whether the date is in the future, a
+// key expired by its mtime came back once its date had passed, and a
+// reaper and a resolve whose clocks stood either side of that date
+// disagreed by far more than their skew. A date earlier than the mtime
+// is taken as it is, so a file server whose clock is behind ages no key.
+func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 	at := time.Unix(0, t.PromotedAt)
-	if at.After(now) && !mtime.IsZero() && mtime.Before(at) {
+	if !mtime.IsZero() && at.Sub(mtime) > inFlightAge {
 		return mtime
 	}
 	return at

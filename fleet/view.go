@@ -102,7 +102,7 @@ func (v *view) open() error {
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
 		v.obs.Header, _, _ = readHeader(f, fi.Size())
 	}
-	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime, v.b.now())
+	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime)
 	return nil
 }
 
@@ -126,10 +126,10 @@ func readHeader(f *os.File, size int64) (gates.Header, transcript.Header, error)
 
 // recordInto fills what the ladder reads from the record into obs: the
 // last promotion (lastPromotion, of its file written at mtime, zero if
-// not known, judged at now), the stamps, the chain and the reading.
-func recordInto(obs *gates.Observation, r etcdmeta.Record, mtime, now time.Time) {
+// not known), the stamps, the chain and the reading.
+func recordInto(obs *gates.Observation, r etcdmeta.Record, mtime time.Time) {
 	if t := r.Transcript; t != nil {
-		obs.LastPromotion = lastPromotion(t, mtime, now)
+		obs.LastPromotion = lastPromotion(t, mtime)
 	}
 	obs.Venue, obs.PiVersion = stampOf(r.Venue), stampOf(r.PiVersion)
 	if r.ResumeChain != nil {

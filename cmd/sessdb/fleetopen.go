@@ -22,7 +22,7 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 		return fc, false, inv.rep.config(err)
 	}
 	fc.Logger = inv.rep.storeLog()
-	fc.Now = clock // the store's: a view and the ladder judge by one clock
+	fc.Now = clock // the store's, which the tests move: a commit window is judged by it
 	return fc, on, exitOK
 }
 
