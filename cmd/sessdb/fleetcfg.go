@@ -109,7 +109,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		// As with a sessions root (rootPath): white space around it is a
 		// quoting mistake, and another namespace in etcd.
 		if strings.TrimFunc(p, jsstr.IsSpace) != p {
-			return fc, true, fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a key prefix has none", n, brief(p))
+			return fc, true, fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)", n, brief(p))
 		}
 		if err := utf8Path(n, p); err != nil {
 			return fc, true, err

@@ -128,7 +128,7 @@ func (c Config) validate() (settings, error) {
 	parts := strings.Split(s.Prefix, "/")
 	for i, part := range parts {
 		if (part == "record" || part == "history" || part == "lock") && strings.Join(parts[:i], "/") != "" {
-			return s, invalid("Prefix", "%q: a component named %q would nest it among the keys of a fleet whose prefix is the part before it", c.Prefix, part)
+			return s, invalid("Prefix", "%q: a component named %q would nest it among the keys of a fleet whose prefix is the part before it (records written under it stay there: see docs/fleet.md before changing it)", c.Prefix, part)
 		}
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
