@@ -54,8 +54,26 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 			kd.Close()
 			return nil, err
 		}
+		// So may the root's own name, when a rival's first promotion
+		// made the root just now: makeDirAll found it and synced nothing.
+		// One more fsync per new key, where one per promotion would be
+		// the hot path's.
+		if err := s.syncParent(s.root); err != nil {
+			kd.Close()
+			return nil, err
+		}
 	}
 	return kd, nil
+}
+
+// syncParent fsyncs the directory that holds path's name.
+func (s *Store) syncParent(path string) error {
+	pd, err := fsat.OpenDir(filepath.Dir(filepath.Clean(path)))
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	return s.disk.syncDir(pd)
 }
 
 // makeDirAll is os.MkdirAll (0700, links followed: the operator names the

@@ -146,3 +146,34 @@ func TestPowerCutAfterAPromotionIntoARivalsNewKeyDir(t *testing.T) {
 		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
 	}
 }
+
+// TestPowerCutAfterAPromotionIntoARivalsNewRoot: another process made the
+// sessions root for its own first promotion and has not fsynced the dir
+// it is in yet when this promotion finds the root there, makes its key dir
+// in it and is acknowledged. A power cut before the rival's fsync takes
+// the root's name, and this promotion with it, unless this one makes the
+// name durable itself.
+func TestPowerCutAfterAPromotionIntoARivalsNewRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	s, err := New(root, Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := powercut.New()
+	s.disk = diskWrites{journal}
+	bd, err := fsat.OpenDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bd.Close()
+	if made, err := journal.Mkdir(bd, "sessions", 0o700); err != nil || !made {
+		t.Fatalf("the rival's mkdir: %v %v", made, err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	journal.Cut(t)
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || markerOf(data, 1) != "first" {
+		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
+	}
+}
