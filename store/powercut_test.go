@@ -69,11 +69,7 @@ func TestPowerCutAfterAFirstPromotion(t *testing.T) {
 	journal := powercut.New()
 	s.disk = diskWrites{journal}
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
-	journal.Cut(t)
-	got, data := checkDescribed(t, s, root, testKey)
-	if !got.Resume || markerOf(data, 1) != "first" {
-		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
-	}
+	firstSurvivesCut(t, s, root, journal)
 }
 
 // madeDirs is the journal, noting the dirs made through the seam.
@@ -111,11 +107,7 @@ func TestPowerCutAfterAFirstPromotionIntoANewRoot(t *testing.T) {
 			t.Errorf("%s was made behind the durability seam: nothing makes its name durable", p)
 		}
 	}
-	journal.Cut(t)
-	got, data := checkDescribed(t, s, root, testKey)
-	if !got.Resume || markerOf(data, 1) != "first" {
-		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
-	}
+	firstSurvivesCut(t, s, root, journal)
 }
 
 // TestPowerCutAfterAPromotionIntoARivalsNewKeyDir: another process made
@@ -131,20 +123,9 @@ func TestPowerCutAfterAPromotionIntoARivalsNewKeyDir(t *testing.T) {
 	}
 	journal := powercut.New()
 	s.disk = diskWrites{journal}
-	rd, err := fsat.OpenDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	if made, err := journal.Mkdir(rd, testKey, 0o700); err != nil || !made {
-		t.Fatalf("the rival's mkdir: %v %v", made, err)
-	}
+	rivalMkdir(t, journal, root, testKey)
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
-	journal.Cut(t)
-	got, data := checkDescribed(t, s, root, testKey)
-	if !got.Resume || markerOf(data, 1) != "first" {
-		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
-	}
+	firstSurvivesCut(t, s, root, journal)
 }
 
 // TestPowerCutAfterAPromotionIntoARivalsNewRoot: another process made the
@@ -162,15 +143,30 @@ func TestPowerCutAfterAPromotionIntoARivalsNewRoot(t *testing.T) {
 	}
 	journal := powercut.New()
 	s.disk = diskWrites{journal}
-	bd, err := fsat.OpenDir(base)
+	rivalMkdir(t, journal, base, "sessions")
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	firstSurvivesCut(t, s, root, journal)
+}
+
+// rivalMkdir makes dir/name through the journal, as another process's
+// first promotion does, and leaves it there without the fsync that
+// follows.
+func rivalMkdir(t *testing.T, journal *powercut.Journal, dir, name string) {
+	t.Helper()
+	d, err := fsat.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bd.Close()
-	if made, err := journal.Mkdir(bd, "sessions", 0o700); err != nil || !made {
+	defer d.Close()
+	if made, err := journal.Mkdir(d, name, 0o700); err != nil || !made {
 		t.Fatalf("the rival's mkdir: %v %v", made, err)
 	}
-	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+}
+
+// firstSurvivesCut cuts the power and fails t unless testKey still
+// resumes on its acknowledged first promotion ("first").
+func firstSurvivesCut(t *testing.T, s *Store, root string, journal interface{ Cut(testing.TB) }) {
+	t.Helper()
 	journal.Cut(t)
 	got, data := checkDescribed(t, s, root, testKey)
 	if !got.Resume || markerOf(data, 1) != "first" {
