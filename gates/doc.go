@@ -18,7 +18,7 @@
 //	3      absent                            transcript is 0 bytes
 //	4      too-large                         over Bounds.MaxBytes (PI_SESSION_MAX_BYTES)
 //	4a     meta-unreadable         closed    meta.db present but unopenable or damaged
-//	4b     meta-moved-aside                  no meta.db, because a repair moved a damaged one aside
+//	4b     meta-moved-aside                  no meta.db (or an empty one, a lock's), because a repair moved a damaged one aside
 //	5      expired                           last promotion older than Bounds.TTL (PI_SESSIONS_TTL_DAYS)
 //	6      venue-changed           closed    venue stamp differs from the job's venue, or is unreadable
 //	7      pi-version-changed      closed    job declares no pi version, or stamp unknown/unreadable/different

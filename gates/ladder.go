@@ -25,7 +25,7 @@ var ladder = [...]Gate{
 	{"3", Absent, NoPolarity, "", "transcript is 0 bytes"},
 	{"4", TooLarge, NoPolarity, "PI_SESSION_MAX_BYTES", "transcript over the byte cap"},
 	{"4a", MetaUnreadable, FailsClosed, "", "meta.db present but unopenable or damaged"},
-	{"4b", MetaMovedAside, NoPolarity, "", "no meta.db, because a repair moved a damaged one aside"},
+	{"4b", MetaMovedAside, NoPolarity, "", "no meta.db (or an empty one, a lock's), because a repair moved a damaged one aside"},
 	{"5", Expired, NoPolarity, "PI_SESSIONS_TTL_DAYS", "last completed promotion older than the TTL"},
 	{"6", VenueChanged, FailsClosed, "", "venue stamp differs from the job's venue, is unreadable, or the job's venue is unknown"},
 	{"7", PiVersionChanged, FailsClosed, "", "job declares no pi version, or the stamp is unknown, unreadable or different"},
