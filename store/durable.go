@@ -8,8 +8,8 @@ import (
 
 // durability is the store's view of the one durability seam, durable.FS,
 // under the names promote.go calls: the key dir, the promotion temp, its
-// fsync, the rename into place and the directory fsync. bbolt's commits do not pass
-// through here: bbolt fsyncs its own file. Production uses diskWrites{}
+// fsync, the rename into place and the directory fsync. bbolt's commits do
+// not pass through here: bbolt fsyncs its own file. Production uses diskWrites{}
 // (durable.Disk); the power-cut test uses diskWrites{journal}.
 type durability interface {
 	mkdir(dir *os.File, name string, perm uint32) (bool, error)

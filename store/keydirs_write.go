@@ -20,9 +20,9 @@ import (
 )
 
 // openKeyDirForWrite makes the sessions root and the key dir if need be
-// (each name made durable, a new key dir's even if a rival made it) and
-// opens the key dir without following a
-// link: a link or non-directory there is fsat.ErrNotDir.
+// (each name made durable, a new key dir's and the root's even if a rival
+// made them) and opens the key dir without following a link: a link or
+// non-directory there is fsat.ErrNotDir.
 func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 	if err := s.makeDirAll(s.root); err != nil {
 		return nil, err

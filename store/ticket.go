@@ -142,9 +142,9 @@ func newTicketID() (string, error) {
 // writeTicket writes sess to jd/session.ticket through a temp file and a
 // rename inside the job dir, so a killed resolve never leaves half a
 // ticket. Nothing is fsynced: a power cut may leave an empty or zeroed
-// ticket, which ReadTicket refuses (docs/on-disk.md says why that is enough). The
-// rename replaces whatever name is there (a link is replaced, never
-// followed).
+// ticket, which ReadTicket refuses (docs/on-disk.md says why that is
+// enough). The rename replaces whatever name is there (a link is replaced,
+// never followed).
 func writeTicket(jd *os.File, sess Session) error {
 	b, err := json.Marshal(sess)
 	if err != nil {

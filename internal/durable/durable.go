@@ -7,8 +7,9 @@
 // cache stays) but not a power cut.
 //
 // The store's promotion (the key dir it makes included) and migrate's
-// writers make these calls through an FS. Production passes Disk, the system calls themselves; tests pass the
-// journal of package durable/powercut, which can take back everything a
+// writers make these calls through an FS. Production passes Disk, the
+// system calls themselves; tests pass the journal of package
+// durable/powercut, which can take back everything a
 // power cut would, and so fails a protocol with a missing fsync. Writes
 // that are durable by their own protocol do not pass through here: bbolt's
 // commits, and package db's creation of meta.db.
