@@ -279,14 +279,21 @@ func TestDumpBytesOfALinkedTranscript(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	col := strings.Index(lines[0], "BYTES")
 	var sum int64
+	found := false
 	for _, l := range lines[1:] {
 		f := strings.Fields(l[col:])
-		if strings.HasPrefix(l, key) && f[0] != "-" {
-			t.Errorf("BYTES of a linked transcript: %q, want -", f[0])
+		if strings.HasPrefix(l, key) {
+			found = true
+			if f[0] != "-" {
+				t.Errorf("BYTES of a linked transcript: %q, want -", f[0])
+			}
 		}
 		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
 			sum += n
 		}
+	}
+	if !found {
+		t.Errorf("no row for %s:\n%s", key, out)
 	}
 	if s := statsOf(t, root); s.Disk.TranscriptBytes != sum {
 		t.Errorf("dump's BYTES sum to %d, stats says %d", sum, s.Disk.TranscriptBytes)
@@ -308,12 +315,19 @@ func TestDumpPromotedKeepsTheMtimeMark(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
+	found := false
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, key) && !strings.Contains(l, "  400d ago (mtime)  ") {
-			t.Errorf("row %q: want PROMOTED 400d ago (mtime)", l)
+		if strings.HasPrefix(l, key) {
+			found = true
+			if !strings.Contains(l, "  400d ago (mtime)  ") {
+				t.Errorf("row %q: want PROMOTED 400d ago (mtime)", l)
+			}
 		}
 		if len([]rune(l)) > dumpWidth {
 			t.Errorf("row wider than %d: %q", dumpWidth, l)
 		}
+	}
+	if !found {
+		t.Errorf("no row for %s:\n%s", key, out)
 	}
 }
