@@ -66,9 +66,15 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 	return kd, nil
 }
 
-// syncParent fsyncs the directory that holds path's name.
+// syncParent fsyncs the directory that holds path's name. A parent this
+// user may pass through but not list (a home dir of mode 0711) cannot be
+// opened to fsync, and is not one it or a rival of its own made the root
+// in: the root's name is its owner's to make durable.
 func (s *Store) syncParent(path string) error {
 	pd, err := fsat.OpenDir(filepath.Dir(filepath.Clean(path)))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

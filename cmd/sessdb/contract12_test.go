@@ -492,3 +492,41 @@ func TestFleetUnreadableKeyDirIsReportedAndTheRestSwept(t *testing.T) {
 		t.Errorf("reap: exit %d, the other key's orphan: %v; want exit 1 naming the unreadable key, the orphan removed\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
 	}
 }
+
+// A sessions root whose parent the worker may pass through but not list
+// (mode 0711, a shared home dir's usual mode) takes first promotions: the
+// store needs no read of a dir it did not make. As root, sessdb runs as
+// nobody in a child process.
+func TestFirstPromotionUnderAnUnlistableParent(t *testing.T) {
+	base, err := os.MkdirTemp("", "sessdb-unlistable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	parent := filepath.Join(base, "home")
+	root, job := filepath.Join(parent, "sessions"), filepath.Join(base, "job")
+	for _, d := range []string{root, job} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runAs := unprivileged(t, base, func() {
+		os.Chown(root, nobody, nobody)
+		os.Chown(job, nobody, nobody)
+	})
+	os.Chmod(parent, 0o711)
+	const key = "0123456789abcdef0123456789abcdef"
+	code, out, errs := runAs("resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "1")
+	var r resolveOutput
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("resolve: exit %d %s %s", code, out, errs)
+	}
+	if err := os.WriteFile(r.Staged, []byte(header), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runAs("promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "1")
+	var p promoteResult
+	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || !p.Promoted {
+		t.Fatalf("promote: exit %d %s %s", code, out, errs)
+	}
+}
