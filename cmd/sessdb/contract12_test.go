@@ -263,7 +263,9 @@ func unprivileged(t *testing.T, base string, chown func()) func(args ...string) 
 	chown()
 	return func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, append(args, "--log-format", "console")...)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=")
+		// Under -race a child that exits 0 sleeps a second first
+		// (atexit_sleep_ms), unless told not to.
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		var out, errs strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errs
