@@ -101,6 +101,13 @@ func (s *Store) makeDirAll(path string) error {
 		if err := s.makeDirAll(parent); err != nil {
 			return err
 		}
+		// A parent found there may be a rival's, made just now and its
+		// name not yet durable: what is made in it would vanish with it.
+		// (One made here was synced already; the second fsync is paid
+		// only when a root is made.)
+		if err := s.syncParent(parent); err != nil {
+			return err
+		}
 	}
 	pd, err := fsat.OpenDir(parent)
 	if err != nil {

@@ -173,3 +173,22 @@ func firstSurvivesCut(t *testing.T, s *Store, root string, journal interface{ Cu
 		t.Fatalf("after the power cut the key is {resume %v, %s}: its acknowledged first promotion is lost", got.Resume, got.Reason)
 	}
 }
+
+// TestPowerCutAfterAPromotionUnderARivalsNewParent: the rival's first
+// promotion had made only a parent of the sessions root yet, and not
+// fsynced the dir that parent is in, when this promotion found the parent
+// there and made the root in it. Its acknowledgement must not wait on the
+// rival's fsync either.
+func TestPowerCutAfterAPromotionUnderARivalsNewParent(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "var", "sessions")
+	s, err := New(root, Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := powercut.New()
+	s.disk = diskWrites{journal}
+	rivalMkdir(t, journal, base, "var")
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	firstSurvivesCut(t, s, root, journal)
+}
