@@ -23,19 +23,7 @@ import (
 // instead, as one waiting for a reap does, and the quarantine dir is left
 // as it was moved.
 func TestQuarantineFailsAWaitingPromotion(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	var armed atomic.Bool
-	var hook func()
-	s, err := New(root, Options{LockTimeout: 5 * time.Second, Now: func() time.Time {
-		if armed.CompareAndSwap(true, false) {
-			hook() // Quarantine's first look at the clock: under the key's lock, before its rename
-		}
-		return now
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, root, quarantine := quarantineWithAWaiter(t)
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	want(t, sess, true, gates.Resumed)
@@ -46,19 +34,10 @@ func TestQuarantineFailsAWaitingPromotion(t *testing.T) {
 		err error
 	}
 	done := make(chan promoted, 1)
-	hook = func() {
-		go func() {
-			res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
-			done <- promoted{res, err}
-		}()
-		waitForStack(t, "sessdb/db.flockUntil") // the promotion waits for the quarantine's flock
-	}
-	armed.Store(true)
-	aside, err := s.Quarantine(testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := treeState(t, filepath.Join(root, aside))
+	aside, before := quarantine(func() {
+		res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		done <- promoted{res, err}
+	})
 	p := <-done
 	if p.err == nil || p.res.Promoted {
 		t.Fatalf("the waiting promotion = %+v, %v; want it failed, not promoted into %s", p.res, p.err, aside)
@@ -70,6 +49,41 @@ func TestQuarantineFailsAWaitingPromotion(t *testing.T) {
 		t.Fatal("the key dir is back after its quarantine")
 	}
 }
+
+// quarantineWithAWaiter returns a store and a quarantine of testKey that
+// starts waiter in a goroutine under the quarantine's lock, before its
+// rename (at its first look at the clock), and goes on once the waiter
+// waits for that lock. The quarantine returns the dir moved aside and its
+// state as moved.
+func quarantineWithAWaiter(t *testing.T) (*Store, string, func(waiter func()) (aside, before string)) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	var armed atomic.Bool
+	var hook func()
+	s, err := New(root, Options{LockTimeout: 5 * time.Second, Now: func() time.Time {
+		if armed.CompareAndSwap(true, false) {
+			hook()
+		}
+		return quarantineNow
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, root, func(waiter func()) (string, string) {
+		hook = func() {
+			go waiter()
+			waitForStack(t, "sessdb/db.flockUntil") // the waiter waits for the quarantine's flock
+		}
+		armed.Store(true)
+		aside, err := s.Quarantine(testKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aside, treeState(t, filepath.Join(root, aside))
+	}
+}
+
+// quarantineNow is quarantineWithAWaiter's store's clock.
+var quarantineNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 // Two operators reaping one root at once: the second, waiting for the
 // key's lock while the first removes it, must neither fail nor leave
@@ -114,21 +128,9 @@ func TestTwoReapsAtOnce(t *testing.T) {
 // the dir moved aside and say accepted of a key no resolve finds: it is
 // refused, and the quarantine dir is left as it was moved.
 func TestAcceptWaitingForAQuarantineRecordsNothing(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	var armed atomic.Bool
-	var hook func()
-	s, err := New(root, Options{LockTimeout: 5 * time.Second, Now: func() time.Time {
-		if armed.CompareAndSwap(true, false) {
-			hook() // Quarantine's first look at the clock: under the key's lock, before its rename
-		}
-		return now
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, root, quarantine := quarantineWithAWaiter(t)
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
-	if err := os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(now, "edited"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(quarantineNow, "edited"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	type accepted struct {
@@ -136,19 +138,10 @@ func TestAcceptWaitingForAQuarantineRecordsNothing(t *testing.T) {
 		err error
 	}
 	done := make(chan accepted, 1)
-	hook = func() {
-		go func() {
-			res, err := s.Accept(testKey)
-			done <- accepted{res, err}
-		}()
-		waitForStack(t, "sessdb/db.flockUntil") // the accept waits for the quarantine's flock
-	}
-	armed.Store(true)
-	aside, err := s.Quarantine(testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := treeState(t, filepath.Join(root, aside))
+	aside, before := quarantine(func() {
+		res, err := s.Accept(testKey)
+		done <- accepted{res, err}
+	})
 	a := <-done
 	if a.err == nil {
 		t.Fatalf("the waiting accept = %+v; want it refused, not recorded in %s", a.res, aside)
