@@ -111,13 +111,24 @@ func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 // runs, and '/var/lib/pi/sessions ' a second root beside the real one:
 // every key absent there, and promote filling it.
 func rootPath(name, p string) error {
-	if strings.TrimFunc(p, jsstr.IsSpace) != p {
-		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a sessions root's name has none", name, brief(p))
+	if err := spaceAround(name, p, "a sessions root's name has none"); err != nil {
+		return err
 	}
 	if err := pathLength(name, p); err != nil {
 		return err
 	}
 	return utf8Path(name, p)
+}
+
+// spaceAround refuses p, given as name, when it begins or ends with white
+// space: a quoting mistake (PI_SESSIONS_DIR=' ', an env file's trailing
+// blank), never a real root's or prefix's name. why says what the name
+// should be.
+func spaceAround(name, p, why string) error {
+	if strings.TrimFunc(p, jsstr.IsSpace) != p {
+		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): %s", name, brief(p), why)
+	}
+	return nil
 }
 
 // pathLength refuses a path longer than the system opens. Opened, it

@@ -14,7 +14,6 @@ import (
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/fsat"
-	"sessdb/internal/jsstr"
 )
 
 // fleetKnobs are the connection to a fleet (package fleet): its records in
@@ -108,8 +107,8 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		}
 		// As with a sessions root (rootPath): white space around it is a
 		// quoting mistake, and another namespace in etcd.
-		if strings.TrimFunc(p, jsstr.IsSpace) != p {
-			return fc, true, fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)", n, brief(p))
+		if err := spaceAround(n, p, "a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)"); err != nil {
+			return fc, true, err
 		}
 		if err := utf8Path(n, p); err != nil {
 			return fc, true, err
