@@ -136,3 +136,36 @@ func TestTicketsAcrossARollback(t *testing.T) {
 		t.Fatalf("the ticket resolved on the legacy layout, after the migration back: %+v, want gen 2", res)
 	}
 }
+
+// A cold job resolved on a legacy key whose current.jsonl is empty is
+// based on nothing; the migration records that file as gen 1 of 0 bytes,
+// which still holds nothing, so the job promotes after it (before: it was
+// superseded by that gen 1, which no job promoted).
+func TestColdTicketAcrossTheMigrationOfAnEmptyTranscript(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := strings.Repeat("ef", 16)
+	if err := os.MkdirAll(filepath.Join(root, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{store.TranscriptName: "", "venue": "local", "pi-version": "0.58.3"} {
+		if err := os.WriteFile(filepath.Join(root, key, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := resolveJob(t, st, key, "cold")
+	if cold.sess.Resume || cold.sess.Base != (store.Base{}) {
+		t.Fatalf("the key with an empty transcript resolves %+v, want a cold start on nothing", cold.sess)
+	}
+	migrateAll(t, root, false)
+	if res := cold.promote(t, st); !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the cold ticket after the migration: %+v, want promoted as gen 2", res)
+	}
+	got, err := os.ReadFile(filepath.Join(root, key, store.TranscriptName))
+	if err != nil || !bytes.Equal(got, cold.data) {
+		t.Fatalf("the key does not hold the cold job's transcript (%v)", err)
+	}
+}

@@ -259,7 +259,10 @@ func baseOf(id *db.Transcript, st *unix.Stat_t) Base {
 // revision; a file by device, inode, size and mtime, whatever record the
 // key has gained since (a key migrated in between keeps its file, and so
 // its base). The size and checksum a legacy ticket also carries describe
-// what was delivered, and are not compared here.
+// what was delivered, and are not compared here. No transcript is still
+// no transcript under a record of 0 bytes: no promotion or acceptance
+// makes one, only a migration of an empty legacy current.jsonl (recorded
+// as gen 1), which a job resolved on that key before it did not lose.
 func (b Base) same(cur Base) bool {
 	switch {
 	case b.Gen != 0:
@@ -267,7 +270,7 @@ func (b Base) same(cur Base) bool {
 	case b.File != nil:
 		return cur.File != nil && *cur.File == *b.File
 	}
-	return cur.Gen == 0 && cur.File == nil
+	return (cur.Gen == 0 || cur.Size == 0) && cur.File == nil
 }
 
 // Gen is the generation delivered: the base's when the key's transcript
