@@ -19,6 +19,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
+	"sessdb/migrate"
 	"sessdb/store"
 )
 
@@ -332,5 +333,61 @@ func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
 	// next as it hands the first's result over) and starts no other.
 	if !errors.Is(err, etcdmeta.ErrUnavailable) || tries > 2 {
 		t.Errorf("check --repair = %v after %d of 8 repairs, %v; want it stopped at the first, etcd unavailable", err, tries, time.Since(began))
+	}
+}
+
+// A migration that loses etcd tries no key after the first that found it
+// unavailable, rather than wait out the request timeout for every key
+// left in turn (a root of thousands of keys, hours): each is reported
+// failed at once, and the summary ends the stream as ever. Both ways:
+// --from etcd losing it after the listing, --to etcd finding it gone.
+func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	hostRoot := func(prefix string) string {
+		root := t.TempDir()
+		hs, err := store.New(root, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range 8 {
+			sess, jobDir := resolveOn(t, hs, store.Key("github", prefix, strconv.Itoa(m)))
+			appendMarker(t, jobDir, "a")
+			if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
+				t.Fatalf("promote: %+v, %v", res, err)
+			}
+		}
+		return root
+	}
+	// Moved in with the fixture's timeout; only the runs that lose etcd
+	// wait 100 ms a request.
+	if got, sum := runMigration(t, true, hostRoot("migrate-outage-in"), f.b, MigrateOptions{}); sum.Migrated != 8 {
+		t.Fatalf("the setup's migration = %+v, %v", sum, got)
+	}
+	short := f.open(func(cfg *Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+	other := hostRoot("migrate-outage-out")
+	for _, way := range []string{"from", "to"} {
+		reports, tried := 0, 0
+		visit := func(r MigrateReport) error {
+			if reports++; reports == 1 && way == "from" {
+				c.Stop(0)
+			}
+			if r.Action == migrate.Failed && !strings.Contains(r.Cause, "not tried") {
+				tried++
+			}
+			return nil
+		}
+		var sum MigrateSummary
+		var err error
+		if way == "from" {
+			sum, err = FromEtcd(t.Context(), short, t.TempDir(), MigrateOptions{Workers: 1}, visit)
+		} else {
+			sum, err = ToEtcd(t.Context(), other, short, MigrateOptions{Workers: 1}, visit)
+		}
+		// The one worker may have begun the next key as it handed the
+		// first failure over; no other key is tried.
+		if err != nil || reports != 8 || sum.Entries != 8 || sum.Failed+sum.Migrated != 8 || tried > 2 {
+			t.Errorf("--%s etcd = %+v, %v: %d reports, %d keys tried against etcd and failed; want all 8 reported, at most 2 tried", way, sum, err, reports, tried)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"sessdb/db"
@@ -96,6 +97,9 @@ type migration struct {
 	root    string
 	rootDir *os.File     // nil: FromEtcd's dry run on a root that does not exist
 	st      *store.Store // on root, for RollForward
+
+	mu   sync.Mutex
+	lost error // the first etcd unavailability a key met, nil while none has
 }
 
 func (m *migration) dbOptions() db.Options {
@@ -124,6 +128,33 @@ func (m *migration) walk(ctx context.Context, sum *MigrateSummary, n int, one fu
 	return err
 }
 
+// failEtcd is fail for an error of etcd's, the cause err and then more;
+// the first err of unavailability is kept for notTried.
+func (m *migration) failEtcd(r *MigrateReport, err error, more string) {
+	fail(r, fmt.Errorf("%w%s", err, more))
+	if errors.Is(err, etcdmeta.ErrUnavailable) {
+		m.mu.Lock()
+		if m.lost == nil {
+			m.lost = err
+		}
+		m.mu.Unlock()
+	}
+}
+
+// notTried is the error of a key whose etcd step is not tried because an
+// earlier key found etcd unavailable, nil while none has. Every key left
+// would otherwise wait out the request timeout in turn (hours for
+// thousands); each is still reported, failed, so the stream and its
+// summary stay whole, and a re-run picks them up.
+func (m *migration) notTried() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lost == nil {
+		return nil
+	}
+	return fmt.Errorf("not tried: an earlier key found %w", m.lost)
+}
+
 func (m *migration) finish(ctx context.Context, sum *MigrateSummary, start time.Time, err error) (MigrateSummary, error) {
 	sum.Seconds = time.Since(start).Seconds()
 	sum.Interrupted = err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
@@ -144,7 +175,8 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // migration doc above), calling visit with each entry's report in name
 // order. An error is a fault of the whole run (root unreadable, or visit's
 // error, which stops it); a key that fails is a report, and the run goes
-// on. The end of ctx starts no new key: the keys under way finish, and
+// on (once a key found etcd unavailable, the keys after it fail at once,
+// not tried). The end of ctx starts no new key: the keys under way finish, and
 // ToEtcd returns ctx's error with the summary so far, Interrupted.
 func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
 	start := time.Now()

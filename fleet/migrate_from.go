@@ -35,10 +35,14 @@ func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
 		fail(&r, fmt.Errorf("%w: left in etcd (the fleet reads it as meta-unreadable)", it.Err))
 		return r
 	}
+	if err := m.notTried(); err != nil {
+		fail(&r, err)
+		return r
+	}
 	st, err := m.b.read(it.Key, m.b.meta.Get)
 	switch {
 	case err != nil:
-		fail(&r, err)
+		m.failEtcd(&r, err, "")
 		return r
 	case st.Rev == 0:
 		r.Action, r.Cause = migrate.Skipped, "vanished: its record left etcd after the listing"

@@ -61,9 +61,13 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	rec := m.recordToMove(k, &r)
 	r.Values = valuesOf(rec)
 
+	if err := m.notTried(); err != nil {
+		fail(&r, fmt.Errorf("%w: left alone", err))
+		return r
+	}
 	st, err := m.b.read(name, m.b.meta.Get)
 	if err != nil {
-		fail(&r, fmt.Errorf("%w: left alone", err))
+		m.failEtcd(&r, err, ": left alone")
 		return r
 	}
 	if st.Rev != 0 || len(st.History) > 0 {
@@ -106,7 +110,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		m.judgeExisting(&r, rec, hostHistory(k.history), *cur)
 		return r
 	case err != nil:
-		fail(&r, err)
+		m.failEtcd(&r, err, "")
 		return r
 	}
 	if err := faults.At(faults.ToEtcdCommitted); err != nil {

@@ -48,8 +48,10 @@ Either way a key the destination already holds at the same generation is
 already, one it holds at a generation the source descends from is already
 (--to) or brought forward (--from), and anything else is a conflict,
 reported and left alone (exit 1). A legacy key dir must be migrated to
-meta.db first. Killed at any point, a re-run converges; every key judged
-before gets the same verdict after.`,
+meta.db first. Once a key finds etcd unavailable (no answer within
+--etcd-timeout), the keys after it are failed at once, not tried (exit 1),
+rather than each waiting out the timeout in turn. Killed at any point, a
+re-run converges; every key judged before gets the same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
   sessdb migrate --to-legacy /var/lib/pi/sessions
