@@ -59,6 +59,14 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, append(resolve, "--etcd-endpoints", "http://a:1,https://b:2"), "mixes https with http"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://a:1,"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+"@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		// Credentials in a URL that does not parse (a password with a
+		// '/', a '%' or a '#', as a base64 one has; no scheme; a torn
+		// host): never quoted whole either.
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+"/x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://a:1,http://u:"+fleetSecret+"%zz@b:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--etcd-endpoints", "https://u:"+fleetSecret+"#x@a:1"), "--etcd-endpoints"},
+		{ok, append(resolve, "--etcd-endpoints", "u:"+fleetSecret+"@a:1"), "--etcd-endpoints"},
+		{ok, append(resolve, "--etcd-endpoints", "http://u:"+fleetSecret+"@[::1"), "--etcd-endpoints"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:99999"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:0"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		// An unset $HOST in http://$HOST:2379: the client would dial this

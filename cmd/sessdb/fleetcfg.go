@@ -165,10 +165,12 @@ func parseEndpoints(name, raw string) ([]string, error) {
 		}
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, brief(ep))
+			// Redacted: credentials in a URL that does not parse are still
+			// credentials.
+			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, brief(etcdmeta.RedactedEndpoint(ep)))
 		}
 		if scheme != "" && u.Scheme != scheme {
-			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, brief(ep), u.Scheme, scheme)
+			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, brief(etcdmeta.RedactedEndpoint(ep)), u.Scheme, scheme)
 		}
 		scheme = u.Scheme
 		out = append(out, ep)

@@ -105,10 +105,10 @@ func (c Config) validate() (settings, error) {
 		// refused by the client: it dials this machine's port instead.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return s, invalid(field, "%q is not http://host:port or https://host:port (a port from 1 to 65535)", ep)
+			return s, invalid(field, "%q is not http://host:port or https://host:port (a port from 1 to 65535)", RedactedEndpoint(ep))
 		}
 		if scheme != "" && u.Scheme != scheme {
-			return s, invalid(field, "%q mixes %s with %s endpoints", ep, u.Scheme, scheme)
+			return s, invalid(field, "%q mixes %s with %s endpoints", RedactedEndpoint(ep), u.Scheme, scheme)
 		}
 		scheme = u.Scheme
 	}
@@ -196,6 +196,27 @@ func (c Config) validate() (settings, error) {
 		return s, invalid("RequestTimeout", "%v is more than %v", s.RequestTimeout, MaxRequestTimeout)
 	}
 	return s, nil
+}
+
+// RedactedEndpoint is ep as an error may quote it: without the password
+// of a URL whose user information parses (url.URL.Redacted), and for any
+// other, without anything before its last '@'. A password that holds a
+// '/', a '%' or a '#' unescaped, as a base64 one may, makes the URL
+// unparsable with the password still in it, and without "//" it parses
+// as an opaque path ("user:password@host:port").
+func RedactedEndpoint(ep string) string {
+	if u, err := url.Parse(ep); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	at := strings.LastIndex(ep, "@")
+	if at < 0 {
+		return ep
+	}
+	scheme, _, found := strings.Cut(ep[:at], "://")
+	if !found {
+		return "xxxxx" + ep[at:]
+	}
+	return scheme + "://xxxxx" + ep[at:]
 }
 
 // lockTTLSeconds is LockTTL in whole seconds, as etcd leases count.

@@ -57,7 +57,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: []string{"http://a"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://:2379"}}, "Endpoints[0]"}, // no host: the client would dial this machine
 		{Config{Endpoints: []string{"http://a:1#x"}}, "Endpoints[0]"},
-		{Config{Endpoints: []string{"http://u:p@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://u:s3cr3t@a:1"}}, "Endpoints[0]"},
+		// A password that does not parse as one: never quoted either.
+		{Config{Endpoints: []string{"http://u:s3cr3t/x@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://a:1", "http://u:s3cr3t%zz@b:1"}}, "Endpoints[1]"},
+		{Config{Endpoints: []string{"u:s3cr3t@a:1"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:99999"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:0"}}, "Endpoints[0]"},
 		{Config{Endpoints: ep, Prefix: "/"}, "Prefix"},
@@ -88,7 +92,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "etcd config "+tc.field+":") {
 			t.Errorf("%+v: err = %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
 		}
-		if err != nil && strings.Contains(err.Error(), "u:p@") {
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%+v: the URL's password is in the error: %v", tc.cfg, err)
 		}
 		// The field, for a caller to name its own setting by.
