@@ -33,6 +33,9 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(tmp, "missing")
+	anyones := filepath.Join(tmp, "anyones") // a transcripts dir no walk may descend
+	os.Mkdir(anyones, 0o700)
+	os.Chmod(anyones, 0o777)
 	notUTF8 := filepath.Join(tmp, "tr\xffdir") // a directory, but no UTF-8 name
 	os.Mkdir(notUTF8, 0o700)
 	ok := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
@@ -83,6 +86,9 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", ""), resolve, "--transcripts-dir"},
 		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", missing), resolve, "PI_SESSIONS_TRANSCRIPTS_DIR"},
 		{ok, append(resolve, "--transcripts-dir", file), "--transcripts-dir"},
+		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", anyones), []string{"dump"}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{ok, []string{"check", "--transcripts-dir", anyones}, "--transcripts-dir"},
+		{ok, []string{"reap", "--transcripts-dir", "/"}, "--transcripts-dir"},
 		{with(ok, "PI_SESSIONS_ETCD_CA", junk), resolve, "PI_SESSIONS_ETCD_CA"},
 		{ok, append(resolve, "--etcd-cert", junk, "--etcd-key", junk), "--etcd-cert"},
 		{with(tls, "PI_SESSIONS_ETCD_CA", missing), resolve, "PI_SESSIONS_ETCD_CA"},

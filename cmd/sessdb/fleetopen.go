@@ -66,7 +66,8 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*st
 // transcripts dir must be one a walk may descend, as a sessions root
 // must; an etcd that refuses or does not answer a login is a fault.
 func openFleetWalk(inv *invocation, fk *fleetKnobs, fc fleet.Config) (*fleet.Backend, int) {
-	if err := checkWalkRoot(fc.TranscriptsDir); err != nil {
+	_, name := fk.transcriptsDir.get(os.Getenv)
+	if err := checkWalkDir(name+": the transcripts dir", "point it at the fleet's shared directory", fc.TranscriptsDir); err != nil {
 		return nil, inv.rep.config(err)
 	}
 	b, err := fleet.Open(fc)

@@ -149,6 +149,13 @@ var geteuid = os.Geteuid
 // A root that does not exist or is not a directory is left to the walk,
 // which reports it as it always has.
 func checkWalkRoot(dir string) error {
+	return checkWalkDir("sessions root", "point DIR or PI_SESSIONS_DIR at the sessions directory", dir)
+}
+
+// checkWalkDir is checkWalkRoot for any directory a walk descends (a
+// fleet's transcripts dir too): what names it in a refusal, and fix says
+// where to point it instead of the filesystem root.
+func checkWalkDir(what, fix, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil
@@ -158,17 +165,17 @@ func checkWalkRoot(dir string) error {
 		real = filepath.Clean(abs)
 	}
 	if real == "/" {
-		return fmt.Errorf("sessions root %s is the filesystem root: refusing to walk it (point DIR or PI_SESSIONS_DIR at the sessions directory)", brief(dir))
+		return fmt.Errorf("%s %s is the filesystem root: refusing to walk it (%s)", what, brief(dir), fix)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
 	if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		return fmt.Errorf("sessions root %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", brief(dir), st.Mode&0o7777)
+		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", what, brief(dir), st.Mode&0o7777)
 	}
 	if euid := geteuid(); euid != 0 && int(st.Uid) != euid && st.Uid != 0 {
-		return fmt.Errorf("sessions root %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", brief(dir), st.Uid, euid)
+		return fmt.Errorf("%s %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", what, brief(dir), st.Uid, euid)
 	}
 	return nil
 }
