@@ -68,12 +68,16 @@ func unknownEnv(environ []string) []string {
 // words (between underscores, after the PI_SESSION or PI_SESSIONS prefix)
 // one has and the other lacks, whichever is less, so that a name cut
 // short (PI_SESSIONS_TTL) or missing a word (PI_SESSION_REQUIRE) finds its
-// variable; the first in order on a tie.
+// variable. On a tie the smaller edit distance wins, then the first in
+// order: two letters swapped in a word (PI_SESSIONS_ETCD_PASSWROD) are as
+// far by edit distance as any variable with one other word is by words
+// (PI_SESSIONS_ETCD_CA).
 func closest(name string, candidates []string) string {
-	best, bestDist := "", math.MaxInt
+	best, bestDist, bestEdit := "", math.MaxInt, math.MaxInt
 	for _, c := range candidates {
-		if d := min(editDistance(name, c), wordDistance(name, c)); d < bestDist {
-			best, bestDist = c, d
+		e := editDistance(name, c)
+		if d := min(e, wordDistance(name, c)); d < bestDist || d == bestDist && e < bestEdit {
+			best, bestDist, bestEdit = c, d, e
 		}
 	}
 	return best

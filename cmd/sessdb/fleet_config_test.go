@@ -189,6 +189,20 @@ func TestFleetVariablesAreKnown(t *testing.T) {
 	if !strings.Contains(errs, "PI_SESSIONS_ETCD_ENDPOINT is not a variable sessdb reads") || !strings.Contains(errs, "did you mean PI_SESSIONS_ETCD_ENDPOINTS?") {
 		t.Errorf("a misspelt fleet variable: %q", errs)
 	}
+	// Two letters swapped in the last word: as far by edit distance as
+	// any other fleet variable is by words (ETCD_CA has one word the
+	// typo lacks, and lacks one it has); the letters decide.
+	for name, want := range map[string]string{
+		"PI_SESSIONS_ETCD_PASSWROD":  "PI_SESSIONS_ETCD_PASSWORD",
+		"PI_SESSIONS_ETCD_ENDPIONTS": "PI_SESSIONS_ETCD_ENDPOINTS",
+		"PI_SESSIONS_ETCD_PERFIX":    "PI_SESSIONS_ETCD_PREFIX",
+		"PI_SESSIONS_ETCD_TIMEUOT":   "PI_SESSIONS_ETCD_TIMEOUT",
+		"PI_SESSIONS_ETCD_UESR":      "PI_SESSIONS_ETCD_USER",
+	} {
+		if got := closest(name, knownEnv()); got != want {
+			t.Errorf("closest to %s: %s, want %s", name, got, want)
+		}
+	}
 	for _, v := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_ETCD_PREFIX", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_CA", "PI_SESSIONS_ETCD_CERT",
 		"PI_SESSIONS_ETCD_KEY", "PI_SESSIONS_ETCD_USER", "PI_SESSIONS_ETCD_PASSWORD", "PI_SESSIONS_ETCD_TIMEOUT"} {
 		found := false
