@@ -12,7 +12,11 @@ import (
 )
 
 // probeTimeout bounds the TLS probe of each endpoint; the probes run at
-// once. A handshake takes milliseconds; the margin is for loaded hosts.
+// once. A handshake takes milliseconds; the margin is for loaded hosts. A
+// shorter request timeout bounds it too: the probe runs after a request
+// ran out of time, and a member that takes the connection and never
+// answers would otherwise hold a caller that asked for 300 ms for 2 s
+// more.
 const probeTimeout = 2 * time.Second
 
 // opErr is the package's opErr, which also tells a TLS refusal from an
@@ -40,8 +44,9 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 // failure).
 func (s settings) handshakeError() error {
 	errs := make(chan error, len(s.Endpoints))
+	d := min(probeTimeout, s.RequestTimeout)
 	for _, ep := range s.Endpoints {
-		go func() { errs <- handshake(s.tls, ep) }()
+		go func() { errs <- handshake(s.tls, ep, d) }()
 	}
 	var first error
 	for range s.Endpoints {
@@ -52,12 +57,14 @@ func (s settings) handshakeError() error {
 	return first
 }
 
-func handshake(base *tls.Config, endpoint string) error {
+func handshake(base *tls.Config, endpoint string, within time.Duration) error {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return nil
 	}
-	d := net.Dialer{Timeout: probeTimeout}
+	// One deadline for the dial, the handshake and the read.
+	deadline := time.Now().Add(within)
+	d := net.Dialer{Deadline: deadline}
 	raw, err := d.Dial("tcp", u.Host)
 	if err != nil {
 		return nil // unreachable, not refused
@@ -69,8 +76,8 @@ func handshake(base *tls.Config, endpoint string) error {
 		cfg.ServerName = u.Hostname()
 	}
 	conn := tls.Client(raw, cfg)
-	conn.SetDeadline(time.Now().Add(probeTimeout))
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	conn.SetDeadline(deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if err := conn.HandshakeContext(ctx); err != nil {
 		return tlsFailure(endpoint, err)

@@ -3,8 +3,10 @@ package etcdmeta
 import (
 	"context"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,5 +156,46 @@ func TestSecureClusterDownIsUnavailable(t *testing.T) {
 	_, err = s.Get(ctx(t), newKey())
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) {
 		t.Fatalf("err = %v, want ErrUnavailable only", err)
+	}
+}
+
+// A TLS member that takes the connection and never answers (stopped, a
+// stuck proxy) is unavailable within about the request timeout: the
+// handshake probe that tells a refusal from silence is bounded by it too.
+// It waited a fixed 2 s after the request's deadline: a resolve with a
+// 300 ms timeout took 2.3 s.
+func TestSilentTLSMemberIsUnavailableWithinTheTimeout(t *testing.T) {
+	ca := etcdtest.NewCA(t, t.TempDir(), "silent CA")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	const timeout = 200 * time.Millisecond
+	began := time.Now()
+	_, err = getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: timeout}, newKey())
+	took := time.Since(began)
+	if !errors.Is(err, ErrUnavailable) || took > 2*timeout+time.Second/2 {
+		t.Fatalf("err = %v after %v with a %v timeout; want ErrUnavailable within about the timeout", err, took, timeout)
 	}
 }
