@@ -37,6 +37,7 @@ type keyScan struct {
 	temps      []string // legacy .incoming temps
 	storeTemps bool     // the store's promotion temps
 	movedAside bool     // a meta.db check --repair moved aside (store.AsidePrefix)
+	aside      string   // the first such name, in name order
 }
 
 // scanKey lists dir and lstats each legacy entry; now ages the legacy
@@ -77,6 +78,9 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			k.storeTemps = true
 		case strings.HasPrefix(n, store.AsidePrefix):
 			k.movedAside = true
+			if k.aside == "" || n < k.aside {
+				k.aside = n
+			}
 		case isSidecar(n):
 			st, err := fsat.LstatAt(dir, n)
 			if err != nil {

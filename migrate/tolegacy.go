@@ -62,6 +62,13 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, "empty (no record at all)", "an interrupted migration or promotion: only meta.db is removed; legacy files beside it hold the values"})
 		return p, nil
 	}
+	if k.movedAside {
+		// The record outranks the moved-aside file only in meta.db: a
+		// legacy key dir beside one is meta-moved-aside, cold, and the
+		// rollback would turn a key that resumes into one that does not.
+		// Only the operator can say the moved-aside file may go.
+		return p, fmt.Errorf("%s: a meta.db check --repair moved aside is beside the key's meta.db, which has a record again: the legacy layout would read the key as meta-moved-aside and cold-start it; inspect the file, move it out of the key dir, and run again", fsat.Join(kd, k.aside))
+	}
 	v := valuesOf(sc)
 	t, _, err := transcriptID(kd, nil)
 	if err != nil {

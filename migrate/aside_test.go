@@ -1,0 +1,56 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/store"
+)
+
+// TestRollbackOfAKeyWithARecordBesideAMovedAsideMetaDB: a key whose
+// damaged meta.db check --repair moved aside, and that has a record again
+// (check --repair --accept, or a promotion), resumes: a meta.db with a
+// record is authoritative, and the moved-aside file is only evidence. The
+// legacy layout has no record to outrank it: a legacy key dir with a
+// moved-aside meta.db is meta-moved-aside, cold. The rollback must not
+// turn the resumable key cold; it fails it, naming the file, and leaves
+// the key as it was, and the plan says the same.
+func TestRollbackOfAKeyWithARecordBesideAMovedAsideMetaDB(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	migrate(t, root, false, testOpts())
+	aside := store.AsidePrefix + "20261201T000000Z"
+	must(t, os.WriteFile(filepath.Join(root, key, aside), []byte("damaged"), 0o600))
+	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
+	must(t, err)
+	job := store.Job{PiVersion: testPi, Venue: "local"}
+	if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
+		t.Fatalf("before the rollback: %v %s", s.Resume, s.Reason)
+	}
+	before := treeState(t, filepath.Join(root, key), true, true)
+	dry := testOpts()
+	dry.DryRun = true
+	planned, _ := migrate(t, root, true, dry)
+	got, sum := migrate(t, root, true, testOpts())
+	if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
+		t.Errorf("after the rollback: %v %s, want resumed as before", s.Resume, s.Reason)
+	}
+	for what, r := range map[string]Report{"plan": planned[key], "rollback": got[key]} {
+		if r.Action != Failed || !strings.Contains(r.Cause, aside) || len(r.Written) != 0 || len(r.Removed) != 0 {
+			t.Errorf("%s: %+v, want failed naming %s, nothing written or removed", what, r, aside)
+		}
+	}
+	if sum.Complete() {
+		t.Errorf("the rollback's summary is complete (exit 0): %+v", sum)
+	}
+	if d := diffStates(before, treeState(t, filepath.Join(root, key), true, true)); d != "" {
+		t.Errorf("the key dir changed:\n%s", d)
+	}
+	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); err != nil {
+		t.Errorf("meta.db: %v", err)
+	}
+}
