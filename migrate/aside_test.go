@@ -3,6 +3,7 @@ package migrate
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,30 @@ func TestRollbackOfAKeyWithARecordBesideAMovedAsideMetaDB(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); err != nil {
 		t.Errorf("meta.db: %v", err)
+	}
+}
+
+// TestRollbackListsTheStoreTempsItSweeps: a promotion temp no record
+// names (a promotion killed before its commit) is swept by the rollback's
+// roll-forward, under the key's lock. The report and the dry run's plan
+// must name it among what is removed: the plan names every action the run
+// takes.
+func TestRollbackListsTheStoreTempsItSweeps(t *testing.T) {
+	root, keys := newCorpus(t)
+	key := keyNamed(keys, "plain")
+	migrate(t, root, false, testOpts())
+	tmp := storeTempPrefix + "0123456789abcdef"
+	must(t, os.WriteFile(filepath.Join(root, key, tmp), []byte("a killed promotion's temp"), 0o600))
+	dry := testOpts()
+	dry.DryRun = true
+	planned, _ := migrate(t, root, true, dry)
+	got, _ := migrate(t, root, true, testOpts())
+	if _, err := os.Lstat(filepath.Join(root, key, tmp)); !os.IsNotExist(err) {
+		t.Fatalf("the temp is still there (%v): the test no longer shows a sweep", err)
+	}
+	for what, r := range map[string]Report{"plan": planned[key], "rollback": got[key]} {
+		if r.Action != Migrated || !slices.Contains(r.Removed, tmp) {
+			t.Errorf("%s: %s, removed %v; want %s among them", what, r.Action, r.Removed, tmp)
+		}
 	}
 }

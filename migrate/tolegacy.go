@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,7 +60,7 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 		// The forward rule read backwards: a meta.db with no record at all
 		// is a migration or promotion that never committed; whatever
 		// legacy files are beside it are the values.
-		p.Action, p.Removed = Migrated, []string{db.FileName}
+		p.Action, p.Removed = Migrated, append(p.Removed, db.FileName)
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, "empty (no record at all)", "an interrupted migration or promotion: only meta.db is removed; legacy files beside it hold the values"})
 		return p, nil
 	}
@@ -131,6 +133,7 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	if sc.Pending != nil {
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
+	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
 	return sc, nil
 }
 
@@ -172,8 +175,16 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	if err != nil {
 		return sc, err
 	}
+	stray := strayStoreTemps(kd, sc.Pending)
 	if _, err := m.st.RollForward(key); err != nil {
 		return sc, p.noLock(err)
+	}
+	// The roll-forward swept the temps no record names: reported as
+	// removed, as the dry run lists them.
+	for _, n := range stray {
+		if _, err := fsat.LstatAt(kd, n); errors.Is(err, unix.ENOENT) {
+			p.Removed = append(p.Removed, n)
+		}
 	}
 	if sc.Pending != nil {
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "rolled forward first"})
@@ -237,6 +248,25 @@ func lostPrev(d *db.DB, t *Transcript) *db.Pending {
 		return p
 	}
 	return nil
+}
+
+// strayStoreTemps lists, sorted, the store's promotion temps in kd other
+// than the one pending names (a promotion in flight, which is rolled
+// forward, not removed): the roll-forward that settles the key before a
+// rollback sweeps them.
+func strayStoreTemps(kd *os.File, pending *db.Pending) []string {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, storeTempPrefix) && (pending == nil || n != pending.Tmp) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // settled is sc with a pending promotion that landed dropped: only one
