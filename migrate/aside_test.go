@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,69 @@ func TestRollbackListsTheStoreTempsItSweeps(t *testing.T) {
 	for what, r := range map[string]Report{"plan": planned[key], "rollback": got[key]} {
 		if r.Action != Migrated || !slices.Contains(r.Removed, tmp) {
 			t.Errorf("%s: %s, removed %v; want %s among them", what, r.Action, r.Removed, tmp)
+		}
+	}
+}
+
+// TestMovedAsideKeysBothWays: the other moved-aside shapes, in each
+// direction, dry run first. An empty meta.db (a lock's) beside the
+// moved-aside one: ToDB skips the key, ToLegacy removes only the empty
+// file; the key is meta-moved-aside throughout. An undecodable meta.db
+// beside it (a repair's target again): both directions fail the key,
+// naming meta.db, and change nothing. Each run does what its plan said.
+func TestMovedAsideKeysBothWays(t *testing.T) {
+	for _, undecodable := range []bool{false, true} {
+		root, key := oneKey(t)
+		dir := filepath.Join(root, key)
+		must(t, os.WriteFile(filepath.Join(dir, store.AsidePrefix+"20261201T000000Z"), []byte("damaged"), 0o600))
+		if undecodable {
+			must(t, os.WriteFile(filepath.Join(dir, db.FileName), []byte(strings.Repeat("not a bbolt file ", 512)), 0o600))
+		} else {
+			withDB(t, dir, func(*db.DB) {})
+		}
+		st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }})
+		must(t, err)
+		job := store.Job{PiVersion: testPi, Venue: "local"}
+		verdict := func() string {
+			s, _ := st.Resolve(key, job, t.TempDir())
+			return fmt.Sprintf("%v %s", s.Resume, s.Reason)
+		}
+		was := verdict()
+		if was != "false meta-moved-aside" && !(undecodable && was == "false meta-unreadable") {
+			t.Fatalf("undecodable %v, before: %s", undecodable, was)
+		}
+		for _, toLegacy := range []bool{false, true} {
+			what := fmt.Sprintf("undecodable %v, %s", undecodable, direction(toLegacy))
+			tree := treeState(t, dir, true, true)
+			dry := testOpts()
+			dry.DryRun = true
+			planned, _ := migrate(t, root, toLegacy, dry)
+			if d := diffStates(tree, treeState(t, dir, true, true)); d != "" {
+				t.Errorf("%s: the dry run changed the key dir:\n%s", what, d)
+			}
+			did, _ := migrate(t, root, toLegacy, testOpts())
+			p, r := planned[key], did[key]
+			if p.Action != r.Action || !slices.Equal(p.Removed, r.Removed) || !slices.Equal(p.Written, r.Written) {
+				t.Errorf("%s: planned %s w%v r%v, did %s w%v r%v", what, p.Action, p.Written, p.Removed, r.Action, r.Written, r.Removed)
+			}
+			want := Skipped
+			switch {
+			case undecodable:
+				want = Failed
+			case toLegacy:
+				want = Migrated
+			}
+			if r.Action != want || undecodable && !strings.Contains(r.Cause, db.FileName) {
+				t.Errorf("%s: %+v, want %s", what, r, want)
+			}
+			if v := verdict(); v != was {
+				t.Errorf("%s: after: %s, was %s", what, v, was)
+			}
+			if undecodable {
+				if d := diffStates(tree, treeState(t, dir, true, true)); d != "" {
+					t.Errorf("%s: a failed key changed:\n%s", what, d)
+				}
+			}
 		}
 	}
 }
