@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -100,11 +102,28 @@ func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
 	case errors.Is(err, fsat.ErrNotDir):
 		r.Action, r.Cause = Skipped, "not a real directory (a link, or not a directory): the store never follows it"
 	case errors.Is(err, os.ErrNotExist):
-		r.Action, r.Cause = Skipped, "vanished"
+		r.Action, r.Cause = Skipped, vanishedCause
 	default:
 		r.Action, r.Cause = Failed, err.Error()
 	}
 	return nil, false
+}
+
+// vanishedCause is the skip of a key dir that is no longer at its name.
+const vanishedCause = "vanished"
+
+// gone reports whether kd, opened as the root's entry name, is no longer
+// there: nothing at the name, or another file.
+func (m *migrator) gone(kd *os.File, name string) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(kd.Fd()), &st); err != nil {
+		return false
+	}
+	now, err := fsat.LstatAt(m.rootDir, name)
+	if err != nil {
+		return fsat.IsNotExist(err)
+	}
+	return now.Dev != st.Dev || now.Ino != st.Ino
 }
 
 // convert plans one entry of the root with c and, unless this is a dry
@@ -120,6 +139,12 @@ func (m *migrator) convert(c conversion, name string) Report {
 	// write (under a shared lock, or none), and it is not applied.
 	write := !m.opts.DryRun
 	p, err := c.plan(m, kd, name, write)
+	if err != nil && p.lock == nil && fsat.IsNotExist(err) && m.gone(kd, name) {
+		// Removed or moved away while the plan waited for its lock (a
+		// reap, check --quarantine): nothing of it was converted, and
+		// there is nothing for a re-run to finish.
+		p.Action, p.Cause, err = Skipped, vanishedCause, nil
+	}
 	p.fail(err)
 	if !write && (p.lock != nil || p.Action == Migrated) {
 		// What apply's cleanup would sweep under the lock the run would

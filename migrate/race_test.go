@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +242,46 @@ func TestResolveDuringEitherDirection(t *testing.T) {
 		if !fired || during.Resume != before.Resume || during.Reason != before.Reason || during.Bytes != before.Bytes || during.CRC32C != before.CRC32C {
 			t.Errorf("%s: resolve before %+v, during %+v", c.point, before, during)
 		}
+	}
+}
+
+// TestReapDuringToDB: a reap removes an expired legacy key while a
+// migration waits for that key's lock (the reap holds it, about to rename
+// the dir away). The key is gone when the migration gets the lock: it
+// converted nothing, and the run must say the key vanished, not fail it
+// (a failed key is exit 1, and a re-run has nothing to finish).
+func TestReapDuringToDB(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	must(t, osMkdir(root))
+	key := keyNamed(buildCorpus(t, root, "transcript expired"), "transcript expired")
+	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }, LockTimeout: 5 * time.Second, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	must(t, err)
+	done := make(chan map[string]Report, 1)
+	fired := false
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		if p != faults.ReapBeforeRemove || fired {
+			return nil
+		}
+		fired = true
+		go func() {
+			got, _ := migrate(t, root, false, testOpts())
+			done <- got
+		}()
+		time.Sleep(30 * time.Millisecond) // the migration is at the lock by now
+		return nil
+	})
+	res, err := st.Reap(false)
+	faults.Set(nil)
+	must(t, err)
+	got := <-done
+	if !fired || len(res.Removed) != 1 {
+		t.Fatalf("reap: %+v", res)
+	}
+	if r := got[key]; r.Action != Skipped || !strings.Contains(r.Cause, "vanished") {
+		t.Errorf("migrate, the key reaped while it waited: %+v; want skip, vanished", r)
+	}
+	if _, err := os.Lstat(filepath.Join(root, key)); !os.IsNotExist(err) {
+		t.Errorf("the key dir after both: %v", err)
 	}
 }
