@@ -22,8 +22,7 @@ import (
 // turn the resumable key cold; it fails it, naming the file, and leaves
 // the key as it was, and the plan says the same.
 func TestRollbackOfAKeyWithARecordBesideAMovedAsideMetaDB(t *testing.T) {
-	root, keys := newCorpus(t)
-	key := keyNamed(keys, "plain")
+	root, key := oneKey(t)
 	migrate(t, root, false, testOpts())
 	aside := store.AsidePrefix + "20261201T000000Z"
 	must(t, os.WriteFile(filepath.Join(root, key, aside), []byte("damaged"), 0o600))
@@ -63,8 +62,7 @@ func TestRollbackOfAKeyWithARecordBesideAMovedAsideMetaDB(t *testing.T) {
 // must name it among what is removed: the plan names every action the run
 // takes.
 func TestRollbackListsTheStoreTempsItSweeps(t *testing.T) {
-	root, keys := newCorpus(t)
-	key := keyNamed(keys, "plain")
+	root, key := oneKey(t)
 	migrate(t, root, false, testOpts())
 	tmp := storeTempPrefix + "0123456789abcdef"
 	must(t, os.WriteFile(filepath.Join(root, key, tmp), []byte("a killed promotion's temp"), 0o600))
