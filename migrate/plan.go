@@ -155,6 +155,19 @@ func (m *migrator) convert(c conversion, name string) Report {
 		p.Key = name
 		return p.Report // no lock, nothing to apply or to clean up
 	}
+	if write && m.gone(kd, name) {
+		// Moved aside (check --quarantine) while the plan waited for the
+		// lock: the dir held is no longer the key, and a quarantine dir is
+		// left as the quarantine left it. Only a meta.db this plan's open
+		// made there is taken away again.
+		p.Report = Report{Action: Skipped, Cause: vanishedCause}
+		if p.made && m.disk.Remove(kd, db.FileName) == nil {
+			m.disk.SyncDir(kd)
+		}
+		p.fail(p.lock.Close())
+		p.Key = name
+		return p.Report
+	}
 	if write {
 		// A failed plan is applied too: apply's cleanup is what takes
 		// away a meta.db the plan's open made.

@@ -11,6 +11,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -288,5 +289,59 @@ func TestReapDuringToDB(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, key)); !os.IsNotExist(err) {
 		t.Errorf("the key dir after both: %v", err)
+	}
+}
+
+// TestQuarantineWhileAMigrationWaits: check --quarantine moves a key dir
+// aside, whole, under the key's lock, and promises that nothing in the
+// dir moved aside is changed. A migration that opened the key dir before
+// the move and waits for that lock must find the dir gone from the key's
+// name once it has the lock, and leave it: skip, vanished, in either
+// direction, every entry of the quarantine dir as the quarantine left it.
+// The quarantine's steps are Store.Quarantine's, done here by hand so that
+// the migration is known to wait: for a key without meta.db, one made for
+// the lock; the rename; that file removed again.
+func TestQuarantineWhileAMigrationWaits(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		root, key := oneKey(t)
+		if back {
+			migrate(t, root, false, testOpts())
+		}
+		dir := filepath.Join(root, key)
+		kd, err := fsat.OpenDir(dir)
+		must(t, err)
+		_, hadDB := dbValues(t, dir)
+		lock, err := db.OpenWriter(kd, filepath.Join(dir, db.FileName), db.Options{})
+		must(t, err)
+		done := make(chan map[string]Report, 1)
+		go func() {
+			got := map[string]Report{}
+			if _, err := run(context.Background(), root, map[bool]conversion{false: toDB, true: toLegacy}[back], testOpts(), func(r Report) error { got[r.Key] = r; return nil }); err != nil {
+				t.Errorf("migrate: %v", err)
+			}
+			done <- got
+		}()
+		time.Sleep(30 * time.Millisecond) // the migration waits for the lock by now
+		aside := filepath.Join(root, store.QuarantinePrefix+key+"-20261101T120000Z")
+		must(t, os.Rename(dir, aside))
+		if !hadDB {
+			must(t, os.Remove(filepath.Join(aside, db.FileName)))
+		}
+		tree := treeState(t, aside, true, true)
+		must(t, lock.Close())
+		got := <-done
+		kd.Close()
+		if r := got[key]; r.Action != Skipped || r.Cause != vanishedCause {
+			t.Errorf("%s: %+v, want skip, vanished", direction(back), r)
+		}
+		after := treeState(t, aside, true, true)
+		// The dir's own mtime is not kept: the open that waited made a
+		// meta.db for the lock, removed again as the quarantine removes
+		// its own.
+		delete(tree, ".")
+		delete(after, ".")
+		if d := diffStates(tree, after); d != "" {
+			t.Errorf("%s: the quarantine dir changed:\n%s", direction(back), d)
+		}
 	}
 }

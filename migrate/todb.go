@@ -11,6 +11,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
 
@@ -50,6 +51,10 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		return p, nil
 	}
 	found := k.meta // before the open below may create one
+	var before unix.Stat_t
+	if found {
+		before, _ = fsat.LstatAt(kd, db.FileName)
+	}
 	if found || write {
 		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
 		if err != nil {
@@ -61,7 +66,12 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		// before its commit: the legacy files are the values, and the
 		// store judges the key by them meanwhile.
 		empty := sc == (db.Sidecars{})
-		p.made = empty && !found
+		// Made by this open: none was found, or the one found was removed
+		// while the open waited for its lock (a rival's lock file: a
+		// quarantine's, a reap's) and the open made another, which holds
+		// not even a history.
+		p.made = empty && (!found || write && !sameFile(kd, &before) && !hasHistory(d))
+		found = found && !p.made
 		// Listed again under the lock: a rival may have finished, or a
 		// legacy worker come back, while this call waited.
 		if k, err = scanKey(kd, m.now()); err != nil {
@@ -117,6 +127,23 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 	odd = append(odd, k.leftoverOddities()...)
 	p.Action, p.Values, p.Oddities, p.Removed = Migrated, &v, odd, k.removable()
 	return p, nil
+}
+
+// sameFile reports whether kd's meta.db is still the file before
+// describes. The inode number alone cannot say it (ext4 gives a freed
+// number to the next file created; see lockExisting): the change time is
+// compared too.
+func sameFile(kd *os.File, before *unix.Stat_t) bool {
+	now, err := fsat.LstatAt(kd, db.FileName)
+	return err == nil && now.Dev == before.Dev && now.Ino == before.Ino && now.Ctim == before.Ctim
+}
+
+// hasHistory reports whether d holds any history entry (or could not be
+// read: then it is kept as if it did).
+func hasHistory(d *db.DB) bool {
+	var h []db.HistoryEntry
+	err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(1); return err })
+	return err != nil || len(h) > 0
 }
 
 // applyDB carries out a ToDB plan under meta.db's exclusive lock. The
