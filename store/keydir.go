@@ -122,6 +122,27 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 			return nil, ferr
 		}
 	}
+	if !errors.Is(err, db.ErrLockTimeout) {
+		moved, merr := movedAway(root, k.dir, key)
+		if merr != nil {
+			if err == nil {
+				k.meta.Close()
+			}
+			return nil, merr
+		}
+		if moved {
+			// Moved aside while this read waited for the lock (a
+			// quarantine, a reap): the dir is no longer the key, and
+			// every read from now on finds the key absent. Its record and
+			// transcript are not the key's to hand over or report.
+			if err == nil {
+				k.meta.Close()
+			}
+			k.dir.Close()
+			ok = true
+			return &keyDir{missing: true}, nil
+		}
+	}
 	switch {
 	case err == nil:
 		k.layout = LayoutDB
@@ -175,6 +196,47 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 	}
 	ok = true
 	return k, nil
+}
+
+// movedAway reports whether kd, opened at key under root, was moved aside
+// since by the store: its name is gone, or it is at one of the key's
+// quarantine or reap-owned names. Whoever moves a key dir holds its lock,
+// so for a reader that holds it too the answer stays true until it lets
+// go. A dir merely not at the key's name (another dir or a link put there
+// by hand) is still read through its descriptor, as it was opened: only
+// the store's own moves take a key out of service. The root is listed
+// only when the name no longer leads to kd, which no read otherwise meets.
+func movedAway(root, kd *os.File, key string) (bool, error) {
+	held, err := fsat.Fstat(kd)
+	if err != nil {
+		return false, err
+	}
+	now, err := fsat.LstatAt(root, key)
+	switch {
+	case fsat.IsNotExist(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	case now.Dev == held.Dev && now.Ino == held.Ino:
+		return false, nil
+	}
+	names, err := fsat.ReadDirNames(root)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		k, reaped := ReapedKey(n)
+		if !reaped {
+			k, _ = QuarantinedKey(n)
+		}
+		if k != key {
+			continue
+		}
+		if st, err := fsat.LstatAt(root, n); err == nil && st.Dev == held.Dev && st.Ino == held.Ino {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // openTranscript opens name in the key dir as the transcript, without
