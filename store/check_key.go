@@ -64,42 +64,62 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		return out, nil
 	}
 
+	for reads := 1; ; reads++ {
+		again, err := s.examineKey(ctx, name, deep, add, &examinedDB)
+		if !again || reads == maxKeyReads {
+			return out, err
+		}
+		out, examinedDB = nil, nil
+	}
+}
+
+// examineKey is examine's look at a key dir. again: the key had no
+// meta.db, so nothing was locked, and a writer made one since (a first
+// promotion, a migration): what was listed may be its work in flight (a
+// promotion temp written under that writer's lock), so the look is to be
+// made again, under the lock the new meta.db now gives.
+func (s *Store) examineKey(ctx context.Context, name string, deep deepFunc, add addFunc, examinedDB **unix.Stat_t) (again bool, err error) {
 	k, err := s.openKey(name, "")
 	switch {
 	case err != nil:
 		add(name, KindUnreadable, "%v", err)
-		return out, nil
+		return false, nil
 	case k.missing:
-		return nil, nil
+		return false, nil
 	case k.notDir:
 		add(name, KindNotADirectory, "not a real directory any more")
-		return out, nil
+		return false, nil
 	}
 	defer k.close()
 	if k.locked {
 		add(name, KindLocked, "the key's lock was not had in time (a long promotion?); not checked, run check again")
-		return out, nil
+		return false, nil
 	}
 	if err := s.fault(faults.CheckAfterKeyOpen); err != nil {
 		add(name, KindUnreadable, "%v", err)
-		return out, nil
+		return false, nil
 	}
 	// Before anything is judged, under the shared lock where meta.db
 	// opened: a commit since changes it, and then this look's proof of
 	// damage is not proof about the file a repair would find.
 	if st, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
-		examinedDB = &st
+		*examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
 	if err := ctx.Err(); err != nil {
-		return out, err // a walk below an odd directory was cut short
+		return false, err // a walk below an odd directory was cut short
+	}
+	if k.meta == nil && k.metaErr == nil {
+		if _, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
+			return true, nil
+		}
 	}
 	if k.layout == LayoutDB && !dbBroken {
 		if err := s.examineDB(ctx, k, name, deep, add); err != nil {
-			return out, err
+			return false, err
 		}
 	}
-	return out, nil
+	return false, nil
 }
 
 // addFunc records a finding and returns it, for the caller to set the

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// check without --repair that opened a legacy key (no meta.db, so no
+// lock to take) while the key's first promotion began must not report the
+// promotion's temp, written under the lock that promotion now holds, as a
+// stray temp: a writer's in-flight state is not damage, and an operator
+// would remove it (exit 3 says problems found). What check reports of the
+// key is its state after the promotion, read under the lock.
+func TestCheckOfALegacyKeyDuringItsFirstPromotion(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
+
+	staging, release, checked := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	promoted := make(chan error, 1)
+	var once, stop sync.Once
+	faults.Set(func(p faults.Point) error {
+		switch p {
+		case faults.CheckAfterKeyOpen:
+			once.Do(func() {
+				go func() {
+					res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+					if err == nil && !res.Promoted {
+						err = errors.New("not promoted: " + string(res.Reason))
+					}
+					promoted <- err
+				}()
+				<-staging // the promotion's temp written, under its lock
+				go releaseWhenWaiting(checked, release)
+			})
+		case faults.PromoteAfterTempWrite:
+			stop.Do(func() {
+				close(staging)
+				<-release
+			})
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found := checkFindings(t, s, CheckOptions{})
+	close(checked)
+	if err := <-promoted; err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if f.Kind == KindStrayTemp || f.Severity == SeverityProblem {
+			t.Errorf("check during a first promotion found %s %s: %s", f.Kind, f.Path, f.Detail)
+		}
+	}
+	if names, _ := os.ReadDir(filepath.Join(root, testKey)); len(names) == 0 {
+		t.Fatal("the key dir is empty")
+	}
+}
+
+// releaseWhenWaiting closes release once some goroutine waits for a
+// key's lock (in-process or flock) (a reader behind the writer the test holds), or once done
+// is closed (the reader finished without waiting).
+func releaseWhenWaiting(done, release chan struct{}) {
+	defer close(release)
+	buf := make([]byte, 1<<20)
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		stacks := buf[:runtime.Stack(buf, true)]
+		if bytes.Contains(stacks, []byte("sessdb/db.lockKey")) || bytes.Contains(stacks, []byte("sessdb/db.flockUntil")) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
