@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -69,7 +70,7 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 		f.Close()
 		return nil, nil, meta, err
 	}
-	if err := flockUntil(fd, write, deadline); err != nil {
+	if err := flockGated(dirfd, fd, write, deadline); err != nil {
 		return fail(pathErr("open", name, err))
 	}
 	if testHookLocked != nil {
@@ -129,3 +130,26 @@ func fsync(fd int) error {
 
 // testHookLocked lets a test replace meta.db after its lock is had.
 var testHookLocked func()
+
+// flockGated takes fd's flock through a turnstile, the key dir's own
+// flock (dirfd), held only until fd's is had: a writer holds the
+// turnstile exclusively while it waits for the readers inside to leave,
+// and a new reader cannot pass it meanwhile. Without it a stream of
+// readers in other processes (a resolve is a process of its own), whose
+// shared flocks overlap, left no instant free for a writer's poll, and a
+// promotion under eight looping resolves of its key was locked out
+// (BenchmarkPromoteUnderReaders): flock has no writer preference, which
+// the in-process lock gives only to handles of one process. The
+// turnstile orders nobody's access, fd's flock does: where the key dir
+// cannot be flocked (a filesystem without flock on directories), fd's
+// flock is taken without it, as before.
+func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
+	err := flockUntil(dirfd, write, deadline)
+	switch {
+	case err == nil:
+		defer unix.Flock(dirfd, unix.LOCK_UN)
+	case errors.Is(err, ErrLockTimeout):
+		return err
+	}
+	return flockUntil(fd, write, deadline)
+}

@@ -1,0 +1,75 @@
+package db
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+const tryDirEnv = "SESSDB_DB_TEST_TRY_DIR"
+
+// A writer waiting for readers of other processes to leave holds back
+// the new readers of other processes too: flock alone has no such
+// preference, and resolves in processes of their own, whose shared
+// flocks overlap, locked a promotion out of its key until its lock
+// timeout (BenchmarkPromoteUnderReaders, readers=8/processes). One
+// process holds a reader; a writer here waits for it; a reader in a third
+// process must then wait too, and the writer gets in once the first
+// reader leaves.
+func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
+	if path := os.Getenv(tryDirEnv); path != "" {
+		if os.Getenv(childEnv) != t.Name() {
+			t.Skip("another test's child process")
+		}
+		// The third process: a reader that gives up after 200 ms.
+		kd := openKeyDir(t, path)
+		d, err := OpenReader(kd.dir, kd.db, Options{LockTimeout: 200 * time.Millisecond})
+		if err == nil {
+			d.Close()
+			fmt.Println("tried: held")
+			return
+		}
+		fmt.Printf("tried: %v\n", err)
+		return
+	}
+	if runHolder(t) {
+		return
+	}
+	kd := makeDB(t, 0)
+	endReader := holdInChild(t, kd.path, false)
+	got := make(chan error, 1)
+	go func() {
+		w, err := OpenWriter(kd.dir, kd.db, Options{LockTimeout: 5 * time.Second})
+		if err == nil {
+			err = w.Close()
+		}
+		got <- err
+	}()
+	// The writer polls for the flock the first reader holds, asleep
+	// between its tries.
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s := buf[:runtime.Stack(buf, true)]
+		if i := bytes.Index(s, []byte("time.Sleep")); i >= 0 && bytes.Contains(s[i:], []byte("sessdb/db.flockUntil")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited for the first reader")
+		}
+	}
+	out, err := runChild(t, []string{tryDirEnv + "=" + kd.path}, nil)
+	if err != nil {
+		t.Fatalf("third process: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("tried: ")) || bytes.Contains(out, []byte("tried: held")) || !strings.Contains(string(out), ErrLockTimeout.Error()) {
+		t.Errorf("a reader of another process, while a writer waited: %s; want it held back (lock timeout)", out)
+	}
+	endReader(false)
+	if err := <-got; err != nil {
+		t.Errorf("writer after the first reader left: %v", err)
+	}
+}
