@@ -56,6 +56,11 @@ func create(dirfd int, now time.Time) (err error) {
 	if err := initFile(f, tmp, now); err != nil {
 		return err
 	}
+	// bbolt let go of the temp's flock in its Close. Held again until f is
+	// closed, after the link and the unlink, it tells a check or a repair
+	// looking at the temp that this creation is in flight, not debris;
+	// not had (a look holding it that instant), the creation goes on.
+	flockUntil(fd, true, time.Now().Add(time.Second))
 	// The pages reach the disk before the name does: after a crash meta.db
 	// is whole or absent, never a name for pages that were not written.
 	if err := f.Sync(); err != nil {

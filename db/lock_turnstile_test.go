@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const tryDirEnv = "SESSDB_DB_TEST_TRY_DIR"
@@ -71,5 +74,42 @@ func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
 	endReader(false)
 	if err := <-got; err != nil {
 		t.Errorf("writer after the first reader left: %v", err)
+	}
+}
+
+// A meta.db being created is flocked from its temp's initialisation to
+// the end of its creation: bbolt holds the flock while it initialises the
+// file and lets go in its Close, and the creator takes it again, so that
+// a check or a repair looking at the temp before its link tells it from
+// a crash's debris (store's flockedNow, flockHeld).
+func TestCreationHoldsItsTempsFlockUntilLinked(t *testing.T) {
+	kd := newKeyDir(t)
+	probed := false
+	testHookBeforeLink = func() {
+		names, err := os.ReadDir(kd.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range names {
+			if !strings.HasPrefix(e.Name(), TempPrefix) {
+				continue
+			}
+			f, err := os.Open(filepath.Join(kd.path, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+			f.Close()
+			if err != unix.EWOULDBLOCK {
+				t.Errorf("the temp %s of a creation in flight, before its link: flock = %v, want it held (EWOULDBLOCK)", e.Name(), err)
+			}
+			probed = true
+		}
+	}
+	defer func() { testHookBeforeLink = nil }()
+	d := mustOpen(t, kd, true)
+	d.Close()
+	if !probed {
+		t.Fatal("no temp seen before the link")
 	}
 }

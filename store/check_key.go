@@ -179,6 +179,12 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			}
 			add(path, KindStrayTemp, "a promotion temp no record names, %s old", RoundAge(age))
 		case strings.HasPrefix(n, db.TempPrefix):
+			if fsat.IsRegular(&st) && flockedNow(k.dir, n) {
+				// A meta.db being created right now (its creator holds the
+				// temp's flock until it is linked into place): a writer's
+				// work in flight, which --repair leaves too.
+				continue
+			}
 			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(age))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
@@ -368,6 +374,23 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 			s.findLinksBelow(ctx, dir, n, path+"/"+n, add)
 		}
 	}
+}
+
+// flockedNow reports whether some open file holds a flock on kd's file n.
+// The look takes a shared flock and lets go at once, so that it never
+// holds back a creator that takes the exclusive one for longer than the
+// two calls; a file that cannot be opened is not flocked.
+func flockedNow(kd *os.File, n string) bool {
+	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB)
+	if err == nil {
+		fsat.Flock(f, unix.LOCK_UN)
+	}
+	return errors.Is(err, unix.EWOULDBLOCK)
 }
 
 // legacyFiles lists the legacy store's files present in a key dir.

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -85,5 +88,40 @@ func releaseWhenWaiting(done, release chan struct{}) {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A meta.db being created (its first writer's temp, made without any
+// lock, since it is how the lock's file comes to exist, and flocked by
+// its creator until linked into place) is a writer's work in flight:
+// check without --repair must not report it as a stray temp, as
+// --repair leaves it. The same file with no flock held is a creation's
+// debris, and is reported.
+func TestCheckLeavesAMetaDBBeingCreated(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
+	tmp := filepath.Join(root, testKey, db.TempPrefix+"0123456789abcdef")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	strays := func() (n int) {
+		for _, f := range checkFindings(t, s, CheckOptions{}) {
+			if f.Kind == KindStrayTemp {
+				n++
+			}
+		}
+		return n
+	}
+	if n := strays(); n != 0 {
+		t.Errorf("check during a meta.db's creation found %d stray temps; want the creation left unreported", n)
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	if n := strays(); n != 1 {
+		t.Errorf("check found %d stray temps for an abandoned meta.db temp; want 1", n)
 	}
 }

@@ -142,9 +142,10 @@ type tempRemoval struct {
 //
 // A meta.db temp is made without the key's lock (it is how the lock's file
 // comes to exist), so one may be live: bbolt holds its flock on the temp
-// through the whole initialisation, and a temp whose flock is held is left.
-// Caveat: after that flock and before its link (an fsync and a link, a few
-// milliseconds) a creation in progress is not told from debris; removing
+// through the whole initialisation, and the creator takes it again from
+// bbolt's Close until the temp's name is gone, so a temp whose flock is
+// held is left. Caveat: in the instant between bbolt's unlock and the
+// creator's lock a creation in progress is not told from debris; removing
 // its temp makes that promotion fail cleanly (promote-failed: the
 // transcript in place untouched), never lose what it acknowledged.
 func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
