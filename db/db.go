@@ -25,6 +25,13 @@ type Options struct {
 
 	// Now is the clock for meta/created. nil means time.Now.
 	Now func() time.Time
+
+	// NoTurnstile opens a reader without passing the key dir's turnstile
+	// (see flockGated): for a reader that runs while another process holds
+	// the key's shared lock on its behalf (check's deep check, in a child
+	// of the check that holds it). Queued behind a writer that waits for
+	// that very lock, it would wait for itself.
+	NoTurnstile bool
 }
 
 func (o Options) timeout() time.Duration {

@@ -13,7 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const tryDirEnv = "SESSDB_DB_TEST_TRY_DIR"
+const (
+	tryDirEnv      = "SESSDB_DB_TEST_TRY_DIR"
+	noTurnstileEnv = "SESSDB_DB_TEST_NO_TURNSTILE"
+)
 
 // A writer waiting for readers of other processes to leave holds back
 // the new readers of other processes too: flock alone has no such
@@ -30,7 +33,7 @@ func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
 		}
 		// The third process: a reader that gives up after 200 ms.
 		kd := openKeyDir(t, path)
-		d, err := OpenReader(kd.dir, kd.db, Options{LockTimeout: 200 * time.Millisecond})
+		d, err := OpenReader(kd.dir, kd.db, Options{LockTimeout: 200 * time.Millisecond, NoTurnstile: os.Getenv(noTurnstileEnv) != ""})
 		if err == nil {
 			d.Close()
 			fmt.Println("tried: held")
@@ -70,6 +73,14 @@ func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte("tried: ")) || bytes.Contains(out, []byte("tried: held")) || !strings.Contains(string(out), ErrLockTimeout.Error()) {
 		t.Errorf("a reader of another process, while a writer waited: %s; want it held back (lock timeout)", out)
+	}
+	// A reader on behalf of the first one (check's deep check, in a child
+	// of the check holding the shared lock) is not held back: queued
+	// behind the writer, which waits for the first reader, which waits
+	// for it, it would wait for itself.
+	out, err = runChild(t, []string{tryDirEnv + "=" + kd.path, noTurnstileEnv + "=1"}, nil)
+	if err != nil || !bytes.Contains(out, []byte("tried: held")) {
+		t.Errorf("a reader with NoTurnstile, while a writer waited: %v %s; want the lock", err, out)
 	}
 	endReader(false)
 	if err := <-got; err != nil {

@@ -68,7 +68,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 				return nil, err
 			}
 		}
-		d, err = openDB(dirfd, name, write, deadline, opts.timeout())
+		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, deadline, opts.timeout())
 		if err == nil {
 			break
 		}
@@ -146,8 +146,8 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // through bbolt, which checks less than the snapshot decoder (key order,
 // for one), and issue 15 found promotions acknowledged into files that
 // every reader then refused.
-func openDB(dirfd int, name string, write bool, deadline time.Time, timeout time.Duration) (*DB, error) {
-	file, whole, meta, err := openFileLocked(dirfd, name, write, deadline)
+func openDB(dirfd int, name string, write, gated bool, deadline time.Time, timeout time.Duration) (*DB, error) {
+	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, deadline)
 	if err != nil {
 		return nil, err
 	}

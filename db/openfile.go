@@ -15,7 +15,7 @@ import (
 // pre-check, all before bbolt sees the file. meta is what the meta pages
 // say. A file whose pages span at most snapshotLimit bytes is read once, up
 // to its high-water mark, and checked in memory; whole is then those bytes.
-func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
+func openFileLocked(dirfd int, name string, write, gated bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -70,7 +70,11 @@ func openFileLocked(dirfd int, name string, write bool, deadline time.Time) (fil
 		f.Close()
 		return nil, nil, meta, err
 	}
-	if err := flockGated(dirfd, fd, write, deadline); err != nil {
+	lock := flockUntil
+	if gated {
+		lock = func(fd int, write bool, deadline time.Time) error { return flockGated(dirfd, fd, write, deadline) }
+	}
+	if err := lock(fd, write, deadline); err != nil {
 		return fail(pathErr("open", name, err))
 	}
 	if testHookLocked != nil {

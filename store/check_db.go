@@ -50,7 +50,10 @@ func (s *Store) DeepCheckDB(key string) DeepResult {
 	}
 	defer kd.Close()
 	name := fsat.Join(kd, db.FileName)
-	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout})
+	// Its caller (sessdb check) holds the key's shared lock throughout,
+	// in the process that started this one: a writer waiting for that
+	// lock must not hold this reader back.
+	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout, NoTurnstile: true})
 	if err != nil {
 		return failed(err)
 	}
