@@ -21,4 +21,8 @@ var (
 	// errNotSettled is returned when meta.db still names a promotion in
 	// flight after the store's roll-forward.
 	errNotSettled = errors.New("a pending promotion was not settled")
+
+	// errMovedAside is returned when a key dir was moved aside (check
+	// --quarantine, a reap) while its meta.db's lock was waited for.
+	errMovedAside = errors.New("the key dir was moved aside while its lock was waited for")
 )

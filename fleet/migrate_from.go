@@ -138,6 +138,16 @@ func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateR
 	return nil
 }
 
+// vanishedOrLockErr files a key dir moved aside while its lock was waited
+// for as one gone before its open, and any other error as lockErr does.
+func vanishedOrLockErr(r *MigrateReport, err error) {
+	if errors.Is(err, errMovedAside) {
+		r.Action, r.Cause = migrate.Skipped, "vanished"
+		return
+	}
+	lockErr(r, err)
+}
+
 // intoKeyDir judges the key dir kd against the etcd state st and, unless
 // this is a dry run, writes st into it, under meta.db's exclusive lock.
 func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *MigrateReport) {
@@ -157,9 +167,9 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		return
 	}
 	write := !m.opts.DryRun
-	lock, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+	lock, sc, err := m.openLocked(kd, key, write)
 	if err != nil {
-		lockErr(r, err)
+		vanishedOrLockErr(r, err)
 		return
 	}
 	defer func() {
@@ -182,8 +192,8 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 				return
 			}
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
-			if lock, sc, err = db.OpenSidecars(kd, m.dbOptions(), true); err != nil {
-				lockErr(r, err)
+			if lock, sc, err = m.openLocked(kd, key, true); err != nil {
+				vanishedOrLockErr(r, err)
 				return
 			}
 			if store.PendingInFlight(kd, sc.Pending) {

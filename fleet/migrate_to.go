@@ -158,8 +158,8 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 	}
 	write := !m.opts.DryRun
 	open := func() bool {
-		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
-		if errors.Is(err, os.ErrNotExist) {
+		d, sc, err := m.openLocked(kd, name, write)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errMovedAside) {
 			r.Action, r.Cause = migrate.Skipped, "vanished"
 			return false
 		}

@@ -1,0 +1,106 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/internal/etcdtest"
+	"sessdb/internal/fsat"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// TestQuarantineWhileAFleetMigrationWaits: check --quarantine moves a key
+// dir aside, whole, under the key's lock, and promises that nothing in
+// the dir moved aside changes. A fleet migration that opened the key dir
+// before the move and waits for that lock must find the dir gone from
+// the key's name once it has the lock, and leave it: skip, vanished, no
+// entry of the quarantine dir changed, nothing created in etcd. To etcd,
+// the key is one promoted on the host; from etcd, one the fleet promoted
+// since (it would be brought forward), and an empty key dir whose meta.db
+// the quarantine made for its lock and removed (the migration's open
+// makes another there, which it must take away). The quarantine's steps
+// are Store.Quarantine's, done here by hand so that the migration is
+// known to wait.
+func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
+	c := etcdtest.Start1(t)
+	for _, tc := range []struct {
+		name  string
+		to    bool
+		empty bool // the key dir holds nothing: the quarantine made meta.db
+	}{
+		{"to etcd", true, false},
+		{"from etcd", false, false},
+		{"from etcd, an empty key dir", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, c)
+			root := t.TempDir()
+			key := store.Key("github", "aside", randHex(4))
+			if tc.empty {
+				f.run(key, "fleet 1")
+				if err := os.Mkdir(filepath.Join(root, key), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				newHostBuilder(t, root).mustPromote(key, migJob, "a1", store.PromoteRequest{})
+				if !tc.to {
+					runMigration(t, true, root, f.b, migOpts())
+					f.now = migNow
+					f.run(key, "fleet 2")
+				}
+			}
+			dir := filepath.Join(root, key)
+			kd, err := fsat.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kd.Close()
+			lock, err := db.OpenWriter(kd, filepath.Join(dir, db.FileName), db.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			etcdBefore := etcdOf(t, c, f.prefix)
+			filesBefore := f.files(key)
+			done := make(chan map[string]MigrateReport, 1)
+			go func() {
+				got, _ := runMigration(t, tc.to, root, f.b, migOpts())
+				done <- got
+			}()
+			time.Sleep(30 * time.Millisecond) // the migration waits for the lock by now
+			aside := filepath.Join(root, store.QuarantinePrefix+key+"-20261101T120000Z")
+			if err := os.Rename(dir, aside); err != nil {
+				t.Fatal(err)
+			}
+			if tc.empty {
+				if err := os.Remove(filepath.Join(aside, db.FileName)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tree := treeOf(t, aside)
+			lock.Close()
+			got := <-done
+			if r := got[key]; r.Action != migrate.Skipped || r.Cause != "vanished" {
+				t.Errorf("the key moved aside: %s (%s), want skip, vanished", r.Action, r.Cause)
+			}
+			after := treeOf(t, aside)
+			// The dir's own mtime is not kept: the open that waited may
+			// have made a meta.db for the lock, removed again as the
+			// quarantine removes its own.
+			delete(tree, ".")
+			delete(after, ".")
+			if d := diffMaps(tree, after); d != "" {
+				t.Errorf("the quarantine dir changed:\n%s", d)
+			}
+			if d := diffMaps(etcdBefore, etcdOf(t, c, f.prefix)); d != "" {
+				t.Errorf("etcd changed:\n%s", d)
+			}
+			if files := f.files(key); len(files) != len(filesBefore) {
+				t.Errorf("the key's transcripts are %v, were %v", files, filesBefore)
+			}
+		})
+	}
+}
