@@ -259,6 +259,29 @@ func TestLostCompareRemovesItsFile(t *testing.T) {
 	f.holds(key, "winner", 2)
 }
 
+// A key reap could not handle is in Skipped and not in Kept, as a
+// sessions root's reap counts it (store.ReapResult: every name in exactly
+// one of them), so that sessdb reap's summary says failed, not kept and
+// failed. Before, it was counted in both.
+func TestReapCountsAFailedKeyOnce(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	old, fresh := store.Key("github", "reap-once", "old"), store.Key("github", "reap-once", "fresh")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(old, "old")
+	f.now = time.Time{}
+	f.run(fresh, "fresh")
+	f.b.hook = func(p, k string) error {
+		if p == hookReapDelete && k == old {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || len(r.Removed) != 0 || r.Skipped[old] == nil || len(r.Skipped) != 1 || r.Kept != 1 {
+		t.Fatalf("reap = %+v, %v; want %s skipped (failed) and only %s kept", r, err, old, fresh)
+	}
+}
+
 // Reap removes an expired key and its file, keeps a key promoted under it,
 // and sweeps files no record needs once their grace period has passed;
 // never a record's own file, nor anything of a key whose record is

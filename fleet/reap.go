@@ -39,10 +39,12 @@ type ReapOptions struct {
 type ReapResult struct {
 	Removed []string // keys, in key order
 	Swept   []string // files no record needed, and empty dirs of keys with none ("<key>/"), as shared names them
-	Kept    int      // keys kept
+	Kept    int      // keys kept, but those in Skipped
 	// Skipped are keys left for the next reap, each with why: locked by
 	// another reaper, its lock lost, a record that changed under the reap,
-	// a key dir in the transcripts dir that could not be read.
+	// a key dir in the transcripts dir that could not be read. Such a key
+	// is not counted in Kept, as a sessions root's reap counts it
+	// (store.ReapResult): sessdb reap's summary says failed, not kept.
 	Skipped map[string]error
 }
 
@@ -97,7 +99,6 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 				res.Skipped = map[string]error{}
 			}
 			res.Skipped[key] = err
-			res.Kept++
 		case gone:
 			res.Removed = append(res.Removed, key)
 			if !o.DryRun {
@@ -128,6 +129,9 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 		if _, ok := res.Skipped[key]; !ok {
 			res.Skipped[key] = err
+			if _, kept := records[key]; kept && !slices.Contains(res.Removed, key) {
+				res.Kept--
+			}
 		}
 	}
 	names, err = b.stillOrphans(ctx, names, cut, inFlight)

@@ -38,7 +38,8 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		add(reapFail, key, &why)
 	}
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
-	sum.Entries = sum.Removed + sum.Kept
+	// A failed key is in neither Removed nor Kept (fleet.ReapResult).
+	sum.Entries = sum.Removed + sum.Kept + sum.Failed
 	sum.Keys = sum.Entries
 	return actions, sum
 }
