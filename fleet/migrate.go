@@ -11,12 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 	"sessdb/internal/walk"
 	"sessdb/migrate"
 	"sessdb/store"
@@ -248,9 +247,6 @@ func odd(r *MigrateReport, file, found, readAs string) {
 	r.Oddities = append(r.Oddities, migrate.Oddity{File: file, Found: found, ReadAs: readAs})
 }
 
-// lockErr files an open of meta.db that got no lock: not had in time is
-// Locked (a re-run picks the key up), a damaged or newer file is Failed
-// with what check --repair can do, anything else Failed.
 // openLocked opens kd's meta.db as db.OpenSidecars does, and then checks,
 // under the lock, that kd is still the root's entry name: check
 // --quarantine and a reap move a key dir aside under that lock, and a
@@ -258,16 +254,12 @@ func odd(r *MigrateReport, file, found, readAs string) {
 // dir is errMovedAside, a meta.db this open made there for its lock taken
 // away again.
 func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db.Sidecars, error) {
-	before, err := fsat.LstatAt(kd, db.FileName)
-	found := err == nil
+	before := lockonly.Look(kd)
 	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
 	if err != nil || !m.movedAside(kd, name) {
 		return d, sc, err
 	}
-	// Made by this open: none was found, or the one found was removed
-	// while the open waited (a quarantine's lock file) and the open made
-	// another, which holds not even a history.
-	if write && sc == (db.Sidecars{}) && (!found || !sameFile(kd, &before) && !hasHistory(d)) {
+	if write && before.MadeByOpen(kd, d, sc) {
 		if fsat.Remove(kd, db.FileName) == nil {
 			fsat.SyncDir(kd)
 		}
@@ -290,22 +282,9 @@ func (m *migration) movedAside(kd *os.File, name string) bool {
 	return now.Dev != held.Dev || now.Ino != held.Ino
 }
 
-// sameFile reports whether kd's meta.db is still the file before
-// describes. The inode number alone cannot say it (ext4 gives a freed
-// number to the next file created): the change time is compared too.
-func sameFile(kd *os.File, before *unix.Stat_t) bool {
-	now, err := fsat.LstatAt(kd, db.FileName)
-	return err == nil && now.Dev == before.Dev && now.Ino == before.Ino && now.Ctim == before.Ctim
-}
-
-// hasHistory reports whether d holds any history entry (or could not be
-// read: then it is kept as if it did).
-func hasHistory(d *db.DB) bool {
-	var h []db.HistoryEntry
-	err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(1); return err })
-	return err != nil || len(h) > 0
-}
-
+// lockErr files an open of meta.db that got no lock: not had in time is
+// Locked (a re-run picks the key up), a damaged or newer file is Failed
+// with what check --repair can do, anything else Failed.
 func lockErr(r *MigrateReport, err error) {
 	switch {
 	case errors.Is(err, db.ErrLockTimeout), errors.Is(err, store.ErrKeyLocked):

@@ -11,7 +11,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
-	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 	"sessdb/store/legacy"
 )
 
@@ -51,10 +51,7 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		return p, nil
 	}
 	found := k.meta // before the open below may create one
-	var before unix.Stat_t
-	if found {
-		before, _ = fsat.LstatAt(kd, db.FileName)
-	}
+	before := lockonly.Look(kd)
 	if found || write {
 		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
 		if err != nil {
@@ -66,11 +63,10 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 		// before its commit: the legacy files are the values, and the
 		// store judges the key by them meanwhile.
 		empty := sc == (db.Sidecars{})
-		// Made by this open: none was found, or the one found was removed
-		// while the open waited for its lock (a rival's lock file: a
-		// quarantine's, a reap's) and the open made another, which holds
-		// not even a history.
-		p.made = empty && (!found || write && !sameFile(kd, &before) && !hasHistory(d))
+		// Made by this open for its lock (the one found, if any, was a
+		// rival's lock file, a quarantine's or a reap's, removed while the
+		// open waited), and holding nothing.
+		p.made = write && before.MadeByOpen(kd, d, sc)
 		found = found && !p.made
 		// Listed again under the lock: a rival may have finished, or a
 		// legacy worker come back, while this call waited.
@@ -127,23 +123,6 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 	odd = append(odd, k.leftoverOddities()...)
 	p.Action, p.Values, p.Oddities, p.Removed = Migrated, &v, odd, k.removable()
 	return p, nil
-}
-
-// sameFile reports whether kd's meta.db is still the file before
-// describes. The inode number alone cannot say it (ext4 gives a freed
-// number to the next file created; see lockExisting): the change time is
-// compared too.
-func sameFile(kd *os.File, before *unix.Stat_t) bool {
-	now, err := fsat.LstatAt(kd, db.FileName)
-	return err == nil && now.Dev == before.Dev && now.Ino == before.Ino && now.Ctim == before.Ctim
-}
-
-// hasHistory reports whether d holds any history entry (or could not be
-// read: then it is kept as if it did).
-func hasHistory(d *db.DB) bool {
-	var h []db.HistoryEntry
-	err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(1); return err })
-	return err != nil || len(h) > 0
 }
 
 // applyDB carries out a ToDB plan under meta.db's exclusive lock. The
