@@ -70,6 +70,15 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, append(resolve, "--etcd-endpoints", "https://u:"+fleetSecret+"#x@a:1"), "--etcd-endpoints"},
 		{ok, append(resolve, "--etcd-endpoints", "u:"+fleetSecret+"@a:1"), "--etcd-endpoints"},
 		{ok, append(resolve, "--etcd-endpoints", "http://u:"+fleetSecret+"@[::1"), "--etcd-endpoints"},
+		// A password with an '@' and then a '/', '?' or '#' parses, its
+		// tail as the host and path; one with a ',' is split into two
+		// endpoints, the first holding its head, with no '@' or with one
+		// of the password's.
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:p@"+fleetSecret+"/x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--etcd-endpoints", "http://a:1,https://u:p@"+fleetSecret+"?x@b:1"), "--etcd-endpoints"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+",x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--etcd-endpoints", "http://a:1,http://u:"+fleetSecret+",x,y@b:1"), "--etcd-endpoints"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:p@"+fleetSecret+",x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:99999"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:0"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		// An unset $HOST in http://$HOST:2379: the client would dial this

@@ -156,13 +156,21 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 // etcdmeta does, naming the one at fault.
 func parseEndpoints(name, raw string) ([]string, error) {
 	var out []string
-	scheme := ""
-	for i, ep := range strings.Split(raw, ",") {
-		u, err := url.Parse(ep)
-		if err == nil && u.User != nil {
-			// Never quoted whole: the password would reach the job's log.
-			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, brief(u.Redacted()))
+	eps := strings.Split(raw, ",")
+	// Credentials first, in every endpoint, never quoted whole: the
+	// password would reach the job's log. A ',' in a password leaves its
+	// head in an endpoint of its own, with no '@', which the check of its
+	// shape below would quote, or with one of the password's: the last
+	// endpoint with an '@' is the one named, whose last '@' ends the
+	// user information. No endpoint of that shape holds an '@'.
+	for i := len(eps) - 1; i >= 0; i-- {
+		if strings.Contains(eps[i], "@") {
+			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, brief(etcdmeta.RedactedEndpoint(eps[i])))
 		}
+	}
+	scheme := ""
+	for i, ep := range eps {
+		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			// Redacted: credentials in a URL that does not parse are still

@@ -94,13 +94,21 @@ func (c Config) validate() (settings, error) {
 	if len(c.Endpoints) == 0 {
 		return s, invalid("Endpoints", "none given")
 	}
+	// Credentials first, in every endpoint: a list split at a ',' in a
+	// password leaves its head in an endpoint of its own, with no '@',
+	// which the check of its shape below would quote, or with one of the
+	// password's: the last endpoint with an '@' is the one named, whose
+	// last '@' ends the user information. No endpoint of that shape
+	// holds an '@'.
+	for i := len(c.Endpoints) - 1; i >= 0; i-- {
+		if ep := c.Endpoints[i]; strings.Contains(ep, "@") {
+			return s, invalid(fmt.Sprintf("Endpoints[%d]", i), "%q carries credentials: give them as Username and Password, never in the URL", RedactedEndpoint(ep))
+		}
+	}
 	scheme := ""
 	for i, ep := range c.Endpoints {
 		field := fmt.Sprintf("Endpoints[%d]", i)
 		u, err := url.Parse(ep)
-		if err == nil && u.User != nil {
-			return s, invalid(field, "%q carries credentials: give them as Username and Password, never in the URL", u.Redacted())
-		}
 		// A host that is empty ("http://:2379", an unset variable) is not
 		// refused by the client: it dials this machine's port instead.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) ||
@@ -199,14 +207,20 @@ func (c Config) validate() (settings, error) {
 }
 
 // RedactedEndpoint is ep as an error may quote it: without the password
-// of a URL whose user information parses (url.URL.Redacted), and for any
-// other, without anything before its last '@'. A password that holds a
-// '/', a '%' or a '#' unescaped, as a base64 one may, makes the URL
-// unparsable with the password still in it, and without "//" it parses
-// as an opaque path ("user:password@host:port").
+// of a URL whose user information parses (url.URL.Redacted) and ends at
+// its last '@', and for any other, without anything before its last '@'.
+// A password that holds a '/', a '%' or a '#' unescaped, as a base64 one
+// may, makes the URL unparsable with the password still in it; one that
+// holds an '@' and after it a '/', '?' or '#' parses, the rest of the
+// password as the host and path; and without "//" it parses as an opaque
+// path ("user:password@host:port").
 func RedactedEndpoint(ep string) string {
 	if u, err := url.Parse(ep); err == nil && u.User != nil {
-		return u.Redacted()
+		// Redacted escapes an '@' in the user name: one left past the
+		// user information's own is in the host or the path.
+		if r := u.Redacted(); strings.Count(r, "@") == 1 {
+			return r
+		}
 	}
 	at := strings.LastIndex(ep, "@")
 	if at < 0 {

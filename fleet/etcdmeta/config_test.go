@@ -62,6 +62,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: []string{"http://u:s3cr3t/x@a:1"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:1", "http://u:s3cr3t%zz@b:1"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"u:s3cr3t@a:1"}}, "Endpoints[0]"},
+		// An '@' and then a '/' in the password parses, its tail as the
+		// host; a list split at a ',' in it leaves its head in an
+		// endpoint of its own, with no '@'.
+		{Config{Endpoints: []string{"http://u:p@s3cr3t/x@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://u:p@s3cr3t#x@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"http://u:s3cr3t", "x@a:1"}}, "Endpoints[1]"},
+		{Config{Endpoints: []string{"http://u:p@s3cr3t", "x@a:1"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"http://a:99999"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:0"}}, "Endpoints[0]"},
 		{Config{Endpoints: ep, Prefix: "/"}, "Prefix"},
