@@ -71,17 +71,29 @@ func unknownEnv(environ []string) []string {
 // variable. On a tie the smaller edit distance wins, then the first in
 // order: two letters swapped in a word (PI_SESSIONS_ETCD_PASSWROD) are as
 // far by edit distance as any variable with one other word is by words
-// (PI_SESSIONS_ETCD_CA).
+// (PI_SESSIONS_ETCD_CA). A candidate at most typoEdits away is a typo of
+// name and wins over any by words: a misspelt word counts as one word
+// lacked and one more had, so two letters swapped in
+// PI_SESSIONS_TRANSCRIPTS_DIR are two words from it and one from
+// PI_SESSIONS_DIR (a setting a fleet refuses).
 func closest(name string, candidates []string) string {
 	best, bestDist, bestEdit := "", math.MaxInt, math.MaxInt
 	for _, c := range candidates {
 		e := editDistance(name, c)
-		if d := min(e, wordDistance(name, c)); d < bestDist || d == bestDist && e < bestEdit {
+		d := min(e, wordDistance(name, c))
+		if e <= typoEdits {
+			d = -1
+		}
+		if d < bestDist || d == bestDist && e < bestEdit {
 			best, bestDist, bestEdit = c, d, e
 		}
 	}
 	return best
 }
+
+// typoEdits is the edit distance of a typo: a letter changed, dropped or
+// added, or two next to each other swapped.
+const typoEdits = 2
 
 // wordDistance is how many of the words after the prefix one of a and b
 // has and the other lacks.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,6 +211,23 @@ func TestFleetVariablesAreKnown(t *testing.T) {
 	} {
 		if got := closest(name, knownEnv()); got != want {
 			t.Errorf("closest to %s: %s, want %s", name, got, want)
+		}
+	}
+	// Every variable with one letter dropped, or two next to each other
+	// swapped, is a typo of it: none is pointed elsewhere (a misspelt
+	// PI_SESSIONS_TRANSCRIPTS_DIR was pointed at PI_SESSIONS_DIR, which
+	// a fleet refuses, one word away).
+	known := knownEnv()
+	for _, v := range known {
+		for i := range len(v) - 1 {
+			for _, typo := range []string{v[:i] + v[i+1:], v[:i] + v[i+1:i+2] + v[i:i+1] + v[i+2:]} {
+				if typo == v || slices.Contains(known, typo) || !strings.HasPrefix(typo, envPrefix) {
+					continue
+				}
+				if got := closest(typo, known); got != v {
+					t.Errorf("closest to %s: %s, want %s", typo, got, v)
+				}
+			}
 		}
 	}
 	for _, v := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_ETCD_PREFIX", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_CA", "PI_SESSIONS_ETCD_CERT",
