@@ -17,8 +17,11 @@ import (
 // dir aside, whole, under the key's lock, and promises that nothing in
 // the dir moved aside changes. A fleet migration that opened the key dir
 // before the move and waits for that lock must find the dir gone from
-// the key's name once it has the lock, and leave it: skip, vanished, no
-// entry of the quarantine dir changed, nothing created in etcd. To etcd,
+// the key's name once it has the lock, and leave it: no entry of the
+// quarantine dir changed, nothing created in etcd. To etcd, the source
+// moved aside, the key is skipped, vanished; from etcd, the key is still
+// in the source and not in the root: failed (not complete, exit 1), and a
+// re-run writes it into a key dir of its own. To etcd,
 // the key is one promoted on the host; from etcd, one the fleet promoted
 // since (it would be brought forward), and an empty key dir whose meta.db
 // the quarantine made for its lock and removed (the migration's open
@@ -65,10 +68,27 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 			}
 			etcdBefore := etcdOf(t, c, f.prefix)
 			filesBefore := f.files(key)
-			done := make(chan map[string]MigrateReport, 1)
+			type result struct {
+				got map[string]MigrateReport
+				sum MigrateSummary
+			}
+			done := make(chan result, 1)
 			go func() {
-				got, _ := runMigration(t, tc.to, root, f.b, migOpts())
-				done <- got
+				// Not runMigration, which may call t.Fatal: only the
+				// test's goroutine may.
+				got := map[string]MigrateReport{}
+				visit := func(r MigrateReport) error { got[r.Key] = r; return nil }
+				var sum MigrateSummary
+				var err error
+				if tc.to {
+					sum, err = ToEtcd(t.Context(), root, f.b, migOpts(), visit)
+				} else {
+					sum, err = FromEtcd(t.Context(), f.b, root, migOpts(), visit)
+				}
+				if err != nil {
+					t.Errorf("migrate: %v", err)
+				}
+				done <- result{got, sum}
 			}()
 			time.Sleep(30 * time.Millisecond) // the migration waits for the lock by now
 			aside := filepath.Join(root, store.QuarantinePrefix+key+"-20261101T120000Z")
@@ -82,9 +102,15 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 			}
 			tree := treeOf(t, aside)
 			lock.Close()
-			got := <-done
-			if r := got[key]; r.Action != migrate.Skipped || r.Cause != "vanished" {
+			res := <-done
+			if r := res.got[key]; tc.to && (r.Action != migrate.Skipped || r.Cause != "vanished") {
 				t.Errorf("the key moved aside: %s (%s), want skip, vanished", r.Action, r.Cause)
+			}
+			// From etcd, the key is still in the source and not in the
+			// root: the run is not complete (exit 1), and a re-run
+			// writes it into a key dir of its own.
+			if r := res.got[key]; !tc.to && (r.Action != migrate.Failed || res.sum.Complete()) {
+				t.Errorf("the key's destination moved aside: %s (%s), complete %v; want failed, not complete", r.Action, r.Cause, res.sum.Complete())
 			}
 			after := treeOf(t, aside)
 			// The dir's own mtime is not kept: the open that waited may
@@ -100,6 +126,11 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 			}
 			if files := f.files(key); len(files) != len(filesBefore) {
 				t.Errorf("the key's transcripts are %v, were %v", files, filesBefore)
+			}
+			if !tc.to {
+				if got, sum := runMigration(t, false, root, f.b, migOpts()); got[key].Action != migrate.Migrated || !sum.Complete() {
+					t.Errorf("the re-run: %s (%s), complete %v; want migrate, complete", got[key].Action, got[key].Cause, sum.Complete())
+				}
 			}
 		})
 	}

@@ -138,11 +138,14 @@ func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateR
 	return nil
 }
 
-// vanishedOrLockErr files a key dir moved aside while its lock was waited
-// for as one gone before its open, and any other error as lockErr does.
-func vanishedOrLockErr(r *MigrateReport, err error) {
+// movedAsideOrLockErr files a key dir moved aside while its lock was
+// waited for as failed, and any other error as lockErr does. Not skipped,
+// as ToEtcd skips a source dir moved aside: the key is still in etcd, the
+// source, and not in the root, and a skip would let the run pass as
+// complete (exit 0); a re-run writes it into a key dir of its own.
+func movedAsideOrLockErr(r *MigrateReport, err error) {
 	if errors.Is(err, errMovedAside) {
-		r.Action, r.Cause = migrate.Skipped, "vanished"
+		fail(r, fmt.Errorf("%w (check --quarantine, a reap): nothing written; a re-run writes the key into a key dir of its own", err))
 		return
 	}
 	lockErr(r, err)
@@ -169,7 +172,7 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	write := !m.opts.DryRun
 	lock, sc, err := m.openLocked(kd, key, write)
 	if err != nil {
-		vanishedOrLockErr(r, err)
+		movedAsideOrLockErr(r, err)
 		return
 	}
 	defer func() {
@@ -193,7 +196,7 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			}
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
 			if lock, sc, err = m.openLocked(kd, key, true); err != nil {
-				vanishedOrLockErr(r, err)
+				movedAsideOrLockErr(r, err)
 				return
 			}
 			if store.PendingInFlight(kd, sc.Pending) {
