@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,8 +39,15 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		add(reapFail, key, &why)
 	}
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
-	// A failed key is in neither Removed nor Kept (fleet.ReapResult).
-	sum.Entries = sum.Removed + sum.Kept + sum.Failed
+	// A failed key is not in Kept (fleet.ReapResult), but may be in
+	// Removed: a key removed whose key dir in the transcripts dir could
+	// not then be read. Each key is one entry.
+	sum.Entries = sum.Removed + sum.Kept
+	for key := range res.Skipped {
+		if !slices.Contains(res.Removed, key) {
+			sum.Entries++
+		}
+	}
 	sum.Keys = sum.Entries
 	return actions, sum
 }

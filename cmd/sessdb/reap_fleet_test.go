@@ -21,3 +21,16 @@ func TestFleetReapSummaryCountsAFailedKeyAsTheRootDoes(t *testing.T) {
 		t.Errorf("one key kept (%s), one failed (%s): on a fleet %+v, on a root %+v", fresh, old, onFleet, onRoot)
 	}
 }
+
+// A key reap removed whose key dir in the transcripts dir it then could
+// not read (fleet.Reap reports it in Removed and in Skipped) is one entry
+// and one key, as docs/json.md's reap.summary counts names.
+func TestFleetReapSummaryCountsARemovedAndFailedKeyOnce(t *testing.T) {
+	old := store.Key("github", "reap", "old")
+	for _, dry := range []bool{false, true} {
+		_, sum := fleetReapActions(fleet.ReapResult{Removed: []string{old}, Skipped: map[string]error{old: errors.New("open: permission denied")}}, "/t", dry)
+		if sum.Entries != 1 || sum.Keys != 1 || sum.Removed != 1 || sum.Failed != 1 {
+			t.Errorf("dry run %v: %+v; want one entry and one key, removed and failed", dry, sum)
+		}
+	}
+}
