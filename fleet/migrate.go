@@ -255,6 +255,7 @@ func odd(r *MigrateReport, file, found, readAs string) {
 // away again.
 func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db.Sidecars, error) {
 	before := lockonly.Look(kd)
+	defer before.Close()
 	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
 	if err != nil || !m.movedAside(kd, name) {
 		return d, sc, err

@@ -52,6 +52,7 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 	}
 	found := k.meta // before the open below may create one
 	before := lockonly.Look(kd)
+	defer before.Close()
 	if found || write {
 		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
 		if err != nil {

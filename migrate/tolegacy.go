@@ -13,6 +13,7 @@ import (
 	"sessdb/db"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 	"sessdb/store"
 	"sessdb/store/legacy"
 )
@@ -148,15 +149,15 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 // create a missing meta.db). Such a file is no interrupted migration, and
 // the key was converted by the rival.
 func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan) (sc db.Sidecars, err error) {
-	before, err := fsat.LstatAt(kd, db.FileName)
-	if errors.Is(err, unix.ENOENT) {
+	if _, err := fsat.LstatAt(kd, db.FileName); errors.Is(err, unix.ENOENT) {
 		return sc, p.noLock(nil)
-	}
-	if err != nil {
+	} else if err != nil {
 		return sc, err
 	}
+	before := lockonly.Look(kd)
+	defer before.Close()
 	lock := func() (err error) {
-		p.lock, sc, p.made, err = m.lockExisting(kd, &before)
+		p.lock, sc, p.made, err = m.lockExisting(kd, before)
 		if p.lock == nil {
 			return p.noLock(err)
 		}
@@ -208,12 +209,11 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 // lockExisting takes the exclusive lock of the meta.db that is there now
 // and reads its sidecars, a landed promotion's pending entry dropped; d is
 // nil when there is none. made says that the file holds no record and is
-// not the file before describes. The inode number alone cannot say it:
-// ext4 gives a freed inode number to the next file created (measured:
-// unlink then create in one dir gets the same number, and the concurrency
-// test saw it), so the change time is compared too. A roll forward's
-// commit changes that time as well, but leaves a record.
-func (m *migrator) lockExisting(kd *os.File, before *unix.Stat_t) (d *db.DB, sc db.Sidecars, made bool, err error) {
+// not the file before found (lockonly.Before: held open by the caller, its
+// inode number is its own; ext4 gives a freed number to the next file
+// created, measured: unlink then create in one dir gets the same number,
+// and the concurrency test saw it).
+func (m *migrator) lockExisting(kd *os.File, before lockonly.Before) (d *db.DB, sc db.Sidecars, made bool, err error) {
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			err = nil
@@ -225,13 +225,7 @@ func (m *migrator) lockExisting(kd *os.File, before *unix.Stat_t) (d *db.DB, sc 
 		return nil, sc, false, err
 	}
 	sc = settled(kd, sc)
-	now, err := fsat.LstatAt(kd, db.FileName)
-	if err != nil {
-		d.Close()
-		return nil, sc, false, err
-	}
-	same := now.Ino == before.Ino && now.Dev == before.Dev && now.Ctim == before.Ctim
-	return d, sc, !same && sc == (db.Sidecars{}), nil
+	return d, sc, !before.Is(kd) && sc == (db.Sidecars{}), nil
 }
 
 // lostPrev is the pending promotion recorded in d when t, the transcript

@@ -15,16 +15,42 @@ import (
 )
 
 // Before is a key dir's meta.db as it was before an open that may create
-// one.
+// one: its lstat, and the file itself held open. Held, its inode cannot be
+// freed, so no file made since gets its number (ext4 gives a freed number
+// to the next file created): the number alone tells the two apart. The
+// change time tells nothing: the open's own schema migration of an older
+// file writes it, as does a roll forward's commit or a chmod.
 type Before struct {
 	found bool
 	st    unix.Stat_t
+	held  *os.File // nil: absent, or not a regular file (an open fails on it)
 }
 
-// Look looks at kd's meta.db before such an open.
+// Look looks at kd's meta.db before such an open, and holds it; Close lets
+// go of it.
 func Look(kd *os.File) Before {
+	if f, st, err := fsat.OpenRegularAt(kd, db.FileName); err == nil {
+		return Before{found: true, st: st, held: f}
+	}
 	st, err := fsat.LstatAt(kd, db.FileName)
 	return Before{found: err == nil, st: st}
+}
+
+// Close lets go of the file b holds.
+func (b Before) Close() {
+	if b.held != nil {
+		b.held.Close()
+	}
+}
+
+// Is reports whether kd's meta.db is still the file b found. One that was
+// not held is compared by its change time too, as the best left.
+func (b Before) Is(kd *os.File) bool {
+	if !b.found {
+		return false
+	}
+	now, err := fsat.LstatAt(kd, db.FileName)
+	return err == nil && now.Dev == b.st.Dev && now.Ino == b.st.Ino && (b.held != nil || now.Ctim == b.st.Ctim)
 }
 
 // MadeByOpen reports whether d, opened in kd with sidecars sc after b was
@@ -34,18 +60,10 @@ func Look(kd *os.File) Before {
 // no history, which a rival's commit between the open's create and its
 // lock could have put there. A history that cannot be read counts as one.
 func (b Before) MadeByOpen(kd *os.File, d *db.DB, sc db.Sidecars) bool {
-	if sc != (db.Sidecars{}) || b.found && b.same(kd) {
+	if sc != (db.Sidecars{}) || b.Is(kd) {
 		return false
 	}
 	var h []db.HistoryEntry
 	err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(1); return err })
 	return err == nil && len(h) == 0
-}
-
-// same reports whether kd's meta.db is still the file b found. The inode
-// number alone cannot say it (ext4 gives a freed number to the next file
-// created), so the change time is compared too.
-func (b Before) same(kd *os.File) bool {
-	now, err := fsat.LstatAt(kd, db.FileName)
-	return err == nil && now.Dev == b.st.Dev && now.Ino == b.st.Ino && now.Ctim == b.st.Ctim
 }
