@@ -104,7 +104,7 @@ func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps [
 	var res tempRemoval
 	kd, err := fsat.OpenDirAt(root, name)
 	if err == nil {
-		res, err = s.removeTemps(kd)
+		res, err = s.removeTemps(kd, name)
 		kd.Close()
 	}
 	for _, i := range temps {
@@ -148,7 +148,7 @@ type tempRemoval struct {
 // creator's lock a creation in progress is not told from debris; removing
 // its temp makes that promotion fail cleanly (promote-failed: the
 // transcript in place untouched), never lose what it acknowledged.
-func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
+func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
 	if names, err := tempNames(kd, time.Time{}); err != nil || len(names) == 0 {
 		return res, err
@@ -168,6 +168,11 @@ func (s *Store) removeTemps(kd *os.File) (tempRemoval, error) {
 	if !hadDB && sc == (db.Sidecars{}) {
 		// Runs before the Close above: the lock is held while the name goes.
 		defer fsat.UnlinkAt(kd, db.FileName)
+	}
+	// Moved aside (check --repair --quarantine) while this waited for the
+	// lock: nothing in the dir moved aside is to change.
+	if err := stillAtKey("remove temps", s.root, kd, key); err != nil {
+		return res, err
 	}
 	names, err := tempNames(kd, time.Time{})
 	if err != nil {
@@ -304,6 +309,9 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
+	if err := stillAtKey("move aside", s.root, kd, key); err != nil {
+		return "", err
+	}
 	if examined == nil || !unchangedSince(kd, examined) {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("changed since it was found damaged (a commit since?): check again")}
 	}
@@ -374,7 +382,7 @@ func (s *Store) flockExclusive(kd, f *os.File) error {
 // forward. Without a meta.db there is no lock to take (creating one would
 // change how the key resolves), and the age alone is the guard: a live
 // temp is seconds old.
-func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]string, error) {
+func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRun bool) ([]string, error) {
 	// A first look without the lock: most keys have no temps, and a walk
 	// over thousands of keys should not lock each of them for nothing.
 	if names, err := tempNames(kd, cutoff); err != nil || len(names) == 0 {
@@ -387,6 +395,12 @@ func (s *Store) sweepStaleTemps(kd *os.File, cutoff time.Time, dryRun bool) ([]s
 			return nil, err
 		}
 		defer d.Close()
+		// Moved aside (check --repair --quarantine) while this waited for
+		// the lock: nothing in the dir moved aside is to change, and the
+		// key has no temps left to sweep.
+		if stillAtKey("sweep", s.root, kd, key) != nil {
+			return nil, nil
+		}
 		if sc.Pending != nil {
 			spare = sc.Pending.Tmp
 		}

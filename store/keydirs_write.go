@@ -401,6 +401,11 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 		return false, nil, err
 	}
 	defer d.Close()
+	// Moved aside (check --repair --quarantine) while this waited for the
+	// lock: nothing in the dir moved aside is to change.
+	if err := stillAtKey("roll forward", s.root, kd, key); err != nil {
+		return false, nil, err
+	}
 	same := examined != nil && unchangedSince(kd, examined)
 	settled, err := s.rollForward(kd, d, sc.Pending, true)
 	if err != nil {

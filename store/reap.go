@@ -177,7 +177,7 @@ func (s *Store) reapEntry(root *os.File, key string, dryRun bool) (removed bool,
 		return false, nil, err
 	}
 	defer kd.Close()
-	swept, err = s.sweepStaleTemps(kd, s.opts.Now().Add(-StaleTempAge), dryRun)
+	swept, err = s.sweepStaleTemps(kd, key, s.opts.Now().Add(-StaleTempAge), dryRun)
 	if err != nil {
 		err = fmt.Errorf("sweep stray temps: %w", err)
 	}

@@ -2,10 +2,13 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +70,111 @@ func TestQuarantineHoldsBackNewReadersWhileItWaits(t *testing.T) {
 	unix.Flock(int(held.Fd()), unix.LOCK_UN)
 	if err := <-got; err != nil {
 		t.Errorf("quarantine once the reader left: %v", err)
+	}
+}
+
+// waitForKeyLock waits until some goroutine waits for a key's
+// in-process lock (another handle of this process holds it).
+func waitForKeyLock(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("sessdb/db.lockKey")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing ever waited for the key's lock")
+		}
+	}
+}
+
+// TestRollForwardWaitingOnAQuarantineLeavesIt: a roll forward (sessdb
+// migrate's before a rollback, a move into or out of a fleet, check
+// --repair's) that waited for the key's lock while check --repair
+// --quarantine moved the dir aside must not settle the promotion in the
+// dir moved aside: the quarantine promises that nothing in it changes.
+// The quarantine's steps are done by hand, so that the roll forward is
+// known to wait.
+func TestRollForwardWaitingOnAQuarantineLeavesIt(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "rolled")
+	pendingDamage(t, s, root, key)
+	kd := openDirT(t, filepath.Join(root, key))
+	lock, err := db.OpenWriter(kd, chkDB(root, key), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.RollForward(key)
+		got <- err
+	}()
+	waitForKeyLock(t)
+	aside := filepath.Join(root, QuarantinePrefix+key+"-20261101T120000Z")
+	if err := os.Rename(filepath.Join(root, key), aside); err != nil {
+		t.Fatal(err)
+	}
+	before := entriesOf(t, aside)
+	lock.Close()
+	if err := <-got; err == nil {
+		t.Error("the roll forward of a key moved aside while it waited succeeded")
+	}
+	if after := entriesOf(t, aside); after != before {
+		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// entriesOf is every name in dir with its size, mtime and a digest of
+// its bytes.
+func entriesOf(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		fmt.Fprintf(&b, "%s %d %s %x\n", e.Name(), info.Size(), info.ModTime(), sha256.Sum256(c))
+	}
+	return b.String()
+}
+
+// TestRepairOfTempsWaitingOnAQuarantineLeavesIt: the same for check
+// --repair's removal of stray temps, which removed them from the dir
+// moved aside.
+func TestRepairOfTempsWaitingOnAQuarantineLeavesIt(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	if err := os.WriteFile(filepath.Join(root, testKey, tmpPrefix+"0123456789abcdef"), []byte("debris"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lockKd := openDirT(t, filepath.Join(root, testKey))
+	lock, err := db.OpenWriter(lockKd, chkDB(root, testKey), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd := openDirT(t, filepath.Join(root, testKey))
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.removeTemps(kd, testKey)
+		got <- err
+	}()
+	waitForKeyLock(t)
+	aside := filepath.Join(root, QuarantinePrefix+testKey+"-20261101T120000Z")
+	if err := os.Rename(filepath.Join(root, testKey), aside); err != nil {
+		t.Fatal(err)
+	}
+	before := entriesOf(t, aside)
+	lock.Close()
+	if err := <-got; err == nil {
+		t.Error("the removal of temps of a key moved aside while it waited succeeded")
+	}
+	if after := entriesOf(t, aside); after != before {
+		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
 	}
 }
