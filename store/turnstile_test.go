@@ -178,3 +178,42 @@ func TestRepairOfTempsWaitingOnAQuarantineLeavesIt(t *testing.T) {
 		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
 	}
 }
+
+// TestMoveAsideWaitingOnAQuarantineLeavesIt: the same for check
+// --repair's move aside of a damaged meta.db, which takes meta.db's flock
+// itself.
+func TestMoveAsideWaitingOnAQuarantineLeavesIt(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	var examined unix.Stat_t
+	if err := unix.Lstat(chkDB(root, testKey), &examined); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(chkDB(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	rd := openDirT(t, root)
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.moveAside(rd, testKey, &examined)
+		got <- err
+	}()
+	waitInStack(t, "flockExclusive")
+	aside := filepath.Join(root, QuarantinePrefix+testKey+"-20261101T120000Z")
+	if err := os.Rename(filepath.Join(root, testKey), aside); err != nil {
+		t.Fatal(err)
+	}
+	before := entriesOf(t, aside)
+	unix.Flock(int(held.Fd()), unix.LOCK_UN)
+	if err := <-got; err == nil {
+		t.Error("the move aside of the meta.db of a key moved aside while it waited succeeded")
+	}
+	if after := entriesOf(t, aside); after != before {
+		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
+	}
+}
