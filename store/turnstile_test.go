@@ -217,3 +217,46 @@ func TestMoveAsideWaitingOnAQuarantineLeavesIt(t *testing.T) {
 		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
 	}
 }
+
+// TestSweepWaitingOnAQuarantineLeavesIt: the same for reap's sweep of
+// stale temps, which found nothing to sweep in the key moved aside.
+func TestSweepWaitingOnAQuarantineLeavesIt(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	stale := filepath.Join(root, testKey, tmpPrefix+"0123456789abcdef")
+	if err := os.WriteFile(stale, []byte("debris"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := clock.now.Add(-2 * StaleTempAge)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	lockKd := openDirT(t, filepath.Join(root, testKey))
+	lock, err := db.OpenWriter(lockKd, chkDB(root, testKey), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd := openDirT(t, filepath.Join(root, testKey))
+	type swept struct {
+		names []string
+		err   error
+	}
+	got := make(chan swept, 1)
+	go func() {
+		names, err := s.sweepStaleTemps(kd, testKey, clock.now.Add(-StaleTempAge), false)
+		got <- swept{names, err}
+	}()
+	waitForKeyLock(t)
+	aside := filepath.Join(root, QuarantinePrefix+testKey+"-20261101T120000Z")
+	if err := os.Rename(filepath.Join(root, testKey), aside); err != nil {
+		t.Fatal(err)
+	}
+	before := entriesOf(t, aside)
+	lock.Close()
+	if r := <-got; r.err != nil || len(r.names) != 0 {
+		t.Errorf("the sweep of a key moved aside while it waited: %v, %v; want nothing swept", r.names, r.err)
+	}
+	if after := entriesOf(t, aside); after != before {
+		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
+	}
+}
