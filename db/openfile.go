@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -156,4 +157,20 @@ func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
 		return err
 	}
 	return flockUntil(fd, write, deadline)
+}
+
+// LockExclusive takes the exclusive flock of f, dir's meta.db as its
+// caller opened it, the way a writer's open takes it: through dir's
+// turnstile (see flockGated), waiting at most timeout (0 or less means
+// DefaultLockTimeout). It is for a caller that must lock the very file it
+// opened, one no open would accept (check --repair moves a damaged meta.db
+// aside under its lock). Closing f releases it.
+func LockExclusive(dir, f *os.File, timeout time.Duration) error {
+	err := flockGated(int(dir.Fd()), int(f.Fd()), true, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	runtime.KeepAlive(dir)
+	runtime.KeepAlive(f)
+	if err != nil {
+		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	return nil
 }

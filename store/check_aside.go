@@ -54,7 +54,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 			return "", err
 		}
 		defer f.Close()
-		if err := s.flockExclusive(kd, f); err != nil {
+		if err := db.LockExclusive(kd, f, s.opts.LockTimeout); err != nil {
 			return "", err
 		}
 		if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Ino != st.Ino || now.Dev != st.Dev {

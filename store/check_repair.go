@@ -303,7 +303,7 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 	if !fsat.IsRegular(&st) {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("not a regular file")}
 	}
-	if err := s.flockExclusive(kd, f); err != nil {
+	if err := db.LockExclusive(kd, f, s.opts.LockTimeout); err != nil {
 		return "", err
 	}
 	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
@@ -336,42 +336,6 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 		}
 		return aside, fsat.SyncDir(kd)
 	}
-}
-
-// flockExclusive takes f's flock, kd's meta.db, polling until the lock
-// timeout: flock has no timeout of its own. It passes the key dir's
-// turnstile as db's writers do (db's flockGated): held exclusively while
-// it waits, it holds back new readers, whose overlapping shared flocks in
-// other processes (resolves looping on the key) left no free instant for
-// the poll, and a quarantine or a move aside failed locked. Where the key
-// dir cannot be flocked, f's flock is taken without it.
-func (s *Store) flockExclusive(kd, f *os.File) error {
-	timeout := s.opts.LockTimeout
-	if timeout <= 0 {
-		timeout = db.DefaultLockTimeout
-	}
-	deadline := time.Now().Add(timeout)
-	lock := func(f *os.File) error {
-		for {
-			err := fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB)
-			switch {
-			case err == nil:
-				return nil
-			case !errors.Is(err, unix.EWOULDBLOCK):
-				return err
-			case time.Now().After(deadline):
-				return &os.PathError{Op: "flock", Path: f.Name(), Err: db.ErrLockTimeout}
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	switch err := lock(kd); {
-	case err == nil:
-		defer fsat.Flock(kd, unix.LOCK_UN)
-	case errors.Is(err, db.ErrLockTimeout):
-		return err
-	}
-	return lock(f)
 }
 
 // sweepStaleTemps removes kd's stray temp files (promotion temps and meta.db

@@ -183,7 +183,7 @@ func TestSecondQuarantineNeverMovesAKeyMadeSince(t *testing.T) {
 			aside, err := s.Quarantine(testKey)
 			done <- quarantined{aside, err}
 		}()
-		waitForStack(t, "sessdb/store.(*Store).flockExclusive") // the second waits for the first's lock
+		waitForStack(t, "sessdb/db.LockExclusive") // the second waits for the first's lock
 	}
 	made := make(chan struct{})
 	hooks[1] = func() {

@@ -58,7 +58,7 @@ func TestQuarantineHoldsBackNewReadersWhileItWaits(t *testing.T) {
 		_, err := s.Quarantine(testKey)
 		got <- err
 	}()
-	waitInStack(t, "flockExclusive")
+	waitInStack(t, "db.LockExclusive")
 	kd := openDirT(t, filepath.Join(root, testKey))
 	d, err := db.OpenReader(kd, meta, db.Options{LockTimeout: 100 * time.Millisecond})
 	if err == nil {
@@ -203,7 +203,7 @@ func TestMoveAsideWaitingOnAQuarantineLeavesIt(t *testing.T) {
 		_, err := s.moveAside(rd, testKey, &examined)
 		got <- err
 	}()
-	waitInStack(t, "flockExclusive")
+	waitInStack(t, "db.LockExclusive")
 	aside := filepath.Join(root, QuarantinePrefix+testKey+"-20261101T120000Z")
 	if err := os.Rename(filepath.Join(root, testKey), aside); err != nil {
 		t.Fatal(err)
