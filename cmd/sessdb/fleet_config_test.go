@@ -80,6 +80,11 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:"+fleetSecret+",x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{ok, append(resolve, "--etcd-endpoints", "http://a:1,http://u:"+fleetSecret+",x,y@b:1"), "--etcd-endpoints"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://u:p@"+fleetSecret+",x@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		// A user name alone (a bearer token), or beside a password, is a
+		// credential too.
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://"+fleetSecret+"@a:1"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
+		{ok, append(resolve, "--etcd-endpoints", "https://a:1,https://"+fleetSecret+":p@b:1"), "--etcd-endpoints"},
+		{ok, append(resolve, "--etcd-endpoints", fleetSecret+"://x@a:1"), "--etcd-endpoints"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:99999"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:0"), resolve, "PI_SESSIONS_ETCD_ENDPOINTS"},
 		// An unset $HOST in http://$HOST:2379: the client would dial this

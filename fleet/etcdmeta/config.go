@@ -206,28 +206,24 @@ func (c Config) validate() (settings, error) {
 	return s, nil
 }
 
-// RedactedEndpoint is ep as an error may quote it: without the password
-// of a URL whose user information parses (url.URL.Redacted) and ends at
-// its last '@', and for any other, without anything before its last '@'.
-// A password that holds a '/', a '%' or a '#' unescaped, as a base64 one
-// may, makes the URL unparsable with the password still in it; one that
-// holds an '@' and after it a '/', '?' or '#' parses, the rest of the
-// password as the host and path; and without "//" it parses as an opaque
-// path ("user:password@host:port").
+// RedactedEndpoint is ep as an error may quote it: without anything
+// before its last '@' but an http or https scheme. No user information is
+// shown, not even a user name alone: a token given as one
+// (http://TOKEN@host:port) is as secret as a password, which
+// url.URL.Redacted alone masks. Nor is a URL parsed for it: a password
+// that holds a '/', a '%' or a '#' unescaped, as a base64 one may, makes
+// the URL unparsable with the password still in it; one that holds an '@'
+// and after it a '/', '?' or '#' parses, the rest of the password as the
+// host and path; without "//" it parses as an opaque path
+// ("user:password@host:port"), and what comes before a "://" need not be
+// a scheme ("user:password://x@host").
 func RedactedEndpoint(ep string) string {
-	if u, err := url.Parse(ep); err == nil && u.User != nil {
-		// Redacted escapes an '@' in the user name: one left past the
-		// user information's own is in the host or the path.
-		if r := u.Redacted(); strings.Count(r, "@") == 1 {
-			return r
-		}
-	}
 	at := strings.LastIndex(ep, "@")
 	if at < 0 {
 		return ep
 	}
 	scheme, _, found := strings.Cut(ep[:at], "://")
-	if !found {
+	if !found || !(strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) {
 		return "xxxxx" + ep[at:]
 	}
 	return scheme + "://xxxxx" + ep[at:]

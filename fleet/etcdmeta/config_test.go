@@ -69,6 +69,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: []string{"http://u:p@s3cr3t#x@a:1"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://u:s3cr3t", "x@a:1"}}, "Endpoints[1]"},
 		{Config{Endpoints: []string{"http://u:p@s3cr3t", "x@a:1"}}, "Endpoints[1]"},
+		// A user name alone is a credential too (a bearer token in the
+		// URL), as is a user name beside a password.
+		{Config{Endpoints: []string{"http://s3cr3t@a:1"}}, "Endpoints[0]"},
+		{Config{Endpoints: []string{"https://a:1", "https://s3cr3t:p@b:1"}}, "Endpoints[1]"},
+		{Config{Endpoints: []string{"s3cr3t://x@a:1"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:99999"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:0"}}, "Endpoints[0]"},
 		{Config{Endpoints: ep, Prefix: "/"}, "Prefix"},
@@ -106,6 +111,25 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		var ce *ConfigError
 		if _, verr := tc.cfg.Validate(); !errors.As(verr, &ce) || ce.Field != tc.field || verr.Error() != err.Error() {
 			t.Errorf("%+v: Validate = %v, want a *ConfigError of field %s, as Open's", tc.cfg, verr, tc.field)
+		}
+	}
+}
+
+// RedactedEndpoint shows no user information at all: a user name alone
+// (a bearer token) is as secret as a password.
+func TestRedactedEndpointShowsNoUserInformation(t *testing.T) {
+	for ep, want := range map[string]string{
+		"http://s3cr3t@a:2379":     "http://xxxxx@a:2379",
+		"https://s3cr3t:pw@a:2379": "https://xxxxx@a:2379",
+		"http://u:s3cr3t/x@a:1":    "http://xxxxx@a:1",
+		"http://u:p@s3cr3t/x@a:1":  "http://xxxxx@a:1",
+		"u:s3cr3t@a:1":             "xxxxx@a:1",
+		"s3cr3t://x@a:1":           "xxxxx@a:1",
+		"u:s3cr3t://x@a:1":         "xxxxx@a:1",
+		"http://a:1":               "http://a:1",
+	} {
+		if got := RedactedEndpoint(ep); got != want {
+			t.Errorf("RedactedEndpoint(%q) = %q, want %q", ep, got, want)
 		}
 	}
 }
