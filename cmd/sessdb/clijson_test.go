@@ -154,6 +154,44 @@ func TestEtcdPrefixWithWhiteSpaceIsAnError(t *testing.T) {
 	}
 }
 
+// The fleet's transcripts dir follows the same rule: white space around
+// it is a quoting mistake, and taken as given, where such a dir exists
+// (' ' made in the worker's working directory, a second dir beside the
+// mount), every transcript is absent there and promote fills it. It is a
+// configuration error naming the variable or flag, exit 2, before any
+// connection, whether or not such a dir exists.
+func TestTranscriptsDirWithWhiteSpaceIsAnError(t *testing.T) {
+	clearEnv(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	real := filepath.Join(t.TempDir(), "transcripts")
+	for _, d := range []string{real, real + " ", filepath.Join(cwd, " "), filepath.Join(cwd, "\u00a0")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "100ms")
+	for _, c := range []struct{ env, flag, name string }{
+		{env: " ", name: "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{env: real + " ", name: "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{env: real + "\n", name: "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{flag: "\u00a0", name: "--transcripts-dir"},
+		{flag: " " + real, name: "--transcripts-dir"},
+	} {
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", c.env)
+		for _, args := range [][]string{{"dump", "--json"}, {"reap", "--json"}} {
+			if c.flag != "" {
+				args = append(args, "--transcripts-dir", c.flag)
+			}
+			code, out, errs := runCLI(t, args...)
+			if code != exitUsage || out != "" || !strings.Contains(errs, c.name) || !strings.Contains(errs, "white space") || strings.Count(errs, "\n") != 1 {
+				t.Errorf("%s %q, %s: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the white space", c.name, c.env+c.flag, args[0], code, out, errs, c.name)
+			}
+		}
+	}
+}
+
 // stopOnWrite is a stderr that stops the fleet's etcd member at its first
 // write, the walk's progress line after the first entry: the walk has
 // begun, and what is left to read fails.

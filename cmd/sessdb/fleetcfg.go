@@ -119,6 +119,12 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	if d == "" {
 		return fc, true, fmt.Errorf("the transcripts dir is required with %s: set --transcripts-dir or PI_SESSIONS_TRANSCRIPTS_DIR", name)
 	}
+	// As with a sessions root: white space around it is a quoting
+	// mistake, and where such a dir exists (' ' in the working directory,
+	// one beside the mount) every transcript is absent there.
+	if err := spaceAround(dn, d, "a transcripts dir's name has none"); err != nil {
+		return fc, true, err
+	}
 	if err := utf8Path(dn, d); err != nil {
 		return fc, true, err
 	}
