@@ -76,7 +76,22 @@ func unknownEnv(environ []string) []string {
 // lacked and one more had, so two letters swapped in
 // PI_SESSIONS_TRANSCRIPTS_DIR are two words from it and one from
 // PI_SESSIONS_DIR (a setting a fleet refuses).
+//
+// A name that begins a candidate is a name cut short: the candidates it
+// begins are the only ones weighed. Else a word cut short is a word
+// lacked and one more had, and a short word elsewhere is nearer by
+// letters: PI_SESSIONS_ETCD_PASS was as far from PI_SESSIONS_ETCD_CA by
+// words as from PI_SESSIONS_ETCD_PASSWORD, and nearer by letters.
 func closest(name string, candidates []string) string {
+	var begun []string
+	for _, c := range candidates {
+		if strings.HasPrefix(c, name) {
+			begun = append(begun, c)
+		}
+	}
+	if len(begun) > 0 {
+		candidates = begun
+	}
 	best, bestDist, bestEdit := "", math.MaxInt, math.MaxInt
 	for _, c := range candidates {
 		e := editDistance(name, c)

@@ -235,6 +235,50 @@ func TestFleetVariablesAreKnown(t *testing.T) {
 			}
 		}
 	}
+	// A name cut short is the variable it begins: PI_SESSIONS_ETCD_PASS
+	// was pointed at PI_SESSIONS_ETCD_CA (one word from it, as from
+	// PASSWORD, and fewer letters), PI_SESSIONS_ETCD_US at
+	// PI_SESSIONS_ETCD_CA (two letters from each, CA first in order).
+	for name, want := range map[string]string{
+		"PI_SESSIONS_ETCD_PASS":    "PI_SESSIONS_ETCD_PASSWORD",
+		"PI_SESSIONS_ETCD_US":      "PI_SESSIONS_ETCD_USER",
+		"PI_SESSIONS_ETCD_END":     "PI_SESSIONS_ETCD_ENDPOINTS",
+		"PI_SESSIONS_TRANSCRIPTS":  "PI_SESSIONS_TRANSCRIPTS_DIR",
+		"PI_SESSION_MAX_CONTEXT":   "PI_SESSION_MAX_CONTEXT_PCT",
+		"PI_SESSION_PROMOTE":       "PI_SESSION_PROMOTE_REQUIRE",
+		"PI_SESSIONS_ETCD_TIME":    "PI_SESSIONS_ETCD_TIMEOUT",
+		"PI_SESSIONS_ETCD_PASSWOR": "PI_SESSIONS_ETCD_PASSWORD",
+		"PI_SESSIONS_ETCD_PRE":     "PI_SESSIONS_ETCD_PREFIX",
+	} {
+		if got := closest(name, knownEnv()); got != want {
+			t.Errorf("closest to %s: %s, want %s", name, got, want)
+		}
+	}
+	// Every prefix of a variable is pointed at a variable it begins: that
+	// one, if no other begins with it.
+	for _, v := range known {
+		for i := len(envPrefix); i < len(v); i++ {
+			cut := v[:i]
+			if slices.Contains(known, cut) {
+				continue
+			}
+			var begun []string
+			for _, k := range known {
+				if strings.HasPrefix(k, cut) {
+					begun = append(begun, k)
+				}
+			}
+			if got := closest(cut, known); !slices.Contains(begun, got) || len(begun) == 1 && got != v {
+				t.Errorf("closest to %s: %s, want one of %v", cut, got, begun)
+			}
+		}
+	}
+	// The warning a command prints says so too.
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_PASS", "x")
+	if _, _, errs := runCLI(t, "dump", t.TempDir()); !strings.Contains(errs, "PI_SESSIONS_ETCD_PASS is not a variable sessdb reads, and is ignored; did you mean PI_SESSIONS_ETCD_PASSWORD?") {
+		t.Errorf("PI_SESSIONS_ETCD_PASS: %q", errs)
+	}
 	for _, v := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_ETCD_PREFIX", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_CA", "PI_SESSIONS_ETCD_CERT",
 		"PI_SESSIONS_ETCD_KEY", "PI_SESSIONS_ETCD_USER", "PI_SESSIONS_ETCD_PASSWORD", "PI_SESSIONS_ETCD_TIMEOUT"} {
 		found := false
