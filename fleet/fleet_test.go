@@ -282,6 +282,35 @@ func TestReapCountsAFailedKeyOnce(t *testing.T) {
 	}
 }
 
+// A record that does not decode is a key reap cannot judge: with a TTL it
+// is in Skipped (sessdb reap: failed, exit 1), not in Kept, as a sessions
+// root's reap counts a key whose meta.db is damaged (store.ReapWith); with
+// none, no key is judged, and it is kept, as the root's is. Before, it was
+// counted kept either way.
+func TestReapCountsAnUndecodableRecordAsFailed(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	fresh, damaged := store.Key("github", "reap-undecodable", "fresh"), store.Key("github", "reap-undecodable", "damaged")
+	f.run(fresh, "fresh")
+	f.run(damaged, "damaged")
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+damaged, "\xc1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour, DryRun: dry})
+		if err != nil || len(r.Removed) != 0 || len(r.Skipped) != 1 || !errors.Is(r.Skipped[damaged], etcdmeta.ErrDamaged) || r.Kept != 1 {
+			t.Errorf("dry run %v: reap = %+v, %v; want %s skipped (failed, ErrDamaged) and only %s kept", dry, r, err, damaged, fresh)
+		}
+	}
+	r, err := f.b.Reap(t.Context(), ReapOptions{})
+	if err != nil || len(r.Skipped) != 0 || r.Kept != 2 {
+		t.Errorf("without a TTL: reap = %+v, %v; want both kept", r, err)
+	}
+	if got := f.files(damaged); len(got) != 1 {
+		t.Errorf("the damaged key's files: %v; want its one file kept", got)
+	}
+}
+
 // Reap removes an expired key and its file, keeps a key promoted under it,
 // and sweeps files no record needs once their grace period has passed;
 // never a record's own file, nor anything of a key whose record is
@@ -322,8 +351,10 @@ func TestReap(t *testing.T) {
 		t.Fatalf("dry run = %+v, %v", dry, err)
 	}
 	r, err := f.b.Reap(t.Context(), ReapOptions{TTL: ttl})
-	if err != nil || !slices.Equal(r.Removed, []string{old}) || len(r.Swept) != 0 || r.Kept != 3 {
-		t.Fatalf("reap = %+v, %v; want %s removed, nothing swept in its grace period", r, err, old)
+	// The damaged record is one reap could not judge: failed, not kept
+	// (TestReapCountsAnUndecodableRecordAsFailed).
+	if err != nil || !slices.Equal(r.Removed, []string{old}) || len(r.Swept) != 0 || r.Kept != 2 || len(r.Skipped) != 1 || r.Skipped[damaged] == nil {
+		t.Fatalf("reap = %+v, %v; want %s removed, %s failed, nothing swept in its grace period", r, err, old, damaged)
 	}
 	if sess, _ := resolveOn(t, f.s, old); sess.Reason != gates.Absent || len(f.files(old)) != 0 {
 		t.Fatalf("the reaped key: %s, files %v (were %v)", sess.Reason, f.files(old), oldFiles)

@@ -42,7 +42,9 @@ type ReapResult struct {
 	Kept    int      // keys kept, but those in Skipped
 	// Skipped are keys left for the next reap, each with why: locked by
 	// another reaper, its lock lost, a record that changed under the reap,
-	// a key dir in the transcripts dir that could not be read. Such a key
+	// with a TTL a record that could not be read (ErrDamaged,
+	// ErrNewerSchema), a key dir in the transcripts dir that could not be
+	// read. Such a key
 	// is not counted in Kept, as a sessions root's reap counts it
 	// (store.ReapResult): sessdb reap's summary says failed, not kept.
 	Skipped map[string]error
@@ -81,6 +83,17 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	for _, key := range slices.Sorted(maps.Keys(records)) {
 		it := records[key]
+		if it.Err != nil && o.TTL > 0 && !errors.Is(it.Err, etcdmeta.ErrInvalidKey) {
+			// Whether it expired cannot be told: a key reap could not
+			// do, as a sessions root's reap counts a key whose meta.db
+			// is damaged. Without a TTL no key is judged, and it is
+			// kept, as the root's is.
+			if res.Skipped == nil {
+				res.Skipped = map[string]error{}
+			}
+			res.Skipped[key] = it.Err
+			continue
+		}
 		if it.Err != nil || !b.expired(key, it.Record, o.TTL, now()) {
 			res.Kept++
 			continue

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"sessdb/internal/sample"
 )
 
 // The shipped sample as a sessions root and moved into a fleet (migrate,
@@ -106,5 +108,41 @@ func TestFleetOutputMatchesTheRoot(t *testing.T) {
 		if rout != fout || rout == "" {
 			t.Errorf("%v:\n--- root\n%s--- fleet\n%s", args, rout, fout)
 		}
+	}
+
+	// The expired key's meta.db damaged on the root, its record on the
+	// fleet: reap cannot tell whether it expired, and says so alike, a
+	// key it could not do (fail, exit 1), not a key kept. Before, the
+	// fleet's reap counted it kept and exited 0. The detail is each
+	// store's own error.
+	if err := os.Truncate(filepath.Join(root, sample.Expired, "meta.db"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.Client(t).Put(t.Context(), f.prefix+"/record/"+sample.Expired, "\xc1"); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"reap", "--dry-run", "--json"}
+	rc, rout, rerrs := onRoot(args...)
+	fc, fout, ferrs := runCLI(t, args...)
+	rl, fl := strings.Split(strings.TrimSpace(rout), "\n"), strings.Split(strings.TrimSpace(fout), "\n")
+	if rc != exitFault || fc != rc || len(rl) != len(fl) || !strings.Contains(rerrs, sample.Expired) || !strings.Contains(ferrs, sample.Expired) {
+		t.Fatalf("a damaged expired key: exit %d on the root, %d on the fleet; want 1, naming it on stderr\n%s%s%s%s", rc, fc, rout, rerrs, fout, ferrs)
+	}
+	failed := 0
+	for i := range rl {
+		var r, g map[string]any
+		if json.Unmarshal([]byte(rl[i]), &r) != nil || json.Unmarshal([]byte(fl[i]), &g) != nil {
+			t.Fatalf("line %d: not JSON\n%s\n%s", i, rl[i], fl[i])
+		}
+		if r["action"] == "fail" && g["action"] == "fail" && r["key"] == sample.Expired && g["key"] == sample.Expired && r["detail"] != nil && g["detail"] != nil {
+			failed++
+			r["detail"], g["detail"] = nil, nil
+		}
+		if !reflect.DeepEqual(r, g) {
+			t.Errorf("a damaged expired key, line %d differs:\nroot  %s\nfleet %s", i, rl[i], fl[i])
+		}
+	}
+	if failed != 1 {
+		t.Errorf("a damaged expired key: %d fail actions for it on both; want 1\nroot\n%s\nfleet\n%s", failed, rout, fout)
 	}
 }

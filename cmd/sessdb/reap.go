@@ -35,9 +35,9 @@ quarantine dir (check --quarantine) is left alone. One line per action and
 a summary; --json one object per action and a summary (docs/json.md).
 --dry-run prints what would be done and changes nothing.
 
-A key reap could not do (an I/O error, its lock not had in time, something
-in it that is not the store's) is named on stderr, and reap exits 1 after
-the others.
+A key reap could not do (an I/O error, a damaged meta.db or, on a fleet,
+record, its lock not had in time, something in it that is not the store's)
+is named on stderr, and reap exits 1 after the others.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) reap removes each expired key
 under its lease-backed etcd lock, by a delete guarded by the revision it
