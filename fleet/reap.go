@@ -40,13 +40,18 @@ type ReapResult struct {
 	Removed []string // keys, in key order
 	Swept   []string // files no record needed, and empty dirs of keys with none ("<key>/"), as shared names them
 	Kept    int      // keys kept, but those in Skipped
+	// NotKeys are the records whose name is no key
+	// (etcdmeta.ErrInvalidKey), in order, as their etcd keys (check's
+	// path for them): left alone, as a sessions root's reap leaves a name
+	// that is no key, and in none of the above.
+	NotKeys []string
 	// Skipped are keys left for the next reap, each with why: locked by
 	// another reaper, its lock lost, a record that changed under the reap,
 	// with a TTL a record that could not be read (ErrDamaged,
 	// ErrNewerSchema), a key dir in the transcripts dir that could not be
-	// read. Such a key
-	// is not counted in Kept, as a sessions root's reap counts it
-	// (store.ReapResult): sessdb reap's summary says failed, not kept.
+	// read. Such a key is not counted in Kept, as a sessions root's reap
+	// counts it (store.ReapResult): sessdb reap's summary says failed, not
+	// kept.
 	Skipped map[string]error
 }
 
@@ -83,7 +88,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	for _, key := range slices.Sorted(maps.Keys(records)) {
 		it := records[key]
-		if it.Err != nil && o.TTL > 0 && !errors.Is(it.Err, etcdmeta.ErrInvalidKey) {
+		if errors.Is(it.Err, etcdmeta.ErrInvalidKey) {
+			res.NotKeys = append(res.NotKeys, b.meta.Prefix()+"/record/"+key)
+			continue
+		}
+		if it.Err != nil && o.TTL > 0 {
 			// Whether it expired cannot be told: a key reap could not
 			// do, as a sessions root's reap counts a key whose meta.db
 			// is damaged. Without a TTL no key is judged, and it is
@@ -142,7 +151,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 		if _, ok := res.Skipped[key]; !ok {
 			res.Skipped[key] = err
-			if _, kept := records[key]; kept && !slices.Contains(res.Removed, key) {
+			if _, kept := records[key]; kept && !slices.Contains(res.Removed, key) && etcdmeta.ValidKey(key) {
 				res.Kept--
 			}
 		}

@@ -13,7 +13,8 @@ import (
 // order, and counts it, in the actions and counts of a key dir's reap: a
 // key removed, a temp removed, a key reap could not do (fail: left for
 // the next reap, exit 1); and remove-orphan, a generation file no record
-// needs, past the grace period. Every key reap looked at is an entry.
+// needs, past the grace period. Every key reap looked at is an entry, and
+// every name under the records that is no key an entry skipped.
 func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapAction, reapSummary) {
 	unroot := strings.NewReplacer(strings.TrimSuffix(dir, "/")+"/", "")
 	var actions []reapAction
@@ -38,6 +39,13 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		why := unroot.Replace(err.Error())
 		add(reapFail, key, &why)
 	}
+	// A name under the records that is no key: skipped, with no key, as
+	// a root's reap skips a name that is no key.
+	for _, name := range res.NotKeys {
+		why := "not a key"
+		actions = append(actions, reapAction{Action: reapSkip, Path: name, DryRun: dryRun, Detail: &why})
+	}
+	sum.Skipped = len(res.NotKeys)
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
 	// A failed key is not in Kept (fleet.ReapResult), but may be in
 	// Removed: a key removed whose key dir in the transcripts dir could
@@ -49,5 +57,6 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		}
 	}
 	sum.Keys = sum.Entries
+	sum.Entries += len(res.NotKeys)
 	return actions, sum
 }

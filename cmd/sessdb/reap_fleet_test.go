@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"sessdb/fleet"
@@ -32,5 +34,30 @@ func TestFleetReapSummaryCountsARemovedAndFailedKeyOnce(t *testing.T) {
 		if sum.Entries != 1 || sum.Keys != 1 || sum.Removed != 1 || sum.Failed != 1 {
 			t.Errorf("dry run %v: %+v; want one entry and one key, removed and failed", dry, sum)
 		}
+	}
+}
+
+// A name under a fleet's records that is no key (a hand-written etcd key)
+// is left alone and reported as a sessions root's reap reports a name
+// that is no key: skip, "not a key", no key, an entry but not a key, exit
+// 0; its path is its etcd key, as check names it. Before, the fleet counted it a kept key.
+func TestFleetReapSkipsARecordNameThatIsNoKey(t *testing.T) {
+	f := startFleet(t)
+	f.run(t, store.Key("github", "reap", "kept"), "1")
+	if _, err := f.c.Client(t).Put(t.Context(), f.prefix+"/record/not-a-key", "x"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "reap", "--json", "--ttl-days", "14")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var a reapAction
+	var s struct{ Summary reapSummary }
+	if code != exitOK || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &a) != nil || json.Unmarshal([]byte(lines[1]), &s) != nil {
+		t.Fatalf("exit %d, %s%s; want exit 0, one action and the summary", code, out, errs)
+	}
+	if a.Action != reapSkip || a.Key != nil || a.Path != f.prefix+"/record/not-a-key" || a.Detail == nil || *a.Detail != "not a key" {
+		t.Errorf("action %s; want skip, its etcd key (check's path), no key, detail \"not a key\"", lines[0])
+	}
+	if sum := s.Summary; sum.Entries != 2 || sum.Keys != 1 || sum.Kept != 1 || sum.Skipped != 1 || sum.Failed != 0 {
+		t.Errorf("summary %s; want 2 entries, 1 key kept, 1 name skipped", lines[1])
 	}
 }
