@@ -257,7 +257,7 @@ func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db
 	before := lockonly.Look(kd)
 	defer before.Close()
 	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
-	if err != nil || !m.movedAside(kd, name) {
+	if err != nil || !fsat.Moved(m.rootDir, name, kd) {
 		return d, sc, err
 	}
 	if write && before.MadeByOpen(kd, d, sc) {
@@ -267,20 +267,6 @@ func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db
 	}
 	d.Close()
 	return nil, db.Sidecars{}, errMovedAside
-}
-
-// movedAside reports whether kd, opened as the root's entry name, is no
-// longer there: nothing at the name, or another file.
-func (m *migration) movedAside(kd *os.File, name string) bool {
-	held, err := fsat.Fstat(kd)
-	if err != nil {
-		return false
-	}
-	now, err := fsat.LstatAt(m.rootDir, name)
-	if err != nil {
-		return fsat.IsNotExist(err)
-	}
-	return now.Dev != held.Dev || now.Ino != held.Ino
 }
 
 // lockErr files an open of meta.db that got no lock: not had in time is

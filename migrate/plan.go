@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/db"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -112,20 +110,6 @@ func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
 // vanishedCause is the skip of a key dir that is no longer at its name.
 const vanishedCause = "vanished"
 
-// gone reports whether kd, opened as the root's entry name, is no longer
-// there: nothing at the name, or another file.
-func (m *migrator) gone(kd *os.File, name string) bool {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(kd.Fd()), &st); err != nil {
-		return false
-	}
-	now, err := fsat.LstatAt(m.rootDir, name)
-	if err != nil {
-		return fsat.IsNotExist(err)
-	}
-	return now.Dev != st.Dev || now.Ino != st.Ino
-}
-
 // convert plans one entry of the root with c and, unless this is a dry
 // run, applies the plan; every failure becomes the report's.
 func (m *migrator) convert(c conversion, name string) Report {
@@ -139,7 +123,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 	// write (under a shared lock, or none), and it is not applied.
 	write := !m.opts.DryRun
 	p, err := c.plan(m, kd, name, write)
-	if err != nil && p.lock == nil && fsat.IsNotExist(err) && m.gone(kd, name) {
+	if err != nil && p.lock == nil && fsat.IsNotExist(err) && fsat.Moved(m.rootDir, name, kd) {
 		// Removed or moved away while the plan waited for its lock (a
 		// reap, check --quarantine): nothing of it was converted, and
 		// there is nothing for a re-run to finish.
@@ -155,7 +139,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 		p.Key = name
 		return p.Report // no lock, nothing to apply or to clean up
 	}
-	if write && m.gone(kd, name) {
+	if write && fsat.Moved(m.rootDir, name, kd) {
 		// Moved aside (check --quarantine) while the plan waited for the
 		// lock: the dir held is no longer the key, and a quarantine dir is
 		// left as the quarantine left it. Only a meta.db this plan's open

@@ -189,6 +189,22 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 	return st, nil
 }
 
+// Moved reports whether f, opened as dir's entry name, is no longer there:
+// nothing at the name, or another file (the name not followed). A stat
+// that fails otherwise is not taken for a move: the caller goes on as
+// with the file in place, and its own calls meet the error.
+func Moved(dir *os.File, name string, f *os.File) bool {
+	held, err := Fstat(f)
+	if err != nil {
+		return false
+	}
+	now, err := LstatAt(dir, name)
+	if err != nil {
+		return IsNotExist(err)
+	}
+	return now.Dev != held.Dev || now.Ino != held.Ino
+}
+
 // Fstat is like (*os.File).Stat, but returns the system's own record.
 func Fstat(f *os.File) (unix.Stat_t, error) {
 	var st unix.Stat_t

@@ -299,3 +299,35 @@ func TestReadSmallFileNeverOpensADevice(t *testing.T) {
 		t.Errorf("ReadSmallFile opened the device %d times", n)
 	}
 }
+
+func TestMoved(t *testing.T) {
+	root := t.TempDir()
+	rd, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if err := os.Mkdir(filepath.Join(root, "k"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kd, err := OpenDirAt(rd, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	if Moved(rd, "k", kd) {
+		t.Fatal("a dir at its name is taken for moved")
+	}
+	if err := os.Rename(filepath.Join(root, "k"), filepath.Join(root, ".aside")); err != nil {
+		t.Fatal(err)
+	}
+	if !Moved(rd, "k", kd) {
+		t.Fatal("a dir gone from its name is not moved")
+	}
+	if err := os.Symlink(".aside", filepath.Join(root, "k")); err != nil {
+		t.Fatal(err)
+	}
+	if !Moved(rd, "k", kd) {
+		t.Fatal("a link to the dir at its name is taken for the dir, followed")
+	}
+}
