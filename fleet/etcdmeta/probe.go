@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -64,6 +65,43 @@ func handshake(base *tls.Config, endpoint string, within time.Duration) error {
 	}
 	// One deadline for the dial, the handshake and the read.
 	deadline := time.Now().Add(within)
+	// A member that serves plain http takes a ClientHello and never
+	// answers it: silence, as from a stopped member. It answers plain
+	// HTTP on the same port, which is asked at the same time.
+	plain := make(chan bool, 1)
+	go func() { plain <- servesPlainHTTP(u.Host, deadline) }()
+	if err := tlsHandshake(base, endpoint, u, deadline); err != nil {
+		return err
+	}
+	if <-plain {
+		return fmt.Errorf("TLS with %s: the member answers plain HTTP, without TLS: give its http:// URL, or serve TLS on it", endpoint)
+	}
+	return nil
+}
+
+// servesPlainHTTP reports whether host answers etcd's /version over plain
+// HTTP before deadline. A member serving TLS never answers that with 200.
+func servesPlainHTTP(host string, deadline time.Time) bool {
+	d := net.Dialer{Deadline: deadline}
+	conn, err := d.Dial("tcp", host)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	conn.SetDeadline(deadline)
+	if _, err := fmt.Fprintf(conn, "GET /version HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host); err != nil {
+		return false
+	}
+	status, err := bufio.NewReaderSize(conn, 64).ReadSlice('\n')
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(string(status), "HTTP/1.1 200 ") || strings.HasPrefix(string(status), "HTTP/1.0 200 ")
+}
+
+// tlsHandshake is handshake's TLS half: the first TLS failure of a
+// handshake with endpoint, or nil.
+func tlsHandshake(base *tls.Config, endpoint string, u *url.URL, deadline time.Time) error {
 	d := net.Dialer{Deadline: deadline}
 	raw, err := d.Dial("tcp", u.Host)
 	if err != nil {

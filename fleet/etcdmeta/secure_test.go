@@ -199,3 +199,32 @@ func TestSilentTLSMemberIsUnavailableWithinTheTimeout(t *testing.T) {
 		t.Fatalf("err = %v after %v with a %v timeout; want ErrUnavailable within about the timeout", err, took, timeout)
 	}
 }
+
+// https:// endpoints given for members that serve plain http: etcd's
+// listener takes the TLS handshake and never answers it, so the request
+// ran out of time and the probe, hearing silence, said unavailable (a
+// resolve: store-unavailable, every job a cold start, with nothing to
+// say why). The members answer plain HTTP on the same port, which the
+// probe now asks too: the error is the TLS failure it is (ErrAuth),
+// naming the endpoint and the mismatch.
+func TestHTTPSEndpointOfAPlainMemberIsNamed(t *testing.T) {
+	c := etcdtest.Start1(t)
+	var eps []string
+	for _, ep := range c.Endpoints() {
+		eps = append(eps, strings.Replace(ep, "http://", "https://", 1))
+	}
+	s, err := Open(Config{Endpoints: eps, RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	began := time.Now()
+	_, err = s.GetRecord(ctx(t), newKey())
+	took := time.Since(began)
+	if !errors.Is(err, ErrAuth) || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), eps[0]) || !strings.Contains(err.Error(), "without TLS") {
+		t.Fatalf("https to a plain-http member: %v after %v; want ErrAuth naming %s and the missing TLS", err, took, eps[0])
+	}
+	if took > 2*time.Second {
+		t.Errorf("it took %v", took)
+	}
+}
