@@ -31,7 +31,8 @@ matching each key's own stamps would get now; the promotions of the last
 promoted; the distributions of transcript size, resume chain and context
 occupancy (per bucket, p50, p95, max); and the bytes the transcripts and the
 metadata take. stats does not run on a fleet: with PI_SESSIONS_ETCD_ENDPOINTS
-set and no sessions root given, it exits 2 saying so.
+set and no sessions root given, it exits 2 saying so; with a root given too,
+it counts the root and says so on stderr, naming it.
 
 The default is a short report for people; --json prints one object, and
 --prometheus the text exposition format, for node_exporter's textfile
@@ -63,8 +64,12 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		case *asJSON && *asProm:
 			return inv.rep.usage(errors.New("--json and --prometheus: choose one"))
 		}
-		if err := statsNotOnAFleet(cfg, inv.arg(0), os.Getenv); err != nil {
+		note, err := statsNotOnAFleet(cfg, inv.arg(0), os.Getenv)
+		if err != nil {
 			return inv.rep.config(err)
+		}
+		if note != "" {
+			inv.rep.warn(note)
 		}
 		st, code := openWalk(inv, cfg, atOpt)
 		if st == nil {
@@ -107,15 +112,27 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 
 // statsNotOnAFleet refuses a stats run whose environment names a fleet
 // (PI_SESSIONS_ETCD_ENDPOINTS) and no sessions root: stats counts a
-// sessions root only, and "sessions-dir-unset" would hide why.
-func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) error {
+// sessions root only, and "sessions-dir-unset" would hide why. With a
+// root given too it counts the root, and returns a note saying so: every
+// other command refuses the two together, and a worker's environment
+// with a PI_SESSIONS_DIR left from before its move to the fleet would
+// otherwise print the old root's figures as if they were the fleet's.
+func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) (note string, err error) {
 	if getenv("PI_SESSIONS_ETCD_ENDPOINTS") == "" {
-		return nil
+		return "", nil
 	}
-	if _, err := cfg.dir(getenv, arg); !errors.Is(err, errSessionsDirUnset) {
-		return nil
+	root, err := cfg.dir(getenv, arg)
+	switch {
+	case errors.Is(err, errSessionsDirUnset):
+		return "", errors.New("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: it counts a sessions root (DIR, --sessions-dir or PI_SESSIONS_DIR)")
+	case err != nil:
+		return "", nil // the root's own error, reported when it is opened
 	}
-	return errors.New("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: it counts a sessions root (DIR, --sessions-dir or PI_SESSIONS_DIR)")
+	from := "the DIR argument"
+	if arg == "" {
+		_, from = cfg.sessionsDir.get(getenv)
+	}
+	return fmt.Sprintf("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: these are the figures of the sessions root %s (%s), not the fleet's", root, from), nil
 }
 
 // statsJSON is the object stats --json prints (docs/stats.md). Every field

@@ -610,6 +610,40 @@ func TestStatsOnAFleetEnvironment(t *testing.T) {
 	}
 }
 
+// stats given a sessions root on a fleet worker's environment counts the
+// root, and says on stderr that these are the root's figures, naming it
+// and where it came from: every other command refuses a root and the
+// fleet together, and a PI_SESSIONS_DIR left from before a move to the
+// fleet printed the old root's figures without a word.
+func TestStatsOnARootWithAFleetEnvironmentSaysWhichItCounted(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:2379")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	root := copySample(t)
+	for _, c := range []struct {
+		args []string
+		env  string
+		from string
+	}{
+		{[]string{"stats", "--log-format", "console", root}, "", "the DIR argument"},
+		{[]string{"stats", "--log-format", "console"}, root, "PI_SESSIONS_DIR"},
+	} {
+		t.Setenv("PI_SESSIONS_DIR", c.env)
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitOK || !strings.Contains(out, "keys") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", c.args, code, out, errs)
+		}
+		if !strings.Contains(errs, "does not run on a fleet") || !strings.Contains(errs, root) || !strings.Contains(errs, c.from) {
+			t.Errorf("%v: stderr %q, want a note that the root %s (%s) was counted, not the fleet", c.args, errs, root, c.from)
+		}
+	}
+	// Without the fleet's environment, no note.
+	clearEnv(t)
+	if code, _, errs := runCLI(t, "stats", root); code != exitOK || errs != "" {
+		t.Errorf("stats DIR alone: exit %d, stderr %q", code, errs)
+	}
+}
+
 // docs/stats.md's synopsis is the command's usage line: it lacked --at,
 // which the page's own sample report is run with.
 func TestStatsDocSynopsisIsTheUsage(t *testing.T) {
