@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/rs/zerolog"
 
 	"sessdb/fleet"
 	"sessdb/store"
@@ -65,6 +68,28 @@ const (
 	reapSkip       = "skip"          // a name left alone: not a key, not a directory, a quarantine dir
 	reapFail       = "fail"          // a name reap could not do: detail says why (exit 1)
 )
+
+// removal is how the text report says an action that removed or moved
+// something was done ("removed"), or "" for one that changed nothing.
+func removal(action string) string {
+	switch action {
+	case reapRemoveKey, reapRemoveTemp, reapOrphan:
+		return "removed"
+	case reapFinish:
+		return "finished"
+	case reapRestore:
+		return "restored"
+	}
+	return ""
+}
+
+// actionKey is the key a's line names, or "" for none.
+func actionKey(a reapAction) string {
+	if a.Key == nil {
+		return ""
+	}
+	return *a.Key
+}
 
 // reapAction is one line of reap --json.
 type reapAction struct {
@@ -161,7 +186,17 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 		prog.clear()
 		interrupted := errors.Is(err, context.Canceled)
 		if err != nil && !interrupted {
-			return inv.rep.fault(err) // nothing is printed: no zero summary
+			// Nothing is printed on stdout, no zero summary; but what was
+			// removed before the failure (a fleet's etcd lost after some
+			// keys) is gone for good, and is named on stderr.
+			if !*dryRun {
+				for _, a := range actions {
+					if done := removal(a.Action); done != "" {
+						inv.rep.line(zerolog.WarnLevel, actionKey(a), -1, fmt.Sprintf("%s %s before reap stopped", done, a.Path))
+					}
+				}
+			}
+			return inv.rep.fault(err)
 		}
 		sum.TTLSeconds, sum.Interrupted = int64(sopts.Bounds.TTL.Seconds()), interrupted
 		for _, a := range actions {

@@ -3,8 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"sessdb/fleet"
 	"sessdb/store"
@@ -59,5 +65,43 @@ func TestFleetReapSkipsARecordNameThatIsNoKey(t *testing.T) {
 	}
 	if sum := s.Summary; sum.Entries != 2 || sum.Keys != 1 || sum.Kept != 1 || sum.Skipped != 1 || sum.Failed != 0 {
 		t.Errorf("summary %s; want 2 entries, 1 key kept, 1 name skipped", lines[1])
+	}
+}
+
+// A fleet reap that loses etcd after it removed a key fails (exit 1,
+// nothing on stdout, as every failed command), and names on stderr what
+// it removed before it stopped: that key and its transcript are gone for
+// good. It said only "etcd unavailable", so the operator could not tell
+// that anything was removed, nor which key.
+func TestFleetReapThatStopsNamesWhatItRemoved(t *testing.T) {
+	f := startFleet(t)
+	prev := clock
+	t.Cleanup(func() { clock = prev })
+	keys := []string{store.Key("github", "reap-stop", "a"), store.Key("github", "reap-stop", "b")}
+	slices.Sort(keys)
+	clock = func() time.Time { return fleetNow.Add(-20 * 24 * time.Hour) }
+	for i, k := range keys {
+		f.run(t, k, "j"+strconv.Itoa(i))
+	}
+	files, _ := filepath.Glob(filepath.Join(f.dir, keys[0], "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the first key's files: %v", files)
+	}
+	// The member stops as reap judges the second key, once the first's
+	// transcript is gone (reap reads its clock for each key it judges).
+	stopped := false
+	clock = func() time.Time {
+		if _, err := os.Stat(files[0]); !stopped && errors.Is(err, fs.ErrNotExist) {
+			stopped = true
+			f.c.Stop(0)
+		}
+		return fleetNow
+	}
+	code, out, errs := runCLI(t, "reap", "--etcd-timeout", "200ms", "--log-format", "console")
+	if !stopped || code != exitFault || out != "" || !strings.Contains(errs, "etcd unavailable") {
+		t.Fatalf("reap losing etcd after the first key: stopped %v, exit %d, stdout %q, stderr %q", stopped, code, out, errs)
+	}
+	if !strings.Contains(errs, "removed "+keys[0]+" before reap stopped") || strings.Contains(errs, "removed "+keys[1]) {
+		t.Errorf("stderr %q: want the first key named as removed, and only it", errs)
 	}
 }
