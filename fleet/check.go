@@ -260,7 +260,7 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 // that does not decode makes those fail (promote-failed) until it is
 // removed, while the key resumes as if nothing were wrong.
 func (c *checker) history(ctx context.Context, key string, add addFunc) error {
-	_, err := c.b.meta.Get(ctx, key)
+	_, err := c.b.readIn(ctx, key, c.b.meta.Get)
 	switch {
 	case err == nil:
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):

@@ -51,7 +51,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		leave(err.Error())
 		return nil
 	}
-	unlock, lost, err := c.b.meta.Lock(ctx, key)
+	unlock, lost, err := c.b.lock(ctx, key)
 	if errors.Is(err, etcdmeta.ErrLocked) {
 		leave("the key's lock is held by another reap or repair; run check again")
 		return nil
@@ -61,7 +61,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		return unavailable(err)
 	}
 	defer unlock()
-	st, err := c.b.meta.Get(ctx, key)
+	st, err := c.b.readIn(ctx, key, c.b.meta.Get)
 	if err != nil {
 		if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
 			// Nothing of the key is judged.

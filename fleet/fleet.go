@@ -181,6 +181,33 @@ func (b *Backend) read(key string, get func(context.Context, string) (etcdmeta.S
 	return readWithin(ctx, key, get)
 }
 
+// readIn is read for a walk (check, dump, reap, repair): bounded by ctx as
+// well, which Ctrl-C ends. A read that a leader change overtook fails at
+// once (etcd's client retries a plain Get, never the transaction Get
+// reads a record and its history in), and without the retry a single
+// election stopped a walk of every key.
+func (b *Backend) readIn(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return readWithin(c, key, get)
+}
+
+// lock takes key's lock for a walk (reap, repair), again after a backoff
+// while etcd is unavailable, within the request timeout and ctx: the
+// lock's own transaction fails at once when a leader change overtakes it,
+// as a read's does (readIn). A try that failed took nothing: Lock revokes
+// its lease, and with it any waiter's key it wrote.
+func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-chan struct{}, err error) {
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	for try := 0; ; try++ {
+		unlock, lost, err = b.meta.Lock(ctx, key)
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try) {
+			return unlock, lost, err
+		}
+	}
+}
+
 // readWithin is read within ctx: a step that reads more than once shares
 // one request timeout between its reads.
 func readWithin(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {

@@ -112,7 +112,7 @@ func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Repo
 // item reads one key's record as List would report it; a key with no
 // record is an Item with Rev 0.
 func (b *Backend) item(ctx context.Context, key string) (etcdmeta.Item, error) {
-	st, err := b.meta.GetRecord(ctx, key)
+	st, err := b.readIn(ctx, key, b.meta.GetRecord)
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
 	if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
 		it.Err, err = err, nil
@@ -130,7 +130,7 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		return r, nil
 	}
 	if o.History > 0 && it.Rev != 0 {
-		st, err := b.meta.Get(ctx, it.Key)
+		st, err := b.readIn(ctx, it.Key, b.meta.Get)
 		switch {
 		case err == nil:
 			// The record and its history at one revision.

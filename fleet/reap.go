@@ -304,12 +304,12 @@ func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 // reapKey removes key if it is still expired under its lock, and reports
 // whether it did.
 func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, now func() time.Time, dry bool) (bool, error) {
-	unlock, lost, err := b.meta.Lock(ctx, key)
+	unlock, lost, err := b.lock(ctx, key)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	st, err := b.meta.Get(ctx, key)
+	st, err := b.readIn(ctx, key, b.meta.Get)
 	if err != nil || !b.expired(key, st.Record, ttl, now()) {
 		return false, err
 	}

@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
@@ -79,6 +80,61 @@ type Cluster struct {
 	CA                *CA
 	CAFile            string // PEM file of CA's certificate; "" without TLS
 	CertFile, KeyFile string // PEM files of the client certificate and its key
+
+	faults faults // the requests FailNext fails
+}
+
+// faults says, by gRPC method, which requests are still to fail: skip
+// more pass first, then n fail, after they were served if lost.
+type faults struct {
+	mu   sync.Mutex
+	next map[string]*fault
+}
+
+type fault struct {
+	skip, n int
+	lost    bool
+}
+
+// take reports whether a request of method is to fail, counting it, and
+// whether it is to be served first (its answer lost).
+func (f *faults) take(method string) (fail, lost bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.next[method]
+	switch {
+	case x == nil || x.n == 0:
+		return false, false
+	case x.skip > 0:
+		x.skip--
+		return false, false
+	}
+	x.n--
+	return true, x.lost
+}
+
+// FailNext lets the next skip requests of method, a gRPC method's full
+// name ("/etcdserverpb.KV/Txn"), through on every member, then fails n of
+// them as etcd fails a request that a leader change overtook:
+// Unavailable, "etcdserver: leader changed". The client's own retries see
+// it as they see the real one (it retries a read-only Range, never a
+// Txn). It replaces what an earlier FailNext or LoseNext of method left
+// to do. Unlike the other methods, it is safe to call while requests are
+// served.
+func (c *Cluster) FailNext(method string, skip, n int) { c.setFault(method, fault{skip, n, false}) }
+
+// LoseNext is FailNext, but each of the n requests is served first: it
+// takes effect, and its answer is lost, as when the member that committed
+// it dies before it answers.
+func (c *Cluster) LoseNext(method string, skip, n int) { c.setFault(method, fault{skip, n, true}) }
+
+func (c *Cluster) setFault(method string, f fault) {
+	c.faults.mu.Lock()
+	defer c.faults.mu.Unlock()
+	if c.faults.next == nil {
+		c.faults.next = map[string]*fault{}
+	}
+	c.faults.next[method] = &f
 }
 
 type member struct {
@@ -89,6 +145,7 @@ type member struct {
 	// inflight counts the requests its interceptor is serving.
 	killed   atomic.Bool
 	inflight atomic.Int64
+	faults   *faults // the cluster's
 }
 
 // Start1 starts one plain member.
@@ -158,7 +215,7 @@ func (c *Cluster) startFresh() error {
 		scheme = "https"
 	}
 	for i := range c.members {
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i))}
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i)), faults: &c.faults}
 		m.clientURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
 		m.peerURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
 		c.members[i] = m
@@ -400,10 +457,18 @@ const killDrain = 200 * time.Millisecond
 // first, which embed does not let a caller do); with the member in this
 // process, one such read (a nil bbolt transaction, seen under
 // TestJobsUnderFaults) would take the whole test binary down. Any other
-// panic is raised again.
-func (m *member) recoverKilled(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+// panic is raised again. It also fails the requests FailNext and LoseNext
+// asked for.
+func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	if m.killed.Load() {
 		return nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed", m.name)
+	}
+	var fail, lost bool
+	if m.faults != nil && info != nil {
+		fail, lost = m.faults.take(info.FullMethod)
+	}
+	if fail && !lost {
+		return nil, rpctypes.ErrGRPCLeaderChanged
 	}
 	m.inflight.Add(1)
 	defer m.inflight.Add(-1)
@@ -415,7 +480,11 @@ func (m *member) recoverKilled(ctx context.Context, req any, _ *grpc.UnaryServer
 			resp, err = nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed under the request: %v", m.name, r)
 		}
 	}()
-	return handler(ctx, req)
+	resp, err = handler(ctx, req)
+	if lost {
+		return nil, rpctypes.ErrGRPCLeaderChanged
+	}
+	return resp, err
 }
 
 func (m *member) close() {

@@ -2,11 +2,13 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -146,5 +148,34 @@ func TestRecoverKilledOnlyWhileKilled(t *testing.T) {
 	}
 	if n := m.inflight.Load(); n != 0 {
 		t.Fatalf("%d requests still counted in flight", n)
+	}
+}
+
+// FailNext fails the requests it names before they are served, LoseNext
+// after: the write takes effect, its answer is lost. Others pass.
+func TestFailNextAndLoseNext(t *testing.T) {
+	c := Start1(t)
+	cli := c.Client(t)
+	put := func(k string) error {
+		_, err := cli.Txn(context.Background()).Then(clientv3.OpPut(k, "v")).Commit()
+		return err
+	}
+	has := func(k string) bool {
+		r, err := cli.Get(context.Background(), k)
+		return err == nil && len(r.Kvs) == 1
+	}
+	c.FailNext("/etcdserverpb.KV/Txn", 1, 1)
+	if err := put("/a"); err != nil || !has("/a") {
+		t.Fatalf("the request skipped: %v", err)
+	}
+	if err := put("/b"); !errors.Is(err, rpctypes.ErrLeaderChanged) || has("/b") {
+		t.Fatalf("the request failed: %v, written %v", err, has("/b"))
+	}
+	c.LoseNext("/etcdserverpb.KV/Txn", 0, 1)
+	if err := put("/c"); !errors.Is(err, rpctypes.ErrLeaderChanged) || !has("/c") {
+		t.Fatalf("the request lost: %v, written %v", err, has("/c"))
+	}
+	if err := put("/d"); err != nil || !has("/d") {
+		t.Fatalf("after the faults: %v", err)
 	}
 }
