@@ -460,3 +460,43 @@ func TestWalksRideOutALeaderChange(t *testing.T) {
 		t.Errorf("reap: %+v, %v; want %v removed", r, err, expired)
 	}
 }
+
+// A reap's guarded delete that a leader change fails is tried again
+// within the request timeout, and one whose answer was lost after it
+// landed (the retry's compare finds no record) is the key removed, its
+// file with it. Each stopped the reap (etcd unavailable); the delete that
+// had landed was never reported, its key gone and its file left for a
+// later sweep to call an orphan.
+func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	failed, lost := store.Key("github", "delete-change", "failed"), store.Key("github", "delete-change", "lost")
+	f.run(failed, "old")
+	f.run(lost, "old")
+	f.now = time.Time{}
+	files := map[string]string{failed: f.recordFile(failed), lost: f.recordFile(lost)}
+	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 2 * time.Second })
+	b.hook = func(point, key string) error {
+		switch {
+		case point != hookReapDelete:
+		case key == failed:
+			c.FailNext("/etcdserverpb.KV/Txn", 0, 1)
+		case key == lost:
+			c.LoseNext("/etcdserverpb.KV/Txn", 0, 1)
+		}
+		return nil
+	}
+	r, err := b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || len(r.Removed) != 2 {
+		t.Fatalf("reap: %+v, %v; want both keys removed", r, err)
+	}
+	for key, file := range files {
+		if f.recordFile(key) != "" {
+			t.Errorf("%s still has a record", key)
+		}
+		if _, err := os.Stat(filepath.Join(f.dir, file)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s's file %s: %v, want it removed with its key", key, file, err)
+		}
+	}
+}

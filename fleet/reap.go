@@ -327,10 +327,7 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		return false, fmt.Errorf("reap %s: %w", key, ErrLockLost)
 	default:
 	}
-	if _, err := b.meta.Delete(ctx, key, st.Rev); err != nil {
-		if errors.Is(err, etcdmeta.ErrConflict) {
-			return false, nil // promoted meanwhile: not expired any more
-		}
+	if gone, err := b.delete(ctx, key, st.Rev); !gone {
 		return false, err
 	}
 	// The file goes with the key only if it is the key's own: a name is
@@ -344,4 +341,32 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		}
 	}
 	return true, nil
+}
+
+// delete removes key's record at rev, guarded by it, again after a
+// backoff while etcd is unavailable, within the request timeout and ctx,
+// and reports whether the record is gone. A lost compare after a try
+// whose answer was lost, with no record left, is that try landed (or
+// another reaper's delete, after this one's lock ended: the key is gone
+// either way); with a record, it is a promotion that landed meanwhile,
+// and the key is not expired any more. Without the retry, a leader change
+// overtaking the delete stopped the reap, and a delete that had landed
+// was never reported.
+func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (bool, error) {
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	unsure := false
+	for try := 0; ; try++ {
+		_, err := b.meta.Delete(ctx, key, rev)
+		var ce *etcdmeta.ConflictError
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.As(err, &ce):
+			return unsure && ce.Current.Rev == 0, nil
+		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try):
+			return false, err
+		}
+		unsure = true
+	}
 }
