@@ -26,8 +26,9 @@ type ReapOptions struct {
 	TTL time.Duration
 	// Grace: a file no record names is removed once it is this old and,
 	// for a generation a newer one superseded, once that newer one is;
-	// 0 or less means DefaultGrace. It must exceed the slowest resolve's copy and
-	// the clocks' skew between hosts.
+	// 0 or less means DefaultGrace. It must exceed the slowest resolve's
+	// copy, and the clocks' skew between hosts by the commit window (a
+	// promotion's commit may follow its file by etcdmeta.MaxRequestTimeout).
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -292,7 +293,9 @@ func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now 
 // key expired by its mtime came back once its date had passed, and a
 // reaper and a resolve whose clocks stood either side of that date
 // disagreed by far more than their skew. A date earlier than the mtime
-// is taken as it is, so a file server whose clock is behind ages no key.
+// is taken as it is, so a file server whose clock is behind ages no key
+// while it is behind by less than inFlightAge; behind by more, every key
+// is judged by its mtime and expires that much early.
 func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 	at := time.Unix(0, t.PromotedAt)
 	if !mtime.IsZero() && at.Sub(mtime) > inFlightAge {
