@@ -88,14 +88,30 @@ func (j *jsonWriter) encode(v any) error {
 // writeJSON prints the one JSON object of a command that prints one
 // (resolve, promote, version).
 func writeJSON(inv *invocation, v any) int {
+	if err := writeLine(inv, v); err != nil {
+		return inv.rep.fault(fmt.Errorf("write result: %w", err))
+	}
+	return exitOK
+}
+
+// writeAnswer prints resolve's or promote's answer. One that cannot be
+// written (a full disk) exits 1, as a missing ticket does, but the work is
+// done: a worker that reads only stderr must not take a promotion that
+// landed for one that did not. The line names the key, what was done, and
+// how to read the answer again.
+func writeAnswer(inv *invocation, key, done, again string, v any) int {
+	if err := writeLine(inv, v); err != nil {
+		return inv.rep.faultOn(key, fmt.Errorf("%s, but the answer was not written on stdout (%w): %s", done, err, again))
+	}
+	return exitOK
+}
+
+func writeLine(inv *invocation, v any) error {
 	b, err := jsonLine(v)
 	if err == nil {
 		_, err = inv.stdout.Write(b)
 	}
-	if err != nil {
-		return inv.rep.fault(fmt.Errorf("write result: %w", err))
-	}
-	return exitOK
+	return err
 }
 
 // summaryLine is the last line of every JSON stream: {"summary": {...}}.

@@ -31,8 +31,10 @@ transcript itself. Prints one JSON object:
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
 ticket from another sessions root exits 2 and writes nothing. An answer
-that cannot be written on stdout (a full disk) exits 1 after the promotion:
-promote again with the same ticket to read it (a repeat). A signal
+that cannot be written on stdout (a full disk) exits 1 after the promotion,
+its stderr line naming the key and the outcome ("promoted gen 7, but the
+answer was not written on stdout ..."): promote again with the same ticket
+to read it (a repeat). A signal
 (SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout: the
 promotion is committed whole or not at all, and promote run again with the
 same ticket repeats it or makes it.
@@ -132,17 +134,26 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			// Nothing was written: the job is pointed at the wrong store.
 			return inv.rep.config(err)
 		}
+		// The key names every line about it (when the ticket's is one).
+		key := ""
+		if store.ValidKey(sess.Key) {
+			key = sess.Key
+		}
 		if err != nil {
 			// promote-failed is an outcome like any other (exit 0); its
-			// cause is for the operator, reported once, with the key
-			// (when the ticket's is one).
-			key := ""
-			if store.ValidKey(sess.Key) {
-				key = sess.Key
-			}
+			// cause is for the operator, reported once, with the key.
 			inv.rep.keyFault(key, err.Error())
 		}
-		return writeJSON(inv, promoteJSON(res, *jobDir))
+		outcome := "refused (" + string(res.Reason) + ")"
+		switch {
+		case res.Promoted && res.Repeat:
+			outcome = fmt.Sprintf("promoted gen %d (a repeat)", res.Gen)
+		case res.Promoted:
+			outcome = fmt.Sprintf("promoted gen %d", res.Gen)
+		case res.Reason == gates.PromoteFailed:
+			outcome = "promote-failed (the key holds the old transcript or this one)"
+		}
+		return writeAnswer(inv, key, outcome, "promote again with the same ticket to read it", promoteJSON(res, *jobDir))
 	}
 }
 

@@ -23,9 +23,11 @@ key's transcript when the read-gate ladder lets it resume, else a 0-byte file
 
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. An answer that cannot
-be written on stdout (a full disk) exits 1 too, and a closed stdout ends
-resolve by SIGPIPE (status 141), either way after the ticket and the staged
-file were written: they may stay, and a retried resolve replaces both. A
+be written on stdout (a full disk) exits 1 too, its stderr line naming the
+key and the verdict ("resolved (...), but the answer was not written on
+stdout ..."), and a stdout whose reader is gone ends resolve by SIGPIPE
+(status 141), either way after the ticket and the staged file were written:
+they may stay, and a retried resolve replaces both. A
 signal (SIGTERM, Ctrl-C) kills resolve, nothing on stdout; the staged file and
 the ticket may stay, and a retried resolve replaces both. The key
 is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the legacy
@@ -109,7 +111,8 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		if err != nil {
 			return inv.rep.faultOn(k, err)
 		}
-		return writeJSON(inv, resolveOutput{
+		outcome := fmt.Sprintf("resolved (%s, %d bytes staged)", sess.Reason, sess.Bytes)
+		return writeAnswer(inv, k, outcome, "the ticket and the staged file are written; resolve again to read it (the retry replaces both)", resolveOutput{
 			Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
 			Staged: filepath.Join(*jobDir, store.StagedDirName, store.TranscriptName),
 		})

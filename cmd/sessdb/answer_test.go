@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An answer resolve or promote could not write (a full disk) exits 1, as a
+// missing ticket does; but what the command did is done, and a worker must
+// be able to tell the two apart without a retry: the stderr line names the
+// key, what was done, and how to read the answer again.
+func TestAnswerNotWrittenSaysWhatWasDone(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	job := t.TempDir()
+	key := strings.Repeat("e", 32)
+	stderrLine := func(args ...string) map[string]any {
+		t.Helper()
+		var errb bytes.Buffer
+		code := run(append(args, "--sessions-dir", root, "--log-format", "json"), fullWriter{}, &errb)
+		var line map[string]any
+		if err := json.Unmarshal(errb.Bytes(), &line); code != exitFault || err != nil {
+			t.Fatalf("%s to a full disk: exit %d, stderr %q; want exit 1 and one JSON line", args[0], code, errb.String())
+		}
+		return line
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "1"}, []string{"absent", "not written on stdout", "no space left on device", "resolve again"}},
+		{[]string{"promote", "--job-dir", job, "--pi-version", "1"}, []string{"promoted gen 1", "not written on stdout", "no space left on device", "promote again with the same ticket"}},
+		{[]string{"promote", "--job-dir", job, "--pi-version", "1"}, []string{"promoted gen 1 (a repeat)", "not written on stdout", "promote again with the same ticket"}},
+	} {
+		line := stderrLine(c.args...)
+		msg, _ := line["message"].(string)
+		if line["key"] != key || line["exit"] != float64(exitFault) {
+			t.Errorf("%s: stderr line %v; want the key %s and exit 1", c.args[0], line, key)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: message %q does not say %q", c.args[0], msg, w)
+			}
+		}
+		if c.args[0] == "resolve" {
+			os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(header), 0o600)
+		}
+	}
+	code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "1")
+	if code != exitOK || !strings.Contains(out, `"gen":1,"run":"unanswered","repeat":true`) {
+		t.Fatalf("promote read again: exit %d, %s%s; want the repeat of gen 1", code, out, errs)
+	}
+}
