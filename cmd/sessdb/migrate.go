@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"sessdb/fleet"
@@ -30,7 +32,9 @@ value and how it is read) and a summary; --json one object per entry and a
 summary (docs/json.md). --dry-run prints the plan and changes nothing.
 
 A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
-the keys under way, prints what was done and exits 130; a killed run loses
+the keys under way, prints what was done and exits 130; a stdout that can no
+longer be written (its reader gone, a full disk) stops it the same way, exit
+1, its stderr line saying so (migrate is not killed by SIGPIPE); a killed run loses
 nothing, and the next run finishes its keys and removes a meta.db temp it
 left (once the temp is a minute old: a younger one may be a creation under
 way). A key with a fresh legacy lock (a legacy worker may be promoting), or
@@ -124,6 +128,13 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 
 		ctx, stop := interruptContext()
 		defer stop()
+		// migrate changes the root while it prints, the one command that
+		// does: a stdout (or stderr) whose reader is gone must stop it as
+		// an interrupt does, the keys under way finished, not kill it
+		// mid-key by SIGPIPE with its temps left beside them. Ignored, the
+		// signal becomes EPIPE, a write error that ends the walk.
+		signal.Ignore(syscall.SIGPIPE)
+		defer signal.Reset(syscall.SIGPIPE)
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		jw := &jsonWriter{w: w}
 		started := false
@@ -144,6 +155,12 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			}
 			if err == nil {
 				err = w.Flush() // a long run shows its reports as they come
+			}
+			switch {
+			case err != nil && *dryRun:
+				err = fmt.Errorf("write: %w (a dry run: nothing was changed)", err)
+			case err != nil:
+				err = fmt.Errorf("write: %w: stopped, the keys under way finished; run migrate again to finish the rest", err)
 			}
 			return err
 		}

@@ -80,7 +80,9 @@ return.
 A stdout closed before sessdb is done (` + "`sessdb dump --json | head -c 10`" + `)
 ends it by SIGPIPE, as it ends any Unix tool: the shell reports status 141
 (128 + 13), which is in no command's table, and nothing is written on
-stderr. A stdout that fails otherwise (a full disk) is a fault, exit 1.
+stderr; but for migrate, which changes the root as it prints: it stops as
+Ctrl-C stops it (the keys under way finish) and exits 1. A stdout that
+fails otherwise (a full disk) is a fault, exit 1.
 
 ## Configuration
 
