@@ -64,6 +64,7 @@ judged again there from a fresh read of its record.`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitIssues, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindCheck,
+	changes: true,
 }
 
 // checkSummary ends check --json.

@@ -25,6 +25,10 @@ type command struct {
 	// which may stand anywhere among the flags.
 	minArgs, maxArgs int
 	argName          string // what a positional argument is: "DIR" when empty
+	// changes is true for the commands that write the store (resolve,
+	// promote, check, reap, migrate): a broken pipe on stdout or stderr
+	// never kills one (surviveBrokenPipes).
+	changes bool
 	// bind defines the command's flags on fs and returns its body, which
 	// runs once the arguments have parsed. A fresh flag set is bound for
 	// every run and for every help text, so no value outlives one run.
@@ -66,6 +70,9 @@ func (c *command) newFlags() *flag.FlagSet {
 // help on stdout and exits 0; an error in the arguments is one line on
 // stderr, naming the flag or argument, with a hint, and exits 2.
 func (c *command) execute(args []string, stdout, stderr io.Writer) int {
+	if c.changes {
+		defer surviveBrokenPipes()()
+	}
 	rep := newReporter(c.name, stderr, logFormatIn(args))
 	fs := c.newFlags()
 	body := c.bind(fs)

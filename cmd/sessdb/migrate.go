@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"sessdb/fleet"
@@ -63,6 +61,7 @@ re-run converges; every key judged before gets the same verdict after.`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindMigrate,
+	changes: true,
 }
 
 // migrateWorkers overlaps the fsyncs of a few keys; more adds little on
@@ -128,13 +127,6 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 
 		ctx, stop := interruptContext()
 		defer stop()
-		// migrate changes the root while it prints, the one command that
-		// does: a stdout (or stderr) whose reader is gone must stop it as
-		// an interrupt does, the keys under way finished, not kill it
-		// mid-key by SIGPIPE with its temps left beside them. Ignored, the
-		// signal becomes EPIPE, a write error that ends the walk.
-		signal.Ignore(syscall.SIGPIPE)
-		defer signal.Reset(syscall.SIGPIPE)
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		jw := &jsonWriter{w: w}
 		started := false

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"sessdb/store"
 )
@@ -91,5 +92,78 @@ func TestMigrateToAGoneReaderStopsCleanly(t *testing.T) {
 	}
 	if code, out, errs := runCLI(t, "migrate", root); code != exitOK || !strings.Contains(out, fmt.Sprintf("over %d entries", n)) {
 		t.Errorf("the re-run: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// reap and check --repair change the root as they walk, and write on
+// stderr as they go (a key they could not do, --log-level info's events):
+// a stderr whose reader is gone (a log shipper that died) must not kill
+// them at the first line, every run, before the keys after it are done.
+// The lines are lost; the work and the report on stdout are not.
+func TestRepairsSurviveAGoneStderrReader(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		summary string
+	}{
+		{[]string{"reap", "--ttl-days", "0"}, "reaped 0 keys and 3 temp files"}, // a warning first: the TTL is 0
+		{[]string{"check", "--repair"}, "checked 3 entries"},
+	} {
+		args := c.args
+		t.Run(args[0], func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "sessions")
+			var temps []string
+			for i := range 3 {
+				key := store.Key("github", "acme/widget", fmt.Sprint("pi/issue-", i))
+				dir := filepath.Join(root, key)
+				os.MkdirAll(dir, 0o700)
+				os.WriteFile(filepath.Join(dir, "current.jsonl"), []byte(header), 0o600)
+				os.WriteFile(filepath.Join(dir, "pi-version"), []byte("0.58.3"), 0o600)
+				tmp := filepath.Join(dir, ".current.jsonl.tmp-0123456789abcdef")
+				os.WriteFile(tmp, []byte("a killed promotion's"), 0o600)
+				old := time.Now().Add(-3 * time.Hour)
+				os.Chtimes(tmp, old, old)
+				temps = append(temps, tmp)
+			}
+			os.Chmod(root, 0o700)
+			outf, stdout := captured(t)
+			ws := childRun(t, "/", nil, outf, brokenPipe(t), append(args, "--log-level", "info", "--log-format", "json", root)...)
+			if ws.Signaled() || ws.ExitStatus() != exitOK || !strings.Contains(stdout(), c.summary) {
+				t.Errorf("%s with a gone stderr reader: exit %d (signaled %v: %v), stdout %q; want exit 0 and the whole report", args[0], ws.ExitStatus(), ws.Signaled(), ws.Signal(), stdout())
+			}
+			for _, tmp := range temps {
+				if _, err := os.Lstat(tmp); err == nil {
+					t.Errorf("%s left %s", args[0], tmp)
+				}
+			}
+		})
+	}
+}
+
+// promote logs the promotion (--log-level info) after it lands and before
+// it answers: killed by SIGPIPE there, with its stderr's reader gone, it
+// died after every retry too, and the answer could never be read. Its
+// stderr lines are lost now, its answer is not. A stdout whose reader is
+// gone is an answer not written: exit 1, the line saying what was done.
+func TestPromoteAnswersWhateverItsStderr(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", strings.Repeat("f", 32), "--job-dir", job, "--pi-version", "1"); code != exitOK {
+		t.Fatal(errs)
+	}
+	os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(header), 0o600)
+	env := []string{"PI_SESSIONS_DIR=" + root}
+	args := []string{"promote", "--job-dir", job, "--pi-version", "1", "--log-level", "info", "--log-format", "console"}
+
+	outf, stdout := captured(t)
+	ws := childRun(t, "/", env, outf, brokenPipe(t), args...)
+	if ws.Signaled() || ws.ExitStatus() != exitOK || !strings.Contains(stdout(), `"promoted":true,"reason":"promoted","bytes":`) {
+		t.Errorf("promote with a gone stderr reader: exit %d (signaled %v), stdout %q; want exit 0 and the answer", ws.ExitStatus(), ws.Signaled(), stdout())
+	}
+	errf, stderr := captured(t)
+	ws = childRun(t, "/", env, brokenPipe(t), errf, args...)
+	if ws.Signaled() || ws.ExitStatus() != exitFault || !strings.Contains(stderr(), "promoted gen 1 (a repeat), but the answer was not written on stdout") || !strings.Contains(stderr(), "broken pipe") {
+		t.Errorf("promote with a gone stdout reader: exit %d (signaled %v), stderr %q; want exit 1 and the line saying what was done", ws.ExitStatus(), ws.Signaled(), stderr())
 	}
 }

@@ -31,7 +31,8 @@ transcript itself. Prints one JSON object:
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
 ticket from another sessions root exits 2 and writes nothing. An answer
-that cannot be written on stdout (a full disk) exits 1 after the promotion,
+that cannot be written on stdout (a full disk, a reader gone) exits 1 after
+the promotion,
 its stderr line naming the key and the outcome ("promoted gen 7, but the
 answer was not written on stdout ..."): promote again with the same ticket
 to read it (a repeat). A signal
@@ -48,8 +49,9 @@ retry with the same ticket repeats the promotion if it had landed.`,
 	example: `  sessdb promote --sessions-dir /var/lib/pi/sessions --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered
   PI_SESSIONS_ETCD_ENDPOINTS=http://127.0.0.1:2379 PI_SESSIONS_TRANSCRIPTS_DIR=/srv/pi/transcripts \
       sessdb promote --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered`,
-	exits: []int{exitOK, exitFault, exitUsage},
-	bind:  bindPromote,
+	exits:   []int{exitOK, exitFault, exitUsage},
+	bind:    bindPromote,
+	changes: true,
 }
 
 // promoteOutput is the one JSON object promote prints (docs/json.md). Its

@@ -55,6 +55,7 @@ longer ago than that, orphans of promotions that lost or died
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindReap,
+	changes: true,
 }
 
 // Reap's actions (docs/json.md).

@@ -77,12 +77,21 @@ return.
 
 ` + "```text\n" + exitTable() + "```" + `
 
-A stdout closed before sessdb is done (` + "`sessdb dump --json | head -c 10`" + `)
-ends it by SIGPIPE, as it ends any Unix tool: the shell reports status 141
-(128 + 13), which is in no command's table, and nothing is written on
-stderr; but for migrate, which changes the root as it prints: it stops as
-Ctrl-C stops it (the keys under way finish) and exits 1. A stdout that
-fails otherwise (a full disk) is a fault, exit 1.
+A stdout whose reader is gone (` + "`sessdb dump --json | head -c 10`" + `) ends a
+command that only reads (dump, stats, engage replay, version, help) by
+SIGPIPE, as it ends any Unix tool: the shell reports status 141 (128 + 13),
+which is in no command's table, and nothing is written on stderr. A command
+that writes the store (resolve, promote, check, reap, migrate) is never
+killed by a broken pipe: a stdout it cannot write, its reader gone or a full
+disk, is a fault, exit 1, reported on stderr once its work is done
+(migrate stops as Ctrl-C stops it, the keys under way finished):
+resolve's and promote's line names the key and the outcome, and the same
+command run again reads the answer (a promote repeats); a stderr it cannot
+write loses its lines, never its work or its answer. A full disk is a
+fault, exit 1, for every command. A stdout closed with ` + "`>&-`" + ` is no error: a Go
+program finds it reopened on /dev/null before its first instruction, so
+the answer goes where ` + "`>/dev/null`" + ` sends it, exit 0. A caller that acts on
+an answer must read it: exit 0 and one whole line (docs/json.md).
 
 ## Configuration
 

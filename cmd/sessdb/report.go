@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -218,6 +220,22 @@ func (inv *invocation) endWalk(w *bufio.Writer, err error, interrupted bool, ent
 		return inv.rep.interrupted(entries)
 	}
 	return status
+}
+
+// surviveBrokenPipes is for the commands that write the store (resolve,
+// promote, check, reap, migrate). Killed by SIGPIPE, one whose stderr's
+// reader is gone (a log shipper that died) would die at the first line it
+// writes, every run: a warning before it starts, a key it could not do
+// before the keys after it, promote's log event after the promotion and
+// before its answer, so that no retry could ever read that answer; and
+// migrate, which prints as it goes, would die mid-key. With the signal
+// ignored, a write to such a pipe fails with EPIPE: a stderr line is
+// lost, and a stdout write is a fault like a full disk (exit 1, once the
+// keys under way are done). The read-only commands keep the default (a
+// shell's 141). It returns the function that restores the default.
+func surviveBrokenPipes() func() {
+	signal.Ignore(syscall.SIGPIPE)
+	return func() { signal.Reset(syscall.SIGPIPE) }
 }
 
 // writeHelp writes a help text on stdout: exit 0, or, when it cannot be

@@ -23,11 +23,10 @@ key's transcript when the read-gate ladder lets it resume, else a 0-byte file
 
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. An answer that cannot
-be written on stdout (a full disk) exits 1 too, its stderr line naming the
-key and the verdict ("resolved (...), but the answer was not written on
-stdout ..."), and a stdout whose reader is gone ends resolve by SIGPIPE
-(status 141), either way after the ticket and the staged file were written:
-they may stay, and a retried resolve replaces both. A
+be written on stdout (a full disk, a reader gone) exits 1 too, its stderr
+line naming the key and the verdict ("resolved (...), but the answer was
+not written on stdout ..."), after the ticket and the staged file were
+written: they may stay, and a retried resolve replaces both. A
 signal (SIGTERM, Ctrl-C) kills resolve, nothing on stdout; the staged file and
 the ticket may stay, and a retried resolve replaces both. The key
 is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the legacy
@@ -48,8 +47,9 @@ its cause on stderr. Refused credentials are a fault (exit 1).`,
       --job-dir /run/jobs/1234 --pi-version 0.58.3 --venue local --model anthropic/claude-sonnet-4-5 --job 1234
   PI_SESSIONS_ETCD_ENDPOINTS=http://127.0.0.1:2379 PI_SESSIONS_TRANSCRIPTS_DIR=/srv/pi/transcripts \
       sessdb resolve --kind github --repo acme/widget --ref pi/issue-42 --job-dir /run/jobs/1234 --pi-version 0.58.3`,
-	exits: []int{exitOK, exitFault, exitUsage},
-	bind:  bindResolve,
+	exits:   []int{exitOK, exitFault, exitUsage},
+	bind:    bindResolve,
+	changes: true,
 }
 
 // resolveOutput is the one JSON object resolve prints (docs/json.md).
