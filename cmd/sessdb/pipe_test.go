@@ -167,3 +167,67 @@ func TestPromoteAnswersWhateverItsStderr(t *testing.T) {
 		t.Errorf("promote with a gone stdout reader: exit %d (signaled %v), stderr %q; want exit 1 and the line saying what was done", ws.ExitStatus(), ws.Signaled(), stderr())
 	}
 }
+
+// A stdout closed with >&- is /dev/null to a Go program (the runtime
+// reopens it there before main, and nothing tells the two apart after):
+// resolve and promote succeed as with >/dev/null, their work done, and a
+// caller that acts on the answer must read it (docs/json.md). The
+// promotion made so is read back by a retry, as a repeat.
+func TestClosedStdoutIsDevNull(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	job, job2 := t.TempDir(), t.TempDir()
+	key := strings.Repeat("a", 32)
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "1"); code != exitOK {
+		t.Fatal(errs)
+	}
+	os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(header), 0o600)
+	env := []string{"PI_SESSIONS_DIR=" + root}
+	for _, args := range [][]string{
+		{"promote", "--job-dir", job, "--pi-version", "1"},
+		{"resolve", "--key", key, "--job-dir", job2, "--pi-version", "1"},
+	} {
+		errf, stderr := captured(t)
+		if ws := childRun(t, "/", env, nil, errf, args...); ws.Signaled() || ws.ExitStatus() != exitOK || stderr() != "" {
+			t.Errorf("%s with stdout closed: exit %d (signaled %v), stderr %q; want exit 0, as with >/dev/null", args[0], ws.ExitStatus(), ws.Signaled(), stderr())
+		}
+	}
+	if code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "1"); code != exitOK || !strings.Contains(out, `"gen":1,"run":"unanswered","repeat":true`) {
+		t.Errorf("promote after the one with stdout closed: exit %d, %s%s; want the repeat of gen 1", code, out, errs)
+	}
+	if s, err := store.ReadTicket(job2); err != nil || s.Key != key || !s.Resume {
+		t.Errorf("resolve with stdout closed left ticket %+v, %v; want its resumed ticket", s, err)
+	}
+}
+
+// A stdout whose reader is gone ends a read-only command by SIGPIPE (a
+// shell's 141) with nothing on stderr, as it ends any Unix tool, and a
+// command that writes the store with exit 1 and a line naming it, its work
+// done (docs/cli.md, the note under the exit status table). promote and
+// migrate have tests of their own.
+func TestGoneStdoutReaderByKind(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	env := []string{"PI_SESSIONS_DIR=" + root}
+	for _, c := range []struct {
+		args   []string
+		writes bool
+	}{
+		{[]string{"resolve", "--key", strings.Repeat("a", 32), "--job-dir", t.TempDir(), "--pi-version", "1"}, true},
+		{[]string{"check", root}, true},
+		{[]string{"reap", root}, true},
+		{[]string{"dump", root}, false},
+		{[]string{"version"}, false},
+	} {
+		errf, stderr := captured(t)
+		ws := childRun(t, "/", env, brokenPipe(t), errf, append(c.args, "--log-format", "console")...)
+		switch {
+		case c.writes && (ws.Signaled() || ws.ExitStatus() != exitFault || !strings.Contains(stderr(), "broken pipe")):
+			t.Errorf("%s to a gone reader: exit %d (signaled %v), stderr %q; want exit 1 naming the broken pipe", c.args[0], ws.ExitStatus(), ws.Signaled(), stderr())
+		case !c.writes && (!ws.Signaled() || ws.Signal() != syscall.SIGPIPE || stderr() != ""):
+			t.Errorf("%s to a gone reader: exit %d (signaled %v), stderr %q; want death by SIGPIPE, nothing on stderr", c.args[0], ws.ExitStatus(), ws.Signaled(), stderr())
+		}
+	}
+}
