@@ -106,6 +106,17 @@ space (` + "`PI_SESSIONS_DIR=' '`" + `, an env file's trailing blank) is a
 configuration error, exit 2, where it would be another directory, made
 where sessdb runs.
 
+A variable set to the empty string is unset: its default, not a zero
+(` + "`PI_SESSIONS_TTL_DAYS=`" + ` is 14 days, not "keep every key"). A variable given
+twice in one environment block (a worker that appends its value to the
+environment it inherited and execs it raw) takes its first value, as C's
+` + "`getenv`" + ` does; a language's environment API (a Python dict, Go's ` + "`exec.Cmd`" + `)
+passes only its last. A relative sessions root is taken from the working
+directory of each command, and the ticket records it absolute: a promote
+run from a directory where the same name is another directory (or none)
+exits 2, another sessions root, and writes nothing. Give workers an
+absolute root.
+
 | flag | variable | meaning |
 |---|---|---|
 `)
