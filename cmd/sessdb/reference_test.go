@@ -61,7 +61,12 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **Ctrl-C** (or SIGTERM) stops a walk (dump, stats, check, reap, migrate)
   within a second (migrate: once the keys under way are done): nothing new
   is started, what was done is printed and marked interrupted, and the exit
-  status is 130. A second Ctrl-C kills the process at once.
+  status is 130. A key under way that waits for its lock is waited for
+  until it has it or gives up (2 s, check --repair twice; migrate 10 s), so
+  a stop can take that long; and a stop that comes once every entry has
+  started cuts nothing short: the run is complete, not marked interrupted,
+  and its exit status is its own (1 for a key it could not lock). A second
+  Ctrl-C kills the process at once.
 - **A signal kills resolve and promote** (and engage replay) at once, as it
   kills any Unix tool: the worker sees the signal (a shell reports 128 + it, 143
   for SIGTERM and 130 for Ctrl-C; Python's returncode is -15 or -2), and
