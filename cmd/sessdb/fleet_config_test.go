@@ -113,6 +113,11 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{tls, append(resolve, "--etcd-cert", junk, "--etcd-key", junk), "--etcd-cert"},
 		{with(tls, "PI_SESSIONS_ETCD_CERT", junk, "PI_SESSIONS_ETCD_KEY", missing), resolve, "PI_SESSIONS_ETCD_KEY"},
 		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), resolve, "PI_SESSIONS_ETCD_USER"},
+		// White space around a user name is a quoting mistake (an env
+		// file's trailing blank): a login etcd refuses, every promote
+		// promote-failed.
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb ", "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), resolve, "PI_SESSIONS_ETCD_USER"},
+		{with(ok, "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), append(resolve, "--etcd-user", "\tsessdb"), "--etcd-user"},
 		{with(ok, "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), resolve, "PI_SESSIONS_ETCD_PASSWORD"},
 		{ok, append(resolve, "--etcd-password-file", file), "--etcd-password-file"},
 		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", missing), "--etcd-password-file"},

@@ -224,6 +224,13 @@ func (f *fleetKnobs) tls(getenv func(string) string, fc fleet.Config, eps []stri
 func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	user, userName := f.user.get(getenv)
 	secret, from := f.password.get(getenv)
+	// As for the prefix: white space around a user name is a quoting
+	// mistake, and etcd would refuse the login, every resolve a fault and
+	// every promote promote-failed, its cause far from the variable. (A
+	// password may hold any character: it is taken as given.)
+	if err := spaceAround(userName, user, "an etcd user's name has none"); err != nil {
+		return err
+	}
 	switch {
 	case user == "" && secret != "":
 		return fmt.Errorf("%s is set but no etcd user is (--etcd-user, PI_SESSIONS_ETCD_USER)", from)

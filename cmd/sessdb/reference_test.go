@@ -138,8 +138,9 @@ With etcd endpoints set, resolve, promote, dump, check and reap run on a
 fleet: the records in etcd, the transcripts in a directory every worker
 mounts ([fleet.md](fleet.md)). A sessions root given too (a DIR argument,
 ` + "`--sessions-dir`, `PI_SESSIONS_DIR`" + `) is a configuration error, and so is any of
-these set without endpoints, and a prefix that begins or ends with white
-space (another namespace in etcd). The password has no flag: a command line is
+these set without endpoints, a prefix that begins or ends with white
+space (another namespace in etcd), and a user name that does (a login
+etcd refuses). The password has no flag: a command line is
 readable by every user of the host.
 
 | flag | variable | meaning |
