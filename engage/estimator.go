@@ -12,6 +12,13 @@ type Request struct {
 	Event      Event    // Start for the first request, Compaction for the first after a compaction
 	Before     Estimate // pi's estimate of the context the request was sent with
 	StopReason string   // the answer's stopReason as recorded
+	// NewModel is true when the request went to another model than the
+	// request before it (the "provider/id" each answer records, where both
+	// record one). The provider keeps a prompt cache per model, so such a
+	// request finds nothing of the session cached, whatever its shape; it
+	// is not a reset of the engagement (the context did not shrink, and
+	// the threshold follows the model by itself).
+	NewModel bool
 	// Usage is the answer's recorded calculateContextTokens(usage); Prompt
 	// its input+cacheRead+cacheWrite, the prompt the provider billed.
 	Usage, Prompt int64
@@ -27,14 +34,19 @@ func (t *Transcript) Requests() []Request {
 	var reqs []Request
 	est := t.b.Estimator(nil)
 	ev := Start
+	var model string // the last request's model, "" before one records it
 	for pos := 0; pos < t.b.Len; pos++ {
 		switch n := t.b.At(pos); n.Kind {
 		case transcript.KindAssistant:
 			reqs = append(reqs, Request{
 				N: len(reqs) + 1, Entry: n.ID, Line: n.Line, Event: ev,
 				Before: Estimate(est.Estimate()), StopReason: n.StopReason, Usage: n.Usage, Prompt: n.Prompt,
+				NewModel: n.Model != "" && model != "" && n.Model != model,
 			})
 			ev = None
+			if n.Model != "" {
+				model = n.Model
+			}
 		case transcript.KindCompaction:
 			if ev == None {
 				ev = Compaction
@@ -44,3 +56,10 @@ func (t *Transcript) Requests() []Request {
 	}
 	return reqs
 }
+
+// cacheReset reports whether the provider's prompt cache holds nothing of
+// the session's prefix for this request under any policy: the first
+// request, the first after a compaction (which rewrites the prefix), the
+// first on another model (a cache per model). A shape change there is not
+// the policy's miss.
+func (r *Request) cacheReset() bool { return r.Event != None || r.NewModel }

@@ -47,7 +47,7 @@ func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 	}
 	fmt.Fprintln(bw, strings.TrimRight(head, " "))
 	for _, r := range rp.Rows {
-		line := fmt.Sprintf("%5d  %-10s %6d %9s  %-10s  %-9s  %-9s", r.N, printable(r.Entry), r.Line, r.Before.Reading(), reset(r.Event), shape(r.Stateless), shape(r.Sticky))
+		line := fmt.Sprintf("%5d  %-10s %6d %9s  %-10s  %-9s  %-9s", r.N, printable(r.Entry), r.Line, r.Before.Reading(), reset(&r.Request), shape(r.Stateless), shape(r.Sticky))
 		if rp.Modelled {
 			line += fmt.Sprintf("  %11s  %11s", r.StatelessReading, r.StickyReading)
 		}
@@ -72,12 +72,15 @@ func (rp *Replay) WriteTable(w io.Writer, prices *Prices) error {
 
 // jsonRow is one request of the JSON form.
 type jsonRow struct {
-	Request   int      `json:"request"` // 1-based
-	Entry     jsonText `json:"entry"`   // the assistant entry's id
-	Estimate  *int64   `json:"estimate"`
-	Reset     bool     `json:"reset"`
-	Stateless bool     `json:"stateless"`
-	Sticky    bool     `json:"sticky"`
+	Request  int      `json:"request"` // 1-based
+	Entry    jsonText `json:"entry"`   // the assistant entry's id
+	Estimate *int64   `json:"estimate"`
+	Reset    bool     `json:"reset"`
+	// ModelChange: the request went to another model than the one
+	// before it, so no policy found its prefix cached.
+	ModelChange bool `json:"model_change"`
+	Stateless   bool `json:"stateless"`
+	Sticky      bool `json:"sticky"`
 	// The readings each policy decided on: the estimate as recorded, or
 	// the modelled one; null when unknown.
 	StatelessEstimate Reading `json:"stateless_estimate"`
@@ -136,7 +139,7 @@ func (rp *Replay) WriteJSON(w io.Writer, prices *Prices) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, r := range rp.Rows {
-		row := jsonRow{Request: r.N, Entry: jsonText(r.Entry), Reset: r.Event != None, Stateless: r.Stateless, Sticky: r.Sticky,
+		row := jsonRow{Request: r.N, Entry: jsonText(r.Entry), Reset: r.Event != None, ModelChange: r.NewModel, Stateless: r.Stateless, Sticky: r.Sticky,
 			StatelessEstimate: r.StatelessReading, StickyEstimate: r.StickyReading}
 		if rd := r.Before.Reading(); rd.Known {
 			row.Estimate = &rd.Tokens
@@ -220,11 +223,17 @@ func shape(pruned bool) string {
 	return "raw"
 }
 
-func reset(ev Event) string {
-	if ev == None {
-		return "-"
+// reset is the table's reset column: the event, "model" for the first
+// request on another model (a new prefix for the cache, not a reset of the
+// engagement), or "-".
+func reset(r *Request) string {
+	switch {
+	case r.Event != None:
+		return r.Event.String()
+	case r.NewModel:
+		return "model"
 	}
-	return ev.String()
+	return "-"
 }
 
 func ratio(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

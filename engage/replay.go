@@ -43,16 +43,18 @@ type Policy struct {
 	Pruned int // requests that went out pruned
 	// Switches counts requests whose prompt changed shape (raw to pruned or
 	// back) from the previous request's: each one is a provider prompt-cache
-	// miss. A request that carries a reset is not counted: the first request
-	// has no cached prefix, and a compaction rewrites the prefix under every
-	// policy, so that miss is not the policy's doing.
+	// miss. A request that carries a reset, or goes to another model than
+	// the request before it, is not counted: the first request has no
+	// cached prefix, a compaction rewrites the prefix under every policy,
+	// and the provider keeps a cache per model, so that miss is not the
+	// policy's doing.
 	Switches int
 	// Rebilled sums the prompt tokens that the switches made the provider
 	// cache again: the recorded prompt (input+cacheRead+cacheWrite, times
 	// the ratio when the request went out pruned under a modelled ratio) of
 	// every request that records one and goes out in another shape than the
-	// last request that recorded one, with no reset on either or between
-	// them. Usually that is the switching request itself. A failed or
+	// last request that recorded one, with no reset or model change on
+	// either or between them. Usually that is the switching request itself. A failed or
 	// aborted request usually records no prompt and was cached as nothing,
 	// so a switch on one is billed at the next request that records a
 	// prompt, if that request's shape still differs from the cached one: a
@@ -153,9 +155,10 @@ func (p *Policy) count(row Row, pruned, prev bool, ratio float64, c *cached) {
 	if pruned {
 		p.Pruned++
 	}
-	if row.Event != None {
-		// A reset: the first request has no cached prefix, and a compaction
-		// rewrites the prefix under every policy.
+	if row.cacheReset() {
+		// The first request has no cached prefix, a compaction rewrites
+		// the prefix under every policy, and another model has a cache of
+		// its own.
 		*c = cachedNone
 	} else if pruned != prev {
 		p.Switches++
@@ -167,7 +170,7 @@ func (p *Policy) count(row Row, pruned, prev bool, ratio float64, c *cached) {
 	if pruned {
 		shape = cachedPruned
 	}
-	if row.Event == None && *c != cachedNone && *c != shape {
+	if !row.cacheReset() && *c != cachedNone && *c != shape {
 		prompt := row.Prompt
 		if pruned {
 			prompt = int64(math.Round(float64(prompt) * ratio))

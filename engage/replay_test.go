@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,7 +211,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("%d objects, want %d rows and a summary", len(objs), len(rp.Rows))
 	}
 	for i, m := range objs[:len(rp.Rows)] {
-		if got := strings.Join(slices.Sorted(maps.Keys(m)), ","); got != "entry,estimate,request,reset,stateless,stateless_estimate,sticky,sticky_estimate" {
+		if got := strings.Join(slices.Sorted(maps.Keys(m)), ","); got != "entry,estimate,model_change,request,reset,stateless,stateless_estimate,sticky,sticky_estimate" {
 			t.Errorf("row %d keys %s", i+1, got)
 		}
 		if m["request"] != float64(i+1) {
@@ -409,4 +410,66 @@ func TestPromptPastInt64IsClamped(t *testing.T) {
 	if want := []int64{1 << 62, -(1 << 62)}; !slices.Equal(got, want) {
 		t.Errorf("prompts %v, want %v", got, want)
 	}
+}
+
+// The provider keeps one prompt cache per model, so the first request on
+// another model writes its whole prompt to the cache whatever the policy:
+// a switch there is not the policy's miss, as at a compaction. Window
+// 1000, reserve 100 (threshold 900): request 1 (model a) reports 890, the
+// 80-character user message after the model change adds 20, so request 2,
+// the first on model b, crosses and goes out pruned under both policies; it
+// records cacheRead 0, its prompt all written. The model change is not a
+// reset for the engagement itself: request 3 (estimate 850, below the
+// threshold) stays pruned under the sticky rule.
+func TestReplayModelChangeIsNotThePolicysMiss(t *testing.T) {
+	a := func(model string, usage, write int) string {
+		return fmt.Sprintf(`{"role":"assistant","content":[],"provider":"p","model":%q,"usage":{"input":0,"output":10,"cacheRead":0,"cacheWrite":%d,"totalTokens":%d},"stopReason":"stop"}`, model, write, usage)
+	}
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"go"}`),
+		msgLine("a1", "u1", a("a", 890, 880)),
+		`{"type":"model_change","id":"m","parentId":"a1","provider":"p","modelId":"b"}`,
+		msgLine("u2", "m", `{"role":"user","content":"`+strings.Repeat("x", 80)+`"}`),
+		msgLine("a2", "u2", a("b", 850, 840)),
+		msgLine("a3", "a2", a("b", 860, 850)))
+	rp, err := tr.Replay(Options{Window: 1000, Reserve: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pruned []bool
+	for _, r := range rp.Rows {
+		pruned = append(pruned, r.Sticky)
+	}
+	if !slices.Equal(pruned, []bool{false, true, true}) {
+		t.Errorf("sticky %v, want raw, pruned, pruned: a model change does not disengage", pruned)
+	}
+	// Stateless: pruned at 2 (no switch: the model's first request), raw
+	// at 3 (a switch, re-billing its 850).
+	if want := (Policy{Pruned: 1, Switches: 1, Rebilled: 850}); rp.Stateless != want {
+		t.Errorf("stateless %+v, want %+v", rp.Stateless, want)
+	}
+	if want := (Policy{Pruned: 2, Switches: 0, Rebilled: 0}); rp.Sticky != want {
+		t.Errorf("sticky %+v, want %+v", rp.Sticky, want)
+	}
+	// The table, the JSON and the chart say why request 2's switch is not
+	// counted.
+	var table, js, chart bytes.Buffer
+	if err := rp.WriteTable(&table, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ +2  a2 .* model +PRUNED +PRUNED$`).Match(table.Bytes()) {
+		t.Errorf("the table's reset column should say model on request 2:\n%s", table.Bytes())
+	}
+	if err := rp.WriteJSON(&js, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.SplitN(js.String(), "\n", 4)[:3] {
+		if want := fmt.Sprintf(`"model_change":%v`, i == 1); !strings.Contains(line, want) {
+			t.Errorf("JSON row %d lacks %s: %s", i+1, want, line)
+		}
+	}
+	if err := rp.WriteSVG(&chart, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	checkChart(t, chart.Bytes(), rp, nil)
 }

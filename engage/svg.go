@@ -38,8 +38,9 @@ const (
 // WriteSVG writes the replay as one SVG chart of fixed size: the estimate
 // before every request against the threshold, each policy's pruned
 // requests shaded in its own band below the plot, its prefix switches
-// marked on that band, the resets (start, compaction) as dashed rules, and
-// the summary figures of WriteTable in the legend; prices may be nil. When
+// marked on that band, the resets (start, compaction) and model changes as
+// dashed rules, and the summary figures of WriteTable in the legend; prices
+// may be nil. When
 // the requests are too many to tell apart (under 12 px each), a detail panel
 // under the overview shows each stretch of pruned requests (at most three,
 // the ones with the most switches) at a readable scale. name is printed in
@@ -64,7 +65,8 @@ const (
 //     the scale line#threshold marks at the threshold.
 //   - g#stateless-pruned and g#sticky-pruned hold one rect per pruned
 //     request; g#stateless-switches and g#sticky-switches one path per
-//     prefix switch; g#resets one line per request that carries a reset.
+//     prefix switch; g#resets one line per request that carries a reset or
+//     goes to another model.
 func (rp *Replay) WriteSVG(w io.Writer, name string, prices *Prices) error {
 	c := &chart{rp: rp, w: bufio.NewWriter(w)}
 	c.ymax, c.ystep = yAxis(rp)
@@ -165,10 +167,10 @@ func details(rp *Replay) []span {
 
 // switches is 1 when request n's prompt under the policy that pruned
 // describes changed shape from the previous request's and n carries no
-// reset, as Policy.Switches counts; else 0.
+// reset or goes to another model, as Policy.Switches counts; else 0.
 func switches(rp *Replay, n int, pruned func(*Row) bool) int {
 	r := &rp.Rows[n-1]
-	if n == 1 || r.Event != None || pruned(r) == pruned(&rp.Rows[n-2]) {
+	if n == 1 || r.cacheReset() || pruned(r) == pruned(&rp.Rows[n-2]) {
 		return 0
 	}
 	return 1
@@ -268,7 +270,7 @@ func (c *chart) legend(prices *Prices, top float64) {
 	}
 	keys = append(keys,
 		key{line(colThreshold, 1.5, ` stroke-dasharray="6 4"`), fmt.Sprintf("threshold %d = window - reserve: a request over it engages", rp.Threshold)},
-		key{line("#666", 1, ` stroke-dasharray="3 3"`), "reset: session start or compaction (a new prefix under every policy)"},
+		key{line("#666", 1, ` stroke-dasharray="3 3"`), "reset: session start, compaction or model change (a new prefix under every policy)"},
 		key{box(colStateless), "request sent pruned by the stateless check"},
 		key{box(colSticky), "request sent pruned by the sticky rule"},
 		key{`<path d="M13 -8v16" stroke="#111" stroke-width="1.5"/>`, "prefix switch (raw to pruned or back): a prompt-cache miss"})

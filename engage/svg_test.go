@@ -223,7 +223,7 @@ func checkChart(t *testing.T, b []byte, rp *Replay, prices *Prices) {
 	}
 	var resets []int
 	for _, r := range rp.Rows {
-		if r.Event != None {
+		if r.Event != None || r.NewModel {
 			resets = append(resets, r.N)
 		}
 	}
@@ -245,7 +245,7 @@ func checkChart(t *testing.T, b []byte, rp *Replay, prices *Prices) {
 			if pol.pruned(r) {
 				pruned = append(pruned, r.N)
 			}
-			if i > 0 && r.Event == None && pol.pruned(r) != pol.pruned(&rp.Rows[i-1]) {
+			if i > 0 && r.Event == None && !r.NewModel && pol.pruned(r) != pol.pruned(&rp.Rows[i-1]) {
 				switched = append(switched, r.N)
 			}
 		}

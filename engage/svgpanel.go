@@ -96,32 +96,32 @@ func (p *panel) axes() {
 }
 
 // resets draws a dashed rule at the left edge of every request that carries
-// a reset, through the plot and the bands: the prefix changes there whatever
-// the policy.
+// a reset or goes to another model, through the plot and the bands: the
+// cached prefix is gone there whatever the policy.
 func (p *panel) resets(rows []Row) {
 	c := p.c
 	c.printf(`<g%s stroke="#666" stroke-dasharray="3 3">`+"\n", p.id("resets"))
 	for i := range rows {
 		r := &rows[i]
-		if r.Event == None {
+		if !r.cacheReset() {
 			continue
 		}
 		x := num(p.edge(r.N))
 		c.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s">`, x, num(p.y0), x, num(p.bottom()))
-		c.title(fmt.Sprintf("request %d (%s): %s", r.N, printable(r.Entry), r.Event))
+		c.title(fmt.Sprintf("request %d (%s): %s", r.N, printable(r.Entry), reset(&r.Request)))
 		c.printf("</line>\n")
 	}
 	c.printf("</g>\n")
 	last := math.Inf(-1)
 	for i := range rows {
 		r := &rows[i]
-		if r.Event == None {
+		if !r.cacheReset() {
 			continue
 		}
 		// A label needs about 70 px; a reset closer to the last labelled
 		// one keeps its rule and its tooltip.
 		if x := p.edge(r.N); x-last >= 70 {
-			c.text(x+3, p.y0+11, ` font-size="10" fill="#555"`, r.Event.String())
+			c.text(x+3, p.y0+11, ` font-size="10" fill="#555"`, reset(&r.Request))
 			last = x
 		}
 	}

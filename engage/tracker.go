@@ -65,7 +65,9 @@ func (t *Tracker) Compacted(id string) {
 
 // Request steps the session's state for one outgoing request with the
 // reading before it and the threshold of the session's model, consumes any
-// pending reset, and returns the state the request goes out in.
+// pending reset, and returns the state the request goes out in. A model
+// change is not a reset (docs/engage.md says why): the next request simply
+// passes the new model's threshold.
 func (t *Tracker) Request(id string, r Reading, threshold int64) State {
 	t.mu.Lock()
 	defer t.mu.Unlock()

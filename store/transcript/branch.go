@@ -57,6 +57,10 @@ type Node struct {
 	Role       string // a message's role ("custom" for a custom_message entry, "branchSummary" for a branch_summary entry)
 	StopReason string // an assistant's stopReason as recorded
 	Calls      int64  // an assistant's toolCall blocks
+	// Model is the "provider/id" an assistant was answered by, or a
+	// model_change switches to ("" for other entries, and where either
+	// half is missing).
+	Model string
 	// Usage is an assistant's calculateContextTokens(usage): totalTokens,
 	// or input+output+cacheRead+cacheWrite when that is 0; 0 without usage
 	// (its integer part, as Estimate.Tokens, should a counter not be a
@@ -213,10 +217,14 @@ func (b *Branch) walk(ids *index) error {
 // It panics when pos is not in [0, Len).
 func (b *Branch) At(pos int) Node {
 	n := &b.nodes[b.path[pos]]
-	return Node{
+	nd := Node{
 		ID: n.id, Line: n.line, Offset: n.offset, Kind: n.kind, Role: n.role,
 		StopReason: n.stop, Calls: int64(n.calls), Usage: whole(n.usage), Prompt: n.prompt,
 	}
+	if n.model >= 0 {
+		nd.Model = b.models[n.model]
+	}
+	return nd
 }
 
 // position returns the first position on the branch of the entry with id,
