@@ -26,8 +26,8 @@ var (
 // (Transcript.Replay).
 var (
 	// ErrOptions is returned when the options describe no threshold or no
-	// ratio: a window not above the reserve, a negative reserve, or a ratio
-	// outside (0, 1]. The zero Options is refused with it rather than read
+	// ratio: a window not above the reserve, a negative reserve, a window
+	// above MaxWindow, or a ratio outside (0, 1]. The zero Options is refused with it rather than read
 	// as a window of 0.
 	ErrOptions = errors.New("invalid replay options")
 )

@@ -86,7 +86,7 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 	if opt.PrunedRatio == 0 {
 		opt.PrunedRatio = 1
 	}
-	if opt.Window <= opt.Reserve || opt.Reserve < 0 || !(opt.PrunedRatio > 0 && opt.PrunedRatio <= 1) {
+	if opt.Window <= opt.Reserve || opt.Reserve < 0 || opt.Window > MaxWindow || !(opt.PrunedRatio > 0 && opt.PrunedRatio <= 1) {
 		return nil, ErrOptions
 	}
 	rp := &Replay{

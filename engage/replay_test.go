@@ -172,7 +172,7 @@ func tfBool(b bool) byte {
 
 func TestReplayOptions(t *testing.T) {
 	tr := readFixture(t, "01-normal-multiturn.jsonl")
-	for _, o := range []Options{{}, {Window: 100, Reserve: 100}, {Window: 100, Reserve: -1}, {Window: 1000, PrunedRatio: 1.5}, {Window: 1000, PrunedRatio: -0.5}} {
+	for _, o := range []Options{{}, {Window: 100, Reserve: 100}, {Window: 100, Reserve: -1}, {Window: 1000, PrunedRatio: 1.5}, {Window: 1000, PrunedRatio: -0.5}, {Window: MaxWindow + 1}, {Window: math.MaxInt64, Reserve: 1}} {
 		if _, err := tr.Replay(o); !errors.Is(err, ErrOptions) {
 			t.Errorf("Replay(%+v) = %v, want ErrOptions", o, err)
 		}
@@ -184,6 +184,23 @@ func TestReplayOptions(t *testing.T) {
 	}
 	if rp.Stateless.Pruned+rp.Sticky.Pruned != 0 || len(rp.Rows) != 7 {
 		t.Errorf("fixture 01: %+v %+v over %d rows, want never engaged over 7 requests", rp.Stateless, rp.Sticky, len(rp.Rows))
+	}
+}
+
+// A usage pi reads as 1e300 is clamped to 2^62 here; pi compares it with
+// the threshold as the float it is, so it crosses any threshold, and so
+// must the clamped reading: at the largest window accepted it does.
+func TestHugeUsageCrossesTheLargestWindow(t *testing.T) {
+	tr := read(t, v3,
+		msgLine("u1", "", `{"role":"user","content":"go"}`),
+		msgLine("a1", "u1", `{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":1e300},"stopReason":"stop"}`),
+		msgLine("a2", "a1", asst(10, "stop")))
+	rp, err := tr.Replay(Options{Window: MaxWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rp.Rows[1]; !r.Stateless || !r.Sticky {
+		t.Errorf("request 2 after a usage of 1e300: stateless %v, sticky %v at window %d; pi crosses", r.Stateless, r.Sticky, rp.Window)
 	}
 }
 

@@ -90,6 +90,12 @@ const (
 	DefaultReserve = 16384  // tokens: compaction.reserveTokens
 )
 
+// MaxWindow is the largest window a replay takes, and so the largest
+// threshold a reading can be compared with: a reading is clamped at 2^62
+// (transcript.Estimate), which stands for any estimate from 2^62 up, over
+// every threshold below it as pi's float comparison puts it.
+const MaxWindow = 1<<62 - 1
+
 // Threshold is pi's compaction threshold, contextWindow - reserveTokens
 // (183616 with the defaults). Engagement uses pi's own threshold so that
 // pruning starts where compaction would otherwise be next.

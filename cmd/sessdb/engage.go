@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -42,8 +41,8 @@ pruning; every figure it changes is marked modelled. See docs/engage.md.`,
 func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 	opt := engage.DefaultOptions()
 	read, write := &decimalFlag{}, &decimalFlag{}
-	fs.Var(wholeFlag{&opt.Window}, "window", "the model's context window in tokens, `N`")
-	fs.Var(wholeFlag{&opt.Reserve}, "reserve", "pi's compaction.reserveTokens, `N`; the threshold is window-reserve")
+	fs.Var(wholeFlag{&opt.Window, engage.MaxWindow}, "window", "the model's context window in tokens, `N`")
+	fs.Var(wholeFlag{&opt.Reserve, engage.MaxWindow}, "reserve", "pi's compaction.reserveTokens, `N`; the threshold is window-reserve")
 	fs.Var(ratioFlag{&opt.PrunedRatio}, "pruned-ratio", "model a transcript recorded raw: a pruned request's usage is `R` times the recorded one, 0<R<=1; 1 models nothing")
 	fs.Var(read, "cache-read-price", "the cache-read price `P` in USD per million tokens (with --cache-write-price)")
 	fs.Var(write, "cache-write-price", "the cache-write price `Q` in USD per million tokens (with --cache-read-price)")
@@ -168,9 +167,13 @@ func sameFile(st fs.FileInfo, path string) bool {
 	return err == nil && os.SameFile(st, o)
 }
 
-// wholeFlag is a token count: the canonical decimal form of a whole number,
-// so "3.5", "1e3", "08", "+3" and negatives are refused, never rounded.
-type wholeFlag struct{ p *int64 }
+// wholeFlag is a token count: the canonical decimal form of a whole number
+// up to max, so "3.5", "1e3", "08", "+3" and negatives are refused, never
+// rounded.
+type wholeFlag struct {
+	p   *int64
+	max int64
+}
 
 func (f wholeFlag) String() string {
 	if f.p == nil {
@@ -180,7 +183,7 @@ func (f wholeFlag) String() string {
 }
 
 func (f wholeFlag) Set(s string) error {
-	n, err := wholeNumber(s, math.MaxInt64)
+	n, err := wholeNumber(s, uint64(f.max))
 	if err != nil {
 		return err
 	}

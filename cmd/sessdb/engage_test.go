@@ -138,6 +138,10 @@ func TestEngageUsageErrors(t *testing.T) {
 		{[]string{"replay", "--window", "", path}, `invalid value "" for flag -window`},
 		{[]string{"replay", "--window", "99999999999999999999", path}, `invalid value "99999999999999999999" for flag -window`},
 		{[]string{"replay", "--window", "0", path}, "--window"},
+		// Readings are clamped at 2^62: a window past it could not be
+		// compared with a usage pi reads as 1e300 (which pi sees cross).
+		{[]string{"replay", "--window", "4611686018427387904", path}, `invalid value "4611686018427387904" for flag -window: is out of range (at most 4611686018427387903)`},
+		{[]string{"replay", "--window", "9223372036854775807", "--reserve", "0", path}, `invalid value "9223372036854775807" for flag -window`},
 		{[]string{"replay", "--reserve", "3.5", path}, `invalid value "3.5" for flag -reserve`},
 		{[]string{"replay", "--window", "1000", "--reserve", "1000", path}, "--reserve 1000: must be below --window 1000"},
 		{[]string{"replay", "--pruned-ratio", "0", path}, `invalid value "0" for flag -pruned-ratio`},
