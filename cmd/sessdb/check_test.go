@@ -25,6 +25,9 @@ import (
 // appends its pid to, so a test counts the children started.
 func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
+		if s := os.Getenv(chartSignalEnv); s != "" {
+			chartTempHook = signalSelf(s)
+		}
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	if os.Getenv(childEnv) == "1" {

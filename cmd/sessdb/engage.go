@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"sessdb/engage"
 )
@@ -129,9 +131,13 @@ func writeChart(path string, data []byte, transcript string) error {
 	if err != nil {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
+	defer removeOnSignal(tmp.Name())()
 	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Sync()
+	}
+	if chartTempHook != nil {
+		chartTempHook()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -145,6 +151,52 @@ func writeChart(path string, data []byte, transcript string) error {
 	}
 	return nil
 }
+
+// removeOnSignal removes name when a signal that would kill the process
+// (Ctrl-C, SIGTERM, a closed terminal) arrives before the returned stop is
+// called, then raises the signal again with its default action: engage
+// replay still dies of it at once, as docs/cli.md says, but leaves no temp
+// file beside the chart (no sweep would ever remove one). A signal the
+// process was started ignoring is left ignored. A signal caught just as
+// stop runs is raised again all the same, after the rename: removing name
+// is then a no-op.
+func removeOnSignal(name string) (stop func()) {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	die := func(s os.Signal) {
+		os.Remove(name)
+		signal.Reset(s)
+		syscall.Kill(os.Getpid(), s.(syscall.Signal))
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case s := <-c:
+			die(s)
+			select {} // the signal ends the process
+		case <-done:
+			signal.Stop(c)
+			select {
+			case s := <-c:
+				die(s)
+				select {}
+			default:
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// chartTempHook, when set (by tests), runs once the chart's temp file is
+// written, before the rename.
+var chartTempHook func()
 
 // createChartTemp creates a new file in dir named prefix and a random
 // suffix, as os.CreateTemp does, but with mode 0666 less the umask, as any

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -382,5 +384,50 @@ func TestEngageReplaySVGLongName(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 1 {
 		t.Errorf("the directory holds %v: a temp file was left behind?", names)
+	}
+}
+
+// chartSignalEnv makes the re-executed test binary (cliChildEnv) send
+// itself the signal it names, by number, once engage replay has written
+// the chart's temp file and before the rename.
+const chartSignalEnv = "SESSDB_TEST_CHART_SIGNAL"
+
+func signalSelf(s string) func() {
+	return func() {
+		n, _ := strconv.Atoi(s)
+		syscall.Kill(os.Getpid(), syscall.Signal(n))
+		time.Sleep(2 * time.Second) // the signal ends the process long before
+	}
+}
+
+// A signal while the chart is being written (Ctrl-C, SIGTERM, a closed
+// terminal) still kills engage replay at once, as docs/cli.md says, but
+// leaves no .sessdb-chart.tmp-* beside the chart: the temp file is
+// removed first, then the process dies of the signal.
+func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	transcript := `{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}
+{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"go"}}
+{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3},"stopReason":"stop"}}
+`
+	if err := os.WriteFile(file, []byte(transcript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(sig)), "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != sig {
+			t.Errorf("%v: %v, stdout %q; want killed by the signal", sig, err, out)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 1 {
+			var got []string
+			for _, n := range names {
+				got = append(got, n.Name())
+			}
+			t.Errorf("%v: the directory holds %q; want only the transcript", sig, got)
+		}
 	}
 }
