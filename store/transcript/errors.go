@@ -32,8 +32,9 @@ var (
 	// header's id is not a string.
 	ErrHeaderID = errors.New("session header id is not a string")
 	// ErrLineTooLong is returned, wrapped with the line number, when a line
-	// is longer than MaxLineBytes. The scan stops there.
-	ErrLineTooLong = errors.New("line longer than MaxLineBytes")
+	// is longer than MaxLineBytes. The scan stops there. The message gives
+	// the limit as a size, for the CLI's user, who compares it with the file.
+	ErrLineTooLong = errors.New("line longer than 64 MiB, more than sessdb reads (pi has no such limit)")
 	// ErrCycle is returned by Load and ReadEnd, wrapped with the entry id,
 	// when following parentId from the leaf comes back to an entry already
 	// walked. pi would loop forever on such a file.

@@ -15,7 +15,7 @@ import (
 // bash tools truncate theirs) and pasted images (base64, a few MB). 64 MiB
 // keeps room for any of them while bounding what one damaged file can make
 // the scanner hold.
-const MaxLineBytes = 64 << 20
+const MaxLineBytes = 64 << 20 // ErrLineTooLong's message says 64 MiB
 
 // Stats counts what a scan read and what it left out.
 type Stats struct {

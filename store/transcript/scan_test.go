@@ -282,6 +282,11 @@ func TestScanLineTooLong(t *testing.T) {
 			t.Errorf("limit %d: %v", limit, s.Err())
 		}
 	}
+	// The message is what a CLI user reads (engage replay, dump): it names
+	// the limit in bytes a user can compare with the file, not a Go name.
+	if msg := ErrLineTooLong.Error(); !strings.Contains(msg, "64 MiB") {
+		t.Errorf("ErrLineTooLong says %q: want the limit, 64 MiB", msg)
+	}
 	// Under the limit, a line longer than the read buffer is assembled.
 	s, es := scanAll(t, strings.NewReader(hdr+"\n"+long+"\n"+long))
 	if s.Err() != nil || len(es) != 2 || es[1].Message.Content.String != 200<<10 {
