@@ -20,6 +20,14 @@ var (
 	// path that is not a regular file (a FIFO, a device, a directory): it
 	// is refused before it is read.
 	ErrNotRegular = errors.New("not a regular file")
+
+	// ErrChanged is returned by ReadFile, wrapped with the path, when the
+	// file was rewritten while it was read (it shrank, or its first bytes
+	// changed), as pi rewrites a file it migrates or whose header it finds
+	// invalid: what was read is neither the old file nor the new one. Read
+	// it again. A file appended to meanwhile, as pi writes, is not changed:
+	// it is read as far as the read got.
+	ErrChanged = errors.New("rewritten while it was read (pi rewrites a file it migrates); read it again")
 )
 
 // These errors can be returned when replaying a transcript

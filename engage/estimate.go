@@ -1,6 +1,7 @@
 package engage
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -46,9 +47,10 @@ type Transcript struct {
 // ReadFile reads the transcript at path, which must be a regular file (a
 // link to one is followed): anything else (a FIFO, a device, a directory)
 // is ErrNotRegular, refused before it is read, so that a FIFO never blocks
-// the open or the read, and /dev/zero is never read without end. Errors are
-// *os.PathError-style "op path: err" and wrap a *transcript.InvalidError
-// for a file that is not a pi transcript.
+// the open or the read, and /dev/zero is never read without end. A file
+// rewritten while it is read is ErrChanged (one appended to is not).
+// Errors are *os.PathError-style "op path: err" and wrap a
+// *transcript.InvalidError for a file that is not a pi transcript.
 func ReadFile(path string) (*Transcript, error) {
 	f, _, err := fsat.OpenRegular(path)
 	if errors.Is(err, fsat.ErrNotRegular) {
@@ -58,7 +60,21 @@ func ReadFile(path string) (*Transcript, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// pi appends to a transcript, and what a read meets of an append is a
+	// consistent prefix; but it rewrites a file it migrates, and a read
+	// across that mixes two files. A rewrite shrinks the file under the
+	// read or changes its first line (the header), so both are compared
+	// once the read is done.
+	first := make([]byte, 4096)
+	n, _ := f.ReadAt(first, 0)
+	first = first[:n]
 	t, err := Read(f)
+	if readFileHook != nil {
+		readFileHook()
+	}
+	if err == nil && rewritten(f, first, t.Stats.Bytes) {
+		err = ErrChanged
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "read transcript", Path: path, Err: err}
 	}
@@ -76,3 +92,18 @@ func Read(r io.Reader) (*Transcript, error) {
 		Leaf: b.Leaf, Branch: b.Len, Final: Estimate(b.Final), b: b,
 	}, nil
 }
+
+// rewritten reports whether f, whose first bytes were first before read
+// bytes of it were read, is now shorter than that or starts otherwise.
+func rewritten(f *os.File, first []byte, read int64) bool {
+	st, err := f.Stat()
+	if err != nil || st.Size() < read {
+		return err == nil
+	}
+	now := make([]byte, len(first))
+	n, _ := f.ReadAt(now, 0)
+	return !bytes.Equal(now[:n], first)
+}
+
+// readFileHook, when set (by tests), runs once ReadFile has read the file.
+var readFileHook func()

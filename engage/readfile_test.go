@@ -44,3 +44,56 @@ func TestReadFileRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Errorf("a link to a transcript: %v", err)
 	}
 }
+
+// A file pi rewrites while ReadFile reads it (pi truncates and rewrites a
+// file it migrates, or one whose header it finds invalid) gave a replay of
+// part of the old file, or of the old file's start and the new one's end,
+// with no word: it is ErrChanged. A file appended to meanwhile, which is
+// how pi writes, is read as far as the read got, with no error.
+func TestReadFileRewrittenWhileRead(t *testing.T) {
+	const head = `{"type":"session","version":3,"id":"s","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}` + "\n"
+	entry := func(id, parent string) string {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return `{"type":"message","id":"` + id + `","parentId":` + p + `,"message":{"role":"user","content":"hello"}}` + "\n"
+	}
+	old := head + entry("a", "") + entry("b", "a") + entry("c", "b")
+	file := filepath.Join(t.TempDir(), "t.jsonl")
+	defer func() { readFileHook = nil }()
+	for _, c := range []struct {
+		name    string
+		change  func() error
+		changed bool
+	}{
+		{"truncated", func() error { return os.Truncate(file, int64(len(head)+10)) }, true},
+		{"rewritten longer", func() error {
+			return os.WriteFile(file, []byte(`{"type":"session","version":3,"id":"t","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}`+"\n"+entry("x", "")+entry("y", "x")+entry("z", "y")+entry("w", "z")), 0o600)
+		}, true},
+		{"appended to", func() error {
+			f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+			if err == nil {
+				_, err = f.WriteString(entry("d", "c"))
+				f.Close()
+			}
+			return err
+		}, false},
+	} {
+		if err := os.WriteFile(file, []byte(old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		readFileHook = func() {
+			if err := c.change(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr, err := ReadFile(file)
+		if got := errors.Is(err, ErrChanged); got != c.changed {
+			t.Errorf("%s: %v; want ErrChanged %v", c.name, err, c.changed)
+		}
+		if !c.changed && (err != nil || tr.Stats.Entries != 3) {
+			t.Errorf("%s: %v, %+v", c.name, err, tr)
+		}
+	}
+}
