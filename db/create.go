@@ -3,6 +3,7 @@ package db
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -14,7 +15,7 @@ import (
 // ensureExists creates meta.db if the name is free. Anything already under
 // the name, a link or a 0-byte file included, is left for the open to judge:
 // it is never replaced.
-func ensureExists(dirfd int, name string, now time.Time) error {
+func ensureExists(dirfd int, name string, now time.Time, before func() error) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(dirfd, FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == nil {
@@ -23,7 +24,11 @@ func ensureExists(dirfd int, name string, now time.Time) error {
 	if err != unix.ENOENT {
 		return pathErr("open", name, err)
 	}
-	if err := create(dirfd, now); err != nil {
+	if err := create(dirfd, now, before); err != nil {
+		var be beforeWriteError
+		if errors.As(err, &be) {
+			return be.err
+		}
 		return pathErr("create", name, err)
 	}
 	return nil
@@ -33,7 +38,7 @@ func ensureExists(dirfd int, name string, now time.Time) error {
 // to meta.db: a reader either finds no file or a whole one, and link, unlike
 // rename, fails instead of replacing a meta.db another writer put there
 // meanwhile.
-func create(dirfd int, now time.Time) (err error) {
+func create(dirfd int, now time.Time, before func() error) (err error) {
 	// A random name: two processes can create at once (the in-process
 	// lock orders only one process's opens, and no flock exists yet), and
 	// O_EXCL|O_NOFOLLOW makes a collision, or a file or link planted at
@@ -69,6 +74,15 @@ func create(dirfd int, now time.Time) (err error) {
 	if testHookBeforeLink != nil {
 		testHookBeforeLink()
 	}
+	// Checked as late as can be: the caller's key dir may have been moved
+	// aside while this open waited for a lock (a quarantine's, on the
+	// meta.db it made for its lock and unlinked again), and the link would
+	// put a meta.db in the dir moved aside.
+	if before != nil {
+		if err := before(); err != nil {
+			return beforeWriteError{err}
+		}
+	}
 	lerr := unix.Linkat(dirfd, tmp, dirfd, FileName, 0)
 	if lerr != nil && lerr != unix.EEXIST {
 		return fmt.Errorf("link %s: %w", tmp, lerr)
@@ -90,6 +104,13 @@ func create(dirfd int, now time.Time) (err error) {
 	}
 	return nil
 }
+
+// beforeWriteError carries the error of Options.BeforeWrite out of the
+// open unwrapped: it is the caller's own.
+type beforeWriteError struct{ err error }
+
+func (e beforeWriteError) Error() string { return e.err.Error() }
+func (e beforeWriteError) Unwrap() error { return e.err }
 
 // testHookBeforeLink lets a test put a rival meta.db in place between the
 // temporary file's commit and its link.

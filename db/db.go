@@ -32,6 +32,16 @@ type Options struct {
 	// of the check that holds it). Queued behind a writer that waits for
 	// that very lock, it would wait for itself.
 	NoTurnstile bool
+
+	// BeforeWrite, when set, is called by a writer's open just before it
+	// writes anything of its own in the key dir: the link that puts a
+	// meta.db it created at the name, and, under the lock, the commit of
+	// a schema migration. An error stops the open there, with nothing of
+	// its own written, and is returned as it is. It is for a caller whose
+	// key dir may be moved aside while the open waits (a quarantine, a
+	// reap, another process's lock held meanwhile): nothing may be made
+	// or changed in the dir moved aside.
+	BeforeWrite func() error
 }
 
 func (o Options) timeout() time.Duration {

@@ -84,7 +84,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return refuse("the key has no meta.db: a legacy key's identity is its file (sessdb migrate records it)")
 	}
 
-	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
+	d, sc, err := db.OpenSidecars(kd, s.writerOptions("accept", kd, key), true)
 	switch {
 	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
 		return refuse(err.Error() + "; check --repair moves a damaged meta.db aside, and accept then gives the key a fresh record")

@@ -40,7 +40,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 	made := false
 	switch {
 	case fsat.IsNotExist(err):
-		d, _, err := db.OpenSidecars(kd, s.dbOptions(), true)
+		d, _, err := db.OpenSidecars(kd, s.writerOptions("quarantine", kd, key), true)
 		if err != nil {
 			return "", err
 		}

@@ -158,7 +158,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	if err != nil && !fsat.IsNotExist(err) {
 		return res, err
 	}
-	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
+	d, sc, err := db.OpenSidecars(kd, s.writerOptions("remove temps", kd, key), true)
 	if err != nil {
 		return res, err
 	}
@@ -354,7 +354,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 	}
 	var spare string
 	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && fsat.IsRegular(&st) {
-		d, sc, err := db.OpenSidecars(kd, s.dbOptions(), !dryRun)
+		d, sc, err := db.OpenSidecars(kd, s.writerOptions("sweep", kd, key), !dryRun)
 		if err != nil {
 			return nil, err
 		}

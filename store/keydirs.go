@@ -189,7 +189,7 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 			t.Close()
 		}
 	}()
-	t.d, t.sc, err = db.OpenSidecars(kd, s.dbOptions(), true)
+	t.d, t.sc, err = db.OpenSidecars(kd, s.writerOptions("promote", kd, key), true)
 	if errors.Is(err, db.ErrLockTimeout) {
 		return nil, ErrKeyLocked
 	}
@@ -231,6 +231,18 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	}
 	ok = true
 	return t, nil
+}
+
+// writerOptions are dbOptions for a writer's open of kd, the dir of key,
+// that refuse to make or change anything in it once it is no longer at
+// key's name (stillAtKey): the open may wait for a lock while a
+// quarantine or a reap moves the dir aside, and the meta.db such a
+// quarantine of a key without one made for its lock and unlinked again
+// was made again by the open, in the dir moved aside.
+func (s *Store) writerOptions(op string, kd *os.File, key string) db.Options {
+	o := s.dbOptions()
+	o.BeforeWrite = func() error { return stillAtKey(op, s.root, kd, key) }
+	return o
 }
 
 // stillAtKey fails, naming op, unless kd is still the directory at key

@@ -396,7 +396,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 		}
 		return false, nil, err
 	}
-	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
+	d, sc, err := db.OpenSidecars(kd, s.writerOptions("roll forward", kd, key), true)
 	if err != nil {
 		return false, nil, err
 	}

@@ -239,7 +239,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	// The lock: a legacy key gets a meta.db for it, removed again below if
 	// the key stays.
-	d, sc, err := db.OpenSidecars(kd, s.dbOptions(), true)
+	d, sc, err := db.OpenSidecars(kd, s.writerOptions("reap", kd, key), true)
 	if err != nil {
 		return false, err
 	}
