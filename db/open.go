@@ -86,23 +86,35 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 	// on an error path must not release the in-process lock, which open
 	// still holds and releases itself.
 	d.unlock = func() {}
-	if err := d.initSchema(opts.now()); err != nil {
+	if err := d.initSchema(opts.now(), opts.BeforeWrite); err != nil {
 		d.Close()
+		var be beforeWriteError
+		if errors.As(err, &be) {
+			return nil, be.err
+		}
 		return nil, pathErr("open", name, err)
 	}
 	return d, nil
 }
 
 // initSchema reads the schema version, refusing a newer one before anything
-// is written, and for a writer runs the pending migrations.
-func (d *DB) initSchema(now time.Time) error {
+// is written, and for a writer runs the pending migrations, once before
+// (Options.BeforeWrite) lets it commit them.
+func (d *DB) initSchema(now time.Time, before func() error) error {
 	var m Meta
 	var err error
 	if d.write {
 		err = d.call(func() error {
 			return d.bdb.Update(func(tx *bolt.Tx) (err error) {
-				m, err = migrate(tx, migrations, now)
-				return err
+				if m, err = migrate(tx, migrations, now); err != nil || before == nil {
+					return err
+				}
+				// Under the lock, before the commit: the key dir may have
+				// been moved aside while this open waited for it.
+				if err := before(); err != nil {
+					return beforeWriteError{err}
+				}
+				return nil
 			})
 		})
 		if errors.Is(err, errUpToDate) {

@@ -65,3 +65,32 @@ func TestQuarantineOfALegacyKeyLeavesNoMetaDBOfAWaitingPromotion(t *testing.T) {
 		t.Fatal("the key dir is back after its quarantine")
 	}
 }
+
+// A promotion that waited for the lock of a quarantine of a key whose
+// meta.db is of an older schema must leave that meta.db as it was moved:
+// its open migrated the schema, a commit in the dir moved aside, before
+// the promotion saw that the dir was no longer at the key's name.
+func TestQuarantineOfAnOlderSchemaKeyIsNotMigratedByAWaitingPromotion(t *testing.T) {
+	s, root, quarantine := quarantineWithAWaiter(t)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
+	chkWriteRaw(t, root, testKey, "meta", "schema", []byte{1}) // schema 1, in msgpack
+	type promoted struct {
+		res PromoteResult
+		err error
+	}
+	done := make(chan promoted, 1)
+	aside, before := quarantine(func() {
+		res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		done <- promoted{res, err}
+	})
+	p := <-done
+	if p.err == nil || p.res.Promoted {
+		t.Fatalf("the waiting promotion = %+v, %v; want it failed", p.res, p.err)
+	}
+	if after := treeState(t, filepath.Join(root, aside)); after != before {
+		t.Fatalf("the quarantine dir changed under the promotion:\n%s\nwas\n%s", after, before)
+	}
+}
