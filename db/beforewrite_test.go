@@ -32,6 +32,21 @@ func TestBeforeWriteStopsTheOpenBeforeItWrites(t *testing.T) {
 		if err != moved || calls != 1 {
 			t.Fatalf("open = %v after %d calls; want the hook's own error after 1", err, calls)
 		}
+		// Refused at the link, after the temp was made: it goes too.
+		o := testOpts
+		calls = 0
+		o.BeforeWrite = func() error {
+			if calls++; calls == 2 {
+				return moved
+			}
+			return nil
+		}
+		if d, err := OpenWriter(kd.dir, kd.db, o); err != moved || calls != 2 {
+			if err == nil {
+				d.Close()
+			}
+			t.Fatalf("open = %v after %d calls; want the hook's own error at the link", err, calls)
+		}
 		if names, _ := kd.dir.Readdirnames(-1); len(names) != 0 {
 			t.Fatalf("left in the key dir: %v", names)
 		}

@@ -24,6 +24,13 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error) er
 	if err != unix.ENOENT {
 		return pathErr("open", name, err)
 	}
+	// Once before the temp is made, so that a dir moved aside is not
+	// touched at all, and again before the link (create).
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
+	}
 	if err := create(dirfd, now, before); err != nil {
 		var be beforeWriteError
 		if errors.As(err, &be) {

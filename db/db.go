@@ -33,10 +33,11 @@ type Options struct {
 	// that very lock, it would wait for itself.
 	NoTurnstile bool
 
-	// BeforeWrite, when set, is called by a writer's open just before it
-	// writes anything of its own in the key dir: the link that puts a
-	// meta.db it created at the name, and, under the lock, the commit of
-	// a schema migration. An error stops the open there, with nothing of
+	// BeforeWrite, when set, is called by a writer's open before it
+	// writes anything of its own in the key dir: before it makes a
+	// missing meta.db's temp and again before the link that puts it at
+	// the name, and, under the lock, before the commit of a schema
+	// migration. An error stops the open there, with nothing of
 	// its own written, and is returned as it is. It is for a caller whose
 	// key dir may be moved aside while the open waits (a quarantine, a
 	// reap, another process's lock held meanwhile): nothing may be made

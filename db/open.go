@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 )
 
 // OpenReader opens dir's meta.db read-only under a shared lock. dir is the
@@ -48,6 +50,10 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	}
 	unlock, err := lockKey(keyID{uint64(st.Dev), st.Ino}, write, deadline)
 	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if err := faults.At(faults.DBOpenBeforeMeta); err != nil {
+		unlock()
 		return nil, pathErr("open", name, err)
 	}
 	d, err := openLocked(dirfd, name, opts, write, deadline)

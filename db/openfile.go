@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 )
 
 // openFileLocked opens meta.db relative to dirfd without following a link or
@@ -70,6 +72,9 @@ func openFileLocked(dirfd int, name string, write, gated bool, deadline time.Tim
 	fail := func(err error) (*os.File, []byte, MetaPages, error) {
 		f.Close()
 		return nil, nil, meta, err
+	}
+	if err := faults.At(faults.DBOpenBeforeLock); err != nil {
+		return fail(pathErr("open", name, err))
 	}
 	lock := flockUntil
 	if gated {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,10 +236,13 @@ func TestKeyDirSwapGuardSeesB(t *testing.T) {
 func (r *swapRig) hooks(schedule map[faults.Point]func()) (func(faults.Point) error, func()) {
 	seen := map[faults.Point]bool{}
 	fault := func(p faults.Point) error {
-		seen[p] = true
-		if f := schedule[p]; f != nil {
+		// Once: a point inside the meta.db open is reached again by an
+		// open that retries, and by later opens of the same operation.
+		if f := schedule[p]; f != nil && !seen[p] {
+			seen[p] = true
 			f()
 		}
+		seen[p] = true
 		return nil
 	}
 	check := func() {
@@ -526,7 +530,14 @@ func TestKeyDirSwapPointsErrorReturn(t *testing.T) {
 			checkDescribed(t, s, root, testKey)
 
 			var seen []faults.Point
-			faults.Set(func(q faults.Point) error { seen = append(seen, q); return nil })
+			faults.Set(func(q faults.Point) error {
+				// The meta.db open's own points (db-open/*) are every
+				// open's; Resolve's are Resolve's alone.
+				if slices.Contains(resolvePoints, q) {
+					seen = append(seen, q)
+				}
+				return nil
+			})
 			k, err := s.openKey(testKey, "")
 			faults.Set(nil)
 			if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A promotion that opened a legacy key's dir (no meta.db) and waited for
@@ -92,5 +94,84 @@ func TestQuarantineOfAnOlderSchemaKeyIsNotMigratedByAWaitingPromotion(t *testing
 	}
 	if after := treeState(t, filepath.Join(root, aside)); after != before {
 		t.Fatalf("the quarantine dir changed under the promotion:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// The A,B,A swap inside the meta.db open itself (db.OpenReader and
+// OpenWriter, between the key dir's fstat and the openat of meta.db, and
+// between that openat and the flock): §6.1's gap. The open works from the
+// key dir's descriptor, so a resolve still resumes A's bytes at A's
+// generation, and nothing of B is opened (inotify), locked or changed.
+func TestKeyDirSwapInsideTheMetaOpenDuringResolve(t *testing.T) {
+	cases := []struct {
+		layout Layout
+		c      swapCase
+	}{
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta}},
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeLock}},
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock}},
+	}
+	for _, kind := range []string{"link", "dir"} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s/%s", kind, c.layout, c.c.name()), func(t *testing.T) { resolveSwap(t, kind, c.layout, c.c) })
+		}
+	}
+}
+
+// The same for a legacy key, whose open finds no meta.db.
+func TestKeyDirSwapInsideTheMetaOpenDuringResolveOfALegacyKey(t *testing.T) {
+	for _, kind := range []string{"link", "dir"} {
+		t.Run(kind, func(t *testing.T) { resolveSwap(t, kind, LayoutLegacy, swapCase{swap: faults.DBOpenBeforeMeta}) })
+	}
+}
+
+// The same for a promotion's open (Begin): swapped one way, the promotion
+// is refused, A and B are left as they were (for a legacy A, no meta.db is
+// made in it: the open's create is where it would be), and the key's name
+// still resolves; swapped back (A,B,A) before the flock, it lands in A.
+func TestKeyDirSwapInsideTheMetaOpenDuringPromote(t *testing.T) {
+	cases := []struct {
+		layout Layout
+		c      swapCase
+	}{
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta}},
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeLock}},
+		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock}},
+		{LayoutLegacy, swapCase{swap: faults.DBOpenBeforeMeta}},
+	}
+	for _, kind := range []string{"link", "dir"} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s/%s", kind, c.layout, c.c.name()), func(t *testing.T) {
+				r := newSwapRig(t, kind, c.layout)
+				sess, jobDir := mustResolve(t, r.s, r.key, localJob())
+				want(t, sess, true, gates.Resumed)
+				next := append(staged(t, jobDir), entryLine("A: the run that is promoted")...)
+				stage(t, jobDir, next)
+				var res PromoteResult
+				var err error
+				aBefore, bBefore := r.during(c.c, func(fault func(faults.Point) error) {
+					faults.Set(fault)
+					res, err = r.s.Promote(sess, PromoteRequest{PiVersion: testPi})
+					faults.Set(nil)
+				})
+				if after := r.state(r.bDir()); after != bBefore {
+					t.Fatalf("B changed:\n%s\n---\n%s", bBefore, after)
+				}
+				if c.c.back == "" {
+					if err == nil || res.Promoted || res.Reason != gates.PromoteFailed {
+						t.Fatalf("promote into a key dir moved aside inside its open = %+v, %v; want promote-failed", res, err)
+					}
+					if after := r.state(r.aDir()); after != aBefore {
+						t.Fatalf("the refused promotion changed A:\n%s\n---\n%s", aBefore, after)
+					}
+					r.laterResolvesAreConsistent(r.a, r.aGen)
+					return
+				}
+				if err != nil || !res.Promoted || res.Gen != r.aGen+1 {
+					t.Fatalf("promote = %+v, %v; want promoted at gen %d", res, err, r.aGen+1)
+				}
+				r.laterResolvesAreConsistent(next, r.aGen+1)
+			})
+		}
 	}
 }

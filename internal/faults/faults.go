@@ -62,6 +62,19 @@ const (
 	RepairAfterAside    Point = "repair/after-move-aside"       // moved, the directory not fsynced
 )
 
+// The steps of a meta.db open (package db's OpenReader and OpenWriter, so
+// every protocol's) at which the key dir or its meta.db can be swapped
+// under it (§6.1 of docs/RELIABILITY.md): the key dir's descriptor
+// fstat'ed and its in-process lock had, meta.db neither looked at nor
+// made; meta.db opened and judged a regular file, its flock (the key dir's
+// turnstile first) not yet taken. A fault here fails the open as an I/O
+// error would. Each is reached once per attempt: an open retries once
+// when meta.db was replaced under it.
+const (
+	DBOpenBeforeMeta Point = "db-open/before-meta"  // the key dir held, meta.db not looked at
+	DBOpenBeforeLock Point = "db-open/before-flock" // meta.db opened, not locked
+)
+
 // CheckAfterKeyOpen is where check has opened a key dir (and meta.db, or
 // found it damaged or absent) and has read nothing in it yet: a reap may
 // remove the dir from then on. A fault here is reported as unreadable.
