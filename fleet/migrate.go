@@ -256,7 +256,16 @@ func odd(r *MigrateReport, file, found, readAs string) {
 func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db.Sidecars, error) {
 	before := lockonly.Look(kd)
 	defer before.Close()
-	d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+	opts := m.dbOptions()
+	// Nor does its open make or change anything there: a meta.db it
+	// would make, or an older file's schema migration it would commit.
+	opts.BeforeWrite = func() error {
+		if fsat.Moved(m.rootDir, name, kd) {
+			return errMovedAside
+		}
+		return nil
+	}
+	d, sc, err := db.OpenSidecars(kd, opts, write)
 	if err != nil || !fsat.Moved(m.rootDir, name, kd) {
 		return d, sc, err
 	}

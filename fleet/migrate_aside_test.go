@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"sessdb/db"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/fsat"
@@ -25,7 +27,9 @@ import (
 // the key is one promoted on the host; from etcd, one the fleet promoted
 // since (it would be brought forward), and an empty key dir whose meta.db
 // the quarantine made for its lock and removed (the migration's open
-// makes another there, which it must take away). The quarantine's steps
+// makes another there, which it must take away); and a meta.db of an
+// older schema, which the migration's open must not migrate there (it
+// did, a commit in the dir moved aside). The quarantine's steps
 // are Store.Quarantine's, done here by hand so that the migration is
 // known to wait.
 func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
@@ -34,10 +38,13 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 		name  string
 		to    bool
 		empty bool // the key dir holds nothing: the quarantine made meta.db
+		older bool // meta.db is of schema 1: the open's migration must not be committed there
 	}{
-		{"to etcd", true, false},
-		{"from etcd", false, false},
-		{"from etcd, an empty key dir", false, true},
+		{"to etcd", true, false, false},
+		{"from etcd", false, false, false},
+		{"from etcd, an empty key dir", false, true, false},
+		{"to etcd, an older schema", true, false, true},
+		{"from etcd, an older schema", false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, c)
@@ -57,12 +64,29 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 				}
 			}
 			dir := filepath.Join(root, key)
+			if tc.older {
+				bdb, err := bolt.Open(filepath.Join(dir, db.FileName), 0o600, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{0x01}) })
+				if cerr := bdb.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			kd, err := fsat.OpenDir(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer kd.Close()
-			lock, err := db.OpenWriter(kd, filepath.Join(dir, db.FileName), db.Options{})
+			open := db.OpenWriter
+			if tc.older {
+				open = db.OpenReader // a writer would migrate the schema itself
+			}
+			lock, err := open(kd, filepath.Join(dir, db.FileName), db.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

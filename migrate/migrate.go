@@ -3,9 +3,12 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
 	"sessdb/internal/durable"
@@ -171,6 +174,23 @@ func (m *migrator) dbOptions() db.Options {
 		t = DefaultLockTimeout
 	}
 	return db.Options{LockTimeout: t, Now: m.opts.Now}
+}
+
+// writerOptions are dbOptions for a writer's open of kd, the root's entry
+// name, that makes or changes nothing in kd once it is no longer at that
+// name: the open may wait for the lock of a quarantine or a reap that
+// moves the dir aside, and then made a meta.db there, or committed an
+// older file's schema migration (a quarantine dir is left as it was
+// moved). The error is a not-exist one: convert skips the key as vanished.
+func (m *migrator) writerOptions(kd *os.File, name string) db.Options {
+	o := m.dbOptions()
+	o.BeforeWrite = func() error {
+		if fsat.Moved(m.rootDir, name, kd) {
+			return &os.PathError{Op: "open", Path: fsat.Join(kd, db.FileName), Err: fmt.Errorf("the key dir was moved aside while this waited for its lock: %w", unix.ENOENT)}
+		}
+		return nil
+	}
+	return o
 }
 
 // run lists the root, converts every entry with c on up to Workers

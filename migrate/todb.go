@@ -31,7 +31,7 @@ const movedAsideCause = "meta.db was moved aside by check --repair: the key stay
 // dry run), it is read under a shared lock, or none when there is no
 // meta.db. The lock, when taken, is held in the plan even on error: the
 // cleanup of apply needs it.
-func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
+func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 	p := &plan{}
 	k, err := scanKey(kd, m.now())
 	switch {
@@ -54,7 +54,7 @@ func (m *migrator) planDB(kd *os.File, _ string, write bool) (*plan, error) {
 	before := lockonly.Look(kd)
 	defer before.Close()
 	if found || write {
-		d, sc, err := db.OpenSidecars(kd, m.dbOptions(), write)
+		d, sc, err := db.OpenSidecars(kd, m.writerOptions(kd, name), write)
 		if err != nil {
 			return p, p.noLock(err)
 		}

@@ -157,7 +157,7 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	before := lockonly.Look(kd)
 	defer before.Close()
 	lock := func() (err error) {
-		p.lock, sc, p.made, err = m.lockExisting(kd, before)
+		p.lock, sc, p.made, err = m.lockExisting(kd, key, before)
 		if p.lock == nil {
 			return p.noLock(err)
 		}
@@ -213,14 +213,14 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 // inode number is its own; ext4 gives a freed number to the next file
 // created, measured: unlink then create in one dir gets the same number,
 // and the concurrency test saw it).
-func (m *migrator) lockExisting(kd *os.File, before lockonly.Before) (d *db.DB, sc db.Sidecars, made bool, err error) {
+func (m *migrator) lockExisting(kd *os.File, key string, before lockonly.Before) (d *db.DB, sc db.Sidecars, made bool, err error) {
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			err = nil
 		}
 		return nil, sc, false, err
 	}
-	d, sc, err = db.OpenSidecars(kd, m.dbOptions(), true)
+	d, sc, err = db.OpenSidecars(kd, m.writerOptions(kd, key), true)
 	if err != nil {
 		return nil, sc, false, err
 	}
