@@ -11,6 +11,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 	"sessdb/internal/walk"
 )
 
@@ -239,6 +240,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	// The lock: a legacy key gets a meta.db for it, removed again below if
 	// the key stays.
+	before := lockonly.Look(kd)
+	defer before.Close()
 	d, sc, err := db.OpenSidecars(kd, s.writerOptions("reap", kd, key), true)
 	if err != nil {
 		return false, err
@@ -264,9 +267,14 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	// Moved aside (check --repair --quarantine) since the first look: the
 	// dir locked is no longer the key, and what is at its name now (a key
-	// made again) is not locked.
+	// made again) is not locked. The dir moved aside is left as it was
+	// moved: an empty meta.db that was there (a killed promotion's lock
+	// file) stays, and only one this open made goes.
 	if err := stillAtKey("reap", s.root, kd, key); err != nil {
-		return keep(err)
+		if empty && before.MadeByOpen(kd, d, sc) {
+			fsat.UnlinkAt(kd, db.FileName)
+		}
+		return false, err
 	}
 	last, err := lastPromotion(kd, sc)
 	if err != nil || !expired(last, s.opts.Now(), ttl) {

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -173,5 +175,57 @@ func TestKeyDirSwapInsideTheMetaOpenDuringPromote(t *testing.T) {
 				r.laterResolvesAreConsistent(next, r.aGen+1)
 			})
 		}
+	}
+}
+
+// TestReapOfAKeyQuarantinedBeforeItsLock for a key whose meta.db holds
+// nothing (the lock file a killed first promotion of a legacy key left):
+// the reap, finding the dir moved aside once it had the lock, must leave
+// the quarantine dir as it was moved, that meta.db included; it is not the
+// one a reap's own open made.
+func TestReapOfAQuarantinedKeyLeavesItsEmptyMetaDB(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy")),
+		"pi-version":   testPi,
+	})
+	old := clock.now.Add(-30 * 24 * time.Hour)
+	kd, err := os.Open(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.OpenWriter(kd, filepath.Join(root, testKey, db.FileName), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	kd.Close()
+	if err := os.Chtimes(filepath.Join(root, testKey, TranscriptName), old, old); err != nil {
+		t.Fatal(err)
+	}
+	var aside, before string
+	var once sync.Once
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapBeforeLock {
+			once.Do(func() {
+				var err error
+				if aside, err = s.Quarantine(testKey); err != nil {
+					t.Error(err)
+				}
+				before = entriesOf(t, filepath.Join(root, aside))
+			})
+		}
+		return nil
+	})
+	res, err := s.Reap(false)
+	faults.Set(nil)
+	if aside == "" {
+		t.Fatalf("reap = %+v, %v; it never reached its lock", res, err)
+	}
+	if len(res.Removed) != 0 {
+		t.Errorf("reap = %+v, %v; removed a key it did not hold", res, err)
+	}
+	if after := entriesOf(t, filepath.Join(root, aside)); after != before {
+		t.Errorf("the quarantine dir changed under the reap:\n%s\nwas\n%s", after, before)
 	}
 }
