@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 )
@@ -76,6 +77,90 @@ func waitInStack(t *testing.T, fn string) {
 	for deadline := time.Now().Add(5 * time.Second); !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte(fn)); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no goroutine reached %s", fn)
+		}
+	}
+}
+
+// The key dir swapped inside the migration's meta.db open (between the
+// key dir's fstat and meta.db's openat; between that and the flock): B,
+// another dir, put at the key's name, A moved off the root. One way, the
+// key is skipped, vanished, and neither A nor B changes: A's dir's mtime
+// included where the swap came before the open made a meta.db for its
+// lock (it makes none in a dir moved aside, not even for a moment); after
+// it made one at the key's name, the migration takes it away again. A,B,A
+// before the flock: A is migrated as if nothing happened (to legacy; a
+// migration to meta.db of a key without one meets the swap before its
+// create, and refuses there).
+func TestKeyDirSwapInsideTheMigrationsMetaOpen(t *testing.T) {
+	type swapCase struct {
+		name       string
+		swap, swBk faults.Point
+		dirMtime   bool // A's own mtime is kept
+	}
+	for _, back := range []bool{false, true} {
+		cases := []swapCase{
+			{"before-meta", faults.DBOpenBeforeMeta, "", true},
+			{"before-flock", faults.DBOpenBeforeLock, "", back},
+		}
+		if back {
+			cases = append(cases, swapCase{"A,B,A", faults.DBOpenBeforeMeta, faults.DBOpenBeforeLock, true})
+		}
+		for _, c := range cases {
+			t.Run(direction(back)+"/"+c.name, func(t *testing.T) {
+				root, key := oneKey(t)
+				if back {
+					migrate(t, root, false, testOpts())
+				}
+				dir := filepath.Join(root, key)
+				aside := filepath.Join(t.TempDir(), "a") // off the root: no entry of the run
+				b := filepath.Join(t.TempDir(), "b")
+				must(t, os.Mkdir(b, 0o700))
+				must(t, os.WriteFile(filepath.Join(b, "b-marker"), []byte("B"), 0o600))
+				aTree, bTree := treeState(t, dir, true, true), treeState(t, b, true, true)
+				var did []faults.Point
+				faults.Set(func(p faults.Point) error {
+					switch {
+					case p == c.swap && len(did) == 0:
+						must(t, os.Rename(dir, aside))
+						must(t, os.Rename(b, dir))
+						did = append(did, p)
+					case p == c.swBk && len(did) == 1:
+						must(t, os.Rename(dir, b))
+						must(t, os.Rename(aside, dir))
+						did = append(did, p)
+					}
+					return nil
+				})
+				got, _ := migrate(t, root, back, testOpts())
+				faults.Set(nil)
+				if wantSwaps := map[bool]int{false: 1, true: 2}[c.swBk != ""]; len(did) != wantSwaps {
+					t.Fatalf("swaps done at %v", did)
+				}
+				r := got[key]
+				if c.swBk != "" {
+					if r.Action != Migrated {
+						t.Fatalf("%+v; want migrated after A,B,A", r)
+					}
+					if _, ok := dbValues(t, dir); ok {
+						t.Fatal("meta.db is still there after the rollback")
+					}
+					return
+				}
+				if r.Action != Skipped || r.Cause != vanishedCause {
+					t.Fatalf("%+v; want skip, vanished", r)
+				}
+				aAfter := treeState(t, aside, true, true)
+				if !c.dirMtime {
+					delete(aTree, ".")
+					delete(aAfter, ".")
+				}
+				if d := diffStates(aTree, aAfter); d != "" {
+					t.Errorf("A changed:\n%s", d)
+				}
+				if d := diffStates(bTree, treeState(t, dir, true, true)); d != "" {
+					t.Errorf("B changed:\n%s", d)
+				}
+			})
 		}
 	}
 }

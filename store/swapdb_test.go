@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -227,5 +229,119 @@ func TestReapOfAQuarantinedKeyLeavesItsEmptyMetaDB(t *testing.T) {
 	}
 	if after := entriesOf(t, filepath.Join(root, aside)); after != before {
 		t.Errorf("the quarantine dir changed under the reap:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// dump and check, the other readers, with the key dir swapped inside
+// their meta.db open, one way and A,B,A: dump reports A's record (the
+// descriptor pins A), check completes; neither opens, locks or changes B.
+// B is a link's target outside the root, so that the walk of the root
+// never meets B by a name of its own.
+func TestKeyDirSwapInsideTheMetaOpenDuringDumpAndCheck(t *testing.T) {
+	cases := []swapCase{
+		{swap: faults.DBOpenBeforeMeta},
+		{swap: faults.DBOpenBeforeLock},
+		{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock},
+	}
+	for _, c := range cases {
+		t.Run("dump/"+c.name(), func(t *testing.T) {
+			r := newSwapRig(t, "link", LayoutDB)
+			var got KeyReport
+			var err error
+			aBefore, bBefore := r.during(c, func(fault func(faults.Point) error) {
+				faults.Set(fault)
+				err = r.s.InspectWith(context.Background(), InspectOptions{Only: r.key}, func(k KeyReport) error { got = k; return nil })
+				faults.Set(nil)
+			})
+			if err != nil || got.Gen != r.aGen || got.MetaError != "" || got.Verdict == nil || got.Verdict.Reason != string(gates.Resumed) && got.Verdict.Reason != Undetermined {
+				t.Fatalf("dump = gen %d, meta error %q, verdict %+v, %v; want A's record (gen %d)", got.Gen, got.MetaError, got.Verdict, err, r.aGen)
+			}
+			if after := r.state(r.bDir()); after != bBefore {
+				t.Fatalf("B changed:\n%s\n---\n%s", bBefore, after)
+			}
+			if after := r.state(r.aDir()); after != aBefore {
+				t.Fatalf("dump changed A:\n%s\n---\n%s", aBefore, after)
+			}
+		})
+		t.Run("check/"+c.name(), func(t *testing.T) {
+			r := newSwapRig(t, "link", LayoutDB)
+			var err error
+			var findings []Finding
+			aBefore, bBefore := r.during(c, func(fault func(faults.Point) error) {
+				faults.Set(fault)
+				_, err = r.s.Check(context.Background(), CheckOptions{}, func(f Finding) error { findings = append(findings, f); return nil })
+				faults.Set(nil)
+			})
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			for _, f := range findings {
+				if f.Kind == KindLocked || f.Kind == KindUnreadable {
+					t.Fatalf("check found %s at %s: %s", f.Kind, f.Path, f.Detail)
+				}
+			}
+			if after := r.state(r.bDir()); after != bBefore {
+				t.Fatalf("B changed:\n%s\n---\n%s", bBefore, after)
+			}
+			if after := r.state(r.aDir()); after != aBefore {
+				t.Fatalf("check changed A:\n%s\n---\n%s", aBefore, after)
+			}
+		})
+	}
+}
+
+// A roll forward (the next writer's, check --repair's, a migration's) of
+// a promotion committed and not yet renamed, with the key dir swapped
+// inside its meta.db open: one way, it refuses and leaves A as it was (the
+// pending promotion still there for a writer that holds A at the key's
+// name); A,B,A, it settles the promotion in A, which then resumes it. B is
+// never opened, locked or changed.
+func TestKeyDirSwapInsideTheMetaOpenDuringRollForward(t *testing.T) {
+	cases := []swapCase{
+		{swap: faults.DBOpenBeforeMeta},
+		{swap: faults.DBOpenBeforeLock},
+		{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock},
+	}
+	for _, kind := range []string{"link", "dir"} {
+		for _, c := range cases {
+			t.Run(kind+"/"+c.name(), func(t *testing.T) {
+				r := newSwapRig(t, kind, LayoutDB)
+				sess, jobDir := mustResolve(t, r.s, r.key, localJob())
+				next := append(staged(t, jobDir), entryLine("A: committed, not renamed")...)
+				stage(t, jobDir, next)
+				faults.Set(func(p faults.Point) error {
+					if p == faults.PromoteAfterCommit {
+						return errors.New("stopped after the commit")
+					}
+					return nil
+				})
+				_, err := r.s.Promote(sess, PromoteRequest{PiVersion: testPi})
+				faults.Set(nil)
+				if err == nil {
+					t.Fatal("the promotion was not stopped after its commit")
+				}
+				var settled bool
+				aBefore, bBefore := r.during(c, func(fault func(faults.Point) error) {
+					faults.Set(fault)
+					settled, err = r.s.RollForward(r.key)
+					faults.Set(nil)
+				})
+				if after := r.state(r.bDir()); after != bBefore {
+					t.Fatalf("B changed:\n%s\n---\n%s", bBefore, after)
+				}
+				if c.back == "" {
+					if err == nil || settled {
+						t.Fatalf("roll forward in a key dir moved aside inside its open = %v, %v; want refused", settled, err)
+					}
+					if after := r.state(r.aDir()); after != aBefore {
+						t.Fatalf("the refused roll forward changed A:\n%s\n---\n%s", aBefore, after)
+					}
+					r.toA()
+				} else if err != nil || !settled {
+					t.Fatalf("roll forward = %v, %v; want the promotion settled in A", settled, err)
+				}
+				r.laterResolvesAreConsistent(next, r.aGen+1)
+			})
+		}
 	}
 }
