@@ -134,14 +134,26 @@ func TestKeyDirSwapInsideTheMetaOpenDuringResolveOfALegacyKey(t *testing.T) {
 // made in it: the open's create is where it would be), and the key's name
 // still resolves; swapped back (A,B,A) before the flock, it lands in A.
 func TestKeyDirSwapInsideTheMetaOpenDuringPromote(t *testing.T) {
-	cases := []struct {
+	promoteSwapInsideOpen(t, LayoutDB, []swapCase{
+		{swap: faults.DBOpenBeforeMeta},
+		{swap: faults.DBOpenBeforeLock},
+		{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock},
+	})
+}
+
+// The same for a legacy key's first promotion, whose open makes meta.db.
+func TestKeyDirSwapInsideTheMetaOpenDuringPromoteOfALegacyKey(t *testing.T) {
+	promoteSwapInsideOpen(t, LayoutLegacy, []swapCase{{swap: faults.DBOpenBeforeMeta}})
+}
+
+func promoteSwapInsideOpen(t *testing.T, layout Layout, swaps []swapCase) {
+	type layoutCase struct {
 		layout Layout
 		c      swapCase
-	}{
-		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta}},
-		{LayoutDB, swapCase{swap: faults.DBOpenBeforeLock}},
-		{LayoutDB, swapCase{swap: faults.DBOpenBeforeMeta, back: faults.DBOpenBeforeLock}},
-		{LayoutLegacy, swapCase{swap: faults.DBOpenBeforeMeta}},
+	}
+	var cases []layoutCase
+	for _, c := range swaps {
+		cases = append(cases, layoutCase{layout, c})
 	}
 	for _, kind := range []string{"link", "dir"} {
 		for _, c := range cases {
