@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
 	"sessdb/internal/faults"
@@ -162,5 +163,100 @@ func TestKeyDirSwapInsideTheMigrationsMetaOpen(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// meta.db replaced inside a rollback's open of it (db-open/before-flock):
+// by a link, a FIFO, a directory, a truncated copy; unlinked. The run
+// reports the key with a cause within its lock timeout, nothing is written
+// through the link, the meta.db replaced (held open here) is unchanged,
+// and no legacy file is written from it: the key's files are the ones
+// before the run, or the rollback of what is at meta.db's name now.
+func TestMetaDBSwapInsideARollbacksOpen(t *testing.T) {
+	for _, sw := range []struct {
+		name string
+		do   func(t *testing.T, meta, saved string)
+		want Action
+	}{
+		{"link", func(t *testing.T, meta, saved string) {
+			must(t, os.Remove(meta))
+			must(t, os.Symlink(saved, meta))
+		}, Failed},
+		{"fifo", func(t *testing.T, meta, _ string) {
+			must(t, os.Remove(meta))
+			must(t, unix.Mkfifo(meta, 0o600))
+		}, Failed},
+		{"directory", func(t *testing.T, meta, _ string) {
+			must(t, os.Remove(meta))
+			must(t, os.Mkdir(meta, 0o700))
+		}, Failed},
+		{"truncated copy", func(t *testing.T, meta, saved string) {
+			b, err := os.ReadFile(saved)
+			must(t, err)
+			must(t, os.WriteFile(meta+".new", b[:3*1024], 0o600))
+			must(t, os.Rename(meta+".new", meta))
+		}, Failed},
+		{"unlinked", func(t *testing.T, meta, _ string) {
+			must(t, os.Remove(meta))
+		}, Already},
+	} {
+		t.Run(sw.name, func(t *testing.T) {
+			root, key := oneKey(t)
+			migrate(t, root, false, testOpts())
+			dir := filepath.Join(root, key)
+			meta := filepath.Join(dir, db.FileName)
+			saved := filepath.Join(t.TempDir(), "saved-meta.db")
+			was, err := os.ReadFile(meta)
+			must(t, err)
+			must(t, os.WriteFile(saved, was, 0o600))
+			held, err := os.Open(meta)
+			must(t, err)
+			defer held.Close()
+			files := map[string][]byte{}
+			ents, err := os.ReadDir(dir)
+			must(t, err)
+			for _, e := range ents {
+				if e.Name() != db.FileName {
+					b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+					must(t, err)
+					files[e.Name()] = b
+				}
+			}
+			done := false
+			faults.Set(func(p faults.Point) error {
+				if p == faults.DBOpenBeforeLock && !done {
+					done = true
+					sw.do(t, meta, saved)
+				}
+				return nil
+			})
+			start := time.Now()
+			got, _ := migrate(t, root, true, testOpts())
+			faults.Set(nil)
+			if !done {
+				t.Fatal("no open reached db-open/before-flock")
+			}
+			if took := time.Since(start); took > DefaultLockTimeout {
+				t.Fatalf("the rollback took %v", took)
+			}
+			if r := got[key]; r.Action != sw.want || r.Action == Failed && r.Cause == "" {
+				t.Fatalf("%+v; want %s with a cause", r, sw.want)
+			}
+			if b, _ := os.ReadFile(saved); !bytes.Equal(b, was) {
+				t.Fatal("written through the link at meta.db")
+			}
+			now := make([]byte, len(was)+1)
+			if n, _ := held.ReadAt(now, 0); !bytes.Equal(now[:n], was) {
+				t.Fatal("the meta.db replaced in the open changed")
+			}
+			for name, b := range files {
+				if now, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(now, b) {
+					t.Errorf("%s changed (%v)", name, err)
+				}
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) > len(files)+1 {
+				t.Errorf("the key dir holds %v; it held %d files and meta.db", ents, len(files))
+			}
+		})
 	}
 }
