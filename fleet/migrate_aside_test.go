@@ -1,8 +1,10 @@
 package fleet
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -114,7 +116,11 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 				}
 				done <- result{got, sum}
 			}()
-			time.Sleep(30 * time.Millisecond) // the migration waits for the lock by now
+			// The migration waits for the lock (the in-process one: the
+			// test's open is this process's): a fixed sleep was not always
+			// enough under load, and the quarantine then came before the
+			// migration opened the key dir.
+			waitForKeyLock(t)
 			aside := filepath.Join(root, store.QuarantinePrefix+key+"-20261101T120000Z")
 			if err := os.Rename(dir, aside); err != nil {
 				t.Fatal(err)
@@ -157,5 +163,17 @@ func TestQuarantineWhileAFleetMigrationWaits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitForKeyLock waits until some goroutine waits for a key's in-process
+// lock in package db.
+func waitForKeyLock(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("sessdb/db.lockKey")); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the migration never waited for the key's lock")
+		}
 	}
 }

@@ -274,7 +274,7 @@ func TestReapDuringToDB(t *testing.T) {
 			}
 			done <- got
 		}()
-		time.Sleep(30 * time.Millisecond) // the migration is at the lock by now
+		waitInStack(t, "sessdb/db.lockKey") // the migration is at the lock (a fixed sleep was not always enough under load)
 		return nil
 	})
 	res, err := st.Reap(false)
@@ -321,7 +321,7 @@ func TestQuarantineWhileAMigrationWaits(t *testing.T) {
 			}
 			done <- got
 		}()
-		time.Sleep(30 * time.Millisecond) // the migration waits for the lock by now
+		waitInStack(t, "sessdb/db.lockKey") // the migration waits for the lock (a fixed sleep was not always enough under load)
 		aside := filepath.Join(root, store.QuarantinePrefix+key+"-20261101T120000Z")
 		must(t, os.Rename(dir, aside))
 		if !hadDB {
