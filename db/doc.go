@@ -75,7 +75,11 @@
 // PutTranscript refuses a generation lower than the file records. A file
 // whose schema is newer than SchemaVersion is refused with ErrNewerSchema
 // and never written. Files are created with 1 KiB pages (PageSize); a file
-// with other pages is read and written as it is.
+// with other pages is read and written as it is. A writer's open asks
+// Options.BeforeWrite, when set, before it makes a missing meta.db and
+// before it commits a schema migration: a caller whose key directory is
+// moved aside while the open waits for a lock makes or changes nothing in
+// it.
 //
 // Opens wait at most Options.LockTimeout in total for two locks: a
 // process-wide reader/writer lock per key directory, and flock on meta.db
@@ -95,5 +99,7 @@
 // the file unmapped, where /proc/self/maps tells the mapping's length
 // (Linux); elsewhere it stays mapped until the process exits. A process that ignores the lock and
 // rewrites the file under a reader can make a read return what it wrote
-// without an error: bbolt pages carry no checksum.
+// without an error: bbolt pages carry no checksum. bbolt commits in place,
+// so a meta.db with more than one name (a hard link) changes at each of
+// them.
 package db
