@@ -150,6 +150,11 @@ type DeepResult struct {
 	// (it timed out, its process was killed or exited): that proves
 	// nothing about the file, and a repair moves nothing for it.
 	Incomplete string
+	// DirDev and DirIno name the key dir the check ran in, opened by the
+	// key's name: Check takes the result as proof only about the key dir
+	// it holds itself, which the name may no longer lead to (the A,B,A
+	// swap). Both 0: not known, taken to be that dir.
+	DirDev, DirIno uint64
 }
 
 // CheckSummary counts what Check found and did.

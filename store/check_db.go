@@ -49,21 +49,31 @@ func (s *Store) DeepCheckDB(key string) DeepResult {
 		return failed(err)
 	}
 	defer kd.Close()
+	// Which dir the key's name led to: the caller holds the one it opened
+	// first, and judges only that one by this result.
+	st, err := fsat.Fstat(kd)
+	if err != nil {
+		return failed(err)
+	}
+	at := func(r DeepResult) DeepResult {
+		r.DirDev, r.DirIno = uint64(st.Dev), uint64(st.Ino)
+		return r
+	}
 	name := fsat.Join(kd, db.FileName)
 	// Its caller (sessdb check) holds the key's shared lock throughout,
 	// in the process that started this one: a writer waiting for that
 	// lock must not hold this reader back.
 	d, err := db.OpenReader(kd, name, db.Options{LockTimeout: s.opts.LockTimeout, NoTurnstile: true})
 	if err != nil {
-		return failed(err)
+		return at(failed(err))
 	}
 	defer d.Close()
 	found, err := d.Check(maxDeepProblems)
 	if err != nil {
 		if r := failed(err); r.Incomplete != "" && len(found) == 0 {
-			return r
+			return at(r)
 		}
 		found = append(found, err.Error())
 	}
-	return DeepResult{Problems: found}
+	return at(DeepResult{Problems: found})
 }

@@ -221,6 +221,14 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	}
 	if deep != nil {
 		res, err := deep(key)
+		if err == nil && res.DirIno != 0 {
+			// Run in the dir the key's name led to then: proof only
+			// about the dir this look holds, and the file in it that its
+			// shared lock keeps as it is.
+			if held, ferr := fsat.Fstat(k.dir); ferr != nil || uint64(held.Dev) != res.DirDev || uint64(held.Ino) != res.DirIno {
+				res = DeepResult{Incomplete: "it ran in another directory than the key dir this check holds (the key's name led elsewhere meanwhile)"}
+			}
+		}
 		switch {
 		case err != nil:
 			return err

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -356,4 +358,47 @@ func TestKeyDirSwapInsideTheMetaOpenDuringRollForward(t *testing.T) {
 			})
 		}
 	}
+}
+
+// check --repair's deep check (DeepCheckDB, in sessdb a child process)
+// opens the key dir by its name, while the check holds the dir it opened
+// first: with B (a dir whose meta.db is damaged) at the key's name while
+// the deep check runs and A back before the repair (A,B,A), B's damage is
+// no proof about A's meta.db, which must not be reported as failing
+// bbolt's check, nor moved aside.
+func TestDeepCheckOfASwappedKeyDirProvesNothing(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "A")
+	a := filepath.Join(root, testKey)
+	aside := filepath.Join(t.TempDir(), "a")
+	b := filepath.Join(t.TempDir(), "b")
+	must(t, os.Mkdir(b, 0o700))
+	must(t, os.WriteFile(filepath.Join(b, db.FileName), bytes.Repeat([]byte("not a bbolt file "), 512), 0o600))
+	before := treeState(t, a)
+	deep := func(_ context.Context, key string) (DeepResult, error) {
+		must(t, os.Rename(a, aside))
+		must(t, os.Rename(b, a))
+		defer func() {
+			must(t, os.Rename(a, b))
+			must(t, os.Rename(aside, a))
+		}()
+		return s.DeepCheckDB(key), nil
+	}
+	var found []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if f.Kind == KindMetaCheckFailed && !strings.Contains(f.Detail, "proves nothing") || f.Kind == KindMovedAside {
+			t.Errorf("check --repair: %s %s: %s; %s", f.Kind, f.Path, f.Detail, f.Repair)
+		}
+	}
+	if after := treeState(t, a); after != before {
+		t.Fatalf("A changed:\n%s\nwas\n%s", after, before)
+	}
+	sess, _ := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
 }
