@@ -6,10 +6,10 @@
 // a protocol that skips one of those steps survives a SIGKILL (the page
 // cache stays) but not a power cut.
 //
-// The store's promotion (the key dir it makes included) and migrate's
-// writers make these calls through an FS. Production passes Disk, the
-// system calls themselves; tests pass the journal of package
-// durable/powercut, which can take back everything a
+// The store's promotion (the key dir it makes included), its reap and
+// check --repair, and migrate's writers make these calls through an FS.
+// Production passes Disk, the system calls themselves; tests pass the
+// journal of package durable/powercut, which can take back everything a
 // power cut would, and so fails a protocol with a missing fsync. Writes
 // that are durable by their own protocol do not pass through here: bbolt's
 // commits, and package db's creation of meta.db.
@@ -43,6 +43,10 @@ type FS interface {
 	SetMtime(dir *os.File, name string, f *os.File, at time.Time) error
 	// Rename renames from over to inside dir.
 	Rename(dir *os.File, from, to string) error
+	// RenameNoReplace renames from to to inside dir, never over an
+	// existing to: that fails with an error that unwraps to EEXIST (see
+	// fsat.RenameNoReplace).
+	RenameNoReplace(dir *os.File, from, to string) error
 	// Remove removes name inside dir, the link itself if it is one, or an
 	// empty directory; nothing there is no error (see fsat.Remove).
 	Remove(dir *os.File, name string) error
@@ -75,6 +79,11 @@ func (Disk) SetMtime(dir *os.File, name string, f *os.File, at time.Time) error 
 
 // Rename implements FS.
 func (Disk) Rename(dir *os.File, from, to string) error { return fsat.RenameAt(dir, from, to) }
+
+// RenameNoReplace implements FS.
+func (Disk) RenameNoReplace(dir *os.File, from, to string) error {
+	return fsat.RenameNoReplace(dir, from, to)
+}
 
 // Remove implements FS.
 func (Disk) Remove(dir *os.File, name string) error { return fsat.Remove(dir, name) }

@@ -224,20 +224,63 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	if prev != nil {
 		j.trim(toPath, prev)
 	}
+	return j.renamed(dir, fromPath, toPath, prev)
+}
+
+// RenameNoReplace implements durable.FS. It is journalled as a rename
+// that replaced nothing; where the system has no atomic no-replace rename
+// (fsat's link-then-unlink fallback) a cut could also leave both names,
+// which the journal does not image.
+func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
+	if err := (durable.Disk{}).RenameNoReplace(dir, from, to); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil)
+}
+
+// renamed journals a rename done on disk; j.mu is held.
+func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept) error {
+	// The paths of operations not yet durable inside a renamed directory
+	// hold only while the rename is undone: taking them back under either
+	// name would be wrong in some mode, so no protocol may do that.
+	for _, o := range j.ops {
+		if strings.HasPrefix(o.dir+"/", fromPath+"/") {
+			return fmt.Errorf("%s was renamed with %s %s inside it not yet durable: the power-cut journal cannot image that", fromPath, o.kind, o.path)
+		}
+	}
 	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev})
 	delete(j.synced, toPath)
 	delete(j.mtimes, toPath)
 	// A file's fsync state follows it to its new name: a temp fsynced and
-	// then renamed into place keeps its fsynced bytes at the new name.
-	if n, ok := j.synced[fromPath]; ok {
-		delete(j.synced, fromPath)
-		j.synced[toPath] = n
+	// then renamed into place keeps its fsynced bytes at the new name, and
+	// so do the files inside a renamed directory.
+	for path, n := range j.synced {
+		if to, ok := movedTo(path, fromPath, toPath); ok {
+			delete(j.synced, path)
+			j.synced[to] = n
+		}
 	}
-	if m, ok := j.mtimes[fromPath]; ok {
-		delete(j.mtimes, fromPath)
-		j.mtimes[toPath] = m
+	for path, m := range j.mtimes {
+		if to, ok := movedTo(path, fromPath, toPath); ok {
+			delete(j.mtimes, path)
+			j.mtimes[to] = m
+		}
 	}
 	return nil
+}
+
+// movedTo is path's name once from is renamed to to, and whether the
+// rename moves it: from itself, or what is inside it.
+func movedTo(path, from, to string) (string, bool) {
+	if path == from {
+		return to, true
+	}
+	if rest, ok := strings.CutPrefix(path, from+"/"); ok {
+		return to + "/" + rest, true
+	}
+	return "", false
 }
 
 // Remove implements durable.FS.
@@ -281,7 +324,26 @@ func (j *Journal) SyncDir(dir *os.File) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ops = slices.DeleteFunc(j.ops, func(o dirOp) bool { return o.dir == dir.Name() })
+	// A directory whose removal is now durable takes with it whatever was
+	// removed inside it: no cut can bring an entry back into a directory
+	// that is gone.
+	var gone []string
+	for _, o := range j.ops {
+		if o.dir == dir.Name() && o.kind == opUnlink && o.prev.mode&unix.S_IFMT == unix.S_IFDIR {
+			gone = append(gone, o.path+"/")
+		}
+	}
+	j.ops = slices.DeleteFunc(j.ops, func(o dirOp) bool {
+		if o.dir == dir.Name() {
+			return true
+		}
+		for _, g := range gone {
+			if strings.HasPrefix(o.dir+"/", g) {
+				return true
+			}
+		}
+		return false
+	})
 	return nil
 }
 
@@ -434,6 +496,12 @@ func (j *Journal) apply(in func(string) (string, error), m Mode) error {
 			if err != nil {
 				return err
 			}
+			// A later removal of the new name landed (a dir renamed aside,
+			// then removed): the rename reached the disk with it.
+			var st unix.Stat_t
+			if unix.Lstat(q, &st) != nil && removedLater(j.ops[i+1:], o.path, m) {
+				continue
+			}
 			if err := os.Rename(q, from); err != nil {
 				return err
 			}
@@ -456,6 +524,17 @@ func (j *Journal) apply(in func(string) (string, error), m Mode) error {
 		}
 	}
 	return nil
+}
+
+// removedLater reports whether one of later, in a cut m lands, removed
+// path.
+func removedLater(later []dirOp, path string, m Mode) bool {
+	for _, o := range later {
+		if o.kind == opUnlink && o.path == path && m.land(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // CopyTree copies the tree under from to to: directories, regular files,

@@ -1,9 +1,13 @@
 package powercut
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/internal/fsat"
 )
@@ -65,5 +69,119 @@ func TestMkdirIsTakenBackWithItsContents(t *testing.T) {
 	j.Cut(t)
 	if !has(parent, "k/f") {
 		t.Error("the cut took back k/f after both dirs were fsynced")
+	}
+}
+
+// TestDirRenamedAsideAndRemoved: a directory renamed aside (no-replace)
+// and emptied and removed there, as a reap does, comes back whole at its
+// old name in a cut that lands nothing, is gone in one that lands the
+// removals (the rename landed with the removal of its new name), and is
+// whole at its new name in one that lands the names only. Once the parent
+// is fsynced the directory is gone in every cut: nothing removed inside a
+// directory whose removal is durable can come back.
+func TestDirRenamedAsideAndRemoved(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.Mkdir(filepath.Join(parent, "k"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(parent, "k", "f"), []byte("data"), 0o600)
+	os.WriteFile(filepath.Join(parent, "taken"), nil, 0o600)
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	j := New()
+	if err := j.RenameNoReplace(pd, "k", "taken"); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("a no-replace rename over a file: %v", err)
+	}
+	if err := j.RenameNoReplace(pd, "k", "aside"); err != nil {
+		t.Fatal(err)
+	}
+	ad, err := fsat.OpenDirAt(pd, "aside")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Close()
+	if err := j.Remove(ad, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Remove(pd, "aside"); err != nil {
+		t.Fatal(err)
+	}
+	has := func(dir, name string) bool {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		return err == nil && string(b) == "data"
+	}
+	want := map[string][2]bool{ // k/f there, aside/f there
+		"nothing-lands":  {true, false},
+		"unlinks-land":   {false, false},
+		"names-land":     {false, true},
+		"all-names-land": {false, false},
+	}
+	for _, im := range j.Images(t, parent) {
+		if got := [2]bool{has(im.Dir, "k/f"), has(im.Dir, "aside/f")}; got != want[im.Mode] {
+			t.Errorf("%s: k/f, aside/f there %v, want %v (lost: %v)", im.Mode, got, want[im.Mode], im.Lost)
+		}
+	}
+	if err := j.SyncDir(pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range j.Images(t, parent) {
+		if has(im.Dir, "k/f") || has(im.Dir, "aside/f") {
+			t.Errorf("%s: the directory's removal was durable, and its file is back (lost: %v)", im.Mode, im.Lost)
+		}
+	}
+}
+
+// TestRenamedDirKeepsItsFilesFsyncState: a file's data not yet fsynced is
+// lost at the name its directory was renamed to, and a rename of a
+// directory with operations inside it not yet durable is refused (the
+// journal could not image both names).
+func TestRenamedDirKeepsItsFilesFsyncState(t *testing.T) {
+	parent := t.TempDir()
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	// rename renames k, with a file made in it through j, to k2, with the
+	// directory fsync before the rename or not.
+	rename := func(j *Journal, k string, synced bool) error {
+		if err := os.Mkdir(filepath.Join(parent, k), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		kd, err := fsat.OpenDirAt(pd, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kd.Close()
+		f, err := j.CreateTemp(kd, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("data")
+		f.Close()
+		if synced {
+			if err := j.SyncDir(kd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return j.RenameNoReplace(pd, k, k+"2")
+	}
+	if err := rename(New(), "a", false); err == nil || !strings.Contains(err.Error(), "cannot image") {
+		t.Fatalf("a rename with a create inside not yet durable: %v", err)
+	}
+	j := New()
+	if err := rename(j, "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SyncDir(pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range j.Images(t, parent) {
+		if b, err := os.ReadFile(filepath.Join(im.Dir, "b2", "f")); err != nil || len(b) != 0 {
+			t.Errorf("%s: b2/f holds %q, %v: its data was never fsynced", im.Mode, b, err)
+		}
 	}
 }
