@@ -96,7 +96,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		if !hadDB && err != nil {
 			// The meta.db made for the lock goes again: the key is as
 			// it was.
-			fsat.UnlinkAt(kd, db.FileName)
+			s.disk.remove(kd, db.FileName)
 		}
 	}()
 	// Moved aside (check --repair --quarantine) while this waited for the

@@ -71,7 +71,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 	if err := stillAtKey("quarantine", s.root, kd, key); err != nil {
 		return "", err
 	}
-	aside, err := renameAside(root, key, func(n int) string {
+	aside, err := s.renameAside(root, key, func(n int) string {
 		if n == 1 {
 			return QuarantinePrefix + key + "-" + stamp
 		}
@@ -81,7 +81,13 @@ func (s *Store) Quarantine(key string) (string, error) {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
 	if made {
-		fsat.UnlinkAt(kd, db.FileName)
+		// The lock's meta.db goes again, in the dir moved aside (under the
+		// name it is at now, so that what else is at the key's name is
+		// never touched).
+		if ad, err := movedDir(root, kd, aside); err == nil {
+			s.disk.remove(ad, db.FileName)
+			ad.Close()
+		}
 	}
 	s.opts.Logger.Info().Str("key", key).Str("dir", aside).Msg("session_quarantined")
 	return aside, nil

@@ -167,7 +167,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	// made: a promotion may have created and committed one since the look.
 	if !hadDB && sc == (db.Sidecars{}) {
 		// Runs before the Close above: the lock is held while the name goes.
-		defer fsat.UnlinkAt(kd, db.FileName)
+		defer s.disk.remove(kd, db.FileName)
 	}
 	// Moved aside (check --repair --quarantine) while this waited for the
 	// lock: nothing in the dir moved aside is to change.
@@ -197,14 +197,14 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 			res.kept[n] = "a meta.db being created right now"
 			continue
 		}
-		if err := fsat.UnlinkAt(kd, n); err != nil {
+		if err := s.disk.remove(kd, n); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		res.removed[n] = true
 	}
 	if len(res.removed) > 0 {
-		if err := fsat.SyncDir(kd); err != nil {
+		if err := s.disk.syncDir(kd); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -324,7 +324,7 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 		if n > 1 {
 			aside = fmt.Sprintf("%s-%d", base, n)
 		}
-		err := fsat.RenameNoReplace(kd, db.FileName, aside)
+		err := s.disk.renameNoReplace(kd, db.FileName, aside)
 		if errors.Is(err, unix.EEXIST) && n < 100 {
 			continue
 		}
@@ -334,7 +334,7 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 		if err := s.fault(faults.RepairAfterAside); err != nil {
 			return "", err
 		}
-		return aside, fsat.SyncDir(kd)
+		return aside, s.disk.syncDir(kd)
 	}
 }
 
@@ -382,7 +382,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 			continue
 		}
 		if !dryRun {
-			if err := fsat.UnlinkAt(kd, n); err != nil {
+			if err := s.disk.remove(kd, n); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -390,7 +390,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		out = append(out, n)
 	}
 	if len(out) > 0 && !dryRun {
-		if err := fsat.SyncDir(kd); err != nil {
+		if err := s.disk.syncDir(kd); err != nil {
 			errs = append(errs, err)
 		}
 	}

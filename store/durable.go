@@ -6,16 +6,20 @@ import (
 	"sessdb/internal/durable"
 )
 
-// durability is the store's view of the one durability seam, durable.FS,
-// under the names promote.go calls: the key dir, the promotion temp, its
-// fsync, the rename into place and the directory fsync. bbolt's commits do
-// not pass through here: bbolt fsyncs its own file. Production uses diskWrites{}
+// durability is the store's view of the one durability seam, durable.FS:
+// promotion's key dir, temp, its fsync, the rename into place and the
+// directory fsync, and the renames and removals of reap and check
+// --repair (a key dir renamed aside, meta.db moved aside, temps and a
+// reaped dir removed). bbolt's commits do not pass through here: bbolt
+// fsyncs its own file. Production uses diskWrites{}
 // (durable.Disk); the power-cut test uses diskWrites{journal}.
 type durability interface {
 	mkdir(dir *os.File, name string, perm uint32) (bool, error)
 	createTemp(dir *os.File, name string) (*os.File, error)
 	syncFile(f *os.File) error
 	rename(dir *os.File, from, to string) error
+	renameNoReplace(dir *os.File, from, to string) error
+	remove(dir *os.File, name string) error
 	syncDir(dir *os.File) error
 }
 
@@ -47,4 +51,11 @@ func (d diskWrites) syncFile(f *os.File) error {
 func (d diskWrites) rename(dir *os.File, from, to string) error {
 	return d.disk().Rename(dir, from, to)
 }
+
+func (d diskWrites) renameNoReplace(dir *os.File, from, to string) error {
+	return d.disk().RenameNoReplace(dir, from, to)
+}
+
+func (d diskWrites) remove(dir *os.File, name string) error { return d.disk().Remove(dir, name) }
+
 func (d diskWrites) syncDir(dir *os.File) error { return d.disk().SyncDir(dir) }

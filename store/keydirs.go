@@ -216,7 +216,7 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
 		return nil, err
 	}
-	sweepTemps(kd)
+	t.s.sweepTemps(kd)
 	if t.cur, err = currentBase(kd, t.sc); err != nil {
 		return nil, err
 	}
@@ -374,14 +374,14 @@ func (t *keyTxn) Commit(st Staged, rec db.Sidecars, e db.HistoryEntry) error {
 // the next writer to roll forward or sweep.
 func (t *keyTxn) Close() error {
 	if t.temp != "" {
-		fsat.UnlinkAt(t.kd, t.temp)
+		t.s.disk.remove(t.kd, t.temp)
 	}
 	if t.d != nil {
 		if t.emptyDB {
 			// Still under the lock, as reap and check --repair remove
 			// meta.db: an open waiting for the lock finds the name gone
 			// once it has it, and a writer makes its own.
-			fsat.UnlinkAt(t.kd, db.FileName)
+			t.s.disk.remove(t.kd, db.FileName)
 		}
 		t.d.Close()
 	}

@@ -237,7 +237,7 @@ func (s *Store) writeTemp(kd *os.File, src io.ReaderAt, srcSize int64, torn bool
 			err = cerr
 		}
 		if err != nil {
-			fsat.UnlinkAt(kd, name)
+			s.disk.remove(kd, name)
 		}
 	}()
 	h := crc32.New(castagnoli)
@@ -345,14 +345,14 @@ func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 // sweepTemps removes promotion temps. Only a holder of the key's exclusive
 // lock writes a temp, and a promotion in flight has just been rolled
 // forward, so every temp found here is debris, whatever its age.
-func sweepTemps(kd *os.File) {
+func (s *Store) sweepTemps(kd *os.File) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, tmpPrefix) {
-			fsat.UnlinkAt(kd, n)
+			s.disk.remove(kd, n)
 		}
 	}
 }
@@ -411,7 +411,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 	if err != nil {
 		return false, nil, err
 	}
-	sweepTemps(kd)
+	s.sweepTemps(kd)
 	var after *unix.Stat_t
 	if st, err := fsat.LstatAt(kd, db.FileName); same && err == nil {
 		after = &st

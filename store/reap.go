@@ -261,7 +261,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	keep := func(err error) (bool, error) {
 		if empty {
-			fsat.UnlinkAt(kd, db.FileName)
+			s.disk.remove(kd, db.FileName)
 		}
 		return false, err
 	}
@@ -304,7 +304,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	if err := s.fault(faults.ReapBeforeRename); err != nil {
 		return false, err
 	}
-	aside, err := renameAside(root, key, func(int) string { return newReapedName(key) })
+	aside, err := s.renameAside(root, key, func(int) string { return newReapedName(key) })
 	if err != nil {
 		return false, fmt.Errorf("reap %s: %w", key, err)
 	}
@@ -312,7 +312,11 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// which the next reap finishes.
 	err = s.fault(faults.ReapAfterRename)
 	if err == nil {
-		err = s.removeAside(root, kd, aside)
+		var ad *os.File
+		if ad, err = movedDir(root, kd, aside); err == nil {
+			err = s.removeAside(root, ad, aside)
+			ad.Close()
+		}
 	}
 	if err != nil {
 		return true, fmt.Errorf("reap %s: the key is gone (renamed to %s), but its removal stopped: %w; the next reap finishes it", key, aside, err)

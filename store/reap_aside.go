@@ -108,18 +108,30 @@ func refuseForeign(what string, foreign []string) error {
 // renameAside renames the dir from under root to the first of next(1),
 // next(2), ... that no entry has, never over an existing one, and makes
 // the rename durable; it returns the name it took.
-func renameAside(root *os.File, from string, next func(n int) string) (string, error) {
+func (s *Store) renameAside(root *os.File, from string, next func(n int) string) (string, error) {
 	for n := 1; ; n++ {
 		to := next(n)
-		err := renameDirNoReplace(root, from, to)
+		err := s.renameDirNoReplace(root, from, to)
 		if errors.Is(err, unix.EEXIST) && n < 100 {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		return to, fsat.SyncDir(root)
+		return to, s.disk.syncDir(root)
 	}
+}
+
+// movedDir returns kd, the dir just renamed to name under root, as a
+// descriptor named for where it is now: what is written in it from then
+// on is journalled at its new name (and an error names where it is).
+func movedDir(root, kd *os.File, name string) (*os.File, error) {
+	fd, err := unix.Dup(int(kd.Fd()))
+	if err != nil {
+		return nil, &os.PathError{Op: "dup", Path: kd.Name(), Err: err}
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), fsat.Join(root, name)), nil
 }
 
 // renameDirNoReplace renames the directory from to to under root, failing
@@ -129,16 +141,20 @@ func renameAside(root *os.File, from string, next func(n int) string) (string, e
 // existing name) and from renamed over it, which rename(2) allows for an
 // empty directory only. A crash between the two leaves an empty directory
 // under a name of the store's own, which the walks report.
-func renameDirNoReplace(root *os.File, from, to string) error {
-	err := fsat.RenameNoReplace(root, from, to)
+func (s *Store) renameDirNoReplace(root *os.File, from, to string) error {
+	err := s.disk.renameNoReplace(root, from, to)
 	if !errors.Is(err, unix.EPERM) {
 		return err
 	}
-	if err := unix.Mkdirat(int(root.Fd()), to, 0o700); err != nil {
+	made, err := s.disk.mkdir(root, to, 0o700)
+	if err != nil {
 		return &os.PathError{Op: "mkdir", Path: fsat.Join(root, to), Err: err}
 	}
-	if err := fsat.RenameAt(root, from, to); err != nil {
-		fsat.RmdirAt(root, to)
+	if !made {
+		return &os.PathError{Op: "mkdir", Path: fsat.Join(root, to), Err: unix.EEXIST}
+	}
+	if err := s.disk.rename(root, from, to); err != nil {
+		s.disk.remove(root, to)
 		return err
 	}
 	return nil
@@ -166,7 +182,7 @@ func (s *Store) removeAside(root, kd *os.File, name string) error {
 		}
 		return refuseForeign("remove "+name+":", foreign)
 	}
-	if err := fsat.UnlinkAt(kd, TranscriptName); err != nil && !fsat.IsNotExist(err) {
+	if err := s.disk.remove(kd, TranscriptName); err != nil {
 		return err
 	}
 	if err := s.fault(faults.ReapAfterTranscript); err != nil {
@@ -181,17 +197,17 @@ func (s *Store) removeAside(root, kd *os.File, name string) error {
 		if n == db.FileName {
 			continue
 		}
-		if err := fsat.UnlinkAt(kd, n); err != nil && !fsat.IsNotExist(err) {
+		if err := s.disk.remove(kd, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := fsat.UnlinkAt(kd, db.FileName); err != nil && !fsat.IsNotExist(err) {
+	if err := s.disk.remove(kd, db.FileName); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		if err := fsat.RmdirAt(root, name); err != nil {
+		if err := s.disk.remove(root, name); err != nil {
 			errs = append(errs, err)
-		} else if err := fsat.SyncDir(root); err != nil {
+		} else if err := s.disk.syncDir(root); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -274,14 +290,14 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	case landed && dryRun:
 		return true, nil
 	case landed:
-		err := renameDirNoReplace(root, name, key)
+		err := s.renameDirNoReplace(root, name, key)
 		if errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
 		}
 		if err != nil {
 			return false, err
 		}
-		return true, fsat.SyncDir(root)
+		return true, s.disk.syncDir(root)
 	case dryRun:
 		return false, nil
 	}
