@@ -216,6 +216,8 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
 		return nil, err
 	}
+	// Made durable by Stage's directory fsync, if the promotion gets
+	// that far; if not, a temp a power cut brings back is debris again.
 	t.s.sweepTemps(kd)
 	if t.cur, err = currentBase(kd, t.sc); err != nil {
 		return nil, err

@@ -342,19 +342,22 @@ func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	return n == size && uint64(h.Sum32()) == sum, nil
 }
 
-// sweepTemps removes promotion temps. Only a holder of the key's exclusive
-// lock writes a temp, and a promotion in flight has just been rolled
-// forward, so every temp found here is debris, whatever its age.
-func (s *Store) sweepTemps(kd *os.File) {
+// sweepTemps removes promotion temps, and reports whether it removed
+// any: the removals are durable only once kd is fsynced. Only a holder of
+// the key's exclusive lock writes a temp, and a promotion in flight has
+// just been rolled forward, so every temp found here is debris, whatever
+// its age.
+func (s *Store) sweepTemps(kd *os.File) (removed bool) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
-		return
+		return false
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, tmpPrefix) {
-			s.disk.remove(kd, n)
+		if strings.HasPrefix(n, tmpPrefix) && s.disk.remove(kd, n) == nil {
+			removed = true
 		}
 	}
+	return removed
 }
 
 // RollForward finishes a promotion of key that committed but was not
@@ -411,7 +414,13 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 	if err != nil {
 		return false, nil, err
 	}
-	s.sweepTemps(kd)
+	// check --repair reports the temps removed once this returns: a power
+	// cut must not bring back a damaged temp it said it removed.
+	if s.sweepTemps(kd) {
+		if err := s.disk.syncDir(kd); err != nil {
+			return settled, nil, err
+		}
+	}
 	var after *unix.Stat_t
 	if st, err := fsat.LstatAt(kd, db.FileName); same && err == nil {
 		after = &st

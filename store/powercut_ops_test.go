@@ -255,8 +255,12 @@ func TestPowerCutDuringReapOfALegacyKey(t *testing.T) { powerCutReap(t, "legacy"
 // promotion landed since, moved back to its key.
 func TestPowerCutDuringReapRestore(t *testing.T) { powerCutReap(t, "back") }
 
+// TestPowerCutDuringReapOfALeftover: a dir a reap killed after its
+// transcript's removal left, removed.
+func TestPowerCutDuringReapOfALeftover(t *testing.T) { powerCutReap(t, "leftover") }
+
 // powerCutReap cuts the power at every step of a reap of one kind of
-// work (which: "db", "legacy", "back") beside a fresh key. On every disk
+// work (which: "db", "legacy", "back", "leftover") beside a fresh key. On every disk
 // a cut leaves: the fresh key resumes as before, the moved-back key
 // resumes or is still in the reap-owned dir, and no expired key resumes;
 // dump reads every entry, and check names everything out of place; a
@@ -303,6 +307,17 @@ func powerCutReap(t *testing.T, which string) {
 		}
 		kept = append(kept, back)
 		through = []string{"before rename " + backAside}
+	case "leftover":
+		expiredKey(t, s, clock, testKey)
+		faults.Set(func(p faults.Point) error {
+			if p == faults.ReapAfterTranscript {
+				return errors.New("killed")
+			}
+			return nil
+		})
+		s.Reap(false)
+		faults.Set(nil)
+		through = []string{"before remove " + ReapedPrefix + testKey, "before remove sessions/" + ReapedPrefix + testKey}
 	}
 	for _, k := range expired {
 		through = append(through, "before rename "+k, "before remove "+ReapedPrefix+k, "before remove sessions/"+ReapedPrefix+k)
@@ -314,7 +329,7 @@ func powerCutReap(t *testing.T, which string) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if err != nil || len(res.Skipped) != 0 || len(res.Removed) != len(expired) || len(res.Restored) != len(kept)-1 {
+	if err != nil || len(res.Skipped) != 0 || len(res.Removed) != len(expired) || len(res.Restored) != len(kept)-1 || which == "leftover" && len(res.Finished) != 1 {
 		t.Fatalf("the reap cut at = %+v, %v", res, err)
 	}
 	c.cut(afterReturn)
@@ -401,6 +416,12 @@ func TestPowerCutDuringRepairMoveAside(t *testing.T) { powerCutRepair(t, "damage
 // TestPowerCutDuringRepairRollForward: a pending promotion rolled forward.
 func TestPowerCutDuringRepairRollForward(t *testing.T) { powerCutRepair(t, "pending") }
 
+// TestPowerCutDuringRepairOfADamagedPendingTemp: a pending promotion whose
+// temp no longer matches its record: the temp removed, the record left.
+func TestPowerCutDuringRepairOfADamagedPendingTemp(t *testing.T) {
+	powerCutRepair(t, "pendingbad")
+}
+
 // TestPowerCutDuringRepairTemps: stray temps removed, from a key with a
 // meta.db and from a legacy key (which gets a meta.db for the lock).
 func TestPowerCutDuringRepairTemps(t *testing.T) { powerCutRepair(t, "temps") }
@@ -433,6 +454,17 @@ func powerCutRepair(t *testing.T, which string) {
 		runJob(t, s, key, localJob(), PromoteRequest{}, "before")
 		pendingDamage(t, s, root, key)
 		through = []string{"before rename ." + TranscriptName + ".tmp-"}
+	case "pendingbad":
+		runJob(t, s, key, localJob(), PromoteRequest{}, "before")
+		pendingDamage(t, s, root, key)
+		tmp := filepath.Join(root, key, sidecarsOf(t, root, key).Pending.Tmp)
+		b, err := os.ReadFile(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 1
+		os.WriteFile(tmp, b, 0o600)
+		through = []string{"before remove " + key + "/.current.jsonl.tmp-"}
 	case "temps":
 		runJob(t, s, key, localJob(), PromoteRequest{}, "temps")
 		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000aa"), clock.now.Add(-time.Minute))
@@ -458,17 +490,31 @@ func powerCutRepair(t *testing.T, which string) {
 	}
 	keys = append(keys, key)
 
+	// What a resolve hands over: whether, why, and the bytes. A resumed
+	// key must hand over exactly what it did before the repair (the
+	// record's transcript, or for a pending promotion whose temp is
+	// damaged, the generation before it).
 	type resolved struct {
 		resume bool
 		reason gates.Reason
-		marker string
+		data   string
+	}
+	resolve := func(t *testing.T, s *Store, k string) resolved {
+		t.Helper()
+		sess, jobDir := mustResolve(t, s, k, localJob())
+		r := resolved{sess.Resume, sess.Reason, ""}
+		if sess.Resume {
+			r.data = string(staged(t, jobDir))
+		}
+		return r
 	}
 	before := map[string]resolved{}
 	for _, k := range keys {
-		sess, data := checkDescribed(t, s, root, k)
-		before[k] = resolved{sess.Resume, sess.Reason, markerOf(data, 1)}
+		before[k] = resolve(t, s, k)
 	}
-	if b := before[key]; which == "pending" && (!b.resume || b.marker == "before") || which == "damaged" && b.resume {
+	b := before[key]
+	if which == "pending" && (!b.resume || markerOf([]byte(b.data), 1) == "before") ||
+		which == "pendingbad" && (!b.resume || markerOf([]byte(b.data), 1) != "before") || which == "damaged" && b.resume {
 		t.Fatalf("the fixture: %+v", before)
 	}
 	// Moved aside, the damaged key reads as such; that is the one change
@@ -479,12 +525,18 @@ func powerCutRepair(t *testing.T, which string) {
 	sameAsBefore := func(t *testing.T, s2 *Store, where string) {
 		t.Helper()
 		for k, b := range before {
-			sess, data := checkDescribed(t, s2, s2.root, k)
-			got := resolved{sess.Resume, sess.Reason, markerOf(data, 1)}
-			if got != b && !asideOK(k, got) {
-				t.Fatalf("%s: %s resolves %+v, before the repair %+v", where, k, got, b)
+			if got := resolve(t, s2, k); got != b && !asideOK(k, got) {
+				t.Fatalf("%s: %s resolves {resume %v, %s, %d bytes}, before the repair {resume %v, %s, %d bytes}", where, k, got.resume, got.reason, len(got.data), b.resume, b.reason, len(b.data))
 			}
 		}
+	}
+
+	// A transcript in place that is the generation before a damaged
+	// pending one stays a problem by design: nothing repairs it but the
+	// next promotion, and a resolve serves it meanwhile.
+	problem := func(f Finding) bool {
+		return (f.Severity == SeverityProblem || f.Kind == KindStrayTemp) &&
+			!(which == "pendingbad" && f.Key == key && f.Kind == KindTranscriptMismatch)
 	}
 
 	c := armCuts(t, s, root)
@@ -495,7 +547,7 @@ func powerCutRepair(t *testing.T, which string) {
 		t.FailNow()
 	}
 	for _, f := range found {
-		if f.Severity == SeverityProblem && !f.Repaired {
+		if problem(f) && !f.Repaired {
 			t.Fatalf("the repair cut at left %+v", f)
 		}
 	}
@@ -513,18 +565,18 @@ func powerCutRepair(t *testing.T, which string) {
 		if img.at == afterReturn {
 			// What the repair reported repaired stays repaired.
 			for _, f := range checkFindings(t, s2, CheckOptions{}) {
-				if f.Severity == SeverityProblem || f.Kind == KindStrayTemp {
+				if problem(f) {
 					t.Fatalf("%s: the repair returned, and check finds %+v", where, f)
 				}
 			}
 		}
 		for _, f := range checkFindings(t, s2, CheckOptions{Repair: true}) {
-			if f.Severity == SeverityProblem && !f.Repaired {
+			if problem(f) && !f.Repaired {
 				t.Fatalf("%s: the next repair left %+v", where, f)
 			}
 		}
 		for _, f := range checkFindings(t, s2, CheckOptions{}) {
-			if f.Severity == SeverityProblem || f.Kind == KindStrayTemp {
+			if problem(f) {
 				t.Fatalf("%s: after the next repair check finds %+v", where, f)
 			}
 		}
