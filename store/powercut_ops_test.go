@@ -422,9 +422,12 @@ func TestPowerCutDuringRepairOfADamagedPendingTemp(t *testing.T) {
 	powerCutRepair(t, "pendingbad")
 }
 
-// TestPowerCutDuringRepairTemps: stray temps removed, from a key with a
-// meta.db and from a legacy key (which gets a meta.db for the lock).
+// TestPowerCutDuringRepairTemps: stray temps removed from a key.
 func TestPowerCutDuringRepairTemps(t *testing.T) { powerCutRepair(t, "temps") }
+
+// TestPowerCutDuringRepairTempsOfALegacyKey: a stray temp removed from a
+// legacy key, which gets a meta.db for the lock.
+func TestPowerCutDuringRepairTempsOfALegacyKey(t *testing.T) { powerCutRepair(t, "legacy") }
 
 // TestPowerCutDuringRepairOfAReapedDir: a dir an interrupted reap left,
 // removed.
@@ -469,13 +472,12 @@ func powerCutRepair(t *testing.T, which string) {
 		runJob(t, s, key, localJob(), PromoteRequest{}, "temps")
 		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000aa"), clock.now.Add(-time.Minute))
 		chkOldFile(t, filepath.Join(root, key, ".meta.db.tmp-00000000000000bb"), clock.now.Add(-time.Minute))
-		legacyKey := Key("github", "a/b", "legacy")
-		writeLegacy(t, root, legacyKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, entryLine("legacy")))})
-		chkOldFile(t, filepath.Join(root, legacyKey, ".current.jsonl.tmp-00000000000000cc"), clock.now.Add(-time.Minute))
-		keys = append(keys, legacyKey)
 		through = []string{"before remove " + key + "/.current.jsonl.tmp-00000000000000aa",
-			"before remove " + key + "/.meta.db.tmp-00000000000000bb", "before remove " + legacyKey + "/.current.jsonl.tmp-00000000000000cc",
-			"before remove " + legacyKey + "/" + db.FileName}
+			"before remove " + key + "/.meta.db.tmp-00000000000000bb"}
+	case "legacy":
+		writeLegacy(t, root, key, map[string]string{TranscriptName: string(transcriptBytes(clock.now, entryLine("legacy")))})
+		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000cc"), clock.now.Add(-time.Minute))
+		through = []string{"before remove " + key + "/.current.jsonl.tmp-00000000000000cc", "before remove " + key + "/" + db.FileName}
 	case "reaped":
 		expiredKey(t, s, clock, key)
 		faults.Set(func(p faults.Point) error {
