@@ -413,7 +413,12 @@ func powerCutReap(t *testing.T, which string) {
 // TestPowerCutDuringRepairMoveAside: a damaged meta.db moved aside.
 func TestPowerCutDuringRepairMoveAside(t *testing.T) { powerCutRepair(t, "damaged") }
 
-// TestPowerCutDuringRepairRollForward: a pending promotion rolled forward.
+// TestPowerCutDuringRepairMoveAsideAndTemps: a damaged meta.db moved
+// aside, then a stray temp removed under a meta.db made for the lock.
+func TestPowerCutDuringRepairMoveAsideAndTemps(t *testing.T) { powerCutRepair(t, "damagedtemps") }
+
+// TestPowerCutDuringRepairRollForward: a pending promotion rolled forward,
+// and a stray temp beside it removed.
 func TestPowerCutDuringRepairRollForward(t *testing.T) { powerCutRepair(t, "pending") }
 
 // TestPowerCutDuringRepairOfADamagedPendingTemp: a pending promotion whose
@@ -449,14 +454,19 @@ func powerCutRepair(t *testing.T, which string) {
 	var through []string
 	key := Key("github", "a/b", which)
 	switch which {
-	case "damaged":
+	case "damaged", "damagedtemps":
 		runJob(t, s, key, localJob(), PromoteRequest{}, "damaged")
 		os.Truncate(chkDB(root, key), 0)
 		through = []string{"before rename " + db.FileName}
+		if which == "damagedtemps" {
+			chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000aa"), clock.now.Add(-time.Minute))
+			through = append(through, "before remove "+key+"/.current.jsonl.tmp-00000000000000aa", "before remove "+key+"/"+db.FileName)
+		}
 	case "pending":
 		runJob(t, s, key, localJob(), PromoteRequest{}, "before")
 		pendingDamage(t, s, root, key)
-		through = []string{"before rename ." + TranscriptName + ".tmp-"}
+		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000aa"), clock.now.Add(-time.Minute))
+		through = []string{"before rename ." + TranscriptName + ".tmp-", "before remove " + key + "/.current.jsonl.tmp-00000000000000aa"}
 	case "pendingbad":
 		runJob(t, s, key, localJob(), PromoteRequest{}, "before")
 		pendingDamage(t, s, root, key)
@@ -516,13 +526,13 @@ func powerCutRepair(t *testing.T, which string) {
 	}
 	b := before[key]
 	if which == "pending" && (!b.resume || markerOf([]byte(b.data), 1) == "before") ||
-		which == "pendingbad" && (!b.resume || markerOf([]byte(b.data), 1) != "before") || which == "damaged" && b.resume {
+		which == "pendingbad" && (!b.resume || markerOf([]byte(b.data), 1) != "before") || strings.HasPrefix(which, "damaged") && b.resume {
 		t.Fatalf("the fixture: %+v", before)
 	}
 	// Moved aside, the damaged key reads as such; that is the one change
 	// the repair makes to what a resolve says.
 	asideOK := func(k string, got resolved) bool {
-		return which == "damaged" && k == key && got == resolved{false, gates.MetaMovedAside, ""}
+		return strings.HasPrefix(which, "damaged") && k == key && got == resolved{false, gates.MetaMovedAside, ""}
 	}
 	sameAsBefore := func(t *testing.T, s2 *Store, where string) {
 		t.Helper()
@@ -585,7 +595,7 @@ func powerCutRepair(t *testing.T, which string) {
 		where += ", after the next repair"
 		sameAsBefore(t, s2, where)
 		dumps(t, s2, where)
-		if aside, _ := filepath.Glob(filepath.Join(img.Dir, key, AsidePrefix+"*")); which == "damaged" && len(aside) != 1 {
+		if aside, _ := filepath.Glob(filepath.Join(img.Dir, key, AsidePrefix+"*")); strings.HasPrefix(which, "damaged") && len(aside) != 1 {
 			t.Fatalf("%s: the damaged meta.db is at %v, want one file aside", where, aside)
 		}
 		if reaped, _ := filepath.Glob(filepath.Join(img.Dir, ReapedPrefix+"*")); len(reaped) > 0 {
