@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 )
 
 // Quarantine moves key's dir aside, whole, to a name under the root that
@@ -40,12 +41,18 @@ func (s *Store) Quarantine(key string) (string, error) {
 	made := false
 	switch {
 	case fsat.IsNotExist(err):
-		d, _, err := db.OpenSidecars(kd, s.writerOptions("quarantine", kd, key), true)
+		// Made for the lock only if this open made it, empty: another
+		// process's promotion may make meta.db and commit into it between
+		// the look above and the open, which then waits for and locks
+		// that file, the key's record.
+		before := lockonly.Look(kd)
+		defer before.Close()
+		d, sc, err := db.OpenSidecars(kd, s.writerOptions("quarantine", kd, key), true)
 		if err != nil {
 			return "", err
 		}
 		defer d.Close()
-		made = true
+		made = before.MadeByOpen(kd, d, sc)
 	case err != nil:
 		return "", err
 	case fsat.IsRegular(&st):
