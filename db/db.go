@@ -84,6 +84,21 @@ type DB struct {
 // and the one in use. A writer's commits since then are not in it.
 func (d *DB) MetaPages() MetaPages { return d.meta }
 
+// FileID returns the device and inode numbers of the file the DB holds
+// open and locked: which file it judged, wherever its name leads now.
+func (d *DB) FileID() (dev, ino uint64, err error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return 0, 0, pathErr("fstat", d.name, os.ErrClosed)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.file.Fd()), &st); err != nil {
+		return 0, 0, pathErr("fstat", d.name, err)
+	}
+	return uint64(st.Dev), uint64(st.Ino), nil
+}
+
 // Path returns the display name the DB was opened with.
 func (d *DB) Path() string { return d.name }
 

@@ -155,6 +155,11 @@ type DeepResult struct {
 	// it holds itself, which the name may no longer lead to (the A,B,A
 	// swap). Both 0: not known, taken to be that dir.
 	DirDev, DirIno uint64
+	// FileDev and FileIno name the meta.db the check ran on, the file the
+	// name led to before and after it: Check takes the result as proof
+	// only about the file it holds under its shared lock. Both 0: not
+	// known (no file at the name), taken to be that file.
+	FileDev, FileIno uint64
 }
 
 // CheckSummary counts what Check found and did.

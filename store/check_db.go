@@ -55,11 +55,25 @@ func (s *Store) DeepCheckDB(key string) DeepResult {
 	if err != nil {
 		return failed(err)
 	}
+	name := fsat.Join(kd, db.FileName)
+	// And which file meta.db's name led to: the same file, unchanged in
+	// its change time, before the open and after the check. A file
+	// renamed over meta.db while this ran and renamed away again (the
+	// A,B,A swap one level down) changes the change time of the file
+	// that was moved away and back, as a rename or a link does.
+	was, ferr := fsat.LstatAt(kd, db.FileName)
 	at := func(r DeepResult) DeepResult {
 		r.DirDev, r.DirIno = uint64(st.Dev), uint64(st.Ino)
+		now, err := fsat.LstatAt(kd, db.FileName)
+		switch {
+		case ferr != nil && err != nil:
+			return r // no file at the name: the open said so
+		case ferr != nil || err != nil || now.Dev != was.Dev || now.Ino != was.Ino || now.Ctim != was.Ctim:
+			return DeepResult{Incomplete: fmt.Sprintf("%s was replaced while it was checked", name), DirDev: r.DirDev, DirIno: r.DirIno}
+		}
+		r.FileDev, r.FileIno = uint64(was.Dev), uint64(was.Ino)
 		return r
 	}
-	name := fsat.Join(kd, db.FileName)
 	// Its caller (sessdb check) holds the key's shared lock throughout,
 	// in the process that started this one: a writer waiting for that
 	// lock must not hold this reader back.

@@ -229,6 +229,13 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 				res = DeepResult{Incomplete: "it ran in another directory than the key dir this check holds (the key's name led elsewhere meanwhile)"}
 			}
 		}
+		if err == nil && res.FileIno != 0 {
+			// The same for the file: meta.db's name may have led to
+			// another file than the one this look holds, locked.
+			if dev, ino, ferr := k.meta.FileID(); ferr != nil || dev != res.FileDev || ino != res.FileIno {
+				res = DeepResult{Incomplete: "it ran on another file than the meta.db this check holds (its name led elsewhere meanwhile)"}
+			}
+		}
 		switch {
 		case err != nil:
 			return err

@@ -65,6 +65,8 @@ type childAnswer struct {
 	Incomplete string   `json:"incomplete,omitempty"`
 	DirDev     uint64   `json:"dir_dev,omitempty"` // the key dir checked (store.DeepResult)
 	DirIno     uint64   `json:"dir_ino,omitempty"`
+	FileDev    uint64   `json:"file_dev,omitempty"` // the meta.db checked
+	FileIno    uint64   `json:"file_ino,omitempty"`
 }
 
 // runCheckChild is the child's side of the protocol.
@@ -92,7 +94,7 @@ func runCheckChild(args []string, stdin io.Reader, stdout io.Writer) int {
 		if res.Problems == nil {
 			res = st.DeepCheckDB(key)
 		}
-		if enc.Encode(childAnswer{Key: key, Problems: res.Problems, Incomplete: res.Incomplete, DirDev: res.DirDev, DirIno: res.DirIno}) != nil || w.Flush() != nil {
+		if enc.Encode(childAnswer{Key: key, Problems: res.Problems, Incomplete: res.Incomplete, DirDev: res.DirDev, DirIno: res.DirIno, FileDev: res.FileDev, FileIno: res.FileIno}) != nil || w.Flush() != nil {
 			return exitFault
 		}
 	}
@@ -137,7 +139,7 @@ func (d *deepChecker) check(ctx context.Context, key string) (store.DeepResult, 
 			d.mu.Lock()
 			d.idle = append(d.idle, c)
 			d.mu.Unlock()
-			return store.DeepResult{Problems: a.Problems, Incomplete: a.Incomplete, DirDev: a.DirDev, DirIno: a.DirIno}, nil
+			return store.DeepResult{Problems: a.Problems, Incomplete: a.Incomplete, DirDev: a.DirDev, DirIno: a.DirIno, FileDev: a.FileDev, FileIno: a.FileIno}, nil
 		}
 		d.mu.Lock()
 		d.deaths++

@@ -53,7 +53,16 @@ func TestCheckChildNamesTheKeyDirItChecked(t *testing.T) {
 	if err := unix.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
+	var fst unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, db.FileName), &fst); err != nil {
+		t.Fatal(err)
+	}
 	if answer.Key != key || len(answer.Problems) != 0 || answer.Incomplete != "" || answer.DirDev != uint64(st.Dev) || answer.DirIno != uint64(st.Ino) {
 		t.Fatalf("child answered %+v; want no problems in dir dev %d ino %d", answer, st.Dev, st.Ino)
+	}
+	// And the meta.db it checked (renamed over and back while it ran, it
+	// would be another file's result).
+	if answer.FileDev != uint64(fst.Dev) || answer.FileIno != uint64(fst.Ino) {
+		t.Fatalf("child answered %+v; want meta.db dev %d ino %d named", answer, fst.Dev, fst.Ino)
 	}
 }
