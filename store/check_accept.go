@@ -13,6 +13,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 )
 
 // AcceptedOutcome is the history outcome of an Accept: the operator
@@ -84,6 +85,8 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return refuse("the key has no meta.db: a legacy key's identity is its file (sessdb migrate records it)")
 	}
 
+	before := lockonly.Look(kd)
+	defer before.Close()
 	d, sc, err := db.OpenSidecars(kd, s.writerOptions("accept", kd, key), true)
 	switch {
 	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
@@ -92,8 +95,12 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return res, err
 	}
 	defer d.Close()
+	// Not hadDB alone: another process's promotion may have made meta.db
+	// and committed into it since the look, and the open then waited for
+	// and locked that file, the key's record.
+	made := !hadDB && before.MadeByOpen(kd, d, sc)
 	defer func() {
-		if !hadDB && err != nil {
+		if made && err != nil {
 			// The meta.db made for the lock goes again: the key is as
 			// it was.
 			s.disk.remove(kd, db.FileName)
