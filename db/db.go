@@ -41,7 +41,11 @@ type Options struct {
 	// its own written, and is returned as it is. It is for a caller whose
 	// key dir may be moved aside while the open waits (a quarantine, a
 	// reap, another process's lock held meanwhile): nothing may be made
-	// or changed in the dir moved aside.
+	// or changed in the dir moved aside. It runs with the key dir's
+	// in-process lock held (before a migration's commit, its flock and
+	// bbolt's write transaction too): it must not open this key dir's
+	// meta.db itself, which would wait for the open that called it until
+	// LockTimeout.
 	BeforeWrite func() error
 }
 
