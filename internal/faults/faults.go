@@ -68,8 +68,9 @@ const (
 // fstat'ed and its in-process lock had, meta.db neither looked at nor
 // made; meta.db opened and judged a regular file, its flock (the key dir's
 // turnstile first) not yet taken. A fault here fails the open as an I/O
-// error would. Each is reached once per attempt: an open retries once
-// when meta.db was replaced under it.
+// error would. db-open/before-meta is reached once per open,
+// db-open/before-flock once per attempt: an open retries once when
+// meta.db was replaced under it.
 const (
 	DBOpenBeforeMeta Point = "db-open/before-meta"  // the key dir held, meta.db not looked at
 	DBOpenBeforeLock Point = "db-open/before-flock" // meta.db opened, not locked
