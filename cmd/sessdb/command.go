@@ -70,9 +70,6 @@ func (c *command) newFlags() *flag.FlagSet {
 // help on stdout and exits 0; an error in the arguments is one line on
 // stderr, naming the flag or argument, with a hint, and exits 2.
 func (c *command) execute(args []string, stdout, stderr io.Writer) int {
-	if c.changes {
-		defer surviveBrokenPipes()()
-	}
 	rep := newReporter(c.name, stderr, logFormatIn(args))
 	fs := c.newFlags()
 	body := c.bind(fs)
@@ -80,9 +77,16 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	reads := readsConfig(fs) // before once hides the knobs' types
 	twice := once(fs)
 	pos, err := parseInterspersed(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
+	if errors.Is(err, flag.ErrHelp) {
+		// A help text is read-only, whichever command's: a reader gone
+		// ends it by SIGPIPE, as 'sessdb help CMD'. So it is written
+		// before the signal is ignored, which cannot be undone.
 		return rep.writeHelp(stdout, c.helpText())
+	}
+	if c.changes {
+		surviveBrokenPipes()
+	}
+	switch {
 	case *twice != "":
 		return rep.usage(fmt.Errorf("--%s is given more than once: give each flag once", *twice))
 	case err != nil:

@@ -205,7 +205,7 @@ func TestClosedStdoutIsDevNull(t *testing.T) {
 // shell's 141) with nothing on stderr, as it ends any Unix tool, and a
 // command that writes the store with exit 1 and a line naming it, its work
 // done (docs/cli.md, the note under the exit status table). promote and
-// migrate have tests of their own.
+// migrate have tests of their own. Help is read-only, asked of any command.
 func TestGoneStdoutReaderByKind(t *testing.T) {
 	clearEnv(t)
 	root := filepath.Join(t.TempDir(), "sessions")
@@ -220,6 +220,10 @@ func TestGoneStdoutReaderByKind(t *testing.T) {
 		{[]string{"reap", root}, true},
 		{[]string{"dump", root}, false},
 		{[]string{"version"}, false},
+		// A help text is read-only whichever command's it is: "sessdb
+		// resolve -h" as "sessdb help resolve".
+		{[]string{"resolve", "-h"}, false},
+		{[]string{"migrate", "--help"}, false},
 	} {
 		errf, stderr := captured(t)
 		ws := childRun(t, "/", env, brokenPipe(t), errf, append(c.args, "--log-format", "console")...)

@@ -231,11 +231,12 @@ func (inv *invocation) endWalk(w *bufio.Writer, err error, interrupted bool, ent
 // migrate, which prints as it goes, would die mid-key. With the signal
 // ignored, a write to such a pipe fails with EPIPE: a stderr line is
 // lost, and a stdout write is a fault like a full disk (exit 1, once the
-// keys under way are done). The read-only commands keep the default (a
-// shell's 141). It returns the function that restores the default.
-func surviveBrokenPipes() func() {
+// keys under way are done). The read-only commands, and every help text,
+// keep the default (a shell's 141). It is for the rest of the process:
+// signal.Reset does not undo signal.Ignore (Go's runtime keeps the signal
+// ignored), and a process runs one command.
+func surviveBrokenPipes() {
 	signal.Ignore(syscall.SIGPIPE)
-	return func() { signal.Reset(syscall.SIGPIPE) }
 }
 
 // writeHelp writes a help text on stdout: exit 0, or, when it cannot be
