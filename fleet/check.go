@@ -61,7 +61,9 @@ type CheckOptions struct {
 // (see CheckOptions.Repair) and nothing else: what else it finds is the
 // operator's to judge. A visit error, etcd failing the listing, the
 // transcripts dir unreadable, or ctx ending stops the walk; the summary
-// then counts what was examined.
+// then counts what was examined. etcd failing a key stops it too, once the
+// keys under way beside it are done: their findings, orphans removed
+// among them, are delivered before the key's error is returned.
 func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
 	var sum store.CheckSummary
 	now, grace := time.Now, o.Grace
@@ -119,9 +121,20 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		fs, err := c.entry(ctx, entries[i])
 		return result{etcdmeta.ValidKey(entries[i]), fs, err}
 	}
-	_, err = walk.Ordered(ctx, len(entries), walk.Workers(o.Workers), work, func(r result) error {
+	// A key that stops the walk (etcd lost) stops no key already under
+	// way beside it, and with Repair those may have removed orphans: a
+	// removal is for good, so theirs are delivered too, as an interrupt
+	// delivers them, and the walk then returns the key's error.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var stopped error
+	_, err = walk.Ordered(wctx, len(entries), walk.Workers(o.Workers), work, func(r result) error {
 		if r.err != nil {
-			return r.err
+			if stopped == nil {
+				stopped = r.err
+				stop()
+			}
+			return nil
 		}
 		sum.Entries++
 		if r.key {
@@ -138,6 +151,9 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		}
 		return nil
 	})
+	if stopped != nil {
+		err = stopped
+	}
 	return sum, err
 }
 

@@ -500,3 +500,59 @@ func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
 		}
 	}
 }
+
+// A check --repair that stops (etcd lost at one key's lock) has removed
+// the orphans of the keys already under way beside it, and those removals
+// must reach visit, as the ones before the stopping key do: they were
+// dropped with the rest of the walk, so no one heard of files removed for
+// good. Two workers, two keys; the first key's lock fails once the second
+// key's orphan is gone.
+func TestCheckRepairThatStopsDeliversWhatItRemoved(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	const txn = "/etcdserverpb.KV/Txn"
+	keys := []string{store.Key("github", "repair-stop", "a"), store.Key("github", "repair-stop", "b")}
+	slices.Sort(keys)
+	var files []string
+	for _, k := range keys {
+		p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(testHeader), 0o600)
+		old := time.Now().Add(-2 * time.Hour)
+		os.Chtimes(p, old, old)
+		files = append(files, p)
+	}
+	t.Cleanup(func() { c.FailNext(txn, 0, 0) })
+	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+	b.hook = func(point, key string) error {
+		if point != hookRepair || key != keys[0] {
+			return nil
+		}
+		// The second key's repair goes on beside this one; this key's
+		// lock fails once it is done.
+		for i := 0; i < 400; i++ {
+			if _, err := os.Lstat(files[1]); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.FailNext(txn, 0, 1000)
+		return nil
+	}
+	var removed []string
+	_, err := b.Check(t.Context(), CheckOptions{Repair: true, Workers: 2}, func(fd store.Finding) error {
+		if fd.Repaired {
+			removed = append(removed, fd.Path)
+		}
+		return nil
+	})
+	if !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Fatalf("check --repair: %v; want etcd unavailable at the first key's lock", err)
+	}
+	if _, serr := os.Lstat(files[1]); serr == nil {
+		t.Fatalf("the second key's orphan was not removed")
+	}
+	if len(removed) != 1 || !strings.Contains(removed[0], keys[1]) {
+		t.Errorf("the removals visited: %q; want the second key's orphan", removed)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"sessdb/fleet"
 	"sessdb/store"
 )
@@ -153,9 +155,11 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		jw := &jsonWriter{w: &held}
 		sum := checkSummary{Repair: *repair}
 		log := inv.rep.storeLog()
+		var repaired []store.Finding
 		visit := func(f store.Finding) error {
 			if f.Repaired {
 				log.Info().Str("path", f.Path).Str("kind", string(f.Kind)).Str("repair", f.Repair).Msg("check_repaired")
+				repaired = append(repaired, f)
 			}
 			if f.Remains && (f.Kind == store.KindLocked || f.Kind == store.KindUnreadable) {
 				sum.Failed++
@@ -176,7 +180,13 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		prog.clear()
 		sum.Interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !sum.Interrupted {
-			return inv.rep.fault(err) // no findings, no summary: the check did not finish
+			// No findings, no summary: the check did not finish. But
+			// what it repaired before it stopped (a fleet's etcd lost
+			// after some keys) is done for good, and is named.
+			for _, f := range repaired {
+				inv.rep.line(zerolog.WarnLevel, f.Key, -1, fmt.Sprintf("repaired %s before check stopped: %s", f.Path, f.Repair))
+			}
+			return inv.rep.fault(err)
 		}
 		if *asJSON {
 			jw.encode(summaryLine[checkSummary]{sum})

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,5 +104,41 @@ func TestFleetReapThatStopsNamesWhatItRemoved(t *testing.T) {
 	}
 	if !strings.Contains(errs, "removed "+keys[0]+" before reap stopped") || strings.Contains(errs, "removed "+keys[1]) {
 		t.Errorf("stderr %q: want the first key named as removed, and only it", errs)
+	}
+}
+
+// A check --repair that stops (a fleet's etcd lost mid-walk) printed only
+// the error, as reap did before it named its removals: the orphans it had
+// removed before the stop are gone for good and went unsaid. Each is named
+// on stderr ('repaired PATH before check stopped: removed', the path as
+// check's report gives it); stdout stays empty. One
+// worker (GOMAXPROCS 1), two keys with an orphan each: the second key's
+// lock is failed by etcd, after the first key's two transactions.
+func TestFleetCheckRepairThatStopsNamesWhatItRemoved(t *testing.T) {
+	f := startFleet(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	keys := []string{store.Key("github", "repair-stop", "a"), store.Key("github", "repair-stop", "b")}
+	slices.Sort(keys)
+	var files []string
+	for _, k := range keys {
+		p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(header), 0o600)
+		old := time.Now().Add(-3 * time.Hour)
+		os.Chtimes(p, old, old)
+		files = append(files, p)
+	}
+	const txn = "/etcdserverpb.KV/Txn"
+	f.c.FailNext(txn, 2, 1000) // the first key's lock and read go through
+	defer f.c.FailNext(txn, 0, 0)
+	code, out, errs := runCLI(t, "check", "--repair", "--etcd-timeout", "200ms", "--log-format", "console")
+	if code != exitFault || out != "" || !strings.Contains(errs, "etcd unavailable") {
+		t.Fatalf("check --repair losing etcd at the second key: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, err := os.Lstat(files[0]); err == nil {
+		t.Fatalf("the first key's orphan was not removed; stderr %q", errs)
+	}
+	if !strings.Contains(errs, "repaired "+keys[0]+"/0000000000000001-0123456789abcdef.jsonl before check stopped: removed") || strings.Contains(errs, "repaired "+keys[1]) {
+		t.Errorf("stderr %q: want the first key's orphan named as removed, and only it", errs)
 	}
 }
