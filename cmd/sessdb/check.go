@@ -183,9 +183,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			// No findings, no summary: the check did not finish. But
 			// what it repaired before it stopped (a fleet's etcd lost
 			// after some keys) is done for good, and is named.
-			for _, f := range repaired {
-				inv.rep.line(zerolog.WarnLevel, f.Key, -1, fmt.Sprintf("repaired %s before check stopped: %s", f.Path, f.Repair))
-			}
+			nameRepairs(inv, repaired, "repaired %s before check stopped: %s")
 			return inv.rep.fault(err)
 		}
 		if *asJSON {
@@ -196,6 +194,14 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		}
 		if err == nil {
 			_, err = held.WriteTo(w)
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			// The report is lost (its reader gone, a full disk), the
+			// repairs are not: they are named, as a failed check's are.
+			nameRepairs(inv, repaired, "repaired %s, but the report was not written on stdout: %s")
 		}
 		status := exitOK
 		switch {
@@ -274,4 +280,13 @@ type clearingWriter struct {
 func (c clearingWriter) Write(b []byte) (int, error) {
 	c.p.clear()
 	return c.w.Write(b)
+}
+
+// nameRepairs names on stderr each repair of a check whose report does not
+// reach stdout (format takes the path and the repair): what it did is done
+// for good.
+func nameRepairs(inv *invocation, repaired []store.Finding, format string) {
+	for _, f := range repaired {
+		inv.rep.line(zerolog.WarnLevel, f.Key, -1, fmt.Sprintf(format, f.Path, f.Repair))
+	}
 }

@@ -235,3 +235,57 @@ func TestGoneStdoutReaderByKind(t *testing.T) {
 		}
 	}
 }
+
+// A reap or a check --repair whose report cannot be written (its reader
+// gone, a full disk) has done its work: a key removed, a temp removed. It
+// exits 1 saying only 'write: ... broken pipe', and the removals, gone for
+// good, went unsaid: what docs/json.md promises of a reap that fails after
+// it removed something (each removal named on stderr) held only for a
+// failure before the report. Each is named now.
+func TestRemovalsNamedWhenTheReportIsNotWritten(t *testing.T) {
+	clearEnv(t)
+	for _, c := range []struct {
+		args []string
+		want func(key, temp string) []string
+	}{
+		{[]string{"reap"}, func(key, temp string) []string {
+			return []string{"removed " + key + ", but the report was not written on stdout", "removed " + temp + ", but the report was not written on stdout"}
+		}},
+		{[]string{"check", "--repair"}, func(key, temp string) []string {
+			return []string{"repaired " + temp + ", but the report was not written on stdout: removed"}
+		}},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "sessions")
+			old := time.Now().Add(-30 * 24 * time.Hour)
+			plant := func(name string, age time.Time) {
+				p := filepath.Join(root, name)
+				os.MkdirAll(filepath.Dir(p), 0o700)
+				os.WriteFile(p, []byte(header), 0o600)
+				os.Chtimes(p, age, age)
+			}
+			expired := store.Key("github", "acme/widget", "old")
+			plant(expired+"/current.jsonl", old)
+			plant(expired+"/pi-version", old)
+			live := store.Key("github", "acme/widget", "live")
+			plant(live+"/current.jsonl", time.Now())
+			plant(live+"/pi-version", time.Now())
+			temp := live + "/.current.jsonl.tmp-0123456789abcdef"
+			plant(temp, time.Now().Add(-3*time.Hour))
+			os.Chmod(root, 0o700)
+			errf, stderr := captured(t)
+			ws := childRun(t, "/", nil, brokenPipe(t), errf, append(c.args, "--log-format", "console", root)...)
+			if ws.Signaled() || ws.ExitStatus() != exitFault || !strings.Contains(stderr(), "broken pipe") {
+				t.Fatalf("%s to a gone reader: exit %d (signaled %v), stderr %q", c.args[0], ws.ExitStatus(), ws.Signaled(), stderr())
+			}
+			if _, err := os.Lstat(filepath.Join(root, temp)); err == nil {
+				t.Fatalf("%s did not remove the temp; stderr %q", c.args[0], stderr())
+			}
+			for _, w := range c.want(expired, temp) {
+				if !strings.Contains(stderr(), w) {
+					t.Errorf("%s: stderr %q; want %q", c.args[0], stderr(), w)
+				}
+			}
+		})
+	}
+}

@@ -191,11 +191,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			// removed before the failure (a fleet's etcd lost after some
 			// keys) is gone for good, and is named on stderr.
 			if !*dryRun {
-				for _, a := range actions {
-					if done := removal(a.Action); done != "" {
-						inv.rep.line(zerolog.WarnLevel, actionKey(a), -1, fmt.Sprintf("%s %s before reap stopped", done, a.Path))
-					}
-				}
+				nameRemovals(inv, actions, "%s %s before reap stopped")
 			}
 			return inv.rep.fault(err)
 		}
@@ -217,11 +213,30 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 		} else {
 			err = writeReapText(w, actions, sum)
 		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil && !*dryRun {
+			// The report is lost (its reader gone, a full disk), the
+			// removals are not: they are named, as a failed reap's are.
+			nameRemovals(inv, actions, "%s %s, but the report was not written on stdout")
+		}
 		status := exitOK
 		if sum.Failed > 0 || sum.Refused > 0 {
 			status = exitFault
 		}
 		return inv.endWalk(w, err, interrupted, sum.Entries, status)
+	}
+}
+
+// nameRemovals names on stderr each action that removed, finished or
+// restored something (format takes what was done and the path), for a
+// reap whose report does not reach stdout: what it did is done for good.
+func nameRemovals(inv *invocation, actions []reapAction, format string) {
+	for _, a := range actions {
+		if done := removal(a.Action); done != "" {
+			inv.rep.line(zerolog.WarnLevel, actionKey(a), -1, fmt.Sprintf(format, done, a.Path))
+		}
 	}
 }
 

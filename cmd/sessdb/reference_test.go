@@ -91,7 +91,9 @@ killed by a broken pipe: a stdout it cannot write, its reader gone or a full
 disk, is a fault, exit 1, reported on stderr once its work is done
 (migrate stops as Ctrl-C stops it, the keys under way finished):
 resolve's and promote's line names the key and the outcome, and the same
-command run again reads the answer (a promote repeats); a stderr it cannot
+command run again reads the answer (a promote repeats); reap and check
+--repair name each removal or repair they made
+(` + "`..., but the report was not written on stdout`" + `); a stderr it cannot
 write loses its lines, never its work or its answer. A full disk is a
 fault, exit 1, for every command. A stdout closed with ` + "`>&-`" + ` is no error: a Go
 program finds it reopened on /dev/null before its first instruction, so
