@@ -176,7 +176,9 @@ type CheckSummary struct {
 // visit, in name order. Without Repair it is as read-only as InspectWith:
 // nothing is created, changed or removed. A visit error, a DeepCheck error
 // or the end of ctx stops the walk; the summary then counts what was
-// examined so far.
+// examined so far. After a DeepCheck error, as after the end of ctx, the
+// entries under way beside it are finished and delivered (their repairs
+// are done for good) before the error is returned.
 func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
 	var sum CheckSummary
 	only := opts.Accept + opts.Quarantine
@@ -211,6 +213,20 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 		return result{ValidKey(names[i]), fs, err}
 	}
 	interrupted := false
+	// An entry that stops the check (its deep check could not be run)
+	// stops no entry already under way beside it, and with Repair those
+	// may have repaired: they are delivered too, as after an interrupt,
+	// and the walk then returns the entry's error.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var stopped error
+	halt := func(err error) error {
+		if stopped == nil {
+			stopped = err
+			stop()
+		}
+		return nil
+	}
 	deliver := func(r result) error {
 		if r.err != nil && r.findings == nil {
 			if ctx.Err() != nil && errors.Is(r.err, ctx.Err()) {
@@ -220,7 +236,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 				interrupted = true
 				return nil
 			}
-			return r.err
+			return halt(r.err)
 		}
 		sum.Entries++
 		if r.key {
@@ -239,10 +255,16 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 			interrupted = true
 			return nil
 		}
-		return r.err
+		if r.err != nil {
+			return halt(r.err)
+		}
+		return nil
 	}
-	_, err = walk.Ordered(ctx, len(names), walk.Workers(opts.Workers), work, deliver)
-	if err == nil && interrupted {
+	_, err = walk.Ordered(wctx, len(names), walk.Workers(opts.Workers), work, deliver)
+	switch {
+	case stopped != nil:
+		err = stopped
+	case err == nil && interrupted:
 		err = ctx.Err()
 	}
 	return sum, err

@@ -278,3 +278,49 @@ func TestRoundAge(t *testing.T) {
 		}
 	}
 }
+
+// A check --repair that a key's deep check stops (the check process could
+// not be started, or died too often) has repaired the keys under way
+// beside that key, for good; their findings were dropped with the rest of
+// the walk, so no one heard of a temp removed. They are delivered, as an
+// interrupt delivers them, and then the key's error is returned. Two
+// workers: the first key's deep check fails once the second's temp is
+// gone.
+func TestCheckStoppedByADeepCheckDeliversWhatWasRepaired(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	a, b := chkKey(t, s, "a"), chkKey(t, s, "b")
+	if a > b {
+		a, b = b, a
+	}
+	temp := filepath.Join(root, b, ".current.jsonl.tmp-0123456789abcdef")
+	chkOldFile(t, temp, s.opts.Now().Add(-2*time.Hour))
+	stopped := errors.New("deep check: 1000 check processes died; giving up")
+	deep := func(_ context.Context, key string) (DeepResult, error) {
+		if key != a {
+			return s.DeepCheckDB(key), nil
+		}
+		for i := 0; i < 400; i++ {
+			if _, err := os.Lstat(temp); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return DeepResult{}, stopped
+	}
+	var repaired []string
+	_, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep, Workers: 2}, func(f Finding) error {
+		if f.Repaired {
+			repaired = append(repaired, f.Path)
+		}
+		return nil
+	})
+	if !errors.Is(err, stopped) {
+		t.Fatalf("check: %v; want the deep check's error", err)
+	}
+	if _, serr := os.Lstat(temp); serr == nil {
+		t.Fatal("the second key's temp was not removed")
+	}
+	if len(repaired) != 1 || repaired[0] != b+"/.current.jsonl.tmp-0123456789abcdef" {
+		t.Errorf("repairs visited: %q; want the second key's temp", repaired)
+	}
+}
