@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"sessdb/fleet"
 	"sessdb/store"
 )
@@ -287,6 +285,6 @@ func (c clearingWriter) Write(b []byte) (int, error) {
 // for good.
 func nameRepairs(inv *invocation, repaired []store.Finding, format string) {
 	for _, f := range repaired {
-		inv.rep.line(zerolog.WarnLevel, f.Key, -1, fmt.Sprintf(format, f.Path, f.Repair))
+		inv.rep.done(f.Key, fmt.Sprintf(format, f.Path, f.Repair))
 	}
 }

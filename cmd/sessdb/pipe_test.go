@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -254,6 +255,11 @@ func TestRemovalsNamedWhenTheReportIsNotWritten(t *testing.T) {
 		{[]string{"check", "--repair"}, func(key, temp string) []string {
 			return []string{"repaired " + temp + ", but the report was not written on stdout: removed"}
 		}},
+		// A worker's quiet setting: the JSON lines a log shipper reads,
+		// errors only. The removals are part of the failure's report.
+		{[]string{"reap", "--log-level", "error", "--log-format", "json"}, func(key, temp string) []string {
+			return []string{`"message":"removed ` + key + `, but the report was not written on stdout"`}
+		}},
 	} {
 		t.Run(c.args[0], func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "sessions")
@@ -274,7 +280,11 @@ func TestRemovalsNamedWhenTheReportIsNotWritten(t *testing.T) {
 			plant(temp, time.Now().Add(-3*time.Hour))
 			os.Chmod(root, 0o700)
 			errf, stderr := captured(t)
-			ws := childRun(t, "/", nil, brokenPipe(t), errf, append(c.args, "--log-format", "console", root)...)
+			args := c.args
+			if !slices.Contains(args, "--log-format") {
+				args = append(args, "--log-format", "console")
+			}
+			ws := childRun(t, "/", nil, brokenPipe(t), errf, append(args, root)...)
 			if ws.Signaled() || ws.ExitStatus() != exitFault || !strings.Contains(stderr(), "broken pipe") {
 				t.Fatalf("%s to a gone reader: exit %d (signaled %v), stderr %q", c.args[0], ws.ExitStatus(), ws.Signaled(), stderr())
 			}

@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rs/zerolog"
-
 	"sessdb/fleet"
 	"sessdb/store"
 )
@@ -235,7 +233,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 func nameRemovals(inv *invocation, actions []reapAction, format string) {
 	for _, a := range actions {
 		if done := removal(a.Action); done != "" {
-			inv.rep.line(zerolog.WarnLevel, actionKey(a), -1, fmt.Sprintf(format, done, a.Path))
+			inv.rep.done(actionKey(a), fmt.Sprintf(format, done, a.Path))
 		}
 	}
 }

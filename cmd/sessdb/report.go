@@ -32,7 +32,7 @@ type logFlags struct{ level, format string }
 
 func bindLog(fs *flag.FlagSet) *logFlags {
 	lf := &logFlags{}
-	fs.StringVar(&lf.level, "log-level", "warn", "the least severe log event written to stderr, `LEVEL`: debug, info, warn, error (an error that ends the command is always written)")
+	fs.StringVar(&lf.level, "log-level", "warn", "the least severe log event written to stderr, `LEVEL`: debug, info, warn, error (an error that ends the command is always written, and so is what a reap or check --repair that failed had removed)")
 	fs.StringVar(&lf.format, "log-format", "auto", "the `FORMAT` of every line on stderr: auto (console on a terminal, else json), console, json")
 	return lf
 }
@@ -112,6 +112,18 @@ func init() {
 // in JSON; "sessdb CMD: [KEY: ]message" on the console. An error line is
 // written whatever --log-level says.
 func (r *reporter) line(level zerolog.Level, key string, code int, msg string) {
+	r.write(level, level >= zerolog.ErrorLevel, key, code, msg)
+}
+
+// done is a warning naming what a failed command did for good (a key a
+// reap removed, a check's repair): part of the failure's report, it is
+// written whatever --log-level says, as the error is.
+func (r *reporter) done(key, msg string) {
+	r.write(zerolog.WarnLevel, true, key, -1, msg)
+}
+
+// write is line, always written when always is set.
+func (r *reporter) write(level zerolog.Level, always bool, key string, code int, msg string) {
 	if !r.json {
 		if key != "" && !strings.Contains(msg, key) {
 			// (A store error names its key already: "promote KEY: ...".)
@@ -125,7 +137,7 @@ func (r *reporter) line(level zerolog.Level, key string, code int, msg string) {
 		return
 	}
 	l := r.log
-	if level >= zerolog.ErrorLevel {
+	if always {
 		l = l.Level(zerolog.DebugLevel) // errors are never filtered
 	}
 	// Every field is always there, null when it does not apply
