@@ -326,24 +326,30 @@ func (j *Journal) SyncDir(dir *os.File) error {
 	defer j.mu.Unlock()
 	// A directory whose removal is now durable takes with it whatever was
 	// removed inside it: no cut can bring an entry back into a directory
-	// that is gone.
+	// that is gone. Only what came before the removal was inside it: what
+	// came after at the same name is a directory made again there, and
+	// still owed to that directory's own fsync. Newest first, so that each
+	// removal is seen before what preceded it.
 	var gone []string
-	for _, o := range j.ops {
-		if o.dir == dir.Name() && o.kind == opUnlink && o.prev.mode&unix.S_IFMT == unix.S_IFDIR {
-			gone = append(gone, o.path+"/")
+	keep := make([]bool, len(j.ops))
+	for i := len(j.ops) - 1; i >= 0; i-- {
+		o := j.ops[i]
+		if o.dir == dir.Name() {
+			if o.kind == opUnlink && o.prev.mode&unix.S_IFMT == unix.S_IFDIR {
+				gone = append(gone, o.path+"/")
+			}
+			continue
+		}
+		keep[i] = !slices.ContainsFunc(gone, func(g string) bool { return strings.HasPrefix(o.dir+"/", g) })
+	}
+	owed := j.ops[:0]
+	for i, o := range j.ops {
+		if keep[i] {
+			owed = append(owed, o)
 		}
 	}
-	j.ops = slices.DeleteFunc(j.ops, func(o dirOp) bool {
-		if o.dir == dir.Name() {
-			return true
-		}
-		for _, g := range gone {
-			if strings.HasPrefix(o.dir+"/", g) {
-				return true
-			}
-		}
-		return false
-	})
+	clear(j.ops[len(owed):])
+	j.ops = owed
 	return nil
 }
 
