@@ -148,7 +148,7 @@ func (s *Store) renameDirNoReplace(root *os.File, from, to string) error {
 	}
 	made, err := s.disk.mkdir(root, to, 0o700)
 	if err != nil {
-		return &os.PathError{Op: "mkdir", Path: fsat.Join(root, to), Err: err}
+		return err // a *PathError naming to already
 	}
 	if !made {
 		return &os.PathError{Op: "mkdir", Path: fsat.Join(root, to), Err: unix.EEXIST}
