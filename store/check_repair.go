@@ -45,6 +45,10 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			continue
 		}
 		settled, after, err := s.rollForwardExamined(name, f.examinedDB)
+		// Settled, it may have committed to meta.db before its error (at
+		// the fsync after its sweep): the first deep verdict is then about
+		// another file.
+		dbTouched = dbTouched || settled
 		if err != nil {
 			f.Repair = "not repaired: " + err.Error()
 			continue
@@ -54,7 +58,6 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		for j := range found {
 			found[j].examinedDB = after
 		}
-		dbTouched = dbTouched || settled
 		f.Repaired = true
 		if f.tmpWhole {
 			f.Repair = "rolled forward: the temp was renamed over current.jsonl and the record cleared; other promotion temps removed"

@@ -9,9 +9,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 )
 
@@ -363,5 +367,57 @@ func TestRepairKeepsAKeyThatResumes(t *testing.T) {
 		if before[key] == gates.Resumed && !sess.Resume {
 			t.Errorf("%s: resumed before check --repair, %s after", c.name, sess.Reason)
 		}
+	}
+}
+
+// sweepSyncFails is the disk on which the key dir's second fsync fails:
+// a roll-forward's, after its rename into place, passes, and the one
+// after its sweep of temps fails.
+type sweepSyncFails struct {
+	durable.Disk
+	key   string
+	syncs *int
+}
+
+func (d sweepSyncFails) SyncDir(dir *os.File) error {
+	if filepath.Base(dir.Name()) == d.key {
+		if *d.syncs++; *d.syncs == 2 {
+			return &os.PathError{Op: "fsync", Path: dir.Name(), Err: unix.EIO}
+		}
+	}
+	return d.Disk.SyncDir(dir)
+}
+
+// TestRepairWhoseSweepFsyncFailedChecksMetaAgain: a check --repair whose
+// roll-forward committed (the temp renamed into place, the record cleared
+// in meta.db) and then failed at the fsync after its sweep of temps runs
+// the deep check again in the look after the repair: meta.db is not the
+// file the first deep check judged.
+func TestRepairWhoseSweepFsyncFailedChecksMetaAgain(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "sweepsync")
+	pendingDamage(t, s, root, key)
+	chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000aa"), clock.now.Add(-time.Minute))
+	syncs, deeps := 0, 0
+	s.disk = diskWrites{sweepSyncFails{key: key, syncs: &syncs}}
+	deep := func(_ context.Context, k string) (DeepResult, error) {
+		if k == key {
+			deeps++
+		}
+		return DeepResult{}, nil
+	}
+	var found []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := chkFind(found, key+"/"+db.FileName, KindPendingPromotion)
+	if syncs < 2 || p == nil || !strings.Contains(p.Repair, "input/output error") || sidecarsOf(t, root, key).Pending != nil {
+		t.Fatalf("the fixture: %d key dir fsyncs, %+v, pending %+v", syncs, p, sidecarsOf(t, root, key).Pending)
+	}
+	if deeps != 2 {
+		t.Fatalf("the deep check ran %d times; meta.db was committed to by the roll-forward, so the look after the repair must judge it again", deeps)
 	}
 }
