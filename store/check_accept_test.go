@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // check --repair --accept records the transcript in place as the key's
@@ -255,5 +257,149 @@ func TestQuarantine(t *testing.T) {
 	res, err := s.Reap(false)
 	if err != nil || len(res.Skipped) != 3 || len(res.Failed)+len(res.Refused) != 0 || treeState(t, root) != before {
 		t.Fatalf("reap of quarantine dirs = %+v, %v", res, err)
+	}
+}
+
+// An accept that fails keeps a meta.db a promotion committed to while the
+// accept waited for the key's lock, though the accept found none (the
+// key's meta.db moved aside) and its open may have made it: only a file
+// that holds nothing is the accept's lock file to remove. Here the
+// promotion committed and died before its rename, and the accept's
+// roll-forward could not read the temp: the committed promotion is still
+// there for the next writer to roll forward. The meta.db an accept made
+// for its lock and found empty under it goes again.
+func TestFailedAcceptKeepsAMetaDBAPromotionCommittedTo(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	os.Truncate(chkDB(root, testKey), 0)
+	checkFindings(t, s, CheckOptions{Repair: true})
+	if _, err := os.Stat(chkDB(root, testKey)); !os.IsNotExist(err) {
+		t.Fatalf("the fixture: meta.db not moved aside: %v", err)
+	}
+	// The lock's own meta.db, made for a key with none, does go again:
+	// here the accept is refused under the lock (no transcript).
+	empty := Key("github", "a/b", "empty")
+	runJob(t, s, empty, localJob(), PromoteRequest{}, "one")
+	os.Truncate(chkDB(root, empty), 0)
+	checkFindings(t, s, CheckOptions{Repair: true})
+	os.Remove(filepath.Join(root, empty, TranscriptName))
+	if _, err := s.Accept(empty); !errors.Is(err, ErrNotAccepted) {
+		t.Fatalf("the accept of a key with no transcript: %v", err)
+	}
+	if _, err := os.Lstat(chkDB(root, empty)); !os.IsNotExist(err) {
+		t.Fatalf("the refused accept left the meta.db it made for the lock: %v", err)
+	}
+
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
+
+	var mu sync.Mutex
+	first := true
+	reached, release := make(chan struct{}), make(chan struct{})
+	faults.Set(func(p faults.Point) error {
+		switch p {
+		case faults.DBOpenBeforeMeta:
+			// The promotion's open holds the key's lock: it waits here
+			// until the accept, which found no meta.db, waits for it.
+			mu.Lock()
+			hold := first
+			first = false
+			mu.Unlock()
+			if hold {
+				close(reached)
+				<-release
+			}
+		case faults.PromoteAfterCommit:
+			return errors.New("killed between the commit and the rename")
+		case faults.RollForwardTempRead:
+			return errors.New("the temp could not be read")
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	promoted := make(chan error, 1)
+	go func() {
+		_, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		promoted <- err
+	}()
+	<-reached
+	accepted, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		_, err := s.Accept(testKey)
+		accepted <- err
+		close(done)
+	}()
+	releaseWhenWaiting(done, release)
+	if err := <-promoted; err == nil {
+		t.Fatal("the fixture: the promotion did not die after its commit")
+	}
+	if err := <-accepted; err == nil {
+		t.Fatal("the fixture: the accept did not fail")
+	}
+	faults.Set(nil)
+	if _, err := os.Stat(chkDB(root, testKey)); err != nil {
+		t.Fatalf("the failed accept removed the meta.db a promotion committed to: %v", err)
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Pending == nil {
+		t.Fatalf("the committed promotion is gone: %+v", sc)
+	}
+}
+
+// A quarantine of a key with no meta.db (a legacy key) moves the dir
+// as it is, and removes only the meta.db it made for its lock: not one a
+// promotion made and committed to while the quarantine waited for the
+// key's lock, which goes with the dir, record and all.
+func TestQuarantineKeepsAMetaDBAPromotionCommittedTo(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, entryLine("legacy")))})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("promoted")...))
+
+	var mu sync.Mutex
+	first := true
+	reached, release := make(chan struct{}), make(chan struct{})
+	faults.Set(func(p faults.Point) error {
+		if p == faults.DBOpenBeforeMeta {
+			// The promotion's open holds the key's lock: it waits here
+			// until the quarantine, which found no meta.db, waits for it.
+			mu.Lock()
+			hold := first
+			first = false
+			mu.Unlock()
+			if hold {
+				close(reached)
+				<-release
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	promoted := make(chan error, 1)
+	go func() {
+		_, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		promoted <- err
+	}()
+	<-reached
+	var aside string
+	quarantined, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		var err error
+		aside, err = s.Quarantine(testKey)
+		quarantined <- err
+		close(done)
+	}()
+	releaseWhenWaiting(done, release)
+	if err := <-promoted; err != nil {
+		t.Fatalf("the fixture: the promotion: %v", err)
+	}
+	if err := <-quarantined; err != nil {
+		t.Fatal(err)
+	}
+	faults.Set(nil)
+	if _, err := os.Lstat(chkDB(root, aside)); err != nil {
+		t.Fatalf("the quarantine removed the meta.db the promotion committed to: %v", err)
+	}
+	if sc := sidecarsOf(t, root, aside); sc.Transcript == nil {
+		t.Fatalf("the quarantined dir lost the meta.db the promotion committed to: %+v", sc)
 	}
 }
