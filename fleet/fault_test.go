@@ -501,6 +501,39 @@ func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
 	}
 }
 
+// A reap's delete whose answer was lost and whose every retry then met
+// etcd unavailable (here: each try served and its answer lost) may have
+// removed the key: the error the reap stops with must say so, since the
+// walk reports no removal for it and a fleet logs none.
+func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	const txn = "/etcdserverpb.KV/Txn"
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	key := store.Key("github", "delete-lost", "for-good")
+	f.run(key, "old")
+	f.now = time.Time{}
+	t.Cleanup(func() { c.LoseNext(txn, 0, 0) })
+	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+	b.hook = func(point, k string) error {
+		if point == hookReapDelete && k == key {
+			c.LoseNext(txn, 0, 1000)
+		}
+		return nil
+	}
+	_, err := b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	c.LoseNext(txn, 0, 0)
+	if err == nil || !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Fatalf("reap: %v; want it stopped, etcd unavailable", err)
+	}
+	if f.recordFile(key) != "" {
+		t.Fatalf("the key still has a record: the first delete did not land, so this test proves nothing")
+	}
+	if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "may be removed already") {
+		t.Errorf("reap: %v; want the key named, and that it may be removed already", err)
+	}
+}
+
 // A check --repair that stops (etcd lost at one key's lock) has removed
 // the orphans of the keys already under way beside it, and those removals
 // must reach visit, as the ones before the stopping key do: they were
