@@ -125,16 +125,11 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// way beside it, and with Repair those may have removed orphans: a
 	// removal is for good, so theirs are delivered too, as an interrupt
 	// delivers them, and the walk then returns the key's error.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var stopped error
+	wctx, halt := walk.WithHalt(ctx)
+	defer halt.Release()
 	_, err = walk.Ordered(wctx, len(entries), walk.Workers(o.Workers), work, func(r result) error {
 		if r.err != nil {
-			if stopped == nil {
-				stopped = r.err
-				stop()
-			}
-			return nil
+			return halt.Stop(r.err)
 		}
 		sum.Entries++
 		if r.key {
@@ -151,10 +146,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		}
 		return nil
 	})
-	if stopped != nil {
-		err = stopped
-	}
-	return sum, err
+	return sum, halt.Err(err)
 }
 
 func count(sum *store.CheckSummary, f store.Finding) {

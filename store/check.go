@@ -217,16 +217,8 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	// stops no entry already under way beside it, and with Repair those
 	// may have repaired: they are delivered too, as after an interrupt,
 	// and the walk then returns the entry's error.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var stopped error
-	halt := func(err error) error {
-		if stopped == nil {
-			stopped = err
-			stop()
-		}
-		return nil
-	}
+	wctx, halt := walk.WithHalt(ctx)
+	defer halt.Release()
 	deliver := func(r result) error {
 		if r.err != nil && r.findings == nil {
 			if ctx.Err() != nil && errors.Is(r.err, ctx.Err()) {
@@ -236,7 +228,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 				interrupted = true
 				return nil
 			}
-			return halt(r.err)
+			return halt.Stop(r.err)
 		}
 		sum.Entries++
 		if r.key {
@@ -256,18 +248,15 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 			return nil
 		}
 		if r.err != nil {
-			return halt(r.err)
+			return halt.Stop(r.err)
 		}
 		return nil
 	}
 	_, err = walk.Ordered(wctx, len(names), walk.Workers(opts.Workers), work, deliver)
-	switch {
-	case stopped != nil:
-		err = stopped
-	case err == nil && interrupted:
+	if err == nil && interrupted {
 		err = ctx.Err()
 	}
-	return sum, err
+	return sum, halt.Err(err)
 }
 
 // unrooter strips the root from the paths in error texts: a report names

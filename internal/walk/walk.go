@@ -120,3 +120,43 @@ func Workers(w int) int {
 	}
 	return min(runtime.GOMAXPROCS(0), 4)
 }
+
+// Halt stops a walk at an entry's error the way an interrupt stops it:
+// deliver hands the error to Stop and goes on, no new entry is started,
+// and the entries already under way are still delivered (a repair or a
+// removal they made is done for good and must be reported); Err then
+// gives the error after Ordered returns. A deliver error, by contrast,
+// ends the delivery at once (a visit that cannot write its report).
+type Halt struct {
+	cancel context.CancelFunc
+	err    error
+}
+
+// WithHalt returns the context to pass to Ordered, which Stop ends, and
+// its Halt; call Release when the walk is done. The work itself should
+// keep ctx, so that the entries under way are not cut short.
+func WithHalt(ctx context.Context) (context.Context, *Halt) {
+	c, cancel := context.WithCancel(ctx)
+	return c, &Halt{cancel: cancel}
+}
+
+// Stop records err, if it is the first, and ends the walk's context. It
+// returns nil, for deliver to return. Call it from deliver only.
+func (h *Halt) Stop(err error) error {
+	if h.err == nil {
+		h.err = err
+		h.cancel()
+	}
+	return nil
+}
+
+// Err is the error Stop recorded, or else err (Ordered's own).
+func (h *Halt) Err(err error) error {
+	if h.err != nil {
+		return h.err
+	}
+	return err
+}
+
+// Release frees the walk's context.
+func (h *Halt) Release() { h.cancel() }

@@ -84,3 +84,50 @@ func TestOrderedStopsOnDeliverError(t *testing.T) {
 		t.Fatalf("empty walk: %d, %v", n, err)
 	}
 }
+
+// An entry's error handed to Halt.Stop stops the walk as an interrupt
+// does: no entry is started after it, every entry already started is
+// delivered (after the stopping one too), and Err gives the error.
+func TestHaltDeliversWhatIsUnderWay(t *testing.T) {
+	const n, workers = 100, 4
+	stopAt := 10
+	var started atomic.Int32
+	release := make(chan struct{})
+	work := func(i int) int {
+		started.Add(1)
+		if i > stopAt {
+			<-release // under way while the stopping entry is delivered
+		}
+		return i
+	}
+	boom := errors.New("entry failed")
+	ctx, halt := WithHalt(context.Background())
+	defer halt.Release()
+	var got []int
+	delivered, err := Ordered(ctx, n, workers, work, func(i int) error {
+		got = append(got, i)
+		if i == stopAt {
+			err := halt.Stop(boom)
+			close(release)
+			return err
+		}
+		return nil
+	})
+	if !errors.Is(halt.Err(err), boom) {
+		t.Fatalf("Err: %v (Ordered's %v); want the stopping entry's", halt.Err(err), err)
+	}
+	if int(started.Load()) != len(got) || delivered != len(got) {
+		t.Errorf("started %d, delivered %d (%d handed); want every started entry delivered", started.Load(), delivered, len(got))
+	}
+	if len(got) <= stopAt+1 || len(got) == n {
+		t.Errorf("delivered %d entries; want those under way after entry %d, and not all %d", len(got), stopAt, n)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("delivered %v; want index order", got)
+		}
+	}
+	if halt.Err(nil) != boom || (&Halt{}).Err(boom) != boom {
+		t.Errorf("Err: want the recorded error, else the one given")
+	}
+}
