@@ -10,19 +10,20 @@
 // cluster is closed in tb.Cleanup. Import this package from _test files only:
 // it links the etcd server.
 //
-// # Caveat
+// # Ports
 //
-// The ports are reserved by listening and closing, so another process could
-// take one before the member binds it; Start then retries with new ports,
-// but Restart must reuse the member's own peer port (the cluster knows it
-// by it) and fails the test if that port was taken meanwhile.
+// A member keeps its ports across Stop and Restart, so a cluster reserves
+// them for its whole life against every other process that uses this
+// package, and draws them from below the kernel's ephemeral range, which
+// no bind to port 0 and no outgoing connection is given (see ports.go). A
+// process that names one of those ports itself can still take it while
+// its member is stopped; Restart then fails the test, saying so.
 package etcdtest
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,7 @@ type Cluster struct {
 	opts    Options
 	token   string
 	members []*member
+	ports   []int // reserved until close
 	logs    *logBuffer
 
 	// CA, when the cluster runs TLS, issued every certificate: CAFile is
@@ -182,8 +184,9 @@ func Start(tb testing.TB, opts Options) *Cluster {
 		c.CAFile = c.CA.File
 		c.CertFile, c.KeyFile = c.CA.Issue(tb, dir, User, false)
 	}
-	// A port can be taken between its reservation and the member's bind;
-	// a fresh set of ports and data dirs then almost always works.
+	// A process that does not use this package can take a port between
+	// its reservation and the member's bind; a fresh set of ports and data
+	// dirs then almost always works.
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		if err = c.startFresh(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
@@ -201,10 +204,12 @@ func Start(tb testing.TB, opts Options) *Cluster {
 }
 
 func (c *Cluster) startFresh() error {
-	ports, err := freePorts(2 * c.opts.Members)
+	releasePorts(c.ports)
+	ports, err := reservePorts(2 * c.opts.Members)
 	if err != nil {
 		return err
 	}
+	c.ports = ports
 	// A cluster token of its own: a member left from a failed attempt on
 	// a reused port refuses to talk to this cluster instead of joining it.
 	c.token = fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())
@@ -419,6 +424,8 @@ func (c *Cluster) Close() { c.close() }
 
 func (c *Cluster) close() {
 	c.stopAll()
+	releasePorts(c.ports)
+	c.ports = nil
 	if c.tb.Failed() {
 		c.tb.Logf("etcd log (warnings and errors):\n%s", c.logs.String())
 	}
@@ -493,27 +500,6 @@ func (m *member) close() {
 	}
 	m.etcd.Close()
 	m.etcd = nil
-}
-
-// freePorts reserves n distinct loopback ports by holding them all open at
-// once, then frees them for the members to bind.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // ctx is a bounded context for the harness's own client calls.
