@@ -102,8 +102,9 @@ func find(args []string) (*command, []string, error) {
 // runHelp prints the command list, or one command's help, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
 	rep := newReporter("help", stderr, "")
-	if len(args) == 0 || len(args) == 1 && args[0] == "help" {
-		// "sessdb help help" asks what help is: the list, which says.
+	if len(args) == 0 || len(args) == 1 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]) {
+		// "sessdb help help" and "sessdb help -h" ask what help is: the
+		// list, which says; -h exits 0 for every command, help included.
 		return rep.writeHelp(stdout, commandList())
 	}
 	c, rest, err := find(args)

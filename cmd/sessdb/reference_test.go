@@ -225,6 +225,13 @@ func TestHelpIsOneText(t *testing.T) {
 	if code, out, _ := runCLI(t, "help", "help"); code != exitOK || !strings.Contains(out, "commands:") && !strings.Contains(out, "dump") {
 		t.Errorf("help help: exit %d\n%s", code, out)
 	}
+	// help is a command too, and -h asks what it is (issue 12: "-h exits
+	// 0"); it said: unknown command "-h", exit 2.
+	for _, h := range []string{"-h", "-help", "--help"} {
+		if code, out, errs := runCLI(t, "help", h); code != exitOK || out != list || errs != "" {
+			t.Errorf("help %s: exit %d, stderr %q; want the list on stdout and exit 0", h, code, errs)
+		}
+	}
 	for _, args := range [][]string{{"help", "engage"}, {"engage", "-h"}, {"engage", "--help"}} {
 		if code, out, _ := runCLI(t, args...); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
