@@ -104,7 +104,7 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 	os.Mkdir(open, 0o700)
 	os.Chmod(open, 0o777)
 	for _, root := range []string{"/", "/.", "//", "/tmp/..", link, open} {
-		for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"check"}, {"check", "--repair"}, {"reap"}, {"reap", "--dry-run"}, {"migrate", root}, {"migrate", "--to-legacy", root}} {
+		for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"stats"}, {"stats", "--prometheus"}, {"check"}, {"check", "--repair"}, {"reap"}, {"reap", "--dry-run"}, {"migrate", root}, {"migrate", "--to-legacy", root}} {
 			clearEnv(t)
 			t.Setenv("PI_SESSIONS_DIR", root)
 			code, out, errs := runCLI(t, args...)
