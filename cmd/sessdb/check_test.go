@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 		if s := os.Getenv(chartSignalEnv); s != "" {
 			chartTempHook = signalSelf(s)
 		}
+		forceProgress = os.Getenv(cliProgressEnv) == "1"
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	if os.Getenv(childEnv) == "1" {

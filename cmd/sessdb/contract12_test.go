@@ -28,6 +28,10 @@ import (
 // for the tests that need a real process: a real Ctrl-C, another uid.
 const cliChildEnv = "SESSDB_TEST_CLI"
 
+// cliProgressEnv makes such a child show its walk's progress on stderr,
+// whatever stderr is: a test reads it to know that the walk has begun.
+const cliProgressEnv = "SESSDB_TEST_CLI_PROGRESS"
+
 // Flags and the positional argument go in any order; "--" ends the flags.
 func TestFlagsGoAnywhere(t *testing.T) {
 	atSampleTime(t)
@@ -324,6 +328,61 @@ func TestMigrateInterrupted(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "migrate", root); code != exitOK || !strings.Contains(out, fmt.Sprintf("%d migrate, %d already", n-(len(lines)-1), len(lines)-1)) {
 		t.Errorf("re-run: exit %d\n%s", code, out[max(0, len(out)-300):])
+	}
+}
+
+// A second signal kills a walk that is slow to stop (docs/cli.md: "A
+// second Ctrl-C kills the process at once"): a key under way waits for
+// its lock up to the lock timeout, and the first signal only stops new
+// keys from starting. SIGTERM, since a process started with SIGINT
+// ignored (a background job of a script) keeps it ignored once the first
+// is handled, as any Unix tool does.
+func TestASecondSignalKillsAWalk(t *testing.T) {
+	root := copySample(t)
+	f, err := os.Open(filepath.Join(root, sample.Resumable, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "dump", "--json", "--log-format", "console", root)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first progress report (a key before the locked one is done)
+	// says the walk, and so its signal handling, has begun.
+	r := bufio.NewReader(stderr)
+	if _, err := r.ReadString('/'); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no progress: %v", err)
+	}
+	var errs strings.Builder
+	done := make(chan error, 1)
+	go func() { io.Copy(&errs, r); done <- cmd.Wait() }()
+	start := time.Now()
+	deadline := time.After(1500 * time.Millisecond) // the lock timeout is 2 s
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("exit %d after %v: want killed by the second SIGTERM\n%s", cmd.ProcessState.ExitCode(), time.Since(start), errs.String())
+			}
+			return
+		case <-deadline:
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("still running %v after the first SIGTERM, the signals after it ignored", time.Since(start))
+		case <-tick.C:
+		}
 	}
 }
 
