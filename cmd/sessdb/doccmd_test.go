@@ -139,6 +139,84 @@ func runDocBlock(t *testing.T, doc string, first int, block []string, shell bool
 	return out, ran, skipped
 }
 
+// The charts the docs embed are what their documented commands draw now
+// (issue 16: "the docs embed the chart of the real 484-request
+// transcript"; issue 12: nothing shown goes stale). TestDocCommands runs
+// no command that writes, so every "engage replay ... --svg PATH" of a sh
+// block is run here with PATH in a temp dir, and the chart it writes must
+// be PATH's bytes; a change to the chart's drawing or to the replay fails
+// here until the docs' charts are drawn again with their own commands.
+func TestDocChartsAreCurrent(t *testing.T) {
+	root := sharedtest.ModuleRoot()
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
+	t.Chdir(root)
+	clearEnv(t)
+	ran, skipped := 0, 0
+	for _, path := range docs {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh := false
+		lines := strings.Split(string(src), "\n")
+		for i := 0; i < len(lines); i++ {
+			if fence, ok := strings.CutPrefix(lines[i], "```"); ok {
+				sh = !sh && (fence == "sh" || fence == "bash")
+				continue
+			}
+			cmd := lines[i]
+			for sh && strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
+				i++
+				cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(lines[i])
+			}
+			args, ok := docArgs(cmd)
+			if !sh || !ok || len(args) < 2 || args[0] != "engage" || args[1] != "replay" {
+				continue
+			}
+			chart := ""
+			for j, a := range args {
+				if a == "--svg" && j+1 < len(args) {
+					chart = args[j+1]
+					args[j+1] = filepath.Join(t.TempDir(), "chart.svg")
+				}
+			}
+			if chart == "" {
+				continue
+			}
+			if readsAbsentSharedData(args) {
+				skipped++
+				continue
+			}
+			ran++
+			out := args[slices.Index(args, "--svg")+1]
+			if code, _, errs := runCLI(t, args...); code != exitOK {
+				t.Errorf("%s: %s: exit %d\n%s", filepath.Base(path), cmd, code, errs)
+				continue
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(root, chart))
+			if err != nil {
+				t.Errorf("%s: %s: the chart it names: %v", filepath.Base(path), cmd, err)
+				continue
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: %s: %s is not what the command draws now (run the command from the repository's root to draw it again)", filepath.Base(path), cmd, chart)
+			}
+		}
+	}
+	if ran+skipped == 0 {
+		t.Fatal("no documented chart found: the test proves nothing")
+	}
+	t.Logf("%d documented charts are what their commands draw", ran)
+	if skipped > 0 {
+		t.Logf("%d documented charts not checked: they read ../shared/testdata, which is not beside this clone", skipped)
+	}
+}
+
 // readsAbsentSharedData reports whether a documented command reads the
 // shared test data (../shared/testdata beside the clone) and that data is
 // not here: the command is skipped, and counted, as every test that reads
