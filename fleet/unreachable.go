@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/store"
@@ -16,7 +18,10 @@ import (
 // answers as an opened Backend answers when etcd fails it in the same
 // way: View is store-unavailable, a named cold start, when cause is
 // ErrUnavailable, and otherwise fails with cause (a fault); every Begin
-// fails with cause, so a promotion is promote-failed with it. Its ID is
+// fails with cause, so a promotion is promote-failed with it. A View that
+// is store-unavailable logs cause to cfg.Logger, as an opened Backend logs
+// a read etcd did not answer; every other answer carries cause in its
+// error. Its ID is
 // the fleet's, so that the ticket of a job resolved cold here is one a
 // later promote on the fleet takes.
 //
@@ -38,12 +43,13 @@ func Unreachable(cfg Config, cause error) (store.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &unreachable{dir: dir, prefix: valid.Prefix, cause: cause}, nil
+	return &unreachable{dir: dir, prefix: valid.Prefix, cause: cause, log: cfg.Logger}, nil
 }
 
 type unreachable struct {
 	dir, prefix string
 	cause       error
+	log         zerolog.Logger
 }
 
 func (u *unreachable) ID() (string, error) { return id(u.dir, u.prefix), nil }
@@ -55,6 +61,7 @@ func (u *unreachable) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		return nil, u.cause
 	}
 	// The view of a read that found etcd silent: no base, no file.
+	u.log.Warn().Str("key", key).Err(u.cause).Msg("session_store_unavailable")
 	return &view{key: key, reason: gates.StoreUnavailable}, nil
 }
 

@@ -286,8 +286,8 @@ func TestFleetTLSAndAuth(t *testing.T) {
 			flags := edit()
 			job := filepath.Join(t.TempDir(), "job")
 			code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, flags...)...)
-			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") {
-				t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want exit 1, refused", code, out, errs)
+			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") || strings.Count(errs, "\n") != 1 {
+				t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want exit 1, refused, said once", code, out, errs)
 			}
 			if _, err := os.Stat(filepath.Join(job, store.TicketName)); err == nil {
 				t.Error("a ticket was left")
@@ -297,7 +297,7 @@ func TestFleetTLSAndAuth(t *testing.T) {
 			}
 			code, out, errs = runCLI(t, append([]string{"promote", "--job-dir", b, "--pi-version", "0.58.3"}, flags...)...)
 			var p promoteResult
-			if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "refused the credentials") {
+			if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "refused the credentials") || strings.Count(errs, "\n") != 1 {
 				t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
 			}
 			if code, out, _ := runCLI(t, append([]string{"dump", "--json"}, flags...)...); code != exitFault || out != "" {
@@ -311,5 +311,35 @@ func TestFleetTLSAndAuth(t *testing.T) {
 	}
 	if p, errs := f.promote(t, b, tlsFlags...); !p.Promoted || p.Gen != 2 {
 		t.Fatalf("the user's own promote after the refusals = %+v\n%s", p, errs)
+	}
+}
+
+// A fleet's login that etcd does not answer is reported once (issue 12:
+// "each failure is reported once"): the login's warning came before every
+// job command's own report of the same cause, so a promote logged it
+// twice, and a resolve refused its credentials twice. The endpoint is one
+// nothing listens on; a user name makes the commands log in.
+func TestAFleetLoginFailureIsReportedOnce(t *testing.T) {
+	clearEnv(t)
+	dir := filepath.Join(t.TempDir(), "transcripts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:9")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	t.Setenv("PI_SESSIONS_ETCD_USER", "sessdb")
+	t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "secret")
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "50ms")
+	job := filepath.Join(t.TempDir(), "job")
+	code, out, errs := runCLI(t, "resolve", "--key", store.Key("github", "acme/widget", "pi/once"), "--job-dir", job, "--pi-version", "0.58.3")
+	var r struct{ Reason string }
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Reason != "store-unavailable" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "etcd unavailable") {
+		t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want store-unavailable and its cause in one line", code, out, errs)
+	}
+	appendAnswered(t, job, "once")
+	code, out, errs = runCLI(t, "promote", "--job-dir", job, "--pi-version", "0.58.3")
+	var p promoteResult
+	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Reason != "promote-failed" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "etcd unavailable") {
+		t.Fatalf("promote: exit %d, stdout %q, stderr %q; want promote-failed and its cause in one line", code, out, errs)
 	}
 }

@@ -33,7 +33,9 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // what the fleet answers now, so the store is built on
 // fleet.Unreachable's backend, on which a resolve is store-unavailable (or
 // a fault, for refused credentials) and a promote promote-failed, each
-// with its cause on stderr.
+// with its cause on stderr once: the backend logs it with the verdict, or
+// the command reports it with the fault, so the login's failure is not
+// reported here as well.
 func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
 	fc, on, code := fleetOf(inv, cfg, fk, "")
 	switch {
@@ -52,7 +54,6 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*st
 	case err == nil:
 		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
 	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth):
-		inv.rep.warn(fmt.Sprintf("etcd login: %v", err))
 		u, uerr := fleet.Unreachable(fc, err)
 		if uerr != nil {
 			return nil, true, nil, inv.rep.fault(uerr)
