@@ -93,6 +93,27 @@ func TestTrackerEndAndEviction(t *testing.T) {
 	}
 }
 
+// The zero value and NewTracker(0) hold DefaultMaxSessions sessions, the
+// cap docs/engage.md names (4096): issue 5's bounded memory for a host
+// that never says how many.
+func TestTrackerDefaultCap(t *testing.T) {
+	if DefaultMaxSessions != 4096 {
+		t.Errorf("DefaultMaxSessions = %d; docs/engage.md says 4096", DefaultMaxSessions)
+	}
+	var zero Tracker
+	for _, tr := range []*Tracker{&zero, NewTracker(0), NewTracker(-1)} {
+		for i := range DefaultMaxSessions + 1 {
+			tr.Start(fmt.Sprint("s", i))
+		}
+		if tr.Len() != DefaultMaxSessions {
+			t.Errorf("len %d after %d sessions, want the cap %d", tr.Len(), DefaultMaxSessions+1, DefaultMaxSessions)
+		}
+		if _, ok := tr.State("s0"); ok {
+			t.Error("the least recently used session survived the cap")
+		}
+	}
+}
+
 // Concurrent sessions under -race: each goroutine owns a session and checks
 // every state against Step. The cap leaves room for every owned session, so
 // none is evicted under its owner's feet (TestTrackerEvictionUnderLoad
