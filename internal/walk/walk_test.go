@@ -107,6 +107,14 @@ func TestHaltDeliversWhatIsUnderWay(t *testing.T) {
 	delivered, err := Ordered(ctx, n, workers, work, func(i int) error {
 		got = append(got, i)
 		if i == stopAt {
+			// The entries after it are started by the pool, not by this
+			// delivery: wait until every worker holds one, or the stop can
+			// come before any is under way (1 run in 25 under load).
+			for deadline := time.Now().Add(10 * time.Second); started.Load() < int32(stopAt+1+workers); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d entries started; want every worker under way past entry %d", started.Load(), stopAt)
+				}
+			}
 			err := halt.Stop(boom)
 			close(release)
 			return err
