@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -396,6 +399,9 @@ func signalSelf(s string) func() {
 	return func() {
 		n, _ := strconv.Atoi(s)
 		syscall.Kill(os.Getpid(), syscall.Signal(n))
+		if signal.Ignored(syscall.Signal(n)) {
+			return // the kernel discarded it
+		}
 		time.Sleep(2 * time.Second) // the signal ends the process long before
 	}
 }
@@ -417,7 +423,15 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
 		cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(sig)), "GORACE=atexit_sleep_ms=0")
+		// The child inherits an ignored signal, and engage replay rightly
+		// leaves it ignored (the case below): under nohup (SIGHUP) or as a
+		// background job of a shell without job control (SIGINT) the child
+		// finished as if never signalled. A signal caught here is one the
+		// exec resets to its default, whatever the test was started with.
+		caught := make(chan os.Signal, 1)
+		signal.Notify(caught, sig)
 		out, err := cmd.Output()
+		signal.Stop(caught)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != sig {
 			t.Errorf("%v: %v, stdout %q; want killed by the signal", sig, err, out)
@@ -429,5 +443,22 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 			}
 			t.Errorf("%v: the directory holds %q; want only the transcript", sig, got)
 		}
+	}
+	// A signal the process was started ignoring stays ignored: the chart is
+	// written, and no temp is left.
+	signal.Ignore(syscall.SIGHUP)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a child stuck waiting for its own signal fails here, not at the suite's timeout
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(syscall.SIGHUP)), "GORACE=atexit_sleep_ms=0")
+	err := cmd.Run()
+	signal.Reset(syscall.SIGHUP)
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if err != nil || !slices.Equal(names, []string{"c.svg", "s.jsonl"}) {
+		t.Errorf("hangup ignored: %v, the directory holds %q; want the chart written and no temp", err, names)
 	}
 }
