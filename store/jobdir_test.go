@@ -173,6 +173,11 @@ func TestReadTicketRefusesWhatResolveCannotHaveWritten(t *testing.T) {
 		"unknown field": func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"key":"`+testKey+`","SECRETHASH":1}`), 0o600)
 		},
+		// A top-level gen is a ticket from before the job contract, which
+		// has no ticket id.
+		"gen beside a ticket id": func(t *testing.T, p string) {
+			os.WriteFile(p, []byte(`{"ticket":"`+testKey+`","root":"/SECRETHASH","key":"`+testKey+`","gen":1}`), 0o600)
+		},
 		"trailing data": func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"key":"`+testKey+`"} SECRETHASH`), 0o600)
 		},

@@ -201,20 +201,35 @@ func ReadTicket(jobDir string) (Session, error) {
 	if err != nil {
 		return sess, fmt.Errorf("read ticket: %w", err)
 	}
+	var tf ticketFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sess); err != nil {
+	if err := dec.Decode(&tf); err != nil {
 		// A decoder's message can quote the file's bytes; say where, not what.
 		return sess, fmt.Errorf("read ticket %s: %w (at byte %d)", name, ErrBadTicket, dec.InputOffset())
 	}
 	if dec.More() {
 		return sess, fmt.Errorf("read ticket %s: %w (trailing data)", name, ErrBadTicket)
 	}
+	sess = tf.Session
+	if tf.Gen != nil && sess.Ticket != "" {
+		return sess, fmt.Errorf("read ticket %s: %w: gen beside a ticket id (only tickets from before the job contract have it)", name, ErrBadTicket)
+	}
 	if err := sess.validate(); err != nil {
 		return sess, fmt.Errorf("read ticket %s: %w: %s", name, ErrBadTicket, err)
 	}
 	sess.JobDir = jobDir
 	return sess, nil
+}
+
+// ticketFile is what ReadTicket accepts: a Session, or a ticket written by
+// a sessdb from before the job contract, whose warm tickets also carry the
+// generation delivered, "gen". Such a ticket promotes with no base check,
+// so its gen is read and dropped: refusing it would fail the promotion of
+// every job resolved before an upgrade and promoted after it.
+type ticketFile struct {
+	Session
+	Gen *uint64 `json:"gen"`
 }
 
 // validate checks the fields a promotion acts on; its messages name the
