@@ -69,17 +69,35 @@ type legacyFile struct {
 // legacy format cannot carry is ErrNotLegacy, before anything is written.
 func legacyFiles(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 	var odd []Oddity
-	stamp := func(name, s string) legacyFile {
-		return legacyFile{name, &s, func(got string, ok bool) bool {
+	stamp := func(name, s string) (legacyFile, error) {
+		means := func(got string, ok bool) bool {
 			if s == "" { // "" matches nothing in the db; neither do no value and "" here
 				return !ok || got == ""
 			}
 			return ok && got == s
-		}}
+		}
+		// Judged here as well as on the temp read back, so that a dry
+		// run's plan fails the key the run would (a stamp with white
+		// space around it, or over the sidecar cap).
+		if got, ok := legacy.SidecarValue([]byte(s)); !means(got, ok) {
+			if !ok {
+				got = "no value"
+			}
+			return legacyFile{}, &os.PathError{Op: "write", Path: fsat.Join(dir, name), Err: fmt.Errorf("%q reads back as %q: %w", s, got, ErrNotLegacy)}
+		}
+		return legacyFile{name, &s, means}, nil
 	}
-	files := []legacyFile{stamp(legacy.PiVersionName, v.PiVersion)}
+	pi, err := stamp(legacy.PiVersionName, v.PiVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := []legacyFile{pi}
 	if v.Venue != nil {
-		files = append(files, stamp(legacy.VenueName, *v.Venue))
+		venue, err := stamp(legacy.VenueName, *v.Venue)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, venue)
 	} else {
 		files = append(files, legacyFile{name: legacy.VenueName})
 	}

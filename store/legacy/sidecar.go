@@ -108,8 +108,21 @@ func readSidecar(dir *os.File, name string) (string, bool, error) {
 	// A file that grew past the cap after its fstat is refused as
 	// oversized rather than read without bound (fsat caps the read).
 	b, err := fsat.ReadSmallFile(dir, name, SidecarMaxBytes)
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return "", false, err
 	}
-	return jsTrim(decodeUTF8(b)), true, nil
+	v, ok := SidecarValue(b)
+	return v, ok, nil
+}
+
+// SidecarValue is what ReadSidecar reads from a regular file holding b:
+// no value when b is empty or over SidecarMaxBytes, else b decoded as
+// UTF-8 and trimmed of JavaScript whitespace. A writer of legacy files
+// can so tell, before it writes, whether a value will read back as
+// itself. Pure; never panics.
+func SidecarValue(b []byte) (value string, ok bool) {
+	if len(b) == 0 || len(b) > SidecarMaxBytes {
+		return "", false
+	}
+	return jsTrim(decodeUTF8(b)), true
 }
