@@ -58,6 +58,7 @@ type Backend struct {
 // The steps a test can fail or stall (Backend.hook).
 const (
 	hookOpen        = "resolve/before-open"   // the record read, its file not yet opened
+	hookHeader      = "generation/header"     // a generation file opened, its first line not yet read (resolve, dump)
 	hookSource      = "resolve/source"        // the file opened, the copy not begun
 	hookStage       = "promote/before-stage"  // the record and history read
 	hookCommit      = "promote/before-commit" // the file written

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -641,4 +642,39 @@ func TestReapRemovesEmptyKeyDirs(t *testing.T) {
 	// The key is new again: its first promotion makes its dir anew.
 	f.run(gone[0], "again")
 	f.holds(gone[0], "again", 1)
+}
+
+// A generation whose first line cannot be read (NFS: ESTALE once another
+// host removed it after the open; EIO on a soft mount that timed out) is
+// transcript-replaced, the bytes its record describes undeliverable, as
+// under the copy: not unparseable, which says the file is damaged. dump
+// reports it as a fault, not as a verdict of a damaged file.
+func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "stale-header", "x")
+	f.run(key, "one")
+	f.b.hook = func(p, _ string) error {
+		if p == hookHeader {
+			return errors.New("stale") // the file is closed: its reads fail
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	sess, jobDir := resolveOn(t, f.s, key)
+	if sess.Resume || sess.Reason != gates.TranscriptReplaced || sess.Base.Gen != 1 || len(stagedOf(t, jobDir)) != 0 {
+		t.Fatalf("a generation whose first line cannot be read: %+v", sess)
+	}
+	var reps []Report
+	if err := f.b.Inspect(context.Background(), InspectOptions{}, func(r Report) error { reps = append(reps, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].Verdict != nil || !strings.Contains(reps[0].Problem, "read") {
+		t.Fatalf("dump of it: %+v", reps)
+	}
+	f.b.hook = nil
+	appendMarker(t, jobDir, "two")
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the job's promotion onto the record: %+v, %v", res, err)
+	}
+	f.holds(key, "two", 2)
 }

@@ -214,7 +214,21 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
 		tr := &store.TranscriptReport{Regular: true, Bytes: fi.Size(), ModTime: fi.ModTime()}
 		var h transcript.Header
-		obs.Header, h, err = readHeader(f, fi.Size())
+		obs.Header, h, err = b.readHeader(it.Key, f, fi.Size())
+		if unreadable(err) {
+			// Not a first line that does not parse: a fault, as an open
+			// that fails is, or a file gone under the read (ESTALE).
+			if gone(err) {
+				k.Problem = "its transcript " + t.File + " is missing"
+				if o.Verify {
+					k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
+				}
+				k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
+				return r, nil
+			}
+			k.Problem = b.unroot(err.Error())
+			return r, nil
+		}
 		tr.HeaderOK = obs.Header.IsSession
 		if err == nil {
 			tr.HeaderID, tr.HeaderVersion, tr.HeaderTimestamp = h.ID, h.Version, h.Timestamp

@@ -100,7 +100,16 @@ func (v *view) open() error {
 		}
 		v.f = f
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
-		v.obs.Header, _, _ = readHeader(f, fi.Size())
+		h, _, err := v.b.readHeader(v.key, f, fi.Size())
+		if unreadable(err) {
+			// Judged by the ladder, a first line not read would be
+			// unparseable, a damaged file: it is the copy's failure
+			// (Lost), met early.
+			v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
+			v.reason = gates.TranscriptReplaced
+			return nil
+		}
+		v.obs.Header = h
 	}
 	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime)
 	return nil
@@ -108,13 +117,24 @@ func (v *view) open() error {
 
 // readHeader reads the first line of a generation file of size bytes: what
 // the ladder judges of it, and the header as parsed (with its error, when
-// there is none to parse).
-func readHeader(f *os.File, size int64) (gates.Header, transcript.Header, error) {
+// there is none to parse). A read that fails (NFS's ESTALE once another
+// host removed the file, EIO) is a *readError, which unreadable tells
+// from a first line that does not parse.
+func (b *Backend) readHeader(key string, f *os.File, size int64) (gates.Header, transcript.Header, error) {
+	if err := b.at(hookHeader, key); err != nil {
+		// The tests' stand-in for a file another host removed after the
+		// open: every read of it fails, as ESTALE makes them on NFS.
+		f.Close()
+	}
 	var g gates.Header
 	if size <= 0 {
 		return g, transcript.Header{}, transcript.ErrEmpty
 	}
-	h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, size))
+	r := &readFailure{r: io.NewSectionReader(f, 0, size)}
+	h, err := transcript.ReadHeader(r)
+	if r.err != nil {
+		return g, h, &readError{r.err}
+	}
 	if err == nil {
 		g.IsSession = h.IsSession()
 		if h.TimestampIsString {
@@ -122,6 +142,33 @@ func readHeader(f *os.File, size int64) (gates.Header, transcript.Header, error)
 		}
 	}
 	return g, h, err
+}
+
+// readFailure keeps the error of a read that failed (not io.EOF).
+type readFailure struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readFailure) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// readError is a generation file's read that failed, as opposed to what
+// was read not parsing.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// unreadable reports whether readHeader's err is a read that failed.
+func unreadable(err error) bool {
+	var re *readError
+	return errors.As(err, &re)
 }
 
 // recordInto fills what the ladder reads from the record into obs: the
