@@ -37,8 +37,11 @@
 // nothing on an NFS client, and the server commits creates, links and
 // renames before it answers, unless the export is "async", which can lose
 // acknowledged writes in a server crash and must not be used. The NFS
-// client has no RENAME_NOREPLACE; Write then links and unlinks, and takes
-// an EEXIST for its own retransmitted LINK as success. A file removed by
+// client has no RENAME_NOREPLACE; Write then links and unlinks. A step
+// whose reply was lost is sent again, and a server that no longer
+// remembers it answers the retry with an error though the step landed (a
+// LINK's EEXIST, a REMOVE's or a RENAME's ENOENT): Write takes that as
+// done when the final name is the temp's own inode. A file removed by
 // one client while another reads it is not kept alive for the reader as on
 // a local disk: the read fails (ESTALE), the copy does not verify, and the
 // resolve is a named cold start, never a torn copy. Modification times

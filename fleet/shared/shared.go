@@ -36,7 +36,7 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 		return "", 0, 0, err
 	}
 	tmp := tmpPrefix + rnd
-	kd, f, err := createTemp(dir, key, tmp)
+	kd, f, st, err := createTemp(dir, key, tmp)
 	if err != nil {
 		return "", 0, 0, err
 	}
@@ -58,7 +58,7 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 		return "", 0, 0, fmt.Errorf("write %s: %w", fsat.Join(kd, tmp), err)
 	}
 	file := fileName(gen, rnd)
-	if err = noReplace(kd, tmp, file); err != nil {
+	if err = noReplace(kd, tmp, file); err != nil && !renamed(kd, tmp, file, &st) {
 		return "", 0, 0, err
 	}
 	// The rename is durable once the directory is; until then a power
@@ -70,27 +70,53 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	return key + "/" + file, size, h.Sum32(), nil
 }
 
+// renamed reports whether the temp took its final name file after all,
+// though noReplace said otherwise: over NFS a request whose reply was lost
+// is sent again, and a server whose duplicate-request cache has forgotten
+// it answers the retry as a new request, the step done (a RENAME then says
+// ENOENT or EEXIST, the REMOVE of link and unlink's temp ENOENT). file is
+// then the temp's own inode, st. A temp still there under that inode (its
+// unlink failed) is removed; if that fails too it is only a second name of
+// the file, which reap sweeps with the temps.
+func renamed(kd *os.File, tmp, file string, st *unix.Stat_t) bool {
+	ours := func(name string) bool {
+		at, err := fsat.LstatAt(kd, name)
+		return err == nil && at.Dev == st.Dev && at.Ino == st.Ino
+	}
+	if !ours(file) {
+		return false
+	}
+	if ours(tmp) {
+		fsat.UnlinkAt(kd, tmp)
+	}
+	return true
+}
+
 // createTemp opens key's directory under dir, making it if need be, and
-// creates tmp in it. A reap removes a key's directory that holds nothing
-// and has no record, which a key's first promotion may find between the
-// open and the create (the create is then ENOENT): the directory is made
-// again, once.
-func createTemp(dir, key, tmp string) (kd, f *os.File, err error) {
+// creates tmp in it, and returns the temp's fstat. A reap removes a key's
+// directory that holds nothing and has no record, which a key's first
+// promotion may find between the open and the create (the create is then
+// ENOENT): the directory is made again, once.
+func createTemp(dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error) {
 	for try := 0; ; try++ {
 		if kd, err = openKeyDir(dir, key, true); err != nil {
 			if fsat.IsNotExist(err) && try == 0 {
 				continue // removed between its mkdir and its open
 			}
-			return nil, nil, err
+			return nil, nil, st, err
 		}
 		beforeCreate()
-		f, err = fsat.OpenAt(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		var fd int
+		fd, st, err = fsat.OpenRaw(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		if err == nil {
-			return kd, f, nil
+			if f, err = fsat.NewFile(fd, &st, fsat.Join(kd, tmp)); err == nil {
+				return kd, f, st, nil
+			}
+			fsat.UnlinkAt(kd, tmp)
 		}
 		kd.Close()
 		if !fsat.IsNotExist(err) || try == 1 {
-			return nil, nil, err
+			return nil, nil, st, err
 		}
 	}
 }

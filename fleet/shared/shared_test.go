@@ -341,3 +341,80 @@ func TestWriteMakesAKeyDirRemovedUnderIt(t *testing.T) {
 		t.Fatalf("read back: %v", err)
 	}
 }
+
+// Over NFS a request whose reply was lost is sent again, and a server
+// whose duplicate-request cache has forgotten it answers the retry as a
+// new request: the step landed, and its reply is an error. A RENAME (a
+// FUSE or other network filesystem that takes RENAME_NOREPLACE) then says
+// ENOENT (the temp is gone) or EEXIST (the name is taken, by the file
+// itself); link and unlink's REMOVE of the temp says ENOENT. The file is
+// whole under its name: Write succeeds, and leaves neither the temp nor a
+// file no record will name (before: Write failed, promote-failed, and
+// the file stayed under its final name for reap).
+func TestWriteWhoseRenameLandedButFailedIsWritten(t *testing.T) {
+	landed := func(errno unix.Errno, viaLink bool) func(*os.File, string, string) error {
+		return func(kd *os.File, from, to string) error {
+			var err error
+			if viaLink {
+				if err = unix.Linkat(int(kd.Fd()), from, int(kd.Fd()), to, 0); err == nil {
+					err = unix.Unlinkat(int(kd.Fd()), from, 0)
+				}
+			} else {
+				err = unix.Renameat(int(kd.Fd()), from, int(kd.Fd()), to)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if viaLink {
+				return &os.PathError{Op: "unlink", Path: from, Err: errno}
+			}
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: errno}
+		}
+	}
+	for name, fn := range map[string]func(*os.File, string, string) error{
+		"rename, ENOENT":             landed(unix.ENOENT, false),
+		"rename, EEXIST":             landed(unix.EEXIST, false),
+		"unlink of the temp, ENOENT": landed(unix.ENOENT, true),
+	} {
+		t.Run(name, func(t *testing.T) {
+			saved := noReplace
+			noReplace = fn
+			defer func() { noReplace = saved }()
+			dir := t.TempDir()
+			data := randomBytes(t, 10_000)
+			got, size, crc, err := Write(context.Background(), dir, key, 3, bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+			if size != int64(len(data)) || crc != crc32.Checksum(data, castagnoli) {
+				t.Fatalf("Write = size %d crc %08x", size, crc)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, got)); err != nil || !bytes.Equal(b, data) {
+				t.Fatalf("read back: %v", err)
+			}
+			if ents := entries(t, filepath.Join(dir, key)); len(ents) != 1 || key+"/"+ents[0] != got {
+				t.Fatalf("key dir holds %v, want %s alone", ents, got)
+			}
+		})
+	}
+	// A name taken by another file is no landed rename: an error, the
+	// other file untouched, and nothing of this write left.
+	saved := noReplace
+	defer func() { noReplace = saved }()
+	dir := t.TempDir()
+	var other string
+	noReplace = func(kd *os.File, from, to string) error {
+		other = to
+		os.WriteFile(filepath.Join(kd.Name(), to), []byte("other"), 0o600)
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: ErrExists}
+	}
+	if _, _, _, err := Write(context.Background(), dir, key, 3, strings.NewReader("mine\n")); !errors.Is(err, ErrExists) {
+		t.Fatalf("Write onto another's name = %v, want ErrExists", err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 1 || ents[0] != other {
+		t.Fatalf("key dir holds %v, want the other file alone", ents)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, key, other)); string(b) != "other" {
+		t.Fatalf("the other file now holds %q", b)
+	}
+}
