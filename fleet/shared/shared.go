@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -51,7 +52,14 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
+	if err == nil {
+		err = faults.At(faults.SharedWriteSync)
+	}
+	cerr := f.Close()
+	if cerr == nil {
+		cerr = faults.At(faults.SharedWriteClose)
+	}
+	if err == nil {
 		err = cerr
 	}
 	if err != nil {

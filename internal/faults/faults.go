@@ -136,3 +136,11 @@ const (
 	FromEtcdRenamed   Point = "from-etcd/after-rename"
 	FromEtcdSynced    Point = "from-etcd/after-dir-fsync"
 )
+
+// The steps of a fleet's transcript write (fleet/shared.Write) at which a
+// network filesystem reports a write that failed (EIO, ENOSPC, EDQUOT):
+// NFS sends the data at the fsync, or at the close, not at the write.
+const (
+	SharedWriteSync  Point = "shared-write/fsync" // the temp written, its fsync returned
+	SharedWriteClose Point = "shared-write/close" // the temp fsynced, its close returned
+)

@@ -1,0 +1,60 @@
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
+	"sessdb/store"
+)
+
+// NFS reports a write that failed (EIO, ENOSPC, EDQUOT) at the fsync or
+// the close that sends the data, not at the write: the promotion is
+// promote-failed with that errno, the job's transcript left in its job
+// dir, the record unchanged and no file of it left in the transcripts dir;
+// the same job's retry then promotes.
+func TestAWriteFailingAtItsFsyncOrCloseIsPromoteFailed(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	t.Cleanup(func() { faults.Set(nil) })
+	key := store.Key("github", "late-write-error", "x")
+	f.run(key, "one")
+	before := f.files(key)
+	var failed store.Session
+	for _, at := range []faults.Point{faults.SharedWriteSync, faults.SharedWriteClose} {
+		for _, errno := range []unix.Errno{unix.EIO, unix.ENOSPC, unix.EDQUOT} {
+			t.Run(fmt.Sprintf("%s %v", at, errno), func(t *testing.T) {
+				sess, jobDir := f.job(key, "two")
+				failed = sess
+				staged := stagedOf(t, jobDir)
+				faults.Set(func(p faults.Point) error {
+					if p == at {
+						return errno
+					}
+					return nil
+				})
+				res, err := f.promote(sess)
+				faults.Set(nil)
+				if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, errno) {
+					t.Fatalf("promote = %+v, %v; want promote-failed with %v", res, err, errno)
+				}
+				if got := stagedOf(t, jobDir); !bytes.Equal(got, staged) {
+					t.Fatal("the job's transcript changed")
+				}
+				if got := f.files(key); fmt.Sprint(got) != fmt.Sprint(before) {
+					t.Fatalf("the key's files are %v, want %v", got, before)
+				}
+				f.holds(key, "one", 1)
+			})
+		}
+	}
+	if res, err := f.promote(failed); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the failed job's retry: %+v, %v", res, err)
+	}
+	f.holds(key, "two", 2)
+}
