@@ -104,18 +104,22 @@ func renamed(kd *os.File, tmp, file string, st *unix.Stat_t) bool {
 // creates tmp in it, and returns the temp's fstat. A reap removes a key's
 // directory that holds nothing and has no record, which a key's first
 // promotion may find between the open and the create (the create is then
-// ENOENT): the directory is made again, once.
+// ENOENT, or over NFS ESTALE: the server no longer knows the directory
+// another host removed): the directory is made again, once.
 func createTemp(dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error) {
 	for try := 0; ; try++ {
 		if kd, err = openKeyDir(dir, key, true); err != nil {
-			if fsat.IsNotExist(err) && try == 0 {
+			if dirGone(err) && try == 0 {
 				continue // removed between its mkdir and its open
 			}
 			return nil, nil, st, err
 		}
-		beforeCreate()
 		var fd int
-		fd, st, err = fsat.OpenRaw(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		if err = beforeCreate(); err != nil {
+			err = &os.PathError{Op: "open", Path: fsat.Join(kd, tmp), Err: err}
+		} else {
+			fd, st, err = fsat.OpenRaw(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		}
 		if err == nil {
 			if f, err = fsat.NewFile(fd, &st, fsat.Join(kd, tmp)); err == nil {
 				return kd, f, st, nil
@@ -123,15 +127,20 @@ func createTemp(dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error
 			fsat.UnlinkAt(kd, tmp)
 		}
 		kd.Close()
-		if !fsat.IsNotExist(err) || try == 1 {
+		if !dirGone(err) || try == 1 {
 			return nil, nil, st, err
 		}
 	}
 }
 
+// dirGone reports whether err says a directory was removed: ENOENT, or
+// ESTALE for one an NFS client had open when another host removed it.
+func dirGone(err error) bool { return fsat.IsNotExist(err) || errors.Is(err, unix.ESTALE) }
+
 // beforeCreate runs between the open of a key's directory and the create
-// in it: a test's stand-in for a reap removing the directory then.
-var beforeCreate = func() {}
+// in it: a test's stand-in for a reap removing the directory then. An
+// error it returns is the create's.
+var beforeCreate = func() error { return nil }
 
 // noReplace gives the temp its final name without replacing anything
 // there. A variable so that tests can take the link path on a filesystem

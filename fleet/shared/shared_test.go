@@ -325,15 +325,16 @@ func TestWriteMakesAKeyDirRemovedUnderIt(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { beforeCreate = func() {} }()
+	defer func() { beforeCreate = func() error { return nil } }()
 	removed := 0
-	beforeCreate = func() {
+	beforeCreate = func() error {
 		if removed == 0 {
 			removed++
 			if err := Remove(dir, key+"/"); err != nil {
 				t.Fatal(err)
 			}
 		}
+		return nil
 	}
 	data := randomBytes(t, 1000)
 	name := write(t, dir, data)
@@ -416,5 +417,33 @@ func TestWriteWhoseRenameLandedButFailedIsWritten(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, key, other)); string(b) != "other" {
 		t.Fatalf("the other file now holds %q", b)
+	}
+}
+
+// Over NFS, a create in a directory another host removed after this one
+// opened it fails ESTALE (the server no longer knows the directory's
+// handle), where a local disk says ENOENT: the directory is made again all
+// the same, and the write goes on (before: the promotion failed, ESTALE).
+func TestWriteMakesAKeyDirAnotherHostRemoved(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { beforeCreate = func() error { return nil } }()
+	removed := 0
+	beforeCreate = func() error {
+		if removed > 0 {
+			return nil
+		}
+		removed++
+		if err := Remove(dir, key+"/"); err != nil {
+			t.Fatal(err)
+		}
+		return unix.ESTALE
+	}
+	data := randomBytes(t, 1000)
+	name := write(t, dir, data)
+	if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
 	}
 }
