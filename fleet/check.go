@@ -287,6 +287,8 @@ type addFunc func(path string, kind store.Kind, format string, args ...any) *sto
 func (c *checker) special(dir *os.File, name, path string, add addFunc) {
 	st, err := fsat.LstatAt(dir, name)
 	switch {
+	case gone(err):
+		// Gone since its directory was listed (see checker.dir).
 	case err != nil:
 		add(path, store.KindUnreadable, "%v", err)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:

@@ -41,17 +41,29 @@ func (c *checker) dir(name, own string, add addFunc) {
 		add(name, store.KindNotADirectory, "a %s named as a key, not a directory (promote: fails)", fsat.Kind(&st))
 		return
 	}
+	c.b.at(hookCheckDir, name)
+	// Workers promote and reap while check walks: a key dir or a file
+	// gone since the listing (a reap removed an empty key dir; a temp
+	// took its final name; a promotion that lost its compare removed its
+	// file) is nothing to report, and over NFS it is ESTALE.
 	kd, err := fsat.OpenDirAt(c.root, name)
-	if err != nil {
+	switch {
+	case gone(err):
+		return
+	case err != nil:
 		add(name, store.KindUnreadable, "%v", err)
 		return
 	}
 	defer kd.Close()
 	files, err := fsat.ReadDirNames(kd)
-	if err != nil {
+	switch {
+	case gone(err):
+		return
+	case err != nil:
 		add(name, store.KindUnreadable, "%v", err)
 		return
 	}
+	c.b.at(hookCheckDirListed, name)
 	slices.Sort(files)
 	orphan := map[string]bool{}
 	for _, o := range c.orphans[name] {

@@ -57,14 +57,16 @@ type Backend struct {
 
 // The steps a test can fail or stall (Backend.hook).
 const (
-	hookOpen        = "resolve/before-open"   // the record read, its file not yet opened
-	hookHeader      = "generation/header"     // a generation file opened, its first line not yet read (resolve, dump)
-	hookSource      = "resolve/source"        // the file opened, the copy not begun
-	hookStage       = "promote/before-stage"  // the record and history read
-	hookCommit      = "promote/before-commit" // the file written
-	hookAfterCommit = "promote/after-commit"  // the record committed
-	hookReapDelete  = "reap/before-delete"    // the lock held, the key judged expired
-	hookRepair      = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
+	hookOpen           = "resolve/before-open"   // the record read, its file not yet opened
+	hookHeader         = "generation/header"     // a generation file opened, its first line not yet read (resolve, dump)
+	hookSource         = "resolve/source"        // the file opened, the copy not begun
+	hookStage          = "promote/before-stage"  // the record and history read
+	hookCommit         = "promote/before-commit" // the file written
+	hookAfterCommit    = "promote/after-commit"  // the record committed
+	hookReapDelete     = "reap/before-delete"    // the lock held, the key judged expired
+	hookRepair         = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
+	hookCheckDir       = "check/key-dir"         // a key's directory lstat'ed, not yet opened
+	hookCheckDirListed = "check/key-dir-listed"  // a key's directory listed, its entries not yet looked at
 )
 
 func (b *Backend) at(point, key string) error {
