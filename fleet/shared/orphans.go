@@ -52,16 +52,20 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		}
 		kd, err := fsat.OpenDirAt(root, key)
 		if err != nil {
-			if fsat.IsNotExist(err) || errors.Is(err, fsat.ErrNotDir) {
+			if dirGone(err) || errors.Is(err, fsat.ErrNotDir) {
 				continue // gone, or a link or file named like a key: not ours
 			}
 			fail(key, err)
 			continue
 		}
-		files, err := fsat.ReadDirNames(kd)
+		files, err := readDirNames(kd)
 		if err != nil {
 			kd.Close()
-			fail(key, err)
+			// Another host removed it since the open (ESTALE over NFS; a
+			// local disk lists it empty): gone, not unreadable.
+			if !dirGone(err) {
+				fail(key, err)
+			}
 			continue
 		}
 		if len(files) == 0 {
@@ -97,3 +101,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	}
 	return names, unreadable, nil
 }
+
+// readDirNames lists a key's directory; a variable so that a test can
+// stand in for another host removing it.
+var readDirNames = fsat.ReadDirNames

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
 )
 
 const key = "0123456789abcdef0123456789abcdef"
@@ -445,5 +447,33 @@ func TestWriteMakesAKeyDirAnotherHostRemoved(t *testing.T) {
 	name := write(t, dir, data)
 	if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back: %v", err)
+	}
+}
+
+// A key's directory another host removed (a reaper or check --repair
+// elsewhere sweeping an empty key dir) between this listing's open of it
+// and its read is gone, ESTALE over NFS, where a local disk lists it
+// empty: not an unreadable key, which reap reports as failed (exit 1).
+func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	other := "fedcba9876543210fedcba9876543210"
+	orphan := other + "/0000000000000001-ffffffffffffffff.jsonl"
+	for _, p := range []string{key, other} {
+		os.Mkdir(filepath.Join(dir, p), 0o700)
+	}
+	os.WriteFile(filepath.Join(dir, orphan), []byte("x"), 0o600)
+	os.Chtimes(filepath.Join(dir, orphan), old, old)
+	defer func() { readDirNames = fsat.ReadDirNames }()
+	readDirNames = func(d *os.File) ([]string, error) {
+		if filepath.Base(d.Name()) == key {
+			os.Remove(d.Name())
+			return nil, &os.PathError{Op: "open", Path: d.Name() + "/.", Err: unix.ESTALE}
+		}
+		return fsat.ReadDirNames(d)
+	}
+	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
+	if err != nil || unreadable != nil || strings.Join(got, " ") != orphan {
+		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone", got, unreadable, err, orphan)
 	}
 }
