@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/faults"
+	"sessdb/internal/testfs"
 	"sessdb/store"
 )
 
@@ -95,5 +98,74 @@ func TestCheckRacingWorkersReportsNothingGone(t *testing.T) {
 	found, sum := checkFindings(t, f.b, CheckOptions{})
 	if sum.Problems != 0 || len(found) != 0 {
 		t.Fatalf("check found %d problems: %+v", sum.Problems, found)
+	}
+}
+
+// A full disk (a tmpfs that fills): a resolve whose copy into the job dir
+// fails is a fault, its error ENOSPC, with no staged file and no ticket
+// left (nothing half-copied for the job or its promote); a promotion whose
+// file the transcripts dir cannot hold is promote-failed with ENOSPC, the
+// job's transcript in place, no temp left, the record unchanged; with
+// room again, the same job's retry promotes.
+func TestAFullDiskIsAFaultOrPromoteFailed(t *testing.T) {
+	dir := t.TempDir()
+	unmount, err := testfs.SmallFS(dir, 256<<10)
+	if err != nil {
+		t.Skipf("no small filesystem here: %v", err)
+	}
+	defer unmount()
+	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: dir}
+	f.b = f.open()
+	f.s = store.NewOn(f.b, store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	key := store.Key("github", "full-disk", "x")
+	sess, jobDir := resolveOn(t, f.s, key)
+	big := testHeader + strings.Repeat(markerLine(strings.Repeat("a", 1000)), 40)
+	if err := os.WriteFile(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.promote(sess); err != nil || !res.Promoted {
+		t.Fatalf("the first promotion: %+v, %v", res, err)
+	}
+	gen1 := f.files(key)
+
+	full := t.TempDir()
+	unmountJob, err := testfs.SmallFS(full, 16<<10)
+	if err != nil {
+		t.Skipf("no small filesystem here: %v", err)
+	}
+	defer unmountJob()
+	if _, err := f.s.Resolve(key, testJob, full); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("a resolve into a full job dir = %v, want ENOSPC", err)
+	}
+	for _, name := range []string{filepath.Join(store.StagedDirName, store.TranscriptName), "session.ticket"} {
+		if _, err := os.Lstat(filepath.Join(full, name)); !os.IsNotExist(err) {
+			t.Errorf("%s left in the full job dir: %v", name, err)
+		}
+	}
+
+	sess, jobDir = resolveOn(t, f.s, key)
+	staged := filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
+	more := append(stagedOf(t, jobDir), strings.Repeat(markerLine(strings.Repeat("b", 1000)), 60)...)
+	if err := os.WriteFile(staged, more, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.promote(sess)
+	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("a promotion into a full transcripts dir = %+v, %v; want promote-failed, ENOSPC", res, err)
+	}
+	if got := f.files(key); fmt.Sprint(got) != fmt.Sprint(gen1) {
+		t.Fatalf("the key's files are %v, want %v", got, gen1)
+	}
+	if got := stagedOf(t, jobDir); !bytes.Equal(got, more) {
+		t.Fatal("the job's transcript changed")
+	}
+	f.holds(key, markers([]byte(big))[39], 1)
+
+	// Room again: the job's retry promotes.
+	if err := os.Remove(filepath.Join(dir, gen1[0])); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the retry: %+v, %v", res, err)
 	}
 }
