@@ -62,8 +62,13 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	if err == nil {
 		err = cerr
 	}
+	if pe := (*os.PathError)(nil); err != nil && !(errors.As(err, &pe) && pe.Path == f.Name()) {
+		// The temp's own write, fsync or close names it already; the
+		// source's error and a cancel do not.
+		err = fmt.Errorf("write %s: %w", f.Name(), err)
+	}
 	if err != nil {
-		return "", 0, 0, fmt.Errorf("write %s: %w", fsat.Join(kd, tmp), err)
+		return "", 0, 0, err
 	}
 	file := fileName(gen, rnd)
 	if err = noReplace(kd, tmp, file); err != nil && !renamed(kd, tmp, file, &st) {

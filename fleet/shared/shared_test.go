@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 )
 
 const key = "0123456789abcdef0123456789abcdef"
@@ -475,5 +476,23 @@ func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
 	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
 	if err != nil || unreadable != nil || strings.Join(got, " ") != orphan {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone", got, unreadable, err, orphan)
+	}
+}
+
+// A write the filesystem cannot hold names the temp once, and its cause
+// (before: "write T: write T: no space left on device"); nothing is left.
+func TestWriteOnAFullDiskNamesTheTempOnce(t *testing.T) {
+	dir := t.TempDir()
+	unmount, err := testfs.SmallFS(dir, 16<<10)
+	if err != nil {
+		t.Skipf("no small filesystem here: %v", err)
+	}
+	defer unmount()
+	_, _, _, err = Write(context.Background(), dir, key, 1, bytes.NewReader(randomBytes(t, 100_000)))
+	if !errors.Is(err, unix.ENOSPC) || strings.Count(err.Error(), tmpPrefix) != 1 {
+		t.Fatalf("Write on a full disk = %v; want ENOSPC, the temp named once", err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
 	}
 }
