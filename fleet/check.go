@@ -185,6 +185,7 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		out = append(out, f)
 		return &out[len(out)-1]
 	}
+	c.b.at(hookCheckEntry, name)
 	own := ""
 	if it, ok := c.records[name]; ok {
 		var err error
@@ -216,8 +217,19 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 		add(path, store.KindRecordUndecodable, "%v (resolve: meta-unreadable)", it.Err)
 		return "", nil
 	}
-	if err := c.history(ctx, it.Key, add); err != nil {
+	st, fresh, err := c.history(ctx, it.Key, add)
+	switch {
+	case err != nil:
 		return "", err
+	case fresh && st.Rev == 0:
+		// Reaped since the listing: gone as it should be, nothing of it
+		// to check (its files, if any are left, are the dir's).
+		return "", nil
+	case fresh && st.Rev != it.Rev:
+		// Promoted since the listing: the generation to check is the
+		// one the record names now (the one before is kept for the
+		// grace period, and judged with the dir).
+		it.Record = st.Record
 	}
 	t := it.Record.Transcript
 	switch {
@@ -266,18 +278,20 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 // history reads key's history, which a resolve never does and a promotion
 // does only after a lost compare or before recording a refusal: an entry
 // that does not decode makes those fail (promote-failed) until it is
-// removed, while the key resumes as if nothing were wrong.
-func (c *checker) history(ctx context.Context, key string, add addFunc) error {
-	_, err := c.b.readIn(ctx, key, c.b.meta.Get)
+// removed, while the key resumes as if nothing were wrong. It returns the
+// key as read now, with its record (fresh), unless that read failed: the
+// listing may be long out of date by the time the walk comes to the key.
+func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcdmeta.State, fresh bool, err error) {
+	st, err = c.b.readIn(ctx, key, c.b.meta.Get)
 	switch {
 	case err == nil:
+		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
 		add(c.b.meta.Prefix()+"/history/"+key+"/", store.KindRecordUndecodable,
 			"%v (resolve still resumes the key; a promotion that must read its history is promote-failed)", err)
-	default:
-		return err
+		return st, false, nil
 	}
-	return nil
+	return st, false, err
 }
 
 type addFunc func(path string, kind store.Kind, format string, args ...any) *store.Finding

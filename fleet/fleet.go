@@ -65,6 +65,7 @@ const (
 	hookAfterCommit    = "promote/after-commit"  // the record committed
 	hookReapDelete     = "reap/before-delete"    // the lock held, the key judged expired
 	hookRepair         = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
+	hookCheckEntry     = "check/entry"           // an entry of the walk (a record or a name in the dir), nothing of it read
 	hookCheckDir       = "check/key-dir"         // a key's directory lstat'ed, not yet opened
 	hookCheckDirListed = "check/key-dir-listed"  // a key's directory listed, its entries not yet looked at
 )
