@@ -11,7 +11,7 @@ import (
 // renameNoReplace renames with renameat2(RENAME_NOREPLACE), falling back
 // to a link and an unlink where the filesystem lacks it.
 func renameNoReplace(kd *os.File, from, to string) error {
-	err := unix.Renameat2(int(kd.Fd()), from, int(kd.Fd()), to, unix.RENAME_NOREPLACE)
+	err := renameat2(int(kd.Fd()), from, int(kd.Fd()), to, unix.RENAME_NOREPLACE)
 	switch err {
 	case nil:
 		return nil
@@ -22,3 +22,7 @@ func renameNoReplace(kd *os.File, from, to string) error {
 	}
 	return &os.LinkError{Op: "rename", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
 }
+
+// renameat2 is the system call; a variable so that a test can stand in
+// for a filesystem that refuses its flags (NFS, CephFS: EINVAL).
+var renameat2 = unix.Renameat2
