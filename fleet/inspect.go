@@ -64,8 +64,9 @@ type Report struct {
 // snapshot (etcdmeta.List); each key's history, with History, is read
 // with the record again, at one revision. A record that does not decode
 // is reported with its error and the verdict meta-unreadable; a
-// generation file that cannot be opened for an I/O error (not for being
-// gone) is reported with no verdict, for the caller to count as a fault.
+// generation file that cannot be opened, or its first line read, for an
+// I/O error (not for being gone) is reported with no verdict, for the
+// caller to count as a fault.
 // A visit error stops the walk and is returned; so is ctx's error, and an
 // error of etcd (unavailable, refused credentials), before anything is
 // visited.
