@@ -187,13 +187,15 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 	}
 	c.b.at(hookCheckEntry, name)
 	own := ""
-	if it, ok := c.records[name]; ok {
+	it, ok := c.records[name]
+	if ok {
 		var err error
-		if own, err = c.record(ctx, it, add); err != nil {
+		if own, err = c.record(ctx, &it, add); err != nil {
 			return nil, err
 		}
+		ok = it.Rev != 0 || it.Err != nil
 	}
-	c.dir(name, own, add)
+	c.dir(name, own, it, ok, add)
 	if c.o.Repair {
 		if err := c.repair(ctx, name, out); err != nil {
 			return nil, err
@@ -203,8 +205,10 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 }
 
 // record checks one record and the generation file it names, and returns
-// that file's name when it is the key's own.
-func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (string, error) {
+// that file's name when it is the key's own. It leaves in it the record as
+// read now, with the key's history (Rev 0: the key is gone since the
+// listing), where that read succeeded.
+func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (string, error) {
 	path := c.b.meta.RecordKey(it.Key)
 	switch {
 	case !etcdmeta.ValidKey(it.Key):
@@ -224,12 +228,13 @@ func (c *checker) record(ctx context.Context, it etcdmeta.Item, add addFunc) (st
 	case fresh && st.Rev == 0:
 		// Reaped since the listing: gone as it should be, nothing of it
 		// to check (its files, if any are left, are the dir's).
+		*it = etcdmeta.Item{Key: it.Key}
 		return "", nil
 	case fresh && st.Rev != it.Rev:
 		// Promoted since the listing: the generation to check is the
 		// one the record names now (the one before is kept for the
 		// grace period, and judged with the dir).
-		it.Record = st.Record
+		it.Rev, it.Record = st.Rev, st.Record
 	}
 	t := it.Record.Transcript
 	switch {

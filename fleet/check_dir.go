@@ -17,8 +17,9 @@ import (
 
 // dir checks what the transcripts dir holds under name: a key's
 // directory and its files, or a name that is no key. own is the file the
-// key's record names, already checked.
-func (c *checker) dir(name, own string, add addFunc) {
+// key's record names, already checked; it is the key's record as the walk
+// read it (ok: it has one).
+func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) {
 	if name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		// No entry of the dir has such a name: it is a record's, foreign
 		// input, and looked up it would reach outside the dir.
@@ -77,8 +78,12 @@ func (c *checker) dir(name, own string, add addFunc) {
 		case path == own:
 		case !isGen && !isTemp:
 			add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
-		case orphan[path]:
-			c.orphan(path, gen, isTemp, kd, f, add)
+		case orphan[path] && (isTemp || !needs(it, ok, path, time.Time{}, c.cut, time.Time{})):
+			// Judged by the listing, and again by the record as read
+			// now (as reap does before it sweeps): a promotion since may
+			// need the file for the grace period. The in-flight window
+			// needs no second look (a zero mtime; see stillOrphans).
+			c.orphan(path, gen, isTemp, it, ok, kd, f, add)
 		default:
 			// Not an orphan: needed, young, or not a regular file.
 			c.special(kd, f, path, add)
@@ -86,14 +91,13 @@ func (c *checker) dir(name, own string, add addFunc) {
 	}
 }
 
-// orphan reports an orphan, with why no record needs it and its age.
-func (c *checker) orphan(path string, gen uint64, temp bool, kd *os.File, file string, add addFunc) {
+// orphan reports an orphan, with why no record needs it (it, the key's
+// record, ok: it has one) and its age.
+func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, kd *os.File, file string, add addFunc) {
 	age := "?"
 	if st, err := fsat.LstatAt(kd, file); err == nil {
 		age = store.RoundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
 	}
-	key, _, _ := strings.Cut(path, "/")
-	it, ok := c.records[key]
 	var why string
 	switch {
 	case temp:

@@ -196,3 +196,38 @@ func TestCheckRacingAReapReportsNothingGone(t *testing.T) {
 		t.Fatalf("check found %d problems: %+v", sum.Problems, found)
 	}
 }
+
+// A generation the listing judged an orphan, made needed again by a
+// promotion during check's walk (a resolve may copy the generation that
+// was newest until just now, so every file of the key is kept for the
+// grace period), is no orphan: check reads the key's record again, and
+// says nothing of it (before: "no record needs it (reap removes it)",
+// which reap, reading the key again before its sweep, would not do).
+func TestCheckJudgesOrphansByTheRecordAsTheWalkReadsIt(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "check-orphan-race", "x")
+	f.now = time.Now().Add(-3 * time.Hour)
+	f.run(key, "one")
+	gen1 := f.recordFile(key)
+	f.now = time.Now().Add(-2 * time.Hour)
+	f.run(key, "two")
+	old := time.Now().Add(-3 * time.Hour)
+	os.Chtimes(filepath.Join(f.dir, gen1), old, old)
+	f.now = time.Time{}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if found[gen1].Kind != KindOrphan {
+		t.Fatalf("without a promotion under the walk, gen 1 is %+v; want an orphan", found[gen1])
+	}
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckEntry && k == key {
+			f.b.hook = nil
+			f.run(key, "three")
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	found, _ = checkFindings(t, f.b, CheckOptions{})
+	if g, ok := found[gen1]; ok {
+		t.Fatalf("gen 1, needed again since a promotion under the walk, reported: %+v", g)
+	}
+}
