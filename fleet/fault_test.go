@@ -360,11 +360,22 @@ func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
 		return root
 	}
 	// Moved in with the fixture's timeout; only the runs that lose etcd
-	// wait 100 ms a request.
+	// wait 300 ms a request.
 	if got, sum := runMigration(t, true, hostRoot("migrate-outage-in"), f.b, MigrateOptions{}); sum.Migrated != 8 {
 		t.Fatalf("the setup's migration = %+v, %v", sum, got)
 	}
-	short := f.open(func(cfg *Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+	short := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+	// The short client's first request dials etcd; under a loaded -race
+	// suite that alone outlasted a 100 ms timeout ("list ...: etcd
+	// unavailable: context deadline exceeded", etcd up, no key reached).
+	// The migration's list must meet a connected client.
+	for try := 0; ; try++ {
+		if _, err := short.meta.GetRecord(t.Context(), store.Key("github", "warm-up", "0")); err == nil {
+			break
+		} else if try == 20 {
+			t.Fatalf("the short client never reached etcd: %v", err)
+		}
+	}
 	other := hostRoot("migrate-outage-out")
 	for _, way := range []string{"from", "to"} {
 		reports, tried := 0, 0
