@@ -13,6 +13,8 @@ import (
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 	"sessdb/internal/walk"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReapResult says what a Reap did. Every name under the root is in
@@ -58,7 +60,9 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // the TTL (Options.Bounds.TTL; 0 keeps every key), and from the keys it
 // keeps, stray temp files older than StaleTempAge. The last promotion is
 // the time recorded in meta.db, or the transcript's mtime where there is
-// no record (a legacy key). A key with no transcript is never removed.
+// no record (a legacy key). A key with no transcript is never removed,
+// but for an empty key dir (nothing in it at all) whose own mtime is older
+// than the TTL, which goes by one rmdir (see reapEmptyKeyDir).
 //
 // A key is removed whole or not at all. Under the key's exclusive lock,
 // after the age is checked again under that lock (so a promotion that
@@ -202,9 +206,10 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	_, err = fsat.LstatAt(kd, db.FileName)
 	hadDB := err == nil
 	// A key with no transcript is never removed, unless its record says
-	// it had one (a key whose transcript went some other way).
+	// it had one (a key whose transcript went some other way), or it is
+	// an empty key dir.
 	if noTranscript && !hadDB {
-		return false, nil
+		return s.reapEmptyKeyDir(root, kd, key, ttl, dryRun)
 	}
 	// A first look without the exclusive lock, so that the many fresh keys
 	// of a walk are never write-locked: the record under the shared lock,
@@ -320,6 +325,51 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	if err != nil {
 		return true, fmt.Errorf("reap %s: the key is gone (renamed to %s), but its removal stopped: %w; the next reap finishes it", key, aside, err)
+	}
+	return true, nil
+}
+
+// reapEmptyKeyDir removes a key dir with nothing in it once the dir has
+// been left unchanged for the TTL, its only clock. A first promotion that
+// was refused leaves one (its lock, the meta.db it made, goes on the
+// refusal, and the dir cannot: a rival may be waiting for that lock in
+// it), and so does a job promoted after its key was reaped. There is no
+// lock to take: the removal is one rmdir, which the system refuses when
+// anything was made in the dir meanwhile (the key stays). A promotion
+// that opened the dir just before finds it gone when it makes its meta.db
+// and is promote-failed; its retry makes the key dir again.
+func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration, dryRun bool) (bool, error) {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil || len(names) > 0 {
+		return false, err
+	}
+	st, err := fsat.Fstat(kd)
+	if err != nil {
+		return false, err
+	}
+	if !expired(time.Unix(st.Mtim.Unix()), s.opts.Now(), ttl) {
+		return false, nil
+	}
+	if dryRun {
+		return true, nil
+	}
+	if err := s.fault(faults.ReapEmptyBeforeRmdir); err != nil {
+		return false, err
+	}
+	// Another dir at the name is not the one judged empty and idle.
+	if fsat.Moved(root, key, kd) {
+		return false, nil
+	}
+	if err := unix.Unlinkat(int(root.Fd()), key, unix.AT_REMOVEDIR); err != nil {
+		switch {
+		case err == unix.ENOTEMPTY, err == unix.EEXIST, err == unix.ENOENT:
+			return false, nil // made into a key, or removed, meanwhile
+		default:
+			return false, &os.PathError{Op: "rmdir", Path: fsat.Join(root, key), Err: err}
+		}
+	}
+	if err := s.disk.syncDir(root); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -50,16 +50,17 @@ const (
 // The write boundaries of store.Reap, in protocol order (the key judged
 // expired unlocked, nothing locked; under the key's lock, before anything
 // is written; the reaping entry committed; the key dir renamed to its
-// reap-owned name; its transcript removed there), and of check's
-// move-aside repair.
+// reap-owned name; its transcript removed there), the one step of
+// removing an empty key dir, and of check's move-aside repair.
 const (
-	ReapBeforeLock      Point = "reap/before-lock"              // judged expired unlocked, the lock not yet taken
-	ReapBeforeRemove    Point = "reap/before-remove"            // under the lock, nothing written
-	ReapBeforeRename    Point = "reap/before-rename"            // the reaping entry committed
-	ReapAfterRename     Point = "reap/after-rename"             // the key dir at its reap-owned name
-	ReapAfterTranscript Point = "reap/after-transcript-removed" // its transcript removed there
-	RepairBeforeAside   Point = "repair/before-move-aside"      // meta.db locked, not yet moved
-	RepairAfterAside    Point = "repair/after-move-aside"       // moved, the directory not fsynced
+	ReapBeforeLock       Point = "reap/before-lock"              // judged expired unlocked, the lock not yet taken
+	ReapBeforeRemove     Point = "reap/before-remove"            // under the lock, nothing written
+	ReapBeforeRename     Point = "reap/before-rename"            // the reaping entry committed
+	ReapAfterRename      Point = "reap/after-rename"             // the key dir at its reap-owned name
+	ReapAfterTranscript  Point = "reap/after-transcript-removed" // its transcript removed there
+	ReapEmptyBeforeRmdir Point = "reap/empty-before-rmdir"       // an empty key dir judged idle past the TTL, not yet removed
+	RepairBeforeAside    Point = "repair/before-move-aside"      // meta.db locked, not yet moved
+	RepairAfterAside     Point = "repair/after-move-aside"       // moved, the directory not fsynced
 )
 
 // The steps of a meta.db open (package db's OpenReader and OpenWriter, so
