@@ -64,6 +64,7 @@ const (
 	hookCommit         = "promote/before-commit" // the file written
 	hookAfterCommit    = "promote/after-commit"  // the record committed
 	hookReapDelete     = "reap/before-delete"    // the lock held, the key judged expired
+	hookSweep          = "reap/before-sweep"     // a file judged an orphan again, not yet removed
 	hookRepair         = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
 	hookCheckEntry     = "check/entry"           // an entry of the walk (a record or a name in the dir), nothing of it read
 	hookCheckDir       = "check/key-dir"         // a key's directory lstat'ed, not yet opened

@@ -163,7 +163,15 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	for _, name := range names {
 		if !o.DryRun {
-			if err := shared.Remove(b.dir, name); err != nil {
+			key, _, _ := strings.Cut(name, "/")
+			b.at(hookSweep, key)
+			err := shared.Remove(b.dir, name)
+			switch {
+			case gone(err):
+				// Another reaper (or check --repair) swept it first:
+				// not this one's sweep, and no fault.
+				continue
+			case err != nil:
 				b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
 				continue
 			}

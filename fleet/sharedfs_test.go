@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
@@ -230,4 +231,29 @@ func TestCheckJudgesOrphansByTheRecordAsTheWalkReadsIt(t *testing.T) {
 	if g, ok := found[gen1]; ok {
 		t.Fatalf("gen 1, needed again since a promotion under the walk, reported: %+v", g)
 	}
+}
+
+// Two reapers (cron on two hosts) list the same orphans: a file the other
+// removed first is not this one's sweep, and no fault either: it is not
+// counted, and nothing is logged (before: a warning, session_sweep_failed,
+// "no such file or directory", for every file the other got to first).
+func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "two-reapers", "x")
+	f.run(key, "one")
+	gen1 := f.recordFile(key)
+	f.run(key, "two")
+	var log bytes.Buffer
+	b := f.open(func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
+	b.hook = func(p, k string) error {
+		if p == hookSweep && k == key {
+			os.Remove(filepath.Join(f.dir, gen1)) // the other reaper's sweep
+		}
+		return nil
+	}
+	res, err := b.Reap(context.Background(), ReapOptions{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if err != nil || len(res.Swept) != 0 || log.Len() != 0 {
+		t.Fatalf("reap = %+v, %v; log %q: want nothing swept, nothing logged", res, err, log.String())
+	}
+	f.holds(key, "two", 2)
 }
