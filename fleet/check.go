@@ -244,8 +244,11 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 		add(path, store.KindRecordUndecodable, "the record names %q, not a file of this key's generation %d (resolve: meta-unreadable)", t.File, t.Gen)
 		return "", nil
 	}
+	c.b.at(hookCheckOpen, it.Key)
 	f, err := shared.Open(c.b.dir, t.File)
 	switch {
+	case gone(err) && c.movedOn(ctx, it, t.File):
+		return "", nil
 	case gone(err):
 		add(t.File, store.KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: transcript-replaced", t.Gen, t.Size)
 		return t.File, nil
@@ -263,21 +266,50 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil {
+	switch {
+	case err != nil && gone(err) && c.movedOn(ctx, it, t.File):
+		return "", nil
+	case err != nil:
 		add(t.File, store.KindUnreadable, "%v", err)
 		return t.File, nil
+	}
+	if err := c.b.at(hookCheckVerify, it.Key); err != nil {
+		f.Close() // the tests' stand-in for a file another host removed
 	}
 	v, err := store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, c.o.MaxBytes)
 	if err != nil {
 		return "", err
 	}
-	switch v.Result {
-	case store.VerifyMismatch:
+	switch {
+	case v.Result == store.VerifyUnreadable && c.movedOn(ctx, it, t.File):
+		return "", nil
+	case v.Result == store.VerifyMismatch:
 		add(t.File, store.KindTranscriptMismatch, "%s (gen %d), changed out of band or torn; resolve: transcript-replaced", v.Detail, t.Gen)
-	case store.VerifyUnreadable:
+	case v.Result == store.VerifyUnreadable:
 		add(t.File, store.KindUnreadable, "%s", v.Detail)
 	}
 	return t.File, nil
+}
+
+// movedOn reports whether key's record, read once more after its file
+// was found gone or its reads failed, no longer names file: a reap removed
+// the key (over NFS, another host's removal fails the reads of a file
+// open here with ESTALE), or a promotion moved it on, between the walk's
+// read of the record and the file's open or read. it is then left as read
+// now (Rev 0: gone). A read that fails says nothing: the file is reported.
+func (c *checker) movedOn(ctx context.Context, it *etcdmeta.Item, file string) bool {
+	st, err := c.b.readIn(ctx, it.Key, c.b.meta.GetRecord)
+	switch {
+	case err != nil:
+		return false
+	case st.Rev == 0:
+		*it = etcdmeta.Item{Key: it.Key}
+		return true
+	case st.Record.Transcript == nil || st.Record.Transcript.File != file:
+		it.Rev, it.Record = st.Rev, st.Record
+		return true
+	}
+	return false
 }
 
 // history reads key's history, which a resolve never does and a promotion

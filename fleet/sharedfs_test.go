@@ -257,3 +257,48 @@ func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
 	}
 	f.holds(key, "two", 2)
 }
+
+// A reap that removes a key after check's walk read its record again, and
+// before its generation is opened or while it is read (over NFS another
+// host's removal fails the reads, ESTALE), leaves nothing wrong: check
+// reads the record once more before it reports the file, and a key gone
+// is nothing to check (before: "missing, but the record describes gen 1",
+// or unreadable, a problem, exit 3).
+func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
+	for _, at := range []string{hookCheckOpen, hookCheckVerify} {
+		t.Run(at, func(t *testing.T) {
+			f := newFixture(t, etcdtest.Start1(t))
+			key := store.Key("github", "check-reap-open", "x")
+			f.run(key, "one")
+			other := f.open()
+			f.b.hook = func(p, k string) error {
+				if p != at || k != key {
+					return nil
+				}
+				res, err := other.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+				if err != nil || len(res.Removed) != 1 {
+					t.Errorf("the reap under the check: %+v, %v", res, err)
+				}
+				return unix.ESTALE // at the verify: its reads fail, as over NFS
+			}
+			defer func() { f.b.hook = nil }()
+			found, sum := checkFindings(t, f.b, CheckOptions{})
+			if sum.Problems != 0 {
+				t.Fatalf("check found %d problems: %+v", sum.Problems, found)
+			}
+			// A generation that is gone while its record still names it
+			// is still a problem.
+			f.run(key, "two")
+			f.b.hook = func(p, k string) error {
+				if p == at && k == key {
+					os.Remove(filepath.Join(f.dir, f.recordFile(key)))
+					return unix.ESTALE
+				}
+				return nil
+			}
+			if found, sum := checkFindings(t, f.b, CheckOptions{}); sum.Problems != 1 {
+				t.Fatalf("a generation gone under its record: %d problems, want 1: %+v", sum.Problems, found)
+			}
+		})
+	}
+}
