@@ -95,7 +95,11 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 // record, ok: it has one) and its age.
 func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, kd *os.File, file string, add addFunc) {
 	age := "?"
-	if st, err := fsat.LstatAt(kd, file); err == nil {
+	st, err := fsat.LstatAt(kd, file)
+	switch {
+	case gone(err):
+		return // swept since the listing, by another reaper or repair
+	case err == nil:
 		age = store.RoundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
 	}
 	var why string

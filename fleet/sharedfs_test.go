@@ -302,3 +302,33 @@ func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
 		})
 	}
 }
+
+// An orphan another reaper (or check --repair elsewhere) removed between
+// check's listing of its key's directory and its report is gone, as
+// every other name gone since the listing is (a605836): nothing to report
+// (before: an orphan notice, "? old; no record needs it (reap removes
+// it)", for a file that was no longer there).
+func TestCheckSaysNothingOfAnOrphanSweptUnderIt(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "check-orphan-swept", "x")
+	f.now = time.Now().Add(-3 * time.Hour)
+	f.run(key, "one")
+	gen1 := f.recordFile(key)
+	f.now = time.Now().Add(-2 * time.Hour)
+	f.run(key, "two")
+	old := time.Now().Add(-3 * time.Hour)
+	os.Chtimes(filepath.Join(f.dir, gen1), old, old)
+	f.now = time.Time{}
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckDirListed && k == key {
+			if err := os.Remove(filepath.Join(f.dir, gen1)); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	if found, _ := checkFindings(t, f.b, CheckOptions{}); len(found) != 0 {
+		t.Fatalf("check found %+v; want nothing", found)
+	}
+}
