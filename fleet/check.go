@@ -273,7 +273,7 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 		add(t.File, store.KindUnreadable, "%v", err)
 		return t.File, nil
 	}
-	if err := c.b.at(hookCheckVerify, it.Key); err != nil {
+	if err := c.b.at(hookVerify, it.Key); err != nil {
 		f.Close() // the tests' stand-in for a file another host removed
 	}
 	v, err := store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, c.o.MaxBytes)

@@ -70,7 +70,7 @@ const (
 	hookCheckDir       = "check/key-dir"         // a key's directory lstat'ed, not yet opened
 	hookCheckDirListed = "check/key-dir-listed"  // a key's directory listed, its entries not yet looked at
 	hookCheckOpen      = "check/before-open"     // a record read again, its generation not yet opened
-	hookCheckVerify    = "check/before-verify"   // the generation opened, not yet read (an error: its reads fail)
+	hookVerify         = "generation/verify"     // a generation opened, not yet verified (check, dump --verify; an error: its reads fail)
 )
 
 func (b *Backend) at(point, key string) error {

@@ -66,7 +66,8 @@ type Report struct {
 // is reported with its error and the verdict meta-unreadable; a
 // generation file that cannot be opened, or its first line read, for an
 // I/O error (not for being gone) is reported with no verdict, for the
-// caller to count as a fault.
+// caller to count as a fault; one gone at the open, at its first line or
+// under Verify's read is missing, transcript-replaced.
 // A visit error stops the walk and is returned; so is ctx's error, and an
 // error of etcd (unavailable, refused credentials), before anything is
 // visited.
@@ -241,8 +242,19 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		k.Transcript = tr
 		mismatch = fi.Size() != t.Size
 		if o.Verify {
+			if err := b.at(hookVerify, it.Key); err != nil {
+				f.Close() // the tests' stand-in for a file another host removed
+			}
 			if k.Verify, err = store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, o.Bounds.MaxBytes); err != nil {
 				return r, err
+			}
+			if k.Verify.Result == store.VerifyUnreadable && goneNow(b.dir, t.File) {
+				// Removed under the read (NFS fails the reads of a file
+				// another host removed, ESTALE): gone, as at the open.
+				k.Problem, k.Transcript = "its transcript "+t.File+" is missing", nil
+				k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
+				k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
+				return r, nil
 			}
 			k.Verify.Detail = b.unroot(k.Verify.Detail)
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
@@ -255,6 +267,15 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 	}
 	k.Verdict = store.Judge(obs, o.Bounds, o.Job, o.Now(), afterCopy)
 	return r, nil
+}
+
+// goneNow reports whether the transcript name under dir is gone now.
+func goneNow(dir, name string) bool {
+	f, err := shared.Open(dir, name)
+	if err == nil {
+		f.Close()
+	}
+	return gone(err)
 }
 
 // lstatName is the lstat of the file name (one shared.Open refused) in

@@ -265,7 +265,7 @@ func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
 // is nothing to check (before: "missing, but the record describes gen 1",
 // or unreadable, a problem, exit 3).
 func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
-	for _, at := range []string{hookCheckOpen, hookCheckVerify} {
+	for _, at := range []string{hookCheckOpen, hookVerify} {
 		t.Run(at, func(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))
 			key := store.Key("github", "check-reap-open", "x")
@@ -330,5 +330,43 @@ func TestCheckSaysNothingOfAnOrphanSweptUnderIt(t *testing.T) {
 	defer func() { f.b.hook = nil }()
 	if found, _ := checkFindings(t, f.b, CheckOptions{}); len(found) != 0 {
 		t.Fatalf("check found %+v; want nothing", found)
+	}
+}
+
+// dump --verify of a generation removed under its read (over NFS another
+// host's reap fails the reads of a file open here with ESTALE) reports it
+// as gone, as a generation gone at the open or at its first line is:
+// missing, transcript-replaced, no fault (before: verify unreadable, which
+// dump counts as a fault, exit 1). A read that fails with the file still
+// there is still unreadable.
+func TestDumpVerifyOfAGenerationRemovedUnderItIsMissing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "dump-verify-gone", "x")
+	f.run(key, "one")
+	file := f.recordFile(key)
+	dump := func(remove bool) Report {
+		t.Helper()
+		f.b.hook = func(p, k string) error {
+			if p == hookVerify && k == key {
+				if remove {
+					os.Remove(filepath.Join(f.dir, file))
+				}
+				return unix.ESTALE // its reads fail
+			}
+			return nil
+		}
+		defer func() { f.b.hook = nil }()
+		var reps []Report
+		if err := f.b.Inspect(context.Background(), InspectOptions{Verify: true}, func(r Report) error { reps = append(reps, r); return nil }); err != nil || len(reps) != 1 {
+			t.Fatalf("Inspect: %+v, %v", reps, err)
+		}
+		return reps[0]
+	}
+	if r := dump(false); r.Verify == nil || r.Verify.Result != store.VerifyUnreadable {
+		t.Fatalf("a read that fails, the file there: %+v", r)
+	}
+	r := dump(true)
+	if r.Verify == nil || r.Verify.Result != store.VerifyNoTranscript || r.Verdict == nil || r.Verdict.Reason != string(gates.TranscriptReplaced) || !strings.Contains(r.Problem, "missing") {
+		t.Fatalf("a generation removed under its verify: %+v, verify %+v", r, r.Verify)
 	}
 }
