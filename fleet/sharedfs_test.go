@@ -265,9 +265,10 @@ func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
 // is nothing to check (before: "missing, but the record describes gen 1",
 // or unreadable, a problem, exit 3).
 func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
+	c := etcdtest.Start1(t)
 	for _, at := range []string{hookCheckOpen, hookVerify} {
 		t.Run(at, func(t *testing.T) {
-			f := newFixture(t, etcdtest.Start1(t))
+			f := newFixture(t, c)
 			key := store.Key("github", "check-reap-open", "x")
 			f.run(key, "one")
 			other := f.open()
