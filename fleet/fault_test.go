@@ -114,6 +114,22 @@ func TestJobsUnderFaults(t *testing.T) {
 	}
 }
 
+// connected returns once b, a client with a short request timeout, has
+// reached etcd. Its first request dials etcd; under a loaded -race suite
+// that alone outlasted a 100 ms timeout ("list ...: etcd unavailable:
+// context deadline exceeded", etcd up, no key reached), and a test whose
+// fault comes at a later request then stopped before it.
+func connected(t *testing.T, b *Backend) {
+	t.Helper()
+	for try := 0; ; try++ {
+		if _, err := b.meta.GetRecord(t.Context(), store.Key("github", "warm-up", "0")); err == nil {
+			return
+		} else if try == 20 {
+			t.Fatalf("the short client never reached etcd: %v", err)
+		}
+	}
+}
+
 // injectFaults runs the fault cycle until until and returns what it did.
 func injectFaults(t *testing.T, c *etcdtest.Cluster, until time.Time) []string {
 	var did []string
@@ -365,17 +381,7 @@ func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
 		t.Fatalf("the setup's migration = %+v, %v", sum, got)
 	}
 	short := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
-	// The short client's first request dials etcd; under a loaded -race
-	// suite that alone outlasted a 100 ms timeout ("list ...: etcd
-	// unavailable: context deadline exceeded", etcd up, no key reached).
-	// The migration's list must meet a connected client.
-	for try := 0; ; try++ {
-		if _, err := short.meta.GetRecord(t.Context(), store.Key("github", "warm-up", "0")); err == nil {
-			break
-		} else if try == 20 {
-			t.Fatalf("the short client never reached etcd: %v", err)
-		}
-	}
+	connected(t, short) // the migration's list must meet a connected client
 	other := hostRoot("migrate-outage-out")
 	for _, way := range []string{"from", "to"} {
 		reports, tried := 0, 0
@@ -526,6 +532,7 @@ func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
 	f.now = time.Time{}
 	t.Cleanup(func() { c.LoseNext(txn, 0, 0) })
 	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+	connected(t, b) // else the reap can stop before its delete
 	b.hook = func(point, k string) error {
 		if point == hookReapDelete && k == key {
 			c.LoseNext(txn, 0, 1000)
@@ -568,6 +575,7 @@ func TestCheckRepairThatStopsDeliversWhatItRemoved(t *testing.T) {
 	}
 	t.Cleanup(func() { c.FailNext(txn, 0, 0) })
 	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+	connected(t, b) // else the check can stop before any repair
 	b.hook = func(point, key string) error {
 		if point != hookRepair || key != keys[0] {
 			return nil
