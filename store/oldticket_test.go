@@ -1,7 +1,11 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,6 +53,52 @@ func TestTicketFromBeforeTheJobContractPromotes(t *testing.T) {
 			}
 			if sc := sidecarsOf(t, root, c.key); *sc.ResumeChain != c.chain {
 				t.Fatalf("chain %d, want %d", *sc.ResumeChain, c.chain)
+			}
+		})
+	}
+}
+
+// Only a ticket from before the job contract promotes with no base, root
+// or prefix check, and such a ticket never had a root, a checksum or a
+// base: every ticket with those fields was written with an id. One whose
+// id was removed (a tool that rewrote it, an edit) is not a ticket from
+// before the contract and must not take that path, or a stale job's run
+// replaces the newer work promoted since its resolve.
+func TestTicketWithoutItsIdIsNotAnOldTicket(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	_, staleDir := mustResolve(t, s, testKey, localJob())
+	stage(t, staleDir, append(staged(t, staleDir), entryLine("stale")...))
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "newer") // gen 2
+	newer := readCanonical(t, root, testKey)
+
+	b, err := os.ReadFile(filepath.Join(staleDir, TicketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	delete(fields, "ticket")
+	for _, drop := range []string{"", "root", "crc32c", "base"} {
+		t.Run("without ticket "+drop, func(t *testing.T) {
+			f := maps.Clone(fields)
+			delete(f, drop)
+			b, _ := json.Marshal(f)
+			if err := os.WriteFile(filepath.Join(staleDir, TicketName), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sess, err := ReadTicket(staleDir)
+			if err == nil {
+				res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+				t.Fatalf("a ticket with its id removed was read as one from before the job contract: promote = %+v, %v", res, err)
+			}
+			if !errors.Is(err, ErrBadTicket) {
+				t.Fatalf("ReadTicket: %v, want ErrBadTicket", err)
+			}
+			if got := readCanonical(t, root, testKey); !bytes.Equal(got, newer) {
+				t.Fatal("the newer promotion was replaced")
 			}
 		})
 	}

@@ -36,7 +36,8 @@ type Session struct {
 	// promotion: a Promote retried with the same ticket repeats the first
 	// one's result instead of promoting again. "" is a ticket written by a
 	// sessdb from before the job contract; it promotes as it always did,
-	// with no base, root or prefix check.
+	// with no base, root or prefix check. ReadTicket refuses a ticket with
+	// no id that has a root, a checksum or a base: no sessdb wrote one.
 	Ticket string `json:"ticket,omitempty"`
 	// Root is the sessions root the ticket was issued from, absolute (a
 	// fleet's ID: its transcripts dir and etcd prefix). Promote refuses a
@@ -217,6 +218,21 @@ func ReadTicket(jobDir string) (Session, error) {
 	}
 	if err := sess.validate(); err != nil {
 		return sess, fmt.Errorf("read ticket %s: %w: %s", name, ErrBadTicket, err)
+	}
+	if sess.Ticket == "" {
+		// A ticket with no id promotes with no base, root or prefix check.
+		// Only one from before the job contract may: it had none of the
+		// contract's fields, which every resolve since writes beside an id.
+		// Without this, a ticket whose id was removed would promote a stale
+		// run over whatever was promoted since its resolve.
+		var contract struct {
+			Root   json.RawMessage `json:"root"`
+			CRC32C json.RawMessage `json:"crc32c"`
+			Base   json.RawMessage `json:"base"`
+		}
+		if err := json.Unmarshal(b, &contract); err != nil || contract.Root != nil || contract.CRC32C != nil || contract.Base != nil {
+			return sess, fmt.Errorf("read ticket %s: %w: a root, checksum or base with no ticket id (only tickets from before the job contract have no id, and they have none of those)", name, ErrBadTicket)
+		}
 	}
 	sess.JobDir = jobDir
 	return sess, nil
