@@ -171,12 +171,16 @@ func bindable(port int) bool {
 }
 
 // lockPort takes port's byte in the book without waiting; false if another
-// process holds it. Without a book every port is this process's to take.
+// process holds it. Without a book every port is this process's to take,
+// and so it is with a book that cannot be locked at all (a temp dir on a
+// filesystem without POSIX locks: NFS without its lock daemon says
+// ENOLCK): refusing every port would fail every cluster's start.
 func lockPort(port int) bool {
 	if book.file == nil {
 		return true
 	}
-	return setLock(port, unix.F_WRLCK) == nil
+	err := setLock(port, unix.F_WRLCK)
+	return err == nil || !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES)
 }
 
 func unlockPort(port int) {

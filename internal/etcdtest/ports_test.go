@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,4 +102,37 @@ func TestPortsComeFromBelowTheEphemeralRange(t *testing.T) {
 		}
 		seen[p] = true
 	}
+}
+
+// A book that cannot be locked at all (a temp dir on a filesystem without
+// POSIX locks: NFS without its lock daemon says ENOLCK) is no book: the
+// ports are reserved in this process only, as when the file cannot be
+// opened, not refused one by one until the cluster cannot start. Only a
+// lock another process holds (EAGAIN, or EACCES) refuses a port. A book
+// opened read-only stands for it here: a write lock on it fails EBADF.
+func TestABookThatCannotLockIsNoBook(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "book")
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	book.mu.Lock()
+	openBook()
+	saved := book.file
+	book.file = ro
+	book.mu.Unlock()
+	defer func() {
+		book.mu.Lock()
+		book.file = saved
+		book.mu.Unlock()
+	}()
+	ps, err := reservePorts(4)
+	if err != nil {
+		t.Fatalf("a book that cannot lock: %v", err)
+	}
+	releasePorts(ps)
 }
