@@ -406,6 +406,18 @@ func signalSelf(s string) func() {
 	}
 }
 
+// childIgnoresHUP reports whether a child started now begins with SIGHUP
+// ignored: a shell that sends itself one survives it only then.
+func childIgnoresHUP(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", "kill -HUP $$; echo alive").Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(out), "alive")
+}
+
 // A signal while the chart is being written (Ctrl-C, SIGTERM, a closed
 // terminal) still kills engage replay at once, as docs/cli.md says, but
 // leaves no .sessdb-chart.tmp-* beside the chart: the temp file is
@@ -420,6 +432,15 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 	if err := os.WriteFile(file, []byte(transcript), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The test leaves this process's signals as it found them: Go cannot
+	// undo a signal.Ignore (the kernel's disposition stays SIG_IGN after
+	// signal.Reset), and every later test's children would inherit it.
+	hupIgnored := childIgnoresHUP(t)
+	defer func() {
+		if childIgnoresHUP(t) != hupIgnored {
+			t.Errorf("a child started after the test ignores SIGHUP: %v, before it: %v", !hupIgnored, hupIgnored)
+		}
+	}()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
 		cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(sig)), "GORACE=atexit_sleep_ms=0")
@@ -445,14 +466,14 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 		}
 	}
 	// A signal the process was started ignoring stays ignored: the chart is
-	// written, and no temp is left.
-	signal.Ignore(syscall.SIGHUP)
+	// written, and no temp is left. A shell ignores SIGHUP for the child,
+	// as nohup does, and exec keeps it ignored; ignoring it here instead
+	// could not be undone.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a child stuck waiting for its own signal fails here, not at the suite's timeout
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
 	cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(syscall.SIGHUP)), "GORACE=atexit_sleep_ms=0")
 	err := cmd.Run()
-	signal.Reset(syscall.SIGHUP)
 	var names []string
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
