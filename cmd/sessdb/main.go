@@ -102,9 +102,14 @@ func find(args []string) (*command, []string, error) {
 // runHelp prints the command list, or one command's help, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
 	rep := newReporter("help", stderr, "")
-	if len(args) == 0 || len(args) == 1 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]) {
-		// "sessdb help help" and "sessdb help -h" ask what help is: the
-		// list, which says; -h exits 0 for every command, help included.
+	// -h exits 0 for every command, help included, wherever it stands
+	// ("sessdb help dump -h"): it is dropped, and what is left asks for
+	// a command's help, else for help's own, the list.
+	isH := func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+	asked := slices.ContainsFunc(args, isH)
+	args = slices.DeleteFunc(slices.Clone(args), isH)
+	if len(args) == 0 || len(args) == 1 && args[0] == "help" {
+		// "sessdb help help" asks what help is: the list, which says.
 		return rep.writeHelp(stdout, commandList())
 	}
 	c, rest, err := find(args)
@@ -119,7 +124,10 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && asked:
+		return rep.writeHelp(stdout, commandList())
+	case err != nil:
 		return rep.usage(err)
 	}
 	return rep.writeHelp(stdout, c.helpText())

@@ -232,6 +232,25 @@ func TestHelpIsOneText(t *testing.T) {
 			t.Errorf("help %s: exit %d, stderr %q; want the list on stdout and exit 0", h, code, errs)
 		}
 	}
+	// -h goes anywhere, as for every command: after the command help is
+	// asked about, or before it, or beside what names none. It said:
+	// unexpected argument "-h", unknown command "-h", unknown command
+	// "help", each exit 2.
+	_, dumpHelp, _ := runCLI(t, "help", "dump")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "dump", "-h"}, dumpHelp},
+		{[]string{"help", "--help", "dump"}, dumpHelp},
+		{[]string{"help", "help", "-h"}, list},
+		{[]string{"help", "dump", "extra", "-h"}, list},
+		{[]string{"help", "nosuch", "-help"}, list},
+	} {
+		if code, out, errs := runCLI(t, c.args...); code != exitOK || out != c.want || errs != "" {
+			t.Errorf("%v: exit %d, stdout %.40q, stderr %q; want exit 0 and %.40q", c.args, code, out, errs, c.want)
+		}
+	}
 	for _, args := range [][]string{{"help", "engage"}, {"engage", "-h"}, {"engage", "--help"}} {
 		if code, out, _ := runCLI(t, args...); code != exitOK || !strings.HasPrefix(out, "usage: sessdb engage replay") {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
