@@ -2,6 +2,8 @@ package etcdtest
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"sync"
 
 	"go.uber.org/zap"
@@ -43,5 +45,15 @@ func (b *logBuffer) String() string {
 func (b *logBuffer) logger(name string) *zap.Logger {
 	enc := zap.NewDevelopmentEncoderConfig()
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(b), zap.WarnLevel)
-	return zap.New(core).Named(name)
+	return zap.New(core, zap.WithFatalHook(fatalHook{b})).Named(name)
+}
+
+// fatalHook ends the process as etcd's fatal error asks, but with the log
+// on stderr first: in the buffer only, it died with the process, and the
+// test binary failed with "exit status 1" and not a word.
+type fatalHook struct{ b *logBuffer }
+
+func (h fatalHook) OnWrite(*zapcore.CheckedEntry, []zapcore.Field) {
+	fmt.Fprintf(os.Stderr, "etcdtest: a member's fatal error ends the process; etcd log (warnings and errors):\n%s", h.b.String())
+	os.Exit(1)
 }
