@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,24 +76,30 @@ func TestLibraryIsSilentByDefault(t *testing.T) {
 }
 
 // redirect points the descriptors fds at f until the returned func puts
-// them back.
+// them back, or the test ends: a helper that fails the test in between
+// must not leave every later test's output in f.
 func redirect(t *testing.T, f *os.File, fds ...int) func() {
 	t.Helper()
-	saved := make([]int, len(fds))
-	for i, fd := range fds {
+	var saved []int
+	var once sync.Once
+	restore := func() {
+		once.Do(func() {
+			for i, d := range saved {
+				unix.Dup2(d, fds[i])
+				unix.Close(d)
+			}
+		})
+	}
+	t.Cleanup(restore)
+	for _, fd := range fds {
 		d, err := unix.Dup(fd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		saved[i] = d
+		saved = append(saved, d)
 		if err := unix.Dup2(int(f.Fd()), fd); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return func() {
-		for i, fd := range fds {
-			unix.Dup2(saved[i], fd)
-			unix.Close(saved[i])
-		}
-	}
+	return restore
 }
