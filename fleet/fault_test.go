@@ -303,6 +303,7 @@ func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
 	// The jobs above keep the fixture's timeout (a loaded machine can take
 	// longer than 100 ms to commit); only the reaper waits so short.
 	reaper := f.open(func(cfg *Config) { cfg.RequestTimeout = 100 * time.Millisecond })
+	connected(t, reaper)
 	tries := 0
 	reaper.hook = func(p, _ string) error {
 		if p == hookReapDelete {
@@ -314,8 +315,8 @@ func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
 	}
 	began := time.Now()
 	r, err := reaper.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
-	if !errors.Is(err, etcdmeta.ErrUnavailable) || len(r.Removed) != 0 {
-		t.Errorf("reap = %+v, %v after %v; want it stopped at the first key, etcd unavailable", r, err, time.Since(began))
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || len(r.Removed) != 0 || tries != 1 {
+		t.Errorf("reap = %+v, %v after %v and %d deletes; want it stopped at the first key's, etcd unavailable", r, err, time.Since(began), tries)
 	}
 }
 
@@ -334,6 +335,7 @@ func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
 		os.WriteFile(p, []byte(testHeader), 0o600)
 		os.Chtimes(p, old, old)
 	}
+	connected(t, f.b)
 	tries := 0
 	f.b.hook = func(p, _ string) error {
 		if p == hookRepair {
@@ -347,7 +349,7 @@ func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
 	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(store.Finding) error { return nil })
 	// The walk finishes the key it had begun (the one worker takes the
 	// next as it hands the first's result over) and starts no other.
-	if !errors.Is(err, etcdmeta.ErrUnavailable) || tries > 2 {
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || tries < 1 || tries > 2 {
 		t.Errorf("check --repair = %v after %d of 8 repairs, %v; want it stopped at the first, etcd unavailable", err, tries, time.Since(began))
 	}
 }
