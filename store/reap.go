@@ -360,13 +360,13 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 	if fsat.Moved(root, key, kd) {
 		return false, nil
 	}
-	if err := unix.Unlinkat(int(root.Fd()), key, unix.AT_REMOVEDIR); err != nil {
-		switch {
-		case err == unix.ENOTEMPTY, err == unix.EEXIST, err == unix.ENOENT:
+	// rmdir, not the durability seam's remove: that unlinks whatever is at
+	// the name, and this must remove an empty directory or nothing.
+	if err := fsat.RmdirAt(root, key); err != nil {
+		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || fsat.IsNotExist(err) {
 			return false, nil // made into a key, or removed, meanwhile
-		default:
-			return false, &os.PathError{Op: "rmdir", Path: fsat.Join(root, key), Err: err}
 		}
+		return false, err
 	}
 	if err := s.disk.syncDir(root); err != nil {
 		return false, err
