@@ -180,19 +180,23 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 	}
 	r.File = t.File
 
+	// A generation gone (at the open, at its first line, under Verify's
+	// read): a resolve cold-starts before the ladder, the record's bytes
+	// cannot be delivered.
+	missing := func() (Report, error) {
+		k.Problem, k.Transcript = "its transcript "+t.File+" is missing", nil
+		if o.Verify {
+			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
+		}
+		k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
+		return r, nil
+	}
 	var obs gates.Observation
 	mismatch := false
 	f, err := shared.Open(b.dir, t.File)
 	switch {
 	case gone(err):
-		k.Problem = "its transcript " + t.File + " is missing"
-		if o.Verify {
-			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
-		}
-		// A resolve cold-starts before the ladder: the record's bytes
-		// cannot be delivered.
-		k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
-		return r, nil
+		return missing()
 	case errors.Is(err, shared.ErrNotRegular):
 		// A link, a FIFO, a directory: never followed or read.
 		obs.Transcript = gates.Transcript{Exists: true}
@@ -221,12 +225,7 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			// Not a first line that does not parse: a fault, as an open
 			// that fails is, or a file gone under the read (ESTALE).
 			if gone(err) {
-				k.Problem = "its transcript " + t.File + " is missing"
-				if o.Verify {
-					k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
-				}
-				k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
-				return r, nil
+				return missing()
 			}
 			k.Problem = b.unroot(err.Error())
 			return r, nil
@@ -251,10 +250,7 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			if k.Verify.Result == store.VerifyUnreadable && goneNow(b.dir, t.File) {
 				// Removed under the read (NFS fails the reads of a file
 				// another host removed, ESTALE): gone, as at the open.
-				k.Problem, k.Transcript = "its transcript "+t.File+" is missing", nil
-				k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
-				k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
-				return r, nil
+				return missing()
 			}
 			k.Verify.Detail = b.unroot(k.Verify.Detail)
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
