@@ -47,8 +47,7 @@ var book struct {
 	// closing any descriptor of a file drops every POSIX lock the process
 	// holds on it. nil when it could not be opened; reservations are then
 	// made in this process only.
-	file   *os.File
-	opened bool
+	file *os.File
 }
 
 // reservePorts reserves n distinct loopback ports, free to bind now and
@@ -106,13 +105,13 @@ func releaseLocked(ps []int) {
 }
 
 func openBook() {
-	if book.opened {
+	if book.held != nil {
 		return
 	}
-	book.opened = true
 	book.held = map[int]bool{}
 	name := filepath.Join(os.TempDir(), "sessdb-etcdtest-ports-"+strconv.Itoa(os.Getuid()))
-	if f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+	// O_NOFOLLOW: the temp dir is anyone's; a link planted at the name is no book.
+	if f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600); err == nil {
 		book.file = f
 	}
 }
