@@ -129,3 +129,83 @@ func TestReapKeepsAnEmptyKeyDirFilledMeanwhile(t *testing.T) {
 		t.Fatalf("the key dir went: %v", err)
 	}
 }
+
+// A promotion that opened an empty key dir just before reap removed it
+// (reached here at the meta.db open's first fault point, the key dir held
+// and meta.db not yet looked at) makes nothing in the removed dir: it is
+// promote-failed, its staged transcript kept, and its retry promotes into
+// a key dir made again.
+func TestPromotionBesideAnEmptyKeyDirsReapRetries(t *testing.T) {
+	ttl := 14 * 24 * time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: ttl})
+	key := Key("github", "a/b", "raced")
+	refusedFirstPromotion(t, s, root, key)
+	sess, dir, data := contractJob(t, s, key, "after")
+	run := answeredTurn(data, "a", 100)
+	stage(t, dir, run)
+	past := time.Now().Add(-ttl - time.Hour)
+	if err := os.Chtimes(filepath.Join(root, key), past, past); err != nil {
+		t.Fatal(err)
+	}
+	clock.now = time.Now()
+	var reaped ReapResult
+	var reapErr error
+	calls := 0
+	faults.Set(func(p faults.Point) error {
+		if p == faults.DBOpenBeforeMeta && calls == 0 {
+			calls++
+			reaped, reapErr = s.Reap(false)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	if reapErr != nil || !slices.Equal(reaped.Removed, []string{key}) {
+		t.Fatalf("the reap beside the promotion = %+v, %v; want %s removed", reaped, reapErr, key)
+	}
+	if err == nil || res.Reason != gates.PromoteFailed {
+		t.Fatalf("promote = %+v, %v; want promote-failed", res, err)
+	}
+	if got := staged(t, dir); string(got) != string(run) {
+		t.Fatal("the staged transcript was not kept")
+	}
+	if _, err := os.Lstat(filepath.Join(root, key)); !os.IsNotExist(err) {
+		t.Fatalf("the key dir is back after the failed promotion: %v", err)
+	}
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 1 {
+		t.Fatalf("the retry = %+v; want promoted, gen 1", res)
+	}
+}
+
+// Another dir put at the key's name after reap judged the first one empty
+// and idle is not the one judged: it stays.
+func TestReapKeepsAnotherDirAtAnEmptyKeysName(t *testing.T) {
+	ttl := 14 * 24 * time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: ttl})
+	key := Key("github", "a/b", "swapped")
+	refusedFirstPromotion(t, s, root, key)
+	past := time.Now().Add(-ttl - time.Hour)
+	if err := os.Chtimes(filepath.Join(root, key), past, past); err != nil {
+		t.Fatal(err)
+	}
+	clock.now = time.Now()
+	faults.Set(func(p faults.Point) error {
+		if p != faults.ReapEmptyBeforeRmdir {
+			return nil
+		}
+		if err := os.Rename(filepath.Join(root, key), filepath.Join(t.TempDir(), "away")); err != nil {
+			return err
+		}
+		return os.Mkdir(filepath.Join(root, key), 0o700)
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Reap(false)
+	faults.Set(nil)
+	if err != nil || len(res.Removed) != 0 || res.Kept != 1 {
+		t.Fatalf("reap = %+v, %v; want the key kept", res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, key)); err != nil {
+		t.Fatalf("the dir put at the key's name went: %v", err)
+	}
+}
