@@ -50,9 +50,7 @@ func create(dirfd int, now time.Time, before func() error) (err error) {
 	// lock orders only one process's opens, and no flock exists yet), and
 	// O_EXCL|O_NOFOLLOW makes a collision, or a file or link planted at
 	// the name, fail the create instead of being written through.
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := TempPrefix + hex.EncodeToString(rnd[:])
+	tmp := tempName()
 	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("%s: %w", tmp, err)
@@ -110,6 +108,13 @@ func create(dirfd int, now time.Time, before func() error) (err error) {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
+}
+
+// tempName returns a new random name for a meta.db under construction.
+func tempName() string {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	return TempPrefix + hex.EncodeToString(rnd[:])
 }
 
 // beforeWriteError carries the error of Options.BeforeWrite out of the

@@ -100,6 +100,9 @@
 // (Linux); elsewhere it stays mapped until the process exits. A process that ignores the lock and
 // rewrites the file under a reader can make a read return what it wrote
 // without an error: bbolt pages carry no checksum. bbolt commits in place,
-// so a meta.db with more than one name (a hard link) changes at each of
-// them.
+// so OpenWriter first gives a meta.db with more than one name (a hard link:
+// a copy of the root made with cp -al or rsync --link-dest) a file of its
+// own, a copy renamed over it under its lock: a commit never changes the
+// file at its other names. Only an open that writes copies; a reader
+// leaves the names as they are.
 package db

@@ -74,7 +74,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 				return nil, err
 			}
 		}
-		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, deadline, opts.timeout())
+		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, opts.BeforeWrite, deadline, opts.timeout())
 		if err == nil {
 			break
 		}
@@ -164,8 +164,8 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // through bbolt, which checks less than the snapshot decoder (key order,
 // for one), and issue 15 found promotions acknowledged into files that
 // every reader then refused.
-func openDB(dirfd int, name string, write, gated bool, deadline time.Time, timeout time.Duration) (*DB, error) {
-	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, deadline)
+func openDB(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
+	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline)
 	if err != nil {
 		return nil, err
 	}

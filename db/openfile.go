@@ -18,7 +18,9 @@ import (
 // pre-check, all before bbolt sees the file. meta is what the meta pages
 // say. A file whose pages span at most snapshotLimit bytes is read once, up
 // to its high-water mark, and checked in memory; whole is then those bytes.
-func openFileLocked(dirfd int, name string, write, gated bool, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
+// A writer's meta.db with more than one name is first given a file of its
+// own (ownFile; before is Options.BeforeWrite).
+func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -99,6 +101,14 @@ func openFileLocked(dirfd int, name string, write, gated bool, deadline time.Tim
 	// lock may have grown the file.
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fail(pathErr("open", name, err))
+	}
+	if write && uint64(st.Nlink) > 1+uint64(tempNamesOf(dirfd, &st)) {
+		own, err := ownFile(dirfd, f, &st, name, before)
+		if err != nil {
+			return fail(err)
+		}
+		f.Close() // the old file's lock: its waiters find the name renamed over
+		f = own
 	}
 	if meta, err = InspectMeta(f, st.Size); err != nil {
 		return fail(pathErr("open", name, err))

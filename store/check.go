@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 )
@@ -311,8 +312,11 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	if opts.Quarantine == name {
 		return s.quarantineFindings(name, found), nil
 	}
-	if s.repair(root, name, found) {
-		memo.forget() // meta.db was written or moved: the first verdict is about another file
+	if s.repair(root, name, found) || !memo.about(root, name) {
+		// meta.db was written or moved, or the repair's writer gave a
+		// hard-linked one a file of its own: the first verdict is about
+		// another file.
+		memo.forget()
 	}
 	var action *Finding
 	if opts.Accept == name {
@@ -385,6 +389,22 @@ func (m *deepMemo) run(check func() (DeepResult, error)) (DeepResult, error) {
 		m.done, m.res = true, res
 	}
 	return res, err
+}
+
+// about reports whether the kept result, if any, is about the file now at
+// the key's meta.db. Its name can lead to another file after a repair that
+// wrote nothing: a writer's open copies a meta.db with a second name.
+func (m *deepMemo) about(root *os.File, name string) bool {
+	if !m.done || m.res.FileIno == 0 {
+		return true
+	}
+	dir, err := fsat.OpenDirAt(root, name)
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	st, err := fsat.LstatAt(dir, db.FileName)
+	return err == nil && uint64(st.Dev) == m.res.FileDev && uint64(st.Ino) == m.res.FileIno
 }
 
 // forget drops the kept result, for a meta.db a repair wrote or moved.

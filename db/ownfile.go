@@ -1,0 +1,125 @@
+package db
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
+)
+
+// tempNamesOf counts the names under the key dir's meta.db temp prefix that
+// are st's file. Such a name is create's, left by a crash between its
+// link and its unlink, and a second name of meta.db inside the key dir
+// that check --repair removes: no reason for a copy. (A creation still in
+// flight holds the temp's lock until after its unlink, and the caller
+// holds meta.db's: none is.) An error reading the dir counts none, and the
+// file is copied, which is always safe.
+func tempNamesOf(dirfd int, st *unix.Stat_t) int {
+	fd, err := openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	dir := os.NewFile(uintptr(fd), ".")
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, name := range names {
+		var lst unix.Stat_t
+		if strings.HasPrefix(name, TempPrefix) &&
+			unix.Fstatat(dirfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+			lst.Dev == st.Dev && lst.Ino == st.Ino {
+			n++
+		}
+	}
+	return n
+}
+
+// ownFile gives a writer's meta.db a file of its own when it has more
+// than one name, before anything is written to it. f is meta.db as the
+// writer opened and exclusively locked it, st its fstat under the lock.
+// bbolt commits in place, so without this every commit would change the
+// file at each of its other names: a copy of the root made with hard links
+// (cp -al, rsync --link-dest) would be no backup of meta.db, and a file
+// outside the key dir would be written through a link.
+//
+// The copy is made under a temporary name, locked before anything can
+// open it, made durable, and renamed over meta.db, so that meta.db is the
+// old file or the whole copy, whatever the moment of a crash. A reader or
+// writer waiting for the old file's lock finds, once it has it, that the
+// name refers to another file, and opens the name again (openLocked), as
+// when a reap unlinks meta.db under its lock. The copy keeps the file's
+// permission bits; it is owned, like a meta.db that create makes, by the
+// writing process. On error nothing has changed but, after the rename, the
+// name, which then refers to the whole copy; f stays open and locked.
+//
+// before is Options.BeforeWrite, asked once more before the rename: the
+// key dir may have been moved aside while the open waited for the lock.
+func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() error) (own *os.File, err error) {
+	tmp := tempName()
+	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, pathErr("copy", name, err)
+	}
+	// Named as the file it becomes: bbolt's errors name the file they are
+	// about, and this one is meta.db from the rename on.
+	own = os.NewFile(uintptr(fd), name)
+	renamed := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		own.Close()
+		if !renamed {
+			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
+		}
+	}()
+	// Nobody else knows the name yet, so the lock is had at once. Held from
+	// here, it is the new meta.db's: an open that finds the name renamed
+	// over waits for it like for any writer's, and a check sees the temp
+	// as a writer's work in flight, not debris.
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("flock %s: %w", tmp, err))
+	}
+	if err := unix.Fchmod(fd, uint32(st.Mode&0o777)); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("chmod %s: %w", tmp, err))
+	}
+	// ReadFrom with a *os.File behind the limit copies in the kernel where
+	// it can (copy_file_range); the offset of f is still 0, nothing has
+	// read it but at offsets.
+	n, err := own.ReadFrom(io.LimitReader(f, st.Size))
+	if err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("to %s: %w", tmp, err))
+	}
+	if n != st.Size {
+		// Only a process that ignores the lock can cut the file short.
+		return nil, pathErr("copy", name, damaged("file changed under the lock: %d of %d bytes copied", n, st.Size))
+	}
+	if err := fsync(fd); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("sync %s: %w", tmp, err))
+	}
+	if err := faults.At(faults.DBOwnFileBeforeRename); err != nil {
+		return nil, pathErr("copy", name, err)
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return nil, err // the caller's own, unwrapped, as ensureExists returns it
+		}
+	}
+	if err := unix.Renameat(dirfd, tmp, dirfd, FileName); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("rename %s: %w", tmp, err))
+	}
+	renamed = true
+	// Until the directory is durable a crash could bring the old file back
+	// under the name after this writer's commits went into the copy.
+	if err := fsync(dirfd); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("sync directory: %w", err))
+	}
+	return own, nil
+}
