@@ -86,7 +86,9 @@
 // no record needs past the grace period, which Reap sweeps), and with
 // Repair removes the orphans, each key's under its lock, judged again
 // from a fresh read. Unreachable is the Backend a job builds when etcd
-// ignores or refuses Open's login: resolves are store-unavailable.
+// ignores or refuses Open's login: resolves are store-unavailable when no
+// member answered, a fault when the credentials were refused, and every
+// promotion is promote-failed.
 //
 // # Migration
 //
