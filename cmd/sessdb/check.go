@@ -81,7 +81,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	grace := bindGrace(fs)
 	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
-	timeout := fs.Duration("deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
+	timeout := bindDuration(fs, "deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
 	accept := fs.String("accept", "", "with --repair: repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")
 	quarantine := fs.String("quarantine", "", "with --repair: move `KEY`'s dir aside whole, to .quarantine-<key>-<time> under the root, instead of repairing it")
 	return func(inv *invocation) int {

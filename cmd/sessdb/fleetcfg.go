@@ -302,6 +302,34 @@ func boundedDetail(s string) string {
 // durationRE is a Go duration with no sign and no space: "800ms", "1m30s".
 var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
 
+// durationFlag is flag.Duration with a reason when the value does not
+// parse: the flag package says only "parse error", and "7d" (Go has no d
+// unit) is the mistake an operator makes. What it accepts is
+// flag.Duration's; each command judges the range.
+type durationFlag struct{ p *time.Duration }
+
+func bindDuration(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	p := &value
+	fs.Var(durationFlag{p}, name, usage)
+	return p
+}
+
+func (f durationFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("is not a duration (want a Go duration like 90m or 168h: digits and a unit, ns us ms s m or h; there is no d unit)")
+	}
+	*f.p = d
+	return nil
+}
+
 // parseDuration reads a Go duration strictly: no sign, no space, no bare
 // number, above zero and at most max.
 func parseDuration(name, raw string, max time.Duration) (time.Duration, error) {
