@@ -460,7 +460,8 @@ func linkTarget(dir *os.File, name string) string {
 // RoundAge renders an age to the unit an operator reads at a glance:
 // whole days from 48 hours, else whole hours, minutes or seconds. A
 // negative age, a clock that is off, is "0s (dated in the future)". Every
-// age check, dump and reap print, on every backend, is rendered by it.
+// age check prints, on every backend, is rendered by it, and so is every
+// past age dump prints (a future one dump shows as "ahead").
 func RoundAge(d time.Duration) string {
 	switch {
 	case d < 0:
