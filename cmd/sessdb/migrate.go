@@ -57,7 +57,7 @@ re-run converges; every key judged before gets the same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
   sessdb migrate --to-legacy /var/lib/pi/sessions
-  sessdb migrate --to etcd --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi-transcripts /var/lib/pi/sessions`,
+  sessdb migrate --to etcd --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi/transcripts /var/lib/pi/sessions`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindMigrate,
