@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/store"
 )
@@ -109,8 +110,12 @@ func TestTicketsAcrossARollback(t *testing.T) {
 	}
 	migrateAll(t, root, true)
 	superseded("after the rollback", map[string]ticketJob{"stale": stale, "retried": retried, "current": current})
-	// The refusals recorded in a meta.db beside the legacy files: still
-	// the legacy layout to the store, and to the migration back.
+	// The refusals leave the key dir as they found it (docs/migration.md):
+	// no meta.db, the one each promote made for the lock removed with it;
+	// still the legacy layout to the store, and to the migration back.
+	if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !os.IsNotExist(err) {
+		t.Fatalf("after the refusals the rolled-back key holds a meta.db (%v); want the legacy layout as it was", err)
+	}
 	sess, err := st.Resolve(key, ticketJobSpec, t.TempDir())
 	if err != nil || !sess.Resume || sess.Bytes != int64(len(held)) {
 		t.Fatalf("after the refusals the rolled-back key resolves %+v, %v; want it resumed", sess, err)
