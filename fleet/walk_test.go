@@ -204,3 +204,51 @@ func TestCheckFindsADamagedHistoryEntry(t *testing.T) {
 		t.Fatalf("the key's orphan: %+v, want it left, saying why", o)
 	}
 }
+
+// Which promotions a damaged history entry fails (docs/fleet.md, check):
+// each process's first write guesses its history slot from the record's
+// hint, so a promotion whose base is in place and whose slot is free
+// reads no history and promotes; once a refusal was recorded after the
+// key's last promotion, the slot the hint names is taken, the retry reads
+// the history, and every promotion fails until the entry is removed. A
+// fresh Backend stands for each CLI process.
+func TestADamagedHistoryEntryFailsPromotionsAfterARefusal(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	fresh := func() *store.Store {
+		return store.NewOn(f.open(), store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	}
+	damage := func(key string) {
+		t.Helper()
+		if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+key+"/0000000000000001", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	promote := func(s *store.Store, key, marker string) (store.PromoteResult, error) {
+		sess, jobDir := resolveOn(t, s, key)
+		if !sess.Resume {
+			t.Fatalf("%s: the key resolves %s, want it resumed despite the damaged entry", marker, sess.Reason)
+		}
+		appendMarker(t, jobDir, marker)
+		return s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+	}
+
+	quiet := store.Key("github", "history", "no-refusal")
+	f.run(quiet, "one")
+	damage(quiet)
+	if res, err := promote(fresh(), quiet, "two"); err != nil || !res.Promoted {
+		t.Fatalf("no refusal since the last promotion: %+v, %v; want promoted without reading the history", res, err)
+	}
+
+	refused := store.Key("github", "history", "refusal")
+	f.run(refused, "one")
+	stale, _ := f.job(refused, "stale")
+	f.run(refused, "two")
+	if res, err := f.promote(stale); err != nil || res.Reason != gates.Superseded {
+		t.Fatalf("the stale job: %+v, %v; want superseded, recorded", res, err)
+	}
+	damage(refused)
+	if res, err := promote(fresh(), refused, "three"); err == nil || res.Reason != gates.PromoteFailed {
+		t.Fatalf("a refusal recorded since the last promotion: %+v, %v; want promote-failed", res, err)
+	}
+}
