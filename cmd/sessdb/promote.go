@@ -132,14 +132,14 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.fault(err)
 		}
 		res, err := st.Promote(sess, req)
-		if errors.Is(err, store.ErrWrongRoot) {
-			// Nothing was written: the job is pointed at the wrong store.
-			return inv.rep.config(err)
-		}
 		// The key names every line about it (when the ticket's is one).
 		key := ""
 		if store.ValidKey(sess.Key) {
 			key = sess.Key
+		}
+		if errors.Is(err, store.ErrWrongRoot) {
+			// Nothing was written: the job is pointed at the wrong store.
+			return inv.rep.configOn(key, err)
 		}
 		if err != nil {
 			// promote-failed is an outcome like any other (exit 0); its

@@ -191,6 +191,13 @@ func (r *reporter) config(err error) int {
 	return exitUsage
 }
 
+// configOn is config for a configuration error about one key (a ticket
+// from another store), which its line names.
+func (r *reporter) configOn(key string, err error) int {
+	r.line(zerolog.ErrorLevel, key, exitUsage, err.Error())
+	return exitUsage
+}
+
 // fault reports the error that ends the command and returns exit status 1.
 func (r *reporter) fault(err error) int {
 	r.line(zerolog.ErrorLevel, "", exitFault, err.Error())
