@@ -467,6 +467,12 @@ const killDrain = 200 * time.Millisecond
 // panic is raised again. It also fails the requests FailNext and LoseNext
 // asked for.
 func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	// Counted before killed is read, as kill sets killed before it reads
+	// the count: either kill waits for this request or this request sees
+	// killed. Read first, a request preempted between the two reached
+	// the database after HardStop, uncounted.
+	m.inflight.Add(1)
+	defer m.inflight.Add(-1)
 	if m.killed.Load() {
 		return nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed", m.name)
 	}
@@ -477,8 +483,6 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 	if fail && !lost {
 		return nil, rpctypes.ErrGRPCLeaderChanged
 	}
-	m.inflight.Add(1)
-	defer m.inflight.Add(-1)
 	defer func() {
 		if r := recover(); r != nil {
 			if !m.killed.Load() {
