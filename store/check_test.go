@@ -299,11 +299,13 @@ func TestCheckStoppedByADeepCheckDeliversWhatWasRepaired(t *testing.T) {
 		if key != a {
 			return s.DeepCheckDB(key), nil
 		}
-		for i := 0; i < 400; i++ {
+		// The deadline only bounds a hang: under a loaded suite the other
+		// worker's repair can take more than the 2 s this waited, and the
+		// stop then came before it, failing the test.
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 			if _, err := os.Lstat(temp); errors.Is(err, os.ErrNotExist) {
 				break
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 		return DeepResult{}, stopped
 	}
