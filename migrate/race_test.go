@@ -1,9 +1,11 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -73,15 +75,41 @@ func promoteAt(t *testing.T, point faults.Point, st *store.Store, sess store.Ses
 			}
 			done <- res
 		}()
-		select {
-		case res := <-done:
+		if res, ok := waitingForTheLock(t, done); !ok {
 			t.Errorf("the promotion did not wait for the migration's lock: %+v", res)
 			done <- res
-		case <-time.After(20 * time.Millisecond):
 		}
 		return nil
 	}))
 	return done
+}
+
+// waitingForTheLock returns once a goroutine waits for a key's lock (the
+// other actor, the migration holding it), reporting true, or with what
+// came on done first and false: the actor did not wait. It looked for 20
+// ms at done, which told nothing on a loaded machine, where the actor may
+// not even have reached the lock by then. The deadline only bounds a hang.
+func waitingForTheLock[T any](t *testing.T, done <-chan T) (T, bool) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		select {
+		case v := <-done:
+			return v, false
+		default:
+		}
+		stacks := buf[:runtime.Stack(buf, true)]
+		if bytes.Contains(stacks, []byte("sessdb/db.lockKey")) || bytes.Contains(stacks, []byte("sessdb/db.flockUntil")) {
+			var zero T
+			return zero, true
+		}
+		if time.Now().After(end) {
+			// Not Fatal: this runs in the migration's goroutine.
+			t.Error("nothing reached the key's lock")
+			var zero T
+			return zero, true
+		}
+	}
 }
 
 // TestPromotionWaitsForToDB: a job resolved on the legacy layout promotes
@@ -229,11 +257,9 @@ func TestResolveDuringEitherDirection(t *testing.T) {
 				}
 				done <- s
 			}()
-			select {
-			case s := <-done:
+			if s, ok := waitingForTheLock(t, done); !ok {
 				t.Errorf("%s: the resolve did not wait for the migration's lock: %+v", c.point, s)
 				done <- s
-			case <-time.After(20 * time.Millisecond):
 			}
 			return nil
 		}))
