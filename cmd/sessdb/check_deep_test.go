@@ -59,14 +59,19 @@ func asideFiles(t *testing.T, dir string) []string {
 // nothing about the file: it is tried once more in a fresh process, then
 // reported with its cause, and --repair moves nothing for it (issue 15.5).
 func TestCheckRepairNeverMovesOnAFailedDeepCheck(t *testing.T) {
+	// A child that dies by itself is given a minute, which only bounds a
+	// hang: under -race on a loaded machine its start (the test binary,
+	// etcd linked in) took a third of a second, and past the timeout its
+	// cause would have been the timeout's. Only the hanging and the
+	// stopped child wait it out, and they wait 1 s.
 	cases := []struct {
-		env, cause string
+		env, timeout, cause string
 	}{
-		{"SESSDB_TEST_CHILD_HANG", "timed out after 1s (the check process was killed)"},
-		{"SESSDB_TEST_CHILD_STOP", "timed out after 1s (the check process was killed)"},
-		{"SESSDB_TEST_CHILD_KILL", "the check process was killed by signal SIGKILL"},
-		{"SESSDB_TEST_CHILD_EXIT", "the check process exited 7"},
-		{"SESSDB_TEST_CHILD_BUS", "the check process exited 2: unexpected fault address"},
+		{"SESSDB_TEST_CHILD_HANG", "1s", "timed out after 1s (the check process was killed)"},
+		{"SESSDB_TEST_CHILD_STOP", "1s", "timed out after 1s (the check process was killed)"},
+		{"SESSDB_TEST_CHILD_KILL", "1m", "the check process was killed by signal SIGKILL"},
+		{"SESSDB_TEST_CHILD_EXIT", "1m", "the check process exited 7"},
+		{"SESSDB_TEST_CHILD_BUS", "1m", "the check process exited 2: unexpected fault address"},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimPrefix(c.env, "SESSDB_TEST_CHILD_"), func(t *testing.T) {
@@ -76,7 +81,7 @@ func TestCheckRepairNeverMovesOnAFailedDeepCheck(t *testing.T) {
 			t.Setenv(c.env, sample.Resumable)
 			dbPath := filepath.Join(root, sample.Resumable, "meta.db")
 			before := fileSum(t, dbPath)
-			code, out, errs := runCLI(t, "check", "--repair", "--deep-check-timeout", "1s", root)
+			code, out, errs := runCLI(t, "check", "--repair", "--deep-check-timeout", c.timeout, root)
 			if code != exitIssues {
 				t.Fatalf("exit %d, want 3 (the check could not be done)\n%s%s", code, out, errs)
 			}
