@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,7 +112,7 @@ func TestSignalKillsPromoteAndTheRetryPromotes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // well inside the 2 s lock wait
+	waitOpened(t, cmd.Process.Pid, meta.Name())
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -125,6 +126,30 @@ func TestSignalKillsPromoteAndTheRetryPromotes(t *testing.T) {
 			t.Errorf("promote %d after the kill: exit %d, %s %s; want %s", i+1, code, got, errs, want)
 		}
 	}
+}
+
+// waitOpened returns once process pid has path open: a promote that has
+// meta.db open is at the key's lock, or about to wait for it. It slept
+// 50 ms, in which a -race child on a loaded machine may not have started,
+// and the signal then killed a promote that had done nothing, which
+// proved nothing about one waiting. Without /proc (not Linux) it still
+// sleeps; the deadline only bounds a hang.
+func waitOpened(t *testing.T, pid int, path string) {
+	t.Helper()
+	fds := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		ents, _ := os.ReadDir(fds)
+		for _, e := range ents {
+			if l, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && l == path {
+				return
+			}
+		}
+	}
+	t.Fatalf("process %d never opened %s", pid, path)
 }
 
 // The fleet's etcd prefix follows the sessions root's rule: white space
