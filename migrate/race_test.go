@@ -196,7 +196,10 @@ func TestRepairDuringToDB(t *testing.T) {
 			_, err := st.Check(context.Background(), store.CheckOptions{Repair: true}, func(store.Finding) error { return nil })
 			done <- err
 		}()
-		time.Sleep(20 * time.Millisecond)
+		if err, ok := waitingForTheLock(t, done); !ok {
+			t.Errorf("check --repair did not wait for the migration's lock: %v", err)
+			done <- err
+		}
 		return nil
 	}))
 	got, _ := migrate(t, root, false, testOpts())
