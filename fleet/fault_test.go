@@ -559,24 +559,31 @@ func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
 // removed the key: the error the reap stops with must say so, since the
 // walk reports no removal for it and a fleet logs none.
 func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
-	c := etcdtest.Start1(t)
-	f := newFixture(t, c)
 	const txn = "/etcdserverpb.KV/Txn"
-	f.now = time.Now().Add(-30 * 24 * time.Hour)
 	key := store.Key("github", "delete-lost", "for-good")
-	f.run(key, "old")
-	f.now = time.Time{}
-	t.Cleanup(func() { c.LoseNext(txn, 0, 0) })
-	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
-	connected(t, b) // else the reap can stop before its delete
-	b.hook = func(point, k string) error {
-		if point == hookReapDelete && k == key {
-			c.LoseNext(txn, 0, 1000)
+	var f *fixture
+	var err error
+	untilTheFault(t, func() bool {
+		c := etcdtest.Start1(t)
+		f = newFixture(t, c)
+		f.now = time.Now().Add(-30 * 24 * time.Hour)
+		f.run(key, "old")
+		f.now = time.Time{}
+		t.Cleanup(func() { c.LoseNext(txn, 0, 0) })
+		b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+		connected(t, b) // else the reap can stop before its delete
+		reached := false
+		b.hook = func(point, k string) error {
+			if point == hookReapDelete && k == key {
+				reached = true
+				c.LoseNext(txn, 0, 1000)
+			}
+			return nil
 		}
-		return nil
-	}
-	_, err := b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
-	c.LoseNext(txn, 0, 0)
+		_, err = b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+		c.LoseNext(txn, 0, 0)
+		return reached
+	}, func() string { return fmt.Sprintf("reap: %v", err) })
 	if err == nil || !errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Fatalf("reap: %v; want it stopped, etcd unavailable", err)
 	}
