@@ -367,8 +367,8 @@ func TestASecondSignalKillsAWalk(t *testing.T) {
 	start := time.Now()
 	// Only a hang's bound: a walk that ignores the signals after the
 	// first stops by itself once the locked key's 2 s lock wait ends,
-	// with a walk's exit status, which the check above fails.
-	deadline := time.After(10 * time.Second) // the lock timeout is 2 s
+	// with a walk's exit status, which the check below fails.
+	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
