@@ -60,7 +60,9 @@ type CheckOptions struct {
 // Without Repair it writes nothing. With Repair it removes the orphans
 // (see CheckOptions.Repair) and nothing else: what else it finds is the
 // operator's to judge. A visit error, etcd failing the listing, the
-// transcripts dir unreadable, or ctx ending stops the walk; the summary
+// transcripts dir unreadable or itself unavailable (shared.ErrDirUnavailable:
+// judged once something in it failed, so that no key is reported missing
+// for it), or ctx ending stops the walk; the summary
 // then counts what was examined. etcd failing a key stops it too, once the
 // keys under way beside it are done: their findings, orphans removed
 // among them, are delivered before the key's error is returned.
@@ -195,7 +197,9 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		}
 		ok = it.Rev != 0 || it.Err != nil
 	}
-	c.dir(name, own, it, ok, add)
+	if err := c.dir(name, own, it, ok, add); err != nil {
+		return nil, err
+	}
 	if c.o.Repair {
 		if err := c.repair(ctx, name, out); err != nil {
 			return nil, err
@@ -246,6 +250,12 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	}
 	c.b.at(hookCheckOpen, it.Key)
 	f, err := shared.Open(c.b.dir, t.File)
+	if err != nil && !errors.Is(err, shared.ErrNotRegular) {
+		// The dir itself gone is no key's file missing: the walk stops.
+		if err := shared.DirErr(c.b.dir); err != nil {
+			return "", err
+		}
+	}
 	switch {
 	case gone(err) && c.movedOn(ctx, it, t.File):
 		return "", nil
@@ -266,6 +276,11 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	}
 	defer f.Close()
 	fi, err := f.Stat()
+	if err != nil {
+		if err := shared.DirErr(c.b.dir); err != nil {
+			return "", err
+		}
+	}
 	switch {
 	case err != nil && gone(err) && c.movedOn(ctx, it, t.File):
 		return "", nil
@@ -279,6 +294,11 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	v, err := store.VerifyRecorded(ctx, f, fi.Size(), t.Size, t.CRC32C, c.o.MaxBytes)
 	if err != nil {
 		return "", err
+	}
+	if v.Result == store.VerifyUnreadable {
+		if err := shared.DirErr(c.b.dir); err != nil {
+			return "", err
+		}
 	}
 	switch {
 	case v.Result == store.VerifyUnreadable && c.movedOn(ctx, it, t.File):

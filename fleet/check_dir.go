@@ -19,28 +19,39 @@ import (
 // directory and its files, or a name that is no key. own is the file the
 // key's record names, already checked; it is the key's record as the walk
 // read it (ok: it has one).
-func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) {
+func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) error {
 	if name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		// No entry of the dir has such a name: it is a record's, foreign
 		// input, and looked up it would reach outside the dir.
-		return
+		return nil
+	}
+	// Whatever fails below may be the dir itself (stale: the export went
+	// away), which is no key's to report: the walk stops.
+	root := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return shared.DirErr(c.b.dir)
 	}
 	st, err := fsat.LstatAt(c.root, name)
+	if err := root(err); err != nil {
+		return err
+	}
 	switch {
 	case fsat.IsNotExist(err):
-		return // a record whose key has no directory: its file was reported
+		return nil // a record whose key has no directory: its file was reported
 	case err != nil:
 		add(name, store.KindUnreadable, "%v", err)
-		return
+		return nil
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		c.special(c.root, name, name, add)
-		return
+		return nil
 	case !etcdmeta.ValidKey(name):
 		add(name, store.KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
-		return
+		return nil
 	case !fsat.IsDir(&st):
 		add(name, store.KindNotADirectory, "a %s named as a key, not a directory (promote: fails)", fsat.Kind(&st))
-		return
+		return nil
 	}
 	c.b.at(hookCheckDir, name)
 	// Workers promote and reap while check walks: a key dir or a file
@@ -48,21 +59,27 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 	// took its final name; a promotion that lost its compare removed its
 	// file) is nothing to report, and over NFS it is ESTALE.
 	kd, err := fsat.OpenDirAt(c.root, name)
+	if err := root(err); err != nil {
+		return err
+	}
 	switch {
 	case gone(err):
-		return
+		return nil
 	case err != nil:
 		add(name, store.KindUnreadable, "%v", err)
-		return
+		return nil
 	}
 	defer kd.Close()
 	files, err := fsat.ReadDirNames(kd)
+	if err := root(err); err != nil {
+		return err
+	}
 	switch {
 	case gone(err):
-		return
+		return nil
 	case err != nil:
 		add(name, store.KindUnreadable, "%v", err)
-		return
+		return nil
 	}
 	c.b.at(hookCheckDirListed, name)
 	slices.Sort(files)
@@ -89,6 +106,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 			c.special(kd, f, path, add)
 		}
 	}
+	return nil
 }
 
 // orphan reports an orphan, with why no record needs it (it, the key's

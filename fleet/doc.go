@@ -37,7 +37,12 @@
 // removed a generation superseded longer than its grace period ago, under
 // a resolve slower than that) the transcript really was replaced. It is
 // never absent, which would say the key holds no conversation, and never a
-// torn copy.
+// torn copy. Unless the transcripts dir itself is gone, not a directory or
+// stale (ESTALE: the export went away), which a stat of it tells once a
+// generation failed so (never on the path that finds the file): that is
+// store-unavailable, the cause logged once, on the record's base. Dump,
+// check and reap stop there with shared.ErrDirUnavailable naming the dir,
+// report no key missing for it and remove nothing more.
 //
 // # Promote
 //

@@ -67,7 +67,9 @@ type Report struct {
 // generation file that cannot be opened, or its first line read, for an
 // I/O error (not for being gone) is reported with no verdict, for the
 // caller to count as a fault; one gone at the open, at its first line or
-// under Verify's read is missing, transcript-replaced.
+// under Verify's read is missing, transcript-replaced. A transcripts dir
+// that is itself unavailable (shared.ErrDirUnavailable, judged once a
+// generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
 // error of etcd (unavailable, refused credentials), before anything is
 // visited.
@@ -184,6 +186,9 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 	// read): a resolve cold-starts before the ladder, the record's bytes
 	// cannot be delivered.
 	missing := func() (Report, error) {
+		if err := shared.DirErr(b.dir); err != nil {
+			return r, err // not this key's file: every key's (the walk stops)
+		}
 		k.Problem, k.Transcript = "its transcript "+t.File+" is missing", nil
 		if o.Verify {
 			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
@@ -208,6 +213,9 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
 		}
 	case err != nil:
+		if err := shared.DirErr(b.dir); err != nil {
+			return r, err
+		}
 		k.Problem = b.unroot(err.Error()) // no verdict: a fault
 		return r, nil
 	default:
@@ -226,6 +234,9 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			// that fails is, or a file gone under the read (ESTALE).
 			if gone(err) {
 				return missing()
+			}
+			if err := shared.DirErr(b.dir); err != nil {
+				return r, err
 			}
 			k.Problem = b.unroot(err.Error())
 			return r, nil
@@ -251,6 +262,11 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 				// Removed under the read (NFS fails the reads of a file
 				// another host removed, ESTALE): gone, as at the open.
 				return missing()
+			}
+			if k.Verify.Result == store.VerifyUnreadable {
+				if err := shared.DirErr(b.dir); err != nil {
+					return r, err
+				}
 			}
 			k.Verify.Detail = b.unroot(k.Verify.Detail)
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch

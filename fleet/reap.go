@@ -67,8 +67,10 @@ type ReapResult struct {
 // then. A record's own file is never removed, nor any file of a key whose
 // record cannot be read.
 //
-// An error means the walk could not go on (etcd, the transcripts dir);
-// what was removed before it is in the result.
+// An error means the walk could not go on (etcd, the transcripts dir:
+// one found gone, not a directory or stale once a removal or a key's
+// directory failed is shared.ErrDirUnavailable, never every key's files
+// taken for gone); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	var res ReapResult
 	now := time.Now
@@ -112,6 +114,14 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
+		case errors.Is(err, shared.ErrDirUnavailable):
+			// The key's record went by its date; its file could not, nor
+			// can any other key's: stop, naming the dir. The file is an
+			// orphan for a reap once the dir is back.
+			if gone {
+				res.Removed = append(res.Removed, key)
+			}
+			return res, err
 		case errors.Is(err, etcdmeta.ErrUnavailable):
 			// Every key left would wait out the request timeout in turn
 			// (its lock, then the lease's revoke): hours for thousands.
@@ -166,6 +176,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			key, _, _ := strings.Cut(name, "/")
 			b.at(hookSweep, key)
 			err := shared.Remove(b.dir, name)
+			if err != nil {
+				if err := shared.DirErr(b.dir); err != nil {
+					return res, err // not swept by another reaper: the dir is gone
+				}
+			}
 			switch {
 			case gone(err):
 				// Another reaper (or check --repair) swept it first:
@@ -348,6 +363,9 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	// own key's record.
 	if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
 		if err := shared.Remove(b.dir, t.File); err != nil {
+			if err := shared.DirErr(b.dir); err != nil {
+				return true, err
+			}
 			b.log.Warn().Str("key", key).Str("file", t.File).Err(err).Msg("session_sweep_failed")
 		}
 	}

@@ -84,6 +84,8 @@ func (v *view) open() error {
 	t := v.rec.Transcript
 	f, err := shared.Open(v.b.dir, t.File)
 	switch {
+	case err != nil && !errors.Is(err, shared.ErrNotRegular) && v.dirUnavailable():
+		return nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESTALE):
 		v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
 		v.reason = gates.TranscriptReplaced
@@ -101,6 +103,9 @@ func (v *view) open() error {
 		v.f = f
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
 		h, _, err := v.b.readHeader(v.key, f, fi.Size())
+		if unreadable(err) && v.dirUnavailable() {
+			return nil
+		}
 		if unreadable(err) {
 			// Judged by the ladder, a first line not read would be
 			// unparseable, a damaged file: it is the copy's failure
@@ -113,6 +118,22 @@ func (v *view) open() error {
 	}
 	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime)
 	return nil
+}
+
+// dirUnavailable reports, once the generation was found gone or its reads
+// failed, whether the transcripts dir itself is (gone, not a directory,
+// stale: the export went away): then nothing about the key could be read,
+// the store-unavailable cold start, its cause logged here, the one line
+// of it. The record was read: the view keeps its base, so the job's work
+// promotes onto it once the dir is back.
+func (v *view) dirUnavailable() bool {
+	err := shared.DirErr(v.b.dir)
+	if err == nil {
+		return false
+	}
+	v.b.log.Warn().Str("key", v.key).Err(err).Msg("session_store_unavailable")
+	v.reason = gates.StoreUnavailable
+	return true
 }
 
 // readHeader reads the first line of a generation file of size bytes: what
@@ -214,6 +235,9 @@ func (v *view) Accept(size int64, sum uint32) store.Acceptance {
 // Lost: a generation whose reads fail under the copy cannot be delivered
 // as its record describes (see the package doc).
 func (v *view) Lost(err error) gates.Reason {
+	if v.dirUnavailable() {
+		return gates.StoreUnavailable
+	}
 	v.b.log.Warn().Str("key", v.key).Str("file", v.rec.Transcript.File).Err(err).Msg("session_generation_gone")
 	return gates.TranscriptReplaced
 }

@@ -32,8 +32,9 @@ const (
 	PromotionLost Reason = "promotion-lost"
 	// StoreUnavailable is decided by a store whose records live in a
 	// service (a fleet's etcd) that did not answer within its request
-	// timeout: nothing about the key could be read, so nothing is
-	// resumed. Like locked, it comes before any rung is judged.
+	// timeout, or whose shared transcripts dir is itself gone, not a
+	// directory or stale: nothing about the key could be read, so nothing
+	// is resumed. Like locked, it comes before any rung is judged.
 	StoreUnavailable Reason = "store-unavailable"
 )
 

@@ -26,3 +26,9 @@ var (
 	// never overwritten.
 	ErrExists = errors.New("name already taken")
 )
+
+// ErrDirUnavailable is returned, wrapped with the stat that failed (the
+// dir named in it), when the transcripts dir itself is gone, not a
+// directory, or stale (ESTALE: the export went away): the storage, not
+// any key's file, is missing. See DirErr.
+var ErrDirUnavailable = errors.New("the transcripts dir is unavailable")

@@ -19,7 +19,9 @@ import (
 // names are sorted, and each is one Remove takes. A key's directory that
 // cannot be opened or listed (a permission, an I/O error) is left out too,
 // in unreadable with why: one such directory must not keep every other
-// key's orphans from being found.
+// key's orphans from being found. A key's directory found gone has dir
+// judged (DirErr): dir itself gone or stale stops the listing with
+// ErrDirUnavailable, rather than taking every key left for gone.
 //
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
@@ -51,6 +53,11 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			continue
 		}
 		kd, err := fsat.OpenDirAt(root, key)
+		if err != nil && dirGone(err) {
+			if err := DirErr(dir); err != nil {
+				return nil, nil, err // not every key gone: the dir itself
+			}
+		}
 		if err != nil {
 			if dirGone(err) || errors.Is(err, fsat.ErrNotDir) {
 				continue // gone, or a link or file named like a key: not ours
@@ -61,6 +68,11 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		files, err := readDirNames(kd)
 		if err != nil {
 			kd.Close()
+			if dirGone(err) {
+				if err := DirErr(dir); err != nil {
+					return nil, nil, err
+				}
+			}
 			// Another host removed it since the open (ESTALE over NFS; a
 			// local disk lists it empty): gone, not unreadable.
 			if !dirGone(err) {

@@ -496,3 +496,21 @@ func TestWriteOnAFullDiskNamesTheTempOnce(t *testing.T) {
 		t.Fatalf("left behind: %v", ents)
 	}
 }
+
+// A transcripts dir that goes stale under the listing (the export went
+// away: every key dir's open or listing fails ESTALE, and so does the
+// dir's own stat) stops it with an error naming the dir, where a key dir
+// another host removed is gone. Before: every key was taken as gone, no
+// orphans and no error, and a reap exited 0 having looked at nothing.
+func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, key), 0o700)
+	defer func() { readDirNames, statDir = fsat.ReadDirNames, os.Stat }()
+	stale := func(p string) error { return &os.PathError{Op: "stat", Path: p, Err: unix.ESTALE} }
+	readDirNames = func(d *os.File) ([]string, error) { return nil, stale(d.Name()) }
+	statDir = func(p string) (os.FileInfo, error) { return nil, stale(p) }
+	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	if !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, unix.ESTALE) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {
+		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the dir named stale", got, unreadable, err)
+	}
+}
