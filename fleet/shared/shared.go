@@ -123,12 +123,17 @@ func createTemp(dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error
 		if err = beforeCreate(); err != nil {
 			err = &os.PathError{Op: "open", Path: fsat.Join(kd, tmp), Err: err}
 		} else {
-			fd, st, err = fsat.OpenRaw(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+			fd, st, err = openTemp(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		}
 		if err == nil {
 			if f, err = fsat.NewFile(fd, &st, fsat.Join(kd, tmp)); err == nil {
 				return kd, f, st, nil
 			}
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			// The create may have landed (OpenRaw's fstat after it, or
+			// NewFile, failed); the name is this Write's own, random, so
+			// a removal of it is never of another's file.
 			fsat.UnlinkAt(kd, tmp)
 		}
 		kd.Close()
@@ -146,6 +151,10 @@ func dirGone(err error) bool { return fsat.IsNotExist(err) || errors.Is(err, uni
 // in it: a test's stand-in for a reap removing the directory then. An
 // error it returns is the create's.
 var beforeCreate = func() error { return nil }
+
+// openTemp is fsat.OpenRaw; a variable so that a test can fail the fstat
+// that follows the create.
+var openTemp = fsat.OpenRaw
 
 // noReplace gives the temp its final name without replacing anything
 // there. A variable so that tests can take the link path on a filesystem

@@ -514,3 +514,27 @@ func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the dir named stale", got, unreadable, err)
 	}
 }
+
+// A temp whose create landed but whose fstat right after it failed (over
+// NFS a GETATTR can fail where the CREATE did not: ESTALE, EIO on a soft
+// mount) is removed: nothing is left on error. Before: the temp stayed,
+// for a reap an hour later.
+func TestWriteWhoseTempsFstatFailsLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	defer func() { openTemp = fsat.OpenRaw }()
+	openTemp = func(d *os.File, name string, flags int, perm uint32) (int, unix.Stat_t, error) {
+		fd, st, err := fsat.OpenRaw(d, name, flags, perm)
+		if err == nil {
+			unix.Close(fd)
+			err = &os.PathError{Op: "fstat", Path: fsat.Join(d, name), Err: unix.EIO}
+		}
+		return -1, st, err
+	}
+	_, _, _, err := Write(context.Background(), dir, key, 1, strings.NewReader("{}\n"))
+	if !errors.Is(err, unix.EIO) {
+		t.Fatalf("Write = %v; want the fstat's EIO", err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
