@@ -1,12 +1,15 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"sessdb/fleet"
 )
 
 // fleetSecret is the password of the configuration tests: no error line
@@ -293,5 +296,37 @@ func TestFleetVariablesAreKnown(t *testing.T) {
 		if !found {
 			t.Errorf("%s is not among the variables sessdb reads", v)
 		}
+	}
+}
+
+// PI_SESSIONS_ETCD_PASSWORD is read as --etcd-password-file reads its
+// file: up to its first newline, a CR before it dropped. A Kubernetes
+// secret made from a file that ends in a newline (`echo secret >`),
+// exposed as a variable, is the common way a newline arrives; the same
+// secret then works either way. A first line that is empty is refused,
+// naming the variable, never quoting it. Before: the password was
+// "s3cret-never-printed\n", a login etcd refuses.
+func TestThePasswordVariableIsReadAsItsFileIs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "password")
+	for _, v := range []string{fleetSecret, fleetSecret + "\n", fleetSecret + "\r\n", fleetSecret + "\nsecond line\n"} {
+		os.WriteFile(file, []byte(v), 0o600)
+		for _, fromFile := range []bool{false, true} {
+			f := bindFleet(flag.NewFlagSet("x", flag.ContinueOnError))
+			env := map[string]string{"PI_SESSIONS_ETCD_USER": "sessdb", "PI_SESSIONS_ETCD_PASSWORD": v}
+			if fromFile {
+				f.password.value = file
+			}
+			var fc fleet.Config
+			if err := f.login(func(k string) string { return env[k] }, &fc); err != nil || fc.Password != fleetSecret {
+				t.Errorf("%q (file: %v): password %q, %v; want %q", v, fromFile, fc.Password, err, fleetSecret)
+			}
+		}
+	}
+	f := bindFleet(flag.NewFlagSet("x", flag.ContinueOnError))
+	env := map[string]string{"PI_SESSIONS_ETCD_USER": "sessdb", "PI_SESSIONS_ETCD_PASSWORD": "\n" + fleetSecret}
+	var fc fleet.Config
+	err := f.login(func(k string) string { return env[k] }, &fc)
+	if err == nil || !strings.Contains(err.Error(), "PI_SESSIONS_ETCD_PASSWORD") || strings.Contains(err.Error(), fleetSecret) {
+		t.Errorf("a first line that is empty: %v; want an error naming the variable, not quoting it", err)
 	}
 }

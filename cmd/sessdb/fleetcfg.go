@@ -47,7 +47,7 @@ func bindFleet(fs *flag.FlagSet) *fleetKnobs {
 		cert:           knob{env: "PI_SESSIONS_ETCD_CERT", flag: "etcd-cert", help: "a client certificate `FILE` (PEM) to present to etcd, with --etcd-key"},
 		key:            knob{env: "PI_SESSIONS_ETCD_KEY", flag: "etcd-key", help: "the client certificate's private key `FILE` (PEM)"},
 		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as, with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
-		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD. There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
+		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
 		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; at most 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
 	}
 	for _, k := range f.all() {
@@ -227,7 +227,7 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	// As for the prefix: white space around a user name is a quoting
 	// mistake, and etcd would refuse the login, every resolve a fault and
 	// every promote promote-failed, its cause far from the variable. (A
-	// password may hold any character: it is taken as given.)
+	// password may hold any other character: it is taken as given.)
 	if err := spaceAround(userName, user, "an etcd user's name has none"); err != nil {
 		return err
 	}
@@ -242,6 +242,18 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 		p, err := readPassword(secret)
 		if err != nil {
 			return fmt.Errorf("%s: %w", from, err)
+		}
+		secret = p
+	default:
+		// The variable is read as the file is, up to its first newline:
+		// a Kubernetes secret made from a file that ends in one (echo
+		// secret >), exposed as a variable, is how a newline commonly
+		// arrives, and taken whole it made a login etcd refuses where the
+		// same secret as a file worked. No password holds a newline: the
+		// file could never give one.
+		p, ok := firstLine(secret)
+		if !ok {
+			return fmt.Errorf("%s holds no password (its first line is empty)", from)
 		}
 		secret = p
 	}
@@ -265,12 +277,19 @@ func readPassword(path string) (string, error) {
 	case err != nil:
 		return "", err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	line = strings.TrimSuffix(line, "\r")
-	if line == "" {
+	line, ok := firstLine(string(b))
+	if !ok {
 		return "", fmt.Errorf("%s holds no password (its first line is empty)", brief(path))
 	}
 	return line, nil
+}
+
+// firstLine is a password as a file or the variable holds it: up to its
+// first newline, a CR before it dropped; false when that is empty.
+func firstLine(s string) (string, bool) {
+	line, _, _ := strings.Cut(s, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	return line, line != ""
 }
 
 // configError names the flag or variable behind a Config field etcdmeta
