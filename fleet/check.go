@@ -275,7 +275,7 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 		return t.File, nil
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	fi, err := statGeneration(f)
 	if err != nil {
 		if err := shared.DirErr(c.b.dir); err != nil {
 			return "", err
@@ -284,6 +284,10 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	switch {
 	case err != nil && gone(err) && c.movedOn(ctx, it, t.File):
 		return "", nil
+	case gone(err):
+		// Removed between the open and the fstat: missing, as at the open.
+		add(t.File, store.KindTranscriptMismatch, "missing, but the record describes gen %d (%d bytes); resolve: transcript-replaced", t.Gen, t.Size)
+		return t.File, nil
 	case err != nil:
 		add(t.File, store.KindUnreadable, "%v", err)
 		return t.File, nil

@@ -29,8 +29,8 @@
 // sessdb, is meta-unreadable; etcd not answering within the request
 // timeout is store-unavailable (a new reason, exit 0 like every verdict).
 //
-// A generation the record names that is gone, at the open, at the read of
-// its first line or under the copy (NFS reports ESTALE when another host
+// A generation the record names that is gone, at the open, at the fstat
+// after it, at the read of its first line or under the copy (NFS reports ESTALE when another host
 // removed it; any read that fails counts), is transcript-replaced: the
 // bytes the record describes cannot be delivered, which is what that
 // reason names, and in the one way sessdb itself makes it happen (reap

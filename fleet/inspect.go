@@ -66,8 +66,9 @@ type Report struct {
 // is reported with its error and the verdict meta-unreadable; a
 // generation file that cannot be opened, or its first line read, for an
 // I/O error (not for being gone) is reported with no verdict, for the
-// caller to count as a fault; one gone at the open, at its first line or
-// under Verify's read is missing, transcript-replaced. A transcripts dir
+// caller to count as a fault; one gone at the open, at the fstat after
+// it, at its first line or under Verify's read is missing,
+// transcript-replaced. A transcripts dir
 // that is itself unavailable (shared.ErrDirUnavailable, judged once a
 // generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
@@ -220,8 +221,14 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		return r, nil
 	default:
 		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
+		fi, err := statGeneration(f)
+		switch {
+		case gone(err):
+			return missing() // removed between the open and the fstat, as at either
+		case err != nil:
+			if err := shared.DirErr(b.dir); err != nil {
+				return r, err
+			}
 			k.Problem = b.unroot(err.Error())
 			return r, nil
 		}

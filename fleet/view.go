@@ -67,6 +67,11 @@ func namesOwnFile(key string, t *etcdmeta.Transcript) bool {
 	return ok && k == key && gen == t.Gen && t.Size >= 0
 }
 
+// statGeneration is the fstat of a generation just opened; a variable so
+// that a test can stand in for NFS's ESTALE there, which no test can make
+// without root.
+var statGeneration = (*os.File).Stat
+
 // view is one key as a resolve sees it.
 type view struct {
 	b      *Backend
@@ -95,10 +100,18 @@ func (v *view) open() error {
 	case err != nil:
 		return err
 	default:
-		fi, err := f.Stat()
+		fi, err := statGeneration(f)
 		if err != nil {
+			// Any call on the file failing after its open is the file
+			// gone under it (NFS's ESTALE: another host removed it), as
+			// at its first line below: no fault.
 			f.Close()
-			return err
+			if v.dirUnavailable() {
+				return nil
+			}
+			v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
+			v.reason = gates.TranscriptReplaced
+			return nil
 		}
 		v.f = f
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
