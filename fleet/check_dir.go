@@ -93,6 +93,10 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		_, isTemp := shared.ParseTemp(path)
 		switch {
 		case path == own:
+		case !isGen && !isTemp && strings.HasPrefix(f, ".nfs"):
+			// Harmless, and its client's: removed by sessdb, the file
+			// would be gone for the process still reading it.
+			add(path, store.KindUnknownEntry, "an NFS client's silly rename: a file removed while that client had it open (a generation reaped under a slow resolve); the client removes it when it closes the file, and sessdb never does. One that stays is still open, or its client died with it open: remove it once no client holds it")
 		case !isGen && !isTemp:
 			add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
 		case orphan[path] && (isTemp || !needs(it, ok, path, time.Time{}, c.cut, time.Time{})):
