@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/store"
 )
 
@@ -82,7 +84,10 @@ func (b *Backend) at(point, key string) error {
 
 // Open validates cfg and connects to etcd (see etcdmeta.Open: without a
 // user name nothing waits for etcd here). The transcripts dir must be a
-// directory.
+// directory (else ErrNoTranscriptsDir); a stat of it that fails ESTALE or
+// EIO is the storage failing, not the configuration:
+// shared.ErrDirUnavailable, on which Unreachable builds a Backend whose
+// resolves are store-unavailable.
 func Open(cfg Config) (*Backend, error) {
 	dir, err := transcriptsDir(cfg)
 	if err != nil {
@@ -117,10 +122,16 @@ func transcriptsDir(cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
+	fi, err := shared.StatDir(dir)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a directory")
+	}
+	switch {
+	case errors.Is(err, unix.ESTALE), errors.Is(err, unix.EIO):
+		// Not the configuration: the storage failing (an export that
+		// went away, a soft mount whose server stopped answering).
+		return "", fmt.Errorf("fleet open: %w: %w", shared.ErrDirUnavailable, err)
+	case err != nil:
 		return "", fmt.Errorf("fleet open %s: %w: %w", dir, ErrNoTranscriptsDir, err)
 	}
 	return dir, nil

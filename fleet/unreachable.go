@@ -3,10 +3,12 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/store"
 )
@@ -14,10 +16,13 @@ import (
 // Unreachable returns the store.Backend of the fleet cfg names for when
 // Open failed with cause, etcd's answer to the login that a Config with a
 // user name makes: etcdmeta.ErrUnavailable (no member answered within the
-// dial timeout) or etcdmeta.ErrAuth (the credentials were refused). It
-// answers as an opened Backend answers when etcd fails it in the same
-// way: View is store-unavailable, a named cold start, when cause is
-// ErrUnavailable, and otherwise fails with cause (a fault); every Begin
+// dial timeout) or etcdmeta.ErrAuth (the credentials were refused); or
+// shared.ErrDirUnavailable, Open's answer when the transcripts dir's own
+// stat failed ESTALE or EIO (the export went away). It answers as an
+// opened Backend answers when etcd or the dir fails it in the same way:
+// View is store-unavailable, a named cold start, when cause is
+// ErrUnavailable or ErrDirUnavailable, and otherwise fails with cause (a
+// fault); every Begin
 // fails with cause, so a promotion is promote-failed with it. A View that
 // is store-unavailable logs cause to cfg.Logger, as an opened Backend logs
 // a read etcd did not answer; every other answer carries cause in its
@@ -29,7 +34,8 @@ import (
 // not a directory, is Open's error; so is a cause that is neither
 // sentinel, which no Backend of this fleet would answer with.
 func Unreachable(cfg Config, cause error) (store.Backend, error) {
-	if !errors.Is(cause, etcdmeta.ErrUnavailable) && !errors.Is(cause, etcdmeta.ErrAuth) {
+	dirGone := errors.Is(cause, shared.ErrDirUnavailable)
+	if !errors.Is(cause, etcdmeta.ErrUnavailable) && !errors.Is(cause, etcdmeta.ErrAuth) && !dirGone {
 		return nil, fmt.Errorf("fleet unreachable: %w", cause)
 	}
 	valid, err := cfg.Config.Validate()
@@ -39,8 +45,13 @@ func Unreachable(cfg Config, cause error) (store.Backend, error) {
 	if err := checkPrefix(valid.Prefix); err != nil {
 		return nil, err
 	}
-	dir, err := transcriptsDir(cfg)
-	if err != nil {
+	var dir string
+	if dirGone {
+		// The dir is what failed: its name, made absolute, is the ID's.
+		if dir, err = filepath.Abs(cfg.TranscriptsDir); err != nil {
+			return nil, err
+		}
+	} else if dir, err = transcriptsDir(cfg); err != nil {
 		return nil, err
 	}
 	return &unreachable{dir: dir, prefix: valid.Prefix, cause: cause, log: cfg.Logger}, nil
@@ -57,7 +68,7 @@ func (u *unreachable) ID() (string, error) { return id(u.dir, u.prefix), nil }
 func (u *unreachable) SameID(other string) (bool, error) { return sameID(u.dir, u.prefix, other), nil }
 
 func (u *unreachable) View(key string, _ gates.Bounds) (store.KeyView, error) {
-	if !errors.Is(u.cause, etcdmeta.ErrUnavailable) {
+	if !errors.Is(u.cause, etcdmeta.ErrUnavailable) && !errors.Is(u.cause, shared.ErrDirUnavailable) {
 		return nil, u.cause
 	}
 	// The view of a read that found etcd silent: no base, no file.

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/store"
 )
 
@@ -29,8 +30,9 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // openJobStore opens the store a job's command (resolve, promote) runs on:
 // the fleet when etcd endpoints are set, else the sessions root. done
 // releases it. A fleet whose etcd does not answer the login (a user name
-// makes Open log in), or refuses it, is not a configuration error: it is
-// what the fleet answers now, so the store is built on
+// makes Open log in), or refuses it, or whose transcripts dir's stat
+// failed ESTALE or EIO (the export went away), is not a configuration
+// error: it is what the fleet answers now, so the store is built on
 // fleet.Unreachable's backend, on which a resolve is store-unavailable (or
 // a fault, for refused credentials) and a promote promote-failed, each
 // with its cause on stderr once: the backend logs it with the verdict, or
@@ -53,7 +55,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*st
 	switch {
 	case err == nil:
 		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
-	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth):
+	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth), errors.Is(err, shared.ErrDirUnavailable):
 		u, uerr := fleet.Unreachable(fc, err)
 		if uerr != nil {
 			return nil, true, nil, inv.rep.fault(uerr)

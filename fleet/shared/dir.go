@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 )
 
 // DirErr tells whether dir, the transcripts dir, is itself usable: nil,
@@ -13,7 +15,7 @@ import (
 // found gone or failing, so the path that finds files costs nothing more:
 // without it, an export that went away reads as every key's file lost.
 func DirErr(dir string) error {
-	fi, err := statDir(dir)
+	fi, err := StatDir(dir)
 	if err == nil && !fi.IsDir() {
 		err = &os.PathError{Op: "stat", Path: dir, Err: unix.ENOTDIR}
 	}
@@ -23,6 +25,11 @@ func DirErr(dir string) error {
 	return nil
 }
 
-// statDir is os.Stat; a variable so that a test can stand in for a
-// stale export (ESTALE), which no test can make without root.
-var statDir = os.Stat
+// StatDir is os.Stat of the transcripts dir, behind the fault point a
+// test stands in for a stale export with (faults.SharedDirStat).
+func StatDir(dir string) (os.FileInfo, error) {
+	if err := faults.At(faults.SharedDirStat); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	return os.Stat(dir)
+}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/testfs"
 )
@@ -505,10 +506,16 @@ func TestWriteOnAFullDiskNamesTheTempOnce(t *testing.T) {
 func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, key), 0o700)
-	defer func() { readDirNames, statDir = fsat.ReadDirNames, os.Stat }()
-	stale := func(p string) error { return &os.PathError{Op: "stat", Path: p, Err: unix.ESTALE} }
-	readDirNames = func(d *os.File) ([]string, error) { return nil, stale(d.Name()) }
-	statDir = func(p string) (os.FileInfo, error) { return nil, stale(p) }
+	defer func() { readDirNames = fsat.ReadDirNames; faults.Set(nil) }()
+	readDirNames = func(d *os.File) ([]string, error) {
+		return nil, &os.PathError{Op: "open", Path: d.Name(), Err: unix.ESTALE}
+	}
+	faults.Set(func(p faults.Point) error {
+		if p == faults.SharedDirStat {
+			return unix.ESTALE
+		}
+		return nil
+	})
 	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, unix.ESTALE) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the dir named stale", got, unreadable, err)

@@ -148,3 +148,8 @@ const (
 	SharedWriteSync  Point = "shared-write/fsync" // the temp written, its fsync returned
 	SharedWriteClose Point = "shared-write/close" // the temp fsynced, its close returned
 )
+
+// The stat of a fleet's transcripts dir itself (fleet/shared.DirErr, and
+// fleet.Open's check that it is a directory): an error here is the
+// export gone stale (ESTALE), which no test can make without root.
+const SharedDirStat Point = "shared/dir-stat"
