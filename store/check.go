@@ -30,7 +30,7 @@ const (
 	KindPendingPromotion   Kind = "pending-promotion"   // a promotion committed but not renamed into place
 	KindStrayTemp          Kind = "stray-temp"          // a promotion or meta.db temp file no record names
 	KindLink               Kind = "link"                // a symbolic link under the root, or a hard-linked file in a key dir
-	KindNotRegular         Kind = "not-a-regular-file"  // current.jsonl or meta.db is a FIFO, a directory, ...
+	KindNotRegular         Kind = "not-a-regular-file"  // current.jsonl, meta.db or a legacy file is a FIFO, a directory, ...
 	KindNotADirectory      Kind = "not-a-directory"     // a key's name that is not a directory
 	KindLocked             Kind = "locked"              // the key's lock was not had in time: not checked
 	KindUnreadable         Kind = "unreadable"          // an I/O error while checking

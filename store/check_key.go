@@ -188,6 +188,15 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(age))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
+			if !fsat.IsRegular(&st) {
+				// Not the store's: reap leaves the key whole for it, so
+				// check says why. Never opened here (a FIFO would block).
+				resolve := "resolve reads it as no value"
+				if k.layout == LayoutDB {
+					resolve = "resolve ignores it beside meta.db"
+				}
+				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
+			}
 		case strings.HasPrefix(n, AsidePrefix):
 			add(path, KindMovedAside, "a damaged meta.db moved aside; keep it for a post-mortem or remove it")
 		default:

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/store/legacy"
+)
+
+// A legacy file (a sidecar, the legacy lock, an .incoming temp) that is a
+// FIFO or a directory is not the store's: reap leaves such a key whole and
+// says so, and check reports it as the not-a-regular-file problem that
+// --repair leaves. check said nothing of it: the key's legacy names were
+// only listed, never looked at. Nothing opens the FIFO (a read of one with
+// no writer would block): the look is an lstat, and resolve's read of a
+// sidecar opens it O_NONBLOCK.
+func TestCheckReportsALegacyFileThatIsNotARegularFile(t *testing.T) {
+	mkfifo := func(p string) error { return syscall.Mkfifo(p, 0o600) }
+	mkdir := func(p string) error { return os.Mkdir(p, 0o700) }
+	for _, c := range []struct {
+		name, file string
+		make       func(string) error
+		db         bool // a key with a meta.db (legacy files beside it)
+	}{
+		{"FIFO venue", legacy.VenueName, mkfifo, false},
+		{"directory pi-version", legacy.PiVersionName, mkdir, false},
+		{"FIFO context", legacy.ContextName, mkfifo, false},
+		{"directory resume-chain", legacy.ResumeChainName, mkdir, false},
+		{"FIFO lock", legacy.LockName, mkfifo, false},
+		{"directory .incoming", TranscriptName + ".incoming", mkdir, false},
+		{"FIFO venue beside meta.db", legacy.VenueName, mkfifo, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			key := Key("github", "legacy/check", c.name)
+			if c.db {
+				key = chkKey(t, s, c.name)
+			} else {
+				writeLegacy(t, root, key, map[string]string{
+					TranscriptName: string(transcriptBytes(clock.now, "legacy")),
+					"pi-version":   testPi,
+				})
+				os.Remove(filepath.Join(root, key, c.file))
+			}
+			if err := c.make(filepath.Join(root, key, c.file)); err != nil {
+				t.Fatal(err)
+			}
+			path := key + "/" + c.file
+			before := treeState(t, root)
+			for _, repair := range []bool{false, true} {
+				type result struct {
+					found []Finding
+					sum   CheckSummary
+				}
+				done := make(chan result, 1)
+				go func() {
+					f, sum := chkRun(t, s, repair)
+					done <- result{f, sum}
+				}()
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("check (repair %v) hung on a %s", repair, c.name)
+				}
+				f := chkFind(r.found, path, KindNotRegular)
+				if f == nil || f.Severity != SeverityProblem || f.Key != key || !f.Remains || f.Repaired || f.Detail == "" {
+					t.Fatalf("check (repair %v): want a not-a-regular-file problem at %s that remains; found %+v", repair, path, r.found)
+				}
+				if repair && f.Repair == "" {
+					t.Fatalf("check --repair says nothing of what it did with %s: %+v", path, f)
+				}
+				if r.sum.Remaining == 0 {
+					t.Fatalf("check (repair %v): summary %+v counts no problem", repair, r.sum)
+				}
+				if after := treeState(t, root); after != before {
+					t.Fatalf("check (repair %v) changed the tree:\n%s\nwas\n%s", repair, after, before)
+				}
+			}
+		})
+	}
+}
