@@ -260,21 +260,31 @@ func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db
 	// Nor does its open make or change anything there: a meta.db it
 	// would make, or an older file's schema migration it would commit.
 	opts.BeforeWrite = func() error {
-		if fsat.Moved(m.rootDir, name, kd) {
+		moved, err := fsat.Moved(m.rootDir, name, kd)
+		if moved {
 			return errMovedAside
 		}
-		return nil
+		return err // not known to be at its name: nothing is written
 	}
 	d, sc, err := db.OpenSidecars(kd, opts, write)
-	if err != nil || !fsat.Moved(m.rootDir, name, kd) {
+	if err != nil {
 		return d, sc, err
 	}
+	moved, merr := fsat.Moved(m.rootDir, name, kd)
+	if !moved && merr == nil {
+		return d, sc, nil
+	}
+	// Moved aside, or not known to be at its name (the look failed: the
+	// key fails with its error): as little of this open is left in it.
 	if write && before.MadeByOpen(kd, d, sc) {
 		if fsat.Remove(kd, db.FileName) == nil {
 			fsat.SyncDir(kd)
 		}
 	}
 	d.Close()
+	if merr != nil {
+		return nil, db.Sidecars{}, merr
+	}
 	return nil, db.Sidecars{}, errMovedAside
 }
 

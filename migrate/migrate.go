@@ -185,10 +185,11 @@ func (m *migrator) dbOptions() db.Options {
 func (m *migrator) writerOptions(kd *os.File, name string) db.Options {
 	o := m.dbOptions()
 	o.BeforeWrite = func() error {
-		if fsat.Moved(m.rootDir, name, kd) {
+		moved, err := fsat.Moved(m.rootDir, name, kd)
+		if moved {
 			return &os.PathError{Op: "open", Path: fsat.Join(kd, db.FileName), Err: fmt.Errorf("the key dir was moved aside while this waited for its lock: %w", unix.ENOENT)}
 		}
-		return nil
+		return err // not known to be at its name: nothing is written
 	}
 	return o
 }

@@ -123,7 +123,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 	// write (under a shared lock, or none), and it is not applied.
 	write := !m.opts.DryRun
 	p, err := c.plan(m, kd, name, write)
-	if err != nil && p.lock == nil && fsat.IsNotExist(err) && fsat.Moved(m.rootDir, name, kd) {
+	if err != nil && p.lock == nil && fsat.IsNotExist(err) && knownMoved(m.rootDir, name, kd) {
 		// Removed or moved away while the plan waited for its lock (a
 		// reap, check --quarantine): nothing of it was converted, and
 		// there is nothing for a re-run to finish.
@@ -139,12 +139,21 @@ func (m *migrator) convert(c conversion, name string) Report {
 		p.Key = name
 		return p.Report // no lock, nothing to apply or to clean up
 	}
-	if write && fsat.Moved(m.rootDir, name, kd) {
+	moved, merr := false, error(nil)
+	if write {
+		moved, merr = fsat.Moved(m.rootDir, name, kd)
+	}
+	if moved || merr != nil {
 		// Moved aside (check --quarantine) while the plan waited for the
 		// lock: the dir held is no longer the key, and a quarantine dir is
 		// left as the quarantine left it. Only a meta.db this plan's open
-		// made there is taken away again.
+		// made there is taken away again. A dir not known to be at its
+		// name (the look failed) is treated as one moved aside, and the
+		// key fails with the look's error: nothing is written in it.
 		p.Report = Report{Action: Skipped, Cause: vanishedCause}
+		if merr != nil {
+			p.Report = Report{Action: Failed, Cause: merr.Error()}
+		}
 		if p.made && m.disk.Remove(kd, db.FileName) == nil {
 			m.disk.SyncDir(kd)
 		}
@@ -161,4 +170,11 @@ func (m *migrator) convert(c conversion, name string) Report {
 	p.fail(p.lock.Close())
 	p.Key = name
 	return p.Report
+}
+
+// knownMoved reports whether kd is known to be no longer at name under
+// root: a look that failed is not known (the caller keeps its own error).
+func knownMoved(root *os.File, name string, kd *os.File) bool {
+	moved, err := fsat.Moved(root, name, kd)
+	return err == nil && moved
 }

@@ -357,8 +357,8 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 		return false, err
 	}
 	// Another dir at the name is not the one judged empty and idle.
-	if fsat.Moved(root, key, kd) {
-		return false, nil
+	if moved, err := fsat.Moved(root, key, kd); err != nil || moved {
+		return false, err
 	}
 	// rmdir, not the durability seam's remove: that unlinks whatever is at
 	// the name, and this must remove an empty directory or nothing.

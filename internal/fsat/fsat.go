@@ -191,18 +191,22 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 
 // Moved reports whether f, opened as dir's entry name, is no longer there:
 // nothing at the name, or another file (the name not followed). A stat
-// that fails otherwise is not taken for a move: the caller goes on as
-// with the file in place, and its own calls meet the error.
-func Moved(dir *os.File, name string, f *os.File) bool {
+// that fails otherwise is its error, never "not moved": a caller that
+// took it for "still there" would write into a dir moved aside (check
+// --quarantine's, which promises nothing in it changes).
+func Moved(dir *os.File, name string, f *os.File) (bool, error) {
 	held, err := Fstat(f)
 	if err != nil {
-		return false
+		return false, err
 	}
 	now, err := LstatAt(dir, name)
-	if err != nil {
-		return IsNotExist(err)
+	switch {
+	case IsNotExist(err):
+		return true, nil
+	case err != nil:
+		return false, err
 	}
-	return now.Dev != held.Dev || now.Ino != held.Ino
+	return now.Dev != held.Dev || now.Ino != held.Ino, nil
 }
 
 // Fstat is like (*os.File).Stat, but returns the system's own record.

@@ -315,19 +315,40 @@ func TestMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kd.Close()
-	if Moved(rd, "k", kd) {
-		t.Fatal("a dir at its name is taken for moved")
+	if moved, err := Moved(rd, "k", kd); moved || err != nil {
+		t.Fatalf("a dir at its name: moved %v, %v", moved, err)
 	}
 	if err := os.Rename(filepath.Join(root, "k"), filepath.Join(root, ".aside")); err != nil {
 		t.Fatal(err)
 	}
-	if !Moved(rd, "k", kd) {
-		t.Fatal("a dir gone from its name is not moved")
+	if moved, err := Moved(rd, "k", kd); !moved || err != nil {
+		t.Fatalf("a dir gone from its name: moved %v, %v", moved, err)
 	}
 	if err := os.Symlink(".aside", filepath.Join(root, "k")); err != nil {
 		t.Fatal(err)
 	}
-	if !Moved(rd, "k", kd) {
-		t.Fatal("a link to the dir at its name is taken for the dir, followed")
+	if moved, err := Moved(rd, "k", kd); !moved || err != nil {
+		t.Fatalf("a link to the dir at its name: moved %v, %v (taken for the dir, followed)", moved, err)
+	}
+}
+
+func TestMovedOnAnIOErrorIsTheError(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "k"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kd, err := OpenDir(filepath.Join(root, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	nd, err := os.Create(filepath.Join(root, "file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	// The stat of the name fails (ENOTDIR): not known, so not "not moved".
+	if moved, err := Moved(nd, "k", kd); err == nil || !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("a stat of the name that failed: moved %v, %v; want the ENOTDIR", moved, err)
 	}
 }
