@@ -62,7 +62,7 @@ type dumpSummary struct {
 	Entries     int  `json:"entries"`     // objects printed
 	Keys        int  `json:"keys"`        // of which named as keys
 	Failed      int  `json:"failed"`      // keys that could not be read (exit 1)
-	Interrupted bool `json:"interrupted"` // Ctrl-C or SIGTERM stopped the walk
+	Interrupted bool `json:"interrupted"` // Ctrl-C, SIGTERM or SIGHUP stopped the walk
 }
 
 func bindDump(fs *flag.FlagSet) func(*invocation) int {

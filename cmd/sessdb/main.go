@@ -35,7 +35,7 @@ var exitMeaning = map[int]string{
 	exitFault:       "a fault: an I/O error, a sessions root that cannot be read, or an entry the command could not do (each named on stderr, after the others were done)",
 	exitUsage:       "a usage or configuration error (one line on stderr naming the flag, argument or variable), or a sessions root a walk refuses",
 	exitIssues:      "check found problems (with --repair: problems that remain); no other command returns it",
-	exitInterrupted: "interrupted by Ctrl-C or SIGTERM: what was done is printed, marked interrupted",
+	exitInterrupted: "interrupted by Ctrl-C, SIGTERM or SIGHUP: what was done is printed, marked interrupted",
 }
 
 // exitOrder is the order the table is printed in.

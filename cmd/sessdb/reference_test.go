@@ -58,8 +58,10 @@ objects the commands print are listed field by field in [json.md](json.md).
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
   root, a directory anyone may write to without the sticky bit, and one
   owned by another user (unless it runs as root).
-- **Ctrl-C** (or SIGTERM) stops a walk (dump, stats, check, reap, migrate)
-  within a second (migrate: once the keys under way are done): nothing new
+- **Ctrl-C** (or SIGTERM, or SIGHUP: a closed terminal; a SIGHUP ignored
+  from the start, under nohup, stays ignored) stops a walk (dump, stats,
+  check, reap, migrate) within a second (migrate: once the keys under way
+  are done): nothing new
   is started, what was done is printed and marked interrupted, and the exit
   status is 130. A key under way that waits for its lock is waited for
   until it has it or gives up (2 s, check --repair twice; migrate 10 s), so

@@ -217,7 +217,7 @@ func (r *reporter) faultOn(key string, err error) int {
 	return exitFault
 }
 
-// interrupted reports a walk stopped by Ctrl-C or SIGTERM and returns
+// interrupted reports a walk stopped by Ctrl-C, SIGTERM or SIGHUP and returns
 // exit status 130.
 func (r *reporter) interrupted(done int) int {
 	r.line(zerolog.WarnLevel, "", exitInterrupted, fmt.Sprintf("interrupted after %s; the output covers those", plural(done, "entry")))

@@ -20,11 +20,19 @@ import (
 // clock is the CLI's clock; golden tests fix it.
 var clock = time.Now
 
-// interruptContext returns a context that ends at the first Ctrl-C or
-// SIGTERM; tests replace it. After the first signal the default action is
-// restored, so a second Ctrl-C kills a walk that is slow to stop.
+// interruptContext returns a context that ends at the first Ctrl-C,
+// SIGTERM or SIGHUP; tests replace it. A closed terminal (SIGHUP) under an
+// operator's long reap or migration stops it as Ctrl-C does, rather than
+// killing it as a crash would, midway with nothing reported; a SIGHUP the
+// process was started ignoring (nohup) stays ignored. After the first
+// signal the default action is restored, so a second one kills a walk
+// that is slow to stop.
 var interruptContext = func() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	go func() {
 		<-ctx.Done()
 		stop()
