@@ -167,6 +167,20 @@ func utf8Flags(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
+// trimStamps trims white space (JavaScript's, the legacy reader's set)
+// from around each of the job's stamps it is given (pi version, venue,
+// model), in place. White space around a stamp is a quoting mistake, a
+// stray newline from a variable or an env file, never part of it: the
+// legacy reader trims it from every sidecar, so a stamp kept with it
+// could never be written to legacy files, and every later job stamped
+// without it would be a mismatch (venue-changed, pi-version-changed). A
+// whole number's flag ignores it the same way.
+func trimStamps(stamps ...*string) {
+	for _, s := range stamps {
+		*s = strings.TrimFunc(*s, jsstr.IsSpace)
+	}
+}
+
 // parseBounds parses the ladder's bounds strictly: "3.5", "1e3", "08", "+3" and
 // negative values are configuration errors naming the variable or flag,
 // never silently clamped.

@@ -74,9 +74,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	verify := fs.Bool("verify", false, "read what a resolve would copy and check its size and CRC32C")
 	history := fs.String("history", "0", "print each key's last `N` history entries (at most 64) as a table of their own instead of the key table; with --json, in each object")
 	asJob := fs.Bool("as-job", false, "judge the verdict for the job that --pi-version, --venue and --model describe; without it, a verdict that depends on the job shows as ?")
-	piVersion := fs.String("pi-version", "", "with --as-job: the pi `VERSION` the job's image declares")
-	venue := fs.String("venue", "", "with --as-job: the backend, `NAME`, the job runs on")
-	model := fs.String("model", "", "with --as-job: the job's `PROVIDER/ID` (for the context bound)")
+	piVersion := fs.String("pi-version", "", "with --as-job: the pi `VERSION` the job's image declares (trimmed, as resolve's)")
+	venue := fs.String("venue", "", "with --as-job: the backend, `NAME`, the job runs on (trimmed, as resolve's)")
+	model := fs.String("model", "", "with --as-job: the job's `PROVIDER/ID` (for the context bound; trimmed, as resolve's)")
 	at := bindAt(fs)
 	return func(inv *invocation) int {
 		now, atOpt, err := at.now()
@@ -98,6 +98,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			if err := utf8Flags(inv.fs, "pi-version", "venue"); err != nil {
 				return inv.rep.usage(err) // no job could be given them: see resolve
 			}
+			trimStamps(piVersion, venue, model)
 			job = &store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model}
 		case inv.given("pi-version") || inv.given("venue") || inv.given("model"):
 			return inv.rep.usage(errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))

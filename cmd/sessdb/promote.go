@@ -78,7 +78,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	fk := bindFleet(fs)
 	jobDir := fs.String("job-dir", "", "the job's `DIR`, as given to resolve; required")
-	piVersion := fs.String("pi-version", "", "the pi `VERSION` that wrote the transcript (\"\" = unknown: the next job cold-starts); required")
+	piVersion := fs.String("pi-version", "", "the pi `VERSION` that wrote the transcript (\"\" = unknown: the next job cold-starts; white space around it is trimmed); required")
 	tokens := fs.String("context-tokens", "", "override the context tokens, `N`, computed from the transcript (pi's own end-of-run reading)")
 	window := fs.String("context-window", "", "the model's context window `W`; default: looked up in --models, then in pi 0.58.3's built-in models")
 	require := knob{env: "PI_SESSION_PROMOTE_REQUIRE", flag: "require", help: "refuse any run but an `answered` one (run-incomplete); the only value is answered"}
@@ -96,6 +96,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		if err := utf8Flags(inv.fs, "job-dir", "pi-version"); err != nil {
 			return inv.rep.usage(err)
 		}
+		trimStamps(piVersion)
 		if err := pathLength("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}

@@ -69,9 +69,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	repo := fs.String("repo", "", "key material: `REPO`, the base repository (none for --kind local)")
 	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch (for --kind local, the trigger id)")
 	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir")
-	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes); required")
-	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on")
-	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound")
+	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes; white space around it is trimmed); required")
+	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on (white space around it is trimmed)")
+	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound (white space around it is trimmed)")
 	jobID := fs.String("job", "", "the job's `ID`, recorded in the key's history by promote")
 	return func(inv *invocation) int {
 		k, err := keyFromFlags(*key, *kind, *repo, *ref)
@@ -86,6 +86,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		case !inv.given("pi-version"):
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
+		trimStamps(piVersion, venue, model)
 		if err := pathLength("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}
