@@ -103,7 +103,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		if made && err != nil {
 			// The meta.db made for the lock goes again: the key is as
 			// it was.
-			s.disk.remove(kd, db.FileName)
+			s.removeLockOnly(kd)
 		}
 	}()
 	// Moved aside (check --repair --quarantine) while this waited for the

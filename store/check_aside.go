@@ -92,7 +92,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 		// name it is at now, so that what else is at the key's name is
 		// never touched).
 		if ad, err := movedDir(root, kd, aside); err == nil {
-			s.disk.remove(ad, db.FileName)
+			s.removeLockOnly(ad)
 			ad.Close()
 		}
 	}

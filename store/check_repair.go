@@ -170,7 +170,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	// made: a promotion may have created and committed one since the look.
 	if !hadDB && sc == (db.Sidecars{}) {
 		// Runs before the Close above: the lock is held while the name goes.
-		defer s.disk.remove(kd, db.FileName)
+		defer s.removeLockOnly(kd)
 	}
 	// Moved aside (check --repair --quarantine) while this waited for the
 	// lock: nothing in the dir moved aside is to change.

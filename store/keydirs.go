@@ -269,6 +269,22 @@ func stillAtKey(op, root string, kd *os.File, key string) error {
 	return nil
 }
 
+// removeLockOnly unlinks kd's meta.db, one an open made for its lock alone
+// and that holds nothing, under that lock, and makes the unlink durable,
+// as a migration does: the key is then as it was, after a power cut too.
+// Without the fsync a cut brought the empty file back, as a kill between
+// the create and the unlink leaves it (it vouches for nothing: no verdict
+// changes), in a dir the operation had reported left as it was (a
+// quarantine's too). Only the paths that made such a file pay for it: a
+// refused first promotion, reap, check --repair, quarantine and accept;
+// never a resolve or a promotion that lands. A failure leaves the file,
+// empty.
+func (s *Store) removeLockOnly(kd *os.File) {
+	if s.disk.remove(kd, db.FileName) == nil {
+		s.disk.syncDir(kd)
+	}
+}
+
 // keyTxn is a key dir held under its exclusive lock for a promotion.
 type keyTxn struct {
 	s       *Store
@@ -383,7 +399,7 @@ func (t *keyTxn) Close() error {
 			// Still under the lock, as reap and check --repair remove
 			// meta.db: an open waiting for the lock finds the name gone
 			// once it has it, and a writer makes its own.
-			t.s.disk.remove(t.kd, db.FileName)
+			t.s.removeLockOnly(t.kd)
 		}
 		t.d.Close()
 	}

@@ -266,7 +266,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	}
 	keep := func(err error) (bool, error) {
 		if empty {
-			s.disk.remove(kd, db.FileName)
+			s.removeLockOnly(kd)
 		}
 		return false, err
 	}
@@ -276,8 +276,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// moved: an empty meta.db that was there (a killed promotion's lock
 	// file) stays, and only one this open made goes.
 	if err := stillAtKey("reap", s.root, kd, key); err != nil {
-		if empty && before.MadeByOpen(kd, d, sc) {
-			fsat.UnlinkAt(kd, db.FileName)
+		if empty && before.MadeByOpen(kd, d, sc) && fsat.UnlinkAt(kd, db.FileName) == nil {
+			fsat.SyncDir(kd) // durable, as removeLockOnly's (kd's name is another dir's now)
 		}
 		return false, err
 	}
