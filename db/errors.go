@@ -17,8 +17,8 @@ import (
 var (
 	// ErrLockTimeout is returned when the in-process lock or the file lock
 	// was not had within the lock timeout, or when meta.db was replaced
-	// under the lock twice in a row (the lock then never covered the file
-	// the name refers to).
+	// under the lock three times in a row (the lock then never covered the
+	// file the name refers to).
 	ErrLockTimeout = errors.New("lock timeout")
 
 	// ErrNewerSchema is returned when the file's schema version is newer
@@ -60,7 +60,8 @@ var (
 	// errReplaced is returned, inside ErrLockTimeout, when meta.db was
 	// replaced (or removed) between its open and its flock: the lock then
 	// covers a file the name no longer refers to, and protects nothing.
-	// openLocked tries once more before it gives up.
+	// openLocked tries again, up to openAttempts in all, before it gives
+	// up.
 	errReplaced = errors.New("meta.db was replaced while it was being locked")
 
 	// errUpToDate is returned by migrate when no step is pending, and rolls

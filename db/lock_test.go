@@ -328,7 +328,7 @@ func dirID(t *testing.T, kd keyDir) keyID {
 }
 
 // The lock must cover the file the name refers to: a file replaced between
-// the open and the lock is opened again, once.
+// the open and the lock is opened again, up to openAttempts in all.
 func TestReplacedWhileLocking(t *testing.T) {
 	kd := makeDB(t, 0)
 	rival := makeDB(t, 0)
@@ -351,7 +351,7 @@ func TestReplacedWhileLocking(t *testing.T) {
 	d.Close()
 
 	// Replaced every time: give up instead of looping.
-	others := []keyDir{makeDB(t, 0), makeDB(t, 0), makeDB(t, 0)}
+	others := []keyDir{makeDB(t, 0), makeDB(t, 0), makeDB(t, 0), makeDB(t, 0)}
 	n := 0
 	testHookLocked = func() {
 		if n < len(others) {
@@ -364,7 +364,7 @@ func TestReplacedWhileLocking(t *testing.T) {
 	_, err := OpenReader(kd.dir, kd.db, testOpts)
 	wantErr(t, err, ErrLockTimeout)
 	wantErr(t, err, errReplaced)
-	if n != 2 {
-		t.Errorf("tried %d times, want 2", n)
+	if n != openAttempts {
+		t.Errorf("tried %d times, want %d", n, openAttempts)
 	}
 }

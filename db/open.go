@@ -65,6 +65,16 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	return d, nil
 }
 
+// openAttempts bounds an open's tries at meta.db: each after the first
+// follows a file replaced or removed under the open while it waited for
+// the lock. One is a reap's or a repair's unlink, a quarantine's or a
+// repair's move; one more is a writer in another process giving a
+// hard-linked meta.db a file of its own (ownFile), which changes which
+// file the name leads to, never what the key holds, and must not cost an
+// open that one removal alone would let through. More than that is a
+// name that keeps changing: the open gives up instead of looping.
+const openAttempts = 3
+
 func openLocked(dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
 	var d *DB
 	for attempt := 1; ; attempt++ {
@@ -79,11 +89,12 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 			break
 		}
 		// Replaced, or removed between the creation and the open (a writer
-		// creates it again): once more, then give up.
+		// creates it again): again, up to openAttempts in all, then give
+		// up.
 		retry := errors.Is(err, errReplaced) || write && errors.Is(err, fs.ErrNotExist)
-		if !retry || attempt == 2 {
+		if !retry || attempt == openAttempts {
 			if errors.Is(err, errReplaced) {
-				err = pathErr("open", name, fmt.Errorf("%w: %w twice", ErrLockTimeout, errReplaced))
+				err = pathErr("open", name, fmt.Errorf("%w: %w %d times", ErrLockTimeout, errReplaced, openAttempts))
 			}
 			return nil, err
 		}

@@ -281,8 +281,8 @@ var metaSwapOps = []metaSwapOp{
 // promotion; the key dir quarantined, or reaped. For each reader (resolve,
 // dump, check) and writer (promote, roll forward, check --repair):
 //
-//   - the open takes the file now at the name (it retries once when the
-//     file it opened is no longer there), and the operation says a named
+//   - the open takes the file now at the name (it retries, at most twice,
+//     when the file it opened is no longer there), and the operation says a named
 //     reason within its lock timeout: never a crash, a hang or a resume of
 //     bytes no record describes;
 //   - nothing is written through the link (its target is unchanged), and

@@ -70,8 +70,8 @@ const (
 // made; meta.db opened and judged a regular file, its flock (the key dir's
 // turnstile first) not yet taken. A fault here fails the open as an I/O
 // error would. db-open/before-meta is reached once per open,
-// db-open/before-flock once per attempt: an open retries once when
-// meta.db was replaced under it. db-open/own-file-before-rename is reached
+// db-open/before-flock once per attempt: an open retries, at most twice,
+// when meta.db was replaced under it. db-open/own-file-before-rename is reached
 // only by a writer whose meta.db has more than one name: its copy is
 // written and fsynced, not yet renamed over meta.db.
 const (
