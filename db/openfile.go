@@ -102,7 +102,9 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fail(pathErr("open", name, err))
 	}
-	if write && uint64(st.Nlink) > 1+uint64(tempNamesOf(dirfd, &st)) {
+	// The key dir is listed only for a file with another name: an open of
+	// one with a single name, every promotion's, pays nothing for this.
+	if write && st.Nlink > 1 && uint64(st.Nlink) > 1+uint64(tempNamesOf(dirfd, &st)) {
 		own, err := ownFile(dirfd, f, &st, name, before)
 		if err != nil {
 			return fail(err)

@@ -19,6 +19,9 @@ import (
 // holds meta.db's: none is.) An error reading the dir counts none, and the
 // file is copied, which is always safe.
 func tempNamesOf(dirfd int, st *unix.Stat_t) int {
+	if testHookTempNames != nil {
+		testHookTempNames()
+	}
 	fd, err := openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0
@@ -40,6 +43,9 @@ func tempNamesOf(dirfd int, st *unix.Stat_t) int {
 	}
 	return n
 }
+
+// testHookTempNames lets a test count the key dir's reads for temps.
+var testHookTempNames func()
 
 // ownFile gives a writer's meta.db a file of its own when it has more
 // than one name, before anything is written to it. f is meta.db as the
