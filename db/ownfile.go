@@ -61,9 +61,9 @@ var testHookTempNames func()
 // writer waiting for the old file's lock finds, once it has it, that the
 // name refers to another file, and opens the name again (openLocked), as
 // when a reap unlinks meta.db under its lock. The copy keeps the file's
-// permission bits; it is owned, like a meta.db that create makes, by the
-// writing process. On error nothing has changed but, after the rename, the
-// name, which then refers to the whole copy; f stays open and locked.
+// owner and permission bits. On error nothing has changed but, after the
+// rename, the name, which then refers to the whole copy; f stays open and
+// locked.
 //
 // before is Options.BeforeWrite, asked once more before the rename: the
 // key dir may have been moved aside while the open waited for the lock.
@@ -92,6 +92,19 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	// as a writer's work in flight, not debris.
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("flock %s: %w", tmp, err))
+	}
+	// Owned as the file it replaces: root's check --repair on a worker's
+	// key would otherwise leave meta.db root's, and the worker locked out
+	// of its own key. A writer that may not give it that owner (neither
+	// root nor the owner) fails here, before anything changed.
+	var tst unix.Stat_t
+	if err := unix.Fstat(fd, &tst); err != nil {
+		return nil, pathErr("copy", name, fmt.Errorf("stat %s: %w", tmp, err))
+	}
+	if tst.Uid != st.Uid || tst.Gid != st.Gid {
+		if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil {
+			return nil, pathErr("copy", name, fmt.Errorf("chown %s to meta.db's owner %d:%d: %w", tmp, st.Uid, st.Gid, err))
+		}
 	}
 	if err := unix.Fchmod(fd, uint32(st.Mode&0o777)); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("chmod %s: %w", tmp, err))
