@@ -73,6 +73,7 @@ type DB struct {
 	snap   *snapshot // a reader's whole file, read under the lock
 	file   *os.File  // the locked descriptor (bbolt's, when bbolt has it)
 	meta   MetaPages // the meta pages the open judged the file by
+	copied fileID    // the hard-linked file the open gave a copy of its own; zero: none
 	unlock func()    // the in-process lock
 
 	mu     sync.RWMutex // transactions share it, Close takes it
@@ -87,6 +88,16 @@ type DB struct {
 // MetaPages returns both meta pages as the open found them under the lock,
 // and the one in use. A writer's commits since then are not in it.
 func (d *DB) MetaPages() MetaPages { return d.meta }
+
+// CopiedFrom returns the device and inode numbers of the file a writer's
+// open found at meta.db's name with more than one name and gave a file of
+// its own (a copy renamed over it), and ok false when the open copied
+// nothing. The file the DB holds is then another inode than the one at the
+// name before the open, with the same bytes: for a caller that tells the
+// file it found from one made since by its inode, it is the file found.
+func (d *DB) CopiedFrom() (dev, ino uint64, ok bool) {
+	return d.copied.dev, d.copied.ino, d.copied != fileID{}
+}
 
 // FileID returns the device and inode numbers of the file the DB holds
 // open and locked: which file it judged, wherever its name leads now.

@@ -176,7 +176,8 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // for one), and issue 15 found promotions acknowledged into files that
 // every reader then refused.
 func openDB(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
-	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline)
+	var copied fileID
+	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline, &copied)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 		}
 		return nil, pathErr("open", name, err)
 	}
-	d := &DB{name: name, write: write, bdb: bdb, file: file, meta: meta, unlock: func() {}}
+	d := &DB{name: name, write: write, bdb: bdb, file: file, meta: meta, copied: copied, unlock: func() {}}
 	err = d.call(func() error {
 		return bdb.View(func(tx *bolt.Tx) error {
 			// bbolt read the meta page itself: it must be the one the

@@ -19,8 +19,9 @@ import (
 // say. A file whose pages span at most snapshotLimit bytes is read once, up
 // to its high-water mark, and checked in memory; whole is then those bytes.
 // A writer's meta.db with more than one name is first given a file of its
-// own (ownFile; before is Options.BeforeWrite).
-func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time) (file *os.File, whole []byte, meta MetaPages, err error) {
+// own (ownFile; before is Options.BeforeWrite); *copied is then set to the
+// file that was at the name.
+func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, copied *fileID) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -111,6 +112,7 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		}
 		f.Close() // the old file's lock: its waiters find the name renamed over
 		f = own
+		*copied = fileID{uint64(st.Dev), uint64(st.Ino)}
 	}
 	if meta, err = InspectMeta(f, st.Size); err != nil {
 		return fail(pathErr("open", name, err))

@@ -11,6 +11,9 @@ import (
 	"sessdb/internal/faults"
 )
 
+// fileID names a file by device and inode.
+type fileID struct{ dev, ino uint64 }
+
 // tempNamesOf counts the names under the key dir's meta.db temp prefix that
 // are st's file. Such a name is create's, left by a crash between its
 // link and its unlink, and a second name of meta.db inside the key dir

@@ -225,7 +225,7 @@ func (m *migrator) lockExisting(kd *os.File, key string, before lockonly.Before)
 		return nil, sc, false, err
 	}
 	sc = settled(kd, sc)
-	return d, sc, !before.Is(kd) && sc == (db.Sidecars{}), nil
+	return d, sc, !before.Is(kd, d) && sc == (db.Sidecars{}), nil
 }
 
 // lostPrev is the pending promotion recorded in d when t, the transcript

@@ -43,11 +43,17 @@ func (b Before) Close() {
 	}
 }
 
-// Is reports whether kd's meta.db is still the file b found. One that was
-// not held is compared by its change time too, as the best left.
-func (b Before) Is(kd *os.File) bool {
+// Is reports whether kd's meta.db, which d holds opened after b was
+// looked at, is still the file b found, or the copy d's open gave that
+// file when it had more than one name (db.DB.CopiedFrom: the same bytes
+// under another inode, no file an open made). One that was not held is
+// compared by its change time too, as the best left.
+func (b Before) Is(kd *os.File, d *db.DB) bool {
 	if !b.found {
 		return false
+	}
+	if dev, ino, ok := d.CopiedFrom(); ok && b.held != nil {
+		return dev == uint64(b.st.Dev) && ino == uint64(b.st.Ino)
 	}
 	now, err := fsat.LstatAt(kd, db.FileName)
 	return err == nil && now.Dev == b.st.Dev && now.Ino == b.st.Ino && (b.held != nil || now.Ctim == b.st.Ctim)
@@ -60,7 +66,7 @@ func (b Before) Is(kd *os.File) bool {
 // no history, which a rival's commit between the open's create and its
 // lock could have put there. A history that cannot be read counts as one.
 func (b Before) MadeByOpen(kd *os.File, d *db.DB, sc db.Sidecars) bool {
-	if sc != (db.Sidecars{}) || b.Is(kd) {
+	if sc != (db.Sidecars{}) || b.Is(kd, d) {
 		return false
 	}
 	var h []db.HistoryEntry

@@ -84,6 +84,21 @@ func TestMadeByOpen(t *testing.T) {
 			t.Fatal("a meta.db found before the open is taken for the open's own")
 		}
 	})
+	t.Run("the empty one found had a second name, and the open copied it", func(t *testing.T) {
+		kd := keyDir(t)
+		commit(t, kd, func(*db.Tx) error { return nil })
+		if err := os.Link(filepath.Join(kd.Name(), db.FileName), filepath.Join(t.TempDir(), db.FileName)); err != nil {
+			t.Fatal(err)
+		}
+		before := lockonly.Look(kd)
+		d, sc := open(t, kd)
+		if _, _, ok := d.CopiedFrom(); !ok {
+			t.Fatal("the writer's open of a hard-linked meta.db copied nothing")
+		}
+		if before.MadeByOpen(kd, d, sc) {
+			t.Fatal("a meta.db found before the open, given a file of its own by it, is taken for the open's own")
+		}
+	})
 	t.Run("the one found was removed and the open made another", func(t *testing.T) {
 		kd := keyDir(t)
 		commit(t, kd, func(*db.Tx) error { return nil })
