@@ -77,14 +77,15 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 		return nil, pathErr("copy", name, err)
 	}
 	// Named as the file it becomes: bbolt's errors name the file they are
-	// about, and this one is meta.db from the rename on.
-	own = os.NewFile(uintptr(fd), name)
+	// about, and this one is meta.db from the rename on. Closed through
+	// its own variable: an error return sets own to nil.
+	file := os.NewFile(uintptr(fd), name)
 	renamed := false
 	defer func() {
 		if err == nil {
 			return
 		}
-		own.Close()
+		file.Close() // its flock with it: after the rename, meta.db's
 		if !renamed {
 			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
 		}
@@ -115,7 +116,7 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	// ReadFrom with a *os.File behind the limit copies in the kernel where
 	// it can (copy_file_range); the offset of f is still 0, nothing has
 	// read it but at offsets.
-	n, err := own.ReadFrom(io.LimitReader(f, st.Size))
+	n, err := file.ReadFrom(io.LimitReader(f, st.Size))
 	if err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("to %s: %w", tmp, err))
 	}
@@ -138,10 +139,13 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 		return nil, pathErr("copy", name, fmt.Errorf("rename %s: %w", tmp, err))
 	}
 	renamed = true
+	if err := faults.At(faults.DBOwnFileAfterRename); err != nil {
+		return nil, pathErr("copy", name, err)
+	}
 	// Until the directory is durable a crash could bring the old file back
 	// under the name after this writer's commits went into the copy.
 	if err := fsync(dirfd); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("sync directory: %w", err))
 	}
-	return own, nil
+	return file, nil
 }

@@ -71,13 +71,15 @@ const (
 // turnstile first) not yet taken. A fault here fails the open as an I/O
 // error would. db-open/before-meta is reached once per open,
 // db-open/before-flock once per attempt: an open retries, at most twice,
-// when meta.db was replaced under it. db-open/own-file-before-rename is reached
-// only by a writer whose meta.db has more than one name: its copy is
-// written and fsynced, not yet renamed over meta.db.
+// when meta.db was replaced under it. db-open/own-file-before-rename and
+// db-open/own-file-after-rename are reached only by a writer whose meta.db
+// has more than one name: its copy is written and fsynced, not yet renamed
+// over meta.db; renamed over it, the directory not yet fsynced.
 const (
 	DBOpenBeforeMeta      Point = "db-open/before-meta"            // the key dir held, meta.db not looked at
 	DBOpenBeforeLock      Point = "db-open/before-flock"           // meta.db opened, not locked
 	DBOwnFileBeforeRename Point = "db-open/own-file-before-rename" // a hard-linked meta.db's copy made, not in place
+	DBOwnFileAfterRename  Point = "db-open/own-file-after-rename"  // the copy renamed over meta.db, the dir not fsynced
 )
 
 // CheckAfterKeyOpen is where check has opened a key dir (and meta.db, or
