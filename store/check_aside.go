@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 )
@@ -56,17 +57,11 @@ func (s *Store) Quarantine(key string) (string, error) {
 	case err != nil:
 		return "", err
 	case fsat.IsRegular(&st):
-		f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
+		f, err := s.lockFileAtName(kd, st)
 		if err != nil {
 			return "", err
 		}
 		defer f.Close()
-		if err := db.LockExclusive(kd, f, s.opts.LockTimeout); err != nil {
-			return "", err
-		}
-		if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Ino != st.Ino || now.Dev != st.Dev {
-			return "", &os.PathError{Op: "quarantine", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
-		}
 	}
 	// A meta.db that is a link or a FIFO is no lock anyone can take: the
 	// key is moved as it is.
@@ -98,6 +93,41 @@ func (s *Store) Quarantine(key string) (string, error) {
 	}
 	s.opts.Logger.Info().Str("key", key).Str("dir", aside).Msg("session_quarantined")
 	return aside, nil
+}
+
+// lockAttempts bounds lockFileAtName's tries, as db's opens are bounded.
+const lockAttempts = 3
+
+// lockFileAtName opens kd's meta.db, found a regular file as st, and takes
+// the exclusive flock of the file itself, a damaged one too. A file no
+// longer at the name once locked (a reap's or a repair's unlink, a
+// quarantine's move, a writer giving a hard-linked meta.db a file of its
+// own) locks nothing: it is let go, and a regular file at the name now is
+// opened and locked instead, up to lockAttempts tries in all.
+func (s *Store) lockFileAtName(kd *os.File, st unix.Stat_t) (*os.File, error) {
+	for attempt := 1; ; attempt++ {
+		f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.fault(faults.QuarantineBeforeLock); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := db.LockExclusive(kd, f, s.opts.LockTimeout); err != nil {
+			f.Close()
+			return nil, err
+		}
+		now, err := fsat.LstatAt(kd, db.FileName)
+		if err == nil && now.Ino == st.Ino && now.Dev == st.Dev {
+			return f, nil
+		}
+		f.Close()
+		if err != nil || !fsat.IsRegular(&now) || attempt == lockAttempts {
+			return nil, &os.PathError{Op: "quarantine", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
+		}
+		st = now
+	}
 }
 
 // quarantineFindings runs Quarantine for check --repair --quarantine: what

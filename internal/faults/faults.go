@@ -51,7 +51,8 @@ const (
 // expired unlocked, nothing locked; under the key's lock, before anything
 // is written; the reaping entry committed; the key dir renamed to its
 // reap-owned name; its transcript removed there), the one step of
-// removing an empty key dir, and of check's move-aside repair.
+// removing an empty key dir, of a quarantine's lock on the meta.db it
+// opened, and of check's move-aside repair.
 const (
 	ReapBeforeLock       Point = "reap/before-lock"              // judged expired unlocked, the lock not yet taken
 	ReapBeforeRemove     Point = "reap/before-remove"            // under the lock, nothing written
@@ -59,6 +60,7 @@ const (
 	ReapAfterRename      Point = "reap/after-rename"             // the key dir at its reap-owned name
 	ReapAfterTranscript  Point = "reap/after-transcript-removed" // its transcript removed there
 	ReapEmptyBeforeRmdir Point = "reap/empty-before-rmdir"       // an empty key dir judged idle past the TTL, not yet removed
+	QuarantineBeforeLock Point = "quarantine/before-lock"        // meta.db opened, not yet locked
 	RepairBeforeAside    Point = "repair/before-move-aside"      // meta.db locked, not yet moved
 	RepairAfterAside     Point = "repair/after-move-aside"       // moved, the directory not fsynced
 )
