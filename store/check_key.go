@@ -177,9 +177,17 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			if p := k.inFlight(); p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
+			if !fsat.IsRegular(&st) {
+				oddAtStoreName(add, path, "a promotion temp's", &st)
+				continue
+			}
 			add(path, KindStrayTemp, "a promotion temp no record names, %s old", RoundAge(age))
 		case strings.HasPrefix(n, db.TempPrefix):
-			if fsat.IsRegular(&st) && flockedNow(k.dir, n) {
+			if !fsat.IsRegular(&st) {
+				oddAtStoreName(add, path, "a meta.db temp's", &st)
+				continue
+			}
+			if flockedNow(k.dir, n) {
 				// A meta.db being created right now (its creator holds the
 				// temp's flock until it is linked into place): a writer's
 				// work in flight, which --repair leaves too.
@@ -198,6 +206,12 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
 			}
 		case strings.HasPrefix(n, AsidePrefix):
+			if !fsat.IsRegular(&st) {
+				// Its name alone still makes a key without meta.db
+				// meta-moved-aside (resolve) and skipped (migrate).
+				oddAtStoreName(add, path, "a moved-aside meta.db's (the name keeps a key without meta.db meta-moved-aside)", &st)
+				continue
+			}
 			add(path, KindMovedAside, "a damaged meta.db moved aside; keep it for a post-mortem or remove it")
 		default:
 			add(path, KindUnknownEntry, "not a file the store writes (mode %#o); left alone", st.Mode)
@@ -210,6 +224,17 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
 	}
 	return dbBroken
+}
+
+// oddAtStoreName reports what is at the name of a file the store makes (a
+// temp, a moved-aside meta.db) but is not a regular file, a FIFO or a
+// directory: no writer or repair made it, so no temp sweep of check
+// --repair or reap removes it, and reap leaves the key whole for it. It is
+// the not-a-regular-file problem --repair leaves, never opened (a FIFO
+// would block), as a legacy file that is not a regular file is; not a
+// stray temp that --repair would say it removed, nor a damaged meta.db.
+func oddAtStoreName(add addFunc, path, what string, st *unix.Stat_t) {
+	add(path, KindNotRegular, "not a regular file (mode %#o) at %s name: no writer or repair made it; never opened, --repair leaves it, and reap leaves the key whole", st.Mode, what)
 }
 
 // examineDB checks a meta.db that is a regular file: its open, its meta
