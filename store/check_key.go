@@ -200,8 +200,11 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				// Not the store's: reap leaves the key whole for it, so
 				// check says why. Never opened here (a FIFO would block).
 				resolve := "resolve reads it as no value"
-				if k.layout == LayoutDB {
+				switch {
+				case k.layout == LayoutDB:
 					resolve = "resolve ignores it beside meta.db"
+				case n == legacy.LockName || strings.HasSuffix(n, ".incoming"):
+					resolve = "resolve never reads it" // the legacy writer's, not a sidecar
 				}
 				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,38 @@ func TestCheckReportsALegacyFileThatIsNotARegularFile(t *testing.T) {
 				if after := treeState(t, root); after != before {
 					t.Fatalf("check (repair %v) changed the tree:\n%s\nwas\n%s", repair, after, before)
 				}
+			}
+		})
+	}
+}
+
+// What the not-a-regular-file finding of a legacy file says resolve does
+// with it is what resolve does: a sidecar is read as no value, and the
+// legacy lock and an .incoming temp, which no reader reads (the legacy
+// writer's own), are never read. It said "resolve reads it as no value"
+// of the lock and the temps too.
+func TestCheckSaysWhatResolveDoesWithALegacyFileThatIsNotARegularFile(t *testing.T) {
+	for _, c := range []struct{ file, says string }{
+		{legacy.VenueName, "resolve reads it as no value"},
+		{legacy.LockName, "resolve never reads it"},
+		{legacy.VenueName + ".incoming", "resolve never reads it"},
+		{TranscriptName + ".incoming", "resolve never reads it"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			key := Key("github", "legacy/says", c.file)
+			writeLegacy(t, root, key, map[string]string{
+				TranscriptName: string(transcriptBytes(clock.now, "legacy")),
+				"pi-version":   testPi,
+			})
+			os.Remove(filepath.Join(root, key, c.file))
+			if err := os.Mkdir(filepath.Join(root, key, c.file), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			found, _ := chkRun(t, s, false)
+			f := chkFind(found, key+"/"+c.file, KindNotRegular)
+			if f == nil || !strings.Contains(f.Detail, c.says) {
+				t.Fatalf("check of a directory at %s: %+v; want a not-a-regular-file problem that says %q", c.file, found, c.says)
 			}
 		})
 	}
