@@ -91,3 +91,48 @@ func TestAClosedTerminalStopsAWalkAsCtrlCDoes(t *testing.T) {
 		})
 	}
 }
+
+// A walk started with SIGHUP ignored (nohup, or a shell's empty trap)
+// keeps it ignored, as docs/operations.md says: a closed terminal does
+// not stop a reap an operator put under nohup to outlive it. Notify on
+// the ignored signal would have caught it, stopping the walk at 130.
+func TestAWalkStartedUnderNohupIgnoresAClosedTerminal(t *testing.T) {
+	const n = 40 // each migrated: the run is the test's time
+	root := filepath.Join(t.TempDir(), "sessions")
+	for i := range n {
+		dir := filepath.Join(root, store.Key("github", "acme/nohup", fmt.Sprint("pi/issue-", i)))
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "current.jsonl"), []byte(header), 0o600)
+		os.WriteFile(filepath.Join(dir, "pi-version"), []byte("0.58.3"), 0o600)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "migrate", "--json", "--workers", "1", "--log-format", "console", root)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	var out strings.Builder
+	cmd.Stdout = &out
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first progress report is the walk's (the shell has exec'd it),
+	// and says its signal handling has begun.
+	r := bufio.NewReader(stderr)
+	if _, err := r.ReadString('/'); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no progress: %v", err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	errs, _ := io.ReadAll(r)
+	cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var last struct {
+		Summary struct {
+			Interrupted bool
+			Entries     int
+		}
+	}
+	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if code := cmd.ProcessState.ExitCode(); code != exitOK || last.Summary.Interrupted || last.Summary.Entries != n {
+		t.Fatalf("migrate under nohup after SIGHUP: exit %d, last line %s; want 0 and all %d entries, not interrupted\nstderr: %s", code, lines[len(lines)-1], n, errs)
+	}
+}
