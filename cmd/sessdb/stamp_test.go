@@ -69,3 +69,68 @@ func TestStampsIgnoreSurroundingWhitespace(t *testing.T) {
 		t.Fatalf("migrate --to-legacy --dry-run: exit %d %s %s", code, out, errs)
 	}
 }
+
+// A key an earlier sessdb stamped with white space around a stamp (it
+// kept what it was given) cold-starts once after the trim, venue-changed
+// or pi-version-changed, and its next promotion stamps the trimmed value,
+// so the job after it resumes (docs/job.md).
+func TestAKeyStampedWithWhitespaceColdStartsOnceThenResumes(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		job        store.Job
+		piVersion  string
+		coldReason string
+	}{
+		{"venue", store.Job{PiVersion: "0.58.3", Venue: "local\n"}, "0.58.3", "venue-changed"},
+		{"pi-version", store.Job{PiVersion: "0.58.3 ", Venue: "local"}, "0.58.3 ", "pi-version-changed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			root := filepath.Join(t.TempDir(), "sessions")
+			key := store.Key("github", "acme/widget", "pi/issue-ws")
+			// What an earlier sessdb did: the stamps as given.
+			s, err := store.New(root, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := t.TempDir()
+			sess, err := s.Resolve(key, c.job, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(old, store.StagedDirName, store.TranscriptName), []byte(header), 0o600)
+			if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: c.piVersion}); err != nil || !res.Promoted {
+				t.Fatalf("the earlier promotion: %+v, %v", res, err)
+			}
+			// Each job spells the stamps with other blanks: only their
+			// trim makes one job's stamps match the next one's.
+			spellings := [][2]string{{"0.58.3\n", "local\n"}, {" 0.58.3", " local "}, {"0.58.3", "local"}}
+			jobs := 0
+			resolve := func() resolveOutput {
+				t.Helper()
+				job, sp := t.TempDir(), spellings[jobs%len(spellings)]
+				jobs++
+				code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", sp[0], "--venue", sp[1])
+				var r resolveOutput
+				if code != exitOK || json.Unmarshal([]byte(out), &r) != nil {
+					t.Fatalf("resolve: exit %d %s %s", code, out, errs)
+				}
+				os.WriteFile(r.Staged, []byte(header), 0o600)
+				code, out, errs = runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", sp[0])
+				var p promoteResult
+				if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || !p.Promoted {
+					t.Fatalf("promote: exit %d %s %s", code, out, errs)
+				}
+				return r
+			}
+			if r := resolve(); r.Resume || r.Reason != c.coldReason {
+				t.Fatalf("the first job after the trim: %+v; want the one cold start, %s", r, c.coldReason)
+			}
+			for i := range 2 {
+				if r := resolve(); !r.Resume {
+					t.Fatalf("job %d after the restamping promotion: %+v; want resumed", i+2, r)
+				}
+			}
+		})
+	}
+}
