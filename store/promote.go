@@ -17,7 +17,8 @@ import (
 // reading computed from the transcript, and no requirement on the run.
 type PromoteRequest struct {
 	// PiVersion is the pi version that wrote the transcript; "" records
-	// "unknown", which the version gate refuses.
+	// "unknown", which the version gate refuses. It is stamped exactly as
+	// given, white space around it included (see Job; the CLI trims it).
 	PiVersion string
 	// Tokens, when non-nil, replaces the context tokens the store computes
 	// from the transcript (pi 0.58.3's own end-of-run reading).

@@ -12,6 +12,16 @@ import (
 )
 
 // Job describes the job a conversation would be handed to.
+//
+// Its stamps (PiVersion, Venue) are compared and stamped exactly as
+// given: white space around one is part of the value here. The CLI trims
+// it (JavaScript's set, as the legacy reader trims every sidecar); a
+// caller that reads a stamp from a file or a variable trims it itself, or
+// a key it stamps matches only jobs given the same blanks (a CLI job's
+// first resolve of it is venue-changed or pi-version-changed), and
+// migrate --to-legacy fails that key (migrate.ErrNotLegacy) until a
+// promotion restamps it. A Model with white space around it fails the
+// legacy check and is no model (the context bound does not apply).
 type Job struct {
 	// PiVersion is the version of pi the job's image declares; "" means it
 	// declares none, and such a job never resumes.
