@@ -81,7 +81,7 @@ func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix
 	if err != nil {
 		return -1, st, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if st, err = IgnoringEINTR(func() (st unix.Stat_t, err error) { return st, unix.Fstat(fd, &st) }); err != nil {
 		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "fstat", Path: Join(dir, name), Err: err}
 	}
@@ -182,8 +182,10 @@ func Remove(dir *os.File, name string) error {
 
 // LstatAt is like os.Lstat, but of the single name inside dir.
 func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	st, err := IgnoringEINTR(func() (st unix.Stat_t, err error) {
+		return st, unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil {
 		return st, &os.PathError{Op: "lstat", Path: Join(dir, name), Err: err}
 	}
 	return st, nil
@@ -211,8 +213,10 @@ func Moved(dir *os.File, name string, f *os.File) (bool, error) {
 
 // Fstat is like (*os.File).Stat, but returns the system's own record.
 func Fstat(f *os.File) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	st, err := IgnoringEINTR(func() (st unix.Stat_t, err error) {
+		return st, unix.Fstat(int(f.Fd()), &st)
+	})
+	if err != nil {
 		return st, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
 	}
 	return st, nil
@@ -296,8 +300,10 @@ func openat(dir *os.File, name string, flags int, perm uint32) (int, error) {
 
 // IgnoringEINTR is the project's one EINTR retry: it is like calling f,
 // but repeats f while f is interrupted by a signal (EINTR), as the standard
-// library's own system-call wrappers do. Every function of this package
-// goes through it.
+// library's own system-call wrappers do. The package's opens, stats,
+// locks and reads go through it, as os.Open, os.Lstat and their kin do;
+// its renames, links and removals, which no system here interrupts, call
+// the system directly, as os.Rename and os.Remove do.
 func IgnoringEINTR[T any](f func() (T, error)) (T, error) {
 	for {
 		v, err := f()

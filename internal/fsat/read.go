@@ -18,8 +18,10 @@ import (
 // open. It returns the file and its fstat.
 func OpenRegularAt(dir *os.File, name string) (*os.File, unix.Stat_t, error) {
 	notRegular := &os.PathError{Op: "open", Path: Join(dir, name), Err: ErrNotRegular}
-	var lst unix.Stat_t
-	if err := unix.Fstatat(int(dir.Fd()), name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	lst, err := IgnoringEINTR(func() (st unix.Stat_t, err error) {
+		return st, unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil {
 		return nil, lst, &os.PathError{Op: "open", Path: Join(dir, name), Err: err}
 	}
 	if !IsRegular(&lst) {
