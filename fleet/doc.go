@@ -40,7 +40,9 @@
 // torn copy. Unless the transcripts dir itself is gone, not a directory or
 // stale (ESTALE: the export went away), which a stat of it tells once a
 // generation failed so (never on the path that finds the file): that is
-// store-unavailable, the cause logged once, on the record's base. Dump,
+// store-unavailable, the cause logged once, with no base, as after etcd's
+// silence: the job's cold run never replaces a conversation that may be
+// whole on the export, its promote superseded once the dir is back. Dump,
 // check and reap stop there with shared.ErrDirUnavailable naming the dir,
 // report no key missing for it and remove nothing more.
 //

@@ -137,8 +137,10 @@ func (v *view) open() error {
 // failed, whether the transcripts dir itself is (gone, not a directory,
 // stale: the export went away): then nothing about the key could be read,
 // the store-unavailable cold start, its cause logged here, the one line
-// of it. The record was read: the view keeps its base, so the job's work
-// promotes onto it once the dir is back.
+// of it. Its ticket has no base (the store gives a store-unavailable
+// none): the key's conversation may be whole on the export, and the
+// job's cold run, promoted once the dir is back, is superseded by it
+// instead of replacing it, as after etcd's silence.
 func (v *view) dirUnavailable() bool {
 	err := shared.DirErr(v.b.dir)
 	if err == nil {

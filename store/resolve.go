@@ -124,6 +124,14 @@ const maxCopies = 3
 func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session) error {
 	cold := func(r gates.Reason) error {
 		sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = false, r, 0, 0
+		if r == gates.StoreUnavailable {
+			// Nothing of the key could be read (etcd silent, a fleet's
+			// transcripts dir gone): the key may hold a conversation
+			// whole, which the job's cold run must never replace. With
+			// no base, its promote is superseded by whatever the key
+			// holds, as a locked key's is.
+			sess.Base = Base{}
+		}
 		return nil
 	}
 
@@ -136,8 +144,9 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		return err
 	}
 	defer v.Close()
-	// The base is the ticket's whatever the verdict: a cold start's job
-	// promotes onto what the key holds.
+	// The base is the ticket's whatever the verdict (but
+	// store-unavailable: see cold): a cold start's job promotes onto what
+	// the key holds.
 	sess.Base = v.Base()
 	obs, reason := v.Observe()
 	if reason != "" {

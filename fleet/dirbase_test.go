@@ -1,0 +1,83 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A resolve that finds the transcripts dir itself unavailable read
+// nothing of the key's conversation, which is whole on the export: its
+// store-unavailable cold start carries no base, as etcd's silence and a
+// dir found unavailable when the command started (Unreachable) do, so
+// the job's cold run, promoted once the dir is back, is superseded by
+// the generation the key holds and never replaces the conversation. At
+// the open, and under the copy (Lost). Before: the ticket carried the
+// record's base, and the cold run was promoted as gen 2 over the
+// conversation, which the next reap past the grace period swept.
+func TestAJobResolvedWhileTheDirIsAwayNeverReplacesTheConversation(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	away := f.dir + ".away"
+	goAway := func() {
+		t.Helper()
+		if err := os.Rename(f.dir, away); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := func() {
+		t.Helper()
+		if err := os.Rename(away, f.dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		resolve func(key string) (store.Session, string)
+	}{
+		{"at the open", func(key string) (store.Session, string) {
+			goAway()
+			defer back()
+			return resolveOn(t, f.s, key)
+		}},
+		{"under the copy", func(key string) (store.Session, string) {
+			f.b.hook = func(p, _ string) error {
+				if p == hookSource {
+					goAway()
+					return errors.New("the export went away") // the copy's reads fail
+				}
+				return nil
+			}
+			defer func() { f.b.hook = nil; back() }()
+			return resolveOn(t, f.s, key)
+		}},
+		{"when the command started", func(key string) (store.Session, string) {
+			u, err := Unreachable(Config{Config: etcdmeta.Config{Endpoints: f.c.Endpoints(), Prefix: f.prefix}, TranscriptsDir: f.dir}, shared.ErrDirUnavailable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resolveOn(t, store.NewOn(u, store.Options{}), key)
+		}},
+	} {
+		key := store.Key("github", "dir-away-base", c.name)
+		f.run(key, "one")
+		sess, jobDir := c.resolve(key)
+		if sess.Resume || sess.Reason != gates.StoreUnavailable {
+			t.Fatalf("%s: resolve = %+v; want store-unavailable", c.name, sess)
+		}
+		if sess.Base != (store.Base{}) {
+			t.Errorf("%s: the ticket's base is %+v; want none: nothing of the key was read", c.name, sess.Base)
+		}
+		appendMarker(t, jobDir, "cold")
+		res, err := f.promote(sess)
+		if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+			t.Errorf("%s: the job's promote once the dir is back = %+v, %v; want superseded by gen 1", c.name, res, err)
+		}
+		f.holds(key, "one", 1)
+	}
+}
