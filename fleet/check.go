@@ -130,7 +130,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	wctx, halt := walk.WithHalt(ctx)
 	defer halt.Release()
 	_, err = walk.Ordered(wctx, len(entries), walk.Workers(o.Workers), work, func(r result) error {
-		if r.err != nil {
+		if r.err != nil && r.findings == nil {
 			return halt.Stop(r.err)
 		}
 		sum.Entries++
@@ -142,6 +142,11 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 			if err := visit(f); err != nil {
 				return err
 			}
+		}
+		if r.err != nil {
+			// A repair stopped (etcd, the dir): the key's findings say
+			// what it did and did not remove.
+			return halt.Stop(r.err)
 		}
 		if o.Progress != nil {
 			o.Progress(sum.Entries, len(entries))
@@ -202,7 +207,9 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 	}
 	if c.o.Repair {
 		if err := c.repair(ctx, name, out); err != nil {
-			return nil, err
+			// Delivered with the error: what the repair removed before
+			// it is removed for good.
+			return out, err
 		}
 	}
 	return out, nil

@@ -26,7 +26,9 @@ import (
 //
 // etcd not answering (the lock, the record's read) is returned, after the
 // key's findings say so: every key left would wait out the request timeout
-// in turn, and the walk stops instead.
+// in turn, and the walk stops instead. So is the transcripts dir found
+// unavailable at a removal (shared.ErrDirUnavailable): that orphan and
+// the key's others are not removed, and say so.
 func (c *checker) repair(ctx context.Context, key string, found []store.Finding) error {
 	var orphans []int
 	for i := range found {
@@ -72,7 +74,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		return unavailable(err)
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
-	for _, i := range orphans {
+	for n, i := range orphans {
 		f := &found[i]
 		select {
 		case <-lost:
@@ -88,7 +90,18 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			f.Repair = "left: the key's record, read again under its lock, needs it now"
 			continue
 		}
-		if err := shared.Remove(c.b.dir, f.Path); err != nil && !gone(err) {
+		err := shared.Remove(c.b.dir, f.Path)
+		if err != nil {
+			// The dir itself gone is no other reaper's removal: nothing
+			// is removed, of this key's orphans or any other key's.
+			if err := shared.DirErr(c.b.dir); err != nil {
+				for _, j := range orphans[n:] {
+					found[j].Repair = "not removed: " + err.Error()
+				}
+				return err
+			}
+		}
+		if err != nil && !gone(err) {
 			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
 			continue
 		}
