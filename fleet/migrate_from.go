@@ -87,6 +87,14 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 		return nil
 	}
 	f, err := shared.Open(m.b.dir, t.File)
+	if err != nil && !errors.Is(err, shared.ErrNotRegular) {
+		// The dir itself gone is no generation lost: it is whole on the
+		// export, and a resolve is store-unavailable.
+		if err := shared.DirErr(m.b.dir); err != nil {
+			fail(r, fmt.Errorf("%w: left in etcd", err))
+			return nil
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESTALE):
 		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("the generation the record names is gone (%v): left in etcd (the fleet cold-starts it as transcript-replaced)", err)
@@ -100,6 +108,9 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 	}
 	g := &genFile{f: f}
 	if g.size, g.sum, err = checksum(f); err != nil {
+		if derr := shared.DirErr(m.b.dir); derr != nil {
+			err = derr
+		}
 		fail(r, err)
 		return g
 	}
