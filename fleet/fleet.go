@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,10 +85,11 @@ func (b *Backend) at(point, key string) error {
 
 // Open validates cfg and connects to etcd (see etcdmeta.Open: without a
 // user name nothing waits for etcd here). The transcripts dir must be a
-// directory (else ErrNoTranscriptsDir); a stat of it that fails ESTALE or
-// EIO is the storage failing, not the configuration:
-// shared.ErrDirUnavailable, on which Unreachable builds a Backend whose
-// resolves are store-unavailable.
+// directory (else ErrNoTranscriptsDir: missing, not a directory, not
+// searchable); a stat of it that fails otherwise (ESTALE, EIO, ENOTCONN)
+// is the storage failing, not the configuration: shared.ErrDirUnavailable,
+// on which Unreachable builds a Backend whose resolves are
+// store-unavailable.
 func Open(cfg Config) (*Backend, error) {
 	dir, err := transcriptsDir(cfg)
 	if err != nil {
@@ -123,18 +125,30 @@ func transcriptsDir(cfg Config) (string, error) {
 		return "", fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
 	}
 	fi, err := shared.StatDir(dir)
-	if err == nil && !fi.IsDir() {
-		err = errors.New("not a directory")
-	}
 	switch {
-	case errors.Is(err, unix.ESTALE), errors.Is(err, unix.EIO):
-		// Not the configuration: the storage failing (an export that
-		// went away, a soft mount whose server stopped answering).
-		return "", fmt.Errorf("fleet open: %w: %w", shared.ErrDirUnavailable, err)
-	case err != nil:
+	case err == nil && !fi.IsDir():
+		return "", fmt.Errorf("fleet open %s: %w: not a directory", dir, ErrNoTranscriptsDir)
+	case err == nil:
+		return dir, nil
+	case wrongPath(err):
 		return "", fmt.Errorf("fleet open %s: %w: %w", dir, ErrNoTranscriptsDir, err)
 	}
-	return dir, nil
+	// Not the configuration: the storage failing (an export that went
+	// away, ESTALE; a soft mount whose server stopped answering, EIO; a
+	// FUSE mount whose daemon died, ENOTCONN).
+	return "", fmt.Errorf("fleet open: %w: %w", shared.ErrDirUnavailable, err)
+}
+
+// wrongPath reports whether a stat of the transcripts dir failed for
+// what a configuration gets wrong: a path that does not exist, runs
+// through a file or too many links, is too long, or may not be searched.
+func wrongPath(err error) bool {
+	for _, e := range []error{fs.ErrNotExist, fs.ErrPermission, unix.ENOTDIR, unix.ELOOP, unix.ENAMETOOLONG} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes the etcd client. A Backend is unusable after it.

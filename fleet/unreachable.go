@@ -18,7 +18,8 @@ import (
 // user name makes: etcdmeta.ErrUnavailable (no member answered within the
 // dial timeout) or etcdmeta.ErrAuth (the credentials were refused); or
 // shared.ErrDirUnavailable, Open's answer when the transcripts dir's own
-// stat failed ESTALE or EIO (the export went away). It answers as an
+// stat failed for the storage (ESTALE: the export went away; EIO,
+// ENOTCONN). It answers as an
 // opened Backend answers when etcd or the dir fails it in the same way:
 // View is store-unavailable, a named cold start, when cause is
 // ErrUnavailable or ErrDirUnavailable, and otherwise fails with cause (a

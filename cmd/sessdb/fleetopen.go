@@ -31,7 +31,8 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // the fleet when etcd endpoints are set, else the sessions root. done
 // releases it. A fleet whose etcd does not answer the login (a user name
 // makes Open log in), or refuses it, or whose transcripts dir's stat
-// failed ESTALE or EIO (the export went away), is not a configuration
+// failed for the storage (ESTALE: the export went away; EIO, ENOTCONN),
+// is not a configuration
 // error: it is what the fleet answers now, so the store is built on
 // fleet.Unreachable's backend, on which a resolve is store-unavailable (or
 // a fault, for refused credentials) and a promote promote-failed, each
