@@ -14,10 +14,18 @@ import (
 // of it that fails). A caller asks only once something below dir was
 // found gone or failing, so the path that finds files costs nothing more:
 // without it, an export that went away reads as every key's file lost.
+//
+// The stat is then asked of the server (askServer: on Linux, statx with
+// AT_STATX_FORCE_SYNC): an NFS client answers a plain stat of its mount's
+// root from its attribute cache, for up to acdirmax (60 s by default)
+// after the export went stale, while every open below it fails ESTALE.
 func DirErr(dir string) error {
 	fi, err := StatDir(dir)
 	if err == nil && !fi.IsDir() {
 		err = &os.PathError{Op: "stat", Path: dir, Err: unix.ENOTDIR}
+	}
+	if err == nil {
+		err = askServer(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrDirUnavailable, err)
