@@ -17,6 +17,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/faults"
 	"sessdb/store"
 )
 
@@ -124,7 +125,7 @@ func transcriptsDir(cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
 	}
-	fi, err := shared.StatDir(dir)
+	fi, err := statTranscriptsDir(dir)
 	switch {
 	case err == nil && !fi.IsDir():
 		return "", fmt.Errorf("fleet open %s: %w: not a directory", dir, ErrNoTranscriptsDir)
@@ -137,6 +138,15 @@ func transcriptsDir(cfg Config) (string, error) {
 	// away, ESTALE; a soft mount whose server stopped answering, EIO; a
 	// FUSE mount whose daemon died, ENOTCONN).
 	return "", fmt.Errorf("fleet open: %w: %w", shared.ErrDirUnavailable, err)
+}
+
+// statTranscriptsDir is os.Stat of the transcripts dir, behind the fault
+// point a test stands in for a stale export with (faults.SharedDirStat).
+func statTranscriptsDir(dir string) (os.FileInfo, error) {
+	if err := faults.At(faults.SharedDirStat); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	return os.Stat(dir)
 }
 
 // wrongPath reports whether a stat of the transcripts dir failed for
