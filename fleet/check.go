@@ -365,12 +365,14 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 type addFunc func(path string, kind store.Kind, format string, args ...any) *store.Finding
 
 // special reports name in dir (path, as reports name it), which the
-// fleet never follows or reads: a link, or anything but a regular file.
-func (c *checker) special(dir *os.File, name, path string, add addFunc) {
+// fleet never follows or reads: a link, or anything but a regular file;
+// true if it was found gone.
+func (c *checker) special(dir *os.File, name, path string, add addFunc) bool {
 	st, err := fsat.LstatAt(dir, name)
 	switch {
 	case gone(err):
 		// Gone since its directory was listed (see checker.dir).
+		return true
 	case err != nil:
 		add(path, store.KindUnreadable, "%v", err)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -380,4 +382,5 @@ func (c *checker) special(dir *os.File, name, path string, add addFunc) {
 	case !fsat.IsRegular(&st):
 		add(path, store.KindNotRegular, "a %s, not a regular file; sessdb never reads it", fsat.Kind(&st))
 	}
+	return false
 }

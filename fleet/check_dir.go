@@ -87,6 +87,9 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 	for _, o := range c.orphans[name] {
 		orphan[o] = true
 	}
+	// An entry gone since the listing is another worker's doing, unless
+	// the dir itself is gone: asked once, after the entries.
+	goneSince := false
 	for _, f := range files {
 		path := name + "/" + f
 		_, gen, isGen := shared.ParseName(path)
@@ -104,23 +107,28 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 			// now (as reap does before it sweeps): a promotion since may
 			// need the file for the grace period. The in-flight window
 			// needs no second look (a zero mtime; see stillOrphans).
-			c.orphan(path, gen, isTemp, it, ok, kd, f, add)
+			goneSince = c.orphan(path, gen, isTemp, it, ok, kd, f, add) || goneSince
 		default:
 			// Not an orphan: needed, young, or not a regular file.
-			c.special(kd, f, path, add)
+			goneSince = c.special(kd, f, path, add) || goneSince
 		}
+	}
+	if goneSince {
+		// Taken for gone, they may be the dir's: the walk stops, as it
+		// does wherever else the dir is found gone.
+		return shared.DirErr(c.b.dir)
 	}
 	return nil
 }
 
 // orphan reports an orphan, with why no record needs it (it, the key's
-// record, ok: it has one) and its age.
-func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, kd *os.File, file string, add addFunc) {
+// record, ok: it has one) and its age; true if it was found gone.
+func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, kd *os.File, file string, add addFunc) bool {
 	age := "?"
 	st, err := fsat.LstatAt(kd, file)
 	switch {
 	case gone(err):
-		return // swept since the listing, by another reaper or repair
+		return true // swept since the listing, by another reaper or repair
 	case err == nil:
 		age = store.RoundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
 	}
@@ -138,4 +146,5 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	}
 	f := add(path, KindOrphan, "%s, %s old; no record needs it (reap removes it)", why, age)
 	f.Severity = store.SeverityNotice
+	return false
 }
