@@ -19,9 +19,10 @@ import (
 // names are sorted, and each is one Remove takes. A key's directory that
 // cannot be opened or listed (a permission, an I/O error) is left out too,
 // in unreadable with why: one such directory must not keep every other
-// key's orphans from being found. A key's directory found gone has dir
-// judged (DirErr): dir itself gone or stale stops the listing with
-// ErrDirUnavailable, rather than taking every key left for gone.
+// key's orphans from being found. A key's directory, or a file in it,
+// found gone has dir judged (DirErr): dir itself gone or stale stops the
+// listing with ErrDirUnavailable, rather than taking every key or file
+// left for gone.
 //
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
@@ -90,12 +91,14 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			}
 		}
 		sort.Strings(files)
+		goneSince := false
 		for _, f := range files {
 			_, isFile := parseFile(f)
 			if !isFile && !isTemp(f) {
 				continue
 			}
 			st, err := fsat.LstatAt(kd, f)
+			goneSince = goneSince || dirGone(err)
 			if err != nil || !fsat.IsRegular(&st) {
 				continue // gone meanwhile, or not a file this package wrote
 			}
@@ -110,6 +113,13 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			names = append(names, name)
 		}
 		kd.Close()
+		if goneSince {
+			// Removed since the listing by another host, unless the
+			// dir itself is gone: then no file of it was judged.
+			if err := DirErr(dir); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	return names, unreadable, nil
 }
