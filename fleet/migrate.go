@@ -325,7 +325,9 @@ func describe(t *etcdmeta.Transcript) string {
 // generation, whose history holds dst's newest entry or whose transcript
 // begins with dst's bytes. from is where src's history goes on past what
 // dst's holds: the entries a rollback appends. A dst with neither a
-// transcript nor a history holds nothing a descendant could lose.
+// transcript nor a history holds nothing a descendant could lose. A file
+// that cannot be read does not descend: a caller that would call that a
+// conflict judges the dir first (shared.DirErr).
 func descends(dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEntry, dst *etcdmeta.Transcript, dstHist []etcdmeta.HistoryEntry) (from int, ok bool) {
 	if src == nil || dst != nil && src.Gen <= dst.Gen {
 		return 0, false

@@ -284,6 +284,11 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	default:
 		n, ok := descends(m.b.dir, rec.Transcript, st.History, local, hostHistory(hist))
 		if !ok {
+			if err := shared.DirErr(m.b.dir); err != nil {
+				// descends could not read the fleet's file: no telling.
+				fail(r, fmt.Errorf("%w: left alone", err))
+				return
+			}
 			r.Action, r.Cause = Conflict, fmt.Sprintf("the key dir holds %s, etcd %s, which does not descend from it: left alone", describe(local), describe(rec.Transcript))
 			return
 		}

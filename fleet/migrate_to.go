@@ -332,6 +332,11 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 		r.Cause = fmt.Sprintf("etcd holds %d history entries and no record for the key: left alone", len(st.History))
 		return
 	default:
+		if err := shared.DirErr(m.b.dir); err != nil {
+			// descends could not read the fleet's file: no telling.
+			fail(r, fmt.Errorf("%w: left alone", err))
+			return
+		}
 		r.Action = Conflict
 		r.Cause = fmt.Sprintf("etcd holds %s, the key dir %s, which it does not descend from: left alone", describe(held), describe(rec.Transcript))
 		return
