@@ -81,3 +81,30 @@ func TestAJobResolvedWhileTheDirIsAwayNeverReplacesTheConversation(t *testing.T)
 		f.holds(key, "one", 1)
 	}
 }
+
+// The same job promoted while the dir is still gone is superseded as
+// well, before anything is written (the refusal is etcd's history
+// alone), where the record's base would have had it try the dir and fail
+// (promote-failed).
+func TestAJobResolvedAndPromotedWhileTheDirIsAwayIsSuperseded(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "dir-away-promote", "x")
+	f.run(key, "one")
+	away := f.dir + ".away"
+	if err := os.Rename(f.dir, away); err != nil {
+		t.Fatal(err)
+	}
+	sess, jobDir := resolveOn(t, f.s, key)
+	appendMarker(t, jobDir, "cold")
+	res, err := f.promote(sess)
+	if err := os.Rename(away, f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+		t.Errorf("promote with the dir still gone = %+v, %v; want superseded by gen 1", res, err)
+	}
+	if files := f.files(key); len(files) != 1 {
+		t.Errorf("files %v; want the key's one generation", files)
+	}
+	f.holds(key, "one", 1)
+}
