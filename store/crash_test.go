@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -290,7 +294,18 @@ func assertNoTemps(t *testing.T, root, key string) {
 // at random instants. After every kill the key must resume only what its
 // record describes, and no promotion the child saw acknowledged may be
 // lost. SESSDB_CRASH_SEED and SESSDB_CRASH_ROUNDS override the defaults.
-func TestPromoteSurvivesRandomKills(t *testing.T) {
+func TestPromoteSurvivesRandomKills(t *testing.T) { promoteUnderRandomKills(t, false) }
+
+// The same, with the key's meta.db given a second name outside the root
+// before each round, as a cp -al backup gives it: the child's first
+// writer copies meta.db and renames the copy over it (db's ownFile), at
+// whatever moment the kill comes. No kill loses an acknowledged
+// promotion, and no commit ever goes through the other name.
+func TestPromoteSurvivesRandomKillsOfAHardLinkedMetaDB(t *testing.T) {
+	promoteUnderRandomKills(t, true)
+}
+
+func promoteUnderRandomKills(t *testing.T, hardLinked bool) {
 	rounds := 200
 	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
 		rounds = n
@@ -303,8 +318,24 @@ func TestPromoteSurvivesRandomKills(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	var last ack
-	var acked, pendingSeen int
+	var acked, pendingSeen, copied int
+	backups := t.TempDir()
+	type backup struct {
+		path string
+		sum  [sha256.Size]byte
+	}
+	var linked []backup
+	metaPath := filepath.Join(root, testKey, db.FileName)
 	for r := 0; r < rounds; r++ {
+		var was unix.Stat_t
+		if err := unix.Lstat(metaPath, &was); hardLinked && err == nil {
+			b := backup{path: filepath.Join(backups, strconv.Itoa(r))}
+			if err := os.Link(metaPath, b.path); err != nil {
+				t.Fatal(err)
+			}
+			b.sum = sha256.Sum256(mustRead(t, b.path))
+			linked = append(linked, b)
+		}
 		cmd, sc := startChild(t, "promote-loop", "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey)
 		lines := make(chan string, 1024)
 		go func() {
@@ -322,6 +353,12 @@ func TestPromoteSurvivesRandomKills(t *testing.T) {
 				g, _ := strconv.ParseUint(f[1], 10, 64)
 				last = ack{g, f[2]}
 				acked++
+			}
+		}
+		if len(linked) > 0 {
+			var now unix.Stat_t
+			if err := unix.Lstat(metaPath, &now); err == nil && now.Ino != was.Ino {
+				copied++
 			}
 		}
 		if last.gen == 0 {
@@ -355,6 +392,18 @@ func TestPromoteSurvivesRandomKills(t *testing.T) {
 	t.Logf("%d rounds, %d promotions acknowledged, %d kills left a promotion in flight (resumed from its temp)", rounds, acked, pendingSeen)
 	if acked == 0 {
 		t.Fatal("no promotion was ever acknowledged: the kills came too early to test anything")
+	}
+	if !hardLinked {
+		return
+	}
+	for _, b := range linked {
+		if sha256.Sum256(mustRead(t, b.path)) != b.sum {
+			t.Fatalf("%s, a second name of meta.db, changed: a commit went through it", b.path)
+		}
+	}
+	t.Logf("meta.db given a second name in %d rounds, copied in %d", len(linked), copied)
+	if copied == 0 {
+		t.Fatal("meta.db was never copied: the kills came too early to test the copy")
 	}
 }
 
@@ -397,4 +446,13 @@ func TestKilledPromoteRetriedWithTheSameTicket(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
