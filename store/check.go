@@ -102,6 +102,7 @@ type Finding struct {
 	tmpWhole bool   // pending-promotion: the temp matches the record
 	resolves string // transcript-mismatch: what a resolve of the key says now
 	unproven bool   // meta-check-failed: the check did not complete, so proves nothing
+	hardLink bool   // link: a file with more than one name, not a symbolic link
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
 	examinedDB  *unix.Stat_t
@@ -354,6 +355,15 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 				g.resolves = f.resolves
 				g.Repair = "left as is: " + advice(g)
 			}
+		}
+	}
+	// A hard link the repair's own write broke (its writer's open gives a
+	// hard-linked meta.db a file of its own; a roll-forward renames over
+	// current.jsonl; its sweep removes a temp that was the other name):
+	// "remove it by hand" is no longer true of it.
+	for i := range found {
+		if g := &found[i]; g.hardLink && !g.Remains && !g.Repaired {
+			g.Repair = "left as is: after the repair the name has a file of its own (the repair's writer copied it, or removed a temp that was its other name)"
 		}
 	}
 	// What the repair left that was not there before (a meta.db moved

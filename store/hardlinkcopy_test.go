@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,8 +81,8 @@ func TestRepairBesideAHardLinkedMetaDB(t *testing.T) {
 	if f := chkFind(found, key+"/"+tmpPrefix+"00000000000000ab", KindStrayTemp); f == nil || !f.Repaired {
 		t.Errorf("stray temp: %+v", f)
 	}
-	if f := chkFind(found, key+"/"+db.FileName, KindLink); f == nil {
-		t.Error("meta.db's second name not reported")
+	if f := chkFind(found, key+"/"+db.FileName, KindLink); f == nil || f.Remains || !strings.Contains(f.Repair, "a file of its own") {
+		t.Errorf("meta.db's second name: %+v, want reported, gone after the repair, and its repair line saying so", f)
 	}
 	for _, f := range found {
 		if f.Kind != KindLink && f.Remains {
