@@ -77,8 +77,10 @@ func dropped(sc db.Sidecars, rec etcdmeta.Record) string {
 
 // sweepStoreTemps removes the promotion temps in kd and returns their
 // names. It is called under meta.db's exclusive lock with no promotion in
-// flight, when every such temp is debris. A dry run (remove false) only
-// lists them.
+// flight, when every such temp is debris. A temp is a regular file: a
+// link, a FIFO or a directory at such a name is no promotion's and is
+// left, as the store's sweeps leave it (check reports it). A dry run
+// (remove false) only lists them.
 func sweepStoreTemps(kd *os.File, remove bool) []string {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
@@ -86,7 +88,10 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 	}
 	var removed []string
 	for _, n := range names {
-		if len(n) > len(storeTempPrefix) && n[:len(storeTempPrefix)] == storeTempPrefix && (!remove || fsat.UnlinkAt(kd, n) == nil) {
+		if len(n) <= len(storeTempPrefix) || n[:len(storeTempPrefix)] != storeTempPrefix {
+			continue
+		}
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && (!remove || fsat.UnlinkAt(kd, n) == nil) {
 			removed = append(removed, n)
 		}
 	}

@@ -247,7 +247,8 @@ func lostPrev(d *db.DB, t *Transcript) *db.Pending {
 // strayStoreTemps lists, sorted, the store's promotion temps in kd other
 // than the one pending names (a promotion in flight, which is rolled
 // forward, not removed): the roll-forward that settles the key before a
-// rollback sweeps them.
+// rollback sweeps them. A temp is a regular file: the sweep leaves a
+// link, a FIFO or a directory at such a name, and so does this list.
 func strayStoreTemps(kd *os.File, pending *db.Pending) []string {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
@@ -255,7 +256,10 @@ func strayStoreTemps(kd *os.File, pending *db.Pending) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if strings.HasPrefix(n, storeTempPrefix) && (pending == nil || n != pending.Tmp) {
+		if !strings.HasPrefix(n, storeTempPrefix) || pending != nil && n == pending.Tmp {
+			continue
+		}
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) {
 			out = append(out, n)
 		}
 	}

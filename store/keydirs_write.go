@@ -346,14 +346,19 @@ func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 // any: the removals are durable only once kd is fsynced. Only a holder of
 // the key's exclusive lock writes a temp, and a promotion in flight has
 // just been rolled forward, so every temp found here is debris, whatever
-// its age.
+// its age. A temp is a regular file: a link, a FIFO or a directory at such
+// a name is no promotion's, and is left, as removeTemps leaves it (check
+// reports it, link or not-a-regular-file, as a problem --repair leaves).
 func (s *Store) sweepTemps(kd *os.File) (removed bool) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return false
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, tmpPrefix) && s.disk.remove(kd, n) == nil {
+		if !strings.HasPrefix(n, tmpPrefix) {
+			continue
+		}
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && s.disk.remove(kd, n) == nil {
 			removed = true
 		}
 	}
