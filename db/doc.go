@@ -102,9 +102,10 @@
 // without an error: bbolt pages carry no checksum. bbolt commits in place,
 // so OpenWriter first gives a meta.db with more than one name (a hard link:
 // a copy of the root made with cp -al or rsync --link-dest) a file of its
-// own, a copy renamed over it under its lock, with its owner and
-// permission bits (a writer that may not give the copy that owner, neither
-// root nor the owner, fails and changes nothing): a commit never changes
+// own, a copy renamed over it under its lock, with its owner, group and
+// permission bits (a writer that may not give the copy that owner and
+// group, neither root nor the owner, or the owner outside the file's
+// group, fails with EPERM and changes nothing): a commit never changes
 // the file at its other names. Only an open that writes copies; a reader
 // leaves the names as they are.
 package db

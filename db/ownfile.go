@@ -64,7 +64,9 @@ var testHookTempNames func()
 // writer waiting for the old file's lock finds, once it has it, that the
 // name refers to another file, and opens the name again (openLocked), as
 // when a reap unlinks meta.db under its lock. The copy keeps the file's
-// owner and permission bits. On error nothing has changed but, after the
+// owner, group and permission bits: a writer that may not give it that
+// owner and group (neither root nor the owner, or the owner outside the
+// file's group) fails. On error nothing has changed but, after the
 // rename, the name, which then refers to the whole copy; f stays open and
 // locked.
 //
@@ -99,15 +101,18 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	}
 	// Owned as the file it replaces: root's check --repair on a worker's
 	// key would otherwise leave meta.db root's, and the worker locked out
-	// of its own key. A writer that may not give it that owner (neither
-	// root nor the owner) fails here, before anything changed.
+	// of its own key. A writer that may not give it that owner and group
+	// (neither root nor the owner, or the owner outside the file's group)
+	// fails here, before anything changed, with an error that says why a
+	// write needs a copy at all.
 	var tst unix.Stat_t
 	if err := unix.Fstat(fd, &tst); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("stat %s: %w", tmp, err))
 	}
 	if tst.Uid != st.Uid || tst.Gid != st.Gid {
 		if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil {
-			return nil, pathErr("copy", name, fmt.Errorf("chown %s to meta.db's owner %d:%d: %w", tmp, st.Uid, st.Gid, err))
+			return nil, pathErr("copy", name, fmt.Errorf("meta.db has %d names (a hard link), so a writer gives it a file of its own first, with its owner and group; this one may not (only root, or the owner in the file's group, may): chown %s to %d:%d: %w",
+				st.Nlink, tmp, st.Uid, st.Gid, err))
 		}
 	}
 	if err := unix.Fchmod(fd, uint32(st.Mode&0o777)); err != nil {
