@@ -298,12 +298,14 @@ func openat(dir *os.File, name string, flags int, perm uint32) (int, error) {
 	return fd, linkErrno(err)
 }
 
-// IgnoringEINTR is the project's one EINTR retry: it is like calling f,
-// but repeats f while f is interrupted by a signal (EINTR), as the standard
-// library's own system-call wrappers do. The package's opens, stats,
-// locks and reads go through it, as os.Open, os.Lstat and their kin do;
-// its renames, links and removals, which no system here interrupts, call
-// the system directly, as os.Rename and os.Remove do.
+// IgnoringEINTR is fsat's EINTR retry (package db has its own loops, for
+// its opens and fsyncs): it is like calling f, but repeats f while f is
+// interrupted by a signal (EINTR), as the standard library's own
+// system-call wrappers do. The package's opens, stats, locks and reads go
+// through it, as os.Open, os.Lstat and their kin do. Its renames, links
+// and removals call the system directly: where one is interrupted (a
+// network or FUSE filesystem) it fails with EINTR, and its caller reports
+// it, where os.Rename, os.Link and os.Remove would retry.
 func IgnoringEINTR[T any](f func() (T, error)) (T, error) {
 	for {
 		v, err := f()
