@@ -103,6 +103,7 @@ type Finding struct {
 	resolves string // transcript-mismatch: what a resolve of the key says now
 	unproven bool   // meta-check-failed: the check did not complete, so proves nothing
 	hardLink bool   // link: a file with more than one name, not a symbolic link
+	keyFile  bool   // link: and that file is the key's meta.db or current.jsonl
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
 	examinedDB  *unix.Stat_t

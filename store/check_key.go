@@ -164,7 +164,8 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		case fsat.IsRegular(&st) && st.Nlink > 1:
 			// Not a reason to skip the file: it is still the store's, but
 			// something outside the key dir can change it.
-			add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink).hardLink = true
+			f := add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
+			f.hardLink, f.keyFile = true, n == db.FileName || n == TranscriptName
 		}
 		age := now.Sub(time.Unix(st.Mtim.Unix()))
 		switch {

@@ -268,6 +268,11 @@ func advice(f *Finding) string {
 		}
 		return "the next resolve cold-starts the key (" + f.resolves + ") and its next promotion replaces the transcript"
 	case KindLink, KindNotRegular, KindNotADirectory:
+		if f.keyFile {
+			// This name is the key's own file: removing it by hand would
+			// remove the key's record or transcript.
+			return "this name is the key's own file, keep it: sessdb never writes through a hard link (a transcript is replaced, never modified, and the key's next write gives meta.db a file of its own), so the other name (a copy made with cp -al or rsync --link-dest) keeps what it holds"
+		}
 		return "sessdb never follows or removes it; look at it and remove it by hand"
 	case KindLocked:
 		return "the key was busy; check again"
