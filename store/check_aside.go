@@ -39,6 +39,20 @@ func (s *Store) Quarantine(key string) (string, error) {
 	}
 	defer kd.Close()
 	st, err := fsat.LstatAt(kd, db.FileName)
+	if err == nil && fsat.IsRegular(&st) {
+		f, lerr := s.lockFileAtName(kd, st)
+		switch {
+		case lerr != nil:
+			return "", lerr
+		case f != nil:
+			defer f.Close()
+		default:
+			// Removed under its lock while this waited for it (migrate
+			// --to-legacy, a lock-only meta.db's removal): a key without
+			// one now.
+			err = &os.PathError{Op: "lstat", Path: fsat.Join(kd, db.FileName), Err: unix.ENOENT}
+		}
+	}
 	made := false
 	switch {
 	case fsat.IsNotExist(err):
@@ -56,12 +70,6 @@ func (s *Store) Quarantine(key string) (string, error) {
 		made = before.MadeByOpen(kd, d, sc)
 	case err != nil:
 		return "", err
-	case fsat.IsRegular(&st):
-		f, err := s.lockFileAtName(kd, st)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
 	}
 	// A meta.db that is a link or a FIFO is no lock anyone can take: the
 	// key is moved as it is.
@@ -103,7 +111,9 @@ const lockAttempts = 3
 // longer at the name once locked (a reap's or a repair's unlink, a
 // quarantine's move, a writer giving a hard-linked meta.db a file of its
 // own) locks nothing: it is let go, and a regular file at the name now is
-// opened and locked instead, up to lockAttempts tries in all.
+// opened and locked instead, up to lockAttempts tries in all. A name gone
+// once the lock is had (removed under it) is nil and no error: the key
+// has no meta.db now.
 func (s *Store) lockFileAtName(kd *os.File, st unix.Stat_t) (*os.File, error) {
 	for attempt := 1; ; attempt++ {
 		f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
@@ -123,6 +133,9 @@ func (s *Store) lockFileAtName(kd *os.File, st unix.Stat_t) (*os.File, error) {
 			return f, nil
 		}
 		f.Close()
+		if fsat.IsNotExist(err) {
+			return nil, nil
+		}
 		if err != nil || !fsat.IsRegular(&now) || attempt == lockAttempts {
 			return nil, &os.PathError{Op: "quarantine", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 		}

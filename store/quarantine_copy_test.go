@@ -80,3 +80,42 @@ func TestQuarantineLocksAHardLinkedMetaDBsCopy(t *testing.T) {
 		t.Errorf("the name outside the root changed (%v)", err)
 	}
 }
+
+// A quarantine that opened meta.db while its holder removed it under the
+// lock (migrate --to-legacy; the removal of a meta.db made for a lock
+// alone) finds, once it has the lock, no meta.db at the name: the key has
+// none now, and it is quarantined as a key without one (a meta.db made
+// for the lock, moved with the dir and removed there). It failed
+// "replaced while it was being locked".
+func TestQuarantineOfAMetaDBRemovedUnderItsLock(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
+	dir := filepath.Join(root, testKey)
+	var once atomic.Bool
+	faults.Set(func(p faults.Point) error {
+		if p == faults.QuarantineBeforeLock && once.CompareAndSwap(false, true) {
+			if err := os.Remove(filepath.Join(dir, db.FileName)); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	defer faults.Set(nil)
+	aside, err := s.Quarantine(testKey)
+	faults.Set(nil)
+	if !once.Load() {
+		t.Fatal("the quarantine never reached quarantine/before-lock")
+	}
+	if err != nil {
+		t.Fatalf("quarantine: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, aside, TranscriptName)); err != nil {
+		t.Errorf("the quarantine dir has no transcript: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, aside, db.FileName)); !os.IsNotExist(err) {
+		t.Errorf("the quarantine dir has a meta.db (%v): the lock's was not removed", err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("the key dir is still at its name (%v)", err)
+	}
+}
