@@ -72,15 +72,14 @@ var testHookTempNames func()
 //
 // before is Options.BeforeWrite, asked once more before the rename: the
 // key dir may have been moved aside while the open waited for the lock.
-func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() error) (own *os.File, err error) {
+func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() error) (_ *os.File, err error) {
 	tmp := tempName()
 	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, pathErr("copy", name, err)
 	}
 	// Named as the file it becomes: bbolt's errors name the file they are
-	// about, and this one is meta.db from the rename on. Closed through
-	// its own variable: an error return sets own to nil.
+	// about, and this one is meta.db from the rename on.
 	file := os.NewFile(uintptr(fd), name)
 	renamed := false
 	defer func() {
