@@ -93,8 +93,9 @@ func (d *DB) MetaPages() MetaPages { return d.meta }
 // open found at meta.db's name with more than one name and gave a file of
 // its own (a copy renamed over it), and ok false when the open copied
 // nothing. The file the DB holds is then another inode than the one at the
-// name before the open, with the same bytes: for a caller that tells the
-// file it found from one made since by its inode, it is the file found.
+// name when the open locked it, with the same bytes: for a caller that
+// tells the file it found from one made since by its inode, it is the file
+// found.
 func (d *DB) CopiedFrom() (dev, ino uint64, ok bool) {
 	return d.copied.dev, d.copied.ino, d.copied != fileID{}
 }
