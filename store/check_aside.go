@@ -40,7 +40,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 	defer kd.Close()
 	st, err := fsat.LstatAt(kd, db.FileName)
 	if err == nil && fsat.IsRegular(&st) {
-		f, lerr := s.lockFileAtName(kd, st)
+		f, lerr := s.lockFileAtName(kd)
 		switch {
 		case lerr != nil:
 			return "", lerr
@@ -106,15 +106,16 @@ func (s *Store) Quarantine(key string) (string, error) {
 // lockAttempts bounds lockFileAtName's tries, as db's opens are bounded.
 const lockAttempts = 3
 
-// lockFileAtName opens kd's meta.db, found a regular file as st, and takes
-// the exclusive flock of the file itself, a damaged one too. A file no
-// longer at the name once locked (a reap's or a repair's unlink, a
-// quarantine's move, a writer giving a hard-linked meta.db a file of its
-// own) locks nothing: it is let go, and a regular file at the name now is
-// opened and locked instead, up to lockAttempts tries in all. A name gone
-// once the lock is had (removed under it) is nil and no error: the key
-// has no meta.db now.
-func (s *Store) lockFileAtName(kd *os.File, st unix.Stat_t) (*os.File, error) {
+// lockFileAtName opens kd's meta.db and takes the exclusive flock of the
+// file itself, a damaged one too. A file no longer at the name once locked
+// (a reap's or a repair's unlink, a quarantine's move, a writer giving a
+// hard-linked meta.db a file of its own) locks nothing: it is let go, and
+// a regular file at the name now is opened and locked instead, up to
+// lockAttempts tries in all. Whether the name still leads to the file is
+// judged on the locked descriptor (fsat.Moved), as db's opens judge it. A
+// name gone once the lock is had (removed under it) is nil and no error:
+// the key has no meta.db now.
+func (s *Store) lockFileAtName(kd *os.File) (*os.File, error) {
 	for attempt := 1; ; attempt++ {
 		f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
 		if err != nil {
@@ -128,18 +129,21 @@ func (s *Store) lockFileAtName(kd *os.File, st unix.Stat_t) (*os.File, error) {
 			f.Close()
 			return nil, err
 		}
-		now, err := fsat.LstatAt(kd, db.FileName)
-		if err == nil && now.Ino == st.Ino && now.Dev == st.Dev {
+		moved, err := fsat.Moved(kd, db.FileName, f)
+		if err == nil && !moved {
 			return f, nil
 		}
 		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		now, err := fsat.LstatAt(kd, db.FileName)
 		if fsat.IsNotExist(err) {
 			return nil, nil
 		}
 		if err != nil || !fsat.IsRegular(&now) || attempt == lockAttempts {
 			return nil, &os.PathError{Op: "quarantine", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 		}
-		st = now
 	}
 }
 
