@@ -95,12 +95,12 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}
 	root, err := fsat.OpenDir(b.dir)
 	if err != nil {
-		return sum, dirOr(b.dir, err)
+		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
 	names, err := fsat.ReadDirNames(root)
 	if err != nil {
-		return sum, dirOr(b.dir, err)
+		return sum, shared.DirErrOr(b.dir, err)
 	}
 	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut}
 	for _, name := range orphans {
@@ -383,14 +383,4 @@ func (c *checker) special(dir *os.File, name, path string, add addFunc) bool {
 		add(path, store.KindNotRegular, "a %s, not a regular file; sessdb never reads it", fsat.Kind(&st))
 	}
 	return false
-}
-
-// dirOr is err, an open or a listing of the transcripts dir that failed,
-// as shared.DirErr tells it: shared.ErrDirUnavailable when the dir itself
-// is gone, not a directory or stale, else err as it is.
-func dirOr(dir string, err error) error {
-	if derr := shared.DirErr(dir); derr != nil {
-		return derr
-	}
-	return err
 }

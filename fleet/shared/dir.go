@@ -33,6 +33,16 @@ func DirErr(dir string) error {
 	return nil
 }
 
+// DirErrOr is err, an open or a listing of dir, the transcripts dir,
+// that failed, as DirErr tells it: ErrDirUnavailable when dir itself is
+// gone, not a directory or stale, else err as it is.
+func DirErrOr(dir string, err error) error {
+	if derr := DirErr(dir); derr != nil {
+		return derr
+	}
+	return err
+}
+
 // statDir is os.Stat of the transcripts dir, behind the fault point a
 // test stands in for a stale export with (faults.SharedDirStat; fleet's
 // Open has its own, not exported from here: a seam is no API).

@@ -32,12 +32,12 @@ import (
 func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names []string, unreadable map[string]error, err error) {
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
-		return nil, nil, dirOr(dir, err)
+		return nil, nil, DirErrOr(dir, err)
 	}
 	defer root.Close()
 	keys, err := fsat.ReadDirNames(root)
 	if err != nil {
-		return nil, nil, dirOr(dir, err)
+		return nil, nil, DirErrOr(dir, err)
 	}
 	fail := func(key string, err error) {
 		if unreadable == nil {
@@ -127,13 +127,3 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 // readDirNames lists a key's directory; a variable so that a test can
 // stand in for another host removing it.
 var readDirNames = fsat.ReadDirNames
-
-// dirOr is err, an open or a listing of the transcripts dir dir that
-// failed, as DirErr tells it: ErrDirUnavailable when dir itself is gone,
-// not a directory or stale, else err as it is.
-func dirOr(dir string, err error) error {
-	if derr := DirErr(dir); derr != nil {
-		return derr
-	}
-	return err
-}
