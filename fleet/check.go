@@ -75,7 +75,11 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	cut := now().Add(-grace)
+	fileNow := now()
+	if o.Repair {
+		fileNow = b.fileNow(fileNow)
+	}
+	cut := fileNow.Add(-grace)
 	records := map[string]etcdmeta.Item{}
 	if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
 		records[it.Key] = it
@@ -83,7 +87,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}); err != nil {
 		return sum, err
 	}
-	inFlight := now().Add(-inFlightAge)
+	inFlight := fileNow.Add(-inFlightAge)
 	// A key dir the listing cannot read is reported unreadable when the
 	// walk comes to it.
 	orphans, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
@@ -102,7 +106,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	if err != nil {
 		return sum, shared.DirErrOr(b.dir, err)
 	}
-	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut}
+	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow}
 	for _, name := range orphans {
 		key, _, _ := strings.Cut(name, "/")
 		c.orphans[key] = append(c.orphans[key], name)
@@ -178,6 +182,7 @@ type checker struct {
 	records  map[string]etcdmeta.Item
 	orphans  map[string][]string
 	now, cut time.Time
+	fileNow  time.Time // now by the file server's clock, which stamps the files' mtimes
 }
 
 // entry examines one name: its record, if it has one, and what the

@@ -130,7 +130,7 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	case gone(err):
 		return true // swept since the listing, by another reaper or repair
 	case err == nil:
-		age = store.RoundAge(c.now.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
+		age = store.RoundAge(c.fileNow.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
 	}
 	var why string
 	switch {

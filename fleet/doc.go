@@ -136,7 +136,9 @@
 // # Caveat
 //
 // What package shared says of the shared filesystem holds here: an NFS
-// export must be sync, the grace period must exceed the clocks' skew, and
-// every worker writes as the same user. A Backend's etcd client is safe
-// for concurrent use; so is a Backend.
+// export must be sync, and every worker writes as the same user. The
+// grace period must exceed the skew between the hosts' clocks; files'
+// ages are told by the file server's, which Reap and a repairing Check
+// read by setting the transcripts dir's modification time. A Backend's
+// etcd client is safe for concurrent use; so is a Backend.
 package fleet

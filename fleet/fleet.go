@@ -52,6 +52,10 @@ type Backend struct {
 	// step (the hook* constants) of key; an error it returns is that
 	// step's.
 	hook func(point, key string) error
+	// serverNow reads the transcripts dir's file server's clock; nil is
+	// shared.ServerNow. Set by this package's tests only, to stand in for
+	// a server whose clock is behind.
+	serverNow func(dir string) (time.Time, error)
 	// stale remembers bases found superseded (see Begin).
 	stale staleRevs
 	// landedLate counts commits found landed by a later try after their

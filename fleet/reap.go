@@ -27,8 +27,9 @@ type ReapOptions struct {
 	// Grace: a file no record names is removed once it is this old and,
 	// for a generation a newer one superseded, once that newer one is;
 	// 0 or less means DefaultGrace. It must exceed the slowest resolve's
-	// copy, and the clocks' skew between hosts by the commit window (a
-	// promotion's commit may follow its file by etcdmeta.MaxRequestTimeout).
+	// copy, and the skew between the hosts' clocks (a superseded
+	// generation is kept by the date its successor's promoter recorded).
+	// Files' ages are told by the file server's clock (see fileNow).
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -144,8 +145,12 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Kept++
 		}
 	}
-	cut := now().Add(-grace)
-	inFlight := now().Add(-inFlightAge)
+	fileNow := now()
+	if !o.DryRun {
+		fileNow = b.fileNow(fileNow)
+	}
+	cut := fileNow.Add(-grace)
+	inFlight := fileNow.Add(-inFlightAge)
 	needed := func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		return needs(it, ok, name, mtime, cut, inFlight)
@@ -279,8 +284,42 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 // no later than etcdmeta.MaxRequestTimeout after the write began
 // (txn.Commit), whatever the promoter's own timeout. Three of those and a
 // minute leave room for a member that applies a write late, and for the
-// skew between the clocks of this host and the file server.
+// skew between hosts where files are stamped by their writers' clocks (a
+// file server's own clock is read: fileNow).
 const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
+
+// fileNow is now as the transcripts dir's file server tells the time: set
+// back by as much as that server's clock is behind this host's (read with
+// shared.ServerNow), and as it is when the server's is ahead or cannot be
+// read. The files' ages are told by that server's clock (their mtimes), so
+// a reaper ahead of it by more than the in-flight window would otherwise
+// take a file just written, whose commit is still to come, for an orphan:
+// the promotion then lands naming a file that is gone. A server ahead
+// only makes files look younger, and they are kept longer. A dry run and
+// a check without --repair write nothing, not even the dir's time: they
+// judge by this host's clock.
+func (b *Backend) fileNow(now time.Time) time.Time {
+	read := b.serverNow
+	if read == nil {
+		read = shared.ServerNow
+	}
+	local := time.Now()
+	server, err := read(b.dir)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return now
+	case err != nil:
+		b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
+		return now
+	}
+	// A local disk stamps by the kernel's coarse clock, a tick behind the
+	// one time.Now reads: no server behind, and no reason to shift every
+	// age by a few milliseconds.
+	if behind := local.Sub(server); behind > time.Second {
+		return now.Add(-behind)
+	}
+	return now
+}
 
 // expired reports whether key's record r is past the TTL at now, by its
 // lastPromotion. The mtime of its file is read only for a record its own

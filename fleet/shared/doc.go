@@ -45,7 +45,7 @@
 // one client while another reads it is not kept alive for the reader as on
 // a local disk: the read fails (ESTALE), the copy does not verify, and the
 // resolve is a named cold start, never a torn copy. Modification times
-// come from the server's clock, which may differ from the reaper's: the
-// grace period must exceed the skew. Every worker must write as the same
+// come from the server's clock, which may differ from the reaper's:
+// ServerNow reads it. Every worker must write as the same
 // user: files are 0600.
 package shared

@@ -39,3 +39,7 @@ func setMtime(dir *os.File, name string, f *os.File, ts *[2]unix.Timespec) error
 	}
 	return nil
 }
+
+// touch: macOS's futimens is a libc function x/sys/unix does not wrap, and
+// a time passed through a name would be this host's, not the server's.
+func touch(*os.File) error { return errors.ErrUnsupported }

@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// behindBy stands in for a file server whose clock is d behind this
+// host's: it stamps a file written now d ago, and reads its own now so.
+func behindBy(d time.Duration) func(string) (time.Time, error) {
+	return func(string) (time.Time, error) { return time.Now().Add(-d), nil }
+}
+
+// stampBack sets the mtime of key's files but the one its record names
+// back by d, as a file server whose clock is d behind stamped them.
+func (f *fixture) stampBack(key string, d time.Duration) {
+	f.t.Helper()
+	own := f.recordFile(key)
+	for _, name := range f.files(key) {
+		if name == own {
+			continue
+		}
+		at := time.Now().Add(-d)
+		if err := os.Chtimes(filepath.Join(f.dir, name), at, at); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// A file server whose clock is two hours behind the reaper's stamps a
+// promotion's file, between its write and its commit, two hours old by the
+// reaper's clock: far past the in-flight window. Reap (and check --repair)
+// read the server's clock and judge the file by it, so the promotion lands
+// on a file still there (before: reap swept it, the promotion reported
+// promoted, and its key cold-started transcript-replaced, the conversation
+// lost).
+func TestAReaperAheadOfTheFileServerKeepsAPromotionInFlight(t *testing.T) {
+	for _, sweeper := range []string{"reap", "check --repair"} {
+		t.Run(sweeper, func(t *testing.T) {
+			f := newFixture(t, etcdtest.Start1(t))
+			key := store.Key("github", "file clock", sweeper)
+			f.now = time.Now().Add(-3 * time.Hour)
+			f.run(key, "a")
+			f.now = time.Time{}
+			sess, _ := f.job(key, "b")
+			var swept []string
+			f.b.hook = func(p, _ string) error {
+				if p != hookCommit {
+					return nil
+				}
+				f.b.hook = nil
+				f.stampBack(key, 2*time.Hour)
+				r := f.open()
+				r.serverNow = behindBy(2 * time.Hour)
+				if sweeper == "reap" {
+					res, err := r.Reap(t.Context(), ReapOptions{})
+					if err != nil {
+						t.Errorf("reap: %v", err)
+					}
+					swept = res.Swept
+					return nil
+				}
+				_, err := r.Check(t.Context(), CheckOptions{Repair: true}, func(x store.Finding) error {
+					if x.Kind == KindOrphan && !x.Remains {
+						swept = append(swept, x.Path)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Errorf("check --repair: %v", err)
+				}
+				return nil
+			}
+			res, err := f.promote(sess)
+			if err != nil || !res.Promoted || res.Gen != 2 {
+				t.Fatalf("promote = %+v, %v", res, err)
+			}
+			if len(swept) != 0 {
+				t.Errorf("%s swept %v between the promotion's file and its commit", sweeper, swept)
+			}
+			f.holds(key, "b", 2)
+		})
+	}
+}
+
+// The server's clock, behind or not, changes nothing for a file truly
+// past the window; and one that cannot be read leaves this host's clock,
+// with a warning (a dry run reads no clock: it writes nothing, not even
+// the dir's time).
+func TestReapSweepsATrueOrphanWhateverTheFileClock(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		clock func(string) (time.Time, error)
+		warns bool
+	}{
+		{"server behind", behindBy(10 * time.Minute), false},
+		{"server ahead", behindBy(-10 * time.Minute), false},
+		{"server unread", func(string) (time.Time, error) { return time.Time{}, errors.New("EACCES stand-in") }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
+			key := store.Key("github", "file clock", c.name)
+			f.now = time.Now().Add(-5 * time.Hour)
+			f.run(key, "a")
+			f.now = time.Time{}
+			orphan := filepath.Join(f.dir, key, ".tmp-0123456789abcdef")
+			if err := os.WriteFile(orphan, []byte("died"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().Add(-4 * time.Hour)
+			if err := os.Chtimes(orphan, at, at); err != nil {
+				t.Fatal(err)
+			}
+			f.b.serverNow = c.clock
+			res, err := f.b.Reap(t.Context(), ReapOptions{})
+			if err != nil || len(res.Swept) != 1 || res.Swept[0] != key+"/.tmp-0123456789abcdef" {
+				t.Fatalf("reap = %+v, %v; want the temp swept", res, err)
+			}
+			if got := strings.Contains(log.String(), "session_file_clock_unread"); got != c.warns {
+				t.Errorf("warned %v, want %v: %s", got, c.warns, log.String())
+			}
+			f.holds(key, "a", 1)
+		})
+	}
+}
