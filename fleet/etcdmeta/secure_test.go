@@ -237,3 +237,40 @@ func TestHTTPSEndpointOfAPlainMemberIsNamed(t *testing.T) {
 		t.Errorf("it took %v", took)
 	}
 }
+
+// An etcd 3.4 member forgets a simple token once it sat unused for
+// --auth-token-ttl (300 s) or the member restarted, and refuses it then
+// even on the Authenticate that would replace it, where the client sends
+// it again: a Store that outlived its token (a reap or check whose walk of
+// the transcripts dir took that long) got "etcd unavailable" for every
+// request from then on, each after the whole request timeout. It logs in
+// again instead.
+func TestStoreLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	s := open(t, c, func(cfg *Config) {
+		cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password
+		cfg.RequestTimeout = 2 * time.Second
+	})
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	c.ExpireTokens()
+	if st, err := s.GetRecord(ctx(t), key); err != nil || st.Rev != rev {
+		t.Fatalf("GetRecord once the token was forgotten = %+v, %v; want revision %d", st, err, rev)
+	}
+	c.ExpireTokens()
+	mustPut(t, s, key, rev, 2)
+	c.ExpireTokens()
+	unlock, _, err := s.Lock(ctx(t), key)
+	if err != nil {
+		t.Fatalf("Lock once the token was forgotten: %v", err)
+	}
+	unlock()
+	// A password changed meanwhile is still told as such.
+	if _, err := c.Client(t).UserChangePassword(ctx(t), etcdtest.User, "changed"); err != nil {
+		t.Fatal(err)
+	}
+	c.ExpireTokens()
+	if _, err := s.GetRecord(ctx(t), key); !errors.Is(err, ErrAuth) {
+		t.Fatalf("GetRecord with a password changed = %v; want ErrAuth", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Store is the record store on one etcd cluster. It is safe for concurrent
@@ -105,12 +106,32 @@ func Open(cfg Config) (*Store, error) {
 		Password:             s.Password,
 		// The client's own log would write JSON lines to stderr, which is
 		// the CLI's diagnostics channel; every failure is returned instead.
-		Logger: zap.NewNop(),
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken)},
 	})
 	if err != nil {
 		return nil, s.opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
 	}
 	return &Store{cli: cli, cfg: s}, nil
+}
+
+// forgetRefusedToken runs inside the client's own retries. When a member
+// has forgotten the client's auth token (an etcd 3.4 member once the token
+// sat unused for --auth-token-ttl, 300 s by default), the client logs in
+// again, but sends the forgotten token with the Authenticate, and a 3.4
+// member refuses that too, "invalid auth token": the client then logs in
+// again and again with it until the request's deadline, and every later
+// request does the same. Answered as a member with authentication off
+// answers, the client drops the token; the request is then refused for
+// want of one, and the client logs in afresh, without it. A login the
+// member refuses for its credentials is refused as before, on that next
+// try.
+func forgetRefusedToken(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if method == "/etcdserverpb.Auth/Authenticate" && errors.Is(rpctypes.Error(err), rpctypes.ErrInvalidAuthToken) {
+		return rpctypes.ErrGRPCAuthNotEnabled
+	}
+	return err
 }
 
 // Close releases the connection; locks still held are released as their

@@ -33,11 +33,13 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -84,6 +86,55 @@ type Cluster struct {
 	CertFile, KeyFile string // PEM files of the client certificate and its key
 
 	faults faults // the requests FailNext fails
+	tokens tokens // the tokens ExpireTokens made members forget
+}
+
+// tokens are the auth tokens the members handed out, and those they are
+// to take for forgotten (ExpireTokens).
+type tokens struct {
+	mu      sync.Mutex
+	issued  []string
+	expired map[string]bool
+}
+
+// ExpireTokens makes every member refuse each auth token handed out so
+// far as etcd 3.4 does once a simple token sat unused for its TTL
+// (--auth-token-ttl, 300 s by default): "invalid auth token", for every
+// request that carries it, Authenticate included (etcd 3.5 and later
+// ignore the token of an Authenticate, and so a client never finds out
+// there what a 3.4 member does). It is safe to call while requests are
+// served.
+func (c *Cluster) ExpireTokens() {
+	c.tokens.mu.Lock()
+	defer c.tokens.mu.Unlock()
+	if c.tokens.expired == nil {
+		c.tokens.expired = map[string]bool{}
+	}
+	for _, t := range c.tokens.issued {
+		c.tokens.expired[t] = true
+	}
+	c.tokens.issued = nil
+}
+
+// refused reports whether ctx carries a token ExpireTokens expired.
+func (t *tokens) refused(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tok := range md.Get(rpctypes.TokenFieldNameGRPC) {
+		if t.expired[tok] {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tokens) issue(resp any) {
+	if a, ok := resp.(*etcdserverpb.AuthenticateResponse); ok && a != nil && a.Token != "" {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.issued = append(t.issued, a.Token)
+	}
 }
 
 // faults says, by gRPC method, which requests are still to fail: skip
@@ -148,6 +199,7 @@ type member struct {
 	killed   atomic.Bool
 	inflight atomic.Int64
 	faults   *faults // the cluster's
+	tokens   *tokens // the cluster's
 }
 
 // Start1 starts one plain member.
@@ -220,7 +272,7 @@ func (c *Cluster) startFresh() error {
 		scheme = "https"
 	}
 	for i := range c.members {
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i)), faults: &c.faults}
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i)), faults: &c.faults, tokens: &c.tokens}
 		m.clientURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
 		m.peerURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
 		c.members[i] = m
@@ -483,6 +535,9 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 	if fail && !lost {
 		return nil, rpctypes.ErrGRPCLeaderChanged
 	}
+	if m.tokens != nil && m.tokens.refused(ctx) {
+		return nil, rpctypes.ErrGRPCInvalidAuthToken
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if !m.killed.Load() {
@@ -492,6 +547,9 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 		}
 	}()
 	resp, err = handler(ctx, req)
+	if m.tokens != nil {
+		m.tokens.issue(resp)
+	}
 	if lost {
 		return nil, rpctypes.ErrGRPCLeaderChanged
 	}
