@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 	"time"
+
+	"sessdb/internal/fsat"
 )
 
 // probeTimeout bounds the TLS probe of each endpoint; the probes run at
@@ -35,9 +39,41 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 		if key != "" {
 			op += " " + key
 		}
+		if note := s.certOutOfDate(time.Now()); note != "" {
+			return fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)
+		}
 		return fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)
 	}
 	return werr
+}
+
+// certOutOfDate says when the client certificate is not valid at now, or
+// returns "". A member refuses such a certificate as it refuses any other
+// (etcd 3.4, built with Go 1.19: "bad certificate"). The file is read
+// again, as the client reads it for each handshake: it may have been
+// replaced since Open.
+func (s settings) certOutOfDate(now time.Time) string {
+	if s.CertFile == "" {
+		return ""
+	}
+	data, err := fsat.ReadConfigFile(s.CertFile, maxTLSFileBytes)
+	if err != nil {
+		return ""
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return ""
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	switch {
+	case err != nil:
+		return ""
+	case now.After(cert.NotAfter):
+		return fmt.Sprintf("the client certificate %s expired at %s", s.CertFile, cert.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(cert.NotBefore):
+		return fmt.Sprintf("the client certificate %s is not valid before %s", s.CertFile, cert.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return ""
 }
 
 // handshakeError returns the first TLS failure among the endpoints, or nil

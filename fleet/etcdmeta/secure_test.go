@@ -118,6 +118,22 @@ func TestWrongCredentialsGetNothing(t *testing.T) {
 	}
 }
 
+// etcd 3.4 (built with Go 1.19) refuses an expired client certificate
+// as it refuses any other, "remote error: tls: bad certificate", which
+// left the operator to guess; the error says when the certificate the
+// client sent expired.
+func TestExpiredClientCertificateIsNamed(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", ""
+	cfg.CertFile, cfg.KeyFile = c.CA.IssueExpired(t, t.TempDir(), etcdtest.User)
+	cfg.RequestTimeout = 300 * time.Millisecond
+	_, err := getWith(cfg, newKey())
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "the client certificate "+cfg.CertFile+" expired at ") {
+		t.Fatalf("err = %v, want ErrAuth saying the client certificate expired", err)
+	}
+}
+
 // getWith opens a store with cfg and reads key; the error is Open's or
 // Get's.
 func getWith(cfg Config, key string) (State, error) {

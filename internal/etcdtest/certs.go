@@ -56,12 +56,24 @@ func NewCA(tb testing.TB, dir, name string) *CA {
 // client certificate is valid as a client only.
 func (ca *CA) Issue(tb testing.TB, dir, cn string, server bool) (certFile, keyFile string) {
 	tb.Helper()
+	return ca.issue(tb, dir, cn, server, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// IssueExpired is Issue for a client certificate whose day of validity
+// ended an hour ago.
+func (ca *CA) IssueExpired(tb testing.TB, dir, cn string) (certFile, keyFile string) {
+	tb.Helper()
+	return ca.issue(tb, dir, cn, false, time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour))
+}
+
+func (ca *CA) issue(tb testing.TB, dir, cn string, server bool, notBefore, notAfter time.Time) (certFile, keyFile string) {
+	tb.Helper()
 	key := newKey(tb)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(tb),
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
