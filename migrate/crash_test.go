@@ -98,7 +98,8 @@ func effectiveValues(t testing.TB, root string) map[string]string {
 		if hasDB && sc != (db.Sidecars{}) {
 			v = valuesOf(sc)
 		} else {
-			v, _ = readLegacy(k)
+			v, _, err = readLegacy(k)
+			must(t, err)
 			v.Transcript, _, err = transcriptID(kd, nil)
 			must(t, err)
 		}

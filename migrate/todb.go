@@ -102,7 +102,10 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		}
 	}
 
-	v, odd := readLegacy(k)
+	v, odd, err := readLegacy(k)
+	if err != nil {
+		return p, err
+	}
 	t, kind, err := transcriptID(kd, nil)
 	if err != nil {
 		return p, err

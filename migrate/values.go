@@ -98,13 +98,19 @@ func valuesOf(sc db.Sidecars) Values {
 
 // readLegacy reads the four legacy sidecars of a scanned key dir with
 // store/legacy's rules, which are the values; the raw bytes seen by scan
-// serve only to describe oddities.
-func readLegacy(k *keyScan) (Values, []Oddity) {
+// serve only to describe oddities. A sidecar not read for want of a
+// descriptor or memory is an error (legacy.Observe): migrated as no value,
+// the key would keep a stamp it does not have.
+func readLegacy(k *keyScan) (Values, []Oddity, error) {
 	var v Values
 	var odd []Oddity
 	note := func(file, found, readAs string) { odd = append(odd, Oddity{file, found, readAs}) }
+	o, err := legacy.Observe(k.dir)
+	if err != nil {
+		return Values{}, nil, err
+	}
 
-	switch st := legacy.ReadVenue(k.dir); st.State {
+	switch st := o.Venue; st.State {
 	case gates.StampAbsent:
 		note(legacy.VenueName, "absent", `"local": a transcript from before venue stamps ran on local (stays absent)`)
 	case gates.StampUnreadable:
@@ -126,7 +132,7 @@ func readLegacy(k *keyScan) (Values, []Oddity) {
 		}
 	}
 
-	switch st := legacy.ReadPiVersion(k.dir); st.State {
+	switch st := o.PiVersion; st.State {
 	case gates.StampPresent:
 		v.PiVersion = st.Value
 		if st.Value == "" {
@@ -139,7 +145,7 @@ func readLegacy(k *keyScan) (Values, []Oddity) {
 	}
 
 	if k.present(legacy.ResumeChainName) {
-		n := legacy.ReadResumeChain(k.dir)
+		n := o.ResumeChain
 		v.ResumeChain = &n
 		raw, ok := legacy.ReadSidecar(k.dir, legacy.ResumeChainName)
 		switch {
@@ -155,7 +161,7 @@ func readLegacy(k *keyScan) (Values, []Oddity) {
 	}
 
 	if k.present(legacy.ContextName) {
-		c := legacy.ReadContext(k.dir)
+		c := o.Context
 		if c == nil {
 			note(legacy.ContextName, k.describe(legacy.ContextName), "no measurement (not \"tokens window [model]\"): dropped")
 		} else {
@@ -168,7 +174,7 @@ func readLegacy(k *keyScan) (Values, []Oddity) {
 			}
 		}
 	}
-	return v, odd
+	return v, odd, nil
 }
 
 // noteReshaped notes a value that reads differently from its bytes:

@@ -89,6 +89,10 @@ type Acceptance struct {
 	Retry bool
 	// Reason, otherwise: the cold start.
 	Reason gates.Reason
+	// Err, instead of all of them: the copy could not be judged, for a
+	// cause that is not the key's (no descriptor left for a legacy key's
+	// venue re-check): a fault, which Resolve returns.
+	Err error
 }
 
 // A KeyTxn is one key as a promotion sees it: under the key's exclusive

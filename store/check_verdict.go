@@ -121,6 +121,9 @@ func (v *keyView) follow(ctx context.Context, read bool, maxBytes int64) (follow
 			return f, nil
 		}
 		a := v.accept(l.c)
+		if a.Err != nil {
+			return followed{}, a.Err
+		}
 		if read {
 			f.verify = v.verified(l, a, fromTemp, given)
 		}

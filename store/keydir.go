@@ -181,7 +181,9 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 		// commit. The legacy files, if any, still decide, as they will for
 		// the promotion or migration that follows (it seeds from them).
 		k.layout = LayoutLegacy
-		k.observeLegacy()
+		if err := k.observeLegacy(); err != nil {
+			return nil, err
+		}
 		// Unless a repair moved the key's meta.db aside: the empty file
 		// is then a lock's, left by a kill or brought back by a power
 		// cut, and the legacy files are as stale as without it.
@@ -189,7 +191,9 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 	case k.meta != nil:
 		k.observeDB()
 	default:
-		k.observeLegacy()
+		if err := k.observeLegacy(); err != nil {
+			return nil, err
+		}
 		k.obs.MetaMovedAside = movedAside(k.dir)
 		_, err := fsat.LstatAt(k.dir, db.FileName)
 		k.migratedUnder = !fsat.IsNotExist(err)
@@ -324,12 +328,15 @@ func (k *keyDir) inPlaceBound() int64 {
 // The legacy store read a bound's sidecar only when its bound was set;
 // reading it always changes no verdict (an unreadable chain is 0, an
 // unreadable context no measurement, and a bound that is off ignores
-// both), and lets dump report every value.
-func (k *keyDir) observeLegacy() {
-	k.obs.Venue = legacy.ReadVenue(k.dir)
-	k.obs.PiVersion = legacy.ReadPiVersion(k.dir)
-	k.obs.ResumeChain = legacy.ReadResumeChain(k.dir)
-	k.obs.Context = legacy.ReadContext(k.dir)
+// both), and lets dump report every value. A sidecar not read for want of
+// a descriptor or memory is a fault (legacy.Observe), as meta.db's open is.
+func (k *keyDir) observeLegacy() error {
+	o, err := legacy.Observe(k.dir)
+	if err != nil {
+		return err
+	}
+	k.obs.Venue, k.obs.PiVersion, k.obs.ResumeChain, k.obs.Context = o.Venue, o.PiVersion, o.ResumeChain, o.Context
+	return nil
 }
 
 // movedAside reports whether a repair moved a damaged meta.db aside in the

@@ -127,8 +127,14 @@ func (v *keyView) accept(c copied) Acceptance {
 	k := v.k
 	// The legacy store's venue re-check comes before the identity check,
 	// as its order was the contract.
-	if k.layout == LayoutLegacy && legacy.ReadVenue(k.dir) != k.obs.Venue {
-		return Acceptance{Reason: gates.VenueChanged}
+	if k.layout == LayoutLegacy {
+		venue, err := legacy.ObserveVenue(k.dir)
+		switch {
+		case err != nil:
+			return Acceptance{Err: err}
+		case venue != k.obs.Venue:
+			return Acceptance{Reason: gates.VenueChanged}
+		}
 	}
 	switch {
 	case k.matches(c):
@@ -227,9 +233,13 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	}
 	if t.sc.Transcript == nil {
 		// A key with no record yet but legacy files (its first promotion
-		// since a partial migration) continues from the legacy chain.
-		chain := legacy.ReadResumeChain(kd)
-		t.sc.ResumeChain = &chain
+		// since a partial migration) continues from the legacy chain,
+		// read, not taken as 0 for want of a descriptor.
+		o, err := legacy.Observe(kd)
+		if err != nil {
+			return nil, err
+		}
+		t.sc.ResumeChain = &o.ResumeChain
 	}
 	ok = true
 	return t, nil

@@ -185,6 +185,8 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		}
 		a := v.Accept(size, sum)
 		switch {
+		case a.Err != nil:
+			return a.Err
 		case a.Resume:
 			sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C, sess.Base = true, gates.Resumed, size, Checksum(sum), a.Base
 			return nil

@@ -2,8 +2,8 @@ package legacy
 
 import "errors"
 
-// The readers return no errors: a read-path miss is a cold start with a
-// reason, not a fault. The sentinel below only tells readStamp why a name
+// The readers return no errors (but Observe's, see Starved): a read-path
+// miss is a cold start with a reason, not a fault. The sentinel below only tells readStamp why a name
 // held no value, and never leaves the package.
 var (
 	// errName is returned by readSidecar when the name it is given is not a

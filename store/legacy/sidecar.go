@@ -83,20 +83,82 @@ func ReadContext(dir *os.File) *gates.Context {
 	return &c
 }
 
+// Observed is what a key dir's four sidecars read as.
+type Observed struct {
+	Venue       gates.Stamp
+	PiVersion   gates.Stamp
+	ResumeChain uint64
+	Context     *gates.Context
+}
+
+// Observe reads the four sidecars as ReadVenue, ReadPiVersion,
+// ReadResumeChain and ReadContext do, but for a read that failed for want
+// of the reading process's own resources (see Starved): that is an error,
+// not "no value". It says nothing about the file, and read as no value it
+// would judge a key by a stamp the key does not have: a venue that says
+// local read as unreadable is a venue-changed cold start, which the
+// job's promotion then makes the key's conversation.
+func Observe(dir *os.File) (Observed, error) {
+	var o Observed
+	var err error
+	if o.Venue, err = readStampErr(dir, VenueName); err != nil {
+		return Observed{}, err
+	}
+	if o.PiVersion, err = readStampErr(dir, PiVersionName); err != nil {
+		return Observed{}, err
+	}
+	v, ok, err := readSidecar(dir, ResumeChainName)
+	if Starved(err) {
+		return Observed{}, err
+	}
+	if ok {
+		o.ResumeChain = ParseResumeChain(v)
+	}
+	v, ok, err = readSidecar(dir, ContextName)
+	if Starved(err) {
+		return Observed{}, err
+	}
+	if c, parsed := ParseContext(v); ok && parsed {
+		o.Context = &c
+	}
+	return o, nil
+}
+
+// ObserveVenue is ReadVenue with Observe's error: a read that failed for
+// want of the process's own resources.
+func ObserveVenue(dir *os.File) (gates.Stamp, error) { return readStampErr(dir, VenueName) }
+
+// Starved reports whether err is a failure of the reading process rather
+// than of the file read: no descriptor left (EMFILE, ENFILE) or no memory
+// (ENOMEM, ENOBUFS). The legacy reader turned these into "no value" like
+// every other error; a retry once the process has them reads the file.
+func Starved(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOBUFS)
+}
+
 // readStamp tells absence from unreadability by the open's own error.
 // ENOENT from openat with O_NOFOLLOW on a single component means exactly
 // what the legacy lstat's ENOENT meant (no entry: a dangling link is ELOOP
 // here, present there); every other error is one the legacy reader also
 // turned into "no value", after its lstat or at its read.
 func readStamp(dir *os.File, name string) gates.Stamp {
+	st, _ := readStampErr(dir, name)
+	return st
+}
+
+// readStampErr is readStamp that also returns a Starved read's error
+// (with the stamp readStamp returns).
+func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 	v, ok, err := readSidecar(dir, name)
 	switch {
 	case ok:
-		return gates.Stamp{State: gates.StampPresent, Value: v}
+		return gates.Stamp{State: gates.StampPresent, Value: v}, nil
 	case errors.Is(err, unix.ENOENT):
-		return gates.Stamp{State: gates.StampAbsent}
+		return gates.Stamp{State: gates.StampAbsent}, nil
+	case Starved(err):
+		return gates.Stamp{State: gates.StampUnreadable}, err
 	}
-	return gates.Stamp{State: gates.StampUnreadable}
+	return gates.Stamp{State: gates.StampUnreadable}, nil
 }
 
 // readSidecar is ReadSidecar that also returns why name could not be read:

@@ -1,0 +1,119 @@
+// FreeBSD's syscall.Rlimit holds int64s where Linux's and macOS's hold
+// uint64s; the promise is the same there, and tested on these two.
+
+//go:build !freebsd
+
+package store
+
+import (
+	"errors"
+	"hash/crc32"
+	"os"
+	"syscall"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// lowerFDLimit lets the process open extra more descriptors (RLIMIT_NOFILE
+// bounds a descriptor's number, and an open takes the lowest free one) and
+// returns the function that restores the limit; the test's cleanup calls
+// it too.
+func lowerFDLimit(t *testing.T, extra uint64) (restore func()) {
+	t.Helper()
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowest := uint64(f.Fd())
+	f.Close()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = lowest + extra
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	done := false
+	restore = func() {
+		if done {
+			return
+		}
+		done = true
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// A legacy key's sidecar that could not be opened for want of a
+// descriptor (EMFILE) says nothing about the key: the resolve is a fault
+// (exit 1), as it is when meta.db cannot be opened for it. It was read as
+// the legacy reader read any failure, no value: a venue stamp that says
+// local read as unreadable, a venue-changed cold start whose promotion
+// then replaces the conversation.
+func TestLegacySidecarNotReadForWantOfADescriptorIsAFault(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   testPi, "venue": "local",
+	})
+	var restore func()
+	lowered := false
+	faults.Set(func(p faults.Point) error {
+		switch {
+		case p == faults.ResolveAfterMetaOpen && !lowered:
+			// meta.db found absent: one descriptor more, for the
+			// transcript, and none for a sidecar.
+			lowered = true
+			restore = lowerFDLimit(t, 1)
+		case p == faults.ResolveAfterGates && restore != nil:
+			restore()
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	sess, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if restore != nil {
+		restore()
+	}
+	if !lowered {
+		t.Fatal("the resolve never reached the point after meta.db's open")
+	}
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("resolve with no descriptor for the sidecars = {resume %v, %s}, %v; want EMFILE", sess.Resume, sess.Reason, err)
+	}
+	faults.Set(nil)
+	sess, _ = mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+}
+
+// The legacy venue re-check after the copy, with no descriptor left for
+// it, is a fault too, not a venue-changed cold start.
+func TestLegacyVenueRecheckWithoutADescriptorIsAFault(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	body := transcriptBytes(clock.now, "legacy turn")
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(body),
+		"pi-version":   testPi, "venue": "local",
+	})
+	v, err := s.backend.View(testKey, gates.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	restore := lowerFDLimit(t, 0)
+	a := v.Accept(int64(len(body)), crc32.Checksum(body, castagnoli))
+	restore()
+	if !errors.Is(a.Err, syscall.EMFILE) {
+		t.Fatalf("the re-check with no descriptor = %+v; want its error EMFILE", a)
+	}
+	if a := v.Accept(int64(len(body)), crc32.Checksum(body, castagnoli)); !a.Resume {
+		t.Fatalf("the re-check with descriptors = %+v; want resume", a)
+	}
+}
