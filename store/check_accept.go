@@ -76,12 +76,19 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	defer kd.Close()
 	st, err := fsat.LstatAt(kd, db.FileName)
 	hadDB := err == nil
-	switch {
-	case err != nil && !fsat.IsNotExist(err):
+	if err != nil && !fsat.IsNotExist(err) {
 		return res, err
+	}
+	aside := false
+	if !hadDB {
+		if aside, err = movedAside(kd); err != nil {
+			return res, err
+		}
+	}
+	switch {
 	case hadDB && !fsat.IsRegular(&st):
 		return refuse("meta.db is a " + fsat.Kind(&st))
-	case !hadDB && !movedAside(kd):
+	case !hadDB && !aside:
 		return refuse("the key has no meta.db: a legacy key's identity is its file (sessdb migrate records it)")
 	}
 
@@ -127,7 +134,10 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return res, err
 	}
 	res.Fresh = sc == (db.Sidecars{}) && len(history) == 0
-	if res.Fresh && hadDB && !movedAside(kd) {
+	if aside, err = movedAside(kd); err != nil {
+		return res, err
+	}
+	if res.Fresh && hadDB && !aside {
 		// A meta.db that holds nothing (a lock's, say) vouches for
 		// nothing, and the key reads as legacy: as without one.
 		return refuse("meta.db holds no record, and none was moved aside: the key reads as a legacy key, whose identity is its file")

@@ -187,14 +187,18 @@ func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
 		// Unless a repair moved the key's meta.db aside: the empty file
 		// is then a lock's, left by a kill or brought back by a power
 		// cut, and the legacy files are as stale as without it.
-		k.obs.MetaMovedAside = movedAside(k.dir)
+		if k.obs.MetaMovedAside, err = movedAside(k.dir); err != nil {
+			return nil, err
+		}
 	case k.meta != nil:
 		k.observeDB()
 	default:
 		if err := k.observeLegacy(); err != nil {
 			return nil, err
 		}
-		k.obs.MetaMovedAside = movedAside(k.dir)
+		if k.obs.MetaMovedAside, err = movedAside(k.dir); err != nil {
+			return nil, err
+		}
 		_, err := fsat.LstatAt(k.dir, db.FileName)
 		k.migratedUnder = !fsat.IsNotExist(err)
 	}
@@ -342,17 +346,23 @@ func (k *keyDir) observeLegacy() error {
 // movedAside reports whether a repair moved a damaged meta.db aside in the
 // key dir (check --repair's AsidePrefix names). It is looked for only in a
 // key dir without meta.db, so a key's first promotion ends it.
-func movedAside(kd *os.File) bool {
+// A listing that failed (no descriptor left for it, an I/O error) is an
+// error: read as "none moved aside", it would judge the key by the stale
+// legacy files the moved-aside meta.db had replaced.
+func movedAside(kd *os.File) (bool, error) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
-		return false
+		if fsat.IsNotExist(err) {
+			return false, nil // the dir is gone: nothing in it was moved aside
+		}
+		return false, err
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, AsidePrefix) {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // inFlight is the key's pending promotion when it is still in flight

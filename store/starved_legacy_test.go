@@ -9,11 +9,13 @@ import (
 	"errors"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // lowerFDLimit lets the process open extra more descriptors (RLIMIT_NOFILE
@@ -115,5 +117,35 @@ func TestLegacyVenueRecheckWithoutADescriptorIsAFault(t *testing.T) {
 	}
 	if a := v.Accept(int64(len(body)), crc32.Checksum(body, castagnoli)); !a.Resume {
 		t.Fatalf("the re-check with descriptors = %+v; want resume", a)
+	}
+}
+
+// A key dir whose listing fails (here for want of a descriptor) cannot
+// say whether check --repair moved its meta.db aside: that is an error.
+// It was "none moved aside", and a legacy key whose damaged meta.db was
+// moved aside was then judged by its stale legacy files (resumed) instead
+// of meta-moved-aside.
+func TestMovedAsideThatCannotBeListedIsAFault(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   testPi, "venue": "local",
+		AsidePrefix + "20261129T100000Z": "a damaged meta.db",
+	})
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.MetaMovedAside)
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	restore := lowerFDLimit(t, 0)
+	aside, err := movedAside(kd)
+	restore()
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("movedAside with no descriptor to list the dir = %v, %v; want EMFILE", aside, err)
+	}
+	if aside, err := movedAside(kd); !aside || err != nil {
+		t.Fatalf("movedAside = %v, %v; want true", aside, err)
 	}
 }
