@@ -103,3 +103,69 @@ func TestTicketWithoutItsIdIsNotAnOldTicket(t *testing.T) {
 		})
 	}
 }
+
+// Jobs in flight when a host is upgraded were resolved by the old binary
+// and are promoted by the new one. Two of them resolved on the same key
+// from the same generation: the first promotes; the second, stale, must not
+// replace it (README: a promotion that reported promoted is never
+// overwritten by a stale or retried job), nor may a retry of the first
+// promote it again. The tickets are the bytes sessdb 8f9973c (2026-11-30,
+// the last commit before the job contract) wrote, measured by running it:
+// {"key":…,"resume":true,"reason":"resumed","bytes":684,"gen":1,"venue":
+// "local","job":"u3","job_dir":…}, and {"key":…,"resume":false,"reason":
+// "absent","bytes":0,"venue":"local",…} for a key with no transcript.
+func TestStaleTicketFromBeforeTheJobContractIsSuperseded(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	given, err := os.ReadFile(filepath.Join(root, testKey, TranscriptName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJob := func(ticket string, staged []byte) Session {
+		t.Helper()
+		jobDir := t.TempDir()
+		stage(t, jobDir, staged)
+		if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(ticket), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := ReadTicket(jobDir)
+		if err != nil {
+			t.Fatalf("a ticket from before the job contract: %v", err)
+		}
+		return sess
+	}
+	warm := func(job string) string {
+		return fmt.Sprintf(`{"key":%q,"resume":true,"reason":"resumed","bytes":%d,"gen":1,"venue":"local","job":%q,"job_dir":"/run/jobs/%s"}`, testKey, len(given), job, job)
+	}
+	first := oldJob(warm("u2"), answeredTurn(given, "first", 100))
+	second := oldJob(warm("u3"), answeredTurn(given, "second job", 100))
+	if res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 2 {
+		t.Fatalf("first = %+v, want promoted gen 2", res)
+	}
+	want, err := os.ReadFile(filepath.Join(root, testKey, TranscriptName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sess := range map[string]Session{"the stale job": second, "a retry of the first": first} {
+		res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		if res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+			t.Errorf("%s: %+v, want superseded by 2", name, res)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, testKey, TranscriptName)); !bytes.Equal(got, want) {
+		t.Fatalf("the first job's acknowledged promotion was replaced (%d bytes, want %d)", len(got), len(want))
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript.Gen != 2 {
+		t.Fatalf("gen %d, want 2", sc.Transcript.Gen)
+	}
+
+	// A cold start on a key with no transcript, promoted after another job
+	// made one: the old binary replaced it with a new conversation.
+	other := Key("github", "acme/widget", "pi/issue-9")
+	cold := oldJob(fmt.Sprintf(`{"key":%q,"resume":false,"reason":"absent","bytes":0,"venue":"local","job_dir":"/run/jobs/old-2"}`, other),
+		answeredTurn(transcriptBytes(s.opts.Now()), "cold", 100))
+	runJob(t, s, other, localJob(), PromoteRequest{}, "made in between")
+	if res := mustPromote(t, s, cold, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded {
+		t.Fatalf("cold onto a key promoted since: %+v, want superseded", res)
+	}
+}

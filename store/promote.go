@@ -209,6 +209,9 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		if !content.prefixOK && !req.AllowRewrite {
 			return refused(gates.TranscriptRewritten)
 		}
+	} else if !sess.oldBase(cur) {
+		res.SupersededBy = cur.Gen
+		return refused(gates.Superseded)
 	}
 	if req.Require != "" && content.run != req.Require {
 		return refused(gates.RunIncomplete)

@@ -48,7 +48,8 @@
 // checked against the file's identity (device, inode, size, mtime), as the
 // legacy store did, not against a checksum: nothing records one until its
 // first promotion or its migration. A ticket written before the job contract (no ticket id)
-// promotes without the base, root and prefix checks.
+// promotes without the root and prefix checks, and with what base it has:
+// the generation and bytes it resumed, or a key with no transcript.
 package store
 
 import (

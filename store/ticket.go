@@ -35,9 +35,11 @@ type Session struct {
 	// Ticket is a random id (32 hex characters) that names this job's one
 	// promotion: a Promote retried with the same ticket repeats the first
 	// one's result instead of promoting again. "" is a ticket written by a
-	// sessdb from before the job contract; it promotes as it always did,
-	// with no base, root or prefix check. ReadTicket refuses a ticket with
-	// no id that has a root, a checksum or a base: no sessdb wrote one.
+	// sessdb from before the job contract; it promotes with no root or
+	// prefix check, and is superseded only where the key no longer holds
+	// the generation it resumed (or, cold on a key with no transcript,
+	// where one was promoted since). ReadTicket refuses a ticket with no id
+	// that has a root, a checksum or a base: no sessdb wrote one.
 	Ticket string `json:"ticket,omitempty"`
 	// Root is the sessions root the ticket was issued from, absolute (a
 	// fleet's ID: its transcripts dir and etcd prefix). Promote refuses a
@@ -70,6 +72,11 @@ type Session struct {
 	// JobDir is the job dir the staged file is in. ReadTicket sets it to
 	// the dir it read the ticket from, whatever the file says.
 	JobDir string `json:"job_dir"`
+
+	// oldGen is the generation a ticket from before the job contract says
+	// it delivered ("gen", set by ReadTicket; 0: cold, or a key with no
+	// record): the one base such a ticket carries.
+	oldGen uint64
 }
 
 // Base identifies the transcript a key held when a ticket was issued. The
@@ -234,15 +241,18 @@ func ReadTicket(jobDir string) (Session, error) {
 			return sess, fmt.Errorf("read ticket %s: %w: a root, checksum or base with no ticket id (only tickets from before the job contract have no id, and they have none of those)", name, ErrBadTicket)
 		}
 	}
+	if tf.Gen != nil && sess.Resume {
+		sess.oldGen = *tf.Gen
+	}
 	sess.JobDir = jobDir
 	return sess, nil
 }
 
 // ticketFile is what ReadTicket accepts: a Session, or a ticket written by
 // a sessdb from before the job contract, whose warm tickets also carry the
-// generation delivered, "gen". Such a ticket promotes with no base check,
-// so its gen is read and dropped: refusing it would fail the promotion of
-// every job resolved before an upgrade and promoted after it.
+// generation delivered, "gen". Refusing it would fail the promotion of
+// every job resolved before an upgrade and promoted after it; Promote
+// compares it with the key's generation instead (Session.oldBase).
 type ticketFile struct {
 	Session
 	Gen *uint64 `json:"gen"`
@@ -302,6 +312,25 @@ func (b Base) same(cur Base) bool {
 		return cur.File != nil && *cur.File == *b.File
 	}
 	return (cur.Gen == 0 || cur.Size == 0) && cur.File == nil
+}
+
+// oldBase reports whether a key whose base is now cur still holds what a
+// ticket from before the job contract was resolved from, as far as the
+// ticket says: such a ticket has no base, only, when it resumed a key with
+// a record, the generation and the bytes delivered (no checksum, no
+// revision), and "absent" when the key held no transcript. Without this,
+// a job resolved before an upgrade and promoted after it replaced, as the
+// old binary did, whatever another job had promoted in between, and its
+// retry promoted it again. A ticket that says neither (another cold
+// start, a legacy key) promotes as it always did.
+func (s Session) oldBase(cur Base) bool {
+	switch {
+	case s.oldGen != 0:
+		return cur.Gen == s.oldGen && cur.Size == s.Bytes
+	case !s.Resume && s.Reason == gates.Absent:
+		return Base{}.same(cur)
+	}
+	return true
 }
 
 // Gen is the generation delivered: the base's when the key's transcript
