@@ -51,6 +51,9 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		return p, nil
 	}
 	found := k.meta // before the open below may create one
+	if found && write && m.alreadyInDB(kd, name, p) {
+		return p, nil
+	}
 	before := lockonly.Look(kd)
 	defer before.Close()
 	if found || write {
@@ -134,6 +137,28 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 // are the legacy files removed and the directory fsynced: at every instant
 // each value is held by the legacy files or by a committed meta.db, and a
 // kill at any fault point leaves a key that a re-run finishes.
+// alreadyInDB reports whether the key dir kd is already in meta.db with
+// nothing beside it to remove, read under the shared lock as a dry run
+// reads it; if so, p is Already and holds that lock. A writer's open
+// upgrades an older schema's meta.db, which the sessdb that wrote it then
+// refuses: a re-run over a finished root changes nothing, so that the
+// workers of a rolling upgrade not yet upgraded, or a rollback to them,
+// still read every key. Anything else (legacy leftovers, an empty
+// meta.db, a lock file, an open that fails) is the writer's to judge.
+func (m *migrator) alreadyInDB(kd *os.File, name string, p *plan) bool {
+	d, sc, err := db.OpenSidecars(kd, m.writerOptions(kd, name), false)
+	if err != nil {
+		return false
+	}
+	// Listed under the lock: a legacy worker may have come back.
+	if k, err := scanKey(kd, m.now()); err != nil || sc == (db.Sidecars{}) || k.freshLock() || k.legacyLeft() {
+		d.Close()
+		return false
+	}
+	p.lock, p.Action = d, Already
+	return true
+}
+
 func (m *migrator) applyDB(kd *os.File, p *plan) error {
 	committed := false
 	defer func() {

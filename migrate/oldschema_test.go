@@ -1,0 +1,53 @@
+package migrate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"sessdb/db"
+)
+
+// TestRerunLeavesAnOlderSchemaAsItIs: a key already in meta.db has nothing
+// to convert, and a re-run "changes nothing" (docs/migration.md); but the
+// writer's open the plan took upgraded a schema 1 meta.db to schema 2,
+// which the sessdb that wrote it refuses (meta-unreadable, promote-failed).
+// An operator who runs the new binary's migrate during a rolling upgrade
+// (or to check a root is done) must not make every key unreadable to the
+// workers not yet upgraded, or the rollback to them. Measured with sessdb
+// 8f9973c (schema 1): a root its promotions made, then this migrate
+// ("already"), then 8f9973c's resolve: meta-unreadable. The schema 1 file
+// here is the migration's own with its schema set back to 1, as an older
+// sessdb's reads (the sidecars are the same in both schemas).
+func TestRerunLeavesAnOlderSchemaAsItIs(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	file := filepath.Join(root, key, db.FileName)
+	bdb, err := bolt.Open(file, 0o600, nil)
+	must(t, err)
+	must(t, bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{0x01}) }))
+	must(t, bdb.Close())
+	before, err := os.ReadFile(file)
+	must(t, err)
+
+	got, _ := migrate(t, root, false, testOpts())
+	if r := got[key]; r.Action != Already {
+		t.Fatalf("re-run: %+v, want already", r)
+	}
+	after, err := os.ReadFile(file)
+	must(t, err)
+	if !bytes.Equal(before, after) {
+		bdb, err := bolt.Open(file, 0o600, &bolt.Options{ReadOnly: true})
+		must(t, err)
+		defer bdb.Close()
+		var schema []byte
+		must(t, bdb.View(func(tx *bolt.Tx) error {
+			schema = bytes.Clone(tx.Bucket([]byte("meta")).Get([]byte("schema")))
+			return nil
+		}))
+		t.Fatalf("a re-run over a finished key rewrote its meta.db (schema now %x, was 01)", schema)
+	}
+}
