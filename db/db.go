@@ -36,9 +36,10 @@ type Options struct {
 	// BeforeWrite, when set, is called by a writer's open before it
 	// writes anything of its own in the key dir: before it makes a
 	// missing meta.db's temp and again before the link that puts it at
-	// the name, and, under the lock, before the commit of a schema
-	// migration. An error stops the open there, with nothing of
-	// its own written, and is returned as it is. It is for a caller whose
+	// the name; and, under the lock, the first Update of a file of an
+	// older schema calls it before it commits the schema migration. An
+	// error stops the open (or that Update) there, with nothing of its
+	// own written, and is returned as it is. It is for a caller whose
 	// key dir may be moved aside while the open waits (a quarantine, a
 	// reap, another process's lock held meanwhile): nothing may be made
 	// or changed in the dir moved aside. It runs with the key dir's
@@ -68,13 +69,18 @@ func (o Options) now() time.Time {
 type DB struct {
 	name   string
 	write  bool
-	schema uint64    // the file's schema version, read or migrated at open
-	bdb    *bolt.DB  // nil for a reader's snapshot
-	snap   *snapshot // a reader's whole file, read under the lock
-	file   *os.File  // the locked descriptor (bbolt's, when bbolt has it)
-	meta   MetaPages // the meta pages the open judged the file by
-	copied fileID    // the hard-linked file the open gave a copy of its own; zero: none
-	unlock func()    // the in-process lock
+	schema uint64 // the file's schema version at open (a schema 0 file's: migrated by the open)
+	// upgraded is set once a write has migrated an older schema (schema
+	// is then stale, but every bucket it reads exists since schema 1).
+	upgraded    atomic.Bool
+	now         time.Time    // a writer's clock for a migration at its first write
+	beforeWrite func() error // Options.BeforeWrite, asked before that migration's commit
+	bdb         *bolt.DB     // nil for a reader's snapshot
+	snap        *snapshot    // a reader's whole file, read under the lock
+	file        *os.File     // the locked descriptor (bbolt's, when bbolt has it)
+	meta        MetaPages    // the meta pages the open judged the file by
+	copied      fileID       // the hard-linked file the open gave a copy of its own; zero: none
+	unlock      func()       // the in-process lock
 
 	mu     sync.RWMutex // transactions share it, Close takes it
 	closed bool
@@ -210,6 +216,31 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 		return pathErr(op, d.name, err)
 	}
 	tx := &Tx{tx: btx, db: d}
+	upgrade := write && d.schema < SchemaVersion && !d.upgraded.Load()
+	if upgrade {
+		// The migration an older schema's writer's open left to its first
+		// write, in the write's own transaction.
+		err := d.call(func() error {
+			_, err := migrate(btx, migrations, d.now)
+			if err == nil && d.beforeWrite != nil {
+				if err := d.beforeWrite(); err != nil {
+					return beforeWriteError{err}
+				}
+			}
+			return err
+		})
+		if errors.Is(err, errUpToDate) {
+			err = nil
+		}
+		if err != nil {
+			_ = d.call(btx.Rollback)
+			var be beforeWriteError
+			if errors.As(err, &be) {
+				return be.err
+			}
+			return pathErr(op, d.name, err)
+		}
+	}
 	returned := false
 	defer func() {
 		tx.done = true
@@ -239,6 +270,9 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 	// page (NoSync is never set here), which is what Update promises.
 	if err := d.call(btx.Commit); err != nil {
 		return pathErr("commit", d.name, err)
+	}
+	if upgrade {
+		d.upgraded.Store(true)
 	}
 	return nil
 }

@@ -40,8 +40,11 @@
 // A schema 1 file is read as it is and needs no rewriting: a schema 1
 // history key is the gen, which is a sequence already and which stands for
 // the absent g; every other new field is absent and reads as its zero value,
-// the default above. The first writer bumps meta/schema to 2, after which a
-// binary that knows only schema 1 refuses the file.
+// the default above. The first write (an Update, not a writer's open) bumps
+// meta/schema to 2, in its own transaction, after which a binary that
+// knows only schema 1 refuses the file: a writer that only holds the lock
+// (a sweep of temps, a migration with nothing to do) leaves it readable to
+// the sessdb that wrote it.
 //
 // Decoding skips fields it does not know, so that a record can gain a field
 // without a new schema version, and rejects trailing bytes and values of the
@@ -76,8 +79,9 @@
 // whose schema is newer than SchemaVersion is refused with ErrNewerSchema
 // and never written. Files are created with 1 KiB pages (PageSize); a file
 // with other pages is read and written as it is. A writer's open asks
-// Options.BeforeWrite, when set, before it makes a missing meta.db and
-// before it commits a schema migration: a caller whose key directory is
+// Options.BeforeWrite, when set, before it makes a missing meta.db, and
+// the first write of an older schema's file asks it before it commits the
+// schema migration: a caller whose key directory is
 // moved aside while the open waits for a lock makes or changes nothing in
 // it.
 //

@@ -164,14 +164,19 @@ func TestMigrations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A writer takes the file the rest of the way, and it reads.
+			// A writer's first write takes the file the rest of the way
+			// (a schema 0 file its open), and it reads.
 			d, err := OpenWriter(kd.dir, kd.db, Options{LockTimeout: testOpts.LockTimeout, Now: func() time.Time { return migrationNow }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			if d.schema != SchemaVersion {
-				t.Errorf("schema after OpenWriter = %d, want %d", d.schema, SchemaVersion)
+			if err := d.Update(func(*Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			var m Meta
+			if err := d.View(func(tx *Tx) (err error) { m, err = tx.Meta(); return err }); err != nil || m.Schema != SchemaVersion {
+				t.Errorf("schema after a write = %d, %v; want %d", m.Schema, err, SchemaVersion)
 			}
 		})
 	}

@@ -27,7 +27,9 @@ func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
 }
 
 // OpenWriter opens dir's meta.db read-write under an exclusive lock,
-// creating it when absent and running pending schema migrations. See
+// creating it when absent. A file of an older schema is migrated by the
+// first Update, in its transaction, not by the open (a schema 0 file, which
+// has no buckets, by the open). See
 // OpenReader for dir and name. On error no lock is held, and nothing has
 // been written except, possibly, a complete new meta.db that it created.
 func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
@@ -115,14 +117,28 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 }
 
 // initSchema reads the schema version, refusing a newer one before anything
-// is written, and for a writer runs the pending migrations, once before
-// (Options.BeforeWrite) lets it commit them.
+// is written, and for a writer of a schema 0 file runs the pending
+// migrations, once before (Options.BeforeWrite) lets it commit them; an
+// older schema's are run by the first write (DB.run).
 func (d *DB) initSchema(now time.Time, before func() error) error {
 	var m Meta
 	var err error
 	if d.write {
+		d.now, d.beforeWrite = now, before
 		err = d.call(func() error {
 			return d.bdb.Update(func(tx *bolt.Tx) (err error) {
+				if m, err = readMeta(boltRoot{tx}, SchemaVersion); err == nil && m.Schema > 0 {
+					// An older schema is upgraded by the first write (run),
+					// not by the open: a writer that only holds the lock (a
+					// sweep of temps, a migration that finds nothing to do)
+					// must leave the file readable to the sessdb that wrote
+					// it, which refuses a newer schema. A schema 0 file has
+					// no buckets for a write to use: it is made current here.
+					if err = checkBuckets(boltRoot{tx}, m.Schema); err == nil {
+						err = errUpToDate
+					}
+					return err
+				}
 				if m, err = migrate(tx, migrations, now); err != nil || before == nil {
 					return err
 				}

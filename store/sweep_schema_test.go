@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,5 +49,46 @@ func TestSweepWaitingOnAQuarantineOfAnOlderSchemaKey(t *testing.T) {
 	}
 	if after := entriesOf(t, aside); after != before {
 		t.Errorf("the quarantine dir changed:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// TestSweepLeavesAnOlderSchemaAsItIs: reap and check --repair remove a
+// stray temp under the key's exclusive lock, a writer's open, which
+// upgraded a schema 1 meta.db to schema 2 although they write nothing in
+// it. A sessdb of schema 1 (8f9973c and before) then refuses the key: its
+// resolve cold-starts as meta-unreadable and its promote fails. Measured
+// with real binaries: a root 8f9973c's promotions made, a stray temp in a
+// key, then this binary's reap (or check --repair): 8f9973c's resolve of
+// that key meta-unreadable. During a rolling upgrade the old workers share
+// the root with the new binary's cron reap, and after a rollback to schema
+// 1 a reap left behind cuts the rolled-back workers off key by key. The
+// schema 1 file is a promotion's with its schema set back to 1, as the
+// other schema tests here make one (the records read the same).
+func TestSweepLeavesAnOlderSchemaAsItIs(t *testing.T) {
+	for _, via := range []string{"reap", "check --repair"} {
+		t.Run(via, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+			chkWriteRaw(t, root, testKey, "meta", "schema", []byte{1}) // schema 1, in msgpack
+			stale := filepath.Join(root, testKey, tmpPrefix+"0123456789abcdef")
+			must(t, os.WriteFile(stale, []byte("debris"), 0o600))
+			old := clock.now.Add(-2 * StaleTempAge)
+			must(t, os.Chtimes(stale, old, old))
+			before, err := os.ReadFile(chkDB(root, testKey))
+			must(t, err)
+			if via == "reap" {
+				if _, err := s.Reap(false); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				chkRun(t, s, true)
+			}
+			if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+				t.Fatalf("the stray temp is still there (%v)", err)
+			}
+			if after, _ := os.ReadFile(chkDB(root, testKey)); !bytes.Equal(before, after) {
+				t.Fatal("the sweep rewrote the key's meta.db: an older sessdb can no longer read it")
+			}
+		})
 	}
 }
