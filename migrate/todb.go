@@ -132,19 +132,15 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 	return p, nil
 }
 
-// applyDB carries out a ToDB plan under meta.db's exclusive lock. The
-// values are committed in one transaction (bbolt fsyncs it), and only then
-// are the legacy files removed and the directory fsynced: at every instant
-// each value is held by the legacy files or by a committed meta.db, and a
-// kill at any fault point leaves a key that a re-run finishes.
 // alreadyInDB reports whether the key dir kd is already in meta.db with
 // nothing beside it to remove, read under the shared lock as a dry run
-// reads it; if so, p is Already and holds that lock. A writer's open
-// upgrades an older schema's meta.db, which the sessdb that wrote it then
-// refuses: a re-run over a finished root changes nothing, so that the
-// workers of a rolling upgrade not yet upgraded, or a rollback to them,
-// still read every key. Anything else (legacy leftovers, an empty
-// meta.db, a lock file, an open that fails) is the writer's to judge.
+// reads it; if so, p is Already and holds that lock. A re-run over a
+// finished root changes nothing and takes no key's exclusive lock: the
+// workers of a rolling upgrade not yet upgraded, or a rollback
+// to them, still read every key of an older schema (a writer's open
+// upgraded it, before the first write did). Anything else (legacy
+// leftovers, an empty meta.db, a lock file, an open that fails) is the
+// writer's to judge.
 func (m *migrator) alreadyInDB(kd *os.File, name string, p *plan) bool {
 	d, sc, err := db.OpenSidecars(kd, m.writerOptions(kd, name), false)
 	if err != nil {
@@ -159,6 +155,11 @@ func (m *migrator) alreadyInDB(kd *os.File, name string, p *plan) bool {
 	return true
 }
 
+// applyDB carries out a ToDB plan under meta.db's exclusive lock. The
+// values are committed in one transaction (bbolt fsyncs it), and only then
+// are the legacy files removed and the directory fsynced: at every instant
+// each value is held by the legacy files or by a committed meta.db, and a
+// kill at any fault point leaves a key that a re-run finishes.
 func (m *migrator) applyDB(kd *os.File, p *plan) error {
 	committed := false
 	defer func() {
