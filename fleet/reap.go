@@ -305,10 +305,7 @@ func (b *Backend) fileNow(now time.Time) time.Time {
 	}
 	local := time.Now()
 	server, err := read(b.dir)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		return now
-	case err != nil:
+	if err != nil {
 		b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
 		return now
 	}

@@ -16,7 +16,7 @@ import (
 // descriptor of dir opened, as every command opens it (a link at the
 // configured path is the operator's, and followed). Where files
 // are stamped by their writers' clocks (a CephFS client, a local disk),
-// it reads this host's. On macOS it is errors.ErrUnsupported.
+// it reads this host's.
 func ServerNow(dir string) (time.Time, error) {
 	d, err := fsat.OpenDir(dir)
 	if err != nil {

@@ -23,9 +23,8 @@ func SetMtime(dir *os.File, name string, f *os.File, mtime time.Time) error {
 // Touch is like futimens(f, NULL): it sets f's access and modification
 // times to the current time by the clock of the filesystem's writer, which
 // for a network filesystem is the server (NFS's SET_TO_SERVER_TIME), where
-// a time passed in would be this host's. On macOS, where x/sys/unix wraps
-// no call that takes a descriptor and no times, it is
-// errors.ErrUnsupported.
+// a time passed in would be this host's. On macOS it is futimes(f, NULL),
+// which does the same.
 func Touch(f *os.File) error {
 	if err := touch(f); err != nil {
 		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}

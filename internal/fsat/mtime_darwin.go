@@ -40,6 +40,8 @@ func setMtime(dir *os.File, name string, f *os.File, ts *[2]unix.Timespec) error
 	return nil
 }
 
-// touch: macOS's futimens is a libc function x/sys/unix does not wrap, and
-// a time passed through a name would be this host's, not the server's.
-func touch(*os.File) error { return errors.ErrUnsupported }
+// touch is futimes(fd, NULL). macOS's futimens is a libc function x/sys/unix
+// does not wrap, but its futimes is; given no times, the kernel sets both
+// to now as the filesystem's writer tells it (VA_UTIMES_NULL, which the
+// NFS client sends as SET_TO_SERVER_TIME), as Linux's futimens(fd, NULL).
+func touch(f *os.File) error { return unix.Futimes(int(f.Fd()), nil) }
