@@ -134,3 +134,46 @@ func TestReapSweepsATrueOrphanWhateverTheFileClock(t *testing.T) {
 		})
 	}
 }
+
+// A dry run and a check without --repair write nothing, not even the
+// transcripts dir's time: they read no file server's clock. A reap (and a
+// repairing check) sets that time, as the file server tells it.
+func TestOnlyARemovingWalkTouchesTheTranscriptsDir(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	f.run(store.Key("github", "file clock", "untouched"), "a")
+	old := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	mtime := func() time.Time {
+		t.Helper()
+		st, err := os.Stat(f.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	for _, c := range []struct {
+		name    string
+		walk    func() error
+		touches bool
+	}{
+		{"reap --dry-run", func() error { _, err := f.b.Reap(t.Context(), ReapOptions{DryRun: true}); return err }, false},
+		{"check", func() error {
+			_, err := f.b.Check(t.Context(), CheckOptions{}, func(store.Finding) error { return nil })
+			return err
+		}, false},
+		{"reap", func() error { _, err := f.b.Reap(t.Context(), ReapOptions{}); return err }, true},
+		{"check --repair", func() error {
+			_, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(store.Finding) error { return nil })
+			return err
+		}, true},
+	} {
+		if err := os.Chtimes(f.dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.walk(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if touched := !mtime().Equal(old); touched != c.touches {
+			t.Errorf("%s: the transcripts dir's mtime is %v (was %v); touched %v, want %v", c.name, mtime(), old, touched, c.touches)
+		}
+	}
+}
