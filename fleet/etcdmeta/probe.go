@@ -82,8 +82,13 @@ func (s settings) certOutOfDate(now time.Time) string {
 func (s settings) handshakeError() error {
 	errs := make(chan error, len(s.Endpoints))
 	d := min(probeTimeout, s.RequestTimeout)
+	base := s.tls
+	if s.CertFile != "" {
+		base = base.Clone()
+		base.GetClientCertificate = s.clientCertificate
+	}
 	for _, ep := range s.Endpoints {
-		go func() { errs <- handshake(s.tls, ep, d) }()
+		go func() { errs <- handshake(base, ep, d) }()
 	}
 	var first error
 	for range s.Endpoints {
@@ -167,13 +172,42 @@ func tlsHandshake(base *tls.Config, endpoint string, u *url.URL, deadline time.T
 	return nil
 }
 
+// clientCertificate is the probe's GetClientCertificate. It reads the
+// files again, as the client does for each handshake, but as Open read
+// them (fsat.ReadConfigFile: a regular file only, bounded, never
+// blocking), where the client's os.ReadFile blocks on a FIFO for good,
+// and the probe with it, past every timeout. A file it cannot take is
+// told as the TLS failure, naming the file.
+func (s settings) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	cert, err := fsat.ReadConfigFile(s.CertFile, maxTLSFileBytes)
+	if err != nil {
+		return nil, &clientCertError{err}
+	}
+	key, err := fsat.ReadConfigFile(s.KeyFile, maxTLSFileBytes)
+	if err != nil {
+		return nil, &clientCertError{err}
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return nil, &clientCertError{fmt.Errorf("%s with %s: %w", s.CertFile, s.KeyFile, err)}
+	}
+	return &pair, nil
+}
+
+// clientCertError is a client certificate or key the probe could not read.
+type clientCertError struct{ err error }
+
+func (e *clientCertError) Error() string { return "the client certificate: " + e.err.Error() }
+func (e *clientCertError) Unwrap() error { return e.err }
+
 // tlsFailure keeps the errors that are a refusal at the TLS level.
 func tlsFailure(endpoint string, err error) error {
 	var alert tls.AlertError
 	var cv *tls.CertificateVerificationError
 	var rh tls.RecordHeaderError
+	var ce *clientCertError
 	switch {
-	case errors.As(err, &cv), errors.As(err, &rh):
+	case errors.As(err, &cv), errors.As(err, &rh), errors.As(err, &ce):
 	case errors.As(err, &alert):
 	default:
 		var ne net.Error

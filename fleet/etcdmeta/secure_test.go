@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/internal/etcdtest"
 )
@@ -131,6 +134,52 @@ func TestExpiredClientCertificateIsNamed(t *testing.T) {
 	_, err := getWith(cfg, newKey())
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "the client certificate "+cfg.CertFile+" expired at ") {
 		t.Fatalf("err = %v, want ErrAuth saying the client certificate expired", err)
+	}
+}
+
+// The client reads its certificate again for each handshake, and so does
+// the probe that tells a TLS refusal from silence: a certificate file
+// swapped for a FIFO after Open blocked the probe's read for good, and the
+// request with it, past any timeout. The probe reads the file as Open
+// does (a regular file only, never blocking), and the error names it.
+func TestClientCertificateSwappedForAFIFOHangsNothing(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", ""
+	cfg.CertFile, cfg.KeyFile = c.CA.Issue(t, t.TempDir(), etcdtest.User, false)
+	cfg.RequestTimeout = 300 * time.Millisecond
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// No request was made yet: no connection, no handshake.
+	if err := os.Remove(cfg.CertFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(cfg.CertFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The client's own handshake still blocks on the FIFO (etcd's
+	// transport reads it with os.ReadFile): a writer's open and close
+	// lets every reader blocked on it go once the test is over.
+	t.Cleanup(func() {
+		if w, err := os.OpenFile(cfg.CertFile, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Get(context.Background(), newKey())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), cfg.CertFile) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("err = %v, want ErrAuth naming the certificate file, not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Get hung past its 300 ms timeout: the probe blocked reading the FIFO")
 	}
 }
 
