@@ -60,9 +60,17 @@ func (s settings) certOutOfDate(now time.Time) string {
 	if err != nil {
 		return ""
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return ""
+	// The first CERTIFICATE block, as the client takes it
+	// (tls.X509KeyPair): the file may hold its key before it.
+	var block *pem.Block
+	for {
+		block, data = pem.Decode(data)
+		if block == nil {
+			return ""
+		}
+		if block.Type == "CERTIFICATE" {
+			break
+		}
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	switch {

@@ -137,6 +137,32 @@ func TestExpiredClientCertificateIsNamed(t *testing.T) {
 	}
 }
 
+// A certificate file may hold more than the certificate (its key first,
+// as some tools write one file for both): the client takes the first
+// CERTIFICATE block, and so does the note of its expiry.
+func TestExpiredClientCertificateAfterItsKeyIsNamed(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", ""
+	cfg.CertFile, cfg.KeyFile = c.CA.IssueExpired(t, t.TempDir(), etcdtest.User)
+	cert, err := os.ReadFile(cfg.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(cfg.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.CertFile, append(key, cert...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RequestTimeout = 300 * time.Millisecond
+	_, err = getWith(cfg, newKey())
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "the client certificate "+cfg.CertFile+" expired at ") {
+		t.Fatalf("err = %v, want ErrAuth saying the client certificate expired", err)
+	}
+}
+
 // The client reads its certificate again for each handshake, and so does
 // the probe that tells a TLS refusal from silence: a certificate file
 // swapped for a FIFO after Open blocked the probe's read for good, and the
