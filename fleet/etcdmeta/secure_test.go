@@ -137,6 +137,20 @@ func TestExpiredClientCertificateIsNamed(t *testing.T) {
 	}
 }
 
+// A client certificate not valid yet (its issuer's clock ahead, or one
+// made ahead of a rotation) is named so too.
+func TestNotYetValidClientCertificateIsNamed(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	cfg := secureConfig(c)
+	cfg.Username, cfg.Password = "", ""
+	cfg.CertFile, cfg.KeyFile = c.CA.IssueNotYetValid(t, t.TempDir(), etcdtest.User)
+	cfg.RequestTimeout = 300 * time.Millisecond
+	_, err := getWith(cfg, newKey())
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "the client certificate "+cfg.CertFile+" is not valid before ") {
+		t.Fatalf("err = %v, want ErrAuth saying the client certificate is not valid yet", err)
+	}
+}
+
 // A certificate file may hold more than the certificate (its key first,
 // as some tools write one file for both): the client takes the first
 // CERTIFICATE block, and so does the note of its expiry.

@@ -66,6 +66,13 @@ func (ca *CA) IssueExpired(tb testing.TB, dir, cn string) (certFile, keyFile str
 	return ca.issue(tb, dir, cn, false, time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour))
 }
 
+// IssueNotYetValid is Issue for a client certificate whose day of
+// validity begins in an hour.
+func (ca *CA) IssueNotYetValid(tb testing.TB, dir, cn string) (certFile, keyFile string) {
+	tb.Helper()
+	return ca.issue(tb, dir, cn, false, time.Now().Add(time.Hour), time.Now().Add(25*time.Hour))
+}
+
 func (ca *CA) issue(tb testing.TB, dir, cn string, server bool, notBefore, notAfter time.Time) (certFile, keyFile string) {
 	tb.Helper()
 	key := newKey(tb)
