@@ -24,9 +24,10 @@ func SetMtime(dir *os.File, name string, f *os.File, mtime time.Time) error {
 // times to the current time by the clock of the filesystem's writer, which
 // for a network filesystem is the server (NFS's SET_TO_SERVER_TIME), where
 // a time passed in would be this host's. On macOS it is futimes(f, NULL),
-// which does the same.
+// which does the same. A call a signal interrupts (a FUSE or NFS mount can
+// return EINTR) is made again.
 func Touch(f *os.File) error {
-	if err := touch(f); err != nil {
+	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, touch(f) }); err != nil {
 		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}
 	}
 	return nil
