@@ -169,3 +169,42 @@ func TestStaleTicketFromBeforeTheJobContractIsSuperseded(t *testing.T) {
 		t.Fatalf("cold onto a key promoted since: %+v, want superseded", res)
 	}
 }
+
+// The old resolve said absent of a key whose transcript was missing or
+// empty whatever its meta.db said (rung 1 comes before the record is
+// read): a key whose transcript was removed or truncated out of band. No
+// job has promoted since: the old ticket promotes, as the new binary's own
+// ticket resolved there does (measured: 8f9973c resolve absent of a key
+// of gen 1 whose transcript was cut to 0 bytes; this promote said
+// superseded by 1).
+func TestAbsentTicketFromBeforeTheJobContractOnAKeyThatLostItsTranscript(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	for name, lose := range map[string]func(string) error{
+		"removed":   os.Remove,
+		"truncated": func(p string) error { return os.Truncate(p, 0) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := Key("github", "acme/lost", name)
+			runJob(t, s, key, localJob(), PromoteRequest{}, "one")
+			runJob(t, s, key, localJob(), PromoteRequest{}, "two")
+			if err := lose(filepath.Join(root, key, TranscriptName)); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := mustResolve(t, s, key, localJob())
+			want(t, got, false, gates.Absent)
+			jobDir := t.TempDir()
+			stage(t, jobDir, answeredTurn(transcriptBytes(clock.now), "fresh", 100))
+			ticket := fmt.Sprintf(`{"key":%q,"resume":false,"reason":"absent","bytes":0,"venue":"local","job_dir":"/run/jobs/old"}`, key)
+			if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(ticket), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sess, err := ReadTicket(jobDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 3 {
+				t.Fatalf("promote = %+v, want promoted gen 3 (nothing was promoted since the resolve)", res)
+			}
+		})
+	}
+}

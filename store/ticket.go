@@ -323,12 +323,23 @@ func (b Base) same(cur Base) bool {
 // old binary did, whatever another job had promoted in between, and its
 // retry promoted it again. A ticket that says neither (another cold
 // start, a legacy key) promotes as it always did.
+//
+// The old resolve said absent of a transcript missing or empty in place,
+// whatever the key's record said (the first rung, before the record is
+// read): a key whose transcript was removed or cut out of band is absent
+// while its record still names one. Such a key still holds no transcript
+// while there is none in place, which a key dir's base says (File, nil
+// for none or an empty one); a fleet's base (Rev set) names no file, and
+// its record is the key's.
 func (s Session) oldBase(cur Base) bool {
 	switch {
 	case s.oldGen != 0:
 		return cur.Gen == s.oldGen && cur.Size == s.Bytes
 	case !s.Resume && s.Reason == gates.Absent:
-		return Base{}.same(cur)
+		if cur.Rev != 0 {
+			return Base{}.same(cur)
+		}
+		return cur.File == nil
 	}
 	return true
 }
