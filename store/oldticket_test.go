@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // A ticket written by a sessdb from before the job contract (no ticket id)
@@ -167,6 +170,80 @@ func TestStaleTicketFromBeforeTheJobContractIsSuperseded(t *testing.T) {
 	runJob(t, s, other, localJob(), PromoteRequest{}, "made in between")
 	if res := mustPromote(t, s, cold, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded {
 		t.Fatalf("cold onto a key promoted since: %+v, want superseded", res)
+	}
+}
+
+// A job resolved warm by the old binary from a legacy key (no meta.db, as
+// every key is again after a rollback through migrate --to-legacy) has a
+// ticket with no gen, only the bytes it delivered: the old resolve knew no
+// generation (measured with sessdb 8f9973c: {"key":…,"resume":true,
+// "reason":"resumed","bytes":679,"venue":"local","job":"A",…}). Two such
+// jobs promoted by this binary: the second, stale, must not replace the
+// first's promotion, nor a retry of the first promote it again.
+func TestStaleLegacyTicketFromBeforeTheJobContractIsSuperseded(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	given := transcriptBytes(clock.now, "legacy")
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(given), "pi-version": testPi, "venue": "local"})
+	oldJob := func(job string, staged []byte) Session {
+		t.Helper()
+		jobDir := t.TempDir()
+		stage(t, jobDir, staged)
+		ticket := fmt.Sprintf(`{"key":%q,"resume":true,"reason":"resumed","bytes":%d,"venue":"local","job":%q,"job_dir":"/run/jobs/%s"}`, testKey, len(given), job, job)
+		if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(ticket), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := ReadTicket(jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	first := oldJob("A", answeredTurn(given, "first", 100))
+	second := oldJob("B", answeredTurn(given, "second job", 100))
+	if res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 1 {
+		t.Fatalf("first = %+v, want promoted gen 1", res)
+	}
+	want := readCanonical(t, root, testKey)
+	for name, sess := range map[string]Session{"the stale job": second, "a retry of the first": first} {
+		res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		if res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+			t.Errorf("%s: %+v, want superseded by 1", name, res)
+		}
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Equal(got, want) {
+		t.Fatalf("the first job's acknowledged promotion was replaced (%d bytes, want %d)", len(got), len(want))
+	}
+
+	// Migrated in between: the key still holds what the job resumed.
+	other := Key("github", "acme/widget", "pi/issue-9")
+	writeLegacy(t, root, other, map[string]string{TranscriptName: string(given), "pi-version": testPi, "venue": "local"})
+	sess := oldJob("C", answeredTurn(given, "third", 100))
+	sess.Key = other
+	// What migrate commits for it: a record of gen 1 for the file in place.
+	kd, err := fsat.OpenDir(filepath.Join(root, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, err := db.OpenWriter(kd, db.FileName, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	venue, pi := "local", testPi
+	err = d.Update(func(tx *db.Tx) error {
+		return tx.PutSidecars(db.Sidecars{
+			Transcript: &db.Transcript{Gen: 1, Size: int64(len(given)), CRC32C: uint64(crc32.Checksum(given, crc32.MakeTable(crc32.Castagnoli))), PromotedAt: clock.now.UnixNano()},
+			PiVersion:  &pi, Venue: &venue,
+		})
+	})
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("a legacy key migrated since the resolve: %+v, want promoted", res)
 	}
 }
 

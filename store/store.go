@@ -49,7 +49,8 @@
 // legacy store did, not against a checksum: nothing records one until its
 // first promotion or its migration. A ticket written before the job contract (no ticket id)
 // promotes without the root and prefix checks, and with what base it has:
-// the generation and bytes it resumed, or a key with no transcript.
+// the generation and bytes it resumed (from a legacy key, the bytes), or a
+// key with no transcript.
 package store
 
 import (

@@ -37,8 +37,8 @@ type Session struct {
 	// one's result instead of promoting again. "" is a ticket written by a
 	// sessdb from before the job contract; it promotes with no root or
 	// prefix check, and is superseded only where the key no longer holds
-	// the generation it resumed (or, cold on a key with no transcript,
-	// where one was promoted since). ReadTicket refuses a ticket with no id
+	// the generation it resumed (from a legacy key, the bytes), or, cold
+	// on a key with no transcript, where one was promoted since. ReadTicket refuses a ticket with no id
 	// that has a root, a checksum or a base: no sessdb wrote one.
 	Ticket string `json:"ticket,omitempty"`
 	// Root is the sessions root the ticket was issued from, absolute (a
@@ -321,8 +321,10 @@ func (b Base) same(cur Base) bool {
 // revision), and "absent" when the key held no transcript. Without this,
 // a job resolved before an upgrade and promoted after it replaced, as the
 // old binary did, whatever another job had promoted in between, and its
-// retry promoted it again. A ticket that says neither (another cold
-// start, a legacy key) promotes as it always did.
+// retry promoted it again. A warm ticket from a legacy key has no gen,
+// only the bytes delivered: the size of the transcript it resumed. A cold
+// one for another reason says nothing of the key, and promotes as it
+// always did.
 //
 // The old resolve said absent of a transcript missing or empty in place,
 // whatever the key's record said (the first rung, before the record is
@@ -340,6 +342,16 @@ func (s Session) oldBase(cur Base) bool {
 			return Base{}.same(cur)
 		}
 		return cur.File == nil
+	case s.Resume:
+		// Resumed with no gen: the old resolve read a legacy key (no
+		// record), and the ticket's bytes are its file's size. Every
+		// promotion since made the key's transcript another one, its
+		// record and its file of another size (a run appends); a
+		// migration since recorded the same file.
+		if cur.File != nil && cur.File.Size != s.Bytes {
+			return false
+		}
+		return cur.Gen == 0 || cur.Size == s.Bytes
 	}
 	return true
 }
