@@ -51,3 +51,31 @@ func TestRerunLeavesAnOlderSchemaAsItIs(t *testing.T) {
 		t.Fatalf("a re-run over a finished key rewrote its meta.db (schema now %x, was 01)", schema)
 	}
 }
+
+// TestRerunTakesNoWritersOpen: a re-run over a finished key is planned
+// under the shared lock, as a dry run is, not through a writer's open,
+// which changes the key even when nothing is written: it gives a meta.db
+// with a second name (a copy of the root made with cp -al) a file of its
+// own, so that the other name no longer follows the key. A re-run
+// "changes nothing" (docs/migration.md). TestRerunLeavesAnOlderSchemaAsItIs
+// passes without the shared-lock plan since the writer's open stopped
+// migrating schema 1; this one does not.
+func TestRerunTakesNoWritersOpen(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	file := filepath.Join(root, key, db.FileName)
+	other := filepath.Join(t.TempDir(), "backup-meta.db")
+	must(t, os.Link(file, other))
+	before, err := os.Stat(file)
+	must(t, err)
+
+	got, _ := migrate(t, root, false, testOpts())
+	if r := got[key]; r.Action != Already {
+		t.Fatalf("re-run: %+v, want already", r)
+	}
+	after, err := os.Stat(file)
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Fatal("a re-run over a finished key replaced its meta.db (a writer's open copied the hard-linked file)")
+	}
+}
