@@ -257,8 +257,8 @@ func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db
 	before := lockonly.Look(kd)
 	defer before.Close()
 	opts := m.dbOptions()
-	// Nor does its open make or change anything there: a meta.db it
-	// would make, or an older file's schema migration it would commit.
+	// Nor does its open make anything there, a meta.db it would make,
+	// nor its first write change an older file's schema there.
 	opts.BeforeWrite = func() error {
 		moved, err := fsat.Moved(m.rootDir, name, kd)
 		if moved {

@@ -13,8 +13,8 @@ import (
 
 // An empty meta.db of an older schema (the lock file a first promotion of
 // an older sessdb left when it was killed) is the file the run found, not
-// one its own open made, although that open writes it (the schema
-// migration every writer runs), which changes its change time: the run
+// one its own open made, although the run's first write changes its
+// change time (the schema migration; until 5bc548c, the open's): the run
 // reports what its dry run planned, both ways.
 func TestAnOlderEmptyMetaDBIsNotTheRunsOwn(t *testing.T) {
 	for _, back := range []bool{false, true} {

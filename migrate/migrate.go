@@ -179,9 +179,9 @@ func (m *migrator) dbOptions() db.Options {
 // writerOptions are dbOptions for a writer's open of kd, the root's entry
 // name, that makes or changes nothing in kd once it is no longer at that
 // name: the open may wait for the lock of a quarantine or a reap that
-// moves the dir aside, and then made a meta.db there, or committed an
-// older file's schema migration (a quarantine dir is left as it was
-// moved). The error is a not-exist one: convert skips the key as vanished.
+// moves the dir aside, and then made a meta.db there (or, at the first
+// write, an older file's schema migration; a quarantine dir is left as
+// it was moved). The error is a not-exist one: convert skips the key as vanished.
 func (m *migrator) writerOptions(kd *os.File, name string) db.Options {
 	o := m.dbOptions()
 	o.BeforeWrite = func() error {

@@ -11,8 +11,8 @@ import (
 	"sessdb/internal/fsat"
 )
 
-// A migration's open writes in a key dir (a meta.db for its lock, an older
-// file's schema migration) only while the dir is known to be at the key's
+// A migration writes in a key dir (its open a meta.db for its lock, its
+// first write an older file's schema migration) only while the dir is known to be at the key's
 // name: the look that asks (fsat.Moved) failing with an I/O error refuses
 // the write with that error. It said "not moved" then, and the write went
 // ahead in a dir that may have been moved aside (a quarantine's, which

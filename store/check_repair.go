@@ -365,8 +365,8 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		d, sc, err := db.OpenSidecars(kd, s.writerOptions("sweep", kd, key), !dryRun)
 		if err != nil {
 			// The open stops before it writes in a dir moved aside while
-			// it waited (an older schema's migration, a meta.db made
-			// again): that is the skip below, not a fault.
+			// it waited (a meta.db made again): that is the skip below,
+			// not a fault.
 			if stillAtKey("sweep", s.root, kd, key) != nil {
 				return nil, nil
 			}

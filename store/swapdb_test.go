@@ -76,8 +76,9 @@ func TestQuarantineOfALegacyKeyLeavesNoMetaDBOfAWaitingPromotion(t *testing.T) {
 
 // A promotion that waited for the lock of a quarantine of a key whose
 // meta.db is of an older schema must leave that meta.db as it was moved:
-// its open migrated the schema, a commit in the dir moved aside, before
-// the promotion saw that the dir was no longer at the key's name.
+// its open migrated the schema (since 5bc548c the first write does, after
+// Begin's own look), a commit in the dir moved aside, before the
+// promotion saw that the dir was no longer at the key's name.
 func TestQuarantineOfAnOlderSchemaKeyIsNotMigratedByAWaitingPromotion(t *testing.T) {
 	s, root, quarantine := quarantineWithAWaiter(t)
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")

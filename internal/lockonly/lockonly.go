@@ -18,8 +18,9 @@ import (
 // one: its lstat, and the file itself held open. Held, its inode cannot be
 // freed, so no file made since gets its number (ext4 gives a freed number
 // to the next file created): the number alone tells the two apart. The
-// change time tells nothing: the open's own schema migration of an older
-// file writes it, as does a roll forward's commit or a chmod.
+// change time tells nothing: an older file's schema migration (at the
+// open for schema 0, at the first write for schema 1) writes it, as does
+// a roll forward's commit or a chmod.
 type Before struct {
 	found bool
 	st    unix.Stat_t
