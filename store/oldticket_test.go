@@ -285,3 +285,44 @@ func TestAbsentTicketFromBeforeTheJobContractOnAKeyThatLostItsTranscript(t *test
 		})
 	}
 }
+
+// A job the old binary resolved cold as locked never read the key: another
+// promotion held it, and may since have been acknowledged. Its run must
+// not replace what the key holds, as this binary's own locked ticket does
+// not (its base is none: superseded by whatever the key holds); onto a key
+// that still holds nothing it promotes. Measured with sessdb 8f9973c:
+// resolve while meta.db's flock was held, {"key":…,"resume":false,
+// "reason":"locked","bytes":0,"venue":"local","job":"Y",…}; this promote
+// of the job holding the lock (gen 2), then of Y: gen 3, the first
+// conversation gone.
+func TestLockedTicketFromBeforeTheJobContractReplacesNothing(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	oldLocked := func(key string) Session {
+		t.Helper()
+		jobDir := t.TempDir()
+		stage(t, jobDir, answeredTurn(transcriptBytes(clock.now), "cold while locked", 100))
+		ticket := fmt.Sprintf(`{"key":%q,"resume":false,"reason":"locked","bytes":0,"venue":"local","job":"Y","job_dir":"/run/jobs/Y"}`, key)
+		if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(ticket), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := ReadTicket(jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	locked := oldLocked(testKey)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the promotion that held the lock")
+	want := readCanonical(t, root, testKey)
+	if res := mustPromote(t, s, locked, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+		t.Fatalf("a locked ticket onto a key that holds a conversation: %+v, want superseded by 1", res)
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Equal(got, want) {
+		t.Fatal("the conversation the job never read was replaced")
+	}
+
+	other := Key("github", "acme/widget", "pi/issue-9")
+	if res := mustPromote(t, s, oldLocked(other), PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 1 {
+		t.Fatalf("a locked ticket onto a key that holds nothing: %+v, want promoted gen 1", res)
+	}
+}

@@ -50,7 +50,7 @@
 // first promotion or its migration. A ticket written before the job contract (no ticket id)
 // promotes without the root and prefix checks, and with what base it has:
 // the generation and bytes it resumed (from a legacy key, the bytes), or a
-// key with no transcript.
+// key with no transcript; a locked one replaces nothing the key holds.
 package store
 
 import (

@@ -38,7 +38,8 @@ type Session struct {
 	// sessdb from before the job contract; it promotes with no root or
 	// prefix check, and is superseded only where the key no longer holds
 	// the generation it resumed (from a legacy key, the bytes), or, cold
-	// on a key with no transcript, where one was promoted since. ReadTicket refuses a ticket with no id
+	// on a key with no transcript, where one was promoted since, or, cold
+	// as locked, where the key holds one. ReadTicket refuses a ticket with no id
 	// that has a root, a checksum or a base: no sessdb wrote one.
 	Ticket string `json:"ticket,omitempty"`
 	// Root is the sessions root the ticket was issued from, absolute (a
@@ -323,7 +324,8 @@ func (b Base) same(cur Base) bool {
 // old binary did, whatever another job had promoted in between, and its
 // retry promoted it again. A warm ticket from a legacy key has no gen,
 // only the bytes delivered: the size of the transcript it resumed. A cold
-// one for another reason says nothing of the key, and promotes as it
+// one that is locked never read the key, and replaces nothing it holds. A
+// cold one for another reason says nothing of the key, and promotes as it
 // always did.
 //
 // The old resolve said absent of a transcript missing or empty in place,
@@ -342,6 +344,11 @@ func (s Session) oldBase(cur Base) bool {
 			return Base{}.same(cur)
 		}
 		return cur.File == nil
+	case !s.Resume && s.Reason == gates.Locked:
+		// The resolve never read the key (another promotion held it, since
+		// acknowledged perhaps): as this binary's own locked ticket, whose
+		// base is none, it replaces nothing the key holds.
+		return Base{}.same(cur)
 	case s.Resume:
 		// Resumed with no gen: the old resolve read a legacy key (no
 		// record), and the ticket's bytes are its file's size. Every
