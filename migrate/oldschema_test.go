@@ -5,10 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 )
 
 // TestRerunLeavesAnOlderSchemaAsItIs: a key already in meta.db has nothing
@@ -77,5 +80,39 @@ func TestRerunTakesNoWritersOpen(t *testing.T) {
 	must(t, err)
 	if !os.SameFile(before, after) {
 		t.Fatal("a re-run over a finished key replaced its meta.db (a writer's open copied the hard-linked file)")
+	}
+}
+
+// A key whose lock another process holds (a promotion, a reap) is locked
+// once meta.db's lock is not had within LockTimeout (docs/migration.md:
+// "not had within 10 s"). The shared-lock plan of a finished key waited
+// that long, and then the writer's open waited as long again: a re-run
+// over a busy root took twice the timeout per busy key (measured with the
+// CLI: 20.0 s for one key, the default 10 s). The lock is tried once.
+func TestRerunOverALockedKeyWaitsOnce(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	held, err := os.Open(filepath.Join(root, key, db.FileName))
+	must(t, err)
+	defer held.Close()
+	must(t, unix.Flock(int(held.Fd()), unix.LOCK_EX))
+
+	waits := 0
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		if p == faults.DBOpenBeforeLock {
+			waits++
+		}
+		return nil
+	})
+	opts := testOpts()
+	opts.LockTimeout = 50 * time.Millisecond
+	got, _ := migrate(t, root, false, opts)
+	faults.Set(nil)
+	if r := got[key]; r.Action != Locked {
+		t.Fatalf("a key whose lock is held: %+v, want locked", r)
+	}
+	if waits != 1 {
+		t.Fatalf("the run waited for the key's lock %d times, want once", waits)
 	}
 }

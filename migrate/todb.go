@@ -138,11 +138,18 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 // finished root changes nothing and takes no key's exclusive lock: the
 // workers of a rolling upgrade not yet upgraded, or a rollback
 // to them, still read every key of an older schema (a writer's open
-// upgraded it, before the first write did). Anything else (legacy
-// leftovers, an empty meta.db, a lock file, an open that fails) is the
-// writer's to judge.
+// upgraded it, before the first write did). A lock not had in time is
+// Locked, as in a dry run. Anything else (legacy leftovers, an empty
+// meta.db, a lock file, an open that fails) is the writer's to judge.
 func (m *migrator) alreadyInDB(kd *os.File, name string, p *plan) bool {
 	d, sc, err := db.OpenSidecars(kd, m.writerOptions(kd, name), false)
+	if errors.Is(err, db.ErrLockTimeout) {
+		// Held for the whole timeout by a writer: the key is locked, as
+		// its dry run reports it, without a second wait for the writer's
+		// lock.
+		p.noLock(err)
+		return true
+	}
 	if err != nil {
 		return false
 	}
