@@ -188,7 +188,16 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				oddAtStoreName(add, path, "a meta.db temp's", &st)
 				continue
 			}
-			if flockedNow(k.dir, n) {
+			held, err := flockedNow(k.dir, n)
+			switch {
+			case fsat.IsNotExist(err):
+				continue // linked into place, or removed, since the listing
+			case err != nil:
+				// Not opened (no descriptor left): whether its creator
+				// holds it is not known, and neither is stray.
+				add(path, KindUnreadable, "%v", err)
+				continue
+			case held:
 				// A meta.db being created right now (its creator holds the
 				// temp's flock until it is linked into place): a writer's
 				// work in flight, which --repair leaves too.
@@ -432,18 +441,19 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 // flockedNow reports whether some open file holds a flock on kd's file n.
 // The look takes a shared flock and lets go at once, so that it never
 // holds back a creator that takes the exclusive one for longer than the
-// two calls; a file that cannot be opened is not flocked.
-func flockedNow(kd *os.File, n string) bool {
+// two calls. A file that cannot be opened is the open's error: it says
+// nothing of the flock (no descriptor left), or the file is gone.
+func flockedNow(kd *os.File, n string) (bool, error) {
 	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	err = fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB)
 	if err == nil {
 		fsat.Flock(f, unix.LOCK_UN)
 	}
-	return errors.Is(err, unix.EWOULDBLOCK)
+	return errors.Is(err, unix.EWOULDBLOCK), nil
 }
 
 // legacyFiles lists the legacy store's files present in a key dir.

@@ -1,0 +1,57 @@
+// FreeBSD's syscall.Rlimit holds int64s where Linux's and macOS's hold
+// uint64s; the promise is the same there, and tested on these two.
+
+//go:build !freebsd
+
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/fsat"
+)
+
+// A meta.db temp that check cannot open (no descriptor left) may be a
+// meta.db its creator holds right now: whether it is stray is not known,
+// and check says why instead (unreadable, a fault). flockedNow took a file
+// it could not open for one nobody holds, and check reported the creation
+// in flight as a stray-temp problem (exit 3), as --repair's own look
+// (flockHeld) does not.
+func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
+	_, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
+	name := db.TempPrefix + "0123456789abcdef"
+	f, err := os.OpenFile(filepath.Join(root, testKey, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	restore := lowerFDLimit(t, 0)
+	held, err := flockedNow(kd, name)
+	restore()
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("flockedNow with no descriptor to open the temp = %v, %v; want EMFILE", held, err)
+	}
+	if held, err := flockedNow(kd, name); !held || err != nil {
+		t.Fatalf("flockedNow of the temp its creator holds = %v, %v; want true", held, err)
+	}
+	if _, err := flockedNow(kd, db.TempPrefix+"gone"); !fsat.IsNotExist(err) {
+		t.Fatalf("flockedNow of a temp gone since the listing: %v; want not-exist", err)
+	}
+}
