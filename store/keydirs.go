@@ -228,7 +228,9 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	if t.cur, err = currentBase(kd, t.sc); err != nil {
 		return nil, err
 	}
-	if fellBack(kd, t.d.MetaPages(), t.cur) {
+	if fell, err := fellBack(kd, t.d.MetaPages(), t.cur); err != nil {
+		return nil, err
+	} else if fell {
 		return nil, &os.PathError{Op: "promote", Path: t.d.Path(), Err: ErrMetaFellBack}
 	}
 	if t.sc.Transcript == nil {

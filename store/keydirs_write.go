@@ -158,19 +158,22 @@ func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
 // damaged, but then the commit never returned, its rename never happened,
 // and the older commit still describes what is in place: writing on is
 // right. A damaged page that held an acknowledged commit is told apart by
-// the transcript it renamed into place.
-func fellBack(kd *os.File, m db.MetaPages, cur keyState) bool {
+// the transcript it renamed into place. A transcript that could not be
+// read (no descriptor left for its open, an I/O error) tells nothing
+// apart: that is the read's error, not a fallback.
+func fellBack(kd *os.File, m db.MetaPages, cur keyState) (bool, error) {
 	if m.Pages[0].Valid() && m.Pages[1].Valid() {
-		return false
+		return false, nil
 	}
 	rec := cur.record
 	if rec == nil || cur.file == nil {
 		// Nothing to compare: a first commit torn by a power cut leaves a
 		// legacy key's transcript in place and no record, and must not
 		// stop the key for good.
-		return false
+		return false, nil
 	}
-	return !fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C)
+	ok, err := fileCheck(kd, TranscriptName, rec.Size, rec.CRC32C)
+	return !ok && err == nil, err
 }
 
 // transcriptInPlace is the lstat of current.jsonl when it is a regular

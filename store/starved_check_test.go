@@ -7,6 +7,7 @@ package store
 
 import (
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -53,5 +54,44 @@ func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 	}
 	if _, err := flockedNow(kd, db.TempPrefix+"gone"); !fsat.IsNotExist(err) {
 		t.Fatalf("flockedNow of a temp gone since the listing: %v; want not-exist", err)
+	}
+}
+
+// A promotion onto a meta.db whose newest meta page a power cut tore, and
+// whose older commit describes the transcript in place, goes on; with no
+// descriptor left to read that transcript, nothing is told apart, and the
+// promotion fails with the open's error. fellBack took the unread file for
+// one the older commit does not describe, and the promotion failed with
+// ErrMetaFellBack's "the key lost its last commit", which sends an
+// operator to check for damage the key does not have.
+func TestFellBackWithoutADescriptorIsTheOpensError(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	one := readCanonical(t, root, testKey)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	path := filepath.Join(root, testKey, db.FileName)
+	damageNewestMetaPage(t, path)
+	if err := os.WriteFile(filepath.Join(root, testKey, TranscriptName), one, 0o600); err != nil { // the rename never happened
+		t.Fatal(err)
+	}
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := keyState{file: &st, record: &db.Transcript{Gen: 1, Size: int64(len(one)), CRC32C: uint64(crc32.Checksum(one, castagnoli))}}
+	m := metaPagesOf(t, path)
+	restore := lowerFDLimit(t, 0)
+	fell, err := fellBack(kd, m, cur)
+	restore()
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("fellBack with no descriptor to read the transcript = %v, %v; want EMFILE", fell, err)
+	}
+	if fell, err := fellBack(kd, m, cur); fell || err != nil {
+		t.Fatalf("fellBack over a commit torn by a power cut = %v, %v; want false", fell, err)
 	}
 }
