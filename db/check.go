@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -46,6 +47,12 @@ func (d *DB) Check(max int) (problems []string, err error) {
 	err = guard(func() (err error) {
 		if bdb, err = bolt.Open(d.name, 0o400, bopts); err != nil {
 			bdb = nil
+			var errno syscall.Errno
+			if errors.As(err, &errno) {
+				// The process's trouble, as at openDB: no address space
+				// left to map the copy (ENOMEM), not the file's content.
+				return err
+			}
 			return damagedBy("bbolt", err)
 		}
 		// Not deferred: after a panic bbolt's locks may be held.
