@@ -391,13 +391,29 @@ func (k *keyDir) servePending() error {
 		k.observeDB() // expectSize covers the generation before it
 		return nil
 	}
+	if err := faults.At(faults.PendingAfterLook); err != nil {
+		return err
+	}
 	if k.transcript != nil {
 		k.transcript.Close()
 		k.transcript = nil
 	}
 	k.fromTemp = true
+	k.obs.Transcript = gates.Transcript{} // current.jsonl's is not the temp's
 	if err := k.openTranscript(p.Tmp); err != nil {
 		return err
+	}
+	if !k.obs.Transcript.Exists {
+		// Gone since inFlight looked (removed by hand: no writer runs
+		// under the shared lock), or looked at through an lstat that
+		// failed: settled, as inFlight would now say, and what is in
+		// place is served. Without this the ladder judged current.jsonl's
+		// observation and the copy read a temp never opened (a nil file:
+		// the process died).
+		k.fromTemp = false
+		if err := k.openTranscript(TranscriptName); err != nil {
+			return err
+		}
 	}
 	k.observeDB()
 	return nil

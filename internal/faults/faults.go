@@ -47,6 +47,11 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
+// The window between a reader's look at a committed promotion's temp,
+// which found it at its name (in flight), and the open that serves it
+// (resolve, dump, check): a temp removed there is gone when opened.
+const PendingAfterLook Point = "pending/after-look"
+
 // The write boundaries of store.Reap, in protocol order (the key judged
 // expired unlocked, nothing locked; under the key's lock, before anything
 // is written; the reaping entry committed; the key dir renamed to its
