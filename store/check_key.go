@@ -456,11 +456,17 @@ func flockedNow(kd *os.File, n string) (bool, error) {
 	return errors.Is(err, unix.EWOULDBLOCK), nil
 }
 
-// legacyFiles lists the legacy store's files present in a key dir.
-func legacyFiles(k *keyDir) []string {
+// legacyFiles lists the legacy store's files present in a key dir. A
+// listing that failed (no descriptor left for it, an I/O error) is an
+// error: read as "none", a mixed key would be reported as a db key, and a
+// legacy key with no transcript as empty.
+func legacyFiles(k *keyDir) ([]string, error) {
 	names, err := fsat.ReadDirNames(k.dir)
-	if err != nil {
-		return nil
+	switch {
+	case fsat.IsNotExist(err):
+		return nil, nil // the dir is gone: nothing in it
+	case err != nil:
+		return nil, err
 	}
 	var out []string
 	for _, n := range names {
@@ -469,7 +475,7 @@ func legacyFiles(k *keyDir) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // isLegacyName reports a legacy store's file: a sidecar, its lock, or an

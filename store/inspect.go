@@ -261,7 +261,10 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 		r.Verdict = &VerdictReport{Reason: string(gates.Locked)}
 		return r, nil
 	}
-	r.LegacyFiles = legacyFiles(k)
+	if r.LegacyFiles, err = legacyFiles(k); err != nil {
+		r.Problem = err.Error()
+		return r, nil
+	}
 	if opts.LegacyBytes && len(r.LegacyFiles) > 0 {
 		r.LegacyBytes = legacyBytes(k, r.LegacyFiles)
 	}

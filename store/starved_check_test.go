@@ -95,3 +95,29 @@ func TestFellBackWithoutADescriptorIsTheOpensError(t *testing.T) {
 		t.Fatalf("fellBack over a commit torn by a power cut = %v, %v; want false", fell, err)
 	}
 }
+
+// A key dir whose listing fails (here for want of a descriptor) cannot
+// say which legacy files it holds: dump and stats report the key as one
+// they could not read (dump exits 1). legacyFiles read the failure as
+// "none": a mixed key (legacy files beside meta.db) was reported as a db
+// key with no legacy files, and a legacy key without a transcript as
+// empty, exit 0.
+func TestLegacyFilesThatCannotBeListedIsAFault(t *testing.T) {
+	_, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi, "venue": "local"})
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &keyDir{dir: kd}
+	defer kd.Close()
+	restore := lowerFDLimit(t, 0)
+	names, err := legacyFiles(k)
+	restore()
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("legacyFiles with no descriptor to list the dir = %q, %v; want EMFILE", names, err)
+	}
+	if names, err := legacyFiles(k); err != nil || len(names) != 2 {
+		t.Fatalf("legacyFiles = %q, %v; want pi-version and venue", names, err)
+	}
+}
