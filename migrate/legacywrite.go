@@ -192,7 +192,14 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 		if err := writeTemp(disk, dir, tmp, *f.content); err != nil {
 			return err
 		}
-		if got, ok := legacy.ReadSidecar(dir, tmp); !f.means(got, ok) {
+		// Read back as ReadSidecar reads (SidecarValue of the bytes), but
+		// a read that failed (no descriptor left, an I/O error) is that
+		// read's error, not a value the legacy reader would not read back.
+		b, err := fsat.ReadSmallFile(dir, tmp, legacy.SidecarMaxBytes)
+		if err != nil {
+			return err
+		}
+		if got, ok := legacy.SidecarValue(b); !f.means(got, ok) {
 			if !ok {
 				got = "no value"
 			}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 )
 
@@ -51,5 +52,65 @@ func TestLegacySidecarNotReadForWantOfADescriptorFailsTheKey(t *testing.T) {
 	v, _, err = readLegacy(k)
 	if err != nil || v.Venue == nil || *v.Venue != "local" || v.ResumeChain == nil || *v.ResumeChain != 3 {
 		t.Fatalf("the legacy values = %s, %v", fmtValues(v), err)
+	}
+}
+
+// starvedAfterSync is the disk, but that once a temp is fsynced it leaves
+// the process no descriptor beyond the temp's own (RLIMIT_NOFILE at the
+// temp's number), until restore: the read-back that follows its close
+// has none.
+type starvedAfterSync struct {
+	durable.Disk
+	t       *testing.T
+	old     syscall.Rlimit
+	lowered bool
+}
+
+func (d *starvedAfterSync) SyncFile(f *os.File) error {
+	if err := d.Disk.SyncFile(f); err != nil {
+		return err
+	}
+	if !d.lowered {
+		must(d.t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &d.old))
+		low := d.old
+		low.Cur = uint64(f.Fd())
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+			d.t.Skipf("setrlimit: %v", err)
+		}
+		d.lowered = true
+	}
+	return nil
+}
+
+func (d *starvedAfterSync) restore() {
+	if d.lowered {
+		must(d.t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &d.old))
+		d.lowered = false
+	}
+}
+
+// The read-back of a legacy file just written that fails for want of a
+// descriptor is that read's error. It was read as the legacy reader reads
+// any failure, no value, and the key failed with `"local" reads back as
+// "no value": the legacy reader would not read it back the same`, which
+// says the value cannot be written in the legacy format at all.
+func TestLegacyReadBackWithoutADescriptorIsTheReadsError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "0123456789abcdef0123456789abcdef")
+	must(t, os.Mkdir(dir, 0o700))
+	kd, err := fsat.OpenDir(dir)
+	must(t, err)
+	defer kd.Close()
+	local := "local"
+	files := []legacyFile{{name: "venue", content: &local, means: func(v string, ok bool) bool { return ok && v == local }}}
+	disk := &starvedAfterSync{t: t}
+	t.Cleanup(disk.restore)
+	err = writeLegacy(disk, kd, files, nil)
+	disk.restore()
+	if !errors.Is(err, syscall.EMFILE) || errors.Is(err, ErrNotLegacy) {
+		t.Fatalf("writeLegacy with no descriptor for the read-back: %v; want EMFILE, not ErrNotLegacy", err)
+	}
+	must(t, writeLegacy(durable.Disk{}, kd, files, nil))
+	if b, err := os.ReadFile(filepath.Join(dir, "venue")); err != nil || string(b) != local {
+		t.Fatalf("venue = %q, %v", b, err)
 	}
 }
