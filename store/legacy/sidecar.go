@@ -62,25 +62,39 @@ func ReadPiVersion(dir *os.File) gates.Stamp { return readStamp(dir, PiVersionNa
 // ReadResumeChain reads the consecutive-delivery counter; anything that is
 // not a valid positive counter is 0 (see ParseResumeChain).
 func ReadResumeChain(dir *os.File) uint64 {
-	v, ok := ReadSidecar(dir, ResumeChainName)
-	if !ok {
-		return 0
-	}
-	return ParseResumeChain(v)
+	n, _ := readResumeChain(dir)
+	return n
 }
 
 // ReadContext reads the context reading; nil means no measurement (see
 // ParseContext), which the context gate passes.
 func ReadContext(dir *os.File) *gates.Context {
-	v, ok := ReadSidecar(dir, ContextName)
+	c, _ := readContext(dir)
+	return c
+}
+
+// readResumeChain is ReadResumeChain that also returns a starved read's
+// error (with the 0 ReadResumeChain returns).
+func readResumeChain(dir *os.File) (uint64, error) {
+	v, ok, err := readSidecar(dir, ResumeChainName)
 	if !ok {
-		return nil
+		return 0, starvedOnly(err)
+	}
+	return ParseResumeChain(v), nil
+}
+
+// readContext is ReadContext that also returns a starved read's error
+// (with the nil ReadContext returns).
+func readContext(dir *os.File) (*gates.Context, error) {
+	v, ok, err := readSidecar(dir, ContextName)
+	if !ok {
+		return nil, starvedOnly(err)
 	}
 	c, ok := ParseContext(v)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return &c
+	return &c, nil
 }
 
 // Observed is what a key dir's four sidecars read as.
@@ -93,11 +107,13 @@ type Observed struct {
 
 // Observe reads the four sidecars as ReadVenue, ReadPiVersion,
 // ReadResumeChain and ReadContext do, but for a read that failed for want
-// of the reading process's own resources (see Starved): that is an error,
-// not "no value". It says nothing about the file, and read as no value it
-// would judge a key by a stamp the key does not have: a venue that says
-// local read as unreadable is a venue-changed cold start, which the
-// job's promotion then makes the key's conversation.
+// of the reading process's own resources: no descriptor left (EMFILE,
+// ENFILE) or no memory (ENOMEM, ENOBUFS). That is an error, not "no
+// value": it says nothing about the file, and read as no value it would
+// judge a key by a stamp the key does not have (a venue that says local
+// read as unreadable is a venue-changed cold start, which the job's
+// promotion then makes the key's conversation). A retry once the process
+// has them reads the file.
 func Observe(dir *os.File) (Observed, error) {
 	var o Observed
 	var err error
@@ -107,19 +123,11 @@ func Observe(dir *os.File) (Observed, error) {
 	if o.PiVersion, err = readStampErr(dir, PiVersionName); err != nil {
 		return Observed{}, err
 	}
-	v, ok, err := readSidecar(dir, ResumeChainName)
-	if Starved(err) {
+	if o.ResumeChain, err = readResumeChain(dir); err != nil {
 		return Observed{}, err
 	}
-	if ok {
-		o.ResumeChain = ParseResumeChain(v)
-	}
-	v, ok, err = readSidecar(dir, ContextName)
-	if Starved(err) {
+	if o.Context, err = readContext(dir); err != nil {
 		return Observed{}, err
-	}
-	if c, parsed := ParseContext(v); ok && parsed {
-		o.Context = &c
 	}
 	return o, nil
 }
@@ -128,12 +136,14 @@ func Observe(dir *os.File) (Observed, error) {
 // want of the process's own resources.
 func ObserveVenue(dir *os.File) (gates.Stamp, error) { return readStampErr(dir, VenueName) }
 
-// Starved reports whether err is a failure of the reading process rather
-// than of the file read: no descriptor left (EMFILE, ENFILE) or no memory
-// (ENOMEM, ENOBUFS). The legacy reader turned these into "no value" like
-// every other error; a retry once the process has them reads the file.
-func Starved(err error) bool {
-	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOBUFS)
+// starvedOnly is err when it is a failure of the reading process rather
+// than of the file read (see Observe), else nil: the legacy reader turned
+// every failure into "no value", and only these say nothing of the file.
+func starvedOnly(err error) error {
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOBUFS) {
+		return err
+	}
+	return nil
 }
 
 // readStamp tells absence from unreadability by the open's own error.
@@ -146,7 +156,7 @@ func readStamp(dir *os.File, name string) gates.Stamp {
 	return st
 }
 
-// readStampErr is readStamp that also returns a Starved read's error
+// readStampErr is readStamp that also returns a starved read's error
 // (with the stamp readStamp returns).
 func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 	v, ok, err := readSidecar(dir, name)
@@ -155,10 +165,8 @@ func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 		return gates.Stamp{State: gates.StampPresent, Value: v}, nil
 	case errors.Is(err, unix.ENOENT):
 		return gates.Stamp{State: gates.StampAbsent}, nil
-	case Starved(err):
-		return gates.Stamp{State: gates.StampUnreadable}, err
 	}
-	return gates.Stamp{State: gates.StampUnreadable}, nil
+	return gates.Stamp{State: gates.StampUnreadable}, starvedOnly(err)
 }
 
 // readSidecar is ReadSidecar that also returns why name could not be read:

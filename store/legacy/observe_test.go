@@ -1,0 +1,58 @@
+// FreeBSD's syscall.Rlimit holds int64s where Linux's and macOS's hold
+// uint64s; the promise is the same there, and tested on these two.
+
+//go:build !freebsd
+
+package legacy
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+)
+
+// Each of the four sidecars, not read for want of a descriptor (EMFILE),
+// is Observe's error, and read with descriptors is its value, as the
+// Read* readers read it; ObserveVenue likewise for the venue. The key dir
+// holds that sidecar alone: the others, absent, take no descriptor, so
+// the starved read is that sidecar's own.
+func TestObserveWithoutADescriptorIsAnError(t *testing.T) {
+	for _, name := range []string{VenueName, PiVersionName, ResumeChainName, ContextName} {
+		t.Run(name, func(t *testing.T) {
+			k := newKeyDir(t)
+			k.write(t, name, map[string]string{VenueName: "local", PiVersionName: "0.58.3", ResumeChainName: "3", ContextName: "48000 200000 a/b"}[name])
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lowest := uint64(f.Fd())
+			f.Close()
+			var old syscall.Rlimit
+			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+			low := old
+			low.Cur = lowest // no descriptor more
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+				t.Skipf("setrlimit: %v", err)
+			}
+			o, err := Observe(k.dir)
+			_, verr := ObserveVenue(k.dir)
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatalf("Observe with no descriptor for %s = %+v, %v; want EMFILE", name, o, err)
+			}
+			if (name == VenueName) != errors.Is(verr, syscall.EMFILE) {
+				t.Fatalf("ObserveVenue with no descriptor, %s present: %v", name, verr)
+			}
+			o, err = Observe(k.dir)
+			want := Observed{Venue: ReadVenue(k.dir), PiVersion: ReadPiVersion(k.dir), ResumeChain: ReadResumeChain(k.dir), Context: ReadContext(k.dir)}
+			if err != nil || o.Venue != want.Venue || o.PiVersion != want.PiVersion || o.ResumeChain != want.ResumeChain || (o.Context == nil) != (want.Context == nil) || o.Context != nil && *o.Context != *want.Context {
+				t.Fatalf("Observe = %+v, %v; want %+v as the Read* readers read it", o, err, want)
+			}
+		})
+	}
+}
