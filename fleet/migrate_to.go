@@ -238,18 +238,30 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 // a repair moved aside, and one in the legacy layout, are refused (ToEtcd
 // moves meta.db keys only), each saying what settles it; one with nothing
 // in it is skipped.
+//
+// A listing or lstat that failed (no descriptor left, an I/O error) cannot
+// tell which: the key fails with that error, as any read of it that
+// failed, rather than skipped as holding nothing.
 func notRecorded(kd *os.File, r *MigrateReport) {
-	if names, err := fsat.ReadDirNames(kd); err == nil {
-		for _, n := range names {
-			if strings.HasPrefix(n, store.AsidePrefix) {
-				r.Action, r.Cause = migrate.Failed, "its damaged meta.db was moved aside by check --repair: settle the key first (sessdb check --repair --accept KEY, or --quarantine KEY)"
-				return
-			}
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil && !fsat.IsNotExist(err) {
+		fail(r, err)
+		return
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, store.AsidePrefix) {
+			r.Action, r.Cause = migrate.Failed, "its damaged meta.db was moved aside by check --repair: settle the key first (sessdb check --repair --accept KEY, or --quarantine KEY)"
+			return
 		}
 	}
 	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
-		if _, err := fsat.LstatAt(kd, n); err == nil {
+		_, err := fsat.LstatAt(kd, n)
+		switch {
+		case err == nil:
 			r.Action, r.Cause = migrate.Failed, "in the legacy layout (no record in meta.db): run sessdb migrate (to meta.db) first"
+			return
+		case !fsat.IsNotExist(err):
+			fail(r, err)
 			return
 		}
 	}
