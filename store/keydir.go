@@ -269,7 +269,19 @@ func (k *keyDir) openTranscript(name string) error {
 	k.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: st.Size, ModTime: time.Unix(st.Mtim.Unix())}
 	k.transcript, k.tst, k.expectSize = f, st, st.Size
 	if st.Size > 0 {
-		h, err := transcript.ReadHeader(io.NewSectionReader(f, 0, st.Size))
+		h, err := transcript.Header{}, faults.At(faults.TranscriptHeaderRead)
+		if err == nil {
+			h, err = transcript.ReadHeader(io.NewSectionReader(f, 0, st.Size))
+		}
+		if err != nil && !errors.Is(err, transcript.ErrEmpty) && !errors.Is(err, transcript.ErrHeaderTooLong) && !errors.Is(err, transcript.ErrNotJSON) {
+			// The read failed (an I/O error): that says nothing of the
+			// first line, which the ladder would judge unparseable, a
+			// closed rung whose cold run then replaces the conversation.
+			// A fault, as the copy's read error is.
+			k.transcript = nil
+			f.Close()
+			return err
+		}
 		k.header, k.headerErr = h, err
 		if err == nil {
 			k.obs.Header.IsSession = h.IsSession()

@@ -154,7 +154,12 @@ func (v *keyView) accept(c copied) Acceptance {
 		// The committed promotion's temp is damaged: the transcript in
 		// place may still be the generation before it.
 		v.lostTemp = true
-		if err := k.reopenInPlace(); err != nil || k.transcript == nil {
+		if err := k.reopenInPlace(); err != nil {
+			// Not read (no descriptor left, an I/O error): that says
+			// nothing of what is in place.
+			return Acceptance{Err: err}
+		}
+		if k.transcript == nil {
 			return Acceptance{Reason: gates.PromotionLost}
 		}
 		return Acceptance{Retry: true}

@@ -47,6 +47,10 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
+// The read of a key's transcript's first line by a reader (resolve, dump,
+// check), to judge its header: an error here is that read failing.
+const TranscriptHeaderRead Point = "transcript/header-read"
+
 // The window between a reader's look at a committed promotion's temp,
 // which found it at its name (in flight), and the open that serves it
 // (resolve, dump, check): a temp removed there is gone when opened.
