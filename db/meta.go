@@ -76,7 +76,9 @@ func (m MetaPages) HighWater() int64 {
 // what it found even when it also returns an error; the error wraps
 // ErrDamaged when bbolt would refuse the file or would be killed by it: the
 // file is empty, too short for two pages, has no valid meta page, or is
-// shorter than the active page's high-water mark.
+// shorter than the active page's high-water mark. A read of f that failed
+// (an I/O error, not the end of the file) is returned as it is: it says
+// nothing of the file.
 func InspectMeta(f io.ReaderAt, size int64) (MetaPages, error) {
 	m := MetaPages{Size: size, Active: -1}
 	if size == 0 {
@@ -87,8 +89,11 @@ func InspectMeta(f io.ReaderAt, size int64) (MetaPages, error) {
 		return m, err
 	}
 	m.PageSize = ps
-	m.Pages[0] = readMetaPage(f, 0)
-	m.Pages[1] = readMetaPage(f, int64(ps))
+	for i := range m.Pages {
+		if m.Pages[i], err = readMetaPage(f, int64(i*ps)); err != nil {
+			return m, err
+		}
+	}
 
 	// bbolt's DB.meta: the higher txid if valid, else the other if valid.
 	// A torn write of the newer page leaves its checksum wrong, and bbolt
@@ -135,11 +140,15 @@ func InspectMeta(f io.ReaderAt, size int64) (MetaPages, error) {
 func bboltPageSize(f io.ReaderAt, size int64) (int, error) {
 	buf := make([]byte, firstMetaRead)
 	readable := false
-	if n, err := f.ReadAt(buf, 0); err == nil && n == len(buf) {
+	n, err := f.ReadAt(buf, 0)
+	switch {
+	case err == nil && n == len(buf):
 		readable = true
 		if p := parseMetaPage(buf, 0); p.Valid() {
 			return checkPageSize(p.PageSize)
 		}
+	case readFailed(err):
+		return 0, err
 	}
 	// The probe is bbolt's getPageSizeFromSecondMeta step for step, bound
 	// and quirks included: offsets 1 KiB << 0..14, stopping a KiB short of
@@ -151,6 +160,9 @@ func bboltPageSize(f io.ReaderAt, size int64) (int, error) {
 			break
 		}
 		n, err := f.ReadAt(buf, pos)
+		if readFailed(err) {
+			return 0, err
+		}
 		if (err == nil && n == len(buf)) || (err == io.EOF && int64(n) == size-pos) {
 			readable = true
 			if p := parseMetaPage(buf[:n], pos); p.Valid() {
@@ -182,17 +194,27 @@ func checkPageSize(ps uint32) (int, error) {
 
 // readMetaPage reads the meta page at off. A short read makes that page
 // invalid, not the file: the other page may still be whole, and bbolt
-// would open the file by it.
-func readMetaPage(f io.ReaderAt, off int64) MetaPage {
+// would open the file by it. A read that failed (an I/O error) is the
+// error: it says nothing of the page, and taken for an invalid one it
+// would open the file by its older commit (a resolve then cold-started
+// the key as transcript-replaced) and make check report the page
+// invalid, which --repair moves aside.
+func readMetaPage(f io.ReaderAt, off int64) (MetaPage, error) {
 	buf := make([]byte, pageHeaderSize+metaSize)
 	n, err := f.ReadAt(buf, off)
-	if n < len(buf) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return MetaPage{Offset: off, Err: err}
+	if readFailed(err) {
+		return MetaPage{Offset: off, Err: err}, err
 	}
-	return parseMetaPage(buf, off)
+	if n < len(buf) {
+		return MetaPage{Offset: off, Err: io.ErrUnexpectedEOF}, nil
+	}
+	return parseMetaPage(buf, off), nil
+}
+
+// readFailed reports whether a ReadAt's error is the read failing, not
+// the end of the file.
+func readFailed(err error) bool {
+	return err != nil && err != io.EOF && err != io.ErrUnexpectedEOF
 }
 
 // parseMetaPage decodes the meta that follows the page header in b and
