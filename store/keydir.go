@@ -462,15 +462,28 @@ func (c copied) is(t *db.Transcript) bool {
 // copy must match the file as it was when judged, and the name must still
 // refer to that file (the legacy store's identity re-check, since nothing
 // locks a legacy key).
-func (k *keyDir) matches(c copied) bool {
+func (k *keyDir) matches(c copied) (bool, error) {
 	if k.layout == LayoutDB {
-		return c.is(k.identity)
+		return c.is(k.identity), nil
 	}
 	if c.size != k.tst.Size {
-		return false
+		return false, nil
 	}
-	st, err := fsat.LstatAt(k.dir, TranscriptName)
-	return err == nil && st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim
+	err := faults.At(faults.LegacyIdentityLstat)
+	var st unix.Stat_t
+	if err == nil {
+		st, err = fsat.LstatAt(k.dir, TranscriptName)
+	}
+	switch {
+	case fsat.IsNotExist(err):
+		return false, nil // gone: replaced, or removed
+	case err != nil:
+		// Not looked at (for want of kernel memory, an I/O error): that
+		// says nothing of the file, which transcript-replaced, a closed
+		// rung whose cold run then replaces the conversation, would.
+		return false, err
+	}
+	return st.Dev == k.tst.Dev && st.Ino == k.tst.Ino && st.Size == k.tst.Size && st.Mtim == k.tst.Mtim, nil
 }
 
 // matchesPrev reports whether the copy c is the generation before a

@@ -136,8 +136,12 @@ func (v *keyView) accept(c copied) Acceptance {
 			return Acceptance{Reason: gates.VenueChanged}
 		}
 	}
+	matches, err := k.matches(c)
+	if err != nil {
+		return Acceptance{Err: err}
+	}
 	switch {
-	case k.matches(c):
+	case matches:
 		b := k.base()
 		if k.layout == LayoutLegacy && c.summed {
 			// A legacy key's identity is its file; what was delivered is

@@ -51,6 +51,11 @@ const (
 // check), to judge its header: an error here is that read failing.
 const TranscriptHeaderRead Point = "transcript/header-read"
 
+// A legacy key's identity check after its copy (resolve, dump, check):
+// the lstat that finds current.jsonl still the file copied. An error here
+// is that lstat failing.
+const LegacyIdentityLstat Point = "legacy/identity-lstat"
+
 // The window between a reader's look at a committed promotion's temp,
 // which found it at its name (in flight), and the open that serves it
 // (resolve, dump, check): a temp removed there is gone when opened.
