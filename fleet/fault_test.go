@@ -601,53 +601,69 @@ func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
 // dropped with the rest of the walk, so no one heard of files removed for
 // good. Two workers, two keys; the first key's lock fails once the second
 // key's orphan is gone.
+//
+// The 300 ms client that makes the fault quick also bounds the requests
+// before it (the listing, the second key's lock and read): one of them
+// outlasting it under a loaded suite stopped the check before the second
+// key's orphan was removed, and the test failed so. The scenario is run
+// again on a fresh cluster then; a third entry, which the second key's
+// worker takes once that key is done, tells its failed repair from a slow
+// one without waiting out a deadline.
 func TestCheckRepairThatStopsDeliversWhatItRemoved(t *testing.T) {
-	c := etcdtest.Start1(t)
-	f := newFixture(t, c)
 	const txn = "/etcdserverpb.KV/Txn"
 	keys := []string{store.Key("github", "repair-stop", "a"), store.Key("github", "repair-stop", "b")}
 	slices.Sort(keys)
-	var files []string
-	for _, k := range keys {
-		p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")
-		os.MkdirAll(filepath.Dir(p), 0o700)
-		os.WriteFile(p, []byte(testHeader), 0o600)
-		old := time.Now().Add(-2 * time.Hour)
-		os.Chtimes(p, old, old)
-		files = append(files, p)
-	}
-	t.Cleanup(func() { c.FailNext(txn, 0, 0) })
-	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
-	connected(t, b) // else the check can stop before any repair
-	b.hook = func(point, key string) error {
-		if point != hookRepair || key != keys[0] {
+	const last = "zz-after-the-keys" // no key: nothing of it reads etcd
+	var files, removed []string
+	var err error
+	untilTheFault(t, func() bool {
+		c := etcdtest.Start1(t)
+		f := newFixture(t, c)
+		files = nil
+		for _, k := range keys {
+			p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")
+			os.MkdirAll(filepath.Dir(p), 0o700)
+			os.WriteFile(p, []byte(testHeader), 0o600)
+			old := time.Now().Add(-2 * time.Hour)
+			os.Chtimes(p, old, old)
+			files = append(files, p)
+		}
+		os.WriteFile(filepath.Join(f.dir, last), nil, 0o600)
+		t.Cleanup(func() { c.FailNext(txn, 0, 0) })
+		b := f.open(func(cfg *Config) { cfg.RequestTimeout = 300 * time.Millisecond })
+		connected(t, b) // else the check can stop before any repair
+		secondDone := make(chan struct{})
+		reached := false
+		b.hook = func(point, key string) error {
+			if point == hookCheckEntry && key == last {
+				close(secondDone)
+			}
+			if point != hookRepair || key != keys[0] {
+				return nil
+			}
+			// The second key's repair goes on beside this one; this
+			// key's lock fails once it is done. The deadline only bounds
+			// a hang.
+			select {
+			case <-secondDone:
+			case <-time.After(20 * time.Second):
+			}
+			_, serr := os.Lstat(files[1])
+			reached = errors.Is(serr, os.ErrNotExist)
+			c.FailNext(txn, 0, 1000)
 			return nil
 		}
-		// The second key's repair goes on beside this one; this key's
-		// lock fails once it is done.
-		// The deadline only bounds a hang: under a loaded suite the other
-		// worker's repair can take more than the 2 s this waited, and the
-		// stop then came before it, failing the test.
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Lstat(files[1]); errors.Is(err, os.ErrNotExist) {
-				break
+		removed = nil
+		_, err = b.Check(t.Context(), CheckOptions{Repair: true, Workers: 2}, func(fd store.Finding) error {
+			if fd.Repaired {
+				removed = append(removed, fd.Path)
 			}
-		}
-		c.FailNext(txn, 0, 1000)
-		return nil
-	}
-	var removed []string
-	_, err := b.Check(t.Context(), CheckOptions{Repair: true, Workers: 2}, func(fd store.Finding) error {
-		if fd.Repaired {
-			removed = append(removed, fd.Path)
-		}
-		return nil
-	})
+			return nil
+		})
+		return reached
+	}, func() string { return fmt.Sprintf("check --repair: %v, the removals visited: %q", err, removed) })
 	if !errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Fatalf("check --repair: %v; want etcd unavailable at the first key's lock", err)
-	}
-	if _, serr := os.Lstat(files[1]); serr == nil {
-		t.Fatalf("the second key's orphan was not removed")
 	}
 	if len(removed) != 1 || !strings.Contains(removed[0], keys[1]) {
 		t.Errorf("the removals visited: %q; want the second key's orphan", removed)
