@@ -99,10 +99,10 @@ func readContext(dir *os.File) (*gates.Context, error) {
 
 // Observed is what a key dir's four sidecars read as.
 type Observed struct {
-	Venue       gates.Stamp
-	PiVersion   gates.Stamp
-	ResumeChain uint64
-	Context     *gates.Context
+	Venue       gates.Stamp    // as ReadVenue reads it (absent: the ladder's "local")
+	PiVersion   gates.Stamp    // as ReadPiVersion reads it
+	ResumeChain uint64         // as ReadResumeChain reads it: unreadable is 0
+	Context     *gates.Context // as ReadContext reads it: nil is no measurement
 }
 
 // Observe reads the four sidecars as ReadVenue, ReadPiVersion,
