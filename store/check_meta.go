@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -69,14 +70,17 @@ func keyMetaPages(k *keyDir) *MetaPagesReport {
 
 // metaPagesReport turns db's reading of the meta pages into the report.
 // With no page size found nothing of the pages can be read, and the
-// report says only the file's size and the error.
+// report says only the file's size and the error; so with a read that
+// failed (an error that is not damage): it says nothing of either page,
+// and the page not read would show as valid, and one of them invalid as
+// a fallback.
 func metaPagesReport(m db.MetaPages, err error) *MetaPagesReport {
 	r := &MetaPagesReport{Active: -1}
 	r.Bytes, r.PageSize, r.Active, r.HighWater = m.Size, m.PageSize, m.Active, m.HighWater()
 	if err != nil {
 		r.Error = err.Error()
 	}
-	if m.PageSize == 0 {
+	if m.PageSize == 0 || err != nil && !errors.Is(err, db.ErrDamaged) {
 		return r
 	}
 	for _, p := range m.Pages {
