@@ -55,13 +55,19 @@ func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
 			return nil, err
 		}
 	}
-	return &keyView{k: k}, nil
+	v := &keyView{k: k}
+	if err := v.judgeBase(); err != nil {
+		k.close()
+		return nil, err
+	}
+	return v, nil
 }
 
 // keyView is a key dir opened for a resolve.
 type keyView struct {
 	k        *keyDir
 	lostTemp bool // a committed promotion's temp was tried and did not match
+	base     Base // judgeBase's
 }
 
 // Observe names the cold starts openKey found before the ladder could
@@ -82,14 +88,32 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 
 // Base is the key's base as openKey read it under the shared lock: what
 // a writer's Begin will take the key to hold (see heldRecord).
-func (v *keyView) Base() Base {
+func (v *keyView) Base() Base { return v.base }
+
+// judgeBase finds the key's base, for Base. A committed promotion's temp
+// that is gone, or damaged (the next writer sweeps it instead of renaming
+// it), leaves the key holding the generation before it, or nothing: the
+// base is what that writer's Begin will take the key to hold. Only a
+// crash leaves a key so, and only then is the temp read whole here. A
+// read of it that failed (an I/O error) says nothing of it: taken for a
+// damaged temp, the ticket of a resolve whose copy then read it whole
+// named the generation before it, and the job's promote, after its
+// roll-forward put the temp in place, was superseded by the generation
+// it had resumed.
+func (v *keyView) judgeBase() error {
 	k := v.k
-	// A committed promotion's temp that is gone, or damaged (the next
-	// writer sweeps it instead of renaming it), leaves the key holding
-	// the generation before it, or nothing: the base is what that writer's
-	// Begin will take the key to hold. Only a crash leaves a key so, and
-	// only then is the temp read whole here.
-	if p := k.pending; p != nil && !(k.fromTemp && tempMatches(k.dir, p)) {
+	whole := false
+	if p := k.pending; p != nil && k.fromTemp {
+		err := faults.At(faults.PendingTempCheck)
+		if err == nil {
+			whole, err = fileCheck(k.dir, p.Tmp, p.Size, p.CRC32C)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	v.base = k.base()
+	if p := k.pending; p != nil && !whole {
 		// What is in place: current.jsonl as openKey opened it, or, where
 		// the temp was opened instead, as it is now.
 		st, err := &k.tst, error(nil)
@@ -100,10 +124,10 @@ func (v *keyView) Base() Base {
 			st = nil // nothing, or not a regular file
 		}
 		if held := heldRecord(k.dir, k.sidecars, st); err == nil && held != k.sidecars.Transcript {
-			return baseOf(held, st)
+			v.base = baseOf(held, st)
 		}
 	}
-	return k.base()
+	return nil
 }
 
 // Source bounds the copy at one byte over the size expected: that byte

@@ -61,6 +61,11 @@ const LegacyIdentityLstat Point = "legacy/identity-lstat"
 // (resolve, dump, check): a temp removed there is gone when opened.
 const PendingAfterLook Point = "pending/after-look"
 
+// A resolve's read of a committed promotion's temp for its ticket's base
+// (is the temp whole, or does the key hold the generation before it?):
+// an error here is that read failing.
+const PendingTempCheck Point = "pending/temp-check"
+
 // The write boundaries of store.Reap, in protocol order (the key judged
 // expired unlocked, nothing locked; under the key's lock, before anything
 // is written; the reaping entry committed; the key dir renamed to its
