@@ -123,7 +123,14 @@ func (v *keyView) judgeBase() error {
 		case k.transcript == nil:
 			st = nil // nothing, or not a regular file
 		}
-		if held := heldRecord(k.dir, k.sidecars, st); err == nil && held != k.sidecars.Transcript {
+		if err != nil {
+			return err // not looked at: that says nothing of what is in place
+		}
+		held, err := heldRecord(k.dir, k.sidecars, st)
+		if err != nil {
+			return err
+		}
+		if held != k.sidecars.Transcript {
 			v.base = baseOf(held, st)
 		}
 	}

@@ -141,7 +141,9 @@ func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
 	if ks.file, err = transcriptInPlace(kd); err != nil {
 		return ks, err
 	}
-	ks.record = heldRecord(kd, sc, ks.file)
+	if ks.record, err = heldRecord(kd, sc, ks.file); err != nil {
+		return ks, err
+	}
 	// The writer's base carries the file in place as well as the record,
 	// so that a ticket based on the file (a legacy key, since migrated)
 	// can be compared with it.
@@ -197,30 +199,38 @@ func transcriptInPlace(kd *os.File) (*unix.Stat_t, error) {
 // writer's Begin and a resolve's cold start take it as the key's base
 // alike, so that a job cold-started on such a key promotes onto it, and
 // the retry of the lost promotion's own ticket is no repeat.
-func heldRecord(kd *os.File, sc db.Sidecars, st *unix.Stat_t) *db.Transcript {
+//
+// A read of the transcript in place that failed (no descriptor left, an
+// I/O error) is its error: it says nothing of which generation is there.
+func heldRecord(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (*db.Transcript, error) {
+	lost, err := lostPromotion(kd, sc, st)
 	switch p := sc.Pending; {
-	case lostPromotion(kd, sc, st):
-		return p.Prev
+	case err != nil:
+		return nil, err
+	case lost:
+		return p.Prev, nil
 	case p != nil && p.Prev == nil && st == nil && sc.Transcript != nil && sc.Transcript.Gen == p.Gen:
-		return nil
+		return nil, nil
 	}
-	return sc.Transcript
+	return sc.Transcript, nil
 }
 
 // lostPromotion reports whether the transcript in place (st) is the
 // generation before the record's, which is what a committed promotion
 // whose temp was lost before its rename leaves. Each promotion appends, so
 // sizes tell the two apart without a read in all but the rarest case.
-func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) bool {
+func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (bool, error) {
 	p := sc.Pending
 	if p == nil || p.Prev == nil || sc.Transcript == nil || st == nil || st.Size != p.Prev.Size {
-		return false
+		return false, nil
 	}
 	rec := sc.Transcript
-	if st.Size == rec.Size && fileMatches(kd, TranscriptName, rec.Size, rec.CRC32C) {
-		return false
+	if st.Size == rec.Size {
+		if ok, err := fileCheck(kd, TranscriptName, rec.Size, rec.CRC32C); ok || err != nil {
+			return false, err
+		}
 	}
-	return fileMatches(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+	return fileCheck(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
 }
 
 // writeTemp copies the staged transcript into a new temp file in the key

@@ -121,3 +121,38 @@ func TestLegacyFilesThatCannotBeListedIsAFault(t *testing.T) {
 		t.Fatalf("legacyFiles = %q, %v; want pi-version and venue", names, err)
 	}
 }
+
+// A key a crash left with a committed promotion whose temp was lost holds
+// the generation before it where that is in place: heldRecord reads the
+// transcript in place to tell. That read failing (no descriptor left, an
+// I/O error) says nothing of it: it is heldRecord's error. It was taken
+// for "not the generation before": the record's generation, never in
+// place, was the key's base, for a writer's Begin (the lost promotion's
+// retry then a repeat of a promotion whose bytes are gone) and a
+// resolve's cold start alike.
+func TestHeldRecordWithoutADescriptorIsTheOpensError(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("lost")...))
+	loseTemp["gone"](crashAfterCommit(t, s, root, sess))
+	sc := sidecarsOf(t, root, testKey)
+	kd, err := fsat.OpenDir(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	st, err := fsat.LstatAt(kd, TranscriptName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := lowerFDLimit(t, 0)
+	held, err := heldRecord(kd, sc, &st)
+	restore()
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("heldRecord with no descriptor to read the transcript in place = %+v, %v; want EMFILE", held, err)
+	}
+	if held, err := heldRecord(kd, sc, &st); err != nil || held == nil || held.Gen != 1 {
+		t.Fatalf("heldRecord of a lost promotion = %+v, %v; want gen 1, the generation in place", held, err)
+	}
+}
