@@ -312,7 +312,17 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 
 	tpath := key + "/" + TranscriptName
 	p := k.inFlight()
-	whole := p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') && tempMatches(k.dir, p)
+	whole := false
+	if p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') {
+		var err error
+		if whole, err = pendingTempWhole(k.dir, p); err != nil {
+			// Not read: that says nothing of the temp, which "missing or
+			// not what the record says" would (and --repair's report of
+			// its roll-forward after it).
+			add(key+"/"+p.Tmp, KindUnreadable, "%v", err)
+			return nil
+		}
+	}
 	if p != nil {
 		state := "whole: a roll-forward renames it over current.jsonl"
 		if !whole {

@@ -104,11 +104,8 @@ func (v *keyView) judgeBase() error {
 	k := v.k
 	whole := false
 	if p := k.pending; p != nil && k.fromTemp {
-		err := faults.At(faults.PendingTempCheck)
-		if err == nil {
-			whole, err = fileCheck(k.dir, p.Tmp, p.Size, p.CRC32C)
-		}
-		if err != nil {
+		var err error
+		if whole, err = pendingTempWhole(k.dir, p); err != nil {
 			return err
 		}
 	}

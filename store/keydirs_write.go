@@ -310,15 +310,22 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 	return true, d.Update(func(tx *db.Tx) error { return tx.PutPending(nil) })
 }
 
-// tempMatches reports whether p's temp is whole: exactly what its commit
-// recorded. One damaged or replaced since is swept, never renamed into
-// place.
-func tempMatches(kd *os.File, p *db.Pending) bool { return fileMatches(kd, p.Tmp, p.Size, p.CRC32C) }
-
-// tempWhole is tempMatches for a writer about to act on the answer: a
-// temp it could not read is an error, not a damaged temp.
+// tempWhole reports whether p's temp is whole: exactly what its commit
+// recorded (one damaged or replaced since is swept, never renamed into
+// place). It is for a writer about to act on the answer: a temp it could
+// not read is an error, not a damaged temp.
 func (s *Store) tempWhole(kd *os.File, p *db.Pending) (bool, error) {
 	if err := s.fault(faults.RollForwardTempRead); err != nil {
+		return false, err
+	}
+	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)
+}
+
+// pendingTempWhole is tempWhole for a reader (a resolve's base, check's
+// pending-promotion finding): a temp it could not read is an error, not
+// a damaged temp.
+func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
+	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err
 	}
 	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)

@@ -1,8 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"sessdb/db"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -40,5 +45,39 @@ func TestPendingTempNotReadForTheBaseIsAFault(t *testing.T) {
 	got, _ = mustResolve(t, s, testKey, other)
 	if got.Resume || got.Base.Gen != 2 {
 		t.Fatalf("resolve = {resume %v, %s, base gen %d}; want a cold start onto the committed gen 2", got.Resume, got.Reason, got.Base.Gen)
+	}
+}
+
+// check's pending-promotion finding reads the temp to say whether it is
+// whole (a roll-forward renames it) or not (it only clears the record).
+// That read failing says nothing of the temp: check reports it
+// unreadable. It said "missing or not what the record says", and --repair,
+// whose roll-forward then found the temp whole and renamed it into place,
+// reported that it "removed its temp, which did not match its record".
+func TestCheckOfAPendingTempNotReadIsUnreadable(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
+	tmp := crashAfterCommit(t, s, root, sess)
+	eio := errors.New("input/output error")
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingTempCheck {
+			return eio
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	var found []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion)
+	u := chkFind(found, testKey+"/"+filepath.Base(tmp), KindUnreadable)
+	if u == nil || p != nil && strings.Contains(p.Detail, "not what the record says") {
+		t.Fatalf("check with the pending temp's read failing: %+v; want the temp unreadable, not judged", found)
 	}
 }

@@ -61,9 +61,10 @@ const LegacyIdentityLstat Point = "legacy/identity-lstat"
 // (resolve, dump, check): a temp removed there is gone when opened.
 const PendingAfterLook Point = "pending/after-look"
 
-// A resolve's read of a committed promotion's temp for its ticket's base
-// (is the temp whole, or does the key hold the generation before it?):
-// an error here is that read failing.
+// A reader's read of a committed promotion's temp to tell whether it is
+// whole (a resolve's ticket base: or does the key hold the generation
+// before it?; check's pending-promotion finding): an error here is that
+// read failing.
 const PendingTempCheck Point = "pending/temp-check"
 
 // The write boundaries of store.Reap, in protocol order (the key judged
