@@ -134,8 +134,12 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return res, err
 	}
 	res.Fresh = sc == (db.Sidecars{}) && len(history) == 0
-	if aside, err = movedAside(kd); err != nil {
-		return res, err
+	if res.Fresh && hadDB {
+		// Listed again, under the lock: a repair may have moved one aside
+		// while this waited for it.
+		if aside, err = movedAside(kd); err != nil {
+			return res, err
+		}
 	}
 	if res.Fresh && hadDB && !aside {
 		// A meta.db that holds nothing (a lock's, say) vouches for
