@@ -274,11 +274,11 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 		// A key with no record yet but legacy files (its first promotion
 		// since a partial migration) continues from the legacy chain,
 		// read, not taken as 0 for want of a descriptor.
-		o, err := legacy.Observe(kd)
+		chain, err := legacy.ObserveResumeChain(kd)
 		if err != nil {
 			return nil, err
 		}
-		t.sc.ResumeChain = &o.ResumeChain
+		t.sc.ResumeChain = &chain
 	}
 	ok = true
 	return t, nil

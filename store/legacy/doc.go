@@ -18,8 +18,9 @@
 // O_NOFOLLOW|O_NONBLOCK and deciding on fstat: they never follow a link,
 // never block on a FIFO, never write, never panic, and return no errors
 // (a read-path miss is a cold start with a reason, not a fault), but for
-// Observe's and ObserveVenue's: a read that failed for want of the
-// process's own descriptors or memory, which says nothing about the file.
+// Observe's, ObserveVenue's and ObserveResumeChain's: a read that failed
+// for want of the process's own descriptors or memory, which says nothing
+// about the file.
 //
 // Caveat: each sidecar is read at its own instant, and nothing here locks.
 // The legacy layout has no way to read the set as one consistent view; the

@@ -14,7 +14,8 @@ import (
 
 // Each of the four sidecars, not read for want of a descriptor (EMFILE),
 // is Observe's error, and read with descriptors is its value, as the
-// Read* readers read it; ObserveVenue likewise for the venue. The key dir
+// Read* readers read it; ObserveVenue and ObserveResumeChain likewise
+// for theirs. The key dir
 // holds that sidecar alone: the others, absent, take no descriptor, so
 // the starved read is that sidecar's own.
 func TestObserveWithoutADescriptorIsAnError(t *testing.T) {
@@ -39,6 +40,7 @@ func TestObserveWithoutADescriptorIsAnError(t *testing.T) {
 			}
 			o, err := Observe(k.dir)
 			_, verr := ObserveVenue(k.dir)
+			_, cerr := ObserveResumeChain(k.dir)
 			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 				t.Fatal(err)
 			}
@@ -47,6 +49,12 @@ func TestObserveWithoutADescriptorIsAnError(t *testing.T) {
 			}
 			if (name == VenueName) != errors.Is(verr, syscall.EMFILE) {
 				t.Fatalf("ObserveVenue with no descriptor, %s present: %v", name, verr)
+			}
+			if (name == ResumeChainName) != errors.Is(cerr, syscall.EMFILE) {
+				t.Fatalf("ObserveResumeChain with no descriptor, %s present: %v", name, cerr)
+			}
+			if n, err := ObserveResumeChain(k.dir); err != nil || n != ReadResumeChain(k.dir) {
+				t.Fatalf("ObserveResumeChain = %d, %v; want %d as ReadResumeChain reads it", n, err, ReadResumeChain(k.dir))
 			}
 			o, err = Observe(k.dir)
 			want := Observed{Venue: ReadVenue(k.dir), PiVersion: ReadPiVersion(k.dir), ResumeChain: ReadResumeChain(k.dir), Context: ReadContext(k.dir)}

@@ -136,6 +136,10 @@ func Observe(dir *os.File) (Observed, error) {
 // want of the process's own resources.
 func ObserveVenue(dir *os.File) (gates.Stamp, error) { return readStampErr(dir, VenueName) }
 
+// ObserveResumeChain is ReadResumeChain with Observe's error, for a caller
+// that needs the chain alone (a first promotion beside legacy files).
+func ObserveResumeChain(dir *os.File) (uint64, error) { return readResumeChain(dir) }
+
 // starvedOnly is err when it is a failure of the reading process rather
 // than of the file read (see Observe), else nil: the legacy reader turned
 // every failure into "no value", and only these say nothing of the file.
