@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/legacy"
@@ -50,26 +51,28 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 	}
 	k := &keyScan{dir: dir, stats: map[string]unix.Stat_t{}, raw: map[string][]byte{}, full: map[string]bool{}}
 	for _, n := range names {
+		var st *unix.Stat_t
+		if scanLooksAt(n) {
+			if st, err = lstatListed(dir, n); err != nil {
+				return nil, err
+			}
+		}
 		switch {
 		case n == db.FileName:
 			k.meta = true
 		case n == legacy.TranscriptName:
-			st, err := fsat.LstatAt(dir, n)
-			if err == nil {
-				k.transcript = &st
-			}
+			k.transcript = st
 		case n == legacy.LockName:
-			st, err := fsat.LstatAt(dir, n)
-			if err == nil {
+			if st != nil {
 				// The legacy worker aged its lock by lstat, so a dangling
 				// link at the name ages like a file and never wedges a key.
-				k.lock, k.lockAge = &st, now.Sub(time.Unix(st.Mtim.Unix()))
-				if fsat.IsDir(&st) {
+				k.lock, k.lockAge = st, now.Sub(time.Unix(st.Mtim.Unix()))
+				if fsat.IsDir(st) {
 					k.full[n] = !emptyDir(dir, n)
 				}
 			}
 		case isLegacyTemp(n):
-			if st, err := fsat.LstatAt(dir, n); err == nil && fsat.IsDir(&st) && !emptyDir(dir, n) {
+			if st != nil && fsat.IsDir(st) && !emptyDir(dir, n) {
 				k.full[n] = true // never removed, as at a sidecar's name
 				continue
 			}
@@ -82,17 +85,16 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 				k.aside = n
 			}
 		case isSidecar(n):
-			st, err := fsat.LstatAt(dir, n)
-			if err != nil {
+			if st == nil {
 				continue
 			}
-			k.stats[n] = st
-			if fsat.IsDir(&st) {
+			k.stats[n] = *st
+			if fsat.IsDir(st) {
 				k.full[n] = !emptyDir(dir, n)
 			}
 			// The legacy reader read no more than this and refused a
 			// larger file; the bytes serve only to describe oddities.
-			if fsat.IsRegular(&st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
+			if fsat.IsRegular(st) && st.Size >= 1 && st.Size <= legacy.SidecarMaxBytes {
 				if b, err := fsat.ReadSmallFile(dir, n, legacy.SidecarMaxBytes); err == nil {
 					k.raw[n] = b
 				}
@@ -101,6 +103,32 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 	}
 	sort.Strings(k.temps)
 	return k, nil
+}
+
+// scanLooksAt reports whether scanKey looks at the entry name: the
+// transcript, the lock, a legacy temp, a sidecar.
+func scanLooksAt(n string) bool {
+	return n == legacy.TranscriptName || n == legacy.LockName || isLegacyTemp(n) || isSidecar(n)
+}
+
+// lstatListed looks at a name the key dir's listing gave, without following
+// it: nil for a name gone since the listing. Any other failure (an I/O
+// error, the kernel out of memory) is the scan's error, never "absent":
+// taken for absent, a legacy worker's lock would go unseen and the key be
+// migrated under it, a sidecar's value be recorded as none and its file
+// then removed, and a transcript be recorded as missing.
+func lstatListed(dir *os.File, n string) (*unix.Stat_t, error) {
+	if err := faults.At(faults.MigrateScanLstat); err != nil {
+		return nil, &os.PathError{Op: "lstat", Path: fsat.Join(dir, n), Err: err}
+	}
+	st, err := fsat.LstatAt(dir, n)
+	if fsat.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // isLegacyTemp matches the legacy writer's temps: the transcript's

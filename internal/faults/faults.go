@@ -124,6 +124,11 @@ const (
 	ToLegacyDBRemoved     Point = "to-legacy/after-remove-db"    // meta.db unlinked, not yet fsynced
 )
 
+// MigrateScanLstat is migrate's look (an lstat) at each legacy entry a
+// key dir's listing gave: its transcript, lock, temps and sidecars. An
+// error here is that lstat failing otherwise than "gone".
+const MigrateScanLstat Point = "migrate-scan/lstat"
+
 var armed atomic.Pointer[func(Point) error]
 
 // At is called by a protocol at point p. It returns the armed function's
