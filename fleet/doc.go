@@ -30,8 +30,9 @@
 // timeout is store-unavailable (a new reason, exit 0 like every verdict).
 //
 // A generation the record names that is gone, at the open, at the fstat
-// after it, at the read of its first line or under the copy (NFS reports ESTALE when another host
-// removed it; any read that fails counts), is transcript-replaced: the
+// after it, at the read of its first line or under the copy (NFS reports
+// ESTALE when another host removed it; a call that fails otherwise counts
+// when nothing is at the file's name any more), is transcript-replaced: the
 // bytes the record describes cannot be delivered, which is what that
 // reason names, and in the one way sessdb itself makes it happen (reap
 // removed a generation superseded longer than its grace period ago, under
@@ -42,7 +43,11 @@
 // generation failed so (never on the path that finds the file): that is
 // store-unavailable, the cause logged once, with no base, as after etcd's
 // silence: the job's cold run never replaces a conversation that may be
-// whole on the export, its promote superseded once the dir is back. Dump,
+// whole on the export, its promote superseded once the dir is back.
+// A call that fails on a file still at its name (a soft mount's EIO after
+// its timeout, the process out of descriptors) is a fault, as a failed
+// read of a key dir's transcript is: never a cold start on the record's
+// base, whose promotion would replace a conversation that is whole. Dump,
 // check and reap stop there with shared.ErrDirUnavailable naming the dir,
 // report no key missing for it and remove nothing more.
 //

@@ -215,9 +215,11 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 	f.holds(key, "two", 2)
 
 	// Under the copy: on NFS every read of a file another host removed
-	// fails (ESTALE); the hook closes the file to make the reads fail.
+	// fails (ESTALE); the hook removes it and closes it to make the reads
+	// fail.
 	f.b.hook = func(p, _ string) error {
 		if p == hookSource {
+			os.Remove(filepath.Join(f.dir, f.recordFile(key)))
 			return errors.New("stale")
 		}
 		return nil
@@ -228,10 +230,15 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 		t.Fatalf("a generation whose reads fail under the copy: %+v", sess)
 	}
 
+	appendMarker(t, jobDir, "three")
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 3 {
+		t.Fatalf("the job's promotion onto the record: %+v, %v", res, err)
+	}
+
 	f.b.hook = remove(hookSource)
 	sess, jobDir = resolveOn(t, f.s, key)
 	f.b.hook = nil
-	if got := markers(stagedOf(t, jobDir)); !sess.Resume || sess.Gen() != 2 || got[len(got)-1] != "two" {
+	if got := markers(stagedOf(t, jobDir)); !sess.Resume || sess.Gen() != 3 || got[len(got)-1] != "three" {
 		t.Fatalf("removed after the open on a local disk: %+v, %v", sess, got)
 	}
 }
@@ -648,17 +655,17 @@ func TestReapRemovesEmptyKeyDirs(t *testing.T) {
 	f.holds(gone[0], "again", 1)
 }
 
-// A generation whose first line cannot be read (NFS: ESTALE once another
-// host removed it after the open; EIO on a soft mount that timed out) is
-// transcript-replaced, the bytes its record describes undeliverable, as
-// under the copy: not unparseable, which says the file is damaged. dump
-// reports it as a fault, not as a verdict of a damaged file.
+// A generation whose first line cannot be read because another host
+// removed it after the open (NFS: ESTALE) is transcript-replaced, the
+// bytes its record describes undeliverable, as under the copy: not
+// unparseable, which says the file is damaged. dump says it is missing.
 func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "stale-header", "x")
 	f.run(key, "one")
 	f.b.hook = func(p, _ string) error {
 		if p == hookHeader {
+			os.Remove(filepath.Join(f.dir, f.recordFile(key)))
 			return errors.New("stale") // the file is closed: its reads fail
 		}
 		return nil
@@ -672,7 +679,7 @@ func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
 	if err := f.b.Inspect(context.Background(), InspectOptions{}, func(r Report) error { reps = append(reps, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(reps) != 1 || reps[0].Verdict != nil || !strings.Contains(reps[0].Problem, "read") {
+	if len(reps) != 1 || reps[0].Verdict == nil || reps[0].Verdict.Reason != string(gates.TranscriptReplaced) || !strings.Contains(reps[0].Problem, "missing") {
 		t.Fatalf("dump of it: %+v", reps)
 	}
 	f.b.hook = nil

@@ -102,35 +102,58 @@ func (v *view) open() error {
 	default:
 		fi, err := statGeneration(f)
 		if err != nil {
-			// Any call on the file failing after its open is the file
-			// gone under it (NFS's ESTALE: another host removed it), as
-			// at its first line below: no fault.
+			// A call on the file failing after its open: the file gone
+			// under it (NFS's ESTALE: another host removed it), as at its
+			// first line below, or a fault.
 			f.Close()
-			if v.dirUnavailable() {
-				return nil
-			}
-			v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
-			v.reason = gates.TranscriptReplaced
-			return nil
+			return v.failed(err)
 		}
 		v.f = f
 		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
 		h, _, err := v.b.readHeader(v.key, f, fi.Size())
-		if unreadable(err) && v.dirUnavailable() {
-			return nil
-		}
 		if unreadable(err) {
 			// Judged by the ladder, a first line not read would be
 			// unparseable, a damaged file: it is the copy's failure
 			// (Lost), met early.
-			v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
-			v.reason = gates.TranscriptReplaced
-			return nil
+			return v.failed(err)
 		}
 		v.obs.Header = h
 	}
 	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime)
 	return nil
+}
+
+// failed judges a call on the generation the record names that failed
+// with err after its open (its fstat, the read of its first line): the
+// transcripts dir unavailable (store-unavailable), the generation gone
+// (transcript-replaced), or else err itself, a fault (see generationGone).
+func (v *view) failed(err error) error {
+	if v.dirUnavailable() {
+		return nil
+	}
+	if !v.generationGone(err) {
+		return err
+	}
+	v.reason = gates.TranscriptReplaced
+	return nil
+}
+
+// generationGone reports whether the generation the record names is gone,
+// once a call on it failed with err: the call said so (ENOENT; ESTALE,
+// which NFS gives once another host removed the file), or nothing is at
+// its name now; it logs the generation gone. A call that failed on a file
+// still there (a soft mount's EIO after its timeout, the process out of
+// descriptors or memory) says nothing about the key: taken for gone, it
+// was transcript-replaced with the key's base, and the job's cold run was
+// promoted over a conversation that is whole. It is a fault, as dump
+// reports it (Inspect) and as a failed read of a key dir's transcript is.
+func (v *view) generationGone(err error) bool {
+	t := v.rec.Transcript
+	if !gone(err) && !goneNow(v.b.dir, t.File) {
+		return false
+	}
+	v.b.log.Warn().Str("key", v.key).Str("file", t.File).Err(err).Msg("session_generation_gone")
+	return true
 }
 
 // dirUnavailable reports, once the generation was found gone or its reads
@@ -247,13 +270,16 @@ func (v *view) Accept(size int64, sum uint32) store.Acceptance {
 	return store.Acceptance{Reason: gates.TranscriptReplaced}
 }
 
-// Lost: a generation whose reads fail under the copy cannot be delivered
-// as its record describes (see the package doc).
+// Lost: a generation gone under the copy cannot be delivered as its
+// record describes (see the package doc); a read that failed on a file
+// still there is a fault (generationGone).
 func (v *view) Lost(err error) gates.Reason {
 	if v.dirUnavailable() {
 		return gates.StoreUnavailable
 	}
-	v.b.log.Warn().Str("key", v.key).Str("file", v.rec.Transcript.File).Err(err).Msg("session_generation_gone")
+	if !v.generationGone(err) {
+		return ""
+	}
 	return gates.TranscriptReplaced
 }
 
