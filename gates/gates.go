@@ -46,6 +46,11 @@ func (s StampState) String() string {
 type Stamp struct {
 	State StampState // what reading the stamp found
 	Value string     // the stamp as read; "" unless State is StampPresent
+	// NotRead, with StampUnreadable: the stamp's file is there but its
+	// read failed (an I/O error, a permission refused). The ladder reads
+	// it as unreadable, as the legacy reader did; the store gives a cold
+	// start it decides no base, since the key could not be read.
+	NotRead bool
 }
 
 // UnstampedVenue is what an absent venue stamp means: every transcript

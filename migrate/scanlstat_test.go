@@ -63,3 +63,39 @@ func TestALegacyEntryNotLookedAtFailsTheKey(t *testing.T) {
 		}
 	}
 }
+
+// A legacy sidecar whose read fails on the file (EIO) fails the key,
+// named, and nothing in it changes. It was read as the legacy reader reads
+// any failure, no value: the key migrated with venue "(pending)", no
+// pi-version and chain 0, and its legacy files removed.
+func TestALegacySidecarNotReadFailsTheKey(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := "0123456789abcdef0123456789abcdef"
+	dir := filepath.Join(root, key)
+	must(t, os.MkdirAll(dir, 0o700))
+	for name, v := range map[string]string{"current.jsonl": "{}\n", "venue": "local", "pi-version": "0.58.3", "resume-chain": "3"} {
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600))
+	}
+	before := treeState(t, root, false, true) // a failed key may have made and removed its meta.db
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		if p == faults.LegacySidecarRead {
+			return syscall.EIO
+		}
+		return nil
+	})
+	got, sum := migrate(t, root, false, testOpts())
+	if r := got[key]; r.Action != Failed || sum.Failed != 1 || !strings.Contains(r.Cause, syscall.EIO.Error()) {
+		t.Errorf("%s (%q), summary %+v; want the key failed on the read's error", r.Action, r.Cause, sum)
+	}
+	if d := diffStates(before, treeState(t, root, false, true)); d != "" {
+		t.Fatalf("the run changed the key:\n%s", d)
+	}
+	faults.Set(nil)
+	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Migrated {
+		t.Fatalf("the same key, read: %s (%q)", got[key].Action, got[key].Cause)
+	}
+	if sc, ok := dbValues(t, dir); !ok || sc.Venue == nil || *sc.Venue != "local" || sc.ResumeChain == nil || *sc.ResumeChain != 3 {
+		t.Fatalf("migrated: %s", fmtSidecars(sc))
+	}
+}

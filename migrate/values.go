@@ -99,13 +99,17 @@ func valuesOf(sc db.Sidecars) Values {
 // readLegacy reads the four legacy sidecars of a scanned key dir with
 // store/legacy's rules, which are the values; the raw bytes seen by scan
 // serve only to describe oddities. A sidecar not read for want of a
-// descriptor or memory is an error (legacy.Observe): migrated as no value,
-// the key would keep a stamp it does not have.
+// descriptor or memory, or whose read failed on the file (an I/O error:
+// Observed.NotRead), is an error: migrated as no value, the key would
+// keep a stamp (or a chain) it does not have, and its file be removed.
 func readLegacy(k *keyScan) (Values, []Oddity, error) {
 	var v Values
 	var odd []Oddity
 	note := func(file, found, readAs string) { odd = append(odd, Oddity{file, found, readAs}) }
 	o, err := legacy.Observe(k.dir)
+	if err == nil {
+		err = o.NotRead
+	}
 	if err != nil {
 		return Values{}, nil, err
 	}

@@ -159,6 +159,13 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		return err
 	}
 	if !verdict.Resume {
+		if judgedUnread(verdict.Reason, obs) {
+			// The rung judged a stamp whose file could not be read: the
+			// legacy reader's verdict, but the key could not be read, so
+			// the job's cold run must not replace what it holds.
+			s.opts.Logger.Warn().Str("key", key).Str("reason", string(verdict.Reason)).Msg("session_stamp_unread")
+			sess.Base = Base{}
+		}
 		return cold(verdict.Reason)
 	}
 
@@ -198,4 +205,11 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 			return coldAfterCopy(staged, a.Reason, cold)
 		}
 	}
+}
+
+// judgedUnread reports whether the rung that refused a key with reason r
+// judged a stamp whose file is there but could not be read (an I/O
+// error: gates.Stamp.NotRead).
+func judgedUnread(r gates.Reason, obs gates.Observation) bool {
+	return r == gates.VenueChanged && obs.Venue.NotRead || r == gates.PiVersionChanged && obs.PiVersion.NotRead
 }

@@ -56,6 +56,11 @@ const TranscriptHeaderRead Point = "transcript/header-read"
 // is that lstat failing.
 const LegacyIdentityLstat Point = "legacy/identity-lstat"
 
+// The read of one legacy sidecar file (store/legacy: venue, pi-version,
+// resume-chain, context, in that order for a whole observation): an error
+// here is that read failing on the file (an I/O error).
+const LegacySidecarRead Point = "legacy/sidecar-read"
+
 // The window between a reader's look at a committed promotion's temp,
 // which found it at its name (in flight), and the open that serves it
 // (resolve, dump, check): a temp removed there is gone when opened.

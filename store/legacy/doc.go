@@ -20,7 +20,11 @@
 // (a read-path miss is a cold start with a reason, not a fault), but for
 // Observe's, ObserveVenue's and ObserveResumeChain's: a read that failed
 // for want of the process's own descriptors or memory, which says nothing
-// about the file.
+// about the file. A read that failed on a file that is there (an I/O
+// error) still has no value, as the legacy reader had it, but is told
+// apart: Observe names it (Observed.NotRead, gates.Stamp.NotRead), so
+// the store can refuse to let a cold start it decides replace the key's
+// conversation, and ObserveVenue, the re-check after a copy, returns it.
 //
 // Caveat: each sidecar is read at its own instant, and nothing here locks.
 // The legacy layout has no way to read the set as one consistent view; the

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -73,22 +74,22 @@ func ReadContext(dir *os.File) *gates.Context {
 	return c
 }
 
-// readResumeChain is ReadResumeChain that also returns a starved read's
-// error (with the 0 ReadResumeChain returns).
+// readResumeChain is ReadResumeChain that also returns why the sidecar
+// gave no value, when it did not (readSidecar's error).
 func readResumeChain(dir *os.File) (uint64, error) {
 	v, ok, err := readSidecar(dir, ResumeChainName)
 	if !ok {
-		return 0, starvedOnly(err)
+		return 0, err
 	}
 	return ParseResumeChain(v), nil
 }
 
-// readContext is ReadContext that also returns a starved read's error
-// (with the nil ReadContext returns).
+// readContext is ReadContext that also returns why the sidecar gave no
+// value, when it did not (readSidecar's error).
 func readContext(dir *os.File) (*gates.Context, error) {
 	v, ok, err := readSidecar(dir, ContextName)
 	if !ok {
-		return nil, starvedOnly(err)
+		return nil, err
 	}
 	c, ok := ParseContext(v)
 	if !ok {
@@ -103,6 +104,11 @@ type Observed struct {
 	PiVersion   gates.Stamp    // as ReadPiVersion reads it
 	ResumeChain uint64         // as ReadResumeChain reads it: unreadable is 0
 	Context     *gates.Context // as ReadContext reads it: nil is no measurement
+	// NotRead is the first sidecar read that failed on a file that is
+	// there (an I/O error, a permission refused: see Stamp.NotRead), nil
+	// when every sidecar was read or is absent or has no value by its
+	// shape. Its value reads as the legacy reader read it all the same.
+	NotRead error
 }
 
 // Observe reads the four sidecars as ReadVenue, ReadPiVersion,
@@ -113,32 +119,57 @@ type Observed struct {
 // judge a key by a stamp the key does not have (a venue that says local
 // read as unreadable is a venue-changed cold start, which the job's
 // promotion then makes the key's conversation). A retry once the process
-// has them reads the file.
+// has them reads the file. Any other read that failed is read as the
+// legacy reader read it, and named in NotRead and in its stamp.
 func Observe(dir *os.File) (Observed, error) {
 	var o Observed
+	note := func(err error) error {
+		if starved := starvedOnly(err); starved != nil {
+			return starved
+		}
+		if notRead(err) && o.NotRead == nil {
+			o.NotRead = err
+		}
+		return nil
+	}
 	var err error
-	if o.Venue, err = readStampErr(dir, VenueName); err != nil {
+	o.Venue, err = readStampErr(dir, VenueName)
+	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	if o.PiVersion, err = readStampErr(dir, PiVersionName); err != nil {
+	o.PiVersion, err = readStampErr(dir, PiVersionName)
+	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	if o.ResumeChain, err = readResumeChain(dir); err != nil {
+	o.ResumeChain, err = readResumeChain(dir)
+	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	if o.Context, err = readContext(dir); err != nil {
+	o.Context, err = readContext(dir)
+	if err = note(err); err != nil {
 		return Observed{}, err
 	}
 	return o, nil
 }
 
-// ObserveVenue is ReadVenue with Observe's error: a read that failed for
-// want of the process's own resources.
-func ObserveVenue(dir *os.File) (gates.Stamp, error) { return readStampErr(dir, VenueName) }
+// ObserveVenue is ReadVenue for the venue re-check after a copy, where
+// any read that failed on the file (Observe's starved read, or one that
+// NotRead names) is an error: the stamp was read at the gate, and a read
+// failing now says nothing of a promotion landing in between.
+func ObserveVenue(dir *os.File) (gates.Stamp, error) {
+	st, err := readStampErr(dir, VenueName)
+	if starvedOnly(err) != nil || notRead(err) {
+		return st, err
+	}
+	return st, nil
+}
 
 // ObserveResumeChain is ReadResumeChain with Observe's error, for a caller
 // that needs the chain alone (a first promotion beside legacy files).
-func ObserveResumeChain(dir *os.File) (uint64, error) { return readResumeChain(dir) }
+func ObserveResumeChain(dir *os.File) (uint64, error) {
+	n, err := readResumeChain(dir)
+	return n, starvedOnly(err)
+}
 
 // starvedOnly is err when it is a failure of the reading process rather
 // than of the file read (see Observe), else nil: the legacy reader turned
@@ -160,8 +191,8 @@ func readStamp(dir *os.File, name string) gates.Stamp {
 	return st
 }
 
-// readStampErr is readStamp that also returns a starved read's error
-// (with the stamp readStamp returns).
+// readStampErr is readStamp that also returns why the stamp has no value,
+// when it has none (readSidecar's error; nil for an absent one).
 func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 	v, ok, err := readSidecar(dir, name)
 	switch {
@@ -170,7 +201,23 @@ func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 	case errors.Is(err, unix.ENOENT):
 		return gates.Stamp{State: gates.StampAbsent}, nil
 	}
-	return gates.Stamp{State: gates.StampUnreadable}, starvedOnly(err)
+	return gates.Stamp{State: gates.StampUnreadable, NotRead: notRead(err)}, err
+}
+
+// notRead reports whether err, a sidecar's read failing, failed on a file
+// that is there (an I/O error, a permission refused), as opposed to no
+// entry at the name (ENOENT), a file with no value by its shape (a link,
+// not a regular file, oversized; a name that is not one), or the reading
+// process's own starvation (starvedOnly). The legacy reader read all of
+// them as "no value", and so do these readers; only the store's use of
+// such a value differs (Stamp.NotRead).
+func notRead(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, unix.ENOENT), errors.Is(err, fsat.ErrNotRegular),
+		errors.Is(err, fsat.ErrTooLarge), errors.Is(err, errName), starvedOnly(err) != nil:
+		return false
+	}
+	return true
 }
 
 // readSidecar is ReadSidecar that also returns why name could not be read:
@@ -178,6 +225,9 @@ func readStampErr(dir *os.File, name string) (gates.Stamp, error) {
 func readSidecar(dir *os.File, name string) (string, bool, error) {
 	if dir == nil || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return "", false, errName
+	}
+	if err := faults.At(faults.LegacySidecarRead); err != nil {
+		return "", false, &os.PathError{Op: "read", Path: fsat.Join(dir, name), Err: err}
 	}
 	// A file that grew past the cap after its fstat is refused as
 	// oversized rather than read without bound (fsat caps the read).

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"syscall"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// failLegacyRead fails the nth legacy sidecar read from now on (1: the
+// first) with EIO, the others untouched, until the test ends.
+func failLegacyRead(t *testing.T, nth int) (reads *int) {
+	n := 0
+	faults.Set(func(p faults.Point) error {
+		if p != faults.LegacySidecarRead {
+			return nil
+		}
+		if n++; n == nth {
+			return syscall.EIO
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	return &n
+}
+
+// A legacy stamp whose file is there but cannot be read (EIO) is read as
+// the legacy reader read it (legacy 48: venue-changed, never local;
+// pi-version-changed), but the key could not be read: the cold start's
+// ticket has no base, so the job's cold run is superseded by the
+// conversation the key holds instead of replacing it. Before, the ticket
+// carried the key's transcript as its base, and the job's promote replaced
+// a conversation that was whole.
+func TestALegacyStampNotReadGivesTheColdStartNoBase(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		nth    int
+		reason gates.Reason
+	}{
+		{"venue", 1, gates.VenueChanged},
+		{"pi-version", 2, gates.PiVersionChanged},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			body := transcriptBytes(clock.now, "legacy turn")
+			writeLegacy(t, root, testKey, map[string]string{
+				TranscriptName: string(body),
+				"pi-version":   testPi, "venue": "local",
+			})
+			failLegacyRead(t, c.nth)
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			faults.Set(nil)
+			want(t, sess, false, c.reason)
+			if sess.Base != (Base{}) {
+				t.Fatalf("the cold start's base = %+v; want none", sess.Base)
+			}
+			stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("a cold run")...))
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if res.Promoted || res.Reason != gates.Superseded {
+				t.Fatalf("the job's promote = %+v; want superseded", res)
+			}
+			if got := readCanonical(t, root, testKey); !bytes.Equal(got, body) {
+				t.Fatalf("the key holds %q; want the legacy transcript", got)
+			}
+			sess, _ = mustResolve(t, s, testKey, localJob())
+			want(t, sess, true, gates.Resumed)
+		})
+	}
+}
+
+// A legacy stamp read, but whose file has no value by its shape (here
+// empty: the legacy writer's unknown pi), is the legacy verdict with the
+// key's base, as before: the job's cold run is the key's next
+// conversation.
+func TestALegacyStampWithNoValueKeepsTheBase(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   "", "venue": "local",
+	})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.PiVersionChanged)
+	if sess.Base == (Base{}) {
+		t.Fatal("the cold start has no base")
+	}
+	stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("a cold run")...))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+		t.Fatalf("the job's promote = %+v; want promoted", res)
+	}
+}
+
+// The venue re-check after the copy, whose read fails on the file (EIO),
+// is a fault: the stamp was read at the gate, and the failure says nothing
+// of a promotion landing in between. It was venue-changed, on the key's
+// base.
+func TestLegacyVenueRecheckNotReadIsAFault(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   testPi, "venue": "local",
+	})
+	reads := failLegacyRead(t, 5) // venue, pi-version, chain, context; then the re-check
+	sess, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if *reads != 5 || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("resolve with the re-check failing (%d reads) = {resume %v, %s}, %v; want its EIO", *reads, sess.Resume, sess.Reason, err)
+	}
+}
