@@ -80,7 +80,9 @@
 //
 // Reap removes keys whose last promotion (for one dated later after its
 // file's mtime than a commit can be, a clock that is wrong, the mtime) is
-// older than a TTL, each under a lease-backed etcd lock and with a delete
+// older than a TTL, by the reaper's clock or the file server's where that
+// is behind (a reaper whose clock jumped ahead removes no key the fleet
+// promoted since), each under a lease-backed etcd lock and with a delete
 // guarded by the revision it judged, so a promotion landing meanwhile
 // (even after the reaper's lease ran out under it) is never removed. It
 // also removes files no record needs once their grace period has passed:

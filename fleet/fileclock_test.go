@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +177,40 @@ func TestOnlyARemovingWalkTouchesTheTranscriptsDir(t *testing.T) {
 			t.Errorf("%s: the transcripts dir's mtime is %v (was %v); touched %v, want %v", c.name, mtime(), old, touched, c.touches)
 		}
 	}
+}
+
+// A reaper whose clock jumped a year ahead (an NTP step, a host booted
+// with its clock wrong) reads the file server's clock before it sweeps,
+// and finds its own a year ahead of it. It judges the keys' TTL by the
+// earlier of the two, so it removes the key that is expired by both and
+// keeps the ones the fleet promoted minutes ago (before: it judged the
+// TTL by its own clock alone, and one reap removed every key of the
+// fleet, their conversations lost, while every other host resumed them).
+func TestAReaperWhoseClockJumpedAheadKeepsFreshKeys(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	f := newFixture(t, etcdtest.Start1(t))
+	old, a, b := store.Key("github", "clock ahead", "old"), store.Key("github", "clock ahead", "a"), store.Key("github", "clock ahead", "b")
+	// The fleet's true time is a year behind this host's clock; the file
+	// server keeps it.
+	f.now = time.Now().Add(-year - 30*24*time.Hour)
+	f.run(old, "old")
+	f.now = time.Now().Add(-year)
+	f.run(a, "a")
+	f.run(b, "b")
+	for _, key := range []string{old, a, b} {
+		at := time.Now().Add(-year)
+		for _, name := range f.files(key) {
+			if err := os.Chtimes(filepath.Join(f.dir, name), at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := f.open()
+	r.serverNow = behindBy(year)
+	res, err := r.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || !slices.Equal(res.Removed, []string{old}) || res.Kept != 2 {
+		t.Fatalf("reap = %+v, %v; want only %s removed, the keys promoted by the fleet's clock kept", res, err, old)
+	}
+	f.holds(a, "a", 1)
+	f.holds(b, "b", 1)
 }

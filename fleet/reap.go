@@ -23,6 +23,8 @@ const DefaultGrace = time.Hour
 // only files unreferenced for DefaultGrace.
 type ReapOptions struct {
 	// TTL: a key whose last promotion is older is removed; 0 removes none.
+	// The age is told by this host's clock, or by the file server's where
+	// that is behind (see fileNow).
 	TTL time.Duration
 	// Grace: a file no record names is removed once it is this old and,
 	// for a generation a newer one superseded, once that newer one is;
@@ -82,6 +84,17 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	// The file server's clock is read before any key is judged: a key's
+	// TTL is judged by the earlier of it and this host's (keyNow), so that
+	// a reaper whose clock jumped ahead (an NTP step, a host booted with
+	// its clock years off) does not remove every key of the fleet at once,
+	// each "expired" by the clock it alone reads. A dry run reads no
+	// server's clock (it writes nothing): its own clock judges all.
+	var behind time.Duration
+	if !o.DryRun {
+		behind = b.fileBehind()
+	}
+	keyNow := func() time.Time { return now().Add(-behind) }
 	records := map[string]etcdmeta.Item{}
 	err := b.meta.List(ctx, func(it etcdmeta.Item) error {
 		records[it.Key] = it
@@ -107,11 +120,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Skipped[key] = it.Err
 			continue
 		}
-		if it.Err != nil || !b.expired(key, it.Record, o.TTL, now()) {
+		if it.Err != nil || !b.expired(key, it.Record, o.TTL, keyNow()) {
 			res.Kept++
 			continue
 		}
-		gone, err := b.reapKey(ctx, key, o.TTL, now, o.DryRun)
+		gone, err := b.reapKey(ctx, key, o.TTL, keyNow, o.DryRun)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
@@ -145,10 +158,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Kept++
 		}
 	}
-	fileNow := now()
-	if !o.DryRun {
-		fileNow = b.fileNow(fileNow)
-	}
+	fileNow := keyNow()
 	cut := fileNow.Add(-grace)
 	inFlight := fileNow.Add(-inFlightAge)
 	needed := func(key, name string, mtime time.Time) bool {
@@ -299,6 +309,12 @@ const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
 // a check without --repair write nothing, not even the dir's time: they
 // judge by this host's clock.
 func (b *Backend) fileNow(now time.Time) time.Time {
+	return now.Add(-b.fileBehind())
+}
+
+// fileBehind is how far the file server's clock is behind this host's,
+// as fileNow reads it: 0 when it is not behind, or cannot be read.
+func (b *Backend) fileBehind() time.Duration {
 	read := b.serverNow
 	if read == nil {
 		read = shared.ServerNow
@@ -307,15 +323,15 @@ func (b *Backend) fileNow(now time.Time) time.Time {
 	server, err := read(b.dir)
 	if err != nil {
 		b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
-		return now
+		return 0
 	}
 	// A local disk stamps by the kernel's coarse clock, a tick behind the
 	// one time.Now reads: no server behind, and no reason to shift every
 	// age by a few milliseconds.
 	if behind := local.Sub(server); behind > time.Second {
-		return now.Add(-behind)
+		return behind
 	}
-	return now
+	return 0
 }
 
 // expired reports whether key's record r is past the TTL at now, by its
