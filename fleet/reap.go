@@ -91,8 +91,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	// each "expired" by the clock it alone reads. A dry run reads no
 	// server's clock (it writes nothing): its own clock judges all.
 	var behind time.Duration
+	var unread error
 	if !o.DryRun {
-		behind = b.fileBehind()
+		if behind, unread = b.fileBehind(); unread != nil {
+			b.log.Warn().Str("dir", b.dir).Err(unread).Msg("session_file_clock_unread")
+		}
 	}
 	keyNow := func() time.Time { return now().Add(-behind) }
 	records := map[string]etcdmeta.Item{}
@@ -158,7 +161,16 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Kept++
 		}
 	}
-	fileNow := keyNow()
+	// Read again for the files: the walk of the keys may have taken long
+	// (a reaper suspended, thousands of keys), and either clock been set
+	// meanwhile.
+	fileNow := now()
+	if !o.DryRun && unread == nil {
+		if behind, unread = b.fileBehind(); unread != nil {
+			b.log.Warn().Str("dir", b.dir).Err(unread).Msg("session_file_clock_unread")
+		}
+		fileNow = fileNow.Add(-behind)
+	}
 	cut := fileNow.Add(-grace)
 	inFlight := fileNow.Add(-inFlightAge)
 	needed := func(key, name string, mtime time.Time) bool {
@@ -309,12 +321,17 @@ const inFlightAge = time.Minute + 3*etcdmeta.MaxRequestTimeout
 // a check without --repair write nothing, not even the dir's time: they
 // judge by this host's clock.
 func (b *Backend) fileNow(now time.Time) time.Time {
-	return now.Add(-b.fileBehind())
+	behind, err := b.fileBehind()
+	if err != nil {
+		b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
+	}
+	return now.Add(-behind)
 }
 
 // fileBehind is how far the file server's clock is behind this host's,
-// as fileNow reads it: 0 when it is not behind, or cannot be read.
-func (b *Backend) fileBehind() time.Duration {
+// as fileNow reads it: 0 when it is not behind, or cannot be read (the
+// error).
+func (b *Backend) fileBehind() (time.Duration, error) {
 	read := b.serverNow
 	if read == nil {
 		read = shared.ServerNow
@@ -322,16 +339,15 @@ func (b *Backend) fileBehind() time.Duration {
 	local := time.Now()
 	server, err := read(b.dir)
 	if err != nil {
-		b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
-		return 0
+		return 0, err
 	}
 	// A local disk stamps by the kernel's coarse clock, a tick behind the
 	// one time.Now reads: no server behind, and no reason to shift every
 	// age by a few milliseconds.
 	if behind := local.Sub(server); behind > time.Second {
-		return behind
+		return behind, nil
 	}
-	return 0
+	return 0, nil
 }
 
 // expired reports whether key's record r is past the TTL at now, by its
