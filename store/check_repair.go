@@ -389,11 +389,22 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 	if err != nil {
 		return nil, err
 	}
+	dbst, dberr := fsat.LstatAt(kd, db.FileName)
 	var out []string
 	var errs []error
 	for _, n := range names {
 		if n == spare {
 			continue
+		}
+		// Its age says nothing of a meta.db temp whose flock is held: a
+		// creation in flight, older by the clock than it is after the
+		// clock jumped ahead, or stalled on its fsync, whose link would
+		// fail. A second name of meta.db is a creation that crashed after
+		// its link (its flock is the key's lock, held here).
+		if strings.HasPrefix(n, db.TempPrefix) && flockHeld(kd, n) {
+			if st, err := fsat.LstatAt(kd, n); dberr != nil || err != nil || st.Dev != dbst.Dev || st.Ino != dbst.Ino {
+				continue
+			}
 		}
 		if !dryRun {
 			if err := s.disk.remove(kd, n); err != nil {

@@ -58,7 +58,8 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 
 // ReapWith removes every key whose last completed promotion is older than
 // the TTL (Options.Bounds.TTL; 0 keeps every key), and from the keys it
-// keeps, stray temp files older than StaleTempAge. The last promotion is
+// keeps, stray temp files older than StaleTempAge (but a meta.db temp
+// whose flock is held: a creation in flight). The last promotion is
 // the time recorded in meta.db, or the transcript's mtime where there is
 // no record (a legacy key). A key with no transcript is never removed,
 // but for an empty key dir (nothing in it at all) whose own mtime is older

@@ -31,7 +31,8 @@ under the root, so that the key is gone in one step, and then removed; a
 reap killed in between leaves only that dir, which the next reap (or check
 --repair) removes, or moves back to its key if a promotion that was waiting
 for the lock landed in it. From the keys it keeps it removes stray temp
-files older than an hour, never the one a pending promotion names. An
+files older than an hour, never the one a pending promotion names nor a
+meta.db temp a creation holds (its flock). An
 empty key dir (a refused first promotion leaves one) goes once its own
 mtime is older than the TTL, by one rmdir. A quarantine dir (check
 --quarantine) is left alone. One line per action and
