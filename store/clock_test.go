@@ -1,8 +1,10 @@
 package store
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +43,26 @@ func TestReapLeavesAMetaDBTempBeingCreated(t *testing.T) {
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	if res, err := s.Reap(false); err != nil || len(res.Swept) != 1 {
 		t.Fatalf("reap = %+v, %v; want the temp no one holds swept", res, err)
+	}
+}
+
+// A legacy transcript's mtime is its key's only clock, and a clock gone
+// wrong (or touch -d) can set it past the year 9999 where the filesystem
+// holds such times (tmpfs, btrfs). dump --json shows it held at the end of
+// the range RFC 3339 can write (before: the entry did not marshal, and
+// dump --json failed for the whole root).
+func TestKeyReportJSONHoldsAnMtimeBeyondTheYear9999(t *testing.T) {
+	for _, c := range []struct {
+		mtime time.Time
+		want  string
+	}{
+		{time.Unix(300000000000, 0), `"mtime":"9999-12-31T23:59:59.999999999Z"`},
+		{time.Unix(-70000000000, 0), `"mtime":"0000-01-01T00:00:00Z"`},
+	} {
+		r := KeyReport{Name: Key("github", "a/b", "far"), Transcript: &TranscriptReport{Regular: true, Bytes: 1, ModTime: c.mtime}}
+		out, err := json.Marshal(r)
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("mtime %v: %s, %v; want %s", c.mtime, out, err, c.want)
+		}
 	}
 }

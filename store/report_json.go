@@ -22,8 +22,12 @@ func (r KeyReport) MarshalJSON() ([]byte, error) {
 	}
 	if t := r.Transcript; t != nil {
 		out.Transcript = &transcriptJSON{
-			Regular: t.Regular, Bytes: t.Bytes, MTime: t.ModTime.UTC(), HeaderOK: t.HeaderOK,
-			HeaderID: str(t.HeaderID), HeaderTimestamp: str(t.HeaderTimestamp), HeaderTime: t.HeaderTime,
+			Regular: t.Regular, Bytes: t.Bytes, MTime: jsonTime(t.ModTime), HeaderOK: t.HeaderOK,
+			HeaderID: str(t.HeaderID), HeaderTimestamp: str(t.HeaderTimestamp),
+		}
+		if h := t.HeaderTime; h != nil {
+			at := jsonTime(*h)
+			out.Transcript.HeaderTime = &at
 		}
 		if t.HeaderVersion != 0 {
 			out.Transcript.HeaderVersion = &t.HeaderVersion
@@ -47,6 +51,23 @@ func (r KeyReport) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
+}
+
+// jsonTime is t in UTC, held within the years RFC 3339 can write (0 to
+// 9999), at the nearest end: a file's mtime set by a clock gone wrong, or
+// a header timestamp whose offset takes it past 9999 (the agent writes
+// it), would otherwise fail the entry's marshalling, and with it the
+// whole walk's output. The times sessdb records itself (Unix nanoseconds)
+// are always within it.
+func jsonTime(t time.Time) time.Time {
+	first, last := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	switch t = t.UTC(); {
+	case t.Before(first):
+		return first
+	case t.After(last):
+		return last
+	}
+	return t
 }
 
 type keyJSON struct {
