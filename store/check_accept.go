@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -156,7 +157,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return res, nil
 	}
 	res.Gen = satAdd(highestGen(sc, history), 1)
-	rec := db.Transcript{Gen: res.Gen, Size: size, CRC32C: uint64(sum), PromotedAt: mtime.UnixNano()}
+	rec := db.Transcript{Gen: res.Gen, Size: size, CRC32C: uint64(sum), PromotedAt: recordedAt(mtime)}
 	var chain uint64
 	if sc.Transcript != nil {
 		rec.PromotedAt = sc.Transcript.PromotedAt
@@ -270,4 +271,19 @@ func (s *Store) acceptFinding(key string, found []Finding) *Finding {
 		}
 	}
 	return f
+}
+
+// recordedAt is t as meta.db records a time, in Unix nanoseconds, held
+// within what those hold (1678 to 2262): an mtime past 2262, set by a
+// clock gone wrong, is recorded as the last time meta.db holds, still in
+// the future as the mtime was, where UnixNano would wrap it into the
+// past, expired, and reaped (migrate records a legacy mtime the same way).
+func recordedAt(t time.Time) int64 {
+	switch {
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,5 +65,32 @@ func TestKeyReportJSONHoldsAnMtimeBeyondTheYear9999(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("mtime %v: %s, %v; want %s", c.mtime, out, err, c.want)
 		}
+	}
+}
+
+// An accepted key whose meta.db was moved aside is dated by its
+// transcript's mtime, which a clock gone wrong can set past 2262, the last
+// time meta.db holds (ext4 holds mtimes to 2446). It is recorded as that
+// last time, still in the future as the mtime was, as migrate records it
+// (before: UnixNano wrapped it into the 18th century, and the next reap
+// removed the key the operator had just accepted).
+func TestAcceptAfterMoveAsideKeepsAnMtimePast2262(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: 14 * 24 * time.Hour})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	if err := os.Truncate(chkDB(root, testKey), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Not os.Chtimes, which passes the time through UnixNano too.
+	far := unix.Timespec{Sec: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}
+	if err := unix.UtimesNano(filepath.Join(root, testKey, TranscriptName), []unix.Timespec{far, far}); err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, s, CheckOptions{Repair: true, Accept: testKey})
+	sc := sidecarsOf(t, root, testKey)
+	if sc.Transcript == nil || sc.Transcript.PromotedAt != math.MaxInt64 {
+		t.Fatalf("fresh record %+v; want it promoted at the last time meta.db holds", sc.Transcript)
+	}
+	if res, err := s.Reap(false); err != nil || len(res.Removed) != 0 {
+		t.Fatalf("reap at %v = %+v, %v; want the accepted key kept", clock.now, res, err)
 	}
 }
