@@ -178,7 +178,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 			settles = gates.MetaMovedAside
 		}
 		_, err := tx.AppendHistory(db.HistoryEntry{
-			Gen: res.Gen, At: s.opts.Now().UnixNano(), Outcome: AcceptedOutcome, Reason: string(settles), Bytes: size, Chain: chain,
+			Gen: res.Gen, At: recordedAt(s.opts.Now()), Outcome: AcceptedOutcome, Reason: string(settles), Bytes: size, Chain: chain,
 		})
 		return err
 	})
@@ -274,10 +274,11 @@ func (s *Store) acceptFinding(key string, found []Finding) *Finding {
 }
 
 // recordedAt is t as meta.db records a time, in Unix nanoseconds, held
-// within what those hold (1678 to 2262): an mtime past 2262, set by a
-// clock gone wrong, is recorded as the last time meta.db holds, still in
-// the future as the mtime was, where UnixNano would wrap it into the
-// past, expired, and reaped (migrate records a legacy mtime the same way).
+// within what those hold (1678 to 2262): a time past 2262 (the host's
+// clock gone wrong, or an mtime it set) is recorded as the last time
+// meta.db holds, still in the future as t was, where UnixNano would wrap
+// it into the past: a promotion expired, and reaped, once the clock is
+// right (migrate records a legacy mtime the same way).
 func recordedAt(t time.Time) int64 {
 	switch {
 	case t.After(time.Unix(0, math.MaxInt64)):

@@ -94,3 +94,24 @@ func TestAcceptAfterMoveAsideKeepsAnMtimePast2262(t *testing.T) {
 		t.Fatalf("reap at %v = %+v, %v; want the accepted key kept", clock.now, res, err)
 	}
 }
+
+// A host whose clock reads past 2262 (the last time meta.db holds)
+// promotes a key dated that last time, in the future once its clock is
+// set right, as it was when promoted; the key resumes and reap keeps it
+// (before: UnixNano wrapped the date into the 18th century, and once the
+// clock was right the key was expired and reaped).
+func TestAPromotionByAClockPast2262IsNotDatedInThePast(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: 14 * 24 * time.Hour})
+	right := clock.now
+	clock.now = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript == nil || sc.Transcript.PromotedAt != math.MaxInt64 {
+		t.Fatalf("record %+v; want it promoted at the last time meta.db holds", sc.Transcript)
+	}
+	clock.now = right
+	if res, err := s.Reap(false); err != nil || len(res.Removed) != 0 {
+		t.Fatalf("reap = %+v, %v; want the key kept", res, err)
+	}
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+}
