@@ -42,10 +42,10 @@
 // ticket carries, so "superseded" comes from etcd's compare, not from a
 // lock. AppendHistory does not touch the record, so recording a refusal
 // supersedes no one. A history slot is claimed by the transaction too,
-// above every entry the key holds: writers racing for one slot each get
-// their own. The record names the newest slot as of its write, a hint
-// that spares a new process reading the history before it writes; a stale
-// hint costs a retry, never an entry out of place. Create, which brings a
+// right above the newest entry the key holds: writers racing for one slot
+// each get their own. The record names the newest slot as of its write, a
+// hint that spares a new process reading the history before it writes; a
+// stale hint costs a retry, never an entry out of place. Create, which brings a
 // key in whole (its record and its history, as a single host kept them),
 // is one transaction too, guarded by the key having no record and no
 // history entry.

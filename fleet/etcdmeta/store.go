@@ -384,10 +384,18 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		// a guess far behind (a ring of appends by others since, whose
 		// trims freed the slot after it) would otherwise land below the
 		// newest entries, outside the ring Get reads.
-		resp, err := s.cli.Txn(c).If(
+		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(s.historyDir(key))),
-		).Then(then...).Else(s.stateOps(key)...).Commit()
+		}
+		if seq > 0 {
+			// Nor above the newest entry: a guess from the key's earlier
+			// life (deleted by another host's reap, then promoted anew)
+			// is above every entry of its new one; a write there left a
+			// gap, and at a sweep's slot its trim deleted them all.
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.historyKey(key, seq)), ">", 0))
+		}
+		resp, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil {
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -495,5 +496,49 @@ func TestListAndGuardedWritesAcrossACompaction(t *testing.T) {
 	}
 	if st, err := s.Get(ctx(t), k); err != nil || st.Rev != next {
 		t.Fatalf("the key holds %d, %v; want %d", st.Rev, err, next)
+	}
+}
+
+// A slot guess left from a key's earlier life (this Store wrote it; then
+// another host's reap deleted the key and promoted it anew) is no longer
+// the newest slot: the next write claims the slot right above the new
+// life's newest entry. A write far above it left a gap, and one at a
+// sweep's slot deleted the new life's whole history, entries a retried
+// promote looks for its ticket in.
+func TestAGuessFromADeletedKeyKeepsTheNewHistory(t *testing.T) {
+	c := etcdtest.Start1(t)
+	a, b := open(t, c), open(t, c)
+	key := newKey()
+	old := entry(1, randHex(16))
+	old.Seq = 2*HistoryLimit - 1 // a's next write would sweep below it
+	rev, err := a.Create(ctx(t), key, record(key, 1), []HistoryEntry{old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Delete(ctx(t), key, rev); err != nil {
+		t.Fatal(err)
+	}
+	rev = 0
+	for gen := uint64(1); gen <= 3; gen++ {
+		rev = mustPut(t, b, key, rev, gen)
+	}
+	// a reads the record as a promotion does, which keeps its guess.
+	if st, err := a.PeekRecord(ctx(t), key); err != nil || st.Rev != rev {
+		t.Fatalf("PeekRecord = rev %d, %v; want %d", st.Rev, err, rev)
+	}
+	ticket := randHex(16)
+	if _, err := a.Put(ctx(t), key, rev, record(key, 4), entry(4, ticket)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, e := range st.History {
+		seqs = append(seqs, e.Seq)
+	}
+	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || st.History[3].Ticket != ticket {
+		t.Fatalf("history holds seqs %v (newest ticket %q), want 1 2 3 and the put's at 4 (%q)", seqs, st.History[len(st.History)-1].Ticket, ticket)
 	}
 }
