@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 )
 
 // Store is the record store on one etcd cluster. It is safe for concurrent
@@ -165,8 +166,22 @@ func (s *Store) begin(ctx context.Context, op, key string) (context.Context, con
 	if s.closed.Load() {
 		return nil, nil, fmt.Errorf("%s %s: %w", op, key, ErrClosed)
 	}
+	s.reconnect()
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	return c, cancel, nil
+}
+
+// reconnect lets a request that finds no member reachable (the
+// connection in transient failure) have gRPC reconnect now rather than at
+// the end of its reconnect backoff. That backoff grows over an outage to
+// two minutes, and every request until it ends fails though etcd answers
+// again: each resolve of a long-running host a cold start. A connection
+// with one member still reachable is not in transient failure, so a
+// member that stays down is not redialled for every request.
+func (s *Store) reconnect() {
+	if cc := s.cli.ActiveConnection(); cc != nil && cc.GetState() == connectivity.TransientFailure {
+		cc.ResetConnectBackoff()
+	}
 }
 
 // stateOps read a key's state; Get runs them alone, the guarded writes run
@@ -497,6 +512,7 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 var errCompacted = errors.New("compacted")
 
 func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clientv3.GetResponse, error) {
+	s.reconnect()
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
