@@ -229,6 +229,12 @@ func Start(tb testing.TB, opts Options) *Cluster {
 		opts.ElectionMs = 500
 	}
 	c := &Cluster{tb: tb, opts: opts, logs: &logBuffer{}}
+	// The test's first TempDir registers the removal of its temporary
+	// dirs, and cleanups run last in, first out: one taken before close
+	// is registered makes the members stop before their data dirs go. A
+	// member that outlived its snap dir ended the test binary at its next
+	// purge (etcd's fatal "failed to purge snap db file").
+	tb.TempDir()
 	tb.Cleanup(c.close)
 	if opts.TLS {
 		dir := tb.TempDir()
