@@ -229,7 +229,9 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 	}
 	var items []etcdmeta.Item
 	if err := b.meta.List(ctx, func(it etcdmeta.Item) error { items = append(items, it); return nil }); err != nil {
-		return sum, err
+		// ctx ended under the listing is an interrupt, as between keys:
+		// the CLI exits 130 on it, not 1.
+		return m.finish(ctx, &sum, start, err)
 	}
 	err = m.walk(ctx, &sum, len(items), func(i int) MigrateReport { return m.fromEtcd(items[i]) }, visit)
 	return m.finish(ctx, &sum, start, err)
