@@ -67,19 +67,12 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 // the job dir made ready, the judgement and copy, the ticket. Resolve adds
 // the key to its error and logs the outcome.
 func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
-	id, err := s.backend.ID()
-	if err != nil {
-		return Session{}, err
-	}
-	ticket, err := newTicketID()
-	if err != nil {
-		return Session{}, err
-	}
-	sess := Session{Ticket: ticket, Root: id, Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
+	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
 
 	// Step 0: the job dir. An earlier resolve's ticket goes first, so that
-	// a fault from here on leaves no ticket at all; then a fresh staged
-	// file, a cold start unless the copy fills it.
+	// a fault from here on leaves no ticket at all (the store's ID too can
+	// fail: a relative root whose working directory is gone); then a
+	// fresh staged file, a cold start unless the copy fills it.
 	jd, err := openJobDir(jobDir)
 	if err != nil {
 		return Session{}, err
@@ -97,7 +90,13 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	err = s.judgeAndCopy(key, job, staged, &sess)
+	sess.Root, err = s.backend.ID()
+	if err == nil {
+		sess.Ticket, err = newTicketID()
+	}
+	if err == nil {
+		err = s.judgeAndCopy(key, job, staged, &sess)
+	}
 	if cerr := staged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
