@@ -73,7 +73,8 @@ type ReapResult struct {
 // An error means the walk could not go on (etcd, the transcripts dir:
 // one found gone, not a directory or stale once a removal or a key's
 // directory failed is shared.ErrDirUnavailable, never every key's files
-// taken for gone); what was removed before it is in the result.
+// taken for gone), or ctx ended it (no key and no file is begun after
+// that; ctx's error); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	var res ReapResult
 	now := time.Now
@@ -199,6 +200,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		return res, err
 	}
 	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			// Interrupted: no removal is started after it, as no key is
+			// (the orphans left are the next reap's).
+			return res, err
+		}
 		if !o.DryRun {
 			key, _, _ := strings.Cut(name, "/")
 			b.at(hookSweep, key)
