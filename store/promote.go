@@ -21,11 +21,13 @@ type PromoteRequest struct {
 	// given, white space around it included (see Job; the CLI trims it).
 	PiVersion string
 	// Tokens, when non-nil, replaces the context tokens the store computes
-	// from the transcript (pi 0.58.3's own end-of-run reading).
+	// from the transcript (pi 0.58.3's own end-of-run reading). A negative
+	// count is an error: nothing is written.
 	Tokens *int64
 	// Window, when non-zero, is the model's context window; zero looks the
 	// transcript's model up in Options.Models and then in pi's built-in
-	// table. A reading with no window is no measurement.
+	// table. A reading with no window is no measurement. A negative window
+	// is an error: nothing is written.
 	Window int64
 	// Require is "" to record the run's shape only, or transcript.Answered to
 	// refuse any other shape as run-incomplete.
@@ -102,6 +104,15 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	}
 	if req.Require != "" && req.Require != transcript.Answered {
 		return res, fmt.Errorf("promote %s: require %q: only %q can be required", sess.Key, req.Require, transcript.Answered)
+	}
+	// As the CLI refuses them: a negative window would clear the key's
+	// reading, negative tokens would be stored as one, and either way the
+	// context bound would never refuse the conversation again.
+	if req.Window < 0 {
+		return res, fmt.Errorf("promote %s: window %d: must not be negative", sess.Key, req.Window)
+	}
+	if req.Tokens != nil && *req.Tokens < 0 {
+		return res, fmt.Errorf("promote %s: tokens %d: must not be negative", sess.Key, *req.Tokens)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)
