@@ -197,7 +197,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	if err != nil {
 		return sum, err
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return sum, err
 	}

@@ -65,7 +65,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	if !ValidKey(key) {
 		return res, fmt.Errorf("accept %q: %w", key, ErrInvalidKey)
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return res, err
 	}

@@ -28,7 +28,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 	if !ValidKey(key) {
 		return "", fmt.Errorf("quarantine %q: %w", key, ErrInvalidKey)
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return "", err
 	}

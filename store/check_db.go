@@ -39,7 +39,7 @@ func (s *Store) DeepCheckDB(key string) DeepResult {
 		}
 		return DeepResult{Incomplete: err.Error()}
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return failed(err)
 	}

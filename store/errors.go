@@ -15,6 +15,13 @@ var (
 	// ErrInvalidKey is returned when a key from outside does not have the form
 	// of a key.
 	ErrInvalidKey = errors.New("invalid key: want 32 lowercase hex characters")
+
+	// ErrNoSessionsRoot is returned by the operator's walks and actions
+	// (Inspect, Stats, Check, Reap, RollForward, Accept, Quarantine; a
+	// DeepCheckDB is incomplete with it) on a store made by NewOn, which
+	// has no sessions root: they work on the key-dir backend only, and a
+	// fleet's are package fleet's. Nothing is read or written.
+	ErrNoSessionsRoot = errors.New("no sessions root: the operator's walks work on a store made by New (a fleet's are package fleet's)")
 )
 
 // Resolve.

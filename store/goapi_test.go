@@ -99,3 +99,44 @@ func TestPromoteRefusesANegativeReading(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// elsewhere is a Backend that is not a sessions root, as a fleet is; the
+// walks must not touch it.
+type elsewhere struct{}
+
+func (elsewhere) ID() (string, error)            { return "/elsewhere (etcd prefix /x)", nil }
+func (elsewhere) SameID(id string) (bool, error) { return id == "/elsewhere (etcd prefix /x)", nil }
+func (elsewhere) View(string, gates.Bounds) (store.KeyView, error) {
+	return nil, errors.New("not for a walk")
+}
+func (elsewhere) Begin(string, store.Base) (store.KeyTxn, error) {
+	return nil, errors.New("not for a walk")
+}
+
+// The operator's walks and actions work on a sessions root only (a
+// fleet's are package fleet's): on a store made by NewOn each says so.
+// Before, Reap reported a complete run that found nothing to remove, and
+// the others an "open : no such file or directory".
+func TestWalksOnAnotherBackendSaySo(t *testing.T) {
+	s := store.NewOn(elsewhere{}, store.Options{Bounds: gates.Bounds{TTL: 1}})
+	key := store.Key("github", "acme/widget", "pi/issue-42")
+	ctx := t.Context()
+	errs := map[string]error{}
+	_, errs["check"] = s.Check(ctx, store.CheckOptions{}, func(store.Finding) error { return nil })
+	_, errs["check --accept"] = s.Check(ctx, store.CheckOptions{Repair: true, Accept: key}, func(store.Finding) error { return nil })
+	errs["inspect"] = s.InspectWith(ctx, store.InspectOptions{}, func(store.KeyReport) error { return nil })
+	_, errs["stats"] = s.Stats(ctx, store.StatsOptions{})
+	_, errs["reap"] = s.ReapWith(ctx, store.ReapOptions{})
+	_, errs["reap --dry-run"] = s.Reap(true)
+	_, errs["roll forward"] = s.RollForward(key)
+	_, errs["accept"] = s.Accept(key)
+	_, errs["quarantine"] = s.Quarantine(key)
+	for what, err := range errs {
+		if !errors.Is(err, store.ErrNoSessionsRoot) {
+			t.Errorf("%s: %v, want ErrNoSessionsRoot", what, err)
+		}
+	}
+	if r := s.DeepCheckDB(key); r.Incomplete != store.ErrNoSessionsRoot.Error() {
+		t.Errorf("deep check: %+v, want incomplete for %v", r, store.ErrNoSessionsRoot)
+	}
+}

@@ -408,7 +408,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 	if !ValidKey(key) {
 		return false, nil, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return false, nil, err
 	}

@@ -97,7 +97,7 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		}
 		return res, err
 	}
-	root, err := fsat.OpenDir(s.root)
+	root, err := s.openRoot()
 	if err != nil {
 		return res, err
 	}

@@ -119,7 +119,8 @@ func New(root string, opts Options) (*Store, error) {
 
 // NewOn returns a store whose keys live in b, such as a fleet on etcd
 // (package fleet). Resolve and Promote work on any backend; the operator's
-// walks (Inspect, Check, Reap, RollForward) work on the default one.
+// walks (Inspect, Check, Reap, RollForward) work on the default one, and
+// on this store return ErrNoSessionsRoot.
 func NewOn(b Backend, opts Options) *Store {
 	s := newStore(opts)
 	s.backend = b
