@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
@@ -31,7 +35,7 @@ func apiFleet(t *testing.T, c *etcdtest.Cluster) (*fleet.Backend, *store.Store) 
 	p := make([]byte, 8)
 	rand.Read(p)
 	b, err := fleet.Open(fleet.Config{
-		Config:         etcdmeta.Config{Endpoints: c.Endpoints(), Prefix: "/sessdb/" + hex.EncodeToString(p)},
+		Config:         apiConfig(c, "/sessdb/"+hex.EncodeToString(p)),
 		TranscriptsDir: t.TempDir(),
 	})
 	if err != nil {
@@ -39,6 +43,10 @@ func apiFleet(t *testing.T, c *etcdtest.Cluster) (*fleet.Backend, *store.Store) 
 	}
 	t.Cleanup(func() { b.Close() })
 	return b, store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+}
+
+func apiConfig(c *etcdtest.Cluster, prefix string) etcdmeta.Config {
+	return etcdmeta.Config{Endpoints: c.Endpoints(), Prefix: prefix}
 }
 
 // apiPromote runs one job on key: resolve, the run appends line, promote.
@@ -101,4 +109,76 @@ func TestFromEtcdEndedWhileListingIsInterrupted(t *testing.T) {
 			t.Errorf("%s: the root holds %v", end.name, names)
 		}
 	}
+}
+
+// settled waits until the process runs at most n goroutines, and reports
+// whether it came to that within a second.
+func settled(n int) bool {
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// A reap whose context ends before another holder lets go of an expired
+// key's lock (a deadline shorter than the lock wait) returns ctx's error
+// at the deadline, not at the lock wait's end, removes nothing, leaves no
+// waiter's key in the lock's dir for the holder's successors to queue
+// behind, and leaks no goroutine.
+func TestReapWithADeadlineShorterThanTheLockWait(t *testing.T) {
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	key := store.Key("github", "acme/widget", "1")
+	apiPromote(t, s, key, apiLine("one"))
+	id, _ := b.ID()
+	prefix := strings.TrimSuffix(id[len(b.Dir())+len(" (etcd prefix "):], ")")
+	holder, err := etcdmeta.Open(apiConfig(c, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	// b's client starts its lease keep-alive loops at its first lock, for
+	// good: take one before counting.
+	if _, err := b.Reap(t.Context(), fleet.ReapOptions{TTL: time.Nanosecond, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	unlock, _, err := holder.Lock(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := b.Reap(ctx, fleet.ReapOptions{TTL: time.Nanosecond})
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || len(res.Removed) != 0 || took > 600*time.Millisecond {
+		t.Fatalf("reap = %+v, %v after %v; want the deadline's error at the deadline, nothing removed", res, err, took)
+	}
+	if !settled(before) {
+		t.Errorf("%d goroutines, %d before the reap", runtime.NumGoroutine(), before)
+	}
+	resp, err := c.Client(t).Get(t.Context(), prefix+"/lock/"+key+"/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("the lock's dir holds %d keys (%v), want the holder's alone", len(resp.Kvs), err)
+	}
+	unlock()
+	if sess, _ := resolveIn(t, s, key); sess.Reason != gates.Resumed {
+		t.Errorf("the key after the reap: %s", sess.Reason)
+	}
+}
+
+func resolveIn(t *testing.T, s *store.Store, key string) (store.Session, string) {
+	t.Helper()
+	jd := filepath.Join(t.TempDir(), "job")
+	sess, err := s.Resolve(key, apiJob, jd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, jd
 }
