@@ -112,7 +112,7 @@ func (d *DB) FileID() (dev, ino uint64, err error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed {
-		return 0, 0, pathErr("fstat", d.name, os.ErrClosed)
+		return 0, 0, pathErr("fstat", d.name, ErrClosed)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.file.Fd()), &st); err != nil {
