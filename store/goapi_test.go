@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -138,5 +139,22 @@ func TestWalksOnAnotherBackendSaySo(t *testing.T) {
 	}
 	if r := s.DeepCheckDB(key); r.Incomplete != store.ErrNoSessionsRoot.Error() {
 		t.Errorf("deep check: %+v, want incomplete for %v", r, store.ErrNoSessionsRoot)
+	}
+}
+
+// Stats returns figures only with ctx's own error (or none): a root it
+// cannot read is nil stats and the root's error, whether or not ctx has
+// ended meanwhile. Before, an ended ctx made any error an interrupted
+// run's, with zero figures marked Interrupted.
+func TestStatsOfAnUnreadableRootIsNoFigures(t *testing.T) {
+	s, err := store.New(filepath.Join(t.TempDir(), "not-made"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	st, err := s.Stats(ctx, store.StatsOptions{})
+	if st != nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stats = %+v, %v; want no figures and the root's error", st, err)
 	}
 }

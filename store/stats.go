@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -241,7 +242,9 @@ func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 		st.add(r, from)
 		return nil
 	})
-	if err != nil && ctx.Err() == nil {
+	if err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+		// Not ctx's own: an ended ctx makes no other error an interrupt
+		// (a root that cannot be read has no figures, however soon).
 		return nil, err
 	}
 	st.Interrupted = err != nil
