@@ -21,7 +21,7 @@
 //	  context       {t tokens, w window, m model}: absent = no measurement
 //	  pending       {t tmp, s size, c crc32c, g gen, v prev}: a promotion committed, not yet renamed; prev is the transcript it replaces
 //	history/
-//	  <seq>         {g gen, a at, r resumed, w reason, b bytes, c chain, j job, t torn_tail, o outcome, k ticket, u run, x rewritten, bg base_gen}: key big-endian u64; the last 64 kept
+//	  <seq>         {g gen, a at, r resumed, w reason, b bytes, c chain, j job, t torn_tail, o outcome, k ticket, u run, x rewritten, bg base_gen, s crc32c}: key big-endian u64; the last 64 kept
 //
 // Schema 2 is the job contract. history/ records refused promotions as
 // well as promotions, in the order they happened: its keys are sequence

@@ -77,6 +77,12 @@ type HistoryEntry struct {
 	// whatever its verdict (a cold start promotes onto what the key held);
 	// 0 where the key had none, or the job had no ticket.
 	BaseGen uint64 `msgpack:"bg,omitempty"`
+	// CRC32C is a promotion's transcript's CRC32C (Castagnoli), so that a
+	// retry of its ticket repeats only for that very transcript once the
+	// key has moved on to another generation; 0 for a refusal, an entry
+	// from before it was recorded, or a checksum that is 0 (a retry is
+	// then told by its size alone).
+	CRC32C uint64 `msgpack:"s,omitempty"`
 }
 
 // Sidecars is every sidecar at once. A nil pointer means the key is absent,

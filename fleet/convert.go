@@ -41,7 +41,7 @@ func historyOf(h []etcdmeta.HistoryEntry) []db.HistoryEntry {
 	for i, e := range h {
 		out[i] = db.HistoryEntry{Seq: e.Seq, Gen: e.Gen, At: e.At, Resumed: e.Resumed, Reason: e.Reason,
 			Bytes: e.Bytes, Chain: e.Chain, Job: e.Job, TornTail: e.TornTail, Outcome: e.Outcome,
-			Ticket: e.Ticket, Run: e.Run, Rewritten: e.Rewritten, BaseGen: e.BaseGen}
+			Ticket: e.Ticket, Run: e.Run, Rewritten: e.Rewritten, BaseGen: e.BaseGen, CRC32C: e.CRC32C}
 	}
 	return out
 }
@@ -49,7 +49,7 @@ func historyOf(h []etcdmeta.HistoryEntry) []db.HistoryEntry {
 func entryOf(e db.HistoryEntry) etcdmeta.HistoryEntry {
 	return etcdmeta.HistoryEntry{Gen: e.Gen, At: e.At, Resumed: e.Resumed, Reason: e.Reason,
 		Bytes: e.Bytes, Chain: e.Chain, Job: e.Job, TornTail: e.TornTail, Outcome: e.Outcome,
-		Ticket: e.Ticket, Run: e.Run, Rewritten: e.Rewritten, BaseGen: e.BaseGen}
+		Ticket: e.Ticket, Run: e.Run, Rewritten: e.Rewritten, BaseGen: e.BaseGen, CRC32C: e.CRC32C}
 }
 
 // baseOf is what a key whose record is r, at mod revision rev, holds, as

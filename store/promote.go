@@ -251,6 +251,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		Gen: gen, At: recordedAt(now), Resumed: sess.Resume, Reason: string(sess.Reason),
 		Bytes: st.Size, Chain: *rec.ResumeChain, Job: sess.Job, TornTail: staged.torn,
 		Ticket: sess.Ticket, Run: string(content.run), Rewritten: rewritten, BaseGen: sess.Base.Gen,
+		CRC32C: uint64(st.CRC32C),
 	}
 	if err := txn.Commit(st, rec, entry); err != nil {
 		return res, err
@@ -309,8 +310,9 @@ func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, b
 // promotion e made, so that promoting it again is a retry that may repeat
 // e's result: a job that ran pi again after its promote, or a job dir
 // reused without a resolve, must not be told that its new work is the
-// key's. The size is compared always; the CRC32C where the record still
-// describes e's generation (the history keeps no checksum).
+// key's. The size is compared always; the CRC32C e recorded, or where it
+// recorded none (an entry from before it did) the record's while that
+// still describes e's generation.
 func sameRun(e db.HistoryEntry, rec db.Sidecars, staged stagedFile, content stagedContent) bool {
 	size := staged.size
 	if staged.torn {
@@ -318,6 +320,9 @@ func sameRun(e db.HistoryEntry, rec db.Sidecars, staged stagedFile, content stag
 	}
 	if e.Bytes != size {
 		return false
+	}
+	if e.CRC32C != 0 {
+		return e.CRC32C == uint64(content.sum)
 	}
 	if t := rec.Transcript; t != nil && t.Gen == e.Gen {
 		return t.CRC32C == uint64(content.sum)

@@ -87,6 +87,7 @@ type HistoryEntry struct {
 	Run       string `msgpack:"n,omitempty"`  // the run's shape
 	Rewritten bool   `msgpack:"x,omitempty"`  // an allowed rewrite was promoted
 	BaseGen   uint64 `msgpack:"bg,omitempty"` // the generation the ticket was resolved from
+	CRC32C    uint64 `msgpack:"s,omitempty"`  // a promotion's transcript's CRC32C; 0: not recorded
 }
 
 // wireRecord is a Record as stored: the same fields and the schema version.

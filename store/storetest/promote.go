@@ -269,6 +269,30 @@ var promotePromises = []promise{
 			e.fatalf("gen %d chain %d, want 3 and 2: a retry counted twice", sc.Transcript.Gen, *sc.ResumeChain)
 		}
 	}},
+	{"promote/repeat: another transcript of the first one's size is no repeat once the key moved on", func(e *env) {
+		e.run(key, "base")
+		sess, jobDir, data := e.job(key, "twice")
+		first := turn(data, "R", 100)
+		e.stage(jobDir, first)
+		if res := e.promote(sess, store.PromoteRequest{PiVersion: piVersion}); !res.Promoted || res.Gen != 2 {
+			e.fatalf("first: %+v", res)
+		}
+		e.run(key, "next")
+		// pi run again in the job dir: another answer, of the same size.
+		next := bytes.Clone(first)
+		i := bytes.LastIndex(next, []byte("answer R"))
+		next[i+len("answer ")] = 'S'
+		e.stage(jobDir, next)
+		res := e.promote(sess, store.PromoteRequest{PiVersion: piVersion})
+		if res.Promoted || res.Repeat || res.Reason != gates.Superseded || res.SupersededBy != 3 {
+			e.fatalf("the ticket with another transcript of the same size = %+v; want superseded by gen 3", res)
+		}
+		// The first transcript again is still a retry.
+		e.stage(jobDir, first)
+		if again := e.promote(sess, store.PromoteRequest{PiVersion: piVersion}); !again.Promoted || !again.Repeat || again.Gen != 2 {
+			e.fatalf("a retry with the first transcript = %+v", again)
+		}
+	}},
 	{"promote/a torn tail gets its newline", func(e *env) {
 		sess, jobDir := e.resolve(key, localJob())
 		torn := append(turn(header(start), "whole", 10), `{"type":"message","id":"0000000`...)
