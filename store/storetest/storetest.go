@@ -13,6 +13,14 @@
 // lacks, or a damage it reports as errors.ErrUnsupported, is skipped with
 // a message naming the capability.
 //
+// RunModel is the suite's other half: random sequences of resolves,
+// promotes (fresh, stale, retried, interrupted, of staged files grown,
+// shrunk, emptied, replaced), clock advances, reaps, checks and, where the
+// instance can, migrations to the older layout and back, each outcome
+// compared with a reference model of the job contract (model.go); an
+// Instance that is a Maintainer (and a RoundTripper) gets those commands
+// in its sequences too.
+//
 // Caveat: the suite checks what a store does, not how fast, nor what a
 // crash between a backend's own steps leaves (each backend's crash and
 // fault tests do that); and its instances must not share state, or one

@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/migrate"
+	"sessdb/store"
+	"sessdb/store/storetest"
+)
+
+// TestModel runs random sequences of jobs, reaps, checks and migrations
+// on the key-dir store against the reference model (storetest.RunModel).
+func TestModel(t *testing.T) { storetest.RunModel(t, keyDirsHarness{}) }
+
+func (k *keyDirsInstance) Inspect(key string, opts store.Options, job store.Job) (store.KeyReport, bool, error) {
+	var r store.KeyReport
+	found := false
+	if _, err := os.Lstat(filepath.Join(k.root, key)); os.IsNotExist(err) {
+		return r, false, nil
+	}
+	err := k.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job}, func(kr store.KeyReport) error {
+		r, found = kr, true
+		return nil
+	})
+	return r, found && r.Layout != store.LayoutEmpty, err
+}
+
+// A root no job has made yet is no store to reap or check: the commands
+// fail on it, naming it, and the model has no key in it.
+func (k *keyDirsInstance) noRoot() bool {
+	_, err := os.Stat(k.root)
+	return os.IsNotExist(err)
+}
+
+func (k *keyDirsInstance) Reap(opts store.Options) ([]string, error) {
+	if k.noRoot() {
+		return nil, nil
+	}
+	res, err := k.Open(opts).Reap(false)
+	if err == nil && len(res.Skipped) > 0 {
+		err = fmt.Errorf("skipped %v", res.Skipped)
+	}
+	return res.Removed, err
+}
+
+func (k *keyDirsInstance) Check(opts store.Options, repair bool) ([]store.Finding, error) {
+	if k.noRoot() {
+		return nil, nil
+	}
+	var found []store.Finding
+	_, err := k.Open(opts).Check(context.Background(), store.CheckOptions{Repair: repair}, func(f store.Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	return found, err
+}
+
+func (k *keyDirsInstance) RoundTrip(opts store.Options) error {
+	if k.noRoot() {
+		return nil
+	}
+	for _, to := range []func(string, migrate.Options, func(migrate.Report) error) (migrate.Summary, error){migrate.ToLegacy, migrate.ToDB} {
+		sum, err := to(k.root, migrate.Options{Now: opts.Now}, func(migrate.Report) error { return nil })
+		if err == nil && sum.Failed+sum.Locked > 0 {
+			err = fmt.Errorf("%+v", sum)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

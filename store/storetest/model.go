@@ -1,0 +1,264 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/crc32"
+	"slices"
+	"strings"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// The reference model of RunModel: the job contract as docs/job.md and
+// README.md state it, one key and one ticket at a time, written to be
+// read rather than to be fast. It keeps, per key, what its record and
+// history must say, and per ticket what its resolve saw; every outcome a
+// backend reports is compared with what the model says it must be.
+
+// mKey is one key as the model holds it; the zero mKey is no key.
+type mKey struct {
+	gen        uint64 // the generation the key holds; 0: none
+	data       []byte // its transcript
+	promotedAt time.Time
+	piVersion  string
+	venue      string
+	chain      uint64
+	context    *db.Context
+	history    []db.HistoryEntry // oldest first, at most db.HistoryLimit
+}
+
+func (k *mKey) clone() *mKey {
+	c := *k
+	c.history = slices.Clone(k.history)
+	return &c
+}
+
+// mBase is what a ticket was resolved from: a generation's number, size
+// and CRC32C, or 0 for none.
+type mBase struct {
+	gen  uint64
+	size int64
+	crc  uint32
+}
+
+func (k *mKey) base() mBase {
+	if k.gen == 0 {
+		return mBase{}
+	}
+	return mBase{k.gen, int64(len(k.data)), crc32.Checksum(k.data, castagnoli)}
+}
+
+// lastGen is the highest generation the key remembers: its own, or any
+// in its history.
+func (k *mKey) lastGen() uint64 {
+	g := k.gen
+	for _, e := range k.history {
+		g = max(g, e.Gen)
+	}
+	return g
+}
+
+// mTicket is one resolved job.
+type mTicket struct {
+	key    string
+	job    store.Job
+	sess   store.Session // as the backend issued it: its ticket id
+	resume bool
+	reason gates.Reason
+	given  []byte // what the job was handed
+	base   mBase
+	jobDir string
+}
+
+// verdict is the ladder of README.md, for the values a store's own
+// promotions leave (every key the model holds has a record, a regular
+// transcript of at least one byte with a pi session header, and every
+// stamp present).
+func (k *mKey) verdict(b gates.Bounds, job store.Job, now time.Time) gates.Reason {
+	switch {
+	case k.gen == 0:
+		return gates.Absent
+	case b.MaxBytes > 0 && int64(len(k.data)) > b.MaxBytes:
+		return gates.TooLarge
+	case b.TTL > 0 && now.Sub(k.promotedAt) > b.TTL:
+		return gates.Expired
+	case job.Venue == "" || strings.Contains(job.Venue, "(") || k.venue != job.Venue:
+		return gates.VenueChanged
+	case job.PiVersion == "" || k.piVersion == "" || k.piVersion != job.PiVersion:
+		return gates.PiVersionChanged
+	case b.MaxResumeChain > 0 && k.chain >= b.MaxResumeChain:
+		return gates.ResumeChainTooLong
+	case b.MaxContextPct > 0 && k.context != nil && (k.context.Model == "" || job.Model == "" || k.context.Model == job.Model) &&
+		k.context.Tokens*100 >= k.context.Window*int64(b.MaxContextPct):
+		return gates.ContextTooFull
+	}
+	return gates.Resumed
+}
+
+// mPromote is what a promote request is, to the model.
+type mPromote struct {
+	staged   []byte // the staged file; nil: missing or empty
+	req      store.PromoteRequest
+	maxBytes int64
+	now      time.Time
+}
+
+// promote is the job contract's promote, in README.md's order: nothing
+// staged, over the cap, a retry, a moved base, a rewritten prefix, a
+// required shape; then the new generation. It changes k as the backend
+// must, and returns the result the backend must return.
+func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
+	res := store.PromoteResult{Key: t.key}
+	size := int64(len(p.staged))
+	torn := size > 0 && p.staged[size-1] != '\n'
+	whole := p.staged
+	if torn {
+		whole = append(bytes.Clone(p.staged), '\n')
+	}
+	switch {
+	case size == 0:
+		res.Reason = gates.Absent
+		return res
+	case p.maxBytes > 0 && int64(len(whole)) > p.maxBytes:
+		res.Reason = gates.TooLarge
+		return res
+	}
+	prefixOK := size >= int64(len(t.given)) && bytes.Equal(p.staged[:len(t.given)], t.given)
+	res.Run = shapeOf(p.staged)
+	if prefixOK && size == int64(len(t.given)) {
+		res.Run = transcript.Unchanged
+	}
+	refuse := func(r gates.Reason) store.PromoteResult {
+		res.Reason = r
+		if r == gates.Superseded {
+			res.SupersededBy = k.gen
+		}
+		if k.gen == 0 {
+			return res // no record, no history
+		}
+		for _, e := range k.history {
+			if e.Ticket == t.sess.Ticket && e.Outcome == string(r) {
+				return res
+			}
+		}
+		k.record(db.HistoryEntry{
+			Gen: k.gen, At: p.now.UnixNano(), Outcome: string(r), Resumed: t.resume, Reason: string(t.reason),
+			Bytes: int64(len(t.given)), Job: t.job.ID, Ticket: t.sess.Ticket, Run: string(res.Run), BaseGen: t.base.gen,
+		})
+		return res
+	}
+	// A retry: the ticket's promotion, if the key still holds it or has
+	// moved on from it, repeats for the same transcript only.
+	for i := len(k.history) - 1; i >= 0; i-- {
+		e := k.history[i]
+		if e.Ticket != t.sess.Ticket || e.Outcome != "" || e.Gen > k.gen {
+			continue
+		}
+		if e.Bytes != int64(len(whole)) || e.CRC32C != uint64(crc32.Checksum(whole, castagnoli)) {
+			return refuse(gates.Superseded)
+		}
+		res.Promoted, res.Repeat, res.Reason = true, true, gates.Promoted
+		res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
+		return res
+	}
+	if k.base() != t.base {
+		return refuse(gates.Superseded)
+	}
+	if !prefixOK && !p.req.AllowRewrite {
+		return refuse(gates.TranscriptRewritten)
+	}
+	if p.req.Require != "" && res.Run != p.req.Require {
+		return refuse(gates.RunIncomplete)
+	}
+	gen := k.lastGen() + 1
+	var chain uint64
+	if t.resume {
+		chain = k.chain + 1
+	}
+	venue := t.job.Venue
+	if venue == "" {
+		venue = "(pending)"
+	}
+	var ctx *db.Context
+	window := p.req.Window
+	if window == 0 {
+		window = 200000 // the transcripts' model, claude-sonnet-4-5, in pi's built-in table
+	}
+	if p.req.Tokens != nil {
+		ctx = &db.Context{Tokens: *p.req.Tokens, Window: window, Model: model}
+	}
+	k.gen, k.data, k.promotedAt = gen, whole, p.now
+	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx
+	k.record(db.HistoryEntry{
+		Gen: gen, At: p.now.UnixNano(), Resumed: t.resume, Reason: string(t.reason), Bytes: int64(len(whole)),
+		Chain: chain, Job: t.job.ID, TornTail: torn, Ticket: t.sess.Ticket, Run: string(res.Run), Rewritten: !prefixOK, BaseGen: t.base.gen,
+		CRC32C: uint64(crc32.Checksum(whole, castagnoli)),
+	})
+	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail, res.Rewritten = true, gates.Promoted, int64(len(whole)), gen, torn, !prefixOK
+	return res
+}
+
+// record appends e to the key's history, keeping the newest entries.
+func (k *mKey) record(e db.HistoryEntry) {
+	k.history = append(k.history, e)
+	if n := len(k.history); n > db.HistoryLimit {
+		k.history = slices.Clone(k.history[n-db.HistoryLimit:])
+	}
+}
+
+// sidecars is the record the key must hold.
+func (k *mKey) sidecars() db.Sidecars {
+	if k.gen == 0 {
+		return db.Sidecars{}
+	}
+	pv, venue, chain := k.piVersion, k.venue, k.chain
+	sc := db.Sidecars{
+		Transcript: &db.Transcript{Gen: k.gen, Size: int64(len(k.data)), CRC32C: uint64(crc32.Checksum(k.data, castagnoli)), PromotedAt: k.promotedAt.UnixNano()},
+		PiVersion:  &pv, Venue: &venue, ResumeChain: &chain,
+	}
+	if k.context != nil {
+		c := *k.context
+		sc.Context = &c
+	}
+	return sc
+}
+
+// shapeOf is the shape of a run whose transcript is data, as docs/job.md
+// defines it, for the transcripts the model writes (one branch, no
+// compaction): the last whole message line decides.
+func shapeOf(data []byte) transcript.Shape {
+	lines := bytes.Split(data, []byte("\n"))
+	lines = lines[:len(lines)-1] // a torn last line, or the "" after the final newline
+	for i := len(lines) - 1; i >= 0; i-- {
+		var v struct {
+			Type    string
+			Message struct {
+				Role       string
+				StopReason string
+				Content    []struct{ Type string }
+			}
+		}
+		if json.Unmarshal(lines[i], &v) != nil || v.Type != "message" {
+			continue
+		}
+		if v.Message.Role != "assistant" {
+			return transcript.Unanswered
+		}
+		switch v.Message.StopReason {
+		case "error", "aborted":
+			return transcript.Errored
+		}
+		for _, c := range v.Message.Content {
+			if c.Type == "toolCall" {
+				return transcript.Unanswered
+			}
+		}
+		return transcript.Answered
+	}
+	return transcript.Unanswered
+}

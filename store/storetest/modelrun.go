@@ -1,0 +1,634 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// A Maintainer runs what an operator runs beside the jobs, for RunModel.
+type Maintainer interface {
+	// Inspect reports key as dump does, its verdict judged for job with
+	// opts' bounds and clock, with its whole history; found is false when
+	// the instance reports nothing for key (no key dir, no record).
+	Inspect(key string, opts store.Options, job store.Job) (r store.KeyReport, found bool, err error)
+	// Reap removes the keys expired under opts.Bounds.TTL as of opts.Now,
+	// and returns them.
+	Reap(opts store.Options) (removed []string, err error)
+	// Check examines every key as of opts.Now (and repairs what it finds,
+	// with repair), and returns its findings.
+	Check(opts store.Options, repair bool) ([]store.Finding, error)
+}
+
+// A RoundTripper rolls every key back to the layout before the
+// backend's, and migrates it forward again: migrate --to-legacy, then
+// migrate (the key-dir store).
+type RoundTripper interface {
+	RoundTrip(opts store.Options) error
+}
+
+// RunModel runs random sequences of jobs and an operator's commands on
+// fresh instances of h, and compares every outcome with the reference
+// model (model.go). The default is a few short sequences;
+// SESSDB_MODEL_SEEDS (how many seeds, from SESSDB_MODEL_FIRST_SEED, 1 by
+// default) and SESSDB_MODEL_STEPS (operations per sequence) run more, as
+// .ci/long does. A mismatch prints the seed and the shortest sequence
+// found that fails the same way.
+func RunModel(t *testing.T, h Harness) {
+	seeds, steps, first := uint64(3), uint64(40), uint64(1)
+	for name, p := range map[string]*uint64{"SESSDB_MODEL_SEEDS": &seeds, "SESSDB_MODEL_STEPS": &steps, "SESSDB_MODEL_FIRST_SEED": &first} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			*p = n
+		}
+	}
+	began, ran := time.Now(), 0
+	seen := map[string]int{}
+	for seed := first; seed < first+seeds; seed++ {
+		ops := genOps(seed, int(steps))
+		step, msg, _, counts := runOpsCounting(t, h, ops)
+		ran += len(ops)
+		for k, n := range counts {
+			seen[k] += n
+		}
+		if step < 0 {
+			continue
+		}
+		short := shrink(t, h, ops[:step+1], msg)
+		_, msg2, log := runOps(t, h, short)
+		t.Fatalf("seed %d: step %d of %d: %s\nshortest failing sequence found (%d operations):\n%s\n=> %s\n(again: SESSDB_MODEL_FIRST_SEED=%d SESSDB_MODEL_SEEDS=1 SESSDB_MODEL_STEPS=%d)",
+			seed, step, len(ops), msg, len(short), strings.Join(log, "\n"), msg2, seed, steps)
+	}
+	t.Logf("model: %d seeds from %d, %d operations, in %v; outcomes %v", seeds, first, ran, time.Since(began).Round(time.Millisecond), seen)
+}
+
+// shrink removes operations from a failing prefix, one at a time, for as
+// long as what is left still fails at its last operation with the same
+// kind of mismatch, in passes until one removes nothing (at most 300
+// runs).
+func shrink(t *testing.T, h Harness, ops []mOp, msg string) []mOp {
+	kind := func(m string) string { k, _, _ := strings.Cut(m, ":"); return k }
+	tries := 0
+	for again := true; again && tries < 300; {
+		again = false
+		for i := len(ops) - 2; i >= 0 && tries < 300; i-- {
+			cand := slices.Delete(slices.Clone(ops), i, i+1)
+			tries++
+			if step, m, _ := runOps(t, h, cand); step == len(cand)-1 && kind(m) == kind(msg) {
+				ops, again = cand, true
+			}
+		}
+	}
+	return ops
+}
+
+type opKind int
+
+const (
+	opResolve opKind = iota
+	opPromote
+	opAdvance
+	opInspect
+	opReap
+	opCheck
+	opRoundTrip
+)
+
+// mOp is one operation; its numbers are interpreted against the state
+// when it runs (a ticket index modulo the tickets issued), so that any
+// subsequence of a sequence is a sequence.
+type mOp struct {
+	kind       opKind
+	a, b, c, d int
+}
+
+func genOps(seed uint64, n int) []mOp {
+	r := rand.New(rand.NewPCG(seed, 0x5e55db))
+	ops := make([]mOp, n)
+	for i := range ops {
+		var k opKind
+		switch x := r.IntN(100); {
+		case x < 30:
+			k = opResolve
+		case x < 68:
+			k = opPromote
+		case x < 78:
+			k = opAdvance
+		case x < 87:
+			k = opInspect
+		case x < 91:
+			k = opReap
+		case x < 95:
+			k = opCheck
+		default:
+			k = opRoundTrip
+		}
+		ops[i] = mOp{k, r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20)}
+	}
+	return ops
+}
+
+// modelStart is where a sequence's clock starts: years behind the real
+// one, which the files' mtimes are in, so that no advance takes it past
+// them: a fleet takes a promotion date later than its file's mtime by
+// more than a commit can take for a clock that is wrong, and judges the
+// key by the mtime (docs/fleet.md), which no model of the job contract
+// should have to know.
+var modelStart = time.Date(2000, 1, 1, 12, 0, 0, 0, time.UTC)
+
+var modelKeys = []string{store.Key("github", "acme/model", "k0"), store.Key("github", "acme/model", "k1")}
+
+var (
+	modelJobs = []store.Job{
+		{PiVersion: piVersion, Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "local", Model: "openai/gpt-5"},
+		{PiVersion: piVersion, Venue: "podman", Model: model},
+		{PiVersion: "0.59.0", Venue: "local", Model: model},
+		{PiVersion: "", Venue: "local", Model: model},
+		{PiVersion: piVersion, Venue: "", Model: model},
+	}
+	ttl         = 14 * 24 * time.Hour
+	modelBounds = []gates.Bounds{
+		{}, {}, {TTL: ttl}, {MaxResumeChain: 2}, {MaxContextPct: 50}, {MaxBytes: 1500},
+		{TTL: ttl, MaxResumeChain: 3, MaxContextPct: 80},
+	}
+	advances = []time.Duration{time.Second, time.Minute, time.Hour, 3 * 24 * time.Hour, ttl}
+)
+
+// run is one sequence's state: the instance, the model, the tickets.
+type run struct {
+	t       *testing.T
+	inst    Instance
+	now     time.Time
+	keys    map[string]*mKey
+	tickets []*mTicket
+	log     []string
+	turn    int
+	counts  map[string]int
+}
+
+func (r *run) opts(b gates.Bounds) store.Options {
+	return store.Options{Bounds: b, Now: func() time.Time { return r.now }}
+}
+
+// runOps runs ops on a fresh instance of h and returns the index of the
+// first operation whose outcome is not the model's, with why (-1: none),
+// and a line per operation run.
+func runOps(t *testing.T, h Harness, ops []mOp) (int, string, []string) {
+	step, msg, log, _ := runOpsCounting(t, h, ops)
+	return step, msg, log
+}
+
+// runOpsCounting is runOps, and counts the outcomes seen.
+func runOpsCounting(t *testing.T, h Harness, ops []mOp) (int, string, []string, map[string]int) {
+	r := &run{t: t, inst: h.New(t), now: modelStart, keys: map[string]*mKey{}, counts: map[string]int{}}
+	for _, k := range modelKeys {
+		r.keys[k] = &mKey{}
+	}
+	for i, op := range ops {
+		t0 := time.Now()
+		err := r.step(op)
+		if d := time.Since(t0); d > 100*time.Millisecond && os.Getenv("SESSDB_MODEL_SLOW") != "" {
+			t.Logf("slow %v: %s", d, r.log[len(r.log)-1])
+		}
+		if err != nil {
+			return i, err.Error(), r.log, r.counts
+		}
+		if err := r.compareRecords(); err != nil {
+			return i, err.Error(), r.log, r.counts
+		}
+	}
+	return -1, "", r.log, r.counts
+}
+
+func (r *run) logf(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf("%3d  ", len(r.log))+fmt.Sprintf(format, args...))
+}
+
+// compareRecords compares what the instance records for every key with
+// the model.
+func (r *run) compareRecords() error {
+	for _, key := range modelKeys {
+		sc, h, err := r.inst.Record(key)
+		if err != nil {
+			return fmt.Errorf("record: %s: %v", key[:6], err)
+		}
+		m := r.keys[key]
+		if want := m.sidecars(); !reflect.DeepEqual(sc, want) {
+			return fmt.Errorf("record: %s holds %s, the model %s", key[:6], showSidecars(sc), showSidecars(want))
+		}
+		for i := range h {
+			h[i].Seq = 0
+		}
+		if len(h) == 0 && len(m.history) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(h, m.history) {
+			return fmt.Errorf("history: %s:\n%s\nthe model:\n%s", key[:6], showHistory(h), showHistory(m.history))
+		}
+	}
+	return nil
+}
+
+func (r *run) step(op mOp) error {
+	switch op.kind {
+	case opResolve:
+		return r.resolve(op)
+	case opPromote:
+		return r.promote(op)
+	case opAdvance:
+		d := advances[op.a%len(advances)]
+		r.now = r.now.Add(d)
+		r.logf("clock +%v", d)
+	case opInspect:
+		return r.inspect(op)
+	case opReap:
+		return r.reap()
+	case opCheck:
+		return r.check(op.a%2 == 1)
+	case opRoundTrip:
+		return r.roundTrip()
+	}
+	return nil
+}
+
+func (r *run) resolve(op mOp) error {
+	key := modelKeys[op.a%len(modelKeys)]
+	job := modelJobs[op.b%len(modelJobs)]
+	job.ID = fmt.Sprint("job-", len(r.tickets))
+	b := modelBounds[op.c%len(modelBounds)]
+	r.logf("resolve %s as %s (%+v) with %+v", key[:6], job.ID, job, b)
+	jobDir := r.t.TempDir()
+	sess, err := r.inst.Open(r.opts(b)).Resolve(key, job, jobDir)
+	if err != nil {
+		return fmt.Errorf("resolve: %v", err)
+	}
+	m := r.keys[key]
+	reason := m.verdict(b, job, r.now)
+	tk := &mTicket{key: key, job: job, sess: sess, resume: reason == gates.Resumed, reason: reason, base: m.base(), jobDir: jobDir}
+	if tk.resume {
+		tk.given = bytes.Clone(m.data)
+	}
+	r.tickets = append(r.tickets, tk)
+	got, err := os.ReadFile(stagedPath(jobDir))
+	if err != nil {
+		return fmt.Errorf("resolve: staged: %v", err)
+	}
+	base := store.Base{Gen: tk.base.gen, Size: tk.base.size, CRC32C: store.Checksum(tk.base.crc), Rev: sess.Base.Rev}
+	switch {
+	case sess.Resume != tk.resume || sess.Reason != reason:
+		return fmt.Errorf("verdict: resolve of %s = {%v %s}, the model {%v %s}", key[:6], sess.Resume, sess.Reason, tk.resume, reason)
+	case !bytes.Equal(got, tk.given) || sess.Bytes != int64(len(tk.given)):
+		return fmt.Errorf("staged: %d bytes staged (session says %d), the model %d", len(got), sess.Bytes, len(tk.given))
+	case tk.resume && sess.CRC32C != store.Checksum(crc32.Checksum(tk.given, castagnoli)):
+		return fmt.Errorf("staged: CRC32C %s", sess.CRC32C)
+	case sess.Base != base:
+		return fmt.Errorf("base: %+v, the model %+v", sess.Base, base)
+	}
+	if back, err := store.ReadTicket(jobDir); err != nil || !reflect.DeepEqual(back, sess) {
+		return fmt.Errorf("ticket: read back %+v, %v; issued %+v", back, err, sess)
+	}
+	r.logf("     = {%v %s} %d bytes, base gen %d", sess.Resume, sess.Reason, sess.Bytes, sess.Base.Gen)
+	r.counts["resolve "+string(sess.Reason)]++
+	return nil
+}
+
+// stageFor writes the job dir's staged file as variant v, and returns it
+// (nil: none), with the variant's name.
+func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
+	p := stagedPath(tk.jobDir)
+	cur, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		cur, err = nil, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	from := tk.given
+	if len(from) == 0 {
+		from = header(r.now) // pi writes its header into an empty file
+	}
+	r.turn++
+	tag := fmt.Sprint("t", r.turn)
+	lines := bytes.SplitAfter(tk.given, []byte("\n"))
+	lines = lines[:len(lines)-1]
+	var data []byte
+	var name string
+	switch v % 14 {
+	case 0, 1, 2, 3:
+		name, data = "grown, answered", turn(from, tag, int64(tokens))
+	case 4:
+		name, data = "grown, unanswered", message(from, "u-"+tag, "user", "prompt "+tag, "", 0)
+	case 5:
+		name, data = "grown, errored", message(message(from, "u-"+tag, "user", "q", "", 0), "a-"+tag, "assistant", "", "error", 0)
+	case 6:
+		name, data = "unchanged", bytes.Clone(tk.given)
+	case 7:
+		name, data = "emptied", []byte{}
+	case 8:
+		name = "removed"
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", err
+		}
+		return nil, name, nil
+	case 9:
+		if len(lines) < 3 {
+			name, data = "replaced", turn(header(r.now.Add(time.Second)), tag, int64(tokens))
+		} else {
+			name, data = "shrunk", bytes.Join(lines[:len(lines)-1], nil)
+		}
+	case 10:
+		name, data = "replaced", turn(header(r.now.Add(time.Second)), tag, int64(tokens))
+	case 11:
+		name, data = "torn", append(turn(from, tag, int64(tokens)), `{"type":"message","id":"00`...)
+	case 12:
+		name, data = "kept", cur
+		return cur, name, nil
+	case 13:
+		base := cur
+		if len(base) == 0 || base[len(base)-1] != '\n' {
+			base = from
+		}
+		name, data = "grown again", turn(base, tag, int64(tokens))
+	}
+	if err := os.MkdirAll(filepathDir(p), 0o700); err != nil {
+		return nil, "", err
+	}
+	os.Remove(p)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return nil, "", err
+	}
+	return data, name, nil
+}
+
+func filepathDir(p string) string { return p[:strings.LastIndexByte(p, '/')] }
+
+func (r *run) promote(op mOp) error {
+	if len(r.tickets) == 0 {
+		r.logf("promote: no ticket yet")
+		return nil
+	}
+	// Recent tickets more often than old ones.
+	i := len(r.tickets) - 1 - op.a%min(len(r.tickets), 1+op.a%6)
+	tk := r.tickets[i]
+	staged, variant, err := r.stageFor(tk, op.b, 1000+op.c%199000)
+	if err != nil {
+		return fmt.Errorf("stage: %v", err)
+	}
+	req := store.PromoteRequest{PiVersion: tk.job.PiVersion}
+	if op.d%5 == 0 {
+		req.PiVersion = "0.59.0"
+	}
+	if op.d%4 == 1 {
+		req.Require = transcript.Answered
+	}
+	if op.d%7 == 2 || op.d%7 == 3 {
+		req.AllowRewrite = true
+	}
+	tokens := int64(1000 + op.c%199000)
+	req.Tokens = &tokens
+	if op.d%3 == 0 {
+		req.Window = 100000
+	}
+	var maxBytes int64
+	if op.d%9 == 4 {
+		maxBytes = 1500
+	}
+	m := r.keys[tk.key]
+	trial := m.clone()
+	want := trial.promote(tk, mPromote{staged: staged, req: req, maxBytes: maxBytes, now: r.now})
+	// An interruption, armed only for a promotion that writes: it stays
+	// armed for the next promotion otherwise.
+	var stop Point
+	if in, ok := r.inst.(Interrupter); ok && want.Promoted && !want.Repeat {
+		switch op.d % 11 {
+		case 5:
+			stop = BeforeCommit
+		case 6:
+			stop = AfterCommit
+		}
+		if stop != "" {
+			in.Interrupt(stop)
+		}
+	}
+	r.logf("promote ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
+		i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
+	res, err := r.inst.Open(r.opts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
+	if stop != "" {
+		// A crash or a lost answer: promote-failed with its cause; the
+		// key as it was before the commit, the new generation after.
+		if err == nil || res.Promoted || res.Reason != gates.PromoteFailed {
+			return fmt.Errorf("promote: interrupted %s: %+v, %v; want promote-failed with its cause", stop, res, err)
+		}
+		if stop == AfterCommit {
+			*m = *trial
+		}
+		r.logf("     = %s (%v)", res.Reason, err)
+		r.counts["promote interrupted "+string(stop)]++
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("promote: %v", err)
+	}
+	*m = *trial
+	if res != want {
+		return fmt.Errorf("promote: %+v\nthe model %+v", res, want)
+	}
+	r.logf("     = %+v", res)
+	o := "promote " + string(res.Reason)
+	if res.Repeat {
+		o += " (repeat)"
+	}
+	r.counts[o]++
+	return nil
+}
+
+func (r *run) inspect(op mOp) error {
+	mt, ok := r.inst.(Maintainer)
+	if !ok {
+		r.logf("inspect: not a Maintainer")
+		return nil
+	}
+	key := modelKeys[op.a%len(modelKeys)]
+	job := modelJobs[op.b%len(modelJobs)]
+	b := modelBounds[op.c%len(modelBounds)]
+	r.logf("inspect %s for %+v with %+v", key[:6], job, b)
+	rep, found, err := mt.Inspect(key, r.opts(b), job)
+	if err != nil {
+		return fmt.Errorf("inspect: %v", err)
+	}
+	m := r.keys[key]
+	if !found {
+		if m.gen != 0 {
+			return fmt.Errorf("inspect: %s reports nothing, the model gen %d", key[:6], m.gen)
+		}
+		return nil
+	}
+	reason := m.verdict(b, job, r.now)
+	var got string
+	if rep.Verdict != nil {
+		got = rep.Verdict.Reason
+	}
+	if got != string(reason) {
+		return fmt.Errorf("inspect: %s verdict %q (%+v), the model %q", key[:6], got, rep.Verdict, reason)
+	}
+	if m.gen == 0 {
+		return nil
+	}
+	sc := m.sidecars()
+	var ctx *store.ContextReport
+	if c := sc.Context; c != nil {
+		ctx = store.NewContextReport(c.Tokens, c.Window, c.Model)
+	}
+	last := m.promotedAt.UTC()
+	switch {
+	case rep.Gen != m.gen || rep.RecordBytes == nil || *rep.RecordBytes != int64(len(m.data)):
+		return fmt.Errorf("inspect: %s gen %d bytes %v, the model %d, %d", key[:6], rep.Gen, rep.RecordBytes, m.gen, len(m.data))
+	case rep.LastPromotion == nil || !rep.LastPromotion.Equal(last):
+		return fmt.Errorf("inspect: %s last promotion %v, the model %v", key[:6], rep.LastPromotion, last)
+	case !reflect.DeepEqual(rep.PiVersion, sc.PiVersion) || !reflect.DeepEqual(rep.Venue, sc.Venue) || !reflect.DeepEqual(rep.ResumeChain, sc.ResumeChain):
+		return fmt.Errorf("inspect: %s stamps %v %v %v, the model %v %v %v", key[:6], deref(rep.PiVersion), deref(rep.Venue), deref(rep.ResumeChain),
+			deref(sc.PiVersion), deref(sc.Venue), deref(sc.ResumeChain))
+	case !reflect.DeepEqual(rep.Context, ctx):
+		return fmt.Errorf("inspect: %s context %+v, the model %+v", key[:6], rep.Context, ctx)
+	}
+	var hist []db.HistoryEntry
+	for _, x := range rep.History {
+		if x.Outcome == string(gates.Promoted) {
+			x.Outcome = "" // docs/json.md: a promotion's outcome is "promoted"
+		}
+		hist = append(hist, db.HistoryEntry{Gen: x.Gen, At: x.At.UnixNano(), Outcome: x.Outcome, Resumed: x.Resumed, Reason: x.Reason,
+			Bytes: x.Bytes, Chain: x.Chain, Job: x.Job, Ticket: x.Ticket, BaseGen: x.BaseGen, Run: x.Run, TornTail: x.TornTail, Rewritten: x.Rewritten})
+	}
+	want := slices.Clone(m.history)
+	for i := range want {
+		want[i].CRC32C = 0 // dump reports none
+	}
+	if !reflect.DeepEqual(hist, want) && !(len(hist) == 0 && len(want) == 0) {
+		return fmt.Errorf("inspect: %s history:\n%s\nthe model:\n%s", key[:6], showHistory(hist), showHistory(want))
+	}
+	return nil
+}
+
+func (r *run) reap() error {
+	mt, ok := r.inst.(Maintainer)
+	if !ok {
+		r.logf("reap: not a Maintainer")
+		return nil
+	}
+	r.logf("reap, TTL %v", ttl)
+	removed, err := mt.Reap(r.opts(gates.Bounds{TTL: ttl}))
+	if err != nil {
+		return fmt.Errorf("reap: %v", err)
+	}
+	var want []string
+	for _, key := range modelKeys {
+		if m := r.keys[key]; m.gen != 0 && r.now.Sub(m.promotedAt) > ttl {
+			want = append(want, key)
+			*m = mKey{}
+		}
+	}
+	// An empty key dir (a refused first promotion's, docs/operations.md)
+	// holds no key, and its reap by the dir's own clock is the backend's:
+	// a key the model holds nothing for may be removed too.
+	removed = slices.DeleteFunc(slices.Sorted(slices.Values(removed)), func(k string) bool {
+		m, ok := r.keys[k]
+		return ok && m.gen == 0 && !slices.Contains(want, k)
+	})
+	slices.Sort(want)
+	if !slices.Equal(removed, want) {
+		return fmt.Errorf("reap: removed %v, the model %v", removed, want)
+	}
+	r.logf("     = removed %d", len(removed))
+	return nil
+}
+
+func (r *run) check(repair bool) error {
+	mt, ok := r.inst.(Maintainer)
+	if !ok {
+		r.logf("check: not a Maintainer")
+		return nil
+	}
+	r.logf("check, repair %v", repair)
+	found, err := mt.Check(r.opts(gates.Bounds{}), repair)
+	if err != nil {
+		return fmt.Errorf("check: %v", err)
+	}
+	for _, f := range found {
+		// An interrupted promotion's pending temp is a crash's, which the
+		// sequence had, and its repair a roll-forward (the records after
+		// it must be the model's still).
+		if f.Kind == store.KindPendingPromotion && (!repair || f.Repaired && !f.Remains) {
+			continue
+		}
+		if f.Severity == store.SeverityProblem {
+			return fmt.Errorf("check: a store only its jobs wrote has a problem: %+v", f)
+		}
+	}
+	return nil
+}
+
+// roundTrip rolls the keys back and forward again. docs/migration.md:
+// every verdict is kept; the history is dropped; the transcript is
+// generation 1 again, promoted when it was last promoted.
+func (r *run) roundTrip() error {
+	rt, ok := r.inst.(RoundTripper)
+	if !ok {
+		r.logf("migrate round trip: not a RoundTripper")
+		return nil
+	}
+	r.logf("migrate --to-legacy, then migrate")
+	if err := rt.RoundTrip(r.opts(gates.Bounds{})); err != nil {
+		return fmt.Errorf("migrate: %v", err)
+	}
+	for _, m := range r.keys {
+		if m.gen != 0 {
+			m.gen, m.history = 1, nil
+		}
+	}
+	return nil
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func showReq(q store.PromoteRequest) string {
+	return fmt.Sprintf("{pi %q require %q allow-rewrite %v tokens %d window %d}", q.PiVersion, q.Require, q.AllowRewrite, *q.Tokens, q.Window)
+}
+
+func showSidecars(sc db.Sidecars) string {
+	return fmt.Sprintf("{transcript %+v pi %v venue %v chain %v context %+v}", deref(sc.Transcript), deref(sc.PiVersion), deref(sc.Venue), deref(sc.ResumeChain), deref(sc.Context))
+}
+
+func showHistory(h []db.HistoryEntry) string {
+	var b strings.Builder
+	for _, e := range h {
+		fmt.Fprintf(&b, "  %+v\n", e)
+	}
+	return b.String()
+}
