@@ -30,6 +30,10 @@ type mKey struct {
 	chain      uint64
 	context    *db.Context
 	history    []db.HistoryEntry // oldest first, at most db.HistoryLimit
+	// legacy: the key is in the legacy layout (migrate --to-legacy): its
+	// transcript and stamps in files, no record, no history.
+	legacy bool
+	file   uint64 // which transcript file is in place: a new one per promotion
 }
 
 func (k *mKey) clone() *mKey {
@@ -39,24 +43,49 @@ func (k *mKey) clone() *mKey {
 }
 
 // mBase is what a ticket was resolved from: a generation's number, size
-// and CRC32C, or 0 for none.
+// and CRC32C, or a legacy key's transcript file, or nothing.
 type mBase struct {
 	gen  uint64
 	size int64
 	crc  uint32
+	file uint64
 }
 
 func (k *mKey) base() mBase {
-	if k.gen == 0 {
+	switch {
+	case k.gen == 0:
 		return mBase{}
+	case k.legacy:
+		return mBase{file: k.file}
 	}
-	return mBase{k.gen, int64(len(k.data)), crc32.Checksum(k.data, castagnoli)}
+	return mBase{gen: k.gen, size: int64(len(k.data)), crc: crc32.Checksum(k.data, castagnoli)}
 }
 
-// lastGen is the highest generation the key remembers: its own, or any
-// in its history.
+// holds reports whether the key still holds base b (docs/job.md): the
+// same generation, or for a ticket of the legacy layout the same file,
+// whatever record the key has gained since; none, while it holds none.
+func (k *mKey) holds(b mBase) bool {
+	switch {
+	case b.file != 0:
+		return k.gen != 0 && k.file == b.file
+	case b.gen != 0:
+		return k.base() == b
+	}
+	return k.gen == 0
+}
+
+// recGen is the generation the key's record names: 0 for none.
+func (k *mKey) recGen() uint64 {
+	if k.legacy {
+		return 0
+	}
+	return k.gen
+}
+
+// lastGen is the highest generation the key remembers: its record's, or
+// any in its history.
 func (k *mKey) lastGen() uint64 {
-	g := k.gen
+	g := k.recGen()
 	for _, e := range k.history {
 		g = max(g, e.Gen)
 	}
@@ -106,6 +135,7 @@ type mPromote struct {
 	req      store.PromoteRequest
 	maxBytes int64
 	now      time.Time
+	newFile  func() uint64 // a new transcript file's number
 }
 
 // promote is the job contract's promote, in README.md's order: nothing
@@ -136,9 +166,9 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	refuse := func(r gates.Reason) store.PromoteResult {
 		res.Reason = r
 		if r == gates.Superseded {
-			res.SupersededBy = k.gen
+			res.SupersededBy = k.recGen()
 		}
-		if k.gen == 0 {
+		if k.recGen() == 0 {
 			return res // no record, no history
 		}
 		for _, e := range k.history {
@@ -147,7 +177,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 			}
 		}
 		k.record(db.HistoryEntry{
-			Gen: k.gen, At: p.now.UnixNano(), Outcome: string(r), Resumed: t.resume, Reason: string(t.reason),
+			Gen: k.recGen(), At: p.now.UnixNano(), Outcome: string(r), Resumed: t.resume, Reason: string(t.reason),
 			Bytes: int64(len(t.given)), Job: t.job.ID, Ticket: t.sess.Ticket, Run: string(res.Run), BaseGen: t.base.gen,
 		})
 		return res
@@ -156,7 +186,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	// moved on from it, repeats for the same transcript only.
 	for i := len(k.history) - 1; i >= 0; i-- {
 		e := k.history[i]
-		if e.Ticket != t.sess.Ticket || e.Outcome != "" || e.Gen > k.gen {
+		if e.Ticket != t.sess.Ticket || e.Outcome != "" || e.Gen > k.recGen() {
 			continue
 		}
 		if e.Bytes != int64(len(whole)) || e.CRC32C != uint64(crc32.Checksum(whole, castagnoli)) {
@@ -166,7 +196,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 		res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
 		return res
 	}
-	if k.base() != t.base {
+	if !k.holds(t.base) {
 		return refuse(gates.Superseded)
 	}
 	if !prefixOK && !p.req.AllowRewrite {
@@ -192,7 +222,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	if p.req.Tokens != nil {
 		ctx = &db.Context{Tokens: *p.req.Tokens, Window: window, Model: model}
 	}
-	k.gen, k.data, k.promotedAt = gen, whole, p.now
+	k.gen, k.data, k.promotedAt, k.legacy, k.file = gen, whole, p.now, false, p.newFile()
 	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx
 	k.record(db.HistoryEntry{
 		Gen: gen, At: p.now.UnixNano(), Resumed: t.resume, Reason: string(t.reason), Bytes: int64(len(whole)),
@@ -213,7 +243,7 @@ func (k *mKey) record(e db.HistoryEntry) {
 
 // sidecars is the record the key must hold.
 func (k *mKey) sidecars() db.Sidecars {
-	if k.gen == 0 {
+	if k.recGen() == 0 {
 		return db.Sidecars{}
 	}
 	pv, venue, chain := k.piVersion, k.venue, k.chain

@@ -34,11 +34,12 @@ type Maintainer interface {
 	Check(opts store.Options, repair bool) ([]store.Finding, error)
 }
 
-// A RoundTripper rolls every key back to the layout before the
-// backend's, and migrates it forward again: migrate --to-legacy, then
-// migrate (the key-dir store).
-type RoundTripper interface {
-	RoundTrip(opts store.Options) error
+// A Migrator rolls every key back to the layout before the backend's
+// (migrate --to-legacy), and migrates every key in it forward again
+// (migrate): the key-dir store.
+type Migrator interface {
+	ToLegacy(opts store.Options) error
+	ToDB(opts store.Options) error
 }
 
 // RunModel runs random sequences of jobs and an operator's commands on
@@ -109,6 +110,8 @@ const (
 	opReap
 	opCheck
 	opRoundTrip
+	opToLegacy
+	opToDB
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -137,8 +140,12 @@ func genOps(seed uint64, n int) []mOp {
 			k = opReap
 		case x < 95:
 			k = opCheck
-		default:
+		case x < 97:
 			k = opRoundTrip
+		case x < 99:
+			k = opToLegacy
+		default:
+			k = opToDB
 		}
 		ops[i] = mOp{k, r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20)}
 	}
@@ -186,6 +193,7 @@ type run struct {
 	log     []string
 	turn    int
 	counts  map[string]int
+	files   uint64 // transcript files promoted
 }
 
 func (r *run) opts(b gates.Bounds) store.Options {
@@ -268,7 +276,14 @@ func (r *run) step(op mOp) error {
 	case opCheck:
 		return r.check(op.a%2 == 1)
 	case opRoundTrip:
-		return r.roundTrip()
+		if err := r.migrate(true); err != nil {
+			return err
+		}
+		return r.migrate(false)
+	case opToLegacy:
+		return r.migrate(true)
+	case opToDB:
+		return r.migrate(false)
 	}
 	return nil
 }
@@ -278,8 +293,13 @@ func (r *run) resolve(op mOp) error {
 	job := modelJobs[op.b%len(modelJobs)]
 	job.ID = fmt.Sprint("job-", len(r.tickets))
 	b := modelBounds[op.c%len(modelBounds)]
-	r.logf("resolve %s as %s (%+v) with %+v", key[:6], job.ID, job, b)
-	jobDir := r.t.TempDir()
+	jobDir, reused := r.t.TempDir(), ""
+	if op.d%6 == 0 && len(r.tickets) > 0 {
+		// A job dir reused: the resolve replaces what an earlier job left.
+		prev := r.tickets[len(r.tickets)-1-op.d/6%min(len(r.tickets), 3)]
+		jobDir, reused = prev.jobDir, " in "+prev.job.ID+"'s job dir"
+	}
+	r.logf("resolve %s as %s (%+v) with %+v%s", key[:6], job.ID, job, b, reused)
 	sess, err := r.inst.Open(r.opts(b)).Resolve(key, job, jobDir)
 	if err != nil {
 		return fmt.Errorf("resolve: %v", err)
@@ -296,7 +316,17 @@ func (r *run) resolve(op mOp) error {
 		return fmt.Errorf("resolve: staged: %v", err)
 	}
 	base := store.Base{Gen: tk.base.gen, Size: tk.base.size, CRC32C: store.Checksum(tk.base.crc), Rev: sess.Base.Rev}
+	if tk.base.file != 0 {
+		// The file's identity, which the model does not know, and
+		// (docs/job.md) the size and checksum of what was delivered.
+		base.File = sess.Base.File
+		if tk.resume {
+			base.Size, base.CRC32C = int64(len(tk.given)), store.Checksum(crc32.Checksum(tk.given, castagnoli))
+		}
+	}
 	switch {
+	case (sess.Base.File != nil) != (tk.base.file != 0):
+		return fmt.Errorf("base: %+v, the model %+v (a legacy key's file: %v)", sess.Base, base, tk.base.file != 0)
 	case sess.Resume != tk.resume || sess.Reason != reason:
 		return fmt.Errorf("verdict: resolve of %s = {%v %s}, the model {%v %s}", key[:6], sess.Resume, sess.Reason, tk.resume, reason)
 	case !bytes.Equal(got, tk.given) || sess.Bytes != int64(len(tk.given)):
@@ -415,9 +445,21 @@ func (r *run) promote(op mOp) error {
 	if op.d%9 == 4 {
 		maxBytes = 1500
 	}
+	if op.c%13 == 0 {
+		// A ticket edited to name the other key: its base, its ticket id
+		// and what it was given are the first key's.
+		x := *tk
+		x.key = modelKeys[0]
+		if tk.key == x.key {
+			x.key = modelKeys[1]
+		}
+		x.sess.Key = x.key
+		tk = &x
+		r.logf("     the ticket edited to name key %s", x.key[:6])
+	}
 	m := r.keys[tk.key]
 	trial := m.clone()
-	want := trial.promote(tk, mPromote{staged: staged, req: req, maxBytes: maxBytes, now: r.now})
+	want := trial.promote(tk, mPromote{staged: staged, req: req, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
 	// An interruption, armed only for a promotion that writes: it stays
 	// armed for the next promotion otherwise.
 	var stop Point
@@ -460,6 +502,9 @@ func (r *run) promote(op mOp) error {
 	if res.Repeat {
 		o += " (repeat)"
 	}
+	if tk.base.file != 0 {
+		o += " (a legacy key's ticket)"
+	}
 	r.counts[o]++
 	return nil
 }
@@ -494,6 +539,12 @@ func (r *run) inspect(op mOp) error {
 		return fmt.Errorf("inspect: %s verdict %q (%+v), the model %q", key[:6], got, rep.Verdict, reason)
 	}
 	if m.gen == 0 {
+		return nil
+	}
+	if m.legacy {
+		if rep.Layout != store.LayoutLegacy {
+			return fmt.Errorf("inspect: %s layout %q, the model legacy", key[:6], rep.Layout)
+		}
 		return nil
 	}
 	sc := m.sidecars()
@@ -589,22 +640,35 @@ func (r *run) check(repair bool) error {
 	return nil
 }
 
-// roundTrip rolls the keys back and forward again. docs/migration.md:
-// every verdict is kept; the history is dropped; the transcript is
-// generation 1 again, promoted when it was last promoted.
-func (r *run) roundTrip() error {
-	rt, ok := r.inst.(RoundTripper)
+// migrate rolls every key back to the legacy layout (docs/migration.md:
+// the record and the history dropped, the stamps in sidecar files, the
+// transcript's mtime the last promotion), or migrates every legacy key
+// forward (the transcript generation 1, promoted at that mtime, no
+// history). Every verdict is kept either way.
+func (r *run) migrate(toLegacy bool) error {
+	mg, ok := r.inst.(Migrator)
 	if !ok {
-		r.logf("migrate round trip: not a RoundTripper")
+		r.logf("migrate: not a Migrator")
 		return nil
 	}
-	r.logf("migrate --to-legacy, then migrate")
-	if err := rt.RoundTrip(r.opts(gates.Bounds{})); err != nil {
+	var err error
+	if toLegacy {
+		r.logf("migrate --to-legacy")
+		err = mg.ToLegacy(r.opts(gates.Bounds{}))
+	} else {
+		r.logf("migrate")
+		err = mg.ToDB(r.opts(gates.Bounds{}))
+	}
+	if err != nil {
 		return fmt.Errorf("migrate: %v", err)
 	}
 	for _, m := range r.keys {
-		if m.gen != 0 {
-			m.gen, m.history = 1, nil
+		switch {
+		case m.gen == 0:
+		case toLegacy:
+			m.legacy, m.history = true, nil
+		case m.legacy:
+			m.legacy, m.gen = false, 1
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@
 // shrunk, emptied, replaced), clock advances, reaps, checks and, where the
 // instance can, migrations to the older layout and back, each outcome
 // compared with a reference model of the job contract (model.go); an
-// Instance that is a Maintainer (and a RoundTripper) gets those commands
+// Instance that is a Maintainer (and a Migrator) gets those commands
 // in its sequences too.
 //
 // Caveat: the suite checks what a store does, not how fast, nor what a
