@@ -2,17 +2,28 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/storetest"
 )
 
-// TestModel runs random sequences of jobs, reaps and checks on a fleet
-// with one real etcd member against the reference model
-// (storetest.RunModel).
-func TestModel(t *testing.T) { storetest.RunModel(t, &fleetHarness{c: etcdtest.Start1(t)}) }
+// TestModel runs random sequences of jobs, reaps and checks against the
+// reference model (storetest.RunModel) on a fleet with one real etcd
+// member, and on a sessions root that the sequences move into a fleet
+// and back.
+func TestModel(t *testing.T) {
+	c := etcdtest.Start1(t)
+	t.Run("fleet", func(t *testing.T) { storetest.RunModel(t, &fleetHarness{c: c}) })
+	t.Run("root moved into a fleet and back", func(t *testing.T) { storetest.RunModel(t, &movingHarness{c: c}) })
+}
 
 func (in *fleetInstance) Inspect(key string, opts store.Options, job store.Job) (store.KeyReport, bool, error) {
 	var r store.KeyReport
@@ -32,6 +43,147 @@ func (in *fleetInstance) Reap(opts store.Options) ([]string, error) {
 func (in *fleetInstance) Check(opts store.Options, repair bool) ([]store.Finding, error) {
 	var found []store.Finding
 	_, err := in.b.Check(context.Background(), CheckOptions{Repair: repair, Now: opts.Now}, func(f store.Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	return found, err
+}
+
+// movingHarness makes sessions roots that move into a fleet (a fresh
+// prefix and transcripts dir each time) and back into a new root at the
+// same path, the old one moved away: docs/fleet.md's way there and back.
+type movingHarness struct{ c *etcdtest.Cluster }
+
+func (h *movingHarness) New(t *testing.T) storetest.Instance {
+	return &movingInstance{t: t, h: &fleetHarness{c: h.c}, root: filepath.Join(t.TempDir(), "sessions")}
+}
+
+type movingInstance struct {
+	t     *testing.T
+	h     *fleetHarness
+	root  string
+	trips int
+	fleet *fleetInstance // where the keys are; nil: on the root
+}
+
+func (m *movingInstance) Side() string {
+	if m.fleet == nil {
+		return "the root"
+	}
+	return fmt.Sprint("fleet ", m.trips)
+}
+
+func (m *movingInstance) Move(opts store.Options) error {
+	ctx, visit := context.Background(), func(MigrateReport) error { return nil }
+	if m.fleet == nil {
+		if err := os.MkdirAll(m.root, 0o700); err != nil {
+			return err
+		}
+		in := m.h.New(m.t).(*fleetInstance)
+		sum, err := ToEtcd(ctx, m.root, in.b, MigrateOptions{Now: opts.Now}, visit)
+		if err == nil && !sum.Complete() {
+			err = fmt.Errorf("to etcd: %+v", sum)
+		}
+		if err != nil {
+			return err
+		}
+		m.trips++
+		m.fleet = in
+		return os.Rename(m.root, fmt.Sprint(m.root, ".left-", m.trips))
+	}
+	sum, err := FromEtcd(ctx, m.fleet.b, m.root, MigrateOptions{Now: opts.Now}, visit)
+	if err == nil && !sum.Complete() {
+		err = fmt.Errorf("from etcd: %+v", sum)
+	}
+	m.fleet = nil
+	return err
+}
+
+func (m *movingInstance) Open(opts store.Options) *store.Store {
+	if m.fleet != nil {
+		return m.fleet.Open(opts)
+	}
+	s, err := store.New(m.root, opts)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return s
+}
+
+func (m *movingInstance) Record(key string) (db.Sidecars, []db.HistoryEntry, error) {
+	if m.fleet != nil {
+		return m.fleet.Record(key)
+	}
+	var sc db.Sidecars
+	var h []db.HistoryEntry
+	dir, err := fsat.OpenDir(filepath.Join(m.root, key))
+	if fsat.IsNotExist(err) {
+		return sc, nil, nil
+	}
+	if err != nil {
+		return sc, nil, err
+	}
+	defer dir.Close()
+	d, err := db.OpenReader(dir, filepath.Join(m.root, key, db.FileName), db.Options{})
+	if errors.Is(err, os.ErrNotExist) {
+		return sc, nil, nil
+	}
+	if err != nil {
+		return sc, nil, err
+	}
+	defer d.Close()
+	err = d.View(func(tx *db.Tx) (err error) {
+		if sc, err = tx.Sidecars(); err != nil {
+			return err
+		}
+		h, err = tx.History(0)
+		return err
+	})
+	sc.Pending = nil // the key-dir store's own bookkeeping
+	return sc, h, err
+}
+
+func (m *movingInstance) noRoot() bool {
+	_, err := os.Stat(m.root)
+	return os.IsNotExist(err)
+}
+
+func (m *movingInstance) Inspect(key string, opts store.Options, job store.Job) (store.KeyReport, bool, error) {
+	if m.fleet != nil {
+		return m.fleet.Inspect(key, opts, job)
+	}
+	var r store.KeyReport
+	found := false
+	if _, err := os.Lstat(filepath.Join(m.root, key)); os.IsNotExist(err) {
+		return r, false, nil
+	}
+	err := m.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job}, func(kr store.KeyReport) error {
+		r, found = kr, true
+		return nil
+	})
+	return r, found && r.Layout != store.LayoutEmpty, err
+}
+
+func (m *movingInstance) Reap(opts store.Options) ([]string, error) {
+	if m.fleet != nil {
+		return m.fleet.Reap(opts)
+	}
+	if m.noRoot() {
+		return nil, nil
+	}
+	res, err := m.Open(opts).Reap(false)
+	return res.Removed, err
+}
+
+func (m *movingInstance) Check(opts store.Options, repair bool) ([]store.Finding, error) {
+	if m.fleet != nil {
+		return m.fleet.Check(opts, repair)
+	}
+	if m.noRoot() {
+		return nil, nil
+	}
+	var found []store.Finding
+	_, err := m.Open(opts).Check(context.Background(), store.CheckOptions{Repair: repair}, func(f store.Finding) error {
 		found = append(found, f)
 		return nil
 	})

@@ -102,6 +102,7 @@ type mTicket struct {
 	given  []byte // what the job was handed
 	base   mBase
 	jobDir string
+	side   string // where it was issued (Mover); "" for an instance that never moves
 }
 
 // verdict is the ladder of README.md, for the values a store's own

@@ -42,6 +42,16 @@ type Migrator interface {
 	ToDB(opts store.Options) error
 }
 
+// A Mover moves every key of the instance to another backend, or back
+// (a sessions root into a fleet, and back into a root at the same path:
+// docs/fleet.md); the keys are judged as if they had never moved. Side
+// names where they are now: a ticket issued on another side is another
+// store's there (store.ErrWrongRoot).
+type Mover interface {
+	Move(opts store.Options) error
+	Side() string
+}
+
 // RunModel runs random sequences of jobs and an operator's commands on
 // fresh instances of h, and compares every outcome with the reference
 // model (model.go). The default is a few short sequences;
@@ -112,6 +122,7 @@ const (
 	opRoundTrip
 	opToLegacy
 	opToDB
+	opMove
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -140,12 +151,14 @@ func genOps(seed uint64, n int) []mOp {
 			k = opReap
 		case x < 95:
 			k = opCheck
-		case x < 97:
+		case x < 96:
 			k = opRoundTrip
-		case x < 99:
+		case x < 97:
 			k = opToLegacy
-		default:
+		case x < 98:
 			k = opToDB
+		default:
+			k = opMove
 		}
 		ops[i] = mOp{k, r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20)}
 	}
@@ -194,6 +207,13 @@ type run struct {
 	turn    int
 	counts  map[string]int
 	files   uint64 // transcript files promoted
+}
+
+func (r *run) side() string {
+	if mv, ok := r.inst.(Mover); ok {
+		return mv.Side()
+	}
+	return ""
 }
 
 func (r *run) opts(b gates.Bounds) store.Options {
@@ -284,6 +304,16 @@ func (r *run) step(op mOp) error {
 		return r.migrate(true)
 	case opToDB:
 		return r.migrate(false)
+	case opMove:
+		mv, ok := r.inst.(Mover)
+		if !ok {
+			r.logf("move: not a Mover")
+			return nil
+		}
+		if err := mv.Move(r.opts(gates.Bounds{})); err != nil {
+			return fmt.Errorf("move: %v", err)
+		}
+		r.logf("moved to %s", mv.Side())
 	}
 	return nil
 }
@@ -306,7 +336,7 @@ func (r *run) resolve(op mOp) error {
 	}
 	m := r.keys[key]
 	reason := m.verdict(b, job, r.now)
-	tk := &mTicket{key: key, job: job, sess: sess, resume: reason == gates.Resumed, reason: reason, base: m.base(), jobDir: jobDir}
+	tk := &mTicket{key: key, job: job, sess: sess, resume: reason == gates.Resumed, reason: reason, base: m.base(), jobDir: jobDir, side: r.side()}
 	if tk.resume {
 		tk.given = bytes.Clone(m.data)
 	}
@@ -477,6 +507,15 @@ func (r *run) promote(op mOp) error {
 	r.logf("promote ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
 		i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
 	res, err := r.inst.Open(r.opts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
+	if tk.side != r.side() {
+		// Another store's ticket: exit 2, nothing written.
+		if !errors.Is(err, store.ErrWrongRoot) || res.Promoted {
+			return fmt.Errorf("promote: a ticket issued on %s, promoted on %s: %+v, %v; want ErrWrongRoot", tk.side, r.side(), res, err)
+		}
+		r.logf("     = %v", err)
+		r.counts["promote of another side's ticket"]++
+		return nil
+	}
 	if stop != "" {
 		// A crash or a lost answer: promote-failed with its cause; the
 		// key as it was before the commit, the new generation after.

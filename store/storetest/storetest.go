@@ -18,8 +18,8 @@
 // shrunk, emptied, replaced), clock advances, reaps, checks and, where the
 // instance can, migrations to the older layout and back, each outcome
 // compared with a reference model of the job contract (model.go); an
-// Instance that is a Maintainer (and a Migrator) gets those commands
-// in its sequences too.
+// Instance that is a Maintainer, a Migrator or a Mover gets those
+// commands in its sequences too.
 //
 // Caveat: the suite checks what a store does, not how fast, nor what a
 // crash between a backend's own steps leaves (each backend's crash and
