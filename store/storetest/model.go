@@ -134,6 +134,7 @@ func (k *mKey) verdict(b gates.Bounds, job store.Job, now time.Time) gates.Reaso
 type mPromote struct {
 	staged   []byte // the staged file; nil: missing or empty
 	req      store.PromoteRequest
+	reading  *int64 // pi's own reading at the end of the run, for a request with no Tokens
 	maxBytes int64
 	now      time.Time
 	newFile  func() uint64 // a new transcript file's number
@@ -220,8 +221,12 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	if window == 0 {
 		window = 200000 // the transcripts' model, claude-sonnet-4-5, in pi's built-in table
 	}
-	if p.req.Tokens != nil {
-		ctx = &db.Context{Tokens: *p.req.Tokens, Window: window, Model: model}
+	tokens := p.req.Tokens
+	if tokens == nil {
+		tokens = p.reading
+	}
+	if tokens != nil {
+		ctx = &db.Context{Tokens: *tokens, Window: window, Model: model}
 	}
 	k.gen, k.data, k.promotedAt, k.legacy, k.file = gen, whole, p.now, false, p.newFile()
 	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx

@@ -468,6 +468,15 @@ func (r *run) promote(op mOp) error {
 	}
 	tokens := int64(1000 + op.c%199000)
 	req.Tokens = &tokens
+	// pi's own reading, where the run ended in an answer whose usage is
+	// tokens: the context is that usage (docs/job.md), nothing after it.
+	var reading *int64
+	switch variant {
+	case "grown, answered", "replaced", "grown again", "torn":
+		if op.c%3 == 0 {
+			reading, req.Tokens = &tokens, nil
+		}
+	}
 	if op.d%3 == 0 {
 		req.Window = 100000
 	}
@@ -489,7 +498,7 @@ func (r *run) promote(op mOp) error {
 	}
 	m := r.keys[tk.key]
 	trial := m.clone()
-	want := trial.promote(tk, mPromote{staged: staged, req: req, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
+	want := trial.promote(tk, mPromote{staged: staged, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
 	// An interruption, armed only for a promotion that writes: it stays
 	// armed for the next promotion otherwise.
 	var stop Point
@@ -721,7 +730,7 @@ func deref[T any](p *T) any {
 }
 
 func showReq(q store.PromoteRequest) string {
-	return fmt.Sprintf("{pi %q require %q allow-rewrite %v tokens %d window %d}", q.PiVersion, q.Require, q.AllowRewrite, *q.Tokens, q.Window)
+	return fmt.Sprintf("{pi %q require %q allow-rewrite %v tokens %v window %d}", q.PiVersion, q.Require, q.AllowRewrite, deref(q.Tokens), q.Window)
 }
 
 func showSidecars(sc db.Sidecars) string {
