@@ -126,6 +126,8 @@ func (k *mKey) verdict(b gates.Bounds, job store.Job, now time.Time) gates.Reaso
 	case b.MaxContextPct > 0 && k.context != nil && (k.context.Model == "" || job.Model == "" || k.context.Model == job.Model) &&
 		k.context.Tokens*100 >= k.context.Window*int64(b.MaxContextPct):
 		return gates.ContextTooFull
+	case b.MaxAge > 0 && now.Sub(headerTime(k.data)) > b.MaxAge:
+		return gates.ConversationTooOld
 	}
 	return gates.Resumed
 }
@@ -133,6 +135,7 @@ func (k *mKey) verdict(b gates.Bounds, job store.Job, now time.Time) gates.Reaso
 // mPromote is what a promote request is, to the model.
 type mPromote struct {
 	staged   []byte // the staged file; nil: missing or empty
+	linked   bool   // the staged file is a link (symbolic or hard)
 	req      store.PromoteRequest
 	reading  *int64 // pi's own reading at the end of the run, for a request with no Tokens
 	maxBytes int64
@@ -153,6 +156,9 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 		whole = append(bytes.Clone(p.staged), '\n')
 	}
 	switch {
+	case p.linked:
+		res.Reason = gates.NotARegularFile
+		return res
 	case size == 0:
 		res.Reason = gates.Absent
 		return res
@@ -262,6 +268,17 @@ func (k *mKey) sidecars() db.Sidecars {
 		sc.Context = &c
 	}
 	return sc
+}
+
+// headerTime is the timestamp of the session header data begins with
+// (every transcript the model writes has one).
+func headerTime(data []byte) time.Time {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	var h struct{ Timestamp time.Time }
+	if err := json.Unmarshal(line, &h); err != nil {
+		panic(err)
+	}
+	return h.Timestamp
 }
 
 // shapeOf is the shape of a run whose transcript is data, as docs/job.md

@@ -7,10 +7,12 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,6 +194,7 @@ var (
 	modelBounds = []gates.Bounds{
 		{}, {}, {TTL: ttl}, {MaxResumeChain: 2}, {MaxContextPct: 50}, {MaxBytes: 1500},
 		{TTL: ttl, MaxResumeChain: 3, MaxContextPct: 80},
+		{MaxAge: 10 * 24 * time.Hour},
 	}
 	advances = []time.Duration{time.Second, time.Minute, time.Hour, 3 * 24 * time.Hour, ttl}
 )
@@ -395,7 +398,7 @@ func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
 	lines = lines[:len(lines)-1]
 	var data []byte
 	var name string
-	switch v % 14 {
+	switch v % 16 {
 	case 0, 1, 2, 3:
 		name, data = "grown, answered", turn(from, tag, int64(tokens))
 	case 4:
@@ -423,8 +426,31 @@ func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
 	case 11:
 		name, data = "torn", append(turn(from, tag, int64(tokens)), `{"type":"message","id":"00`...)
 	case 12:
-		name, data = "kept", cur
+		name = "kept"
+		if fi, err := os.Lstat(p); err == nil && (fi.Mode()&os.ModeSymlink != 0 || linkCount(fi) > 1) {
+			return nil, name, errLinked
+		}
 		return cur, name, nil
+	case 14, 15:
+		// A link in the staged file's place (a symbolic one to a run's
+		// transcript outside, or a hard link): never read.
+		name = "a symbolic link"
+		outside := filepath.Join(r.t.TempDir(), "outside.jsonl")
+		if err := os.WriteFile(outside, turn(from, tag, int64(tokens)), 0o600); err != nil {
+			return nil, "", err
+		}
+		os.Remove(p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, "", err
+		}
+		link := os.Symlink
+		if v%16 == 15 {
+			name, link = "a hard link", os.Link
+		}
+		if err := link(outside, p); err != nil {
+			return nil, "", err
+		}
+		return nil, name, errLinked
 	case 13:
 		base := cur
 		if len(base) == 0 || base[len(base)-1] != '\n' {
@@ -442,7 +468,18 @@ func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
 	return data, name, nil
 }
 
-func filepathDir(p string) string { return p[:strings.LastIndexByte(p, '/')] }
+func filepathDir(p string) string { return filepath.Dir(p) }
+
+// linkCount is fi's number of hard links, 1 where the system says none.
+func linkCount(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// errLinked is stageFor's word for a staged file that is a link.
+var errLinked = errors.New("the staged file is a link")
 
 func (r *run) promote(op mOp) error {
 	if len(r.tickets) == 0 {
@@ -453,7 +490,8 @@ func (r *run) promote(op mOp) error {
 	i := len(r.tickets) - 1 - op.a%min(len(r.tickets), 1+op.a%6)
 	tk := r.tickets[i]
 	staged, variant, err := r.stageFor(tk, op.b, 1000+op.c%199000)
-	if err != nil {
+	linked := errors.Is(err, errLinked)
+	if err != nil && !linked {
 		return fmt.Errorf("stage: %v", err)
 	}
 	req := store.PromoteRequest{PiVersion: tk.job.PiVersion}
@@ -498,7 +536,7 @@ func (r *run) promote(op mOp) error {
 	}
 	m := r.keys[tk.key]
 	trial := m.clone()
-	want := trial.promote(tk, mPromote{staged: staged, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
+	want := trial.promote(tk, mPromote{staged: staged, linked: linked, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
 	// An interruption, armed only for a promotion that writes: it stays
 	// armed for the next promotion otherwise.
 	var stop Point
