@@ -28,7 +28,7 @@ func TestModel(t *testing.T) {
 func (in *fleetInstance) Inspect(key string, opts store.Options, job store.Job) (store.KeyReport, bool, error) {
 	var r store.KeyReport
 	found := false
-	err := in.b.Inspect(context.Background(), InspectOptions{Bounds: opts.Bounds, Now: opts.Now, History: 64, Only: key, Job: &job}, func(rep Report) error {
+	err := in.b.Inspect(context.Background(), InspectOptions{Bounds: opts.Bounds, Now: opts.Now, History: 64, Only: key, Job: &job, Verify: true}, func(rep Report) error {
 		r, found = rep.KeyReport, true
 		return nil
 	})
@@ -157,7 +157,7 @@ func (m *movingInstance) Inspect(key string, opts store.Options, job store.Job) 
 	if _, err := os.Lstat(filepath.Join(m.root, key)); os.IsNotExist(err) {
 		return r, false, nil
 	}
-	err := m.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job}, func(kr store.KeyReport) error {
+	err := m.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job, Verify: true}, func(kr store.KeyReport) error {
 		r, found = kr, true
 		return nil
 	})

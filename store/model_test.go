@@ -22,7 +22,7 @@ func (k *keyDirsInstance) Inspect(key string, opts store.Options, job store.Job)
 	if _, err := os.Lstat(filepath.Join(k.root, key)); os.IsNotExist(err) {
 		return r, false, nil
 	}
-	err := k.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job}, func(kr store.KeyReport) error {
+	err := k.Open(opts).InspectWith(context.Background(), store.InspectOptions{History: 64, Only: key, Job: &job, Verify: true}, func(kr store.KeyReport) error {
 		r, found = kr, true
 		return nil
 	})

@@ -34,6 +34,10 @@ type mKey struct {
 	// transcript and stamps in files, no record, no history.
 	legacy bool
 	file   uint64 // which transcript file is in place: a new one per promotion
+	// disk is the transcript in place when it is not what the record
+	// describes (DamageTranscriptChanged: a byte changed, its size kept);
+	// nil when it is.
+	disk []byte
 }
 
 func (k *mKey) clone() *mKey {
@@ -128,6 +132,8 @@ func (k *mKey) verdict(b gates.Bounds, job store.Job, now time.Time) gates.Reaso
 		return gates.ContextTooFull
 	case b.MaxAge > 0 && now.Sub(headerTime(k.data)) > b.MaxAge:
 		return gates.ConversationTooOld
+	case k.disk != nil:
+		return gates.TranscriptReplaced // the copy does not match the record
 	}
 	return gates.Resumed
 }
@@ -234,7 +240,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	if tokens != nil {
 		ctx = &db.Context{Tokens: *tokens, Window: window, Model: model}
 	}
-	k.gen, k.data, k.promotedAt, k.legacy, k.file = gen, whole, p.now, false, p.newFile()
+	k.gen, k.data, k.promotedAt, k.legacy, k.file, k.disk = gen, whole, p.now, false, p.newFile(), nil
 	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx
 	k.record(db.HistoryEntry{
 		Gen: gen, At: p.now.UnixNano(), Resumed: t.resume, Reason: string(t.reason), Bytes: int64(len(whole)),

@@ -125,6 +125,7 @@ const (
 	opToLegacy
 	opToDB
 	opMove
+	opDamage
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -149,8 +150,10 @@ func genOps(seed uint64, n int) []mOp {
 			k = opAdvance
 		case x < 87:
 			k = opInspect
-		case x < 91:
+		case x < 90:
 			k = opReap
+		case x < 91:
+			k = opDamage
 		case x < 95:
 			k = opCheck
 		case x < 96:
@@ -307,6 +310,8 @@ func (r *run) step(op mOp) error {
 		return r.migrate(true)
 	case opToDB:
 		return r.migrate(false)
+	case opDamage:
+		return r.damage(op)
 	case opMove:
 		mv, ok := r.inst.(Mover)
 		if !ok {
@@ -701,6 +706,32 @@ func (r *run) reap() error {
 	return nil
 }
 
+// damage changes a byte of a key's transcript out of band, its size
+// kept: transcript-replaced where it would resume, until the next
+// promotion, which the cold jobs make onto the record's base; a rollback
+// stamps the key's venue (pending) (docs/migration.md). Promotions left
+// pending by an interruption are rolled forward first (check --repair),
+// so that the byte changed is the key's transcript's.
+func (r *run) damage(op mOp) error {
+	dm, ok := r.inst.(Damager)
+	key := modelKeys[op.a%len(modelKeys)]
+	m := r.keys[key]
+	if !ok || m.gen == 0 || m.legacy || m.disk != nil {
+		r.logf("damage: none (%s gen %d)", key[:6], m.gen)
+		return nil
+	}
+	if err := r.check(true); err != nil {
+		return err
+	}
+	r.logf("damage %s: a byte of its transcript changed", key[:6])
+	if err := dm.Damage(key, DamageTranscriptChanged); err != nil {
+		return fmt.Errorf("damage: %v", err)
+	}
+	m.disk = bytes.Clone(m.data)
+	m.disk[len(m.disk)-5] ^= 0x20
+	return nil
+}
+
 func (r *run) check(repair bool) error {
 	mt, ok := r.inst.(Maintainer)
 	if !ok {
@@ -718,6 +749,9 @@ func (r *run) check(repair bool) error {
 		// it must be the model's still).
 		if f.Kind == store.KindPendingPromotion && (!repair || f.Repaired && !f.Remains) {
 			continue
+		}
+		if m, ok := r.keys[f.Key]; ok && m.disk != nil {
+			continue // the damage the sequence made: an operator's to settle
 		}
 		if f.Severity == store.SeverityProblem {
 			return fmt.Errorf("check: a store only its jobs wrote has a problem: %+v", f)
@@ -751,6 +785,9 @@ func (r *run) migrate(toLegacy bool) error {
 	for _, m := range r.keys {
 		switch {
 		case m.gen == 0:
+		case toLegacy && m.disk != nil:
+			// No record to hold the transcript to: the key stays cold.
+			m.legacy, m.history, m.data, m.disk, m.venue = true, nil, m.disk, nil, "(pending)"
 		case toLegacy:
 			m.legacy, m.history = true, nil
 		case m.legacy:
