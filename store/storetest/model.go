@@ -53,6 +53,9 @@ type mBase struct {
 	size int64
 	crc  uint32
 	file uint64
+	// elsewhere: the base is another key's record's, at a revision
+	// (a fleet's, docs/job.md), which no other record has.
+	elsewhere bool
 }
 
 func (k *mKey) base() mBase {
@@ -70,6 +73,8 @@ func (k *mKey) base() mBase {
 // whatever record the key has gained since; none, while it holds none.
 func (k *mKey) holds(b mBase) bool {
 	switch {
+	case b.elsewhere:
+		return false
 	case b.file != 0:
 		return k.gen != 0 && k.file == b.file
 	case b.gen != 0:

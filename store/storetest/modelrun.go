@@ -536,6 +536,7 @@ func (r *run) promote(op mOp) error {
 			x.key = modelKeys[1]
 		}
 		x.sess.Key = x.key
+		x.base.elsewhere = x.sess.Base.Rev != 0
 		tk = &x
 		r.logf("     the ticket edited to name key %s", x.key[:6])
 	}
@@ -729,6 +730,9 @@ func (r *run) damage(op mOp) error {
 	}
 	m.disk = bytes.Clone(m.data)
 	m.disk[len(m.disk)-5] ^= 0x20
+	// Written in place: its mtime, and so a legacy ticket's base, is new.
+	r.files++
+	m.file = r.files
 	return nil
 }
 
