@@ -214,3 +214,45 @@ func TestAReaperWhoseClockJumpedAheadKeepsFreshKeys(t *testing.T) {
 	f.holds(a, "a", 1)
 	f.holds(b, "b", 1)
 }
+
+// A reaper a year ahead of the file server reads its clock before the keys
+// and again before the files. Where the second read fails (the server
+// answering the first and then not), the files are still judged by the
+// server's clock as the first read told it, not by the reaper's own a year
+// ahead, so a temp just written by a promotion in flight is kept (before:
+// the sweep fell back to the reaper's clock, took the temp for a year old
+// and swept it, the promotion's file lost before its commit).
+func TestASecondUnreadFileClockKeepsTheFirstReading(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	var log bytes.Buffer
+	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
+	key := store.Key("github", "file clock", "second read")
+	f.now = time.Now().Add(-year)
+	f.run(key, "a")
+	temp := filepath.Join(f.dir, key, ".tmp-0123456789abcdef")
+	if err := os.WriteFile(temp, []byte("in flight"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-year)
+	if err := os.Chtimes(temp, at, at); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	f.b.serverNow = func(dir string) (time.Time, error) {
+		if reads++; reads == 1 {
+			return behindBy(year)(dir)
+		}
+		return time.Time{}, errors.New("EIO stand-in")
+	}
+	res, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || len(res.Swept) != 0 || len(res.Removed) != 0 {
+		t.Fatalf("reap = %+v, %v; want the temp in flight and the key kept", res, err)
+	}
+	if _, err := os.Lstat(temp); err != nil {
+		t.Fatalf("the temp in flight: %v", err)
+	}
+	if n := strings.Count(log.String(), "session_file_clock_unread"); n != 1 {
+		t.Errorf("warned %d times, want once: %s", n, log.String())
+	}
+	f.holds(key, "a", 1)
+}

@@ -164,14 +164,17 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	// Read again for the files: the walk of the keys may have taken long
 	// (a reaper suspended, thousands of keys), and either clock been set
-	// meanwhile.
-	fileNow := now()
+	// meanwhile. One that cannot be read now keeps what the first read
+	// told: this host's clock alone, a year ahead of the server's, would
+	// take a promotion's file just written for a year old.
 	if !o.DryRun && unread == nil {
-		if behind, unread = b.fileBehind(); unread != nil {
-			b.log.Warn().Str("dir", b.dir).Err(unread).Msg("session_file_clock_unread")
+		if again, err := b.fileBehind(); err != nil {
+			b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
+		} else {
+			behind = again
 		}
-		fileNow = fileNow.Add(-behind)
 	}
+	fileNow := now().Add(-behind)
 	cut := fileNow.Add(-grace)
 	inFlight := fileNow.Add(-inFlightAge)
 	needed := func(key, name string, mtime time.Time) bool {
