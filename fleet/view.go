@@ -12,6 +12,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/store"
 	"sessdb/store/transcript"
 )
@@ -54,6 +55,7 @@ func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		return nil, err
 	}
 	if err := v.open(); err != nil {
+		v.Close() // the generation, opened before a read of it failed
 		return nil, err
 	}
 	return v, nil
@@ -188,6 +190,9 @@ func (b *Backend) readHeader(key string, f *os.File, size int64) (gates.Header, 
 	var g gates.Header
 	if size <= 0 {
 		return g, transcript.Header{}, transcript.ErrEmpty
+	}
+	if err := faults.At(faults.TranscriptHeaderRead); err != nil {
+		return g, transcript.Header{}, &readError{err}
 	}
 	r := &readFailure{r: io.NewSectionReader(f, 0, size)}
 	h, err := transcript.ReadHeader(r)

@@ -48,7 +48,8 @@ const (
 )
 
 // The read of a key's transcript's first line by a reader (resolve, dump,
-// check), to judge its header: an error here is that read failing.
+// check; on a fleet, of the generation its record names), to judge its
+// header: an error here is that read failing.
 const TranscriptHeaderRead Point = "transcript/header-read"
 
 // A legacy key's identity check after its copy (resolve, dump, check):
