@@ -216,14 +216,29 @@ func TestAReaperWhoseClockJumpedAheadKeepsFreshKeys(t *testing.T) {
 }
 
 // A reaper a year ahead of the file server reads its clock before the keys
-// and again before the files. Where the second read fails (the server
-// answering the first and then not), the files are still judged by the
-// server's clock as the first read told it, not by the reaper's own a year
-// ahead, so a temp just written by a promotion in flight is kept (before:
-// the sweep fell back to the reaper's clock, took the temp for a year old
-// and swept it, the promotion's file lost before its commit).
+// and again before the files. Where one of the two reads fails (the server
+// answering once), the files are still judged by the server's clock as the
+// read that succeeded told it, not by the reaper's own a year ahead, so a
+// temp just written by a promotion in flight is kept (before: the sweep
+// fell back to the reaper's clock, took the temp for a year old and swept
+// it, the promotion's file lost before its commit; with the first read
+// failing, the second was not even tried).
 func TestASecondUnreadFileClockKeepsTheFirstReading(t *testing.T) {
 	const year = 365 * 24 * time.Hour
+	for _, c := range []struct {
+		name   string
+		answer int // the read the server answers: the other fails
+	}{
+		{"the second read fails", 1},
+		{"the first read fails", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) { fileClockAnsweredOnce(t, year, c.answer) })
+	}
+}
+
+// fileClockAnsweredOnce is TestASecondUnreadFileClockKeepsTheFirstReading
+// with the server a year behind answering only its answer-th read.
+func fileClockAnsweredOnce(t *testing.T, year time.Duration, answer int) {
 	var log bytes.Buffer
 	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
 	key := store.Key("github", "file clock", "second read")
@@ -239,20 +254,22 @@ func TestASecondUnreadFileClockKeepsTheFirstReading(t *testing.T) {
 	}
 	reads := 0
 	f.b.serverNow = func(dir string) (time.Time, error) {
-		if reads++; reads == 1 {
+		if reads++; reads == answer {
 			return behindBy(year)(dir)
 		}
 		return time.Time{}, errors.New("EIO stand-in")
 	}
-	res, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	// No TTL: the files alone are judged (a key is judged by the first
+	// read, or by this host's clock where it failed).
+	res, err := f.b.Reap(t.Context(), ReapOptions{})
 	if err != nil || len(res.Swept) != 0 || len(res.Removed) != 0 {
 		t.Fatalf("reap = %+v, %v; want the temp in flight and the key kept", res, err)
 	}
 	if _, err := os.Lstat(temp); err != nil {
 		t.Fatalf("the temp in flight: %v", err)
 	}
-	if n := strings.Count(log.String(), "session_file_clock_unread"); n != 1 {
-		t.Errorf("warned %d times, want once: %s", n, log.String())
+	if n := strings.Count(log.String(), "session_file_clock_unread"); n != 1 || reads != 2 {
+		t.Errorf("warned %d times after %d reads, want once after 2: %s", n, reads, log.String())
 	}
 	f.holds(key, "a", 1)
 }

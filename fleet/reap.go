@@ -164,14 +164,14 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	// Read again for the files: the walk of the keys may have taken long
 	// (a reaper suspended, thousands of keys), and either clock been set
-	// meanwhile. One that cannot be read now keeps what the first read
-	// told: this host's clock alone, a year ahead of the server's, would
-	// take a promotion's file just written for a year old.
-	if !o.DryRun && unread == nil {
-		if again, err := b.fileBehind(); err != nil {
-			b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
-		} else {
+	// meanwhile. A read that fails keeps what the other told: this host's
+	// clock alone, a year ahead of the server's, would take a promotion's
+	// file just written for a year old. One warning for the run.
+	if !o.DryRun {
+		if again, err := b.fileBehind(); err == nil {
 			behind = again
+		} else if unread == nil {
+			b.log.Warn().Str("dir", b.dir).Err(err).Msg("session_file_clock_unread")
 		}
 	}
 	fileNow := now().Add(-behind)
