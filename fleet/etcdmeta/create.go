@@ -3,6 +3,7 @@ package etcdmeta
 import (
 	"context"
 	"fmt"
+	"math"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -26,6 +27,9 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 		if hist[i].Seq <= hist[i-1].Seq {
 			return 0, fmt.Errorf("create %s: history seq %d follows %d: %w", key, hist[i].Seq, hist[i-1].Seq, ErrHistoryOrder)
 		}
+	}
+	if n := len(hist); n > 0 && hist[n-1].Seq == math.MaxUint64 {
+		return 0, fmt.Errorf("create %s: %w: history seq %d is the last slot, which holds no entry", key, ErrDamaged, hist[n-1].Seq)
 	}
 	if len(hist) > HistoryLimit {
 		hist = hist[len(hist)-HistoryLimit:]

@@ -55,8 +55,10 @@ var (
 
 	// ErrDamaged is returned when a record or history value does not
 	// decode: not a msgpack map, a field of the wrong type, trailing
-	// bytes, no schema version; and by Lock when a key's lock dir holds a
-	// key with no lease, which is no holder's and never ends.
+	// bytes, no schema version; by Lock when a key's lock dir holds a
+	// key with no lease, which is no holder's and never ends; and by a
+	// write to a key whose newest history entry is in the last slot an
+	// entry takes (2^64-2), and by Create given an entry at 2^64-1.
 	ErrDamaged = errors.New("damaged value")
 
 	// ErrNewerSchema is returned when a record's schema version is newer

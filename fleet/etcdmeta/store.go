@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,22 +379,30 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 	}
 	for range maxSlotTries {
 		hist.Seq = seq + 1
-		hval, err := encodeHistory(hist)
-		if err != nil {
-			return 0, fmt.Errorf("%s %s: %w", op, key, err)
-		}
+		// The last slot holds no entry (parseSeq), so an entry at the one
+		// below it is the last a key takes. The transaction then writes
+		// nothing and only proves the entry is there and the newest (a
+		// guess may be stale); a write there committed, and every Get
+		// and write of the key after it was ErrDamaged.
+		full := hist.Seq >= math.MaxUint64
 		hk := s.historyKey(key, hist.Seq)
 		var then []clientv3.Op
-		if rec != nil {
-			rval, err := encodeRecord(*rec, hist.Seq)
+		if !full {
+			hval, err := encodeHistory(hist)
 			if err != nil {
 				return 0, fmt.Errorf("%s %s: %w", op, key, err)
 			}
-			then = append(then, clientv3.OpPut(rk, string(rval)))
-		}
-		then = append(then, clientv3.OpPut(hk, string(hval)))
-		if hist.Seq > HistoryLimit {
-			then = append(then, s.trim(key, hist.Seq))
+			if rec != nil {
+				rval, err := encodeRecord(*rec, hist.Seq)
+				if err != nil {
+					return 0, fmt.Errorf("%s %s: %w", op, key, err)
+				}
+				then = append(then, clientv3.OpPut(rk, string(rval)))
+			}
+			then = append(then, clientv3.OpPut(hk, string(hval)))
+			if hist.Seq > HistoryLimit {
+				then = append(then, s.trim(key, hist.Seq))
+			}
 		}
 		// The slot is claimed only if no entry holds it or any slot above:
 		// a guess far behind (a ring of appends by others since, whose
@@ -413,6 +422,9 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		resp, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil {
 			return 0, s.cfg.opErr(ctx, op, key, err)
+		}
+		if resp.Succeeded && full {
+			return 0, fmt.Errorf("%s %s: %w: history entry %016x is in the last slot an entry takes, and no entry can follow it (remove the key's history to start it afresh)", op, key, ErrDamaged, seq)
 		}
 		if resp.Succeeded {
 			s.rememberSeq(key, hist.Seq)

@@ -3,6 +3,7 @@ package etcdmeta
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -540,5 +541,47 @@ func TestAGuessFromADeletedKeyKeepsTheNewHistory(t *testing.T) {
 	}
 	if !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || st.History[3].Ticket != ticket {
 		t.Fatalf("history holds seqs %v (newest ticket %q), want 1 2 3 and the put's at 4 (%q)", seqs, st.History[len(st.History)-1].Ticket, ticket)
+	}
+}
+
+// The last slot (all f) is no slot (parseSeq): a write never claims it,
+// nor does Create bring an entry in at it. Claimed after an entry brought
+// in at the slot below (a key dir's history whose seqs come from a
+// generation that high, or a damaged meta.db), the write committed and
+// every Get and write of the key after it was ErrDamaged; brought in by
+// Create, the key was so from the start.
+func TestTheLastHistorySlotIsNeverWritten(t *testing.T) {
+	c := etcdtest.Start1(t)
+	s := open(t, c)
+	key := newKey()
+	e := entry(1, randHex(16))
+	e.Seq = math.MaxUint64
+	if _, err := s.Create(ctx(t), key, record(key, 1), []HistoryEntry{e}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Create with an entry at the last slot = %v, want ErrDamaged", err)
+	}
+	if st, err := s.Get(ctx(t), key); err != nil || st.Rev != 0 || len(st.History) != 0 {
+		t.Fatalf("after a refused Create: rev %d, %d entries, %v; want nothing written", st.Rev, len(st.History), err)
+	}
+
+	e.Seq = math.MaxUint64 - 1
+	rev, err := s.Create(ctx(t), key, record(key, 1), []HistoryEntry{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This Store remembers the slot from its Create, a new one reads it
+	// first, one given a hint of the slot above takes the record's.
+	fresh, hinted := open(t, c), open(t, c)
+	hinted.rememberSeq(key, math.MaxUint64)
+	for i, w := range []*Store{s, fresh, hinted} {
+		name := []string{"same", "fresh", "hinted"}[i]
+		if _, err := w.Put(ctx(t), key, rev, record(key, 2), entry(2, randHex(16))); !errors.Is(err, ErrDamaged) {
+			t.Fatalf("Put above the last but one slot (%s store) = %v, want ErrDamaged", name, err)
+		}
+		if _, err := w.AppendHistory(ctx(t), key, rev, entry(2, randHex(16))); !errors.Is(err, ErrDamaged) {
+			t.Fatalf("AppendHistory above the last but one slot (%s store) = %v, want ErrDamaged", name, err)
+		}
+	}
+	if st, err := s.Get(ctx(t), key); err != nil || st.Rev != rev || len(st.History) != 1 || st.History[0].Seq != math.MaxUint64-1 {
+		t.Fatalf("after the refused writes: rev %d, %d entries, %v; want rev %d and the entry brought in", st.Rev, len(st.History), err, rev)
 	}
 }
