@@ -242,7 +242,11 @@ func (b *Backend) readIn(ctx context.Context, key string, get func(context.Conte
 // while etcd is unavailable, within the request timeout and ctx: the
 // lock's own transaction fails at once when a leader change overtakes it,
 // as a read's does (readIn). A try that failed took nothing: Lock revokes
-// its lease, and with it any waiter's key it wrote.
+// its lease, and with it any waiter's key it wrote. Each try is given ctx,
+// not the bounded context: Lock bounds its own requests, and its wait for
+// a holder is LockWait, longer than the request timeout by default; cut
+// short by the bounded context, a key held for the whole wait read as
+// etcd unavailable (which stops a reap) instead of locked.
 func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-chan struct{}, err error) {
 	c, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
