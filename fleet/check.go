@@ -67,6 +67,11 @@ type CheckOptions struct {
 // keys under way beside it are done: their findings, orphans removed
 // among them, are delivered before the key's error is returned.
 func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
+	sum, err := b.check(ctx, o, visit)
+	return sum, callersEnd(ctx, err)
+}
+
+func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
 	var sum store.CheckSummary
 	now, grace := time.Now, o.Grace
 	if o.Now != nil {

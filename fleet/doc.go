@@ -99,10 +99,13 @@
 // generations missing or not what their record says and orphans (files
 // no record needs past the grace period, which Reap sweeps), and with
 // Repair removes the orphans, each key's under its lock, judged again
-// from a fresh read. Unreachable is the Backend a job builds when etcd
-// ignores or refuses Open's login: resolves are store-unavailable when no
-// member answered, a fault when the credentials were refused, and every
-// promotion is promote-failed.
+// from a fresh read. The walks (Inspect, Check, Reap, ToEtcd, FromEtcd)
+// that the end of their ctx stopped return ctx's error as it is: a
+// deadline of the caller's is context.DeadlineExceeded, never
+// etcdmeta.ErrUnavailable, which is etcd's own silence. Unreachable is
+// the Backend a job builds when etcd ignores or refuses Open's login:
+// resolves are store-unavailable when no member answered, a fault when
+// the credentials were refused, and every promotion is promote-failed.
 //
 // # Migration
 //

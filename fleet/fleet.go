@@ -269,6 +269,19 @@ func readWithin(ctx context.Context, key string, get func(context.Context, strin
 	}
 }
 
+// callersEnd is a walk's error err as its caller gets it: ctx's own
+// error, as it is, when ctx has ended and err is of that end. An etcd
+// request the caller's deadline cut short is otherwise wrapped as
+// etcdmeta.ErrUnavailable (the walk's request timeout, a child of ctx,
+// ends with the same context.DeadlineExceeded), and a Go caller would
+// take its own deadline for etcd's silence.
+func callersEnd(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		return cerr
+	}
+	return err
+}
+
 // backoff waits before the next try of a step whose answer was lost, at
 // most until ctx ends; it reports whether there is time for another try.
 func backoff(ctx context.Context, try int) bool {

@@ -182,3 +182,44 @@ func resolveIn(t *testing.T, s *store.Store, key string) (store.Session, string)
 	}
 	return sess, jd
 }
+
+// A walk that the caller's own deadline ended says so: ctx's error, not
+// etcdmeta.ErrUnavailable, which is etcd's silence and which a Go caller
+// takes for an outage to retry or alert on. Each walk's first etcd
+// request here is cut short by a deadline already past. A cancel was
+// already told apart (context.Canceled alone); a deadline was wrapped as
+// "etcd unavailable: context deadline exceeded".
+func TestWalksEndedByTheCallersDeadlineAreNotEtcdUnavailable(t *testing.T) {
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	key := store.Key("github", "acme/widget", "1")
+	apiPromote(t, s, key, apiLine("one"))
+	legacyRoot := t.TempDir()
+	if err := os.Mkdir(filepath.Join(legacyRoot, store.Key("github", "acme/widget", "2")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	nothing := func(store.Finding) error { return nil }
+	errs := map[string]error{}
+	_, errs["reap"] = b.Reap(ctx, fleet.ReapOptions{TTL: time.Nanosecond})
+	_, errs["check"] = b.Check(ctx, fleet.CheckOptions{}, nothing)
+	_, errs["check --repair"] = b.Check(ctx, fleet.CheckOptions{Repair: true}, nothing)
+	errs["dump"] = b.Inspect(ctx, fleet.InspectOptions{History: 1}, func(fleet.Report) error { return nil })
+	errs["dump one key"] = b.Inspect(ctx, fleet.InspectOptions{Only: key}, func(fleet.Report) error { return nil })
+	sum, err := fleet.FromEtcd(ctx, b, filepath.Join(t.TempDir(), "sessions"), fleet.MigrateOptions{}, func(fleet.MigrateReport) error { return nil })
+	errs["migrate --from-etcd"] = err
+	if !sum.Interrupted {
+		t.Errorf("migrate --from-etcd: %+v, want interrupted", sum)
+	}
+	sum, err = fleet.ToEtcd(ctx, legacyRoot, b, fleet.MigrateOptions{}, func(fleet.MigrateReport) error { return nil })
+	errs["migrate --to-etcd"] = err
+	if !sum.Interrupted {
+		t.Errorf("migrate --to-etcd: %+v, want interrupted", sum)
+	}
+	for what, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, etcdmeta.ErrUnavailable) {
+			t.Errorf("%s: %v; want the caller's deadline, not etcd unavailable", what, err)
+		}
+	}
+}

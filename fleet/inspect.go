@@ -75,6 +75,10 @@ type Report struct {
 // error of etcd (unavailable, refused credentials), before anything is
 // visited.
 func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
+	return callersEnd(ctx, b.inspect(ctx, o, visit))
+}
+
+func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}

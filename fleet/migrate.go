@@ -158,6 +158,7 @@ func (m *migration) notTried() error {
 
 func (m *migration) finish(ctx context.Context, sum *MigrateSummary, start time.Time, err error) (MigrateSummary, error) {
 	sum.Seconds = time.Since(start).Seconds()
+	err = callersEnd(ctx, err)
 	sum.Interrupted = err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 	return *sum, err
 }

@@ -76,6 +76,11 @@ type ReapResult struct {
 // taken for gone), or ctx ended it (no key and no file is begun after
 // that; ctx's error); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
+	res, err := b.reap(ctx, o)
+	return res, callersEnd(ctx, err)
+}
+
+func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	var res ReapResult
 	now := time.Now
 	if o.Now != nil {
