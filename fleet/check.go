@@ -67,6 +67,9 @@ type CheckOptions struct {
 // keys under way beside it are done: their findings, orphans removed
 // among them, are delivered before the key's error is returned.
 func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	sum, err := b.check(ctx, o, visit)
 	return sum, callersEnd(ctx, err)
 }

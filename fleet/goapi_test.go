@@ -223,3 +223,34 @@ func TestWalksEndedByTheCallersDeadlineAreNotEtcdUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// The fleet's walks take a nil ctx as context.Background(), as package
+// store's do: each runs whole, and nothing panics. Before, each panicked
+// (Inspect, Check, Reap and FromEtcd in the caller, at their listing;
+// ToEtcd in its walk's goroutine, a crash the caller cannot recover).
+func TestFleetWalksTakeANilContext(t *testing.T) {
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	key := store.Key("github", "acme/widget", "1")
+	apiPromote(t, s, key, apiLine("one"))
+	var none context.Context
+	errs := map[string]error{}
+	_, errs["reap"] = b.Reap(none, fleet.ReapOptions{TTL: time.Hour})
+	_, errs["check"] = b.Check(none, fleet.CheckOptions{}, func(store.Finding) error { return nil })
+	reports := 0
+	errs["dump"] = b.Inspect(none, fleet.InspectOptions{Verify: true}, func(fleet.Report) error { reports++; return nil })
+	root := filepath.Join(t.TempDir(), "sessions")
+	from, err := fleet.FromEtcd(none, b, root, fleet.MigrateOptions{}, func(fleet.MigrateReport) error { return nil })
+	errs["migrate --from-etcd"] = err
+	other, _ := apiFleet(t, c)
+	to, err := fleet.ToEtcd(none, root, other, fleet.MigrateOptions{}, func(fleet.MigrateReport) error { return nil })
+	errs["migrate --to-etcd"] = err
+	for what, err := range errs {
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if reports != 1 || from.Migrated != 1 || to.Migrated != 1 {
+		t.Errorf("dump reported %d keys, migrate %+v and %+v: want the one key", reports, from, to)
+	}
+}

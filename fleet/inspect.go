@@ -75,6 +75,9 @@ type Report struct {
 // error of etcd (unavailable, refused credentials), before anything is
 // visited.
 func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return callersEnd(ctx, b.inspect(ctx, o, visit))
 }
 

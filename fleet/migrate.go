@@ -181,6 +181,9 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // not tried). The end of ctx starts no new key: the keys under way finish, and
 // ToEtcd returns ctx's error with the summary so far, Interrupted.
 func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	start := time.Now()
 	sum := MigrateSummary{Summary: migrate.Summary{Direction: "to-etcd", DryRun: opts.DryRun}}
 	m, err := newMigration(b, root, opts)
@@ -209,6 +212,9 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 // ToEtcd; the listing of etcd is one snapshot, and each key is read again,
 // with its history, when its turn comes.
 func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	start := time.Now()
 	sum := MigrateSummary{Summary: migrate.Summary{Direction: "from-etcd", DryRun: opts.DryRun}}
 	m, err := newMigration(b, root, opts)

@@ -76,6 +76,9 @@ type ReapResult struct {
 // taken for gone), or ctx ended it (no key and no file is begun after
 // that; ctx's error); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	res, err := b.reap(ctx, o)
 	return res, callersEnd(ctx, err)
 }

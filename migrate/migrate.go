@@ -197,6 +197,9 @@ func (m *migrator) writerOptions(kd *os.File, name string) db.Options {
 // run lists the root, converts every entry with c on up to Workers
 // goroutines, and hands the reports to visit in name order.
 func run(ctx context.Context, root string, c conversion, opts Options, visit func(Report) error) (Summary, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	start := time.Now()
 	sum := Summary{Direction: c.name, DryRun: opts.DryRun}
 	m := &migrator{root: root, opts: opts, disk: opts.disk}
@@ -255,7 +258,8 @@ func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) 
 
 // ToDBContext is ToDB stopped by the end of ctx: no key is started after
 // it, the keys under way finish, and it returns ctx's error with the
-// summary of what was done, marked Interrupted.
+// summary of what was done, marked Interrupted. A nil ctx is
+// context.Background(), as ToDB's.
 func ToDBContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
 	return run(ctx, root, toDB, opts, visit)
 }

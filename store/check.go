@@ -183,6 +183,9 @@ type CheckSummary struct {
 // entries under way beside it are finished and delivered (their repairs
 // are done for good) before the error is returned.
 func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var sum CheckSummary
 	only := opts.Accept + opts.Quarantine
 	switch {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/store"
@@ -156,5 +157,46 @@ func TestStatsOfAnUnreadableRootIsNoFigures(t *testing.T) {
 	st, err := s.Stats(ctx, store.StatsOptions{})
 	if st != nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stats = %+v, %v; want no figures and the root's error", st, err)
+	}
+}
+
+// The walks take a nil ctx as context.Background(), as Reap and Inspect
+// pass it: none is stopped, and nothing panics. Before, InspectWith,
+// Stats and ReapWith panicked in a walker goroutine (a crash the caller
+// cannot recover) and Check in the caller.
+func TestWalksTakeANilContext(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/issue-42")
+	jobDir := filepath.Join(base, "job")
+	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := appendTurn(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), 1, "go on"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	var none context.Context
+	errs := map[string]error{}
+	keys := 0
+	_, errs["check"] = s.Check(none, store.CheckOptions{}, func(store.Finding) error { return nil })
+	errs["inspect"] = s.InspectWith(none, store.InspectOptions{Verify: true, History: 1}, func(store.KeyReport) error { keys++; return nil })
+	st, err := s.Stats(none, store.StatsOptions{})
+	errs["stats"] = err
+	r, err := s.ReapWith(none, store.ReapOptions{})
+	errs["reap"] = err
+	for what, err := range errs {
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if keys != 1 || st == nil || st.Keys != 1 || st.Interrupted || r.Kept != 1 {
+		t.Errorf("inspect reported %d keys, stats %+v, reap %+v: want the one key, whole", keys, st, r)
 	}
 }

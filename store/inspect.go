@@ -187,6 +187,9 @@ func (s *Store) Inspect(history int, visit func(KeyReport) error) error {
 // was. A visit error stops the walk and is returned; so is ctx's error when
 // ctx ends it early, after the reports already read have been visited.
 func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func(KeyReport) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	names, err := s.rootNames(opts.Only)
 	if err != nil {
 		return err

@@ -70,6 +70,9 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, after
 // refuses as too-large unread. Its error is ctx's alone, when ctx ended
 // the read: ctx is looked at between chunks of a megabyte.
 func VerifyRecorded(ctx context.Context, src io.ReaderAt, size, recSize int64, recCRC uint64, maxBytes int64) (*VerifyReport, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if maxBytes > 0 && recSize > maxBytes {
 		if size != recSize {
 			return &VerifyReport{Result: VerifyMismatch, Detail: fmt.Sprintf("%d bytes, the record says %d", size, recSize)}, nil

@@ -89,6 +89,9 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // The result lists names in order. When ctx ends the walk early the result
 // covers the names reaped so far, and ctx's error is returned with it.
 func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	res := ReapResult{Skipped: map[string]string{}}
 	names, err := s.rootNames("")
 	if err != nil {

@@ -232,6 +232,9 @@ func StatBounds() (bytes, chain, pct []int64) {
 // figures of the entries reported so far, marked Interrupted, together
 // with ctx's error; any other error (an unreadable root) returns nil.
 func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	st := &Stats{At: s.opts.Now().UTC(), Window: opts.Window}
 	st.Bytes, st.ResumeChain, st.ContextPct = newDistribution(bytesBounds), newDistribution(chainBounds), newDistribution(pctBounds)
 	st.Layouts, st.Verdicts = tallies(statLayouts), tallies(StatReasons())

@@ -37,6 +37,8 @@
 // meta.db. The operator's walks work on this backend only: Inspect (dump),
 // Stats, Check (its repairs, Accept, Quarantine), Reap and RollForward;
 // Inspect, Stats and Check without repair change nothing, not an mtime.
+// Those that take a context (InspectWith, Stats, Check, ReapWith) stop
+// at its end; a nil one is context.Background(), which never ends.
 //
 // Read-path misses are verdicts, never errors; an error is a fault (I/O, an
 // unusable job dir). A Store is safe for concurrent use by many goroutines

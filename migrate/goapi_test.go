@@ -1,0 +1,33 @@
+package migrate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/store"
+)
+
+// ToDBContext and ToLegacyContext take a nil ctx as context.Background(),
+// as ToDB and ToLegacy pass it: the run is whole, and nothing panics.
+// Before, the walk's dispatcher panicked in its goroutine, a crash the
+// caller cannot recover.
+func TestMigrationsTakeANilContext(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, store.Key("github", "acme/widget", "1")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var none context.Context
+	for name, run := range map[string]func(context.Context, string, Options, func(Report) error) (Summary, error){
+		"to-db": ToDBContext, "to-legacy": ToLegacyContext,
+	} {
+		sum, err := run(none, root, testOpts(), func(Report) error { return nil })
+		if err != nil || sum.Interrupted || sum.Entries != 2 {
+			t.Errorf("%s: %+v, %v; want both entries, not interrupted", name, sum, err)
+		}
+	}
+}
