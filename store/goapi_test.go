@@ -141,6 +141,9 @@ func TestWalksOnAnotherBackendSaySo(t *testing.T) {
 	if r := s.DeepCheckDB(key); r.Incomplete != store.ErrNoSessionsRoot.Error() {
 		t.Errorf("deep check: %+v, want incomplete for %v", r, store.ErrNoSessionsRoot)
 	}
+	if root := s.Root(); root != "" {
+		t.Errorf("the root of a store made by NewOn is %q, want none", root)
+	}
 }
 
 // Stats returns figures only with ctx's own error (or none): a root it

@@ -35,7 +35,8 @@
 // legacy file-per-sidecar rules (package store/legacy), so a fleet half-way
 // through a migration keeps resuming, until its first promotion writes
 // meta.db. The operator's walks work on this backend only: Inspect (dump),
-// Stats, Check (its repairs, Accept, Quarantine), Reap and RollForward;
+// Stats, Check (its repairs, Accept, Quarantine), Reap and RollForward
+// (on a store made by NewOn they return ErrNoSessionsRoot, touching nothing);
 // Inspect, Stats and Check without repair change nothing, not an mtime.
 // Those that take a context (InspectWith, Stats, Check, ReapWith) stop
 // at its end; a nil one is context.Background(), which never ends.
@@ -140,7 +141,8 @@ func newStore(opts Options) *Store {
 	return &Store{opts: opts, disk: diskWrites{}}
 }
 
-// Root returns the sessions root.
+// Root returns the sessions root; "" for a store made by NewOn, which has
+// none.
 func (s *Store) Root() string { return s.root }
 
 // dbOptions are the options every meta.db open of the store's takes.
