@@ -116,6 +116,12 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		return res, err
 	}
 	for _, key := range slices.Sorted(maps.Keys(records)) {
+		if err := ctx.Err(); err != nil {
+			// Interrupted: no key is judged after it, a fresh one's
+			// mtime (a file server's lstat) no more than an expired
+			// one's lock.
+			return res, err
+		}
 		it := records[key]
 		if errors.Is(it.Err, etcdmeta.ErrInvalidKey) {
 			res.NotKeys = append(res.NotKeys, b.meta.Prefix()+"/record/"+key)

@@ -45,3 +45,28 @@ func TestReapSweepStopsWhenCtxEnds(t *testing.T) {
 		t.Fatalf("the next reap = %+v, %v; want the two orphans left swept", r, err)
 	}
 }
+
+// Ctrl-C during reap's walk of the keys judges no key after it, fresh
+// ones included: judging one may read its file's mtime (an lstat on the
+// file server, thousands of them on a large fleet), and cli.md promises
+// a stop within a second. Before, the walk went on judging every key
+// left and stopped only at the sweep, its Kept counting keys judged after
+// the stop.
+func TestReapKeyWalkStopsWhenCtxEnds(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	for _, k := range []string{"a", "b", "c"} {
+		f.run(store.Key("github", "reap", k), "one")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	judged := 0
+	r, err := f.b.Reap(ctx, ReapOptions{TTL: time.Hour, Now: func() time.Time {
+		judged++
+		cancel() // Ctrl-C as the first key is judged
+		return time.Now()
+	}})
+	if !errors.Is(err, context.Canceled) || r.Kept != 1 || judged != 1 {
+		t.Fatalf("reap = %+v, %v, %d keys judged; want context.Canceled after the first key", r, err, judged)
+	}
+}
