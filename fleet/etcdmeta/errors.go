@@ -21,6 +21,11 @@ var (
 	// request now. A write that returns it may or may not have committed:
 	// read the key again, or retry on the same base (a conflict whose
 	// current record names this write's transcript file is this write).
+	// A request that the caller's own ctx deadline ended is reported so
+	// too (the error also matches context.DeadlineExceeded): etcd's
+	// client ends both the same way. A cancelled ctx is context.Canceled
+	// alone. Package fleet's walks return their caller's deadline as
+	// ctx's error.
 	ErrUnavailable = errors.New("etcd unavailable")
 
 	// ErrAuth is returned when etcd refused the credentials: a wrong user

@@ -222,3 +222,23 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		t.Errorf("Get with a cancelled context = %v, want context.Canceled only", err)
 	}
 }
+
+// A request that the caller's own deadline ended, etcd up and answering,
+// is ErrUnavailable as well as context.DeadlineExceeded, as ErrUnavailable's
+// doc says: etcd's client ends both the request timeout and the caller's
+// deadline with the same error. (A cancel is context.Canceled alone; the
+// fleet's walks return a deadline of their caller's as ctx's error.)
+func TestACallersDeadlineIsUnavailableToo(t *testing.T) {
+	c := etcdtest.Start1(t)
+	s := open(t, c)
+	key := newKey()
+	mustPut(t, s, key, 0, 1)
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := s.Get(past, key); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Get past the caller's deadline = %v, want ErrUnavailable and context.DeadlineExceeded", err)
+	}
+	if err := s.List(past, func(Item) error { return nil }); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("List past the caller's deadline = %v, want ErrUnavailable and context.DeadlineExceeded", err)
+	}
+}
