@@ -112,6 +112,15 @@ type mTicket struct {
 	base   mBase
 	jobDir string
 	side   string // where it was issued (Mover); "" for an instance that never moves
+	// promoted is the staged file of the ticket's last promotion that made
+	// a generation (nil: none), for a retry to stage again.
+	promoted    []byte
+	promotedGen uint64 // the generation it made
+}
+
+// madeBy reports whether e is the entry of t's last promotion.
+func (t *mTicket) madeBy(e db.HistoryEntry) bool {
+	return e.Ticket == t.sess.Ticket && e.Outcome == "" && e.Gen == t.promotedGen
 }
 
 // verdict is the ladder of README.md, for the values a store's own

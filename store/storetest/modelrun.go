@@ -63,8 +63,10 @@ type Mover interface {
 // found that fails the same way.
 func RunModel(t *testing.T, h Harness) {
 	seeds, steps, first := uint64(3), uint64(40), uint64(1)
+	defaults := true
 	for name, p := range map[string]*uint64{"SESSDB_MODEL_SEEDS": &seeds, "SESSDB_MODEL_STEPS": &steps, "SESSDB_MODEL_FIRST_SEED": &first} {
 		if v := os.Getenv(name); v != "" {
+			defaults = false
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -90,6 +92,21 @@ func RunModel(t *testing.T, h Harness) {
 			seed, step, len(ops), msg, len(short), strings.Join(log, "\n"), msg2, seed, steps)
 	}
 	t.Logf("model: %d seeds from %d, %d operations, in %v; outcomes %v", seeds, first, ran, time.Since(began).Round(time.Millisecond), seen)
+	if !defaults {
+		return
+	}
+	// The default sequences are few: they must still hold the retries
+	// docs/job.md names, or a backend whose retries do not repeat (or
+	// repeat for another transcript) passes the suite.
+	for _, o := range []string{
+		"retry (the same transcript) promoted (repeat)",
+		"retry (the same transcript, the key moved on) promoted (repeat)",
+		"retry (another of its size, the key moved on) superseded",
+	} {
+		if seen[o] == 0 {
+			t.Errorf("the default sequences hold no %q: the model no longer checks it", o)
+		}
+	}
 }
 
 // shrink removes operations from a failing prefix, one at a time, for as
@@ -117,6 +134,7 @@ type opKind int
 const (
 	opResolve opKind = iota
 	opPromote
+	opRetry
 	opAdvance
 	opInspect
 	opReap
@@ -144,8 +162,10 @@ func genOps(seed uint64, n int) []mOp {
 		switch x := r.IntN(100); {
 		case x < 30:
 			k = opResolve
-		case x < 68:
+		case x < 58:
 			k = opPromote
+		case x < 68:
+			k = opRetry
 		case x < 78:
 			k = opAdvance
 		case x < 87:
@@ -291,6 +311,8 @@ func (r *run) step(op mOp) error {
 		return r.resolve(op)
 	case opPromote:
 		return r.promote(op)
+	case opRetry:
+		return r.retry(op)
 	case opAdvance:
 		d := advances[op.a%len(advances)]
 		r.now = r.now.Add(d)
@@ -499,6 +521,93 @@ func (r *run) promote(op mOp) error {
 	if err != nil && !linked {
 		return fmt.Errorf("stage: %v", err)
 	}
+	return r.promoteStaged(op, i, tk, staged, variant, linked, "promote")
+}
+
+// retry promotes again a ticket that made a generation, as a runner does
+// after a timeout or a lost answer (docs/job.md): its job dir holding the
+// very transcript it promoted, which repeats the first result, or (pi run
+// again in the job dir) another of the same size, which does not, also
+// once the key has moved on. op.b chooses which, each half the time.
+func (r *run) retry(op mOp) error {
+	var done []int
+	for i, tk := range r.tickets {
+		if tk.promoted != nil {
+			done = append(done, i)
+		}
+	}
+	if len(done) == 0 {
+		r.logf("retry: no ticket promoted yet")
+		return nil
+	}
+	i := done[len(done)-1-op.a%min(len(done), 2)]
+	tk := r.tickets[i]
+	other := op.b%2 == 1
+	if m := r.keys[tk.key]; op.b/2%3 != 0 && tk.side == r.side() && m.recGen() == tk.promotedGen && slices.ContainsFunc(m.history, tk.madeBy) {
+		// Mostly the harder case: another job promotes onto the key
+		// first, so that its record no longer describes the ticket's
+		// generation and the retry is told by the history alone.
+		if err := r.moveOn(tk); err != nil {
+			return err
+		}
+	}
+	staged, variant := bytes.Clone(tk.promoted), "the same transcript"
+	if other {
+		// Another answer of the same length: the first letter of the last
+		// message's text changes case.
+		for j := len(staged); j > 0; {
+			j = bytes.LastIndex(staged[:j], []byte(`"text":"`))
+			if j < 0 {
+				break
+			}
+			if c := staged[j+len(`"text":"`)]; 'a' <= c && c <= 'z' {
+				staged[j+len(`"text":"`)] ^= 0x20
+				variant = "another of its size"
+				break
+			}
+		}
+	}
+	p := stagedPath(tk.jobDir)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("stage: %v", err)
+	}
+	os.Remove(p)
+	if err := os.WriteFile(p, staged, 0o600); err != nil {
+		return fmt.Errorf("stage: %v", err)
+	}
+	if op.c%13 != 0 && r.movedOn(tk) { // not edited to name the other key (promoteStaged)
+		variant += ", the key moved on"
+	}
+	return r.promoteStaged(op, i, tk, staged, variant, false, "retry")
+}
+
+// movedOn reports whether tk's key holds a later generation than tk's
+// promotion, whose entry its history still holds.
+func (r *run) movedOn(tk *mTicket) bool {
+	m := r.keys[tk.key]
+	return m.recGen() > tk.promotedGen && slices.ContainsFunc(m.history, tk.madeBy)
+}
+
+// moveOn resolves a new job on tk's key and promotes its answer: a plain
+// job, no bound, no interruption.
+func (r *run) moveOn(tk *mTicket) error {
+	r.logf("     first another job on key %s:", tk.key[:6])
+	if err := r.resolve(mOp{kind: opResolve, a: slices.Index(modelKeys, tk.key), d: 1}); err != nil {
+		return err
+	}
+	i := len(r.tickets) - 1
+	nt := r.tickets[i]
+	plain := mOp{kind: opPromote, c: 1, d: 2}
+	staged, variant, err := r.stageFor(nt, 0, 1000+plain.c)
+	if err != nil {
+		return fmt.Errorf("stage: %v", err)
+	}
+	return r.promoteStaged(plain, i, nt, staged, variant, false, "promote")
+}
+
+// promoteStaged promotes ticket i, tk, its job dir holding staged (the
+// variant named), with a request and an interruption chosen by op.
+func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant string, linked bool, what string) error {
 	req := store.PromoteRequest{PiVersion: tk.job.PiVersion}
 	if op.d%5 == 0 {
 		req.PiVersion = "0.59.0"
@@ -557,8 +666,8 @@ func (r *run) promote(op mOp) error {
 			in.Interrupt(stop)
 		}
 	}
-	r.logf("promote ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
-		i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
+	r.logf("%s ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
+		what, i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
 	res, err := r.inst.Open(r.opts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
 	if tk.side != r.side() {
 		// Another store's ticket: exit 2, nothing written.
@@ -577,6 +686,7 @@ func (r *run) promote(op mOp) error {
 		}
 		if stop == AfterCommit {
 			*m = *trial
+			tk.promoted, tk.promotedGen = staged, want.Gen
 		}
 		r.logf("     = %s (%v)", res.Reason, err)
 		r.counts["promote interrupted "+string(stop)]++
@@ -590,7 +700,13 @@ func (r *run) promote(op mOp) error {
 		return fmt.Errorf("promote: %+v\nthe model %+v", res, want)
 	}
 	r.logf("     = %+v", res)
+	if res.Promoted && !res.Repeat {
+		tk.promoted, tk.promotedGen = staged, res.Gen
+	}
 	o := "promote " + string(res.Reason)
+	if what == "retry" {
+		o = "retry (" + variant + ") " + string(res.Reason)
+	}
 	if res.Repeat {
 		o += " (repeat)"
 	}
