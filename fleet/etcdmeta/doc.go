@@ -17,7 +17,8 @@
 //	                                 hg history_gen, hs newest history seq (a hint)}
 //	  history/<key>/<seq>          an entry: msgpack {g gen, a at, r resumed, w reason,
 //	                                 b bytes, c chain, j job, t torn_tail, k ticket,
-//	                                 o outcome, n run, x rewritten, bg base_gen};
+//	                                 o outcome, n run, x rewritten, bg base_gen,
+//	                                 s crc32c (a promotion's; absent: not recorded)};
 //	                                 seq 16 hex digits; the newest 64 kept
 //	  lock/<key>/<lease>           concurrency.Mutex: one key per holder or waiter,
 //	                                 attached to its lease; the oldest holds the lock
