@@ -2,7 +2,6 @@ package db
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,21 +35,7 @@ func createV1(tx *bolt.Tx, now time.Time) error {
 			return fmt.Errorf("create %s/: %w", b.name, err)
 		}
 	}
-	return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyCreated), encodeInt(heldNano(now)))
-}
-
-// heldNano is t in Unix nanoseconds, held within what those hold (1678 to
-// 2262): a clock past 2262 is recorded as the last time they hold, still
-// in the future as it was, where UnixNano would wrap it into 1715 (the
-// store records a promotion's time the same way).
-func heldNano(t time.Time) int64 {
-	switch {
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	}
-	return t.UnixNano()
+	return tx.Bucket([]byte(bucketMeta)).Put([]byte(keyCreated), encodeInt(RecordedAt(now)))
 }
 
 // jobContractV2 is schema 2, the job contract (issue 11): history/ keys

@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -114,7 +115,7 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		return p, err
 	}
 	v.Transcript = t
-	if t != nil && (t.PromotedAt.Equal(lastRecordable) || t.PromotedAt.Equal(firstRecordable)) {
+	if t != nil && (db.RecordedAt(t.PromotedAt) == math.MaxInt64 || db.RecordedAt(t.PromotedAt) == math.MinInt64) {
 		odd = append(odd, Oddity{legacy.TranscriptName, "an mtime beyond the years 1678 to 2262", fmt.Sprintf("promoted %s, the nearest time meta.db holds (the TTL reads it as it read the mtime)", t.PromotedAt.Format(time.RFC3339Nano))})
 	}
 	if t == nil {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -73,24 +73,12 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	return t, "regular file", nil
 }
 
-// The promotion times meta.db can hold: int64 nanoseconds since 1970.
-var (
-	firstRecordable = time.Unix(0, math.MinInt64)
-	lastRecordable  = time.Unix(0, math.MaxInt64)
-)
-
-// recordable is at within what meta.db can hold (1678 to 2262), so that
-// the TTL reads it as it read the mtime: an mtime past 2262 is recorded as
-// the last time meta.db holds, still in the future, where UnixNano would
-// wrap it into 1901, which is expired.
+// recordable is at as meta.db records it (db.RecordedAt), so that the TTL
+// reads it as it read the mtime: an mtime past 2262 is recorded as the
+// last time meta.db holds, still in the future, where UnixNano would wrap
+// it into 1901, which is expired.
 func recordable(at time.Time) time.Time {
-	switch {
-	case at.After(lastRecordable):
-		return lastRecordable
-	case at.Before(firstRecordable):
-		return firstRecordable
-	}
-	return at
+	return time.Unix(0, db.RecordedAt(at))
 }
 
 // setMtime sets the mtime of f, open as dir's transcript, to at (atime

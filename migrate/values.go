@@ -72,7 +72,7 @@ type Oddity struct {
 func (v Values) sidecars() db.Sidecars {
 	sc := db.Sidecars{PiVersion: &v.PiVersion, Venue: v.Venue, ResumeChain: v.ResumeChain}
 	if t := v.Transcript; t != nil {
-		sc.Transcript = &db.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: t.PromotedAt.UnixNano()}
+		sc.Transcript = &db.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: uint64(t.CRC32C), PromotedAt: db.RecordedAt(t.PromotedAt)}
 	}
 	if c := v.Context; c != nil {
 		sc.Context = &db.Context{Tokens: c.Tokens, Window: c.Window, Model: c.Model} // a copy: the plan keeps its own

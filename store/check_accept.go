@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"os"
 	"time"
 
@@ -157,7 +156,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 		return res, nil
 	}
 	res.Gen = satAdd(highestGen(sc, history), 1)
-	rec := db.Transcript{Gen: res.Gen, Size: size, CRC32C: uint64(sum), PromotedAt: recordedAt(mtime)}
+	rec := db.Transcript{Gen: res.Gen, Size: size, CRC32C: uint64(sum), PromotedAt: db.RecordedAt(mtime)}
 	var chain uint64
 	if sc.Transcript != nil {
 		rec.PromotedAt = sc.Transcript.PromotedAt
@@ -178,7 +177,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 			settles = gates.MetaMovedAside
 		}
 		_, err := tx.AppendHistory(db.HistoryEntry{
-			Gen: res.Gen, At: recordedAt(s.opts.Now()), Outcome: AcceptedOutcome, Reason: string(settles), Bytes: size, Chain: chain,
+			Gen: res.Gen, At: db.RecordedAt(s.opts.Now()), Outcome: AcceptedOutcome, Reason: string(settles), Bytes: size, Chain: chain,
 		})
 		return err
 	})
@@ -271,20 +270,4 @@ func (s *Store) acceptFinding(key string, found []Finding) *Finding {
 		}
 	}
 	return f
-}
-
-// recordedAt is t as meta.db records a time, in Unix nanoseconds, held
-// within what those hold (1678 to 2262): a time past 2262 (the host's
-// clock gone wrong, or an mtime it set) is recorded as the last time
-// meta.db holds, still in the future as t was, where UnixNano would wrap
-// it into the past: a promotion expired, and reaped, once the clock is
-// right (migrate records a legacy mtime the same way).
-func recordedAt(t time.Time) int64 {
-	switch {
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	}
-	return t.UnixNano()
 }

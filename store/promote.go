@@ -245,10 +245,10 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	// and the history; only then is it promoted.
 	rec := s.nextRecord(sess, req, prev, content)
 	now := s.opts.Now()
-	rec.Transcript = &db.Transcript{Gen: gen, Size: st.Size, CRC32C: uint64(st.CRC32C), PromotedAt: recordedAt(now)}
+	rec.Transcript = &db.Transcript{Gen: gen, Size: st.Size, CRC32C: uint64(st.CRC32C), PromotedAt: db.RecordedAt(now)}
 	rec.PiVersion = &req.PiVersion
 	entry := db.HistoryEntry{
-		Gen: gen, At: recordedAt(now), Resumed: sess.Resume, Reason: string(sess.Reason),
+		Gen: gen, At: db.RecordedAt(now), Resumed: sess.Resume, Reason: string(sess.Reason),
 		Bytes: st.Size, Chain: *rec.ResumeChain, Job: sess.Job, TornTail: staged.torn,
 		Ticket: sess.Ticket, Run: string(content.run), Rewritten: rewritten, BaseGen: sess.Base.Gen,
 		CRC32C: uint64(st.CRC32C),
@@ -340,7 +340,7 @@ func (s *Store) refuse(txn KeyTxn, history []db.HistoryEntry, sess Session, res 
 		}
 	}
 	return txn.Refuse(db.HistoryEntry{
-		Gen: gen, At: recordedAt(s.opts.Now()), Outcome: string(res.Reason),
+		Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: string(res.Reason),
 		Resumed: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
 		Job: sess.Job, Ticket: sess.Ticket, Run: string(res.Run), BaseGen: sess.Base.Gen,
 	})

@@ -304,7 +304,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		gen = sc.Transcript.Gen
 	}
 	err = d.Update(func(tx *db.Tx) error {
-		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: recordedAt(s.opts.Now()), Outcome: reapingOutcome, Reason: string(gates.Expired)})
+		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: reapingOutcome, Reason: string(gates.Expired)})
 		return err
 	})
 	if err != nil {
