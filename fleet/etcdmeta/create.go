@@ -23,6 +23,7 @@ import (
 // committed: retried, it commits or conflicts with itself (a record that
 // names this Create's transcript file).
 func (s *Store) Create(ctx context.Context, key string, rec Record, hist []HistoryEntry) (Rev, error) {
+	ctx = orBackground(ctx)
 	for i := 1; i < len(hist); i++ {
 		if hist[i].Seq <= hist[i-1].Seq {
 			return 0, fmt.Errorf("create %s: history seq %d follows %d: %w", key, hist[i].Seq, hist[i-1].Seq, ErrHistoryOrder)

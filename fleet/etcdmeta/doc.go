@@ -51,10 +51,11 @@
 // is one transaction too, guarded by the key having no record and no
 // history entry.
 //
-// Every request waits at most Config.RequestTimeout; an etcd that does not
-// answer is ErrUnavailable, a refusal of the credentials (password,
-// permission, TLS) is ErrAuth, and a write larger than etcd takes in one
-// request is ErrTooLarge, never ErrUnavailable: it fails the same way
+// Every request waits at most Config.RequestTimeout, and no longer than
+// its ctx (a nil one is context.Background(), as the fleet's walks take
+// it); an etcd that does not answer is ErrUnavailable, a refusal of the
+// credentials (password, permission, TLS) is ErrAuth, and a write larger
+// than etcd takes in one request is ErrTooLarge, never ErrUnavailable: it fails the same way
 // however often it is retried. A write that returns ErrUnavailable may have
 // committed: retried on the same base, it conflicts with itself (its own
 // record, which names its own transcript file) or commits; it never

@@ -24,6 +24,7 @@ import (
 // under a holder that is merely slow. unlock revokes the lease, waiting at
 // most the request timeout; it may be called more than once.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-chan struct{}, err error) {
+	ctx = orBackground(ctx)
 	c, cancel, err := s.begin(ctx, "lock", key)
 	if err != nil {
 		return nil, nil, err

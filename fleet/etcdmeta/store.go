@@ -172,6 +172,15 @@ func (s *Store) begin(ctx context.Context, op, key string) (context.Context, con
 	return c, cancel, nil
 }
 
+// orBackground is ctx, or context.Background() for a nil one: every
+// request takes a nil ctx so (see the package doc).
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
+
 // reconnect lets a request that finds no member reachable (the
 // connection in transient failure) have gRPC reconnect now rather than at
 // the end of its reconnect backoff. That backoff grows over an outage to
@@ -240,6 +249,7 @@ func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 // record is State{Rev: 0} and no error. A record that does not decode is
 // ErrDamaged or ErrNewerSchema, returned with the State's Rev and History.
 func (s *Store) Get(ctx context.Context, key string) (State, error) {
+	ctx = orBackground(ctx)
 	c, cancel, err := s.begin(ctx, "get", key)
 	if err != nil {
 		return State{}, err
@@ -265,6 +275,7 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 // record is State{Rev: 0}; a record that does not decode is ErrDamaged or
 // ErrNewerSchema, returned with the State's Rev. History is nil.
 func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
+	ctx = orBackground(ctx)
 	return s.getRecord(ctx, key)
 }
 
@@ -275,6 +286,7 @@ func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
 // ticket's base for the key's state needs, to see cheaply whether the key
 // has visibly moved on before it writes anything. Errors are GetRecord's.
 func (s *Store) PeekRecord(ctx context.Context, key string) (State, error) {
+	ctx = orBackground(ctx)
 	return s.getRecord(ctx, key, clientv3.WithSerializable())
 }
 
@@ -312,6 +324,7 @@ func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOp
 // The history keeps its newest HistoryLimit entries: the oldest beyond are
 // deleted in the same transaction.
 func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist HistoryEntry) (Rev, error) {
+	ctx = orBackground(ctx)
 	return s.guarded(ctx, "put", key, base, hist, &rec)
 }
 
@@ -322,6 +335,7 @@ func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist 
 // has changed since is a *ConflictError, to be decided again. It returns
 // the record's revision, unchanged.
 func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
+	ctx = orBackground(ctx)
 	rev, err := s.guarded(ctx, "append history", key, base, e, nil)
 	if err == nil {
 		rev = base // the transaction's revision is the entry's, not the record's
@@ -450,6 +464,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 // history left without one). A lost compare is a *ConflictError. It
 // returns the revision of the deletion.
 func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
+	ctx = orBackground(ctx)
 	c, cancel, err := s.begin(ctx, "delete", key)
 	if err != nil {
 		return 0, err
@@ -491,6 +506,7 @@ var listPageSize int64 = 500
 // error fn returns and returns it. Each page is bounded by the request
 // timeout.
 func (s *Store) List(ctx context.Context, fn func(Item) error) error {
+	ctx = orBackground(ctx)
 	if s.closed.Load() {
 		return fmt.Errorf("list: %w", ErrClosed)
 	}

@@ -22,8 +22,10 @@
 // Open and Remove take only names of the shapes above, check them before
 // they touch a path, and never follow a link below the transcripts dir;
 // Open refuses anything but a regular file. ListOrphans reports only files
-// this package wrote. The functions are safe for concurrent use, also from
-// many hosts.
+// this package wrote. Write and ListOrphans stop at the end of their ctx,
+// with its error; a nil one is context.Background(), as the fleet's walks
+// take it. The functions are safe for concurrent use, also from many
+// hosts.
 //
 // # Caveat
 //

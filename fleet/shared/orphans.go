@@ -22,7 +22,7 @@ import (
 // key's orphans from being found. A key's directory, or a file in it,
 // found gone has dir judged (DirErr): dir itself gone or stale stops the
 // listing with ErrDirUnavailable, rather than taking every key or file
-// left for gone.
+// left for gone. ctx is checked between key directories.
 //
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
@@ -30,6 +30,9 @@ import (
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
 func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names []string, unreadable map[string]error, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
 		return nil, nil, DirErrOr(dir, err)

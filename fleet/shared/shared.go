@@ -29,6 +29,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // reports once it is old. The key's directory is made (0700) if need be;
 // a link in its place is ErrNotRegular. ctx is checked between chunks.
 func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (name string, size int64, crc uint32, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if !ValidKey(key) {
 		return "", 0, 0, &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
 	}
