@@ -56,6 +56,10 @@ type Backend struct {
 	// shared.ServerNow. Set by this package's tests only, to stand in for
 	// a server whose clock is behind.
 	serverNow func(dir string) (time.Time, error)
+	// localNow is this host's clock as fileBehind reads it; nil is
+	// time.Now. Set by this package's tests only, to stand in for a
+	// reaper paused while it reads the server's clock.
+	localNow func() time.Time
 	// stale remembers bases found superseded (see Begin).
 	stale staleRevs
 	// landedLate counts commits found landed by a later try after their

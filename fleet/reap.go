@@ -355,15 +355,24 @@ func (b *Backend) fileNow(now time.Time) time.Time {
 // as fileNow reads it: 0 when it is not behind, or cannot be read (the
 // error).
 func (b *Backend) fileBehind() (time.Duration, error) {
-	read := b.serverNow
+	read, localNow := b.serverNow, b.localNow
 	if read == nil {
 		read = shared.ServerNow
 	}
-	local := time.Now()
+	if localNow == nil {
+		localNow = time.Now
+	}
 	server, err := read(b.dir)
 	if err != nil {
 		return 0, err
 	}
+	// This host's clock is read after the server stamped its time, never
+	// before: a reaper paused between the two (a VM suspended, a stalled
+	// touch) then finds the server further behind than it is, and judges
+	// files younger, kept longer. Read before, the pause was taken off the
+	// server's lag, and the files judged by a clock the pause ahead of the
+	// one that stamped them: a promotion's file in flight swept.
+	local := localNow()
 	// A local disk stamps by the kernel's coarse clock, a tick behind the
 	// one time.Now reads: no server behind, and no reason to shift every
 	// age by a few milliseconds.
