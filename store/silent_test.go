@@ -30,6 +30,9 @@ func TestLibraryIsSilentByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed, not left to the GC: its finalizer closing it during a later
+	// test's lowered RLIMIT_NOFILE gave that test a descriptor.
+	defer capture.Close()
 	restore := redirect(t, capture, 1, 2)
 
 	jobDir := t.TempDir()

@@ -43,9 +43,8 @@ func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kd.Close()
-	restore := lowerFDLimit(t, 0)
-	held, err := flockedNow(kd, name)
-	restore()
+	var held bool
+	starved(t, func() { held, err = flockedNow(kd, name) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("flockedNow with no descriptor to open the temp = %v, %v; want EMFILE", held, err)
 	}
@@ -85,9 +84,8 @@ func TestFellBackWithoutADescriptorIsTheOpensError(t *testing.T) {
 	}
 	cur := keyState{file: &st, record: &db.Transcript{Gen: 1, Size: int64(len(one)), CRC32C: uint64(crc32.Checksum(one, castagnoli))}}
 	m := metaPagesOf(t, path)
-	restore := lowerFDLimit(t, 0)
-	fell, err := fellBack(kd, m, cur)
-	restore()
+	var fell bool
+	starved(t, func() { fell, err = fellBack(kd, m, cur) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("fellBack with no descriptor to read the transcript = %v, %v; want EMFILE", fell, err)
 	}
@@ -111,9 +109,8 @@ func TestLegacyFilesThatCannotBeListedIsAFault(t *testing.T) {
 	}
 	k := &keyDir{dir: kd}
 	defer kd.Close()
-	restore := lowerFDLimit(t, 0)
-	names, err := legacyFiles(k)
-	restore()
+	var names []string
+	starved(t, func() { names, err = legacyFiles(k) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("legacyFiles with no descriptor to list the dir = %q, %v; want EMFILE", names, err)
 	}
@@ -146,9 +143,8 @@ func TestHeldRecordWithoutADescriptorIsTheOpensError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore := lowerFDLimit(t, 0)
-	held, err := heldRecord(kd, sc, &st)
-	restore()
+	var held *db.Transcript
+	starved(t, func() { held, err = heldRecord(kd, sc, &st) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("heldRecord with no descriptor to read the transcript in place = %+v, %v; want EMFILE", held, err)
 	}
