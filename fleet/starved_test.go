@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 	"sessdb/migrate"
 	"sessdb/store"
 )
@@ -38,42 +39,8 @@ func TestNotRecordedThatCannotBeListedFailsTheKey(t *testing.T) {
 	}
 	defer kd.Close()
 
-	// A descriptor below the limit closed meanwhile by something else
-	// (the GC finalizing an *os.File a test dropped, a goroutine) lets the
-	// listing open one: the probe after it, the limit still low, tells,
-	// and the starved step runs again.
 	var r MigrateReport
-	for try := 1; ; try++ {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lowest := uint64(f.Fd())
-		f.Close()
-		var old syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-			t.Fatal(err)
-		}
-		low := old
-		low.Cur = lowest // no descriptor more
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			t.Skipf("setrlimit: %v", err)
-		}
-		r = MigrateReport{}
-		notRecorded(kd, &r)
-		freed := false
-		if fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
-			freed = true
-			syscall.Close(fd)
-		}
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-			t.Fatal(err)
-		}
-		if !freed || try == 5 {
-			break
-		}
-		t.Logf("try %d: a descriptor below the limit was freed meanwhile; the starved step runs again", try)
-	}
+	testfs.Starved(t, func() { r = MigrateReport{}; notRecorded(kd, &r) })
 	if r.Action != migrate.Failed || !strings.Contains(r.Cause, syscall.EMFILE.Error()) {
 		t.Fatalf("a key dir that cannot be listed = %s (%s); want failed with the listing's error", r.Action, r.Cause)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 )
 
 // A legacy sidecar not read for want of a descriptor (EMFILE) says
@@ -34,26 +35,7 @@ func TestLegacySidecarNotReadForWantOfADescriptorFailsTheKey(t *testing.T) {
 	must(t, err)
 
 	var v Values
-	for try := 1; ; try++ {
-		f, ferr := os.Open(os.DevNull)
-		must(t, ferr)
-		lowest := uint64(f.Fd())
-		f.Close()
-		var old syscall.Rlimit
-		must(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
-		low := old
-		low.Cur = lowest // no descriptor more
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			t.Skipf("setrlimit: %v", err)
-		}
-		v, _, err = readLegacy(k)
-		freed := freedBelow()
-		must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old))
-		if !freed || try == 5 {
-			break
-		}
-		t.Logf("try %d: a descriptor below the limit was freed meanwhile; the starved read runs again", try)
-	}
+	testfs.Starved(t, func() { v, _, err = readLegacy(k) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("the legacy values read with no descriptor = %s, %v; want EMFILE", fmtValues(v), err)
 	}
@@ -61,20 +43,6 @@ func TestLegacySidecarNotReadForWantOfADescriptorFailsTheKey(t *testing.T) {
 	if err != nil || v.Venue == nil || *v.Venue != "local" || v.ResumeChain == nil || *v.ResumeChain != 3 {
 		t.Fatalf("the legacy values = %s, %v", fmtValues(v), err)
 	}
-}
-
-// freedBelow reports whether the process, its RLIMIT_NOFILE at the
-// lowest descriptor free when it was lowered, can open one now: one below
-// it closed meanwhile by something else (the GC finalizing an *os.File a
-// test dropped, a goroutine) lets an open the test meant to starve
-// succeed, and the test runs its step again.
-func freedBelow() bool {
-	fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	syscall.Close(fd)
-	return true
 }
 
 // starvedAfterSync is the disk, but that once a temp is fsynced it leaves
@@ -85,6 +53,7 @@ type starvedAfterSync struct {
 	durable.Disk
 	t       *testing.T
 	old     syscall.Rlimit
+	lowest  uint64 // the limit: the temp's descriptor, the lowest free one once it is closed
 	lowered bool
 }
 
@@ -95,7 +64,8 @@ func (d *starvedAfterSync) SyncFile(f *os.File) error {
 	if !d.lowered {
 		must(d.t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &d.old))
 		low := d.old
-		low.Cur = uint64(f.Fd())
+		d.lowest = uint64(f.Fd())
+		low.Cur = d.lowest
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 			d.t.Skipf("setrlimit: %v", err)
 		}
@@ -104,11 +74,11 @@ func (d *starvedAfterSync) SyncFile(f *os.File) error {
 	return nil
 }
 
-// restore reports whether the starvation held (freedBelow).
+// restore reports whether the starvation held (testfs.FreedBelow).
 func (d *starvedAfterSync) restore() (held bool) {
 	held = true
 	if d.lowered {
-		held = !freedBelow()
+		held = !testfs.FreedBelow(d.lowest, 0)
 		must(d.t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &d.old))
 		d.lowered = false
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // withOneMoreFD runs f with the process allowed exactly one more open
@@ -19,7 +20,7 @@ import (
 // takes the lowest free one: the limit is set to the second-lowest free
 // number, found by opening two), then restores the limit. It reports
 // whether the starvation held: no descriptor below the lowest free one
-// was freed meanwhile by something else (lowerFDLimit).
+// was freed meanwhile by something else (testfs.LowerFDLimit).
 func withOneMoreFD(t *testing.T, f func()) (held bool) {
 	t.Helper()
 	var first, second *os.File
@@ -48,7 +49,7 @@ func withOneMoreFD(t *testing.T, f func()) (held bool) {
 		}
 	}()
 	f()
-	return !freedBelow(lowest, limit-lowest)
+	return !testfs.FreedBelow(lowest, limit-lowest)
 }
 
 // A staged dir that cannot be opened for a reason other than its absence

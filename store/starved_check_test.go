@@ -18,6 +18,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 )
 
 // A meta.db temp that check cannot open (no descriptor left) may be a
@@ -44,7 +45,7 @@ func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 	}
 	defer kd.Close()
 	var held bool
-	starved(t, func() { held, err = flockedNow(kd, name) })
+	testfs.Starved(t, func() { held, err = flockedNow(kd, name) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("flockedNow with no descriptor to open the temp = %v, %v; want EMFILE", held, err)
 	}
@@ -85,7 +86,7 @@ func TestFellBackWithoutADescriptorIsTheOpensError(t *testing.T) {
 	cur := keyState{file: &st, record: &db.Transcript{Gen: 1, Size: int64(len(one)), CRC32C: uint64(crc32.Checksum(one, castagnoli))}}
 	m := metaPagesOf(t, path)
 	var fell bool
-	starved(t, func() { fell, err = fellBack(kd, m, cur) })
+	testfs.Starved(t, func() { fell, err = fellBack(kd, m, cur) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("fellBack with no descriptor to read the transcript = %v, %v; want EMFILE", fell, err)
 	}
@@ -110,7 +111,7 @@ func TestLegacyFilesThatCannotBeListedIsAFault(t *testing.T) {
 	k := &keyDir{dir: kd}
 	defer kd.Close()
 	var names []string
-	starved(t, func() { names, err = legacyFiles(k) })
+	testfs.Starved(t, func() { names, err = legacyFiles(k) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("legacyFiles with no descriptor to list the dir = %q, %v; want EMFILE", names, err)
 	}
@@ -144,7 +145,7 @@ func TestHeldRecordWithoutADescriptorIsTheOpensError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var held *db.Transcript
-	starved(t, func() { held, err = heldRecord(kd, sc, &st) })
+	testfs.Starved(t, func() { held, err = heldRecord(kd, sc, &st) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("heldRecord with no descriptor to read the transcript in place = %+v, %v; want EMFILE", held, err)
 	}

@@ -16,86 +16,8 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 )
-
-// lowerFDLimit lets the process open extra more descriptors (RLIMIT_NOFILE
-// bounds a descriptor's number, and an open takes the lowest free one) and
-// returns the function that restores the limit; the test's cleanup calls
-// it too. restore reports whether the starvation held: a descriptor below
-// the lowest free one at the lowering, closed meanwhile by something else
-// (the GC finalizing an *os.File a test dropped, a goroutine), lets an
-// open the test meant to starve succeed. restore looks for one, the limit
-// still low, before it raises the limit; the caller then runs its step
-// again (starved does).
-func lowerFDLimit(t *testing.T, extra uint64) (restore func() (held bool)) {
-	t.Helper()
-	f, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lowest := uint64(f.Fd())
-	f.Close()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	low := old
-	low.Cur = lowest + extra
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Skipf("setrlimit: %v", err)
-	}
-	done := false
-	restore = func() bool {
-		if done {
-			return true
-		}
-		done = true
-		held := !freedBelow(lowest, extra)
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-			t.Error(err)
-		}
-		return held
-	}
-	t.Cleanup(func() { restore() })
-	return restore
-}
-
-// freedBelow reports whether a descriptor numbered below lowest is free,
-// the limit being at lowest+extra: it opens what the limit allows and
-// closes it again.
-func freedBelow(lowest, extra uint64) bool {
-	freed := false
-	var probes []int
-	for i := uint64(0); i <= extra; i++ {
-		fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			break
-		}
-		probes = append(probes, fd)
-		if uint64(fd) < lowest {
-			freed = true
-		}
-	}
-	for _, fd := range probes {
-		syscall.Close(fd)
-	}
-	return freed
-}
-
-// starved runs step with no descriptor left to open (lowerFDLimit's
-// extra 0), again if a descriptor was freed meanwhile (at most 5 tries),
-// so that its results are those of a starved run.
-func starved(t *testing.T, step func()) {
-	t.Helper()
-	for try := 1; ; try++ {
-		restore := lowerFDLimit(t, 0)
-		step()
-		if restore() || try == 5 {
-			return
-		}
-		t.Logf("try %d: a descriptor below the limit was freed meanwhile; the starved step runs again", try)
-	}
-}
 
 // A legacy key's sidecar that could not be opened for want of a
 // descriptor (EMFILE) says nothing about the key: the resolve is a fault
@@ -111,7 +33,7 @@ func TestLegacySidecarNotReadForWantOfADescriptorIsAFault(t *testing.T) {
 	})
 	// The resolve closes descriptors of its own between the two points, so
 	// restore's look for one freed by something else cannot tell here:
-	// this test runs once (the hazard, lowerFDLimit's, stands).
+	// this test runs once (the hazard, testfs.LowerFDLimit's, stands).
 	var restore func() bool
 	lowered := false
 	faults.Set(func(p faults.Point) error {
@@ -120,7 +42,7 @@ func TestLegacySidecarNotReadForWantOfADescriptorIsAFault(t *testing.T) {
 			// meta.db found absent: one descriptor more, for the
 			// transcript, and none for a sidecar.
 			lowered = true
-			restore = lowerFDLimit(t, 1)
+			restore = testfs.LowerFDLimit(t, 1)
 		case p == faults.ResolveAfterGates && restore != nil:
 			restore()
 		}
@@ -160,7 +82,7 @@ func TestLegacyVenueRecheckWithoutADescriptorIsAFault(t *testing.T) {
 	}
 	defer v.Close()
 	var a Acceptance
-	starved(t, func() { a = v.Accept(int64(len(body)), crc32.Checksum(body, castagnoli)) })
+	testfs.Starved(t, func() { a = v.Accept(int64(len(body)), crc32.Checksum(body, castagnoli)) })
 	if !errors.Is(a.Err, syscall.EMFILE) {
 		t.Fatalf("the re-check with no descriptor = %+v; want its error EMFILE", a)
 	}
@@ -189,7 +111,7 @@ func TestMovedAsideThatCannotBeListedIsAFault(t *testing.T) {
 	}
 	defer kd.Close()
 	var aside bool
-	starved(t, func() { aside, err = movedAside(kd) })
+	testfs.Starved(t, func() { aside, err = movedAside(kd) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("movedAside with no descriptor to list the dir = %v, %v; want EMFILE", aside, err)
 	}

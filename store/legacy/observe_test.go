@@ -7,9 +7,10 @@ package legacy
 
 import (
 	"errors"
-	"os"
 	"syscall"
 	"testing"
+
+	"sessdb/internal/testfs"
 )
 
 // Each of the four sidecars, not read for want of a descriptor (EMFILE),
@@ -23,44 +24,13 @@ func TestObserveWithoutADescriptorIsAnError(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := newKeyDir(t)
 			k.write(t, name, map[string]string{VenueName: "local", PiVersionName: "0.58.3", ResumeChainName: "3", ContextName: "48000 200000 a/b"}[name])
-			// A descriptor below the limit closed meanwhile by something
-			// else (the GC finalizing an *os.File a test dropped, a
-			// goroutine) lets a read open one: the probe after the reads,
-			// the limit still low, tells, and they run again.
 			var o Observed
 			var err, verr, cerr error
-			for try := 1; ; try++ {
-				f, ferr := os.Open(os.DevNull)
-				if ferr != nil {
-					t.Fatal(ferr)
-				}
-				lowest := uint64(f.Fd())
-				f.Close()
-				var old syscall.Rlimit
-				if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-					t.Fatal(err)
-				}
-				low := old
-				low.Cur = lowest // no descriptor more
-				if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-					t.Skipf("setrlimit: %v", err)
-				}
+			testfs.Starved(t, func() {
 				o, err = Observe(k.dir)
 				_, verr = ObserveVenue(k.dir)
 				_, cerr = ObserveResumeChain(k.dir)
-				freed := false
-				if fd, perr := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); perr == nil {
-					freed = true
-					syscall.Close(fd)
-				}
-				if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-					t.Fatal(err)
-				}
-				if !freed || try == 5 {
-					break
-				}
-				t.Logf("try %d: a descriptor below the limit was freed meanwhile; the starved reads run again", try)
-			}
+			})
 			if !errors.Is(err, syscall.EMFILE) {
 				t.Fatalf("Observe with no descriptor for %s = %+v, %v; want EMFILE", name, o, err)
 			}
