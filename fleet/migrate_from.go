@@ -168,11 +168,15 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	key := r.Key
 	_, err := fsat.LstatAt(kd, db.FileName)
 	noDB := fsat.IsNotExist(err)
+	legacyLayout := false
+	if noDB {
+		legacyLayout, err = legacyFiles(kd)
+	}
 	switch {
-	case err != nil && !noDB:
+	case err != nil:
 		fail(r, err)
 		return
-	case noDB && legacyFiles(kd):
+	case legacyLayout:
 		// Checked before the open below, which would make meta.db.
 		r.Action, r.Cause = Conflict, "the key dir is in the legacy layout: left alone"
 		return
@@ -250,7 +254,11 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	from := 0
 	switch {
 	case sc.Transcript == nil && sc.PiVersion == nil && sc.Venue == nil && sc.ResumeChain == nil && sc.Context == nil:
-		if legacyFiles(kd) {
+		switch legacyLayout, err := legacyFiles(kd); {
+		case err != nil:
+			fail(r, err)
+			return
+		case legacyLayout:
 			r.Action, r.Cause = Conflict, "the key dir is in the legacy layout (meta.db holds no record): left alone"
 			return
 		}

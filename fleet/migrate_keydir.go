@@ -27,13 +27,28 @@ import (
 const storeTempPrefix = ".current.jsonl.tmp-"
 
 // legacyFiles reports whether kd holds a transcript or a legacy sidecar.
-func legacyFiles(kd *os.File) bool {
+// A look that fails otherwise than "gone" (an I/O error, the kernel out of
+// memory) is its error, never "none": taken for none, FromEtcd would make
+// meta.db beside a legacy conversation, which the db then outranks (as
+// migrate's scan of a key dir, lstatListed). A file found is the legacy
+// layout whatever the other looks gave.
+func legacyFiles(kd *os.File) (bool, error) {
+	var failed error
 	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
-		if _, err := fsat.LstatAt(kd, n); err == nil {
-			return true
+		err := faults.At(faults.FromEtcdLegacyLstat)
+		if err != nil {
+			err = &os.PathError{Op: "lstat", Path: fsat.Join(kd, n), Err: err}
+		} else {
+			_, err = fsat.LstatAt(kd, n)
+		}
+		switch {
+		case err == nil:
+			return true, nil
+		case !fsat.IsNotExist(err) && failed == nil:
+			failed = err
 		}
 	}
-	return false
+	return false, failed
 }
 
 // fileID reads name in kd: whether there is an entry, and for a regular
