@@ -175,7 +175,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				dbBroken = dbBroken || n == db.FileName
 			}
 		case strings.HasPrefix(n, tmpPrefix):
-			if p := k.inFlight(); p != nil && p.Tmp == n {
+			if p, _ := k.inFlight(); p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
 			if !fsat.IsRegular(&st) {
@@ -311,7 +311,12 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	}
 
 	tpath := key + "/" + TranscriptName
-	p := k.inFlight()
+	p, err := k.inFlight()
+	if err != nil {
+		// Not looked at: neither in flight nor settled is known.
+		add(key+"/"+k.sidecars.Pending.Tmp, KindUnreadable, "%v", err)
+		return nil
+	}
 	whole := false
 	if p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') {
 		var err error

@@ -338,7 +338,9 @@ func (s *Store) reportDB(k *keyDir, r *KeyReport, history int) {
 	if c := sc.Context; c != nil {
 		r.Context = contextReport(c.Tokens, c.Window, c.Model)
 	}
-	if p := k.inFlight(); p != nil {
+	if p, err := k.inFlight(); err != nil && r.Problem == "" {
+		r.Problem = fmt.Sprintf("pending promotion's temp: %v", err)
+	} else if p != nil {
 		r.Pending = &PendingReport{Tmp: p.Tmp, Bytes: p.Size, CRC32C: p.CRC32C, Gen: p.Gen}
 	}
 	if t := sc.Transcript; t != nil {

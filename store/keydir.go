@@ -379,12 +379,22 @@ func movedAside(kd *os.File) (bool, error) {
 
 // inFlight is the key's pending promotion when it is still in flight
 // (committed, its temp still at its name), else nil: one that landed keeps
-// its entry until the next writer's commit replaces it.
-func (k *keyDir) inFlight() *db.Pending {
-	if p := k.sidecars.Pending; k.metaErr == nil && pendingInFlight(k.dir, p) {
-		return p
+// its entry until the next writer's commit replaces it. A look at the temp
+// that failed (see pendingInFlight) is its error, the entry given as in
+// flight: a reader then opens the temp, and the open tells
+// (servePending); what could not be told is check's to report.
+func (k *keyDir) inFlight() (*db.Pending, error) {
+	p := k.sidecars.Pending
+	if k.metaErr != nil {
+		return nil, nil
 	}
-	return nil
+	switch in, err := pendingLook(k.dir, p); {
+	case err != nil:
+		return p, err
+	case !in:
+		return nil, nil
+	}
+	return p, nil
 }
 
 // servePending makes a committed promotion's temp the transcript a resolve
@@ -398,7 +408,7 @@ func (k *keyDir) servePending() error {
 		return nil
 	}
 	k.pending = k.sidecars.Pending
-	p := k.inFlight()
+	p, _ := k.inFlight() // a look that failed: the open below tells
 	if p == nil {
 		k.observeDB() // expectSize covers the generation before it
 		return nil
@@ -539,13 +549,37 @@ func (k *keyDir) base() Base {
 // temp is gone is settled. Only a crash between the commit and the rename
 // leaves a temp at the name: temp names are random, and the sweep removes
 // every temp no entry in flight names. A name that is not a promotion
-// temp's is never looked up.
+// temp's is never looked up. A look that failed (see pendingLook) counts
+// as in flight: the open of the temp that follows tells (a temp gone is
+// served or rolled forward as settled; one not read is the caller's
+// error).
 func pendingInFlight(kd *os.File, p *db.Pending) bool {
+	in, err := pendingLook(kd, p)
+	return in || err != nil
+}
+
+// pendingLook is pendingInFlight's look (an lstat) at p's temp, with its
+// error: a failure otherwise than "gone" (an I/O error, the kernel out of
+// memory) tells neither in flight nor settled. check, which judges the
+// promotion without opening its temp when it is settled, reports it so
+// (it reported a settled promotion as pending, a problem).
+func pendingLook(kd *os.File, p *db.Pending) (bool, error) {
 	if p == nil || !strings.HasPrefix(p.Tmp, tmpPrefix) || strings.ContainsRune(p.Tmp, '/') {
-		return false
+		return false, nil
 	}
-	_, err := fsat.LstatAt(kd, p.Tmp)
-	return !fsat.IsNotExist(err)
+	err := faults.At(faults.PendingLook)
+	if err != nil {
+		err = &os.PathError{Op: "lstat", Path: fsat.Join(kd, p.Tmp), Err: err}
+	} else {
+		_, err = fsat.LstatAt(kd, p.Tmp)
+	}
+	switch {
+	case fsat.IsNotExist(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // PendingInFlight is pendingInFlight for a caller holding the key's lock

@@ -81,3 +81,76 @@ func TestCheckOfAPendingTempNotReadIsUnreadable(t *testing.T) {
 		t.Fatalf("check with the pending temp's read failing: %+v; want the temp unreadable, not judged", found)
 	}
 }
+
+// A promotion that landed keeps its pending entry until the next writer's
+// commit; check tells it settled by its temp gone from its name. That look
+// (an lstat) failing otherwise than "gone" (an I/O error, the kernel out
+// of memory) says nothing of the promotion: check reports the temp
+// unreadable (exit 1, what it could not read), not a pending promotion.
+// It counted as in flight: a settled promotion was reported as a problem,
+// its temp "missing or not what the record says" (exit 3).
+func TestCheckOfAPendingTempNotLookedAtIsUnreadable(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "settled")
+	check := func() []Finding {
+		t.Helper()
+		var found []Finding
+		if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
+			found = append(found, f)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if found := check(); len(found) != 0 {
+		t.Fatalf("check of a settled promotion: %+v; want nothing to say", found)
+	}
+	var tmp string
+	withDB(t, s.Root(), testKey, func(tx *db.Tx) error {
+		sc, err := tx.Sidecars()
+		if sc.Pending == nil {
+			t.Fatalf("gen %d landed with no pending entry kept (%v): nothing to look at", res.Gen, err)
+		}
+		tmp = sc.Pending.Tmp
+		return err
+	})
+	eio := errors.New("input/output error")
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingLook {
+			return eio
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found := check()
+	u := chkFind(found, testKey+"/"+tmp, KindUnreadable)
+	if u == nil || chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion) != nil || len(found) != 1 {
+		t.Fatalf("check with the settled promotion's temp not looked at: %+v; want the temp unreadable alone", found)
+	}
+}
+
+// A writer (promote) settles the key's pending promotion first. A look at
+// a landed promotion's temp that fails counts as in flight there: the
+// roll-forward's open of the temp tells it gone (settled), so the promote
+// goes on onto the generation in place, as without the failure. A temp
+// not read is the writer's error (TestRollForwardThatCannotReadTheTempRemovesNothing). This
+// pins the rule check's fix (pendingLook) left to writers and readers.
+func TestPromoteOverAPendingTempNotLookedAtOpensIt(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "settled")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("next")...))
+	looks := 0
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingLook {
+			looks++
+			return errors.New("input/output error")
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	if res, err := s.Promote(sess, PromoteRequest{}); err != nil || !res.Promoted || res.Gen != 2 || looks == 0 {
+		t.Fatalf("promote with the landed promotion's temp not looked at (%d looks) = %+v, %v; want gen 2 promoted", looks, res, err)
+	}
+}

@@ -62,6 +62,11 @@ const LegacyIdentityLstat Point = "legacy/identity-lstat"
 // here is that read failing on the file (an I/O error).
 const LegacySidecarRead Point = "legacy/sidecar-read"
 
+// The look (an lstat) at a committed promotion's temp that tells whether
+// the promotion is still in flight (its temp at its name) or settled: an
+// error here is that lstat failing otherwise than "gone".
+const PendingLook Point = "pending/look"
+
 // The window between a reader's look at a committed promotion's temp,
 // which found it at its name (in flight), and the open that serves it
 // (resolve, dump, check): a temp removed there is gone when opened.
