@@ -2,9 +2,13 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"syscall"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -106,5 +110,36 @@ func TestLegacyVenueRecheckNotReadIsAFault(t *testing.T) {
 	sess, err := s.Resolve(testKey, localJob(), t.TempDir())
 	if *reads != 5 || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("resolve with the re-check failing (%d reads) = {resume %v, %s}, %v; want its EIO", *reads, sess.Resume, sess.Reason, err)
+	}
+}
+
+// A cold start that drops its base for a stamp not read says so in the
+// store's log: a warning `session_stamp_unread` with the key and the
+// verdict's reason, the operator's only sign that a job's run will be
+// superseded rather than promoted.
+func TestALegacyStampNotReadIsLogged(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	var log bytes.Buffer
+	s.opts.Logger = zerolog.New(&log)
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   testPi, "venue": "local",
+	})
+	failLegacyRead(t, 1) // the venue
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.VenueChanged)
+	var events []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(log.Bytes()), []byte("\n")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if e["message"] == "session_stamp_unread" {
+			events = append(events, e)
+		}
+	}
+	w := map[string]any{"level": "warn", "key": testKey, "reason": string(gates.VenueChanged), "message": "session_stamp_unread"}
+	if len(events) != 1 || !reflect.DeepEqual(events[0], w) {
+		t.Fatalf("logged %v (all: %s); want one %v", events, log.Bytes(), w)
 	}
 }
