@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -153,12 +154,13 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 	}
 
 	// Step 4: the ladder; the first miss wins and names itself.
-	verdict := gates.Evaluate(obs, s.opts.Bounds, gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: sess.Model}, s.opts.Now())
+	gjob, now := gates.Job{PiVersion: job.PiVersion, Venue: job.Venue, Model: sess.Model}, s.opts.Now()
+	verdict := gates.Evaluate(obs, s.opts.Bounds, gjob, now)
 	if err := s.fault(faults.ResolveAfterGates); err != nil {
 		return err
 	}
 	if !verdict.Resume {
-		if judgedUnread(verdict.Reason, obs) {
+		if judgedUnread(verdict, obs, s.opts.Bounds, gjob, now) {
 			// The rung judged a stamp whose file could not be read: the
 			// legacy reader's verdict, but the key could not be read, so
 			// the job's cold run must not replace what it holds.
@@ -206,9 +208,21 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 	}
 }
 
-// judgedUnread reports whether the rung that refused a key with reason r
-// judged a stamp whose file is there but could not be read (an I/O
-// error: gates.Stamp.NotRead).
-func judgedUnread(r gates.Reason, obs gates.Observation) bool {
-	return r == gates.VenueChanged && obs.Venue.NotRead || r == gates.PiVersionChanged && obs.PiVersion.NotRead
+// judgedUnread reports whether the rung that refused a key with verdict v
+// judged a stamp whose file is there but could not be read (an I/O error:
+// gates.Stamp.NotRead), and that stamp decided it: read as the job's own
+// value, the ladder would say otherwise. Where the job declares no venue
+// (or no pi version) the rung refuses whatever the stamp holds, so a read
+// that failed changed nothing, and the cold start keeps its base, as with
+// the stamp read.
+func judgedUnread(v gates.Verdict, obs gates.Observation, b gates.Bounds, job gates.Job, now time.Time) bool {
+	switch {
+	case v.Reason == gates.VenueChanged && obs.Venue.NotRead:
+		obs.Venue = gates.Stamp{State: gates.StampPresent, Value: job.Venue}
+	case v.Reason == gates.PiVersionChanged && obs.PiVersion.NotRead:
+		obs.PiVersion = gates.Stamp{State: gates.StampPresent, Value: job.PiVersion}
+	default:
+		return false
+	}
+	return gates.Evaluate(obs, b, job, now).Reason != v.Reason
 }

@@ -143,3 +143,50 @@ func TestALegacyStampNotReadIsLogged(t *testing.T) {
 		t.Fatalf("logged %v (all: %s); want one %v", events, log.Bytes(), w)
 	}
 }
+
+// A stamp not read drops the cold start's base only where it decided the
+// verdict. A job that declares no venue (or no pi version) cold-starts at
+// that rung whatever the stamp holds: read or not, the verdict and its
+// base are the same, so the key's base is kept and the job's cold run is
+// the key's next conversation, as with the stamp read; nothing is logged.
+// The base was dropped, and the job's run superseded, for a read that
+// changed nothing.
+func TestALegacyStampNotReadThatDecidedNothingKeepsTheBase(t *testing.T) {
+	noVenue, noPi := localJob(), localJob()
+	noVenue.Venue, noPi.PiVersion = "", ""
+	for _, c := range []struct {
+		name   string
+		nth    int
+		job    Job
+		reason gates.Reason
+	}{
+		{"venue", 1, noVenue, gates.VenueChanged},
+		{"pi-version", 2, noPi, gates.PiVersionChanged},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			var log bytes.Buffer
+			s.opts.Logger = zerolog.New(&log)
+			writeLegacy(t, root, testKey, map[string]string{
+				TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+				"pi-version":   testPi, "venue": "local",
+			})
+			read, _ := mustResolve(t, s, testKey, c.job)
+			want(t, read, false, c.reason)
+			failLegacyRead(t, c.nth)
+			sess, jobDir := mustResolve(t, s, testKey, c.job)
+			faults.Set(nil)
+			want(t, sess, false, c.reason)
+			if read.Base.File == nil || !read.Base.same(sess.Base) {
+				t.Fatalf("the cold start's base with the %s not read = %+v; want the key's, as with it read: %+v", c.name, sess.Base, read.Base)
+			}
+			if bytes.Contains(log.Bytes(), []byte("session_stamp_unread")) {
+				t.Fatalf("logged %s; want no session_stamp_unread", log.Bytes())
+			}
+			stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("a cold run")...))
+			if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+				t.Fatalf("the job's promote = %+v; want promoted", res)
+			}
+		})
+	}
+}
