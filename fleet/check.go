@@ -65,10 +65,14 @@ type CheckOptions struct {
 // for it), or ctx ending stops the walk; the summary
 // then counts what was examined. etcd failing a key stops it too, once the
 // keys under way beside it are done: their findings, orphans removed
-// among them, are delivered before the key's error is returned.
+// among them, are delivered before the key's error is returned. A nil
+// visit is no callback: the summary alone tells what was found.
 func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if visit == nil {
+		visit = func(store.Finding) error { return nil }
 	}
 	sum, err := b.check(ctx, o, visit)
 	return sum, callersEnd(ctx, err)

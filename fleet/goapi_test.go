@@ -254,3 +254,30 @@ func TestFleetWalksTakeANilContext(t *testing.T) {
 		t.Errorf("dump reported %d keys, migrate %+v and %+v: want the one key", reports, from, to)
 	}
 }
+
+// A nil visit is no callback, as migrate's and the store's: the
+// migrations' and check's summaries alone tell what they did. Each
+// panicked on the nil function.
+func TestFleetWalksTakeANilVisit(t *testing.T) {
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	key := store.Key("github", "acme/widget", "1")
+	apiPromote(t, s, key, apiLine("one"))
+	ctx := context.Background()
+	if _, err := b.Check(ctx, fleet.CheckOptions{}, nil); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	if err := b.Inspect(ctx, fleet.InspectOptions{}, nil); err != nil {
+		t.Errorf("dump: %v", err)
+	}
+	root := filepath.Join(t.TempDir(), "sessions")
+	from, err := fleet.FromEtcd(ctx, b, root, fleet.MigrateOptions{}, nil)
+	if err != nil || from.Migrated != 1 {
+		t.Errorf("migrate --from etcd: %+v, %v; want the key migrated", from, err)
+	}
+	other, _ := apiFleet(t, c)
+	to, err := fleet.ToEtcd(ctx, root, other, fleet.MigrateOptions{}, nil)
+	if err != nil || to.Migrated != 1 {
+		t.Errorf("migrate --to etcd: %+v, %v; want the key migrated", to, err)
+	}
+}

@@ -73,10 +73,13 @@ type Report struct {
 // generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
 // error of etcd (unavailable, refused credentials), before anything is
-// visited.
+// visited. A nil visit is no callback.
 func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if visit == nil {
+		visit = func(Report) error { return nil }
 	}
 	return callersEnd(ctx, b.inspect(ctx, o, visit))
 }

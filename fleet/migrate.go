@@ -117,6 +117,9 @@ func (m *migration) dbOptions() db.Options {
 // request and lock timeouts, not by ctx), so an interrupt leaves no key
 // half done.
 func (m *migration) walk(ctx context.Context, sum *MigrateSummary, n int, one func(int) MigrateReport, visit func(MigrateReport) error) error {
+	if visit == nil {
+		visit = func(MigrateReport) error { return nil }
+	}
 	done := 0
 	_, err := walk.Ordered(ctx, n, m.opts.Workers, one, func(r MigrateReport) error {
 		sum.count(r)
@@ -179,7 +182,8 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // error, which stops it); a key that fails is a report, and the run goes
 // on (once a key found etcd unavailable, the keys after it fail at once,
 // not tried). The end of ctx starts no new key: the keys under way finish, and
-// ToEtcd returns ctx's error with the summary so far, Interrupted.
+// ToEtcd returns ctx's error with the summary so far, Interrupted. A nil
+// visit is no callback: the summary alone tells what was done.
 func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -208,8 +212,8 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 
 // FromEtcd writes every key of the fleet b into a key dir under root,
 // which is made if need be (see the migration doc above), calling visit
-// with each key's report in key order. Errors, ctx and reports are as for
-// ToEtcd; the listing of etcd is one snapshot, and each key is read again,
+// with each key's report in key order. Errors, ctx, reports and a nil
+// visit are as for ToEtcd; the listing of etcd is one snapshot, and each key is read again,
 // with its history, when its turn comes.
 func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
 	if ctx == nil {

@@ -200,6 +200,9 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if visit == nil {
+		visit = func(Report) error { return nil }
+	}
 	start := time.Now()
 	sum := Summary{Direction: c.name, DryRun: opts.DryRun}
 	m := &migrator{root: root, opts: opts, disk: opts.disk}
@@ -251,7 +254,9 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 // ToDB migrates every legacy key dir under root to meta.db (see the package
 // documentation), calling visit with each entry's report in name order. An
 // error is a fault of the whole run (root unreadable, or visit's error,
-// which stops it); a key that fails is a report, and the run goes on.
+// which stops it); a key that fails is a report, and the run goes on. A
+// nil visit is no callback: the run is the same, and the Summary alone
+// tells what it did.
 func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) {
 	return ToDBContext(context.Background(), root, opts, visit)
 }
@@ -266,7 +271,8 @@ func ToDBContext(ctx context.Context, root string, opts Options, visit func(Repo
 
 // ToLegacy writes every key dir with a meta.db under root back into the
 // legacy file-per-sidecar layout and removes its meta.db (see the package
-// documentation). Reports, errors and options are as for ToDB.
+// documentation). Reports, errors, options and a nil visit are as for
+// ToDB.
 func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, error) {
 	return ToLegacyContext(context.Background(), root, opts, visit)
 }

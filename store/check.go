@@ -181,10 +181,14 @@ type CheckSummary struct {
 // or the end of ctx stops the walk; the summary then counts what was
 // examined so far. After a DeepCheck error, as after the end of ctx, the
 // entries under way beside it are finished and delivered (their repairs
-// are done for good) before the error is returned.
+// are done for good) before the error is returned. A nil visit is no
+// callback: the summary alone tells what was found.
 func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if visit == nil {
+		visit = func(Finding) error { return nil }
 	}
 	var sum CheckSummary
 	only := opts.Accept + opts.Quarantine

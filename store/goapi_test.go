@@ -203,3 +203,31 @@ func TestWalksTakeANilContext(t *testing.T) {
 		t.Errorf("inspect reported %d keys, stats %+v, reap %+v: want the one key, whole", keys, st, r)
 	}
 }
+
+// A nil visit is no callback, as migrate's: Check's summary alone tells
+// what it found, and Inspect walks to no end but its error. Both panicked
+// on the nil function.
+func TestWalksTakeANilVisit(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/issue-42")
+	if err := os.MkdirAll(filepath.Join(s.Root(), key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Root(), key, ".current.jsonl.tmp-0123456789abcdef"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Check(context.Background(), store.CheckOptions{}, nil)
+	if err != nil || sum.Keys != 1 || sum.Problems != 1 {
+		t.Errorf("check with a nil visit: %+v, %v; want the key's stray temp counted", sum, err)
+	}
+	if err := s.InspectWith(context.Background(), store.InspectOptions{}, nil); err != nil {
+		t.Errorf("inspect with a nil visit: %v", err)
+	}
+	if err := s.Inspect(0, nil); err != nil {
+		t.Errorf("inspect with a nil visit: %v", err)
+	}
+}

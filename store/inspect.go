@@ -185,10 +185,14 @@ func (s *Store) Inspect(history int, visit func(KeyReport) error) error {
 // It is read-only: it creates and changes nothing, holds each key's shared
 // lock only while it reads that key, and leaves every byte and mtime as it
 // was. A visit error stops the walk and is returned; so is ctx's error when
-// ctx ends it early, after the reports already read have been visited.
+// ctx ends it early, after the reports already read have been visited. A
+// nil visit is no callback.
 func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func(KeyReport) error) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if visit == nil {
+		visit = func(KeyReport) error { return nil }
 	}
 	names, err := s.rootNames(opts.Only)
 	if err != nil {
