@@ -281,3 +281,32 @@ func TestFleetWalksTakeANilVisit(t *testing.T) {
 		t.Errorf("migrate --to etcd: %+v, %v; want the key migrated", to, err)
 	}
 }
+
+// A FromEtcd that does nothing makes nothing: with the caller's ctx
+// already ended (or etcd not answering) the listing fails, and no sessions
+// root is made for it. The root was made before the listing, an empty
+// directory left behind by a run that migrated nothing.
+func TestFromEtcdThatDoesNothingMakesNoRoot(t *testing.T) {
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	apiPromote(t, s, store.Key("github", "acme/widget", "1"), apiLine("one"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	root := filepath.Join(t.TempDir(), "sessions")
+	sum, err := fleet.FromEtcd(ctx, b, root, fleet.MigrateOptions{}, nil)
+	if !errors.Is(err, context.Canceled) || !sum.Interrupted || sum.Entries != 0 {
+		t.Fatalf("from etcd, ctx ended: %+v, %v; want interrupted, nothing done", sum, err)
+	}
+	if _, err := os.Lstat(root); !os.IsNotExist(err) {
+		t.Fatalf("from etcd, ctx ended, made the sessions root (lstat: %v)", err)
+	}
+	c.Stop(0)
+	short, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := fleet.FromEtcd(short, b, root, fleet.MigrateOptions{}, nil); err == nil {
+		t.Fatal("from etcd with etcd stopped: no error")
+	}
+	if _, err := os.Lstat(root); !os.IsNotExist(err) {
+		t.Fatalf("from etcd, etcd stopped, made the sessions root (lstat: %v)", err)
+	}
+}

@@ -211,7 +211,8 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 }
 
 // FromEtcd writes every key of the fleet b into a key dir under root,
-// which is made if need be (see the migration doc above), calling visit
+// which is made if need be once etcd has been listed (a run whose listing
+// fails makes nothing) (see the migration doc above), calling visit
 // with each key's report in key order. Errors, ctx, reports and a nil
 // visit are as for ToEtcd; the listing of etcd is one snapshot, and each key is read again,
 // with its history, when its turn comes.
@@ -225,6 +226,14 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 	if err != nil {
 		return sum, err
 	}
+	// The listing first: a run that lists nothing (ctx ended, etcd not
+	// answering) makes no sessions root.
+	var items []etcdmeta.Item
+	if err := b.meta.List(ctx, func(it etcdmeta.Item) error { items = append(items, it); return nil }); err != nil {
+		// ctx ended under the listing is an interrupt, as between keys:
+		// the CLI exits 130 on it, not 1.
+		return m.finish(ctx, &sum, start, err)
+	}
 	if !opts.DryRun {
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return sum, err
@@ -237,12 +246,6 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		m.rootDir = rd
 	case !opts.DryRun || !fsat.IsNotExist(err):
 		return sum, err
-	}
-	var items []etcdmeta.Item
-	if err := b.meta.List(ctx, func(it etcdmeta.Item) error { items = append(items, it); return nil }); err != nil {
-		// ctx ended under the listing is an interrupt, as between keys:
-		// the CLI exits 130 on it, not 1.
-		return m.finish(ctx, &sum, start, err)
 	}
 	err = m.walk(ctx, &sum, len(items), func(i int) MigrateReport { return m.fromEtcd(items[i]) }, visit)
 	return m.finish(ctx, &sum, start, err)
