@@ -24,7 +24,9 @@ import (
 // the key at once; a promotion takes no lock, but can only ever name a
 // file it wrote itself, which is never one already past the grace period.
 //
-// etcd not answering (the lock, the record's read) is returned, after the
+// The caller's ctx ending there (its cancel or deadline) is returned as
+// ctx's error, the findings saying the check was interrupted. etcd not
+// answering (the lock, the record's read) is returned, after the
 // key's findings say so: every key left would wait out the request timeout
 // in turn, and the walk stops instead. So is the transcripts dir found
 // unavailable at a removal (shared.ErrDirUnavailable): that orphan and
@@ -58,12 +60,20 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		leave("the key's lock is held by another reap or repair; run check again")
 		return nil
 	}
+	if cerr := stopped(ctx, err); cerr != nil {
+		leave(fmt.Sprintf("check interrupted (%v) before the key's lock was had; run check again", cerr))
+		return cerr
+	}
 	if err != nil {
 		leave(c.b.unroot(err.Error()))
 		return unavailable(err)
 	}
 	defer unlock()
 	st, err := c.b.readIn(ctx, key, c.b.meta.Get)
+	if cerr := stopped(ctx, err); cerr != nil {
+		leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))
+		return cerr
+	}
 	if err != nil {
 		if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
 			// Nothing of the key is judged.
@@ -106,6 +116,18 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			continue
 		}
 		f.Repair, f.Repaired, f.Remains = "removed", true, false
+	}
+	return nil
+}
+
+// stopped is ctx's error when err is of ctx's end (the caller's cancel or
+// deadline), else nil: an etcd request the caller's deadline cut short is
+// also etcdmeta.ErrUnavailable, and a repair note saying "etcd
+// unavailable" would send the operator looking for an outage (as
+// callersEnd tells a walk's error).
+func stopped(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		return cerr
 	}
 	return nil
 }

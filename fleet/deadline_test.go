@@ -3,6 +3,9 @@ package fleet
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,5 +35,60 @@ func TestCheckEndedByTheCallersDeadlineMidWalk(t *testing.T) {
 	_, err := f.b.Check(ctx, CheckOptions{}, func(store.Finding) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Fatalf("check = %v; want the caller's deadline, not etcd unavailable", err)
+	}
+}
+
+// check --repair whose caller's deadline passes (or whose caller cancels)
+// before an orphan's key is locked leaves the orphan, and its repair note
+// says the check was stopped, not that etcd did not answer: the operator
+// reading "etcd unavailable" would look for an outage that never was.
+func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "deadline", "repair")
+	orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+	if err := os.MkdirAll(filepath.Dir(orphan), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orphan, []byte(testHeader), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(orphan, old, old); err != nil {
+		t.Fatal(err)
+	}
+	connected(t, f.b)
+	for _, deadline := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(t.Context())
+		stop := cancel
+		if deadline {
+			ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+			stop = func() { <-ctx.Done() } // the deadline passes
+		}
+		f.b.hook = func(p, k string) error {
+			if p == hookRepair && k == key {
+				stop()
+			}
+			return nil
+		}
+		var notes []string
+		_, err := f.b.Check(ctx, CheckOptions{Repair: true}, func(fd store.Finding) error {
+			if fd.Kind == KindOrphan {
+				notes = append(notes, fd.Repair)
+			}
+			return nil
+		})
+		want := ctx.Err()
+		cancel()
+		f.b.hook = nil
+		if !errors.Is(err, want) || errors.Is(err, etcdmeta.ErrUnavailable) {
+			t.Errorf("deadline %v: check --repair = %v; want the caller's %v", deadline, err, want)
+		}
+		if len(notes) != 1 || strings.Contains(notes[0], "unavailable") || !strings.Contains(notes[0], "interrupted") {
+			t.Errorf("deadline %v: check --repair = %v, the orphan's notes %q; want one saying the check was interrupted", deadline, err, notes)
+		}
+		if _, err := os.Stat(orphan); err != nil {
+			t.Fatalf("deadline %v: the orphan was removed: %v", deadline, err)
+		}
 	}
 }

@@ -280,7 +280,7 @@ func readWithin(ctx context.Context, key string, get func(context.Context, strin
 // ends with the same context.DeadlineExceeded), and a Go caller would
 // take its own deadline for etcd's silence.
 func callersEnd(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+	if cerr := stopped(ctx, err); cerr != nil {
 		return cerr
 	}
 	return err
