@@ -3,6 +3,7 @@ package db
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -29,11 +30,8 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 			if len(k) != 8 {
 				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
 			}
-			// Wrapping to 0 would store the entry first in key order,
-			// where the trim below deletes it at once: the append would
-			// succeed and record nothing.
-			if seq = binary.BigEndian.Uint64(k) + 1; seq == 0 {
-				return damaged("%s/%x: no sequence number follows it", bucketHistory, k)
+			if seq, err = nextSeq(binary.BigEndian.Uint64(k)); err != nil {
+				return err
 			}
 		}
 		// Keys only ever append, so a split at bbolt's default of half a
@@ -67,6 +65,31 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 		return 0, err
 	}
 	return seq, nil
+}
+
+// nextSeq is the sequence number after last, the newest key of history/.
+// None follows the last uint64: wrapping to 0 would store the entry first
+// in key order, where AppendHistory's trim deletes it at once (the append
+// would succeed and record nothing). A key whose newest entry sits there
+// takes no write (every promotion, refusal and reap appends one) until its
+// history is gone: the error says so, and HistoryFull lets check report it.
+func nextSeq(last uint64) (uint64, error) {
+	if last == math.MaxUint64 {
+		return 0, damaged("%s/%016x: the last sequence number, which no entry can follow: no promotion, refusal or reap of the key can be recorded until meta.db is moved aside (check --repair)", bucketHistory, last)
+	}
+	return last + 1, nil
+}
+
+// HistoryFull returns the error AppendHistory would return for want of a
+// sequence number (see nextSeq), nil where an entry can be appended, or
+// the read's error.
+func (tx *Tx) HistoryFull() error {
+	hs, err := tx.History(1)
+	if err != nil || len(hs) == 0 {
+		return err
+	}
+	_, err = nextSeq(hs[0].Seq)
+	return err
 }
 
 // FindTicket returns the newest entry of history/ that records a promotion

@@ -301,8 +301,12 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		if _, err := tx.Meta(); err != nil {
 			return err
 		}
-		_, err := tx.History(0)
-		return err
+		if _, err := tx.History(0); err != nil {
+			return err
+		}
+		// A history whose newest entry holds the last sequence number
+		// decodes, but wedges every write of the key.
+		return tx.HistoryFull()
 	})
 	if errors.Is(err, db.ErrDamaged) {
 		add(path, KindRecordUndecodable, "%v", err)
