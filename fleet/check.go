@@ -370,6 +370,10 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 	st, err = c.b.readIn(ctx, key, c.b.meta.Get)
 	switch {
 	case err == nil:
+		if n := len(st.History); n > 0 && etcdmeta.LastSlot(st.History[n-1].Seq) {
+			add(fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, st.History[n-1].Seq), store.KindRecordUndecodable,
+				"in the last slot a history entry takes: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); remove the key's history (etcdctl del --prefix) to start it afresh")
+		}
 		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
 		add(c.b.meta.Prefix()+"/history/"+key+"/", store.KindRecordUndecodable,

@@ -3,12 +3,14 @@ package fleet
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
@@ -90,5 +92,28 @@ func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
 		if _, err := os.Stat(orphan); err != nil {
 			t.Fatalf("deadline %v: the orphan was removed: %v", deadline, err)
 		}
+	}
+}
+
+// A key whose history's newest entry sits in the last slot an entry takes
+// (2^64-2: a history brought in from a key dir begun at a generation that
+// high) takes no promotion or refusal: etcdmeta refuses each, ErrDamaged,
+// naming the entry and what settles it. check reports it (the history
+// entry record-undecodable), so the operator learns of it before the
+// workers' promote-failed pile up. It said nothing: the key read fine.
+func TestAHistoryInItsLastSlotIsReported(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "last", "slot")
+	sc := db.Sidecars{PiVersion: new(string)}
+	if _, err := f.b.meta.Create(t.Context(), key, recordOf(sc, ""), []etcdmeta.HistoryEntry{{Seq: math.MaxUint64 - 1, Gen: 1, Outcome: "superseded"}}); err != nil {
+		t.Fatal(err)
+	}
+	var found []store.Finding
+	if _, err := f.b.Check(t.Context(), CheckOptions{}, func(fd store.Finding) error { found = append(found, fd); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Kind != store.KindRecordUndecodable || !strings.HasSuffix(found[0].Path, "/fffffffffffffffe") || !strings.Contains(found[0].Detail, "no entry can follow it") {
+		t.Fatalf("check: %+v; want the history entry in the last slot reported", found)
 	}
 }

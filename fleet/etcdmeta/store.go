@@ -154,6 +154,13 @@ func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
 
 func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/" + key }
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
+// LastSlot reports whether a history entry at seq is in the last slot an
+// entry takes (2^64-2: the slot above holds none, see parseSeq): no entry
+// can follow it, so every write of its key (a promotion, a refusal, a
+// reap's) is ErrDamaged until the key's history is removed. fleet's check
+// reports such an entry.
+func LastSlot(seq uint64) bool { return seq >= math.MaxUint64-1 }
+
 func (s *Store) historyKey(key string, seq uint64) string {
 	return s.historyDir(key) + seqName(seq)
 }
@@ -398,7 +405,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		// nothing and only proves the entry is there and the newest (a
 		// guess may be stale); a write there committed, and every Get
 		// and write of the key after it was ErrDamaged.
-		full := hist.Seq >= math.MaxUint64
+		full := LastSlot(seq)
 		hk := s.historyKey(key, hist.Seq)
 		var then []clientv3.Op
 		if !full {
