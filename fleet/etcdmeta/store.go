@@ -154,6 +154,7 @@ func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
 
 func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/" + key }
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
+
 // LastSlot reports whether a history entry at seq is in the last slot an
 // entry takes (2^64-2: the slot above holds none, see parseSeq): no entry
 // can follow it, so every write of its key (a promotion, a refusal, a
