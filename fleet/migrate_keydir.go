@@ -29,13 +29,14 @@ const storeTempPrefix = ".current.jsonl.tmp-"
 // legacyFiles reports whether kd holds a transcript or a legacy sidecar.
 // A look that fails otherwise than "gone" (an I/O error, the kernel out of
 // memory) is its error, never "none": taken for none, FromEtcd would make
-// meta.db beside a legacy conversation, which the db then outranks (as
-// migrate's scan of a key dir, lstatListed). A file found is the legacy
-// layout whatever the other looks gave.
+// meta.db beside a legacy conversation, which the db then outranks, and
+// ToEtcd (notRecorded) skip the key as holding nothing (as migrate's scan
+// of a key dir, lstatListed). A file found is the legacy layout whatever
+// the other looks gave.
 func legacyFiles(kd *os.File) (bool, error) {
 	var failed error
 	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
-		err := faults.At(faults.FromEtcdLegacyLstat)
+		err := faults.At(faults.FleetMigrateLegacyLstat)
 		if err != nil {
 			err = &os.PathError{Op: "lstat", Path: fsat.Join(kd, n), Err: err}
 		} else {

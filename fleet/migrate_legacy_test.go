@@ -44,7 +44,7 @@ func TestALegacyKeyDirNotLookedAtFailsTheKey(t *testing.T) {
 
 	t.Cleanup(func() { faults.Set(nil) })
 	faults.Set(func(p faults.Point) error {
-		if p == faults.FromEtcdLegacyLstat {
+		if p == faults.FleetMigrateLegacyLstat {
 			return syscall.EIO
 		}
 		return nil

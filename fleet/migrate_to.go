@@ -19,7 +19,6 @@ import (
 	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
-	"sessdb/store/legacy"
 )
 
 // hostKey is a key dir as ToEtcd reads it, under its meta.db's lock.
@@ -254,16 +253,13 @@ func notRecorded(kd *os.File, r *MigrateReport) {
 			return
 		}
 	}
-	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
-		_, err := fsat.LstatAt(kd, n)
-		switch {
-		case err == nil:
-			r.Action, r.Cause = migrate.Failed, "in the legacy layout (no record in meta.db): run sessdb migrate (to meta.db) first"
-			return
-		case !fsat.IsNotExist(err):
-			fail(r, err)
-			return
-		}
+	switch legacyLayout, err := legacyFiles(kd); {
+	case legacyLayout:
+		r.Action, r.Cause = migrate.Failed, "in the legacy layout (no record in meta.db): run sessdb migrate (to meta.db) first"
+		return
+	case err != nil:
+		fail(r, err)
+		return
 	}
 	r.Action, r.Cause = migrate.Skipped, "nothing to migrate: no record and no transcript"
 }

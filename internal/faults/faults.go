@@ -181,11 +181,12 @@ const (
 	FromEtcdSynced    Point = "from-etcd/after-dir-fsync"
 )
 
-// FromEtcdLegacyLstat is FromEtcd's look (an lstat) at each legacy file a
-// key dir may hold (its transcript and sidecars), which tells a key dir
-// still in the legacy layout: an error here is that lstat failing
+// FleetMigrateLegacyLstat is the fleet migration's look (an lstat) at
+// each legacy file a key dir may hold (its transcript and sidecars), which
+// tells a key dir still in the legacy layout (FromEtcd's destination,
+// ToEtcd's source without a record): an error here is that lstat failing
 // otherwise than "gone".
-const FromEtcdLegacyLstat Point = "from-etcd/legacy-lstat"
+const FleetMigrateLegacyLstat Point = "fleet-migrate/legacy-lstat"
 
 // The steps of a fleet's transcript write (fleet/shared.Write) at which a
 // network filesystem reports a write that failed (EIO, ENOSPC, EDQUOT):
