@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -58,24 +57,12 @@ func TestAHistoryAtTheLastSequenceNumberIsReported(t *testing.T) {
 	if err == nil || res.Reason != gates.PromoteFailed || !strings.Contains(err.Error(), "ffffffffffffffff: the last sequence number") || !strings.Contains(err.Error(), "check --repair") {
 		t.Fatalf("promote = %+v, %v; want promote-failed, naming the last sequence number and what settles it", res, err)
 	}
-	var found []Finding
-	if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
-		found = append(found, f)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	found, _ := chkRun(t, s, false)
 	f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable)
 	if f == nil || !strings.Contains(f.Detail, "the last sequence number") {
 		t.Fatalf("check: %+v; want meta.db record-undecodable, naming the last sequence number", found)
 	}
-	found = nil
-	if _, err := s.Check(context.Background(), CheckOptions{Repair: true}, func(f Finding) error {
-		found = append(found, f)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	found, _ = chkRun(t, s, true)
 	if f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired {
 		t.Fatalf("check --repair: %+v; want meta.db moved aside", found)
 	}

@@ -92,18 +92,7 @@ func TestCheckOfAPendingTempNotReadIsUnreadable(t *testing.T) {
 func TestCheckOfAPendingTempNotLookedAtIsUnreadable(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "settled")
-	check := func() []Finding {
-		t.Helper()
-		var found []Finding
-		if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
-			found = append(found, f)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return found
-	}
-	if found := check(); len(found) != 0 {
+	if found, _ := chkRun(t, s, false); len(found) != 0 {
 		t.Fatalf("check of a settled promotion: %+v; want nothing to say", found)
 	}
 	var tmp string
@@ -123,7 +112,7 @@ func TestCheckOfAPendingTempNotLookedAtIsUnreadable(t *testing.T) {
 		return nil
 	})
 	t.Cleanup(func() { faults.Set(nil) })
-	found := check()
+	found, _ := chkRun(t, s, false)
 	u := chkFind(found, testKey+"/"+tmp, KindUnreadable)
 	if u == nil || chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion) != nil || len(found) != 1 {
 		t.Fatalf("check with the settled promotion's temp not looked at: %+v; want the temp unreadable alone", found)

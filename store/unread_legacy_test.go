@@ -113,18 +113,25 @@ func TestLegacyVenueRecheckNotReadIsAFault(t *testing.T) {
 	}
 }
 
+// loggedLegacyKey is a store whose log is the returned buffer, with a
+// legacy key stamped local and testPi.
+func loggedLegacyKey(t *testing.T) (*Store, *bytes.Buffer) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	log := &bytes.Buffer{}
+	s.opts.Logger = zerolog.New(log)
+	writeLegacy(t, root, testKey, map[string]string{
+		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+		"pi-version":   testPi, "venue": "local",
+	})
+	return s, log
+}
+
 // A cold start that drops its base for a stamp not read says so in the
 // store's log: a warning `session_stamp_unread` with the key and the
 // verdict's reason, the operator's only sign that a job's run will be
 // superseded rather than promoted.
 func TestALegacyStampNotReadIsLogged(t *testing.T) {
-	s, root, clock := newTestStore(t, gates.Bounds{})
-	var log bytes.Buffer
-	s.opts.Logger = zerolog.New(&log)
-	writeLegacy(t, root, testKey, map[string]string{
-		TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
-		"pi-version":   testPi, "venue": "local",
-	})
+	s, log := loggedLegacyKey(t)
 	failLegacyRead(t, 1) // the venue
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	want(t, sess, false, gates.VenueChanged)
@@ -164,13 +171,7 @@ func TestALegacyStampNotReadThatDecidedNothingKeepsTheBase(t *testing.T) {
 		{"pi-version", 2, noPi, gates.PiVersionChanged},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, root, clock := newTestStore(t, gates.Bounds{})
-			var log bytes.Buffer
-			s.opts.Logger = zerolog.New(&log)
-			writeLegacy(t, root, testKey, map[string]string{
-				TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
-				"pi-version":   testPi, "venue": "local",
-			})
+			s, log := loggedLegacyKey(t)
 			read, _ := mustResolve(t, s, testKey, c.job)
 			want(t, read, false, c.reason)
 			failLegacyRead(t, c.nth)
@@ -183,7 +184,7 @@ func TestALegacyStampNotReadThatDecidedNothingKeepsTheBase(t *testing.T) {
 			if bytes.Contains(log.Bytes(), []byte("session_stamp_unread")) {
 				t.Fatalf("logged %s; want no session_stamp_unread", log.Bytes())
 			}
-			stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("a cold run")...))
+			stage(t, jobDir, append(transcriptBytes(s.opts.Now()), entryLine("a cold run")...))
 			if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
 				t.Fatalf("the job's promote = %+v; want promoted", res)
 			}
