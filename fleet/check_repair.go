@@ -120,18 +120,6 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	return nil
 }
 
-// stopped is ctx's error when err is of ctx's end (the caller's cancel or
-// deadline), else nil: an etcd request the caller's deadline cut short is
-// also etcdmeta.ErrUnavailable, and a repair note saying "etcd
-// unavailable" would send the operator looking for an outage (as
-// callersEnd tells a walk's error).
-func stopped(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
-		return cerr
-	}
-	return nil
-}
-
 // unavailable is err if etcd did not answer, else nil.
 func unavailable(err error) error {
 	if errors.Is(err, etcdmeta.ErrUnavailable) {

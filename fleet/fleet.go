@@ -286,6 +286,18 @@ func callersEnd(ctx context.Context, err error) error {
 	return err
 }
 
+// stopped is ctx's error when err is of ctx's end (the caller's cancel or
+// deadline), else nil: an etcd request the caller's deadline cut short is
+// also etcdmeta.ErrUnavailable, and a repair note saying "etcd
+// unavailable" would send the operator looking for an outage (as
+// callersEnd tells a walk's error).
+func stopped(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		return cerr
+	}
+	return nil
+}
+
 // backoff waits before the next try of a step whose answer was lost, at
 // most until ctx ends; it reports whether there is time for another try.
 func backoff(ctx context.Context, try int) bool {

@@ -117,6 +117,14 @@ func TestCheckOfAPendingTempNotLookedAtIsUnreadable(t *testing.T) {
 	if u == nil || chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion) != nil || len(found) != 1 {
 		t.Fatalf("check with the settled promotion's temp not looked at: %+v; want the temp unreadable alone", found)
 	}
+	// dump says it could not tell, rather than list a pending promotion.
+	var r KeyReport
+	if err := s.InspectWith(context.Background(), InspectOptions{Only: testKey}, func(k KeyReport) error { r = k; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pending != nil || !strings.Contains(r.Problem, eio.Error()) {
+		t.Fatalf("dump with the settled promotion's temp not looked at: pending %+v, problem %q; want no pending, the look's error", r.Pending, r.Problem)
+	}
 }
 
 // A writer (promote) settles the key's pending promotion first. A look at
