@@ -38,7 +38,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		case found[i].Kind == KindOrphan:
 			orphans = append(orphans, i)
 		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
-			found[i].Repair = "left as is: remove the entry that does not decode with etcdctl del; the key's promotions that must read its history fail until then"
+			found[i].Repair = "left as is: remove the entry with etcdctl del (for an entry in the last slot, the key's whole history: etcdctl del --prefix); the key's promotions fail as the finding says until then"
 		case found[i].Severity == store.SeverityProblem:
 			found[i].Repair = leftAsIs(found[i].Kind)
 		}

@@ -116,4 +116,11 @@ func TestAHistoryInItsLastSlotIsReported(t *testing.T) {
 	if len(found) != 1 || found[0].Kind != store.KindRecordUndecodable || !strings.HasSuffix(found[0].Path, "/fffffffffffffffe") || !strings.Contains(found[0].Detail, "no entry can follow it") {
 		t.Fatalf("check: %+v; want the history entry in the last slot reported", found)
 	}
+	found = nil
+	if _, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error { found = append(found, fd); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Repaired || !strings.Contains(found[0].Repair, "etcdctl del --prefix") {
+		t.Fatalf("check --repair: %+v; want it left, saying how to remove the history", found)
+	}
 }
