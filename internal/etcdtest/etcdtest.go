@@ -59,6 +59,9 @@ type Options struct {
 	// 0 means 50 and 500. Shorter ones elect faster after KillLeader but
 	// make spurious elections likely on two loaded cores under -race.
 	TickMs, ElectionMs uint
+	// ProxyPeers puts a Proxy in front of each member's peer port, which
+	// the members know it by: Partition cuts the network between them.
+	ProxyPeers bool
 }
 
 // Credentials for a cluster started with Options.Auth.
@@ -87,6 +90,8 @@ type Cluster struct {
 
 	faults faults // the requests FailNext fails
 	tokens tokens // the tokens ExpireTokens made members forget
+
+	peerProxies []*Proxy // Options.ProxyPeers': member i's is peerProxies[i]
 }
 
 // tokens are the auth tokens the members handed out, and those they are
@@ -193,7 +198,9 @@ func (c *Cluster) setFault(method string, f fault) {
 type member struct {
 	name, dir          string
 	clientURL, peerURL url.URL
-	etcd               *embed.Etcd // nil while stopped
+	// advertised is the peer URL the others dial: peerURL, or its proxy's.
+	advertised url.URL
+	etcd       *embed.Etcd // nil while stopped
 	// killed is set while kill stops the member (see recoverKilled);
 	// inflight counts the requests its interceptor is serving.
 	killed   atomic.Bool
@@ -263,7 +270,12 @@ func Start(tb testing.TB, opts Options) *Cluster {
 
 func (c *Cluster) startFresh() error {
 	releasePorts(c.ports)
-	ports, err := reservePorts(2 * c.opts.Members)
+	c.closeProxies()
+	per := 2
+	if c.opts.ProxyPeers {
+		per = 3
+	}
+	ports, err := reservePorts(per * c.opts.Members)
 	if err != nil {
 		return err
 	}
@@ -279,9 +291,23 @@ func (c *Cluster) startFresh() error {
 	}
 	for i := range c.members {
 		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(root, fmt.Sprintf("m%d", i)), faults: &c.faults, tokens: &c.tokens}
-		m.clientURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
-		m.peerURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
+		m.clientURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[per*i])}
+		m.peerURL = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", ports[per*i+1])}
+		m.advertised = m.peerURL
+		if c.opts.ProxyPeers {
+			m.advertised.Host = fmt.Sprintf("127.0.0.1:%d", ports[per*i+2])
+		}
 		c.members[i] = m
+	}
+	// Once every member is in place: the proxies read c.members.
+	for _, m := range c.members {
+		if c.opts.ProxyPeers {
+			p, err := newProxy(m.advertised.Host, m.peerURL.Host, c.peerOf)
+			if err != nil {
+				return err
+			}
+			c.peerProxies = append(c.peerProxies, p)
+		}
 	}
 	return c.startMembers(c.members)
 }
@@ -341,10 +367,10 @@ func (c *Cluster) config(m *member) *embed.Config {
 	cfg.ListenClientUrls = []url.URL{m.clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{m.clientURL}
 	cfg.ListenPeerUrls = []url.URL{m.peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{m.peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{m.advertised}
 	var initial []string
 	for _, o := range c.members {
-		initial = append(initial, o.name+"="+o.peerURL.String())
+		initial = append(initial, o.name+"="+o.advertised.String())
 	}
 	cfg.InitialCluster = strings.Join(initial, ",")
 	cfg.InitialClusterToken = c.token
@@ -482,6 +508,7 @@ func (c *Cluster) Close() { c.close() }
 
 func (c *Cluster) close() {
 	c.stopAll()
+	c.closeProxies()
 	releasePorts(c.ports)
 	c.ports = nil
 	if c.tb.Failed() {
