@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"sessdb/internal/faults"
 )
 
 // Lock takes key's lock: an etcd lease of LockTTL and a concurrency.Mutex
@@ -37,6 +39,10 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 	if err != nil {
 		return nil, nil, s.cfg.opErr(ctx, "lock", key, err)
 	}
+	if err := faults.At(faults.EtcdLockGranted); err != nil {
+		s.revoke(lease.ID)
+		return nil, nil, fmt.Errorf("lock %s: %w", key, err)
+	}
 	held, release := context.WithCancel(context.Background())
 	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(held))
 	if err != nil {
@@ -56,17 +62,31 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 	return unlock, sess.Done(), nil
 }
 
-// acquire waits for the mutex for at most LockWait. Mutex.Lock cleans up
-// after a failed wait with a request that has no deadline of its own; it
-// runs apart, so that etcd going away mid-wait cannot hang the caller (the
-// revoke in Lock's cleanup removes the waiter's key in any case, and Close
-// ends the request).
+// acquire takes the mutex: first a try bounded by the request timeout,
+// which is all an uncontended lock costs; then, if another holds it, a
+// wait of at most LockWait. Without the try, the mutex's first request
+// had no bound but LockWait: a link that went silent after the lease's
+// grant held the caller for the whole wait, and then read as "locked".
+// Mutex.Lock cleans up after a failed wait with a request that has no
+// deadline of its own; it runs apart, so that etcd going away mid-wait
+// cannot hang the caller (the revoke in Lock's cleanup removes the
+// waiter's key in any case, and Close ends the request).
 func (s *Store) acquire(ctx context.Context, key string, m *concurrency.Mutex) error {
+	try, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	err := m.TryLock(try)
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, concurrency.ErrLocked):
+		// Unanswered: the waiter's key, if its put landed, goes with the
+		// lease Lock revokes.
+		return s.cfg.opErr(ctx, "lock", key, err)
+	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- m.Lock(c) }()
-	var err error
 	select {
 	case err = <-done:
 	case <-c.Done():
@@ -81,12 +101,14 @@ func (s *Store) acquire(ctx context.Context, key string, m *concurrency.Mutex) e
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && m.Key() != "":
-		// The waiter's key was written, so etcd answered: someone else
-		// held the lock for the whole wait. Unless what it waited for is
-		// a key with no lease, which no holder writes (another tenant's,
-		// or one put by hand): that one never ends, and "locked" would
-		// send the operator back for ever.
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && m.Key() == "\x00":
+		// The mutex's cleanup removed its waiter's key ("\x00" is its
+		// mark of that), so etcd answered: someone else held the lock
+		// for the whole wait. (A key name alone proves nothing: the
+		// mutex names it before its first request is sent.) Unless what
+		// it waited for is a key with no lease, which no holder writes
+		// (another tenant's, or one put by hand): that one never ends,
+		// and "locked" would send the operator back for ever.
 		if junk := s.leaseless(ctx, key); junk != "" {
 			return fmt.Errorf("lock %s: %w: %s holds no lease, so it is no holder's lock and never ends; remove it with etcdctl del", key, ErrDamaged, junk)
 		}

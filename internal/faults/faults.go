@@ -200,3 +200,8 @@ const (
 // fleet.Open's check that it is a directory): an error here is the
 // export gone stale (ESTALE), which no test can make without root.
 const SharedDirStat Point = "shared/dir-stat"
+
+// The step of a fleet's key lock (fleet/etcdmeta.Lock) after its lease is
+// granted and before the mutex is asked for: etcd lost there leaves a
+// lease and a session to end.
+const EtcdLockGranted Point = "etcd-lock/granted"
