@@ -202,6 +202,52 @@ func (s *Store) reconnect() {
 	}
 }
 
+// hedged runs read, a request that changes nothing, within c; with
+// several endpoints, when it has not answered within a third of the
+// request timeout it is sent again, and once more at two thirds, and the
+// first answer is taken. etcd's client sends each request to the next
+// member in turn, so each goes to another: one member that takes
+// connections and answers nothing (a blackhole, a member stalled by a
+// defragmentation) would otherwise cost every request sent to it the
+// whole timeout (every third, of three members, until gRPC's keepalive
+// drops its connection, 13 s), though the others answer at once. An
+// error that is not c's end is returned at once.
+func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, error)) (R, error) {
+	if len(s.cfg.Endpoints) < 2 {
+		return read(c)
+	}
+	type result struct {
+		r   R
+		err error
+	}
+	const tries = 3
+	answers := make(chan result, tries)
+	send := func() {
+		go func() {
+			r, err := read(c)
+			answers <- result{r, err}
+		}()
+	}
+	send()
+	sent, waiting := 1, 1
+	tick := time.NewTicker(s.cfg.RequestTimeout / tries)
+	defer tick.Stop()
+	for {
+		select {
+		case a := <-answers:
+			waiting--
+			if a.err == nil || waiting == 0 || c.Err() == nil {
+				return a.r, a.err
+			}
+		case <-tick.C:
+			if sent < tries {
+				send()
+				sent, waiting = sent+1, waiting+1
+			}
+		}
+	}
+}
+
 // stateOps read a key's state; Get runs them alone, the guarded writes run
 // them when their compare fails.
 func (s *Store) stateOps(key string) []clientv3.Op {
@@ -265,7 +311,9 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 	defer cancel()
 	// A transaction without compares reads every op at one revision, and
 	// etcd serves it linearizably.
-	resp, err := s.cli.Txn(c).Then(s.stateOps(key)...).Commit()
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(c).Then(s.stateOps(key)...).Commit()
+	})
 	if err != nil {
 		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
@@ -306,7 +354,9 @@ func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOp
 		return State{}, err
 	}
 	defer cancel()
-	resp, err := s.cli.Get(c, s.recordKey(key), opts...)
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.recordKey(key), opts...)
+	})
 	if err != nil {
 		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
@@ -555,7 +605,9 @@ func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clie
 	if at != 0 {
 		opts = append(opts, clientv3.WithRev(at))
 	}
-	resp, err := s.cli.Get(c, from, opts...)
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, from, opts...)
+	})
 	if err != nil {
 		if at != 0 && errors.Is(err, rpctypes.ErrCompacted) {
 			return nil, errCompacted
