@@ -84,6 +84,10 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		return unavailable(err)
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
+	if err := c.b.at(hookRepairLocked, key); err != nil {
+		leave(err.Error())
+		return nil
+	}
 	for n, i := range orphans {
 		f := &found[i]
 		select {

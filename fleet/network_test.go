@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
@@ -220,5 +223,257 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 	t.Logf("9 resolves with one member of three silent: the slowest %v", slowest)
 	if slowest >= timeout {
 		t.Errorf("a resolve took %v, the request timeout", slowest)
+	}
+}
+
+// A worker whose only member is cut off from the other two (a minority
+// partition), and one on the majority side. The majority promotes; the
+// minority's worker never hands out the generation before it (its
+// resolve is store-unavailable: a linearizable read needs a quorum),
+// commits nothing (a promote of a job resolved before the cut is
+// promote-failed, though the member it asks still shows the ticket's
+// base), removes nothing and takes no lock. Healed, it resumes what the
+// majority promoted, and that job's retry is superseded.
+func TestAMinorityPartitionServesNothingStale(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3, ProxyPeers: true})
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "minority")
+	f.run(key, "one")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	expired := store.Key("github", "network", "minority-expired")
+	f.run(expired, "old")
+	f.now = time.Time{}
+	orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+	os.WriteFile(orphan, []byte(testHeader), 0o600)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(orphan, old, old)
+
+	const timeout = 500 * time.Millisecond
+	minority := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(0)}, timeout })
+	majority := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(1), c.Endpoint(2)}, 2 * time.Second })
+	ms := store.NewOn(minority, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	js := store.NewOn(majority, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	early, earlyDir := resolveOn(t, ms, key)
+	appendMarker(t, earlyDir, "minority")
+	if !early.Resume || early.Gen() != 1 {
+		t.Fatalf("the minority's resolve before the cut: %+v", early)
+	}
+
+	c.Partition(0)
+	// The majority elects a leader of its own if the cut took its old
+	// one: a promotion forwarded to the old leader is lost with it.
+	var acked store.PromoteResult
+	for try := 0; ; try++ {
+		sess, jobDir := resolveOn(t, js, key)
+		appendMarker(t, jobDir, "majority")
+		res, err := js.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		if err == nil && res.Promoted {
+			acked = res
+			break
+		}
+		if try == 10 {
+			t.Fatalf("the majority never promoted: %+v, %v", res, err)
+		}
+	}
+
+	began := time.Now()
+	sess, jobDir := resolveOn(t, ms, key)
+	t.Logf("the minority's resolve: %s after %v", sess.Reason, time.Since(began))
+	if sess.Resume || sess.Reason != gates.StoreUnavailable || len(stagedOf(t, jobDir)) != 0 {
+		t.Errorf("the minority's resolve = %s (resume %v, gen %d), want store-unavailable: gen %d was acknowledged on the majority", sess.Reason, sess.Resume, sess.Gen(), acked.Gen)
+	}
+	began = time.Now()
+	res, err := ms.Promote(early, store.PromoteRequest{PiVersion: testJob.PiVersion})
+	t.Logf("the minority's promote: %s (%v) after %v", res.Reason, err, time.Since(began))
+	if res.Promoted || res.Reason != gates.PromoteFailed || !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("the minority's promote = %+v, %v; want promote-failed, etcd unavailable", res, err)
+	}
+	if m := markers(stagedOf(t, earlyDir)); m[len(m)-1] != "minority" {
+		t.Error("the minority job's transcript left its job dir")
+	}
+	r, err := minority.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || len(r.Removed)+len(r.Swept) != 0 {
+		t.Errorf("the minority's reap = %+v, %v; want etcd unavailable, nothing removed", r, err)
+	}
+	if _, err := minority.Check(t.Context(), CheckOptions{Repair: true}, func(store.Finding) error { return nil }); !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("the minority's check --repair = %v, want etcd unavailable", err)
+	}
+	if _, _, err := minority.meta.Lock(t.Context(), key); !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("the minority's lock = %v, want etcd unavailable", err)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Errorf("the orphan: %v", err)
+	}
+	if got, _ := resolveOn(t, js, key); !got.Resume || got.Gen() != acked.Gen {
+		t.Errorf("the majority's resolve = %+v, want gen %d", got, acked.Gen)
+	}
+
+	c.HealPartition()
+	healed := time.Now()
+	for {
+		sess, jobDir := resolveOn(t, ms, key)
+		if sess.Resume {
+			if m := markers(stagedOf(t, jobDir)); sess.Gen() != acked.Gen || m[len(m)-1] != "majority" {
+				t.Fatalf("healed, the minority resumes gen %d %v, want gen %d ending in the majority's", sess.Gen(), m, acked.Gen)
+			}
+			break
+		}
+		if time.Since(healed) > 30*time.Second {
+			t.Fatalf("the minority still %s 30 s after the heal", sess.Reason)
+		}
+	}
+	t.Logf("healed: the minority resumes after %v", time.Since(healed))
+	if res, err := ms.Promote(early, store.PromoteRequest{PiVersion: testJob.PiVersion}); res.Promoted || res.Reason != gates.Superseded {
+		t.Errorf("the minority job's retry once healed = %+v, %v; want superseded", res, err)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Errorf("the orphan: %v", err)
+	}
+	if f.recordFile(expired) == "" {
+		t.Error("the expired key was removed")
+	}
+}
+
+// endLock ends the lease of whoever holds key's lock in the fleet of f,
+// as its expiry would (etcd revokes it; a holder cut off from etcd
+// learns of it only once its keep-alive deadline passes, LockTTL after
+// its last answer).
+func endLock(t *testing.T, f *fixture, key string) {
+	t.Helper()
+	cli := f.c.Client(t)
+	r, err := cli.Get(t.Context(), f.prefix+"/lock/"+key+"/", clientv3.WithPrefix())
+	if err != nil || len(r.Kvs) != 1 || r.Kvs[0].Lease == 0 {
+		t.Fatalf("the lock of %s: %v, %v", key, r, err)
+	}
+	if _, err := cli.Revoke(t.Context(), clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reaper and a repairing check cut off from etcd while they hold a
+// key's lock, its lease ended meanwhile, while a job promotes the key
+// (the classic fencing case: the holder does not know yet that its lock
+// is gone, its keep-alive deadline 10 s away). Neither removes the key
+// nor any file the promotion needs: reap's delete is guarded by the
+// revision it judged, and the repair removes only files no record can
+// ever name again (a promotion names only a file it wrote itself, kept
+// through the in-flight window). The order is the hooks', not timing:
+// the lock held and the key judged, the link cut, the lease revoked by
+// etcd, the promotion acknowledged, then the holder goes on, with the
+// link back or still cut.
+func TestALockHolderCutOffPastItsLeaseRemovesNothingPromoted(t *testing.T) {
+	for _, holder := range []string{"reap", "check --repair"} {
+		for _, heal := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/healed=%v", holder, heal), func(t *testing.T) {
+				c := etcdtest.Start1(t)
+				f := newFixture(t, c)
+				key := store.Key("github", "network", "fenced")
+				f.now = time.Now().Add(-30 * 24 * time.Hour)
+				f.run(key, "old")
+				f.now = time.Time{}
+				before := f.recordFile(key)
+				orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+				os.WriteFile(orphan, []byte(testHeader), 0o600)
+				past := time.Now().Add(-2 * time.Hour)
+				os.Chtimes(orphan, past, past)
+				p := etcdtest.NewProxy(t, c.Endpoint(0))
+				b := f.open(func(cfg *Config) {
+					cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 500*time.Millisecond
+				})
+				connected(t, b)
+				point := hookReapDelete
+				if holder != "reap" {
+					point = hookRepairLocked
+				}
+				var acked store.PromoteResult
+				reached := false
+				b.hook = func(pt, k string) error {
+					if pt != point || k != key || reached {
+						return nil
+					}
+					reached = true
+					p.Blackhole()
+					endLock(t, f, key)
+					acked = f.run(key, "new")
+					if heal {
+						p.Heal()
+					}
+					return nil
+				}
+				var err error
+				if holder == "reap" {
+					var r ReapResult
+					r, err = b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+					t.Logf("reap: %+v, %v", r, err)
+					switch {
+					case slices.Contains(r.Removed, key):
+						t.Errorf("reap reported the key removed: %+v", r)
+					case heal && (err != nil || r.Kept != 1):
+						// Unaware of its lock's end, it sent its delete,
+						// which lost its compare.
+						t.Errorf("reap with the link back = %+v, %v; want the key kept by its delete's guard", r, err)
+					case !heal && !errors.Is(err, etcdmeta.ErrUnavailable):
+						t.Errorf("reap with the link cut = %+v, %v; want etcd unavailable", r, err)
+					}
+				} else {
+					var found []store.Finding
+					_, err = b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+						found = append(found, fd)
+						return nil
+					})
+					t.Logf("check --repair: %v: %+v", err, found)
+					// Unaware of its lock's end, it removes the orphan,
+					// which no record can ever name again: nothing else.
+					if len(found) != 1 || found[0].Kind != KindOrphan || found[0].Repair != "removed" || err != nil {
+						t.Errorf("check --repair = %v, %+v; want the orphan removed and nothing else", err, found)
+					}
+				}
+				if !reached {
+					t.Fatalf("%s never reached its hook: %v", holder, err)
+				}
+				p.Heal()
+				f.holds(key, "new", acked.Gen)
+				if _, err := os.Stat(filepath.Join(f.dir, before)); err != nil {
+					t.Errorf("the generation the promotion superseded, kept for its grace period: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// A reap whose one try at a key's delete got no answer within the
+// request timeout (a link so slow that the request arrives after the
+// reaper gave up on it, and is applied) may have removed the key, and
+// must say so: the walk reports no removal for it. Only a delete whose
+// first answer was lost and then retried said it; the one try that ate
+// the whole timeout said only "etcd unavailable", and here the key was
+// gone.
+func TestReapWhoseOnlyDeleteWentUnansweredSaysTheKeyMayBeGone(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "delete-held")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(key, "old")
+	f.now = time.Time{}
+	p := etcdtest.NewProxy(t, c.Endpoint(0))
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 300 * time.Millisecond })
+	connected(t, b)
+	b.hook = func(point, k string) error {
+		if point == hookReapDelete && k == key {
+			p.Slow(time.Second)
+		}
+		return nil
+	}
+	_, err := b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Fatalf("reap: %v; want it stopped, etcd unavailable", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); f.recordFile(key) != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late delete never landed: this test proves nothing (reap: %v)", err)
+		}
+	}
+	if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "may be removed already") {
+		t.Errorf("reap: %v; want the key named, and that it may be removed already", err)
 	}
 }

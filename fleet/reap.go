@@ -494,9 +494,12 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 		case errors.As(err, &ce):
 			return unsure && ce.Current.Rev == 0, nil
 		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try):
-			if unsure {
+			if unsure || errors.Is(err, etcdmeta.ErrUnavailable) {
 				// The walk reports no removal for this key, and a fleet
 				// logs none: the error is all the operator hears of it.
+				// A try unanswered is unsure too, the last as much as any
+				// before it: a link that went silent (or slow) as it was
+				// sent may deliver it yet.
 				err = fmt.Errorf("%w (a try's answer was lost: the key may be removed already; reap again to know)", err)
 			}
 			return false, err
