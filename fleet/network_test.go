@@ -250,7 +250,9 @@ func TestAMinorityPartitionServesNothingStale(t *testing.T) {
 
 	const timeout = 500 * time.Millisecond
 	minority := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(0)}, timeout })
-	majority := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(1), c.Endpoint(2)}, 2 * time.Second })
+	majority := f.open(func(cfg *Config) {
+		cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(1), c.Endpoint(2)}, 2*time.Second
+	})
 	ms := store.NewOn(minority, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	js := store.NewOn(majority, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	early, earlyDir := resolveOn(t, ms, key)
@@ -456,7 +458,7 @@ func TestReapWhoseOnlyDeleteWentUnansweredSaysTheKeyMayBeGone(t *testing.T) {
 	f.run(key, "old")
 	f.now = time.Time{}
 	p := etcdtest.NewProxy(t, c.Endpoint(0))
-	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 300 * time.Millisecond })
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 300*time.Millisecond })
 	connected(t, b)
 	b.hook = func(point, k string) error {
 		if point == hookReapDelete && k == key {
@@ -475,5 +477,87 @@ func TestReapWhoseOnlyDeleteWentUnansweredSaysTheKeyMayBeGone(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "may be removed already") {
 		t.Errorf("reap: %v; want the key named, and that it may be removed already", err)
+	}
+}
+
+// recovery is how long after a link is healed a Backend b resolves key
+// again (resumed), trying every 50 ms; it fails the test after limit.
+func recovery(t *testing.T, b *Backend, key string, limit time.Duration) time.Duration {
+	t.Helper()
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	healed := time.Now()
+	for tries := 1; ; tries++ {
+		if sess, _ := resolveOn(t, s, key); sess.Resume {
+			return time.Since(healed)
+		}
+		if time.Since(healed) > limit {
+			t.Fatalf("still no resume %v after the heal (%d tries)", limit, tries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A long-running Backend whose link to etcd was cut (a blackhole: its
+// connection hangs rather than fails) resolves again once the link is
+// back: at once when the link delivers what it held, and, when the
+// connections made before stay silent (a firewall that forgot them),
+// once gRPC's keepalive has dropped them (10 s without a byte, then 3 s
+// for the ping's answer) and a new one is made; the reconnect backoff
+// that 3548ed1 resets adds nothing. A cut of 1 s healed whole runs by
+// default; SESSDB_FLEET_NET_LONG=1 (.ci/long) adds the silent
+// connections (each waits out the keepalive, 13 s) and cuts of 20 s,
+// past the keepalive and gRPC's 20 s connect timeout, for one member and
+// for three.
+func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {
+	long := os.Getenv("SESSDB_FLEET_NET_LONG") != ""
+	cuts := []time.Duration{time.Second}
+	if long {
+		cuts = append(cuts, 20*time.Second)
+	}
+	for _, members := range []int{1, 3} {
+		for _, cut := range cuts {
+			for _, stale := range []bool{false, true} {
+				if members == 3 && cut < 10*time.Second || stale && !long {
+					continue
+				}
+				t.Run(fmt.Sprintf("members=%d/cut=%v/stale=%v", members, cut, stale), func(t *testing.T) {
+					c := etcdtest.Start(t, etcdtest.Options{Members: members})
+					f := newFixture(t, c)
+					key := store.Key("github", "network", "heal")
+					f.run(key, "one")
+					var eps []string
+					var ps []*etcdtest.Proxy
+					for i := range members {
+						p := etcdtest.NewProxy(t, c.Endpoint(i))
+						ps, eps = append(ps, p), append(eps, p.URL())
+					}
+					b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, 500*time.Millisecond })
+					connected(t, b)
+					for _, p := range ps {
+						p.Blackhole()
+					}
+					// Requests go on through the cut, as a busy host's do.
+					s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+					for end := time.Now().Add(cut); time.Now().Before(end); {
+						if sess, _ := resolveOn(t, s, key); sess.Reason != gates.StoreUnavailable {
+							t.Fatalf("a resolve through the cut: %s", sess.Reason)
+						}
+					}
+					for _, p := range ps {
+						if stale {
+							p.HealStale()
+						} else {
+							p.Heal()
+						}
+					}
+					limit := 5 * time.Second
+					if stale {
+						limit = 40 * time.Second
+					}
+					took := recovery(t, b, key, limit)
+					t.Logf("%d member(s), cut %v, stale %v: resumes %d ms after the heal", members, cut, stale, took.Milliseconds())
+				})
+			}
+		}
 	}
 }
