@@ -19,6 +19,29 @@ import (
 	"sessdb/store"
 )
 
+// runExpired promotes key with marker, dated 30 days ago.
+func (f *fixture) runExpired(key, marker string) {
+	f.t.Helper()
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	defer func() { f.now = time.Time{} }()
+	f.run(key, marker)
+}
+
+// oldOrphan writes a generation file of key that no record names, two
+// hours old (past the default grace), and returns its path.
+func (f *fixture) oldOrphan(key string) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+	if err := os.WriteFile(p, []byte(testHeader), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
 // netStep is one of a worker's or an operator's commands, run on a
 // Backend whose link to etcd is cut or slowed: it returns what it ended
 // with, and why that is not the named outcome ("" when it is).
@@ -34,15 +57,8 @@ type netStep struct {
 func netSteps(t *testing.T, f *fixture) []netStep {
 	key := store.Key("github", "network", "live")
 	f.run(key, "one")
-	f.now = time.Now().Add(-30 * 24 * time.Hour)
-	f.run(store.Key("github", "network", "expired"), "old")
-	f.now = time.Time{}
-	orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
-	if err := os.WriteFile(orphan, []byte(testHeader), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-2 * time.Hour)
-	os.Chtimes(orphan, old, old)
+	f.runExpired(store.Key("github", "network", "expired"), "old")
+	orphan := f.oldOrphan(key)
 	root := t.TempDir()
 	hs, err := store.New(root, store.Options{})
 	if err != nil {
@@ -239,14 +255,9 @@ func TestAMinorityPartitionServesNothingStale(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "minority")
 	f.run(key, "one")
-	f.now = time.Now().Add(-30 * 24 * time.Hour)
 	expired := store.Key("github", "network", "minority-expired")
-	f.run(expired, "old")
-	f.now = time.Time{}
-	orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
-	os.WriteFile(orphan, []byte(testHeader), 0o600)
-	old := time.Now().Add(-2 * time.Hour)
-	os.Chtimes(orphan, old, old)
+	f.runExpired(expired, "old")
+	orphan := f.oldOrphan(key)
 
 	const timeout = 500 * time.Millisecond
 	minority := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{c.Endpoint(0)}, timeout })
@@ -370,14 +381,9 @@ func TestALockHolderCutOffPastItsLeaseRemovesNothingPromoted(t *testing.T) {
 				c := etcdtest.Start1(t)
 				f := newFixture(t, c)
 				key := store.Key("github", "network", "fenced")
-				f.now = time.Now().Add(-30 * 24 * time.Hour)
-				f.run(key, "old")
-				f.now = time.Time{}
+				f.runExpired(key, "old")
 				before := f.recordFile(key)
-				orphan := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
-				os.WriteFile(orphan, []byte(testHeader), 0o600)
-				past := time.Now().Add(-2 * time.Hour)
-				os.Chtimes(orphan, past, past)
+				f.oldOrphan(key)
 				p := etcdtest.NewProxy(t, c.Endpoint(0))
 				b := f.open(func(cfg *Config) {
 					cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 500*time.Millisecond
@@ -454,9 +460,7 @@ func TestReapWhoseOnlyDeleteWentUnansweredSaysTheKeyMayBeGone(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "delete-held")
-	f.now = time.Now().Add(-30 * 24 * time.Hour)
-	f.run(key, "old")
-	f.now = time.Time{}
+	f.runExpired(key, "old")
 	p := etcdtest.NewProxy(t, c.Endpoint(0))
 	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 300*time.Millisecond })
 	connected(t, b)
