@@ -67,6 +67,13 @@
 // appended to the history under the same guard, leaving the record, and so
 // every job's base, as it was.
 //
+// With several endpoints a commit unanswered after a third of the
+// request timeout is sent again meanwhile (and at two thirds), to the
+// next member: a member that takes connections and answers nothing would
+// otherwise fail every commit sent to it. The tries are one write on one
+// base: one lands at most, and the promotion is then as unsure as after
+// a lost answer.
+//
 // A commit whose answer is lost (etcd unavailable, a leader killed under
 // it) may have committed. It is retried on the same base until the request
 // timeout: a conflict whose record names this promotion's own file is this

@@ -565,3 +565,46 @@ func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {
 		}
 	}
 }
+
+// The same, for a promotion: its commit, sent to the silent member,
+// waited out the whole timeout and was promote-failed (12 of 12 in a
+// loop of resolve and promote, whose three requests a job met the
+// members in lockstep). The commit is sent again to the next member;
+// every try is guarded by the same base, and each promotion lands once.
+func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "one-of-three-promote")
+	f.run(key, "m0")
+	var eps []string
+	var ps []*etcdtest.Proxy
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	const timeout = 900 * time.Millisecond
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	for range 6 {
+		resolveOn(t, s, key)
+	}
+	ps[0].Blackhole()
+	for i := 1; i <= 6; i++ {
+		sess, jobDir := resolveOn(t, s, key)
+		marker := fmt.Sprintf("m%d", i)
+		appendMarker(t, jobDir, marker)
+		began := time.Now()
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		t.Logf("promote %d: %s after %v (%v)", i, res.Reason, time.Since(began), err)
+		if err != nil || !res.Promoted || res.Gen != uint64(i+1) {
+			t.Errorf("promote %d with one member of three silent = %+v, %v; want promoted gen %d", i, res, err, i+1)
+		}
+	}
+	ps[0].Heal()
+	f.holds(key, "m6", 7)
+	_, jobDir := resolveOn(t, f.s, key)
+	want := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}
+	if got := markers(stagedOf(t, jobDir)); !slices.Equal(got, want) {
+		t.Errorf("the key's transcript holds %v, want %v: each promotion once, in order", got, want)
+	}
+}

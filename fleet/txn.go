@@ -236,7 +236,7 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		if late := t.b.now().Round(0).Sub(t.wrote); late > commitWindow {
 			return fmt.Errorf("commit %s: not sent: its file was written %v ago by the wall clock (a host suspended?), past the %v a reaper waits for a commit", t.key, late.Round(time.Second), commitWindow)
 		}
-		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
+		err := t.put(ctx, r, h)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:
@@ -260,6 +260,57 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		}
 		t.committed = true
 		return t.b.at(hookAfterCommit, t.key)
+	}
+}
+
+// put sends the commit once and, with several endpoints, again after a
+// third of the request timeout without an answer, and once more at two
+// thirds, each to the next member (etcd's client takes them in turn): a
+// member that takes connections and answers nothing would otherwise
+// cost every commit sent to it the whole timeout, promote-failed though
+// the others answer at once. Every try is the same write guarded by the
+// same base, so at most one lands; a second try makes the commit unsure
+// before it is sent, so that a conflict whose record names this file is
+// taken for the first landed, and the file is kept on any other (a try
+// still in flight could not land then: the base is gone for good, but
+// the file is reap's to judge, as after any lost answer). The first
+// success or conflict is the answer; an error, once no try is left in
+// flight.
+func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntry) error {
+	if !t.b.meta.Several() {
+		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the tries still in flight: each could only conflict
+	const tries = 3
+	answers := make(chan error, tries)
+	key, base := t.key, t.st.Rev // the tries outlive put, t does not stay still
+	send := func() {
+		go func() {
+			_, err := t.b.meta.Put(ctx, key, base, r, h)
+			answers <- err
+		}()
+	}
+	send()
+	sent, waiting := 1, 1
+	tick := time.NewTicker(t.b.timeout / tries)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-answers:
+			waiting--
+			var ce *etcdmeta.ConflictError
+			if err == nil || errors.As(err, &ce) || waiting == 0 {
+				return err
+			}
+		case <-tick.C:
+			if sent < tries && ctx.Err() == nil {
+				t.unsure = true
+				send()
+				sent, waiting = sent+1, waiting+1
+			}
+		}
 	}
 }
 

@@ -145,6 +145,10 @@ func (s *Store) Close() error {
 	return s.cli.Close()
 }
 
+// Several reports whether the Store was given more than one endpoint:
+// a request sent again then goes to another member (see hedged).
+func (s *Store) Several() bool { return len(s.cfg.Endpoints) > 1 }
+
 // Prefix is the validated prefix the records live under.
 func (s *Store) Prefix() string { return s.cfg.Prefix }
 
@@ -213,7 +217,7 @@ func (s *Store) reconnect() {
 // drops its connection, 13 s), though the others answer at once. An
 // error that is not c's end is returned at once.
 func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, error)) (R, error) {
-	if len(s.cfg.Endpoints) < 2 {
+	if !s.Several() {
 		return read(c)
 	}
 	type result struct {
