@@ -31,6 +31,7 @@ type Proxy struct {
 
 	mu         sync.Mutex
 	blackhole  bool
+	answers    bool         // BlackholeAnswers': only what comes back is held
 	cutFrom    map[int]bool // a Partition's: sources cut off
 	cutUnknown bool         // a Partition's: connections that name no member
 	delay      time.Duration
@@ -92,6 +93,12 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 // is forwarded either way until Heal or HealStale.
 func (p *Proxy) Blackhole() { p.set(func() { p.blackhole = true }) }
 
+// BlackholeAnswers cuts the link one way: what the connection's opener
+// sends is forwarded, what comes back is held, until Heal or HealStale.
+// A request is served and its answer never arrives: the write landed,
+// and its writer cannot know.
+func (p *Proxy) BlackholeAnswers() { p.set(func() { p.answers = true }) }
+
 // Slow forwards each chunk read, either way, d after it was read, one
 // chunk after another: a link with d of latency whose throughput falls
 // with it. 0 ends it.
@@ -99,7 +106,7 @@ func (p *Proxy) Slow(d time.Duration) { p.set(func() { p.delay = d }) }
 
 // Heal ends Blackhole and Slow; what was held is forwarded.
 func (p *Proxy) Heal() {
-	p.set(func() { p.blackhole, p.delay = false, 0 })
+	p.set(func() { p.blackhole, p.answers, p.delay = false, false, 0 })
 }
 
 // HealStale ends Blackhole and Slow for connections made from now on;
@@ -109,7 +116,7 @@ func (p *Proxy) HealStale() {
 		for l := range p.links {
 			l.stale = true
 		}
-		p.blackhole, p.delay = false, 0
+		p.blackhole, p.answers, p.delay = false, false, 0
 	})
 }
 
@@ -198,7 +205,7 @@ func (p *Proxy) pump(l *link, dst, src net.Conn, tx bool) {
 	}
 	for {
 		if n > 0 {
-			if !p.await(l) {
+			if !p.await(l, tx) {
 				return
 			}
 			if _, err := dst.Write(buf[:n]); err != nil {
@@ -231,12 +238,13 @@ func (p *Proxy) head(l *link, src net.Conn, buf []byte) int {
 	return n
 }
 
-// await waits while l is cut, and then for the link's delay; false when
-// the link or the proxy closed meanwhile.
-func (p *Proxy) await(l *link) bool {
+// await waits while l is cut (tx: the direction from its opener), and
+// then for the link's delay; false when the link or the proxy closed
+// meanwhile.
+func (p *Proxy) await(l *link, tx bool) bool {
 	for {
 		p.mu.Lock()
-		cut := l.stale || p.blackhole || (l.src >= 0 && p.cutFrom[l.src]) || (l.src < 0 && p.cutUnknown)
+		cut := l.stale || p.blackhole || p.answers && !tx || (l.src >= 0 && p.cutFrom[l.src]) || (l.src < 0 && p.cutUnknown)
 		d, changed := p.delay, p.changed
 		p.mu.Unlock()
 		if !cut && d == 0 {
