@@ -189,3 +189,30 @@ func (m *movingInstance) Check(opts store.Options, repair bool) ([]store.Finding
 	})
 	return found, err
 }
+
+// Lock holds the key's lease-backed etcd lock, as a reaper or a repair in
+// another process would: the jobs never take it (docs/fleet.md).
+func (in *fleetInstance) Lock(key string) (func(), bool, error) {
+	unlock, _, err := in.b.meta.Lock(context.Background(), key)
+	return unlock, false, err
+}
+
+func (m *movingInstance) Lock(key string) (func(), bool, error) {
+	if m.fleet != nil {
+		return m.fleet.Lock(key)
+	}
+	dir := filepath.Join(m.root, key)
+	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errors.ErrUnsupported, err)
+	}
+	d, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	w, err := db.OpenWriter(d, db.FileName, db.Options{})
+	if err != nil {
+		return nil, false, err
+	}
+	return func() { w.Close() }, true, nil
+}

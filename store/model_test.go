@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
 	"sessdb/store/storetest"
@@ -74,4 +77,28 @@ func (k *keyDirsInstance) migrate(to func(string, migrate.Options, func(migrate.
 		err = fmt.Errorf("%+v", sum)
 	}
 	return err
+}
+
+// Lock holds the key's meta.db lock, as a promotion in another process
+// would: the jobs wait for it.
+func (k *keyDirsInstance) Lock(key string) (func(), bool, error) {
+	return lockKeyDir(filepath.Join(k.root, key))
+}
+
+// lockKeyDir holds the exclusive lock of the meta.db in dir, where there
+// is one.
+func lockKeyDir(dir string) (func(), bool, error) {
+	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errors.ErrUnsupported, err)
+	}
+	d, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	w, err := db.OpenWriter(d, db.FileName, db.Options{})
+	if err != nil {
+		return nil, false, err
+	}
+	return func() { w.Close() }, true, nil
 }

@@ -161,6 +161,10 @@ type mPromote struct {
 	maxBytes int64
 	now      time.Time
 	newFile  func() uint64 // a new transcript file's number
+	// locked: the key's lock is held past the lock wait (README.md:
+	// locked, nothing changes), which the promote meets once it has read
+	// the staged file (json.md: run is null only when it was never read).
+	locked bool
 }
 
 // promote is the job contract's promote, in README.md's order: nothing
@@ -190,6 +194,10 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	res.Run = shapeOf(p.staged)
 	if prefixOK && size == int64(len(t.given)) {
 		res.Run = transcript.Unchanged
+	}
+	if p.locked {
+		res.Reason = gates.Locked
+		return res
 	}
 	refuse := func(r gates.Reason) store.PromoteResult {
 		res.Reason = r

@@ -144,6 +144,8 @@ const (
 	opToDB
 	opMove
 	opDamage
+	opConcurrent
+	opLocked
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -160,30 +162,34 @@ func genOps(seed uint64, n int) []mOp {
 	for i := range ops {
 		var k opKind
 		switch x := r.IntN(100); {
-		case x < 30:
+		case x < 27:
 			k = opResolve
-		case x < 58:
+		case x < 52:
 			k = opPromote
-		case x < 68:
+		case x < 62:
 			k = opRetry
-		case x < 78:
+		case x < 71:
 			k = opAdvance
-		case x < 87:
+		case x < 79:
 			k = opInspect
-		case x < 90:
+		case x < 82:
 			k = opReap
-		case x < 91:
+		case x < 83:
 			k = opDamage
-		case x < 95:
+		case x < 87:
 			k = opCheck
-		case x < 96:
+		case x < 88:
 			k = opRoundTrip
-		case x < 97:
+		case x < 89:
 			k = opToLegacy
-		case x < 98:
+		case x < 90:
 			k = opToDB
-		default:
+		case x < 92:
 			k = opMove
+		case x < 97:
+			k = opConcurrent
+		default:
+			k = opLocked
 		}
 		ops[i] = mOp{k, r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20)}
 	}
@@ -233,6 +239,37 @@ type run struct {
 	turn    int
 	counts  map[string]int
 	files   uint64 // transcript files promoted
+	// lock is the key whose lock another holder has (opLocked), and
+	// whether the jobs' resolves and promotes wait for it.
+	lock struct {
+		key    string
+		blocks bool
+	}
+}
+
+// jobOpts are the options of a job's resolve or promote: a short lock
+// wait while another holder has a key's lock.
+func (r *run) jobOpts(b gates.Bounds) store.Options {
+	o := r.opts(b)
+	if r.lock.key != "" {
+		o.LockTimeout = lockWait
+	}
+	return o
+}
+
+// lockedOut reports whether a job on key waits for the lock another
+// holder has, past the lock wait.
+func (r *run) lockedOut(key string) bool { return r.lock.blocks && r.lock.key == key }
+
+// underLock names, for the counts, how key's lock is held.
+func (r *run) underLock(key string) string {
+	switch {
+	case r.lock.key != key:
+		return ""
+	case r.lock.blocks:
+		return " under a held lock"
+	}
+	return " beside a held lease lock"
 }
 
 func (r *run) side() string {
@@ -276,6 +313,8 @@ func runOpsCounting(t *testing.T, h Harness, ops []mOp) (int, string, []string, 
 	return -1, "", r.log, r.counts
 }
 
+func (r *run) newFile() uint64 { r.files++; return r.files }
+
 func (r *run) logf(format string, args ...any) {
 	r.log = append(r.log, fmt.Sprintf("%3d  ", len(r.log))+fmt.Sprintf(format, args...))
 }
@@ -283,17 +322,41 @@ func (r *run) logf(format string, args ...any) {
 // compareRecords compares what the instance records for every key with
 // the model.
 func (r *run) compareRecords() error {
+	got, err := r.readRecords()
+	if err != nil {
+		return err
+	}
+	return matchRecords(got, r.keys)
+}
+
+// recorded is what an instance records for a key.
+type recorded struct {
+	sc db.Sidecars
+	h  []db.HistoryEntry
+}
+
+func (r *run) readRecords() (map[string]recorded, error) {
+	got := map[string]recorded{}
 	for _, key := range modelKeys {
 		sc, h, err := r.inst.Record(key)
 		if err != nil {
-			return fmt.Errorf("record: %s: %v", key[:6], err)
-		}
-		m := r.keys[key]
-		if want := m.sidecars(); !reflect.DeepEqual(sc, want) {
-			return fmt.Errorf("record: %s holds %s, the model %s", key[:6], showSidecars(sc), showSidecars(want))
+			return nil, fmt.Errorf("record: %s: %v", key[:6], err)
 		}
 		for i := range h {
 			h[i].Seq = 0
+		}
+		got[key] = recorded{sc, h}
+	}
+	return got, nil
+}
+
+// matchRecords compares what an instance records (got) with the model's
+// keys.
+func matchRecords(got map[string]recorded, keys map[string]*mKey) error {
+	for _, key := range modelKeys {
+		sc, h, m := got[key].sc, got[key].h, keys[key]
+		if want := m.sidecars(); !reflect.DeepEqual(sc, want) {
+			return fmt.Errorf("record: %s holds %s, the model %s", key[:6], showSidecars(sc), showSidecars(want))
 		}
 		if len(h) == 0 && len(m.history) == 0 {
 			continue
@@ -334,6 +397,10 @@ func (r *run) step(op mOp) error {
 		return r.migrate(false)
 	case opDamage:
 		return r.damage(op)
+	case opConcurrent:
+		return r.concurrent(op)
+	case opLocked:
+		return r.locked(op)
 	case opMove:
 		mv, ok := r.inst.(Mover)
 		if !ok {
@@ -360,20 +427,44 @@ func (r *run) resolve(op mOp) error {
 		jobDir, reused = prev.jobDir, " in "+prev.job.ID+"'s job dir"
 	}
 	r.logf("resolve %s as %s (%+v) with %+v%s", key[:6], job.ID, job, b, reused)
-	sess, err := r.inst.Open(r.opts(b)).Resolve(key, job, jobDir)
+	sess, err := r.inst.Open(r.jobOpts(b)).Resolve(key, job, jobDir)
 	if err != nil {
 		return fmt.Errorf("resolve: %v", err)
 	}
-	m := r.keys[key]
+	tk, err := r.judgeResolve(r.keys[key], b, job, jobDir, sess, r.lockedOut(key))
+	if err != nil {
+		return err
+	}
+	if r.lockedOut(key) && sess.Reason != gates.Locked {
+		return fmt.Errorf("verdict: resolve of %s under a held lock = {%v %s}, the model locked", key[:6], sess.Resume, sess.Reason)
+	}
+	r.tickets = append(r.tickets, tk)
+	r.logf("     = {%v %s} %d bytes, base gen %d", sess.Resume, sess.Reason, sess.Bytes, sess.Base.Gen)
+	r.counts["resolve "+string(sess.Reason)+r.underLock(key)]++
+	return nil
+}
+
+// judgeResolve compares what a resolve issued (sess, and the job dir's
+// staged file) with the model's m, judged for job with b, and returns the
+// ticket as the model holds it. A resolve that could not have the key's
+// lock (locked) read nothing of it: a cold start with no base, which the
+// ticket's promote then treats as a key that holds nothing (docs/job.md).
+// A resolve is locked only where mayLock says its wait could end so.
+func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string, sess store.Session, mayLock bool) (*mTicket, error) {
+	key := sess.Key
 	reason := m.verdict(b, job, r.now)
 	tk := &mTicket{key: key, job: job, sess: sess, resume: reason == gates.Resumed, reason: reason, base: m.base(), jobDir: jobDir, side: r.side()}
+	locked := mayLock && sess.Reason == gates.Locked
+	if locked {
+		tk.resume, tk.reason, tk.base = false, gates.Locked, mBase{}
+		reason = gates.Locked
+	}
 	if tk.resume {
 		tk.given = bytes.Clone(m.data)
 	}
-	r.tickets = append(r.tickets, tk)
 	got, err := os.ReadFile(stagedPath(jobDir))
 	if err != nil {
-		return fmt.Errorf("resolve: staged: %v", err)
+		return nil, fmt.Errorf("resolve: staged: %v", err)
 	}
 	base := store.Base{Gen: tk.base.gen, Size: tk.base.size, CRC32C: store.Checksum(tk.base.crc), Rev: sess.Base.Rev}
 	if tk.base.file != 0 {
@@ -384,24 +475,25 @@ func (r *run) resolve(op mOp) error {
 			base.Size, base.CRC32C = int64(len(tk.given)), store.Checksum(crc32.Checksum(tk.given, castagnoli))
 		}
 	}
+	if locked {
+		base.Rev = 0 // nothing of the key was read
+	}
 	switch {
 	case (sess.Base.File != nil) != (tk.base.file != 0):
-		return fmt.Errorf("base: %+v, the model %+v (a legacy key's file: %v)", sess.Base, base, tk.base.file != 0)
+		return nil, fmt.Errorf("base: %+v, the model %+v (a legacy key's file: %v)", sess.Base, base, tk.base.file != 0)
 	case sess.Resume != tk.resume || sess.Reason != reason:
-		return fmt.Errorf("verdict: resolve of %s = {%v %s}, the model {%v %s}", key[:6], sess.Resume, sess.Reason, tk.resume, reason)
+		return nil, fmt.Errorf("verdict: resolve of %s = {%v %s}, the model {%v %s}", key[:6], sess.Resume, sess.Reason, tk.resume, reason)
 	case !bytes.Equal(got, tk.given) || sess.Bytes != int64(len(tk.given)):
-		return fmt.Errorf("staged: %d bytes staged (session says %d), the model %d", len(got), sess.Bytes, len(tk.given))
+		return nil, fmt.Errorf("staged: %d bytes staged (session says %d), the model %d", len(got), sess.Bytes, len(tk.given))
 	case tk.resume && sess.CRC32C != store.Checksum(crc32.Checksum(tk.given, castagnoli)):
-		return fmt.Errorf("staged: CRC32C %s", sess.CRC32C)
+		return nil, fmt.Errorf("staged: CRC32C %s", sess.CRC32C)
 	case sess.Base != base:
-		return fmt.Errorf("base: %+v, the model %+v", sess.Base, base)
+		return nil, fmt.Errorf("base: %+v, the model %+v", sess.Base, base)
 	}
 	if back, err := store.ReadTicket(jobDir); err != nil || !reflect.DeepEqual(back, sess) {
-		return fmt.Errorf("ticket: read back %+v, %v; issued %+v", back, err, sess)
+		return nil, fmt.Errorf("ticket: read back %+v, %v; issued %+v", back, err, sess)
 	}
-	r.logf("     = {%v %s} %d bytes, base gen %d", sess.Resume, sess.Reason, sess.Bytes, sess.Base.Gen)
-	r.counts["resolve "+string(sess.Reason)]++
-	return nil
+	return tk, nil
 }
 
 // stageFor writes the job dir's staged file as variant v, and returns it
@@ -615,10 +707,11 @@ func (r *run) moveOn(tk *mTicket) error {
 	return r.promoteStaged(plain, i, nt, staged, variant, false, "promote")
 }
 
-// promoteStaged promotes ticket i, tk, its job dir holding staged (the
-// variant named), with a request and an interruption chosen by op.
-func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant string, linked bool, what string) error {
-	req := store.PromoteRequest{PiVersion: tk.job.PiVersion}
+// promoteRequest is the request op chooses for tk's promote, its job dir
+// holding the variant named, with pi's own reading of the run where the
+// request gives no tokens, and the byte cap to promote under.
+func promoteRequest(op mOp, tk *mTicket, variant string) (req store.PromoteRequest, reading *int64, maxBytes int64) {
+	req = store.PromoteRequest{PiVersion: tk.job.PiVersion}
 	if op.d%5 == 0 {
 		req.PiVersion = "0.59.0"
 	}
@@ -632,7 +725,6 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	req.Tokens = &tokens
 	// pi's own reading, where the run ended in an answer whose usage is
 	// tokens: the context is that usage (docs/job.md), nothing after it.
-	var reading *int64
 	switch variant {
 	case "grown, answered", "replaced", "grown again", "torn":
 		if op.c%3 == 0 {
@@ -642,10 +734,16 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	if op.d%3 == 0 {
 		req.Window = 100000
 	}
-	var maxBytes int64
 	if op.d%9 == 4 {
 		maxBytes = 1500
 	}
+	return req, reading, maxBytes
+}
+
+// promoteStaged promotes ticket i, tk, its job dir holding staged (the
+// variant named), with a request and an interruption chosen by op.
+func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant string, linked bool, what string) error {
+	req, reading, maxBytes := promoteRequest(op, tk, variant)
 	if op.c%13 == 0 {
 		// A ticket edited to name the other key: its base, its ticket id
 		// and what it was given are the first key's.
@@ -661,7 +759,7 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	}
 	m := r.keys[tk.key]
 	trial := m.clone()
-	want := trial.promote(tk, mPromote{staged: staged, linked: linked, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: func() uint64 { r.files++; return r.files }})
+	want := trial.promote(tk, mPromote{staged: staged, linked: linked, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: r.newFile, locked: r.lockedOut(tk.key)})
 	// An interruption, armed only for a promotion that writes: it stays
 	// armed for the next promotion otherwise.
 	var stop Point
@@ -678,7 +776,7 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	}
 	r.logf("%s ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
 		what, i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
-	res, err := r.inst.Open(r.opts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
+	res, err := r.inst.Open(r.jobOpts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
 	if tk.side != r.side() {
 		// Another store's ticket: exit 2, nothing written.
 		if !errors.Is(err, store.ErrWrongRoot) || res.Promoted {
@@ -723,7 +821,7 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	if tk.base.file != 0 {
 		o += " (a legacy key's ticket)"
 	}
-	r.counts[o]++
+	r.counts[o+r.underLock(tk.key)]++
 	return nil
 }
 
@@ -811,9 +909,19 @@ func (r *run) reap() error {
 	if err != nil {
 		return fmt.Errorf("reap: %v", err)
 	}
+	if err := reapModel(r.keys, r.now, removed); err != nil {
+		return err
+	}
+	r.logf("     = removed %d", len(removed))
+	return nil
+}
+
+// reapModel reaps keys as of now, as a reap that removed the keys named
+// must have, and says how it did not.
+func reapModel(keys map[string]*mKey, now time.Time, removed []string) error {
 	var want []string
 	for _, key := range modelKeys {
-		if m := r.keys[key]; m.gen != 0 && r.now.Sub(m.promotedAt) > ttl {
+		if m := keys[key]; m.gen != 0 && now.Sub(m.promotedAt) > ttl {
 			want = append(want, key)
 			*m = mKey{}
 		}
@@ -822,14 +930,13 @@ func (r *run) reap() error {
 	// holds no key, and its reap by the dir's own clock is the backend's:
 	// a key the model holds nothing for may be removed too.
 	removed = slices.DeleteFunc(slices.Sorted(slices.Values(removed)), func(k string) bool {
-		m, ok := r.keys[k]
+		m, ok := keys[k]
 		return ok && m.gen == 0 && !slices.Contains(want, k)
 	})
 	slices.Sort(want)
 	if !slices.Equal(removed, want) {
 		return fmt.Errorf("reap: removed %v, the model %v", removed, want)
 	}
-	r.logf("     = removed %d", len(removed))
 	return nil
 }
 
@@ -873,6 +980,12 @@ func (r *run) check(repair bool) error {
 	if err != nil {
 		return fmt.Errorf("check: %v", err)
 	}
+	return r.judgeFindings(found, repair)
+}
+
+// judgeFindings says which of a check's findings a store that only its
+// jobs wrote must not have.
+func (r *run) judgeFindings(found []store.Finding, repair bool) error {
 	for _, f := range found {
 		// An interrupted promotion's pending temp is a crash's, which the
 		// sequence had, and its repair a roll-forward (the records after

@@ -1,0 +1,323 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// RunModel's operations that run at once with others, or beside a lock
+// another holder has: what the model accepts of them is every outcome
+// some order of them would have had (they are linearizable), and exactly
+// those outcomes.
+
+// A Locker holds a key's lock as another process would, for RunModel.
+type Locker interface {
+	// Lock takes key's lock and holds it until unlock is called.
+	// blocksJobs says whether a job's resolve and promote on the key
+	// wait for it (a sessions root's meta.db lock) or never take it (a
+	// fleet's lease-backed lock, which only reap and repair take:
+	// docs/fleet.md). errors.ErrUnsupported: the key has no lock to take.
+	Lock(key string) (unlock func(), blocksJobs bool, err error)
+}
+
+// lockWait is the jobs' lock wait while another holder has a key's lock.
+const lockWait = 50 * time.Millisecond
+
+// locked runs a resolve or a promote on a key whose lock another holder
+// has: locked, where the job waits for that lock (README.md; a resolve's
+// ticket then has no base, docs/job.md), the outcome it would have had
+// otherwise where it does not.
+func (r *run) locked(op mOp) error {
+	lk, ok := r.inst.(Locker)
+	key := modelKeys[op.a%len(modelKeys)]
+	if m := r.keys[key]; !ok || m.gen == 0 || m.legacy {
+		r.logf("lock: none (%s gen %d)", key[:6], m.gen)
+		return nil
+	}
+	unlock, blocks, err := lk.Lock(key)
+	if errors.Is(err, errors.ErrUnsupported) {
+		r.logf("lock: none (%s: %v)", key[:6], err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lock: %v", err)
+	}
+	defer func() { unlock(); r.lock.key, r.lock.blocks = "", false }()
+	r.lock.key, r.lock.blocks = key, blocks
+	r.logf("lock %s held by another (jobs wait for it: %v)", key[:6], blocks)
+	if op.b%2 == 0 {
+		return r.resolve(mOp{kind: opResolve, a: op.a, b: op.c, c: op.d, d: op.b/2 + 1})
+	}
+	// A promote of one of the key's tickets.
+	var on []int
+	for i, tk := range r.tickets {
+		if tk.key == key && tk.side == r.side() {
+			on = append(on, i)
+		}
+	}
+	if len(on) == 0 {
+		r.logf("     no ticket on %s", key[:6])
+		return nil
+	}
+	i := on[len(on)-1-op.c%min(len(on), 3)]
+	tk := r.tickets[i]
+	// Never the ticket edited to name the other key: the lock is this one's.
+	pop := mOp{kind: opPromote, a: op.a, b: op.d, c: op.c - op.c%13 + 1, d: op.d}
+	staged, variant, err := r.stageFor(tk, op.d, 1000+pop.c%199000)
+	linked := errors.Is(err, errLinked)
+	if err != nil && !linked {
+		return fmt.Errorf("stage: %v", err)
+	}
+	return r.promoteStaged(pop, i, tk, staged, variant, linked, "promote")
+}
+
+// conc is one operation of a concurrent group, and what it returned.
+type conc struct {
+	what string // "promote", "resolve", "reap", "check"
+	// promote
+	i        int
+	tk       *mTicket
+	staged   []byte
+	variant  string
+	linked   bool
+	req      store.PromoteRequest
+	reading  *int64
+	maxBytes int64
+	res      store.PromoteResult
+	// resolve
+	job    store.Job
+	bounds gates.Bounds
+	jobDir string
+	sess   store.Session
+	// reap
+	removed []string
+	// check
+	repair bool
+	found  []store.Finding
+
+	err error
+}
+
+// concurrent resolves two or three jobs on one key, one after another,
+// stages their runs, and then promotes them all at once, with, at times,
+// another job's resolve, a reap (the clock first moved past the TTL) and
+// a check running at the same time. One order of the group must give
+// every result it gave and leave the record and history the key has.
+func (r *run) concurrent(op mOp) error {
+	rng := rand.New(rand.NewPCG(uint64(op.a), uint64(op.b)<<20|uint64(op.c)))
+	ki := op.a % len(modelKeys)
+	key := modelKeys[ki]
+	n := 2 + rng.IntN(2)
+	r.logf("concurrent: %d jobs on %s", n, key[:6])
+	first := len(r.tickets)
+	for range n {
+		if err := r.resolve(mOp{kind: opResolve, a: ki, b: rng.IntN(6), c: rng.IntN(len(modelBounds)), d: 1}); err != nil {
+			return err
+		}
+	}
+	mt, maint := r.inst.(Maintainer)
+	withReap := maint && rng.IntN(3) == 0
+	if withReap && rng.IntN(2) == 0 {
+		r.now = r.now.Add(ttl + time.Hour)
+		r.logf("clock +%v", ttl+time.Hour)
+	}
+	var group []*conc
+	for i := first; i < len(r.tickets); i++ {
+		tk := r.tickets[i]
+		c := &conc{what: "promote", i: i, tk: tk}
+		pop := mOp{kind: opPromote, c: rng.IntN(1 << 20), d: rng.IntN(1 << 20)}
+		pop.c -= pop.c%13 - 1 // the ticket as issued
+		var err error
+		c.staged, c.variant, err = r.stageFor(tk, rng.IntN(16), 1000+pop.c%199000)
+		c.linked = errors.Is(err, errLinked)
+		if err != nil && !c.linked {
+			return fmt.Errorf("stage: %v", err)
+		}
+		c.req, c.reading, c.maxBytes = promoteRequest(pop, tk, c.variant)
+		group = append(group, c)
+	}
+	if rng.IntN(2) == 0 {
+		job := modelJobs[rng.IntN(6)]
+		job.ID = fmt.Sprint("job-", len(r.tickets)+len(group))
+		group = append(group, &conc{what: "resolve", job: job, bounds: modelBounds[rng.IntN(len(modelBounds))], jobDir: r.t.TempDir()})
+	}
+	if withReap {
+		group = append(group, &conc{what: "reap"})
+	}
+	if maint && rng.IntN(3) == 0 {
+		group = append(group, &conc{what: "check", repair: rng.IntN(2) == 0})
+	}
+	for _, c := range group {
+		switch c.what {
+		case "promote":
+			r.logf("     promote ticket %d (%s, resolved %s) staged %s (%d bytes), %+v, max bytes %d", c.i, c.tk.job.ID, c.tk.reason, c.variant, len(c.staged), showReq(c.req), c.maxBytes)
+		case "resolve":
+			r.logf("     resolve %s as %s (%+v) with %+v", key[:6], c.job.ID, c.job, c.bounds)
+		case "reap":
+			r.logf("     reap, TTL %v", ttl)
+		case "check":
+			r.logf("     check, repair %v", c.repair)
+		}
+	}
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range group {
+		wg.Go(func() {
+			<-start
+			switch c.what {
+			case "promote":
+				c.res, c.err = r.inst.Open(r.opts(gates.Bounds{MaxBytes: c.maxBytes})).Promote(c.tk.sess, c.req)
+			case "resolve":
+				c.sess, c.err = r.inst.Open(r.opts(c.bounds)).Resolve(key, c.job, c.jobDir)
+			case "reap":
+				c.removed, c.err = mt.Reap(r.opts(gates.Bounds{TTL: ttl}))
+			case "check":
+				c.found, c.err = mt.Check(r.opts(gates.Bounds{}), c.repair)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var ordered []*conc // those whose outcome depends on the order
+	for _, c := range group {
+		switch c.what {
+		case "promote":
+			r.logf("     = %+v, %v", c.res, c.err)
+			ordered = append(ordered, c)
+		case "resolve":
+			r.logf("     = resolve {%v %s} %d bytes, base gen %d, %v", c.sess.Resume, c.sess.Reason, c.sess.Bytes, c.sess.Base.Gen, c.err)
+			if c.err != nil {
+				return fmt.Errorf("resolve: %v", c.err)
+			}
+			ordered = append(ordered, c)
+		case "reap":
+			r.logf("     = reap removed %v, %v", c.removed, c.err)
+			if c.err != nil {
+				return fmt.Errorf("reap: %v", c.err)
+			}
+			ordered = append(ordered, c)
+		case "check":
+			r.logf("     = check %d findings, %v", len(c.found), c.err)
+			if c.err != nil {
+				return fmt.Errorf("check: %v", c.err)
+			}
+			if err := r.judgeFindings(c.found, c.repair); err != nil {
+				return fmt.Errorf("concurrent %v", err)
+			}
+			r.counts[fmt.Sprint("concurrent check, repair ", c.repair)]++
+		}
+	}
+	got, err := r.readRecords()
+	if err != nil {
+		return err
+	}
+	var why []string
+	for _, order := range permutations(len(ordered)) {
+		keys, tickets, err := r.inOrder(ordered, order, key)
+		if err == nil {
+			err = matchRecords(got, keys)
+		}
+		if err != nil {
+			if len(why) < 6 {
+				why = append(why, fmt.Sprintf("in the order %v: %v", order, err))
+			}
+			continue
+		}
+		r.keys = keys
+		for _, c := range ordered {
+			if c.what == "promote" && c.res.Promoted && !c.res.Repeat {
+				c.tk.promoted, c.tk.promotedGen = c.staged, c.res.Gen
+			}
+			what := "concurrent " + c.what
+			switch c.what {
+			case "promote":
+				what += " " + string(c.res.Reason)
+			case "resolve":
+				what += " " + string(c.sess.Reason)
+			case "reap":
+				what += fmt.Sprint(" removed ", len(c.removed))
+			}
+			r.counts[what]++
+		}
+		r.tickets = append(r.tickets, tickets...)
+		r.logf("     as in the order %v", order)
+		return nil
+	}
+	return fmt.Errorf("concurrent: no order of the %d operations gives what they did:\n%s", len(ordered), strings.Join(why, "\n"))
+}
+
+// inOrder applies the group's operations, in order, to a copy of the
+// model, and returns it and the tickets the resolves issued, or why an
+// outcome was not what that order gives.
+func (r *run) inOrder(group []*conc, order []int, key string) (map[string]*mKey, []*mTicket, error) {
+	keys := map[string]*mKey{}
+	for k, m := range r.keys {
+		keys[k] = m.clone()
+	}
+	var tickets []*mTicket
+	reaped := false
+	for _, o := range order {
+		c := group[o]
+		switch c.what {
+		case "promote":
+			m := keys[c.tk.key]
+			before := m.clone()
+			p := mPromote{staged: c.staged, linked: c.linked, req: c.req, reading: c.reading, maxBytes: c.maxBytes, now: r.now, newFile: r.newFile}
+			want := m.promote(c.tk, p)
+			if c.err == nil && c.res == want {
+				continue
+			}
+			*m = *before
+			switch {
+			case c.err == nil && !c.res.Promoted && c.res.Reason == gates.Locked:
+				// The lock's wait ended: nothing changes.
+				p.locked = true
+				if want = m.clone().promote(c.tk, p); c.res == want {
+					continue
+				}
+			case c.err != nil && c.res.Reason == gates.PromoteFailed && reaped:
+				// Waiting for the key's lock while a reap removed it:
+				// it fails cleanly, never promoted (docs/operations.md).
+				continue
+			}
+			return nil, nil, fmt.Errorf("%s: promote: %+v, %v; the model %+v", c.tk.job.ID, c.res, c.err, want)
+		case "resolve":
+			tk, err := r.judgeResolve(keys[key], c.bounds, c.job, c.jobDir, c.sess, true)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %v", c.job.ID, err)
+			}
+			tickets = append(tickets, tk)
+		case "reap":
+			was := keys[key].gen != 0
+			if err := reapModel(keys, r.now, c.removed); err != nil {
+				return nil, nil, err
+			}
+			reaped = reaped || was && keys[key].gen == 0
+		}
+	}
+	return keys, tickets, nil
+}
+
+// permutations is every order of n things, the given one first.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for i := len(p); i >= 0; i-- {
+			out = append(out, slices.Insert(slices.Clone(p), i, n-1))
+		}
+	}
+	return out
+}
