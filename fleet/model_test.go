@@ -216,3 +216,21 @@ func (m *movingInstance) Lock(key string) (func(), bool, error) {
 	}
 	return func() { w.Close() }, true, nil
 }
+
+// Settle accepts or quarantines a key of the root; a fleet has neither
+// command (its check repairs orphans only: docs/fleet.md).
+func (m *movingInstance) Settle(key string, opts store.Options, accept bool) ([]store.Finding, error) {
+	if m.fleet != nil {
+		return nil, fmt.Errorf("%w: a fleet has no check --accept or --quarantine", errors.ErrUnsupported)
+	}
+	o := store.CheckOptions{Repair: true, Quarantine: key}
+	if accept {
+		o = store.CheckOptions{Repair: true, Accept: key}
+	}
+	var found []store.Finding
+	_, err := m.Open(opts).Check(context.Background(), o, func(f store.Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	return found, err
+}

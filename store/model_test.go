@@ -44,7 +44,9 @@ func (k *keyDirsInstance) Reap(opts store.Options) ([]string, error) {
 		return nil, nil
 	}
 	res, err := k.Open(opts).Reap(false)
-	if err == nil && len(res.Skipped) > 0 {
+	if err == nil && len(res.Failed)+len(res.Refused) > 0 {
+		// Not a name left alone for what it is (a quarantine dir): a
+		// fault, or a key holding what is not the store's.
 		err = fmt.Errorf("skipped %v", res.Skipped)
 	}
 	return res.Removed, err
@@ -101,4 +103,22 @@ func lockKeyDir(dir string) (func(), bool, error) {
 		return nil, false, err
 	}
 	return func() { w.Close() }, true, nil
+}
+
+func (k *keyDirsInstance) Settle(key string, opts store.Options, accept bool) ([]store.Finding, error) {
+	return settle(k.Open(opts), key, accept)
+}
+
+// settle runs check --repair --accept key (accept) or --quarantine key on s.
+func settle(s *store.Store, key string, accept bool) ([]store.Finding, error) {
+	o := store.CheckOptions{Repair: true, Quarantine: key}
+	if accept {
+		o = store.CheckOptions{Repair: true, Accept: key}
+	}
+	var found []store.Finding
+	_, err := s.Check(context.Background(), o, func(f store.Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	return found, err
 }

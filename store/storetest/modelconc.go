@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/store"
 )
@@ -320,4 +321,79 @@ func permutations(n int) [][]int {
 		}
 	}
 	return out
+}
+
+// A Settler carries out an operator's decision about one key (check
+// --repair --accept KEY, or --quarantine KEY: docs/operations.md), where
+// the backend has those commands (a sessions root).
+type Settler interface {
+	// Settle accepts the transcript in place as key's identity (accept),
+	// or moves the key dir aside, and returns check's findings.
+	// errors.ErrUnsupported: the instance has no such command.
+	Settle(key string, opts store.Options, accept bool) ([]store.Finding, error)
+}
+
+// settle accepts a key's transcript (at times first changed out of band,
+// as damage does) or quarantines the key. Accept records what is in place
+// as the next generation, its stamps and promotion time kept, with a
+// history entry accepted (transcript-replaced), or leaves a record that
+// already describes it as it is; quarantine leaves no key (absent; a
+// ticket from before is superseded by nothing, as after a reap), and a
+// dir that no reap, migration or move takes for a key.
+func (r *run) settle(op mOp) error {
+	st, ok := r.inst.(Settler)
+	key := modelKeys[op.a%len(modelKeys)]
+	m := r.keys[key]
+	accept := op.b%2 == 0
+	if !ok || m.gen == 0 || accept && m.legacy {
+		r.logf("settle: none (%s gen %d)", key[:6], m.gen)
+		return nil
+	}
+	if accept && op.c%3 != 0 && m.disk == nil {
+		if err := r.damage(mOp{kind: opDamage, a: op.a}); err != nil {
+			return err
+		}
+	}
+	r.logf("check --repair --accept %v --quarantine %v %s", accept, !accept, key[:6])
+	found, err := st.Settle(key, r.opts(gates.Bounds{}), accept)
+	if errors.Is(err, errors.ErrUnsupported) {
+		r.logf("     not here: %v", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("settle: %v", err)
+	}
+	// The damage the sequence made is the operator's to settle: judged
+	// as it was before the decision.
+	if err := r.judgeFindings(found, true); err != nil {
+		return err
+	}
+	want := store.KindQuarantined
+	what := "quarantine"
+	if accept {
+		want, what = store.KindAccepted, "accept"
+		if m.disk == nil {
+			what += " (already)"
+		} else {
+			gen := m.lastGen() + 1
+			m.gen, m.data, m.disk = gen, m.disk, nil
+			// The entry has the transcript's size and the chain kept; its checksum, which
+			// only a promotion's entry needs (for a retry to be told by),
+			// no doc names: the record holds it.
+			m.record(db.HistoryEntry{Gen: gen, At: r.now.UnixNano(), Outcome: store.AcceptedOutcome, Reason: string(gates.TranscriptReplaced),
+				Bytes: int64(len(m.data)), Chain: m.chain})
+		}
+	} else {
+		*m = mKey{}
+	}
+	var saw bool
+	for _, f := range found {
+		saw = saw || f.Kind == want && f.Key == key
+	}
+	if !saw {
+		return fmt.Errorf("settle: no %s finding for %s: %+v", want, key[:6], found)
+	}
+	r.logf("     = %s", what)
+	r.counts[what]++
+	return nil
 }

@@ -146,6 +146,7 @@ const (
 	opDamage
 	opConcurrent
 	opLocked
+	opSettle
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -186,10 +187,12 @@ func genOps(seed uint64, n int) []mOp {
 			k = opToDB
 		case x < 92:
 			k = opMove
-		case x < 97:
+		case x < 96:
 			k = opConcurrent
-		default:
+		case x < 98:
 			k = opLocked
+		default:
+			k = opSettle
 		}
 		ops[i] = mOp{k, r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20), r.IntN(1 << 20)}
 	}
@@ -401,6 +404,8 @@ func (r *run) step(op mOp) error {
 		return r.concurrent(op)
 	case opLocked:
 		return r.locked(op)
+	case opSettle:
+		return r.settle(op)
 	case opMove:
 		mv, ok := r.inst.(Mover)
 		if !ok {
