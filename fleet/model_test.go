@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -233,4 +236,38 @@ func (m *movingInstance) Settle(key string, opts store.Options, accept bool) ([]
 		return nil
 	})
 	return found, err
+}
+
+// Cut opens the instance's fleet through a member that is not there (a
+// port nothing listens on), with a short request timeout: an opened
+// Backend whose etcd never answers, or, with cli, the Backend the CLI runs
+// a job on when Open found etcd unavailable (Unreachable).
+func (in *fleetInstance) Cut(opts store.Options, cli bool) (*store.Store, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://" + addr}, Prefix: in.prefix, RequestTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond}, TranscriptsDir: in.dir}
+	if cli {
+		b, err := Unreachable(cfg, fmt.Errorf("etcd login %s: %w", addr, etcdmeta.ErrUnavailable))
+		if err != nil {
+			return nil, err
+		}
+		return store.NewOn(b, opts), nil
+	}
+	b, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in.t.Cleanup(func() { b.Close() })
+	return store.NewOn(b, opts), nil
+}
+
+func (m *movingInstance) Cut(opts store.Options, cli bool) (*store.Store, error) {
+	if m.fleet == nil {
+		return nil, fmt.Errorf("%w: the keys are on the root", errors.ErrUnsupported)
+	}
+	return m.fleet.Cut(opts, cli)
 }

@@ -161,10 +161,13 @@ type mPromote struct {
 	maxBytes int64
 	now      time.Time
 	newFile  func() uint64 // a new transcript file's number
-	// locked: the key's lock is held past the lock wait (README.md:
-	// locked, nothing changes), which the promote meets once it has read
-	// the staged file (json.md: run is null only when it was never read).
-	locked bool
+	// unheld is why the key could not be had for writing: locked (its
+	// lock held past the lock wait: README.md, nothing changes), or
+	// promote-failed (a fleet's etcd silent: docs/fleet.md, nothing
+	// changes, the transcript kept for a retry); "" when it could. The
+	// promote meets it once it has read the staged file (json.md: run is
+	// null only when it was never read).
+	unheld gates.Reason
 }
 
 // promote is the job contract's promote, in README.md's order: nothing
@@ -195,8 +198,8 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	if prefixOK && size == int64(len(t.given)) {
 		res.Run = transcript.Unchanged
 	}
-	if p.locked {
-		res.Reason = gates.Locked
+	if p.unheld != "" {
+		res.Reason = p.unheld
 		return res
 	}
 	refuse := func(r gates.Reason) store.PromoteResult {

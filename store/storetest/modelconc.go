@@ -282,7 +282,7 @@ func (r *run) inOrder(group []*conc, order []int, key string) (map[string]*mKey,
 			switch {
 			case c.err == nil && !c.res.Promoted && c.res.Reason == gates.Locked:
 				// The lock's wait ended: nothing changes.
-				p.locked = true
+				p.unheld = gates.Locked
 				if want = m.clone().promote(c.tk, p); c.res == want {
 					continue
 				}
@@ -293,7 +293,7 @@ func (r *run) inOrder(group []*conc, order []int, key string) (map[string]*mKey,
 			}
 			return nil, nil, fmt.Errorf("%s: promote: %+v, %v; the model %+v", c.tk.job.ID, c.res, c.err, want)
 		case "resolve":
-			tk, err := r.judgeResolve(keys[key], c.bounds, c.job, c.jobDir, c.sess, true)
+			tk, err := r.judgeResolve(keys[key], c.bounds, c.job, c.jobDir, c.sess, gates.Locked)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %v", c.job.ID, err)
 			}
@@ -396,4 +396,49 @@ func (r *run) settle(op mOp) error {
 	r.logf("     = %s", what)
 	r.counts[what]++
 	return nil
+}
+
+// A Cutter cuts jobs off the instance's metadata, as a fleet's etcd gone
+// silent does (docs/fleet.md).
+type Cutter interface {
+	// Cut returns a store on the instance, with opts, whose every request
+	// for a key's record goes unanswered: cli says whether as the CLI
+	// runs a job when the fleet's Open found etcd unavailable
+	// (fleet.Unreachable), or as an opened store whose etcd stops
+	// answering. errors.ErrUnsupported: the instance has no such metadata
+	// (a sessions root, or a root's keys not moved into a fleet).
+	Cut(opts store.Options, cli bool) (*store.Store, error)
+}
+
+// unavailable runs a resolve or a promote while the instance's metadata
+// does not answer: a resolve is store-unavailable, a cold start whose
+// ticket has no base (README.md), a promote promote-failed with its
+// cause, nothing changed, the run's transcript left in its job dir
+// (docs/fleet.md).
+func (r *run) unavailable(op mOp) error {
+	ct, ok := r.inst.(Cutter)
+	if !ok {
+		r.logf("unavailable: not a Cutter")
+		return nil
+	}
+	cli := op.c%2 == 0
+	if _, err := ct.Cut(r.opts(gates.Bounds{}), cli); errors.Is(err, errors.ErrUnsupported) {
+		r.logf("unavailable: %v", err)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("cut: %v", err)
+	}
+	r.cut = func(o store.Options) *store.Store {
+		s, err := ct.Cut(o, cli)
+		if err != nil {
+			r.t.Fatalf("cut: %v", err)
+		}
+		return s
+	}
+	defer func() { r.cut = nil }()
+	r.logf("the metadata silent (as the CLI runs a job then: %v)", cli)
+	if op.b%2 == 0 {
+		return r.resolve(mOp{kind: opResolve, a: op.a, b: op.c / 2, c: op.d, d: op.b/2 + 1})
+	}
+	return r.promote(mOp{kind: opPromote, a: op.a, b: op.d, c: op.c, d: op.d / 2})
 }

@@ -147,6 +147,7 @@ const (
 	opConcurrent
 	opLocked
 	opSettle
+	opUnavailable
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -189,8 +190,10 @@ func genOps(seed uint64, n int) []mOp {
 			k = opMove
 		case x < 96:
 			k = opConcurrent
-		case x < 98:
+		case x < 97:
 			k = opLocked
+		case x < 98:
+			k = opUnavailable
 		default:
 			k = opSettle
 		}
@@ -248,6 +251,18 @@ type run struct {
 		key    string
 		blocks bool
 	}
+	// cut is a store on the instance whose metadata does not answer
+	// (opUnavailable), for the jobs to run on; nil: none.
+	cut func(store.Options) *store.Store
+}
+
+// store is a store on the instance with opts, for a job: the cut one
+// while the metadata does not answer.
+func (r *run) store(opts store.Options) *store.Store {
+	if r.cut != nil {
+		return r.cut(opts)
+	}
+	return r.inst.Open(opts)
 }
 
 // jobOpts are the options of a job's resolve or promote: a short lock
@@ -263,6 +278,17 @@ func (r *run) jobOpts(b gates.Bounds) store.Options {
 // lockedOut reports whether a job on key waits for the lock another
 // holder has, past the lock wait.
 func (r *run) lockedOut(key string) bool { return r.lock.blocks && r.lock.key == key }
+
+// unheld is why a promote on key cannot have it for writing ("": it can).
+func (r *run) unheld(key string) gates.Reason {
+	switch {
+	case r.lockedOut(key):
+		return gates.Locked
+	case r.cut != nil:
+		return gates.PromoteFailed
+	}
+	return ""
+}
 
 // underLock names, for the counts, how key's lock is held.
 func (r *run) underLock(key string) string {
@@ -406,6 +432,8 @@ func (r *run) step(op mOp) error {
 		return r.locked(op)
 	case opSettle:
 		return r.settle(op)
+	case opUnavailable:
+		return r.unavailable(op)
 	case opMove:
 		mv, ok := r.inst.(Mover)
 		if !ok {
@@ -432,16 +460,23 @@ func (r *run) resolve(op mOp) error {
 		jobDir, reused = prev.jobDir, " in "+prev.job.ID+"'s job dir"
 	}
 	r.logf("resolve %s as %s (%+v) with %+v%s", key[:6], job.ID, job, b, reused)
-	sess, err := r.inst.Open(r.jobOpts(b)).Resolve(key, job, jobDir)
+	sess, err := r.store(r.jobOpts(b)).Resolve(key, job, jobDir)
 	if err != nil {
 		return fmt.Errorf("resolve: %v", err)
 	}
-	tk, err := r.judgeResolve(r.keys[key], b, job, jobDir, sess, r.lockedOut(key))
+	var unread gates.Reason
+	switch {
+	case r.lockedOut(key):
+		unread = gates.Locked
+	case r.cut != nil:
+		unread = gates.StoreUnavailable
+	}
+	tk, err := r.judgeResolve(r.keys[key], b, job, jobDir, sess, unread)
 	if err != nil {
 		return err
 	}
-	if r.lockedOut(key) && sess.Reason != gates.Locked {
-		return fmt.Errorf("verdict: resolve of %s under a held lock = {%v %s}, the model locked", key[:6], sess.Resume, sess.Reason)
+	if unread != "" && sess.Reason != unread {
+		return fmt.Errorf("verdict: resolve of %s = {%v %s}, the model %s", key[:6], sess.Resume, sess.Reason, unread)
 	}
 	r.tickets = append(r.tickets, tk)
 	r.logf("     = {%v %s} %d bytes, base gen %d", sess.Resume, sess.Reason, sess.Bytes, sess.Base.Gen)
@@ -454,15 +489,16 @@ func (r *run) resolve(op mOp) error {
 // ticket as the model holds it. A resolve that could not have the key's
 // lock (locked) read nothing of it: a cold start with no base, which the
 // ticket's promote then treats as a key that holds nothing (docs/job.md).
-// A resolve is locked only where mayLock says its wait could end so.
-func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string, sess store.Session, mayLock bool) (*mTicket, error) {
+// unread is the reason a resolve may give for a key it could not read
+// (locked, store-unavailable), or "".
+func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string, sess store.Session, unread gates.Reason) (*mTicket, error) {
 	key := sess.Key
 	reason := m.verdict(b, job, r.now)
 	tk := &mTicket{key: key, job: job, sess: sess, resume: reason == gates.Resumed, reason: reason, base: m.base(), jobDir: jobDir, side: r.side()}
-	locked := mayLock && sess.Reason == gates.Locked
+	locked := unread != "" && sess.Reason == unread
 	if locked {
-		tk.resume, tk.reason, tk.base = false, gates.Locked, mBase{}
-		reason = gates.Locked
+		tk.resume, tk.reason, tk.base = false, unread, mBase{}
+		reason = unread
 	}
 	if tk.resume {
 		tk.given = bytes.Clone(m.data)
@@ -764,7 +800,7 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	}
 	m := r.keys[tk.key]
 	trial := m.clone()
-	want := trial.promote(tk, mPromote{staged: staged, linked: linked, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: r.newFile, locked: r.lockedOut(tk.key)})
+	want := trial.promote(tk, mPromote{staged: staged, linked: linked, req: req, reading: reading, maxBytes: maxBytes, now: r.now, newFile: r.newFile, unheld: r.unheld(tk.key)})
 	// An interruption, armed only for a promotion that writes: it stays
 	// armed for the next promotion otherwise.
 	var stop Point
@@ -781,7 +817,7 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 	}
 	r.logf("%s ticket %d (%s, key %s, resolved %s) staged %s (%d bytes), %+v, max bytes %d, interrupted %q",
 		what, i, tk.job.ID, tk.key[:6], tk.reason, variant, len(staged), showReq(req), maxBytes, stop)
-	res, err := r.inst.Open(r.jobOpts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
+	res, err := r.store(r.jobOpts(gates.Bounds{MaxBytes: maxBytes})).Promote(tk.sess, req)
 	if tk.side != r.side() {
 		// Another store's ticket: exit 2, nothing written.
 		if !errors.Is(err, store.ErrWrongRoot) || res.Promoted {
@@ -803,6 +839,19 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 		}
 		r.logf("     = %s (%v)", res.Reason, err)
 		r.counts["promote interrupted "+string(stop)]++
+		return nil
+	}
+	if want.Reason == gates.PromoteFailed {
+		// The metadata silent: a fault, nothing changed, the run's
+		// transcript left in the job dir for a retry (docs/fleet.md).
+		if err == nil || res != want {
+			return fmt.Errorf("promote: %+v, %v; the model %+v, with its cause", res, err, want)
+		}
+		if now, _ := os.ReadFile(stagedPath(tk.jobDir)); !bytes.Equal(now, staged) {
+			return fmt.Errorf("promote: the job dir holds %d bytes after a promote-failed, not the run's %d", len(now), len(staged))
+		}
+		r.logf("     = %s (%v)", res.Reason, err)
+		r.counts["promote promote-failed (metadata silent)"]++
 		return nil
 	}
 	if err != nil {
