@@ -194,6 +194,17 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	}
 	key, _ := ReapedKey(name)
 	kd, d, gen, landed, err := s.reapedState(root, name, false)
+	if fsat.IsNotExist(err) {
+		// Removed while it was read: a reap at work on the dir (it
+		// removes meta.db last, under the lock this read waited for,
+		// then the dir) is no reap that was interrupted. Look again:
+		// gone, there is nothing to report, as of a name removed since
+		// the listing; still there, it is what it is now.
+		kd, d, gen, landed, err = s.reapedState(root, name, false)
+		if fsat.IsNotExist(err) {
+			return
+		}
+	}
 	var f *Finding
 	switch {
 	case err != nil:

@@ -125,3 +125,38 @@ func TestCheckLeavesAMetaDBBeingCreated(t *testing.T) {
 		t.Errorf("check found %d stray temps for an abandoned meta.db temp; want 1", n)
 	}
 }
+
+// check run while a reap removes a key (its dir renamed to the reap's own
+// name, its entries being removed under its lock) must not report that
+// dir as a reap that was interrupted: the reap is at work, and a check
+// that found the dir gone once it had the lock has nothing to report, as
+// for a key removed since the listing. Exit 3 would send an operator
+// after damage that is not there. Found by RunModel's concurrent groups
+// (a reap and a check beside jobs).
+func TestCheckDuringAReapReportsNoInterruptedReap(t *testing.T) {
+	s, _, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	checked, release := make(chan struct{}), make(chan struct{})
+	found := make(chan []Finding, 1)
+	var once sync.Once
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapAfterTranscript {
+			once.Do(func() {
+				go func() { found <- checkFindings(t, s, CheckOptions{}); close(checked) }()
+				go releaseWhenWaiting(checked, release)
+				<-release // the check waits for the lock the reap holds
+			})
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Reap(false)
+	if err != nil || len(res.Removed) != 1 {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	for _, f := range <-found {
+		if f.Severity == SeverityProblem {
+			t.Errorf("check during a reap found %s %s: %s", f.Kind, f.Path, f.Detail)
+		}
+	}
+}
