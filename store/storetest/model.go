@@ -254,16 +254,17 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 		venue = "(pending)"
 	}
 	var ctx *db.Context
+	resumesWith := branchModel(whole)
 	window := p.req.Window
-	if window == 0 {
-		window = 200000 // the transcripts' model, claude-sonnet-4-5, in pi's built-in table
+	if window == 0 && resumesWith == model {
+		window = 200000 // claude-sonnet-4-5, in pi's built-in table
 	}
 	tokens := p.req.Tokens
 	if tokens == nil {
 		tokens = p.reading
 	}
-	if tokens != nil {
-		ctx = &db.Context{Tokens: *tokens, Window: window, Model: model}
+	if tokens != nil && window != 0 {
+		ctx = &db.Context{Tokens: *tokens, Window: window, Model: resumesWith}
 	}
 	k.gen, k.data, k.promotedAt, k.legacy, k.file, k.disk = gen, whole, p.now, false, p.newFile(), nil
 	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx
@@ -345,4 +346,43 @@ func shapeOf(data []byte) transcript.Shape {
 		return transcript.Answered
 	}
 	return transcript.Unanswered
+}
+
+// branchModel is the model pi resumes data with (docs/job.md): the last
+// model_change or assistant message on the branch that ends in its last
+// entry, following parentId; "" for none. A line that is not JSON (a
+// byte changed out of band, then accepted) is no entry, and a branch
+// that reaches it ends there.
+func branchModel(data []byte) string {
+	type entry struct {
+		Type     string
+		ID       string
+		ParentID *string
+		Provider string
+		ModelID  string
+		Message  struct{ Role, Provider, Model string }
+	}
+	byID := map[string]entry{}
+	var leaf *entry
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var e entry
+		if json.Unmarshal(line, &e) != nil || e.ID == "" {
+			continue
+		}
+		byID[e.ID] = e
+		leaf = &e
+	}
+	for e, ok := leaf, leaf != nil; ok; {
+		switch {
+		case e.Type == "model_change":
+			return e.Provider + "/" + e.ModelID
+		case e.Type == "message" && e.Message.Role == "assistant":
+			return e.Message.Provider + "/" + e.Message.Model
+		case e.ParentID == nil:
+			return ""
+		}
+		next, found := byID[*e.ParentID]
+		e, ok = &next, found
+	}
+	return ""
 }
