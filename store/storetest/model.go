@@ -348,41 +348,76 @@ func shapeOf(data []byte) transcript.Shape {
 	return transcript.Unanswered
 }
 
-// branchModel is the model pi resumes data with (docs/job.md): the last
-// model_change or assistant message on the branch that ends in its last
-// entry, following parentId; "" for none. A line that is not JSON (a
-// byte changed out of band, then accepted) is no entry, and a branch
-// that reaches it ends there.
-func branchModel(data []byte) string {
-	type entry struct {
-		Type     string
-		ID       string
-		ParentID *string
-		Provider string
-		ModelID  string
-		Message  struct{ Role, Provider, Model string }
-	}
-	byID := map[string]entry{}
-	var leaf *entry
+// branch is the entries of the branch that ends in data's last entry,
+// following parentId, the last first (docs/job.md). A line that is not
+// JSON (a byte changed out of band, then accepted) is no entry, and a
+// branch that reaches it ends there.
+func branch(data []byte) []branchEntry {
+	byID := map[string]branchEntry{}
+	var leaf *branchEntry
 	for _, line := range bytes.Split(data, []byte("\n")) {
-		var e entry
+		var e branchEntry
 		if json.Unmarshal(line, &e) != nil || e.ID == "" {
 			continue
 		}
 		byID[e.ID] = e
 		leaf = &e
 	}
-	for e, ok := leaf, leaf != nil; ok; {
+	var out []branchEntry
+	for e, ok := leaf, leaf != nil; ok && len(out) <= len(byID); {
+		out = append(out, *e)
+		if e.ParentID == nil {
+			break
+		}
+		next, found := byID[*e.ParentID]
+		e, ok = &next, found
+	}
+	return out
+}
+
+// branchEntry is what the model reads of a transcript's entry.
+type branchEntry struct {
+	Type     string
+	ID       string
+	ParentID *string
+	Provider string
+	ModelID  string
+	Message  struct {
+		Role, Provider, Model, StopReason string
+		Usage                             *struct{ TotalTokens int64 }
+	}
+}
+
+// branchModel is the model pi resumes data with (docs/job.md): the last
+// model_change or assistant message on its branch; "" for none.
+func branchModel(data []byte) string {
+	for _, e := range branch(data) {
 		switch {
 		case e.Type == "model_change":
 			return e.Provider + "/" + e.ModelID
 		case e.Type == "message" && e.Message.Role == "assistant":
 			return e.Message.Provider + "/" + e.Message.Model
-		case e.ParentID == nil:
-			return ""
 		}
-		next, found := byID[*e.ParentID]
-		e, ok = &next, found
 	}
 	return ""
+}
+
+// branchReading is pi's own reading at the end of a run whose transcript
+// is data, where the docs settle it without pi's estimate (docs/job.md:
+// the last valid usage plus chars/4 of what follows it): the usage of an
+// answer that ends the branch, nothing after it. known is false for the
+// rest: something follows the last usage, or there is none yet (chars/4
+// of the whole branch), or the last answer is an error's.
+func branchReading(data []byte) (tokens *int64, known bool) {
+	for _, e := range branch(data) {
+		if e.Type != "message" {
+			continue
+		}
+		if e.Message.Role != "assistant" || e.Message.Usage == nil || e.Message.StopReason == "error" || e.Message.StopReason == "aborted" {
+			return nil, false
+		}
+		t := e.Message.Usage.TotalTokens
+		return &t, true
+	}
+	return nil, false
 }

@@ -142,7 +142,7 @@ func (r *run) concurrent(op mOp) error {
 		if err != nil && !c.linked {
 			return fmt.Errorf("stage: %v", err)
 		}
-		c.req, c.reading, c.maxBytes = promoteRequest(pop, tk, c.variant)
+		c.req, c.reading, c.maxBytes = promoteRequest(pop, tk, c.staged, c.variant)
 		group = append(group, c)
 	}
 	if rng.IntN(2) == 0 {

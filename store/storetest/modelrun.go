@@ -751,7 +751,7 @@ func (r *run) moveOn(tk *mTicket) error {
 // promoteRequest is the request op chooses for tk's promote, its job dir
 // holding the variant named, with pi's own reading of the run where the
 // request gives no tokens, and the byte cap to promote under.
-func promoteRequest(op mOp, tk *mTicket, variant string) (req store.PromoteRequest, reading *int64, maxBytes int64) {
+func promoteRequest(op mOp, tk *mTicket, staged []byte, variant string) (req store.PromoteRequest, reading *int64, maxBytes int64) {
 	req = store.PromoteRequest{PiVersion: tk.job.PiVersion}
 	if op.d%5 == 0 {
 		req.PiVersion = "0.59.0"
@@ -771,6 +771,12 @@ func promoteRequest(op mOp, tk *mTicket, variant string) (req store.PromoteReque
 		if op.c%3 == 0 {
 			reading, req.Tokens = &tokens, nil
 		}
+	default:
+		// The run's own reading where the docs settle it: an answer
+		// the job was given, nothing appended after it.
+		if r, known := branchReading(staged); known && op.c%3 == 0 {
+			reading, req.Tokens = r, nil
+		}
 	}
 	if op.d%3 == 0 {
 		req.Window = 100000
@@ -784,7 +790,7 @@ func promoteRequest(op mOp, tk *mTicket, variant string) (req store.PromoteReque
 // promoteStaged promotes ticket i, tk, its job dir holding staged (the
 // variant named), with a request and an interruption chosen by op.
 func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant string, linked bool, what string) error {
-	req, reading, maxBytes := promoteRequest(op, tk, variant)
+	req, reading, maxBytes := promoteRequest(op, tk, staged, variant)
 	if op.c%13 == 0 {
 		// A ticket edited to name the other key: its base, its ticket id
 		// and what it was given are the first key's.
@@ -876,6 +882,9 @@ func (r *run) promoteStaged(op mOp, i int, tk *mTicket, staged []byte, variant s
 		o += " (a legacy key's ticket)"
 	}
 	r.counts[o+r.underLock(tk.key)]++
+	if req.Tokens == nil && res.Promoted && !res.Repeat {
+		r.counts["promoted with the run's own reading ("+variant+")"]++
+	}
 	return nil
 }
 
