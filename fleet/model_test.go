@@ -204,20 +204,7 @@ func (m *movingInstance) Lock(key string) (func(), bool, error) {
 	if m.fleet != nil {
 		return m.fleet.Lock(key)
 	}
-	dir := filepath.Join(m.root, key)
-	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", errors.ErrUnsupported, err)
-	}
-	d, err := fsat.OpenDir(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	defer d.Close()
-	w, err := db.OpenWriter(d, db.FileName, db.Options{})
-	if err != nil {
-		return nil, false, err
-	}
-	return func() { w.Close() }, true, nil
+	return storetest.LockKeyDir(filepath.Join(m.root, key))
 }
 
 // Settle accepts or quarantines a key of the root; a fleet has neither
@@ -226,16 +213,7 @@ func (m *movingInstance) Settle(key string, opts store.Options, accept bool) ([]
 	if m.fleet != nil {
 		return nil, fmt.Errorf("%w: a fleet has no check --accept or --quarantine", errors.ErrUnsupported)
 	}
-	o := store.CheckOptions{Repair: true, Quarantine: key}
-	if accept {
-		o = store.CheckOptions{Repair: true, Accept: key}
-	}
-	var found []store.Finding
-	_, err := m.Open(opts).Check(context.Background(), o, func(f store.Finding) error {
-		found = append(found, f)
-		return nil
-	})
-	return found, err
+	return storetest.SettleOnRoot(m.Open(opts), key, accept)
 }
 
 // Cut opens the instance's fleet through a member that is not there (a

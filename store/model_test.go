@@ -2,14 +2,11 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"sessdb/db"
-	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
 	"sessdb/store/storetest"
@@ -84,41 +81,9 @@ func (k *keyDirsInstance) migrate(to func(string, migrate.Options, func(migrate.
 // Lock holds the key's meta.db lock, as a promotion in another process
 // would: the jobs wait for it.
 func (k *keyDirsInstance) Lock(key string) (func(), bool, error) {
-	return lockKeyDir(filepath.Join(k.root, key))
-}
-
-// lockKeyDir holds the exclusive lock of the meta.db in dir, where there
-// is one.
-func lockKeyDir(dir string) (func(), bool, error) {
-	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", errors.ErrUnsupported, err)
-	}
-	d, err := fsat.OpenDir(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	defer d.Close()
-	w, err := db.OpenWriter(d, db.FileName, db.Options{})
-	if err != nil {
-		return nil, false, err
-	}
-	return func() { w.Close() }, true, nil
+	return storetest.LockKeyDir(filepath.Join(k.root, key))
 }
 
 func (k *keyDirsInstance) Settle(key string, opts store.Options, accept bool) ([]store.Finding, error) {
-	return settle(k.Open(opts), key, accept)
-}
-
-// settle runs check --repair --accept key (accept) or --quarantine key on s.
-func settle(s *store.Store, key string, accept bool) ([]store.Finding, error) {
-	o := store.CheckOptions{Repair: true, Quarantine: key}
-	if accept {
-		o = store.CheckOptions{Repair: true, Accept: key}
-	}
-	var found []store.Finding
-	_, err := s.Check(context.Background(), o, func(f store.Finding) error {
-		found = append(found, f)
-		return nil
-	})
-	return found, err
+	return storetest.SettleOnRoot(k.Open(opts), key, accept)
 }

@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -441,4 +445,39 @@ func (r *run) unavailable(op mOp) error {
 		return r.resolve(mOp{kind: opResolve, a: op.a, b: op.c / 2, c: op.d, d: op.b/2 + 1})
 	}
 	return r.promote(mOp{kind: opPromote, a: op.a, b: op.d, c: op.c, d: op.d / 2})
+}
+
+// LockKeyDir holds the exclusive lock of the meta.db in the key dir dir,
+// as a promotion in another process would (a sessions root's Locker);
+// errors.ErrUnsupported where dir has no meta.db to lock.
+func LockKeyDir(dir string) (unlock func(), blocksJobs bool, err error) {
+	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errors.ErrUnsupported, err)
+	}
+	d, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	w, err := db.OpenWriter(d, db.FileName, db.Options{})
+	if err != nil {
+		return nil, false, err
+	}
+	return func() { w.Close() }, true, nil
+}
+
+// SettleOnRoot runs check --repair --accept key (accept) or --quarantine
+// key on s, a store on a sessions root (a Settler's), and returns its
+// findings.
+func SettleOnRoot(s *store.Store, key string, accept bool) ([]store.Finding, error) {
+	o := store.CheckOptions{Repair: true, Quarantine: key}
+	if accept {
+		o = store.CheckOptions{Repair: true, Accept: key}
+	}
+	var found []store.Finding
+	_, err := s.Check(context.Background(), o, func(f store.Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	return found, err
 }
