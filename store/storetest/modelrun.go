@@ -97,11 +97,16 @@ func RunModel(t *testing.T, h Harness) {
 	}
 	// The default sequences are few: they must still hold the retries
 	// docs/job.md names, or a backend whose retries do not repeat (or
-	// repeat for another transcript) passes the suite.
+	// repeat for another transcript) passes the suite; nor may a backend
+	// that lets two jobs on one base, run at once, both promote (in any
+	// order of a group with a job to promote, one promotes; of one with
+	// two, the other is superseded).
 	for _, o := range []string{
 		"retry (the same transcript) promoted (repeat)",
 		"retry (the same transcript, the key moved on) promoted (repeat)",
 		"retry (another of its size, the key moved on) superseded",
+		"concurrent promote promoted",
+		"concurrent promote superseded",
 	} {
 		if seen[o] == 0 {
 			t.Errorf("the default sequences hold no %q: the model no longer checks it", o)
