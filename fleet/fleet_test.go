@@ -689,3 +689,37 @@ func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
 	}
 	f.holds(key, "two", 2)
 }
+
+// A key reaped between a resolve's read of its record and its open of
+// the generation (a reap deletes the record, then the files) is absent,
+// as a resolve after the reap finds it: a cold start with no base, whose
+// promotion makes the key anew. It is no transcript changed out of band
+// (transcript-replaced), whose base, the reaped generation, would have
+// the job's run superseded by a key that holds nothing. The key-dir store
+// answers so (a reap moves the dir while the read waits for its lock).
+// Found by RunModel's concurrent groups (a resolve beside a reap).
+func TestKeyReapedUnderAResolveIsAbsent(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "reaped-under", "x")
+	f.run(key, "one")
+	reaped := false
+	f.b.hook = func(p, k string) error {
+		if p == hookOpen && k == key && !reaped {
+			reaped = true
+			res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+			if err != nil || len(res.Removed) != 1 {
+				t.Errorf("reap: %+v, %v", res, err)
+			}
+		}
+		return nil
+	}
+	sess, jobDir := resolveOn(t, f.s, key)
+	f.b.hook = nil
+	if sess.Resume || sess.Reason != gates.Absent || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0 {
+		t.Fatalf("a resolve of a key reaped under it: %+v; want absent, no base", sess)
+	}
+	appendMarker(t, jobDir, "two")
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 1 {
+		t.Fatalf("the job's promotion onto the key made anew: %+v, %v", res, err)
+	}
+}

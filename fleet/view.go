@@ -22,6 +22,29 @@ import (
 // error is a fault: wrong credentials, an invalid key, an I/O error other
 // than the generation being gone.
 func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
+	for try := 0; ; try++ {
+		v, err := b.view(key)
+		if err != nil {
+			return nil, err
+		}
+		if try == 2 || v.reason != gates.TranscriptReplaced || v.f != nil {
+			return v, nil
+		}
+		// The generation gone between the record's read and its open:
+		// where the record moved on meanwhile (a reap deletes it, then
+		// the files), the key is what the record says now, as a resolve
+		// after it would find it (absent: no base), not a file changed
+		// out of band. The same record: the file is gone under it.
+		st, err := b.read(key, b.meta.GetRecord)
+		if err != nil || st.Rev == v.rev {
+			return v, nil
+		}
+		v.Close()
+	}
+}
+
+// view is one look of View at key.
+func (b *Backend) view(key string) (*view, error) {
 	v := &view{b: b, key: key}
 	st, err := b.read(key, b.meta.GetRecord)
 	switch {
