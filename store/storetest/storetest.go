@@ -19,7 +19,12 @@
 // instance can, migrations to the older layout and back, each outcome
 // compared with a reference model of the job contract (model.go); an
 // Instance that is a Maintainer, a Migrator or a Mover gets those
-// commands in its sequences too.
+// commands in its sequences too. Some operations run at once (jobs'
+// promotes on one base, with a resolve, a reap and a check beside them),
+// and the model accepts exactly the outcomes of some order of them; a
+// Locker's instance gets jobs beside a key's lock another holder has, a
+// Settler's an operator's check --accept and --quarantine, a Cutter's
+// jobs while its metadata does not answer (modelconc.go).
 //
 // Caveat: the suite checks what a store does, not how fast, nor what a
 // crash between a backend's own steps leaves (each backend's crash and
