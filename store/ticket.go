@@ -155,7 +155,7 @@ func newTicketID() (string, error) {
 // enough). The rename replaces whatever name is there (a link is replaced,
 // never followed).
 func writeTicket(jd *os.File, sess Session) error {
-	b, err := json.Marshal(sess)
+	b, err := encodeTicket(sess)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func writeTicket(jd *os.File, sess Session) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(b, '\n'))
+	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -179,6 +179,16 @@ func writeTicket(jd *os.File, sess Session) error {
 		fsat.UnlinkAt(jd, tmp)
 	}
 	return err
+}
+
+// encodeTicket is a ticket's bytes as writeTicket writes them: its JSON
+// and a newline.
+func encodeTicket(sess Session) ([]byte, error) {
+	b, err := json.Marshal(sess)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // removeTicket removes an earlier resolve's ticket from the job dir, so
@@ -210,6 +220,19 @@ func ReadTicket(jobDir string) (Session, error) {
 	if err != nil {
 		return sess, fmt.Errorf("read ticket: %w", err)
 	}
+	sess, err = decodeTicket(name, b)
+	if err != nil {
+		return sess, err
+	}
+	sess.JobDir = jobDir
+	return sess, nil
+}
+
+// decodeTicket decodes b, the ticket read from name, or refuses it with
+// ErrBadTicket and a message that names the file and never quotes it.
+// JobDir is left as the ticket says: ReadTicket sets it.
+func decodeTicket(name string, b []byte) (Session, error) {
+	var sess Session
 	var tf ticketFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -245,7 +268,6 @@ func ReadTicket(jobDir string) (Session, error) {
 	if tf.Gen != nil && sess.Resume {
 		sess.oldGen = *tf.Gen
 	}
-	sess.JobDir = jobDir
 	return sess, nil
 }
 
@@ -273,6 +295,17 @@ func (s Session) validate() error {
 		return errors.New("a size or revision is negative")
 	case s.Base.File != nil && s.Base.Gen != 0:
 		return errors.New("base names both a record and a file")
+	// The verdict as every resolve writes it, before the job contract
+	// too: a resume is resumed and delivered bytes, a cold start none.
+	// An edited verdict would be promoted as another resolve's: a cold
+	// run counted as a delivery in the resume chain, a history entry
+	// that says resumed for a run that started cold.
+	case s.Resume != (s.Reason == gates.Resumed):
+		return errors.New("resume and reason disagree")
+	case !s.Resume && (s.Bytes != 0 || s.CRC32C != 0):
+		return errors.New("a cold start with bytes delivered")
+	case s.Resume && s.Bytes == 0:
+		return errors.New("a resume of no bytes")
 	}
 	return nil
 }
