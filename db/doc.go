@@ -47,8 +47,8 @@
 // the sessdb that wrote it.
 //
 // Decoding skips fields it does not know, so that a record can gain a field
-// without a new schema version, and rejects trailing bytes and values of the
-// wrong msgpack type.
+// without a new schema version, and rejects trailing bytes, values of the
+// wrong msgpack type, and lengths or nesting msgpackmap.WellFormed refuses.
 //
 // # Guarantees
 //

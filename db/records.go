@@ -211,6 +211,9 @@ func decodeString(b []byte) (string, error) {
 	if !msgpcode.IsString(c) {
 		return "", fmt.Errorf("msgpack: code %#x is not a string", c)
 	}
+	if err := msgpackmap.WellFormed(b); err != nil {
+		return "", err // a length no bytes back, which DecodeString would allocate first
+	}
 	s, err := dec.DecodeString()
 	if err != nil {
 		return "", err

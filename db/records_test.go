@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -73,6 +74,24 @@ func TestDecodeSkipsUnknownFields(t *testing.T) {
 	got, err := decodeTranscript(b)
 	if want := (Transcript{Gen: 3, Size: 10, CRC32C: 7, PromotedAt: 9}); err != nil || got != want {
 		t.Errorf("decoded %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// A string sidecar whose length field declares 4 GiB is refused before
+// the decoder allocates it (before: 1 MB for a 5-byte value; a record
+// is refused the same way, by msgpackmap.Decode).
+func TestDecodeStringBelievesNoLengthWithoutBytes(t *testing.T) {
+	for _, b := range [][]byte{{0xdb, 0xff, 0xff, 0xff, 0xff}, {0xda, 0xff, 0xff, 'x'}, {0xd9, 0x02, 'x'}} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := decodeString(b)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "bytes are left") {
+			t.Errorf("% x: %v, want an error saying the bytes are not there", b, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+			t.Errorf("% x: decoding allocated %d bytes", b, n)
+		}
 	}
 }
 

@@ -27,8 +27,10 @@
 // touches etcd. Values are map-encoded msgpack with short tags; absent
 // sidecars are absent fields. Decoding skips fields it does not know (an
 // older binary reads a newer record) and refuses a record whose schema
-// version is newer than SchemaVersion (ErrNewerSchema), nil, arrays and
-// trailing bytes (ErrDamaged).
+// version is newer than SchemaVersion (ErrNewerSchema), nil, arrays,
+// trailing bytes, a length field that declares more than the value holds
+// and nesting deeper than msgpackmap.MaxDepth (ErrDamaged), before the
+// decoder allocates anything for them.
 //
 // # Guarantees
 //

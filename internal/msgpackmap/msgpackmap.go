@@ -5,7 +5,9 @@ package msgpackmap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -15,7 +17,9 @@ import (
 // know (an older binary reads a newer writer's record). msgpack alone
 // would also take nil (leaving v zero) or an array (fields by position),
 // and would ignore bytes after the value; sessdb writes none of these, so
-// each is an error, which its callers report as damage.
+// each is an error, which its callers report as damage. So is a value
+// that WellFormed refuses: a length no bytes back, or nesting deeper than
+// MaxDepth.
 func Decode(b []byte, v any) error {
 	r := bytes.NewReader(b)
 	// A pooled decoder: a dump decodes a dozen records a key, and a new
@@ -30,6 +34,9 @@ func Decode(b []byte, v any) error {
 	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
 		return fmt.Errorf("msgpack: code %#x is not a map", c)
 	}
+	if err := WellFormed(b); err != nil {
+		return err
+	}
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
@@ -37,4 +44,97 @@ func Decode(b []byte, v any) error {
 		return fmt.Errorf("msgpack: %d trailing bytes", n)
 	}
 	return nil
+}
+
+// MaxDepth is how deeply Decode lets arrays and maps nest. sessdb's
+// records nest two deep (a record's transcript or context); a newer
+// writer's fields are given room, a value nested thousands deep none: the
+// decoder recurses once a level, so a 1 MB value of nested arrays took
+// 1.8 s and 128 MB of stack to skip as an unknown field.
+const MaxDepth = 32
+
+// WellFormed walks b, one msgpack value of any type, without decoding it
+// (Decode's check, for a value that is not a map: meta.db's string
+// sidecars), and refuses
+// what the decoder would believe too far: a string, binary or extension
+// longer than the bytes left, or an array or map of more elements than
+// bytes left (each element takes one at least); the decoder allocates a
+// declared length before it reads it, up to 1 MiB at once and more in
+// chunks (a 12-byte value that declares 4 GiB allocated 10 MB). Nesting
+// beyond MaxDepth, the code 0xc1 that msgpack never uses, and bytes after
+// the value are refused too.
+func WellFormed(b []byte) error {
+	left := []uint64{1} // values still to read at each level, the outermost first
+	for len(left) > 0 {
+		top := len(left) - 1
+		if left[top] == 0 {
+			left = left[:top]
+			continue
+		}
+		left[top]--
+		if len(b) == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		c := b[0]
+		b = b[1:]
+		var size, items uint64 // the bytes it carries; the values it holds
+		switch {
+		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		case c <= 0x8f:
+			items = 2 * uint64(c&0x0f)
+		case c <= 0x9f:
+			items = uint64(c & 0x0f)
+		case c <= 0xbf:
+			size = uint64(c & 0x1f)
+		default:
+			f, ok := codes[c]
+			if !ok {
+				return fmt.Errorf("msgpack: code %#x is never used", c)
+			}
+			if uint64(len(b)) < f.lenBytes {
+				return io.ErrUnexpectedEOF
+			}
+			var n uint64
+			switch f.lenBytes {
+			case 1:
+				n = uint64(b[0])
+			case 2:
+				n = uint64(binary.BigEndian.Uint16(b))
+			case 4:
+				n = uint64(binary.BigEndian.Uint32(b))
+			}
+			b = b[f.lenBytes:]
+			size, items = f.size+n*f.perLen, n*f.perItem
+		}
+		if size > uint64(len(b)) || items > uint64(len(b)) {
+			return fmt.Errorf("msgpack: code %#x declares %d bytes or %d values, and %d bytes are left", c, size, items, len(b))
+		}
+		b = b[size:]
+		if items > 0 {
+			if len(left) > MaxDepth {
+				return fmt.Errorf("msgpack: nested deeper than %d", MaxDepth)
+			}
+			left = append(left, items)
+		}
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("msgpack: %d trailing bytes", len(b))
+	}
+	return nil
+}
+
+// format is the shape of a msgpack code above 0xbf: lenBytes bytes of a
+// length n follow it, then size+n*perLen bytes, then n*perItem values.
+type format struct{ lenBytes, size, perLen, perItem uint64 }
+
+var codes = map[byte]format{
+	0xc4: {1, 0, 1, 0}, 0xc5: {2, 0, 1, 0}, 0xc6: {4, 0, 1, 0}, // bin
+	0xc7: {1, 1, 1, 0}, 0xc8: {2, 1, 1, 0}, 0xc9: {4, 1, 1, 0}, // ext: a type byte, then the data
+	0xca: {0, 4, 0, 0}, 0xcb: {0, 8, 0, 0}, // float32, float64
+	0xcc: {0, 1, 0, 0}, 0xcd: {0, 2, 0, 0}, 0xce: {0, 4, 0, 0}, 0xcf: {0, 8, 0, 0}, // uint
+	0xd0: {0, 1, 0, 0}, 0xd1: {0, 2, 0, 0}, 0xd2: {0, 4, 0, 0}, 0xd3: {0, 8, 0, 0}, // int
+	0xd4: {0, 2, 0, 0}, 0xd5: {0, 3, 0, 0}, 0xd6: {0, 5, 0, 0}, 0xd7: {0, 9, 0, 0}, 0xd8: {0, 17, 0, 0}, // fixext
+	0xd9: {1, 0, 1, 0}, 0xda: {2, 0, 1, 0}, 0xdb: {4, 0, 1, 0}, // str
+	0xdc: {2, 0, 0, 1}, 0xdd: {4, 0, 0, 1}, // array
+	0xde: {2, 0, 0, 2}, 0xdf: {4, 0, 0, 2}, // map
 }

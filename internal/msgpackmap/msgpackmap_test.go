@@ -1,8 +1,11 @@
 package msgpackmap
 
 import (
+	"bytes"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -43,4 +46,80 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
 	}
+}
+
+// A length field no bytes back, and nesting a decoder recurses into, are
+// refused before the decoder sees them: before, a 12-byte record that
+// declared a 4 GiB unknown field made the decoder allocate 10 MB, and a
+// 1 MB one of nested arrays took 1.8 s and 128 MB of stack.
+func TestDecodeRefusesWhatNoBytesBack(t *testing.T) {
+	head := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'z'}
+	for name, c := range map[string]struct {
+		tail []byte
+		want string
+	}{
+		"str32 of 4 GiB":    {[]byte{0xdb, 0xff, 0xff, 0xff, 0xff}, "bytes are left"},
+		"bin32 of 4 GiB":    {[]byte{0xc6, 0xff, 0xff, 0xff, 0xff}, "bytes are left"},
+		"ext32 of 4 GiB":    {[]byte{0xc9, 0xff, 0xff, 0xff, 0xff, 0x01}, "bytes are left"},
+		"array32 of 4 G":    {[]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, "bytes are left"},
+		"map32 of 4 G":      {[]byte{0xdf, 0xff, 0xff, 0xff, 0xff}, "bytes are left"},
+		"nested 100,000":    {append(bytes.Repeat([]byte{0x91}, 100000), 0xc0), "nested deeper than"},
+		"never-used code":   {[]byte{0xc1}, "never used"},
+		"cut length field":  {[]byte{0xdb, 0xff}, "EOF"},
+		"nested MaxDepth+1": {append(bytes.Repeat([]byte{0x91}, MaxDepth), 0xc0), "nested deeper than"},
+	} {
+		var r record
+		b := append(bytes.Clone(head), c.tail...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := Decode(b, &r)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+			t.Errorf("%s: decoding %d bytes allocated %d", name, len(b), n)
+		}
+	}
+	// Nesting up to MaxDepth, under a field this reader does not know, is
+	// a newer writer's and decodes.
+	b := append(append(bytes.Clone(head), bytes.Repeat([]byte{0x91}, MaxDepth-1)...), 0xc0)
+	var r record
+	if err := Decode(b, &r); err != nil || r.A != 1 {
+		t.Fatalf("nested %d deep: %+v, %v", MaxDepth, r, err)
+	}
+}
+
+// FuzzWellFormed checks WellFormed against the msgpack library's own
+// reading: it accepts exactly the values the library skips whole, bytes
+// and all, but those nested deeper than MaxDepth.
+func FuzzWellFormed(f *testing.F) {
+	for _, v := range []any{
+		map[string]any{"a": 1, "b": "x", "c": []any{1.5, float32(2), nil, true, false, []byte("bin"), int64(-1 << 40), uint64(1 << 63)}},
+		map[string]any{"t": map[string]any{"g": 3, "f": "0123/00-xx.jsonl"}, "v": 1},
+		[]any{map[string]any{}, []any{}, ""},
+		time.Unix(1790000000, 5), // an extension
+	} {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range [][]byte{nil, {0xc1}, {0xd4, 1, 2}, {0xc7, 1, 5, 0}, {0xdb, 0xff, 0xff, 0xff, 0xff}, bytes.Repeat([]byte{0x91}, 40)} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := WellFormed(b)
+		r := bytes.NewReader(b)
+		dec := msgpack.NewDecoder(r)
+		lib := dec.Skip()
+		whole := lib == nil && r.Len() == 0
+		switch {
+		case err == nil && !whole:
+			t.Fatalf("WellFormed accepts % x; the library: %v, %d bytes left", b, lib, r.Len())
+		case err != nil && whole && !strings.Contains(err.Error(), "nested deeper than"):
+			t.Fatalf("WellFormed refuses % x (%v); the library skips it whole", b, err)
+		}
+	})
 }
