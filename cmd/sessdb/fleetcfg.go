@@ -319,7 +319,8 @@ func boundedDetail(s string) string {
 }
 
 // durationRE is a Go duration with no sign and no space: "800ms", "1m30s".
-var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+// Its units are Go's, both micro signs (U+00B5 and U+03BC) included.
+var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|\x{b5}s|\x{3bc}s|ms|s|m|h))+$`)
 
 // durationFlag is flag.Duration with a reason when the value does not
 // parse: the flag package says only "parse error", and "7d" (Go has no d
@@ -352,11 +353,13 @@ func (f durationFlag) Set(s string) error {
 // parseDuration reads a Go duration strictly: no sign, no space, no bare
 // number, above zero and at most max.
 func parseDuration(name, raw string, max time.Duration) (time.Duration, error) {
-	d, err := time.ParseDuration(raw)
-	if !durationRE.MatchString(raw) || err != nil {
+	if !durationRE.MatchString(raw) {
 		return 0, fmt.Errorf("%s: %s is not a duration (want a Go duration like 800ms or 5s: digits and a unit, no sign)", name, brief(raw))
 	}
-	if d <= 0 || d > max {
+	// A duration of that form that Go refuses is one beyond its range
+	// (about 292 years): out of range, as a long one within it is.
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 || d > max {
 		return 0, fmt.Errorf("%s: %s is out of range (want above 0 and at most %v)", name, brief(raw), max)
 	}
 	return d, nil

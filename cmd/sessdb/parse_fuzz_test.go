@@ -1,0 +1,188 @@
+package main
+
+import (
+	"math"
+	"math/big"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+)
+
+// The fuzz targets of this file check the CLI's parsers of numbers, which
+// read the operator's environment and the runner's flags, against
+// reference implementations of the rules the docs give
+// (docs/RELIABILITY.md §4, docs/cli.md), written apart from the code.
+
+// jsSpace is JavaScript's white space for String.prototype.trim, as the
+// standard defines it: WhiteSpace (TAB, VT, FF, ZWNBSP and every space
+// separator, Unicode's Zs) and LineTerminator (LF, CR, LS, PS).
+func jsSpace(r rune) bool {
+	return unicode.Is(unicode.Zs, r) || strings.ContainsRune("\t\v\f\ufeff\n\r\u2028\u2029", r)
+}
+
+var canonicalWhole = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+
+// refWhole is the rule for a whole number: white space around it ignored,
+// then the canonical decimal form (no sign, no leading zero, no point, no
+// exponent), at most max. It says "range" or "form" for a refusal.
+func refWhole(raw string, max uint64) (uint64, string) {
+	s := strings.TrimFunc(raw, jsSpace)
+	if !canonicalWhole.MatchString(s) {
+		return 0, "form"
+	}
+	n, _ := new(big.Int).SetString(s, 10)
+	if n.Cmp(new(big.Int).SetUint64(max)) > 0 {
+		return 0, "range"
+	}
+	return n.Uint64(), ""
+}
+
+// kind is the refusal an error from the CLI's parsers says.
+func kind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case strings.Contains(err.Error(), "out of range"), strings.Contains(err.Error(), "want at most"),
+		strings.Contains(err.Error(), "greater than 0"):
+		return "range"
+	}
+	return "form"
+}
+
+// maxMessage bounds an error of a parser: the name, a value quoted at
+// most briefMax bytes (each escaped at most as \U0010ffff) and the rule.
+const maxMessage = 64 + 10*briefMax + 200
+
+func FuzzWholeNumber(f *testing.F) {
+	for _, s := range []string{"0", "14", " 14", "14\n", "\u00a014\u3000", "\ufeff7", "3.5", "1e3", "08", "+3", "-1", "abc", "3 4", "", " ",
+		"18446744073709551615", "18446744073709551616", "9223372036854775807", "9223372036854775808", "0x10", "1_000", "١٢", "\u180e5", "\u200b5", "5\x85"} {
+		f.Add(s, uint64(math.MaxInt64))
+		f.Add(s, uint64(100))
+	}
+	f.Add("7", uint64(0))
+	f.Add(strings.Repeat("9", 100000), uint64(math.MaxUint64))
+	f.Fuzz(func(t *testing.T, raw string, max uint64) {
+		want, wantKind := refWhole(raw, max)
+		n, err := parseUint("PI_SESSIONS_TTL_DAYS", raw, max)
+		if kind(err) != wantKind || n != want {
+			t.Fatalf("parseUint(%q, max %d) = %d, %v; the rule says %d, %q", raw, max, n, err, want, wantKind)
+		}
+		if err != nil && (len(err.Error()) > maxMessage || !strings.HasPrefix(err.Error(), "PI_SESSIONS_TTL_DAYS: ")) {
+			t.Fatalf("parseUint(%d bytes): the message does not name the variable in one short line: %d bytes", len(raw), len(err.Error()))
+		}
+	})
+}
+
+// FuzzParseReading checks the runner's overrides of a promotion's reading
+// (--context-tokens, --context-window): each a whole number up to
+// MaxInt64, the window above 0, "" for not given.
+func FuzzParseReading(f *testing.F) {
+	for _, s := range []string{"", "0", "61234", "200000", " 5 ", "-1", "1e5", "9223372036854775807", "9223372036854775808"} {
+		f.Add(s, "200000")
+		f.Add("61234", s)
+	}
+	f.Fuzz(func(t *testing.T, tokens, window string) {
+		tp, w, err := parseReading(tokens, window)
+		wantT, kt := refWhole(tokens, math.MaxInt64)
+		wantW, kw := refWhole(window, math.MaxInt64)
+		if kw == "" && wantW == 0 {
+			kw = "range"
+		}
+		switch {
+		case tokens != "" && kt != "":
+			if err == nil || !strings.HasPrefix(err.Error(), "--context-tokens: ") {
+				t.Fatalf("parseReading(%q, %q) = %v, want --context-tokens refused", tokens, window, err)
+			}
+		case window != "" && kw != "":
+			if err == nil || !strings.HasPrefix(err.Error(), "--context-window: ") {
+				t.Fatalf("parseReading(%q, %q) = %v, want --context-window refused", tokens, window, err)
+			}
+		case err != nil:
+			t.Fatalf("parseReading(%q, %q): %v", tokens, window, err)
+		case (tokens == "") != (tp == nil), tp != nil && *tp != int64(wantT):
+			t.Fatalf("parseReading(%q, %q): tokens %v, want %d", tokens, window, tp, wantT)
+		case window == "" && w != 0, window != "" && w != int64(wantW):
+			t.Fatalf("parseReading(%q, %q): window %d, want %d", tokens, window, w, wantW)
+		}
+	})
+}
+
+// goUnits are the units of a Go duration, in nanoseconds.
+var goUnits = map[string]int64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
+
+var durationPart = regexp.MustCompile(`^([0-9]+)(?:\.([0-9]+))?(ns|us|µs|μs|ms|s|m|h)`)
+
+// refDuration is the rule for an etcd timeout or a grace period: a Go
+// duration (components of digits, an optional fraction and a unit) with
+// no sign and no space, above 0 and at most max. A component's fraction of
+// a nanosecond is dropped, as Go drops it.
+func refDuration(raw string, max time.Duration) (time.Duration, string) {
+	if raw == "" {
+		return 0, "form"
+	}
+	sum := new(big.Int)
+	for s := raw; s != ""; {
+		m := durationPart.FindStringSubmatch(s)
+		if m == nil {
+			return 0, "form"
+		}
+		s = s[len(m[0]):]
+		v, _ := new(big.Rat).SetString(m[1] + "." + m[2] + "0")
+		v.Mul(v, new(big.Rat).SetInt64(goUnits[m[3]]))
+		sum.Add(sum, new(big.Int).Quo(v.Num(), v.Denom()))
+	}
+	if sum.Sign() <= 0 || sum.Cmp(big.NewInt(int64(max))) > 0 {
+		return 0, "range"
+	}
+	return time.Duration(sum.Int64()), ""
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"5s", "800ms", "1m30s", "10m", "10m1ns", "0s", "0", "5", "-5s", "+5s", " 5s", "5s ", "5 s", "1.5s", ".5s", "5.s", "1e3s",
+		"5d", "5µs", "5μs", "5us", "9999999999999h", "2562047h47m16.854775807s", "0.0000000001ns", "1.9999999999ns", "", "s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, max := range []time.Duration{10 * time.Minute, math.MaxInt64} {
+			want, wantKind := refDuration(raw, max)
+			d, err := parseDuration("PI_SESSIONS_ETCD_TIMEOUT", raw, max)
+			if kind(err) != wantKind || d != want {
+				t.Fatalf("parseDuration(%q, max %v) = %v, %v; the rule says %v, %q", raw, max, d, err, want, wantKind)
+			}
+			if err != nil && len(err.Error()) > maxMessage {
+				t.Fatalf("parseDuration(%d bytes): a message of %d bytes", len(raw), len(err.Error()))
+			}
+		}
+	})
+}
+
+var decimalForm = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// FuzzParseDecimal checks engage's prices and ratios: digits with at most
+// one point, no sign or exponent, at most maxPrice; the value is the
+// nearest float64 to the decimal.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"3", "0.30", "3.75", "1000000", "1000000.0000000001", "1000001", ".5", "5.", "+1", "-1", "1e3", " 3", "00.5", "", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseDecimal(s)
+		if !decimalForm.MatchString(s) {
+			if err == nil {
+				t.Fatalf("parseDecimal(%q) = %v, not a decimal", s, v)
+			}
+			return
+		}
+		r, _ := new(big.Rat).SetString(s)
+		over := r.Cmp(new(big.Rat).SetInt64(maxPrice)) > 0
+		want, _ := r.Float64()
+		switch {
+		case over && err == nil:
+			t.Fatalf("parseDecimal(%q) = %v, above %d", s, v, maxPrice)
+		case !over && (err != nil || v != want):
+			t.Fatalf("parseDecimal(%q) = %v, %v; want %v", s, v, err, want)
+		}
+	})
+}
