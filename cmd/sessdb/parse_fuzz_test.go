@@ -116,43 +116,65 @@ var durationPart = regexp.MustCompile(`^([0-9]+)(?:\.([0-9]+))?(ns|us|µs|μs|ms
 
 // refDuration is the rule for an etcd timeout or a grace period: a Go
 // duration (components of digits, an optional fraction and a unit) with
-// no sign and no space, above 0 and at most max. A component's fraction of
-// a nanosecond is dropped, as Go drops it.
-func refDuration(raw string, max time.Duration) (time.Duration, string) {
+// no sign and no space, above 0 and at most max. It returns the exact
+// value in nanoseconds, each component's fraction of a nanosecond dropped,
+// and how many components have a fraction: Go computes a fraction in
+// floating point, so each may come out a nanosecond above (Go reads
+// "0.9999999999999999s" as 1s). ok is false for another form.
+func refDuration(raw string) (exact *big.Int, fractions int64, ok bool) {
 	if raw == "" {
-		return 0, "form"
+		return nil, 0, false
 	}
-	sum := new(big.Int)
+	exact = new(big.Int)
 	for s := raw; s != ""; {
 		m := durationPart.FindStringSubmatch(s)
 		if m == nil {
-			return 0, "form"
+			return nil, 0, false
 		}
 		s = s[len(m[0]):]
+		if m[2] != "" {
+			fractions++
+		}
 		v, _ := new(big.Rat).SetString(m[1] + "." + m[2] + "0")
 		v.Mul(v, new(big.Rat).SetInt64(goUnits[m[3]]))
-		sum.Add(sum, new(big.Int).Quo(v.Num(), v.Denom()))
+		exact.Add(exact, new(big.Int).Quo(v.Num(), v.Denom()))
 	}
-	if sum.Sign() <= 0 || sum.Cmp(big.NewInt(int64(max))) > 0 {
-		return 0, "range"
-	}
-	return time.Duration(sum.Int64()), ""
+	return exact, fractions, true
 }
 
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{"5s", "800ms", "1m30s", "10m", "10m1ns", "0s", "0", "5", "-5s", "+5s", " 5s", "5s ", "5 s", "1.5s", ".5s", "5.s", "1e3s",
-		"5d", "5µs", "5μs", "5us", "9999999999999h", "2562047h47m16.854775807s", "0.0000000001ns", "1.9999999999ns", "", "s"} {
+		"5d", "5µs", "5μs", "5us", "9999999999999h", "2562047h47m16.854775807s", "0.0000000001ns", "1.9999999999ns", "", "s",
+		"0.9999999999999999s", "9m59.9999999999999999s", "0.9999999999999999999ns"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		exact, fractions, form := refDuration(raw)
 		for _, max := range []time.Duration{10 * time.Minute, math.MaxInt64} {
-			want, wantKind := refDuration(raw, max)
 			d, err := parseDuration("PI_SESSIONS_ETCD_TIMEOUT", raw, max)
-			if kind(err) != wantKind || d != want {
-				t.Fatalf("parseDuration(%q, max %v) = %v, %v; the rule says %v, %q", raw, max, d, err, want, wantKind)
-			}
 			if err != nil && len(err.Error()) > maxMessage {
 				t.Fatalf("parseDuration(%d bytes): a message of %d bytes", len(raw), len(err.Error()))
+			}
+			if !form {
+				if kind(err) != "form" {
+					t.Fatalf("parseDuration(%q) = %v, %v; the rule says not a duration", raw, d, err)
+				}
+				continue
+			}
+			// Within fractions ns of a bound, Go's rounding decides.
+			lo := exact
+			hi := new(big.Int).Add(exact, big.NewInt(fractions))
+			inRange := lo.Sign() > 0 && hi.Cmp(big.NewInt(int64(max))) <= 0
+			outOfRange := hi.Sign() <= 0 || lo.Cmp(big.NewInt(int64(max))) > 0
+			switch {
+			case kind(err) == "form":
+				t.Fatalf("parseDuration(%q) = %v: the rule says a duration", raw, err)
+			case err != nil && inRange:
+				t.Fatalf("parseDuration(%q, max %v) = %v; the rule says %v ns", raw, max, err, exact)
+			case err == nil && outOfRange:
+				t.Fatalf("parseDuration(%q, max %v) = %v; the rule says %v ns, out of range", raw, max, d, exact)
+			case err == nil && (d <= 0 || d > max || big.NewInt(int64(d)).Cmp(lo) < 0 || big.NewInt(int64(d)).Cmp(hi) > 0):
+				t.Fatalf("parseDuration(%q, max %v) = %v; the rule says %v ns, up to %d more", raw, max, d, exact, fractions)
 			}
 		}
 	})
@@ -161,8 +183,8 @@ func FuzzParseDuration(f *testing.F) {
 var decimalForm = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // FuzzParseDecimal checks engage's prices and ratios: digits with at most
-// one point, no sign or exponent, at most maxPrice; the value is the
-// nearest float64 to the decimal.
+// one point, no sign or exponent; the value is the nearest float64 to the
+// decimal, at most maxPrice.
 func FuzzParseDecimal(f *testing.F) {
 	for _, s := range []string{"3", "0.30", "3.75", "1000000", "1000000.0000000001", "1000001", ".5", "5.", "+1", "-1", "1e3", " 3", "00.5", "", "."} {
 		f.Add(s)
@@ -175,9 +197,11 @@ func FuzzParseDecimal(f *testing.F) {
 			}
 			return
 		}
+		// The bound is on the value read, the nearest float64 (it keeps
+		// the cost from overflowing): "1000000.00000000001" is 1e6.
 		r, _ := new(big.Rat).SetString(s)
-		over := r.Cmp(new(big.Rat).SetInt64(maxPrice)) > 0
 		want, _ := r.Float64()
+		over := want > maxPrice
 		switch {
 		case over && err == nil:
 			t.Fatalf("parseDecimal(%q) = %v, above %d", s, v, maxPrice)
