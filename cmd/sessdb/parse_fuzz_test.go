@@ -210,3 +210,28 @@ func FuzzParseDecimal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseEndpoints gives the endpoints variable a URL with credentials
+// in it, the password any string (a ',', '@', '/', '%' or '#' in it, as a
+// base64 or generated one may hold), anything after: the value is refused,
+// and the message never carries a byte of the password's (marked) start,
+// which would reach the job's log.
+func FuzzParseEndpoints(f *testing.F) {
+	for _, s := range [][2]string{{"pw", "127.0.0.1:2379"}, {"a,b", "h:1"}, {"a@b", "h:1"}, {"a/b%#", "h:1"}, {"a", "h:1,http://x@y:2"},
+		{"", ""}, {"p", "h:1/"}, {"a:b", "[::1]:2379"}, {"x,https://u:", "h:1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pass, rest string) {
+		if strings.Contains(rest, "SECRET") {
+			return // the marker must be the password's alone
+		}
+		raw := "http://user:SECRET" + pass + "@" + rest
+		eps, err := parseEndpoints("PI_SESSIONS_ETCD_ENDPOINTS", raw)
+		if err == nil {
+			t.Fatalf("parseEndpoints(%q) = %q: credentials taken", raw, eps)
+		}
+		if strings.Contains(err.Error(), "SECRET") || len(err.Error()) > maxMessage {
+			t.Fatalf("parseEndpoints(%q): the message quotes the password: %v", raw, err)
+		}
+	})
+}
