@@ -299,7 +299,9 @@ func (s Session) validate() error {
 	// too: a resume is resumed and delivered bytes, a cold start none.
 	// An edited verdict would be promoted as another resolve's: a cold
 	// run counted as a delivery in the resume chain, a history entry
-	// that says resumed for a run that started cold.
+	// that says resumed for a run that started cold, or gave no reason.
+	case s.Reason == "":
+		return errors.New("no reason")
 	case s.Resume != (s.Reason == gates.Resumed):
 		return errors.New("resume and reason disagree")
 	case !s.Resume && (s.Bytes != 0 || s.CRC32C != 0):
