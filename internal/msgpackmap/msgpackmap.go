@@ -64,7 +64,11 @@ const MaxDepth = 32
 // beyond MaxDepth, the code 0xc1 that msgpack never uses, and bytes after
 // the value are refused too.
 func WellFormed(b []byte) error {
-	left := []uint64{1} // values still to read at each level, the outermost first
+	// Values still to read at each level, the outermost first: on the
+	// stack, as is the table of codes, for WellFormed runs before every
+	// record decode and allocates nothing.
+	var stack [MaxDepth + 1]uint64
+	left := append(stack[:0], 1)
 	for len(left) > 0 {
 		top := len(left) - 1
 		if left[top] == 0 {
@@ -87,8 +91,8 @@ func WellFormed(b []byte) error {
 		case c <= 0xbf:
 			size = uint64(c & 0x1f)
 		default:
-			f, ok := codes[c]
-			if !ok {
+			f := codes[c-0xc0]
+			if !f.used {
 				return fmt.Errorf("msgpack: code %#x is never used", c)
 			}
 			if uint64(len(b)) < f.lenBytes {
@@ -125,16 +129,22 @@ func WellFormed(b []byte) error {
 
 // format is the shape of a msgpack code above 0xbf: lenBytes bytes of a
 // length n follow it, then size+n*perLen bytes, then n*perItem values.
-type format struct{ lenBytes, size, perLen, perItem uint64 }
+// used is false for the codes WellFormed handles itself (nil, false,
+// true, the negative fixints) and for 0xc1, which msgpack never uses.
+type format struct {
+	used                            bool
+	lenBytes, size, perLen, perItem uint64
+}
 
-var codes = map[byte]format{
-	0xc4: {1, 0, 1, 0}, 0xc5: {2, 0, 1, 0}, 0xc6: {4, 0, 1, 0}, // bin
-	0xc7: {1, 1, 1, 0}, 0xc8: {2, 1, 1, 0}, 0xc9: {4, 1, 1, 0}, // ext: a type byte, then the data
-	0xca: {0, 4, 0, 0}, 0xcb: {0, 8, 0, 0}, // float32, float64
-	0xcc: {0, 1, 0, 0}, 0xcd: {0, 2, 0, 0}, 0xce: {0, 4, 0, 0}, 0xcf: {0, 8, 0, 0}, // uint
-	0xd0: {0, 1, 0, 0}, 0xd1: {0, 2, 0, 0}, 0xd2: {0, 4, 0, 0}, 0xd3: {0, 8, 0, 0}, // int
-	0xd4: {0, 2, 0, 0}, 0xd5: {0, 3, 0, 0}, 0xd6: {0, 5, 0, 0}, 0xd7: {0, 9, 0, 0}, 0xd8: {0, 17, 0, 0}, // fixext
-	0xd9: {1, 0, 1, 0}, 0xda: {2, 0, 1, 0}, 0xdb: {4, 0, 1, 0}, // str
-	0xdc: {2, 0, 0, 1}, 0xdd: {4, 0, 0, 1}, // array
-	0xde: {2, 0, 0, 2}, 0xdf: {4, 0, 0, 2}, // map
+// codes is indexed by the code less 0xc0.
+var codes = [0x40]format{
+	0xc4 - 0xc0: {true, 1, 0, 1, 0}, 0xc5 - 0xc0: {true, 2, 0, 1, 0}, 0xc6 - 0xc0: {true, 4, 0, 1, 0}, // bin
+	0xc7 - 0xc0: {true, 1, 1, 1, 0}, 0xc8 - 0xc0: {true, 2, 1, 1, 0}, 0xc9 - 0xc0: {true, 4, 1, 1, 0}, // ext: a type byte, then the data
+	0xca - 0xc0: {true, 0, 4, 0, 0}, 0xcb - 0xc0: {true, 0, 8, 0, 0}, // float32, float64
+	0xcc - 0xc0: {true, 0, 1, 0, 0}, 0xcd - 0xc0: {true, 0, 2, 0, 0}, 0xce - 0xc0: {true, 0, 4, 0, 0}, 0xcf - 0xc0: {true, 0, 8, 0, 0}, // uint
+	0xd0 - 0xc0: {true, 0, 1, 0, 0}, 0xd1 - 0xc0: {true, 0, 2, 0, 0}, 0xd2 - 0xc0: {true, 0, 4, 0, 0}, 0xd3 - 0xc0: {true, 0, 8, 0, 0}, // int
+	0xd4 - 0xc0: {true, 0, 2, 0, 0}, 0xd5 - 0xc0: {true, 0, 3, 0, 0}, 0xd6 - 0xc0: {true, 0, 5, 0, 0}, 0xd7 - 0xc0: {true, 0, 9, 0, 0}, 0xd8 - 0xc0: {true, 0, 17, 0, 0}, // fixext
+	0xd9 - 0xc0: {true, 1, 0, 1, 0}, 0xda - 0xc0: {true, 2, 0, 1, 0}, 0xdb - 0xc0: {true, 4, 0, 1, 0}, // str
+	0xdc - 0xc0: {true, 2, 0, 0, 1}, 0xdd - 0xc0: {true, 4, 0, 0, 1}, // array
+	0xde - 0xc0: {true, 2, 0, 0, 2}, 0xdf - 0xc0: {true, 4, 0, 0, 2}, // map
 }

@@ -94,6 +94,35 @@ func TestDecodeRefusesWhatNoBytesBack(t *testing.T) {
 	}
 }
 
+// WellFormed runs before every record decode (each resolve, promote and
+// walk of a key reads one to a dozen), so it must cost little beside the
+// decode: it allocates nothing, whatever the value's shape within
+// MaxDepth. It allocated twice a record (its stack of counts, which grew
+// by append and escaped, and the lookup of each code's shape).
+func TestWellFormedAllocatesNothing(t *testing.T) {
+	deep := any(map[string]any{"x": 1})
+	for range MaxDepth - 1 {
+		deep = []any{deep}
+	}
+	for name, v := range map[string]any{
+		"record": map[string]any{"v": 2, "t": map[string]any{"g": 12, "s": 4096, "c": uint64(0xdeadbeef), "p": int64(1) << 60, "f": "0000000000001e240-0123456789abcdef.jsonl"},
+			"pv": "0.61.2", "vn": "local", "rc": 3, "cx": map[string]any{"t": 150000, "w": 200000, "m": "anthropic/claude-sonnet-4-5"}, "hs": 99},
+		"every code": map[string]any{"f": []any{1.5, float32(2), nil, true, false, []byte("bin"), int64(-1 << 40), uint64(1 << 63), time.Unix(5, 7)}},
+		"deepest":    deep,
+	} {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WellFormed(b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { WellFormed(b) }); n != 0 {
+			t.Errorf("%s: WellFormed allocated %v times a call, want 0", name, n)
+		}
+	}
+}
+
 // FuzzWellFormed checks WellFormed against the msgpack library's own
 // reading: it accepts exactly the values the library skips whole, bytes
 // and all, but those nested deeper than MaxDepth.
