@@ -67,17 +67,20 @@
 // appended to the history under the same guard, leaving the record, and so
 // every job's base, as it was.
 //
-// With several endpoints a commit unanswered after a third of the
-// request timeout is sent again meanwhile (and at two thirds), to the
-// next member: a member that takes connections and answers nothing would
-// otherwise fail every commit sent to it. The tries are one write on one
-// base: one lands at most, and the promotion is then as unsure as after
-// a lost answer.
+// With several endpoints a commit, or a refusal's append, unanswered
+// after a third of the request timeout is sent again meanwhile (and at
+// two thirds), to the next member: a member that takes connections and
+// answers nothing would otherwise fail every commit sent to it. The
+// tries are one write on one base: one lands at most, and the promotion
+// is then as unsure as after a lost answer (an append that finds its own
+// entry in place is that entry).
 //
 // A commit whose answer is lost (etcd unavailable, a leader killed under
 // it) may have committed. It is retried on the same base until the request
-// timeout: a conflict whose record names this promotion's own file is this
-// promotion, committed by an earlier try. If the timeout ends first, the
+// timeout: a conflict whose record names this promotion's own file, or
+// whose history holds its entry (another job promoted on it before the
+// answer came), is this promotion, committed by an earlier try, and
+// promoted. If the timeout ends first, the
 // promote is promote-failed with the cause, the job's transcript stays in
 // its job dir, and the file is left for reap (removing it could remove a
 // generation that did commit); a retry with the same ticket repeats the

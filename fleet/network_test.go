@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -604,5 +605,142 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 	want := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}
 	if got := markers(stagedOf(t, jobDir)); !slices.Equal(got, want) {
 		t.Errorf("the key's transcript holds %v, want %v: each promotion once, in order", got, want)
+	}
+}
+
+// A hedged commit whose landed try answered late, after another job had
+// promoted on top of it: the try answered instead lost its compare to
+// that job's record, naming that job's file. The promotion landed and is
+// the base of newer work, so the job is told promoted, at its own
+// generation, and not as a retry (it retried nothing); its file is kept
+// (the key's transcript is built on it), and the history holds each
+// promotion once and no refusal. The order is the proxies' and a poll's:
+// one proxy forwards the commit and holds its answer, the other holds
+// the other try until the second job has promoted.
+func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "hedge-landed-late")
+	f.run(key, "m0")
+	answers, held := etcdtest.NewProxy(t, c.Endpoint(0)), etcdtest.NewProxy(t, c.Endpoint(1))
+	// Long, for the slowest machine: a try is held until the other job
+	// has promoted, within it; the test waits a third of it for the hedge.
+	const timeout = 6 * time.Second
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{answers.URL(), held.URL()}, timeout })
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	sess, jobDir := resolveOn(t, s, key)
+	appendMarker(t, jobDir, "a")
+	committing := make(chan struct{})
+	var once sync.Once
+	b.hook = func(point, k string) error {
+		if point == hookCommit && k == key {
+			once.Do(func() {
+				answers.BlackholeAnswers()
+				held.Blackhole()
+				close(committing)
+			})
+		}
+		return nil
+	}
+	type result struct {
+		res store.PromoteResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		done <- result{res, err}
+	}()
+	<-committing
+	// One try reaches a member through the first proxy (the first, or the
+	// hedge at a third of the timeout) and lands; its answer is held.
+	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
+		st, err := f.b.meta.GetRecord(t.Context(), key)
+		if err == nil && st.Record.Transcript != nil && st.Record.Transcript.Gen == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no try of the commit landed through the proxy that forwards requests (%+v, %v)", st, err)
+		}
+	}
+	ours := f.recordFile(key)
+	f.run(key, "b") // another job, resolved from the landed promotion
+	held.Heal()     // the try held meets the other job's record
+	got := <-done
+	answers.Heal()
+	t.Logf("promote: %+v, %v", got.res, got.err)
+	if got.err != nil || !got.res.Promoted || got.res.Gen != 2 || got.res.Repeat {
+		t.Errorf("promote whose commit landed under a newer promotion = %+v, %v; want promoted at gen 2, not a repeat", got.res, got.err)
+	}
+	f.holds(key, "b", 3)
+	if !slices.Contains(f.files(key), ours) {
+		t.Errorf("the landed promotion's file %s is gone (files %v): the key's transcript is built on it", ours, f.files(key))
+	}
+	_, jobB := resolveOn(t, f.s, key)
+	if m := markers(stagedOf(t, jobB)); !slices.Equal(m, []string{"m0", "a", "b"}) {
+		t.Errorf("the key's transcript holds %v, want [m0 a b]", m)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, e := range st.History {
+		outcomes = append(outcomes, fmt.Sprintf("%d%s", e.Gen, e.Outcome))
+	}
+	if !slices.Equal(outcomes, []string{"1", "2", "3"}) {
+		t.Errorf("history %v; want the three promotions, each once, and no refusal", outcomes)
+	}
+}
+
+// The same, for a job superseded: its refusal, appended to the key's
+// history, was sent once, and one sent to the silent member waited out
+// the whole timeout: the job was promote-failed instead of superseded.
+func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "one-of-three-refuse")
+	f.run(key, "m0")
+	var eps []string
+	var ps []*etcdtest.Proxy
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	const timeout = 900 * time.Millisecond
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	for range 6 {
+		resolveOn(t, s, key)
+	}
+	var jobs []store.Session
+	for i := range 6 {
+		sess, jobDir := resolveOn(t, s, key)
+		appendMarker(t, jobDir, fmt.Sprintf("late%d", i))
+		jobs = append(jobs, sess)
+	}
+	f.run(key, "m1")
+	ps[0].Blackhole()
+	for i, sess := range jobs {
+		began := time.Now()
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		t.Logf("promote %d: %s after %v (%v)", i, res.Reason, time.Since(began), err)
+		if err != nil || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+			t.Errorf("promote %d of a job superseded, one member of three silent = %+v, %v; want superseded by gen 2", i, res, err)
+		}
+	}
+	ps[0].Heal()
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := 0
+	for _, e := range st.History {
+		if e.Outcome == string(gates.Superseded) {
+			refusals++
+		}
+	}
+	if refusals != len(jobs) {
+		t.Errorf("history holds %d refusals, want %d: each once", refusals, len(jobs))
 	}
 }

@@ -156,7 +156,11 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 	defer cancel()
 	base := t.st.Rev
 	for try := 0; ; try++ {
-		_, err := t.b.meta.AppendHistory(ctx, t.key, base, entryOf(e))
+		key, base, h := t.key, base, entryOf(e) // the tries outlive the loop's turn
+		err := t.b.hedge(ctx, func(c context.Context) error {
+			_, err := t.b.meta.AppendHistory(c, key, base, h)
+			return err
+		}, nil)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:
@@ -217,7 +221,8 @@ func (t *txn) Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (store.S
 // transaction guarded by the revision Begin read. A lost compare is
 // store.ErrConflict, and the file is removed. A try whose answer is lost
 // is tried again on the same base until the request timeout: a conflict
-// whose record names this file is this commit, landed by an earlier try.
+// whose record names this file, or whose history holds e, is this
+// commit, landed by an earlier try (see landed).
 func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error {
 	if err := t.b.at(hookCommit, t.key); err != nil {
 		return err
@@ -241,7 +246,7 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		switch {
 		case err == nil:
 		case errors.As(err, &ce):
-			if cur := ce.Current.Record.Transcript; t.unsure && cur != nil && cur.File == st.Name {
+			if t.unsure && landed(ce.Current, st.Name, h) {
 				t.b.landedLate.Add(1)
 				break // an earlier try landed
 			}
@@ -263,38 +268,64 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 	}
 }
 
-// put sends the commit once and, with several endpoints, again after a
-// third of the request timeout without an answer, and once more at two
-// thirds, each to the next member (etcd's client takes them in turn): a
-// member that takes connections and answers nothing would otherwise
-// cost every commit sent to it the whole timeout, promote-failed though
-// the others answer at once. Every try is the same write guarded by the
-// same base, so at most one lands; a second try makes the commit unsure
-// before it is sent, so that a conflict whose record names this file is
-// taken for the first landed, and the file is kept on any other (a try
-// still in flight could not land then: the base is gone for good, but
-// the file is reap's to judge, as after any lost answer). The first
-// success or conflict is the answer; an error, once no try is left in
-// flight.
+// landed reports whether cur, the state a commit's try lost its compare
+// to, holds the commit itself, landed by another try: its record names
+// the file, or, once another promotion was built on it, its history
+// holds the entry (a hedged try's answer can come after the other job's
+// commit). Such a promotion is the job's: reported as not promoted, the
+// job would run again what the key already holds.
+func landed(cur etcdmeta.State, file string, h etcdmeta.HistoryEntry) bool {
+	if tr := cur.Record.Transcript; tr != nil && tr.File == file {
+		return true
+	}
+	for _, x := range cur.History {
+		if x.Outcome == "" && x.Gen == h.Gen && x.At == h.At && x.Ticket == h.Ticket && x.CRC32C == h.CRC32C && x.Bytes == h.Bytes {
+			return true
+		}
+	}
+	return false
+}
+
+// put sends the commit, hedged: every try is the same write guarded by
+// the same base, so at most one lands. A second try makes the commit
+// unsure before it is sent, so that a conflict that holds this commit
+// (landed) is taken for the first landed, and the file is kept on any
+// other (a try still in flight could not land then: the base is gone for
+// good, but the file is reap's to judge, as after any lost answer).
 func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntry) error {
-	if !t.b.meta.Several() {
-		_, err := t.b.meta.Put(ctx, t.key, t.st.Rev, r, h)
+	key, base := t.key, t.st.Rev // the tries outlive put, t does not stay still
+	return t.b.hedge(ctx, func(c context.Context) error {
+		_, err := t.b.meta.Put(c, key, base, r, h)
 		return err
+	}, func() { t.unsure = true })
+}
+
+// hedge runs write, a guarded write that lands once at most however many
+// times it is sent (a commit: its base is gone once it lands; a history
+// append: a try that finds its entry in place is that entry, see
+// etcdmeta.AppendHistory), once and, with several endpoints, again after
+// a third of the request timeout without an answer, and once more at
+// two thirds, each to the next member (etcd's client takes them in
+// turn): a member that takes connections and answers nothing would
+// otherwise cost every write sent to it the whole timeout, promote-failed
+// though the others answer at once. again, if not nil, runs before a try
+// is sent again. The first success or conflict is the answer; an error,
+// once no try is left in flight. The tries still in flight when it
+// returns are cancelled, and end with it.
+func (b *Backend) hedge(ctx context.Context, write func(context.Context) error, again func()) error {
+	if !b.meta.Several() {
+		return write(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the tries still in flight: each could only conflict
 	const tries = 3
 	answers := make(chan error, tries)
-	key, base := t.key, t.st.Rev // the tries outlive put, t does not stay still
 	send := func() {
-		go func() {
-			_, err := t.b.meta.Put(ctx, key, base, r, h)
-			answers <- err
-		}()
+		go func() { answers <- write(ctx) }()
 	}
 	send()
 	sent, waiting := 1, 1
-	tick := time.NewTicker(t.b.timeout / tries)
+	tick := time.NewTicker(b.timeout / tries)
 	defer tick.Stop()
 	for {
 		select {
@@ -306,7 +337,9 @@ func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntr
 			}
 		case <-tick.C:
 			if sent < tries && ctx.Err() == nil {
-				t.unsure = true
+				if again != nil {
+					again()
+				}
 				send()
 				sent, waiting = sent+1, waiting+1
 			}

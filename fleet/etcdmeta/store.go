@@ -395,7 +395,8 @@ func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist 
 // base is superseded by a refusal being recorded. The guard makes every
 // entry true of the record it follows: a refusal decided on a record that
 // has changed since is a *ConflictError, to be decided again. It returns
-// the record's revision, unchanged.
+// the record's revision, unchanged. An append that finds its slot taken
+// by an entry equal to e (the same append sent again) is that append.
 func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
 	ctx = orBackground(ctx)
 	rev, err := s.guarded(ctx, "append history", key, base, e, nil)
@@ -517,8 +518,26 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		if perr != nil {
 			return 0, perr
 		}
+		if rec == nil && holds(cur.History, hist) {
+			// The slot went to this very entry: the same append sent
+			// again (a hedged refusal's tries race on one guess), landed.
+			return Rev(resp.Header.Revision), nil
+		}
 	}
 	return 0, fmt.Errorf("%s %s: %w: the history slot was taken %d times in a row", op, key, ErrUnavailable, maxSlotTries)
+}
+
+// holds reports whether h holds e, whatever its slot: an entry carries
+// its time to the nanosecond, its job and ticket, so an equal one is the
+// same append.
+func holds(h []HistoryEntry, e HistoryEntry) bool {
+	e.Seq = 0
+	for _, x := range h {
+		if x.Seq = 0; x == e {
+			return true
+		}
+	}
+	return false
 }
 
 // Delete removes key's record and its whole history in one transaction

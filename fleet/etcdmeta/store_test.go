@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"sessdb/internal/etcdtest"
 )
@@ -583,5 +584,42 @@ func TestTheLastHistorySlotIsNeverWritten(t *testing.T) {
 	}
 	if st, err := s.Get(ctx(t), key); err != nil || st.Rev != rev || len(st.History) != 1 || st.History[0].Seq != math.MaxUint64-1 {
 		t.Fatalf("after the refused writes: rev %d, %d entries, %v; want rev %d and the entry brought in", st.Rev, len(st.History), err, rev)
+	}
+}
+
+// An append sent again (a hedged refusal: the tries race, each with the
+// slot this Store guessed before any landed) finds its slot taken by the
+// very entry it carries: that is the append, landed, and it is not
+// appended again above it. Two Stores with one guess stand in for two
+// tries in flight.
+func TestAnAppendSentTwiceLandsOnce(t *testing.T) {
+	c := etcdtest.Start1(t)
+	a, b := open(t, c), open(t, c)
+	key := newKey()
+	rev := mustPut(t, a, key, 0, 1)
+	if _, err := b.Get(ctx(t), key); err != nil { // b guesses slot 1 is the newest, as a does
+		t.Fatal(err)
+	}
+	refusal := HistoryEntry{Gen: 1, At: time.Now().UnixNano(), Outcome: "superseded", Ticket: randHex(16), Job: "j"}
+	for _, s := range []*Store{a, b} {
+		if got, err := s.AppendHistory(ctx(t), key, rev, refusal); err != nil || got != rev {
+			t.Fatalf("AppendHistory = %d, %v; want %d", got, err, rev)
+		}
+	}
+	st, err := a.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != 2 || st.History[1].Ticket != refusal.Ticket {
+		t.Fatalf("history = %+v; want the promotion and the refusal once", st.History)
+	}
+	// Another entry, in the slot's way, still lands above it.
+	other := refusal
+	other.At++
+	if _, err := b.AppendHistory(ctx(t), key, rev, other); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = a.Get(ctx(t), key); len(st.History) != 3 {
+		t.Fatalf("history = %+v; want the promotion and two refusals", st.History)
 	}
 }
