@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -237,6 +239,7 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 			t.Errorf("resolve %d with one member of three silent: %s after %v, want resumed", i, sess.Reason, took)
 		}
 	}
+	noHedgeLeft(t)
 	t.Logf("9 resolves with one member of three silent: the slowest %v", slowest)
 	if slowest >= timeout {
 		t.Errorf("a resolve took %v, the request timeout", slowest)
@@ -599,6 +602,7 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 			t.Errorf("promote %d with one member of three silent = %+v, %v; want promoted gen %d", i, res, err, i+1)
 		}
 	}
+	noHedgeLeft(t)
 	ps[0].Heal()
 	f.holds(key, "m6", 7)
 	_, jobDir := resolveOn(t, f.s, key)
@@ -729,6 +733,7 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 			t.Errorf("promote %d of a job superseded, one member of three silent = %+v, %v; want superseded by gen 2", i, res, err)
 		}
 	}
+	noHedgeLeft(t)
 	ps[0].Heal()
 	st, err := f.b.meta.Get(t.Context(), key)
 	if err != nil {
@@ -742,5 +747,23 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 	}
 	if refusals != len(jobs) {
 		t.Errorf("history holds %d refusals, want %d: each once", refusals, len(jobs))
+	}
+}
+
+// noHedgeLeft fails t unless every try a hedged read or write sent has
+// ended, soon after its caller returned: each is cancelled then, an
+// answer to the silent member's included.
+func noHedgeLeft(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 8<<20)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stacks := buf[:runtime.Stack(buf, true)]
+		left := bytes.Count(stacks, []byte("fleet.(*Backend).hedge.func")) + bytes.Count(stacks, []byte("etcdmeta.hedged["))
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines of hedged tries still running 10 s after their callers returned", left)
+		}
 	}
 }
