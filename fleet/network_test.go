@@ -216,18 +216,8 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three")
 	f.run(key, "one")
-	var eps []string
-	var ps []*etcdtest.Proxy
-	for i := range 3 {
-		p := etcdtest.NewProxy(t, c.Endpoint(i))
-		ps, eps = append(ps, p), append(eps, p.URL())
-	}
 	const timeout = 600 * time.Millisecond
-	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
-	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	for range 6 { // every member's connection ready
-		resolveOn(t, s, key)
-	}
+	s, ps := throughProxies(t, f, key, timeout)
 	ps[0].Blackhole()
 	var slowest time.Duration
 	for i := range 9 {
@@ -578,18 +568,8 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three-promote")
 	f.run(key, "m0")
-	var eps []string
-	var ps []*etcdtest.Proxy
-	for i := range 3 {
-		p := etcdtest.NewProxy(t, c.Endpoint(i))
-		ps, eps = append(ps, p), append(eps, p.URL())
-	}
 	const timeout = 900 * time.Millisecond
-	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
-	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	for range 6 {
-		resolveOn(t, s, key)
-	}
+	s, ps := throughProxies(t, f, key, timeout)
 	ps[0].Blackhole()
 	for i := 1; i <= 6; i++ {
 		sess, jobDir := resolveOn(t, s, key)
@@ -705,18 +685,8 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three-refuse")
 	f.run(key, "m0")
-	var eps []string
-	var ps []*etcdtest.Proxy
-	for i := range 3 {
-		p := etcdtest.NewProxy(t, c.Endpoint(i))
-		ps, eps = append(ps, p), append(eps, p.URL())
-	}
 	const timeout = 900 * time.Millisecond
-	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
-	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	for range 6 {
-		resolveOn(t, s, key)
-	}
+	s, ps := throughProxies(t, f, key, timeout)
 	var jobs []store.Session
 	for i := range 6 {
 		sess, jobDir := resolveOn(t, s, key)
@@ -766,4 +736,23 @@ func noHedgeLeft(t *testing.T) {
 			t.Fatalf("%d goroutines of hedged tries still running 10 s after their callers returned", left)
 		}
 	}
+}
+
+// throughProxies is a store on f's fleet that reaches each of the three
+// members through a proxy of its own (returned in the members' order),
+// with timeout, each connection ready (key resolved six times).
+func throughProxies(t *testing.T, f *fixture, key string, timeout time.Duration) (*store.Store, []*etcdtest.Proxy) {
+	t.Helper()
+	var eps []string
+	var ps []*etcdtest.Proxy
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, f.c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	for range 6 {
+		resolveOn(t, s, key)
+	}
+	return s, ps
 }
