@@ -37,8 +37,10 @@
 // reason names, and in the one way sessdb itself makes it happen (reap
 // removed a generation superseded longer than its grace period ago, under
 // a resolve slower than that) the transcript really was replaced. It is
-// never absent, which would say the key holds no conversation, and never a
-// torn copy. Unless the transcripts dir itself is gone, not a directory or
+// never a torn copy, and absent only where the record, read again, names
+// nothing any more (a reap removed the key meanwhile: it deletes the
+// record, then the files), as a resolve after the reap finds it, with no
+// base, so that the job's run makes the key anew. Unless the transcripts dir itself is gone, not a directory or
 // stale (ESTALE: the export went away), which a stat of it tells once a
 // generation failed so (never on the path that finds the file): that is
 // store-unavailable, the cause logged once, with no base, as after etcd's

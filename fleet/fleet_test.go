@@ -723,3 +723,40 @@ func TestKeyReapedUnderAResolveIsAbsent(t *testing.T) {
 		t.Fatalf("the job's promotion onto the key made anew: %+v, %v", res, err)
 	}
 }
+
+// A key reaped after a resolve opened its generation, where the reads of
+// the file then fail (NFS's ESTALE once another host removed it: the
+// hooks close the file), is absent too, as at the open: at the first
+// line's read, and under the copy. Transcript-replaced with the reaped
+// generation as its base, the job's run was superseded by a key that
+// holds nothing (superseded_by 0) and lost.
+func TestKeyReapedUnderAResolvesReadsIsAbsent(t *testing.T) {
+	for _, point := range []string{hookHeader, hookSource} {
+		t.Run(point, func(t *testing.T) {
+			f := newFixture(t, etcdtest.Start1(t))
+			key := store.Key("github", "reaped-under-read", "x")
+			f.run(key, "one")
+			reaped := false
+			f.b.hook = func(p, k string) error {
+				if p != point || k != key || reaped {
+					return nil
+				}
+				reaped = true
+				res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+				if err != nil || len(res.Removed) != 1 {
+					t.Errorf("reap: %+v, %v", res, err)
+				}
+				return errors.New("stale")
+			}
+			sess, jobDir := resolveOn(t, f.s, key)
+			f.b.hook = nil
+			if sess.Resume || sess.Reason != gates.Absent || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0 {
+				t.Fatalf("a resolve of a key reaped under its read at %s: %+v; want absent, no base", point, sess)
+			}
+			appendMarker(t, jobDir, "two")
+			if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 1 {
+				t.Fatalf("the job's promotion onto the key made anew: %+v, %v", res, err)
+			}
+		})
+	}
+}

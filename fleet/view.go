@@ -27,14 +27,15 @@ func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
 		if err != nil {
 			return nil, err
 		}
-		if try == 2 || v.reason != gates.TranscriptReplaced || v.f != nil {
+		if try == 2 || v.reason != gates.TranscriptReplaced {
 			return v, nil
 		}
-		// The generation gone between the record's read and its open:
-		// where the record moved on meanwhile (a reap deletes it, then
-		// the files), the key is what the record says now, as a resolve
-		// after it would find it (absent: no base), not a file changed
-		// out of band. The same record: the file is gone under it.
+		// The generation gone between the record's read and its open, or
+		// under the read of its first line (NFS's ESTALE): where the
+		// record moved on meanwhile (a reap deletes it, then the files),
+		// the key is what the record says now, as a resolve after it
+		// would find it (absent: no base), not a file changed out of
+		// band. The same record: the file is gone under it.
 		st, err := b.read(key, b.meta.GetRecord)
 		if err != nil || st.Rev == v.rev {
 			return v, nil
@@ -301,12 +302,24 @@ func (v *view) Accept(size int64, sum uint32) store.Acceptance {
 // Lost: a generation gone under the copy cannot be delivered as its
 // record describes (see the package doc); a read that failed on a file
 // still there is a fault (generationGone).
+//
+// A generation gone under the copy because a reap removed the key (it
+// deletes the record, then the files) is absent, with no base, as at the
+// open (View): transcript-replaced with the reaped generation as its
+// base, the job's run was superseded by a key that holds nothing, and
+// lost. A record that moved on to another generation keeps the base the
+// copy was judged on: the job's cold run is superseded by the newer one,
+// never promoted over a conversation it did not see.
 func (v *view) Lost(err error) gates.Reason {
 	if v.dirUnavailable() {
 		return gates.StoreUnavailable
 	}
 	if !v.generationGone(err) {
 		return ""
+	}
+	if st, err := v.b.read(v.key, v.b.meta.GetRecord); err == nil && st.Rev != v.rev && st.Record.Transcript == nil {
+		v.rec, v.rev = st.Record, st.Rev // Base: none
+		return gates.Absent
 	}
 	return gates.TranscriptReplaced
 }

@@ -69,7 +69,8 @@ type KeyView interface {
 	// with err, or returns "" when that is a fault (Resolve then fails).
 	// A transcript on shared storage that another host removed under the
 	// copy (NFS reports ESTALE) is a cold start; a read error of a
-	// transcript on the host's own disk is a fault.
+	// transcript on the host's own disk is a fault. Base is read again
+	// after it: the key may have moved on under the copy (reaped).
 	Lost(err error) gates.Reason
 	// Close releases the view (and the key's lock).
 	Close() error

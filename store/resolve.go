@@ -182,6 +182,9 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		var lost *sourceError
 		if errors.As(err, &lost) {
 			if r := v.Lost(lost.err); r != "" {
+				// Read again: a view can find the key moved on under
+				// the copy (a fleet's key reaped: absent, no base).
+				sess.Base = v.Base()
 				return coldAfterCopy(staged, r, cold)
 			}
 		}
