@@ -56,21 +56,34 @@ func create(dirfd int, now time.Time, before func() error) (err error) {
 		return fmt.Errorf("%s: %w", tmp, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
+	// The temp's flock, held from its making until its name is gone (the
+	// link and the unlink, or the unlink of a failure's garbage), tells a
+	// check or a repair looking at it that this creation is in flight, not
+	// debris; not had (a look holding it that instant), the creation goes
+	// on. bbolt's own flock is taken on a duplicate of fd, the same open
+	// file, so it is had at once, and bbolt, whose Close lets go of it, is
+	// closed only once the name is gone.
+	flockUntil(fd, true, time.Now().Add(time.Second))
+	var bdb *bolt.DB
 	unlinked := false
 	defer func() {
-		f.Close()
 		if !unlinked {
 			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
 		}
+		if bdb != nil {
+			guard(bdb.Close)
+		}
+		f.Close()
 	}()
-	if err := initFile(f, tmp, now); err != nil {
+	if testHookCreateStep != nil {
+		testHookCreateStep("created")
+	}
+	if bdb, err = initFile(f, tmp, now); err != nil {
 		return err
 	}
-	// bbolt let go of the temp's flock in its Close. Held again until f is
-	// closed, after the link and the unlink, it tells a check or a repair
-	// looking at the temp that this creation is in flight, not debris;
-	// not had (a look holding it that instant), the creation goes on.
-	flockUntil(fd, true, time.Now().Add(time.Second))
+	if testHookCreateStep != nil {
+		testHookCreateStep("initialised")
+	}
 	// The pages reach the disk before the name does: after a crash meta.db
 	// is whole or absent, never a name for pages that were not written.
 	if err := f.Sync(); err != nil {
@@ -128,13 +141,20 @@ func (e beforeWriteError) Unwrap() error { return e.err }
 // temporary file's commit and its link.
 var testHookBeforeLink func()
 
+// testHookCreateStep lets a test look at the temp at the steps of its
+// creation named: "created" (the file made, bbolt not yet at it),
+// "initialised" (bbolt's schema committed).
+var testHookCreateStep func(step string)
+
 // initFile lets bbolt initialise the empty file f and migrates it to
-// SchemaVersion. bbolt gets a duplicate descriptor because its Close closes
-// what it was given, and f is still needed for the fsync.
-func initFile(f *os.File, tmp string, now time.Time) error {
+// SchemaVersion, and returns bbolt still open: its Close lets go of the
+// flock it took, which create holds until the temp's name is gone. bbolt
+// gets a duplicate descriptor because its Close closes what it was given,
+// and f is still needed for the fsync.
+func initFile(f *os.File, tmp string, now time.Time) (*bolt.DB, error) {
 	dup, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("dup %s: %w", tmp, err)
+		return nil, fmt.Errorf("dup %s: %w", tmp, err)
 	}
 	bopts := &bolt.Options{
 		Timeout:      time.Second, // nothing else knows the name; never waited on
@@ -144,8 +164,9 @@ func initFile(f *os.File, tmp string, now time.Time) error {
 			return os.NewFile(uintptr(dup), tmp), nil
 		},
 	}
-	return guard(func() error {
-		bdb, err := bolt.Open(tmp, 0o600, bopts)
+	var bdb *bolt.DB
+	err = guard(func() error {
+		bdb, err = bolt.Open(tmp, 0o600, bopts)
 		if err != nil { // bbolt has closed dup
 			return fmt.Errorf("init %s: %w", tmp, err)
 		}
@@ -153,12 +174,16 @@ func initFile(f *os.File, tmp string, now time.Time) error {
 			_, err := migrate(tx, migrations, now)
 			return err
 		})
-		if cerr := bdb.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
 			return fmt.Errorf("init %s: %w", tmp, err)
 		}
 		return nil
 	})
+	if err != nil {
+		if bdb != nil {
+			guard(bdb.Close)
+		}
+		return nil, err
+	}
+	return bdb, nil
 }

@@ -124,3 +124,46 @@ func TestCreationHoldsItsTempsFlockUntilLinked(t *testing.T) {
 		t.Fatal("no temp seen before the link")
 	}
 }
+
+// The temp of a meta.db being created is flocked at every step until its
+// name is gone, not only from bbolt's Close to the link: from its making
+// to bbolt's open of it, and from bbolt's Close (which lets go of the
+// flock bbolt took) on, a check or a repair looking at the temp found no
+// flock and took a creation in flight for debris, a stray temp (a problem,
+// exit 3). Found by RunModel's concurrent groups (seed 5047: a check
+// --repair beside two jobs' first promotions of a key).
+func TestCreationHoldsItsTempsFlockAtEveryStep(t *testing.T) {
+	kd := newKeyDir(t)
+	probed := map[string]bool{}
+	probe := func(step string) {
+		names, err := os.ReadDir(kd.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range names {
+			if !strings.HasPrefix(e.Name(), TempPrefix) {
+				continue
+			}
+			f, err := os.Open(filepath.Join(kd.path, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+			f.Close()
+			if err != unix.EWOULDBLOCK {
+				t.Errorf("the temp %s of a creation in flight, %s: flock = %v, want it held (EWOULDBLOCK)", e.Name(), step, err)
+			}
+			probed[step] = true
+		}
+	}
+	testHookCreateStep = probe
+	testHookBeforeLink = func() { probe("before the link") }
+	defer func() { testHookCreateStep, testHookBeforeLink = nil, nil }()
+	d := mustOpen(t, kd, true)
+	d.Close()
+	for _, step := range []string{"created", "initialised", "before the link"} {
+		if !probed[step] {
+			t.Errorf("no temp seen at %s", step)
+		}
+	}
+}
