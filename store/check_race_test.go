@@ -72,9 +72,17 @@ func TestCheckOfALegacyKeyDuringItsFirstPromotion(t *testing.T) {
 }
 
 // releaseWhenWaiting closes release once some goroutine waits for a
-// key's lock (in-process or flock) (a reader behind the writer the test holds), or once done
-// is closed (the reader finished without waiting).
+// key's lock (in-process or flock) (a reader behind the writer the test
+// holds), or once done is closed (the reader finished without waiting).
 func releaseWhenWaiting(done, release chan struct{}) {
+	releaseWhenWaitingIn("", done, release)
+}
+
+// releaseWhenWaitingIn is releaseWhenWaiting for a waiter whose stack
+// also runs through the function named in ("" for any): in a whole
+// package's run, a goroutine an earlier test left waiting for a lock
+// would otherwise release the test before its own waiter got there.
+func releaseWhenWaitingIn(in string, done, release chan struct{}) {
 	defer close(release)
 	buf := make([]byte, 1<<20)
 	for {
@@ -83,9 +91,11 @@ func releaseWhenWaiting(done, release chan struct{}) {
 			return
 		default:
 		}
-		stacks := buf[:runtime.Stack(buf, true)]
-		if bytes.Contains(stacks, []byte("sessdb/db.lockKey")) || bytes.Contains(stacks, []byte("sessdb/db.flockUntil")) {
-			return
+		for _, g := range bytes.Split(buf[:runtime.Stack(buf, true)], []byte("\n\n")) {
+			waiting := bytes.Contains(g, []byte("sessdb/db.lockKey")) || bytes.Contains(g, []byte("sessdb/db.flockUntil"))
+			if waiting && bytes.Contains(g, []byte(in)) {
+				return
+			}
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -143,7 +153,7 @@ func TestCheckDuringAReapReportsNoInterruptedReap(t *testing.T) {
 		if p == faults.ReapAfterTranscript {
 			once.Do(func() {
 				go func() { found <- checkFindings(t, s, CheckOptions{}); close(checked) }()
-				go releaseWhenWaiting(checked, release)
+				go releaseWhenWaitingIn("(*Store).examineOwned", checked, release)
 				<-release // the check waits for the lock the reap holds
 			})
 		}
