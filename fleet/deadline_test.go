@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,17 +27,48 @@ func TestCheckEndedByTheCallersDeadlineMidWalk(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "deadline", "mid-walk")
 	f.run(key, "a")
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
+	ctx := deadlineOnCue(t.Context())
+	reached := false
 	f.b.hook = func(p, k string) error {
 		if p == hookCheckEntry && k == key {
-			<-ctx.Done() // the deadline passes before the key's record is read again
+			reached = true
+			ctx.pass() // the deadline passes before the key's record is read again
 		}
 		return nil
 	}
 	_, err := f.b.Check(ctx, CheckOptions{}, func(store.Finding) error { return nil })
+	if !reached {
+		t.Fatalf("check = %v before the key's entry", err)
+	}
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Fatalf("check = %v; want the caller's deadline, not etcd unavailable", err)
+	}
+}
+
+// cueCtx is a caller's context whose deadline passes when the test calls
+// pass: at a point a hook names, where a real deadline of a few
+// milliseconds passed wherever a loaded machine had got to by then (a
+// check under -race beside other test runs had not listed its keys
+// within 50 ms, and never reached the point under test).
+type cueCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func deadlineOnCue(parent context.Context) *cueCtx {
+	return &cueCtx{Context: parent, done: make(chan struct{})}
+}
+
+func (c *cueCtx) pass()                 { c.once.Do(func() { close(c.done) }) }
+func (c *cueCtx) Done() <-chan struct{} { return c.done }
+
+func (c *cueCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 
@@ -61,11 +93,12 @@ func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
 	}
 	connected(t, f.b)
 	for _, deadline := range []bool{true, false} {
+		var ctx context.Context
 		ctx, cancel := context.WithCancel(t.Context())
 		stop := cancel
 		if deadline {
-			ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
-			stop = func() { <-ctx.Done() } // the deadline passes
+			cue := deadlineOnCue(t.Context())
+			ctx, stop = cue, cue.pass // the deadline passes
 		}
 		f.b.hook = func(p, k string) error {
 			if p == hookRepair && k == key {

@@ -379,8 +379,14 @@ func TestALockHolderCutOffPastItsLeaseRemovesNothingPromoted(t *testing.T) {
 				before := f.recordFile(key)
 				f.oldOrphan(key)
 				p := etcdtest.NewProxy(t, c.Endpoint(0))
+				// The timeout bounds only the holder's requests once the
+				// link is cut; before it, the holder lists, locks and reads
+				// over a healthy link, which on a loaded machine under
+				// -race took longer than 500 ms (1 run of 10: check
+				// --repair's lock "etcd unavailable", its hook never
+				// reached). 2 s, as the fault tests' healthy phases.
 				b := f.open(func(cfg *Config) {
-					cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 500*time.Millisecond
+					cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 2*time.Second
 				})
 				connected(t, b)
 				point := hookReapDelete
