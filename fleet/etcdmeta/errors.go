@@ -78,6 +78,10 @@ var (
 	// ErrHistoryOrder is returned by Create when the history's Seq do not
 	// increase from one entry to the next; nothing is written.
 	ErrHistoryOrder = errors.New("history entries out of order")
+
+	// ErrInvalidArgument is returned for an argument no call can use (a
+	// nil function for List to call); nothing is read or written.
+	ErrInvalidArgument = errors.New("invalid argument")
 )
 
 // ConflictError is the error of a guarded write whose base revision was no

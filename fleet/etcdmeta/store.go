@@ -585,9 +585,12 @@ var listPageSize int64 = 500
 // the walk is one snapshot, unless etcd compacted that revision meanwhile:
 // the walk then goes on at the newest revision. It stops at the first
 // error fn returns and returns it. Each page is bounded by the request
-// timeout.
+// timeout. A nil fn is ErrInvalidArgument.
 func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 	ctx = orBackground(ctx)
+	if fn == nil {
+		return fmt.Errorf("list: no function to call: %w", ErrInvalidArgument)
+	}
 	if s.closed.Load() {
 		return fmt.Errorf("list: %w", ErrClosed)
 	}

@@ -623,3 +623,16 @@ func TestAnAppendSentTwiceLandsOnce(t *testing.T) {
 		t.Fatalf("history = %+v; want the promotion and two refusals", st.History)
 	}
 }
+
+// List with no function to call is a caller's mistake, refused with an
+// error that says so: it panicked at the first record, in a walk the
+// caller may not be able to recover (the fleet's walks call it from their
+// own goroutines).
+func TestListRefusesANilFunction(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	mustPut(t, s, newKey(), 0, 1)
+	err := s.List(ctx(t), nil)
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("List(nil) = %v; want ErrInvalidArgument", err)
+	}
+}
