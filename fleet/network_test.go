@@ -734,7 +734,7 @@ func noHedgeLeft(t *testing.T) {
 	buf := make([]byte, 8<<20)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		stacks := buf[:runtime.Stack(buf, true)]
-		left := bytes.Count(stacks, []byte("fleet.(*Backend).hedge.func")) + bytes.Count(stacks, []byte("etcdmeta.hedged["))
+		left := bytes.Count(stacks, []byte("etcdmeta.Hedge["))
 		if left == 0 {
 			return
 		}

@@ -303,48 +303,19 @@ func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntr
 // hedge runs write, a guarded write that lands once at most however many
 // times it is sent (a commit: its base is gone once it lands; a history
 // append: a try that finds its entry in place is that entry, see
-// etcdmeta.AppendHistory), once and, with several endpoints, again after
-// a third of the request timeout without an answer, and once more at
-// two thirds, each to the next member (etcd's client takes them in
-// turn): a member that takes connections and answers nothing would
-// otherwise cost every write sent to it the whole timeout, promote-failed
-// though the others answer at once. again, if not nil, runs before a try
-// is sent again. The first success or conflict is the answer; an error,
-// once no try is left in flight. The tries still in flight when it
-// returns are cancelled, and end with it.
+// etcdmeta.AppendHistory), hedged as etcdmeta.Hedge sends it: a member
+// that answers nothing would otherwise cost every write sent to it the
+// whole timeout, promote-failed though the others answer at once. again,
+// if not nil, runs before a try is sent again. The first success or
+// conflict is the answer; an error, once no try is left in flight.
 func (b *Backend) hedge(ctx context.Context, write func(context.Context) error, again func()) error {
-	if !b.meta.Several() {
-		return write(ctx)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // the tries still in flight: each could only conflict
-	const tries = 3
-	answers := make(chan error, tries)
-	send := func() {
-		go func() { answers <- write(ctx) }()
-	}
-	send()
-	sent, waiting := 1, 1
-	tick := time.NewTicker(b.timeout / tries)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-answers:
-			waiting--
-			var ce *etcdmeta.ConflictError
-			if err == nil || errors.As(err, &ce) || waiting == 0 {
-				return err
-			}
-		case <-tick.C:
-			if sent < tries && ctx.Err() == nil {
-				if again != nil {
-					again()
-				}
-				send()
-				sent, waiting = sent+1, waiting+1
-			}
-		}
-	}
+	_, err := etcdmeta.Hedge(b.meta, ctx, func(c context.Context) (struct{}, error) {
+		return struct{}{}, write(c)
+	}, func(err error) bool {
+		var ce *etcdmeta.ConflictError
+		return errors.As(err, &ce)
+	}, again)
+	return err
 }
 
 // commitWindow is how long after its file's write began a commit may be

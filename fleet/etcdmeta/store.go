@@ -206,20 +206,32 @@ func (s *Store) reconnect() {
 	}
 }
 
-// hedged runs read, a request that changes nothing, within c; with
-// several endpoints, when it has not answered within a third of the
-// request timeout it is sent again, and once more at two thirds, and the
-// first answer is taken. etcd's client sends each request to the next
-// member in turn, so each goes to another: one member that takes
-// connections and answers nothing (a blackhole, a member stalled by a
-// defragmentation) would otherwise cost every request sent to it the
-// whole timeout (every third, of three members, until gRPC's keepalive
-// drops its connection, 13 s), though the others answer at once. An
-// error that is not c's end is returned at once.
+// hedged runs read, a request that changes nothing, within c, hedged
+// (see Hedge): an error that is not c's end is the answer at once.
 func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, error)) (R, error) {
+	return Hedge(s, c, read, func(error) bool { return c.Err() == nil }, nil)
+}
+
+// Hedge runs try within ctx; with several endpoints, when it has not
+// answered within a third of the request timeout it is sent again, and
+// once more at two thirds, again (if not nil) running before each. etcd's
+// client sends each request to the next member in turn, so each goes to
+// another: one member that takes connections and answers nothing (a
+// blackhole, a member stalled by a defragmentation) would otherwise cost
+// every request sent to it the whole timeout (every third, of three
+// members, until gRPC's keepalive drops its connection, 13 s), though the
+// others answer at once. try must be safe to run more than once at the
+// same time: a read, or a write that lands once at most however many
+// times it is sent (a guarded write on one base). The answer is the first
+// success, or the first error for which ends is true; otherwise the last
+// error, once no try is left in flight. The tries still in flight when
+// Hedge returns are cancelled.
+func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, error), ends func(error) bool, again func()) (R, error) {
 	if !s.Several() {
-		return read(c)
+		return try(ctx)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	type result struct {
 		r   R
 		err error
@@ -228,7 +240,7 @@ func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, e
 	answers := make(chan result, tries)
 	send := func() {
 		go func() {
-			r, err := read(c)
+			r, err := try(ctx)
 			answers <- result{r, err}
 		}()
 	}
@@ -240,11 +252,14 @@ func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, e
 		select {
 		case a := <-answers:
 			waiting--
-			if a.err == nil || waiting == 0 || c.Err() == nil {
+			if a.err == nil || waiting == 0 || ends(a.err) {
 				return a.r, a.err
 			}
 		case <-tick.C:
-			if sent < tries {
+			if sent < tries && ctx.Err() == nil {
+				if again != nil {
+					again()
+				}
 				send()
 				sent, waiting = sent+1, waiting+1
 			}
