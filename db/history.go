@@ -72,10 +72,11 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 // in key order, where AppendHistory's trim deletes it at once (the append
 // would succeed and record nothing). A key whose newest entry sits there
 // takes no write (every promotion, refusal and reap appends one) until its
-// history is gone: the error says so, and HistoryFull lets check report it.
+// history is numbered again (RenumberHistory, which check --repair runs):
+// the error says so, and HistoryFull lets check report it.
 func nextSeq(last uint64) (uint64, error) {
 	if last == math.MaxUint64 {
-		return 0, damaged("%s/%016x: the last sequence number, which no entry can follow: no promotion, refusal or reap of the key can be recorded until meta.db is moved aside (check --repair)", bucketHistory, last)
+		return 0, damaged("%s/%016x: the last sequence number, which no entry can follow: no promotion, refusal or reap of the key can be recorded until its history is numbered again (check --repair)", bucketHistory, last)
 	}
 	return last + 1, nil
 }
@@ -90,6 +91,63 @@ func (tx *Tx) HistoryFull() error {
 	}
 	_, err = nextSeq(hs[0].Seq)
 	return err
+}
+
+// RenumberHistory settles what HistoryFull reports: where history/'s newest
+// entry holds the last sequence number, it stores the entries again under
+// the keys 1, 2, ... in the order they had, each entry as it was (an
+// entry whose value carries no gen, as schema 1 wrote them, gets its old
+// key written in as its gen), and reports true. Nothing else of the file
+// changes, so the key's record and stamps stay as they are. Anywhere else
+// it does nothing and reports false. The caller commits the whole rewrite
+// or none of it, as one transaction.
+func (tx *Tx) RenumberHistory() (bool, error) {
+	done := false
+	err := tx.do("renumber history", true, func() error {
+		b, err := tx.bucket(bucketHistory)
+		if b == nil {
+			return err
+		}
+		if k, _ := b.Cursor().Last(); k == nil || len(k) != 8 || binary.BigEndian.Uint64(k) != math.MaxUint64 {
+			return nil
+		}
+		type kv struct{ k, v []byte }
+		var old []kv
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				return damaged("%s/%x is a bucket", bucketHistory, k)
+			}
+			old = append(old, kv{slices.Clone(k), slices.Clone(v)})
+		}
+		for _, e := range old {
+			if err := b.Delete(e.k); err != nil {
+				return fmt.Errorf("%s/%x: %w", bucketHistory, e.k, err)
+			}
+		}
+		b.FillPercent = 1.0 // as AppendHistory packs it
+		for i, e := range old {
+			h, err := decodeHistory(e.k, e.v)
+			if err != nil {
+				return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, e.k), err)
+			}
+			k := historyKey(uint64(i) + 1)
+			v := e.v
+			// A value without a gen takes it from its key: written under
+			// a new key as it is, it would name another generation.
+			if again, err := decodeHistory(k, v); err != nil || again.Gen != h.Gen {
+				if v, err = encodeHistory(h); err != nil {
+					return fmt.Errorf("%s/: %w", bucketHistory, err)
+				}
+			}
+			if err := b.Put(k, v); err != nil {
+				return fmt.Errorf("%s/%d: %w", bucketHistory, i+1, err)
+			}
+		}
+		done = true
+		return nil
+	})
+	return done, err
 }
 
 // FindTicket returns the newest entry of history/ that records a promotion

@@ -102,8 +102,11 @@ type Finding struct {
 	tmpWhole bool   // pending-promotion: the temp matches the record
 	resolves string // transcript-mismatch: what a resolve of the key says now
 	unproven bool   // meta-check-failed: the check did not complete, so proves nothing
-	hardLink bool   // link: a file with more than one name, not a symbolic link
-	keyFile  bool   // link: and that file is the key's meta.db or current.jsonl
+	// historyFull: record-undecodable for a history whose newest entry
+	// holds the last sequence number, all else of meta.db decoding.
+	historyFull bool
+	hardLink    bool // link: a file with more than one name, not a symbolic link
+	keyFile     bool // link: and that file is the key's meta.db or current.jsonl
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
 	examinedDB  *unix.Stat_t
@@ -116,7 +119,9 @@ type CheckOptions struct {
 	// Repair acts on what the check proved, each key under its exclusive
 	// lock: it rolls a pending promotion forward first, then moves a
 	// meta.db shown to be damaged aside (renamed to meta.db.damaged-<UTC
-	// time>, never deleted), then removes every temp file no promotion in
+	// time>, never deleted; a history at the last sequence number in an
+	// otherwise sound meta.db is numbered again in place instead, the
+	// record and stamps kept), then removes every temp file no promotion in
 	// flight needs, whatever its age; then it looks again. A deep check
 	// that did not complete proves nothing and moves nothing.
 	Repair bool

@@ -297,6 +297,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		add(path, KindRecordUndecodable, "%v (resolve: meta-unreadable)", k.metaErr)
 		return nil
 	}
+	var full error
 	err := k.meta.View(func(tx *db.Tx) error {
 		if _, err := tx.Meta(); err != nil {
 			return err
@@ -306,12 +307,19 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		}
 		// A history whose newest entry holds the last sequence number
 		// decodes, but wedges every write of the key.
-		return tx.HistoryFull()
+		full = tx.HistoryFull()
+		return nil
 	})
-	if errors.Is(err, db.ErrDamaged) {
+	switch {
+	case errors.Is(err, db.ErrDamaged):
 		add(path, KindRecordUndecodable, "%v", err)
-	} else if err != nil {
+	case err != nil:
 		add(path, KindUnreadable, "%v", err)
+	case errors.Is(full, db.ErrDamaged):
+		// Only its numbering is wrong: --repair renumbers it in place.
+		add(path, KindRecordUndecodable, "%v", full).historyFull = true
+	case full != nil:
+		add(path, KindUnreadable, "%v", full)
 	}
 
 	tpath := key + "/" + TranscriptName

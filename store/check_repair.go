@@ -21,7 +21,10 @@ import (
 // forward first (store.RollForward, under the key's exclusive lock), so
 // the transcript it committed is in place before anything else happens;
 // then a meta.db shown to be damaged is moved aside (a deep check that did
-// not complete shows nothing, and moves nothing); then every temp that no
+// not complete shows nothing, and moves nothing), or, where its one fault
+// is a history at the last sequence number, that history is numbered
+// again in place (the record and stamps are the conversation's, and
+// sound); then every temp that no
 // promotion in flight needs is removed under the key's exclusive lock,
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
@@ -65,11 +68,32 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			f.Repair = "removed its temp, which did not match its record; the record stays pending, so a resolve serves the generation before it where that is in place (else promotion-lost); promotion temps removed"
 		}
 	}
+	// A history at the last sequence number is numbered again in place,
+	// the record and stamps kept, unless meta.db goes aside for other
+	// damage anyway.
+	damaged := false
+	for _, f := range found {
+		switch f.Kind {
+		case KindMetaDamaged, KindMetaPageInvalid, KindMetaCheckFailed, KindRecordUndecodable:
+			damaged = damaged || !f.historyFull && !f.unproven
+		}
+	}
 	var aside string
 	var asideErr error
 	for i := range found {
 		f := &found[i]
 		switch {
+		case f.historyFull && !damaged:
+			done, err := s.renumberHistory(root, name)
+			dbTouched = dbTouched || done
+			switch {
+			case err != nil:
+				f.Repair = "not repaired: " + err.Error()
+			case !done:
+				f.Repair = "left as is: its newest entry no longer holds the last sequence number (meta.db written since it was found)"
+			default:
+				f.Repair, f.Repaired = "its history numbered again from 1, entries and order kept; the record and stamps are kept: the key resumes as before and takes writes again", true
+			}
 		case f.Kind == KindMetaCheckFailed && f.unproven:
 			f.Repair = "left as is: a check that did not complete proves nothing, and nothing is moved without proof; check again (give it more time if it timed out)"
 		case f.Kind == KindMetaDamaged, f.Kind == KindMetaPageInvalid, f.Kind == KindMetaCheckFailed, f.Kind == KindRecordUndecodable:
@@ -344,6 +368,44 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 		}
 		return aside, s.disk.syncDir(kd)
 	}
+}
+
+// renumberHistory numbers key's history again from 1 where its newest
+// entry holds the last sequence number (db's RenumberHistory), in one
+// commit under the key's exclusive lock, and reports whether it did. The
+// commit is bbolt's: a kill at any point leaves the file as it was or as
+// repaired. A key with no meta.db (moved aside meanwhile) is left as is.
+func (s *Store) renumberHistory(root *os.File, key string) (bool, error) {
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return false, err
+	}
+	defer kd.Close()
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		return false, err
+	}
+	d, _, err := db.OpenSidecars(kd, s.writerOptions("renumber history", kd, key), true)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	// Moved aside (check --repair --quarantine) while this waited for the
+	// lock: nothing in the dir moved aside is to change.
+	if err := stillAtKey("renumber history", s.root, kd, key); err != nil {
+		return false, err
+	}
+	if err := s.fault(faults.RepairBeforeRenumber); err != nil {
+		return false, err
+	}
+	var done bool
+	err = d.Update(func(tx *db.Tx) (err error) {
+		done, err = tx.RenumberHistory()
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return done, s.fault(faults.RepairAfterRenumber)
 }
 
 // sweepStaleTemps removes kd's stray temp files (promotion temps and meta.db

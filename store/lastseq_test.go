@@ -1,14 +1,26 @@
 package store
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"math"
+	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -16,9 +28,9 @@ import (
 // (2^64-1: a history begun at a generation that high, by damage or a
 // hostile file) takes no write: every promotion, refusal and reap must
 // append an entry after it. The promote's error says why and what settles
-// it, and check reports it (record-undecodable: --repair moves meta.db
-// aside, then check --repair --accept starts the key afresh). check said
-// nothing, and the promote's error only "no sequence number follows it".
+// it, and check reports it (record-undecodable: --repair numbers the
+// history again). check said nothing, and the promote's error only "no
+// sequence number follows it".
 func TestAHistoryAtTheLastSequenceNumberIsReported(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	if err := os.MkdirAll(filepath.Join(root, testKey), 0o700); err != nil {
@@ -63,10 +75,221 @@ func TestAHistoryAtTheLastSequenceNumberIsReported(t *testing.T) {
 		t.Fatalf("check: %+v; want meta.db record-undecodable, naming the last sequence number", found)
 	}
 	found, _ = chkRun(t, s, true)
-	if f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired {
-		t.Fatalf("check --repair: %+v; want meta.db moved aside", found)
+	if f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired || f.Remains {
+		t.Fatalf("check --repair: %+v; want the history numbered again", found)
 	}
-	if aside, err := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*")); err != nil || len(aside) != 1 {
-		t.Fatalf("after the repair the key dir holds %v (%v); want meta.db moved aside", aside, err)
+	// The failed promotion's temp was removed by the repair; the key takes
+	// the job's retry.
+	res, err = s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	if err != nil || !res.Promoted {
+		t.Fatalf("promote after the repair = %+v, %v", res, err)
 	}
+}
+
+// atTheLastSequenceNumber renumbers key's history with bbolt directly so
+// that its newest entry holds the last sequence number, values as they
+// are (each carries its gen): what a damaged or hostile meta.db holds.
+func atTheLastSequenceNumber(t *testing.T, root, key string) {
+	t.Helper()
+	bdb, err := bolt.Open(filepath.Join(root, key, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("history"))
+		var ks, vs [][]byte
+		b.ForEach(func(k, v []byte) error {
+			ks, vs = append(ks, bytes.Clone(k)), append(vs, bytes.Clone(v))
+			return nil
+		})
+		for _, k := range ks {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for i, v := range vs {
+			if err := b.Put(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(len(vs)-1-i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check --repair settles a history at the last sequence number in place:
+// the entries are numbered again from 1, in their order, in one
+// transaction under the key's lock, and nothing else of meta.db changes.
+// The key resumes after the repair as its record and stamps say, and
+// takes its next promotion. Moving meta.db aside (as before) made the key
+// writable but took the record and stamps with it: the conversation
+// stopped resuming (meta-moved-aside, then pi-version-changed after an
+// accept). check without --repair changes nothing.
+func TestARepairRenumbersAHistoryAtTheLastSequenceNumber(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	before := historyOf(t, root, testKey)
+	atTheLastSequenceNumber(t, root, testKey)
+	sc := sidecarsOf(t, root, testKey)
+	if h := historyOf(t, root, testKey); h[len(h)-1].Seq != math.MaxUint64 {
+		t.Fatalf("fixture: history %+v", h)
+	}
+	meta := filepath.Join(root, testKey, db.FileName)
+	raw := mustRead(t, meta)
+
+	if found, _ := chkRun(t, s, false); chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable) == nil {
+		t.Fatalf("check: %+v; want the history reported", found)
+	}
+	if !bytes.Equal(mustRead(t, meta), raw) {
+		t.Fatal("check without --repair changed meta.db")
+	}
+
+	found, _ := chkRun(t, s, true)
+	f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable)
+	if f == nil || !f.Repaired || f.Remains || !strings.Contains(f.Repair, "numbered again") {
+		t.Fatalf("check --repair: %+v; want the history numbered again, nothing remaining", found)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*")); len(aside) != 0 {
+		t.Fatalf("the repair moved meta.db aside: %v", aside)
+	}
+	after := historyOf(t, root, testKey)
+	if len(after) != len(before) {
+		t.Fatalf("history after the repair %+v; want %+v renumbered", after, before)
+	}
+	for i := range before {
+		if after[i].Seq != uint64(i)+1 {
+			t.Fatalf("entry %d at seq %d, want %d", i, after[i].Seq, i+1)
+		}
+		a, b := after[i], before[i]
+		a.Seq, b.Seq = 0, 0
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("entry %d: %+v after the repair, %+v before", i, a, b)
+		}
+	}
+	if got := sidecarsOf(t, root, testKey); !reflect.DeepEqual(got, sc) {
+		t.Fatalf("record and stamps after the repair %+v; want %+v", got, sc)
+	}
+	sess, data := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	if sess.Gen() != 2 || markerOf(data, 1) != "two" {
+		t.Fatalf("resumed gen %d ending %q; want gen 2 ending \"two\"", sess.Gen(), markerOf(data, 1))
+	}
+	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
+	if res.Gen != 3 {
+		t.Fatalf("the promotion after the repair: %+v", res)
+	}
+	if h := historyOf(t, root, testKey); h[len(h)-1].Seq != uint64(len(before))+1 {
+		t.Fatalf("history after the next promotion %+v", h)
+	}
+	if found, _ := chkRun(t, s, false); len(found) != 0 {
+		t.Fatalf("check after: %+v", found)
+	}
+}
+
+// The renumbering repair killed (or failing) at either side of its commit,
+// and at random moments of the whole check --repair, leaves meta.db as it
+// was (the history at the last sequence number, the next repair renumbers
+// it) or as repaired, never anything between: the key resumes its
+// conversation as its record says either way, with every entry of its
+// history.
+func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) {
+	setUp := func(t *testing.T) (*Store, string, *testClock, []db.HistoryEntry, db.Sidecars) {
+		s, root, clock := newTestStore(t, gates.Bounds{})
+		runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+		runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+		atTheLastSequenceNumber(t, root, testKey)
+		return s, root, clock, historyOf(t, root, testKey), sidecarsOf(t, root, testKey)
+	}
+	// judge says whether the history is the old one or the repaired one,
+	// failing on anything else, and that the key resumes as before.
+	judge := func(t *testing.T, s *Store, root string, before []db.HistoryEntry, sc db.Sidecars) (repaired bool) {
+		t.Helper()
+		h := historyOf(t, root, testKey)
+		if len(h) != len(before) {
+			t.Fatalf("history %+v, want %+v or it renumbered", h, before)
+		}
+		repaired = h[0].Seq == 1
+		for i := range h {
+			want := before[i]
+			if repaired {
+				want.Seq = uint64(i) + 1
+			}
+			if !reflect.DeepEqual(h[i], want) {
+				t.Fatalf("history %+v, want %+v or it renumbered", h, before)
+			}
+		}
+		if got := sidecarsOf(t, root, testKey); !reflect.DeepEqual(got, sc) {
+			t.Fatalf("record and stamps %+v; want %+v", got, sc)
+		}
+		sess, data := checkDescribed(t, s, root, testKey)
+		want(t, sess, true, gates.Resumed)
+		if sess.Gen() != 2 || markerOf(data, 1) != "two" {
+			t.Fatalf("resumed gen %d ending %q", sess.Gen(), markerOf(data, 1))
+		}
+		return repaired
+	}
+	for _, p := range []faults.Point{faults.RepairBeforeRenumber, faults.RepairAfterRenumber} {
+		for _, kill := range []bool{false, true} {
+			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
+				s, root, clock, before, sc := setUp(t)
+				interrupt(t, s, root, clock, "repair-kill-at", p, kill, func() {
+					s.Check(context.Background(), CheckOptions{Repair: true}, func(Finding) error { return nil })
+				})
+				if got := judge(t, s, root, before, sc); got != (p == faults.RepairAfterRenumber) {
+					t.Fatalf("interrupted at %s: repaired %v", p, got)
+				}
+				if found, _ := chkRun(t, s, true); !judge(t, s, root, before, sc) {
+					t.Fatalf("the next repair: %+v; want the history renumbered", found)
+				}
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
+			})
+		}
+	}
+	t.Run("random-kills", func(t *testing.T) {
+		rounds := 20
+		if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
+			rounds = n
+		}
+		seed := time.Now().UnixNano()
+		t.Logf("seed %d, %d rounds", seed, rounds)
+		rng := rand.New(rand.NewSource(seed))
+		var old, repaired int
+		// The kill comes at a random moment of a child's whole run, as
+		// long as the first (unkilled) run took on this machine.
+		var span time.Duration
+		for r := 0; r <= rounds; r++ {
+			s, root, clock, before, sc := setUp(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
+				"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir())
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if r == 0 {
+				if err := cmd.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				span = time.Since(start)
+				continue
+			}
+			time.Sleep(time.Duration(rng.Int63n(int64(span))))
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			if judge(t, s, root, before, sc) {
+				repaired++
+			} else {
+				old++
+			}
+			chkRun(t, s, true)
+			if !judge(t, s, root, before, sc) {
+				t.Fatalf("round %d: the next repair left the history at the last sequence number", r)
+			}
+		}
+		t.Logf("a whole run %v; %d kills left the old history, %d the repaired one", span, old, repaired)
+	})
 }

@@ -32,7 +32,9 @@ summary (docs/json.md).
 
 --repair acts on proof only, each key under its exclusive lock: it rolls a
 pending promotion forward, moves a damaged meta.db aside (renamed, never
-deleted), removes stray temps, finishes an interrupted reap; then it looks
+deleted; a history at the last sequence number is numbered again in place
+instead, the record and stamps kept), removes stray temps, finishes an
+interrupted reap; then it looks
 again, and the exit status counts what remains. Without --repair check
 changes nothing. A key that cannot be examined (locked, unreadable) is named
 on stderr, and check exits 1 after the others.

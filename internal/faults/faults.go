@@ -94,6 +94,8 @@ const (
 	QuarantineBeforeLock Point = "quarantine/before-lock"        // meta.db opened, not yet locked
 	RepairBeforeAside    Point = "repair/before-move-aside"      // meta.db locked, not yet moved
 	RepairAfterAside     Point = "repair/after-move-aside"       // moved, the directory not fsynced
+	RepairBeforeRenumber Point = "repair/before-renumber"        // meta.db locked, its history not yet numbered again
+	RepairAfterRenumber  Point = "repair/after-renumber"         // the history numbered again, committed
 )
 
 // The steps of a meta.db open (package db's OpenReader and OpenWriter, so

@@ -1,0 +1,101 @@
+package db
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// RenumberHistory stores a history whose newest entry holds the last
+// sequence number again under 1, 2, ..., in its order, each entry as it
+// was: a value that carries its gen keeps its bytes, one without (as
+// schema 1 wrote them) gets its old key as its gen. Anywhere else it does
+// nothing. Afterwards the history takes entries again.
+func TestRenumberHistoryKeepsEveryEntry(t *testing.T) {
+	kd := newKeyDir(t)
+	d := mustOpen(t, kd, true)
+	err := d.Update(func(tx *Tx) error {
+		// In an empty history an entry's key is its generation.
+		if _, err := tx.AppendHistory(HistoryEntry{Gen: math.MaxUint64 - 2, Reason: "resumed", Job: "a"}); err != nil {
+			return err
+		}
+		if err := tx.PutVenue("local"); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A schema 1 entry, with no gen, then one more.
+	noGen, err := marshal(map[string]any{"a": int64(7), "w": "absent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketHistory)).Put(historyKey(math.MaxUint64-1), noGen)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Update(func(tx *Tx) error {
+		_, err := tx.AppendHistory(HistoryEntry{Gen: 5, Outcome: "superseded", Ticket: "t"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var before []HistoryEntry
+	raw := map[uint64][]byte{}
+	read := func() []HistoryEntry {
+		var h []HistoryEntry
+		if err := d.View(func(tx *Tx) (err error) { h, err = tx.History(0); return err }); err != nil {
+			t.Fatal(err)
+		}
+		d.bdb.View(func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte(bucketHistory)).ForEach(func(k, v []byte) error {
+				raw[uint64(len(raw))] = bytes.Clone(v)
+				return nil
+			})
+		})
+		return h
+	}
+	before = read()
+	rawBefore := raw
+	raw = map[uint64][]byte{}
+	if len(before) != 3 || before[2].Seq != math.MaxUint64 || before[1].Gen != math.MaxUint64-1 {
+		t.Fatalf("fixture: %+v", before)
+	}
+
+	var done bool
+	if err := d.Update(func(tx *Tx) (err error) { done, err = tx.RenumberHistory(); return err }); err != nil || !done {
+		t.Fatalf("RenumberHistory = %v, %v; want done", done, err)
+	}
+	after := read()
+	if len(after) != len(before) {
+		t.Fatalf("after: %+v; before: %+v", after, before)
+	}
+	for i := range before {
+		want := before[i]
+		want.Seq = uint64(i) + 1
+		if !reflect.DeepEqual(after[i], want) {
+			t.Fatalf("entry %d = %+v, want %+v", i, after[i], want)
+		}
+	}
+	if !bytes.Equal(raw[0], rawBefore[0]) || !bytes.Equal(raw[2], rawBefore[2]) || bytes.Equal(raw[1], rawBefore[1]) {
+		t.Fatal("the values with a gen were rewritten, or the one without kept as it was")
+	}
+	var sc Sidecars
+	if err := d.View(func(tx *Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil || sc.Venue == nil || *sc.Venue != "local" {
+		t.Fatalf("sidecars after = %+v, %v; want the venue kept", sc, err)
+	}
+
+	if err := d.Update(func(tx *Tx) (err error) { done, err = tx.RenumberHistory(); return err }); err != nil || done {
+		t.Fatalf("RenumberHistory again = %v, %v; want nothing done", done, err)
+	}
+	var seq uint64
+	if err := d.Update(func(tx *Tx) (err error) { seq, err = tx.AppendHistory(HistoryEntry{Gen: 6}); return err }); err != nil || seq != 4 {
+		t.Fatalf("append after = %d, %v; want seq 4", seq, err)
+	}
+}
