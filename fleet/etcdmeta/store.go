@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+
+	"sessdb/internal/faults"
 )
 
 // Store is the record store on one etcd cluster. It is safe for concurrent
@@ -267,13 +269,14 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 	}
 }
 
-// stateOps read a key's state; Get runs them alone, the guarded writes run
-// them when their compare fails.
-func (s *Store) stateOps(key string) []clientv3.Op {
+// stateOps read a key's state, with opts added to both reads; Get runs
+// them alone, the guarded writes run them when their compare fails, and an
+// append (serializable) before it takes its guess.
+func (s *Store) stateOps(key string, opts ...clientv3.OpOption) []clientv3.Op {
 	return []clientv3.Op{
-		clientv3.OpGet(s.recordKey(key)),
-		clientv3.OpGet(s.historyDir(key), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(HistoryLimit)),
+		clientv3.OpGet(s.recordKey(key), opts...),
+		clientv3.OpGet(s.historyDir(key), append([]clientv3.OpOption{clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(HistoryLimit)}, opts...)...),
 	}
 }
 
@@ -410,8 +413,10 @@ func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist 
 // base is superseded by a refusal being recorded. The guard makes every
 // entry true of the record it follows: a refusal decided on a record that
 // has changed since is a *ConflictError, to be decided again. It returns
-// the record's revision, unchanged. An append that finds its slot taken
-// by an entry equal to e (the same append sent again) is that append.
+// the record's revision, unchanged. An append that finds an entry equal
+// to e among the key's newest (the same append sent again, a hedge's
+// other try) is that append: it lands nothing, whenever it takes its
+// guess of the slot.
 func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
 	ctx = orBackground(ctx)
 	rev, err := s.guarded(ctx, "append history", key, base, e, nil)
@@ -454,8 +459,32 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		return 0, err
 	}
 	defer cancel()
+	if err := faults.At(faults.EtcdWriteBeforeGuess); err != nil {
+		return 0, err
+	}
 	rk := s.recordKey(key)
 	seq, ok := s.cachedSeq(key)
+	if rec == nil {
+		// An append's guess is taken from the key's state, and the entry
+		// is looked for in it: a try of the same append sent again (a
+		// hedge) may take its guess after its sibling landed, from the
+		// slot that sibling's answer left in the cache or from a read,
+		// and its slot compare, above that entry, would pass. A stale
+		// read only costs a retry: the compare fails, and the state it
+		// reads back is looked through as well. A record moved on, or a
+		// state that does not decode, is left to the compare, which says
+		// so as it always has.
+		resp, err := s.cli.Txn(c).Then(s.stateOps(key, clientv3.WithSerializable())...).Commit()
+		if err != nil {
+			return 0, s.cfg.opErr(ctx, op, key, err)
+		}
+		if cur, perr := parseState(key, resp.Header.Revision, resp.Responses); perr == nil && cur.Rev == base {
+			if holds(cur.History, hist) {
+				return Rev(resp.Header.Revision), nil
+			}
+			seq, ok = newestSeq(cur.History), true
+		}
+	}
 	if !ok {
 		// The last slot in use, from the member this client talks to: a
 		// serializable read needs no consensus, and a stale answer only

@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 )
 
 func TestGetAbsentKey(t *testing.T) {
@@ -634,5 +636,59 @@ func TestListRefusesANilFunction(t *testing.T) {
 	err := s.List(ctx(t), nil)
 	if !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("List(nil) = %v; want ErrInvalidArgument", err)
+	}
+}
+
+// A hedged append's second try that takes its guess of the newest slot
+// after the first try landed (from the slot the first try's answer left
+// in the cache, or, the cache emptied meanwhile, from a read of the
+// newest slot) still finds the entry in place and lands nothing: its
+// guard covers the entry, not just the slot. Before, it claimed the slot
+// above the first try's entry, and the refusal was recorded twice.
+func TestAnAppendWhoseSecondTryGuessesAfterTheFirstLandedLandsOnce(t *testing.T) {
+	for _, emptied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cache-updated", true: "cache-emptied"}[emptied], func(t *testing.T) {
+			c := etcdtest.Start1(t)
+			s := open(t, c)
+			key := newKey()
+			rev := mustPut(t, s, key, 0, 1)
+			refusal := HistoryEntry{Gen: 1, At: time.Now().UnixNano(), Outcome: "superseded", Ticket: randHex(16), Job: "j"}
+
+			held, release := make(chan struct{}), make(chan struct{})
+			var tries atomic.Int32
+			faults.Set(func(p faults.Point) error {
+				if p == faults.EtcdWriteBeforeGuess && tries.Add(1) == 1 {
+					close(held)
+					<-release
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			second := make(chan error, 1)
+			go func() {
+				_, err := s.AppendHistory(ctx(t), key, rev, refusal)
+				second <- err
+			}()
+			<-held
+			if _, err := s.AppendHistory(ctx(t), key, rev, refusal); err != nil {
+				t.Fatal(err)
+			}
+			if emptied {
+				s.mu.Lock()
+				s.lastSeq = nil
+				s.mu.Unlock()
+			}
+			close(release)
+			if err := <-second; err != nil {
+				t.Fatalf("the second try: %v", err)
+			}
+			st, err := s.Get(ctx(t), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.History) != 2 || st.History[1].Ticket != refusal.Ticket {
+				t.Fatalf("history = %+v; want the promotion and the refusal once", st.History)
+			}
+		})
 	}
 }

@@ -207,3 +207,8 @@ const SharedDirStat Point = "shared/dir-stat"
 // granted and before the mutex is asked for: etcd lost there leaves a
 // lease and a session to end.
 const EtcdLockGranted Point = "etcd-lock/granted"
+
+// The start of each try of a fleet's guarded write (fleet/etcdmeta's Put
+// and AppendHistory), before it takes its guess of the key's newest
+// history slot: a test holds one hedged try there while its sibling lands.
+const EtcdWriteBeforeGuess Point = "etcd-write/before-guess"
