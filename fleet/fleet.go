@@ -75,6 +75,7 @@ const (
 	hookStage          = "promote/before-stage"  // the record and history read
 	hookCommit         = "promote/before-commit" // the file written
 	hookAfterCommit    = "promote/after-commit"  // the record committed
+	hookRefuse         = "promote/before-refuse" // a refusal decided, its history entry not yet sent
 	hookReapDelete     = "reap/before-delete"    // the lock held, the key judged expired
 	hookSweep          = "reap/before-sweep"     // a file judged an orphan again, not yet removed
 	hookRepair         = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 	"sessdb/migrate"
 	"sessdb/store"
 )
@@ -761,4 +763,76 @@ func throughProxies(t *testing.T, f *fixture, key string, timeout time.Duration)
 		resolveOn(t, s, key)
 	}
 	return s, ps
+}
+
+// A hedged refusal whose first try landed, its answer late, while another
+// job promoted on the key: the other try meets the newer record, a
+// conflict. A superseded ticket is then recorded again at the newer
+// record, but this one is in the history already (the conflict's state
+// holds it): recorded once. Before, the refusal was in the history twice,
+// at both generations. Ordered by etcdmeta's fault points: the first try
+// is held once it has landed, the second before it takes its guess until
+// the key has moved on.
+func TestAHedgedRefusalLandedUnderANewerPromotionIsRecordedOnce(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "hedge-refusal-late")
+	f.run(key, "m0")
+	b := f.open(func(cfg *Config) { cfg.RequestTimeout = 3 * time.Second })
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	sess, jobDir := resolveOn(t, s, key)
+	appendMarker(t, jobDir, "late")
+	f.run(key, "m1") // the job is superseded
+	landed, second, moved, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var guesses, commits atomic.Int32
+	b.hook = func(point, k string) error {
+		if point != hookRefuse || k != key {
+			return nil
+		}
+		faults.Set(func(p faults.Point) error {
+			switch {
+			case p == faults.EtcdWriteAfterCommit && commits.Add(1) == 1:
+				close(landed)
+				<-release
+			case p == faults.EtcdWriteBeforeGuess && guesses.Add(1) == 2:
+				close(second)
+				<-moved
+			}
+			return nil
+		})
+		return nil
+	}
+	t.Cleanup(func() { faults.Set(nil) })
+	type result struct {
+		res store.PromoteResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		done <- result{res, err}
+	}()
+	<-landed
+	<-second
+	f.run(key, "b") // the key moves on again
+	close(moved)
+	got := <-done
+	close(release)
+	t.Logf("promote: %+v, %v", got.res, got.err)
+	if got.err != nil || got.res.Reason != gates.Superseded {
+		t.Errorf("promote = %+v, %v; want superseded", got.res, got.err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusals []string
+	for _, e := range st.History {
+		if e.Outcome == string(gates.Superseded) {
+			refusals = append(refusals, fmt.Sprintf("gen %d seq %d", e.Gen, e.Seq))
+		}
+	}
+	if len(refusals) != 1 {
+		t.Errorf("history holds the refusal at %v; want it once", refusals)
+	}
 }

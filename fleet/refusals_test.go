@@ -2,8 +2,10 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
@@ -57,5 +59,43 @@ func TestRefusalsAtOnceAreEachRecorded(t *testing.T) {
 		if n != 1 {
 			t.Errorf("job %d's refusal is in the history %d times, want once", i, n)
 		}
+	}
+}
+
+// A superseded job's refusal whose key moves on again between the
+// decision and the append (another job promotes) is recorded at the newer
+// record, its generation in the entry, and the job is told superseded.
+// Since 2768007 the re-base went to a copy the loop's turn dropped: every
+// try met the same conflict until the request timeout, and the job was
+// promote-failed (etcd unavailable: context deadline exceeded).
+func TestASupersededRefusalWhoseKeyMovedOnIsRecordedAtTheNewerRecord(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.RequestTimeout = 2 * time.Second })
+	key := store.Key("github", "acme/refusals", "moved-on")
+	f.run(key, "m0")
+	sess, _ := f.job(key, "late")
+	f.run(key, "m1")
+	var once sync.Once
+	f.b.hook = func(point, k string) error {
+		if point == hookRefuse && k == key {
+			once.Do(func() { f.run(key, "m2") })
+		}
+		return nil
+	}
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+	if err != nil || res.Reason != gates.Superseded {
+		t.Fatalf("promote = %+v, %v; want superseded", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []uint64
+	for _, e := range st.History {
+		if e.Ticket == sess.Ticket {
+			at = append(at, e.Gen)
+		}
+	}
+	if !slices.Equal(at, []uint64{3}) {
+		t.Fatalf("the refusal is in the history at gens %v; want once, at gen 3", at)
 	}
 }

@@ -152,18 +152,28 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 	if t.st.Rev == 0 {
 		return nil // a key with no record keeps no history
 	}
+	if err := t.b.at(hookRefuse, t.key); err != nil {
+		return err
+	}
 	ctx, cancel := t.b.deadline()
 	defer cancel()
 	base := t.st.Rev
 	for try := 0; ; try++ {
-		key, base, h := t.key, base, entryOf(e) // the tries outlive the loop's turn
+		// The tries outlive the loop's turn: each takes copies. (Named
+		// apart from base, which the turn re-bases for the next one.)
+		key, at, h := t.key, base, entryOf(e)
 		err := t.b.hedge(ctx, func(c context.Context) error {
-			_, err := t.b.meta.AppendHistory(c, key, base, h)
+			_, err := t.b.meta.AppendHistory(c, key, at, h)
 			return err
 		}, nil)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:
+			return nil
+		case errors.As(err, &ce) && recorded(ce.Current.History, e):
+			// A try landed before the record moved on, its answer
+			// late: the refusal is recorded, at the record it was
+			// decided on.
 			return nil
 		case errors.As(err, &ce) && e.Outcome == string(gates.Superseded) && ce.Current.Rev != 0 && ce.Current.Record.Transcript != nil:
 			base, e.Gen = ce.Current.Rev, ce.Current.Record.Transcript.Gen

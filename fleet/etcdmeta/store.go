@@ -549,7 +549,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		}
 		if resp.Succeeded {
 			s.rememberSeq(key, hist.Seq)
-			return Rev(resp.Header.Revision), nil
+			return Rev(resp.Header.Revision), faults.At(faults.EtcdWriteAfterCommit)
 		}
 		cur, perr := parseState(key, resp.Header.Revision, resp.Responses)
 		seq = newestSeq(cur.History)

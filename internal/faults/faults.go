@@ -208,7 +208,12 @@ const SharedDirStat Point = "shared/dir-stat"
 // lease and a session to end.
 const EtcdLockGranted Point = "etcd-lock/granted"
 
-// The start of each try of a fleet's guarded write (fleet/etcdmeta's Put
-// and AppendHistory), before it takes its guess of the key's newest
-// history slot: a test holds one hedged try there while its sibling lands.
-const EtcdWriteBeforeGuess Point = "etcd-write/before-guess"
+// The steps of each try of a fleet's guarded write (fleet/etcdmeta's Put
+// and AppendHistory): before it takes its guess of the key's newest
+// history slot, and after its transaction landed, before its answer is
+// returned. A test holds a hedged try at one while its sibling runs, and
+// stands in for an answer that comes late.
+const (
+	EtcdWriteBeforeGuess Point = "etcd-write/before-guess"
+	EtcdWriteAfterCommit Point = "etcd-write/after-commit"
+)
