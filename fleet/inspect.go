@@ -68,7 +68,9 @@ type Report struct {
 // I/O error (not for being gone) is reported with no verdict, for the
 // caller to count as a fault; one gone at the open, at the fstat after
 // it, at its first line or under Verify's read is missing,
-// transcript-replaced. A transcripts dir
+// transcript-replaced, unless the record read again has moved on: a key
+// reaped meanwhile is then "no record", absent, as a resolve finds it,
+// and one promoted meanwhile is reported at its new record. A transcripts dir
 // that is itself unavailable (shared.ErrDirUnavailable, judged once a
 // generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
@@ -137,7 +139,30 @@ func (b *Backend) item(ctx context.Context, key string) (etcdmeta.Item, error) {
 
 // inspectKey reports one record. Its error is etcd's (a history read) or
 // ctx's (a verify it ended): the walk stops on it.
+//
+// A generation found gone has the record read again, as View does: the
+// listing may be minutes old, and a key reaped meanwhile (the record
+// deleted, then the files) or promoted since is reported as it is now, as
+// a resolve finds it (no record, absent), not as a file lost. The same
+// record: the file is gone under it, missing.
 func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOptions) (Report, error) {
+	for try := 0; ; try++ {
+		lost := false
+		r, err := b.inspectRecord(ctx, it, o, &lost)
+		if err != nil || !lost || try == 2 {
+			return r, err
+		}
+		now, err := b.item(ctx, it.Key)
+		if err != nil || now.Rev == it.Rev {
+			return r, nil
+		}
+		it = now
+	}
+}
+
+// inspectRecord is one look of inspectKey; it sets *lost where the
+// generation the record names was found gone.
+func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o InspectOptions, lost *bool) (Report, error) {
 	r := Report{KeyReport: store.KeyReport{Name: it.Key}}
 	k := &r.KeyReport
 	if !etcdmeta.ValidKey(it.Key) {
@@ -205,10 +230,14 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}
 		}
 		k.Verdict = &store.VerdictReport{Reason: string(gates.TranscriptReplaced)}
+		*lost = true
 		return r, nil
 	}
 	var obs gates.Observation
 	mismatch := false
+	if err := b.at(hookOpen, it.Key); err != nil {
+		return r, err
+	}
 	f, err := shared.Open(b.dir, t.File)
 	switch {
 	case gone(err):
@@ -248,8 +277,9 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 		obs.Header, h, err = b.readHeader(it.Key, f, fi.Size())
 		if unreadable(err) {
 			// Not a first line that does not parse: a fault, as an open
-			// that fails is, or a file gone under the read (ESTALE).
-			if gone(err) {
+			// that fails is, or a file gone under the read (ESTALE; or
+			// any failure, as under Verify's, with nothing at its name).
+			if gone(err) || goneNow(b.dir, t.File) {
 				return missing()
 			}
 			if err := shared.DirErr(b.dir); err != nil {

@@ -371,3 +371,41 @@ func TestDumpVerifyOfAGenerationRemovedUnderItIsMissing(t *testing.T) {
 		t.Fatalf("a generation removed under its verify: %+v, verify %+v", r, r.Verify)
 	}
 }
+
+// dump of a key reaped under it (the record deleted, then its file: a
+// reap between the walk's read of the record and the file's open, the
+// read of its first line or its verify) reports the key as it is now, as
+// a resolve finds it: no record, absent. It said "its transcript ... is
+// missing", transcript-replaced: a file lost, where nothing is.
+func TestDumpOfAKeyReapedUnderItHasNoRecord(t *testing.T) {
+	for _, point := range []string{hookOpen, hookHeader, hookVerify} {
+		t.Run(point, func(t *testing.T) {
+			f := newFixture(t, etcdtest.Start1(t))
+			key := store.Key("github", "dump-reaped", "x")
+			f.run(key, "one")
+			reaped := false
+			f.b.hook = func(p, k string) error {
+				if p != point || k != key || reaped {
+					return nil
+				}
+				reaped = true
+				res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+				if err != nil || len(res.Removed) != 1 {
+					t.Errorf("reap: %+v, %v", res, err)
+				}
+				if p == hookOpen {
+					return nil
+				}
+				return unix.ESTALE // its reads fail, as NFS's do
+			}
+			var reps []Report
+			if err := f.b.Inspect(context.Background(), InspectOptions{Verify: true, History: 5}, func(r Report) error { reps = append(reps, r); return nil }); err != nil || len(reps) != 1 {
+				t.Fatalf("Inspect: %+v, %v", reps, err)
+			}
+			r := reps[0]
+			if !reaped || r.Problem != "no record" || r.Verdict == nil || r.Verdict.Reason != string(gates.Absent) || r.Transcript != nil || r.Gen != 0 {
+				t.Fatalf("dump of a key reaped under it at %s: %+v, verdict %+v; want no record, absent", point, r, r.Verdict)
+			}
+		})
+	}
+}
