@@ -12,6 +12,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 )
@@ -205,7 +206,8 @@ func highestGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 
 // readIdentity reads kd's current.jsonl whole, without following a link,
 // and returns its size, CRC32C and mtime. A file that is missing, not
-// regular, empty, or changed while it was read is an error.
+// regular, empty, or changed while it was read is an error, as is a look
+// at its name after the read that failed (named as such).
 func readIdentity(kd *os.File) (int64, uint32, time.Time, error) {
 	f, err := fsat.OpenAt(kd, TranscriptName, unix.O_RDONLY, 0)
 	switch {
@@ -235,8 +237,23 @@ func readIdentity(kd *os.File) (int64, uint32, time.Time, error) {
 	if err != nil {
 		return 0, 0, time.Time{}, err
 	}
-	now, err := fsat.LstatAt(kd, TranscriptName)
-	if err != nil || n != before.Size || after.Size != before.Size || after.Mtim != before.Mtim || now.Ino != before.Ino || now.Dev != before.Dev {
+	err = faults.At(faults.AcceptIdentityLstat)
+	var now unix.Stat_t
+	if err == nil {
+		now, err = fsat.LstatAt(kd, TranscriptName)
+	}
+	switch {
+	case fsat.IsNotExist(err):
+		return 0, 0, time.Time{}, errors.New("current.jsonl was removed or renamed while it was read; run it again")
+	case err != nil:
+		// Not looked at: that says nothing of a change, only of the look
+		// (the error without its path: the message names the file).
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return 0, 0, time.Time{}, fmt.Errorf("current.jsonl was read, but its lstat after the read failed (%v), so whether it changed meanwhile is not known; run it again", err)
+	case n != before.Size || after.Size != before.Size || after.Mtim != before.Mtim || now.Ino != before.Ino || now.Dev != before.Dev:
 		return 0, 0, time.Time{}, errors.New("current.jsonl changed while it was read; run it again")
 	}
 	return n, h.Sum32(), time.Unix(before.Mtim.Unix()), nil

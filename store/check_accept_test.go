@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -401,5 +403,45 @@ func TestQuarantineKeepsAMetaDBAPromotionCommittedTo(t *testing.T) {
 	}
 	if sc := sidecarsOf(t, root, aside); sc.Transcript == nil {
 		t.Fatalf("the quarantined dir lost the meta.db the promotion committed to: %+v", sc)
+	}
+}
+
+// An accept whose lstat of current.jsonl after reading it fails (an I/O
+// error, no kernel memory) is refused naming that lstat and its error: it
+// said "current.jsonl changed while it was read", which nothing showed.
+// Nothing is written, and the accept finding check prints says the same.
+// A name gone by then is said so.
+func TestAcceptWhoseLookAfterTheReadFailsNamesIt(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	os.WriteFile(filepath.Join(root, testKey, TranscriptName), transcriptBytes(s.opts.Now(), "edited"), 0o600)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.AcceptIdentityLstat {
+			return unix.EIO
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	before := treeState(t, root)
+	_, err := s.Accept(testKey)
+	if !errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), "lstat after the read failed (input/output error)") || strings.Contains(err.Error(), "changed while") {
+		t.Fatalf("accept with the lstat after the read failing: %v; want ErrNotAccepted naming the lstat and its error", err)
+	}
+	found := checkFindings(t, s, CheckOptions{Repair: true, Accept: testKey})
+	if f := chkFind(found, testKey+"/"+TranscriptName, KindAccepted); f == nil || f.Repaired || !strings.Contains(f.Repair, "its lstat after the read failed") {
+		t.Fatalf("findings: %+v", found)
+	}
+	if treeState(t, root) != before {
+		t.Fatal("a refused accept wrote something")
+	}
+
+	faults.Set(func(p faults.Point) error {
+		if p == faults.AcceptIdentityLstat {
+			os.Rename(filepath.Join(root, testKey, TranscriptName), filepath.Join(t.TempDir(), "moved"))
+		}
+		return nil
+	})
+	if _, err := s.Accept(testKey); !errors.Is(err, ErrNotAccepted) || !strings.Contains(err.Error(), "removed or renamed while it was read") {
+		t.Fatalf("accept with current.jsonl moved away after the read: %v", err)
 	}
 }

@@ -57,6 +57,11 @@ const TranscriptHeaderRead Point = "transcript/header-read"
 // is that lstat failing.
 const LegacyIdentityLstat Point = "legacy/identity-lstat"
 
+// check --accept's look at current.jsonl's name after reading it whole
+// (store's readIdentity): the lstat that finds the name still the file
+// read. An error here is that lstat failing.
+const AcceptIdentityLstat Point = "accept/identity-lstat"
+
 // The read of one legacy sidecar file (store/legacy: venue, pi-version,
 // resume-chain, context, in that order for a whole observation): an error
 // here is that read failing on the file (an I/O error).
