@@ -192,3 +192,24 @@ func (f *fixture) waitUp() {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// reapAt has f's Backend reap key (expired by a clock two days on) the
+// first time its hook passes point for key, which then returns ret (the
+// tests' stand-in for reads that fail on a file another host removed).
+// It reports whether the reap ran.
+func (f *fixture) reapAt(key, point string, ret error) (reaped *bool) {
+	f.t.Helper()
+	reaped = new(bool)
+	f.b.hook = func(p, k string) error {
+		if p != point || k != key || *reaped {
+			return nil
+		}
+		*reaped = true
+		res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+		if err != nil || len(res.Removed) != 1 {
+			f.t.Errorf("reap: %+v, %v", res, err)
+		}
+		return ret
+	}
+	return reaped
+}

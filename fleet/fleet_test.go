@@ -702,17 +702,7 @@ func TestKeyReapedUnderAResolveIsAbsent(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "reaped-under", "x")
 	f.run(key, "one")
-	reaped := false
-	f.b.hook = func(p, k string) error {
-		if p == hookOpen && k == key && !reaped {
-			reaped = true
-			res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
-			if err != nil || len(res.Removed) != 1 {
-				t.Errorf("reap: %+v, %v", res, err)
-			}
-		}
-		return nil
-	}
+	f.reapAt(key, hookOpen, nil)
 	sess, jobDir := resolveOn(t, f.s, key)
 	f.b.hook = nil
 	if sess.Resume || sess.Reason != gates.Absent || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0 {
@@ -736,18 +726,7 @@ func TestKeyReapedUnderAResolvesReadsIsAbsent(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))
 			key := store.Key("github", "reaped-under-read", "x")
 			f.run(key, "one")
-			reaped := false
-			f.b.hook = func(p, k string) error {
-				if p != point || k != key || reaped {
-					return nil
-				}
-				reaped = true
-				res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
-				if err != nil || len(res.Removed) != 1 {
-					t.Errorf("reap: %+v, %v", res, err)
-				}
-				return errors.New("stale")
-			}
+			f.reapAt(key, point, errors.New("stale"))
 			sess, jobDir := resolveOn(t, f.s, key)
 			f.b.hook = nil
 			if sess.Resume || sess.Reason != gates.Absent || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0 {

@@ -634,15 +634,7 @@ func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
 		}
 		return nil
 	}
-	type result struct {
-		res store.PromoteResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
-		done <- result{res, err}
-	}()
+	done := promoteAsync(s, sess)
 	<-committing
 	// One try reaches a member through the first proxy (the first, or the
 	// hedge at a third of the timeout) and lands; its answer is held.
@@ -803,15 +795,7 @@ func TestAHedgedRefusalLandedUnderANewerPromotionIsRecordedOnce(t *testing.T) {
 		return nil
 	}
 	t.Cleanup(func() { faults.Set(nil) })
-	type result struct {
-		res store.PromoteResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
-		done <- result{res, err}
-	}()
+	done := promoteAsync(s, sess)
 	<-landed
 	<-second
 	f.run(key, "b") // the key moves on again
@@ -835,4 +819,21 @@ func TestAHedgedRefusalLandedUnderANewerPromotionIsRecordedOnce(t *testing.T) {
 	if len(refusals) != 1 {
 		t.Errorf("history holds the refusal at %v; want it once", refusals)
 	}
+}
+
+// promoted is the outcome of a promotion promoteAsync runs.
+type promoted struct {
+	res store.PromoteResult
+	err error
+}
+
+// promoteAsync promotes sess on s in a goroutine of its own: its outcome
+// comes on the channel.
+func promoteAsync(s *store.Store, sess store.Session) <-chan promoted {
+	done := make(chan promoted, 1)
+	go func() {
+		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		done <- promoted{res, err}
+	}()
+	return done
 }

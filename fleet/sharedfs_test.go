@@ -383,27 +383,17 @@ func TestDumpOfAKeyReapedUnderItHasNoRecord(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))
 			key := store.Key("github", "dump-reaped", "x")
 			f.run(key, "one")
-			reaped := false
-			f.b.hook = func(p, k string) error {
-				if p != point || k != key || reaped {
-					return nil
-				}
-				reaped = true
-				res, err := f.b.Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
-				if err != nil || len(res.Removed) != 1 {
-					t.Errorf("reap: %+v, %v", res, err)
-				}
-				if p == hookOpen {
-					return nil
-				}
-				return unix.ESTALE // its reads fail, as NFS's do
+			var ret error = unix.ESTALE // its reads fail, as NFS's do
+			if point == hookOpen {
+				ret = nil
 			}
+			reaped := f.reapAt(key, point, ret)
 			var reps []Report
 			if err := f.b.Inspect(context.Background(), InspectOptions{Verify: true, History: 5}, func(r Report) error { reps = append(reps, r); return nil }); err != nil || len(reps) != 1 {
 				t.Fatalf("Inspect: %+v, %v", reps, err)
 			}
 			r := reps[0]
-			if !reaped || r.Problem != "no record" || r.Verdict == nil || r.Verdict.Reason != string(gates.Absent) || r.Transcript != nil || r.Gen != 0 {
+			if !*reaped || r.Problem != "no record" || r.Verdict == nil || r.Verdict.Reason != string(gates.Absent) || r.Transcript != nil || r.Gen != 0 {
 				t.Fatalf("dump of a key reaped under it at %s: %+v, verdict %+v; want no record, absent", point, r, r.Verdict)
 			}
 		})

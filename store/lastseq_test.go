@@ -132,11 +132,10 @@ func TestARepairRenumbersAHistoryAtTheLastSequenceNumber(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
-	before := historyOf(t, root, testKey)
 	atTheLastSequenceNumber(t, root, testKey)
-	sc := sidecarsOf(t, root, testKey)
-	if h := historyOf(t, root, testKey); h[len(h)-1].Seq != math.MaxUint64 {
-		t.Fatalf("fixture: history %+v", h)
+	before, sc := historyOf(t, root, testKey), sidecarsOf(t, root, testKey)
+	if before[len(before)-1].Seq != math.MaxUint64 {
+		t.Fatalf("fixture: history %+v", before)
 	}
 	meta := filepath.Join(root, testKey, db.FileName)
 	raw := mustRead(t, meta)
@@ -156,27 +155,8 @@ func TestARepairRenumbersAHistoryAtTheLastSequenceNumber(t *testing.T) {
 	if aside, _ := filepath.Glob(filepath.Join(root, testKey, AsidePrefix+"*")); len(aside) != 0 {
 		t.Fatalf("the repair moved meta.db aside: %v", aside)
 	}
-	after := historyOf(t, root, testKey)
-	if len(after) != len(before) {
-		t.Fatalf("history after the repair %+v; want %+v renumbered", after, before)
-	}
-	for i := range before {
-		if after[i].Seq != uint64(i)+1 {
-			t.Fatalf("entry %d at seq %d, want %d", i, after[i].Seq, i+1)
-		}
-		a, b := after[i], before[i]
-		a.Seq, b.Seq = 0, 0
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("entry %d: %+v after the repair, %+v before", i, a, b)
-		}
-	}
-	if got := sidecarsOf(t, root, testKey); !reflect.DeepEqual(got, sc) {
-		t.Fatalf("record and stamps after the repair %+v; want %+v", got, sc)
-	}
-	sess, data := checkDescribed(t, s, root, testKey)
-	want(t, sess, true, gates.Resumed)
-	if sess.Gen() != 2 || markerOf(data, 1) != "two" {
-		t.Fatalf("resumed gen %d ending %q; want gen 2 ending \"two\"", sess.Gen(), markerOf(data, 1))
+	if !keptOrRenumbered(t, s, root, before, sc) {
+		t.Fatal("the repair left the history at the last sequence number")
 	}
 	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
 	if res.Gen != 3 {
@@ -204,34 +184,6 @@ func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) 
 		atTheLastSequenceNumber(t, root, testKey)
 		return s, root, clock, historyOf(t, root, testKey), sidecarsOf(t, root, testKey)
 	}
-	// judge says whether the history is the old one or the repaired one,
-	// failing on anything else, and that the key resumes as before.
-	judge := func(t *testing.T, s *Store, root string, before []db.HistoryEntry, sc db.Sidecars) (repaired bool) {
-		t.Helper()
-		h := historyOf(t, root, testKey)
-		if len(h) != len(before) {
-			t.Fatalf("history %+v, want %+v or it renumbered", h, before)
-		}
-		repaired = h[0].Seq == 1
-		for i := range h {
-			want := before[i]
-			if repaired {
-				want.Seq = uint64(i) + 1
-			}
-			if !reflect.DeepEqual(h[i], want) {
-				t.Fatalf("history %+v, want %+v or it renumbered", h, before)
-			}
-		}
-		if got := sidecarsOf(t, root, testKey); !reflect.DeepEqual(got, sc) {
-			t.Fatalf("record and stamps %+v; want %+v", got, sc)
-		}
-		sess, data := checkDescribed(t, s, root, testKey)
-		want(t, sess, true, gates.Resumed)
-		if sess.Gen() != 2 || markerOf(data, 1) != "two" {
-			t.Fatalf("resumed gen %d ending %q", sess.Gen(), markerOf(data, 1))
-		}
-		return repaired
-	}
 	for _, p := range []faults.Point{faults.RepairBeforeRenumber, faults.RepairAfterRenumber} {
 		for _, kill := range []bool{false, true} {
 			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
@@ -239,10 +191,10 @@ func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) 
 				interrupt(t, s, root, clock, "repair-kill-at", p, kill, func() {
 					s.Check(context.Background(), CheckOptions{Repair: true}, func(Finding) error { return nil })
 				})
-				if got := judge(t, s, root, before, sc); got != (p == faults.RepairAfterRenumber) {
+				if got := keptOrRenumbered(t, s, root, before, sc); got != (p == faults.RepairAfterRenumber) {
 					t.Fatalf("interrupted at %s: repaired %v", p, got)
 				}
-				if found, _ := chkRun(t, s, true); !judge(t, s, root, before, sc) {
+				if found, _ := chkRun(t, s, true); !keptOrRenumbered(t, s, root, before, sc) {
 					t.Fatalf("the next repair: %+v; want the history renumbered", found)
 				}
 				runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
@@ -280,16 +232,47 @@ func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) 
 			time.Sleep(time.Duration(rng.Int63n(int64(span))))
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
-			if judge(t, s, root, before, sc) {
+			if keptOrRenumbered(t, s, root, before, sc) {
 				repaired++
 			} else {
 				old++
 			}
 			chkRun(t, s, true)
-			if !judge(t, s, root, before, sc) {
+			if !keptOrRenumbered(t, s, root, before, sc) {
 				t.Fatalf("round %d: the next repair left the history at the last sequence number", r)
 			}
 		}
 		t.Logf("a whole run %v; %d kills left the old history, %d the repaired one", span, old, repaired)
 	})
+}
+
+// keptOrRenumbered says whether key's history is before (at the last
+// sequence number) or before numbered again from 1, failing t on anything
+// else, and fails t unless the record and stamps are sc and the key
+// resumes gen 2, ending "two", as its record says.
+func keptOrRenumbered(t *testing.T, s *Store, root string, before []db.HistoryEntry, sc db.Sidecars) (repaired bool) {
+	t.Helper()
+	h := historyOf(t, root, testKey)
+	if len(h) != len(before) {
+		t.Fatalf("history %+v, want %+v or it renumbered", h, before)
+	}
+	repaired = h[0].Seq == 1
+	for i := range h {
+		want := before[i]
+		if repaired {
+			want.Seq = uint64(i) + 1
+		}
+		if !reflect.DeepEqual(h[i], want) {
+			t.Fatalf("history %+v, want %+v or it renumbered", h, before)
+		}
+	}
+	if got := sidecarsOf(t, root, testKey); !reflect.DeepEqual(got, sc) {
+		t.Fatalf("record and stamps %+v; want %+v", got, sc)
+	}
+	sess, data := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+	if sess.Gen() != 2 || markerOf(data, 1) != "two" {
+		t.Fatalf("resumed gen %d ending %q", sess.Gen(), markerOf(data, 1))
+	}
+	return repaired
 }
