@@ -374,7 +374,14 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			}
 			return nil, fmt.Errorf("create %s: not sent: its file was written %v ago, past the %v a reaper waits for a record to name it (a stalled or suspended migration?)", key, late.Round(time.Second), commitWindow)
 		}
-		_, err := m.b.meta.Create(ctx, key, rec, hist)
+		// Hedged (b.hedge), as a commit is: a Create lands once at most
+		// however many times it is sent (its compare wants the key
+		// empty), and a try sent again makes it unsure, so that a try
+		// that finds the key holding its own record is the other landed.
+		err := m.b.hedge(ctx, func(c context.Context) error {
+			_, err := m.b.meta.Create(c, key, rec, hist)
+			return err
+		}, func() { unsure = true })
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:

@@ -743,6 +743,19 @@ func noHedgeLeft(t *testing.T) {
 // with timeout, each connection ready (key resolved six times).
 func throughProxies(t *testing.T, f *fixture, key string, timeout time.Duration) (*store.Store, []*etcdtest.Proxy) {
 	t.Helper()
+	b, ps := proxied(t, f, timeout)
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	for range 6 {
+		resolveOn(t, s, key)
+	}
+	return s, ps
+}
+
+// proxied is a Backend on f's fleet that reaches each of the three
+// members through a proxy of its own (returned in the members' order),
+// with timeout.
+func proxied(t *testing.T, f *fixture, timeout time.Duration) (*Backend, []*etcdtest.Proxy) {
+	t.Helper()
 	var eps []string
 	var ps []*etcdtest.Proxy
 	for i := range 3 {
@@ -750,11 +763,134 @@ func throughProxies(t *testing.T, f *fixture, key string, timeout time.Duration)
 		ps, eps = append(ps, p), append(eps, p.URL())
 	}
 	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
-	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	for range 6 {
-		resolveOn(t, s, key)
+	// Every connection set up (an answer came back through each proxy),
+	// so that the balancer sends requests to each member; one cut before
+	// its connection was up would be skipped by it, never met.
+	for _, p := range ps {
+		for p.Answers() == 0 {
+			connected(t, b)
+		}
 	}
-	return s, ps
+	for range 6 {
+		connected(t, b)
+	}
+	return b, ps
+}
+
+// The walks that write or lock (reap, check --repair, migrate --to etcd)
+// with one member of three silent: a lock's grant, its mutex, its
+// revoke, a reap's guarded delete and a migration's create sent to that
+// member waited out the whole timeout, and the walk stopped (etcd
+// unavailable: exit 1) or the key failed, though two members answered.
+// Each is sent again to the next member, as reads and commits are: every
+// expired key is removed, every orphan swept, every key migrated, and no
+// lock is left held (each key locks again at once afterwards).
+func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	const n = 6
+	var expired, live, orphans []string
+	for i := range n {
+		k := store.Key("github", "network", fmt.Sprintf("walk-expired-%d", i))
+		f.runExpired(k, "old")
+		expired = append(expired, k)
+		// Promoted past the grace period, so that its orphan is one.
+		k = store.Key("github", "network", fmt.Sprintf("walk-live-%d", i))
+		f.now = time.Now().Add(-3 * time.Hour)
+		f.run(k, "one")
+		f.now = time.Time{}
+		live, orphans = append(live, k), append(orphans, f.oldOrphan(k))
+	}
+	root := t.TempDir()
+	hs, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	for i := range n {
+		k := store.Key("github", "network", fmt.Sprintf("walk-moved-%d", i))
+		sess, job := resolveOn(t, hs, k)
+		appendMarker(t, job, "moved")
+		if res, err := hs.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted {
+			t.Fatalf("promote on the root: %+v, %v", res, err)
+		}
+		moved = append(moved, k)
+	}
+	slices.Sort(expired) // reap removes in key order
+	const timeout = 900 * time.Millisecond
+	b, ps := proxied(t, f, timeout)
+	ps[0].Blackhole()
+	sent := ps[0].Requests()
+
+	began := time.Now()
+	var findings []store.Finding
+	_, err = b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+		findings = append(findings, fd)
+		return nil
+	})
+	t.Logf("check --repair: %v after %v", err, time.Since(began))
+	if err != nil {
+		t.Errorf("check --repair with one member of three silent: %v", err)
+	}
+	for _, o := range orphans {
+		if _, serr := os.Stat(o); serr == nil {
+			t.Errorf("orphan %s not removed", o)
+		}
+	}
+	for _, fd := range findings {
+		if fd.Kind == KindOrphan && !fd.Repaired {
+			t.Errorf("check --repair: %s: %s", fd.Path, fd.Repair)
+		}
+	}
+
+	began = time.Now()
+	r, err := b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	t.Logf("reap: removed %d, skipped %v, %v after %v", len(r.Removed), r.Skipped, err, time.Since(began))
+	if err != nil || !slices.Equal(r.Removed, expired) || len(r.Skipped) != 0 {
+		t.Errorf("reap with one member of three silent: removed %v, skipped %v, %v; want %v removed", r.Removed, r.Skipped, err, expired)
+	}
+
+	began = time.Now()
+	var failed []string
+	sum, err := ToEtcd(t.Context(), root, b, MigrateOptions{}, func(r MigrateReport) error {
+		if r.Action == migrate.Failed {
+			failed = append(failed, r.Key+": "+r.Cause)
+		}
+		return nil
+	})
+	t.Logf("migrate --to etcd: %+v, %v after %v", sum, err, time.Since(began))
+	if err != nil || sum.Migrated != n || len(failed) != 0 {
+		t.Errorf("migrate --to etcd with one member of three silent: %+v, %v, %v; want %d migrated", sum, err, failed, n)
+	}
+	// And the walks that only read (dump, migrate --from etcd), as the
+	// reads were hedged already.
+	dumped := 0
+	if err := b.Inspect(t.Context(), InspectOptions{}, func(Report) error { dumped++; return nil }); err != nil || dumped != 2*n {
+		t.Errorf("dump with one member of three silent: %d keys, %v; want %d", dumped, err, 2*n)
+	}
+	from, err := FromEtcd(t.Context(), b, t.TempDir(), MigrateOptions{}, func(MigrateReport) error { return nil })
+	if err != nil || from.Migrated != 2*n {
+		t.Errorf("migrate --from etcd with one member of three silent: %+v, %v; want %d migrated", from, err, 2*n)
+	}
+	noHedgeLeft(t)
+	if ps[0].Requests() == sent {
+		t.Fatal("no request was sent to the silent member: the test proves nothing")
+	}
+	ps[0].Heal()
+	for _, k := range append(live, moved...) {
+		if f.recordFile(k) == "" {
+			t.Errorf("%s has no record", k)
+		}
+	}
+	// Every lock was released: no lease of a try sent again holds one.
+	for _, k := range append(live, expired...) {
+		unlock, _, err := f.b.meta.Lock(t.Context(), k)
+		if err != nil {
+			t.Errorf("lock %s after the walks: %v", k, err)
+			continue
+		}
+		unlock()
+	}
 }
 
 // A hedged refusal whose first try landed, its answer late, while another

@@ -481,12 +481,24 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 // and the key is not expired any more. Without the retry, a leader change
 // overtaking the delete stopped the reap, and a delete that had landed
 // was never reported.
+//
+// Each try is hedged (b.hedge), as a commit is: sent to a member that
+// answers nothing, it cost the whole timeout and stopped the walk. A
+// delete sent again is safe because it is guarded by rev, the record's
+// mod revision: once one try removed the record no other can (etcd never
+// gives a revision twice, and a record written anew has a newer one), so
+// at most one lands, whichever member each reached. A second try makes
+// the delete unsure before it is sent, as a lost answer does, so that
+// the conflict of a try that found the record gone is the other landed.
 func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (bool, error) {
 	c, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	unsure := false
 	for try := 0; ; try++ {
-		_, err := b.meta.Delete(ctx, key, rev)
+		err := b.hedge(ctx, func(c context.Context) error {
+			_, err := b.meta.Delete(c, key, rev)
+			return err
+		}, func() { unsure = true })
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:

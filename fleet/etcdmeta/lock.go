@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -17,7 +18,10 @@ import (
 // other (reap and repair of one key against promotions; a promotion itself
 // needs no lock, its write is guarded). It waits at most LockWait for
 // another holder (ErrLocked), and at most the request timeout for etcd
-// (ErrUnavailable).
+// (ErrUnavailable). With several endpoints, the lease's grant, the
+// mutex's first request and the release are hedged as reads are (Hedge):
+// one silent member does not cost a lock the whole timeout. A lock sent
+// again holds one waiter's key at most, named by the one lease kept.
 //
 // The lock ends when unlock is called, or when its lease does: a holder
 // that dies or loses etcd for LockTTL loses the lock, and lost is then
@@ -35,7 +39,7 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 	// The lease is granted here rather than by NewSession so that the
 	// grant is bounded by the request timeout; the session's own context
 	// lives as long as the lock.
-	lease, err := s.cli.Grant(c, s.cfg.lockTTLSeconds())
+	lease, err := s.grant(c)
 	if err != nil {
 		return nil, nil, s.cfg.opErr(ctx, "lock", key, err)
 	}
@@ -55,11 +59,66 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 		s.revoke(lease.ID)
 		release()
 	}
-	if err := s.acquire(ctx, key, concurrency.NewMutex(sess, s.lockDir(key))); err != nil {
+	if err := s.acquire(ctx, key, sess); err != nil {
 		unlock()
 		return nil, nil, err
 	}
 	return unlock, sess.Done(), nil
+}
+
+// errGrantedTwice is a hedged grant's answer after another try's was
+// taken: not the grant's answer (see grant).
+var errGrantedTwice = errors.New("lease granted by another try")
+
+// grant grants the lock's lease, hedged (see Hedge): a member that
+// answers nothing would otherwise cost the lock, and a reap or repair the
+// rest of its walk, the whole timeout. A grant sent again may be granted
+// twice: the lease of every try but the first answered is revoked at
+// once. It holds no key yet, so no lock, and would end with its TTL.
+func (s *Store) grant(c context.Context) (*clientv3.LeaseGrantResponse, error) {
+	var taken atomic.Bool
+	return Hedge(s, c, func(c context.Context) (*clientv3.LeaseGrantResponse, error) {
+		lease, err := s.cli.Grant(c, s.cfg.lockTTLSeconds())
+		if err == nil && !taken.CompareAndSwap(false, true) {
+			s.revoke(lease.ID)
+			return nil, errGrantedTwice
+		}
+		return lease, err
+	}, func(err error) bool { return c.Err() == nil && !errors.Is(err, errGrantedTwice) }, nil)
+}
+
+// tryLock is the mutex's first request (concurrency.Mutex's own, which
+// Mutex.Lock sends again as its first): put the waiter's key, named by
+// the session's lease, if it is not there, and read the oldest waiter,
+// the holder. It is hedged: every try is that one request, and a key
+// named by the lease can be put once only (the compare), so however many
+// tries land the session holds one waiter's key, which the lease's revoke
+// removes; a try that lands late, after that revoke, is refused for its
+// lease. It reports whether the key is the holder's. Unlike
+// Mutex.TryLock, it does not delete the key when another holds the lock:
+// the wait that follows (Mutex.Lock) finds it and waits with it, and no
+// delete sent by a try is left to land under that wait.
+func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Session) (bool, error) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	// As concurrency.Mutex names it, so that the wait finds it.
+	dir := s.lockDir(key) + "/"
+	mine := fmt.Sprintf("%s%x", dir, sess.Lease())
+	holder := clientv3.OpGet(dir, clientv3.WithFirstCreate()...)
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(mine), "=", 0)).
+			Then(clientv3.OpPut(mine, "", clientv3.WithLease(sess.Lease())), holder).
+			Else(clientv3.OpGet(mine), holder).Commit()
+	})
+	if err != nil {
+		return false, err
+	}
+	rev := resp.Header.Revision
+	if !resp.Succeeded {
+		rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	return len(kvs) == 0 || kvs[0].CreateRevision == rev, nil
 }
 
 // acquire takes the mutex: first a try bounded by the request timeout,
@@ -71,18 +130,17 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-cha
 // deadline of its own; it runs apart, so that etcd going away mid-wait
 // cannot hang the caller (the revoke in Lock's cleanup removes the
 // waiter's key in any case, and Close ends the request).
-func (s *Store) acquire(ctx context.Context, key string, m *concurrency.Mutex) error {
-	try, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	err := m.TryLock(try)
-	cancel()
+func (s *Store) acquire(ctx context.Context, key string, sess *concurrency.Session) error {
+	held, err := s.tryLock(ctx, key, sess)
 	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, concurrency.ErrLocked):
+	case err != nil:
 		// Unanswered: the waiter's key, if its put landed, goes with the
 		// lease Lock revokes.
 		return s.cfg.opErr(ctx, "lock", key, err)
+	case held:
+		return nil
 	}
+	m := concurrency.NewMutex(sess, s.lockDir(key))
 	c, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
 	defer cancel()
 	done := make(chan error, 1)
@@ -136,8 +194,12 @@ func (s *Store) leaseless(ctx context.Context, key string) string {
 	return ""
 }
 
+// revoke ends lease id, hedged (see Hedge): sent to a member that answers
+// nothing, every lock's release cost the whole timeout. A revoke sent
+// again is answered "lease not found" once another landed.
 func (s *Store) revoke(id clientv3.LeaseID) {
 	c, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	s.cli.Revoke(c, id) // a revoke that fails leaves the lease to expire
+	// A revoke that fails leaves the lease to expire.
+	hedged(s, c, func(c context.Context) (*clientv3.LeaseRevokeResponse, error) { return s.cli.Revoke(c, id) })
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,6 +38,10 @@ type Proxy struct {
 	delay      time.Duration
 	changed    chan struct{} // closed and replaced at every change
 	links      map[*link]bool
+
+	// read counts the bytes read from the openers ([1]: requests, held
+	// or forwarded) and from the target ([0]: answers).
+	read [2]atomic.Int64
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -88,6 +93,15 @@ func newProxy(addr, target string, classify func([]byte) int) (*Proxy, error) {
 
 // URL is the proxy's address as an endpoint: "http://127.0.0.1:port".
 func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// Requests is how many bytes the proxy has read from the connections'
+// openers, forwarded or held: a test cutting the link learns from it
+// that something was sent into the cut.
+func (p *Proxy) Requests() int64 { return p.read[1].Load() }
+
+// Answers is how many bytes the proxy has read from its target: a
+// client's connection through it is set up once some came back.
+func (p *Proxy) Answers() int64 { return p.read[0].Load() }
 
 // Blackhole cuts the link: connections are still accepted, and no byte
 // is forwarded either way until Heal or HealStale.
@@ -196,6 +210,7 @@ func (p *Proxy) pump(l *link, dst, src net.Conn, tx bool) {
 	n := 0
 	if tx {
 		n = p.head(l, src, buf)
+		p.count(tx, n)
 	} else {
 		select {
 		case <-l.known:
@@ -213,10 +228,20 @@ func (p *Proxy) pump(l *link, dst, src net.Conn, tx bool) {
 			}
 		}
 		var err error
-		if n, err = src.Read(buf); err != nil && n == 0 {
+		n, err = src.Read(buf)
+		p.count(tx, n)
+		if err != nil && n == 0 {
 			return
 		}
 	}
+}
+
+func (p *Proxy) count(tx bool, n int) {
+	i := 0
+	if tx {
+		i = 1
+	}
+	p.read[i].Add(int64(n))
 }
 
 // head reads the opener's first bytes into buf and, for a peer's proxy,
