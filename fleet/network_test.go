@@ -212,7 +212,7 @@ func TestCommandsOnABlackholedLinkEndWithinTheTimeout(t *testing.T) {
 // timeout. etcd's client sends each request to the next member in turn,
 // and every third resolve waited out the whole timeout on the silent one
 // and was store-unavailable, a cold start, for as long as gRPC kept the
-// connection (its keepalive notices after 13 s).
+// connection (its keepalive notices after 10 s and the ping's wait).
 func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
@@ -505,11 +505,13 @@ func recovery(t *testing.T, b *Backend, key string, limit time.Duration) time.Du
 // connection hangs rather than fails) resolves again once the link is
 // back: at once when the link delivers what it held, and, when the
 // connections made before stay silent (a firewall that forgot them),
-// once gRPC's keepalive has dropped them (10 s without a byte, then 3 s
-// for the ping's answer) and a new one is made; the reconnect backoff
-// that 3548ed1 resets adds nothing. A cut of 1 s healed whole runs by
-// default; SESSDB_FLEET_NET_LONG=1 (.ci/long) adds the silent
-// connections (each waits out the keepalive, 13 s) and cuts of 20 s,
+// once gRPC's keepalive has dropped them (10 s without a byte, then the
+// request timeout, at most 3 s, for the ping's answer; its bound is
+// etcdmeta's TestASilentConnectionIsClosedWithinTheKeepalive) and a new
+// one is made; the reconnect backoff that 3548ed1 resets adds nothing. A
+// cut of 1 s healed whole runs by default; SESSDB_FLEET_NET_LONG=1
+// (.ci/long) adds the silent connections (each waits out the keepalive,
+// about 10.5 s) and cuts of 20 s,
 // past the keepalive and gRPC's 20 s connect timeout, for one member and
 // for three.
 func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {

@@ -78,3 +78,49 @@ func TestLockLosingEtcdAfterItsGrantIsUnavailable(t *testing.T) {
 	}
 	unlock()
 }
+
+// A long-running Store whose connection was left silent after an outage
+// (a firewall or NAT that forgot it: etcdtest's HealStale) answers again
+// once gRPC's keepalive closed that connection: keepAliveTime after its
+// last read, and keepAliveTimeout for the ping's answer, which follows
+// the request timeout. Before, that wait was 3 s whatever the timeout:
+// with a timeout of 300 ms, 12.7 s of "etcd unavailable" after a cut of
+// 300 ms. The bound: from the last answer before the cut, keepAliveTime,
+// the request timeout for the ping's answer (keepAliveTimeout's promise:
+// at most it), the request timeout again for the request in flight when
+// the connection is closed, and 1.5 s for a loaded machine.
+func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
+	c := etcdtest.Start1(t)
+	p := etcdtest.NewProxy(t, c.Endpoint(0))
+	const timeout = 300 * time.Millisecond
+	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, timeout })
+	key := newKey()
+	rev := mustPut(t, s, key, 0, 1)
+	if _, err := s.GetRecord(ctx(t), key); err != nil {
+		t.Fatal(err)
+	}
+	last := time.Now() // the connection's last read is before this
+	p.Blackhole()
+	// Requests go on through the cut, as a busy host's do.
+	if _, err := s.GetRecord(ctx(t), key); err == nil {
+		t.Fatal("GetRecord through a blackholed link succeeded")
+	}
+	p.HealStale()
+	bound := keepAliveTime + 2*timeout + 1500*time.Millisecond
+	for {
+		st, err := s.GetRecord(ctx(t), key)
+		if err == nil && st.Rev == rev {
+			break
+		}
+		if time.Since(last) > 3*bound {
+			t.Fatalf("still %v %v after the last answer", err, time.Since(last))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(last)
+	t.Logf("answered again %v after the last answer before the cut (bound %v)", took.Round(time.Millisecond), bound)
+	if took > bound {
+		t.Errorf("a silent connection cost %v of etcd unavailable; want at most %v (keepalive %v, then the ping's answer and a request, %v each, and 1.5 s)",
+			took.Round(time.Millisecond), bound, keepAliveTime, timeout)
+	}
+}

@@ -102,9 +102,9 @@ func Open(cfg Config) (*Store, error) {
 		Endpoints:   s.Endpoints,
 		DialTimeout: s.DialTimeout,
 		// A dead connection is noticed within seconds instead of at the
-		// next request's timeout.
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: 3 * time.Second,
+		// next request's timeout (see keepAliveTimeout).
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: s.keepAliveTimeout(),
 		TLS:                  s.tls,
 		Username:             s.Username,
 		Password:             s.Password,
@@ -117,6 +117,31 @@ func Open(cfg Config) (*Store, error) {
 		return nil, s.opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
 	}
 	return &Store{cli: cli, cfg: s}, nil
+}
+
+// keepAliveTime is how long a connection that has read nothing goes
+// before gRPC pings it: the least gRPC takes (it raises anything lower).
+// A connection left silent (a firewall or NAT that forgot it during an
+// outage; a member that takes connections and answers nothing) is closed
+// once a ping has no answer within keepAliveTimeout, and the next request
+// makes a new one. A busy host's silent connection is pinged keepAliveTime
+// after its last read; an idle host's (no request in flight: gRPC sends
+// no ping then) at its first request, at once. PermitWithoutStream, which
+// would ping idle connections too, is left off: etcd's server allows it
+// to no client (embed's enforcement policy), and closes the connection
+// of one that pings so ("too many pings").
+const keepAliveTime = 10 * time.Second
+
+// keepAliveTimeout is how long a ping waits for its answer: the request
+// timeout, at most 3 s. A ping is answered by the member's transport, not
+// by etcd, so it waits no queue a request does: a connection that cannot
+// answer one within the time a request is given has nothing to give a
+// request either, and every request sent over it until it is closed
+// fails. 3 s was the fixed wait before, whatever the request timeout:
+// with the default 5 s timeout it still is, with a shorter one the silent
+// connection is closed that much sooner (TestASilentConnectionIsClosedWithinTheKeepalive).
+func (s settings) keepAliveTimeout() time.Duration {
+	return min(s.RequestTimeout, 3*time.Second)
 }
 
 // forgetRefusedToken runs inside the client's own retries. When a member
