@@ -231,3 +231,65 @@ func BenchmarkPutOnABusyKey(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHedge is what hedging costs on a healthy cluster, where no try
+// is ever sent again: a read (GetRecord) and a guarded commit (Put, under
+// Hedge as fleet's commit is), each hedged and not (hedgeOff, the test's
+// knob), side by side, against three members given one endpoint (Hedge
+// then sends once, by construction) and all three.
+func BenchmarkHedge(b *testing.B) {
+	c := etcdtest.Start3(b)
+	conflict := func(err error) bool {
+		var ce *ConflictError
+		return errors.As(err, &ce)
+	}
+	for _, eps := range []int{1, 3} {
+		for _, op := range []string{"read", "commit"} {
+			for _, hedge := range []bool{false, true} {
+				b.Run(fmt.Sprintf("endpoints=%d/%s/hedge=%v", eps, op, hedge), func(b *testing.B) {
+					s := open(b, c, func(cfg *Config) { cfg.Endpoints = c.Endpoints()[:eps] })
+					s.hedgeOff = !hedge
+					key := newKey()
+					rev := mustPut(b, s, key, 0, 1)
+					rec, h := record(key, 2), entry(2, randHex(16))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						var err error
+						if op == "read" {
+							_, err = s.GetRecord(context.Background(), key)
+						} else {
+							base := rev
+							rev, err = Hedge(s, context.Background(), func(c context.Context) (Rev, error) {
+								return s.Put(c, key, base, rec, h)
+							}, conflict, nil)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkHedgeAlone is Hedge's own work around a try that answers at
+// once (no request): its goroutine, channel, ticker and context, against
+// the try called directly (hedge=false), with three endpoints given.
+func BenchmarkHedgeAlone(b *testing.B) {
+	c := etcdtest.Start3(b)
+	for _, hedge := range []bool{false, true} {
+		b.Run(fmt.Sprintf("hedge=%v", hedge), func(b *testing.B) {
+			s := open(b, c)
+			s.hedgeOff = !hedge
+			ends := func(error) bool { return true }
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := Hedge(s, context.Background(), func(context.Context) (int, error) { return 1, nil }, ends, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
