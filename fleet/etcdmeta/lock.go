@@ -73,8 +73,10 @@ var errGrantedTwice = errors.New("lease granted by another try")
 // grant grants the lock's lease, hedged (see Hedge): a member that
 // answers nothing would otherwise cost the lock, and a reap or repair the
 // rest of its walk, the whole timeout. A grant sent again may be granted
-// twice: the lease of every try but the first answered is revoked at
-// once. It holds no key yet, so no lock, and would end with its TTL.
+// twice: a try answered after another was taken revokes its lease at
+// once. One whose answer never comes (cancelled once another answered,
+// or lost) cannot be revoked, unknown; like every such lease it holds no
+// key, so no lock, and ends with its TTL.
 func (s *Store) grant(c context.Context) (*clientv3.LeaseGrantResponse, error) {
 	var taken atomic.Bool
 	return Hedge(s, c, func(c context.Context) (*clientv3.LeaseGrantResponse, error) {
