@@ -38,7 +38,15 @@ type mKey struct {
 	// describes (DamageTranscriptChanged: a byte changed, its size kept);
 	// nil when it is.
 	disk []byte
+	// life counts the times the key was made anew (reaped, quarantined,
+	// accepted, its record made again by a move: docs/job.md), which a
+	// base with a revision tells apart whatever the bytes.
+	life uint64
 }
+
+// remove is the key reaped or quarantined: no key, in a life after the
+// one it had.
+func (k *mKey) remove() { *k = mKey{life: k.life + 1} }
 
 func (k *mKey) clone() *mKey {
 	c := *k
@@ -56,6 +64,12 @@ type mBase struct {
 	// elsewhere: the base is another key's record's, at a revision
 	// (a fleet's, docs/job.md), which no other record has.
 	elsewhere bool
+	// rev: the base names its record's revision too (a fleet's), which
+	// etcd never gives twice (docs/job.md): a key made anew since, in
+	// another life than the base's, does not hold it, even with the very
+	// generation, size and CRC32C.
+	rev  bool
+	life uint64
 }
 
 func (k *mKey) base() mBase {
@@ -78,7 +92,7 @@ func (k *mKey) holds(b mBase) bool {
 	case b.file != 0:
 		return k.gen != 0 && k.file == b.file
 	case b.gen != 0:
-		return k.base() == b
+		return k.base() == mBase{gen: b.gen, size: b.size, crc: b.crc} && (!b.rev || k.life == b.life)
 	}
 	return k.gen == 0
 }

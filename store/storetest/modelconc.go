@@ -381,6 +381,7 @@ func (r *run) settle(op mOp) error {
 		} else {
 			gen := m.lastGen() + 1
 			m.gen, m.data, m.disk = gen, m.disk, nil
+			m.life++ // a key made anew (docs/job.md); a root's bases name no life
 			// The entry has the transcript's size and the chain kept; its checksum, which
 			// only a promotion's entry needs (for a retry to be told by),
 			// no doc names: the record holds it.
@@ -388,7 +389,7 @@ func (r *run) settle(op mOp) error {
 				Bytes: int64(len(m.data)), Chain: m.chain})
 		}
 	} else {
-		*m = mKey{}
+		m.remove()
 	}
 	var saw bool
 	for _, f := range found {

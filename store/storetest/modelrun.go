@@ -60,7 +60,8 @@ type Mover interface {
 // SESSDB_MODEL_SEEDS (how many seeds, from SESSDB_MODEL_FIRST_SEED, 1 by
 // default) and SESSDB_MODEL_STEPS (operations per sequence) run more, as
 // .ci/long does. A mismatch prints the seed and the shortest sequence
-// found that fails the same way.
+// found that fails the same way. The fixed sequences (modelfixed.go) run
+// first, every time.
 func RunModel(t *testing.T, h Harness) {
 	seeds, steps, first := uint64(3), uint64(40), uint64(1)
 	defaults := true
@@ -74,6 +75,7 @@ func RunModel(t *testing.T, h Harness) {
 			*p = n
 		}
 	}
+	runScenarios(t, h)
 	began, ran := time.Now(), 0
 	seen := map[string]int{}
 	for seed := first; seed < first+seeds; seed++ {
@@ -453,6 +455,9 @@ func (r *run) step(op mOp) error {
 		if err := mv.Move(r.opts(gates.Bounds{})); err != nil {
 			return fmt.Errorf("move: %v", err)
 		}
+		for _, m := range r.keys {
+			m.life++ // every record made again on the other side, anew
+		}
 		r.logf("moved to %s", mv.Side())
 	}
 	return nil
@@ -509,6 +514,10 @@ func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string
 	if locked {
 		tk.resume, tk.reason, tk.base = false, unread, mBase{}
 		reason = unread
+	}
+	if sess.Base.Rev != 0 && tk.base.gen != 0 {
+		// A fleet's base: its record's revision, the key's life.
+		tk.base.rev, tk.base.life = true, m.life
 	}
 	if tk.resume {
 		tk.given = bytes.Clone(m.data)
@@ -996,7 +1005,7 @@ func reapModel(keys map[string]*mKey, now time.Time, removed []string) error {
 	for _, key := range modelKeys {
 		if m := keys[key]; m.gen != 0 && now.Sub(m.promotedAt) > ttl {
 			want = append(want, key)
-			*m = mKey{}
+			m.remove()
 		}
 	}
 	// An empty key dir (a refused first promotion's, docs/operations.md)
