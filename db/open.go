@@ -37,6 +37,11 @@ func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
 }
 
 func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
+	if write {
+		if err := faults.At(faults.DBOpenWriter); err != nil {
+			return nil, pathErr("open", name, err)
+		}
+	}
 	// One deadline for both locks: Options promises that LockTimeout bounds
 	// the whole wait, and a caller's own deadline cannot be met otherwise.
 	deadline := time.Now().Add(opts.timeout())

@@ -13,6 +13,7 @@ import (
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/storetest"
@@ -198,6 +199,16 @@ func (m *movingInstance) Check(opts store.Options, repair bool) ([]store.Finding
 func (in *fleetInstance) Lock(key string) (func(), bool, error) {
 	unlock, _, err := in.b.meta.Lock(context.Background(), key)
 	return unlock, false, err
+}
+
+// Line lines up the root's promotions as the key-dir store's harness
+// does; a fleet's promotions commit on etcd's compare, with nothing to
+// line up at.
+func (m *movingInstance) Line(n int) (left, done func()) {
+	if m.fleet != nil {
+		return func() {}, func() {}
+	}
+	return storetest.LineAt(faults.DBOpenWriter, n)
 }
 
 func (m *movingInstance) Lock(key string) (func(), bool, error) {

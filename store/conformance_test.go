@@ -155,6 +155,11 @@ func (k *keyDirsInstance) Interrupt(p storetest.Point) {
 	k.t.Cleanup(func() { faults.Set(nil) })
 }
 
+// Line lines up the next n promotions where they open meta.db to write.
+func (k *keyDirsInstance) Line(n int) (left, done func()) {
+	return storetest.LineAt(faults.DBOpenWriter, n)
+}
+
 // Plant writes key in the legacy layout: the transcript and a file per
 // sidecar, as the legacy worker left them.
 func (k *keyDirsInstance) Plant(key string, transcript []byte, s storetest.Stamps) error {

@@ -105,7 +105,9 @@ const (
 
 // The steps of a meta.db open (package db's OpenReader and OpenWriter, so
 // every protocol's) at which the key dir or its meta.db can be swapped
-// under it (§6.1 of docs/RELIABILITY.md): the key dir's descriptor
+// under it (§6.1 of docs/RELIABILITY.md), and where a writer's open
+// begins, nothing held (db-open/writer: RunModel's races line writers up
+// there, storetest.LineAt): the key dir's descriptor
 // fstat'ed and its in-process lock had, meta.db neither looked at nor
 // made; meta.db opened and judged a regular file, its flock (the key dir's
 // turnstile first) not yet taken. A fault here fails the open as an I/O
@@ -116,6 +118,7 @@ const (
 // has more than one name: its copy is written and fsynced, not yet renamed
 // over meta.db; renamed over it, the directory not yet fsynced.
 const (
+	DBOpenWriter          Point = "db-open/writer"                 // a writer's open begun: nothing held, its lock wait not begun
 	DBOpenBeforeMeta      Point = "db-open/before-meta"            // the key dir held, meta.db not looked at
 	DBOpenBeforeLock      Point = "db-open/before-flock"           // meta.db opened, not locked
 	DBOwnFileBeforeRename Point = "db-open/own-file-before-rename" // a hard-linked meta.db's copy made, not in place

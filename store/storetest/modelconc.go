@@ -128,7 +128,7 @@ func (r *run) concurrent(op mOp) error {
 			return err
 		}
 	}
-	mt, maint := r.inst.(Maintainer)
+	_, maint := r.inst.(Maintainer)
 	withReap := maint && rng.IntN(3) == 0
 	if withReap && rng.IntN(2) == 0 {
 		r.now = r.now.Add(ttl + time.Hour)
@@ -160,6 +160,19 @@ func (r *run) concurrent(op mOp) error {
 	if maint && rng.IntN(3) == 0 {
 		group = append(group, &conc{what: "check", repair: rng.IntN(2) == 0})
 	}
+	return r.runGroup(key, group, false)
+}
+
+// runGroup runs group's operations on key at once, and finds an order of
+// them that gives every result they gave and the records the instance
+// holds after them; the model is then the model after that order. lined:
+// the group is promotes only, lined up where the instance is a Starter.
+func (r *run) runGroup(key string, group []*conc, lined bool) error {
+	mt, _ := r.inst.(Maintainer)
+	left, done := func() {}, func() {}
+	if st, ok := r.inst.(Starter); ok && lined {
+		left, done = st.Line(len(group))
+	}
 	for _, c := range group {
 		switch c.what {
 		case "promote":
@@ -178,6 +191,7 @@ func (r *run) concurrent(op mOp) error {
 	for _, c := range group {
 		wg.Go(func() {
 			<-start
+			defer left()
 			switch c.what {
 			case "promote":
 				c.res, c.err = r.inst.Open(r.opts(gates.Bounds{MaxBytes: c.maxBytes})).Promote(c.tk.sess, c.req)
@@ -192,6 +206,7 @@ func (r *run) concurrent(op mOp) error {
 	}
 	close(start)
 	wg.Wait()
+	done()
 
 	var ordered []*conc // those whose outcome depends on the order
 	for _, c := range group {

@@ -3,8 +3,11 @@ package storetest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"sessdb/internal/faults"
 )
 
 // RunModel's fixed sequences: what the random ones reach only by chance,
@@ -37,6 +40,20 @@ var scenarios = []scenario{
 			{kind: opReap},
 			fixedRetry(), // generation 1 again, the same bytes
 			fixedPromote(),
+		},
+	},
+	{
+		// Jobs on one base whose runs each would promote, at once, again
+		// and again: one promotes, the others are superseded (docs/job.md),
+		// which a backend judging a promotion on what it read before it
+		// held the key for writing breaks as soon as two of them read it
+		// before either commits.
+		"jobs on one base promoting at once",
+		[]mOp{
+			fixedResolve(1), fixedPromote(),
+			{kind: opRace, a: 1, b: 0}, {kind: opRace, a: 1, b: 1}, {kind: opRace, a: 1, b: 1},
+			fixedMove(), // the moving harness: onto a fleet
+			{kind: opRace, a: 1, b: 0}, {kind: opRace, a: 1, b: 1},
 		},
 	},
 }
@@ -76,4 +93,73 @@ func runScenarios(t *testing.T, h Harness) {
 		}
 		t.Logf("fixed sequence %q: %d operations, in %v", sc.name, len(sc.ops), time.Since(began).Round(time.Millisecond))
 	}
+}
+
+// race resolves two plain jobs on a key (three with op.b odd), stages an
+// answered run for each, and promotes them at once.
+func (r *run) race(op mOp) error {
+	ki := op.a % len(modelKeys)
+	key := modelKeys[ki]
+	n := 2 + op.b%2
+	r.logf("race: %d jobs on %s", n, key[:6])
+	first := len(r.tickets)
+	for range n {
+		if err := r.resolve(fixedResolve(ki)); err != nil {
+			return err
+		}
+	}
+	var group []*conc
+	for i := first; i < len(r.tickets); i++ {
+		tk := r.tickets[i]
+		c := &conc{what: "promote", i: i, tk: tk}
+		var err error
+		if c.staged, c.variant, err = r.stageFor(tk, 0, 1000+i); err != nil {
+			return fmt.Errorf("stage: %v", err)
+		}
+		c.req, c.reading, c.maxBytes = promoteRequest(fixedPromote(), tk, c.staged, c.variant)
+		group = append(group, c)
+	}
+	return r.runGroup(key, group, true)
+}
+
+// A Starter lines up promotions that run at once, for RunModel's races:
+// Line(n) holds each of the instance's next n promotions where it sets out
+// to take the key for writing, holding nothing of it yet, until all n are
+// there or one of them has returned (left, which the race calls as each
+// returns, so that none waits for one that will never come). Whatever the
+// scheduler does, none of them then holds the key before every other has
+// read whatever it reads of the key unheld: a backend that judges a
+// promotion on such a read shows it (two promotions on one base). done
+// ends the line.
+type Starter interface {
+	Line(n int) (left, done func())
+}
+
+// LineAt is a Starter's Line for a backend whose promotions pass fault
+// point p where they set out to take the key for writing (the key-dir
+// store: faults.DBOpenWriter): the first n to pass it wait there for each
+// other. It arms the package's fault hook until done.
+func LineAt(p faults.Point, n int) (left, done func()) {
+	var mu sync.Mutex
+	arrived := 0
+	line := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(line) }) }
+	faults.Set(func(q faults.Point) error {
+		if q != p {
+			return nil
+		}
+		mu.Lock()
+		arrived++
+		held := arrived <= n
+		if arrived == n {
+			open()
+		}
+		mu.Unlock()
+		if held {
+			<-line
+		}
+		return nil
+	})
+	return open, func() { open(); faults.Set(nil) }
 }

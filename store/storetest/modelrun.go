@@ -160,6 +160,8 @@ const (
 	opLocked
 	opSettle
 	opUnavailable
+	// Only in the fixed sequences (modelfixed.go):
+	opRace
 )
 
 // mOp is one operation; its numbers are interpreted against the state
@@ -446,6 +448,8 @@ func (r *run) step(op mOp) error {
 		return r.settle(op)
 	case opUnavailable:
 		return r.unavailable(op)
+	case opRace:
+		return r.race(op)
 	case opMove:
 		mv, ok := r.inst.(Mover)
 		if !ok {

@@ -24,7 +24,10 @@
 // and the model accepts exactly the outcomes of some order of them; a
 // Locker's instance gets jobs beside a key's lock another holder has, a
 // Settler's an operator's check --accept and --quarantine, a Cutter's
-// jobs while its metadata does not answer (modelconc.go).
+// jobs while its metadata does not answer (modelconc.go). Fixed sequences
+// run first, every time (modelfixed.go): what the random ones reach only
+// by chance, among them jobs on one base promoting at once, a Starter's
+// lined up so that none holds the key before the others have set out.
 //
 // Caveat: the suite checks what a store does, not how fast, nor what a
 // crash between a backend's own steps leaves (each backend's crash and
