@@ -223,10 +223,20 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// expired what reap never removed.
 	if hadDB {
 		d, sc, err := db.OpenSidecars(kd, s.dbOptions(), false)
-		if err != nil {
+		switch {
+		case fsat.IsNotExist(err) && stillAtKey("reap", s.root, kd, key) == nil:
+			// Gone while the look waited for its lock, the dir still the
+			// key's: the lock file a promotion made for a legacy key and
+			// removed again (a refusal's, removeLockOnly), or a killed
+			// one's that a repair removed. The key is as with no meta.db:
+			// its transcript's mtime is its clock. (A dir no longer at
+			// the key, moved aside by another reap, is gone: skipped.)
+			err = nil
+		case err != nil:
 			return false, err
+		default:
+			d.Close()
 		}
-		d.Close()
 		last, err := lastPromotion(kd, sc)
 		if err != nil || !expired(last, now, ttl) {
 			return false, err

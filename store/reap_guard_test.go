@@ -325,3 +325,41 @@ func TestReapKeepsAPromotionThatLandsBeforeItsLock(t *testing.T) {
 	sess, _ = mustResolve(t, s, testKey, localJob())
 	want(t, sess, true, gates.Resumed)
 }
+
+// An expired legacy key whose meta.db was a promotion's lock file, there
+// at the reap's first look and removed before its read (a refused
+// promotion removes the one it made, under the lock that read waits for),
+// is reaped by its transcript's mtime, as with no meta.db at all: it was
+// skipped, "open …/meta.db: no such file or directory", not counted as a
+// failure, the expired key kept.
+func TestReapRemovesAnExpiredLegacyKeyWhoseLockFileWent(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	old := clock.now.Add(-30 * 24 * time.Hour)
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(old, "legacy turn"))})
+	p := filepath.Join(root, testKey, TranscriptName)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	kd := openDirT(t, filepath.Join(root, testKey))
+	w, err := db.OpenWriter(kd, db.FileName, db.Options{}) // the promotion's lock file
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	gone := false
+	faults.Set(func(q faults.Point) error {
+		if q == faults.DBOpenBeforeMeta && !gone {
+			gone = true
+			return os.Remove(filepath.Join(root, testKey, db.FileName))
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Reap(false)
+	if err != nil || !gone || !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
+		t.Fatalf("reap of an expired legacy key whose lock file went under its look: removed %v, skipped %v, %v (lock file removed: %v); want it removed", res.Removed, res.Skipped, err, gone)
+	}
+	if _, err := os.Lstat(filepath.Join(root, testKey)); !os.IsNotExist(err) {
+		t.Fatalf("the key dir after the reap: %v", err)
+	}
+}
