@@ -97,6 +97,7 @@ type conc struct {
 	reading  *int64
 	maxBytes int64
 	res      store.PromoteResult
+	lockWait time.Duration // the promote's lock wait; 0: the default
 	// resolve
 	job    store.Job
 	bounds gates.Bounds
@@ -194,7 +195,9 @@ func (r *run) runGroup(key string, group []*conc, lined bool) error {
 			defer left()
 			switch c.what {
 			case "promote":
-				c.res, c.err = r.inst.Open(r.opts(gates.Bounds{MaxBytes: c.maxBytes})).Promote(c.tk.sess, c.req)
+				o := r.opts(gates.Bounds{MaxBytes: c.maxBytes})
+				o.LockTimeout = c.lockWait
+				c.res, c.err = r.inst.Open(o).Promote(c.tk.sess, c.req)
 			case "resolve":
 				c.sess, c.err = r.inst.Open(r.opts(c.bounds)).Resolve(key, c.job, c.jobDir)
 			case "reap":

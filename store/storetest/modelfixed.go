@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/gates"
 	"sessdb/internal/faults"
 )
 
@@ -111,7 +112,9 @@ func (r *run) race(op mOp) error {
 	var group []*conc
 	for i := first; i < len(r.tickets); i++ {
 		tk := r.tickets[i]
-		c := &conc{what: "promote", i: i, tk: tk}
+		// A lock wait no commit on a loaded machine outlasts: each of
+		// them is told promoted or superseded, never locked.
+		c := &conc{what: "promote", i: i, tk: tk, lockWait: time.Minute}
 		var err error
 		if c.staged, c.variant, err = r.stageFor(tk, 0, 1000+i); err != nil {
 			return fmt.Errorf("stage: %v", err)
@@ -119,7 +122,25 @@ func (r *run) race(op mOp) error {
 		c.req, c.reading, c.maxBytes = promoteRequest(fixedPromote(), tk, c.staged, c.variant)
 		group = append(group, c)
 	}
-	return r.runGroup(key, group, true)
+	if err := r.runGroup(key, group, true); err != nil {
+		return err
+	}
+	// Some order gave it all; and it was a race that one of them won, the
+	// others superseded (docs/job.md), none locked (which changes nothing,
+	// and which the model accepts of a concurrent promote).
+	promoted := 0
+	for _, c := range group {
+		switch {
+		case c.res.Promoted:
+			promoted++
+		case c.res.Reason != gates.Superseded:
+			return fmt.Errorf("race: %s: %s, %v; want promoted or superseded", c.tk.job.ID, c.res.Reason, c.err)
+		}
+	}
+	if promoted != 1 {
+		return fmt.Errorf("race: %d of the %d jobs on one base promoted, want one", promoted, n)
+	}
+	return nil
 }
 
 // A Starter lines up promotions that run at once, for RunModel's races:
