@@ -130,8 +130,8 @@ func atTheLastSequenceNumber(t *testing.T, root, key string) {
 // accept). check without --repair changes nothing.
 func TestARepairRenumbersAHistoryAtTheLastSequenceNumber(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
-	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
-	runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	one, _ := runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	two, _ := runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
 	atTheLastSequenceNumber(t, root, testKey)
 	before, sc := historyOf(t, root, testKey), sidecarsOf(t, root, testKey)
 	if before[len(before)-1].Seq != math.MaxUint64 {
@@ -157,6 +157,13 @@ func TestARepairRenumbersAHistoryAtTheLastSequenceNumber(t *testing.T) {
 	}
 	if !keptOrRenumbered(t, s, root, before, sc) {
 		t.Fatal("the repair left the history at the last sequence number")
+	}
+	// A ticket is found by its entry (FindTicket): each job that promoted
+	// before the renumber still gets its own result again, a repeat.
+	for gen, sess := range []Session{one, two} {
+		if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || !res.Repeat || res.Gen != uint64(gen)+1 {
+			t.Fatalf("the retry of gen %d's promotion after the repair: %+v; want a repeat of it", gen+1, res)
+		}
 	}
 	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three")
 	if res.Gen != 3 {
