@@ -58,7 +58,8 @@
 // it); with several endpoints a read unanswered after a third of it is
 // sent again, to the next member, so one silent member does not cost a
 // read the whole timeout (nor a lock: its lease's grant, its mutex's
-// first request and its release are sent again so too, see Lock); an etcd that does not answer is ErrUnavailable, a refusal of the
+// first request, its wait's reads and its release are sent again so
+// too, see Lock); an etcd that does not answer is ErrUnavailable, a refusal of the
 // credentials (password, permission, TLS) is ErrAuth, and a write larger
 // than etcd takes in one request is ErrTooLarge, never ErrUnavailable: it fails the same way
 // however often it is retried. A write that returns ErrUnavailable may have

@@ -17,11 +17,13 @@ import (
 // under <prefix>/lock/<key>, for the few operations that must exclude each
 // other (reap and repair of one key against promotions; a promotion itself
 // needs no lock, its write is guarded). It waits at most LockWait for
-// another holder (ErrLocked), and at most the request timeout for etcd
+// another holder, then the request timeout for etcd's last answer that
+// another holds it (ErrLocked), and at most the request timeout for etcd
 // (ErrUnavailable). With several endpoints, the lease's grant, the
-// mutex's first request and the release are hedged as reads are (Hedge):
-// one silent member does not cost a lock the whole timeout. A lock sent
-// again holds one waiter's key at most, named by the one lease kept.
+// mutex's first request, the wait's reads and the release are hedged as
+// reads are (Hedge): one silent member does not cost a lock the whole
+// timeout, nor a wait for a holder its LockWait. A lock sent again holds
+// one waiter's key at most, named by the one lease kept.
 //
 // The lock ends when unlock is called, or when its lease does: a holder
 // that dies or loses etcd for LockTTL loses the lock, and lost is then
@@ -89,21 +91,21 @@ func (s *Store) grant(c context.Context) (*clientv3.LeaseGrantResponse, error) {
 	}, func(err error) bool { return c.Err() == nil && !errors.Is(err, errGrantedTwice) }, nil)
 }
 
-// tryLock is the mutex's first request (concurrency.Mutex's own, which
-// Mutex.Lock sends again as its first): put the waiter's key, named by
-// the session's lease, if it is not there, and read the oldest waiter,
-// the holder. It is hedged: every try is that one request, and a key
-// named by the lease can be put once only (the compare), so however many
-// tries land the session holds one waiter's key, which the lease's revoke
-// removes; a try that lands late, after that revoke, is refused for its
-// lease. It reports whether the key is the holder's. Unlike
-// Mutex.TryLock, it does not delete the key when another holds the lock:
-// the wait that follows (Mutex.Lock) finds it and waits with it, and no
+// tryLock is the mutex's first request (concurrency.Mutex's own): put the
+// waiter's key, named by the session's lease, if it is not there, and
+// read the oldest waiter, the holder. It is hedged: every try is that one
+// request, and a key named by the lease can be put once only (the
+// compare), so however many tries land the session holds one waiter's
+// key, which the lease's revoke removes; a try that lands late, after
+// that revoke, is refused for its lease. It returns the key's create
+// revision, its place in the queue, and whether the key is the holder's.
+// Unlike Mutex.TryLock, it does not delete the key when another holds
+// the lock: the wait that follows (see acquire) waits with it, and no
 // delete sent by a try is left to land under that wait.
-func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Session) (bool, error) {
+func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Session) (int64, bool, error) {
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	// As concurrency.Mutex names it, so that the wait finds it.
+	// As concurrency.Mutex names it.
 	dir := s.lockDir(key) + "/"
 	mine := fmt.Sprintf("%s%x", dir, sess.Lease())
 	holder := clientv3.OpGet(dir, clientv3.WithFirstCreate()...)
@@ -113,27 +115,54 @@ func (s *Store) tryLock(ctx context.Context, key string, sess *concurrency.Sessi
 			Else(clientv3.OpGet(mine), holder).Commit()
 	})
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	rev := resp.Header.Revision
 	if !resp.Succeeded {
 		rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
 	kvs := resp.Responses[1].GetResponseRange().Kvs
-	return len(kvs) == 0 || kvs[0].CreateRevision == rev, nil
+	return rev, len(kvs) == 0 || kvs[0].CreateRevision == rev, nil
+}
+
+// lockPoll is how often a lock that waits for another holder reads who
+// holds it.
+const lockPoll = 100 * time.Millisecond
+
+// errWaiterGone is a waiting lock's answer when its waiter's key is gone:
+// its lease ended.
+var errWaiterGone = errors.New("its lease ended while it waited")
+
+// holds reads whether the waiter's key at rev is the oldest in key's lock
+// dir, the holder's, hedged as reads are.
+func (s *Store) holds(ctx context.Context, key string, rev int64) (bool, error) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.lockDir(key)+"/", clientv3.WithFirstCreate()...)
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision > rev:
+		return false, errWaiterGone
+	}
+	return resp.Kvs[0].CreateRevision == rev, nil
 }
 
 // acquire takes the mutex: first a try bounded by the request timeout,
 // which is all an uncontended lock costs; then, if another holds it, a
-// wait of at most LockWait. Without the try, the mutex's first request
-// had no bound but LockWait: a link that went silent after the lease's
-// grant held the caller for the whole wait, and then read as "locked".
-// Mutex.Lock cleans up after a failed wait with a request that has no
-// deadline of its own; it runs apart, so that etcd going away mid-wait
-// cannot hang the caller (the revoke in Lock's cleanup removes the
-// waiter's key in any case, and Close ends the request).
+// wait of at most LockWait, reading every lockPoll who holds it, and a
+// last read, its answer the verdict: held, or ErrLocked. Each request is
+// hedged (see Hedge), so one silent member costs the wait no more than a
+// read. concurrency.Mutex.Lock waited instead with requests sent once (a
+// Txn, a watch, a read, and a delete once the wait ran out): the one sent
+// to a silent member waited out the whole LockWait, and a lock its
+// holder had released was "locked" or etcd unavailable. The waiter's key
+// stays in the dir while it waits, keeping its place in the queue; the
+// revoke of the lease in Lock's cleanup removes it.
 func (s *Store) acquire(ctx context.Context, key string, sess *concurrency.Session) error {
-	held, err := s.tryLock(ctx, key, sess)
+	rev, held, err := s.tryLock(ctx, key, sess)
 	switch {
 	case err != nil:
 		// Unanswered: the waiter's key, if its put landed, goes with the
@@ -142,39 +171,44 @@ func (s *Store) acquire(ctx context.Context, key string, sess *concurrency.Sessi
 	case held:
 		return nil
 	}
-	m := concurrency.NewMutex(sess, s.lockDir(key))
 	c, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Lock(c) }()
-	select {
-	case err = <-done:
-	case <-c.Done():
-		// Mutex.Lock returns soon after its context ends, once its
-		// cleanup request is answered; m is its own until then.
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for c.Err() == nil {
 		select {
-		case err = <-done:
-		case <-time.After(s.cfg.RequestTimeout):
-			return fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, c.Err())
+		case <-c.Done():
+		case <-tick.C:
+			// Within the wait: an unanswered read waits for the next.
+			held, err := s.holds(c, key, rev)
+			switch {
+			case err == nil && held:
+				return nil
+			case errors.Is(err, errWaiterGone):
+				return fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
+			}
 		}
 	}
+	if ctx.Err() != nil {
+		return s.cfg.opErr(ctx, "lock", key, ctx.Err())
+	}
+	// The verdict is an answer: etcd's, read now, that another holds it.
+	held, err = s.holds(ctx, key, rev)
 	switch {
-	case err == nil:
+	case errors.Is(err, errWaiterGone):
+		return fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
+	case err != nil:
+		return s.cfg.opErr(ctx, "lock", key, err)
+	case held:
 		return nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && m.Key() == "\x00":
-		// The mutex's cleanup removed its waiter's key ("\x00" is its
-		// mark of that), so etcd answered: someone else held the lock
-		// for the whole wait. (A key name alone proves nothing: the
-		// mutex names it before its first request is sent.) Unless what
-		// it waited for is a key with no lease, which no holder writes
-		// (another tenant's, or one put by hand): that one never ends,
-		// and "locked" would send the operator back for ever.
-		if junk := s.leaseless(ctx, key); junk != "" {
-			return fmt.Errorf("lock %s: %w: %s holds no lease, so it is no holder's lock and never ends; remove it with etcdctl del", key, ErrDamaged, junk)
-		}
-		return fmt.Errorf("lock %s: %w", key, ErrLocked)
 	}
-	return s.cfg.opErr(ctx, "lock", key, err)
+	// Unless what it waited for is a key with no lease, which no holder
+	// writes (another tenant's, or one put by hand): that one never ends,
+	// and "locked" would send the operator back for ever.
+	if junk := s.leaseless(ctx, key); junk != "" {
+		return fmt.Errorf("lock %s: %w: %s holds no lease, so it is no holder's lock and never ends; remove it with etcdctl del", key, ErrDamaged, junk)
+	}
+	return fmt.Errorf("lock %s: %w", key, ErrLocked)
 }
 
 // leaseless returns a key in key's lock dir that has no lease, or "" for
@@ -184,7 +218,9 @@ func (s *Store) leaseless(ctx context.Context, key string) string {
 	defer cancel()
 	// Not keys only: etcd answers that from its index alone, without
 	// the leases.
-	resp, err := s.cli.Get(c, s.lockDir(key)+"/", clientv3.WithPrefix())
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.lockDir(key)+"/", clientv3.WithPrefix())
+	})
 	if err != nil {
 		return ""
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/faults"
 )
@@ -122,5 +124,78 @@ func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
 	if took > bound {
 		t.Errorf("a silent connection cost %v of etcd unavailable; want at most %v (keepalive %v, then the ping's answer and a request, %v each, and 1.5 s)",
 			took.Round(time.Millisecond), bound, keepAliveTime, timeout)
+	}
+}
+
+// A lock that must wait for another holder, with one member of three
+// silent (it takes connections and answers nothing): the wait's requests
+// were sent once (Mutex.Lock's Txn, its watch, its read), and the one
+// sent to the silent member waited out the whole LockWait, the lock then
+// "etcd unavailable" or "locked" though the holder had released it and
+// two members answered. The wait is hedged as the lock's first request
+// is: each key is taken soon after its holder releases it.
+func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout, wait = time.Second, 5 * time.Second
+	var ps []*etcdtest.Proxy
+	var eps []string
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	waiter := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout, cfg.LockWait = eps, timeout, wait })
+	// The holder talks to the members that answer, without the proxies.
+	holder := open(t, c, func(cfg *Config) { cfg.Endpoints = c.Endpoints()[1:] })
+	// Every connection up (an answer came back through each proxy), so
+	// that the balancer sends requests to the member before it is cut.
+	for _, p := range ps {
+		for p.Answers() == 0 {
+			if _, err := waiter.GetRecord(ctx(t), newKey()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ps[0].Blackhole()
+	sent := ps[0].Requests()
+	const keys = 3
+	for range keys {
+		key := newKey()
+		unlock, _, err := holder.Lock(ctx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := make(chan error, 1)
+		go func() {
+			unlockW, _, err := waiter.Lock(ctx(t), key)
+			if err == nil {
+				unlockW()
+			}
+			took <- err
+		}()
+		// Released once the waiter's key is in the lock's dir.
+		for {
+			resp, err := c.Client(t).Get(ctx(t), holder.lockDir(key)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Count == 2 {
+				break
+			}
+			select {
+			case err := <-took:
+				t.Fatalf("lock held by another = %v before its waiter's key was put", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		released := time.Now()
+		unlock()
+		err = <-took
+		t.Logf("lock released %v before: %v", time.Since(released).Round(time.Millisecond), err)
+		if err != nil {
+			t.Errorf("a lock released by its holder, one member of three silent: %v; want it taken", err)
+		}
+	}
+	if ps[0].Requests() == sent {
+		t.Fatal("no request was sent to the silent member: the test proves nothing")
 	}
 }
