@@ -70,6 +70,11 @@ type movingInstance struct {
 	fleet *fleetInstance // where the keys are; nil: on the root
 }
 
+// Revisions: a fleet's bases name their record's revision; a root's none.
+func (in *fleetInstance) Revisions() bool { return true }
+
+func (m *movingInstance) Revisions() bool { return m.fleet != nil }
+
 func (m *movingInstance) Side() string {
 	if m.fleet == nil {
 		return "the root"

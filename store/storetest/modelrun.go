@@ -54,6 +54,18 @@ type Mover interface {
 	Side() string
 }
 
+// A Reviser's bases name, for a key with a record, that record's revision
+// too while Revisions says so (a fleet's: docs/job.md, "which etcd never
+// gives twice"): the model then wants one in every such ticket, and holds
+// it only in the key's life it was read in. An instance that is no
+// Reviser (a sessions root) names none. The model is told, not shown by
+// the tickets: a fleet that dropped the revision from its bases would
+// otherwise be judged as a root, and its promotion onto a key made anew
+// with the same bytes passed.
+type Reviser interface {
+	Revisions() bool
+}
+
 // RunModel runs random sequences of jobs and an operator's commands on
 // fresh instances of h, and compares every outcome with the reference
 // model (model.go). The default is a few short sequences;
@@ -519,7 +531,7 @@ func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string
 		tk.resume, tk.reason, tk.base = false, unread, mBase{}
 		reason = unread
 	}
-	if sess.Base.Rev != 0 && tk.base.gen != 0 {
+	if rv, ok := r.inst.(Reviser); ok && rv.Revisions() && tk.base.gen != 0 {
 		// A fleet's base: its record's revision, the key's life.
 		tk.base.rev, tk.base.life = true, m.life
 	}
@@ -530,7 +542,10 @@ func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string
 	if err != nil {
 		return nil, fmt.Errorf("resolve: staged: %v", err)
 	}
-	base := store.Base{Gen: tk.base.gen, Size: tk.base.size, CRC32C: store.Checksum(tk.base.crc), Rev: sess.Base.Rev}
+	base := store.Base{Gen: tk.base.gen, Size: tk.base.size, CRC32C: store.Checksum(tk.base.crc)}
+	if tk.base.rev {
+		base.Rev = sess.Base.Rev // which revision, the model does not know
+	}
 	if tk.base.file != 0 {
 		// The file's identity, which the model does not know, and
 		// (docs/job.md) the size and checksum of what was delivered.
@@ -539,10 +554,9 @@ func (r *run) judgeResolve(m *mKey, b gates.Bounds, job store.Job, jobDir string
 			base.Size, base.CRC32C = int64(len(tk.given)), store.Checksum(crc32.Checksum(tk.given, castagnoli))
 		}
 	}
-	if locked {
-		base.Rev = 0 // nothing of the key was read
-	}
 	switch {
+	case tk.base.rev && sess.Base.Rev <= 0:
+		return nil, fmt.Errorf("base: %+v names no revision; a fleet's names its record's (docs/job.md)", sess.Base)
 	case (sess.Base.File != nil) != (tk.base.file != 0):
 		return nil, fmt.Errorf("base: %+v, the model %+v (a legacy key's file: %v)", sess.Base, base, tk.base.file != 0)
 	case sess.Resume != tk.resume || sess.Reason != reason:
