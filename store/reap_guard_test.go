@@ -363,3 +363,45 @@ func TestReapRemovesAnExpiredLegacyKeyWhoseLockFileWent(t *testing.T) {
 		t.Fatalf("the key dir after the reap: %v", err)
 	}
 }
+
+// The two above at once: the first look saw a promotion's lock file, which
+// went before its read (the key judged by its transcript's old mtime), and
+// a promotion landed before the reap's lock. The judgement is made again
+// under the lock, on the record the promotion committed: the key is kept.
+func TestReapKeepsAPromotionThatLandsAfterItsLookLostTheLockFile(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	old := clock.now.Add(-30 * 24 * time.Hour)
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(old)), "venue": "local", "pi-version": testPi})
+	os.Chtimes(filepath.Join(root, testKey, TranscriptName), old, old)
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.Expired)
+	stage(t, jobDir, transcriptBytes(clock.now, "the run"))
+	kd := openDirT(t, filepath.Join(root, testKey))
+	w, err := db.OpenWriter(kd, db.FileName, db.Options{}) // a promotion's lock file
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	gone := false
+	var landed PromoteResult
+	faults.Set(func(p faults.Point) error {
+		switch {
+		case p == faults.DBOpenBeforeMeta && !gone:
+			gone = true
+			return os.Remove(filepath.Join(root, testKey, db.FileName))
+		case p == faults.ReapBeforeLock:
+			faults.Set(nil)
+			landed = mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Reap(false)
+	faults.Set(nil)
+	if err != nil || !gone || len(res.Removed) != 0 || !landed.Promoted || landed.Gen != 1 {
+		t.Fatalf("reap = %+v, %v (lock file removed: %v); promotion = %+v; want the key kept and promoted", res, err, gone, landed)
+	}
+	if sc := sidecarsOf(t, root, testKey); sc.Transcript == nil || sc.Transcript.Gen != 1 {
+		t.Fatalf("the promotion's record is gone: %+v", sc)
+	}
+}
