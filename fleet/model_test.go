@@ -213,7 +213,7 @@ func (m *movingInstance) Line(n int) (left, done func()) {
 	if m.fleet != nil {
 		return func() {}, func() {}
 	}
-	return storetest.LineAt(faults.DBOpenWriter, n)
+	return faults.Line(faults.DBOpenWriter, n)
 }
 
 func (m *movingInstance) Lock(key string) (func(), bool, error) {

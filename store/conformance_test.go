@@ -157,7 +157,7 @@ func (k *keyDirsInstance) Interrupt(p storetest.Point) {
 
 // Line lines up the next n promotions where they open meta.db to write.
 func (k *keyDirsInstance) Line(n int) (left, done func()) {
-	return storetest.LineAt(faults.DBOpenWriter, n)
+	return faults.Line(faults.DBOpenWriter, n)
 }
 
 // Plant writes key in the legacy layout: the transcript and a file per

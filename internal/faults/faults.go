@@ -13,7 +13,10 @@
 // time (none of the module's tests is parallel).
 package faults
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // A Point names a step of a protocol, as "protocol/step".
 type Point string
@@ -107,7 +110,7 @@ const (
 // every protocol's) at which the key dir or its meta.db can be swapped
 // under it (§6.1 of docs/RELIABILITY.md), and where a writer's open
 // begins, nothing held (db-open/writer: RunModel's races line writers up
-// there, storetest.LineAt): the key dir's descriptor
+// there, Line): the key dir's descriptor
 // fstat'ed and its in-process lock had, meta.db neither looked at nor
 // made; meta.db opened and judged a regular file, its flock (the key dir's
 // turnstile first) not yet taken. A fault here fails the open as an I/O
@@ -169,6 +172,37 @@ func Set(f func(Point) error) {
 		return
 	}
 	armed.Store(&f)
+}
+
+// Line arms a fault that lines up the first n to pass p: each waits there
+// for the others, until all n are there or left (or done) is called, as
+// each of them returns, so that none waits for one that will never come.
+// done also disarms. RunModel's races (a storetest.Starter) line a
+// key's promotions up with it at DBOpenWriter, where each sets out to
+// take the key for writing, holding nothing.
+func Line(p Point, n int) (left, done func()) {
+	var mu sync.Mutex
+	arrived := 0
+	line := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(line) }) }
+	Set(func(q Point) error {
+		if q != p {
+			return nil
+		}
+		mu.Lock()
+		arrived++
+		held := arrived <= n
+		if arrived == n {
+			open()
+		}
+		mu.Unlock()
+		if held {
+			<-line
+		}
+		return nil
+	})
+	return open, func() { open(); Set(nil) }
 }
 
 // The write boundaries of fleet's migration between a sessions root and

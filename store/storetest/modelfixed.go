@@ -3,12 +3,10 @@ package storetest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sessdb/gates"
-	"sessdb/internal/faults"
 )
 
 // RunModel's fixed sequences: what the random ones reach only by chance,
@@ -151,36 +149,8 @@ func (r *run) race(op mOp) error {
 // scheduler does, none of them then holds the key before every other has
 // read whatever it reads of the key unheld: a backend that judges a
 // promotion on such a read shows it (two promotions on one base). done
-// ends the line.
+// ends the line. (The key-dir store lines them up with faults.Line, in
+// its test files: only a test arms a fault.)
 type Starter interface {
 	Line(n int) (left, done func())
-}
-
-// LineAt is a Starter's Line for a backend whose promotions pass fault
-// point p where they set out to take the key for writing (the key-dir
-// store: faults.DBOpenWriter): the first n to pass it wait there for each
-// other. It arms the package's fault hook until done.
-func LineAt(p faults.Point, n int) (left, done func()) {
-	var mu sync.Mutex
-	arrived := 0
-	line := make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(line) }) }
-	faults.Set(func(q faults.Point) error {
-		if q != p {
-			return nil
-		}
-		mu.Lock()
-		arrived++
-		held := arrived <= n
-		if arrived == n {
-			open()
-		}
-		mu.Unlock()
-		if held {
-			<-line
-		}
-		return nil
-	})
-	return open, func() { open(); faults.Set(nil) }
 }
