@@ -290,12 +290,10 @@ func openDirT(t *testing.T, path string) *os.File {
 	return f
 }
 
-// A promotion that lands on an expired legacy key between reap's first
-// look (no meta.db then) and its lock keeps the key and the record it
-// committed: reap removes only a meta.db that holds nothing (found by an
-// audit: it unlinked the promotion's, and the acknowledged promotion was
-// lost, its retry answered superseded).
-func TestReapKeepsAPromotionThatLandsBeforeItsLock(t *testing.T) {
+// expiredLegacyTicket makes an expired legacy key and a ticket for it,
+// its answered run staged.
+func expiredLegacyTicket(t *testing.T) (*Store, string, Session) {
+	t.Helper()
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 	old := clock.now.Add(-30 * 24 * time.Hour)
 	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(old)), "venue": "local", "pi-version": testPi})
@@ -303,6 +301,16 @@ func TestReapKeepsAPromotionThatLandsBeforeItsLock(t *testing.T) {
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	want(t, sess, false, gates.Expired)
 	stage(t, jobDir, transcriptBytes(clock.now, "the run"))
+	return s, root, sess
+}
+
+// A promotion that lands on an expired legacy key between reap's first
+// look (no meta.db then) and its lock keeps the key and the record it
+// committed: reap removes only a meta.db that holds nothing (found by an
+// audit: it unlinked the promotion's, and the acknowledged promotion was
+// lost, its retry answered superseded).
+func TestReapKeepsAPromotionThatLandsBeforeItsLock(t *testing.T) {
+	s, root, sess := expiredLegacyTicket(t)
 	var landed PromoteResult
 	faults.Set(func(p faults.Point) error {
 		if p == faults.ReapBeforeLock {
@@ -369,13 +377,7 @@ func TestReapRemovesAnExpiredLegacyKeyWhoseLockFileWent(t *testing.T) {
 // a promotion landed before the reap's lock. The judgement is made again
 // under the lock, on the record the promotion committed: the key is kept.
 func TestReapKeepsAPromotionThatLandsAfterItsLookLostTheLockFile(t *testing.T) {
-	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
-	old := clock.now.Add(-30 * 24 * time.Hour)
-	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(old)), "venue": "local", "pi-version": testPi})
-	os.Chtimes(filepath.Join(root, testKey, TranscriptName), old, old)
-	sess, jobDir := mustResolve(t, s, testKey, localJob())
-	want(t, sess, false, gates.Expired)
-	stage(t, jobDir, transcriptBytes(clock.now, "the run"))
+	s, root, sess := expiredLegacyTicket(t)
 	kd := openDirT(t, filepath.Join(root, testKey))
 	w, err := db.OpenWriter(kd, db.FileName, db.Options{}) // a promotion's lock file
 	if err != nil {
