@@ -24,7 +24,8 @@
 // and the model accepts exactly the outcomes of some order of them; a
 // Locker's instance gets jobs beside a key's lock another holder has, a
 // Settler's an operator's check --accept and --quarantine, a Cutter's
-// jobs while its metadata does not answer (modelconc.go). Fixed sequences
+// jobs while its metadata does not answer (modelconc.go); a Reviser's
+// tickets must name their record's revision (a fleet's). Fixed sequences
 // run first, every time (modelfixed.go): what the random ones reach only
 // by chance, among them jobs on one base promoting at once, a Starter's
 // lined up so that none holds the key before the others have set out.
