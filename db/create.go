@@ -48,22 +48,22 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error) er
 func create(dirfd int, now time.Time, before func() error) (err error) {
 	// A random name: two processes can create at once (the in-process
 	// lock orders only one process's opens, and no flock exists yet), and
-	// O_EXCL|O_NOFOLLOW makes a collision, or a file or link planted at
-	// the name, fail the create instead of being written through.
+	// createLocked makes a collision, or a file or link planted at the
+	// name, fail the create instead of being written through.
+	//
+	// The temp's flock, held from before its name exists (createLocked)
+	// until its name is gone (the link and the unlink, or the unlink of a
+	// failure's garbage), tells a check or a repair looking at it that
+	// this creation is in flight, not debris. bbolt's own flock is taken on
+	// a duplicate of fd, the same open file, so it is had at once, and
+	// bbolt, whose Close lets go of it, is closed only once the name is
+	// gone.
 	tmp := tempName()
-	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := createLocked(dirfd, tmp)
 	if err != nil {
 		return fmt.Errorf("%s: %w", tmp, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	// The temp's flock, held from its making until its name is gone (the
-	// link and the unlink, or the unlink of a failure's garbage), tells a
-	// check or a repair looking at it that this creation is in flight, not
-	// debris; not had (a look holding it that instant), the creation goes
-	// on. bbolt's own flock is taken on a duplicate of fd, the same open
-	// file, so it is had at once, and bbolt, whose Close lets go of it, is
-	// closed only once the name is gone.
-	flockUntil(fd, true, time.Now().Add(time.Second))
 	var bdb *bolt.DB
 	unlinked := false
 	defer func() {
@@ -186,4 +186,26 @@ func initFile(f *os.File, tmp string, now time.Time) (*bolt.DB, error) {
 		return nil, err
 	}
 	return bdb, nil
+}
+
+// createThenLock makes a new file at name in dirfd and takes its flock
+// right after: between the two, the file has its name and no lock.
+// O_EXCL|O_NOFOLLOW makes a file or link planted at the name fail the
+// create instead of being written through.
+func createThenLock(dirfd int, name string) (int, error) {
+	fd, err := openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, err
+	}
+	if testHookCreateStep != nil {
+		testHookCreateStep("named")
+	}
+	// Not had at once only when a look (check's, repair's) holds it that
+	// instant: waited for, briefly.
+	if err := flockUntil(fd, true, time.Now().Add(time.Second)); err != nil {
+		unix.Close(fd)
+		unix.Unlinkat(dirfd, name, 0)
+		return -1, fmt.Errorf("flock: %w", err)
+	}
+	return fd, nil
 }

@@ -125,9 +125,35 @@ func TestCreationHoldsItsTempsFlockUntilLinked(t *testing.T) {
 	defer func() { testHookCreateStep, testHookBeforeLink = nil, nil }()
 	d := mustOpen(t, kd, true)
 	d.Close()
-	for _, step := range []string{"created", "initialised", "before the link"} {
+	for _, step := range []string{"named", "created", "initialised", "before the link"} {
 		if !probed[step] {
 			t.Errorf("no temp seen at %s", step)
 		}
+	}
+}
+
+// A file or link already at a temp's name (a collision, or planted) fails
+// createLocked: nothing is written through it.
+func TestCreateLockedNeverWritesThroughAName(t *testing.T) {
+	kd := newKeyDir(t)
+	target := filepath.Join(t.TempDir(), "host")
+	if err := os.WriteFile(target, []byte("host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(string) error{
+		"a link": func(p string) error { return os.Symlink(target, p) },
+		"a file": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+	} {
+		tmp := tempName()
+		if err := plant(filepath.Join(kd.path, tmp)); err != nil {
+			t.Fatal(err)
+		}
+		if fd, err := createLocked(int(kd.dir.Fd()), tmp); err == nil {
+			unix.Close(fd)
+			t.Errorf("createLocked over %s: no error", name)
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "host" {
+		t.Errorf("the link's target: %q, %v", b, err)
 	}
 }

@@ -74,7 +74,11 @@ var testHookTempNames func()
 // key dir may have been moved aside while the open waited for the lock.
 func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() error) (_ *os.File, err error) {
 	tmp := tempName()
-	fd, err := openat(dirfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	// Locked before anything can open it (createLocked). Held from here,
+	// the lock is the new meta.db's: an open that finds the name renamed
+	// over waits for it like for any writer's, and a check sees the temp
+	// as a writer's work in flight, not debris.
+	fd, err := createLocked(dirfd, tmp)
 	if err != nil {
 		return nil, pathErr("copy", name, err)
 	}
@@ -91,13 +95,6 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
 		}
 	}()
-	// Nobody else knows the name yet, so the lock is had at once. Held from
-	// here, it is the new meta.db's: an open that finds the name renamed
-	// over waits for it like for any writer's, and a check sees the temp
-	// as a writer's work in flight, not debris.
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return nil, pathErr("copy", name, fmt.Errorf("flock %s: %w", tmp, err))
-	}
 	// Owned as the file it replaces: root's check --repair on a worker's
 	// key would otherwise leave meta.db root's, and the worker locked out
 	// of its own key. A writer that may not give it that owner and group

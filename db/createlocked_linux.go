@@ -1,0 +1,45 @@
+package db
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// createLocked makes a new file at name in dirfd (failing if anything is
+// there) and returns it open for writing with its flock held, taken
+// before the name exists: a check or a repair that finds the name finds it
+// locked, never a creation in flight that looks like debris. The file is
+// made unnamed (O_TMPFILE), locked, then linked to name through /proc;
+// where either is missing (a file system without O_TMPFILE, NFS among
+// them, or no /proc), it is made at name and locked right after, the
+// window this closes elsewhere.
+func createLocked(dirfd int, name string) (int, error) {
+	fd, err := openat(dirfd, ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+	switch err {
+	case nil:
+	case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
+		return createThenLock(dirfd, name)
+	default:
+		return -1, err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd) // nobody else can open an unnamed file: not expected
+		return -1, fmt.Errorf("flock: %w", err)
+	}
+	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	if err == nil {
+		if testHookCreateStep != nil {
+			testHookCreateStep("named")
+		}
+		return fd, nil
+	}
+	unix.Close(fd)
+	if err == unix.ENOENT {
+		var st unix.Stat_t
+		if unix.Stat("/proc/self/fd", &st) != nil {
+			return createThenLock(dirfd, name) // no /proc
+		}
+	}
+	return -1, err
+}
