@@ -2,6 +2,7 @@ package db
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,11 +24,18 @@ func createLocked(dirfd int, name string) (int, error) {
 	default:
 		return -1, err
 	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd) // nobody else can open an unnamed file: not expected
+	// Nobody else can open an unnamed file: had at once (flockUntil for
+	// its EINTR retries).
+	if err := flockUntil(fd, true, time.Now()); err != nil {
+		unix.Close(fd)
 		return -1, fmt.Errorf("flock: %w", err)
 	}
-	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	for {
+		err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err == nil {
 		if testHookCreateStep != nil {
 			testHookCreateStep("named")
