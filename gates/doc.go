@@ -4,8 +4,8 @@
 // The promise: Evaluate is a pure function of its arguments. It does no I/O,
 // reads no clock (the caller passes now), logs nothing and keeps no state, so
 // a verdict can be reproduced from a recorded observation, and the same code
-// judges a bbolt key dir, a legacy key dir and, later, anything else that can
-// fill in an Observation. The order of the rungs is the contract, not an
+// judges a bbolt key dir, a legacy key dir, a fleet's record in etcd and
+// anything else that can fill in an Observation. The order of the rungs is the contract, not an
 // implementation detail: the first rung that misses wins and names itself,
 // and operators read the reason as "this, and nothing checked before it,
 // stopped the resume". The order, the tokens and the polarities are those of
@@ -30,9 +30,10 @@
 //	after  promotion-lost          closed    a committed promotion's temp is damaged, and neither it nor the one before is in place
 //	ok     resumed
 //
-// Two more reasons come before any rung, from the store: locked (the key's
-// lock was not had in time) and store-unavailable (a fleet's etcd did not
-// answer). Reasons lists every token.
+// Two more reasons come from the store, outside the ladder: locked (the key's
+// lock was not had in time) and store-unavailable (on a fleet: etcd did not
+// answer, or the shared transcripts dir itself is gone, not a directory or
+// stale). Reasons lists every token.
 // "closed" means an input that cannot be read refuses the resume; "open"
 // means it passes (an absent or corrupt counter is a chain of 0, a missing
 // context reading is no measurement). A blank polarity means the rung judges
