@@ -87,7 +87,12 @@
 //
 // Opens wait at most Options.LockTimeout in total for two locks: a
 // process-wide reader/writer lock per key directory, and flock on meta.db
-// (shared for readers, exclusive for writers). A DB is safe for concurrent
+// (shared for readers, exclusive for writers), taken through a turnstile,
+// the key directory's own flock, held only until meta.db's is had, so that
+// readers in other processes cannot keep a waiting writer out (where the
+// directory cannot be flocked, meta.db's flock is taken without it;
+// Options.NoTurnstile skips it for a reader whose lock another process
+// holds on its behalf). A DB is safe for concurrent
 // use by multiple goroutines; a Tx is not, and is valid only inside the
 // function it was passed to.
 //
