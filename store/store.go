@@ -13,7 +13,8 @@
 // retried Promote repeats the first result, a job that lost the race to
 // another's promotion is superseded, a staged file that does not begin
 // with the bytes delivered is transcript-rewritten (pi only appends), and
-// each refusal is recorded once in the key's history. The context reading
+// each refusal is recorded once in the key's history (a key with no record
+// has none to record it in: its refusal is only logged). The context reading
 // and model stored are pi's own, computed from the transcript as pi
 // 0.58.3's getContextUsage reports them at the end of the run; the run's
 // shape (answered, errored, unanswered, unchanged) is returned and recorded.
