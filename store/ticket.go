@@ -87,15 +87,20 @@ type Session struct {
 // the file in place.
 type Base struct {
 	// Gen, Size and CRC32C are the record's identity of the transcript,
-	// compared together; zero for a key without a record.
+	// compared together. Gen is zero for a key without a record; a warm
+	// ticket from one (a legacy key) carries the bytes delivered in Size
+	// and CRC32C, and is compared by File alone.
 	Gen    uint64   `json:"gen,omitempty"`
 	Size   int64    `json:"size,omitempty"`   // bytes
 	CRC32C Checksum `json:"crc32c,omitempty"` // Castagnoli
 	// Rev is the record's revision where the backend has one (a fleet's
 	// etcd mod revision, which its commit is guarded by); 0 elsewhere.
 	Rev int64 `json:"rev,omitempty"`
-	// File identifies the transcript of a key with no record; nil for a
-	// key with one. Never both: ReadTicket refuses a ticket that says both.
+	// File identifies the transcript of a key with no record; nil in a
+	// ticket for a key with one (ReadTicket refuses a ticket with both a
+	// Gen and a File). A writer's base has both when a file is in place,
+	// so that a ticket based on the file (a legacy key, since migrated)
+	// can be compared with it.
 	File *FileID `json:"file,omitempty"`
 }
 
