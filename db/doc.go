@@ -92,9 +92,9 @@
 // readers in other processes cannot keep a waiting writer out (where the
 // directory cannot be flocked, meta.db's flock is taken without it;
 // Options.NoTurnstile skips it for a reader whose lock another process
-// holds on its behalf). A DB is safe for concurrent
-// use by multiple goroutines; a Tx is not, and is valid only inside the
-// function it was passed to.
+// holds on its behalf). A DB is safe for concurrent use by multiple
+// goroutines; a Tx is not, and is valid only inside the function it was
+// passed to.
 //
 // # Caveat
 //

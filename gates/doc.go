@@ -5,12 +5,12 @@
 // reads no clock (the caller passes now), logs nothing and keeps no state, so
 // a verdict can be reproduced from a recorded observation, and the same code
 // judges a bbolt key dir, a legacy key dir, a fleet's record in etcd and
-// anything else that can fill in an Observation. The order of the rungs is the contract, not an
-// implementation detail: the first rung that misses wins and names itself,
-// and operators read the reason as "this, and nothing checked before it,
-// stopped the resume". The order, the tokens and the polarities are those of
-// the legacy store (edgehero/pi-dispatch, worker/src/session-store.mjs) with
-// two rungs added, 4a and 4b:
+// anything else that can fill in an Observation. The order of the rungs is
+// the contract, not an implementation detail: the first rung that misses
+// wins and names itself, and operators read the reason as "this, and
+// nothing checked before it, stopped the resume". The order, the tokens
+// and the polarities are those of the legacy store (edgehero/pi-dispatch,
+// worker/src/session-store.mjs) with two rungs added, 4a and 4b:
 //
 //	#      reason                  polarity  what misses
 //	1      absent                            transcript missing

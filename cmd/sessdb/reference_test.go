@@ -57,8 +57,8 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **The sessions root** of a walking command is its DIR argument, else
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
   root, a directory anyone may write to without the sticky bit, and one
-  owned by a user other than the one it runs as and root (unless it runs
-  as root, auditing a worker's root).
+  owned by neither the user it runs as nor root (run as root, it walks a
+  root whoever owns it).
 - **Ctrl-C** (or SIGTERM, or SIGHUP: a closed terminal; a SIGHUP ignored
   from the start, under nohup, stays ignored) stops a walk (dump, stats,
   check, reap, migrate) within a second (migrate: once the keys under way
