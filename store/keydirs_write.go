@@ -331,17 +331,11 @@ func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
 	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)
 }
 
-// fileMatches reports whether name in kd is a regular file of size bytes
-// with CRC32C sum, reading no more than size+1 bytes of it; a file that
-// could not be read does not match.
-func fileMatches(kd *os.File, name string, size int64, sum uint64) bool {
-	ok, err := fileCheck(kd, name, size, sum)
-	return ok && err == nil
-}
-
-// fileCheck is fileMatches, with an error where name could not be read
-// (an open, fstat or read that failed): that says nothing of the file.
-// Nothing at the name, or anything but a regular file, does not match.
+// fileCheck reports whether name in kd is a regular file of size bytes
+// with CRC32C sum, reading no more than size+1 bytes of it. It returns an
+// error where name could not be read (an open, fstat or read that failed):
+// that says nothing of the file. Nothing at the name, or anything but a
+// regular file, does not match.
 func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	f, st, err := fsat.OpenRegularAt(kd, name)
 	switch {
