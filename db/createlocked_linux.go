@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
 )
 
 // createLocked makes a new file at name in dirfd (failing if anything is
@@ -30,12 +32,9 @@ func createLocked(dirfd int, name string) (int, error) {
 		unix.Close(fd)
 		return -1, fmt.Errorf("flock: %w", err)
 	}
-	for {
-		err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	_, err = fsat.IgnoringEINTR(func() (struct{}, error) {
+		return struct{}{}, unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	})
 	if err == nil {
 		if testHookCreateStep != nil {
 			testHookCreateStep("named")

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // openFileLocked opens meta.db relative to dirfd without following a link or
@@ -135,21 +136,13 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 // openat is unix.Openat retried on EINTR: an open can be interrupted by a
 // signal (the runtime preempts with SIGURG) before it decides anything.
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flags, mode)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return fsat.IgnoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, flags, mode) })
 }
 
 // fsync is unix.Fsync retried on EINTR, as openat.
 func fsync(fd int) error {
-	for {
-		if err := unix.Fsync(fd); err != unix.EINTR {
-			return err
-		}
-	}
+	_, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fsync(fd) })
+	return err
 }
 
 // testHookLocked lets a test replace meta.db after its lock is had.

@@ -298,8 +298,8 @@ func openat(dir *os.File, name string, flags int, perm uint32) (int, error) {
 	return fd, linkErrno(err)
 }
 
-// IgnoringEINTR is fsat's EINTR retry (package db has its own loops, for
-// its opens and fsyncs): it is like calling f, but repeats f while f is
+// IgnoringEINTR is sessdb's EINTR retry (package db's raw-descriptor
+// opens, fsyncs and link use it too): it is like calling f, but repeats f while f is
 // interrupted by a signal (EINTR), as the standard library's own
 // system-call wrappers do. The package's opens, stats, locks and reads go
 // through it, as os.Open, os.Lstat and their kin do. Its renames, links
