@@ -68,26 +68,8 @@ var interruptPromises = []promise{
 
 // What damage does to a key, through the backend's Damager.
 var damagePromises = []promise{
-	{"damage/an undecodable record is meta-unreadable, never written over", func(e *env) {
-		e.run(key, "x")
-		sess := e.stageNext(key, "y")
-		e.damage(key, DamageRecord)
-		got, _ := e.resolve(key, localJob())
-		e.want(got, false, gates.MetaUnreadable)
-		e.failed(sess)
-		got, _ = e.resolve(key, localJob())
-		e.want(got, false, gates.MetaUnreadable)
-	}},
-	{"damage/a newer schema is meta-unreadable, never written over", func(e *env) {
-		e.run(key, "x")
-		sess := e.stageNext(key, "y")
-		e.damage(key, DamageNewerSchema)
-		got, _ := e.resolve(key, localJob())
-		e.want(got, false, gates.MetaUnreadable)
-		e.failed(sess)
-		got, _ = e.resolve(key, localJob())
-		e.want(got, false, gates.MetaUnreadable)
-	}},
+	{"damage/an undecodable record is meta-unreadable, never written over", neverWrittenOver(DamageRecord)},
+	{"damage/a newer schema is meta-unreadable, never written over", neverWrittenOver(DamageNewerSchema)},
 	{"damage/a transcript changed out of band is transcript-replaced, until the next promotion", func(e *env) {
 		for _, d := range []Damage{DamageTranscriptChanged, DamageTranscriptGrown} {
 			k := store.Key("github", "damage", string(d))
@@ -165,6 +147,22 @@ var damagePromises = []promise{
 		}
 		e.holds(key, "next", 3)
 	}},
+}
+
+// neverWrittenOver is the promise for a record damage d makes unreadable:
+// the key resolves meta-unreadable, a promotion onto it fails, and the key
+// still resolves meta-unreadable after it.
+func neverWrittenOver(d Damage) func(*env) {
+	return func(e *env) {
+		e.run(key, "x")
+		sess := e.stageNext(key, "y")
+		e.damage(key, d)
+		got, _ := e.resolve(key, localJob())
+		e.want(got, false, gates.MetaUnreadable)
+		e.failed(sess)
+		got, _ = e.resolve(key, localJob())
+		e.want(got, false, gates.MetaUnreadable)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
