@@ -38,13 +38,13 @@ import (
 
 // File names and limits of the legacy layout.
 const (
-	TranscriptName = slegacy.TranscriptName
-	LockName       = slegacy.LockName
-	StagedDirName  = "session"
+	transcriptName = slegacy.TranscriptName
+	lockName       = slegacy.LockName
+	stagedDirName  = "session"
 	incoming       = ".incoming"
-	// LockStale is the legacy LOCK_STALE_MS: a lock older than this is
+	// lockStale is the legacy LOCK_STALE_MS: a lock older than this is
 	// taken over.
-	LockStale = time.Hour
+	lockStale = time.Hour
 )
 
 // Sidecars lists the four sidecar files, in the order the dump reads them.

@@ -23,11 +23,11 @@ var data = []byte(`{"type":"session","version":3,"id":"x","timestamp":"2026-11-0
 var opts = Options{Bounds: gates.Bounds{MaxBytes: 8 << 20, TTL: 24 * time.Hour, MaxResumeChain: 100, MaxContextPct: 90}}
 
 func staged(t *testing.T) string {
-	dir := filepath.Join(t.TempDir(), StagedDirName)
+	dir := filepath.Join(t.TempDir(), stagedDirName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, TranscriptName)
+	p := filepath.Join(dir, transcriptName)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPromoteWritesWhatTheLegacyReadersRead(t *testing.T) {
 				t.Fatalf("durable=%v promote %d: %+v, %v", durable, i, res, err)
 			}
 		}
-		got, err := os.ReadFile(filepath.Join(kd, TranscriptName))
+		got, err := os.ReadFile(filepath.Join(kd, transcriptName))
 		if err != nil || string(got) != string(data) {
 			t.Fatalf("transcript %q, %v", got, err)
 		}
@@ -108,7 +108,7 @@ func TestResolveVerdicts(t *testing.T) {
 			t.Errorf("%+v: %+v, %v; want %s", c.job, v, err, c.want)
 			continue
 		}
-		got, err := os.ReadFile(filepath.Join(jobDir, StagedDirName, TranscriptName))
+		got, err := os.ReadFile(filepath.Join(jobDir, stagedDirName, transcriptName))
 		want := ""
 		if v.Resume {
 			want = string(data)
@@ -138,16 +138,16 @@ func TestPromoteRefusesAndLocks(t *testing.T) {
 		t.Errorf("a refused promotion created the key dir")
 	}
 	os.MkdirAll(kd, 0o700)
-	os.WriteFile(filepath.Join(kd, LockName), nil, 0o600)
+	os.WriteFile(filepath.Join(kd, lockName), nil, 0o600)
 	if res, err := Promote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || res.Reason != gates.Locked {
 		t.Errorf("fresh lock: %+v %v, want locked", res, err)
 	}
-	old := time.Now().Add(-2 * LockStale)
-	os.Chtimes(filepath.Join(kd, LockName), old, old)
+	old := time.Now().Add(-2 * lockStale)
+	os.Chtimes(filepath.Join(kd, lockName), old, old)
 	if res, err := Promote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || !res.Promoted {
 		t.Errorf("stale lock: %+v %v, want it taken over", res, err)
 	}
-	if _, err := os.Lstat(filepath.Join(kd, LockName)); err == nil {
+	if _, err := os.Lstat(filepath.Join(kd, lockName)); err == nil {
 		t.Errorf("the lock was left behind")
 	}
 }

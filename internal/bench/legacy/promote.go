@@ -36,7 +36,7 @@ func Promote(keyDir, stagedPath string, sess Session, req Request, o Options) (R
 		return Result{Reason: gates.PromoteFailed}, err
 	}
 	// Step 4: the O_EXCL lock file.
-	lock := filepath.Join(keyDir, LockName)
+	lock := filepath.Join(keyDir, lockName)
 	lfd, locked, err := takeLock(lock, o.now())
 	if err != nil {
 		return Result{Reason: gates.PromoteFailed}, err
@@ -57,7 +57,7 @@ func Promote(keyDir, stagedPath string, sess Session, req Request, o Options) (R
 }
 
 // takeLock is the legacy takeLock: at most two attempts at an O_EXCL
-// create, a lock older than LockStale swept in between.
+// create, a lock older than lockStale swept in between.
 func takeLock(lock string, now time.Time) (fd int, locked bool, err error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		fd, err = unix.Open(lock, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o666)
@@ -71,7 +71,7 @@ func takeLock(lock string, now time.Time) (fd int, locked bool, err error) {
 		if unix.Lstat(lock, &st) != nil {
 			continue // released meanwhile
 		}
-		if now.Sub(time.Unix(st.Mtim.Unix())) <= LockStale {
+		if now.Sub(time.Unix(st.Mtim.Unix())) <= lockStale {
 			return -1, true, nil
 		}
 		unix.Unlink(lock) // a rival may have swept it already
@@ -82,7 +82,7 @@ func takeLock(lock string, now time.Time) (fd int, locked bool, err error) {
 func promoteLocked(keyDir, stagedPath string, sess Session, req Request, o Options) (Result, error) {
 	// Step 5.1: the per-writer temp, unlinked first because copyFileSync
 	// follows a link at the destination.
-	tmp := filepath.Join(keyDir, fmt.Sprintf("%s.%d.%d%s", TranscriptName, os.Getpid(), tmpSeq.Add(1)-1, incoming))
+	tmp := filepath.Join(keyDir, fmt.Sprintf("%s.%d.%d%s", transcriptName, os.Getpid(), tmpSeq.Add(1)-1, incoming))
 	unix.Unlink(tmp)
 	n, err := copyFile(stagedPath, tmp, o.Durable)
 	if err != nil {
@@ -93,7 +93,7 @@ func promoteLocked(keyDir, stagedPath string, sess Session, req Request, o Optio
 		return Result{}, err
 	}
 	// Step 5.3: the swap.
-	canonical := filepath.Join(keyDir, TranscriptName)
+	canonical := filepath.Join(keyDir, transcriptName)
 	if err := rename(tmp, canonical); err != nil {
 		return Result{}, err
 	}

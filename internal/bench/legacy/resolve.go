@@ -30,14 +30,14 @@ type Verdict struct {
 // their order, the copy, the venue and identity re-checks, and a 0-byte
 // staged file on a cold start.
 func Resolve(keyDir, jobDir string, job Job, o Options) (Verdict, error) {
-	stageDir := filepath.Join(jobDir, StagedDirName)
+	stageDir := filepath.Join(jobDir, stagedDirName)
 	if err := os.MkdirAll(stageDir, 0o700); err != nil {
 		return Verdict{}, err
 	}
-	staged := filepath.Join(stageDir, TranscriptName)
+	staged := filepath.Join(stageDir, transcriptName)
 	v, token := readCanonical(keyDir, job, o)
 	if v.Resume {
-		canonical := filepath.Join(keyDir, TranscriptName)
+		canonical := filepath.Join(keyDir, transcriptName)
 		if _, err := copyFile(canonical, staged, false); err != nil {
 			os.RemoveAll(stageDir)
 			return Verdict{}, err
@@ -76,7 +76,7 @@ func identity(st *unix.Stat_t) identityToken {
 // a miss stops the reads.
 func readCanonical(keyDir string, job Job, o Options) (Verdict, identityToken) {
 	b := o.Bounds
-	canonical := filepath.Join(keyDir, TranscriptName)
+	canonical := filepath.Join(keyDir, transcriptName)
 	cold := func(r gates.Reason) (Verdict, identityToken) { return Verdict{Reason: r}, identityToken{} }
 	var st unix.Stat_t
 	switch {

@@ -58,7 +58,7 @@ func Walk(root string, workers int, visit func(KeyInfo)) error {
 
 func inspectKey(keyDir, name string) KeyInfo {
 	k := KeyInfo{Name: name}
-	p := filepath.Join(keyDir, TranscriptName)
+	p := filepath.Join(keyDir, transcriptName)
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) == nil {
 		k.Exists, k.Size = true, st.Size
@@ -83,7 +83,7 @@ func Seed(keyDir string, data []byte, piVersion, venue string, chain uint64, ctx
 		return err
 	}
 	files := []struct{ name, v string }{
-		{TranscriptName, string(data)},
+		{transcriptName, string(data)},
 		{slegacy.PiVersionName, piVersion},
 		{slegacy.VenueName, venue},
 		{slegacy.ResumeChainName, fmt.Sprint(chain)},
