@@ -2,9 +2,9 @@
 // 7) and the helpers they share: transcripts of a chosen size (here, for
 // other packages' benchmarks too), allocated bytes, and a page-cache drop
 // for the cold runs (Linux only: elsewhere the cold benchmarks are
-// skipped). The benchmarks and the helpers only they use are in
-// the _test files; the baseline protocols are in internal/bench/legacy; the
-// program that runs the set and writes the ratios table is
+// skipped). The benchmarks and the helpers only they use are in the
+// _test files, the legacy store's baseline protocols in legacy_*_test.go;
+// the program that runs the set and writes the ratios table is
 // internal/bench/report. docs/PERFORMANCE.md has the results.
 //
 // Nothing here runs in `go test ./...` beyond a few cheap checks of the

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"sessdb/db"
-	"sessdb/internal/bench/legacy"
 )
 
 // promotions is how many promotions a key has seen when its size on disk is
@@ -47,7 +46,7 @@ func BenchmarkDiskPerKey(b *testing.B) {
 		kd := filepath.Join(workDir(b), key)
 		legacyPromoteN(b, kd, data, promotions, false)
 		var files []string
-		for _, s := range legacy.Sidecars {
+		for _, s := range legacySidecars {
 			files = append(files, filepath.Join(kd, s))
 		}
 		sidecars = must(Allocated(files...))

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"sessdb/internal/bench/legacy"
 	"sessdb/store"
 )
 
@@ -92,8 +91,8 @@ func walkSessdb(b *testing.B, root string, workers int) {
 
 func walkLegacy(b *testing.B, root string, workers int) {
 	var n atomic.Int64
-	var bad atomic.Pointer[legacy.KeyInfo]
-	err := legacy.Walk(root, workers, func(k legacy.KeyInfo) {
+	var bad atomic.Pointer[KeyInfo]
+	err := legacyWalk(root, workers, func(k KeyInfo) {
 		n.Add(1)
 		if !k.HeaderOK || !k.HasSidecar[0] || !k.HasSidecar[3] {
 			bad.Store(&k)
@@ -150,7 +149,7 @@ func dumpFixture(b *testing.B, impl string) string {
 					err = CopySparse(tmplDB, filepath.Join(kd, "meta.db"), 0o600)
 				}
 			} else {
-				err = legacy.Seed(kd, data, piVersion, venue, 3, "12345 200000 "+model)
+				err = legacySeed(kd, data, piVersion, venue, 3, "12345 200000 "+model)
 			}
 			if err != nil {
 				b.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sessdb/internal/bench/legacy"
 	"sessdb/migrate"
 	"sessdb/store"
 )
@@ -32,7 +31,7 @@ const migrateTranscript = 16 << 10
 // meta.db (migrate.ToDB, what `sessdb migrate DIR` runs) and one of 10,000
 // migrated key dirs back (migrate.ToLegacy, the rollback, `sessdb migrate
 // --to-legacy DIR`), on 1 and 2 workers (migrate.Options.Workers). Each
-// legacy key dir is what the dump fixture's are (legacy.Seed: the
+// legacy key dir is what the dump fixture's are (legacySeed: the
 // transcript and the four sidecars), with a 16 KiB transcript.
 //
 // Migration is destructive, so every op converts a fleet of its own: a copy
@@ -121,7 +120,7 @@ func reportPerKey(b *testing.B, keys int) {
 }
 
 // migrateFixture returns the root of the pristine fleet in layout "legacy"
-// (10,000 key dirs written by legacy.Seed, as the dump fixture's) or "db"
+// (10,000 key dirs written by legacySeed, as the dump fixture's) or "db"
 // (a copy of the legacy one converted by migrate.ToDB); see fixture.
 // Nothing ever migrates a fixture in place: the benchmarks convert copies.
 func migrateFixture(b *testing.B, layout string) string {
@@ -133,7 +132,7 @@ func migrateFixture(b *testing.B, layout string) string {
 		if layout == "legacy" {
 			data := Transcript(migrateTranscript)
 			for i := 0; i < migrateKeys; i++ {
-				if err := legacy.Seed(filepath.Join(root, benchKey(i)), data, piVersion, venue, 3, "12345 200000 "+model); err != nil {
+				if err := legacySeed(filepath.Join(root, benchKey(i)), data, piVersion, venue, 3, "12345 200000 "+model); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -270,7 +269,7 @@ func TestCloneFleet(t *testing.T) {
 	mtime := time.Date(2026, 11, 1, 12, 0, 0, 123456789, time.UTC)
 	for i := 0; i < 3; i++ {
 		kd := filepath.Join(src, benchKey(i))
-		if err := legacy.Seed(kd, Transcript(4<<10), piVersion, venue, 3, "12345 200000 "+model); err != nil {
+		if err := legacySeed(kd, Transcript(4<<10), piVersion, venue, 3, "12345 200000 "+model); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chtimes(filepath.Join(kd, store.TranscriptName), mtime, mtime); err != nil {

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sessdb/internal/bench/legacy"
 	"sessdb/store"
 )
 
@@ -60,10 +59,10 @@ func BenchmarkPromote(b *testing.B) {
 				keyDir := filepath.Join(workDir(b), benchKey(1))
 				legacyPromoteN(b, keyDir, data, 3, durable)
 				staged := stageFile(b, workDir(b), data)
-				o := legacy.Options{Bounds: bounds, Durable: durable}
+				o := legacyOptions{Bounds: bounds, Durable: durable}
 				b.SetBytes(int64(len(data)))
 				for b.Loop() {
-					res, err := legacy.Promote(keyDir, staged, legacySession, legacyRequest, o)
+					res, err := legacyPromote(keyDir, staged, legacySession, legacyRequest, o)
 					if err != nil || !res.Promoted || len(res.SidecarErrors) > 0 {
 						b.Fatalf("legacy promote: %v %s %v", err, res.Reason, res.SidecarErrors)
 					}

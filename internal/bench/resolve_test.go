@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"sessdb/gates"
-	"sessdb/internal/bench/legacy"
 )
 
 // BenchmarkResolve is one resolve of a key into a new job dir, as every job
@@ -49,11 +48,11 @@ func BenchmarkResolve(b *testing.B) {
 				keyDir := filepath.Join(workDir(b), benchKey(1))
 				legacyPromoteN(b, keyDir, data, 3, false)
 				next := freshDirs(b)
-				o := legacy.Options{Bounds: bounds}
+				o := legacyOptions{Bounds: bounds}
 				b.SetBytes(int64(len(data)))
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					v, err := legacy.Resolve(keyDir, next(), lj, o)
+					v, err := legacyResolve(keyDir, next(), lj, o)
 					if err != nil || v.Reason != want {
 						b.Fatalf("legacy resolve: %v %s, want %s", err, v.Reason, want)
 					}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"sessdb/gates"
-	"sessdb/internal/bench/legacy"
 	"sessdb/store"
 )
 
@@ -98,11 +97,11 @@ func promoteN(tb testing.TB, s *store.Store, key string, data []byte, n int) {
 	}
 }
 
-var legacySession = legacy.Session{Resume: true, Venue: venue, Model: model}
+var legacySession = Session{Resume: true, Venue: venue, Model: model}
 
-var legacyRequest = legacy.Request{PiVersion: piVersion, Context: &legacy.Reading{Tokens: readingTokens, Window: readingWindow}}
+var legacyRequest = Request{PiVersion: piVersion, Context: &Reading{Tokens: readingTokens, Window: readingWindow}}
 
-var legacyJob = legacy.Job{PiVersion: piVersion, Venue: venue, Model: model}
+var legacyJob = Job{PiVersion: piVersion, Venue: venue, Model: model}
 
 // legacyPromoteN is promoteN for a legacy key dir.
 func legacyPromoteN(tb testing.TB, keyDir string, data []byte, n int, durable bool) {
@@ -111,7 +110,7 @@ func legacyPromoteN(tb testing.TB, keyDir string, data []byte, n int, durable bo
 	for i := 0; i < n; i++ {
 		sess := legacySession
 		sess.Resume = i > 0
-		res, err := legacy.Promote(keyDir, staged, sess, legacyRequest, legacy.Options{Bounds: bounds, Durable: durable})
+		res, err := legacyPromote(keyDir, staged, sess, legacyRequest, legacyOptions{Bounds: bounds, Durable: durable})
 		if err != nil || !res.Promoted || len(res.SidecarErrors) > 0 {
 			tb.Fatalf("legacy promote %d: %v %s %v", i, err, res.Reason, res.SidecarErrors)
 		}

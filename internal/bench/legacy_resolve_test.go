@@ -1,4 +1,4 @@
-package legacy
+package bench
 
 import (
 	"bytes"
@@ -25,11 +25,11 @@ type Verdict struct {
 	Bytes  int64
 }
 
-// Resolve is the legacy resolveSession (§2.2) for the key dir keyDir and
+// legacyResolve is the legacy resolveSession (§2.2) for the key dir keyDir and
 // the job dir jobDir: the ladder of readCanonical (§2.3) with its reads in
 // their order, the copy, the venue and identity re-checks, and a 0-byte
 // staged file on a cold start.
-func Resolve(keyDir, jobDir string, job Job, o Options) (Verdict, error) {
+func legacyResolve(keyDir, jobDir string, job Job, o legacyOptions) (Verdict, error) {
 	stageDir := filepath.Join(jobDir, stagedDirName)
 	if err := os.MkdirAll(stageDir, 0o700); err != nil {
 		return Verdict{}, err
@@ -38,7 +38,7 @@ func Resolve(keyDir, jobDir string, job Job, o Options) (Verdict, error) {
 	v, token := readCanonical(keyDir, job, o)
 	if v.Resume {
 		canonical := filepath.Join(keyDir, transcriptName)
-		if _, err := copyFile(canonical, staged, false); err != nil {
+		if _, err := legacyCopyFile(canonical, staged, false); err != nil {
 			os.RemoveAll(stageDir)
 			return Verdict{}, err
 		}
@@ -74,7 +74,7 @@ func identity(st *unix.Stat_t) identityToken {
 
 // readCanonical walks the legacy ladder, reading only what each rung needs:
 // a miss stops the reads.
-func readCanonical(keyDir string, job Job, o Options) (Verdict, identityToken) {
+func readCanonical(keyDir string, job Job, o legacyOptions) (Verdict, identityToken) {
 	b := o.Bounds
 	canonical := filepath.Join(keyDir, transcriptName)
 	cold := func(r gates.Reason) (Verdict, identityToken) { return Verdict{Reason: r}, identityToken{} }

@@ -1,4 +1,4 @@
-package legacy
+package bench
 
 import (
 	"golang.org/x/sys/unix"

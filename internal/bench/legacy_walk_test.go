@@ -1,4 +1,4 @@
-package legacy
+package bench
 
 import (
 	"fmt"
@@ -20,16 +20,16 @@ type KeyInfo struct {
 	Size       int64
 	HeaderOK   bool
 	HeaderID   string
-	Sidecars   [4]string // in the order of Sidecars; "" when it has no value
+	Sidecars   [4]string // in the order of legacySidecars; "" when it has no value
 	HasSidecar [4]bool
 }
 
-// Walk is the legacy dump over root: list it, then for every entry lstat
+// legacyWalk is the legacy dump over root: list it, then for every entry lstat
 // the transcript, read its first line (bounded, as the sessdb dump does),
 // and read the four sidecars with the legacy reader. With workers > 1 the
 // sorted names are split into that many contiguous runs, walked at the
 // same time; visit must then be safe for concurrent use.
-func Walk(root string, workers int, visit func(KeyInfo)) error {
+func legacyWalk(root string, workers int, visit func(KeyInfo)) error {
 	d, err := os.Open(root)
 	if err != nil {
 		return err
@@ -70,15 +70,15 @@ func inspectKey(keyDir, name string) KeyInfo {
 			}
 		}
 	}
-	for i, s := range Sidecars {
+	for i, s := range legacySidecars {
 		k.Sidecars[i], k.HasSidecar[i] = readSidecar(keyDir, s)
 	}
 	return k
 }
 
-// Seed writes a legacy key dir as the legacy promotion leaves it: the
+// legacySeed writes a legacy key dir as the legacy promotion leaves it: the
 // transcript and the four sidecars. It is a fixture writer, not a protocol.
-func Seed(keyDir string, data []byte, piVersion, venue string, chain uint64, ctx string) error {
+func legacySeed(keyDir string, data []byte, piVersion, venue string, chain uint64, ctx string) error {
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package legacy
+package bench
 
 import (
 	"golang.org/x/sys/unix"

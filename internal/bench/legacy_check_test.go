@@ -1,4 +1,4 @@
-package legacy
+package bench
 
 import (
 	"os"
@@ -20,7 +20,7 @@ import (
 var data = []byte(`{"type":"session","version":3,"id":"x","timestamp":"2026-11-01T12:00:00.000Z","cwd":"/w"}` + "\n" +
 	`{"type":"message","id":"1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}` + "\n")
 
-var opts = Options{Bounds: gates.Bounds{MaxBytes: 8 << 20, TTL: 24 * time.Hour, MaxResumeChain: 100, MaxContextPct: 90}}
+var opts = legacyOptions{Bounds: gates.Bounds{MaxBytes: 8 << 20, TTL: 24 * time.Hour, MaxResumeChain: 100, MaxContextPct: 90}}
 
 func staged(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), stagedDirName)
@@ -43,7 +43,7 @@ func TestPromoteWritesWhatTheLegacyReadersRead(t *testing.T) {
 		o := opts
 		o.Durable = durable
 		for i := 0; i < 3; i++ {
-			res, err := Promote(kd, src, Session{Resume: i > 0, Venue: "local", Model: "a/b"}, Request{PiVersion: "0.58.3", Context: &Reading{Tokens: 10, Window: 100}}, o)
+			res, err := legacyPromote(kd, src, Session{Resume: i > 0, Venue: "local", Model: "a/b"}, Request{PiVersion: "0.58.3", Context: &Reading{Tokens: 10, Window: 100}}, o)
 			if err != nil || !res.Promoted || res.Bytes != int64(len(data)) || len(res.SidecarErrors) > 0 {
 				t.Fatalf("durable=%v promote %d: %+v, %v", durable, i, res, err)
 			}
@@ -89,7 +89,7 @@ func TestPromoteWritesWhatTheLegacyReadersRead(t *testing.T) {
 func TestResolveVerdicts(t *testing.T) {
 	root := t.TempDir()
 	kd := filepath.Join(root, "k")
-	if _, err := Promote(kd, staged(t), Session{Resume: true, Venue: "local"}, Request{PiVersion: "0.58.3"}, opts); err != nil {
+	if _, err := legacyPromote(kd, staged(t), Session{Resume: true, Venue: "local"}, Request{PiVersion: "0.58.3"}, opts); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -103,7 +103,7 @@ func TestResolveVerdicts(t *testing.T) {
 		{Job{PiVersion: "0.58.3", Venue: ""}, gates.VenueChanged},
 	} {
 		jobDir := t.TempDir()
-		v, err := Resolve(kd, jobDir, c.job, opts)
+		v, err := legacyResolve(kd, jobDir, c.job, opts)
 		if err != nil || v.Reason != c.want {
 			t.Errorf("%+v: %+v, %v; want %s", c.job, v, err, c.want)
 			continue
@@ -117,7 +117,7 @@ func TestResolveVerdicts(t *testing.T) {
 			t.Errorf("%+v: staged %d bytes (%v), want %d", c.job, len(got), err, len(want))
 		}
 	}
-	if v, err := Resolve(filepath.Join(root, "none"), t.TempDir(), Job{PiVersion: "0.58.3", Venue: "local"}, opts); err != nil || v.Reason != gates.Absent {
+	if v, err := legacyResolve(filepath.Join(root, "none"), t.TempDir(), Job{PiVersion: "0.58.3", Venue: "local"}, opts); err != nil || v.Reason != gates.Absent {
 		t.Errorf("missing key dir: %+v, %v", v, err)
 	}
 }
@@ -130,7 +130,7 @@ func TestPromoteRefusesAndLocks(t *testing.T) {
 	link := filepath.Join(dir, "link")
 	os.Symlink(staged(t), link)
 	for p, want := range map[string]gates.Reason{empty: gates.Absent, link: gates.NotARegularFile, filepath.Join(dir, "none"): gates.Absent} {
-		if res, err := Promote(kd, p, Session{Venue: "local"}, Request{}, opts); err != nil || res.Reason != want {
+		if res, err := legacyPromote(kd, p, Session{Venue: "local"}, Request{}, opts); err != nil || res.Reason != want {
 			t.Errorf("%s: %+v %v, want %s", p, res, err, want)
 		}
 	}
@@ -139,12 +139,12 @@ func TestPromoteRefusesAndLocks(t *testing.T) {
 	}
 	os.MkdirAll(kd, 0o700)
 	os.WriteFile(filepath.Join(kd, lockName), nil, 0o600)
-	if res, err := Promote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || res.Reason != gates.Locked {
+	if res, err := legacyPromote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || res.Reason != gates.Locked {
 		t.Errorf("fresh lock: %+v %v, want locked", res, err)
 	}
 	old := time.Now().Add(-2 * lockStale)
 	os.Chtimes(filepath.Join(kd, lockName), old, old)
-	if res, err := Promote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || !res.Promoted {
+	if res, err := legacyPromote(kd, staged(t), Session{Venue: "local"}, Request{}, opts); err != nil || !res.Promoted {
 		t.Errorf("stale lock: %+v %v, want it taken over", res, err)
 	}
 	if _, err := os.Lstat(filepath.Join(kd, lockName)); err == nil {
@@ -155,14 +155,14 @@ func TestPromoteRefusesAndLocks(t *testing.T) {
 func TestWalk(t *testing.T) {
 	root := t.TempDir()
 	for _, k := range []string{"a", "b", "c"} {
-		if err := Seed(filepath.Join(root, k), data, "0.58.3", "local", 3, "1 2 m/x"); err != nil {
+		if err := legacySeed(filepath.Join(root, k), data, "0.58.3", "local", 3, "1 2 m/x"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, workers := range []int{1, 2, 5} {
 		var mu sync.Mutex
 		seen := map[string]KeyInfo{}
-		if err := Walk(root, workers, func(k KeyInfo) { mu.Lock(); seen[k.Name] = k; mu.Unlock() }); err != nil {
+		if err := legacyWalk(root, workers, func(k KeyInfo) { mu.Lock(); seen[k.Name] = k; mu.Unlock() }); err != nil {
 			t.Fatal(err)
 		}
 		if len(seen) != 3 {

@@ -1,4 +1,4 @@
-package legacy
+package bench
 
 import (
 	"fmt"
@@ -17,10 +17,10 @@ import (
 // transcript temp's name unique per writer.
 var tmpSeq atomic.Uint64
 
-// Promote is the legacy promoteSession (§3.2) of the staged transcript at
+// legacyPromote is the legacy promoteSession (§3.2) of the staged transcript at
 // stagedPath into keyDir. Its error is what the legacy store reported as
 // promote-failed.
-func Promote(keyDir, stagedPath string, sess Session, req Request, o Options) (Result, error) {
+func legacyPromote(keyDir, stagedPath string, sess Session, req Request, o legacyOptions) (Result, error) {
 	// Step 2: inspectFile, lstat only; nothing is touched on a refusal.
 	st, err := os.Lstat(stagedPath)
 	switch {
@@ -79,12 +79,12 @@ func takeLock(lock string, now time.Time) (fd int, locked bool, err error) {
 	return -1, true, nil
 }
 
-func promoteLocked(keyDir, stagedPath string, sess Session, req Request, o Options) (Result, error) {
+func promoteLocked(keyDir, stagedPath string, sess Session, req Request, o legacyOptions) (Result, error) {
 	// Step 5.1: the per-writer temp, unlinked first because copyFileSync
 	// follows a link at the destination.
 	tmp := filepath.Join(keyDir, fmt.Sprintf("%s.%d.%d%s", transcriptName, os.Getpid(), tmpSeq.Add(1)-1, incoming))
 	unix.Unlink(tmp)
-	n, err := copyFile(stagedPath, tmp, o.Durable)
+	n, err := legacyCopyFile(stagedPath, tmp, o.Durable)
 	if err != nil {
 		return Result{}, err
 	}
@@ -159,10 +159,10 @@ func writeSidecar(keyDir, name, value string, durable bool) error {
 	return rename(tmp, filepath.Join(keyDir, name))
 }
 
-// copyFile is Node's copyFileSync as libuv runs it on Linux: open the
+// legacyCopyFile is Node's copyFileSync as libuv runs it on Linux: open the
 // source, fstat it, open the destination, fstat it, truncate it, chmod it
 // to the source's mode, copy_file_range (copyRange), close both.
-func copyFile(src, dst string, durable bool) (int64, error) {
+func legacyCopyFile(src, dst string, durable bool) (int64, error) {
 	in, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, pathErr("open", src, err)

@@ -1,12 +1,16 @@
-// Package legacy is the benchmarks' baseline: the legacy file-per-sidecar
-// store's promote, resolve and dump walk (../shared/reference/legacy-store.md
-// §2.2, §2.3, §3.2), done with the system calls the Node worker made, in its
+// The legacy_*_test.go files are the benchmarks' baseline: the legacy
+// file-per-sidecar store's promote, resolve and dump walk
+// (../shared/reference/legacy-store.md §2.2, §2.3, §3.2), done with the system calls the Node worker made, in its
 // order, so that sessdb is compared with what it replaces and not with a
 // strawman or an idealised rewrite.
 //
-// Benchmark-only: nothing in the product imports it. The production reader
-// of legacy key dirs is sessdb/store/legacy; its parsers are reused here for
-// the values, so the two judge the same bytes the same way.
+// Benchmark-only, so in test files: nothing in the product can import it.
+// Its names carry "legacy" (legacyPromote, legacyResolve, legacyWalk,
+// legacySeed, legacyOptions), or are types only it has (Session, Request,
+// Job, Verdict, Result, KeyInfo); sessdb's own are always reached as
+// store.X. The production reader of legacy key dirs is sessdb/store/legacy;
+// its parsers are reused here for the values, so the two judge the same
+// bytes the same way.
 //
 // Where the Go code cannot do exactly what Node did, it errs on the side of
 // a faster baseline, so a ratio against it is never flattered:
@@ -16,12 +20,13 @@
 //     first newline, without a decode.
 //   - The durable variant fsyncs every file before its rename and the key dir
 //     once, at the end: the least a crash-safe version of this protocol can
-//     do. The empty lock file is not fsynced (it is removed before Promote
-//     returns).
+//     do. The empty lock file is not fsynced (it is removed before
+//     legacyPromote returns).
 //
 // Caveat: it keeps the legacy store's known faults (no lock on the read
 // path, shared sidecar temp names); it is a measurement, not a store.
-package legacy
+
+package bench
 
 import (
 	"os"
@@ -47,8 +52,8 @@ const (
 	lockStale = time.Hour
 )
 
-// Sidecars lists the four sidecar files, in the order the dump reads them.
-var Sidecars = []string{slegacy.PiVersionName, slegacy.VenueName, slegacy.ResumeChainName, slegacy.ContextName}
+// legacySidecars lists the four sidecar files, in the order the dump reads them.
+var legacySidecars = []string{slegacy.PiVersionName, slegacy.VenueName, slegacy.ResumeChainName, slegacy.ContextName}
 
 // Session is what the legacy resolve handed to the promotion of the same
 // job.
@@ -67,8 +72,8 @@ type Request struct {
 	Context   *Reading // nil: the run reported none
 }
 
-// Options are the knobs the legacy store had, plus Durable.
-type Options struct {
+// legacyOptions are the knobs the legacy store had, plus Durable.
+type legacyOptions struct {
 	Bounds gates.Bounds
 	// Durable fsyncs every file the promotion writes before its rename,
 	// and the key dir at the end. The legacy store did neither (§3.4).
@@ -77,7 +82,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o Options) now() time.Time {
+func (o legacyOptions) now() time.Time {
 	if o.Now == nil {
 		return time.Now()
 	}
