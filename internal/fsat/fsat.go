@@ -299,13 +299,13 @@ func openat(dir *os.File, name string, flags int, perm uint32) (int, error) {
 }
 
 // IgnoringEINTR is sessdb's EINTR retry (package db's raw-descriptor
-// opens, fsyncs and link use it too): it is like calling f, but repeats f while f is
-// interrupted by a signal (EINTR), as the standard library's own
-// system-call wrappers do. The package's opens, stats, locks and reads go
-// through it, as os.Open, os.Lstat and their kin do. Its renames, links
-// and removals call the system directly: where one is interrupted (a
-// network or FUSE filesystem) it fails with EINTR, and its caller reports
-// it, where os.Rename, os.Link and os.Remove would retry.
+// opens, fsyncs and link use it too): it is like calling f, but repeats f
+// while f is interrupted by a signal (EINTR), as the standard library's
+// own system-call wrappers do. This package's opens, stats, locks and
+// reads go through it, as os.Open, os.Lstat and their kin do. Its renames,
+// links and removals call the system directly: where one is interrupted
+// (a network or FUSE filesystem) it fails with EINTR, and its caller
+// reports it, where os.Rename, os.Link and os.Remove would retry.
 func IgnoringEINTR[T any](f func() (T, error)) (T, error) {
 	for {
 		v, err := f()
