@@ -75,25 +75,32 @@ func stageFile(tb testing.TB, jobDir string, data []byte) string {
 	return p
 }
 
-// session is what a resolve that delivered the key's transcript hands to
-// the promotion: the steady state of a resumed conversation.
-func session(key, jobDir string) store.Session {
-	return store.Session{Key: key, Resume: true, Reason: gates.Resumed, Venue: venue, Model: model, Job: "bench", JobDir: jobDir}
-}
-
 // promoteN promotes data into key n times, the first cold and the rest
-// resumed, as a conversation grows its history.
+// resumed, as a conversation grows its history. Each promotion carries a
+// ticket as a job gets one: the first from a resolve of the empty key,
+// the rest from one resolve of the key it made, each with its own ticket
+// id (none a benchmark's own loop takes) and based on the generation the
+// one before it made (a promotion without a real ticket is superseded, as
+// a stale job's would be).
 func promoteN(tb testing.TB, s *store.Store, key string, data []byte, n int) {
 	tb.Helper()
-	jobDir := workDir(tb)
-	stageFile(tb, jobDir, data)
+	req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
+	var sess store.Session
 	for i := 0; i < n; i++ {
-		sess := session(key, jobDir)
-		sess.Resume = i > 0
-		res, err := s.Promote(sess, store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow})
+		if i < 2 {
+			jobDir := workDir(tb)
+			var err error
+			if sess, err = s.Resolve(key, job, jobDir); err != nil || sess.Resume != (i > 0) {
+				tb.Fatalf("resolve %d: %v %+v", i, err, sess)
+			}
+			stageFile(tb, jobDir, data)
+		}
+		sess.Ticket = fmt.Sprintf("5e7a%028x", i+1) // not an id the benchmarks' own loops use
+		res, err := s.Promote(sess, req)
 		if err != nil || !res.Promoted {
 			tb.Fatalf("promote %d: %v %s", i, err, res.Reason)
 		}
+		sess.Base.Gen = res.Gen
 	}
 }
 
