@@ -371,8 +371,8 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 	switch {
 	case err == nil:
 		if n := len(st.History); n > 0 && etcdmeta.LastSlot(st.History[n-1].Seq) {
-			add(fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, st.History[n-1].Seq), store.KindRecordUndecodable,
-				"in the last slot a history entry takes: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); remove the key's history (etcdctl del --prefix) to start it afresh")
+			add(c.lastSlotPath(key), store.KindRecordUndecodable,
+				"in the last slot a history entry takes: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); check --repair numbers the history again in place, the record kept")
 		}
 		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):

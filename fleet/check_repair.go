@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +14,10 @@ import (
 	"sessdb/store"
 )
 
-// repair removes key's orphans among found, under the key's lease-backed
-// lock, and says of every finding what was done: only the orphans are
-// check's to remove; the rest is the operator's to judge.
+// repair removes key's orphans among found, and numbers again a history
+// whose newest entry is in the last slot, under the key's lease-backed
+// lock, and says of every finding what was done: only those are check's
+// to settle; the rest is the operator's to judge.
 //
 // The snapshot that judged a file an orphan may be older than the key: a
 // promotion may have landed since, making the file it superseded young
@@ -23,6 +26,8 @@ import (
 // left. The lock keeps two repairs or a repair and a reap from judging
 // the key at once; a promotion takes no lock, but can only ever name a
 // file it wrote itself, which is never one already past the grace period.
+// The renumber is guarded by the record's revision as read again (see
+// renumber), so whatever wrote the key since is never lost.
 //
 // The caller's ctx ending there (its cancel or deadline) is returned as
 // ctx's error, the findings saying the check was interrupted. etcd not
@@ -33,22 +38,32 @@ import (
 // the key's others are not removed, and say so.
 func (c *checker) repair(ctx context.Context, key string, found []store.Finding) error {
 	var orphans []int
+	full := -1
 	for i := range found {
 		switch {
 		case found[i].Kind == KindOrphan:
 			orphans = append(orphans, i)
+		case found[i].Path == c.lastSlotPath(key):
+			full = i
 		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
-			found[i].Repair = "left as is: remove the entry with etcdctl del (for an entry in the last slot, the key's whole history: etcdctl del --prefix); the key's promotions fail as the finding says until then"
+			found[i].Repair = "left as is: remove the entry with etcdctl del; the key's promotions fail as the finding says until then"
 		case found[i].Severity == store.SeverityProblem:
 			found[i].Repair = leftAsIs(found[i].Kind)
 		}
 	}
-	if len(orphans) == 0 {
+	if len(orphans) == 0 && full < 0 {
 		return nil
 	}
+	settle := orphans
+	if full >= 0 {
+		settle = append(slices.Clone(orphans), full)
+	}
 	leave := func(why string) {
-		for _, i := range orphans {
+		for _, i := range settle {
 			found[i].Repair = "not removed: " + why
+			if i == full {
+				found[i].Repair = "left as is: " + why
+			}
 		}
 	}
 	if err := c.b.at(hookRepair, key); err != nil {
@@ -88,6 +103,15 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		leave(err.Error())
 		return nil
 	}
+	if full >= 0 {
+		if err := c.renumber(ctx, key, st, &found[full]); err != nil {
+			// The walk stops (etcd lost, ctx ended): no orphan removed.
+			for _, i := range orphans {
+				found[i].Repair = "not removed: " + found[full].Repair[len("left as is: "):]
+			}
+			return err
+		}
+	}
 	for n, i := range orphans {
 		f := &found[i]
 		select {
@@ -120,6 +144,52 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			continue
 		}
 		f.Repair, f.Repaired, f.Remains = "removed", true, false
+	}
+	return nil
+}
+
+// lastSlotPath is the path check reports a history entry in the last
+// slot by (see checker.history).
+func (c *checker) lastSlotPath(key string) string {
+	return fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, uint64(math.MaxUint64-1))
+}
+
+// renumber numbers key's history again from 1 in place (etcdmeta's
+// RenumberHistory), guarded by st, the key as read again under its lock,
+// and says in f what it did. A key whose record moved since that read (an
+// operator's etcdctl, a binary that takes no lock) is left: the renumber
+// writes nothing then, and the next check sees the key as it is. No
+// promotion can land meanwhile (the history full refuses it), and one
+// racing the renumber only loses its guess of the newest slot, and lands
+// above the entries renumbered: nothing is lost either way. It returns an
+// error only where the walk stops: etcd unavailable, or ctx ended.
+func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f *store.Finding) error {
+	if n := len(st.History); st.Rev == 0 || n == 0 || !etcdmeta.LastSlot(st.History[n-1].Seq) {
+		f.Repair, f.Remains = "nothing to do: the key, read again under its lock, no longer holds an entry in the last slot", false
+		return nil
+	}
+	c2, cancel := context.WithTimeout(ctx, c.b.timeout)
+	defer cancel()
+	did, err := c.b.meta.RenumberHistory(c2, key, st.Rev)
+	var ce *etcdmeta.ConflictError
+	switch {
+	case err == nil && did.Kept == 0:
+		f.Repair, f.Remains = "nothing to do: the key no longer holds an entry in the last slot", false
+	case err == nil:
+		f.Repair = fmt.Sprintf("numbered again in place: the newest %d entries at slots 1 to %d, each as it was", did.Kept, did.Kept)
+		if did.Dropped > 0 {
+			f.Repair += fmt.Sprintf(", the %d older ones (below the ring of %d a write keeps) removed", did.Dropped, etcdmeta.HistoryLimit)
+		}
+		f.Repair += "; the record is not rewritten (its revision, a job's base, stays) and the key takes promotions again"
+		f.Repaired, f.Remains = true, false
+	case errors.As(err, &ce):
+		f.Repair = fmt.Sprintf("left as is: the key changed while it was repaired (%s); run check again", c.b.unroot(ce.Error()))
+	case stopped(ctx, err) != nil:
+		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", ctx.Err())
+		return ctx.Err()
+	default:
+		f.Repair = "left as is: " + c.b.unroot(err.Error())
+		return unavailable(err)
 	}
 	return nil
 }

@@ -134,6 +134,7 @@ func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
 // naming the entry and what settles it. check reports it (the history
 // entry record-undecodable), so the operator learns of it before the
 // workers' promote-failed pile up. It said nothing: the key read fine.
+// check --repair numbers the history again (TestARepairRenumbersAFleetHistoryInItsLastSlot).
 func TestAHistoryInItsLastSlotIsReported(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -153,7 +154,10 @@ func TestAHistoryInItsLastSlotIsReported(t *testing.T) {
 	if _, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error { found = append(found, fd); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0].Repaired || !strings.Contains(found[0].Repair, "etcdctl del --prefix") {
-		t.Fatalf("check --repair: %+v; want it left, saying how to remove the history", found)
+	if len(found) != 1 || !found[0].Repaired || !strings.Contains(found[0].Repair, "numbered again in place") {
+		t.Fatalf("check --repair: %+v; want the history numbered again", found)
+	}
+	if res := f.run(key, "after"); res.Gen != 2 {
+		t.Fatalf("the promotion after the repair: %+v, want gen 2 (above the history's gen 1)", res)
 	}
 }

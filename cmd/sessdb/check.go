@@ -55,8 +55,10 @@ the transcripts dir: a record that does not decode, a generation file
 missing or not what its record says (its size, and its CRC32C read no
 further than the record's size plus one byte), links, names that are no key,
 and orphans, files no record needs older than --grace (notices). --repair
-removes the orphans only, each key's under its lease-backed etcd lock,
-judged again there from a fresh read of its record.`,
+removes the orphans, each key's under its lease-backed etcd lock, judged
+again there from a fresh read of its record, and numbers again in place a
+history whose newest entry is in the last slot (the newest 64 entries kept,
+the record not rewritten).`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
   sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'

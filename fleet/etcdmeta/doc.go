@@ -51,7 +51,10 @@
 // stale hint costs a retry, never an entry out of place. Create, which brings a
 // key in whole (its record and its history, as a single host kept them),
 // is one transaction too, guarded by the key having no record and no
-// history entry.
+// history entry. RenumberHistory, which settles a history whose newest
+// entry is in the last slot an entry takes, is one transaction guarded by
+// the record's mod revision and by the history as it read it; it does not
+// write the record, so it supersedes no one.
 //
 // Every request waits at most Config.RequestTimeout, and no longer than
 // its ctx (a nil one is context.Background(), as the fleet's walks take

@@ -89,7 +89,7 @@ var (
 // lost, read in the same transaction, so the caller can tell a newer
 // promotion (superseded) from its own earlier write without another read.
 type ConflictError struct {
-	Op      string // "put", "append history", "delete" or "create"
+	Op      string // "put", "append history", "delete", "create" or "renumber history"
 	Key     string // the key written
 	Base    Rev    // the revision the write was guarded by
 	Current State  // the record, its revision and history when the compare failed

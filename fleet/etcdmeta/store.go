@@ -192,8 +192,9 @@ func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/
 // LastSlot reports whether a history entry at seq is in the last slot an
 // entry takes (2^64-2: the slot above holds none, see parseSeq): no entry
 // can follow it, so every write of its key (a promotion, a refusal, a
-// reap's) is ErrDamaged until the key's history is removed. fleet's check
-// reports such an entry.
+// reap's) is ErrDamaged until the key's history is numbered again
+// (RenumberHistory). fleet's check reports such an entry, and its
+// --repair renumbers it.
 func LastSlot(seq uint64) bool { return seq >= math.MaxUint64-1 }
 
 func (s *Store) historyKey(key string, seq uint64) string {
@@ -573,7 +574,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
 		if resp.Succeeded && full {
-			return 0, fmt.Errorf("%s %s: %w: history entry %016x is in the last slot an entry takes, and no entry can follow it (remove the key's history to start it afresh)", op, key, ErrDamaged, seq)
+			return 0, fmt.Errorf("%s %s: %w: history entry %016x is in the last slot an entry takes, and no entry can follow it (check --repair numbers the key's history again)", op, key, ErrDamaged, seq)
 		}
 		if resp.Succeeded {
 			s.rememberSeq(key, hist.Seq)

@@ -1,0 +1,93 @@
+package etcdmeta
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Renumbered is what RenumberHistory did: how many entries it wrote again
+// at the slots 1, 2, ... (0: nothing written), and how many older ones,
+// below the ring, it removed.
+type Renumbered struct {
+	Kept, Dropped int64
+}
+
+// RenumberHistory settles what LastSlot reports: where key's newest
+// history entry is in the last slot, it writes the key's newest
+// HistoryLimit entries again at the slots 1, 2, ... in their order, each
+// value as it was, and removes every other entry (those below the ring,
+// which the key's next write would trim anyway). Anywhere else it writes
+// nothing and returns the zero Renumbered.
+//
+// It is one transaction, guarded by base, the record's mod revision (0 is
+// refused: a key with no record keeps no history), and by the history as
+// read: no entry written since the read and each entry read still in
+// place. The record is not written, so its revision stays: no job's base
+// is superseded by the renumber, and a job whose promotion took the last
+// slot for its guess loses only that guess's compare and is retried above
+// the renumbered entries. The record's hint of the newest slot stays as
+// stale as it was, which costs a new process's first write one retry. A
+// lost compare is a *ConflictError carrying what the key holds; nothing
+// is written. A history that does not decode is ErrDamaged, not
+// renumbered.
+//
+// The transaction is at most HistoryLimit puts and two deletes (by range,
+// whatever a hostile history holds below the ring), HistoryLimit + 2
+// compares, and two reads when it fails: under etcd's default
+// --max-txn-ops of 128. It is sent once, not hedged.
+func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renumbered, error) {
+	ctx = orBackground(ctx)
+	const op = "renumber history"
+	c, cancel, err := s.begin(ctx, op, key)
+	if err != nil {
+		return Renumbered{}, err
+	}
+	defer cancel()
+	dir := s.historyDir(key)
+	// The state, with the history's size, at one revision.
+	read := append(s.stateOps(key), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(c).Then(read...).Commit()
+	})
+	if err != nil {
+		return Renumbered{}, s.cfg.opErr(ctx, op, key, err)
+	}
+	st, err := parseState(key, resp.Header.Revision, resp.Responses)
+	switch {
+	case err != nil:
+		return Renumbered{}, err
+	case base == 0 || st.Rev != base:
+		return Renumbered{}, &ConflictError{Op: op, Key: key, Base: base, Current: st}
+	case len(st.History) == 0 || !LastSlot(st.History[len(st.History)-1].Seq):
+		return Renumbered{}, nil
+	}
+	kvs := resp.Responses[1].GetResponseRange().Kvs // newest first
+	n := int64(len(kvs))
+	rk := s.recordKey(key)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),
+		clientv3.Compare(clientv3.ModRevision(dir), "<", resp.Header.Revision+1).WithPrefix(),
+	}
+	// etcd refuses a transaction whose delete range holds a key it also
+	// puts, so the deletes leave the new slots out: below slot 1 (slot 0,
+	// and names no slot has) and above slot n.
+	then := []clientv3.Op{
+		clientv3.OpDelete(dir, clientv3.WithRange(s.historyKey(key, 1))),
+		clientv3.OpDelete(s.historyKey(key, uint64(n)+1), clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir))),
+	}
+	for i, kv := range kvs {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+		then = append(then, clientv3.OpPut(s.historyKey(key, uint64(n)-uint64(i)), string(kv.Value)))
+	}
+	out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
+	if err != nil {
+		return Renumbered{}, s.cfg.opErr(ctx, op, key, err)
+	}
+	if !out.Succeeded {
+		cur, _ := parseState(key, out.Header.Revision, out.Responses)
+		return Renumbered{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
+	}
+	s.rememberSeq(key, uint64(n))
+	return Renumbered{Kept: n, Dropped: resp.Responses[2].GetResponseRange().Count - n}, nil
+}
