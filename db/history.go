@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -93,16 +94,26 @@ func (tx *Tx) HistoryFull() error {
 	return err
 }
 
+// Renumbered is what RenumberHistory did: how many entries it stored
+// again under 1, 2, ... (0: nothing done), and how many older ones,
+// beyond the ring of HistoryLimit, it dropped.
+type Renumbered struct {
+	Kept, Dropped int
+}
+
 // RenumberHistory settles what HistoryFull reports: where history/'s newest
-// entry holds the last sequence number, it stores the entries again under
-// the keys 1, 2, ... in the order they had, each entry as it was (an
-// entry whose value carries no gen, as schema 1 wrote them, gets its old
-// key written in as its gen), and reports true. Nothing else of the file
-// changes, so the key's record and stamps stay as they are. Anywhere else
-// it does nothing and reports false. The caller commits the whole rewrite
-// or none of it, as one transaction.
-func (tx *Tx) RenumberHistory() (bool, error) {
-	done := false
+// entry holds the last sequence number, it stores the newest HistoryLimit
+// entries again under the keys 1, 2, ... in the order they had, each entry
+// as it was (an entry whose value carries no gen, as schema 1 wrote them,
+// gets its old key written in as its gen), and drops every older one, as
+// AppendHistory's trim would have: a history holds more only in a damaged
+// or hostile file, and the renumber then costs the ring's entries and one
+// bucket's removal, not a rewrite of whatever the file holds. Nothing else
+// of the file changes, so the key's record and stamps stay as they are.
+// Anywhere else it does nothing and returns the zero Renumbered. The caller
+// commits the whole rewrite or none of it, as one transaction.
+func (tx *Tx) RenumberHistory() (Renumbered, error) {
+	var r Renumbered
 	err := tx.do("renumber history", true, func() error {
 		b, err := tx.bucket(bucketHistory)
 		if b == nil {
@@ -112,21 +123,28 @@ func (tx *Tx) RenumberHistory() (bool, error) {
 			return nil
 		}
 		type kv struct{ k, v []byte }
-		var old []kv
+		var ring []kv // newest first
 		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		for k, v := c.Last(); k != nil && len(ring) < HistoryLimit; k, v = c.Prev() {
 			if v == nil {
 				return damaged("%s/%x is a bucket", bucketHistory, k)
 			}
-			old = append(old, kv{slices.Clone(k), slices.Clone(v)})
+			ring = append(ring, kv{slices.Clone(k), slices.Clone(v)})
 		}
-		for _, e := range old {
-			if err := b.Delete(e.k); err != nil {
-				return fmt.Errorf("%s/%x: %w", bucketHistory, e.k, err)
-			}
+		slices.Reverse(ring)
+		for k, _ := c.First(); k != nil && !bytes.Equal(k, ring[0].k); k, _ = c.Next() {
+			r.Dropped++
+		}
+		// The bucket goes whole: its pages are freed without a Delete per
+		// key, which for a million entries took most of a minute.
+		if err := tx.tx.DeleteBucket([]byte(bucketHistory)); err != nil {
+			return fmt.Errorf("%s/: %w", bucketHistory, err)
+		}
+		if b, err = tx.tx.CreateBucket([]byte(bucketHistory)); err != nil {
+			return fmt.Errorf("%s/: %w", bucketHistory, err)
 		}
 		b.FillPercent = 1.0 // as AppendHistory packs it
-		for i, e := range old {
+		for i, e := range ring {
 			h, err := decodeHistory(e.k, e.v)
 			if err != nil {
 				return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, e.k), err)
@@ -144,10 +162,13 @@ func (tx *Tx) RenumberHistory() (bool, error) {
 				return fmt.Errorf("%s/%d: %w", bucketHistory, i+1, err)
 			}
 		}
-		done = true
+		r.Kept = len(ring)
 		return nil
 	})
-	return done, err
+	if err != nil {
+		return Renumbered{}, err
+	}
+	return r, nil
 }
 
 // FindTicket returns the newest entry of history/ that records a promotion

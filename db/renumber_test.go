@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -68,9 +69,9 @@ func TestRenumberHistoryKeepsEveryEntry(t *testing.T) {
 		t.Fatalf("fixture: %+v", before)
 	}
 
-	var done bool
-	if err := d.Update(func(tx *Tx) (err error) { done, err = tx.RenumberHistory(); return err }); err != nil || !done {
-		t.Fatalf("RenumberHistory = %v, %v; want done", done, err)
+	var did Renumbered
+	if err := d.Update(func(tx *Tx) (err error) { did, err = tx.RenumberHistory(); return err }); err != nil || did != (Renumbered{Kept: 3}) {
+		t.Fatalf("RenumberHistory = %+v, %v; want the 3 entries kept", did, err)
 	}
 	after := read()
 	if len(after) != len(before) {
@@ -91,11 +92,54 @@ func TestRenumberHistoryKeepsEveryEntry(t *testing.T) {
 		t.Fatalf("sidecars after = %+v, %v; want the venue kept", sc, err)
 	}
 
-	if err := d.Update(func(tx *Tx) (err error) { done, err = tx.RenumberHistory(); return err }); err != nil || done {
-		t.Fatalf("RenumberHistory again = %v, %v; want nothing done", done, err)
+	if err := d.Update(func(tx *Tx) (err error) { did, err = tx.RenumberHistory(); return err }); err != nil || did != (Renumbered{}) {
+		t.Fatalf("RenumberHistory again = %+v, %v; want nothing done", did, err)
 	}
 	var seq uint64
 	if err := d.Update(func(tx *Tx) (err error) { seq, err = tx.AppendHistory(HistoryEntry{Gen: 6}); return err }); err != nil || seq != 4 {
 		t.Fatalf("append after = %d, %v; want seq 4", seq, err)
+	}
+}
+
+// A history at the last sequence number that holds more than the ring
+// (a hostile or damaged file: AppendHistory keeps HistoryLimit) is
+// renumbered to the newest HistoryLimit entries, as the ring's next trim
+// would leave it: the older ones are dropped, so the renumber's cost is
+// the ring's, not the file's. Before, every entry was read into memory
+// and written again (a million in about a minute and a gigabyte).
+func TestRenumberHistoryKeepsTheRingOnly(t *testing.T) {
+	kd := newKeyDir(t)
+	d := mustOpen(t, kd, true)
+	const n = HistoryLimit + 500
+	if err := d.bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucketHistory))
+		for i := range n {
+			v, err := encodeHistory(HistoryEntry{Gen: uint64(i + 1), Job: fmt.Sprint("job-", i)})
+			if err != nil {
+				return err
+			}
+			if err := b.Put(historyKey(math.MaxUint64-uint64(n-1-i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var did Renumbered
+	if err := d.Update(func(tx *Tx) (err error) { did, err = tx.RenumberHistory(); return err }); err != nil || did != (Renumbered{Kept: HistoryLimit, Dropped: n - HistoryLimit}) {
+		t.Fatalf("RenumberHistory = %+v, %v; want %d kept, %d dropped", did, err, HistoryLimit, n-HistoryLimit)
+	}
+	var h []HistoryEntry
+	if err := d.View(func(tx *Tx) (err error) { h, err = tx.History(0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != HistoryLimit {
+		t.Fatalf("%d entries after the renumber, want the ring's %d", len(h), HistoryLimit)
+	}
+	for i, e := range h {
+		if want := uint64(n - HistoryLimit + i + 1); e.Seq != uint64(i+1) || e.Gen != want {
+			t.Fatalf("entry %d: seq %d gen %d; want seq %d gen %d (the newest, in order)", i, e.Seq, e.Gen, i+1, want)
+		}
 	}
 }

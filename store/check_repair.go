@@ -84,15 +84,19 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		f := &found[i]
 		switch {
 		case f.historyFull && !damaged:
-			done, err := s.renumberHistory(root, name)
-			dbTouched = dbTouched || done
+			did, err := s.renumberHistory(root, name)
+			dbTouched = dbTouched || did.Kept > 0
 			switch {
 			case err != nil:
 				f.Repair = "not repaired: " + err.Error()
-			case !done:
+			case did.Kept == 0:
 				f.Repair = "left as is: its newest entry no longer holds the last sequence number (meta.db written since it was found)"
 			default:
-				f.Repair, f.Repaired = "its history numbered again from 1, entries and order kept; the record and stamps are kept: the key resumes as before and takes writes again", true
+				f.Repair = "its history numbered again from 1, entries and order kept"
+				if did.Dropped > 0 {
+					f.Repair = fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and the %d older ones dropped (the ring keeps %d, as the next write's trim would have)", did.Kept, did.Dropped, db.HistoryLimit)
+				}
+				f.Repair, f.Repaired = f.Repair+"; the record and stamps are kept: the key resumes as before and takes writes again", true
 			}
 		case f.Kind == KindMetaCheckFailed && f.unproven:
 			f.Repair = "left as is: a check that did not complete proves nothing, and nothing is moved without proof; check again (give it more time if it timed out)"
@@ -371,41 +375,42 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 }
 
 // renumberHistory numbers key's history again from 1 where its newest
-// entry holds the last sequence number (db's RenumberHistory), in one
-// commit under the key's exclusive lock, and reports whether it did. The
+// entry holds the last sequence number (db's RenumberHistory: the ring's
+// newest entries kept, any older dropped), in one commit under the key's
+// exclusive lock, and reports what it did. The
 // commit is bbolt's: a kill at any point leaves the file as it was or as
 // repaired. A key with no meta.db (moved aside meanwhile) is left as is.
-func (s *Store) renumberHistory(root *os.File, key string) (bool, error) {
+func (s *Store) renumberHistory(root *os.File, key string) (db.Renumbered, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
 	defer kd.Close()
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
 	d, _, err := db.OpenSidecars(kd, s.writerOptions("renumber history", kd, key), true)
 	if err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
 	defer d.Close()
 	// Moved aside (check --repair --quarantine) while this waited for the
 	// lock: nothing in the dir moved aside is to change.
 	if err := stillAtKey("renumber history", s.root, kd, key); err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
 	if err := s.fault(faults.RepairBeforeRenumber); err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
-	var done bool
+	var did db.Renumbered
 	err = d.Update(func(tx *db.Tx) (err error) {
-		done, err = tx.RenumberHistory()
+		did, err = tx.RenumberHistory()
 		return err
 	})
 	if err != nil {
-		return false, err
+		return db.Renumbered{}, err
 	}
-	return done, s.fault(faults.RepairAfterRenumber)
+	return did, s.fault(faults.RepairAfterRenumber)
 }
 
 // sweepStaleTemps removes kd's stray temp files (promotion temps and meta.db

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -282,4 +283,48 @@ func keptOrRenumbered(t *testing.T, s *Store, root string, before []db.HistoryEn
 		t.Fatalf("resumed gen %d ending %q", sess.Gen(), markerOf(data, 1))
 	}
 	return repaired
+}
+
+// A hostile history at the last sequence number that holds far more than
+// the ring is renumbered to the ring's newest entries, the older dropped
+// as the next write's trim would drop them, and the repair says so: its
+// cost is the ring's, not the file's. Before, every entry was kept and
+// written again (a million in about a minute and a gigabyte, under the
+// key's lock).
+func TestARepairOfAHostileHistoryKeepsTheRing(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	const extra = 500
+	bdb, err := bolt.Open(filepath.Join(root, testKey, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("history"))
+		_, v := b.Cursor().Last()
+		v = bytes.Clone(v)
+		for i := range extra {
+			if err := b.Put(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(extra-1-i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, _ := chkRun(t, s, true)
+	f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable)
+	want := fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and the %d older ones dropped", db.HistoryLimit, extra+1-db.HistoryLimit)
+	if f == nil || !f.Repaired || !strings.Contains(f.Repair, want) {
+		t.Fatalf("check --repair: %+v; want %q", found, want)
+	}
+	if h := historyOf(t, root, testKey); len(h) != db.HistoryLimit || h[0].Seq != 1 || h[len(h)-1].Seq != db.HistoryLimit {
+		t.Fatalf("history after the repair: %d entries, %+v", len(h), h[len(h)-1])
+	}
+	_, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "two")
+	if h := historyOf(t, root, testKey); res.Gen != 2 || h[len(h)-1].Seq != db.HistoryLimit+1 {
+		t.Fatalf("the promotion after the repair: %+v, newest entry %+v", res, h[len(h)-1])
+	}
 }
