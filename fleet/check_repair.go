@@ -182,8 +182,10 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		}
 		f.Repair += "; the record is not rewritten (its revision, a job's base, stays) and the key takes promotions again"
 		f.Repaired, f.Remains = true, false
+	case errors.As(err, &ce) && ce.Current.Rev == st.Rev:
+		f.Repair = "left as is: the key changed while it was repaired (its history was written since it was read under the lock); run check again"
 	case errors.As(err, &ce):
-		f.Repair = fmt.Sprintf("left as is: the key changed while it was repaired (%s); run check again", c.b.unroot(ce.Error()))
+		f.Repair = fmt.Sprintf("left as is: the key changed while it was repaired (its record moved from revision %d to %d); run check again", st.Rev, ce.Current.Rev)
 	case stopped(ctx, err) != nil:
 		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", ctx.Err())
 		return ctx.Err()

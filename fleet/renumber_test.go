@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -188,5 +189,55 @@ func TestARenumberOfAKeyChangedUnderItWritesNothing(t *testing.T) {
 	}
 	if seqs, _ := f.historyValues(c, key); !slices.Equal(seqs, []string{"fffffffffffffffe"}) {
 		t.Fatalf("history after the lost renumber: %v; want it as it was", seqs)
+	}
+}
+
+// With one member of three silent, check --repair numbers every full
+// history again: the renumber's commit, sent to the silent member, is
+// sent again to the next, as the walk's other writes are (§5l), and lands
+// once. Where the silent member took the commit and only its answer is
+// lost, the try sent again finds the key holding the history it would
+// write: that renumber, landed. Sent once, a commit that met the silent
+// member waited out the timeout, and the walk stopped, etcd unavailable.
+func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  func(*etcdtest.Proxy)
+	}{
+		{"silent", (*etcdtest.Proxy).Blackhole},
+		{"answers lost", (*etcdtest.Proxy).BlackholeAnswers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := etcdtest.Start3(t)
+			f := newFixture(t, c)
+			const n = 6
+			var keys []string
+			for i := range n {
+				k := store.Key("github", "renumber", fmt.Sprint("silent-", i))
+				f.run(k, "one")
+				f.toLastSlot(c, k)
+				keys = append(keys, k)
+			}
+			b, ps := proxied(t, f, 2*time.Second)
+			tc.cut(ps[0])
+			var found []store.Finding
+			_, err := b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+				found = append(found, fd)
+				return nil
+			})
+			if err != nil {
+				t.Errorf("check --repair with one member of three cut: %v", err)
+			}
+			for _, fd := range found {
+				if !fd.Repaired {
+					t.Errorf("check --repair: %s: %s", fd.Path, fd.Repair)
+				}
+			}
+			for _, k := range keys {
+				if seqs, _ := f.historyValues(c, k); !slices.Equal(seqs, []string{"0000000000000001"}) {
+					t.Errorf("%s: history at %v, want at 1", k, seqs)
+				}
+			}
+		})
 	}
 }

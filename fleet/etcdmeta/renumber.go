@@ -2,6 +2,8 @@ package etcdmeta
 
 import (
 	"context"
+	"errors"
+	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -35,7 +37,10 @@ type Renumbered struct {
 // The transaction is at most HistoryLimit puts and two deletes (by range,
 // whatever a hostile history holds below the ring), HistoryLimit + 2
 // compares, and two reads when it fails: under etcd's default
-// --max-txn-ops of 128. It is sent once, not hedged.
+// --max-txn-ops of 128. With several endpoints it is sent again as a
+// read is (see Hedge), and lands once: a try after its sibling landed
+// fails its compares and finds the key holding the history it would have
+// written, which is that renumber, landed.
 func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renumbered, error) {
 	ctx = orBackground(ctx)
 	const op = "renumber history"
@@ -80,13 +85,29 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
 		then = append(then, clientv3.OpPut(s.historyKey(key, uint64(n)-uint64(i)), string(kv.Value)))
 	}
-	out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
+	// The history as the renumber leaves it: a try that finds the key
+	// holding exactly that, at the same record, finds its sibling landed.
+	want := slices.Clone(st.History)
+	for i := range want {
+		want[i].Seq = uint64(i) + 1
+	}
+	_, err = hedged(s, c, func(c context.Context) (struct{}, error) {
+		out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
+		if err != nil || out.Succeeded {
+			return struct{}{}, err
+		}
+		cur, perr := parseState(key, out.Header.Revision, out.Responses)
+		if perr == nil && cur.Rev == base && slices.Equal(cur.History, want) {
+			return struct{}{}, nil
+		}
+		return struct{}{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
+	})
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return Renumbered{}, err
+	}
 	if err != nil {
 		return Renumbered{}, s.cfg.opErr(ctx, op, key, err)
-	}
-	if !out.Succeeded {
-		cur, _ := parseState(key, out.Header.Revision, out.Responses)
-		return Renumbered{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
 	}
 	s.rememberSeq(key, uint64(n))
 	return Renumbered{Kept: n, Dropped: resp.Responses[2].GetResponseRange().Count - n}, nil
