@@ -99,6 +99,9 @@ func (in *fleetInstance) Damage(key string, d storetest.Damage) error {
 			return err
 		}
 		return os.Symlink(elsewhere, filepath.Join(in.dir, key))
+	case storetest.DamageHistoryFull:
+		(&fixture{t: in.t, prefix: in.prefix}).toLastSlot(in.c, key)
+		return nil
 	case storetest.DamageLosePending:
 		return fmt.Errorf("a fleet has no pending temps: its commit names a file already in place: %w", errors.ErrUnsupported)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"time"
 
 	"sessdb/gates"
@@ -132,6 +133,52 @@ var damagePromises = []promise{
 		e.want(got, false, gates.NotARegularFile)
 		if res := e.promote(sess, store.PromoteRequest{PiVersion: piVersion}); res.Promoted || res.Reason != gates.NotARegularFile {
 			e.fatalf("promote through a linked key dir = %+v, want not-a-regular-file", res)
+		}
+	}},
+	{"damage/a history at its last sequence number is numbered again by check --repair, and the job's retry promotes", func(e *env) {
+		e.run(key, "one")
+		e.run(key, "two")
+		_, before := e.record(key)
+		sess := e.stageNext(key, "three")
+		e.damage(key, DamageHistoryFull)
+		mt, ok := e.inst.(Maintainer)
+		if !ok {
+			e.t.Skip("the instance is no storetest.Maintainer")
+		}
+		e.failed(sess)
+		e.holds(key, "two", 2)
+		// The failed promotion may leave what its backend sweeps (a key
+		// dir's temp, which a failed commit could have landed): repaired
+		// too. Nothing may remain.
+		found, err := mt.Check(store.Options{Now: e.clock.Now}, true)
+		renumbered := false
+		for _, f := range found {
+			renumbered = renumbered || f.Kind == store.KindRecordUndecodable && f.Repaired
+			if f.Remains {
+				err = fmt.Errorf("%s remains: %s", f.Path, f.Repair)
+			}
+		}
+		if err != nil || !renumbered {
+			e.fatalf("check --repair = %+v, %v; want the history numbered again, nothing remaining", found, err)
+		}
+		_, after := e.record(key)
+		if len(after) != len(before) {
+			e.fatalf("%d history entries after the repair, want the %d before", len(after), len(before))
+		}
+		for i := range after {
+			if after[i].Seq != uint64(i+1) || after[i].Gen != before[i].Gen || after[i].Ticket != before[i].Ticket || after[i].At != before[i].At {
+				e.fatalf("entry %d after the repair = %+v, want %+v at seq %d", i, after[i], before[i], i+1)
+			}
+		}
+		e.holds(key, "two", 2)
+		// The record kept its revision (a fleet's) and its identity: the
+		// job resolved before the damage is promoted, not superseded.
+		if res := e.promote(sess, store.PromoteRequest{PiVersion: piVersion}); !res.Promoted || res.Repeat || res.Gen != 3 {
+			e.fatalf("the job's retry after the repair = %+v, want gen 3", res)
+		}
+		e.holds(key, "three", 3)
+		if _, h := e.record(key); h[len(h)-1].Seq != uint64(len(before))+1 || h[len(h)-1].Gen != 3 {
+			e.fatalf("the retry's entry %+v, want gen 3 at seq %d", h[len(h)-1], len(before)+1)
 		}
 	}},
 	{"damage/a committed promotion's lost transcript falls back to the generation before", func(e *env) {

@@ -106,6 +106,12 @@ const (
 	// DamageKeyLink: the key's directory replaced by a link to a directory
 	// outside the store (not-a-regular-file on resolve and promote).
 	DamageKeyLink Damage = "key-link"
+	// DamageHistoryFull: the key's history moved, entries and order
+	// kept, to end at the last sequence number its backend takes (a key
+	// dir's 2^64-1, a fleet's last slot): no entry can follow, so every
+	// promotion is promote-failed until check --repair (Maintainer)
+	// numbers the history again. The record is not touched.
+	DamageHistoryFull Damage = "history-full"
 	// DamageLosePending: the new transcript of a promotion interrupted
 	// after its commit (Interrupter, AfterCommit) lost before it took its
 	// place: the key holds the generation before (the key-dir store's
