@@ -31,7 +31,9 @@ const KindOrphan store.Kind = "orphan"
 // generation the records name however large.
 type CheckOptions struct {
 	// Repair removes the orphans, each key's under its lease-backed lock
-	// and judged again there from a fresh read of its record.
+	// and judged again there from a fresh read of its record, and under
+	// the same lock numbers again a history whose newest entry is in the
+	// last slot (etcdmeta's RenumberHistory).
 	Repair bool
 	// Grace is the age past which a file no record needs is an orphan;
 	// 0 means DefaultGrace. Now is the clock; nil means time.Now.
@@ -58,8 +60,8 @@ type CheckOptions struct {
 // and orphans (KindOrphan), by the rule Reap sweeps by.
 //
 // Without Repair it writes nothing. With Repair it removes the orphans
-// (see CheckOptions.Repair) and nothing else: what else it finds is the
-// operator's to judge. A visit error, etcd failing the listing, the
+// and renumbers a history in its last slot (see CheckOptions.Repair), and
+// nothing else: what else it finds is the operator's to judge. A visit error, etcd failing the listing, the
 // transcripts dir unreadable or itself unavailable (shared.ErrDirUnavailable:
 // judged once something in it failed, so that no key is reported missing
 // for it), or ctx ending stops the walk; the summary

@@ -224,7 +224,7 @@ func (m *movingInstance) Lock(key string) (func(), bool, error) {
 }
 
 // Settle accepts or quarantines a key of the root; a fleet has neither
-// command (its check repairs orphans only: docs/fleet.md).
+// command (its check repairs orphans and a full history only: docs/fleet.md).
 func (m *movingInstance) Settle(key string, opts store.Options, accept bool) ([]store.Finding, error) {
 	if m.fleet != nil {
 		return nil, fmt.Errorf("%w: a fleet has no check --accept or --quarantine", errors.ErrUnsupported)
