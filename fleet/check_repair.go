@@ -107,7 +107,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		if err := c.renumber(ctx, key, st, &found[full]); err != nil {
 			// The walk stops (etcd lost, ctx ended): no orphan removed.
 			for _, i := range orphans {
-				found[i].Repair = "not removed: " + found[full].Repair[len("left as is: "):]
+				found[i].Repair = "not removed: " + strings.TrimPrefix(found[full].Repair, "left as is: ")
 			}
 			return err
 		}
@@ -168,9 +168,8 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		f.Repair, f.Remains = "nothing to do: the key, read again under its lock, no longer holds an entry in the last slot", false
 		return nil
 	}
-	c2, cancel := context.WithTimeout(ctx, c.b.timeout)
-	defer cancel()
-	did, err := c.b.meta.RenumberHistory(c2, key, st.Rev)
+	// Each of its requests is bounded by the request timeout (etcdmeta).
+	did, err := c.b.meta.RenumberHistory(ctx, key, st.Rev)
 	var ce *etcdmeta.ConflictError
 	switch {
 	case err == nil && did.Kept == 0:

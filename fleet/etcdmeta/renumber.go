@@ -91,7 +91,12 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	for i := range want {
 		want[i].Seq = uint64(i) + 1
 	}
-	_, err = hedged(s, c, func(c context.Context) (struct{}, error) {
+	// The commit is a request of its own, with its own timeout: a read
+	// that met a silent member must not leave it too little to be sent
+	// again past one.
+	w, cancelW := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancelW()
+	_, err = hedged(s, w, func(c context.Context) (struct{}, error) {
 		out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil || out.Succeeded {
 			return struct{}{}, err
