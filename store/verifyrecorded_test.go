@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"hash/crc32"
+	"io"
 	"testing"
 )
 
@@ -25,5 +26,34 @@ func TestVerifyRecordedHonoursItsContext(t *testing.T) {
 	r, err = VerifyRecorded(ctx, bytes.NewReader(data), size, size, sum, 0)
 	if !errors.Is(err, context.Canceled) || r != nil {
 		t.Fatalf("ended ctx: %+v, %v; want context.Canceled and no report", r, err)
+	}
+}
+
+// noRead is a transcript that must not be read.
+type noRead struct{ t *testing.T }
+
+func (r noRead) ReadAt([]byte, int64) (int, error) {
+	r.t.Error("a record over the max-bytes bound was read")
+	return 0, io.EOF
+}
+
+// A record over the max-bytes bound is not read at all, whatever the bound
+// (one byte is a bound): it is too-large, as a resolve would refuse it
+// unread, or a mismatch when fstat's size already differs from the record,
+// which needs no read to tell.
+func TestVerifyRecordedReadsNothingOverTheBound(t *testing.T) {
+	for _, c := range []struct {
+		size, recSize, maxBytes int64
+		want                    string
+	}{
+		{2, 2, 1, VerifyTooLarge},
+		{21, 21, 20, VerifyTooLarge},
+		{22, 21, 20, VerifyMismatch},
+		{20, 21, 20, VerifyMismatch},
+	} {
+		r, err := VerifyRecorded(context.Background(), noRead{t}, c.size, c.recSize, 0, c.maxBytes)
+		if err != nil || r.Result != c.want || r.Bytes != 0 {
+			t.Errorf("%d bytes, record %d, bound %d: %+v, %v; want %s, nothing read", c.size, c.recSize, c.maxBytes, r, err, c.want)
+		}
 	}
 }
