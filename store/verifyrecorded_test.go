@@ -18,7 +18,7 @@ func TestVerifyRecordedHonoursItsContext(t *testing.T) {
 	sum := uint64(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
 	size := int64(len(data))
 	r, err := VerifyRecorded(nil, bytes.NewReader(data), size, size, sum, 0)
-	if err != nil || r.Result != VerifyOK {
+	if err != nil || r == nil || r.Result != VerifyOK {
 		t.Fatalf("nil ctx: %+v, %v; want %s", r, err, VerifyOK)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,8 +52,21 @@ func TestVerifyRecordedReadsNothingOverTheBound(t *testing.T) {
 		{20, 21, 20, VerifyMismatch},
 	} {
 		r, err := VerifyRecorded(context.Background(), noRead{t}, c.size, c.recSize, 0, c.maxBytes)
-		if err != nil || r.Result != c.want || r.Bytes != 0 {
+		if err != nil || r == nil || r.Result != c.want || r.Bytes != 0 {
 			t.Errorf("%d bytes, record %d, bound %d: %+v, %v; want %s, nothing read", c.size, c.recSize, c.maxBytes, r, err, c.want)
 		}
+	}
+}
+
+// A file longer than its record is a mismatch even when the size passed in
+// (fstat's, taken before the read) says otherwise, as when the file grows
+// between the two: the read goes one byte past the record to tell.
+func TestVerifyRecordedTellsALongerFile(t *testing.T) {
+	data := []byte("a transcript's bytes\nand a line appended after the fstat\n")
+	rec := data[:21]
+	sum := uint64(crc32.Checksum(rec, crc32.MakeTable(crc32.Castagnoli)))
+	r, err := VerifyRecorded(context.Background(), bytes.NewReader(data), int64(len(rec)), int64(len(rec)), sum, 0)
+	if err != nil || r == nil || r.Result != VerifyMismatch {
+		t.Fatalf("%d bytes under a record of %d: %+v, %v; want %s", len(data), len(rec), r, err, VerifyMismatch)
 	}
 }
