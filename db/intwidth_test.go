@@ -32,3 +32,15 @@ func TestIntegersOfEveryWidthDecode(t *testing.T) {
 		}
 	}
 }
+
+// An integer cut short is refused, never read as 0.
+func TestATruncatedIntegerIsRefused(t *testing.T) {
+	for _, b := range [][]byte{{0xcd, 0x01}, {0xd1, 0x00}, {0xcf, 0, 0, 0}, {0xd3}} {
+		if u, err := decodeUint(b); err == nil {
+			t.Errorf("decodeUint(% x) = %d; want an error", b, u)
+		}
+		if n, err := decodeInt(b); err == nil {
+			t.Errorf("decodeInt(% x) = %d; want an error", b, n)
+		}
+	}
+}
