@@ -104,8 +104,9 @@ func testChildHook(key string) []string {
 var sink byte
 
 // copySample copies the shipped sample into a temp dir with every mtime
-// set to what sample.Build sets on the legacy key, so that ages and
-// verdicts do not depend on when the repository was checked out.
+// set to what internal/sample's builder (Build, in its build_test.go) sets
+// on the legacy key, so that ages and verdicts do not depend on when the
+// repository was checked out.
 func copySample(t testing.TB) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "testdata", "sessions")

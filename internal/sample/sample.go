@@ -4,9 +4,14 @@
 // one, and a name that is not a key. Its test builds the root (Build, in
 // build_test.go: only the test needs it) through the store's own Promote,
 // so the sample is what a real worker would leave behind, with a fixed
-// clock so that a rebuild gives the same records.
+// clock so that a rebuild gives the same records but for their ticket ids,
+// which each resolve draws at random.
 //
-// Rebuild it with: go test ./internal/sample -run TestSample -update
+// Rebuild it with the first command; the second follows because the
+// golden file of dump --history shows the new ticket ids:
+//
+//	go test ./internal/sample -run TestSample -update
+//	go test ./cmd/sessdb -run TestGolden -update
 package sample
 
 import (
