@@ -7,9 +7,11 @@
 // the program that runs the set and writes the ratios table is
 // internal/bench/report. docs/PERFORMANCE.md has the results.
 //
-// Nothing here runs in `go test ./...` beyond a few cheap checks of the
-// helpers: every benchmark needs -bench, and the 10,000-key fixtures of the
-// dump and migrate benchmarks are built on first use inside a benchmark.
+// Nothing here runs in `go test ./...` beyond cheap tests: of the helpers,
+// of the legacy baseline (it writes what sessdb's legacy readers read),
+// and of the setup the sessdb benchmarks start from. Every benchmark needs
+// -bench, and the 10,000-key fixtures of the dump and migrate benchmarks
+// are built on first use inside a benchmark.
 //
 // Every target is a ratio of two benchmarks measured in the same process
 // run, never an absolute time: the machines are shared and noisy.
