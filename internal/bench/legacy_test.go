@@ -1,14 +1,16 @@
 // The legacy_*_test.go files are the benchmarks' baseline: the legacy
 // file-per-sidecar store's promote, resolve and dump walk
-// (../shared/reference/legacy-store.md §2.2, §2.3, §3.2), done with the system calls the Node worker made, in its
-// order, so that sessdb is compared with what it replaces and not with a
-// strawman or an idealised rewrite.
+// (../shared/reference/legacy-store.md §2.2, §2.3, §3.2), done with the
+// system calls the Node worker made, in its order, so that sessdb is
+// compared with what it replaces and not with a strawman or an idealised
+// rewrite.
 //
 // Benchmark-only, so in test files: nothing in the product can import it.
-// Its names carry "legacy" (legacyPromote, legacyResolve, legacyWalk,
-// legacySeed, legacyOptions), or are types only it has (Session, Request,
-// Job, Verdict, Result, KeyInfo); sessdb's own are always reached as
-// store.X. The production reader of legacy key dirs is sessdb/store/legacy;
+// Its entry points carry "legacy" (legacyPromote, legacyResolve,
+// legacyWalk, legacySeed, legacyOptions, legacySidecars), its types are
+// ones only it has (Session, Request, Job, Verdict, Result, KeyInfo), and
+// its unexported helpers (readSidecar, writeSidecar, rename, ...) are its
+// alone; sessdb's own are always reached as store.X. The production reader of legacy key dirs is sessdb/store/legacy;
 // its parsers are reused here for the values, so the two judge the same
 // bytes the same way.
 //
