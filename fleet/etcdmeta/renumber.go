@@ -1,9 +1,9 @@
 package etcdmeta
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -36,11 +36,12 @@ type Renumbered struct {
 //
 // The transaction is at most HistoryLimit puts and two deletes (by range,
 // whatever a hostile history holds below the ring), HistoryLimit + 2
-// compares, and two reads when it fails: under etcd's default
+// compares, and three reads when it fails: under etcd's default
 // --max-txn-ops of 128. With several endpoints it is sent again as a
 // read is (see Hedge), and lands once: a try after its sibling landed
-// fails its compares and finds the key holding the history it would have
-// written, which is that renumber, landed.
+// fails its compares and finds the newest entry's value in the slot the
+// renumber puts it in, written since the read, which is that renumber,
+// landed, whatever the key took after it.
 func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renumbered, error) {
 	ctx = orBackground(ctx)
 	const op = "renumber history"
@@ -85,26 +86,30 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
 		then = append(then, clientv3.OpPut(s.historyKey(key, uint64(n)-uint64(i)), string(kv.Value)))
 	}
-	// The history as the renumber leaves it: a try that finds the key
-	// holding exactly that, at the same record, finds its sibling landed.
-	want := slices.Clone(st.History)
-	for i := range want {
-		want[i].Seq = uint64(i) + 1
-	}
+	// A try whose compares fail finds its sibling landed where the slot
+	// the newest entry goes to holds that entry's value, written since
+	// the read: only a renumber of this history writes it there. Not
+	// "the key holds exactly the renumbered history": the key takes
+	// writes again once renumbered, and one that landed before the try
+	// was served (the job's retry, a refusal's entry) made a renumber
+	// that landed a conflict.
+	top := s.historyKey(key, uint64(n))
+	orElse := append(s.stateOps(key), clientv3.OpGet(top))
 	// The commit is a request of its own, with its own timeout: a read
 	// that met a silent member must not leave it too little to be sent
 	// again past one.
 	w, cancelW := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancelW()
 	_, err = hedged(s, w, func(c context.Context) (struct{}, error) {
-		out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
+		out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(orElse...).Commit()
 		if err != nil || out.Succeeded {
 			return struct{}{}, err
 		}
-		cur, perr := parseState(key, out.Header.Revision, out.Responses)
-		if perr == nil && cur.Rev == base && slices.Equal(cur.History, want) {
+		if got := out.Responses[2].GetResponseRange().Kvs; len(got) == 1 &&
+			got[0].ModRevision > resp.Header.Revision && bytes.Equal(got[0].Value, kvs[0].Value) {
 			return struct{}{}, nil
 		}
+		cur, _ := parseState(key, out.Header.Revision, out.Responses)
 		return struct{}{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
 	})
 	var ce *ConflictError

@@ -1,9 +1,13 @@
 package etcdmeta
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/internal/etcdtest"
 )
@@ -92,5 +96,115 @@ func TestRenumberHistoryOnAMovedBaseWritesNothing(t *testing.T) {
 	st, err := s.Get(ctx(t), key)
 	if err != nil || len(st.History) != 1 || st.History[0].Seq != math.MaxUint64-1 {
 		t.Fatalf("after: %+v, %v; want the history as it was", st.History, err)
+	}
+}
+
+// A renumber whose commit landed, its answer lost (one member of three
+// takes requests and sends nothing back), and after which the key took a
+// write before the hedge's next try was served (the job's retry, a
+// refusal's entry: the key takes them again once renumbered) is the
+// renumber, landed: not a conflict. The next try's compares fail, and the
+// key no longer holds exactly the history the renumber wrote; before, that
+// was taken for a conflict, and check --repair said "left as is: the key
+// changed while it was repaired" of a history it had numbered again. The
+// write after it is kept, above the renumbered entries.
+func TestARenumberLandedUnderALostAnswerIsNotAConflict(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout = 3 * time.Second
+	var ps []*etcdtest.Proxy
+	var eps []string
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	for _, p := range ps {
+		for p.Answers() == 0 {
+			if _, err := s.GetRecord(ctx(t), newKey()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The writer after the renumber talks to the members, not the proxies.
+	w := open(t, c)
+	cli := c.Client(t)
+	ps[0].BlackholeAnswers()
+	lost := 0
+	for i := range 6 {
+		key := newKey()
+		var ring []HistoryEntry
+		for g := range 3 {
+			e := entry(uint64(g+1), randHex(16))
+			e.Seq = math.MaxUint64 - 1 - uint64(2-g)
+			ring = append(ring, e)
+		}
+		rev, err := w.Create(ctx(t), key, record(key, 3), ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Once the renumber's entries are in, the key takes a write: a
+		// refusal's entry (the record kept) or a promotion (moved).
+		wctx, stop := context.WithCancel(ctx(t))
+		events := cli.Watch(wctx, w.historyKey(key, 1))
+		wrote := make(chan error, 1)
+		next := entry(4, randHex(16))
+		go func() {
+			for resp := range events {
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypePut {
+						var err error
+						if i%2 == 0 {
+							_, err = w.AppendHistory(ctx(t), key, rev, next)
+						} else {
+							_, err = w.Put(ctx(t), key, rev, record(key, 4), next)
+						}
+						wrote <- err
+						return
+					}
+				}
+			}
+			wrote <- errors.New("no renumber seen")
+		}()
+		// The balancer sends each request to the next member: requests
+		// before the renumber's turn its commit to each member in turn.
+		for range i % 3 {
+			if _, err := s.GetRecord(ctx(t), key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		did, err := s.RenumberHistory(ctx(t), key, rev)
+		var werr error
+		select {
+		case werr = <-wrote:
+			// The write after the renumber landed before its answer
+			// came: the commit's first answer was lost.
+			lost++
+		default:
+			werr = <-wrote
+		}
+		if werr != nil {
+			t.Fatalf("key %d: the write after the renumber: %v", i, werr)
+		}
+		stop()
+		t.Logf("key %d: %+v, %v", i, did, err)
+		if err != nil || did != (Renumbered{Kept: 3}) {
+			t.Errorf("key %d: RenumberHistory = %+v, %v; want the 3 entries renumbered (it landed)", i, did, err)
+		}
+		st, err := w.Get(ctx(t), key)
+		if err != nil || len(st.History) != 4 {
+			t.Fatalf("key %d: after: %+v, %v; want 4 entries", i, st.History, err)
+		}
+		for j, e := range st.History {
+			want := next
+			if j < 3 {
+				want = ring[j]
+			}
+			if e.Seq != uint64(j+1) || e.Ticket != want.Ticket {
+				t.Errorf("key %d: entry %d at %d, ticket %s; want at %d, ticket %s", i, j, e.Seq, e.Ticket, j+1, want.Ticket)
+			}
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no renumber's commit went to the member whose answers are lost: the test proves nothing")
 	}
 }
