@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -32,7 +33,9 @@ type Renumbered struct {
 // stale as it was, which costs a new process's first write one retry. A
 // lost compare is a *ConflictError carrying what the key holds; nothing
 // is written. A history that does not decode is ErrDamaged, not
-// renumbered.
+// renumbered; so is one holding, below the ring, a name that is no
+// slot's among the slots the renumber writes (the deletes would miss it,
+// and it would be read among the newest entries): the error names it.
 //
 // The transaction is at most HistoryLimit puts and two deletes (by range,
 // whatever a hostile history holds below the ring), HistoryLimit + 2
@@ -51,8 +54,11 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	}
 	defer cancel()
 	dir := s.historyDir(key)
-	// The state, with the history's size, at one revision.
-	read := append(s.stateOps(key), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	// The state, with the history's size, at one revision; and the
+	// first names from slot 1 up, where the renumber writes (below).
+	read := append(s.stateOps(key), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(s.historyKey(key, 1), clientv3.WithRange(s.historyKey(key, HistoryLimit+1)),
+			clientv3.WithKeysOnly(), clientv3.WithLimit(HistoryLimit+1)))
 	resp, err := hedged(s, c, func(c context.Context) (*clientv3.TxnResponse, error) {
 		return s.cli.Txn(c).Then(read...).Commit()
 	})
@@ -70,6 +76,19 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	}
 	kvs := resp.Responses[1].GetResponseRange().Kvs // newest first
 	n := int64(len(kvs))
+	// The deletes range below slot 1 and above slot n (see below): a name
+	// that is no slot's between them, below the ring so that no Get read
+	// it, would be left among the renumbered entries, and every Get of
+	// the key ErrDamaged. The slots 1 to n hold at most n names, so the
+	// first n+1 from slot 1 up hold any such name, if there is one.
+	end := s.historyKey(key, uint64(n)+1)
+	for _, kv := range resp.Responses[3].GetResponseRange().Kvs {
+		if name := string(kv.Key); name < end {
+			if _, ok := parseSeq(name[len(dir):]); !ok {
+				return Renumbered{}, fmt.Errorf("%s %s: %w: history entry name %q sorts among the slots the renumber writes (1 to %d); remove it (etcdctl del)", op, key, ErrDamaged, name[len(dir):], n)
+			}
+		}
+	}
 	rk := s.recordKey(key)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base)),

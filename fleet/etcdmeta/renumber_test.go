@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,45 @@ func TestARenumberLandedUnderALostAnswerIsNotAConflict(t *testing.T) {
 	}
 	if lost == 0 {
 		t.Fatal("no renumber's commit went to the member whose answers are lost: the test proves nothing")
+	}
+}
+
+// A name under the key's history that is no slot's, below the ring (so no
+// Get reads it), and sorts among the slots the renumber writes (between
+// slot 1 and slot n+1: a slot's name and more, or an upper-case digit) is
+// in neither of its range deletes.
+// Renumbered, the key's history held it among its newest entries, and
+// every Get of the key was ErrDamaged where before only its writes were,
+// the renumber counting it "dropped". It is refused, ErrDamaged naming
+// it, and nothing is written.
+func TestRenumberHistoryAmongForeignNamesWritesNothing(t *testing.T) {
+	c := etcdtest.Start1(t)
+	s := open(t, c)
+	cli := c.Client(t)
+	for _, foreign := range []string{"0000000000000001x", "00000000000000010", "000000000000000A"} {
+		key := newKey()
+		var ring []HistoryEntry
+		for i := range HistoryLimit {
+			e := entry(uint64(i+1), randHex(16))
+			e.Seq = math.MaxUint64 - 1 - uint64(HistoryLimit-1-i)
+			ring = append(ring, e)
+		}
+		rev, err := s.Create(ctx(t), key, record(key, HistoryLimit), ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx(t), s.historyDir(key)+foreign, "x"); err != nil {
+			t.Fatal(err)
+		}
+		did, err := s.RenumberHistory(ctx(t), key, rev)
+		if _, gerr := s.Get(ctx(t), key); gerr != nil {
+			t.Errorf("%s: after RenumberHistory (%+v, %v), Get = %v", foreign, did, err, gerr)
+		}
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), foreign) {
+			t.Errorf("%s: RenumberHistory = %+v, %v; want ErrDamaged naming it", foreign, did, err)
+		}
+		if st, err := s.Get(ctx(t), key); err == nil && (len(st.History) != HistoryLimit || !LastSlot(st.History[HistoryLimit-1].Seq)) {
+			t.Errorf("%s: history after: %d entries, newest at %x; want it as it was", foreign, len(st.History), st.History[len(st.History)-1].Seq)
+		}
 	}
 }
