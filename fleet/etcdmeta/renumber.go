@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/internal/faults"
 )
 
 // Renumbered is what RenumberHistory did: how many entries it wrote again
@@ -88,6 +90,9 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 				return Renumbered{}, fmt.Errorf("%s %s: %w: history entry name %q sorts among the slots the renumber writes (1 to %d); remove it (etcdctl del)", op, key, ErrDamaged, name[len(dir):], n)
 			}
 		}
+	}
+	if err := faults.At(faults.EtcdRenumberBeforeCommit); err != nil {
+		return Renumbered{}, err
 	}
 	rk := s.recordKey(key)
 	cmps := []clientv3.Cmp{

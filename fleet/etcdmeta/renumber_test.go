@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 )
 
 // The largest history a key can need renumbering: a whole ring in the
@@ -247,5 +248,88 @@ func TestRenumberHistoryAmongForeignNamesWritesNothing(t *testing.T) {
 		if st, err := s.Get(ctx(t), key); err == nil && (len(st.History) != HistoryLimit || !LastSlot(st.History[HistoryLimit-1].Seq)) {
 			t.Errorf("%s: history after: %d entries, newest at %x; want it as it was", foreign, len(st.History), st.History[len(st.History)-1].Seq)
 		}
+	}
+}
+
+// A key changed between the renumber's read and its commit, by a writer
+// that takes no lock (an operator's etcdctl, an older binary), is left as
+// it is: the commit's compares see the record moved, a name put under the
+// history (an older binary's write above the last slot), and an entry the
+// read saw removed, each on its own; a *ConflictError, nothing written.
+// The history holds a copy of its newest entry in the slot the renumber
+// puts that entry in, written before the read: a try that lost is not
+// taken for its sibling landed.
+func TestRenumberHistoryOfAKeyChangedBeforeItsCommitWritesNothing(t *testing.T) {
+	c := etcdtest.Start1(t)
+	s := open(t, c)
+	cli := c.Client(t)
+	for _, tc := range []struct {
+		name   string
+		change func(key string, ring []HistoryEntry) error
+	}{
+		{"record moved", func(key string, _ []HistoryEntry) error {
+			got, err := cli.Get(ctx(t), s.recordKey(key))
+			if err == nil {
+				_, err = cli.Put(ctx(t), s.recordKey(key), string(got.Kvs[0].Value))
+			}
+			return err
+		}},
+		{"a name put", func(key string, _ []HistoryEntry) error {
+			_, err := cli.Put(ctx(t), s.historyKey(key, math.MaxUint64), "x")
+			return err
+		}},
+		{"an entry removed", func(key string, ring []HistoryEntry) error {
+			_, err := cli.Delete(ctx(t), s.historyKey(key, ring[1].Seq))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := newKey()
+			var ring []HistoryEntry
+			for i := range 3 {
+				e := entry(uint64(i+1), randHex(16))
+				e.Seq = math.MaxUint64 - 1 - uint64(2-i)
+				ring = append(ring, e)
+			}
+			// The copy makes 4 entries: the newest goes to slot 4.
+			cp := ring[2]
+			cp.Seq = 4
+			rev, err := s.Create(ctx(t), key, record(key, 3), append([]HistoryEntry{cp}, ring...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := cli.Get(ctx(t), s.historyDir(key), clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { faults.Set(nil) })
+			faults.Set(func(p faults.Point) error {
+				if p == faults.EtcdRenumberBeforeCommit {
+					faults.Set(nil)
+					return tc.change(key, ring)
+				}
+				return nil
+			})
+			did, err := s.RenumberHistory(ctx(t), key, rev)
+			faults.Set(nil)
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				t.Errorf("RenumberHistory of a key changed before its commit = %+v, %v; want a conflict", did, err)
+			}
+			after, err := cli.Get(ctx(t), s.historyDir(key), clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Nothing renumbered: the slots below the ring hold only the
+			// copy, at 4, as before.
+			for _, kv := range after.Kvs {
+				if name := string(kv.Key[len(s.historyDir(key)):]); name < "0000000000000004" {
+					t.Errorf("after: %s holds an entry; want nothing below the copy at 4", name)
+				}
+			}
+			if len(after.Kvs) < len(before.Kvs)-1 {
+				t.Errorf("after: %d history keys, before %d", len(after.Kvs), len(before.Kvs))
+			}
+		})
 	}
 }

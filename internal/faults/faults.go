@@ -259,3 +259,9 @@ const (
 	EtcdWriteBeforeGuess Point = "etcd-write/before-guess"
 	EtcdWriteAfterCommit Point = "etcd-write/after-commit"
 )
+
+// The step of a fleet's renumber (fleet/etcdmeta.RenumberHistory) between
+// its read of the key and its guarded commit: a test changes the key
+// there, as a writer that takes no lock can, and the commit's compares
+// must see it.
+const EtcdRenumberBeforeCommit Point = "etcd-renumber/before-commit"
