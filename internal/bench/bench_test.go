@@ -60,16 +60,18 @@ func TestAllocatedAndCopySparse(t *testing.T) {
 
 // TestPromoteNPromotesEveryTime checks the setup every sessdb benchmark of
 // a warm key starts from: n promotions that each land, as a job's would,
-// leaving the key at generation n and resumable. (A setup that promoted
-// without a real ticket was superseded from its second promotion on, and
-// every such benchmark failed before timing anything.)
+// leaving the key at generation n, resumable, and holding data whole. (A
+// setup that promoted without a real ticket was superseded from its
+// second promotion on, and every such benchmark failed before timing
+// anything.)
 func TestPromoteNPromotesEveryTime(t *testing.T) {
 	s := newStore(t, filepath.Join(workDir(t), "sessions"))
 	key := benchKey(1)
 	const n = 70 // past the history ring, as the benchmarks promote
-	promoteN(t, s, key, Transcript(4096), n)
+	data := Transcript(4096)
+	promoteN(t, s, key, data, n)
 	sess, err := s.Resolve(key, job, workDir(t))
-	if err != nil || !sess.Resume || sess.Base.Gen != n {
-		t.Fatalf("after promoteN(%d): resolve %v, resume %v, gen %d (%s); want a resume of gen %d", n, err, sess.Resume, sess.Base.Gen, sess.Reason, n)
+	if err != nil || !sess.Resume || sess.Base.Gen != n || sess.Bytes != int64(len(data)) {
+		t.Fatalf("after promoteN(%d): resolve %v, resume %v, gen %d, %d bytes (%s); want a resume of gen %d, %d bytes", n, err, sess.Resume, sess.Base.Gen, sess.Bytes, sess.Reason, n, len(data))
 	}
 }

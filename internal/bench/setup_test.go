@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,18 +82,28 @@ func stageFile(tb testing.TB, jobDir string, data []byte) string {
 // the rest from one resolve of the key it made, each with its own ticket
 // id (none a benchmark's own loop takes) and based on the generation the
 // one before it made (a promotion without a real ticket is superseded, as
-// a stale job's would be).
+// a stale job's would be). Every promotion but the last is of data
+// without its last line, and the last of data whole: the key ends as a
+// growing conversation leaves it, its transcript longer than the
+// generation before. (Two generations of one size are the rare case in
+// which a reader must checksum the transcript in place to tell which of
+// the two a crash left there; every resolve of such a key would pay it.)
 func promoteN(tb testing.TB, s *store.Store, key string, data []byte, n int) {
 	tb.Helper()
 	req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
+	shorter := data[:bytes.LastIndexByte(data[:len(data)-1], '\n')+1]
 	var sess store.Session
+	var jobDir string
 	for i := 0; i < n; i++ {
 		if i < 2 {
-			jobDir := workDir(tb)
+			jobDir = workDir(tb)
 			var err error
 			if sess, err = s.Resolve(key, job, jobDir); err != nil || sess.Resume != (i > 0) {
 				tb.Fatalf("resolve %d: %v %+v", i, err, sess)
 			}
+			stageFile(tb, jobDir, shorter)
+		}
+		if i == n-1 {
 			stageFile(tb, jobDir, data)
 		}
 		sess.Ticket = fmt.Sprintf("5e7a%028x", i+1) // not an id the benchmarks' own loops use
