@@ -1,11 +1,8 @@
 package store_test
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -122,7 +119,7 @@ func (k *keyDirsInstance) Damage(key string, d storetest.Damage) error {
 		}
 		return os.Symlink(elsewhere, dir)
 	case storetest.DamageHistoryFull:
-		return k.historyToTheTop(key)
+		return store.HistoryToTheTop(k.root, key)
 	case storetest.DamageLosePending:
 		temps, _ := filepath.Glob(filepath.Join(dir, ".current.jsonl.tmp-*"))
 		if len(temps) != 1 {
@@ -131,35 +128,6 @@ func (k *keyDirsInstance) Damage(key string, d storetest.Damage) error {
 		return os.Remove(temps[0])
 	}
 	return fmt.Errorf("damage %q: %w", d, errors.ErrUnsupported)
-}
-
-// historyToTheTop moves key's history, with bbolt itself, to end at the
-// last sequence number, values and order kept.
-func (k *keyDirsInstance) historyToTheTop(key string) error {
-	bdb, err := bolt.Open(filepath.Join(k.root, key, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return err
-	}
-	defer bdb.Close()
-	return bdb.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("history"))
-		var ks, vs [][]byte
-		b.ForEach(func(k, v []byte) error {
-			ks, vs = append(ks, bytes.Clone(k)), append(vs, bytes.Clone(v))
-			return nil
-		})
-		for _, k := range ks {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		for i, v := range vs {
-			if err := b.Put(binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(len(vs)-1-i)), v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // putRaw writes one value into key's meta.db with bbolt itself, bypassing

@@ -92,12 +92,20 @@ func TestAHistoryAtTheLastSequenceNumberIsReported(t *testing.T) {
 // are (each carries its gen): what a damaged or hostile meta.db holds.
 func atTheLastSequenceNumber(t *testing.T, root, key string) {
 	t.Helper()
-	bdb, err := bolt.Open(filepath.Join(root, key, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
+	if err := historyToTheTop(root, key); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// historyToTheTop is atTheLastSequenceNumber returning its error, for the
+// conformance suite's key dirs too (export_test.go).
+func historyToTheTop(root, key string) error {
+	bdb, err := bolt.Open(filepath.Join(root, key, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
 	defer bdb.Close()
-	err = bdb.Update(func(tx *bolt.Tx) error {
+	return bdb.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("history"))
 		var ks, vs [][]byte
 		b.ForEach(func(k, v []byte) error {
@@ -116,9 +124,6 @@ func atTheLastSequenceNumber(t *testing.T, root, key string) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // check --repair settles a history at the last sequence number in place:
