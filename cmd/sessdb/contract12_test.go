@@ -364,6 +364,12 @@ func TestASecondSignalKillsAWalk(t *testing.T) {
 	var errs strings.Builder
 	done := make(chan error, 1)
 	go func() { io.Copy(&errs, r); done <- cmd.Wait() }()
+	// The locked key must be under way when the first signal lands: a
+	// key not started yet is not started at all, and the walk then stops
+	// at once, with a walk's exit status, as it should. The report comes
+	// before the next key is taken, so wait for the walk to hold the
+	// locked meta.db open (it does for the whole lock wait).
+	waitForOpen(t, cmd.Process.Pid, f.Name())
 	start := time.Now()
 	// Only a hang's bound: a walk that ignores the signals after the
 	// first stops by itself once the locked key's 2 s lock wait ends,
@@ -387,6 +393,31 @@ func TestASecondSignalKillsAWalk(t *testing.T) {
 		case <-tick.C:
 		}
 	}
+}
+
+// waitForOpen waits until process pid holds name open (read from
+// /proc/pid/fd; where there is no /proc, a pause stands in for it), for
+// at most the lock wait a locked key takes (2 s).
+func waitForOpen(t *testing.T, pid int, name string) {
+	t.Helper()
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	if _, err := os.Stat(fds); err != nil {
+		time.Sleep(200 * time.Millisecond)
+		return
+	}
+	want, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		ents, _ := os.ReadDir(fds)
+		for _, e := range ents {
+			if l, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && l == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("the walk never opened %s", name)
 }
 
 // metaTemps lists the meta.db temps under root.
