@@ -1,0 +1,42 @@
+package etcdmeta
+
+import (
+	"fmt"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+)
+
+// A writer whose guess is that the key has no history yet (it read the
+// key before any entry was appended) still claims the slot above the
+// newest entry, though the ring's appends since have trimmed slot 1 free
+// again: Put's entry is the newest, inside the ring Get reads.
+func TestAGuessOfNoHistoryAppendsAboveTheNewest(t *testing.T) {
+	c := etcdtest.Start1(t)
+	a, b := open(t, c), open(t, c)
+	key := newKey()
+	rev, err := a.Create(ctx(t), key, record(key, 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.Get(ctx(t), key); err != nil || st.Rev != rev || len(st.History) != 0 {
+		t.Fatalf("Get = rev %d, %d entries, %v; want rev %d and no history", st.Rev, len(st.History), err, rev)
+	}
+	for i := range HistoryLimit + 1 {
+		if _, err := a.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	ticket := randHex(16)
+	if _, err := b.Put(ctx(t), key, rev, record(key, 2), entry(2, ticket)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := st.History[len(st.History)-1]
+	if want := uint64(HistoryLimit + 2); newest.Ticket != ticket || newest.Seq != want {
+		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
+	}
+}
