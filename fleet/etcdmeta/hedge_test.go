@@ -1,0 +1,103 @@
+package etcdmeta
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hedgeStore is a Store of three endpoints that Hedge alone uses: no
+// connection, only the request timeout whose thirds pace the tries.
+func hedgeStore() *Store {
+	return &Store{cfg: settings{Config: Config{Endpoints: []string{"a:1", "b:1", "c:1"}, RequestTimeout: 300 * time.Millisecond}}}
+}
+
+// hedge runs Hedge in a goroutine so that a Hedge that never answers
+// fails the test instead of hanging it.
+func hedge(t *testing.T, try func(context.Context) (int, error), ends func(error) bool, again func()) (int, error) {
+	t.Helper()
+	type answer struct {
+		r   int
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := Hedge(hedgeStore(), context.Background(), try, ends, again)
+		done <- answer{r, err}
+	}()
+	select {
+	case a := <-done:
+		return a.r, a.err
+	case <-time.After(time.Minute):
+		t.Fatal("Hedge did not answer")
+		return 0, nil
+	}
+}
+
+// A try that fails, none other in flight, is the answer: Hedge does not
+// send again what has already failed.
+func TestHedgeAnswersTheLastErrorOnceNoTryIsInFlight(t *testing.T) {
+	errDown := errors.New("down")
+	var tries atomic.Int32
+	_, err := hedge(t, func(context.Context) (int, error) {
+		tries.Add(1)
+		return 0, errDown
+	}, func(error) bool { return false }, nil)
+	if !errors.Is(err, errDown) || tries.Load() != 1 {
+		t.Fatalf("Hedge = %v after %d tries, want %v after 1", err, tries.Load(), errDown)
+	}
+}
+
+// A member that answers nothing is sent around: the first try hangs, the
+// second fails with an error that does not end the hedge, the third
+// succeeds. The answer is the success; again ran before each try sent
+// again; the hung try is cancelled once Hedge returns.
+func TestHedgeAnswersTheFirstSuccessPastAFailureAndAStall(t *testing.T) {
+	var n, agains atomic.Int32
+	stalled := make(chan error, 1)
+	r, err := hedge(t, func(c context.Context) (int, error) {
+		switch n.Add(1) {
+		case 1:
+			<-c.Done()
+			stalled <- c.Err()
+			return 0, c.Err()
+		case 2:
+			return 0, errors.New("refused")
+		default:
+			return 3, nil
+		}
+	}, func(error) bool { return false }, func() { agains.Add(1) })
+	if err != nil || r != 3 {
+		t.Fatalf("Hedge = %d, %v; want the third try's 3, nil", r, err)
+	}
+	if got := agains.Load(); got != 2 {
+		t.Fatalf("again ran %d times, want 2 (before each of the two tries sent again)", got)
+	}
+	select {
+	case err := <-stalled:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the stalled try ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the stalled try was not cancelled")
+	}
+}
+
+// An error for which ends is true is the answer at once, though a try is
+// still in flight.
+func TestHedgeAnswersAnEndingErrorAtOnce(t *testing.T) {
+	errConflict := errors.New("conflict")
+	var n atomic.Int32
+	_, err := hedge(t, func(c context.Context) (int, error) {
+		if n.Add(1) == 1 {
+			<-c.Done()
+			return 0, c.Err()
+		}
+		return 0, errConflict
+	}, func(err error) bool { return errors.Is(err, errConflict) }, nil)
+	if !errors.Is(err, errConflict) {
+		t.Fatalf("Hedge = %v, want %v", err, errConflict)
+	}
+}
