@@ -1,0 +1,43 @@
+package fleet
+
+import (
+	"sync"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+	"sessdb/store/transcript"
+)
+
+// A refusal that is not superseded (run-incomplete), decided on a record
+// that another job moves on before the refusal is appended, is a conflict
+// for the store to decide again (Refuse's doc): the job's base is gone, so
+// it is told superseded, and the run-incomplete decided on the old record
+// is not recorded at the newer one.
+func TestARefusalWhoseKeyMovedOnIsDecidedAgain(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "decided-again")
+	f.run(key, "m0")
+	sess, _ := f.job(key, "unanswered-late")
+	var once sync.Once
+	f.b.hook = func(point, k string) error {
+		if point == hookRefuse && k == key {
+			once.Do(func() { f.run(key, "m1") })
+		}
+		return nil
+	}
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered})
+	if err != nil || res.Reason != gates.Superseded {
+		t.Fatalf("promote = %+v, %v; want superseded", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range st.History {
+		if e.Ticket == sess.Ticket && e.Outcome == string(gates.RunIncomplete) {
+			t.Fatalf("the history records run-incomplete at gen %d for a job decided again as superseded", e.Gen)
+		}
+	}
+}
