@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -38,16 +37,15 @@ func BenchmarkPromote(b *testing.B) {
 				b.Fatalf("resolve: %v %+v", err, sess)
 			}
 			req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
+			runs := alternateRuns(b, sess, data)
 			b.SetBytes(int64(len(data)))
 			n := 0
 			for b.Loop() {
 				n++
-				sess.Ticket = fmt.Sprintf("%032x", n)
-				res, err := s.Promote(sess, req)
+				res, err := runs.promote(s, n, req)
 				if err != nil || !res.Promoted || res.Repeat {
 					b.Fatalf("promote: %v %+v", err, res)
 				}
-				sess.Base.Gen = res.Gen
 			}
 		})
 		for _, durable := range []bool{false, true} {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,7 +35,10 @@ const (
 // context bounds are set (and never reached) so that both ladders read all
 // four sidecars, as the issue's legacy resolve does.
 var bounds = gates.Bounds{
-	MaxBytes:       8 << 20,
+	// The default cap, and room for one more turn: the promotion
+	// benchmarks' loops stage an 8 MiB transcript and, by turns, that
+	// transcript grown by a line (see alternating).
+	MaxBytes:       8<<20 + 4<<10,
 	TTL:            14 * 24 * time.Hour,
 	MaxResumeChain: 1 << 40,
 	MaxContextPct:  100,
@@ -113,6 +117,50 @@ func promoteN(tb testing.TB, s *store.Store, key string, data []byte, n int) {
 		}
 		sess.Base.Gen = res.Gen
 	}
+}
+
+// oneMoreTurn is a line a run appends to a transcript of Transcript's.
+const oneMoreTurn = `{"type":"message","id":"ffffffff","parentId":null,"timestamp":"2026-11-01T12:00:01.000Z","message":{"role":"user","content":"one more turn"}}` + "\n"
+
+// alternating is the two runs a promotion benchmark's loop promotes by
+// turns: the job as its resolve delivered it, and the same job with one
+// more turn staged. Each promotion's transcript then differs in size from
+// the one before, as a growing conversation's does (two generations of
+// one size make every reader checksum the transcript in place: see
+// promoteN).
+type alternating struct {
+	runs [2]store.Session
+	size [2]int64
+	sum  [2]store.Checksum
+	base store.Base // what the key holds: the last promotion's
+}
+
+// alternateRuns makes the runs from sess, the job's resolve of data.
+func alternateRuns(tb testing.TB, sess store.Session, data []byte) *alternating {
+	tb.Helper()
+	longer := sess
+	longer.JobDir = workDir(tb)
+	grown := append(bytes.Clone(data), oneMoreTurn...)
+	stageFile(tb, longer.JobDir, grown)
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	return &alternating{
+		runs: [2]store.Session{sess, longer},
+		size: [2]int64{int64(len(data)), int64(len(grown))},
+		sum:  [2]store.Checksum{store.Checksum(crc32.Checksum(data, castagnoli)), store.Checksum(crc32.Checksum(grown, castagnoli))},
+		base: sess.Base,
+	}
+}
+
+// promote promotes the n-th run, with a ticket id of its own, onto what
+// the one before left.
+func (a *alternating) promote(s *store.Store, n int, req store.PromoteRequest) (store.PromoteResult, error) {
+	run := a.runs[n%2]
+	run.Ticket, run.Base = fmt.Sprintf("%032x", n), a.base
+	res, err := s.Promote(run, req)
+	if err == nil && res.Promoted {
+		a.base = store.Base{Gen: res.Gen, Size: a.size[n%2], CRC32C: a.sum[n%2]}
+	}
+	return res, err
 }
 
 var legacySession = Session{Resume: true, Venue: venue, Model: model}
