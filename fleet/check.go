@@ -61,11 +61,11 @@ type CheckOptions struct {
 //
 // Without Repair it writes nothing. With Repair it removes the orphans
 // and renumbers a history in its last slot (see CheckOptions.Repair), and
-// nothing else: what else it finds is the operator's to judge. A visit error, etcd failing the listing, the
-// transcripts dir unreadable or itself unavailable (shared.ErrDirUnavailable:
-// judged once something in it failed, so that no key is reported missing
-// for it), or ctx ending stops the walk; the summary
-// then counts what was examined. etcd failing a key stops it too, once the
+// nothing else: what else it finds is the operator's to judge. A visit
+// error, etcd failing the listing, the transcripts dir unreadable or
+// itself unavailable (shared.ErrDirUnavailable: judged once something in
+// it failed, so that no key is reported missing for it), or ctx ending
+// stops the walk; the summary then counts what was examined. etcd failing a key stops it too, once the
 // keys under way beside it are done: their findings, orphans removed
 // among them, are delivered before the key's error is returned. A nil
 // visit is no callback: the summary alone tells what was found.

@@ -1,7 +1,6 @@
 package etcdmeta
 
 import (
-	"fmt"
 	"testing"
 
 	"sessdb/internal/etcdtest"
@@ -22,23 +21,7 @@ func TestAGuessOfNoHistoryAppendsAboveTheNewest(t *testing.T) {
 	if st, err := b.Get(ctx(t), key); err != nil || st.Rev != rev || len(st.History) != 0 {
 		t.Fatalf("Get = rev %d, %d entries, %v; want rev %d and no history", st.Rev, len(st.History), err, rev)
 	}
-	for i := range HistoryLimit + 1 {
-		if _, err := a.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)}); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
-	ticket := randHex(16)
-	if _, err := b.Put(ctx(t), key, rev, record(key, 2), entry(2, ticket)); err != nil {
-		t.Fatal(err)
-	}
-	st, err := a.Get(ctx(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newest := st.History[len(st.History)-1]
-	if want := uint64(HistoryLimit + 2); newest.Ticket != ticket || newest.Seq != want {
-		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
-	}
+	promoteAfterARingOfRefusals(t, a, b, key, rev, HistoryLimit+2)
 }
 
 // A writer that remembers slot 1 from the key's earlier life (since

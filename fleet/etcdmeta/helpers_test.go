@@ -78,3 +78,29 @@ func mustPut(t testing.TB, s *Store, key string, base Rev, gen uint64) Rev {
 func clientPrefix() []clientv3.OpOption {
 	return []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
 }
+
+// promoteAfterARingOfRefusals appends a ring and one more of refusals to
+// key (at record revision rev) through appender, then promotes gen 2
+// through writer, whose guess of the newest slot is what the test made
+// it, and wants the promotion's entry the newest, at slot want: above
+// every entry, inside the ring Get reads.
+func promoteAfterARingOfRefusals(t *testing.T, appender, writer *Store, key string, rev Rev, want uint64) {
+	t.Helper()
+	for i := range HistoryLimit + 1 {
+		if _, err := appender.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	ticket := randHex(16)
+	if _, err := writer.Put(ctx(t), key, rev, record(key, 2), entry(2, ticket)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := appender.Get(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := st.History[len(st.History)-1]
+	if newest.Ticket != ticket || newest.Seq != want {
+		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
+	}
+}

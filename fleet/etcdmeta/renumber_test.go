@@ -24,16 +24,7 @@ func TestRenumberHistoryKeepsTheRingInOneTransaction(t *testing.T) {
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()
-	var ring []HistoryEntry
-	for i := range HistoryLimit {
-		e := entry(uint64(i+1), randHex(16))
-		e.Seq = math.MaxUint64 - 1 - uint64(HistoryLimit-1-i)
-		ring = append(ring, e)
-	}
-	rev, err := s.Create(ctx(t), key, record(key, HistoryLimit), ring)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev, ring := createAtTheTop(t, s, key)
 	cli := c.Client(t)
 	below := []uint64{0, 5, 64, 65}
 	for i := range 300 {
@@ -230,16 +221,7 @@ func TestRenumberHistoryAmongForeignNamesWritesNothing(t *testing.T) {
 	cli := c.Client(t)
 	for _, foreign := range []string{"0000000000000001x", "00000000000000010", "000000000000000A"} {
 		key := newKey()
-		var ring []HistoryEntry
-		for i := range HistoryLimit {
-			e := entry(uint64(i+1), randHex(16))
-			e.Seq = math.MaxUint64 - 1 - uint64(HistoryLimit-1-i)
-			ring = append(ring, e)
-		}
-		rev, err := s.Create(ctx(t), key, record(key, HistoryLimit), ring)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rev, _ := createAtTheTop(t, s, key)
 		if _, err := cli.Put(ctx(t), s.historyDir(key)+foreign, "x"); err != nil {
 			t.Fatal(err)
 		}
@@ -337,4 +319,22 @@ func TestRenumberHistoryOfAKeyChangedBeforeItsCommitWritesNothing(t *testing.T) 
 			}
 		})
 	}
+}
+
+// createAtTheTop creates key with a full ring of history entries in the
+// last slots a history takes (its newest in the last one), and returns
+// the record's revision and the entries in order.
+func createAtTheTop(t *testing.T, s *Store, key string) (Rev, []HistoryEntry) {
+	t.Helper()
+	var ring []HistoryEntry
+	for i := range HistoryLimit {
+		e := entry(uint64(i+1), randHex(16))
+		e.Seq = math.MaxUint64 - 1 - uint64(HistoryLimit-1-i)
+		ring = append(ring, e)
+	}
+	rev, err := s.Create(ctx(t), key, record(key, HistoryLimit), ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev, ring
 }

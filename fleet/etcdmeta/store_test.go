@@ -361,23 +361,7 @@ func TestAStaleSlotGuessAppendsAboveTheNewest(t *testing.T) {
 	a, b := open(t, c), open(t, c)
 	key := newKey()
 	rev := mustPut(t, a, key, 0, 1) // a now guesses slot 1 is the newest
-	for i := range HistoryLimit + 1 {
-		if _, err := b.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: fmt.Sprint(i)}); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
-	ticket := randHex(16)
-	if _, err := a.Put(ctx(t), key, rev, record(key, 2), entry(2, ticket)); err != nil {
-		t.Fatal(err)
-	}
-	st, err := b.Get(ctx(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newest := st.History[len(st.History)-1]
-	if want := uint64(HistoryLimit + 3); newest.Ticket != ticket || newest.Seq != want {
-		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
-	}
+	promoteAfterARingOfRefusals(t, b, a, key, rev, HistoryLimit+3)
 }
 
 // A record carries the key's newest history slot as of its write, so that
