@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"sessdb/store"
 	"sessdb/store/transcript"
 )
 
@@ -73,5 +74,32 @@ func TestPromoteNPromotesEveryTime(t *testing.T) {
 	sess, err := s.Resolve(key, job, workDir(t))
 	if err != nil || !sess.Resume || sess.Base.Gen != n || sess.Bytes != int64(len(data)) {
 		t.Fatalf("after promoteN(%d): resolve %v, resume %v, gen %d, %d bytes (%s); want a resume of gen %d, %d bytes", n, err, sess.Resume, sess.Base.Gen, sess.Bytes, sess.Reason, n, len(data))
+	}
+}
+
+// TestAlternatingRunsChangeTheSize checks the promotion benchmarks' loop:
+// each promotion lands, and each leaves a transcript of another size than
+// the one before it, as a growing conversation does.
+func TestAlternatingRunsChangeTheSize(t *testing.T) {
+	s := newStore(t, filepath.Join(workDir(t), "sessions"))
+	key := benchKey(1)
+	data := Transcript(4096)
+	promoteN(t, s, key, data, 3)
+	sess, err := s.Resolve(key, job, workDir(t))
+	if err != nil || !sess.Resume {
+		t.Fatalf("resolve: %v %+v", err, sess)
+	}
+	runs := alternateRuns(t, sess, data)
+	req := store.PromoteRequest{PiVersion: piVersion, Tokens: &readingTokens, Window: readingWindow}
+	last := int64(len(data))
+	for n := 1; n <= 4; n++ {
+		res, err := runs.promote(s, n, req)
+		if err != nil || !res.Promoted || res.Repeat {
+			t.Fatalf("promotion %d: %v %+v", n, err, res)
+		}
+		if res.Bytes == last {
+			t.Fatalf("promotion %d left %d bytes, as the one before it", n, res.Bytes)
+		}
+		last = res.Bytes
 	}
 }
