@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -95,6 +96,10 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		return rep.usage(fmt.Errorf("want exactly one %s, got %s", c.arg(), plural(len(pos), "argument")))
 	case len(pos) > c.maxArgs:
 		return rep.usage(fmt.Errorf("unexpected argument %s", brief(pos[c.maxArgs])))
+	case slices.Contains(pos, ""):
+		// "$DIR" with DIR unset: taken as absent, a walk would go to
+		// PI_SESSIONS_DIR, another root than the one named.
+		return rep.usage(fmt.Errorf("the %s argument is empty (a variable not set?): %s", c.arg(), c.emptyArgHint()))
 	}
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)
@@ -105,6 +110,14 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: rep.stderr, rep: rep})
+}
+
+// emptyArgHint says what to give instead of an empty positional argument.
+func (c *command) emptyArgHint() string {
+	if c.arg() == "DIR" {
+		return "name the sessions root, or leave the argument out for --sessions-dir or PI_SESSIONS_DIR"
+	}
+	return "give a " + c.arg()
 }
 
 // arg names the command's positional argument.

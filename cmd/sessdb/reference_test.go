@@ -51,7 +51,9 @@ objects the commands print are listed field by field in [json.md](json.md).
   is such an error (the last value does not win in silence), and so is a
   job's value that is not valid UTF-8 (` + "`--job-dir`, `--venue`, `--pi-version`," + `
   ` + "`--job`" + `: its ticket and the key's history record them as text; a sessions
-  root that is not is a configuration error). ` + "`-h`" + ` prints the command's help
+  root that is not is a configuration error), and so is an empty DIR or FILE
+  argument (` + "`\"$DIR\"`" + ` with DIR unset), which is never taken for the
+  configured root. ` + "`-h`" + ` prints the command's help
   on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
   ` + "`sessdb`" + ` lists them on stderr and exits 2.
 - **The sessions root** of a walking command is its DIR argument, else
@@ -120,8 +122,10 @@ A variable set to the empty string is unset: its default, not a zero
 (` + "`PI_SESSIONS_TTL_DAYS=`" + ` is 14 days, not "keep every key"). A variable given
 twice in one environment block (a worker that appends its value to the
 environment it inherited and execs it raw) takes its first value, as C's
-` + "`getenv`" + ` does; a language's environment API (a Python dict, Go's ` + "`exec.Cmd`" + `)
-passes only its last. A relative sessions root is taken from the working
+` + "`getenv`" + ` does (and Go's ` + "`os.Getenv`" + `, Python's ` + "`os.environ`" + `); a
+language's environment API (a Python dict, Go's ` + "`exec.Cmd`" + `) passes only its
+last, and so does a shell between (` + "`sh -c`" + `, a wrapper script: bash and dash
+keep the last and export only it). Set each variable once. A relative sessions root is taken from the working
 directory of each command, and the ticket records it absolute: a promote
 run from a directory where the same name is another directory (or none)
 exits 2, another sessions root, and writes nothing. Give workers an

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An empty positional argument is a variable that was not set
+// (`sessdb reap "$OLD_ROOT"`), never a request for the configured root:
+// taken as absent, the walk went to PI_SESSIONS_DIR, another root than
+// the one the operator meant, and reap removed its expired keys. Every
+// command that takes a DIR or FILE refuses it, exit 2, naming the
+// argument, and touches nothing.
+func TestAnEmptyArgumentIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	t.Setenv("PI_SESSIONS_DIR", root)
+	before, _ := os.ReadDir(root)
+	for _, args := range [][]string{
+		{"reap", ""},
+		{"reap", "--json", ""},
+		{"dump", ""},
+		{"check", "--repair", ""},
+		{"stats", ""},
+		{"migrate", "--dry-run", ""},
+		{"engage", "replay", ""},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "is empty") {
+			t.Errorf("sessdb %s: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, the argument named empty", strings.Join(args, " "), code, brief(out), errs)
+		}
+	}
+	after, _ := os.ReadDir(root)
+	if len(after) != len(before) {
+		t.Errorf("the configured root had %d names, has %d: a command given an empty DIR acted on it", len(before), len(after))
+	}
+	if _, err := os.Stat(filepath.Join(root, "55c5b4543d2fe748d576d4ed795b9167")); err != nil {
+		t.Errorf("the sample's expired key is gone: %v", err)
+	}
+}
