@@ -18,7 +18,7 @@ import (
 var cmdCheck = &command{
 	name:  "check",
 	usage: "check [--repair [--accept KEY | --quarantine KEY]] [--json] [--deep-check-timeout D] [DIR | --etcd-endpoints URLS --transcripts-dir DIR [--grace D]]",
-	short: "find damage under a sessions root; --repair fixes what it safely can",
+	short: "find damage under a sessions root or in a fleet; --repair fixes what it safely can",
 	long: `
 Examines every entry under the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR): each key as resolve reads it, then bbolt's full consistency

@@ -17,7 +17,7 @@ import (
 var cmdDump = &command{
 	name:  "dump",
 	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR | --etcd-endpoints URLS --transcripts-dir DIR]",
-	short: "list every key dir of a sessions root with the verdict a resolve would get now (read-only)",
+	short: "list every key of a sessions root or a fleet with the verdict a resolve would get now (read-only)",
 	long: `
 One row per entry under the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR), in name order: KEY and VERDICT first, then the layout, the

@@ -40,3 +40,20 @@ func TestAnEmptyArgumentIsAUsageError(t *testing.T) {
 		t.Errorf("the sample's expired key is gone: %v", err)
 	}
 }
+
+// The command list is where an operator looks first: a command that runs
+// on a fleet (it takes --etcd-endpoints) and whose one-liner names the
+// sessions root it works on names the fleet too, or the list reads as if
+// dump and check knew only a sessions root.
+func TestOneLinersNameTheFleetWhereTheCommandRunsOnOne(t *testing.T) {
+	for _, c := range commands {
+		fs := c.newFlags()
+		c.bind(fs)
+		if fs.Lookup("etcd-endpoints") == nil || !strings.Contains(c.short, "sessions root") {
+			continue
+		}
+		if !strings.Contains(c.short, "fleet") {
+			t.Errorf("sessdb %s: its one-liner %q names a sessions root and not the fleet it also runs on", c.name, c.short)
+		}
+	}
+}
