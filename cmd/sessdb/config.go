@@ -283,6 +283,10 @@ func isTerminal(w io.Writer) bool {
 // briefFlagError bounds the value a flag error quotes (the flag package
 // quotes it whole: `invalid value "<100 KB>" for flag -x: ...`), and makes
 // the rest printable.
+//
+// The flag package names a flag with one dash ("for flag -window",
+// "not defined: -bogus"); help, the usage lines and docs/cli.md spell it
+// with two, as the operator typed it, so the name is given its second.
 func briefFlagError(msg string) string {
 	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
 		rest, ok := strings.CutPrefix(msg, prefix)
@@ -291,14 +295,24 @@ func briefFlagError(msg string) string {
 		}
 		if q, err := strconv.QuotedPrefix(rest); err == nil {
 			if v, err := strconv.Unquote(q); err == nil {
-				return prefix + brief(v) + printable(rest[len(q):])
+				rest = rest[len(q):]
+				for _, by := range []string{" for flag -", " for -"} {
+					if after, ok := strings.CutPrefix(rest, by); ok {
+						rest = by + "-" + after
+						break
+					}
+				}
+				return prefix + brief(v) + printable(rest)
 			}
 		}
 	}
-	for _, prefix := range []string{"flag provided but not defined: ", "bad flag syntax: ", "flag needs an argument: "} {
+	for _, prefix := range []string{"flag provided but not defined: ", "flag needs an argument: "} {
 		if name, ok := strings.CutPrefix(msg, prefix); ok {
-			return prefix + printable(bounded(name))
+			return prefix + "-" + printable(bounded(name))
 		}
+	}
+	if name, ok := strings.CutPrefix(msg, "bad flag syntax: "); ok {
+		return "bad flag syntax: " + printable(bounded(name))
 	}
 	return printable(bounded(msg))
 }

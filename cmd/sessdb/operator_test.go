@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,32 @@ func TestOneLinersNameTheFleetWhereTheCommandRunsOnOne(t *testing.T) {
 		}
 		if !strings.Contains(c.short, "fleet") {
 			t.Errorf("sessdb %s: its one-liner %q names a sessions root and not the fleet it also runs on", c.name, c.short)
+		}
+	}
+}
+
+// A flag error names the flag as help, the usage line and docs/cli.md
+// spell it, with two dashes: the flag package writes "-bogus" for the
+// "--bogus" an operator typed, beside sessdb's own "--history: ...".
+func TestFlagErrorsNameTheFlagWithTwoDashes(t *testing.T) {
+	clearEnv(t)
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"dump", "--bogus"}, "--bogus"},
+		{[]string{"dump", "--log-format", "console", "--key"}, "--key"},
+		{[]string{"dump", "--json=maybe"}, "--json"},
+		{[]string{"check", "--deep-check-timeout", "soon"}, "--deep-check-timeout"},
+		{[]string{"engage", "replay", "--window", "wide", "f"}, "--window"},
+	} {
+		args := c.args
+		if !slices.Contains(args, "--log-format") {
+			args = append(args, "--log-format", "console")
+		}
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, " "+c.flag) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", c.args, code, errs, c.flag)
 		}
 	}
 }
