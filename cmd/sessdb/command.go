@@ -78,6 +78,10 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	reads := readsConfig(fs) // before once hides the knobs' types
 	twice := once(fs)
 	pos, err := parseInterspersed(fs, args)
+	var asValue error
+	if err == nil {
+		asValue = flagForAValue(fs, args)
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		// A help text is read-only, whichever command's: a reader gone
 		// ends it by SIGPIPE, as 'sessdb help CMD'. So it is written
@@ -92,6 +96,8 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		return rep.usage(fmt.Errorf("--%s is given more than once: give each flag once", *twice))
 	case err != nil:
 		return rep.usage(errors.New(briefFlagError(err.Error())))
+	case asValue != nil:
+		return rep.usage(asValue)
 	case c.minArgs == 1 && c.maxArgs == 1 && len(pos) != 1:
 		return rep.usage(fmt.Errorf("want exactly one %s, got %s", c.arg(), plural(len(pos), "argument")))
 	case len(pos) > c.maxArgs:
@@ -189,6 +195,49 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// flagForAValue refuses a flag given as a word of its own ("--pi-version
+// X") whose value X is itself one of fs's flags ("--allow-rewrite",
+// "-json", "--log-level=info"): the value was left out (an unquoted
+// variable that was empty), and the flag package took the next flag for
+// it, which then is off without a word while the first holds its name.
+// "--pi-version=--allow-rewrite" gives such a value on purpose. It runs
+// once the arguments have parsed, so every name in args is a flag of fs.
+func flagForAValue(fs *flag.FlagSet, args []string) error {
+	for i := 0; i < len(args)-1; i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		f := namedFlag(fs, a)
+		if f == nil || strings.Contains(a, "=") {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if g := namedFlag(fs, args[i+1]); g != nil {
+			return fmt.Errorf("--%s: %s is a flag, not a value (a variable left empty?): give --%s its value (--%s=VALUE for one that begins with a dash)", f.Name, brief(args[i+1]), f.Name, f.Name)
+		}
+		i++ // its value
+	}
+	return nil
+}
+
+// namedFlag is the flag of fs that the word a names ("-x", "--x",
+// "--x=v"), or nil when a names none.
+func namedFlag(fs *flag.FlagSet, a string) *flag.Flag {
+	name, ok := strings.CutPrefix(a, "-")
+	if !ok {
+		return nil
+	}
+	name = strings.TrimPrefix(name, "-")
+	name, _, _ = strings.Cut(name, "=")
+	if name == "" {
+		return nil
+	}
+	return fs.Lookup(name)
 }
 
 // helpText is the command's whole help: the usage line, what it does, its

@@ -84,3 +84,46 @@ func TestFlagErrorsNameTheFlagWithTwoDashes(t *testing.T) {
 		}
 	}
 }
+
+// A flag whose value is left out (`--pi-version $V --allow-rewrite` with V
+// empty, unquoted) takes the next flag for its value: promote stamped the
+// key with the pi version "--allow-rewrite", so that every later job
+// cold-starts pi-version-changed, and --allow-rewrite was off without a
+// word. A value that is the name of one of the command's flags is a usage
+// error, exit 2, naming both, and nothing is written; the --flag=value
+// form still gives such a value on purpose.
+func TestAFlagIsNotTakenForAnotherFlagsValue(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	key := "9ddb56ddcfac930962d0f4d375d2fd07"
+	job := t.TempDir()
+	if code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: exit %d, %s%s", code, out, errs)
+	}
+	staged := filepath.Join(job, "session", "current.jsonl")
+	f, err := os.OpenFile(staged, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"hi"}}` + "\n")
+	f.Close()
+	for _, args := range [][]string{
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "--allow-rewrite"},
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--allow-rewrite", "--pi-version", "-log-level", "info"},
+		{"dump", "--key", key, "--as-job", "--venue", "local", "--pi-version", "--json", root},
+		{"reap", "--dry-run", "--ttl-days", "--json", root},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "is a flag") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 saying the value is a flag", args, code, brief(out), errs)
+		}
+	}
+	if code, out, errs := runCLI(t, "dump", "--json", "--key", key, root); code != exitOK || !strings.Contains(out, `"pi_version":"0.58.3"`) || !strings.Contains(out, `"gen":2,`) {
+		t.Errorf("after the refused promotes the key is not as it was: exit %d, %s%s", code, out, errs)
+	}
+	// Given with "=", a value that looks like a flag is the operator's.
+	code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version=--allow-rewrite")
+	if code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Errorf("--pi-version=--allow-rewrite: exit %d, %s%s; want it promoted with that pi version", code, out, errs)
+	}
+}

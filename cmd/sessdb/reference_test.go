@@ -53,7 +53,10 @@ objects the commands print are listed field by field in [json.md](json.md).
   ` + "`--job`" + `: its ticket and the key's history record them as text; a sessions
   root that is not is a configuration error), and so is an empty DIR or FILE
   argument (` + "`\"$DIR\"`" + ` with DIR unset), which is never taken for the
-  configured root. ` + "`-h`" + ` prints the command's help
+  configured root; and so is a flag given for another's value
+  (` + "`--pi-version --allow-rewrite`" + `: a value left out, which took the next
+  flag), where ` + "`--pi-version=VALUE`" + ` gives a value that begins with a dash.
+  ` + "`-h`" + ` prints the command's help
   on stdout and exits 0. ` + "`sessdb help`" + ` lists the commands on stdout; a bare
   ` + "`sessdb`" + ` lists them on stderr and exits 2.
 - **The sessions root** of a walking command is its DIR argument, else
