@@ -127,3 +127,25 @@ func TestAFlagIsNotTakenForAnotherFlagsValue(t *testing.T) {
 		t.Errorf("--pi-version=--allow-rewrite: exit %d, %s%s; want it promoted with that pi version", code, out, errs)
 	}
 }
+
+// A job dir whose name begins or ends with white space is a quoting
+// mistake (a value read from a file with its newline, a stray blank), as
+// a sessions root's is: resolve made that second directory beside the
+// one the worker mounts ("/jobs/1\n", " " in the working directory) and
+// staged the transcript where pi never looks. It is refused, exit 2,
+// and nothing is made.
+func TestResolveRefusesAJobDirWithWhiteSpaceAround(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	parent := t.TempDir()
+	t.Chdir(parent)
+	for _, dir := range []string{" ", filepath.Join(parent, "job") + "\n", " " + filepath.Join(parent, "job"), filepath.Join(parent, "job") + "\u00a0"} {
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", dir, "--pi-version", "0.58.3", "--log-format", "console")
+		if code != exitUsage || out != "" || !strings.Contains(errs, "white space") {
+			t.Errorf("--job-dir %q: exit %d, stdout %q, stderr %q; want exit 2 naming the white space", dir, code, out, errs)
+		}
+	}
+	if names, _ := os.ReadDir(parent); len(names) != 0 {
+		t.Errorf("resolve made %v", names)
+	}
+}

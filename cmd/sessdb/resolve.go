@@ -68,7 +68,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	kind := fs.String("kind", "", "key material: `KIND`, the forge (github, gitlab, ..., local)")
 	repo := fs.String("repo", "", "key material: `REPO`, the base repository (none for --kind local)")
 	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch (for --kind local, the trigger id)")
-	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir")
+	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir (a name that begins or ends with white space is refused: a quoting mistake)")
 	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes; white space around it is trimmed); required")
 	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on (white space around it is trimmed)")
 	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound (white space around it is trimmed)")
@@ -87,6 +87,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
 		trimStamps(piVersion, venue, model)
+		if err := spaceAround("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
+			return inv.rep.usage(err)
+		}
 		if err := pathLength("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}
