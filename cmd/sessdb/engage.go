@@ -65,6 +65,10 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(fmt.Errorf("--reserve %d: must be below --window %d", opt.Reserve, opt.Window))
 		case inv.given("svg") && *chartPath == "":
 			return inv.rep.usage(errors.New("--svg: want a file name"))
+		case *chartPath == "-":
+			// "-" is stdout to most tools; here it would be a file of
+			// that name, and the pipe would get the table.
+			return inv.rep.usage(errors.New(`--svg -: the chart goes to a file, not stdout: name one ("./-" for a file named -)`))
 		case read.set:
 			prices = &engage.Prices{CacheRead: read.v, CacheWrite: write.v}
 		}

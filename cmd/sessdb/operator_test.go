@@ -149,3 +149,26 @@ func TestResolveRefusesAJobDirWithWhiteSpaceAround(t *testing.T) {
 		t.Errorf("resolve made %v", names)
 	}
 }
+
+// "-" is stdout to most tools; --svg - wrote a chart to a file named "-"
+// in the working directory, and the operator who piped it got nothing.
+// It is a usage error, exit 2, and nothing is written; ./- names that file.
+func TestSVGDashIsNotAFileNamedDash(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	fixture := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(fixture, []byte(header), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, errs := runCLI(t, "engage", "replay", "--svg", "-", fixture, "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--svg") {
+		t.Errorf("--svg -: exit %d, stdout %q, stderr %q; want exit 2 naming --svg", code, brief(out), errs)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("--svg - wrote %v", names)
+	}
+	if code, _, errs := runCLI(t, "engage", "replay", "--svg", "./-", fixture); code != exitOK {
+		t.Errorf("--svg ./-: exit %d, %s; want the chart written to ./-", code, errs)
+	}
+}
