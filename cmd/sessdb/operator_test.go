@@ -172,3 +172,23 @@ func TestSVGDashIsNotAFileNamedDash(t *testing.T) {
 		t.Errorf("--svg ./-: exit %d, %s; want the chart written to ./-", code, errs)
 	}
 }
+
+// PI_SESSION_MODELS_FILE=' ' (an env file's stray blank) was opened as
+// the file " ", and the error read "open  : no such file or directory",
+// the name invisible. A models file whose name begins or ends with white
+// space is refused as a sessions root's is, naming the white space, exit 2.
+func TestModelsFileWithWhiteSpaceAroundIsNamed(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	job := t.TempDir()
+	if code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: exit %d, %s%s", code, out, errs)
+	}
+	for _, v := range []string{" ", "models.json\n"} {
+		t.Setenv("PI_SESSION_MODELS_FILE", v)
+		code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3", "--log-format", "console")
+		if code != exitUsage || out != "" || !strings.Contains(errs, "white space") {
+			t.Errorf("PI_SESSION_MODELS_FILE=%q: exit %d, stdout %q, stderr %q; want exit 2 naming the white space", v, code, out, errs)
+		}
+	}
+}
