@@ -138,8 +138,9 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 func commandList() string {
 	var b strings.Builder
 	b.WriteString("usage: sessdb <command> [flags] [arguments]\n\ncommands:\n")
+	const indent = "                 " // under the one-liners, past "  %-14s "
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.short)
+		fmt.Fprintf(&b, "  %-14s %s", c.name, strings.TrimPrefix(wrap(c.short, indent, 78), indent))
 	}
 	b.WriteString("\nRun 'sessdb help <command>' (or 'sessdb <command> -h') for its flags, an example\nand its exit statuses; docs/cli.md has them all, docs/json.md every JSON field.\n\n")
 	b.WriteString(exitTable())
