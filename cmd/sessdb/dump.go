@@ -87,7 +87,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		if err != nil {
 			return inv.rep.usage(err)
 		}
-		if *key != "" && !store.ValidKey(*key) {
+		if inv.given("key") && !store.ValidKey(*key) {
 			return inv.rep.usage(fmt.Errorf("--key: %s: %w", brief(*key), store.ErrInvalidKey))
 		}
 		var job *store.Job

@@ -192,3 +192,16 @@ func TestModelsFileWithWhiteSpaceAroundIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// `dump --json --key "$KEY"` with KEY empty printed every key of the root,
+// exit 0: a caller that asked for one key's verdict read another's on its
+// first line. An empty --key is refused, exit 2, as check's empty
+// --accept and --quarantine are.
+func TestDumpEmptyKeyIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	code, out, errs := runCLI(t, "dump", "--json", "--key", "", root, "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--key") {
+		t.Errorf(`dump --json --key "": exit %d, %d lines on stdout, stderr %q; want exit 2 naming --key, nothing on stdout`, code, strings.Count(out, "\n"), errs)
+	}
+}
