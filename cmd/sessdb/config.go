@@ -114,10 +114,25 @@ func rootPath(name, p string) error {
 	if err := spaceAround(name, p, "a sessions root's name has none"); err != nil {
 		return err
 	}
+	if err := unexpandedTilde(name, p); err != nil {
+		return err
+	}
 	if err := pathLength(name, p); err != nil {
 		return err
 	}
 	return utf8Path(name, p)
+}
+
+// unexpandedTilde refuses p, given as name, when its first component
+// begins with "~": only a shell expands it, and an env file, a unit's
+// Environment= or a Python env dict passes "~/sessions" as it is written.
+// Taken as a relative path it is a directory named "~" wherever the
+// worker runs: every key absent there, and promote making it.
+func unexpandedTilde(name, p string) error {
+	if strings.HasPrefix(p, "~") {
+		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
+	}
+	return nil
 }
 
 // spaceAround refuses p, given as name, when it begins or ends with white

@@ -205,3 +205,43 @@ func TestDumpEmptyKeyIsAUsageError(t *testing.T) {
 		t.Errorf(`dump --json --key "": exit %d, %d lines on stdout, stderr %q; want exit 2 naming --key, nothing on stdout`, code, strings.Count(out, "\n"), errs)
 	}
 }
+
+// A root written "~/sessions" in an env file, a unit's Environment= or a
+// Python env dict reaches sessdb unexpanded: only a shell expands "~".
+// Taken as a relative path, resolve cold-started every key (the root is
+// missing) and promote made ./~/sessions in the worker's working
+// directory and promoted into it, a second root no other worker reads.
+// A sessions root or transcripts dir whose first component begins with
+// "~" is a configuration error naming it, exit 2, and nothing is made.
+func TestAnUnexpandedTildeIsAConfigurationError(t *testing.T) {
+	clearEnv(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	job := filepath.Join(t.TempDir(), "job")
+	for _, root := range []string{"~/sessions", "~", "~pi/sessions"} {
+		t.Setenv("PI_SESSIONS_DIR", root)
+		for _, args := range [][]string{
+			{"resolve", "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "1"},
+			{"promote", "--job-dir", job, "--pi-version", "1"},
+			{"dump"},
+			{"reap", "--dry-run"},
+		} {
+			code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+			if code != exitUsage || out != "" || !strings.Contains(errs, "~") || !strings.Contains(errs, "shell") {
+				t.Errorf("PI_SESSIONS_DIR=%s %v: exit %d, stdout %q, stderr %q; want exit 2 naming the unexpanded ~", root, args[0], code, brief(out), errs)
+			}
+		}
+	}
+	t.Setenv("PI_SESSIONS_DIR", "")
+	code, _, errs := runCLI(t, "dump", "~/sessions", "--log-format", "console")
+	if code != exitUsage || !strings.Contains(errs, "shell") {
+		t.Errorf("dump '~/sessions': exit %d, %q; want exit 2 naming the unexpanded ~", code, errs)
+	}
+	code, _, errs = runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", "~/transcripts", "--log-format", "console")
+	if code != exitUsage || !strings.Contains(errs, "shell") {
+		t.Errorf("--transcripts-dir '~/transcripts': exit %d, %q; want exit 2 naming the unexpanded ~", code, errs)
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("made in the working directory: %v", names)
+	}
+}
