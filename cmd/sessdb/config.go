@@ -114,7 +114,7 @@ func rootPath(name, p string) error {
 	if err := spaceAround(name, p, "a sessions root's name has none"); err != nil {
 		return err
 	}
-	if err := unexpandedTilde(name, p); err != nil {
+	if err := unexpanded(name, p); err != nil {
 		return err
 	}
 	if err := pathLength(name, p); err != nil {
@@ -123,16 +123,26 @@ func rootPath(name, p string) error {
 	return utf8Path(name, p)
 }
 
-// unexpandedTilde refuses p, given as name, when its first component
-// begins with "~": only a shell expands it, and an env file, a unit's
-// Environment= or a Python env dict passes "~/sessions" as it is written.
-// Taken as a relative path it is a directory named "~" wherever the
-// worker runs: every key absent there, and promote making it.
-func unexpandedTilde(name, p string) error {
+// unexpanded refuses p, given as name, when it holds what only a shell
+// expands: a first component beginning with "~", or a variable ($NAME,
+// ${NAME}). An env file, docker's --env-file, a unit's Environment= or a
+// Python env dict pass "~/sessions" and "$HOME/sessions" as written;
+// taken as a relative path, that is a directory of that name wherever
+// the worker runs: every key absent there, and promote making it.
+func unexpanded(name, p string) error {
 	if strings.HasPrefix(p, "~") {
 		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
 	}
-	return nil
+	for rest := p; ; {
+		i := strings.IndexByte(rest, '$')
+		if i < 0 || i+1 == len(rest) {
+			return nil
+		}
+		if c := rest[i+1]; c == '{' || c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' {
+			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give the path itself", name, brief(p))
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // spaceAround refuses p, given as name, when it begins or ends with white

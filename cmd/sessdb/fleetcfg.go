@@ -125,7 +125,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	if err := spaceAround(dn, d, "a transcripts dir's name has none"); err != nil {
 		return fc, true, err
 	}
-	if err := unexpandedTilde(dn, d); err != nil {
+	if err := unexpanded(dn, d); err != nil {
 		return fc, true, err
 	}
 	if err := utf8Path(dn, d); err != nil {

@@ -245,3 +245,42 @@ func TestAnUnexpandedTildeIsAConfigurationError(t *testing.T) {
 		t.Errorf("made in the working directory: %v", names)
 	}
 }
+
+// The same trap with a variable: a docker --env-file, a unit's
+// Environment= or EnvironmentFile= pass "$HOME/sessions" unexpanded, and
+// promote made ./$HOME/sessions in the worker's working directory. A
+// sessions root or transcripts dir naming a variable ($NAME, ${NAME})
+// is a configuration error, exit 2, and nothing is made.
+func TestAnUnexpandedVariableIsAConfigurationError(t *testing.T) {
+	clearEnv(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	job := filepath.Join(t.TempDir(), "job")
+	for _, root := range []string{"$HOME/sessions", "${STATE_DIRECTORY}/sessions", "/var/lib/$USER/sessions"} {
+		t.Setenv("PI_SESSIONS_DIR", root)
+		for _, args := range [][]string{
+			{"resolve", "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "1"},
+			{"promote", "--job-dir", job, "--pi-version", "1"},
+			{"dump"},
+		} {
+			code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+			if code != exitUsage || out != "" || !strings.Contains(errs, "variable") {
+				t.Errorf("PI_SESSIONS_DIR=%s %v: exit %d, stdout %q, stderr %q; want exit 2 naming the unexpanded variable", root, args[0], code, brief(out), errs)
+			}
+		}
+	}
+	t.Setenv("PI_SESSIONS_DIR", "")
+	code, _, errs := runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", "$TRANSCRIPTS", "--log-format", "console")
+	if code != exitUsage || !strings.Contains(errs, "variable") {
+		t.Errorf("--transcripts-dir '$TRANSCRIPTS': exit %d, %q; want exit 2 naming the unexpanded variable", code, errs)
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("made in the working directory: %v", names)
+	}
+	// A dollar that names no variable is a name like any other.
+	root := filepath.Join(t.TempDir(), "price$5")
+	os.Mkdir(root, 0o700)
+	if code, _, errs := runCLI(t, "dump", root); code != exitOK {
+		t.Errorf("dump %s: exit %d, %s", root, code, errs)
+	}
+}
