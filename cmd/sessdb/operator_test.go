@@ -284,3 +284,23 @@ func TestAnUnexpandedVariableIsAConfigurationError(t *testing.T) {
 		t.Errorf("dump %s: exit %d, %s", root, code, errs)
 	}
 }
+
+// A job dir given unexpanded ("$JOB_DIR", "~") was made as a directory
+// of that name in the working directory, and the transcript staged
+// there, where the worker's pi never looks. Refused, exit 2, as a
+// sessions root is.
+func TestResolveRefusesAnUnexpandedJobDir(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, dir := range []string{"$JOB_DIR", "${JOB_DIR}", "~", "~/job"} {
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", dir, "--pi-version", "0.58.3", "--log-format", "console")
+		if code != exitUsage || out != "" || !strings.Contains(errs, "only a shell expands") {
+			t.Errorf("--job-dir %q: exit %d, stdout %q, stderr %q; want exit 2 naming what a shell expands", dir, code, brief(out), errs)
+		}
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("resolve made %v in the working directory", names)
+	}
+}

@@ -68,7 +68,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	kind := fs.String("kind", "", "key material: `KIND`, the forge (github, gitlab, ..., local)")
 	repo := fs.String("repo", "", "key material: `REPO`, the base repository (none for --kind local)")
 	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch (for --kind local, the trigger id)")
-	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir (a name that begins or ends with white space is refused: a quoting mistake)")
+	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir (a name with white space around it, or with a ~ or $VAR only a shell expands, is refused)")
 	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes; white space around it is trimmed); required")
 	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on (white space around it is trimmed)")
 	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound (white space around it is trimmed)")
@@ -88,6 +88,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		}
 		trimStamps(piVersion, venue, model)
 		if err := spaceAround("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
+			return inv.rep.usage(err)
+		}
+		if err := unexpanded("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}
 		if err := pathLength("--job-dir", *jobDir); err != nil {
