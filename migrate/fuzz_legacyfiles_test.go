@@ -31,6 +31,7 @@ func FuzzLegacyFiles(f *testing.F) {
 	f.Add(" 0.54.2", true, "(pending)", true, uint64(1)<<53+1, true, int64(-1), int64(5), "a b")
 	f.Add("\xff", true, "ci\n", true, uint64(18446744073709551615), true, int64(9223372036854775807), int64(9223372036854775807), "M/X")
 	f.Add("v", true, "\ufeffci", true, uint64(9007199254740993), true, int64(1), int64(0), "")
+	f.Add("v", false, "", false, uint64(0), true, int64(1), int64(2), "a b")
 	dir, err := os.Open(f.TempDir())
 	if err != nil {
 		f.Fatal(err)

@@ -170,7 +170,7 @@ func FuzzUnknownEnv(f *testing.F) {
 			return
 		}
 		if len(ws[0]) > maxMessage || strings.Contains(ws[0], kv[len(name):]) && len(kv)-len(name) > 8 {
-			t.Fatalf("%q: a %d-byte warning %.200q", kv, len(ws[0]), ws[0])
+			t.Fatalf("%.100q: a %d-byte warning %.200q", kv, len(ws[0]), ws[0])
 		}
 		_, suggested, ok := strings.Cut(ws[0], "did you mean ")
 		if !ok || !slices.Contains(known, strings.TrimSuffix(suggested, "?")) {

@@ -25,6 +25,7 @@ func FuzzConfigValidate(f *testing.F) {
 	f.Add("http://:2379", "/sessdb/record/x", "", "", int64(0), int64(0))
 	f.Add("http://a:0", "/a\x7f", "", "", int64(0), int64(0))
 	f.Add("http://user:pa,ss@host:2379", "/", "", "", int64(0), int64(0))
+	f.Add("http://admin:hunter22@a:2379,http://b:2379", "/", "", "", int64(0), int64(0))
 	f.Add("http://a:2379/x?y#z", "record", "", "", int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, endpoints, prefix, user, password string, request, lockTTL int64) {
 		c := Config{Prefix: prefix, Username: user, Password: password, RequestTimeout: time.Duration(request), LockTTL: time.Duration(lockTTL)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -172,6 +173,23 @@ func parseSeq(name string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(name, 16, 64)
 	return n, err == nil && n != math.MaxUint64
+}
+
+// quoteName quotes a history entry's name for an error: whole when it is
+// short, else its first 64 bytes (cut at a rune's start) and its length.
+// A name that is no slot's was written by another binary or by hand, and
+// etcd takes a key of up to its request limit (1.5 MiB by default): quoted
+// whole, it made every Get's error about the key as long.
+func quoteName(name string) string {
+	const max = 64
+	if len(name) <= max {
+		return strconv.Quote(name)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", strconv.Quote(name[:cut]), len(name))
 }
 
 // ValidKey reports whether key is 32 lowercase hex characters, the only

@@ -87,7 +87,7 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	for _, kv := range resp.Responses[3].GetResponseRange().Kvs {
 		if name := string(kv.Key); name < end {
 			if _, ok := parseSeq(name[len(dir):]); !ok {
-				return Renumbered{}, fmt.Errorf("%s %s: %w: history entry name %q sorts among the slots the renumber writes (1 to %d); remove it (etcdctl del)", op, key, ErrDamaged, name[len(dir):], n)
+				return Renumbered{}, fmt.Errorf("%s %s: %w: history entry name %s sorts among the slots the renumber writes (1 to %d); remove it (etcdctl del)", op, key, ErrDamaged, quoteName(name[len(dir):]), n)
 			}
 		}
 	}

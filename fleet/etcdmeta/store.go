@@ -330,7 +330,7 @@ func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 		seq, ok := parseSeq(name)
 		if !ok {
 			if first == nil {
-				first = fmt.Errorf("%w: history entry name %q", ErrDamaged, name)
+				first = fmt.Errorf("%w: history entry name %s", ErrDamaged, quoteName(name))
 			}
 			continue
 		}
