@@ -101,3 +101,16 @@ func (e *panicError) Error() string {
 }
 
 func (e *panicError) Is(target error) bool { return target == ErrDamaged }
+
+// keyHex is a key as a damage error names it: in hex, whole when short,
+// else its first 32 bytes and its length. Only this package writes keys,
+// 8 bytes or a name; any other is damage or another binary's, and bbolt
+// takes keys of up to 32 KiB: in hex whole, it made each error about the
+// file 64 KiB long.
+func keyHex(k []byte) string {
+	const max = 32
+	if len(k) <= max {
+		return fmt.Sprintf("%x", k)
+	}
+	return fmt.Sprintf("%x…(%d bytes)", k[:max], len(k))
+}

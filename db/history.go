@@ -29,7 +29,7 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 			// binary.BigEndian.Uint64 panics on a shorter key, and a longer
 			// one is no sequence number this package wrote.
 			if len(k) != 8 {
-				return damaged("%s/%x: key is %d bytes, want 8", bucketHistory, k, len(k))
+				return damaged("%s/%s: key is %d bytes, want 8", bucketHistory, keyHex(k), len(k))
 			}
 			if seq, err = nextSeq(binary.BigEndian.Uint64(k)); err != nil {
 				return err
@@ -127,7 +127,7 @@ func (tx *Tx) RenumberHistory() (Renumbered, error) {
 		c := b.Cursor()
 		for k, v := c.Last(); k != nil && len(ring) < HistoryLimit; k, v = c.Prev() {
 			if v == nil {
-				return damaged("%s/%x is a bucket", bucketHistory, k)
+				return damaged("%s/%s is a bucket", bucketHistory, keyHex(k))
 			}
 			ring = append(ring, kv{slices.Clone(k), slices.Clone(v)})
 		}
@@ -147,7 +147,7 @@ func (tx *Tx) RenumberHistory() (Renumbered, error) {
 		for i, e := range ring {
 			h, err := decodeHistory(e.k, e.v)
 			if err != nil {
-				return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, e.k), err)
+				return damagedBy(bucketHistory+"/"+keyHex(e.k), err)
 			}
 			k := historyKey(uint64(i) + 1)
 			v := e.v
@@ -244,12 +244,12 @@ func descendHistory(b bucketView, fn func(HistoryEntry) (more bool)) error {
 		// Only AppendHistory writes here, and only values: a nested bucket
 		// is damage, where sidecars/ can only read one as an absent key.
 		if v == nil {
-			err = damaged("%s/%x is a bucket", bucketHistory, k)
+			err = damaged("%s/%s is a bucket", bucketHistory, keyHex(k))
 			return false
 		}
 		var e HistoryEntry
 		if e, err = decodeHistory(k, v); err != nil {
-			err = damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			err = damagedBy(bucketHistory+"/"+keyHex(k), err)
 			return false
 		}
 		return fn(e)

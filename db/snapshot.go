@@ -138,7 +138,7 @@ func (r *snapReader) ascending(v []byte, name where) error {
 	var err error
 	if e := r.each(v, false, 0, func(k, _ []byte, _ bool) bool {
 		if prev != nil && bytes.Compare(prev, k) >= 0 {
-			err = damaged("bucket %s: key %x does not follow key %x", name, k, prev)
+			err = damaged("bucket %s: key %s does not follow key %s", name, keyHex(k), keyHex(prev))
 			return false
 		}
 		prev = k

@@ -209,7 +209,7 @@ func (tx *Tx) notBack(gen uint64) error {
 	if k, v := h.Cursor().Last(); k != nil {
 		e, err := decodeHistory(k, v)
 		if err != nil {
-			return damagedBy(fmt.Sprintf("%s/%x", bucketHistory, k), err)
+			return damagedBy(bucketHistory+"/"+keyHex(k), err)
 		}
 		if e.Gen > gen {
 			return damaged("%s/%s: generation %d is below the newest history entry's %d", bucketSidecars, keyTranscript, gen, e.Gen)
