@@ -46,6 +46,9 @@ func FuzzParseTimestamp(f *testing.F) {
 		var err error
 		switch {
 		case rfc3339.MatchString(s):
+			if z := s[len(s)-6:]; (z[0] == '+' || z[0] == '-') && (z[1:3] > "23" || z[4:] > "59") {
+				return // an offset of 24 h or more, or of 60 min: Go takes it, ParseTimestamp refuses it (header_test: +24:00)
+			}
 			want, err = time.Parse(time.RFC3339Nano, s)
 		case len(s) == 10:
 			want, err = time.Parse(time.DateOnly, s)
