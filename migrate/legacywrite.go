@@ -126,11 +126,15 @@ func legacyFiles(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 		tok, ok1 := jsDecimal(uint64(c.Tokens), math.MaxInt64, nil)
 		win, ok2 := jsDecimal(uint64(c.Window), math.MaxInt64, nil)
 		line := formatContextParts(tok, win, c.Model)
-		if !ok1 || !ok2 || !same(line) {
+		ctx.means = func(got string, ok bool) bool { return ok && same(got) }
+		// Judged as the reader reads the file (decoded, trimmed, capped),
+		// as the stamps are: the line's own bytes would pass a model that
+		// is not UTF-8, which reads back as U+FFFD, and a dry run's plan
+		// would migrate a key its run fails on the read back.
+		if !ok1 || !ok2 || !ctx.means(legacy.SidecarValue([]byte(line))) {
 			return nil, nil, &os.PathError{Op: "write", Path: fsat.Join(dir, legacy.ContextName), Err: fmt.Errorf("%q: %w", line, ErrNotLegacy)}
 		}
 		ctx.content = &line
-		ctx.means = func(got string, ok bool) bool { return ok && same(got) }
 	}
 	files = append(files, ctx)
 	return files, odd, nil
