@@ -1,0 +1,98 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
+	"sessdb/store"
+)
+
+// refusalOn begins a promotion of key (its base read from etcd, not
+// taken optimistically) and returns the txn and a run-incomplete refusal
+// of ticket at the key's generation.
+func refusalOn(t *testing.T, f *fixture, key, ticket string) (store.KeyTxn, db.HistoryEntry) {
+	t.Helper()
+	txn, err := f.b.Begin(key, store.Base{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { txn.Close() })
+	_, _, base := txn.State()
+	return txn, db.HistoryEntry{Gen: base.Gen, At: db.RecordedAt(time.Now()), Outcome: string(gates.RunIncomplete), Ticket: ticket, Job: "job-" + ticket}
+}
+
+// unavailableAt makes every guarded write's try that reaches
+// faults.EtcdWriteBeforeGuess fail as etcd unavailable, nothing sent,
+// while fail says so.
+func unavailableAt(t *testing.T, fail func() bool) {
+	faults.Set(func(p faults.Point) error {
+		if p == faults.EtcdWriteBeforeGuess && fail() {
+			return fmt.Errorf("%w: the test's stand-in for a member that took no request", etcdmeta.ErrUnavailable)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+}
+
+// A refusal whose append etcd did not take once (unavailable) is tried
+// again on the same record, after the history is read and found without
+// it: the record did not change, so it is no conflict (Refuse's doc: a
+// record that changed meanwhile is store.ErrConflict), and the refusal is
+// recorded once. Handed back as a conflict, the store decided the job
+// again for nothing, and with a second failure the job was
+// promote-failed.
+func TestARefusalNotTakenOnceIsRecordedOnTheSameRecord(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "not-taken-once")
+	f.run(key, "m0")
+	txn, e := refusalOn(t, f, key, "not-taken-once")
+	var tries atomic.Int32
+	unavailableAt(t, func() bool { return tries.Add(1) == 1 })
+	if err := txn.Refuse(e); err != nil {
+		t.Fatalf("Refuse, its first try not taken by etcd = %v; want nil (the record did not move)", err)
+	}
+	faults.Set(nil)
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range st.History {
+		if x.Ticket == e.Ticket {
+			n++
+		}
+	}
+	if n != 1 || tries.Load() < 2 {
+		t.Fatalf("the refusal is in the history %d times after %d tries; want once, after a second try", n, tries.Load())
+	}
+}
+
+// A refusal while etcd takes none of its appends ends at the request
+// timeout with etcd unavailable (the job promote-failed, to try again),
+// as every write of the fleet does; it never retries past it.
+func TestARefusalWhileEtcdTakesNothingEndsAsUnavailable(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.RequestTimeout = time.Second })
+	key := store.Key("github", "acme/refusals", "takes-nothing")
+	f.run(key, "m0")
+	txn, e := refusalOn(t, f, key, "takes-nothing")
+	unavailableAt(t, func() bool { return true })
+	done := make(chan error, 1)
+	go func() { done <- txn.Refuse(e) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, etcdmeta.ErrUnavailable) {
+			t.Fatalf("Refuse while etcd takes nothing = %v; want etcd unavailable", err)
+		}
+	case <-time.After(time.Minute):
+		// A hang guard, not a timing assertion: the request timeout is 1 s.
+		t.Fatal("Refuse while etcd takes nothing has not returned a minute on (request timeout 1 s)")
+	}
+}
