@@ -96,3 +96,43 @@ func TestARefusalWhileEtcdTakesNothingEndsAsUnavailable(t *testing.T) {
 		t.Fatal("Refuse while etcd takes nothing has not returned a minute on (request timeout 1 s)")
 	}
 }
+
+// A superseded refusal whose append etcd did not take, and whose key
+// another job moved on meanwhile, is recorded at the newer record (its
+// generation in the entry) once the history is read again: the key moved
+// on once more supersedes the job all the more (Refuse's doc). Handed
+// back as a conflict, it cost the store a second decision, and a job on a
+// busy key was promote-failed.
+func TestASupersededRefusalNotTakenWhileTheKeyMovedOnIsRecordedAtTheNewerRecord(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "not-taken-moved")
+	f.run(key, "m0")
+	txn, e := refusalOn(t, f, key, "not-taken-moved")
+	e.Outcome = string(gates.Superseded)
+	var tries atomic.Int32
+	faults.Set(func(p faults.Point) error {
+		if p == faults.EtcdWriteBeforeGuess && tries.Add(1) == 1 {
+			f.run(key, "m1") // another job promotes while this try goes unanswered
+			return fmt.Errorf("%w: the test's stand-in for a member that took no request", etcdmeta.ErrUnavailable)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	if err := txn.Refuse(e); err != nil {
+		t.Fatalf("Refuse, its first try not taken while the key moved on = %v; want nil (recorded at the newer record)", err)
+	}
+	faults.Set(nil)
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []uint64
+	for _, x := range st.History {
+		if x.Ticket == e.Ticket {
+			at = append(at, x.Gen)
+		}
+	}
+	if want := st.Record.Transcript.Gen; len(at) != 1 || at[0] != want {
+		t.Fatalf("the refusal is in the history at gens %v; want once, at the newer record's gen %d", at, want)
+	}
+}
