@@ -527,6 +527,9 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			seq, _ = parseSeq(string(last.Kvs[0].Key[len(s.historyDir(key)):]))
 		}
 	}
+	if err := faults.At(faults.EtcdWriteAfterGuess); err != nil {
+		return 0, err
+	}
 	for range maxSlotTries {
 		hist.Seq = seq + 1
 		// The last slot holds no entry (parseSeq), so an entry at the one

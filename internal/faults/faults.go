@@ -252,11 +252,14 @@ const EtcdLockGranted Point = "etcd-lock/granted"
 
 // The steps of each try of a fleet's guarded write (fleet/etcdmeta's Put
 // and AppendHistory): before it takes its guess of the key's newest
-// history slot, and after its transaction landed, before its answer is
-// returned. A test holds a hedged try at one while its sibling runs, and
-// stands in for an answer that comes late.
+// history slot; with its guess taken (an append's read of the key done),
+// before its transaction is sent; and after its transaction landed,
+// before its answer is returned. A test holds a hedged try at one while
+// its sibling runs, lines two tries up on one guess, and stands in for an
+// answer that comes late.
 const (
 	EtcdWriteBeforeGuess Point = "etcd-write/before-guess"
+	EtcdWriteAfterGuess  Point = "etcd-write/after-guess"
 	EtcdWriteAfterCommit Point = "etcd-write/after-commit"
 )
 
