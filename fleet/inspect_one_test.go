@@ -1,0 +1,31 @@
+package fleet
+
+import (
+	"context"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A dump of one key (InspectOptions.Only) judges it as the walk of every
+// key does: a record that does not decode is reported, meta-unreadable
+// with its error, and the dump goes on (Inspect's doc). It is no error
+// of the dump: a damaged record is the finding, not a fault.
+func TestInspectOfOneDamagedKeyReportsItMetaUnreadable(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "inspect", "one-damaged")
+	if _, err := c.Client(t).Put(context.Background(), f.b.meta.RecordKey(key), "not msgpack"); err != nil {
+		t.Fatal(err)
+	}
+	var got []Report
+	err := f.b.Inspect(t.Context(), InspectOptions{Only: key}, func(r Report) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil || len(got) != 1 || got[0].Verdict == nil || got[0].Verdict.Reason != string(gates.MetaUnreadable) || got[0].MetaError == "" {
+		t.Fatalf("dump of one damaged key: %+v, %v; want one report, meta-unreadable with its error", got, err)
+	}
+}
