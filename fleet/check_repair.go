@@ -84,6 +84,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		return unavailable(err)
 	}
 	defer unlock()
+	c.b.at(hookRepairHeld, key)
 	st, err := c.b.readIn(ctx, key, c.b.meta.Get)
 	if cerr := stopped(ctx, err); cerr != nil {
 		leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))
