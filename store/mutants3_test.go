@@ -2,6 +2,10 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"sessdb/gates"
@@ -53,5 +57,57 @@ func TestStoreUnavailableResolveHasNoBase(t *testing.T) {
 	}
 	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
 		t.Fatalf("the key's transcript was replaced by a cold run")
+	}
+}
+
+// unreadableBackend is the key-dir backend with each view's source
+// replaced by a file that fails every read (a directory: EISDIR), as a
+// transcript on a failing disk does; the view's Lost is the key dir's.
+type unreadableBackend struct {
+	Backend
+	t *testing.T
+}
+
+func (b unreadableBackend) View(key string, bo gates.Bounds) (KeyView, error) {
+	v, err := b.Backend.View(key, bo)
+	if err != nil {
+		return nil, err
+	}
+	d, err := os.Open(b.t.TempDir())
+	if err != nil {
+		v.Close()
+		return nil, err
+	}
+	b.t.Cleanup(func() { d.Close() })
+	return unreadableView{v, d}, nil
+}
+
+type unreadableView struct {
+	KeyView
+	dir *os.File
+}
+
+func (v unreadableView) Source() (*os.File, int64) {
+	_, limit := v.KeyView.Source()
+	return v.dir, limit
+}
+
+// On a key dir a read error of the key's transcript is a fault (the key
+// dir's Lost judges none): the resolve fails with it, leaves no ticket
+// and no staged file, and is never a cold start with no reason.
+func TestResolveFailsOnAnUnreadableTranscript(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
+
+	failing := NewOn(unreadableBackend{s.backend, t}, s.opts)
+	jobDir := t.TempDir()
+	sess, err := failing.Resolve(testKey, localJob(), jobDir)
+	if !errors.Is(err, syscall.EISDIR) {
+		t.Fatalf("resolve of an unreadable transcript = {resume %v, reason %q}, %v; want the read's error (EISDIR)", sess.Resume, sess.Reason, err)
+	}
+	for _, name := range []string{TicketName, filepath.Join(StagedDirName, TranscriptName)} {
+		if _, err := os.Lstat(filepath.Join(jobDir, name)); !os.IsNotExist(err) {
+			t.Errorf("a failed resolve left %s: %v", name, err)
+		}
 	}
 }
