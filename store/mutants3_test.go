@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/gates"
 )
 
@@ -108,6 +109,45 @@ func TestResolveFailsOnAnUnreadableTranscript(t *testing.T) {
 	for _, name := range []string{TicketName, filepath.Join(StagedDirName, TranscriptName)} {
 		if _, err := os.Lstat(filepath.Join(jobDir, name)); !os.IsNotExist(err) {
 			t.Errorf("a failed resolve left %s: %v", name, err)
+		}
+	}
+}
+
+// sameRun is the rule a ticket's repeat goes by: the staged file is the
+// transcript the ticket's promotion e made only if its size (a torn
+// tail's added newline counted) is e's, always, and its checksum is the
+// one e recorded, or, for an entry from before entries recorded one, the
+// record's while the record still describes e's generation. A job that
+// ran pi again after its promote must not be told its new work is the
+// key's.
+func TestSameRunComparesTheSizeAlways(t *testing.T) {
+	const sum = 0x1234
+	withCRC := db.HistoryEntry{Gen: 3, Bytes: 100, CRC32C: sum}
+	noCRC := db.HistoryEntry{Gen: 3, Bytes: 100}
+	recOf := func(gen uint64, crc uint64) db.Sidecars {
+		return db.Sidecars{Transcript: &db.Transcript{Gen: gen, Size: 100, CRC32C: crc}}
+	}
+	for _, c := range []struct {
+		name   string
+		e      db.HistoryEntry
+		rec    db.Sidecars
+		staged stagedFile
+		sum    uint32
+		want   bool
+	}{
+		{"same size and checksum", withCRC, recOf(3, sum), stagedFile{size: 100}, sum, true},
+		{"a torn tail's newline counted", withCRC, recOf(3, sum), stagedFile{size: 99, torn: true}, sum, true},
+		{"same checksum, another size", withCRC, recOf(3, sum), stagedFile{size: 101}, sum, false},
+		{"same size, another checksum", withCRC, recOf(3, sum), stagedFile{size: 100}, sum + 1, false},
+		{"same size, another checksum, the record moved on", withCRC, recOf(4, sum+7), stagedFile{size: 100}, sum + 1, false},
+		{"no checksum in e: the record's, same", noCRC, recOf(3, sum), stagedFile{size: 100}, sum, true},
+		{"no checksum in e: the record's, another", noCRC, recOf(3, sum), stagedFile{size: 100}, sum + 1, false},
+		{"no checksum in e, the record moved on: same size", noCRC, recOf(4, sum+7), stagedFile{size: 100}, sum + 1, true},
+		{"no checksum in e, the record moved on: another size", noCRC, recOf(4, sum+7), stagedFile{size: 101}, sum + 1, false},
+		{"no checksum in e, no record: another size", noCRC, db.Sidecars{}, stagedFile{size: 101}, sum, false},
+	} {
+		if got := sameRun(c.e, c.rec, c.staged, stagedContent{sum: c.sum}); got != c.want {
+			t.Errorf("%s: sameRun = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
