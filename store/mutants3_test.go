@@ -151,3 +151,31 @@ func TestSameRunComparesTheSizeAlways(t *testing.T) {
 		}
 	}
 }
+
+// A ticket resolve wrote, with a field no sessdb writes or a second value
+// after it, is refused as a bad ticket: TestReadTicketRefusesWhatResolve-
+// CannotHaveWritten's cases of those are refused for another reason too
+// (no reason, no verdict), so they held neither check.
+func TestReadTicketRefusesAnAddedFieldOrValue(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	_, jobDir := mustResolve(t, s, testKey, localJob())
+	p := filepath.Join(jobDir, TicketName)
+	orig, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTicket(jobDir); err != nil {
+		t.Fatalf("the ticket as written: %v", err)
+	}
+	for name, b := range map[string][]byte{
+		"a field no sessdb writes": append([]byte(`{"promoted":true,`), orig[1:]...),
+		"a second value after it":  append(append([]byte{}, orig...), []byte(`{"resume":true}`)...),
+	} {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadTicket(jobDir); !errors.Is(err, ErrBadTicket) {
+			t.Errorf("%s: ReadTicket = %v, want ErrBadTicket", name, err)
+		}
+	}
+}
