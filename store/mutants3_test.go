@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -177,5 +178,50 @@ func TestReadTicketRefusesAnAddedFieldOrValue(t *testing.T) {
 		if _, err := ReadTicket(jobDir); !errors.Is(err, ErrBadTicket) {
 			t.Errorf("%s: ReadTicket = %v, want ErrBadTicket", name, err)
 		}
+	}
+}
+
+// A warm ticket from before the job contract carries the generation and
+// the bytes it delivered; the key still holds its base only when both are
+// the key's. A promotion since of a transcript of the same size (an
+// allowed rewrite, an edit) is still another generation, and the stale
+// job is superseded by it.
+func TestOldTicketIsSupersededByAGenerationOfTheSameSize(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	given, err := os.ReadFile(filepath.Join(root, testKey, TranscriptName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJob := func(job string, staged []byte) Session {
+		t.Helper()
+		jobDir := t.TempDir()
+		stage(t, jobDir, staged)
+		ticket := fmt.Sprintf(`{"key":%q,"resume":true,"reason":"resumed","bytes":%d,"gen":1,"venue":"local","job":%q,"job_dir":"/run/jobs/%s"}`, testKey, len(given), job, job)
+		if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(ticket), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := ReadTicket(jobDir)
+		if err != nil {
+			t.Fatalf("a ticket from before the job contract: %v", err)
+		}
+		return sess
+	}
+	i := bytes.LastIndex(given, []byte("base"))
+	if i < 0 {
+		t.Fatal("no line to edit")
+	}
+	edited := append(append(append([]byte{}, given[:i]...), "BASE"...), given[i+4:]...)
+	first := oldJob("u2", edited)
+	second := oldJob("u3", answeredTurn(given, "second job", 100))
+	if res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 2 || res.Bytes != int64(len(given)) {
+		t.Fatalf("first = %+v, want promoted gen 2 of %d bytes", res, len(given))
+	}
+	held := readCanonical(t, root, testKey)
+	if res := mustPromote(t, s, second, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+		t.Fatalf("the stale job onto gen 2 of the delivered size: %+v, want superseded by 2", res)
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
+		t.Fatal("the first job's promotion was replaced")
 	}
 }
