@@ -2,8 +2,10 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -223,5 +225,18 @@ func TestOldTicketIsSupersededByAGenerationOfTheSameSize(t *testing.T) {
 	}
 	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
 		t.Fatal("the first job's promotion was replaced")
+	}
+}
+
+// A record of exactly the max-bytes bound is no more too-large to
+// VerifyRecorded than to a resolve (gates: over the bound, strictly): it
+// is read and verified.
+func TestVerifyRecordedReadsARecordAtTheBound(t *testing.T) {
+	data := []byte("a transcript of exactly the bound\n")
+	n := int64(len(data))
+	sum := uint64(crc32.Checksum(data, castagnoli))
+	r, err := VerifyRecorded(context.Background(), bytes.NewReader(data), n, n, sum, n)
+	if err != nil || r.Result != VerifyOK || r.Bytes != n {
+		t.Fatalf("a %d-byte record under a %d-byte bound: %+v, %v; want %s, read whole", n, n, r, err, VerifyOK)
 	}
 }
