@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"sessdb/db"
 	"sessdb/gates"
@@ -238,5 +239,23 @@ func TestVerifyRecordedReadsARecordAtTheBound(t *testing.T) {
 	r, err := VerifyRecorded(context.Background(), bytes.NewReader(data), n, n, sum, n)
 	if err != nil || r.Result != VerifyOK || r.Bytes != n {
 		t.Fatalf("a %d-byte record under a %d-byte bound: %+v, %v; want %s, read whole", n, n, r, err, VerifyOK)
+	}
+}
+
+// Reap goes by the expired rung's own test, strictly older than the TTL:
+// a key promoted exactly the TTL ago still resumes, and reap keeps it.
+func TestReapKeepsAKeyOfExactlyTheTTL(t *testing.T) {
+	const ttl = time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: ttl})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
+	clock.now = clock.now.Add(ttl)
+	res, err := s.Reap(false)
+	if err != nil || len(res.Removed) != 0 || res.Kept != 1 {
+		t.Fatalf("reap at exactly the TTL: %+v, %v; want the key kept", res, err)
+	}
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	if _, err := os.Stat(filepath.Join(root, testKey, TranscriptName)); err != nil {
+		t.Fatal(err)
 	}
 }
