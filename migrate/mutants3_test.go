@@ -1,0 +1,56 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// A test a mutation sweep of the single-host protocol code showed missing
+// (notes of helper mutants3).
+
+// A key whose transcript is empty in place (cut out of band) is absent to
+// the ladder before any record is compared: its rollback to the legacy
+// layout keeps its venue and reports no mismatch with the record.
+func TestToLegacyOfAnEmptyTranscriptIsNoMismatch(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	st, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("cd", 16)
+	job := store.Job{PiVersion: "0.58.3", Venue: "local", Model: "m"}
+	jobDir := t.TempDir()
+	sess, err := st.Resolve(key, job, jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := `{"type":"session","version":3,"id":"x","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}` + "\n" + `{"type":"message"}` + "\n"
+	if err := os.WriteFile(filepath.Join(jobDir, "session", "current.jsonl"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: job.PiVersion}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v %v", res, err)
+	}
+	if err := os.Truncate(filepath.Join(root, key, "current.jsonl"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var reports []Report
+	if _, err := ToLegacy(root, Options{}, func(r Report) error { reports = append(reports, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].Action != Migrated {
+		t.Fatalf("reports %+v, want one key migrated", reports)
+	}
+	for _, o := range reports[0].Oddities {
+		if strings.Contains(o.Found, "does not match its record") {
+			t.Errorf("an empty transcript reported as a mismatch: %+v", o)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, key, "venue")); err != nil || string(b) != "local" {
+		t.Fatalf("venue after the rollback: %q, %v; want local", b, err)
+	}
+}
