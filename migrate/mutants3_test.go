@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sessdb/store"
 )
@@ -52,5 +53,23 @@ func TestToLegacyOfAnEmptyTranscriptIsNoMismatch(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, key, "venue")); err != nil || string(b) != "local" {
 		t.Fatalf("venue after the rollback: %q, %v; want local", b, err)
+	}
+}
+
+// A legacy lock written this very second (age 0) is a fresh lock of a
+// worker that may be writing, not one dated in the future: the report
+// says how old it is and to stop the workers.
+func TestALockOfAgeZeroIsNotInTheFuture(t *testing.T) {
+	root, key := oneKey(t)
+	lock := filepath.Join(root, key, "lock")
+	must(t, os.WriteFile(lock, nil, 0o600))
+	at := testNow.Truncate(time.Second)
+	must(t, os.Chtimes(lock, at, at))
+	opts := testOpts()
+	opts.Now = func() time.Time { return at }
+	got, _ := migrate(t, root, false, opts)
+	r := got[key]
+	if r.Action != Locked || strings.Contains(r.Cause, "future") || !strings.Contains(r.Cause, "0s old") {
+		t.Fatalf("a lock of age 0: %+v; want locked, 0s old", r)
 	}
 }
