@@ -73,3 +73,21 @@ func TestALockOfAgeZeroIsNotInTheFuture(t *testing.T) {
 		t.Fatalf("a lock of age 0: %+v; want locked, 0s old", r)
 	}
 }
+
+// A sidecar of exactly the legacy bound (4096 bytes) is one the legacy
+// reader read: an oddity about it quotes what it holds, never calls it
+// unreadable.
+func TestASidecarOfExactlyTheBoundIsQuoted(t *testing.T) {
+	root, key := oneKey(t)
+	must(t, os.WriteFile(filepath.Join(root, key, "venue"), []byte(strings.Repeat(" ", 4096)), 0o600))
+	got, _ := migrate(t, root, false, testOpts())
+	var found []string
+	for _, o := range got[key].Oddities {
+		if o.File == "venue" {
+			found = append(found, o.Found)
+		}
+	}
+	if len(found) != 1 || !strings.Contains(found[0], "(4096 bytes)") {
+		t.Fatalf("a 4096-byte venue of blanks: oddities found %q; want one quoting it, (4096 bytes)", found)
+	}
+}
