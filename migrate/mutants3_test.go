@@ -91,3 +91,23 @@ func TestASidecarOfExactlyTheBoundIsQuoted(t *testing.T) {
 		t.Fatalf("a 4096-byte venue of blanks: oddities found %q; want one quoting it, (4096 bytes)", found)
 	}
 }
+
+// The legacy worker's own test of a lock is age <= LOCK_STALE_MS: a lock
+// exactly an hour old is still fresh, and its key is left locked.
+func TestALockOfExactlyAnHourIsFresh(t *testing.T) {
+	root, key := oneKey(t)
+	lock := filepath.Join(root, key, "lock")
+	must(t, os.WriteFile(lock, nil, 0o600))
+	now := testNow.Truncate(time.Second)
+	at := now.Add(-LockStale)
+	must(t, os.Chtimes(lock, at, at))
+	opts := testOpts()
+	opts.Now = func() time.Time { return now }
+	got, _ := migrate(t, root, false, opts)
+	if r := got[key]; r.Action != Locked {
+		t.Fatalf("a lock of exactly %s: %+v; want locked", LockStale, r)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Fatalf("the fresh lock: %v", err)
+	}
+}
