@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,4 +111,34 @@ func TestALockOfExactlyAnHourIsFresh(t *testing.T) {
 	if _, err := os.Lstat(lock); err != nil {
 		t.Fatalf("the fresh lock: %v", err)
 	}
+}
+
+// A meta.db with values but no transcript record (a legacy key migrated
+// while it had no transcript) beside a transcript put in place since:
+// the rollback keeps the file, with no record's time to give it.
+func TestToLegacyOfATranscriptNoRecordNames(t *testing.T) {
+	root, key := oneKey(t)
+	cur := filepath.Join(root, key, "current.jsonl")
+	data, err := os.ReadFile(cur)
+	must(t, err)
+	must(t, os.Remove(cur))
+	if r := migrateKey(t, root, key, false); r.Action != Migrated {
+		t.Fatalf("to db: %+v", r)
+	}
+	if sc, ok := dbValues(t, filepath.Join(root, key)); !ok || sc.Transcript != nil || sc.Venue == nil {
+		t.Fatalf("meta.db: %+v, %v; want values and no transcript record", sc, ok)
+	}
+	must(t, os.WriteFile(cur, data, 0o600))
+	if r := migrateKey(t, root, key, true); r.Action != Migrated {
+		t.Fatalf("to legacy: %+v", r)
+	}
+	if b, err := os.ReadFile(cur); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("the transcript after the rollback: %d bytes, %v", len(b), err)
+	}
+}
+
+func migrateKey(t *testing.T, root, key string, toLegacy bool) Report {
+	t.Helper()
+	got, _ := migrate(t, root, toLegacy, testOpts())
+	return got[key]
 }
