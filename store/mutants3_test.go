@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // Tests a mutation sweep of the single-host protocol code showed missing
@@ -257,5 +258,43 @@ func TestReapKeepsAKeyOfExactlyTheTTL(t *testing.T) {
 	want(t, sess, true, gates.Resumed)
 	if _, err := os.Stat(filepath.Join(root, testKey, TranscriptName)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// What promote judged in its one read of the staged file (the prefix, the
+// run's shape, the checksum) is what it promotes: a staged file whose
+// bytes change in place, within its size, between that read and the copy
+// into the key dir fails the promotion, and the key keeps what it held.
+func TestStagedFileChangedInPlaceDuringPromoteFails(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
+	held := readCanonical(t, root, testKey)
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	data := append(staged(t, jobDir), entryLine("the run's turn")...)
+	stage(t, jobDir, data)
+	p := filepath.Join(jobDir, StagedDirName, TranscriptName)
+	defer faults.Set(nil)
+	faults.Set(func(pt faults.Point) error {
+		if pt == faults.DBOpenWriter {
+			faults.Set(nil)
+			// The same inode, the same size: only the bytes differ.
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte("X"), int64(len(data))-3); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	if err == nil || res.Promoted {
+		t.Fatalf("promote of a staged file changed after its read: %+v, %v; want promote-failed", res, err)
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
+		t.Fatal("the key's transcript changed")
 	}
 }
