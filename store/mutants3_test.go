@@ -298,3 +298,30 @@ func TestStagedFileChangedInPlaceDuringPromoteFails(t *testing.T) {
 		t.Fatal("the key's transcript changed")
 	}
 }
+
+// A ticket with a negative size or revision anywhere is refused, each
+// alone: no resolve writes one.
+func TestReadTicketRefusesEachNegativeSize(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	for name, edit := range map[string]func(*Session){
+		"bytes":     func(s *Session) { s.Bytes = -1 },
+		"base size": func(s *Session) { s.Base.Size = -1 },
+		"base rev":  func(s *Session) { s.Base.Rev = -1 },
+	} {
+		bad := sess
+		edit(&bad)
+		b, err := encodeTicket(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(jobDir, TicketName), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadTicket(jobDir); !errors.Is(err, ErrBadTicket) {
+			t.Errorf("a negative %s: ReadTicket = %v, want ErrBadTicket", name, err)
+		}
+	}
+}
