@@ -24,7 +24,8 @@ func plainStamp(s string) bool {
 // legacy's own rules (SidecarValue, ParseResumeChain, ParseContext),
 // checked here apart from the writer's own check; what it refuses is
 // ErrNotLegacy, before anything is written, and never a value the legacy
-// format plainly carries.
+// format plainly carries. Its error quotes a value in a bounded length,
+// however long the value.
 func FuzzLegacyFiles(f *testing.F) {
 	f.Add("0.54.2", true, "local", true, uint64(3), true, int64(160000), int64(200000), "anthropic/claude-sonnet-4")
 	f.Add("", false, "", false, uint64(0), false, int64(0), int64(0), "")
@@ -55,6 +56,9 @@ func FuzzLegacyFiles(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, ErrNotLegacy) || carried {
 				t.Fatalf("legacyFiles(%+v) = %v", v, err)
+			}
+			if n := len(err.Error()); n > notLegacyErrorMax {
+				t.Fatalf("legacyFiles of values of %d bytes: an error of %d bytes, want at most %d", len(pi)+len(venue)+len(model), n, notLegacyErrorMax)
 			}
 			return
 		}

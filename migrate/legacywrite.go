@@ -64,6 +64,17 @@ type legacyFile struct {
 	means func(value string, ok bool) bool
 }
 
+// notLegacy is the error for a value the legacy reader reads back as got
+// (no value at all unless ok). Both are quoted in at most 64 bytes: a
+// meta.db's stamp is as long as whoever wrote it made it.
+func notLegacy(value, got string, ok bool) error {
+	back := "no value"
+	if ok {
+		back = quote([]byte(got))
+	}
+	return fmt.Errorf("%s reads back as %s: %w", quote([]byte(value)), back, ErrNotLegacy)
+}
+
 // legacyFiles turns values into the four legacy files of dir, and notes a
 // context that is no measurement, which is not written. A value the
 // legacy format cannot carry is ErrNotLegacy, before anything is written.
@@ -80,10 +91,7 @@ func legacyFiles(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 		// run's plan fails the key the run would (a stamp with white
 		// space around it, or over the sidecar cap).
 		if got, ok := legacy.SidecarValue([]byte(s)); !means(got, ok) {
-			if !ok {
-				got = "no value"
-			}
-			return legacyFile{}, &os.PathError{Op: "write", Path: fsat.Join(dir, name), Err: fmt.Errorf("%q reads back as %q: %w", s, got, ErrNotLegacy)}
+			return legacyFile{}, &os.PathError{Op: "write", Path: fsat.Join(dir, name), Err: notLegacy(s, got, ok)}
 		}
 		return legacyFile{name, &s, means}, nil
 	}
@@ -132,7 +140,7 @@ func legacyFiles(dir *os.File, v Values) ([]legacyFile, []Oddity, error) {
 		// is not UTF-8, which reads back as U+FFFD, and a dry run's plan
 		// would migrate a key its run fails on the read back.
 		if !ok1 || !ok2 || !ctx.means(legacy.SidecarValue([]byte(line))) {
-			return nil, nil, &os.PathError{Op: "write", Path: fsat.Join(dir, legacy.ContextName), Err: fmt.Errorf("%q: %w", line, ErrNotLegacy)}
+			return nil, nil, &os.PathError{Op: "write", Path: fsat.Join(dir, legacy.ContextName), Err: fmt.Errorf("%s: %w", quote([]byte(line)), ErrNotLegacy)}
 		}
 		ctx.content = &line
 	}
@@ -204,10 +212,7 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 			return err
 		}
 		if got, ok := legacy.SidecarValue(b); !f.means(got, ok) {
-			if !ok {
-				got = "no value"
-			}
-			return &os.PathError{Op: "write", Path: fsat.Join(dir, f.name), Err: fmt.Errorf("%q reads back as %q: %w", *f.content, got, ErrNotLegacy)}
+			return &os.PathError{Op: "write", Path: fsat.Join(dir, f.name), Err: notLegacy(*f.content, got, ok)}
 		}
 	}
 	if err := fault(faults.ToLegacyTemps); err != nil {
