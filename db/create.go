@@ -146,6 +146,11 @@ var testHookBeforeLink func()
 // "initialised" (bbolt's schema committed).
 var testHookCreateStep func(step string)
 
+// testHookNoTmpfile makes Linux's createLocked take its fallback,
+// createThenLock, as on a file system without O_TMPFILE (NFS) and on
+// every other system: no file system the tests run on lacks it.
+var testHookNoTmpfile bool
+
 // initFile lets bbolt initialise the empty file f and migrates it to
 // SchemaVersion, and returns bbolt still open: its Close lets go of the
 // flock it took, which create holds until the temp's name is gone. bbolt

@@ -18,6 +18,9 @@ import (
 // them, or no /proc), it is made at name and locked right after, the
 // window this closes elsewhere.
 func createLocked(dirfd int, name string) (int, error) {
+	if testHookNoTmpfile {
+		return createThenLock(dirfd, name)
+	}
 	fd, err := openat(dirfd, ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
 	switch err {
 	case nil:

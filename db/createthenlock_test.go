@@ -1,0 +1,135 @@
+package db
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// createThenLock is createLocked on every system but Linux, and on Linux
+// where the file system has no O_TMPFILE (NFS) or there is no /proc. It
+// makes the file at its name, then locks it: it never writes through a
+// name already there, hands back the file locked, and gives up (the name
+// removed) when the lock is not had within its wait.
+func TestCreateThenLockMakesTheFileLockedAndWritesThroughNothing(t *testing.T) {
+	kd := newKeyDir(t)
+	target := filepath.Join(t.TempDir(), "host")
+	if err := os.WriteFile(target, []byte("host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(string) error{
+		"a link":          func(p string) error { return os.Symlink(target, p) },
+		"a dangling link": func(p string) error { return os.Symlink(filepath.Join(kd.path, "nowhere"), p) },
+		"a file":          func(p string) error { return os.WriteFile(p, nil, 0o600) },
+	} {
+		tmp := tempName()
+		if err := plant(filepath.Join(kd.path, tmp)); err != nil {
+			t.Fatal(err)
+		}
+		if fd, err := createThenLock(int(kd.dir.Fd()), tmp); err == nil {
+			unix.Close(fd)
+			t.Errorf("createThenLock over %s: no error", name)
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "host" {
+		t.Errorf("the link's target: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(kd.path, "nowhere")); !os.IsNotExist(err) {
+		t.Errorf("the dangling link's target was made: %v", err)
+	}
+
+	tmp := tempName()
+	fd, err := createThenLock(int(kd.dir.Fd()), tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	other, err := os.Open(filepath.Join(kd.path, tmp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != unix.EWOULDBLOCK {
+		t.Errorf("the file createThenLock made: another open's flock = %v, want it held (EWOULDBLOCK)", err)
+	}
+}
+
+// A lock another open file takes on the new name before createThenLock's
+// own (a check's look, held on) makes it give up after its wait, with
+// ErrLockTimeout, and remove the name it made: no half-made file is left
+// for the next creation to trip on.
+func TestCreateThenLockGivesUpOnALockHeldAndRemovesTheName(t *testing.T) {
+	kd := newKeyDir(t)
+	tmp := tempName()
+	var held *os.File
+	testHookCreateStep = func(step string) {
+		if step != "named" || held != nil {
+			return
+		}
+		f, err := os.Open(filepath.Join(kd.path, tmp))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+			t.Error(err)
+		}
+		held = f
+	}
+	defer func() { testHookCreateStep = nil }()
+	fd, err := createThenLock(int(kd.dir.Fd()), tmp)
+	if held != nil {
+		defer held.Close()
+	}
+	if err == nil {
+		unix.Close(fd)
+		t.Fatal("createThenLock with its file's lock held by another open: no error")
+	}
+	if !errors.Is(err, ErrLockTimeout) {
+		t.Errorf("createThenLock with its file's lock held: %v, want ErrLockTimeout", err)
+	}
+	if _, err := os.Lstat(filepath.Join(kd.path, tmp)); !os.IsNotExist(err) {
+		t.Errorf("the name createThenLock made is still there: %v", err)
+	}
+}
+
+// A meta.db made on the fallback (no O_TMPFILE) is as good as one made
+// unnamed: its temp is locked from its open's return on, nothing is
+// written through a name already there, and it opens for writing and
+// reading again and holds what was written.
+func TestCreationWithoutAnUnnamedFileHoldsItsTempsFlockAndOpens(t *testing.T) {
+	testHookNoTmpfile = true
+	defer func() { testHookNoTmpfile = false }()
+	// Not at "named": the fallback's file has its name before its lock
+	// (createlocked_other.go), the window O_TMPFILE closes.
+	t.Run("the temp's flock", func(t *testing.T) {
+		creationHoldsItsTempsFlock(t, "created", "initialised", "before the link")
+	})
+	t.Run("never through a name", TestCreateLockedNeverWritesThroughAName)
+
+	kd := newKeyDir(t)
+	d := mustOpen(t, kd, true)
+	if err := d.Update(func(tx *Tx) error { return tx.PutPiVersion("0.58.3") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, kd, false)
+	var got string
+	if err := r.View(func(tx *Tx) error {
+		sc, err := tx.Sidecars()
+		if err == nil && sc.PiVersion != nil {
+			got = *sc.PiVersion
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "0.58.3" {
+		t.Errorf("pi version read back from a meta.db made on the fallback: %q, want 0.58.3", got)
+	}
+}
