@@ -15,32 +15,9 @@ import (
 // name already there, hands back the file locked, and gives up (the name
 // removed) when the lock is not had within its wait.
 func TestCreateThenLockMakesTheFileLockedAndWritesThroughNothing(t *testing.T) {
-	kd := newKeyDir(t)
-	target := filepath.Join(t.TempDir(), "host")
-	if err := os.WriteFile(target, []byte("host"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for name, plant := range map[string]func(string) error{
-		"a link":          func(p string) error { return os.Symlink(target, p) },
-		"a dangling link": func(p string) error { return os.Symlink(filepath.Join(kd.path, "nowhere"), p) },
-		"a file":          func(p string) error { return os.WriteFile(p, nil, 0o600) },
-	} {
-		tmp := tempName()
-		if err := plant(filepath.Join(kd.path, tmp)); err != nil {
-			t.Fatal(err)
-		}
-		if fd, err := createThenLock(int(kd.dir.Fd()), tmp); err == nil {
-			unix.Close(fd)
-			t.Errorf("createThenLock over %s: no error", name)
-		}
-	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "host" {
-		t.Errorf("the link's target: %q, %v", b, err)
-	}
-	if _, err := os.Lstat(filepath.Join(kd.path, "nowhere")); !os.IsNotExist(err) {
-		t.Errorf("the dangling link's target was made: %v", err)
-	}
+	neverWritesThroughAName(t, "createThenLock", createThenLock)
 
+	kd := newKeyDir(t)
 	tmp := tempName()
 	fd, err := createThenLock(int(kd.dir.Fd()), tmp)
 	if err != nil {

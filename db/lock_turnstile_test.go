@@ -145,25 +145,37 @@ func creationHoldsItsTempsFlock(t *testing.T, steps ...string) {
 // A file or link already at a temp's name (a collision, or planted) fails
 // createLocked: nothing is written through it.
 func TestCreateLockedNeverWritesThroughAName(t *testing.T) {
+	neverWritesThroughAName(t, "createLocked", createLocked)
+}
+
+// neverWritesThroughAName plants a link, a dangling link and a file at
+// new temp names and checks that create fails on each, writing nothing
+// through the links.
+func neverWritesThroughAName(t *testing.T, what string, create func(dirfd int, name string) (int, error)) {
 	kd := newKeyDir(t)
 	target := filepath.Join(t.TempDir(), "host")
 	if err := os.WriteFile(target, []byte("host"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	nowhere := filepath.Join(kd.path, "nowhere")
 	for name, plant := range map[string]func(string) error{
-		"a link": func(p string) error { return os.Symlink(target, p) },
-		"a file": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"a link":          func(p string) error { return os.Symlink(target, p) },
+		"a dangling link": func(p string) error { return os.Symlink(nowhere, p) },
+		"a file":          func(p string) error { return os.WriteFile(p, nil, 0o600) },
 	} {
 		tmp := tempName()
 		if err := plant(filepath.Join(kd.path, tmp)); err != nil {
 			t.Fatal(err)
 		}
-		if fd, err := createLocked(int(kd.dir.Fd()), tmp); err == nil {
+		if fd, err := create(int(kd.dir.Fd()), tmp); err == nil {
 			unix.Close(fd)
-			t.Errorf("createLocked over %s: no error", name)
+			t.Errorf("%s over %s: no error", what, name)
 		}
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "host" {
 		t.Errorf("the link's target: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(nowhere); !os.IsNotExist(err) {
+		t.Errorf("the dangling link's target was made: %v", err)
 	}
 }
