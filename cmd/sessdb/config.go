@@ -125,10 +125,12 @@ func rootPath(name, p string) error {
 
 // unexpanded refuses p, given as name, when it holds what only a shell
 // expands: a first component beginning with "~", or a variable ($NAME,
-// ${NAME}). An env file, docker's --env-file, a unit's Environment= or a
-// Python env dict pass "~/sessions" and "$HOME/sessions" as written;
-// taken as a relative path, that is a directory of that name wherever
-// the worker runs: every key absent there, and promote making it.
+// ${NAME}, $(NAME)). An env file, docker's --env-file, a unit's
+// Environment= or a Python env dict pass "~/sessions" and
+// "$HOME/sessions" as written, and Kubernetes passes "$(NAME)" so when
+// NAME is not defined before it in the pod's env list; taken as a
+// relative path, that is a directory of that name wherever the worker
+// runs: every key absent there, and promote making it.
 func unexpanded(name, p string) error {
 	if strings.HasPrefix(p, "~") {
 		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
@@ -138,7 +140,7 @@ func unexpanded(name, p string) error {
 		if i < 0 || i+1 == len(rest) {
 			return nil
 		}
-		if c := rest[i+1]; c == '{' || c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' {
+		if c := rest[i+1]; c == '{' || c == '(' || c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' {
 			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give the path itself", name, brief(p))
 		}
 		rest = rest[i+1:]

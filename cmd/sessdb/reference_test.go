@@ -120,9 +120,12 @@ A sessions root is not trimmed: one whose name begins or ends with white
 space (` + "`PI_SESSIONS_DIR=' '`" + `, an env file's trailing blank) is a
 configuration error, exit 2, where it would be another directory, made
 where sessdb runs; and so is one that begins with ` + "`~`" + ` or names a variable
-(` + "`$HOME/sessions`, `${STATE_DIRECTORY}`" + `; a sessions root or a transcripts dir):
-only a shell expands them, and an env file, docker's ` + "`--env-file`" + `, a unit's
-` + "`Environment=`" + ` or a Python env dict passes them as written.
+(` + "`$HOME/sessions`, `${STATE_DIRECTORY}`, `$(STATE_DIR)`" + `; a sessions root or a
+transcripts dir): only a shell expands them, and an env file, docker's
+` + "`--env-file`" + `, a unit's ` + "`Environment=`" + ` or a Python env dict passes them as
+written, as Kubernetes passes a ` + "`$(NAME)`" + ` whose NAME is not defined before it.
+A ` + "`~`" + ` inside a name (` + "`kubernetes.io~empty-dir`" + `) and a ` + "`$`" + ` before anything but
+a letter, ` + "`_`, `{` or `(`" + ` (` + "`share$`, `price$5`" + `) are names like any other.
 
 A variable set to the empty string is unset: its default, not a zero
 (` + "`PI_SESSIONS_TTL_DAYS=`" + ` is 14 days, not "keep every key"). A variable given

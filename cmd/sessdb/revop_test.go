@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Kubernetes expands a container variable's "$(NAME)" only when NAME is
+// defined before it in the pod's env list, and passes it unchanged when
+// it is not; a shell's command substitution "$(pwd)" in an env file is
+// passed as written too. Taken as a relative path, that was a second
+// sessions root made in the worker's working directory by the first
+// promote, as "$HOME/sessions" was. A sessions root, a transcripts dir or
+// a job dir holding "$(" is refused as one naming a variable is, exit 2,
+// and nothing is made.
+func TestAnUnexpandedDependentVariableIsAConfigurationError(t *testing.T) {
+	clearEnv(t)
+	sample := copySample(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	job := filepath.Join(t.TempDir(), "job")
+	t.Setenv("PI_SESSIONS_DIR", "$(STATE_DIR)/sessions")
+	key := "4668107cac2e99b44415c5606b32ef14"
+	code, out, errs := runCLI(t, "resolve", "--key", key, "--job-dir", job, "--pi-version", "1", "--log-format", "console")
+	if code == exitOK {
+		// The code as it was: a cold start. Run the job, promote it.
+		f, err := os.OpenFile(filepath.Join(job, "session", "current.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(header + `{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"hi"}}` + "\n")
+		f.Close()
+	}
+	if code != exitUsage || out != "" || !strings.Contains(errs, "variable") {
+		t.Errorf("PI_SESSIONS_DIR=$(STATE_DIR)/sessions resolve: exit %d, stdout %q, stderr %q; want exit 2 naming the unexpanded variable", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "promote", "--job-dir", job, "--pi-version", "1", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "variable") {
+		t.Errorf("PI_SESSIONS_DIR=$(STATE_DIR)/sessions promote: exit %d, stdout %q, stderr %q; want exit 2 naming the unexpanded variable", code, out, errs)
+	}
+	t.Setenv("PI_SESSIONS_DIR", "")
+	for _, args := range [][]string{
+		{"dump", "$(pwd)/sessions"},
+		{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", "$(TRANSCRIPTS_DIR)"},
+		{"resolve", "--sessions-dir", sample, "--key", key, "--job-dir", "$(JOB_DIR)", "--pi-version", "1"},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "variable") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming the unexpanded variable", args, code, brief(out), errs)
+		}
+	}
+	var made []string
+	filepath.WalkDir(cwd, func(p string, d os.DirEntry, err error) error {
+		if p != cwd {
+			made = append(made, strings.TrimPrefix(p, cwd))
+		}
+		return nil
+	})
+	if len(made) != 0 {
+		t.Errorf("made in the working directory: %v", made)
+	}
+}
+
+// What a shell would not expand either is a name like any other: a "~"
+// inside a component (Kubernetes' kubernetes.io~empty-dir volumes), a "$"
+// at the end (a Samba share's name), before a digit, a dash, a dot or a
+// parenthesis that is not its opener's. Each such sessions root is walked,
+// exit 0, and each such job dir made.
+func TestAShellFreeDollarOrTildeIsAName(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := copySample(t)
+	for _, name := range []string{"kubernetes.io~empty-dir", "a~", "share$", "price$5", "a$-b", "a$.b", "a)$", "a$)b"} {
+		dir := filepath.Join(base, name, "sessions")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := runCLI(t, "dump", dir); code != exitOK {
+			t.Errorf("dump %s: exit %d, %s; want it walked", dir, code, errs)
+		}
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+		code, _, errs := runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-timeout", "10ms", "--log-format", "console")
+		if strings.Contains(errs, "shell") || strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") {
+			t.Errorf("transcripts dir %s: exit %d, %s; want it taken (etcd then unreachable)", dir, code, errs)
+		}
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", "")
+		job := filepath.Join(base, name, "job")
+		if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+			t.Errorf("resolve --job-dir %s: exit %d, %s; want it made", job, code, errs)
+		}
+	}
+}
