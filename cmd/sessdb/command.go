@@ -106,6 +106,8 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		// "$DIR" with DIR unset: taken as absent, a walk would go to
 		// PI_SESSIONS_DIR, another root than the one named.
 		return rep.usage(fmt.Errorf("the %s argument is empty (a variable not set?): %s", c.arg(), c.emptyArgHint()))
+	case emptyStoreFlag(fs) != nil:
+		return rep.usage(emptyStoreFlag(fs))
 	}
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)
@@ -116,6 +118,29 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return body(&invocation{cmd: c, fs: fs, args: pos, stdout: stdout, stderr: rep.stderr, rep: rep})
+}
+
+// storeFlags are the flags that name the store a command acts on, each
+// with what it names and the variable it wins over.
+var storeFlags = []struct{ name, what, env string }{
+	{"sessions-dir", "the sessions root", "PI_SESSIONS_DIR"},
+	{"etcd-endpoints", "the fleet's etcd endpoints", "PI_SESSIONS_ETCD_ENDPOINTS"},
+	{"etcd-prefix", "the fleet's key prefix", "PI_SESSIONS_ETCD_PREFIX"},
+	{"transcripts-dir", "the fleet's transcripts dir", "PI_SESSIONS_TRANSCRIPTS_DIR"},
+}
+
+// emptyStoreFlag refuses a flag of storeFlags given empty ("$ROOT" with
+// ROOT unset): a knob's empty flag counts as not given, so its variable,
+// or the default, would name the store, another one than the flag was
+// meant to, as an empty DIR argument would (reap removing another root's
+// expired keys).
+func emptyStoreFlag(fs *flag.FlagSet) error {
+	for _, sf := range storeFlags {
+		if f := fs.Lookup(sf.name); f != nil && f.Value.String() == "" && flagGiven(fs, sf.name) {
+			return fmt.Errorf("--%s is empty (a variable not set?): name %s, or leave the flag out for %s", sf.name, sf.what, sf.env)
+		}
+	}
+	return nil
 }
 
 // emptyArgHint says what to give instead of an empty positional argument.

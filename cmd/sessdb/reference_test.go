@@ -112,7 +112,10 @@ an answer must read it: exit 0 and one whole line (docs/json.md).
 
 Every bound has a flag and an environment variable (the legacy names); the
 flag wins. A flag given an empty value counts as not given (unset the
-variable instead). Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
+variable instead), but for the four that name the store (` + "`--sessions-dir`" + `,
+` + "`--etcd-endpoints`, `--etcd-prefix`, `--transcripts-dir`" + `): given empty
+(` + "`--sessions-dir \"$ROOT\"`" + ` with ROOT unset), each is a usage error, exit 2, as
+an empty DIR argument is, where its variable would name another store. Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
 values are configuration errors (exit 2, naming the variable). Whitespace
 around a whole number, in a variable or a flag, is ignored (` + "`' 14'`" + `, a value
 ending in a newline), as the legacy store trimmed it (JavaScript's ` + "`trim`" + `).

@@ -92,3 +92,50 @@ func TestAShellFreeDollarOrTildeIsAName(t *testing.T) {
 		}
 	}
 }
+
+// `sessdb reap --sessions-dir "$OLD_ROOT"` with OLD_ROOT unset is the
+// empty DIR argument of TestAnEmptyArgumentIsAUsageError given as a flag:
+// the empty value counted as not given, the walk went to PI_SESSIONS_DIR,
+// another root than the one named, and reap removed its expired keys.
+// The same for the flags that name a fleet (its endpoints, prefix and
+// transcripts dir): given empty, the variable's fleet, or the default
+// prefix's namespace, would be walked instead. Each flag that names the
+// store is a usage error when given empty, exit 2, and nothing is touched.
+func TestAnEmptyStoreFlagIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	t.Setenv("PI_SESSIONS_DIR", root)
+	before, _ := os.ReadDir(root)
+	for _, args := range [][]string{
+		{"reap", "--sessions-dir", ""},
+		{"reap", "--sessions-dir="},
+		{"dump", "--json", "--sessions-dir", ""},
+		{"check", "--repair", "--sessions-dir", ""},
+		{"stats", "--sessions-dir", ""},
+		{"migrate", "--dry-run", "--sessions-dir", ""},
+		{"resolve", "--sessions-dir", "", "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", filepath.Join(t.TempDir(), "job"), "--pi-version", "1"},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "--sessions-dir") || !strings.Contains(errs, "empty") {
+			t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 2 naming --sessions-dir empty, nothing on stdout", args, code, brief(out), errs)
+		}
+	}
+	after, _ := os.ReadDir(root)
+	if len(after) != len(before) {
+		t.Errorf("the configured root had %d names, has %d: a command given an empty --sessions-dir acted on it", len(before), len(after))
+	}
+	t.Setenv("PI_SESSIONS_DIR", "")
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "10ms")
+	for _, flag := range []string{"--etcd-endpoints", "--etcd-prefix", "--transcripts-dir"} {
+		code, out, errs := runCLI(t, "reap", "--dry-run", flag, "", "--log-format", "console")
+		if code != exitUsage || out != "" || !strings.Contains(errs, flag) || !strings.Contains(errs, "empty") {
+			t.Errorf("reap %s \"\": exit %d, stdout %q, stderr %q; want exit 2 naming %s empty", flag, code, brief(out), errs, flag)
+		}
+	}
+	// Left out, each is taken from its variable, as documented.
+	if code, _, errs := runCLI(t, "dump", root, "--log-format", "console"); code != exitUsage || !strings.Contains(errs, "fleet") {
+		t.Errorf("dump DIR in a fleet's environment: exit %d, %s; want the root and the fleet refused together (exit 2)", code, errs)
+	}
+}
