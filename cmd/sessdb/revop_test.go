@@ -139,3 +139,43 @@ func TestAnEmptyStoreFlagIsAUsageError(t *testing.T) {
 		t.Errorf("dump DIR in a fleet's environment: exit %d, %s; want the root and the fleet refused together (exit 2)", code, errs)
 	}
 }
+
+// `sessdb dump --json --at "$AT"` with AT empty judged the root now, exit
+// 0: a caller that asked for the verdicts at a time (to reproduce one, or
+// to see what a reap at that time would do) read today's without a word,
+// as `--key ""` printed every key. An empty --at is a usage error, exit 2.
+func TestAnEmptyAtIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	for _, args := range [][]string{
+		{"dump", "--json", "--at", "", root},
+		{"stats", "--at=", root},
+		{"reap", "--dry-run", "--at", "", root},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "--at") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming --at, nothing on stdout", args, code, brief(out), errs)
+		}
+	}
+	if code, out, errs := runCLI(t, "dump", "--json", "--at", "2026-11-29T10:00:00Z", root); code != exitOK || out == "" {
+		t.Errorf("dump --at a time: exit %d, %s", code, errs)
+	}
+}
+
+// flagForAValue refuses only a value that is one of the command's flags:
+// any other value that begins with a dash (a venue or model named so, a
+// pi version "-1", a value "-" or "--") is the caller's, given as a word
+// of its own after its flag, and taken as given.
+func TestADashLedValueThatNamesNoFlagIsTaken(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	job := filepath.Join(t.TempDir(), "job")
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "-1", "--venue", "-edge", "--model", "-", "--job", "--")
+	if code != exitOK || !strings.Contains(out, `"reason":"venue-changed"`) {
+		t.Errorf("resolve --venue -edge: exit %d, %s%s; want a cold start venue-changed (the venue taken as given)", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "dump", "--json", "--as-job", "--pi-version", "-1", "--venue", "-edge", "--key", "4668107cac2e99b44415c5606b32ef14", root)
+	if code != exitOK || !strings.Contains(out, `"verdict":{"reason":"venue-changed"`) {
+		t.Errorf("dump --as-job --venue -edge: exit %d, %s%s; want the verdict venue-changed", code, out, errs)
+	}
+}
