@@ -147,6 +147,20 @@ func unexpanded(name, p string) error {
 	}
 }
 
+// filePath refuses the name of a file the configuration names (a models
+// file, the etcd CA, client certificate and key, the password file) that
+// begins or ends with white space or holds what only a shell expands, as
+// rootPath refuses a sessions root's: such a name comes from the same env
+// files and units, and opened as given it failed as "stat ~/ca.pem: no such
+// file or directory", the cause unsaid. what names the file ("a models
+// file").
+func filePath(name, p, what string) error {
+	if err := spaceAround(name, p, what+"'s name has none"); err != nil {
+		return err
+	}
+	return unexpanded(name, p)
+}
+
 // spaceAround refuses p, given as name, when it begins or ends with white
 // space: a quoting mistake (PI_SESSIONS_DIR=' ', an env file's trailing
 // blank), never a real root's or prefix's name. why says what the name

@@ -139,6 +139,13 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, true, fmt.Errorf("%s: %s: %s (it must exist: the fleet's shared directory, mounted)", dn, brief(d), why)
 	}
 	fc.TranscriptsDir = d
+	for _, k := range []*knob{&f.ca, &f.cert, &f.key} {
+		if v, n := k.get(getenv); v != "" {
+			if err := filePath(n, v, "a PEM file"); err != nil {
+				return fc, true, err
+			}
+		}
+	}
 	fc.CAFile, _ = f.ca.get(getenv)
 	fc.CertFile, _ = f.cert.get(getenv)
 	fc.KeyFile, _ = f.key.get(getenv)
@@ -242,6 +249,9 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	case secret == "":
 		return fmt.Errorf("%s is set but no password is: set PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (there is no password flag)", userName)
 	case from == "--"+f.password.flag:
+		if err := filePath(from, secret, "a password file"); err != nil {
+			return err // a file's name, never the password
+		}
 		p, err := readPassword(secret)
 		if err != nil {
 			return fmt.Errorf("%s: %w", from, err)

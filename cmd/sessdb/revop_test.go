@@ -179,3 +179,48 @@ func TestADashLedValueThatNamesNoFlagIsTaken(t *testing.T) {
 		t.Errorf("dump --as-job --venue -edge: exit %d, %s%s; want the verdict venue-changed", code, out, errs)
 	}
 }
+
+// The files a configuration names (a models file, the etcd CA, client
+// certificate and key, the password file) come from the same env files
+// and units as a sessions root: "~/ca.pem", "$CREDENTIALS_DIRECTORY/key.pem"
+// or a name with an env file's trailing blank failed as "stat ~/ca.pem: no
+// such file or directory", the cause unsaid (and a trailing blank all but
+// invisible). Each is a configuration error that says what is wrong with
+// the name, exit 2, as a sessions root's is.
+func TestAConfiguredFileNamesWhatOnlyAShellExpands(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	job := filepath.Join(t.TempDir(), "job")
+	if code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: exit %d, %s%s", code, out, errs)
+	}
+	tr := t.TempDir()
+	for _, v := range []struct{ value, says string }{
+		{"~/f.pem", "shell"},
+		{"$CREDENTIALS_DIRECTORY/f.pem", "shell"},
+		{"/etc/ssl/f.pem ", "white space"},
+	} {
+		t.Setenv("PI_SESSION_MODELS_FILE", v.value)
+		code, _, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3", "--log-format", "console")
+		if code != exitUsage || !strings.Contains(errs, v.says) || !strings.Contains(errs, "PI_SESSION_MODELS_FILE") {
+			t.Errorf("PI_SESSION_MODELS_FILE=%q: exit %d, %q; want exit 2 naming it and saying %q", v.value, code, errs, v.says)
+		}
+		t.Setenv("PI_SESSION_MODELS_FILE", "")
+		for _, env := range []string{"PI_SESSIONS_ETCD_CA", "PI_SESSIONS_ETCD_CERT", "PI_SESSIONS_ETCD_KEY"} {
+			t.Setenv("PI_SESSIONS_ETCD_CA", "")
+			t.Setenv("PI_SESSIONS_ETCD_CERT", "/nonexistent/cert.pem")
+			t.Setenv("PI_SESSIONS_ETCD_KEY", "/nonexistent/key.pem")
+			t.Setenv(env, v.value)
+			code, _, errs := runCLI(t, "dump", "--etcd-endpoints", "https://127.0.0.1:1", "--transcripts-dir", tr, "--log-format", "console")
+			if code != exitUsage || !strings.Contains(errs, v.says) || !strings.Contains(errs, env) {
+				t.Errorf("%s=%q: exit %d, %q; want exit 2 naming it and saying %q", env, v.value, code, errs, v.says)
+			}
+		}
+		t.Setenv("PI_SESSIONS_ETCD_CERT", "")
+		t.Setenv("PI_SESSIONS_ETCD_KEY", "")
+		code, _, errs = runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", tr, "--etcd-user", "u", "--etcd-password-file", v.value, "--log-format", "console")
+		if code != exitUsage || !strings.Contains(errs, v.says) || !strings.Contains(errs, "--etcd-password-file") {
+			t.Errorf("--etcd-password-file %q: exit %d, %q; want exit 2 naming it and saying %q", v.value, code, errs, v.says)
+		}
+	}
+}
