@@ -43,6 +43,7 @@ func TestAnUnexpandedDependentVariableIsAConfigurationError(t *testing.T) {
 	t.Setenv("PI_SESSIONS_DIR", "")
 	for _, args := range [][]string{
 		{"dump", "$(pwd)/sessions"},
+		{"dump", "$_STATE/sessions"},
 		{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", "$(TRANSCRIPTS_DIR)"},
 		{"resolve", "--sessions-dir", sample, "--key", key, "--job-dir", "$(JOB_DIR)", "--pi-version", "1"},
 	} {
@@ -177,6 +178,12 @@ func TestADashLedValueThatNamesNoFlagIsTaken(t *testing.T) {
 	code, out, errs = runCLI(t, "dump", "--json", "--as-job", "--pi-version", "-1", "--venue", "-edge", "--key", "4668107cac2e99b44415c5606b32ef14", root)
 	if code != exitOK || !strings.Contains(out, `"verdict":{"reason":"venue-changed"`) {
 		t.Errorf("dump --as-job --venue -edge: exit %d, %s%s; want the verdict venue-changed", code, out, errs)
+	}
+	// After "--" every word is an argument, a flag's name included: two
+	// are one too many, never a flag taken for another's value.
+	code, _, errs = runCLI(t, "dump", root, "--", "--key", "--json", "--log-format", "console")
+	if code != exitUsage || !strings.Contains(errs, "unexpected argument") {
+		t.Errorf("dump DIR -- --key --json: exit %d, %q; want exit 2, unexpected argument", code, errs)
 	}
 }
 
