@@ -110,6 +110,11 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		if err := spaceAround(n, p, "a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)"); err != nil {
 			return fc, true, err
 		}
+		// And as with a transcripts dir: "$FLEET_PREFIX" from an env file
+		// is another namespace, every key absent in it.
+		if err := unexpanded(n, p); err != nil {
+			return fc, true, err
+		}
 		if err := utf8Path(n, p); err != nil {
 			return fc, true, err
 		}

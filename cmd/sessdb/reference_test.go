@@ -131,9 +131,9 @@ where sessdb runs; and so is one that begins with ` + "`~`" + ` or names a varia
 transcripts dir): only a shell expands them, and an env file, docker's
 ` + "`--env-file`" + `, a unit's ` + "`Environment=`" + ` or a Python env dict passes them as
 written, as Kubernetes passes a ` + "`$(NAME)`" + ` whose NAME is not defined before it.
-The files the configuration names (` + "`PI_SESSION_MODELS_FILE`" + `, the etcd CA,
-certificate, key and password file) are refused the same way, and for
-white space around their names.
+The fleet's key prefix and the files the configuration names
+(` + "`PI_SESSION_MODELS_FILE`" + `, the etcd CA, certificate, key and password file)
+are refused the same way, and for white space around them.
 A ` + "`~`" + ` inside a name (` + "`kubernetes.io~empty-dir`" + `) and a ` + "`$`" + ` before anything but
 a letter, ` + "`_`, `{` or `(`" + ` (` + "`share$`, `price$5`" + `) are names like any other.
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,6 +229,32 @@ func TestAConfiguredFileNamesWhatOnlyAShellExpands(t *testing.T) {
 		code, _, errs = runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", tr, "--etcd-user", "u", "--etcd-password-file", v.value, "--log-format", "console")
 		if code != exitUsage || !strings.Contains(errs, v.says) || !strings.Contains(errs, "--etcd-password-file") {
 			t.Errorf("--etcd-password-file %q: exit %d, %q; want exit 2 naming it and saying %q", v.value, code, errs, v.says)
+		}
+	}
+}
+
+// The fleet's key prefix comes from the same env files and pod specs as
+// its transcripts dir: "$FLEET_PREFIX", "${FLEET_PREFIX}" or Kubernetes'
+// unresolved "$(FLEET_PREFIX)" was taken as the prefix, another namespace
+// in etcd, where every key is absent and promote writes records no other
+// worker reads. It is refused as the transcripts dir's is, exit 2; a
+// prefix with a "$" that names no variable, or a "~" inside, is a name.
+func TestAnUnexpandedEtcdPrefixIsAConfigurationError(t *testing.T) {
+	dir := t.TempDir()
+	connect := func(prefix string) (string, error) {
+		env := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:2379", "PI_SESSIONS_TRANSCRIPTS_DIR": dir, "PI_SESSIONS_ETCD_PREFIX": prefix}
+		fc, _, err := bindFleet(flag.NewFlagSet("t", flag.ContinueOnError)).connection(func(name string) string { return env[name] })
+		return fc.Prefix, err
+	}
+	for _, p := range []string{"$FLEET_PREFIX", "${FLEET_PREFIX}/sessdb", "/fleets/$(FLEET)", "~/sessdb"} {
+		got, err := connect(p)
+		if err == nil || !strings.Contains(err.Error(), "PI_SESSIONS_ETCD_PREFIX") || !strings.Contains(err.Error(), "shell") {
+			t.Errorf("PI_SESSIONS_ETCD_PREFIX=%q: prefix %q, error %v; want a configuration error naming what only a shell expands", p, got, err)
+		}
+	}
+	for _, p := range []string{"/sessdb", "/fleet$5", "/a~b", "/price$"} {
+		if got, err := connect(p); err != nil || got != p {
+			t.Errorf("PI_SESSIONS_ETCD_PREFIX=%q: prefix %q, error %v; want it taken", p, got, err)
 		}
 	}
 }
