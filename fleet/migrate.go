@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
@@ -293,8 +294,8 @@ func (m *migration) openLocked(kd *os.File, name string, write bool) (*db.DB, db
 	// Moved aside, or not known to be at its name (the look failed: the
 	// key fails with its error): as little of this open is left in it.
 	if write && before.MadeByOpen(kd, d, sc) {
-		if fsat.Remove(kd, db.FileName) == nil {
-			fsat.SyncDir(kd)
+		if disk := sharedfs.FS(); disk.Remove(kd, db.FileName) == nil {
+			disk.SyncDir(kd)
 		}
 	}
 	d.Close()

@@ -10,6 +10,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -126,9 +127,10 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 // written; nil when a dry run finds no key dir, with r then Migrated.
 func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateReport) *os.File {
 	if !m.opts.DryRun {
-		made, err := fsat.MkdirNew(m.rootDir, key, 0o700)
+		disk := sharedfs.FS()
+		made, err := disk.Mkdir(m.rootDir, key, 0o700)
 		if err == nil && made {
-			err = fsat.SyncDir(m.rootDir)
+			err = disk.SyncDir(m.rootDir)
 		}
 		if err != nil {
 			fail(r, err)

@@ -13,6 +13,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -103,16 +104,17 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 		return nil
 	}
 	var removed []string
+	disk := sharedfs.FS()
 	for _, n := range names {
 		if len(n) <= len(storeTempPrefix) || n[:len(storeTempPrefix)] != storeTempPrefix {
 			continue
 		}
-		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && (!remove || fsat.UnlinkAt(kd, n) == nil) {
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) && (!remove || disk.Unlink(kd, n) == nil) {
 			removed = append(removed, n)
 		}
 	}
 	if remove && len(removed) > 0 {
-		fsat.SyncDir(kd)
+		disk.SyncDir(kd)
 	}
 	return removed
 }
@@ -125,7 +127,7 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 // temp the next writer sweeps; after it, a promotion in flight that every
 // reader serves and the next writer rolls forward.
 func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (err error) {
-	disk := durable.Disk{}
+	disk := sharedfs.FS()
 	tmp := ""
 	if src != nil {
 		if tmp, err = writeTemp(disk, kd, src); err != nil {
@@ -190,7 +192,7 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 			err = cerr
 		}
 		if err != nil {
-			fsat.UnlinkAt(kd, name)
+			disk.Unlink(kd, name)
 		}
 	}()
 	h := crc32.New(castagnoli)

@@ -1,28 +1,26 @@
 package shared
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
 
-	"sessdb/internal/fsat"
+	"sessdb/internal/durable"
 )
 
 // renameNoReplace renames with renameat2(RENAME_NOREPLACE), falling back
 // to a link and an unlink where the filesystem lacks it.
-func renameNoReplace(kd *os.File, from, to string) error {
-	err := renameat2(int(kd.Fd()), from, int(kd.Fd()), to, unix.RENAME_NOREPLACE)
-	switch err {
-	case nil:
+func renameNoReplace(disk durable.FS, kd *os.File, from, to string) error {
+	err := disk.RenameNoReplaceAtomic(kd, from, to)
+	switch {
+	case err == nil:
 		return nil
-	case unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP:
-		return linkUnlink(kd, from, to) // NFS and older kernels
-	case unix.EEXIST:
-		err = ErrExists
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+		return linkUnlink(disk, kd, from, to) // NFS and older kernels
 	}
-	return &os.LinkError{Op: "rename", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
+	if le := (*os.LinkError)(nil); errors.As(err, &le) && le.Err == unix.EEXIST {
+		le.Err = ErrExists
+	}
+	return err
 }
-
-// renameat2 is the system call; a variable so that a test can stand in
-// for a filesystem that refuses its flags (NFS, CephFS: EINVAL).
-var renameat2 = unix.Renameat2

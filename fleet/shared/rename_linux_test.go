@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/durable"
 )
 
 // On a filesystem that refuses RENAME_NOREPLACE (the NFS and CephFS
@@ -18,10 +20,8 @@ import (
 func TestNoReplaceFallsBackToLinkWhereTheFlagIsRefused(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			saved := renameat2
-			defer func() { renameat2 = saved }()
 			calls := 0
-			renameat2 = func(int, string, int, string, uint) error { calls++; return errno }
+			disk := refusingDisk{errno: errno, calls: &calls}
 			dir := t.TempDir()
 			d, err := os.Open(dir)
 			if err != nil {
@@ -30,7 +30,7 @@ func TestNoReplaceFallsBackToLinkWhereTheFlagIsRefused(t *testing.T) {
 			defer d.Close()
 			p := func(n string) string { return filepath.Join(dir, n) }
 			os.WriteFile(p("tmp"), []byte("new"), 0o600)
-			if err := renameNoReplace(d, "tmp", "final"); err != nil || calls != 1 {
+			if err := renameNoReplace(disk, d, "tmp", "final"); err != nil || calls != 1 {
 				t.Fatalf("renameNoReplace = %v (renameat2 called %d times)", err, calls)
 			}
 			if b, _ := os.ReadFile(p("final")); string(b) != "new" {
@@ -40,7 +40,7 @@ func TestNoReplaceFallsBackToLinkWhereTheFlagIsRefused(t *testing.T) {
 				t.Fatalf("the temp is still there: %v", err)
 			}
 			os.WriteFile(p("tmp2"), []byte("other"), 0o600)
-			if err := renameNoReplace(d, "tmp2", "final"); !errors.Is(err, ErrExists) {
+			if err := renameNoReplace(disk, d, "tmp2", "final"); !errors.Is(err, ErrExists) {
 				t.Fatalf("onto an existing name = %v, want ErrExists", err)
 			}
 			if b, _ := os.ReadFile(p("final")); string(b) != "new" {
@@ -50,9 +50,22 @@ func TestNoReplaceFallsBackToLinkWhereTheFlagIsRefused(t *testing.T) {
 				t.Fatalf("the temp went: %v", err)
 			}
 			os.Link(p("tmp2"), p("final2"))
-			if err := renameNoReplace(d, "tmp2", "final2"); err != nil {
+			if err := renameNoReplace(disk, d, "tmp2", "final2"); err != nil {
 				t.Fatalf("onto its own link = %v", err)
 			}
 		})
 	}
+}
+
+// refusingDisk is the disk of a filesystem whose atomic no-replace rename
+// says errno, as the NFS and CephFS clients' do.
+type refusingDisk struct {
+	durable.Disk
+	errno unix.Errno
+	calls *int
+}
+
+func (r refusingDisk) RenameNoReplaceAtomic(*os.File, string, string) error {
+	*r.calls++
+	return r.errno
 }

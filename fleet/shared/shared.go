@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/fleet/internal/sharedfs"
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
@@ -40,20 +42,23 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 		return "", 0, 0, err
 	}
 	tmp := tmpPrefix + rnd
-	kd, f, st, err := createTemp(dir, key, tmp)
+	// Every write below goes through disk, the durability seam (see
+	// package sharedfs), the same system calls in the same order.
+	disk := sharedfs.FS()
+	kd, f, st, err := createTemp(disk, dir, key, tmp)
 	if err != nil {
 		return "", 0, 0, err
 	}
 	defer kd.Close()
 	defer func() {
 		if err != nil {
-			fsat.UnlinkAt(kd, tmp)
+			disk.Unlink(kd, tmp)
 		}
 	}()
 	h := crc32.New(castagnoli)
 	size, err = io.Copy(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: src})
 	if err == nil {
-		err = f.Sync()
+		err = disk.SyncFile(f)
 	}
 	if err == nil {
 		err = faults.At(faults.SharedWriteSync)
@@ -74,13 +79,13 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 		return "", 0, 0, err
 	}
 	file := fileName(gen, rnd)
-	if err = noReplace(kd, tmp, file); err != nil && !renamed(kd, tmp, file, &st) {
+	if err = noReplace(disk, kd, tmp, file); err != nil && !renamed(disk, kd, tmp, file, &st) {
 		return "", 0, 0, err
 	}
 	// The rename is durable once the directory is; until then a power
 	// cut could leave the record naming a file that is not there.
-	if err = fsat.SyncDir(kd); err != nil {
-		fsat.UnlinkAt(kd, file)
+	if err = disk.SyncDir(kd); err != nil {
+		disk.Unlink(kd, file)
 		return "", 0, 0, err
 	}
 	return key + "/" + file, size, h.Sum32(), nil
@@ -94,7 +99,7 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 // then the temp's own inode, st. A temp still there under that inode (its
 // unlink failed) is removed; if that fails too it is only a second name of
 // the file, which reap sweeps with the temps.
-func renamed(kd *os.File, tmp, file string, st *unix.Stat_t) bool {
+func renamed(disk durable.FS, kd *os.File, tmp, file string, st *unix.Stat_t) bool {
 	ours := func(name string) bool {
 		at, err := fsat.LstatAt(kd, name)
 		return err == nil && at.Dev == st.Dev && at.Ino == st.Ino
@@ -103,7 +108,7 @@ func renamed(kd *os.File, tmp, file string, st *unix.Stat_t) bool {
 		return false
 	}
 	if ours(tmp) {
-		fsat.UnlinkAt(kd, tmp)
+		disk.Unlink(kd, tmp)
 	}
 	return true
 }
@@ -114,30 +119,28 @@ func renamed(kd *os.File, tmp, file string, st *unix.Stat_t) bool {
 // promotion may find between the open and the create (the create is then
 // ENOENT, or over NFS ESTALE: the server no longer knows the directory
 // another host removed): the directory is made again, once.
-func createTemp(dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error) {
+func createTemp(disk durable.FS, dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error) {
 	for try := 0; ; try++ {
-		if kd, err = openKeyDir(dir, key, true); err != nil {
+		if kd, err = openKeyDir(disk, dir, key, true); err != nil {
 			if dirGone(err) && try == 0 {
 				continue // removed between its mkdir and its open
 			}
 			return nil, nil, st, err
 		}
-		var fd int
 		if err = beforeCreate(); err != nil {
 			err = &os.PathError{Op: "open", Path: fsat.Join(kd, tmp), Err: err}
-		} else {
-			fd, st, err = openTemp(kd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
-		}
-		if err == nil {
-			if f, err = fsat.NewFile(fd, &st, fsat.Join(kd, tmp)); err == nil {
+		} else if f, err = disk.CreateTemp(kd, tmp); err == nil {
+			// The temp's inode, for renamed to know it by.
+			if st, err = statTemp(f); err == nil {
 				return kd, f, st, nil
 			}
+			f.Close()
 		}
 		if !errors.Is(err, unix.EEXIST) {
-			// The create may have landed (OpenRaw's fstat after it, or
-			// NewFile, failed); the name is this Write's own, random, so
-			// a removal of it is never of another's file.
-			fsat.UnlinkAt(kd, tmp)
+			// The create may have landed (the fstat in its open, or the
+			// one after it, failed); the name is this Write's own,
+			// random, so a removal of it is never of another's file.
+			disk.Unlink(kd, tmp)
 		}
 		kd.Close()
 		if !dirGone(err) || try == 1 {
@@ -155,9 +158,9 @@ func dirGone(err error) bool { return fsat.IsNotExist(err) || errors.Is(err, uni
 // error it returns is the create's.
 var beforeCreate = func() error { return nil }
 
-// openTemp is fsat.OpenRaw; a variable so that a test can fail the fstat
+// statTemp is fsat.Fstat; a variable so that a test can fail the fstat
 // that follows the create.
-var openTemp = fsat.OpenRaw
+var statTemp = fsat.Fstat
 
 // noReplace gives the temp its final name without replacing anything
 // there. A variable so that tests can take the link path on a filesystem
@@ -167,18 +170,18 @@ var noReplace = renameNoReplace
 // linkUnlink is a rename that cannot replace: link fails on an existing
 // name. An NFSv3 client that retransmits a LINK whose reply was lost gets
 // EEXIST for its own link; a name that is the temp's own inode is success.
-func linkUnlink(kd *os.File, from, to string) error {
-	err := unix.Linkat(int(kd.Fd()), from, int(kd.Fd()), to, 0)
-	if err == unix.EEXIST && sameFile(kd, from, to) {
+func linkUnlink(disk durable.FS, kd *os.File, from, to string) error {
+	err := disk.Link(kd, from, to)
+	if errors.Is(err, unix.EEXIST) && sameFile(kd, from, to) {
 		err = nil
 	}
 	if err != nil {
-		if err == unix.EEXIST {
-			err = ErrExists
+		if le := (*os.LinkError)(nil); errors.As(err, &le) && le.Err == unix.EEXIST {
+			le.Err = ErrExists
 		}
-		return &os.LinkError{Op: "link", Old: fsat.Join(kd, from), New: fsat.Join(kd, to), Err: err}
+		return err
 	}
-	return fsat.UnlinkAt(kd, from)
+	return disk.Unlink(kd, from)
 }
 
 func sameFile(kd *os.File, a, b string) bool {
@@ -196,7 +199,7 @@ func Open(dir, name string) (*os.File, error) {
 	if !ok {
 		return nil, &os.PathError{Op: "open", Path: dir + "/" + name, Err: ErrInvalidName}
 	}
-	kd, err := openKeyDir(dir, key, false)
+	kd, err := openKeyDir(nil, dir, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -221,39 +224,40 @@ func Remove(dir, name string) error {
 	if !ok {
 		return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: ErrInvalidName}
 	}
+	disk := sharedfs.FS()
 	if file == "" {
 		root, err := fsat.OpenDir(dir)
 		if err != nil {
 			return err
 		}
 		defer root.Close()
-		return fsat.RmdirAt(root, key)
+		return disk.Rmdir(root, key)
 	}
-	kd, err := openKeyDir(dir, key, false)
+	kd, err := openKeyDir(disk, dir, key, false)
 	if err != nil {
 		return err
 	}
 	defer kd.Close()
-	return fsat.UnlinkAt(kd, file)
+	return disk.Unlink(kd, file)
 }
 
 // openKeyDir opens dir (the operator's path: followed) and key's directory
-// in it (never followed), making it first if create is set.
-func openKeyDir(dir, key string, create bool) (*os.File, error) {
+// in it (never followed), making it first through disk if create is set.
+func openKeyDir(disk durable.FS, dir, key string, create bool) (*os.File, error) {
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
 	if create {
-		made, err := fsat.MkdirNew(root, key, 0o700)
+		made, err := disk.Mkdir(root, key, 0o700)
 		if err != nil {
 			return nil, err
 		}
 		// The key directory's own name must be durable before a record
 		// names a file in it.
 		if made {
-			if err := fsat.SyncDir(root); err != nil {
+			if err := disk.SyncDir(root); err != nil {
 				return nil, err
 			}
 		}

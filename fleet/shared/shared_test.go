@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/testfs"
@@ -57,7 +58,7 @@ func entries(t *testing.T, dir string) []string {
 func TestWriteThenOpen(t *testing.T) {
 	for _, path := range []struct {
 		name string
-		fn   func(*os.File, string, string) error
+		fn   func(durable.FS, *os.File, string, string) error
 	}{{"renameat2", renameNoReplace}, {"link and unlink", linkUnlink}} {
 		t.Run(path.name, func(t *testing.T) {
 			saved := noReplace
@@ -104,7 +105,7 @@ func TestWriteNamesAreNew(t *testing.T) {
 func TestNoReplaceNeverOverwrites(t *testing.T) {
 	for _, path := range []struct {
 		name string
-		fn   func(*os.File, string, string) error
+		fn   func(durable.FS, *os.File, string, string) error
 	}{{"renameat2", renameNoReplace}, {"link and unlink", linkUnlink}} {
 		t.Run(path.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -112,7 +113,7 @@ func TestNoReplaceNeverOverwrites(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "new"), []byte("new"), 0o600)
 			d, _ := os.Open(dir)
 			defer d.Close()
-			if err := path.fn(d, "new", "old"); !errors.Is(err, ErrExists) {
+			if err := path.fn(durable.Disk{}, d, "new", "old"); !errors.Is(err, ErrExists) {
 				t.Fatalf("err = %v, want ErrExists", err)
 			}
 			if b, _ := os.ReadFile(filepath.Join(dir, "old")); string(b) != "old" {
@@ -130,7 +131,7 @@ func TestLinkUnlinkTakesItsOwnLink(t *testing.T) {
 	os.Link(filepath.Join(dir, "tmp"), filepath.Join(dir, "final"))
 	d, _ := os.Open(dir)
 	defer d.Close()
-	if err := linkUnlink(d, "tmp", "final"); err != nil {
+	if err := linkUnlink(durable.Disk{}, d, "tmp", "final"); err != nil {
 		t.Fatal(err)
 	}
 	if ents := entries(t, dir); len(ents) != 1 || ents[0] != "final" {
@@ -357,8 +358,8 @@ func TestWriteMakesAKeyDirRemovedUnderIt(t *testing.T) {
 // file no record will name (before: Write failed, promote-failed, and
 // the file stayed under its final name for reap).
 func TestWriteWhoseRenameLandedButFailedIsWritten(t *testing.T) {
-	landed := func(errno unix.Errno, viaLink bool) func(*os.File, string, string) error {
-		return func(kd *os.File, from, to string) error {
+	landed := func(errno unix.Errno, viaLink bool) func(durable.FS, *os.File, string, string) error {
+		return func(_ durable.FS, kd *os.File, from, to string) error {
 			var err error
 			if viaLink {
 				if err = unix.Linkat(int(kd.Fd()), from, int(kd.Fd()), to, 0); err == nil {
@@ -376,7 +377,7 @@ func TestWriteWhoseRenameLandedButFailedIsWritten(t *testing.T) {
 			return &os.LinkError{Op: "rename", Old: from, New: to, Err: errno}
 		}
 	}
-	for name, fn := range map[string]func(*os.File, string, string) error{
+	for name, fn := range map[string]func(durable.FS, *os.File, string, string) error{
 		"rename, ENOENT":             landed(unix.ENOENT, false),
 		"rename, EEXIST":             landed(unix.EEXIST, false),
 		"unlink of the temp, ENOENT": landed(unix.ENOENT, true),
@@ -408,7 +409,7 @@ func TestWriteWhoseRenameLandedButFailedIsWritten(t *testing.T) {
 	defer func() { noReplace = saved }()
 	dir := t.TempDir()
 	var other string
-	noReplace = func(kd *os.File, from, to string) error {
+	noReplace = func(_ durable.FS, kd *os.File, from, to string) error {
 		other = to
 		os.WriteFile(filepath.Join(kd.Name(), to), []byte("other"), 0o600)
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: ErrExists}
@@ -528,14 +529,9 @@ func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 // for a reap an hour later.
 func TestWriteWhoseTempsFstatFailsLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	defer func() { openTemp = fsat.OpenRaw }()
-	openTemp = func(d *os.File, name string, flags int, perm uint32) (int, unix.Stat_t, error) {
-		fd, st, err := fsat.OpenRaw(d, name, flags, perm)
-		if err == nil {
-			unix.Close(fd)
-			err = &os.PathError{Op: "fstat", Path: fsat.Join(d, name), Err: unix.EIO}
-		}
-		return -1, st, err
+	defer func() { statTemp = fsat.Fstat }()
+	statTemp = func(f *os.File) (unix.Stat_t, error) {
+		return unix.Stat_t{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: unix.EIO}
 	}
 	_, _, _, err := Write(context.Background(), dir, key, 1, strings.NewReader("{}\n"))
 	if !errors.Is(err, unix.EIO) {

@@ -47,9 +47,28 @@ type FS interface {
 	// existing to: that fails with an error that unwraps to EEXIST (see
 	// fsat.RenameNoReplace).
 	RenameNoReplace(dir *os.File, from, to string) error
+	// RenameNoReplaceAtomic is RenameNoReplace without its fallback: the
+	// system's atomic no-replace rename alone (renameat2 with
+	// RENAME_NOREPLACE). Where the filesystem has none (an NFS or CephFS
+	// client says EINVAL, an older kernel ENOSYS, some FUSE EOPNOTSUPP;
+	// every system but Linux ENOSYS here) it fails and changes nothing,
+	// for the caller to fall back on Link and Unlink as it sees fit.
+	RenameNoReplaceAtomic(dir *os.File, from, to string) error
+	// Link makes to a second name of from inside dir; an existing to
+	// fails with an error that unwraps to EEXIST (link(2) never
+	// replaces). The new name is durable once dir is synced.
+	Link(dir *os.File, from, to string) error
 	// Remove removes name inside dir, the link itself if it is one, or an
 	// empty directory; nothing there is no error (see fsat.Remove).
 	Remove(dir *os.File, name string) error
+	// Unlink removes name inside dir, the link itself if it is one; unlike
+	// Remove, nothing there (ENOENT) and a directory are errors (see
+	// fsat.UnlinkAt).
+	Unlink(dir *os.File, name string) error
+	// Rmdir removes the empty directory name inside dir; one that holds
+	// something fails with ENOTEMPTY (or EEXIST), nothing there with
+	// ENOENT (see fsat.RmdirAt).
+	Rmdir(dir *os.File, name string) error
 	// SyncDir fsyncs dir, making its creates, renames and removals
 	// durable.
 	SyncDir(dir *os.File) error
@@ -85,8 +104,30 @@ func (Disk) RenameNoReplace(dir *os.File, from, to string) error {
 	return fsat.RenameNoReplace(dir, from, to)
 }
 
+// RenameNoReplaceAtomic implements FS.
+func (Disk) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	if err := renameNoReplaceAtomic(int(dir.Fd()), from, to); err != nil {
+		return &os.LinkError{Op: "rename", Old: fsat.Join(dir, from), New: fsat.Join(dir, to), Err: err}
+	}
+	return nil
+}
+
+// Link implements FS.
+func (Disk) Link(dir *os.File, from, to string) error {
+	if err := unix.Linkat(int(dir.Fd()), from, int(dir.Fd()), to, 0); err != nil {
+		return &os.LinkError{Op: "link", Old: fsat.Join(dir, from), New: fsat.Join(dir, to), Err: err}
+	}
+	return nil
+}
+
 // Remove implements FS.
 func (Disk) Remove(dir *os.File, name string) error { return fsat.Remove(dir, name) }
+
+// Unlink implements FS.
+func (Disk) Unlink(dir *os.File, name string) error { return fsat.UnlinkAt(dir, name) }
+
+// Rmdir implements FS.
+func (Disk) Rmdir(dir *os.File, name string) error { return fsat.RmdirAt(dir, name) }
 
 // SyncDir implements FS.
 func (Disk) SyncDir(dir *os.File) error { return fsat.SyncDir(dir) }

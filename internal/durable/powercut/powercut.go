@@ -7,10 +7,11 @@
 //     the journal keeps only what it had at its last fsync, nothing if it
 //     was never fsynced);
 //   - an mtime set since the file's last fsync (it goes back);
-//   - mkdirs, creates, renames and removals in a directory since that
-//     directory's last fsync: a create vanishes, a directory made vanishes
-//     with everything in it, a rename goes back (and what it replaced
-//     comes back), a removed entry reappears, so the journal keeps
+//   - mkdirs, creates, links, renames and removals in a directory since
+//     that directory's last fsync: a create or a link vanishes, a
+//     directory made vanishes with everything in it, a rename goes back
+//     (and what it replaced comes back), a removed entry reappears, so
+//     the journal keeps
 //     the bytes (a link's target, a FIFO's or an empty directory's mode) of
 //     everything it removes or renames over.
 //
@@ -60,16 +61,17 @@ const (
 	opRename
 	opUnlink
 	opMkdir
+	opLink
 )
 
 // String names the operation in a Lost entry.
-func (k opKind) String() string { return [...]string{"create", "rename", "unlink", "mkdir"}[k] }
+func (k opKind) String() string { return [...]string{"create", "rename", "unlink", "mkdir", "link"}[k] }
 
 // dirOp is a directory operation a power cut may undo.
 type dirOp struct {
 	kind opKind
 	dir  string // the directory whose fsync makes it durable
-	path string // create, unlink, mkdir: the name; rename: the destination
+	path string // create, unlink, mkdir: the name; rename, link: the destination
 	from string // rename: the source
 	prev *kept  // rename: what it replaced (nil: nothing); unlink: what it removed
 }
@@ -240,6 +242,39 @@ func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
 	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil)
 }
 
+// RenameNoReplaceAtomic implements durable.FS: a rename that replaced
+// nothing, as RenameNoReplace's.
+func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	if err := (durable.Disk{}).RenameNoReplaceAtomic(dir, from, to); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil)
+}
+
+// Link implements durable.FS. The new name is undone as a create is; the
+// file's fsync state is its inode's, so the new name has the old one's.
+// A link followed by the unlink of the old name, in one cut that lands
+// the unlink and not the link, leaves neither: what a cut may do before
+// the directory's fsync, which is why link and unlink is followed by one.
+func (j *Journal) Link(dir *os.File, from, to string) error {
+	if err := (durable.Disk{}).Link(dir, from, to); err != nil {
+		return err
+	}
+	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath})
+	if n, ok := j.synced[fromPath]; ok {
+		j.synced[toPath] = n
+	}
+	if m, ok := j.mtimes[fromPath]; ok {
+		j.mtimes[toPath] = m
+	}
+	return nil
+}
+
 // renamed journals a rename done on disk; j.mu is held.
 func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept) error {
 	// The paths of operations not yet durable inside a renamed directory
@@ -285,12 +320,27 @@ func movedTo(path, from, to string) (string, bool) {
 
 // Remove implements durable.FS.
 func (j *Journal) Remove(dir *os.File, name string) error {
+	return j.removal(dir, name, durable.Disk{}.Remove)
+}
+
+// Unlink implements durable.FS.
+func (j *Journal) Unlink(dir *os.File, name string) error {
+	return j.removal(dir, name, durable.Disk{}.Unlink)
+}
+
+// Rmdir implements durable.FS.
+func (j *Journal) Rmdir(dir *os.File, name string) error {
+	return j.removal(dir, name, durable.Disk{}.Rmdir)
+}
+
+// removal journals the removal of name inside dir that remove makes.
+func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, string) error) error {
 	path := fsat.Join(dir, name)
 	prev, err := capture(path)
 	if err != nil {
 		return err
 	}
-	if err := (durable.Disk{}).Remove(dir, name); err != nil {
+	if err := remove(dir, name); err != nil {
 		return err
 	}
 	if prev == nil {
@@ -487,7 +537,7 @@ func (j *Journal) apply(in func(string) (string, error), m Mode) error {
 			return err
 		}
 		switch o.kind {
-		case opCreate:
+		case opCreate, opLink:
 			if err := os.Remove(q); err != nil && !errors.Is(err, unix.ENOENT) {
 				return err
 			}

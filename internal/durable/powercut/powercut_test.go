@@ -234,3 +234,133 @@ func TestDirMadeAgainKeepsItsOwnDebt(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkThenUnlinkIsTakenBack: a temp given its final name by a link
+// and the unlink of the temp (a no-replace rename where the filesystem
+// has none), before the directory's fsync, is in each cut what landed of
+// the two: the temp alone, both names, neither (the unlink landed, the
+// link not: nothing had promised the file yet), or the final name; the
+// final name has the temp's fsynced bytes only. After the fsync, the
+// final name alone, whole, in every cut.
+func TestLinkThenUnlinkIsTakenBack(t *testing.T) {
+	parent := t.TempDir()
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	j := New()
+	f, err := j.CreateTemp(pd, "tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("data")
+	if err := j.SyncFile(f); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(" not fsynced")
+	f.Close()
+	if err := j.SyncDir(pd); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Link(pd, "tmp", "final"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Link(pd, "tmp", "final"); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("a link onto an existing name: %v, want EEXIST", err)
+	}
+	if err := j.Unlink(pd, "tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Unlink(pd, "tmp"); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("an unlink of a name that is gone: %v, want ENOENT", err)
+	}
+	read := func(dir, name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "absent"
+		}
+		return string(b)
+	}
+	want := map[string][2]string{ // mode: tmp, final
+		"nothing-lands":  {"data", "absent"},
+		"unlinks-land":   {"absent", "absent"},
+		"names-land":     {"data", "data"},
+		"all-names-land": {"absent", "data"},
+	}
+	ims := j.Images(t, parent)
+	if len(ims) != len(want) {
+		t.Errorf("%d images, want one for each of %d modes", len(ims), len(want))
+	}
+	for _, im := range ims {
+		if got := [2]string{read(im.Dir, "tmp"), read(im.Dir, "final")}; got != want[im.Mode] {
+			t.Errorf("%s: tmp, final = %q, want %q (lost: %v)", im.Mode, got, want[im.Mode], im.Lost)
+		}
+	}
+	if err := j.SyncDir(pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range j.Images(t, parent) {
+		if got := [2]string{read(im.Dir, "tmp"), read(im.Dir, "final")}; got != [2]string{"absent", "data"} {
+			t.Errorf("%s after the fsync: tmp, final = %q", im.Mode, got)
+		}
+	}
+}
+
+// TestAtomicRenameAndRmdirAreTakenBack: a no-replace rename without its
+// fallback goes back, and a removed empty directory comes back, in a cut
+// before their directory's fsync, and stay after it; an rmdir of a
+// directory that holds something fails and journals nothing.
+func TestAtomicRenameAndRmdirAreTakenBack(t *testing.T) {
+	parent := t.TempDir()
+	for _, d := range []string{"empty", "full"} {
+		if err := os.Mkdir(filepath.Join(parent, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(parent, "full", "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	j := New()
+	if err := j.RenameNoReplaceAtomic(pd, "a", "b"); err != nil {
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("no atomic no-replace rename here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if err := j.RenameNoReplaceAtomic(pd, "b", "full"); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("onto an existing name: %v, want EEXIST", err)
+	}
+	if err := j.Rmdir(pd, "full"); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("rmdir of a dir that holds a file: %v, want ENOTEMPTY", err)
+	}
+	if err := j.Rmdir(pd, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	has := func(dir, name string) bool {
+		_, err := os.Lstat(filepath.Join(dir, name))
+		return err == nil
+	}
+	for _, im := range j.Images(t, parent) {
+		renamed, removed := im.Mode != "nothing-lands" && im.Mode != "unlinks-land", im.Mode != "nothing-lands" && im.Mode != "names-land"
+		if has(im.Dir, "b") != renamed || has(im.Dir, "a") == renamed || has(im.Dir, "empty") == removed || !has(im.Dir, "full/f") {
+			t.Errorf("%s: a %v, b %v, empty %v, full/f %v (lost: %v)", im.Mode, has(im.Dir, "a"), has(im.Dir, "b"), has(im.Dir, "empty"), has(im.Dir, "full/f"), im.Lost)
+		}
+	}
+	if err := j.SyncDir(pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range j.Images(t, parent) {
+		if has(im.Dir, "a") || !has(im.Dir, "b") || has(im.Dir, "empty") {
+			t.Errorf("%s after the fsync: a %v, b %v, empty %v", im.Mode, has(im.Dir, "a"), has(im.Dir, "b"), has(im.Dir, "empty"))
+		}
+	}
+}

@@ -1,0 +1,46 @@
+// Package sharedfs is the durability seam of a fleet's own writes: every
+// mkdir, create, fsync, rename, link and removal that package fleet/shared
+// makes in the transcripts dir, and that package fleet's migrations make
+// in a sessions root, goes through FS.
+//
+// Production never sets it: FS is durable.Disk, the system calls
+// themselves. A test of fleet or fleet/shared sets a power-cut journal
+// (package durable/powercut) with Use, to take back what a power cut
+// would. It is a package variable, as internal/faults' hook is, because
+// the writes are fleet/shared's and the test is fleet's: no option of a
+// public API carries it (a fault hook in a public API is what issue 14
+// forbids), and an internal package is no one's API.
+package sharedfs
+
+import (
+	"sync"
+
+	"sessdb/internal/durable"
+)
+
+var (
+	mu sync.RWMutex
+	fs durable.FS = durable.Disk{}
+)
+
+// FS is the FS the fleet's writes go through: durable.Disk unless a test
+// set another.
+func FS() durable.FS {
+	mu.RLock()
+	defer mu.RUnlock()
+	return fs
+}
+
+// Use makes the fleet's writes go through with until the returned
+// restore is called. For tests only: nothing else may call it.
+func Use(with durable.FS) (restore func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	prev := fs
+	fs = with
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		fs = prev
+	}
+}

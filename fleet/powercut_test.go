@@ -1,0 +1,510 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
+	"sessdb/gates"
+	"sessdb/internal/durable/powercut"
+	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
+	"sessdb/store"
+)
+
+// The power cuts of the fleet's own writes: a promotion (a key's first
+// generation and a later one), reap (a key removed, orphans swept), check
+// --repair (orphans removed), and migrate --to etcd and --from etcd. The
+// writes go through the power-cut journal (package sharedfs's seam), and
+// at every write boundary (before each write through the seam, at each
+// of the Backend's hook points and the write's fault points, and once
+// after the run returned) the disk is imaged in every mode the journal
+// offers, with etcd's records as they were at that instant: etcd's
+// commits are fsynced on a quorum, so a power cut of the writer's host
+// takes back only what the transcripts dir (and a sessions root) had not
+// made durable. A lock's lease is dropped, as the host's death lets it
+// expire. Each image is then "rebooted" and judged from outside: every
+// record names a whole file (size and CRC32C); each key resolves whole on
+// its record's generation, or absent where it has no record, never a
+// torn or missing file as a resume; nothing acknowledged is lost; check
+// names every file no record needs, and check --repair, reap or the
+// migration run again clean it up and complete.
+
+// cutter is the journal, imaging the fleet at each step of a run.
+type cutter struct {
+	*powercut.Journal
+	t      *testing.T
+	cli    *clientv3.Client
+	prefix string // the fleet's etcd prefix
+	parent string // holds the transcripts dir ("t") and a sessions root ("s")
+	points []faults.Point
+
+	restore func() // the seam as it was
+
+	mu    sync.Mutex // a cut and a write are never at once
+	cuts  []fleetCut
+	seen  map[string]bool
+	steps []string
+	n     int // images taken, before the ones alike are dropped
+}
+
+// fleetCut is the fleet after a cut: where, the disk, and etcd's keys.
+type fleetCut struct {
+	at string
+	powercut.Image
+	kvs []*mvccpb.KeyValue
+}
+
+const returned = "after the run returned"
+
+// armCutter routes the fleet's writes through a cutter, and cuts at each
+// of f's Backend's hook points and at points.
+func armCutter(t *testing.T, f *fixture, parent string, points ...faults.Point) *cutter {
+	c := &cutter{Journal: powercut.New(), t: t, cli: f.c.Client(t), prefix: f.prefix, parent: parent, points: points, seen: map[string]bool{}}
+	c.restore = sharedfs.Use(c)
+	f.b.hook = func(p, key string) error {
+		c.step("at " + p)
+		return nil
+	}
+	faults.Set(func(p faults.Point) error {
+		if slices.Contains(c.points, p) {
+			c.step("at " + string(p))
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		faults.Set(nil)
+		c.restore()
+	})
+	return c
+}
+
+// disarm ends the cuts and takes the last one, after the run: the
+// reboots' own writes go to disk as they are.
+func (c *cutter) disarm(f *fixture) {
+	faults.Set(nil)
+	f.b.hook = nil
+	c.step(returned)
+	c.restore()
+}
+
+func (c *cutter) step(at string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut(at)
+}
+
+// cut images the fleet now, in every mode; a fleet an earlier cut
+// already left is judged once. c.mu is held.
+func (c *cutter) cut(at string) {
+	c.t.Helper()
+	c.steps = append(c.steps, at)
+	resp, err := c.cli.Get(context.Background(), c.prefix+"/", clientv3.WithPrefix())
+	if err != nil {
+		c.t.Errorf("%s: etcd: %v", at, err)
+		return
+	}
+	var kvs []*mvccpb.KeyValue
+	h := sha256.New()
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 {
+			continue // a lock: its lease ends with the host
+		}
+		kvs = append(kvs, kv)
+		fmt.Fprintf(h, "%s\x00%x\x00", kv.Key, kv.Value)
+	}
+	etcdSum := string(h.Sum(nil))
+	for _, img := range c.Images(c.t, c.parent) {
+		c.n++
+		if sum := treeSum(c.t, img.Dir) + etcdSum; !c.seen[sum] || at == returned {
+			c.seen[sum] = true
+			c.cuts = append(c.cuts, fleetCut{at, img, kvs})
+		}
+	}
+}
+
+// The seam's writes, each cut before.
+
+func (c *cutter) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before mkdir " + name)
+	return c.Journal.Mkdir(dir, name, perm)
+}
+
+func (c *cutter) CreateTemp(dir *os.File, name string) (*os.File, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before create " + name)
+	return c.Journal.CreateTemp(dir, name)
+}
+
+func (c *cutter) SyncFile(f *os.File) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before fsync " + filepath.Base(f.Name()))
+	return c.Journal.SyncFile(f)
+}
+
+func (c *cutter) Rename(dir *os.File, from, to string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before rename " + from)
+	return c.Journal.Rename(dir, from, to)
+}
+
+func (c *cutter) RenameNoReplace(dir *os.File, from, to string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before rename " + from)
+	return c.Journal.RenameNoReplace(dir, from, to)
+}
+
+func (c *cutter) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before rename " + from)
+	return c.Journal.RenameNoReplaceAtomic(dir, from, to)
+}
+
+func (c *cutter) Link(dir *os.File, from, to string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before link " + from)
+	return c.Journal.Link(dir, from, to)
+}
+
+func (c *cutter) Remove(dir *os.File, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before remove " + filepath.Base(dir.Name()) + "/" + name)
+	return c.Journal.Remove(dir, name)
+}
+
+func (c *cutter) Unlink(dir *os.File, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before unlink " + filepath.Base(dir.Name()) + "/" + name)
+	return c.Journal.Unlink(dir, name)
+}
+
+func (c *cutter) Rmdir(dir *os.File, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before rmdir " + name)
+	return c.Journal.Rmdir(dir, name)
+}
+
+func (c *cutter) SyncDir(dir *os.File) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut("before fsync " + filepath.Base(dir.Name()))
+	return c.Journal.SyncDir(dir)
+}
+
+// through fails t unless a cut came before a step that starts with each
+// of want: a write that bypassed the seam is never taken back by a cut.
+func (c *cutter) through(want ...string) {
+	c.t.Helper()
+	for _, w := range want {
+		if !slices.ContainsFunc(c.steps, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			c.t.Errorf("no step %q: a write there did not go through the durability seam (steps: %q)", w, c.steps)
+		}
+	}
+}
+
+// treeSum sums the tree under dir: each entry's name, type and bytes.
+func treeSum(t testing.TB, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s\x00%v\x00", rel, e.Type())
+		if e.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h.Sum(nil))
+}
+
+// rebooter brings a cut's fleet back up: etcd's keys put back under a
+// prefix of their own, a Backend on the image's transcripts dir.
+type rebooter struct {
+	t      *testing.T
+	cli    *clientv3.Client
+	from   string // the fleet's prefix
+	prefix string // where the image's keys go
+	meta   *etcdmeta.Store
+}
+
+func newRebooter(t *testing.T, f *fixture) *rebooter {
+	r := &rebooter{t: t, cli: f.c.Client(t), from: f.prefix, prefix: "/sessdb/" + randHex(8)}
+	m, err := etcdmeta.Open(etcdmeta.Config{Endpoints: f.c.Endpoints(), Prefix: r.prefix, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	r.meta = m
+	return r
+}
+
+// boot puts cut's etcd keys in place of the last image's and returns a
+// Backend on its transcripts dir.
+func (r *rebooter) boot(cut fleetCut) *Backend {
+	r.t.Helper()
+	ctx := context.Background()
+	if _, err := r.cli.Delete(ctx, r.prefix+"/", clientv3.WithPrefix()); err != nil {
+		r.t.Fatal(err)
+	}
+	for _, kv := range cut.kvs {
+		if _, err := r.cli.Put(ctx, r.prefix+strings.TrimPrefix(string(kv.Key), r.from), string(kv.Value)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return &Backend{meta: r.meta, dir: filepath.Join(cut.Dir, "t"), timeout: 10 * time.Second, log: zerolog.Nop(), now: time.Now}
+}
+
+// later is the clock of a reboot's check and clean-up: every file the
+// run left is past the grace and the in-flight window by then.
+func later() time.Time { return time.Now().Add(2 * time.Hour) }
+
+// powerFixture is a fixture whose transcripts dir is parent/t.
+func powerFixture(t *testing.T) (*fixture, string) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "t")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: dir}
+	f.b = f.open()
+	f.s = store.NewOn(f.b, store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	return f, parent
+}
+
+// judge is what a reboot of one cut must find.
+type judge struct {
+	// markers: each key's generations, by the last entry each holds.
+	markers map[string]map[uint64]string
+	// least is the generation each key must hold at least at the cut
+	// (acknowledged before it); a key not in it may hold nothing.
+	least func(at string) map[string]uint64
+	// clean is the run that cleans up after the cut: check --repair, a
+	// reap, the migration again.
+	clean func(t *testing.T, cut fleetCut, b *Backend)
+}
+
+// verify reboots each of c's cuts and judges it.
+func (c *cutter) verify(t *testing.T, f *fixture, j judge) {
+	t.Helper()
+	r := newRebooter(t, f)
+	for _, cut := range c.cuts {
+		where := fmt.Sprintf("cut %s, %s", cut.at, cut.Mode)
+		b := r.boot(cut)
+		before := resolves(t, where, b, j, j.least(cut.at))
+		leftovers(t, where, b, true)
+		j.clean(t, cut, b)
+		if n := leftovers(t, where+", cleaned up", b, false); n != 0 {
+			t.Errorf("%s: %d left after the clean-up", where, n)
+		}
+		if after := resolves(t, where+", cleaned up", b, j, nil); !maps2Equal(before, after) {
+			t.Errorf("%s: the clean-up changed the verdicts: %v, then %v", where, before, after)
+		}
+		if t.Failed() {
+			t.Logf("%s lost: %v", where, cut.Lost)
+			return
+		}
+	}
+	t.Logf("%d steps, %d images (%d judged)", len(c.steps), c.n, len(c.cuts))
+}
+
+func maps2Equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// resolves judges each key's record and resolve on b and returns the
+// verdicts: every record names a whole file; a key with a record resumes
+// on it whole, one without is absent; least's generations are held.
+func resolves(t *testing.T, where string, b *Backend, j judge, least map[string]uint64) map[string]string {
+	t.Helper()
+	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	out := map[string]string{}
+	for key, gens := range j.markers {
+		st, err := b.meta.GetRecord(context.Background(), key)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", where, key, err)
+		}
+		tr := st.Record.Transcript
+		if tr != nil {
+			data, err := os.ReadFile(filepath.Join(b.dir, tr.File))
+			if err != nil || int64(len(data)) != tr.Size || uint64(crc32.Checksum(data, castagnoli)) != tr.CRC32C {
+				t.Errorf("%s: %s's record names %s (%d bytes, crc32c %08x), which the reboot finds %d bytes (%v): the file was not durable when its record committed", where, key, tr.File, tr.Size, tr.CRC32C, len(data), err)
+			}
+		}
+		sess, jobDir := resolveOn(t, s, key)
+		m := markers(stagedOf(t, jobDir))
+		switch {
+		case tr == nil && (sess.Resume || sess.Reason != gates.Absent):
+			t.Errorf("%s: %s has no record, and resolves {resume %v, %s}", where, key, sess.Resume, sess.Reason)
+		case tr != nil && (!sess.Resume || sess.Gen() != tr.Gen || len(m) == 0 || m[len(m)-1] != gens[tr.Gen]):
+			t.Errorf("%s: %s's record is gen %d (%q), and it resolves {resume %v, %s, gen %d, %v}: a torn or missing file resolved, or a whole one not", where, key, tr.Gen, gens[tr.Gen], sess.Resume, sess.Reason, sess.Gen(), m)
+		}
+		if g, ok := least[key]; ok && (tr == nil || tr.Gen < g) {
+			t.Errorf("%s: %s holds %v, but gen %d (%q) was acknowledged: lost", where, key, tr, g, gens[g])
+		}
+		out[key] = fmt.Sprintf("%v %s %d %v", sess.Resume, sess.Reason, sess.Gen(), m)
+	}
+	return out
+}
+
+// leftovers lists what b's transcripts dir holds that no record names (a
+// key's dir with nothing in it too, as "<key>/"), and, if named, fails t
+// unless check, which must find nothing else, names each as an orphan. It
+// returns how many there are.
+func leftovers(t *testing.T, where string, b *Backend, named bool) int {
+	t.Helper()
+	needed := map[string]bool{}
+	err := b.meta.List(context.Background(), func(it etcdmeta.Item) error {
+		if tr := it.Record.Transcript; tr != nil {
+			needed[tr.File] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	var left []string
+	keys, _ := os.ReadDir(b.dir)
+	for _, k := range keys {
+		files, err := os.ReadDir(filepath.Join(b.dir, k.Name()))
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if len(files) == 0 {
+			left = append(left, k.Name()+"/")
+		}
+		for _, e := range files {
+			if name := k.Name() + "/" + e.Name(); !needed[name] {
+				left = append(left, name)
+			}
+		}
+	}
+	found := map[string]bool{}
+	_, err = b.Check(context.Background(), CheckOptions{Now: later, Workers: 1}, func(fd store.Finding) error {
+		if fd.Kind != KindOrphan {
+			t.Errorf("%s: check finds %s %s (%s)", where, fd.Kind, fd.Path, fd.Detail)
+		}
+		found[fd.Path] = true
+		return nil
+	})
+	if err != nil {
+		t.Errorf("%s: check: %v", where, err)
+	}
+	for _, l := range left {
+		// A key's empty dir is no file: check does not report it, and
+		// reap sweeps it (a power cut after its mkdir leaves one; so
+		// does a key reaped).
+		if named && !strings.HasSuffix(l, "/") && !found[l] {
+			t.Errorf("%s: %s is left, and check does not name it (found %v)", where, l, found)
+		}
+	}
+	return len(left)
+}
+
+// repair is the clean-up of check --repair, and a reap without a TTL for
+// the empty key dirs, which check leaves to it.
+func repair(t *testing.T, _ fleetCut, b *Backend) {
+	t.Helper()
+	if _, err := b.Check(context.Background(), CheckOptions{Repair: true, Now: later, Workers: 1}, nil); err != nil {
+		t.Errorf("check --repair: %v", err)
+	}
+	if _, err := b.Reap(context.Background(), ReapOptions{Now: later}); err != nil {
+		t.Errorf("reap: %v", err)
+	}
+}
+
+// reapAgain is the clean-up of a reap: reap run again.
+func reapAgain(t *testing.T, _ fleetCut, b *Backend) {
+	t.Helper()
+	if _, err := b.Reap(context.Background(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: later}); err != nil {
+		t.Errorf("reap: %v", err)
+	}
+}
+
+// TestPowerCutDuringAPromotion cuts the power at every write boundary of
+// a key's first promotion and of a later one: the shared.Write steps (the
+// key's dir made and its parent fsynced, the temp created and fsynced,
+// the no-replace rename, the dir fsync), the Backend's steps around the
+// commit, and after Promote returned.
+func TestPowerCutDuringAPromotion(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		t.Run(map[bool]string{true: "first generation", false: "later generation"}[first], func(t *testing.T) {
+			f, parent := powerFixture(t)
+			key := store.Key("github", "powercut", "promote")
+			gens := map[uint64]string{1: "before", 2: "after"}
+			var acked map[string]uint64
+			if first {
+				gens = map[uint64]string{1: "after"}
+			} else {
+				f.run(key, "before")
+				acked = map[string]uint64{key: 1}
+			}
+			sess, _ := f.job(key, "after")
+			c := armCutter(t, f, parent, faults.SharedWriteSync, faults.SharedWriteClose)
+			res, err := f.promote(sess)
+			c.disarm(f)
+			if err != nil || !res.Promoted {
+				t.Fatalf("promote: %+v, %v", res, err)
+			}
+			through := []string{"before create .tmp-", "before fsync .tmp-", "before rename .tmp-", "before fsync " + key, "at " + hookCommit, "at " + hookAfterCommit}
+			if first {
+				through = append(through, "before mkdir "+key, "before fsync t")
+			}
+			c.through(through...)
+			c.verify(t, f, judge{
+				markers: map[string]map[uint64]string{key: gens},
+				least: func(at string) map[string]uint64 {
+					if at == returned {
+						return map[string]uint64{key: uint64(len(gens))}
+					}
+					return acked
+				},
+				clean: repair,
+			})
+		})
+	}
+}
