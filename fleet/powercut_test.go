@@ -20,6 +20,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
+	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/etcdtest"
@@ -315,6 +316,12 @@ type judge struct {
 	// least is the generation each key must hold at least at the cut
 	// (acknowledged before it); a key not in it may hold nothing.
 	least func(at string) map[string]uint64
+	// expired are the keys past the TTL: a record of one resolves as a
+	// named cold start (expired), and a reap takes it away.
+	expired []string
+	// gone are the keys that must have no record in the image where
+	// names (removed by a run that returned); nil: none.
+	gone func(where string) []string
 	// clean is the run that cleans up after the cut: check --repair, a
 	// reap, the migration again.
 	clean func(t *testing.T, cut fleetCut, b *Backend)
@@ -324,6 +331,7 @@ type judge struct {
 func (c *cutter) verify(t *testing.T, f *fixture, j judge) {
 	t.Helper()
 	r := newRebooter(t, f)
+	was := t.Failed()
 	for _, cut := range c.cuts {
 		where := fmt.Sprintf("cut %s, %s", cut.at, cut.Mode)
 		b := r.boot(cut)
@@ -336,7 +344,8 @@ func (c *cutter) verify(t *testing.T, f *fixture, j judge) {
 		if after := resolves(t, where+", cleaned up", b, j, nil); !maps2Equal(before, after) {
 			t.Errorf("%s: the clean-up changed the verdicts: %v, then %v", where, before, after)
 		}
-		if t.Failed() {
+		if t.Failed() && !was {
+			// The first image that fails is the one to read.
 			t.Logf("%s lost: %v", where, cut.Lost)
 			return
 		}
@@ -375,18 +384,28 @@ func resolves(t *testing.T, where string, b *Backend, j judge, least map[string]
 				t.Errorf("%s: %s's record names %s (%d bytes, crc32c %08x), which the reboot finds %d bytes (%v): the file was not durable when its record committed", where, key, tr.File, tr.Size, tr.CRC32C, len(data), err)
 			}
 		}
+		if j.gone != nil && slices.Contains(j.gone(where), key) && tr != nil {
+			t.Errorf("%s: %s was removed, and its record is back: %+v", where, key, tr)
+		}
 		sess, jobDir := resolveOn(t, s, key)
 		m := markers(stagedOf(t, jobDir))
 		switch {
 		case tr == nil && (sess.Resume || sess.Reason != gates.Absent):
 			t.Errorf("%s: %s has no record, and resolves {resume %v, %s}", where, key, sess.Resume, sess.Reason)
+		case tr != nil && slices.Contains(j.expired, key):
+			if sess.Resume || sess.Reason != gates.Expired {
+				t.Errorf("%s: %s is past the TTL, and resolves {resume %v, %s}", where, key, sess.Resume, sess.Reason)
+			}
+			continue // reaped by the clean-up: its verdict changes
 		case tr != nil && (!sess.Resume || sess.Gen() != tr.Gen || len(m) == 0 || m[len(m)-1] != gens[tr.Gen]):
 			t.Errorf("%s: %s's record is gen %d (%q), and it resolves {resume %v, %s, gen %d, %v}: a torn or missing file resolved, or a whole one not", where, key, tr.Gen, gens[tr.Gen], sess.Resume, sess.Reason, sess.Gen(), m)
 		}
 		if g, ok := least[key]; ok && (tr == nil || tr.Gen < g) {
 			t.Errorf("%s: %s holds %v, but gen %d (%q) was acknowledged: lost", where, key, tr, g, gens[g])
 		}
-		out[key] = fmt.Sprintf("%v %s %d %v", sess.Resume, sess.Reason, sess.Gen(), m)
+		if !slices.Contains(j.expired, key) {
+			out[key] = fmt.Sprintf("%v %s %d %v", sess.Resume, sess.Reason, sess.Gen(), m)
+		}
 	}
 	return out
 }
@@ -457,11 +476,15 @@ func repair(t *testing.T, _ fleetCut, b *Backend) {
 	}
 }
 
-// reapAgain is the clean-up of a reap: reap run again.
+// reapAgain is the clean-up of a reap: reap run again, twice: a key dir
+// the first one empties (a removed key's file a cut brought back, swept)
+// was not empty when it listed it, and is the next one's to sweep.
 func reapAgain(t *testing.T, _ fleetCut, b *Backend) {
 	t.Helper()
-	if _, err := b.Reap(context.Background(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: later}); err != nil {
-		t.Errorf("reap: %v", err)
+	for range 2 {
+		if _, err := b.Reap(context.Background(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: later}); err != nil {
+			t.Errorf("reap: %v", err)
+		}
 	}
 }
 
@@ -507,4 +530,83 @@ func TestPowerCutDuringAPromotion(t *testing.T) {
 			})
 		})
 	}
+}
+
+// orphans leaves in f's transcripts dir, beside key's generations, what
+// reap and check --repair remove: a stray generation above the record's,
+// a temp of a write that died, and the empty dir of a key with no record.
+func orphans(t *testing.T, f *fixture, key string) {
+	t.Helper()
+	if _, _, _, err := shared.Write(t.Context(), f.dir, key, 9, strings.NewReader(testHeader)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, key, ".tmp-0123456789abcdef"), []byte("torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(f.dir, store.Key("github", "powercut", "empty")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPowerCutDuringReap cuts the power at every write boundary of a reap
+// that removes an expired key (its record, then its file) and sweeps the
+// orphans (a superseded generation, a stray one, a temp, an empty key
+// dir, and the dir the removed key emptied), and after it returned.
+func TestPowerCutDuringReap(t *testing.T) {
+	f, parent := powerFixture(t)
+	old, fresh := store.Key("github", "powercut", "old"), store.Key("github", "powercut", "fresh")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(old, "old")
+	f.now = time.Time{}
+	f.run(fresh, "a")
+	f.run(fresh, "b")
+	orphans(t, f, fresh)
+	c := armCutter(t, f, parent)
+	res, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: later})
+	c.disarm(f)
+	if err != nil || !slices.Equal(res.Removed, []string{old}) || len(res.Swept) != 5 || !slices.Contains(res.Swept, old+"/") {
+		t.Fatalf("reap = %+v, %v; want %s removed, four orphans and its emptied dir swept", res, err, old)
+	}
+	c.through("at "+hookReapDelete, "at "+hookSweep, "before unlink "+old, "before unlink "+fresh, "before rmdir")
+	c.verify(t, f, judge{
+		markers: map[string]map[uint64]string{old: {1: "old"}, fresh: {1: "a", 2: "b"}},
+		expired: []string{old},
+		least:   func(string) map[string]uint64 { return map[string]uint64{fresh: 2} },
+		gone: func(where string) []string {
+			if strings.HasPrefix(where, "cut "+returned) {
+				return []string{old}
+			}
+			return nil
+		},
+		clean: reapAgain,
+	})
+}
+
+// TestPowerCutDuringCheckRepair cuts the power at every write boundary of
+// a check --repair that removes a key's orphans (a superseded generation,
+// a stray one, a temp), and after it returned.
+func TestPowerCutDuringCheckRepair(t *testing.T) {
+	f, parent := powerFixture(t)
+	key := store.Key("github", "powercut", "repair")
+	f.run(key, "a")
+	f.run(key, "b")
+	orphans(t, f, key)
+	c := armCutter(t, f, parent)
+	var repaired []string
+	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Now: later, Workers: 1}, func(fd store.Finding) error {
+		if fd.Repaired {
+			repaired = append(repaired, fd.Path)
+		}
+		return nil
+	})
+	c.disarm(f)
+	if err != nil || len(repaired) != 3 {
+		t.Fatalf("check --repair repaired %v, %v; want the three orphan files", repaired, err)
+	}
+	c.through("at "+hookRepair, "at "+hookRepairLocked, "before unlink "+key)
+	c.verify(t, f, judge{
+		markers: map[string]map[uint64]string{key: {1: "a", 2: "b"}},
+		least:   func(string) map[string]uint64 { return map[string]uint64{key: 2} },
+		clean:   repair,
+	})
 }
