@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 	"sessdb/internal/walk"
@@ -236,7 +237,10 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		return m.finish(ctx, &sum, start, err)
 	}
 	if !opts.DryRun {
-		if err := os.MkdirAll(root, 0o700); err != nil {
+		// Each dir made is made durable before anything is made in it,
+		// or a power cut could take the root, and every key reported
+		// migrated into it, away.
+		if err := durable.MkdirAll(sharedfs.FS(), root); err != nil {
 			return sum, err
 		}
 	}

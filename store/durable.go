@@ -22,6 +22,9 @@ type durability interface {
 	renameNoReplace(dir *os.File, from, to string) error
 	remove(dir *os.File, name string) error
 	syncDir(dir *os.File) error
+	// disk is the seam itself, for what package durable makes through
+	// it (durable.MkdirAll).
+	disk() durable.FS
 }
 
 // diskWrites makes the store's writes through fs; a nil fs is durable.Disk.

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
@@ -66,61 +65,14 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 	return kd, nil
 }
 
-// syncParent fsyncs the directory that holds path's name. A parent this
-// user may pass through but not list (a home dir of mode 0711) cannot be
-// opened to fsync, and is not one it or a rival of its own made the root
-// in: the root's name is its owner's to make durable.
-func (s *Store) syncParent(path string) error {
-	pd, err := fsat.OpenDir(filepath.Dir(filepath.Clean(path)))
-	if errors.Is(err, fs.ErrPermission) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer pd.Close()
-	return s.disk.syncDir(pd)
-}
+// syncParent fsyncs the directory that holds path's name (see
+// durable.SyncParent).
+func (s *Store) syncParent(path string) error { return durable.SyncParent(s.disk.disk(), path) }
 
-// makeDirAll is os.MkdirAll (0700, links followed: the operator names the
-// root) with each directory it makes made durable by an fsync of its
-// parent before anything is made inside it: a root a first promotion made
-// would otherwise vanish in a power cut, with the acknowledged promotion.
-func (s *Store) makeDirAll(path string) error {
-	path = filepath.Clean(path)
-	switch st, err := os.Stat(path); {
-	case err == nil && st.IsDir():
-		return nil
-	case err == nil:
-		return &os.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
-	case !errors.Is(err, fs.ErrNotExist):
-		return err
-	}
-	parent := filepath.Dir(path)
-	if parent != path {
-		if err := s.makeDirAll(parent); err != nil {
-			return err
-		}
-		// A parent found there may be a rival's, made just now and its
-		// name not yet durable: what is made in it would vanish with it.
-		// (One made here was synced already; the second fsync is paid
-		// only when a root is made.)
-		if err := s.syncParent(parent); err != nil {
-			return err
-		}
-	}
-	pd, err := fsat.OpenDir(parent)
-	if err != nil {
-		return err
-	}
-	defer pd.Close()
-	// Not made here means another process made it just now, and may not
-	// have fsynced its parent yet: the fsync is this promotion's to make.
-	if _, err := s.disk.mkdir(pd, filepath.Base(path), 0o700); err != nil {
-		return err
-	}
-	return s.disk.syncDir(pd)
-}
+// makeDirAll makes path and its missing parents, each name durable (see
+// durable.MkdirAll): a root a first promotion made would otherwise vanish
+// in a power cut, with the acknowledged promotion.
+func (s *Store) makeDirAll(path string) error { return durable.MkdirAll(s.disk.disk(), path) }
 
 // keyState is what a key holds, as the writer sees it under the exclusive
 // lock once any promotion in flight is settled.

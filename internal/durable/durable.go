@@ -7,7 +7,10 @@
 // cache stays) but not a power cut.
 //
 // The store's promotion (the key dir it makes included), its reap and
-// check --repair, and migrate's writers make these calls through an FS.
+// check --repair, migrate's writers, and a fleet's writes in its
+// transcripts dir (package fleet/shared, through fleet/internal/sharedfs)
+// and in a sessions root (fleet's migrations) make these calls through an
+// FS.
 // Production passes Disk, the system calls themselves; tests pass the
 // journal of package durable/powercut, which can take back everything a
 // power cut would, and so fails a protocol with a missing fsync. Writes
@@ -16,7 +19,10 @@
 package durable
 
 import (
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -131,3 +137,60 @@ func (Disk) Rmdir(dir *os.File, name string) error { return fsat.RmdirAt(dir, na
 
 // SyncDir implements FS.
 func (Disk) SyncDir(dir *os.File) error { return fsat.SyncDir(dir) }
+
+// SyncParent fsyncs through disk the directory that holds path's name. A
+// parent this user may pass through but not list (a home dir of mode
+// 0711) cannot be opened to fsync, and is not one it or a rival of its
+// own made the path in: the name is its owner's to make durable.
+func SyncParent(disk FS, path string) error {
+	pd, err := fsat.OpenDir(filepath.Dir(filepath.Clean(path)))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	return disk.SyncDir(pd)
+}
+
+// MkdirAll is os.MkdirAll (0700, links followed: the operator names the
+// path) through disk, with each directory it makes made durable by an
+// fsync of its parent before anything is made inside it: a sessions root
+// a first promotion or a migration made would otherwise vanish in a
+// power cut, with everything acknowledged in it.
+func MkdirAll(disk FS, path string) error {
+	path = filepath.Clean(path)
+	switch st, err := os.Stat(path); {
+	case err == nil && st.IsDir():
+		return nil
+	case err == nil:
+		return &os.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := MkdirAll(disk, parent); err != nil {
+			return err
+		}
+		// A parent found there may be a rival's, made just now and its
+		// name not yet durable: what is made in it would vanish with it.
+		// (One made here was synced already; the second fsync is paid
+		// only when a root is made.)
+		if err := SyncParent(disk, parent); err != nil {
+			return err
+		}
+	}
+	pd, err := fsat.OpenDir(parent)
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	// Not made here means another process made it just now, and may not
+	// have fsynced its parent yet: the fsync is this caller's to make.
+	if _, err := disk.Mkdir(pd, filepath.Base(path), 0o700); err != nil {
+		return err
+	}
+	return disk.SyncDir(pd)
+}
