@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
@@ -56,6 +57,9 @@ type cutter struct {
 	points []faults.Point
 
 	restore func() // the seam as it was
+	// noAtomic stands in for a filesystem with no atomic no-replace
+	// rename (NFS, CephFS: EINVAL), where shared links and unlinks.
+	noAtomic bool
 
 	mu    sync.Mutex // a cut and a write are never at once
 	cuts  []fleetCut
@@ -177,6 +181,9 @@ func (c *cutter) RenameNoReplace(dir *os.File, from, to string) error {
 }
 
 func (c *cutter) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	if c.noAtomic {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: unix.EINVAL}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cut("before rename " + from)
@@ -495,11 +502,16 @@ func reapAgain(t *testing.T, _ fleetCut, b *Backend) {
 // TestPowerCutDuringAPromotion cuts the power at every write boundary of
 // a key's first promotion and of a later one: the shared.Write steps (the
 // key's dir made and its parent fsynced, the temp created and fsynced,
-// the no-replace rename, the dir fsync), the Backend's steps around the
-// commit, and after Promote returned.
+// the no-replace rename, or where the filesystem has none the link and
+// the unlink, the dir fsync), the Backend's steps around the commit, and
+// after Promote returned.
 func TestPowerCutDuringAPromotion(t *testing.T) {
-	for _, first := range []bool{true, false} {
-		t.Run(map[bool]string{true: "first generation", false: "later generation"}[first], func(t *testing.T) {
+	for _, tc := range []struct {
+		first, link bool
+	}{{true, false}, {false, false}, {true, true}, {false, true}} {
+		first := tc.first
+		name := map[bool]string{true: "first generation", false: "later generation"}[first] + map[bool]string{true: ", link and unlink", false: ""}[tc.link]
+		t.Run(name, func(t *testing.T) {
 			f, parent := powerFixture(t)
 			key := store.Key("github", "powercut", "promote")
 			gens := map[uint64]string{1: "before", 2: "after"}
@@ -512,12 +524,17 @@ func TestPowerCutDuringAPromotion(t *testing.T) {
 			}
 			sess, _ := f.job(key, "after")
 			c := armCutter(t, f, parent, faults.SharedWriteSync, faults.SharedWriteClose)
+			c.noAtomic = tc.link
 			res, err := f.promote(sess)
 			c.disarm(f)
 			if err != nil || !res.Promoted {
 				t.Fatalf("promote: %+v, %v", res, err)
 			}
 			through := []string{"before create .tmp-", "before fsync .tmp-", "before rename .tmp-", "before fsync " + key, "at " + hookCommit, "at " + hookAfterCommit}
+			if tc.link {
+				through[2] = "before link .tmp-"
+				through = append(through, "before unlink "+key+"/.tmp-")
+			}
 			if first {
 				through = append(through, "before mkdir "+key, "before fsync t")
 			}
