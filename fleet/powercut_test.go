@@ -143,40 +143,51 @@ func (c *cutter) cut(at string) {
 	}
 }
 
-// The seam's writes, each cut before.
+// The seam's writes, each cut before and after: a cut after one is
+// before what follows it, an etcd write too.
 
 func (c *cutter) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before mkdir " + name)
+	at := "mkdir " + name
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Mkdir(dir, name, perm)
 }
 
 func (c *cutter) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before create " + name)
+	at := "create " + name
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.CreateTemp(dir, name)
 }
 
 func (c *cutter) SyncFile(f *os.File) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before fsync " + filepath.Base(f.Name()))
+	at := "fsync " + filepath.Base(f.Name())
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.SyncFile(f)
 }
 
 func (c *cutter) Rename(dir *os.File, from, to string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before rename " + from)
+	at := "rename " + from
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Rename(dir, from, to)
 }
 
 func (c *cutter) RenameNoReplace(dir *os.File, from, to string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before rename " + from)
+	at := "rename " + from
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.RenameNoReplace(dir, from, to)
 }
 
@@ -186,42 +197,54 @@ func (c *cutter) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before rename " + from)
+	at := "rename " + from
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.RenameNoReplaceAtomic(dir, from, to)
 }
 
 func (c *cutter) Link(dir *os.File, from, to string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before link " + from)
+	at := "link " + from
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Link(dir, from, to)
 }
 
 func (c *cutter) Remove(dir *os.File, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before remove " + filepath.Base(dir.Name()) + "/" + name)
+	at := "remove " + filepath.Base(dir.Name()) + "/" + name
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Remove(dir, name)
 }
 
 func (c *cutter) Unlink(dir *os.File, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before unlink " + filepath.Base(dir.Name()) + "/" + name)
+	at := "unlink " + filepath.Base(dir.Name()) + "/" + name
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Unlink(dir, name)
 }
 
 func (c *cutter) Rmdir(dir *os.File, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before rmdir " + name)
+	at := "rmdir " + name
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.Rmdir(dir, name)
 }
 
 func (c *cutter) SyncDir(dir *os.File) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cut("before fsync " + filepath.Base(dir.Name()))
+	at := "fsync " + filepath.Base(dir.Name())
+	c.cut("before " + at)
+	defer c.cut("after " + at)
 	return c.Journal.SyncDir(dir)
 }
 
