@@ -1,10 +1,10 @@
 // Package durable is the seam for the writes a crash-safe protocol makes
 // itself in a directory: make a directory, create a temp file, fsync it,
-// set a file's mtime, rename into place, remove, fsync the directory. A
-// mkdir, a rename, a create or a removal is durable only once its
-// directory is synced, and a file's data and mtime only once the file is;
-// a protocol that skips one of those steps survives a SIGKILL (the page
-// cache stays) but not a power cut.
+// set a file's mtime, rename or link into place, remove, fsync the
+// directory. A mkdir, a rename, a link, a create or a removal is durable
+// only once its directory is synced, and a file's data and mtime only
+// once the file is; a protocol that skips one of those steps survives a
+// SIGKILL (the page cache stays) but not a power cut.
 //
 // The store's promotion (the key dir it makes included), its reap and
 // check --repair, migrate's writers, and a fleet's writes in its
