@@ -3,9 +3,11 @@ package fleet
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,9 +35,9 @@ import (
 // generation and a later one), reap (a key removed, orphans swept), check
 // --repair (orphans removed), and migrate --to etcd and --from etcd. The
 // writes go through the power-cut journal (package sharedfs's seam), and
-// at every write boundary (before each write through the seam, at each
-// of the Backend's hook points and the write's fault points, and once
-// after the run returned) the disk is imaged in every mode the journal
+// at every write boundary (before and after each write through the seam,
+// at each of the Backend's hook points and the write's fault points, and
+// once after the run returned) the disk is imaged in every mode the journal
 // offers, with etcd's records as they were at that instant: etcd's
 // commits are fsynced on a quorum, so a power cut of the writer's host
 // takes back only what the transcripts dir (and a sessions root) had not
@@ -134,13 +136,37 @@ func (c *cutter) cut(at string) {
 		fmt.Fprintf(h, "%s\x00%x\x00", kv.Key, kv.Value)
 	}
 	etcdSum := string(h.Sum(nil))
-	for _, img := range c.Images(c.t, c.parent) {
+	// The migrations' and check's keys run off the test's goroutine,
+	// where a Fatal would hang the run: a cut that fails fails the test,
+	// and the run goes on.
+	defer func() {
+		if r := recover(); r != nil && r != errCutFailed {
+			panic(r)
+		}
+	}()
+	for _, img := range c.Images(goTB{c.t}, c.parent) {
 		c.n++
-		if sum := treeSum(c.t, img.Dir) + etcdSum; !c.seen[sum] || at == returned {
+		if sum := treeSum(goTB{c.t}, img.Dir) + etcdSum; !c.seen[sum] || at == returned {
 			c.seen[sum] = true
 			c.cuts = append(c.cuts, fleetCut{at, img, kvs})
 		}
 	}
+}
+
+// goTB is t for a goroutine other than the test's: Fatal marks the test
+// failed and unwinds to the cut.
+type goTB struct{ *testing.T }
+
+var errCutFailed = errors.New("the cut failed")
+
+func (g goTB) Fatal(args ...any) {
+	g.Error(args...)
+	panic(errCutFailed)
+}
+
+func (g goTB) Fatalf(format string, args ...any) {
+	g.Errorf(format, args...)
+	panic(errCutFailed)
 }
 
 // The seam's writes, each cut before and after: a cut after one is
@@ -375,7 +401,7 @@ func (c *cutter) verify(t *testing.T, f *fixture, j judge) {
 		if n := leftovers(t, where+", cleaned up", b, false); n != 0 {
 			t.Errorf("%s: %d left after the clean-up", where, n)
 		}
-		if after := resolves(t, where+", cleaned up", b, j, nil); !j.completes && !maps2Equal(before, after) {
+		if after := resolves(t, where+", cleaned up", b, j, nil); !j.completes && !maps.Equal(before, after) {
 			t.Errorf("%s: the clean-up changed the verdicts: %v, then %v", where, before, after)
 		}
 		if t.Failed() && !was {
@@ -385,18 +411,6 @@ func (c *cutter) verify(t *testing.T, f *fixture, j judge) {
 		}
 	}
 	t.Logf("%d steps, %d images (%d judged)", len(c.steps), c.n, len(c.cuts))
-}
-
-func maps2Equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // resolves judges each key's record and resolve on b and returns the
@@ -576,10 +590,10 @@ func TestPowerCutDuringAPromotion(t *testing.T) {
 	}
 }
 
-// orphans leaves in f's transcripts dir, beside key's generations, what
+// plantOrphans leaves in f's transcripts dir, beside key's generations, what
 // reap and check --repair remove: a stray generation above the record's,
 // a temp of a write that died, and the empty dir of a key with no record.
-func orphans(t *testing.T, f *fixture, key string) {
+func plantOrphans(t *testing.T, f *fixture, key string) {
 	t.Helper()
 	if _, _, _, err := shared.Write(t.Context(), f.dir, key, 9, strings.NewReader(testHeader)); err != nil {
 		t.Fatal(err)
@@ -604,7 +618,7 @@ func TestPowerCutDuringReap(t *testing.T) {
 	f.now = time.Time{}
 	f.run(fresh, "a")
 	f.run(fresh, "b")
-	orphans(t, f, fresh)
+	plantOrphans(t, f, fresh)
 	c := armCutter(t, f, parent)
 	res, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: later})
 	c.disarm(f)
@@ -634,7 +648,7 @@ func TestPowerCutDuringCheckRepair(t *testing.T) {
 	key := store.Key("github", "powercut", "repair")
 	f.run(key, "a")
 	f.run(key, "b")
-	orphans(t, f, key)
+	plantOrphans(t, f, key)
 	c := armCutter(t, f, parent)
 	var repaired []string
 	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Now: later, Workers: 1}, func(fd store.Finding) error {
