@@ -42,8 +42,8 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 		return "", 0, 0, err
 	}
 	tmp := tmpPrefix + rnd
-	// Every write below goes through disk, the durability seam (see
-	// package sharedfs), the same system calls in the same order.
+	// Every write below goes through disk, the durability seam (package
+	// sharedfs): in production the system calls themselves.
 	disk := sharedfs.FS()
 	kd, f, st, err := createTemp(disk, dir, key, tmp)
 	if err != nil {
