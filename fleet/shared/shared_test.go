@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -540,4 +541,83 @@ func TestWriteWhoseTempsFstatFailsLeavesNothing(t *testing.T) {
 	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
 		t.Fatalf("left behind: %v", ents)
 	}
+}
+
+// Link and unlink whose link landed and whose unlink of the temp then
+// failed (an NFS REMOVE answered EIO, the temp still there): the file is
+// whole under its name, and the temp, a second name of the same inode, is
+// removed, not left for reap as an orphan that doubles the file's space
+// (mutation sweep: renamed's removal of the temp deleted, or its check
+// negated, left both names; no test held it).
+func TestWriteWhoseTempOutlivedItsLandedLinkRemovesIt(t *testing.T) {
+	saved := noReplace
+	defer func() { noReplace = saved }()
+	noReplace = func(_ durable.FS, kd *os.File, from, to string) error {
+		if err := unix.Linkat(int(kd.Fd()), from, int(kd.Fd()), to, 0); err != nil {
+			t.Fatal(err)
+		}
+		return &os.PathError{Op: "unlink", Path: from, Err: unix.EIO}
+	}
+	dir := t.TempDir()
+	data := randomBytes(t, 10_000)
+	got, size, crc, err := Write(context.Background(), dir, key, 3, bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if size != int64(len(data)) || crc != crc32.Checksum(data, castagnoli) {
+		t.Fatalf("Write = size %d crc %08x", size, crc)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, got)); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("read back: %v", err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 1 || key+"/"+ents[0] != got {
+		t.Fatalf("key dir holds %v, want %s alone", ents, got)
+	}
+}
+
+// The key directory's fsync after the rename failing (EIO): the name is
+// not durable, so Write fails and removes the file, leaving no name a
+// record could be made to hold and a power cut then take back (mutation
+// sweep: the error's return dropped, Write returned the name of the file
+// it had just removed, and a record naming it would name nothing; the
+// removal deleted, the file stayed for reap; no test held either).
+func TestWriteWhoseKeyDirFsyncFailsLeavesNothing(t *testing.T) {
+	defer sharedfs.Use(failingSyncDir{fail: func(d *os.File) bool { return filepath.Base(d.Name()) == key }})()
+	dir := t.TempDir()
+	if name, _, _, err := Write(context.Background(), dir, key, 3, strings.NewReader("mine\n")); !errors.Is(err, unix.EIO) {
+		t.Fatalf("Write = %q, %v; want EIO", name, err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
+		t.Fatalf("key dir holds %v, want nothing", ents)
+	}
+}
+
+// The transcripts dir's fsync after a key's directory was made failing
+// (EIO): the directory's name is not durable, so Write fails before any
+// file is made in it (mutation sweep: the error's return dropped, the
+// write went on into a directory a power cut could take back; no test
+// held it).
+func TestWriteWhoseNewKeyDirIsNotDurableFails(t *testing.T) {
+	dir := t.TempDir()
+	defer sharedfs.Use(failingSyncDir{fail: func(d *os.File) bool { return d.Name() == dir }})()
+	if name, _, _, err := Write(context.Background(), dir, key, 3, strings.NewReader("mine\n")); !errors.Is(err, unix.EIO) {
+		t.Fatalf("Write = %q, %v; want EIO", name, err)
+	}
+	if ents := entries(t, filepath.Join(dir, key)); len(ents) != 0 {
+		t.Fatalf("key dir holds %v, want nothing", ents)
+	}
+}
+
+// failingSyncDir is the disk, but for the fsync of a directory fail
+// picks, which fails with EIO.
+type failingSyncDir struct {
+	durable.Disk
+	fail func(d *os.File) bool
+}
+
+func (f failingSyncDir) SyncDir(d *os.File) error {
+	if f.fail(d) {
+		return &os.PathError{Op: "fsync", Path: d.Name(), Err: unix.EIO}
+	}
+	return f.Disk.SyncDir(d)
 }
