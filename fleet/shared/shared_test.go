@@ -608,16 +608,38 @@ func TestWriteWhoseNewKeyDirIsNotDurableFails(t *testing.T) {
 	}
 }
 
-// failingSyncDir is the disk, but for the fsync of a directory fail
-// picks, which fails with EIO.
-type failingSyncDir struct {
-	durable.Disk
-	fail func(d *os.File) bool
-}
-
-func (f failingSyncDir) SyncDir(d *os.File) error {
-	if f.fail(d) {
-		return &os.PathError{Op: "fsync", Path: d.Name(), Err: unix.EIO}
+// A Write whose create found its key directory removed (a reap between
+// the open and the create) closes the descriptor of the removed directory
+// before making it again: a worker that promotes for weeks must not
+// collect one per race (mutation sweep: createTemp's close deleted, the
+// descriptor leaked; no test held it).
+func TestWriteMakingAKeyDirAgainClosesTheRemovedOne(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	return f.Disk.SyncDir(d)
+	defer func() { beforeCreate = func() error { return nil } }()
+	removed := false
+	beforeCreate = func() error {
+		if !removed {
+			removed = true
+			if err := Remove(dir, key+"/"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	}
+	write(t, dir, randomBytes(t, 1000))
+	if !removed {
+		t.Fatal("the key dir was never removed under the write")
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); strings.HasPrefix(target, filepath.Join(dir, key)) {
+			t.Fatalf("descriptor %s still has %s open", fd.Name(), target)
+		}
+	}
 }
