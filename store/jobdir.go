@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -64,6 +65,9 @@ func createStaged(dir *os.File) (*os.File, error) {
 		}
 	default:
 		return nil, &os.PathError{Op: "stage", Path: fsat.Join(dir, TranscriptName), Err: ErrStagedNotFile}
+	}
+	if err := faults.At(faults.StagedAfterUnlink); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
 	}
 	// O_EXCL: if anything appeared at the name since the unlink, the
 	// create fails instead of opening it.

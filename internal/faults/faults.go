@@ -50,6 +50,13 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
+// The window in a resolve between the unlink of whatever was at the job
+// dir's staged name and the create of the fresh staged file (store's
+// createStaged): a name made there (a hard link the job makes to a file it
+// can see) must fail the create, never be opened and written through. An
+// error here is the create failing.
+const StagedAfterUnlink Point = "staged/after-unlink"
+
 // The read of a key's transcript's first line by a reader (resolve, dump,
 // check; on a fleet, of the generation its record names), to judge its
 // header: an error here is that read failing.
