@@ -643,3 +643,66 @@ func TestWriteMakingAKeyDirAgainClosesTheRemovedOne(t *testing.T) {
 		}
 	}
 }
+
+// A name made at the temp's between Write's choice of it and its create
+// (a hard link to another file: over NFS, another host's) fails the
+// create, EEXIST: it is never opened, and the transcript never written
+// into its target (mutation sweep: O_EXCL dropped from the create, the
+// write went through the link into the victim; no test held it).
+func TestWriteNeverOpensANameMadeAtItsTemp(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	want := []byte("the victim's own bytes\n")
+	if err := os.WriteFile(victim, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer sharedfs.Use(createAfter{before: func(d *os.File, name string) {
+		if err := os.Link(victim, filepath.Join(d.Name(), name)); err != nil {
+			t.Fatal(err)
+		}
+	}})()
+	_, _, _, err := Write(context.Background(), dir, key, 1, bytes.NewReader(randomBytes(t, 1000)))
+	if got, rerr := os.ReadFile(victim); rerr != nil || !bytes.Equal(got, want) {
+		t.Errorf("the victim holds %.40q… (%d bytes, %v), want %q", got, len(got), rerr, want)
+	}
+	if !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("Write = %v; want the create's EEXIST", err)
+	}
+}
+
+// A key directory removed under every create (a reap each time) is made
+// again once, not in a loop: the second ENOENT is Write's error
+// (mutation sweep: the retry's bound changed or its condition made an
+// `&&`, Write retried a third time or without end; no test held it).
+func TestWriteMakesAKeyDirAgainOnlyOnce(t *testing.T) {
+	dir := t.TempDir()
+	defer func() { beforeCreate = func() error { return nil } }()
+	creates := 0
+	beforeCreate = func() error {
+		if creates++; creates > 2 {
+			t.Fatalf("create %d: the key dir is made again more than once", creates)
+		}
+		return Remove(dir, key+"/")
+	}
+	_, _, _, err := Write(context.Background(), dir, key, 1, strings.NewReader("{}\n"))
+	if creates != 2 || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Write after %d creates = %v; want ENOENT after 2", creates, err)
+	}
+}
+
+// The transcripts dir itself missing is fs.ErrNotExist for Open and
+// Remove, as a missing name in it is (mutation sweep: the return of
+// the dir's open error dropped, the nil descriptor's EBADF came out
+// instead; no test held it).
+func TestOpenAndRemoveInAMissingDirAreNotExist(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	name := key + "/" + fileName(1, "0123456789abcdef")
+	if f, err := Open(dir, name); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open = %v, %v; want fs.ErrNotExist", f, err)
+	}
+	for _, n := range []string{name, key + "/"} {
+		if err := Remove(dir, n); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Remove(%q) = %v; want fs.ErrNotExist", n, err)
+		}
+	}
+}

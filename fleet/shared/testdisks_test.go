@@ -21,3 +21,15 @@ func (f failingSyncDir) SyncDir(d *os.File) error {
 	}
 	return f.Disk.SyncDir(d)
 }
+
+// createAfter is the disk, but for CreateTemp, which first runs before
+// with the name it is to create.
+type createAfter struct {
+	durable.Disk
+	before func(dir *os.File, name string)
+}
+
+func (c createAfter) CreateTemp(dir *os.File, name string) (*os.File, error) {
+	c.before(dir, name)
+	return c.Disk.CreateTemp(dir, name)
+}
