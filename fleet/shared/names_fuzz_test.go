@@ -36,6 +36,11 @@ func nameSeeds() []string {
 		fuzzKey + "/.tmp-89abcdef0123456",
 		fuzzKey + "/.tmp-89abcdef01234567\x00",
 		fuzzKey + "//.tmp-89abcdef01234567",
+		// A temp and a generation under a key that is no key (mutation
+		// sweep: ParseTemp's `!found || !ValidKey(key)` made an `&&`
+		// took the temp's; no seed held it).
+		strings.ToUpper(fuzzKey) + "/" + tmpPrefix + "89abcdef01234567",
+		strings.ToUpper(fuzzKey) + "/" + fileName(7, "89abcdef01234567"),
 		".nfs000000000123", "lost+found", "", "/", "../" + fuzzKey[3:] + "/x",
 	}
 }
