@@ -706,3 +706,125 @@ func TestOpenAndRemoveInAMissingDirAreNotExist(t *testing.T) {
 		}
 	}
 }
+
+// A key's directory that cannot be listed (EIO) is left out, in
+// unreadable with its error, and every other key's orphans are found all
+// the same; a cancelled context stops the listing with its error
+// (mutation sweep: the unreadable map's making or its entry deleted, and
+// the return of ctx's error dropped; no test held them).
+func TestListOrphansReportsAnUnreadableKeyAndStopsWhenCancelled(t *testing.T) {
+	dir := t.TempDir()
+	const other = "fedcba9876543210fedcba9876543210"
+	old := time.Now().Add(-time.Hour)
+	var orphan string
+	for _, k := range []string{key, other} {
+		if err := os.Mkdir(filepath.Join(dir, k), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		orphan = k + "/" + fileName(1, "0123456789abcdef")
+		if err := os.WriteFile(filepath.Join(dir, orphan), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(dir, orphan), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { readDirNames = fsat.ReadDirNames }()
+	readDirNames = func(d *os.File) ([]string, error) {
+		if filepath.Base(d.Name()) == key {
+			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}
+		}
+		return fsat.ReadDirNames(d)
+	}
+	none := func(string, string, time.Time) bool { return false }
+	got, unreadable, err := ListOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
+	if err != nil || strings.Join(got, " ") != orphan || len(unreadable) != 1 || !errors.Is(unreadable[key], unix.EIO) {
+		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone, %s unreadable (EIO)", got, unreadable, err, orphan, key)
+	}
+	noDescriptorUnder(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, unreadable, err := ListOrphans(ctx, dir, none, time.Now().Add(-time.Minute)); !errors.Is(err, context.Canceled) || got != nil || unreadable != nil {
+		t.Fatalf("ListOrphans, cancelled = %v, unreadable %v, %v; want context.Canceled alone", got, unreadable, err)
+	}
+}
+
+// noDescriptorUnder fails t if the process holds a descriptor of anything
+// under dir: a listing that leaks one per key dir runs a reaper out of
+// descriptors (mutation sweep: ListOrphans's kd.Close() deleted on the
+// listed and on the unreadable path; no test held them).
+func noDescriptorUnder(t *testing.T, dir string) {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); strings.HasPrefix(target, dir+"/") {
+			t.Fatalf("descriptor %s still has %s open", fd.Name(), target)
+		}
+	}
+}
+
+// A key's directory removed between the listing of dir and its open (by
+// another host's reap) is gone, and the keys after it are listed all the
+// same; the same removal with dir itself gone stale stops the listing
+// with ErrDirUnavailable, rather than taking every key for gone (mutation
+// sweep: the check of dir after a key dir's open said gone negated, its
+// return dropped, or made to return on a dir that is fine, which ended
+// the listing there with no error; no test held them).
+func TestListOrphansWithAKeyDirRemovedBeforeItsOpen(t *testing.T) {
+	const gone, last = "1111111111111111aaaaaaaaaaaaaaaa", "2222222222222222aaaaaaaaaaaaaaaa"
+	for _, stale := range []bool{false, true} {
+		dir := t.TempDir()
+		old := time.Now().Add(-time.Hour)
+		var orphans []string
+		keys := []string{key, gone, last}
+		if stale {
+			// The gone key is the last: no later key's open looks at dir.
+			keys = keys[:2]
+		}
+		for _, k := range keys {
+			if err := os.Mkdir(filepath.Join(dir, k), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			o := k + "/" + fileName(1, "0123456789abcdef")
+			if err := os.WriteFile(filepath.Join(dir, o), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(filepath.Join(dir, o), old, old); err != nil {
+				t.Fatal(err)
+			}
+			if k != gone {
+				orphans = append(orphans, o)
+			}
+		}
+		t.Cleanup(func() { faults.Set(nil) })
+		// The first key's file is judged before the next key's dir is
+		// opened: the removal lands there.
+		referenced := func(k, name string, _ time.Time) bool {
+			if k == key {
+				if err := os.RemoveAll(filepath.Join(dir, gone)); err != nil {
+					t.Fatal(err)
+				}
+				if stale {
+					faults.Set(func(p faults.Point) error {
+						if p == faults.SharedDirStat {
+							return unix.ESTALE
+						}
+						return nil
+					})
+				}
+			}
+			return false
+		}
+		got, unreadable, err := ListOrphans(context.Background(), dir, referenced, time.Now().Add(-time.Minute))
+		faults.Set(nil)
+		switch {
+		case stale && (!errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil):
+			t.Fatalf("dir stale: ListOrphans = %v, unreadable %v, %v; want ErrDirUnavailable alone", got, unreadable, err)
+		case !stale && (err != nil || unreadable != nil || strings.Join(got, " ") != strings.Join(orphans, " ")):
+			t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %v", got, unreadable, err, orphans)
+		}
+	}
+}
