@@ -828,3 +828,22 @@ func TestListOrphansWithAKeyDirRemovedBeforeItsOpen(t *testing.T) {
 		}
 	}
 }
+
+// DirErrOr is ErrDirUnavailable (with the stat's cause) for a dir that is
+// gone, and the error given, as it is, for one that is there; ListOrphans
+// of a dir that is gone says so, never "no orphans" (mutation sweep:
+// DirErrOr made nil, or its check dropped or inverted; no test held them).
+func TestDirErrOrTellsTheDirFromTheError(t *testing.T) {
+	dir := t.TempDir()
+	eio := &os.PathError{Op: "open", Path: dir + "/x", Err: unix.EIO}
+	if err := DirErrOr(dir, eio); err != eio {
+		t.Errorf("DirErrOr(a dir that is there, EIO) = %v, want the EIO as it is", err)
+	}
+	gone := filepath.Join(dir, "gone")
+	if err := DirErrOr(gone, eio); !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("DirErrOr(a dir that is gone, EIO) = %v, want ErrDirUnavailable, not exist", err)
+	}
+	if got, unreadable, err := ListOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
+		t.Errorf("ListOrphans of a dir that is gone = %v, unreadable %v, %v; want ErrDirUnavailable", got, unreadable, err)
+	}
+}
