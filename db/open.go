@@ -222,6 +222,9 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 			return &DB{name: name, snap: snap, file: file, meta: meta, unlock: func() {}}, nil
 		}
 	}
+	if testHookPrechecked != nil {
+		testHookPrechecked()
+	}
 	bopts := &bolt.Options{
 		ReadOnly: !write,
 		// bbolt's own flock runs on the descriptor already locked and
@@ -283,6 +286,10 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 	}
 	return d, nil
 }
+
+// testHookPrechecked lets a test change meta.db after its pre-check and
+// before bbolt reads it, as a process that ignores the lock could.
+var testHookPrechecked func()
 
 // changedSince reports whether meta.db is no longer the file of the size
 // the pre-check inspected.
