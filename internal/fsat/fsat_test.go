@@ -352,3 +352,64 @@ func TestMovedOnAnIOErrorIsTheError(t *testing.T) {
 		t.Fatalf("a stat of the name that failed: moved %v, %v; want the ENOTDIR", moved, err)
 	}
 }
+
+// OpenDirAt opens a directory at the name and nothing else: a link to a
+// directory is ErrNotDir, never followed (a key dir made a link would
+// send every write elsewhere), as a file is; a name that is not there is
+// fs.ErrNotExist, not ErrNotDir. OpenDir follows the operator's path but
+// opens only a directory, and fails, with no file, where there is none.
+// (Mutation sweep: O_NOFOLLOW or O_DIRECTORY dropped from OpenDirAt's
+// open, its ELOOP test inverted, O_DIRECTORY dropped from OpenDir's, or
+// OpenDir's error return dropped: no fsat test held them; the existing
+// link pointed at a file, which O_DIRECTORY alone refuses.)
+func TestOpenDirAtOpensOnlyADirectory(t *testing.T) {
+	d, p := tempDir(t)
+	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
+	write(t, filepath.Join(p, "f"), "abc")
+	must(t, os.Symlink("dir", filepath.Join(p, "dirlink")))
+	for _, name := range []string{"dirlink", "f"} {
+		if f, err := OpenDirAt(d, name); !errors.Is(err, ErrNotDir) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("OpenDirAt(%s) = %v; want ErrNotDir", name, err)
+		}
+	}
+	if f, err := OpenDirAt(d, "gone"); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotDir) {
+		t.Errorf("OpenDirAt(gone) = %v, %v; want fs.ErrNotExist alone", f, err)
+	}
+	f, err := OpenDirAt(d, "dir")
+	must(t, err)
+	f.Close()
+	if f, err := OpenDir(filepath.Join(p, "f")); !errors.Is(err, unix.ENOTDIR) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("OpenDir(a file) = %v; want ENOTDIR", err)
+	}
+	if f, err := OpenDir(filepath.Join(p, "gone")); f != nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenDir(gone) = %v, %v; want no file, fs.ErrNotExist", f, err)
+	}
+}
+
+// Every descriptor fsat opens is close-on-exec: a child a worker starts
+// (a job's container runtime, a hook) must not inherit a key dir or a
+// transcript, let alone a locked meta.db. (Mutation sweep: O_CLOEXEC
+// dropped from OpenDir's, OpenDirAt's or openFlags's open: no test held
+// them.)
+func TestOpensAreCloseOnExec(t *testing.T) {
+	d, p := tempDir(t)
+	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
+	write(t, filepath.Join(p, "f"), "abc")
+	sub, err := OpenDirAt(d, "dir")
+	must(t, err)
+	defer sub.Close()
+	f, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	for name, fd := range map[string]uintptr{"OpenDir": d.Fd(), "OpenDirAt": sub.Fd(), "OpenAt": f.Fd()} {
+		if flags, err := unix.FcntlInt(fd, unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("%s: descriptor flags %#x, %v; want FD_CLOEXEC", name, flags, err)
+		}
+	}
+}
