@@ -413,3 +413,61 @@ func TestOpensAreCloseOnExec(t *testing.T) {
 		}
 	}
 }
+
+// The primitives do what they say and report what failed: MkdirNew tells
+// a directory it made from one already there and fails in a directory
+// that is gone, as MkdirAt does; RenameAt, UnlinkAt and RmdirAt act and
+// fail as their system calls do (a missing name, a directory to
+// UnlinkAt, a non-empty one to RmdirAt); OpenAt of a missing name is an
+// error with no file. (Mutation sweep: each one's error return dropped or
+// made nil, MkdirNew's booleans flipped, OpenAt's error return dropped,
+// which gave (nil, nil): no fsat test held them; the store and the fleet
+// call them on paths that seldom fail.)
+func TestPrimitivesActAndReportTheirErrors(t *testing.T) {
+	d, p := tempDir(t)
+	if made, err := MkdirNew(d, "a", 0o700); !made || err != nil {
+		t.Errorf("MkdirNew(a) = %v, %v; want made", made, err)
+	}
+	if made, err := MkdirNew(d, "a", 0o700); made || err != nil {
+		t.Errorf("MkdirNew(a) again = %v, %v; want not made, no error", made, err)
+	}
+	write(t, filepath.Join(p, "f"), "abc")
+	must(t, RenameAt(d, "f", "g"))
+	if _, err := os.Lstat(filepath.Join(p, "g")); err != nil {
+		t.Errorf("RenameAt(f, g) left no g: %v", err)
+	}
+	if err := RenameAt(d, "f", "h"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RenameAt(gone) = %v; want fs.ErrNotExist", err)
+	}
+	if err := UnlinkAt(d, "a"); err == nil {
+		t.Error("UnlinkAt(a directory) = nil; want an error")
+	}
+	must(t, UnlinkAt(d, "g"))
+	if err := UnlinkAt(d, "g"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("UnlinkAt(gone) = %v; want fs.ErrNotExist", err)
+	}
+	write(t, filepath.Join(p, "a", "x"), "x")
+	if err := RmdirAt(d, "a"); !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		t.Errorf("RmdirAt(a non-empty directory) = %v; want ENOTEMPTY", err)
+	}
+	must(t, os.Remove(filepath.Join(p, "a", "x")))
+	must(t, RmdirAt(d, "a"))
+	if err := RmdirAt(d, "a"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RmdirAt(gone) = %v; want fs.ErrNotExist", err)
+	}
+	if f, err := OpenAt(d, "gone", unix.O_RDONLY, 0); f != nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenAt(gone) = %v, %v; want no file, fs.ErrNotExist", f, err)
+	}
+	// A directory removed under its descriptor: nothing can be made in it.
+	must(t, os.Mkdir(filepath.Join(p, "b"), 0o700))
+	b, err := OpenDirAt(d, "b")
+	must(t, err)
+	defer b.Close()
+	must(t, os.Remove(filepath.Join(p, "b")))
+	if made, err := MkdirNew(b, "c", 0o700); made || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("MkdirNew in a removed dir = %v, %v; want not made, fs.ErrNotExist", made, err)
+	}
+	if err := MkdirAt(b, "c", 0o700); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("MkdirAt in a removed dir = %v; want fs.ErrNotExist", err)
+	}
+}
