@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -470,4 +471,51 @@ func TestPrimitivesActAndReportTheirErrors(t *testing.T) {
 	if err := MkdirAt(b, "c", 0o700); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("MkdirAt in a removed dir = %v; want fs.ErrNotExist", err)
 	}
+}
+
+// ReadDirNames lists a directory's names, and fails for a directory
+// removed under its descriptor (fs.ErrNotExist) and for a file
+// (ErrNotDir); SyncDir succeeds on a
+// directory and reports a failing fsync (here: of a closed descriptor);
+// Join of "." is the directory's own path, as errors show it. (Mutation
+// sweep: ReadDirNames's open error dropped or inverted, the latter
+// listing nothing, with no error; SyncDir made nil, its error dropped or
+// inverted, the last failing every fsync; Join's "." case changed: no
+// fsat test held them.)
+func TestReadDirNamesSyncDirAndJoin(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "abc")
+	must(t, os.Mkdir(filepath.Join(p, "sub"), 0o700))
+	names, err := ReadDirNames(d)
+	if err != nil || strings.Join(sorted(names), " ") != "f sub" {
+		t.Errorf("ReadDirNames = %v, %v; want f sub", names, err)
+	}
+	if err := SyncDir(d); err != nil {
+		t.Errorf("SyncDir = %v", err)
+	}
+	if j := Join(d, "."); j != p {
+		t.Errorf("Join(dir, \".\") = %q, want %q", j, p)
+	}
+	sub, err := OpenDirAt(d, "sub")
+	must(t, err)
+	must(t, os.Remove(filepath.Join(p, "sub")))
+	if names, err := ReadDirNames(sub); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadDirNames of a removed dir = %v, %v; want fs.ErrNotExist", names, err)
+	}
+	f, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer f.Close()
+	if names, err := ReadDirNames(f); !errors.Is(err, ErrNotDir) {
+		t.Errorf("ReadDirNames of a file = %v, %v; want ErrNotDir", names, err)
+	}
+	sub.Close()
+	if err := SyncDir(sub); err == nil {
+		t.Error("SyncDir of a closed descriptor = nil; want its error")
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	slices.Sort(out)
+	return out
 }
