@@ -519,3 +519,38 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A regular file swapped in at the name between OpenRegularAt's lstat and
+// its open (another inode renamed over it) is ErrNotRegular, as the doc
+// says, and what was opened is closed (mutation sweep: the inode check
+// made an `&&` with the kind's, which let the swapped file through, or
+// the close of the refused descriptor deleted; nothing could swap the
+// name there before this hook).
+func TestOpenRegularAtRefusesAFileSwappedAfterItsLstat(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "abc")
+	write(t, filepath.Join(p, "other"), "other")
+	defer func() { testHookLstated = nil }()
+	swapped := 0
+	testHookLstated = func() {
+		swapped++
+		must(t, os.Rename(filepath.Join(p, "other"), filepath.Join(p, "f")))
+	}
+	f, _, err := OpenRegularAt(d, "f")
+	testHookLstated = nil
+	if f != nil {
+		f.Close()
+	}
+	if swapped != 1 || !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("OpenRegularAt of a file swapped after %d lstats = %v, %v; want ErrNotRegular", swapped, f != nil, err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == filepath.Join(p, "f") {
+			t.Fatalf("descriptor %s still has the refused file open", fd.Name())
+		}
+	}
+}

@@ -27,6 +27,9 @@ func OpenRegularAt(dir *os.File, name string) (*os.File, unix.Stat_t, error) {
 	if !IsRegular(&lst) {
 		return nil, lst, notRegular
 	}
+	if testHookLstated != nil {
+		testHookLstated()
+	}
 	fd, st, err := OpenRaw(dir, name, unix.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
@@ -40,6 +43,10 @@ func OpenRegularAt(dir *os.File, name string) (*os.File, unix.Stat_t, error) {
 	f, err := NewFile(fd, &st, Join(dir, name))
 	return f, st, err
 }
+
+// testHookLstated lets a test swap the name between OpenRegularAt's lstat
+// and its open.
+var testHookLstated func()
 
 // ReadSmallFile is like os.ReadFile, but it reads name inside dir as
 // OpenRegularAt opens it (a link, a FIFO, a socket or a device is
