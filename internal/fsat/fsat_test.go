@@ -554,3 +554,57 @@ func TestOpenRegularAtRefusesAFileSwappedAfterItsLstat(t *testing.T) {
 		}
 	}
 }
+
+// OpenRegular (ReadConfigFile's open) refuses a file swapped in between
+// its stat and its open, a regular file of another inode or a FIFO, and
+// never blocks on the FIFO (mutation sweep: the check after the open
+// skipped or made an `&&`, its error's assignment deleted, O_NONBLOCK
+// dropped: no test could swap the path there).
+func TestOpenRegularRefusesAPathSwappedAfterItsStat(t *testing.T) {
+	_, p := tempDir(t)
+	defer func() { testHookLstated = nil }()
+	for _, kind := range []string{"regular", "fifo"} {
+		path := filepath.Join(p, "config-"+kind)
+		write(t, path, "secret\n")
+		other := filepath.Join(p, "other-"+kind)
+		if kind == "fifo" {
+			must(t, unix.Mkfifo(other, 0o600))
+		} else {
+			write(t, other, "other\n")
+		}
+		testHookLstated = func() { must(t, os.Rename(other, path)) }
+		within(t, func() {
+			b, err := ReadConfigFile(path, 100)
+			if !errors.Is(err, ErrNotRegular) {
+				t.Errorf("%s swapped in: ReadConfigFile = %q, %v; want ErrNotRegular", kind, b, err)
+			}
+		})
+		testHookLstated = nil
+	}
+}
+
+// A file whose size says it is within the cap and whose content is not
+// (a /proc file says 0 bytes; any file can grow after the fstat) is
+// ErrTooLarge from the capped read, never (nil, nil); a file of exactly
+// the cap is read whole (mutation sweep: the capped read's error return
+// dropped in ReadSmallFile and ReadConfigFile, which returned no bytes
+// and no error, and ReadConfigFile's `size > max` made `>=`; no test
+// held them).
+func TestReadsAreCappedByContentNotSize(t *testing.T) {
+	proc, err := OpenDir("/proc/self")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	defer proc.Close()
+	if b, err := ReadSmallFile(proc, "status", 10); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadSmallFile(/proc/self/status, 10) = %d bytes, %v; want ErrTooLarge", len(b), err)
+	}
+	if b, err := ReadConfigFile("/proc/self/status", 10); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadConfigFile(/proc/self/status, 10) = %d bytes, %v; want ErrTooLarge", len(b), err)
+	}
+	_, p := tempDir(t)
+	write(t, filepath.Join(p, "ten"), "0123456789")
+	if b, err := ReadConfigFile(filepath.Join(p, "ten"), 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("ReadConfigFile of exactly the cap = %q, %v; want it whole", b, err)
+	}
+}

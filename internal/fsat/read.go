@@ -45,7 +45,7 @@ func OpenRegularAt(dir *os.File, name string) (*os.File, unix.Stat_t, error) {
 }
 
 // testHookLstated lets a test swap the name between OpenRegularAt's lstat
-// and its open.
+// (OpenRegular's stat) and its open.
 var testHookLstated func()
 
 // ReadSmallFile is like os.ReadFile, but it reads name inside dir as
@@ -121,6 +121,9 @@ func OpenRegular(path string) (*os.File, int64, error) {
 	}
 	if !IsRegular(&st) {
 		return nil, 0, &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	if testHookLstated != nil {
+		testHookLstated()
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
