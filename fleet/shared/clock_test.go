@@ -1,6 +1,7 @@
 package shared
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,5 +39,14 @@ func TestServerNowIsTheTimeTheDirIsStamped(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) != 1 || ents[0].Name() != "a" {
 		t.Errorf("dir holds %v (%v), want only a", ents, err)
+	}
+}
+
+// ServerNow of a dir that is gone is ErrDirUnavailable, never a crash
+// (mutation sweep: the return of OpenDir's error dropped, and Touch of
+// the nil descriptor dereferenced it; no test held it).
+func TestServerNowOfADirThatIsGone(t *testing.T) {
+	if got, err := ServerNow(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, ErrDirUnavailable) {
+		t.Errorf("ServerNow of a dir that is gone = %v, %v; want ErrDirUnavailable", got, err)
 	}
 }

@@ -608,3 +608,31 @@ func TestReadsAreCappedByContentNotSize(t *testing.T) {
 		t.Errorf("ReadConfigFile of exactly the cap = %q, %v; want it whole", b, err)
 	}
 }
+
+// Touch sets the mtime to now; Touch and SetMtime report a failing call
+// (here: on a closed descriptor, EBADF) rather than leave the time as it
+// was in silence (mutation sweep: Touch made nil, its error dropped or
+// inverted; touch's and setMtime's errno checks dropped or inverted: no
+// test held them).
+func TestTouchAndSetMtimeActAndReportTheirErrors(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "x")
+	f, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	must(t, SetMtime(d, "f", f, old))
+	before := time.Now().Add(-time.Minute)
+	must(t, Touch(f))
+	st, err := Fstat(f)
+	must(t, err)
+	if got := time.Unix(st.Mtim.Unix()); got.Before(before) {
+		t.Errorf("Touch left the mtime at %v", got)
+	}
+	f.Close()
+	if err := Touch(f); err == nil {
+		t.Error("Touch of a closed descriptor = nil; want its error")
+	}
+	if err := SetMtime(d, "f", f, old); err == nil {
+		t.Error("SetMtime of a closed descriptor = nil; want its error")
+	}
+}
