@@ -139,3 +139,52 @@ func TestHaltDeliversWhatIsUnderWay(t *testing.T) {
 		t.Errorf("Err: want the recorded error, else the one given")
 	}
 }
+
+// After a deliver error, Ordered returns only once the work already
+// started has finished: a caller that then closes what the work uses (a
+// store, a key's lock) must not pull it from under a visit (mutation
+// sweep: the wait for the workers deleted, Ordered returned while they
+// ran; no test held it, as every other test's work had finished by then).
+func TestOrderedReturnsAfterTheWorkUnderWay(t *testing.T) {
+	var started, finished atomic.Int32
+	release := make(chan struct{})
+	first := make(chan struct{})
+	work := func(i int) int {
+		started.Add(1)
+		if i > 0 {
+			if i == 1 {
+				close(first)
+			}
+			<-release
+		}
+		finished.Add(1)
+		return i
+	}
+	boom := errors.New("boom")
+	delivered, err := Ordered(context.Background(), 100, 2, work, func(v int) error {
+		<-first // index 1 is under way
+		// Released while Ordered waits: a wait that is missing has
+		// returned long before.
+		time.AfterFunc(50*time.Millisecond, func() { close(release) })
+		return boom
+	})
+	if s, f := started.Load(), finished.Load(); s != f {
+		t.Fatalf("Ordered returned with %d of %d started entries finished", f, s)
+	}
+	if err != boom || delivered != 0 {
+		t.Fatalf("delivered %d, %v; want 0, boom", delivered, err)
+	}
+}
+
+// A pool of fewer than one worker is one: the walk runs and delivers in
+// order (mutation sweep: the floor deleted or lowered, a pool of 0 made
+// an empty window and a division by zero; no test passed 0).
+func TestOrderedWithNoWorkersRunsOne(t *testing.T) {
+	for _, workers := range []int{0, -3} {
+		var got []int
+		delivered, err := Ordered(context.Background(), 5, workers, func(i int) int { return i }, func(v int) error { got = append(got, v); return nil })
+		if err != nil || delivered != 5 || len(got) != 5 || got[0] != 0 || got[4] != 4 {
+			t.Fatalf("workers %d: delivered %d %v, %v; want 0..4", workers, delivered, got, err)
+		}
+	}
+}
