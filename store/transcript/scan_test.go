@@ -328,3 +328,15 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+// Header of a file whose first value is no session header is the zero
+// Header and the scan's error, never the fields of the line it read
+// (mutation sweep: Header's return on a bad header dropped, which gave
+// the non-header's fields and no error; no test asked a bad file for its
+// header through the scanner).
+func TestScannerHeaderOfNoHeader(t *testing.T) {
+	s := NewScanner(strings.NewReader(`{"type":"message","id":"m","version":3}` + "\n"))
+	if h, err := s.Header(); !errors.Is(err, ErrNoHeader) || h != (Header{}) {
+		t.Errorf("Header = %+v, %v; want the zero Header, ErrNoHeader", h, err)
+	}
+}
