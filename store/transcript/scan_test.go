@@ -340,3 +340,29 @@ func TestScannerHeaderOfNoHeader(t *testing.T) {
 		t.Errorf("Header = %+v, %v; want the zero Header, ErrNoHeader", h, err)
 	}
 }
+
+// A number is pi's as JavaScript tests it: 1 is truthy, an id looked up
+// by its string "1", a summary that is there; 0 is falsy, no id at all,
+// no summary (mutation sweep: ident's and truthy's `f != 0` made
+// `f != 1`, which took 0 for a value and dropped 1; the other tests'
+// numbers were 7 and 1.5).
+func TestScanNumbersZeroAndOne(t *testing.T) {
+	in := hdr + "\n" +
+		`{"type":"message","id":1,"parentId":0,"message":{"role":"user","content":"x"}}` + "\n" +
+		`{"type":"message","id":0,"parentId":1,"message":{"role":"user","content":"y"}}` + "\n" +
+		`{"type":"compaction","id":"c0","parentId":"x","summary":0}` + "\n" +
+		`{"type":"compaction","id":"c1","parentId":"x","summary":1}` + "\n"
+	s, es := scanAll(t, strings.NewReader(in))
+	if s.Err() != nil || len(es) != 4 {
+		t.Fatalf("%d entries, %v", len(es), s.Err())
+	}
+	if e := es[0]; e.ID != "1" || e.idKind != idNumber || e.ParentID != "" || e.parentKind != idNone {
+		t.Errorf("id 1, parentId 0: %q (%d) < %q (%d); want \"1\" (number) < none", e.ID, e.idKind, e.ParentID, e.parentKind)
+	}
+	if e := es[1]; e.ID != "" || e.idKind != idNone || e.ParentID != "1" || e.parentKind != idNumber {
+		t.Errorf("id 0, parentId 1: %q (%d) < %q (%d); want none < \"1\" (number)", e.ID, e.idKind, e.ParentID, e.parentKind)
+	}
+	if es[2].HasSummary || !es[3].HasSummary {
+		t.Errorf("summary 0: HasSummary %v, summary 1: %v; want false, true", es[2].HasSummary, es[3].HasSummary)
+	}
+}
