@@ -366,3 +366,22 @@ func TestScanNumbersZeroAndOne(t *testing.T) {
 		t.Errorf("summary 0: HasSummary %v, summary 1: %v; want false, true", es[2].HasSummary, es[3].HasSummary)
 	}
 }
+
+// A line of exactly the limit is read; one byte more is too long, short
+// lines and lines longer than the read buffer alike (mutation sweep: the
+// check's `len(b) > s.maxLine` made `>=`, which refused a line of exactly
+// the limit: no test sat on the boundary).
+func TestScanLineOfExactlyTheLimit(t *testing.T) {
+	for _, n := range []int{100, 200 << 10} {
+		line := `{"type":"message","id":"a","message":{"role":"user","content":"` + strings.Repeat("x", n) + `"}}`
+		for _, limit := range []int{len(line), len(line) - 1} {
+			s := NewScanner(strings.NewReader(hdr + "\n" + line + "\n"))
+			s.maxLine = max(limit, len(hdr))
+			for s.Next() {
+			}
+			if tooLong := errors.Is(s.Err(), ErrLineTooLong); tooLong != (limit < len(line)) || !tooLong && s.Err() != nil {
+				t.Errorf("a line of %d bytes, limit %d: %v", len(line), limit, s.Err())
+			}
+		}
+	}
+}
