@@ -471,3 +471,80 @@ func TestJournalRefusesWhatItCannotKeepAndOwesNothingForNothing(t *testing.T) {
 		t.Errorf("the socket is gone: %v", err)
 	}
 }
+
+// The plain cut of a file's life: bytes written after its last fsync are
+// lost and the fsynced ones kept, across the rename that put it in place;
+// an mtime set and not fsynced goes back; a rename not made durable goes
+// back and what it replaced comes back with its own bytes (mutation
+// sweep: SetMtime's, SyncFile's and Rename's bookkeeping, trim and the
+// data cut of a cut weakened or deleted; the journal's tests had no file
+// written past its fsync, no SetMtime and no rename over a file).
+func TestCutTakesBackUnsyncedBytesMtimeAndRenames(t *testing.T) {
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "old" is in place and durable before the journal starts.
+	must(os.WriteFile(filepath.Join(p, "old"), []byte("old bytes"), 0o600))
+	j := New()
+	f, err := j.CreateTemp(d, "tmp")
+	must(err)
+	defer f.Close()
+	_, err = f.WriteString("synced")
+	must(err)
+	must(j.SyncFile(f))
+	_, err = f.WriteString(" and not")
+	must(err)
+	must(j.SyncDir(d)) // the temp's name is durable
+	// The temp renamed over "old", not made durable.
+	must(j.Rename(d, "tmp", "old"))
+	g, err := j.CreateTemp(d, "kept")
+	must(err)
+	defer g.Close()
+	_, err = g.WriteString("kept bytes")
+	must(err)
+	must(j.SyncFile(g))
+	at := time.Date(2022, 3, 4, 5, 6, 7, 8, time.UTC)
+	before, err := fsat.Fstat(g)
+	must(err)
+	must(j.SetMtime(d, "kept", g, at))
+	if st, err := fsat.Fstat(g); err != nil || !time.Unix(st.Mtim.Unix()).Equal(at) {
+		t.Fatalf("SetMtime left the mtime at %v (%v), want %v", time.Unix(st.Mtim.Unix()), err, at)
+	}
+	must(j.SyncDir(d)) // "kept" and the rename durable; kept's mtime is not
+	_, err = f.WriteString(" more")
+	must(err)
+	j.Cut(t)
+	if b, err := os.ReadFile(filepath.Join(p, "old")); err != nil || string(b) != "synced" {
+		t.Errorf("old holds %q, %v; want the temp's fsynced bytes, \"synced\"", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(p, "tmp")); err == nil {
+		t.Error("the durable rename was taken back")
+	}
+	var st unix.Stat_t
+	must(unix.Lstat(filepath.Join(p, "kept"), &st))
+	if st.Mtim != before.Mtim {
+		t.Errorf("kept's mtime %v after the cut, want %v (the SetMtime was not fsynced)", time.Unix(st.Mtim.Unix()), time.Unix(before.Mtim.Unix()))
+	}
+
+	// A rename over a file, not made durable: undone, the file replaced
+	// back with its bytes.
+	j = New()
+	must(os.WriteFile(filepath.Join(p, "a"), []byte("a's"), 0o600))
+	must(os.WriteFile(filepath.Join(p, "b"), []byte("b's"), 0o600))
+	must(j.Rename(d, "a", "b"))
+	j.Cut(t)
+	for n, want := range map[string]string{"a": "a's", "b": "b's"} {
+		if b, err := os.ReadFile(filepath.Join(p, n)); err != nil || string(b) != want {
+			t.Errorf("after the undone rename %s holds %q, %v; want %q", n, b, err, want)
+		}
+	}
+}
