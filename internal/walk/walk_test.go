@@ -3,6 +3,7 @@ package walk
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,5 +187,36 @@ func TestOrderedWithNoWorkersRunsOne(t *testing.T) {
 		if err != nil || delivered != 5 || len(got) != 5 || got[0] != 0 || got[4] != 4 {
 			t.Fatalf("workers %d: delivered %d %v, %v; want 0..4", workers, delivered, got, err)
 		}
+	}
+}
+
+// A walk that delivered every entry has no error, even if its context
+// ended with the last delivery; Workers is w when positive, else the
+// cores up to four; Release ends the walk's context (mutation sweep:
+// `delivered < n` made `<=`, which reported a cancel after a complete
+// walk; Workers's bound changed or its return dropped; Release's cancel
+// deleted: no test held them).
+func TestOrderedCompleteWorkersAndRelease(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	delivered, err := Ordered(ctx, 3, 2, func(i int) int { return i }, func(v int) error {
+		if v == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if delivered != 3 || err != nil {
+		t.Errorf("a complete walk cancelled at its last delivery = %d, %v; want 3, nil", delivered, err)
+	}
+	cores := min(runtime.GOMAXPROCS(0), 4)
+	for w, want := range map[int]int{7: 7, 1: 1, 0: cores, -1: cores} {
+		if got := Workers(w); got != want {
+			t.Errorf("Workers(%d) = %d, want %d", w, got, want)
+		}
+	}
+	hctx, halt := WithHalt(context.Background())
+	halt.Release()
+	if hctx.Err() == nil {
+		t.Error("Release left the walk's context running")
 	}
 }
