@@ -107,6 +107,12 @@ func TestStringifyUnits(t *testing.T) {
 		{`{"s":"\u007f\u0080\ud83d\ude00"}`, `{"s":"` + "\u007f\u0080\U0001F600" + `"}`},
 		{`"\u0001\u001f\b\u000c\n\r\t\"\\\u005c\u0022"`, `"\u0001\u001f\b\f\n\r\t\"\\\\\""`},
 		{`"\ud800x\udc00\ud83d"`, `"\ud800x\udc00\ud83d"`},
+		// A high surrogate whose next escape is no low one stays alone;
+		// U+E000, just past the surrogates, is a character (mutation
+		// sweep: the low half's range made an `||`, and its upper bound
+		// moved to 0xE000, counted them otherwise; no case held either).
+		{`"\ud800\u0041"`, `"\ud800A"`},
+		{`"\ue000\udfff"`, `"` + "\ue000" + `\udfff"`},
 		{`"` + "\xff\xe2\x82" + `"`, `"` + "\ufffd\ufffd" + `"`},
 		{`{"n":1.000000,"m":2.50000,"z":-0,"q":0.100000}`, `{"n":1,"m":2.5,"z":0,"q":0.1}`},
 		{`[1E+2,1e-10,1.5E300,1e21,1e20,0.000001,1e-7,-5e-324,1e400,-1e400,123456789012345680000]`,
