@@ -38,7 +38,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		return nil, nil, DirErrOr(dir, err)
 	}
 	defer root.Close()
-	keys, err := fsat.ReadDirNames(root)
+	keys, err := readDirNames(root)
 	if err != nil {
 		return nil, nil, DirErrOr(dir, err)
 	}
@@ -127,6 +127,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	return names, unreadable, nil
 }
 
-// readDirNames lists a key's directory; a variable so that a test can
-// stand in for another host removing it.
+// readDirNames lists the transcripts dir and a key's directory; a
+// variable so that a test can stand in for another host removing one, or
+// a listing failing.
 var readDirNames = fsat.ReadDirNames

@@ -510,6 +510,9 @@ func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, key), 0o700)
 	defer func() { readDirNames = fsat.ReadDirNames; faults.Set(nil) }()
 	readDirNames = func(d *os.File) ([]string, error) {
+		if filepath.Base(d.Name()) != key {
+			return fsat.ReadDirNames(d)
+		}
 		return nil, &os.PathError{Op: "open", Path: d.Name(), Err: unix.ESTALE}
 	}
 	faults.Set(func(p faults.Point) error {
@@ -845,5 +848,27 @@ func TestDirErrOrTellsTheDirFromTheError(t *testing.T) {
 	}
 	if got, unreadable, err := ListOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Errorf("ListOrphans of a dir that is gone = %v, unreadable %v, %v; want ErrDirUnavailable", got, unreadable, err)
+	}
+}
+
+// The transcripts dir's own listing failing (EIO) with the dir there is
+// that error, never "no orphans" (mutation sweep: the return of the
+// listing's error dropped, ListOrphans found nothing and said nothing;
+// the listing had no seam).
+func TestListOrphansWhoseDirListingFailsSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { readDirNames = fsat.ReadDirNames }()
+	readDirNames = func(d *os.File) ([]string, error) {
+		if d.Name() == dir {
+			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}
+		}
+		return fsat.ReadDirNames(d)
+	}
+	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	if !errors.Is(err, unix.EIO) || errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
+		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the listing's EIO", got, unreadable, err)
 	}
 }
