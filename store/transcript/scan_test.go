@@ -385,3 +385,21 @@ func TestScanLineOfExactlyTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// A version 1 compaction's firstKeptEntryIndex that is no whole number
+// keeps nothing: pi reads entries[1.5], undefined (mutation sweep: the
+// index's integer check made an `||`, which took 1.5 for index 1; the
+// tests' indexes were whole).
+func TestScanVersion1FractionalFirstKeptIndex(t *testing.T) {
+	v1 := `{"type":"session","id":"s"}` + "\n" +
+		`{"type":"message","message":{"role":"user","content":"a"}}` + "\n" + // index 1
+		`{"type":"message","message":{"role":"user","content":"b"}}` + "\n" + // index 2
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":1.5}` + "\n"
+	s, es := scanAll(t, strings.NewReader(v1))
+	if s.Err() != nil || len(es) != 3 {
+		t.Fatalf("%d entries, %v", len(es), s.Err())
+	}
+	if c := es[2]; c.HasFirstKept || c.FirstKeptEntryID != "" {
+		t.Errorf("firstKeptEntryIndex 1.5 kept from %q; want nothing", c.FirstKeptEntryID)
+	}
+}
