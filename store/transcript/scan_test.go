@@ -403,3 +403,21 @@ func TestScanVersion1FractionalFirstKeptIndex(t *testing.T) {
 		t.Errorf("firstKeptEntryIndex 1.5 kept from %q; want nothing", c.FirstKeptEntryID)
 	}
 }
+
+// A message that is not an object is skipped whole, and the keys after it
+// are read: the entry keeps its id and parent (mutation sweep: the skip
+// of the non-object message deleted, which read its string as the next
+// key and lost the id; no test had a message that is no object before
+// other keys).
+func TestScanMessageThatIsNoObject(t *testing.T) {
+	in := hdr + "\n" +
+		`{"type":"message","id":"u","parentId":null,"message":{"role":"user","content":"x"}}` + "\n" +
+		`{"type":"message","message":"not an object","id":"a","parentId":"u"}` + "\n"
+	s, es := scanAll(t, strings.NewReader(in))
+	if s.Err() != nil || len(es) != 2 {
+		t.Fatalf("%d entries, %v", len(es), s.Err())
+	}
+	if e := es[1]; e.ID != "a" || e.ParentID != "u" || e.Message.Role != "" {
+		t.Errorf("entry after a string message: id %q parent %q role %q; want a < u, no role", e.ID, e.ParentID, e.Message.Role)
+	}
+}
