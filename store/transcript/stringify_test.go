@@ -109,12 +109,14 @@ func TestStringifyUnits(t *testing.T) {
 		{`"\ud800x\udc00\ud83d"`, `"\ud800x\udc00\ud83d"`},
 		// A high surrogate whose next escape is no low one stays alone;
 		// U+E000, just past the surrogates, is a character; a low half is
-		// no high one (mutation sweep: the low half's range made an `||`,
-		// its upper bound moved to 0xE000, the high halves' to 0xDC00,
-		// counted them otherwise; no case held them).
+		// no high one; the last low half pairs (mutation sweep: the low
+		// half's range made an `||`, its upper bound moved to 0xE000 or
+		// the pair's to 0xDFFE, the high halves' to 0xDC00: each counted
+		// otherwise; no case held them).
 		{`"\ud800\u0041"`, `"\ud800A"`},
 		{`"\ue000\udfff"`, `"` + "\ue000" + `\udfff"`},
-		{`"\udc00\udc00"`, `"\udc00\udc00"`}, // two low halves: no pair
+		{`"\udc00\udc00"`, `"\udc00\udc00"`},         // two low halves: no pair
+		{`"\ud800\udfff"`, `"` + "\U000103FF" + `"`}, // the last low half pairs
 		{`"` + "\xff\xe2\x82" + `"`, `"` + "\ufffd\ufffd" + `"`},
 		{`{"n":1.000000,"m":2.50000,"z":-0,"q":0.100000}`, `{"n":1,"m":2.5,"z":0,"q":0.1}`},
 		{`[1E+2,1e-10,1.5E300,1e21,1e20,0.000001,1e-7,-5e-324,1e400,-1e400,123456789012345680000]`,
