@@ -421,3 +421,21 @@ func TestScanMessageThatIsNoObject(t *testing.T) {
 		t.Errorf("entry after a string message: id %q parent %q role %q; want a < u, no role", e.ID, e.ParentID, e.Message.Role)
 	}
 }
+
+// A compaction's firstKeptEntryId that is null, absent or an object keeps
+// nothing; a string does (mutation sweep: HasFirstKept's
+// `kind >= idString && kind != idObject` made `||`, which took null for
+// a kept id; the tests' ids were strings).
+func TestScanFirstKeptEntryIDKinds(t *testing.T) {
+	in := hdr + "\n" +
+		`{"type":"compaction","id":"c1","parentId":null,"summary":"s","firstKeptEntryId":null}` + "\n" +
+		`{"type":"compaction","id":"c2","parentId":"c1","summary":"s","firstKeptEntryId":{}}` + "\n" +
+		`{"type":"compaction","id":"c3","parentId":"c2","summary":"s","firstKeptEntryId":"c1"}` + "\n"
+	s, es := scanAll(t, strings.NewReader(in))
+	if s.Err() != nil || len(es) != 3 {
+		t.Fatalf("%d entries, %v", len(es), s.Err())
+	}
+	if es[0].HasFirstKept || es[1].HasFirstKept || !es[2].HasFirstKept {
+		t.Errorf("HasFirstKept null %v, object %v, string %v; want false, false, true", es[0].HasFirstKept, es[1].HasFirstKept, es[2].HasFirstKept)
+	}
+}
