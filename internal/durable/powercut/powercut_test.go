@@ -2,6 +2,7 @@ package powercut
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -546,5 +547,71 @@ func TestCutTakesBackUnsyncedBytesMtimeAndRenames(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(p, n)); err != nil || string(b) != want {
 			t.Errorf("after the undone rename %s holds %q, %v; want %q", n, b, err, want)
 		}
+	}
+}
+
+// Images gives one image per distinct outcome, each naming what its cut
+// took back, and leaves the tree itself alone: a create and an unlink not
+// yet durable make four outcomes (neither lands, the unlink alone, the
+// create alone, both), a create alone two (the modes that undo the same
+// operations give one image), and data written past its fsync is lost in
+// every one. A journal whose Images returned nothing would pass every
+// test that loops over them (mutation sweep: the append of an image, of a
+// lost entry, the dedupe of equal outcomes, the data's line in Lost
+// deleted or negated: the journal's tests looped over Images without
+// counting them).
+func TestImagesOnePerOutcomeNamingWhatIsLost(t *testing.T) {
+	parent := t.TempDir()
+	d, err := fsat.OpenDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.WriteFile(filepath.Join(parent, "old"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := New()
+	f, err := j.CreateTemp(d, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("unsynced"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Remove(d, "old"); err != nil {
+		t.Fatal(err)
+	}
+	ims := j.Images(t, parent)
+	var got []string
+	for _, im := range ims {
+		_, errNew := os.Lstat(filepath.Join(im.Dir, "new"))
+		_, errOld := os.Lstat(filepath.Join(im.Dir, "old"))
+		got = append(got, fmt.Sprintf("%s: new %v old %v lost %v", im.Mode, errNew == nil, errOld == nil, im.Lost))
+	}
+	want := []string{
+		"nothing-lands: new false old true lost [data of new (0 of 8 bytes kept) create new unlink old]",
+		"unlinks-land: new false old false lost [data of new (0 of 8 bytes kept) create new]",
+		"names-land: new true old true lost [data of new (0 of 8 bytes kept) unlink old]",
+		"all-names-land: new true old false lost [data of new (0 of 8 bytes kept)]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Images:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Lstat(filepath.Join(parent, "new")); err != nil {
+		t.Errorf("Images changed the tree itself: %v", err)
+	}
+	j = New()
+	g, err := j.CreateTemp(d, "alone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	got = got[:0]
+	for _, im := range j.Images(t, parent) {
+		got = append(got, im.Mode)
+	}
+	if strings.Join(got, " ") != "nothing-lands names-land" {
+		t.Errorf("Images of a create alone: %v; want nothing-lands names-land", got)
 	}
 }
