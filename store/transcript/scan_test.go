@@ -439,3 +439,26 @@ func TestScanFirstKeptEntryIDKinds(t *testing.T) {
 		t.Errorf("HasFirstKept null %v, object %v, string %v; want false, false, true", es[0].HasFirstKept, es[1].HasFirstKept, es[2].HasFirstKept)
 	}
 }
+
+// InvalidError names the entry found instead of a header when there is a
+// type to name, and the unparsed header line whatever its number, line 1
+// included (mutation sweep: the ErrNoHeader case's `&&` made `||`, which
+// named an empty type, `a "" entry`; `Unparsed > 0` made `> 1`, which
+// left out line 1, the line it nearly always is; no test read these
+// messages).
+func TestInvalidErrorMessages(t *testing.T) {
+	for _, c := range []struct {
+		e    InvalidError
+		want string
+	}{
+		{InvalidError{Err: ErrNoHeader, Line: 2, Type: "message", Unparsed: 1},
+			`not a pi transcript: line 2: first entry is a "message" entry, not a session header (line 1, the header line, is not JSON)`},
+		// A first line with no type (`{}`): no type to name.
+		{InvalidError{Err: ErrNoHeader, Line: 1},
+			"not a pi transcript: line 1: " + ErrNoHeader.Error()},
+	} {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}
