@@ -462,3 +462,20 @@ func TestInvalidErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// A version given as a hex string is read as JavaScript's Number reads
+// it, every hex digit included: "0x9" is 9, "0xf" and "0xF" 15, each a
+// version above 3, read as is (mutation sweep: the digit ranges' `<= '9'`
+// and `<= 'f'` made `<`, which read "0x9" and "0xf" as NaN, version 3;
+// the versions tested were "0x2" and below).
+func TestScanHexVersionDigits(t *testing.T) {
+	for version, want := range map[string]int64{`"0x9"`: 9, `"0xf"`: 15, `"0xF"`: 15, `"0x2"`: 2} {
+		s := NewScanner(strings.NewReader(`{"type":"session","version":` + version + `,"id":"s"}` + "\n"))
+		if _, err := s.Header(); err != nil {
+			t.Fatalf("version %s: %v", version, err)
+		}
+		if got := s.Version(); got != want {
+			t.Errorf("version %s read as %d, want %d", version, got, want)
+		}
+	}
+}
