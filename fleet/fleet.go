@@ -52,6 +52,12 @@ type Backend struct {
 	// step (the hook* constants) of key; an error it returns is that
 	// step's.
 	hook func(point, key string) error
+	// held, set by this package's tests only, is given the lost channel
+	// of each lock of key that lock takes: a holder learns that its
+	// lease ended at its next keep-alive, not at a step of its own, and
+	// a test that ends the lease waits on it before it lets the holder
+	// go on.
+	held func(key string, lost <-chan struct{})
 	// serverNow reads the transcripts dir's file server's clock; nil is
 	// shared.ServerNow. Set by this package's tests only, to stand in for
 	// a server whose clock is behind.
@@ -259,6 +265,9 @@ func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-c
 	defer cancel()
 	for try := 0; ; try++ {
 		unlock, lost, err = b.meta.Lock(ctx, key)
+		if err == nil && b.held != nil {
+			b.held(key, lost)
+		}
 		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try) {
 			return unlock, lost, err
 		}
