@@ -1,0 +1,147 @@
+//go:build linux
+
+package fleet
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// dropDAC locks the calling goroutine to its thread for good (the thread
+// ends with the goroutine) and takes from that thread alone the
+// capabilities that read, write and search past a file's mode
+// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH). The tests run as root, where
+// no mode keeps a directory from being read or written; from there on the
+// thread is held to the modes, as a reaper that is not root is. Other
+// threads keep theirs: the runtime starts no thread from a locked one.
+func dropDAC() error {
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	for _, c := range []uint{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH} {
+		data[c/32].Effective &^= 1 << (c % 32)
+	}
+	return unix.Capset(&hdr, &data[0])
+}
+
+// A reap that cannot read a key's directory (mode 000, the reaper held
+// to the modes) of a key it kept counts that key once: in Skipped, with
+// the read's error, and not in Kept (ReapResult.Skipped: such a key is
+// not counted in Kept; sessdb reap's summary says failed, not kept). A
+// key whose dir reads is kept as ever. Before (mutant p08 of the sweep
+// `survivors`, `kept && !slices.Contains(res.Removed, key)` without its
+// `!`), no test held it: no test made a key dir unreadable, the tests
+// running as root.
+func TestReapCountsAKeptKeyWhoseDirCannotBeReadOnceAsSkipped(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	readable, unreadable := store.Key("github", "reap-unreadable", "1"), store.Key("github", "reap-unreadable", "2")
+	f.run(readable, "one")
+	f.run(unreadable, "two")
+	kd := filepath.Join(f.dir, unreadable)
+	if err := os.Chmod(kd, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(kd, 0o700) })
+	type reaped struct {
+		res  ReapResult
+		err  error
+		drop error
+	}
+	done := make(chan reaped)
+	go func() {
+		// Never unlocked: the thread, held to the modes, ends with this
+		// goroutine.
+		if err := dropDAC(); err != nil {
+			done <- reaped{drop: err}
+			return
+		}
+		if d, err := os.Open(kd); err == nil {
+			d.Close()
+			done <- reaped{drop: errors.New("a dir of mode 000 still opens")}
+			return
+		}
+		res, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour})
+		done <- reaped{res: res, err: err}
+	}()
+	r := <-done
+	if r.drop != nil {
+		t.Skipf("no thread held to the modes here: %v", r.drop)
+	}
+	t.Logf("reap: %+v, %v", r.res, r.err)
+	if r.err != nil || len(r.res.Removed) != 0 || len(r.res.Skipped) != 1 || !errors.Is(r.res.Skipped[unreadable], fs.ErrPermission) || r.res.Kept != 1 {
+		t.Errorf("reap with %s's dir unreadable = %+v, %v; want %s kept (1), %s skipped with its dir's error and not kept", unreadable, r.res, r.err, readable, unreadable)
+	}
+}
+
+// check --repair says of an orphan it came to remove what became of it:
+// one that another reaper or repair swept since the listing no longer
+// remains ("removed": gone either way), and one whose removal failed (its
+// key's directory not writable to the repair, held to the modes) remains
+// and says why. Before (mutant r16 of the sweep `survivors`, `err != nil
+// && !gone(err)` without its `!`), no test held either: the mutant reports
+// the failed removal "removed", the file still there, and the swept one
+// not removed, remaining.
+func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   func(t *testing.T, orphan string) error // at hookRepairLocked, on the repair's goroutine
+		left bool
+		want string
+	}{
+		{"swept by another", func(t *testing.T, orphan string) error { return os.Remove(orphan) }, false, "removed"},
+		{"not removable", func(t *testing.T, orphan string) error {
+			if err := os.Chmod(filepath.Dir(orphan), 0o500); err != nil {
+				return err
+			}
+			return dropDAC() // the walk's worker: it ends with the walk
+		}, true, "not removed: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := etcdtest.Start1(t)
+			f := newFixture(t, c)
+			key := store.Key("github", "repair-remove", "orphan")
+			f.runExpired(key, "old") // promoted 30 days ago: its old files are past the grace period
+			orphan := f.oldOrphan(key)
+			t.Cleanup(func() { os.Chmod(filepath.Dir(orphan), 0o700) })
+			var atErr error
+			reached := false
+			f.b.hook = func(point, k string) error {
+				if point == hookRepairLocked && k == key && !reached {
+					reached = true
+					atErr = tc.at(t, orphan)
+				}
+				return nil
+			}
+			found := f.repairAll(f.b)
+			switch {
+			case !reached:
+				t.Fatal("the repair never reached its hook")
+			case atErr != nil && tc.left:
+				t.Skipf("no thread held to the modes here: %v", atErr)
+			case atErr != nil:
+				t.Fatal(atErr)
+			}
+			if len(found) != 1 || found[0].Kind != KindOrphan || !strings.HasPrefix(found[0].Repair, tc.want) || found[0].Repaired == tc.left || found[0].Remains != tc.left {
+				t.Errorf("check --repair: %+v; want the orphan alone, Repair %q..., remaining %v", found, tc.want, tc.left)
+			}
+			if _, err := os.Stat(orphan); (err == nil) != tc.left {
+				t.Errorf("the orphan: %v; want it there: %v", err, tc.left)
+			}
+		})
+	}
+}
