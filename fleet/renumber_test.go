@@ -93,8 +93,12 @@ func TestARepairRenumbersAFleetHistoryInItsLastSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := f.repairAll(f.b)
-	if len(found) != 1 || !found[0].Repaired || found[0].Remains || !strings.Contains(found[0].Repair, "numbered again") {
-		t.Fatalf("check --repair: %+v; want the history numbered again", found)
+	// Both entries kept, none below the ring dropped: the note says so,
+	// and names no "0 older ones removed" (as mutant r19 of the fleet
+	// sweep's list did).
+	want := "numbered again in place: the newest 2 entries at slots 1 to 2, each as it was; the record is not rewritten (its revision, a job's base, stays) and the key takes promotions again"
+	if len(found) != 1 || !found[0].Repaired || found[0].Remains || found[0].Repair != want {
+		t.Fatalf("check --repair: %+v; want the history numbered again, Repair %q", found, want)
 	}
 	seqs, got := f.historyValues(c, key)
 	if !slices.Equal(seqs, []string{"0000000000000001", "0000000000000002"}) || !slices.Equal(got, vals) {
