@@ -188,11 +188,49 @@ func TestARenumberOfAKeyChangedUnderItWritesNothing(t *testing.T) {
 	}
 	found := f.repairAll(f.b)
 	f.b.hook = nil
-	if len(found) != 1 || found[0].Repaired || !found[0].Remains || !strings.Contains(found[0].Repair, "changed") {
-		t.Fatalf("check --repair: %+v; want the history left, saying the key changed", found)
+	// The note tells a record that moved from a history written since
+	// (TestARenumberOfAHistoryWrittenUnderItWritesNothing): mutant r21 of
+	// the fleet sweep's list swapped the two.
+	if len(found) != 1 || found[0].Repaired || !found[0].Remains || !strings.Contains(found[0].Repair, "the key changed while it was repaired (its record moved from revision ") {
+		t.Fatalf("check --repair: %+v; want the history left, saying the key's record moved", found)
 	}
 	if seqs, _ := f.historyValues(c, key); !slices.Equal(seqs, []string{"fffffffffffffffe"}) {
 		t.Fatalf("history after the lost renumber: %v; want it as it was", seqs)
+	}
+}
+
+// A key whose history is written between the renumber's read and its
+// commit, its record unmoved (an operator's etcdctl, a binary that takes
+// no lock), is left as it is, saying that its history was written: the
+// renumber is guarded by the history as it read it, and writes nothing
+// when it lost.
+func TestARenumberOfAHistoryWrittenUnderItWritesNothing(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "renumber", "history-written")
+	f.run(key, "one")
+	vals := f.toLastSlot(c, key)
+	cli := c.Client(t)
+	// Another key of the history dir, below the ring (a hand's write).
+	stray := f.prefix + "/history/" + key + "/0000000000000100"
+	defer faults.Set(nil)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.EtcdRenumberBeforeCommit {
+			faults.Set(nil)
+			if _, err := cli.Put(t.Context(), stray, vals[0]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	found := f.repairAll(f.b)
+	faults.Set(nil)
+	want := "left as is: the key changed while it was repaired (its history was written since it was read under the lock); run check again"
+	if len(found) != 1 || found[0].Repaired || !found[0].Remains || found[0].Repair != want {
+		t.Fatalf("check --repair: %+v; want the history left, Repair %q", found, want)
+	}
+	if seqs, _ := f.historyValues(c, key); !slices.Equal(seqs, []string{"0000000000000100", "fffffffffffffffe"}) {
+		t.Fatalf("history after the lost renumber: %v; want it as it was, with the entry written under it", seqs)
 	}
 }
 
