@@ -1,0 +1,56 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// check --repair whose caller cancels it after the key's record was read
+// again under its lock, as it numbers the key's history again, stops
+// there: it returns ctx's error, the history left saying the check was
+// interrupted, and removes none of the key's orphans, which say so too
+// (repair's doc; the walk stops, no orphan removed). Before (mutant r22
+// of the fleet sweep's list, the renumber's `return ctx.Err()` ->
+// `return nil`), no test cancelled a repair at its renumber: the mutant
+// went on to remove the key's orphan after the caller had stopped it.
+func TestARepairCancelledAtItsRenumberRemovesNoOrphan(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "renumber", "cancelled")
+	f.runExpired(key, "old") // promoted 30 days ago: its old files are past the grace period
+	f.toLastSlot(c, key)
+	orphan := f.oldOrphan(key)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f.b.hook = func(p, k string) error {
+		if p == hookRepairLocked && k == key {
+			cancel()
+		}
+		return nil
+	}
+	var found []store.Finding
+	_, err := f.b.Check(ctx, CheckOptions{Repair: true}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("check --repair cancelled at its renumber = %v; want context.Canceled", err)
+	}
+	kinds := map[store.Kind]store.Finding{}
+	for _, fd := range found {
+		kinds[fd.Kind] = fd
+	}
+	o, ok := kinds[KindOrphan]
+	if len(found) != 2 || !ok || o.Repaired || !o.Remains || !strings.HasPrefix(o.Repair, "not removed: check interrupted") {
+		t.Errorf("findings: %+v; want the last slot's and the orphan's, the orphan not removed, interrupted", found)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Errorf("the orphan: %v; want it left", err)
+	}
+}
