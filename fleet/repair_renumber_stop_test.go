@@ -6,7 +6,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -49,6 +51,49 @@ func TestARepairCancelledAtItsRenumberRemovesNoOrphan(t *testing.T) {
 	o, ok := kinds[KindOrphan]
 	if len(found) != 2 || !ok || o.Repaired || !o.Remains || !strings.HasPrefix(o.Repair, "not removed: check interrupted") {
 		t.Errorf("findings: %+v; want the last slot's and the orphan's, the orphan not removed, interrupted", found)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Errorf("the orphan: %v; want it left", err)
+	}
+}
+
+// check --repair that loses etcd after the key's record was read again
+// under its lock, as it numbers the key's history again, stops the walk
+// with etcd unavailable and removes none of the key's orphans, which say
+// why (repair's doc: etcd not answering is returned, after the key's
+// findings say so; every key left would wait out the request timeout in
+// turn). Before (mutant r23 of the fleet sweep's list, the renumber's
+// `return unavailable(err)` -> `return nil`), no test lost etcd at a
+// renumber: the mutant went on, removed the orphan and walked on.
+func TestARepairThatLosesEtcdAtItsRenumberStops(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
+	key := store.Key("github", "renumber", "outage")
+	f.runExpired(key, "old")
+	f.toLastSlot(c, key)
+	orphan := f.oldOrphan(key)
+	connected(t, f.b)
+	f.b.hook = func(p, k string) error {
+		if p == hookRepairLocked && k == key {
+			c.Stop(0)
+		}
+		return nil
+	}
+	var found []store.Finding
+	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	})
+	if !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("check --repair that lost etcd at its renumber = %v; want etcd unavailable", err)
+	}
+	kinds := map[store.Kind]store.Finding{}
+	for _, fd := range found {
+		kinds[fd.Kind] = fd
+	}
+	o, ok := kinds[KindOrphan]
+	if len(found) != 2 || !ok || o.Repaired || !o.Remains || !strings.HasPrefix(o.Repair, "not removed: ") {
+		t.Errorf("findings: %+v; want the last slot's and the orphan's, the orphan not removed", found)
 	}
 	if _, err := os.Stat(orphan); err != nil {
 		t.Errorf("the orphan: %v; want it left", err)
