@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,5 +73,29 @@ func TestADumpsContextIsOverItsWindowOnlyAboveIt(t *testing.T) {
 		if r.Context == nil || r.Context.Tokens != tc.tokens || r.Context.OverWindow != tc.over {
 			t.Errorf("dump's context of %d tokens of 200000: %+v; want over_window %v", tc.tokens, r.Context, tc.over)
 		}
+	}
+}
+
+// A reading too large for tokens×100 to fit in 64 bits is reported
+// without a percent rather than with a wrong one (the context rung
+// compares it in 128 bits, gates.contextTooFull): a dump never shows a
+// percent the rung does not compare. Before (mutant i13 of the fleet
+// sweep's list, the bound `tokens <= (1<<63-1)/100` widened to every
+// int64), no test dumped such a reading: the mutant's tokens×100
+// overflowed, and 2^62 tokens of a 2^61 window read "pct 0".
+func TestADumpsContextPercentNeverOverflows(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "inspect-window", "huge")
+	sess, _ := f.job(key, "one")
+	if res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Tokens: ptrTo(int64(1) << 62), Window: 1 << 61}); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	r := f.dumpOne(key, InspectOptions{})
+	if r.Context == nil || !r.Context.OverWindow || r.Context.Pct != nil && *r.Context.Pct != 200 {
+		pct := "none"
+		if r.Context != nil && r.Context.Pct != nil {
+			pct = fmt.Sprint(*r.Context.Pct)
+		}
+		t.Fatalf("dump's context of 2^62 tokens of 2^61: %+v, pct %s; want over its window, the percent 200 or none", r.Context, pct)
 	}
 }
