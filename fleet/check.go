@@ -57,7 +57,10 @@ type CheckOptions struct {
 // further than the record's size plus one byte), links, files that are
 // not regular, a key's name that is not a directory, names that are no
 // key (not-a-key) and files the fleet does not write (unknown-entry);
-// and orphans (KindOrphan), by the rule Reap sweeps by.
+// and orphans (KindOrphan): files no record needs, judged by the rule
+// Reap sweeps them by. A key's empty directory is no finding (it holds
+// nothing to lose or look at; a power cut after a first promotion's mkdir
+// leaves one): Reap alone removes it, reporting it as an orphan.
 //
 // Without Repair it writes nothing. With Repair it removes the orphans
 // and renumbers a history in its last slot (see CheckOptions.Repair), and

@@ -634,6 +634,24 @@ func TestReapRemovesEmptyKeyDirs(t *testing.T) {
 		t.Fatalf("reap = %+v, %v; want %d keys removed and their dirs kept, just emptied", r, err, len(gone))
 	}
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	// An empty key dir is no finding of check's, with or without
+	// --repair (Check's doc and fleet.md): reap alone removes it.
+	for _, repair := range []bool{false, true} {
+		var found []store.Finding
+		if _, err := f.b.Check(t.Context(), CheckOptions{Repair: repair, Now: later}, func(fd store.Finding) error {
+			if fd.Key != kept { // kept's file, removed above, is missing
+				found = append(found, fd)
+			}
+			return nil
+		}); err != nil || len(found) != 0 {
+			t.Fatalf("check (repair %v) = %+v, %v; want no finding but kept's", repair, found, err)
+		}
+		for _, k := range gone {
+			if _, err := os.Stat(filepath.Join(f.dir, k)); err != nil {
+				t.Fatalf("check (repair %v) took %s's empty dir: %v", repair, k, err)
+			}
+		}
+	}
 	r, err := f.b.Reap(t.Context(), ReapOptions{Now: later})
 	if err != nil {
 		t.Fatal(err)
