@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -70,7 +71,7 @@ func TestMigrateFromEtcdMakesItsRootAsTheOperatorNamesIt(t *testing.T) {
 				t.Fatalf("FromEtcd = %+v, %v; want an error (%v)", sum, err, tc.errno)
 			}
 			t.Logf("FromEtcd: %v", err)
-			if after := listTree(t, parent); !equalStrings(before, after) {
+			if after := listTree(t, parent); !slices.Equal(before, after) {
 				t.Errorf("the tree changed: before %q, after %q", before, after)
 			}
 			if b, err := os.ReadFile(p("file")); err != nil || string(b) != "mine\n" {
@@ -95,16 +96,4 @@ func listTree(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return names
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
