@@ -660,3 +660,123 @@ func TestRemovedFileComesBackAsItsLastFsyncLeftIt(t *testing.T) {
 		t.Errorf("f came back with mtime %v, want %v (the SetMtime was not fsynced)", time.Unix(now.Mtim.Unix()), time.Unix(st.Mtim.Unix()))
 	}
 }
+
+// A file's fsync state and its pending mtime follow its name and leave
+// with it: a SetMtime then fsynced stays; a file renamed or linked to a
+// new name has its old name's state there (the bytes since its fsync and
+// an mtime not fsynced are lost at the new name); once a name is removed
+// or renamed away, or renamed over by a file made outside the journal,
+// the journal owes nothing for it, and a file written there later outside
+// the journal (taken as it is at the cut, see the package doc) is left
+// alone; a file the journal made, renamed over by another and the rename
+// not durable, comes back with only its fsynced bytes (mutation sweep:
+// the bookkeeping of SyncFile, SetMtime, Link, renamed and removal
+// deleted, each left a stale entry or lost one, and no test saw it).
+func TestFsyncStateFollowsTheNameAndLeavesWithIt(t *testing.T) {
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Date(2019, 1, 2, 3, 4, 5, 6, time.UTC)
+	set := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	outside := time.Date(2018, 5, 6, 7, 8, 9, 10, time.UTC)
+	mtime := func(name string) time.Time {
+		t.Helper()
+		var st unix.Stat_t
+		must(unix.Lstat(filepath.Join(p, name), &st))
+		return time.Unix(st.Mtim.Unix()).UTC()
+	}
+	// made makes name through j holding "abc" fsynced and "def" not, its
+	// mtime old as of that fsync, then set (not fsynced) if pending.
+	made := func(j *Journal, name string, pending bool) {
+		t.Helper()
+		f, err := j.CreateTemp(d, name)
+		must(err)
+		defer f.Close()
+		_, err = f.WriteString("abc")
+		must(err)
+		must(os.Chtimes(filepath.Join(p, name), old, old))
+		must(j.SyncFile(f))
+		_, err = f.WriteString("def")
+		must(err)
+		must(os.Chtimes(filepath.Join(p, name), old, old))
+		if pending {
+			must(j.SetMtime(d, name, f, set))
+		}
+	}
+	// writeOutside writes name as a writer outside the journal would.
+	writeOutside := func(name string) {
+		t.Helper()
+		must(os.WriteFile(filepath.Join(p, name), []byte("outside bytes"), 0o600))
+		must(os.Chtimes(filepath.Join(p, name), outside, outside))
+	}
+	check := func(name, bytes string, at time.Time) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(p, name))
+		if err != nil || string(b) != bytes {
+			t.Errorf("%s holds %q, %v; want %q", name, b, err, bytes)
+			return
+		}
+		if got := mtime(name); !got.Equal(at) {
+			t.Errorf("%s has mtime %v, want %v", name, got, at)
+		}
+	}
+
+	j := New()
+	// kept: a SetMtime then fsynced is durable.
+	made(j, "kept", false)
+	f, err := os.OpenFile(filepath.Join(p, "kept"), os.O_RDWR, 0)
+	must(err)
+	must(j.SetMtime(d, "kept", f, set))
+	must(j.SyncFile(f))
+	f.Close()
+	// moved, linked: their names' state is the temp's.
+	made(j, "tmp1", true)
+	must(j.Rename(d, "tmp1", "moved"))
+	made(j, "tmp2", true)
+	must(j.Link(d, "tmp2", "linked"))
+	must(j.Unlink(d, "tmp2"))
+	// over: a file made outside renamed over a journal file; gone: a
+	// journal file removed. Each name is then written outside the journal.
+	made(j, "over", true)
+	writeOutside("o")
+	must(j.Rename(d, "o", "over"))
+	made(j, "gone", true)
+	must(j.Remove(d, "gone"))
+	must(j.SyncDir(d))
+	for _, n := range []string{"tmp1", "tmp2", "gone"} {
+		writeOutside(n)
+	}
+	for _, im := range j.Images(t, p) {
+		want := "[data of linked (3 of 6 bytes kept) data of moved (3 of 6 bytes kept) mtime of linked mtime of moved]"
+		if got := fmt.Sprint(im.Lost); got != want {
+			t.Errorf("%s: lost %s, want %s", im.Mode, got, want)
+		}
+	}
+	j.Cut(t)
+	check("kept", "abcdef", set)
+	check("moved", "abc", old)
+	check("linked", "abc", old)
+	for _, n := range []string{"tmp1", "tmp2", "over", "gone"} {
+		check(n, "outside bytes", outside)
+	}
+
+	// A journal file, its name durable, renamed over and the rename not
+	// durable: it comes back as its last fsync left it.
+	j = New()
+	made(j, "x", true)
+	must(j.SyncDir(d))
+	writeOutside("o")
+	must(j.Rename(d, "o", "x"))
+	j.Cut(t)
+	check("x", "abc", old)
+	check("o", "outside bytes", outside)
+}
