@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 )
 
@@ -779,4 +780,99 @@ func TestFsyncStateFollowsTheNameAndLeavesWithIt(t *testing.T) {
 	j.Cut(t)
 	check("x", "abc", old)
 	check("o", "outside bytes", outside)
+}
+
+// A call that fails journals nothing, and a cut then leaves the tree as
+// the failed call left it: a rename of a missing name over a file (undone
+// as if it had happened, it moved the file to the missing name), a rename
+// over what the journal cannot keep (a socket: renamed over, it could not
+// come back), an rmdir of a directory that holds something (journalled,
+// its parent's fsync dropped what is still owed inside it), a failed
+// fsync of a file (recorded, the file's size then was taken for its
+// fsynced bytes) or of a directory (recorded, a cut kept what it did not
+// make durable) (mutation sweep: each call's error return dropped).
+func TestFailedCallsJournalNothing(t *testing.T) {
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(p, "file"), []byte("file's"), 0o600))
+	must(os.Mkdir(filepath.Join(p, "full"), 0o700))
+	l, err := net.Listen("unix", filepath.Join(p, "sock"))
+	must(err)
+	defer l.Close()
+	j := New()
+	fd, err := fsat.OpenDirAt(d, "full")
+	must(err)
+	defer fd.Close()
+	f, err := j.CreateTemp(fd, "f")
+	must(err)
+	defer f.Close()
+	_, err = f.WriteString("abc")
+	must(err)
+	must(j.SyncFile(f))
+	must(j.SyncDir(fd))
+	_, err = f.WriteString("def")
+	must(err)
+	g, err := j.CreateTemp(d, "new")
+	must(err)
+	g.Close()
+
+	if err := j.Rename(d, "missing", "file"); !errors.Is(err, unix.ENOENT) {
+		t.Errorf("Rename of a missing name = %v, want ENOENT", err)
+	}
+	if err := j.Rename(d, "file", "sock"); err == nil || !strings.Contains(err.Error(), "cannot keep a socket") {
+		t.Errorf("Rename over a socket = %v; want the journal's refusal", err)
+	}
+	if _, err := os.Lstat(filepath.Join(p, "sock")); err != nil {
+		t.Errorf("the socket is gone: %v", err)
+	}
+	l.Close() // which removes the socket: CopyTree copies none
+	if err := j.Rmdir(d, "full"); err == nil {
+		t.Error("Rmdir of a directory that holds a file succeeded")
+	}
+	// An fsync that fails: f's name given to a pipe, which cannot be fsynced.
+	r, w, err := os.Pipe()
+	must(err)
+	defer r.Close()
+	defer w.Close()
+	dup, err := unix.Dup(int(w.Fd()))
+	must(err)
+	pipe := os.NewFile(uintptr(dup), f.Name())
+	defer pipe.Close()
+	if (durable.Disk{}).SyncFile(pipe) == nil {
+		t.Skip("an fsync of a pipe succeeds here")
+	}
+	if err := j.SyncFile(pipe); err == nil {
+		t.Error("SyncFile of a pipe succeeded")
+	}
+	closed, err := fsat.OpenDir(p)
+	must(err)
+	closed.Close()
+	if err := j.SyncDir(closed); err == nil {
+		t.Error("SyncDir of a closed directory succeeded")
+	}
+	must(j.SyncDir(d)) // the create of "new" durable; nothing in full
+	for _, im := range j.Images(t, p) {
+		if got := fmt.Sprint(im.Lost); got != "[data of f (3 of 6 bytes kept)]" {
+			t.Errorf("%s: lost %s; want only f's bytes not fsynced", im.Mode, got)
+		}
+	}
+	j.Cut(t)
+	for n, want := range map[string]string{"file": "file's", "full/f": "abc", "new": ""} {
+		if b, err := os.ReadFile(filepath.Join(p, n)); err != nil || string(b) != want {
+			t.Errorf("%s holds %q, %v; want %q", n, b, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(p, "missing")); err == nil {
+		t.Error("a cut made the missing name of a failed rename")
+	}
 }
