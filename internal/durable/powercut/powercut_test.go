@@ -876,3 +876,103 @@ func TestFailedCallsJournalNothing(t *testing.T) {
 		t.Error("a cut made the missing name of a failed rename")
 	}
 }
+
+// A cut undoes every operation owed, whatever the kind of the one undone
+// before it, and every pending mtime; Lost lists what it takes back in
+// one order whatever the journal's maps; a reboot starts the journal
+// afresh, so a second cut owes nothing for what the first took back
+// (mutation sweep: the undo of a create, a mkdir, a rename over a file
+// and of an mtime each made to end the cut once it succeeded, Lost's sort
+// and Cut's reset deleted: the journal's tests undid at most one kind of
+// operation and cut once).
+func TestCutUndoesAllThatIsOwedOnce(t *testing.T) {
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Date(2019, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, n := range []string{"removed", "a", "b", "dated"} {
+		must(os.WriteFile(filepath.Join(p, n), []byte(n+"'s"), 0o600))
+		must(os.Chtimes(filepath.Join(p, n), old, old))
+	}
+	j := New()
+	// Files with bytes not fsynced, made and named durably: Lost names
+	// each, in order.
+	for _, n := range []string{"u5", "u3", "u1", "u4", "u2", "u0"} {
+		f, err := j.CreateTemp(d, n)
+		must(err)
+		_, err = f.WriteString(n)
+		must(err)
+		f.Close()
+	}
+	must(j.SyncDir(d))
+	// Owed, oldest first: a removal, a mkdir, a rename over a file, a
+	// create, and an mtime.
+	must(j.Remove(d, "removed"))
+	made, err := j.Mkdir(d, "dir", 0o700)
+	must(err)
+	if !made {
+		t.Fatal("dir not made")
+	}
+	must(j.Rename(d, "a", "b"))
+	f, err := j.CreateTemp(d, "new")
+	must(err)
+	f.Close()
+	g, err := os.OpenFile(filepath.Join(p, "dated"), os.O_RDWR, 0)
+	must(err)
+	defer g.Close()
+	must(j.SetMtime(d, "dated", g, time.Now()))
+	ims := j.Images(t, p)
+	if len(ims) == 0 {
+		t.Fatal("no image")
+	}
+	want := "[data of u0 (0 of 2 bytes kept) data of u1 (0 of 2 bytes kept) data of u2 (0 of 2 bytes kept) data of u3 (0 of 2 bytes kept) data of u4 (0 of 2 bytes kept) data of u5 (0 of 2 bytes kept) mtime of dated unlink removed mkdir dir rename b create new]"
+	if got := fmt.Sprint(ims[0].Lost); ims[0].Mode != "nothing-lands" || got != want {
+		t.Errorf("%s: lost %s\nwant nothing-lands: %s", ims[0].Mode, got, want)
+	}
+	j.Cut(t)
+	check := func(when string) {
+		t.Helper()
+		for n, want := range map[string]string{"removed": "removed's", "a": "a's", "b": "b's", "dated": "dated's", "u0": ""} {
+			if b, err := os.ReadFile(filepath.Join(p, n)); err != nil || string(b) != want {
+				t.Errorf("%s: %s holds %q, %v; want %q", when, n, b, err, want)
+			}
+		}
+		for _, n := range []string{"dir", "new"} {
+			if _, err := os.Lstat(filepath.Join(p, n)); err == nil {
+				t.Errorf("%s: %s is there", when, n)
+			}
+		}
+		var st unix.Stat_t
+		must(unix.Lstat(filepath.Join(p, "dated"), &st))
+		if at := time.Unix(st.Mtim.Unix()).UTC(); !at.Equal(old) {
+			t.Errorf("%s: dated has mtime %v, want %v", when, at, old)
+		}
+	}
+	check("after the cut")
+	// After the reboot, a writer outside the journal makes the names
+	// again: a second cut owes nothing for them.
+	must(os.Mkdir(filepath.Join(p, "dir"), 0o700))
+	must(os.WriteFile(filepath.Join(p, "dir", "f"), []byte("f"), 0o600))
+	must(os.WriteFile(filepath.Join(p, "u0"), []byte("written again"), 0o600))
+	for _, im := range j.Images(t, p) {
+		if len(im.Lost) != 0 {
+			t.Errorf("%s after a cut: lost %v; want nothing", im.Mode, im.Lost)
+		}
+	}
+	j.Cut(t)
+	if b, err := os.ReadFile(filepath.Join(p, "u0")); err != nil || string(b) != "written again" {
+		t.Errorf("a second cut left u0 holding %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(p, "dir", "f")); err != nil {
+		t.Errorf("a second cut: %v", err)
+	}
+}
