@@ -976,3 +976,92 @@ func TestCutUndoesAllThatIsOwedOnce(t *testing.T) {
 		t.Errorf("a second cut: %v", err)
 	}
 }
+
+// fatalTB records a Fatal and stops the function that called it, so that
+// a test can see that Images or Cut refused.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Fatal(a ...any) { f.msg = fmt.Sprint(a...); panic(f) }
+func (f *fatalTB) Fatalf(format string, a ...any) {
+	f.msg = fmt.Sprintf(format, a...)
+	panic(f)
+}
+
+// fatal runs fn with a fatalTB and returns what it died of ("" if it did
+// not).
+func fatal(t *testing.T, fn func(testing.TB)) (msg string) {
+	tb := &fatalTB{TB: t}
+	defer func() {
+		if r := recover(); r != nil && r != tb {
+			panic(r)
+		}
+		msg = tb.msg
+	}()
+	fn(tb)
+	return ""
+}
+
+// A cut that cannot take back what it owes fails the test rather than
+// leave a tree no power cut leaves: Images given a parent that does not
+// hold a journalled path (data, an mtime or a directory operation), and
+// a cut that finds a renamed name removed behind the journal's back
+// (mutation sweep: the outside check and the failure of Images and Cut
+// deleted or weakened, the path errors dropped, removedLater made to say
+// yes: each made an image that quietly kept what it owed).
+func TestCutThatCannotTakeBackFails(t *testing.T) {
+	parent := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{"in", "out"} {
+		must(os.Mkdir(filepath.Join(parent, dir), 0o700))
+	}
+	d, err := fsat.OpenDir(filepath.Join(parent, "out"))
+	must(err)
+	defer d.Close()
+	in := filepath.Join(parent, "in")
+	outside := func(what string, j *Journal) {
+		t.Helper()
+		if msg := fatal(t, func(tb testing.TB) { j.Images(tb, in) }); !strings.Contains(msg, "is outside") {
+			t.Errorf("Images of a parent without the journal's %s: died of %q; want \"… is outside …\"", what, msg)
+		}
+	}
+	// Data only: a file made and named durably, its bytes not fsynced.
+	j := New()
+	f, err := j.CreateTemp(d, "data")
+	must(err)
+	_, err = f.WriteString("data")
+	must(err)
+	f.Close()
+	must(j.SyncDir(d))
+	outside("data", j)
+	// An mtime only.
+	j = New()
+	g, err := os.OpenFile(filepath.Join(parent, "out", "data"), os.O_RDWR, 0)
+	must(err)
+	defer g.Close()
+	must(j.SetMtime(d, "data", g, time.Now()))
+	outside("mtime", j)
+	// A mkdir only.
+	j = New()
+	_, err = j.Mkdir(d, "dir", 0o700)
+	must(err)
+	outside("mkdir", j)
+
+	// A rename, a removal after it, and the renamed name removed outside
+	// the journal: no cut can put the name back.
+	j = New()
+	must(os.WriteFile(filepath.Join(parent, "out", "other"), nil, 0o600))
+	must(j.Rename(d, "data", "renamed"))
+	must(j.Remove(d, "other"))
+	must(os.Remove(filepath.Join(parent, "out", "renamed")))
+	if msg := fatal(t, func(tb testing.TB) { j.Cut(tb) }); !strings.Contains(msg, "renamed") {
+		t.Errorf("a cut that cannot undo a rename: died of %q; want the rename's error", msg)
+	}
+}
