@@ -1114,8 +1114,9 @@ func TestFileRenamedAsideAndRemoved(t *testing.T) {
 }
 
 // CopyTree copies each kind it knows with its mtime, so that an image
-// starts as the tree was (mutation sweep: the copy of a file's, a link's
-// or a FIFO's mtime skipped survived; no test compared them).
+// starts as the tree was, and fails on a tree it cannot walk (mutation
+// sweep: the copy of a file's, a link's or a FIFO's mtime skipped, and
+// its t.Fatal deleted, survived; no test compared them).
 func TestCopyTreeKeepsKindsBytesAndMtimes(t *testing.T) {
 	from, to := t.TempDir(), t.TempDir()
 	at := unix.NsecToTimespec(time.Date(2017, 8, 9, 10, 11, 12, 13, time.UTC).UnixNano())
@@ -1150,5 +1151,9 @@ func TestCopyTreeKeepsKindsBytesAndMtimes(t *testing.T) {
 	}
 	if l, err := os.Readlink(filepath.Join(to, "link")); err != nil || l != "nowhere" {
 		t.Errorf("link copied to %q, %v", l, err)
+	}
+	// A tree it cannot walk fails the test rather than give an empty image.
+	if msg := fatal(t, func(tb testing.TB) { CopyTree(tb, filepath.Join(from, "absent"), to) }); msg == "" {
+		t.Error("CopyTree of a missing tree did not fail")
 	}
 }
