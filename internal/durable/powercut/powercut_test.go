@@ -1007,9 +1007,10 @@ func fatal(t *testing.T, fn func(testing.TB)) (msg string) {
 // A cut that cannot take back what it owes fails the test rather than
 // leave a tree no power cut leaves: Images given a parent that does not
 // hold a journalled path (data, an mtime or a directory operation), and
-// a cut that finds a renamed name removed behind the journal's back
-// (mutation sweep: the outside check and the failure of Images and Cut
-// deleted or weakened, the path errors dropped, removedLater made to say
+// a cut that finds a renamed name removed behind the journal's back, or
+// another name changed there so that its undo fails (mutation sweep: the
+// outside check and the failure of Images and Cut deleted or weakened,
+// the path errors and the undo errors dropped, removedLater made to say
 // yes: each made an image that quietly kept what it owed).
 func TestCutThatCannotTakeBackFails(t *testing.T) {
 	parent := t.TempDir()
@@ -1063,6 +1064,50 @@ func TestCutThatCannotTakeBackFails(t *testing.T) {
 	must(os.Remove(filepath.Join(parent, "out", "renamed")))
 	if msg := fatal(t, func(tb testing.TB) { j.Cut(tb) }); !strings.Contains(msg, "renamed") {
 		t.Errorf("a cut that cannot undo a rename: died of %q; want the rename's error", msg)
+	}
+
+	// Names changed behind the journal's back so that an undo fails: a
+	// removal whose directory is gone, a create whose name is now a
+	// directory that holds something, a pending mtime whose directory is
+	// now a file.
+	for _, c := range []struct {
+		what string
+		do   func(j *Journal, sub *os.File, subPath string)
+		want string
+	}{
+		{"a removal whose directory is gone", func(j *Journal, sub *os.File, subPath string) {
+			must(os.WriteFile(filepath.Join(subPath, "x"), nil, 0o600))
+			must(j.Remove(sub, "x"))
+			must(os.RemoveAll(subPath))
+		}, "x"},
+		{"a create whose name holds a directory", func(j *Journal, sub *os.File, subPath string) {
+			f, err := j.CreateTemp(sub, "x")
+			must(err)
+			f.Close()
+			must(os.Remove(filepath.Join(subPath, "x")))
+			must(os.MkdirAll(filepath.Join(subPath, "x", "y"), 0o700))
+		}, "x"},
+		{"an mtime whose directory is a file", func(j *Journal, sub *os.File, subPath string) {
+			must(os.WriteFile(filepath.Join(subPath, "x"), nil, 0o600))
+			f, err := os.OpenFile(filepath.Join(subPath, "x"), os.O_RDWR, 0)
+			must(err)
+			defer f.Close()
+			must(j.SetMtime(sub, "x", f, time.Now()))
+			must(os.RemoveAll(subPath))
+			must(os.WriteFile(subPath, nil, 0o600))
+		}, "not a directory"},
+	} {
+		subPath := filepath.Join(parent, "out", "sub")
+		os.RemoveAll(subPath)
+		must(os.Mkdir(subPath, 0o700))
+		sub, err := fsat.OpenDir(subPath)
+		must(err)
+		j := New()
+		c.do(j, sub, subPath)
+		sub.Close()
+		if msg := fatal(t, func(tb testing.TB) { j.Cut(tb) }); !strings.Contains(msg, c.want) {
+			t.Errorf("a cut after %s: died of %q; want its error", c.what, msg)
+		}
 	}
 }
 
