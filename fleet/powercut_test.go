@@ -774,21 +774,58 @@ func TestPowerCutDuringMigrateToEtcd(t *testing.T) {
 // root, and the migration, run again, completes with the root and the
 // fleet alike.
 func TestPowerCutDuringMigrateFromEtcd(t *testing.T) {
+	cutMigrateFromEtcd(t, migrationKeys(), nil)
+}
+
+// TestPowerCutDuringMigrateFromEtcdOverAnOlderGeneration cuts the power
+// at every write boundary of migrate --from etcd bringing a key forward
+// over its key dir, which holds an older generation (meta.db and
+// current.jsonl, from an earlier run) that the fleet has promoted past
+// since: the new generation's temp, the commit naming it with the old one
+// as the pending entry's prev, the rename over current.jsonl. At every
+// cut the root's key resumes the old generation whole or the new one
+// whole, never a torn or missing transcript meta.db names.
+func TestPowerCutDuringMigrateFromEtcdOverAnOlderGeneration(t *testing.T) {
+	key := store.Key("github", "powercut", "older")
+	cutMigrateFromEtcd(t, map[string]map[uint64]string{key: {1: "a", 2: "b"}}, map[string]uint64{key: 1})
+}
+
+// cutMigrateFromEtcd promotes gens on the fleet and cuts migrate --from
+// etcd into its sessions root. A key in old is migrated into the root
+// (uncut) once it holds that generation, before the rest are promoted:
+// the cut run then replaces it. Before anything runs again, each image's
+// root resumes a key whole on its last generation or (a key in old) on
+// the old one, or (a key not in old) not at all; after the run returned,
+// every key on its last.
+func cutMigrateFromEtcd(t *testing.T, gens map[string]map[uint64]string, old map[string]uint64) {
 	f, parent := powerFixture(t)
-	gens := migrationKeys()
+	root := filepath.Join(parent, "s")
 	for key, g := range gens {
-		for i := range len(g) {
-			f.run(key, g[uint64(i+1)])
+		for i := range old[key] {
+			f.run(key, g[i+1])
 		}
 	}
-	root := filepath.Join(parent, "s")
+	if len(old) > 0 {
+		if sum, err := FromEtcd(t.Context(), f.b, root, migOpts(), nil); err != nil || !sum.Complete() || sum.Migrated != len(old) {
+			t.Fatalf("migrate --from etcd of the older generations: %+v, %v", sum, err)
+		}
+	}
+	for key, g := range gens {
+		for i := old[key]; i < uint64(len(g)); i++ {
+			f.run(key, g[i+1])
+		}
+	}
 	c := armCutter(t, f, parent, faults.FromEtcdTemp, faults.FromEtcdCommitted, faults.FromEtcdRenamed, faults.FromEtcdSynced)
 	sum, err := FromEtcd(t.Context(), f.b, root, migOpts(), nil)
 	c.disarm(f)
 	if err != nil || !sum.Complete() || sum.Migrated != len(gens) {
 		t.Fatalf("migrate --from etcd: %+v, %v", sum, err)
 	}
-	c.through("before mkdir s", "before fsync "+filepath.Base(parent), "before mkdir", "before create .current.jsonl.tmp-", "before fsync .current.jsonl.tmp-", "before rename .current.jsonl.tmp-", "at "+string(faults.FromEtcdSynced))
+	steps := []string{"before mkdir", "before create .current.jsonl.tmp-", "before fsync .current.jsonl.tmp-", "at " + string(faults.FromEtcdCommitted), "before rename .current.jsonl.tmp-", "at " + string(faults.FromEtcdSynced)}
+	if len(old) == 0 {
+		steps = append(steps, "before mkdir s", "before fsync "+filepath.Base(parent))
+	}
+	c.through(steps...)
 	c.verify(t, f, judge{
 		markers: gens,
 		least:   func(string) map[string]uint64 { return nil },
@@ -796,9 +833,6 @@ func TestPowerCutDuringMigrateFromEtcd(t *testing.T) {
 			t.Helper()
 			root := filepath.Join(cut.Dir, "s")
 			if _, err := os.Stat(root); err == nil {
-				// Before anything runs again, the sessions root resumes
-				// a key whole on its last generation, or not at all; after
-				// the run returned, every key it reported.
 				host, err := store.New(root, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 				if err != nil {
 					t.Fatal(err)
@@ -820,13 +854,21 @@ func TestPowerCutDuringMigrateFromEtcd(t *testing.T) {
 				for key, g := range gens {
 					sess, jobDir := resolveOn(t, host, key)
 					m := markers(stagedOf(t, jobDir))
-					whole := sess.Resume && sess.Gen() == uint64(len(g)) && len(m) == len(g) && m[len(m)-1] == g[uint64(len(g))]
-					if sess.Resume && !whole || cut.at == returned && !whole {
-						t.Errorf("cut %s, %s: the sessions root resolves %s {resume %v, %s, gen %d, %v}, want gen %d whole", cut.at, cut.Mode, key, sess.Resume, sess.Reason, sess.Gen(), m, len(g))
+					wholeAt := func(gen uint64) bool {
+						return gen > 0 && sess.Resume && sess.Gen() == gen && len(m) == int(gen) && m[gen-1] == g[gen]
+					}
+					last := uint64(len(g))
+					switch {
+					case cut.at == returned && !wholeAt(last):
+						t.Errorf("cut %s, %s: the sessions root resolves %s {resume %v, %s, gen %d, %v}, want gen %d whole: the run reported it", cut.at, cut.Mode, key, sess.Resume, sess.Reason, sess.Gen(), m, last)
+					case old[key] > 0 && !wholeAt(old[key]) && !wholeAt(last):
+						t.Errorf("cut %s, %s: the sessions root resolves %s {resume %v, %s, gen %d, %v}, want gen %d or gen %d whole: meta.db names a generation it held", cut.at, cut.Mode, key, sess.Resume, sess.Reason, sess.Gen(), m, old[key], last)
+					case old[key] == 0 && sess.Resume && !wholeAt(last):
+						t.Errorf("cut %s, %s: the sessions root resolves %s {resume %v, %s, gen %d, %v}, want gen %d whole or no resume", cut.at, cut.Mode, key, sess.Resume, sess.Reason, sess.Gen(), m, last)
 					}
 				}
-			} else if cut.at == returned {
-				t.Errorf("cut %s, %s: the sessions root the run made is gone: %v", cut.at, cut.Mode, err)
+			} else if cut.at == returned || len(old) > 0 {
+				t.Errorf("cut %s, %s: the sessions root is gone: %v", cut.at, cut.Mode, err)
 			}
 			migrated(false, gens)(t, cut, b)
 		},
