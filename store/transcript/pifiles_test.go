@@ -382,3 +382,28 @@ func TestPiModelIsTheStringPiHolds(t *testing.T) {
 	mc := piFile{"model_change", []string{hdr, piU1, piA1, `{"type":"model_change","id":"m1","parentId":"a1","provider":"q` + "\xe2\x82" + `","modelId":"n"}`}, 1000, "q\uFFFD/n"}
 	mc.check(t)
 }
+
+// After a compaction pi's getContextUsage asks whether the latest valid
+// assistant has calculateContextTokens(usage) > 0 (the guard of
+// tools/pi-end-usage.mjs): one whose usage is all zeros leaves the
+// estimate unknown, an earlier one with a usage notwithstanding; an
+// aborted one is passed over (mutation sweep: Unknown's `fresh &&
+// freshUsed` made `||`, and the guard's `> 0` made `> -1`, each took a
+// zero usage for a fresh one; the tests' fresh usages were not 0).
+func TestPiZeroUsageAfterACompactionIsUnknown(t *testing.T) {
+	answer := func(id, parent, usage, stop string) string {
+		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + usage + `,"stopReason":"` + stop + `"}}`
+	}
+	zero := `{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`
+	comp := `{"type":"compaction","id":"c1","parentId":"a1","summary":"ssss","firstKeptEntryId":"a1","tokensBefore":1000}`
+	u3 := `{"type":"message","id":"u3","parentId":"a3","message":{"role":"user","content":"qqqq"}}`
+	for _, c := range []piFile{
+		{"a zero usage after it", []string{hdr, piU1, piA1, comp, answer("a3", "c1", zero, "stop"), u3}, -1, "p/m"},
+		{"a usage, then a zero usage", []string{hdr, piU1, piA1, comp, answer("a2", "c1", `{"totalTokens":700}`, "stop"), answer("a3", "a2", zero, "stop"), u3}, -1, "p/m"},
+		{"a zero usage, then an aborted one with a usage", []string{hdr, piU1, piA1, comp, answer("a2", "c1", zero, "stop"), answer("a3", "a2", `{"totalTokens":700}`, "aborted"), u3}, -1, "p/m"},
+		// Known: 700 + ceil(4/4).
+		{"a usage after it", []string{hdr, piU1, piA1, comp, answer("a3", "c1", `{"totalTokens":700}`, "stop"), u3}, 701, "p/m"},
+	} {
+		c.check(t)
+	}
+}
