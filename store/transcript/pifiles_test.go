@@ -407,3 +407,34 @@ func TestPiZeroUsageAfterACompactionIsUnknown(t *testing.T) {
 		c.check(t)
 	}
 }
+
+// An assistant's node carries the prompt the provider billed,
+// input+cacheRead+cacheWrite (output not in it), and the estimate names
+// the entry it anchors on, none when nothing anchors (mutation sweep:
+// reduce's Prompt assignment and Estimate's AnchorEntry assignment
+// deleted survived this package's tests; engage's replay reads Prompt
+// only with pi's fixtures in reach).
+func TestBranchPromptAndAnchorEntry(t *testing.T) {
+	a1 := `{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":100,"output":20,"cacheRead":3000,"cacheWrite":7,"totalTokens":3127},"stopReason":"stop"}}`
+	u2 := `{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"qqqq"}}`
+	b, err := Load(strings.NewReader(strings.Join([]string{hdr, piU1, a1, u2}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.At(1); n.ID != "a1" || n.Usage != 3127 || n.Prompt != 3107 {
+		t.Errorf("At(1) = %+v; want a1, usage 3127, prompt 3107", n)
+	}
+	if n := b.At(0); n.Prompt != 0 {
+		t.Errorf("At(0) = %+v; want no prompt for a user message", n)
+	}
+	if f := b.Final; f.AnchorEntry != "a1" || f.Anchor != 3127 || f.Tokens != 3128 {
+		t.Errorf("Final = %+v; want anchored on a1, 3127 + 1", f)
+	}
+	b, err = Load(strings.NewReader(strings.Join([]string{hdr, piU1}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := b.Final; f.AnchorEntry != "" || f.Tokens != 2 {
+		t.Errorf("Final with no answer = %+v; want no anchor, 2 tokens", f)
+	}
+}
