@@ -118,6 +118,7 @@ func TestStringifyUnits(t *testing.T) {
 		{`"\udc00\udc00"`, `"\udc00\udc00"`},         // two low halves: no pair
 		{`"\ud800\udfff"`, `"` + "\U000103FF" + `"`}, // the last low half pairs
 		{`"\udbff\udfff"`, `"` + "\U0010FFFF" + `"`}, // and the last high half
+		{`"\ud800\udc00"`, `"` + "\U00010000" + `"`}, // the first low half pairs (mutation sweep: its bound moved to 0xDC01)
 		{`"` + "\xff\xe2\x82" + `"`, `"` + "\ufffd\ufffd" + `"`},
 		{`{"n":1.000000,"m":2.50000,"z":-0,"q":0.100000}`, `{"n":1,"m":2.5,"z":0,"q":0.1}`},
 		{`[1E+2,1e-10,1.5E300,1e21,1e20,0.000001,1e-7,-5e-324,1e400,-1e400,123456789012345680000]`,
