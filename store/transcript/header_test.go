@@ -204,7 +204,7 @@ func TestParseTimestamp(t *testing.T) {
 		"2026-03-10T09:14:55Z ", " 2026-03-10", "+2026-03-10", "2026-3-10", "Tue, 10 Mar 2026 09:14:55 GMT",
 		// A date missing its year or its first '-' (mutation sweep: the
 		// date's `ok1 && ok2` made `||` read these as 2026-03-10 and
-		// 0000-03-10; node 22's Date reads the first as 1 October of
+		// 0000-03-10; node 20's Date reads the first as 1 October of
 		// year 202603, the last as 2001-03-10: no ISO form either way).
 		"202603-10", "202603-10T09:14Z", "-03-10"} {
 		if got, ok := ParseTimestamp(s); ok {

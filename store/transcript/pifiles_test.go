@@ -389,7 +389,8 @@ func TestPiModelIsTheStringPiHolds(t *testing.T) {
 // estimate unknown, an earlier one with a usage notwithstanding; an
 // aborted one is passed over (mutation sweep: Unknown's `fresh &&
 // freshUsed` made `||`, and the guard's `> 0` made `> -1`, each took a
-// zero usage for a fresh one; the tests' fresh usages were not 0).
+// zero usage for a fresh one; the tests' fresh usages were not 0). Each
+// want is pi 0.58.3's, from tools/pi-end-usage.mjs on these lines.
 func TestPiZeroUsageAfterACompactionIsUnknown(t *testing.T) {
 	answer := func(id, parent, usage, stop string) string {
 		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + usage + `,"stopReason":"` + stop + `"}}`
@@ -436,5 +437,29 @@ func TestBranchPromptAndAnchorEntry(t *testing.T) {
 	}
 	if f := b.Final; f.AnchorEntry != "" || f.Tokens != 2 {
 		t.Errorf("Final with no answer = %+v; want no anchor, 2 tokens", f)
+	}
+}
+
+// JSON.parse decodes every escape and keeps the last of a repeated key, so
+// a block's type escaped from its first byte is still "text", a type
+// given again as a number is no type, and a provider and model escaped
+// from their first byte are "p" and "m" (mutation sweep: the block's
+// `typ = nil` on a repeated type deleted, and the unescape checks'
+// `IndexByte(…, '\\') >= 0` made `>= 1` or `> 0` in block and in
+// names.text, each survived: the tests' escapes were never first).
+// Each want is pi 0.58.3's, from tools/pi-end-usage.mjs on these lines.
+func TestPiReadsTypesAndNamesAsJSONParseDoes(t *testing.T) {
+	user := func(content string) string {
+		return `{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":` + content + `}}`
+	}
+	for _, c := range []piFile{
+		// 8 characters of text: 2 tokens, or none when the type is no "text".
+		{"a type escaped from its first byte", []string{hdr, user(`[{"type":"\u0074ext","text":"abcdefgh"}]`)}, 2, ""},
+		{"a type given again as a number", []string{hdr, user(`[{"type":"text","type":5,"text":"abcdefgh"}]`)}, 0, ""},
+		{"a type given again as text", []string{hdr, user(`[{"type":5,"type":"text","text":"abcdefgh"}]`)}, 2, ""},
+		{"a provider and model escaped from their first byte", []string{hdr, piU1,
+			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"\u0070","model":"\u006d","usage":{"totalTokens":1000},"stopReason":"stop"}}`}, 1000, "p/m"},
+	} {
+		c.check(t)
 	}
 }
