@@ -479,3 +479,40 @@ func TestScanHexVersionDigits(t *testing.T) {
 		}
 	}
 }
+
+// The read buffer is 64 KiB and MaxLineBytes a multiple of it, so a long
+// line's assembled prefix lands on the limit exactly: a longer line is
+// still too long, and a line of exactly the limit is one line, the next
+// numbered after it (mutation sweep: the assembling loop's
+// `len(s.long) <= s.maxLine` made `<` stopped at the limit, returned the
+// line's first 64 MiB as a line and read its tail as the next; the tests'
+// limits were no multiple of the buffer).
+func TestScanLineAtALimitOfWholeBuffers(t *testing.T) {
+	const limit = 128 << 10 // two buffers, as 64 MiB is 1024
+	entry := func(n int) string {
+		head := `{"type":"message","id":"a","message":{"role":"user","content":"`
+		return head + strings.Repeat("x", n-len(head)-3) + `"}}` // n bytes
+	}
+	next := `{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"y"}}`
+	s := NewScanner(strings.NewReader(hdr + "\n" + entry(limit+100<<10) + "\n" + next + "\n"))
+	s.maxLine = limit
+	n := 0
+	for s.Next() {
+		n++
+	}
+	if !errors.Is(s.Err(), ErrLineTooLong) || !strings.HasPrefix(s.Err().Error(), "line 2: ") || n != 0 {
+		t.Errorf("a line of %d bytes, limit %d: %d entries, %v; want line 2 too long", limit+100<<10, limit, n, s.Err())
+	}
+	s = NewScanner(strings.NewReader(hdr + "\n" + entry(limit) + "\n" + next + "\n"))
+	s.maxLine = limit
+	var es []Entry
+	for s.Next() {
+		es = append(es, *s.Entry())
+	}
+	if s.Err() != nil || len(es) != 2 || es[0].Message.Content.String != int64(limit-66) || es[1].Line != 3 || s.Stats().Lines != 3 {
+		t.Errorf("a line of exactly the limit, %d bytes: %v, %d entries, stats %+v", limit, s.Err(), len(es), s.Stats())
+		for _, e := range es {
+			t.Errorf("  entry %s, line %d, content %d", e.ID, e.Line, e.Message.Content.String)
+		}
+	}
+}
