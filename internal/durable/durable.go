@@ -53,12 +53,11 @@ type FS interface {
 	// existing to: that fails with an error that unwraps to EEXIST (see
 	// fsat.RenameNoReplace).
 	RenameNoReplace(dir *os.File, from, to string) error
-	// RenameNoReplaceAtomic is RenameNoReplace without its fallback: the
-	// system's atomic no-replace rename alone (renameat2 with
-	// RENAME_NOREPLACE). Where the filesystem has none (an NFS or CephFS
-	// client says EINVAL, an older kernel ENOSYS, some FUSE EOPNOTSUPP;
-	// every system but Linux ENOSYS here) it fails and changes nothing,
-	// for the caller to fall back on Link and Unlink as it sees fit.
+	// RenameNoReplaceAtomic is RenameNoReplace without its fallback (see
+	// fsat.RenameNoReplaceAtomic): where the file system or the system
+	// has no atomic no-replace rename it fails with the system's errno
+	// and changes nothing, for the caller to fall back on Link and Unlink
+	// as it sees fit.
 	RenameNoReplaceAtomic(dir *os.File, from, to string) error
 	// Link makes to a second name of from inside dir; an existing to
 	// fails with an error that unwraps to EEXIST (link(2) never
@@ -112,10 +111,7 @@ func (Disk) RenameNoReplace(dir *os.File, from, to string) error {
 
 // RenameNoReplaceAtomic implements FS.
 func (Disk) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
-	if err := renameNoReplaceAtomic(int(dir.Fd()), from, to); err != nil {
-		return &os.LinkError{Op: "rename", Old: fsat.Join(dir, from), New: fsat.Join(dir, to), Err: err}
-	}
-	return nil
+	return fsat.RenameNoReplaceAtomic(dir, from, to)
 }
 
 // Link implements FS.

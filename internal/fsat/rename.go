@@ -23,6 +23,20 @@ func RenameNoReplace(dir *os.File, from, to string) error {
 	return nil
 }
 
+// RenameNoReplaceAtomic is RenameNoReplace without its fallback: the
+// system's atomic no-replace rename alone (renameat2 RENAME_NOREPLACE,
+// macOS's renameatx_np RENAME_EXCL), its errno as the system gave it.
+// Where the file system or the system has none (an NFS or CephFS client
+// says EINVAL, an older kernel ENOSYS, some FUSE EOPNOTSUPP, macOS ENOTSUP
+// on a file system without it; FreeBSD ENOSYS here) it fails and changes
+// nothing, for the caller to fall back as it sees fit.
+func RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	if err := renameExcl(int(dir.Fd()), from, to); err != nil {
+		return &os.LinkError{Op: "rename", Old: Join(dir, from), New: Join(dir, to), Err: err}
+	}
+	return nil
+}
+
 // errNoAtomic says the system or filesystem has no rename that refuses to
 // replace, so RenameNoReplace falls back to linkThenUnlink.
 var errNoAtomic = errors.New("no atomic no-replace rename")

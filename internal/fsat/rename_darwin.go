@@ -2,10 +2,16 @@ package fsat
 
 import "golang.org/x/sys/unix"
 
-// renameNoReplace is renameatx_np with RENAME_EXCL (macOS 10.12 and
-// later); a filesystem that does not support it says ENOTSUP or EINVAL.
+// renameExcl is renameatx_np with RENAME_EXCL (macOS 10.12 and later),
+// its errno as it is.
+func renameExcl(dirfd int, from, to string) error {
+	return unix.RenameatxNp(dirfd, from, dirfd, to, unix.RENAME_EXCL)
+}
+
+// renameNoReplace is renameExcl; a filesystem that does not support it
+// says ENOTSUP or EINVAL.
 func renameNoReplace(dirfd int, from, to string) error {
-	err := unix.RenameatxNp(dirfd, from, dirfd, to, unix.RENAME_EXCL)
+	err := renameExcl(dirfd, from, to)
 	if err == unix.ENOTSUP || err == unix.EINVAL || err == unix.ENOSYS {
 		return errNoAtomic
 	}

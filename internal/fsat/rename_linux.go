@@ -2,10 +2,15 @@ package fsat
 
 import "golang.org/x/sys/unix"
 
-// renameNoReplace is renameat2 with RENAME_NOREPLACE; a filesystem that
-// does not support the flag says EINVAL.
+// renameExcl is renameat2 with RENAME_NOREPLACE, its errno as it is.
+func renameExcl(dirfd int, from, to string) error {
+	return renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+}
+
+// renameNoReplace is renameExcl; a filesystem that does not support the
+// flag says EINVAL.
 func renameNoReplace(dirfd int, from, to string) error {
-	err := renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+	err := renameExcl(dirfd, from, to)
 	if err == unix.EINVAL || err == unix.ENOSYS {
 		return errNoAtomic
 	}

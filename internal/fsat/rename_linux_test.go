@@ -41,3 +41,33 @@ func TestRenameNoReplaceFallsBackWhereTheFlagIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// RenameNoReplaceAtomic is the atomic rename alone: it renames, refuses
+// an existing name with EEXIST, and where the flag is refused it returns
+// the system's errno and changes nothing (no link, no unlink: the fallback
+// is its caller's, fleet/shared's).
+func TestRenameNoReplaceAtomicHasNoFallback(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "a"), "a's")
+	write(t, filepath.Join(p, "taken"), "taken's")
+	if err := RenameNoReplaceAtomic(d, "a", "b"); err != nil {
+		t.Fatalf("RenameNoReplaceAtomic(a, b) = %v", err)
+	}
+	if err := RenameNoReplaceAtomic(d, "b", "taken"); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("onto an existing name = %v; want EEXIST", err)
+	}
+	renameat2 = func(int, string, int, string, uint) error { return unix.EINVAL }
+	err := RenameNoReplaceAtomic(d, "b", "c")
+	renameat2 = unix.Renameat2
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("where the flag is refused = %v; want EINVAL", err)
+	}
+	for name, want := range map[string]string{"b": "a's", "taken": "taken's"} {
+		if got, err := os.ReadFile(filepath.Join(p, name)); err != nil || string(got) != want {
+			t.Errorf("%s holds %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(p, "c")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("c was made where the flag is refused: %v", err)
+	}
+}
