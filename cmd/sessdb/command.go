@@ -78,9 +78,9 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	reads := readsConfig(fs) // before once hides the knobs' types
 	twice := once(fs)
 	pos, err := parseInterspersed(fs, args)
-	var asValue error
+	var asValue, emptyFlag error
 	if err == nil {
-		asValue = flagForAValue(fs, args)
+		asValue, emptyFlag = flagForAValue(fs, args), emptyStoreFlag(fs)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		// A help text is read-only, whichever command's: a reader gone
@@ -106,8 +106,8 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		// "$DIR" with DIR unset: taken as absent, a walk would go to
 		// PI_SESSIONS_DIR, another root than the one named.
 		return rep.usage(fmt.Errorf("the %s argument is empty (a variable not set?): %s", c.arg(), c.emptyArgHint()))
-	case emptyStoreFlag(fs) != nil:
-		return rep.usage(emptyStoreFlag(fs))
+	case emptyFlag != nil:
+		return rep.usage(emptyFlag)
 	}
 	if err := rep.configure(lf); err != nil {
 		return rep.usage(err)

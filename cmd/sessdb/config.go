@@ -111,10 +111,7 @@ func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 // runs, and '/var/lib/pi/sessions ' a second root beside the real one:
 // every key absent there, and promote filling it.
 func rootPath(name, p string) error {
-	if err := spaceAround(name, p, "a sessions root's name has none"); err != nil {
-		return err
-	}
-	if err := unexpanded(name, p); err != nil {
+	if err := literalName(name, p, "a sessions root's name has none"); err != nil {
 		return err
 	}
 	if err := pathLength(name, p); err != nil {
@@ -147,15 +144,17 @@ func unexpanded(name, p string) error {
 	}
 }
 
-// filePath refuses the name of a file the configuration names (a models
-// file, the etcd CA, client certificate and key, the password file) that
-// begins or ends with white space or holds what only a shell expands, as
-// rootPath refuses a sessions root's: such a name comes from the same env
-// files and units, and opened as given it failed as "stat ~/ca.pem: no such
-// file or directory", the cause unsaid. what names the file ("a models
-// file").
-func filePath(name, p, what string) error {
-	if err := spaceAround(name, p, what+"'s name has none"); err != nil {
+// literalName refuses p, given as name, when it begins or ends with white
+// space (spaceAround, why saying what the name should be) or holds what
+// only a shell expands (unexpanded). Every name the configuration gives
+// passes it: a sessions root, a job dir, the fleet's key prefix and
+// transcripts dir, and the files it names (a models file, the etcd CA,
+// client certificate and key, the password file). They come from the same
+// env files and units; taken as given, such a name was another root or
+// namespace, every key absent there, or a file that failed to open as
+// "stat ~/ca.pem: no such file or directory", the cause unsaid.
+func literalName(name, p, why string) error {
+	if err := spaceAround(name, p, why); err != nil {
 		return err
 	}
 	return unexpanded(name, p)

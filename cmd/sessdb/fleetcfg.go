@@ -105,14 +105,9 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		if strings.TrimRight(p, "/") == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, brief(p))
 		}
-		// As with a sessions root (rootPath): white space around it is a
-		// quoting mistake, and another namespace in etcd.
-		if err := spaceAround(n, p, "a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)"); err != nil {
-			return fc, true, err
-		}
-		// And as with a transcripts dir: "$FLEET_PREFIX" from an env file
-		// is another namespace, every key absent in it.
-		if err := unexpanded(n, p); err != nil {
+		// As with a sessions root (rootPath): white space around it, or
+		// "$FLEET_PREFIX" from an env file, is another namespace in etcd.
+		if err := literalName(n, p, "a key prefix has none (records written under such a prefix stay there: see docs/fleet.md before changing it)"); err != nil {
 			return fc, true, err
 		}
 		if err := utf8Path(n, p); err != nil {
@@ -127,10 +122,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	// As with a sessions root: white space around it is a quoting
 	// mistake, and where such a dir exists (' ' in the working directory,
 	// one beside the mount) every transcript is absent there.
-	if err := spaceAround(dn, d, "a transcripts dir's name has none"); err != nil {
-		return fc, true, err
-	}
-	if err := unexpanded(dn, d); err != nil {
+	if err := literalName(dn, d, "a transcripts dir's name has none"); err != nil {
 		return fc, true, err
 	}
 	if err := utf8Path(dn, d); err != nil {
@@ -146,7 +138,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	fc.TranscriptsDir = d
 	for _, k := range []*knob{&f.ca, &f.cert, &f.key} {
 		if v, n := k.get(getenv); v != "" {
-			if err := filePath(n, v, "a PEM file"); err != nil {
+			if err := literalName(n, v, "a PEM file's name has none"); err != nil {
 				return fc, true, err
 			}
 		}
@@ -254,7 +246,7 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	case secret == "":
 		return fmt.Errorf("%s is set but no password is: set PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (there is no password flag)", userName)
 	case from == "--"+f.password.flag:
-		if err := filePath(from, secret, "a password file"); err != nil {
+		if err := literalName(from, secret, "a password file's name has none"); err != nil {
 			return err // a file's name, never the password
 		}
 		p, err := readPassword(secret)

@@ -114,7 +114,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		}
 		var windows store.Windows
 		if path, name := modelsFile.get(os.Getenv); path != "" {
-			if err := filePath(name, path, "a models file"); err != nil {
+			if err := literalName(name, path, "a models file's name has none"); err != nil {
 				return inv.rep.config(err)
 			}
 			if err := pathLength(name, path); err != nil {

@@ -87,10 +87,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
 		trimStamps(piVersion, venue, model)
-		if err := spaceAround("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
-			return inv.rep.usage(err)
-		}
-		if err := unexpanded("--job-dir", *jobDir); err != nil {
+		if err := literalName("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
 			return inv.rep.usage(err)
 		}
 		if err := pathLength("--job-dir", *jobDir); err != nil {
