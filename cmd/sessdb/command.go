@@ -227,8 +227,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // "-json", "--log-level=info"): the value was left out (an unquoted
 // variable that was empty), and the flag package took the next flag for
 // it, which then is off without a word while the first holds its name.
-// "--pi-version=--allow-rewrite" gives such a value on purpose. It runs
-// once the arguments have parsed, so every name in args is a flag of fs.
+// The same for -h and --help (asksForHelp). "--pi-version=--allow-rewrite"
+// gives such a value on purpose. It runs once the arguments have parsed,
+// so every name in args is a flag of fs.
 func flagForAValue(fs *flag.FlagSet, args []string) error {
 	for i := 0; i < len(args)-1; i++ {
 		a := args[i]
@@ -242,7 +243,7 @@ func flagForAValue(fs *flag.FlagSet, args []string) error {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			continue
 		}
-		if g := namedFlag(fs, args[i+1]); g != nil {
+		if namedFlag(fs, args[i+1]) != nil || asksForHelp(fs, args[i+1]) {
 			return fmt.Errorf("--%s: %s is a flag, not a value (a variable left empty?): give --%s its value (--%s=VALUE for one that begins with a dash)", f.Name, brief(args[i+1]), f.Name, f.Name)
 		}
 		i++ // its value
@@ -250,19 +251,34 @@ func flagForAValue(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// asksForHelp reports whether the word a is -h or -help (with one dash or
+// two, with or without a value), which the flag package takes for a request
+// for help when fs defines no flag of that name: left as a value ("--pi-version
+// $V -h", V empty), the help asked for was a pi version stamped "-h".
+func asksForHelp(fs *flag.FlagSet, a string) bool {
+	name := flagWord(a)
+	return (name == "h" || name == "help") && fs.Lookup(name) == nil
+}
+
 // namedFlag is the flag of fs that the word a names ("-x", "--x",
 // "--x=v"), or nil when a names none.
 func namedFlag(fs *flag.FlagSet, a string) *flag.Flag {
+	if name := flagWord(a); name != "" {
+		return fs.Lookup(name)
+	}
+	return nil
+}
+
+// flagWord is the name the word a gives as a flag ("x" for "-x", "--x"
+// and "--x=v"), or "" when a begins with no dash.
+func flagWord(a string) string {
 	name, ok := strings.CutPrefix(a, "-")
 	if !ok {
-		return nil
+		return ""
 	}
 	name = strings.TrimPrefix(name, "-")
 	name, _, _ = strings.Cut(name, "=")
-	if name == "" {
-		return nil
-	}
-	return fs.Lookup(name)
+	return name
 }
 
 // helpText is the command's whole help: the usage line, what it does, its

@@ -55,7 +55,7 @@ objects the commands print are listed field by field in [json.md](json.md).
   argument (` + "`\"$DIR\"`" + ` with DIR unset), which is never taken for the
   configured root; and so is a flag given for another's value
   (` + "`--pi-version --allow-rewrite`" + `: a value left out, which took the next
-  flag), where ` + "`--pi-version=VALUE`" + ` gives a value that is a flag's name (any
+  flag; ` + "`-h` and `--help`" + ` count as flags there), where ` + "`--pi-version=VALUE`" + ` gives a value that is a flag's name (any
   other, one that begins with a dash included, is taken as given: ` + "`--venue -edge`" + `);
   and so is an empty value of a flag that names one thing to act on or at
   (` + "`dump --key \"\"`, `check --accept \"\"`, `--quarantine \"\"`, `--at \"\"`, `--svg \"\"`" + `),

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stagedJob resolves key on root into a fresh job dir and appends one
+// message to the staged transcript, as pi would: a job promote takes.
+func stagedJob(t *testing.T, root, key string) string {
+	t.Helper()
+	job := filepath.Join(t.TempDir(), "job")
+	if code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: exit %d, %s%s", code, out, errs)
+	}
+	f, err := os.OpenFile(filepath.Join(job, "session", "current.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(`{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// `promote --pi-version $V -h` with V empty took "-h" for the pi version:
+// the flag package owns -h and --help, so no flag of the command is named
+// so and flagForAValue let it through, and promote stamped the key "-h"
+// (every later job pi-version-changed) where the operator asked for help.
+// -h, -help and --help after a flag that wants a value are refused as any
+// other flag is, exit 2, nothing written; --pi-version=-h still gives it.
+func TestHelpIsNotTakenForAFlagsValue(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	key := "9ddb56ddcfac930962d0f4d375d2fd07"
+	job := stagedJob(t, root, key)
+	for _, args := range [][]string{
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "-h"},
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "--help"},
+		{"dump", "--key", key, "--as-job", "--venue", "local", "--pi-version", "-help", root},
+		{"dump", "--key", key, "--as-job", "--pi-version", "0.58.3", "--venue", "--h", root},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "is a flag") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 saying the value is a flag", args, code, brief(out), errs)
+		}
+	}
+	if code, out, errs := runCLI(t, "dump", "--json", "--key", key, root); code != exitOK || !strings.Contains(out, `"pi_version":"0.58.3"`) || !strings.Contains(out, `"gen":2,`) {
+		t.Errorf("after the refused promotes the key is not as it was: exit %d, %s%s", code, brief(out), errs)
+	}
+	// -h where a flag is wanted is still help.
+	if code, out, _ := runCLI(t, "promote", "--job-dir", job, "-h"); code != exitOK || !strings.Contains(out, "usage: sessdb promote") {
+		t.Errorf("promote --job-dir J -h: exit %d, %q; want the help", code, brief(out))
+	}
+	code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version=-h")
+	if code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Errorf("--pi-version=-h: exit %d, %s%s; want it promoted with that pi version", code, out, errs)
+	}
+}
