@@ -121,8 +121,8 @@ func rootPath(name, p string) error {
 }
 
 // unexpanded refuses p, given as name, when it holds what only a shell
-// expands: a first component beginning with "~", or a variable ($NAME,
-// ${NAME}, $(NAME)). An env file, docker's --env-file, a unit's
+// expands: a first component beginning with "~", a command substitution
+// (`...`), or a variable ($NAME, ${NAME}, $(NAME)). An env file, docker's --env-file, a unit's
 // Environment= or a Python env dict pass "~/sessions" and
 // "$HOME/sessions" as written, and Kubernetes passes "$(NAME)" so when
 // NAME is not defined before it in the pod's env list; taken as a
@@ -131,6 +131,11 @@ func rootPath(name, p string) error {
 func unexpanded(name, p string) error {
 	if strings.HasPrefix(p, "~") {
 		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
+	}
+	// A pair of backticks is the old form of $(...); one alone is a
+	// syntax error to a shell, so it can only be a name.
+	if strings.Count(p, "`") >= 2 {
+		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give the path itself", name, brief(p))
 	}
 	for rest := p; ; {
 		i := strings.IndexByte(rest, '$')

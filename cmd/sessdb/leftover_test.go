@@ -60,3 +60,69 @@ func TestHelpIsNotTakenForAFlagsValue(t *testing.T) {
 		t.Errorf("--pi-version=-h: exit %d, %s%s; want it promoted with that pi version", code, out, errs)
 	}
 }
+
+// A command substitution written with backticks ("`pwd`/sessions", as
+// an env file or a unit's Environment= passes it) is what only a shell
+// expands, as "$(pwd)" is: taken as a relative path, it was a sessions
+// root or a job dir made in the worker's working directory. A name that
+// holds two backticks is refused as one naming a variable is, exit 2,
+// nothing made; one backtick alone, which no shell expands, is a name.
+func TestABacktickSubstitutionIsAConfigurationError(t *testing.T) {
+	clearEnv(t)
+	sample := copySample(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	key := "4668107cac2e99b44415c5606b32ef14"
+	job := filepath.Join(t.TempDir(), "job")
+	t.Setenv("PI_SESSIONS_DIR", "`pwd`/sessions")
+	code, out, errs := runCLI(t, "resolve", "--key", key, "--job-dir", job, "--pi-version", "1", "--log-format", "console")
+	if code == exitOK {
+		// The code as it was: a cold start. Run the job, promote it.
+		f, err := os.OpenFile(filepath.Join(job, "session", "current.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(header + `{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"hi"}}` + "\n")
+		f.Close()
+	}
+	if code != exitUsage || out != "" || !strings.Contains(errs, "PI_SESSIONS_DIR") || !strings.Contains(errs, "shell") {
+		t.Errorf("PI_SESSIONS_DIR=`pwd`/sessions resolve: exit %d, stdout %q, stderr %q; want exit 2 naming it and what only a shell expands", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "promote", "--job-dir", job, "--pi-version", "1", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "shell") {
+		t.Errorf("PI_SESSIONS_DIR=`pwd`/sessions promote: exit %d, stdout %q, stderr %q; want exit 2 naming what only a shell expands", code, out, errs)
+	}
+	t.Setenv("PI_SESSIONS_DIR", "")
+	for _, args := range [][]string{
+		{"dump", "`pwd`/sessions"},
+		{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", "/srv/`hostname`"},
+		{"resolve", "--sessions-dir", sample, "--key", key, "--job-dir", "``job", "--pi-version", "1"},
+	} {
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "shell") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming what only a shell expands", args, code, brief(out), errs)
+		}
+	}
+	var made []string
+	filepath.WalkDir(cwd, func(p string, d os.DirEntry, err error) error {
+		if p != cwd {
+			made = append(made, strings.TrimPrefix(p, cwd))
+		}
+		return nil
+	})
+	if len(made) != 0 {
+		t.Errorf("made in the working directory: %v", made)
+	}
+	// One backtick is no substitution: a name, walked and made.
+	dir := filepath.Join(t.TempDir(), "a`b", "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "dump", dir); code != exitOK {
+		t.Errorf("dump %s: exit %d, %s; want it walked", dir, code, errs)
+	}
+	one := filepath.Join(t.TempDir(), "job`")
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", sample, "--key", key, "--job-dir", one, "--pi-version", "0.58.3"); code != exitOK {
+		t.Errorf("resolve --job-dir %s: exit %d, %s; want it made", one, code, errs)
+	}
+}

@@ -134,6 +134,8 @@ written, as Kubernetes passes a ` + "`$(NAME)`" + ` whose NAME is not defined be
 The fleet's key prefix and the files the configuration names
 (` + "`PI_SESSION_MODELS_FILE`" + `, the etcd CA, certificate, key and password file)
 are refused the same way, and for white space around them.
+So is a command substitution in backticks (` + "`` `pwd`/sessions ``" + `: a name
+that holds two); one backtick alone, a syntax error to a shell, is a name.
 A ` + "`~`" + ` inside a name (` + "`kubernetes.io~empty-dir`" + `) and a ` + "`$`" + ` before anything but
 a letter, ` + "`_`, `{` or `(`" + ` (` + "`share$`, `price$5`" + `) are names like any other.
 
