@@ -121,8 +121,8 @@ func rootPath(name, p string) error {
 }
 
 // unexpanded refuses p, given as name, when it holds what only a shell
-// expands: a first component beginning with "~", a command substitution
-// (`...`), or a variable ($NAME, ${NAME}, $(NAME)). An env file, docker's --env-file, a unit's
+// expands: a first component beginning with "~", or a substitution
+// (shellSubstitution). An env file, docker's --env-file, a unit's
 // Environment= or a Python env dict pass "~/sessions" and
 // "$HOME/sessions" as written, and Kubernetes passes "$(NAME)" so when
 // NAME is not defined before it in the pod's env list; taken as a
@@ -132,10 +132,17 @@ func unexpanded(name, p string) error {
 	if strings.HasPrefix(p, "~") {
 		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
 	}
-	// A pair of backticks is the old form of $(...); one alone is a
-	// syntax error to a shell, so it can only be a name.
+	return shellSubstitution(name, p, "the path itself")
+}
+
+// shellSubstitution refuses p, given as name, when it holds a command
+// substitution in backticks or a variable ($NAME, ${NAME}, $(NAME)),
+// which only a shell expands; give says what to give instead. A "$"
+// before anything else is no variable to a shell, and one backtick alone
+// is a syntax error to it: both can only be part of a name.
+func shellSubstitution(name, p, give string) error {
 	if strings.Count(p, "`") >= 2 {
-		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give the path itself", name, brief(p))
+		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give %s", name, brief(p), give)
 	}
 	for rest := p; ; {
 		i := strings.IndexByte(rest, '$')
@@ -143,7 +150,7 @@ func unexpanded(name, p string) error {
 			return nil
 		}
 		if c := rest[i+1]; c == '{' || c == '(' || c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' {
-			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give the path itself", name, brief(p))
+			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give %s", name, brief(p), give)
 		}
 		rest = rest[i+1:]
 	}

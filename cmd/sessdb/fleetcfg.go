@@ -232,10 +232,17 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	user, userName := f.user.get(getenv)
 	secret, from := f.password.get(getenv)
 	// As for the prefix: white space around a user name is a quoting
-	// mistake, and etcd would refuse the login, every resolve a fault and
-	// every promote promote-failed, its cause far from the variable. (A
-	// password may hold any other character: it is taken as given.)
+	// mistake, and so is a variable or a substitution left unexpanded
+	// ("$ETCD_USER" from an env file): etcd would refuse the login, every
+	// resolve a fault and every promote promote-failed, its cause far
+	// from the variable. A leading "~" is not refused: a shell makes it a
+	// home directory, which nobody means for a user's name, so "~ops" is
+	// as the operator wrote it. (A password may hold any character: it is
+	// taken as given.)
 	if err := spaceAround(userName, user, "an etcd user's name has none"); err != nil {
+		return err
+	}
+	if err := shellSubstitution(userName, user, "the user's name itself"); err != nil {
 		return err
 	}
 	switch {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,39 @@ func TestABacktickSubstitutionIsAConfigurationError(t *testing.T) {
 	one := filepath.Join(t.TempDir(), "job`")
 	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", sample, "--key", key, "--job-dir", one, "--pi-version", "0.58.3"); code != exitOK {
 		t.Errorf("resolve --job-dir %s: exit %d, %s; want it made", one, code, errs)
+	}
+}
+
+// The etcd user comes from the same env files and pod specs as the
+// prefix: PI_SESSIONS_ETCD_USER='$ETCD_USER' (or "${U}", "$(U)", a
+// backtick pair) was taken as the user's name, and etcd refused the
+// login at the first request, every resolve a fault and every promote
+// promote-failed, the cause far from the variable. It is a configuration
+// error naming the variable, exit 2, as the prefix's is; a user name
+// with a "$" that names no variable, or a "~", is a name.
+func TestAnUnexpandedEtcdUserIsAConfigurationError(t *testing.T) {
+	dir := t.TempDir()
+	connect := func(user string) (string, error) {
+		env := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:2379", "PI_SESSIONS_TRANSCRIPTS_DIR": dir, "PI_SESSIONS_ETCD_USER": user, "PI_SESSIONS_ETCD_PASSWORD": "secret"}
+		fc, _, err := bindFleet(flag.NewFlagSet("t", flag.ContinueOnError)).connection(func(name string) string { return env[name] })
+		return fc.Username, err
+	}
+	for _, u := range []string{"$U", "${ETCD_USER}", "$(ETCD_USER)", "sessdb-$HOST", "`whoami`"} {
+		got, err := connect(u)
+		if err == nil || !strings.Contains(err.Error(), "PI_SESSIONS_ETCD_USER") || !strings.Contains(err.Error(), "shell") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("PI_SESSIONS_ETCD_USER=%q: user %q, error %v; want a configuration error naming the variable and what only a shell expands", u, got, err)
+		}
+	}
+	for _, u := range []string{"sessdb", "root", "ops$", "a$1", "~ops", "a~b", "it`s"} {
+		if got, err := connect(u); err != nil || got != u {
+			t.Errorf("PI_SESSIONS_ETCD_USER=%q: user %q, error %v; want it taken", u, got, err)
+		}
+	}
+	// Through the CLI: exit 2 before any connection, the flag named.
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "secret")
+	code, out, errs := runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", dir, "--etcd-user", "$U", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--etcd-user") || !strings.Contains(errs, "shell") {
+		t.Errorf("--etcd-user '$U': exit %d, stdout %q, stderr %q; want exit 2 naming --etcd-user", code, brief(out), errs)
 	}
 }

@@ -133,7 +133,8 @@ transcripts dir): only a shell expands them, and an env file, docker's
 written, as Kubernetes passes a ` + "`$(NAME)`" + ` whose NAME is not defined before it.
 The fleet's key prefix and the files the configuration names
 (` + "`PI_SESSION_MODELS_FILE`" + `, the etcd CA, certificate, key and password file)
-are refused the same way, and for white space around them.
+are refused the same way, and for white space around them; the etcd
+user's name for white space around it and for a variable.
 So is a command substitution in backticks (` + "`` `pwd`/sessions ``" + `: a name
 that holds two); one backtick alone, a syntax error to a shell, is a name.
 A ` + "`~`" + ` inside a name (` + "`kubernetes.io~empty-dir`" + `) and a ` + "`$`" + ` before anything but
