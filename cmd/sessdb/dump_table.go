@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -22,9 +23,9 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 	if wide {
 		cols = append(cols, column{"AGE", 0})
 	}
-	// PROMOTED fits "106751d ago (mtime)": the largest age a duration holds,
-	// and the mark that says a legacy key's clock is its mtime.
-	cols = append(cols, column{"PROMOTED", 19}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
+	// PROMOTED fits "3652058d ago (mtime)": the largest age there is (year
+	// 1 to 9999), and the mark that says a legacy key's clock is its mtime.
+	cols = append(cols, column{"PROMOTED", 20}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
 	if wide {
 		cols = append(cols, column{"GEN", 0}, column{"META", 0})
 	}
@@ -243,11 +244,17 @@ func quoted(p *string) string {
 // ago renders a past instant as a short age ("3d", "12m"). A future one is
 // "ahead", with no size: it is a clock that is off (another host's, a
 // checkout's mtime judged --at an earlier time), and its size would only
-// say when the file was written.
+// say when the file was written. Sub clamps a span past 292 years to the
+// longest duration (106751d): one that long (--at 9999-12-31, a header
+// dated year 1) is counted in whole days from the Unix seconds, which
+// hold any time a timestamp or --at can give.
 func ago(now, t time.Time) string {
 	d := now.Sub(t)
-	if d < 0 {
+	switch {
+	case d < 0:
 		return "ahead"
+	case d == math.MaxInt64:
+		return fmt.Sprintf("%dd ago", (now.Unix()-t.Unix())/(24*60*60))
 	}
 	return store.RoundAge(d) + " ago"
 }

@@ -4,8 +4,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stagedJob resolves key on root into a fresh job dir and appends one
@@ -159,5 +161,44 @@ func TestAnUnexpandedEtcdUserIsAConfigurationError(t *testing.T) {
 	code, out, errs := runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", dir, "--etcd-user", "$U", "--log-format", "console")
 	if code != exitUsage || out != "" || !strings.Contains(errs, "--etcd-user") || !strings.Contains(errs, "shell") {
 		t.Errorf("--etcd-user '$U': exit %d, stdout %q, stderr %q; want exit 2 naming --etcd-user", code, brief(out), errs)
+	}
+}
+
+// Go's time.Sub holds at most 292 years and clamps what is longer: dump
+// --at 9999-12-31T00:00:00Z printed every key promoted "106751d ago", and
+// a transcript whose header is dated in year 1 was as old, at any time.
+// An age past what a duration holds is counted in whole days all the
+// same: 2026-11-29T08:00Z is 2,912,109 days before 9999-12-31 (Python's
+// datetime), a header of 0001-01-01 739,948 days before 2026-11-29T10:00Z.
+func TestAnAgePastADurationIsCountedInDays(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	code, out, errs := runCLI(t, "dump", "--wide", "--key", "4668107cac2e99b44415c5606b32ef14", "--at", "9999-12-31T00:00:00Z", root)
+	if code != exitOK || !strings.Contains(out, " 2912109d ago ") || !strings.Contains(out, " 2912149d ago ") {
+		t.Errorf("dump --wide --at 9999-12-31: exit %d, %q%s; want promoted 2912109d ago, the conversation 2912149d", code, out, errs)
+	}
+	legacy := filepath.Join(root, "efc1ddda39889994198ccddd21905257", "current.jsonl")
+	b, err := os.ReadFile(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), `"timestamp":"2026-10-20T09:00:00.000Z"`, `"timestamp":"0001-01-01T00:00:00.000Z"`, 1))
+	if err := os.WriteFile(legacy, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "dump", "--wide", "--key", "efc1ddda39889994198ccddd21905257", "--at", "2026-11-29T10:00:00Z", root)
+	if code != exitOK || !strings.Contains(out, " 739948d ago ") {
+		t.Errorf("dump --wide of a header dated 0001-01-01: exit %d, %q%s; want its age 739948d", code, out, errs)
+	}
+	// An age of seven digits, as long as any there is (year 1 to 9999 is
+	// 3652058 days), fits PROMOTED's column, "(mtime)" and all. (The file
+	// system keeps what it can of year 1: ext4 keeps 1901-12-13.)
+	mtime := time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC) // the zero time would leave it unchanged
+	if err := os.Chtimes(legacy, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "dump", "--key", "efc1ddda39889994198ccddd21905257", "--at", "9999-12-31T23:59:59Z", root)
+	if code != exitOK || !regexp.MustCompile(` [0-9]{7}d ago \(mtime\) `).MatchString(out) {
+		t.Errorf("dump of a legacy key whose mtime is year 1, --at 9999-12-31: exit %d, %q%s; want seven digits' days ago (mtime), whole", code, out, errs)
 	}
 }
