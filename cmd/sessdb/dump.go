@@ -75,7 +75,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	history := fs.String("history", "0", "print each key's last `N` history entries (at most 64) as a table of their own instead of the key table; with --json, in each object")
 	asJob := fs.Bool("as-job", false, "judge the verdict for the job that --pi-version, --venue and --model describe; without it, a verdict that depends on the job shows as ?")
 	piVersion := fs.String("pi-version", "", "with --as-job: the pi `VERSION` the job's image declares (trimmed, as resolve's)")
-	venue := fs.String("venue", "", "with --as-job: the backend, `NAME`, the job runs on (trimmed, as resolve's)")
+	venue := fs.String("venue", "", "with --as-job: the backend, `NAME`, the job runs on (\"\" = unknown: never resumes; trimmed, as resolve's)")
 	model := fs.String("model", "", "with --as-job: the job's `PROVIDER/ID` (for the context bound; trimmed, as resolve's)")
 	at := bindAt(fs)
 	return func(inv *invocation) int {

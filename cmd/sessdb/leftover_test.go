@@ -202,3 +202,69 @@ func TestAnAgePastADurationIsCountedInDays(t *testing.T) {
 		t.Errorf("dump of a legacy key whose mtime is year 1, --at 9999-12-31: exit %d, %q%s; want seven digits' days ago (mtime), whole", code, out, errs)
 	}
 }
+
+// `resolve --venue ""` (a worker that could not tell its backend, or
+// "$VENUE" with VENUE unset) is the library's and the legacy store's
+// unknown venue, as `--pi-version ""` is no version: the job never
+// resumes (venue-changed, whatever the stamp), and its promotion stamps
+// "(pending)", which matches no venue, so the next job on any venue
+// cold-starts once more before its own promotion stamps its venue. It is
+// meaningful, not refused (a worker whose venue is unknown runs cold, as
+// the legacy store's did), and each flag's help says so: an empty stamp
+// given is either refused or means something the operator can read.
+func TestAnEmptyVenueIsNoVenue(t *testing.T) {
+	clearEnv(t)
+	for _, name := range []string{"resolve", "dump"} {
+		c, _, err := find([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := c.newFlags()
+		c.bind(fs)
+		if _, usage := flag.UnquoteUsage(fs.Lookup("venue")); !strings.Contains(usage, `""`) || !strings.Contains(usage, "never resumes") {
+			t.Errorf("sessdb %s --venue's help %q does not say what an empty venue means", name, usage)
+		}
+	}
+	atSampleTime(t)
+	root := copySample(t)
+	key := "4668107cac2e99b44415c5606b32ef14" // resumes for pi 0.58.3 on local
+	// job resolves key for venue, runs (appends a message, a header
+	// first on a cold start) and promotes; it returns resolve's line.
+	job := func(venue string) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "job")
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", dir, "--pi-version", "0.58.3", "--venue", venue)
+		if code != exitOK {
+			t.Fatalf("resolve --venue %q: exit %d, %s%s", venue, code, out, errs)
+		}
+		staged := filepath.Join(dir, "session", "current.jsonl")
+		f, err := os.OpenFile(staged, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := f.Stat(); st.Size() == 0 {
+			f.WriteString(header)
+		}
+		f.WriteString(`{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"hi"}}` + "\n")
+		f.Close()
+		if code, pout, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", dir, "--pi-version", "0.58.3"); code != exitOK || !strings.Contains(pout, `"promoted":true`) {
+			t.Fatalf("promote after resolve --venue %q: exit %d, %s%s", venue, code, pout, errs)
+		}
+		return out
+	}
+	if out := job(""); !strings.Contains(out, `"resume":false,"reason":"venue-changed"`) {
+		t.Errorf("resolve --venue \"\": %s; want a cold start, venue-changed", out)
+	}
+	if code, out, errs := runCLI(t, "dump", "--json", "--key", key, root); code != exitOK || !strings.Contains(out, `"venue":"(pending)"`) {
+		t.Errorf("dump after the promotion of a job with no venue: exit %d, %s%s; want the venue stamp (pending)", code, brief(out), errs)
+	}
+	if code, out, errs := runCLI(t, "dump", "--json", "--key", key, "--as-job", "--pi-version", "0.58.3", "--venue", "", root); code != exitOK || !strings.Contains(out, `"verdict":{"reason":"venue-changed"`) {
+		t.Errorf("dump --as-job --venue \"\": exit %d, %s%s; want venue-changed", code, brief(out), errs)
+	}
+	if out := job("local"); !strings.Contains(out, `"resume":false,"reason":"venue-changed"`) {
+		t.Errorf("the first job on local after it: %s; want a cold start, venue-changed", out)
+	}
+	if out := job("local"); !strings.Contains(out, `"resume":true,"reason":"resumed"`) {
+		t.Errorf("the second job on local: %s; want it resumed", out)
+	}
+}

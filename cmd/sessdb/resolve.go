@@ -70,7 +70,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 	ref := fs.String("ref", "", "key material: `REF`, the head ref or issue branch (for --kind local, the trigger id)")
 	jobDir := fs.String("job-dir", "", "the job's `DIR`; the transcript is staged in its session/ dir (a name with white space around it, or with a ~ or $VAR only a shell expands, is refused)")
 	piVersion := fs.String("pi-version", "", "the pi `VERSION` the job's image declares (\"\" declares none: never resumes; white space around it is trimmed); required")
-	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on (white space around it is trimmed)")
+	venue := fs.String("venue", "local", "the backend, `NAME`, the job runs on (\"\" = unknown: never resumes, and its promotion stamps (pending), which no venue matches; white space around it is trimmed)")
 	model := fs.String("model", "", "the job's `PROVIDER/ID`, for the context bound (white space around it is trimmed)")
 	jobID := fs.String("job", "", "the job's `ID`, recorded in the key's history by promote")
 	return func(inv *invocation) int {
