@@ -78,9 +78,12 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	reads := readsConfig(fs) // before once hides the knobs' types
 	twice := once(fs)
 	pos, err := parseInterspersed(fs, args)
-	var asValue, emptyFlag error
+	var asValue, asDir, emptyFlag error
 	if err == nil {
 		asValue, emptyFlag = flagForAValue(fs, args), emptyStoreFlag(fs)
+		if len(pos) == 0 && c.maxArgs > 0 && c.arg() == "DIR" {
+			asDir = dirForAValue(fs, args)
+		}
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		// A help text is read-only, whichever command's: a reader gone
@@ -98,6 +101,8 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		return rep.usage(errors.New(briefFlagError(err.Error())))
 	case asValue != nil:
 		return rep.usage(asValue)
+	case asDir != nil:
+		return rep.usage(asDir)
 	case c.minArgs == 1 && c.maxArgs == 1 && len(pos) != 1:
 		return rep.usage(fmt.Errorf("want exactly one %s, got %s", c.arg(), plural(len(pos), "argument")))
 	case len(pos) > c.maxArgs:
@@ -228,9 +233,55 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // variable that was empty), and the flag package took the next flag for
 // it, which then is off without a word while the first holds its name.
 // The same for -h and --help (asksForHelp). "--pi-version=--allow-rewrite"
-// gives such a value on purpose. It runs once the arguments have parsed,
-// so every name in args is a flag of fs.
+// gives such a value on purpose.
 func flagForAValue(fs *flag.FlagSet, args []string) error {
+	return separateValues(fs, args, func(f *flag.Flag, v string) error {
+		if namedFlag(fs, v) != nil || asksForHelp(fs, v) {
+			return fmt.Errorf("--%s: %s is a flag, not a value (a variable left empty?): give --%s its value (--%s=VALUE for one that begins with a dash)", f.Name, brief(v), f.Name, f.Name)
+		}
+		return nil
+	})
+}
+
+// stampFlags are the flags whose value is a job's stamp, never a path:
+// what each names, and whether any "/" makes a value a path (a pi version
+// is an npm version, which never holds one; a model's PROVIDER/ID does).
+var stampFlags = map[string]struct {
+	what    string
+	noSlash bool
+}{
+	"pi-version": {"a pi version", true},
+	"venue":      {"a venue", false},
+	"model":      {"a model", false},
+}
+
+// dirForAValue refuses, for a command given no DIR argument, a stamp flag
+// given as a word of its own whose value is written as a path: "/…",
+// "./…", "../…", "." or "..", or for a pi version any "/". That is the
+// DIR argument, taken for a value left out before it ("--pi-version $V
+// DIR", V empty and unquoted), and the command would act on the
+// configured root instead of DIR. No venue, model (the legacy identity
+// begins with a letter or digit) or pi version is written so, and
+// "--pi-version=VALUE", or a DIR argument given, shows nothing was taken.
+func dirForAValue(fs *flag.FlagSet, args []string) error {
+	return separateValues(fs, args, func(f *flag.Flag, v string) error {
+		s, ok := stampFlags[f.Name]
+		if !ok {
+			return nil
+		}
+		path := v == "." || v == ".." || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../")
+		if !path && !(s.noSlash && strings.Contains(v, "/")) {
+			return nil
+		}
+		return fmt.Errorf("--%s: %s is a path, not %s, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE for one written as a path)", f.Name, brief(v), s.what, f.Name, f.Name)
+	})
+}
+
+// separateValues calls each, in order, for every flag of fs given its
+// value as the next word ("--pi-version X", not "--pi-version=X"), with
+// that word, and returns the first error. It runs once the arguments have
+// parsed, so every name in args before "--" is a flag of fs.
+func separateValues(fs *flag.FlagSet, args []string, each func(f *flag.Flag, value string) error) error {
 	for i := 0; i < len(args)-1; i++ {
 		a := args[i]
 		if a == "--" {
@@ -243,8 +294,8 @@ func flagForAValue(fs *flag.FlagSet, args []string) error {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			continue
 		}
-		if namedFlag(fs, args[i+1]) != nil || asksForHelp(fs, args[i+1]) {
-			return fmt.Errorf("--%s: %s is a flag, not a value (a variable left empty?): give --%s its value (--%s=VALUE for one that begins with a dash)", f.Name, brief(args[i+1]), f.Name, f.Name)
+		if err := each(f, args[i+1]); err != nil {
+			return err
 		}
 		i++ // its value
 	}

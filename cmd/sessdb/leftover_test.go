@@ -268,3 +268,58 @@ func TestAnEmptyVenueIsNoVenue(t *testing.T) {
 		t.Errorf("the second job on local: %s; want it resumed", out)
 	}
 }
+
+// `dump --as-job --venue local --pi-version $V DIR`, V empty and
+// unquoted: the shell drops the word, the flag takes DIR for its value,
+// and dump judged PI_SESSIONS_DIR's root (another root than DIR) for the
+// pi version "/srv/sessions", exit 0. Of the commands that take a DIR,
+// only dump's stamps (--pi-version, --venue, --model) take any text; the
+// other flags' values are numbers, durations, times, keys or words that a
+// path is not, and are refused already. With no DIR argument, a stamp
+// given as a word of its own that is written as a path (beginning with
+// "/", "./" or "../", or "." or ".."; for a pi version, any "/", which no
+// npm version holds) is a usage error naming the flag and DIR, exit 2,
+// nothing on stdout. No real value is refused: a venue or a model (the
+// legacy identity begins with [a-z0-9]) never begins so, --flag=VALUE
+// gives one on purpose, and a DIR argument given shows nothing was taken.
+func TestADirIsNotTakenForAStampsValue(t *testing.T) {
+	clearEnv(t)
+	configured := copySample(t)
+	t.Setenv("PI_SESSIONS_DIR", configured)
+	dir := copySample(t)
+	before := fingerprint(t, configured)
+	t.Chdir(dir)
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--pi-version", []string{"dump", "--as-job", "--venue", "local", "--pi-version", dir}},
+		{"--pi-version", []string{"dump", "--json", "--as-job", "--venue", "local", "--pi-version", filepath.Join("..", filepath.Base(dir))}},
+		{"--pi-version", []string{"dump", "--as-job", "--venue", "local", "--pi-version", "."}},
+		{"--pi-version", []string{"dump", "--as-job", "--venue", "local", "--pi-version", "data/sessions"}},
+		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", dir, "--json"}},
+		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "./"}},
+		{"--model", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "local", "--model", dir}},
+	} {
+		code, out, errs := runCLI(t, append(c.args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, c.flag) || !strings.Contains(errs, "DIR") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming %s and DIR, nothing on stdout", c.args, code, brief(out), errs, c.flag)
+		}
+	}
+	if after := fingerprint(t, configured); after != before {
+		t.Errorf("the configured root changed")
+	}
+	// What a stamp really is, with no DIR; a path given with "=", or
+	// with a DIR argument beside it: each taken, exit 0.
+	for _, args := range [][]string{
+		{"dump", "--as-job", "--venue", "edge-1", "--pi-version", "v0.58.3-rc.1+build.5", "--model", "anthropic/claude-sonnet-4-5"},
+		{"dump", "--as-job", "--venue", "k8s/prod", "--pi-version", "0.58.3", "--model", "openrouter/meta/llama-3"},
+		{"dump", "--as-job", "--venue", "local", "--pi-version=" + dir},
+		{"dump", "--as-job", "--venue", "local", "--pi-version", "/opt/pi", dir},
+		{"dump", dir, "--as-job", "--venue", "local", "--pi-version", "."},
+	} {
+		if code, out, errs := runCLI(t, append(args, "--log-format", "console")...); code != exitOK || out == "" {
+			t.Errorf("%q: exit %d, %s; want it judged, exit 0", args, code, errs)
+		}
+	}
+}
