@@ -299,6 +299,7 @@ func TestADirIsNotTakenForAStampsValue(t *testing.T) {
 		{"--pi-version", []string{"dump", "--as-job", "--venue", "local", "--pi-version", "data/sessions"}},
 		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", dir, "--json"}},
 		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "./"}},
+		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", ".."}},
 		{"--model", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "local", "--model", dir}},
 	} {
 		code, out, errs := runCLI(t, append(c.args, "--log-format", "console")...)
@@ -321,5 +322,10 @@ func TestADirIsNotTakenForAStampsValue(t *testing.T) {
 		if code, out, errs := runCLI(t, append(args, "--log-format", "console")...); code != exitOK || out == "" {
 			t.Errorf("%q: exit %d, %s; want it judged, exit 0", args, code, errs)
 		}
+	}
+	// resolve takes no DIR: nothing can have been taken for a stamp.
+	job := filepath.Join(t.TempDir(), "job")
+	if code, out, errs := runCLI(t, "resolve", "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "custom/0.58.3", "--venue", "./edge"); code != exitOK || !strings.Contains(out, `"reason":"venue-changed"`) {
+		t.Errorf("resolve --pi-version custom/0.58.3 --venue ./edge: exit %d, %s%s; want a cold start, the stamps taken", code, out, errs)
 	}
 }
