@@ -312,17 +312,8 @@ func stopped(ctx context.Context, err error) error {
 
 // backoff waits before the next try of a step whose answer was lost, at
 // most until ctx ends; it reports whether there is time for another try.
-func backoff(ctx context.Context, try int) bool {
-	d := min(25*time.Millisecond<<try, 400*time.Millisecond)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return ctx.Err() == nil
-	}
-}
+// It is etcdmeta.Backoff, which paces a renumber's commit the same.
+func backoff(ctx context.Context, try int) bool { return etcdmeta.Backoff(ctx, try) }
 
 // staleRevs remembers, per key, the newest revision a commit or a refusal
 // found superseded: a base at or below it is read, not trusted. Revisions

@@ -43,10 +43,11 @@ type Renumbered struct {
 // whatever a hostile history holds below the ring), HistoryLimit + 2
 // compares, and three reads when it fails: under etcd's default
 // --max-txn-ops of 128. With several endpoints it is sent again as a
-// read is (see Hedge), and lands once: a try after its sibling landed
-// fails its compares and finds the newest entry's value in the slot the
-// renumber puts it in, written since the read, which is that renumber,
-// landed, whatever the key took after it.
+// read is (see Hedge), and, unanswered, again after a backoff within the
+// request timeout; it lands once: a try after another landed fails its
+// compares and finds the newest entry's value in the slot the renumber
+// puts it in, written since the read, which is that renumber, landed,
+// whatever the key took after it.
 func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renumbered, error) {
 	ctx = orBackground(ctx)
 	const op = "renumber history"
@@ -119,12 +120,7 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	// that landed a conflict.
 	top := s.historyKey(key, uint64(n))
 	orElse := append(s.stateOps(key), clientv3.OpGet(top))
-	// The commit is a request of its own, with its own timeout: a read
-	// that met a silent member must not leave it too little to be sent
-	// again past one.
-	w, cancelW := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancelW()
-	_, err = hedged(s, w, func(c context.Context) (struct{}, error) {
+	commit := func(c context.Context) (struct{}, error) {
 		out, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(orElse...).Commit()
 		if err != nil || out.Succeeded {
 			return struct{}{}, err
@@ -135,9 +131,31 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 		}
 		cur, _ := parseState(key, out.Header.Revision, out.Responses)
 		return struct{}{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
-	})
-	var ce *ConflictError
-	if errors.As(err, &ce) {
+	}
+	conflict := func(err error) bool {
+		var ce *ConflictError
+		return errors.As(err, &ce)
+	}
+	// The commit is a request of its own, with its own timeout: a read
+	// that met a silent member must not leave it too little to be sent
+	// again past one. Within it, a commit etcd did not answer is sent
+	// again, after a backoff, as every guarded write of the fleet's is:
+	// its answer may have been lost after it landed (a leader change
+	// overtaking it once applied, a connection the keepalive closes under
+	// it), and only a try sent again tells, by finding its entries in
+	// place. Returned at once, a renumber that had landed was etcd
+	// unavailable, and check --repair stopped its walk on it. A try that
+	// fails while a sibling is in flight waits for that sibling's answer
+	// (only a conflict ends the hedge at once): it may be the landing.
+	w, cancelW := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancelW()
+	for try := 0; ; try++ {
+		_, err = Hedge(s, w, commit, conflict, nil)
+		if err == nil || conflict(err) || classify(ctx, err) != ErrUnavailable || !Backoff(w, try) {
+			break
+		}
+	}
+	if conflict(err) {
 		return Renumbered{}, err
 	}
 	if err != nil {

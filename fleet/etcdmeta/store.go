@@ -732,3 +732,19 @@ func listItem(dir string, kv *mvccpb.KeyValue) Item {
 	it.Record = rec
 	return it
 }
+
+// Backoff waits before try+1 of a request etcd did not answer (25 ms,
+// doubling up to 400 ms), at most until ctx ends; it reports whether
+// there is time for another try. Every retry of the fleet's, within one
+// request timeout, is paced by it.
+func Backoff(ctx context.Context, try int) bool {
+	d := min(25*time.Millisecond<<try, 400*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return ctx.Err() == nil
+	}
+}
