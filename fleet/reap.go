@@ -53,7 +53,8 @@ type ReapResult struct {
 	// another reaper, its lock lost, a record that changed under the reap,
 	// with a TTL a record that could not be read (ErrDamaged,
 	// ErrNewerSchema), a key dir in the transcripts dir that could not be
-	// read. Such a key is not counted in Kept, as a sessions root's reap
+	// read (its error naming the key dir relative to the transcripts
+	// dir). Such a key is not counted in Kept, as a sessions root's reap
 	// counts it (store.ReapResult): sessdb reap's summary says failed, not
 	// kept.
 	Skipped map[string]error
@@ -206,7 +207,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Skipped = map[string]error{}
 		}
 		if _, ok := res.Skipped[key]; !ok {
-			res.Skipped[key] = err
+			res.Skipped[key] = b.unrooted(err)
 			if _, kept := records[key]; kept && !slices.Contains(res.Removed, key) && etcdmeta.ValidKey(key) {
 				res.Kept--
 			}
@@ -245,6 +246,22 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	return res, nil
 }
+
+// unrooted is err with its message naming what is under the transcripts
+// dir as every other message of a reap's and check's does, relative to
+// the dir (unroot): a key dir the listing could not read was named by its
+// whole path. errors.Is and errors.As see err as it was.
+func (b *Backend) unrooted(err error) error {
+	return &unrootedError{msg: b.unroot(err.Error()), err: err}
+}
+
+type unrootedError struct {
+	msg string
+	err error
+}
+
+func (e *unrootedError) Error() string { return e.msg }
+func (e *unrootedError) Unwrap() error { return e.err }
 
 // stillOrphans keeps of names (files a snapshot of the records judged
 // orphans) those that the record of their key, read again now, does not

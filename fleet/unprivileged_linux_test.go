@@ -57,6 +57,42 @@ func TestReapCountsAKeptKeyWhoseDirCannotBeReadOnceAsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(kd, 0o700) })
+	res, err := reapHeldToModes(t, f, kd)
+	if err != nil || len(res.Removed) != 0 || len(res.Skipped) != 1 || !errors.Is(res.Skipped[unreadable], fs.ErrPermission) || res.Kept != 1 {
+		t.Errorf("reap with %s's dir unreadable = %+v, %v; want %s kept (1), %s skipped with its dir's error and not kept", unreadable, res, err, readable, unreadable)
+	}
+}
+
+// A reap's skip of a key whose directory it cannot read names that
+// directory as every other message of a fleet's names a key's: under the
+// transcripts dir, the dir itself left out (as check's notes, and sessdb
+// reap's actions, name it). Before, the error carried the dir's whole
+// path: "open /tmp/…/003/<key>: permission denied".
+func TestAReapsSkipOfAnUnreadableKeyDirNamesItUnderTheDir(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "reap-unreadable", "named")
+	f.run(key, "one")
+	kd := filepath.Join(f.dir, key)
+	if err := os.Chmod(kd, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(kd, 0o700) })
+	res, err := reapHeldToModes(t, f, kd)
+	why := res.Skipped[key]
+	if err != nil || why == nil || !errors.Is(why, fs.ErrPermission) {
+		t.Fatalf("reap with %s's dir unreadable = %+v, %v; want it skipped with its dir's error", key, res, err)
+	}
+	if msg := why.Error(); strings.Contains(msg, f.dir) || msg != "open "+key+": permission denied" {
+		t.Errorf("the skip's error = %q; want %q, the dir %s left out", msg, "open "+key+": permission denied", f.dir)
+	}
+}
+
+// reapHeldToModes reaps f's fleet (TTL 14 days) from a thread held to the
+// modes (dropDAC), once kd, a key dir of mode 000, is seen not to open
+// there; it skips the test where no thread can be held so.
+func reapHeldToModes(t *testing.T, f *fixture, kd string) (ReapResult, error) {
+	t.Helper()
 	type reaped struct {
 		res  ReapResult
 		err  error
@@ -83,9 +119,7 @@ func TestReapCountsAKeptKeyWhoseDirCannotBeReadOnceAsSkipped(t *testing.T) {
 		t.Skipf("no thread held to the modes here: %v", r.drop)
 	}
 	t.Logf("reap: %+v, %v", r.res, r.err)
-	if r.err != nil || len(r.res.Removed) != 0 || len(r.res.Skipped) != 1 || !errors.Is(r.res.Skipped[unreadable], fs.ErrPermission) || r.res.Kept != 1 {
-		t.Errorf("reap with %s's dir unreadable = %+v, %v; want %s kept (1), %s skipped with its dir's error and not kept", unreadable, r.res, r.err, readable, unreadable)
-	}
+	return r.res, r.err
 }
 
 // check --repair says of an orphan it came to remove what became of it:
