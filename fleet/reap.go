@@ -44,6 +44,13 @@ type ReapResult struct {
 	Removed []string // keys, in key order
 	Swept   []string // files no record needed, and empty dirs of keys with none ("<key>/"), as shared names them
 	Kept    int      // keys kept, but those in Skipped
+	// Gone are the keys another removed between this reap's listing and
+	// its delete (another reaper, which took the key's lock first; an
+	// operator's etcdctl del), in key order: neither kept nor this reap's
+	// removal, as a sessions root's reap skips a key dir another reap
+	// removed under it (store.ReapResult.Skipped, not Failed). The files
+	// they leave are judged as any key's with no record.
+	Gone []string
 	// NotKeys are the records whose name is no key
 	// (etcdmeta.ErrInvalidKey), in order, as their etcd keys (check's
 	// path for them): left alone, as a sessions root's reap leaves a name
@@ -147,6 +154,9 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
+		case errors.Is(err, errRemovedByAnother):
+			res.Gone = append(res.Gone, key)
+			delete(records, key)
 		case errors.Is(err, shared.ErrDirUnavailable):
 			// The key's record went by its date; its file could not, nor
 			// can any other key's: stop, naming the dir. The file is an
@@ -202,12 +212,14 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	}
 	for key, err := range unreadable {
 		// Left for the next reap, and reported, like a key it could not
-		// lock; the other keys' files are swept.
+		// lock; the other keys' files are swept. A key another removed is
+		// then this reap's failure, as a kept key's is: counted once.
 		if res.Skipped == nil {
 			res.Skipped = map[string]error{}
 		}
 		if _, ok := res.Skipped[key]; !ok {
 			res.Skipped[key] = b.unrooted(err)
+			res.Gone = slices.DeleteFunc(res.Gone, func(k string) bool { return k == key })
 			if _, kept := records[key]; kept && !slices.Contains(res.Removed, key) && etcdmeta.ValidKey(key) {
 				res.Kept--
 			}
@@ -444,8 +456,12 @@ func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 	return at
 }
 
+// errRemovedByAnother is reapKey's answer for a key that has no record
+// left for it to delete: another removed it since the listing (ReapResult.Gone).
+var errRemovedByAnother = errors.New("removed by another since this reap listed it")
+
 // reapKey removes key if it is still expired under its lock, and reports
-// whether it did.
+// whether it did; errRemovedByAnother if another did.
 func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, now func() time.Time, dry bool) (bool, error) {
 	unlock, lost, err := b.lock(ctx, key)
 	if err != nil {
@@ -453,6 +469,9 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	}
 	defer unlock()
 	st, err := b.readIn(ctx, key, b.meta.Get)
+	if err == nil && st.Rev == 0 {
+		return false, fmt.Errorf("reap %s: %w", key, errRemovedByAnother)
+	}
 	if err != nil || !b.expired(key, st.Record, ttl, now()) {
 		return false, err
 	}
@@ -494,8 +513,9 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 // and reports whether the record is gone. A lost compare after a try
 // whose answer was lost, with no record left, is that try landed (or
 // another reaper's delete, after this one's lock ended: the key is gone
-// either way); with a record, it is a promotion that landed meanwhile,
-// and the key is not expired any more. Without the retry, a leader change
+// either way); with no try unsure, it is another's removal
+// (errRemovedByAnother); with a record, it is a promotion that landed
+// meanwhile, and the key is not expired any more. Without the retry, a leader change
 // overtaking the delete stopped the reap, and a delete that had landed
 // was never reported.
 //
@@ -520,8 +540,10 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 		switch {
 		case err == nil:
 			return true, nil
+		case errors.As(err, &ce) && ce.Current.Rev == 0 && !unsure:
+			return false, fmt.Errorf("reap %s: %w", key, errRemovedByAnother)
 		case errors.As(err, &ce):
-			return unsure && ce.Current.Rev == 0, nil
+			return ce.Current.Rev == 0, nil
 		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try):
 			if unsure || errors.Is(err, etcdmeta.ErrUnavailable) {
 				// The walk reports no removal for this key, and a fleet

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,37 @@ func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
 				t.Errorf("the orphan: %v; want it there: %v", err, tc.left)
 			}
 		})
+	}
+}
+
+// A key another removed under the reap (ReapResult.Gone) whose key dir
+// the reap then cannot read is the reap's failure, as a kept key's is:
+// in Skipped with the read's error, and no longer in Gone, so that it is
+// counted once.
+func TestAReapCountsAKeyGoneWhoseDirCannotBeReadOnceAsSkipped(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	first, gone := store.Key("github", "reap-gone-unreadable", "1"), store.Key("github", "reap-gone-unreadable", "2")
+	if gone < first {
+		first, gone = gone, first
+	}
+	f.runExpired(first, "old")
+	f.runExpired(gone, "old")
+	kd := filepath.Join(f.dir, gone)
+	if err := os.Chmod(kd, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(kd, 0o700) })
+	cli := c.Client(t)
+	f.b.hook = func(p, k string) error {
+		if p == hookReapDelete && k == first {
+			_, err := cli.Delete(t.Context(), f.b.meta.RecordKey(gone))
+			return err
+		}
+		return nil
+	}
+	res, err := reapHeldToModes(t, f, kd)
+	if err != nil || !slices.Equal(res.Removed, []string{first}) || len(res.Gone) != 0 || len(res.Skipped) != 1 || !errors.Is(res.Skipped[gone], fs.ErrPermission) || res.Kept != 0 {
+		t.Errorf("reap = %+v, %v; want %s removed, %s skipped with its dir's error (not gone, not kept)", res, err, first, gone)
 	}
 }
