@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -374,10 +375,19 @@ func (c *checker) movedOn(ctx context.Context, it *etcdmeta.Item, file string) b
 func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcdmeta.State, fresh bool, err error) {
 	st, err = c.b.readIn(ctx, key, c.b.meta.Get)
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, etcdmeta.ErrAboveLastSlot):
 		if n := len(st.History); n > 0 && etcdmeta.LastSlot(st.History[n-1].Seq) {
-			add(c.lastSlotPath(key), store.KindRecordUndecodable,
-				"in the last slot a history entry takes: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); check --repair numbers the history again in place, the record kept")
+			seq, where := st.History[n-1].Seq, "in the last slot a history entry takes"
+			if seq == math.MaxUint64 {
+				// Never written by this sessdb (a write stops below it,
+				// Create refuses it), but by an older one, whose write
+				// claimed it and whose Create took it as given, or by
+				// another binary: renumbered as the last slot is, the
+				// entry kept.
+				where = "above the last slot a history entry takes (written by an older sessdb, or another binary)"
+			}
+			add(c.slotPath(key, seq), store.KindRecordUndecodable,
+				"%s: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); check --repair numbers the history again in place, the record kept", where)
 		}
 		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):

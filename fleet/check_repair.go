@@ -43,7 +43,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		switch {
 		case found[i].Kind == KindOrphan:
 			orphans = append(orphans, i)
-		case found[i].Path == c.lastSlotPath(key):
+		case found[i].Path == c.slotPath(key, math.MaxUint64-1), found[i].Path == c.slotPath(key, math.MaxUint64):
 			full = i
 		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
 			found[i].Repair = "left as is: remove the entry with etcdctl del; the key's promotions fail as the finding says until then"
@@ -90,7 +90,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))
 		return cerr
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, etcdmeta.ErrAboveLastSlot) {
 		if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
 			// Nothing of the key is judged.
 			leave("the key's record or history does not decode: " + c.b.unroot(err.Error()))
@@ -149,10 +149,10 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	return nil
 }
 
-// lastSlotPath is the path check reports a history entry in the last
-// slot by (see checker.history).
-func (c *checker) lastSlotPath(key string) string {
-	return fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, uint64(math.MaxUint64-1))
+// slotPath is the path check reports key's history entry at seq by: one
+// in the last slot, or above it (see checker.history).
+func (c *checker) slotPath(key string, seq uint64) string {
+	return fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, seq)
 }
 
 // renumber numbers key's history again from 1 in place (etcdmeta's

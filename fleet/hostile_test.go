@@ -77,10 +77,12 @@ func TestCheckLooksNothingUpOutsideTheDirByARecordsName(t *testing.T) {
 	}
 }
 
-// A history entry in the last slot a history has (another binary's, or
-// written by hand) leaves no slot above it: the key's history is damaged,
-// which check reports and a promotion is refused for, never a store that
-// is taken for unavailable.
+// A history entry above the last slot a history has, 2^64-1 (another
+// binary's, an older sessdb's, or written by hand) leaves no slot above
+// it: the key's history is damaged, which check reports at the entry's
+// path and a promotion is refused for, never a store that is taken for
+// unavailable. (check --repair numbers it again:
+// TestARepairRenumbersAHistoryWhoseNewestEntryIsAboveTheLastSlot.)
 func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -102,8 +104,8 @@ func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0].Path != hist || found[0].Kind != store.KindRecordUndecodable {
-		t.Fatalf("check found %+v; want the history reported undecodable", found)
+	if len(found) != 1 || found[0].Path != hist+"ffffffffffffffff" || found[0].Kind != store.KindRecordUndecodable {
+		t.Fatalf("check found %+v; want the entry reported undecodable", found)
 	}
 	sess, _ := f.job(key, "two")
 	res, err := f.promote(sess)

@@ -24,6 +24,12 @@ import (
 // is not touched. It returns the entries' values, oldest first.
 func (f *fixture) toLastSlot(c *etcdtest.Cluster, key string) []string {
 	f.t.Helper()
+	return f.toSlotsEndingAt(c, key, math.MaxUint64-1)
+}
+
+// toSlotsEndingAt is toLastSlot, the newest entry moved to top.
+func (f *fixture) toSlotsEndingAt(c *etcdtest.Cluster, key string, top uint64) []string {
+	f.t.Helper()
 	cli := c.Client(f.t)
 	dir := f.prefix + "/history/" + key + "/"
 	got, err := cli.Get(f.t.Context(), dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
@@ -37,7 +43,7 @@ func (f *fixture) toLastSlot(c *etcdtest.Cluster, key string) []string {
 	var ops []clientv3.Op
 	for i, kv := range got.Kvs {
 		vals = append(vals, string(kv.Value))
-		seq := uint64(math.MaxUint64-1) - uint64(len(got.Kvs)-1-i)
+		seq := top - uint64(len(got.Kvs)-1-i)
 		ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s%016x", dir, seq), string(kv.Value)))
 	}
 	if _, err := cli.Txn(f.t.Context()).Then(ops...).Commit(); err != nil {

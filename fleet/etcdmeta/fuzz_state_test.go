@@ -2,6 +2,7 @@ package etcdmeta
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,10 +20,12 @@ const maxStateError = 512
 // etcd member can return under a key's prefix: another binary's, one
 // written by hand with etcdctl. The state it returns holds the record's
 // revision, the record when it decodes, and exactly the history entries
-// whose names are slots and whose values decode, oldest first; any other
-// entry, or a record that does not decode, is an error that names the key
-// in one short line, whatever the names hold; the same responses give the
-// same answer.
+// whose names are slots (or the name above the last slot, 2^64-1) and
+// whose values decode, oldest first; any other entry, or a record that
+// does not decode, is an error that names the key in one short line,
+// whatever the names hold, and the entry above the last slot is one too,
+// ErrAboveLastSlot where it is the only damage; the same responses give
+// the same answer.
 func FuzzParseState(f *testing.F) {
 	pi, chain := "0.54.2", uint64(2)
 	rec, _ := encodeRecord(Record{PiVersion: &pi, ResumeChain: &chain}, 3)
@@ -50,7 +53,7 @@ func FuzzParseState(f *testing.F) {
 			t.Fatalf("parseState twice: %+v %v, then %+v %v", st, err, again, err2)
 		}
 
-		damaged := false
+		damaged, above := false, false
 		var want State
 		want.Read = 42
 		if hasRecord {
@@ -62,6 +65,9 @@ func FuzzParseState(f *testing.F) {
 		for i := len(hist) - 1; i >= 0; i-- {
 			name := string(hist[i].Key[strings.LastIndexByte(string(hist[i].Key), '/')+1:])
 			seq, ok := parseSeq(name)
+			if !ok && name == "ffffffffffffffff" {
+				seq, ok, above = math.MaxUint64, true, true
+			}
 			if !ok {
 				damaged = true
 				continue
@@ -73,6 +79,10 @@ func FuzzParseState(f *testing.F) {
 			}
 			want.History = append(want.History, e)
 		}
+		if errors.Is(err, ErrAboveLastSlot) != (above && !damaged) {
+			t.Fatalf("parseState: %v; want ErrAboveLastSlot exactly when the entry above the last slot is the only damage (it is there: %v; other damage: %v)", err, above, damaged)
+		}
+		damaged = damaged || above
 		if !reflect.DeepEqual(st, want) {
 			t.Fatalf("parseState = %+v; want %+v", st, want)
 		}

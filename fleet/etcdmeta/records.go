@@ -162,6 +162,10 @@ func marshal(v any) ([]byte, error) {
 // order is numeric order.
 func seqName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
 
+// aboveLastSlot is the name of seq 2^64-1, which parseSeq takes for no
+// slot's.
+const aboveLastSlot = "ffffffffffffffff"
+
 // parseSeq parses a history entry's name. The last slot (all f) is not
 // one: no write can claim the slot above it, so an entry there (another
 // binary's, or one written by hand) is damage to report, not a slot whose

@@ -19,7 +19,8 @@ type Renumbered struct {
 }
 
 // RenumberHistory settles what LastSlot reports: where key's newest
-// history entry is in the last slot, it writes the key's newest
+// history entry is in the last slot, or above it (ErrAboveLastSlot: the
+// key's only damage), it writes the key's newest
 // HistoryLimit entries again at the slots 1, 2, ... in their order, each
 // value as it was, and removes every other entry (those below the ring,
 // which the key's next write would trim anyway). Anywhere else it writes
@@ -70,7 +71,7 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	}
 	st, err := parseState(key, resp.Header.Revision, resp.Responses)
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrAboveLastSlot):
 		return Renumbered{}, err
 	case base == 0 || st.Rev != base:
 		return Renumbered{}, &ConflictError{Op: op, Key: key, Base: base, Current: st}

@@ -190,11 +190,11 @@ func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/"
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
 
 // LastSlot reports whether a history entry at seq is in the last slot an
-// entry takes (2^64-2: the slot above holds none, see parseSeq): no entry
-// can follow it, so every write of its key (a promotion, a refusal, a
-// reap's) is ErrDamaged until the key's history is numbered again
-// (RenumberHistory). fleet's check reports such an entry, and its
-// --repair renumbers it.
+// entry takes (2^64-2: the slot above holds none, see parseSeq), or at
+// 2^64-1 above it (ErrAboveLastSlot): no entry can follow it, so every
+// write of its key (a promotion, a refusal, a reap's) is ErrDamaged
+// until the key's history is numbered again (RenumberHistory). fleet's
+// check reports such an entry, and its --repair renumbers it.
 func LastSlot(seq uint64) bool { return seq >= math.MaxUint64-1 }
 
 func (s *Store) historyKey(key string, seq uint64) string {
@@ -311,10 +311,12 @@ func (s *Store) stateOps(key string, opts ...clientv3.OpOption) []clientv3.Op {
 
 // parseState decodes the responses of stateOps. A damaged record still
 // yields its Rev (a repair can replace it, guarded); a damaged history
-// entry is an error with the rest of the state.
+// entry is an error with the rest of the state. An entry at the name
+// above the last slot (aboveLastSlot) is in the state, at that seq, and
+// ErrAboveLastSlot where it is the only damage.
 func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 	st := State{Read: Rev(read)}
-	var first error
+	var first, above error
 	if kvs := rs[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		st.Rev = Rev(kvs[0].ModRevision)
 		rec, err := decodeRecord(kvs[0].Value)
@@ -328,7 +330,9 @@ func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 		kv := hist[i]
 		name := string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:])
 		seq, ok := parseSeq(name)
-		if !ok {
+		if !ok && name == aboveLastSlot {
+			seq, above = math.MaxUint64, fmt.Errorf("%w: %w: history entry %s is above the last slot an entry takes (an older sessdb's, or another binary's): no entry can follow it (check --repair numbers the history again)", ErrDamaged, ErrAboveLastSlot, name)
+		} else if !ok {
 			if first == nil {
 				first = fmt.Errorf("%w: history entry name %s", ErrDamaged, quoteName(name))
 			}
@@ -342,6 +346,9 @@ func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 			continue
 		}
 		st.History = append(st.History, e)
+	}
+	if first == nil {
+		first = above
 	}
 	if first != nil {
 		first = fmt.Errorf("get %s: %w", key, first)
