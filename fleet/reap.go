@@ -457,7 +457,8 @@ func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 }
 
 // errRemovedByAnother is reapKey's answer for a key that has no record
-// left for it to delete: another removed it since the listing (ReapResult.Gone).
+// left for it to delete: another removed it since the listing
+// (ReapResult.Gone).
 var errRemovedByAnother = errors.New("removed by another since this reap listed it")
 
 // reapKey removes key if it is still expired under its lock, and reports

@@ -68,10 +68,11 @@ var (
 
 	// ErrAboveLastSlot is returned, with ErrDamaged, by a read of a key
 	// whose only damage is a history entry at 2^64-1, the name above the
-	// last slot an entry takes (LastSlot): one a sessdb before this check
-	// wrote, or another binary. The State holds it, at that Seq, as its
-	// newest entry; no entry can follow it, and RenumberHistory numbers
-	// it again with the others, as it does one in the last slot.
+	// last slot an entry takes (LastSlot): written by an older sessdb
+	// (its guarded write claimed the slot, its Create took the seq as
+	// given) or by another binary. The State holds it, at that Seq, as
+	// its newest entry; no entry can follow it, and RenumberHistory
+	// numbers it again with the others, as it does one in the last slot.
 	ErrAboveLastSlot = errors.New("history entry above the last slot")
 
 	// ErrNewerSchema is returned when a record's schema version is newer
