@@ -12,8 +12,8 @@ import (
 // fleetReapActions lists what a fleet's reap did (or would do), in path
 // order, and counts it, in the actions and counts of a key dir's reap: a
 // key removed, a temp removed, a key reap could not do (fail: left for
-// the next reap, exit 1); and remove-orphan, a generation file no record
-// needs, past the grace period. Every key reap looked at is an entry, and
+// the next reap, exit 1), a key another removed under it (skip); and
+// remove-orphan, a generation file no record needs, past the grace period. Every key reap looked at is an entry, and
 // every name under the records that is no key an entry skipped.
 func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapAction, reapSummary) {
 	unroot := strings.NewReplacer(strings.TrimSuffix(dir, "/")+"/", "")
@@ -45,12 +45,19 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		why := "not a key"
 		actions = append(actions, reapAction{Action: reapSkip, Path: name, DryRun: dryRun, Detail: &why})
 	}
-	sum.Skipped = len(res.NotKeys)
+	// A key another removed under the reap (another reaper, an etcdctl
+	// del): skipped, an entry and a key, as a root's reap skips a key dir
+	// another reap removed under it.
+	for _, key := range res.Gone {
+		why := "removed by another since this reap listed it"
+		add(reapSkip, key, &why)
+	}
+	sum.Skipped = len(res.NotKeys) + len(res.Gone)
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Path < actions[j].Path })
 	// A failed key is not in Kept (fleet.ReapResult), but may be in
 	// Removed: a key removed whose key dir in the transcripts dir could
 	// not then be read. Each key is one entry.
-	sum.Entries = sum.Removed + sum.Kept
+	sum.Entries = sum.Removed + sum.Kept + len(res.Gone)
 	for key := range res.Skipped {
 		if !slices.Contains(res.Removed, key) {
 			sum.Entries++

@@ -44,6 +44,23 @@ func TestFleetReapSummaryCountsARemovedAndFailedKeyOnce(t *testing.T) {
 	}
 }
 
+// A key another removed between a fleet reap's listing and its delete
+// (fleet.ReapResult.Gone) is reported and counted as a sessions root's
+// reap reports a key dir another reap removed under it: skip, with why,
+// an entry and a key, neither kept nor failed, exit 0. Before, the fleet's
+// summary left it out: no action, and neither an entry nor a key.
+func TestFleetReapReportsAKeyRemovedByAnotherAsTheRootDoes(t *testing.T) {
+	gone, kept := store.Key("github", "reap", "gone"), store.Key("github", "reap", "kept")
+	acts, onFleet := fleetReapActions(fleet.ReapResult{Kept: 1, Gone: []string{gone}}, "/t", false)
+	_, onRoot := reapActions(store.ReapResult{Kept: 1, Skipped: map[string]string{gone: "open " + gone + ": no such file or directory"}}, "/r", false)
+	if onFleet != onRoot || onFleet.Skipped != 1 || onFleet.Keys != 2 || onFleet.Failed != 0 {
+		t.Errorf("one key kept (%s), one removed by another (%s): on a fleet %+v, on a root %+v", kept, gone, onFleet, onRoot)
+	}
+	if len(acts) != 1 || acts[0].Action != reapSkip || acts[0].Key == nil || *acts[0].Key != gone || acts[0].Detail == nil || !strings.Contains(*acts[0].Detail, "removed by another") {
+		t.Errorf("actions %+v; want one skip of %s saying another removed it", acts, gone)
+	}
+}
+
 // A name under a fleet's records that is no key (a hand-written etcd key)
 // is left alone and reported as a sessions root's reap reports a name
 // that is no key: skip, "not a key", no key, an entry but not a key, exit
