@@ -130,7 +130,7 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	case gone(err):
 		return true // swept since the listing, by another reaper or repair
 	case err == nil:
-		age = store.RoundAge(c.fileNow.Sub(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)))
+		age = store.RoundAge(c.fileNow, time.Unix(st.Mtim.Sec, st.Mtim.Nsec))
 	}
 	var why string
 	switch {
@@ -140,7 +140,7 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 		why = fmt.Sprintf("gen %d; the key has no record (a promotion that lost its commit or never made it, or a reaped key's)", gen)
 	case it.Record.Transcript != nil:
 		t := it.Record.Transcript
-		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, store.RoundAge(c.now.Sub(time.Unix(0, t.PromotedAt))))
+		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, store.RoundAge(c.now, time.Unix(0, t.PromotedAt)))
 	default:
 		why = fmt.Sprintf("gen %d; the record names no file", gen)
 	}

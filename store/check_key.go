@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -167,7 +168,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			f := add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
 			f.hardLink, f.keyFile = true, n == db.FileName || n == TranscriptName
 		}
-		age := now.Sub(time.Unix(st.Mtim.Unix()))
+		mtime := time.Unix(st.Mtim.Unix())
 		switch {
 		case n == TranscriptName || n == db.FileName:
 			if !fsat.IsRegular(&st) {
@@ -182,7 +183,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				oddAtStoreName(add, path, "a promotion temp's", &st)
 				continue
 			}
-			add(path, KindStrayTemp, "a promotion temp no record names, %s old", RoundAge(age))
+			add(path, KindStrayTemp, "a promotion temp no record names, %s old", RoundAge(now, mtime))
 		case strings.HasPrefix(n, db.TempPrefix):
 			if !fsat.IsRegular(&st) {
 				oddAtStoreName(add, path, "a meta.db temp's", &st)
@@ -203,7 +204,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				// work in flight, which --repair leaves too.
 				continue
 			}
-			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(age))
+			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(now, mtime))
 		case isLegacyName(n):
 			legacyNames = append(legacyNames, n)
 			if !fsat.IsRegular(&st) {
@@ -538,15 +539,23 @@ func linkTarget(dir *os.File, name string) string {
 	return fmt.Sprintf(" to %q", buf[:n])
 }
 
-// RoundAge renders an age to the unit an operator reads at a glance:
-// whole days from 48 hours, else whole hours, minutes or seconds. A
-// negative age, a clock that is off, is "0s (dated in the future)". Every
-// age check prints, on every backend, is rendered by it, and so is every
-// past age dump prints (a future one dump shows as "ahead").
-func RoundAge(d time.Duration) string {
+// RoundAge renders the age of then at now to the unit an operator reads
+// at a glance: whole days from 48 hours, else whole hours, minutes or
+// seconds. A negative age, a clock that is off, is "0s (dated in the
+// future)". Every age check prints, on every backend, is rendered by it,
+// and so is every past age dump prints (a future one dump shows as
+// "ahead"). It takes the two instants, not their difference, because
+// time.Sub clamps a span past 292 years to 106751 days: such an age (an
+// mtime or a header dated in year 1, dump --at 9999-12-31) is counted in
+// whole days from the Unix seconds, which hold any time a file system,
+// RFC 3339 or a record can give.
+func RoundAge(now, then time.Time) string {
+	d := now.Sub(then)
 	switch {
 	case d < 0:
 		return "0s (dated in the future)"
+	case d == math.MaxInt64:
+		return fmt.Sprintf("%dd", (now.Unix()-then.Unix())/(24*60*60))
 	case d >= 48*time.Hour:
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	case d >= time.Hour:

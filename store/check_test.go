@@ -257,8 +257,12 @@ func TestCheckFindsEachDamage(t *testing.T) {
 }
 
 // RoundAge is the one rendering of an age in check, dump and reap, on
-// every backend: whole days from 48 hours, the largest whole unit below.
+// every backend: whole days from 48 hours, the largest whole unit below;
+// an age past what a time.Duration holds (292 years) in days all the same
+// (before, it took the difference, which time.Sub clamps to 106751 days:
+// a stray temp whose mtime is in year 1 was "106751d old").
 func TestRoundAge(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		d    time.Duration
 		want string
@@ -273,8 +277,22 @@ func TestRoundAge(t *testing.T) {
 		{400*24*time.Hour + 23*time.Hour, "400d"},
 		{-time.Second, "0s (dated in the future)"},
 	} {
-		if got := RoundAge(c.d); got != c.want {
-			t.Errorf("RoundAge(%v) = %q, want %q", c.d, got, c.want)
+		if got := RoundAge(now, now.Add(-c.d)); got != c.want {
+			t.Errorf("RoundAge of %v = %q, want %q", c.d, got, c.want)
+		}
+	}
+	// 0001-01-01 is 739,948 days before 2026-11-29 (Python's datetime),
+	// 9999-12-31 2,912,110 days after 2026-11-29 (at midnight both).
+	for _, c := range []struct {
+		now, then time.Time
+		want      string
+	}{
+		{now, time.Date(1, 1, 1, 10, 0, 0, 0, time.UTC), "739948d"},
+		{time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), "2912110d"},
+		{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "0s (dated in the future)"},
+	} {
+		if got := RoundAge(c.now, c.then); got != c.want {
+			t.Errorf("RoundAge(%v, %v) = %q, want %q", c.now, c.then, got, c.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -244,17 +243,11 @@ func quoted(p *string) string {
 // ago renders a past instant as a short age ("3d", "12m"). A future one is
 // "ahead", with no size: it is a clock that is off (another host's, a
 // checkout's mtime judged --at an earlier time), and its size would only
-// say when the file was written. Sub clamps a span past 292 years to the
-// longest duration (106751d): one that long (--at 9999-12-31, a header
-// dated year 1) is counted in whole days from the Unix seconds, which
-// hold any time a timestamp or --at can give.
+// say when the file was written. An age past 292 years (--at 9999-12-31,
+// a header dated year 1) is counted in days all the same (store.RoundAge).
 func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
+	if t.After(now) {
 		return "ahead"
-	case d == math.MaxInt64:
-		return fmt.Sprintf("%dd ago", (now.Unix()-t.Unix())/(24*60*60))
 	}
-	return store.RoundAge(d) + " ago"
+	return store.RoundAge(now, t) + " ago"
 }
