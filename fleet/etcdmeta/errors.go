@@ -142,9 +142,17 @@ var authErrors = []error{
 	rpctypes.ErrUserEmpty, rpctypes.ErrAuthOldRevision, rpctypes.ErrUserNotFound,
 }
 
-// stoppingMessages are the texts of errors without a gRPC code that a
-// stopping member returns (seen: TestLeaderKilledDuringPromotions).
-var stoppingMessages = []string{"raft: stopped", "server stopped", "transport is closing"}
+// unansweredMessages are the texts of errors without a gRPC code (code
+// Unknown) that say a member did not answer: a stopping member's (raft's
+// own errors, which etcd passes on without a code; seen:
+// TestLeaderKilledDuringPromotions), and an etcd 3.4 member's own timeout.
+// The client's deadline travels with each request (grpc-timeout), and a
+// member cut off from its quorum may time a linearizable read out before
+// the client does, answering its handler's "context deadline exceeded"
+// as code Unknown (Debian's etcd 3.4.23, two of three members stopped: 5
+// of 19 resolves); taken for no sentinel, a resolve was a fault, exit 1,
+// where it is the named cold start store-unavailable.
+var unansweredMessages = []string{"raft: stopped", "server stopped", "transport is closing", "context deadline exceeded"}
 
 // opErr wraps an etcd client error as "op key: [sentinel: ]cause". ctx is
 // the caller's context: its own cancellation stays context.Canceled, not
@@ -187,10 +195,10 @@ func classify(ctx context.Context, err error) error {
 		code = s.Code()
 	}
 	if code == codes.Unknown {
-		// A member that is shutting down answers with raft's own error,
-		// which etcd passes on without a gRPC code; the proposal may
-		// still commit on the next leader, like any unsure write.
-		for _, m := range stoppingMessages {
+		// A member that is shutting down, or that timed the request out
+		// itself, answers without a gRPC code; a proposal may still
+		// commit (on the next leader), like any unsure write.
+		for _, m := range unansweredMessages {
 			if strings.Contains(err.Error(), m) {
 				return ErrUnavailable
 			}
