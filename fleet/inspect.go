@@ -138,26 +138,23 @@ func (b *Backend) item(ctx context.Context, key string) (etcdmeta.Item, error) {
 }
 
 // inspectKey reports one record. Its error is etcd's (a history read) or
-// ctx's (a verify it ended): the walk stops on it.
-//
-// A generation found gone has the record read again, as View does: the
-// listing may be minutes old, and a key reaped meanwhile (the record
-// deleted, then the files) or promoted since is reported as it is now, as
-// a resolve finds it (no record, absent), not as a file lost. The same
-// record: the file is gone under it, missing.
+// ctx's (a verify it ended): the walk stops on it. A generation found gone
+// has the record read again, as View does (lookAgainIfMoved): the listing
+// may be minutes old.
 func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOptions) (Report, error) {
-	for try := 0; ; try++ {
-		lost := false
-		r, err := b.inspectRecord(ctx, it, o, &lost)
-		if err != nil || !lost || try == 2 {
-			return r, err
-		}
+	var r Report
+	err := lookAgainIfMoved(func() (lost bool, err error) {
+		r, err = b.inspectRecord(ctx, it, o, &lost)
+		return lost, err
+	}, func() bool {
 		now, err := b.item(ctx, it.Key)
 		if err != nil || now.Rev == it.Rev {
-			return r, nil
+			return false
 		}
 		it = now
-	}
+		return true
+	})
+	return r, err
 }
 
 // inspectRecord is one look of inspectKey; it sets *lost where the

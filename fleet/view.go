@@ -22,25 +22,39 @@ import (
 // error is a fault: wrong credentials, an invalid key, an I/O error other
 // than the generation being gone.
 func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
-	for try := 0; ; try++ {
-		v, err := b.view(key)
-		if err != nil {
-			return nil, err
-		}
-		if try == 2 || v.reason != gates.TranscriptReplaced {
-			return v, nil
-		}
-		// The generation gone between the record's read and its open, or
-		// under the read of its first line (NFS's ESTALE): where the
-		// record moved on meanwhile (a reap deletes it, then the files),
-		// the key is what the record says now, as a resolve after it
-		// would find it (absent: no base), not a file changed out of
-		// band. The same record: the file is gone under it.
+	var v *view
+	err := lookAgainIfMoved(func() (lost bool, err error) {
+		v, err = b.view(key)
+		return err == nil && v.reason == gates.TranscriptReplaced, err
+	}, func() bool {
 		st, err := b.read(key, b.meta.GetRecord)
 		if err != nil || st.Rev == v.rev {
-			return v, nil
+			return false
 		}
 		v.Close()
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// lookAgainIfMoved calls look (View's, inspectKey's read of a key's
+// record and of the generation it names), and again while look found that
+// generation gone (lost) and moved, the record read again, says it moved
+// on meanwhile: at most three looks, the last one's answer kept. A
+// generation gone where the record moved on (a reap deletes it, then the
+// files; a promotion replaces it) is the key as the record says now, as a
+// resolve after it would find it, not a file changed out of band; under
+// the same record, the file is gone under it. moved keeps what it read
+// for its caller's next look.
+func lookAgainIfMoved(look func() (lost bool, err error), moved func() bool) error {
+	for try := 0; ; try++ {
+		lost, err := look()
+		if err != nil || !lost || try == 2 || !moved() {
+			return err
+		}
 	}
 }
 
