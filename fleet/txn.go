@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -142,9 +141,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 			return err
 		case st.Rev != t.st.Rev:
 			return t.conflict(nil)
-		case e.Ticket != "" && slices.ContainsFunc(st.History, func(x etcdmeta.HistoryEntry) bool {
-			return x.Ticket == e.Ticket && x.Outcome == e.Outcome
-		}):
+		case store.RefusalRecorded(historyOf(st.History), e.Ticket, e.Outcome):
 			return nil
 		}
 		t.st, t.optimistic = st, false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"sessdb/db"
 	"sessdb/gates"
@@ -331,18 +332,28 @@ func sameRun(e db.HistoryEntry, rec db.Sidecars, staged stagedFile, content stag
 }
 
 // refuse records the refusal res names in the key's history, at gen, the
-// generation the key holds, once per ticket and reason, so that a runner
-// that retries cannot push real promotions out of the ring.
+// generation the key holds, once per ticket and reason (RefusalRecorded).
 func (s *Store) refuse(txn KeyTxn, history []db.HistoryEntry, sess Session, res PromoteResult, gen uint64) error {
-	for _, e := range history {
-		if sess.Ticket != "" && e.Ticket == sess.Ticket && e.Outcome == string(res.Reason) {
-			return nil
-		}
+	if RefusalRecorded(history, sess.Ticket, string(res.Reason)) {
+		return nil
 	}
 	return txn.Refuse(db.HistoryEntry{
 		Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: string(res.Reason),
 		Resumed: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
 		Job: sess.Job, Ticket: sess.Ticket, Run: string(res.Run), BaseGen: sess.Base.Gen,
+	})
+}
+
+// RefusalRecorded reports whether history already holds a refusal of
+// ticket for outcome (a gates.Reason). A refusal is recorded once per
+// ticket and reason, so that a runner that retries cannot push real
+// promotions out of the ring; one with no ticket is no job's retry to
+// tell, and is recorded each time. A KeyTxn whose State held no history
+// (fleet's, taken on a base it did not read) asks it in Refuse, of the
+// history it reads there.
+func RefusalRecorded(history []db.HistoryEntry, ticket, outcome string) bool {
+	return ticket != "" && slices.ContainsFunc(history, func(e db.HistoryEntry) bool {
+		return e.Ticket == ticket && e.Outcome == outcome
 	})
 }
 
