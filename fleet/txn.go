@@ -167,7 +167,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		switch {
 		case err == nil:
 			return nil
-		case errors.As(err, &ce) && recorded(ce.Current.History, e):
+		case errors.As(err, &ce) && etcdmeta.Holds(ce.Current.History, entryOf(e)):
 			// A try landed before the record moved on, its answer
 			// late: the refusal is recorded, at the record it was
 			// decided on.
@@ -184,7 +184,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		switch {
 		case gerr != nil:
 			continue
-		case recorded(st.History, e):
+		case etcdmeta.Holds(st.History, entryOf(e)):
 			return nil
 		case st.Rev != base && e.Outcome == string(gates.Superseded) && st.Record.Transcript != nil:
 			base, e.Gen = st.Rev, st.Record.Transcript.Gen
@@ -192,15 +192,6 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 			return t.conflict(nil)
 		}
 	}
-}
-
-func recorded(h []etcdmeta.HistoryEntry, e db.HistoryEntry) bool {
-	for _, x := range h {
-		if x.Ticket == e.Ticket && x.Outcome == e.Outcome && x.At == e.At {
-			return true
-		}
-	}
-	return false
 }
 
 // Stage writes the run's transcript as a new write-once file for
@@ -282,15 +273,8 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 // commit). Such a promotion is the job's: reported as not promoted, the
 // job would run again what the key already holds.
 func landed(cur etcdmeta.State, file string, h etcdmeta.HistoryEntry) bool {
-	if tr := cur.Record.Transcript; tr != nil && tr.File == file {
-		return true
-	}
-	for _, x := range cur.History {
-		if x.Outcome == "" && x.Gen == h.Gen && x.At == h.At && x.Ticket == h.Ticket && x.CRC32C == h.CRC32C && x.Bytes == h.Bytes {
-			return true
-		}
-	}
-	return false
+	tr := cur.Record.Transcript
+	return tr != nil && tr.File == file || etcdmeta.Holds(cur.History, h)
 }
 
 // put sends the commit, hedged: every try is the same write guarded by

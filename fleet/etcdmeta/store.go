@@ -515,7 +515,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
 		if cur, perr := parseState(key, resp.Header.Revision, resp.Responses); perr == nil && cur.Rev == base {
-			if holds(cur.History, hist) {
+			if Holds(cur.History, hist) {
 				return Rev(resp.Header.Revision), nil
 			}
 			seq, ok = newestSeq(cur.History), true
@@ -601,7 +601,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		if perr != nil {
 			return 0, perr
 		}
-		if rec == nil && holds(cur.History, hist) {
+		if rec == nil && Holds(cur.History, hist) {
 			// The slot went to this very entry: the same append sent
 			// again (a hedged refusal's tries race on one guess), landed.
 			return Rev(resp.Header.Revision), nil
@@ -610,10 +610,12 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 	return 0, fmt.Errorf("%s %s: %w: the history slot was taken %d times in a row", op, key, ErrUnavailable, maxSlotTries)
 }
 
-// holds reports whether h holds e, whatever its slot: an entry carries
-// its time to the nanosecond, its job and ticket, so an equal one is the
-// same append.
-func holds(h []HistoryEntry, e HistoryEntry) bool {
+// Holds reports whether h holds e, whatever its slot: a write of e sent
+// more than once (a hedge's other try, a try whose answer was lost)
+// landed. An entry carries its time to the nanosecond, its job and
+// ticket, so an equal one is the same write. (Not whether a refusal like
+// e is recorded, which store.RefusalRecorded decides before one is made.)
+func Holds(h []HistoryEntry, e HistoryEntry) bool {
 	e.Seq = 0
 	for _, x := range h {
 		if x.Seq = 0; x == e {
