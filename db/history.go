@@ -179,8 +179,7 @@ func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
 	var found HistoryEntry
 	ok := false
 	err := tx.do("read", false, func() error {
-		// Entries written before tickets existed, or by a caller without
-		// one, carry "": matching it would hand one job another's result.
+		// No entry is by "" (RecordedBy): nothing to read.
 		if id == "" {
 			return nil
 		}
@@ -191,7 +190,7 @@ func (tx *Tx) FindTicket(id string) (HistoryEntry, bool, error) {
 		// Newest first: a retry follows its promotion within seconds, so
 		// the walk usually stops at the first entry or the second.
 		return descendHistory(b, func(e HistoryEntry) bool {
-			found, ok = e, e.Outcome == "" && e.Ticket == id
+			found, ok = e, e.RecordedBy(id, "")
 			return !ok
 		})
 	})

@@ -85,6 +85,15 @@ type HistoryEntry struct {
 	CRC32C uint64 `msgpack:"s,omitempty"`
 }
 
+// RecordedBy reports whether e was recorded by the job of ticket with
+// outcome: "" its promotion, else its refusal for that reason. No entry
+// is by the ticket "": entries written before tickets existed, or by a
+// caller without one, carry it, and matching it would hand one job
+// another's result.
+func (e HistoryEntry) RecordedBy(ticket, outcome string) bool {
+	return ticket != "" && e.Ticket == ticket && e.Outcome == outcome
+}
+
 // Sidecars is every sidecar at once. A nil pointer means the key is absent,
 // which the gates read differently from a zero value.
 type Sidecars struct {

@@ -300,7 +300,7 @@ func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 // ticket, if the ring still holds it.
 func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, bool) {
 	for i := len(history) - 1; i >= 0; i-- {
-		if e := history[i]; e.Ticket == ticket && e.Outcome == "" {
+		if e := history[i]; e.RecordedBy(ticket, "") {
 			return e, true
 		}
 	}
@@ -352,9 +352,7 @@ func (s *Store) refuse(txn KeyTxn, history []db.HistoryEntry, sess Session, res 
 // (fleet's, taken on a base it did not read) asks it in Refuse, of the
 // history it reads there.
 func RefusalRecorded(history []db.HistoryEntry, ticket, outcome string) bool {
-	return ticket != "" && slices.ContainsFunc(history, func(e db.HistoryEntry) bool {
-		return e.Ticket == ticket && e.Outcome == outcome
-	})
+	return slices.ContainsFunc(history, func(e db.HistoryEntry) bool { return e.RecordedBy(ticket, outcome) })
 }
 
 // nextRecord applies the sidecar rules to what the key held (prev) and
