@@ -13,6 +13,7 @@ import (
 	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/readerr"
 	"sessdb/store"
 	"sessdb/store/transcript"
 )
@@ -232,10 +233,10 @@ func (b *Backend) readHeader(key string, f *os.File, size int64) (gates.Header, 
 	if err := faults.At(faults.TranscriptHeaderRead); err != nil {
 		return g, transcript.Header{}, &readError{err}
 	}
-	r := &readFailure{r: io.NewSectionReader(f, 0, size)}
+	r := &readerr.Reader{R: io.NewSectionReader(f, 0, size)}
 	h, err := transcript.ReadHeader(r)
-	if r.err != nil {
-		return g, h, &readError{r.err}
+	if r.Err != nil {
+		return g, h, &readError{r.Err}
 	}
 	if err == nil {
 		g.IsSession = h.IsSession()
@@ -244,20 +245,6 @@ func (b *Backend) readHeader(key string, f *os.File, size int64) (gates.Header, 
 		}
 	}
 	return g, h, err
-}
-
-// readFailure keeps the error of a read that failed (not io.EOF).
-type readFailure struct {
-	r   io.Reader
-	err error
-}
-
-func (r *readFailure) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if err != nil && err != io.EOF {
-		r.err = err
-	}
-	return n, err
 }
 
 // readError is a generation file's read that failed, as opposed to what

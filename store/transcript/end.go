@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"sessdb/internal/readerr"
 )
 
 // End is what pi 0.58.3 reports at the end of a run on a transcript: the
@@ -145,11 +147,11 @@ func (b *Branch) End() End {
 // (ErrLineTooLong), or parentId links on the branch form a cycle, on which
 // pi would loop forever (ErrCycle). The End is then the zero value.
 func ReadEnd(r io.Reader) (End, error) {
-	cr := &readErrs{r: r}
+	cr := &readerr.Reader{R: r}
 	b, err := Load(cr)
 	var inv *InvalidError
 	switch {
-	case cr.err != nil:
+	case cr.Err != nil:
 		return End{}, err
 	case err == nil, errors.As(err, &inv), errors.Is(err, ErrLineTooLong):
 		// The scan stopped early or reached EOF: drain the rest, so that
@@ -165,19 +167,4 @@ func ReadEnd(r io.Reader) (End, error) {
 		return End{}, err
 	}
 	return b.End(), nil
-}
-
-// readErrs passes reads through and remembers whether the underlying reader
-// failed, to tell a read error from the scan's own.
-type readErrs struct {
-	r   io.Reader
-	err error
-}
-
-func (c *readErrs) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if err != nil && err != io.EOF {
-		c.err = err
-	}
-	return n, err
 }
