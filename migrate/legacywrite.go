@@ -199,7 +199,7 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 		if f.content == nil {
 			continue
 		}
-		tmp := f.name + ".incoming"
+		tmp := f.name + legacy.TempSuffix
 		temps = append(temps, tmp)
 		if err := writeTemp(disk, dir, tmp, *f.content); err != nil {
 			return err
@@ -222,7 +222,7 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 		if f.content == nil {
 			err = disk.Remove(dir, f.name)
 		} else {
-			err = renameOver(disk, dir, f.name+".incoming", f.name)
+			err = renameOver(disk, dir, f.name+legacy.TempSuffix, f.name)
 		}
 		if err == nil {
 			err = fault(faults.ToLegacyRenamed)

@@ -18,7 +18,7 @@ import (
 
 // sidecarNames are the legacy sidecar files, in the order they are read,
 // written and reported.
-var sidecarNames = []string{legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName}
+var sidecarNames = legacy.SidecarNames()
 
 // storeTempPrefix starts the store's own promotion temps (store.tmpPrefix).
 const storeTempPrefix = "." + legacy.TranscriptName + ".tmp-"
@@ -71,7 +71,7 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 					k.full[n] = !emptyDir(dir, n)
 				}
 			}
-		case isLegacyTemp(n):
+		case legacy.IsTemp(n):
 			if st != nil && fsat.IsDir(st) && !emptyDir(dir, n) {
 				k.full[n] = true // never removed, as at a sidecar's name
 				continue
@@ -84,7 +84,7 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			if k.aside == "" || n < k.aside {
 				k.aside = n
 			}
-		case isSidecar(n):
+		case legacy.IsSidecar(n):
 			if st == nil {
 				continue
 			}
@@ -108,7 +108,7 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 // scanLooksAt reports whether scanKey looks at the entry name: the
 // transcript, the lock, a legacy temp, a sidecar.
 func scanLooksAt(n string) bool {
-	return n == legacy.TranscriptName || n == legacy.LockName || isLegacyTemp(n) || isSidecar(n)
+	return n == legacy.TranscriptName || n == legacy.LockName || legacy.IsTemp(n) || legacy.IsSidecar(n)
 }
 
 // lstatListed looks at a name the key dir's listing gave, without following
@@ -129,26 +129,6 @@ func lstatListed(dir *os.File, n string) (*unix.Stat_t, error) {
 		return nil, err
 	}
 	return &st, nil
-}
-
-// isLegacyTemp matches the legacy writer's temps: the transcript's
-// current.jsonl.<pid>.<n>.incoming (and the older fixed
-// current.jsonl.incoming), and <sidecar>.incoming.
-func isLegacyTemp(n string) bool {
-	if !strings.HasSuffix(n, ".incoming") {
-		return false
-	}
-	return strings.HasPrefix(n, legacy.TranscriptName+".") || isSidecar(strings.TrimSuffix(n, ".incoming"))
-}
-
-// isSidecar reports whether n is one of the four legacy sidecar names.
-func isSidecar(n string) bool {
-	for _, s := range sidecarNames {
-		if n == s {
-			return true
-		}
-	}
-	return false
 }
 
 // present reports whether the listing found an entry of any type at a
@@ -239,7 +219,7 @@ func (k *keyScan) leftoverOddities() []Oddity {
 	full := append(sidecarNames[:len(sidecarNames):len(sidecarNames)], legacy.LockName)
 	var temps []string
 	for n := range k.full {
-		if isLegacyTemp(n) {
+		if legacy.IsTemp(n) {
 			temps = append(temps, n)
 		}
 	}

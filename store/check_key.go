@@ -205,7 +205,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				continue
 			}
 			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(now, mtime))
-		case isLegacyName(n):
+		case legacy.IsName(n):
 			legacyNames = append(legacyNames, n)
 			if !fsat.IsRegular(&st) {
 				// Not the store's: reap leaves the key whole for it, so
@@ -214,7 +214,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				switch {
 				case k.layout == LayoutDB:
 					resolve = "resolve ignores it beside meta.db"
-				case n == legacy.LockName || strings.HasSuffix(n, ".incoming"):
+				case n == legacy.LockName || legacy.IsTemp(n):
 					resolve = "resolve never reads it" // the legacy writer's, not a sidecar
 				}
 				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
@@ -498,23 +498,12 @@ func legacyFiles(k *keyDir) ([]string, error) {
 	}
 	var out []string
 	for _, n := range names {
-		if isLegacyName(n) {
+		if legacy.IsName(n) {
 			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// isLegacyName reports a legacy store's file: a sidecar, its lock, or an
-// .incoming temp (the legacy writer's temp names for the transcript and
-// the sidecars, which a killed legacy worker leaves behind).
-func isLegacyName(n string) bool {
-	switch n {
-	case legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName, legacy.LockName:
-		return true
-	}
-	return strings.HasSuffix(n, ".incoming")
 }
 
 // sortedCopy returns names sorted: reports list a key dir's entries in

@@ -17,6 +17,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/faults"
+	"sessdb/store/legacy"
 )
 
 // The power cuts of the protocols that remove or move what a key holds:
@@ -213,7 +214,7 @@ func unnamedLeftovers(t *testing.T, s *Store) []string {
 		inner, _ := os.ReadDir(filepath.Join(s.root, top.Name()))
 		for _, e := range inner {
 			n, p := e.Name(), top.Name()+"/"+e.Name()
-			if n == TranscriptName || n == db.FileName || isLegacyName(n) || named[p] || strings.Contains(details[top.Name()], " "+n+" ") {
+			if n == TranscriptName || n == db.FileName || legacy.IsName(n) || named[p] || strings.Contains(details[top.Name()], " "+n+" ") {
 				continue
 			}
 			out = append(out, p)

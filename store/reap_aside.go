@@ -14,6 +14,7 @@ import (
 	"sessdb/db"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/store/legacy"
 )
 
 // Names under the root that are not keys but the store's own: a key dir a
@@ -66,7 +67,7 @@ func storeEntry(n string, st *unix.Stat_t) bool {
 		return false
 	}
 	switch {
-	case n == TranscriptName, n == db.FileName, isLegacyName(n):
+	case n == TranscriptName, n == db.FileName, legacy.IsName(n):
 		return true
 	}
 	for _, p := range []string{tmpPrefix, db.TempPrefix, AsidePrefix} {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/store/legacy"
 	"sessdb/store/transcript"
 )
 
@@ -374,7 +374,7 @@ func saturatingAdd(a, b int64) int64 {
 func legacyBytes(k *keyDir, names []string) *int64 {
 	var n int64
 	for _, name := range names {
-		if strings.HasSuffix(name, ".incoming") {
+		if legacy.IsTemp(name) {
 			continue
 		}
 		if st, err := fsat.LstatAt(k.dir, name); err == nil && fsat.IsRegular(&st) {

@@ -84,7 +84,7 @@ func statsRoot(t *testing.T) (s *Store, root string, keys map[string]string) {
 	for name, v := range map[string]string{
 		TranscriptName: string(transcriptBytes(at.Add(-48*time.Hour), "legacy")),
 		"pi-version":   testPi, "venue": "local", "resume-chain": "7", "context": "150000 200000 " + testModel,
-		"lock": "", "current.jsonl.4242.incoming": "half a transcript",
+		"lock": "", "current.jsonl.4242.0.incoming": "half a transcript",
 	} {
 		writeFile(t, filepath.Join(ld, name), v)
 	}
