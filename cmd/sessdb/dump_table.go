@@ -85,7 +85,11 @@ func writeDumpTable(w io.Writer, cols []column, cells [][]string, wide bool) err
 }
 
 // historyTable writes each key's history entries, oldest first, one table
-// for all keys.
+// for all keys; then, one line each, why a key's meta.db (a fleet's
+// record or history) could not be read whole. The table has no NOTE
+// column, and without the line a history entry that does not decode
+// leaves the entries read (or none) looking like the whole history; the
+// key table says it in NOTE, --json in meta_error.
 func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
 	cols := []column{{"KEY", 32}, {"GEN", 0}, {"AT", 0}, {"OUTCOME", 0}, {"RESOLVED", 0}, {"BYTES", 0}, {"CHAIN", 0}, {"BASE", 0}, {"RUN", 0}, {"FLAGS", 0}, {"JOB", 24}}
 	var cells [][]string
@@ -110,7 +114,17 @@ func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
 			cells = append(cells, row)
 		}
 	}
-	return writeDumpTable(w, cols, cells, wide)
+	if err := writeDumpTable(w, cols, cells, wide); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.MetaError != "" {
+			if _, err := fmt.Fprintf(w, "note %s: %s\n", printable(r.Name), printable(r.MetaError)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ageCell is the conversation's age from its header timestamp, or why
