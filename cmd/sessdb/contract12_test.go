@@ -515,7 +515,13 @@ func TestStderrJSONIsTerminalSafe(t *testing.T) {
 func TestFaultLinesNameTheirKey(t *testing.T) {
 	clearEnv(t)
 	defer faults.Set(nil)
+	// A root that exists: a promote that makes the root warns of it, a
+	// line of its own (TestPromoteWarnsWhenItMakesTheSessionsRoot), and a
+	// resolve of a missing root warns too.
 	root := filepath.Join(t.TempDir(), "sessions")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	key := strings.Repeat("c", 32)
 	job := t.TempDir()
 	resolve := func(job string) []string {

@@ -126,7 +126,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			}
 			windows = m
 		}
-		st, _, done, code := openJobStore(inv, cfg, fk, func(o *store.Options) { o.Models = windows })
+		st, onFleet, done, code := openJobStore(inv, cfg, fk, func(o *store.Options) { o.Models = windows })
 		if st == nil {
 			return code
 		}
@@ -135,7 +135,16 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		if err != nil {
 			return inv.rep.fault(err)
 		}
+		// A promotion makes a sessions root that does not exist (a new
+		// deployment's first must), but resolve warned that it was missing
+		// (a misspelt root would pass for a new conversation): the root a
+		// promotion made is said too, never refused.
+		_, statErr := os.Stat(st.Root())
+		rootMissing := !onFleet && errors.Is(statErr, os.ErrNotExist)
 		res, err := st.Promote(sess, req)
+		if _, statErr := os.Stat(st.Root()); rootMissing && statErr == nil {
+			inv.rep.warn(fmt.Sprintf("the sessions root %s did not exist: promote made it (0700, with its missing parents; is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
+		}
 		// The key names every line about it (when the ticket's is one).
 		key := ""
 		if store.ValidKey(sess.Key) {
