@@ -36,7 +36,7 @@ const storeTempPrefix = ".current.jsonl.tmp-"
 // the other looks gave.
 func legacyFiles(kd *os.File) (bool, error) {
 	var failed error
-	for _, n := range []string{legacy.TranscriptName, legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
+	for _, n := range append([]string{legacy.TranscriptName}, legacy.SidecarNames()...) {
 		err := faults.At(faults.FleetMigrateLegacyLstat)
 		if err != nil {
 			err = &os.PathError{Op: "lstat", Path: fsat.Join(kd, n), Err: err}
