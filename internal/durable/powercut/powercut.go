@@ -3,9 +3,9 @@
 // could still lose. Every call goes to disk as usual; the journal records
 // what is not yet durable:
 //
-//   - file data written since the file's last fsync (a file created through
-//     the journal keeps only what it had at its last fsync, nothing if it
-//     was never fsynced);
+//   - file data written, cut short or rewritten since the file's last
+//     fsync (a file created through the journal has only what it had at
+//     its last fsync, nothing if it was never fsynced);
 //   - an mtime set since the file's last fsync (it goes back);
 //   - mkdirs, creates, links, renames and removals in a directory since
 //     that directory's last fsync: a create or a link vanishes, a
@@ -14,6 +14,14 @@
 //     the journal keeps
 //     the bytes (a link's target, a FIFO's or an empty directory's mode) of
 //     everything it removes or renames over.
+//
+// A file's fsync state is the file's own, kept by its identity (device
+// and inode), not by a name: an fsync, a write or a SetMtime through a
+// descriptor opened before a rename or a link is the file's at each name
+// it has then. The journal follows the names of the files it owes
+// something for through its own renames, links and removals, and a name
+// that no longer holds the file (written again outside the journal) is
+// left alone.
 //
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
@@ -26,8 +34,11 @@
 package powercut
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,10 +57,28 @@ import (
 // It is safe for concurrent use; Images and Cut must be called while no
 // write is in flight.
 type Journal struct {
-	mu     sync.Mutex
-	synced map[string]int64         // files created here: path -> size at the last fsync; -1 never
-	mtimes map[string]unix.Timespec // path -> mtime before a SetMtime not yet fsynced
-	ops    []dirOp                  // not yet durable, oldest first
+	mu    sync.Mutex
+	files map[fileID]*file  // what a power cut owes each file
+	names map[string]fileID // the names of those files, as the journal made them
+	ops   []dirOp           // not yet durable, oldest first
+}
+
+// fileID is a file's identity, which every name and every descriptor of
+// it share.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{uint64(st.Dev), uint64(st.Ino)} }
+
+// file is what a power cut owes one file.
+type file struct {
+	// made: created through the journal, whose writes it can take back
+	// (another file's writes did not pass through it: see the package doc).
+	made bool
+	// synced is a made file's bytes at its last fsync: a cut gives them
+	// back whatever was written, cut short or rewritten since.
+	synced []byte
+	// mtime is the mtime before a SetMtime not yet fsynced; nil none.
+	mtime *unix.Timespec
 }
 
 var _ durable.FS = (*Journal)(nil)
@@ -82,11 +111,16 @@ type kept struct {
 	mode  uint32
 	data  []byte
 	mtime unix.Timespec
+	id    fileID
+	// file is what a cut owes the file kept (nil: nothing), as of the cut:
+	// an fsync through another name or a descriptor after the removal
+	// counts.
+	file *file
 }
 
 // New returns an empty journal: nothing is owed to a power cut yet.
 func New() *Journal {
-	return &Journal{synced: map[string]int64{}, mtimes: map[string]unix.Timespec{}}
+	return &Journal{files: map[fileID]*file{}, names: map[string]fileID{}}
 }
 
 // capture keeps what is at path; nil when nothing is.
@@ -98,7 +132,7 @@ func capture(path string) (*kept, error) {
 		}
 		return nil, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	k := &kept{mode: uint32(st.Mode), mtime: st.Mtim}
+	k := &kept{mode: uint32(st.Mode), mtime: st.Mtim, id: idOf(&st)}
 	var err error
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -117,13 +151,22 @@ func capture(path string) (*kept, error) {
 	return k, nil
 }
 
-// restore puts k back at path.
+// restore puts k back at path as a power cut leaves it: a file made
+// through the journal with only its fsynced bytes, an mtime not yet
+// fsynced the one before.
 func (k *kept) restore(path string) error {
 	perm := k.mode & 0o7777
+	data, mtime := k.data, k.mtime
+	if k.file != nil && k.file.made {
+		data = k.file.synced
+	}
+	if k.file != nil && k.file.mtime != nil {
+		mtime = *k.file.mtime
+	}
 	var err error
 	switch k.mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if err = os.WriteFile(path, k.data, 0o600); err == nil {
+		if err = os.WriteFile(path, data, 0o600); err == nil {
 			err = os.Chmod(path, os.FileMode(perm))
 		}
 	case unix.S_IFLNK:
@@ -136,7 +179,7 @@ func (k *kept) restore(path string) error {
 	if err != nil {
 		return err
 	}
-	return setMtime(path, k.mtime)
+	return setMtime(path, mtime)
 }
 
 // setMtime sets path's mtime, the link itself if it is one, keeping its
@@ -163,13 +206,21 @@ func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
 // CreateTemp implements durable.FS.
 func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	f, err := durable.Disk{}.CreateTemp(dir, name)
-	if err == nil {
-		j.mu.Lock()
-		j.synced[f.Name()] = -1
-		j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name()})
-		j.mu.Unlock()
+	if err != nil {
+		return f, err
 	}
-	return f, err
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// A new file: whatever the journal knew by its inode was another's.
+	j.files[idOf(&st)] = &file{made: true}
+	j.names[f.Name()] = idOf(&st)
+	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name()})
+	return f, nil
 }
 
 // SyncFile implements durable.FS.
@@ -183,13 +234,54 @@ func (j *Journal) SyncFile(f *os.File) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	// Only files created through the journal have data it can take back;
-	// another file's writes did not pass through it (see the package doc).
-	if _, ok := j.synced[f.Name()]; ok {
-		j.synced[f.Name()] = st.Size
+	fl := j.files[idOf(&st)]
+	if fl == nil {
+		return nil
 	}
-	delete(j.mtimes, f.Name())
+	fl.mtime = nil
+	if fl.made {
+		// f was opened for writing only: its bytes are read at a name the
+		// journal knows, wherever f was opened.
+		b, err := j.read(idOf(&st))
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		fl.synced = b
+	}
 	return nil
+}
+
+// read is the bytes of the file id, read at a name of it the journal
+// knows; j.mu is held.
+func (j *Journal) read(id fileID) ([]byte, error) {
+	for _, path := range slices.Sorted(maps.Keys(j.names)) {
+		if j.names[path] != id {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		b, err := readIf(f, id)
+		f.Close()
+		if err == nil && b != nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("no name the power-cut journal knows holds this file (moved outside it): it cannot keep what the fsync made durable")
+}
+
+// readIf is f's bytes if f is the file id; nil if it is another.
+func readIf(f *os.File, id fileID) ([]byte, error) {
+	st, err := fsat.Fstat(f)
+	if err != nil || idOf(&st) != id {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	if b == nil {
+		b = []byte{}
+	}
+	return b, err
 }
 
 // SetMtime implements durable.FS.
@@ -203,9 +295,16 @@ func (j *Journal) SetMtime(dir *os.File, name string, f *os.File, at time.Time) 
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, ok := j.mtimes[f.Name()]; !ok {
-		j.mtimes[f.Name()] = st.Mtim
+	id := idOf(&st)
+	fl := j.files[id]
+	if fl == nil {
+		fl = &file{}
+		j.files[id] = fl
 	}
+	if fl.mtime == nil {
+		fl.mtime = &st.Mtim
+	}
+	j.names[fsat.Join(dir, name)] = id
 	return nil
 }
 
@@ -224,7 +323,7 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if prev != nil {
-		j.trim(toPath, prev)
+		prev.file = j.files[prev.id]
 	}
 	return j.renamed(dir, fromPath, toPath, prev)
 }
@@ -254,7 +353,7 @@ func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 }
 
 // Link implements durable.FS. The new name is undone as a create is; the
-// file's fsync state is its inode's, so the new name has the old one's.
+// file's fsync state is its inode's, which the new name shares.
 // A link followed by the unlink of the old name, in one cut that lands
 // the unlink and not the link, leaves neither: what a cut may do before
 // the directory's fsync, which is why link and unlink is followed by one.
@@ -266,11 +365,12 @@ func (j *Journal) Link(dir *os.File, from, to string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath})
-	if n, ok := j.synced[fromPath]; ok {
-		j.synced[toPath] = n
+	var st unix.Stat_t
+	if err := unix.Lstat(toPath, &st); err != nil {
+		return &os.PathError{Op: "lstat", Path: toPath, Err: err}
 	}
-	if m, ok := j.mtimes[fromPath]; ok {
-		j.mtimes[toPath] = m
+	if _, ok := j.files[idOf(&st)]; ok {
+		j.names[toPath] = idOf(&st)
 	}
 	return nil
 }
@@ -286,24 +386,35 @@ func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept) err
 		}
 	}
 	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev})
-	delete(j.synced, toPath)
-	delete(j.mtimes, toPath)
-	// A file's fsync state follows it to its new name: a temp fsynced and
-	// then renamed into place keeps its fsynced bytes at the new name, and
-	// so do the files inside a renamed directory.
-	for path, n := range j.synced {
+	replaced, had := j.names[toPath]
+	delete(j.names, toPath)
+	// The names move with the rename: a temp fsynced and then renamed
+	// into place is found, with its fsync state, at the new name, and so
+	// are the files inside a renamed directory.
+	moved := map[string]fileID{}
+	for path, id := range j.names {
 		if to, ok := movedTo(path, fromPath, toPath); ok {
-			delete(j.synced, path)
-			j.synced[to] = n
+			delete(j.names, path)
+			moved[to] = id
 		}
 	}
-	for path, m := range j.mtimes {
-		if to, ok := movedTo(path, fromPath, toPath); ok {
-			delete(j.mtimes, path)
-			j.mtimes[to] = m
-		}
+	maps.Copy(j.names, moved)
+	if had {
+		j.forget(replaced)
 	}
 	return nil
+}
+
+// forget drops what is owed to the file id once the journal knows it by
+// no name: its inode may be another file's next. A kept copy of it keeps
+// its own pointer. j.mu is held.
+func (j *Journal) forget(id fileID) {
+	for _, other := range j.names {
+		if other == id {
+			return
+		}
+	}
+	delete(j.files, id)
 }
 
 // movedTo is path's name once from is renamed to to, and whether the
@@ -348,23 +459,13 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.trim(path, prev)
+	prev.file = j.files[prev.id]
 	j.ops = append(j.ops, dirOp{kind: opUnlink, dir: dir.Name(), path: path, prev: prev})
-	delete(j.synced, path)
-	delete(j.mtimes, path)
+	if id, ok := j.names[path]; ok {
+		delete(j.names, path)
+		j.forget(id)
+	}
 	return nil
-}
-
-// trim makes a kept copy of what was at path what a power cut leaves of
-// it: a file created through the journal has only its fsynced bytes, and
-// an mtime not yet fsynced is the one before.
-func (j *Journal) trim(path string, k *kept) {
-	if n, ok := j.synced[path]; ok && int64(len(k.data)) > max(n, 0) {
-		k.data = k.data[:max(n, 0)]
-	}
-	if m, ok := j.mtimes[path]; ok {
-		k.mtime = m
-	}
 }
 
 // SyncDir implements durable.FS.
@@ -442,15 +543,23 @@ func (j *Journal) Images(t testing.TB, parent string) []Image {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var out []Image
-	var unsynced []string // what every mode loses: data and mtimes not fsynced
-	for path, n := range j.synced {
-		var st unix.Stat_t
-		if unix.Lstat(path, &st) == nil && st.Size > max(n, 0) {
-			unsynced = append(unsynced, fmt.Sprintf("data of %s (%d of %d bytes kept)", filepath.Base(path), max(n, 0), st.Size))
-		}
+	debts, err := j.debts()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for path := range j.mtimes {
-		unsynced = append(unsynced, "mtime of "+filepath.Base(path))
+	var unsynced []string // what every mode loses: data and mtimes not fsynced
+	for _, d := range debts {
+		n, base := len(d.fl.synced), filepath.Base(d.path)
+		switch {
+		case !d.dataOwed():
+		case d.grown():
+			unsynced = append(unsynced, fmt.Sprintf("data of %s (%d of %d bytes kept)", base, n, len(d.now)))
+		default:
+			unsynced = append(unsynced, fmt.Sprintf("data of %s (its %d fsynced bytes back over %d cut short or rewritten)", base, n, len(d.now)))
+		}
+		if d.fl.mtime != nil {
+			unsynced = append(unsynced, "mtime of "+base)
+		}
 	}
 	slices.Sort(unsynced)
 	seen := map[string]bool{}
@@ -478,7 +587,7 @@ func (j *Journal) Images(t testing.TB, parent string) []Image {
 			}
 			return filepath.Join(img, rel), nil
 		}
-		if err := j.apply(in, m); err != nil {
+		if err := j.apply(in, m, debts); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
 		out = append(out, Image{m.Name, img, lost})
@@ -493,36 +602,92 @@ func (j *Journal) Cut(t testing.TB) {
 	t.Helper()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.apply(func(p string) (string, error) { return p, nil }, Modes[0]); err != nil {
+	debts, err := j.debts()
+	if err == nil {
+		err = j.apply(func(p string) (string, error) { return p, nil }, Modes[0], debts)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	j.synced, j.mtimes, j.ops = map[string]int64{}, map[string]unix.Timespec{}, nil
+	j.files, j.names, j.ops = map[fileID]*file{}, map[string]fileID{}, nil
+}
+
+// debt is what a cut owes a file at one of its names.
+type debt struct {
+	path string
+	fl   *file
+	now  []byte // a made file's bytes now
+}
+
+// dataOwed reports whether the file's bytes are not those of its last
+// fsync.
+func (d debt) dataOwed() bool { return d.fl.made && !bytes.Equal(d.now, d.fl.synced) }
+
+// grown reports whether only bytes past the fsynced ones were written, so
+// that a truncate takes them back.
+func (d debt) grown() bool {
+	return len(d.now) > len(d.fl.synced) && bytes.HasPrefix(d.now, d.fl.synced)
+}
+
+// debts is what a cut owes at each name of a file the journal owes
+// something, in the names' order; a name that holds the file no more (it
+// was removed or written again outside the journal) owes nothing. j.mu is
+// held.
+func (j *Journal) debts() ([]debt, error) {
+	var out []debt
+	for _, path := range slices.Sorted(maps.Keys(j.names)) {
+		id := j.names[path]
+		fl := j.files[id]
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return nil, &os.PathError{Op: "lstat", Path: path, Err: err}
+		}
+		if fl == nil || !fsat.IsRegular(&st) || idOf(&st) != id {
+			continue
+		}
+		d := debt{path: path, fl: fl}
+		if fl.made {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			d.now = b
+		}
+		if d.dataOwed() || fl.mtime != nil {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // apply takes back what the power cut m loses from the tree in maps a
-// journalled path to.
-func (j *Journal) apply(in func(string) (string, error), m Mode) error {
-	// Data not fsynced is gone.
-	for path, n := range j.synced {
-		q, err := in(path)
+// journalled path to: debts, then the directory operations m does not
+// land.
+func (j *Journal) apply(in func(string) (string, error), m Mode, debts []debt) error {
+	// Data not fsynced is gone, and so is an mtime set since the file's
+	// last fsync.
+	for _, d := range debts {
+		q, err := in(d.path)
 		if err != nil {
 			return err
 		}
-		var st unix.Stat_t
-		if unix.Lstat(q, &st) == nil && fsat.IsRegular(&st) && st.Size > max(n, 0) {
-			if err := os.Truncate(q, max(n, 0)); err != nil {
+		switch {
+		case !d.dataOwed():
+		case d.grown():
+			err = os.Truncate(q, int64(len(d.fl.synced)))
+		default:
+			err = os.WriteFile(q, d.fl.synced, 0o600)
+		}
+		if err != nil {
+			return err
+		}
+		if d.fl.mtime != nil {
+			if err := setMtime(q, *d.fl.mtime); err != nil {
 				return err
 			}
-		}
-	}
-	// So is an mtime set since the file's last fsync.
-	for path, mt := range j.mtimes {
-		q, err := in(path)
-		if err != nil {
-			return err
-		}
-		if err := setMtime(q, mt); err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
 		}
 	}
 	// Directory operations that did not land are undone, newest first:

@@ -1202,3 +1202,168 @@ func TestCopyTreeKeepsKindsBytesAndMtimes(t *testing.T) {
 		t.Error("CopyTree of a missing tree did not fail")
 	}
 }
+
+// A file's fsync state is its own, not its name's: an fsync, a write or
+// a SetMtime through a descriptor opened before a rename or a link is
+// the file's at every name it has (the descriptor's own name, os.File's
+// Name, is where it was opened). Each case writes "abc", fsyncs, gives
+// the file another name ("final"), then, through the descriptor, writes
+// "def" and fsyncs, or sets its mtime, or fsyncs a SetMtime made before
+// the new name: a cut must keep what was fsynced at every name and take
+// back what was not; a file written outside the journal at the old name
+// is left as written.
+func TestFsyncStateIsTheFilesNotItsName(t *testing.T) {
+	old := time.Date(2019, 1, 2, 3, 4, 5, 6, time.UTC)
+	set := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	outside := time.Date(2018, 5, 6, 7, 8, 9, 10, time.UTC)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const (
+		asOld  = "old"  // the mtime at the first fsync
+		asSet  = "set"  // the SetMtime's
+		asLeft = "left" // as the step through the descriptor left it (fsynced)
+	)
+	for _, c := range []struct {
+		name    string
+		pending bool // a SetMtime, not fsynced, before the new name
+		// move gives tmp its new name "final" (and may take "tmp" away).
+		move func(j *Journal, d *os.File)
+		// after is done through f once the file is at "final".
+		after func(j *Journal, d *os.File, f *os.File)
+		// final's bytes and mtime after a cut; tmp's bytes ("": the
+		// name is gone, and a file outside the journal is written there).
+		bytes, mtime, tmp string
+	}{
+		{"rename, then a write and an fsync", false, func(j *Journal, d *os.File) { must(j.Rename(d, "tmp", "final")) },
+			func(j *Journal, d *os.File, f *os.File) { write(t, f, "def"); must(j.SyncFile(f)) }, "abcdef", asLeft, ""},
+		{"link and unlink, then a write and an fsync", false, func(j *Journal, d *os.File) { must(j.Link(d, "tmp", "final")); must(j.Unlink(d, "tmp")) },
+			func(j *Journal, d *os.File, f *os.File) { write(t, f, "def"); must(j.SyncFile(f)) }, "abcdef", asLeft, ""},
+		{"link, then a write and an fsync: both names", false, func(j *Journal, d *os.File) { must(j.Link(d, "tmp", "final")) },
+			func(j *Journal, d *os.File, f *os.File) { write(t, f, "def"); must(j.SyncFile(f)) }, "abcdef", asLeft, "abcdef"},
+		{"rename, then a SetMtime not fsynced", false, func(j *Journal, d *os.File) { must(j.Rename(d, "tmp", "final")) },
+			func(j *Journal, d *os.File, f *os.File) { must(j.SetMtime(d, "final", f, set)) }, "abc", asOld, ""},
+		{"a SetMtime, rename, then an fsync", true, func(j *Journal, d *os.File) { must(j.Rename(d, "tmp", "final")) },
+			func(j *Journal, d *os.File, f *os.File) { must(j.SyncFile(f)) }, "abc", asSet, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := t.TempDir()
+			d, err := fsat.OpenDir(p)
+			must(err)
+			defer d.Close()
+			j := New()
+			f, err := j.CreateTemp(d, "tmp")
+			must(err)
+			defer f.Close()
+			write(t, f, "abc")
+			must(os.Chtimes(filepath.Join(p, "tmp"), old, old))
+			must(j.SyncFile(f))
+			if c.pending {
+				must(j.SetMtime(d, "tmp", f, set))
+			}
+			must(j.SyncDir(d))
+			c.move(j, d)
+			must(j.SyncDir(d))
+			c.after(j, d, f)
+			left, err := fsat.Fstat(f)
+			must(err)
+			if c.tmp == "" {
+				must(os.WriteFile(filepath.Join(p, "tmp"), []byte("outside"), 0o600))
+				must(os.Chtimes(filepath.Join(p, "tmp"), outside, outside))
+			}
+			j.Cut(t)
+			want := map[string]unix.Timespec{asOld: unix.NsecToTimespec(old.UnixNano()), asSet: unix.NsecToTimespec(set.UnixNano()), asLeft: left.Mtim}[c.mtime]
+			b, err := os.ReadFile(filepath.Join(p, "final"))
+			var st unix.Stat_t
+			if err == nil {
+				err = unix.Lstat(filepath.Join(p, "final"), &st)
+			}
+			if err != nil || string(b) != c.bytes || st.Mtim != want {
+				t.Errorf("final holds %q (%v), mtime %v; want %q, mtime %v (%s)", b, err, time.Unix(st.Mtim.Unix()).UTC(), c.bytes, time.Unix(want.Unix()).UTC(), c.mtime)
+			}
+			wantTmp := c.tmp
+			if wantTmp == "" {
+				wantTmp = "outside"
+			}
+			if b, err := os.ReadFile(filepath.Join(p, "tmp")); err != nil || string(b) != wantTmp {
+				t.Errorf("tmp holds %q, %v; want %q", b, err, wantTmp)
+			}
+			if c.tmp == "" {
+				if err := unix.Lstat(filepath.Join(p, "tmp"), &st); err != nil || !time.Unix(st.Mtim.Unix()).Equal(outside) {
+					t.Errorf("the file outside the journal at tmp has mtime %v (%v); want %v, as written", time.Unix(st.Mtim.Unix()).UTC(), err, outside)
+				}
+			}
+		})
+	}
+}
+
+// A truncate after an fsync is not durable until the next fsync: a cut
+// gives the file back the bytes it had at its last fsync, whether it was
+// cut short since, or cut short and written again to as long or longer;
+// an fsync after the truncate makes it durable.
+func TestATruncateAfterAnFsyncIsTakenBack(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		after  func(f *os.File)
+		synced bool // fsynced after
+		want   string
+	}{
+		{"cut short", func(f *os.File) { must(f.Truncate(2)) }, false, "abcdef"},
+		{"emptied and written again shorter", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, false, "abcdef"},
+		{"emptied and written again longer", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "uvwxyz12", 0) }, false, "abcdef"},
+		{"cut short, then fsynced", func(f *os.File) { must(f.Truncate(2)) }, true, "ab"},
+		{"emptied, written again and fsynced, then written", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, true, "xy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := t.TempDir()
+			d, err := fsat.OpenDir(p)
+			must(err)
+			defer d.Close()
+			j := New()
+			f, err := j.CreateTemp(d, "f")
+			must(err)
+			defer f.Close()
+			write(t, f, "abcdef")
+			must(j.SyncFile(f))
+			must(j.SyncDir(d))
+			c.after(f)
+			if c.synced {
+				must(j.SyncFile(f))
+				writeAt(t, f, "zz", 2) // past the fsync: taken back
+			}
+			ims := j.Images(t, p)
+			j.Cut(t)
+			if b, err := os.ReadFile(filepath.Join(p, "f")); err != nil || string(b) != c.want {
+				t.Errorf("f holds %q, %v after the cut; want %q", b, err, c.want)
+			}
+			for _, im := range ims {
+				if b, err := os.ReadFile(filepath.Join(im.Dir, "f")); err != nil || string(b) != c.want {
+					t.Errorf("%s: f holds %q, %v; want %q (lost %v)", im.Mode, b, err, c.want, im.Lost)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, f *os.File, s string) {
+	t.Helper()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeAt(t *testing.T, f *os.File, s string, at int64) {
+	t.Helper()
+	if _, err := f.WriteAt([]byte(s), at); err != nil {
+		t.Fatal(err)
+	}
+}
