@@ -555,7 +555,7 @@ func (j *Journal) Images(t testing.TB, parent string) []Image {
 		case d.grown():
 			unsynced = append(unsynced, fmt.Sprintf("data of %s (%d of %d bytes kept)", base, n, len(d.now)))
 		default:
-			unsynced = append(unsynced, fmt.Sprintf("data of %s (its %d fsynced bytes back over %d cut short or rewritten)", base, n, len(d.now)))
+			unsynced = append(unsynced, fmt.Sprintf("data of %s (its %d fsynced bytes back in place of %d cut short or rewritten)", base, n, len(d.now)))
 		}
 		if d.fl.mtime != nil {
 			unsynced = append(unsynced, "mtime of "+base)

@@ -1311,17 +1311,19 @@ func TestATruncateAfterAnFsyncIsTakenBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const back = "[data of f (its 6 fsynced bytes back in place of %d cut short or rewritten)]"
 	for _, c := range []struct {
 		name   string
 		after  func(f *os.File)
 		synced bool // fsynced after
 		want   string
+		lost   string // Lost of every image
 	}{
-		{"cut short", func(f *os.File) { must(f.Truncate(2)) }, false, "abcdef"},
-		{"emptied and written again shorter", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, false, "abcdef"},
-		{"emptied and written again longer", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "uvwxyz12", 0) }, false, "abcdef"},
-		{"cut short, then fsynced", func(f *os.File) { must(f.Truncate(2)) }, true, "ab"},
-		{"emptied, written again and fsynced, then written", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, true, "xy"},
+		{"cut short", func(f *os.File) { must(f.Truncate(2)) }, false, "abcdef", fmt.Sprintf(back, 2)},
+		{"emptied and written again shorter", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, false, "abcdef", fmt.Sprintf(back, 2)},
+		{"emptied and written again longer", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "uvwxyz12", 0) }, false, "abcdef", fmt.Sprintf(back, 8)},
+		{"cut short, then fsynced", func(f *os.File) { must(f.Truncate(2)) }, true, "ab", "[data of f (2 of 4 bytes kept)]"},
+		{"emptied, written again and fsynced, then written", func(f *os.File) { must(f.Truncate(0)); writeAt(t, f, "xy", 0) }, true, "xy", "[data of f (2 of 4 bytes kept)]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := t.TempDir()
@@ -1346,8 +1348,8 @@ func TestATruncateAfterAnFsyncIsTakenBack(t *testing.T) {
 				t.Errorf("f holds %q, %v after the cut; want %q", b, err, c.want)
 			}
 			for _, im := range ims {
-				if b, err := os.ReadFile(filepath.Join(im.Dir, "f")); err != nil || string(b) != c.want {
-					t.Errorf("%s: f holds %q, %v; want %q (lost %v)", im.Mode, b, err, c.want, im.Lost)
+				if b, err := os.ReadFile(filepath.Join(im.Dir, "f")); err != nil || string(b) != c.want || fmt.Sprint(im.Lost) != c.lost {
+					t.Errorf("%s: f holds %q, %v; want %q (lost %v, want %s)", im.Mode, b, err, c.want, im.Lost, c.lost)
 				}
 			}
 		})
