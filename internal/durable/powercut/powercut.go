@@ -365,11 +365,10 @@ func (j *Journal) Link(dir *os.File, from, to string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath})
+	// The new name is known by what it holds: the name linked from may be
+	// one the journal knows for a file gone from it.
 	var st unix.Stat_t
-	if err := unix.Lstat(toPath, &st); err != nil {
-		return &os.PathError{Op: "lstat", Path: toPath, Err: err}
-	}
-	if _, ok := j.files[idOf(&st)]; ok {
+	if unix.Lstat(toPath, &st) == nil && j.files[idOf(&st)] != nil {
 		j.names[toPath] = idOf(&st)
 	}
 	return nil
