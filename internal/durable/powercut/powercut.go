@@ -19,9 +19,12 @@
 // and inode), not by a name: an fsync, a write or a SetMtime through a
 // descriptor opened before a rename or a link is the file's at each name
 // it has then. The journal follows the names of the files it owes
-// something for through its own renames, links and removals, and a name
-// that no longer holds the file (written again outside the journal) is
-// left alone.
+// something for through its own creates, links, renames and removals (and
+// the name a SetMtime is given), and a name that no longer holds the file
+// (written again outside the journal) is left alone. It forgets a file
+// once it knows it by no name, so that the next file given its inode is
+// judged as its own; an fsync through a descriptor after that is not
+// booked.
 //
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
@@ -59,7 +62,7 @@ import (
 type Journal struct {
 	mu    sync.Mutex
 	files map[fileID]*file  // what a power cut owes each file
-	names map[string]fileID // the names of those files, as the journal made them
+	names map[string]fileID // the names the journal knows those files by
 	ops   []dirOp           // not yet durable, oldest first
 }
 
@@ -271,7 +274,8 @@ func (j *Journal) read(id fileID) ([]byte, error) {
 	return nil, errors.New("no name the power-cut journal knows holds this file (moved outside it): it cannot keep what the fsync made durable")
 }
 
-// readIf is f's bytes if f is the file id; nil if it is another.
+// readIf is f's bytes if f is the file id, never nil then (an empty
+// file's are empty); nil if it is another.
 func readIf(f *os.File, id fileID) ([]byte, error) {
 	st, err := fsat.Fstat(f)
 	if err != nil || idOf(&st) != id {
