@@ -812,11 +812,11 @@ func TestPowerCutDuringMigrateFromEtcdOverSeveralKeys(t *testing.T) {
 // etcd into its sessions root. A key in old is migrated into the root
 // (uncut) once it holds that generation, before the rest are promoted:
 // the cut run then replaces it, or, at its last generation, finds it
-// there. Before anything runs again, each image's
-// root resumes a key whole on its last generation or (a key in old) on
-// the old one, or (a key not in old) not at all; after the run returned,
-// every key on its last. The fleet's records, each promoted before the
-// run, hold every key's last generation at every cut.
+// there. Before anything runs again, each image's root resumes a key
+// whole on its last generation or (a key in old) on the old one, or (a
+// key not in old) not at all; after the run returned, every key on its
+// last. The fleet's records, each promoted before the run, hold every
+// key's last generation at every cut.
 func cutMigrateFromEtcd(t *testing.T, gens map[string]map[uint64]string, old map[string]uint64) {
 	f, parent := powerFixture(t)
 	root := filepath.Join(parent, "s")
