@@ -1522,3 +1522,40 @@ func TestAnFsyncReadsTheFileAtANameThatHoldsIt(t *testing.T) {
 		t.Errorf("SyncFile of a file renamed outside the journal = %v; want the journal's refusal", err)
 	}
 }
+
+// A name the journal links is known by the file it holds, whatever name
+// it was linked from: a file the journal made, linked by the journal
+// from a name made outside it, has at the new name only its fsynced bytes
+// after a cut (mutation sweep: the new name's file taken from the source
+// name's entry survived, every other test linking from a name the
+// journal made). The name made outside the journal it does not follow
+// (RELIABILITY §9).
+func TestALinkFromANameMadeOutsideIsKnownByItsFile(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	must(err)
+	defer d.Close()
+	j := New()
+	f, err := j.CreateTemp(d, "a")
+	must(err)
+	defer f.Close()
+	write(t, f, "abc")
+	must(j.SyncFile(f))
+	must(os.Link(filepath.Join(p, "a"), filepath.Join(p, "b")))
+	must(j.Link(d, "b", "c"))
+	must(j.SyncDir(d))
+	write(t, f, "def")
+	// An image, not a cut in place: there the three names share the file,
+	// and a cut at one of them cuts them all.
+	for _, im := range j.Images(t, p) {
+		if b, err := os.ReadFile(filepath.Join(im.Dir, "c")); err != nil || string(b) != "abc" {
+			t.Errorf("%s: c holds %q, %v; want its fsynced \"abc\" (lost %v)", im.Mode, b, err, im.Lost)
+		}
+	}
+}
