@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -82,7 +83,7 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		asValue, emptyFlag = flagForAValue(fs, args), emptyStoreFlag(fs)
 		if len(pos) == 0 && c.maxArgs > 0 && c.arg() == "DIR" {
-			asDir = dirForAValue(fs, args)
+			asDir = dirForAValue(fs, args, os.Getenv)
 		}
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -257,24 +258,67 @@ var stampFlags = map[string]struct {
 
 // dirForAValue refuses, for a command given no DIR argument, a stamp flag
 // given as a word of its own whose value is written as a path: "/…",
-// "./…", "../…", "." or "..", or for a pi version any "/". That is the
-// DIR argument, taken for a value left out before it ("--pi-version $V
-// DIR", V empty and unquoted), and the command would act on the
-// configured root instead of DIR. No venue, model (the legacy identity
-// begins with a letter or digit) or pi version is written so, and
+// "./…", "../…", "…/" (a directory as a shell completes it), "." or "..",
+// or for a pi version any "/". That is the DIR argument, taken for a value
+// left out before it ("--pi-version $V DIR", V empty and unquoted), and
+// the command would act on the configured root instead of DIR. No venue,
+// model (the legacy identity begins with a letter or digit, and a
+// PROVIDER/ID ends with its ID) or pi version is written so, and
 // "--pi-version=VALUE", or a DIR argument given, shows nothing was taken.
-func dirForAValue(fs *flag.FlagSet, args []string) error {
+//
+// The same for the fleet's paths, which take any path (migrate acts on a
+// sessions root and a fleet at once): a key prefix or transcripts dir
+// given so that names the sessions root the command acts on (its
+// --sessions-dir, or PI_SESSIONS_DIR) is that DIR taken ("migrate --to
+// etcd --etcd-prefix $P /srv/sessions" migrated the root under the
+// prefix "/srv/sessions"). No prefix or transcripts dir is the root
+// itself; one that names another directory cannot be told from DIR.
+func dirForAValue(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	return separateValues(fs, args, func(f *flag.Flag, v string) error {
+		if fleetPathFlags[f.Name] {
+			if root := sessionsRoot(fs, getenv); root == "" || !sameDir(v, root) {
+				return nil
+			}
+			return fmt.Errorf("--%s: %s is the sessions root, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE to give it as written)", f.Name, brief(v), f.Name, f.Name)
+		}
 		s, ok := stampFlags[f.Name]
 		if !ok {
 			return nil
 		}
-		path := v == "." || v == ".." || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../")
+		path := v == "." || v == ".." || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") || strings.HasSuffix(v, "/")
 		if !path && !(s.noSlash && strings.Contains(v, "/")) {
 			return nil
 		}
 		return fmt.Errorf("--%s: %s is a path, not %s, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE for one written as a path)", f.Name, brief(v), s.what, f.Name, f.Name)
 	})
+}
+
+// fleetPathFlags are the fleet's flags whose value may be any path (see
+// dirForAValue).
+var fleetPathFlags = map[string]bool{"etcd-prefix": true, "transcripts-dir": true}
+
+// sessionsRoot is the sessions root fs's command acts on without a DIR
+// argument, as given (its --sessions-dir, or PI_SESSIONS_DIR), or "".
+func sessionsRoot(fs *flag.FlagSet, getenv func(string) string) string {
+	if f := fs.Lookup("sessions-dir"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return getenv("PI_SESSIONS_DIR")
+}
+
+// sameDir reports whether the paths a and b name one directory: the same
+// name once cleaned ("/srv/sessions/" and "/srv/sessions"), or, each
+// found, the same file ("sessions" from the working directory).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	x, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.Stat(b)
+	return err == nil && os.SameFile(x, y)
 }
 
 // separateValues calls each, in order, for every flag of fs given its

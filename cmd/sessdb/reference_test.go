@@ -58,10 +58,15 @@ objects the commands print are listed field by field in [json.md](json.md).
   flag; ` + "`-h` and `--help`" + ` count as flags there), where ` + "`--pi-version=VALUE`" + ` gives a value that is a flag's name (any
   other, one that begins with a dash included, is taken as given: ` + "`--venue -edge`" + `);
   and so is, with no DIR argument, a stamp (` + "`--pi-version`, `--venue`, `--model`" + `) given
-  a path as a word of its own (` + "`/…`, `./…`, `../…`, `.`, `..`" + `; for a pi version, any
+  a path as a word of its own (` + "`/…`, `./…`, `../…`, `…/`, `.`, `..`" + `; for a pi version, any
   ` + "`/`" + `): ` + "`dump --as-job --pi-version $V DIR`" + ` with V empty took DIR for the pi
   version and judged the configured root (` + "`--pi-version=VALUE`" + ` gives such a
-  value; a DIR without a ` + "`/`" + `, ` + "`sessions`" + `, cannot be told from a stamp);
+  value; a DIR without a ` + "`/`" + `, ` + "`sessions`" + `, cannot be told from a stamp, nor
+  ` + "`data/sessions`" + ` from a venue or model); and so is, with no DIR argument, an
+  ` + "`--etcd-prefix` or `--transcripts-dir`" + ` given as a word of its own that names the
+  sessions root the command acts on (` + "`migrate --to etcd --etcd-prefix $P DIR`" + `
+  migrated the root under the prefix DIR; one naming another directory cannot
+  be told from DIR);
   and so is an empty value of a flag that names one thing to act on or at
   (` + "`dump --key \"\"`, `check --accept \"\"`, `--quarantine \"\"`, `--at \"\"`, `--svg \"\"`" + `),
   which never means every key or now.
