@@ -137,10 +137,17 @@ func unexpanded(name, p string) error {
 
 // shellSubstitution refuses p, given as name, when it holds a command
 // substitution in backticks or a variable ($NAME, ${NAME}, $(NAME)),
-// which only a shell expands; give says what to give instead. A "$"
-// before anything else is no variable to a shell, and one backtick alone
-// is a syntax error to it: both can only be part of a name.
+// which only a shell expands, or is wholly in quotes, which only a shell
+// (or systemd's EnvironmentFile=) removes: docker's --env-file, Kubernetes
+// and an env dict pass PI_SESSIONS_DIR="/srv/sessions" quotes and all, a
+// relative name. give says what to give instead. A "$" before anything
+// else is no variable to a shell, one backtick alone is a syntax error to
+// it, and a quote inside a name or one not closed is no quoting of the
+// whole: each can only be part of a name.
 func shellSubstitution(name, p, give string) error {
+	if len(p) >= 2 && (p[0] == '"' || p[0] == '\'') && p[len(p)-1] == p[0] {
+		return fmt.Errorf("%s: %s is in quotes, which only a shell removes (docker's --env-file, Kubernetes and an env dict pass them as written): give %s without them", name, brief(p), give)
+	}
 	if strings.Count(p, "`") >= 2 {
 		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give %s", name, brief(p), give)
 	}

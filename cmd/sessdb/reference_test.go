@@ -147,6 +147,9 @@ are refused the same way, and for white space around them; the etcd
 user's name for white space around it and for a variable.
 So is a command substitution in backticks (` + "`` `pwd`/sessions ``" + `: a name
 that holds two); one backtick alone, a syntax error to a shell, is a name.
+So is a name, or the etcd user's, wholly in quotes (` + "`\"/srv/sessions\"`" + `, which docker's
+` + "`--env-file`" + ` and Kubernetes pass as written): only a shell removes them; a
+quote inside a name (` + "`it's`" + `) or one not closed is a name.
 A ` + "`~`" + ` inside a name (` + "`kubernetes.io~empty-dir`" + `) and a ` + "`$`" + ` before anything but
 a letter, ` + "`_`, `{` or `(`" + ` (` + "`share$`, `price$5`" + `) are names like any other.
 
