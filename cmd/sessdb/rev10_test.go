@@ -83,6 +83,13 @@ func TestADirIsNotTakenForAFleetPath(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming %s and DIR, nothing on stdout", c.args, code, brief(out), errs, c.flag)
 		}
 	}
+	// The root named relative to the working directory, as a shell
+	// completes it: the same directory.
+	t.Chdir(filepath.Dir(root))
+	code, out, errs := runCLI(t, "migrate", "--to", "etcd", "--transcripts-dir", filepath.Base(root), "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--transcripts-dir") || !strings.Contains(errs, "DIR") {
+		t.Errorf("migrate --to etcd --transcripts-dir %s (relative): exit %d, stdout %q, stderr %q; want exit 2 naming --transcripts-dir and DIR", filepath.Base(root), code, brief(out), errs)
+	}
 	if after := fingerprint(t, root); after != before {
 		t.Errorf("the sessions root changed")
 	}
@@ -91,7 +98,7 @@ func TestADirIsNotTakenForAFleetPath(t *testing.T) {
 	}
 	// The fleet's own prefix and dir, given as words of their own with
 	// the root from PI_SESSIONS_DIR: a migration, dry.
-	code, out, errs := runCLI(t, "migrate", "--to", "etcd", "--dry-run", "--etcd-prefix", f.prefix, "--transcripts-dir", f.dir, "--log-format", "console")
+	code, out, errs = runCLI(t, "migrate", "--to", "etcd", "--dry-run", "--etcd-prefix", f.prefix, "--transcripts-dir", f.dir, "--log-format", "console")
 	if !strings.Contains(out, "dry run") || strings.Contains(errs, "DIR") {
 		t.Errorf("migrate --to etcd --dry-run with the fleet's own prefix and dir: exit %d, %s%s; want a dry run", code, brief(out), errs)
 	}
