@@ -19,20 +19,9 @@ func (c *Cluster) Client(tb testing.TB) *clientv3.Client {
 
 func (c *Cluster) client(tb testing.TB, user, password string) *clientv3.Client {
 	tb.Helper()
-	cfg := clientv3.Config{
-		Endpoints:   c.Endpoints(),
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	}
-	if c.opts.Auth {
-		cfg.Username, cfg.Password = user, password
-	}
-	if c.opts.TLS {
-		tlsCfg, err := transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.CAFile}.ClientConfig()
-		if err != nil {
-			tb.Fatalf("etcdtest: client TLS: %v", err)
-		}
-		cfg.TLS = tlsCfg
+	cfg, err := c.clientConfig(c.Endpoints(), user, password)
+	if err != nil {
+		tb.Fatalf("etcdtest: client TLS: %v", err)
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
@@ -40,6 +29,28 @@ func (c *Cluster) client(tb testing.TB, user, password string) *clientv3.Client 
 	}
 	tb.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// clientConfig is a client's of endpoints: logged in as user on a cluster
+// with Options.Auth (none when user is ""), presenting the client
+// certificate with Options.TLS.
+func (c *Cluster) clientConfig(endpoints []string, user, password string) (clientv3.Config, error) {
+	cfg := clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	}
+	if c.opts.Auth && user != "" {
+		cfg.Username, cfg.Password = user, password
+	}
+	if c.opts.TLS {
+		tlsCfg, err := transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.CAFile}.ClientConfig()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.TLS = tlsCfg
+	}
+	return cfg, nil
 }
 
 // enableAuth adds root and User (a role of the same name with read-write

@@ -4,6 +4,10 @@
 // test can kill the leader, stop and restart a member, and restart the
 // whole cluster from its data dirs.
 //
+// With Options.Binary the members are processes of a released etcd
+// binary instead (ExternalBinary: the one SESSDB_ETCD_BINARY names), for
+// the tests that must see what operators run.
+//
 // Every member listens on 127.0.0.1 on ports the kernel handed out a moment
 // before, keeps its data dir under tb.TempDir(), and writes its log (warnings
 // and errors only) to a buffer that is printed only when the test failed. A
@@ -62,6 +66,12 @@ type Options struct {
 	// ProxyPeers puts a Proxy in front of each member's peer port, which
 	// the members know it by: Partition cuts the network between them.
 	ProxyPeers bool
+	// Binary, when set, runs each member as a process of this etcd
+	// binary (a released one: see ExternalBinary) with the same settings,
+	// killed and waited for when the cluster closes. Such members have
+	// no interceptor: FailNext, LoseNext and ExpireTokens fail the test.
+	// Suspend and Continue are theirs alone.
+	Binary string
 }
 
 // Credentials for a cluster started with Options.Auth.
@@ -110,6 +120,7 @@ type tokens struct {
 // there what a 3.4 member does). It is safe to call while requests are
 // served.
 func (c *Cluster) ExpireTokens() {
+	c.needInProcess("ExpireTokens")
 	c.tokens.mu.Lock()
 	defer c.tokens.mu.Unlock()
 	if c.tokens.expired == nil {
@@ -187,6 +198,7 @@ func (c *Cluster) FailNext(method string, skip, n int) { c.setFault(method, faul
 func (c *Cluster) LoseNext(method string, skip, n int) { c.setFault(method, fault{skip, n, true}) }
 
 func (c *Cluster) setFault(method string, f fault) {
+	c.needInProcess("FailNext and LoseNext")
 	c.faults.mu.Lock()
 	defer c.faults.mu.Unlock()
 	if c.faults.next == nil {
@@ -201,6 +213,7 @@ type member struct {
 	// advertised is the peer URL the others dial: peerURL, or its proxy's.
 	advertised url.URL
 	etcd       *embed.Etcd // nil while stopped
+	proc       *process    // Options.Binary's; nil while stopped
 	// killed is set while kill stops the member (see recoverKilled);
 	// inflight counts the requests its interceptor is serving.
 	killed   atomic.Bool
@@ -317,6 +330,12 @@ func (c *Cluster) startFresh() error {
 func (c *Cluster) startMembers(ms []*member) error {
 	var first error
 	for _, m := range ms {
+		if c.opts.Binary != "" {
+			if m.proc, first = c.startProcess(m); first != nil {
+				break
+			}
+			continue
+		}
 		m.killed.Store(false)
 		e, err := embed.StartEtcd(c.config(m))
 		if err != nil {
@@ -327,7 +346,11 @@ func (c *Cluster) startMembers(ms []*member) error {
 	}
 	if first == nil {
 		for _, m := range ms {
-			if err := waitReady(m); err != nil {
+			wait := waitReady
+			if m.proc != nil {
+				wait = c.waitProcess
+			}
+			if err := wait(m); err != nil {
 				first = err
 				break
 			}
@@ -410,7 +433,9 @@ func (c *Cluster) Endpoint(i int) string { return c.members[i].clientURL.String(
 func (c *Cluster) Size() int { return len(c.members) }
 
 // Running reports whether member i is running.
-func (c *Cluster) Running(i int) bool { return c.members[i].etcd != nil }
+func (c *Cluster) Running(i int) bool { return c.members[i].running() }
+
+func (m *member) running() bool { return m.etcd != nil || m.proc != nil }
 
 // Leader waits until the running members agree on a running leader and
 // returns its index.
@@ -429,18 +454,25 @@ func (c *Cluster) Leader() int {
 
 func (c *Cluster) agreedLeader() (int, bool) {
 	leader, idx := uint64(0), -1
-	for _, m := range c.members {
-		if m.etcd == nil {
+	ids := make([]uint64, len(c.members))
+	for i, m := range c.members {
+		var l uint64
+		switch {
+		case m.etcd != nil:
+			l, ids[i] = m.etcd.Server.Lead(), uint64(m.etcd.Server.MemberID())
+		case m.proc != nil:
+			// A member that does not answer (suspended) agrees to nothing.
+			l, ids[i], _ = c.status(m, time.Second)
+		default:
 			continue
 		}
-		l := m.etcd.Server.Lead()
 		if l == 0 || (leader != 0 && l != leader) {
 			return -1, false
 		}
 		leader = l
 	}
 	for i, m := range c.members {
-		if m.etcd != nil && uint64(m.etcd.Server.MemberID()) == leader {
+		if m.running() && ids[i] == leader {
 			idx = i
 		}
 	}
@@ -462,7 +494,7 @@ func (c *Cluster) KillLeader() int {
 // first). Its data dir stays for Restart.
 func (c *Cluster) Stop(i int) {
 	c.tb.Helper()
-	if c.members[i].etcd == nil {
+	if !c.members[i].running() {
 		c.tb.Fatalf("etcdtest: member %d is not running", i)
 	}
 	c.members[i].close()
@@ -472,7 +504,7 @@ func (c *Cluster) Stop(i int) {
 // ports, and waits until it is ready (which needs a quorum running).
 func (c *Cluster) Restart(i int) {
 	c.tb.Helper()
-	if c.members[i].etcd != nil {
+	if c.members[i].running() {
 		c.tb.Fatalf("etcdtest: member %d is running", i)
 	}
 	if err := c.startMembers(c.members[i : i+1]); err != nil {
@@ -526,6 +558,10 @@ func (c *Cluster) close() {
 // after it blocks, and the Close after HardStop waits for them for ever
 // (seen once under TestJobsUnderFaults: a 10-minute test timeout).
 func (m *member) kill() {
+	if m.proc != nil {
+		m.proc.end(syscall.SIGKILL)
+		m.proc = nil
+	}
 	if m.etcd == nil {
 		return
 	}
@@ -590,6 +626,10 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 }
 
 func (m *member) close() {
+	if m.proc != nil {
+		m.proc.end(syscall.SIGTERM)
+		m.proc = nil
+	}
 	if m.etcd == nil {
 		return
 	}
