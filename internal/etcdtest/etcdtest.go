@@ -120,7 +120,9 @@ type tokens struct {
 // there what a 3.4 member does). It is safe to call while requests are
 // served.
 func (c *Cluster) ExpireTokens() {
-	c.needInProcess("ExpireTokens")
+	if !c.inProcess("ExpireTokens") {
+		return
+	}
 	c.tokens.mu.Lock()
 	defer c.tokens.mu.Unlock()
 	if c.tokens.expired == nil {
@@ -198,7 +200,9 @@ func (c *Cluster) FailNext(method string, skip, n int) { c.setFault(method, faul
 func (c *Cluster) LoseNext(method string, skip, n int) { c.setFault(method, fault{skip, n, true}) }
 
 func (c *Cluster) setFault(method string, f fault) {
-	c.needInProcess("FailNext and LoseNext")
+	if !c.inProcess("FailNext and LoseNext") {
+		return
+	}
 	c.faults.mu.Lock()
 	defer c.faults.mu.Unlock()
 	if c.faults.next == nil {

@@ -115,3 +115,38 @@ func (t *fatalT) Fatalf(format string, args ...any) {
 	t.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+
+// FailNext, LoseNext and ExpireTokens are the embedded members'
+// interceptor's: on process members each fails the test, saying so, and
+// returns, even on a goroutine of the code under test (a hook's), which
+// it must not end: a walk waited for its worker for ever.
+func TestInterceptorFaultsNeedEmbeddedMembers(t *testing.T) {
+	et := &errorT{T: t}
+	c := Start(et, Options{Binary: ExternalBinary(t)})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.FailNext("/etcdserverpb.KV/Txn", 0, 1)
+		c.LoseNext("/etcdserverpb.KV/Txn", 0, 1)
+		c.ExpireTokens()
+	}()
+	<-done
+	if len(et.errs) != 3 {
+		t.Fatalf("errors: %q; want one for each of FailNext, LoseNext and ExpireTokens", et.errs)
+	}
+	for _, e := range et.errs {
+		if !strings.Contains(e, "needs members in this process") {
+			t.Errorf("error %q does not say the fault needs embedded members", e)
+		}
+	}
+}
+
+// errorT records Errorf without failing the test.
+type errorT struct {
+	*testing.T
+	errs []string
+}
+
+func (t *errorT) Errorf(format string, args ...any) {
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
