@@ -79,6 +79,7 @@ func (c *Cluster) startProcess(m *member) (*process, error) {
 		}
 	}
 	cmd := exec.Command(c.opts.Binary, args...)
+	cmd.Env = []string{} // not nil, which is the test's whole environment
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ETCD_") {
 			cmd.Env = append(cmd.Env, kv)

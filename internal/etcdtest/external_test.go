@@ -150,3 +150,13 @@ type errorT struct {
 func (t *errorT) Errorf(format string, args ...any) {
 	t.errs = append(t.errs, fmt.Sprintf(format, args...))
 }
+
+// An ETCD_* variable in the test's environment does not reach a member:
+// etcd takes each for a flag (and refuses one that a flag shadows).
+func TestExternalMembersIgnoreTheTestsEtcdVariables(t *testing.T) {
+	bin := ExternalBinary(t)
+	t.Setenv("ETCD_NAME", "not-a-member")
+	t.Setenv("ETCD_QUOTA_BACKEND_BYTES", "1")
+	c := Start(t, Options{Binary: bin})
+	put(t, c.Client(t), "/sessdb/a", "1")
+}
