@@ -464,7 +464,7 @@ func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
 // stopped: seen under leader kills, 2 of 128 checks and 3 of 128 dumps
 // of 30 keys over 6 elections.
 func TestWalksRideOutALeaderChange(t *testing.T) {
-	c := etcdtest.Start1(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	const txn = "/etcdserverpb.KV/Txn"
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
@@ -530,7 +530,7 @@ func TestWalksRideOutALeaderChange(t *testing.T) {
 // had landed was never reported, its key gone and its file left for a
 // later sweep to call an orphan.
 func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
-	c := etcdtest.Start1(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
 	failed, lost := store.Key("github", "delete-change", "failed"), store.Key("github", "delete-change", "lost")
@@ -573,7 +573,7 @@ func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
 	var f *fixture
 	var err error
 	untilTheFault(t, func() bool {
-		c := etcdtest.Start1(t)
+		c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 		f = newFixture(t, c)
 		f.now = time.Now().Add(-30 * 24 * time.Hour)
 		f.run(key, "old")
@@ -626,7 +626,7 @@ func TestCheckRepairThatStopsDeliversWhatItRemoved(t *testing.T) {
 	var files, removed []string
 	var err error
 	untilTheFault(t, func() bool {
-		c := etcdtest.Start1(t)
+		c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 		f := newFixture(t, c)
 		files = nil
 		for _, k := range keys {

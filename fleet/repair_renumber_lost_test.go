@@ -16,7 +16,7 @@ import (
 // as is" of a history numbered again, which the next check found nothing
 // to do about.
 func TestARepairWhoseRenumberLostItsAnswerSaysItRenumbered(t *testing.T) {
-	c := etcdtest.Start1(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "lost-answer")
 	f.run(key, "one")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sessdb/fleet"
+	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
 
@@ -166,7 +167,7 @@ func TestFleetCheckRepairThatStopsNamesWhatItRemoved(t *testing.T) {
 	// The fault is reached once the first key's orphan is gone: the
 	// second key's lock is what etcd fails.
 	untilTheFault(t, func() bool {
-		f := startFleet(t)
+		f := fleetOn(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}))
 		var files []string
 		for _, k := range keys {
 			p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")

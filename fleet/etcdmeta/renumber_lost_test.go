@@ -18,7 +18,7 @@ import (
 func TestARenumberWhoseAnswerIsLostIsTheRenumberLanded(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d endpoints", members), func(t *testing.T) {
-			c := etcdtest.Start(t, etcdtest.Options{Members: members})
+			c := etcdtest.Start(t, etcdtest.Options{Members: members, InProcess: true})
 			s := open(t, c)
 			key := newKey()
 			rev, ring := createAtTheTop(t, s, key)

@@ -351,7 +351,7 @@ func TestHTTPSEndpointOfAPlainMemberIsNamed(t *testing.T) {
 // request from then on, each after the whole request timeout. It logs in
 // again instead.
 func TestStoreLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
-	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
+	c := etcdtest.Start(t, etcdtest.Options{Auth: true, InProcess: true})
 	s := open(t, c, func(cfg *Config) {
 		cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password
 		cfg.RequestTimeout = 2 * time.Second

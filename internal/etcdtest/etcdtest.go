@@ -6,7 +6,9 @@
 //
 // With Options.Binary the members are processes of a released etcd
 // binary instead (ExternalBinary: the one SESSDB_ETCD_BINARY names), for
-// the tests that must see what operators run.
+// the tests that must see what operators run; with SESSDB_ETCD_EVERYWHERE
+// set, every cluster but those that need their members in process
+// (Options.InProcess) is, so that a package's whole suite runs on it.
 //
 // Every member listens on 127.0.0.1 on ports the kernel handed out a moment
 // before, keeps its data dir under tb.TempDir(), and writes its log (warnings
@@ -29,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -72,6 +75,10 @@ type Options struct {
 	// no interceptor: FailNext, LoseNext and ExpireTokens fail the test.
 	// Suspend and Continue are theirs alone.
 	Binary string
+	// InProcess keeps the members in this process whatever EverywhereEnv
+	// says: the test makes its faults with FailNext, LoseNext or
+	// ExpireTokens, which only an embedded member's interceptor can.
+	InProcess bool
 }
 
 // Credentials for a cluster started with Options.Auth.
@@ -251,6 +258,11 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	}
 	if opts.ElectionMs == 0 {
 		opts.ElectionMs = 500
+	}
+	if opts.Binary == "" && !opts.InProcess && os.Getenv(EverywhereEnv) != "" {
+		if opts.Binary = os.Getenv(BinaryEnv); opts.Binary == "" {
+			tb.Fatalf("etcdtest: %s is set, but %s names no etcd binary to run every cluster on", EverywhereEnv, BinaryEnv)
+		}
 	}
 	c := &Cluster{tb: tb, opts: opts, logs: &logBuffer{}}
 	// The test's first TempDir registers the removal of its temporary

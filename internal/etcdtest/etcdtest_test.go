@@ -154,7 +154,7 @@ func TestRecoverKilledOnlyWhileKilled(t *testing.T) {
 // FailNext fails the requests it names before they are served, LoseNext
 // after: the write takes effect, its answer is lost. Others pass.
 func TestFailNextAndLoseNext(t *testing.T) {
-	c := Start1(t)
+	c := Start(t, Options{Members: 1, InProcess: true})
 	cli := c.Client(t)
 	put := func(k string) error {
 		_, err := cli.Txn(context.Background()).Then(clientv3.OpPut(k, "v")).Commit()

@@ -160,3 +160,34 @@ func TestExternalMembersIgnoreTheTestsEtcdVariables(t *testing.T) {
 	c := Start(t, Options{Binary: bin})
 	put(t, c.Client(t), "/sessdb/a", "1")
 }
+
+// With EverywhereEnv set, a cluster that asks for nothing runs on
+// BinaryEnv's binary (so .ci/long runs a package's whole suite on it),
+// and one whose faults need the interceptor (InProcess) stays in process;
+// without a binary named, Everywhere is a mistake the test is told of.
+func TestEverywhereRunsEveryClusterButInProcessOnesOnTheBinary(t *testing.T) {
+	bin := ExternalBinary(t)
+	t.Setenv(EverywhereEnv, "1")
+	c := Start(t, Options{})
+	if c.members[0].proc == nil || c.opts.Binary != bin {
+		t.Errorf("with %s set, a plain cluster's member is not a process of %s", EverywhereEnv, bin)
+	}
+	put(t, c.Client(t), "/sessdb/a", "1")
+	in := Start(t, Options{InProcess: true})
+	if in.members[0].proc != nil || in.opts.Binary != "" {
+		t.Errorf("an InProcess cluster's member is a process of %s", in.opts.Binary)
+	}
+	put(t, in.Client(t), "/sessdb/a", "1")
+
+	t.Setenv(BinaryEnv, "")
+	ft := &fatalT{T: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Start(ft, Options{})
+	}()
+	<-done
+	if !strings.Contains(ft.msg, BinaryEnv) {
+		t.Errorf("%s set with no binary: %q; want a failure naming %s", EverywhereEnv, ft.msg, BinaryEnv)
+	}
+}
