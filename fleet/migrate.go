@@ -240,7 +240,7 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		// Each dir made is made durable before anything is made in it,
 		// or a power cut could take the root, and every key reported
 		// migrated into it, away.
-		if err := durable.MkdirAll(sharedfs.FS(), root); err != nil {
+		if _, err := durable.MkdirAll(sharedfs.FS(), root); err != nil {
 			return sum, err
 		}
 	}

@@ -18,13 +18,17 @@ import (
 	"sessdb/internal/fsat"
 )
 
-// openKeyDirForWrite makes the sessions root and the key dir if need be
+// openKeyDirForWrite makes the sessions root (noted for MadeRoot) and the key dir if need be
 // (each name made durable, a new key dir's and the root's even if a rival
 // made them) and opens the key dir without following a link: a link or
 // non-directory there is fsat.ErrNotDir.
 func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
-	if err := s.makeDirAll(s.root); err != nil {
+	made, err := durable.MkdirAll(s.disk.disk(), s.root)
+	if err != nil {
 		return nil, err
+	}
+	if made {
+		s.madeRoot.Store(true)
 	}
 	root, err := fsat.OpenDir(s.root)
 	if err != nil {
@@ -69,10 +73,11 @@ func (s *Store) openKeyDirForWrite(key string) (*os.File, error) {
 // durable.SyncParent).
 func (s *Store) syncParent(path string) error { return durable.SyncParent(s.disk.disk(), path) }
 
-// makeDirAll makes path and its missing parents, each name durable (see
-// durable.MkdirAll): a root a first promotion made would otherwise vanish
-// in a power cut, with the acknowledged promotion.
-func (s *Store) makeDirAll(path string) error { return durable.MkdirAll(s.disk.disk(), path) }
+// MadeRoot reports whether a promotion of this Store made its sessions
+// root (durable.MkdirAll: each name made durable, or a root a first
+// promotion made would vanish in a power cut with it). A root another
+// process made, even while this one was making it, is not this Store's.
+func (s *Store) MadeRoot() bool { return s.madeRoot.Load() }
 
 // keyState is what a key holds, as the writer sees it under the exclusive
 // lock once any promotion in flight is settled.

@@ -58,6 +58,7 @@
 package store
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -107,6 +108,8 @@ type Store struct {
 	opts    Options
 	disk    durability
 	backend Backend
+	// madeRoot is set when a promotion made the root (MadeRoot).
+	madeRoot atomic.Bool
 }
 
 // New returns the store rooted at root. It touches nothing: a missing root

@@ -138,11 +138,11 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		// A promotion makes a sessions root that does not exist (a new
 		// deployment's first must), but resolve warned that it was missing
 		// (a misspelt root would pass for a new conversation): the root a
-		// promotion made is said too, never refused.
-		_, statErr := os.Stat(st.Root())
-		rootMissing := !onFleet && errors.Is(statErr, os.ErrNotExist)
+		// promotion made is said too, never refused. Said by the store,
+		// which made it, not by a look before and after: jobs of a new
+		// deployment promote at once, and each saw the root missing.
 		res, err := st.Promote(sess, req)
-		if _, statErr := os.Stat(st.Root()); rootMissing && statErr == nil {
+		if !onFleet && st.MadeRoot() {
 			inv.rep.warn(fmt.Sprintf("the sessions root %s did not exist: promote made it (0700, with its missing parents; is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
 		}
 		// The key names every line about it (when the ticket's is one).

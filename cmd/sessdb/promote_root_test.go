@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"sessdb/store"
@@ -52,5 +55,56 @@ func TestPromoteWarnsWhenItMakesTheSessionsRoot(t *testing.T) {
 	// A retry of the first promote (a repeat) makes nothing and says nothing.
 	if code, out, errs := runCLI(t, "promote", "--sessions-dir", missing, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK || errs != "" || !strings.Contains(out, `"repeat":true`) {
 		t.Fatalf("repeat: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// Jobs of a new deployment promote at once onto the root none has made
+// yet (each resolve warned it was missing): one promotion makes the root,
+// and only that promote may say it made it. The warning was decided by a
+// look before the promotion and one after, so a promote whose root another
+// made in between said "promote made it" too. Rounds of two promotes of two
+// keys, started together; in each exactly one may warn.
+func TestOnlyThePromoteThatMadeTheRootWarns(t *testing.T) {
+	clearEnv(t)
+	const rounds = 20
+	for r := range rounds {
+		missing := filepath.Join(t.TempDir(), "nx", "sessions")
+		var jobs [2]string
+		for i := range jobs {
+			key := store.Key("github", "acme/widget", fmt.Sprintf("pi/race-%d-%d", r, i))
+			jobs[i] = filepath.Join(t.TempDir(), "job")
+			if code, out, errs := runCLI(t, "resolve", "--sessions-dir", missing, "--key", key, "--job-dir", jobs[i], "--pi-version", "0.58.3", "--venue", "local"); code != exitOK {
+				t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+			}
+			appendAnswered(t, jobs[i], "1")
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var errs [2]string
+		var codes [2]int
+		for i := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				var out, e bytes.Buffer
+				codes[i] = run([]string{"promote", "--sessions-dir", missing, "--job-dir", jobs[i], "--pi-version", "0.58.3"}, &out, &e)
+				errs[i] = e.String()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		warned := 0
+		for i := range jobs {
+			if codes[i] != exitOK {
+				t.Fatalf("round %d: promote %d: exit %d\n%s", r, i, codes[i], errs[i])
+			}
+			if strings.Contains(errs[i], "made it") {
+				warned++
+			}
+		}
+		if warned != 1 {
+			t.Fatalf("round %d: %d promotes said they made the root (stderr %q, %q); want the one that made it", r, warned, errs[0], errs[1])
+		}
 	}
 }

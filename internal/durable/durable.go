@@ -154,39 +154,42 @@ func SyncParent(disk FS, path string) error {
 // path) through disk, with each directory it makes made durable by an
 // fsync of its parent before anything is made inside it: a sessions root
 // a first promotion or a migration made would otherwise vanish in a
-// power cut, with everything acknowledged in it.
-func MkdirAll(disk FS, path string) error {
+// power cut, with everything acknowledged in it. made is whether this
+// call made path itself: one found there, or made by another process
+// while this one looked, is not (promote says so only of a root it made).
+func MkdirAll(disk FS, path string) (made bool, err error) {
 	path = filepath.Clean(path)
 	switch st, err := os.Stat(path); {
 	case err == nil && st.IsDir():
-		return nil
+		return false, nil
 	case err == nil:
-		return &os.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: unix.ENOTDIR}
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return false, err
 	}
 	parent := filepath.Dir(path)
 	if parent != path {
-		if err := MkdirAll(disk, parent); err != nil {
-			return err
+		if _, err := MkdirAll(disk, parent); err != nil {
+			return false, err
 		}
 		// A parent found there may be a rival's, made just now and its
 		// name not yet durable: what is made in it would vanish with it.
 		// (One made here was synced already; the second fsync is paid
 		// only when a root is made.)
 		if err := SyncParent(disk, parent); err != nil {
-			return err
+			return false, err
 		}
 	}
 	pd, err := fsat.OpenDir(parent)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer pd.Close()
 	// Not made here means another process made it just now, and may not
 	// have fsynced its parent yet: the fsync is this caller's to make.
-	if _, err := disk.Mkdir(pd, filepath.Base(path), 0o700); err != nil {
-		return err
+	made, err = disk.Mkdir(pd, filepath.Base(path), 0o700)
+	if err != nil {
+		return false, err
 	}
-	return disk.SyncDir(pd)
+	return made, disk.SyncDir(pd)
 }
