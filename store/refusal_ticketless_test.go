@@ -12,7 +12,7 @@ import (
 // one job's retries to tell apart: each is recorded. Two such cold starts
 // onto a key that holds a transcript are each superseded, and the history
 // holds both refusals (db.HistoryEntry.RecordedBy's "no entry is by the
-// ticket ”" is what keeps the second; no test pinned it).
+// empty ticket" is what keeps the second; no test pinned it).
 func TestRefusalsWithNoTicketAreEachRecorded(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
