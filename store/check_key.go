@@ -528,6 +528,17 @@ func linkTarget(dir *os.File, name string) string {
 	return fmt.Sprintf(" to %q", buf[:n])
 }
 
+// Ahead reports whether then is after now. Where time.Sub clamps (a span
+// past 292 years), even its sign is not sure: time.Unix wraps a second
+// count near either end of 64 bits (tmpfs keeps any mtime it is given)
+// to the other end, so the Unix seconds, which are exact, decide.
+func Ahead(now, then time.Time) bool {
+	if d := now.Sub(then); d != math.MaxInt64 && d != math.MinInt64 {
+		return d < 0
+	}
+	return then.Unix() > now.Unix()
+}
+
 // RoundAge renders the age of then at now to the unit an operator reads
 // at a glance: whole days from 48 hours, else whole hours, minutes or
 // seconds. A negative age, a clock that is off, is "0s (dated in the
@@ -541,10 +552,12 @@ func linkTarget(dir *os.File, name string) string {
 func RoundAge(now, then time.Time) string {
 	d := now.Sub(then)
 	switch {
-	case d < 0:
+	case Ahead(now, then):
 		return "0s (dated in the future)"
-	case d == math.MaxInt64:
-		return fmt.Sprintf("%dd", (now.Unix()-then.Unix())/(24*60*60))
+	case d == math.MaxInt64 || d == math.MinInt64:
+		// Clamped: whole days from the Unix seconds, whose difference,
+		// taken unsigned, fits (then is not after now).
+		return fmt.Sprintf("%dd", (uint64(now.Unix())-uint64(then.Unix()))/(24*60*60))
 	case d >= 48*time.Hour:
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	case d >= time.Hour:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -290,6 +291,15 @@ func TestRoundAge(t *testing.T) {
 		{now, time.Date(1, 1, 1, 10, 0, 0, 0, time.UTC), "739948d"},
 		{time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), "2912110d"},
 		{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), "0s (dated in the future)"},
+		// An mtime at either end of 64 bits, which tmpfs stores as given
+		// (utimensat(2) of -2^63 and 2^63-1 s read back so here; ext4
+		// clamps to 1901 and 2446): (1795946400 + 2^63) / 86400 days by
+		// Python's integers, and a future. Before, both "-106751991146514d":
+		// the Unix seconds' difference overflowed, and time.Unix(2^63-1)
+		// wraps to a time in the far past.
+		{now, time.Unix(math.MinInt64, 0), "106751991188087d"},
+		{now, time.Unix(math.MaxInt64, 0), "0s (dated in the future)"},
+		{now, time.Unix(math.MaxInt64-62135596800, 0), "0s (dated in the future)"},
 	} {
 		if got := RoundAge(c.now, c.then); got != c.want {
 			t.Errorf("RoundAge(%v, %v) = %q, want %q", c.now, c.then, got, c.want)

@@ -258,9 +258,11 @@ func quoted(p *string) string {
 // "ahead", with no size: it is a clock that is off (another host's, a
 // checkout's mtime judged --at an earlier time), and its size would only
 // say when the file was written. An age past 292 years (--at 9999-12-31,
-// a header dated year 1) is counted in days all the same (store.RoundAge).
+// a header dated year 1, an mtime at an end of 64 bits) is counted in days
+// all the same, and its direction judged by the seconds (store.RoundAge,
+// store.Ahead).
 func ago(now, t time.Time) string {
-	if t.After(now) {
+	if store.Ahead(now, t) {
 		return "ahead"
 	}
 	return store.RoundAge(now, t) + " ago"
