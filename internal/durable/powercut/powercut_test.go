@@ -1559,3 +1559,61 @@ func TestALinkFromANameMadeOutsideIsKnownByItsFile(t *testing.T) {
 		}
 	}
 }
+
+// A temp the journal creates is a new file, whatever the journal knew of
+// its inode: a file removed outside the journal (bbolt's, a test's own
+// os.Remove) leaves what the journal owed it, and ext4 hands the freed
+// inode to the next create. The temp's bytes are then the journal's to take
+// back from nothing, as any temp's; taken for the old file (an outside
+// file's mtime owed, so not made through the journal), a missing fsync of
+// the temp would be imaged as durable. Mutation sweep (rev10b): CreateTemp
+// keeping the inode's old entry survived every other test.
+func TestATempOnAnInodeTheJournalKnewIsANewFile(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := t.TempDir()
+	d, err := fsat.OpenDir(p)
+	must(err)
+	defer d.Close()
+	j := New()
+	// A file made outside the journal, whose mtime the journal set: the
+	// journal owes it its old mtime, and knows it by its name.
+	outside := filepath.Join(p, "outside")
+	must(os.WriteFile(outside, []byte("outside"), 0o600))
+	g, err := os.OpenFile(outside, os.O_RDWR, 0)
+	must(err)
+	must(j.SetMtime(d, "outside", g, time.Now()))
+	st, err := fsat.Fstat(g)
+	must(err)
+	g.Close()
+	must(os.Remove(outside)) // not through the journal
+	// Temps through the journal until one has the freed inode.
+	var reused string
+	for i := range 64 {
+		n := fmt.Sprintf("t%d", i)
+		f, err := j.CreateTemp(d, n)
+		must(err)
+		nst, err := fsat.Fstat(f)
+		must(err)
+		if nst.Ino == st.Ino && nst.Dev == st.Dev {
+			reused = n
+			write(t, f, "never fsynced")
+		}
+		f.Close()
+		if reused != "" {
+			break
+		}
+	}
+	if reused == "" {
+		t.Skip("no inode freed here is handed to the next file")
+	}
+	must(j.SyncDir(d)) // the temp's name is durable, its bytes are not
+	j.Cut(t)
+	if b, err := os.ReadFile(filepath.Join(p, reused)); err != nil || len(b) != 0 {
+		t.Fatalf("%s after the cut holds %q, %v; want it empty, as a temp never fsynced", reused, b, err)
+	}
+}
