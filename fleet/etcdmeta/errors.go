@@ -161,7 +161,17 @@ func opErr(ctx context.Context, op, key string, err error) error {
 	if key != "" {
 		op += " " + key
 	}
-	if kind := classify(ctx, err); kind != nil {
+	kind := classify(ctx, err)
+	// A member that timed the request out at its deadline, which travels
+	// with it, answers with the text alone (etcd 3.4: "context deadline
+	// exceeded", code Unknown), where the client's own timeout gives ctx's
+	// error: when the deadline was the caller's, the error is that too,
+	// as ErrUnavailable's doc says, or a walk would take the caller's own
+	// deadline for etcd's silence.
+	if cerr := ctx.Err(); kind == ErrUnavailable && cerr == context.DeadlineExceeded && !errors.Is(err, cerr) {
+		return fmt.Errorf("%s: %w: %w (%w)", op, kind, err, cerr)
+	}
+	if kind != nil {
 		return fmt.Errorf("%s: %w: %w", op, kind, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)

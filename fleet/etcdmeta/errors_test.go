@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -46,5 +47,30 @@ func TestClassify(t *testing.T) {
 		if got := classify(tc.ctx, tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// An etcd 3.4 member times a read out at the request's own deadline, which
+// travels with it (grpc-timeout), and answers "context deadline exceeded"
+// with no code: when that deadline was the caller's, the error is the
+// caller's deadline as well as ErrUnavailable, as the client's own
+// timeout already is (ErrUnavailable's doc), so that package fleet's walks
+// return it as ctx's end, not as etcd's silence (fleet's stopped and
+// callersEnd ask errors.Is(err, ctx.Err())). Before, it matched
+// ErrUnavailable alone. Under a caller's ctx that has not ended, the
+// deadline was the request timeout's: etcd unavailable only.
+func TestAMembersTimeoutAtTheCallersDeadlineIsTheCallersDeadline(t *testing.T) {
+	member := status.Error(codes.Unknown, "context deadline exceeded")
+	ended, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	err := opErr(ended, "get", "k", member)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("under the caller's ended deadline: %v (unavailable %v, deadline %v); want both", err, errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded))
+	}
+	live, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	err = opErr(live, "get", "k", member)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("under a caller's ctx that has not ended: %v; want ErrUnavailable alone", err)
 	}
 }
