@@ -130,7 +130,7 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	case gone(err):
 		return true // swept since the listing, by another reaper or repair
 	case err == nil:
-		age = store.RoundAge(c.fileNow, time.Unix(st.Mtim.Sec, st.Mtim.Nsec))
+		age = store.RoundAge(c.fileNow, fsat.ModTime(&st))
 	}
 	var why string
 	switch {

@@ -244,7 +244,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 		obs.Transcript = gates.Transcript{Exists: true}
 		k.Transcript = &store.TranscriptReport{}
 		if st, ok := lstatName(b.dir, t.File); ok {
-			k.Transcript.Bytes, k.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+			k.Transcript.Bytes, k.Transcript.ModTime = st.Size, fsat.ModTime(&st)
 		}
 		if o.Verify {
 			k.Verify = &store.VerifyReport{Result: store.VerifyNoTranscript}

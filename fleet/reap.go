@@ -426,7 +426,7 @@ func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now 
 	if namesOwnFile(key, t) {
 		// A regular file's only: a resolve judges no other by its mtime.
 		if st, ok := lstatName(b.dir, t.File); ok && fsat.IsRegular(&st) {
-			mtime = time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+			mtime = fsat.ModTime(&st)
 		}
 	}
 	return now.Sub(lastPromotion(t, mtime)) > ttl

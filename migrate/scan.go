@@ -66,7 +66,7 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			if st != nil {
 				// The legacy worker aged its lock by lstat, so a dangling
 				// link at the name ages like a file and never wedges a key.
-				k.lock, k.lockAge = st, now.Sub(time.Unix(st.Mtim.Unix()))
+				k.lock, k.lockAge = st, now.Sub(fsat.ModTime(st))
 				if fsat.IsDir(st) {
 					k.full[n] = !emptyDir(dir, n)
 				}

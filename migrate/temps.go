@@ -48,7 +48,7 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 		st, err := fsat.LstatAt(kd, n)
 		// The kernel stamps the mtime from the wall clock, whatever clock
 		// Options.Now is; a creation's last write is its bbolt init.
-		if err != nil || !fsat.IsRegular(&st) || time.Since(time.Unix(st.Mtim.Unix())) < tempGrace {
+		if err != nil || !fsat.IsRegular(&st) || time.Since(fsat.ModTime(&st)) < tempGrace {
 			continue
 		}
 		secondName := dberr == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino

@@ -64,7 +64,7 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	if n != st.Size || after.Size != st.Size || after.Mtim != st.Mtim {
 		return nil, "", &os.PathError{Op: "read", Path: file.Name(), Err: errChanged}
 	}
-	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: recordable(time.Unix(st.Mtim.Unix())).UTC()}
+	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: recordable(fsat.ModTime(&st)).UTC()}
 	if f != nil {
 		if err := f(file, t); err != nil {
 			return nil, "", err

@@ -256,7 +256,7 @@ func readIdentity(kd *os.File) (int64, uint32, time.Time, error) {
 	case n != before.Size || after.Size != before.Size || after.Mtim != before.Mtim || now.Ino != before.Ino || now.Dev != before.Dev:
 		return 0, 0, time.Time{}, errors.New("current.jsonl changed while it was read; run it again")
 	}
-	return n, h.Sum32(), time.Unix(before.Mtim.Unix()), nil
+	return n, h.Sum32(), fsat.ModTime(&before), nil
 }
 
 // acceptFinding runs Accept for check --repair --accept and says what it

@@ -168,7 +168,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			f := add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
 			f.hardLink, f.keyFile = true, n == db.FileName || n == TranscriptName
 		}
-		mtime := time.Unix(st.Mtim.Unix())
+		mtime := fsat.ModTime(&st)
 		switch {
 		case n == TranscriptName || n == db.FileName:
 			if !fsat.IsRegular(&st) {

@@ -257,7 +257,7 @@ func tempNames(kd *os.File, cutoff time.Time) ([]string, error) {
 			continue
 		}
 		st, err := fsat.LstatAt(kd, n)
-		if err == nil && fsat.IsRegular(&st) && (cutoff.IsZero() || time.Unix(st.Mtim.Unix()).Before(cutoff)) {
+		if err == nil && fsat.IsRegular(&st) && (cutoff.IsZero() || fsat.ModTime(&st).Before(cutoff)) {
 			out = append(out, n)
 		}
 	}

@@ -266,7 +266,7 @@ func (k *keyDir) openTranscript(name string) error {
 	case err != nil:
 		return err
 	}
-	k.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: st.Size, ModTime: time.Unix(st.Mtim.Unix())}
+	k.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: st.Size, ModTime: fsat.ModTime(&st)}
 	k.transcript, k.tst, k.expectSize = f, st, st.Size
 	if st.Size > 0 {
 		h, err := transcript.Header{}, faults.At(faults.TranscriptHeaderRead)
@@ -299,7 +299,7 @@ func (k *keyDir) openTranscript(name string) error {
 func (k *keyDir) observeNotRegular(name string) {
 	k.obs.Transcript = gates.Transcript{Exists: true}
 	if st, err := fsat.LstatAt(k.dir, name); err == nil {
-		k.obs.Transcript.Size, k.obs.Transcript.ModTime = st.Size, time.Unix(st.Mtim.Unix())
+		k.obs.Transcript.Size, k.obs.Transcript.ModTime = st.Size, fsat.ModTime(&st)
 	}
 }
 

@@ -241,7 +241,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		if err != nil || !expired(last, now, ttl) {
 			return false, err
 		}
-	} else if noTranscript || !expired(time.Unix(st.Mtim.Unix()), now, ttl) {
+	} else if noTranscript || !expired(fsat.ModTime(&st), now, ttl) {
 		return false, nil
 	}
 	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
@@ -361,7 +361,7 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 	if err != nil {
 		return false, err
 	}
-	if !expired(time.Unix(st.Mtim.Unix()), s.opts.Now(), ttl) {
+	if !expired(fsat.ModTime(&st), s.opts.Now(), ttl) {
 		return false, nil
 	}
 	if dryRun {
@@ -398,7 +398,7 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.Unix(st.Mtim.Unix()), nil
+	return fsat.ModTime(&st), nil
 }
 
 // expired is the expired rung's own test (gates: strictly older than the

@@ -30,5 +30,5 @@ func ServerNow(dir string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, DirErrOr(dir, err)
 	}
-	return time.Unix(st.Mtim.Sec, st.Mtim.Nsec), nil
+	return fsat.ModTime(&st), nil
 }

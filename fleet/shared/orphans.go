@@ -87,7 +87,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		if len(files) == 0 {
 			// The directory's mtime is its last entry's coming or going.
 			if st, err := fsat.Fstat(kd); err == nil {
-				mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+				mtime := fsat.ModTime(&st)
 				if name := key + "/"; mtime.Before(olderThan) && !referenced(key, name, mtime) {
 					names = append(names, name)
 				}
@@ -105,7 +105,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			if err != nil || !fsat.IsRegular(&st) {
 				continue // gone meanwhile, or not a file this package wrote
 			}
-			mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+			mtime := fsat.ModTime(&st)
 			if !mtime.Before(olderThan) {
 				continue
 			}

@@ -1,6 +1,7 @@
 package fsat
 
 import (
+	"math"
 	"os"
 	"time"
 
@@ -32,3 +33,17 @@ func Touch(f *os.File) error {
 	}
 	return nil
 }
+
+// ModTime is st's modification time. time.Unix wraps a second count
+// within 62135596800 of 2^63 (its own origin is year 1) to the far past,
+// and a file system that keeps any mtime it is given (tmpfs) can hold
+// one: a file dated at the end of time was then older than any, and a
+// key whose transcript it is expired and reaped. Such a time is held at
+// the last second that does not wrap, still the far future.
+func ModTime(st *unix.Stat_t) time.Time {
+	sec, nsec := st.Mtim.Unix()
+	return time.Unix(min(sec, maxUnixSec), nsec)
+}
+
+// maxUnixSec is the last Unix second time.Unix holds without wrapping.
+const maxUnixSec = math.MaxInt64 - 62135596800

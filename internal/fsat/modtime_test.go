@@ -1,0 +1,38 @@
+package fsat
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ModTime holds any mtime a file system can give on the side of now it
+// is on: time.Unix wraps a second count near 2^63 to the far past, so
+// before, an mtime of 2^63-1 s (tmpfs keeps it) was before 1970.
+func TestModTimeOfAnyMtimeIsOnItsSideOfNow(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		sec, nsec int64
+		after     bool
+	}{
+		{math.MaxInt64, 999999999, true},
+		{math.MaxInt64 - 62135596800, 0, true},
+		{math.MaxInt64 - 62135596800 + 1, 0, true},
+		{math.MinInt64, 0, false},
+		{-1, 5, false},
+	} {
+		var st unix.Stat_t
+		st.Mtim.Sec, st.Mtim.Nsec = c.sec, c.nsec
+		if got := ModTime(&st); got.After(now) != c.after {
+			t.Errorf("ModTime of %d s %d ns = %v: after %v, want %v", c.sec, c.nsec, got, got.After(now), c.after)
+		}
+	}
+	// A time it holds is kept to the nanosecond.
+	var st unix.Stat_t
+	st.Mtim.Sec, st.Mtim.Nsec = 1795946400, 123456789
+	if got := ModTime(&st); !got.Equal(time.Unix(1795946400, 123456789)) {
+		t.Errorf("ModTime = %v, want 2026-11-29T10:00:00.123456789Z", got)
+	}
+}
