@@ -268,8 +268,9 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			k.Problem = b.unroot(err.Error())
 			return r, nil
 		}
-		obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
-		tr := &store.TranscriptReport{Regular: true, Bytes: fi.Size(), ModTime: fi.ModTime()}
+		mtime := fsat.InfoModTime(fi)
+		obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: mtime}
+		tr := &store.TranscriptReport{Regular: true, Bytes: fi.Size(), ModTime: mtime}
 		var h transcript.Header
 		obs.Header, h, err = b.readHeader(it.Key, f, fi.Size())
 		if unreadable(err) {

@@ -13,6 +13,7 @@ import (
 	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/internal/readerr"
 	"sessdb/store"
 	"sessdb/store/transcript"
@@ -150,7 +151,7 @@ func (v *view) open() error {
 			return v.failed(err)
 		}
 		v.f = f
-		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fi.ModTime()}
+		v.obs.Transcript = gates.Transcript{Exists: true, Regular: true, Size: fi.Size(), ModTime: fsat.InfoModTime(fi)}
 		h, _, err := v.b.readHeader(v.key, f, fi.Size())
 		if unreadable(err) {
 			// Judged by the ladder, a first line not read would be

@@ -1,6 +1,7 @@
 package fsat
 
 import (
+	"io/fs"
 	"math"
 	"testing"
 	"time"
@@ -34,5 +35,38 @@ func TestModTimeOfAnyMtimeIsOnItsSideOfNow(t *testing.T) {
 	st.Mtim.Sec, st.Mtim.Nsec = 1795946400, 123456789
 	if got := ModTime(&st); !got.Equal(time.Unix(1795946400, 123456789)) {
 		t.Errorf("ModTime = %v, want 2026-11-29T10:00:00.123456789Z", got)
+	}
+}
+
+// infoAt is a FileInfo whose ModTime is what os.File.Stat makes of a
+// second count: time.Unix of it.
+type infoAt struct {
+	fs.FileInfo
+	sec, nsec int64
+}
+
+func (i infoAt) ModTime() time.Time { return time.Unix(i.sec, i.nsec) }
+
+// InfoModTime, for the reads that have an os.FileInfo (the fleet's
+// resolve and dump fstat the generation they opened), holds an mtime as
+// ModTime does: before, they took fs.FileInfo's, wrapped to the far past.
+func TestInfoModTimeOfAnyMtimeIsOnItsSideOfNow(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		sec, nsec int64
+		after     bool
+	}{
+		{math.MaxInt64, 999999999, true},
+		{math.MaxInt64 - 62135596800 + 1, 0, true},
+		{math.MaxInt64 - 62135596800, 0, true},
+		{math.MinInt64, 0, false},
+		{-1, 5, false},
+	} {
+		if got := InfoModTime(infoAt{sec: c.sec, nsec: c.nsec}); got.After(now) != c.after {
+			t.Errorf("InfoModTime of %d s %d ns = %v: after %v, want %v", c.sec, c.nsec, got, got.After(now), c.after)
+		}
+	}
+	if got := InfoModTime(infoAt{sec: 1795946400, nsec: 123456789}); !got.Equal(time.Unix(1795946400, 123456789)) {
+		t.Errorf("InfoModTime = %v, want 2026-11-29T10:00:00.123456789Z", got)
 	}
 }

@@ -1,6 +1,7 @@
 package fsat
 
 import (
+	"io/fs"
 	"math"
 	"os"
 	"time"
@@ -43,6 +44,14 @@ func Touch(f *os.File) error {
 func ModTime(st *unix.Stat_t) time.Time {
 	sec, nsec := st.Mtim.Unix()
 	return time.Unix(min(sec, maxUnixSec), nsec)
+}
+
+// InfoModTime is fi's modification time, held as ModTime holds it:
+// fs.FileInfo's ModTime is time.Unix of the file's second count, wrapped
+// near 2^63 to the far past, and Unix gives that count back unwrapped.
+func InfoModTime(fi fs.FileInfo) time.Time {
+	t := fi.ModTime()
+	return time.Unix(min(t.Unix(), maxUnixSec), int64(t.Nanosecond()))
 }
 
 // maxUnixSec is the last Unix second time.Unix holds without wrapping.
