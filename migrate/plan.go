@@ -86,10 +86,10 @@ func (r *Report) legacyLocked(k *keyScan) {
 	if k.lockAge < 0 {
 		// Written by a clock that was ahead, it stays fresh until that
 		// date is an hour past: stopping the workers does not end it.
-		r.Cause = fmt.Sprintf("legacy lock is dated %s in the future (a clock that was ahead): it counts as held until an hour after that date; once no legacy worker runs, remove it by hand", (-k.lockAge).Round(1e9))
+		r.Cause = fmt.Sprintf("legacy lock is dated %s in the future (a clock that was ahead): it counts as held until an hour after that date; once no legacy worker runs, remove it by hand", k.lockSpan)
 		return
 	}
-	r.Cause = fmt.Sprintf("legacy lock is %s old (younger than %s): a legacy promotion may be in flight; stop the legacy workers", k.lockAge.Round(1e9), LockStale)
+	r.Cause = fmt.Sprintf("legacy lock is %s old (younger than %s): a legacy promotion may be in flight; stop the legacy workers", k.lockSpan, LockStale)
 }
 
 // openKey opens a key dir without following a link, or says in r why the

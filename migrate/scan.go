@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -35,6 +36,7 @@ type keyScan struct {
 	full       map[string]bool        // legacy names (sidecars, temps, the lock) that are directories with entries
 	lock       *unix.Stat_t
 	lockAge    time.Duration
+	lockSpan   string   // lockAge's size as the reports tell it (span)
 	temps      []string // legacy .incoming temps
 	storeTemps bool     // the store's promotion temps
 	movedAside bool     // a meta.db check --repair moved aside (store.AsidePrefix)
@@ -66,7 +68,8 @@ func scanKey(dir *os.File, now time.Time) (*keyScan, error) {
 			if st != nil {
 				// The legacy worker aged its lock by lstat, so a dangling
 				// link at the name ages like a file and never wedges a key.
-				k.lock, k.lockAge = st, now.Sub(fsat.ModTime(st))
+				mtime := fsat.ModTime(st)
+				k.lock, k.lockAge, k.lockSpan = st, now.Sub(mtime), span(now, mtime)
 				if fsat.IsDir(st) {
 					k.full[n] = !emptyDir(dir, n)
 				}
@@ -204,12 +207,27 @@ func (k *keyScan) removable() []string {
 	return out
 }
 
+// span renders how far apart now and then are, as a Duration rounded to
+// the second, or, more than 292 years apart (a lock dated 2446, which
+// ext4 keeps, or any date on tmpfs), in whole days (store.RoundAge):
+// there time.Sub clamps, a false size, and the clamp negated overflows.
+func span(now, then time.Time) string {
+	d := now.Sub(then)
+	switch {
+	case d != math.MaxInt64 && d != math.MinInt64:
+		return d.Abs().Round(time.Second).String()
+	case store.Ahead(now, then):
+		return store.RoundAge(then, now)
+	}
+	return store.RoundAge(now, then)
+}
+
 // lockOddity describes a stale lock, which is removed with the rest.
 func (k *keyScan) lockOddity() []Oddity {
 	if k.lock == nil || k.full[legacy.LockName] {
 		return nil
 	}
-	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", fsat.Kind(k.lock), k.lockAge.Round(time.Second)), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
+	return []Oddity{{legacy.LockName, fmt.Sprintf("%s, %s old", fsat.Kind(k.lock), k.lockSpan), "a stale lock: removed (older than an hour, no live legacy promotion holds it)"}}
 }
 
 // leftoverOddities describes what ToDB removes or leaves besides the
