@@ -30,6 +30,7 @@ func TestADirWithATrailingSlashIsNotTakenForAStamp(t *testing.T) {
 		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "sessions/"}},
 		{"--model", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "local", "--model", "sessions/"}},
 		{"--venue", []string{"dump", "--json", "--as-job", "--pi-version", "0.58.3", "--venue", "data/sessions/"}},
+		{"--venue", []string{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "../sessions"}},
 	} {
 		code, out, errs := runCLI(t, append(c.args, "--log-format", "console")...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, c.flag) || !strings.Contains(errs, "DIR") {
@@ -83,10 +84,18 @@ func TestADirIsNotTakenForAFleetPath(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 naming %s and DIR, nothing on stdout", c.args, code, brief(out), errs, c.flag)
 		}
 	}
+	// The root named by --sessions-dir, PI_SESSIONS_DIR naming another:
+	// the root the command acts on is the flag's.
+	t.Setenv("PI_SESSIONS_DIR", copySample(t))
+	code, out, errs := runCLI(t, "migrate", "--to", "etcd", "--dry-run", "--sessions-dir", root, "--transcripts-dir", root, "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--transcripts-dir") || !strings.Contains(errs, "DIR") {
+		t.Errorf("migrate --to etcd --sessions-dir R --transcripts-dir R: exit %d, stdout %q, stderr %q; want exit 2 naming --transcripts-dir and DIR", code, brief(out), errs)
+	}
+	t.Setenv("PI_SESSIONS_DIR", root)
 	// The root named relative to the working directory, as a shell
 	// completes it: the same directory.
 	t.Chdir(filepath.Dir(root))
-	code, out, errs := runCLI(t, "migrate", "--to", "etcd", "--transcripts-dir", filepath.Base(root), "--log-format", "console")
+	code, out, errs = runCLI(t, "migrate", "--to", "etcd", "--transcripts-dir", filepath.Base(root), "--log-format", "console")
 	if code != exitUsage || out != "" || !strings.Contains(errs, "--transcripts-dir") || !strings.Contains(errs, "DIR") {
 		t.Errorf("migrate --to etcd --transcripts-dir %s (relative): exit %d, stdout %q, stderr %q; want exit 2 naming --transcripts-dir and DIR", filepath.Base(root), code, brief(out), errs)
 	}
