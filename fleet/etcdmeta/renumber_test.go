@@ -245,7 +245,8 @@ func TestRenumberHistoryAmongForeignNamesWritesNothing(t *testing.T) {
 // read saw removed, each on its own; a *ConflictError, nothing written.
 // The history holds a copy of its newest entry in the slot the renumber
 // puts that entry in, written before the read: a try that lost is not
-// taken for its sibling landed.
+// taken for its sibling landed; nor is one that finds other bytes written
+// there since the read.
 func TestRenumberHistoryOfAKeyChangedBeforeItsCommitWritesNothing(t *testing.T) {
 	c := etcdtest.Start1(t)
 	s := open(t, c)
@@ -267,6 +268,12 @@ func TestRenumberHistoryOfAKeyChangedBeforeItsCommitWritesNothing(t *testing.T) 
 		}},
 		{"an entry removed", func(key string, ring []HistoryEntry) error {
 			_, err := cli.Delete(ctx(t), s.historyKey(key, ring[1].Seq))
+			return err
+		}},
+		// The slot the newest entry goes to, written since the read with
+		// other bytes: not that entry, so no renumber of this history.
+		{"the newest's slot written", func(key string, _ []HistoryEntry) error {
+			_, err := cli.Put(ctx(t), s.historyKey(key, 4), "another writer's")
 			return err
 		}},
 	} {
