@@ -42,7 +42,7 @@ func TestAGenerationDatedAtTheEndOf64BitsIsNotExpired(t *testing.T) {
 	if err := unix.Lstat(p, &st); err != nil || st.Mtim.Sec != math.MaxInt64 {
 		t.Skipf("this tmpfs keeps the mtime as %d s, not 2^63-1 (%v)", st.Mtim.Sec, err)
 	}
-	r := f.dumpOne(key, InspectOptions{Job: &testJob})
+	r := f.dumpOne(key, InspectOptions{Job: &testJob, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	if r.Verdict == nil || r.Verdict.Reason != string(gates.Resumed) {
 		t.Errorf("dump --as-job of a generation dated at the end of time: verdict %+v; want resumed", r.Verdict)
 	}
