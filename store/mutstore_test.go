@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,7 +150,8 @@ func zeroNewestMetaPage(t *testing.T, root, key string) {
 // left to the garbage collector, is EMFILE at the default limit of 1024
 // long before a walk of 10,000 keys ends). Each run leaves the process
 // with the descriptors it had, over keys of every state: whole, edited,
-// pending, damaged, with temps, expired, and a reap's dir left behind.
+// pending, damaged (opened on its older commit, or not opened at all),
+// with temps, expired, and a reap's dir left behind.
 func TestAuditsLeaveNoDescriptorOpen(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 	expiredKey(t, s, clock, Key("github", "a/b", "expired"))
@@ -176,6 +178,9 @@ func TestAuditsLeaveNoDescriptorOpen(t *testing.T) {
 	pendingDamage(t, s, root, chkKey(t, s, "pending"))
 	damaged := chkKey(t, s, "damaged")
 	zeroNewestMetaPage(t, root, damaged)
+	if err := os.Truncate(chkDB(root, chkKey(t, s, "unopened")), 0); err != nil {
+		t.Fatal(err)
+	}
 	temps := chkKey(t, s, "temps")
 	chkOldFile(t, filepath.Join(root, temps, ".current.jsonl.tmp-0123456789abcdef"), clock.now.Add(-2*time.Hour))
 	chkOldFile(t, filepath.Join(root, temps, ".meta.db.tmp-0123456789abcdef"), clock.now.Add(-2*time.Hour))
@@ -271,5 +276,92 @@ func TestARepairThatLeavesMetaDBAloneRunsTheDeepCheckOnce(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Fatalf("the deep check ran %d times; meta.db was not touched, so once", runs)
+	}
+}
+
+// interruptedReap reaps key, expired, killed once its dir is at its
+// reap-owned name, and returns that dir.
+func interruptedReap(t *testing.T, s *Store, root string, clock *testClock, key string) string {
+	t.Helper()
+	expiredKey(t, s, clock, key)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapAfterRename {
+			return errors.New("killed")
+		}
+		return nil
+	})
+	s.Reap(false)
+	faults.Set(nil)
+	aside, _ := filepath.Glob(filepath.Join(root, ReapedPrefix+key+"-*"))
+	if len(aside) != 1 {
+		t.Fatalf("the fixture: %d reap-owned dirs, want 1", len(aside))
+	}
+	return aside[0]
+}
+
+// What is not the store's in a dir an interrupted reap left (a file put
+// there since) is never removed: neither the next reap nor check --repair
+// removes the dir, and each names the entry.
+func TestAReapsLeftoverHoldingAForeignEntryIsLeftWhole(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	dir := interruptedReap(t, s, root, clock, testKey)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, root)
+	res, err := s.Reap(false)
+	if err != nil || len(res.Finished) != 0 || !strings.Contains(res.Skipped[filepath.Base(dir)], `"notes.txt" is a regular file`) {
+		t.Fatalf("reap = %+v, %v; want the leftover skipped, naming notes.txt", res, err)
+	}
+	found := checkFindings(t, s, CheckOptions{Repair: true})
+	if f := chkFind(found, filepath.Base(dir), KindReapInterrupted); f == nil || f.Repaired || !f.Remains || !strings.Contains(f.Repair, `"notes.txt" is a regular file`) {
+		t.Fatalf("check --repair: %+v; want the leftover not repaired, naming notes.txt", found)
+	}
+	if got := treeState(t, root); got != before {
+		t.Fatalf("the leftover changed:\n%s\nwas\n%s", got, before)
+	}
+}
+
+// A repair that numbered a history again wrote meta.db: the look after it
+// judges the file again with the deep check, not by the first verdict,
+// which was about the file before the commit.
+func TestARenumberingRepairRunsTheDeepCheckAgain(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	atTheLastSequenceNumber(t, root, testKey)
+	runs := 0
+	deep := func(context.Context, string) (DeepResult, error) { runs++; return DeepResult{}, nil }
+	found := checkFindings(t, s, CheckOptions{Repair: true, DeepCheck: deep})
+	if f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired {
+		t.Fatalf("the fixture: %+v; want the history numbered again", found)
+	}
+	if runs != 2 {
+		t.Fatalf("the deep check ran %d times; the renumber committed to meta.db, so twice", runs)
+	}
+}
+
+// check --repair of a pending promotion whose temp is not what its record
+// says (torn) says it removed the temp and left the record pending; the
+// transcript in place, the generation before, is untouched.
+func TestARepairOfATornPendingTempSaysWhatItDid(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	held := readCanonical(t, root, testKey)
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
+	tmp := crashAfterCommit(t, s, root, sess)
+	if err := os.Truncate(tmp, 10); err != nil {
+		t.Fatal(err)
+	}
+	found := checkFindings(t, s, CheckOptions{Repair: true})
+	p := chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion)
+	if p == nil || !p.Repaired || !strings.HasPrefix(p.Repair, "removed its temp, which did not match its record") {
+		t.Fatalf("check --repair of a torn pending temp: %+v; want it to say it removed the temp", found)
+	}
+	if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the torn temp is still there (%v)", err)
+	}
+	if !bytes.Equal(readCanonical(t, root, testKey), held) {
+		t.Fatal("the transcript in place changed")
 	}
 }
