@@ -490,3 +490,16 @@ func TestReplayModelChangeIsNotThePolicysMiss(t *testing.T) {
 	}
 	checkChart(t, chart.Bytes(), rp, nil)
 }
+
+// A prompt of one token is a prompt: the provider cached it, so a switch
+// on it is billed there (one token), not at the next request's prompt.
+func TestAOneTokenPromptIsCached(t *testing.T) {
+	var p Policy
+	var cache cached
+	p.count(Row{Request: Request{Event: Start, Prompt: 950}}, false, false, 1, &cache)
+	p.count(Row{Request: Request{Prompt: 1}}, true, false, 1, &cache)
+	p.count(Row{Request: Request{Prompt: 800}}, true, true, 1, &cache)
+	if want := (Policy{Pruned: 2, Switches: 1, Rebilled: 1}); p != want {
+		t.Fatalf("a switch on a one-token prompt: %+v, want %+v", p, want)
+	}
+}
