@@ -18,6 +18,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // Tests a mutation sweep of the store's audit and repair side showed
@@ -363,5 +364,82 @@ func TestARepairOfATornPendingTempSaysWhatItDid(t *testing.T) {
 	}
 	if !bytes.Equal(readCanonical(t, root, testKey), held) {
 		t.Fatal("the transcript in place changed")
+	}
+}
+
+// A repair that rolls a pending promotion forward moves meta.db aside only
+// on proof about the file as its look saw it: where a promotion committed
+// between the look and the repair (healing the meta page the look found
+// invalid), the roll-forward hands no proof on, the file stays, and the
+// key resumes its newest generation.
+func TestARollForwardHandsOnNoProofAboutAFileChangedSinceTheLook(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
+	crashAfterCommit(t, s, root, sess)
+	m := chkMeta(t, root, testKey)
+	f, err := os.OpenFile(chkDB(root, testKey), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt(make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize)) // the spare meta page
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootF, err := fsat.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootF.Close()
+	found, err := s.examine(context.Background(), rootF, testKey, nil)
+	if err != nil || chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid) == nil || chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion) == nil {
+		t.Fatalf("examine: %v, %+v; want a pending promotion and a meta page invalid", err, found)
+	}
+	// A promotion lands between the look and the repair.
+	if _, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three"); res.Gen != 3 {
+		t.Fatalf("promotion after the look: %+v", res)
+	}
+	s.repair(rootF, testKey, found)
+	if f := chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid); f.Repaired || !strings.Contains(f.Repair, "changed since") {
+		t.Fatalf("repair of a meta.db changed since its look: %+v", f)
+	}
+	sess, jobDir = mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	if sess.Gen() != 3 || !bytes.Contains(staged(t, jobDir), []byte("three")) {
+		t.Fatalf("resumed gen %d, want gen 3 with the newest promotion", sess.Gen())
+	}
+}
+
+// dump --verify holds a transcript against the max-bytes bound as a
+// resolve does: one of exactly the bound is read and resumes, one a byte
+// over it is too-large unread, and a bound of one byte is a bound.
+func TestDumpVerifyKeepsTheMaxBytesBoundAsResolveDoes(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	size := int64(len(readCanonical(t, root, testKey)))
+	job := localJob()
+	for _, c := range []struct {
+		bound  int64
+		result string
+		reason gates.Reason
+	}{
+		{size, VerifyOK, gates.Resumed},
+		{size - 1, VerifyTooLarge, gates.TooLarge},
+		{1, VerifyTooLarge, gates.TooLarge},
+	} {
+		bounded, err := New(root, Options{Bounds: gates.Bounds{MaxBytes: c.bound}, Now: clock.Now, LockTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep KeyReport
+		if err := bounded.InspectWith(context.Background(), InspectOptions{Verify: true, Job: &job}, func(r KeyReport) error { rep = r; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		sess, _ := mustResolve(t, bounded, testKey, job)
+		if rep.Verify == nil || rep.Verify.Result != c.result || rep.Verdict == nil || rep.Verdict.Reason != string(c.reason) || sess.Reason != c.reason {
+			t.Errorf("a %d-byte transcript, max-bytes %d: verify %+v, verdict %+v, resolve %s; want %s, %s", size, c.bound, rep.Verify, rep.Verdict, sess.Reason, c.result, c.reason)
+		}
 	}
 }
