@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,5 +443,115 @@ func TestDumpVerifyKeepsTheMaxBytesBoundAsResolveDoes(t *testing.T) {
 		if rep.Verify == nil || rep.Verify.Result != c.result || rep.Verdict == nil || rep.Verdict.Reason != string(c.reason) || sess.Reason != c.reason {
 			t.Errorf("a %d-byte transcript, max-bytes %d: verify %+v, verdict %+v, resolve %s; want %s, %s", size, c.bound, rep.Verify, rep.Verdict, sess.Reason, c.result, c.reason)
 		}
+	}
+}
+
+// check --repair's sweep of a key it found without a meta.db removes only
+// the meta.db its own open made for the lock: one a promotion made and
+// committed into between the sweep's look and its open (which then waited
+// for and locked it) holds the key's record and stays.
+func TestARepairsSweepKeepsAMetaDBAPromotionMadeBeforeItsOpen(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "kept"))})
+	chkOldFile(t, filepath.Join(root, testKey, ".current.jsonl.tmp-0123456789abcdef"), clock.now.Add(-2*time.Hour))
+	// The promotion's meta.db, made in another root: no look of this
+	// check opens it before the sweep does.
+	elsewhere, otherRoot, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, elsewhere, testKey, localJob(), PromoteRequest{}, "rival")
+	rival := filepath.Join(otherRoot, testKey, db.FileName)
+	want, err := os.ReadFile(rival)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Armed once the first look has the key open: the next open is the
+	// sweep's.
+	var armed, once atomic.Bool
+	faults.Set(func(p faults.Point) error {
+		if p == faults.CheckAfterKeyOpen {
+			armed.Store(true)
+		}
+		if p == faults.DBOpenBeforeMeta && armed.Load() && once.CompareAndSwap(false, true) {
+			must(t, os.Rename(rival, filepath.Join(root, testKey, db.FileName)))
+		}
+		return nil
+	})
+	defer faults.Set(nil)
+	found := checkFindings(t, s, CheckOptions{Repair: true})
+	faults.Set(nil)
+	if !once.Load() {
+		t.Fatal("the repair's open never reached db-open/before-meta")
+	}
+	if f := chkFind(found, testKey+"/.current.jsonl.tmp-0123456789abcdef", KindStrayTemp); f == nil || !f.Repaired {
+		t.Fatalf("check --repair: %+v; want the temp removed", found)
+	}
+	got, err := os.ReadFile(filepath.Join(root, testKey, db.FileName))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the key's meta.db after the sweep: %d bytes, %v; want the promotion's %d bytes with its record", len(got), err, len(want))
+	}
+}
+
+// tempRemoveFails is the disk on which removing a promotion temp fails.
+type tempRemoveFails struct{ durable.Disk }
+
+func (d tempRemoveFails) Remove(dir *os.File, name string) error {
+	if strings.HasPrefix(name, tmpPrefix) {
+		return &os.PathError{Op: "unlinkat", Path: name, Err: unix.EIO}
+	}
+	return d.Disk.Remove(dir, name)
+}
+
+// A stray temp check --repair could not remove is reported not repaired,
+// naming the error, and remains: not "removed ... or gone since".
+func TestATempTheRepairCouldNotRemoveRemains(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	name := ".current.jsonl.tmp-0123456789abcdef"
+	chkOldFile(t, filepath.Join(root, testKey, name), clock.now.Add(-2*time.Hour))
+	s.disk = diskWrites{tempRemoveFails{}}
+	found, sum := chkRun(t, s, true)
+	f := chkFind(found, testKey+"/"+name, KindStrayTemp)
+	if f == nil || f.Repaired || !f.Remains || !strings.Contains(f.Repair, "input/output error") || sum.Remaining != 1 {
+		t.Fatalf("check --repair with the temp's removal failing: %+v, %+v; want it not repaired, remaining, naming the error", found, sum)
+	}
+}
+
+// eioReader fails every read past its first n bytes with EIO.
+type eioReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (e eioReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > e.n {
+		return 0, unix.EIO
+	}
+	return e.r.ReadAt(p, off)
+}
+
+// A transcript whose read fails is reported so, never judged: dump
+// --verify's verify result is unreadable with the read's error, and
+// check names the error; neither hangs on a read that keeps failing.
+func TestAVerifyWhoseReadFailsSaysUnreadable(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	prev := verifySource
+	verifySource = func(f *os.File) io.ReaderAt { return eioReader{f, 0} }
+	t.Cleanup(func() { verifySource = prev })
+	job := localJob()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rep KeyReport
+	if err := s.InspectWith(ctx, InspectOptions{Verify: true, Job: &job}, func(r KeyReport) error { rep = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verify == nil || rep.Verify.Result != VerifyUnreadable || !strings.Contains(rep.Verify.Detail, "input/output error") {
+		t.Fatalf("dump --verify of a transcript whose read fails: verify %+v; want unreadable, naming the error", rep.Verify)
+	}
+	var found []Finding
+	if _, err := s.Check(ctx, CheckOptions{}, func(f Finding) error { found = append(found, f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Kind != KindUnreadable || !strings.Contains(found[0].Detail, "input/output error") {
+		t.Fatalf("check of a transcript whose read fails: %+v; want it unreadable, naming the error", found)
 	}
 }
