@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -553,5 +555,60 @@ func TestAVerifyWhoseReadFailsSaysUnreadable(t *testing.T) {
 	}
 	if len(found) != 1 || found[0].Kind != KindUnreadable || !strings.Contains(found[0].Detail, "input/output error") {
 		t.Fatalf("check of a transcript whose read fails: %+v; want it unreadable, naming the error", found)
+	}
+}
+
+// A stale temp reap could not remove from a kept key is a fault it
+// reports: the key is in Failed, its skip names the error, and the temp
+// is not listed as swept.
+func TestAReapThatCouldNotSweepATempSaysSo(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "fresh")
+	name := ".current.jsonl.tmp-0123456789abcdef"
+	chkOldFile(t, filepath.Join(root, testKey, name), clock.now.Add(-2*StaleTempAge))
+	s.disk = diskWrites{tempRemoveFails{}}
+	res, err := s.Reap(false)
+	if err != nil || len(res.Swept) != 0 || len(res.Failed) != 1 || res.Failed[0] != testKey || !strings.Contains(res.Skipped[testKey], "input/output error") {
+		t.Fatalf("reap with the temp's removal failing = %+v, %v; want the key failed, naming the error, nothing swept", res, err)
+	}
+}
+
+// keyDirSyncFails is the disk on which every fsync of one key dir fails.
+type keyDirSyncFails struct {
+	durable.Disk
+	key string
+}
+
+func (d keyDirSyncFails) SyncDir(dir *os.File) error {
+	if filepath.Base(dir.Name()) == d.key {
+		return &os.PathError{Op: "fsync", Path: dir.Name(), Err: unix.EIO}
+	}
+	return d.Disk.SyncDir(dir)
+}
+
+// A sweep whose removals reap could not make durable is a fault it
+// reports too: a power cut may bring the temps back.
+func TestAReapWhoseSweepIsNotMadeDurableSaysSo(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "fresh")
+	chkOldFile(t, filepath.Join(root, testKey, ".current.jsonl.tmp-0123456789abcdef"), clock.now.Add(-2*StaleTempAge))
+	s.disk = diskWrites{keyDirSyncFails{key: testKey}}
+	res, err := s.Reap(false)
+	if err != nil || len(res.Failed) != 1 || res.Failed[0] != testKey || !strings.Contains(res.Skipped[testKey], "input/output error") {
+		t.Fatalf("reap with the key dir's fsync failing = %+v, %v; want the key failed, naming the error", res, err)
+	}
+}
+
+// A context reading's percentage is tokens*100/window rounded down, or
+// none where that product is past int64: never a wrapped value.
+func TestAContextPercentNearTheInt64BoundIsExactOrNone(t *testing.T) {
+	for _, tokens := range []int64{math.MaxInt64 / 100, math.MaxInt64/100 + 1, math.MaxInt64 / 99, math.MaxInt64} {
+		for _, window := range []int64{math.MaxInt64, tokens, 1 << 40} {
+			c := NewContextReport(tokens, window, "m")
+			want := new(big.Int).Div(new(big.Int).Mul(big.NewInt(tokens), big.NewInt(100)), big.NewInt(window))
+			if c.Pct != nil && (!want.IsInt64() || *c.Pct != want.Int64()) {
+				t.Errorf("%d tokens of %d: pct %d, want %v or none", tokens, window, *c.Pct, want)
+			}
+		}
 	}
 }
