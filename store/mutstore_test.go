@@ -612,3 +612,64 @@ func TestAContextPercentNearTheInt64BoundIsExactOrNone(t *testing.T) {
 		}
 	}
 }
+
+// renameIntoPlaceFails is the disk on which a rename over current.jsonl
+// fails, as on a disk gone read-only under the promotion.
+type renameIntoPlaceFails struct{ durable.Disk }
+
+func (d renameIntoPlaceFails) Rename(dir *os.File, from, to string) error {
+	if to == TranscriptName {
+		return &os.PathError{Op: "renameat", Path: to, Err: unix.EIO}
+	}
+	return d.Disk.Rename(dir, from, to)
+}
+
+// A promotion whose commit landed and whose rename into place then failed
+// keeps its temp: the commit is the key's conversation, and the next
+// resolve serves it from the temp, the next writer rolls it forward.
+func TestAPromotionWhoseRenameFailedKeepsItsCommittedTemp(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
+	committed := staged(t, jobDir)
+	s.disk = diskWrites{renameIntoPlaceFails{}}
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil && res.Promoted {
+		t.Fatalf("promote with the rename failing = %+v; want it failed", res)
+	}
+	s.disk = diskWrites{}
+	sess, jobDir = mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	if sess.Gen() != 2 || !bytes.Equal(staged(t, jobDir), committed) {
+		t.Fatalf("resumed gen %d; want gen 2, the committed promotion", sess.Gen())
+	}
+	found := checkFindings(t, s, CheckOptions{Repair: true})
+	if f := chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion); f == nil || !f.Repaired || !strings.HasPrefix(f.Repair, "rolled forward") {
+		t.Fatalf("check --repair: %+v; want the promotion rolled forward", found)
+	}
+	if !bytes.Equal(readCanonical(t, root, testKey), committed) {
+		t.Fatal("the transcript in place is not the committed promotion")
+	}
+}
+
+// renameAsideFails is the disk on which moving a key dir aside fails.
+type renameAsideFails struct{ durable.Disk }
+
+func (d renameAsideFails) RenameNoReplace(dir *os.File, from, to string) error {
+	return &os.PathError{Op: "renameat2", Path: to, Err: unix.EIO}
+}
+
+// A quarantine whose move failed is not reported done: the key dir is
+// still at its name, and resolves as before.
+func TestAQuarantineWhoseMoveFailedLeavesTheKey(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	s.disk = diskWrites{renameAsideFails{}}
+	found := checkFindings(t, s, CheckOptions{Repair: true, Quarantine: testKey})
+	if q := chkFind(found, testKey, KindQuarantined); q == nil || q.Repaired || !strings.Contains(q.Repair, "input/output error") {
+		t.Fatalf("check --quarantine whose move failed: %+v; want not repaired, naming the error", found)
+	}
+	s.disk = diskWrites{}
+	sess, _ := checkDescribed(t, s, root, testKey)
+	want(t, sess, true, gates.Resumed)
+}
