@@ -673,3 +673,35 @@ func TestAQuarantineWhoseMoveFailedLeavesTheKey(t *testing.T) {
 	sess, _ := checkDescribed(t, s, root, testKey)
 	want(t, sess, true, gates.Resumed)
 }
+
+// A promotion onto a meta.db that lost its last commit is refused
+// whichever of the two meta pages held that commit.
+func TestPromoteRefusesALostCommitOnEitherMetaPage(t *testing.T) {
+	pages := map[int]bool{}
+	for extra := 0; extra < 2; extra++ {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		for i := 0; i < 2+extra; i++ {
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, fmt.Sprint("promotion ", i))
+		}
+		path := filepath.Join(root, testKey, db.FileName)
+		m := metaPagesOf(t, path)
+		newest := 0
+		if m.Pages[1].Txid > m.Pages[0].Txid {
+			newest = 1
+		}
+		pages[newest] = true
+		damageNewestMetaPage(t, path)
+		before := treeState(t, root)
+		sess, jobDir := mustResolve(t, s, testKey, localJob())
+		stage(t, jobDir, transcriptBytes(testClockStart, "a cold start over the lost commit"))
+		if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted || !errors.Is(err, ErrMetaFellBack) {
+			t.Fatalf("promote over a commit lost from meta page %d = %+v, %v; want promote-failed with ErrMetaFellBack", newest, res, err)
+		}
+		if treeState(t, root) != before {
+			t.Fatalf("the refused promotion changed the key (meta page %d)", newest)
+		}
+	}
+	if len(pages) != 2 {
+		t.Fatalf("the fixture damaged meta pages %v; want both", pages)
+	}
+}
