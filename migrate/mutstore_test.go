@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -47,6 +48,25 @@ func TestAMigrationOfNoRootSaysTheRootIsUnset(t *testing.T) {
 	for _, run := range []func(string, Options, func(Report) error) (Summary, error){ToDB, ToLegacy} {
 		if _, err := run("", testOpts(), nil); !errors.Is(err, store.ErrSessionsDirUnset) {
 			t.Errorf("a migration of \"\" = %v; want ErrSessionsDirUnset", err)
+		}
+	}
+}
+
+// A migration report's lists are written as they are, [] when empty and
+// never null (docs/json.md), whichever of them holds something.
+func TestAReportsListsAreWrittenAsTheyAre(t *testing.T) {
+	b, err := json.Marshal(Report{Key: "k", Action: Migrated, Removed: []string{".meta.db.tmp-01"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	must(t, json.Unmarshal(b, &got))
+	if r, ok := got["removed"].([]any); !ok || len(r) != 1 || r[0] != ".meta.db.tmp-01" {
+		t.Errorf("removed = %#v in %s; want [\".meta.db.tmp-01\"]", got["removed"], b)
+	}
+	for _, k := range []string{"oddities", "written"} {
+		if l, ok := got[k].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s = %#v in %s; want []", k, got[k], b)
 		}
 	}
 }

@@ -705,3 +705,31 @@ func TestPromoteRefusesALostCommitOnEitherMetaPage(t *testing.T) {
 		t.Fatalf("the fixture damaged meta pages %v; want both", pages)
 	}
 }
+
+// KeyReport.LegacyBytes is nil for a key with no legacy files, as its doc
+// says: "none" is not "0 bytes of them".
+func TestLegacyBytesOfAKeyWithoutLegacyFilesIsNone(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	var rep KeyReport
+	if err := s.InspectWith(context.Background(), InspectOptions{LegacyBytes: true}, func(r KeyReport) error { rep = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.LegacyFiles) != 0 || rep.LegacyBytes != nil {
+		t.Fatalf("legacy files %v, legacy bytes %v; want none and nil", rep.LegacyFiles, rep.LegacyBytes)
+	}
+}
+
+// A first promotion whose new key dir could not be made durable (the
+// root's fsync failed) is not acknowledged: a power cut could take the
+// dir, and the conversation with it.
+func TestAFirstPromotionWhoseKeyDirIsNotDurableFails(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, Key("github", "a/b", "other"), localJob(), PromoteRequest{}, "the root made")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, transcriptBytes(testClockStart, "first"))
+	s.disk = diskWrites{rootSyncFails{root: root}}
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
+		t.Fatalf("a first promotion whose key dir's fsync failed = %+v, %v; want it failed, naming the fsync", res, err)
+	}
+}
