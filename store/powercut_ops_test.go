@@ -431,6 +431,11 @@ func TestPowerCutDuringRepairOfADamagedPendingTemp(t *testing.T) {
 // TestPowerCutDuringRepairTemps: stray temps removed from a key.
 func TestPowerCutDuringRepairTemps(t *testing.T) { powerCutRepair(t, "temps") }
 
+// TestPowerCutDuringRepairOfOneTemp: the one stray temp of a key with a
+// meta.db, whose removal is made durable by the sweep's own fsync (no
+// other write of the repair fsyncs the key dir).
+func TestPowerCutDuringRepairOfOneTemp(t *testing.T) { powerCutRepair(t, "onetemp") }
+
 // TestPowerCutDuringRepairTempsOfALegacyKey: a stray temp removed from a
 // legacy key, which gets a meta.db for the lock.
 func TestPowerCutDuringRepairTempsOfALegacyKey(t *testing.T) { powerCutRepair(t, "legacy") }
@@ -485,6 +490,10 @@ func powerCutRepair(t *testing.T, which string) {
 		chkOldFile(t, filepath.Join(root, key, ".meta.db.tmp-00000000000000bb"), clock.now.Add(-time.Minute))
 		through = []string{"before remove " + key + "/.current.jsonl.tmp-00000000000000aa",
 			"before remove " + key + "/.meta.db.tmp-00000000000000bb"}
+	case "onetemp":
+		runJob(t, s, key, localJob(), PromoteRequest{}, "one temp")
+		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000dd"), clock.now.Add(-time.Minute))
+		through = []string{"before remove " + key + "/.current.jsonl.tmp-00000000000000dd"}
 	case "legacy":
 		writeLegacy(t, root, key, map[string]string{TranscriptName: string(transcriptBytes(clock.now, entryLine("legacy")))})
 		chkOldFile(t, filepath.Join(root, key, ".current.jsonl.tmp-00000000000000cc"), clock.now.Add(-time.Minute))
