@@ -733,3 +733,26 @@ func TestAFirstPromotionWhoseKeyDirIsNotDurableFails(t *testing.T) {
 		t.Fatalf("a first promotion whose key dir's fsync failed = %+v, %v; want it failed, naming the fsync", res, err)
 	}
 }
+
+// A resolve that could not open a committed promotion's temp (its serve
+// failed after the look found it in flight) fails with that error: what
+// the key holds is not known, so it hands out no verdict.
+func TestAResolveThatCouldNotServeThePendingTempFails(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
+	crashAfterCommit(t, s, root, sess)
+	eio := &os.PathError{Op: "open", Path: "temp", Err: unix.EIO}
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingAfterLook {
+			return eio
+		}
+		return nil
+	})
+	defer faults.Set(nil)
+	got, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if !errors.Is(err, unix.EIO) {
+		t.Fatalf("resolve with the pending temp not served = {resume %v, %s, gen %d}, %v; want the error", got.Resume, got.Reason, got.Gen(), err)
+	}
+}
