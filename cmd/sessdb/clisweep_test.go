@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +79,60 @@ func TestEveryLetterBeginsAVariable(t *testing.T) {
 		code, out, errs := runCLI(t, "dump", root, "--log-format", "console")
 		if code != exitUsage || out != "" || !strings.Contains(errs, "names a variable") {
 			t.Errorf("dump %s: exit %d, stdout %q, stderr %q; want exit 2 naming the variable", root, code, brief(out), errs)
+		}
+	}
+}
+
+// The byte bound's default is 8 MiB (docs: 8388608): a transcript of
+// exactly that many bytes is promoted, one byte more is too-large, with
+// neither PI_SESSION_MAX_BYTES nor --max-bytes set.
+func TestTheDefaultByteBoundIsEightMiB(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	const head = `{"type":"message","id":"x","parentId":null,"timestamp":"2026-11-29T09:00:00Z","message":{"role":"user","content":"`
+	const tail = "\"}}\n"
+	for i, c := range []struct {
+		size int
+		want string
+	}{{8 << 20, "promoted"}, {8<<20 + 1, "too-large"}} {
+		job := filepath.Join(t.TempDir(), "job")
+		ref := fmt.Sprintf("pi/issue-%d", i)
+		if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--kind", "github", "--repo", "acme/widget", "--ref", ref, "--job-dir", job, "--pi-version", "1"); code != exitOK {
+			t.Fatalf("resolve: exit %d, %s", code, errs)
+		}
+		body := header + head + strings.Repeat("x", c.size-len(header)-len(head)-len(tail)) + tail
+		if err := os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "1")
+		var p promoteResult
+		if err := json.Unmarshal([]byte(out), &p); code != exitOK || err != nil {
+			t.Fatalf("promote of %d bytes: exit %d, stdout %q, stderr %q", c.size, code, out, errs)
+		}
+		got := p.Reason
+		if p.Promoted {
+			got = "promoted"
+		}
+		if got != c.want || p.Bytes != int64(c.size) {
+			t.Errorf("promote of %d bytes with the default bound: %+v; want %s, bytes %d", c.size, p, c.want, c.size)
+		}
+	}
+}
+
+// An endpoint's port is 1 to 65535, both ends taken (docs/fleet.md): 65535
+// is a port like any other, 0 and 65536 are none, refused before
+// anything connects, exit 2 naming the endpoint.
+func TestAnEndpointsPortIsOneTo65535(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	for _, c := range []struct {
+		port  string
+		taken bool
+	}{{"1", true}, {"65535", true}, {"0", false}, {"65536", false}, {"+80", false}} {
+		code, out, errs := runCLI(t, "dump", "--json", "--etcd-endpoints", "http://127.0.0.1:"+c.port, "--etcd-timeout", "100ms", "--log-format", "console")
+		refused := code == exitUsage && out == "" && strings.Contains(errs, "--etcd-endpoints: endpoint 1") && strings.Contains(errs, "a port from 1 to 65535")
+		if refused == c.taken {
+			t.Errorf("port %s: exit %d, stdout %q, stderr %q; want it taken %v", c.port, code, brief(out), errs, c.taken)
 		}
 	}
 }
