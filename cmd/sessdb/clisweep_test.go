@@ -136,3 +136,22 @@ func TestAnEndpointsPortIsOneTo65535(t *testing.T) {
 		}
 	}
 }
+
+// -h asks for help wherever it stands (docs/cli.md: "-h prints the
+// command's help on stdout and exits 0"), after a subcommand's first word
+// too: "sessdb engage --json -h" is "sessdb help engage", as "sessdb
+// engage -h" and "sessdb engage replay --json -h" are, not a usage error.
+func TestHelpAfterASubcommandsFirstWordWhereverItStands(t *testing.T) {
+	want := cmdEngageReplay.helpText()
+	for _, args := range [][]string{{"engage", "-h"}, {"engage", "--json", "-h"}, {"engage", "x", "--help"}, {"engage", "replay", "--json", "-h"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK || out != want || errs != "" {
+			t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 0 and engage replay's help", args, code, brief(out), errs)
+		}
+	}
+	// A command that does not exist has no help: -h does not make it one.
+	code, out, errs := runCLI(t, "bogus", "x", "-h")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "unknown command") {
+		t.Errorf("sessdb bogus x -h: exit %d, stdout %q, stderr %q; want exit 2, an unknown command", code, brief(out), errs)
+	}
+}

@@ -72,8 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	c, rest, err := find(args)
-	if err != nil && len(args) == 2 && slices.Contains([]string{"-h", "-help", "--help"}, args[1]) {
-		// "sessdb engage -h" asks for help as "sessdb help engage" does.
+	if err != nil && slices.ContainsFunc(args[1:], isHelpWord) {
+		// "sessdb engage -h" asks for help as "sessdb help engage" does,
+		// and so does "sessdb engage --json -h": -h wherever it stands, as
+		// for a command found.
 		return runHelp(args[:1], stdout, stderr)
 	}
 	if err != nil {
@@ -105,9 +107,8 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 	// -h exits 0 for every command, help included, wherever it stands
 	// ("sessdb help dump -h"): it is dropped, and what is left asks for
 	// a command's help, else for help's own, the list.
-	isH := func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
-	asked := slices.ContainsFunc(args, isH)
-	args = slices.DeleteFunc(slices.Clone(args), isH)
+	asked := slices.ContainsFunc(args, isHelpWord)
+	args = slices.DeleteFunc(slices.Clone(args), isHelpWord)
 	if len(args) == 0 || len(args) == 1 && args[0] == "help" {
 		// "sessdb help help" asks what help is: the list, which says.
 		return rep.writeHelp(stdout, commandList())
@@ -132,6 +133,9 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	return rep.writeHelp(stdout, c.helpText())
 }
+
+// isHelpWord reports whether the word a is -h, -help or --help.
+func isHelpWord(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 // commandList is what 'sessdb help' prints: the commands, the exit status
 // table, and where to read more.
