@@ -155,3 +155,15 @@ func TestHelpAfterASubcommandsFirstWordWhereverItStands(t *testing.T) {
 		t.Errorf("sessdb bogus x -h: exit %d, stdout %q, stderr %q; want exit 2, an unknown command", code, brief(out), errs)
 	}
 }
+
+// A flag's value given as the next word is that flag's, never read as a
+// word of the command line of its own: a value "--" ends no flags, and
+// a flag after it given another flag for its value is still refused.
+func TestAValueOfTwoDashesEndsNoFlags(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	code, out, errs := runCLI(t, "dump", "--as-job", "--venue", "--", "--pi-version", "--json", root, "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--pi-version") || !strings.Contains(errs, "is a flag, not a value") {
+		t.Errorf(`dump --as-job --venue -- --pi-version --json: exit %d, stdout %q, stderr %q; want exit 2 naming --pi-version's value as a flag`, code, brief(out), errs)
+	}
+}
