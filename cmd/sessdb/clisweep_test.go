@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // An env file's `PI_SESSIONS_DIR=""` (meant as "unset", and passed quotes
@@ -165,5 +166,42 @@ func TestAValueOfTwoDashesEndsNoFlags(t *testing.T) {
 	code, out, errs := runCLI(t, "dump", "--as-job", "--venue", "--", "--pi-version", "--json", root, "--log-format", "console")
 	if code != exitUsage || out != "" || !strings.Contains(errs, "--pi-version") || !strings.Contains(errs, "is a flag, not a value") {
 		t.Errorf(`dump --as-job --venue -- --pi-version --json: exit %d, stdout %q, stderr %q; want exit 2 naming --pi-version's value as a flag`, code, brief(out), errs)
+	}
+}
+
+// A long value is quoted by its head cut at a rune's start, never inside
+// a character: the error line stays UTF-8, its head the value's first
+// whole characters (21 three-byte runes of the 64 bytes quoted), then
+// the value's length.
+func TestAQuotedHeadEndsOnAWholeCharacter(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	v := strings.Repeat("€", 40) // 120 bytes, a rune every 3
+	code, out, errs := runCLI(t, "dump", "--at", v, root, "--log-format", "console")
+	if code != exitUsage || out != "" || !utf8.ValidString(errs) || !strings.Contains(errs, `"`+strings.Repeat("€", 21)+`"…(120 bytes)`) {
+		t.Errorf("--at of 40 euro signs: exit %d, stdout %q, stderr %q; want exit 2 quoting the first 21 whole, then (120 bytes)", code, brief(out), errs)
+	}
+}
+
+// A password file of up to 4 KiB is read (docs/fleet.md: "the password
+// file 4 KiB"), 4096 bytes included; one byte more is refused as no
+// password file, naming the flag.
+func TestAPasswordFileOfExactly4KiBIsRead(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	dir := t.TempDir()
+	for _, c := range []struct {
+		size int
+		read bool
+	}{{4096, true}, {4097, false}} {
+		p := filepath.Join(dir, fmt.Sprint(c.size))
+		if err := os.WriteFile(p, []byte(strings.Repeat("p", c.size-1)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runCLI(t, "dump", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-timeout", "100ms", "--etcd-user", "sessdb", "--etcd-password-file", p, "--log-format", "console")
+		refused := code == exitUsage && strings.Contains(errs, "--etcd-password-file") && strings.Contains(errs, "is over")
+		if refused == c.read {
+			t.Errorf("a password file of %d bytes: exit %d, stderr %q; want it read %v", c.size, code, errs, c.read)
+		}
 	}
 }
