@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/store"
+)
+
+// --log-level takes debug, info, warn or error, as its help says: zerolog's
+// other levels (trace below, fatal and panic above) are a usage error
+// naming the flag, exit 2, never a log that writes more or less than asked.
+func TestALogLevelOutsideDebugToErrorIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	for _, level := range []string{"trace", "fatal", "panic"} {
+		code, out, errs := runCLI(t, "dump", "--log-level", level, root, "--log-format", "console")
+		if code != exitUsage || out != "" || !strings.Contains(errs, "--log-level") {
+			t.Errorf("--log-level %s: exit %d, stdout %q, stderr %q; want exit 2 naming --log-level", level, code, brief(out), errs)
+		}
+	}
+}
+
+// Every unprintable character a name under a root can hold is escaped, in
+// a table and in JSON alike, at the ends of the ranges too: DEL (U+007F,
+// which encoding/json leaves raw), U+0080 (the first C1 control), U+2029
+// (the paragraph separator) and a format character beyond the BMP
+// (U+E0041, a tag), which JSON writes as its surrogate pair, so that the
+// line decodes back to the name.
+func TestEveryUnprintableCharacterOfANameIsEscaped(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	name := "a\x7f\u0080b\u2029c\U000E0041d"
+	// DEL alone in a line too: escaped when it is the line's only one.
+	for _, n := range []string{name, "del\x7fonly"} {
+		if err := os.Mkdir(filepath.Join(root, n), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, out, errs := runCLI(t, "dump", "--wide", root)
+	for _, r := range []rune{0x7f, 0x80, 0x2029, 0xE0041} {
+		if strings.ContainsRune(out+errs, r) {
+			t.Errorf("dump --wide writes U+%04X raw:\n%s%s", r, out, errs)
+		}
+	}
+	if !strings.Contains(out, `a\x7f\u0080b\u2029c\ue0041d`) {
+		t.Errorf("dump --wide does not show the name escaped:\n%s", out)
+	}
+	_, out, _ = runCLI(t, "dump", "--json", root)
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		for _, r := range []rune{0x7f, 0x80, 0x2029, 0xE0041} {
+			if strings.ContainsRune(line, r) {
+				t.Errorf("dump --json writes U+%04X raw: %s", r, line)
+			}
+		}
+		var e struct{ Key string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("dump --json line %q: %v", line, err)
+		}
+		found = found || e.Key == name
+	}
+	if !found || !strings.Contains(out, `del\u007fonly`) || !strings.Contains(out, `\udb40\udc41`) {
+		t.Errorf("dump --json: no line decodes to the name %q, or U+E0041 is not a surrogate pair:\n%s", name, out)
+	}
+}
+
+// --history N prints the history table for every N from 1 (docs/cli.md:
+// "print each key's last N history entries ... as a table of their own
+// instead of the key table"): with N = 1, one entry of the key, under the
+// history table's header.
+func TestHistoryOfOneEntryIsTheHistoryTable(t *testing.T) {
+	clearEnv(t)
+	atSampleTime(t)
+	root := copySample(t)
+	key := "4668107cac2e99b44415c5606b32ef14"
+	code, out, errs := runCLI(t, "dump", "--history", "1", "--key", key, root)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != exitOK || errs != "" || len(lines) != 2 || !strings.Contains(lines[0], "OUTCOME") || !strings.HasPrefix(lines[1], key+" ") {
+		t.Errorf("dump --history 1 --key %s: exit %d, stderr %q; want the history table's header and one entry:\n%s", key, code, errs, out)
+	}
+}
+
+// Which of dump's reports are a key it could not do (exit 1, named on
+// stderr, docs/cli.md): a key whose meta.db could not be read, a locked
+// key, and a key whose transcript --verify could not read (an I/O error,
+// which no file a test can make gives, so it is judged here from the
+// report); a transcript that does not match its record is a finding,
+// printed, and a name that is no key is no fault.
+func TestWhichDumpReportsAreFaults(t *testing.T) {
+	key := "4668107cac2e99b44415c5606b32ef14"
+	for _, c := range []struct {
+		what  string
+		r     store.KeyReport
+		fault bool
+	}{
+		{"meta unreadable", store.KeyReport{Name: key, Problem: "meta.db: input/output error"}, true},
+		{"locked", store.KeyReport{Name: key, Problem: "locked by another", Verdict: &store.VerdictReport{Reason: string(gates.Locked)}}, true},
+		{"verify unreadable", store.KeyReport{Name: key, Verify: &store.VerifyReport{Result: store.VerifyUnreadable, Detail: "read current.jsonl: input/output error"}}, true},
+		{"verify mismatch", store.KeyReport{Name: key, Verify: &store.VerifyReport{Result: store.VerifyMismatch, Detail: "742 bytes, the record says 743"}}, false},
+		{"not a key", store.KeyReport{Name: "README.txt", Problem: "not a key"}, false},
+	} {
+		if why := dumpFault(c.r); (why != "") != c.fault {
+			t.Errorf("%s: dumpFault = %q; want a fault %v", c.what, why, c.fault)
+		}
+	}
+}
+
+// A reap --dry-run whose report cannot be written (a full disk) removed
+// nothing, and says nothing was removed: exit 1 with the write's error,
+// never "removed KEY, but the report was not written", which a real
+// reap says of the keys it did remove. The expired key is still there.
+func TestADryRunReapWhoseReportFailsSaysNothingRemoved(t *testing.T) {
+	clearEnv(t)
+	atSampleTime(t)
+	root := copySample(t)
+	var errb bytes.Buffer
+	code := run([]string{"reap", "--dry-run", "--log-format", "console", root}, fullWriter{}, &errb)
+	errs := errb.String()
+	if code != exitFault || !strings.Contains(errs, "no space left") || strings.Contains(errs, "removed") {
+		t.Errorf("reap --dry-run to a full disk: exit %d, stderr %q; want exit 1 naming the write's error, no removal", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "55c5b4543d2fe748d576d4ed795b9167")); err != nil {
+		t.Errorf("the expired key after a dry run: %v", err)
+	}
+}
+
+// A key migrate leaves in conflict (promoted on both sides since the last
+// migration) is one it could not do: named on stderr with its cause, as a
+// locked or failed key is, and migrate exits 1 after the others.
+func TestAMigrationConflictIsNamedOnStderr(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := store.Key("github", "acme/widget", "pi/both")
+	onRoot := func(job string) {
+		dir := filepath.Join(t.TempDir(), job)
+		args := []string{"--sessions-dir", root, "--pi-version", "0.58.3", "--job-dir", dir}
+		if code, out, errs := runCLI(t, append([]string{"resolve", "--key", key}, args...)...); code != exitOK {
+			t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+		}
+		appendAnswered(t, dir, job)
+		if code, out, errs := runCLI(t, append([]string{"promote"}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+			t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
+		}
+	}
+	onRoot("host-1")
+	f := startFleet(t)
+	migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root)
+	f.run(t, key, "fleet-2")
+	endpoints := os.Getenv("PI_SESSIONS_ETCD_ENDPOINTS")
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", "")
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", "")
+	onRoot("host-2")
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", endpoints)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
+	code, out, errs := runCLI(t, "migrate", "--to", "etcd", "--log-format", "console", root)
+	if code != exitFault || !strings.Contains(out, "conflict") || !strings.Contains(errs, key) || !strings.Contains(errs, "conflict") {
+		t.Errorf("migrate --to etcd of a key promoted on both sides: exit %d, stderr %q; want exit 1 naming the key's conflict:\n%s", code, errs, out)
+	}
+}
+
+// A refused promotion's bytes are the staged file's size, and null when
+// there is no regular file there (docs/json.md): a directory or a FIFO at
+// the staged name has no size a job wrote.
+func TestARefusalOfAStagedNameThatIsNoFileHasNullBytes(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := filepath.Join(t.TempDir(), "job")
+	args := []string{"--sessions-dir", root, "--pi-version", "0.58.3", "--job-dir", job}
+	if code, out, errs := runCLI(t, append([]string{"resolve", "--key", "4668107cac2e99b44415c5606b32ef14"}, args...)...); code != exitOK {
+		t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+	}
+	staged := filepath.Join(job, store.StagedDirName, store.TranscriptName)
+	if err := os.Remove(staged); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(staged, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, append([]string{"promote"}, args...)...)
+	if code != exitOK || !strings.Contains(out, `"promoted":false`) || !strings.Contains(out, `"bytes":null`) {
+		t.Errorf("promote of a directory at the staged name: exit %d, stderr %q; want exit 0, a refusal with bytes null:\n%s", code, errs, out)
+	}
+}
+
+// An endpoint written with a trailing slash, as a URL is often copied,
+// is the same endpoint: taken (etcd then unreachable here), never refused
+// as not http://host:port; a path beyond it is refused.
+func TestAnEndpointWithATrailingSlashIsTaken(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
+	for _, c := range []struct {
+		ep    string
+		taken bool
+	}{{"http://127.0.0.1:1/", true}, {"http://127.0.0.1:1/v3", false}} {
+		code, out, errs := runCLI(t, "dump", "--json", "--etcd-endpoints", c.ep, "--etcd-timeout", "100ms", "--log-format", "console")
+		refused := code == exitUsage && out == "" && strings.Contains(errs, "is not http://host:port")
+		if refused == c.taken {
+			t.Errorf("--etcd-endpoints %s: exit %d, stdout %q, stderr %q; want it taken %v", c.ep, code, brief(out), errs, c.taken)
+		}
+	}
+}
