@@ -207,3 +207,21 @@ func TestAnEndpointWithATrailingSlashIsTaken(t *testing.T) {
 		}
 	}
 }
+
+// With --log-format json a walk shows no progress line on stderr, even
+// where it would show one (a terminal, here forced): every stderr line is
+// JSON, and a progress line's carriage returns are none.
+func TestNoProgressLineAmongJSONLogLines(t *testing.T) {
+	clearEnv(t)
+	atSampleTime(t)
+	root := copySample(t)
+	forceProgress = true
+	t.Cleanup(func() { forceProgress = false })
+	for _, args := range [][]string{{"dump", root}, {"check", root}, {"reap", "--dry-run", root}, {"stats", root}} {
+		code, _, errs := runCLI(t, append(args, "--log-format", "json")...)
+		if code != exitOK || strings.Contains(errs, "\r") {
+			t.Errorf("%s --log-format json: exit %d, stderr %q; want exit 0, no progress line", args[0], code, errs)
+		}
+		everyLineJSON(t, args[0], errs)
+	}
+}
