@@ -225,3 +225,14 @@ func TestNoProgressLineAmongJSONLogLines(t *testing.T) {
 		everyLineJSON(t, args[0], errs)
 	}
 }
+
+// A usage error of sessdb itself or of help points at the command list,
+// 'sessdb help', never at 'sessdb help help'.
+func TestAUsageErrorOfHelpPointsAtTheList(t *testing.T) {
+	for _, args := range [][]string{{"help", "bogus"}, {"bogus"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitUsage || out != "" || !strings.HasSuffix(errs, "(run 'sessdb help')\n") {
+			t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 2 ending (run 'sessdb help')", args, code, brief(out), errs)
+		}
+	}
+}
