@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/store"
@@ -234,5 +236,53 @@ func TestAUsageErrorOfHelpPointsAtTheList(t *testing.T) {
 		if code != exitUsage || out != "" || !strings.HasSuffix(errs, "(run 'sessdb help')\n") {
 			t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 2 ending (run 'sessdb help')", args, code, brief(out), errs)
 		}
+	}
+}
+
+// A sessions root that migrate --from etcd is to make (it does not exist
+// yet) is still told from a fleet path that names it: "--etcd-prefix $P
+// /srv/new/" with P empty took the DIR for the prefix, and the root
+// PI_SESSIONS_DIR names, spelt without the slash, is the same directory.
+func TestAFleetPathNamingARootNotYetMadeIsRefused(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "new")
+	t.Setenv("PI_SESSIONS_DIR", root)
+	code, out, errs := runCLI(t, "migrate", "--from", "etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-timeout", "100ms", "--transcripts-dir", t.TempDir(), "--etcd-prefix", root+"/", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--etcd-prefix") || !strings.Contains(errs, "is the sessions root") {
+		t.Errorf("migrate --from etcd --etcd-prefix %s/: exit %d, stdout %q, stderr %q; want exit 2 naming --etcd-prefix as the sessions root", root, code, brief(out), errs)
+	}
+	if _, err := os.Lstat(root); err == nil {
+		t.Errorf("the root %s was made", root)
+	}
+}
+
+// The login an etcd user makes is bounded by --etcd-timeout, as every
+// request is, not by etcd's default dial timeout (5 s): against a member
+// that accepts the connection and never answers, a resolve is a cold
+// start, store-unavailable, well before 5 s.
+func TestALoginIsBoundedByTheRequestTimeout(t *testing.T) {
+	clearEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "secret")
+	start := time.Now()
+	code, out, errs := runCLI(t, "resolve", "--etcd-endpoints", "http://"+ln.Addr().String(), "--transcripts-dir", t.TempDir(),
+		"--etcd-user", "sessdb", "--etcd-timeout", "200ms", "--key", "4668107cac2e99b44415c5606b32ef14",
+		"--job-dir", filepath.Join(t.TempDir(), "job"), "--pi-version", "1", "--log-format", "console")
+	took := time.Since(start)
+	if code != exitOK || !strings.Contains(out, `"reason":"store-unavailable"`) || took > 3*time.Second {
+		t.Errorf("resolve against a silent member with --etcd-timeout 200ms: exit %d after %v, stdout %q, stderr %q; want store-unavailable in well under 5s", code, took, out, errs)
 	}
 }
