@@ -286,3 +286,17 @@ func TestALoginIsBoundedByTheRequestTimeout(t *testing.T) {
 		t.Errorf("resolve against a silent member with --etcd-timeout 200ms: exit %d after %v, stdout %q, stderr %q; want store-unavailable in well under 5s", code, took, out, errs)
 	}
 }
+
+// A misspelt variable as near to two that sessdb reads, by words and by
+// letters alike, is pointed at the first of them in order, the same one
+// on every run: PI_SESSIONS_ETCD_AE is two edits from both
+// PI_SESSIONS_ETCD_CA and PI_SESSIONS_ETCD_KEY.
+func TestAnUnknownVariableEquallyNearTwoNamesTheFirst(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	t.Setenv("PI_SESSIONS_ETCD_AE", "x")
+	code, _, errs := runCLI(t, "dump", root, "--log-format", "console")
+	if code != exitOK || !strings.Contains(errs, "PI_SESSIONS_ETCD_AE is not a variable sessdb reads, and is ignored; did you mean PI_SESSIONS_ETCD_CA?") {
+		t.Errorf("PI_SESSIONS_ETCD_AE set: exit %d, stderr %q; want a warning pointing at PI_SESSIONS_ETCD_CA", code, errs)
+	}
+}
