@@ -300,3 +300,35 @@ func TestAnUnknownVariableEquallyNearTwoNamesTheFirst(t *testing.T) {
 		t.Errorf("PI_SESSIONS_ETCD_AE set: exit %d, stderr %q; want a warning pointing at PI_SESSIONS_ETCD_CA", code, errs)
 	}
 }
+
+// resolve without --job-dir is a usage error, exit 2, and stages nothing:
+// no job dir is the working directory.
+func TestResolveWithoutAJobDirIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--pi-version", "0.58.3", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--job-dir is required") {
+		t.Errorf("resolve without --job-dir: exit %d, stdout %q, stderr %q; want exit 2, --job-dir is required", code, brief(out), errs)
+	}
+	if names, _ := os.ReadDir(cwd); len(names) != 0 {
+		t.Errorf("made in the working directory: %v", names)
+	}
+}
+
+// reap removes keys by the time it is: --at without --dry-run is a usage
+// error, exit 2, and no key is removed, not even one expired at that time.
+func TestReapAtATimeRemovesNothing(t *testing.T) {
+	clearEnv(t)
+	atSampleTime(t)
+	root := copySample(t)
+	before := fingerprint(t, root)
+	code, out, errs := runCLI(t, "reap", "--at", "2030-01-01T00:00:00Z", root, "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--at goes with --dry-run") {
+		t.Errorf("reap --at without --dry-run: exit %d, stdout %q, stderr %q; want exit 2", code, brief(out), errs)
+	}
+	if fingerprint(t, root) != before {
+		t.Errorf("reap --at without --dry-run changed the root")
+	}
+}
