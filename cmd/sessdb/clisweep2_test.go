@@ -332,3 +332,15 @@ func TestReapAtATimeRemovesNothing(t *testing.T) {
 		t.Errorf("reap --at without --dry-run changed the root")
 	}
 }
+
+// "--" ends the flags (docs/cli.md): every word after it is an argument,
+// one that looks like a flag included, so "dump -- DIR --json" is two
+// arguments, a usage error, not a JSON dump of DIR.
+func TestEveryWordAfterTwoDashesIsAnArgument(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	code, out, errs := runCLI(t, "dump", "--", root, "--json", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, `unexpected argument "--json"`) {
+		t.Errorf("dump -- DIR --json: exit %d, stdout %q, stderr %q; want exit 2, --json an unexpected argument", code, brief(out), errs)
+	}
+}
