@@ -344,3 +344,15 @@ func TestEveryWordAfterTwoDashesIsAnArgument(t *testing.T) {
 		t.Errorf("dump -- DIR --json: exit %d, stdout %q, stderr %q; want exit 2, --json an unexpected argument", code, brief(out), errs)
 	}
 }
+
+// "sessdb --help", like "sessdb help" and "sessdb -h", prints the command
+// list on stdout and exits 0.
+func TestDashDashHelpIsTheCommandList(t *testing.T) {
+	want := commandList()
+	for _, args := range [][]string{{"--help"}, {"-help"}, {"-h"}, {"help"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitOK || out != want || errs != "" {
+			t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 0 and the command list", args, code, brief(out), errs)
+		}
+	}
+}
