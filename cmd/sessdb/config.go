@@ -141,8 +141,11 @@ func unexpanded(name, p string) error {
 // (or systemd's EnvironmentFile=) removes: docker's --env-file, Kubernetes
 // and an env dict pass PI_SESSIONS_DIR="/srv/sessions" quotes and all, a
 // relative name. give says what to give instead. A "$" before anything
-// else is no variable to a shell, one backtick alone is a syntax error to
-// it, and a quote inside a name or one not closed is no quoting of the
+// else is left a name's: a shell does expand $1, $$ or $?, but a name
+// holding one (ops$1, a$$b) is far likelier a real directory's than a
+// parameter nobody sets in an env file, so only a letter, "_", "{" or "("
+// after it is refused. One backtick alone is a syntax error to a shell,
+// and a quote inside a name or one not closed is no quoting of the
 // whole: each can only be part of a name.
 func shellSubstitution(name, p, give string) error {
 	if len(p) >= 2 && (p[0] == '"' || p[0] == '\'') && p[len(p)-1] == p[0] {
