@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // --log-format given last, its value left out, is a usage error like any
@@ -37,6 +40,42 @@ func TestAShortWalkReportToAFullDiskIsAFault(t *testing.T) {
 		code := run(append(args, "--log-format", "console", copySample(t)), fullWriter{}, &errb)
 		if errs := errb.String(); code != exitFault || !strings.Contains(errs, "no space left on device") {
 			t.Errorf("%q to a full disk: exit %d, stderr %q; want exit 1 naming the write's error", args, code, errs)
+		}
+	}
+}
+
+// A name under a root that is not UTF-8, and holds nothing else a
+// terminal would act on, is escaped in a table as any other: \xNN for
+// each byte that is no character, so that the table is text and the name
+// can be told from another whose bytes differ.
+func TestANameThatIsNotUTF8AloneIsEscaped(t *testing.T) {
+	clearEnv(t)
+	root := copySample(t)
+	if err := os.Mkdir(filepath.Join(root, "bad\xffname"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dump", "--wide", root)
+	if code != exitOK || !utf8.ValidString(out) || !strings.Contains(out, `bad\xffname`) {
+		t.Errorf("dump --wide: exit %d, stderr %q, stdout UTF-8 %v; want the name shown as bad\\xffname:\n%s", code, errs, utf8.ValidString(out), out)
+	}
+}
+
+// A root owned by root is walked by any user (docs: a root owned by
+// another user is refused "unless ... the owner is root"): a system
+// directory an operator made for the workers.
+func TestARootOwnedByRootIsWalkedByAnyUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a directory root owns")
+	}
+	clearEnv(t)
+	root := t.TempDir()
+	prev := geteuid
+	defer func() { geteuid = prev }()
+	geteuid = func() int { return 4242 }
+	for _, args := range [][]string{{"dump"}, {"check"}, {"reap", "--dry-run"}} {
+		code, out, errs := runCLI(t, append(args, root)...)
+		if code != exitOK || errs != "" {
+			t.Errorf("%q on a root uid 0 owns, run as uid 4242: exit %d, stdout %q, stderr %q; want exit 0", args, code, brief(out), errs)
 		}
 	}
 }
