@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"sessdb/store"
 )
 
 // --log-format given last, its value left out, is a usage error like any
@@ -77,5 +83,63 @@ func TestARootOwnedByRootIsWalkedByAnyUser(t *testing.T) {
 		if code != exitOK || errs != "" {
 			t.Errorf("%q on a root uid 0 owns, run as uid 4242: exit %d, stdout %q, stderr %q; want exit 0", args, code, brief(out), errs)
 		}
+	}
+}
+
+// reap's summary counts every name under the root in entries, a
+// reap-owned dir an interrupted reap left among them, and counts as keys
+// only the names that are keys: a README and that dir are entries, not
+// keys (docs/json.md, reap.summary).
+func TestReapCountsEveryNameAsAnEntryAndOnlyKeysAsKeys(t *testing.T) {
+	clearEnv(t)
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".reaped-9ddb56ddcfac930962d0f4d375d2fd07-0123456789abcdef"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README.txt"), []byte("notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"reap", "--dry-run", "--json"}, {"reap", "--json"}} {
+		code, out, errs := runCLI(t, append(args, root)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last struct {
+			Summary struct{ Entries, Keys, Finished, Skipped int }
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); code != exitOK || err != nil {
+			t.Fatalf("%q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+		if sum := last.Summary; sum.Entries != 2 || sum.Keys != 0 || sum.Finished != 1 || sum.Skipped != 1 {
+			t.Errorf("%q: summary %+v; want 2 entries, 0 keys, 1 finished, 1 skipped", args, last.Summary)
+		}
+	}
+}
+
+// A fleet reap whose report cannot be written (a full disk) names on
+// stderr every file it removed, the orphaned generation files a fleet's
+// reap sweeps among them: they are gone for good, and stdout will never
+// say so.
+func TestAFleetReapWhoseReportFailsNamesTheOrphansItRemoved(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "orphan-named", "a")
+	p := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(header), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	code := run([]string{"reap", "--log-format", "console"}, fullWriter{}, &errb)
+	errs := errb.String()
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reap left the orphan (%v): exit %d, stderr %q", err, code, errs)
+	}
+	want := "removed " + key + "/0000000000000001-0123456789abcdef.jsonl, but the report was not written on stdout"
+	if code != exitFault || !strings.Contains(errs, "no space left") || !strings.Contains(errs, want) {
+		t.Errorf("reap to a full disk: exit %d, stderr %q; want exit 1 and the line %q", code, errs, want)
 	}
 }
