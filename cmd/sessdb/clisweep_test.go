@@ -157,6 +157,30 @@ func TestHelpAfterASubcommandsFirstWordWhereverItStands(t *testing.T) {
 	}
 }
 
+// Every word a command's flags take for help (the flag package's: -h or
+// -help, one dash or two, with or without a value) asks for help in the
+// command line's other places too: after a subcommand's first word, and
+// after "sessdb help CMD". Before, "sessdb engage --h" and "sessdb help
+// dump --h" were usage errors, exit 2, where "sessdb dump --h" was help.
+func TestEveryHelpWordOfAFlagAsksForHelpEverywhere(t *testing.T) {
+	for _, w := range []string{"-h", "--h", "-help", "--help", "-h=1", "--help=x"} {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"dump", w}, cmdDump.helpText()},
+			{[]string{"engage", w}, cmdEngageReplay.helpText()},
+			{[]string{"engage", "--json", w}, cmdEngageReplay.helpText()},
+			{[]string{"help", "dump", w}, cmdDump.helpText()},
+		} {
+			code, out, errs := runCLI(t, c.args...)
+			if code != exitOK || out != c.want || errs != "" {
+				t.Errorf("sessdb %q: exit %d, stdout %q, stderr %q; want exit 0 and the command's help", c.args, code, brief(out), errs)
+			}
+		}
+	}
+}
+
 // A flag's value given as the next word is that flag's, never read as a
 // word of the command line of its own: a value "--" ends no flags, and
 // a flag after it given another flag for its value is still refused.

@@ -346,13 +346,12 @@ func separateValues(fs *flag.FlagSet, args []string, each func(f *flag.Flag, val
 	return nil
 }
 
-// asksForHelp reports whether the word a is -h or -help (with one dash or
-// two, with or without a value), which the flag package takes for a request
-// for help when fs defines no flag of that name: left as a value ("--pi-version
-// $V -h", V empty), the help asked for was a pi version stamped "-h".
+// asksForHelp reports whether the word a asks for help (isHelpWord), which
+// the flag package takes for a request for help when fs defines no flag of
+// that name: left as a value ("--pi-version $V -h", V empty), the help
+// asked for was a pi version stamped "-h".
 func asksForHelp(fs *flag.FlagSet, a string) bool {
-	name := flagWord(a)
-	return (name == "h" || name == "help") && fs.Lookup(name) == nil
+	return isHelpWord(a) && fs.Lookup(flagWord(a)) == nil
 }
 
 // namedFlag is the flag of fs that the word a names ("-x", "--x",

@@ -134,8 +134,15 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 	return rep.writeHelp(stdout, c.helpText())
 }
 
-// isHelpWord reports whether the word a is -h, -help or --help.
-func isHelpWord(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+// isHelpWord reports whether the word a asks for help as the flag package
+// takes it in a command's flags: -h or -help, with one dash or two, with
+// or without a value ("--h", "-help=x"), none of which any command
+// defines. The command line's other places (before a subcommand is found,
+// after "sessdb help CMD") go by the same words.
+func isHelpWord(a string) bool {
+	name := flagWord(a)
+	return name == "h" || name == "help"
+}
 
 // commandList is what 'sessdb help' prints: the commands, the exit status
 // table, and where to read more.
