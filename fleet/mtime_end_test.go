@@ -2,15 +2,13 @@ package fleet
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/testfs"
 	"sessdb/store"
 )
 
@@ -23,25 +21,13 @@ import (
 // to the far past, where reap read it through fsat.ModTime. Run on
 // /dev/shm: ext4 clamps the mtime to 2446, which no wrap reaches.
 func TestAGenerationDatedAtTheEndOf64BitsIsNotExpired(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "sessdb-fleet-mtime-")
-	if err != nil {
-		t.Skipf("no tmpfs at /dev/shm here: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: shm}
+	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: testfs.TmpfsDir(t)}
 	f.b = f.open()
 	f.s = store.NewOn(f.b, store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	key := store.Key("github", "mtime-end", "fleet")
 	f.run(key, "one")
 	p := filepath.Join(f.dir, f.recordFile(key))
-	end := unix.Timespec{Sec: math.MaxInt64}
-	if err := unix.UtimesNano(p, []unix.Timespec{end, end}); err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil || st.Mtim.Sec != math.MaxInt64 {
-		t.Skipf("this tmpfs keeps the mtime as %d s, not 2^63-1 (%v)", st.Mtim.Sec, err)
-	}
+	testfs.Date(t, p, math.MaxInt64)
 	r := f.dumpOne(key, InspectOptions{Job: &testJob, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	if r.Verdict == nil || r.Verdict.Reason != string(gates.Resumed) {
 		t.Errorf("dump --as-job of a generation dated at the end of time: verdict %+v; want resumed", r.Verdict)

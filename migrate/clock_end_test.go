@@ -7,19 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"sessdb/internal/testfs"
 )
 
 // shmKey is oneKey's root and key on /dev/shm, the tmpfs Linux mounts,
 // which keeps any mtime it is given (ext4 clamps to 1901..2038, or to
 // 2446 with large inodes).
 func shmKey(t *testing.T) (string, string) {
-	shm, err := os.MkdirTemp("/dev/shm", "sessdb-migrate-")
-	if err != nil {
-		t.Skipf("no tmpfs at /dev/shm here: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	root := filepath.Join(shm, "sessions")
+	root := filepath.Join(testfs.TmpfsDir(t), "sessions")
 	must(t, osMkdir(root))
 	return root, keyNamed(buildCorpus(t, root, "plain"), "plain")
 }
@@ -29,13 +24,7 @@ func datedLock(t *testing.T, root, key string, at time.Time) {
 	t.Helper()
 	lock := filepath.Join(root, key, "lock")
 	must(t, os.WriteFile(lock, nil, 0o600))
-	ts := unix.NsecToTimespec(0)
-	ts.Sec = at.Unix()
-	must(t, unix.UtimesNano(lock, []unix.Timespec{ts, ts}))
-	var st unix.Stat_t
-	if err := unix.Lstat(lock, &st); err != nil || st.Mtim.Sec != at.Unix() {
-		t.Skipf("this file system keeps the lock's mtime as %d s, not %d (%v)", st.Mtim.Sec, at.Unix(), err)
-	}
+	testfs.Date(t, lock, at.Unix())
 }
 
 // A legacy lock dated more than 292 years off (a clock gone wrong, or

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // A file system that keeps any mtime it is given (tmpfs: utimensat of
@@ -22,12 +21,7 @@ import (
 // ext4 (the test's usual temp dir) clamps the mtime to 2446, which no
 // wrap reaches.
 func TestALegacyKeyDatedAtTheEndOf64BitsIsNotExpired(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "sessdb-mtime-")
-	if err != nil {
-		t.Skipf("no tmpfs at /dev/shm here: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	root := filepath.Join(shm, "sessions")
+	root := filepath.Join(testfs.TmpfsDir(t), "sessions")
 	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	s, err := New(root, Options{Bounds: gates.Bounds{TTL: opsTTL}, Now: clock.Now, LockTimeout: 5 * time.Second})
 	if err != nil {
@@ -35,14 +29,7 @@ func TestALegacyKeyDatedAtTheEndOf64BitsIsNotExpired(t *testing.T) {
 	}
 	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now)), "venue": "local", "pi-version": testPi})
 	p := filepath.Join(root, testKey, TranscriptName)
-	end := unix.Timespec{Sec: math.MaxInt64}
-	if err := unix.UtimesNano(p, []unix.Timespec{end, end}); err != nil {
-		t.Fatal(err)
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil || st.Mtim.Sec != math.MaxInt64 {
-		t.Skipf("this tmpfs keeps the mtime as %d s, not 2^63-1 (%v)", st.Mtim.Sec, err)
-	}
+	testfs.Date(t, p, math.MaxInt64)
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	if !sess.Resume {
 		t.Errorf("resolve of a legacy key dated at the end of time: %s; want resumed (a future is not expired)", sess.Reason)
