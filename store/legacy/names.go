@@ -1,25 +1,24 @@
 package legacy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // TempSuffix ends the name of every temp the legacy writer made.
 const TempSuffix = ".incoming"
 
+// sidecarNames are the four sidecars, in the order they are read,
+// written and reported.
+var sidecarNames = [...]string{PiVersionName, VenueName, ResumeChainName, ContextName}
+
 // SidecarNames returns the four sidecars, in the order they are read,
 // written and reported. A new slice each call: no caller can change
 // another's list.
-func SidecarNames() []string {
-	return []string{PiVersionName, VenueName, ResumeChainName, ContextName}
-}
+func SidecarNames() []string { return slices.Clone(sidecarNames[:]) }
 
 // IsSidecar reports whether n is one of the four sidecar names.
-func IsSidecar(n string) bool {
-	switch n {
-	case PiVersionName, VenueName, ResumeChainName, ContextName:
-		return true
-	}
-	return false
-}
+func IsSidecar(n string) bool { return slices.Contains(sidecarNames[:], n) }
 
 // IsTemp reports whether n is a name the legacy writer gave a temp, and
 // only those (a killed legacy worker leaves them behind): the transcript's
