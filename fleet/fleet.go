@@ -268,7 +268,7 @@ func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-c
 		if err == nil && b.held != nil {
 			b.held(key, lost)
 		}
-		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try) {
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try) {
 			return unlock, lost, err
 		}
 	}
@@ -279,7 +279,7 @@ func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-c
 func readWithin(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
 	for try := 0; ; try++ {
 		st, err := get(ctx, key)
-		if !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try) {
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(ctx, try) {
 			return st, err
 		}
 	}
@@ -309,11 +309,6 @@ func stopped(ctx context.Context, err error) error {
 	}
 	return nil
 }
-
-// backoff waits before the next try of a step whose answer was lost, at
-// most until ctx ends; it reports whether there is time for another try.
-// It is etcdmeta.Backoff, which paces a renumber's commit the same.
-func backoff(ctx context.Context, try int) bool { return etcdmeta.Backoff(ctx, try) }
 
 // staleRevs remembers, per key, the newest revision a commit or a refusal
 // found superseded: a base at or below it is read, not trusted. Revisions

@@ -397,7 +397,7 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			return &ce.Current, nil
 		case errors.Is(err, etcdmeta.ErrUnavailable):
 			unsure = true
-			if backoff(ctx, try) {
+			if etcdmeta.Backoff(ctx, try) {
 				continue
 			}
 			if rec.Transcript != nil {

@@ -545,7 +545,7 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 			return false, fmt.Errorf("reap %s: %w", key, errRemovedByAnother)
 		case errors.As(err, &ce):
 			return ce.Current.Rev == 0, nil
-		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(c, try):
+		case !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try):
 			if unsure || errors.Is(err, etcdmeta.ErrUnavailable) {
 				// The walk reports no removal for this key, and a fleet
 				// logs none: the error is all the operator hears of it.

@@ -177,7 +177,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 			continue
 		case errors.Is(err, etcdmeta.ErrConflict):
 			return t.conflict(err)
-		case !errors.Is(err, etcdmeta.ErrUnavailable) || !backoff(ctx, try):
+		case !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(ctx, try):
 			return err
 		}
 		st, gerr := t.b.meta.Get(ctx, t.key)
@@ -254,7 +254,7 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 			return t.conflict(err)
 		case errors.Is(err, etcdmeta.ErrUnavailable):
 			t.unsure = true
-			if backoff(ctx, try) {
+			if etcdmeta.Backoff(ctx, try) {
 				continue
 			}
 			return err
