@@ -162,6 +162,14 @@ func opErr(ctx context.Context, op, key string, err error) error {
 		op += " " + key
 	}
 	kind := classify(ctx, err)
+	// A member that answers a cancelled request before the client sees
+	// the cancel ("transport is closing", a stopping member's text) would
+	// make the caller's own cancel etcd's silence: a walk stopped by
+	// SIGINT reported as a failure, not as interrupted. It is the
+	// cancel, as ErrUnavailable's doc says.
+	if cerr := ctx.Err(); kind == ErrUnavailable && cerr == context.Canceled {
+		return fmt.Errorf("%s: %w (%w)", op, err, cerr)
+	}
 	// A member that timed the request out at its deadline, which travels
 	// with it, answers with the text alone (etcd 3.4: "context deadline
 	// exceeded", code Unknown), where the client's own timeout gives ctx's
