@@ -1,0 +1,84 @@
+package etcdmeta
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sessdb/internal/etcdtest"
+)
+
+// A member behind a TLS front that answers a plain HTTP request with an
+// error, as a TLS-terminating proxy does ("HTTP/1.1 400 The plain HTTP
+// request was sent to HTTPS port"), serves TLS: when it does not answer
+// in time, that is etcd unavailable, not the "answers plain HTTP, without
+// TLS" refusal the probe names for a member that serves /version over
+// plain HTTP (a 200). Taken for that, a resolve of a cluster merely down
+// behind such a proxy would tell the operator to fix a TLS setting.
+func TestATLSFrontThatRefusesPlainHTTPIsNoPlainMember(t *testing.T) {
+	dir := t.TempDir()
+	ca := etcdtest.NewCA(t, dir, "front CA")
+	certFile, keyFile := ca.Issue(t, dir, "front", true)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2"}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	defer func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			go func() {
+				r := bufio.NewReader(c)
+				first, err := r.Peek(1)
+				if err != nil {
+					return
+				}
+				if first[0] != 0x16 { // not a TLS handshake record: plain HTTP
+					io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n")
+					c.Close()
+					return
+				}
+				// TLS, then silence: the etcd behind the front is down.
+				tls.Server(&peeked{r, c}, srv).Handshake()
+			}()
+		}
+	}()
+	_, err = getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: 300 * time.Millisecond}, newKey())
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "plain HTTP") {
+		t.Fatalf("a silent member behind a TLS front that refuses plain HTTP: %v; want ErrUnavailable only", err)
+	}
+}
+
+// peeked is a connection whose first bytes were peeked through r.
+type peeked struct {
+	r *bufio.Reader
+	net.Conn
+}
+
+func (p *peeked) Read(b []byte) (int, error) { return p.r.Read(b) }
