@@ -20,7 +20,8 @@ import (
 // in time, that is etcd unavailable, not the "answers plain HTTP, without
 // TLS" refusal the probe names for a member that serves /version over
 // plain HTTP (a 200). Taken for that, a resolve of a cluster merely down
-// behind such a proxy would tell the operator to fix a TLS setting.
+// behind such a proxy would tell the operator to fix a TLS setting. The
+// probe of such a member is done as soon as its handshake is answered.
 func TestATLSFrontThatRefusesPlainHTTPIsNoPlainMember(t *testing.T) {
 	dir := t.TempDir()
 	ca := etcdtest.NewCA(t, dir, "front CA")
@@ -64,14 +65,28 @@ func TestATLSFrontThatRefusesPlainHTTPIsNoPlainMember(t *testing.T) {
 					c.Close()
 					return
 				}
-				// TLS, then silence: the etcd behind the front is down.
-				tls.Server(&peeked{r, c}, srv).Handshake()
+				// TLS, and over HTTP/2 the server's settings, as any
+				// HTTP/2 server sends them at once; then silence: the
+				// etcd behind the front is down.
+				tc := tls.Server(&peeked{r, c}, srv)
+				if tc.Handshake() == nil && tc.ConnectionState().NegotiatedProtocol == "h2" {
+					tc.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // an empty SETTINGS frame
+				}
 			}()
 		}
 	}()
-	_, err = getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: 300 * time.Millisecond}, newKey())
+	// The probe's handshake hears the server's settings at once: the
+	// caller waits the request timeout, and the probe's bound after it
+	// only for a member that does not answer it.
+	const timeout = time.Second
+	began := time.Now()
+	_, err = getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: timeout}, newKey())
+	took := time.Since(began)
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "plain HTTP") {
 		t.Fatalf("a silent member behind a TLS front that refuses plain HTTP: %v; want ErrUnavailable only", err)
+	}
+	if within := timeout + 600*time.Millisecond; took >= within {
+		t.Errorf("ErrUnavailable after %v with a %v timeout, past %v: the probe waited out its bound on a member that answered its handshake", took, timeout, within)
 	}
 }
 
