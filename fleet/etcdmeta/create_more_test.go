@@ -75,3 +75,31 @@ func TestCreateOverARecordWithoutHistoryConflicts(t *testing.T) {
 		t.Fatalf("after the second Create: rev %d, gen %d, %v; want the first record, rev %d, gen 3", st.Rev, st.Record.Transcript.Gen, err, rev)
 	}
 }
+
+// Create writes the newest HistoryLimit entries of a longer history and
+// nothing older, from one entry over the limit on: an older entry left
+// in etcd lies below the ring Get reads, where no write's trim of one
+// slot reaches it until a sweep.
+func TestCreateOfOneEntryOverTheLimitWritesTheNewest(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	key := newKey()
+	var hist []HistoryEntry
+	for gen := uint64(1); gen <= HistoryLimit+1; gen++ {
+		e := entry(gen, randHex(16))
+		e.Seq = gen
+		hist = append(hist, e)
+	}
+	if _, err := s.Create(ctx(t), key, record(key, HistoryLimit+1), hist); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.cli.Get(ctx(t), s.historyDir(key), clientPrefix()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Count != HistoryLimit {
+		t.Fatalf("Create of %d entries wrote %d, want the newest %d", HistoryLimit+1, got.Count, HistoryLimit)
+	}
+	if old, _ := s.cli.Get(ctx(t), s.historyKey(key, 1)); len(old.Kvs) != 0 {
+		t.Fatalf("the oldest entry (seq 1) was written")
+	}
+}
