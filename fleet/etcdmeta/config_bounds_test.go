@@ -11,8 +11,9 @@ import (
 
 // Each of Config's bounds holds at its edge: the last value inside is
 // taken, the first outside is refused naming the field. A key file given
-// without its certificate is refused, not dropped: the client would
-// dial without the certificate the operator meant to present.
+// without its certificate, or a certificate for http:// endpoints, is
+// refused, not dropped: the client would dial without the certificate
+// the operator meant to present.
 func TestConfigBoundsHoldAtTheirEdge(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "client.key")
 	if err := os.WriteFile(key, []byte("not a key"), 0o600); err != nil {
@@ -24,6 +25,9 @@ func TestConfigBoundsHoldAtTheirEdge(t *testing.T) {
 		field string // "": taken
 	}{
 		{Config{Endpoints: ep, KeyFile: key}, "CertFile"},
+		// A client certificate for http:// endpoints, which the client
+		// would drop, dialling without it.
+		{Config{Endpoints: []string{"http://a:1"}, CertFile: key, KeyFile: key}, "Endpoints"},
 		{Config{Endpoints: []string{"http://a:65535"}}, ""},
 		{Config{Endpoints: []string{"http://a:65536"}}, "Endpoints[0]"},
 		{Config{Endpoints: []string{"http://a:1/"}}, ""},
