@@ -2,6 +2,8 @@ package legacy
 
 import (
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -53,6 +55,30 @@ func TestParseResumeChain(t *testing.T) {
 	}
 }
 
+// Every byte beside a digit, before it, after it or between two, and
+// every byte alone: a counter is made of ASCII digits only, the first
+// not 0 (String(parseInt(s, 10)) === s), so each of these reads as the
+// number it spells or as 0. The bytes either side of '0'..'9' ('/' and
+// ':') are where a range check drawn one wide would take a non-digit.
+func TestACounterIsDigitsAlone(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		c := string(rune(b))
+		if b >= 0x80 {
+			c = string([]byte{byte(b)})
+		}
+		digit := b >= '0' && b <= '9'
+		for _, s := range []string{c, c + "1", "1" + c, "1" + c + "1", "9" + c + "9", "123456789012345" + c} {
+			var want uint64
+			if digit && !(b == '0' && s[0] == '0') {
+				want, _ = strconv.ParseUint(s, 10, 64)
+			}
+			if got := ParseResumeChain(s); got != want {
+				t.Errorf("ParseResumeChain(%q) = %d, want %d", s, got, want)
+			}
+		}
+	}
+}
+
 func TestParseContext(t *testing.T) {
 	ctx := func(tokens, window int64, m string) *gates.Context {
 		return &gates.Context{Tokens: tokens, Window: window, Model: m}
@@ -79,6 +105,8 @@ func TestParseContext(t *testing.T) {
 		// Beyond int64, still accepted by JS: saturated, not wrapped.
 		{"100000000000000000000 200000000000000000000", ctx(math.MaxInt64, math.MaxInt64, "")},
 		{"9223372036854776000 9223372036854775807", nil}, // the window does not round-trip
+		// node: nor do the tokens, which are then no reading, never 0.
+		{"9007199254740993 200000", nil}, {"1234567890123456789 200000 a/b", nil},
 	}
 	for _, c := range cases {
 		got, ok := ParseContext(c.in)
@@ -130,6 +158,32 @@ func TestNormaliseModel(t *testing.T) {
 	for _, p := range [][2]string{{"Anthropic", "Claude"}, {"x", "y/z"}, {"\u212A", "v"}, {"a", "b c"}} {
 		if a, b := ModelIdentity(p[0], p[1]), NormaliseModel(p[0]+"/"+p[1]); a != b {
 			t.Errorf("ModelIdentity%q = %q but NormaliseModel = %q", p, a, b)
+		}
+	}
+}
+
+// ModelIdentity and NormaliseModel keep exactly what the legacy charset
+// ^[a-z0-9][a-z0-9._:/-]{0,127}$ matches after lowercasing, for every
+// ASCII byte first and later in either half: a byte let through is a
+// stamp the legacy writer would not have written (a model change missed
+// at the cutover), a byte refused an identity lost (every reading then
+// unstamped).
+func TestModelIdentityKeepsTheLegacyCharset(t *testing.T) {
+	charset := regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]{0,127}$`)
+	for b := 0; b < 0x80; b++ {
+		c := string(rune(b))
+		for _, p := range [][2]string{{c, "m"}, {c + "p", "m"}, {"p" + c, "m"}, {"p", c}, {"p", "m" + c}} {
+			joined := strings.ToLower(p[0] + "/" + p[1]) // ASCII: JS's toLowerCase
+			want := ""
+			if charset.MatchString(joined) {
+				want = joined
+			}
+			if got := ModelIdentity(p[0], p[1]); got != want {
+				t.Errorf("ModelIdentity(%q, %q) = %q, want %q", p[0], p[1], got, want)
+			}
+			if got := NormaliseModel(p[0] + "/" + p[1]); got != want {
+				t.Errorf("NormaliseModel(%q) = %q, want %q", p[0]+"/"+p[1], got, want)
+			}
 		}
 	}
 }
