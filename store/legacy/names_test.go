@@ -29,11 +29,15 @@ func TestIsTempTakesOnlyTheLegacyWritersTemps(t *testing.T) {
 		"current.jsonl.1..incoming":    false,
 		"current.jsonl.-1.0.incoming":  false,
 		"current.jsonl.1.0x1.incoming": false,
-		"current.jsonl.1.0.incoming ":  false,
-		"venue.incoming.bak":           false,
-		"Venue.incoming":               false,
-		"venue.INCOMING":               false,
-		"venue":                        false,
+		// The bytes either side of '0'..'9' are not digits.
+		"current.jsonl.1:.0.incoming": false,
+		"current.jsonl.1.:.incoming":  false,
+		"current.jsonl.1.0/.incoming": false,
+		"current.jsonl.1.0.incoming ": false,
+		"venue.incoming.bak":          false,
+		"Venue.incoming":              false,
+		"venue.INCOMING":              false,
+		"venue":                       false,
 	} {
 		if got := IsTemp(n); got != want {
 			t.Errorf("IsTemp(%q) = %v, want %v", n, got, want)
