@@ -1,6 +1,7 @@
 package legacy
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/testfs"
 )
 
@@ -113,6 +115,26 @@ func TestReadSidecarValues(t *testing.T) {
 				t.Fatalf("ReadSidecar = %q, %v; want %q, %v", got, ok, c.want, c.ok)
 			}
 		})
+	}
+}
+
+// The cap is the legacy SIDECAR_MAX_BYTES, 4096, written out here rather
+// than read from the constant: a sidecar the legacy reader read (4096
+// bytes) reads, one it refused (4097) does not, whatever the constant says.
+func TestTheSidecarCapIsTheLegacy4096Bytes(t *testing.T) {
+	for size, want := range map[int]bool{1: true, 4095: true, 4096: true, 4097: false, 8192: false} {
+		content := "3" + strings.Repeat(" ", size-1)
+		k := newKeyDir(t)
+		k.write(t, ResumeChainName, content)
+		if _, ok := ReadSidecar(k.dir, ResumeChainName); ok != want {
+			t.Errorf("ReadSidecar of %d bytes: value %v, want %v", size, ok, want)
+		}
+		if _, ok := SidecarValue([]byte(content)); ok != want {
+			t.Errorf("SidecarValue of %d bytes: value %v, want %v", size, ok, want)
+		}
+		if got, wantN := ReadResumeChain(k.dir), map[bool]uint64{true: 3}[want]; got != wantN {
+			t.Errorf("ReadResumeChain of %d bytes = %d, want %d", size, got, wantN)
+		}
 	}
 }
 
@@ -450,3 +472,137 @@ func snapshot(t *testing.T, dir string) string {
 // The fstat rule (only a regular file is read) and the capped read (a file
 // grown past the cap after its fstat is refused) are package fsat's:
 // TestReadSmallFileKinds and TestReadCapped there.
+
+// failReads fails the sidecar reads from now on as errs says (1: the
+// first read; a read not named is untouched), until the test ends.
+func failReads(t *testing.T, errs map[int]error) {
+	n := 0
+	faults.Set(func(p faults.Point) error {
+		if p != faults.LegacySidecarRead {
+			return nil
+		}
+		n++
+		return errs[n]
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+}
+
+// keyWithEverySidecar is a key dir whose four sidecars all hold values.
+func keyWithEverySidecar(t *testing.T) keyDir {
+	k := newKeyDir(t)
+	k.write(t, VenueName, "local")
+	k.write(t, PiVersionName, "0.80.7")
+	k.write(t, ResumeChainName, "2")
+	k.write(t, ContextName, "1000 200000 a/b")
+	return k
+}
+
+// A sidecar read that failed on a file that is there (EIO, EACCES) is
+// read as the legacy reader read it, no value, and Observe names the
+// first such failure in NotRead, which the store uses to give the cold
+// start no base; its stamp says it was not read. Observe fails for want
+// of the process's own resources alone: each of EMFILE, ENFILE, ENOMEM
+// and ENOBUFS, whichever sidecar it struck.
+func TestObserveNamesTheFirstSidecarNotRead(t *testing.T) {
+	order := []string{VenueName, PiVersionName, ResumeChainName, ContextName} // Observe's order
+	for nth := 1; nth <= 4; nth++ {
+		for _, errno := range []syscall.Errno{syscall.EIO, syscall.EACCES} {
+			t.Run(order[nth-1]+" "+errno.Error(), func(t *testing.T) {
+				k := keyWithEverySidecar(t)
+				failReads(t, map[int]error{nth: errno})
+				o, err := Observe(k.dir)
+				if err != nil || !errors.Is(o.NotRead, errno) {
+					t.Fatalf("Observe = %+v, %v; want no error and NotRead %v", o, err, errno)
+				}
+				notRead := map[string]bool{order[nth-1]: true}
+				unread := gates.Stamp{State: gates.StampUnreadable, NotRead: true}
+				if want := map[bool]gates.Stamp{false: {State: gates.StampPresent, Value: "local"}, true: unread}[notRead[VenueName]]; o.Venue != want {
+					t.Errorf("Venue = %+v, want %+v", o.Venue, want)
+				}
+				if want := map[bool]gates.Stamp{false: {State: gates.StampPresent, Value: "0.80.7"}, true: unread}[notRead[PiVersionName]]; o.PiVersion != want {
+					t.Errorf("PiVersion = %+v, want %+v", o.PiVersion, want)
+				}
+				if want := map[bool]uint64{false: 2}[notRead[ResumeChainName]]; o.ResumeChain != want {
+					t.Errorf("ResumeChain = %d, want %d", o.ResumeChain, want)
+				}
+				if (o.Context == nil) != notRead[ContextName] {
+					t.Errorf("Context = %+v, not read: %v", o.Context, notRead[ContextName])
+				}
+			})
+		}
+	}
+	t.Run("two failures", func(t *testing.T) {
+		k := keyWithEverySidecar(t)
+		failReads(t, map[int]error{2: syscall.EIO, 3: syscall.EACCES})
+		if o, err := Observe(k.dir); err != nil || !errors.Is(o.NotRead, syscall.EIO) {
+			t.Fatalf("Observe = %+v, %v; want NotRead the first failure, EIO", o, err)
+		}
+	})
+	for nth := 1; nth <= 4; nth++ {
+		for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENOBUFS} {
+			k := keyWithEverySidecar(t)
+			failReads(t, map[int]error{nth: errno})
+			if o, err := Observe(k.dir); !errors.Is(err, errno) {
+				t.Errorf("Observe with %s's read failing %v = %+v, %v; want that error", order[nth-1], errno, o, err)
+			}
+			faults.Set(nil)
+		}
+	}
+}
+
+// What has no value by its shape, or no entry, was read: Observe's
+// NotRead stays nil, as for a key whose sidecars all read.
+func TestObserveNamesNoFailureForWhatWasRead(t *testing.T) {
+	setups := map[string]func(t *testing.T, k keyDir){
+		"every sidecar": func(t *testing.T, k keyDir) {
+			for n, v := range map[string]string{VenueName: "local", PiVersionName: "0.80.7", ResumeChainName: "2", ContextName: "1 2"} {
+				k.write(t, n, v)
+			}
+		},
+		"none": func(t *testing.T, k keyDir) {},
+		"links": func(t *testing.T, k keyDir) {
+			for _, n := range []string{VenueName, PiVersionName, ResumeChainName, ContextName} {
+				k.link(t, n, outside(t, "3"))
+			}
+		},
+		"FIFOs": func(t *testing.T, k keyDir) {
+			for _, n := range []string{VenueName, PiVersionName, ResumeChainName, ContextName} {
+				k.fifo(t, n)
+			}
+		},
+		"oversized and empty": func(t *testing.T, k keyDir) {
+			k.write(t, VenueName, strings.Repeat("x", 5000))
+			k.write(t, PiVersionName, "")
+			k.write(t, ResumeChainName, strings.Repeat("9", 5000))
+			os.Mkdir(filepath.Join(k.path, ContextName), 0o700)
+		},
+	}
+	for name, setup := range setups {
+		t.Run(name, func(t *testing.T) {
+			k := newKeyDir(t)
+			setup(t, k)
+			within(t, func() {
+				o, err := Observe(k.dir)
+				if err != nil || o.NotRead != nil || o.Venue.NotRead || o.PiVersion.NotRead {
+					t.Errorf("Observe = %+v, %v; want every sidecar read", o, err)
+				}
+				if _, err := ObserveVenue(k.dir); err != nil {
+					t.Errorf("ObserveVenue = %v, want no error", err)
+				}
+			})
+		})
+	}
+}
+
+// ObserveVenue, the re-check after a copy, fails on any venue read that
+// failed on the file, where ReadVenue reads it as unreadable.
+func TestObserveVenueFailsOnAReadThatFailed(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.EACCES, syscall.EMFILE} {
+		k := keyWithEverySidecar(t)
+		failReads(t, map[int]error{1: errno})
+		if st, err := ObserveVenue(k.dir); !errors.Is(err, errno) || st.State != gates.StampUnreadable {
+			t.Errorf("ObserveVenue with its read failing %v = %+v, %v; want unreadable and the error", errno, st, err)
+		}
+		faults.Set(nil)
+	}
+}
