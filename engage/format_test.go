@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,5 +201,99 @@ func TestSVGEscapesText(t *testing.T) {
 	}
 	if !strings.Contains(all, "(<g>&amp;]]>)") {
 		t.Errorf("the id with markup does not come back as text: %q", all)
+	}
+}
+
+// The --json form says what each policy decided on: docs/engage.md's
+// modelled replay of before-compaction.jsonl (window 190000, pruned ratio
+// 0.75, cache prices 0.5 and 6.25), its stateless~ and sticky~ columns
+// and its money, as JSON numbers, null where the table says unknown.
+func TestJSONSaysWhatEachPolicyDecidedOn(t *testing.T) {
+	tr, err := ReadFile(filepath.Join(shared(t, "pi"), "before-compaction.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := tr.Replay(Options{Window: 190000, Reserve: DefaultReserve, PrunedRatio: 0.75})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rp.WriteJSON(&out, &Prices{CacheRead: 0.5, CacheWrite: 6.25}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 485 {
+		t.Fatalf("%d lines, want 484 requests and a summary", len(lines))
+	}
+	// docs/engage.md, the modelled table: request, stateless~, sticky~.
+	for _, w := range []struct {
+		n                 int
+		stateless, sticky string
+	}{
+		{1, "167", "167"}, {172, "174005", "174005"}, {173, "131047", "131047"},
+		{174, "null", "null"}, {175, "null", "null"}, {176, "26205", "26205"},
+		{292, "175810", "132151"}, {303, "138488", "138488"}, {484, "167979", "167979"},
+	} {
+		var row struct {
+			StatelessEstimate json.RawMessage `json:"stateless_estimate"`
+			StickyEstimate    json.RawMessage `json:"sticky_estimate"`
+		}
+		if err := json.Unmarshal([]byte(lines[w.n-1]), &row); err != nil {
+			t.Fatal(err)
+		}
+		if string(row.StatelessEstimate) != w.stateless || string(row.StickyEstimate) != w.sticky {
+			t.Errorf("request %d: stateless_estimate %s, sticky_estimate %s; want %s, %s", w.n, row.StatelessEstimate, row.StickyEstimate, w.stateless, w.sticky)
+		}
+	}
+	// The summary's money, as the docs' table prints it, with 4 decimals.
+	for _, want := range []string{`"cache_read_price_usd":0.5000`, `"cache_write_price_usd":6.2500`,
+		`"extra_cost_stateless_usd":14.3474`, `"extra_cost_sticky_usd":1.5013`, `"rebilled_stateless":2495202`, `"rebilled_sticky":261088`} {
+		if !strings.Contains(lines[484], want) {
+			t.Errorf("the summary lacks %s: %s", want, lines[484])
+		}
+	}
+}
+
+// An id holding a character beyond the printable ones, at the top of
+// the BMP (U+FFFF, U+FFFE) or beyond it (a tag, private use, U+10FFFF),
+// is escaped as \uXXXX, a surrogate pair beyond the BMP, and decodes back
+// to itself: one at U+FFFF written as a pair would decode as two U+FFFD.
+func TestJSONEscapesIDsAtAndBeyondTheBMPsEnd(t *testing.T) {
+	for id, esc := range map[string]string{
+		"a\uffffb":     `"a\uffffb"`,
+		"a\ufffeb":     `"a\ufffeb"`,
+		"a\U000e0001b": `"a\udb40\udc01b"`,
+		"a\U000f0000b": `"a\udb80\udc00b"`,
+		"a\U0010ffffb": `"a\udbff\udfffb"`,
+	} {
+		b, err := jsonText(id).MarshalJSON()
+		if err != nil || string(b) != esc {
+			t.Errorf("jsonText(%q) = %s, %v; want %s", id, b, err, esc)
+			continue
+		}
+		var back string
+		if err := json.Unmarshal(b, &back); err != nil || back != id {
+			t.Errorf("%s decodes as %q, %v; want %q", b, back, err, id)
+		}
+	}
+}
+
+// WriteJSON returns nil only when it wrote the whole stream: prices
+// whose extra cost is no number (the Go API takes any float; the CLI
+// bounds them) make a summary JSON cannot hold, which is an error, not
+// a stream that ends without its summary.
+func TestWriteJSONFailsOnASummaryItCannotWrite(t *testing.T) {
+	rp, err := readFixture(t, "10-sticky-engagement.jsonl").Replay(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Sticky.Rebilled == 0 {
+		t.Fatal("nothing re-billed: the cost would be 0 whatever the price")
+	}
+	for _, p := range []Prices{{CacheRead: 0, CacheWrite: math.Inf(1)}, {CacheRead: math.NaN(), CacheWrite: 1}} {
+		var out bytes.Buffer
+		if err := rp.WriteJSON(&out, &p); err == nil {
+			t.Errorf("WriteJSON with prices %+v = nil; want an error (the stream ends %q)", p, out.String()[max(0, out.Len()-80):])
+		}
 	}
 }
