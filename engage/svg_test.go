@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -400,5 +401,60 @@ func TestSVGGolden(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from the golden file (rerun with -update if the change is meant)", path)
 		}
+	}
+}
+
+// detailLabels are a chart's detail panels, as their headings say.
+func detailLabels(b []byte) []string {
+	return regexp.MustCompile(`detail \d+: requests \d+ to \d+`).FindAllString(string(b), -1)
+}
+
+// A replay too dense for the overview gets at most three detail panels:
+// each stretch of pruned requests padded by three requests each side
+// (within 1..len), stretches that overlap or touch merged, and the three
+// with the most prefix switches shown, the earlier on a tie, in request
+// order (the WriteSVG doc, docs/engage.md). The replays are made by hand,
+// 200 requests with no reset but the first, so each pruned stretch and its
+// switches are what the case says.
+func TestDetailPanelsShowTheStretchesWithTheMostSwitches(t *testing.T) {
+	replay := func(stateless, sticky []int) *Replay {
+		rp := &Replay{Window: 1000, Reserve: 100, Threshold: 900, PrunedRatio: 1}
+		for n := 1; n <= 200; n++ {
+			r := Row{Request: Request{N: n, Entry: fmt.Sprint("a", n)}, Stateless: slices.Contains(stateless, n), Sticky: slices.Contains(sticky, n)}
+			if n == 1 {
+				r.Event = Start
+			}
+			rp.Rows = append(rp.Rows, r)
+		}
+		return rp
+	}
+	for _, c := range []struct {
+		name              string
+		stateless, sticky []int
+		want              []string
+	}{
+		{
+			// Switch counts: 2 (at 2), 2 (at 20), 6 (60-64 flapping), 4
+			// (170 and 177, whose padded stretches 167-173 and 174-180
+			// touch), 7 (194-200 flapping, the last request pruned).
+			name:      "the heaviest three",
+			stateless: []int{2, 20, 60, 62, 64, 170, 177, 194, 196, 198, 200},
+			want:      []string{"detail 1: requests 57 to 67", "detail 2: requests 167 to 180", "detail 3: requests 191 to 200"},
+		},
+		{
+			// Four stretches of 2 switches (one under sticky alone) beside
+			// one of 6: the earlier two of the four are kept.
+			name:      "ties go to the earlier",
+			stateless: []int{2, 20, 60, 62, 64},
+			sticky:    []int{40, 41},
+			want:      []string{"detail 1: requests 1 to 5", "detail 2: requests 17 to 23", "detail 3: requests 57 to 67"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rp := replay(c.stateless, c.sticky)
+			if got := detailLabels(writeSVG(t, rp, c.name, nil)); !slices.Equal(got, c.want) {
+				t.Errorf("detail panels %q, want %q", got, c.want)
+			}
+		})
 	}
 }
