@@ -458,3 +458,32 @@ func TestDetailPanelsShowTheStretchesWithTheMostSwitches(t *testing.T) {
 		})
 	}
 }
+
+// Every reading is plotted inside the plot, however far above the
+// threshold it lies: the token axis runs up to the highest reading, the
+// recorded ones and each policy's modelled ones alike.
+func TestEveryReadingIsPlottedInsideThePlot(t *testing.T) {
+	rp := &Replay{Window: 1000, Reserve: 100, Threshold: 900, PrunedRatio: 0.5, Modelled: true}
+	for n, v := range []int64{100, 2000, 5000, 300} {
+		rp.Rows = append(rp.Rows, Row{Request: Request{N: n + 1, Entry: fmt.Sprint("a", n+1), Before: Estimate{Tokens: v}},
+			StatelessReading: Known(v), StickyReading: Known(v)})
+	}
+	rp.Rows[0].Event = Start
+	rp.Rows[3].StatelessReading, rp.Rows[3].StickyReading = Known(6500), Known(7000)
+	root := parseSVG(t, writeSVG(t, rp, "high", nil))
+	var x0, top, bottom, x1 float64
+	if _, err := fmt.Sscanf(root.byID(t, "axes").attr("d"), "M%g %gV%gH%g", &x0, &top, &bottom, &x1); err != nil {
+		t.Fatalf("path#axes: %v", err)
+	}
+	for _, id := range []string{"estimate", "stateless-estimate", "sticky-estimate"} {
+		vs := vertices(t, root.byID(t, id).attr("d"))
+		if len(vs) != len(rp.Rows) {
+			t.Fatalf("path#%s: %d vertices, want %d", id, len(vs), len(rp.Rows))
+		}
+		for i, v := range vs {
+			if v.y < top || v.y > bottom {
+				t.Errorf("path#%s: request %d drawn at y %v, outside the plot's %v..%v", id, i+1, v.y, top, bottom)
+			}
+		}
+	}
+}
