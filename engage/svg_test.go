@@ -452,8 +452,22 @@ func TestDetailPanelsShowTheStretchesWithTheMostSwitches(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rp := replay(c.stateless, c.sticky)
-			if got := detailLabels(writeSVG(t, rp, c.name, nil)); !slices.Equal(got, c.want) {
+			b := writeSVG(t, rp, c.name, nil)
+			if got := detailLabels(b); !slices.Equal(got, c.want) {
 				t.Errorf("detail panels %q, want %q", got, c.want)
+			}
+			// The overview shades the requests each panel shows, no more.
+			root := parseSVG(t, b)
+			l := overviewLayout(t, root, rp)
+			var shaded []string
+			root.walk(func(n *xnode) {
+				if n.XMLName.Local == "rect" && n.attr("fill") == "#eef3f8" {
+					x := n.num(t, "x")
+					shaded = append(shaded, fmt.Sprintf("detail %d: requests %d to %d", len(shaded)+1, l.request(t, x), l.request(t, x+n.num(t, "width"))-1))
+				}
+			})
+			if !slices.Equal(shaded, c.want) {
+				t.Errorf("the overview shades %q, want %q", shaded, c.want)
 			}
 		})
 	}
