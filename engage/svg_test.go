@@ -501,3 +501,30 @@ func TestEveryReadingIsPlottedInsideThePlot(t *testing.T) {
 		}
 	}
 }
+
+// Every coordinate and label of a chart is a finite number, for a replay
+// of no request as for any other: an SVG attribute of "+Inf" or "NaN" is
+// no coordinate a viewer can draw. The token axis is labelled in plain
+// round numbers: for a threshold of 900, a quarter of it rounded up to
+// 1, 2 or 5 times a power of ten is a step of 500, so 0, 500 and 1000.
+func TestAChartOfNoRequestHasOnlyFiniteNumbers(t *testing.T) {
+	for _, rp := range []*Replay{
+		{Window: 1000, Reserve: 100, Threshold: 900, PrunedRatio: 1},
+		{Window: 1000, Reserve: 100, Threshold: 900, PrunedRatio: 1, Rows: []Row{{Request: Request{N: 1, Event: Start}}}},
+	} {
+		b := writeSVG(t, rp, "empty", nil)
+		if m := regexp.MustCompile(`[+-]Inf|NaN`).Find(b); m != nil {
+			t.Errorf("the chart of %d requests holds %q:\n%s", len(rp.Rows), m, b)
+		}
+		var labels []string
+		for _, m := range regexp.MustCompile(`<text [^>]*text-anchor="end" font-size="11" fill="#555">([^<]*)</text>`).FindAllSubmatch(b, -1) {
+			if string(m[1]) != "request" { // the request axis's title, set the same way
+				labels = append(labels, string(m[1]))
+			}
+		}
+		if want := []string{"0", "500", "1000"}; !slices.Equal(labels, want) {
+			t.Errorf("the chart of %d requests labels its token axis %q, want %q", len(rp.Rows), labels, want)
+		}
+		checkChart(t, b, rp, nil)
+	}
+}
