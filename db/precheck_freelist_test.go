@@ -46,3 +46,29 @@ func TestEachBadFreelistHeaderFieldIsDamage(t *testing.T) {
 		})
 	}
 }
+
+// A writer refuses a freelist that lists a meta page or a page at or past
+// the high-water mark: bbolt would hand it to the next commit, which would
+// write over a meta page or past the pages the meta page counts.
+func TestAWriterRefusesAFreelistListingAPageOutsideTheFile(t *testing.T) {
+	kd := makeDB(t, 3)
+	m, err := inspect(t, kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := readFile(t, kd.db)
+	p := m.Pages[m.Active]
+	for _, page := range []uint64{0, 1, p.Pgid, p.Pgid + 1} {
+		file := append([]byte(nil), clean...)
+		off := p.Freelist * uint64(m.PageSize)
+		nativeEndian.PutUint16(file[off+10:], 1)
+		nativeEndian.PutUint64(file[off+pageHeaderSize:], page)
+		tr, err := tryWriter(kd, file, 0, "outside")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.outcome != "refused-open" {
+			t.Errorf("the writer %s a file whose freelist lists page %d (high-water mark %d)", tr.outcome, page, p.Pgid)
+		}
+	}
+}
