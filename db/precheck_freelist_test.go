@@ -72,3 +72,29 @@ func TestAWriterRefusesAFreelistListingAPageOutsideTheFile(t *testing.T) {
 		}
 	}
 }
+
+// A writer refuses a freelist that lists one free page twice: bbolt would
+// hand it to two nodes of one commit, and the second write would replace
+// the first.
+func TestAWriterRefusesAFreelistListingAPageTwice(t *testing.T) {
+	kd := makeDB(t, HistoryLimit)
+	m, err := inspect(t, kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := readFile(t, kd.db)
+	off := m.Pages[m.Active].Freelist * uint64(m.PageSize)
+	if n := nativeEndian.Uint16(file[off+10:]); n == 0 || n == 0xFFFF {
+		t.Fatalf("the freelist lists %d ids; the test needs one or more, in the short form", n)
+	}
+	free := nativeEndian.Uint64(file[off+pageHeaderSize:])
+	nativeEndian.PutUint16(file[off+10:], 2)
+	nativeEndian.PutUint64(file[off+pageHeaderSize+8:], free)
+	tr, err := tryWriter(kd, file, 0, "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.outcome != "refused-open" {
+		t.Errorf("the writer %s a file whose freelist lists page %d twice", tr.outcome, free)
+	}
+}
