@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -57,5 +58,43 @@ func TestCheckCountsTheProblemsPastItsMax(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("Check(%d) = %q, %v; want %q", max, got, err, want)
 		}
+	}
+}
+
+// A writer's Check judges the file as it is now, not as the open found it:
+// damage written since by a process that ignores the lock is reported as
+// an error, and bbolt's check never walks pages the pre-check refuses (its
+// goroutine is beyond any recover: a cycle there kills the process).
+func TestAWritersCheckRefusesDamageSinceTheOpen(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, kd keyDir, m MetaPages)
+	}{
+		{"both meta pages torn", func(t *testing.T, kd keyDir, m MetaPages) {
+			tearMeta(t, kd.db, m, 0)
+			tearMeta(t, kd.db, m, 1)
+		}},
+		{"freelist page flags", func(t *testing.T, kd keyDir, m MetaPages) {
+			off := int64(m.Pages[m.Active].Freelist) * int64(m.PageSize)
+			writeAt(t, kd.db, off+8, nativeEndian.AppendUint16(nil, leafFlag))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kd := makeDB(t, 3)
+			w, err := OpenWriter(kd.dir, kd.db, testOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			m, err := inspect(t, kd.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.damage(t, kd, m)
+			problems, err := w.Check(10)
+			if !errors.Is(err, ErrDamaged) || problems != nil {
+				t.Errorf("Check after the damage = %q, %v; want no problems and ErrDamaged", problems, err)
+			}
+		})
 	}
 }
