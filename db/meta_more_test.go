@@ -1,0 +1,68 @@
+package db
+
+import (
+	"bytes"
+	"errors"
+	"hash/fnv"
+	"os"
+	"syscall"
+	"testing"
+)
+
+// The page-size probe reads past a first meta page that is not valid; a
+// read of it that fails is that read's error, as for the meta pages
+// themselves (TestMetaPageNotReadIsTheReadsError), not damage: check
+// --repair moves a damaged meta.db aside.
+func TestAPageSizeProbeNotReadIsTheReadsError(t *testing.T) {
+	kd := makeDB(t, 4)
+	b := readFile(t, kd.db)
+	good, err := InspectMeta(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[pageHeaderSize] ^= 0xFF // page 0's magic: the probe looks for page 1
+	if m, err := InspectMeta(bytes.NewReader(b), int64(len(b))); err != nil || m.PageSize != good.PageSize || m.Active != 1 {
+		t.Fatalf("InspectMeta with page 0 invalid = page size %d, active %d, %v; want %d, 1", m.PageSize, m.Active, err, good.PageSize)
+	}
+	_, err = InspectMeta(failingAt{b, int64(good.PageSize), firstMetaRead}, int64(len(b)))
+	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrDamaged) {
+		t.Fatalf("InspectMeta with the probe's read failing: %v; want EIO, not damage", err)
+	}
+}
+
+// InspectMeta reports every field of a meta page as the file holds it,
+// Flags too, which bbolt 1.5 writes as 0 and never reads.
+func TestInspectMetaReportsTheFlags(t *testing.T) {
+	kd := makeDB(t, 1)
+	b := readFile(t, kd.db)
+	m := b[pageHeaderSize : pageHeaderSize+metaSize]
+	nativeEndian.PutUint32(m[12:], 0x5a)
+	h := fnv.New64a()
+	h.Write(m[:metaSumBytes])
+	nativeEndian.PutUint64(m[metaSumBytes:], h.Sum64())
+	if err := os.WriteFile(kd.db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := inspect(t, kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Pages[0]; !p.Valid() || p.Flags != 0x5a {
+		t.Errorf("page 0: valid %v, flags %#x; want valid, 0x5a", p.Valid(), p.Flags)
+	}
+}
+
+// A Tx is valid only until its function returns (Tx's doc): one kept past
+// its View answers ErrClosed on a reader's snapshot as on bbolt's
+// transactions (TestUseAfterEnd), whatever the handle has done since.
+func TestASnapshotTxUsedAfterItsViewIsRefused(t *testing.T) {
+	kd := makeDB(t, 1)
+	r := mustOpen(t, kd, false)
+	if r.snap == nil {
+		t.Fatal("the reader of a small file reads no snapshot")
+	}
+	var kept *Tx
+	r.View(func(tx *Tx) error { kept = tx; return nil })
+	_, err := kept.Sidecars()
+	wantErr(t, err, ErrClosed)
+}
