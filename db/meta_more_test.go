@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/fnv"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -65,4 +66,50 @@ func TestASnapshotTxUsedAfterItsViewIsRefused(t *testing.T) {
 	r.View(func(tx *Tx) error { kept = tx; return nil })
 	_, err := kept.Sidecars()
 	wantErr(t, err, ErrClosed)
+}
+
+// sparseMeta is a file of size bytes, zeros but for a valid meta page of
+// page size ps at offset at.
+type sparseMeta struct {
+	size, at int64
+	page     []byte
+}
+
+func (s sparseMeta) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), s.size-off))
+	clear(p[:n])
+	if lo, hi := max(off, s.at), min(off+int64(n), s.at+int64(len(s.page))); lo < hi {
+		copy(p[lo-off:hi-off], s.page[lo-s.at:hi-s.at])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// The probe for the second meta page goes as far as bbolt's, to 16 MiB: a
+// file of the largest page size whose first meta page is torn is opened by
+// its second, as bbolt would, not refused.
+func TestTheProbeFindsASecondMetaPageAt16MiB(t *testing.T) {
+	const ps = 16 << 20
+	page := make([]byte, pageHeaderSize+metaSize)
+	nativeEndian.PutUint64(page[0:], 1)
+	m := page[pageHeaderSize:]
+	nativeEndian.PutUint32(m[0:], boltMagic)
+	nativeEndian.PutUint32(m[4:], boltVersion)
+	nativeEndian.PutUint32(m[8:], ps)
+	nativeEndian.PutUint64(m[16:], 3)  // root
+	nativeEndian.PutUint64(m[32:], 2)  // freelist
+	nativeEndian.PutUint64(m[40:], 4)  // high-water mark
+	nativeEndian.PutUint64(m[48:], 10) // txid
+	h := fnv.New64a()
+	h.Write(m[:metaSumBytes])
+	nativeEndian.PutUint64(m[metaSumBytes:], h.Sum64())
+	got, err := InspectMeta(sparseMeta{size: 4 * ps, at: ps, page: page}, 4*ps)
+	if err != nil || got.PageSize != ps || got.Active != 1 {
+		t.Fatalf("InspectMeta = page size %d, active %d, %v; want %d, 1", got.PageSize, got.Active, err, ps)
+	}
 }
