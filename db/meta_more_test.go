@@ -113,3 +113,33 @@ func TestTheProbeFindsASecondMetaPageAt16MiB(t *testing.T) {
 		t.Fatalf("InspectMeta = page size %d, active %d, %v; want %d, 1", got.PageSize, got.Active, err, ps)
 	}
 }
+
+// A file with no valid meta page promises no pages: its HighWater is 0,
+// for a caller that prints what InspectMeta found beside its error.
+func TestTheHighWaterOfAFileWithoutAValidMetaPageIsZero(t *testing.T) {
+	b := bytes.Repeat([]byte("not a bbolt file\n"), 600)
+	m, err := InspectMeta(bytes.NewReader(b), int64(len(b)))
+	if !errors.Is(err, ErrDamaged) || m.Active != -1 {
+		t.Fatalf("InspectMeta of garbage = active %d, %v; want -1, damage", m.Active, err)
+	}
+	if hw := m.HighWater(); hw != 0 {
+		t.Errorf("HighWater = %d, want 0", hw)
+	}
+}
+
+// A transaction's errors name what the caller ran: "update" for Update,
+// "view" for View.
+func TestATransactionsErrorNamesItsKind(t *testing.T) {
+	kd := makeDB(t, 0)
+	d := mustOpen(t, kd, true)
+	d.Close()
+	for op, err := range map[string]error{
+		"update": d.Update(func(*Tx) error { return nil }),
+		"view":   d.View(func(*Tx) error { return nil }),
+	} {
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Op != op || !errors.Is(err, ErrClosed) {
+			t.Errorf("%s of a closed DB: %v; want a PathError of %q wrapping ErrClosed", op, err, op)
+		}
+	}
+}

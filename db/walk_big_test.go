@@ -34,3 +34,20 @@ func TestALargeFilesBranchCycleIsRefusedAtOpen(t *testing.T) {
 		t.Errorf("%v; want the page reached twice named", err)
 	}
 }
+
+// An empty branch page of a large file is refused at a reader's open:
+// bbolt takes a branch's first element without looking at its count, and
+// would follow a page id read from whatever follows the header.
+func TestALargeFilesEmptyBranchIsRefusedAtOpen(t *testing.T) {
+	kd := bigDB(t)
+	off := bucketPage(t, kd.db, bucketHistory, branchFlag)
+	writeAt(t, kd.db, off+10, nativeEndian.AppendUint16(nil, 0))
+	d, err := OpenReader(kd.dir, kd.db, testOpts)
+	if err == nil {
+		d.Close()
+	}
+	wantErr(t, err, ErrDamaged)
+	if err != nil && !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("%v; want the empty branch named", err)
+	}
+}
