@@ -36,6 +36,9 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 	default:
 		return nil, nil, meta, pathErr("open", name, damaged("not a regular file (mode %#o)", lst.Mode))
 	}
+	if testHookLstated != nil {
+		testHookLstated()
+	}
 	// O_NOFOLLOW: a link swapped in since the lstat fails with ELOOP
 	// instead of being followed, so no file outside the key dir is read or
 	// written through it. O_NONBLOCK: a FIFO swapped in opens at once
@@ -147,6 +150,10 @@ func fsync(fd int) error {
 
 // testHookLocked lets a test replace meta.db after its lock is had.
 var testHookLocked func()
+
+// testHookLstated lets a test swap what is at meta.db's name between the
+// lstat that judged it and the open.
+var testHookLstated func()
 
 // flockGated takes fd's flock through a turnstile, the key dir's own
 // flock (dirfd), held only until fd's is had: a writer holds the
