@@ -3,6 +3,7 @@ package db
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,27 @@ func TestACreateOverATakenNameLeavesNoDescriptorOpen(t *testing.T) {
 		}
 		if after := fdCount(t); after != before {
 			t.Errorf("%s over a file: %d descriptors open after, %d before", what, after, before)
+		}
+	}
+}
+
+// A writer's open that creates meta.db, then its Close, leaves no
+// descriptor open: the temp create linked into place included.
+func TestACreationLeavesNoDescriptorOpen(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a finalizer would hide a leak
+	for _, noTmpfile := range []bool{false, true} {
+		testHookNoTmpfile = noTmpfile
+		kd := newKeyDir(t)
+		before := fdCount(t)
+		d, err := OpenWriter(kd.dir, kd.db, testOpts)
+		if err != nil {
+			testHookNoTmpfile = false
+			t.Fatal(err)
+		}
+		d.Close()
+		testHookNoTmpfile = false
+		if after := fdCount(t); after != before {
+			t.Errorf("without O_TMPFILE %v: %d descriptors open after a creation, %d before", noTmpfile, after, before)
 		}
 	}
 }

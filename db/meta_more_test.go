@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -141,5 +142,14 @@ func TestATransactionsErrorNamesItsKind(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Op != op || !errors.Is(err, ErrClosed) {
 			t.Errorf("%s of a closed DB: %v; want a PathError of %q wrapping ErrClosed", op, err, op)
 		}
+	}
+}
+
+// A page size just under 1 KiB is named as below 1 KiB, the first rule it
+// breaks, as checkPageSize's doc says.
+func TestAPageSizeJustUnder1KiBIsBelow1KiB(t *testing.T) {
+	_, err := checkPageSize(1023)
+	if !errors.Is(err, ErrDamaged) || err == nil || !strings.Contains(err.Error(), "below 1 KiB") {
+		t.Errorf("checkPageSize(1023) = %v; want damage naming \"below 1 KiB\"", err)
 	}
 }
