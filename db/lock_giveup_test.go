@@ -80,3 +80,33 @@ func TestAReadersTimeoutNamesTheSharedLock(t *testing.T) {
 	expectTimeout(t, kd, false, 100*time.Millisecond, "shared in-process lock")
 	w.Close()
 }
+
+// A LockTimeout of 0 is DefaultLockTimeout, as Options says, not no wait
+// at all: a writer asking for 0 waits for a reader that leaves.
+func TestALockTimeoutOfZeroWaits(t *testing.T) {
+	kd := makeDB(t, 0)
+	r, err := OpenReader(kd.dir, kd.db, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		w, err := OpenWriter(kd.dir, kd.db, Options{})
+		if err == nil {
+			w.Close()
+		}
+		wrote <- err
+	}()
+	for writersWaiting() != 1 {
+		select {
+		case err := <-wrote:
+			r.Close()
+			t.Fatalf("a writer with LockTimeout 0 under a reader returned at once: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	r.Close()
+	if err := <-wrote; err != nil {
+		t.Errorf("a writer with LockTimeout 0, once the reader left: %v", err)
+	}
+}
