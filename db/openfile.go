@@ -145,8 +145,15 @@ func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 // fsync is unix.Fsync retried on EINTR, as openat.
 func fsync(fd int) error {
 	_, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fsync(fd) })
+	if testHookSynced != nil && err == nil {
+		testHookSynced(fd)
+	}
 	return err
 }
+
+// testHookSynced lets a test see which descriptors were made durable: no
+// file system a test runs on loses what an fsync skipped.
+var testHookSynced func(fd int)
 
 // testHookLocked lets a test replace meta.db after its lock is had.
 var testHookLocked func()
