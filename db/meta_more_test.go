@@ -33,12 +33,14 @@ func TestAPageSizeProbeNotReadIsTheReadsError(t *testing.T) {
 }
 
 // InspectMeta reports every field of a meta page as the file holds it,
-// Flags too, which bbolt 1.5 writes as 0 and never reads.
+// Flags too, which bbolt 1.5 writes as 0 and never reads, and the root
+// bucket's Sequence, which this package leaves at 0.
 func TestInspectMetaReportsTheFlags(t *testing.T) {
 	kd := makeDB(t, 1)
 	b := readFile(t, kd.db)
 	m := b[pageHeaderSize : pageHeaderSize+metaSize]
 	nativeEndian.PutUint32(m[12:], 0x5a)
+	nativeEndian.PutUint64(m[24:], 77)
 	h := fnv.New64a()
 	h.Write(m[:metaSumBytes])
 	nativeEndian.PutUint64(m[metaSumBytes:], h.Sum64())
@@ -49,8 +51,8 @@ func TestInspectMetaReportsTheFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := got.Pages[0]; !p.Valid() || p.Flags != 0x5a {
-		t.Errorf("page 0: valid %v, flags %#x; want valid, 0x5a", p.Valid(), p.Flags)
+	if p := got.Pages[0]; !p.Valid() || p.Flags != 0x5a || p.Sequence != 77 {
+		t.Errorf("page 0: valid %v, flags %#x, sequence %d; want valid, 0x5a, 77", p.Valid(), p.Flags, p.Sequence)
 	}
 }
 
