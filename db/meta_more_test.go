@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The page-size probe reads past a first meta page that is not valid; a
@@ -154,4 +156,30 @@ func TestAPageSizeJustUnder1KiBIsBelow1KiB(t *testing.T) {
 	if !errors.Is(err, ErrDamaged) || err == nil || !strings.Contains(err.Error(), "below 1 KiB") {
 		t.Errorf("checkPageSize(1023) = %v; want damage naming \"below 1 KiB\"", err)
 	}
+}
+
+// Damage a Tx method found is returned by View even if fn dropped it, on a
+// reader's snapshot as on bbolt's transactions (TestDamagedRecordNamesKey).
+func TestASnapshotViewReturnsDamageItsFunctionDropped(t *testing.T) {
+	kd := makeDB(t, 1)
+	bdb, err := bolt.Open(kd.db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketSidecars)).Put([]byte(keyVenue), []byte{0xc0})
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, kd, false)
+	if r.snap == nil {
+		t.Fatal("the reader of a small file reads no snapshot")
+	}
+	err = r.View(func(tx *Tx) error {
+		tx.Sidecars() // damage found, and dropped
+		return nil
+	})
+	wantErr(t, err, ErrDamaged)
 }
