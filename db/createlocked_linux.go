@@ -26,6 +26,14 @@ func createLocked(dirfd int, name string) (int, error) {
 	case nil:
 	case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
 		return createThenLock(dirfd, name)
+	case unix.EPERM:
+		// Linux refuses an unnamed file in a directory already removed
+		// with EPERM, where a named create gets ENOENT: a key dir a reap
+		// removed under a waiting writer read as a permission problem.
+		if removed(dirfd) {
+			return -1, unix.ENOENT
+		}
+		return -1, err
 	default:
 		return -1, err
 	}
@@ -52,4 +60,11 @@ func createLocked(dirfd int, name string) (int, error) {
 		}
 	}
 	return -1, err
+}
+
+// removed reports whether dirfd's directory has been removed (no link
+// left to it).
+func removed(dirfd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(dirfd, &st) == nil && st.Nlink == 0
 }
