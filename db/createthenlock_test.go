@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -37,8 +38,9 @@ func TestCreateThenLockMakesTheFileLockedAndWritesThroughNothing(t *testing.T) {
 // A lock another open file takes on the new name before createThenLock's
 // own (a check's look, held on) makes it give up after its wait, with
 // ErrLockTimeout, and remove the name it made: no half-made file is left
-// for the next creation to trip on.
+// for the next creation to trip on, nor a descriptor open.
 func TestCreateThenLockGivesUpOnALockHeldAndRemovesTheName(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	kd := newKeyDir(t)
 	tmp := tempName()
 	var held *os.File
@@ -57,6 +59,7 @@ func TestCreateThenLockGivesUpOnALockHeldAndRemovesTheName(t *testing.T) {
 		held = f
 	}
 	defer func() { testHookCreateStep = nil }()
+	before := fdCount(t)
 	fd, err := createThenLock(int(kd.dir.Fd()), tmp)
 	if held != nil {
 		defer held.Close()
@@ -70,6 +73,12 @@ func TestCreateThenLockGivesUpOnALockHeldAndRemovesTheName(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(kd.path, tmp)); !os.IsNotExist(err) {
 		t.Errorf("the name createThenLock made is still there: %v", err)
+	}
+	if held == nil {
+		t.Fatal("the hook held no lock")
+	}
+	if after := fdCount(t); after != before+1 { // the lock's holder
+		t.Errorf("%d descriptors open after the create gave up, %d before and the holder's", after, before)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -630,9 +631,10 @@ func TestWriterRefusesLiveFreePage(t *testing.T) {
 	}
 }
 
-// A handle poisoned by a bbolt panic leaves no mapping behind: the long
-// truncation run poisons some 80 handles a second, and a process has
-// vm.max_map_count (65530) mappings in all.
+// A handle poisoned by a bbolt panic leaves no mapping behind, and no
+// descriptor (unmapPoisoned reads /proc/self/maps to find the mapping's
+// length): the long truncation run poisons some 80 handles a second, and
+// a process has vm.max_map_count (65530) mappings in all.
 func TestPoisonedCloseUnmaps(t *testing.T) {
 	inChild(t, func(t *testing.T) {
 		kd := makeDB(t, HistoryLimit)
@@ -640,6 +642,8 @@ func TestPoisonedCloseUnmaps(t *testing.T) {
 		writeAt(t, kd.db, off+8, []byte{0, 0}) // a leaf that is no page type at all
 		testSkipWalk = true                    // so that bbolt, not the pre-check, meets it
 		defer func() { testSkipWalk = false }()
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		before := fdCount(t)
 		d, err := OpenWriter(kd.dir, kd.db, testOpts)
 		if err != nil {
 			t.Fatal(err)
@@ -650,14 +654,20 @@ func TestPoisonedCloseUnmaps(t *testing.T) {
 		}
 		err = d.View(func(tx *Tx) error { _, err := tx.History(0); return err })
 		var pe *panicError
-		if !errors.As(err, &pe) {
-			t.Fatalf("reading the damaged leaf: %v, want a recovered bbolt panic", err)
+		if !errors.As(err, &pe) || !errors.Is(err, ErrDamaged) {
+			t.Fatalf("reading the damaged leaf: %v, want a recovered bbolt panic, damage", err)
+		}
+		if d.poison.Load() == nil {
+			t.Fatal("the handle is not poisoned")
 		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
 		if size, ok := mappingSize(addr); ok {
 			t.Errorf("a mapping of %d bytes is left at %#x after the poisoned handle closed", size, addr)
+		}
+		if after := fdCount(t); after != before {
+			t.Errorf("%d descriptors open after the poisoned handle closed, %d before", after, before)
 		}
 	})
 }
