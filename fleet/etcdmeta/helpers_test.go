@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +105,41 @@ func promoteAfterARingOfRefusals(t *testing.T, appender, writer *Store, key stri
 	if newest.Ticket != ticket || newest.Seq != want {
 		t.Fatalf("newest history entry = seq %d ticket %q, want the promotion's at seq %d", newest.Seq, newest.Ticket, want)
 	}
+}
+
+// listenHolding listens on a loopback port and runs serve on each
+// connection it accepts (nil: none; the connection is held open, a member
+// that takes it and answers nothing); every connection, and the
+// listener, are closed when t ends.
+func listenHolding(t *testing.T, serve func(net.Conn)) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			if serve != nil {
+				go serve(c)
+			}
+		}
+	}()
+	return l
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,50 +30,25 @@ func TestATLSFrontThatRefusesPlainHTTPIsNoPlainMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2"}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	defer func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
+	l := listenHolding(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		first, err := r.Peek(1)
+		if err != nil {
+			return
+		}
+		if first[0] != 0x16 { // not a TLS handshake record: plain HTTP
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n")
 			c.Close()
+			return
 		}
-	}()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-			go func() {
-				r := bufio.NewReader(c)
-				first, err := r.Peek(1)
-				if err != nil {
-					return
-				}
-				if first[0] != 0x16 { // not a TLS handshake record: plain HTTP
-					io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n")
-					c.Close()
-					return
-				}
-				// TLS, and over HTTP/2 the server's settings, as any
-				// HTTP/2 server sends them at once; then silence: the
-				// etcd behind the front is down.
-				tc := tls.Server(&peeked{r, c}, srv)
-				if tc.Handshake() == nil && tc.ConnectionState().NegotiatedProtocol == "h2" {
-					tc.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // an empty SETTINGS frame
-				}
-			}()
+		// TLS, and over HTTP/2 the server's settings, as any HTTP/2
+		// server sends them at once; then silence: the etcd behind the
+		// front is down.
+		tc := tls.Server(&peeked{r, c}, srv)
+		if tc.Handshake() == nil && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			tc.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // an empty SETTINGS frame
 		}
-	}()
+	})
 	// The probe's handshake hears the server's settings at once: the
 	// caller waits the request timeout, and the probe's bound after it
 	// only for a member that does not answer it.

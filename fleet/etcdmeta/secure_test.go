@@ -3,11 +3,9 @@ package etcdmeta
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -271,31 +269,7 @@ func TestSecureClusterDownIsUnavailable(t *testing.T) {
 // 300 ms timeout took 2.3 s.
 func TestSilentTLSMemberIsUnavailableWithinTheTimeout(t *testing.T) {
 	ca := etcdtest.NewCA(t, t.TempDir(), "silent CA")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	l := listenHolding(t, nil)
 	// The request and then the probe wait the timeout each; the probe's
 	// own bound waited after the request, probeTimeout, is what the
 	// bound must tell them from. Between the two, a loaded machine has
@@ -307,7 +281,7 @@ func TestSilentTLSMemberIsUnavailableWithinTheTimeout(t *testing.T) {
 		t.Fatalf("a bound of %v cannot tell the timeout honoured from a probe waiting %v after it", within, probeTimeout)
 	}
 	began := time.Now()
-	_, err = getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: timeout}, newKey())
+	_, err := getWith(Config{Endpoints: []string{"https://" + l.Addr().String()}, CAFile: ca.File, RequestTimeout: timeout}, newKey())
 	took := time.Since(began)
 	if !errors.Is(err, ErrUnavailable) || took >= within {
 		t.Fatalf("err = %v after %v with a %v timeout; want ErrUnavailable within about the timeout (%v)", err, took, timeout, within)
