@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -198,4 +199,121 @@ func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 	if ps[0].Requests() == sent {
 		t.Fatal("no request was sent to the silent member: the test proves nothing")
 	}
+}
+
+// A hedged request sent again reaches another member whatever else the
+// client sends meanwhile. The client's balancer hands each request the
+// next member in turn, one turn for all of a Store's requests: where two
+// other requests go out between a request's tries (a walk's other keys,
+// a job's other calls), each try meets the same member. That member
+// silent, every try waited out the timeout, and the request was etcd
+// unavailable with two members answering (seen as 1 run in 8 of
+// fleet's TestOneSilentMemberOfThreeStopsNoRenumber under load: a lock's
+// three tries, 0.67 s apart, each sent to the silent member). The test
+// puts each request's first try on the silent member, and two requests
+// before each try sent again; three requests, so that each member is the
+// first that a try sent again goes to.
+func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout = 900 * time.Millisecond
+	ps, s := proxiedStore(t, c, timeout)
+	ps[0].Blackhole()
+	// One request in the balancer's turn: a request sent alone, bounded
+	// well short of any answer the silent member would not give.
+	plain := func() error {
+		c, cancel := context.WithTimeout(ctx(t), timeout/6)
+		defer cancel()
+		_, err := s.cli.Get(c, newKey())
+		return err
+	}
+	for round := range 3 {
+		// Turn the balancer until the silent member is next: the request
+		// after the one it left unanswered goes to the next member, and
+		// the one after that to the third.
+		for try := 0; plain() == nil; try++ {
+			if try == 3 {
+				t.Fatal("three requests in turn, each answered: the silent member was never met")
+			}
+		}
+		for range 2 {
+			if err := plain(); err != nil {
+				t.Fatalf("a request to a member that answers: %v", err)
+			}
+		}
+		c0, cancel := context.WithTimeout(ctx(t), timeout)
+		start := time.Now()
+		_, err := Hedge(s, c0, func(c context.Context) (*clientv3.GetResponse, error) {
+			return s.cli.Get(c, newKey())
+		}, func(error) bool { return c0.Err() == nil }, func() {
+			plain()
+			plain()
+		})
+		took := time.Since(start)
+		cancel()
+		t.Logf("hedged read %d, the first try on the silent member: %v after %v", round, err, took.Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("a hedged read with one member of three silent = %v; want answered by another member", err)
+		}
+		// Answered before the first try was sent again: it met a member
+		// that answers, and the test proved nothing.
+		if took < timeout/3 {
+			t.Fatalf("the hedged read was answered after %v, before it was sent again: its first try did not meet the silent member", took)
+		}
+	}
+}
+
+// A member that cannot be reached (its connection refused) costs a
+// hedged request no more than a silent one does: the tries sent again go
+// to two members, and one answers, though the first try never does. A
+// request sent to one member alone waits for its connection, and none
+// comes; were the two tries sent to one member, or were a pinned
+// request's refused connection an error at once, a request whose every
+// error ends it (a lock's first request) would fail with two members
+// answering.
+func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout = 900 * time.Millisecond
+	ps, s := proxiedStore(t, c, timeout)
+	ps[0].Close()
+	// Six requests, so that a try sent again first goes to each member
+	// in turn, twice: the second time to the unreachable member, its
+	// connection is known to have failed. The first try of each never
+	// answers.
+	for round := range 6 {
+		c0, cancel := context.WithTimeout(ctx(t), timeout)
+		_, err := Hedge(s, c0, func(c context.Context) (*clientv3.PutResponse, error) {
+			if c.Value(pinKey{}) == nil {
+				<-c.Done()
+				return nil, c.Err()
+			}
+			return s.cli.Put(c, newKey(), "v")
+		}, func(error) bool { return c0.Err() == nil }, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("hedged write %d, one member of three unreachable, its first try unanswered = %v; want answered by another member", round, err)
+		}
+	}
+}
+
+// proxiedStore is a Store on c's three members, each reached through a
+// proxy of its own (returned in the members' order), with timeout, and
+// every connection set up (an answer came back through each proxy), so
+// that the balancer sends requests to each member.
+func proxiedStore(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) ([]*etcdtest.Proxy, *Store) {
+	t.Helper()
+	var ps []*etcdtest.Proxy
+	var eps []string
+	for i := range 3 {
+		p := etcdtest.NewProxy(t, c.Endpoint(i))
+		ps, eps = append(ps, p), append(eps, p.URL())
+	}
+	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	for _, p := range ps {
+		for p.Answers() == 0 {
+			if _, err := s.cli.Get(ctx(t), newKey()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ps, s
 }

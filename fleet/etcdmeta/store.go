@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,13 @@ type Store struct {
 	// hedgeOff sends every request once, as with one endpoint: a test's
 	// knob (BenchmarkHedge), no option of the package's.
 	hedgeOff bool
+
+	// pins are cli's connections to one endpoint each, made when a
+	// hedged request is first sent again (see Hedge and toPinned); turn
+	// picks the members a hedged request's later tries go to.
+	pinMu sync.Mutex
+	pins  []*grpc.ClientConn
+	turn  atomic.Uint32
 
 	// lastSeq remembers each key's newest history slot as this Store last
 	// saw it (Get, a write, a conflict), so that the write after a Get,
@@ -97,29 +105,30 @@ type State struct {
 // and the first request finds out whether it answers. A Config error is
 // ErrInvalidConfig naming the field.
 func Open(cfg Config) (*Store, error) {
-	s, err := cfg.validate()
+	set, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   s.Endpoints,
-		DialTimeout: s.DialTimeout,
+	s := &Store{cfg: set}
+	s.cli, err = clientv3.New(clientv3.Config{
+		Endpoints:   set.Endpoints,
+		DialTimeout: set.DialTimeout,
 		// A dead connection is noticed within seconds instead of at the
 		// next request's timeout (see keepAliveTimeout).
 		DialKeepAliveTime:    keepAliveTime,
-		DialKeepAliveTimeout: s.keepAliveTimeout(),
-		TLS:                  s.tls,
-		Username:             s.Username,
-		Password:             s.Password,
+		DialKeepAliveTimeout: set.keepAliveTimeout(),
+		TLS:                  set.tls,
+		Username:             set.Username,
+		Password:             set.Password,
 		// The client's own log would write JSON lines to stderr, which is
 		// the CLI's diagnostics channel; every failure is returned instead.
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken)},
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.toPinned)},
 	})
 	if err != nil {
-		return nil, s.opErr(context.Background(), "etcd open", strings.Join(s.Endpoints, ","), err)
+		return nil, set.opErr(context.Background(), "etcd open", strings.Join(set.Endpoints, ","), err)
 	}
-	return &Store{cli: cli, cfg: s}, nil
+	return s, nil
 }
 
 // keepAliveTime is how long a connection that has read nothing goes
@@ -166,12 +175,73 @@ func forgetRefusedToken(ctx context.Context, method string, req, reply any, cc *
 	return err
 }
 
-// Close releases the connection; locks still held are released as their
+// pinKey is the context key of the endpoint a hedged try goes to alone
+// (its index in the Config's Endpoints): see Hedge.
+type pinKey struct{}
+
+// toPinned sends a request whose context names an endpoint (a hedged
+// try sent again) to that endpoint alone, over a connection of its own,
+// rather than to the member the balancer's turn gives it: that turn is
+// one for every request of the Store, so where other requests go out
+// between a request's tries each try can meet the same member. A pinned
+// request to a member that cannot be reached waits for it, as every
+// request of etcd's client waits for a connection, until its context
+// ends; Hedge's other try sent again goes to another member. Every
+// connection's requests pass through here, a pin's own too: those, and
+// the requests that name no endpoint, are sent as they are.
+func (s *Store) toPinned(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	k, ok := ctx.Value(pinKey{}).(int)
+	if !ok || s.isPin(cc) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	pin := s.pin(k)
+	if pin == nil {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	return pin.Invoke(ctx, method, req, reply, opts...)
+}
+
+// pin is the connection to the kth endpoint alone, made at its first
+// use; nil once the Store is closed, or where it cannot be made.
+func (s *Store) pin(k int) *grpc.ClientConn {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
+	if s.pins == nil {
+		s.pins = make([]*grpc.ClientConn, len(s.cfg.Endpoints))
+	}
+	if s.pins[k] == nil {
+		// Dial shares cli's credentials and auth token: no login more.
+		conn, err := s.cli.Dial(s.cfg.Endpoints[k])
+		if err != nil {
+			return nil
+		}
+		s.pins[k] = conn
+	}
+	return s.pins[k]
+}
+
+func (s *Store) isPin(cc *grpc.ClientConn) bool {
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	return slices.Contains(s.pins, cc)
+}
+
+// Close releases the connections; locks still held are released as their
 // leases end. Calling Close again does nothing.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.pinMu.Lock()
+	for _, pin := range s.pins {
+		if pin != nil {
+			pin.Close()
+		}
+	}
+	s.pinMu.Unlock()
 	return s.cli.Close()
 }
 
@@ -245,13 +315,17 @@ func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, e
 
 // Hedge runs try within ctx; with several endpoints, when it has not
 // answered within a third of the request timeout it is sent again, and
-// once more at two thirds, again (if not nil) running before each. etcd's
-// client sends each request to the next member in turn, so each goes to
-// another: one member that takes connections and answers nothing (a
-// blackhole, a member stalled by a defragmentation) would otherwise cost
+// once more at two thirds, again (if not nil) running before each. The
+// first try goes where etcd's client sends it, the member next in its
+// turn; each try sent again goes to one endpoint alone, the two of them
+// to two different ones (see toPinned), so that one member that takes
+// connections and answers nothing (a blackhole, a member stalled by a
+// defragmentation) meets one of them at most. It would otherwise cost
 // every request sent to it the whole timeout (every third, of three
 // members, until gRPC's keepalive drops its connection, 13 s), though the
-// others answer at once. try must be safe to run more than once at the
+// others answer at once; and the client's turn alone, shared by all the
+// Store's requests, could hand one request's three tries the same member
+// where two others went out between each. try must be safe to run more than once at the
 // same time: a read, or a write that lands once at most however many
 // times it is sent (a guarded write on one base). The answer is the first
 // success, or the first error for which ends is true; otherwise the last
@@ -269,13 +343,18 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 	}
 	const tries = 3
 	answers := make(chan result, tries)
-	send := func() {
+	turn := int(s.turn.Add(1))
+	send := func(i int) {
+		c := ctx
+		if i > 0 {
+			c = context.WithValue(ctx, pinKey{}, (turn+i)%len(s.cfg.Endpoints))
+		}
 		go func() {
-			r, err := try(ctx)
+			r, err := try(c)
 			answers <- result{r, err}
 		}()
 	}
-	send()
+	send(0)
 	sent, waiting := 1, 1
 	tick := time.NewTicker(s.cfg.RequestTimeout / tries)
 	defer tick.Stop()
@@ -291,7 +370,7 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 				if again != nil {
 					again()
 				}
-				send()
+				send(sent)
 				sent, waiting = sent+1, waiting+1
 			}
 		}
