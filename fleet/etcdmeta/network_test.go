@@ -3,6 +3,7 @@ package etcdmeta
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,9 +213,15 @@ func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 // three tries, 0.67 s apart, each sent to the silent member). The test
 // puts each request's first try on the silent member, and two requests
 // before each try sent again; three requests, so that each member is the
-// first that a try sent again goes to.
+// first that a try sent again goes to. On a cluster with TLS and
+// authentication too: a try sent again to one member alone goes with the
+// Store's certificates and auth token.
 func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
-	c := etcdtest.Start3(t)
+	t.Run("plain", func(t *testing.T) { testHedgeMeetsAnotherMember(t, etcdtest.Start3(t)) })
+	t.Run("TLS and auth", func(t *testing.T) { testHedgeMeetsAnotherMember(t, etcdtest.StartSecure(t, 3)) })
+}
+
+func testHedgeMeetsAnotherMember(t *testing.T, c *etcdtest.Cluster) {
 	const timeout = 900 * time.Millisecond
 	ps, s := proxiedStore(t, c, timeout)
 	ps[0].Blackhole()
@@ -223,7 +230,7 @@ func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
 	plain := func() error {
 		c, cancel := context.WithTimeout(ctx(t), timeout/6)
 		defer cancel()
-		_, err := s.cli.Get(c, newKey())
+		_, err := s.cli.Get(c, s.recordKey(newKey()))
 		return err
 	}
 	for round := range 3 {
@@ -243,7 +250,7 @@ func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
 		c0, cancel := context.WithTimeout(ctx(t), timeout)
 		start := time.Now()
 		_, err := Hedge(s, c0, func(c context.Context) (*clientv3.GetResponse, error) {
-			return s.cli.Get(c, newKey())
+			return s.cli.Get(c, s.recordKey(newKey()))
 		}, func(error) bool { return c0.Err() == nil }, func() {
 			plain()
 			plain()
@@ -286,7 +293,7 @@ func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
 				<-c.Done()
 				return nil, c.Err()
 			}
-			return s.cli.Put(c, newKey(), "v")
+			return s.cli.Put(c, s.recordKey(newKey()), "v")
 		}, func(error) bool { return c0.Err() == nil }, nil)
 		cancel()
 		if err != nil {
@@ -296,21 +303,31 @@ func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
 }
 
 // proxiedStore is a Store on c's three members, each reached through a
-// proxy of its own (returned in the members' order), with timeout, and
-// every connection set up (an answer came back through each proxy), so
-// that the balancer sends requests to each member.
+// proxy of its own (returned in the members' order), with timeout (and
+// c's certificates and user where it has them), and every connection
+// set up (an answer came back through each proxy), so that the balancer
+// sends requests to each member.
 func proxiedStore(t *testing.T, c *etcdtest.Cluster, timeout time.Duration) ([]*etcdtest.Proxy, *Store) {
 	t.Helper()
 	var ps []*etcdtest.Proxy
 	var eps []string
 	for i := range 3 {
 		p := etcdtest.NewProxy(t, c.Endpoint(i))
-		ps, eps = append(ps, p), append(eps, p.URL())
+		ep := p.URL()
+		if c.CAFile != "" {
+			ep = "https://" + strings.TrimPrefix(ep, "http://")
+		}
+		ps, eps = append(ps, p), append(eps, ep)
 	}
-	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
+	s := open(t, c, func(cfg *Config) {
+		if c.CAFile != "" {
+			*cfg = secureConfig(c)
+		}
+		cfg.Endpoints, cfg.RequestTimeout = eps, timeout
+	})
 	for _, p := range ps {
 		for p.Answers() == 0 {
-			if _, err := s.cli.Get(ctx(t), newKey()); err != nil {
+			if _, err := s.cli.Get(ctx(t), s.recordKey(newKey())); err != nil {
 				t.Fatal(err)
 			}
 		}
