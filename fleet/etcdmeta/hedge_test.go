@@ -3,6 +3,9 @@ package etcdmeta
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +102,40 @@ func TestHedgeAnswersAnEndingErrorAtOnce(t *testing.T) {
 	}, func(err error) bool { return errors.Is(err, errConflict) }, nil)
 	if !errors.Is(err, errConflict) {
 		t.Fatalf("Hedge = %v, want %v", err, errConflict)
+	}
+}
+
+// The two tries a request sends again go to two different endpoints, at
+// every turn of the Store: past 2^31 and at the wrap of 2^32 too, where a
+// turn taken as a signed 32-bit int would be a negative index (a panic
+// on a 32-bit host, after some two billion hedged requests).
+func TestHedgeSendsItsTwoTriesAgainToTwoEndpointsAtEveryTurn(t *testing.T) {
+	s := hedgeStore()
+	s.cfg.RequestTimeout = 30 * time.Millisecond
+	for _, turn := range []uint32{0, 1, 2, 1<<31 - 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
+		s.turn.Store(turn)
+		var mu sync.Mutex
+		var pins []any
+		c, cancel := context.WithTimeout(context.Background(), 3*s.cfg.RequestTimeout)
+		Hedge(s, c, func(c context.Context) (int, error) {
+			mu.Lock()
+			pins = append(pins, c.Value(pinKey{}))
+			mu.Unlock()
+			<-c.Done()
+			return 0, c.Err()
+		}, func(error) bool { return false }, nil)
+		cancel()
+		mu.Lock()
+		got := slices.Clone(pins)
+		mu.Unlock()
+		var ks []int
+		for _, p := range got {
+			if k, ok := p.(int); ok {
+				ks = append(ks, k)
+			}
+		}
+		if len(got) != 3 || len(ks) != 2 || ks[0] == ks[1] || min(ks[0], ks[1]) < 0 || max(ks[0], ks[1]) >= len(s.cfg.Endpoints) {
+			t.Errorf("turn %d: the tries went to %v; want the first unpinned and two different endpoints of %d", turn, got, len(s.cfg.Endpoints))
+		}
 	}
 }

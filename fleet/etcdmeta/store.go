@@ -343,11 +343,15 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 	}
 	const tries = 3
 	answers := make(chan result, tries)
-	turn := int(s.turn.Add(1))
+	// Taken modulo the endpoints before it is added to: a turn past 2^31
+	// is no negative int where int has 32 bits, and one at the wrap of
+	// 2^32 gives the two tries two endpoints still.
+	n := len(s.cfg.Endpoints)
+	turn := int(s.turn.Add(1) % uint32(n))
 	send := func(i int) {
 		c := ctx
 		if i > 0 {
-			c = context.WithValue(ctx, pinKey{}, (turn+i)%len(s.cfg.Endpoints))
+			c = context.WithValue(ctx, pinKey{}, (turn+i)%n)
 		}
 		go func() {
 			r, err := try(c)
