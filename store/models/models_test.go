@@ -198,14 +198,41 @@ func TestWindowLookup(t *testing.T) {
 func TestErrorMessages(t *testing.T) {
 	long := strings.Repeat("p", 5000)
 	secret := strings.Repeat("s3cr3t", 1000)
+	// A provider that defines one model m, with the model's members m.
+	model := func(m string) string {
+		return `{"providers":{"local":{"baseUrl":"http://l","apiKey":"k","api":"a","models":[{"id":"m"` + m + `}]}}}`
+	}
+	// An override of a built-in model, with the override's members o.
+	override := func(o string) string {
+		return `{"providers":{"anthropic":{"modelOverrides":{"claude-sonnet-4-5":{"contextWindow":1000` + o + `}}}}}`
+	}
 	cases := []struct {
 		name, data, where string
+		problem           string // what Problem says, where a row checks it
 	}{
-		{"window", `{"providers":{"local":{"baseUrl":"http://l","apiKey":"` + secret + `","api":"a","models":[{"id":"m","contextWindow":"` + secret + `"}]}}}`, `providers["local"].models[0].contextWindow`},
-		{"long provider name", `{"providers":{"` + long + `":{}}}`, `providers["` + long[:maxName] + `"...]`},
-		{"syntax", `{"providers": {"x": ` + secret + `}}`, "offset 20"},
-		{"header value", `{"providers":{"local":{"baseUrl":"http://l","headers":{"X-Key":12345}}}}`, `providers["local"].headers["X-Key"]`},
-		{"control characters in a name", `{"providers":{"a\u001b[31mb":[]}}`, `providers["a\x1b[31mb"]`},
+		{"window", `{"providers":{"local":{"baseUrl":"http://l","apiKey":"` + secret + `","api":"a","models":[{"id":"m","contextWindow":"` + secret + `"}]}}}`, `providers["local"].models[0].contextWindow`, "is a string, want a number"},
+		// A name is cut after 40 characters, and one of 40 is whole.
+		{"long provider name", `{"providers":{"` + long + `":{}}}`, `providers["` + long[:40] + `"...]`, ""},
+		{"provider name of 40", `{"providers":{"` + long[:40] + `":{}}}`, `providers["` + long[:40] + `"]`, ""},
+		{"syntax", `{"providers": {"x": ` + secret + `}}`, "offset 20", ""},
+		{"syntax at the first byte", `x{"providers":{}}`, "offset 0", ""},
+		// JSON.parse takes only JSON's own white space after the value.
+		{"a byte after the value", `{"providers":{}}x`, "offset 16", "not JSON: more after the value"},
+		{"a form feed after the value", "{\"providers\":{}} \t\r\n\f", "offset 20", "not JSON: more after the value"},
+		{"an empty file", "", "", "not JSON: the file ends before its value does"},
+		{"a file cut short", `{"providers":{"x":`, "", "not JSON: the file ends before its value does"},
+		{"header value", `{"providers":{"local":{"baseUrl":"http://l","headers":{"X-Key":12345}}}}`, `providers["local"].headers["X-Key"]`, "is a number, want a string"},
+		{"control characters in a name", `{"providers":{"a\u001b[31mb":[]}}`, `providers["a\x1b[31mb"]`, ""},
+		// Each member pi's schema types, in a model and in an override.
+		{"model cost", model(`,"cost":{"input":"1","output":1,"cacheRead":1,"cacheWrite":1}`), `providers["local"].models[0].cost.input`, "is a string, want a number"},
+		{"model reasoning", model(`,"reasoning":"yes"`), `providers["local"].models[0].reasoning`, "is a string, want true or false"},
+		{"model maxTokens", model(`,"reasoning":true,"maxTokens":"8k"`), `providers["local"].models[0].maxTokens`, "is a string, want a number"},
+		{"model maxTokens of 0", model(`,"maxTokens":0`), `providers["local"].models[0].maxTokens`, "is not positive"},
+		{"model window beyond 2^53", model(`,"contextWindow":9007199254740994`), `providers["local"].models[0].contextWindow`, "is out of range"},
+		{"override name", override(`,"name":""`), `providers["anthropic"].modelOverrides["claude-sonnet-4-5"].name`, "is an empty string, want a non-empty string"},
+		{"override reasoning", override(`,"reasoning":1`), `providers["anthropic"].modelOverrides["claude-sonnet-4-5"].reasoning`, "is a number, want true or false"},
+		{"override cost", override(`,"cost":[]`), `providers["anthropic"].modelOverrides["claude-sonnet-4-5"].cost`, "is an array, want an object"},
+		{"override cost input", override(`,"cost":{"input":null}`), `providers["anthropic"].modelOverrides["claude-sonnet-4-5"].cost.input`, "is null, want a number"},
 	}
 	for _, c := range cases {
 		_, err := Parse("/etc/pi/models.json", []byte(c.data))
@@ -215,11 +242,49 @@ func TestErrorMessages(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if e.Where != c.where || !strings.HasPrefix(msg, "models /etc/pi/models.json: "+c.where+": ") {
+		prefix := "models /etc/pi/models.json: " + c.where + ": "
+		if c.where == "" {
+			prefix = "models /etc/pi/models.json: "
+		}
+		if e.Where != c.where || !strings.HasPrefix(msg, prefix) {
 			t.Errorf("%s: where %q, message %q; want where %q", c.name, e.Where, msg, c.where)
+		}
+		if c.problem != "" && e.Problem != c.problem {
+			t.Errorf("%s: problem %q, want %q", c.name, e.Problem, c.problem)
 		}
 		if len(msg) > 200 || strings.Contains(msg, "s3cr3t") || strings.ContainsRune(msg, 0x1b) {
 			t.Errorf("%s: message echoes the file (%d bytes): %.200q", c.name, len(msg), msg)
+		}
+	}
+}
+
+// What pi takes at the edges of its checks Parse takes too, with the
+// window it states: JSON's white space after the value, a window of 1 and
+// of 2^53, a maxTokens of 1, an override that states a cost and a window,
+// a provider named "" (its models are "/id").
+func TestParseTakesWhatPiTakesAtItsEdges(t *testing.T) {
+	model := func(m string) string {
+		return `{"providers":{"local":{"baseUrl":"http://l","apiKey":"k","api":"a","models":[{"id":"m"` + m + `}]}}}`
+	}
+	cases := []struct {
+		name, data, model string
+		want              int64
+	}{
+		{"white space after the value", "{\"providers\":{}} \t\r\n \n", "anthropic/claude-sonnet-4-5", 200000},
+		{"a window of 1", model(`,"contextWindow":1`), "local/m", 1},
+		{"a window of 2^53", model(`,"contextWindow":9007199254740992`), "local/m", 1 << 53},
+		{"a maxTokens of 1", model(`,"maxTokens":1`), "local/m", defaultWindow},
+		{"an override with a cost", `{"providers":{"anthropic":{"modelOverrides":{"claude-sonnet-4-5":{"cost":{"input":3},"contextWindow":1234}}}}}`, "anthropic/claude-sonnet-4-5", 1234},
+		{"a provider named \"\"", `{"providers":{"":{"baseUrl":"http://l","apiKey":"k","api":"a","models":[{"id":"m","contextWindow":5000}]}}}`, "/m", 5000},
+	}
+	for _, c := range cases {
+		r, err := Parse("models.json", []byte(c.data))
+		if err != nil {
+			t.Errorf("%s: %v; pi takes it", c.name, err)
+			continue
+		}
+		if w, ok := r.Window(c.model); w != c.want || !ok {
+			t.Errorf("%s: Window(%q) = %d, %v; want %d", c.name, c.model, w, ok, c.want)
 		}
 	}
 }
@@ -232,8 +297,17 @@ func TestLoadHostile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The bound is 4 MiB, written out: a file of exactly that is read, one
+	// byte more is too large.
+	exact := filepath.Join(dir, "exact.json")
+	if err := os.WriteFile(exact, []byte(`{"providers":{}}`+strings.Repeat(" ", 4<<20-16)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Load(exact); err != nil || r == nil {
+		t.Errorf("Load of a file of exactly 4 MiB: %v", err)
+	}
 	big := filepath.Join(dir, "big.json")
-	if err := os.WriteFile(big, []byte(`{"providers":{}, "pad":"`+strings.Repeat("x", MaxFileBytes)+`"}`), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte(`{"providers":{}}`+strings.Repeat(" ", 4<<20-15)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, "link.json")
