@@ -99,6 +99,41 @@ func TestMadeByOpen(t *testing.T) {
 			t.Fatal("a meta.db found before the open, given a file of its own by it, is taken for the open's own")
 		}
 	})
+	t.Run("the empty one found is the one opened, changed since", func(t *testing.T) {
+		// A schema migration, a roll forward's commit or a chmod changes
+		// the file's change time: the inode held still tells it.
+		kd := keyDir(t)
+		commit(t, kd, func(*db.Tx) error { return nil })
+		before := lockonly.Look(kd)
+		defer before.Close()
+		if err := os.Chmod(filepath.Join(kd.Name(), db.FileName), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		d, sc := open(t, kd)
+		if before.MadeByOpen(kd, d, sc) {
+			t.Fatal("a meta.db found before the open, its change time moved since, is taken for the open's own")
+		}
+	})
+	t.Run("the one found was replaced by one with a second name, which the open copied", func(t *testing.T) {
+		kd := keyDir(t)
+		commit(t, kd, func(*db.Tx) error { return nil })
+		before := lockonly.Look(kd)
+		defer before.Close()
+		if err := os.Remove(filepath.Join(kd.Name(), db.FileName)); err != nil {
+			t.Fatal(err)
+		}
+		commit(t, kd, func(*db.Tx) error { return nil })
+		if err := os.Link(filepath.Join(kd.Name(), db.FileName), filepath.Join(t.TempDir(), db.FileName)); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := open(t, kd)
+		if _, _, ok := d.CopiedFrom(); !ok {
+			t.Fatal("the writer's open of a hard-linked meta.db copied nothing")
+		}
+		if before.Is(kd, d) {
+			t.Fatal("the copy of a file put at the name since the look is taken for the file found")
+		}
+	})
 	t.Run("the one found was removed and the open made another", func(t *testing.T) {
 		kd := keyDir(t)
 		commit(t, kd, func(*db.Tx) error { return nil })
@@ -111,4 +146,27 @@ func TestMadeByOpen(t *testing.T) {
 			t.Fatal("an empty meta.db made after the one found was removed is not the open's own")
 		}
 	})
+}
+
+// Close lets go of the meta.db Look held: one descriptor a key, which a
+// migration of a large root would otherwise run out of.
+func TestCloseLetsGoOfTheFileHeld(t *testing.T) {
+	kd := keyDir(t)
+	commit(t, kd, func(*db.Tx) error { return nil })
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(es)
+	}
+	n := fds()
+	before := lockonly.Look(kd)
+	if got := fds(); got != n+1 {
+		t.Fatalf("%d descriptors open after the look, %d before; want the meta.db held", got, n)
+	}
+	before.Close()
+	if got := fds(); got != n {
+		t.Fatalf("%d descriptors open after Close, %d before the look", got, n)
+	}
 }
