@@ -4,6 +4,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sessdb/db"
@@ -59,9 +60,41 @@ func TestLegacyKeyMigratedUnderAResolveIsJudgedByItsMetaDB(t *testing.T) {
 		return os.Remove(filepath.Join(dir, "context"))
 	})
 	t.Cleanup(func() { faults.Set(nil) })
+	fds := openFDs(t)
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	if !migrated {
 		t.Fatal("the resolve never reached the point after meta.db's open")
 	}
 	want(t, sess, false, gates.ContextTooFull)
+	// The legacy read it let go of holds no descriptor.
+	if n := openFDs(t); n != fds {
+		t.Errorf("%d descriptors open after the resolve, %d before", n, fds)
+	}
+}
+
+// A key that a rollback and a migration move between the layouts under
+// every read is read three times, then the resolve fails naming it:
+// never a loop.
+func TestAKeyMovingUnderEveryReadFailsAfterThreeReads(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
+	meta := filepath.Join(root, testKey, db.FileName)
+	reads := 0
+	faults.Set(func(p faults.Point) error {
+		switch p {
+		case faults.ResolveAfterKeyDirOpen: // rolled back: no meta.db
+			reads++
+			if err := os.Remove(meta); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		case faults.ResolveAfterMetaOpen: // migrated again
+			return os.WriteFile(meta, nil, 0o600)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	_, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "under 3 reads") || reads != 3 {
+		t.Fatalf("resolve of a key moving under every read: %v after %d reads; want it failed after 3", err, reads)
+	}
 }

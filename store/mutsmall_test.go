@@ -1,0 +1,116 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+	"sessdb/internal/durable"
+	"sessdb/internal/faults"
+)
+
+// fileSyncFails is the disk on which every file's fsync fails.
+type fileSyncFails struct{ durable.Disk }
+
+func (fileSyncFails) SyncFile(f *os.File) error { return unix.EIO }
+
+// A promotion whose temp could not be fsynced is not acknowledged: a power
+// cut could leave a transcript the record does not describe. It fails
+// naming the fsync and the file, and the key still resumes the generation
+// before it.
+func TestAPromotionWhoseTempIsNotDurableFails(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
+	s.disk = diskWrites{fileSyncFails{}}
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	if err == nil || res.Promoted || !strings.Contains(err.Error(), "fsync "+s.root) {
+		t.Fatalf("a promotion whose temp's fsync failed = %+v, %v; want it failed, naming the fsync of the temp", res, err)
+	}
+	s.disk = diskWrites{}
+	after, jobDir := mustResolve(t, s, testKey, localJob())
+	if after.Gen() != 1 || bytes.Contains(staged(t, jobDir), []byte("two")) {
+		t.Fatalf("after the failed promotion the key resumes gen %d; want gen 1", after.Gen())
+	}
+}
+
+// The JSON a worker in another language reads (docs/json.md): each value
+// that may be absent is null exactly when it is, a list is [] when empty,
+// a CRC32C is 8 hex digits, times are UTC; and a record is shown only with
+// all of its gen's size, checksum and time.
+func TestReportJSONIsNullExactlyWhereAValueIsAbsent(t *testing.T) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.FixedZone("X", 3600))
+	crc, size := uint64(0xab), int64(42)
+	marshal := func(v any) string {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		return string(b)
+	}
+	cases := []struct {
+		name string
+		v    any
+		want []string // each in the JSON
+	}{
+		{"no transcript version, no record, no history", KeyReport{Name: "k", Transcript: &TranscriptReport{Regular: true, ModTime: at}},
+			[]string{`"header_version":null`, `"record":null`, `"context":null`, `"pending":null`, `"history":[]`, `"legacy_files":[]`}},
+		{"a transcript of version 1", KeyReport{Name: "k", Transcript: &TranscriptReport{HeaderVersion: 1, ModTime: at}}, []string{`"header_version":1`}},
+		{"a record", KeyReport{Name: "k", Gen: 3, LastPromotion: &at, CRC32C: &crc, RecordBytes: &size},
+			[]string{`"record":{"gen":3,"bytes":42,"crc32c":"000000ab","promoted_at":"2026-12-03T09:00:00Z"}`}},
+		{"a record without its time", KeyReport{Name: "k", Gen: 3, CRC32C: &crc, RecordBytes: &size}, []string{`"record":null`}},
+		{"a record without its checksum", KeyReport{Name: "k", Gen: 3, LastPromotion: &at, RecordBytes: &size}, []string{`"record":null`}},
+		{"a record without its size", KeyReport{Name: "k", Gen: 3, LastPromotion: &at, CRC32C: &crc}, []string{`"record":null`}},
+		{"a context and a pending promotion", KeyReport{Name: "k", Context: &ContextReport{Tokens: 5, Window: 10}, Pending: &PendingReport{Tmp: ".current.jsonl.tmp-x", Bytes: 7, CRC32C: 0xc, Gen: 4}},
+			[]string{`"context":{"tokens":5,"window":10,"model":null,"pct":null,"over_window":false}`, `"pending":{"tmp":".current.jsonl.tmp-x","bytes":7,"crc32c":"0000000c","gen":4}`}},
+		{"a history entry", KeyReport{Name: "k", History: []HistoryReport{{Gen: 2, At: at, Outcome: "promoted", Bytes: 9, Chain: 1, Job: "j"}}},
+			[]string{`"history":[{"gen":2,"at":"2026-12-03T09:00:00Z","outcome":"promoted","resumed":false,"reason":"","bytes":9,"chain":1,"job":"j","ticket":null,"base_gen":null,"run":null,"torn_tail":false,"rewritten":false}]`}},
+		{"meta pages unreadable", MetaPagesReport{Bytes: 3, Active: -1}, []string{`{"bytes":3,"page_size":null,"high_water":null,"active":null,"fallback":false,"error":null,"pages":[]}`}},
+		{"meta pages, the first active", MetaPagesReport{Bytes: 8192, PageSize: 4096, HighWater: 8192, Active: 0}, []string{`"page_size":4096,"high_water":8192,"active":0`}},
+		{"a verify that read nothing", VerifyReport{Result: "no-transcript"}, []string{`{"result":"no-transcript","bytes":0,"crc32c":null,"detail":null}`}},
+		{"a verify that read a byte", VerifyReport{Result: "ok", Bytes: 1, CRC32C: 0x1f}, []string{`"bytes":1,"crc32c":"0000001f"`}},
+		{"a finding outside a key dir", Finding{Path: "p", Kind: "k", Detail: "d"}, []string{`"key":null`, `"repair":null`}},
+	}
+	for _, c := range cases {
+		got := marshal(c.v)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %s\nwant it to hold %s", c.name, got, w)
+			}
+		}
+	}
+}
+
+// A resolve that fails after it opened the key dir (here at the fault
+// point past the dir's open, and past meta.db's) leaves no descriptor open:
+// a worker that retries would otherwise run out of them.
+func TestAResolveThatFailsPartWayLeavesNoDescriptor(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	for _, at := range []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterMetaOpen} {
+		faults.Set(func(p faults.Point) error {
+			if p == at {
+				return unix.EIO
+			}
+			return nil
+		})
+		fds := openFDs(t)
+		_, err := s.Resolve(testKey, localJob(), t.TempDir())
+		faults.Set(nil)
+		if !errors.Is(err, unix.EIO) {
+			t.Fatalf("resolve failed at %s = %v; want EIO", at, err)
+		}
+		if n := openFDs(t); n != fds {
+			t.Errorf("resolve failed at %s: %d descriptors open after it, %d before", at, n, fds)
+		}
+	}
+}
