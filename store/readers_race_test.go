@@ -22,6 +22,7 @@ func TestQuarantineColdStartsAWaitingResolve(t *testing.T) {
 	}
 	done := make(chan resolved, 1)
 	jobDir := t.TempDir()
+	fds := openFDs(t)
 	aside, before := quarantine(func() {
 		sess, err := s.Resolve(testKey, localJob(), jobDir)
 		done <- resolved{sess, err}
@@ -29,6 +30,10 @@ func TestQuarantineColdStartsAWaitingResolve(t *testing.T) {
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)
+	}
+	// The moved dir it let go of holds no descriptor.
+	if n := openFDs(t); n != fds {
+		t.Errorf("%d descriptors open after the quarantine and the resolve, %d before", n, fds)
 	}
 	if r.sess.Resume || r.sess.Reason != gates.Absent {
 		t.Fatalf("the waiting resolve = {resume %v, %s, %d bytes}; want a cold start (absent), not %s's transcript", r.sess.Resume, r.sess.Reason, r.sess.Bytes, aside)
