@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,23 @@ func TestAResolveThatFailsPartWayLeavesNoDescriptor(t *testing.T) {
 		if n := openFDs(t); n != fds {
 			t.Errorf("resolve failed at %s: %d descriptors open after it, %d before", at, n, fds)
 		}
+	}
+}
+
+// A sessions root that is not a directory (a file put at its path) fails a
+// resolve with the open's error: never a crash, never a cold start that a
+// promotion would then fail to store.
+func TestAResolveUnderARootThatIsAFileFails(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	if err := os.WriteFile(root, []byte("not a dir"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), root) {
+		t.Fatalf("resolve under a root that is a file = {resume %v, %s}, %v; want an error naming the root", got.Resume, got.Reason, err)
 	}
 }
