@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
@@ -131,5 +132,36 @@ func TestAResolveUnderARootThatIsAFileFails(t *testing.T) {
 	got, err := s.Resolve(testKey, localJob(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), root) {
 		t.Fatalf("resolve under a root that is a file = {resume %v, %s}, %v; want an error naming the root", got.Resume, got.Reason, err)
+	}
+}
+
+// Beside a meta.db that holds no record (a first promotion's or a
+// migration's lock caught before its commit) the legacy files decide, and
+// a sidecar not read for want of memory fails the resolve, as it does
+// without a meta.db: read as no value, the key would cold-start with a
+// base and its conversation be replaced.
+func TestALegacyReadThatFailsBesideAnEmptyMetaDBFailsTheResolve(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi, "venue": "local"})
+	kd, err := os.Open(filepath.Join(root, testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, err := db.OpenWriter(kd, db.FileName, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	faults.Set(func(p faults.Point) error {
+		if p == faults.LegacySidecarRead {
+			return unix.ENOMEM
+		}
+		return nil
+	})
+	defer faults.Set(nil)
+	got, err := s.Resolve(testKey, localJob(), t.TempDir())
+	if !errors.Is(err, unix.ENOMEM) {
+		t.Fatalf("resolve whose legacy read failed beside an empty meta.db = {resume %v, %s}, %v; want ENOMEM", got.Resume, got.Reason, err)
 	}
 }
