@@ -93,12 +93,13 @@ func TestReportJSONIsNullExactlyWhereAValueIsAbsent(t *testing.T) {
 }
 
 // A resolve that fails after it opened the key dir (here at the fault
-// point past the dir's open, and past meta.db's) leaves no descriptor open:
-// a worker that retries would otherwise run out of them.
+// point past the dir's open, past meta.db's, and at the transcript's
+// first line) leaves no descriptor open: a worker that retries would
+// otherwise run out of them.
 func TestAResolveThatFailsPartWayLeavesNoDescriptor(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
-	for _, at := range []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterMetaOpen} {
+	for _, at := range []faults.Point{faults.ResolveAfterKeyDirOpen, faults.ResolveAfterMetaOpen, faults.TranscriptHeaderRead} {
 		faults.Set(func(p faults.Point) error {
 			if p == at {
 				return unix.EIO
