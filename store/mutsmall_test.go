@@ -166,3 +166,35 @@ func TestALegacyReadThatFailsBesideAnEmptyMetaDBFailsTheResolve(t *testing.T) {
 		t.Fatalf("resolve whose legacy read failed beside an empty meta.db = {resume %v, %s}, %v; want ENOMEM", got.Resume, got.Reason, err)
 	}
 }
+
+// A committed promotion that made the transcript shorter (--allow-rewrite)
+// and whose temp was lost before its rename leaves the longer generation
+// before it in place: a resolve reads that one whole and resumes it, as it
+// does the shorter one before a promotion that appended.
+func TestALostTempOfAPromotionThatShrankFallsBackToTheLongerGenerationBefore(t *testing.T) {
+	for name, lose := range loseTemp {
+		t.Run(name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before, a line longer than the rewrite that follows it")
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("short")...))
+			faults.Set(func(p faults.Point) error {
+				if p == faults.PromoteAfterCommit {
+					return errors.New("crash")
+				}
+				return nil
+			})
+			res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi, AllowRewrite: true})
+			faults.Set(nil)
+			temps, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*"))
+			if res.Promoted || len(temps) != 1 {
+				t.Fatalf("the crashed rewrite = %+v, %d temps", res, len(temps))
+			}
+			lose(temps[0])
+			sess, jobDir = mustResolve(t, s, testKey, localJob())
+			if !sess.Resume || sess.Gen() != 1 || !bytes.Contains(staged(t, jobDir), []byte("before, a line longer")) {
+				t.Fatalf("resolve after the lost rewrite = {resume %v, %s, gen %d}; want gen 1 resumed", sess.Resume, sess.Reason, sess.Gen())
+			}
+		})
+	}
+}
