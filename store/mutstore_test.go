@@ -744,15 +744,23 @@ func TestAResolveThatCouldNotServeThePendingTempFails(t *testing.T) {
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("committed")...))
 	crashAfterCommit(t, s, root, sess)
 	eio := &os.PathError{Op: "open", Path: "temp", Err: unix.EIO}
-	faults.Set(func(p faults.Point) error {
-		if p == faults.PendingAfterLook {
-			return eio
+	// Failed after the look, or at the read of the temp's first line (the
+	// resolve's second header read: current.jsonl's is the first).
+	for _, at := range []faults.Point{faults.PendingAfterLook, faults.TranscriptHeaderRead} {
+		reads := 0
+		faults.Set(func(p faults.Point) error {
+			if p == faults.TranscriptHeaderRead {
+				reads++
+			}
+			if p == at && (p != faults.TranscriptHeaderRead || reads == 2) {
+				return eio
+			}
+			return nil
+		})
+		got, err := s.Resolve(testKey, localJob(), t.TempDir())
+		faults.Set(nil)
+		if !errors.Is(err, unix.EIO) {
+			t.Fatalf("resolve with the pending temp not served (%s) = {resume %v, %s, gen %d}, %v; want the error", at, got.Resume, got.Reason, got.Gen(), err)
 		}
-		return nil
-	})
-	defer faults.Set(nil)
-	got, err := s.Resolve(testKey, localJob(), t.TempDir())
-	if !errors.Is(err, unix.EIO) {
-		t.Fatalf("resolve with the pending temp not served = {resume %v, %s, gen %d}, %v; want the error", got.Resume, got.Reason, got.Gen(), err)
 	}
 }
