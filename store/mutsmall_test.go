@@ -191,10 +191,52 @@ func TestALostTempOfAPromotionThatShrankFallsBackToTheLongerGenerationBefore(t *
 				t.Fatalf("the crashed rewrite = %+v, %d temps", res, len(temps))
 			}
 			lose(temps[0])
+			fds := openFDs(t)
 			sess, jobDir = mustResolve(t, s, testKey, localJob())
+			if n := openFDs(t); n != fds {
+				t.Errorf("%d descriptors open after the resolve, %d before", n, fds)
+			}
 			if !sess.Resume || sess.Gen() != 1 || !bytes.Contains(staged(t, jobDir), []byte("before, a line longer")) {
 				t.Fatalf("resolve after the lost rewrite = {resume %v, %s, gen %d}; want gen 1 resumed", sess.Resume, sess.Reason, sess.Gen())
 			}
 		})
+	}
+}
+
+// A legacy key has no record: the copy is its transcript only while the
+// name still leads to the file judged (the legacy store's re-check). A
+// file put at the name during the copy, of the same size and mtime (a
+// copy made with cp -p), or the name removed, is no resume.
+func TestALegacyTranscriptReplacedOrRemovedDuringTheCopyIsNoResume(t *testing.T) {
+	for _, replace := range []bool{true, false} {
+		s, root, clock := newTestStore(t, gates.Bounds{})
+		body := transcriptBytes(clock.now, "legacy turn")
+		writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(body), "pi-version": testPi, "venue": "local"})
+		name := filepath.Join(root, testKey, TranscriptName)
+		faults.Set(func(p faults.Point) error {
+			if p != faults.LegacyIdentityLstat {
+				return nil
+			}
+			if !replace {
+				return os.Remove(name)
+			}
+			fi, err := os.Stat(name)
+			if err != nil {
+				return err
+			}
+			other := name + ".other"
+			if err := os.WriteFile(other, bytes.ReplaceAll(body, []byte("legacy"), []byte("LEGACY")), 0o600); err != nil {
+				return err
+			}
+			if err := os.Chtimes(other, fi.ModTime(), fi.ModTime()); err != nil {
+				return err
+			}
+			return os.Rename(other, name)
+		})
+		got, jobDir := mustResolve(t, s, testKey, localJob())
+		faults.Set(nil)
+		if got.Resume || len(staged(t, jobDir)) != 0 {
+			t.Fatalf("resolve of a legacy key whose transcript was replaced (%v) or removed during the copy = {resume %v, %s}; want a cold start", replace, got.Resume, got.Reason)
+		}
 	}
 }
