@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/gates"
@@ -125,11 +128,14 @@ func TestInspectJudgesAsResolve(t *testing.T) {
 }
 
 // Unreachable answers as an opened Backend answers when etcd fails it:
-// store-unavailable for an etcd that is silent, a fault for refused
-// credentials, the cause for every promotion; with the fleet's ID.
+// store-unavailable for an etcd that is silent, with the cause in the
+// log (the verdict carries none), a fault for refused credentials, the
+// cause for every promotion; with the fleet's ID. A Config that Open
+// refuses, it refuses too.
 func TestUnreachable(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/p/"}, TranscriptsDir: dir}
+	var log bytes.Buffer
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/p/"}, TranscriptsDir: dir, Logger: zerolog.New(&log)}
 	opened, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +160,8 @@ func TestUnreachable(t *testing.T) {
 		switch {
 		case cause == etcdmeta.ErrUnavailable && (err != nil || sess.Reason != gates.StoreUnavailable):
 			t.Errorf("resolve = %+v, %v; want store-unavailable", sess, err)
+		case cause == etcdmeta.ErrUnavailable && (!strings.Contains(log.String(), "session_store_unavailable") || !strings.Contains(log.String(), cause.Error()) || !strings.Contains(log.String(), key)):
+			t.Errorf("a store-unavailable resolve logged %q; want the key and its cause", log.String())
 		case cause == etcdmeta.ErrAuth && !errors.Is(err, etcdmeta.ErrAuth):
 			t.Errorf("resolve = %+v, %v; want the refusal, a fault", sess, err)
 		}
@@ -167,6 +175,9 @@ func TestUnreachable(t *testing.T) {
 	}
 	if _, err := Unreachable(cfg, errors.New("other")); err == nil {
 		t.Error("Unreachable took a cause no Backend answers with")
+	}
+	if _, err := Unreachable(Config{TranscriptsDir: dir}, etcdmeta.ErrUnavailable); !errors.Is(err, etcdmeta.ErrInvalidConfig) {
+		t.Errorf("a Config with no endpoints: %v, want ErrInvalidConfig as Open gives", err)
 	}
 	if _, err := Unreachable(Config{Config: cfg.Config, TranscriptsDir: filepath.Join(dir, "missing")}, etcdmeta.ErrUnavailable); !errors.Is(err, ErrNoTranscriptsDir) {
 		t.Errorf("a missing transcripts dir: %v", err)
