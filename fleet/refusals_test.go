@@ -19,7 +19,11 @@ import (
 // each refusal is recorded once: a refusal whose history entry lost its
 // compare to another job's is no fault. promote-failed would tell each
 // worker to retry a run that is refused as it is, and say the store
-// failed where it did not.
+// failed where it did not. A runner that retries each promote, from a
+// new process (a Backend that has seen no conflict, so it takes the
+// ticket's base as it stands and reads no history), is told the same,
+// and the refusal stays recorded once: Refuse reads the key before it
+// appends.
 func TestRefusalsAtOnceAreEachRecorded(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "acme/refusals", "at-once")
@@ -43,6 +47,12 @@ func TestRefusalsAtOnceAreEachRecorded(t *testing.T) {
 	for i := range jobs {
 		if errs[i] != nil || res[i].Reason != gates.RunIncomplete {
 			t.Errorf("job %d: %+v, %v; want run-incomplete", i, res[i], errs[i])
+		}
+	}
+	again := store.NewOn(f.open(), store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	for i := range jobs {
+		if res, err := again.Promote(sess[i], store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered}); err != nil || res.Reason != gates.RunIncomplete {
+			t.Errorf("job %d retried: %+v, %v; want run-incomplete", i, res, err)
 		}
 	}
 	st, err := f.b.meta.Get(t.Context(), key)

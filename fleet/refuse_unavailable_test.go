@@ -77,24 +77,43 @@ func TestARefusalNotTakenOnceIsRecordedOnTheSameRecord(t *testing.T) {
 
 // A refusal while etcd takes none of its appends ends at the request
 // timeout with etcd unavailable (the job promote-failed, to try again),
-// as every write of the fleet does; it never retries past it.
+// as every write of the fleet does; it never retries past it. So does a
+// refusal taken on the ticket's base unread (an optimistic Begin) while
+// etcd answers none of its reads: Refuse reads the key before it appends,
+// and a read that failed is never a refusal recorded.
 func TestARefusalWhileEtcdTakesNothingEndsAsUnavailable(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.RequestTimeout = time.Second })
 	key := store.Key("github", "acme/refusals", "takes-nothing")
 	f.run(key, "m0")
 	txn, e := refusalOn(t, f, key, "takes-nothing")
-	unavailableAt(t, func() bool { return true })
-	done := make(chan error, 1)
-	go func() { done <- txn.Refuse(e) }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, etcdmeta.ErrUnavailable) {
-			t.Fatalf("Refuse while etcd takes nothing = %v; want etcd unavailable", err)
+	unavailable := func(what string, refuse func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- refuse() }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, etcdmeta.ErrUnavailable) {
+				t.Fatalf("Refuse while etcd takes %s = %v; want etcd unavailable", what, err)
+			}
+		case <-time.After(time.Minute):
+			// A hang guard, not a timing assertion: the request timeout is 1 s.
+			t.Fatalf("Refuse while etcd takes %s has not returned a minute on (request timeout 1 s)", what)
 		}
-	case <-time.After(time.Minute):
-		// A hang guard, not a timing assertion: the request timeout is 1 s.
-		t.Fatal("Refuse while etcd takes nothing has not returned a minute on (request timeout 1 s)")
 	}
+	_, _, base := txn.State()
+	opt, err := f.b.Begin(key, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	unavailableAt(t, func() bool { return true })
+	unavailable("no append", func() error { return txn.Refuse(e) })
+
+	const txnMethod = "/etcdserverpb.KV/Txn" // the read of a record with its history
+	f.c.FailNext(txnMethod, 0, 1<<30)
+	defer f.c.FailNext(txnMethod, 0, 0)
+	e.Ticket, e.Job = "takes-nothing-2", "job-takes-nothing-2"
+	unavailable("no read", func() error { return opt.Refuse(e) })
 }
 
 // A superseded refusal whose append etcd did not take, and whose key
