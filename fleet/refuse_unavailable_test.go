@@ -77,7 +77,8 @@ func TestARefusalNotTakenOnceIsRecordedOnTheSameRecord(t *testing.T) {
 
 // A refusal while etcd takes none of its appends ends at the request
 // timeout with etcd unavailable (the job promote-failed, to try again),
-// as every write of the fleet does; it never retries past it. So does a
+// as every write of the fleet does; it never retries past it, nor
+// faster than etcdmeta.Backoff's doubling pause. So does a
 // refusal taken on the ticket's base unread (an optimistic Begin) while
 // etcd answers none of its reads: Refuse reads the key before it appends,
 // and a read that failed is never a refusal recorded.
@@ -106,8 +107,15 @@ func TestARefusalWhileEtcdTakesNothingEndsAsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer opt.Close()
-	unavailableAt(t, func() bool { return true })
+	var tries atomic.Int32
+	unavailableAt(t, func() bool { tries.Add(1); return true })
 	unavailable("no append", func() error { return txn.Refuse(e) })
+	// Backoff's pauses double from 25 ms to 400 ms: 1 s holds 6 tries at
+	// most (a loaded machine makes fewer, never more). Each try at the
+	// first pause would send some 40.
+	if n := tries.Load(); n > 6 {
+		t.Errorf("Refuse sent %d tries within its 1 s request timeout; want the doubling backoff's 6 at most", n)
+	}
 
 	const txnMethod = "/etcdserverpb.KV/Txn" // the read of a record with its history
 	f.c.FailNext(txnMethod, 0, 1<<30)
@@ -121,37 +129,48 @@ func TestARefusalWhileEtcdTakesNothingEndsAsUnavailable(t *testing.T) {
 // generation in the entry) once the history is read again: the key moved
 // on once more supersedes the job all the more (Refuse's doc). Handed
 // back as a conflict, it cost the store a second decision, and a job on a
-// busy key was promote-failed.
+// busy key was promote-failed. Any other refusal is true only of the
+// record it was decided on: on the same turn of events it is
+// store.ErrConflict, for the store to decide again, and nothing is
+// recorded.
 func TestASupersededRefusalNotTakenWhileTheKeyMovedOnIsRecordedAtTheNewerRecord(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
-	key := store.Key("github", "acme/refusals", "not-taken-moved")
-	f.run(key, "m0")
-	txn, e := refusalOn(t, f, key, "not-taken-moved")
-	e.Outcome = string(gates.Superseded)
-	var tries atomic.Int32
-	faults.Set(func(p faults.Point) error {
-		if p == faults.EtcdWriteBeforeGuess && tries.Add(1) == 1 {
-			f.run(key, "m1") // another job promotes while this try goes unanswered
-			return fmt.Errorf("%w: the test's stand-in for a member that took no request", etcdmeta.ErrUnavailable)
-		}
-		return nil
-	})
 	t.Cleanup(func() { faults.Set(nil) })
-	if err := txn.Refuse(e); err != nil {
-		t.Fatalf("Refuse, its first try not taken while the key moved on = %v; want nil (recorded at the newer record)", err)
-	}
-	faults.Set(nil)
-	st, err := f.b.meta.Get(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var at []uint64
-	for _, x := range st.History {
-		if x.Ticket == e.Ticket {
-			at = append(at, x.Gen)
+	for _, outcome := range []gates.Reason{gates.Superseded, gates.RunIncomplete} {
+		key := store.Key("github", "acme/refusals", "not-taken-moved-"+string(outcome))
+		f.run(key, "m0")
+		txn, e := refusalOn(t, f, key, "not-taken-moved")
+		e.Outcome = string(outcome)
+		var tries atomic.Int32
+		faults.Set(func(p faults.Point) error {
+			if p == faults.EtcdWriteBeforeGuess && tries.Add(1) == 1 {
+				f.run(key, "m1") // another job promotes while this try goes unanswered
+				return fmt.Errorf("%w: the test's stand-in for a member that took no request", etcdmeta.ErrUnavailable)
+			}
+			return nil
+		})
+		err := txn.Refuse(e)
+		faults.Set(nil)
+		st, gerr := f.b.meta.Get(t.Context(), key)
+		if gerr != nil {
+			t.Fatal(gerr)
 		}
-	}
-	if want := st.Record.Transcript.Gen; len(at) != 1 || at[0] != want {
-		t.Fatalf("the refusal is in the history at gens %v; want once, at the newer record's gen %d", at, want)
+		var at []uint64
+		for _, x := range st.History {
+			if x.Ticket == e.Ticket {
+				at = append(at, x.Gen)
+			}
+		}
+		switch want := st.Record.Transcript.Gen; {
+		case outcome != gates.Superseded:
+			if !errors.Is(err, store.ErrConflict) || len(at) != 0 {
+				t.Errorf("a %s refusal, its first try not taken while the key moved on = %v, recorded at gens %v; want store.ErrConflict, nothing recorded", outcome, err, at)
+			}
+		case err != nil:
+			t.Errorf("Refuse, its first try not taken while the key moved on = %v; want nil (recorded at the newer record)", err)
+		case len(at) != 1 || at[0] != want:
+			t.Errorf("the refusal is in the history at gens %v; want once, at the newer record's gen %d", at, want)
+		}
+		txn.Close()
 	}
 }
