@@ -244,7 +244,8 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 }
 
 // A promotion that loses etcd's compare removes its own file, and the
-// store decides again: superseded.
+// store decides again: superseded. So is one whose commit was unsure (a
+// try not answered), its file then left for reap.
 func TestLostCompareRemovesItsFile(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "race", "x")
@@ -269,6 +270,34 @@ func TestLostCompareRemovesItsFile(t *testing.T) {
 		t.Fatalf("files %v: want gen 1 and the winner's, the loser's removed", got)
 	}
 	f.holds(key, "winner", 2)
+
+	// A loser whose first try etcd did not take (unavailable: the commit
+	// is unsure) meets the winner's record on its retry: no try of its own
+	// landed (the record names another file, the history holds no entry
+	// of its), so it is superseded all the same, and its file is left for
+	// reap, as after any lost answer.
+	winner, _ = f.job(key, "winner 2")
+	loser, _ = f.job(key, "loser 2")
+	const txnMethod = "/etcdserverpb.KV/Txn" // a commit is one
+	f.b.hook = func(p, _ string) error {
+		if p == hookCommit {
+			f.b.hook = nil
+			if res, err := other.Promote(winner, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+				t.Errorf("the second winner: %+v, %v", res, err)
+			}
+			f.c.FailNext(txnMethod, 0, 1)
+		}
+		return nil
+	}
+	defer f.c.FailNext(txnMethod, 0, 0)
+	res, err = f.promote(loser)
+	if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 3 {
+		t.Fatalf("the unsure loser = %+v, %v; want superseded by gen 3", res, err)
+	}
+	if got := f.files(key); len(got) != 4 {
+		t.Fatalf("files %v: want gens 1 to 3 and the unsure loser's, left for reap", got)
+	}
+	f.holds(key, "winner 2", 3)
 }
 
 // A key reap could not handle is in Skipped and not in Kept, as a
