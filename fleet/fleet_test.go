@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
@@ -244,10 +247,12 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 }
 
 // A promotion that loses etcd's compare removes its own file, and the
-// store decides again: superseded. So is one whose commit was unsure (a
-// try not answered), its file then left for reap.
+// store decides again: superseded (and logs no orphan left: the warning
+// is for a file it could not remove). So is one whose commit was unsure
+// (a try not answered), its file then left for reap.
 func TestLostCompareRemovesItsFile(t *testing.T) {
-	f := newFixture(t, etcdtest.Start1(t))
+	var log bytes.Buffer
+	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
 	key := store.Key("github", "race", "x")
 	f.run(key, "base")
 	winner, _ := f.job(key, "winner")
@@ -268,6 +273,9 @@ func TestLostCompareRemovesItsFile(t *testing.T) {
 	}
 	if got := f.files(key); len(got) != 2 || !slices.Contains(got, f.recordFile(key)) {
 		t.Fatalf("files %v: want gen 1 and the winner's, the loser's removed", got)
+	}
+	if strings.Contains(log.String(), "session_orphan_left") {
+		t.Fatalf("the loser's file was removed, and the log says it was left: %s", log.String())
 	}
 	f.holds(key, "winner", 2)
 
