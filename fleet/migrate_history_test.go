@@ -3,10 +3,14 @@ package fleet
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
+	"sessdb/db"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
 	"sessdb/store/transcript"
@@ -72,5 +76,60 @@ func TestMigrateBackDryRunListsTheTempsItSweeps(t *testing.T) {
 	done, _ := runMigration(t, false, root, f.b, migOpts())
 	if p, d := planned[key], done[key]; p.Action != d.Action || !slices.Equal(p.Removed, d.Removed) || !slices.Contains(d.Removed, tmp) {
 		t.Errorf("the dry run said %s %v, the run did %s %v", p.Action, p.Removed, d.Action, d.Removed)
+	}
+}
+
+// TestAMigrationThereAndBackKeepsEveryField: a key moved to etcd and back
+// into a fresh root holds the record and the history it had, every field
+// of every entry (seq apart: meta.db numbers its own). Compared as the
+// key dirs hold them, not through this package's conversions, which
+// would drop a field on both sides alike; the entry added here sets every
+// field, and the test says so if a field is added and left zero.
+func TestAMigrationThereAndBackKeepsEveryField(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "own", "every-field")
+	h.mustPromote(key, migJob, "h1", store.PromoteRequest{})
+	full := db.HistoryEntry{Gen: 1, At: migNow.UnixNano(), Resumed: true, Reason: "resumed", Bytes: 321, Chain: 2, Job: "job-every-field",
+		TornTail: true, Outcome: "run-incomplete", Ticket: "ticket-every-field", Run: "run-every-field", Rewritten: true, BaseGen: 1, CRC32C: 0xdeadbeef}
+	v := reflect.ValueOf(full)
+	for i := range v.NumField() {
+		if name := v.Type().Field(i).Name; name != "Seq" && v.Field(i).IsZero() {
+			t.Fatalf("the test's entry leaves %s zero: a field dropped on the way would go unseen", name)
+		}
+	}
+	kd, err := fsat.OpenDir(h.path(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
+	if err == nil {
+		err = d.Update(func(tx *db.Tx) error { _, err := tx.AppendHistory(full); return err })
+		d.Close()
+	}
+	kd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	runMigration(t, true, root, f.b, migOpts())
+	back := t.TempDir()
+	if reports, sum := runMigration(t, false, back, f.b, migOpts()); !sum.Complete() {
+		t.Fatalf("from etcd: %+v", reports[key])
+	}
+	scBefore, before := hostState(t, h.path(key))
+	scAfter, after := hostState(t, filepath.Join(back, key))
+	scBefore.Pending, scAfter.Pending = nil, nil
+	if !reflect.DeepEqual(scAfter, scBefore) {
+		t.Errorf("there and back, the record is %s, was %s", fmtSC(scAfter), fmtSC(scBefore))
+	}
+	for _, hist := range [][]db.HistoryEntry{before, after} {
+		for i := range hist {
+			hist[i].Seq = 0
+		}
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("there and back, the history is\n%+v\nwas\n%+v", after, before)
 	}
 }
