@@ -1,15 +1,20 @@
 package fleet
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"sessdb/db"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
@@ -131,5 +136,45 @@ func TestAMigrationThereAndBackKeepsEveryField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(after, before) {
 		t.Errorf("there and back, the history is\n%+v\nwas\n%+v", after, before)
+	}
+}
+
+// TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing: FromEtcd lists
+// etcd once and reads each key again at its turn; a key whose record a
+// reap or an operator removed in between is skipped as vanished, and
+// nothing is made for it under the root (no key dir, no meta.db holding
+// only its history).
+func TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	keys := []string{store.Key("github", "own", "stays"), store.Key("github", "own", "leaves")}
+	slices.Sort(keys)
+	first, gone := keys[0], keys[1]
+	for _, k := range keys {
+		f.run(k, "m1")
+	}
+	var once sync.Once
+	faults.Set(func(p faults.Point) error {
+		if p == faults.FromEtcdLocked {
+			// Under the first key's lock: the one worker has not begun the
+			// second key.
+			once.Do(func() {
+				if _, err := f.c.Client(t).Delete(t.Context(), f.b.meta.RecordKey(gone)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	root := t.TempDir()
+	reports, _ := runMigration(t, false, root, f.b, migOpts())
+	if r := reports[first]; r.Action != migrate.Migrated {
+		t.Errorf("the key that stays: %s (%s), want migrated", r.Action, r.Cause)
+	}
+	if r := reports[gone]; r.Action != migrate.Skipped || !strings.Contains(r.Cause, "vanished") {
+		t.Errorf("the key whose record left after the listing: %s (%s), want skipped, vanished", r.Action, r.Cause)
+	}
+	if _, err := os.Lstat(filepath.Join(root, gone)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the vanished key's dir: %v, want none made", err)
 	}
 }
