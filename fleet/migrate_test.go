@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -794,6 +795,38 @@ func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
 		t.Fatalf("re-run: %+v, want migrated", got[key])
 	}
 	f.holds(key, "a", 1)
+
+	// A create whose first try landed, its answer lost, is unsure: past
+	// the window at its retry it sends nothing more, and keeps its file,
+	// which the record may name (here it does).
+	unsure := store.Key("github", "moved", "stalled-unsure")
+	root = promotedOnHost(t, unsure, "b")
+	const txnMethod = "/etcdserverpb.KV/Txn" // a create is one
+	defer f.c.LoseNext(txnMethod, 0, 0)
+	start := time.Now()
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ToEtcdWritten {
+			f.c.LoseNext(txnMethod, 0, 1)
+			calls := 0
+			f.b.now = func() time.Time {
+				if calls++; calls > 1 { // after the first try's check
+					return start.Add(commitWindow + time.Minute)
+				}
+				return start
+			}
+		}
+		return nil
+	})
+	got, _ = runMigration(t, true, root, f.b, MigrateOptions{})
+	faults.Set(nil)
+	f.b.now = f.clock
+	if r := got[unsure]; r.Action != migrate.Failed {
+		t.Errorf("the unsure stalled key = %+v, want failed", r)
+	}
+	if files := f.files(unsure); !slices.Contains(files, f.recordFile(unsure)) {
+		t.Fatalf("the record landed by the lost try names %s; the key's files are %v", f.recordFile(unsure), files)
+	}
+	f.holds(unsure, "b", 1)
 }
 
 // The window runs from when the key's file began to be written, as a
