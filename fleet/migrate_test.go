@@ -559,7 +559,7 @@ func TestMigrateStopsOnCancel(t *testing.T) {
 }
 
 // TestMigrateReportJSON: reports and summaries marshal in migrate's
-// shape, with the direction and the conflicts.
+// shape, with the direction, the conflicts and the run's time.
 func TestMigrateReportJSON(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -593,6 +593,10 @@ func TestMigrateReportJSON(t *testing.T) {
 	}
 	if got["direction"] != "to-etcd" {
 		t.Errorf("summary %s", j)
+	}
+	// The run took time, and elapsed_seconds says how much.
+	if secs, _ := got["elapsed_seconds"].(float64); secs <= 0 {
+		t.Errorf("summary %s: elapsed_seconds %v, want the run's time", j, got["elapsed_seconds"])
 	}
 }
 
