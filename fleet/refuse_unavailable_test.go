@@ -174,3 +174,22 @@ func TestASupersededRefusalNotTakenWhileTheKeyMovedOnIsRecordedAtTheNewerRecord(
 		txn.Close()
 	}
 }
+
+// A commit while etcd takes none of its tries ends as a refusal does: at
+// the request timeout, etcd unavailable, the job promote-failed; its
+// tries keep etcdmeta.Backoff's doubling pause, 6 at most in 1 s.
+func TestACommitWhileEtcdTakesNothingBacksOff(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.RequestTimeout = time.Second })
+	key := store.Key("github", "acme/commits", "takes-nothing")
+	f.run(key, "m0")
+	sess, _ := f.job(key, "m1")
+	var tries atomic.Int32
+	unavailableAt(t, func() bool { tries.Add(1); return true })
+	res, err := f.promote(sess)
+	if !errors.Is(err, etcdmeta.ErrUnavailable) || res.Promoted || res.Reason != gates.PromoteFailed {
+		t.Fatalf("promote while etcd takes nothing = %+v, %v; want promote-failed, etcd unavailable", res, err)
+	}
+	if n := tries.Load(); n < 1 || n > 6 {
+		t.Errorf("the commit sent %d tries within its 1 s request timeout; want the doubling backoff's 6 at most", n)
+	}
+}
