@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -176,5 +177,54 @@ func TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, gone)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the vanished key's dir: %v, want none made", err)
+	}
+}
+
+// TestFromEtcdLeavesATranscriptNoRecordNames: a key dir whose meta.db
+// holds stamps and no transcript, beside a current.jsonl (a first
+// promotion that died before its commit, a file put there by hand),
+// holds bytes no record names. Bringing the fleet's key there is a
+// conflict, whether etcd's record names a generation or, as meta.db's,
+// none, and the file is left as it was: never written over.
+func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	promoted, stamped := store.Key("github", "own", "unrecorded"), store.Key("github", "own", "unrecorded-stamps")
+	f.run(promoted, "fleet 1")
+	v := migPi
+	if _, err := f.b.meta.Put(t.Context(), stamped, 0, recordOf(db.Sidecars{PiVersion: &v}, ""), etcdmeta.HistoryEntry{At: migNow.UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	unrecorded := convo(migNow, "by hand")
+	for _, key := range []string{promoted, stamped} {
+		dir := filepath.Join(root, key)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, store.TranscriptName), unrecorded, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		kd, err := fsat.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
+		if err == nil {
+			err = d.Update(func(tx *db.Tx) error { return tx.PutSidecars(db.Sidecars{PiVersion: &v}) })
+			d.Close()
+		}
+		kd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports, _ := runMigration(t, false, root, f.b, migOpts())
+	for _, key := range []string{promoted, stamped} {
+		if r := reports[key]; r.Action != Conflict || !strings.Contains(r.Cause, "no record") && !strings.Contains(r.Cause, "not that generation") {
+			t.Errorf("from etcd over a transcript no record names (%s): %s (%s), want a conflict", key, r.Action, r.Cause)
+		}
+		if data, err := os.ReadFile(filepath.Join(root, key, store.TranscriptName)); err != nil || string(data) != string(unrecorded) {
+			t.Errorf("the transcript no record named (%s) is now %d bytes (%v), was %d: written over", key, len(data), err, len(unrecorded))
+		}
 	}
 }
