@@ -185,7 +185,9 @@ func TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing(t *testing.T) {
 // promotion that died before its commit, a file put there by hand),
 // holds bytes no record names. Bringing the fleet's key there is a
 // conflict, whether etcd's record names a generation or, as meta.db's,
-// none, and the file is left as it was: never written over.
+// none, and the file is left as it was: never written over. So is a key
+// dir whose current.jsonl was changed in place since the generation its
+// record names came from the fleet (the same size, other bytes).
 func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	promoted, stamped := store.Key("github", "own", "unrecorded"), store.Key("github", "own", "unrecorded-stamps")
@@ -218,7 +220,27 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	changed := store.Key("github", "own", "changed-in-place")
+	f.run(changed, "fleet 1")
+	if r, _ := runMigration(t, false, root, f.b, migOpts()); r[changed].Action != migrate.Migrated {
+		t.Fatalf("from etcd, the key then changed in place: %s (%s)", r[changed].Action, r[changed].Cause)
+	}
+	cur := filepath.Join(root, changed, store.TranscriptName)
+	was, err := os.ReadFile(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := []byte(strings.Replace(string(was), `"fleet 1"`, `"fleet X"`, 1))
+	if err := os.WriteFile(cur, now, 0o600); err != nil || len(now) != len(was) || string(now) == string(was) {
+		t.Fatalf("changing %s in place: %v", cur, err)
+	}
 	reports, _ := runMigration(t, false, root, f.b, migOpts())
+	if r := reports[changed]; r.Action != Conflict || !strings.Contains(r.Cause, "not that generation") {
+		t.Errorf("from etcd over a current.jsonl changed in place: %s (%s), want a conflict", r.Action, r.Cause)
+	}
+	if data, _ := os.ReadFile(cur); string(data) != string(now) {
+		t.Error("the current.jsonl changed in place was written over")
+	}
 	for _, key := range []string{promoted, stamped} {
 		if r := reports[key]; r.Action != Conflict || !strings.Contains(r.Cause, "no record") && !strings.Contains(r.Cause, "not that generation") {
 			t.Errorf("from etcd over a transcript no record names (%s): %s (%s), want a conflict", key, r.Action, r.Cause)
