@@ -187,7 +187,8 @@ func TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing(t *testing.T) {
 // conflict, whether etcd's record names a generation or, as meta.db's,
 // none, and the file is left as it was: never written over. So is a key
 // dir whose current.jsonl was changed in place since the generation its
-// record names came from the fleet (the same size, other bytes).
+// record names came from the fleet (the same size, other bytes), or made
+// a link: left alone, the link neither followed nor replaced.
 func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	promoted, stamped := store.Key("github", "own", "unrecorded"), store.Key("github", "own", "unrecorded-stamps")
@@ -220,10 +221,22 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	changed := store.Key("github", "own", "changed-in-place")
+	changed, linked := store.Key("github", "own", "changed-in-place"), store.Key("github", "own", "linked-in-place")
 	f.run(changed, "fleet 1")
-	if r, _ := runMigration(t, false, root, f.b, migOpts()); r[changed].Action != migrate.Migrated {
-		t.Fatalf("from etcd, the key then changed in place: %s (%s)", r[changed].Action, r[changed].Cause)
+	f.run(linked, "fleet 1")
+	if r, _ := runMigration(t, false, root, f.b, migOpts()); r[changed].Action != migrate.Migrated || r[linked].Action != migrate.Migrated {
+		t.Fatalf("from etcd, the keys then changed in place: %+v", r)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not a transcript\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, linked, store.TranscriptName)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
 	}
 	cur := filepath.Join(root, changed, store.TranscriptName)
 	was, err := os.ReadFile(cur)
@@ -240,6 +253,12 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(cur); string(data) != string(now) {
 		t.Error("the current.jsonl changed in place was written over")
+	}
+	if r := reports[linked]; r.Action != Conflict || !strings.Contains(r.Cause, "not that generation") {
+		t.Errorf("from etcd over a current.jsonl made a link: %s (%s), want a conflict", r.Action, r.Cause)
+	}
+	if to, err := os.Readlink(link); err != nil || to != secret {
+		t.Errorf("the current.jsonl made a link is now %q (%v): replaced", to, err)
 	}
 	for _, key := range []string{promoted, stamped} {
 		if r := reports[key]; r.Action != Conflict || !strings.Contains(r.Cause, "no record") && !strings.Contains(r.Cause, "not that generation") {
