@@ -269,3 +269,42 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 		}
 	}
 }
+
+// TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing: the fleet's file is
+// checksummed before the key dir's lock is taken and copied after; one
+// changed in place in between (the same size, other bytes: a hand edit,
+// a bad disk) fails the key, and the key dir is left as it was: no
+// record naming bytes the copy does not hold, no temp.
+func TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "own", "changed-under-copy")
+	f.run(key, "fleet 1")
+	file := filepath.Join(f.dir, f.recordFile(key))
+	faults.Set(func(p faults.Point) error {
+		if p == faults.FromEtcdLocked {
+			data, err := os.ReadFile(file)
+			if err == nil {
+				err = os.WriteFile(file, []byte(strings.Replace(string(data), `"fleet 1"`, `"fleet X"`, 1)), 0o600)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	root := t.TempDir()
+	reports, _ := runMigration(t, false, root, f.b, migOpts())
+	if r := reports[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "changed") {
+		t.Errorf("from etcd of a file changed under its copy: %s (%s), want failed", r.Action, r.Cause)
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, key))
+	for _, e := range ents {
+		if e.Name() != db.FileName {
+			t.Errorf("the key dir holds %s after a copy that failed", e.Name())
+		}
+	}
+	if sc, _ := hostState(t, filepath.Join(root, key)); sc.Transcript != nil {
+		t.Errorf("meta.db records %+v after a copy that failed", *sc.Transcript)
+	}
+}
