@@ -863,6 +863,33 @@ func TestMigrateStalledInsideTheWriteCreatesNothing(t *testing.T) {
 	}
 }
 
+// A create whose first try etcd did not take (unavailable: unsure), and
+// whose retry meets a record another writer made meanwhile, did not land:
+// that record names another file. The key is a conflict, left alone, its
+// file kept for reap (the answer lost, it might have been the record's);
+// reported migrated, the key dir's conversation would be taken for the
+// fleet's.
+func TestMigrateUnsureCreateMeetingAnotherRecordIsAConflict(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "moved", "unsure-other")
+	root := promotedOnHost(t, key, "host")
+	const txnMethod = "/etcdserverpb.KV/Txn" // a create is one
+	defer f.c.FailNext(txnMethod, 0, 0)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ToEtcdWritten {
+			f.run(key, "fleet") // another writer creates the key
+			f.c.FailNext(txnMethod, 0, 1)
+		}
+		return nil
+	})
+	got, _ := runMigration(t, true, root, f.b, MigrateOptions{})
+	faults.Set(nil)
+	if r := got[key]; r.Action != Conflict {
+		t.Errorf("the unsure create that met another record = %s (%s), want a conflict", r.Action, r.Cause)
+	}
+	f.holds(key, "fleet", 1)
+}
+
 // promotedOnHost is a sessions root whose key holds one promotion, of
 // marker.
 func promotedOnHost(t *testing.T, key, marker string) string {
