@@ -652,13 +652,21 @@ func TestMigrateHostile(t *testing.T) {
 	os.Symlink(secret, filepath.Join(f.dir, linked, "0000000000000001-00000000000000bb.jsonl"))
 	put(linked, linked+"/0000000000000001-00000000000000bb.jsonl")
 	f.run(taken, "t1")
+	// Records naming a real file that is not theirs: another key's, and
+	// one of another generation of their own key.
+	borrowed, othergen := store.Key("e", "x", "borrowed"), store.Key("e", "x", "othergen")
+	put(borrowed, f.recordFile(taken))
+	os.MkdirAll(filepath.Join(f.dir, othergen), 0o700)
+	os.WriteFile(filepath.Join(f.dir, othergen, "0000000000000002-00000000000000cc.jsonl"), []byte(testHeader), 0o600)
+	put(othergen, othergen+"/0000000000000002-00000000000000cc.jsonl")
 	back := t.TempDir()
 	elsewhere := t.TempDir()
 	if err := os.Symlink(elsewhere, filepath.Join(back, taken)); err != nil {
 		t.Fatal(err)
 	}
 	reports, sum := runMigration(t, false, back, f.b, migOpts())
-	for k, want := range map[string]string{damaged: "damaged", foreign: "not a file of this key", gone: "is gone", linked: "not a regular file", taken: "link or not a directory", plain: ""} {
+	for k, want := range map[string]string{damaged: "damaged", foreign: "not a file of this key", gone: "is gone", linked: "not a regular file", taken: "link or not a directory", plain: "",
+		borrowed: "not a file of this key", othergen: "not a file of this key"} {
 		r := reports[k]
 		switch {
 		case want == "" && r.Action != migrate.Migrated:
@@ -667,7 +675,7 @@ func TestMigrateHostile(t *testing.T) {
 			t.Errorf("from etcd %s: %s (%s), want %q", k, r.Action, r.Cause, want)
 		}
 	}
-	if sum.Complete() || sum.Failed != 4 || sum.Conflicts != 1 {
+	if sum.Complete() || sum.Failed != 6 || sum.Conflicts != 1 {
 		t.Errorf("from etcd: %+v", sum)
 	}
 	ents, _ := os.ReadDir(back)
