@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -306,5 +307,62 @@ func TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing(t *testing.T) {
 	}
 	if sc, _ := hostState(t, filepath.Join(root, key)); sc.Transcript != nil {
 		t.Errorf("meta.db records %+v after a copy that failed", *sc.Transcript)
+	}
+}
+
+// TestFromEtcdIntoAKeyDirWithoutHistory: a key dir whose meta.db holds a
+// record and no history (a record put by hand, a history lost) is judged
+// by its transcript alone. With none, there is nothing the fleet's
+// generation could lose: brought in. With one, the fleet's generation
+// descends from it only if it begins with its bytes: one that does not is
+// a conflict, and the key dir's transcript is never written over.
+func TestFromEtcdIntoAKeyDirWithoutHistory(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	stamps, own := store.Key("github", "own", "no-history-stamps"), store.Key("github", "own", "no-history-own")
+	f.run(stamps, "fleet 1")
+	f.run(own, "fleet 1")
+	f.run(own, "fleet 2")
+	root := t.TempDir()
+	ownBytes := convo(migNow, "host 1")
+	v := migPi
+	for key, sc := range map[string]db.Sidecars{
+		stamps: {PiVersion: &v},
+		own: {PiVersion: &v, Transcript: &db.Transcript{Gen: 1, Size: int64(len(ownBytes)),
+			CRC32C: uint64(crc32.Checksum(ownBytes, crc32.MakeTable(crc32.Castagnoli))), PromotedAt: migNow.UnixNano()}},
+	} {
+		dir := filepath.Join(root, key)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if sc.Transcript != nil {
+			if err := os.WriteFile(filepath.Join(dir, store.TranscriptName), ownBytes, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kd, err := fsat.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
+		if err == nil {
+			err = d.Update(func(tx *db.Tx) error { return tx.PutSidecars(sc) })
+			d.Close()
+		}
+		kd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports, _ := runMigration(t, false, root, f.b, migOpts())
+	if r := reports[stamps]; r.Action != migrate.Migrated {
+		t.Errorf("from etcd into a key dir of stamps only, no history: %s (%s), want migrated", r.Action, r.Cause)
+	} else if sc, _ := hostState(t, filepath.Join(root, stamps)); sc.Transcript == nil || sc.Transcript.Gen != 1 {
+		t.Errorf("the key dir of stamps only now records %+v, want the fleet's gen 1", sc.Transcript)
+	}
+	if r := reports[own]; r.Action != Conflict {
+		t.Errorf("from etcd into a key dir with a transcript and no history, etcd's gen 2 not beginning with it: %s (%s), want a conflict", r.Action, r.Cause)
+	}
+	if data, err := os.ReadFile(filepath.Join(root, own, store.TranscriptName)); err != nil || string(data) != string(ownBytes) {
+		t.Errorf("the key dir's own transcript is now %d bytes (%v), was %d: written over", len(data), err, len(ownBytes))
 	}
 }
