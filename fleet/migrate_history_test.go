@@ -275,7 +275,8 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 // checksummed before the key dir's lock is taken and copied after; one
 // changed in place in between (the same size, other bytes: a hand edit,
 // a bad disk) fails the key, and the key dir is left as it was: no
-// record naming bytes the copy does not hold, no temp.
+// record naming bytes the copy does not hold, no temp. Changed before
+// the run, it is copied as it is, the mismatch named in the report.
 func TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "own", "changed-under-copy")
@@ -307,6 +308,16 @@ func TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing(t *testing.T) {
 	}
 	if sc, _ := hostState(t, filepath.Join(root, key)); sc.Transcript != nil {
 		t.Errorf("meta.db records %+v after a copy that failed", *sc.Transcript)
+	}
+
+	// Changed before the run, the file is copied as it is, and the report
+	// says it does not match its record (the store then cold-starts it
+	// as transcript-replaced, as the fleet does).
+	faults.Set(nil)
+	reports, _ = runMigration(t, false, root, f.b, migOpts())
+	r := reports[key]
+	if r.Action != migrate.Migrated || len(r.Oddities) != 1 || r.Oddities[0].File != f.recordFile(key) || !strings.Contains(r.Oddities[0].Found, "does not match its record") {
+		t.Errorf("from etcd of a file that does not match its record: %s (%s), oddities %+v; want migrated, the mismatch named", r.Action, r.Cause, r.Oddities)
 	}
 }
 
