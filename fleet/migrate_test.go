@@ -433,7 +433,8 @@ func TestMigrateDryRunChangesNothing(t *testing.T) {
 }
 
 // TestMigrateBackIntoItsOwnRoot: FromEtcd into the root ToEtcd read brings
-// forward the keys the fleet promoted since, finds the others in place,
+// forward the keys the fleet promoted since (rewrote, too), finds the
+// others in place,
 // and leaves alone a key promoted on both sides (a conflict), as ToEtcd
 // then does too.
 func TestMigrateBackIntoItsOwnRoot(t *testing.T) {
@@ -454,10 +455,27 @@ func TestMigrateBackIntoItsOwnRoot(t *testing.T) {
 	// The same length as "fleet 2": the two gen 2s are the same size, and
 	// only their checksums tell them apart.
 	h.mustPromote(both, migJob, "hosts 2", store.PromoteRequest{})
+	// A key the fleet rewrote since (--allow-rewrite): its gen 2 does not
+	// begin with the key dir's gen 1, and descends from it by the history
+	// alone, which holds gen 1's entry.
+	rewritten := store.Key("github", "own", "rewritten")
+	h.now = migNow.Add(-time.Hour)
+	h.mustPromote(rewritten, migJob, "h1", store.PromoteRequest{})
+	runMigration(t, true, root, f.b, migOpts())
+	h.now = migNow
+	sess, jobDir := resolveOn(t, f.s, rewritten)
+	if err := os.WriteFile(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), convo(migNow.Add(-48*time.Hour), "rewritten"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: migPi, AllowRewrite: true}); err != nil || !res.Promoted || !res.Rewritten {
+		t.Fatalf("the fleet's rewrite: %+v, %v", res, err)
+	}
 
 	again, _ := runMigration(t, true, root, f.b, migOpts())
-	if r := again[forward]; r.Action != migrate.Already || !strings.Contains(r.Cause, "promoted it since") {
-		t.Errorf("to etcd, a key the fleet promoted: %s (%s)", r.Action, r.Cause)
+	for _, k := range []string{forward, rewritten} {
+		if r := again[k]; r.Action != migrate.Already || !strings.Contains(r.Cause, "promoted it since") {
+			t.Errorf("to etcd, a key the fleet promoted: %s (%s)", r.Action, r.Cause)
+		}
 	}
 	if r := again[both]; r.Action != Conflict {
 		t.Errorf("to etcd, a key promoted on both sides: %s (%s)", r.Action, r.Cause)
@@ -467,7 +485,7 @@ func TestMigrateBackIntoItsOwnRoot(t *testing.T) {
 	fleet := verdicts(t, onFleet(f.b), keys, ps)
 	hostBoth := verdicts(t, onRoot(t, root), []string{both}, ps)
 	reports, sum := runMigration(t, false, root, f.b, migOpts())
-	for k, want := range map[string]migrate.Action{plain: migrate.Already, forward: migrate.Migrated, both: Conflict} {
+	for k, want := range map[string]migrate.Action{plain: migrate.Already, forward: migrate.Migrated, both: Conflict, rewritten: migrate.Migrated} {
 		if r := reports[k]; r.Action != want {
 			t.Errorf("from etcd: %s (%s), want %s", r.Action, r.Cause, want)
 		}
