@@ -20,6 +20,7 @@ import (
 	"sessdb/internal/fsat"
 	"sessdb/migrate"
 	"sessdb/store"
+	"sessdb/store/legacy"
 	"sessdb/store/transcript"
 )
 
@@ -375,5 +376,50 @@ func TestFromEtcdIntoAKeyDirWithoutHistory(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(root, own, store.TranscriptName)); err != nil || string(data) != string(ownBytes) {
 		t.Errorf("the key dir's own transcript is now %d bytes (%v), was %d: written over", len(data), err, len(ownBytes))
+	}
+}
+
+// TestToEtcdOfAMetaDBWithoutARecord: a key dir whose meta.db holds no
+// record (a first promotion, or a migration, that died before its commit)
+// is judged by its legacy files, as the store judges it: beside a legacy
+// transcript it is refused (run sessdb migrate first); with nothing else
+// it is skipped. Neither writes a record to etcd: an empty one would make
+// the fleet answer absent for a conversation the key dir holds.
+func TestToEtcdOfAMetaDBWithoutARecord(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	withLegacy, empty := store.Key("github", "own", "no-record-legacy"), store.Key("github", "own", "no-record-empty")
+	for _, key := range []string{withLegacy, empty} {
+		dir := filepath.Join(root, key)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		kd, err := fsat.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
+		if err == nil {
+			d.Close()
+		}
+		kd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, withLegacy, legacy.TranscriptName), convo(migNow, "legacy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reports, _ := runMigration(t, true, root, f.b, migOpts())
+	if r := reports[withLegacy]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "legacy layout") {
+		t.Errorf("to etcd of a meta.db without a record beside a legacy transcript: %s (%s), want failed, the legacy layout", r.Action, r.Cause)
+	}
+	if r := reports[empty]; r.Action != migrate.Skipped {
+		t.Errorf("to etcd of a meta.db without a record, and nothing else: %s (%s), want skipped", r.Action, r.Cause)
+	}
+	for _, key := range []string{withLegacy, empty} {
+		if st, err := f.b.meta.Get(t.Context(), key); err != nil || st.Rev != 0 {
+			t.Errorf("%s: etcd holds a record at %d (%v), want none", key, st.Rev, err)
+		}
 	}
 }
