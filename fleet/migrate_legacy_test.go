@@ -20,7 +20,8 @@ import (
 // than "gone" (an I/O error, the kernel out of memory) says nothing about
 // the key dir: the key fails on that error and nothing is made in it. It
 // was taken for "no legacy file": meta.db was made beside the legacy
-// conversation and the fleet's record written into it.
+// conversation and the fleet's record written into it. ToEtcd fails it
+// the same way.
 func TestALegacyKeyDirNotLookedAtFailsTheKey(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -55,5 +56,11 @@ func TestALegacyKeyDirNotLookedAtFailsTheKey(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, db.FileName)); !os.IsNotExist(err) {
 		t.Errorf("FromEtcd made %s in a legacy key dir (lstat: %v)", db.FileName, err)
+	}
+	// ToEtcd of the same key dir, from its own root, fails on that error
+	// too: skipped as holding nothing, the run would pass as complete.
+	reports, sum = runMigration(t, true, root, f.b, migOpts())
+	if r := reports[key]; r.Action != migrate.Failed || sum.Failed != 1 || !strings.Contains(r.Cause, syscall.EIO.Error()) {
+		t.Errorf("to etcd, a legacy key dir whose files could not be looked at: %s (%s), %+v; want the key failed on the lstat's error", r.Action, r.Cause, sum)
 	}
 }
