@@ -107,19 +107,7 @@ func TestAMigrationThereAndBackKeepsEveryField(t *testing.T) {
 			t.Fatalf("the test's entry leaves %s zero: a field dropped on the way would go unseen", name)
 		}
 	}
-	kd, err := fsat.OpenDir(h.path(key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
-	if err == nil {
-		err = d.Update(func(tx *db.Tx) error { _, err := tx.AppendHistory(full); return err })
-		d.Close()
-	}
-	kd.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	updateMeta(t, h.path(key), func(tx *db.Tx) error { _, err := tx.AppendHistory(full); return err })
 
 	runMigration(t, true, root, f.b, migOpts())
 	back := t.TempDir()
@@ -209,19 +197,7 @@ func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, store.TranscriptName), unrecorded, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		kd, err := fsat.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
-		if err == nil {
-			err = d.Update(func(tx *db.Tx) error { return tx.PutSidecars(db.Sidecars{PiVersion: &v}) })
-			d.Close()
-		}
-		kd.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		updateMeta(t, dir, func(tx *db.Tx) error { return tx.PutSidecars(db.Sidecars{PiVersion: &v}) })
 	}
 	changed, linked := store.Key("github", "own", "changed-in-place"), store.Key("github", "own", "linked-in-place")
 	f.run(changed, "fleet 1")
@@ -351,19 +327,7 @@ func TestFromEtcdIntoAKeyDirWithoutHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		kd, err := fsat.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
-		if err == nil {
-			err = d.Update(func(tx *db.Tx) error { return tx.PutSidecars(sc) })
-			d.Close()
-		}
-		kd.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		updateMeta(t, dir, func(tx *db.Tx) error { return tx.PutSidecars(sc) })
 	}
 	reports, _ := runMigration(t, false, root, f.b, migOpts())
 	if r := reports[stamps]; r.Action != migrate.Migrated {
@@ -394,18 +358,7 @@ func TestToEtcdOfAMetaDBWithoutARecord(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		kd, err := fsat.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
-		if err == nil {
-			d.Close()
-		}
-		kd.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		updateMeta(t, dir, nil)
 	}
 	if err := os.WriteFile(filepath.Join(root, withLegacy, legacy.TranscriptName), convo(migNow, "legacy"), 0o600); err != nil {
 		t.Fatal(err)
@@ -421,5 +374,27 @@ func TestToEtcdOfAMetaDBWithoutARecord(t *testing.T) {
 		if st, err := f.b.meta.Get(t.Context(), key); err != nil || st.Rev != 0 {
 			t.Errorf("%s: etcd holds a record at %d (%v), want none", key, st.Rev, err)
 		}
+	}
+}
+
+// updateMeta runs update (if not nil) in a transaction on the meta.db of
+// the key dir at dir, made where there is none.
+func updateMeta(t *testing.T, dir string, update func(*db.Tx) error) {
+	t.Helper()
+	kd, err := fsat.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, _, err := db.OpenSidecars(kd, db.Options{LockTimeout: 10 * time.Second}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if update == nil {
+		return
+	}
+	if err := d.Update(update); err != nil {
+		t.Fatal(err)
 	}
 }
