@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -610,7 +611,11 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 // (the key's transcript is built on it), and the history holds each
 // promotion once and no refusal. The order is the proxies' and a poll's:
 // one proxy forwards the commit and holds its answer, the other holds
-// the other try until the second job has promoted.
+// the other try until the second job has promoted. A try sent again goes
+// to one member alone over a connection of its own, made at its first
+// use: the test makes both before the links are cut, as a Backend that
+// has met a slow member once has them, since one made through the link
+// that holds the member's answers is never set up.
 func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
@@ -622,6 +627,7 @@ func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
 	const timeout = 6 * time.Second
 	b := f.open(func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{answers.URL(), held.URL()}, timeout })
 	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	sentAgainToEach(t, b, key)
 	sess, jobDir := resolveOn(t, s, key)
 	appendMarker(t, jobDir, "a")
 	committing := make(chan struct{})
@@ -676,6 +682,33 @@ func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
 	}
 	if !slices.Equal(outcomes, []string{"1", "2", "3"}) {
 		t.Errorf("history %v; want the three promotions, each once, and no refusal", outcomes)
+	}
+}
+
+// sentAgainToEach sends one hedged read of key on b's two endpoints whose
+// first try waits until both tries sent again have been answered: each
+// of those goes to one endpoint alone, so that the connection each goes
+// over is made.
+func sentAgainToEach(t *testing.T, b *Backend, key string) {
+	t.Helper()
+	var tries atomic.Int32
+	answered := make(chan error, 2)
+	errSentAgain := errors.New("a try sent again, answered")
+	etcdmeta.Hedge(b.meta, t.Context(), func(c context.Context) (struct{}, error) {
+		if tries.Add(1) == 1 {
+			for range 2 {
+				if err := <-answered; err != nil {
+					t.Errorf("a hedged read sent again: %v", err)
+				}
+			}
+			return struct{}{}, errSentAgain
+		}
+		_, err := b.meta.GetRecord(c, key)
+		answered <- err
+		return struct{}{}, errSentAgain
+	}, func(error) bool { return false }, nil)
+	if n := tries.Load(); n != 3 {
+		t.Fatalf("the hedged read was sent %d times, want 3", n)
 	}
 }
 
