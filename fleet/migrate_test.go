@@ -800,7 +800,8 @@ func TestMigrateMovedAsideKeySaysWhatSettlesIt(t *testing.T) {
 // it already moved. The key is failed, its file removed, its key dir as
 // it was; a re-run moves it. It was created, naming the file.
 func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
-	f := newFixture(t, etcdtest.Start1(t))
+	// In process: the lost answer is LoseNext's, an interceptor fault.
+	f := newFixture(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}))
 	key := store.Key("github", "moved", "stalled")
 	root := promotedOnHost(t, key, "a")
 	faults.Set(func(p faults.Point) error {
@@ -896,7 +897,8 @@ func TestMigrateStalledInsideTheWriteCreatesNothing(t *testing.T) {
 // reported migrated, the key dir's conversation would be taken for the
 // fleet's.
 func TestMigrateUnsureCreateMeetingAnotherRecordIsAConflict(t *testing.T) {
-	f := newFixture(t, etcdtest.Start1(t))
+	// In process: the unsure create is FailNext's, an interceptor fault.
+	f := newFixture(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}))
 	key := store.Key("github", "moved", "unsure-other")
 	root := promotedOnHost(t, key, "host")
 	const txnMethod = "/etcdserverpb.KV/Txn" // a create is one
