@@ -248,65 +248,63 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 
 // A promotion that loses etcd's compare removes its own file, and the
 // store decides again: superseded (and logs no orphan left: the warning
-// is for a file it could not remove). So is one whose commit was unsure
-// (a try not answered), its file then left for reap.
+// is for a file it could not remove).
 func TestLostCompareRemovesItsFile(t *testing.T) {
+	testLostCompare(t, etcdtest.Start1(t), false)
+}
+
+// A loser whose first try etcd did not take (unavailable: the commit is
+// unsure) meets the winner's record on its retry: no try of its own
+// landed (the record names another file, the history holds no entry of
+// its), so it is superseded all the same, and its file is left for reap,
+// as after any lost answer. In process: the unsure commit is FailNext's,
+// an interceptor fault.
+func TestAnUnsureCommitThatLostItsCompareIsSuperseded(t *testing.T) {
+	testLostCompare(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}), true)
+}
+
+func testLostCompare(t *testing.T, c *etcdtest.Cluster, unsure bool) {
 	var log bytes.Buffer
-	// In process: the unsure commit is FailNext's, an interceptor fault.
-	f := newFixture(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}), func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
+	f := newFixture(t, c, func(cfg *Config) { cfg.Logger = zerolog.New(&log) })
 	key := store.Key("github", "race", "x")
 	f.run(key, "base")
 	winner, _ := f.job(key, "winner")
 	loser, _ := f.job(key, "loser")
 	other := store.NewOn(f.open(), store.Options{})
+	const txnMethod = "/etcdserverpb.KV/Txn" // a commit is one
 	f.b.hook = func(p, _ string) error {
 		if p == hookCommit {
 			f.b.hook = nil
 			if res, err := other.Promote(winner, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
 				t.Errorf("the winner: %+v, %v", res, err)
 			}
+			if unsure {
+				f.c.FailNext(txnMethod, 0, 1)
+			}
 		}
 		return nil
 	}
+	if unsure {
+		defer f.c.FailNext(txnMethod, 0, 0)
+	}
 	res, err := f.promote(loser)
 	if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
-		t.Fatalf("the loser = %+v, %v; want superseded by gen 2", res, err)
+		t.Fatalf("the loser (unsure %v) = %+v, %v; want superseded by gen 2", unsure, res, err)
 	}
-	if got := f.files(key); len(got) != 2 || !slices.Contains(got, f.recordFile(key)) {
+	f.holds(key, "winner", 2)
+	got := f.files(key)
+	if unsure {
+		if len(got) != 3 {
+			t.Fatalf("files %v: want gens 1 and 2 and the unsure loser's, left for reap", got)
+		}
+		return
+	}
+	if len(got) != 2 || !slices.Contains(got, f.recordFile(key)) {
 		t.Fatalf("files %v: want gen 1 and the winner's, the loser's removed", got)
 	}
 	if strings.Contains(log.String(), "session_orphan_left") {
 		t.Fatalf("the loser's file was removed, and the log says it was left: %s", log.String())
 	}
-	f.holds(key, "winner", 2)
-
-	// A loser whose first try etcd did not take (unavailable: the commit
-	// is unsure) meets the winner's record on its retry: no try of its own
-	// landed (the record names another file, the history holds no entry
-	// of its), so it is superseded all the same, and its file is left for
-	// reap, as after any lost answer.
-	winner, _ = f.job(key, "winner 2")
-	loser, _ = f.job(key, "loser 2")
-	const txnMethod = "/etcdserverpb.KV/Txn" // a commit is one
-	f.b.hook = func(p, _ string) error {
-		if p == hookCommit {
-			f.b.hook = nil
-			if res, err := other.Promote(winner, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
-				t.Errorf("the second winner: %+v, %v", res, err)
-			}
-			f.c.FailNext(txnMethod, 0, 1)
-		}
-		return nil
-	}
-	defer f.c.FailNext(txnMethod, 0, 0)
-	res, err = f.promote(loser)
-	if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 3 {
-		t.Fatalf("the unsure loser = %+v, %v; want superseded by gen 3", res, err)
-	}
-	if got := f.files(key); len(got) != 4 {
-		t.Fatalf("files %v: want gens 1 to 3 and the unsure loser's, left for reap", got)
-	}
-	f.holds(key, "winner 2", 3)
 }
 
 // A key reap could not handle is in Skipped and not in Kept, as a
