@@ -109,20 +109,7 @@ func TestRenumberHistoryOnAMovedBaseWritesNothing(t *testing.T) {
 func TestARenumberLandedUnderALostAnswerIsNotAConflict(t *testing.T) {
 	c := etcdtest.Start3(t)
 	const timeout = 3 * time.Second
-	var ps []*etcdtest.Proxy
-	var eps []string
-	for i := range 3 {
-		p := etcdtest.NewProxy(t, c.Endpoint(i))
-		ps, eps = append(ps, p), append(eps, p.URL())
-	}
-	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = eps, timeout })
-	for _, p := range ps {
-		for p.Answers() == 0 {
-			if _, err := s.GetRecord(ctx(t), newKey()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ps, s := proxiedStore(t, c, timeout)
 	// The writer after the renumber talks to the members, not the proxies.
 	w := open(t, c)
 	cli := c.Client(t)
