@@ -2,27 +2,59 @@ package etcdmeta
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
 
-// Backoff waits 25 ms before the second try, doubling up to 400 ms, and
-// says there is time for another try where the caller's deadline lies
-// past that wait: a retry loop with 150 ms to spare past each pause gets
-// every try, and none comes sooner than its pause. A wait that does not
-// double, doubles from a longer start or has no cap leaves a caller with
-// time for a try none; one that is cut short hammers a member that did
-// not answer.
-func TestBackoffWaitsTheDoublingPauseAndNoMore(t *testing.T) {
-	for try := range 7 {
-		want := min(25*time.Millisecond<<try, 400*time.Millisecond)
-		c, cancel := context.WithTimeout(context.Background(), want+150*time.Millisecond)
+// Backoff's pause is 25 ms before the second try, doubling up to 400 ms,
+// and 400 ms for every try after, however many: a retry loop within a
+// long request timeout (up to MaxRequestTimeout) reaches tries whose
+// doubling no longer fits in a Duration. A pause that does not double,
+// doubles from a longer start or has no cap leaves a caller with time for
+// fewer tries; one that is cut short or wraps to nothing hammers a member
+// that did not answer.
+func TestBackoffPauseDoublesTo400msAndStaysThere(t *testing.T) {
+	cases := []struct {
+		try  int
+		want time.Duration
+	}{
+		{math.MinInt, 25 * time.Millisecond},
+		{-1, 25 * time.Millisecond},
+		{0, 25 * time.Millisecond},
+		{1, 50 * time.Millisecond},
+		{2, 100 * time.Millisecond},
+		{3, 200 * time.Millisecond},
+		{4, 400 * time.Millisecond},
+		{5, 400 * time.Millisecond},
+		{38, 400 * time.Millisecond},
+		{39, 400 * time.Millisecond}, // 25 ms << 39 overflows
+		{41, 400 * time.Millisecond},
+		{58, 400 * time.Millisecond}, // 25 ms << 58 is 0 mod 2^64
+		{63, 400 * time.Millisecond},
+		{64, 400 * time.Millisecond},
+		{math.MaxInt, 400 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := backoffPause(c.try); got != c.want {
+			t.Errorf("backoffPause(%d) = %v, want %v", c.try, got, c.want)
+		}
+	}
+}
+
+// Backoff waits its pause, no less, and says there is time for another
+// try where the caller's deadline lies past it. The deadline is far past
+// the pause, so a loaded machine cannot make the answer false; that the
+// pause is no longer than it should be is the test above's.
+func TestBackoffWaitsItsPause(t *testing.T) {
+	for try, want := range map[int]time.Duration{0: 25 * time.Millisecond, 3: 200 * time.Millisecond, 58: 400 * time.Millisecond} {
+		c, cancel := context.WithTimeout(context.Background(), want+5*time.Second)
 		start := time.Now()
 		ok := Backoff(c, try)
 		took := time.Since(start)
 		cancel()
 		if !ok || took < want {
-			t.Errorf("Backoff(try %d) with %v left = %v after %v; want true after %v", try, want+150*time.Millisecond, ok, took.Round(time.Millisecond), want)
+			t.Errorf("Backoff(try %d) with %v left = %v after %v; want true after %v", try, want+5*time.Second, ok, took.Round(time.Millisecond), want)
 		}
 	}
 }

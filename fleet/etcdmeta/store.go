@@ -830,8 +830,7 @@ func listItem(dir string, kv *mvccpb.KeyValue) Item {
 // there is time for another try. Every retry of the fleet's, within one
 // request timeout, is paced by it.
 func Backoff(ctx context.Context, try int) bool {
-	d := min(25*time.Millisecond<<try, 400*time.Millisecond)
-	t := time.NewTimer(d)
+	t := time.NewTimer(backoffPause(try))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -839,4 +838,14 @@ func Backoff(ctx context.Context, try int) bool {
 	case <-t.C:
 		return ctx.Err() == nil
 	}
+}
+
+// backoffPause is Backoff's wait before try+1. The shift is capped before
+// it is made, not after: 25 ms shifted by 39 or more overflows, to a
+// negative pause or (from 58 on) none, and a request timeout long enough
+// for that many tries would then send them to an etcd that does not
+// answer with no pause at all. A negative try, which no loop passes, is
+// the first.
+func backoffPause(try int) time.Duration {
+	return 25 * time.Millisecond << min(max(try, 0), 4)
 }
