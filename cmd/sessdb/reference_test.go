@@ -712,3 +712,25 @@ func appendAnswered(t *testing.T, job, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHelpExamplesSetTheVariablesTheyUse holds each command's example to
+// the promise its field states: every line runs as shown, pasted into a
+// shell. A variable the example uses but never sets expands to nothing:
+// stats' --prometheus line wrote "> $DIR/.sessdb.prom.tmp", which with DIR
+// unset is a file in / (refused as a worker, written as root).
+func TestHelpExamplesSetTheVariablesTheyUse(t *testing.T) {
+	quoted := regexp.MustCompile(`'[^']*'`)
+	use := regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+	for _, c := range commands {
+		text := quoted.ReplaceAllString(c.example, "''")
+		seen := map[string]bool{}
+		for _, m := range use.FindAllStringSubmatchIndex(text, -1) {
+			name := text[m[2]:m[3]]
+			set := regexp.MustCompile(`(^|[\s;(])` + name + `=`).FindStringIndex(text)
+			if (set == nil || set[0] > m[0]) && !seen[name] {
+				seen[name] = true
+				t.Errorf("sessdb %s's example uses $%s, which it does not set first:\n%s", c.name, name, c.example)
+			}
+		}
+	}
+}

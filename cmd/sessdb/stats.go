@@ -41,7 +41,7 @@ systemd timer that write it atomically). A key's history keeps its last 64
 entries: a window longer than a busy key's ring undercounts, and says so.`,
 	example: `  sessdb stats /var/lib/pi/sessions
   sessdb stats --since 168h --json /var/lib/pi/sessions | jq .promotions
-  sessdb stats --prometheus /var/lib/pi/sessions > $DIR/.sessdb.prom.tmp && mv $DIR/.sessdb.prom.tmp $DIR/sessdb.prom`,
+  d=/var/lib/node_exporter/textfile; sessdb stats --prometheus /var/lib/pi/sessions > $d/sessdb.prom.tmp && mv $d/sessdb.prom.tmp $d/sessdb.prom`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindStats,
