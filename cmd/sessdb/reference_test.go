@@ -734,3 +734,22 @@ func TestHelpExamplesSetTheVariablesTheyUse(t *testing.T) {
 		}
 	}
 }
+
+// A binary with no VCS stamp says so without naming one cause: one built
+// in a checkout with -buildvcs=false (GOFLAGS in a go env file, CI images)
+// was told "not built from a VCS checkout", which sends an operator
+// comparing binaries during an upgrade looking for the wrong mistake.
+func TestVersionUnstampedNamesBothCauses(t *testing.T) {
+	prev := buildInfo
+	t.Cleanup(func() { buildInfo = prev })
+	buildInfo = func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "sessdb", Version: "(devel)"}}, true
+	}
+	code, out, errs := runCLI(t, "version")
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	if !strings.Contains(out, "\nrevision  unknown (") || !strings.Contains(out, "outside a VCS checkout") || !strings.Contains(out, "-buildvcs=false") {
+		t.Errorf("an unstamped build's revision line names one cause, or none:\n%s", out)
+	}
+}

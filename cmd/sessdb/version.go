@@ -17,7 +17,8 @@ var cmdVersion = &command{
 	long: `
 Prints the module version and the VCS revision the binary was built from
 (runtime/debug.ReadBuildInfo: "(devel)" and no revision for a binary built
-outside a module download or a VCS checkout), the Go version, and the
+outside a module download or a VCS checkout, or with -buildvcs=false, as
+GOFLAGS may set), the Go version, and the
 meta.db schema versions: a binary reads every schema up to its own and
 writes its own (the first write upgrades an older file); a file of a newer
 schema is refused, and check reports it as meta-newer-schema: run the
@@ -77,7 +78,9 @@ func bindVersion(fs *flag.FlagSet) func(*invocation) int {
 		if *asJSON {
 			return writeJSON(inv, v)
 		}
-		rev := "unknown (not built from a VCS checkout)"
+		// Go records no setting for -buildvcs=false, so an unstamped build
+		// cannot say which of the two it was.
+		rev := "unknown (not stamped: built outside a VCS checkout, or with -buildvcs=false)"
 		if v.Revision != nil {
 			rev = *v.Revision
 			if v.RevisionTime != nil {
