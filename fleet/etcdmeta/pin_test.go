@@ -1,0 +1,164 @@
+package etcdmeta
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+
+	"sessdb/internal/etcdtest"
+)
+
+// heldFirst is a hedged read whose first try is held until the hedge
+// ends, so that only the tries sent again, each to one member alone, can
+// answer it; read is what those send.
+func heldFirst[R any](read func(context.Context) (R, error)) func(context.Context) (R, error) {
+	return func(c context.Context) (R, error) {
+		if _, pinned := c.Value(pinKey{}).(int); !pinned {
+			<-c.Done()
+			var none R
+			return none, c.Err()
+		}
+		return read(c)
+	}
+}
+
+// A try sent again goes to one member alone over a connection of the
+// Store's own, with the Store's auth token. Where the members forgot that
+// token (etcd 3.4, once it sat unused for --auth-token-ttl or the member
+// restarted), the try logs in again and is answered, as a first try is
+// (TestStoreLogsInAgainWhenItsTokenIsForgotten), and its login goes to its
+// own member: with one member of three silent, a login sent to it would
+// cost the try the rest of the timeout. Each request has its first try
+// held and the token forgotten first; three requests, so that the tries
+// sent again go to each pair of members, one of them the silent one.
+func TestAHedgedTrySentAgainLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3, Auth: true, InProcess: true})
+	const timeout = 3 * time.Second
+	ps, s := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password })
+	ps[0].Blackhole()
+	for round := range 3 {
+		c.ExpireTokens()
+		c0, cancel := context.WithTimeout(ctx(t), timeout)
+		start := time.Now()
+		_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+			return s.cli.Get(c, s.recordKey(newKey()))
+		}), func(error) bool { return c0.Err() == nil }, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("hedged read %d, its token forgotten, one member of three silent, its first try held = %v after %v; want answered by a try sent again", round, err, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	s.pinMu.Lock()
+	made := slices.ContainsFunc(s.pins, func(p *grpc.ClientConn) bool { return p != nil })
+	s.pinMu.Unlock()
+	if !made {
+		t.Fatal("no connection to one member alone was made: the tries sent again went through the balancer")
+	}
+}
+
+// A try sent again once the Store is closed finds no connection to its
+// member (toPinned's fallback): it is sent as the first try was, over the
+// Store's closed connection, and fails. The hedged request answers that
+// failure within its timeout, an error that says etcd did not answer
+// (nothing was read: no empty answer taken for a key without a record),
+// and no connection to one member is made after Close.
+func TestATrySentAgainAfterCloseFailsWithinItsTimeout(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout = 1500 * time.Millisecond
+	s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = timeout })
+	key := newKey()
+	if _, err := s.GetRecord(ctx(t), key); err != nil {
+		t.Fatal(err)
+	}
+	c0, cancel := context.WithTimeout(ctx(t), timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.recordKey(key))
+	}), func(error) bool { return c0.Err() == nil }, func() { s.Close() })
+	took := time.Since(start)
+	if err != nil {
+		// As GetRecord, and every read, passes it on.
+		err = s.cfg.opErr(ctx(t), "get", key, err)
+	}
+	t.Logf("a try sent again after Close: %v after %v", err, took.Round(time.Millisecond))
+	if !errors.Is(err, ErrUnavailable) || resp != nil {
+		t.Fatalf("a hedged read whose tries were sent again after Close = %v, %v; want no answer and ErrUnavailable", resp, err)
+	}
+	if took > timeout+time.Second {
+		t.Fatalf("it took %v, past its timeout of %v", took, timeout)
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	for k, pin := range s.pins {
+		if pin != nil {
+			t.Errorf("a connection to endpoint %d alone was made after Close (now %v)", k, pin.GetState())
+		}
+	}
+}
+
+// Close while hedged requests send their tries again and make the
+// connections those go over: each request ends within its timeout (none
+// hangs on a closed connection, none panics), no connection to one member
+// outlives Close, and one made by a try sent again after Close is none.
+// Under -race, the pins and Close are checked for unsynchronised access.
+func TestCloseWhileHedgedTriesAreSentAgain(t *testing.T) {
+	c := etcdtest.Start3(t)
+	const timeout = 1500 * time.Millisecond
+	for round := range 3 {
+		s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = timeout })
+		const requests = 12
+		var wg sync.WaitGroup
+		took := make([]time.Duration, requests)
+		errs := make([]error, requests)
+		for i := range requests {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c0, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				// The last request's first try sent again closes the Store
+				// as the others send theirs (all sent at a third of the
+				// timeout), and its second goes out after Close.
+				again := func() {}
+				if i == requests-1 {
+					again = func() { s.Close() }
+				}
+				start := time.Now()
+				_, errs[i] = Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+					return s.cli.Get(c, s.recordKey(newKey()))
+				}), func(error) bool { return c0.Err() == nil }, again)
+				took[i] = time.Since(start)
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: hedged requests still in flight a minute after Close", round)
+		}
+		for i := range requests {
+			if took[i] > timeout+time.Second {
+				t.Errorf("round %d: request %d took %v (%v), past its timeout of %v", round, i, took[i], errs[i], timeout)
+			}
+		}
+		if errs[requests-1] == nil {
+			t.Errorf("round %d: the request that closed the Store before its tries sent again was answered", round)
+		}
+		s.pinMu.Lock()
+		for k, pin := range s.pins {
+			if pin != nil && pin.GetState() != connectivity.Shutdown {
+				t.Errorf("round %d: the connection to endpoint %d alone is %v after Close; want it shut down", round, k, pin.GetState())
+			}
+		}
+		s.pinMu.Unlock()
+	}
+}
