@@ -38,7 +38,8 @@ const MaxRequestTimeout = 10 * time.Minute
 // of every field but Endpoints is a safe default; no zero means "forever".
 type Config struct {
 	// Endpoints are the members' client URLs: "http://host:port" or
-	// "https://host:port" (all of one scheme).
+	// "https://host:port" (all of one scheme). One given twice counts
+	// once.
 	Endpoints []string
 	// Prefix is where the records live; "" means DefaultPrefix. A trailing
 	// slash is dropped. No component of it but the first may be
@@ -82,8 +83,8 @@ func invalid(field, format string, args ...any) error {
 }
 
 // Validate checks c as Open does, without connecting, and returns it with
-// its defaults filled in (the prefix without its trailing slash). Its
-// error is a *ConfigError.
+// its defaults filled in (the prefix without its trailing slash, an
+// endpoint given twice once). Its error is a *ConfigError.
 func (c Config) Validate() (Config, error) {
 	s, err := c.validate()
 	return s.Config, err
@@ -119,6 +120,19 @@ func (c Config) validate() (settings, error) {
 			return s, invalid(field, "%q mixes %s with %s endpoints", RedactedEndpoint(ep), u.Scheme, scheme)
 		}
 		scheme = u.Scheme
+	}
+	// A member's endpoint given twice (again with a trailing slash, or
+	// its host in capitals) is one endpoint: a hedged request's two tries
+	// sent again go to two different endpoints (see Hedge), and one
+	// member silent took both at one turn in three.
+	s.Endpoints = nil
+	seen := make(map[string]bool)
+	for _, ep := range c.Endpoints {
+		u, _ := url.Parse(ep) // parsed above
+		if k := strings.ToLower(u.Host); !seen[k] {
+			seen[k] = true
+			s.Endpoints = append(s.Endpoints, ep)
+		}
 	}
 	s.Prefix = strings.TrimRight(c.Prefix, "/")
 	if c.Prefix == "" {

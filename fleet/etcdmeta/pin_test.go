@@ -162,3 +162,31 @@ func TestCloseWhileHedgedTriesAreSentAgain(t *testing.T) {
 		s.pinMu.Unlock()
 	}
 }
+
+// The two tries a request sends again go to two different members, as
+// docs/fleet.md says, though the Config gives a member's endpoint twice
+// (here once with a trailing slash): the tries went to two of the
+// endpoints as given, at one turn in three both to the one member, and
+// with that member silent a request was etcd unavailable though the
+// other answered. Each turn is tried, the first try held.
+func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.T) {
+	c := etcdtest.Start3(t)
+	p0, p1 := etcdtest.NewProxy(t, c.Endpoint(0)), etcdtest.NewProxy(t, c.Endpoint(1))
+	const timeout = 1500 * time.Millisecond
+	s := open(t, c, func(cfg *Config) {
+		cfg.Endpoints = []string{p0.URL(), p0.URL() + "/", p1.URL()}
+		cfg.RequestTimeout = timeout
+	})
+	p0.Blackhole()
+	for turn := range uint32(3) {
+		s.turn.Store(turn)
+		c0, cancel := context.WithTimeout(ctx(t), timeout)
+		_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+			return s.cli.Get(c, s.recordKey(newKey()))
+		}), func(error) bool { return c0.Err() == nil }, nil)
+		cancel()
+		if err != nil {
+			t.Errorf("turn %d: a hedged read, its first try held, one of two members silent, its endpoint given twice = %v; want answered by the other", turn, err)
+		}
+	}
+}
