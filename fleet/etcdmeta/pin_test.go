@@ -3,8 +3,12 @@ package etcdmeta
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +192,75 @@ func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.
 		if err != nil {
 			t.Errorf("turn %d: a hedged read, its first try held, one of two members silent, its endpoint given twice = %v; want answered by the other", turn, err)
 		}
+	}
+}
+
+// A member back from an outage answers a try sent again to it at once,
+// though the try's connection to it failed over the outage. gRPC redials
+// a connection that failed after a backoff that grows over an outage to
+// two minutes, and a try sent to one member alone waited that backoff
+// out (reconnect spares the balancer's connection this, not the tries').
+// With another member silent and the first try held, as though sent to
+// it, a request whose tries sent again went to those two members was
+// etcd unavailable, though the member back answered.
+func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
+	c := etcdtest.Start3(t)
+	p1 := etcdtest.NewProxy(t, c.Endpoint(1))
+	// Member 0 behind a listener that, while the member is down, closes
+	// each connection it takes: each is a dial of gRPC's that failed.
+	var up atomic.Bool
+	dials := make(chan struct{}, 64)
+	l := listenHolding(t, func(conn net.Conn) {
+		if !up.Load() {
+			conn.Close()
+			dials <- struct{}{}
+			return
+		}
+		m, err := net.Dial("tcp", strings.TrimPrefix(c.Endpoint(0), "http://"))
+		if err != nil {
+			conn.Close()
+			return
+		}
+		go func() { io.Copy(m, conn); m.Close() }()
+		io.Copy(conn, m)
+		conn.Close()
+	})
+	const timeout = 1500 * time.Millisecond
+	s := open(t, c, func(cfg *Config) {
+		cfg.Endpoints = []string{"http://" + l.Addr().String(), p1.URL(), c.Endpoint(2)}
+		cfg.RequestTimeout = timeout
+	})
+	read := heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.recordKey(newKey()))
+	})
+	// At turn 1 the two tries sent again go to endpoints 0 and 1.
+	hedge := func() error {
+		s.turn.Store(1)
+		c0, cancel := context.WithTimeout(ctx(t), timeout)
+		defer cancel()
+		_, err := Hedge(s, c0, read, func(error) bool { return c0.Err() == nil }, nil)
+		return err
+	}
+	if err := hedge(); err != nil {
+		t.Fatalf("a hedged read, member 0 down: %v; want answered by member 1", err)
+	}
+	// Five failed dials: the next is 6.5 s away (5.2 s at least).
+	for range 5 {
+		select {
+		case <-dials:
+		case <-time.After(time.Minute):
+			t.Fatal("no dial of member 0 for a minute")
+		}
+	}
+	// Those were the pin's: the balancer's connection, which no request
+	// went over, has dialled no member.
+	if st := s.cli.ActiveConnection().GetState(); st != connectivity.Idle {
+		t.Fatalf("the balancer's connection is %v; want idle", st)
+	}
+	up.Store(true)
+	p1.Blackhole()
+	start := time.Now()
+	if err := hedge(); err != nil {
+		t.Fatalf("a hedged read, member 0 back, member 1 silent: %v after %v; want answered by member 0", err, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -198,6 +198,15 @@ func (s *Store) toPinned(ctx context.Context, method string, req, reply any, cc 
 	if pin == nil {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+	// A connection whose dials failed (its member down, or unreachable)
+	// is dialled again now rather than at the end of gRPC's backoff,
+	// which grows over an outage to two minutes: a try sent to a member
+	// back since would wait it out, whatever its timeout (reconnect does
+	// this for the balancer's connection). A member still down costs one
+	// dial per try sent to it, and only a try sent again is.
+	if pin.GetState() == connectivity.TransientFailure {
+		pin.ResetConnectBackoff()
+	}
 	return pin.Invoke(ctx, method, req, reply, opts...)
 }
 
