@@ -211,9 +211,16 @@ func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
 func testHedgeMeetsAnotherMember(t *testing.T, c *etcdtest.Cluster) {
 	// Long enough that a request to a member that answers comes back
 	// within a sixth of it (the turn's probe) on a loaded machine, with
-	// TLS: at 900 ms, 1 TLS run of 7 missed that 150 ms.
-	const timeout = 1800 * time.Millisecond
+	// TLS: at 900 ms, 1 TLS run of 7 missed that 150 ms. The last try
+	// sent again goes out at two thirds of it plus a probe that met the
+	// silent member, so it has a sixth: at 1.8 s, 300 ms, which a loaded
+	// machine has taken.
+	const timeout = 3 * time.Second
 	ps, s := proxiedStore(t, c, timeout)
+	// The tries sent again below are timed, not their connections' dials
+	// (at load 8 to 10 the handshake took the last try's 600 ms: 2 runs
+	// of 3 failed).
+	makePins(t, s, timeout)
 	ps[0].Blackhole()
 	// One request in the balancer's turn: a request sent alone, bounded
 	// well short of any answer the silent member would not give.

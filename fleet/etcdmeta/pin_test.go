@@ -33,6 +33,32 @@ func heldFirst[R any](read func(context.Context) (R, error)) func(context.Contex
 	}
 }
 
+// hedgeAtTurn is a hedged read whose first try is held, sent at the
+// Store's request count turn: its two tries sent again go to the
+// endpoints turn+1 and turn+2.
+func hedgeAtTurn(t *testing.T, s *Store, turn uint32, timeout time.Duration) error {
+	s.turn.Store(turn)
+	c0, cancel := context.WithTimeout(ctx(t), timeout)
+	defer cancel()
+	_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.recordKey(newKey()))
+	}), func(error) bool { return c0.Err() == nil }, nil)
+	return err
+}
+
+// makePins makes and uses every connection a try sent again takes, every
+// member answering, so that no test that comes after times a dial and a
+// handshake: on a loaded machine those alone took a try's share of a
+// timeout.
+func makePins(t *testing.T, s *Store, timeout time.Duration) {
+	t.Helper()
+	for turn := range uint32(len(s.cfg.Endpoints)) {
+		if err := hedgeAtTurn(t, s, turn, timeout); err != nil {
+			t.Fatalf("turn %d, every member answering: %v", turn, err)
+		}
+	}
+}
+
 // A try sent again goes to one member alone over a connection of the
 // Store's own, with the Store's auth token. Where the members forgot that
 // token (etcd 3.4, once it sat unused for --auth-token-ttl or the member
@@ -181,25 +207,10 @@ func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.
 		cfg.Endpoints = []string{p0.URL(), p0.URL() + "/", p1.URL()}
 		cfg.RequestTimeout = timeout
 	})
-	hedge := func(turn uint32) error {
-		s.turn.Store(turn)
-		c0, cancel := context.WithTimeout(ctx(t), timeout)
-		defer cancel()
-		_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
-			return s.cli.Get(c, s.recordKey(newKey()))
-		}), func(error) bool { return c0.Err() == nil }, nil)
-		return err
-	}
-	// Every connection a try sent again takes made and used first, so
-	// that no dial is timed below.
-	for turn := range uint32(3) {
-		if err := hedge(turn); err != nil {
-			t.Fatalf("turn %d, every member answering: %v", turn, err)
-		}
-	}
+	makePins(t, s, timeout)
 	p0.Blackhole()
 	for turn := range uint32(3) {
-		if err := hedge(turn); err != nil {
+		if err := hedgeAtTurn(t, s, turn, timeout); err != nil {
 			t.Errorf("turn %d: a hedged read, its first try held, one of two members silent, its endpoint given twice = %v; want answered by the other", turn, err)
 		}
 	}
