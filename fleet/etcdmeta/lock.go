@@ -204,16 +204,19 @@ func (s *Store) acquire(ctx context.Context, key string, sess *concurrency.Sessi
 	}
 	// Unless what it waited for is a key with no lease, which no holder
 	// writes (another tenant's, or one put by hand): that one never ends,
-	// and "locked" would send the operator back for ever.
-	if junk := s.leaseless(ctx, key); junk != "" {
+	// and "locked" would send the operator back for ever. Only a key
+	// ahead of the waiter's in the queue is waited for: one put after it
+	// never stands in its way, and while a holder lives it is locked.
+	if junk := s.leaseless(ctx, key, rev); junk != "" {
 		return fmt.Errorf("lock %s: %w: %s holds no lease, so it is no holder's lock and never ends; remove it with etcdctl del", key, ErrDamaged, junk)
 	}
 	return fmt.Errorf("lock %s: %w", key, ErrLocked)
 }
 
-// leaseless returns a key in key's lock dir that has no lease, or "" for
-// none (or when the read fails: the wait's own error stands then).
-func (s *Store) leaseless(ctx context.Context, key string) string {
+// leaseless returns a key in key's lock dir that has no lease and is
+// ahead of the waiter's key, put at rev, in the queue, or "" for none (or
+// when the read fails: the wait's own error stands then).
+func (s *Store) leaseless(ctx context.Context, key string, rev int64) string {
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	// Not keys only: etcd answers that from its index alone, without
@@ -225,7 +228,7 @@ func (s *Store) leaseless(ctx context.Context, key string) string {
 		return ""
 	}
 	for _, kv := range resp.Kvs {
-		if kv.Lease == 0 {
+		if kv.Lease == 0 && kv.CreateRevision < rev {
 			return string(kv.Key)
 		}
 	}
