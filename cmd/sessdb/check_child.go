@@ -54,6 +54,10 @@ var childExecutable = func() (string, error) {
 // the problems it returns (a check that completed and found damage).
 var childTestHook func(key string) (problems []string)
 
+// pipeGrace bounds the wait, once a check process is dead, for the end of
+// its stdout and stderr: whatever it started can hold them open for ever.
+const pipeGrace = 2 * time.Second
+
 // maxChildDeaths bounds the children one check may lose. Each damaged file
 // can kill one, so this is far above any real count, and below a machine
 // brought down by a binary that dies at every start.
@@ -206,6 +210,9 @@ func startChild(root string) (*checkChild, error) {
 	// stops cleanly; on Linux a death signal also ends a child whose
 	// parent is gone (see childProcAttr).
 	cmd.SysProcAttr = childProcAttr()
+	// Wait, once the child is dead, closes its pipes after this even if
+	// something it started still holds their other end.
+	cmd.WaitDelay = pipeGrace
 	c := &checkChild{cmd: cmd, lines: make(chan []byte, 1), errs: &headBuffer{max: 4 << 10}}
 	cmd.Stderr = c.errs
 	if c.in, err = cmd.StdinPipe(); err != nil {
@@ -302,13 +309,18 @@ func (c *checkChild) next(ctx context.Context, timeout time.Duration) ([]byte, l
 	}
 }
 
-// kill ends the child by its own pid (never by name) and reaps it.
+// kill ends the child by its own pid (never by name), and what it may
+// have started by its process group (the child leads it, and is not yet
+// reaped, so no other group can have that id), and reaps it. Wait closes
+// the pipes pipeGrace after the child's death even if a process out of the
+// group holds them: the reader then ends too.
 func (c *checkChild) kill() {
 	c.in.Close()
+	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	c.cmd.Process.Kill() // an error means it has exited already
+	c.cmd.Wait()
 	for range c.lines {
 	}
-	c.cmd.Wait()
 }
 
 // stop ends an idle child. It holds no lock between keys and writes

@@ -63,6 +63,7 @@ func testChildHook(key string) []string {
 	if key == "" {
 		return nil
 	}
+	hostileChild(key)
 	if key == os.Getenv("SESSDB_TEST_CHILD_DAMAGE") {
 		return []string{"injected: page 7 is neither reachable nor free"}
 	}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/internal/sample"
+	"sessdb/store"
+)
+
+// hostileChild makes the test's check process misbehave on the key named
+// by SESSDB_TEST_CHILD_HOSTILE, the way SESSDB_TEST_CHILD_HOSTILE_MODE
+// says: a line for another key, binary garbage, a long line or one without
+// end, its stdout closed, stderr flooded, or a grandchild that keeps its pipes
+// open (its pid appended to SESSDB_TEST_CHILD_PIDS).
+func hostileChild(key string) {
+	if key != os.Getenv("SESSDB_TEST_CHILD_HOSTILE") {
+		return
+	}
+	switch os.Getenv("SESSDB_TEST_CHILD_HOSTILE_MODE") {
+	case "forge":
+		fmt.Fprintf(os.Stdout, `{"key":%q,"problems":null}`+"\n", forgedKey)
+	case "garbage":
+		os.Stdout.WriteString("\x00\xff\x1b[2Jnot json\n")
+	case "long-line":
+		os.Stdout.WriteString(strings.Repeat("y", 512<<10) + "\n")
+	case "flood":
+		chunk := strings.Repeat("x", 1<<20)
+		for range floodMiB {
+			if _, err := os.Stdout.WriteString(chunk); err != nil {
+				os.Exit(9)
+			}
+		}
+		time.Sleep(time.Hour)
+	case "close-stdout":
+		os.Stdout.Close()
+		time.Sleep(time.Hour)
+	case "stderr-flood":
+		chunk := strings.Repeat("e", 1<<20)
+		for range floodMiB {
+			os.Stderr.WriteString(chunk)
+		}
+	case "fork", "fork-setsid":
+		sleep := exec.Command("sleep", "15")
+		sleep.Stdout, sleep.Stderr = os.Stdout, os.Stderr
+		sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: os.Getenv("SESSDB_TEST_CHILD_HOSTILE_MODE") == "fork-setsid"}
+		if sleep.Start() != nil {
+			os.Exit(8)
+		}
+		if f, err := os.OpenFile(os.Getenv("SESSDB_TEST_CHILD_PIDS"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			fmt.Fprintln(f, sleep.Process.Pid)
+			f.Close()
+		}
+		time.Sleep(time.Hour)
+	}
+}
+
+// forgedKey is the key a hostile check process answers for instead of
+// the one it was asked about.
+var forgedKey = store.Key("forged", "answer", "another-key")
+
+// floodMiB is how much a flooding check process writes: far more than an
+// answer, which is a key and at most maxDeepProblems short lines.
+const floodMiB = 64
+
+// allocated runs f and returns how many bytes the heap allocated meanwhile
+// A check process that hangs with a grandchild holding its stdout and
+// stderr open (in its process group, or in a session of its own) is
+// killed at the timeout, and check goes on: the pipes' other end staying
+// open must not keep check waiting for their end.
+func TestCheckDoesNotWaitForWhatAHungChildLeftHoldingItsPipes(t *testing.T) {
+	for _, mode := range []string{"fork", "fork-setsid"} {
+		t.Run(mode, func(t *testing.T) {
+			atSampleTime(t)
+			root := oneKeyRoot(t)
+			pids := filepath.Join(t.TempDir(), "pids")
+			t.Setenv("SESSDB_TEST_CHILD_HOSTILE", sample.Resumable)
+			t.Setenv("SESSDB_TEST_CHILD_HOSTILE_MODE", mode)
+			t.Setenv("SESSDB_TEST_CHILD_PIDS", pids)
+			t.Cleanup(func() {
+				b, _ := os.ReadFile(pids)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+						syscall.Kill(pid, syscall.SIGKILL) // the sleep this test started, by its pid
+					}
+				}
+			})
+			start := time.Now()
+			code, out, errs := runCLI(t, "check", "--deep-check-timeout", "1s", root)
+			took := time.Since(start)
+			want := "timed out after 1s (the check process was killed); tried again in a fresh check process: timed out after 1s"
+			if code != exitIssues || !strings.Contains(out, want) {
+				t.Fatalf("exit %d, want 3 and %q\n%s%s", code, want, out, errs)
+			}
+			if took > 10*time.Second {
+				t.Errorf("check took %v with a 1s timeout: it waited for the grandchild's sleep 15", took)
+			}
+			if n := childrenOf(t, os.Getpid()); n != 0 {
+				t.Errorf("%d check processes outlived check", n)
+			}
+			// What a check process started in its own process group is
+			// killed with it; a process that left the group is out of
+			// reach, and only its hold on the pipes is cut.
+			b, _ := os.ReadFile(pids)
+			started := strings.Fields(string(b))
+			if len(started) != 2 {
+				t.Fatalf("%d grandchildren started, want 2", len(started))
+			}
+			for _, pid := range started {
+				st, err := os.ReadFile("/proc/" + pid + "/stat")
+				alive := err == nil && !strings.Contains(string(st[strings.LastIndexByte(string(st), ')'):]), ") Z ")
+				if alive != (mode == "fork-setsid") {
+					t.Errorf("grandchild %s alive %v after check", pid, alive)
+				}
+			}
+		})
+	}
+}
