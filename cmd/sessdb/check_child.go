@@ -54,6 +54,12 @@ var childExecutable = func() (string, error) {
 // the problems it returns (a check that completed and found damage).
 var childTestHook func(key string) (problems []string)
 
+// maxAnswer bounds one line of a check process's output: an answer is a
+// key, a few ids and at most maxDeepProblems short lines, and a process
+// that writes more without a newline is answering nothing (held whole, a
+// line could take all the memory the parent has).
+const maxAnswer = 1 << 20
+
 // pipeGrace bounds the wait, once a check process is dead, for the end of
 // its stdout and stderr: whatever it started can hold them open for ever.
 const pipeGrace = 2 * time.Second
@@ -192,7 +198,8 @@ func (d *deepChecker) close() {
 type checkChild struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
-	lines chan []byte // closed at the child's end of output
+	lines chan []byte // closed at the child's end of output, or after a line too long
+	long  bool        // a line longer than maxAnswer ended lines (read after lines is closed)
 	errs  *headBuffer
 }
 
@@ -229,7 +236,10 @@ func startChild(root string) (*checkChild, error) {
 		defer close(c.lines)
 		r := bufio.NewReader(out)
 		for {
-			line, err := r.ReadBytes('\n')
+			line, err := readLine(r, maxAnswer)
+			if errors.Is(err, errLineTooLong) {
+				c.long = true
+			}
 			if err != nil {
 				return
 			}
@@ -241,6 +251,24 @@ func startChild(root string) (*checkChild, error) {
 		return nil, fmt.Errorf("deep check: %s did not start as a check process: %s", exe, c.errs.summary())
 	}
 	return c, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line, its newline included, holding no more than max
+// bytes of it: a longer one is errLineTooLong.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, errLineTooLong
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }
 
 // ask sends key and waits for the answer. cause is non-empty when the
@@ -262,11 +290,17 @@ func (c *checkChild) ask(ctx context.Context, key string, timeout time.Duration)
 		return a, fmt.Sprintf("timed out after %s (the check process was killed)", timeout), nil
 	case lineEOF:
 		c.kill()
+		if c.long {
+			return a, fmt.Sprintf("the check process answered a line longer than %d MiB", maxAnswer>>20), nil
+		}
 		return a, fmt.Sprintf("the check process %s: %s", exitCause(c.cmd.ProcessState), c.errs.summary()), nil
 	}
 	if err := json.Unmarshal(line, &a); err != nil || a.Key != key {
 		c.kill()
-		return a, fmt.Sprintf("the check process answered %q", bytes.TrimSpace(line)), nil
+		if line = bytes.TrimSpace(line); len(line) > 200 {
+			line = append(line[:200:200], "..."...)
+		}
+		return a, fmt.Sprintf("the check process answered %q", line), nil
 	}
 	return a, "", nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,6 +72,70 @@ var forgedKey = store.Key("forged", "answer", "another-key")
 const floodMiB = 64
 
 // allocated runs f and returns how many bytes the heap allocated meanwhile
+// (none of this package's tests runs in parallel).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A check process whose output is not its answer to the key asked about
+// gives no verdict: an answer for another key (here saying "sound" where
+// the key's own check finds damage) is never taken for the key's, garbage
+// and a line without end are causes, and a flood, on stdout or stderr,
+// costs the parent a bounded amount of memory.
+func TestCheckTakesOnlyTheAnswerToTheKeyAsked(t *testing.T) {
+	cases := []struct {
+		mode, timeout, cause string
+		exit                 int
+	}{
+		{"forge", "1m", `the check process answered "{\"key\":\"` + forgedKey, exitIssues},
+		{"garbage", "1m", `the check process answered "\x00\xff\x1b[2Jnot json"`, exitIssues},
+		{"long-line", "1m", `the check process answered "` + strings.Repeat("y", 200) + `..."`, exitIssues},
+		{"flood", "10s", "the check process answered a line longer than 1 MiB", exitIssues},
+		{"close-stdout", "1m", "the check process was killed by signal SIGKILL", exitIssues},
+		{"stderr-flood", "1m", "", exitIssues}, // then the key's own answer: damage
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			atSampleTime(t)
+			root := oneKeyRoot(t)
+			t.Setenv("SESSDB_TEST_CHILD_HOSTILE", sample.Resumable)
+			t.Setenv("SESSDB_TEST_CHILD_HOSTILE_MODE", c.mode)
+			t.Setenv("SESSDB_TEST_CHILD_DAMAGE", sample.Resumable)
+			var code int
+			var out, errs string
+			start := time.Now()
+			heap := allocated(func() {
+				code, out, errs = runCLI(t, "check", "--deep-check-timeout", c.timeout, root)
+			})
+			took := time.Since(start)
+			want := "problem  " + sample.Resumable + "/meta.db: meta-check-failed: bbolt's consistency check: injected: page 7"
+			if c.cause != "" {
+				want = "problem  " + sample.Resumable + "/meta.db: meta-check-failed: bbolt's consistency check did not complete: " + c.cause
+			}
+			if code != c.exit || !strings.Contains(out, want) {
+				t.Errorf("exit %d, want %d and the line %q\n%s%s", code, c.exit, want, out, errs)
+			}
+			if len(out) > 64<<10 {
+				t.Errorf("the report is %d bytes: what the check process wrote is not bounded in it", len(out))
+			}
+			if heap > 24<<20 {
+				t.Errorf("check allocated %d MiB while its check processes wrote %d MiB each", heap>>20, floodMiB)
+			}
+			if c.mode == "flood" && took > 8*time.Second {
+				t.Errorf("check took %v: a line past the bound waited out the timeout", took)
+			}
+			if n := childrenOf(t, os.Getpid()); n != 0 {
+				t.Errorf("%d check processes outlived check", n)
+			}
+		})
+	}
+}
+
 // A check process that hangs with a grandchild holding its stdout and
 // stderr open (in its process group, or in a session of its own) is
 // killed at the timeout, and check goes on: the pipes' other end staying
