@@ -60,6 +60,9 @@ var childTestHook func(key string) (problems []string)
 // line could take all the memory the parent has).
 const maxAnswer = 1 << 20
 
+// readyTimeout bounds a check process's start, up to its ready line.
+const readyTimeout = 10 * time.Second
+
 // pipeGrace bounds the wait, once a check process is dead, for the end of
 // its stdout and stderr: whatever it started can hold them open for ever.
 const pipeGrace = 2 * time.Second
@@ -134,9 +137,9 @@ func (d *deepChecker) check(ctx context.Context, key string) (store.DeepResult, 
 		var c *checkChild
 		var err error
 		if attempt == 0 {
-			c, err = d.take()
+			c, err = d.take(ctx)
 		} else {
-			c, err = d.start() // a fresh process, not a pooled one
+			c, err = d.start(ctx) // a fresh process, not a pooled one
 		}
 		if err != nil {
 			return store.DeepResult{}, err
@@ -159,7 +162,7 @@ func (d *deepChecker) check(ctx context.Context, key string) (store.DeepResult, 
 	return store.DeepResult{Incomplete: causes[0] + "; tried again in a fresh check process: " + causes[1]}, nil
 }
 
-func (d *deepChecker) take() (*checkChild, error) {
+func (d *deepChecker) take(ctx context.Context) (*checkChild, error) {
 	d.mu.Lock()
 	if n := len(d.idle); n > 0 {
 		c := d.idle[n-1]
@@ -171,17 +174,17 @@ func (d *deepChecker) take() (*checkChild, error) {
 	// Started outside the lock: another worker may reuse an idle child
 	// meanwhile. At most one child per worker exists, since a worker
 	// holds the child it took until its key is answered.
-	return d.start()
+	return d.start(ctx)
 }
 
-func (d *deepChecker) start() (*checkChild, error) {
+func (d *deepChecker) start(ctx context.Context) (*checkChild, error) {
 	d.mu.Lock()
 	deaths := d.deaths
 	d.mu.Unlock()
 	if deaths >= maxChildDeaths {
 		return nil, fmt.Errorf("deep check: %d check processes died; giving up", deaths)
 	}
-	return startChild(d.root)
+	return startChild(ctx, d.root)
 }
 
 // close ends every idle child. A child that is mid-check belongs to a
@@ -203,7 +206,10 @@ type checkChild struct {
 	errs  *headBuffer
 }
 
-func startChild(root string) (*checkChild, error) {
+// startChild starts a check process and waits for its ready line. The end
+// of ctx meanwhile kills it and is returned as it is: an interrupt, not a
+// process that could not be started.
+func startChild(ctx context.Context, root string) (*checkChild, error) {
 	if os.Getenv(childEnv) != "" {
 		return nil, errors.New("deep check: refusing to start a check process from a check process")
 	}
@@ -246,7 +252,12 @@ func startChild(root string) (*checkChild, error) {
 			c.lines <- line
 		}
 	}()
-	if line, st := c.next(context.Background(), 10*time.Second); st != lineOK || string(line) != "ready\n" {
+	line, st := c.next(ctx, readyTimeout)
+	if st == lineCancelled {
+		c.kill()
+		return nil, ctx.Err()
+	}
+	if st != lineOK || string(line) != "ready\n" {
 		c.kill()
 		return nil, fmt.Errorf("deep check: %s did not start as a check process: %s", exe, c.errs.summary())
 	}

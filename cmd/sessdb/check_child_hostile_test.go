@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -186,5 +187,38 @@ func TestCheckDoesNotWaitForWhatAHungChildLeftHoldingItsPipes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ctrl-C while a check process is starting (it has not said it is ready)
+// ends check at once as an interrupt, exit 130, the process killed: not a
+// failure to start found 10 s later.
+func TestCheckInterruptedWhileAChildStarts(t *testing.T) {
+	atSampleTime(t)
+	root := oneKeyRoot(t)
+	children := childLog(t)
+	t.Setenv("SESSDB_TEST_CHILD_START_HANG", "1")
+	prev := interruptContext
+	defer func() { interruptContext = prev }()
+	interruptContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for children() == 0 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel() // the check process has started, and hangs before its ready line
+		}()
+		return ctx, cancel
+	}
+	start := time.Now()
+	code, out, errs := runCLI(t, "check", root)
+	if code != exitInterrupted || !strings.Contains(out, "(interrupted)") {
+		t.Fatalf("exit %d, want 130\n%s%s", code, out, errs)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("check took %v to stop after an interrupt", d)
+	}
+	if n := childrenOf(t, os.Getpid()); n != 0 {
+		t.Errorf("%d check processes outlived check", n)
 	}
 }

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 				f.Close()
 			}
 		}
+		if os.Getenv("SESSDB_TEST_CHILD_START_HANG") != "" {
+			time.Sleep(time.Hour) // before its ready line: the parent kills it
+		}
 		childTestHook = testChildHook
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
