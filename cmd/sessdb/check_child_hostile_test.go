@@ -222,3 +222,76 @@ func TestCheckInterruptedWhileAChildStarts(t *testing.T) {
 		t.Errorf("%d check processes outlived check", n)
 	}
 }
+
+// processes counts the processes whose parent is pid, zombies included
+// (childrenOf leaves them out), and those of them that are zombies.
+func processes(t *testing.T, pid int) (all, zombies int) {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			all++
+			if f[0] == "Z" {
+				zombies++
+			}
+		}
+	}
+	return all, zombies
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
+
+// Replacing check processes costs nothing that lasts: after 50 of them
+// died and were replaced, the parent holds the descriptors and goroutines
+// it held before, and no process, zombie or not, is left.
+func TestReplacedChildrenLeaveNothingBehind(t *testing.T) {
+	root := t.TempDir()
+	key := store.Key("github", "replaced", "children")
+	t.Setenv("SESSDB_TEST_CHILD_EXIT", key)
+	d := &deepChecker{root: root, timeout: time.Minute}
+	ctx := context.Background()
+	// One round first: what the first start sets up for good (exec's
+	// lookups, the signal machinery) is not a leak.
+	if _, err := d.check(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	fds, goroutines := openFDs(t), runtime.NumGoroutine()
+	for range 25 { // two processes per key: one, and its retry
+		res, err := d.check(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Incomplete, "exited 7") {
+			t.Errorf("check = %+v", res)
+		}
+	}
+	d.close()
+	if d.deaths != 52 {
+		t.Errorf("%d check processes died, want 52", d.deaths)
+	}
+	if n := openFDs(t); n != fds {
+		t.Errorf("%d descriptors open after 50 check processes were replaced, %d before", n, fds)
+	}
+	// exec's and the reader's goroutines end before kill returns.
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("%d goroutines after 50 check processes were replaced, %d before", n, goroutines)
+	}
+	if all, zombies := processes(t, os.Getpid()); all != 0 {
+		t.Errorf("%d processes left, %d of them zombies", all, zombies)
+	}
+}
