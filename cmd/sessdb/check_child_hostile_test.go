@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -293,5 +295,74 @@ func TestReplacedChildrenLeaveNothingBehind(t *testing.T) {
 	}
 	if all, zombies := processes(t, os.Getpid()); all != 0 {
 		t.Errorf("%d processes left, %d of them zombies", all, zombies)
+	}
+}
+
+// sessdb check stopped by SIGTERM mid deep check (exit 130), or killed
+// outright by SIGKILL, leaves no check process running with the key's
+// meta.db mapped: the first kills and reaps it, the kernel kills it after
+// the second (its death signal).
+func TestCheckStoppedOrKilledLeavesNoCheckProcess(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			atSampleTime(t)
+			root := oneKeyRoot(t)
+			log := filepath.Join(t.TempDir(), "children")
+			t.Setenv("SESSDB_TEST_CHILD_LOG", log)
+			t.Setenv("SESSDB_TEST_CHILD_HANG", sample.Resumable)
+			pid := func() int {
+				b, _ := os.ReadFile(log)
+				n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return n
+			}
+			t.Cleanup(func() {
+				if p := pid(); p > 1 {
+					syscall.Kill(p, syscall.SIGKILL) // the check process this test started, if it outlived the test
+				}
+			})
+			cmd := exec.Command(os.Args[0], "check", "--deep-check-timeout", "10m", root)
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+			var out, errs strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for pid() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			child := pid()
+			if child == 0 {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no check process started\n%s%s", out.String(), errs.String())
+			}
+			cmd.Process.Signal(sig)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("check still running 20 s after %v", sig)
+			}
+			if sig == syscall.SIGTERM && cmd.ProcessState.ExitCode() != exitInterrupted {
+				t.Errorf("after SIGTERM: %v, want exit 130\n%s%s", cmd.ProcessState, out.String(), errs.String())
+			}
+			// The kernel delivers the death signal, and the check
+			// process is reaped by whoever inherits it, as the parent
+			// exits: wait for that, a few seconds at most.
+			gone := func() bool {
+				st, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+				return err != nil || strings.Contains(string(st[strings.LastIndexByte(string(st), ')'):]), ") Z ")
+			}
+			for end := time.Now().Add(5 * time.Second); !gone() && time.Now().Before(end); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !gone() {
+				t.Errorf("the check process %d still runs 5 s after check ended by %s", child, unix.SignalName(sig))
+			}
+		})
 	}
 }

@@ -21,16 +21,11 @@ import (
 // TestMain turns the re-executed test binary into a deep-check child and
 // nothing else: with the child marker set it runs the check command's
 // child side and exits, so a child never runs tests, and so never starts
-// children of its own. SESSDB_TEST_CHILD_LOG names a file each child
-// appends its pid to, so a test counts the children started.
+// children of its own. It comes before cliChildEnv's sessdb, which a check
+// process of a test's sessdb child inherits. SESSDB_TEST_CHILD_LOG names a
+// file each child appends its pid to, so a test counts the children
+// started.
 func TestMain(m *testing.M) {
-	if os.Getenv(cliChildEnv) == "1" {
-		if s := os.Getenv(chartSignalEnv); s != "" {
-			chartTempHook = signalSelf(s)
-		}
-		forceProgress = os.Getenv(cliProgressEnv) == "1"
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
 	if os.Getenv(childEnv) == "1" {
 		if p := os.Getenv("SESSDB_TEST_CHILD_LOG"); p != "" {
 			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -43,6 +38,13 @@ func TestMain(m *testing.M) {
 			time.Sleep(time.Hour) // before its ready line: the parent kills it
 		}
 		childTestHook = testChildHook
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv(cliChildEnv) == "1" {
+		if s := os.Getenv(chartSignalEnv); s != "" {
+			chartTempHook = signalSelf(s)
+		}
+		forceProgress = os.Getenv(cliProgressEnv) == "1"
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// The tests read plain error lines: --log-format auto is console here,
