@@ -366,3 +366,60 @@ func TestCheckStoppedOrKilledLeavesNoCheckProcess(t *testing.T) {
 		})
 	}
 }
+
+// fakeChild makes the check processes a shell script: body runs after its
+// ready line (or instead of it, when ready is false).
+func fakeChild(t *testing.T, ready bool, body string) {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	script := "#!" + sh + "\n"
+	if ready {
+		script += "echo ready\n"
+	}
+	p := filepath.Join(t.TempDir(), "child")
+	if err := os.WriteFile(p, []byte(script+body+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prev := childExecutable
+	childExecutable = func() (string, error) { return p, nil }
+	t.Cleanup(func() { childExecutable = prev })
+}
+
+// A binary that dies on every key is not retried for ever: check gives up
+// when maxChildDeaths processes have died (two per key: the key's and its
+// retry's), with an error that says so, and one that does not even start
+// stops check at its first key, saying so.
+func TestCheckGivesUpOnChildrenThatAlwaysDie(t *testing.T) {
+	root := t.TempDir()
+	fakeChild(t, true, "read key; exit 9")
+	d := &deepChecker{root: root, timeout: time.Minute}
+	defer d.close()
+	var err error
+	keys := 0
+	for ; keys < maxChildDeaths; keys++ {
+		var res store.DeepResult
+		res, err = d.check(context.Background(), store.Key("github", "dies", strconv.Itoa(keys)))
+		if err != nil {
+			break
+		}
+		if !strings.Contains(res.Incomplete, "the check process exited 9") {
+			t.Fatalf("key %d: %+v", keys, res)
+		}
+	}
+	if keys != maxChildDeaths/2 || err == nil || err.Error() != "deep check: 1000 check processes died; giving up" {
+		t.Fatalf("after %d keys: %v; want 500 keys checked, then the error", keys, err)
+	}
+	if all, _ := processes(t, os.Getpid()); all != 0 {
+		t.Errorf("%d processes left", all)
+	}
+
+	fakeChild(t, false, "echo 'no such flag' >&2; exit 2")
+	d = &deepChecker{root: root, timeout: time.Minute}
+	_, err = d.check(context.Background(), store.Key("github", "dies", "at-start"))
+	if err == nil || !strings.Contains(err.Error(), "did not start as a check process: no such flag") {
+		t.Fatalf("a child that dies at its start: %v", err)
+	}
+}
