@@ -211,7 +211,9 @@ type checkChild struct {
 // process that could not be started.
 func startChild(ctx context.Context, root string) (*checkChild, error) {
 	if os.Getenv(childEnv) != "" {
-		return nil, errors.New("deep check: refusing to start a check process from a check process")
+		// Inherited, say, by a shell a check process started: named, as
+		// nothing else says why check fails.
+		return nil, errors.New("deep check: refusing to start a check process from a check process (" + childEnv + " is set in the environment; unset it)")
 	}
 	exe, err := childExecutable()
 	if err != nil {

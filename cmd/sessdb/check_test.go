@@ -220,7 +220,7 @@ func TestCheckNeverSpawnsFromAChild(t *testing.T) {
 	root := copySample(t)
 	t.Setenv(childEnv, "1")
 	code, out, errs := runCLI(t, "check", root)
-	if code != exitFault || !strings.Contains(errs, "refusing to start a check process from a check process") {
+	if code != exitFault || !strings.Contains(errs, "refusing to start a check process from a check process (SESSDB_DEEP_CHECK_CHILD is set in the environment; unset it)") || out != "" {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 	if n := childrenOf(t, os.Getpid()); n != 0 {
