@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"sessdb/db"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -64,10 +65,16 @@ func (s *Store) DeepCheckDB(key string) DeepResult {
 	was, ferr := fsat.LstatAt(kd, db.FileName)
 	at := func(r DeepResult) DeepResult {
 		r.DirDev, r.DirIno = uint64(st.Dev), uint64(st.Ino)
+		if err := s.fault(faults.DeepCheckAfterCheck); err != nil {
+			return DeepResult{Incomplete: fmt.Sprintf("%s: %v", name, err), DirDev: r.DirDev, DirIno: r.DirIno}
+		}
 		now, err := fsat.LstatAt(kd, db.FileName)
 		switch {
-		case ferr != nil && err != nil:
-			return r // no file at the name: the open said so
+		case ferr != nil && err != nil && len(r.Problems) == 0:
+			// No file at the name, before and after, and the open
+			// said so. Problems would be of a file that was there
+			// only meanwhile, not the one the caller holds.
+			return r
 		case ferr != nil || err != nil || now.Dev != was.Dev || now.Ino != was.Ino || now.Ctim != was.Ctim:
 			return DeepResult{Incomplete: fmt.Sprintf("%s was replaced while it was checked", name), DirDev: r.DirDev, DirIno: r.DirIno}
 		}

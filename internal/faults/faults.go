@@ -140,6 +140,12 @@ const (
 // remove the dir from then on. A fault here is reported as unreadable.
 const CheckAfterKeyOpen Point = "check/after-key-open"
 
+// DeepCheckAfterCheck is where a deep check (store.DeepCheckDB) has run
+// bbolt's check, or failed to open meta.db, and has not yet looked again
+// at which file meta.db's name leads to. A fault here is that look's I/O
+// error.
+const DeepCheckAfterCheck Point = "deep-check/after-check"
+
 // The write boundaries of migrate, in each direction.
 const (
 	ToDBLocked    Point = "to-db/after-lock"      // meta.db open (maybe just created), nothing committed
