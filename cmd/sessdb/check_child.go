@@ -60,8 +60,9 @@ var childTestHook func(key string) (problems []string)
 // line could take all the memory the parent has).
 const maxAnswer = 1 << 20
 
-// readyTimeout bounds a check process's start, up to its ready line.
-const readyTimeout = 10 * time.Second
+// readyTimeout bounds a check process's start, up to its ready line; tests
+// may shorten it.
+var readyTimeout = 10 * time.Second
 
 // pipeGrace bounds the wait, once a check process is dead, for the end of
 // its stdout and stderr: whatever it started can hold them open for ever.
@@ -261,7 +262,16 @@ func startChild(ctx context.Context, root string) (*checkChild, error) {
 	}
 	if st != lineOK || string(line) != "ready\n" {
 		c.kill()
-		return nil, fmt.Errorf("deep check: %s did not start as a check process: %s", exe, c.errs.summary())
+		// Why, first: a start that is only slow (a loaded machine) is
+		// told from a binary that is not this sessdb.
+		why := fmt.Sprintf("no ready line within %s", readyTimeout)
+		switch {
+		case st == lineOK:
+			why = "it said " + brief(string(bytes.TrimSpace(line)))
+		case st == lineEOF:
+			why = "it " + exitCause(c.cmd.ProcessState)
+		}
+		return nil, fmt.Errorf("deep check: %s did not start as a check process (%s): %s", exe, why, c.errs.summary())
 	}
 	return c, nil
 }

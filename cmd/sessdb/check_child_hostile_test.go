@@ -390,8 +390,7 @@ func fakeChild(t *testing.T, ready bool, body string) {
 
 // A binary that dies on every key is not retried for ever: check gives up
 // when maxChildDeaths processes have died (two per key: the key's and its
-// retry's), with an error that says so, and one that does not even start
-// stops check at its first key, saying so.
+// retry's), with an error that says so.
 func TestCheckGivesUpOnChildrenThatAlwaysDie(t *testing.T) {
 	root := t.TempDir()
 	fakeChild(t, true, "read key; exit 9")
@@ -416,10 +415,32 @@ func TestCheckGivesUpOnChildrenThatAlwaysDie(t *testing.T) {
 		t.Errorf("%d processes left", all)
 	}
 
-	fakeChild(t, false, "echo 'no such flag' >&2; exit 2")
-	d = &deepChecker{root: root, timeout: time.Minute}
-	_, err = d.check(context.Background(), store.Key("github", "dies", "at-start"))
-	if err == nil || !strings.Contains(err.Error(), "did not start as a check process: no such flag") {
-		t.Fatalf("a child that dies at its start: %v", err)
+}
+
+// A check process that does not start stops check at its first key, and
+// the error says why first: what it did instead of its ready line, then
+// the head of its stderr.
+func TestCheckSaysWhyAChildDidNotStart(t *testing.T) {
+	prev := readyTimeout
+	readyTimeout = 200 * time.Millisecond
+	defer func() { readyTimeout = prev }()
+	for _, c := range []struct {
+		name, script, why string
+	}{
+		{"exits", "echo 'flag provided but not defined: -internal-deep-check' >&2; exit 2", "(it exited 2): flag provided but not defined"},
+		{"says something else", "echo 'usage: sessdb COMMAND'; sleep 60", `(it said "usage: sessdb COMMAND"): nothing on stderr`},
+		{"hangs", "exec sleep 60", "(no ready line within 200ms): nothing on stderr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fakeChild(t, false, c.script)
+			d := &deepChecker{root: t.TempDir(), timeout: time.Minute}
+			_, err := d.check(context.Background(), store.Key("github", "dies", "at-start"))
+			if err == nil || !strings.Contains(err.Error(), "did not start as a check process "+c.why) {
+				t.Fatalf("%v; want %q", err, c.why)
+			}
+			if all, _ := processes(t, os.Getpid()); all != 0 {
+				t.Errorf("%d processes left", all)
+			}
+		})
 	}
 }
