@@ -368,9 +368,10 @@ func (c *checkChild) next(ctx context.Context, timeout time.Duration) ([]byte, l
 
 // kill ends the child by its own pid (never by name), and what it may
 // have started by its process group (the child leads it, and is not yet
-// reaped, so no other group can have that id), and reaps it. Wait closes
-// the pipes pipeGrace after the child's death even if a process out of the
-// group holds them: the reader then ends too.
+// reaped, so no other group can have that id: kill is called once per
+// child, and is what reaps it). Wait closes the pipes pipeGrace after the
+// child's death even if a process out of the group holds them: the
+// reader then ends too.
 func (c *checkChild) kill() {
 	c.in.Close()
 	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
