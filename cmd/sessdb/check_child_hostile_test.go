@@ -200,18 +200,7 @@ func TestCheckInterruptedWhileAChildStarts(t *testing.T) {
 	root := oneKeyRoot(t)
 	children := childLog(t)
 	t.Setenv("SESSDB_TEST_CHILD_START_HANG", "1")
-	prev := interruptContext
-	defer func() { interruptContext = prev }()
-	interruptContext = func() (context.Context, context.CancelFunc) {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			for children() == 0 && ctx.Err() == nil {
-				time.Sleep(10 * time.Millisecond)
-			}
-			cancel() // the check process has started, and hangs before its ready line
-		}()
-		return ctx, cancel
-	}
+	interruptOnceAChildStarts(t, children) // it hangs before its ready line
 	start := time.Now()
 	code, out, errs := runCLI(t, "check", root)
 	if code != exitInterrupted || !strings.Contains(out, "(interrupted)") {
@@ -223,30 +212,6 @@ func TestCheckInterruptedWhileAChildStarts(t *testing.T) {
 	if n := childrenOf(t, os.Getpid()); n != 0 {
 		t.Errorf("%d check processes outlived check", n)
 	}
-}
-
-// processes counts the processes whose parent is pid, zombies included
-// (childrenOf leaves them out), and those of them that are zombies.
-func processes(t *testing.T, pid int) (all, zombies int) {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			all++
-			if f[0] == "Z" {
-				zombies++
-			}
-		}
-	}
-	return all, zombies
 }
 
 func openFDs(t *testing.T) int {

@@ -182,18 +182,7 @@ func TestCheckInterruptStopsAHangingDeepCheck(t *testing.T) {
 	root := oneKeyRoot(t)
 	children := childLog(t)
 	t.Setenv("SESSDB_TEST_CHILD_HANG", sample.Resumable)
-	prev := interruptContext
-	defer func() { interruptContext = prev }()
-	interruptContext = func() (context.Context, context.CancelFunc) {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			for children() == 0 && ctx.Err() == nil {
-				time.Sleep(10 * time.Millisecond)
-			}
-			cancel() // the check process has started: interrupt
-		}()
-		return ctx, cancel
-	}
+	interruptOnceAChildStarts(t, children)
 	code, out, errs := runCLI(t, "check", "--deep-check-timeout", "10m", root)
 	if code != exitInterrupted || !strings.Contains(out, "(interrupted)") {
 		t.Fatalf("exit %d, want 130\n%s%s", code, out, errs)
@@ -203,5 +192,23 @@ func TestCheckInterruptStopsAHangingDeepCheck(t *testing.T) {
 	}
 	if n := childrenOf(t, os.Getpid()); n != 0 {
 		t.Errorf("%d check processes outlived check", n)
+	}
+}
+
+// interruptOnceAChildStarts has the next command's interrupt context end
+// as soon as children counts a check process started: Ctrl-C with one
+// running.
+func interruptOnceAChildStarts(t *testing.T, children func() int) {
+	prev := interruptContext
+	t.Cleanup(func() { interruptContext = prev })
+	interruptContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for children() == 0 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+		}()
+		return ctx, cancel
 	}
 }

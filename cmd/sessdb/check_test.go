@@ -158,8 +158,15 @@ func atSampleTime(t *testing.T) {
 // childrenOf counts the live processes whose parent is pid.
 func childrenOf(t *testing.T, pid int) int {
 	t.Helper()
+	all, zombies := processes(t, pid)
+	return all - zombies
+}
+
+// processes counts the processes whose parent is pid, zombies included,
+// and those of them that are zombies.
+func processes(t *testing.T, pid int) (all, zombies int) {
+	t.Helper()
 	entries, _ := os.ReadDir("/proc")
-	n := 0
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -170,11 +177,14 @@ func childrenOf(t *testing.T, pid int) int {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) && f[0] != "Z" {
-			n++
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			all++
+			if f[0] == "Z" {
+				zombies++
+			}
 		}
 	}
-	return n
+	return all, zombies
 }
 
 // A check child that dies of SIGBUS or hangs is a finding about that key,
