@@ -108,9 +108,14 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	inFlight := fileNow.Add(-inFlightAge)
 	// A key dir the listing cannot read is reported unreadable when the
 	// walk comes to it.
+	listed := map[string]time.Time{} // each orphan's mtime, for the repair
 	orphans, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		return needs(it, ok, name, mtime, cut, inFlight)
+		if needs(it, ok, name, mtime, cut, inFlight) {
+			return true
+		}
+		listed[name] = mtime
+		return false
 	}, cut)
 	if err != nil {
 		return sum, err
@@ -124,7 +129,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	if err != nil {
 		return sum, shared.DirErrOr(b.dir, err)
 	}
-	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow}
+	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed}
 	for _, name := range orphans {
 		key, _, _ := strings.Cut(name, "/")
 		c.orphans[key] = append(c.orphans[key], name)
@@ -201,6 +206,10 @@ type checker struct {
 	orphans  map[string][]string
 	now, cut time.Time
 	fileNow  time.Time // now by the file server's clock, which stamps the files' mtimes
+	inFlight time.Time // the in-flight window's start (inFlightAge) by that clock
+	// listed is each orphan's mtime as the listing found it: the repair
+	// judges it again by the record read under the key's lock.
+	listed map[string]time.Time
 }
 
 // entry examines one name: its record, if it has one, and what the

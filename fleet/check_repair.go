@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
@@ -121,11 +120,12 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			continue
 		default:
 		}
-		// The listing kept what was in flight by the record it read; a
-		// file it found too old for that stays so, and the record read
-		// now only ever names a higher generation: the in-flight window
-		// needs no second look (a zero mtime).
-		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, time.Time{}, c.cut, time.Time{}) {
+		// Judged by its mtime as listed, not by the record alone: the
+		// key may have been removed since the snapshot (a reaper, an
+		// operator's etcdctl del) and taken a first promotion, whose
+		// file, of a generation no higher than the snapshot's record, is
+		// in flight now that the key has no record, or a lower one.
+		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.listed[f.Path], c.cut, c.inFlight) {
 			f.Repair = "left: the key's record, read again under its lock, needs it now"
 			continue
 		}

@@ -202,9 +202,16 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	fileNow := now().Add(-behind)
 	cut := fileNow.Add(-grace)
 	inFlight := fileNow.Add(-inFlightAge)
+	// Each orphan's mtime as the listing found it, for the judgement
+	// again by its record read anew (stillOrphans).
+	listed := map[string]time.Time{}
 	needed := func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		return needs(it, ok, name, mtime, cut, inFlight)
+		if needs(it, ok, name, mtime, cut, inFlight) {
+			return true
+		}
+		listed[name] = mtime
+		return false
 	}
 	names, unreadable, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
@@ -225,7 +232,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			}
 		}
 	}
-	names, err = b.stillOrphans(ctx, names, cut, inFlight)
+	names, err = b.stillOrphans(ctx, names, listed, cut, inFlight)
 	if err != nil {
 		return res, err
 	}
@@ -276,12 +283,13 @@ func (e *unrootedError) Error() string { return e.msg }
 func (e *unrootedError) Unwrap() error { return e.err }
 
 // stillOrphans keeps of names (files a snapshot of the records judged
-// orphans) those that the record of their key, read again now, does not
-// need either. The snapshot may be far older than the sweep (a long walk
-// of expired keys, a reaper stalled): files promoted since it was taken
-// are then past the in-flight window, yet named by their key's record. A
-// key whose record cannot be read keeps its files.
-func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFlight time.Time) ([]string, error) {
+// orphans, each written at its mtime in listed) those that the record of
+// their key, read again now, does not need either. The snapshot may be far
+// older than the sweep (a long walk of expired keys, a reaper stalled):
+// files promoted since it was taken are then past the in-flight window,
+// yet named by their key's record. A key whose record cannot be read keeps
+// its files.
+func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[string]time.Time, cut, inFlight time.Time) ([]string, error) {
 	var out []string
 	var it etcdmeta.Item
 	var ok bool
@@ -297,10 +305,12 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFligh
 			}
 			it, ok = etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record, Err: err}, st.Rev != 0 || err != nil
 		}
-		// The listing judged the file by its mtime then; the record read
-		// now can only name a newer generation, so the mtime is not
-		// looked at again (a zero one).
-		if !needs(it, ok, name, time.Time{}, cut, inFlight) {
+		// Judged by its mtime again, not only by the record: the key may
+		// have been removed since the snapshot (another reaper, an
+		// operator) and taken a first promotion, whose file, of a
+		// generation no higher than the snapshot's record, is in flight
+		// now that the key has no record, or a lower one.
+		if !needs(it, ok, name, listed[name], cut, inFlight) {
 			out = append(out, name)
 		}
 	}
@@ -320,9 +330,13 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, cut, inFligh
 // the in-flight window.
 //
 // A file of a generation at or below the record's that the record does
-// not name can never be named: a commit names the generation above its
-// base's, guarded by the base's revision, and the record's generation
-// only grows. Save at the last generation, where it stops growing.
+// not name can never be named while the key keeps a record: a commit names
+// the generation above its base's, guarded by the base's revision, and
+// the record's generation only grows. Save at the last generation, where
+// it stops growing, and once the record is removed: a key removed (an
+// expired one, an operator's etcdctl del) and promoted anew starts again
+// from no record, so each file is judged again, with its mtime, by the
+// record as read just before its removal (stillOrphans, the repair).
 func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
