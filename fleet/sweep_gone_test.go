@@ -162,3 +162,37 @@ func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T
 	}
 	f.holds(key, "b", 1)
 }
+
+// A record set back by hand to a generation below files the key still
+// holds (an operator's etcdctl put of the value it had, an etcd restored
+// from a backup): the file it names is its own, kept by every reap
+// whatever its generation and age, and the key resumes it. The newer
+// generations are files no record names; past the grace period by their
+// mtime (and the in-flight window) a reap sweeps them, as any orphan.
+func TestReapKeepsTheFileOfARecordSetBack(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "set-back", "key")
+	f.run(key, "a")
+	resp, err := c.Client(t).Get(t.Context(), f.prefix+"/record/"+key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the record as of gen 1: %v, %v", resp, err)
+	}
+	first := f.recordFile(key)
+	f.run(key, "b")
+	f.run(key, "c")
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+key, string(resp.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	for _, o := range []ReapOptions{{Now: later}, {Now: later, Grace: time.Second}} {
+		r, err := f.b.Reap(t.Context(), o)
+		if err != nil || slices.Contains(r.Swept, first) {
+			t.Fatalf("reap (grace %v) = %+v, %v; swept the file the record names", o.Grace, r, err)
+		}
+	}
+	if got := f.files(key); !slices.Equal(got, []string{first}) {
+		t.Errorf("files %v; want only %s, the one the record names", got, first)
+	}
+	f.holds(key, "a", 1)
+}
