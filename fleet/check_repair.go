@@ -21,10 +21,13 @@ import (
 // The snapshot that judged a file an orphan may be older than the key: a
 // promotion may have landed since, making the file it superseded young
 // again for the grace period. So the key's record is read again under the
-// lock and each file judged again from it; one the fresh record needs is
-// left. The lock keeps two repairs or a repair and a reap from judging
-// the key at once; a promotion takes no lock, but can only ever name a
-// file it wrote itself, which is never one already past the grace period.
+// lock and each file judged again from it, with its mtime as listed; one
+// the fresh record needs is left. The lock keeps two repairs or a repair
+// and a reap from judging the key at once; a promotion takes no lock, but
+// can only ever name a file it wrote itself, which is never one past the
+// in-flight window (a short grace can be shorter: the key removed since
+// the snapshot and promoted anew, a file of a generation no higher than
+// the snapshot's record is in flight).
 // The renumber is guarded by the record's revision as read again (see
 // renumber), so whatever wrote the key since is never lost.
 //
