@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sessdb/db"
@@ -233,11 +234,8 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 	ctx, cancelLate := context.WithDeadline(ctx, t.writing.Add(commitWindow))
 	defer cancelLate()
 	for try := 0; ; try++ {
-		// The deadline above runs on the monotonic clock, which a host
-		// suspended (a VM paused, a machine asleep) does not advance:
-		// the wall clock may be far past the window, and the file swept.
-		if late := t.b.now().Round(0).Sub(t.wrote); late > commitWindow {
-			return fmt.Errorf("commit %s: not sent: its file was written %v ago by the wall clock (a host suspended?), past the %v a reaper waits for a commit", t.key, late.Round(time.Second), commitWindow)
+		if err := t.late(); err != nil {
+			return err
 		}
 		err := t.put(ctx, r, h)
 		var ce *etcdmeta.ConflictError
@@ -266,6 +264,18 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 	}
 }
 
+// late is the error of a commit not sent because its file was written
+// longer ago than commitWindow by the wall clock. The commit's deadline
+// runs on the monotonic clock, which a host suspended (a VM paused, a
+// machine asleep) does not advance: the wall clock may be far past the
+// window, and the file swept by a reaper meanwhile.
+func (t *txn) late() error {
+	if late := t.b.now().Round(0).Sub(t.wrote); late > commitWindow {
+		return fmt.Errorf("commit %s: not sent: its file was written %v ago by the wall clock (a host suspended?), past the %v a reaper waits for a commit", t.key, late.Round(time.Second), commitWindow)
+	}
+	return nil
+}
+
 // landed reports whether cur, the state a commit's try lost its compare
 // to, holds the commit itself, landed by another try: its record names
 // the file, or, once another promotion was built on it, its history
@@ -283,12 +293,24 @@ func landed(cur etcdmeta.State, file string, h etcdmeta.HistoryEntry) bool {
 // (landed) is taken for the first landed, and the file is kept on any
 // other (a try still in flight could not land then: the base is gone for
 // good, but the file is reap's to judge, as after any lost answer).
+//
+// A try sent again looks at the wall clock first, as Commit does before
+// each round: it is sent by the hedge's timer, which a host suspended
+// while the first try went unanswered does not advance, so that it would
+// otherwise go out on resuming, past the window, naming a file a reaper
+// may have swept meanwhile.
 func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntry) error {
 	key, base := t.key, t.st.Rev // the tries outlive put, t does not stay still
+	var again atomic.Bool
 	return t.b.hedge(ctx, func(c context.Context) error {
+		if again.Load() {
+			if err := t.late(); err != nil {
+				return err
+			}
+		}
 		_, err := t.b.meta.Put(c, key, base, r, h)
 		return err
-	}, func() { t.unsure = true })
+	}, func() { t.unsure = true; again.Store(true) })
 }
 
 // hedge runs write, a guarded write that lands once at most however many
