@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -366,22 +367,37 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, wrote, wroteWall time.Time) (*etcdmeta.State, error) {
 	ctx, cancel := m.b.deadline()
 	defer cancel()
+	tooLate := func() error {
+		if late := max(time.Since(wrote), m.b.now().Round(0).Sub(wroteWall)); rec.Transcript != nil && late > commitWindow {
+			return fmt.Errorf("create %s: not sent: its file was written %v ago, past the %v a reaper waits for a record to name it (a stalled or suspended migration?)", key, late.Round(time.Second), commitWindow)
+		}
+		return nil
+	}
 	unsure := false
 	for try := 0; ; try++ {
-		if late := max(time.Since(wrote), m.b.now().Round(0).Sub(wroteWall)); rec.Transcript != nil && late > commitWindow {
+		if err := tooLate(); err != nil {
 			if !unsure {
 				shared.Remove(m.b.dir, rec.Transcript.File)
 			}
-			return nil, fmt.Errorf("create %s: not sent: its file was written %v ago, past the %v a reaper waits for a record to name it (a stalled or suspended migration?)", key, late.Round(time.Second), commitWindow)
+			return nil, err
 		}
 		// Hedged (b.hedge), as a commit is: a Create lands once at most
 		// however many times it is sent (its compare wants the key
 		// empty), and a try sent again makes it unsure, so that a try
 		// that finds the key holding its own record is the other landed.
+		// A try sent again looks at the clocks first, as each round
+		// does: the hedge's timer stands still while the host is
+		// suspended (txn.put).
+		var again atomic.Bool
 		err := m.b.hedge(ctx, func(c context.Context) error {
+			if again.Load() {
+				if err := tooLate(); err != nil {
+					return err
+				}
+			}
 			_, err := m.b.meta.Create(c, key, rec, hist)
 			return err
-		}, func() { unsure = true })
+		}, func() { unsure = true; again.Store(true) })
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:

@@ -13,6 +13,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/faults"
+	"sessdb/migrate"
 	"sessdb/store"
 )
 
@@ -58,7 +59,7 @@ func TestAPromoterSuspendedWhileItsCommitWentUnansweredSendsNoTryAgain(t *testin
 	})
 	s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 
-	var swept []string
+	reaped := make(chan []string, 1) // what the reap during the suspension swept
 	var writes atomic.Int32
 	faults.Set(func(p faults.Point) error {
 		if p != faults.EtcdWriteBeforeGuess {
@@ -75,7 +76,7 @@ func TestAPromoterSuspendedWhileItsCommitWentUnansweredSendsNoTryAgain(t *testin
 		if err != nil {
 			t.Errorf("the reap during the suspension: %v", err)
 		}
-		swept = r.Swept
+		reaped <- r.Swept
 		select {
 		case <-release:
 		case <-time.After(2 * timeout):
@@ -85,6 +86,7 @@ func TestAPromoterSuspendedWhileItsCommitWentUnansweredSendsNoTryAgain(t *testin
 	t.Cleanup(func() { faults.Set(nil) })
 	res, err := s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion})
 	faults.Set(nil)
+	swept := <-reaped
 	if len(swept) != 1 || !strings.HasPrefix(swept[0], key+"/0000000000000002-") {
 		t.Fatalf("the reap during the suspension swept %v; want the promotion's file, gen 2, and nothing else", swept)
 	}
@@ -94,6 +96,78 @@ func TestAPromoterSuspendedWhileItsCommitWentUnansweredSendsNoTryAgain(t *testin
 	}
 	if res.Reason != gates.PromoteFailed || err == nil || !strings.Contains(err.Error(), "not sent") {
 		t.Fatalf("promote = %+v, %v; want promote-failed, the commit not sent", res, err)
+	}
+	f.holds(key, "a", 1)
+}
+
+// The same for migrate --to etcd: its host suspended for two hours while
+// the first try of a key's create went unanswered, a reaper sweeping the
+// key's file meanwhile (no record names it, and it is past the in-flight
+// window), the create's try sent again on resuming must not go out. The
+// first try's member stands in by a proxy that takes it and answers
+// nothing; the connections made after the suspension (the one a try sent
+// again opens) are served. Before: the try landed, the key was reported
+// migrated, and it resolved transcript-replaced on the fleet.
+func TestAMigrationSuspendedWhileItsCreateWentUnansweredSendsNoTryAgain(t *testing.T) {
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "suspended", "migrate")
+	root := promotedOnHost(t, key, "a")
+	ps := []*etcdtest.Proxy{etcdtest.NewProxy(t, c.Endpoint(0)), etcdtest.NewProxy(t, c.Endpoint(1))}
+	const suspended = 2 * time.Hour
+	var ahead atomic.Int64
+	const timeout = 4500 * time.Millisecond
+	b := f.open(func(cfg *Config) {
+		cfg.Endpoints, cfg.RequestTimeout = []string{ps[0].URL(), ps[1].URL()}, timeout
+		cfg.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	})
+	reaped := make(chan []string, 1)
+	faults.Set(func(p faults.Point) error {
+		if p != faults.ToEtcdWritten {
+			return nil
+		}
+		sent := ps[0].Requests() + ps[1].Requests()
+		for _, p := range ps {
+			p.Blackhole()
+		}
+		go func() {
+			// Once the create's first try is sent into the cut, the host
+			// is suspended; a reaper sweeps meanwhile; the link is back
+			// for the connections made after it.
+			for deadline := time.Now().Add(timeout); ps[0].Requests()+ps[1].Requests() == sent; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Errorf("the create's first try never reached a proxy")
+					break
+				}
+			}
+			ahead.Store(int64(suspended))
+			r, err := f.b.Reap(context.Background(), ReapOptions{Now: func() time.Time { return time.Now().Add(suspended) }})
+			if err != nil {
+				t.Errorf("the reap during the suspension: %v", err)
+			}
+			reaped <- r.Swept
+			for _, p := range ps {
+				p.HealStale()
+			}
+		}()
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	got, _ := runMigration(t, true, root, b, MigrateOptions{})
+	faults.Set(nil)
+	swept := <-reaped
+	if len(swept) != 1 || !strings.HasPrefix(swept[0], key+"/0000000000000001-") {
+		t.Fatalf("the reap during the suspension swept %v; want the key's file and nothing else", swept)
+	}
+	if r := got[key]; r.Action != migrate.Failed {
+		sess, _ := resolveOn(t, f.s, key)
+		t.Fatalf("the key = %+v after a suspension past the commit window; it resolves %s on the fleet, its file swept while the host was suspended", r, sess.Reason)
+	}
+	if st, err := f.b.meta.GetRecord(t.Context(), key); st.Rev != 0 || err != nil {
+		t.Fatalf("the key has a record at %d (%v), want none", st.Rev, err)
+	}
+	if got, _ := runMigration(t, true, root, f.b, MigrateOptions{}); got[key].Action != migrate.Migrated {
+		t.Fatalf("re-run: %+v, want migrated", got[key])
 	}
 	f.holds(key, "a", 1)
 }
