@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
@@ -130,6 +131,9 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		// in flight now that the key has no record, or a lower one.
 		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.listed[f.Path], c.cut, c.inFlight) {
 			f.Repair = "left: the key's record, read again under its lock, needs it now"
+			if !needs(it, st.Rev != 0, f.Path, time.Time{}, c.cut, time.Time{}) {
+				f.Repair = "left: written within the in-flight window, and the key's record, read again under its lock, is none or of a lower generation: a promotion may still commit it"
+			}
 			continue
 		}
 		err := shared.Remove(c.b.dir, f.Path)

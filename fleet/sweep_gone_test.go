@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,7 @@ func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T
 	f.now = time.Time{}
 
 	var removed []string
+	var left string // the repair line of the held promotion's file
 	r := f.open()
 	r.hook = func(p, k string) error {
 		if p == hookRepair && k == key {
@@ -148,6 +150,9 @@ func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T
 		if fd.Repaired {
 			removed = append(removed, fd.Path)
 		}
+		if fd.Path == held.file {
+			left = fd.Repair
+		}
 		return nil
 	})
 	if err != nil {
@@ -159,6 +164,9 @@ func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T
 	}
 	if slices.Contains(removed, held.file) {
 		t.Fatalf("check --repair removed %s, the file of a promotion in flight (removed: %v), which then landed naming it", held.file, removed)
+	}
+	if !strings.Contains(left, "in-flight window") {
+		t.Errorf("the repair line of the file kept: %q; want it to say why (the in-flight window)", left)
 	}
 	f.holds(key, "b", 1)
 }
