@@ -420,7 +420,9 @@ func (s *Store) renumberHistory(root *os.File, key string) (db.Renumbered, error
 // record names: that one is a promotion's only copy until it is rolled
 // forward. Without a meta.db there is no lock to take (creating one would
 // change how the key resolves), and the age alone is the guard: a live
-// temp is seconds old.
+// temp is seconds old, and a promotion makes meta.db before its temp, so
+// one that appears while the temps are listed leaves them all for the
+// next sweep (a clock set back makes a live temp look old).
 func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRun bool) ([]string, error) {
 	// A first look without the lock: most keys have no temps, and a walk
 	// over thousands of keys should not lock each of them for nothing.
@@ -428,6 +430,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		return nil, err
 	}
 	var spare string
+	noDB := false
 	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && fsat.IsRegular(&st) {
 		d, sc, err := db.OpenSidecars(kd, s.writerOptions("sweep", kd, key), !dryRun)
 		if err != nil {
@@ -451,9 +454,21 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		}
 	} else if err != nil && !fsat.IsNotExist(err) {
 		return nil, err
+	} else if noDB = err != nil; noDB {
+		if err := s.fault(faults.SweepUnlockedBeforeList); err != nil {
+			return nil, err
+		}
 	}
 	names, err := tempNames(kd, cutoff)
 	if err != nil {
+		return nil, err
+	}
+	// A meta.db made since the look is a writer's lock: a promotion that
+	// makes it stages its temp after, so a temp just listed may be one it
+	// has committed, the only copy of its generation, and old by its
+	// mtime if the clock was set back in between. The temps wait for the
+	// next sweep, under that lock.
+	if _, err := fsat.LstatAt(kd, db.FileName); noDB && !fsat.IsNotExist(err) {
 		return nil, err
 	}
 	dbst, dberr := fsat.LstatAt(kd, db.FileName)

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -49,5 +51,53 @@ func TestRepairKeepsATempCommittedAfterItsLook(t *testing.T) {
 	want(t, sess, true, gates.Resumed)
 	if sess.Gen() != 2 || !bytes.Contains(staged(t, jobDir), []byte("two")) {
 		t.Fatalf("resumed gen %d; want gen 2, the committed promotion", sess.Gen())
+	}
+}
+
+// reap sweeps the stale temps of a key it keeps; where the key has no
+// meta.db when it looks (a legacy key), there is no lock to take, and the
+// age of a temp is the guard. A first promotion of that key may make its
+// meta.db, stage its temp and commit between the look and the removal;
+// written while the host's clock read more than StaleTempAge behind the
+// reap's (a clock set back between two steps), its temp looks stale.
+// reap leaves it: it is the only copy of the generation meta.db now
+// names, and the key resumes it.
+func TestReapLeavesATempAFirstPromotionCommittedAfterItsLook(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy"))})
+	debris := filepath.Join(root, testKey, ".meta.db.tmp-0123456789abcdef")
+	chkOldFile(t, debris, clock.now.Add(-2*time.Hour))
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, transcriptBytes(clock.now, "legacy", "promoted"))
+	var temp string
+	faults.Set(func(p faults.Point) error {
+		if p == faults.SweepUnlockedBeforeList && temp == "" {
+			temp = crashAfterCommit(t, s, root, sess)
+			old := clock.now.Add(-2 * time.Hour)
+			if err := os.Chtimes(temp, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	res, err := s.Reap(false)
+	if err != nil || temp == "" {
+		t.Fatalf("reap = %+v, %v (a promotion ran in its window: %v)", res, err, temp != "")
+	}
+	if _, err := os.Lstat(temp); err != nil {
+		t.Errorf("the committed promotion's temp after the reap (swept %v): %v; want it kept, it is the committed generation's only copy", res.Swept, err)
+	}
+	sess, jobDir = mustResolve(t, s, testKey, localJob())
+	if !sess.Resume || !bytes.Contains(staged(t, jobDir), []byte("promoted")) {
+		t.Fatalf("resolve = {resume %v, %s, gen %d}; want the committed promotion resumed", sess.Resume, sess.Reason, sess.Gen())
+	}
+	// The next reap has the key's lock to sweep under: the debris goes,
+	// the committed temp stays.
+	if res, err := s.Reap(false); err != nil || len(res.Swept) != 1 || !strings.HasSuffix(res.Swept[0], filepath.Base(debris)) {
+		t.Fatalf("the next reap = %+v, %v; want the debris alone swept", res, err)
+	}
+	if _, err := os.Lstat(temp); err != nil {
+		t.Fatalf("the committed promotion's temp after the next reap: %v", err)
 	}
 }

@@ -113,6 +113,11 @@ const (
 	RepairAfterRenumber  Point = "repair/after-renumber"         // the history numbered again, committed
 )
 
+// The stray-temp sweep of a key reap keeps, where the key had no meta.db
+// (no lock to take) when the sweep looked: the temps about to be listed
+// again and removed.
+const SweepUnlockedBeforeList Point = "sweep/unlocked-before-list"
+
 // The steps of a meta.db open (package db's OpenReader and OpenWriter, so
 // every protocol's) at which the key dir or its meta.db can be swapped
 // under it (§6.1 of docs/RELIABILITY.md), and where a writer's open
