@@ -246,11 +246,13 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 	// its lock (check --repair --quarantine): a promotion landing there
 	// would say promoted of a dir no resolve finds. Whoever moves a key
 	// dir holds its lock, so the name checked now stays until this writer
-	// lets go. A dir a killed reap renamed (its last entry says reaping)
-	// is the exception: the next reap moves a promotion landed there back
-	// to its key.
+	// lets go. A dir a killed reap renamed (its last entry says reaping,
+	// and it is at a reap-owned name) is the exception: the next reap
+	// moves a promotion landed there back to its key. A reap killed
+	// before its rename leaves the same entry in a dir a quarantine may
+	// then move, and nothing moves a quarantine dir back.
 	if err := stillAtKey("promote", s.root, kd, key); err != nil {
-		if n := len(t.history); n == 0 || t.history[n-1].Outcome != reapingOutcome {
+		if n := len(t.history); n == 0 || t.history[n-1].Outcome != reapingOutcome || !atReapedName(s.root, kd, key) {
 			return nil, err
 		}
 	}
@@ -316,6 +318,35 @@ func stillAtKey(op, root string, kd *os.File, key string) error {
 		return &os.PathError{Op: op, Path: kd.Name(), Err: fmt.Errorf("the key dir was moved aside while this %s waited for its lock: %w", op, err)}
 	}
 	return nil
+}
+
+// atReapedName reports whether kd, a dir of key no longer at key's name,
+// is at a reap-owned name of key (ReapedPrefix). Only a holder of the
+// lock of the dir's meta.db moves a reap-owned dir (a reap finishing it),
+// so for the caller, which holds it, the answer stays true.
+func atReapedName(root string, kd *os.File, key string) bool {
+	held, err := fsat.Fstat(kd)
+	if err != nil {
+		return false
+	}
+	rd, err := fsat.OpenDir(root)
+	if err != nil {
+		return false
+	}
+	defer rd.Close()
+	names, err := fsat.ReadDirNames(rd)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if k, ok := ReapedKey(n); !ok || k != key {
+			continue
+		}
+		if st, err := fsat.LstatAt(rd, n); err == nil && st.Dev == held.Dev && st.Ino == held.Ino {
+			return true
+		}
+	}
+	return false
 }
 
 // removeLockOnly unlinks kd's meta.db, one an open made for its lock alone

@@ -3,10 +3,12 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +101,65 @@ func TestReapLeavesATempAFirstPromotionCommittedAfterItsLook(t *testing.T) {
 	}
 	if _, err := os.Lstat(temp); err != nil {
 		t.Fatalf("the committed promotion's temp after the next reap: %v", err)
+	}
+}
+
+// A reap killed after it committed its reaping entry and before its
+// rename leaves the key whole, that entry last in its history. A
+// promotion that lands in a dir a killed reap renamed is moved back to
+// its key by the next reap; a quarantine dir is moved back by nothing.
+// So a promotion that waited for the key's lock while check --quarantine
+// moved the dir aside fails, whatever the history's last entry says, and
+// the quarantine dir stays as the quarantine left it. (Before: the
+// promotion saw the reaping entry, landed in the quarantine dir and
+// reported promoted; the key resolved absent, and reap leaves a
+// quarantine dir: an acknowledged promotion out of every resolve's reach.)
+func TestAPromotionWaitingOnAQuarantineAfterAKilledReapFails(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapBeforeRename {
+			return errors.New("killed between its reaping entry and its rename")
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	if res, _ := s.Reap(false); len(res.Removed) != 0 || len(res.Failed) != 1 {
+		t.Fatalf("the killed reap = %+v; want the key failed, left whole", res)
+	}
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, transcriptBytes(clock.now, "the run"))
+	var once atomic.Bool
+	var aside, moved string
+	faults.Set(func(p faults.Point) error {
+		// The promotion has opened the key dir and sets out to take its
+		// lock: a quarantine takes it first and moves the dir aside.
+		if p == faults.DBOpenWriter && once.CompareAndSwap(false, true) {
+			var err error
+			if aside, err = s.Quarantine(testKey); err != nil {
+				t.Errorf("quarantine: %v", err)
+			} else {
+				moved = entriesOf(t, filepath.Join(root, aside))
+			}
+		}
+		return nil
+	})
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	if aside == "" {
+		t.Fatal("no quarantine ran while the promotion waited")
+	}
+	if after := entriesOf(t, filepath.Join(root, aside)); after != moved {
+		t.Errorf("the quarantine dir changed after the quarantine:\n%s\nwas\n%s", after, moved)
+	}
+	if res.Promoted {
+		again, _ := mustResolve(t, s, testKey, localJob())
+		t.Fatalf("promote = %+v, %v, and the key then resolves {resume %v, %s}; want promote-failed, the dir it waited for moved aside", res, err, again.Resume, again.Reason)
+	}
+	if err == nil || res.Reason != gates.PromoteFailed {
+		t.Fatalf("promote = %+v, %v; want promote-failed", res, err)
+	}
+	if !bytes.Equal(staged(t, jobDir), transcriptBytes(clock.now, "the run")) {
+		t.Fatal("the staged transcript changed")
 	}
 }
