@@ -1,0 +1,182 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A resolve copying gen 1 while another job promotes gen 2 and a reap
+// whose grace is shorter than the copy sweeps gen 1 (the fleet.md caveat
+// broken on purpose). On NFS the copy's reads then fail (ESTALE: the hook
+// closes the file): the named cold start, transcript-replaced, nothing
+// staged, its base gen 1 as read, so that the job's cold run is
+// superseded by gen 2 and never promoted over it. On a local disk the
+// copy of the file unlinked under it is whole (its size and CRC32C are
+// the record's): the job resumes gen 1, and its run is superseded too.
+// Neither is a torn copy, nor a cold run re-based on the newer record
+// (which would promote over a conversation the job never saw).
+func TestAGenerationSweptUnderACopyIsAColdStartItsRunSuperseded(t *testing.T) {
+	for _, nfs := range []bool{true, false} {
+		name := map[bool]string{true: "stale reads", false: "local disk"}[nfs]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, etcdtest.Start1(t))
+			key := store.Key("github", "swept-under-copy", "x")
+			f.run(key, "one")
+			first := f.recordFile(key)
+			other := store.NewOn(f.open(), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+			reaper := f.open()
+			done := false
+			f.b.hook = func(p, k string) error {
+				if p != hookSource || k != key || done {
+					return nil
+				}
+				done = true
+				sess, jobDir := resolveOn(t, other, key)
+				appendMarker(t, jobDir, "two")
+				if res, err := other.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted || res.Gen != 2 {
+					t.Errorf("the other job: %+v, %v", res, err)
+				}
+				res, err := reaper.Reap(context.Background(), ReapOptions{Grace: time.Nanosecond})
+				if err != nil || !slices.Contains(res.Swept, first) {
+					t.Errorf("the reap with a grace shorter than the copy: %+v, %v; want %s swept", res, err, first)
+				}
+				if nfs {
+					return errors.New("stale")
+				}
+				return nil
+			}
+			sess, jobDir := resolveOn(t, f.s, key)
+			f.b.hook = nil
+			if !done {
+				t.Fatal("the copy never began")
+			}
+			got := markers(stagedOf(t, jobDir))
+			switch {
+			case nfs && (sess.Resume || sess.Reason != gates.TranscriptReplaced || len(got) != 0):
+				t.Fatalf("a generation swept under a copy whose reads fail: %s (resume %v), staged %v; want transcript-replaced, nothing staged", sess.Reason, sess.Resume, got)
+			case !nfs && (!sess.Resume || !slices.Equal(got, []string{"one"})):
+				t.Fatalf("a generation unlinked under a local copy: %s (resume %v), staged %v; want gen 1 whole", sess.Reason, sess.Resume, got)
+			case sess.Base.Gen != 1:
+				t.Fatalf("the ticket's base is gen %d, want gen 1, the generation read", sess.Base.Gen)
+			}
+			appendMarker(t, jobDir, "late")
+			res, err := f.promote(sess)
+			if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+				t.Fatalf("the job's promote = %+v, %v; want superseded by gen 2", res, err)
+			}
+			f.holds(key, "two", 2)
+		})
+	}
+}
+
+// A ticket whose key was reaped and then made anew by another job, with
+// the very bytes of the reaped generation (gen 1 again, the same size and
+// CRC32C: a history reaped with its key numbers from 1 again), is
+// superseded: only the record's revision tells the new gen 1 from the
+// one the ticket was resolved from, and etcd never hands a revision out
+// twice, across a delete too. A ticket for a key with no record is
+// superseded by the key made since, too. Promoted, the stale job's run
+// replaced the newer job's work with a run it never saw.
+func TestATicketOfAKeyReapedAndMadeAnewIsSuperseded(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "reaped-made-anew", "x")
+	f.run(key, "one")
+	stale, staleDir := f.job(key, "stale")
+	if !stale.Resume || stale.Base.Gen != 1 || stale.Base.Rev == 0 {
+		t.Fatalf("the stale job's resolve: %+v", stale)
+	}
+	res, err := f.open().Reap(context.Background(), ReapOptions{TTL: time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+	if err != nil || !slices.Equal(res.Removed, []string{key}) {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	absent, _ := f.job(key, "absent")
+	if absent.Resume || absent.Reason != gates.Absent || absent.Base != (store.Base{}) {
+		t.Fatalf("a resolve of the reaped key: %+v", absent)
+	}
+	f.run(key, "one")
+	again, _ := resolveOn(t, f.s, key)
+	if again.Base.Gen != stale.Base.Gen || again.Base.Size != stale.Base.Size || again.Base.CRC32C != stale.Base.CRC32C || again.Base.Rev == stale.Base.Rev {
+		t.Fatalf("the key made anew: base %+v, the stale ticket's %+v; want the same generation at another revision", again.Base, stale.Base)
+	}
+	for _, j := range []struct {
+		name string
+		sess store.Session
+	}{{"resumed before the reap", stale}, {"absent after the reap", absent}} {
+		res, err := f.promote(j.sess)
+		if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 1 {
+			t.Errorf("the job %s: %+v, %v; want superseded by gen 1", j.name, res, err)
+		}
+	}
+	f.holds(key, "one", 1)
+	if m := markers(stagedOf(t, staleDir)); m[len(m)-1] != "stale" {
+		t.Errorf("the stale job's transcript left its job dir: %v", m)
+	}
+	if got := f.files(key); len(got) != 1 || got[0] != f.recordFile(key) {
+		t.Errorf("files %v: want only the record's (the superseded jobs write none)", got)
+	}
+}
+
+// growOrCut changes a generation in place as a hostile host with write
+// access can (the files are write-once by convention, not by the
+// kernel): grown, cut short, or one byte changed at the same size.
+func growOrCut(t *testing.T, p, how string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch how {
+	case "grown":
+		b = append(b, `{"type":"message","id":"x"}`+"\n"...)
+	case "cut":
+		b = b[:len(b)/2]
+	case "changed":
+		b[len(b)/2] ^= 0x01
+	}
+	// In place, as the copy has the file open: no rename.
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A generation changed in place after the resolve opened it and read its
+// first line, before its copy (grown, cut short, a byte changed): the
+// copy is judged by the record's size and CRC32C, not by the open's
+// fstat, and is the named cold start, transcript-replaced, nothing
+// staged, never the changed bytes nor a mix of old and new.
+func TestAGenerationChangedUnderTheCopyIsNeverHandedOver(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	for _, how := range []string{"grown", "cut", "changed"} {
+		t.Run(how, func(t *testing.T) {
+			key := store.Key("github", "changed-under-copy", how)
+			f.run(key, "one")
+			f.b.hook = func(p, k string) error {
+				if p == hookSource && k == key {
+					growOrCut(t, filepath.Join(f.dir, f.recordFile(key)), how)
+				}
+				return nil
+			}
+			sess, jobDir := resolveOn(t, f.s, key)
+			f.b.hook = nil
+			if got := stagedOf(t, jobDir); sess.Resume || sess.Reason != gates.TranscriptReplaced || len(got) != 0 || sess.Base.Gen != 1 {
+				t.Fatalf("a generation %s under the copy: %s (resume %v, base gen %d), %d bytes staged; want transcript-replaced, nothing staged", how, sess.Reason, sess.Resume, sess.Base.Gen, len(got))
+			}
+		})
+	}
+}
