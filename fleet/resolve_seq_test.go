@@ -180,3 +180,72 @@ func TestAGenerationChangedUnderTheCopyIsNeverHandedOver(t *testing.T) {
 		})
 	}
 }
+
+// Two jobs resolved from one generation, both promoted, the first's
+// commit landed with its answer lost (the member that committed it died
+// before it answered): once, or on every try until the request timeout.
+// Exactly one of them is the key's: the first, promoted at once where a
+// try of its own found its commit landed, or promote-failed with its
+// file kept (its commit may have landed: reap decides), then promoted,
+// a repeat, by its retry with the same ticket. The second is superseded
+// by it, its run left in its job dir, and writes no file (its base is
+// gone when it begins). In process: the lost answers are LoseNext's.
+func TestTwoJobsOfOneGenerationWithALostCommitAnswerPromoteOne(t *testing.T) {
+	const txn = "/etcdserverpb.KV/Txn" // a commit is one
+	for _, lost := range []int{1, 1000} {
+		t.Run(map[int]string{1: "lost once", 1000: "lost on every try"}[lost], func(t *testing.T) {
+			c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+			t.Cleanup(func() { c.LoseNext(txn, 0, 0) })
+			f := newFixture(t, c)
+			key := store.Key("github", "lost-answer", "x")
+			f.run(key, "one")
+			gen1 := f.recordFile(key)
+			b := f.open(func(cfg *Config) { cfg.RequestTimeout = 2 * time.Second })
+			connected(t, b)
+			s := store.NewOn(b, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+			first, firstDir := f.job(key, "first")
+			second, secondDir := f.job(key, "second")
+			b.hook = func(p, k string) error {
+				if p == hookCommit && k == key {
+					b.hook = nil
+					c.LoseNext(txn, 0, lost)
+				}
+				return nil
+			}
+			res, err := s.Promote(first, store.PromoteRequest{PiVersion: testJob.PiVersion})
+			c.LoseNext(txn, 0, 0)
+			firstFile := f.recordFile(key)
+			if firstFile == gen1 {
+				t.Fatalf("the first job's commit did not land (%+v, %v): this test proves nothing", res, err)
+			}
+			switch {
+			case lost == 1 && (err != nil || !res.Promoted || res.Gen != 2):
+				t.Fatalf("the first job, its answer lost once: %+v, %v; want promoted, gen 2 (its own try found it landed)", res, err)
+			case lost > 1 && (err == nil || res.Promoted):
+				t.Fatalf("the first job, every answer lost: %+v, %v; want promote-failed", res, err)
+			}
+			if _, err := os.Stat(filepath.Join(f.dir, firstFile)); err != nil {
+				t.Fatalf("the landed commit's file: %v", err)
+			}
+
+			res, err = f.promote(second)
+			if err != nil || res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+				t.Fatalf("the second job: %+v, %v; want superseded by gen 2", res, err)
+			}
+			if m := markers(stagedOf(t, secondDir)); m[len(m)-1] != "second" {
+				t.Errorf("the second job's run left its job dir: %v", m)
+			}
+			res, err = f.promote(first)
+			if err != nil || !res.Promoted || !res.Repeat || res.Gen != 2 {
+				t.Fatalf("the first job's retry: %+v, %v; want promoted at gen 2, a repeat", res, err)
+			}
+			if m := markers(stagedOf(t, firstDir)); m[len(m)-1] != "first" {
+				t.Errorf("the first job's run left its job dir: %v", m)
+			}
+			f.holds(key, "first", 2)
+			if got := f.files(key); !slices.Equal(got, []string{gen1, firstFile}) {
+				t.Fatalf("files %v: want gen 1 and the first job's %s alone", got, firstFile)
+			}
+		})
+	}
+}
