@@ -249,3 +249,59 @@ func TestTwoJobsOfOneGenerationWithALostCommitAnswerPromoteOne(t *testing.T) {
 		})
 	}
 }
+
+// A job resolved on a key past its TTL (the named cold start, expired,
+// its base the key's generation) whose key the next reap removes before
+// the job promotes: its run, a new conversation that holds nothing of
+// the key's, replaces nothing on a key that holds nothing, and is
+// promoted as gen 1, as a job resolved on the key after the reap
+// (absent) is. It was superseded by nothing (superseded_by 0), the key
+// left empty and the conversation in the job dir: any job on an expired
+// key that outlasted the next reap (hourly) lost its run so. A resumed
+// ticket is still superseded there, as a key made anew supersedes it: it
+// would bring back a conversation removed since.
+func TestAColdRunWhoseKeyWasReapedSinceIsPromoted(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "expired-reaped", "x")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(key, "old")
+	f.now = time.Time{}
+	cold, _ := f.job(key, "fresh")
+	if cold.Resume || cold.Reason != gates.Expired || cold.Base.Gen != 1 {
+		t.Fatalf("a resolve of the key past its TTL: %+v", cold)
+	}
+	res, err := f.open().Reap(context.Background(), ReapOptions{TTL: 14 * 24 * time.Hour})
+	if err != nil || !slices.Equal(res.Removed, []string{key}) {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	pr, err := f.promote(cold)
+	if err != nil || !pr.Promoted || pr.Gen != 1 {
+		t.Fatalf("the expired job's promote once its key was reaped: %+v, %v; want promoted, gen 1", pr, err)
+	}
+	f.holds(key, "fresh", 1)
+
+	// Resumed, then the key reaped (the TTL reached during the job):
+	// superseded by the key that holds nothing, nothing brought back.
+	other := store.Key("github", "resumed-reaped", "x")
+	f.now = time.Now().Add(-13 * 24 * time.Hour)
+	f.run(other, "old")
+	f.now = time.Time{}
+	warm, warmDir := f.job(other, "more")
+	if !warm.Resume {
+		t.Fatalf("a resolve of the key within its TTL: %+v", warm)
+	}
+	res, err = f.open().Reap(context.Background(), ReapOptions{TTL: 14 * 24 * time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+	if err != nil || !slices.Contains(res.Removed, other) {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	pr, err = f.promote(warm)
+	if err != nil || pr.Promoted || pr.Reason != gates.Superseded || pr.SupersededBy != 0 {
+		t.Fatalf("the resumed job's promote once its key was reaped: %+v, %v; want superseded by nothing", pr, err)
+	}
+	if f.recordFile(other) != "" {
+		t.Fatal("the reaped conversation was brought back")
+	}
+	if m := markers(stagedOf(t, warmDir)); m[len(m)-1] != "more" {
+		t.Errorf("the resumed job's run left its job dir: %v", m)
+	}
+}

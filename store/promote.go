@@ -214,7 +214,15 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 			res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
 			return res, nil
 		}
-		if !sess.Base.same(cur) {
+		// A cold start's run holds nothing of the key's, so onto a key
+		// that holds nothing now it replaces nothing, as a ticket
+		// resolved on an absent key does not: a job resolved expired
+		// whose key the next reap removed before its promote was
+		// superseded by nothing, the key left empty and the job's new
+		// conversation in its job dir. A resumed run is still
+		// superseded there: it would bring back a conversation removed
+		// since.
+		if !sess.Base.same(cur) && (sess.Resume || !(Base{}).same(cur)) {
 			res.SupersededBy = cur.Gen
 			return refused(gates.Superseded)
 		}
