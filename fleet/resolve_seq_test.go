@@ -78,6 +78,46 @@ func TestAGenerationSweptUnderACopyIsAColdStartItsRunSuperseded(t *testing.T) {
 	}
 }
 
+// The same sweep between the resolve's read of the record and its open
+// of gen 1: the generation gone where the record moved on is the key as
+// the record says now, and the resolve reads it again and resumes gen 2,
+// its base gen 2 (not a cold start on gen 1, whose run gen 2 would
+// supersede: the job's turn lost for a file it never needed).
+func TestAGenerationSweptBeforeItsOpenResumesTheNewer(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "swept-before-open", "x")
+	f.run(key, "one")
+	first := f.recordFile(key)
+	other := store.NewOn(f.open(), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	reaper := f.open()
+	done := false
+	f.b.hook = func(p, k string) error {
+		if p != hookOpen || k != key || done {
+			return nil
+		}
+		done = true
+		sess, jobDir := resolveOn(t, other, key)
+		appendMarker(t, jobDir, "two")
+		if res, err := other.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted || res.Gen != 2 {
+			t.Errorf("the other job: %+v, %v", res, err)
+		}
+		if res, err := reaper.Reap(context.Background(), ReapOptions{Grace: time.Nanosecond}); err != nil || !slices.Contains(res.Swept, first) {
+			t.Errorf("the reap with a grace shorter than the resolve: %+v, %v; want %s swept", res, err, first)
+		}
+		return nil
+	}
+	sess, jobDir := resolveOn(t, f.s, key)
+	f.b.hook = nil
+	if got := markers(stagedOf(t, jobDir)); !done || !sess.Resume || sess.Gen() != 2 || sess.Base.Gen != 2 || !slices.Equal(got, []string{"one", "two"}) {
+		t.Fatalf("a generation swept before its open, the record moved on: %s (resume %v, gen %d, base gen %d), staged %v; want gen 2 resumed", sess.Reason, sess.Resume, sess.Gen(), sess.Base.Gen, got)
+	}
+	appendMarker(t, jobDir, "three")
+	if res, err := f.promote(sess); err != nil || !res.Promoted || res.Gen != 3 {
+		t.Fatalf("the job's promote: %+v, %v; want promoted, gen 3", res, err)
+	}
+	f.holds(key, "three", 3)
+}
+
 // A ticket whose key was reaped and then made anew by another job, with
 // the very bytes of the reaped generation (gen 1 again, the same size and
 // CRC32C: a history reaped with its key numbers from 1 again), is
