@@ -249,7 +249,11 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 		res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
 		return res
 	}
-	if !k.holds(t.base) {
+	// A cold start's run holds nothing of the key's: onto a key that
+	// holds nothing now (reaped since its resolve) it replaces nothing,
+	// as a ticket resolved on an absent key does not; a resumed run is
+	// superseded there (docs/job.md).
+	if !k.holds(t.base) && (t.resume || !k.holds(mBase{})) {
 		return refuse(gates.Superseded)
 	}
 	if !prefixOK && !p.req.AllowRewrite {
