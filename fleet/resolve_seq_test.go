@@ -32,31 +32,14 @@ func TestAGenerationSweptUnderACopyIsAColdStartItsRunSuperseded(t *testing.T) {
 			key := store.Key("github", "swept-under-copy", "x")
 			f.run(key, "one")
 			first := f.recordFile(key)
-			other := store.NewOn(f.open(), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-			reaper := f.open()
-			done := false
-			f.b.hook = func(p, k string) error {
-				if p != hookSource || k != key || done {
-					return nil
-				}
-				done = true
-				sess, jobDir := resolveOn(t, other, key)
-				appendMarker(t, jobDir, "two")
-				if res, err := other.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted || res.Gen != 2 {
-					t.Errorf("the other job: %+v, %v", res, err)
-				}
-				res, err := reaper.Reap(context.Background(), ReapOptions{Grace: time.Nanosecond})
-				if err != nil || !slices.Contains(res.Swept, first) {
-					t.Errorf("the reap with a grace shorter than the copy: %+v, %v; want %s swept", res, err, first)
-				}
-				if nfs {
-					return errors.New("stale")
-				}
-				return nil
+			var stale error
+			if nfs {
+				stale = errors.New("stale")
 			}
+			done := promoteAndSweepAt(t, f, hookSource, key, first, stale)
 			sess, jobDir := resolveOn(t, f.s, key)
 			f.b.hook = nil
-			if !done {
+			if !*done {
 				t.Fatal("the copy never began")
 			}
 			got := markers(stagedOf(t, jobDir))
@@ -88,27 +71,10 @@ func TestAGenerationSweptBeforeItsOpenResumesTheNewer(t *testing.T) {
 	key := store.Key("github", "swept-before-open", "x")
 	f.run(key, "one")
 	first := f.recordFile(key)
-	other := store.NewOn(f.open(), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	reaper := f.open()
-	done := false
-	f.b.hook = func(p, k string) error {
-		if p != hookOpen || k != key || done {
-			return nil
-		}
-		done = true
-		sess, jobDir := resolveOn(t, other, key)
-		appendMarker(t, jobDir, "two")
-		if res, err := other.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted || res.Gen != 2 {
-			t.Errorf("the other job: %+v, %v", res, err)
-		}
-		if res, err := reaper.Reap(context.Background(), ReapOptions{Grace: time.Nanosecond}); err != nil || !slices.Contains(res.Swept, first) {
-			t.Errorf("the reap with a grace shorter than the resolve: %+v, %v; want %s swept", res, err, first)
-		}
-		return nil
-	}
+	done := promoteAndSweepAt(t, f, hookOpen, key, first, nil)
 	sess, jobDir := resolveOn(t, f.s, key)
 	f.b.hook = nil
-	if got := markers(stagedOf(t, jobDir)); !done || !sess.Resume || sess.Gen() != 2 || sess.Base.Gen != 2 || !slices.Equal(got, []string{"one", "two"}) {
+	if got := markers(stagedOf(t, jobDir)); !*done || !sess.Resume || sess.Gen() != 2 || sess.Base.Gen != 2 || !slices.Equal(got, []string{"one", "two"}) {
 		t.Fatalf("a generation swept before its open, the record moved on: %s (resume %v, gen %d, base gen %d), staged %v; want gen 2 resumed", sess.Reason, sess.Resume, sess.Gen(), sess.Base.Gen, got)
 	}
 	appendMarker(t, jobDir, "three")
@@ -344,4 +310,30 @@ func TestAColdRunWhoseKeyWasReapedSinceIsPromoted(t *testing.T) {
 	if m := markers(stagedOf(t, warmDir)); m[len(m)-1] != "more" {
 		t.Errorf("the resumed job's run left its job dir: %v", m)
 	}
+}
+
+// promoteAndSweepAt has the next resolve of key, at its hook point, meet
+// another job promoting gen 2 and a reap with a grace of a nanosecond
+// sweeping first, gen 1's file; the hook then answers with err. done
+// says whether the resolve reached that point.
+func promoteAndSweepAt(t *testing.T, f *fixture, point, key, first string, err error) (done *bool) {
+	other := store.NewOn(f.open(), store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	reaper := f.open()
+	done = new(bool)
+	f.b.hook = func(p, k string) error {
+		if p != point || k != key || *done {
+			return nil
+		}
+		*done = true
+		sess, jobDir := resolveOn(t, other, key)
+		appendMarker(t, jobDir, "two")
+		if res, err := other.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion}); err != nil || !res.Promoted || res.Gen != 2 {
+			t.Errorf("the other job: %+v, %v", res, err)
+		}
+		if res, err := reaper.Reap(context.Background(), ReapOptions{Grace: time.Nanosecond}); err != nil || !slices.Contains(res.Swept, first) {
+			t.Errorf("the reap with a grace shorter than the resolve: %+v, %v; want %s swept", res, err, first)
+		}
+		return err
+	}
+	return done
 }
