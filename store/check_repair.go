@@ -468,10 +468,10 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 	// has committed, the only copy of its generation, and old by its
 	// mtime if the clock was set back in between. The temps wait for the
 	// next sweep, under that lock.
-	if _, err := fsat.LstatAt(kd, db.FileName); noDB && !fsat.IsNotExist(err) {
-		return nil, err
-	}
 	dbst, dberr := fsat.LstatAt(kd, db.FileName)
+	if noDB && !fsat.IsNotExist(dberr) {
+		return nil, dberr
+	}
 	var out []string
 	var errs []error
 	for _, n := range names {

@@ -228,23 +228,32 @@ func movedAway(root, kd *os.File, key string) (bool, error) {
 	case now.Dev == held.Dev && now.Ino == held.Ino:
 		return false, nil
 	}
+	found, _, err := asideAt(root, &held, key)
+	return found, err
+}
+
+// asideAt reports whether the dir held (its fstat) is at one of key's
+// names aside under root, a quarantine or a reap-owned one, and whether
+// that name is reap-owned. It lists the root: only a caller that found the
+// key's own name no longer leading to the dir asks.
+func asideAt(root *os.File, held *unix.Stat_t, key string) (found, reaped bool, err error) {
 	names, err := fsat.ReadDirNames(root)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, n := range names {
-		k, reaped := ReapedKey(n)
-		if !reaped {
+		k, r := ReapedKey(n)
+		if !r {
 			k, _ = QuarantinedKey(n)
 		}
 		if k != key {
 			continue
 		}
 		if st, err := fsat.LstatAt(root, n); err == nil && st.Dev == held.Dev && st.Ino == held.Ino {
-			return true, nil
+			return true, r, nil
 		}
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // openTranscript opens name in the key dir as the transcript, without

@@ -334,19 +334,8 @@ func atReapedName(root string, kd *os.File, key string) bool {
 		return false
 	}
 	defer rd.Close()
-	names, err := fsat.ReadDirNames(rd)
-	if err != nil {
-		return false
-	}
-	for _, n := range names {
-		if k, ok := ReapedKey(n); !ok || k != key {
-			continue
-		}
-		if st, err := fsat.LstatAt(rd, n); err == nil && st.Dev == held.Dev && st.Ino == held.Ino {
-			return true
-		}
-	}
-	return false
+	found, reaped, err := asideAt(rd, &held, key)
+	return err == nil && found && reaped
 }
 
 // removeLockOnly unlinks kd's meta.db, one an open made for its lock alone
