@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -386,18 +385,11 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 		// empty), and a try sent again makes it unsure, so that a try
 		// that finds the key holding its own record is the other landed.
 		// A try sent again looks at the clocks first, as each round
-		// does: the hedge's timer stands still while the host is
-		// suspended (txn.put).
-		var again atomic.Bool
+		// does (Backend.hedge's late).
 		err := m.b.hedge(ctx, func(c context.Context) error {
-			if again.Load() {
-				if err := tooLate(); err != nil {
-					return err
-				}
-			}
 			_, err := m.b.meta.Create(c, key, rec, hist)
 			return err
-		}, func() { unsure = true; again.Store(true) })
+		}, func() { unsure = true }, tooLate)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:

@@ -550,7 +550,7 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 		err := b.hedge(ctx, func(c context.Context) error {
 			_, err := b.meta.Delete(c, key, rev)
 			return err
-		}, func() { unsure = true })
+		}, func() { unsure = true }, nil)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:

@@ -163,7 +163,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		err := t.b.hedge(ctx, func(c context.Context) error {
 			_, err := t.b.meta.AppendHistory(c, key, at, h)
 			return err
-		}, nil)
+		}, nil, nil)
 		var ce *etcdmeta.ConflictError
 		switch {
 		case err == nil:
@@ -293,24 +293,14 @@ func landed(cur etcdmeta.State, file string, h etcdmeta.HistoryEntry) bool {
 // (landed) is taken for the first landed, and the file is kept on any
 // other (a try still in flight could not land then: the base is gone for
 // good, but the file is reap's to judge, as after any lost answer).
-//
-// A try sent again looks at the wall clock first, as Commit does before
-// each round: it is sent by the hedge's timer, which a host suspended
-// while the first try went unanswered does not advance, so that it would
-// otherwise go out on resuming, past the window, naming a file a reaper
-// may have swept meanwhile.
+// A try sent again looks at the wall clock first (t.late), as Commit
+// does before each round.
 func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntry) error {
 	key, base := t.key, t.st.Rev // the tries outlive put, t does not stay still
-	var again atomic.Bool
 	return t.b.hedge(ctx, func(c context.Context) error {
-		if again.Load() {
-			if err := t.late(); err != nil {
-				return err
-			}
-		}
 		_, err := t.b.meta.Put(c, key, base, r, h)
 		return err
-	}, func() { t.unsure = true; again.Store(true) })
+	}, func() { t.unsure = true }, t.late)
 }
 
 // hedge runs write, a guarded write that lands once at most however many
@@ -321,13 +311,30 @@ func (t *txn) put(ctx context.Context, r etcdmeta.Record, h etcdmeta.HistoryEntr
 // whole timeout, promote-failed though the others answer at once. again,
 // if not nil, runs before a try is sent again. The first success or
 // conflict is the answer; an error, once no try is left in flight.
-func (b *Backend) hedge(ctx context.Context, write func(context.Context) error, again func()) error {
+//
+// late, if not nil, is asked before a try is sent again, and its error
+// is that try's: a try sent again goes out from the hedge's timer, which a
+// host suspended while the first try went unanswered does not advance,
+// so it would otherwise be sent on resuming, past the window in which a
+// reaper keeps the file the write names.
+func (b *Backend) hedge(ctx context.Context, write func(context.Context) error, again func(), late func() error) error {
+	var resent atomic.Bool
 	_, err := etcdmeta.Hedge(b.meta, ctx, func(c context.Context) (struct{}, error) {
+		if late != nil && resent.Load() {
+			if err := late(); err != nil {
+				return struct{}{}, err
+			}
+		}
 		return struct{}{}, write(c)
 	}, func(err error) bool {
 		var ce *etcdmeta.ConflictError
 		return errors.As(err, &ce)
-	}, again)
+	}, func() {
+		resent.Store(true)
+		if again != nil {
+			again()
+		}
+	})
 	return err
 }
 
