@@ -106,6 +106,12 @@ func (c Config) validate() (settings, error) {
 			return s, invalid(fmt.Sprintf("Endpoints[%d]", i), "%q carries credentials: give them as Username and Password, never in the URL", RedactedEndpoint(ep))
 		}
 	}
+	// A member's endpoint given twice (again with a trailing slash, or
+	// its host in capitals) is one endpoint: a hedged request's two tries
+	// sent again go to two different endpoints (see Hedge), and one
+	// member silent took both at one turn in three.
+	var once []string
+	seen := make(map[string]bool)
 	scheme := ""
 	for i, ep := range c.Endpoints {
 		field := fmt.Sprintf("Endpoints[%d]", i)
@@ -120,20 +126,12 @@ func (c Config) validate() (settings, error) {
 			return s, invalid(field, "%q mixes %s with %s endpoints", RedactedEndpoint(ep), u.Scheme, scheme)
 		}
 		scheme = u.Scheme
-	}
-	// A member's endpoint given twice (again with a trailing slash, or
-	// its host in capitals) is one endpoint: a hedged request's two tries
-	// sent again go to two different endpoints (see Hedge), and one
-	// member silent took both at one turn in three.
-	s.Endpoints = nil
-	seen := make(map[string]bool)
-	for _, ep := range c.Endpoints {
-		u, _ := url.Parse(ep) // parsed above
 		if k := strings.ToLower(u.Host); !seen[k] {
 			seen[k] = true
-			s.Endpoints = append(s.Endpoints, ep)
+			once = append(once, ep)
 		}
 	}
+	s.Endpoints = once
 	s.Prefix = strings.TrimRight(c.Prefix, "/")
 	if c.Prefix == "" {
 		s.Prefix = DefaultPrefix
