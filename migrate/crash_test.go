@@ -1,7 +1,9 @@
 package migrate
 
 import (
+	"context"
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -100,7 +102,7 @@ func effectiveValues(t testing.TB, root string) map[string]string {
 		} else {
 			v, _, err = readLegacy(k)
 			must(t, err)
-			v.Transcript, _, err = transcriptID(kd, nil)
+			v.Transcript, _, err = transcriptID(context.Background(), kd, math.MaxInt64)
 			must(t, err)
 		}
 		kd.Close()

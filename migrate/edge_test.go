@@ -243,7 +243,13 @@ func testMovedAsideKeyIsSkipped(t *testing.T, lockDB bool) {
 // the key resumed before it and must resume after it. A temp that is there
 // but damaged is the same once the rollback's roll-forward removed it.
 func TestRollbackKeepsTheGenerationBeforeALostTemp(t *testing.T) {
-	for _, damaged := range []bool{false, true} {
+	// The committed generation longer than the one before it, and shorter
+	// (a rewrite): the one in place is read to its own size either way.
+	for i, damaged := range []bool{false, true, false, true} {
+		grow := int64(10)
+		if i >= 2 {
+			grow = -10
+		}
 		root := t.TempDir()
 		keys := buildCorpus(t, root, "mixed")
 		key := keyNamed(keys, "mixed")
@@ -260,7 +266,7 @@ func TestRollbackKeepsTheGenerationBeforeALostTemp(t *testing.T) {
 					return err
 				}
 				prev := *sc.Transcript
-				next := db.Transcript{Gen: prev.Gen + 1, Size: prev.Size + 10, CRC32C: 12345, PromotedAt: testNow.Add(-time.Hour).UnixNano()}
+				next := db.Transcript{Gen: prev.Gen + 1, Size: prev.Size + grow, CRC32C: 12345, PromotedAt: testNow.Add(-time.Hour).UnixNano()}
 				if err := tx.PutTranscript(next); err != nil {
 					return err
 				}
@@ -277,7 +283,7 @@ func TestRollbackKeepsTheGenerationBeforeALostTemp(t *testing.T) {
 		planned, _ := migrate(t, root, true, Options{DryRun: true, Now: testOpts().Now})
 		got, _ := migrate(t, root, true, testOpts())
 		if r := got[key]; r.Action != Migrated || *r.Values.Venue != "local" || fmtValues(*r.Values) != fmtValues(*planned[key].Values) {
-			t.Fatalf("damaged %v, rollback: %+v (planned %+v)", damaged, r, planned[key])
+			t.Fatalf("damaged %v, grown %d, rollback: %+v (planned %+v)", damaged, grow, r, planned[key])
 		}
 		if s, _ := st.Resolve(key, job, t.TempDir()); !s.Resume {
 			t.Fatalf("damaged %v, after the rollback: %v %s", damaged, s.Resume, s.Reason)

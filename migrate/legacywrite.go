@@ -233,9 +233,19 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 	}
 	temps = nil
 	if at != nil {
-		_, _, err := transcriptID(dir, func(f *os.File, _ *Transcript) error { return setMtime(disk, dir, f, *at) })
+		// Opened, not read: the mtime is the file's, whatever its bytes
+		// (ToLegacy's plan judged them), and a file of any size costs
+		// nothing to stamp.
+		f, _, _, err := openTranscript(dir)
 		if err != nil {
 			return err
+		}
+		if f != nil {
+			err = setMtime(disk, dir, f, *at)
+			f.Close()
+			if err != nil {
+				return err
+			}
 		}
 		if err := fault(faults.ToLegacyMtime); err != nil {
 			return err

@@ -151,6 +151,7 @@ func (s *Summary) count(a Action) {
 
 // migrator carries one run's settings to the per-key functions.
 type migrator struct {
+	ctx     context.Context // the run's: its end stops a transcript's read
 	root    string
 	rootDir *os.File
 	opts    Options
@@ -205,7 +206,7 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 	}
 	start := time.Now()
 	sum := Summary{Direction: c.name, DryRun: opts.DryRun}
-	m := &migrator{root: root, opts: opts, disk: opts.disk}
+	m := &migrator{ctx: ctx, root: root, opts: opts, disk: opts.disk}
 	if m.disk == nil {
 		m.disk = durable.Disk{}
 	}
@@ -229,12 +230,29 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 	sort.Strings(names)
 
 	// The end of ctx starts no new key; the keys under way finish, so an
-	// interrupt leaves no key half done and none of this run's temps. (A
+	// interrupt leaves no key half done and none of this run's temps, but
+	// for a transcript's read, which ctx stops before anything is written
+	// (a file's size is its owner's to choose: a sparse one can read as
+	// terabytes of zeros). (A
 	// kill does not wait, and every key survives that too: see the package
 	// doc; the next run removes a meta.db temp a kill left.) A visit error
 	// stops the walk.
-	done := 0
-	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) Report { return m.convert(c, names[i]) }, func(r Report) error {
+	done, cut := 0, false
+	type converted struct {
+		r   Report
+		cut bool
+	}
+	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) converted {
+		r, cut := m.convert(c, names[i])
+		return converted{r, cut}
+	}, func(v converted) error {
+		if v.cut {
+			// Stopped by ctx before anything was done to it, as a key
+			// never started: not delivered, and the run is interrupted.
+			cut = true
+			return nil
+		}
+		r := v.r
 		sum.count(r.Action)
 		sum.Entries++
 		if store.ValidKey(r.Key) {
@@ -246,6 +264,9 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 		}
 		return err
 	})
+	if err == nil && cut {
+		err = ctx.Err()
+	}
 	sum.Seconds = time.Since(start).Seconds()
 	sum.Interrupted = err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 	return sum, err
@@ -262,7 +283,9 @@ func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) 
 }
 
 // ToDBContext is ToDB stopped by the end of ctx: no key is started after
-// it, the keys under way finish, and it returns ctx's error with the
+// it, the keys under way finish (but a transcript being read for its
+// checksum is abandoned between two chunks of a megabyte, and its key,
+// left as it was, is not delivered), and it returns ctx's error with the
 // summary of what was done, marked Interrupted. A nil ctx is
 // context.Background(), as ToDB's.
 func ToDBContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {

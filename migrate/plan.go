@@ -117,18 +117,31 @@ func (m *migrator) openKey(name string, r *Report) (*os.File, bool) {
 const vanishedCause = "vanished"
 
 // convert plans one entry of the root with c and, unless this is a dry
-// run, applies the plan; every failure becomes the report's.
-func (m *migrator) convert(c conversion, name string) Report {
+// run, applies the plan; every failure becomes the report's. cut says
+// that the run's ctx stopped the plan (the read of a huge transcript)
+// before anything was written: the key is left as it was, a meta.db the
+// plan's open made taken away again, and the report is not one to
+// deliver.
+func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 	r := Report{Key: name}
 	kd, ok := m.openKey(name, &r)
 	if !ok {
-		return r
+		return r, false
 	}
 	defer kd.Close()
 	// The one place DryRun is read: a dry run's plan is made without
 	// write (under a shared lock, or none), and it is not applied.
 	write := !m.opts.DryRun
 	p, err := c.plan(m, kd, name, write)
+	if err != nil && m.ctx.Err() != nil && errors.Is(err, m.ctx.Err()) {
+		if p.made && m.disk.Remove(kd, db.FileName) == nil {
+			m.disk.SyncDir(kd)
+		}
+		if p.lock != nil {
+			p.lock.Close()
+		}
+		return Report{Key: name}, true
+	}
 	if err != nil && p.lock == nil && fsat.IsNotExist(err) && knownMoved(m.rootDir, name, kd) {
 		// Removed or moved away while the plan waited for its lock (a
 		// reap, check --quarantine): nothing of it was converted, and
@@ -143,7 +156,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 	}
 	if p.lock == nil {
 		p.Key = name
-		return p.Report // no lock, nothing to apply or to clean up
+		return p.Report, false // no lock, nothing to apply or to clean up
 	}
 	moved, merr := false, error(nil)
 	if write {
@@ -165,7 +178,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 		}
 		p.fail(p.lock.Close())
 		p.Key = name
-		return p.Report
+		return p.Report, false
 	}
 	if write {
 		// A failed plan is applied too: apply's cleanup is what takes
@@ -175,7 +188,7 @@ func (m *migrator) convert(c conversion, name string) Report {
 	// Released only now: apply and its cleanup ran under the lock.
 	p.fail(p.lock.Close())
 	p.Key = name
-	return p.Report
+	return p.Report, false
 }
 
 // knownMoved reports whether kd is known to be no longer at name under

@@ -110,7 +110,7 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 	if err != nil {
 		return p, err
 	}
-	t, kind, err := transcriptID(kd, nil)
+	t, kind, err := transcriptID(m.ctx, kd, math.MaxInt64)
 	if err != nil {
 		return p, err
 	}

@@ -73,17 +73,28 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 		return p, fmt.Errorf("%s: a meta.db check --repair moved aside is beside the key's meta.db, which has a record again: the legacy layout would read the key as meta-moved-aside and cold-start it; inspect the file, move it out of the key dir, and run again", fsat.Join(kd, k.aside))
 	}
 	v := valuesOf(sc)
-	t, _, err := transcriptID(kd, nil)
+	rec := sc.Transcript
+	pend := recordedPending(p.lock)
+	// Read no further than a file that could match: the record, or the
+	// generation before a promotion whose temp was lost. A larger file
+	// is a mismatch by its size alone, whatever it holds.
+	sumUpTo := int64(-1)
+	if rec != nil {
+		sumUpTo = rec.Size
+	}
+	if pend != nil && pend.Prev != nil {
+		sumUpTo = max(sumUpTo, pend.Prev.Size)
+	}
+	t, _, err := transcriptID(m.ctx, kd, sumUpTo)
 	if err != nil {
 		return p, err
 	}
-	rec := sc.Transcript
 	// A promotion in flight (only a dry run sees one) will land the
 	// transcript its record names, and an empty transcript is absent to
 	// the ladder before any record is compared: neither is a mismatch.
 	if t != nil && t.Size > 0 && sc.Pending == nil &&
 		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
-		if lost := lostPrev(p.lock, t); lost != nil {
+		if lost := lostPrev(pend, t); lost != nil {
 			// A committed promotion's temp was lost before its rename:
 			// the store serves the generation before it, in place.
 			p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, fmt.Sprintf("gen %d, the generation before a committed promotion (gen %d) whose temp was lost", lost.Prev.Gen, lost.Gen), "kept as the transcript, as the store serves it"})
@@ -228,17 +239,23 @@ func (m *migrator) lockExisting(kd *os.File, key string, before lockonly.Before)
 	return d, sc, !before.Is(kd, d) && sc == (db.Sidecars{}), nil
 }
 
-// lostPrev is the pending promotion recorded in d when t, the transcript
-// in place, is the generation before it (its Prev): the promotion
-// committed and its temp was lost before the rename, and the store serves
-// what is in place (its Accept, by the pending entry's Prev). It is nil
-// otherwise.
-func lostPrev(d *db.DB, t *Transcript) *db.Pending {
+// recordedPending is the pending promotion d records, landed or not: nil
+// when there is none, or when it cannot be read.
+func recordedPending(d *db.DB) *db.Pending {
 	var sc db.Sidecars
 	if d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }) != nil {
 		return nil
 	}
-	if p := sc.Pending; p != nil && p.Prev != nil && p.Prev.Size == t.Size && p.Prev.CRC32C == uint64(t.CRC32C) {
+	return sc.Pending
+}
+
+// lostPrev is p, the pending promotion recorded in meta.db, when t, the
+// transcript in place, is the generation before it (its Prev): the
+// promotion committed and its temp was lost before the rename, and the
+// store serves what is in place (its Accept, by the pending entry's
+// Prev). It is nil otherwise.
+func lostPrev(p *db.Pending, t *Transcript) *db.Pending {
+	if p != nil && p.Prev != nil && p.Prev.Size == t.Size && p.Prev.CRC32C == uint64(t.CRC32C) {
 		return p
 	}
 	return nil

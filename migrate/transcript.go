@@ -1,10 +1,12 @@
 package migrate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -21,39 +23,72 @@ import (
 // checked by Resolve against its copy, so both must use the same.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// transcriptID computes the identity of current.jsonl: size, CRC32C and
-// mtime, from a descriptor opened with O_NOFOLLOW|O_NONBLOCK. It returns
-// nil and the type found when the name is missing or not a regular file (a
-// link is never followed, a FIFO never read). When f is non-nil the open
-// file is handed to it before it is closed (ToLegacy sets its mtime).
-func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcript, string, error) {
+// transcriptChunk is how much is read of a transcript between two looks
+// at the run's context: a megabyte takes milliseconds even from a slow
+// disk, so a stop abandons the read of a huge file (a sparse one reads
+// as gigabytes of zeros) well within a second, as check's read does.
+const transcriptChunk = 1 << 20
+
+// transcriptSource is what the transcript is read through; a test
+// replaces it to count the bytes read, or to end a run mid-read.
+var transcriptSource = func(f *os.File) io.ReaderAt { return f }
+
+// openTranscript opens current.jsonl in dir with O_NOFOLLOW|O_NONBLOCK.
+// It returns nil and the type found when the name is missing or not a
+// regular file (a link is never followed, a FIFO never opened for long).
+func openTranscript(dir *os.File) (*os.File, *unix.Stat_t, string, error) {
 	fd, st, err := fsat.OpenRaw(dir, legacy.TranscriptName, unix.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, "absent", nil
+		return nil, nil, "absent", nil
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EOPNOTSUPP):
 		// A link (ELOOP), or a socket: ENXIO on Linux, EOPNOTSUPP on macOS
 		// and FreeBSD. The entry itself says which.
 		if lst, lerr := fsat.LstatAt(dir, legacy.TranscriptName); lerr == nil && !fsat.IsRegular(&lst) {
-			return nil, fsat.Kind(&lst), nil
+			return nil, nil, fsat.Kind(&lst), nil
 		}
-		return nil, "", err
+		return nil, nil, "", err
 	case err != nil:
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if !fsat.IsRegular(&st) {
 		unix.Close(fd)
-		return nil, fsat.Kind(&st), nil
+		return nil, nil, fsat.Kind(&st), nil
 	}
 	file, err := fsat.NewFile(fd, &st, fsat.Join(dir, legacy.TranscriptName))
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
+	}
+	return file, &st, "regular file", nil
+}
+
+// transcriptID computes the identity of current.jsonl: size, CRC32C and
+// mtime, from a descriptor opened with O_NOFOLLOW|O_NONBLOCK. It returns
+// nil and the type found when the name is missing or not a regular file.
+//
+// Only a file of at most sumUpTo bytes is read: a larger one is returned
+// with its size and no checksum (CRC32C 0), for a caller that compares it
+// with records none of which is that large (ToLegacy), so that a file
+// whose size its owner chose costs nothing; ToDB records every file, and
+// passes math.MaxInt64. The read looks at ctx between chunks, and a ctx
+// that ends stops it with ctx's error: the key is left as it was.
+func transcriptID(ctx context.Context, dir *os.File, sumUpTo int64) (*Transcript, string, error) {
+	file, st, kind, err := openTranscript(dir)
+	if file == nil || err != nil {
+		return nil, kind, err
 	}
 	defer file.Close()
-	h := crc32.New(castagnoli)
+	t := &Transcript{Gen: 1, Size: st.Size, PromotedAt: recordable(fsat.ModTime(st)).UTC()}
+	if st.Size > sumUpTo {
+		return t, kind, nil
+	}
 	// One byte past the size: a file that grew while it was read shows
 	// in the count, and is refused below, as is one whose mtime moved.
-	n, err := io.Copy(h, io.NewSectionReader(file, 0, st.Size+1))
+	limit := st.Size
+	if limit < math.MaxInt64 {
+		limit++
+	}
+	n, sum, err := readSum(ctx, transcriptSource(file), limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", file.Name(), err)
 	}
@@ -64,13 +99,32 @@ func transcriptID(dir *os.File, f func(*os.File, *Transcript) error) (*Transcrip
 	if n != st.Size || after.Size != st.Size || after.Mtim != st.Mtim {
 		return nil, "", &os.PathError{Op: "read", Path: file.Name(), Err: errChanged}
 	}
-	t := &Transcript{Gen: 1, Size: st.Size, CRC32C: store.Checksum(h.Sum32()), PromotedAt: recordable(fsat.ModTime(&st)).UTC()}
-	if f != nil {
-		if err := f(file, t); err != nil {
-			return nil, "", err
+	t.CRC32C = store.Checksum(sum)
+	return t, kind, nil
+}
+
+// readSum reads src from its start up to limit bytes, or to its end, in
+// chunks, and returns the count and their CRC32C; ctx is looked at before
+// each chunk, and its error ends the read.
+func readSum(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
+	buf := make([]byte, min(limit, transcriptChunk))
+	var n int64
+	var sum uint32
+	for n < limit {
+		if err := ctx.Err(); err != nil {
+			return n, sum, err
+		}
+		m, err := src.ReadAt(buf[:min(int64(len(buf)), limit-n)], n)
+		sum = crc32.Update(sum, castagnoli, buf[:m])
+		n += int64(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, sum, err
 		}
 	}
-	return t, "regular file", nil
+	return n, sum, nil
 }
 
 // recordable is at as meta.db records it (db.RecordedAt), so that the TTL

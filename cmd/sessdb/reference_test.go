@@ -81,12 +81,14 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **Ctrl-C** (or SIGTERM, or SIGHUP: a closed terminal; a SIGHUP ignored
   from the start, under nohup, stays ignored) stops a walk (dump, stats,
   check, reap, migrate) within a second (migrate: once the keys under way
-  are done): nothing new
+  are done; a transcript that check, dump --verify or migrate is reading
+  is abandoned between two 1 MiB chunks, its key not printed): nothing new
   is started, what was done is printed and marked interrupted, and the exit
   status is 130. A key under way that waits for its lock is waited for
   until it has it or gives up (2 s, check --repair twice; migrate 10 s), so
   a stop can take that long; and a stop that comes once every entry has
-  started cuts nothing short: the run is complete, not marked interrupted,
+  started, with no transcript being read, cuts nothing short: the run is
+  complete, not marked interrupted,
   and its exit status is its own (1 for a key it could not lock). A second
   Ctrl-C kills the process at once.
 - **A signal kills resolve and promote** (and engage replay) at once, as it
