@@ -13,10 +13,13 @@ import (
 )
 
 // tempGrace is how long a meta.db temp is left alone after its last
-// write. A creation holds its temp for one bbolt initialisation, under
-// the temp's flock, then for one fsync and a link without the flock: a
-// rival removing it then fails that creation (measured: two migrations at
-// once, TestTwoProcessesAtOnce, failed a key in 2 rounds of 3 without the
+// write. This binary's creation flocks its temp from before the name
+// exists until the name is gone (db's create), so the flock alone tells a
+// creation in flight; the grace is for a sessdb from before that (a
+// rolling upgrade), whose creation let go of the flock after its bbolt
+// initialisation and then fsynced and linked the temp: a rival removing it
+// then failed that creation (measured then: two migrations at once,
+// TestTwoProcessesAtOnce, failed a key in 2 rounds of 3 without the
 // grace). A fsync takes milliseconds, seconds on a stalled disk; a minute
 // leaves a live temp alone and still lets the next run after a kill remove
 // what it left.
