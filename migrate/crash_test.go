@@ -152,7 +152,7 @@ var errInjected = errors.New("injected fault")
 
 var (
 	toDBPoints     = []faults.Point{faults.ToDBLocked, faults.ToDBCommitted, faults.ToDBRemoved, faults.ToDBDirSynced}
-	toLegacyPoints = []faults.Point{faults.ToLegacyRolledForward, faults.ToLegacyTemps, faults.ToLegacyRenamed, faults.ToLegacyMtime, faults.ToLegacySynced, faults.ToLegacyDBRemoved}
+	toLegacyPoints = []faults.Point{faults.ToLegacyUnlocked, faults.ToLegacyRolledForward, faults.ToLegacyTemps, faults.ToLegacyRenamed, faults.ToLegacyMtime, faults.ToLegacySynced, faults.ToLegacyDBRemoved}
 )
 
 // TestFaultAtEveryBoundary fails each write boundary once with an error:

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/internal/faults"
 	"sessdb/store"
 )
@@ -63,5 +65,58 @@ func TestToLegacyLeavesAPromotionCommittedBetweenItsLocks(t *testing.T) {
 	must(t, err)
 	if int64(len(b)) != size || !strings.Contains(string(b), `"content":"hi"`) {
 		t.Errorf("the legacy transcript after the re-run holds %d bytes; want the committed promotion's %d", len(b), size)
+	}
+}
+
+// TestRollbackReportsAsRemovedOnlyTheStrayTempsItsRollForwardSwept: the
+// rollback lists the promotion temps its roll-forward will sweep, to
+// report them removed. A promotion that commits after the rollback let go
+// of the key's lock, and is killed before its rename, leaves a temp that
+// the roll-forward renames into place, not removes: the report must not
+// name that generation's transcript as a file removed. Only what was
+// there under the lock is listed.
+func TestRollbackReportsAsRemovedOnlyTheStrayTempsItsRollForwardSwept(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	dir := filepath.Join(root, key)
+	const debris = ".current.jsonl.tmp-0123456789abcdef"
+	must(t, os.WriteFile(filepath.Join(dir, debris), []byte("debris\n"), 0o600))
+	st, sess, size := raceJob(t, root, key)
+	committed := ""
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		switch {
+		case p == faults.PromoteAfterCommit:
+			return errors.New("killed between the commit and the rename")
+		case p == faults.ToLegacyUnlocked && committed == "":
+			committed = "none"
+			if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
+				t.Errorf("the promotion killed after its commit = %+v, %v", res, err)
+			}
+			names, err := os.ReadDir(dir)
+			must(t, err)
+			for _, n := range names {
+				if strings.HasPrefix(n.Name(), storeTempPrefix) && n.Name() != debris {
+					committed = n.Name()
+				}
+			}
+		}
+		return nil
+	})
+	got, _ := migrate(t, root, true, testOpts())
+	faults.Set(nil)
+	if committed == "" || committed == "none" {
+		t.Fatalf("the hook found no committed temp (%q)", committed)
+	}
+	r := got[key]
+	// The debris is gone either way (the promotion's own sweep took it);
+	// the committed temp was renamed, and is no file removed.
+	if r.Action != Migrated || slices.Contains(r.Removed, committed) || !slices.Contains(r.Removed, db.FileName) {
+		t.Errorf("rollback: %s %v; want migrate, removing meta.db and not %s, the committed generation the roll-forward renamed into place", r.Action, r.Removed, committed)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "current.jsonl"))
+	must(t, err)
+	if int64(len(b)) != size {
+		t.Errorf("the legacy transcript holds %d bytes; want the committed promotion's %d", len(b), size)
 	}
 }

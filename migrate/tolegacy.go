@@ -180,6 +180,11 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	if err := lock(); err != nil || p.lock == nil || p.made || sc.Pending == nil && !storeTemps {
 		return sc, err
 	}
+	// Listed under the lock: once it is let go, a promotion may stage a
+	// temp, commit and be killed before its rename, and the roll-forward
+	// then renames that temp into place; listed then, it was reported
+	// removed.
+	stray := strayStoreTemps(kd, sc.Pending)
 	// RollForward takes the key's lock itself, and the in-process lock
 	// would make it wait for this one until its timeout.
 	err = p.lock.Close()
@@ -187,7 +192,9 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	if err != nil {
 		return sc, err
 	}
-	stray := strayStoreTemps(kd, sc.Pending)
+	if err := faults.At(faults.ToLegacyUnlocked); err != nil {
+		return sc, err
+	}
 	if _, err := m.st.RollForward(key); err != nil {
 		return sc, p.noLock(err)
 	}

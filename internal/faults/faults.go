@@ -158,6 +158,7 @@ const (
 	ToDBRemoved   Point = "to-db/after-remove"    // after each legacy file removed
 	ToDBDirSynced Point = "to-db/after-dir-fsync" // the removals are durable
 
+	ToLegacyUnlocked      Point = "to-legacy/unlocked"           // the key's lock let go for the store's roll-forward, nothing written
 	ToLegacyRolledForward Point = "to-legacy/after-roll-forward" // a pending promotion settled
 	ToLegacyTemps         Point = "to-legacy/after-temps"        // every legacy temp written and fsynced
 	ToLegacyRenamed       Point = "to-legacy/after-rename"       // after each temp renamed into place
