@@ -33,6 +33,10 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		if f := &found[i]; f.Kind == KindReapInterrupted {
 			restored, err := s.finishReaped(root, name, false)
 			switch {
+			case fsat.IsNotExist(err):
+				// A reap or another check --repair running at once
+				// finished it first: not a repair that failed.
+				f.Repair = "gone since it was found (finished by another reap or check --repair): nothing left to do"
 			case err != nil:
 				f.Repair = "not repaired: " + err.Error()
 			case restored:
@@ -105,9 +109,14 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 				aside, asideErr = s.moveAside(root, name, f.examinedDB)
 				dbTouched = dbTouched || asideErr == nil
 			}
-			if asideErr != nil {
+			switch {
+			case fsat.IsNotExist(asideErr):
+				// Another check --repair running at once moved it aside
+				// first, or a reap took the key: not a repair that failed.
+				f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to move"
+			case asideErr != nil:
 				f.Repair = "not repaired: " + asideErr.Error()
-			} else {
+			default:
 				f.Repair, f.Repaired = "moved meta.db aside to "+aside+"; the key cold-starts until its next promotion", true
 			}
 		}
@@ -342,7 +351,9 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 	if err := db.LockExclusive(kd, f, s.opts.LockTimeout); err != nil {
 		return "", err
 	}
-	if now, err := fsat.LstatAt(kd, db.FileName); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+	if now, err := fsat.LstatAt(kd, db.FileName); fsat.IsNotExist(err) {
+		return "", err // moved or removed while it was being locked
+	} else if err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
 		return "", &os.PathError{Op: "move aside", Path: f.Name(), Err: errors.New("replaced while it was being locked")}
 	}
 	if err := stillAtKey("move aside", s.root, kd, key); err != nil {
