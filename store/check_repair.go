@@ -65,6 +65,12 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		for j := range found {
 			found[j].examinedDB = after
 		}
+		if !settled {
+			// Nothing in flight under the lock: another check --repair
+			// rolled it forward first, or a promotion settled it.
+			f.Repair = "gone since it was found (rolled forward by another check --repair, or settled by a promotion): nothing left to roll forward"
+			continue
+		}
 		f.Repaired = true
 		if f.tmpWhole {
 			f.Repair = "rolled forward: the temp was renamed over current.jsonl and the record cleared; other promotion temps removed"

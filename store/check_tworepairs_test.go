@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,61 @@ func TestARepairOfAReapedDirAnotherRunRestoredSaysSo(t *testing.T) {
 	}
 	if sess, err := s.Resolve(key, localJob(), t.TempDir()); err != nil || !sess.Resume {
 		t.Errorf("the key restored does not resume: %+v, %v", sess, err)
+	}
+}
+
+// The same for a pending promotion: the run that rolls forward second
+// found nothing in flight under its lock, and said "rolled forward: the
+// temp was renamed over current.jsonl and the record cleared", a rename
+// it never made (counted repaired in both runs' summaries).
+func TestARollForwardAnotherRepairMadeFirstSaysSo(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "pending")
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("crash between the commit and the rename")
+		}
+		return nil
+	})
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("acknowledged?")...))
+	if _, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil {
+		t.Fatal("the fault did not stop the promotion")
+	}
+	fired := false
+	var other []Finding
+	faults.Set(func(p faults.Point) error {
+		if p == faults.DBOpenWriter && !fired {
+			// This run's roll-forward begins its open, nothing held: the
+			// other runs whole first.
+			fired = true
+			other, _ = chkRun(t, s, true)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found, sum := chkRun(t, s, true)
+	faults.Set(nil)
+	if !fired {
+		t.Fatal("the hook did not fire")
+	}
+	path := key + "/" + "meta.db"
+	if f := chkFind(other, path, KindPendingPromotion); f == nil || !f.Repaired || !strings.HasPrefix(f.Repair, "rolled forward") {
+		t.Fatalf("the other run did not roll forward: %+v", other)
+	}
+	f := chkFind(found, path, KindPendingPromotion)
+	if f == nil {
+		t.Fatalf("this run did not report the pending promotion it found: %+v", found)
+	}
+	if f.Repaired || !strings.Contains(f.Repair, "gone since it was found") || f.Remains {
+		t.Errorf("this run's line: repair %q, repaired %v, remains %v; want it gone since it was found, not repaired by this run, not remaining", f.Repair, f.Repaired, f.Remains)
+	}
+	if sum.Remaining != 0 || sum.Repaired != 0 {
+		t.Errorf("summary %+v, want nothing repaired by this run and nothing remaining", sum)
+	}
+	job := t.TempDir()
+	sess, err := s.Resolve(key, localJob(), job)
+	if err != nil || !sess.Resume || !strings.Contains(string(staged(t, job)), "acknowledged?") {
+		t.Errorf("the committed promotion is not what resumes: %+v, %v", sess, err)
 	}
 }
