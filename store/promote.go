@@ -200,8 +200,10 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	if sess.Ticket != "" {
 		// A promotion of this ticket that the key no longer holds (its
 		// generation is above the key's: committed, then its temp lost
-		// before the rename) is no result to repeat; the retry promotes
-		// the run again, onto the base the key is back at.
+		// before the rename; or a job since promoted onto the generation
+		// before it, which the key was back at) is no result to repeat;
+		// the retry promotes the run again onto the base the key is back
+		// at, or is superseded by what was promoted there.
 		if e, ok := findPromotion(history, sess.Ticket); ok && e.Gen <= cur.Gen {
 			if !sameRun(e, prev, staged, content) {
 				// Another transcript under a ticket that promoted: not a
@@ -305,12 +307,27 @@ func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 }
 
 // findPromotion returns the history entry of the promotion made with
-// ticket, if the ring still holds it.
+// ticket, if the ring still holds it and the key has not been back below
+// it since. A committed promotion whose temp was lost before its rename
+// leaves the key at the generation before it; a job promoted from there
+// records that base, below the lost generation, and the key's generations
+// from then on hold nothing of the lost run, though their numbers are
+// higher. A promotion whose ticket had no base (a locked resolve's, onto a
+// key that held nothing) records 0, as low. One with no ticket (from
+// before the job contract) names no base it was checked against, and
+// tells nothing.
 func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, bool) {
 	for i := len(history) - 1; i >= 0; i-- {
-		if e := history[i]; e.RecordedBy(ticket, "") {
-			return e, true
+		e := history[i]
+		if !e.RecordedBy(ticket, "") {
+			continue
 		}
+		for _, later := range history[i+1:] {
+			if later.Outcome == "" && later.Ticket != "" && later.BaseGen < e.Gen {
+				return db.HistoryEntry{}, false
+			}
+		}
+		return e, true
 	}
 	return db.HistoryEntry{}, false
 }
