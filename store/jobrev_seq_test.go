@@ -1,49 +1,136 @@
 package store
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A promotion committed and then lost before its rename (its temp gone,
-// or damaged), after which another job, resolved on the generation
-// before it (what the key holds), promotes: the key's transcript is that
-// job's, built on the generation before the lost one, and holds nothing
-// of the lost run. The lost promotion's retry with its own ticket is then
-// no repeat (the key never held its generation since), and its base is
-// gone: superseded by the other job's generation, its run left in its
-// job dir.
+// or damaged), after which another job, resolved on what the key holds
+// (the generation before it, or nothing for a key's first promotion),
+// promotes: the key's transcript is that job's, and holds nothing of the
+// lost run, though its generation is numbered above the lost one. The
+// lost promotion's retry with its own ticket is then no repeat (the key
+// has not held its generation since), and its base is gone: superseded
+// by the other job's generation, its run left in its job dir. Before, it
+// was a repeat ("promoted" at the lost generation), and a worker that
+// then discarded the job dir lost the run.
 func TestRetryOfALostPromotionAfterAnotherJobPromotedIsSuperseded(t *testing.T) {
-	for name, lose := range loseTemp {
-		t.Run(name, func(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		for name, lose := range loseTemp {
+			t.Run(map[bool]string{false: "later/", true: "first/"}[first]+name, func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				if !first {
+					runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+				}
+				sess, jobDir := mustResolve(t, s, testKey, localJob())
+				lostRun := append(staged(t, jobDir), entryLine("lost")...)
+				if first {
+					lostRun = transcriptBytes(clock.now, "lost")
+				}
+				stage(t, jobDir, lostRun)
+				lose(crashAfterCommit(t, s, root, sess))
+				lostGen := sidecarsOf(t, root, testKey).Transcript.Gen
+
+				other, otherDir := mustResolve(t, s, testKey, localJob())
+				if other.Base.Gen != lostGen-1 {
+					t.Fatalf("the other job resolved on gen %d, want gen %d (gen %d was lost)", other.Base.Gen, lostGen-1, lostGen)
+				}
+				run := staged(t, otherDir)
+				if first {
+					run = transcriptBytes(clock.now)
+				}
+				stage(t, otherDir, append(run, entryLine("other")...))
+				if res := mustPromote(t, s, other, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != lostGen+1 {
+					t.Fatalf("the other job's promote = %+v; want promoted at gen %d", res, lostGen+1)
+				}
+
+				retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+				if retry.Promoted || retry.Repeat || retry.Reason != gates.Superseded || retry.SupersededBy != lostGen+1 {
+					t.Fatalf("the lost promotion's retry = %+v; want superseded by gen %d (the key holds the other job's run, nothing of the lost one)", retry, lostGen+1)
+				}
+				if got := staged(t, jobDir); !bytes.Equal(got, lostRun) {
+					t.Fatal("the lost run left its job dir")
+				}
+				got, data := checkDescribed(t, s, root, testKey)
+				if !got.Resume || got.Gen() != lostGen+1 || markerOf(data, 1) != "other" {
+					t.Fatalf("after the retry: %+v holding %q; want the other job's run at gen %d", got, markerOf(data, 1), lostGen+1)
+				}
+			})
+		}
+	}
+}
+
+// A job's promotion killed at each of its steps; then, before the job's
+// retry, another job resolves the key and promotes; then the retry with
+// the killed job's ticket. Killed before its commit, the killed promotion
+// is nothing: the other job resumes gen 1 and promotes gen 2, and the
+// retry is superseded by it, its run left in its job dir. Killed after
+// its commit, it is the key's (served from its temp until rolled
+// forward): the other job resumes it and promotes gen 3 on it, and the
+// retry repeats gen 2, nothing written. Either way the key ends holding
+// every promotion that was the key's, in order, and a generation counted
+// once.
+func TestKilledPromoteThenAnotherJobThenTheRetry(t *testing.T) {
+	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
+		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-			sess, jobDir := mustResolve(t, s, testKey, localJob())
-			lostRun := append(staged(t, jobDir), entryLine("lost")...)
-			stage(t, jobDir, lostRun)
-			lose(crashAfterCommit(t, s, root, sess))
+			tmp := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=killed")
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err == nil {
+				t.Fatal("the child was not killed")
+			}
+			jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
+			if len(jobs) != 1 {
+				t.Fatalf("%d job dirs left by the killed child", len(jobs))
+			}
+			killed, err := ReadTicket(jobs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			killedRun := staged(t, jobs[0])
+			committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
 
 			other, otherDir := mustResolve(t, s, testKey, localJob())
 			want(t, other, true, gates.Resumed)
-			if other.Base.Gen != 1 {
-				t.Fatalf("the other job resolved on gen %d, want gen 1 (gen 2 was lost)", other.Base.Gen)
+			handed := map[bool]string{false: "before", true: "killed"}[committed]
+			if got := markerOf(staged(t, otherDir), 1); got != handed {
+				t.Fatalf("the other job was handed %q, want %q", got, handed)
 			}
 			stage(t, otherDir, append(staged(t, otherDir), entryLine("other")...))
-			if res := mustPromote(t, s, other, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 3 {
-				t.Fatalf("the other job's promote = %+v; want promoted at gen 3", res)
+			wantOther := map[bool]uint64{false: 2, true: 3}[committed]
+			if res := mustPromote(t, s, other, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != wantOther {
+				t.Fatalf("the other job's promote = %+v; want promoted at gen %d", res, wantOther)
 			}
 
-			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
-			if retry.Promoted || retry.Repeat || retry.Reason != gates.Superseded || retry.SupersededBy != 3 {
-				t.Fatalf("the lost promotion's retry = %+v; want superseded by gen 3 (the key holds the other job's run on gen 1, nothing of the lost run)", retry)
+			retry := mustPromote(t, s, killed, PromoteRequest{PiVersion: testPi})
+			switch {
+			case committed && (!retry.Promoted || !retry.Repeat || retry.Gen != 2):
+				t.Fatalf("the killed job's retry = %+v; want a repeat of gen 2", retry)
+			case !committed && (retry.Promoted || retry.Reason != gates.Superseded || retry.SupersededBy != 2):
+				t.Fatalf("the killed job's retry = %+v; want superseded by gen 2", retry)
 			}
-			if got := staged(t, jobDir); string(got) != string(lostRun) {
-				t.Fatal("the lost run left its job dir")
+			if got := staged(t, jobs[0]); !bytes.Equal(got, killedRun) {
+				t.Fatal("the killed job's run left its job dir")
 			}
 			got, data := checkDescribed(t, s, root, testKey)
-			if !got.Resume || got.Gen() != 3 || markerOf(data, 1) != "other" {
-				t.Fatalf("after the retry: %+v holding %q; want the other job's run at gen 3", got, markerOf(data, 1))
+			if !got.Resume || got.Gen() != wantOther || markerOf(data, 1) != "other" {
+				t.Fatalf("after the retry: %+v holding %q; want the other job's run at gen %d", got, markerOf(data, 1), wantOther)
+			}
+			if committed && markerOf(data, 2) != "killed" {
+				t.Fatalf("the committed promotion is not under the other job's run: %q", markerOf(data, 2))
+			}
+			if n := len(historyOf(t, root, testKey)); n != int(wantOther)+map[bool]int{false: 1, true: 0}[committed] {
+				t.Fatalf("%d history entries; want %d promotions and, before the commit, one refusal", n, wantOther)
 			}
 		})
 	}
