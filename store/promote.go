@@ -84,7 +84,8 @@ type PromoteResult struct {
 // already repeats its first result (Repeat, nothing written) for the same
 // transcript, and is superseded by its own promotion for another (a
 // promotion the key no longer holds, its temp lost before the rename, is
-// none to repeat: the run is promoted again); a key whose
+// none to repeat: the run is promoted again, or superseded where another
+// job promoted onto the generation before it since); a key whose
 // transcript is no longer the ticket's base is superseded; a staged file
 // that does not begin with the bytes the job was given is
 // transcript-rewritten (unless AllowRewrite); a run whose shape is not the
