@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -133,5 +134,134 @@ func TestKilledPromoteThenAnotherJobThenTheRetry(t *testing.T) {
 				t.Fatalf("%d history entries; want %d promotions and, before the commit, one refusal", n, wantOther)
 			}
 		})
+	}
+}
+
+// A resolve and a promote of a key whose lock another job's promotion
+// holds (stopped inside it, its temp written): neither waits past its
+// lock timeout, and neither changes anything. The resolve is a cold start
+// named locked whose ticket has no base: its run, promoted once the
+// promotion has landed, is superseded by it, never promoted over it. The
+// promote is locked, the key unchanged, its run in its job dir; its
+// retry is judged on the key as it is then: superseded by the promotion
+// that held the lock. A resolve that waits longer is handed that
+// promotion whole.
+func TestAResolveAndAPromoteMeetingAPromotionThatHoldsTheLock(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	quick, err := New(root, Options{Now: clock.Now, LockTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, holderDir, holderData := contractJob(t, s, testKey, "holder")
+	stage(t, holderDir, answeredTurn(holderData, "holder", 100))
+	waiter, waiterDir, waiterData := contractJob(t, s, testKey, "waiter")
+	waiterRun := answeredTurn(waiterData, "waiter", 100)
+	stage(t, waiterDir, waiterRun)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	faults.Set(func(q faults.Point) error {
+		if q == faults.PromoteAfterTempSync {
+			faults.Set(nil)
+			close(held)
+			<-release
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	done := make(chan PromoteResult, 1)
+	go func() {
+		res, err := s.Promote(holder, PromoteRequest{PiVersion: testPi})
+		if err != nil {
+			t.Errorf("the holder's promote: %v", err)
+		}
+		done <- res
+	}()
+	<-held
+	before := treeState(t, root)
+
+	lockedJob := localJob()
+	lockedJob.ID = "locked"
+	cold, coldDir := mustResolve(t, quick, testKey, lockedJob)
+	want(t, cold, false, gates.Locked)
+	if cold.Base != (Base{}) {
+		t.Fatalf("a resolve that never read the key has a base: %+v", cold.Base)
+	}
+	if res := mustPromote(t, quick, waiter, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Locked {
+		t.Fatalf("a promote under the held lock = %+v; want locked", res)
+	}
+	if after := treeState(t, root); after != before {
+		t.Fatal("a resolve or a promote under the held lock changed the key")
+	}
+	// One that waits longer is handed the promotion once it has landed.
+	patient := make(chan Session, 1)
+	go func() {
+		sess, err := s.Resolve(testKey, localJob(), filepath.Join(t.TempDir(), "patient"))
+		if err != nil {
+			t.Errorf("a resolve waiting for the lock: %v", err)
+		}
+		patient <- sess
+	}()
+	close(release)
+	if res := <-done; !res.Promoted || res.Gen != 2 {
+		t.Fatalf("the holder's promote = %+v; want gen 2", res)
+	}
+	if sess := <-patient; !sess.Resume || sess.Base.Gen != 2 {
+		t.Fatalf("a resolve waiting for the lock = %+v; want gen 2 resumed", sess)
+	}
+
+	coldRun := answeredTurn(transcriptBytes(clock.now), "locked", 100)
+	stage(t, coldDir, coldRun)
+	if res := mustPromote(t, s, cold, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+		t.Fatalf("the locked resolve's run = %+v; want superseded by gen 2", res)
+	}
+	if res := mustPromote(t, s, waiter, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+		t.Fatalf("the locked promote's retry = %+v; want superseded by gen 2", res)
+	}
+	if !bytes.Equal(staged(t, coldDir), coldRun) || !bytes.Equal(staged(t, waiterDir), waiterRun) {
+		t.Fatal("a refused run left its job dir")
+	}
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || got.Gen() != 2 || !bytes.Contains(data, []byte("answer holder")) {
+		t.Fatalf("the key after them: %+v; want the holder's run at gen 2", got)
+	}
+}
+
+// A promote that meets a resolve of the same key holding its shared lock
+// (stopped after its copy) is locked, changing nothing, and its retry,
+// once the resolve is done, promotes: the key still holds its base.
+func TestAPromoteMeetingAResolveThatHoldsTheLockPromotesOnItsRetry(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "base")
+	quick, err := New(root, Options{Now: clock.Now, LockTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, jobDir, data := contractJob(t, s, testKey, "job")
+	stage(t, jobDir, answeredTurn(data, "job", 100))
+	var during PromoteResult
+	var before, after string
+	met := false
+	faults.Set(func(q faults.Point) error {
+		if q == faults.ResolveAfterCopy && !met {
+			met = true
+			before = treeState(t, root)
+			during = mustPromote(t, quick, job, PromoteRequest{PiVersion: testPi})
+			after = treeState(t, root)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	reader, _ := mustResolve(t, s, testKey, localJob())
+	faults.Set(nil)
+	want(t, reader, true, gates.Resumed)
+	if !met || during.Promoted || during.Reason != gates.Locked {
+		t.Fatalf("a promote under a resolve's lock = %+v (met %v); want locked", during, met)
+	}
+	if after != before {
+		t.Fatal("a locked promote changed the key")
+	}
+	if res := mustPromote(t, s, job, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Repeat || res.Gen != 2 {
+		t.Fatalf("the retry once the resolve was done = %+v; want promoted at gen 2", res)
 	}
 }
