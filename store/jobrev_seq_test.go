@@ -265,3 +265,36 @@ func TestAPromoteMeetingAResolveThatHoldsTheLockPromotesOnItsRetry(t *testing.T)
 		t.Fatalf("the retry once the resolve was done = %+v; want promoted at gen 2", res)
 	}
 }
+
+// The other half of TestAColdRunWhoseKeyWasReapedSinceIsPromoted, as the
+// fleet's test of that name has it: a job that resumed the key, whose key
+// reaches its TTL and is reaped before the job promotes, is superseded by
+// the key that holds nothing (superseded_by 0), its run left in its job
+// dir: a resumed run would bring back a conversation removed since. The
+// key stays empty.
+func TestAResumedRunWhoseKeyWasReapedSinceIsSuperseded(t *testing.T) {
+	const ttl = time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: ttl})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the old conversation")
+	clock.now = clock.now.Add(ttl / 2)
+	warm, warmDir, data := contractJob(t, s, testKey, "warm")
+	want(t, warm, true, gates.Resumed)
+	run := answeredTurn(data, "more", 100)
+	stage(t, warmDir, run)
+	clock.now = clock.now.Add(ttl)
+	if res, err := s.Reap(false); err != nil || len(res.Removed) != 1 {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	res := mustPromote(t, s, warm, PromoteRequest{PiVersion: testPi})
+	if res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 0 {
+		t.Fatalf("the resumed job's promote once its key was reaped = %+v; want superseded by nothing", res)
+	}
+	if !bytes.Equal(staged(t, warmDir), run) {
+		t.Fatal("the resumed job's run left its job dir")
+	}
+	sess, _ := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.Absent)
+	if _, err := os.Stat(filepath.Join(root, testKey, TranscriptName)); !os.IsNotExist(err) {
+		t.Fatalf("the reaped conversation was brought back: %v", err)
+	}
+}
