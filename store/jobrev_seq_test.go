@@ -68,72 +68,99 @@ func TestRetryOfALostPromotionAfterAnotherJobPromotedIsSuperseded(t *testing.T) 
 	}
 }
 
-// A job's promotion killed at each of its steps; then, before the job's
-// retry, another job resolves the key and promotes; then the retry with
-// the killed job's ticket. Killed before its commit, the killed promotion
-// is nothing: the other job resumes gen 1 and promotes gen 2, and the
-// retry is superseded by it, its run left in its job dir. Killed after
-// its commit, it is the key's (served from its temp until rolled
-// forward): the other job resumes it and promotes gen 3 on it, and the
-// retry repeats gen 2, nothing written. Either way the key ends holding
-// every promotion that was the key's, in order, and a generation counted
-// once.
+// A job's promotion killed at each of its steps, another job on the same
+// key resolved before the kill (both from gen 1, as the fleet's
+// TestTwoJobsOfOneGenerationWithALostCommitAnswerPromoteOne has them) or
+// after it, that job's promote, then the killed job's retry with its
+// ticket. Killed before its commit, the killed promotion is nothing: the
+// other job resumes gen 1 and promotes gen 2, and the retry is superseded
+// by it, its run left in its job dir. Killed after its commit, it is the
+// key's gen 2 (served from its temp until rolled forward): the other job,
+// resolved before, is superseded by it; resolved after, it resumes it and
+// promotes gen 3 on it; the retry repeats gen 2, nothing written. Either
+// way the key holds every promotion that was the key's, in order.
 func TestKilledPromoteThenAnotherJobThenTheRetry(t *testing.T) {
-	for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
-		t.Run(string(p), func(t *testing.T) {
-			s, root, _ := newTestStore(t, gates.Bounds{})
-			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-			tmp := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=killed")
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err == nil {
-				t.Fatal("the child was not killed")
-			}
-			jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
-			if len(jobs) != 1 {
-				t.Fatalf("%d job dirs left by the killed child", len(jobs))
-			}
-			killed, err := ReadTicket(jobs[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			killedRun := staged(t, jobs[0])
-			committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
+	for _, otherFirst := range []bool{true, false} {
+		for _, p := range []faults.Point{faults.PromoteAfterTempWrite, faults.PromoteAfterTempSync, faults.PromoteAfterCommit, faults.PromoteAfterRename, faults.PromoteAfterDirSync} {
+			t.Run(map[bool]string{true: "resolved before/", false: "resolved after/"}[otherFirst]+string(p), func(t *testing.T) {
+				killedThenOther(t, p, otherFirst)
+			})
+		}
+	}
+}
 
-			other, otherDir := mustResolve(t, s, testKey, localJob())
-			want(t, other, true, gates.Resumed)
-			handed := map[bool]string{false: "before", true: "killed"}[committed]
-			if got := markerOf(staged(t, otherDir), 1); got != handed {
-				t.Fatalf("the other job was handed %q, want %q", got, handed)
-			}
-			stage(t, otherDir, append(staged(t, otherDir), entryLine("other")...))
-			wantOther := map[bool]uint64{false: 2, true: 3}[committed]
-			if res := mustPromote(t, s, other, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != wantOther {
-				t.Fatalf("the other job's promote = %+v; want promoted at gen %d", res, wantOther)
-			}
+func killedThenOther(t *testing.T, p faults.Point, otherFirst bool) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
+	var other Session
+	var otherDir string
+	resolveOther := func() {
+		other, otherDir = mustResolve(t, s, testKey, localJob())
+		want(t, other, true, gates.Resumed)
+		handed := map[bool]string{false: "before", true: "killed"}[committed && !otherFirst]
+		if got := markerOf(staged(t, otherDir), 1); got != handed {
+			t.Fatalf("the other job was handed %q, want %q", got, handed)
+		}
+		stage(t, otherDir, append(staged(t, otherDir), entryLine("other")...))
+	}
+	if otherFirst {
+		resolveOther()
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=killed")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the child was not killed")
+	}
+	jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
+	if len(jobs) != 1 {
+		t.Fatalf("%d job dirs left by the killed child", len(jobs))
+	}
+	killed, err := ReadTicket(jobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	killedRun := staged(t, jobs[0])
+	if !otherFirst {
+		resolveOther()
+	}
 
-			retry := mustPromote(t, s, killed, PromoteRequest{PiVersion: testPi})
-			switch {
-			case committed && (!retry.Promoted || !retry.Repeat || retry.Gen != 2):
-				t.Fatalf("the killed job's retry = %+v; want a repeat of gen 2", retry)
-			case !committed && (retry.Promoted || retry.Reason != gates.Superseded || retry.SupersededBy != 2):
-				t.Fatalf("the killed job's retry = %+v; want superseded by gen 2", retry)
-			}
-			if got := staged(t, jobs[0]); !bytes.Equal(got, killedRun) {
-				t.Fatal("the killed job's run left its job dir")
-			}
-			got, data := checkDescribed(t, s, root, testKey)
-			if !got.Resume || got.Gen() != wantOther || markerOf(data, 1) != "other" {
-				t.Fatalf("after the retry: %+v holding %q; want the other job's run at gen %d", got, markerOf(data, 1), wantOther)
-			}
-			if committed && markerOf(data, 2) != "killed" {
-				t.Fatalf("the committed promotion is not under the other job's run: %q", markerOf(data, 2))
-			}
-			if n := len(historyOf(t, root, testKey)); n != int(wantOther)+map[bool]int{false: 1, true: 0}[committed] {
-				t.Fatalf("%d history entries; want %d promotions and, before the commit, one refusal", n, wantOther)
-			}
-		})
+	// The key's last generation, and the marker it ends with.
+	last, lastMarker := uint64(2), "other"
+	res := mustPromote(t, s, other, PromoteRequest{PiVersion: testPi})
+	switch {
+	case committed && otherFirst:
+		if res.Promoted || res.Reason != gates.Superseded || res.SupersededBy != 2 {
+			t.Fatalf("the other job's promote = %+v; want superseded by the killed job's gen 2", res)
+		}
+		lastMarker = "killed"
+	case committed:
+		last = 3
+		fallthrough
+	default:
+		if !res.Promoted || res.Gen != last {
+			t.Fatalf("the other job's promote = %+v; want promoted at gen %d", res, last)
+		}
+	}
+
+	retry := mustPromote(t, s, killed, PromoteRequest{PiVersion: testPi})
+	switch {
+	case committed && (!retry.Promoted || !retry.Repeat || retry.Gen != 2):
+		t.Fatalf("the killed job's retry = %+v; want a repeat of gen 2", retry)
+	case !committed && (retry.Promoted || retry.Reason != gates.Superseded || retry.SupersededBy != 2):
+		t.Fatalf("the killed job's retry = %+v; want superseded by gen 2", retry)
+	}
+	if got := staged(t, jobs[0]); !bytes.Equal(got, killedRun) {
+		t.Fatal("the killed job's run left its job dir")
+	}
+	got, data := checkDescribed(t, s, root, testKey)
+	if !got.Resume || got.Gen() != last || markerOf(data, 1) != lastMarker {
+		t.Fatalf("after the retry: %+v holding %q; want %q at gen %d", got, markerOf(data, 1), lastMarker, last)
+	}
+	if committed && !otherFirst && markerOf(data, 2) != "killed" {
+		t.Fatalf("the committed promotion is not under the other job's run: %q", markerOf(data, 2))
 	}
 }
 
