@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -323,5 +325,89 @@ func TestAResumedRunWhoseKeyWasReapedSinceIsSuperseded(t *testing.T) {
 	want(t, sess, false, gates.Absent)
 	if _, err := os.Stat(filepath.Join(root, testKey, TranscriptName)); !os.IsNotExist(err) {
 		t.Fatalf("the reaped conversation was brought back: %v", err)
+	}
+}
+
+// The staged name swapped after promote opened and read the staged file,
+// while the promotion waits for the key's lock (db-open/writer): for a
+// link to a file the job can see, a FIFO, another job's transcript
+// renamed over it, or a longer file. The promotion reads only through
+// the descriptor it judged: it promotes exactly the run it read, never
+// opens the new name (no hang on the FIFO, nothing read or written
+// through the link), and leaves what was swapped in as it was.
+func TestStagedNameSwappedWhilePromoteWaitsForTheLock(t *testing.T) {
+	swaps := map[string]func(t *testing.T, name, victim string){
+		"link": func(t *testing.T, name, victim string) {
+			os.Remove(name)
+			if err := os.Symlink(victim, name); err != nil {
+				t.Error(err)
+			}
+		},
+		"fifo": func(t *testing.T, name, _ string) {
+			os.Remove(name)
+			if err := unix.Mkfifo(name, 0o600); err != nil {
+				t.Error(err)
+			}
+		},
+		"another job's transcript": func(t *testing.T, name, victim string) {
+			if err := os.Link(victim, name+".other"); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(name+".other", name); err != nil {
+				t.Error(err)
+			}
+		},
+		"a longer file": func(t *testing.T, name, _ string) {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Error(err)
+			}
+			tmp := name + ".longer"
+			if err := os.WriteFile(tmp, append(b, entryLine("swapped in")...), 0o600); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(tmp, name); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	for what, swap := range swaps {
+		t.Run(what, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+			victim := filepath.Join(t.TempDir(), "victim.jsonl")
+			victimBytes := append(transcriptBytes(time.Now()), entryLine("another job's run")...)
+			if err := os.WriteFile(victim, victimBytes, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			run := append(staged(t, jobDir), entryLine("the run")...)
+			stage(t, jobDir, run)
+			name := filepath.Join(jobDir, StagedDirName, TranscriptName)
+			swapped := false
+			faults.Set(func(p faults.Point) error {
+				if p == faults.DBOpenWriter && !swapped {
+					swapped = true
+					swap(t, name, victim)
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+			faults.Set(nil)
+			if !swapped {
+				t.Fatal("the promotion never reached the meta.db open: this test proves nothing")
+			}
+			if err != nil || !res.Promoted || res.Gen != 2 || res.Bytes != int64(len(run)) {
+				t.Fatalf("promote with the staged name swapped after its read = %+v, %v; want the run read, promoted at gen 2", res, err)
+			}
+			if got := readCanonical(t, root, testKey); !bytes.Equal(got, run) {
+				t.Fatalf("the key holds %d bytes ending %q, not the run promote read", len(got), markerOf(got, 1))
+			}
+			if got, err := os.ReadFile(victim); err != nil || !bytes.Equal(got, victimBytes) {
+				t.Fatalf("the file swapped in changed: %v", err)
+			}
+			checkDescribed(t, s, root, testKey)
+		})
 	}
 }
