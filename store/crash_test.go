@@ -47,6 +47,8 @@ func runChild(mode string) int {
 	switch mode {
 	case "load":
 		return runLoadChild()
+	case "chaos":
+		return runChaosChild()
 	case "reap-kill-at", "repair-kill-at":
 		return runOpsChild(mode)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,28 +37,10 @@ func TestLoad(t *testing.T) {
 	hot, wide := filepath.Join(t.TempDir(), "hot"), filepath.Join(t.TempDir(), "wide")
 	until := time.Now().Add(time.Duration(secs) * time.Second)
 
-	var mu sync.Mutex
-	var lines []string
-	var wg sync.WaitGroup
-	for p := 0; p < procs; p++ {
-		cmd, sc := startChild(t, "load", "SESSDB_HOT="+hot, "SESSDB_WIDE="+wide,
-			fmt.Sprintf("SESSDB_UNTIL=%d", until.UnixNano()), fmt.Sprintf("SESSDB_GOROUTINES=%d", gor), fmt.Sprintf("SESSDB_SEED=%d", p))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []string
-			for sc.Scan() {
-				mine = append(mine, sc.Text())
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("load process crashed or failed: %v", err)
-			}
-			mu.Lock()
-			lines = append(lines, mine...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	lines := runChildren(t, "load", procs, until.Add(2*time.Minute), func(p int) []string {
+		return []string{"SESSDB_HOT=" + hot, "SESSDB_WIDE=" + wide, fmt.Sprintf("SESSDB_UNTIL=%d", until.UnixNano()),
+			fmt.Sprintf("SESSDB_GOROUTINES=%d", gor), fmt.Sprintf("SESSDB_SEED=%d", p)}
+	})
 	r := summarize(t, lines)
 
 	s, err := New(hot, Options{})
@@ -127,6 +110,46 @@ func TestLoad(t *testing.T) {
 	if r.promoted == 0 {
 		t.Fatal("no promotion landed: the load proves nothing")
 	}
+}
+
+// runChildren runs procs copies of this test binary as children in mode
+// (TestMain's dispatch), child p with the environment env(p), and returns
+// every line they printed after "ready". A child that fails or dies fails
+// the test; one still running at deadline is killed and named hung.
+func runChildren(t *testing.T, mode string, procs int, deadline time.Time, env func(p int) []string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var lines []string
+	var wg sync.WaitGroup
+	for p := 0; p < procs; p++ {
+		cmd, sc := startChild(t, mode, env(p)...)
+		var hung atomic.Bool
+		watchdog := time.AfterFunc(time.Until(deadline), func() {
+			hung.Store(true)
+			cmd.Process.Kill()
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []string
+			for sc.Scan() {
+				mine = append(mine, sc.Text())
+			}
+			err := cmd.Wait()
+			watchdog.Stop()
+			switch {
+			case hung.Load():
+				t.Errorf("%s process %d hung: killed at the deadline, %d lines printed", mode, p, len(mine))
+			case err != nil:
+				t.Errorf("%s process %d crashed or failed: %v", mode, p, err)
+			}
+			mu.Lock()
+			lines = append(lines, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lines
 }
 
 type loadAck struct {
