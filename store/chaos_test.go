@@ -261,12 +261,6 @@ func runChaosChild() int {
 					if errors.Is(err, ErrNotAccepted) || errors.Is(err, fs.ErrNotExist) {
 						emit("accept-refused %s %s", times(t0), key)
 						break
-					} else if err != nil && strings.Contains(err.Error(), "moved aside while this accept waited for its lock") {
-						// The key dir was quarantined while Accept waited:
-						// refused, as Accept's doc says, though this path's
-						// error does not wrap ErrNotAccepted.
-						emit("accept-refused-moved %s %s", times(t0), key)
-						break
 					} else if err != nil {
 						emit("error accept %s: %v", key, err)
 						break
@@ -483,9 +477,6 @@ func parseChaos(t *testing.T, lines []string) *chaosLog {
 		case "accept-refused":
 			l.ops++
 			l.outcomes["accept refused"]++
-		case "accept-refused-moved":
-			l.ops++
-			l.outcomes["accept refused (moved aside meanwhile, not ErrNotAccepted)"]++
 		case "jump":
 			l.ops++
 			l.outcomes["jump "+f[1]]++

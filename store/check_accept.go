@@ -96,9 +96,15 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	before := lockonly.Look(kd)
 	defer before.Close()
 	d, sc, err := db.OpenSidecars(kd, s.writerOptions("accept", kd, key), true)
+	var moved *movedAsideError
 	switch {
 	case errors.Is(err, db.ErrDamaged), errors.Is(err, db.ErrNewerSchema):
 		return refuse(err.Error() + "; check --repair moves a damaged meta.db aside, and accept then gives the key a fresh record")
+	case errors.As(err, &moved):
+		// Moved aside while this waited for the lock, found by the open
+		// (it would have made a meta.db the quarantine removed), as by
+		// the look below.
+		return refuse(err.Error())
 	case err != nil:
 		return res, err
 	}

@@ -315,10 +315,24 @@ func stillAtKey(op, root string, kd *os.File, key string) error {
 		err = errors.New("another directory is at its name")
 	}
 	if err != nil {
-		return &os.PathError{Op: op, Path: kd.Name(), Err: fmt.Errorf("the key dir was moved aside while this %s waited for its lock: %w", op, err)}
+		return &os.PathError{Op: op, Path: kd.Name(), Err: &movedAsideError{op, err}}
 	}
 	return nil
 }
+
+// movedAsideError is stillAtKey's: a caller whose refusal has a name
+// (Accept's ErrNotAccepted) tells it from a fault, also when it comes out
+// of a db open, whose BeforeWrite asks stillAtKey.
+type movedAsideError struct {
+	op  string
+	err error // why: the name gone, or another dir at it
+}
+
+func (e *movedAsideError) Error() string {
+	return fmt.Sprintf("the key dir was moved aside while this %s waited for its lock: %v", e.op, e.err)
+}
+
+func (e *movedAsideError) Unwrap() error { return e.err }
 
 // atReapedName reports whether kd, a dir of key no longer at key's name,
 // is at a reap-owned name of key (ReapedPrefix). Only a holder of the
