@@ -255,7 +255,16 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 		// the dir reports it.
 		return kd, nil, 0, false, nil
 	default:
-		d, _, err = db.OpenSidecars(kd, s.dbOptions(), write)
+		o := s.dbOptions()
+		// Never made here: a meta.db gone since the look was unlinked by
+		// the reap still removing this dir (meta.db last, then the dir),
+		// or by one that finished it; one made now would keep that
+		// reap's rmdir from succeeding, and it would report the key it
+		// removed as failed. Gone, the dir is that reap's: skipped.
+		o.BeforeWrite = func() error {
+			return &os.PathError{Op: "open", Path: name + "/" + db.FileName, Err: fmt.Errorf("removed since it was looked at, by the reap removing the dir: %w", unix.ENOENT)}
+		}
+		d, _, err = db.OpenSidecars(kd, o, write)
 	}
 	if err != nil {
 		kd.Close()
