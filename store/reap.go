@@ -139,7 +139,11 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 			case o.err == errNotAKey, o.err == errQuarantined:
 			case errors.Is(o.err, ErrForeignEntry) && ValidKey(name):
 				res.Refused = append(res.Refused, name)
-			case !errors.Is(o.err, fsat.ErrNotDir) && !fsat.IsNotExist(o.err):
+			case !errors.Is(o.err, fsat.ErrNotDir) && !fsat.IsNotExist(o.err) && !errors.As(o.err, new(*movedAsideError)):
+				// Not a dir, gone, or moved aside while this waited for
+				// its lock (another reap's, a quarantine's; a key made
+				// again at the name since is the next reap's to judge):
+				// skipped, no failure.
 				res.Failed = append(res.Failed, name)
 			}
 			if o.err != errNotAKey && o.err != errQuarantined {
