@@ -222,6 +222,9 @@ func runChaosChild() int {
 						emit("error reap %v (%v)", err, res.Skipped)
 					}
 					emit("reap %s %s %s %s %d", times(t0), chaosList(res.Removed), chaosList(res.Finished), chaosList(res.Restored), len(res.Swept))
+					for _, name := range res.Failed {
+						emit("reap-failed %s %s %s", times(t0), name, strings.ReplaceAll(res.Skipped[name], " ", "_"))
+					}
 				case x < 85:
 					var found []string
 					sum, err := s.Check(context.Background(), CheckOptions{Repair: true}, func(f Finding) error {
@@ -459,6 +462,8 @@ func parseChaos(t *testing.T, lines []string) *chaosLog {
 					l.liveOwned = append(l.liveOwned, op)
 				}
 			}
+		case "reap-failed": // reap-failed t0 t1 lo hi name why
+			t.Errorf("a reap failed on %s: %s", f[5], strings.ReplaceAll(f[6], "_", " "))
 		case "quarantine": // quarantine t0 t1 lo hi key aside
 			l.ops++
 			l.outcomes["quarantine"]++
