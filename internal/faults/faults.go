@@ -113,6 +113,12 @@ const (
 	RepairAfterRenumber  Point = "repair/after-renumber"         // the history numbered again, committed
 )
 
+// fsat.Remove of a directory: the unlink said the name is one (EISDIR;
+// EPERM elsewhere), and the name is about to be looked at again before
+// its rmdir, where a rival remover (a reap finishing a reap-owned dir
+// while its own reap removes it) may have got there first.
+const FsatRemoveBeforeDirLook Point = "fsat/remove-before-dir-look"
+
 // The stray-temp sweep of a key reap keeps, where the key had no meta.db
 // (no lock to take) when the sweep looked: the temps about to be listed
 // again and removed.

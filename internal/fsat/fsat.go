@@ -37,6 +37,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 )
 
 // openFlags are added to every open below a directory: never follow a link
@@ -170,8 +172,15 @@ func Remove(dir *os.File, name string) error {
 	err := unix.Unlinkat(int(dir.Fd()), name, 0)
 	// Linux says EISDIR for a directory, macOS and FreeBSD say EPERM.
 	if err == unix.EISDIR || err == unix.EPERM {
-		if st, serr := LstatAt(dir, name); serr == nil && IsDir(&st) {
+		if ferr := faults.At(faults.FsatRemoveBeforeDirLook); ferr != nil {
+			return ferr
+		}
+		st, serr := LstatAt(dir, name)
+		switch {
+		case serr == nil && IsDir(&st):
 			err = unix.Unlinkat(int(dir.Fd()), name, unix.AT_REMOVEDIR)
+		case errors.Is(serr, unix.ENOENT):
+			err = unix.ENOENT // removed since the unlink: a rival got there first
 		}
 	}
 	if err != nil && err != unix.ENOENT {
