@@ -101,6 +101,14 @@ func Load(r io.Reader) (*Branch, error) {
 	modelIx := make(map[[2]string]int32)
 	for sc.Next() {
 		e := sc.Entry()
+		if last := len(b.nodes) - 1; last >= 0 && !b.nodes[last].idKind.findable() {
+			// An entry no parentId can find (no id, a falsy one, an
+			// object) matters only as the leaf, and it no longer is:
+			// keeping it would let a file of 3-byte lines ("{}", "[]",
+			// "0") hold a 120-byte record each, 40 times the file.
+			b.nodes = b.nodes[:last]
+			delete(b.firstKept, int32(last))
+		}
 		i := int32(len(b.nodes))
 		n := reduce(e)
 		if provider, id, ok := modelOf(e); ok {
@@ -163,6 +171,10 @@ func (x *index) add(kind idKind, id string, i int32) {
 		x.other[idKey{kind, id}] = i
 	}
 }
+
+// findable reports whether a parentId can find an entry with an id of
+// this kind: the kinds index keeps.
+func (k idKind) findable() bool { return k == idString || k == idNumber || k == idTrue }
 
 func (x *index) get(kind idKind, id string) (int32, bool) {
 	switch kind {
