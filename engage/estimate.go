@@ -31,8 +31,9 @@ func (e Estimate) Reading() Reading {
 // ids are pi's 8 characters, and the distinct model names, but none of the
 // text of the messages: a transcript ten times larger costs ten times the
 // entries, never the bytes of its messages. Long ids and model names are
-// kept as they are, so what it holds is bounded by the file's size. It does
-// not change after Read and is safe for concurrent use.
+// kept as they are; what a hand-made file of very short entries costs is
+// in the package doc. It does not change after Read and is safe for
+// concurrent use.
 type Transcript struct {
 	Header  transcript.Header // the session header, the first line
 	Version int64             // the format version pi reads it as (1 and 2 are migrated)

@@ -67,7 +67,7 @@ func writeSynthetic(t *testing.T, path string, n, textLen int) string {
 // What Read keeps does grow with the ids and model names, which it keeps as
 // they are: with 400 entries whose ids and providers are 20 KB each, the
 // retained heap is about the size of that text, and still within the
-// file's size, which is the documented bound.
+// file's size: the ids are kept once, not copied per use.
 func TestMemoryBoundedByTheFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and reads a 24 MB transcript")
