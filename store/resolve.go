@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"time"
 
@@ -178,7 +180,8 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 			return fmt.Errorf("copy %s: still no match after %d copies", key, maxCopies)
 		}
 		src, limit := v.Source()
-		size, sum, err := copyCounted(staged, src, limit)
+		tail := &lastByte{w: staged}
+		size, sum, err := copyCounted(tail, src, limit)
 		var lost *sourceError
 		if errors.As(err, &lost) {
 			if r := v.Lost(lost.err); r != "" {
@@ -199,6 +202,20 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		case a.Err != nil:
 			return a.Err
 		case a.Resume:
+			if size > 0 && tail.b != '\n' {
+				// A transcript whose last line has no newline (a legacy
+				// worker's, cut by a write that failed): pi would glue
+				// its first append onto that line and drop both on its
+				// next load, and with the run's first entry gone, the
+				// entry after it names a parent that is not there: the
+				// whole history falls out of the context. The job gets
+				// it with the newline promote adds to a torn tail; the
+				// ticket describes what was staged, its base the key.
+				if _, err := staged.Write([]byte{'\n'}); err != nil {
+					return err
+				}
+				size, sum = size+1, crc32.Update(sum, castagnoli, []byte{'\n'})
+			}
 			sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C, sess.Base = true, gates.Resumed, size, Checksum(sum), a.Base
 			return nil
 		case a.Retry:
@@ -228,4 +245,19 @@ func judgedUnread(v gates.Verdict, obs gates.Observation, b gates.Bounds, job ga
 		return false
 	}
 	return gates.Evaluate(obs, b, job, now).Reason != v.Reason
+}
+
+// lastByte is a writer that remembers the last byte written through it.
+type lastByte struct {
+	w io.Writer
+	b byte
+}
+
+// Write writes p to the underlying writer.
+func (l *lastByte) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.b = p[n-1]
+	}
+	return n, err
 }

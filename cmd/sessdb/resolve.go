@@ -16,8 +16,9 @@ var cmdResolve = &command{
 	short: "stage a key's transcript (or a cold start) for a job and say why",
 	long: `
 Stages <job-dir>/session/current.jsonl (the dir is made 0700): a copy of the
-key's transcript when the read-gate ladder lets it resume, else a 0-byte file
-(pi writes its own header into an empty file). Writes the job's ticket,
+key's transcript when the read-gate ladder lets it resume (a last line with no
+newline gets one, or pi would glue its first entry to it and lose both), else
+a 0-byte file (pi writes its own header into an empty file). Writes the job's ticket,
 <job-dir>/session.ticket, which promote reads back. Prints one JSON object:
 {"key","resume","reason","bytes","staged"} (docs/json.md).
 
