@@ -413,8 +413,18 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			}
 			return nil, err
 		default:
-			if rec.Transcript != nil && !unsure {
-				shared.Remove(m.b.dir, rec.Transcript.File)
+			// An error that followed a try gone unanswered (a refusal
+			// of the credentials the TLS probe found after it) may be
+			// of a create that landed: its file is the record's.
+			if etcdmeta.Unanswered(err) {
+				unsure = true
+			}
+			if rec.Transcript != nil {
+				if !unsure {
+					shared.Remove(m.b.dir, rec.Transcript.File)
+				} else {
+					err = fmt.Errorf("%w (the file %s is left for reap)", err, rec.Transcript.File)
+				}
 			}
 			return nil, err
 		}

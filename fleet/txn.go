@@ -257,6 +257,12 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 			}
 			return err
 		default:
+			// A refusal of the credentials the TLS probe found after
+			// the try went unanswered: the commit may have landed, and
+			// its file is then the key's generation (Close keeps it).
+			if etcdmeta.Unanswered(err) {
+				t.unsure = true
+			}
 			return err
 		}
 		t.committed = true

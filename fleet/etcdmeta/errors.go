@@ -31,7 +31,9 @@ var (
 	// ErrAuth is returned when etcd refused the credentials: a wrong user
 	// name or password, a user without permission on the prefix, or a
 	// TLS handshake that failed (a server certificate the CA file does not
-	// vouch for, a client certificate the server refuses or none).
+	// vouch for, a client certificate the server refuses or none). One
+	// found by the TLS probe after a request ran out of time may have
+	// committed, as ErrUnavailable's (see Unanswered).
 	ErrAuth = errors.New("etcd refused the credentials")
 
 	// ErrConflict is returned, as a *ConflictError, when a guarded write

@@ -39,12 +39,33 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 		if key != "" {
 			op += " " + key
 		}
+		// The request itself went unanswered, on a connection made
+		// before the refusal: a write may have been served all the same.
 		if note := s.certOutOfDate(time.Now()); note != "" {
-			return fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)
+			return unanswered{fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)}
 		}
-		return fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)
+		return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
 	}
 	return werr
+}
+
+// unanswered marks an error found after its request went unanswered (see
+// Unanswered); its text is the error's.
+type unanswered struct{ error }
+
+func (u unanswered) Unwrap() error { return u.error }
+
+// Unanswered reports whether err is of a request that got no answer, so
+// that a write may have committed though it returned err: ErrUnavailable,
+// and the ErrAuth of a TLS client whose request ran out of time and whose
+// handshake of its own with the members then found its credentials
+// refused (a client certificate that expired or was replaced meanwhile:
+// the request had gone out on a connection made before). A writer that
+// would remove what its write names keeps it for such an error, as for
+// ErrUnavailable.
+func Unanswered(err error) bool {
+	var u unanswered
+	return errors.Is(err, ErrUnavailable) || errors.As(err, &u)
 }
 
 // certOutOfDate says when the client certificate is not valid at now, or
