@@ -139,11 +139,12 @@
 // directory fsync.
 //
 // Both are guarded. A destination holding the same generation (gen, size,
-// CRC32C) is already; one holding a generation the source descends from
-// (a higher gen whose history holds the destination's newest entry, or
-// whose transcript begins with the destination's bytes) is already to
-// ToEtcd (the fleet promoted it since) and brought forward by FromEtcd
-// (back into the root the keys came from); anything else is a conflict,
+// CRC32C) is already. A key whose generation in etcd descends from the key
+// dir's (a higher gen whose history holds the key dir's newest entry, or
+// whose transcript begins with the key dir's bytes: the fleet promoted it
+// since) is already to ToEtcd and brought forward by FromEtcd (back into
+// the root the keys came from); anything else, a key dir promoted since
+// etcd got it included (ToEtcd only creates records), is a conflict,
 // reported and left alone. Each key is whole in its source until the
 // destination has committed it, so a run killed at any point loses
 // nothing and a re-run converges: ToEtcd finds the record it committed, or

@@ -49,9 +49,11 @@ etcd transaction that commits only if etcd holds nothing for the key. The
 key dir is left as it was, the way back. --from etcd moves every record of
 the fleet into a key dir of the root, written as a promotion writes.
 Either way a key the destination already holds at the same generation is
-already, one it holds at a generation the source descends from is already
-(--to) or brought forward (--from), and anything else is a conflict,
-reported and left alone (exit 1). A legacy key dir must be migrated to
+already; one whose generation in etcd descends from the key dir's (the
+fleet promoted it since) is already (--to) or brought forward (--from);
+anything else, a key dir promoted since etcd got it included (--to creates
+records, it never writes over one), is a conflict, reported and left alone
+(exit 1). A legacy key dir must be migrated to
 meta.db first. Once a key finds etcd unavailable (no answer within
 --etcd-timeout), the keys after it are failed at once, not tried (exit 1),
 rather than each waiting out the timeout in turn. Killed at any point, a
