@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"sessdb/gates"
@@ -254,4 +255,88 @@ func TestToEtcdKilledThenTheFleetPromotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two runs at once, each way, move each key once (the package doc's
+// promise): two --to etcd of one root, and two --from etcd into one
+// fresh root, each run with its own Backend and four workers. Every key is
+// migrated by one run and already to the other, no run fails or finds a
+// conflict, the transcripts dir holds one file per key (the one its
+// record names) and the root no temp, and every verdict is the source's.
+func TestTwoMigrationsAtOnce(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	var keys []string
+	for i := range 12 {
+		k := store.Key("github", "at-once", fmt.Sprint(i))
+		keys = append(keys, k)
+		h.mustPromote(k, migJob, "h1", store.PromoteRequest{})
+		if i%3 == 0 {
+			h.mustPromote(k, migJob, "h2", store.PromoteRequest{})
+		}
+		if i%4 == 1 {
+			h.crashAfterCommit(k, migJob, "in flight")
+		}
+	}
+	slices.Sort(keys)
+	want := verdicts(t, onRoot(t, root), keys, migProfiles())
+	twice := func(to bool, dir string) {
+		t.Helper()
+		var got [2]map[string]MigrateReport
+		var sums [2]MigrateSummary
+		var wg sync.WaitGroup
+		for i := range got {
+			b := f.open()
+			opts := migOpts()
+			opts.Workers = 4
+			got[i] = map[string]MigrateReport{}
+			wg.Go(func() {
+				var mu sync.Mutex
+				visit := func(r MigrateReport) error { mu.Lock(); got[i][r.Key] = r; mu.Unlock(); return nil }
+				var err error
+				if to {
+					sums[i], err = ToEtcd(t.Context(), dir, b, opts, visit)
+				} else {
+					sums[i], err = FromEtcd(t.Context(), b, dir, opts, visit)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, k := range keys {
+			a, b := got[0][k].Action, got[1][k].Action
+			if !(a == migrate.Migrated && b == migrate.Already || a == migrate.Already && b == migrate.Migrated) {
+				t.Errorf("to %v: %s: %s (%s) and %s (%s), want migrated once and already once", to, k, a, got[0][k].Cause, b, got[1][k].Cause)
+			}
+		}
+		for _, s := range sums {
+			if !s.Complete() {
+				t.Errorf("to %v: %+v", to, s)
+			}
+		}
+	}
+	twice(true, root)
+	for _, k := range keys {
+		if files, rec := f.files(k), f.recordFile(k); !slices.Equal(files, []string{rec}) {
+			t.Errorf("%s: its record names %s, its files are %v", k, rec, files)
+		}
+	}
+	compare(t, "on the fleet", want, verdicts(t, onFleet(f.b), keys, migProfiles()), nil, nil)
+	back := filepath.Join(t.TempDir(), "back")
+	twice(false, back)
+	for _, k := range keys {
+		ents, err := os.ReadDir(filepath.Join(back, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), storeTempPrefix) {
+				t.Errorf("%s: a temp left: %s", k, e.Name())
+			}
+		}
+	}
+	compare(t, "on the root", want, verdicts(t, onRoot(t, back), keys, migProfiles()), nil, nil)
 }
