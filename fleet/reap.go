@@ -560,12 +560,13 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 		case errors.As(err, &ce):
 			return ce.Current.Rev == 0, nil
 		case !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try):
-			if unsure || errors.Is(err, etcdmeta.ErrUnavailable) {
+			if unsure || etcdmeta.Unanswered(err) {
 				// The walk reports no removal for this key, and a fleet
 				// logs none: the error is all the operator hears of it.
 				// A try unanswered is unsure too, the last as much as any
 				// before it: a link that went silent (or slow) as it was
-				// sent may deliver it yet.
+				// sent may deliver it yet; so is one the TLS probe then
+				// found refused.
 				err = fmt.Errorf("%w (a try's answer was lost: the key may be removed already; reap again to know)", err)
 			}
 			return false, err
