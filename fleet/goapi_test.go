@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -111,101 +110,6 @@ func TestFromEtcdEndedWhileListingIsInterrupted(t *testing.T) {
 	}
 }
 
-// goroutine is one live goroutine in a dump of them all: its creator's
-// id (0 for none) and its stack.
-type goroutine struct {
-	creator uint64
-	stack   string
-}
-
-// goroutines dumps every live goroutine of the process, by id.
-func goroutines() map[uint64]goroutine {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	all := map[uint64]goroutine{}
-	for _, stack := range strings.Split(string(buf), "\n\n") {
-		var id, creator uint64
-		if _, err := fmt.Sscanf(stack, "goroutine %d", &id); err != nil {
-			continue
-		}
-		if i := strings.LastIndex(stack, " in goroutine "); i >= 0 && strings.Contains(stack, "\ncreated by ") {
-			fmt.Sscanf(stack[i:], " in goroutine %d", &creator)
-		}
-		all[id] = goroutine{creator, stack}
-	}
-	return all
-}
-
-// selfID is the calling goroutine's id.
-func selfID() uint64 {
-	buf := make([]byte, 64)
-	var id uint64
-	fmt.Sscanf(string(buf[:runtime.Stack(buf, false)]), "goroutine %d", &id)
-	return id
-}
-
-// leakedSince waits up to 30 s for every goroutine that the calling
-// goroutine started since before (itself, or through goroutines it
-// started that still run) to end, and returns
-// the stacks of those still alive then. The process runs the etcd member
-// under test and every client's connections, and those start goroutines
-// of their own at their own pace: a stream that a lock taken before the
-// reap set up in the background (the holder's lease keep-alive) came up
-// after a count of the process's goroutines was taken (1 run in about
-// 60 of a whole ./fleet under load: "59 goroutines 30 s on, 57 before
-// the reap", the two a keep-alive stream's). Those descend from
-// goroutines alive before; what the caller leaks descends from it. The
-// wait bounds a teardown (a lock cut short closes a watch and a
-// keep-alive, whose goroutines end some scheduler rounds later), not the
-// promise, and costs nothing when nothing is left.
-func leakedSince(before map[uint64]goroutine) []string {
-	self := selfID()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		now := goroutines()
-		var verdict map[uint64]bool
-		var leaked func(id uint64) bool
-		leaked = func(id uint64) bool {
-			if _, old := before[id]; old {
-				return false
-			}
-			if v, ok := verdict[id]; ok {
-				return v
-			}
-			verdict[id] = false // a cycle of ids is none of the caller's
-			c := now[id].creator
-			_, creatorAlive := now[c]
-			_, creatorOld := before[c]
-			// A creator that ended is of unknown descent: a connection's
-			// handshake that gRPC ran for a client, or a try the reap
-			// sent. The first is no leak and is common; the reap's own
-			// goroutines that outlive it are started by it.
-			v := c == self || (creatorAlive && !creatorOld && leaked(c))
-			verdict[id] = v
-			return v
-		}
-		verdict = map[uint64]bool{}
-		var stacks []string
-		for id, g := range now {
-			if leaked(id) {
-				stacks = append(stacks, g.stack)
-			}
-		}
-		if len(stacks) == 0 || time.Now().After(deadline) {
-			return stacks
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A reap whose context ends before another holder lets go of an expired
 // key's lock (a deadline shorter than the lock wait) returns ctx's error
 // at the deadline, not at the lock wait's end, removes nothing, leaves no
@@ -233,7 +137,7 @@ func TestReapWithADeadlineShorterThanTheLockWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	before := goroutines()
+	before := etcdtest.Goroutines()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -244,7 +148,7 @@ func TestReapWithADeadlineShorterThanTheLockWait(t *testing.T) {
 	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || len(res.Removed) != 0 || took > etcdmeta.DefaultLockWait/2 {
 		t.Fatalf("reap = %+v, %v after %v; want the deadline's error at the deadline, nothing removed", res, err, took)
 	}
-	if leaked := leakedSince(before); len(leaked) != 0 {
+	if leaked := etcdtest.StartedStillRunning(before, 30*time.Second); len(leaked) != 0 {
 		t.Errorf("%d goroutines the reap started still run 30 s on:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
 	}
 	resp, err := c.Client(t).Get(t.Context(), prefix+"/lock/"+key+"/", clientv3.WithPrefix())
