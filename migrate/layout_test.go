@@ -17,6 +17,9 @@ import (
 	"sessdb/store"
 )
 
+// castagnoli is the store's checksum polynomial, a record's CRC32C.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // emptyDB leaves what a migration killed before its commit leaves: a
 // meta.db with no records beside the legacy files.
 func emptyDB(t testing.TB, dir string) {

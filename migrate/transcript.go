@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -18,16 +17,6 @@ import (
 	"sessdb/store"
 	"sessdb/store/legacy"
 )
-
-// castagnoli is the store's checksum polynomial: a record ToDB writes is
-// checked by Resolve against its copy, so both must use the same.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// transcriptChunk is how much is read of a transcript between two looks
-// at the run's context: a megabyte takes milliseconds even from a slow
-// disk, so a stop abandons the read of a huge file (a sparse one reads
-// as gigabytes of zeros) well within a second, as check's read does.
-const transcriptChunk = 1 << 20
 
 // transcriptSource is what the transcript is read through; a test
 // replaces it to count the bytes read, or to end a run mid-read.
@@ -88,7 +77,10 @@ func transcriptID(ctx context.Context, dir *os.File, sumUpTo int64) (*Transcript
 	if limit < math.MaxInt64 {
 		limit++
 	}
-	n, sum, err := readSum(ctx, transcriptSource(file), limit)
+	n, sum, err := store.ReadCRC32C(ctx, transcriptSource(file), limit)
+	if err == nil {
+		err = ctx.Err() // stopped: what it read is not the file's sum
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", file.Name(), err)
 	}
@@ -101,30 +93,6 @@ func transcriptID(ctx context.Context, dir *os.File, sumUpTo int64) (*Transcript
 	}
 	t.CRC32C = store.Checksum(sum)
 	return t, kind, nil
-}
-
-// readSum reads src from its start up to limit bytes, or to its end, in
-// chunks, and returns the count and their CRC32C; ctx is looked at before
-// each chunk, and its error ends the read.
-func readSum(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
-	buf := make([]byte, min(limit, transcriptChunk))
-	var n int64
-	var sum uint32
-	for n < limit {
-		if err := ctx.Err(); err != nil {
-			return n, sum, err
-		}
-		m, err := src.ReadAt(buf[:min(int64(len(buf)), limit-n)], n)
-		sum = crc32.Update(sum, castagnoli, buf[:m])
-		n += int64(m)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return n, sum, err
-		}
-	}
-	return n, sum, nil
 }
 
 // recordable is at as meta.db records it (db.RecordedAt), so that the TTL

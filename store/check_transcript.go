@@ -43,9 +43,8 @@ const (
 	VerifyUnreadable   = "unreadable"    // an I/O error
 )
 
-// verifyChunk is how much verify reads between two looks at its context:
-// a megabyte takes milliseconds even from a slow disk, so an interrupt
-// stops a read of a huge file within far less than a second.
+// verifyChunk is how much ReadCRC32C reads between two looks at its
+// context.
 const verifyChunk = 1 << 20
 
 // verifySource is what verify reads the transcript through; a test
@@ -138,12 +137,25 @@ func (l look) differs(t *db.Transcript, what string) string {
 	return fmt.Sprintf("CRC32C %08x, %s says %08x", l.sum, what, t.CRC32C)
 }
 
-// readCRC reads src from offset 0 until limit bytes, its end, an error or
-// the end of ctx, whichever comes first, in chunks of verifyChunk, and
-// returns how many bytes it read and their CRC32C. ctx is looked at before
-// every chunk; the caller tells an interrupted read by ctx.Err().
+// readCRC is ReadCRC32C with a failed read's error naming src.
 func readCRC(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
-	buf := make([]byte, min(limit, verifyChunk))
+	n, sum, err := ReadCRC32C(ctx, src, limit)
+	if err != nil {
+		err = fmt.Errorf("read %s: %w", nameOf(src), err)
+	}
+	return n, sum, err
+}
+
+// ReadCRC32C reads src from offset 0 until limit bytes, its end, an
+// error or the end of ctx, whichever comes first, a megabyte at a time,
+// and returns how many bytes it read and their CRC32C (Castagnoli, as a
+// record's). ctx is looked at before every megabyte, which takes
+// milliseconds even from a slow disk, so an interrupt abandons the read
+// of a huge file (a sparse one reads as gigabytes of zeros) within far
+// less than a second; the caller tells an interrupted read by ctx.Err(),
+// not by the error, which is the read's own.
+func ReadCRC32C(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
+	buf := make([]byte, max(min(limit, verifyChunk), 0))
 	var n int64
 	var sum uint32
 	for n < limit {
@@ -157,7 +169,7 @@ func readCRC(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, 
 			break
 		}
 		if err != nil {
-			return n, sum, fmt.Errorf("read %s: %w", nameOf(src), err)
+			return n, sum, err
 		}
 	}
 	return n, sum, nil
