@@ -18,9 +18,9 @@ var cmdResolve = &command{
 Stages <job-dir>/session/current.jsonl (the dir is made 0700): a copy of the
 key's transcript when the read-gate ladder lets it resume (a last line with no
 newline gets one, or pi would glue its first entry to it and lose both), else
-a 0-byte file (pi writes its own header into an empty file). Writes the job's ticket,
-<job-dir>/session.ticket, which promote reads back. Prints one JSON object:
-{"key","resume","reason","bytes","staged"} (docs/json.md).
+a 0-byte file (pi writes its own header into an empty file). Writes the job's
+ticket, <job-dir>/session.ticket, which promote reads back. Prints one JSON
+object: {"key","resume","reason","bytes","staged"} (docs/json.md).
 
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. An answer that cannot
