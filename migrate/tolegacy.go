@@ -92,6 +92,7 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	// A promotion in flight (only a dry run sees one) will land the
 	// transcript its record names, and an empty transcript is absent to
 	// the ladder before any record is compared: neither is a mismatch.
+	mismatch := false
 	if t != nil && t.Size > 0 && sc.Pending == nil &&
 		(rec == nil || rec.Size != t.Size || rec.CRC32C != uint64(t.CRC32C)) {
 		if lost := lostPrev(pend, t); lost != nil {
@@ -103,6 +104,7 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 			// legacy layout has no record to compare, so the venue says it.
 			pending := legacy.PendingVenue
 			v.Venue = &pending
+			mismatch = true
 			p.Oddities = append(p.Oddities, Oddity{legacy.TranscriptName, "does not match its record in meta.db", `venue stamped "(pending)" so the key stays cold, as it was`})
 		}
 	}
@@ -121,8 +123,13 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	}
 	p.Removed = append(p.Removed, db.FileName)
 	// The legacy clock for expired is the transcript's mtime; with no
-	// transcript there is nothing to carry it.
-	if rec != nil && t != nil {
+	// transcript there is nothing to carry it. A transcript that is not
+	// the record's keeps its own: the legacy layout tells a transcript
+	// changed since a ticket by its mtime (with its inode and size), and
+	// the record's date given to a file changed in place with its size
+	// kept would make it the ticket's base again, a stale job's run then
+	// promoted over it.
+	if rec != nil && t != nil && !mismatch {
 		at := time.Unix(0, rec.PromotedAt)
 		p.at = &at
 	}

@@ -25,11 +25,17 @@ type mKey struct {
 	gen        uint64 // the generation the key holds; 0: none
 	data       []byte // its transcript
 	promotedAt time.Time
-	piVersion  string
-	venue      string
-	chain      uint64
-	context    *db.Context
-	history    []db.HistoryEntry // oldest first, at most db.HistoryLimit
+	// ownMtime: promotedAt is the transcript's own mtime, which the model
+	// does not know to the nanosecond (a transcript changed in place,
+	// moved to the legacy layout, keeps it: docs/migration.md). It is
+	// the real clock's, which the model's is behind (modelStart), so the
+	// key is never expired by it.
+	ownMtime  bool
+	piVersion string
+	venue     string
+	chain     uint64
+	context   *db.Context
+	history   []db.HistoryEntry // oldest first, at most db.HistoryLimit
 	// legacy: the key is in the legacy layout (migrate --to-legacy): its
 	// transcript and stamps in files, no record, no history.
 	legacy bool
@@ -284,7 +290,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	if tokens != nil && window != 0 {
 		ctx = &db.Context{Tokens: *tokens, Window: window, Model: resumesWith}
 	}
-	k.gen, k.data, k.promotedAt, k.legacy, k.file, k.disk = gen, whole, p.now, false, p.newFile(), nil
+	k.gen, k.data, k.promotedAt, k.ownMtime, k.legacy, k.file, k.disk = gen, whole, p.now, false, false, p.newFile(), nil
 	k.piVersion, k.venue, k.chain, k.context = p.req.PiVersion, venue, chain, ctx
 	k.record(db.HistoryEntry{
 		Gen: gen, At: p.now.UnixNano(), Resumed: t.resume, Reason: string(t.reason), Bytes: int64(len(whole)),

@@ -410,7 +410,16 @@ func (r *run) readRecords() (map[string]recorded, error) {
 func matchRecords(got map[string]recorded, keys map[string]*mKey) error {
 	for _, key := range modelKeys {
 		sc, h, m := got[key].sc, got[key].h, keys[key]
-		if want := m.sidecars(); !reflect.DeepEqual(sc, want) {
+		want := m.sidecars()
+		if m.ownMtime && sc.Transcript != nil && want.Transcript != nil {
+			// The transcript's own mtime, set by the real clock when the
+			// sequence changed it, which the model knows to a day.
+			if at := time.Unix(0, sc.Transcript.PromotedAt); time.Since(at) > 24*time.Hour {
+				return fmt.Errorf("record: %s promoted at %v, the model the transcript's own mtime (today)", key[:6], at)
+			}
+			want.Transcript.PromotedAt = sc.Transcript.PromotedAt
+		}
+		if !reflect.DeepEqual(sc, want) {
 			return fmt.Errorf("record: %s holds %s, the model %s", key[:6], showSidecars(sc), showSidecars(want))
 		}
 		if len(h) == 0 && len(m.history) == 0 {
@@ -974,7 +983,7 @@ func (r *run) inspect(op mOp) error {
 	switch {
 	case rep.Gen != m.gen || rep.RecordBytes == nil || *rep.RecordBytes != int64(len(m.data)):
 		return fmt.Errorf("inspect: %s gen %d bytes %v, the model %d, %d", key[:6], rep.Gen, rep.RecordBytes, m.gen, len(m.data))
-	case rep.LastPromotion == nil || !rep.LastPromotion.Equal(last):
+	case rep.LastPromotion == nil || !m.ownMtime && !rep.LastPromotion.Equal(last):
 		return fmt.Errorf("inspect: %s last promotion %v, the model %v", key[:6], rep.LastPromotion, last)
 	case !reflect.DeepEqual(rep.PiVersion, sc.PiVersion) || !reflect.DeepEqual(rep.Venue, sc.Venue) || !reflect.DeepEqual(rep.ResumeChain, sc.ResumeChain):
 		return fmt.Errorf("inspect: %s stamps %v %v %v, the model %v %v %v", key[:6], deref(rep.PiVersion), deref(rep.Venue), deref(rep.ResumeChain),
@@ -1131,8 +1140,12 @@ func (r *run) migrate(toLegacy bool) error {
 		switch {
 		case m.gen == 0:
 		case toLegacy && m.disk != nil:
-			// No record to hold the transcript to: the key stays cold.
+			// No record to hold the transcript to: the key stays cold,
+			// and its transcript keeps its own mtime (the damage's, on
+			// the real clock), not the record's date, which would make it
+			// a legacy ticket's base again.
 			m.legacy, m.history, m.data, m.disk, m.venue = true, nil, m.disk, nil, "(pending)"
+			m.promotedAt, m.ownMtime = time.Now(), true
 		case toLegacy:
 			m.legacy, m.history = true, nil
 		case m.legacy:
