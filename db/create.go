@@ -105,6 +105,9 @@ func create(dirfd int, now time.Time, before func() error) (err error) {
 	if lerr != nil && lerr != unix.EEXIST {
 		return fmt.Errorf("link %s: %w", tmp, lerr)
 	}
+	if lerr == nil && testHookCreateStep != nil {
+		testHookCreateStep("linked")
+	}
 	// After the link the temporary name is a second name of meta.db; after
 	// EEXIST (another writer won, and its file is the one to open) it names
 	// an orphan. Either way it goes.
@@ -143,7 +146,8 @@ var testHookBeforeLink func()
 
 // testHookCreateStep lets a test look at the temp at the steps of its
 // creation named: "created" (the file made, bbolt not yet at it),
-// "initialised" (bbolt's schema committed).
+// "initialised" (bbolt's schema committed), "linked" (meta.db is the
+// temp's file, whose name is not yet removed).
 var testHookCreateStep func(step string)
 
 // testHookNoTmpfile makes Linux's createLocked take its fallback,
