@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,16 +115,8 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	if err := unix.Fchmod(fd, uint32(st.Mode&0o777)); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("chmod %s: %w", tmp, err))
 	}
-	// ReadFrom with a *os.File behind the limit copies in the kernel where
-	// it can (copy_file_range); the offset of f is still 0, nothing has
-	// read it but at offsets.
-	n, err := file.ReadFrom(io.LimitReader(f, st.Size))
-	if err != nil {
+	if err := copySparse(file, f, st.Size); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("to %s: %w", tmp, err))
-	}
-	if n != st.Size {
-		// Only a process that ignores the lock can cut the file short.
-		return nil, pathErr("copy", name, damaged("file changed under the lock: %d of %d bytes copied", n, st.Size))
 	}
 	if err := fsync(fd); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("sync %s: %w", tmp, err))
@@ -149,4 +142,61 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 		return nil, pathErr("copy", name, fmt.Errorf("sync directory: %w", err))
 	}
 	return file, nil
+}
+
+// copySparse copies the size bytes of src to dst, which is empty, with
+// src's holes left holes: only its data is read and written, and dst is
+// then extended to size. A meta.db is as long as bbolt last mapped it, or
+// as a hostile file's hole makes it (a sparse 64 GiB file of a few KiB on
+// disk): written out whole, the holes cost the open the time and disk of
+// the file's size. Where the file system knows no holes (SEEK_DATA
+// unsupported) the whole file is one extent of data.
+//
+// ReadFrom with an *os.File behind the limit copies in the kernel where it
+// can (copy_file_range), from and to both files' offsets, set here; no one
+// else reads src's or dst's offsets.
+func copySparse(dst, src *os.File, size int64) error {
+	for off := int64(0); off < size; {
+		data, err := src.Seek(off, unix.SEEK_DATA)
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.ENXIO): // only hole from off on
+			data = size
+		case errors.Is(err, unix.EINVAL): // SEEK_DATA unknown here
+			data = off
+		default:
+			return err
+		}
+		if data >= size {
+			break
+		}
+		end := size
+		if hole, err := src.Seek(data, unix.SEEK_HOLE); err == nil && hole < size {
+			end = hole
+		}
+		if _, err := src.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := dst.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		n, err := dst.ReadFrom(io.LimitReader(src, end-data))
+		if err != nil {
+			return err
+		}
+		if n != end-data {
+			// Only a process that ignores the lock can cut the file short.
+			return damaged("file changed under the lock: %d of %d bytes copied at %d", n, end-data, data)
+		}
+		off = end
+	}
+	// A hole where data was, read as the end: the file was cut short,
+	// which only a process that ignores the lock can do.
+	if fi, err := src.Stat(); err != nil {
+		return err
+	} else if fi.Size() < size {
+		return damaged("file changed under the lock: %d bytes, %d when locked", fi.Size(), size)
+	}
+	// The hole at the end, if any: the copy is as long as the file.
+	return dst.Truncate(size)
 }
