@@ -111,10 +111,13 @@
 // without an error: bbolt pages carry no checksum. bbolt commits in place,
 // so OpenWriter first gives a meta.db with more than one name (a hard link:
 // a copy of the root made with cp -al or rsync --link-dest) a file of its
-// own, a copy renamed over it under its lock, with its owner, group and
-// permission bits (a writer that may not give the copy that owner and
+// own, a copy renamed over it under its lock, with its owner, group,
+// permission bits and holes (a writer that may not give the copy that owner and
 // group, neither root nor the owner, or the owner outside the file's
 // group, fails with EPERM and changes nothing): a commit never changes
 // the file at its other names. Only an open that writes copies; a reader
-// leaves the names as they are.
+// leaves the names as they are, and so does a writer's open that refuses
+// the file (damage, a newer schema), but for a record or a schema
+// refused in a file whose pages pass 1 MiB: that is read through bbolt,
+// on the copy.
 package db

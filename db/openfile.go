@@ -107,9 +107,39 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fail(pathErr("open", name, err))
 	}
+	judge := func() (err error) {
+		if meta, err = InspectMeta(f, st.Size); err != nil {
+			return err
+		}
+		// bbolt reads nothing past the high-water mark; the file goes on
+		// to the size of bbolt's last mapping, a hole that costs as much
+		// to read.
+		var src io.ReaderAt = f
+		whole = nil
+		if hw := meta.HighWater(); hw <= snapshotLimit {
+			if whole, err = readPrefix(f, hw); err != nil {
+				return err
+			}
+			src = memPages(whole)
+		}
+		return precheckTree(src, meta, write)
+	}
+	if err := judge(); err != nil {
+		return fail(pathErr("open", name, err))
+	}
 	// The key dir is listed only for a file with another name: an open of
 	// one with a single name, every promotion's, pays nothing for this.
 	if write && st.Nlink > 1 && uint64(st.Nlink) > 1+uint64(tempNamesOf(dirfd, &st)) {
+		// A file the open refuses (damage, a newer schema) is refused
+		// before the copy, which would put another file at its name and
+		// cut it from its other names: a refused open changes nothing. A
+		// file too large for a snapshot is read through bbolt, on the
+		// copy, after it (openDB).
+		if whole != nil {
+			if err := verifyWhole(whole, meta); err != nil {
+				return fail(pathErr("open", name, err))
+			}
+		}
 		own, err := ownFile(dirfd, f, &st, name, before)
 		if err != nil {
 			return fail(err)
@@ -117,23 +147,30 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		f.Close() // the old file's lock: its waiters find the name renamed over
 		f = own
 		*copied = fileID{uint64(st.Dev), uint64(st.Ino)}
-	}
-	if meta, err = InspectMeta(f, st.Size); err != nil {
-		return fail(pathErr("open", name, err))
-	}
-	// bbolt reads nothing past the high-water mark; the file goes on to
-	// the size of bbolt's last mapping, a hole that costs as much to read.
-	var src io.ReaderAt = f
-	if hw := meta.HighWater(); hw <= snapshotLimit {
-		if whole, err = readPrefix(f, hw); err != nil {
+		// Judged again, as the file bbolt will read: the bytes copied are
+		// what was judged above only if no process ignored the lock.
+		if err := judge(); err != nil {
 			return fail(pathErr("open", name, err))
 		}
-		src = memPages(whole)
-	}
-	if err := precheckTree(src, meta, write); err != nil {
-		return fail(pathErr("open", name, err))
 	}
 	return f, whole, meta, nil
+}
+
+// verifyWhole reads the pre-checked pages whole as a writer's open reads
+// them (openDB), a fault or a panic being damage.
+func verifyWhole(whole []byte, meta MetaPages) error {
+	err := guard(func() error {
+		snap, err := readSnapshot(whole, meta)
+		if err == nil {
+			_, err = verify(snap)
+		}
+		return err
+	})
+	var pe *panicError
+	if errors.As(err, &pe) {
+		err = damagedBy("snapshot", err)
+	}
+	return err
 }
 
 // openat is unix.Openat retried on EINTR: an open can be interrupted by a

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -93,5 +94,48 @@ func TestAHardLinkedMetaDBCutShortWhileCopiedIsDamage(t *testing.T) {
 	}
 	if l := leftovers(t, kd); len(l) != 0 {
 		t.Errorf("left in the key dir: %v", l)
+	}
+}
+
+// A writer's open that refuses a hard-linked meta.db (a newer schema, a
+// record or a page it refuses) refuses it before giving it a copy: the
+// key dir is as it was, meta.db still the file its other name is. The
+// copy renamed over meta.db first, the refused open cut the file from its
+// backup and put another file at the key's name.
+func TestARefusedHardLinkedMetaDBIsNotCopied(t *testing.T) {
+	for name, c := range map[string]struct {
+		spoil func(t *testing.T, kd keyDir)
+		want  error
+	}{
+		"a newer schema":   {func(t *testing.T, kd keyDir) { setSchema(t, kd.db, SchemaVersion+1) }, ErrNewerSchema},
+		"schema 0 in meta": {func(t *testing.T, kd keyDir) { setSchema(t, kd.db, 0) }, ErrDamaged},
+		"cut short": {func(t *testing.T, kd keyDir) {
+			m, err := inspect(t, kd.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(kd.db, m.HighWater()-int64(m.PageSize)); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrDamaged},
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			kd := makeDB(t, 2)
+			c.spoil(t, kd)
+			other := hardLink(t, kd)
+			before := dirState(t, kd)
+			was := lstat(t, kd.db)
+			d, err := OpenWriter(kd.dir, kd.db, testOpts)
+			if err == nil {
+				d.Close()
+			}
+			wantErr(t, err, c.want)
+			if after := dirState(t, kd); after != before {
+				t.Errorf("the refused open changed the key dir:\nbefore %s\nafter  %s", before, after)
+			}
+			if now, o := lstat(t, kd.db), lstat(t, other); now.Ino != was.Ino || o.Ino != was.Ino {
+				t.Errorf("meta.db is inode %d, its other name %d; both were %d", now.Ino, o.Ino, was.Ino)
+			}
+		})
 	}
 }
