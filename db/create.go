@@ -14,8 +14,9 @@ import (
 
 // ensureExists creates meta.db if the name is free. Anything already under
 // the name, a link or a 0-byte file included, is left for the open to judge:
-// it is never replaced.
-func ensureExists(dirfd int, name string, now time.Time, before func() error) error {
+// it is never replaced. deadline is the open's: the creation waits for
+// nothing past it (createThenLockBy).
+func ensureExists(dirfd int, name string, now time.Time, before func() error, deadline time.Time) error {
 	var st unix.Stat_t
 	err := unix.Fstatat(dirfd, FileName, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == nil {
@@ -31,7 +32,7 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error) er
 			return err
 		}
 	}
-	if err := create(dirfd, now, before); err != nil {
+	if err := create(dirfd, now, before, deadline); err != nil {
 		var be beforeWriteError
 		if errors.As(err, &be) {
 			return be.err
@@ -45,7 +46,7 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error) er
 // to meta.db: a reader either finds no file or a whole one, and link, unlike
 // rename, fails instead of replacing a meta.db another writer put there
 // meanwhile.
-func create(dirfd int, now time.Time, before func() error) (err error) {
+func create(dirfd int, now time.Time, before func() error, deadline time.Time) (err error) {
 	// A random name: two processes can create at once (the in-process
 	// lock orders only one process's opens, and no flock exists yet), and
 	// createLocked makes a collision, or a file or link planted at the
@@ -59,7 +60,7 @@ func create(dirfd int, now time.Time, before func() error) (err error) {
 	// bbolt, whose Close lets go of it, is closed only once the name is
 	// gone.
 	tmp := tempName()
-	fd, err := createLocked(dirfd, tmp)
+	fd, err := createLockedBy(dirfd, tmp, deadline)
 	if err != nil {
 		return fmt.Errorf("%s: %w", tmp, err)
 	}
@@ -197,11 +198,18 @@ func initFile(f *os.File, tmp string, now time.Time) (*bolt.DB, error) {
 	return bdb, nil
 }
 
-// createThenLock makes a new file at name in dirfd and takes its flock
+// createThenLock is createThenLockBy with no deadline but its own second.
+func createThenLock(dirfd int, name string) (int, error) {
+	return createThenLockBy(dirfd, name, time.Now().Add(time.Second))
+}
+
+// createThenLockBy makes a new file at name in dirfd and takes its flock
 // right after: between the two, the file has its name and no lock.
 // O_EXCL|O_NOFOLLOW makes a file or link planted at the name fail the
-// create instead of being written through.
-func createThenLock(dirfd int, name string) (int, error) {
+// create instead of being written through. The flock is waited for a
+// second at most, and not past deadline, an open's: its LockTimeout
+// bounds the whole open.
+func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 	fd, err := openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return -1, err
@@ -211,7 +219,10 @@ func createThenLock(dirfd int, name string) (int, error) {
 	}
 	// Not had at once only when a look (check's, repair's) holds it that
 	// instant: waited for, briefly.
-	if err := flockUntil(fd, true, time.Now().Add(time.Second)); err != nil {
+	if brief := time.Now().Add(time.Second); brief.Before(deadline) {
+		deadline = brief
+	}
+	if err := flockUntil(fd, true, deadline); err != nil {
 		unix.Close(fd)
 		unix.Unlinkat(dirfd, name, 0)
 		return -1, fmt.Errorf("flock: %w", err)

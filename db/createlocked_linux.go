@@ -18,14 +18,20 @@ import (
 // them, or no /proc), it is made at name and locked right after, the
 // window this closes elsewhere.
 func createLocked(dirfd int, name string) (int, error) {
+	return createLockedBy(dirfd, name, time.Now().Add(time.Second))
+}
+
+// createLockedBy is createLocked whose fallback waits for the flock no
+// later than deadline (createThenLockBy).
+func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 	if testHookNoTmpfile {
-		return createThenLock(dirfd, name)
+		return createThenLockBy(dirfd, name, deadline)
 	}
 	fd, err := openat(dirfd, ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
 	switch err {
 	case nil:
 	case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
-		return createThenLock(dirfd, name)
+		return createThenLockBy(dirfd, name, deadline)
 	case unix.EPERM:
 		// Linux refuses an unnamed file in a directory already removed
 		// with EPERM, where a named create gets ENOENT: a key dir a reap
@@ -56,7 +62,7 @@ func createLocked(dirfd int, name string) (int, error) {
 	if err == unix.ENOENT {
 		var st unix.Stat_t
 		if unix.Stat("/proc/self/fd", &st) != nil {
-			return createThenLock(dirfd, name) // no /proc
+			return createThenLockBy(dirfd, name, deadline) // no /proc
 		}
 	}
 	return -1, err

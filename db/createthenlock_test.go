@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,5 +118,59 @@ func TestCreationWithoutAnUnnamedFileHoldsItsTempsFlockAndOpens(t *testing.T) {
 	}
 	if got != "0.58.3" {
 		t.Errorf("pi version read back from a meta.db made on the fallback: %q, want 0.58.3", got)
+	}
+}
+
+// An open that creates meta.db on the fallback, whose temp a look holds
+// locked from its naming on, gives up at the open's LockTimeout, not at
+// the fallback's own second: LockTimeout bounds the whole open. Before,
+// an open with a LockTimeout of 50 ms gave up after 1.0 s.
+func TestCreationWithoutAnUnnamedFileGivesUpAtTheOpensTimeout(t *testing.T) {
+	testHookNoTmpfile = true
+	defer func() { testHookNoTmpfile = false }()
+	kd := newKeyDir(t)
+	var held *os.File
+	testHookCreateStep = func(step string) {
+		if step != "named" || held != nil {
+			return
+		}
+		ents, err := os.ReadDir(kd.path)
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("the key dir at the temp's naming: %v, %v", ents, err)
+		}
+		if held, err = os.Open(filepath.Join(kd.path, ents[0].Name())); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(held.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		testHookCreateStep = nil
+		if held != nil {
+			held.Close()
+		}
+	}()
+	const timeout = 50 * time.Millisecond
+	start := time.Now()
+	d, err := OpenWriter(kd.dir, kd.db, Options{LockTimeout: timeout})
+	elapsed := time.Since(start)
+	if err == nil {
+		d.Close()
+	}
+	wantErr(t, err, ErrLockTimeout)
+	// The fallback's own wait is a second: half of it is far past the
+	// timeout, and far from it.
+	if elapsed >= 500*time.Millisecond {
+		t.Errorf("an open with a LockTimeout of %v gave up after %v", timeout, elapsed)
+	}
+	if held == nil {
+		t.Fatal("the fallback never named its temp")
+	}
+	if l := leftovers(t, kd); len(l) != 0 {
+		t.Errorf("left in the key dir: %v", l)
+	}
+	if _, err := os.Lstat(kd.db); !os.IsNotExist(err) {
+		t.Errorf("meta.db after the open gave up: %v", err)
 	}
 }

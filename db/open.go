@@ -87,7 +87,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 	for attempt := 1; ; attempt++ {
 		var err error
 		if write {
-			if err = ensureExists(dirfd, name, opts.now(), opts.BeforeWrite); err != nil {
+			if err = ensureExists(dirfd, name, opts.now(), opts.BeforeWrite, deadline); err != nil {
 				return nil, err
 			}
 		}
