@@ -196,6 +196,13 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 	case stopped(ctx, err) != nil:
 		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", ctx.Err())
 		return ctx.Err()
+	case etcdmeta.Unanswered(err):
+		// The commit may have landed with its answer lost, and every try
+		// sent again unanswered too: "left as is" would be false of a
+		// history numbered again, which the next check finds nothing
+		// to do about.
+		f.Repair = fmt.Sprintf("not known: %s (a try's answer was lost: the history may be numbered again already; run check again to know)", c.b.unroot(err.Error()))
+		return unavailable(err)
 	default:
 		f.Repair = "left as is: " + c.b.unroot(err.Error())
 		return unavailable(err)

@@ -1,9 +1,13 @@
 package fleet
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -38,5 +42,47 @@ func TestARepairWhoseRenumberLostItsAnswerSaysItRenumbered(t *testing.T) {
 	seqs, got := f.historyValues(c, key)
 	if !slices.Equal(seqs, []string{"0000000000000001", "0000000000000002"}) || !slices.Equal(got, vals) {
 		t.Fatalf("history after the repair: %v; want the two entries at 1 and 2, each as it was", seqs)
+	}
+}
+
+// check --repair whose renumber lands and then loses the answer of every
+// try (the commit applied, each try sent again served too and its answer
+// lost, until the request timeout) does not say the history was left as
+// is: it may have been numbered again (here it was). The walk stops on
+// etcd unavailable as before, and the key's orphans stay, but the finding
+// says the renumber may have landed, as a reap's unanswered delete says
+// the key may be removed already.
+func TestARepairWhoseRenumberWentUnansweredSaysItMayHaveLanded(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 500 * time.Millisecond })
+	key := store.Key("github", "renumber", "unanswered")
+	f.run(key, "one")
+	f.run(key, "two")
+	vals := f.toLastSlot(c, key)
+	f.b.hook = func(p, k string) error {
+		if p == hookRepairLocked && k == key {
+			// The renumber's read is the next Txn; its commit, and every
+			// try of it sent again, are served and their answers lost.
+			c.LoseNext("/etcdserverpb.KV/Txn", 1, 1000)
+		}
+		return nil
+	}
+	var found []store.Finding
+	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	})
+	f.b.hook = nil
+	c.LoseNext("/etcdserverpb.KV/Txn", 0, 0)
+	if !errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("check --repair whose renumber went unanswered = %v; want etcd unavailable", err)
+	}
+	seqs, got := f.historyValues(c, key)
+	if !slices.Equal(seqs, []string{"0000000000000001", "0000000000000002"}) || !slices.Equal(got, vals) {
+		t.Fatalf("history after the repair: %v; want the two entries at 1 and 2 (the renumber landed)", seqs)
+	}
+	if len(found) != 1 || found[0].Repaired || !found[0].Remains ||
+		strings.HasPrefix(found[0].Repair, "left as is") || !strings.Contains(found[0].Repair, "may be numbered again already") {
+		t.Fatalf("the finding of a renumber that landed unanswered: %+v; want it not left as is, saying it may be numbered again already", found)
 	}
 }
