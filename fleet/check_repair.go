@@ -177,6 +177,9 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		return nil
 	}
 	// Each of its requests is bounded by the request timeout (etcdmeta).
+	// A ctx ended before the call sent nothing; one that ends during it
+	// may end it after its commit landed, its answer not yet in.
+	sent := ctx.Err() == nil
 	did, err := c.b.meta.RenumberHistory(ctx, key, st.Rev)
 	var ce *etcdmeta.ConflictError
 	switch {
@@ -193,8 +196,11 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		f.Repair = "left as is: the key changed while it was repaired (its history was written since it was read under the lock); run check again"
 	case errors.As(err, &ce):
 		f.Repair = fmt.Sprintf("left as is: the key changed while it was repaired (its record moved from revision %d to %d); run check again", st.Rev, ce.Current.Rev)
-	case stopped(ctx, err) != nil:
+	case stopped(ctx, err) != nil && !sent:
 		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", ctx.Err())
+		return ctx.Err()
+	case stopped(ctx, err) != nil:
+		f.Repair = fmt.Sprintf("check interrupted (%v) as the history was numbered again: it may be numbered again already; run check again to know", ctx.Err())
 		return ctx.Err()
 	case etcdmeta.Unanswered(err):
 		// The commit may have landed with its answer lost, and every try

@@ -1,11 +1,14 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
@@ -84,5 +87,63 @@ func TestARepairWhoseRenumberWentUnansweredSaysItMayHaveLanded(t *testing.T) {
 	if len(found) != 1 || found[0].Repaired || !found[0].Remains ||
 		strings.HasPrefix(found[0].Repair, "left as is") || !strings.Contains(found[0].Repair, "may be numbered again already") {
 		t.Fatalf("the finding of a renumber that landed unanswered: %+v; want it not left as is, saying it may be numbered again already", found)
+	}
+}
+
+// check --repair whose caller cancels it after the renumber's commit
+// landed, its answer lost, does not say it stopped before the history was
+// numbered again: it may have been (here it was). A watch on the slot the
+// newest entry is renumbered to cancels the check as soon as the commit
+// lands; the tries sent again meanwhile are served and their answers lost.
+func TestARepairCancelledAfterItsRenumberLandedDoesNotSayBefore(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 5 * time.Second })
+	key := store.Key("github", "renumber", "cancelled-after")
+	f.run(key, "one")
+	f.run(key, "two")
+	vals := f.toLastSlot(c, key)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	w := c.Client(t).Watch(wctx, f.prefix+"/history/"+key+"/0000000000000002", clientv3.WithCreatedNotify())
+	if r := <-w; !r.Created {
+		t.Fatalf("the watch: %+v", r)
+	}
+	landed := make(chan struct{})
+	go func() {
+		defer close(landed)
+		for r := range w {
+			if len(r.Events) > 0 {
+				cancel()
+				return
+			}
+		}
+	}()
+	f.b.hook = func(p, k string) error {
+		if p == hookRepairLocked && k == key {
+			c.LoseNext("/etcdserverpb.KV/Txn", 1, 1000)
+		}
+		return nil
+	}
+	var found []store.Finding
+	_, err := f.b.Check(ctx, CheckOptions{Repair: true, Workers: 1}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	})
+	f.b.hook = nil
+	c.LoseNext("/etcdserverpb.KV/Txn", 0, 0)
+	stop()
+	<-landed
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("check --repair cancelled once its renumber landed = %v; want context.Canceled", err)
+	}
+	seqs, got := f.historyValues(c, key)
+	if !slices.Equal(seqs, []string{"0000000000000001", "0000000000000002"}) || !slices.Equal(got, vals) {
+		t.Fatalf("history after the repair: %v; want the two entries at 1 and 2 (the renumber landed)", seqs)
+	}
+	if len(found) != 1 || found[0].Repaired || !found[0].Remains ||
+		strings.Contains(found[0].Repair, "before the history was numbered again") || !strings.Contains(found[0].Repair, "may be numbered again already") {
+		t.Fatalf("the finding of a renumber cancelled once it landed: %+v; want it saying the history may be numbered again already", found)
 	}
 }
