@@ -170,7 +170,12 @@ func opErr(ctx context.Context, op, key string, err error) error {
 	// SIGINT reported as a failure, not as interrupted. It is the
 	// cancel, as ErrUnavailable's doc says.
 	if cerr := ctx.Err(); kind == ErrUnavailable && cerr == context.Canceled {
-		return fmt.Errorf("%s: %w (%w)", op, err, cerr)
+		return unanswered{fmt.Errorf("%s: %w (%w)", op, err, cerr)}
+	}
+	// The caller's cancel may come after the request went out: a write
+	// may have committed all the same, as after a lost answer (Unanswered).
+	if kind == nil && ctx.Err() == context.Canceled && errors.Is(err, context.Canceled) {
+		return unanswered{fmt.Errorf("%s: %w", op, err)}
 	}
 	// A member that timed the request out at its deadline, which travels
 	// with it, answers with the text alone (etcd 3.4: "context deadline

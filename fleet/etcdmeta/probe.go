@@ -56,13 +56,14 @@ type unanswered struct{ error }
 func (u unanswered) Unwrap() error { return u.error }
 
 // Unanswered reports whether err is of a request that got no answer, so
-// that a write may have committed though it returned err: ErrUnavailable,
-// and the ErrAuth of a TLS client whose request ran out of time and whose
-// handshake of its own with the members then found its credentials
-// refused (a client certificate that expired or was replaced meanwhile:
-// the request had gone out on a connection made before). A writer that
-// would remove what its write names keeps it for such an error, as for
-// ErrUnavailable.
+// that a write may have committed though it returned err: ErrUnavailable;
+// the context.Canceled of a request whose caller cancelled it (it may
+// have gone out before the cancel); and the ErrAuth of a TLS client whose
+// request ran out of time and whose handshake of its own with the members
+// then found its credentials refused (a client certificate that expired
+// or was replaced meanwhile: the request had gone out on a connection
+// made before). A writer that would remove what its write names keeps it
+// for such an error, as for ErrUnavailable.
 func Unanswered(err error) bool {
 	var u unanswered
 	return errors.Is(err, ErrUnavailable) || errors.As(err, &u)
