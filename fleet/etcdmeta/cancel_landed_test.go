@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"sessdb/internal/etcdtest"
 )
@@ -54,5 +56,26 @@ func TestAWriteCancelledAfterItLandedIsUnanswered(t *testing.T) {
 	}
 	if !Unanswered(err) {
 		t.Errorf("Unanswered(%v) = false for a Create that landed, its caller cancelling it before the answer came; want true", err)
+	}
+}
+
+// A member's answer that came as the caller cancelled (its connection
+// closing, a stopping member's text) is the cancel too, and as unanswered
+// as the cancel alone: the request had gone out.
+func TestAnAnswerOfSilenceUnderTheCallersCancelIsUnanswered(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, answer := range []error{
+		status.Error(codes.Unavailable, "transport is closing"),
+		status.Error(codes.Unknown, "raft: stopped"),
+		context.Canceled,
+	} {
+		if err := opErr(cancelled, "put", "k", answer); !Unanswered(err) || !errors.Is(err, context.Canceled) {
+			t.Errorf("opErr(%v) under a cancelled ctx = %v, Unanswered %v; want context.Canceled, unanswered", answer, err, Unanswered(err))
+		}
+	}
+	// An answer that is no silence is no unanswered request.
+	if err := opErr(cancelled, "put", "k", status.Error(codes.PermissionDenied, "etcdserver: permission denied")); Unanswered(err) {
+		t.Errorf("opErr(permission denied) under a cancelled ctx = %v: Unanswered; want not", err)
 	}
 }
