@@ -147,7 +147,14 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 				return err
 			}
 		}
-		if err != nil && !gone(err) {
+		switch {
+		case gone(err):
+			// Another check --repair or a reap, running at once, removed
+			// it first: not this run's removal, as reap's sweep does not
+			// count a file another swept.
+			f.Repair, f.Remains = "gone since it was found (removed by another check --repair or a reap): nothing left to remove", false
+			continue
+		case err != nil:
 			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
 			continue
 		}

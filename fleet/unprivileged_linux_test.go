@@ -125,9 +125,10 @@ func reapHeldToModes(t *testing.T, f *fixture, kd string) (ReapResult, error) {
 
 // check --repair says of an orphan it came to remove what became of it:
 // one that another reaper or repair swept since the listing no longer
-// remains ("removed": gone either way), and one whose removal failed (its
-// key's directory not writable to the repair, held to the modes) remains
-// and says why. Before (mutant r16 of the sweep `survivors`, `err != nil
+// remains, and is not this run's repair ("gone since it was found": it
+// said "removed", repaired, until TestARepairSaysAnOrphanAnotherRemovedFirstIsGoneSince),
+// and one whose removal failed (its key's directory not writable to the
+// repair, held to the modes) remains and says why. Before (mutant r16 of the sweep `survivors`, `err != nil
 // && !gone(err)` without its `!`), no test held either: the mutant reports
 // the failed removal "removed", the file still there, and the swept one
 // not removed, remaining.
@@ -138,7 +139,7 @@ func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
 		left bool
 		want string
 	}{
-		{"swept by another", func(t *testing.T, orphan string) error { return os.Remove(orphan) }, false, "removed"},
+		{"swept by another", func(t *testing.T, orphan string) error { return os.Remove(orphan) }, false, "gone since it was found"},
 		{"not removable", func(t *testing.T, orphan string) error {
 			if err := os.Chmod(filepath.Dir(orphan), 0o500); err != nil {
 				return err
@@ -171,7 +172,7 @@ func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
 			case atErr != nil:
 				t.Fatal(atErr)
 			}
-			if len(found) != 1 || found[0].Kind != KindOrphan || !strings.HasPrefix(found[0].Repair, tc.want) || found[0].Repaired == tc.left || found[0].Remains != tc.left {
+			if len(found) != 1 || found[0].Kind != KindOrphan || !strings.HasPrefix(found[0].Repair, tc.want) || found[0].Repaired || found[0].Remains != tc.left {
 				t.Errorf("check --repair: %+v; want the orphan alone, Repair %q..., remaining %v", found, tc.want, tc.left)
 			}
 			if _, err := os.Stat(orphan); (err == nil) != tc.left {
