@@ -82,7 +82,8 @@ type ReapResult struct {
 // one found gone, not a directory or stale once a removal or a key's
 // directory failed is shared.ErrDirUnavailable, never every key's files
 // taken for gone), or ctx ended it (no key and no file is begun after
-// that; ctx's error); what was removed before it is in the result.
+// that, and a key whose delete was sent is finished, within the request
+// timeout; ctx's error); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -504,7 +505,13 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		return false, fmt.Errorf("reap %s: %w", key, ErrLockLost)
 	default:
 	}
-	if gone, err := b.delete(ctx, key, st.Rev); !gone {
+	if err := ctx.Err(); err != nil {
+		return false, err // interrupted before the delete: nothing sent
+	}
+	// Once sent, the delete is finished whatever ctx does (Ctrl-C), within
+	// the request timeout: cut short, its answer was dropped though etcd
+	// may have served it, and the key went unreported, its file left.
+	if gone, err := b.delete(context.WithoutCancel(ctx), key, st.Rev); !gone {
 		return false, err
 	}
 	// The file goes with the key only if it is the key's own: a name is
