@@ -177,17 +177,21 @@ func (c *checker) slotPath(key string, seq uint64) string {
 // promotion can land meanwhile (the history full refuses it), and one
 // racing the renumber only loses its guess of the newest slot, and lands
 // above the entries renumbered: nothing is lost either way. It returns an
-// error only where the walk stops: etcd unavailable, or ctx ended.
+// error only where the walk stops: etcd unavailable, or ctx ended before
+// it began (once begun, it is finished within the request timeout).
 func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f *store.Finding) error {
 	if n := len(st.History); st.Rev == 0 || n == 0 || !etcdmeta.LastSlot(st.History[n-1].Seq) {
 		f.Repair, f.Remains = "nothing to do: the key, read again under its lock, no longer holds an entry in the last slot", false
 		return nil
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", cerr)
+		return cerr
+	}
 	// Each of its requests is bounded by the request timeout (etcdmeta).
-	// A ctx ended before the call sent nothing; one that ends during it
-	// may end it after its commit landed, its answer not yet in.
-	sent := ctx.Err() == nil
-	did, err := c.b.meta.RenumberHistory(ctx, key, st.Rev)
+	// Once begun it is finished whatever ctx does (Ctrl-C): cut short,
+	// a transaction etcd had served was reported not done.
+	did, err := c.b.meta.RenumberHistory(context.WithoutCancel(ctx), key, st.Rev)
 	var ce *etcdmeta.ConflictError
 	switch {
 	case err == nil && did.Kept == 0:
@@ -203,12 +207,6 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		f.Repair = "left as is: the key changed while it was repaired (its history was written since it was read under the lock); run check again"
 	case errors.As(err, &ce):
 		f.Repair = fmt.Sprintf("left as is: the key changed while it was repaired (its record moved from revision %d to %d); run check again", st.Rev, ce.Current.Rev)
-	case stopped(ctx, err) != nil && !sent:
-		f.Repair = fmt.Sprintf("left as is: check interrupted (%v) before the history was numbered again; run check again", ctx.Err())
-		return ctx.Err()
-	case stopped(ctx, err) != nil:
-		f.Repair = fmt.Sprintf("check interrupted (%v) as the history was numbered again: it may be numbered again already; run check again to know", ctx.Err())
-		return ctx.Err()
 	case etcdmeta.Unanswered(err):
 		// The commit may have landed with its answer lost, and every try
 		// sent again unanswered too: "left as is" would be false of a

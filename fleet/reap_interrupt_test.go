@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
 	"sessdb/store"
 )
 
@@ -65,4 +67,59 @@ func TestAReapInterruptedWhileItsDeleteIsInFlightReportsTheKey(t *testing.T) {
 	if !slices.Equal(r.Removed, []string{key}) || !errors.Is(ferr, os.ErrNotExist) {
 		t.Errorf("the key gone from etcd; the interrupted reap reports removed %v, skipped %v; its file: %v. Want the key removed, its file with it", r.Removed, r.Skipped, ferr)
 	}
+}
+
+// The same for check --repair's renumber of a history in the last slot:
+// Ctrl-C while its transaction is in flight, served by etcd, its answer
+// on its way. The renumber finishes and says so; cut short, its finding
+// said "left as is: check interrupted … before the history was numbered
+// again", not repaired, of a history numbered again.
+func TestARepairInterruptedWhileItsRenumberIsInFlightSaysItIsDone(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "interrupted", "renumber")
+	f.run(key, "a")
+	f.toLastSlot(c, key)
+	p := etcdtest.NewProxy(t, c.Endpoint(0))
+	b := f.open(func(cfg *Config) { cfg.Endpoints = []string{p.URL()} })
+	connected(t, b)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cli := c.Client(t)
+	served := make(chan bool, 1)
+	faults.Set(func(pt faults.Point) error {
+		if pt != faults.EtcdRenumberBeforeCommit {
+			return nil
+		}
+		faults.Set(nil)
+		p.BlackholeAnswers()
+		go func() {
+			defer p.Heal()
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				r, err := cli.Get(context.Background(), f.prefix+"/history/"+key+"/0000000000000001")
+				if err == nil && len(r.Kvs) == 1 {
+					cancel()
+					served <- true
+					return
+				}
+			}
+			served <- false
+		}()
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	var line *store.Finding
+	sum, err := b.Check(ctx, CheckOptions{Repair: true}, func(fd store.Finding) error {
+		if strings.Contains(fd.Path, "/history/") {
+			line = &fd
+		}
+		return nil
+	})
+	if !<-served {
+		t.Fatalf("the renumber was never served (check = %+v, %v): this test proves nothing", sum, err)
+	}
+	if line == nil || !line.Repaired || !strings.HasPrefix(line.Repair, "numbered again in place") {
+		t.Errorf("check --repair interrupted once its renumber was served = %v; the history's line %+v; want it numbered again, repaired", err, line)
+	}
+	f.holds(key, "a", 1)
 }
