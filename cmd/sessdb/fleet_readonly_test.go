@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,6 +66,15 @@ func TestFleetReadOnlyCommandsLeaveEveryLeftoverAsItIs(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(f.dir, fleetGrown, "0000000000000007-0000000000000000.jsonl"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO at the very name a record names (the missing key's file).
+	rec, err := cli.Get(ctx, f.prefix+"/record/"+fleetMissing)
+	if err != nil || len(rec.Kvs) != 1 {
+		t.Fatalf("the missing key's record: %v, %v", rec, err)
+	}
+	own := regexp.MustCompile(fleetMissing + `/[0-9a-f]{16}-[0-9a-f]{16}\.jsonl`).FindString(string(rec.Kvs[0].Value))
+	if err := syscall.Mkfifo(filepath.Join(f.dir, own), 0o600); own == "" || err != nil {
+		t.Fatalf("a FIFO at the record's file %q: %v", own, err)
+	}
 	dirBefore := fingerprint(t, f.dir)
 	keysBefore, revBefore := etcdPrint(t, cli, f.prefix)
 	for _, args := range [][]string{
@@ -89,6 +99,9 @@ func TestFleetReadOnlyCommandsLeaveEveryLeftoverAsItIs(t *testing.T) {
 		}
 		if out == "" || code != exitOK && code != exitFault && code != exitIssues {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		if args[0] == "check" && !strings.Contains(out, own+": not-a-regular-file") && !strings.Contains(out, `"path":"`+own+`","key":"`+fleetMissing+`","kind":"not-a-regular-file"`) {
+			t.Errorf("%v does not report the FIFO at %s\n%s", args, own, out)
 		}
 		if after := fingerprint(t, f.dir); after != dirBefore {
 			t.Fatalf("%v changed the transcripts dir:\n%s", args, fingerprintDiff(dirBefore, after))
