@@ -85,8 +85,10 @@ objects the commands print are listed field by field in [json.md](json.md).
   is abandoned between two 1 MiB chunks, its key not printed): nothing new
   is started, what was done is printed and marked interrupted, and the exit
   status is 130. A key under way that waits for its lock is waited for
-  until it has it or gives up (2 s, check --repair twice; migrate 10 s), so
-  a stop can take that long; and a stop that comes once every entry has
+  until it has it or gives up (2 s, check --repair twice; migrate 10 s),
+  and on a fleet a key's delete (reap) or history renumber (check
+  --repair) already sent is finished, within --etcd-timeout, and printed,
+  so a stop can take that long; and a stop that comes once every entry has
   started, with no transcript being read, cuts nothing short: the run is
   complete, not marked interrupted,
   and its exit status is its own (1 for a key it could not lock). A second
