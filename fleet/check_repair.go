@@ -213,12 +213,22 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		// history numbered again, which the next check finds nothing
 		// to do about.
 		f.Repair = fmt.Sprintf("not known: %s (a try's answer was lost: the history may be numbered again already; run check again to know)", c.b.unroot(err.Error()))
-		return unavailable(err)
+		return interruptedOr(ctx, unavailable(err))
 	default:
 		f.Repair = "left as is: " + c.b.unroot(err.Error())
-		return unavailable(err)
+		return interruptedOr(ctx, unavailable(err))
 	}
 	return nil
+}
+
+// interruptedOr is ctx's error where ctx ended (a Ctrl-C under a renumber
+// that was finished: the walk is interrupted, whatever the renumber met),
+// else err.
+func interruptedOr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && err != nil {
+		return cerr
+	}
+	return err
 }
 
 // unavailable is err if etcd did not answer, else nil.
