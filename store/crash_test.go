@@ -419,21 +419,7 @@ func TestKilledPromoteRetriedWithTheSameTicket(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{})
 			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-			tmp := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=after")
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err == nil {
-				t.Fatal("the child was not killed")
-			}
-			jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
-			if len(jobs) != 1 {
-				t.Fatalf("%d job dirs left by the killed child", len(jobs))
-			}
-			sess, err := ReadTicket(jobs[0])
-			if err != nil {
-				t.Fatal(err)
-			}
+			sess, _ := killedPromote(t, root, p, "after")
 			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
 			committed := p != faults.PromoteAfterTempWrite && p != faults.PromoteAfterTempSync
 			if !res.Promoted || res.Gen != 2 || res.Repeat != committed {
@@ -448,6 +434,29 @@ func TestKilledPromoteRetriedWithTheSameTicket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killedPromote runs a job on root's testKey in a child process killed at
+// p in its promote, the job's run ending in marker, and returns the job's
+// ticket and its dir, which the child left.
+func killedPromote(t *testing.T, root string, p faults.Point, marker string) (Session, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER="+marker)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the child was not killed")
+	}
+	jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
+	if len(jobs) != 1 {
+		t.Fatalf("%d job dirs left by the killed child", len(jobs))
+	}
+	sess, err := ReadTicket(jobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, jobs[0]
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -109,22 +108,8 @@ func killedThenOther(t *testing.T, p faults.Point, otherFirst bool) {
 	if otherFirst {
 		resolveOther()
 	}
-	tmp := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=kill-at", "TMPDIR="+tmp, "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_POINT="+string(p), "SESSDB_MARKER=killed")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err == nil {
-		t.Fatal("the child was not killed")
-	}
-	jobs, _ := filepath.Glob(filepath.Join(tmp, "sessdb-job-*"))
-	if len(jobs) != 1 {
-		t.Fatalf("%d job dirs left by the killed child", len(jobs))
-	}
-	killed, err := ReadTicket(jobs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	killedRun := staged(t, jobs[0])
+	killed, killedDir := killedPromote(t, root, p, "killed")
+	killedRun := staged(t, killedDir)
 	if !otherFirst {
 		resolveOther()
 	}
@@ -154,7 +139,7 @@ func killedThenOther(t *testing.T, p faults.Point, otherFirst bool) {
 	case !committed && (retry.Promoted || retry.Reason != gates.Superseded || retry.SupersededBy != 2):
 		t.Fatalf("the killed job's retry = %+v; want superseded by gen 2", retry)
 	}
-	if got := staged(t, jobs[0]); !bytes.Equal(got, killedRun) {
+	if got := staged(t, killedDir); !bytes.Equal(got, killedRun) {
 		t.Fatal("the killed job's run left its job dir")
 	}
 	got, data := checkDescribed(t, s, root, testKey)
