@@ -403,19 +403,14 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 				shared.Remove(m.b.dir, mine.File)
 			}
 			return &ce.Current, nil
-		case errors.Is(err, etcdmeta.ErrUnavailable):
+		case errors.Is(err, etcdmeta.ErrUnavailable) && etcdmeta.Backoff(ctx, try):
 			unsure = true
-			if etcdmeta.Backoff(ctx, try) {
-				continue
-			}
-			if rec.Transcript != nil {
-				err = fmt.Errorf("%w (the file %s is left for reap)", err, rec.Transcript.File)
-			}
-			return nil, err
+			continue
 		default:
-			// An error that followed a try gone unanswered (a refusal
-			// of the credentials the TLS probe found after it) may be
-			// of a create that landed: its file is the record's.
+			// An error that followed a try gone unanswered (etcd's
+			// silence, or a refusal of the credentials the TLS probe
+			// found after it) may be of a create that landed: its file
+			// is the record's.
 			if etcdmeta.Unanswered(err) {
 				unsure = true
 			}

@@ -250,16 +250,14 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 				t.remove()
 			}
 			return t.conflict(err)
-		case errors.Is(err, etcdmeta.ErrUnavailable):
+		case errors.Is(err, etcdmeta.ErrUnavailable) && etcdmeta.Backoff(ctx, try):
 			t.unsure = true
-			if etcdmeta.Backoff(ctx, try) {
-				continue
-			}
-			return err
+			continue
 		default:
-			// A refusal of the credentials the TLS probe found after
-			// the try went unanswered: the commit may have landed, and
-			// its file is then the key's generation (Close keeps it).
+			// After a try gone unanswered (etcd's silence, or a refusal
+			// of the credentials the TLS probe found after it) the
+			// commit may have landed, and its file is then the key's
+			// generation (Close keeps it).
 			if etcdmeta.Unanswered(err) {
 				t.unsure = true
 			}
