@@ -111,6 +111,31 @@ func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
 	return sidecarsOf(t.st.Record), historyOf(t.st.History), baseOf(t.st.Record, t.st.Rev)
 }
 
+// HoldsRecord reads the file the record names against the record's size
+// and CRC32C. Files are written once, so only a file lost or damaged
+// since its promotion (by a disk, or by hand) fails it; a name that is
+// not the key's own generation's is never opened.
+func (t *txn) HoldsRecord() (bool, error) {
+	rt := t.st.Record.Transcript
+	if rt == nil || !namesOwnFile(t.key, rt) {
+		return false, nil
+	}
+	f, err := shared.Open(t.b.dir, rt.File)
+	switch {
+	case gone(err), errors.Is(err, shared.ErrNotRegular):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != rt.Size {
+		return false, err
+	}
+	n, sum, err := store.ReadCRC32C(context.Background(), f, rt.Size+1)
+	return err == nil && n == rt.Size && uint64(sum) == rt.CRC32C, err
+}
+
 // conflict marks the state Begin took as superseded, so that the store's
 // next Begin for the key reads it, and returns store.ErrConflict.
 func (t *txn) conflict(err error) error {

@@ -104,6 +104,13 @@ type KeyTxn interface {
 	// State returns the key once what a crash left is settled: its record,
 	// its history (oldest first) and its base.
 	State() (db.Sidecars, []db.HistoryEntry, Base)
+	// HoldsRecord reports whether the key holds the transcript its record
+	// names, as the record describes it: on one host the file in place,
+	// in a fleet the file the record names. Promote asks it only of a
+	// ticket's retry whose promotion is the record's generation: a key
+	// whose file was lost, replaced or damaged since holds nothing of
+	// that run. An error is a read that failed, which tells nothing.
+	HoldsRecord() (bool, error)
 	// Refuse records e, a refused promotion, in the key's history. A key
 	// with no record yet keeps no history, and records nothing.
 	Refuse(e db.HistoryEntry) error

@@ -390,6 +390,15 @@ type keyTxn struct {
 // other writer can change the key while the lock is held.
 func (t *keyTxn) State() (db.Sidecars, []db.HistoryEntry, Base) { return t.sc, t.history, t.cur.base }
 
+// HoldsRecord reads current.jsonl against the record's size and CRC32C.
+func (t *keyTxn) HoldsRecord() (bool, error) {
+	rec := t.sc.Transcript
+	if rec == nil {
+		return false, nil
+	}
+	return fileCheck(t.kd, TranscriptName, rec.Size, rec.CRC32C)
+}
+
 // Refuse appends e to the history in a transaction of its own.
 func (t *keyTxn) Refuse(e db.HistoryEntry) error {
 	if t.sc.Transcript == nil {

@@ -85,7 +85,10 @@ type PromoteResult struct {
 // transcript, and is superseded by its own promotion for another (a
 // promotion the key no longer holds, its temp lost before the rename, is
 // none to repeat: the run is promoted again, or superseded where another
-// job promoted onto the generation before it since); a key whose
+// job promoted onto the generation before it since; so is the record's
+// own generation whose file the key no longer holds as recorded, which is
+// promoted again, and any promotion before an operator's accept, which is
+// judged on its base); a key whose
 // transcript is no longer the ticket's base is superseded; a staged file
 // that does not begin with the bytes the job was given is
 // transcript-rewritten (unless AllowRewrite); a run whose shape is not the
@@ -205,7 +208,23 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		// before it, which the key was back at) is no result to repeat;
 		// the retry promotes the run again onto the base the key is back
 		// at, or is superseded by what was promoted there.
-		if e, ok := findPromotion(history, sess.Ticket); ok && e.Gen <= cur.Gen {
+		e, ok := findPromotion(history, sess.Ticket)
+		// The record names this very run, and the key does not hold it:
+		// the promotion's temp was lost before its rename and the file in
+		// place is neither its nor the generation before it (that would be
+		// the key's base), or its file was replaced or damaged since. The
+		// retry is then the only copy of the record's generation, and is
+		// promoted again onto the record, as a job resolved there now
+		// would be. Read only for a retry of the record's generation.
+		stranded := false
+		if ok && prev.Transcript != nil && e.Gen == prev.Transcript.Gen && e.Gen == cur.Gen && sameRun(e, prev, staged, content) {
+			holds, err := txn.HoldsRecord()
+			if err != nil {
+				return res, err
+			}
+			stranded = !holds
+		}
+		if ok && e.Gen <= cur.Gen && !stranded {
 			if !sameRun(e, prev, staged, content) {
 				// Another transcript under a ticket that promoted: not a
 				// retry, and the key holds this ticket's own promotion,
@@ -225,7 +244,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		// conversation in its job dir. A resumed run is still
 		// superseded there: it would bring back a conversation removed
 		// since.
-		if !sess.Base.same(cur) && (sess.Resume || !(Base{}).same(cur)) {
+		if !stranded && !sess.Base.same(cur) && (sess.Resume || !(Base{}).same(cur)) {
 			res.SupersededBy = cur.Gen
 			return refused(gates.Superseded)
 		}
@@ -308,8 +327,10 @@ func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 }
 
 // findPromotion returns the history entry of the promotion made with
-// ticket, if the ring still holds it and the key has not been back below
-// it since. A committed promotion whose temp was lost before its rename
+// ticket, if the ring still holds it, the key has not been back below it
+// since, and no operator's accept has made another file the key's since
+// (an accept is recorded only for a file in place that its record did not
+// describe: the key then held nothing of the run). A committed promotion whose temp was lost before its rename
 // leaves the key at the generation before it; a job promoted from there
 // records that base, below the lost generation, and the key's generations
 // from then on hold nothing of the lost run, though their numbers are
@@ -325,6 +346,9 @@ func findPromotion(history []db.HistoryEntry, ticket string) (db.HistoryEntry, b
 		}
 		for _, later := range history[i+1:] {
 			if later.Outcome == "" && later.Ticket != "" && later.BaseGen < e.Gen {
+				return db.HistoryEntry{}, false
+			}
+			if later.Outcome == AcceptedOutcome {
 				return db.HistoryEntry{}, false
 			}
 		}

@@ -242,14 +242,26 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 		return res
 	}
 	// A retry: the ticket's promotion, if the key still holds it or has
-	// moved on from it, repeats for the same transcript only.
+	// moved on from it, repeats for the same transcript only. An accept
+	// since made the file then in place the key's, which held nothing of
+	// the run: no repeat, the retry judged on its base. The record's own
+	// generation whose file changed since is no repeat either: the retry
+	// is promoted again onto the record (docs/job.md).
+	stranded := false
 	for i := len(k.history) - 1; i >= 0; i-- {
 		e := k.history[i]
 		if e.Ticket != t.sess.Ticket || e.Outcome != "" || e.Gen > k.recGen() {
 			continue
 		}
+		if slices.ContainsFunc(k.history[i+1:], func(l db.HistoryEntry) bool { return l.Outcome == store.AcceptedOutcome }) {
+			break
+		}
 		if e.Bytes != int64(len(whole)) || e.CRC32C != uint64(crc32.Checksum(whole, castagnoli)) {
 			return refuse(gates.Superseded)
+		}
+		if e.Gen == k.recGen() && k.disk != nil {
+			stranded = true
+			break
 		}
 		res.Promoted, res.Repeat, res.Reason = true, true, gates.Promoted
 		res.Bytes, res.Gen, res.Run, res.Rewritten, res.TornTail = e.Bytes, e.Gen, transcript.Shape(e.Run), e.Rewritten, e.TornTail
@@ -259,7 +271,7 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	// holds nothing now (reaped since its resolve) it replaces nothing,
 	// as a ticket resolved on an absent key does not; a resumed run is
 	// superseded there (docs/job.md).
-	if !k.holds(t.base) && (t.resume || !k.holds(mBase{})) {
+	if !stranded && !k.holds(t.base) && (t.resume || !k.holds(mBase{})) {
 		return refuse(gates.Superseded)
 	}
 	if !prefixOK && !p.req.AllowRewrite {
