@@ -56,3 +56,21 @@ func TestAnswerNotWrittenSaysWhatWasDone(t *testing.T) {
 		t.Fatalf("promote read again: exit %d, %s%s; want the repeat of gen 1", code, out, errs)
 	}
 }
+
+// version's line not written (a full disk) is worded the same with and
+// without --json: "write: " and the cause, exit 1. Before, --json said
+// "write result: ".
+func TestVersionNotWrittenIsWordedAlike(t *testing.T) {
+	clearEnv(t)
+	for _, args := range [][]string{{"version"}, {"version", "--json"}} {
+		var errb bytes.Buffer
+		code := run(append(args, "--log-format", "json"), fullWriter{}, &errb)
+		var line map[string]any
+		if err := json.Unmarshal(errb.Bytes(), &line); code != exitFault || err != nil {
+			t.Fatalf("%v to a full disk: exit %d, stderr %q; want exit 1 and one JSON line", args, code, errb.String())
+		}
+		if msg, _ := line["message"].(string); !strings.HasPrefix(msg, "write: ") || !strings.Contains(msg, "no space left on device") {
+			t.Errorf("%v to a full disk says %q; want \"write: \" and the cause", args, msg)
+		}
+	}
+}

@@ -86,10 +86,11 @@ func (j *jsonWriter) encode(v any) error {
 }
 
 // writeJSON prints the one JSON object of a command that prints one
-// (resolve, promote, version).
+// (version --json), its write error worded as every other command words
+// one.
 func writeJSON(inv *invocation, v any) int {
 	if err := writeLine(inv, v); err != nil {
-		return inv.rep.fault(fmt.Errorf("write result: %w", err))
+		return inv.rep.fault(fmt.Errorf("write: %w", err))
 	}
 	return exitOK
 }
