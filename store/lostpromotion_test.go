@@ -134,69 +134,52 @@ func TestRetryOfAPromotionLostBeforeItsRenamePromotesIt(t *testing.T) {
 // still waits for the lost promotion (a resolve says promotion-lost, or,
 // for a temp that is gone, transcript-replaced), and the file in place is
 // neither that promotion's nor the one before it. The key holds nothing
-// of the run, so the retry with its ticket is no repeat; its run is
-// exactly what the record names, so it is promoted again, onto the
-// record, as a job resolved there now would be, and the key resumes it.
-// Before, it was a repeat ("promoted", gen 2) while the key held the
-// foreign file, and a worker that then discarded the job dir lost the run.
-func TestRetryOfALostPromotionWhoseKeyWasAlsoReplacedPromotesIt(t *testing.T) {
-	for name, lose := range loseTemp {
-		t.Run(name, func(t *testing.T) {
-			s, root, clock := newTestStore(t, gates.Bounds{})
-			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-			sess, jobDir := mustResolve(t, s, testKey, localJob())
-			stage(t, jobDir, append(staged(t, jobDir), entryLine("lost")...))
-			lose(crashAfterCommit(t, s, root, sess))
-			replaceInPlace(t, root, transcriptBytes(clock.now, "out of band"))
-			if got, _ := mustResolve(t, s, testKey, localJob()); got.Resume {
-				t.Fatalf("the key resumes %+v with its promotion lost and its file replaced", got)
-			}
+// of the run, so the retry with its ticket is no repeat. Its run is
+// exactly what the record names: it is promoted again onto the record, as
+// a job resolved there now would be, and the key resumes it. After the
+// operator's accept of the file in place, which made that file the key's
+// gen 3, the retry is judged on its base, and is superseded by it, its
+// run left in its job dir. Before, both were a repeat ("promoted", gen 2)
+// while the key held the foreign file, and a worker that then discarded
+// the job dir lost the run.
+func TestRetryOfALostPromotionWhoseKeyWasAlsoReplaced(t *testing.T) {
+	for _, accept := range []bool{false, true} {
+		for name, lose := range loseTemp {
+			t.Run(map[bool]string{false: "retried/", true: "accepted, then retried/"}[accept]+name, func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+				sess, jobDir := mustResolve(t, s, testKey, localJob())
+				lostRun := append(staged(t, jobDir), entryLine("lost")...)
+				stage(t, jobDir, lostRun)
+				lose(crashAfterCommit(t, s, root, sess))
+				replaceInPlace(t, root, transcriptBytes(clock.now, "out of band"))
+				if got, _ := mustResolve(t, s, testKey, localJob()); got.Resume {
+					t.Fatalf("the key resumes %+v with its promotion lost and its file replaced", got)
+				}
+				wantMarker := "lost"
+				if accept {
+					if acc, err := s.Accept(testKey); err != nil || acc.Gen != 3 {
+						t.Fatalf("accept = %+v, %v; want gen 3", acc, err)
+					}
+					wantMarker = "out of band"
+				}
 
-			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
-			if !retry.Promoted || retry.Repeat || retry.Gen != 3 {
-				t.Fatalf("the retry = %+v; want promoted anew at gen 3 (gen 2 was lost, the file in place is not the run)", retry)
-			}
-			got, data := checkDescribed(t, s, root, testKey)
-			if !got.Resume || got.Gen() != 3 || markerOf(data, 1) != "lost" {
-				t.Fatalf("after the retry: %+v holding %q; want the retried run at gen 3", got, markerOf(data, 1))
-			}
-		})
-	}
-}
-
-// The same, with the operator's accept of the file in place between the
-// loss and the retry: the accept made that file the key's, as a new
-// generation, and it holds nothing of the lost run. The retry is then no
-// repeat, and its base is gone: superseded by the accepted generation,
-// its run left in its job dir. Before, it was a repeat of the lost
-// generation.
-func TestRetryOfALostPromotionAfterAnAcceptIsSuperseded(t *testing.T) {
-	for name, lose := range loseTemp {
-		t.Run(name, func(t *testing.T) {
-			s, root, clock := newTestStore(t, gates.Bounds{})
-			runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
-			sess, jobDir := mustResolve(t, s, testKey, localJob())
-			lostRun := append(staged(t, jobDir), entryLine("lost")...)
-			stage(t, jobDir, lostRun)
-			lose(crashAfterCommit(t, s, root, sess))
-			replaceInPlace(t, root, transcriptBytes(clock.now, "out of band"))
-			acc, err := s.Accept(testKey)
-			if err != nil || acc.Gen != 3 {
-				t.Fatalf("accept = %+v, %v; want gen 3", acc, err)
-			}
-
-			retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
-			if retry.Promoted || retry.Repeat || retry.Reason != gates.Superseded || retry.SupersededBy != 3 {
-				t.Fatalf("the retry = %+v; want superseded by the accepted gen 3", retry)
-			}
-			if got := staged(t, jobDir); !bytes.Equal(got, lostRun) {
-				t.Fatal("the lost run left its job dir")
-			}
-			got, data := checkDescribed(t, s, root, testKey)
-			if !got.Resume || got.Gen() != 3 || markerOf(data, 1) != "out of band" {
-				t.Fatalf("after the retry: %+v holding %q; want the accepted file at gen 3", got, markerOf(data, 1))
-			}
-		})
+				retry := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+				switch {
+				case !accept && (!retry.Promoted || retry.Repeat || retry.Gen != 3):
+					t.Fatalf("the retry = %+v; want promoted anew at gen 3 (gen 2 was lost, the file in place is not the run)", retry)
+				case accept && (retry.Promoted || retry.Repeat || retry.Reason != gates.Superseded || retry.SupersededBy != 3):
+					t.Fatalf("the retry = %+v; want superseded by the accepted gen 3", retry)
+				}
+				if got := staged(t, jobDir); !bytes.Equal(got, lostRun) {
+					t.Fatal("the retried run left its job dir")
+				}
+				got, data := checkDescribed(t, s, root, testKey)
+				if !got.Resume || got.Gen() != 3 || markerOf(data, 1) != wantMarker {
+					t.Fatalf("after the retry: %+v holding %q; want %q at gen 3", got, markerOf(data, 1), wantMarker)
+				}
+			})
+		}
 	}
 }
 
