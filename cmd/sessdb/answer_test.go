@@ -74,3 +74,19 @@ func TestVersionNotWrittenIsWordedAlike(t *testing.T) {
 		}
 	}
 }
+
+// help's usage error is written as --log-format asks, as an unknown
+// command's is: console, one "sessdb help: " line. Before, it was JSON
+// whatever the flag said.
+func TestHelpUsageErrorFollowsLogFormat(t *testing.T) {
+	clearEnv(t)
+	for _, args := range [][]string{{"help", "nosuch", "--log-format", "console"}, {"help", "dump", "--log-format=console"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != exitUsage || out.Len() != 0 {
+			t.Fatalf("%v: exit %d, stdout %q; want exit 2 and nothing on stdout", args, code, out.String())
+		}
+		if line := errb.String(); !strings.HasPrefix(line, "sessdb help: ") || strings.Contains(line, "{") {
+			t.Errorf("%v: stderr %q; want one console line", args, line)
+		}
+	}
+}

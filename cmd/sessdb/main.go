@@ -103,7 +103,10 @@ func find(args []string) (*command, []string, error) {
 
 // runHelp prints the command list, or one command's help, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) int {
-	rep := newReporter("help", stderr, "")
+	// Its usage error is written as --log-format asks, where it is given
+	// ("sessdb help dump --log-format console" is still one argument too
+	// many), as an unknown command's is.
+	rep := newReporter("help", stderr, logFormatIn(args))
 	// -h exits 0 for every command, help included, wherever it stands
 	// ("sessdb help dump -h"): it is dropped, and what is left asks for
 	// a command's help, else for help's own, the list.
