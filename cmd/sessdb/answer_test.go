@@ -76,17 +76,23 @@ func TestVersionNotWrittenIsWordedAlike(t *testing.T) {
 }
 
 // help's usage error is written as --log-format asks, as an unknown
-// command's is: console, one "sessdb help: " line. Before, it was JSON
-// whatever the flag said.
+// command's is: one "sessdb help: " line on the console, one JSON object
+// with json. Before, the flag was not looked at (the tests' stderr is
+// taken for a terminal's: console).
 func TestHelpUsageErrorFollowsLogFormat(t *testing.T) {
 	clearEnv(t)
-	for _, args := range [][]string{{"help", "nosuch", "--log-format", "console"}, {"help", "dump", "--log-format=console"}} {
-		var out, errb bytes.Buffer
-		if code := run(args, &out, &errb); code != exitUsage || out.Len() != 0 {
-			t.Fatalf("%v: exit %d, stdout %q; want exit 2 and nothing on stdout", args, code, out.String())
-		}
-		if line := errb.String(); !strings.HasPrefix(line, "sessdb help: ") || strings.Contains(line, "{") {
-			t.Errorf("%v: stderr %q; want one console line", args, line)
+	for _, format := range []string{"console", "json"} {
+		for _, args := range [][]string{{"help", "nosuch", "--log-format", format}, {"help", "dump", "--log-format=" + format}} {
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != exitUsage || out.Len() != 0 {
+				t.Fatalf("%v: exit %d, stdout %q; want exit 2 and nothing on stdout", args, code, out.String())
+			}
+			var line map[string]any
+			isJSON := json.Unmarshal(errb.Bytes(), &line) == nil
+			if format == "json" && (!isJSON || line["cmd"] != "help" || line["exit"] != float64(exitUsage)) ||
+				format == "console" && (isJSON || !strings.HasPrefix(errb.String(), "sessdb help: ")) {
+				t.Errorf("%v: stderr %q; want one %s line", args, errb.String(), format)
+			}
 		}
 	}
 }
