@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -152,17 +153,28 @@ func details(rp *Replay) []span {
 			weight[i] += switches(rp, n, func(r *Row) bool { return r.Stateless }) + switches(rp, n, func(r *Row) bool { return r.Sticky })
 		}
 	}
-	for len(all) > maxDetails {
-		// Drop the lightest, the later on a tie.
-		drop := len(all) - 1
-		for i := len(all) - 2; i >= 0; i-- {
-			if weight[i] < weight[drop] {
-				drop = i
-			}
-		}
-		all, weight = append(all[:drop], all[drop+1:]...), append(weight[:drop], weight[drop+1:]...)
+	if len(all) <= maxDetails {
+		return all
 	}
-	return all
+	// One pass keeping the heaviest so far, the earlier on a tie: a
+	// transcript can hold a stretch every eight requests, and dropping the
+	// lightest one at a time took a pass per stretch (quadratic).
+	keep := make([]int, 0, maxDetails+1)
+	for i := range all {
+		j := len(keep)
+		for j > 0 && weight[keep[j-1]] < weight[i] {
+			j--
+		}
+		if keep = slices.Insert(keep, j, i); len(keep) > maxDetails {
+			keep = keep[:maxDetails]
+		}
+	}
+	slices.Sort(keep)
+	kept := make([]span, len(keep))
+	for k, i := range keep {
+		kept[k] = all[i]
+	}
+	return kept
 }
 
 // switches is 1 when request n's prompt under the policy that pruned
