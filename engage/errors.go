@@ -22,7 +22,7 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 
 	// ErrChanged is returned by ReadFile, wrapped with the path, when the
-	// file was rewritten while it was read (it shrank, or its first bytes
+	// file was rewritten while it was read (it shrank, or its first line
 	// changed), as pi rewrites a file it migrates or whose header it finds
 	// invalid: what was read is neither the old file nor the new one. Read
 	// it again. A file appended to meanwhile, as pi writes, is not changed:

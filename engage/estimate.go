@@ -2,7 +2,9 @@ package engage
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"hash"
 	"io"
 	"os"
 
@@ -65,15 +67,15 @@ func ReadFile(path string) (*Transcript, error) {
 	// consistent prefix; but it rewrites a file it migrates, and a read
 	// across that mixes two files. A rewrite shrinks the file under the
 	// read or changes its first line (the header), so both are compared
-	// once the read is done.
-	first := make([]byte, 4096)
-	n, _ := f.ReadAt(first, 0)
-	first = first[:n]
-	t, err := Read(f)
+	// once the read is done: the first line whole (a version 1 header
+	// holds paths, and pi's migration changes only its end), and at least
+	// the first 4 KiB.
+	h := &head{r: f, sum: sha256.New()}
+	t, err := Read(h)
 	if readFileHook != nil {
 		readFileHook()
 	}
-	if err == nil && rewritten(f, first, t.Stats.Bytes) {
+	if err == nil && rewritten(f, h, t.Stats.Bytes) {
 		err = ErrChanged
 	}
 	if err != nil {
@@ -94,16 +96,47 @@ func Read(r io.Reader) (*Transcript, error) {
 	}, nil
 }
 
-// rewritten reports whether f, whose first bytes were first before read
-// bytes of it were read, is now shorter than that or starts otherwise.
-func rewritten(f *os.File, first []byte, read int64) bool {
+// rewritten reports whether f, of which read bytes were read through h,
+// is now shorter than that or starts otherwise than h saw.
+func rewritten(f *os.File, h *head, read int64) bool {
 	st, err := f.Stat()
 	if err != nil || st.Size() < read {
 		return err == nil
 	}
-	now := make([]byte, len(first))
-	n, _ := f.ReadAt(now, 0)
-	return !bytes.Equal(now[:n], first)
+	now := sha256.New()
+	n, _ := io.Copy(now, io.NewSectionReader(f, 0, h.n))
+	return n != h.n || !bytes.Equal(now.Sum(nil), h.sum.Sum(nil))
+}
+
+// headMin is how much of a file's start head hashes at least, whatever the
+// length of its first line.
+const headMin = 4096
+
+// head reads through r and hashes what it reads of the file's start: the
+// first line and at least headMin bytes (all of it when shorter).
+type head struct {
+	r    io.Reader
+	sum  hash.Hash
+	n    int64 // bytes hashed, from the start
+	line int64 // the first line's length with its '\n', 0 until one is read
+}
+
+func (h *head) Read(p []byte) (int, error) {
+	k, err := h.r.Read(p)
+	b := p[:k]
+	if h.line == 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			h.line = h.n + int64(i) + 1
+		}
+	}
+	if end := max(h.line, headMin); h.line == 0 || h.n < end {
+		if h.line != 0 {
+			b = b[:min(int64(len(b)), end-h.n)]
+		}
+		h.sum.Write(b)
+		h.n += int64(len(b))
+	}
+	return k, err
 }
 
 // readFileHook, when set (by tests), runs once ReadFile has read the file.
