@@ -236,4 +236,6 @@ func reset(r *Request) string {
 	return "-"
 }
 
-func ratio(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// ratio writes a ratio or a price as the flags take one, digits with at
+// most one point: never "1e+06" or "1e-05", which they refuse.
+func ratio(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

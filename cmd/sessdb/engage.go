@@ -258,7 +258,7 @@ func (f *decimalFlag) String() string {
 	if f == nil || !f.set {
 		return ""
 	}
-	return strconv.FormatFloat(f.v, 'g', -1, 64)
+	return strconv.FormatFloat(f.v, 'f', -1, 64)
 }
 
 func (f *decimalFlag) Set(s string) error {

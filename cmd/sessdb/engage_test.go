@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -481,5 +482,43 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 	}
 	if err != nil || !slices.Equal(names, []string{"c.svg", "s.jsonl"}) {
 		t.Errorf("hangup ignored: %v, the directory holds %q; want the chart written and no temp", err, names)
+	}
+}
+
+// The ratio and the prices the table, the chart and a usage error repeat
+// are written as the flags take them, digits with at most one point:
+// strconv's shortest form printed a write price of 1000000 as "1e+06" and
+// a ratio of 0.00001 as "1e-05", a notation the same flags refuse.
+func TestEngageReplayRepeatsItsFlagsInTheirOwnNotation(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(file, []byte(`{"type":"session","version":3,"id":"s","timestamp":"2026-11-01T00:00:00.000Z","cwd":"/w"}`+"\n"+
+		`{"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}`+"\n"+
+		`{"type":"message","id":"a1","parentId":"u1","timestamp":"t","message":{"role":"assistant","content":[],"usage":{"input":5,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":6},"stopReason":"stop"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(dir, "c.svg")
+	code, out, errs := engageRun("replay", "--pruned-ratio", "0.00001", "--cache-read-price", "0.00001", "--cache-write-price", "1000000", "--svg", chart, file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := regexp.MustCompile(`\de[-+]\d`) // strconv's exponent always has a sign
+	for name, text := range map[string]string{"table": out, "chart": string(svg)} {
+		for _, want := range []string{"pruned ratio 0.00001", "cache read 0.00001, cache write 1000000 USD per million tokens"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: no %q", name, want)
+			}
+		}
+		if m := exp.FindString(text); m != "" {
+			t.Errorf("%s: a number in exponent notation, %q, which the flags refuse", name, m)
+		}
+	}
+	code, _, errs = engageRun("replay", "--cache-read-price", "1000000", "--cache-write-price", "0.00001", file)
+	if want := "--cache-write-price 0.00001 is below --cache-read-price 1000000"; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, %q; want exit 2 saying %q", code, errs, want)
 	}
 }
