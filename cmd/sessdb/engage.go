@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -86,11 +86,10 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 		rp, err := t.Replay(opt)
 		if err == nil && *chartPath != "" {
 			// The chart goes first: if it cannot be written, the run fails
-			// before anything is printed, as every other fault does.
-			var chart bytes.Buffer
-			if err = rp.WriteSVG(&chart, file, prices); err == nil {
-				err = writeChart(*chartPath, chart.Bytes(), file)
-			}
+			// before anything is printed, as every other fault does. It is
+			// drawn straight into its temp file: with long ids a chart is
+			// several times its transcript, too much to hold.
+			err = writeChart(*chartPath, func(w io.Writer) error { return rp.WriteSVG(w, file, prices) }, file)
 		}
 		if err == nil {
 			if *asJSON {
@@ -106,9 +105,9 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 	}
 }
 
-// writeChart replaces path with data atomically: a temp file in path's
-// directory, written and flushed, then renamed over path, so a reader of
-// path sees the old chart or the new one, never a part. Something at path
+// writeChart replaces path with what write writes, atomically: a temp file
+// in path's directory, written and flushed, then renamed over path, so a
+// reader of path sees the old chart or the new one, never a part. Something at path
 // that is not a regular file is refused, a symbolic link above all: the
 // chart would replace the link, and the user who named path meant the file
 // it points to or did not know it was one. (The rename replaces whatever is
@@ -116,7 +115,7 @@ func bindEngageReplay(fs *flag.FlagSet) func(*invocation) int {
 // replaced, never written through.) The transcript the chart was drawn
 // from is refused too: the rename would replace the session with its
 // chart. On error the temp file is removed and path is as it was.
-func writeChart(path string, data []byte, transcript string) error {
+func writeChart(path string, write func(io.Writer) error, transcript string) error {
 	st, err := os.Lstat(path)
 	switch {
 	case err == nil && st.Mode()&fs.ModeSymlink != 0:
@@ -136,7 +135,7 @@ func writeChart(path string, data []byte, transcript string) error {
 		return &os.PathError{Op: "write chart", Path: path, Err: err}
 	}
 	defer removeOnSignal(tmp.Name())()
-	_, err = tmp.Write(data)
+	err = write(tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
