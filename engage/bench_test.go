@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,35 @@ import (
 )
 
 // Run with: go test -run '^$' -bench Estimate -benchmem ./engage/
+
+// BenchmarkDetails picks the chart's detail panels from a replay of 24,000
+// stretches of pruned requests (a transcript can hold one every eight
+// requests), beside its baseline: counting each request's switches once,
+// which any choice must. Picking must cost about as much as the baseline,
+// not a pass over the stretches per stretch dropped (quadratic: 31 times
+// the baseline before f61f266). Run with:
+// go test -run '^$' -bench Details ./engage/
+func BenchmarkDetails(b *testing.B) {
+	rp := stretches(24000, rand.New(rand.NewPCG(3, 4)))
+	b.Run("baseline=count-switches", func(b *testing.B) {
+		sum := 0
+		for b.Loop() {
+			for n := 1; n <= len(rp.Rows); n++ {
+				sum += switches(rp, n, func(r *Row) bool { return r.Stateless }) + switches(rp, n, func(r *Row) bool { return r.Sticky })
+			}
+		}
+		if sum == 0 {
+			b.Fatal("no switches")
+		}
+	})
+	b.Run("pick", func(b *testing.B) {
+		for b.Loop() {
+			if d := details(rp); len(d) != maxDetails {
+				b.Fatalf("%d detail panels, want %d", len(d), maxDetails)
+			}
+		}
+	})
+}
 
 func BenchmarkEstimate(b *testing.B) {
 	benchmarkEstimate(b, filepath.Join(shared(b, "pi"), "before-compaction.jsonl"))

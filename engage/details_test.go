@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 )
 
 // stretches returns a replay of k stretches of pruned requests, one in
@@ -64,41 +63,5 @@ func TestDetailsKeepTheHeaviestStretches(t *testing.T) {
 		if got := details(rp); !slices.Equal(got, want) {
 			t.Fatalf("trial %d: details %v, want %v", trial, got, want)
 		}
-	}
-}
-
-// Picking the detail panels takes time linear in the replay, in which a
-// transcript can hold a stretch of pruned requests every eight requests:
-// with 24000 stretches it takes about as long as counting each request's
-// switches once, as it must, not a pass over the stretches per stretch
-// dropped. Each is timed at its fastest of three runs.
-func TestDetailsTakeTimeLinearInTheStretches(t *testing.T) {
-	if testing.Short() {
-		t.Skip("times a replay of 240000 requests")
-	}
-	rp := stretches(24000, rand.New(rand.NewPCG(3, 4)))
-	fastest := func(f func()) time.Duration {
-		best := time.Duration(1 << 62)
-		for range 3 {
-			t0 := time.Now()
-			f()
-			best = min(best, time.Since(t0))
-		}
-		return best
-	}
-	var sum int
-	count := fastest(func() {
-		for n := 1; n <= len(rp.Rows); n++ {
-			sum += switches(rp, n, func(r *Row) bool { return r.Stateless }) + switches(rp, n, func(r *Row) bool { return r.Sticky })
-		}
-	})
-	pick := fastest(func() {
-		if d := details(rp); len(d) != maxDetails {
-			t.Fatalf("%d detail panels, want %d", len(d), maxDetails)
-		}
-	})
-	t.Logf("24000 stretches, %d switches: counted in %v, picked in %v", sum/3, count, pick)
-	if pick > 10*count {
-		t.Errorf("picking the detail panels took %.0f times as long as counting the switches (%v, %v): not linear", float64(pick)/float64(count), pick, count)
 	}
 }
