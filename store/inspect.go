@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"sessdb/db"
@@ -194,10 +193,14 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 	if visit == nil {
 		visit = func(KeyReport) error { return nil }
 	}
-	names, err := s.rootNames(opts.Only)
+	// Every name is read through the root it was listed from: a root
+	// renamed during the walk, another made at its path, must not give
+	// figures of two directories.
+	root, names, err := s.listRoot(opts.Only)
 	if err != nil {
 		return err
 	}
+	defer root.Close()
 	deliver := func(r KeyReport) error { return visit(r) }
 	done := 0
 	if opts.Progress != nil {
@@ -214,7 +217,7 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 		err error // ctx's, when it ended a verify half-way: the key is not reported
 	}
 	work := func(i int) result {
-		r, err := s.inspectKey(ctx, names[i], opts)
+		r, err := s.inspectKey(ctx, root, names[i], opts)
 		r.Problem, r.MetaError = unroot.Replace(r.Problem), unroot.Replace(r.MetaError)
 		if r.Verify != nil {
 			r.Verify.Detail = unroot.Replace(r.Verify.Detail)
@@ -232,14 +235,14 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 
 // inspectKey reports one name under the root. Its error is ctx's alone,
 // when ctx ended a verify in the middle of a transcript.
-func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions) (KeyReport, error) {
+func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts InspectOptions) (KeyReport, error) {
 	r := KeyReport{Name: name}
 	if !ValidKey(name) {
 		r.Problem = "not a key"
 		// A reap's or a quarantine's dir is the store's own and carries
 		// a key: "not a key" alone, as for a README, would hide a key an
 		// interrupted reap left cold-starting absent until it is finished.
-		if fi, err := os.Lstat(filepath.Join(s.root, name)); err == nil && fi.IsDir() {
+		if st, err := fsat.LstatAt(root, name); err == nil && fsat.IsDir(&st) {
 			if k, ok := ReapedKey(name); ok {
 				r.Problem = "interrupted reap of key " + k + ": run sessdb check"
 			} else if k, ok := QuarantinedKey(name); ok {
@@ -248,7 +251,7 @@ func (s *Store) inspectKey(ctx context.Context, name string, opts InspectOptions
 		}
 		return r, nil
 	}
-	k, err := s.openKey(name, "")
+	k, err := s.openKeyIn(root, name, "")
 	switch {
 	case err != nil:
 		r.Problem = err.Error()

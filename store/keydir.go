@@ -60,8 +60,14 @@ type keyDir struct {
 // while its legacy files were read is read again, as the db key it has
 // become; only a rollback and another migration could move it again.
 func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
+	return s.openKeyIn(nil, key, point)
+}
+
+// openKeyIn is openKey under root, a walk's listed root held open (nil:
+// the root at its path, opened for this key alone).
+func (s *Store) openKeyIn(root *os.File, key string, point faults.Point) (*keyDir, error) {
 	for reads := 1; ; reads++ {
-		k, err := s.openKeyOnce(key, point)
+		k, err := s.openKeyOnce(root, key, point)
 		if err != nil || !k.migratedUnder {
 			return k, err
 		}
@@ -76,17 +82,20 @@ func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
 const maxKeyReads = 3
 
 // openKeyOnce is one read of the key for openKey.
-func (s *Store) openKeyOnce(key string, point faults.Point) (*keyDir, error) {
+func (s *Store) openKeyOnce(root *os.File, key string, point faults.Point) (*keyDir, error) {
 	k := &keyDir{}
-	root, err := fsat.OpenDir(s.root)
-	if err != nil {
-		if fsat.IsNotExist(err) {
-			k.missing = true
-			return k, nil
+	if root == nil {
+		var err error
+		if root, err = fsat.OpenDir(s.root); err != nil {
+			if fsat.IsNotExist(err) {
+				k.missing = true
+				return k, nil
+			}
+			return nil, err
 		}
-		return nil, err
+		defer root.Close()
 	}
-	defer root.Close()
+	var err error
 	k.dir, err = fsat.OpenDirAt(root, key)
 	if err != nil {
 		switch {
