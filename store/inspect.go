@@ -233,6 +233,26 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 	return err
 }
 
+// reapAtWork reports whether the reap-owned dir name is a reap's at work,
+// not one a killed reap left: read under its meta.db's shared lock, which
+// a reap holds until it has removed the file, it is found gone (as check's
+// examineOwned finds it).
+func (s *Store) reapAtWork(root *os.File, name string) bool {
+	for range 2 { // the second look: meta.db gone under the lock, then the dir
+		kd, d, _, _, err := s.reapedState(root, name, false)
+		if d != nil {
+			d.Close()
+		}
+		if kd != nil {
+			kd.Close()
+		}
+		if !fsat.IsNotExist(err) {
+			return false
+		}
+	}
+	return true
+}
+
 // inspectKey reports one name under the root. Its error is ctx's alone,
 // when ctx ended a verify in the middle of a transcript.
 func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts InspectOptions) (KeyReport, error) {
@@ -244,6 +264,9 @@ func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts
 		// interrupted reap left cold-starting absent until it is finished.
 		if st, err := fsat.LstatAt(root, name); err == nil && fsat.IsDir(&st) {
 			if k, ok := ReapedKey(name); ok {
+				if s.reapAtWork(root, name) {
+					return r, nil // gone under its reap, as a name removed since the listing
+				}
 				r.Problem = "interrupted reap of key " + k + ": run sessdb check"
 			} else if k, ok := QuarantinedKey(name); ok {
 				r.Problem = "quarantined dir of key " + k + " (check --quarantine)"
