@@ -205,11 +205,11 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	case only != "" && !ValidKey(only):
 		return sum, fmt.Errorf("check %q: %w", only, ErrInvalidKey)
 	}
-	names, err := s.rootNames(only)
-	if err != nil {
-		return sum, err
-	}
-	root, err := s.openRoot()
+	// One descriptor for the listing and every look after it: a root
+	// renamed during the walk, another made at its path, must not have
+	// its keys reported as the listed root's (a repair through it is
+	// refused by its still-at-key guard, which goes by the path).
+	root, names, err := s.listRoot(only)
 	if err != nil {
 		return sum, err
 	}

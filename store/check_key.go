@@ -66,7 +66,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	}
 
 	for reads := 1; ; reads++ {
-		again, err := s.examineKey(ctx, name, deep, add, &examinedDB)
+		again, err := s.examineKey(ctx, root, name, deep, add, &examinedDB)
 		if !again || reads == maxKeyReads {
 			return out, err
 		}
@@ -79,8 +79,8 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 // promotion, a migration): what was listed may be its work in flight (a
 // promotion temp written under that writer's lock), so the look is to be
 // made again, under the lock the new meta.db now gives.
-func (s *Store) examineKey(ctx context.Context, name string, deep deepFunc, add addFunc, examinedDB **unix.Stat_t) (again bool, err error) {
-	k, err := s.openKey(name, "")
+func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep deepFunc, add addFunc, examinedDB **unix.Stat_t) (again bool, err error) {
+	k, err := s.openKeyIn(root, name, "")
 	switch {
 	case err != nil:
 		add(name, KindUnreadable, "%v", err)

@@ -78,4 +78,23 @@ func TestAWalkReadsTheRootItListedWhenTheRootIsSwapped(t *testing.T) {
 			t.Errorf("reported %v\nwant %v", got, keys)
 		}
 	})
+	t.Run("check", func(t *testing.T) {
+		for _, repair := range []bool{false, true} {
+			s, root, keys, swap := setup(t)
+			var found []Finding
+			_, err := s.Check(context.Background(), CheckOptions{Repair: repair, Workers: 1, Progress: func(int, int) {
+				swap()
+				// Every listed key damaged at the new root's path.
+				for _, k := range keys {
+					writeFile(t, filepath.Join(root, k, "meta.db"), "not a bbolt file")
+				}
+			}}, func(f Finding) error { found = append(found, f); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range found {
+				t.Errorf("repair=%v: %s %s: %s (%s): the new root's key reported as the listed root's", repair, f.Path, f.Kind, f.Detail, f.Repair)
+			}
+		}
+	})
 }
