@@ -30,7 +30,8 @@
 // "" for a promotion, else the refusal ("superseded",
 // "transcript-rewritten", "run-incomplete"); k the job's ticket id, by which
 // FindTicket finds a retried ticket's promotion; u the run's shape
-// ("answered", "errored", "unanswered", "unchanged"; "" unknown); x a
+// ("answered", "errored", "unanswered", "unchanged", "unknown": a run
+// sessdb could not read; "" not recorded, from before shapes were); x a
 // promotion let through over a rewritten prefix; bg the generation the
 // ticket was resolved from (0 cold). pending's v (prev) is the identity of
 // the transcript the promotion replaces, absent when there was none: a

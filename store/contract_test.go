@@ -76,6 +76,14 @@ func answeredTurn(data []byte, tag string, total int64) []byte {
 	return piMessage(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
 }
 
+// cycleTurn appends a prompt and an answer that ended the turn, the
+// prompt's parentId naming the answer: a branch that loops.
+func cycleTurn(data []byte, tag string) []byte {
+	data = answeredTurn(data, tag, 50)
+	prompt := regexp.MustCompile(`"id":"u-` + tag + `","parentId":(null|"[^"]*")`)
+	return prompt.ReplaceAll(data, []byte(`"id":"u-`+tag+`","parentId":"a-`+tag+`"`))
+}
+
 // contractJob resolves key as a job with its own id and returns the
 // session, its job dir and what it was handed (a fresh header when cold).
 func contractJob(t *testing.T, s *Store, key, id string) (Session, string, []byte) {
@@ -346,6 +354,10 @@ func TestRunShapes(t *testing.T) {
 			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
 		}, transcript.Unanswered},
 		{"nothing appended", func(g []byte) []byte { return g }, transcript.Unchanged},
+		// An answer whose branch loops back to it: pi would loop loading
+		// it, and sessdb cannot tell how the run ended, nor say it was
+		// cut short.
+		{"a parentId cycle", func(g []byte) []byte { return cycleTurn(g, "c") }, transcript.Unknown},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

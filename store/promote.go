@@ -31,7 +31,8 @@ type PromoteRequest struct {
 	// is an error: nothing is written.
 	Window int64
 	// Require is "" to record the run's shape only, or transcript.Answered to
-	// refuse any other shape as run-incomplete.
+	// refuse any other shape as run-incomplete, transcript.Unknown included:
+	// a run sessdb could not read is not known to have answered.
 	Require transcript.Shape
 	// AllowRewrite promotes a staged file that does not begin with exactly
 	// the bytes the job was given; the history records it as rewritten.
@@ -56,7 +57,8 @@ type PromoteResult struct {
 	// Gen is the generation promoted; 0 when nothing was.
 	Gen uint64 `json:"gen"`
 	// Run is the shape of what the job appended (transcript.Unchanged when
-	// nothing), once the staged file was read.
+	// nothing, transcript.Unknown when sessdb could not read it as pi
+	// does), once the staged file was read.
 	Run transcript.Shape `json:"run,omitempty"`
 	// Repeat is true when the ticket had promoted already: the result is
 	// the first promotion's, and nothing was written again.

@@ -108,12 +108,13 @@ func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
 	var c stagedContent
 	split := &crcSplit{at: sess.Bytes}
 	src := io.TeeReader(io.NewSectionReader(sf.f, 0, sf.size), split)
-	end, err := transcript.ReadEnd(src)
-	if err != nil {
-		// A transcript pi itself could not load (a branch with a cycle, a
-		// line past the scanner's bound) has no reading and no shape; it is
-		// still the job's work, and promoted as such. The rest of the file
-		// must pass through the checksum all the same.
+	end, endErr := transcript.ReadEnd(src)
+	if endErr != nil {
+		// A transcript sessdb cannot read as pi does (a line past the
+		// scanner's bound, which pi loads; a branch with a cycle, on which
+		// pi loops) has no reading and no shape sessdb can tell; it is
+		// still the job's work, and promoted as such, its run unknown. The
+		// rest of the file must pass through the checksum all the same.
 		if _, derr := io.Copy(io.Discard, src); derr != nil {
 			return c, fmt.Errorf("read %s: %w", sf.f.Name(), derr)
 		}
@@ -132,6 +133,10 @@ func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
 	switch {
 	case c.prefixOK && sf.size == sess.Bytes:
 		c.run = transcript.Unchanged
+	case endErr != nil:
+		// Not unanswered, which says the run stopped before its answer:
+		// it may well have answered, and sessdb cannot tell.
+		c.run = transcript.Unknown
 	default:
 		c.run = end.Last.Shape()
 	}

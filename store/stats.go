@@ -100,7 +100,7 @@ type Promotions struct {
 type PromotionKind struct {
 	Outcome string // "promoted" or the refusal; "other" for one not in StatOutcomes
 	Start   string // "resumed" or the cold start's reason; "unknown" for one not in StatStarts
-	Run     string // the run's shape; "unknown" when not recorded or not in StatRuns
+	Run     string // the run's shape; "unknown" when recorded so, not recorded, or not in StatRuns
 }
 
 // Count returns how many entries in the window match, summed over the
@@ -185,7 +185,9 @@ var (
 	// An operator's accept (check --repair --accept) is an outcome of its
 	// own: neither a job's promotion nor a refusal.
 	statOutcomes = []string{string(gates.Promoted), string(gates.Superseded), string(gates.TranscriptRewritten), string(gates.RunIncomplete), AcceptedOutcome, statOther}
-	statRuns     = []string{string(transcript.Answered), string(transcript.Errored), string(transcript.Unanswered), string(transcript.Unchanged), statUnknown}
+	// unknown is a run recorded so (sessdb could not read it) and one not
+	// recorded (an entry from before run shapes were): neither is known.
+	statRuns = []string{string(transcript.Answered), string(transcript.Errored), string(transcript.Unanswered), string(transcript.Unchanged), string(transcript.Unknown)}
 )
 
 const (
@@ -216,8 +218,9 @@ func StatStarts() []string { return StatReasons() }
 func StatOutcomes() []string { return slices.Clone(statOutcomes) }
 
 // StatRuns returns the run shapes: answered, errored, unanswered,
-// unchanged, and unknown (not recorded, as in entries written before
-// shapes were, or not a shape this sessdb knows).
+// unchanged, and unknown (recorded so: a run sessdb could not read; not
+// recorded, as in entries written before shapes were; or not a shape
+// this sessdb knows).
 func StatRuns() []string { return slices.Clone(statRuns) }
 
 // StatBounds returns the buckets' upper bounds of the three distributions:

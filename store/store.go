@@ -17,7 +17,8 @@
 // has none to record it in: its refusal is only logged). The context reading
 // and model stored are pi's own, computed from the transcript as pi
 // 0.58.3's getContextUsage reports them at the end of the run; the run's
-// shape (answered, errored, unanswered, unchanged) is returned and recorded.
+// shape (answered, errored, unanswered, unchanged, or unknown where sessdb
+// cannot read the transcript as pi does) is returned and recorded.
 //
 // The key-dir backend (New):
 //

@@ -96,3 +96,36 @@ func TestCLIJobContract(t *testing.T) {
 		t.Fatalf("a bad PI_SESSION_PROMOTE_REQUIRE: exit %d %s", code, errs)
 	}
 }
+
+// A run sessdb cannot read as pi does (here a branch that loops; a line
+// over 64 MiB is the same case, store's TestPromoteALineOverTheScannerBound)
+// is "run":"unknown" in promote's JSON, exit 0 like every outcome: never
+// "unanswered", which tells a runner the run was cut short. --require
+// answered refuses it, as it refuses every run not known to have answered,
+// and a promote without it then promotes the run.
+func TestCLIRunUnknown(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := filepath.Join(t.TempDir(), "job")
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", strings.Repeat("d0", 16), "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	// The answer is the prompt's parent, and the prompt the answer's.
+	loop := header +
+		`{"type":"message","id":"u-1","parentId":"a-1","timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"q"}}` + "\n" +
+		`{"type":"message","id":"a-1","parentId":"u-1","timestamp":"2026-11-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2},"stopReason":"stop"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(job, "session", "current.jsonl"), []byte(loop), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	promote := func(extra ...string) (int, string) {
+		t.Helper()
+		code, out, _ := runCLI(t, append([]string{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}, extra...)...)
+		return code, out
+	}
+	if code, out := promote("--require", "answered"); code != exitOK || !strings.Contains(out, `"promoted":false,"reason":"run-incomplete",`) || !strings.Contains(out, `"run":"unknown",`) {
+		t.Fatalf("--require answered: exit %d %s; want exit 0, run-incomplete, run unknown", code, out)
+	}
+	if code, out := promote(); code != exitOK || !strings.Contains(out, `"promoted":true,"reason":"promoted",`) || !strings.Contains(out, `"gen":1,"run":"unknown",`) {
+		t.Fatalf("promote: exit %d %s; want exit 0, gen 1 promoted, run unknown", code, out)
+	}
+}

@@ -82,6 +82,16 @@ func turn(data []byte, tag string, total int64) []byte {
 
 var turns atomic.Int64
 
+// loopTurn appends a prompt and an answer that ended the turn, and makes
+// the prompt's parent the answer: a branch that loops, which pi never
+// writes and would loop on.
+func loopTurn(data []byte, tag string) []byte {
+	prompt, answer := "u-loop-"+tag, "a-loop-"+tag
+	data = message(message(data, prompt, "user", "prompt "+tag, "", 0), answer, "assistant", "answer "+tag, "stop", 50)
+	parent := regexp.MustCompile(`"id":"` + prompt + `","parentId":(null|"[^"]*")`)
+	return parent.ReplaceAll(data, []byte(`"id":"`+prompt+`","parentId":"`+answer+`"`))
+}
+
 // lastText is the text of data's last message ("" for none).
 func lastText(data []byte) string {
 	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))

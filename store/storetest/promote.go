@@ -219,6 +219,9 @@ var promotePromises = []promise{
 				return message(message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
 			}, transcript.Unanswered},
 			{"unchanged", func(g []byte) []byte { return g }, transcript.Unchanged},
+			// sessdb cannot read a branch that loops as pi does (pi loops
+			// on it): how the run ended is unknown, not unanswered.
+			{"a parentId cycle", func(g []byte) []byte { return loopTurn(g, "c") }, transcript.Unknown},
 		} {
 			k := store.Key("github", "shape", c.name)
 			e.run(k, "base")

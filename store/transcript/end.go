@@ -83,6 +83,13 @@ const (
 	// Unchanged: the run appended nothing. The transcript alone cannot tell
 	// it; the store decides it from sizes, and Shape never returns it.
 	Unchanged Shape = "unchanged"
+	// Unknown: the run appended something that could not be read as pi
+	// reads it, so how it ended is not known: ReadEnd failed on a line
+	// longer than MaxLineBytes (which pi loads) or on a parentId cycle (on
+	// which pi loops). Any of the shapes above may be the truth, so no
+	// other token may stand for it; the store decides it from ReadEnd's
+	// error, and Shape never returns it.
+	Unknown Shape = "unknown"
 )
 
 // Shape classifies the message by pi 0.58.3's agent loop, which ends a run
