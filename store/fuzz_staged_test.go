@@ -52,7 +52,11 @@ func FuzzReadStaged(f *testing.F) {
 	msg := `{"type":"message","id":"a","message":{"role":"assistant","content":[],"stopReason":"stop"}}` + "\n"
 	f.Add([]byte(hdr+msg), uint16(len(hdr)), true, false, false)
 	f.Add([]byte(hdr+msg), uint16(len(hdr+msg)), true, true, false)
-	f.Add([]byte(hdr+`{"type":"message","id":"a","parentId":"a"}`), uint16(0), false, false, true)
+	loop := `{"type":"message","id":"a","parentId":"a"}`
+	f.Add([]byte(hdr+loop), uint16(0), false, false, true)
+	// A job given a transcript ReadEnd cannot read, which appended
+	// nothing: unchanged, which sizes tell, not unknown.
+	f.Add([]byte(hdr+loop+"\n"), uint16(len(hdr+loop+"\n")), true, true, false)
 	f.Add([]byte("not json\n"), uint16(3), true, true, true)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, given uint16, ticket, rightCRC, torn bool) {
