@@ -72,11 +72,11 @@ type Options struct {
 	// Binary, when set, runs each member as a process of this etcd
 	// binary (a released one: see ExternalBinary) with the same settings,
 	// killed and waited for when the cluster closes. Such members have
-	// no interceptor: FailNext, LoseNext and ExpireTokens fail the test.
-	// Suspend and Continue are theirs alone.
+	// no interceptor: FailNext, LoseNext, LoseNextAs and ExpireTokens
+	// fail the test. Suspend and Continue are theirs alone.
 	Binary string
 	// InProcess keeps the members in this process whatever EverywhereEnv
-	// says: the test makes its faults with FailNext, LoseNext or
+	// says: the test makes its faults with FailNext, LoseNext(As) or
 	// ExpireTokens, which only an embedded member's interceptor can.
 	InProcess bool
 }
@@ -172,23 +172,29 @@ type faults struct {
 type fault struct {
 	skip, n int
 	lost    bool
+	// code, if not OK, is the lost answer's status code (LoseNextAs);
+	// otherwise it is "leader changed".
+	code codes.Code
 }
 
 // take reports whether a request of method is to fail, counting it, and
-// whether it is to be served first (its answer lost).
-func (f *faults) take(method string) (fail, lost bool) {
+// whether it is to be served first (its answer lost), and how it fails.
+func (f *faults) take(method string) (fail, lost bool, answer error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.next[method]
 	switch {
 	case x == nil || x.n == 0:
-		return false, false
+		return false, false, nil
 	case x.skip > 0:
 		x.skip--
-		return false, false
+		return false, false, nil
 	}
 	x.n--
-	return true, x.lost
+	if x.code != codes.OK {
+		return true, x.lost, status.Errorf(x.code, "etcdtest: the answer was lost (%v)", x.code)
+	}
+	return true, x.lost, rpctypes.ErrGRPCLeaderChanged
 }
 
 // FailNext lets the next skip requests of method, a gRPC method's full
@@ -196,15 +202,31 @@ func (f *faults) take(method string) (fail, lost bool) {
 // them as etcd fails a request that a leader change overtook:
 // Unavailable, "etcdserver: leader changed". The client's own retries see
 // it as they see the real one (it retries a read-only Range, never a
-// Txn). It replaces what an earlier FailNext or LoseNext of method left
-// to do. Unlike the other methods, it is safe to call while requests are
-// served.
-func (c *Cluster) FailNext(method string, skip, n int) { c.setFault(method, fault{skip, n, false}) }
+// Txn). It replaces what an earlier FailNext, LoseNext or LoseNextAs of
+// method left to do. Unlike the other methods, it is safe to call while
+// requests are served.
+func (c *Cluster) FailNext(method string, skip, n int) {
+	c.setFault(method, fault{skip, n, false, codes.OK})
+}
 
 // LoseNext is FailNext, but each of the n requests is served first: it
 // takes effect, and its answer is lost, as when the member that committed
 // it dies before it answers.
-func (c *Cluster) LoseNext(method string, skip, n int) { c.setFault(method, fault{skip, n, true}) }
+func (c *Cluster) LoseNext(method string, skip, n int) {
+	c.setFault(method, fault{skip, n, true, codes.OK})
+}
+
+// LoseNextAs is LoseNext, but each lost answer is a status of code:
+// codes.DeadlineExceeded or codes.Canceled, as a hop between client and
+// member (a gRPC proxy, a stream reset) may answer a request it passed
+// on. etcd's client takes either for its own call's timeout and, while
+// its caller's context lives, sends the request again by itself, a Txn
+// too (its retry interceptor retries a context error whatever the
+// request): the caller sees only the second try's answer, after the
+// first took effect.
+func (c *Cluster) LoseNextAs(method string, skip, n int, code codes.Code) {
+	c.setFault(method, fault{skip, n, true, code})
+}
 
 func (c *Cluster) setFault(method string, f fault) {
 	if !c.inProcess("FailNext and LoseNext") {
@@ -602,7 +624,7 @@ const killDrain = 200 * time.Millisecond
 // process, one such read (a nil bbolt transaction, seen under
 // TestJobsUnderFaults) would take the whole test binary down. Any other
 // panic is raised again. It also fails the requests FailNext and LoseNext
-// asked for.
+// asked for (and LoseNextAs).
 func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	// Counted before killed is read, as kill sets killed before it reads
 	// the count: either kill waits for this request or this request sees
@@ -614,11 +636,12 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 		return nil, status.Errorf(codes.Unavailable, "etcdtest: member %s killed", m.name)
 	}
 	var fail, lost bool
+	var answer error
 	if m.faults != nil && info != nil {
-		fail, lost = m.faults.take(info.FullMethod)
+		fail, lost, answer = m.faults.take(info.FullMethod)
 	}
 	if fail && !lost {
-		return nil, rpctypes.ErrGRPCLeaderChanged
+		return nil, answer
 	}
 	if m.tokens != nil && m.tokens.refused(ctx) {
 		return nil, rpctypes.ErrGRPCInvalidAuthToken
@@ -636,7 +659,7 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 		m.tokens.issue(resp)
 	}
 	if lost {
-		return nil, rpctypes.ErrGRPCLeaderChanged
+		return nil, answer
 	}
 	return resp, err
 }

@@ -179,3 +179,23 @@ func TestFailNextAndLoseNext(t *testing.T) {
 		t.Fatalf("after the faults: %v", err)
 	}
 }
+
+// LoseNextAs serves the request and answers it with a context error's
+// code: etcd's client sends it again by itself, and the caller sees the
+// second try's answer, though the first took effect. Each put carries
+// its own value, so the second try's PrevKv is the first's write.
+func TestLoseNextAsHasTheClientSendItAgain(t *testing.T) {
+	c := Start(t, Options{Members: 1, InProcess: true})
+	cli := c.Client(t)
+	for i, code := range []codes.Code{codes.DeadlineExceeded, codes.Canceled} {
+		k, v := fmt.Sprintf("/resent/%d", i), fmt.Sprintf("v%d", i)
+		c.LoseNextAs("/etcdserverpb.KV/Put", 0, 1, code)
+		r, err := cli.Put(context.Background(), k, v, clientv3.WithPrevKV())
+		if err != nil {
+			t.Fatalf("%v: put: %v; want the second try's answer", code, err)
+		}
+		if r.PrevKv == nil || string(r.PrevKv.Value) != v {
+			t.Fatalf("%v: the answer's previous value %v; want the first try's %q, served before its answer was lost", code, r.PrevKv, v)
+		}
+	}
+}
