@@ -246,7 +246,9 @@ func (t *txn) Stage(gen uint64, src io.ReaderAt, size int64, torn bool) (store.S
 // store.ErrConflict, and the file is removed. A try whose answer is lost
 // is tried again on the same base until the request timeout: a conflict
 // whose record names this file, or whose history holds e, is this
-// commit, landed by an earlier try (see landed).
+// commit, landed by an earlier try (see landed), even the first conflict
+// of a commit none of whose tries went unanswered here (etcd's client
+// sent one again itself).
 func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error {
 	if err := t.b.at(hookCommit, t.key); err != nil {
 		return err
@@ -267,7 +269,13 @@ func (t *txn) Commit(st store.Staged, rec db.Sidecars, e db.HistoryEntry) error 
 		switch {
 		case err == nil:
 		case errors.As(err, &ce):
-			if t.unsure && landed(ce.Current, st.Name, h) {
+			// Looked for whether or not a try of this commit's own went
+			// unanswered: etcd's client sends a try again by itself when
+			// its answer is a context error (Canceled, DeadlineExceeded:
+			// a hop between here and the member) while ctx lives, and only
+			// the second try's conflict comes back. The file's name, with
+			// its random part, and the entry are this commit's alone.
+			if landed(ce.Current, st.Name, h) {
 				t.b.landedLate.Add(1)
 				break // an earlier try landed
 			}

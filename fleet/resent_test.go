@@ -1,0 +1,54 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// resentTxn is the gRPC method of every guarded write.
+const resentTxn = "/etcdserverpb.KV/Txn"
+
+// A commit that landed, and whose answer came back as a context error
+// (DeadlineExceeded or Canceled, from a hop between worker and member)
+// while the commit's own context lived, is sent again by etcd's client
+// itself (its retry interceptor), a Txn too: the commit sees only the
+// second try's answer, a lost compare against its own record. That is
+// its promotion: the job is promoted, and the file the record names
+// stays. Before, the commit took the conflict for another's, removed its
+// file (the key's record then named a file gone for good: every resolve
+// transcript-replaced) and reported the job superseded. In process: the
+// lost answer is LoseNextAs's, an interceptor fault.
+func TestACommitTheClientSentAgainKeepsItsFile(t *testing.T) {
+	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Canceled} {
+		t.Run(code.String(), func(t *testing.T) {
+			c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+			f := newFixture(t, c)
+			key := store.Key("github", "resent", code.String())
+			f.run(key, "base")
+			sess, _ := f.job(key, "resent")
+			t.Cleanup(func() { c.LoseNextAs(resentTxn, 0, 0, code) })
+			f.b.hook = func(p, k string) error {
+				if p == hookCommit && k == key {
+					c.LoseNextAs(resentTxn, 0, 1, code)
+				}
+				return nil
+			}
+			res, err := f.promote(sess)
+			f.b.hook = nil
+			file := f.recordFile(key)
+			if _, serr := os.Lstat(filepath.Join(f.dir, file)); serr != nil {
+				t.Fatalf("promote: %+v, %v; the record names %s: %v", res, err, file, serr)
+			}
+			if err != nil || !res.Promoted || res.Gen != 2 || res.Repeat {
+				t.Fatalf("promote: %+v, %v; want promoted at gen 2 by this call", res, err)
+			}
+			f.holds(key, "resent", 2)
+		})
+	}
+}
