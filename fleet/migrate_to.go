@@ -355,8 +355,9 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 // create commits the key's record and history to etcd, again while etcd's
 // answer is lost, within the request timeout. cur is the state of a key
 // found held by another write; a try that finds its own record (it names
-// this run's file) landed on an earlier try. A conflict removes the file
-// this run wrote, unless a try's answer was lost (it may be the record's).
+// this run's file) landed on an earlier try, one etcd's client sent
+// again itself too. A conflict removes the file this run wrote, unless a
+// try's answer was lost (it may be the record's).
 //
 // wrote is when the write of rec's file began, by the monotonic clock and
 // by the wall clock alone (a suspended host advances only the latter): past
@@ -395,8 +396,15 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 		case err == nil:
 			return nil, nil
 		case errors.As(err, &ce):
+			// A record naming this run's file (its name has a random
+			// part) is this create's, whether or not a try went
+			// unanswered here: etcd's client sends a try again itself
+			// when its answer is a context error while ctx lives, and
+			// only the second try's conflict comes back. A record with no
+			// file is taken for this create's only after such a try: two
+			// runs at once write the same one.
 			t, mine := ce.Current.Record.Transcript, rec.Transcript
-			if unsure && ce.Current.Rev != 0 && (mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
+			if ce.Current.Rev != 0 && (unsure && mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
 				return nil, nil // an earlier try landed
 			}
 			if !unsure && mine != nil {
