@@ -535,9 +535,10 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 // and reports whether the record is gone. A lost compare after a try
 // whose answer was lost, with no record left, is that try landed (or
 // another reaper's delete, after this one's lock ended: the key is gone
-// either way); with no try unsure, it is another's removal
-// (errRemovedByAnother); with a record, it is a promotion that landed
-// meanwhile, and the key is not expired any more. Without the retry, a leader change
+// either way), as is one etcd's client sent again itself (Resent: an
+// answer that was a context error's); with no try unsure, it is
+// another's removal (errRemovedByAnother); with a record, it is a
+// promotion that landed meanwhile, and the key is not expired any more. Without the retry, a leader change
 // overtaking the delete stopped the reap, and a delete that had landed
 // was never reported.
 //
@@ -562,7 +563,7 @@ func (b *Backend) delete(ctx context.Context, key string, rev etcdmeta.Rev) (boo
 		switch {
 		case err == nil:
 			return true, nil
-		case errors.As(err, &ce) && ce.Current.Rev == 0 && !unsure:
+		case errors.As(err, &ce) && ce.Current.Rev == 0 && !unsure && !ce.Resent:
 			return false, fmt.Errorf("reap %s: %w", key, errRemovedByAnother)
 		case errors.As(err, &ce):
 			return ce.Current.Rev == 0, nil

@@ -58,6 +58,7 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 		return 0, err
 	}
 	defer cancel()
+	c, sends := withSends(c)
 	// A history without a record is no key sessdb wrote (Delete removes
 	// both at once), but writing over part of it would interleave two
 	// histories: the compare over the whole prefix refuses it.
@@ -70,7 +71,7 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 	}
 	if !resp.Succeeded {
 		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
-		return 0, &ConflictError{Op: "create", Key: key, Base: 0, Current: cur}
+		return 0, &ConflictError{Op: "create", Key: key, Base: 0, Current: cur, Resent: sends.Load() > 1}
 	}
 	s.rememberSeq(key, newestSeq(hist))
 	return Rev(resp.Header.Revision), nil

@@ -68,7 +68,11 @@
 // however often it is retried. A write that returns ErrUnavailable may have
 // committed: retried on the same base, it conflicts with itself (its own
 // record, which names its own transcript file) or commits; it never
-// commits twice.
+// commits twice. etcd's client itself sends a write again when its answer
+// is a context error's (Canceled, DeadlineExceeded: a hop between client
+// and member) while the caller's context lives, and the caller sees only
+// the last answer: a conflict may then be with the write itself, landed,
+// whatever the caller sent once, and says so (ConflictError.Resent).
 //
 // Lock is a lease-backed concurrency.Mutex: it ends when its holder
 // unlocks, dies or loses etcd for Config.LockTTL, with no stale-lock clock.

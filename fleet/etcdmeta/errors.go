@@ -104,6 +104,14 @@ type ConflictError struct {
 	Key     string // the key written
 	Base    Rev    // the revision the write was guarded by
 	Current State  // the record, its revision and history when the compare failed
+	// Resent: etcd's client sent the transaction more than once (it
+	// does, itself, when an answer is a context error's while the
+	// caller's context lives), so an earlier send may have been served:
+	// the compare may have been lost to this write itself, landed, as
+	// after an answer lost (ErrUnavailable). Put's, AppendHistory's,
+	// Create's and Delete's; a write that finds itself landed (an
+	// append's entry in place) returns no conflict.
+	Resent bool
 }
 
 // Error names the write, the base it was guarded by and what the key

@@ -123,7 +123,7 @@ func Open(cfg Config) (*Store, error) {
 		// The client's own log would write JSON lines to stderr, which is
 		// the CLI's diagnostics channel; every failure is returned instead.
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.toPinned)},
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.toPinned, countSends)},
 	})
 	if err != nil {
 		return nil, set.opErr(context.Background(), "etcd open", strings.Join(set.Endpoints, ","), err)
@@ -173,6 +173,31 @@ func forgetRefusedToken(ctx context.Context, method string, req, reply any, cc *
 		return rpctypes.ErrGRPCAuthNotEnabled
 	}
 	return err
+}
+
+// sendsKey is the context key of a request's count of sends (withSends).
+type sendsKey struct{}
+
+// withSends is ctx, carrying a count of the sends of the request made
+// with it (countSends).
+func withSends(ctx context.Context) (context.Context, *atomic.Int32) {
+	n := new(atomic.Int32)
+	return context.WithValue(ctx, sendsKey{}, n), n
+}
+
+// countSends counts each send of a request whose context carries a count
+// (withSends). It runs inside etcd's client's own retries, as the last
+// of the interceptors (a pinned request's sends pass through its pin's),
+// so a count above one is a request the client sent again itself: it
+// does so, a write too, when an answer is a context error's (Canceled,
+// DeadlineExceeded: a hop between here and the member) while the
+// caller's context lives, and the caller sees only the last answer,
+// though an earlier send may have been served.
+func countSends(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if n, ok := ctx.Value(sendsKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // pinKey is the context key of the endpoint a hedged try goes to alone
@@ -671,7 +696,8 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			// gap, and at a sweep's slot its trim deleted them all.
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.historyKey(key, seq)), ">", 0))
 		}
-		resp, err := s.cli.Txn(c).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
+		tc, sends := withSends(c)
+		resp, err := s.cli.Txn(tc).If(cmps...).Then(then...).Else(s.stateOps(key)...).Commit()
 		if err != nil {
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
@@ -688,7 +714,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			s.rememberSeq(key, seq)
 		}
 		if cur.Rev != base {
-			return 0, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
+			return 0, &ConflictError{Op: op, Key: key, Base: base, Current: cur, Resent: sends.Load() > 1}
 		}
 		if perr != nil {
 			return 0, perr
@@ -719,8 +745,9 @@ func Holds(h []HistoryEntry, e HistoryEntry) bool {
 
 // Delete removes key's record and its whole history in one transaction
 // guarded by base (0: only if the key has no record, which removes a
-// history left without one). A lost compare is a *ConflictError. It
-// returns the revision of the deletion.
+// history left without one). A lost compare is a *ConflictError; one with
+// no record and Resent may be this delete's own, which leaves no trace
+// to tell it by. It returns the revision of the deletion.
 func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 	ctx = orBackground(ctx)
 	c, cancel, err := s.begin(ctx, "delete", key)
@@ -729,6 +756,7 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 	}
 	defer cancel()
 	rk := s.recordKey(key)
+	c, sends := withSends(c)
 	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.ModRevision(rk), "=", int64(base))).
 		Then(clientv3.OpDelete(rk), clientv3.OpDelete(s.historyDir(key), clientv3.WithPrefix())).
 		Else(s.stateOps(key)...).Commit()
@@ -737,7 +765,7 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 	}
 	if !resp.Succeeded {
 		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
-		return 0, &ConflictError{Op: "delete", Key: key, Base: base, Current: cur}
+		return 0, &ConflictError{Op: "delete", Key: key, Base: base, Current: cur, Resent: sends.Load() > 1}
 	}
 	s.rememberSeq(key, 0) // the history went with the record
 	return Rev(resp.Header.Revision), nil
