@@ -7,8 +7,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
+	"sessdb/store/transcript"
 )
 
 // resentTxn is the gRPC method of every guarded write.
@@ -50,5 +52,44 @@ func TestACommitTheClientSentAgainKeepsItsFile(t *testing.T) {
 			}
 			f.holds(key, "resent", 2)
 		})
+	}
+}
+
+// A refusal's history entry that landed, its answer a context error
+// etcd's client then sent again itself, finds its own entry in the slot
+// it claimed: the refusal is recorded once, and the job told what it
+// was refused for, not promote-failed.
+func TestARefusalTheClientSentAgainIsRecordedOnce(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+	f := newFixture(t, c)
+	key := store.Key("github", "resent", "refusal")
+	f.run(key, "base")
+	sess, _ := f.job(key, "unanswered")
+	t.Cleanup(func() { c.LoseNextAs(resentTxn, 0, 0, codes.DeadlineExceeded) })
+	f.b.hook = func(p, k string) error {
+		if p == hookRefuse && k == key {
+			// An append reads the key's newest entries first (a Txn
+			// too); its write is the second.
+			c.LoseNextAs(resentTxn, 1, 1, codes.DeadlineExceeded)
+		}
+		return nil
+	}
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered})
+	f.b.hook = nil
+	if err != nil || res.Reason != gates.RunIncomplete {
+		t.Fatalf("promote: %+v, %v; want run-incomplete", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range st.History {
+		if e.Ticket == sess.Ticket && e.Outcome == string(gates.RunIncomplete) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the refusal is recorded %d times, want once (history %+v)", n, st.History)
 	}
 }

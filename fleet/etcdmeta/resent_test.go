@@ -2,7 +2,9 @@ package etcdmeta
 
 import (
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -63,4 +65,53 @@ func TestAConflictSaysTheClientSentTheWriteAgain(t *testing.T) {
 	}
 	_, err = s.Put(ctx(t), key, st.Rev, record(key, 2), entry(2, randHex(16)))
 	conflict("a put on a base gone, sent once", err, false)
+}
+
+// A lock whose mutex request etcd's client sent again itself (its first
+// send landed, its answer lost as a context error's) finds the waiter's
+// key in place, the one it put: the lock is held at once, its place in
+// the queue that key's create revision, not the revision the second send
+// was answered at (another key written meanwhile, as on any busy
+// cluster, puts that past it: the lock then waited for itself and was
+// "locked by another holder"). It excludes, and its release frees it.
+func TestALockTheClientSentAgainHoldsIt(t *testing.T) {
+	const txn = "/etcdserverpb.KV/Txn"
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+	a, b := open(t, c, shortLocks), open(t, c, shortLocks)
+	t.Cleanup(func() { c.LoseNextAs(txn, 0, 0, codes.DeadlineExceeded) })
+	key := newKey()
+	stop, nctx := make(chan struct{}), ctx(t)
+	var noise sync.WaitGroup
+	noise.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				b.cli.Put(nctx, "/resent-noise", "x")
+			}
+		}
+	})
+	// The lock's first Txn is its mutex's request.
+	c.LoseNextAs(txn, 0, 1, codes.DeadlineExceeded)
+	start := time.Now()
+	unlock, _, err := a.Lock(ctx(t), key)
+	close(stop)
+	noise.Wait()
+	if err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	if waited := time.Since(start); waited >= a.cfg.LockWait {
+		t.Errorf("the lock took %v, its whole LockWait: it waited for itself", waited)
+	}
+	if _, _, err := b.Lock(ctx(t), key); !errors.Is(err, ErrLocked) {
+		t.Fatalf("another lock of the held key: %v, want ErrLocked", err)
+	}
+	if n, k := leases(t, c), countKeys(t, a, a.lockDir(key)); n != 1 || k != 1 {
+		t.Errorf("held: %d leases holding keys, %d lock keys; want 1 and 1", n, k)
+	}
+	unlock()
+	if n, k := leases(t, c), countKeys(t, a, a.lockDir(key)); n != 0 || k != 0 {
+		t.Errorf("released: %d leases holding keys, %d lock keys; want none", n, k)
+	}
 }
