@@ -47,3 +47,28 @@ func TestAMigrationCreateTheClientSentAgainKeepsItsFile(t *testing.T) {
 		})
 	}
 }
+
+// So is a key with no transcript to move (its key dir's is gone: the
+// fleet gets its stamps, absent), whose record names no file to tell it
+// by: a create the client sent again, meeting a record with no file, is
+// taken for its own, as after a try unanswered here. It was reported
+// already moved by this first run.
+func TestAMigrationCreateWithNoFileTheClientSentAgainIsMigrated(t *testing.T) {
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
+	f := newFixture(t, c)
+	key := store.Key("github", "moved", "resent-no-file")
+	root := promotedOnHost(t, key, "host")
+	if err := os.Remove(filepath.Join(root, key, store.TranscriptName)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.LoseNextAs(resentTxn, 0, 0, codes.DeadlineExceeded) })
+	// The key's read is the migration's first Txn, its create the second.
+	c.LoseNextAs(resentTxn, 1, 1, codes.DeadlineExceeded)
+	got, _ := runMigration(t, true, root, f.b, MigrateOptions{})
+	if r := got[key]; r.Action != migrate.Migrated {
+		t.Errorf("the key = %s (%s), want migrated", r.Action, r.Cause)
+	}
+	if st, err := f.b.meta.GetRecord(t.Context(), key); err != nil || st.Rev == 0 || st.Record.Transcript != nil {
+		t.Fatalf("the key's record: %+v, %v; want stamps and no transcript", st, err)
+	}
+}

@@ -401,10 +401,11 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			// unanswered here: etcd's client sends a try again itself
 			// when its answer is a context error while ctx lives, and
 			// only the second try's conflict comes back. A record with no
-			// file is taken for this create's only after such a try: two
-			// runs at once write the same one.
+			// file is taken for this create's only after a try that may
+			// have landed, unanswered here or sent again by the client
+			// (Resent): two runs at once write the same one.
 			t, mine := ce.Current.Record.Transcript, rec.Transcript
-			if ce.Current.Rev != 0 && (unsure && mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
+			if ce.Current.Rev != 0 && ((unsure || ce.Resent) && mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
 				return nil, nil // an earlier try landed
 			}
 			if !unsure && mine != nil {
