@@ -82,7 +82,12 @@
 // timeout: a conflict whose record names this promotion's own file, or
 // whose history holds its entry (another job promoted on it before the
 // answer came), is this promotion, committed by an earlier try, and
-// promoted. If the timeout ends first, the
+// promoted. So is such a conflict met by a commit none of whose tries
+// went unanswered here: etcd's client sends a request again itself when
+// its answer is a context error's (Canceled, DeadlineExceeded: a hop
+// between worker and member) while the request has time left, and only
+// the second send's answer comes back; a migration's create and a reap's
+// delete take theirs so too. If the timeout ends first, the
 // promote is promote-failed with the cause, the job's transcript stays in
 // its job dir, and the file is left for reap (removing it could remove a
 // generation that did commit); a retry with the same ticket repeats the
