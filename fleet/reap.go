@@ -37,6 +37,13 @@ type ReapOptions struct {
 	Now func() time.Time
 	// DryRun reports what would be removed and removes nothing.
 	DryRun bool
+	// Progress, when set, is called as the walk goes with the number of
+	// records judged and the number listed (each key's, and each whose
+	// name is no key), as store.ReapOptions' counts names. The files are
+	// swept after the keys, so the call saying every record was judged
+	// comes only once the sweep is done too: a reap's line never says it
+	// is done while it is still removing files.
+	Progress func(done, total int)
 }
 
 // ReapResult is what a Reap did (or, dry, would do).
@@ -124,7 +131,11 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, key := range slices.Sorted(maps.Keys(records)) {
+	keys := slices.Sorted(maps.Keys(records))
+	for i, key := range keys {
+		if i > 0 && o.Progress != nil {
+			o.Progress(i, len(keys))
+		}
 		if err := ctx.Err(); err != nil {
 			// Interrupted: no key is judged after it, a fresh one's
 			// mtime (a file server's lstat) no more than an expired
@@ -263,6 +274,9 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			}
 		}
 		res.Swept = append(res.Swept, name)
+	}
+	if len(keys) > 0 && o.Progress != nil {
+		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
 }

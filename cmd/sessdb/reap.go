@@ -161,7 +161,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			}
 			defer b.Close()
 			reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
-				res, err := b.Reap(ctx, fleet.ReapOptions{TTL: sopts.Bounds.TTL, Grace: g, Now: sopts.Now, DryRun: *dryRun})
+				res, err := b.Reap(ctx, fleet.ReapOptions{TTL: sopts.Bounds.TTL, Grace: g, Now: sopts.Now, DryRun: *dryRun, Progress: prog.report()})
 				actions, sum := fleetReapActions(res, b.Dir(), *dryRun)
 				return actions, sum, err
 			}
