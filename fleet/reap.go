@@ -35,7 +35,10 @@ type ReapOptions struct {
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// DryRun reports what would be removed and removes nothing.
+	// DryRun reports what would be removed and removes nothing. It
+	// writes nothing either, in etcd or the transcripts dir: it takes no
+	// key's lock, so it neither waits for a reap or repair holding one
+	// nor makes them meet a key locked.
 	DryRun bool
 	// Progress, when set, is called as the walk goes with the number of
 	// records judged and the number listed (each key's, and each whose
@@ -79,6 +82,8 @@ type ReapResult struct {
 // from a fresh read, by a delete guarded by the revision judged: a
 // promotion landing meanwhile, even after the lock's lease ran out under
 // a stalled reaper, makes the delete lose its compare and the key stays.
+// A dry run judges each expired key again from a fresh read, with no
+// lock.
 // The file its record named goes with it. Files are swept after the keys:
 // judged from one snapshot of every record, then each key's record is read
 // again before its files go, since the snapshot may be long out of date by
@@ -491,13 +496,22 @@ func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
 var errRemovedByAnother = errors.New("removed by another since this reap listed it")
 
 // reapKey removes key if it is still expired under its lock, and reports
-// whether it did; errRemovedByAnother if another did.
+// whether it did; errRemovedByAnother if another did. A dry run judges
+// the key again from a fresh read too, but takes no lock: the lock is a
+// lease and a key written in etcd, which a dry run must not write (it
+// failed every expired key under the NOSPACE alarm), and held, it made a
+// real reap or repair beside the dry run fail the key as locked, or the
+// dry run wait for theirs. Nothing it does needs excluding.
 func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, now func() time.Time, dry bool) (bool, error) {
-	unlock, lost, err := b.lock(ctx, key)
-	if err != nil {
-		return false, err
+	var lost <-chan struct{} // a dry run returns before it looks
+	if !dry {
+		unlock, l, err := b.lock(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		defer unlock()
+		lost = l
 	}
-	defer unlock()
 	st, err := b.readIn(ctx, key, b.meta.Get)
 	if err == nil && st.Rev == 0 {
 		return false, fmt.Errorf("reap %s: %w", key, errRemovedByAnother)
