@@ -196,7 +196,7 @@ type tempRemoval struct {
 // transcript in place untouched), never lose what it acknowledged.
 func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
-	if names, err := tempNames(kd, time.Time{}); err != nil || len(names) == 0 {
+	if names, err := tempNames(kd, nil); err != nil || len(names) == 0 {
 		return res, err
 	}
 	_, err := fsat.LstatAt(kd, db.FileName)
@@ -220,7 +220,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	if err := stillAtKey("remove temps", s.root, kd, key); err != nil {
 		return res, err
 	}
-	names, err := tempNames(kd, time.Time{})
+	names, err := tempNames(kd, nil)
 	if err != nil {
 		return res, err
 	}
@@ -258,9 +258,12 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 }
 
 // tempNames lists kd's promotion temps and meta.db temps that are regular
-// files last changed before cutoff (the zero time: any), sorted; links
-// and odd files are reported by check, never removed.
-func tempNames(kd *os.File, cutoff time.Time) ([]string, error) {
+// files last changed before cutoff (nil: any), sorted; links and odd
+// files are reported by check, never removed. No time stands for "any":
+// the zero time did, and a reap judging at 01:00 on the first day of
+// year 1 (reap --dry-run --at) made it its cutoff, listing every temp,
+// however young, as stale.
+func tempNames(kd *os.File, cutoff *time.Time) ([]string, error) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return nil, err
@@ -272,7 +275,7 @@ func tempNames(kd *os.File, cutoff time.Time) ([]string, error) {
 			continue
 		}
 		st, err := fsat.LstatAt(kd, n)
-		if err == nil && fsat.IsRegular(&st) && (cutoff.IsZero() || fsat.ModTime(&st).Before(cutoff)) {
+		if err == nil && fsat.IsRegular(&st) && (cutoff == nil || fsat.ModTime(&st).Before(*cutoff)) {
 			out = append(out, n)
 		}
 	}
@@ -443,7 +446,7 @@ func (s *Store) renumberHistory(root *os.File, key string) (db.Renumbered, error
 func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRun bool) ([]string, error) {
 	// A first look without the lock: most keys have no temps, and a walk
 	// over thousands of keys should not lock each of them for nothing.
-	if names, err := tempNames(kd, cutoff); err != nil || len(names) == 0 {
+	if names, err := tempNames(kd, &cutoff); err != nil || len(names) == 0 {
 		return nil, err
 	}
 	var spare string
@@ -476,7 +479,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 			return nil, err
 		}
 	}
-	names, err := tempNames(kd, cutoff)
+	names, err := tempNames(kd, &cutoff)
 	if err != nil {
 		return nil, err
 	}
