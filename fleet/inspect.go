@@ -317,7 +317,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			mismatch = mismatch || k.Verify.Result == store.VerifyMismatch
 		}
 	}
-	recordInto(&obs, rec, obs.Transcript.ModTime)
+	recordInto(&obs, rec)
 	var afterCopy gates.Reason
 	if mismatch {
 		afterCopy = gates.TranscriptReplaced // what the view's Accept makes of it

@@ -457,17 +457,19 @@ func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now 
 		return true
 	}
 	var mtime time.Time
+	known := false
 	if namesOwnFile(key, t) {
 		// A regular file's only: a resolve judges no other by its mtime.
 		if st, ok := lstatName(b.dir, t.File); ok && fsat.IsRegular(&st) {
-			mtime = fsat.ModTime(&st)
+			mtime, known = fsat.ModTime(&st), true
 		}
 	}
-	return now.Sub(lastPromotion(t, mtime)) > ttl
+	return now.Sub(lastPromotion(t, mtime, known)) > ttl
 }
 
 // lastPromotion is when the promotion of t, whose file was written at
-// mtime (zero: unknown), is taken to have landed: its PromotedAt, the
+// mtime (where known: a regular file's), is taken to have landed: its
+// PromotedAt, the
 // promoter's clock, unless that is later than the file's mtime by more
 // than a commit can follow its write (inFlightAge: the commit window and
 // the skew between a worker's clock and the file server's). Such a date
@@ -481,10 +483,13 @@ func (b *Backend) expired(key string, r etcdmeta.Record, ttl time.Duration, now 
 // disagreed by far more than their skew. A date earlier than the mtime
 // is taken as it is, so a file server whose clock is behind ages no key
 // while it is behind by less than inFlightAge; behind by more, every key
-// is judged by its mtime and expires that much early.
-func lastPromotion(t *etcdmeta.Transcript, mtime time.Time) time.Time {
+// is judged by its mtime and expires that much early. Whether the mtime
+// is known is said apart from it: a file system that keeps any time
+// (tmpfs) can date a file at Go's zero time, the first instant of year 1,
+// which taken for "unknown" left that one file's key unexpired.
+func lastPromotion(t *etcdmeta.Transcript, mtime time.Time, known bool) time.Time {
 	at := time.Unix(0, t.PromotedAt)
-	if !mtime.IsZero() && at.Sub(mtime) > inFlightAge {
+	if known && at.Sub(mtime) > inFlightAge {
 		return mtime
 	}
 	return at

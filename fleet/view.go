@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -161,7 +160,7 @@ func (v *view) open() error {
 		}
 		v.obs.Header = h
 	}
-	recordInto(&v.obs, v.rec, v.obs.Transcript.ModTime)
+	recordInto(&v.obs, v.rec)
 	return nil
 }
 
@@ -262,11 +261,12 @@ func unreadable(err error) bool {
 }
 
 // recordInto fills what the ladder reads from the record into obs: the
-// last promotion (lastPromotion, of its file written at mtime, zero if
-// not known), the stamps, the chain and the reading.
-func recordInto(obs *gates.Observation, r etcdmeta.Record, mtime time.Time) {
+// last promotion (lastPromotion, of its file as obs.Transcript found it:
+// its mtime is known for a regular file alone), the stamps, the chain and
+// the reading.
+func recordInto(obs *gates.Observation, r etcdmeta.Record) {
 	if t := r.Transcript; t != nil {
-		obs.LastPromotion = lastPromotion(t, mtime)
+		obs.LastPromotion = lastPromotion(t, obs.Transcript.ModTime, obs.Transcript.Regular)
 	}
 	obs.Venue, obs.PiVersion = stampOf(r.Venue), stampOf(r.PiVersion)
 	if r.ResumeChain != nil {
