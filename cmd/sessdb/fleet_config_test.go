@@ -42,6 +42,8 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 	os.Chmod(anyones, 0o777)
 	notUTF8 := filepath.Join(tmp, "tr\xffdir") // a directory, but no UTF-8 name
 	os.Mkdir(notUTF8, 0o700)
+	notUTF8Secret := filepath.Join(tmp, "latin1-password")
+	os.WriteFile(notUTF8Secret, []byte(fleetSecret+"\xe9\n"), 0o600)
 	ok := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "http://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
 	tls := map[string]string{"PI_SESSIONS_ETCD_ENDPOINTS": "https://127.0.0.1:1", "PI_SESSIONS_TRANSCRIPTS_DIR": dir}
 	with := func(base map[string]string, kv ...string) map[string]string {
@@ -122,6 +124,12 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb ", "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), resolve, "PI_SESSIONS_ETCD_USER"},
 		{with(ok, "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), append(resolve, "--etcd-user", "\tsessdb"), "--etcd-user"},
 		{with(ok, "PI_SESSIONS_ETCD_PASSWORD", fleetSecret), resolve, "PI_SESSIONS_ETCD_PASSWORD"},
+		// A user or password that is not UTF-8 is a login gRPC cannot
+		// send: etcd's answer was an internal marshaling error, exit 1,
+		// naming neither (store-unavailable here, where nothing listens).
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sess\xffdb", "PI_SESSIONS_ETCD_PASSWORD", fleetSecret, "PI_SESSIONS_ETCD_TIMEOUT", "200ms"), resolve, "PI_SESSIONS_ETCD_USER"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb", "PI_SESSIONS_ETCD_PASSWORD", fleetSecret+"\xff\n", "PI_SESSIONS_ETCD_TIMEOUT", "200ms"), resolve, "PI_SESSIONS_ETCD_PASSWORD"},
+		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb", "PI_SESSIONS_ETCD_TIMEOUT", "200ms"), append(resolve, "--etcd-password-file", notUTF8Secret), "--etcd-password-file"},
 		{ok, append(resolve, "--etcd-password-file", file), "--etcd-password-file"},
 		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", missing), "--etcd-password-file"},
 		{with(ok, "PI_SESSIONS_ETCD_USER", "sessdb"), append(resolve, "--etcd-password-file", empty), "--etcd-password-file"},

@@ -316,7 +316,7 @@ func (f *fleetKnobs) configError(getenv func(string) string, err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	k := map[string]*knob{"CAFile": &f.ca, "CertFile": &f.cert, "KeyFile": &f.key, "Prefix": &f.prefix, "Username": &f.user}[ce.Field]
+	k := map[string]*knob{"CAFile": &f.ca, "CertFile": &f.cert, "KeyFile": &f.key, "Prefix": &f.prefix, "Username": &f.user, "Password": &f.password}[ce.Field]
 	if k == nil {
 		k = &f.endpoints
 	}

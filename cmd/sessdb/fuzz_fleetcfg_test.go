@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzFleetConnection gives the fleet's connection knobs any values from
@@ -23,6 +24,8 @@ func FuzzFleetConnection(f *testing.F) {
 	f.Add("http://a:2379", "/x", "", "orphanpw", "")
 	f.Add("http://a:2379", "/x", "u", "\nrest", "")
 	f.Add("http://a:2379", "/"+strings.Repeat("record/", 3000), "", "", "")
+	f.Add("http://a:2379", "/x", "u\xff", "pw", "")
+	f.Add("http://a:2379", "/x", "u", "s3cr3t\xe9\n", "")
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, endpoints, prefix, user, password, timeout string) {
 		if strings.Contains(strings.ToLower(endpoints), "https") {
@@ -89,18 +92,29 @@ func FuzzFleetConnection(f *testing.F) {
 }
 
 // secretFiller is s with every byte but ',', '@', CR and LF replaced (by
-// 'x', or 'y' where s has an 'x'): another secret of the same length,
-// lines and list shape.
+// 'x', or 'y' where s has an 'x'; a byte of no UTF-8 character by 0xff, or
+// 0xfe where s has 0xff): another secret of the same length, lines and
+// list shape, UTF-8 exactly where s is.
 func secretFiller(s string) string {
 	b := []byte(s)
-	for i, c := range b {
-		switch c {
-		case ',', '@', '\r', '\n':
-		case 'x':
-			b[i] = 'y'
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch c := b[i]; {
+		case r == utf8.RuneError && n == 1 && c == 0xff:
+			b[i] = 0xfe
+		case r == utf8.RuneError && n == 1:
+			b[i] = 0xff
+		case c == ',' || c == '@' || c == '\r' || c == '\n':
 		default:
-			b[i] = 'x'
+			for j := i; j < i+n; j++ {
+				if b[j] == 'x' {
+					b[j] = 'y'
+				} else {
+					b[j] = 'x'
+				}
+			}
 		}
+		i += n
 	}
 	return string(b)
 }

@@ -56,7 +56,7 @@ type Config struct {
 	// certificate's common name as the user.
 	CertFile, KeyFile string
 	// Username and Password log in to etcd's authentication, both or
-	// neither.
+	// neither, each valid UTF-8.
 	Username, Password string
 	// RequestTimeout bounds every read and write; 0 means
 	// DefaultRequestTimeout. At most MaxRequestTimeout.
@@ -156,6 +156,15 @@ func (c Config) validate() (settings, error) {
 	}
 	if (c.Username == "") != (c.Password == "") {
 		return s, invalid("Username", "Username and Password go together")
+	}
+	// etcd's login sends both as protobuf strings, which gRPC refuses to
+	// marshal unless they are UTF-8: such a login fails at every request,
+	// as an internal error that names neither.
+	if !utf8.ValidString(c.Username) {
+		return s, invalid("Username", "%q is not valid UTF-8 (etcd takes a user's name as text)", c.Username)
+	}
+	if !utf8.ValidString(c.Password) {
+		return s, invalid("Password", "the password is not valid UTF-8 (etcd takes a password as text)")
 	}
 	tlsWanted := c.CAFile != "" || c.CertFile != ""
 	if tlsWanted && scheme == "http" {

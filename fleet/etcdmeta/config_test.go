@@ -89,6 +89,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Endpoints: ep, CertFile: junk, KeyFile: fifo}, "KeyFile"},
 		{Config{Endpoints: ep, Username: "u"}, "Username"},
 		{Config{Endpoints: ep, Password: "p"}, "Username"},
+		// gRPC refuses to marshal a login that is not UTF-8: every
+		// request failed as an internal error naming neither.
+		{Config{Endpoints: ep, Username: "u\xff", Password: "p"}, "Username"},
+		{Config{Endpoints: ep, Username: "u", Password: "s3cr3t\xff"}, "Password"},
 		{Config{Endpoints: []string{"http://a:1"}, CAFile: junk}, "Endpoints"},
 		{Config{Endpoints: ep, CAFile: filepath.Join(dir, "missing")}, "CAFile"},
 		{Config{Endpoints: ep, CAFile: junk}, "CAFile"},

@@ -27,6 +27,8 @@ func FuzzConfigValidate(f *testing.F) {
 	f.Add("http://user:pa,ss@host:2379", "/", "", "", int64(0), int64(0))
 	f.Add("http://admin:hunter22@a:2379,http://b:2379", "/", "", "", int64(0), int64(0))
 	f.Add("http://a:2379/x?y#z", "record", "", "", int64(0), int64(0))
+	f.Add("http://a:2379", "/x", "u\xff", "p", int64(0), int64(0))
+	f.Add("http://a:2379", "/x", "u", "s3cr3t\xe9", int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, endpoints, prefix, user, password string, request, lockTTL int64) {
 		c := Config{Prefix: prefix, Username: user, Password: password, RequestTimeout: time.Duration(request), LockTTL: time.Duration(lockTTL)}
 		if endpoints != "" {
@@ -94,6 +96,9 @@ func FuzzConfigValidate(f *testing.F) {
 				t.Fatalf("accepted prefix %q nests among the keys of %q", got.Prefix, strings.Join(parts[:i], "/"))
 			}
 		}
+		if !utf8.ValidString(got.Username) || !utf8.ValidString(got.Password) {
+			t.Fatalf("accepted a login that is not UTF-8: user %q", got.Username)
+		}
 		if got.RequestTimeout <= 0 || got.RequestTimeout > MaxRequestTimeout || got.LockTTL <= 0 || got.DialTimeout <= 0 || got.LockWait <= 0 {
 			t.Fatalf("accepted durations %+v", got)
 		}
@@ -108,17 +113,29 @@ func equalConfig(a, b Config) bool {
 }
 
 // filler is s with every byte but '@', CR and LF replaced (by 'x', or 'y'
-// where s has an 'x'): another secret of the same length and shape.
+// where s has an 'x'; a byte of no UTF-8 character by 0xff, or 0xfe
+// where s has 0xff): another secret of the same length and shape, UTF-8
+// exactly where s is.
 func filler(s string) string {
 	b := []byte(s)
-	for i, c := range b {
-		switch c {
-		case '@', '\r', '\n':
-		case 'x':
-			b[i] = 'y'
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch c := b[i]; {
+		case r == utf8.RuneError && n == 1 && c == 0xff:
+			b[i] = 0xfe
+		case r == utf8.RuneError && n == 1:
+			b[i] = 0xff
+		case c == '@' || c == '\r' || c == '\n':
 		default:
-			b[i] = 'x'
+			for j := i; j < i+n; j++ {
+				if b[j] == 'x' {
+					b[j] = 'y'
+				} else {
+					b[j] = 'x'
+				}
+			}
 		}
+		i += n
 	}
 	return string(b)
 }
