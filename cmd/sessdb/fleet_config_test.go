@@ -110,6 +110,9 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, []string{"check", "--transcripts-dir", anyones}, "--transcripts-dir"},
 		{ok, []string{"reap", "--transcripts-dir", "/"}, "--transcripts-dir"},
 		{with(ok, "PI_SESSIONS_ETCD_CA", junk), resolve, "PI_SESSIONS_ETCD_CA"},
+		// A scheme in capitals is the same scheme (the client lowers it).
+		{ok, append(resolve, "--etcd-endpoints", "HTTP://a:1", "--etcd-ca", junk), "--etcd-ca"},
+		{with(ok, "PI_SESSIONS_ETCD_ENDPOINTS", "Http://a:1", "PI_SESSIONS_ETCD_CERT", junk, "PI_SESSIONS_ETCD_KEY", junk), resolve, "PI_SESSIONS_ETCD_CERT"},
 		{ok, append(resolve, "--etcd-cert", junk, "--etcd-key", junk), "--etcd-cert"},
 		{with(tls, "PI_SESSIONS_ETCD_CA", missing), resolve, "PI_SESSIONS_ETCD_CA"},
 		{tls, append(resolve, "--etcd-ca", junk), "--etcd-ca"},

@@ -216,7 +216,9 @@ func (f *fleetKnobs) tls(getenv func(string) string, fc fleet.Config, eps []stri
 	case fc.KeyFile != "" && fc.CertFile == "":
 		return fmt.Errorf("%s is set but the certificate is not (--etcd-cert, PI_SESSIONS_ETCD_CERT): a key goes with its certificate", keyName)
 	}
-	if strings.HasPrefix(eps[0], "http://") {
+	// The scheme as parsed: "HTTP://" is http too (url.Parse lowers it),
+	// and named by its CA or certificate, as "http://" is.
+	if u, err := url.Parse(eps[0]); err == nil && u.Scheme == "http" {
 		for _, k := range []*knob{&f.ca, &f.cert} {
 			if v, n := k.get(getenv); v != "" {
 				return fmt.Errorf("%s is set but the endpoints are http://: use https:// (over http the TLS settings would be dropped, and everything sent in the clear)", n)
