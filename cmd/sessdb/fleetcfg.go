@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -362,7 +363,13 @@ func (f durationFlag) String() string {
 
 func (f durationFlag) Set(s string) error {
 	d, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil && durationRE.MatchString(strings.TrimLeft(s, "+-")):
+		// A duration of Go's form that Go refuses is beyond its range:
+		// "not a duration, there is no d unit" would send the operator
+		// looking for a mistake in the form.
+		return fmt.Errorf("is out of range (a Go duration is at most %v, about 292 years)", time.Duration(math.MaxInt64))
+	case err != nil:
 		return errors.New("is not a duration (want a Go duration like 90m or 168h: digits and a unit, ns us ms s m or h; there is no d unit)")
 	}
 	*f.p = d
