@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"google.golang.org/grpc/connectivity"
 
 	"sessdb/internal/fsat"
 )
@@ -76,6 +77,9 @@ type Config struct {
 type settings struct {
 	Config
 	tls *tls.Config
+	// connState is the client connection's state, once Open made it: a
+	// plain client's probe runs only while its connections fail.
+	connState func() connectivity.State
 }
 
 func invalid(field, format string, args ...any) error {

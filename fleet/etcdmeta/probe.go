@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/connectivity"
+
 	"sessdb/internal/fsat"
 )
 
@@ -30,9 +32,30 @@ const probeTimeout = 2 * time.Second
 // request ran out of time, a handshake of its own with each endpoint finds
 // out whether the members answer but refuse, made only on this failure
 // path.
+//
+// A plain client's request that ran out of time while its connections
+// fail (TRANSIENT_FAILURE: each attempt refused or cut at once, never a
+// member that takes the connection and stays silent, which the probe
+// would wait out: a blackholed link must end within the timeout) is
+// followed by the converse probe (tlsOnlyError): an http:// endpoint
+// whose member serves TLS alone answers nothing a plain client can read,
+// and was etcd unavailable at every request, a resolve store-unavailable
+// for good, where it is a setting to fix.
 func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 	werr := opErr(ctx, op, key, err)
-	if s.tls == nil || !errors.Is(werr, ErrUnavailable) {
+	if !errors.Is(werr, ErrUnavailable) {
+		return werr
+	}
+	if s.tls == nil {
+		if s.connState == nil || s.connState() != connectivity.TransientFailure {
+			return werr
+		}
+		if herr := s.tlsOnlyError(); herr != nil {
+			if key != "" {
+				op += " " + key
+			}
+			return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
+		}
 		return werr
 	}
 	if herr := s.handshakeError(); herr != nil {
@@ -148,6 +171,61 @@ func handshake(base *tls.Config, endpoint string, within time.Duration) error {
 		return fmt.Errorf("TLS with %s: the member answers plain HTTP, without TLS: give its http:// URL, or serve TLS on it", endpoint)
 	}
 	return nil
+}
+
+// tlsOnlyError returns, for the first endpoint whose member answers a TLS
+// handshake and not plain HTTP, that it serves TLS, or nil. A member that
+// answers both (etcd serves http and https on one port when both are
+// listened on) is no mistake of the URL's: its silence is etcd's. Bounded
+// as handshakeError is.
+func (s settings) tlsOnlyError() error {
+	errs := make(chan error, len(s.Endpoints))
+	d := min(probeTimeout, s.RequestTimeout)
+	for _, ep := range s.Endpoints {
+		go func() { errs <- tlsOnly(ep, d) }()
+	}
+	var first error
+	for range s.Endpoints {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func tlsOnly(endpoint string, within time.Duration) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil
+	}
+	deadline := time.Now().Add(within)
+	plain := make(chan bool, 1)
+	go func() { plain <- servesPlainHTTP(u.Host, deadline) }()
+	if !answersTLS(u, deadline) || <-plain {
+		return nil
+	}
+	return fmt.Errorf("%s: the member serves TLS, not plain HTTP: give its https:// URL, with the CA that vouches for it", endpoint)
+}
+
+// answersTLS reports whether the member at u answers a TLS handshake as a
+// TLS server does: it completes, or fails on the server's certificate or
+// on an alert, each of which only a TLS server sends. Nothing is sent
+// after it.
+func answersTLS(u *url.URL, deadline time.Time) bool {
+	d := net.Dialer{Deadline: deadline}
+	raw, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		return false
+	}
+	defer raw.Close()
+	conn := tls.Client(raw, &tls.Config{ServerName: u.Hostname(), NextProtos: []string{"h2"}})
+	conn.SetDeadline(deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	err = conn.HandshakeContext(ctx)
+	var cv *tls.CertificateVerificationError
+	var alert tls.AlertError
+	return err == nil || errors.As(err, &cv) || errors.As(err, &alert)
 }
 
 // servesPlainHTTP reports whether host answers etcd's /version over plain

@@ -71,3 +71,54 @@ type peeked struct {
 }
 
 func (p *peeked) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// An http:// endpoint naming a member that serves TLS alone gets no
+// answer a plain client can read: every request was etcd unavailable
+// after its timeout (a resolve store-unavailable for good, a promote
+// promote-failed, the setting to fix unsaid), where the converse, an
+// https:// endpoint of a plain member, is named. The probe after the
+// timeout names this one too.
+func TestAnHTTPEndpointOfATLSMemberIsNamed(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	ep := strings.Replace(c.Endpoint(0), "https://", "http://", 1)
+	_, err := getWith(Config{Endpoints: []string{ep}, RequestTimeout: time.Second}, newKey())
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), ep+": the member serves TLS") || !Unanswered(err) {
+		t.Fatalf("an http:// endpoint of a TLS member: %v; want ErrAuth naming the endpoint as serving TLS", err)
+	}
+}
+
+// A member that answers a TLS handshake and plain HTTP's /version both
+// (etcd listening on http and https at one port) is no mistake of an
+// http:// URL: when the client's connections to it fail, that is etcd
+// unavailable, not a TLS setting to fix.
+func TestAMemberServingBothSchemesIsNotTakenForTLSOnly(t *testing.T) {
+	dir := t.TempDir()
+	ca := etcdtest.NewCA(t, dir, "both CA")
+	certFile, keyFile := ca.Issue(t, dir, "both", true)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2"}}
+	l := listenHolding(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		first, err := r.Peek(1)
+		if err != nil {
+			return
+		}
+		if first[0] == 0x16 { // TLS: the handshake, then silence
+			tls.Server(&peeked{r, c}, srv).Handshake()
+			return
+		}
+		if line, _ := r.ReadString('\n'); strings.HasPrefix(line, "GET /version ") {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+		}
+		// The client's own HTTP/2 is cut at once: its connections fail,
+		// which is when a plain client probes.
+		c.Close()
+	})
+	_, err = getWith(Config{Endpoints: []string{"http://" + l.Addr().String()}, RequestTimeout: 500 * time.Millisecond}, newKey())
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) {
+		t.Fatalf("a silent member that serves both schemes: %v; want ErrUnavailable only", err)
+	}
+}

@@ -128,6 +128,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, set.opErr(context.Background(), "etcd open", strings.Join(set.Endpoints, ","), err)
 	}
+	s.cfg.connState = s.cli.ActiveConnection().GetState
 	return s, nil
 }
 
