@@ -31,8 +31,10 @@ var (
 	// ErrAuth is returned when etcd refused the credentials: a wrong user
 	// name or password, a user without permission on the prefix, or a
 	// TLS handshake that failed (a server certificate the CA file does not
-	// vouch for, a client certificate the server refuses or none). One
-	// found by the TLS probe after a request ran out of time may have
+	// vouch for, a client certificate the server refuses or none), or a
+	// scheme the member does not serve (an https:// endpoint of a plain
+	// member, an http:// one of a member that serves TLS alone). One
+	// found by the probe after a request ran out of time may have
 	// committed, as ErrUnavailable's (see Unanswered).
 	ErrAuth = errors.New("etcd refused the credentials")
 
