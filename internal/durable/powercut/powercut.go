@@ -13,7 +13,9 @@
 //     (and what it replaced comes back), a removed entry reappears, so
 //     the journal keeps
 //     the bytes (a link's target, a FIFO's or an empty directory's mode) of
-//     everything it removes or renames over.
+//     everything it removes or renames over, and its mtime; a directory
+//     whose every operation not yet durable a cut undoes gets back the
+//     mtime it had before them.
 //
 // A file's fsync state is the file's own, kept by its identity (device
 // and inode), not by a name: an fsync, a write or a SetMtime through a
@@ -106,6 +108,19 @@ type dirOp struct {
 	path string // create, unlink, mkdir: the name; rename, link: the destination
 	from string // rename: the source
 	prev *kept  // rename: what it replaced (nil: nothing); unlink: what it removed
+	// before is dir's mtime before the operation (zero: unknown): a cut
+	// that undoes every operation still owed in dir dates it so again
+	// (reap judges an empty key dir by its mtime).
+	before unix.Timespec
+}
+
+// mtimeOf is dir's mtime now, zero if it cannot be read.
+func mtimeOf(dir *os.File) unix.Timespec {
+	st, err := fsat.Fstat(dir)
+	if err != nil {
+		return unix.Timespec{}
+	}
+	return st.Mtim
 }
 
 // kept is an entry the journal can put back: its type and permissions,
@@ -177,7 +192,7 @@ func (k *kept) restore(path string) error {
 	case unix.S_IFIFO:
 		err = unix.Mkfifo(path, perm)
 	case unix.S_IFDIR:
-		return os.Mkdir(path, os.FileMode(perm))
+		err = os.Mkdir(path, os.FileMode(perm))
 	}
 	if err != nil {
 		return err
@@ -197,10 +212,11 @@ func setMtime(path string, mtime unix.Timespec) error {
 
 // Mkdir implements durable.FS.
 func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	before := mtimeOf(dir)
 	made, err := durable.Disk{}.Mkdir(dir, name, perm)
 	if made {
 		j.mu.Lock()
-		j.ops = append(j.ops, dirOp{kind: opMkdir, dir: dir.Name(), path: fsat.Join(dir, name)})
+		j.ops = append(j.ops, dirOp{kind: opMkdir, dir: dir.Name(), path: fsat.Join(dir, name), before: before})
 		j.mu.Unlock()
 	}
 	return made, err
@@ -208,6 +224,7 @@ func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
 
 // CreateTemp implements durable.FS.
 func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
+	before := mtimeOf(dir)
 	f, err := durable.Disk{}.CreateTemp(dir, name)
 	if err != nil {
 		return f, err
@@ -222,7 +239,7 @@ func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	// A new file: whatever the journal knew by its inode was another's.
 	j.files[idOf(&st)] = &file{made: true}
 	j.names[f.Name()] = idOf(&st)
-	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name()})
+	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name(), before: before})
 	return f, nil
 }
 
@@ -321,6 +338,7 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	if err != nil {
 		return err
 	}
+	before := mtimeOf(dir)
 	if err := (durable.Disk{}).Rename(dir, from, to); err != nil {
 		return err
 	}
@@ -329,7 +347,7 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	if prev != nil {
 		prev.file = j.files[prev.id]
 	}
-	return j.renamed(dir, fromPath, toPath, prev)
+	return j.renamed(dir, fromPath, toPath, prev, before)
 }
 
 // RenameNoReplace implements durable.FS. It is journalled as a rename
@@ -337,23 +355,25 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 // (fsat's link-then-unlink fallback) a cut could also leave both names,
 // which the journal does not image.
 func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
+	before := mtimeOf(dir)
 	if err := (durable.Disk{}).RenameNoReplace(dir, from, to); err != nil {
 		return err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil)
+	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil, before)
 }
 
 // RenameNoReplaceAtomic implements durable.FS: a rename that replaced
 // nothing, as RenameNoReplace's.
 func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
+	before := mtimeOf(dir)
 	if err := (durable.Disk{}).RenameNoReplaceAtomic(dir, from, to); err != nil {
 		return err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil)
+	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil, before)
 }
 
 // Link implements durable.FS. The new name is undone as a create is; the
@@ -362,13 +382,14 @@ func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 // the unlink and not the link, leaves neither: what a cut may do before
 // the directory's fsync, which is why link and unlink is followed by one.
 func (j *Journal) Link(dir *os.File, from, to string) error {
+	before := mtimeOf(dir)
 	if err := (durable.Disk{}).Link(dir, from, to); err != nil {
 		return err
 	}
 	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath})
+	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath, before: before})
 	// The new name is known by what it holds: the name linked from may be
 	// one the journal knows for a file gone from it.
 	var st unix.Stat_t
@@ -379,7 +400,7 @@ func (j *Journal) Link(dir *os.File, from, to string) error {
 }
 
 // renamed journals a rename done on disk; j.mu is held.
-func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept) error {
+func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept, before unix.Timespec) error {
 	// The paths of operations not yet durable inside a renamed directory
 	// hold only while the rename is undone: taking them back under either
 	// name would be wrong in some mode, so no protocol may do that.
@@ -388,7 +409,7 @@ func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept) err
 			return fmt.Errorf("%s was renamed with %s %s inside it not yet durable: the power-cut journal cannot image that", fromPath, o.kind, o.path)
 		}
 	}
-	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev})
+	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev, before: before})
 	replaced, had := j.names[toPath]
 	delete(j.names, toPath)
 	// The names move with the rename: a temp fsynced and then renamed
@@ -454,6 +475,7 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 	if err != nil {
 		return err
 	}
+	before := mtimeOf(dir)
 	if err := remove(dir, name); err != nil {
 		return err
 	}
@@ -463,7 +485,7 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	prev.file = j.files[prev.id]
-	j.ops = append(j.ops, dirOp{kind: opUnlink, dir: dir.Name(), path: path, prev: prev})
+	j.ops = append(j.ops, dirOp{kind: opUnlink, dir: dir.Name(), path: path, prev: prev, before: before})
 	if id, ok := j.names[path]; ok {
 		delete(j.names, path)
 		j.forget(id)
@@ -693,6 +715,10 @@ func (j *Journal) apply(in func(string) (string, error), m Mode, debts []debt) e
 			}
 		}
 	}
+	dates, err := datesAfter(in, j.ops, m)
+	if err != nil {
+		return err
+	}
 	// Directory operations that did not land are undone, newest first:
 	// each undo then finds its name as the operation left it.
 	for i := len(j.ops) - 1; i >= 0; i-- {
@@ -747,7 +773,49 @@ func (j *Journal) apply(in func(string) (string, error), m Mode, debts []debt) e
 			}
 		}
 	}
+	for _, q := range slices.Sorted(maps.Keys(dates)) {
+		if err := setMtime(q, dates[q]); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
 	return nil
+}
+
+// datesAfter is the mtime each directory with an operation still owed
+// has after the cut m, by its path in the tree in maps to: as it was
+// before the first of them where m undoes every one (its inode never
+// reached the disk changed), else its newest, read before m's undos
+// change it. A directory not there yet (its removal is undone) is dated
+// only in the first case.
+func datesAfter(in func(string) (string, error), ops []dirOp, m Mode) (map[string]unix.Timespec, error) {
+	dirs, landed := map[string]bool{}, map[string]bool{}
+	first := map[string]unix.Timespec{} // the first undone operation's before
+	for _, o := range ops {
+		dirs[o.dir] = true
+		if m.land(o) {
+			landed[o.dir] = true
+		} else if _, ok := first[o.dir]; !ok {
+			first[o.dir] = o.before
+		}
+	}
+	out := map[string]unix.Timespec{}
+	for dir := range dirs {
+		q, err := in(dir)
+		if err != nil {
+			return nil, err
+		}
+		if before := first[dir]; !landed[dir] && before != (unix.Timespec{}) {
+			out[q] = before
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(q, &st); err == nil {
+			out[q] = st.Mtim
+		} else if !errors.Is(err, unix.ENOENT) {
+			return nil, &os.PathError{Op: "lstat", Path: q, Err: err}
+		}
+	}
+	return out, nil
 }
 
 // removedLater reports whether one of later, in a cut m lands, removed
@@ -762,10 +830,12 @@ func removedLater(later []dirOp, path string, m Mode) bool {
 }
 
 // CopyTree copies the tree under from to to: directories, regular files,
-// links and FIFOs, with the mtimes of all but directories. Files are made
-// 0600 and directories 0700.
+// links and FIFOs, with their mtimes (a directory's too: reap judges an
+// empty key dir by it). Files are made 0600 and directories 0700.
 func CopyTree(t testing.TB, from, to string) {
 	t.Helper()
+	var dirs []string
+	var mtimes []unix.Timespec
 	err := filepath.WalkDir(from, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -778,7 +848,8 @@ func CopyTree(t testing.TB, from, to string) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			// No mtime: copying the entries into it changes it again.
+			// Dated once its entries are in: copying them changes it.
+			dirs, mtimes = append(dirs, dst), append(mtimes, st.Mtim)
 			return os.MkdirAll(dst, 0o700)
 		case unix.S_IFREG:
 			b, err := os.ReadFile(p)
@@ -801,6 +872,9 @@ func CopyTree(t testing.TB, from, to string) {
 		ts := []unix.Timespec{st.Atim, st.Mtim}
 		return unix.UtimesNanoAt(unix.AT_FDCWD, dst, ts, unix.AT_SYMLINK_NOFOLLOW)
 	})
+	for i := 0; err == nil && i < len(dirs); i++ {
+		err = setMtime(dirs[i], mtimes[i])
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -422,7 +422,7 @@ func TestRemovalsAreTakenBackWithTheirKindModeAndTime(t *testing.T) {
 		if got := uint32(st.Mode); got&unix.S_IFMT != want&unix.S_IFMT || want&unix.S_IFMT != unix.S_IFLNK && got != want {
 			t.Errorf("%s taken back with mode %o, want %o", n, got, want)
 		}
-		if n != "dir" && !time.Unix(st.Mtim.Unix()).Equal(at) {
+		if !time.Unix(st.Mtim.Unix()).Equal(at) {
 			t.Errorf("%s taken back with mtime %v, want %v", n, time.Unix(st.Mtim.Unix()), at)
 		}
 	}
@@ -1178,7 +1178,8 @@ func TestCopyTreeKeepsKindsBytesAndMtimes(t *testing.T) {
 	must(os.WriteFile(filepath.Join(from, "dir", "f"), []byte("f's"), 0o600))
 	must(os.Symlink("nowhere", filepath.Join(from, "link")))
 	must(unix.Mkfifo(filepath.Join(from, "fifo"), 0o600))
-	names := []string{"dir/f", "link", "fifo"}
+	// dir dated last, after f was made in it; "." too.
+	names := []string{"dir/f", "link", "fifo", "dir", "."}
 	for _, n := range names {
 		must(unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(from, n), []unix.Timespec{at, at}, unix.AT_SYMLINK_NOFOLLOW))
 	}
@@ -1615,5 +1616,67 @@ func TestATempOnAnInodeTheJournalKnewIsANewFile(t *testing.T) {
 	j.Cut(t)
 	if b, err := os.ReadFile(filepath.Join(p, reused)); err != nil || len(b) != 0 {
 		t.Fatalf("%s after the cut holds %q, %v; want it empty, as a temp never fsynced", reused, b, err)
+	}
+}
+
+// A directory's mtime is the store's clock for an empty key dir (reap
+// removes one left unchanged for the TTL): a cut that undoes every
+// operation still owed in a directory leaves it dated as it was before
+// the first of them, not as the image was made; in a cut that lands one
+// of them it keeps its newest mtime. Operations made durable by an fsync
+// before are not undone, so they are not undated either.
+func TestACutDatesADirectoryAsItsOperationsLeftIt(t *testing.T) {
+	p := t.TempDir()
+	dp := filepath.Join(p, "d")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(dp, 0o700))
+	for _, n := range []string{"synced", "gone"} {
+		must(os.WriteFile(filepath.Join(dp, n), nil, 0o600))
+	}
+	d, err := fsat.OpenDir(dp)
+	must(err)
+	defer d.Close()
+	j := New()
+	must(j.Remove(d, "synced"))
+	must(j.SyncDir(d))
+	// Dated by hand once the fsynced removal is durable: the first
+	// operation still owed comes after this.
+	at := unix.NsecToTimespec(time.Date(2019, 3, 4, 5, 6, 7, 8, time.UTC).UnixNano())
+	must(unix.UtimesNanoAt(unix.AT_FDCWD, dp, []unix.Timespec{at, at}, 0))
+	f, err := j.CreateTemp(d, "new")
+	must(err)
+	f.Close()
+	must(j.Remove(d, "gone"))
+	var now unix.Stat_t
+	must(unix.Lstat(dp, &now))
+	if now.Mtim == at {
+		t.Fatal("the create and the removal left d's mtime as it was")
+	}
+	modes := map[string]bool{}
+	for _, img := range j.Images(t, p) {
+		modes[img.Mode] = true
+		var st unix.Stat_t
+		must(unix.Lstat(filepath.Join(img.Dir, "d"), &st))
+		want := now.Mtim // some operation landed
+		if img.Mode == "nothing-lands" {
+			want = at
+		}
+		if st.Mtim != want {
+			t.Errorf("%s: d dated %v, want %v (before the create %v, now %v)", img.Mode, time.Unix(st.Mtim.Unix()), time.Unix(want.Unix()), time.Unix(at.Unix()), time.Unix(now.Mtim.Unix()))
+		}
+	}
+	if !modes["nothing-lands"] || !modes["unlinks-land"] {
+		t.Fatalf("images in %v", modes)
+	}
+	j.Cut(t)
+	var st unix.Stat_t
+	must(unix.Lstat(dp, &st))
+	if st.Mtim != at {
+		t.Errorf("cut in place: d dated %v, want %v", time.Unix(st.Mtim.Unix()), time.Unix(at.Unix()))
 	}
 }
