@@ -10,7 +10,7 @@ import (
 // promotion's key dir, temp, its fsync, the rename into place and the
 // directory fsync, and the renames and removals of reap and check
 // --repair (a key dir renamed aside, meta.db moved aside, temps and a
-// reaped dir removed), and the unlink of a meta.db made for a lock alone
+// reaped dir removed, an empty key dir's rmdir), and the unlink of a meta.db made for a lock alone
 // (removeLockOnly). bbolt's commits do not pass through here: bbolt
 // fsyncs its own file. Production uses diskWrites{}
 // (durable.Disk); the power-cut test uses diskWrites{journal}.
@@ -21,6 +21,7 @@ type durability interface {
 	rename(dir *os.File, from, to string) error
 	renameNoReplace(dir *os.File, from, to string) error
 	remove(dir *os.File, name string) error
+	rmdir(dir *os.File, name string) error
 	syncDir(dir *os.File) error
 	// disk is the seam itself, for what package durable makes through
 	// it (durable.MkdirAll).
@@ -61,5 +62,7 @@ func (d diskWrites) renameNoReplace(dir *os.File, from, to string) error {
 }
 
 func (d diskWrites) remove(dir *os.File, name string) error { return d.disk().Remove(dir, name) }
+
+func (d diskWrites) rmdir(dir *os.File, name string) error { return d.disk().Rmdir(dir, name) }
 
 func (d diskWrites) syncDir(dir *os.File) error { return d.disk().SyncDir(dir) }

@@ -153,6 +153,11 @@ func (c *stepCuts) Remove(dir *os.File, name string) error {
 	return c.Journal.Remove(dir, name)
 }
 
+func (c *stepCuts) Rmdir(dir *os.File, name string) error {
+	c.cut("before rmdir " + filepath.Base(dir.Name()) + "/" + name)
+	return c.Journal.Rmdir(dir, name)
+}
+
 func (c *stepCuts) SyncDir(dir *os.File) error {
 	c.cut("before fsync " + filepath.Base(dir.Name()))
 	return c.Journal.SyncDir(dir)
@@ -260,8 +265,13 @@ func TestPowerCutDuringReapRestore(t *testing.T) { powerCutReap(t, "back") }
 // transcript's removal left, removed.
 func TestPowerCutDuringReapOfALeftover(t *testing.T) { powerCutReap(t, "leftover") }
 
+// TestPowerCutDuringReapOfAnEmptyKeyDir: an empty key dir (a refused
+// first promotion's) idle past the TTL, removed by its rmdir; the reap
+// reports it removed, so a cut after it returned must not bring it back.
+func TestPowerCutDuringReapOfAnEmptyKeyDir(t *testing.T) { powerCutReap(t, "empty") }
+
 // powerCutReap cuts the power at every step of a reap of one kind of
-// work (which: "db", "legacy", "back", "leftover") beside a fresh key. On every disk
+// work (which: "db", "legacy", "back", "leftover", "empty") beside a fresh key. On every disk
 // a cut leaves: the fresh key resumes as before, the moved-back key
 // resumes or is still in the reap-owned dir, and no expired key resumes;
 // dump reads every entry, and check names everything out of place; a
@@ -319,8 +329,20 @@ func powerCutReap(t *testing.T, which string) {
 		s.Reap(false)
 		faults.Set(nil)
 		through = []string{"before remove " + ReapedPrefix + testKey, "before remove sessions/" + ReapedPrefix + testKey}
+	case "empty":
+		empty := Key("github", "a/b", "empty")
+		refusedFirstPromotion(t, s, root, empty)
+		idle := clock.now.Add(-opsTTL - time.Hour)
+		if err := os.Chtimes(filepath.Join(root, empty), idle, idle); err != nil {
+			t.Fatal(err)
+		}
+		through = []string{"before rmdir sessions/" + empty, "before fsync sessions"}
+		expired = []string{empty}
 	}
 	for _, k := range expired {
+		if which == "empty" {
+			break // one rmdir: never renamed aside
+		}
 		through = append(through, "before rename "+k, "before remove "+ReapedPrefix+k, "before remove sessions/"+ReapedPrefix+k)
 	}
 

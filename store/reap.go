@@ -378,9 +378,9 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 	if moved, err := fsat.Moved(root, key, kd); err != nil || moved {
 		return false, err
 	}
-	// rmdir, not the durability seam's remove: that unlinks whatever is at
-	// the name, and this must remove an empty directory or nothing.
-	if err := fsat.RmdirAt(root, key); err != nil {
+	// rmdir, not remove: that unlinks whatever is at the name, and this
+	// must remove an empty directory or nothing.
+	if err := s.disk.rmdir(root, key); err != nil {
 		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || fsat.IsNotExist(err) {
 			return false, nil // made into a key, or removed, meanwhile
 		}
