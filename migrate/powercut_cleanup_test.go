@@ -1,0 +1,68 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/internal/durable/powercut"
+	"sessdb/internal/faults"
+)
+
+// What migrate takes away besides the legacy files stays away once the
+// run has returned, after a power cut too: a meta.db a failed key's plan
+// made for its lock (the key is left as it was: TestPowerCutToDB cuts only
+// runs that succeed), and a meta.db temp a killed run left, which the run
+// reports removed. Each removal is made durable by a directory fsync of
+// its own; without it every other power-cut test passes.
+func TestWhatARunTakesAwayStaysAwayAfterAPowerCut(t *testing.T) {
+	t.Run("a failed key's meta.db", func(t *testing.T) {
+		root, key := oneKey(t)
+		opts := testOpts()
+		j := powercut.New()
+		opts.disk = j
+		t.Cleanup(func() { faults.Set(nil) })
+		faults.Set(migrateOnly(func(p faults.Point) error {
+			if p == faults.ToDBLocked {
+				return errInjected
+			}
+			return nil
+		}))
+		reports, _ := migrate(t, root, false, opts)
+		faults.Set(nil)
+		if r := reports[key]; r.Action != Failed {
+			t.Fatalf("the run reported %+v, want the key failed", r)
+		}
+		if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !os.IsNotExist(err) {
+			t.Fatalf("the failed key's meta.db is still there: %v", err)
+		}
+		for _, im := range j.Images(t, filepath.Dir(root)) {
+			if _, err := os.Lstat(filepath.Join(sessionsIn(im), key, db.FileName)); !os.IsNotExist(err) {
+				t.Errorf("cut after the run returned (%s, lost %v): the meta.db the failed plan made is back (%v)", im.Mode, im.Lost, err)
+			}
+		}
+	})
+	t.Run("a meta.db temp swept", func(t *testing.T) {
+		root, key := oneKey(t)
+		tmp := db.TempPrefix + "00000000000000aa"
+		p := filepath.Join(root, key, tmp)
+		must(t, os.WriteFile(p, []byte("a killed run's creation"), 0o600))
+		old := time.Now().Add(-time.Hour) // past tempGrace, by the wall clock
+		must(t, os.Chtimes(p, old, old))
+		opts := testOpts()
+		j := powercut.New()
+		opts.disk = j
+		reports, _ := migrate(t, root, false, opts)
+		if r := reports[key]; r.Action != Migrated || !slices.Contains(r.Removed, tmp) {
+			t.Fatalf("the run reported %+v, want the key migrated and %s removed", r, tmp)
+		}
+		for _, im := range j.Images(t, filepath.Dir(root)) {
+			if _, err := os.Lstat(filepath.Join(sessionsIn(im), key, tmp)); !os.IsNotExist(err) {
+				t.Errorf("cut after the run returned (%s, lost %v): %s, reported removed, is back (%v)", im.Mode, im.Lost, tmp, err)
+			}
+		}
+	})
+}
