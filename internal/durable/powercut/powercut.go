@@ -28,6 +28,10 @@
 // judged as its own; an fsync through a descriptor after that is not
 // booked.
 //
+// A directory is known by its name too (os.File.Name): an operation in
+// one that is no longer at that name (moved or removed behind the
+// journal's back) is refused, not booked to whatever is there now.
+//
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
 // package db's creation of meta.db) are durable by their own protocols and
@@ -114,13 +118,21 @@ type dirOp struct {
 	before unix.Timespec
 }
 
-// mtimeOf is dir's mtime now, zero if it cannot be read.
-func mtimeOf(dir *os.File) unix.Timespec {
+// atItsName is dir's mtime now, and an error if dir is not at its name
+// (os.File.Name) any more: the journal books what is done in a directory
+// by that name, so what is done in one moved or removed behind its back
+// would be booked to another directory, or to none (a removal there would
+// land in every cut), rather than imaged wrong it is refused.
+func atItsName(dir *os.File) (unix.Timespec, error) {
 	st, err := fsat.Fstat(dir)
 	if err != nil {
-		return unix.Timespec{}
+		return unix.Timespec{}, err
 	}
-	return st.Mtim
+	var at unix.Stat_t
+	if err := unix.Lstat(dir.Name(), &at); err != nil || idOf(&at) != idOf(&st) {
+		return unix.Timespec{}, fmt.Errorf("%s is no longer at that name (moved or removed outside the power-cut journal): the journal cannot book what is done in it", dir.Name())
+	}
+	return st.Mtim, nil
 }
 
 // kept is an entry the journal can put back: its type and permissions,
@@ -212,7 +224,10 @@ func setMtime(path string, mtime unix.Timespec) error {
 
 // Mkdir implements durable.FS.
 func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return false, err
+	}
 	made, err := durable.Disk{}.Mkdir(dir, name, perm)
 	if made {
 		j.mu.Lock()
@@ -224,7 +239,10 @@ func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
 
 // CreateTemp implements durable.FS.
 func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return nil, err
+	}
 	f, err := durable.Disk{}.CreateTemp(dir, name)
 	if err != nil {
 		return f, err
@@ -338,7 +356,10 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	if err != nil {
 		return err
 	}
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return err
+	}
 	if err := (durable.Disk{}).Rename(dir, from, to); err != nil {
 		return err
 	}
@@ -355,7 +376,10 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 // (fsat's link-then-unlink fallback) a cut could also leave both names,
 // which the journal does not image.
 func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return err
+	}
 	if err := (durable.Disk{}).RenameNoReplace(dir, from, to); err != nil {
 		return err
 	}
@@ -367,7 +391,10 @@ func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
 // RenameNoReplaceAtomic implements durable.FS: a rename that replaced
 // nothing, as RenameNoReplace's.
 func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return err
+	}
 	if err := (durable.Disk{}).RenameNoReplaceAtomic(dir, from, to); err != nil {
 		return err
 	}
@@ -382,7 +409,10 @@ func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 // the unlink and not the link, leaves neither: what a cut may do before
 // the directory's fsync, which is why link and unlink is followed by one.
 func (j *Journal) Link(dir *os.File, from, to string) error {
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return err
+	}
 	if err := (durable.Disk{}).Link(dir, from, to); err != nil {
 		return err
 	}
@@ -475,7 +505,10 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 	if err != nil {
 		return err
 	}
-	before := mtimeOf(dir)
+	before, err := atItsName(dir)
+	if err != nil {
+		return err
+	}
 	if err := remove(dir, name); err != nil {
 		return err
 	}

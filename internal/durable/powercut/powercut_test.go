@@ -1680,3 +1680,57 @@ func TestACutDatesADirectoryAsItsOperationsLeftIt(t *testing.T) {
 		t.Errorf("cut in place: d dated %v, want %v", time.Unix(st.Mtim.Unix()), time.Unix(at.Unix()))
 	}
 }
+
+// The journal books what is done in a directory by the directory's name
+// (os.File.Name): through a descriptor of a directory moved (or removed)
+// behind its back, a removal would be booked at the old name, where
+// nothing of it is, so it landed in every cut however long its fsync was
+// owed, and a create or a rename would be booked to whatever is at the
+// old name now. Each is refused, and changes nothing on disk.
+func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
+	p := t.TempDir()
+	k, aside := filepath.Join(p, "k"), filepath.Join(p, "aside")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(k, 0o700))
+	must(os.WriteFile(filepath.Join(k, "f"), []byte("f's"), 0o600))
+	kd, err := fsat.OpenDir(k)
+	must(err)
+	defer kd.Close()
+	must(os.Rename(k, aside))
+	must(os.Mkdir(k, 0o700)) // another directory at the old name
+	j := New()
+	calls := map[string]func() error{
+		"remove": func() error { return j.Remove(kd, "f") },
+		"unlink": func() error { return j.Unlink(kd, "f") },
+		"rename": func() error { return j.Rename(kd, "f", "g") },
+		"link":   func() error { return j.Link(kd, "f", "g") },
+		"create": func() error {
+			f, err := j.CreateTemp(kd, "t")
+			if f != nil {
+				f.Close()
+			}
+			return err
+		},
+		"mkdir": func() error { _, err := j.Mkdir(kd, "d", 0o700); return err },
+	}
+	for name, call := range calls {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "no longer at that name") {
+			t.Errorf("%s in a directory moved behind the journal: %v, want it refused", name, err)
+		}
+	}
+	names, err := os.ReadDir(aside)
+	must(err)
+	if len(names) != 1 || names[0].Name() != "f" {
+		t.Errorf("the moved directory holds %v, want only f", names)
+	}
+	for _, im := range j.Images(t, p) {
+		if _, err := os.Lstat(filepath.Join(im.Dir, "aside", "f")); err != nil {
+			t.Errorf("%s: aside/f gone (lost %v): %v", im.Mode, im.Lost, err)
+		}
+	}
+}
