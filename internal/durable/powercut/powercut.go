@@ -30,7 +30,8 @@
 //
 // A directory is known by its name too (os.File.Name): an operation in
 // one that is no longer at that name (moved or removed behind the
-// journal's back) is refused, not booked to whatever is there now.
+// journal's back) is refused, not booked to whatever is there now, and
+// so is an fsync of one.
 //
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
@@ -528,6 +529,11 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 
 // SyncDir implements durable.FS.
 func (j *Journal) SyncDir(dir *os.File) error {
+	// What is owed is booked by the directory's name: an fsync of one no
+	// longer there would land what is owed to the one there now.
+	if _, err := atItsName(dir); err != nil {
+		return err
+	}
 	if err := (durable.Disk{}).SyncDir(dir); err != nil {
 		return err
 	}

@@ -1686,7 +1686,8 @@ func TestACutDatesADirectoryAsItsOperationsLeftIt(t *testing.T) {
 // behind its back, a removal would be booked at the old name, where
 // nothing of it is, so it landed in every cut however long its fsync was
 // owed, and a create or a rename would be booked to whatever is at the
-// old name now. Each is refused, and changes nothing on disk.
+// old name now, and an fsync landed what the directory now at the name
+// owes. Each is refused, and changes nothing on disk.
 func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
 	p := t.TempDir()
 	k, aside := filepath.Join(p, "k"), filepath.Join(p, "aside")
@@ -1732,5 +1733,20 @@ func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(im.Dir, "aside", "f")); err != nil {
 			t.Errorf("%s: aside/f gone (lost %v): %v", im.Mode, im.Lost, err)
 		}
+	}
+	// An fsync of the moved directory would land what is owed to the one
+	// now at its old name: a temp made there, its directory never fsynced.
+	nd, err := fsat.OpenDir(k)
+	must(err)
+	defer nd.Close()
+	tf, err := j.CreateTemp(nd, "t")
+	must(err)
+	tf.Close()
+	if err := j.SyncDir(kd); err == nil || !strings.Contains(err.Error(), "no longer at that name") {
+		t.Errorf("fsync of a directory moved behind the journal: %v, want it refused", err)
+	}
+	j.Cut(t)
+	if _, err := os.Lstat(filepath.Join(k, "t")); !os.IsNotExist(err) {
+		t.Errorf("k/t, its directory never fsynced, survived the cut: %v", err)
 	}
 }
