@@ -133,15 +133,22 @@ func (s settings) certOutOfDate(now time.Time) string {
 // if none failed at the TLS level (unreachable members are not a TLS
 // failure).
 func (s settings) handshakeError() error {
-	errs := make(chan error, len(s.Endpoints))
-	d := min(probeTimeout, s.RequestTimeout)
 	base := s.tls
 	if s.CertFile != "" {
 		base = base.Clone()
 		base.GetClientCertificate = s.clientCertificate
 	}
+	return s.probeEach(func(ep string, d time.Duration) error { return handshake(base, ep, d) })
+}
+
+// probeEach runs probe on every endpoint at once, each bounded by the
+// probe's timeout (at most the request timeout), and returns the first
+// error to come back, or nil.
+func (s settings) probeEach(probe func(endpoint string, within time.Duration) error) error {
+	errs := make(chan error, len(s.Endpoints))
+	d := min(probeTimeout, s.RequestTimeout)
 	for _, ep := range s.Endpoints {
-		go func() { errs <- handshake(base, ep, d) }()
+		go func() { errs <- probe(ep, d) }()
 	}
 	var first error
 	for range s.Endpoints {
@@ -178,20 +185,7 @@ func handshake(base *tls.Config, endpoint string, within time.Duration) error {
 // answers both (etcd serves http and https on one port when both are
 // listened on) is no mistake of the URL's: its silence is etcd's. Bounded
 // as handshakeError is.
-func (s settings) tlsOnlyError() error {
-	errs := make(chan error, len(s.Endpoints))
-	d := min(probeTimeout, s.RequestTimeout)
-	for _, ep := range s.Endpoints {
-		go func() { errs <- tlsOnly(ep, d) }()
-	}
-	var first error
-	for range s.Endpoints {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (s settings) tlsOnlyError() error { return s.probeEach(tlsOnly) }
 
 func tlsOnly(endpoint string, within time.Duration) error {
 	u, err := url.Parse(endpoint)
