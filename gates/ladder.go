@@ -31,7 +31,7 @@ var ladder = [...]Gate{
 	{"7", PiVersionChanged, FailsClosed, "", "job declares no pi version, or the stamp is unknown, unreadable or different"},
 	{"8", ResumeChainTooLong, FailsOpen, "PI_SESSION_MAX_RESUME_CHAIN", "consecutive host deliveries at or over the bound"},
 	{"9", ContextTooFull, FailsOpen, "PI_SESSION_MAX_CONTEXT_PCT", "same-model context reading at or over the percentage"},
-	{"10", Unparseable, NoPolarity, "", "first line not JSON, or its type is not \"session\""},
+	{"10", Unparseable, NoPolarity, "", "first line not JSON, over 64 KiB, or its type is not \"session\""},
 	{"11", ConversationTooOld, FailsClosed, "PI_SESSION_MAX_AGE_DAYS", "header timestamp unreadable, or older than the age bound"},
 	{"after", TranscriptReplaced, FailsClosed, "", "the copy does not match the transcript's recorded size and checksum"},
 	{"after", PromotionLost, FailsClosed, "", "a committed promotion's temp is damaged, and the transcript in place is neither it nor the one before it"},

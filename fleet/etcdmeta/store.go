@@ -190,8 +190,9 @@ func withSends(ctx context.Context) (context.Context, *atomic.Int32) {
 // (withSends). It runs inside etcd's client's own retries (gRPC puts the
 // interceptor the client sets with WithUnaryInterceptor, its retries,
 // outside every chained one), as the last of the interceptors (a pinned
-// request's sends pass through its pin's), so a count above one is a request the client sent again itself: it
-// does so, a write too, when an answer is a context error's (Canceled,
+// request's sends pass through its pin's), so a count above one is a
+// request the client sent again itself: it does so, a write too, when
+// an answer is a context error's (Canceled,
 // DeadlineExceeded: a hop between here and the member) while the
 // caller's context lives, and the caller sees only the last answer,
 // though an earlier send may have been served.
