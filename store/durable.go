@@ -10,8 +10,8 @@ import (
 // promotion's key dir, temp, its fsync, the rename into place and the
 // directory fsync, and the renames and removals of reap and check
 // --repair (a key dir renamed aside, meta.db moved aside, temps and a
-// reaped dir removed, an empty key dir's rmdir), and the unlink of a meta.db made for a lock alone
-// (removeLockOnly). bbolt's commits do not pass through here: bbolt
+// reaped dir removed, an empty key dir's rmdir), and the unlink of a
+// meta.db made for a lock alone (removeLockOnly). bbolt's commits do not pass through here: bbolt
 // fsyncs its own file. Production uses diskWrites{}
 // (durable.Disk); the power-cut test uses diskWrites{journal}.
 type durability interface {

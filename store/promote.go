@@ -90,8 +90,8 @@ type PromoteResult struct {
 // job promoted onto the generation before it since; so is the record's
 // own generation whose file the key no longer holds as recorded, which is
 // promoted again, and any promotion before an operator's accept, which is
-// judged on its base); a key whose
-// transcript is no longer the ticket's base is superseded; a staged file
+// judged on its base); a key whose transcript is no longer the ticket's
+// base is superseded; a staged file
 // that does not begin with the bytes the job was given is
 // transcript-rewritten (unless AllowRewrite); a run whose shape is not the
 // one required is run-incomplete. These refusals change nothing but the
@@ -218,8 +218,8 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		// retry is then the only copy of the record's generation, and is
 		// promoted again onto the record, as a job resolved there now
 		// would be. Read only for a retry of the record's generation.
-		stranded := false
-		if ok && prev.Transcript != nil && e.Gen == prev.Transcript.Gen && e.Gen == cur.Gen && sameRun(e, prev, staged, content) {
+		same, stranded := ok && sameRun(e, prev, staged, content), false
+		if same && prev.Transcript != nil && e.Gen == prev.Transcript.Gen && e.Gen == cur.Gen {
 			holds, err := txn.HoldsRecord()
 			if err != nil {
 				return res, err
@@ -227,7 +227,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 			stranded = !holds
 		}
 		if ok && e.Gen <= cur.Gen && !stranded {
-			if !sameRun(e, prev, staged, content) {
+			if !same {
 				// Another transcript under a ticket that promoted: not a
 				// retry, and the key holds this ticket's own promotion,
 				// not its base.
@@ -332,8 +332,9 @@ func lastGen(sc db.Sidecars, history []db.HistoryEntry) uint64 {
 // ticket, if the ring still holds it, the key has not been back below it
 // since, and no operator's accept has made another file the key's since
 // (an accept is recorded only for a file in place that its record did not
-// describe: the key then held nothing of the run). A committed promotion whose temp was lost before its rename
-// leaves the key at the generation before it; a job promoted from there
+// describe: the key then held nothing of the run). A committed promotion
+// whose temp was lost before its rename leaves the key at the generation
+// before it; a job promoted from there
 // records that base, below the lost generation, and the key's generations
 // from then on hold nothing of the lost run, though their numbers are
 // higher. A promotion whose ticket had no base (a locked resolve's, onto a

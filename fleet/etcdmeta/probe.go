@@ -46,30 +46,25 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 	if !errors.Is(werr, ErrUnavailable) {
 		return werr
 	}
-	if s.tls == nil {
-		if s.connState == nil || s.connState() != connectivity.TransientFailure {
-			return werr
-		}
-		if herr := s.tlsOnlyError(); herr != nil {
-			if key != "" {
-				op += " " + key
-			}
-			return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
-		}
+	var herr error
+	switch {
+	case s.tls != nil:
+		herr = s.handshakeError()
+	case s.connState != nil && s.connState() == connectivity.TransientFailure:
+		herr = s.tlsOnlyError()
+	}
+	if herr == nil {
 		return werr
 	}
-	if herr := s.handshakeError(); herr != nil {
-		if key != "" {
-			op += " " + key
-		}
-		// The request itself went unanswered, on a connection made
-		// before the refusal: a write may have been served all the same.
-		if note := s.certOutOfDate(time.Now()); note != "" {
-			return unanswered{fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)}
-		}
-		return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
+	if key != "" {
+		op += " " + key
 	}
-	return werr
+	// The request itself went unanswered, on a connection made before the
+	// refusal: a write may have been served all the same.
+	if note := s.certOutOfDate(time.Now()); note != "" {
+		return unanswered{fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)}
+	}
+	return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
 }
 
 // unanswered marks an error found after its request went unanswered (see
@@ -206,17 +201,11 @@ func tlsOnly(endpoint string, within time.Duration) error {
 // on an alert, each of which only a TLS server sends. Nothing is sent
 // after it.
 func answersTLS(u *url.URL, deadline time.Time) bool {
-	d := net.Dialer{Deadline: deadline}
-	raw, err := d.Dial("tcp", u.Host)
-	if err != nil {
+	_, raw, err := dialHandshake(&tls.Config{}, u, deadline)
+	if raw == nil {
 		return false
 	}
 	defer raw.Close()
-	conn := tls.Client(raw, &tls.Config{ServerName: u.Hostname(), NextProtos: []string{"h2"}})
-	conn.SetDeadline(deadline)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	err = conn.HandshakeContext(ctx)
 	var cv *tls.CertificateVerificationError
 	var alert tls.AlertError
 	return err == nil || errors.As(err, &cv) || errors.As(err, &alert)
@@ -245,22 +234,12 @@ func servesPlainHTTP(host string, deadline time.Time) bool {
 // tlsHandshake is handshake's TLS half: the first TLS failure of a
 // handshake with endpoint, or nil.
 func tlsHandshake(base *tls.Config, endpoint string, u *url.URL, deadline time.Time) error {
-	d := net.Dialer{Deadline: deadline}
-	raw, err := d.Dial("tcp", u.Host)
-	if err != nil {
+	conn, raw, err := dialHandshake(base, u, deadline)
+	if raw == nil {
 		return nil // unreachable, not refused
 	}
 	defer raw.Close()
-	cfg := base.Clone()
-	cfg.NextProtos = []string{"h2"}
-	if cfg.ServerName == "" {
-		cfg.ServerName = u.Hostname()
-	}
-	conn := tls.Client(raw, cfg)
-	conn.SetDeadline(deadline)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	if err := conn.HandshakeContext(ctx); err != nil {
+	if err != nil {
 		return tlsFailure(endpoint, err)
 	}
 	// Under TLS 1.3 the server judges the client's certificate after the
@@ -272,6 +251,28 @@ func tlsHandshake(base *tls.Config, endpoint string, u *url.URL, deadline time.T
 		return tlsFailure(endpoint, err)
 	}
 	return nil
+}
+
+// dialHandshake dials u's host and runs a TLS handshake over it with a
+// copy of cfg (ALPN h2, as etcd's client offers; the server name u's host
+// where cfg names none), all by deadline. raw is nil where the dial failed
+// (a member unreachable, which refuses nothing); else the caller closes
+// it, and err is the handshake's.
+func dialHandshake(cfg *tls.Config, u *url.URL, deadline time.Time) (conn *tls.Conn, raw net.Conn, err error) {
+	d := net.Dialer{Deadline: deadline}
+	if raw, err = d.Dial("tcp", u.Host); err != nil {
+		return nil, nil, nil
+	}
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	conn = tls.Client(raw, cfg)
+	conn.SetDeadline(deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	return conn, raw, conn.HandshakeContext(ctx)
 }
 
 // clientCertificate is the probe's GetClientCertificate. It reads the

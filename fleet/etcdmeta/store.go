@@ -192,10 +192,10 @@ func withSends(ctx context.Context) (context.Context, *atomic.Int32) {
 // outside every chained one), as the last of the interceptors (a pinned
 // request's sends pass through its pin's), so a count above one is a
 // request the client sent again itself: it does so, a write too, when
-// an answer is a context error's (Canceled,
-// DeadlineExceeded: a hop between here and the member) while the
-// caller's context lives, and the caller sees only the last answer,
-// though an earlier send may have been served.
+// an answer is a context error's (Canceled, DeadlineExceeded: a hop
+// between here and the member) while the caller's context lives, and the
+// caller sees only the last answer, though an earlier send may have been
+// served.
 func countSends(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if n, ok := ctx.Value(sendsKey{}).(*atomic.Int32); ok {
 		n.Add(1)
