@@ -193,17 +193,11 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 		return
 	}
 	key, _ := ReapedKey(name)
-	kd, d, gen, landed, err := s.reapedState(root, name, false)
-	if fsat.IsNotExist(err) {
-		// Removed while it was read: a reap at work on the dir (it
-		// removes meta.db last, under the lock this read waited for,
-		// then the dir) is no reap that was interrupted. Look again:
-		// gone, there is nothing to report, as of a name removed since
-		// the listing; still there, it is what it is now.
-		kd, d, gen, landed, err = s.reapedState(root, name, false)
-		if fsat.IsNotExist(err) {
-			return
-		}
+	// Removed while it was read, it is a reap at work, no reap that was
+	// interrupted: nothing to report.
+	kd, d, gen, landed, gone, err := s.reapedStateSettled(root, name)
+	if gone {
+		return
 	}
 	var f *Finding
 	switch {

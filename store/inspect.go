@@ -238,19 +238,14 @@ func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func
 // a reap holds until it has removed the file, it is found gone (as check's
 // examineOwned finds it).
 func (s *Store) reapAtWork(root *os.File, name string) bool {
-	for range 2 { // the second look: meta.db gone under the lock, then the dir
-		kd, d, _, _, err := s.reapedState(root, name, false)
-		if d != nil {
-			d.Close()
-		}
-		if kd != nil {
-			kd.Close()
-		}
-		if !fsat.IsNotExist(err) {
-			return false
-		}
+	kd, d, _, _, gone, _ := s.reapedStateSettled(root, name)
+	if d != nil {
+		d.Close()
 	}
-	return true
+	if kd != nil {
+		kd.Close()
+	}
+	return gone
 }
 
 // inspectKey reports one name under the root. Its error is ctx's alone,

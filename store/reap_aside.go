@@ -280,6 +280,25 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 	return kd, d, gen, landed, nil
 }
 
+// reapedStateSettled is reapedState (read-only) for a look that must not
+// take a reap at work for one that was interrupted: a reap removes the
+// dir's meta.db last, under the lock the read waits for, then the dir, so
+// a first look that finds it gone looks again. gone reports that the
+// second look found it gone too: nothing to report, as of a name removed
+// since the listing. Otherwise what the last look found is returned, as
+// reapedState returns it.
+func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *db.DB, gen uint64, landed, gone bool, err error) {
+	for look := 1; ; look++ {
+		kd, d, gen, landed, err = s.reapedState(root, name, false)
+		if !fsat.IsNotExist(err) {
+			return kd, d, gen, landed, false, err
+		}
+		if look == 2 {
+			return nil, nil, 0, false, true, err
+		}
+	}
+}
+
 // finishReaped finishes what an interrupted reap left: the reap-owned dir
 // name is removed, or, if a promotion landed in it after the reap was
 // killed (a writer that was waiting for the key's lock), renamed back to
