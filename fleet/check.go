@@ -86,6 +86,11 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 
 func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
 	var sum store.CheckSummary
+	// Every file is judged by this fleet's records: the dir must be its
+	// own (a check without Repair compares, and marks nothing).
+	if err := b.claim(ctx, o.Repair); err != nil {
+		return sum, err
+	}
 	now, grace := time.Now, o.Grace
 	if o.Now != nil {
 		now = o.Now
@@ -136,7 +141,9 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}
 	entries := slices.Sorted(maps.Keys(records))
 	for _, n := range names {
-		if _, ok := records[n]; !ok {
+		// The dir's mark was found this fleet's before the walk (claim):
+		// it is no entry of the store's.
+		if _, ok := records[n]; !ok && n != shared.MarkName {
 			entries = append(entries, n)
 		}
 	}

@@ -46,6 +46,9 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		c.special(c.root, name, name, add)
 		return nil
+	case shared.IsMarkTemp(name) && fsat.IsRegular(&st):
+		c.markTemp(name, &st, add)
+		return nil
 	case !etcdmeta.ValidKey(name):
 		add(name, store.KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		return nil
@@ -147,4 +150,26 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	f := add(path, KindOrphan, "%s, %s old; no record needs it (reap removes it)", why, age)
 	f.Severity = store.SeverityNotice
 	return false
+}
+
+// markTemp reports the temp of a mark of the dir (shared.WriteMark) older
+// than the grace period as an orphan, which Repair removes: a crash cut
+// the dir's first marking short. A younger one may be a marking under
+// way, as a younger temp of a key's may be a write.
+func (c *checker) markTemp(name string, st *unix.Stat_t, add addFunc) {
+	if !fsat.ModTime(st).Before(c.cut) {
+		return
+	}
+	f := add(name, KindOrphan, "the temp of a mark of the dir (%s) that a crash left", shared.MarkName)
+	if c.o.Repair {
+		err := shared.RemoveMarkTemp(c.b.dir, name)
+		switch {
+		case gone(err):
+			f.Repair, f.Remains = "gone since it was found: nothing left to remove", false
+		case err != nil:
+			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
+		default:
+			f.Repair, f.Repaired, f.Remains = "removed", true, false
+		}
+	}
 }

@@ -26,3 +26,12 @@ var (
 	// --quarantine, a reap) while its meta.db's lock was waited for.
 	errMovedAside = errors.New("the key dir was moved aside while its lock was waited for")
 )
+
+// ErrOtherFleet is returned by Claim, and by the store's writers and
+// audits of a fleet (a promotion's Begin, Reap, Check, ToEtcd, FromEtcd),
+// when the transcripts dir's mark (shared.MarkName) names another fleet,
+// or this fleet has no ID in etcd though the dir is marked, or the mark
+// is not one sessdb wrote: the dir's files are judged by this fleet's
+// records nowhere, and nothing in it is written or removed. An operator
+// decides whose dir it is (see docs/fleet.md).
+var ErrOtherFleet = errors.New("the transcripts dir is another fleet's")

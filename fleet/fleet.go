@@ -71,6 +71,10 @@ type Backend struct {
 	// landedLate counts commits found landed by a later try after their
 	// answer was lost (for the fault tests' figures).
 	landedLate atomic.Int64
+	// claimed is set once the transcripts dir was found this fleet's (see
+	// Claim); claiming lets one caller look at a time.
+	claimed  atomic.Bool
+	claiming sync.Mutex
 }
 
 // The steps a test can fail or stall (Backend.hook).

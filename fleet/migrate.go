@@ -196,6 +196,10 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 	if err != nil {
 		return sum, err
 	}
+	// The transcripts go into the dir for this fleet's records to name.
+	if err := b.claim(ctx, !opts.DryRun); err != nil {
+		return sum, err
+	}
 	rd, err := fsat.OpenDir(root)
 	if err != nil {
 		return sum, err
@@ -226,6 +230,11 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 	sum := MigrateSummary{Summary: migrate.Summary{Direction: "from-etcd", DryRun: opts.DryRun}}
 	m, err := newMigration(b, root, opts)
 	if err != nil {
+		return sum, err
+	}
+	// The records' files are looked for in the dir: it must be this
+	// fleet's (compared, never marked: a migration out writes none).
+	if err := b.claim(ctx, false); err != nil {
 		return sum, err
 	}
 	// The listing first: a run that lists nothing (ctx ended, etcd not

@@ -284,7 +284,11 @@ func etcdOf(t *testing.T, c *etcdtest.Cluster, prefix string) map[string]string 
 	}
 	out := map[string]string{}
 	for _, kv := range resp.Kvs {
-		out[string(kv.Key)] = fmt.Sprintf("%d %x", kv.ModRevision, sha256.Sum256(kv.Value))
+		// The fleet's ID is the fleet's, no key's: its first writer makes
+		// it (Claim), whatever becomes of the key it writes.
+		if string(kv.Key) != prefix+"/fleet" {
+			out[string(kv.Key)] = fmt.Sprintf("%d %x", kv.ModRevision, sha256.Sum256(kv.Value))
+		}
 	}
 	return out
 }
@@ -394,6 +398,9 @@ func TestMigrateDryRunChangesNothing(t *testing.T) {
 	}
 	if n := len(etcdOf(t, c, f.prefix)); n != 0 {
 		t.Errorf("a dry run wrote %d etcd keys", n)
+	}
+	if id, err := f.b.meta.FleetID(t.Context(), false); id != "" || err != nil {
+		t.Errorf("a dry run made the fleet's ID %q (%v)", id, err)
 	}
 	if d := treeOf(t, f.dir); len(d) != 1 {
 		t.Errorf("a dry run wrote into the transcripts dir: %v", d)

@@ -106,6 +106,11 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 
 func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	var res ReapResult
+	// Orphans are judged by this fleet's records: the dir must be its
+	// own (a dry run compares, and marks nothing).
+	if err := b.claim(ctx, !o.DryRun); err != nil {
+		return res, err
+	}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now

@@ -45,6 +45,11 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 	// the first will not answer the second either.
 	ctx, cancel := b.deadline()
 	defer cancel()
+	// The file goes into the dir for this fleet's records to name, and
+	// another fleet's reap would sweep it (once a Backend, see Claim).
+	if err := b.claim(ctx, true); err != nil {
+		return nil, err
+	}
 	t := b.optimistic(ctx, key, base)
 	if t == nil {
 		st, err := readWithin(ctx, key, b.meta.Get)

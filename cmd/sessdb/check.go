@@ -186,7 +186,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			// what it repaired before it stopped (a fleet's etcd lost
 			// after some keys) is done for good, and is named.
 			nameRepairs(inv, repaired, "repaired %s before check stopped: %s")
-			return inv.rep.fault(err)
+			return fleetError(inv, fk, err)
 		}
 		if *asJSON {
 			jw.encode(summaryLine[checkSummary]{sum})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/fleet/shared"
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -139,6 +140,7 @@ func TestFleetGolden(t *testing.T) {
 		return nil
 	})
 	want := []string{
+		shared.MarkName, // its first promotion marked it
 		fleetChanged + "/0000000000000001-RANDOM.jsonl",
 		fleetGrown + "/0000000000000001-RANDOM.jsonl",
 		fleetNoRecord + "/0000000000000002-RANDOM.jsonl",

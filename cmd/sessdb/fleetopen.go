@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,7 +40,13 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // with its cause on stderr once: the backend logs it with the verdict, or
 // the command reports it with the fault, so the login's failure is not
 // reported here as well.
-func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
+//
+// With claim (a promote), the fleet claims its transcripts dir first (see
+// fleet.Backend.Claim): a dir that is another fleet's is a configuration
+// error naming the transcripts dir's knob, exit 2, nothing written; an
+// etcd or a dir that does not answer the claim is as one that does not
+// answer the login.
+func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
 	fc, on, code := fleetOf(inv, cfg, fk, "")
 	switch {
 	case code != exitOK:
@@ -53,6 +60,11 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*st
 		return nil, true, nil, inv.rep.config(err)
 	}
 	b, err := fleet.Open(fc)
+	if err == nil && claim {
+		if err = b.Claim(context.Background()); err != nil {
+			b.Close()
+		}
+	}
 	switch {
 	case err == nil:
 		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
@@ -63,7 +75,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, with ...func(*st
 		}
 		return store.NewOn(u, opts), true, func() {}, exitOK
 	}
-	return nil, true, nil, fleetOpenError(inv, fk, err)
+	return nil, true, nil, fleetError(inv, fk, err)
 }
 
 // openFleetWalk opens the fleet for a walk (dump, check, reap). Its
@@ -76,18 +88,20 @@ func openFleetWalk(inv *invocation, fk *fleetKnobs, fc fleet.Config) (*fleet.Bac
 	}
 	b, err := fleet.Open(fc)
 	if err != nil {
-		return nil, fleetOpenError(inv, fk, err)
+		return nil, fleetError(inv, fk, err)
 	}
 	return b, exitOK
 }
 
-// fleetOpenError reports an error of fleet.Open: a configuration the
-// checks before it let through (exit 2, naming the knob), else a fault.
-func fleetOpenError(inv *invocation, fk *fleetKnobs, err error) int {
+// fleetError reports an error of fleet.Open, or of a fleet's walk: a
+// configuration the checks before it let through (exit 2, naming the
+// knob: a transcripts dir that is another fleet's among them), else a
+// fault.
+func fleetError(inv *invocation, fk *fleetKnobs, err error) int {
 	switch {
 	case errors.Is(err, etcdmeta.ErrInvalidConfig):
 		return inv.rep.config(fk.configError(os.Getenv, err))
-	case errors.Is(err, fleet.ErrNoTranscriptsDir):
+	case errors.Is(err, fleet.ErrNoTranscriptsDir), errors.Is(err, fleet.ErrOtherFleet):
 		_, name := fk.transcriptsDir.get(os.Getenv)
 		return inv.rep.config(fmt.Errorf("%s: %w", name, err))
 	}

@@ -174,7 +174,7 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 		}
 		prog.clear()
 		if err != nil && !sum.Interrupted {
-			return inv.rep.fault(err)
+			return fleetError(inv, fk, err)
 		}
 		if *asJSON {
 			jw.encode(summaryLine[fleet.MigrateSummary]{sum})

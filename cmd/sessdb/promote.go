@@ -126,7 +126,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			}
 			windows = m
 		}
-		st, onFleet, done, code := openJobStore(inv, cfg, fk, func(o *store.Options) { o.Models = windows })
+		st, onFleet, done, code := openJobStore(inv, cfg, fk, true, func(o *store.Options) { o.Models = windows })
 		if st == nil {
 			return code
 		}

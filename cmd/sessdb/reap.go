@@ -197,7 +197,7 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			if !*dryRun {
 				nameRemovals(inv, actions, "%s %s before reap stopped")
 			}
-			return inv.rep.fault(err)
+			return fleetError(inv, fk, err)
 		}
 		sum.TTLSeconds, sum.Interrupted = int64(sopts.Bounds.TTL.Seconds()), interrupted
 		for _, a := range actions {

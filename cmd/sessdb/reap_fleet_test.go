@@ -178,7 +178,9 @@ func TestFleetCheckRepairThatStopsNamesWhatItRemoved(t *testing.T) {
 			files = append(files, p)
 		}
 		const txn = "/etcdserverpb.KV/Txn"
-		f.c.FailNext(txn, 2, 1000) // the first key's lock and read go through
+		// The fleet's ID made as the repair claims the dir, the first
+		// key's lock and read go through.
+		f.c.FailNext(txn, 3, 1000)
 		defer f.c.FailNext(txn, 0, 0)
 		code, out, errs = runCLI(t, "check", "--repair", "--etcd-timeout", "200ms", "--log-format", "console")
 		_, err := os.Lstat(files[0])

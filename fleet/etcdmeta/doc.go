@@ -22,6 +22,9 @@
 //	                                 seq 16 hex digits; the newest 64 kept
 //	  lock/<key>/<lease>           concurrency.Mutex: one key per holder or waiter,
 //	                                 attached to its lease; the oldest holds the lock
+//	  fleet                        the fleet's ID: 32 lowercase hex, random, made once
+//	                                 by its first writer (FleetID); a transcripts dir's
+//	                                 mark names it
 //
 // A key is 32 lowercase hex characters; any other is refused before it
 // touches etcd. Values are map-encoded msgpack with short tags; absent

@@ -46,6 +46,9 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
+	if _, err := s.FleetID(ctx(t), true); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := s.cli.Get(ctx(t), "", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,9 @@
 // # Layout
 //
 //	<transcripts-dir>/
+//	  .sessdb-fleet                0600; the dir's mark: the ID of the one fleet whose
+//	                                 transcripts it holds (WriteMark, ReadMark)
+//	  .sessdb-fleet.tmp-<random>   a mark being written (or one a crash cut short)
 //	  <key>/                       0700; key = 32 lowercase hex
 //	    <gen>-<random>.jsonl       0600; a generation, written once, never renamed over;
 //	                                 gen and random 16 hex digits each

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// A worker whose etcd prefix differs from its fleet's by a slip ("sessdb"
+// for "/sessdb/cli"), on the fleet's transcripts dir: its promote, reap,
+// check (with and without --repair) and migrate --to etcd are
+// configuration errors naming the transcripts dir's variable and the
+// other fleet (exit 2), nothing written or removed; the run is left in
+// its job dir, and the fleet's own key still resumes. Its resolve, which
+// writes nothing there, is a cold start as before.
+func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/marked")
+	f.run(t, key, "job-a")
+	own, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl"))
+
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", strings.TrimPrefix(f.prefix, "/"))
+	r, dir := f.resolve(t, key, "job-b")
+	if r.Resume {
+		t.Fatalf("resolve under the slipped prefix = %+v, want a cold start", r)
+	}
+	appendAnswered(t, dir, "b")
+	staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+	for _, args := range [][]string{
+		{"promote", "--job-dir", dir, "--pi-version", "0.58.3"},
+		{"reap", "--grace", "1s"},
+		{"reap", "--dry-run"},
+		{"check"},
+		{"check", "--repair", "--grace", "1s"},
+		{"migrate", "--to", "etcd", t.TempDir()},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") || !strings.Contains(errs, "another fleet's") || !strings.Contains(errs, `"/sessdb/cli"`) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 naming the variable and the fleet whose dir it is", args, code, out, errs)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName)); string(got) != string(staged) {
+		t.Errorf("the refused run's transcript changed in its job dir")
+	}
+	if now, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl")); len(now) != len(own) || now[0] != own[0] {
+		t.Errorf("the fleet's files are %v, were %v", now, own)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
+	if r, _ := f.resolve(t, key, "job-c"); !r.Resume || r.Reason != "resumed" {
+		t.Errorf("the fleet's key after the other's commands = %+v, want it resumed", r)
+	}
+}

@@ -1,0 +1,95 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+)
+
+// Claim ties the transcripts dir to this fleet: where the dir has no mark
+// yet, it gives the fleet an ID in etcd if it has none (etcdmeta's
+// FleetID) and marks the dir with it (shared.WriteMark); a dir already
+// marked must name this fleet's ID, else ErrOtherFleet and nothing is
+// written. Two fleets on one dir, whose prefixes differ by a slip
+// ("sessdb", "/sessdb") or whose etcd clusters differ, would otherwise each
+// sweep the other's transcripts as orphans.
+//
+// A Backend's promotions, reaps, repairs and migrations into etcd claim
+// the dir before their first write, and its checks, dry runs and
+// migrations out of etcd compare the mark where there is one; once a
+// Backend has found the dir its own it does not look again. Calling Claim
+// first tells a caller a dir that is another fleet's (a configuration to
+// fix) from a promotion's fault. Resolve, dump and stats do not look: they
+// write nothing in the dir.
+func (b *Backend) Claim(ctx context.Context) error { return b.claim(ctx, true) }
+
+// claim is Claim where write is set, else the comparison alone: a dir
+// without a mark, or a fleet without an ID, is then left so (an audit
+// writes nothing), and only a mark that names another fleet is an error.
+func (b *Backend) claim(ctx context.Context, write bool) error {
+	if b.claimed.Load() {
+		return nil
+	}
+	b.claiming.Lock()
+	defer b.claiming.Unlock()
+	if b.claimed.Load() {
+		return nil
+	}
+	mark, found, err := shared.ReadMark(b.dir)
+	switch {
+	case errors.Is(err, shared.ErrBadMark):
+		return fmt.Errorf("%w: %w; %s", ErrOtherFleet, err, b.markRemedy())
+	case err != nil:
+		return shared.DirErrOr(b.dir, err)
+	case !found && !write:
+		return nil
+	}
+	// A mark is written only after its fleet's ID was made: a marked dir
+	// whose fleet has no ID is another fleet's, and this one gets none.
+	id, err := b.fleetID(ctx, !found)
+	if err != nil {
+		return err
+	}
+	if !found {
+		mark, err = shared.WriteMark(b.dir, shared.Mark{ID: id, Prefix: b.meta.Prefix()})
+		if errors.Is(err, shared.ErrBadMark) {
+			return fmt.Errorf("%w: %w; %s", ErrOtherFleet, err, b.markRemedy())
+		}
+		if err != nil {
+			return shared.DirErrOr(b.dir, err)
+		}
+	}
+	if mark.ID != id {
+		this := fmt.Sprintf("this fleet (etcd prefix %q) has the ID %s", b.meta.Prefix(), id)
+		if id == "" {
+			this = fmt.Sprintf("this fleet (etcd prefix %q) has no ID in etcd (%s)", b.meta.Prefix(), b.meta.FleetIDKey())
+		}
+		return fmt.Errorf("%w: %s is marked (%s) for the fleet with the ID %s, made under etcd prefix %q; %s. Two fleets on one transcripts dir sweep each other's transcripts as orphans: give each fleet its own dir; %s",
+			ErrOtherFleet, b.dir, shared.MarkName, mark.ID, mark.Prefix, this, b.markRemedy())
+	}
+	b.claimed.Store(true)
+	return nil
+}
+
+// fleetID is the fleet's ID (etcdmeta's FleetID), asked again after a
+// backoff while etcd is unavailable, within the request timeout and ctx:
+// a leader change fails a request at once, and making the ID lands once
+// however often it is sent (guarded by the key's absence).
+func (b *Backend) fleetID(ctx context.Context, create bool) (string, error) {
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	for try := 0; ; try++ {
+		id, err := b.meta.FleetID(c, create)
+		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try) {
+			return id, err
+		}
+	}
+}
+
+// markRemedy is what an operator does when the mark is wrong.
+func (b *Backend) markRemedy() string {
+	return fmt.Sprintf("if the dir is this fleet's (its etcd data was lost, or restored from before the mark), remove %s/%s and run again (docs/fleet.md)", b.dir, shared.MarkName)
+}
