@@ -23,8 +23,13 @@ const MarkName = ".sessdb-fleet"
 // markTempPrefix begins the temp name a mark is written under.
 const markTempPrefix = MarkName + ".tmp-"
 
-// markMax bounds what ReadMark reads: a mark is under 200 bytes.
-const markMax = 4 << 10
+// markMax bounds what ReadMark reads: a mark is its prefix and under 100
+// bytes more (markPrefixMax bounds the prefix, quoted).
+const markMax = 64 << 10
+
+// markPrefixMax bounds a mark's prefix, quoted: longer than any
+// deployment's, and well under markMax.
+const markPrefixMax = 32 << 10
 
 // markHead is a mark's first line: what the file is, and its format's
 // version.
@@ -81,7 +86,7 @@ func readMark(root *os.File) (Mark, bool, error) {
 // temp ("<MarkName>.tmp-<random>", which check reports as no key dir).
 func WriteMark(dir string, m Mark) (Mark, error) {
 	if !validMarkID(m.ID) || !validMarkPrefix(m.Prefix) {
-		return Mark{}, fmt.Errorf("write mark in %s: %w: id %q, prefix %q", dir, ErrBadMark, m.ID, m.Prefix)
+		return Mark{}, fmt.Errorf("write mark in %s: id %q, prefix of %d bytes: want 32 lowercase hex characters and a UTF-8 prefix of at most %d bytes quoted", dir, m.ID, len(m.Prefix), markPrefixMax)
 	}
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
@@ -154,7 +159,7 @@ func parseMark(b []byte) (Mark, error) {
 	}
 	q, ok := strings.CutPrefix(lines[2], "prefix ")
 	prefix, err := strconv.Unquote(q)
-	if !ok || err != nil || !validMarkPrefix(prefix) {
+	if !ok || err != nil || strconv.Quote(prefix) != q || !validMarkPrefix(prefix) {
 		return Mark{}, fmt.Errorf("line 3: want %q and a quoted etcd prefix", "prefix ")
 	}
 	return Mark{ID: id, Prefix: prefix}, nil
@@ -162,7 +167,9 @@ func parseMark(b []byte) (Mark, error) {
 
 func validMarkID(id string) bool { return len(id) == 32 && lowerHex(id) }
 
-func validMarkPrefix(p string) bool { return p != "" && len(p) < 1024 && utf8.ValidString(p) }
+func validMarkPrefix(p string) bool {
+	return p != "" && utf8.ValidString(p) && len(strconv.Quote(p)) <= markPrefixMax
+}
 
 // IsMarkTemp reports whether name, an entry of a transcripts dir, is the
 // temp WriteMark writes a mark under.
