@@ -39,12 +39,13 @@ again, and the exit status counts what remains. Without --repair check
 changes nothing. A key that cannot be examined (locked, unreadable) is named
 on stderr, and check exits 1 after the others.
 
-Two operator decisions act on one key only, under its exclusive lock, and
-only with --repair. --accept KEY repairs KEY, then records the transcript in
-place as its identity (after an edit out of band, a restore, a meta.db moved
-aside): the next generation, the stamps kept from the record (a moved-aside
-meta.db gives a fresh record with none, which cold-starts until the next
-promotion), the decision in the key's history (outcome accepted).
+Two operator decisions act on one key dir only, under its exclusive lock,
+only with --repair, on a sessions root. --accept KEY repairs KEY, then
+records the transcript in place as its identity (after an edit out of band,
+a restore, a meta.db moved aside): the next generation, the stamps kept
+from the record (a moved-aside meta.db gives a fresh record with none,
+which cold-starts until the next promotion), the decision in the key's
+history (outcome accepted).
 --quarantine KEY moves the key dir, whole and unrepaired, to
 .quarantine-<key>-<UTC time> under the root, where no resolve finds it and
 sessdb never removes it, and says where. An action that could not be done
@@ -58,7 +59,10 @@ and orphans, files no record needs older than --grace (notices). --repair
 removes the orphans, each key's under its lease-backed etcd lock, judged
 again there from a fresh read of its record, and numbers again in place a
 history whose newest entry is in the last slot (the newest 64 entries kept,
-the record not rewritten).`,
+the record not rewritten). --accept, --quarantine and --deep-check-timeout
+act on a key dir's files, which a fleet has none of: there they are a usage
+error (exit 2). A record check finds damaged is left for the operator to
+look at and remove with etcdctl.`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
   sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'
@@ -85,9 +89,9 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	grace := bindGrace(fs)
 	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
-	timeout := bindDuration(fs, "deep-check-timeout", 30*time.Second, "how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed")
-	accept := fs.String("accept", "", "with --repair: repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")
-	quarantine := fs.String("quarantine", "", "with --repair: move `KEY`'s dir aside whole, to .quarantine-<key>-<time> under the root, instead of repairing it")
+	timeout := bindDuration(fs, "deep-check-timeout", 30*time.Second, "on a sessions root: how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed (a fleet has no meta.db: refused there)")
+	accept := fs.String("accept", "", "with --repair, on a sessions root (a fleet has no key dir: refused there): repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")
+	quarantine := fs.String("quarantine", "", "with --repair, on a sessions root (refused on a fleet): move `KEY`'s dir aside whole, to .quarantine-<key>-<time> under the root, instead of repairing it")
 	return func(inv *invocation) int {
 		if *timeout <= 0 {
 			return inv.rep.usage(errors.New("--deep-check-timeout: must be positive"))
