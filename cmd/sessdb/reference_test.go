@@ -602,6 +602,13 @@ func TestJSONReference(t *testing.T) {
 		t.Log("the shared pi fixtures are absent: engage replay's JSON is not checked")
 	}
 
+	// A root to move into the fleet below: its legacy keys into meta.db
+	// first, as fleet.md says.
+	toEtcd := copySample(t)
+	if code, out, errs := runCLI(t, "migrate", toEtcd); code != exitOK {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errs)
+	}
+
 	// A fleet prints the same objects, with a fleet's own values (file,
 	// remove-orphan) set: last, since its connection is in the
 	// environment from here on.
@@ -616,6 +623,23 @@ func TestJSONReference(t *testing.T) {
 		_, out, _ := runCLI(t, args...)
 		item := map[string]string{"dump": "dump.entry", "check": "check.finding", "reap": "reap.action"}[args[0]]
 		c.lines("fleet "+strings.Join(args, " "), out, item, strings.Split(item, ".")[0]+".summary")
+	}
+	// resolve, promote and migrate --to etcd / --from etcd on a fleet print
+	// the objects a sessions root's do: the job contract as on the root
+	// (a repeat, a superseded rival, a refusal), a root moved in twice (a
+	// migrate, then already) and the fleet moved out into a root.
+	for _, o := range jobScenarioOn(t) {
+		c.lines("fleet "+o.what, o.out, strings.Fields(o.what)[0], "")
+	}
+	fromEtcd := t.TempDir()
+	for _, args := range [][]string{
+		{"migrate", "--json", "--to", "etcd", "--dry-run", toEtcd},
+		{"migrate", "--json", "--to", "etcd", toEtcd},
+		{"migrate", "--json", "--to", "etcd", toEtcd},
+		{"migrate", "--json", "--from", "etcd", fromEtcd},
+	} {
+		_, out, _ := runCLI(t, args...)
+		c.lines("fleet "+strings.Join(args[:len(args)-1], " "), out, "migrate.report", "migrate.summary")
 	}
 
 	var missing, neverSet []string
@@ -665,11 +689,18 @@ type jobOutput struct{ what, out string }
 // and a staged file removed before its promote.
 func jobScenario(t *testing.T, root string) []jobOutput {
 	t.Helper()
+	return jobScenarioOn(t, "--sessions-dir", root)
+}
+
+// jobScenarioOn is jobScenario on the store the arguments name, or with
+// none, on the one the environment names (a fleet's).
+func jobScenarioOn(t *testing.T, where ...string) []jobOutput {
+	t.Helper()
 	var outs []jobOutput
 	jobs := t.TempDir()
 	cli := func(what string, args ...string) {
 		t.Helper()
-		code, out, errs := runCLI(t, append(args, "--sessions-dir", root)...)
+		code, out, errs := runCLI(t, append(args, where...)...)
 		if code != exitOK {
 			t.Fatalf("%s: exit %d\n%s%s", what, code, out, errs)
 		}
