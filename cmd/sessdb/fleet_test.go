@@ -272,22 +272,34 @@ func TestFleetTLSAndAuth(t *testing.T) {
 	rogueCert, rogueKey := rogue.Issue(t, t.TempDir(), etcdtest.User, false)
 	// A refused TLS handshake shows only as the request's deadline
 	// (etcdmeta then probes it): a short one keeps the test short.
-	for name, edit := range map[string]func() []string{
-		"a wrong password": func() []string {
+	// Each refusal's stderr names its cause.
+	plainURL := strings.Replace(c.Endpoint(0), "https://", "http://", 1)
+	for name, refusal := range map[string]struct {
+		edit  func() []string
+		cause string
+	}{
+		"a wrong password": {func() []string {
 			t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "guess")
 			return tlsWith(c.CertFile, c.KeyFile, "1500ms")
-		},
-		"a certificate of another CA": func() []string {
+		}, "authentication failed"},
+		"a certificate of another CA": {func() []string {
 			t.Setenv("PI_SESSIONS_ETCD_PASSWORD", etcdtest.Password)
 			return tlsWith(rogueCert, rogueKey, "1500ms")
-		},
+		}, "certificate"},
+		// The login, over a plain connection the member cannot read,
+		// went unanswered: "etcd unavailable" at every command, a resolve
+		// a cold start, where the setting is what to fix.
+		"an http:// endpoint of the TLS member": {func() []string {
+			t.Setenv("PI_SESSIONS_ETCD_PASSWORD", etcdtest.Password)
+			return []string{"--etcd-endpoints", plainURL, "--etcd-user", etcdtest.User, "--etcd-timeout", "1500ms"}
+		}, plainURL + ": the member serves TLS, not plain HTTP"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			flags := edit()
+			flags := refusal.edit()
 			job := filepath.Join(t.TempDir(), "job")
 			code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, flags...)...)
-			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") || strings.Count(errs, "\n") != 1 {
-				t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want exit 1, refused, said once", code, out, errs)
+			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") || !strings.Contains(errs, refusal.cause) || strings.Count(errs, "\n") != 1 {
+				t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want exit 1, refused for %q, said once", code, out, errs, refusal.cause)
 			}
 			if _, err := os.Stat(filepath.Join(job, store.TicketName)); err == nil {
 				t.Error("a ticket was left")
@@ -297,11 +309,11 @@ func TestFleetTLSAndAuth(t *testing.T) {
 			}
 			code, out, errs = runCLI(t, append([]string{"promote", "--job-dir", b, "--pi-version", "0.58.3"}, flags...)...)
 			var p promoteResult
-			if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "refused the credentials") || strings.Count(errs, "\n") != 1 {
+			if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "refused the credentials") || !strings.Contains(errs, refusal.cause) || strings.Count(errs, "\n") != 1 {
 				t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
 			}
-			if code, out, _ := runCLI(t, append([]string{"dump", "--json"}, flags...)...); code != exitFault || out != "" {
-				t.Errorf("dump: exit %d, stdout %q; want exit 1 and nothing", code, out)
+			if code, out, errs := runCLI(t, append([]string{"dump", "--json"}, flags...)...); code != exitFault || out != "" || !strings.Contains(errs, refusal.cause) {
+				t.Errorf("dump: exit %d, stdout %q, stderr %q; want exit 1, nothing, and the cause", code, out, errs)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,5 +121,61 @@ func TestAMemberServingBothSchemesIsNotTakenForTLSOnly(t *testing.T) {
 	_, err = getWith(Config{Endpoints: []string{"http://" + l.Addr().String()}, RequestTimeout: 500 * time.Millisecond}, newKey())
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) {
 		t.Fatalf("a silent member that serves both schemes: %v; want ErrUnavailable only", err)
+	}
+}
+
+// The same slip with a user: Open logs in before any request, and the
+// login went unanswered as every request did, "etcd unavailable: context
+// deadline exceeded" at every command, the setting to fix unsaid. It is
+// named as a request's is, at the login.
+func TestALoginOverAnHTTPEndpointOfATLSMemberIsNamed(t *testing.T) {
+	c := etcdtest.StartSecure(t, 1)
+	ep := strings.Replace(c.Endpoint(0), "https://", "http://", 1)
+	s, err := Open(Config{Endpoints: []string{ep}, Username: etcdtest.User, Password: etcdtest.Password, DialTimeout: time.Second, RequestTimeout: time.Second})
+	if err == nil {
+		s.Close()
+		t.Fatal("a login over an http:// endpoint of a TLS member succeeded")
+	}
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), ep+": the member serves TLS") {
+		t.Fatalf("a login over an http:// endpoint of a TLS member: %v; want ErrAuth naming the endpoint as serving TLS", err)
+	}
+}
+
+// A login that a silent member leaves unanswered (it takes the
+// connection and says nothing: stopped, or a stuck proxy) is etcd
+// unavailable, and the member is not probed: the probe would wait on it
+// as long again, where the login's connection never failed. (A probe's
+// bytes reach the listener long before the probe, waiting its bound on
+// the silent member, lets Open return; and sound code sends none, so a
+// late read could hide the defect, never fail sound code.)
+func TestALoginASilentMemberLeavesUnansweredIsNotProbed(t *testing.T) {
+	var mu sync.Mutex
+	var probed []string
+	l := listenHolding(t, func(c net.Conn) {
+		first := make([]byte, 4)
+		if _, err := io.ReadFull(c, first); err != nil {
+			return
+		}
+		// gRPC's own connection opens with HTTP/2's preface ("PRI "); the
+		// probe's with a TLS handshake record or a GET.
+		if first[0] == 0x16 || string(first) == "GET " {
+			mu.Lock()
+			probed = append(probed, string(first))
+			mu.Unlock()
+		}
+	})
+	ep := "http://" + l.Addr().String()
+	s, err := Open(Config{Endpoints: []string{ep}, Username: "u", Password: "p", DialTimeout: 500 * time.Millisecond, RequestTimeout: time.Second})
+	if err == nil {
+		s.Close()
+		t.Fatal("a login to a silent member succeeded")
+	}
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth) {
+		t.Fatalf("a login to a silent member: %v; want ErrUnavailable only", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(probed) > 0 {
+		t.Fatalf("a silent member was probed after the login failed: %q", probed)
 	}
 }

@@ -46,6 +46,12 @@ type Store struct {
 	// A stale guess only costs a retry: the slot is claimed by compare.
 	mu      sync.Mutex
 	lastSeq map[string]uint64
+
+	// loginState is the state of the client's connection when a login
+	// last failed, plus one (0: none failed): Open's failed login leaves
+	// no connection to ask, clientv3.New closing it before it returns
+	// (see noteLogin).
+	loginState atomic.Int32
 }
 
 // maxSeqCache bounds lastSeq; past it the cache starts over.
@@ -123,9 +129,13 @@ func Open(cfg Config) (*Store, error) {
 		// The client's own log would write JSON lines to stderr, which is
 		// the CLI's diagnostics channel; every failure is returned instead.
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.toPinned, countSends)},
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.noteLogin, s.toPinned, countSends)},
 	})
 	if err != nil {
+		// A plain client's login that failed while its connections did is
+		// probed as a request so failing is (see opErr): an http://
+		// endpoint of a TLS-only member is named at the login too.
+		set.connState = s.failedLoginState
 		return nil, set.opErr(context.Background(), "etcd open", strings.Join(set.Endpoints, ","), err)
 	}
 	s.cfg.connState = s.cli.ActiveConnection().GetState
@@ -174,6 +184,27 @@ func forgetRefusedToken(ctx context.Context, method string, req, reply any, cc *
 		return rpctypes.ErrGRPCAuthNotEnabled
 	}
 	return err
+}
+
+// noteLogin keeps the state of the connection a login failed on, as it
+// was when the login's answer came (see loginState): the gate of a plain
+// client's probe after a failed Open, as the connection's state is after
+// a failed request.
+func (s *Store) noteLogin(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil && method == "/etcdserverpb.Auth/Authenticate" {
+		s.loginState.Store(int32(cc.GetState()) + 1)
+	}
+	return err
+}
+
+// failedLoginState is the state noteLogin kept, or Idle where no login
+// failed.
+func (s *Store) failedLoginState() connectivity.State {
+	if st := s.loginState.Load(); st > 0 {
+		return connectivity.State(st - 1)
+	}
+	return connectivity.Idle
 }
 
 // sendsKey is the context key of a request's count of sends (withSends).
