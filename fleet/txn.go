@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/store"
 )
 
@@ -124,6 +125,9 @@ func (t *txn) HoldsRecord() (bool, error) {
 	rt := t.st.Record.Transcript
 	if rt == nil || !namesOwnFile(t.key, rt) {
 		return false, nil
+	}
+	if err := faults.At(faults.HoldsRecordRead); err != nil {
+		return false, err
 	}
 	f, err := shared.Open(t.b.dir, rt.File)
 	switch {

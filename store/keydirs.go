@@ -396,6 +396,9 @@ func (t *keyTxn) HoldsRecord() (bool, error) {
 	if rec == nil {
 		return false, nil
 	}
+	if err := faults.At(faults.HoldsRecordRead); err != nil {
+		return false, err
+	}
 	return fileCheck(t.kd, TranscriptName, rec.Size, rec.CRC32C)
 }
 

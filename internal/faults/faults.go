@@ -93,6 +93,12 @@ const PendingAfterLook Point = "pending/after-look"
 // read failing.
 const PendingTempCheck Point = "pending/temp-check"
 
+// The read, by a ticket's retry whose promotion is the key's record, of
+// the file the record names, to tell whether the key still holds it
+// (store.KeyTxn's HoldsRecord, on both backends): an error here is that
+// read failing (an I/O error, a descriptor refused).
+const HoldsRecordRead Point = "holds-record/read"
+
 // The write boundaries of store.Reap, in protocol order (the key judged
 // expired unlocked, nothing locked; under the key's lock, before anything
 // is written; the reaping entry committed; the key dir renamed to its
