@@ -93,3 +93,43 @@ func TestARetryWhoseHoldsRecordReadFailsIsPromoteFailed(t *testing.T) {
 		})
 	}
 }
+
+// A retry of a promotion lost before its rename (its temp gone or
+// damaged: the key holds the generation before it, or nothing) is told by
+// what Begin settled: the key is back at the run's base, which the writer
+// takes it to hold (cur), below the record's generation. It reads nothing
+// more, so a read of the record's file that would fail does not fail it:
+// it is promoted anew. (Asked there, HoldsRecord could only say "not
+// held", or fail: the retry of a run the key does not hold would then be
+// promote-failed until the read worked.)
+func TestARetryOfALostPromotionReadsNoRecordFile(t *testing.T) {
+	for _, first := range []bool{false, true} {
+		for name, lose := range loseTemp {
+			t.Run(map[bool]string{false: "later/", true: "first/"}[first]+name, func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				if !first {
+					runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+				}
+				sess, jobDir := mustResolve(t, s, testKey, localJob())
+				if first {
+					stage(t, jobDir, transcriptBytes(clock.now, "lost"))
+				} else {
+					stage(t, jobDir, append(staged(t, jobDir), entryLine("lost")...))
+				}
+				lose(crashAfterCommit(t, s, root, sess))
+				lost := sidecarsOf(t, root, testKey).Transcript.Gen
+
+				failHoldsRecord(t)
+				res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+				faults.Set(nil)
+				if err != nil || !res.Promoted || res.Repeat || res.Gen != lost+1 {
+					t.Fatalf("the retry of lost gen %d = %+v, %v; want promoted anew at gen %d", lost, res, err, lost+1)
+				}
+				got, data := checkDescribed(t, s, root, testKey)
+				if !got.Resume || got.Gen() != lost+1 || markerOf(data, 1) != "lost" {
+					t.Fatalf("after the retry: %+v holding %q; want the run at gen %d", got, markerOf(data, 1), lost+1)
+				}
+			})
+		}
+	}
+}

@@ -217,7 +217,10 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		// the key's base), or its file was replaced or damaged since. The
 		// retry is then the only copy of the record's generation, and is
 		// promoted again onto the record, as a job resolved there now
-		// would be. Read only for a retry of the record's generation.
+		// would be. Read only for a retry of the record's generation
+		// that the key, as Begin settled it, takes to be in place (cur):
+		// a promotion lost before its rename left the key at the
+		// generation before, which says "not held" with no read to fail.
 		same, stranded := ok && sameRun(e, prev, staged, content), false
 		if same && prev.Transcript != nil && e.Gen == prev.Transcript.Gen && e.Gen == cur.Gen {
 			holds, err := txn.HoldsRecord()
