@@ -86,12 +86,13 @@
 // went unanswered here: etcd's client sends a request again itself when
 // its answer is a context error's (Canceled, DeadlineExceeded: a hop
 // between worker and member) while the request has time left, and only
-// the second send's answer comes back; a migration's create and a reap's
-// delete take theirs so too. If the timeout ends first, the
-// promote is promote-failed with the cause, the job's transcript stays in
-// its job dir, and the file is left for reap (removing it could remove a
-// generation that did commit); a retry with the same ticket repeats the
-// promotion if it had landed.
+// the second send's answer comes back; a migration's create (told, once
+// a promotion landed on it, by the key dir's newest history entry it
+// carried) and a reap's delete take theirs so too. If the timeout ends
+// first, the promote is promote-failed with the cause, the job's
+// transcript stays in its job dir, and the file is left for reap
+// (removing it could remove a generation that did commit); a retry with
+// the same ticket repeats the promotion if it had landed.
 //
 // # Reap
 //

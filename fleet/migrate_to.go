@@ -404,11 +404,23 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			// file is taken for this create's only after a try that may
 			// have landed, unanswered here or sent again by the client
 			// (Resent): two runs at once write the same one.
+			//
+			// A promotion may have landed on the record between such a
+			// try and the next (the client waits ~25 ms before it sends
+			// again): the record then names the newer file, and its
+			// history still holds the key dir's own newest entry, which
+			// the create carried. Only a migration of this key dir writes
+			// that entry, and its lock is held from the read to here: the
+			// create is this run's. With no history to tell by, the file
+			// is kept all the same, the record's or an orphan, for reap
+			// to judge after the grace, as after a try unanswered here.
 			t, mine := ce.Current.Record.Transcript, rec.Transcript
-			if ce.Current.Rev != 0 && ((unsure || ce.Resent) && mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File) {
+			maybe := unsure || ce.Resent
+			if ce.Current.Rev != 0 && (maybe && mine == nil && t == nil || mine != nil && t != nil && t.File == mine.File ||
+				maybe && len(hist) > 0 && etcdmeta.Holds(ce.Current.History, hist[len(hist)-1])) {
 				return nil, nil // an earlier try landed
 			}
-			if !unsure && mine != nil {
+			if !maybe && mine != nil {
 				shared.Remove(m.b.dir, mine.File)
 			}
 			return &ce.Current, nil

@@ -175,26 +175,30 @@ type fault struct {
 	// code, if not OK, is the lost answer's status code (LoseNextAs);
 	// otherwise it is "leader changed".
 	code codes.Code
+	// served, if not nil, runs after each lost request took effect,
+	// before its answer goes back (LoseNextAsAfter).
+	served func()
 }
 
 // take reports whether a request of method is to fail, counting it, and
-// whether it is to be served first (its answer lost), and how it fails.
-func (f *faults) take(method string) (fail, lost bool, answer error) {
+// whether it is to be served first (its answer lost), how it fails, and
+// what runs once it was served (nil: nothing).
+func (f *faults) take(method string) (fail, lost bool, answer error, served func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.next[method]
 	switch {
 	case x == nil || x.n == 0:
-		return false, false, nil
+		return false, false, nil, nil
 	case x.skip > 0:
 		x.skip--
-		return false, false, nil
+		return false, false, nil, nil
 	}
 	x.n--
 	if x.code != codes.OK {
-		return true, x.lost, status.Errorf(x.code, "etcdtest: the answer was lost (%v)", x.code)
+		return true, x.lost, status.Errorf(x.code, "etcdtest: the answer was lost (%v)", x.code), x.served
 	}
-	return true, x.lost, rpctypes.ErrGRPCLeaderChanged
+	return true, x.lost, rpctypes.ErrGRPCLeaderChanged, x.served
 }
 
 // FailNext lets the next skip requests of method, a gRPC method's full
@@ -206,14 +210,14 @@ func (f *faults) take(method string) (fail, lost bool, answer error) {
 // method left to do. Unlike the other methods, it is safe to call while
 // requests are served.
 func (c *Cluster) FailNext(method string, skip, n int) {
-	c.setFault(method, fault{skip, n, false, codes.OK})
+	c.setFault(method, fault{skip, n, false, codes.OK, nil})
 }
 
 // LoseNext is FailNext, but each of the n requests is served first: it
 // takes effect, and its answer is lost, as when the member that committed
 // it dies before it answers.
 func (c *Cluster) LoseNext(method string, skip, n int) {
-	c.setFault(method, fault{skip, n, true, codes.OK})
+	c.setFault(method, fault{skip, n, true, codes.OK, nil})
 }
 
 // LoseNextAs is LoseNext, but each lost answer is a status of code:
@@ -225,7 +229,18 @@ func (c *Cluster) LoseNext(method string, skip, n int) {
 // request): the caller sees only the second try's answer, after the
 // first took effect.
 func (c *Cluster) LoseNextAs(method string, skip, n int, code codes.Code) {
-	c.setFault(method, fault{skip, n, true, code})
+	c.setFault(method, fault{skip, n, true, code, nil})
+}
+
+// LoseNextAsAfter is LoseNextAs, and served runs after each of the n
+// requests took effect, before its lost answer goes back: what served
+// does (another client's write) lands between the request and the
+// client's own sending of it again, which waits for that answer. served
+// runs on the member's goroutine serving the request, and may make
+// requests of the cluster (they are served beside it); the n are counted
+// before it runs, so its own requests of method pass.
+func (c *Cluster) LoseNextAsAfter(method string, skip, n int, code codes.Code, served func()) {
+	c.setFault(method, fault{skip, n, true, code, served})
 }
 
 func (c *Cluster) setFault(method string, f fault) {
@@ -637,8 +652,9 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 	}
 	var fail, lost bool
 	var answer error
+	var served func()
 	if m.faults != nil && info != nil {
-		fail, lost, answer = m.faults.take(info.FullMethod)
+		fail, lost, answer, served = m.faults.take(info.FullMethod)
 	}
 	if fail && !lost {
 		return nil, answer
@@ -659,6 +675,9 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 		m.tokens.issue(resp)
 	}
 	if lost {
+		if served != nil {
+			served()
+		}
 		return nil, answer
 	}
 	return resp, err
