@@ -199,3 +199,34 @@ func TestLoseNextAsHasTheClientSendItAgain(t *testing.T) {
 		}
 	}
 }
+
+// LoseNextAsAfter's function runs once the request took effect and before
+// the client sends it again: a write it makes lands between the two, and
+// the second try's answer shows it.
+func TestLoseNextAsAfterRunsBetweenTheTries(t *testing.T) {
+	c := Start(t, Options{Members: 1, InProcess: true})
+	cli := c.Client(t)
+	other := c.Client(t)
+	var seen []string
+	c.LoseNextAsAfter("/etcdserverpb.KV/Put", 0, 1, codes.DeadlineExceeded, func() {
+		r, err := other.Get(context.Background(), "/between")
+		if err != nil || len(r.Kvs) != 1 {
+			seen = append(seen, fmt.Sprintf("the first try not in effect: %v, %v", r, err))
+			return
+		}
+		seen = append(seen, string(r.Kvs[0].Value))
+		if _, err := other.Put(context.Background(), "/between", "other"); err != nil {
+			seen = append(seen, err.Error())
+		}
+	})
+	r, err := cli.Put(context.Background(), "/between", "first", clientv3.WithPrevKV())
+	if err != nil {
+		t.Fatalf("put: %v; want the second try's answer", err)
+	}
+	if len(seen) != 1 || seen[0] != "first" {
+		t.Fatalf("the function ran %d times and saw %q; want once, after the first try", len(seen), seen)
+	}
+	if r.PrevKv == nil || string(r.PrevKv.Value) != "other" {
+		t.Fatalf("the second try's previous value %v; want the function's write %q", r.PrevKv, "other")
+	}
+}
