@@ -32,7 +32,7 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error, de
 			return err
 		}
 	}
-	if err := create(dirfd, now, before, deadline); err != nil {
+	if err := create(dirfd, name, now, before, deadline); err != nil {
 		var be beforeWriteError
 		if errors.As(err, &be) {
 			return be.err
@@ -46,7 +46,7 @@ func ensureExists(dirfd int, name string, now time.Time, before func() error, de
 // to meta.db: a reader either finds no file or a whole one, and link, unlike
 // rename, fails instead of replacing a meta.db another writer put there
 // meanwhile.
-func create(dirfd int, now time.Time, before func() error, deadline time.Time) (err error) {
+func create(dirfd int, name string, now time.Time, before func() error, deadline time.Time) (err error) {
 	// A random name: two processes can create at once (the in-process
 	// lock orders only one process's opens, and no flock exists yet), and
 	// createLocked makes a collision, or a file or link planted at the
@@ -59,6 +59,11 @@ func create(dirfd int, now time.Time, before func() error, deadline time.Time) (
 	// a duplicate of fd, the same open file, so it is had at once, and
 	// bbolt, whose Close lets go of it, is closed only once the name is
 	// gone.
+	w, err := writesIn(dirfd, name)
+	if err != nil {
+		return err
+	}
+	defer w.close()
 	tmp := tempName()
 	fd, err := createLockedBy(dirfd, tmp, deadline)
 	if err != nil {
@@ -76,6 +81,11 @@ func create(dirfd int, now time.Time, before func() error, deadline time.Time) (
 		}
 		f.Close()
 	}()
+	// Its data is bbolt's to make durable: bbolt's init and its commit
+	// fdatasync the file.
+	if err := w.made(tmp, f, false); err != nil {
+		return err
+	}
 	if testHookCreateStep != nil {
 		testHookCreateStep("created")
 	}
@@ -87,7 +97,7 @@ func create(dirfd int, now time.Time, before func() error, deadline time.Time) (
 	}
 	// The pages reach the disk before the name does: after a crash meta.db
 	// is whole or absent, never a name for pages that were not written.
-	if err := f.Sync(); err != nil {
+	if err := w.syncFile(f); err != nil {
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
 	if testHookBeforeLink != nil {
@@ -102,8 +112,9 @@ func create(dirfd int, now time.Time, before func() error, deadline time.Time) (
 			return beforeWriteError{err}
 		}
 	}
-	lerr := unix.Linkat(dirfd, tmp, dirfd, FileName, 0)
-	if lerr != nil && lerr != unix.EEXIST {
+	lerr := w.link(tmp, FileName)
+	exists := errors.Is(lerr, unix.EEXIST)
+	if lerr != nil && !exists {
 		return fmt.Errorf("link %s: %w", tmp, lerr)
 	}
 	if lerr == nil && testHookCreateStep != nil {
@@ -113,15 +124,15 @@ func create(dirfd int, now time.Time, before func() error, deadline time.Time) (
 	// EEXIST (another writer won, and its file is the one to open) it names
 	// an orphan. Either way it goes.
 	unlinked = true
-	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
+	if err := w.unlink(tmp); err != nil {
 		return fmt.Errorf("unlink %s: %w", tmp, err)
 	}
-	if lerr == unix.EEXIST {
+	if exists {
 		return nil
 	}
 	// The link is durable only once the directory is: without this a
 	// crash could lose a meta.db whose first commit was acknowledged.
-	if err := fsync(dirfd); err != nil {
+	if err := w.syncDir(); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil

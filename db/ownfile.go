@@ -74,6 +74,11 @@ var testHookTempNames func()
 // before is Options.BeforeWrite, asked once more before the rename: the
 // key dir may have been moved aside while the open waited for the lock.
 func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() error) (_ *os.File, err error) {
+	w, err := writesIn(dirfd, name)
+	if err != nil {
+		return nil, pathErr("copy", name, err)
+	}
+	defer w.close()
 	tmp := tempName()
 	// Locked before anything can open it (createLocked). Held from here,
 	// the lock is the new meta.db's: an open that finds the name renamed
@@ -96,6 +101,10 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 			unix.Unlinkat(dirfd, tmp, 0) // garbage after a failure; the error already says why
 		}
 	}()
+	// The copy is written here, not by bbolt: durable only once fsynced.
+	if err := w.made(tmp, file, true); err != nil {
+		return nil, pathErr("copy", name, err)
+	}
 	// Owned as the file it replaces: root's check --repair on a worker's
 	// key would otherwise leave meta.db root's, and the worker locked out
 	// of its own key. A writer that may not give it that owner and group
@@ -118,7 +127,7 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	if err := copySparse(file, f, st.Size); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("to %s: %w", tmp, err))
 	}
-	if err := fsync(fd); err != nil {
+	if err := w.syncFile(file); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("sync %s: %w", tmp, err))
 	}
 	if err := faults.At(faults.DBOwnFileBeforeRename); err != nil {
@@ -129,7 +138,7 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 			return nil, err // the caller's own, unwrapped, as ensureExists returns it
 		}
 	}
-	if err := unix.Renameat(dirfd, tmp, dirfd, FileName); err != nil {
+	if err := w.rename(tmp, FileName); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("rename %s: %w", tmp, err))
 	}
 	renamed = true
@@ -138,9 +147,10 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	}
 	// Until the directory is durable a crash could bring the old file back
 	// under the name after this writer's commits went into the copy.
-	if err := fsync(dirfd); err != nil {
+	if err := w.syncDir(); err != nil {
 		return nil, pathErr("copy", name, fmt.Errorf("sync directory: %w", err))
 	}
+	w.handed(file) // bbolt's commits fdatasync it from here on
 	return file, nil
 }
 

@@ -13,9 +13,11 @@
 // FS.
 // Production passes Disk, the system calls themselves; tests pass the
 // journal of package durable/powercut, which can take back everything a
-// power cut would, and so fails a protocol with a missing fsync. Writes
-// that are durable by their own protocol do not pass through here: bbolt's
-// commits, and package db's creation of meta.db.
+// power cut would, and so fails a protocol with a missing fsync. bbolt's
+// commits, durable by bbolt's own fdatasync, do not pass through here;
+// package db's directory writes and fsyncs around them (meta.db's
+// creation, a hard-linked meta.db's copy) do only in a test that arms
+// package durable/dbseam.
 package durable
 
 import (

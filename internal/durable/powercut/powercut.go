@@ -35,8 +35,11 @@
 //
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
-// package db's creation of meta.db) are durable by their own protocols and
-// are taken as they are at the instant of the cut.
+// and package db's unless a test arms the journal as its seam, package
+// durable/dbseam) are durable by their own protocols and are taken as they
+// are at the instant of the cut. Armed, db books through Made the files it
+// makes itself, and through Handed the moment a copy's data becomes
+// bbolt's.
 //
 // Which of a directory's un-fsynced operations a power cut loses is ordered
 // by nothing but an fsync, so Images offers several outcomes (Modes); Cut
@@ -60,6 +63,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/durable"
+	"sessdb/internal/durable/dbseam"
 	"sessdb/internal/fsat"
 )
 
@@ -91,7 +95,7 @@ type file struct {
 	mtime *unix.Timespec
 }
 
-var _ durable.FS = (*Journal)(nil)
+var _ dbseam.FS = (*Journal)(nil)
 
 type opKind int
 
@@ -260,6 +264,52 @@ func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	j.names[f.Name()] = idOf(&st)
 	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name(), before: before})
 	return f, nil
+}
+
+// Made implements dbseam.FS: f, at name in dir, made outside the journal
+// (db's temp, locked before it had a name), booked as CreateTemp's would
+// be, its name durable once dir is synced. Its mtime before the create is
+// not known: a cut that undoes every operation in dir leaves dir's mtime
+// as it is. owed: its data is the journal's to take back until SyncFile,
+// as a file CreateTemp made; otherwise it is taken as it is at the cut
+// (bbolt fdatasyncs what it writes).
+func (j *Journal) Made(dir *os.File, name string, f *os.File, owed bool) error {
+	if _, err := atItsName(dir); err != nil {
+		return err
+	}
+	path := fsat.Join(dir, name)
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		return err
+	}
+	var at unix.Stat_t
+	if err := unix.Lstat(path, &at); err != nil || idOf(&at) != idOf(&st) {
+		return fmt.Errorf("%s does not hold the file the power-cut journal was told was made there (%v)", path, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: path})
+	if owed {
+		j.files[idOf(&st)] = &file{made: true}
+		j.names[path] = idOf(&st)
+	}
+	return nil
+}
+
+// Handed implements dbseam.FS: f's data is bbolt's from here on, taken as
+// it is at a cut. A copy not fsynced before it is handed is durable in
+// reality only at bbolt's first commit; the journal, gentler, takes it so
+// at once: a cut must come before Handed to catch that fsync's absence.
+func (j *Journal) Handed(f *os.File) {
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if fl := j.files[idOf(&st)]; fl != nil {
+		fl.made, fl.synced = false, nil
+	}
 }
 
 // SyncFile implements durable.FS.
