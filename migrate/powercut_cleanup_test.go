@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +44,33 @@ func TestWhatARunTakesAwayStaysAwayAfterAPowerCut(t *testing.T) {
 		for _, im := range j.Images(t, filepath.Dir(root)) {
 			if _, err := os.Lstat(filepath.Join(sessionsIn(im), key, db.FileName)); !os.IsNotExist(err) {
 				t.Errorf("cut after the run returned (%s, lost %v): the meta.db the failed plan made is back (%v)", im.Mode, im.Lost, err)
+			}
+		}
+	})
+	t.Run("a stopped run's meta.db", func(t *testing.T) {
+		// A stop (Ctrl-C) while the plan reads the transcript: the key is
+		// left as it was, the meta.db its open made taken away again.
+		root, key := oneKey(t)
+		p := filepath.Join(root, key, "current.jsonl")
+		st, err := os.Stat(p)
+		must(t, err)
+		must(t, os.Truncate(p, 4*readChunk)) // more than one chunk: the read sees the stop
+		must(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		countReads(t, cancel)
+		opts := testOpts()
+		j := armDB(t, powercut.New())
+		opts.disk = j
+		if sum, err := ToDBContext(ctx, root, opts, func(Report) error { return nil }); !errors.Is(err, context.Canceled) || !sum.Interrupted {
+			t.Fatalf("the run stopped mid-read: %+v, %v; want it interrupted", sum, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); !os.IsNotExist(err) {
+			t.Fatalf("the stopped key's meta.db is still there: %v", err)
+		}
+		for _, im := range j.Images(t, filepath.Dir(root)) {
+			if _, err := os.Lstat(filepath.Join(sessionsIn(im), key, db.FileName)); !os.IsNotExist(err) {
+				t.Errorf("cut after the run returned (%s, lost %v): the meta.db the stopped plan made is back (%v)", im.Mode, im.Lost, err)
 			}
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sessdb/db"
+	"sessdb/internal/durable/dbseam"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -166,7 +167,7 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 		done     = make(chan error, 1)
 	)
 	opts := testOpts()
-	opts.disk = powercut.New()
+	opts.disk = armDB(t, powercut.New())
 	t.Cleanup(func() { faults.Set(nil) })
 	faults.Set(migrateOnly(func(faults.Point) error {
 		calls++
@@ -232,6 +233,15 @@ func (b *cutBed) cutAt(t *testing.T, n int) int {
 	return len(images)
 }
 
+// armDB makes package db's writes (meta.db's creation, a hard-linked
+// meta.db's copy) through j too, as the migration's own, until the test
+// ends: the cut takes back what those fsyncs would lose.
+func armDB(t *testing.T, j *powercut.Journal) *powercut.Journal {
+	dbseam.Set(j)
+	t.Cleanup(func() { dbseam.Set(nil) })
+	return j
+}
+
 func (b *cutBed) pointName(n int) string {
 	if n < len(b.points) {
 		return string(b.points[n])
@@ -280,7 +290,7 @@ func (b *cutBed) checkImage(t *testing.T, root string, ref map[string]string, re
 	}
 
 	// A re-run completes and converges, durably.
-	j := powercut.New()
+	j := armDB(t, powercut.New())
 	opts := testOpts()
 	opts.disk = j
 	_, sum := migrate(t, root, b.toLegacy, opts)

@@ -15,6 +15,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/durable/dbseam"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/faults"
 	"sessdb/store/legacy"
@@ -58,6 +59,11 @@ type cutImage struct {
 // left is checked once (most steps change one name, in one mode).
 func (c *stepCuts) cut(at string) {
 	c.t.Helper()
+	if at == afterReturn {
+		// The last cut: the checks that follow write in the images
+		// (a lock-only meta.db, a roll-forward), which are not the run's.
+		defer dbseam.Set(nil)
+	}
 	c.steps = append(c.steps, at)
 	if c.seen == nil {
 		c.seen = map[string]bool{}
@@ -163,15 +169,17 @@ func (c *stepCuts) SyncDir(dir *os.File) error {
 	return c.Journal.SyncDir(dir)
 }
 
-// arm routes s's writes through a stepCuts and cuts at every fault point.
+// arm routes s's writes, and package db's (meta.db's creation and copy),
+// through a stepCuts and cuts at every fault point.
 func armCuts(t *testing.T, s *Store, root string) *stepCuts {
 	c := &stepCuts{Journal: powercut.New(), t: t, root: root}
 	s.disk = diskWrites{c}
+	dbseam.Set(c)
 	faults.Set(func(p faults.Point) error {
 		c.cut("at " + string(p))
 		return nil
 	})
-	t.Cleanup(func() { faults.Set(nil) })
+	t.Cleanup(func() { faults.Set(nil); dbseam.Set(nil) })
 	return c
 }
 
