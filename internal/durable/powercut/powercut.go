@@ -28,10 +28,11 @@
 // judged as its own; an fsync through a descriptor after that is not
 // booked.
 //
-// A directory is known by its name too (os.File.Name): an operation in
-// one that is no longer at that name (moved or removed behind the
-// journal's back) is refused, not booked to whatever is there now, and
-// so is an fsync of one.
+// A directory is known by its path too: its name (os.File.Name), or, for
+// one moved since it was opened, the name its descriptor has now (Linux's
+// /proc/self/fd). An operation in one for which no name is found (removed,
+// or no /proc) is refused, never booked to whatever is at its old name
+// now, and so is an fsync of one.
 //
 // A SIGKILL leaves the page cache intact, so only a journal like this one
 // catches a missing fsync. Writes that do not pass through it (bbolt's,
@@ -123,21 +124,47 @@ type dirOp struct {
 	before unix.Timespec
 }
 
-// atItsName is dir's mtime now, and an error if dir is not at its name
-// (os.File.Name) any more: the journal books what is done in a directory
-// by that name, so what is done in one moved or removed behind its back
-// would be booked to another directory, or to none (a removal there would
-// land in every cut), rather than imaged wrong it is refused.
-func atItsName(dir *os.File) (unix.Timespec, error) {
+// where is where dir is now, and its mtime: the journal books what is
+// done in a directory by its path. That is its name (os.File.Name), or,
+// for one moved since it was opened (a key dir check --quarantine moved
+// aside while a writer waited for its lock, and where the writer then
+// takes away the meta.db its open made), the name the system gives its
+// descriptor (Linux's /proc/self/fd), checked to hold it. Booked at the
+// old name, a removal would land in every cut however long its fsync was
+// owed, and a create, a rename or an fsync would be booked to whatever
+// dir is there now; so a directory no name is found for (removed, or no
+// /proc) is refused.
+func where(dir *os.File) (string, unix.Timespec, error) {
 	st, err := fsat.Fstat(dir)
 	if err != nil {
-		return unix.Timespec{}, err
+		return "", unix.Timespec{}, err
 	}
-	var at unix.Stat_t
-	if err := unix.Lstat(dir.Name(), &at); err != nil || idOf(&at) != idOf(&st) {
-		return unix.Timespec{}, fmt.Errorf("%s is no longer at that name (moved or removed outside the power-cut journal): the journal cannot book what is done in it", dir.Name())
+	for _, path := range []string{dir.Name(), nameOfFD(dir)} {
+		var at unix.Stat_t
+		if path != "" && unix.Lstat(path, &at) == nil && idOf(&at) == idOf(&st) {
+			return path, st.Mtim, nil
+		}
 	}
-	return st.Mtim, nil
+	return "", unix.Timespec{}, fmt.Errorf("%s is no longer at that name (moved or removed outside the power-cut journal), and no other name of it is found: the journal cannot book what is done in it", dir.Name())
+}
+
+// join is name's path in the directory at dpath, as fsat.Join makes it
+// from a descriptor's name.
+func join(dpath, name string) string {
+	if name == "." {
+		return dpath
+	}
+	return dpath + "/" + name
+}
+
+// nameOfFD is the path the system gives f's descriptor, "" when it gives
+// none.
+func nameOfFD(f *os.File) string {
+	p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
 }
 
 // kept is an entry the journal can put back: its type and permissions,
@@ -229,14 +256,14 @@ func setMtime(path string, mtime unix.Timespec) error {
 
 // Mkdir implements durable.FS.
 func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
-	before, err := atItsName(dir)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return false, err
 	}
 	made, err := durable.Disk{}.Mkdir(dir, name, perm)
 	if made {
 		j.mu.Lock()
-		j.ops = append(j.ops, dirOp{kind: opMkdir, dir: dir.Name(), path: fsat.Join(dir, name), before: before})
+		j.ops = append(j.ops, dirOp{kind: opMkdir, dir: dpath, path: join(dpath, name), before: before})
 		j.mu.Unlock()
 	}
 	return made, err
@@ -244,7 +271,7 @@ func (j *Journal) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
 
 // CreateTemp implements durable.FS.
 func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
-	before, err := atItsName(dir)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +287,10 @@ func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	// A new file: whatever the journal knew by its inode was another's.
+	path := join(dpath, name)
 	j.files[idOf(&st)] = &file{made: true}
-	j.names[f.Name()] = idOf(&st)
-	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: f.Name(), before: before})
+	j.names[path] = idOf(&st)
+	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dpath, path: path, before: before})
 	return f, nil
 }
 
@@ -274,10 +302,11 @@ func (j *Journal) CreateTemp(dir *os.File, name string) (*os.File, error) {
 // as a file CreateTemp made; otherwise it is taken as it is at the cut
 // (bbolt fdatasyncs what it writes).
 func (j *Journal) Made(dir *os.File, name string, f *os.File, owed bool) error {
-	if _, err := atItsName(dir); err != nil {
+	dpath, _, err := where(dir)
+	if err != nil {
 		return err
 	}
-	path := fsat.Join(dir, name)
+	path := join(dpath, name)
 	st, err := fsat.Fstat(f)
 	if err != nil {
 		return err
@@ -288,7 +317,7 @@ func (j *Journal) Made(dir *os.File, name string, f *os.File, owed bool) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dir.Name(), path: path})
+	j.ops = append(j.ops, dirOp{kind: opCreate, dir: dpath, path: path})
 	if owed {
 		j.files[idOf(&st)] = &file{made: true}
 		j.names[path] = idOf(&st)
@@ -400,14 +429,14 @@ func (j *Journal) SetMtime(dir *os.File, name string, f *os.File, at time.Time) 
 
 // Rename implements durable.FS.
 func (j *Journal) Rename(dir *os.File, from, to string) error {
-	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
-	// What the rename replaces must be kept before it goes: undoing the
-	// rename puts it back, as a power cut before the directory fsync does.
-	prev, err := capture(toPath)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return err
 	}
-	before, err := atItsName(dir)
+	fromPath, toPath := join(dpath, from), join(dpath, to)
+	// What the rename replaces must be kept before it goes: undoing the
+	// rename puts it back, as a power cut before the directory fsync does.
+	prev, err := capture(toPath)
 	if err != nil {
 		return err
 	}
@@ -419,7 +448,7 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 	if prev != nil {
 		prev.file = j.files[prev.id]
 	}
-	return j.renamed(dir, fromPath, toPath, prev, before)
+	return j.renamed(dpath, fromPath, toPath, prev, before)
 }
 
 // RenameNoReplace implements durable.FS. It is journalled as a rename
@@ -427,7 +456,7 @@ func (j *Journal) Rename(dir *os.File, from, to string) error {
 // (fsat's link-then-unlink fallback) a cut could also leave both names,
 // which the journal does not image.
 func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
-	before, err := atItsName(dir)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return err
 	}
@@ -436,13 +465,13 @@ func (j *Journal) RenameNoReplace(dir *os.File, from, to string) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil, before)
+	return j.renamed(dpath, join(dpath, from), join(dpath, to), nil, before)
 }
 
 // RenameNoReplaceAtomic implements durable.FS: a rename that replaced
 // nothing, as RenameNoReplace's.
 func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
-	before, err := atItsName(dir)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return err
 	}
@@ -451,7 +480,7 @@ func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.renamed(dir, fsat.Join(dir, from), fsat.Join(dir, to), nil, before)
+	return j.renamed(dpath, join(dpath, from), join(dpath, to), nil, before)
 }
 
 // Link implements durable.FS. The new name is undone as a create is; the
@@ -460,17 +489,17 @@ func (j *Journal) RenameNoReplaceAtomic(dir *os.File, from, to string) error {
 // the unlink and not the link, leaves neither: what a cut may do before
 // the directory's fsync, which is why link and unlink is followed by one.
 func (j *Journal) Link(dir *os.File, from, to string) error {
-	before, err := atItsName(dir)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return err
 	}
 	if err := (durable.Disk{}).Link(dir, from, to); err != nil {
 		return err
 	}
-	fromPath, toPath := fsat.Join(dir, from), fsat.Join(dir, to)
+	fromPath, toPath := join(dpath, from), join(dpath, to)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ops = append(j.ops, dirOp{kind: opLink, dir: dir.Name(), path: toPath, from: fromPath, before: before})
+	j.ops = append(j.ops, dirOp{kind: opLink, dir: dpath, path: toPath, from: fromPath, before: before})
 	// The new name is known by what it holds: the name linked from may be
 	// one the journal knows for a file gone from it.
 	var st unix.Stat_t
@@ -481,7 +510,7 @@ func (j *Journal) Link(dir *os.File, from, to string) error {
 }
 
 // renamed journals a rename done on disk; j.mu is held.
-func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept, before unix.Timespec) error {
+func (j *Journal) renamed(dpath, fromPath, toPath string, prev *kept, before unix.Timespec) error {
 	// The paths of operations not yet durable inside a renamed directory
 	// hold only while the rename is undone: taking them back under either
 	// name would be wrong in some mode, so no protocol may do that.
@@ -490,7 +519,7 @@ func (j *Journal) renamed(dir *os.File, fromPath, toPath string, prev *kept, bef
 			return fmt.Errorf("%s was renamed with %s %s inside it not yet durable: the power-cut journal cannot image that", fromPath, o.kind, o.path)
 		}
 	}
-	j.ops = append(j.ops, dirOp{kind: opRename, dir: dir.Name(), path: toPath, from: fromPath, prev: prev, before: before})
+	j.ops = append(j.ops, dirOp{kind: opRename, dir: dpath, path: toPath, from: fromPath, prev: prev, before: before})
 	replaced, had := j.names[toPath]
 	delete(j.names, toPath)
 	// The names move with the rename: a temp fsynced and then renamed
@@ -551,12 +580,12 @@ func (j *Journal) Rmdir(dir *os.File, name string) error {
 
 // removal journals the removal of name inside dir that remove makes.
 func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, string) error) error {
-	path := fsat.Join(dir, name)
-	prev, err := capture(path)
+	dpath, before, err := where(dir)
 	if err != nil {
 		return err
 	}
-	before, err := atItsName(dir)
+	path := join(dpath, name)
+	prev, err := capture(path)
 	if err != nil {
 		return err
 	}
@@ -569,7 +598,7 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	prev.file = j.files[prev.id]
-	j.ops = append(j.ops, dirOp{kind: opUnlink, dir: dir.Name(), path: path, prev: prev, before: before})
+	j.ops = append(j.ops, dirOp{kind: opUnlink, dir: dpath, path: path, prev: prev, before: before})
 	if id, ok := j.names[path]; ok {
 		delete(j.names, path)
 		j.forget(id)
@@ -579,9 +608,11 @@ func (j *Journal) removal(dir *os.File, name string, remove func(*os.File, strin
 
 // SyncDir implements durable.FS.
 func (j *Journal) SyncDir(dir *os.File) error {
-	// What is owed is booked by the directory's name: an fsync of one no
-	// longer there would land what is owed to the one there now.
-	if _, err := atItsName(dir); err != nil {
+	// What is owed is booked by the directory's path: an fsync of one
+	// moved lands what is owed where it is now, not what is owed to the
+	// one at its old name.
+	dpath, _, err := where(dir)
+	if err != nil {
 		return err
 	}
 	if err := (durable.Disk{}).SyncDir(dir); err != nil {
@@ -599,7 +630,7 @@ func (j *Journal) SyncDir(dir *os.File) error {
 	keep := make([]bool, len(j.ops))
 	for i := len(j.ops) - 1; i >= 0; i-- {
 		o := j.ops[i]
-		if o.dir == dir.Name() {
+		if o.dir == dpath {
 			if o.kind == opUnlink && o.prev.mode&unix.S_IFMT == unix.S_IFDIR {
 				gone = append(gone, o.path+"/")
 			}

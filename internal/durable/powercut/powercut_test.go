@@ -1681,14 +1681,16 @@ func TestACutDatesADirectoryAsItsOperationsLeftIt(t *testing.T) {
 	}
 }
 
-// The journal books what is done in a directory by the directory's name
-// (os.File.Name): through a descriptor of a directory moved (or removed)
-// behind its back, a removal would be booked at the old name, where
-// nothing of it is, so it landed in every cut however long its fsync was
-// owed, and a create or a rename would be booked to whatever is at the
+// The journal books what is done in a directory by the directory's path.
+// Through a descriptor of a directory moved behind its back (a key dir
+// check --quarantine moved aside while a writer waited for its lock),
+// booked at the old name, a removal landed in every cut however long its
+// fsync was owed, a create or a rename was booked to whatever is at the
 // old name now, and an fsync landed what the directory now at the name
-// owes. Each is refused, and changes nothing on disk.
-func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
+// owes. Each is booked where the directory is now (its descriptor's name),
+// and an fsync of it lands its own operations only; in a directory that
+// has no name left (removed) each is refused, and changes nothing.
+func TestWhatIsDoneInADirectoryMovedIsBookedWhereItIs(t *testing.T) {
 	p := t.TempDir()
 	k, aside := filepath.Join(p, "k"), filepath.Join(p, "aside")
 	must := func(err error) {
@@ -1697,6 +1699,10 @@ func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	has := func(dir, name string) bool {
+		_, err := os.Lstat(filepath.Join(dir, name))
+		return err == nil
+	}
 	must(os.Mkdir(k, 0o700))
 	must(os.WriteFile(filepath.Join(k, "f"), []byte("f's"), 0o600))
 	kd, err := fsat.OpenDir(k)
@@ -1704,49 +1710,61 @@ func TestWhatIsDoneInADirectoryMovedBehindTheJournalIsRefused(t *testing.T) {
 	defer kd.Close()
 	must(os.Rename(k, aside))
 	must(os.Mkdir(k, 0o700)) // another directory at the old name
+	nd, err := fsat.OpenDir(k)
+	must(err)
+	defer nd.Close()
 	j := New()
+	must(j.Remove(kd, "f"))
+	tf, err := j.CreateTemp(kd, "t")
+	must(err)
+	tf.Close()
+	nf, err := j.CreateTemp(nd, "t") // the other directory's, owed to its own fsync
+	must(err)
+	nf.Close()
+	for _, im := range j.Images(t, p) {
+		// Nothing fsynced: only a mode that lands a removal lands aside/f's,
+		// and only one that lands new names lands the temps.
+		unlinks, names := im.Mode == Modes[1].Name || im.Mode == Modes[3].Name, im.Mode == Modes[2].Name || im.Mode == Modes[3].Name
+		if has(im.Dir, "aside/f") == unlinks || has(im.Dir, "aside/t") != names || has(im.Dir, "k/t") != names || has(im.Dir, "k/f") || has(im.Dir, "aside/k") {
+			t.Errorf("before any fsync, %s: aside/f %v, aside/t %v, k/t %v, k/f %v (lost %v)", im.Mode, has(im.Dir, "aside/f"), has(im.Dir, "aside/t"), has(im.Dir, "k/t"), has(im.Dir, "k/f"), im.Lost)
+		}
+	}
+	must(j.SyncDir(kd))
+	for _, im := range j.Images(t, p) {
+		names := im.Mode == Modes[2].Name || im.Mode == Modes[3].Name
+		if has(im.Dir, "aside/f") || !has(im.Dir, "aside/t") || has(im.Dir, "k/t") != names {
+			t.Errorf("the moved dir fsynced, %s: aside/f %v, aside/t %v, k/t %v (lost %v)", im.Mode, has(im.Dir, "aside/f"), has(im.Dir, "aside/t"), has(im.Dir, "k/t"), im.Lost)
+		}
+	}
+
+	// A directory removed has no name to book anything at.
+	gone := filepath.Join(p, "gone")
+	must(os.Mkdir(gone, 0o700))
+	gd, err := fsat.OpenDir(gone)
+	must(err)
+	defer gd.Close()
+	must(os.Remove(gone))
 	calls := map[string]func() error{
-		"remove": func() error { return j.Remove(kd, "f") },
-		"unlink": func() error { return j.Unlink(kd, "f") },
-		"rename": func() error { return j.Rename(kd, "f", "g") },
-		"link":   func() error { return j.Link(kd, "f", "g") },
+		"remove": func() error { return j.Remove(gd, "f") },
+		"rename": func() error { return j.Rename(gd, "f", "g") },
+		"link":   func() error { return j.Link(gd, "f", "g") },
 		"create": func() error {
-			f, err := j.CreateTemp(kd, "t")
+			f, err := j.CreateTemp(gd, "t")
 			if f != nil {
 				f.Close()
 			}
 			return err
 		},
-		"mkdir": func() error { _, err := j.Mkdir(kd, "d", 0o700); return err },
+		"mkdir": func() error { _, err := j.Mkdir(gd, "d", 0o700); return err },
+		"fsync": func() error { return j.SyncDir(gd) },
 	}
 	for name, call := range calls {
 		if err := call(); err == nil || !strings.Contains(err.Error(), "no longer at that name") {
-			t.Errorf("%s in a directory moved behind the journal: %v, want it refused", name, err)
+			t.Errorf("%s in a directory removed behind the journal: %v, want it refused", name, err)
 		}
-	}
-	names, err := os.ReadDir(aside)
-	must(err)
-	if len(names) != 1 || names[0].Name() != "f" {
-		t.Errorf("the moved directory holds %v, want only f", names)
-	}
-	for _, im := range j.Images(t, p) {
-		if _, err := os.Lstat(filepath.Join(im.Dir, "aside", "f")); err != nil {
-			t.Errorf("%s: aside/f gone (lost %v): %v", im.Mode, im.Lost, err)
-		}
-	}
-	// An fsync of the moved directory would land what is owed to the one
-	// now at its old name: a temp made there, its directory never fsynced.
-	nd, err := fsat.OpenDir(k)
-	must(err)
-	defer nd.Close()
-	tf, err := j.CreateTemp(nd, "t")
-	must(err)
-	tf.Close()
-	if err := j.SyncDir(kd); err == nil || !strings.Contains(err.Error(), "no longer at that name") {
-		t.Errorf("fsync of a directory moved behind the journal: %v, want it refused", err)
 	}
 	j.Cut(t)
-	if _, err := os.Lstat(filepath.Join(k, "t")); !os.IsNotExist(err) {
-		t.Errorf("k/t, its directory never fsynced, survived the cut: %v", err)
+	if has(k, "t") || !has(aside, "t") || has(aside, "f") {
+		t.Errorf("cut in place: k/t %v, aside/t %v, aside/f %v; want only aside/t", has(k, "t"), has(aside, "t"), has(aside, "f"))
 	}
 }
