@@ -12,6 +12,8 @@ import (
 	"sessdb/db"
 	"sessdb/internal/durable/powercut"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+	"sessdb/store"
 )
 
 // What migrate takes away besides the legacy files stays away once the
@@ -71,6 +73,48 @@ func TestWhatARunTakesAwayStaysAwayAfterAPowerCut(t *testing.T) {
 		for _, im := range j.Images(t, filepath.Dir(root)) {
 			if _, err := os.Lstat(filepath.Join(sessionsIn(im), key, db.FileName)); !os.IsNotExist(err) {
 				t.Errorf("cut after the run returned (%s, lost %v): the meta.db the stopped plan made is back (%v)", im.Mode, im.Lost, err)
+			}
+		}
+	})
+	t.Run("a meta.db made in a key dir moved aside", func(t *testing.T) {
+		// check --quarantine moves the key dir aside (a rename and its
+		// root's fsync, through the journal) once the plan's open has made
+		// meta.db, before it has its lock: the dir moved aside is left as
+		// the quarantine left it, the meta.db the open made taken away.
+		root, key := oneKey(t)
+		opts := testOpts()
+		j := armDB(t, powercut.New())
+		opts.disk = j
+		rd, err := fsat.OpenDir(root)
+		must(t, err)
+		defer rd.Close()
+		aside := store.QuarantinePrefix + key + "-20261101T120000Z"
+		made := false
+		t.Cleanup(func() { faults.Set(nil) })
+		faults.Set(func(p faults.Point) error {
+			if p != faults.DBOpenBeforeLock || made {
+				return nil
+			}
+			if _, err := os.Lstat(filepath.Join(root, key, db.FileName)); err != nil {
+				return err
+			}
+			made = true
+			if err := j.Rename(rd, key, aside); err != nil {
+				return err
+			}
+			return j.SyncDir(rd)
+		})
+		reports, _ := migrate(t, root, false, opts)
+		faults.Set(nil)
+		if r := reports[key]; !made || r.Action != Skipped || r.Cause != vanishedCause {
+			t.Fatalf("the run reported %+v (meta.db made before the move: %v), want the key skipped, %s", r, made, vanishedCause)
+		}
+		if _, err := os.Lstat(filepath.Join(root, aside, db.FileName)); !os.IsNotExist(err) {
+			t.Fatalf("the meta.db the plan made is still in the dir moved aside: %v", err)
+		}
+		for _, im := range j.Images(t, filepath.Dir(root)) {
+			if _, err := os.Lstat(filepath.Join(sessionsIn(im), aside, db.FileName)); !os.IsNotExist(err) {
+				t.Errorf("cut after the run returned (%s, lost %v): the meta.db the plan made in the dir moved aside is back (%v)", im.Mode, im.Lost, err)
 			}
 		}
 	})

@@ -294,8 +294,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// moved: an empty meta.db that was there (a killed promotion's lock
 	// file) stays, and only one this open made goes.
 	if err := stillAtKey("reap", s.root, kd, key); err != nil {
-		if empty && before.MadeByOpen(kd, d, sc) && fsat.UnlinkAt(kd, db.FileName) == nil {
-			fsat.SyncDir(kd) // durable, as removeLockOnly's (kd's name is another dir's now)
+		if empty && before.MadeByOpen(kd, d, sc) && s.disk.remove(kd, db.FileName) == nil {
+			s.disk.syncDir(kd) // durable, as removeLockOnly's
 		}
 		return false, err
 	}
