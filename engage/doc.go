@@ -26,15 +26,15 @@
 // are read as store/transcript's caveat says), and Read streams, holding
 // one line at a time and a record per entry, so memory grows with the
 // number of entries, never with the text of their messages. The record
-// holds the entry's id and parentId, and the model names are kept once
-// each: about 250 bytes per entry in a transcript pi writes (8-character
-// ids, a few models), far below the file's size. The record costs the same
-// however short its line, so a hand-made file of the shortest entries a
-// parentId can reach ("[]" lines in a version 1 file, which pi's migration
-// gives ids; {"id":1} in a later one) holds up to about 50 times its size
-// (380 MB for 8 MiB of "[]" lines); entries nothing can reach (no id, a
-// falsy one) keep no record unless last. Long ids and model names are kept
-// as they are.
+// holds the entry's place in the file and its id, and the model names are
+// kept once each: about 100 bytes per entry in a transcript pi writes
+// (8-character ids, a few models), 170 to 300 while it is read, far below
+// the file's size. A hand-made file of the shortest entries a parentId can
+// reach ("[]" lines in a version 1 file, which pi's migration gives ids;
+// {"id":N} in a later one) costs the most per byte: about 5.5 times its
+// size while read (45 MB for 8 MiB of "[]" lines); entries nothing can
+// reach (no id, a falsy one) keep no record unless last. Long ids and
+// model names are kept as they are.
 //
 // Caveat: a transcript only records what its provider reported. A session
 // recorded without pruning says nothing about the usage a pruned request

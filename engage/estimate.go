@@ -29,7 +29,7 @@ func (e Estimate) Reading() Reading {
 
 // Transcript is what one streaming pass over a pi transcript learns: the
 // header, the line counts, the tree of entries and the estimate at the leaf.
-// It keeps a record per entry (ids, sizes, usage), about 250 bytes when the
+// It keeps a record per entry (ids, sizes, usage), about 100 bytes when the
 // ids are pi's 8 characters, and the distinct model names, but none of the
 // text of the messages: a transcript ten times larger costs ten times the
 // entries, never the bytes of its messages. Long ids and model names are

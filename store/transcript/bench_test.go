@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sessdb/internal/bench"
@@ -122,5 +123,28 @@ func BenchmarkValid(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkReadEndShortest is ReadEnd on 8 MiB (the staged file's default
+// cap) of the shortest entries a parentId can reach, the worst case of
+// what a read holds per byte; B/op is close to what it holds.
+func BenchmarkReadEndShortest(b *testing.B) {
+	for _, v1 := range []bool{true, false} {
+		name := "ids"
+		if v1 {
+			name = "v1"
+		}
+		in, _ := shortestEntries(8<<20, v1)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				end, err := ReadEnd(strings.NewReader(in))
+				if err != nil || end.Tokens != 1010 || end.Model != "p/m" {
+					b.Fatalf("%+v, %v", end, err)
+				}
+			}
+		})
 	}
 }

@@ -129,13 +129,14 @@ func (m LastMessage) Shape() Shape {
 func (b *Branch) End() End {
 	e := End{Tokens: b.Final.Tokens, Known: !b.Final.Unknown}
 	modelSeen, lastSeen := false, false
-	for pos := len(b.path) - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
-		n := &b.nodes[b.path[pos]]
+	for pos := b.Len - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
+		n := b.payload(pos)
 		if !modelSeen && n.model >= 0 {
 			e.Model, modelSeen = b.models[n.model], true
 		}
 		if !lastSeen && (n.kind == KindMessage || n.kind == KindAssistant) {
-			e.Last, lastSeen = LastMessage{Entry: n.id, Line: n.line, Offset: n.offset, Role: n.role, StopReason: n.stop, Calls: int64(n.calls)}, true
+			nd := b.At(pos)
+			e.Last, lastSeen = LastMessage{Entry: nd.ID, Line: nd.Line, Offset: nd.Offset, Role: n.role, StopReason: n.stop, Calls: int64(n.calls)}, true
 		}
 	}
 	return e

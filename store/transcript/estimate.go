@@ -81,7 +81,7 @@ func (e *Estimator) Pos() int { return e.pos }
 // past the end of the branch.
 func (e *Estimator) Advance() {
 	pos := e.pos
-	n := &e.b.nodes[e.b.path[pos]]
+	n := e.b.payload(pos)
 	e.pos++
 	switch n.kind {
 	case KindCompaction:
@@ -99,7 +99,7 @@ func (e *Estimator) Advance() {
 // usageAt is the usage of the assistant at pos as this estimator's provider
 // reports it.
 func (e *Estimator) usageAt(pos int) float64 {
-	u := e.b.nodes[e.b.path[pos]].usage
+	u := e.b.payload(pos).usage
 	if e.usage != nil {
 		return e.usage(pos, u)
 	}
@@ -107,7 +107,7 @@ func (e *Estimator) usageAt(pos int) float64 {
 }
 
 func (e *Estimator) message(pos int) {
-	n := &e.b.nodes[e.b.path[pos]]
+	n := e.b.payload(pos)
 	e.messages++
 	e.fallback += n.tokens
 	if n.anchor {
@@ -122,11 +122,11 @@ func (e *Estimator) message(pos int) {
 // firstKeptEntryId up to the compaction. An id that is not found before the
 // compaction keeps nothing.
 func (e *Estimator) compact(pos int) {
-	n := &e.b.nodes[e.b.path[pos]]
+	n := e.b.payload(pos)
 	e.anchor, e.anchorPos = 0, -1
 	e.trailing, e.fallback, e.messages = n.tokens, n.tokens, 1
 	e.compacted, e.fresh, e.freshUsed = true, false, false
-	id, ok := e.b.firstKept[e.b.path[pos]]
+	id, ok := e.b.firstKept[e.b.at(pos)]
 	if !ok {
 		return
 	}
@@ -135,7 +135,7 @@ func (e *Estimator) compact(pos int) {
 		return
 	}
 	for p := first; p < pos; p++ {
-		if k := e.b.nodes[e.b.path[p]].kind; k == KindMessage || k == KindAssistant {
+		if k := e.b.payload(p).kind; k == KindMessage || k == KindAssistant {
 			e.message(p)
 		}
 	}
@@ -156,7 +156,7 @@ func (e *Estimator) Estimate() Estimate {
 		Unknown:    e.compacted && !(e.fresh && e.freshUsed),
 	}
 	if e.anchorPos >= 0 {
-		est.AnchorEntry = e.b.nodes[e.b.path[e.anchorPos]].id
+		est.AnchorEntry = e.b.id(e.anchorPos)
 	}
 	return est
 }
