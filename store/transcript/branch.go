@@ -279,16 +279,21 @@ func (x *slots) slot(kind idKind, id string) int32 {
 	return int32(len(x.last) - 1)
 }
 
-// texts calls f with every slot and its id's text, as Entry.ID writes it.
-func (x *slots) texts(f func(slot int32, text string)) {
+// texts calls f with every slot want reports true for and its id's text,
+// as Entry.ID writes it. A number's text is made only then.
+func (x *slots) texts(want func(slot int32) bool, f func(slot int32, text string)) {
 	for id, s := range x.byID {
-		f(s, id)
+		if want(s) {
+			f(s, id)
+		}
 	}
 	for k, s := range x.nums {
-		f(s, strconv.FormatFloat(math.Float64frombits(k), 'g', -1, 64))
+		if want(s) {
+			f(s, strconv.FormatFloat(math.Float64frombits(k), 'g', -1, 64))
+		}
 	}
-	if x.truthy > 0 {
-		f(x.truthy-1, "true")
+	if s := x.truthy - 1; s >= 0 && want(s) {
+		f(s, "true")
 	}
 }
 
@@ -319,11 +324,7 @@ func (b *Branch) walk(ids *slots, parents *chunked[int32]) error {
 		for i := leaf; ; {
 			if len(b.path) == n {
 				text := ""
-				ids.texts(func(s int32, t string) {
-					if s == b.recs.at(i).id {
-						text = t
-					}
-				})
+				ids.texts(func(s int32) bool { return s == b.recs.at(i).id }, func(_ int32, t string) { text = t })
 				return fmt.Errorf("entry %s: %w", text, ErrCycle)
 			}
 			b.path = append(b.path, i)
@@ -347,11 +348,7 @@ func (b *Branch) walk(ids *slots, parents *chunked[int32]) error {
 			}
 		}
 		b.ids = make([]string, b.Len)
-		ids.texts(func(s int32, t string) {
-			if p := pos[s]; p >= 0 {
-				b.ids[p] = t
-			}
-		})
+		ids.texts(func(s int32) bool { return pos[s] >= 0 }, func(s int32, t string) { b.ids[pos[s]] = t })
 	}
 	b.Leaf = b.id(b.Len - 1)
 	if b.firstKept != nil {

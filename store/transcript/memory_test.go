@@ -111,10 +111,10 @@ func shortestEntries(size int, v1 bool) (string, int) {
 
 // What a read holds is bounded by a small multiple of the file, also for a
 // hand-made file of the shortest entries a parentId can reach, each of
-// which the read must keep until the leaf is known: an entry's record cost
-// about 135 bytes however short its line, so 8 MiB of "[]" lines in a
-// version 1 file (the staged file's default cap) held 378 MB at promote,
-// 47 times the file, and {"id":N} lines 10 times it.
+// which the read must keep until the leaf is known. An entry's record
+// cost about 180 bytes however short its line, so "[]" lines in a version
+// 1 file held 60 times the file at the end of the read (the staged file's
+// default cap, 8 MiB, made about 500 MB), and {"id":N} lines 16 times.
 func TestShortestEntriesCostAFewTimesTheirBytes(t *testing.T) {
 	const size = 4 << 20
 	for _, c := range []struct {
