@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +52,33 @@ func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
 	if r, _ := f.resolve(t, key, "job-c"); !r.Resume || r.Reason != "resumed" {
 		t.Errorf("the fleet's key after the other's commands = %+v, want it resumed", r)
+	}
+}
+
+// A promote whose claim of the transcripts dir meets a fault, not another
+// fleet's mark (here the fleet's ID in etcd damaged: an operator's put),
+// is promote-failed as every fault of a promotion is: exit 0, its JSON on
+// stdout, the cause on stderr, the run left in its job dir, nothing
+// written in the dir. Before, it was the command's fault: exit 1 and no
+// JSON, which a worker reading promote's answer does not expect.
+func TestFleetPromoteWhoseClaimFaultsIsPromoteFailed(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/claim-fault")
+	if _, err := f.c.Client(t).Put(t.Context(), f.prefix+"/fleet", "not an id"); err != nil {
+		t.Fatal(err)
+	}
+	_, dir := f.resolve(t, key, "job-a")
+	appendAnswered(t, dir, "a")
+	staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+	code, out, errs := runCLI(t, "promote", "--job-dir", dir, "--pi-version", "0.58.3")
+	var p promoteResult
+	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "fleet id") {
+		t.Errorf("promote whose claim faults: exit %d, stdout %q, stderr %q; want exit 0, promote-failed, the cause on stderr", code, out, errs)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName)); string(got) != string(staged) {
+		t.Errorf("the run's transcript changed in its job dir")
+	}
+	if names, err := os.ReadDir(f.dir); err != nil || len(names) != 0 {
+		t.Errorf("the transcripts dir holds %v (%v); want nothing written", names, err)
 	}
 }

@@ -45,7 +45,8 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // fleet.Backend.Claim): a dir that is another fleet's is a configuration
 // error naming the transcripts dir's knob, exit 2, nothing written; an
 // etcd or a dir that does not answer the claim is as one that does not
-// answer the login.
+// answer the login; any other fault of the claim is left to the
+// promotion, whose Begin claims again (promote-failed).
 func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
 	fc, on, code := fleetOf(inv, cfg, fk, "")
 	switch {
@@ -61,14 +62,18 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with
 	}
 	b, err := fleet.Open(fc)
 	if err == nil && claim {
-		if err = b.Claim(context.Background()); err != nil {
+		// Any other fault of the claim (a damaged fleet ID, a mark that
+		// cannot be read) is the promotion's: its Begin claims again and
+		// the promote is promote-failed, exit 0, as for every fault.
+		if cerr := b.Claim(context.Background()); errors.Is(cerr, fleet.ErrOtherFleet) || unanswered(cerr) {
 			b.Close()
+			err = cerr
 		}
 	}
 	switch {
 	case err == nil:
 		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
-	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth), errors.Is(err, shared.ErrDirUnavailable):
+	case unanswered(err):
 		u, uerr := fleet.Unreachable(fc, err)
 		if uerr != nil {
 			return nil, true, nil, inv.rep.fault(uerr)
@@ -76,6 +81,13 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with
 		return store.NewOn(u, opts), true, func() {}, exitOK
 	}
 	return nil, true, nil, fleetError(inv, fk, err)
+}
+
+// unanswered reports whether err is an etcd or a transcripts dir that did
+// not answer, or refused the credentials: what fleet.Unreachable stands in
+// for.
+func unanswered(err error) bool {
+	return errors.Is(err, etcdmeta.ErrUnavailable) || errors.Is(err, etcdmeta.ErrAuth) || errors.Is(err, shared.ErrDirUnavailable)
 }
 
 // openFleetWalk opens the fleet for a walk (dump, check, reap). Its
