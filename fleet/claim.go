@@ -70,6 +70,13 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		return fmt.Errorf("%w: %s is marked (%s) for the fleet with the ID %s, made under etcd prefix %q; %s. Two fleets on one transcripts dir sweep each other's transcripts as orphans: give each fleet its own dir; %s",
 			ErrOtherFleet, b.dir, shared.MarkName, mark.ID, mark.Prefix, this, b.markRemedy())
 	}
+	if found {
+		// Found, not written here: it may be another worker's, renamed
+		// into place and not yet fsynced into the dir.
+		if err := shared.SyncMark(b.dir); err != nil {
+			return shared.DirErrOr(b.dir, err)
+		}
+	}
 	b.claimed.Store(true)
 	return nil
 }

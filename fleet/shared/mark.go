@@ -80,9 +80,9 @@ func readMark(root *os.File) (Mark, bool, error) {
 // WriteMark gives dir the mark m unless it has one, and returns the mark
 // dir holds after: m, or the one another writer put there first (two
 // writers of one fleet write the same; of two fleets, the first wins and
-// the second reads the first's). The mark is written to a temp name,
-// fsynced and given its name with a rename that never replaces one; then
-// dir is fsynced. A crash leaves no mark, or a whole one, and at most a
+// the second reads the first's), durable either way (see SyncMark). The
+// mark is written to a temp name, fsynced and given its name with a
+// rename that never replaces one; then dir is fsynced. A crash leaves no mark, or a whole one, and at most a
 // temp ("<MarkName>.tmp-<random>", which check reports as no key dir).
 func WriteMark(dir string, m Mark) (Mark, error) {
 	if !validMarkID(m.ID) || !validMarkPrefix(m.Prefix) {
@@ -93,14 +93,17 @@ func WriteMark(dir string, m Mark) (Mark, error) {
 		return Mark{}, err
 	}
 	defer root.Close()
+	disk := sharedfs.FS()
 	if had, found, err := readMark(root); found || err != nil {
+		if err == nil {
+			err = disk.SyncDir(root)
+		}
 		return had, err
 	}
 	rnd, err := random()
 	if err != nil {
 		return Mark{}, err
 	}
-	disk := sharedfs.FS()
 	tmp := markTempPrefix + rnd
 	f, err := disk.CreateTemp(root, tmp)
 	if err != nil {
@@ -125,8 +128,11 @@ func WriteMark(dir string, m Mark) (Mark, error) {
 		disk.Unlink(root, tmp)
 		if errors.Is(err, ErrExists) {
 			// Another writer's mark took the name first: it is the
-			// dir's, whosever it is.
-			had, _, err := readMark(root)
+			// dir's, whosever it is (made durable: see SyncMark).
+			had, found, err := readMark(root)
+			if err == nil && found {
+				err = disk.SyncDir(root)
+			}
 			return had, err
 		}
 		return Mark{}, err
@@ -137,6 +143,22 @@ func WriteMark(dir string, m Mark) (Mark, error) {
 		return Mark{}, err
 	}
 	return m, nil
+}
+
+// SyncMark makes the mark ReadMark found in dir durable, as WriteMark
+// makes the one it wrote or found: another writer renames its mark into
+// place and fsyncs dir after, and a writer that takes the mark for its
+// fleet's before that fsync must not write what a power cut keeps while
+// the mark is taken back (the dir then comes back unmarked under
+// acknowledged transcripts, and another fleet's first writer marks it its
+// own and sweeps them).
+func SyncMark(dir string) error {
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return sharedfs.FS().SyncDir(root)
 }
 
 // formatMark is a mark's bytes: its head, then one field a line.

@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"sessdb/fleet/internal/sharedfs"
+	"sessdb/fleet/shared"
+	"sessdb/internal/durable/powercut"
+	"sessdb/store"
+)
+
+// A worker that finds the dir's mark, put there by another worker of its
+// fleet that has not fsynced the dir yet (between WriteMark's rename and
+// its dir fsync), and promotes into a key dir that was there before:
+// once its promotion is acknowledged, a power cut in any mode leaves the
+// mark. Else the dir comes back unmarked under an acknowledged generation,
+// and the first writer of another fleet on it marks it its own and sweeps
+// this fleet's transcripts. Before, the worker took the mark it found for
+// durable: the plain cut (nothing-lands) took it back.
+func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
+	f, parent := powerFixture(t)
+	key := store.Key("github", "mark", "durable")
+	f.run(key, "one")
+	// A dir from before marks, or whose mark an operator removed (the
+	// remedy docs/fleet.md gives): its key dir is there, durable.
+	mark := filepath.Join(f.dir, shared.MarkName)
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
+	}
+	id, err := f.b.meta.FleetID(t.Context(), false)
+	if err != nil || id == "" {
+		t.Fatalf("the fleet's ID: %q, %v", id, err)
+	}
+	j := powercut.New()
+	defer sharedfs.Use(j)()
+	// The other worker's WriteMark up to its rename, through the seam.
+	root, err := os.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tmp := shared.MarkName + ".tmp-0123456789abcdef"
+	w, err := j.CreateTemp(root, tmp)
+	if err == nil {
+		_, err = fmt.Fprintf(w, "sessdb fleet mark 1\nid %s\nprefix %s\n", id, strconv.Quote(f.prefix))
+	}
+	if err == nil {
+		err = j.SyncFile(w)
+	}
+	w.Close()
+	if err == nil {
+		err = j.RenameNoReplaceAtomic(root, tmp, shared.MarkName)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, found, err := shared.ReadMark(f.dir); err != nil || !found || m.ID != id {
+		t.Fatalf("the other worker's mark: %+v, %v, %v", m, found, err)
+	}
+
+	g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
+	g.run(key, "two")                // acknowledged
+	for _, img := range j.Images(t, parent) {
+		if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
+			t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
+		}
+	}
+}
