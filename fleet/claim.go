@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/fsat"
 )
 
 // Claim ties the transcripts dir to this fleet: where the dir has no mark
 // yet, it gives the fleet an ID in etcd if it has none (etcdmeta's
 // FleetID) and marks the dir with it (shared.WriteMark); a dir already
 // marked must name this fleet's ID, else ErrOtherFleet and nothing is
-// written. Two fleets on one dir, whose prefixes differ by a slip
+// written; so is a dir without a mark that holds key dirs, claimed by a
+// fleet with no record (see unmarked). Two fleets on one dir, whose prefixes differ by a slip
 // ("sessdb", "/sessdb") or whose etcd clusters differ, would otherwise each
 // sweep the other's transcripts as orphans.
 //
@@ -39,6 +42,9 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		return nil
 	}
 	mark, found, err := shared.ReadMark(b.dir)
+	if err == nil && !found && write {
+		mark, found, err = b.unmarked(ctx)
+	}
 	switch {
 	case errors.Is(err, shared.ErrBadMark):
 		return fmt.Errorf("%w: %w; %s", ErrOtherFleet, err, b.markRemedy())
@@ -81,22 +87,71 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 	return nil
 }
 
+// unmarked judges a dir without a mark before this fleet's first writer
+// marks it: one that holds key dirs is marked only by a fleet with a
+// record. A fleet with none (its prefix a slip of the fleet's, another
+// cluster, a fleet whose etcd data was lost) would mark the dir of a
+// fleet from before marks its own, sweep that fleet's transcripts as
+// orphans and lock it out. found: another worker marked the dir meanwhile
+// (a worker marks it before it makes a key dir), which claim judges as
+// any mark.
+func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, err error) {
+	if err := b.at(hookUnmarked, ""); err != nil {
+		return mark, false, err
+	}
+	var has bool
+	if err := b.retried(ctx, func(c context.Context) (err error) {
+		has, err = b.meta.HasRecords(c)
+		return err
+	}); err != nil || has {
+		return mark, false, err
+	}
+	root, err := fsat.OpenDir(b.dir)
+	if err != nil {
+		return mark, false, err
+	}
+	defer root.Close()
+	names, err := fsat.ReadDirNames(root)
+	if err != nil {
+		return mark, false, err
+	}
+	keys := slices.DeleteFunc(names, func(n string) bool { return !etcdmeta.ValidKey(n) })
+	if len(keys) == 0 {
+		return mark, false, nil
+	}
+	if mark, found, err = shared.ReadMark(b.dir); found || err != nil {
+		return mark, found, err
+	}
+	return mark, false, fmt.Errorf("%w: %s holds %d key dirs (%s among them) and no mark (%s), and this fleet (etcd prefix %q) has no record: they are another fleet's (from before marks), or this fleet's from before its etcd data was lost, and this fleet would sweep their transcripts as orphans. Give this fleet its own transcripts dir, or move the key dirs aside (docs/fleet.md)",
+		ErrOtherFleet, b.dir, len(keys), slices.Min(keys), shared.MarkName, b.meta.Prefix())
+}
+
 // fleetID is the fleet's ID (etcdmeta's FleetID), asked again after a
 // backoff while etcd is unavailable, within the request timeout and ctx:
 // a leader change fails a request at once, and making the ID lands once
 // however often it is sent (guarded by the key's absence).
-func (b *Backend) fleetID(ctx context.Context, create bool) (string, error) {
+func (b *Backend) fleetID(ctx context.Context, create bool) (id string, err error) {
+	err = b.retried(ctx, func(c context.Context) (err error) {
+		id, err = b.meta.FleetID(c, create)
+		return err
+	})
+	return id, err
+}
+
+// retried runs ask again after a backoff while etcd is unavailable,
+// within the request timeout and ctx.
+func (b *Backend) retried(ctx context.Context, ask func(context.Context) error) error {
 	c, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	for try := 0; ; try++ {
-		id, err := b.meta.FleetID(c, create)
+		err := ask(c)
 		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try) {
-			return id, err
+			return err
 		}
 	}
 }
 
 // markRemedy is what an operator does when the mark is wrong.
 func (b *Backend) markRemedy() string {
-	return fmt.Sprintf("if the dir is this fleet's (its etcd data was lost, or restored from before the mark), remove %s/%s and run again (docs/fleet.md)", b.dir, shared.MarkName)
+	return fmt.Sprintf("if the dir is this fleet's (its etcd data restored from a snapshot older than the mark, or its fleet key not copied to a new prefix), remove %s/%s and run again (docs/fleet.md)", b.dir, shared.MarkName)
 }

@@ -31,7 +31,9 @@ var (
 // audits of a fleet (a promotion's Begin, Reap, Check, ToEtcd, FromEtcd),
 // when the transcripts dir's mark (shared.MarkName) names another fleet,
 // or this fleet has no ID in etcd though the dir is marked, or the mark
-// is not one sessdb wrote: the dir's files are judged by this fleet's
+// is not one sessdb wrote, or a writer of a fleet with no record finds
+// the dir unmarked and holding key dirs (another fleet's, from before
+// marks): the dir's files are judged by this fleet's
 // records nowhere, and nothing in it is written or removed. An operator
 // decides whose dir it is (see docs/fleet.md).
 var ErrOtherFleet = errors.New("the transcripts dir is another fleet's")

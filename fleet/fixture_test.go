@@ -136,6 +136,16 @@ func (f *fixture) run(key, marker string) store.PromoteResult {
 	return res
 }
 
+// marked has f's Backend claim its transcripts dir (the mark, the
+// fleet's ID), as the fleet's first writer does before it writes there: a
+// test that puts files in the dir by hand puts them in a dir so marked.
+func (f *fixture) marked() {
+	f.t.Helper()
+	if err := f.b.Claim(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // holds requires key to resume ending in marker, at gen.
 func (f *fixture) holds(key, marker string, gen uint64) {
 	f.t.Helper()

@@ -96,6 +96,7 @@ const (
 	hookCheckDirListed = "check/key-dir-listed"  // a key's directory listed, its entries not yet looked at
 	hookCheckOpen      = "check/before-open"     // a record read again, its generation not yet opened
 	hookVerify         = "generation/verify"     // a generation opened, not yet verified (check, dump --verify; an error: its reads fail)
+	hookUnmarked       = "claim/unmarked"        // a writer's claim found no mark, the dir's key dirs not yet looked at
 )
 
 func (b *Backend) at(point, key string) error {

@@ -120,6 +120,7 @@ func TestReapCountsEveryNameAsAnEntryAndOnlyKeysAsKeys(t *testing.T) {
 // say so.
 func TestAFleetReapWhoseReportFailsNamesTheOrphansItRemoved(t *testing.T) {
 	f := startFleet(t)
+	markDir(t)
 	key := store.Key("github", "orphan-named", "a")
 	p := filepath.Join(f.dir, key, "0000000000000001-0123456789abcdef.jsonl")
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

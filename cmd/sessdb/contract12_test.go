@@ -570,6 +570,10 @@ func TestFleetUnreadableKeyDirIsReportedAndTheRestSwept(t *testing.T) {
 	dir := filepath.Join(base, "transcripts")
 	t.Cleanup(func() { os.Chmod(filepath.Join(dir, locked), 0o700); os.RemoveAll(base) })
 	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	markDir(t)
 	orphan := filepath.Join(dir, other, "0000000000000001-0123456789abcdef.jsonl")
 	for _, key := range []string{locked, other} {
 		if err := os.MkdirAll(filepath.Join(dir, key), 0o700); err != nil {

@@ -12,8 +12,8 @@ import (
 
 // A worker whose etcd prefix differs from its fleet's by a slip ("sessdb"
 // for "/sessdb/cli"), on the fleet's transcripts dir: its promote, reap,
-// check (with and without --repair) and migrate --to etcd are
-// configuration errors naming the transcripts dir's variable and the
+// check (with and without --repair) and migrate (--to etcd, and --from
+// etcd, which makes no sessions root) are configuration errors naming the transcripts dir's variable and the
 // other fleet (exit 2), nothing written or removed; the run is left in
 // its job dir, and the fleet's own key still resumes. Its resolve, which
 // writes nothing there, is a cold start as before.
@@ -30,6 +30,7 @@ func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 	}
 	appendAnswered(t, dir, "b")
 	staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+	fromRoot := filepath.Join(t.TempDir(), "root")
 	for _, args := range [][]string{
 		{"promote", "--job-dir", dir, "--pi-version", "0.58.3"},
 		{"reap", "--grace", "1s"},
@@ -37,6 +38,7 @@ func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 		{"check"},
 		{"check", "--repair", "--grace", "1s"},
 		{"migrate", "--to", "etcd", t.TempDir()},
+		{"migrate", "--from", "etcd", fromRoot},
 	} {
 		code, out, errs := runCLI(t, args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") || !strings.Contains(errs, "another fleet's") || !strings.Contains(errs, `"/sessdb/cli"`) {
@@ -45,6 +47,9 @@ func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName)); string(got) != string(staged) {
 		t.Errorf("the refused run's transcript changed in its job dir")
+	}
+	if _, err := os.Lstat(fromRoot); !os.IsNotExist(err) {
+		t.Errorf("the refused migrate --from etcd's sessions root: %v; want none made", err)
 	}
 	if now, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl")); len(now) != len(own) || now[0] != own[0] {
 		t.Errorf("the fleet's files are %v, were %v", now, own)
@@ -80,5 +85,49 @@ func TestFleetPromoteWhoseClaimFaultsIsPromoteFailed(t *testing.T) {
 	}
 	if names, err := os.ReadDir(f.dir); err != nil || len(names) != 0 {
 		t.Errorf("the transcripts dir holds %v (%v); want nothing written", names, err)
+	}
+}
+
+// A reap timer whose prefix is a slip of its fleet's, on the fleet's dir
+// from before marks (no mark yet, no fleet key): its reap is a
+// configuration error naming the transcripts dir's variable (exit 2), the
+// dir unmarked and the fleet's transcript kept; the fleet's own reap then
+// marks the dir. Before, the slipped reap marked the dir its own and swept
+// the fleet's transcript, and the fleet's own reap was refused.
+func TestFleetSlippedReapOnADirFromBeforeMarksSweepsNothing(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/before-marks")
+	f.run(t, key, "job-a")
+	own, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl"))
+	if err := os.Remove(filepath.Join(f.dir, ".sessdb-fleet")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.Client(t).Delete(t.Context(), f.prefix+"/fleet"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", strings.TrimPrefix(f.prefix, "/"))
+	code, out, errs := runCLI(t, "reap", "--grace", "1s")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") || !strings.Contains(errs, "has no record") {
+		t.Errorf("the slipped reap: exit %d, stdout %q, stderr %q; want exit 2 naming the variable and why", code, out, errs)
+	}
+	if now, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl")); len(now) != 1 || now[0] != own[0] {
+		t.Fatalf("the fleet's files are %v, were %v", now, own)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
+	if code, out, errs := runCLI(t, "reap", "--grace", "1s"); code != exitOK {
+		t.Errorf("the fleet's own reap: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, ".sessdb-fleet")); err != nil {
+		t.Errorf("the mark after the fleet's reap: %v", err)
+	}
+}
+
+// markDir has the environment's fleet mark its transcripts dir, empty, as
+// the fleet's first writer does before it writes there (check --repair):
+// a test that puts files in the dir by hand puts them in a dir so marked.
+func markDir(t *testing.T) {
+	t.Helper()
+	if code, out, errs := runCLI(t, "check", "--repair"); code != exitOK {
+		t.Fatalf("check --repair, to mark the dir: exit %d\n%s%s", code, out, errs)
 	}
 }

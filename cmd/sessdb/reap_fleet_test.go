@@ -168,6 +168,7 @@ func TestFleetCheckRepairThatStopsNamesWhatItRemoved(t *testing.T) {
 	// second key's lock is what etcd fails.
 	untilTheFault(t, func() bool {
 		f := fleetOn(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}))
+		markDir(t)
 		var files []string
 		for _, k := range keys {
 			p := filepath.Join(f.dir, k, "0000000000000001-0123456789abcdef.jsonl")

@@ -102,3 +102,24 @@ func fleetIDOf(key string, v []byte) (string, error) {
 	}
 	return string(v), nil
 }
+
+// HasRecords reports whether any key has a record under the prefix (one
+// is enough: a fleet's first writer asks, before it marks a transcripts
+// dir that holds key dirs, whether any could be this fleet's).
+func (s *Store) HasRecords(ctx context.Context) (bool, error) {
+	ctx = orBackground(ctx)
+	if s.closed.Load() {
+		return false, fmt.Errorf("has records: %w", ErrClosed)
+	}
+	s.reconnect()
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	dir := s.cfg.Prefix + "/record/"
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, dir, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	})
+	if err != nil {
+		return false, s.cfg.opErr(ctx, "has records", s.cfg.Prefix, err)
+	}
+	return len(resp.Kvs) > 0, nil
+}
