@@ -204,7 +204,7 @@ func TestFleetsClaimingOneDirAtOnceOneWins(t *testing.T) {
 }
 
 // A mark that is not one sessdb wrote (a link, a FIFO, a directory, bytes
-// that do not parse) refuses every writer and audit with ErrOtherFleet,
+// that do not parse, a file past any mark's size) refuses every writer and audit with ErrOtherFleet,
 // is never followed, never blocks, and is left as it is: an operator
 // decides whose dir it is.
 func TestABadMarkRefusesAndIsLeft(t *testing.T) {
@@ -221,6 +221,15 @@ func TestABadMarkRefusesAndIsLeft(t *testing.T) {
 			return os.WriteFile(p, []byte("sessdb fleet mark 1\nid x\nprefix \"/sessdb\"\n"), 0o600)
 		},
 		"empty": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"huge": func(p string) error {
+			// A terabyte, sparse: refused by its size, never read whole.
+			f, err := os.Create(p)
+			if err == nil {
+				err = f.Truncate(1 << 40)
+				f.Close()
+			}
+			return err
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, c)

@@ -45,7 +45,10 @@ new generation file in the transcripts dir, then committed by one etcd
 transaction guarded by the ticket's base. An etcd that does not answer
 within --etcd-timeout (or refuses the credentials) is promote-failed (exit
 0), its cause on stderr and the job's transcript left in its job dir; a
-retry with the same ticket repeats the promotion if it had landed.`,
+retry with the same ticket repeats the promotion if it had landed. A
+transcripts dir that is another fleet's (docs/fleet.md: one transcripts
+dir per fleet) exits 2 and writes nothing, the job's transcript left in
+its job dir.`,
 	example: `  sessdb promote --sessions-dir /var/lib/pi/sessions --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered
   PI_SESSIONS_ETCD_ENDPOINTS=http://127.0.0.1:2379 PI_SESSIONS_TRANSCRIPTS_DIR=/srv/pi/transcripts \
       sessdb promote --job-dir /run/jobs/1234 --pi-version 0.58.3 --require answered`,
