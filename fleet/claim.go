@@ -23,7 +23,7 @@ import (
 // A Backend's promotions, reaps, repairs and migrations into etcd claim
 // the dir before their first write, and its checks, dry runs and
 // migrations out of etcd compare the mark where there is one; once a
-// Backend has found the dir its own it does not look again. Calling Claim
+// Backend's writer has found the dir its own it does not look again. Calling Claim
 // first tells a caller a dir that is another fleet's (a configuration to
 // fix) from a promotion's fault. Resolve, dump and stats do not look: they
 // write nothing in the dir.
@@ -75,6 +75,11 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		}
 		return fmt.Errorf("%w: %s is marked (%s) for the fleet with the ID %s, made under etcd prefix %q; %s. Two fleets on one transcripts dir sweep each other's transcripts as orphans: give each fleet its own dir; %s",
 			ErrOtherFleet, b.dir, shared.MarkName, mark.ID, mark.Prefix, this, b.markRemedy())
+	}
+	if !write {
+		// An audit writes nothing, not even an fsync (a read-only
+		// mount): a writer of this Backend later looks again.
+		return nil
 	}
 	if found {
 		// Found, not written here: it may be another worker's, renamed

@@ -1,14 +1,19 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
+	"sessdb/internal/durable"
 	"sessdb/internal/durable/powercut"
 	"sessdb/store"
 )
@@ -68,5 +73,38 @@ func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
 			t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
 		}
+	}
+}
+
+// roDisk is a read-only mount as the seam sees it: every fsync of a
+// directory fails.
+type roDisk struct{ durable.Disk }
+
+func (roDisk) SyncDir(dir *os.File) error {
+	return &os.PathError{Op: "fsync", Path: dir.Name(), Err: unix.EROFS}
+}
+
+// An audit of a marked dir (check, reap --dry-run, migrate --from etcd)
+// writes nothing there, not even the fsync a writer makes of a mark it
+// found: on a read-only mount of the dir (an operator's look at a backup)
+// it still runs, and the Backend's first writer makes its own.
+func TestAnAuditOfAMarkedDirFsyncsNothing(t *testing.T) {
+	f, _ := powerFixture(t)
+	f.run(store.Key("github", "mark", "audit"), "one")
+	g := f.otherFleet(f.c, f.prefix) // not yet claimed
+	restore := sharedfs.Use(roDisk{})
+	_, err := g.b.Check(t.Context(), CheckOptions{}, nil)
+	if err != nil {
+		t.Errorf("check of a marked dir on a read-only mount: %v; want it to run", err)
+	}
+	if _, err := g.b.Reap(t.Context(), ReapOptions{TTL: time.Hour, DryRun: true}); err != nil {
+		t.Errorf("reap --dry-run of a marked dir on a read-only mount: %v; want it to run", err)
+	}
+	if err := g.b.Claim(t.Context()); !errors.Is(err, unix.EROFS) {
+		t.Errorf("a writer's claim on the read-only mount: %v; want its fsync of the mark to fail", err)
+	}
+	restore()
+	if err := g.b.Claim(t.Context()); err != nil {
+		t.Errorf("the writer's claim again, the mount writable: %v", err)
 	}
 }
