@@ -23,7 +23,8 @@ import (
 // A Backend's promotions, reaps, repairs and migrations into etcd claim
 // the dir before their first write, and its checks, dry runs and
 // migrations out of etcd compare the mark where there is one; once a
-// Backend's writer has found the dir its own it does not look again. Calling Claim
+// Backend has found the dir its own it does not look again (its first
+// writer still makes the mark it found durable). Calling Claim
 // first tells a caller a dir that is another fleet's (a configuration to
 // fix) from a promotion's fault. Resolve, dump and stats do not look: they
 // write nothing in the dir.
@@ -33,12 +34,22 @@ func (b *Backend) Claim(ctx context.Context) error { return b.claim(ctx, true) }
 // without a mark, or a fleet without an ID, is then left so (an audit
 // writes nothing), and only a mark that names another fleet is an error.
 func (b *Backend) claim(ctx context.Context, write bool) error {
-	if b.claimed.Load() {
+	done := func() bool { return b.claimed.Load() || !write && b.matched.Load() }
+	if done() {
 		return nil
 	}
 	b.claiming.Lock()
 	defer b.claiming.Unlock()
-	if b.claimed.Load() {
+	if done() {
+		return nil
+	}
+	if b.matched.Load() {
+		// An audit found the mark this fleet's: the writer makes it
+		// durable (see below), and asks etcd nothing more.
+		if err := shared.SyncMark(b.dir); err != nil {
+			return shared.DirErrOr(b.dir, err)
+		}
+		b.claimed.Store(true)
 		return nil
 	}
 	mark, found, err := shared.ReadMark(b.dir)
@@ -78,7 +89,8 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 	}
 	if !write {
 		// An audit writes nothing, not even an fsync (a read-only
-		// mount): a writer of this Backend later looks again.
+		// mount): a writer of this Backend makes the mark durable.
+		b.matched.Store(true)
 		return nil
 	}
 	if found {

@@ -87,7 +87,8 @@ func (roDisk) SyncDir(dir *os.File) error {
 // An audit of a marked dir (check, reap --dry-run, migrate --from etcd)
 // writes nothing there, not even the fsync a writer makes of a mark it
 // found: on a read-only mount of the dir (an operator's look at a backup)
-// it still runs, and the Backend's first writer makes its own.
+// it still runs, and the same Backend's first writer, which asks etcd
+// nothing more, still makes the mark durable (its fsync fails there).
 func TestAnAuditOfAMarkedDirFsyncsNothing(t *testing.T) {
 	f, _ := powerFixture(t)
 	f.run(store.Key("github", "mark", "audit"), "one")

@@ -75,6 +75,9 @@ type Backend struct {
 	// Claim); claiming lets one caller look at a time.
 	claimed  atomic.Bool
 	claiming sync.Mutex
+	// matched is set once an audit found the dir's mark this fleet's
+	// (claimed is a writer's: the mark made durable too).
+	matched atomic.Bool
 }
 
 // The steps a test can fail or stall (Backend.hook).
