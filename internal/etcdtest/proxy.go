@@ -38,6 +38,8 @@ type Proxy struct {
 	delay      time.Duration
 	changed    chan struct{} // closed and replaced at every change
 	links      map[*link]bool
+	accepted   int64     // connections taken (see Accepted)
+	acceptedAt time.Time // when the last was
 
 	// read counts the bytes read from the openers ([1]: requests, held
 	// or forwarded) and from the target ([0]: answers).
@@ -102,6 +104,17 @@ func (p *Proxy) Requests() int64 { return p.read[1].Load() }
 // Answers is how many bytes the proxy has read from its target: a
 // client's connection through it is set up once some came back.
 func (p *Proxy) Answers() int64 { return p.read[0].Load() }
+
+// Accepted is how many connections the proxy has taken from its
+// clients, and when it took the last: a test learns from it when a
+// client dialled again, where the connection that client closed cannot
+// be seen (a cut link reads nothing more of it). The time is the
+// proxy's own, not a poll's: a loaded machine does not delay it.
+func (p *Proxy) Accepted() (n int64, last time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted, p.acceptedAt
+}
 
 // Blackhole cuts the link: connections are still accepted, and no byte
 // is forwarded either way until Heal or HealStale.
@@ -174,6 +187,10 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return // closed
 		}
+		at := time.Now()
+		p.mu.Lock()
+		p.accepted, p.acceptedAt = p.accepted+1, at
+		p.mu.Unlock()
 		out, err := net.DialTimeout("tcp", p.to, 5*time.Second)
 		if err != nil {
 			in.Close() // the target is down: as a refused connection

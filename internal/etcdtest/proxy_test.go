@@ -27,13 +27,17 @@ func within(t *testing.T, d time.Duration) context.Context {
 }
 
 // A blackholed proxy holds a request without an answer; healed, it
-// forwards what it held, and the connection serves again.
+// forwards what it held, and the connection serves again: the same one,
+// as Accepted counts (a test times a client's dial again by it).
 func TestProxyBlackholeHoldsAndHealForwards(t *testing.T) {
 	c := Start1(t)
 	p := NewProxy(t, c.Endpoint(0))
 	cli := pinned(t, p.URL())
 	if _, err := cli.Put(within(t, 10*time.Second), "k", "1"); err != nil {
 		t.Fatal(err)
+	}
+	if n, _ := p.Accepted(); n != 1 {
+		t.Fatalf("the proxy took %d connections from one client, want 1", n)
 	}
 	p.Blackhole()
 	_, err := cli.Get(within(t, 300*time.Millisecond), "k")
@@ -43,6 +47,9 @@ func TestProxyBlackholeHoldsAndHealForwards(t *testing.T) {
 	p.Heal()
 	if r, err := cli.Get(within(t, 10*time.Second), "k"); err != nil || len(r.Kvs) != 1 {
 		t.Fatalf("get after the heal = %v, %v", r, err)
+	}
+	if n, _ := p.Accepted(); n != 1 {
+		t.Fatalf("healed, the proxy had taken %d connections, want the one it held", n)
 	}
 	p.Slow(100 * time.Millisecond)
 	began := time.Now()
