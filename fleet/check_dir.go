@@ -162,14 +162,6 @@ func (c *checker) markTemp(name string, st *unix.Stat_t, add addFunc) {
 	}
 	f := add(name, KindOrphan, "the temp of a mark of the dir (%s) that a crash left", shared.MarkName)
 	if c.o.Repair {
-		err := shared.RemoveMarkTemp(c.b.dir, name)
-		switch {
-		case gone(err):
-			f.Repair, f.Remains = "gone since it was found: nothing left to remove", false
-		case err != nil:
-			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
-		default:
-			f.Repair, f.Repaired, f.Remains = "removed", true, false
-		}
+		c.removal(f, shared.RemoveMarkTemp(c.b.dir, name))
 	}
 }

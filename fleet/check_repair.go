@@ -147,20 +147,24 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 				return err
 			}
 		}
-		switch {
-		case gone(err):
-			// Another check --repair or a reap, running at once, removed
-			// it first: not this run's removal, as reap's sweep does not
-			// count a file another swept.
-			f.Repair, f.Remains = "gone since it was found (removed by another check --repair or a reap): nothing left to remove", false
-			continue
-		case err != nil:
-			f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
-			continue
-		}
-		f.Repair, f.Repaired, f.Remains = "removed", true, false
+		c.removal(f, err)
 	}
 	return nil
+}
+
+// removal says in f what the removal of its file did, err its error.
+func (c *checker) removal(f *store.Finding, err error) {
+	switch {
+	case gone(err):
+		// Another check --repair or a reap, running at once, removed it
+		// first: not this run's removal, as reap's sweep does not count a
+		// file another swept.
+		f.Repair, f.Remains = "gone since it was found (removed by another check --repair or a reap): nothing left to remove", false
+	case err != nil:
+		f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
+	default:
+		f.Repair, f.Repaired, f.Remains = "removed", true, false
+	}
 }
 
 // slotPath is the path check reports key's history entry at seq by: one

@@ -155,17 +155,11 @@ func (b *Backend) fleetID(ctx context.Context, create bool) (id string, err erro
 	return id, err
 }
 
-// retried runs ask again after a backoff while etcd is unavailable,
-// within the request timeout and ctx.
+// retried is untilAnswered within the request timeout and ctx.
 func (b *Backend) retried(ctx context.Context, ask func(context.Context) error) error {
 	c, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	for try := 0; ; try++ {
-		err := ask(c)
-		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(c, try) {
-			return err
-		}
-	}
+	return untilAnswered(c, ask)
 }
 
 // markRemedy is what an operator does when the mark is wrong.

@@ -284,11 +284,22 @@ func (b *Backend) lock(ctx context.Context, key string) (unlock func(), lost <-c
 
 // readWithin is read within ctx: a step that reads more than once shares
 // one request timeout between its reads.
-func readWithin(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
+func readWithin(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (st etcdmeta.State, err error) {
+	err = untilAnswered(ctx, func(ctx context.Context) (err error) {
+		st, err = get(ctx, key)
+		return err
+	})
+	return st, err
+}
+
+// untilAnswered runs ask, again after a backoff while etcd is
+// unavailable, until ctx ends: for a read, or a write that lands once
+// however often it is sent.
+func untilAnswered(ctx context.Context, ask func(context.Context) error) error {
 	for try := 0; ; try++ {
-		st, err := get(ctx, key)
+		err := ask(ctx)
 		if !errors.Is(err, etcdmeta.ErrUnavailable) || !etcdmeta.Backoff(ctx, try) {
-			return st, err
+			return err
 		}
 	}
 }

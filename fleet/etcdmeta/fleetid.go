@@ -31,11 +31,10 @@ func (s *Store) FleetIDKey() string { return s.cfg.Prefix + "/fleet" }
 // of every request.
 func (s *Store) FleetID(ctx context.Context, create bool) (string, error) {
 	ctx = orBackground(ctx)
-	if s.closed.Load() {
-		return "", fmt.Errorf("fleet id: %w", ErrClosed)
+	c, cancel, err := s.start(ctx, "fleet id")
+	if err != nil {
+		return "", err
 	}
-	s.reconnect()
-	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	key := s.FleetIDKey()
 	// Once made the ID never changes, so the nearest member's copy, read
@@ -95,10 +94,8 @@ func fleetIDOf(key string, v []byte) (string, error) {
 	if len(v) != fleetIDLen {
 		return "", fmt.Errorf("fleet id %s: %w: %d bytes, not an ID (%d lowercase hex characters)", key, ErrDamaged, len(v), fleetIDLen)
 	}
-	for _, c := range v {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return "", fmt.Errorf("fleet id %s: %w: %q is not an ID (%d lowercase hex characters)", key, ErrDamaged, v, fleetIDLen)
-		}
+	if !lowerHex(string(v)) {
+		return "", fmt.Errorf("fleet id %s: %w: %q is not an ID (%d lowercase hex characters)", key, ErrDamaged, v, fleetIDLen)
 	}
 	return string(v), nil
 }
@@ -108,15 +105,13 @@ func fleetIDOf(key string, v []byte) (string, error) {
 // dir that holds key dirs, whether any could be this fleet's).
 func (s *Store) HasRecords(ctx context.Context) (bool, error) {
 	ctx = orBackground(ctx)
-	if s.closed.Load() {
-		return false, fmt.Errorf("has records: %w", ErrClosed)
+	c, cancel, err := s.start(ctx, "has records")
+	if err != nil {
+		return false, err
 	}
-	s.reconnect()
-	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	dir := s.cfg.Prefix + "/record/"
 	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
-		return s.cli.Get(c, dir, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		return s.cli.Get(c, s.recordDir(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
 	})
 	if err != nil {
 		return false, s.cfg.opErr(ctx, "has records", s.cfg.Prefix, err)

@@ -324,7 +324,8 @@ func (s *Store) Prefix() string { return s.cfg.Prefix }
 // etcdctl.
 func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
 
-func (s *Store) recordKey(key string) string  { return s.cfg.Prefix + "/record/" + key }
+func (s *Store) recordKey(key string) string  { return s.recordDir() + key }
+func (s *Store) recordDir() string            { return s.cfg.Prefix + "/record/" }
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
 
 // LastSlot reports whether a history entry at seq is in the last slot an
@@ -345,8 +346,15 @@ func (s *Store) begin(ctx context.Context, op, key string) (context.Context, con
 	if !ValidKey(key) {
 		return nil, nil, fmt.Errorf("%s %q: %w", op, key, ErrInvalidKey)
 	}
+	return s.start(ctx, op+" "+key)
+}
+
+// start is begin for a request of no key's (the fleet's ID, whether it
+// has a record): it checks the store and bounds ctx by the request
+// timeout; what names the request in an error.
+func (s *Store) start(ctx context.Context, what string) (context.Context, context.CancelFunc, error) {
 	if s.closed.Load() {
-		return nil, nil, fmt.Errorf("%s %s: %w", op, key, ErrClosed)
+		return nil, nil, fmt.Errorf("%s: %w", what, ErrClosed)
 	}
 	s.reconnect()
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -833,7 +841,7 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("list: %w", ErrClosed)
 	}
-	dir := s.cfg.Prefix + "/record/"
+	dir := s.recordDir()
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	var at int64
 	for {

@@ -66,15 +66,15 @@ func readMark(root *os.File) (Mark, bool, error) {
 	case fsat.IsNotExist(err):
 		return Mark{}, false, nil
 	case errors.Is(err, fsat.ErrNotRegular), errors.Is(err, fsat.ErrTooLarge):
-		return Mark{}, true, &os.PathError{Op: "read", Path: fsat.Join(root, MarkName), Err: fmt.Errorf("%w: %w", ErrBadMark, err)}
 	case err != nil:
 		return Mark{}, true, err
+	default:
+		var m Mark
+		if m, err = parseMark(b); err == nil {
+			return m, true, nil
+		}
 	}
-	m, err := parseMark(b)
-	if err != nil {
-		return Mark{}, true, &os.PathError{Op: "read", Path: fsat.Join(root, MarkName), Err: fmt.Errorf("%w: %w", ErrBadMark, err)}
-	}
-	return m, true, nil
+	return Mark{}, true, &os.PathError{Op: "read", Path: fsat.Join(root, MarkName), Err: fmt.Errorf("%w: %w", ErrBadMark, err)}
 }
 
 // WriteMark gives dir the mark m unless it has one, and returns the mark
@@ -82,8 +82,9 @@ func readMark(root *os.File) (Mark, bool, error) {
 // writers of one fleet write the same; of two fleets, the first wins and
 // the second reads the first's), durable either way (see SyncMark). The
 // mark is written to a temp name, fsynced and given its name with a
-// rename that never replaces one; then dir is fsynced. A crash leaves no mark, or a whole one, and at most a
-// temp ("<MarkName>.tmp-<random>", which check reports as no key dir).
+// rename that never replaces one; then dir is fsynced. A crash leaves no
+// mark, or a whole one, and at most a temp ("<MarkName>.tmp-<random>",
+// which check reports as an orphan and --repair removes).
 func WriteMark(dir string, m Mark) (Mark, error) {
 	if !validMarkID(m.ID) || !validMarkPrefix(m.Prefix) {
 		return Mark{}, fmt.Errorf("write mark in %s: id %q, prefix of %d bytes: want 32 lowercase hex characters and a UTF-8 prefix of at most %d bytes quoted", dir, m.ID, len(m.Prefix), markPrefixMax)
@@ -96,7 +97,7 @@ func WriteMark(dir string, m Mark) (Mark, error) {
 	disk := sharedfs.FS()
 	if had, found, err := readMark(root); found || err != nil {
 		if err == nil {
-			err = disk.SyncDir(root)
+			err = disk.SyncDir(root) // another writer's: see SyncMark
 		}
 		return had, err
 	}
