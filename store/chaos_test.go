@@ -542,15 +542,6 @@ func (l *chaosLog) removedDuring(key string, from, to int64) bool {
 	return false
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // checkOutcomes asserts every promote's outcome is a documented one, and
 // that no two acknowledged promotions of a key share a generation with no
 // removal of the key between them.
