@@ -147,7 +147,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// Step 0: the ticket must be this store's, before anything is written
 	// anywhere (a ticket for another root would otherwise create its key
 	// here).
-	if err := s.checkRoot(sess); err != nil {
+	if err := s.CheckRoot(sess); err != nil {
 		return res, err
 	}
 
@@ -296,9 +296,13 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	return res, nil
 }
 
-// checkRoot refuses a ticket issued by a store with another root. Two
-// spellings of one directory (a link, a bind mount) are the same root.
-func (s *Store) checkRoot(sess Session) error {
+// CheckRoot refuses a ticket issued by a store with another root
+// (ErrWrongRoot), as Promote does before it writes anything: a caller that
+// writes before the promotion (the CLI, whose fleet claims its transcripts
+// dir first) asks it first. Two spellings of one directory (a link, a bind
+// mount) are the same root; a ticket from before the job contract names
+// none, and is this store's.
+func (s *Store) CheckRoot(sess Session) error {
 	if sess.Ticket == "" {
 		return nil // a ticket from before the job contract names no root
 	}

@@ -41,13 +41,17 @@ func fleetOf(inv *invocation, cfg *config, fk *fleetKnobs, dirArg string) (fc fl
 // the command reports it with the fault, so the login's failure is not
 // reported here as well.
 //
-// With claim (a promote), the fleet claims its transcripts dir first (see
-// fleet.Backend.Claim): a dir that is another fleet's is a configuration
-// error naming the transcripts dir's knob, exit 2, nothing written; an
-// etcd or a dir that does not answer the claim is as one that does not
-// answer the login; any other fault of the claim is left to the
-// promotion, whose Begin claims again (promote-failed).
-func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
+// With ticket (a promote's: it reads the job's ticket), the fleet claims
+// its transcripts dir first (see fleet.Backend.Claim), for a ticket the
+// promotion takes: one that reads and is this fleet's (store.CheckRoot).
+// A ticket the promotion refuses (none, one that does not parse, one from
+// another store) claims nothing, so that its promote writes nothing in
+// etcd or the dir; the command reports it. A dir that is another fleet's
+// is a configuration error naming the transcripts dir's knob, exit 2,
+// nothing written; an etcd or a dir that does not answer the claim is as
+// one that does not answer the login; any other fault of the claim is
+// left to the promotion, whose Begin claims again (promote-failed).
+func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (store.Session, error), with ...func(*store.Options)) (st *store.Store, onFleet bool, done func(), code int) {
 	fc, on, code := fleetOf(inv, cfg, fk, "")
 	switch {
 	case code != exitOK:
@@ -61,18 +65,22 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with
 		return nil, true, nil, inv.rep.config(err)
 	}
 	b, err := fleet.Open(fc)
-	if err == nil && claim {
-		// Any other fault of the claim (a damaged fleet ID, a mark that
-		// cannot be read) is the promotion's: its Begin claims again and
-		// the promote is promote-failed, exit 0, as for every fault.
-		if cerr := b.Claim(context.Background()); errors.Is(cerr, fleet.ErrOtherFleet) || unanswered(cerr) {
-			b.Close()
-			err = cerr
+	if err == nil {
+		st = store.NewOn(b, opts)
+		if ticket != nil && takes(st, ticket) {
+			// Any other fault of the claim (a damaged fleet ID, a mark
+			// that cannot be read) is the promotion's: its Begin claims
+			// again and the promote is promote-failed, exit 0, as for
+			// every fault.
+			if cerr := b.Claim(context.Background()); errors.Is(cerr, fleet.ErrOtherFleet) || unanswered(cerr) {
+				b.Close()
+				err = cerr
+			}
 		}
 	}
 	switch {
 	case err == nil:
-		return store.NewOn(b, opts), true, func() { b.Close() }, exitOK
+		return st, true, func() { b.Close() }, exitOK
 	case unanswered(err):
 		u, uerr := fleet.Unreachable(fc, err)
 		if uerr != nil {
@@ -88,6 +96,14 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, claim bool, with
 // for.
 func unanswered(err error) bool {
 	return errors.Is(err, etcdmeta.ErrUnavailable) || errors.Is(err, etcdmeta.ErrAuth) || errors.Is(err, shared.ErrDirUnavailable)
+}
+
+// takes reports whether st's promotion takes the ticket ticket reads: one
+// that reads, and was issued by st (else the promotion refuses it before
+// it writes anything).
+func takes(st *store.Store, ticket func() (store.Session, error)) bool {
+	sess, err := ticket()
+	return err == nil && st.CheckRoot(sess) == nil
 }
 
 // openFleetWalk opens the fleet for a walk (dump, check, reap). Its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 
 	"sessdb/gates"
 	"sessdb/internal/fsat"
@@ -129,12 +130,15 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			}
 			windows = m
 		}
-		st, onFleet, done, code := openJobStore(inv, cfg, fk, true, func(o *store.Options) { o.Models = windows })
+		// The ticket is read once: before the fleet claims its dir, which
+		// it does for a ticket the promotion takes (see openJobStore).
+		ticket := sync.OnceValues(func() (store.Session, error) { return store.ReadTicket(*jobDir) })
+		st, onFleet, done, code := openJobStore(inv, cfg, fk, ticket, func(o *store.Options) { o.Models = windows })
 		if st == nil {
 			return code
 		}
 		defer done()
-		sess, err := store.ReadTicket(*jobDir)
+		sess, err := ticket()
 		if err != nil {
 			return inv.rep.fault(err)
 		}

@@ -99,7 +99,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		if _, err := os.Stat(filepath.Dir(filepath.Clean(*jobDir))); errors.Is(err, os.ErrNotExist) {
 			return inv.rep.usage(fmt.Errorf("--job-dir %s: its parent directory does not exist (resolve makes the job dir, not its parents)", brief(*jobDir)))
 		}
-		st, onFleet, done, code := openJobStore(inv, cfg, fk, false)
+		st, onFleet, done, code := openJobStore(inv, cfg, fk, nil)
 		if st == nil {
 			return code
 		}
