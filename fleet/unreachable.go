@@ -35,10 +35,10 @@ import (
 // not a directory, is Open's error; so is a cause that is neither
 // sentinel, which no Backend of this fleet would answer with.
 func Unreachable(cfg Config, cause error) (store.Backend, error) {
-	dirGone := errors.Is(cause, shared.ErrDirUnavailable)
-	if !errors.Is(cause, etcdmeta.ErrUnavailable) && !errors.Is(cause, etcdmeta.ErrAuth) && !dirGone {
+	if !IsUnreachable(cause) {
 		return nil, fmt.Errorf("fleet unreachable: %w", cause)
 	}
+	dirGone := errors.Is(cause, shared.ErrDirUnavailable)
 	valid, err := cfg.Config.Validate()
 	if err != nil {
 		return nil, err
@@ -56,6 +56,15 @@ func Unreachable(cfg Config, cause error) (store.Backend, error) {
 		return nil, err
 	}
 	return &unreachable{dir: dir, prefix: valid.Prefix, cause: cause, log: cfg.Logger}, nil
+}
+
+// IsUnreachable reports whether err is a cause Unreachable stands in for:
+// an etcd that did not answer (etcdmeta.ErrUnavailable) or refused the
+// credentials (etcdmeta.ErrAuth), or a transcripts dir whose storage
+// failed (shared.ErrDirUnavailable). A caller that opens a fleet (or
+// claims its dir) tells by it whether to answer on Unreachable's backend.
+func IsUnreachable(err error) bool {
+	return errors.Is(err, etcdmeta.ErrUnavailable) || errors.Is(err, etcdmeta.ErrAuth) || errors.Is(err, shared.ErrDirUnavailable)
 }
 
 type unreachable struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
@@ -181,6 +183,34 @@ func TestUnreachable(t *testing.T) {
 	}
 	if _, err := Unreachable(Config{Config: cfg.Config, TranscriptsDir: filepath.Join(dir, "missing")}, etcdmeta.ErrUnavailable); !errors.Is(err, ErrNoTranscriptsDir) {
 		t.Errorf("a missing transcripts dir: %v", err)
+	}
+}
+
+// IsUnreachable is the set of causes Unreachable takes, and no more: the
+// CLI answers on Unreachable's backend for exactly what it reports, so a
+// cause it names that Unreachable refused would be a fault (exit 1)
+// instead of store-unavailable or promote-failed, and one it missed would
+// be a fault too.
+func TestIsUnreachableIsWhatUnreachableTakes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/p/"}, TranscriptsDir: dir}
+	for _, c := range []struct {
+		cause error
+		want  bool
+	}{
+		{etcdmeta.ErrUnavailable, true},
+		{fmt.Errorf("etcd login: %w", etcdmeta.ErrAuth), true},
+		{&os.PathError{Op: "stat", Path: dir, Err: shared.ErrDirUnavailable}, true},
+		{ErrOtherFleet, false},
+		{etcdmeta.ErrInvalidConfig, false},
+		{shared.ErrBadMark, false},
+		{errors.New("other"), false},
+		{nil, false},
+	} {
+		_, err := Unreachable(cfg, c.cause)
+		if got := IsUnreachable(c.cause); got != c.want || (err == nil) != c.want {
+			t.Errorf("%v: IsUnreachable = %v, Unreachable's error %v; want both to take it: %v", c.cause, got, err, c.want)
+		}
 	}
 }
 

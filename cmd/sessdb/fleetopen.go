@@ -10,7 +10,6 @@ import (
 
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
-	"sessdb/fleet/shared"
 	"sessdb/store"
 )
 
@@ -72,7 +71,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 			// that cannot be read) is the promotion's: its Begin claims
 			// again and the promote is promote-failed, exit 0, as for
 			// every fault.
-			if cerr := b.Claim(context.Background()); errors.Is(cerr, fleet.ErrOtherFleet) || unanswered(cerr) {
+			if cerr := b.Claim(context.Background()); errors.Is(cerr, fleet.ErrOtherFleet) || fleet.IsUnreachable(cerr) {
 				b.Close()
 				err = cerr
 			}
@@ -81,7 +80,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 	switch {
 	case err == nil:
 		return st, true, func() { b.Close() }, exitOK
-	case unanswered(err):
+	case fleet.IsUnreachable(err):
 		u, uerr := fleet.Unreachable(fc, err)
 		if uerr != nil {
 			return nil, true, nil, inv.rep.fault(uerr)
@@ -89,13 +88,6 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 		return store.NewOn(u, opts), true, func() {}, exitOK
 	}
 	return nil, true, nil, fleetError(inv, fk, err)
-}
-
-// unanswered reports whether err is an etcd or a transcripts dir that did
-// not answer, or refused the credentials: what fleet.Unreachable stands in
-// for.
-func unanswered(err error) bool {
-	return errors.Is(err, etcdmeta.ErrUnavailable) || errors.Is(err, etcdmeta.ErrAuth) || errors.Is(err, shared.ErrDirUnavailable)
 }
 
 // takes reports whether st's promotion takes the ticket ticket reads: one
