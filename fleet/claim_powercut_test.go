@@ -42,8 +42,23 @@ func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
 	}
 	j := powercut.New()
 	defer sharedfs.Use(j)()
-	// The other worker's WriteMark up to its rename, through the seam.
-	root, err := os.Open(f.dir)
+	markUnsynced(t, j, f.dir, id, f.prefix)
+
+	g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
+	g.run(key, "two")                // acknowledged
+	for _, img := range j.Images(t, parent) {
+		if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
+			t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
+		}
+	}
+}
+
+// markUnsynced is another worker's WriteMark of the mark (id, prefix) in
+// dir up to its rename, through the journal j: the mark is in place, its
+// dir not fsynced.
+func markUnsynced(t *testing.T, j *powercut.Journal, dir, id, prefix string) {
+	t.Helper()
+	root, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +66,7 @@ func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
 	tmp := shared.MarkName + ".tmp-0123456789abcdef"
 	w, err := j.CreateTemp(root, tmp)
 	if err == nil {
-		_, err = fmt.Fprintf(w, "sessdb fleet mark 1\nid %s\nprefix %s\n", id, strconv.Quote(f.prefix))
+		_, err = fmt.Fprintf(w, "sessdb fleet mark 1\nid %s\nprefix %s\n", id, strconv.Quote(prefix))
 	}
 	if err == nil {
 		err = j.SyncFile(w)
@@ -63,16 +78,51 @@ func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, found, err := shared.ReadMark(f.dir); err != nil || !found || m.ID != id {
+	if m, found, err := shared.ReadMark(dir); err != nil || !found || m.ID != id {
 		t.Fatalf("the other worker's mark: %+v, %v, %v", m, found, err)
 	}
+}
 
-	g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
-	g.run(key, "two")                // acknowledged
-	for _, img := range j.Images(t, parent) {
-		if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
-			t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
-		}
+// A Backend whose audit (a check, a reap's dry run) found the dir's mark,
+// put there by another worker of its fleet that has not fsynced the dir
+// yet, and whose first writer then promotes: the writer, which asks etcd
+// nothing more, fsyncs the mark the audit found (SyncMark), so once its
+// promotion is acknowledged a power cut in any mode leaves the mark, as
+// for a writer that found the mark itself (above). The audit itself
+// fsyncs nothing (TestAnAuditOfAMarkedDirFsyncsNothing).
+func TestAMarkAnAuditFoundIsDurableOnceTheWritersWriteIs(t *testing.T) {
+	for _, audit := range []string{"check", "reap --dry-run"} {
+		t.Run(audit, func(t *testing.T) {
+			f, parent := powerFixture(t)
+			key := store.Key("github", "mark", "audit-durable")
+			f.run(key, "one")
+			if err := os.Remove(filepath.Join(f.dir, shared.MarkName)); err != nil {
+				t.Fatal(err)
+			}
+			id, err := f.b.meta.FleetID(t.Context(), false)
+			if err != nil || id == "" {
+				t.Fatalf("the fleet's ID: %q, %v", id, err)
+			}
+			j := powercut.New()
+			defer sharedfs.Use(j)()
+			markUnsynced(t, j, f.dir, id, f.prefix)
+
+			g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
+			if audit == "check" {
+				_, err = g.b.Check(t.Context(), CheckOptions{}, nil)
+			} else {
+				_, err = g.b.Reap(t.Context(), ReapOptions{TTL: time.Hour, DryRun: true})
+			}
+			if err != nil || !g.b.matched.Load() || g.b.claimed.Load() {
+				t.Fatalf("the audit: %v, matched %v, claimed %v; want it to have found the mark its fleet's, and claimed nothing", err, g.b.matched.Load(), g.b.claimed.Load())
+			}
+			g.run(key, "two") // acknowledged
+			for _, img := range j.Images(t, parent) {
+				if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
+					t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
+				}
+			}
+		})
 	}
 }
 
