@@ -44,6 +44,8 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	full := -1
 	for i := range found {
 		switch {
+		case shared.IsMarkTemp(found[i].Path):
+			// The dir's, no key's: removed where it was found (markTemp).
 		case found[i].Kind == KindOrphan:
 			orphans = append(orphans, i)
 		case found[i].Path == c.slotPath(key, math.MaxUint64-1), found[i].Path == c.slotPath(key, math.MaxUint64):

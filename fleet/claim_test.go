@@ -7,14 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/durable"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -298,8 +301,12 @@ func TestADamagedFleetIDIsAnError(t *testing.T) {
 }
 
 // A temp of the dir's mark that a crash left (the first marking cut
-// short) is an orphan once past the grace period, which check --repair
-// removes; a younger one may be a marking under way and is no finding.
+// short) is an orphan once past the grace period, a notice as every
+// orphan is, which check --repair removes and says so; a younger one may
+// be a marking under way and is no finding. Before, it was a problem
+// (check exit 3), and the repair's pass over the key's orphans then took
+// its name for a key: "not removed: lock ...: invalid key", though it was
+// removed and counted repaired.
 func TestAMarkTempACrashLeftIsAnOrphan(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -316,14 +323,19 @@ func TestAMarkTempACrashLeftIsAnOrphan(t *testing.T) {
 	}
 	for _, repair := range []bool{false, true} {
 		var found []store.Finding
-		if _, err := f.b.Check(t.Context(), CheckOptions{Repair: repair}, func(fd store.Finding) error {
+		sum, err := f.b.Check(t.Context(), CheckOptions{Repair: repair}, func(fd store.Finding) error {
 			found = append(found, fd)
 			return nil
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if len(found) != 1 || found[0].Path != filepath.Base(old) || found[0].Kind != KindOrphan || found[0].Repaired != repair {
-			t.Errorf("check (repair %v) finds %+v; want the old temp alone, an orphan, repaired %v", repair, found, repair)
+		want := map[bool]string{false: "", true: "removed"}[repair]
+		if len(found) != 1 || found[0].Path != filepath.Base(old) || found[0].Kind != KindOrphan || found[0].Severity != store.SeverityNotice || found[0].Repaired != repair || found[0].Repair != want {
+			t.Errorf("check (repair %v) finds %+v; want the old temp alone, an orphan (a notice, as every orphan), repaired %v, repair %q", repair, found, repair, want)
+		}
+		if sum.Problems != 0 || sum.Notices != 1 {
+			t.Errorf("check (repair %v): %d problems, %d notices; want the temp a notice", repair, sum.Problems, sum.Notices)
 		}
 	}
 	if _, err := os.Lstat(old); !os.IsNotExist(err) {
@@ -331,5 +343,66 @@ func TestAMarkTempACrashLeftIsAnOrphan(t *testing.T) {
 	}
 	if _, err := os.Lstat(young); err != nil {
 		t.Errorf("the young temp after check --repair: %v; want it left", err)
+	}
+}
+
+// unlinkFirst is the disk with fn run before the first Unlink of name
+// (and not again for an Unlink fn makes): another actor's removal, between
+// a run's listing and its own.
+type unlinkFirst struct {
+	durable.FS
+	name string
+	ran  *atomic.Bool
+	fn   func()
+}
+
+func (d unlinkFirst) Unlink(dir *os.File, name string) error {
+	if name == d.name && d.ran.CompareAndSwap(false, true) {
+		d.fn()
+	}
+	return d.FS.Unlink(dir, name)
+}
+
+// Two check --repair runs (two hosts' timers) that both found a temp of
+// the dir's mark a crash left: the one whose removal comes second meets
+// it gone, and reports it cleanly, as for any orphan another run removed
+// first: an orphan, not repaired by it, nothing remaining, and no error;
+// the other run removed it. Forced here: the second run, whole, between
+// the first's listing of the dir and its removal of the temp.
+func TestAMarkTempTwoRepairsFoundIsRemovedOnce(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	f.run(store.Key("github", "mark", "temp-raced"), "one")
+	name := shared.MarkName + ".tmp-0123456789abcdef"
+	temp := filepath.Join(f.dir, name)
+	if err := os.WriteFile(temp, []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(temp, past, past); err != nil {
+		t.Fatal(err)
+	}
+	repair := func(b *Backend) (found []store.Finding, err error) {
+		_, err = b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+			found = append(found, fd)
+			return nil
+		})
+		return found, err
+	}
+	g := f.otherFleet(c, f.prefix) // another host's check --repair
+	var second []store.Finding
+	var secondErr error
+	defer sharedfs.Use(unlinkFirst{FS: durable.Disk{}, name: name, ran: new(atomic.Bool), fn: func() {
+		second, secondErr = repair(g.b)
+	}})()
+	first, err := repair(f.b)
+	if secondErr != nil || len(second) != 1 || second[0].Path != name || second[0].Kind != KindOrphan || !second[0].Repaired || second[0].Repair != "removed" {
+		t.Errorf("the run that removed it first: %+v, %v; want the temp an orphan, removed", second, secondErr)
+	}
+	if err != nil || len(first) != 1 || first[0].Path != name || first[0].Kind != KindOrphan || first[0].Repaired || first[0].Remains || !strings.HasPrefix(first[0].Repair, "gone since it was found") {
+		t.Errorf("the run that came second: %+v, %v; want the temp an orphan gone since it was found, not repaired by it, no error", first, err)
+	}
+	if _, err := os.Lstat(temp); !os.IsNotExist(err) {
+		t.Errorf("the temp after both: %v; want it removed", err)
 	}
 }
