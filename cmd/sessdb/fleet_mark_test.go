@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 	"sessdb/store"
 )
 
@@ -85,6 +89,48 @@ func TestFleetPromoteWhoseClaimFaultsIsPromoteFailed(t *testing.T) {
 	}
 	if names, err := os.ReadDir(f.dir); err != nil || len(names) != 0 {
 		t.Errorf("the transcripts dir holds %v (%v); want nothing written", names, err)
+	}
+}
+
+// A promote whose read of the dir's mark fails (EIO, or ESTALE of the
+// mark alone, stood in for by the fault point) is promote-failed, exit 0,
+// the mark's read named on stderr, the run left in its job dir: a fault,
+// not another fleet's dir (exit 2). check and reap, which read the mark
+// too, fault (exit 1) naming it. Once the mark reads again the run
+// promotes.
+func TestFleetPromoteWhoseMarkDoesNotReadIsPromoteFailed(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/mark-eio")
+	f.run(t, key, "job-a")
+	mark := filepath.Join(f.dir, ".sessdb-fleet")
+	defer faults.Set(nil)
+	for i, errno := range []error{unix.EIO, unix.ESTALE} {
+		_, dir := f.resolve(t, key, fmt.Sprintf("job-b%d", i))
+		appendAnswered(t, dir, "b")
+		staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+		faults.Set(func(p faults.Point) error {
+			if p == faults.SharedMarkRead {
+				return errno
+			}
+			return nil
+		})
+		code, out, errs := runCLI(t, "promote", "--job-dir", dir, "--pi-version", "0.58.3")
+		var p promoteResult
+		if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, mark) || !strings.Contains(errs, errno.Error()) {
+			t.Errorf("promote whose mark does not read (%v): exit %d, stdout %q, stderr %q; want exit 0, promote-failed, the mark's read on stderr", errno, code, out, errs)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName)); string(got) != string(staged) {
+			t.Errorf("the run's transcript changed in its job dir")
+		}
+		for _, args := range [][]string{{"check"}, {"reap", "--dry-run"}} {
+			if code, out, errs := runCLI(t, args...); code != exitFault || !strings.Contains(errs, mark) || !strings.Contains(errs, errno.Error()) {
+				t.Errorf("%s whose mark does not read (%v): exit %d, stdout %q, stderr %q; want exit 1 naming the mark's read", args, errno, code, out, errs)
+			}
+		}
+		faults.Set(nil)
+		if p, errs := f.promote(t, dir); !p.Promoted {
+			t.Errorf("the run once the mark reads: %+v\n%s", p, errs)
+		}
 	}
 }
 

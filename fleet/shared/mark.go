@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"sessdb/fleet/internal/sharedfs"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
 
@@ -61,7 +62,13 @@ func ReadMark(dir string) (m Mark, found bool, err error) {
 }
 
 func readMark(root *os.File) (Mark, bool, error) {
-	b, err := fsat.ReadSmallFile(root, MarkName, markMax)
+	var b []byte
+	err := faults.At(faults.SharedMarkRead)
+	if err != nil {
+		err = &os.PathError{Op: "read", Path: fsat.Join(root, MarkName), Err: err}
+	} else {
+		b, err = fsat.ReadSmallFile(root, MarkName, markMax)
+	}
 	switch {
 	case fsat.IsNotExist(err):
 		return Mark{}, false, nil

@@ -276,6 +276,13 @@ const (
 // export gone stale (ESTALE), which no test can make without root.
 const SharedDirStat Point = "shared/dir-stat"
 
+// The read of a fleet's transcripts dir's mark (fleet/shared's ReadMark,
+// and WriteMark's reads of the mark before it writes one and after its
+// rename met another's): an error here is that read failing (EIO, or
+// ESTALE: the mark's handle gone stale), which no test can make without
+// root.
+const SharedMarkRead Point = "shared/mark-read"
+
 // The step of a fleet's key lock (fleet/etcdmeta.Lock) after its lease is
 // granted and before the mutex is asked for: etcd lost there leaves a
 // lease and a session to end.
