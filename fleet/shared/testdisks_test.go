@@ -33,3 +33,11 @@ func (c createAfter) CreateTemp(dir *os.File, name string) (*os.File, error) {
 	c.before(dir, name)
 	return c.Disk.CreateTemp(dir, name)
 }
+
+// failingSyncFile is the disk, but for the fsync of a file, which fails
+// with EIO: an NFS client reports a write the server refused there.
+type failingSyncFile struct{ durable.Disk }
+
+func (failingSyncFile) SyncFile(f *os.File) error {
+	return &os.PathError{Op: "fsync", Path: f.Name(), Err: unix.EIO}
+}
