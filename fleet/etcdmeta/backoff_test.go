@@ -78,3 +78,36 @@ func TestBackoffEndsWithTheCallersContext(t *testing.T) {
 		t.Errorf("Backoff waited %v in all, past the context's end; want it to return as the context ends", took.Round(time.Millisecond))
 	}
 }
+
+// pastDeadline is a context whose deadline has passed and whose end is
+// not signalled yet: what every context with a deadline is between that
+// deadline and the run of the timer that ends it, which on a loaded
+// machine runs late (a starved test binary, nice 19 beside four busy
+// loops: Backoff(try 4) of a context with 20 ms left waited the whole
+// 400 ms pause and said there was time for another try, 1 run of 3).
+type pastDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (p pastDeadline) Deadline() (time.Time, bool) { return p.at, true }
+
+// A caller whose deadline has passed has no time for another try, though
+// its context's end is not signalled yet: Backoff says so, and does not
+// wait its pause first. The context here is never ended, so a Backoff that
+// waits for its end, or for the pause, and then reads only ctx.Err(),
+// says true.
+func TestBackoffPastTheDeadlineIsNoTimeForAnotherTry(t *testing.T) {
+	for _, try := range []int{0, 4} {
+		c := pastDeadline{context.Background(), time.Now().Add(-time.Millisecond)}
+		if Backoff(c, try) {
+			t.Errorf("Backoff(try %d) of a context whose deadline has passed, its end not yet signalled = true; want false", try)
+		}
+	}
+	// A deadline within the pause: the wait ends at the deadline, and
+	// then there is no time left, whether or not the end is signalled.
+	c := pastDeadline{context.Background(), time.Now().Add(20 * time.Millisecond)}
+	if Backoff(c, 4) {
+		t.Error("Backoff(try 4) of a context whose deadline came during its 400 ms pause, its end not yet signalled = true; want false")
+	}
+}

@@ -907,15 +907,24 @@ func listItem(dir string, kv *mvccpb.KeyValue) Item {
 // Backoff waits before try+1 of a request etcd did not answer (25 ms,
 // doubling up to 400 ms), at most until ctx ends; it reports whether
 // there is time for another try. Every retry of the fleet's, within one
-// request timeout, is paced by it.
+// request timeout, is paced by it. ctx's deadline is read, not only its
+// end: a context is ended by a timer of its own, which on a loaded
+// machine runs late, and a pause that ended past the deadline before
+// that timer ran was taken for time left (a lock tried again past its
+// bound, the whole pause waited though the caller had 20 ms).
 func Backoff(ctx context.Context, try int) bool {
-	t := time.NewTimer(backoffPause(try))
+	pause := backoffPause(try)
+	deadline, bounded := ctx.Deadline()
+	if bounded {
+		pause = min(pause, time.Until(deadline))
+	}
+	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return ctx.Err() == nil
+		return ctx.Err() == nil && (!bounded || time.Now().Before(deadline))
 	}
 }
 
