@@ -81,8 +81,15 @@ func TestLockDirJunkBehindTheWaiterIsNotItsVerdict(t *testing.T) {
 				done <- err
 			}()
 			if !ahead {
+				// A waiter that ends before its key is in the dir fails
+				// the test, not hangs it (it did, with a 1 s lease that
+				// ended under a starved test binary).
 				for countKeys(t, holder, holder.lockDir(key)) < 2 {
-					time.Sleep(10 * time.Millisecond)
+					select {
+					case err := <-done:
+						t.Fatalf("the waiter ended before its key was in the lock's dir: %v", err)
+					case <-time.After(10 * time.Millisecond):
+					}
 				}
 				putJunk()
 			}
