@@ -98,8 +98,21 @@ func TestFirstRequestAfterAnOutageReconnects(t *testing.T) {
 		cfg.Endpoints = []string{"http://" + p.addr}
 		cfg.RequestTimeout = 300 * time.Millisecond
 	})
+	// The setup's requests only have to be answered: the put goes
+	// straight to etcd with the default timeout, and the Store's first
+	// read, which connects it, is tried again until answered. With the
+	// 300 ms timeout a starved test binary (nice 19 beside four busy
+	// loops) failed the put 10 runs of 10.
 	key := newKey()
-	rev := mustPut(t, s, key, 0, 1)
+	rev := mustPut(t, open(t, c), key, 0, 1)
+	for try := 0; ; try++ {
+		st, err := s.GetRecord(ctx(t), key)
+		if err == nil && st.Rev == rev {
+			break
+		} else if try == 10 {
+			t.Fatalf("GetRecord before the outage = rev %d, %v; want rev %d", st.Rev, err, rev)
+		}
+	}
 	p.cut()
 	if _, err := s.GetRecord(ctx(t), key); err == nil {
 		t.Fatal("GetRecord through a cut connection succeeded")
