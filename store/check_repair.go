@@ -127,6 +127,16 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			}
 		}
 	}
+	// A transcript held against the record that went aside is held
+	// against none now: what a resolve says of it is meta.db's rung, but
+	// where a rung before it (the transcript's own) decides first.
+	if aside != "" && asideErr == nil {
+		for i := range found {
+			if f := &found[i]; f.Kind == KindTranscriptMismatch {
+				f.resolves = afterAside(f.resolves)
+			}
+		}
+	}
 	var temps []int
 	for i := range found {
 		if found[i].Kind == KindStrayTemp {
@@ -295,6 +305,18 @@ func flockHeld(kd *os.File, n string) bool {
 		fsat.Flock(f, unix.LOCK_UN)
 	}
 	return err != nil
+}
+
+// afterAside is what a resolve says of a key once its meta.db went
+// aside, given what it said before: absent, not-a-regular-file and
+// too-large are the transcript's own rungs, before meta.db's; any later
+// one is meta-moved-aside now.
+func afterAside(before string) string {
+	switch gates.Reason(before) {
+	case gates.Absent, gates.NotARegularFile, gates.TooLarge:
+		return before
+	}
+	return string(gates.MetaMovedAside)
 }
 
 // advice is what an operator can do about a problem check does not

@@ -421,3 +421,59 @@ func TestRepairWhoseSweepFsyncFailedChecksMetaAgain(t *testing.T) {
 		t.Fatalf("the deep check ran %d times; meta.db was committed to by the roll-forward, so the look after the repair must judge it again", deeps)
 	}
 }
+
+// A transcript check leaves as is says, on its repair line, what the next
+// resolve says after the repair (docs/operations.md). When the same
+// repair moved the key's meta.db aside, the record the transcript was
+// held against went with it: the next resolve is meta-moved-aside, not
+// the transcript-replaced the look before the repair found (the damaged
+// copy docs/operations.md walks: a meta page zeroed, bbolt falling back
+// to an older record than the transcript in place). A transcript that is
+// missing stays absent: that rung comes before meta.db's.
+func TestRepairLineOfATranscriptWhoseMetaWentAside(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		says   gates.Reason
+	}{
+		{"changed", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("{}\n")
+			f.Close()
+		}, gates.MetaMovedAside},
+		{"missing", func(t *testing.T, p string) {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}, gates.Absent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "aside-"+c.name)
+			c.damage(t, filepath.Join(root, key, "current.jsonl"))
+			// The first KiB of meta.db zeroed: meta page 0 invalid.
+			f, err := os.OpenFile(chkDB(root, key), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt(make([]byte, 1024), 0)
+			f.Close()
+			found, _ := chkRun(t, s, true)
+			if f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid); f == nil || !f.Repaired {
+				t.Fatalf("meta.db was not moved aside: %+v", found)
+			}
+			m := chkFind(found, key+"/current.jsonl", KindTranscriptMismatch)
+			if m == nil {
+				t.Fatalf("no transcript-mismatch found: %+v", found)
+			}
+			sess, _ := mustResolve(t, s, key, localJob())
+			want(t, sess, false, c.says)
+			if !strings.Contains(m.Repair, "("+string(c.says)+")") {
+				t.Errorf("the repair line says %q; the next resolve says %s", m.Repair, c.says)
+			}
+		})
+	}
+}
