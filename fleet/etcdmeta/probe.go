@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 
 	"sessdb/internal/fsat"
 )
@@ -41,8 +44,19 @@ const probeTimeout = 2 * time.Second
 // whose member serves TLS alone answers nothing a plain client can read,
 // and was etcd unavailable at every request, a resolve store-unavailable
 // for good, where it is a setting to fix.
+//
+// A request etcd refused as "permission denied" was made with credentials
+// it took: the user's role does not reach the prefix (a prefix mistyped,
+// or moved without its grant), which the error says, naming both.
 func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 	werr := opErr(ctx, op, key, err)
+	if errors.Is(werr, ErrAuth) && (errors.Is(err, rpctypes.ErrPermissionDenied) || status.Code(err) == codes.PermissionDenied) {
+		who := "this client (its certificate's common name)"
+		if s.Username != "" {
+			who = fmt.Sprintf("the user %q", s.Username)
+		}
+		return fmt.Errorf("%w (%s may not read or write under the etcd prefix %q: is the prefix the fleet's, and does the user's role grant it?)", werr, who, s.Prefix)
+	}
 	if !errors.Is(werr, ErrUnavailable) {
 		return werr
 	}
