@@ -27,25 +27,40 @@ import (
 // this fleet's transcripts. Before, the worker took the mark it found for
 // durable: the plain cut (nothing-lands) took it back.
 func TestAMarkAWriterFoundIsDurableOnceItsWriteIs(t *testing.T) {
-	f, parent := powerFixture(t)
-	key := store.Key("github", "mark", "durable")
-	f.run(key, "one")
-	// A dir from before marks, or whose mark an operator removed (the
-	// remedy docs/fleet.md gives): its key dir is there, durable.
-	mark := filepath.Join(f.dir, shared.MarkName)
-	if err := os.Remove(mark); err != nil {
+	f, parent, j := unsyncedMarkFixture(t, "durable")
+	g := f.otherFleet(f.c, f.prefix)                     // a worker of the same fleet, not yet claimed
+	g.run(store.Key("github", "mark", "durable"), "two") // acknowledged
+	markSurvivesEveryCut(t, j, parent)
+}
+
+// unsyncedMarkFixture is a fleet with a key (github/mark/name) promoted,
+// on a dir from before marks, or whose mark an operator removed (the
+// remedy docs/fleet.md gives): its key dir is there, durable. Another
+// worker of the fleet has then marked the dir through the journal it
+// returns, up to WriteMark's rename (markUnsynced): the mark is in
+// place, its dir not fsynced. The journal is the shared storage's until
+// the test ends.
+func unsyncedMarkFixture(t *testing.T, name string) (f *fixture, parent string, j *powercut.Journal) {
+	t.Helper()
+	f, parent = powerFixture(t)
+	f.run(store.Key("github", "mark", name), "one")
+	if err := os.Remove(filepath.Join(f.dir, shared.MarkName)); err != nil {
 		t.Fatal(err)
 	}
 	id, err := f.b.meta.FleetID(t.Context(), false)
 	if err != nil || id == "" {
 		t.Fatalf("the fleet's ID: %q, %v", id, err)
 	}
-	j := powercut.New()
-	defer sharedfs.Use(j)()
+	j = powercut.New()
+	t.Cleanup(sharedfs.Use(j))
 	markUnsynced(t, j, f.dir, id, f.prefix)
+	return f, parent, j
+}
 
-	g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
-	g.run(key, "two")                // acknowledged
+// markSurvivesEveryCut fails t unless every power cut j can image keeps
+// the dir's mark.
+func markSurvivesEveryCut(t *testing.T, j *powercut.Journal, parent string) {
+	t.Helper()
 	for _, img := range j.Images(t, parent) {
 		if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
 			t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
@@ -93,21 +108,9 @@ func markUnsynced(t *testing.T, j *powercut.Journal, dir, id, prefix string) {
 func TestAMarkAnAuditFoundIsDurableOnceTheWritersWriteIs(t *testing.T) {
 	for _, audit := range []string{"check", "reap --dry-run"} {
 		t.Run(audit, func(t *testing.T) {
-			f, parent := powerFixture(t)
-			key := store.Key("github", "mark", "audit-durable")
-			f.run(key, "one")
-			if err := os.Remove(filepath.Join(f.dir, shared.MarkName)); err != nil {
-				t.Fatal(err)
-			}
-			id, err := f.b.meta.FleetID(t.Context(), false)
-			if err != nil || id == "" {
-				t.Fatalf("the fleet's ID: %q, %v", id, err)
-			}
-			j := powercut.New()
-			defer sharedfs.Use(j)()
-			markUnsynced(t, j, f.dir, id, f.prefix)
-
+			f, parent, j := unsyncedMarkFixture(t, "audit-durable")
 			g := f.otherFleet(f.c, f.prefix) // a worker of the same fleet, not yet claimed
+			var err error
 			if audit == "check" {
 				_, err = g.b.Check(t.Context(), CheckOptions{}, nil)
 			} else {
@@ -116,12 +119,8 @@ func TestAMarkAnAuditFoundIsDurableOnceTheWritersWriteIs(t *testing.T) {
 			if err != nil || !g.b.matched.Load() || g.b.claimed.Load() {
 				t.Fatalf("the audit: %v, matched %v, claimed %v; want it to have found the mark its fleet's, and claimed nothing", err, g.b.matched.Load(), g.b.claimed.Load())
 			}
-			g.run(key, "two") // acknowledged
-			for _, img := range j.Images(t, parent) {
-				if _, err := os.Lstat(filepath.Join(img.Dir, "t", shared.MarkName)); err != nil {
-					t.Errorf("cut after an acknowledged promotion (%s, lost %v): the mark: %v; want it there", img.Mode, img.Lost, err)
-				}
-			}
+			g.run(store.Key("github", "mark", "audit-durable"), "two") // acknowledged
+			markSurvivesEveryCut(t, j, parent)
 		})
 	}
 }
