@@ -24,6 +24,7 @@ import (
 // worker's generation as it was.
 func TestFleetWorkerAroundAMigrationsCreate(t *testing.T) {
 	f := newFixture(t, etcdtest.Start1(t))
+	f.now = migNow // the host's clock: on the wall clock its keys expire 14 days after migNow
 	after, before := store.Key("github", "seq", "cold-after-create"), store.Key("github", "seq", "cold-before-create")
 	root := t.TempDir()
 	h := newHostBuilder(t, root)
