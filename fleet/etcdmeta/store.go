@@ -356,8 +356,8 @@ func (s *Store) start(ctx context.Context, what string) (context.Context, contex
 	if s.closed.Load() {
 		return nil, nil, fmt.Errorf("%s: %w", what, ErrClosed)
 	}
-	s.reconnect()
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	s.reconnect(c)
 	return c, cancel, nil
 }
 
@@ -377,10 +377,57 @@ func orBackground(ctx context.Context) context.Context {
 // again: each resolve of a long-running host a cold start. A connection
 // with one member still reachable is not in transient failure, so a
 // member that stays down is not redialled for every request.
-func (s *Store) reconnect() {
-	if cc := s.cli.ActiveConnection(); cc != nil && cc.GetState() == connectivity.TransientFailure {
-		cc.ResetConnectBackoff()
+//
+// gRPC's reset wakes a connection waiting out its backoff and nothing
+// else. One made while a dial is in flight (the connection stays in
+// transient failure through the dials that follow the first that failed)
+// is lost, and the backoff after that dial, if it fails, is waited out
+// whole. So while the request c waits, and the connection stays in
+// transient failure, the reset is made again every redialEvery (see
+// redialWhile).
+func (s *Store) reconnect(c context.Context) {
+	if cc := s.cli.ActiveConnection(); cc != nil {
+		redialWhile(c, cc)
 	}
+}
+
+// redialWhile resets cc's reconnect backoff where cc is in transient
+// failure, and again every redialEvery while it stays so and c lives: a
+// request waiting on cc redials within redialEvery of a dial's failure,
+// though the dial was in flight at the request. A member still down
+// costs a dial per redialEvery while requests wait.
+func redialWhile(c context.Context, cc *grpc.ClientConn) {
+	if !resetBackoff(cc) {
+		return
+	}
+	go func() {
+		t := time.NewTicker(redialEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.Done():
+				return
+			case <-t.C:
+			}
+			if !resetBackoff(cc) {
+				return
+			}
+		}
+	}()
+}
+
+// redialEvery is how often a request waiting on a connection in transient
+// failure has gRPC's reconnect backoff reset (see redialWhile).
+const redialEvery = 250 * time.Millisecond
+
+// resetBackoff resets cc's reconnect backoff where it is in transient
+// failure, and reports whether it is.
+func resetBackoff(cc *grpc.ClientConn) bool {
+	if cc.GetState() != connectivity.TransientFailure {
+		return false
+	}
+	cc.ResetConnectBackoff()
+	return true
 }
 
 // hedged runs read, a request that changes nothing, within c, hedged
@@ -871,9 +918,9 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 var errCompacted = errors.New("compacted")
 
 func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clientv3.GetResponse, error) {
-	s.reconnect()
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
+	s.reconnect(c)
 	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
 	if at != 0 {
 		opts = append(opts, clientv3.WithRev(at))
