@@ -223,17 +223,40 @@ func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.
 // out (reconnect spares the balancer's connection this, not the tries').
 // With another member silent and the first try held, as though sent to
 // it, a request whose tries sent again went to those two members was
-// etcd unavailable, though the member back answered.
+// etcd unavailable, though the member back answered. So was it where
+// the try found the connection dialling one last time into the outage
+// (inFlight: a dial the member took and closed 300 ms after the try was
+// sent): gRPC's reset of its backoff wakes a connection waiting it out
+// and nothing else, and the try waited out the backoff after that dial.
 func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
+	for _, inFlight := range []bool{false, true} {
+		name := "failed"
+		if inFlight {
+			name = "inFlight"
+		}
+		t.Run(name, func(t *testing.T) { trySentAgainMeetsAMemberBack(t, inFlight) })
+	}
+}
+
+func trySentAgainMeetsAMemberBack(t *testing.T, inFlight bool) {
 	c := etcdtest.Start3(t)
 	p1 := etcdtest.NewProxy(t, c.Endpoint(1))
 	// Member 0 behind a listener that, while the member is down, closes
-	// each connection it takes: each is a dial of gRPC's that failed.
-	var up atomic.Bool
+	// each connection it takes: each is a dial of gRPC's that failed. The
+	// one taken after holdNext is held, unanswered, until released.
+	var up, holdNext atomic.Bool
+	var heldMu sync.Mutex
+	var held net.Conn
 	dials := make(chan struct{}, 64)
 	l := listenHolding(t, func(conn net.Conn) {
 		if !up.Load() {
-			conn.Close()
+			if holdNext.CompareAndSwap(true, false) {
+				heldMu.Lock()
+				held = conn
+				heldMu.Unlock()
+			} else {
+				conn.Close()
+			}
 			dials <- struct{}{}
 			return
 		}
@@ -254,7 +277,8 @@ func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
 	read := heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
 		return s.cli.Get(c, s.recordKey(newKey()))
 	})
-	// At turn 1 the two tries sent again go to endpoints 0 and 1.
+	// At turn 1 the first try sent again goes to endpoint 0, at a third
+	// of the timeout, and the second to endpoint 1.
 	hedge := func() error {
 		s.turn.Store(1)
 		c0, cancel := context.WithTimeout(ctx(t), timeout)
@@ -267,7 +291,10 @@ func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
 	}
 	// Five failed dials: the next is 6.5 s away (5.2 s at least), past
 	// the 2 s a try sent again first has.
-	for range 5 {
+	for i := range 5 {
+		if inFlight && i == 4 {
+			holdNext.Store(true)
+		}
 		select {
 		case <-dials:
 		case <-time.After(time.Minute):
@@ -281,6 +308,14 @@ func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
 	}
 	up.Store(true)
 	p1.Blackhole()
+	if inFlight {
+		release := time.AfterFunc(timeout/3+300*time.Millisecond, func() {
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			held.Close()
+		})
+		defer release.Stop()
+	}
 	start := time.Now()
 	if err := hedge(); err != nil {
 		t.Fatalf("a hedged read, member 0 back, member 1 silent: %v after %v; want answered by member 0", err, time.Since(start).Round(time.Millisecond))

@@ -261,11 +261,10 @@ func (s *Store) toPinned(ctx context.Context, method string, req, reply any, cc 
 	// is dialled again now rather than at the end of gRPC's backoff,
 	// which grows over an outage to two minutes: a try sent to a member
 	// back since would wait it out, whatever its timeout (reconnect does
-	// this for the balancer's connection). A member still down costs one
-	// dial per try sent to it, and only a try sent again is.
-	if pin.GetState() == connectivity.TransientFailure {
-		pin.ResetConnectBackoff()
-	}
+	// this for the balancer's connection, and as it does, again while the
+	// try waits). A member still down costs a dial per redialEvery while
+	// a try sent to it waits, and only a try sent again is.
+	redialWhile(ctx, pin)
 	return pin.Invoke(ctx, method, req, reply, opts...)
 }
 
