@@ -179,8 +179,8 @@ func (p *proxy) close() {
 // backoff would wait 5.2 s at least, and the request has 2 s. A defect
 // shows as seconds, not as the milliseconds a starved test binary (nice
 // 19 beside four busy loops) loses: with a 300 ms timeout and the next
-// dial some 700 ms off, such a binary failed 5 runs of 5 though the Store
-// reconnected at the request.
+// dial some 700 ms off, such a binary failed 5 runs of 5 one morning
+// (0 of 5 another), though the Store reconnected at the request.
 func TestFirstRequestAfterAnOutageReconnects(t *testing.T) {
 	for _, inFlight := range []bool{false, true} {
 		name := "failed"
