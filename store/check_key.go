@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -107,6 +108,17 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 		*examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
+	if err := k.legacyNotRead; err != nil {
+		// Read as the legacy reader read it (no value), but the file is
+		// there: what it holds is not known, so the key is not judged by
+		// it in silence.
+		path := name
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			path = name + "/" + filepath.Base(pe.Path)
+		}
+		add(path, KindUnreadable, "a legacy sidecar that is there but was not read: %v; resolve reads it as no value, as the legacy store did, and migrate fails the key and keeps its files until it can be read", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return false, err // a walk below an odd directory was cut short
 	}

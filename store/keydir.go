@@ -44,6 +44,9 @@ type keyDir struct {
 	migratedUnder bool
 	header        transcript.Header
 	headerErr     error
+	// legacyNotRead is the first legacy sidecar whose read failed on a
+	// file that is there (legacy.Observed.NotRead): check names it.
+	legacyNotRead error
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
@@ -370,6 +373,7 @@ func (k *keyDir) observeLegacy() error {
 		return err
 	}
 	k.obs.Venue, k.obs.PiVersion, k.obs.ResumeChain, k.obs.Context = o.Venue, o.PiVersion, o.ResumeChain, o.Context
+	k.legacyNotRead = o.NotRead
 	return nil
 }
 
