@@ -65,7 +65,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	}
 	leave := func(why string) {
 		for _, i := range settle {
-			found[i].Repair = "not removed: " + why
+			found[i].Repair, found[i].RepairFailed = "not removed: "+why, true
 			if i == full {
 				found[i].Repair = "left as is: " + why
 			}
@@ -113,7 +113,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		if err := c.renumber(ctx, key, st, &found[full]); err != nil {
 			// The walk stops (etcd lost, ctx ended): no orphan removed.
 			for _, i := range orphans {
-				found[i].Repair = "not removed: " + strings.TrimPrefix(found[full].Repair, "left as is: ")
+				found[i].Repair, found[i].RepairFailed = "not removed: "+strings.TrimPrefix(found[full].Repair, "left as is: "), true
 			}
 			return err
 		}
@@ -122,7 +122,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		f := &found[i]
 		select {
 		case <-lost:
-			f.Repair = "not removed: the key's lock ended (its lease expired) before the repair was done; run check again"
+			f.Repair, f.RepairFailed = "not removed: the key's lock ended (its lease expired) before the repair was done; run check again", true
 			continue
 		default:
 		}
@@ -144,7 +144,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			// is removed, of this key's orphans or any other key's.
 			if err := shared.DirErr(c.b.dir); err != nil {
 				for _, j := range orphans[n:] {
-					found[j].Repair = "not removed: " + err.Error()
+					found[j].Repair, found[j].RepairFailed = "not removed: "+err.Error(), true
 				}
 				return err
 			}
@@ -163,7 +163,7 @@ func (c *checker) removal(f *store.Finding, err error) {
 		// file another swept.
 		f.Repair, f.Remains = "gone since it was found (removed by another check --repair or a reap): nothing left to remove", false
 	case err != nil:
-		f.Repair = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error()))
+		f.Repair, f.RepairFailed = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error())), true
 	default:
 		f.Repair, f.Repaired, f.Remains = "removed", true, false
 	}
@@ -218,10 +218,10 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		// sent again unanswered too: "left as is" would be false of a
 		// history numbered again, which the next check finds nothing
 		// to do about.
-		f.Repair = fmt.Sprintf("not known: %s (a try's answer was lost: the history may be numbered again already; run check again to know)", c.b.unroot(err.Error()))
+		f.Repair, f.RepairFailed = fmt.Sprintf("not known: %s (a try's answer was lost: the history may be numbered again already; run check again to know)", c.b.unroot(err.Error())), true
 		return interruptedOr(ctx, unavailable(err))
 	default:
-		f.Repair = "left as is: " + c.b.unroot(err.Error())
+		f.Repair, f.RepairFailed = "left as is: "+c.b.unroot(err.Error()), true
 		return interruptedOr(ctx, unavailable(err))
 	}
 	return nil

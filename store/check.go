@@ -94,6 +94,11 @@ type Finding struct {
 	// Repaired is true when the repair acted successfully; it may still
 	// Remain (a second look can find the same kind again).
 	Repaired bool `json:"repaired"`
+	// RepairFailed is true when the repair was tried and failed (an I/O
+	// error, a full disk, the key's lock not had): its Repair says
+	// "not repaired: ..." (on a fleet, "not removed: ..."). The CLI counts
+	// it as failed (exit 1), as an entry it could not examine.
+	RepairFailed bool `json:"-"`
 	// Remains is whether it is still there when Check returns: always for
 	// a check without repair, else as found by a second look after the
 	// repair.

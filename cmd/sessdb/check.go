@@ -36,8 +36,10 @@ deleted; a history at the last sequence number is numbered again in place
 instead, the record and stamps kept), removes stray temps, finishes an
 interrupted reap; then it looks
 again, and the exit status counts what remains. Without --repair check
-changes nothing. A key that cannot be examined (locked, unreadable) is named
-on stderr, and check exits 1 after the others.
+changes nothing. A key that cannot be examined (locked, unreadable), and a
+repair that failed (a full disk, an I/O error, the key's lock not had: its
+line says "not repaired", on a fleet "not removed"), are named on stderr,
+and check exits 1 after the others.
 
 Two operator decisions act on one key dir only, under its exclusive lock,
 only with --repair, on a sessions root. --accept KEY repairs KEY, then
@@ -78,9 +80,10 @@ look at and remove with etcdctl.`,
 // checkSummary ends check --json.
 type checkSummary struct {
 	store.CheckSummary
-	Failed      int  `json:"failed"` // findings of entries that could not be examined, or an operator action not done (exit 1)
+	Failed      int  `json:"failed"` // findings of entries that could not be examined, or a repair or operator action not done (exit 1)
 	Repair      bool `json:"repair"` // --repair was given
 	Interrupted bool `json:"interrupted"`
+	notRepaired int  // of Failed, the repairs and operator actions not done
 }
 
 func bindCheck(fs *flag.FlagSet) func(*invocation) int {
@@ -172,8 +175,11 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 				prog.clear()
 				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Detail)
 			}
-			if operatorAction(f) && !f.Repaired {
+			if f.RepairFailed || operatorAction(f) && !f.Repaired {
+				// A repair that did not repair (a full disk, the key's
+				// lock not had) is an entry the command could not do.
 				sum.Failed++
+				sum.notRepaired++
 				prog.clear()
 				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Repair)
 			}
@@ -246,8 +252,11 @@ func writeCheckSummary(w io.Writer, s checkSummary) error {
 	if err == nil && s.Repair {
 		_, err = fmt.Fprintf(w, "; repaired %d, %s remaining", s.Repaired, plural(s.Remaining, "problem"))
 	}
-	if err == nil && s.Failed > 0 {
-		_, err = fmt.Fprintf(w, "; %d not examined", s.Failed)
+	if n := s.Failed - s.notRepaired; err == nil && n > 0 {
+		_, err = fmt.Fprintf(w, "; %d not examined", n)
+	}
+	if err == nil && s.notRepaired > 0 {
+		_, err = fmt.Fprintf(w, "; %d not repaired", s.notRepaired)
 	}
 	if err == nil && s.Interrupted {
 		_, err = fmt.Fprint(w, " (interrupted)")
