@@ -114,8 +114,7 @@ type Finding struct {
 	keyFile     bool // link: and that file is the key's meta.db or current.jsonl
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
-	examinedDB  *unix.Stat_t
-	afterRepair bool // found only by the look after the repair
+	examinedDB *unix.Stat_t
 }
 
 // CheckOptions says how Check runs. The zero value checks without
@@ -179,8 +178,8 @@ type DeepResult struct {
 type CheckSummary struct {
 	Entries   int `json:"entries"`   // names under the root examined
 	Keys      int `json:"keys"`      // of which key dirs
-	Problems  int `json:"problems"`  // problems found (before any repair)
-	Notices   int `json:"notices"`   // notices found (before any repair)
+	Problems  int `json:"problems"`  // problem findings delivered (with a repair: before it, and what the look after it found anew)
+	Notices   int `json:"notices"`   // notice findings delivered, an operator action's outcome among them
 	Repaired  int `json:"repaired"`  // findings a repair acted on successfully
 	Remaining int `json:"remaining"` // problems still there at the end
 }
@@ -286,19 +285,17 @@ func (s *Store) unrooter() *strings.Replacer {
 	return strings.NewReplacer(strings.TrimSuffix(s.root, "/")+"/", "")
 }
 
-// count adds f to the summary. Problems and Notices count what the first
-// look found, so that a repair's report still says what was wrong; what
-// only the look after the repair found, and an operator action's own
-// finding, count in Repaired and Remaining only.
+// count adds f to the summary. Problems and Notices count every finding
+// delivered, by its severity: what the first look found (so that a
+// repair's report still says what was wrong), what only the look after
+// the repair found (a meta.db moved aside), and an operator action's own
+// finding; the summary so agrees with the lines printed.
 func (sum *CheckSummary) count(f Finding) {
 	if f.Repaired {
 		sum.Repaired++
 	}
 	if f.Severity == SeverityProblem && f.Remains {
 		sum.Remaining++
-	}
-	if f.afterRepair { // found only by the second look
-		return
 	}
 	if f.Severity == SeverityProblem {
 		sum.Problems++
@@ -388,7 +385,7 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	// aside, say) is reported too.
 	for _, f := range after {
 		if !seen[[2]string{f.Path, string(f.Kind)}] {
-			f.Remains, f.afterRepair = true, true
+			f.Remains = true
 			found = append(found, f)
 		}
 	}

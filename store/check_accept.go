@@ -271,8 +271,7 @@ func readIdentity(kd *os.File) (int64, uint32, time.Time, error) {
 func (s *Store) acceptFinding(key string, found []Finding) *Finding {
 	f := &Finding{
 		Path: key + "/" + TranscriptName, Key: key, Kind: KindAccepted, Severity: SeverityNotice,
-		Detail:      "the operator's decision (check --accept): the transcript in place is the key's conversation",
-		afterRepair: true,
+		Detail: "the operator's decision (check --accept): the transcript in place is the key's conversation",
 	}
 	res, err := s.Accept(key)
 	switch {

@@ -160,7 +160,7 @@ func (s *Store) quarantineFindings(key string, found []Finding) []Finding {
 		}
 		f.Repair, f.Repaired = "moved aside with the key dir to "+aside, true
 	}
-	f := Finding{Path: key, Key: key, Kind: KindQuarantined, Severity: SeverityNotice, afterRepair: true}
+	f := Finding{Path: key, Key: key, Kind: KindQuarantined, Severity: SeverityNotice}
 	if err != nil {
 		f.Detail, f.Repair = "the operator's decision (check --quarantine): move the key dir aside", "not repaired: "+err.Error()
 		f.RepairFailed = true

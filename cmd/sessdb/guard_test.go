@@ -164,7 +164,7 @@ func TestCheckAcceptAndQuarantine(t *testing.T) {
 	}
 	code, out, errs := runCLI(t, "check", "--repair", "--accept", sample.LongChain, root)
 	if code != exitOK || !strings.Contains(out, "notice   "+sample.LongChain+"/current.jsonl: accepted: ") || !strings.Contains(out, "repair: recorded current.jsonl (") ||
-		!strings.Contains(out, "checked 1 entry (1 key): 1 problem, 0 notices; repaired 2, 0 problems remaining") {
+		!strings.Contains(out, "checked 1 entry (1 key): 1 problem, 1 notice; repaired 2, 0 problems remaining") {
 		t.Fatalf("accept: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, _ := runCLI(t, "check", root); code != exitOK {
