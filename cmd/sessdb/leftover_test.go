@@ -283,7 +283,7 @@ func TestAnEmptyVenueIsNoVenue(t *testing.T) {
 // legacy identity begins with [a-z0-9]) never begins so, --flag=VALUE
 // gives one on purpose, and a DIR argument given shows nothing was taken.
 func TestADirIsNotTakenForAStampsValue(t *testing.T) {
-	clearEnv(t)
+	atSampleTime(t)
 	configured := copySample(t)
 	t.Setenv("PI_SESSIONS_DIR", configured)
 	dir := copySample(t)

@@ -169,7 +169,7 @@ func TestAnEmptyAtIsAUsageError(t *testing.T) {
 // pi version "-1", a value "-" or "--") is the caller's, given as a word
 // of its own after its flag, and taken as given.
 func TestADashLedValueThatNamesNoFlagIsTaken(t *testing.T) {
-	clearEnv(t)
+	atSampleTime(t)
 	root := copySample(t)
 	job := filepath.Join(t.TempDir(), "job")
 	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "4668107cac2e99b44415c5606b32ef14", "--job-dir", job, "--pi-version", "-1", "--venue", "-edge", "--model", "-", "--job", "--")
