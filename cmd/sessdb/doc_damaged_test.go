@@ -17,6 +17,7 @@ import (
 // command of the doc's block, done here in Go) and compares both outputs
 // with the doc's, the moved-aside files' UTC time masked.
 func TestDocDamagedCopy(t *testing.T) {
+	atSampleTime(t)
 	src, err := os.ReadFile(filepath.Join(sharedtest.ModuleRoot(), "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestDocDamagedCopy(t *testing.T) {
 	must(os.WriteFile(tp, []byte(strings.Join(lines, "")), 0o600))
 	tmp := at("4668107cac2e99b44415c5606b32ef14/.current.jsonl.tmp-5f1e0c3a9b2d4e67")
 	must(os.WriteFile(tmp, []byte("{\"type\":\"session\"\n"), 0o600))
-	then := time.Now().Add(-3 * time.Hour)
+	then := clock().Add(-3 * time.Hour) // the doc's touch -d '3 hours ago', on the sample's clock
 	must(os.Chtimes(tmp, then, then))
 	must(os.Symlink("/srv/elsewhere", at("89ca26cbccb8bfa51c28b0de593c7289")))
 
