@@ -45,6 +45,14 @@ func TestMain(m *testing.M) {
 			chartTempHook = signalSelf(s)
 		}
 		forceProgress = os.Getenv(cliProgressEnv) == "1"
+		if s := os.Getenv(cliClockEnv); s != "" {
+			at, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", cliClockEnv, err)
+				os.Exit(2)
+			}
+			clock = func() time.Time { return at }
+		}
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// The tests read plain error lines: --log-format auto is console here,

@@ -28,6 +28,11 @@ import (
 // for the tests that need a real process: a real Ctrl-C, another uid.
 const cliChildEnv = "SESSDB_TEST_CLI"
 
+// cliClockEnv gives the re-executed sessdb (cliChildEnv) the test's clock,
+// RFC 3339: a child judges at the instant its parent's commands do, not on
+// the wall clock (TestMain).
+const cliClockEnv = "SESSDB_TEST_CLI_CLOCK"
+
 // cliProgressEnv makes such a child show its walk's progress on stderr,
 // whatever stderr is: a test reads it to know that the walk has begun.
 const cliProgressEnv = "SESSDB_TEST_CLI_PROGRESS"
@@ -269,7 +274,7 @@ func unprivileged(t *testing.T, base string, chown func()) func(args ...string) 
 		cmd := exec.Command(bin, append(args, "--log-format", "console")...)
 		// Under -race a child that exits 0 sleeps a second first
 		// (atexit_sleep_ms), unless told not to.
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliClockEnv+"="+clock().Format(time.RFC3339Nano), "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		var out, errs strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errs
