@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/internal/sample"
 	"sessdb/store"
 )
 
@@ -49,7 +50,7 @@ func genSessions(t testing.TB, root string, n int) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "README.txt"), []byte("not a key dir\n"), 0o600)
-	mtime := time.Now().Add(-6 * time.Hour)
+	mtime := sample.Time.Add(-6 * time.Hour) // as copySample's
 	for i := range n {
 		dir := filepath.Join(root, store.Key("gen", "acme/load", strconv.Itoa(i)))
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -74,7 +75,7 @@ func TestTenThousandKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 keys: not in -short")
 	}
-	clearEnv(t)
+	atSampleTime(t)
 	root := filepath.Join(t.TempDir(), "sessions")
 	if d := os.Getenv("SESSDB_10K_DIR"); d != "" {
 		root = d
