@@ -117,6 +117,12 @@ type Finding struct {
 	examinedDB *unix.Stat_t
 }
 
+// notRepaired records a repair (or an operator action) that was tried
+// and failed with err.
+func (f *Finding) notRepaired(err error) {
+	f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+}
+
 // CheckOptions says how Check runs. The zero value checks without
 // repairing and without bbolt's full consistency check.
 type CheckOptions struct {

@@ -276,7 +276,7 @@ func (s *Store) acceptFinding(key string, found []Finding) *Finding {
 	res, err := s.Accept(key)
 	switch {
 	case err != nil:
-		f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+		f.notRepaired(err)
 		return f
 	case res.Already:
 		f.Repair = fmt.Sprintf("nothing written: the record already describes current.jsonl (gen %d, %d bytes, CRC32C %s)", res.Gen, res.Bytes, res.CRC32C)

@@ -162,8 +162,8 @@ func (s *Store) quarantineFindings(key string, found []Finding) []Finding {
 	}
 	f := Finding{Path: key, Key: key, Kind: KindQuarantined, Severity: SeverityNotice}
 	if err != nil {
-		f.Detail, f.Repair = "the operator's decision (check --quarantine): move the key dir aside", "not repaired: "+err.Error()
-		f.RepairFailed = true
+		f.Detail = "the operator's decision (check --quarantine): move the key dir aside"
+		f.notRepaired(err)
 		return append(found, f)
 	}
 	f.Path, f.Detail = aside, quarantineDetail(key)

@@ -38,7 +38,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 				// finished it first: not a repair that failed.
 				f.Repair = "gone since it was found (finished by another reap or check --repair): nothing left to do"
 			case err != nil:
-				f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+				f.notRepaired(err)
 			case restored:
 				f.Repair, f.Repaired = "moved back to "+f.Key+": the key resolves again", true
 			default:
@@ -57,7 +57,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		// another file.
 		dbTouched = dbTouched || settled
 		if err != nil {
-			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+			f.notRepaired(err)
 			continue
 		}
 		// What the look proved of meta.db holds for the file this roll-
@@ -98,7 +98,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			dbTouched = dbTouched || did.Kept > 0
 			switch {
 			case err != nil:
-				f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+				f.notRepaired(err)
 			case did.Kept == 0:
 				f.Repair = "left as is: its newest entry no longer holds the last sequence number (meta.db written since it was found)"
 			default:
@@ -121,7 +121,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 				// first, or a reap took the key: not a repair that failed.
 				f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to move"
 			case asideErr != nil:
-				f.Repair, f.RepairFailed = "not repaired: "+asideErr.Error(), true
+				f.notRepaired(asideErr)
 			default:
 				f.Repair, f.Repaired = "moved meta.db aside to "+aside+"; the key cold-starts until its next promotion", true
 			}
@@ -172,7 +172,7 @@ func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps [
 		case res.kept[n] != "":
 			f.Repair = "left as is: " + res.kept[n]
 		case err != nil:
-			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+			f.notRepaired(err)
 		default:
 			// Gone before the lock was had: the roll-forward removed it,
 			// or its promotion finished.

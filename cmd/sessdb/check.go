@@ -175,9 +175,10 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 				prog.clear()
 				inv.rep.keyFault(f.Path, string(f.Kind)+": "+f.Detail)
 			}
-			if f.RepairFailed || operatorAction(f) && !f.Repaired {
-				// A repair that did not repair (a full disk, the key's
-				// lock not had) is an entry the command could not do.
+			if f.RepairFailed {
+				// A repair or an operator action (--accept, --quarantine)
+				// that did not act (a full disk, the key's lock not had)
+				// is an entry the command could not do.
 				sum.Failed++
 				sum.notRepaired++
 				prog.clear()
@@ -224,13 +225,6 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		}
 		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
 	}
-}
-
-// operatorAction reports whether f is the outcome of --accept or
-// --quarantine: the only findings of their kinds that carry a repair (a
-// quarantine dir found by a walk carries none).
-func operatorAction(f store.Finding) bool {
-	return (f.Kind == store.KindAccepted || f.Kind == store.KindQuarantined) && f.Repair != ""
 }
 
 // writeFinding writes one finding as a line an operator can grep, and the

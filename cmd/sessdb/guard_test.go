@@ -192,4 +192,9 @@ func TestCheckAcceptAndQuarantine(t *testing.T) {
 	if code, out, _ := runCLI(t, "check", root); code != exitOK || !strings.Contains(out, "notice   "+f.Path+": quarantined: ") {
 		t.Fatalf("check after the quarantine: exit %d\n%s", code, out)
 	}
+	// A quarantine not done (its key dir gone since) is an entry check
+	// could not do, as a refused accept is.
+	if code, out, errs := runCLI(t, "check", "--repair", "--quarantine", sample.Mixed, root); code != exitFault || !strings.Contains(out, "not repaired: ") || !strings.Contains(errs, sample.Mixed) {
+		t.Fatalf("a quarantine of a key no longer there: exit %d\n%s%s", code, out, errs)
+	}
 }
