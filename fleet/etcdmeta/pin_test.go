@@ -289,10 +289,10 @@ func trySentAgainMeetsAMemberBack(t *testing.T, inFlight bool) {
 	if err := hedge(); err != nil {
 		t.Fatalf("a hedged read, member 0 down: %v; want answered by member 1", err)
 	}
-	// Five failed dials: the next is 6.5 s away (5.2 s at least), past
+	// Four failed dials: the next is 4.1 s away (3.3 s at least), past
 	// the 2 s a try sent again first has.
-	for i := range 5 {
-		if inFlight && i == 4 {
+	for i := range 4 {
+		if inFlight && i == 3 {
 			holdNext.Store(true)
 		}
 		select {
