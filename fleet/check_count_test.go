@@ -33,6 +33,7 @@ func TestCheckCountsKeysApartFromOtherEntries(t *testing.T) {
 // negated), no fleet test read Remaining: the mutant counted the
 // repaired problem as remaining and the one left as not.
 func TestCheckCountsTheProblemsThatRemain(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "check-count", "remaining")

@@ -40,6 +40,7 @@ func (f *fixture) otherFleet(c *etcdtest.Cluster, prefix string) *fixture {
 // there and resumes. Before, the second fleet's reap swept the first's
 // transcript as an orphan (the sixteenth session's cfgrev, left high).
 func TestTwoFleetsOnOneTranscriptsDirNeverSweepEachOther(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	for _, slip := range []string{"prefix without its slash", "same prefix, another cluster"} {
 		t.Run(slip, func(t *testing.T) {
@@ -119,6 +120,7 @@ func TestTwoFleetsOnOneTranscriptsDirNeverSweepEachOther(t *testing.T) {
 // mark and make no ID in etcd (audits change nothing). The mark names the
 // ID etcd holds.
 func TestOnlyAWriterMarksTheDir(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	cli := c.Client(t)
@@ -163,6 +165,7 @@ func TestOnlyAWriterMarksTheDir(t *testing.T) {
 // it, every worker of that fleet is let in, every worker of the other is
 // ErrOtherFleet, and the dir holds one mark and no temp.
 func TestFleetsClaimingOneDirAtOnceOneWins(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a := newFixture(t, c)
 	other := "/sessdb/" + randHex(8)
@@ -211,6 +214,7 @@ func TestFleetsClaimingOneDirAtOnceOneWins(t *testing.T) {
 // is never followed, never blocks, and is left as it is: an operator
 // decides whose dir it is.
 func TestABadMarkRefusesAndIsLeft(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	outside := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(outside, []byte("sessdb fleet mark 1\n"), 0o600); err != nil {

@@ -23,6 +23,7 @@ import (
 // TestConformance runs the conformance suite on a fleet with one real etcd
 // member; every promise gets a prefix and a transcripts dir of its own.
 func TestConformance(t *testing.T) {
+	etcdtest.Beside(t)
 	storetest.Run(t, &fleetHarness{c: etcdtest.Start1(t)})
 }
 

@@ -22,6 +22,7 @@ import (
 // record's base, and the cold run was promoted as gen 2 over the
 // conversation, which the next reap past the grace period swept.
 func TestAJobResolvedWhileTheDirIsAwayNeverReplacesTheConversation(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	away := f.dir + ".away"
 	goAway := func() {

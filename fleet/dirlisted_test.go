@@ -77,6 +77,7 @@ func TestCheckWhoseDirGoesAwayAfterAKeysListingStops(t *testing.T) {
 // the walk, and no test had the orphan alone gone: each mutant dropped
 // the orphan and returned nil, having looked at nothing of the dir.
 func TestCheckWhoseDirGoesAwayUnderAKeysOrphanStops(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, link := range []bool{false, true} {
 		t.Run(fmt.Sprintf("link=%v", link), func(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))

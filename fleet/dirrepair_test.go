@@ -22,6 +22,7 @@ import (
 // reaper's, and the orphan reported "removed", counted repaired, though
 // it was still there once the dir was back.
 func TestCheckRepairWhoseDirGoesAwayRemovesNothingItReports(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "dir-away-repair", "x")
 	f.run(key, "one")

@@ -395,6 +395,7 @@ func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
 // failed at once, and the summary ends the stream as ever. Both ways:
 // --from etcd losing it after the listing, --to etcd finding it gone.
 func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	hostRoot := func(prefix string) string {

@@ -46,6 +46,7 @@ func (f *fixture) stampBack(key string, d time.Duration) {
 // promoted, and its key cold-started transcript-replaced, the conversation
 // lost).
 func TestAReaperAheadOfTheFileServerKeepsAPromotionInFlight(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, sweeper := range []string{"reap", "check --repair"} {
 		t.Run(sweeper, func(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))
@@ -99,6 +100,7 @@ func TestAReaperAheadOfTheFileServerKeepsAPromotionInFlight(t *testing.T) {
 // with a warning (a dry run reads no clock: it writes nothing, not even
 // the dir's time).
 func TestReapSweepsATrueOrphanWhateverTheFileClock(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, c := range []struct {
 		name  string
 		clock func(string) (time.Time, error)
@@ -224,6 +226,7 @@ func TestAReaperWhoseClockJumpedAheadKeepsFreshKeys(t *testing.T) {
 // it, the promotion's file lost before its commit; with the first read
 // failing, the second was not even tried).
 func TestASecondUnreadFileClockKeepsTheFirstReading(t *testing.T) {
+	etcdtest.Beside(t)
 	const year = 365 * 24 * time.Hour
 	for _, c := range []struct {
 		name   string

@@ -116,6 +116,7 @@ func TestTwoFleetsNeverShareAnID(t *testing.T) {
 // commit whose answer never came leaves its file for reap, and the retry
 // promotes once etcd is back.
 func TestEtcdDownIsANamedColdStartAndPromoteFailed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	const timeout = time.Second
 	f := newFixture(t, c, func(c *Config) { c.RequestTimeout = timeout })
@@ -446,6 +447,7 @@ func mustJob(f *fixture, key, marker string) store.Session {
 // in-flight window whatever the grace (found by an audit: a grace of 10 ms
 // swept an acknowledged generation). A negative grace is the default.
 func TestShortGraceNeverSweepsAPromotionInFlight(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	for _, sweep := range []struct {
 		name string
@@ -714,6 +716,7 @@ func TestReapRemovesEmptyKeyDirs(t *testing.T) {
 // bytes its record describes undeliverable, as under the copy: not
 // unparseable, which says the file is damaged. dump says it is missing.
 func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "stale-header", "x")
 	f.run(key, "one")
@@ -775,6 +778,7 @@ func TestKeyReapedUnderAResolveIsAbsent(t *testing.T) {
 // generation as its base, the job's run was superseded by a key that
 // holds nothing (superseded_by 0) and lost.
 func TestKeyReapedUnderAResolvesReadsIsAbsent(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, point := range []string{hookHeader, hookSource} {
 		t.Run(point, func(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))

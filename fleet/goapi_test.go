@@ -81,6 +81,7 @@ func apiLine(marker string) string {
 // migration ended before its first key is: the CLI exits 130 on it, not
 // 1 with the cancellation for a fault.
 func TestFromEtcdEndedWhileListingIsInterrupted(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	apiPromote(t, s, store.Key("github", "acme/widget", "1"), apiLine("one"))
@@ -250,6 +251,7 @@ func TestFleetWalksTakeANilContext(t *testing.T) {
 // migrations' and check's summaries alone tell what they did. Each
 // panicked on the nil function.
 func TestFleetWalksTakeANilVisit(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	key := store.Key("github", "acme/widget", "1")
@@ -278,6 +280,7 @@ func TestFleetWalksTakeANilVisit(t *testing.T) {
 // root is made for it. The root was made before the listing, an empty
 // directory left behind by a run that migrated nothing.
 func TestFromEtcdThatDoesNothingMakesNoRoot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	apiPromote(t, s, store.Key("github", "acme/widget", "1"), apiLine("one"))

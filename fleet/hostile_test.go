@@ -84,6 +84,7 @@ func TestCheckLooksNothingUpOutsideTheDirByARecordsName(t *testing.T) {
 // unavailable. (check --repair numbers it again:
 // TestARepairRenumbersAHistoryWhoseNewestEntryIsAboveTheLastSlot.)
 func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "hostile", "lastslot")
@@ -119,6 +120,7 @@ func TestHistoryEntryInTheLastSlotIsDamage(t *testing.T) {
 // holding a file of the record's name) is never followed by dump either:
 // the report gives nothing of the file beyond the link.
 func TestInspectNeverFollowsALinkedKeyDir(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "hostile", "linkeddir")
@@ -152,6 +154,7 @@ func TestInspectNeverFollowsALinkedKeyDir(t *testing.T) {
 // file of it in flight is not above the record's: the sweep still keeps
 // it through the in-flight window, as it does a generation above.
 func TestSweepKeepsAPromotionInFlightAtTheLastGeneration(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "hostile", "lastgen")
 	f.run(key, "a")
@@ -208,6 +211,7 @@ func TestSweepKeepsAPromotionInFlightAtTheLastGeneration(t *testing.T) {
 // the whole request timeout, its file left for reap as a commit that may
 // have landed.
 func TestARecordTooLargeForEtcdIsNoOutage(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	// A promotion retried until the request timeout takes the whole 10 s;
 	// one that fails at once took up to 0.99 s (two cores, -race, other
@@ -318,6 +322,7 @@ func TestAPromotionDatedInTheFutureStillExpires(t *testing.T) {
 // later, and a resolve on a worker whose clock was 6 days ahead resumed
 // it at the moment a reaper with the right clock removed it.
 func TestAnExpiredPromotionDatedInTheFutureStaysExpired(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "future", "revived")
 	f.now = time.Now().Add(5 * 24 * time.Hour)

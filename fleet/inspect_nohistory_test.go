@@ -23,6 +23,7 @@ import (
 // reported the entry's error as the key's meta error while the resolve
 // resumed it.
 func TestADumpWithoutHistoryReadsNoHistory(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "inspect", "no-history")

@@ -36,6 +36,7 @@ func endLockAndWait(t *testing.T, f *fixture, key string, lost <-chan struct{}) 
 // `survivors`, the lost lock's `continue` dropped), no test held it: the
 // repair went on removing orphans under a lock it no longer had.
 func TestARepairWhoseLockEndedRemovesNoOrphan(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.LockTTL = time.Second })
 	key := store.Key("github", "repair-lost", "lease")
@@ -77,6 +78,7 @@ func TestARepairWhoseLockEndedRemovesNoOrphan(t *testing.T) {
 // dropped), no test held it: the reap went on and removed the key under
 // a lock it no longer had, its delete's guard unmoved.
 func TestAReapWhoseLockEndedLeavesTheKey(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.LockTTL = time.Second })
 	key := store.Key("github", "reap-lost", "lease")

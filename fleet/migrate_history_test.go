@@ -67,6 +67,7 @@ func TestMigrateBackKeepsTheFleetsRefusals(t *testing.T) {
 // FromEtcd left in a key dir is removed by the run, which says so in
 // Removed; the dry run must list it too.
 func TestMigrateBackDryRunListsTheTempsItSweeps(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := t.TempDir()
 	h := newHostBuilder(t, root)
@@ -94,6 +95,7 @@ func TestMigrateBackDryRunListsTheTempsItSweeps(t *testing.T) {
 // would drop a field on both sides alike; the entry added here sets every
 // field, and the test says so if a field is added and left zero.
 func TestAMigrationThereAndBackKeepsEveryField(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := t.TempDir()
 	h := newHostBuilder(t, root)
@@ -180,6 +182,7 @@ func TestFromEtcdSkipsAKeyWhoseRecordLeftAfterTheListing(t *testing.T) {
 // record names came from the fleet (the same size, other bytes), or made
 // a link: left alone, the link neither followed nor replaced.
 func TestFromEtcdLeavesATranscriptNoRecordNames(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	promoted, stamped := store.Key("github", "own", "unrecorded"), store.Key("github", "own", "unrecorded-stamps")
 	f.run(promoted, "fleet 1")
@@ -305,6 +308,7 @@ func TestFromEtcdOfAFileChangedUnderItsCopyWritesNothing(t *testing.T) {
 // descends from it only if it begins with its bytes: one that does not is
 // a conflict, and the key dir's transcript is never written over.
 func TestFromEtcdIntoAKeyDirWithoutHistory(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	stamps, own := store.Key("github", "own", "no-history-stamps"), store.Key("github", "own", "no-history-own")
 	f.run(stamps, "fleet 1")

@@ -23,6 +23,7 @@ import (
 // descends from etcd's generation is already to --to etcd: a host's newer
 // conversation never moved, and the run exit 0.)
 func TestMigrateThereBackAndThereAgain(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := filepath.Join(t.TempDir(), "sessions")
 	h := newHostBuilder(t, root)

@@ -445,6 +445,7 @@ func TestMigrateDryRunChangesNothing(t *testing.T) {
 // and leaves alone a key promoted on both sides (a conflict), as ToEtcd
 // then does too.
 func TestMigrateBackIntoItsOwnRoot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	root := t.TempDir()
@@ -525,6 +526,7 @@ func TestMigrateBackIntoItsOwnRoot(t *testing.T) {
 // TestMigrateLockedKey: a key whose meta.db lock is held past the timeout
 // is locked, untouched, and a re-run moves it.
 func TestMigrateLockedKey(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	root := t.TempDir()
@@ -629,6 +631,7 @@ func TestMigrateReportJSON(t *testing.T) {
 // reason, never followed, never blocks, and writes nothing for its key;
 // the other keys move.
 func TestMigrateHostile(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	root := t.TempDir()
@@ -782,6 +785,7 @@ func TestFleetNumbersGenerationsAboveAMovedHistory(t *testing.T) {
 // and says what settles it (before: "run sessdb migrate first", which
 // skips such a key).
 func TestMigrateMovedAsideKeySaysWhatSettlesIt(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	root := t.TempDir()

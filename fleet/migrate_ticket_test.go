@@ -132,6 +132,7 @@ func filesUnder(t *testing.T, dir string) string {
 // a retry of the promotion the reap took, are superseded; the new key is
 // untouched.
 func TestStaleTicketOnAFleetKeyMadeAnew(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	f.now = time.Now()
 	key := store.Key("github", "tickets", "reaped")

@@ -63,6 +63,7 @@ func TestAMigrationsUnansweredCreateRefusedAtTheProbeKeepsItsFile(t *testing.T) 
 // for one that never went out), the key resolved transcript-replaced:
 // the conversation it held before lost to every later job.
 func TestAnUnansweredCommitRefusedAtTheProbeKeepsItsFile(t *testing.T) {
+	etcdtest.Beside(t)
 	f, b, refuseAfter, landed, restore := refusedAtTheProbe(t)
 	key := store.Key("github", "unanswered", "commit")
 	f.run(key, "a")
@@ -100,6 +101,7 @@ func TestAnUnansweredCommitRefusedAtTheProbeKeepsItsFile(t *testing.T) {
 // operator hears. It said only that etcd refused the credentials, the key
 // gone.
 func TestAnUnansweredDeleteRefusedAtTheProbeSaysTheKeyMayBeGone(t *testing.T) {
+	etcdtest.Beside(t)
 	f, b, refuseAfter, landed, restore := refusedAtTheProbe(t)
 	key := store.Key("github", "unanswered", "delete")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)

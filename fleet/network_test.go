@@ -168,6 +168,7 @@ func resolveErr(s *store.Store, key, jobDir string) (store.Session, string, erro
 // (a long-running host), cut before a Backend is opened (a command's
 // fresh process), and slowed so that no answer comes within the timeout.
 func TestCommandsOnABlackholedLinkEndWithinTheTimeout(t *testing.T) {
+	etcdtest.Beside(t)
 	const timeout = 500 * time.Millisecond
 	for _, link := range []string{"cut-connected", "cut-fresh", "slow"} {
 		t.Run(link, func(t *testing.T) {
@@ -251,6 +252,7 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 // base), removes nothing and takes no lock. Healed, it resumes what the
 // majority promoted, and that job's retry is superseded.
 func TestAMinorityPartitionServesNothingStale(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, ProxyPeers: true})
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "minority")
@@ -375,6 +377,7 @@ func endLock(t *testing.T, f *fixture, key string) {
 // etcd, the promotion acknowledged, then the holder goes on, with the
 // link back or still cut.
 func TestALockHolderCutOffPastItsLeaseRemovesNothingPromoted(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, holder := range []string{"reap", "check --repair"} {
 		for _, heal := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/healed=%v", holder, heal), func(t *testing.T) {
@@ -462,6 +465,7 @@ func TestALockHolderCutOffPastItsLeaseRemovesNothingPromoted(t *testing.T) {
 // answer was lost and then retried said it; the one try that ate the
 // whole timeout said only "etcd unavailable", and here the key was gone.
 func TestReapWhoseOnlyDeleteWentUnansweredSaysTheKeyMayBeGone(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "delete-held")
@@ -519,6 +523,7 @@ func recovery(t *testing.T, b *Backend, key string, limit time.Duration) time.Du
 // past the keepalive and gRPC's 20 s connect timeout, for one member and
 // for three.
 func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {
+	etcdtest.Beside(t)
 	long := os.Getenv("SESSDB_FLEET_NET_LONG") != ""
 	cuts := []time.Duration{time.Second}
 	if long {
@@ -620,6 +625,7 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 // has met a slow member once has them, since one made through the link
 // that holds the member's answers is never set up.
 func TestAHedgedCommitLandedUnderANewerPromotionIsPromoted(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "hedge-landed-late")

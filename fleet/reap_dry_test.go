@@ -21,6 +21,7 @@ import (
 // LockWait for the holder and then failed the key, failed it under
 // NOSPACE, and a real reap beside it failed the key as locked.
 func TestADryRunReapTakesNoLock(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.LockWait = time.Second })
 	expired := store.Key("github", "dry", "expired")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)

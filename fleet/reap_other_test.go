@@ -21,6 +21,7 @@ import (
 // test removed a key under a reap's delete: the mutant reported another's
 // removal as its own.
 func TestReapDoesNotReportAKeyRemovedByAnotherUnderItsDelete(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "reap-other", "removed")
@@ -50,6 +51,7 @@ func TestReapDoesNotReportAKeyRemovedByAnotherUnderItsDelete(t *testing.T) {
 // record), each is counted so. Before, each was counted Kept: "Kept:1"
 // of a key no longer there.
 func TestAReapCountsAKeyRemovedByAnotherAsGoneNotKept(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, when := range []string{"before its lock", "under its delete"} {
 		t.Run(when, func(t *testing.T) {
 			c := etcdtest.Start1(t)

@@ -13,6 +13,7 @@ import (
 // (a refusal moves no base) are each recorded: another ticket's refusal
 // with the same outcome already in the history is not this one's.
 func TestRefusalsOneAfterAnotherAreEachRecorded(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "acme/refusals", "one-after-another")
 	f.run(key, "base")

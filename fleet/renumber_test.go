@@ -88,6 +88,7 @@ func (f *fixture) repairAll(b *Backend) []store.Finding {
 // repair left it ("remove the entry with etcdctl del"), and the promotion
 // after it was promote-failed.
 func TestARepairRenumbersAFleetHistoryInItsLastSlot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "fleet")
@@ -248,6 +249,7 @@ func TestARenumberOfAHistoryWrittenUnderItWritesNothing(t *testing.T) {
 // write: that renumber, landed. Sent once, a commit that met the silent
 // member waited out the timeout, and the walk stopped, etcd unavailable.
 func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, tc := range []struct {
 		name string
 		cut  func(*etcdtest.Proxy)

@@ -14,6 +14,7 @@ import (
 // finding of a repairing check says what was done with it (repair's doc),
 // and one left without a word reads as if the repair had not looked.
 func TestARepairOfALockedKeySaysSoOfItsHistoryInTheLastSlot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.LockWait = time.Second }) // the wait for the other holder
 	key := store.Key("github", "renumber", "locked")

@@ -19,6 +19,7 @@ import (
 // record's read is returned, after the key's findings say so). Carried
 // on, every key left would wait out the request timeout in turn.
 func TestARepairThatLosesEtcdAtItsReadUnderTheLockStops(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
 	f.marked() // a fleet's orphans are in a dir it marked before it wrote them

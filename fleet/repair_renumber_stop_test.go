@@ -66,6 +66,7 @@ func TestARepairCancelledAtItsRenumberRemovesNoOrphan(t *testing.T) {
 // `return unavailable(err)` -> `return nil`), no test lost etcd at a
 // renumber: the mutant went on, removed the orphan and walked on.
 func TestARepairThatLosesEtcdAtItsRenumberStops(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
 	key := store.Key("github", "renumber", "outage")

@@ -93,6 +93,7 @@ func TestAGenerationSweptBeforeItsOpenResumesTheNewer(t *testing.T) {
 // superseded by the key made since, too. Promoted, the stale job's run
 // replaced the newer job's work with a run it never saw.
 func TestATicketOfAKeyReapedAndMadeAnewIsSuperseded(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "reaped-made-anew", "x")
 	f.run(key, "one")
@@ -267,6 +268,7 @@ func TestTwoJobsOfOneGenerationWithALostCommitAnswerPromoteOne(t *testing.T) {
 // ticket is still superseded there, as a key made anew supersedes it: it
 // would bring back a conversation removed since.
 func TestAColdRunWhoseKeyWasReapedSinceIsPromoted(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "expired-reaped", "x")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)

@@ -26,6 +26,7 @@ import (
 // transcript-replaced (a file at the dir's name: a fault), and dump
 // reported every key's transcript missing.
 func TestAnUnavailableTranscriptsDirIsStoreUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	var log bytes.Buffer
 	f := newFixture(t, etcdtest.Start1(t), func(c *Config) { c.Logger = zerolog.New(&log) })
 	key := store.Key("github", "root-gone", "x")

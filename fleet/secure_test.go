@@ -18,6 +18,7 @@ import (
 // resolves and promotes as its user. A client with the wrong credentials
 // gets nothing: no verdict, no bytes, no ticket, no write.
 func TestTLSAndAuth(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	secure := func(cfg *Config) {
 		cfg.CAFile, cfg.CertFile, cfg.KeyFile = c.CAFile, c.CertFile, c.KeyFile

@@ -205,6 +205,7 @@ func TestCheckRacingAReapReportsNothingGone(t *testing.T) {
 // says nothing of it (before: "no record needs it (reap removes it)",
 // which reap, reading the key again before its sweep, would not do).
 func TestCheckJudgesOrphansByTheRecordAsTheWalkReadsIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "check-orphan-race", "x")
 	f.now = time.Now().Add(-3 * time.Hour)
@@ -238,6 +239,7 @@ func TestCheckJudgesOrphansByTheRecordAsTheWalkReadsIt(t *testing.T) {
 // counted, and nothing is logged (before: a warning, session_sweep_failed,
 // "no such file or directory", for every file the other got to first).
 func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "two-reapers", "x")
 	f.run(key, "one")
@@ -378,6 +380,7 @@ func TestDumpVerifyOfAGenerationRemovedUnderItIsMissing(t *testing.T) {
 // a resolve finds it: no record, absent. It said "its transcript ... is
 // missing", transcript-replaced: a file lost, where nothing is.
 func TestDumpOfAKeyReapedUnderItHasNoRecord(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, point := range []string{hookOpen, hookHeader, hookVerify} {
 		t.Run(point, func(t *testing.T) {
 			f := newFixture(t, etcdtest.Start1(t))

@@ -178,6 +178,7 @@ func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T
 // generations are files no record names; past the grace period by their
 // mtime (and the in-flight window) a reap sweeps them, as any orphan.
 func TestReapKeepsTheFileOfARecordSetBack(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "set-back", "key")

@@ -21,6 +21,7 @@ import (
 // (the tries' backoff had no time left) removed the file under the
 // record that names it.
 func TestACommitWhoseOnlyTryWentUnansweredKeepsItsFile(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "commit-once-held")

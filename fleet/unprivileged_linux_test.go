@@ -133,6 +133,7 @@ func reapHeldToModes(t *testing.T, f *fixture, kd string) (ReapResult, error) {
 // the failed removal "removed", the file still there, and the swept one
 // not removed, remaining.
 func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, tc := range []struct {
 		name string
 		at   func(t *testing.T, orphan string) error // at hookRepairLocked, on the repair's goroutine
@@ -187,6 +188,7 @@ func TestCheckRepairSaysWhatBecameOfEachOrphan(t *testing.T) {
 // in Skipped with the read's error, and no longer in Gone, so that it is
 // counted once.
 func TestAReapCountsAKeyGoneWhoseDirCannotBeReadOnceAsSkipped(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	first, gone := store.Key("github", "reap-gone-unreadable", "1"), store.Key("github", "reap-gone-unreadable", "2")

@@ -39,6 +39,7 @@ func checkFindings(t *testing.T, b *Backend, o CheckOptions) (map[string]store.F
 // the generation it superseded through the grace period; a key whose lock
 // another holder keeps is left alone, and says so.
 func TestRepairJudgesAgainUnderTheLock(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "repair", "x")
@@ -98,6 +99,7 @@ func TestRepairJudgesAgainUnderTheLock(t *testing.T) {
 // Inspect reports a record as dump shows it, judged as a resolve judges
 // it: a damaged record is meta-unreadable, with its error and no file.
 func TestInspectJudgesAsResolve(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	good, damaged := store.Key("github", "inspect", "good"), store.Key("github", "inspect", "damaged")
@@ -221,6 +223,7 @@ func TestIsUnreachableIsWhatUnreachableTakes(t *testing.T) {
 // an audit: check reported nothing, and the repair said the record needed
 // the orphan).
 func TestCheckFindsADamagedHistoryEntry(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "history", "damaged")
@@ -254,6 +257,7 @@ func TestCheckFindsADamagedHistoryEntry(t *testing.T) {
 // the history, and every promotion fails until the entry is removed. A
 // fresh Backend stands for each CLI process.
 func TestADamagedHistoryEntryFailsPromotionsAfterARefusal(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	fresh := func() *store.Store {

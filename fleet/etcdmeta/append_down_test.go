@@ -14,6 +14,7 @@ import (
 // state before it takes its guess, and that read's failure is the
 // append's.
 func TestAnAppendWhileEtcdIsDownIsUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = time.Second })
 	key := newKey()

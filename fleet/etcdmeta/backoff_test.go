@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"sessdb/internal/etcdtest"
 )
 
 // Backoff's pause is 25 ms before the second try, doubling up to 400 ms,
@@ -47,6 +49,7 @@ func TestBackoffPauseDoublesTo400msAndStaysThere(t *testing.T) {
 // the pause, so a loaded machine cannot make the answer false; that the
 // pause is no longer than it should be is the test above's.
 func TestBackoffWaitsItsPause(t *testing.T) {
+	etcdtest.Beside(t)
 	for try, want := range map[int]time.Duration{0: 25 * time.Millisecond, 3: 200 * time.Millisecond, 58: 400 * time.Millisecond} {
 		c, cancel := context.WithTimeout(context.Background(), want+5*time.Second)
 		start := time.Now()

@@ -15,6 +15,7 @@ import (
 // one the history holds (fleet's txn), where a HistoryGen lost or too low
 // would number a generation the history already names.
 func TestCreateSetsHistoryGenFromTheHistory(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	for _, tc := range []struct {
 		name  string

@@ -66,6 +66,7 @@ func checkOnce(t *testing.T, s *Store, key string, n uint64) {
 // The leader is killed while two workers promote, each on its own key; it
 // comes back later. Every promotion commits exactly once.
 func TestLeaderKilledDuringPromotions(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	s := open(t, c, func(c *Config) { c.RequestTimeout = 2 * time.Second })
 	const gens = 12
@@ -110,6 +111,7 @@ func TestLeaderKilledDuringPromotions(t *testing.T) {
 // same base after the cluster is back, it conflicts with itself if it had
 // committed, and commits otherwise. Nothing commits twice.
 func TestPutRetriedAfterLeaderKill(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	s := open(t, c, func(c *Config) { c.RequestTimeout = time.Second })
 	key := newKey()
@@ -147,6 +149,7 @@ func TestPutRetriedAfterLeaderKill(t *testing.T) {
 // With one member of three stopped, the two left are a quorum: reads and
 // guarded writes go on, whichever member it was.
 func TestTwoOfThreeServe(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	s := open(t, c)
 	key := newKey()
@@ -170,6 +173,7 @@ func TestTwoOfThreeServe(t *testing.T) {
 // Killing every member at once and starting them from their data dirs
 // loses no acknowledged write.
 func TestRecordsSurviveAClusterRestart(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	s := open(t, c)
 	want := map[string]State{}
@@ -198,6 +202,7 @@ func TestRecordsSurviveAClusterRestart(t *testing.T) {
 // With no member answering, every operation says ErrUnavailable within
 // the request timeout, and nothing hangs.
 func TestUnreachableIsUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	key := newKey()
 	rev := mustPut(t, open(t, c), key, 0, 1)

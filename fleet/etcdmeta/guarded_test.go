@@ -11,6 +11,7 @@ import (
 // newest entry, though the ring's appends since have trimmed slot 1 free
 // again: Put's entry is the newest, inside the ring Get reads.
 func TestAGuessOfNoHistoryAppendsAboveTheNewest(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()

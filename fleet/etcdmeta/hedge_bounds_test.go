@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sessdb/internal/etcdtest"
 )
 
 // A read's error that is not its caller's end is the answer at once,
@@ -35,6 +37,7 @@ func TestAHedgedReadsRefusalIsTheAnswerAtOnce(t *testing.T) {
 // once, again at a third of the request timeout and once more at two
 // thirds, each to a member in turn (three members need no fourth).
 func TestHedgeSendsThreeTriesAtMost(t *testing.T) {
+	etcdtest.Beside(t)
 	errDown := errors.New("down")
 	var tries atomic.Int32
 	_, err := hedge(t, func(c context.Context) (int, error) {
@@ -54,6 +57,7 @@ func TestHedgeSendsThreeTriesAtMost(t *testing.T) {
 // that answers nothing costs a request a third of its time, not all of
 // it, where another member answers at once.
 func TestHedgeSendsAgainAtAThirdOfTheTimeout(t *testing.T) {
+	etcdtest.Beside(t)
 	s := hedgeStore()
 	s.cfg.RequestTimeout = 3 * time.Second
 	var n atomic.Int32

@@ -14,6 +14,7 @@ import (
 // what removes it, rather than that another holder has the key, which
 // would send the operator to run check again for ever.
 func TestLockDirJunkIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c, shortLocks)
 	key := newKey()
@@ -47,6 +48,7 @@ func TestLockDirJunkIsNamed(t *testing.T) {
 // dir made the verdict ErrDamaged, naming a key the waiter never waited
 // for, while the key was plainly locked; one ahead of it is still named.
 func TestLockDirJunkBehindTheWaiterIsNotItsVerdict(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, ahead := range []bool{false, true} {
 		name := "behind"
 		if ahead {

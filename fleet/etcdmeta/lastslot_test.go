@@ -11,6 +11,7 @@ import (
 // one: a key whose newest entry is two below the last slot promotes once
 // more, into the last but one.
 func TestTheLastButOneSlotTakesAnEntry(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	e := entry(1, randHex(16))

@@ -44,6 +44,7 @@ func leases(t *testing.T, c *etcdtest.Cluster) int {
 // in the key's queue. The TTL is a minute, so that no lease the test
 // counts ends by itself; three members, so that every request is hedged.
 func TestLockLeavesNoLeaseNorKeyBehind(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
 	cfg := func(cfg *Config) {
 		cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = time.Minute, 300*time.Millisecond, 3*time.Second
@@ -110,6 +111,7 @@ func TestLockLeavesNoLeaseNorKeyBehind(t *testing.T) {
 // has stopped, so a lock "held" on that lease would be no lock at all:
 // another waiter, queued after it, is the holder.
 func TestAWaiterWhoseLeaseEndsIsNotGivenTheLock(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, behind := range []bool{false, true} {
 		name := "alone"
 		if behind {
@@ -189,6 +191,7 @@ func TestAWaiterWhoseLeaseEndsIsNotGivenTheLock(t *testing.T) {
 // is a true loss, which the holder learns at its next keep-alive, within
 // the TTL: a reap or repair stops before its next removal.
 func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
 	const ttl = 2 * time.Second
 	cfg := func(cfg *Config) {

@@ -24,6 +24,7 @@ func shortLocks(c *Config) {
 }
 
 func TestLockExcludes(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c, shortLocks), open(t, c, shortLocks)
 	key := newKey()
@@ -79,10 +80,12 @@ func lockLease(t *testing.T, s *Store, key string) clientv3.LeaseID {
 // A worker that dies holding a lock (its connection gone, its lease not
 // revoked) keeps it only until the lease runs out.
 func TestLockOfADeadWorkerEndsWithItsLease(t *testing.T) {
+	etcdtest.Beside(t)
 	testDeadWorker(t, etcdtest.Start1(t))
 }
 
 func TestLockOfADeadWorkerEndsWithItsLease3(t *testing.T) {
+	etcdtest.Beside(t)
 	testDeadWorker(t, etcdtest.Start3(t))
 }
 
@@ -113,6 +116,7 @@ func testDeadWorker(t *testing.T, c *etcdtest.Cluster) {
 // A holder whose lease ends under it (expired while it was cut off) is
 // told so on lost, and another worker gets the lock.
 func TestLockLostWhenItsLeaseEnds(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	holder, other := open(t, c, shortLocks), open(t, c, shortLocks)
 	key := newKey()

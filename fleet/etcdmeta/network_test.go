@@ -110,6 +110,7 @@ func TestLockLosingEtcdAfterItsGrantIsUnavailable(t *testing.T) {
 // at the first put under load, though etcd was healthy), and a request
 // made after the new dial is retried until answered.
 func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	p := etcdtest.NewProxy(t, c.Endpoint(0))
 	const timeout = 300 * time.Millisecond
@@ -166,6 +167,7 @@ func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
 // two members answered. The wait is hedged as the lock's first request
 // is: each key is taken soon after its holder releases it.
 func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	const timeout, wait = time.Second, 5 * time.Second
 	ps, waiter := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.LockWait = wait })
@@ -231,6 +233,7 @@ func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 // authentication too: a try sent again to one member alone goes with the
 // Store's certificates and auth token.
 func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
+	etcdtest.Beside(t)
 	t.Run("plain", func(t *testing.T) { testHedgeMeetsAnotherMember(t, etcdtest.Start3(t)) })
 	t.Run("TLS and auth", func(t *testing.T) { testHedgeMeetsAnotherMember(t, etcdtest.StartSecure(t, 3)) })
 }
@@ -324,6 +327,7 @@ func testHedgeMeetsAnotherMember(t *testing.T, c *etcdtest.Cluster) {
 // error ends it (a lock's first request) would fail with two members
 // answering.
 func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	const timeout = 900 * time.Millisecond
 	ps, s := proxiedStore(t, c, timeout)

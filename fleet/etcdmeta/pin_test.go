@@ -69,6 +69,7 @@ func makePins(t *testing.T, s *Store, timeout time.Duration) {
 // held and the token forgotten first; three requests, so that the tries
 // sent again go to each pair of members, one of them the silent one.
 func TestAHedgedTrySentAgainLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, Auth: true, InProcess: true})
 	const timeout = 3 * time.Second
 	ps, s := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password })
@@ -100,6 +101,7 @@ func TestAHedgedTrySentAgainLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
 // (nothing was read: no empty answer taken for a key without a record),
 // and no connection to one member is made after Close.
 func TestATrySentAgainAfterCloseFailsWithinItsTimeout(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	const timeout = 1500 * time.Millisecond
 	s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = timeout })
@@ -140,6 +142,7 @@ func TestATrySentAgainAfterCloseFailsWithinItsTimeout(t *testing.T) {
 // outlives Close, and one made by a try sent again after Close is none.
 // Under -race, the pins and Close are checked for unsynchronised access.
 func TestCloseWhileHedgedTriesAreSentAgain(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	const timeout = 1500 * time.Millisecond
 	for round := range 3 {
@@ -200,6 +203,7 @@ func TestCloseWhileHedgedTriesAreSentAgain(t *testing.T) {
 // with that member silent a request was etcd unavailable though the
 // other answered. Each turn is tried, the first try held.
 func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	p0, p1 := etcdtest.NewProxy(t, c.Endpoint(0)), etcdtest.NewProxy(t, c.Endpoint(1))
 	const timeout = 3 * time.Second
@@ -229,6 +233,7 @@ func TestTheTriesSentAgainGoToTwoMembersThoughAnEndpointIsGivenTwice(t *testing.
 // sent): gRPC's reset of its backoff wakes a connection waiting it out
 // and nothing else, and the try waited out the backoff after that dial.
 func TestATrySentAgainMeetsAMemberBackFromAnOutageAtOnce(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, inFlight := range []bool{false, true} {
 		name := "failed"
 		if inFlight {

@@ -23,6 +23,7 @@ import (
 // behind such a proxy would tell the operator to fix a TLS setting. The
 // probe of such a member is done as soon as its handshake is answered.
 func TestATLSFrontThatRefusesPlainHTTPIsNoPlainMember(t *testing.T) {
+	etcdtest.Beside(t)
 	dir := t.TempDir()
 	ca := etcdtest.NewCA(t, dir, "front CA")
 	certFile, keyFile := ca.Issue(t, dir, "front", true)
@@ -110,6 +111,7 @@ func TestAnHTTPEndpointOfATLSMemberIsNamed(t *testing.T) {
 // http:// URL: when the client's connections to it fail, that is etcd
 // unavailable, not a TLS setting to fix.
 func TestAMemberServingBothSchemesIsNotTakenForTLSOnly(t *testing.T) {
+	etcdtest.Beside(t)
 	dir := t.TempDir()
 	ca := etcdtest.NewCA(t, dir, "both CA")
 	certFile, keyFile := ca.Issue(t, dir, "both", true)
@@ -146,6 +148,7 @@ func TestAMemberServingBothSchemesIsNotTakenForTLSOnly(t *testing.T) {
 // deadline exceeded" at every command, the setting to fix unsaid. It is
 // named as a request's is, at the login.
 func TestALoginOverAnHTTPEndpointOfATLSMemberIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	ep := strings.Replace(c.Endpoint(0), "https://", "http://", 1)
 	var err error
@@ -174,6 +177,7 @@ func TestALoginOverAnHTTPEndpointOfATLSMemberIsNamed(t *testing.T) {
 // the silent member, lets Open return; and sound code sends none, so a
 // late read could hide the defect, never fail sound code.)
 func TestALoginASilentMemberLeavesUnansweredIsNotProbed(t *testing.T) {
+	etcdtest.Beside(t)
 	var mu sync.Mutex
 	var probed []string
 	l := listenHolding(t, func(c net.Conn) {

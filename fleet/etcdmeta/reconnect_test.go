@@ -183,6 +183,7 @@ func (p *proxy) close() {
 // dial some 700 ms off, such a binary failed 5 runs of 5 one morning
 // (0 of 5 another), though the Store reconnected at the request.
 func TestFirstRequestAfterAnOutageReconnects(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, inFlight := range []bool{false, true} {
 		name := "failed"
 		if inFlight {

@@ -16,6 +16,7 @@ import (
 // unavailable of a history it had numbered again, and check --repair
 // stopped its walk saying so (the next check found nothing to do).
 func TestARenumberWhoseAnswerIsLostIsTheRenumberLanded(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, members := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d endpoints", members), func(t *testing.T) {
 			c := etcdtest.Start(t, etcdtest.Options{Members: members, InProcess: true})

@@ -21,6 +21,7 @@ import (
 // value as it was, everything below it removed, and the record's revision
 // unchanged; the next write lands at 65.
 func TestRenumberHistoryKeepsTheRingInOneTransaction(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()
@@ -107,6 +108,7 @@ func TestRenumberHistoryOnAMovedBaseWritesNothing(t *testing.T) {
 // changed while it was repaired" of a history it had numbered again. The
 // write after it is kept, above the renumbered entries.
 func TestARenumberLandedUnderALostAnswerIsNotAConflict(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	const timeout = 3 * time.Second
 	ps, s := proxiedStore(t, c, timeout)

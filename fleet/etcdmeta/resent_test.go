@@ -75,6 +75,7 @@ func TestAConflictSaysTheClientSentTheWriteAgain(t *testing.T) {
 // cluster, puts that past it: the lock then waited for itself and was
 // "locked by another holder"). It excludes, and its release frees it.
 func TestALockTheClientSentAgainHoldsIt(t *testing.T) {
+	etcdtest.Beside(t)
 	const txn = "/etcdserverpb.KV/Txn"
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	// The lock under test waits 20 s for a holder: one that waited for

@@ -23,6 +23,7 @@ func secureConfig(c *etcdtest.Cluster) Config {
 }
 
 func TestSecureClusterServesItsUser(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	s, err := Open(secureConfig(c))
 	if err != nil {
@@ -70,6 +71,7 @@ func TestSecureClusterTakesTheCertificateAsTheUser(t *testing.T) {
 // A client with the wrong credentials gets nothing: no record, a clear
 // error naming the refusal, and no wait past its timeouts.
 func TestWrongCredentialsGetNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	good := secureConfig(c)
 	s, err := Open(good)
@@ -131,6 +133,7 @@ func TestWrongCredentialsGetNothing(t *testing.T) {
 // whose probe was cut so is asked again (probedGet). A shorter timeout's
 // bound on the probe is TestSilentTLSMemberIsUnavailableWithinTheTimeout's.
 func TestExpiredClientCertificateIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", ""
@@ -163,6 +166,7 @@ func probedGet(t *testing.T, cfg Config) error {
 // A client certificate not valid yet (its issuer's clock ahead, or one
 // made ahead of a rotation) is named so too.
 func TestNotYetValidClientCertificateIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", ""
@@ -178,6 +182,7 @@ func TestNotYetValidClientCertificateIsNamed(t *testing.T) {
 // as some tools write one file for both): the client takes the first
 // CERTIFICATE block, and so does the note of its expiry.
 func TestExpiredClientCertificateAfterItsKeyIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", ""
@@ -212,6 +217,7 @@ func TestExpiredClientCertificateAfterItsKeyIsNamed(t *testing.T) {
 // the probe's own most (probeTimeout), is not. The bound is ten
 // timeouts; the probe that blocked on the FIFO never answered.
 func TestClientCertificateSwappedForAFIFOHangsNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", ""
@@ -268,6 +274,7 @@ func getWith(cfg Config, key string) (State, error) {
 // A client with no TLS files trusts the system roots, which do not vouch
 // for the cluster's own CA: refused, and told why.
 func TestClientWithoutTLSFilesIsRefused(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	_, err := getWith(Config{Endpoints: c.Endpoints(), RequestTimeout: 3 * time.Second}, newKey())
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "x509") {
@@ -277,6 +284,7 @@ func TestClientWithoutTLSFilesIsRefused(t *testing.T) {
 
 // A TLS cluster that is down is unavailable, not a refusal.
 func TestSecureClusterDownIsUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", "" // a login would fail in Open already
@@ -333,6 +341,7 @@ func TestSilentTLSMemberIsUnavailableWithinTheTimeout(t *testing.T) {
 // test binary's probe was cut before the member's plain answer ("etcd
 // unavailable" after 1.1 s), the machine's speed, not the promise.
 func TestHTTPSEndpointOfAPlainMemberIsNamed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	var eps []string
 	for _, ep := range c.Endpoints() {
@@ -363,6 +372,7 @@ func TestHTTPSEndpointOfAPlainMemberIsNamed(t *testing.T) {
 // request from then on, each after the whole request timeout. It logs in
 // again instead.
 func TestStoreLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true, InProcess: true})
 	s := open(t, c, func(cfg *Config) {
 		cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password

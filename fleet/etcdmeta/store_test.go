@@ -357,6 +357,7 @@ func TestClosedStore(t *testing.T) {
 // an entry written into a freed slot below would be outside the ring that
 // Get reads, and a retried ticket could no longer find its promotion.
 func TestAStaleSlotGuessAppendsAboveTheNewest(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()
@@ -494,6 +495,7 @@ func TestListAndGuardedWritesAcrossACompaction(t *testing.T) {
 // sweep's slot deleted the new life's whole history, entries a retried
 // promote looks for its ticket in.
 func TestAGuessFromADeletedKeyKeepsTheNewHistory(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()

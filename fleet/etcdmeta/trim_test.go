@@ -11,6 +11,7 @@ import (
 // key's newest HistoryLimit entries in etcd and nothing older: the
 // oldest beyond are deleted in the same transaction (Put's doc).
 func TestASweepLeavesTheNewestRingAndNothingOlder(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)

@@ -13,7 +13,10 @@ import (
 // Main runs the package's tests, then fails the run if goroutines started
 // during it are still running a few seconds after the last test: a member,
 // client or lock session that was not closed. Call it from TestMain.
+// Where go test is not given -parallel, Parallel tests that call Beside
+// run at once.
 func Main(m *testing.M) {
+	parallelByDefault()
 	before := goroutineIDs()
 	code := m.Run()
 	if code == 0 {

@@ -9,8 +9,9 @@
 // there, or to change the filesystem under it.
 //
 // The package is internal: a program that uses sessdb cannot arm a fault.
-// The armed function is process-wide; tests that arm one run one at a
-// time (none of the module's tests is parallel).
+// The armed function is process-wide, so a test that arms one runs alone:
+// while a test runs beside others (t.Parallel, marked with Beside), Set
+// panics rather than strike another test's protocol.
 package faults
 
 import (
@@ -196,14 +197,35 @@ func At(p Point) error {
 }
 
 // Set arms f, or disarms when f is nil. A test that sets one clears it
-// when it is done (t.Cleanup), so the next test starts disarmed.
+// when it is done (t.Cleanup), so the next test starts disarmed. It
+// panics while a test runs beside others (see Beside).
 func Set(f func(Point) error) {
+	if Besides() {
+		panic("faults.Set while tests run beside each other: a fault armed strikes every test's protocol; a test that arms one must not be parallel")
+	}
 	if f == nil {
 		armed.Store(nil)
 		return
 	}
 	armed.Store(&f)
 }
+
+// besides counts the tests running beside others.
+var besides atomic.Int32
+
+// Beside marks a test that runs beside others (t.Parallel), until done is
+// called: meanwhile Set panics, as does every other process-wide test
+// seam that asks Besides. Go runs the parallel tests of a package after
+// its others have ended, so only such a test, or a helper it calls, can
+// reach Set then.
+func Beside() (done func()) {
+	besides.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { besides.Add(-1) }) }
+}
+
+// Besides reports whether a test runs beside others (see Beside).
+func Besides() bool { return besides.Load() > 0 }
 
 // Line arms a fault that lines up the first n to pass p: each waits there
 // for the others, until all n are there or left (or done) is called, as

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"sessdb/internal/durable"
+	"sessdb/internal/faults"
 )
 
 var (
@@ -32,8 +33,13 @@ func FS() durable.FS {
 }
 
 // Use makes the fleet's writes go through with until the returned
-// restore is called. For tests only: nothing else may call it.
+// restore is called. For tests only: nothing else may call it. It panics
+// while a test runs beside others (faults.Beside): the seam is
+// process-wide, and would take in their writes too.
 func Use(with durable.FS) (restore func()) {
+	if faults.Besides() {
+		panic("sharedfs.Use while tests run beside each other: every test's writes would go through it; a test that sets it must not be parallel")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	prev := fs
