@@ -70,6 +70,14 @@ type KeyReport struct {
 	// LegacyFiles lists the legacy sidecar files in the key dir, sorted:
 	// beside a meta.db they are ignored (Layout mixed).
 	LegacyFiles []string `json:"legacy_files"`
+	// LegacyUnreadable lists the legacy sidecar files of a legacy key
+	// that are there but give no value by the legacy rules (a read that
+	// failed, a link, not a regular file, empty, oversized), in the order
+	// venue, pi-version, resume-chain, context: a resolve reads each as
+	// the legacy store did (a stamp "(unreadable)", a chain 0, a context
+	// none), and without it dump showed the last two as a chain of 0 and
+	// no reading. nil beside a meta.db, whose legacy files are ignored.
+	LegacyUnreadable []string `json:"legacy_unreadable"`
 	// LegacyBytes is the legacy files' total size, with
 	// InspectOptions.LegacyBytes and legacy files present; nil otherwise.
 	// stats sums it; dump does not print it.
@@ -343,6 +351,7 @@ func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts
 	default:
 		r.Venue = stampValue(k.obs.Venue)
 		r.PiVersion = stampValue(k.obs.PiVersion)
+		r.LegacyUnreadable = k.legacyUnreadable
 		if present(k, legacy.ResumeChainName) {
 			c := k.obs.ResumeChain
 			r.ResumeChain = &c

@@ -47,6 +47,9 @@ type keyDir struct {
 	// legacyNotRead is the first legacy sidecar whose read failed on a
 	// file that is there (legacy.Observed.NotRead): check names it.
 	legacyNotRead error
+	// legacyUnreadable names the legacy sidecars there that gave no value
+	// (legacy.Observed.Unreadable): dump shows them.
+	legacyUnreadable []string
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
@@ -373,7 +376,7 @@ func (k *keyDir) observeLegacy() error {
 		return err
 	}
 	k.obs.Venue, k.obs.PiVersion, k.obs.ResumeChain, k.obs.Context = o.Venue, o.PiVersion, o.ResumeChain, o.Context
-	k.legacyNotRead = o.NotRead
+	k.legacyNotRead, k.legacyUnreadable = o.NotRead, o.Unreadable
 	return nil
 }
 

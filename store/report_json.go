@@ -18,7 +18,7 @@ func (r KeyReport) MarshalJSON() ([]byte, error) {
 		Key: r.Name, Problem: str(r.Problem), Layout: str(string(r.Layout)), MetaError: str(r.MetaError),
 		Schema: num(r.Schema), Created: r.Created,
 		PiVersion: stamp(r.PiVersion), Venue: stamp(r.Venue), ResumeChain: r.ResumeChain,
-		LegacyFiles: list(r.LegacyFiles), MetaPages: r.MetaPages, Verify: r.Verify, Verdict: r.Verdict,
+		LegacyFiles: list(r.LegacyFiles), LegacyUnreadable: list(r.LegacyUnreadable), MetaPages: r.MetaPages, Verify: r.Verify, Verdict: r.Verdict,
 	}
 	if t := r.Transcript; t != nil {
 		out.Transcript = &transcriptJSON{
@@ -71,24 +71,25 @@ func jsonTime(t time.Time) time.Time {
 }
 
 type keyJSON struct {
-	Key         string           `json:"key"`
-	Problem     *string          `json:"problem"`
-	Layout      *string          `json:"layout"`
-	Transcript  *transcriptJSON  `json:"transcript"`
-	MetaError   *string          `json:"meta_error"`
-	Schema      *uint64          `json:"schema"`
-	Created     *time.Time       `json:"created"`
-	Record      *recordJSON      `json:"record"`
-	PiVersion   *string          `json:"pi_version"`
-	Venue       *string          `json:"venue"`
-	ResumeChain *uint64          `json:"resume_chain"`
-	Context     *ContextReport   `json:"context"`
-	Pending     *pendingJSON     `json:"pending"`
-	History     []historyJSON    `json:"history"`
-	LegacyFiles []string         `json:"legacy_files"`
-	MetaPages   *MetaPagesReport `json:"meta_pages"`
-	Verify      *VerifyReport    `json:"verify"`
-	Verdict     *VerdictReport   `json:"verdict"`
+	Key              string           `json:"key"`
+	Problem          *string          `json:"problem"`
+	Layout           *string          `json:"layout"`
+	Transcript       *transcriptJSON  `json:"transcript"`
+	MetaError        *string          `json:"meta_error"`
+	Schema           *uint64          `json:"schema"`
+	Created          *time.Time       `json:"created"`
+	Record           *recordJSON      `json:"record"`
+	PiVersion        *string          `json:"pi_version"`
+	Venue            *string          `json:"venue"`
+	ResumeChain      *uint64          `json:"resume_chain"`
+	Context          *ContextReport   `json:"context"`
+	Pending          *pendingJSON     `json:"pending"`
+	History          []historyJSON    `json:"history"`
+	LegacyFiles      []string         `json:"legacy_files"`
+	LegacyUnreadable []string         `json:"legacy_unreadable"`
+	MetaPages        *MetaPagesReport `json:"meta_pages"`
+	Verify           *VerifyReport    `json:"verify"`
+	Verdict          *VerdictReport   `json:"verdict"`
 }
 
 type transcriptJSON struct {

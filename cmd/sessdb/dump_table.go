@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sessdb/store"
+	"sessdb/store/legacy"
 )
 
 // dumpTable writes the key table: KEY and VERDICT first, cut to
@@ -54,7 +56,16 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 		if r.ResumeChain != nil {
 			chain = strconv.FormatUint(*r.ResumeChain, 10)
 		}
-		row = append(row, promoted, quoted(r.PiVersion), quoted(r.Venue), chain, contextCell(r.Context, wide))
+		ctx := contextCell(r.Context, wide)
+		// A legacy chain or context there but unreadable shows as a
+		// venue or pi-version does, not as the 0 or none it reads as.
+		if slices.Contains(r.LegacyUnreadable, legacy.ResumeChainName) {
+			chain = unreadableCell
+		}
+		if slices.Contains(r.LegacyUnreadable, legacy.ContextName) {
+			ctx = unreadableCell
+		}
+		row = append(row, promoted, quoted(r.PiVersion), quoted(r.Venue), chain, ctx)
 		if wide {
 			gen := "-"
 			if r.Gen > 0 {
@@ -142,6 +153,10 @@ func ageCell(t *store.TranscriptReport, now time.Time) string {
 	}
 	return ago(now, *t.HeaderTime)
 }
+
+// unreadableCell is a legacy sidecar there but unreadable, as the
+// store's stamps show one.
+const unreadableCell = "(unreadable)"
 
 // contextCell is the last reading: its percent of the window (what the
 // context rung compares), and in the wide table tokens/window before it.

@@ -63,39 +63,41 @@ func ReadPiVersion(dir *os.File) gates.Stamp { return readStamp(dir, PiVersionNa
 // ReadResumeChain reads the consecutive-delivery counter; anything that is
 // not a valid positive counter is 0 (see ParseResumeChain).
 func ReadResumeChain(dir *os.File) uint64 {
-	n, _ := readResumeChain(dir)
+	n, _, _ := readResumeChain(dir)
 	return n
 }
 
 // ReadContext reads the context reading; nil means no measurement (see
 // ParseContext), which the context gate passes.
 func ReadContext(dir *os.File) *gates.Context {
-	c, _ := readContext(dir)
+	c, _, _ := readContext(dir)
 	return c
 }
 
-// readResumeChain is ReadResumeChain that also returns why the sidecar
-// gave no value, when it did not (readSidecar's error).
-func readResumeChain(dir *os.File) (uint64, error) {
+// readResumeChain is ReadResumeChain that also returns whether the
+// sidecar gave a value, and why not when it did not (readSidecar's
+// error: ENOENT when there is no file).
+func readResumeChain(dir *os.File) (uint64, bool, error) {
 	v, ok, err := readSidecar(dir, ResumeChainName)
 	if !ok {
-		return 0, err
+		return 0, false, err
 	}
-	return ParseResumeChain(v), nil
+	return ParseResumeChain(v), true, nil
 }
 
-// readContext is ReadContext that also returns why the sidecar gave no
-// value, when it did not (readSidecar's error).
-func readContext(dir *os.File) (*gates.Context, error) {
+// readContext is ReadContext that also returns whether the sidecar gave
+// a value (one ParseContext may still read as no measurement), and why
+// not when it did not (readSidecar's error: ENOENT when there is no file).
+func readContext(dir *os.File) (*gates.Context, bool, error) {
 	v, ok, err := readSidecar(dir, ContextName)
 	if !ok {
-		return nil, err
+		return nil, false, err
 	}
 	c, ok := ParseContext(v)
 	if !ok {
-		return nil, nil
+		return nil, true, nil
 	}
-	return &c, nil
+	return &c, true, nil
 }
 
 // Observed is what a key dir's four sidecars read as.
@@ -109,6 +111,12 @@ type Observed struct {
 	// when every sidecar was read or is absent or has no value by its
 	// shape. Its value reads as the legacy reader read it all the same.
 	NotRead error
+	// Unreadable names the sidecars that are there but gave no value (a
+	// read that failed, a link, not a regular file, empty, oversized), in
+	// reading order: a venue or pi-version so is StampUnreadable, a
+	// resume chain 0 and a context no measurement, as an absent file
+	// reads too; dump tells the two apart by it.
+	Unreadable []string
 }
 
 // Observe reads the four sidecars as ReadVenue, ReadPiVersion,
@@ -132,20 +140,37 @@ func Observe(dir *os.File) (Observed, error) {
 		}
 		return nil
 	}
+	// A sidecar is unreadable when it gave no value and its open did
+	// not fail for want of an entry (a stamp's StampUnreadable).
+	unreadable := func(name string, ok bool, err error) {
+		if !ok && !errors.Is(err, unix.ENOENT) {
+			o.Unreadable = append(o.Unreadable, name)
+		}
+	}
+	stamp := func(name string, st gates.Stamp) {
+		if st.State == gates.StampUnreadable {
+			o.Unreadable = append(o.Unreadable, name)
+		}
+	}
 	var err error
 	o.Venue, err = readStampErr(dir, VenueName)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
+	stamp(VenueName, o.Venue)
 	o.PiVersion, err = readStampErr(dir, PiVersionName)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	o.ResumeChain, err = readResumeChain(dir)
+	stamp(PiVersionName, o.PiVersion)
+	var ok bool
+	o.ResumeChain, ok, err = readResumeChain(dir)
+	unreadable(ResumeChainName, ok, err)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	o.Context, err = readContext(dir)
+	o.Context, ok, err = readContext(dir)
+	unreadable(ContextName, ok, err)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
@@ -167,7 +192,7 @@ func ObserveVenue(dir *os.File) (gates.Stamp, error) {
 // ObserveResumeChain is ReadResumeChain with Observe's error, for a caller
 // that needs the chain alone (a first promotion beside legacy files).
 func ObserveResumeChain(dir *os.File) (uint64, error) {
-	n, err := readResumeChain(dir)
+	n, _, err := readResumeChain(dir)
 	return n, starvedOnly(err)
 }
 

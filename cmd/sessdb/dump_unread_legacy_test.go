@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sessdb/internal/faults"
+	"sessdb/internal/sample"
+	"sessdb/store/legacy"
+)
+
+// A legacy resume-chain or context file that is there but gives no value
+// (its read failing, or a directory at its name) is shown by dump as
+// unreadable, in the table's cell as venue's and pi-version's are and in
+// the JSON's legacy_unreadable, not as a chain of 0 or no reading: an
+// operator auditing the store read it as a key that never had one.
+func TestDumpShowsAnUnreadableLegacyChainOrContext(t *testing.T) {
+	for i, file := range []string{legacy.ResumeChainName, legacy.ContextName} {
+		for _, how := range []string{"eio", "dir", "absent"} {
+			t.Run(file+"/"+how, func(t *testing.T) {
+				atSampleTime(t)
+				root := copySample(t)
+				if how != "eio" {
+					p := filepath.Join(root, sample.Legacy, file)
+					if err := os.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+					if how == "dir" {
+						if err := os.Mkdir(p, 0o700); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				// An absent file is not unreadable: a chain or context
+				// none, as before.
+				want, wantCell, wantChain := []string{file}, "(unreadable)", any(float64(0))
+				if how == "absent" {
+					want, wantCell, wantChain = nil, "-", nil
+				}
+				arm := func() {
+					if how != "eio" {
+						return
+					}
+					n := 0
+					faults.Set(func(p faults.Point) error {
+						// One key's observation reads venue, pi-version,
+						// resume-chain, context, in that order: fail
+						// file's read, the third or the fourth.
+						if p == faults.LegacySidecarRead {
+							if n++; n == 3+i {
+								return syscall.EIO
+							}
+						}
+						return nil
+					})
+					t.Cleanup(func() { faults.Set(nil) })
+				}
+				arm()
+				code, out, errs := runCLI(t, "dump", "--json", "--key", sample.Legacy, root)
+				faults.Set(nil)
+				first, _, _ := strings.Cut(out, "\n")
+				var r map[string]any
+				if code != exitOK || json.Unmarshal([]byte(first), &r) != nil {
+					t.Fatalf("dump --json: exit %d\n%s%s", code, out, errs)
+				}
+				var listed []string
+				if l, ok := r["legacy_unreadable"].([]any); ok {
+					for _, v := range l {
+						s, _ := v.(string)
+						listed = append(listed, s)
+					}
+				}
+				if !slices.Equal(listed, want) {
+					t.Errorf("dump --json with %s unreadable (%s): legacy_unreadable %v (resume_chain %v, context %v); want %v", file, how, r["legacy_unreadable"], r["resume_chain"], r["context"], want)
+				}
+				// The other fields are as they were: what resolve reads.
+				if file == legacy.ResumeChainName && r["resume_chain"] != wantChain || file == legacy.ContextName && r["context"] != nil {
+					t.Errorf("dump --json (%s %s): resume_chain %v, context %v; want what the legacy reader reads (%v, null)", file, how, r["resume_chain"], r["context"], wantChain)
+				}
+				arm()
+				code, out, errs = runCLI(t, "dump", "--wide", "--key", sample.Legacy, root)
+				faults.Set(nil)
+				lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+				if code != exitOK || len(lines) != 2 {
+					t.Fatalf("dump --wide: exit %d\n%s%s", code, out, errs)
+				}
+				col := "CHAIN"
+				if file == legacy.ContextName {
+					col = "CONTEXT"
+				}
+				if got := cell(t, lines[0], lines[1], col); got != wantCell {
+					t.Errorf("dump --wide with %s unreadable (%s): %s is %q, want %s\n%s", file, how, col, got, wantCell, out)
+				}
+			})
+		}
+	}
+}
+
+// cell is the value of the column title in row of a table whose title
+// line is head (columns start where their title does).
+func cell(t *testing.T, head, row, title string) string {
+	t.Helper()
+	at := strings.Index(head, " "+title+" ") + 1
+	if at == 0 {
+		t.Fatalf("no column %s in %q", title, head)
+	}
+	end := at + len(title)
+	for end < len(head) && head[end] == ' ' {
+		end++
+	}
+	if at > len(row) {
+		return ""
+	}
+	return strings.TrimSpace(row[at:min(end, len(row))])
+}
