@@ -50,6 +50,9 @@ type keyDir struct {
 	// legacyUnreadable names the legacy sidecars there that gave no value
 	// (legacy.Observed.Unreadable): dump shows them.
 	legacyUnreadable []string
+	// venueNotRead and piVersionNotRead are the read's error of a legacy
+	// stamp whose gates.Stamp.NotRead is set: resolve's log names it.
+	venueNotRead, piVersionNotRead error
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
@@ -377,6 +380,7 @@ func (k *keyDir) observeLegacy() error {
 	}
 	k.obs.Venue, k.obs.PiVersion, k.obs.ResumeChain, k.obs.Context = o.Venue, o.PiVersion, o.ResumeChain, o.Context
 	k.legacyNotRead, k.legacyUnreadable = o.NotRead, o.Unreadable
+	k.venueNotRead, k.piVersionNotRead = o.VenueNotRead, o.PiVersionNotRead
 	return nil
 }
 

@@ -86,6 +86,18 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 	return v.k.obs, ""
 }
 
+// StampNotRead is the read's error of the legacy stamp file name (venue,
+// pi-version) that Observe gave as gates.Stamp.NotRead; nil for any other.
+func (v *keyView) StampNotRead(name string) error {
+	switch name {
+	case legacy.VenueName:
+		return v.k.venueNotRead
+	case legacy.PiVersionName:
+		return v.k.piVersionNotRead
+	}
+	return nil
+}
+
 // Base is the key's base as openKey read it under the shared lock: what
 // a writer's Begin will take the key to hold (see heldRecord).
 func (v *keyView) Base() Base { return v.base }

@@ -162,11 +162,17 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		return err
 	}
 	if !verdict.Resume {
-		if judgedUnread(verdict, obs, s.opts.Bounds, gjob, now) {
+		if name, ok := judgedUnread(verdict, obs, s.opts.Bounds, gjob, now); ok {
 			// The rung judged a stamp whose file could not be read: the
 			// legacy reader's verdict, but the key could not be read, so
-			// the job's cold run must not replace what it holds.
-			s.opts.Logger.Warn().Str("key", key).Str("reason", string(verdict.Reason)).Msg("session_stamp_unread")
+			// the job's cold run must not replace what it holds. The
+			// line names the file, under the root as check names it,
+			// and why its read failed.
+			var err error
+			if sv, ok := v.(stampNotRead); ok {
+				err = sv.StampNotRead(name)
+			}
+			s.opts.Logger.Warn().Str("key", key).Str("reason", string(verdict.Reason)).Str("file", key+"/"+name).Err(err).Msg("session_stamp_unread")
 			sess.Base = Base{}
 		}
 		return cold(verdict.Reason)
@@ -231,20 +237,27 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 // judgedUnread reports whether the rung that refused a key with verdict v
 // judged a stamp whose file is there but could not be read (an I/O error:
 // gates.Stamp.NotRead), and that stamp decided it: read as the job's own
-// value, the ladder would say otherwise. Where the job declares no venue
+// value, the ladder would say otherwise; file is the stamp's file name. Where the job declares no venue
 // (or no pi version) the rung refuses whatever the stamp holds, so a read
 // that failed changed nothing, and the cold start keeps its base, as with
 // the stamp read.
-func judgedUnread(v gates.Verdict, obs gates.Observation, b gates.Bounds, job gates.Job, now time.Time) bool {
+func judgedUnread(v gates.Verdict, obs gates.Observation, b gates.Bounds, job gates.Job, now time.Time) (file string, ok bool) {
 	switch {
 	case v.Reason == gates.VenueChanged && obs.Venue.NotRead:
-		obs.Venue = gates.Stamp{State: gates.StampPresent, Value: job.Venue}
+		obs.Venue, file = gates.Stamp{State: gates.StampPresent, Value: job.Venue}, legacy.VenueName
 	case v.Reason == gates.PiVersionChanged && obs.PiVersion.NotRead:
-		obs.PiVersion = gates.Stamp{State: gates.StampPresent, Value: job.PiVersion}
+		obs.PiVersion, file = gates.Stamp{State: gates.StampPresent, Value: job.PiVersion}, legacy.PiVersionName
 	default:
-		return false
+		return "", false
 	}
-	return gates.Evaluate(obs, b, job, now).Reason != v.Reason
+	return file, gates.Evaluate(obs, b, job, now).Reason != v.Reason
+}
+
+// stampNotRead is a KeyView that can say why a stamp it observed as not
+// read (gates.Stamp.NotRead) was not: the read's error of its file, by
+// the file's name (a key dir's legacy stamps; a fleet has none).
+type stampNotRead interface {
+	StampNotRead(name string) error
 }
 
 // lastByte is a writer that remembers the last byte written through it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/store/legacy"
 )
 
 // failLegacyRead fails the nth legacy sidecar read from now on (1: the
@@ -127,27 +129,47 @@ func loggedLegacyKey(t *testing.T) (*Store, *bytes.Buffer) {
 }
 
 // A cold start that drops its base for a stamp not read says so in the
-// store's log: a warning `session_stamp_unread` with the key and the
-// verdict's reason, the operator's only sign that a job's run will be
-// superseded rather than promoted.
+// store's log: a warning `session_stamp_unread` with the key, the
+// verdict's reason, the stamp's file (under the root, as check names it)
+// and the read's error, the operator's only sign that a job's run will be
+// superseded rather than promoted. The line named neither the file nor
+// the error: which of the key's files to look at, and why, was left to
+// guess.
 func TestALegacyStampNotReadIsLogged(t *testing.T) {
-	s, log := loggedLegacyKey(t)
-	failLegacyRead(t, 1) // the venue
-	sess, _ := mustResolve(t, s, testKey, localJob())
-	want(t, sess, false, gates.VenueChanged)
-	var events []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(log.Bytes()), []byte("\n")) {
-		var e map[string]any
-		if err := json.Unmarshal(line, &e); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if e["message"] == "session_stamp_unread" {
-			events = append(events, e)
-		}
-	}
-	w := map[string]any{"level": "warn", "key": testKey, "reason": string(gates.VenueChanged), "message": "session_stamp_unread"}
-	if len(events) != 1 || !reflect.DeepEqual(events[0], w) {
-		t.Fatalf("logged %v (all: %s); want one %v", events, log.Bytes(), w)
+	for _, c := range []struct {
+		file   string
+		nth    int
+		reason gates.Reason
+	}{
+		{legacy.VenueName, 1, gates.VenueChanged},
+		{legacy.PiVersionName, 2, gates.PiVersionChanged},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			s, log := loggedLegacyKey(t)
+			failLegacyRead(t, c.nth)
+			sess, _ := mustResolve(t, s, testKey, localJob())
+			want(t, sess, false, c.reason)
+			var events []map[string]any
+			for _, line := range bytes.Split(bytes.TrimSpace(log.Bytes()), []byte("\n")) {
+				var e map[string]any
+				if err := json.Unmarshal(line, &e); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				if e["message"] == "session_stamp_unread" {
+					events = append(events, e)
+				}
+			}
+			if len(events) != 1 {
+				t.Fatalf("logged %v (all: %s); want one session_stamp_unread", events, log.Bytes())
+			}
+			e := events[0]
+			msg, _ := e["error"].(string)
+			delete(e, "error")
+			w := map[string]any{"level": "warn", "key": testKey, "reason": string(c.reason), "file": testKey + "/" + c.file, "message": "session_stamp_unread"}
+			if !reflect.DeepEqual(e, w) || !strings.HasSuffix(msg, "/"+testKey+"/"+c.file+": "+syscall.EIO.Error()) {
+				t.Fatalf("logged %v with error %q (all: %s); want %v with the read's error, naming the file", e, msg, log.Bytes(), w)
+			}
+		})
 	}
 }
 

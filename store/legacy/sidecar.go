@@ -117,6 +117,10 @@ type Observed struct {
 	// resume chain 0 and a context no measurement, as an absent file
 	// reads too; dump tells the two apart by it.
 	Unreadable []string
+	// VenueNotRead and PiVersionNotRead are the read's error of a stamp
+	// whose Stamp.NotRead is set (it names the file), nil otherwise: the
+	// store's log says why such a stamp decided a cold start.
+	VenueNotRead, PiVersionNotRead error
 }
 
 // Observe reads the four sidecars as ReadVenue, ReadPiVersion,
@@ -147,22 +151,25 @@ func Observe(dir *os.File) (Observed, error) {
 			o.Unreadable = append(o.Unreadable, name)
 		}
 	}
-	stamp := func(name string, st gates.Stamp) {
+	stamp := func(name string, st gates.Stamp, err error, notRead *error) {
 		if st.State == gates.StampUnreadable {
 			o.Unreadable = append(o.Unreadable, name)
+		}
+		if st.NotRead {
+			*notRead = err
 		}
 	}
 	var err error
 	o.Venue, err = readStampErr(dir, VenueName)
+	stamp(VenueName, o.Venue, err, &o.VenueNotRead)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	stamp(VenueName, o.Venue)
 	o.PiVersion, err = readStampErr(dir, PiVersionName)
+	stamp(PiVersionName, o.PiVersion, err, &o.PiVersionNotRead)
 	if err = note(err); err != nil {
 		return Observed{}, err
 	}
-	stamp(PiVersionName, o.PiVersion)
 	var ok bool
 	o.ResumeChain, ok, err = readResumeChain(dir)
 	unreadable(ResumeChainName, ok, err)
