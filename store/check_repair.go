@@ -167,6 +167,10 @@ func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps [
 		f := &found[i]
 		n := strings.TrimPrefix(f.Path, name+"/")
 		switch {
+		case res.removed[n] && res.syncErr != nil:
+			// Unlinked, but the dir's fsync failed: a power cut may
+			// bring it back, as a reap's sweep so is a fault.
+			f.notRepaired(fmt.Errorf("removed, but not durably (a power cut may bring it back): %w", res.syncErr))
 		case res.removed[n]:
 			f.Repair, f.Repaired = "removed", true
 		case res.kept[n] != "":
@@ -186,6 +190,7 @@ func (s *Store) repairTemps(root *os.File, name string, found []Finding, temps [
 type tempRemoval struct {
 	removed map[string]bool
 	kept    map[string]string
+	syncErr error // the fsync of the dir after the removals failed
 }
 
 // removeTemps removes every promotion temp and meta.db temp in kd, whatever
@@ -260,8 +265,8 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		res.removed[n] = true
 	}
 	if len(res.removed) > 0 {
-		if err := s.disk.syncDir(kd); err != nil {
-			errs = append(errs, err)
+		if res.syncErr = s.disk.syncDir(kd); res.syncErr != nil {
+			errs = append(errs, res.syncErr)
 		}
 	}
 	return res, errors.Join(errs...)

@@ -764,3 +764,22 @@ func TestAResolveThatCouldNotServeThePendingTempFails(t *testing.T) {
 		}
 	}
 }
+
+// A stray temp check --repair removed but whose removal it could not make
+// durable (the key dir's fsync failing) is a repair that failed: a power
+// cut may bring the temp back. It is marked not repaired, naming the
+// error and that the temp was removed, as a meta.db moved aside whose
+// fsync failed is, and as reap reports the same sweep; it was reported
+// "removed", repaired, and check exited 0.
+func TestATempRemovedWhoseDirFsyncFailedIsNotRepaired(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	name := ".current.jsonl.tmp-0123456789abcdef"
+	chkOldFile(t, filepath.Join(root, testKey, name), clock.now.Add(-2*time.Hour))
+	s.disk = diskWrites{keyDirSyncFails{key: testKey}}
+	found, _ := chkRun(t, s, true)
+	f := chkFind(found, testKey+"/"+name, KindStrayTemp)
+	if f == nil || f.Repaired || !f.RepairFailed || !strings.HasPrefix(f.Repair, "not repaired: removed, but not durably") || !strings.Contains(f.Repair, "input/output error") {
+		t.Fatalf("check --repair with the key dir's fsync failing: %+v; want the temp's repair failed, saying it was removed and naming the error", found)
+	}
+}
