@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,5 +409,42 @@ func TestAMarkTempTwoRepairsFoundIsRemovedOnce(t *testing.T) {
 	}
 	if _, err := os.Lstat(temp); !os.IsNotExist(err) {
 		t.Errorf("the temp after both: %v; want it removed", err)
+	}
+}
+
+// reap removes the temp of the dir's mark that a crash left, past the
+// grace period, as it removes a key's temp and as a sessions root's reap
+// removes its stray temps (a dry run names it and keeps it); a younger
+// one may be a marking under way and is left. Before, only check
+// --repair removed it: a fleet reaped from a timer kept it for good.
+func TestReapRemovesAMarkTempACrashLeft(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	f.run(store.Key("github", "mark", "reap"), "one")
+	old, young := shared.MarkName+".tmp-0123456789abcdef", shared.MarkName+".tmp-fedcba9876543210"
+	for _, n := range []string{old, young} {
+		if err := os.WriteFile(filepath.Join(f.dir, n), []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, old), past, past); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := f.b.Reap(t.Context(), ReapOptions{DryRun: dry})
+		if err != nil || !slices.Equal(res.Swept, []string{old}) || len(res.Skipped) != 0 {
+			t.Fatalf("reap (dry run %v) = %+v, %v; want the old mark temp swept, alone", dry, res, err)
+		}
+		_, err = os.Lstat(filepath.Join(f.dir, old))
+		if gone := os.IsNotExist(err); gone == dry {
+			t.Fatalf("the old mark temp after reap (dry run %v): %v", dry, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, young)); err != nil {
+		t.Errorf("the young mark temp after reap: %v; want it left", err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, shared.MarkName)); err != nil {
+		t.Errorf("the mark after reap: %v; want it kept", err)
 	}
 }

@@ -285,10 +285,64 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 		res.Swept = append(res.Swept, name)
 	}
+	// The temps of the dir's mark a crash left (its first marking cut
+	// short): no key's, so the listing above leaves them. Past the grace
+	// period, as check --repair judges them, they are removed as a key's
+	// temp is; a younger one may be a marking under way.
+	temps, err := markTemps(b.dir, cut)
+	if err != nil {
+		return res, err
+	}
+	for _, name := range temps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if !o.DryRun {
+			err := shared.RemoveMarkTemp(b.dir, name)
+			if err != nil {
+				if err := shared.DirErr(b.dir); err != nil {
+					return res, err
+				}
+			}
+			switch {
+			case gone(err):
+				continue // another reaper's or check --repair's
+			case err != nil:
+				b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
+				continue
+			}
+		}
+		res.Swept = append(res.Swept, name)
+	}
 	if len(keys) > 0 && o.Progress != nil {
 		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
+}
+
+// markTemps lists the temps of dir's mark (shared.IsMarkTemp) that are
+// regular files last changed before cut, sorted.
+func markTemps(dir string, cut time.Time) ([]string, error) {
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return nil, shared.DirErrOr(dir, err)
+	}
+	defer root.Close()
+	names, err := fsat.ReadDirNames(root)
+	if err != nil {
+		return nil, shared.DirErrOr(dir, err)
+	}
+	slices.Sort(names)
+	var out []string
+	for _, n := range names {
+		if !shared.IsMarkTemp(n) {
+			continue
+		}
+		if st, err := fsat.LstatAt(root, n); err == nil && fsat.IsRegular(&st) && fsat.ModTime(&st).Before(cut) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // unrooted is err with its message naming what is under the transcripts

@@ -48,7 +48,8 @@ under its lease-backed etcd lock, by a delete guarded by the revision it
 judged (a promotion landing meanwhile is never removed), with its file; then
 every file no record needs once --grace has passed: generations superseded
 longer ago than that, orphans of promotions that lost or died
-(remove-orphan), temps of dead writes. Ages, the TTL's too, are told by
+(remove-orphan), temps of dead writes, and the temp of the dir's mark a
+crash left (remove-temp). Ages, the TTL's too, are told by
 this host's clock or the file server's where that is behind; a --dry-run
 reads no server's clock, so a host whose clock is ahead lists keys and
 files a real reap keeps.`,

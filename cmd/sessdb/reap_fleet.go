@@ -13,7 +13,8 @@ import (
 // order, and counts it, in the actions and counts of a key dir's reap: a
 // key removed, a temp removed, a key reap could not do (fail: left for
 // the next reap, exit 1), a key another removed under it (skip); and
-// remove-orphan, a generation file no record needs, past the grace period. Every key reap looked at is an entry, and
+// remove-orphan, a generation file no record needs, past the grace period.
+// A temp of the dir's mark a crash left is a temp removed, no key's. Every key reap looked at is an entry, and
 // every name under the records that is no key an entry skipped.
 func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapAction, reapSummary) {
 	unroot := strings.NewReplacer(strings.TrimSuffix(dir, "/")+"/", "")
@@ -27,6 +28,12 @@ func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapActi
 		add(reapRemoveKey, k, nil)
 	}
 	for _, name := range res.Swept {
+		if shared.IsMarkTemp(name) {
+			// The dir's, no key's: a temp its first marking left.
+			actions = append(actions, reapAction{Action: reapRemoveTemp, Path: name, DryRun: dryRun})
+			sum.Swept++
+			continue
+		}
 		if _, temp := shared.ParseTemp(name); temp {
 			add(reapRemoveTemp, name, nil)
 			sum.Swept++
