@@ -237,10 +237,10 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 // judgedUnread reports whether the rung that refused a key with verdict v
 // judged a stamp whose file is there but could not be read (an I/O error:
 // gates.Stamp.NotRead), and that stamp decided it: read as the job's own
-// value, the ladder would say otherwise; file is the stamp's file name. Where the job declares no venue
-// (or no pi version) the rung refuses whatever the stamp holds, so a read
-// that failed changed nothing, and the cold start keeps its base, as with
-// the stamp read.
+// value, the ladder would say otherwise; file is the stamp's file name.
+// Where the job declares no venue (or no pi version) the rung refuses
+// whatever the stamp holds, so a read that failed changed nothing, and the
+// cold start keeps its base, as with the stamp read.
 func judgedUnread(v gates.Verdict, obs gates.Observation, b gates.Bounds, job gates.Job, now time.Time) (file string, ok bool) {
 	switch {
 	case v.Reason == gates.VenueChanged && obs.Venue.NotRead:

@@ -14,8 +14,9 @@ import (
 // key removed, a temp removed, a key reap could not do (fail: left for
 // the next reap, exit 1), a key another removed under it (skip); and
 // remove-orphan, a generation file no record needs, past the grace period.
-// A temp of the dir's mark a crash left is a temp removed, no key's. Every key reap looked at is an entry, and
-// every name under the records that is no key an entry skipped.
+// A temp of the dir's mark a crash left is a temp removed, no key's. Every
+// key reap looked at is an entry, and every name under the records that is
+// no key an entry skipped.
 func fleetReapActions(res fleet.ReapResult, dir string, dryRun bool) ([]reapAction, reapSummary) {
 	unroot := strings.NewReplacer(strings.TrimSuffix(dir, "/")+"/", "")
 	var actions []reapAction
