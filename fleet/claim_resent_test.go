@@ -18,6 +18,7 @@ import (
 // with an ID etcd never held, and refuse every later worker as another
 // fleet's.
 func TestAFleetIDWhoseAnswerWasLostIsMadeOnce(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, lost := range []struct {
 		name string
 		lose func(c *etcdtest.Cluster)

@@ -532,6 +532,7 @@ func TestWalksRideOutALeaderChange(t *testing.T) {
 // had landed was never reported, its key gone and its file left for a
 // later sweep to call an orphan.
 func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
@@ -570,6 +571,7 @@ func TestReapRidesOutALeaderChangeOnItsDelete(t *testing.T) {
 // removed the key: the error the reap stops with must say so, since the
 // walk reports no removal for it and a fleet logs none.
 func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
+	etcdtest.Beside(t)
 	const txn = "/etcdserverpb.KV/Txn"
 	key := store.Key("github", "delete-lost", "for-good")
 	var f *fixture

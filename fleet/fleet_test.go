@@ -261,6 +261,7 @@ func TestLostCompareRemovesItsFile(t *testing.T) {
 // as after any lost answer. In process: the unsure commit is FailNext's,
 // an interceptor fault.
 func TestAnUnsureCommitThatLostItsCompareIsSuperseded(t *testing.T) {
+	etcdtest.Beside(t)
 	testLostCompare(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}), true)
 }
 

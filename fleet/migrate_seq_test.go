@@ -78,6 +78,7 @@ func TestFleetWorkerAroundAMigrationsCreate(t *testing.T) {
 // migrated, its record names a file that is there, every verdict is the
 // root's, no file is left over, and a second run finds all of it already.
 func TestMigrateToEtcdWithAnAnswerLostAtEachRequest(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	const txn = "/etcdserverpb.KV/Txn" // a key's read and its create are each one
 	root := t.TempDir()
@@ -124,6 +125,7 @@ func TestMigrateToEtcdWithAnAnswerLostAtEachRequest(t *testing.T) {
 // page, then each key's read): the root gets every key whole, the verdicts
 // are the fleet's, and a second run finds all of it already.
 func TestMigrateFromEtcdWithAnAnswerLostAtEachRequest(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	keys := []string{store.Key("github", "lost-back", "a"), store.Key("github", "lost-back", "b")}

@@ -18,6 +18,7 @@ import (
 // removal, reported in Removed, and the key's file goes with it, as
 // after a lost answer (TestReapRidesOutALeaderChangeOnItsDelete).
 func TestAReapDeleteTheClientSentAgainIsItsRemoval(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Canceled} {
 		t.Run(code.String(), func(t *testing.T) {
 			c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})

@@ -56,6 +56,7 @@ func TestARepairWhoseRenumberLostItsAnswerSaysItRenumbered(t *testing.T) {
 // says the renumber may have landed, as a reap's unanswered delete says
 // the key may be removed already.
 func TestARepairWhoseRenumberWentUnansweredSaysItMayHaveLanded(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 500 * time.Millisecond })
 	key := store.Key("github", "renumber", "unanswered")
@@ -96,6 +97,7 @@ func TestARepairWhoseRenumberWentUnansweredSaysItMayHaveLanded(t *testing.T) {
 // newest entry is renumbered to cancels the check as soon as the commit
 // lands; the tries sent again meanwhile are served and their answers lost.
 func TestARepairCancelledAfterItsRenumberLandedDoesNotSayBefore(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 5 * time.Second })
 	key := store.Key("github", "renumber", "cancelled-after")

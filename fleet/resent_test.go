@@ -27,6 +27,7 @@ const resentTxn = "/etcdserverpb.KV/Txn"
 // transcript-replaced) and reported the job superseded. In process: the
 // lost answer is LoseNextAs's, an interceptor fault.
 func TestACommitTheClientSentAgainKeepsItsFile(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Canceled} {
 		t.Run(code.String(), func(t *testing.T) {
 			c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
@@ -60,6 +61,7 @@ func TestACommitTheClientSentAgainKeepsItsFile(t *testing.T) {
 // it claimed: the refusal is recorded once, and the job told what it
 // was refused for, not promote-failed.
 func TestARefusalTheClientSentAgainIsRecordedOnce(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	key := store.Key("github", "resent", "refusal")

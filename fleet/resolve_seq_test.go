@@ -198,6 +198,7 @@ func TestAGenerationChangedUnderTheCopyIsNeverHandedOver(t *testing.T) {
 // by it, its run left in its job dir, and writes no file (its base is
 // gone when it begins). In process: the lost answers are LoseNext's.
 func TestTwoJobsOfOneGenerationWithALostCommitAnswerPromoteOne(t *testing.T) {
+	etcdtest.Beside(t)
 	const txn = "/etcdserverpb.KV/Txn" // a commit is one
 	for _, lost := range []int{1, 1000} {
 		t.Run(map[int]string{1: "lost once", 1000: "lost on every try"}[lost], func(t *testing.T) {
