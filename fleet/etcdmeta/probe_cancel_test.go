@@ -22,7 +22,11 @@ func TestACancelledRequestOnATLSStoreIsTheCancellation(t *testing.T) {
 	for _, ep := range c.Endpoints() {
 		eps = append(eps, strings.Replace(ep, "http://", "https://", 1))
 	}
-	s, err := Open(Config{Endpoints: eps, RequestTimeout: time.Second})
+	// A request that waited for an answer would wait out this timeout:
+	// long, so that a starved machine's slow return (583 ms, the test
+	// binary at nice 19 beside four busy loops) is told from it.
+	const timeout = 10 * time.Second
+	s, err := Open(Config{Endpoints: eps, RequestTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +39,7 @@ func TestACancelledRequestOnATLSStoreIsTheCancellation(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrAuth) || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("GetRecord under a cancelled context = %v; want context.Canceled alone", err)
 	}
-	if took > 500*time.Millisecond {
-		t.Errorf("GetRecord under a cancelled context took %v; want it at once", took)
+	if took >= timeout/2 {
+		t.Errorf("GetRecord under a cancelled context took %v; want it at once, not after the request timeout (%v)", took, timeout)
 	}
 }
