@@ -264,26 +264,17 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			// (the orphans left are the next reap's).
 			return res, err
 		}
-		if !o.DryRun {
+		swept, err := b.sweep(name, o.DryRun, func() error {
 			key, _, _ := strings.Cut(name, "/")
 			b.at(hookSweep, key)
-			err := shared.Remove(b.dir, name)
-			if err != nil {
-				if err := shared.DirErr(b.dir); err != nil {
-					return res, err // not swept by another reaper: the dir is gone
-				}
-			}
-			switch {
-			case gone(err):
-				// Another reaper (or check --repair) swept it first:
-				// not this one's sweep, and no fault.
-				continue
-			case err != nil:
-				b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
-				continue
-			}
+			return shared.Remove(b.dir, name)
+		})
+		if err != nil {
+			return res, err
 		}
-		res.Swept = append(res.Swept, name)
+		if swept {
+			res.Swept = append(res.Swept, name)
+		}
 	}
 	// The temps of the dir's mark a crash left (its first marking cut
 	// short): no key's, so the listing above leaves them. Past the grace
@@ -297,27 +288,43 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if !o.DryRun {
-			err := shared.RemoveMarkTemp(b.dir, name)
-			if err != nil {
-				if err := shared.DirErr(b.dir); err != nil {
-					return res, err
-				}
-			}
-			switch {
-			case gone(err):
-				continue // another reaper's or check --repair's
-			case err != nil:
-				b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
-				continue
-			}
+		swept, err := b.sweep(name, o.DryRun, func() error { return shared.RemoveMarkTemp(b.dir, name) })
+		if err != nil {
+			return res, err
 		}
-		res.Swept = append(res.Swept, name)
+		if swept {
+			res.Swept = append(res.Swept, name)
+		}
 	}
 	if len(keys) > 0 && o.Progress != nil {
 		o.Progress(len(keys), len(keys))
 	}
 	return res, nil
+}
+
+// sweep removes name, a file no record needs, with remove, unless this is
+// a dry run, and reports whether it was swept: not where another reaper
+// (or check --repair) removed it first, which is no fault, nor where the
+// removal failed, which is logged and left for the next reap. The error
+// is the transcripts dir's, gone under the reap.
+func (b *Backend) sweep(name string, dryRun bool, remove func() error) (swept bool, err error) {
+	if dryRun {
+		return true, nil
+	}
+	err = remove()
+	if err != nil {
+		if err := shared.DirErr(b.dir); err != nil {
+			return false, err // not swept by another reaper: the dir is gone
+		}
+	}
+	switch {
+	case gone(err):
+		return false, nil
+	case err != nil:
+		b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
+		return false, nil
+	}
+	return true, nil
 }
 
 // markTemps lists the temps of dir's mark (shared.IsMarkTemp) that are
