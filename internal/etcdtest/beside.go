@@ -30,9 +30,9 @@ func Beside(t *testing.T) {
 // is not given -parallel (whose default is GOMAXPROCS: 2 on a two-core
 // machine). They wait, so more than the cores run at once; the bound
 // keeps a -race binary's goroutines (a three-member cluster has some
-// hundreds) well under the race detector's 8,128. A starved machine (the
-// binary at nice 19 beside four busy loops) fails some of them four at
-// once, each of which passes alone: -parallel 1 runs them one at a time.
+// hundreds) well under the race detector's 8,128. Starved (the binary at
+// nice 19 beside four busy loops), four of fleet/etcdmeta's failed four
+// at once, and two of those one at a time too (-parallel 1).
 const Parallel = 4
 
 // parallelByDefault sets -test.parallel to Parallel, or to GOMAXPROCS
