@@ -35,15 +35,18 @@ func Beside(t *testing.T) {
 // at once, and two of those one at a time too (-parallel 1).
 const Parallel = 4
 
+// parallelGiven is whether the command line gave -test.parallel, as
+// parallelByDefault found it (after it, the flag reads as set either way).
+var parallelGiven bool
+
 // parallelByDefault sets -test.parallel to Parallel, or to GOMAXPROCS
 // where that is more, unless the command line gave it.
 func parallelByDefault() {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
 		flag.Set("test.parallel", strconv.Itoa(max(Parallel, runtime.GOMAXPROCS(0))))
 	}
 }
