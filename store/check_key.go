@@ -108,7 +108,7 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 		*examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
-	if err := k.legacyNotRead; err != nil {
+	if err := k.legacy.NotRead; err != nil {
 		// Read as the legacy reader read it (no value), but the file is
 		// there: what it holds is not known, so the key is not judged by
 		// it in silence.

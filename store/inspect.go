@@ -351,7 +351,7 @@ func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts
 	default:
 		r.Venue = stampValue(k.obs.Venue)
 		r.PiVersion = stampValue(k.obs.PiVersion)
-		r.LegacyUnreadable = k.legacyUnreadable
+		r.LegacyUnreadable = k.legacy.Unreadable
 		if present(k, legacy.ResumeChainName) {
 			c := k.obs.ResumeChain
 			r.ResumeChain = &c

@@ -44,15 +44,11 @@ type keyDir struct {
 	migratedUnder bool
 	header        transcript.Header
 	headerErr     error
-	// legacyNotRead is the first legacy sidecar whose read failed on a
-	// file that is there (legacy.Observed.NotRead): check names it.
-	legacyNotRead error
-	// legacyUnreadable names the legacy sidecars there that gave no value
-	// (legacy.Observed.Unreadable): dump shows them.
-	legacyUnreadable []string
-	// venueNotRead and piVersionNotRead are the read's error of a legacy
-	// stamp whose gates.Stamp.NotRead is set: resolve's log names it.
-	venueNotRead, piVersionNotRead error
+	// legacy is what the legacy sidecars read as (observeLegacy), with
+	// what obs does not carry: the reads that failed (check names the
+	// first, resolve's log a stamp's) and the files that gave no value
+	// (dump shows them).
+	legacy legacy.Observed
 }
 
 // openKey opens key's dir, its meta.db (shared lock) and its transcript,
@@ -379,8 +375,7 @@ func (k *keyDir) observeLegacy() error {
 		return err
 	}
 	k.obs.Venue, k.obs.PiVersion, k.obs.ResumeChain, k.obs.Context = o.Venue, o.PiVersion, o.ResumeChain, o.Context
-	k.legacyNotRead, k.legacyUnreadable = o.NotRead, o.Unreadable
-	k.venueNotRead, k.piVersionNotRead = o.VenueNotRead, o.PiVersionNotRead
+	k.legacy = o
 	return nil
 }
 

@@ -91,9 +91,9 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 func (v *keyView) StampNotRead(name string) error {
 	switch name {
 	case legacy.VenueName:
-		return v.k.venueNotRead
+		return v.k.legacy.VenueNotRead
 	case legacy.PiVersionName:
-		return v.k.piVersionNotRead
+		return v.k.legacy.PiVersionNotRead
 	}
 	return nil
 }
