@@ -16,9 +16,12 @@ import (
 func TestAnAppendWhileEtcdIsDownIsUnavailable(t *testing.T) {
 	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
-	s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = time.Second })
+	// The record is put within open's 10 s, for a starved machine (at
+	// 1 s its put failed so); only the append, with etcd down, has 1 s.
+	s := open(t, c)
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
+	s.cfg.RequestTimeout = time.Second
 	c.Stop(0)
 	got, err := s.AppendHistory(ctx(t), key, rev, HistoryEntry{Gen: 1, Outcome: "run-incomplete", Ticket: randHex(16)})
 	if !errors.Is(err, ErrUnavailable) {

@@ -376,7 +376,10 @@ func TestStoreLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true, InProcess: true})
 	s := open(t, c, func(cfg *Config) {
 		cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password
-		cfg.RequestTimeout = 2 * time.Second
+		// Long, for a starved machine, where a login and a request took
+		// more than 2 s: a Store that does not log in again fails
+		// whatever the timeout.
+		cfg.RequestTimeout = 10 * time.Second
 	})
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
