@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,6 @@ const (
 	envPrefix     = "SESSDB_FLEET_PREFIX"
 	envDir        = "SESSDB_FLEET_DIR"
 	envKeys       = "SESSDB_FLEET_KEYS"
-	envUntil      = "SESSDB_FLEET_UNTIL"
 	envGoroutines = "SESSDB_FLEET_GOROUTINES"
 	envSeed       = "SESSDB_FLEET_SEED"
 )
@@ -34,7 +34,8 @@ const (
 // runChild is the child side of the multi-process fault tests. Modes:
 //
 //	worker     jobs (resolve, append a marker, promote) on SESSDB_FLEET_KEYS until
-//	           SESSDB_FLEET_UNTIL, one line per job on stdout (see workerJob)
+//	           the instant (Unix nanoseconds) on stdin's first line, one line
+//	           per job on stdout (see workerJob)
 //	reap-hold  a reap that stops with the key's lock held, says "holding", and
 //	           goes on when a line comes on stdin; then "reaped <removed> <skipped>"
 //	to-etcd    a migration (see runMigrateChild)
@@ -95,16 +96,36 @@ func (l *lines) emit(format string, args ...any) {
 func runWorker(b *Backend, out *lines) int {
 	s := store.NewOn(b, store.Options{})
 	keys := strings.Split(os.Getenv(envKeys), ",")
-	n, _ := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	// The instant comes once every worker is ready: starved, starting
+	// the three took more than the run's 7 s, and the run injected no
+	// fault.
+	in := bufio.NewScanner(os.Stdin)
+	in.Scan()
+	n, err := strconv.ParseInt(in.Text(), 10, 64)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: until: %v\n", err)
+		return 2
+	}
 	until := time.Unix(0, n)
 	seed, _ := strconv.Atoi(os.Getenv(envSeed))
 	goroutines, _ := strconv.Atoi(os.Getenv(envGoroutines))
+	// Past until, the faults over, jobs go on until this process has
+	// promoted once, for overtime at most: starved, a run's 7 s promoted
+	// nothing (every job met a fault), and the test proved nothing.
+	const overtime = time.Minute
+	var promoted atomic.Bool
+	more := func() bool {
+		now := time.Now()
+		return now.Before(until) || !promoted.Load() && now.Before(until.Add(overtime))
+	}
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			rng := rand.New(rand.NewSource(int64(seed*100 + g)))
-			for i := 0; time.Now().Before(until); i++ {
-				workerJob(s, keys[rng.Intn(len(keys))], fmt.Sprintf("p%d-g%d-%d", seed, g, i), out)
+			for i := 0; more(); i++ {
+				if workerJob(s, keys[rng.Intn(len(keys))], fmt.Sprintf("p%d-g%d-%d", seed, g, i), out) {
+					promoted.Store(true)
+				}
 			}
 		})
 	}
@@ -120,11 +141,13 @@ func runWorker(b *Backend, out *lines) int {
 //	torn <key> <gen> <why>              when what it resumed is not whole lines of JSON
 //	cause <key> <marker> <error>        when the promote failed
 //	error <text>                        for a fault of the resolve
-func workerJob(s *store.Store, key, marker string, out *lines) {
+//
+// and reports whether its job was promoted.
+func workerJob(s *store.Store, key, marker string, out *lines) bool {
 	jobDir, err := os.MkdirTemp("", "fleet-job-")
 	if err != nil {
 		out.emit("error %v", err)
-		return
+		return false
 	}
 	defer os.RemoveAll(jobDir)
 	t0 := time.Now()
@@ -132,13 +155,13 @@ func workerJob(s *store.Store, key, marker string, out *lines) {
 	resolved := time.Since(t0)
 	if err != nil {
 		out.emit("error resolve %v", oneLine(err))
-		return
+		return false
 	}
 	p := filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		out.emit("error %v", err)
-		return
+		return false
 	}
 	if sess.Resume {
 		if why := torn(data); why != "" {
@@ -157,6 +180,7 @@ func workerJob(s *store.Store, key, marker string, out *lines) {
 	if err != nil {
 		out.emit("cause %s %s %s", key, marker, oneLine(err))
 	}
+	return res.Promoted
 }
 
 // torn says why data is not whole lines of JSON, or "".
