@@ -100,15 +100,16 @@ func valuesOf(sc db.Sidecars) Values {
 // store/legacy's rules, which are the values; the raw bytes seen by scan
 // serve only to describe oddities. A sidecar not read for want of a
 // descriptor or memory, or whose read failed on the file (an I/O error:
-// Observed.NotRead), is an error: migrated as no value, the key would
-// keep a stamp (or a chain) it does not have, and its file be removed.
+// Observed.NotRead, the first named), is an error: migrated as no value,
+// the key would keep a stamp (or a chain) it does not have, and its file
+// be removed.
 func readLegacy(k *keyScan) (Values, []Oddity, error) {
 	var v Values
 	var odd []Oddity
 	note := func(file, found, readAs string) { odd = append(odd, Oddity{file, found, readAs}) }
 	o, err := legacy.Observe(k.dir)
-	if err == nil {
-		err = o.NotRead
+	if err == nil && len(o.NotRead) > 0 {
+		err = o.NotRead[0]
 	}
 	if err != nil {
 		return Values{}, nil, err

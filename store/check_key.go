@@ -108,10 +108,10 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 		*examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
-	if err := k.legacy.NotRead; err != nil {
+	for _, err := range k.legacy.NotRead {
 		// Read as the legacy reader read it (no value), but the file is
 		// there: what it holds is not known, so the key is not judged by
-		// it in silence.
+		// it in silence. Each such sidecar is named, as dump lists them.
 		path := name
 		var pe *os.PathError
 		if errors.As(err, &pe) {

@@ -53,3 +53,58 @@ func TestCheckNamesALegacySidecarItCouldNotRead(t *testing.T) {
 		}
 	}
 }
+
+// Two legacy sidecars whose reads fail are each named by check: one
+// unreadable problem per sidecar, at its path, with its own error, as dump
+// lists them all (legacy_unreadable). Every pair of the four, the first
+// refused (EACCES), the second an I/O error (EIO).
+func TestCheckNamesEachLegacySidecarItCouldNotRead(t *testing.T) {
+	files := []string{legacy.VenueName, legacy.PiVersionName, legacy.ResumeChainName, legacy.ContextName}
+	for i := range files {
+		for j := i + 1; j < len(files); j++ {
+			t.Run(files[i]+"+"+files[j], func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{})
+				writeLegacy(t, root, testKey, map[string]string{
+					TranscriptName: string(transcriptBytes(clock.now, "legacy turn")),
+					"venue":        "local", "pi-version": testPi, "resume-chain": "2", "context": "1000 200000 anthropic/m",
+				})
+				n := 0
+				faults.Set(func(p faults.Point) error {
+					// Observe reads venue, pi-version, resume-chain,
+					// context, in that order, once per look.
+					if p == faults.LegacySidecarRead {
+						n++
+						switch (n - 1) % 4 {
+						case i:
+							return syscall.EACCES
+						case j:
+							return syscall.EIO
+						}
+					}
+					return nil
+				})
+				found, sum := chkRun(t, s, false)
+				faults.Set(nil)
+				var unreadable []Finding
+				for _, f := range found {
+					if f.Kind == KindUnreadable {
+						unreadable = append(unreadable, f)
+					}
+				}
+				for k, c := range []struct {
+					file  string
+					errno syscall.Errno
+				}{{files[i], syscall.EACCES}, {files[j], syscall.EIO}} {
+					path := testKey + "/" + c.file
+					f := chkFind(found, path, KindUnreadable)
+					if f == nil || !f.Remains || !strings.Contains(f.Detail, c.errno.Error()) || !strings.Contains(f.Detail, c.file) {
+						t.Errorf("check with %s (EACCES) and %s (EIO) failing: finding %d at %s = %+v; want an unreadable problem there with its own error (all: %+v)", files[i], files[j], k, path, f, found)
+					}
+				}
+				if len(unreadable) != 2 || sum.Problems != 2 || sum.Remaining != 2 {
+					t.Errorf("check with %s and %s failing: %d unreadable findings, summary %+v; want 2, one per sidecar: %+v", files[i], files[j], len(unreadable), sum, found)
+				}
+			})
+		}
+	}
+}

@@ -106,11 +106,12 @@ type Observed struct {
 	PiVersion   gates.Stamp    // as ReadPiVersion reads it
 	ResumeChain uint64         // as ReadResumeChain reads it: unreadable is 0
 	Context     *gates.Context // as ReadContext reads it: nil is no measurement
-	// NotRead is the first sidecar read that failed on a file that is
-	// there (an I/O error, a permission refused: see Stamp.NotRead), nil
-	// when every sidecar was read or is absent or has no value by its
-	// shape. Its value reads as the legacy reader read it all the same.
-	NotRead error
+	// NotRead are the sidecar reads that failed on a file that is there
+	// (an I/O error, a permission refused: see Stamp.NotRead), each
+	// naming its file, in reading order; nil when every sidecar was read
+	// or is absent or has no value by its shape. Their values read as the
+	// legacy reader read them all the same.
+	NotRead []error
 	// Unreadable names the sidecars that are there but gave no value (a
 	// read that failed, a link, not a regular file, empty, oversized), in
 	// reading order: a venue or pi-version so is StampUnreadable, a
@@ -139,8 +140,8 @@ func Observe(dir *os.File) (Observed, error) {
 		if starved := starvedOnly(err); starved != nil {
 			return starved
 		}
-		if notRead(err) && o.NotRead == nil {
-			o.NotRead = err
+		if notRead(err) {
+			o.NotRead = append(o.NotRead, err)
 		}
 		return nil
 	}

@@ -498,12 +498,13 @@ func keyWithEverySidecar(t *testing.T) keyDir {
 }
 
 // A sidecar read that failed on a file that is there (EIO, EACCES) is
-// read as the legacy reader read it, no value, and Observe names the
-// first such failure in NotRead, which the store uses to give the cold
-// start no base; its stamp says it was not read. Observe fails for want
+// read as the legacy reader read it, no value, and Observe names each
+// such failure in NotRead, in reading order (the store gives the cold
+// start no base by it, check names each, migrate fails the key on the
+// first); its stamp says it was not read. Observe fails for want
 // of the process's own resources alone: each of EMFILE, ENFILE, ENOMEM
 // and ENOBUFS, whichever sidecar it struck.
-func TestObserveNamesTheFirstSidecarNotRead(t *testing.T) {
+func TestObserveNamesEachSidecarNotRead(t *testing.T) {
 	order := []string{VenueName, PiVersionName, ResumeChainName, ContextName} // Observe's order
 	for nth := 1; nth <= 4; nth++ {
 		for _, errno := range []syscall.Errno{syscall.EIO, syscall.EACCES} {
@@ -511,7 +512,7 @@ func TestObserveNamesTheFirstSidecarNotRead(t *testing.T) {
 				k := keyWithEverySidecar(t)
 				failReads(t, map[int]error{nth: errno})
 				o, err := Observe(k.dir)
-				if err != nil || !errors.Is(o.NotRead, errno) {
+				if err != nil || len(o.NotRead) != 1 || !errors.Is(o.NotRead[0], errno) || !strings.Contains(o.NotRead[0].Error(), order[nth-1]) {
 					t.Fatalf("Observe = %+v, %v; want no error and NotRead %v", o, err, errno)
 				}
 				notRead := map[string]bool{order[nth-1]: true}
@@ -534,8 +535,10 @@ func TestObserveNamesTheFirstSidecarNotRead(t *testing.T) {
 	t.Run("two failures", func(t *testing.T) {
 		k := keyWithEverySidecar(t)
 		failReads(t, map[int]error{2: syscall.EIO, 3: syscall.EACCES})
-		if o, err := Observe(k.dir); err != nil || !errors.Is(o.NotRead, syscall.EIO) {
-			t.Fatalf("Observe = %+v, %v; want NotRead the first failure, EIO", o, err)
+		o, err := Observe(k.dir)
+		if err != nil || len(o.NotRead) != 2 || !errors.Is(o.NotRead[0], syscall.EIO) || !strings.Contains(o.NotRead[0].Error(), PiVersionName) ||
+			!errors.Is(o.NotRead[1], syscall.EACCES) || !strings.Contains(o.NotRead[1].Error(), ResumeChainName) {
+			t.Fatalf("Observe = %+v, %v; want NotRead both failures in reading order, pi-version's EIO then resume-chain's EACCES", o, err)
 		}
 	})
 	for nth := 1; nth <= 4; nth++ {
