@@ -65,7 +65,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 	}
 	leave := func(why string) {
 		for _, i := range settle {
-			found[i].Repair, found[i].RepairFailed = "not removed: "+why, true
+			notRemoved(&found[i], why)
 			if i == full {
 				found[i].Repair = "left as is: " + why
 			}
@@ -113,7 +113,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		if err := c.renumber(ctx, key, st, &found[full]); err != nil {
 			// The walk stops (etcd lost, ctx ended): no orphan removed.
 			for _, i := range orphans {
-				found[i].Repair, found[i].RepairFailed = "not removed: "+strings.TrimPrefix(found[full].Repair, "left as is: "), true
+				notRemoved(&found[i], strings.TrimPrefix(found[full].Repair, "left as is: "))
 			}
 			return err
 		}
@@ -122,7 +122,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		f := &found[i]
 		select {
 		case <-lost:
-			f.Repair, f.RepairFailed = "not removed: the key's lock ended (its lease expired) before the repair was done; run check again", true
+			notRemoved(f, "the key's lock ended (its lease expired) before the repair was done; run check again")
 			continue
 		default:
 		}
@@ -144,7 +144,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			// is removed, of this key's orphans or any other key's.
 			if err := shared.DirErr(c.b.dir); err != nil {
 				for _, j := range orphans[n:] {
-					found[j].Repair, found[j].RepairFailed = "not removed: "+err.Error(), true
+					notRemoved(&found[j], err.Error())
 				}
 				return err
 			}
@@ -163,10 +163,18 @@ func (c *checker) removal(f *store.Finding, err error) {
 		// file another swept.
 		f.Repair, f.Remains = "gone since it was found (removed by another check --repair or a reap): nothing left to remove", false
 	case err != nil:
-		f.Repair, f.RepairFailed = fmt.Sprintf("not removed: %s", c.b.unroot(err.Error())), true
+		notRemoved(f, c.b.unroot(err.Error()))
 	default:
 		f.Repair, f.Repaired, f.Remains = "removed", true, false
 	}
+}
+
+// notRemoved says in f that its file was left, and why: a repair that
+// failed (RepairFailed), which the CLI counts failed and names on stderr.
+// Every orphan a repairing check meant to remove and did not says so
+// through it, in the one form "not removed: <why>".
+func notRemoved(f *store.Finding, why string) {
+	f.Repair, f.RepairFailed = "not removed: "+why, true
 }
 
 // slotPath is the path check reports key's history entry at seq by: one
