@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
@@ -130,7 +131,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	names, err := fsat.ReadDirNames(root)
+	names, err := sharedfs.ReadDirNames(root)
 	if err != nil {
 		return sum, shared.DirErrOr(b.dir, err)
 	}

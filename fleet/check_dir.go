@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -73,7 +74,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		return nil
 	}
 	defer kd.Close()
-	files, err := fsat.ReadDirNames(kd)
+	files, err := sharedfs.ReadDirNames(kd)
 	if err := root(err); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 )
@@ -128,7 +129,7 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 		return mark, false, err
 	}
 	defer root.Close()
-	names, err := fsat.ReadDirNames(root)
+	names, err := sharedfs.ReadDirNames(root)
 	if err != nil {
 		return mark, false, err
 	}

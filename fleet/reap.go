@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 )
@@ -335,7 +336,7 @@ func markTemps(dir string, cut time.Time) ([]string, error) {
 		return nil, shared.DirErrOr(dir, err)
 	}
 	defer root.Close()
-	names, err := fsat.ReadDirNames(root)
+	names, err := sharedfs.ReadDirNames(root)
 	if err != nil {
 		return nil, shared.DirErrOr(dir, err)
 	}

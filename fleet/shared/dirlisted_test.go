@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/internal/fsat"
 )
 
@@ -26,7 +27,7 @@ func TestListOrphansStopsWhenTheDirGoesAfterAKeysListing(t *testing.T) {
 	os.WriteFile(p, []byte("{}\n"), 0o600)
 	os.Chtimes(p, old, old)
 	away, held := dir+".away", filepath.Join(t.TempDir(), "held")
-	defer func() { readDirNames = fsat.ReadDirNames }()
+	defer func() { readDirNames = sharedfs.ReadDirNames }()
 	readDirNames = func(d *os.File) ([]string, error) {
 		names, err := fsat.ReadDirNames(d)
 		if filepath.Base(d.Name()) != key {
@@ -43,7 +44,7 @@ func TestListOrphansStopsWhenTheDirGoesAfterAKeysListing(t *testing.T) {
 		return names, err
 	}
 	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
-	readDirNames = fsat.ReadDirNames
+	readDirNames = sharedfs.ReadDirNames
 	os.Rename(away, dir)
 	os.Rename(held, p)
 	if !errors.Is(err, ErrDirUnavailable) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/internal/fsat"
 )
 
@@ -127,7 +128,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	return names, unreadable, nil
 }
 
-// readDirNames lists the transcripts dir and a key's directory; a
-// variable so that a test can stand in for another host removing one, or
-// a listing failing.
-var readDirNames = fsat.ReadDirNames
+// readDirNames lists the transcripts dir and a key's directory (through
+// the seam, sharedfs); a variable so that a test can stand in for another
+// host removing one, or a listing failing.
+var readDirNames = sharedfs.ReadDirNames

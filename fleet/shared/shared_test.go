@@ -468,7 +468,7 @@ func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, orphan), []byte("x"), 0o600)
 	os.Chtimes(filepath.Join(dir, orphan), old, old)
-	defer func() { readDirNames = fsat.ReadDirNames }()
+	defer func() { readDirNames = sharedfs.ReadDirNames }()
 	readDirNames = func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) == key {
 			os.Remove(d.Name())
@@ -508,7 +508,7 @@ func TestWriteOnAFullDiskNamesTheTempOnce(t *testing.T) {
 func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, key), 0o700)
-	defer func() { readDirNames = fsat.ReadDirNames; faults.Set(nil) }()
+	defer func() { readDirNames = sharedfs.ReadDirNames; faults.Set(nil) }()
 	readDirNames = func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) != key {
 			return fsat.ReadDirNames(d)
@@ -732,7 +732,7 @@ func TestListOrphansReportsAnUnreadableKeyAndStopsWhenCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer func() { readDirNames = fsat.ReadDirNames }()
+	defer func() { readDirNames = sharedfs.ReadDirNames }()
 	readDirNames = func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) == key {
 			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}
@@ -860,7 +860,7 @@ func TestListOrphansWhoseDirListingFailsSaysSo(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { readDirNames = fsat.ReadDirNames }()
+	defer func() { readDirNames = sharedfs.ReadDirNames }()
 	readDirNames = func(d *os.File) ([]string, error) {
 		if d.Name() == dir {
 			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}

@@ -1,7 +1,10 @@
 // Package sharedfs is the durability seam of a fleet's own writes: every
 // mkdir, create, fsync, rename, link and removal that package fleet/shared
 // makes in the transcripts dir, and that package fleet's migrations make
-// in a sessions root, goes through FS.
+// in a sessions root, goes through FS. Every listing of the transcripts
+// dir and of its key dirs (fleet/shared's and fleet's: claim, check,
+// reap) goes through ReadDirNames, which a test's FS can see by being a
+// Lister.
 //
 // Production never sets it: FS is durable.Disk, the system calls
 // themselves. A test of fleet or fleet/shared sets a power-cut journal
@@ -13,10 +16,12 @@
 package sharedfs
 
 import (
+	"os"
 	"sync"
 
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 var (
@@ -49,4 +54,20 @@ func Use(with durable.FS) (restore func()) {
 		defer mu.Unlock()
 		fs = prev
 	}
+}
+
+// Lister is an FS that lists directories too: set with Use, its
+// ReadDirNames makes every listing ReadDirNames makes (a test counts
+// them, or fails one).
+type Lister interface {
+	ReadDirNames(dir *os.File) ([]string, error)
+}
+
+// ReadDirNames lists dir, the transcripts dir or a key's directory in it,
+// as fsat.ReadDirNames does, or through FS where that is a Lister.
+func ReadDirNames(dir *os.File) ([]string, error) {
+	if l, ok := FS().(Lister); ok {
+		return l.ReadDirNames(dir)
+	}
+	return fsat.ReadDirNames(dir)
 }
