@@ -115,7 +115,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// A key dir the listing cannot read is reported unreadable when the
 	// walk comes to it.
 	listed := map[string]time.Time{} // each orphan's mtime, for the repair
-	orphans, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
+	orphans, _, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		if needs(it, ok, name, mtime, cut, inFlight) {
 			return true

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"sessdb/fleet/etcdmeta"
-	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 )
@@ -236,7 +235,10 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		listed[name] = mtime
 		return false
 	}
-	names, unreadable, err := shared.ListOrphans(ctx, b.dir, needed, cut)
+	// The temps of the dir's mark a crash left (its first marking cut
+	// short) come from the same listing of the dir: no key's, so no
+	// record is asked, and they are swept after the keys' orphans.
+	names, temps, unreadable, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
 		return res, err
 	}
@@ -277,14 +279,9 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Swept = append(res.Swept, name)
 		}
 	}
-	// The temps of the dir's mark a crash left (its first marking cut
-	// short): no key's, so the listing above leaves them. Past the grace
-	// period, as check --repair judges them, they are removed as a key's
-	// temp is; a younger one may be a marking under way.
-	temps, err := markTemps(b.dir, cut)
-	if err != nil {
-		return res, err
-	}
+	// The mark's temps past the grace period, as check --repair judges
+	// them, are removed as a key's temp is; a younger one may be a
+	// marking under way, and ListOrphans left it out.
 	for _, name := range temps {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -326,31 +323,6 @@ func (b *Backend) sweep(name string, dryRun bool, remove func() error) (swept bo
 		return false, nil
 	}
 	return true, nil
-}
-
-// markTemps lists the temps of dir's mark (shared.IsMarkTemp) that are
-// regular files last changed before cut, sorted.
-func markTemps(dir string, cut time.Time) ([]string, error) {
-	root, err := fsat.OpenDir(dir)
-	if err != nil {
-		return nil, shared.DirErrOr(dir, err)
-	}
-	defer root.Close()
-	names, err := sharedfs.ReadDirNames(root)
-	if err != nil {
-		return nil, shared.DirErrOr(dir, err)
-	}
-	slices.Sort(names)
-	var out []string
-	for _, n := range names {
-		if !shared.IsMarkTemp(n) {
-			continue
-		}
-		if st, err := fsat.LstatAt(root, n); err == nil && fsat.IsRegular(&st) && fsat.ModTime(&st).Before(cut) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }
 
 // unrooted is err with its message naming what is under the transcripts

@@ -25,23 +25,29 @@ import (
 // listing with ErrDirUnavailable, rather than taking every key or file
 // left for gone. ctx is checked between key directories.
 //
+// markTemps are the temps of dir's mark (IsMarkTemp) that the same
+// listing of dir found, regular files whose modification time is before
+// olderThan, sorted: no key's, so no record is asked about them, and
+// RemoveMarkTemp, not Remove, takes them. A reaper needs no second
+// listing of dir for them (on NFS, one full listing per reap).
+//
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
 // reaper must keep such a generation through the grace period itself
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
-func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names []string, unreadable map[string]error, err error) {
+func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names, markTemps []string, unreadable map[string]error, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
-		return nil, nil, DirErrOr(dir, err)
+		return nil, nil, nil, DirErrOr(dir, err)
 	}
 	defer root.Close()
 	keys, err := readDirNames(root)
 	if err != nil {
-		return nil, nil, DirErrOr(dir, err)
+		return nil, nil, nil, DirErrOr(dir, err)
 	}
 	fail := func(key string, err error) {
 		if unreadable == nil {
@@ -52,7 +58,13 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	sort.Strings(keys)
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if IsMarkTemp(key) {
+			if st, err := fsat.LstatAt(root, key); err == nil && fsat.IsRegular(&st) && fsat.ModTime(&st).Before(olderThan) {
+				markTemps = append(markTemps, key)
+			}
+			continue
 		}
 		if !ValidKey(key) {
 			continue
@@ -60,7 +72,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		kd, err := fsat.OpenDirAt(root, key)
 		if err != nil && dirGone(err) {
 			if err := DirErr(dir); err != nil {
-				return nil, nil, err // not every key gone: the dir itself
+				return nil, nil, nil, err // not every key gone: the dir itself
 			}
 		}
 		if err != nil {
@@ -75,7 +87,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			kd.Close()
 			if dirGone(err) {
 				if err := DirErr(dir); err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 			}
 			// Another host removed it since the open (ESTALE over NFS; a
@@ -121,11 +133,11 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			// Removed since the listing by another host, unless the
 			// dir itself is gone: then no file of it was judged.
 			if err := DirErr(dir); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
-	return names, unreadable, nil
+	return names, markTemps, unreadable, nil
 }
 
 // readDirNames lists the transcripts dir and a key's directory (through

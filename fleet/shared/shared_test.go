@@ -290,7 +290,7 @@ func TestListOrphans(t *testing.T) {
 	// Every candidate is asked about, temps included, with its mtime.
 	seen := map[string]time.Time{}
 	referenced := func(k, name string, mtime time.Time) bool { seen[name] = mtime; return name == kept }
-	got, unreadable, err := ListOrphans(context.Background(), dir, referenced, cutoff)
+	got, _, unreadable, err := ListOrphans(context.Background(), dir, referenced, cutoff)
 	if err != nil || unreadable != nil {
 		t.Fatal(unreadable, err)
 	}
@@ -308,7 +308,7 @@ func TestListOrphans(t *testing.T) {
 			t.Fatalf("Remove(%q): %v", n, err)
 		}
 	}
-	if got, _, _ := ListOrphans(context.Background(), dir, referenced, cutoff); len(got) != 0 {
+	if got, _, _, _ := ListOrphans(context.Background(), dir, referenced, cutoff); len(got) != 0 {
 		t.Fatalf("after removal: %v", got)
 	}
 	if _, err := os.Lstat(link); err != nil {
@@ -476,7 +476,7 @@ func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
 		}
 		return fsat.ReadDirNames(d)
 	}
-	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
+	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
 	if err != nil || unreadable != nil || strings.Join(got, " ") != orphan {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone", got, unreadable, err, orphan)
 	}
@@ -521,7 +521,7 @@ func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 		}
 		return nil
 	})
-	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, unix.ESTALE) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the dir named stale", got, unreadable, err)
 	}
@@ -740,14 +740,14 @@ func TestListOrphansReportsAnUnreadableKeyAndStopsWhenCancelled(t *testing.T) {
 		return fsat.ReadDirNames(d)
 	}
 	none := func(string, string, time.Time) bool { return false }
-	got, unreadable, err := ListOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
+	got, _, unreadable, err := ListOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
 	if err != nil || strings.Join(got, " ") != orphan || len(unreadable) != 1 || !errors.Is(unreadable[key], unix.EIO) {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone, %s unreadable (EIO)", got, unreadable, err, orphan, key)
 	}
 	noDescriptorUnder(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got, unreadable, err := ListOrphans(ctx, dir, none, time.Now().Add(-time.Minute)); !errors.Is(err, context.Canceled) || got != nil || unreadable != nil {
+	if got, _, unreadable, err := ListOrphans(ctx, dir, none, time.Now().Add(-time.Minute)); !errors.Is(err, context.Canceled) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans, cancelled = %v, unreadable %v, %v; want context.Canceled alone", got, unreadable, err)
 	}
 }
@@ -821,7 +821,7 @@ func TestListOrphansWithAKeyDirRemovedBeforeItsOpen(t *testing.T) {
 			}
 			return false
 		}
-		got, unreadable, err := ListOrphans(context.Background(), dir, referenced, time.Now().Add(-time.Minute))
+		got, _, unreadable, err := ListOrphans(context.Background(), dir, referenced, time.Now().Add(-time.Minute))
 		faults.Set(nil)
 		switch {
 		case stale && (!errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil):
@@ -846,7 +846,7 @@ func TestDirErrOrTellsTheDirFromTheError(t *testing.T) {
 	if err := DirErrOr(gone, eio); !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("DirErrOr(a dir that is gone, EIO) = %v, want ErrDirUnavailable, not exist", err)
 	}
-	if got, unreadable, err := ListOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
+	if got, _, unreadable, err := ListOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Errorf("ListOrphans of a dir that is gone = %v, unreadable %v, %v; want ErrDirUnavailable", got, unreadable, err)
 	}
 }
@@ -867,7 +867,7 @@ func TestListOrphansWhoseDirListingFailsSaysSo(t *testing.T) {
 		}
 		return fsat.ReadDirNames(d)
 	}
-	got, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, unix.EIO) || errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the listing's EIO", got, unreadable, err)
 	}
