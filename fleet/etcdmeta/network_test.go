@@ -169,7 +169,11 @@ func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
 func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
-	const timeout, wait = time.Second, 5 * time.Second
+	// 2 s, for a loaded machine: at 1 s, under a whole -race run beside
+	// another four-process test, the waiter's tries sent again (at a
+	// third and two thirds) were not answered before its key was put.
+	// A lock not hedged waits out LockWait, 5 s, whatever the timeout.
+	const timeout, wait = 2 * time.Second, 5 * time.Second
 	ps, waiter := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.LockWait = wait })
 	// The holder talks to the members that answer, without the proxies.
 	holder := open(t, c, func(cfg *Config) { cfg.Endpoints = c.Endpoints()[1:] })
