@@ -108,6 +108,10 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 		*examinedDB = &st
 	}
 	dbBroken := s.examineEntries(ctx, k, name, add)
+	if err := s.fault(faults.CheckAfterKeyEntries); err != nil {
+		add(name, KindUnreadable, "%v", err)
+		return false, nil
+	}
 	for _, err := range k.legacy.NotRead {
 		// Read as the legacy reader read it (no value), but the file is
 		// there: what it holds is not known, so the key is not judged by

@@ -158,6 +158,12 @@ const (
 // remove the dir from then on. A fault here is reported as unreadable.
 const CheckAfterKeyOpen Point = "check/after-key-open"
 
+// CheckAfterKeyEntries is where check has looked at every entry of a key
+// dir and judged none of meta.db's contents yet: for a key whose lock it
+// does not hold (no meta.db, or one it could not open), a writer may come
+// and go from then on. A fault here is reported as unreadable.
+const CheckAfterKeyEntries Point = "check/after-key-entries"
+
 // DeepCheckAfterCheck is where a deep check (store.DeepCheckDB) has run
 // bbolt's check, or failed to open meta.db, and has not yet looked again
 // at which file meta.db's name leads to. A fault here is that look's I/O
