@@ -107,7 +107,7 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 	if st, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
 		*examinedDB = &st
 	}
-	dbBroken := s.examineEntries(ctx, k, name, add)
+	dbBroken, writerMayHold := s.examineEntries(ctx, k, name, add)
 	if err := s.fault(faults.CheckAfterKeyEntries); err != nil {
 		add(name, KindUnreadable, "%v", err)
 		return false, nil
@@ -125,6 +125,9 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err // a walk below an odd directory was cut short
+	}
+	if writerMayHold {
+		return true, nil // its promotion temps were not judged
 	}
 	if k.meta == nil && k.metaErr == nil {
 		if _, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
@@ -149,7 +152,23 @@ type deepFunc func(key string) (DeepResult, error)
 // examineEntries reports every name in the key dir the store would not
 // have left there, and reports whether meta.db is something other than a
 // regular file (then it is not examined as a db).
-func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken bool) {
+//
+// writerMayHold: the look holds no lock of the key (it found no meta.db,
+// or one it could not open), and just after the listing a writer may have
+// held the key's lock; its promotion temps were then not judged, and the
+// look is to be made again. A promotion writes its temp only under that
+// lock, the flock of the meta.db at the key dir's name, which stays there
+// until the temp is renamed or removed (only the lock's holder unlinks
+// meta.db, and a promotion removes its own temp first). So a temp listed
+// before an instant at which no writer held the lock (no meta.db, or its
+// flock free), and still there after it, was no live promotion's then,
+// and none is writing it after: it is a stray. Without that instant the
+// temp may be a promotion's work in flight, and it may be gone by the
+// time this look asks again whether a meta.db appeared: landed and then
+// reaped, or failed and removed with the meta.db it made. A temp so
+// listed was reported as a stray temp, a problem that --repair then said
+// was "gone since it was found" (TestChaos).
+func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken, writerMayHold bool) {
 	names, err := fsat.ReadDirNames(k.dir)
 	switch {
 	case fsat.IsNotExist(err):
@@ -157,10 +176,15 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		// meta.db holds no lock to keep it waiting). Nothing is left to
 		// judge, as of a name removed since the listing; it is no I/O
 		// error.
-		return true
+		return true, false
 	case err != nil:
 		add(key, KindUnreadable, "%v", err)
-		return true
+		return true, false
+	}
+	// After the listing, before any temp is looked at (each lstat below
+	// is the "still there after it").
+	if k.meta == nil {
+		writerMayHold = lockHeldNow(k.dir)
 	}
 	var legacyNames []string
 	now := s.opts.Now()
@@ -192,6 +216,9 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				dbBroken = dbBroken || n == db.FileName
 			}
 		case strings.HasPrefix(n, tmpPrefix):
+			if writerMayHold {
+				continue // not judged: maybe a live promotion's, looked at again
+			}
 			if p, _ := k.inFlight(); p != nil && p.Tmp == n {
 				continue // the pending promotion's own temp, reported with it
 			}
@@ -253,7 +280,41 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 	if len(legacyNames) > 0 && k.layout == LayoutDB {
 		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
 	}
-	return dbBroken
+	return dbBroken, writerMayHold
+}
+
+// lockHeldNow reports whether a writer may hold the lock of the key dir
+// kd now, for a look that holds none: false when no meta.db is there, or
+// nothing a writer could lock (a link, a FIFO: anything but a regular
+// file), or when the flock of the file at the name was free; true
+// otherwise, and where it could not be told (an open that failed, a
+// regular file swapped in under the open). Its shared flock is let go at
+// once, as flockedNow's is: a writer polling for the lock is kept out no
+// longer than the two calls. Whether the name still leads to the file
+// locked does not matter: a writer that holds another file took it once
+// that file was at the name, after the open, so after the listing, and
+// wrote no temp listed.
+func lockHeldNow(kd *os.File) bool {
+	f, _, err := fsat.OpenRegularAt(kd, db.FileName)
+	switch {
+	case fsat.IsNotExist(err):
+		return false
+	case errors.Is(err, fsat.ErrNotRegular):
+		// Not a regular file, or one swapped for another (a writer's
+		// copy of a hard-linked meta.db, a meta.db made after one moved
+		// aside) between the look and the open: only the first is known
+		// to be no writer's lock.
+		st, err := fsat.LstatAt(kd, db.FileName)
+		return err == nil && fsat.IsRegular(&st)
+	case err != nil:
+		return true
+	}
+	defer f.Close()
+	if err := fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return true
+	}
+	fsat.Flock(f, unix.LOCK_UN)
+	return false
 }
 
 // oddAtStoreName reports what is at the name of a file the store makes (a
