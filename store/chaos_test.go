@@ -229,7 +229,7 @@ func runChaosChild() int {
 					var found []string
 					sum, err := s.Check(context.Background(), CheckOptions{Repair: true}, func(f Finding) error {
 						if f.Severity == SeverityProblem {
-							found = append(found, fmt.Sprintf("%s(%s:%s)", f.Kind, f.Key, strings.ReplaceAll(f.Repair, " ", "_")))
+							found = append(found, chaosFinding(f))
 						}
 						return nil
 					})
@@ -335,6 +335,14 @@ func chaosJob(s *Store, clock *chaosClock, key, marker string, times func(time.T
 		emit("cause %s %s %v", marker, res.Reason, err)
 	}
 	return clock.Now(), res.Promoted
+}
+
+// chaosFinding is a problem a check --repair found, as its line lists it:
+// one field of the line, and one item of the list. A repair's text has
+// commas too ("removed by the roll-forward, or gone since it was found"),
+// which split one finding in two, the second no kind at all.
+func chaosFinding(f Finding) string {
+	return fmt.Sprintf("%s(%s:%s)", f.Kind, f.Key, strings.NewReplacer(" ", "_", ",", ";").Replace(f.Repair))
 }
 
 func chaosList(names []string) string {
@@ -793,4 +801,18 @@ func (l *chaosLog) reapedExpired(p *chaosOp) bool {
 		}
 	}
 	return false
+}
+
+// A check line lists each finding once, whatever its repair's text: a
+// reap-interrupted finding (a live reap's dir, which the run allows) whose
+// repair says "x, y" is one finding of the reap, no second finding "y)"
+// that nothing allows.
+func TestChaosLogReadsARepairWithACommaAsOneFinding(t *testing.T) {
+	name := newReapedName(testKey)
+	f := Finding{Path: name, Key: testKey, Kind: KindReapInterrupted, Severity: SeverityProblem,
+		Repair: "not repaired: reap " + testKey + ": the key is gone (renamed to " + name + "), but its removal stopped"}
+	l := parseChaos(t, []string{"check 1 2 1 2 1 0 1 " + chaosList([]string{chaosFinding(f)})})
+	if len(l.liveOwned) != 1 || len(l.liveOwned[0].finished) != 1 || l.liveOwned[0].finished[0] != ReapedPrefix+testKey {
+		t.Errorf("the check's reap-owned dirs: %+v; want the one finding's", l.liveOwned)
+	}
 }
