@@ -547,19 +547,39 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 // The look takes a shared flock and lets go at once, so that it never
 // holds back a creator that takes the exclusive one for longer than the
 // two calls. A file that cannot be opened is the open's error: it says
-// nothing of the flock (no descriptor left), or the file is gone.
+// nothing of the flock (no descriptor left), or the file is gone. So is
+// a flock had on a file no longer at the name once had (ENOENT): a
+// creator lets go of its meta.db temp's flock only once the temp's name
+// is gone (linked into place and unlinked), and a look that opened the
+// temp just before had the flock just after, on a file that no name
+// leads to; taken for debris, a creation that went well was reported as
+// a stray temp (TestChaos).
 func flockedNow(kd *os.File, n string) (bool, error) {
 	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	err = fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB)
-	if err == nil {
-		fsat.Flock(f, unix.LOCK_UN)
+	if testHookFlockedNowOpened != nil {
+		testHookFlockedNowOpened(n)
 	}
-	return errors.Is(err, unix.EWOULDBLOCK), nil
+	err = fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB)
+	if err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK), nil
+	}
+	defer fsat.Flock(f, unix.LOCK_UN)
+	switch moved, err := fsat.Moved(kd, n, f); {
+	case err != nil:
+		return false, err
+	case moved:
+		return false, &os.PathError{Op: "flock", Path: fsat.Join(kd, n), Err: unix.ENOENT}
+	}
+	return false, nil
 }
+
+// testHookFlockedNowOpened lets a test act between flockedNow's open of
+// n and its flock (a creator that links its temp into place and lets go).
+var testHookFlockedNowOpened func(n string)
 
 // legacyFiles lists the legacy store's files present in a key dir. A
 // listing that failed (no descriptor left for it, an I/O error) is an
