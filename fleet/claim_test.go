@@ -378,15 +378,8 @@ func TestAMarkTempTwoRepairsFoundIsRemovedOnce(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	f.run(store.Key("github", "mark", "temp-raced"), "one")
-	name := shared.MarkName + ".tmp-0123456789abcdef"
+	name := f.oldMarkTemp()
 	temp := filepath.Join(f.dir, name)
-	if err := os.WriteFile(temp, []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	past := time.Now().Add(-3 * time.Hour)
-	if err := os.Chtimes(temp, past, past); err != nil {
-		t.Fatal(err)
-	}
 	repair := func(b *Backend) (found []store.Finding, err error) {
 		_, err = b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
 			found = append(found, fd)
@@ -447,4 +440,21 @@ func TestReapRemovesAMarkTempACrashLeft(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(f.dir, shared.MarkName)); err != nil {
 		t.Errorf("the mark after reap: %v; want it kept", err)
 	}
+}
+
+// oldMarkTemp writes a temp of the dir's mark, as a crash in its first
+// marking leaves one, three hours old (past the default grace), and
+// returns its name in the dir.
+func (f *fixture) oldMarkTemp() string {
+	f.t.Helper()
+	name := shared.MarkName + ".tmp-0123456789abcdef"
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		f.t.Fatal(err)
+	}
+	return name
 }

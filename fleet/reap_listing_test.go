@@ -6,12 +6,10 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/internal/sharedfs"
-	"sessdb/fleet/shared"
 	"sessdb/internal/durable"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/fsat"
@@ -29,14 +27,7 @@ func TestReapListsTheTranscriptsDirOnce(t *testing.T) {
 	key := store.Key("github", "reap-lists", "once")
 	f.runExpired(key, "old") // promoted 30 days ago: its old files are past the grace period
 	orphan := f.oldOrphan(key)
-	temp := shared.MarkName + ".tmp-0123456789abcdef"
-	if err := os.WriteFile(filepath.Join(f.dir, temp), []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	past := time.Now().Add(-3 * time.Hour)
-	if err := os.Chtimes(filepath.Join(f.dir, temp), past, past); err != nil {
-		t.Fatal(err)
-	}
+	temp := f.oldMarkTemp()
 	var dir unix.Stat_t
 	if err := unix.Stat(f.dir, &dir); err != nil {
 		t.Fatal(err)

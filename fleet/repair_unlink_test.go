@@ -7,10 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"sessdb/fleet/internal/sharedfs"
-	"sessdb/fleet/shared"
 	"sessdb/internal/durable"
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/fsat"
@@ -20,8 +18,8 @@ import (
 // An orphan check --repair cannot unlink (an I/O error of the file
 // server) is a repair that failed: "not removed: " and the unlink's
 // error, RepairFailed, still there and remaining, not counted repaired;
-// the CLI counts it failed and exits 1 by RepairFailed
-// (cmd/sessdb's TestFleetCheckRepairWhoseUnlinkFailsIsAFault). So is the
+// the CLI counts it failed and exits 1 by RepairFailed (as
+// cmd/sessdb's TestFleetCheckRepairUnderNOSPACEIsAFault shows). So is the
 // temp of the dir's mark a crash left, removed by the same step. No test
 // reached the failed unlink with RepairFailed asserted: as root no mode
 // makes an unlink fail, and TestCheckRepairSaysWhatBecameOfEachOrphan
@@ -31,14 +29,7 @@ func TestCheckRepairWhoseUnlinkFailsSaysSo(t *testing.T) {
 	key := store.Key("github", "repair-unlink", "fails")
 	f.runExpired(key, "old") // promoted 30 days ago: its old files are past the grace period
 	orphan := f.oldOrphan(key)
-	temp := shared.MarkName + ".tmp-0123456789abcdef"
-	if err := os.WriteFile(filepath.Join(f.dir, temp), []byte("sessdb fleet mark 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	past := time.Now().Add(-3 * time.Hour)
-	if err := os.Chtimes(filepath.Join(f.dir, temp), past, past); err != nil {
-		t.Fatal(err)
-	}
+	temp := f.oldMarkTemp()
 	failing := []string{filepath.Base(orphan), temp}
 	defer sharedfs.Use(unlinkFails{FS: durable.Disk{}, names: failing})()
 	var found []store.Finding
