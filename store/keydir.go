@@ -45,9 +45,9 @@ type keyDir struct {
 	header        transcript.Header
 	headerErr     error
 	// legacy is what the legacy sidecars read as (observeLegacy), with
-	// what obs does not carry: the reads that failed (check names the
-	// first, resolve's log a stamp's) and the files that gave no value
-	// (dump shows them).
+	// what obs does not carry: the reads that failed (check names each,
+	// resolve's log a stamp's) and the files that gave no value (dump
+	// shows them).
 	legacy legacy.Observed
 }
 

@@ -32,7 +32,8 @@ func Beside(t *testing.T) {
 // keeps a -race binary's goroutines (a three-member cluster has some
 // hundreds) well under the race detector's 8,128. Starved (the binary at
 // nice 19 beside four busy loops), four of fleet/etcdmeta's failed four
-// at once, and two of those one at a time too (-parallel 1).
+// at once, and two of those one at a time too (-parallel 1), until
+// their setup had 10 s.
 const Parallel = 4
 
 // parallelGiven is whether the command line gave -test.parallel, as
