@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -219,6 +219,7 @@ func TestCommandsOnABlackholedLinkEndWithinTheTimeout(t *testing.T) {
 // and was store-unavailable, a cold start, for as long as gRPC kept the
 // connection (its keepalive notices after 10 s and the ping's wait).
 func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three")
@@ -236,7 +237,7 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 			t.Errorf("resolve %d with one member of three silent: %s after %v, want resumed", i, sess.Reason, took)
 		}
 	}
-	noHedgeLeft(t)
+	noHedgeLeft(t, ps)
 	t.Logf("9 resolves with one member of three silent: the slowest %v", slowest)
 	if slowest >= timeout {
 		t.Errorf("a resolve took %v, the request timeout", slowest)
@@ -583,6 +584,7 @@ func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {
 // members in lockstep). The commit is sent again to the next member;
 // every try is guarded by the same base, and each promotion lands once.
 func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three-promote")
@@ -601,7 +603,7 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 			t.Errorf("promote %d with one member of three silent = %+v, %v; want promoted gen %d", i, res, err, i+1)
 		}
 	}
-	noHedgeLeft(t)
+	noHedgeLeft(t, ps)
 	ps[0].Heal()
 	f.holds(key, "m6", 7)
 	_, jobDir := resolveOn(t, f.s, key)
@@ -725,6 +727,7 @@ func sentAgainToEach(t *testing.T, b *Backend, key string) {
 // history, was sent once, and one sent to the silent member waited out
 // the whole timeout: the job was promote-failed instead of superseded.
 func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three-refuse")
@@ -747,7 +750,7 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 			t.Errorf("promote %d of a job superseded, one member of three silent = %+v, %v; want superseded by gen 2", i, res, err)
 		}
 	}
-	noHedgeLeft(t)
+	noHedgeLeft(t, ps)
 	ps[0].Heal()
 	st, err := f.b.meta.Get(t.Context(), key)
 	if err != nil {
@@ -764,15 +767,19 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 	}
 }
 
-// noHedgeLeft fails t unless every try a hedged read or write sent has
-// ended, soon after its caller returned: each is cancelled then, an
-// answer to the silent member's included.
-func noHedgeLeft(t *testing.T) {
+// noHedgeLeft fails t unless every try a hedged read or write sent
+// through ps has ended, soon after its caller returned: each is cancelled
+// then, an answer to the silent member's included. It counts the tries
+// of the Store on ps alone (by their etcdmeta.TryLabel), not those of
+// another test's beside it.
+func noHedgeLeft(t *testing.T, ps []*etcdtest.Proxy) {
 	t.Helper()
-	buf := make([]byte, 8<<20)
+	var eps []string
+	for _, p := range ps {
+		eps = append(eps, p.URL())
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stacks := buf[:runtime.Stack(buf, true)]
-		left := bytes.Count(stacks, []byte("etcdmeta.Hedge["))
+		left := triesLabelled(t, strings.Join(eps, ","))
 		if left == 0 {
 			return
 		}
@@ -780,6 +787,102 @@ func noHedgeLeft(t *testing.T) {
 			t.Fatalf("%d goroutines of hedged tries still running 10 s after their callers returned", left)
 		}
 	}
+}
+
+// triesLabelled counts the goroutines of hedged tries (etcdmeta.Hedge's)
+// whose etcdmeta.TryLabel is endpoints, in a goroutine profile.
+func triesLabelled(t *testing.T, endpoints string) int {
+	t.Helper()
+	var profile bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&profile, 1); err != nil {
+		t.Fatal(err)
+	}
+	label := fmt.Sprintf("%q:%q", etcdmeta.TryLabel, endpoints)
+	n := 0
+	// After a line of totals, records separated by an empty line: "N @
+	// pcs", "# labels: {...}" where it has any, and its frames.
+	_, records, _ := strings.Cut(profile.String(), "\n")
+	for _, rec := range strings.Split(records, "\n\n") {
+		if !strings.Contains(rec, "etcdmeta.Hedge[") || !strings.Contains(rec, label) {
+			continue
+		}
+		var count int
+		if _, err := fmt.Sscanf(rec, "%d @", &count); err != nil {
+			t.Fatalf("a goroutine profile's record %q: %v", rec, err)
+		}
+		n += count
+	}
+	return n
+}
+
+// The count noHedgeLeft waits on sees a Store's tries while they are in
+// flight, all three of a request that no member answers, and none of
+// another Store's on the same cluster: it counts what its test sent, not
+// what tests beside it send.
+func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start3(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "network", "tries-counted")
+	f.run(key, "m0")
+	const timeout = 3 * time.Second
+	b, ps := proxied(t, f, timeout)
+	other, others := proxied(t, f, timeout)
+	urls := func(ps []*etcdtest.Proxy) string {
+		var eps []string
+		for _, p := range ps {
+			eps = append(eps, p.URL())
+		}
+		return strings.Join(eps, ",")
+	}
+	for _, p := range ps {
+		p.Blackhole()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.meta.GetRecord(t.Context(), key)
+		done <- err
+	}()
+	// Another Store's tries in flight meanwhile (its members answer).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := other.meta.GetRecord(t.Context(), key); err != nil {
+				t.Errorf("a read through the other Store's proxies: %v", err)
+				return
+			}
+		}
+	})
+	most := 0
+	for waiting := true; waiting; {
+		select {
+		case err := <-done:
+			waiting = false
+			if !errors.Is(err, etcdmeta.ErrUnavailable) {
+				t.Errorf("a read no member answers: %v; want etcd unavailable", err)
+			}
+		case <-time.After(10 * time.Millisecond):
+			most = max(most, triesLabelled(t, urls(ps)))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if most != 3 {
+		t.Errorf("at most %d tries of the read counted in flight; want 3 (the first, and two sent again)", most)
+	}
+	if n := triesLabelled(t, urls(others)); n != 0 {
+		t.Errorf("%d tries of the other Store's counted after its reads returned; want 0", n)
+	}
+	for _, p := range ps {
+		p.Heal()
+	}
+	noHedgeLeft(t, ps)
 }
 
 // throughProxies is a store on f's fleet that reaches each of the three
@@ -830,6 +933,7 @@ func proxied(t *testing.T, f *fixture, timeout time.Duration) (*Backend, []*etcd
 // expired key is removed, every orphan swept, every key migrated, and no
 // lock is left held (each key locks again at once afterwards).
 func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start3(t)
 	f := newFixture(t, c)
 	const n = 3
@@ -920,7 +1024,7 @@ func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
 	if err != nil || from.Migrated != 2*n {
 		t.Errorf("migrate --from etcd with one member of three silent: %+v, %v; want %d migrated", from, err, 2*n)
 	}
-	noHedgeLeft(t)
+	noHedgeLeft(t, ps)
 	if ps[0].Requests() == sent {
 		t.Fatal("no request was sent to the silent member: the test proves nothing")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +40,8 @@ type Store struct {
 	pinMu sync.Mutex
 	pins  []*grpc.ClientConn
 	turn  atomic.Uint32
+	// tryLabels label each try's goroutine (see TryLabel).
+	tryLabels pprof.LabelSet
 
 	// lastSeq remembers each key's newest history slot as this Store last
 	// saw it (Get, a write, a conflict), so that the write after a Get,
@@ -115,7 +118,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: set}
+	s := &Store{cfg: set, tryLabels: pprof.Labels(TryLabel, strings.Join(set.Endpoints, ","))}
 	s.cli, err = clientv3.New(clientv3.Config{
 		Endpoints:   set.Endpoints,
 		DialTimeout: set.DialTimeout,
@@ -475,10 +478,10 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 		if i > 0 {
 			c = context.WithValue(ctx, pinKey{}, (turn+i)%n)
 		}
-		go func() {
+		go pprof.Do(c, s.tryLabels, func(c context.Context) {
 			r, err := try(c)
 			answers <- result{r, err}
-		}()
+		})
 	}
 	send(0)
 	sent, waiting := 1, 1
@@ -502,6 +505,14 @@ func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, e
 		}
 	}
 }
+
+// TryLabel is the profiler label (runtime/pprof) on the goroutine of each
+// try a hedged request sends (see Hedge); its value is the Store's
+// endpoints, comma-separated. A goroutine profile (debug=1) of a worker
+// whose requests wait thus names the cluster each try waits on, and a
+// test can count the tries its own Store left running beside another
+// test's.
+const TryLabel = "sessdb-etcd-try"
 
 // stateOps read a key's state, with opts added to both reads; Get runs
 // them alone, the guarded writes run them when their compare fails, and an
