@@ -22,6 +22,7 @@ import (
 // caller's ctx beside another error: the mutant returned
 // context.Canceled.
 func TestAWalkStoppedByItsOwnErrorAsTheCallerCancelsReturnsItsOwn(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "callers-end", "x")
 	f.run(key, "one")

@@ -13,6 +13,7 @@ import (
 // keys: a name in the transcripts dir that is no key is an entry, not a
 // key (store.CheckSummary), as a sessions root's check counts them.
 func TestCheckCountsKeysApartFromOtherEntries(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	f.run(store.Key("github", "check-count", "one"), "one")
 	f.run(store.Key("github", "check-count", "two"), "two")

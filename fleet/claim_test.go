@@ -269,6 +269,7 @@ func TestABadMarkRefusesAndIsLeft(t *testing.T) {
 // prefix that never made one) is another fleet's: refused, and no ID is
 // made that would take the dir over.
 func TestAMarkedDirOfAFleetWithoutAnIDIsRefused(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a := newFixture(t, c)
 	a.run(store.Key("github", "mark", "no-id"), "a's")
@@ -313,6 +314,7 @@ func TestADamagedFleetIDIsAnError(t *testing.T) {
 // its name for a key: "not removed: lock ...: invalid key", though it was
 // removed and counted repaired.
 func TestAMarkTempACrashLeftIsAnOrphan(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	f.run(store.Key("github", "mark", "temp"), "one")
@@ -411,6 +413,7 @@ func TestAMarkTempTwoRepairsFoundIsRemovedOnce(t *testing.T) {
 // one may be a marking under way and is left. Before, only check
 // --repair removed it: a fleet reaped from a timer kept it for good.
 func TestReapRemovesAMarkTempACrashLeft(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	f.run(store.Key("github", "mark", "reap"), "one")

@@ -25,6 +25,7 @@ import (
 // transcript as an orphan ('Swept:[<key>/0000000000000001-….jsonl]'), and
 // the first fleet was then refused as another fleet's on its own dir.
 func TestAFleetWithNoRecordNeverMarksADirOfKeyDirs(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a := newFixture(t, c)
 	key := store.Key("github", "unmarked", "before marks")
@@ -90,6 +91,7 @@ func TestAFleetWithNoRecordNeverMarksADirOfKeyDirs(t *testing.T) {
 // let in by the first's mark, never refused as a fleet with no record on
 // a dir of key dirs.
 func TestANewFleetsSecondWorkerFindsTheFirstsMark(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	second := f.otherFleet(c, f.prefix)

@@ -23,6 +23,7 @@ import (
 // caller, not left unanswered by etcd. Before, check returned "get
 // <key>: etcd unavailable: context deadline exceeded".
 func TestCheckEndedByTheCallersDeadlineMidWalk(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "deadline", "mid-walk")
@@ -77,6 +78,7 @@ func (c *cueCtx) Err() error {
 // says the check was stopped, not that etcd did not answer: the operator
 // reading "etcd unavailable" would look for an outage that never was.
 func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	f.marked() // a fleet's orphans are in a dir it marked before it wrote them
@@ -137,6 +139,7 @@ func TestRepairStoppedByTheCallerSaysSo(t *testing.T) {
 // workers' promote-failed pile up. It said nothing: the key read fine.
 // check --repair numbers the history again (TestARepairRenumbersAFleetHistoryInItsLastSlot).
 func TestAHistoryInItsLastSlotIsReported(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "last", "slot")

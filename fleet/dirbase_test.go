@@ -88,6 +88,7 @@ func TestAJobResolvedWhileTheDirIsAwayNeverReplacesTheConversation(t *testing.T)
 // alone), where the record's base would have had it try the dir and fail
 // (promote-failed).
 func TestAJobResolvedAndPromotedWhileTheDirIsAwayIsSuperseded(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "dir-away-promote", "x")
 	f.run(key, "one")

@@ -20,6 +20,7 @@ import (
 // since). Before: "conflict: etcd holds gen 2 ..., which it does not
 // descend from", on a guess.
 func TestMigrateToEtcdThatCannotReadTheFleetsFileIsNoConflict(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := t.TempDir()
 	hs, err := store.New(root, store.Options{})

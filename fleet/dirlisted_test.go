@@ -23,6 +23,7 @@ import (
 // check, at its last entry, returned nil (exit 0, "0 problems") having
 // looked at none of them.
 func TestCheckWhoseDirGoesAwayAfterAKeysListingStops(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "dir-away-listed", "x")
 	f.run(key, "one")

@@ -18,6 +18,7 @@ import (
 // store-unavailable. Nothing is written into the root. Before: each key
 // was reported as its own generation lost.
 func TestMigrateFromEtcdWithTheDirGoneNamesTheDir(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "dir-away-migrate", "x")
 	f.run(key, "one")

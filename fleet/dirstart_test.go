@@ -19,6 +19,7 @@ import (
 // open error ("open DIR: no such file or directory"), which says nothing
 // of the storage and which no caller could tell from a fault.
 func TestCheckAndReapWhoseDirIsGoneAtTheStartNameItUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	f.run(store.Key("github", "dir-away-start", "x"), "one")
 	away := f.dir + ".away"

@@ -297,6 +297,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 // on every expired key left, which for thousands of keys was hours. It
 // went on, each key in turn failing as etcd unavailable.
 func TestReapStopsWhenEtcdGoesAway(t *testing.T) {
+	etcdtest.Beside(t)
 	var r ReapResult
 	var err error
 	var tries int
@@ -356,6 +357,7 @@ func untilTheFault(t *testing.T, scenario func() (reached bool), what func() str
 // with orphans left. It went on through all 8, each key's orphans left
 // "not removed: etcd unavailable" in turn, and returned no error.
 func TestCheckRepairStopsWhenEtcdGoesAway(t *testing.T) {
+	etcdtest.Beside(t)
 	var err error
 	var tries int
 	var took time.Duration
@@ -470,6 +472,7 @@ func TestMigrateStopsWhenEtcdGoesAway(t *testing.T) {
 // stopped: seen under leader kills, 2 of 128 checks and 3 of 128 dumps
 // of 30 keys over 6 elections.
 func TestWalksRideOutALeaderChange(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	const txn = "/etcdserverpb.KV/Txn"
@@ -627,6 +630,7 @@ func TestReapThatStopsAfterALostDeleteSaysTheKeyMayBeGone(t *testing.T) {
 // worker takes once that key is done, tells its failed repair from a slow
 // one without waiting out a deadline.
 func TestCheckRepairThatStopsDeliversWhatItRemoved(t *testing.T) {
+	etcdtest.Beside(t)
 	const txn = "/etcdserverpb.KV/Txn"
 	keys := []string{store.Key("github", "repair-stop", "a"), store.Key("github", "repair-stop", "b")}
 	slices.Sort(keys)

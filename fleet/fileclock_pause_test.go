@@ -19,6 +19,7 @@ import (
 // taken off the year, the files were judged by a clock the pause ahead of
 // the server's, and the temp was swept before its commit).
 func TestAReaperPausedWhileReadingTheFileClockKeepsAPromotionInFlight(t *testing.T) {
+	etcdtest.Beside(t)
 	const year, pause = 365 * 24 * time.Hour, inFlightAge + time.Hour
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "file clock", "paused")

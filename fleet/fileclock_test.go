@@ -142,6 +142,7 @@ func TestReapSweepsATrueOrphanWhateverTheFileClock(t *testing.T) {
 // transcripts dir's time: they read no file server's clock. A reap (and a
 // repairing check) sets that time, as the file server tells it.
 func TestOnlyARemovingWalkTouchesTheTranscriptsDir(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	f.run(store.Key("github", "file clock", "untouched"), "a")
 	old := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
@@ -189,6 +190,7 @@ func TestOnlyARemovingWalkTouchesTheTranscriptsDir(t *testing.T) {
 // TTL by its own clock alone, and one reap removed every key of the
 // fleet, their conversations lost, while every other host resumed them).
 func TestAReaperWhoseClockJumpedAheadKeepsFreshKeys(t *testing.T) {
+	etcdtest.Beside(t)
 	const year = 365 * 24 * time.Hour
 	f := newFixture(t, etcdtest.Start1(t))
 	old, a, b := store.Key("github", "clock ahead", "old"), store.Key("github", "clock ahead", "a"), store.Key("github", "clock ahead", "b")

@@ -194,6 +194,7 @@ func TestEtcdDownIsANamedColdStartAndPromoteFailed(t *testing.T) {
 // the record and the key goes on. Removed under a copy on a local disk, it
 // is still read whole.
 func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "vanish", "x")
 	f.run(key, "one")
@@ -251,6 +252,7 @@ func TestVanishedGenerationIsTranscriptReplaced(t *testing.T) {
 // store decides again: superseded (and logs no orphan left: the warning
 // is for a file it could not remove).
 func TestLostCompareRemovesItsFile(t *testing.T) {
+	etcdtest.Beside(t)
 	testLostCompare(t, etcdtest.Start1(t), false)
 }
 
@@ -314,6 +316,7 @@ func testLostCompare(t *testing.T, c *etcdtest.Cluster, unsure bool) {
 // one of them), so that sessdb reap's summary says failed, not kept and
 // failed. Before, it was counted in both.
 func TestReapCountsAFailedKeyOnce(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	old, fresh := store.Key("github", "reap-once", "old"), store.Key("github", "reap-once", "fresh")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
@@ -338,6 +341,7 @@ func TestReapCountsAFailedKeyOnce(t *testing.T) {
 // none, no key is judged, and it is kept, as the root's is. Before, it was
 // counted kept either way.
 func TestReapCountsAnUndecodableRecordAsFailed(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	fresh, damaged := store.Key("github", "reap-undecodable", "fresh"), store.Key("github", "reap-undecodable", "damaged")
@@ -366,6 +370,7 @@ func TestReapCountsAnUndecodableRecordAsFailed(t *testing.T) {
 // never a record's own file, nor anything of a key whose record is
 // damaged.
 func TestReap(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	const ttl = 14 * 24 * time.Hour
@@ -514,6 +519,7 @@ func TestShortGraceNeverSweepsAPromotionInFlight(t *testing.T) {
 // swept, and both keys then resolved transcript-replaced). The stall is
 // stood in for by the reaper's clock moving on two hours at the hook.
 func TestReapSweepsNothingPromotedDuringItsWalk(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	old, busy, born := store.Key("github", "stall", "old"), store.Key("github", "stall", "busy"), store.Key("github", "stall", "born")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
@@ -557,6 +563,7 @@ func TestReapSweepsNothingPromotedDuringItsWalk(t *testing.T) {
 // the file of a promotion six minutes in, which then landed and
 // cold-started).
 func TestInFlightWindowIsEveryPromotersTimeout(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t), func(c *Config) { c.RequestTimeout = etcdmeta.MaxRequestTimeout })
 	key := store.Key("github", "in-flight", "slow promoter")
 	f.run(key, "a")
@@ -623,6 +630,7 @@ func TestAStalledPromoterCommitsNothing(t *testing.T) {
 // and monotonic clock do not count a suspend, so the window's deadline had
 // not fired and the commit landed, naming a file a reap may have swept.
 func TestAPromoterSuspendedPastTheWindowCommitsNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "in-flight", "suspended promoter")
 	f.run(key, "a")
@@ -655,6 +663,7 @@ func TestAPromoterSuspendedPastTheWindowCommitsNothing(t *testing.T) {
 // keeps (found by an audit: every key ever made kept its directory, and
 // every reap and check walked them all).
 func TestReapRemovesEmptyKeyDirs(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
 	var gone []string
@@ -757,6 +766,7 @@ func TestGenerationUnreadableAtItsFirstLineIsTranscriptReplaced(t *testing.T) {
 // answers so (a reap moves the dir while the read waits for its lock).
 // Found by RunModel's concurrent groups (a resolve beside a reap).
 func TestKeyReapedUnderAResolveIsAbsent(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "reaped-under", "x")
 	f.run(key, "one")

@@ -117,6 +117,7 @@ func TestFromEtcdEndedWhileListingIsInterrupted(t *testing.T) {
 // waiter's key in the lock's dir for the holder's successors to queue
 // behind, and leaks no goroutine.
 func TestReapWithADeadlineShorterThanTheLockWait(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	// b's client starts its lease keep-alive loops at its first lock, for
@@ -182,6 +183,7 @@ func resolveIn(t *testing.T, s *store.Store, key string) (store.Session, string)
 // already told apart (context.Canceled alone); a deadline was wrapped as
 // "etcd unavailable: context deadline exceeded".
 func TestWalksEndedByTheCallersDeadlineAreNotEtcdUnavailable(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	key := store.Key("github", "acme/widget", "1")
@@ -221,6 +223,7 @@ func TestWalksEndedByTheCallersDeadlineAreNotEtcdUnavailable(t *testing.T) {
 // (Inspect, Check, Reap and FromEtcd in the caller, at their listing;
 // ToEtcd in its walk's goroutine, a crash the caller cannot recover).
 func TestFleetWalksTakeANilContext(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	b, s := apiFleet(t, c)
 	key := store.Key("github", "acme/widget", "1")

@@ -23,6 +23,7 @@ import (
 // write under the prefix) is foreign input: reaping its key removes its
 // record and never the other key's transcript.
 func TestReapOfARecordNamingAnotherKeysFileRemovesOnlyItsOwn(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	victim, hostile := store.Key("github", "hostile", "victim"), store.Key("github", "hostile", "rogue")
@@ -48,6 +49,7 @@ func TestReapOfARecordNamingAnotherKeysFileRemovesOnlyItsOwn(t *testing.T) {
 // dir by it (here, a link beside the dir, which it would report with its
 // target).
 func TestCheckLooksNothingUpOutsideTheDirByARecordsName(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	outside := filepath.Join(filepath.Dir(f.dir), "outside")
@@ -247,6 +249,7 @@ func TestARecordTooLargeForEtcdIsNoOutage(t *testing.T) {
 // its records for their own. Opened, the inner fleet's records were
 // deleted by the outer's reap of the key its prefix names.
 func TestAPrefixNestedInAnotherFleetsKeysIsRefused(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	outer := newFixture(t, c)
 	key := store.Key("github", "nest", "outer")
@@ -283,6 +286,7 @@ func TestAPrefixNestedInAnotherFleetsKeysIsRefused(t *testing.T) {
 // clock), a resolve cold-starts it as expired and reap removes it. It
 // resumed, and reap kept it, until the promoter's date came: a year here.
 func TestAPromotionDatedInTheFutureStillExpires(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key, sane := store.Key("github", "future", "ahead"), store.Key("github", "future", "sane")

@@ -14,6 +14,7 @@ import (
 // with its error, and the dump goes on (Inspect's doc). It is no error
 // of the dump: a damaged record is the finding, not a fault.
 func TestInspectOfOneDamagedKeyReportsItMetaUnreadable(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "inspect", "one-damaged")
@@ -35,6 +36,7 @@ func TestInspectOfOneDamagedKeyReportsItMetaUnreadable(t *testing.T) {
 // with the history's error as its meta error, since a promotion that must
 // read that history is promote-failed until the entry is removed.
 func TestInspectWithHistoryReportsAnUndecodableEntry(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "inspect", "history-damaged")

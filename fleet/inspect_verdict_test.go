@@ -32,6 +32,7 @@ func (f *fixture) dumpOne(key string, o InspectOptions) Report {
 // `&&`), no test verified a file of the recorded size with other bytes:
 // the mutant's verdict resumed it, a verify mismatch in its own report.
 func TestADumpVerifyOfAFileChangedInPlaceIsTranscriptReplaced(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "inspect-verify", "changed")
 	f.run(key, "one")
@@ -59,6 +60,7 @@ func TestADumpVerifyOfAFileChangedInPlaceIsTranscriptReplaced(t *testing.T) {
 // sweep's list, `tokens > window` -> `>=`), no fleet test read
 // over_window at the window: the mutant flagged it.
 func TestADumpsContextIsOverItsWindowOnlyAboveIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	for _, tc := range []struct {
 		tokens int64
@@ -84,6 +86,7 @@ func TestADumpsContextIsOverItsWindowOnlyAboveIt(t *testing.T) {
 // int64), no test dumped such a reading: the mutant's tokens×100
 // overflowed, and 2^62 tokens of a 2^61 window read "pct 0".
 func TestADumpsContextPercentNeverOverflows(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "inspect-window", "huge")
 	sess, _ := f.job(key, "one")

@@ -29,6 +29,7 @@ import (
 // is a history entry the key dir lacks; brought back into its own root,
 // the key must keep it, and a second run then finds nothing to do.
 func TestMigrateBackKeepsTheFleetsRefusals(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := t.TempDir()
 	h := newHostBuilder(t, root)
@@ -354,6 +355,7 @@ func TestFromEtcdIntoAKeyDirWithoutHistory(t *testing.T) {
 // it is skipped. Neither writes a record to etcd: an empty one would make
 // the fleet answer absent for a conversation the key dir holds.
 func TestToEtcdOfAMetaDBWithoutARecord(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	root := t.TempDir()
 	withLegacy, empty := store.Key("github", "own", "no-record-legacy"), store.Key("github", "own", "no-record-empty")

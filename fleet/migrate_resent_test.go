@@ -56,6 +56,7 @@ func TestAMigrationCreateTheClientSentAgainKeepsItsFile(t *testing.T) {
 // taken for its own, as after a try unanswered here. It was reported
 // already moved by this first run.
 func TestAMigrationCreateWithNoFileTheClientSentAgainIsMigrated(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	key := store.Key("github", "moved", "resent-no-file")

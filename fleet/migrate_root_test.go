@@ -22,6 +22,7 @@ import (
 // nowhere) is an error that makes nothing, nowhere: not the root, not a
 // key dir, not the link's target.
 func TestMigrateFromEtcdMakesItsRootAsTheOperatorNamesIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "root-migrate", "x")
 	f.run(key, "one")

@@ -588,6 +588,7 @@ func TestMigrateStopsOnCancel(t *testing.T) {
 // TestMigrateReportJSON: reports and summaries marshal in migrate's
 // shape, with the direction, the conflicts and the run's time.
 func TestMigrateReportJSON(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	root := t.TempDir()

@@ -23,6 +23,7 @@ import (
 // what the fleet promoted meanwhile, a retried one repeats (never a second
 // generation), and one on a key nothing promoted since promotes.
 func TestTicketsAcrossAMoveToEtcdAndBack(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	for _, into := range []string{"the old root", "a new root at its path"} {
 		t.Run(into, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 // to the far past, where reap read it through fsat.ModTime. Run on
 // /dev/shm: ext4 clamps the mtime to 2446, which no wrap reaches.
 func TestAGenerationDatedAtTheEndOf64BitsIsNotExpired(t *testing.T) {
+	etcdtest.Beside(t)
 	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: testfs.TmpfsDir(t)}
 	f.b = f.open()
 	f.s = store.NewOn(f.b, store.Options{Now: f.clock, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})

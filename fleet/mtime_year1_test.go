@@ -22,6 +22,7 @@ import (
 // neighbour dated one second later was expired and removed. Run on
 // /dev/shm: ext4 clamps the mtime to 1901.
 func TestAGenerationDatedAtTheFirstInstantOfYearOneIsAgedByIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := &fixture{t: t, c: etcdtest.Start1(t), prefix: "/sessdb/" + randHex(8), dir: testfs.TmpfsDir(t)}
 	f.b = f.open()
 	ttl := 14 * 24 * time.Hour

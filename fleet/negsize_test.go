@@ -14,6 +14,7 @@ import (
 // a size are foreign input, namesOwnFile): meta-unreadable, never a path
 // followed with a size no file has.
 func TestARecordOfANegativeSizeIsMetaUnreadable(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "hostile", "negative-size")
 	f.run(key, "one")

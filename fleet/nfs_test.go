@@ -21,6 +21,7 @@ import (
 // only it. Before: "a file the fleet does not write", which says nothing
 // of where it comes from or that it goes by itself.
 func TestCheckNamesAnNFSSillyRenameAndNothingRemovesIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "nfs-silly", "x")
 	f.run(key, "one")

@@ -44,6 +44,7 @@ func (f *fixture) nospace(on bool) {
 // once the alarm is disarmed the next reap removes the key, and the
 // promote run again promotes.
 func TestUnderTheNOSPACEAlarm(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	expired := store.Key("github", "nospace", "expired")
 	live := store.Key("github", "nospace", "live")

@@ -17,6 +17,7 @@ import (
 // root's reap stops between keys. Before, the sweep went on to the last
 // orphan and reported a complete run.
 func TestReapSweepStopsWhenCtxEnds(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "reap", "swept")
@@ -53,6 +54,7 @@ func TestReapSweepStopsWhenCtxEnds(t *testing.T) {
 // left and stopped only at the sweep, its Kept counting keys judged after
 // the stop.
 func TestReapKeyWalkStopsWhenCtxEnds(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	for _, k := range []string{"a", "b", "c"} {

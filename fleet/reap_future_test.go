@@ -21,6 +21,7 @@ import (
 // by the grace period and the in-flight window, they are swept as any
 // dead write's. (Untested before: no test dated a file ahead.)
 func TestReapKeepsAFileDatedAheadUntilItsDatePasses(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	for _, grace := range []time.Duration{DefaultGrace, time.Second} {
 		key := store.Key("github", "reap-future", grace.String())

@@ -23,6 +23,7 @@ import (
 // caller's ctx, the answer was dropped: the key gone from etcd, its file
 // left, and the interrupted reap's report (exit 130) said nothing of it.
 func TestAReapInterruptedWhileItsDeleteIsInFlightReportsTheKey(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "interrupted", "delete")

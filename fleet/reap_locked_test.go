@@ -15,6 +15,7 @@ import (
 // failure in sessdb reap's summary for a key that nothing was to be done
 // to, and every fresh key of the fleet cost a lock on each reap.
 func TestReapKeepsAFreshKeyWhoseLockIsHeldWithoutWaitingForIt(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c, func(cfg *Config) { cfg.LockWait = time.Second }) // the wait for the other holder
 	key := store.Key("github", "reap", "fresh-locked")

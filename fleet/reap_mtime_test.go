@@ -20,6 +20,7 @@ import (
 // did not build), no test put anything but a regular file there: the
 // mutant aged the key by the directory's mtime and removed it.
 func TestReapAgesAKeyByARegularFilesMtimeOnly(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "reap-mtime", "dir")
 	f.now = time.Now().Add(365 * 24 * time.Hour)

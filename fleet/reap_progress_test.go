@@ -17,6 +17,7 @@ import (
 // reports the same. Before, fleet.ReapOptions had no Progress and a
 // fleet's reap showed no line at all.
 func TestReapReportsItsProgressRecordByRecord(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	old, kept := store.Key("github", "progress", "old"), store.Key("github", "progress", "kept")

@@ -25,6 +25,7 @@ import (
 // and the refusal stays recorded once: Refuse reads the key before it
 // appends.
 func TestRefusalsAtOnceAreEachRecorded(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "acme/refusals", "at-once")
 	f.run(key, "base")
@@ -79,6 +80,7 @@ func TestRefusalsAtOnceAreEachRecorded(t *testing.T) {
 // try met the same conflict until the request timeout, and the job was
 // promote-failed (etcd unavailable: context deadline exceeded).
 func TestASupersededRefusalWhoseKeyMovedOnIsRecordedAtTheNewerRecord(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t), func(cfg *Config) { cfg.RequestTimeout = 2 * time.Second })
 	key := store.Key("github", "acme/refusals", "moved-on")
 	f.run(key, "m0")

@@ -20,6 +20,7 @@ import (
 // attempts is what tells a refusal re-based in place from one handed back
 // as a conflict.
 func TestASupersededRefusalOnAKeyThatMovesOnUnderEachDecisionIsRecorded(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "acme/refusals", "busy")
 	f.run(key, "m0")

@@ -16,6 +16,7 @@ import (
 // it is told superseded, and the run-incomplete decided on the old record
 // is not recorded at the newer one.
 func TestARefusalWhoseKeyMovedOnIsDecidedAgain(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "acme/refusals", "decided-again")
 	f.run(key, "m0")

@@ -22,6 +22,7 @@ import (
 // --repair left it: "remove the entry with etcdctl del", the newest
 // entry lost to settle it.
 func TestARepairRenumbersAHistoryWhoseNewestEntryIsAboveTheLastSlot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "all-f")

@@ -175,6 +175,7 @@ func TestAPromotionRacingTheRenumberIsNotLost(t *testing.T) {
 // is left as it is, saying so: the renumber is guarded by the record's
 // revision, and writes nothing when it lost.
 func TestARenumberOfAKeyChangedUnderItWritesNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "changed")

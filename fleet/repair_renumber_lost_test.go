@@ -23,6 +23,7 @@ import (
 // as is" of a history numbered again, which the next check found nothing
 // to do about.
 func TestARepairWhoseRenumberLostItsAnswerSaysItRenumbered(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "lost-answer")

@@ -22,6 +22,7 @@ import (
 // `return nil`), no test cancelled a repair at its renumber: the mutant
 // went on to remove the key's orphan after the caller had stopped it.
 func TestARepairCancelledAtItsRenumberRemovesNoOrphan(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "renumber", "cancelled")

@@ -22,6 +22,7 @@ import (
 // sweep leaves a file another swept out of its own. Found reading the
 // fleet's repair for two runs at once: it said "removed", repaired.
 func TestARepairSaysAnOrphanAnotherRemovedFirstIsGoneSince(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	for _, other := range []string{"repair", "reap"} {
 		t.Run(other, func(t *testing.T) {

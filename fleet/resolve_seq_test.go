@@ -25,6 +25,7 @@ import (
 // Neither is a torn copy, nor a cold run re-based on the newer record
 // (which would promote over a conversation the job never saw).
 func TestAGenerationSweptUnderACopyIsAColdStartItsRunSuperseded(t *testing.T) {
+	etcdtest.Beside(t)
 	for _, nfs := range []bool{true, false} {
 		name := map[bool]string{true: "stale reads", false: "local disk"}[nfs]
 		t.Run(name, func(t *testing.T) {
@@ -67,6 +68,7 @@ func TestAGenerationSweptUnderACopyIsAColdStartItsRunSuperseded(t *testing.T) {
 // its base gen 2 (not a cold start on gen 1, whose run gen 2 would
 // supersede: the job's turn lost for a file it never needed).
 func TestAGenerationSweptBeforeItsOpenResumesTheNewer(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "swept-before-open", "x")
 	f.run(key, "one")
@@ -168,6 +170,7 @@ func growOrCut(t *testing.T, p, how string) {
 // fstat, and is the named cold start, transcript-replaced, nothing
 // staged, never the changed bytes nor a mix of old and new.
 func TestAGenerationChangedUnderTheCopyIsNeverHandedOver(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	for _, how := range []string{"grown", "cut", "changed"} {
 		t.Run(how, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 // ("promoted", gen 2) while a resolve found the generation unreadable, and
 // a worker that then discarded the job dir lost the run.
 func TestRetryOfAPromotionWhoseFileWasLostSincePromotesIt(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	for name, lose := range map[string]func(string){
 		"gone":    func(p string) { os.Remove(p) },

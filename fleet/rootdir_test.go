@@ -83,6 +83,7 @@ func TestAnUnavailableTranscriptsDirIsStoreUnavailable(t *testing.T) {
 // exit 3, for every key left), reap at its sweep (before: each removal
 // failed "not found", taken as another reaper's, and the reap exited 0).
 func TestTheTranscriptsDirGoneUnderAWalkStopsIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "root-gone-walk", "x")
 	f.run(key, "one")

@@ -73,6 +73,7 @@ func TestAWriteFailingAtItsFsyncOrCloseIsPromoteFailed(t *testing.T) {
 // nothing to report (before: each was an unreadable problem, exit 3, for
 // a fleet with nothing wrong).
 func TestCheckRacingWorkersReportsNothingGone(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "check-race", "x")
 	f.run(key, "one")
@@ -110,6 +111,7 @@ func TestCheckRacingWorkersReportsNothingGone(t *testing.T) {
 // job's transcript in place, no temp left, the record unchanged; with
 // room again, the same job's retry promotes.
 func TestAFullDiskIsAFaultOrPromoteFailed(t *testing.T) {
+	etcdtest.Beside(t)
 	dir := t.TempDir()
 	unmount, err := testfs.SmallFS(dir, 256<<10)
 	if err != nil {
@@ -178,6 +180,7 @@ func TestAFullDiskIsAFaultOrPromoteFailed(t *testing.T) {
 // read (before: "missing, but the record describes gen 1", a problem,
 // exit 3, for a key removed as it should be).
 func TestCheckRacingAReapReportsNothingGone(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "check-reap-race", "x")
 	f.run(key, "one")
@@ -267,6 +270,7 @@ func TestReapSweepingAfterAnotherReaperIsQuiet(t *testing.T) {
 // is nothing to check (before: "missing, but the record describes gen 1",
 // or unreadable, a problem, exit 3).
 func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	for _, at := range []string{hookCheckOpen, hookVerify} {
 		t.Run(at, func(t *testing.T) {
@@ -312,6 +316,7 @@ func TestCheckRacingAReapAtTheGenerationReportsNothing(t *testing.T) {
 // (before: an orphan notice, "? old; no record needs it (reap removes
 // it)", for a file that was no longer there).
 func TestCheckSaysNothingOfAnOrphanSweptUnderIt(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "check-orphan-swept", "x")
 	f.now = time.Now().Add(-3 * time.Hour)
@@ -343,6 +348,7 @@ func TestCheckSaysNothingOfAnOrphanSweptUnderIt(t *testing.T) {
 // dump counts as a fault, exit 1). A read that fails with the file still
 // there is still unreadable.
 func TestDumpVerifyOfAGenerationRemovedUnderItIsMissing(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "dump-verify-gone", "x")
 	f.run(key, "one")

@@ -81,6 +81,7 @@ func holdFirstPromotion(f *fixture, key, marker string) heldPromotion {
 // higher generation, and swept it; the promotion then landed, promoted,
 // naming a file that was gone, and the key resolved transcript-replaced.
 func TestReapKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T) {
+	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	expired, key := store.Key("github", "gone-since", "expired"), store.Key("github", "gone-since", "key")
 	f.now = time.Now().Add(-30 * 24 * time.Hour)
@@ -125,6 +126,7 @@ func TestReapKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T) 
 // commit. The repair reads the record again under the key's lock, finds
 // none, and must keep the young file.
 func TestRepairKeepsAPromotionInFlightOfAKeyRemovedSinceItsSnapshot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "gone-since", "repair")
