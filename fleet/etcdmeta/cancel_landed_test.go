@@ -22,6 +22,7 @@ import (
 // the file the landed record names, as a Close does for a write that
 // never went out.
 func TestAWriteCancelledAfterItLandedIsUnanswered(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	p := etcdtest.NewProxy(t, c.Endpoint(0))
 	s := open(t, c, func(cfg *Config) { cfg.Endpoints, cfg.RequestTimeout = []string{p.URL()}, 5*time.Second })

@@ -59,6 +59,7 @@ func TestCreateSetsHistoryGenFromTheHistory(t *testing.T) {
 // where the history's finds nothing to refuse. Two hosts bringing in one
 // key write it once.
 func TestCreateOverARecordWithoutHistoryConflicts(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	first := record(key, 3)
@@ -82,6 +83,7 @@ func TestCreateOverARecordWithoutHistoryConflicts(t *testing.T) {
 // in etcd lies below the ring Get reads, where no write's trim of one
 // slot reaches it until a sweep.
 func TestCreateOfOneEntryOverTheLimitWritesTheNewest(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	var hist []HistoryEntry

@@ -13,6 +13,7 @@ import (
 // transaction; a key that holds a record or any history entry is left as
 // it is, and the conflict carries what it holds.
 func TestCreate(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	var hist []HistoryEntry

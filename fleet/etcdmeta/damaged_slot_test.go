@@ -12,6 +12,7 @@ import (
 // retried above the entries that do decode until it reads as the slot
 // taken over and over (ErrUnavailable, which a caller would retry).
 func TestAWriteThatFindsADamagedHistoryEntryIsDamaged(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()

@@ -14,6 +14,7 @@ import (
 // names the prefix and the user, so that an operator does not go looking
 // for a wrong password.
 func TestPermissionDeniedNamesThePrefix(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Auth: true})
 	s := open(t, c, func(cfg *Config) {
 		cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password

@@ -234,6 +234,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 // deadline with the same error. (A cancel is context.Canceled alone; the
 // fleet's walks return a deadline of their caller's as ctx's error.)
 func TestACallersDeadlineIsUnavailableToo(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()

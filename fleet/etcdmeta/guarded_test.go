@@ -30,6 +30,7 @@ func TestAGuessOfNoHistoryAppendsAboveTheNewest(t *testing.T) {
 // slot right above the newest entry the key now holds, which is none: its
 // entry is the first, at slot 1, not above a gap.
 func TestAGuessOfSlotOneFromADeletedKeyLeavesNoGap(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()

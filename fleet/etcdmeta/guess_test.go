@@ -11,6 +11,7 @@ import (
 // that the write after it claims its slot without losing a compare; a
 // hint below what it remembers is not taken.
 func TestARecordsHintAboveTheRememberedSlotIsTaken(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()

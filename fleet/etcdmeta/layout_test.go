@@ -35,6 +35,7 @@ func drawnLayout(t *testing.T) map[string]*regexp.Regexp {
 // TestLayout writes every kind of value and compares etcd's keys with the
 // tree drawn in the package doc, both ways.
 func TestLayout(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)

@@ -23,6 +23,7 @@ import (
 // wrote (an operator's etcdctl, another binary), and a repair must not
 // number it again as if it were one. A *ConflictError; nothing written.
 func TestRenumberHistoryOfAHistoryWithoutARecordWritesNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	cli := c.Client(t)
@@ -54,6 +55,7 @@ func TestRenumberHistoryOfAHistoryWithoutARecordWritesNothing(t *testing.T) {
 // of the key is stale, and check --repair says the key changed while it
 // was repaired (run check again), not that it found nothing to do.
 func TestRenumberHistoryOnAMovedBaseIsAConflictAnywhere(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()

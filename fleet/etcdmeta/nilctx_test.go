@@ -12,6 +12,7 @@ import (
 // nothing panics. Before, each panicked in the caller ("cannot create
 // context from nil parent").
 func TestRequestsTakeANilContext(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key, other := newKey(), newKey()
 	var none context.Context

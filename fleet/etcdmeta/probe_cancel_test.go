@@ -17,6 +17,7 @@ import (
 // endpoint) and turn the caller's own cancellation into ErrAuth, which
 // a walk takes for the cluster's answer rather than its own end.
 func TestACancelledRequestOnATLSStoreIsTheCancellation(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	var eps []string
 	for _, ep := range c.Endpoints() {

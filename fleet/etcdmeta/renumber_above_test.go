@@ -19,6 +19,7 @@ import (
 // returned "damaged value: history entry name "ffffffffffffffff"", so
 // only an etcdctl del of the key's newest entry settled it.
 func TestRenumberHistoryTakesAnEntryAboveTheLastSlot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	cli := c.Client(t)

@@ -76,6 +76,7 @@ func TestRenumberHistoryKeepsTheRingInOneTransaction(t *testing.T) {
 // A renumber guarded by a base the key has moved from (or by none) writes
 // nothing: a *ConflictError naming what the key holds.
 func TestRenumberHistoryOnAMovedBaseWritesNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()
@@ -206,6 +207,7 @@ func TestARenumberLandedUnderALostAnswerIsNotAConflict(t *testing.T) {
 // the renumber counting it "dropped". It is refused, ErrDamaged naming
 // it, and nothing is written.
 func TestRenumberHistoryAmongForeignNamesWritesNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	cli := c.Client(t)

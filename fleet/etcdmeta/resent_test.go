@@ -19,6 +19,7 @@ import (
 // does not. Put and Create find their own record, which names their
 // file.
 func TestAConflictSaysTheClientSentTheWriteAgain(t *testing.T) {
+	etcdtest.Beside(t)
 	const txn = "/etcdserverpb.KV/Txn"
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true})
 	t.Cleanup(func() { c.LoseNextAs(txn, 0, 0, codes.DeadlineExceeded) })

@@ -48,6 +48,7 @@ func TestSecureClusterServesItsUser(t *testing.T) {
 // With --client-cert-auth, a client that presents a certificate and no
 // password is the certificate's common name: no login, no bcrypt.
 func TestSecureClusterTakesTheCertificateAsTheUser(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.StartSecure(t, 1)
 	cfg := secureConfig(c)
 	cfg.Username, cfg.Password = "", ""

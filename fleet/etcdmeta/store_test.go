@@ -16,6 +16,7 @@ import (
 )
 
 func TestGetAbsentKey(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	st, err := s.Get(ctx(t), newKey())
 	if err != nil || st.Rev != 0 || !reflect.DeepEqual(st.Record, Record{}) || len(st.History) != 0 || st.Read == 0 {
@@ -24,6 +25,7 @@ func TestGetAbsentKey(t *testing.T) {
 }
 
 func TestPutThenGet(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rec, e := record(key, 1), entry(1, randHex(16))
@@ -54,6 +56,7 @@ func TestPutThenGet(t *testing.T) {
 }
 
 func TestInvalidKeyTouchesNothing(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	for _, k := range []string{"", "../x", "0123456789abcdef0123456789abcdef/record"} {
 		if _, err := s.Get(ctx(t), k); !errors.Is(err, ErrInvalidKey) {
@@ -74,6 +77,7 @@ func TestInvalidKeyTouchesNothing(t *testing.T) {
 // Two writers that read the same base both try to promote onto it: one
 // commits, every other gets a ConflictError carrying the winner's record.
 func TestGuardedPutOneWinnerPerBase(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	base := mustPut(t, s, key, 0, 1)
@@ -121,6 +125,7 @@ func TestGuardedPutOneWinnerPerBase(t *testing.T) {
 }
 
 func TestPutOnBaseZeroRefusesAnExistingRecord(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
@@ -132,6 +137,7 @@ func TestPutOnBaseZeroRefusesAnExistingRecord(t *testing.T) {
 }
 
 func TestHistoryKeepsTheNewest64(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	var rev Rev
@@ -163,6 +169,7 @@ func TestHistoryKeepsTheNewest64(t *testing.T) {
 // HistoryLimit writes: each write deletes the one slot it pushes out, and
 // every HistoryLimit-th sweeps what lies below.
 func TestHistoryWithGapsIsTrimmed(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	var hist []HistoryEntry
@@ -193,6 +200,7 @@ func TestHistoryWithGapsIsTrimmed(t *testing.T) {
 // A refusal is recorded without moving the record's revision, and only
 // onto the record it was decided on.
 func TestAppendHistoryIsGuardedAndLeavesTheRecord(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
@@ -219,6 +227,7 @@ func TestAppendHistoryIsGuardedAndLeavesTheRecord(t *testing.T) {
 // Refusals and a promotion racing for the same history slot all land, each
 // in a slot of its own.
 func TestConcurrentAppendsTakeDistinctSlots(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
@@ -250,6 +259,7 @@ func TestConcurrentAppendsTakeDistinctSlots(t *testing.T) {
 }
 
 func TestDeleteIsGuarded(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	rev := mustPut(t, s, key, 0, 1)
@@ -273,6 +283,7 @@ func TestDeleteIsGuarded(t *testing.T) {
 }
 
 func TestDamagedRecordIsNamedAndRepairable(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	key := newKey()
 	mustPut(t, s, key, 0, 1)
@@ -341,6 +352,7 @@ func TestListWalksEveryRecordInPages(t *testing.T) {
 }
 
 func TestClosedStore(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	s.Close()
 	if _, err := s.Get(ctx(t), newKey()); !errors.Is(err, ErrClosed) {
@@ -372,6 +384,7 @@ func TestAStaleSlotGuessAppendsAboveTheNewest(t *testing.T) {
 // (refusals appended since), or absent (a record written before the hint
 // existed), the put still lands above the newest entry.
 func TestARecordHintsItsNewestHistorySlot(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a := open(t, c)
 	key := newKey()
@@ -540,6 +553,7 @@ func TestAGuessFromADeletedKeyKeepsTheNewHistory(t *testing.T) {
 // every Get and write of the key after it was ErrDamaged; brought in by
 // Create, the key was so from the start.
 func TestTheLastHistorySlotIsNeverWritten(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	s := open(t, c)
 	key := newKey()
@@ -581,6 +595,7 @@ func TestTheLastHistorySlotIsNeverWritten(t *testing.T) {
 // appended again above it. Two Stores with one guess stand in for two
 // tries in flight.
 func TestAnAppendSentTwiceLandsOnce(t *testing.T) {
+	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	a, b := open(t, c), open(t, c)
 	key := newKey()
@@ -617,6 +632,7 @@ func TestAnAppendSentTwiceLandsOnce(t *testing.T) {
 // caller may not be able to recover (the fleet's walks call it from their
 // own goroutines).
 func TestListRefusesANilFunction(t *testing.T) {
+	etcdtest.Beside(t)
 	s := open(t, etcdtest.Start1(t))
 	mustPut(t, s, newKey(), 0, 1)
 	err := s.List(ctx(t), nil)
