@@ -27,8 +27,7 @@ func TestListOrphansStopsWhenTheDirGoesAfterAKeysListing(t *testing.T) {
 	os.WriteFile(p, []byte("{}\n"), 0o600)
 	os.Chtimes(p, old, old)
 	away, held := dir+".away", filepath.Join(t.TempDir(), "held")
-	defer func() { readDirNames = sharedfs.ReadDirNames }()
-	readDirNames = func(d *os.File) ([]string, error) {
+	restore := sharedfs.Use(listing{list: func(d *os.File) ([]string, error) {
 		names, err := fsat.ReadDirNames(d)
 		if filepath.Base(d.Name()) != key {
 			return names, err // the transcripts dir's own listing
@@ -42,9 +41,10 @@ func TestListOrphansStopsWhenTheDirGoesAfterAKeysListing(t *testing.T) {
 			t.Error(err)
 		}
 		return names, err
-	}
+	}})
+	defer restore()
 	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
-	readDirNames = sharedfs.ReadDirNames
+	restore()
 	os.Rename(away, dir)
 	os.Rename(held, p)
 	if !errors.Is(err, ErrDirUnavailable) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {

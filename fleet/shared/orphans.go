@@ -45,7 +45,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		return nil, nil, nil, DirErrOr(dir, err)
 	}
 	defer root.Close()
-	keys, err := readDirNames(root)
+	keys, err := sharedfs.ReadDirNames(root)
 	if err != nil {
 		return nil, nil, nil, DirErrOr(dir, err)
 	}
@@ -82,7 +82,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			fail(key, err)
 			continue
 		}
-		files, err := readDirNames(kd)
+		files, err := sharedfs.ReadDirNames(kd)
 		if err != nil {
 			kd.Close()
 			if dirGone(err) {
@@ -139,8 +139,3 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	}
 	return names, markTemps, unreadable, nil
 }
-
-// readDirNames lists the transcripts dir and a key's directory (through
-// the seam, sharedfs); a variable so that a test can stand in for another
-// host removing one, or a listing failing.
-var readDirNames = sharedfs.ReadDirNames

@@ -468,14 +468,13 @@ func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, orphan), []byte("x"), 0o600)
 	os.Chtimes(filepath.Join(dir, orphan), old, old)
-	defer func() { readDirNames = sharedfs.ReadDirNames }()
-	readDirNames = func(d *os.File) ([]string, error) {
+	defer sharedfs.Use(listing{list: func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) == key {
 			os.Remove(d.Name())
 			return nil, &os.PathError{Op: "open", Path: d.Name() + "/.", Err: unix.ESTALE}
 		}
 		return fsat.ReadDirNames(d)
-	}
+	}})()
 	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
 	if err != nil || unreadable != nil || strings.Join(got, " ") != orphan {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone", got, unreadable, err, orphan)
@@ -508,13 +507,13 @@ func TestWriteOnAFullDiskNamesTheTempOnce(t *testing.T) {
 func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, key), 0o700)
-	defer func() { readDirNames = sharedfs.ReadDirNames; faults.Set(nil) }()
-	readDirNames = func(d *os.File) ([]string, error) {
+	defer faults.Set(nil)
+	defer sharedfs.Use(listing{list: func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) != key {
 			return fsat.ReadDirNames(d)
 		}
 		return nil, &os.PathError{Op: "open", Path: d.Name(), Err: unix.ESTALE}
-	}
+	}})()
 	faults.Set(func(p faults.Point) error {
 		if p == faults.SharedDirStat {
 			return unix.ESTALE
@@ -732,13 +731,12 @@ func TestListOrphansReportsAnUnreadableKeyAndStopsWhenCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer func() { readDirNames = sharedfs.ReadDirNames }()
-	readDirNames = func(d *os.File) ([]string, error) {
+	defer sharedfs.Use(listing{list: func(d *os.File) ([]string, error) {
 		if filepath.Base(d.Name()) == key {
 			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}
 		}
 		return fsat.ReadDirNames(d)
-	}
+	}})()
 	none := func(string, string, time.Time) bool { return false }
 	got, _, unreadable, err := ListOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
 	if err != nil || strings.Join(got, " ") != orphan || len(unreadable) != 1 || !errors.Is(unreadable[key], unix.EIO) {
@@ -860,13 +858,12 @@ func TestListOrphansWhoseDirListingFailsSaysSo(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, key), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { readDirNames = sharedfs.ReadDirNames }()
-	readDirNames = func(d *os.File) ([]string, error) {
+	defer sharedfs.Use(listing{list: func(d *os.File) ([]string, error) {
 		if d.Name() == dir {
 			return nil, &os.PathError{Op: "readdirent", Path: d.Name(), Err: unix.EIO}
 		}
 		return fsat.ReadDirNames(d)
-	}
+	}})()
 	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, unix.EIO) || errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the listing's EIO", got, unreadable, err)

@@ -41,3 +41,13 @@ type failingSyncFile struct{ durable.Disk }
 func (failingSyncFile) SyncFile(f *os.File) error {
 	return &os.PathError{Op: "fsync", Path: f.Name(), Err: unix.EIO}
 }
+
+// listing is the disk, but for the listings of directories
+// (sharedfs.Lister), which list makes: a test stands in there for another
+// host removing a key dir, or a listing failing.
+type listing struct {
+	durable.Disk
+	list func(d *os.File) ([]string, error)
+}
+
+func (l listing) ReadDirNames(d *os.File) ([]string, error) { return l.list(d) }
