@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/etcdmeta"
-	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
@@ -115,7 +114,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// A key dir the listing cannot read is reported unreadable when the
 	// walk comes to it.
 	listed := map[string]time.Time{} // each orphan's mtime, for the repair
-	orphans, _, _, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
+	listing, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
 		if needs(it, ok, name, mtime, cut, inFlight) {
 			return true
@@ -131,17 +130,15 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	names, err := sharedfs.ReadDirNames(root)
-	if err != nil {
-		return sum, shared.DirErrOr(b.dir, err)
-	}
 	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed}
-	for _, name := range orphans {
+	for _, name := range listing.Orphans {
 		key, _, _ := strings.Cut(name, "/")
 		c.orphans[key] = append(c.orphans[key], name)
 	}
+	// The names that are no key's with a record come from the listing
+	// that found the orphans, not from a second one.
 	entries := slices.Sorted(maps.Keys(records))
-	for _, n := range names {
+	for _, n := range listing.Names {
 		// The dir's mark was found this fleet's before the walk (claim):
 		// it is no entry of the store's.
 		if _, ok := records[n]; !ok && n != shared.MarkName {

@@ -156,7 +156,7 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 // markTemp reports the temp of a mark of the dir (shared.WriteMark) older
 // than the grace period as an orphan, a notice as every orphan is, which
 // Repair removes here (no key's: repair, which takes a key's lock, leaves
-// it), and reap too (ListOrphans' markTemps): a crash cut the dir's first marking
+// it), and reap too (ListOrphans' MarkTemps): a crash cut the dir's first marking
 // short. A younger one may be a marking under way, as a younger temp of a
 // key's may be a write.
 func (c *checker) markTemp(name string, st *unix.Stat_t, add addFunc) {

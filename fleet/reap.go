@@ -238,11 +238,11 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	// The temps of the dir's mark a crash left (its first marking cut
 	// short) come from the same listing of the dir: no key's, so no
 	// record is asked, and they are swept after the keys' orphans.
-	names, temps, unreadable, err := shared.ListOrphans(ctx, b.dir, needed, cut)
+	listing, err := shared.ListOrphans(ctx, b.dir, needed, cut)
 	if err != nil {
 		return res, err
 	}
-	for key, err := range unreadable {
+	for key, err := range listing.Unreadable {
 		// Left for the next reap, and reported, like a key it could not
 		// lock; the other keys' files are swept. A key another removed is
 		// then this reap's failure, as a kept key's is: counted once.
@@ -257,7 +257,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			}
 		}
 	}
-	names, err = b.stillOrphans(ctx, names, listed, cut, inFlight)
+	names, err := b.stillOrphans(ctx, listing.Orphans, listed, cut, inFlight)
 	if err != nil {
 		return res, err
 	}
@@ -282,7 +282,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	// The mark's temps past the grace period, as check --repair judges
 	// them, are removed as a key's temp is; a younger one may be a
 	// marking under way, and ListOrphans left it out.
-	for _, name := range temps {
+	for _, name := range listing.MarkTemps {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}

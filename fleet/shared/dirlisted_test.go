@@ -43,7 +43,7 @@ func TestListOrphansStopsWhenTheDirGoesAfterAKeysListing(t *testing.T) {
 		return names, err
 	}})
 	defer restore()
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	got, _, unreadable, err := listOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	restore()
 	os.Rename(away, dir)
 	os.Rename(held, p)

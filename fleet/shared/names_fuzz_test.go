@@ -128,7 +128,7 @@ func FuzzListOrphans(f *testing.F) {
 		for _, p := range paths {
 			os.Chtimes(p, old, old)
 		}
-		names, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
+		names, _, unreadable, err := listOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
 		if err != nil || len(unreadable) != 0 {
 			t.Fatalf("ListOrphans: %v, %v", err, unreadable)
 		}

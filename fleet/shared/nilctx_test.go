@@ -23,7 +23,7 @@ func TestANilContextIsBackground(t *testing.T) {
 			return err
 		}},
 		{"list orphans", func() error {
-			names, _, _, err := ListOrphans(none, dir, func(string, string, time.Time) bool { return false }, time.Now().Add(time.Hour))
+			names, _, _, err := listOrphans(none, dir, func(string, string, time.Time) bool { return false }, time.Now().Add(time.Hour))
 			if err == nil && len(names) != 1 {
 				t.Errorf("list orphans: %v; want the one file written", names)
 			}

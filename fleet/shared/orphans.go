@@ -10,45 +10,64 @@ import (
 	"sessdb/internal/fsat"
 )
 
-// ListOrphans returns the names under dir that no record needs: every
-// transcript and every temp (a write in flight, or one that died), and
-// every key's directory that holds nothing ("<key>/"), whose modification
-// time is before olderThan and for which referenced(key, name, mtime) is
-// false. Entries that are none of these (foreign files, links,
-// directories that are not keys) are left out: reap never touches what it
-// did not write. Key directories are listed without following links. The
-// names are sorted, and each is one Remove takes. A key's directory that
-// cannot be opened or listed (a permission, an I/O error) is left out too,
-// in unreadable with why: one such directory must not keep every other
-// key's orphans from being found. A key's directory, or a file in it,
-// found gone has dir judged (DirErr): dir itself gone or stale stops the
-// listing with ErrDirUnavailable, rather than taking every key or file
-// left for gone. ctx is checked between key directories.
-//
-// markTemps are the temps of dir's mark (IsMarkTemp) that the same
-// listing of dir found, regular files whose modification time is before
-// olderThan, sorted: no key's, so no record is asked about them, and
-// RemoveMarkTemp, not Remove, takes them. A reaper needs no second
-// listing of dir for them (on NFS, one full listing per reap).
+// Listing is what ListOrphans found in its one listing of the
+// transcripts dir and of each key's directory in it.
+type Listing struct {
+	// Orphans are the names under the dir that no record needs (see
+	// ListOrphans), sorted, each one Remove takes.
+	Orphans []string
+	// MarkTemps are the temps of the dir's mark (IsMarkTemp), regular
+	// files whose modification time is before ListOrphans' olderThan,
+	// sorted: no key's, so no record is asked about them, and
+	// RemoveMarkTemp, not Remove, takes them.
+	MarkTemps []string
+	// Unreadable are the key directories that could not be opened or
+	// listed, each with why (nil: none).
+	Unreadable map[string]error
+	// Names is every name in the dir itself, as listed, sorted: what a
+	// check looks at beside the records (a name that is no key, a mark's
+	// temp, a key's directory with no record).
+	Names []string
+}
+
+// ListOrphans lists dir, the transcripts dir, once, and returns what the
+// listing found (Listing). Its orphans are the names under dir that no
+// record needs: every transcript and every temp (a write in flight, or one
+// that died), and every key's directory that holds nothing ("<key>/"),
+// whose modification time is before olderThan and for which
+// referenced(key, name, mtime) is false. Entries that are none of these
+// (foreign files, links, directories that are not keys) are left out:
+// reap never touches what it did not write. Key directories are listed
+// without following links. A key's directory that cannot be opened or
+// listed (a permission, an I/O error) is left out too, in Unreadable with
+// why: one such directory must not keep every other key's orphans from
+// being found. A key's directory, or a file in it, found gone has dir
+// judged (DirErr): dir itself gone or stale stops the listing with
+// ErrDirUnavailable, rather than taking every key or file left for gone.
+// ctx is checked between key directories. A reaper or a check needs no
+// second listing of dir for the mark's temps or the names that are no
+// key's (on NFS, one full listing each).
 //
 // The modification time is when the file was written, not when it stopped
 // being referenced: a generation superseded a moment ago can be old. A
 // reaper must keep such a generation through the grace period itself
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
-func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names, markTemps []string, unreadable map[string]error, err error) {
+func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (Listing, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
-		return nil, nil, nil, DirErrOr(dir, err)
+		return Listing{}, DirErrOr(dir, err)
 	}
 	defer root.Close()
 	keys, err := sharedfs.ReadDirNames(root)
 	if err != nil {
-		return nil, nil, nil, DirErrOr(dir, err)
+		return Listing{}, DirErrOr(dir, err)
 	}
+	var names, markTemps []string
+	var unreadable map[string]error
 	fail := func(key string, err error) {
 		if unreadable == nil {
 			unreadable = map[string]error{}
@@ -58,7 +77,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 	sort.Strings(keys)
 	for _, key := range keys {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
+			return Listing{}, err
 		}
 		if IsMarkTemp(key) {
 			if st, err := fsat.LstatAt(root, key); err == nil && fsat.IsRegular(&st) && fsat.ModTime(&st).Before(olderThan) {
@@ -72,7 +91,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		kd, err := fsat.OpenDirAt(root, key)
 		if err != nil && dirGone(err) {
 			if err := DirErr(dir); err != nil {
-				return nil, nil, nil, err // not every key gone: the dir itself
+				return Listing{}, err // not every key gone: the dir itself
 			}
 		}
 		if err != nil {
@@ -87,7 +106,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			kd.Close()
 			if dirGone(err) {
 				if err := DirErr(dir); err != nil {
-					return nil, nil, nil, err
+					return Listing{}, err
 				}
 			}
 			// Another host removed it since the open (ESTALE over NFS; a
@@ -133,9 +152,9 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			// Removed since the listing by another host, unless the
 			// dir itself is gone: then no file of it was judged.
 			if err := DirErr(dir); err != nil {
-				return nil, nil, nil, err
+				return Listing{}, err
 			}
 		}
 	}
-	return names, markTemps, unreadable, nil
+	return Listing{Orphans: names, MarkTemps: markTemps, Unreadable: unreadable, Names: keys}, nil
 }

@@ -254,6 +254,13 @@ func TestKeyDirLinkNeverFollowed(t *testing.T) {
 	}
 }
 
+// listOrphans is ListOrphans with its Listing's fields apart, as the
+// tests written before Listing read them.
+func listOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (names, markTemps []string, unreadable map[string]error, err error) {
+	l, err := ListOrphans(ctx, dir, referenced, olderThan)
+	return l.Orphans, l.MarkTemps, l.Unreadable, err
+}
+
 func TestListOrphans(t *testing.T) {
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour)
@@ -290,7 +297,7 @@ func TestListOrphans(t *testing.T) {
 	// Every candidate is asked about, temps included, with its mtime.
 	seen := map[string]time.Time{}
 	referenced := func(k, name string, mtime time.Time) bool { seen[name] = mtime; return name == kept }
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, referenced, cutoff)
+	got, _, unreadable, err := listOrphans(context.Background(), dir, referenced, cutoff)
 	if err != nil || unreadable != nil {
 		t.Fatal(unreadable, err)
 	}
@@ -308,7 +315,7 @@ func TestListOrphans(t *testing.T) {
 			t.Fatalf("Remove(%q): %v", n, err)
 		}
 	}
-	if got, _, _, _ := ListOrphans(context.Background(), dir, referenced, cutoff); len(got) != 0 {
+	if got, _, _, _ := listOrphans(context.Background(), dir, referenced, cutoff); len(got) != 0 {
 		t.Fatalf("after removal: %v", got)
 	}
 	if _, err := os.Lstat(link); err != nil {
@@ -475,7 +482,7 @@ func TestListOrphansTakesAKeyDirRemovedElsewhereAsGone(t *testing.T) {
 		}
 		return fsat.ReadDirNames(d)
 	}})()
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
+	got, _, unreadable, err := listOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now().Add(-time.Minute))
 	if err != nil || unreadable != nil || strings.Join(got, " ") != orphan {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone", got, unreadable, err, orphan)
 	}
@@ -520,7 +527,7 @@ func TestListOrphansStopsWhenTheDirItselfGoesStale(t *testing.T) {
 		}
 		return nil
 	})
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	got, _, unreadable, err := listOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, unix.ESTALE) || !strings.Contains(err.Error(), dir) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the dir named stale", got, unreadable, err)
 	}
@@ -738,14 +745,14 @@ func TestListOrphansReportsAnUnreadableKeyAndStopsWhenCancelled(t *testing.T) {
 		return fsat.ReadDirNames(d)
 	}})()
 	none := func(string, string, time.Time) bool { return false }
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
+	got, _, unreadable, err := listOrphans(context.Background(), dir, none, time.Now().Add(-time.Minute))
 	if err != nil || strings.Join(got, " ") != orphan || len(unreadable) != 1 || !errors.Is(unreadable[key], unix.EIO) {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want %s alone, %s unreadable (EIO)", got, unreadable, err, orphan, key)
 	}
 	noDescriptorUnder(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got, _, unreadable, err := ListOrphans(ctx, dir, none, time.Now().Add(-time.Minute)); !errors.Is(err, context.Canceled) || got != nil || unreadable != nil {
+	if got, _, unreadable, err := listOrphans(ctx, dir, none, time.Now().Add(-time.Minute)); !errors.Is(err, context.Canceled) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans, cancelled = %v, unreadable %v, %v; want context.Canceled alone", got, unreadable, err)
 	}
 }
@@ -819,7 +826,7 @@ func TestListOrphansWithAKeyDirRemovedBeforeItsOpen(t *testing.T) {
 			}
 			return false
 		}
-		got, _, unreadable, err := ListOrphans(context.Background(), dir, referenced, time.Now().Add(-time.Minute))
+		got, _, unreadable, err := listOrphans(context.Background(), dir, referenced, time.Now().Add(-time.Minute))
 		faults.Set(nil)
 		switch {
 		case stale && (!errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil):
@@ -844,7 +851,7 @@ func TestDirErrOrTellsTheDirFromTheError(t *testing.T) {
 	if err := DirErrOr(gone, eio); !errors.Is(err, ErrDirUnavailable) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("DirErrOr(a dir that is gone, EIO) = %v, want ErrDirUnavailable, not exist", err)
 	}
-	if got, _, unreadable, err := ListOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
+	if got, _, unreadable, err := listOrphans(context.Background(), gone, func(string, string, time.Time) bool { return false }, time.Now()); !errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Errorf("ListOrphans of a dir that is gone = %v, unreadable %v, %v; want ErrDirUnavailable", got, unreadable, err)
 	}
 }
@@ -864,7 +871,7 @@ func TestListOrphansWhoseDirListingFailsSaysSo(t *testing.T) {
 		}
 		return fsat.ReadDirNames(d)
 	}})()
-	got, _, unreadable, err := ListOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
+	got, _, unreadable, err := listOrphans(context.Background(), dir, func(string, string, time.Time) bool { return false }, time.Now())
 	if !errors.Is(err, unix.EIO) || errors.Is(err, ErrDirUnavailable) || got != nil || unreadable != nil {
 		t.Fatalf("ListOrphans = %v, unreadable %v, %v; want the listing's EIO", got, unreadable, err)
 	}
