@@ -261,32 +261,16 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, name := range names {
+	// The mark's temps past the grace period, as check --repair judges
+	// them, are swept after the keys' orphans, as a key's temp is; a
+	// younger one may be a marking under way, and ListOrphans left it out.
+	for _, name := range slices.Concat(names, listing.MarkTemps) {
 		if err := ctx.Err(); err != nil {
 			// Interrupted: no removal is started after it, as no key is
 			// (the orphans left are the next reap's).
 			return res, err
 		}
-		swept, err := b.sweep(name, o.DryRun, func() error {
-			key, _, _ := strings.Cut(name, "/")
-			b.at(hookSweep, key)
-			return shared.Remove(b.dir, name)
-		})
-		if err != nil {
-			return res, err
-		}
-		if swept {
-			res.Swept = append(res.Swept, name)
-		}
-	}
-	// The mark's temps past the grace period, as check --repair judges
-	// them, are removed as a key's temp is; a younger one may be a
-	// marking under way, and ListOrphans left it out.
-	for _, name := range listing.MarkTemps {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		swept, err := b.sweep(name, o.DryRun, func() error { return shared.RemoveMarkTemp(b.dir, name) })
+		swept, err := b.sweep(name, o.DryRun)
 		if err != nil {
 			return res, err
 		}
@@ -300,16 +284,23 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	return res, nil
 }
 
-// sweep removes name, a file no record needs, with remove, unless this is
-// a dry run, and reports whether it was swept: not where another reaper
-// (or check --repair) removed it first, which is no fault, nor where the
-// removal failed, which is logged and left for the next reap. The error
-// is the transcripts dir's, gone under the reap.
-func (b *Backend) sweep(name string, dryRun bool, remove func() error) (swept bool, err error) {
+// sweep removes name, a file no record needs or a temp of the dir's mark
+// (shared.IsMarkTemp: no key's), unless this is a dry run, and reports
+// whether it was swept: not where another reaper (or check --repair)
+// removed it first, which is no fault, nor where the removal failed, which
+// is logged and left for the next reap. The error is the transcripts
+// dir's, gone under the reap.
+func (b *Backend) sweep(name string, dryRun bool) (swept bool, err error) {
 	if dryRun {
 		return true, nil
 	}
-	err = remove()
+	if shared.IsMarkTemp(name) {
+		err = shared.RemoveMarkTemp(b.dir, name)
+	} else {
+		key, _, _ := strings.Cut(name, "/")
+		b.at(hookSweep, key)
+		err = shared.Remove(b.dir, name)
+	}
 	if err != nil {
 		if err := shared.DirErr(b.dir); err != nil {
 			return false, err // not swept by another reaper: the dir is gone
