@@ -543,17 +543,19 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 	}
 }
 
-// flockedNow reports whether some open file holds a flock on kd's file n.
-// The look takes a shared flock and lets go at once, so that it never
-// holds back a creator that takes the exclusive one for longer than the
-// two calls. A file that cannot be opened is the open's error: it says
+// flockedNow reports whether some open file holds a flock on kd's file n,
+// a meta.db temp: check's look asks it, and so do the removals of such a
+// temp (removeTemps, sweepStaleTemps), which leave one held. It takes a
+// shared flock and lets go at once, so that it never holds back a creator
+// that takes the exclusive one for longer than the two calls. A file that cannot be opened is the open's error: it says
 // nothing of the flock (no descriptor left), or the file is gone. So is
 // a flock had on a file no longer at the name once had (ENOENT): a
 // creator lets go of its meta.db temp's flock only once the temp's name
 // is gone (linked into place and unlinked), and a look that opened the
 // temp just before had the flock just after, on a file that no name
 // leads to; taken for debris, a creation that went well was reported as
-// a stray temp (TestChaos).
+// a stray temp (TestChaos), and a removal said it removed what its
+// creator had (TestCheckRepairOfAMetaDBTempItsCreatorRemovedSaysSo).
 func flockedNow(kd *os.File, n string) (bool, error) {
 	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
 	if err != nil {

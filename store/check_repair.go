@@ -205,7 +205,9 @@ type tempRemoval struct {
 // comes to exist), so one may be live: bbolt holds its flock on the temp
 // through the whole initialisation, and the creator takes it again from
 // bbolt's Close until the temp's name is gone, so a temp whose flock is
-// held is left. Caveat: in the instant between bbolt's unlock and the
+// held is left, and one whose name is gone once its flock was had
+// (flockedNow) was its creator's, gone since the listing, not removed
+// here. Caveat: in the instant between bbolt's unlock and the
 // creator's lock a creation in progress is not told from debris; removing
 // its temp makes that promotion fail cleanly (promote-failed: the
 // transcript in place untouched), never lose what it acknowledged.
@@ -254,9 +256,21 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		// flock is the one held here, so it cannot be asked.)
 		st, err := fsat.LstatAt(kd, n)
 		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
-		if strings.HasPrefix(n, db.TempPrefix) && !secondName && flockHeld(kd, n) {
-			res.kept[n] = "a meta.db being created right now"
-			continue
+		if strings.HasPrefix(n, db.TempPrefix) && !secondName {
+			held, err := flockedNow(kd, n)
+			switch {
+			case fsat.IsNotExist(err):
+				// Gone since the listing: its creator linked it into
+				// place, or removed it, and let go only then. Not this
+				// repair's removal (fsat.Remove finds nothing and says
+				// nothing).
+				continue
+			case held, err != nil:
+				// A file it cannot open (no descriptor left) may be held
+				// as much as one whose flock is taken: it is left.
+				res.kept[n] = "a meta.db being created right now"
+				continue
+			}
 		}
 		if err := s.disk.remove(kd, n); err != nil {
 			errs = append(errs, err)
@@ -295,21 +309,6 @@ func tempNames(kd *os.File, cutoff *time.Time) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// flockHeld reports whether some process holds a flock on kd's file n (a
-// file that cannot even be opened counts as held: it is left alone).
-func flockHeld(kd *os.File, n string) bool {
-	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
-	if err != nil {
-		return !fsat.IsNotExist(err)
-	}
-	defer f.Close()
-	err = fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB)
-	if err == nil {
-		fsat.Flock(f, unix.LOCK_UN)
-	}
-	return err != nil
 }
 
 // afterAside is what a resolve says of a key once its meta.db went
@@ -529,10 +528,15 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		// creation in flight, older by the clock than it is after the
 		// clock jumped ahead, or stalled on its fsync, whose link would
 		// fail. A second name of meta.db is a creation that crashed after
-		// its link (its flock is the key's lock, held here).
-		if strings.HasPrefix(n, db.TempPrefix) && flockHeld(kd, n) {
-			if st, err := fsat.LstatAt(kd, n); dberr != nil || err != nil || st.Dev != dbst.Dev || st.Ino != dbst.Ino {
-				continue
+		// its link (its flock is the key's lock, held here). One whose
+		// name is gone once its flock was had (flockedNow's ENOENT) was
+		// its creator's, linked into place or removed since the listing:
+		// the lstat finds no second name, and it is not swept here.
+		if strings.HasPrefix(n, db.TempPrefix) {
+			if held, err := flockedNow(kd, n); held || err != nil {
+				if st, err := fsat.LstatAt(kd, n); dberr != nil || err != nil || st.Dev != dbst.Dev || st.Ino != dbst.Ino {
+					continue
+				}
 			}
 		}
 		if !dryRun {

@@ -25,8 +25,8 @@ import (
 // meta.db its creator holds right now: whether it is stray is not known,
 // and check says why instead (unreadable, a fault). flockedNow took a file
 // it could not open for one nobody holds, and check reported the creation
-// in flight as a stray-temp problem (exit 3), as --repair's own look
-// (flockHeld) does not.
+// in flight as a stray-temp problem (exit 3), as --repair's removal
+// (removeTemps) does not: it leaves such a temp.
 func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 	_, root, clock := newTestStore(t, gates.Bounds{})
 	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
