@@ -33,20 +33,9 @@ func TestCheckRepairOfAMetaDBTempItsCreatorRemovedSaysSo(t *testing.T) {
 	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opens := 0
-	testHookFlockedNowOpened = func(n string) {
-		if n != name {
-			return
-		}
-		// The first open is the look's, which finds the temp stray; the
-		// second the repair's removal's.
-		if opens++; opens == 2 {
-			if err := os.Remove(tmp); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(func() { testHookFlockedNowOpened = nil })
+	// The first open is the look's, which finds the temp stray; the
+	// second the repair's removal's.
+	opens := removedAtOpen(t, tmp, 2)
 	var repair []string
 	for _, f := range checkFindings(t, s, CheckOptions{Repair: true}) {
 		if f.Path == key+"/"+name {
@@ -57,8 +46,8 @@ func TestCheckRepairOfAMetaDBTempItsCreatorRemovedSaysSo(t *testing.T) {
 	if !slices.Equal(repair, want) {
 		t.Errorf("check --repair of the temp its creator removed under the repair's look: %q; want %q", repair, want)
 	}
-	if opens < 2 {
-		t.Fatalf("the temp was opened %d times; want the look's and the repair's", opens)
+	if *opens < 2 {
+		t.Fatalf("the temp was opened %d times; want the look's and the repair's", *opens)
 	}
 }
 
@@ -85,25 +74,33 @@ func TestReapOfAMetaDBTempItsCreatorRemovedSweepsNothing(t *testing.T) {
 			if err := os.Chtimes(tmp, old, old); err != nil {
 				t.Fatal(err)
 			}
-			opens := 0
-			testHookFlockedNowOpened = func(n string) {
-				if n != name {
-					return
-				}
-				if opens++; opens == 1 {
-					if err := os.Remove(tmp); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-			t.Cleanup(func() { testHookFlockedNowOpened = nil })
+			opens := removedAtOpen(t, tmp, 1)
 			res, err := s.Reap(false)
 			if err != nil || len(res.Swept) != 0 || len(res.Failed) != 0 {
 				t.Errorf("reap = %+v, %v; want nothing swept, nothing failed", res, err)
 			}
-			if opens != 1 {
-				t.Fatalf("the temp was opened %d times; want the sweep's once", opens)
+			if *opens != 1 {
+				t.Fatalf("the temp was opened %d times; want the sweep's once", *opens)
 			}
 		})
 	}
+}
+
+// removedAtOpen has flockedNow remove tmp at its nth open of it, between
+// the open and the flock (the creator's unlink, and its flock let go), and
+// counts those opens.
+func removedAtOpen(t *testing.T, tmp string, nth int) *int {
+	opens := 0
+	testHookFlockedNowOpened = func(n string) {
+		if n != filepath.Base(tmp) {
+			return
+		}
+		if opens++; opens == nth {
+			if err := os.Remove(tmp); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookFlockedNowOpened = nil })
+	return &opens
 }
