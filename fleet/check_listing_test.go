@@ -6,9 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
-	"sessdb/fleet/internal/sharedfs"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -30,12 +27,7 @@ func TestCheckListsTheTranscriptsDirOnce(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(f.dir, "not-a-key"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	var dir unix.Stat_t
-	if err := unix.Stat(f.dir, &dir); err != nil {
-		t.Fatal(err)
-	}
-	lists := &listCounter{dev: uint64(dir.Dev), ino: uint64(dir.Ino)}
-	defer sharedfs.Use(lists)()
+	lists := f.countListings()
 	want := []string{key + "/" + filepath.Base(orphan) + " " + string(KindOrphan), temp + " " + string(KindOrphan), "not-a-key " + string(store.KindNotAKey)}
 	slices.Sort(want)
 	for _, repair := range []bool{false, true} {

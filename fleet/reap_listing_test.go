@@ -28,12 +28,7 @@ func TestReapListsTheTranscriptsDirOnce(t *testing.T) {
 	f.runExpired(key, "old") // promoted 30 days ago: its old files are past the grace period
 	orphan := f.oldOrphan(key)
 	temp := f.oldMarkTemp()
-	var dir unix.Stat_t
-	if err := unix.Stat(f.dir, &dir); err != nil {
-		t.Fatal(err)
-	}
-	lists := &listCounter{dev: uint64(dir.Dev), ino: uint64(dir.Ino)}
-	defer sharedfs.Use(lists)()
+	lists := f.countListings()
 	want := []string{key + "/" + filepath.Base(orphan), temp}
 	for _, dry := range []bool{true, false} {
 		lists.n.Store(0)
@@ -65,4 +60,17 @@ func (l *listCounter) ReadDirNames(d *os.File) ([]string, error) {
 		l.n.Add(1)
 	}
 	return fsat.ReadDirNames(d)
+}
+
+// countListings has sharedfs count the listings of f's transcripts dir
+// until the test ends.
+func (f *fixture) countListings() *listCounter {
+	f.t.Helper()
+	var dir unix.Stat_t
+	if err := unix.Stat(f.dir, &dir); err != nil {
+		f.t.Fatal(err)
+	}
+	l := &listCounter{dev: uint64(dir.Dev), ino: uint64(dir.Ino)}
+	f.t.Cleanup(sharedfs.Use(l))
+	return l
 }
