@@ -97,15 +97,16 @@ func (c *Cluster) startProcess(m *member) (*process, error) {
 	// Its output is copied until every holder of the pipe closed it; a
 	// process it started and left running must not hold Wait up.
 	cmd.WaitDelay = time.Second
-	setDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd, p.exited); err != nil {
 		return nil, fmt.Errorf("member %s: %w", m.name, err)
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	return p, nil
+}
+
+// exited records the process's end (cmd.Wait's error).
+func (p *process) exited(err error) {
+	p.err = err
+	close(p.done)
 }
 
 // memberLog writes a member's output to the buffers, each line named by
