@@ -1,9 +1,11 @@
 package etcdtest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -54,7 +56,13 @@ func (c *Cluster) clientConfig(endpoints []string, user, password string) (clien
 }
 
 // enableAuth adds root and User (a role of the same name with read-write
-// permission on Options.Prefix) and turns authentication on.
+// permission on Options.Prefix) and turns authentication on. A step whose
+// outcome etcd left unknown (unsure: the proposal timed out, or a leader
+// change overtook it, as a starved cluster answers) is sent again, and
+// the error that says the try before took effect is the step done: a
+// user or role already added, authentication on (the client, with no
+// user, is refused). A role granted again, or a permission, etcd takes
+// as done.
 func (c *Cluster) enableAuth() {
 	tb := c.tb
 	tb.Helper()
@@ -63,22 +71,44 @@ func (c *Cluster) enableAuth() {
 	cli := c.client(tb, "", "")
 	c.opts.Auth = saved
 	ctx := ctx(tb)
-	steps := []func() error{
-		func() error { _, err := cli.UserAdd(ctx, "root", RootPassword); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.RoleAdd(ctx, User); return err },
-		func() error {
+	steps := []struct {
+		do   func() error
+		done error // on a try sent again: the try before took effect
+	}{
+		{func() error { _, err := cli.UserAdd(ctx, "root", RootPassword); return err }, rpctypes.ErrUserAlreadyExist},
+		{func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err }, nil},
+		{func() error { _, err := cli.RoleAdd(ctx, User); return err }, rpctypes.ErrRoleAlreadyExist},
+		{func() error {
 			_, err := cli.RoleGrantPermission(ctx, User, c.opts.Prefix, clientv3.GetPrefixRangeEnd(c.opts.Prefix), clientv3.PermissionType(clientv3.PermReadWrite))
 			return err
-		},
-		func() error { _, err := cli.UserAdd(ctx, User, Password); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, User, User); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
+		}, nil},
+		{func() error { _, err := cli.UserAdd(ctx, User, Password); return err }, rpctypes.ErrUserAlreadyExist},
+		{func() error { _, err := cli.UserGrantRole(ctx, User, User); return err }, nil},
+		{func() error { _, err := cli.AuthEnable(ctx); return err }, rpctypes.ErrUserEmpty},
 	}
 	for _, step := range steps {
-		if err := step(); err != nil {
+		err := step.do()
+		for unsure(err) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond) // a member with no leader answers at once
+			if err = step.do(); step.done != nil && errors.Is(rpctypes.Error(err), step.done) {
+				err = nil
+			}
+		}
+		if err != nil {
 			tb.Fatalf("etcdtest: enable auth: %v", err)
 		}
 	}
 	cli.Close()
+}
+
+// unsure reports whether err left a request's outcome unknown: etcd
+// timed its proposal out, or a leader change overtook it (the errors a
+// starved or electing cluster gives; the client sends no write again).
+func unsure(err error) bool {
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrStopped:
+		return true
+	}
+	return false
 }

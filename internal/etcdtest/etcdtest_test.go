@@ -96,6 +96,52 @@ func TestSecureClusterRefusesOutsidePrefix(t *testing.T) {
 	}
 }
 
+// A step of setting up authentication whose answer etcd left unsure is
+// sent again, and Start goes on: before, the first such answer failed
+// the test, "etcdtest: enable auth: etcdserver: request timed out", as
+// fleet/etcdmeta's TestAHedgedRequestSentAgainMeetsAnotherMember's TLS
+// cluster did starved (nice 19 beside four busy loops), 1 run of 3. Here
+// the first UserAdd, RoleAdd and AuthEnable are each served and their
+// answer lost (a leader change's: the user is added, and its second try
+// finds it), and the first UserGrantRole fails unserved.
+func TestAuthIsSetUpThroughUnsureAnswers(t *testing.T) {
+	c := Start(t, Options{InProcess: true})
+	for _, m := range []string{"UserAdd", "RoleAdd", "AuthEnable"} {
+		c.LoseNext("/etcdserverpb.Auth/"+m, 0, 1)
+	}
+	c.FailNext("/etcdserverpb.Auth/UserGrantRole", 0, 1)
+	c.opts.Auth = true
+	c.enableAuth()
+	put(t, c.client(t, User, Password), "/sessdb/a", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.client(t, "", "").Put(ctx, "/sessdb/b", "1"); !errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty) {
+		t.Fatalf("a put with no user = %v; want %v (authentication on)", err, rpctypes.ErrUserEmpty)
+	}
+	if got := get(t, c.Client(t), "/sessdb/a"); got != "1" {
+		t.Fatalf("root reads %q, want 1", got)
+	}
+}
+
+// The answers that leave a write's outcome unknown are the ones etcd
+// gives a proposal it timed out or a leader change overtook, as the
+// member sends them and as the client returns them: those are sent
+// again, and no other.
+func TestUnsureAnswers(t *testing.T) {
+	for _, err := range []error{rpctypes.ErrGRPCTimeout, rpctypes.ErrGRPCTimeoutDueToLeaderFail, rpctypes.ErrGRPCTimeoutDueToConnectionLost,
+		rpctypes.ErrGRPCLeaderChanged, rpctypes.ErrGRPCNoLeader, rpctypes.ErrGRPCStopped, rpctypes.ErrTimeout, rpctypes.ErrLeaderChanged} {
+		if !unsure(err) {
+			t.Errorf("unsure(%v) = false; want true", err)
+		}
+	}
+	for _, err := range []error{nil, rpctypes.ErrGRPCUserAlreadyExist, rpctypes.ErrGRPCRoleAlreadyExist, rpctypes.ErrGRPCUserEmpty,
+		rpctypes.ErrGRPCPermissionDenied, rpctypes.ErrUserAlreadyExist, context.DeadlineExceeded, errors.New("etcdtest: the answer was lost")} {
+		if unsure(err) {
+			t.Errorf("unsure(%v) = true; want false", err)
+		}
+	}
+}
+
 // BenchmarkStart measures how long a cluster takes from Start to every
 // member ready; ms-median is the median of the b.N starts (the mean is
 // skewed by the first start's page faults). Stopping is not timed.
