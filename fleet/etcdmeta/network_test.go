@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,11 +232,24 @@ func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 // unavailable with two members answering (seen as 1 run in 8 of
 // fleet's TestOneSilentMemberOfThreeStopsNoRenumber under load: a lock's
 // three tries, 0.67 s apart, each sent to the silent member). The test
-// puts each request's first try on the silent member, and two requests
-// before each try sent again; three requests, so that each member is the
-// first that a try sent again goes to. On a cluster with TLS and
-// authentication too: a try sent again to one member alone goes with the
-// Store's certificates and auth token.
+// puts each request's first try on the member it holds silent, and two
+// requests before each try sent again; three requests, so that each
+// member is the first that a try sent again goes to. On a cluster with
+// TLS and authentication too: a try sent again to one member alone goes
+// with the Store's certificates and auth token.
+//
+// Nothing is timed. The held member answers, and a try it answers waits
+// for its context's end as one sent to a silent member does: the test
+// knows by the member that answered where each request went, with no
+// bound to wait out, and the read is answered when a member that answers
+// answers, however slow a loaded machine makes that. Before, the member
+// was cut off by a proxy and the test bounded what it waited for: at
+// load 8, or starved (nice 19 beside four busy loops), each bound failed
+// in turn (a request to a member that answers within a sixth of the
+// timeout; the read within the 3 s timeout, whose last try sent again
+// had the last sixth: "context deadline exceeded after 3.074s"). A
+// network cut is another test's (TestAHedgedTryForAnUnreachableMemberGoesToAnother,
+// TestAContendedLockWithOneSilentMemberOfThreeIsTaken).
 func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
 	etcdtest.Beside(t)
 	t.Run("plain", func(t *testing.T) { testHedgeMeetsAnotherMember(t, etcdtest.Start3(t)) })
@@ -243,60 +257,113 @@ func TestAHedgedRequestSentAgainMeetsAnotherMember(t *testing.T) {
 }
 
 func testHedgeMeetsAnotherMember(t *testing.T, c *etcdtest.Cluster) {
-	// Long enough that a request to a member that answers comes back
-	// within a sixth of it (the turn's probe) on a loaded machine, with
-	// TLS: at 900 ms, 1 TLS run of 7 missed that 150 ms. The last try
-	// sent again goes out at two thirds of it plus a probe that met the
-	// silent member, so it has a sixth: at 1.8 s, 300 ms, which a loaded
-	// machine has taken.
-	const timeout = 3 * time.Second
-	ps, s := proxiedStore(t, c, timeout)
-	// The tries sent again below are timed, not their connections' dials
-	// (at load 8 to 10 the handshake took the last try's 600 ms: 2 runs
-	// of 3 failed).
-	makePins(t, s, timeout)
-	ps[0].Blackhole()
-	// One request in the balancer's turn: a request sent alone, bounded
-	// well short of any answer the silent member would not give.
-	plain := func() error {
-		c, cancel := context.WithTimeout(ctx(t), timeout/6)
-		defer cancel()
-		_, err := s.cli.Get(c, s.recordKey(newKey()))
-		return err
+	// The timeout says when a try is sent again (at a third and two
+	// thirds of it), and bounds nothing here.
+	const timeout = 600 * time.Millisecond
+	s := open(t, c, func(cfg *Config) {
+		if c.CAFile != "" {
+			*cfg = secureConfig(c)
+		}
+		cfg.RequestTimeout = timeout
+	})
+	st, err := s.cli.Status(ctx(t), s.cfg.Endpoints[0])
+	if err != nil {
+		t.Fatal(err)
 	}
-	for round := range 3 {
-		// Turn the balancer until the silent member is next: the request
-		// after the one it left unanswered goes to the next member, and
-		// the one after that to the third.
-		for try := 0; plain() == nil; try++ {
-			if try == 3 {
-				t.Fatal("three requests in turn, each answered: the silent member was never met")
-			}
-		}
-		for range 2 {
-			if err := plain(); err != nil {
-				t.Fatalf("a request to a member that answers: %v", err)
-			}
-		}
-		c0, cancel := context.WithTimeout(ctx(t), timeout)
-		start := time.Now()
-		_, err := Hedge(s, c0, func(c context.Context) (*clientv3.GetResponse, error) {
-			return s.cli.Get(c, s.recordKey(newKey()))
-		}, func(error) bool { return c0.Err() == nil }, func() {
-			plain()
-			plain()
-		})
-		took := time.Since(start)
-		cancel()
-		t.Logf("hedged read %d, the first try on the silent member: %v after %v", round, err, took.Round(time.Millisecond))
+	held := st.Header.MemberId // endpoint 0's member, held silent
+	// One request in the balancer's turn, and the member that answered.
+	plain := func() (uint64, error) {
+		r, err := s.cli.Get(ctx(t), s.recordKey(newKey()))
 		if err != nil {
-			t.Fatalf("a hedged read with one member of three silent = %v; want answered by another member", err)
+			return 0, err
 		}
-		// Answered before the first try was sent again: it met a member
-		// that answers, and the test proved nothing.
-		if took < timeout/3 {
-			t.Fatalf("the hedged read was answered after %v, before it was sent again: its first try did not meet the silent member", took)
+		return r.Header.MemberId, nil
+	}
+	// Every member in the turn: the balancer sends only to a member whose
+	// connection is up.
+	seen := map[uint64]bool{}
+	for try := 0; len(seen) < 3; try++ {
+		if try == 30 {
+			t.Fatalf("30 requests in turn met members %v, not three", seen)
 		}
+		m, err := plain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[m] = true
+	}
+	var mu sync.Mutex
+	var heldTries int // this round's tries the held member answered
+	for round := 0; round < 3; {
+		// Turn the balancer until the held member is next: after the
+		// request it answers go two, to the others in the turn's order.
+		var after [2]uint64
+		for try := 0; ; try++ {
+			if try == 3 {
+				t.Fatalf("three requests in turn and none met the held member %x", held)
+			}
+			m, err := plain()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == held {
+				break
+			}
+		}
+		for i := range after {
+			var err error
+			if after[i], err = plain(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.turn.Store(uint32(round + 2)) // its tries sent again go to endpoints round+1 and round+2
+		mu.Lock()
+		heldTries = 0
+		mu.Unlock()
+		c0, cancel := context.WithCancel(ctx(t))
+		var again []uint64 // the members that answered the requests between tries
+		r, err := Hedge(s, c0, func(c context.Context) (*clientv3.GetResponse, error) {
+			r, err := s.cli.Get(c, s.recordKey(newKey()))
+			if err == nil && r.Header.MemberId == held {
+				mu.Lock()
+				heldTries++
+				if heldTries == 3 {
+					cancel() // every try met it: none can be answered
+				}
+				mu.Unlock()
+				<-c.Done()
+				return nil, c.Err()
+			}
+			return r, err
+		}, func(error) bool { return c0.Err() == nil }, func() {
+			for range 2 {
+				m, err := plain()
+				if err != nil {
+					t.Errorf("a request between tries: %v", err)
+				}
+				again = append(again, m)
+			}
+		})
+		cancel()
+		mu.Lock()
+		n := heldTries
+		mu.Unlock()
+		t.Logf("hedged read %d: %v; tries the held member answered: %d; requests between tries answered by %x (the turn after it: %x)", round, err, n, again, after)
+		if err != nil {
+			t.Fatalf("a hedged read with one member of three held silent, two requests before each try sent again = %v, %d of its tries sent to the held member; want answered by another member", err, n)
+		}
+		if r.Header.MemberId == held {
+			t.Fatalf("the hedged read was answered by the held member %x", held)
+		}
+		// The first try met the held member where the first request
+		// after it went to the member after the held one in the turn.
+		// Where it did not (the client sent a request twice itself, and
+		// the turn moved on), the round proves nothing, and is run again.
+		if len(again) == 0 || again[0] != after[0] {
+			t.Logf("round %d: its first try did not meet the held member (answered before a try was sent again, or the turn moved): again", round)
+			continue
+		}
+		round++
 	}
 	// Close shuts the connections made for tries sent again, and no
 	// request makes one after it.
