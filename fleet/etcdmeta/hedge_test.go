@@ -108,44 +108,13 @@ func TestHedgeAnswersAnEndingErrorAtOnce(t *testing.T) {
 // The two tries a request sends again go to two different endpoints, at
 // every turn of the Store: past 2^31 and at the wrap of 2^32 too, where a
 // turn taken as a signed 32-bit int would be a negative index (a panic
-// on a 32-bit host, after some two billion hedged requests). The tries
-// are let run until the third is sent, however late a loaded machine
-// sends it: a deadline of three thirds of the timeout let a starved
-// ticker send only two (5 of 20 runs failed under load: "the tries went
-// to [<nil> 0]"), which is the machine's speed, not where tries go.
+// on a 32-bit host, after some two billion hedged requests).
 func TestHedgeSendsItsTwoTriesAgainToTwoEndpointsAtEveryTurn(t *testing.T) {
 	s := hedgeStore()
 	s.cfg.RequestTimeout = 30 * time.Millisecond
 	for _, turn := range []uint32{0, 1, 2, 1<<31 - 2, 1<<31 - 1, 1 << 31, math.MaxUint32 - 2, math.MaxUint32 - 1, math.MaxUint32} {
 		s.turn.Store(turn)
-		var mu sync.Mutex
-		var pins []any
-		c, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			Hedge(s, c, func(c context.Context) (int, error) {
-				mu.Lock()
-				pins = append(pins, c.Value(pinKey{}))
-				if len(pins) == 3 {
-					cancel() // every try is sent: all end, and Hedge with them
-				}
-				mu.Unlock()
-				<-c.Done()
-				return 0, c.Err()
-			}, func(error) bool { return false }, nil)
-		}()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			cancel()
-			<-done
-			t.Fatalf("turn %d: Hedge sent no third try within a minute (a tick every %v); the tries went to %v", turn, s.cfg.RequestTimeout/3, pins)
-		}
-		cancel()
-		mu.Lock()
-		got := slices.Clone(pins)
-		mu.Unlock()
+		got := triesOfOneRequest(t, s)
 		var ks []int
 		for _, p := range got {
 			if k, ok := p.(int); ok {
@@ -156,4 +125,64 @@ func TestHedgeSendsItsTwoTriesAgainToTwoEndpointsAtEveryTurn(t *testing.T) {
 			t.Errorf("turn %d: the tries went to %v; want the first unpinned and two different endpoints of %d", turn, got, len(s.cfg.Endpoints))
 		}
 	}
+}
+
+// The turn moves on by one each hedged request: of three requests in a
+// row, each sends its first try again to another endpoint, so that a
+// silent member meets that try of one request in three, not of each.
+func TestHedgedRequestsInARowSendTheirTriesAgainToEachEndpointInTurn(t *testing.T) {
+	s := hedgeStore()
+	s.cfg.RequestTimeout = 30 * time.Millisecond
+	seen := map[any]int{}
+	var order []any
+	for range len(s.cfg.Endpoints) {
+		tries := triesOfOneRequest(t, s)
+		if len(tries) != 3 {
+			t.Fatalf("a request's tries went to %v; want three", tries)
+		}
+		seen[tries[1]]++
+		order = append(order, tries[1])
+	}
+	if len(seen) != len(s.cfg.Endpoints) {
+		t.Errorf("%d requests in a row sent their first try again to %v; want each endpoint once", len(s.cfg.Endpoints), order)
+	}
+}
+
+// triesOfOneRequest runs one hedged request on s whose tries are let run
+// until the third is sent, however late a loaded machine sends it (a
+// deadline of three thirds of the timeout let a starved ticker send only
+// two: 5 of 20 runs failed under load, "the tries went to [<nil> 0]",
+// which is the machine's speed, not where tries go), and returns where
+// each went in the order sent: nil for the client's turn, the index of
+// the endpoint a try sent again was pinned to.
+func triesOfOneRequest(t *testing.T, s *Store) []any {
+	t.Helper()
+	var mu sync.Mutex
+	var pins []any
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Hedge(s, c, func(c context.Context) (int, error) {
+			mu.Lock()
+			pins = append(pins, c.Value(pinKey{}))
+			if len(pins) == 3 {
+				cancel() // every try is sent: all end, and Hedge with them
+			}
+			mu.Unlock()
+			<-c.Done()
+			return 0, c.Err()
+		}, func(error) bool { return false }, nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		t.Fatalf("Hedge sent no third try within a minute (a tick every %v); the tries went to %v", s.cfg.RequestTimeout/3, pins)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(pins)
 }
