@@ -12,7 +12,10 @@ const ioctlGetTermios = unix.TCGETS
 
 // childProcAttr puts a deep-check child in a process group of its own and
 // has the kernel kill it when its parent dies (strictly, when the parent's
-// spawning thread does: Go keeps its threads for the life of the process).
+// spawning thread does: Go ends a thread only where a goroutine locked to
+// it returns without unlocking, and neither sessdb nor what it imports
+// does; a test that did would kill children forked on that thread, as
+// internal/etcdtest's startChild tells).
 func childProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
