@@ -774,12 +774,8 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 // another test's beside it.
 func noHedgeLeft(t *testing.T, ps []*etcdtest.Proxy) {
 	t.Helper()
-	var eps []string
-	for _, p := range ps {
-		eps = append(eps, p.URL())
-	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		left := triesLabelled(t, strings.Join(eps, ","))
+		left := triesLabelled(t, urlsOf(ps))
 		if left == 0 {
 			return
 		}
@@ -787,6 +783,16 @@ func noHedgeLeft(t *testing.T, ps []*etcdtest.Proxy) {
 			t.Fatalf("%d goroutines of hedged tries still running 10 s after their callers returned", left)
 		}
 	}
+}
+
+// urlsOf is the proxies' URLs, comma-separated: the value of
+// etcdmeta.TryLabel on the tries of a Store that reaches etcd through ps.
+func urlsOf(ps []*etcdtest.Proxy) string {
+	var eps []string
+	for _, p := range ps {
+		eps = append(eps, p.URL())
+	}
+	return strings.Join(eps, ",")
 }
 
 // triesLabelled counts the goroutines of hedged tries (etcdmeta.Hedge's)
@@ -828,13 +834,6 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 	const timeout = 3 * time.Second
 	b, ps := proxied(t, f, timeout)
 	other, others := proxied(t, f, timeout)
-	urls := func(ps []*etcdtest.Proxy) string {
-		var eps []string
-		for _, p := range ps {
-			eps = append(eps, p.URL())
-		}
-		return strings.Join(eps, ",")
-	}
 	for _, p := range ps {
 		p.Blackhole()
 	}
@@ -868,7 +867,7 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 				t.Errorf("a read no member answers: %v; want etcd unavailable", err)
 			}
 		case <-time.After(10 * time.Millisecond):
-			most = max(most, triesLabelled(t, urls(ps)))
+			most = max(most, triesLabelled(t, urlsOf(ps)))
 		}
 	}
 	close(stop)
@@ -876,7 +875,7 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 	if most != 3 {
 		t.Errorf("at most %d tries of the read counted in flight; want 3 (the first, and two sent again)", most)
 	}
-	if n := triesLabelled(t, urls(others)); n != 0 {
+	if n := triesLabelled(t, urlsOf(others)); n != 0 {
 		t.Errorf("%d tries of the other Store's counted after its reads returned; want 0", n)
 	}
 	for _, p := range ps {
