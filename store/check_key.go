@@ -232,7 +232,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				oddAtStoreName(add, path, "a meta.db temp's", &st)
 				continue
 			}
-			held, err := flockedNow(k.dir, n)
+			held, err := fsat.FlockedNow(k.dir, n)
 			switch {
 			case fsat.IsNotExist(err):
 				continue // linked into place, or removed, since the listing
@@ -286,19 +286,19 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 // lockHeldNow reports whether a writer may hold the lock of the key dir
 // kd now, for a look that holds none: false when no meta.db is there, or
 // nothing a writer could lock (a link, a FIFO: anything but a regular
-// file), or when the flock of the file at the name was free (flockedNow,
-// whose shared flock is let go at once: a writer polling for the lock is
-// kept out no longer than the two calls); true otherwise, and where it
-// could not be told (an open or a flock that failed). Whether the name
-// still leads to the file locked does not matter (flockedNow's ENOENT is
-// false too): a writer that holds another file took it once that file was
+// file), or when the flock of the file at the name was free
+// (fsat.FlockedNow, whose shared flock is let go at once: a writer polling
+// for the lock is kept out no longer than the two calls); true otherwise,
+// and where it could not be told (an open or a flock that failed).
+// Whether the name still leads to the file locked does not matter
+// (FlockedNow's ENOENT is false too): a writer that holds another file took it once that file was
 // at the name, after the open, so after the listing, and wrote no temp
 // listed.
 func lockHeldNow(kd *os.File) bool {
 	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && !fsat.IsRegular(&st) {
 		return false // a link, a FIFO: nothing a writer locks
 	}
-	held, err := flockedNow(kd, db.FileName) // no meta.db: ENOENT
+	held, err := fsat.FlockedNow(kd, db.FileName) // no meta.db: ENOENT
 	return held || err != nil && !fsat.IsNotExist(err)
 }
 
@@ -527,50 +527,6 @@ func (s *Store) findLinksBelow(ctx context.Context, parent *os.File, name, path 
 		}
 	}
 }
-
-// flockedNow reports whether some open file holds a flock on kd's file n:
-// a meta.db temp, for check's look and for the removals of such a temp
-// (removeTemps, sweepStaleTemps), which leave one held; meta.db, for a
-// look that holds no lock (lockHeldNow). It takes a shared flock and lets
-// go at once, so that it never holds back a creator that takes the
-// exclusive one for longer than the two calls. A file that cannot be
-// opened is the open's error: it says nothing of the flock (no descriptor
-// left), or the file is gone; a flock that fails but for being held is its
-// error too. So is a flock had on a file no longer at the name once had
-// (ENOENT): a creator lets go of its meta.db temp's flock only once the
-// temp's name is gone (linked into place and unlinked), and a look that
-// opened the temp just before had the flock just after, on a file that no
-// name leads to; taken for debris, a creation that went well was reported
-// as a stray temp (TestChaos), and a removal said it removed what its
-// creator had (TestCheckRepairOfAMetaDBTempItsCreatorRemovedSaysSo).
-func flockedNow(kd *os.File, n string) (bool, error) {
-	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	if testHookFlockedNowOpened != nil {
-		testHookFlockedNowOpened(n)
-	}
-	switch err := fsat.Flock(f, unix.LOCK_SH|unix.LOCK_NB); {
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return true, nil
-	case err != nil:
-		return false, err // says nothing of the flock, as an open that failed
-	}
-	defer fsat.Flock(f, unix.LOCK_UN)
-	switch moved, err := fsat.Moved(kd, n, f); {
-	case err != nil:
-		return false, err
-	case moved:
-		return false, &os.PathError{Op: "flock", Path: fsat.Join(kd, n), Err: unix.ENOENT}
-	}
-	return false, nil
-}
-
-// testHookFlockedNowOpened lets a test act between flockedNow's open of
-// n and its flock (a creator that links its temp into place and lets go).
-var testHookFlockedNowOpened func(n string)
 
 // legacyFiles lists the legacy store's files present in a key dir. A
 // listing that failed (no descriptor left for it, an I/O error) is an

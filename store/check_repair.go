@@ -206,8 +206,8 @@ type tempRemoval struct {
 // through the whole initialisation, and the creator takes it again from
 // bbolt's Close until the temp's name is gone, so a temp whose flock is
 // held is left, and one whose name is gone once its flock was had
-// (flockedNow) was its creator's, gone since the listing, not removed
-// here. Caveat: in the instant between bbolt's unlock and the
+// (fsat.FlockedNow) was its creator's, gone since the listing, not
+// removed here. Caveat: in the instant between bbolt's unlock and the
 // creator's lock a creation in progress is not told from debris; removing
 // its temp makes that promotion fail cleanly (promote-failed: the
 // transcript in place untouched), never lose what it acknowledged.
@@ -257,7 +257,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		st, err := fsat.LstatAt(kd, n)
 		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
 		if strings.HasPrefix(n, db.TempPrefix) && !secondName {
-			held, err := flockedNow(kd, n)
+			held, err := fsat.FlockedNow(kd, n)
 			switch {
 			case fsat.IsNotExist(err):
 				// Gone since the listing: its creator linked it into
@@ -529,11 +529,11 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		// clock jumped ahead, or stalled on its fsync, whose link would
 		// fail. A second name of meta.db is a creation that crashed after
 		// its link (its flock is the key's lock, held here). One whose
-		// name is gone once its flock was had (flockedNow's ENOENT) was
-		// its creator's, linked into place or removed since the listing:
+		// name is gone once its flock was had (fsat.FlockedNow's ENOENT)
+		// was its creator's, linked into place or removed since the listing:
 		// the lstat finds no second name, and it is not swept here.
 		if strings.HasPrefix(n, db.TempPrefix) {
-			if held, err := flockedNow(kd, n); held || err != nil {
+			if held, err := fsat.FlockedNow(kd, n); held || err != nil {
 				if st, err := fsat.LstatAt(kd, n); dberr != nil || err != nil || st.Dev != dbst.Dev || st.Ino != dbst.Ino {
 					continue
 				}

@@ -14,6 +14,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // A check that opened a key dir with no meta.db holds no lock: a
@@ -297,7 +298,7 @@ func TestCheckOfAMetaDBTempLinkedUnderTheLook(t *testing.T) {
 	}
 	var once sync.Once
 	fired := false
-	testHookFlockedNowOpened = func(n string) {
+	fsat.TestHookFlockedNowOpened = func(n string) {
 		if n != name {
 			return
 		}
@@ -311,7 +312,7 @@ func TestCheckOfAMetaDBTempLinkedUnderTheLook(t *testing.T) {
 			fired = true
 		})
 	}
-	t.Cleanup(func() { testHookFlockedNowOpened = nil })
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
 	for _, f := range checkFindings(t, s, CheckOptions{}) {
 		if f.Severity == SeverityProblem {
 			t.Errorf("check found %s %s: %s", f.Kind, f.Path, f.Detail)

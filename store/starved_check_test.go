@@ -23,10 +23,10 @@ import (
 
 // A meta.db temp that check cannot open (no descriptor left) may be a
 // meta.db its creator holds right now: whether it is stray is not known,
-// and check says why instead (unreadable, a fault). flockedNow took a file
-// it could not open for one nobody holds, and check reported the creation
-// in flight as a stray-temp problem (exit 3), as --repair's removal
-// (removeTemps) does not: it leaves such a temp.
+// and check says why instead (unreadable, a fault). FlockedNow (then
+// store's flockedNow) took a file it could not open for one nobody holds,
+// and check reported the creation in flight as a stray-temp problem (exit
+// 3), as --repair's removal (removeTemps) does not: it leaves such a temp.
 func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 	_, root, clock := newTestStore(t, gates.Bounds{})
 	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy turn")), "pi-version": testPi})
@@ -45,15 +45,15 @@ func TestMetaDBTempNotOpenedForWantOfADescriptorIsNotStray(t *testing.T) {
 	}
 	defer kd.Close()
 	var held bool
-	testfs.Starved(t, func() { held, err = flockedNow(kd, name) })
+	testfs.Starved(t, func() { held, err = fsat.FlockedNow(kd, name) })
 	if !errors.Is(err, syscall.EMFILE) {
-		t.Fatalf("flockedNow with no descriptor to open the temp = %v, %v; want EMFILE", held, err)
+		t.Fatalf("fsat.FlockedNow with no descriptor to open the temp = %v, %v; want EMFILE", held, err)
 	}
-	if held, err := flockedNow(kd, name); !held || err != nil {
-		t.Fatalf("flockedNow of the temp its creator holds = %v, %v; want true", held, err)
+	if held, err := fsat.FlockedNow(kd, name); !held || err != nil {
+		t.Fatalf("fsat.FlockedNow of the temp its creator holds = %v, %v; want true", held, err)
 	}
-	if _, err := flockedNow(kd, db.TempPrefix+"gone"); !fsat.IsNotExist(err) {
-		t.Fatalf("flockedNow of a temp gone since the listing: %v; want not-exist", err)
+	if _, err := fsat.FlockedNow(kd, db.TempPrefix+"gone"); !fsat.IsNotExist(err) {
+		t.Fatalf("fsat.FlockedNow of a temp gone since the listing: %v; want not-exist", err)
 	}
 }
 

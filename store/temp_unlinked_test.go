@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 )
 
 // A meta.db temp's creator lets go of its flock only once the temp's name
@@ -86,12 +87,12 @@ func TestReapOfAMetaDBTempItsCreatorRemovedSweepsNothing(t *testing.T) {
 	}
 }
 
-// removedAtOpen has flockedNow remove tmp at its nth open of it, between
-// the open and the flock (the creator's unlink, and its flock let go), and
-// counts those opens.
+// removedAtOpen has fsat.FlockedNow remove tmp at its nth open of it,
+// between the open and the flock (the creator's unlink, and its flock let
+// go), and counts those opens.
 func removedAtOpen(t *testing.T, tmp string, nth int) *int {
 	opens := 0
-	testHookFlockedNowOpened = func(n string) {
+	fsat.TestHookFlockedNowOpened = func(n string) {
 		if n != filepath.Base(tmp) {
 			return
 		}
@@ -101,6 +102,6 @@ func removedAtOpen(t *testing.T, tmp string, nth int) *int {
 			}
 		}
 	}
-	t.Cleanup(func() { testHookFlockedNowOpened = nil })
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
 	return &opens
 }

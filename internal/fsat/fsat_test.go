@@ -276,6 +276,46 @@ func TestFlock(t *testing.T) {
 	}
 }
 
+// FlockedNow: a free flock is not held, one held through another
+// descriptor is; a name gone is ENOENT, and so is a name removed, or led
+// to another file, between the open and the flock: the file then had is
+// at no name.
+func TestFlockedNow(t *testing.T) {
+	d, p := tempDir(t)
+	f := filepath.Join(p, "f")
+	write(t, f, "x")
+	if held, err := FlockedNow(d, "f"); held || err != nil {
+		t.Errorf("a free flock: %v, %v; want false, nil", held, err)
+	}
+	a, err := OpenAt(d, "f", unix.O_RDONLY, 0)
+	must(t, err)
+	defer a.Close()
+	must(t, Flock(a, unix.LOCK_EX|unix.LOCK_NB))
+	if held, err := FlockedNow(d, "f"); !held || err != nil {
+		t.Errorf("a flock held: %v, %v; want true, nil", held, err)
+	}
+	must(t, Flock(a, unix.LOCK_UN))
+	if held, err := FlockedNow(d, "gone"); held || !IsNotExist(err) {
+		t.Errorf("no file at the name: %v, %v; want false, ENOENT", held, err)
+	}
+	defer func() { TestHookFlockedNowOpened = nil }()
+	for what, swap := range map[string]func(){
+		"removed":  func() { must(t, os.Remove(f)) },
+		"replaced": func() { write(t, f+".new", "y"); must(t, os.Rename(f+".new", f)) },
+	} {
+		TestHookFlockedNowOpened = func(n string) {
+			if n == "f" {
+				swap()
+			}
+		}
+		if held, err := FlockedNow(d, "f"); held || !IsNotExist(err) {
+			t.Errorf("a file %s between the open and the flock: %v, %v; want false, ENOENT", what, held, err)
+		}
+		TestHookFlockedNowOpened = nil
+		write(t, f, "x")
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
