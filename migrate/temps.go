@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sessdb/db"
 	"sessdb/internal/fsat"
 )
@@ -32,10 +30,13 @@ const tempGrace = time.Minute
 // outlive it, and a later run sweeps what a kill left. It is called with
 // the key's meta.db lock held. A temp changed within tempGrace, or whose
 // flock is held, is a meta.db being made right now, and is left; so is a
-// link or an odd file (check reports it). A temp that is a second name of
-// meta.db (a creation killed between its link and its unlink) needs only
-// the unlink. Errors leave the temp for the next run or check --repair.
-// A dry run (remove false) only lists what would be removed.
+// link or an odd file (check reports it), and one whose flock could not be
+// asked. One whose name is gone once its flock was had (fsat.FlockedNow's
+// ENOENT) was its creator's, linked into place or removed since the
+// listing: neither removed here nor listed. A temp that is a second name
+// of meta.db (a creation killed between its link and its unlink) needs
+// only the unlink. Errors leave the temp for the next run or check
+// --repair. A dry run (remove false) only lists what would be removed.
 func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
@@ -55,8 +56,10 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 			continue
 		}
 		secondName := dberr == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
-		if !secondName && flockHeld(kd, n) {
-			continue
+		if !secondName {
+			if held, err := fsat.FlockedNow(kd, n); held || err != nil {
+				continue // held, not told, or gone since the listing
+			}
 		}
 		if !remove || m.disk.Remove(kd, n) == nil {
 			removed = append(removed, n)
@@ -66,19 +69,4 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 		m.disk.SyncDir(kd)
 	}
 	return removed
-}
-
-// flockHeld reports whether some process holds a flock on kd's file n; a
-// file that cannot be opened counts as held, and is left alone.
-func flockHeld(kd *os.File, n string) bool {
-	f, err := fsat.OpenAt(kd, n, unix.O_RDONLY, 0)
-	if err != nil {
-		return !fsat.IsNotExist(err)
-	}
-	defer f.Close()
-	if err := fsat.Flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true
-	}
-	fsat.Flock(f, unix.LOCK_UN)
-	return false
 }
