@@ -91,7 +91,7 @@ func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
 
 // A meta.db being created is flocked at every step until its temp's name
 // is gone, so that a check or a repair looking at the temp tells it from
-// a crash's debris (store's flockedNow, migrate's flockHeld): before the link, and
+// a crash's debris (fsat.FlockedNow, which store and migrate ask): before the link, and
 // also from the temp's making to bbolt's open of it and from bbolt's
 // Close (which lets go of the flock bbolt took) on, where a check found no
 // flock and took a creation in flight for a stray temp (a problem, exit
