@@ -10,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/faults"
 )
 
 // ensureExists creates meta.db if the name is free. Anything already under
@@ -103,6 +105,9 @@ func create(dirfd int, name string, now time.Time, before func() error, deadline
 	if testHookBeforeLink != nil {
 		testHookBeforeLink()
 	}
+	if err := faults.At(faults.DBCreateBeforeLink); err != nil {
+		return err
+	}
 	// Checked as late as can be: the caller's key dir may have been moved
 	// aside while this open waited for a lock (a quarantine's, on the
 	// meta.db it made for its lock and unlinked again), and the link would
@@ -117,8 +122,13 @@ func create(dirfd int, name string, now time.Time, before func() error, deadline
 	if lerr != nil && !exists {
 		return fmt.Errorf("link %s: %w", tmp, lerr)
 	}
-	if lerr == nil && testHookCreateStep != nil {
-		testHookCreateStep("linked")
+	if lerr == nil {
+		if testHookCreateStep != nil {
+			testHookCreateStep("linked")
+		}
+		if err := faults.At(faults.DBCreateLinked); err != nil {
+			return err // the deferred unlink removes the temp's name
+		}
 	}
 	// After the link the temporary name is a second name of meta.db; after
 	// EEXIST (another writer won, and its file is the one to open) it names

@@ -168,7 +168,17 @@ type deepFunc func(key string) (DeepResult, error)
 // reaped, or failed and removed with the meta.db it made. A temp so
 // listed was reported as a stray temp, a problem that --repair then said
 // was "gone since it was found" (TestChaos).
+//
+// writerMayHold is also true when such a look found a meta.db's creation
+// in flight (creatingDB): between the link of its temp to meta.db and the
+// removal of the temp's name, the one file has two names, which is not
+// judged a hard link. A look that found no writer at the instant after
+// the listing can still meet that second name: the creation linked after
+// that instant, and the look's later question whether a meta.db appeared
+// says no once a failed promotion, or a reap, removed it again. Such a
+// look reported a hard link, a problem nothing had made (TestChaos).
 func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken, writerMayHold bool) {
+	var creating bool // a meta.db's creation in flight was seen
 	names, err := fsat.ReadDirNames(k.dir)
 	switch {
 	case fsat.IsNotExist(err):
@@ -185,6 +195,10 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 	// is the "still there after it").
 	if k.meta == nil {
 		writerMayHold = lockHeldNow(k.dir)
+	}
+	if err := s.fault(faults.CheckAfterKeyListed); err != nil {
+		add(key, KindUnreadable, "%v", err)
+		return true, false
 	}
 	var legacyNames []string
 	now := s.opts.Now()
@@ -203,6 +217,14 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			dbBroken = dbBroken || n == db.FileName
 			continue
 		case fsat.IsRegular(&st) && st.Nlink > 1:
+			if k.meta == nil && (n == db.FileName || strings.HasPrefix(n, db.TempPrefix)) && creatingDB(k.dir, n) {
+				// Its second name is a meta.db's creation in flight (the
+				// temp linked to meta.db, the temp's name not yet
+				// removed), maybe after this look found no writer: not
+				// judged, and the look is made again.
+				creating = true
+				continue
+			}
 			// Not a reason to skip the file: it is still the store's, but
 			// something outside the key dir can change it.
 			f := add(path, KindLink, "a hard link: the file has %d names, so it can change through a path outside the key dir", st.Nlink)
@@ -280,7 +302,26 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 	if len(legacyNames) > 0 && k.layout == LayoutDB {
 		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
 	}
-	return dbBroken, writerMayHold
+	return dbBroken, writerMayHold || creating
+}
+
+// creatingDB reports whether name in kd, a meta.db or a meta.db temp that
+// was found with more than one name by a look holding no lock, is a
+// meta.db's creation in flight rather than a hard link: its creator holds
+// the temp's flock, the same file's, from before the temp's name exists
+// until that name is gone again, so the file is flocked now, or its second
+// name is gone since it was found. Otherwise the other name is not the
+// creation's: a hard link.
+func creatingDB(kd *os.File, name string) bool {
+	held, err := fsat.FlockedNow(kd, name)
+	switch {
+	case held, fsat.IsNotExist(err):
+		return true
+	case err != nil:
+		return false // whether it is held is not known: reported as found
+	}
+	st, err := fsat.LstatAt(kd, name)
+	return fsat.IsNotExist(err) || err == nil && st.Nlink == 1
 }
 
 // lockHeldNow reports whether a writer may hold the lock of the key dir

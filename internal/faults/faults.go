@@ -153,10 +153,25 @@ const (
 	DBOwnFileAfterRename  Point = "db-open/own-file-after-rename"  // the copy renamed over meta.db, the dir not fsynced
 )
 
+// DBCreateBeforeLink and DBCreateLinked are steps of a new meta.db's
+// creation, while its temp's flock is held: the temp whole and durable,
+// not yet linked to meta.db; linked, so that the one file has two names,
+// the temp's not yet removed. A fault at either fails the open; the temp's
+// name is removed, and a meta.db linked stays (whole, with no record).
+const (
+	DBCreateBeforeLink Point = "db-create/before-link"
+	DBCreateLinked     Point = "db-create/linked"
+)
+
 // CheckAfterKeyOpen is where check has opened a key dir (and meta.db, or
 // found it damaged or absent) and has read nothing in it yet: a reap may
 // remove the dir from then on. A fault here is reported as unreadable.
 const CheckAfterKeyOpen Point = "check/after-key-open"
+
+// CheckAfterKeyListed is where check has listed a key dir and, holding
+// no lock of the key, looked whether a writer holds it, and has looked at
+// no entry yet. A fault here is reported as unreadable.
+const CheckAfterKeyListed Point = "check/after-key-listed"
 
 // CheckAfterKeyEntries is where check has looked at every entry of a key
 // dir and judged none of meta.db's contents yet: for a key whose lock it
