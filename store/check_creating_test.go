@@ -4,13 +4,17 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // A new meta.db is made as a temp that is linked to meta.db, and then the
@@ -29,11 +33,16 @@ func TestCheckDoesNotTakeAMetaDBsCreationForAHardLink(t *testing.T) {
 		repair bool
 		fail   bool // the promotion fails after its temp, removing the meta.db it made
 		reap   bool // it lands, and a reap past the TTL removes the key
+		// finishAtFlock: the creation ends (and the promotion with it)
+		// between the look's lstat of the temp and its flock, not after
+		// the look's last entry.
+		finishAtFlock bool
 	}{
 		{name: "failed after the link, check", fail: true},
 		{name: "failed after the link, check --repair", fail: true, repair: true},
 		{name: "landed, then reaped, check", reap: true},
 		{name: "landed, check --repair", repair: true},
+		{name: "landed between the lstat and the flock, then reaped, check", reap: true, finishAtFlock: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
@@ -61,6 +70,20 @@ func TestCheckDoesNotTakeAMetaDBsCreationForAHardLink(t *testing.T) {
 				defer mu.Unlock()
 				seen[p]++
 				return seen[p] == 1
+			}
+			finished := func() {
+				finish <- struct{}{}
+				if o := <-done; o.res.Promoted == tc.fail {
+					t.Errorf("promote: %+v, %v; want promoted %t", o.res, o.err, !tc.fail)
+				}
+			}
+			if tc.finishAtFlock {
+				fsat.TestHookFlockedNowOpened = func(name string) {
+					if strings.HasPrefix(name, db.TempPrefix) && first("flock of the temp") {
+						finished()
+					}
+				}
+				t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
 			}
 			faults.Set(func(p faults.Point) error {
 				switch p {
@@ -95,9 +118,8 @@ func TestCheckDoesNotTakeAMetaDBsCreationForAHardLink(t *testing.T) {
 					if !first(p) {
 						return nil
 					}
-					finish <- struct{}{}
-					if o := <-done; o.res.Promoted == tc.fail {
-						t.Errorf("promote: %+v, %v; want promoted %t", o.res, o.err, !tc.fail)
+					if !tc.finishAtFlock {
+						finished()
 					}
 					if tc.reap {
 						if res, err := ahead.Reap(false); err != nil || len(res.Removed) != 1 {
@@ -115,7 +137,11 @@ func TestCheckDoesNotTakeAMetaDBsCreationForAHardLink(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for _, p := range []faults.Point{faults.CheckAfterKeyListed, faults.DBCreateLinked, faults.CheckAfterKeyEntries} {
+			points := []faults.Point{faults.CheckAfterKeyListed, faults.DBCreateLinked, faults.CheckAfterKeyEntries}
+			if tc.finishAtFlock {
+				points = append(points, "flock of the temp")
+			}
+			for _, p := range points {
 				if seen[p] == 0 {
 					t.Errorf("%s was never reached: the interleaving did not happen", p)
 				}
@@ -151,5 +177,69 @@ func TestCheckOfAKeyWithNoLockReportsAHardLinkedMetaDBTemp(t *testing.T) {
 	}
 	if f := chkFind(found, testKey+"/"+tmp, KindStrayTemp); f == nil {
 		t.Errorf("the temp nobody holds is not reported as a stray: %+v", found)
+	}
+}
+
+// creatingDB tells a meta.db's creation in flight (its temp's flock held
+// from before the temp's name exists until that name is gone) from a hard
+// link, asked of a file found with two names.
+func TestCreatingDBTellsACreationFromAHardLink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// act, after the file got its second name; meanwhile: between
+		// the look's open and its flock.
+		act, meanwhile func(t *testing.T, f *os.File, second string)
+		want           bool
+	}{
+		{name: "its flock held", want: true, act: func(t *testing.T, f *os.File, _ string) {
+			if err := fsat.Flock(f, unix.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "no flock: a hard link", want: false},
+		{name: "its name gone", want: true, act: func(t *testing.T, f *os.File, _ string) {
+			if err := os.Remove(f.Name()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "its second name gone before the flock", want: true, meanwhile: func(t *testing.T, _ *os.File, second string) {
+			if err := os.Remove(second); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "its name gone before the flock", want: true, meanwhile: func(t *testing.T, f *os.File, _ string) {
+			if err := os.Remove(f.Name()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, db.FileName)
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			second := filepath.Join(dir, db.TempPrefix+"00000000000000af")
+			if err := os.Link(p, second); err != nil {
+				t.Fatal(err)
+			}
+			if tc.act != nil {
+				tc.act(t, f, second)
+			}
+			if tc.meanwhile != nil {
+				fsat.TestHookFlockedNowOpened = func(string) { tc.meanwhile(t, f, second) }
+				defer func() { fsat.TestHookFlockedNowOpened = nil }()
+			}
+			kd, err := fsat.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kd.Close()
+			if got := creatingDB(kd, db.FileName); got != tc.want {
+				t.Errorf("creatingDB: %t, want %t", got, tc.want)
+			}
+		})
 	}
 }

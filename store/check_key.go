@@ -169,16 +169,15 @@ type deepFunc func(key string) (DeepResult, error)
 // listed was reported as a stray temp, a problem that --repair then said
 // was "gone since it was found" (TestChaos).
 //
-// writerMayHold is also true when such a look found a meta.db's creation
-// in flight (creatingDB): between the link of its temp to meta.db and the
-// removal of the temp's name, the one file has two names, which is not
-// judged a hard link. A look that found no writer at the instant after
-// the listing can still meet that second name: the creation linked after
-// that instant, and the look's later question whether a meta.db appeared
-// says no once a failed promotion, or a reap, removed it again. Such a
-// look reported a hard link, a problem nothing had made (TestChaos).
+// Such a look does not judge a meta.db's creation in flight (creatingDB)
+// a hard link: between the link of its temp to meta.db and the removal of
+// the temp's name, the one file has two names. A look that found no
+// writer at the instant after the listing can still meet that second
+// name: the creation linked after that instant, and the look's later
+// question whether a meta.db appeared says no once a failed promotion, or
+// a reap, removed it again. Such a look reported a hard link, a problem
+// nothing had made (TestChaos).
 func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken, writerMayHold bool) {
-	var creating bool // a meta.db's creation in flight was seen
 	names, err := fsat.ReadDirNames(k.dir)
 	switch {
 	case fsat.IsNotExist(err):
@@ -221,9 +220,10 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				// Its second name is a meta.db's creation in flight (the
 				// temp linked to meta.db, the temp's name not yet
 				// removed), maybe after this look found no writer: not
-				// judged, and the look is made again.
-				creating = true
-				continue
+				// judged a hard link. The meta.db it made is judged by the
+				// look made again when one appeared (examineKey), the temp
+				// as a temp below.
+				break
 			}
 			// Not a reason to skip the file: it is still the store's, but
 			// something outside the key dir can change it.
@@ -302,7 +302,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 	if len(legacyNames) > 0 && k.layout == LayoutDB {
 		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
 	}
-	return dbBroken, writerMayHold || creating
+	return dbBroken, writerMayHold
 }
 
 // creatingDB reports whether name in kd, a meta.db or a meta.db temp that
