@@ -222,6 +222,21 @@ func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
 	return flockUntil(fd, write, deadline)
 }
 
+// LockShared is LockExclusive's shared form, for a look that writes
+// nothing and must wait until no writer holds the key's lock: store's
+// check, at a reap-owned dir found with no meta.db, waits for the lock
+// that a reap renaming the key dir there in two steps holds. Closing f
+// releases it.
+func LockShared(dir, f *os.File, timeout time.Duration) error {
+	err := flockGated(int(dir.Fd()), int(f.Fd()), false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	runtime.KeepAlive(dir)
+	runtime.KeepAlive(f)
+	if err != nil {
+		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
 // LockExclusive takes the exclusive flock of f, dir's meta.db as its
 // caller opened it, the way a writer's open takes it: through dir's
 // turnstile (see flockGated), waiting at most timeout (0 or less means

@@ -287,16 +287,58 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 // second look found it gone too: nothing to report, as of a name removed
 // since the listing. Otherwise what the last look found is returned, as
 // reapedState returns it.
+//
+// A dir found with no meta.db may be a reap's at work too, where the
+// system has no atomic no-replace rename (FreeBSD, an NFS client):
+// renameDirNoReplace makes an empty dir at the reap-owned name, then
+// renames the key dir over it, both under the key's lock, the flock of
+// the meta.db at the key's name. Such a dir is looked at again once that
+// lock is free (waitForKeyLock): by then the rename is done, and the dir
+// is the key dir the reap is removing, or gone. Without that wait a look
+// in between reported an interrupted reap, a problem, of a reap at work.
 func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *db.DB, gen uint64, landed, gone bool, err error) {
-	for look := 1; ; look++ {
+	waited := false
+	for missing := 0; ; {
 		kd, d, gen, landed, err = s.reapedState(root, name, false)
+		if err == nil && d == nil && !waited {
+			waited = true
+			kd.Close()
+			if err := s.fault(faults.CheckReapedNoMeta); err != nil {
+				return nil, nil, 0, false, false, err
+			}
+			key, _ := ReapedKey(name)
+			s.waitForKeyLock(root, key)
+			continue
+		}
 		if !fsat.IsNotExist(err) {
 			return kd, d, gen, landed, false, err
 		}
-		if look == 2 {
+		if missing++; missing == 2 {
 			return nil, nil, 0, false, true, err
 		}
 	}
+}
+
+// waitForKeyLock waits, at most LockTimeout, until no writer holds the
+// lock of key's dir under root (the flock of its meta.db, a regular
+// file), and lets go of it at once. A key with no dir, or no meta.db
+// there, holds no lock: nothing is waited for. Had or not, the caller
+// looks again; it never writes.
+func (s *Store) waitForKeyLock(root *os.File, key string) {
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return
+	}
+	defer kd.Close()
+	if st, err := fsat.LstatAt(kd, db.FileName); err != nil || !fsat.IsRegular(&st) {
+		return // a link, a FIFO: nothing a writer locks
+	}
+	f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	db.LockShared(kd, f, s.opts.LockTimeout)
 }
 
 // finishReaped finishes what an interrupted reap left: the reap-owned dir

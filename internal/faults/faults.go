@@ -173,6 +173,13 @@ const CheckAfterKeyOpen Point = "check/after-key-open"
 // no entry yet. A fault here is reported as unreadable.
 const CheckAfterKeyListed Point = "check/after-key-listed"
 
+// CheckReapedNoMeta is where check (or dump) has found a reap-owned dir
+// with no meta.db in it, and has not yet waited for the lock of the key
+// it carries: a reap renaming the key dir there in two steps (no atomic
+// no-replace rename) made it empty and renames the key dir over it next.
+// A fault here is reported as the dir's unreadable meta.db.
+const CheckReapedNoMeta Point = "check/reaped-no-meta"
+
 // CheckAfterKeyEntries is where check has looked at every entry of a key
 // dir and judged none of meta.db's contents yet: for a key whose lock it
 // does not hold (no meta.db, or one it could not open), a writer may come

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+	"sessdb/internal/durable"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+)
+
+// linkFallback is the disk of a system with no atomic no-replace rename
+// (FreeBSD always; an NFS or CephFS client on Linux), with a step between
+// the fallback's two: fsat.RenameNoReplace links to to and unlinks from,
+// so that a file has two names for an instant, and a directory, which
+// refuses the link (EPERM), is renamed in two steps by its caller (an
+// empty dir made at to, then the dir renamed over it). between(from, to)
+// runs once the file has its second name, before the first goes; mkdirred
+// once such an empty dir is made, before anything is renamed over it.
+type linkFallback struct {
+	durable.Disk
+	between  func(from, to string)
+	mkdirred func(name string)
+}
+
+func (d linkFallback) RenameNoReplace(dir *os.File, from, to string) error {
+	if err := unix.Linkat(int(dir.Fd()), from, int(dir.Fd()), to, 0); err != nil {
+		return &os.LinkError{Op: "rename", Old: fsat.Join(dir, from), New: fsat.Join(dir, to), Err: err}
+	}
+	if d.between != nil {
+		d.between(from, to)
+	}
+	if err := unix.Unlinkat(int(dir.Fd()), from, 0); err != nil {
+		return &os.LinkError{Op: "rename", Old: fsat.Join(dir, from), New: fsat.Join(dir, to), Err: err}
+	}
+	return nil
+}
+
+func (d linkFallback) Mkdir(dir *os.File, name string, perm uint32) (bool, error) {
+	made, err := d.Disk.Mkdir(dir, name, perm)
+	if made && err == nil && d.mkdirred != nil {
+		d.mkdirred(name)
+	}
+	return made, err
+}
+
+// noProblems fails t for each problem in found, naming what looked.
+func noProblems(t *testing.T, who string, found []Finding) {
+	t.Helper()
+	for _, f := range found {
+		if f.Severity == SeverityProblem {
+			t.Errorf("%s found %s %s: %s", who, f.Kind, f.Path, f.Detail)
+		}
+	}
+}
+
+// check --repair moves a damaged meta.db aside under the file's exclusive
+// flock. Where the system has no atomic no-replace rename the move is a
+// link to the aside name and the unlink of meta.db: for an instant the
+// damaged file has two names, meta.db and meta.db.damaged-<time>. Another
+// check (an operator's beside a cron's) that found the meta.db damaged
+// holds no lock of the key, and its look can fall in that instant. It
+// judged the aside name a hard link, a problem nothing had made.
+func TestCheckDoesNotTakeAMoveAsideInFlightForAHardLink(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "asideinflight")
+	if err := os.Truncate(chkDB(root, key), 0); err != nil {
+		t.Fatal(err)
+	}
+	other, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other check opens the key first and finds meta.db damaged (so
+	// it holds no lock); the repair then runs whole, and its move's two
+	// names are what the other check's look at each name meets.
+	opened, goOn, looked := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	opens, between := 0, false
+	faults.Set(func(p faults.Point) error {
+		mu.Lock()
+		switch p {
+		case faults.CheckAfterKeyOpen:
+			opens++
+			if opens == 1 {
+				mu.Unlock()
+				opened <- struct{}{}
+				<-goOn
+				return nil
+			}
+		case faults.CheckAfterKeyEntries:
+			if between {
+				between = false
+				mu.Unlock()
+				looked <- struct{}{}
+				return nil
+			}
+		}
+		mu.Unlock()
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	seenc := make(chan []Finding, 1)
+	go func() {
+		var found []Finding
+		_, err := other.Check(context.Background(), CheckOptions{}, func(f Finding) error { found = append(found, f); return nil })
+		if err != nil {
+			t.Error(err)
+		}
+		seenc <- found
+	}()
+	<-opened
+	linked := false
+	s.disk = diskWrites{linkFallback{between: func(from, to string) {
+		if linked {
+			return
+		}
+		linked = true
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(root, key, to), &st); err != nil || st.Nlink != 2 {
+			t.Errorf("between the link and the unlink: %s has %d names (%v), want 2", to, st.Nlink, err)
+		}
+		mu.Lock()
+		between = true
+		mu.Unlock()
+		goOn <- struct{}{}
+		<-looked
+	}}}
+	found, _ := chkRun(t, s, true)
+	seen := <-seenc
+	faults.Set(nil)
+	if !linked {
+		t.Fatal("the move aside's link fallback was never taken")
+	}
+	if f := chkFind(found, key+"/meta.db", KindMetaDamaged); f == nil || !f.Repaired {
+		t.Fatalf("the repair did not move meta.db aside: %+v", found)
+	}
+	noProblems(t, "the check during the move", unlessKind(seen, KindMetaDamaged))
+	// What it found the file to be: damaged at meta.db, or moved aside.
+	if chkFind(seen, key+"/meta.db", KindMetaDamaged) == nil && len(kindsOf(seen, KindMovedAside)) != 1 {
+		t.Errorf("the check during the move found neither the damage nor the file moved aside: %+v", seen)
+	}
+	// Once moved, a real second name is still a hard link.
+	aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*"))
+	if len(aside) != 1 {
+		t.Fatalf("moved aside %d times: %v", len(aside), aside)
+	}
+	if err := os.Link(aside[0], filepath.Join(t.TempDir(), "outside")); err != nil {
+		t.Fatal(err)
+	}
+	after := checkFindings(t, other, CheckOptions{})
+	if chkFind(after, key+"/"+filepath.Base(aside[0]), KindLink) == nil {
+		t.Errorf("a moved-aside meta.db hard-linked outside the key dir is not reported: %+v", after)
+	}
+}
+
+// kindsOf is the findings of kind k in found.
+func kindsOf(found []Finding, k Kind) []Finding {
+	var out []Finding
+	for _, f := range found {
+		if f.Kind == k {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// unlessKind is found without the findings of kind k.
+func unlessKind(found []Finding, k Kind) []Finding {
+	var out []Finding
+	for _, f := range found {
+		if f.Kind != k {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// A reap renames the key dir it removes aside to a reap-owned name, under
+// the key's lock. Where the system has no atomic no-replace rename, a
+// directory is renamed in two steps: an empty dir made at the reap-owned
+// name, then the key dir renamed over it. A check that looks at the
+// reap-owned name in between finds an empty dir under a reap's name, as a
+// reap killed there leaves one. It reported a reap that was interrupted,
+// a problem, for a reap at work.
+func TestCheckDoesNotTakeAReapsRenameInFlightForAnInterruptedReap(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
+	chkKey(t, s, "reapinflight")
+	ahead, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The look runs beside the reap: it finds the empty dir the reap
+	// made at its name, and the reap goes on (renames the key dir over
+	// it, removes it) while the look decides what that dir is.
+	made, looked := false, make(chan struct{}, 1)
+	done := make(chan []Finding, 1)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.CheckReapedNoMeta {
+			select {
+			case looked <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	ahead.disk = diskWrites{linkFallback{mkdirred: func(name string) {
+		if _, ok := ReapedKey(name); !ok || made {
+			return
+		}
+		made = true
+		go func() {
+			rd, err := fsat.OpenDir(root)
+			if err != nil {
+				t.Error(err)
+				done <- nil
+				return
+			}
+			defer rd.Close()
+			// The look at the reap-owned name alone: the key dir's own
+			// look waits for the lock the reap holds.
+			seen, err := s.examine(context.Background(), rd, name, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- seen
+		}()
+		select {
+		case <-looked: // it found no meta.db there
+		case seen := <-done: // it judged the empty dir whole
+			done <- seen
+		}
+	}}}
+	res, err := ahead.Reap(false)
+	if err != nil || len(res.Removed) != 1 {
+		t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
+	}
+	if !made {
+		t.Fatal("the reap's two-step rename was never taken")
+	}
+	noProblems(t, "the look during the reap's rename", <-done)
+	if _, err := os.Lstat(filepath.Join(root, res.Removed[0])); !os.IsNotExist(err) {
+		t.Errorf("the reaped key after the reap: %v", err)
+	}
+}
+
+// The other side: an empty dir under a reap's name that no reap is
+// renaming a key dir into (a reap killed between its two steps, or after
+// it removed meta.db and before the dir) is still an interrupted reap,
+// whether the key's dir is there, with its lock free, or not.
+func TestCheckReportsAnEmptyReapedDirNoReapIsAt(t *testing.T) {
+	for _, keyThere := range []bool{true, false} {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		key := chkKey(t, s, "emptyreaped")
+		if !keyThere {
+			if err := os.RemoveAll(filepath.Join(root, key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reaped := ReapedPrefix + key + "-0123456789abcdef"
+		if err := os.Mkdir(filepath.Join(root, reaped), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		found := checkFindings(t, s, CheckOptions{})
+		if f := chkFind(found, reaped, KindReapInterrupted); f == nil || f.Key != key {
+			t.Errorf("key dir there %t: the empty reaped dir is not an interrupted reap: %+v", keyThere, found)
+		}
+	}
+}
