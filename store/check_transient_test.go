@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
@@ -191,64 +193,95 @@ func unlessKind(found []Finding, k Kind) []Finding {
 // reap killed there leaves one. It reported a reap that was interrupted,
 // a problem, for a reap at work.
 func TestCheckDoesNotTakeAReapsRenameInFlightForAnInterruptedReap(t *testing.T) {
-	s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
-	chkKey(t, s, "reapinflight")
-	ahead, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The look runs beside the reap: it finds the empty dir the reap
-	// made at its name, and the reap goes on (renames the key dir over
-	// it, removes it) while the look decides what that dir is.
-	made, looked := false, make(chan struct{}, 1)
-	done := make(chan []Finding, 1)
-	faults.Set(func(p faults.Point) error {
-		if p == faults.CheckReapedNoMeta {
-			select {
-			case looked <- struct{}{}:
-			default:
+	for _, look := range []struct {
+		name string
+		// problems is what the look at the reap-owned name alone says
+		// is wrong (the key dir's own look waits for the lock the reap
+		// holds).
+		problems func(s *Store, rd *os.File, name string) ([]string, error)
+	}{
+		{"check", func(s *Store, rd *os.File, name string) ([]string, error) {
+			found, err := s.examine(context.Background(), rd, name, nil)
+			var out []string
+			for _, f := range found {
+				if f.Severity == SeverityProblem {
+					out = append(out, string(f.Kind)+" "+f.Path+": "+f.Detail)
+				}
 			}
-		}
-		return nil
-	})
-	t.Cleanup(func() { faults.Set(nil) })
-	ahead.disk = diskWrites{linkFallback{mkdirred: func(name string) {
-		if _, ok := ReapedKey(name); !ok || made {
-			return
-		}
-		made = true
-		go func() {
-			rd, err := fsat.OpenDir(root)
+			return out, err
+		}},
+		{"dump", func(s *Store, rd *os.File, name string) ([]string, error) {
+			// A reap's name at work reads "not a key", as any name not
+			// a key's; an interrupted reap is its own problem.
+			r, err := s.inspectKey(context.Background(), rd, name, InspectOptions{})
+			if r.Problem != "not a key" {
+				return []string{r.Name + ": " + r.Problem}, err
+			}
+			return nil, err
+		}},
+	} {
+		t.Run(look.name, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
+			chkKey(t, s, "reapinflight")
+			ahead, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
 			if err != nil {
-				t.Error(err)
-				done <- nil
-				return
+				t.Fatal(err)
 			}
-			defer rd.Close()
-			// The look at the reap-owned name alone: the key dir's own
-			// look waits for the lock the reap holds.
-			seen, err := s.examine(context.Background(), rd, name, nil)
-			if err != nil {
-				t.Error(err)
+			// The look runs beside the reap: it finds the empty dir the
+			// reap made at its name, and the reap goes on (renames the key
+			// dir over it, removes it) while the look decides what that
+			// dir is.
+			made, looked := false, make(chan struct{}, 1)
+			done := make(chan []string, 1)
+			faults.Set(func(p faults.Point) error {
+				if p == faults.CheckReapedNoMeta {
+					select {
+					case looked <- struct{}{}:
+					default:
+					}
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			ahead.disk = diskWrites{linkFallback{mkdirred: func(name string) {
+				if _, ok := ReapedKey(name); !ok || made {
+					return
+				}
+				made = true
+				go func() {
+					rd, err := fsat.OpenDir(root)
+					if err != nil {
+						t.Error(err)
+						done <- nil
+						return
+					}
+					defer rd.Close()
+					problems, err := look.problems(s, rd, name)
+					if err != nil {
+						t.Error(err)
+					}
+					done <- problems
+				}()
+				select {
+				case <-looked: // it found no meta.db there
+				case problems := <-done: // it judged the empty dir whole
+					done <- problems
+				}
+			}}}
+			res, err := ahead.Reap(false)
+			if err != nil || len(res.Removed) != 1 {
+				t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
 			}
-			done <- seen
-		}()
-		select {
-		case <-looked: // it found no meta.db there
-		case seen := <-done: // it judged the empty dir whole
-			done <- seen
-		}
-	}}}
-	res, err := ahead.Reap(false)
-	if err != nil || len(res.Removed) != 1 {
-		t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
-	}
-	if !made {
-		t.Fatal("the reap's two-step rename was never taken")
-	}
-	noProblems(t, "the look during the reap's rename", <-done)
-	if _, err := os.Lstat(filepath.Join(root, res.Removed[0])); !os.IsNotExist(err) {
-		t.Errorf("the reaped key after the reap: %v", err)
+			if !made {
+				t.Fatal("the reap's two-step rename was never taken")
+			}
+			for _, p := range <-done {
+				t.Errorf("the %s during the reap's rename found %s", look.name, p)
+			}
+			if _, err := os.Lstat(filepath.Join(root, res.Removed[0])); !os.IsNotExist(err) {
+				t.Errorf("the reaped key after the reap: %v", err)
+			}
+		})
 	}
 }
 
@@ -273,5 +306,119 @@ func TestCheckReportsAnEmptyReapedDirNoReapIsAt(t *testing.T) {
 		if f := chkFind(found, reaped, KindReapInterrupted); f == nil || f.Key != key {
 			t.Errorf("key dir there %t: the empty reaped dir is not an interrupted reap: %+v", keyThere, found)
 		}
+	}
+}
+
+// A look that holds no lock and finds a writer holding the key's lock is
+// made again, up to maxKeyReads looks; what the last one found is what
+// check reports, its promotion temps not judged. A meta.db's creation in
+// flight that each look meets (a first promotion that makes meta.db and
+// fails, removing it, once per look) leaves the last look listing meta.db
+// and the creation's temp while the one file has two names: neither is a
+// hard link (creatingDB), in the last look too.
+func TestTheLastLookDoesNotTakeAMetaDBsCreationForAHardLink(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	if err := os.MkdirAll(filepath.Join(root, testKey), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var sessions []Session
+	for range maxKeyReads {
+		sess, jobDir := mustResolve(t, s, testKey, localJob())
+		stage(t, jobDir, append(transcriptBytes(clock.now), entryLine("first")...))
+		sessions = append(sessions, sess)
+	}
+	linked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan PromoteResult, 1)
+	var mu sync.Mutex
+	opens, entries := 0, 0
+	faults.Set(func(p faults.Point) error {
+		switch p {
+		case faults.CheckAfterKeyOpen: // no meta.db: no lock held
+			mu.Lock()
+			opens++
+			n := opens
+			mu.Unlock()
+			if n <= maxKeyReads {
+				go func() {
+					res, err := s.Promote(sessions[n-1], PromoteRequest{PiVersion: testPi})
+					if err == nil || res.Promoted {
+						t.Errorf("promotion %d: %+v, %v; want it failed", n, res, err)
+					}
+					done <- res
+				}()
+				<-linked // meta.db and its temp: one file, two names
+			}
+		case faults.DBCreateLinked:
+			linked <- struct{}{}
+			<-release
+		case faults.PromoteAfterTempWrite:
+			return errors.New("injected: no space left on device")
+		case faults.CheckAfterKeyEntries: // each name looked at
+			mu.Lock()
+			entries++
+			mu.Unlock()
+			release <- struct{}{}
+			<-done // failed, and the meta.db it made removed
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found := checkFindings(t, s, CheckOptions{})
+	faults.Set(nil)
+	noProblems(t, "the last look", found)
+	if opens != maxKeyReads || entries != maxKeyReads {
+		t.Errorf("%d looks opened the key, %d looked at its names; want %d each", opens, entries, maxKeyReads)
+	}
+	if _, err := os.Lstat(filepath.Join(root, testKey, db.FileName)); !os.IsNotExist(err) {
+		t.Errorf("meta.db after the failed promotions: %v; want it gone", err)
+	}
+}
+
+// A meta.db temp whose second name is gone by the time the look asks
+// creatingDB (meta.db removed) is not judged a hard link, but it is still
+// judged as a temp: one at its name with no flock, nobody's creation, is
+// a stray (b5f000d). Here the pair is made by hand after the look's open
+// found no meta.db, as a creation killed between its link and its unlink
+// leaves it, and meta.db is removed in the look's flock of the temp.
+func TestATempWhoseSecondNameWentIsJudgedAsATemp(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	kd := filepath.Join(root, testKey)
+	if err := os.MkdirAll(kd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	temp := db.TempPrefix + "00000000000000af"
+	made := false
+	faults.Set(func(p faults.Point) error {
+		if p == faults.CheckAfterKeyOpen && !made {
+			made = true
+			if err := os.WriteFile(filepath.Join(kd, db.FileName), nil, 0o600); err != nil {
+				t.Error(err)
+			}
+			if err := os.Link(filepath.Join(kd, db.FileName), filepath.Join(kd, temp)); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	removed := false
+	fsat.TestHookFlockedNowOpened = func(name string) {
+		if name == temp && !removed {
+			removed = true
+			if err := os.Remove(filepath.Join(kd, db.FileName)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
+	found := checkFindings(t, s, CheckOptions{})
+	if !made || !removed {
+		t.Fatalf("made %t, meta.db removed in the flock %t", made, removed)
+	}
+	if f := chkFind(found, testKey+"/"+temp, KindStrayTemp); f == nil {
+		t.Errorf("the temp left with one name is not a stray temp: %+v", found)
+	}
+	if f := chkFind(found, testKey+"/"+temp, KindLink); f != nil {
+		t.Errorf("a temp whose second name went is judged a hard link: %+v", f)
 	}
 }
