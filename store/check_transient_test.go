@@ -422,3 +422,77 @@ func TestATempWhoseSecondNameWentIsJudgedAsATemp(t *testing.T) {
 		t.Errorf("a temp whose second name went is judged a hard link: %+v", f)
 	}
 }
+
+// A reap-owned dir a promotion landed in is moved back to its key by the
+// next reap (or check --repair), under its meta.db's exclusive lock. A
+// look at it (check's, dump's) opens the dir and then waits for that
+// lock; one that opened it before such a move reads it after, at the
+// key's name, and reported an interrupted reap, a problem, of a dir no
+// longer at the reap's name: the key is whole and resolves.
+func TestCheckDoesNotTakeAReapedDirRestoredMeanwhileForAnInterruptedReap(t *testing.T) {
+	for _, look := range []struct {
+		name     string
+		problems func(s *Store, rd *os.File, name string) ([]string, error)
+	}{
+		{"check", func(s *Store, rd *os.File, name string) ([]string, error) {
+			found, err := s.examine(context.Background(), rd, name, nil)
+			var out []string
+			for _, f := range found {
+				if f.Severity == SeverityProblem {
+					out = append(out, string(f.Kind)+" "+f.Path+": "+f.Detail)
+				}
+			}
+			return out, err
+		}},
+		{"dump", func(s *Store, rd *os.File, name string) ([]string, error) {
+			r, err := s.inspectKey(context.Background(), rd, name, InspectOptions{})
+			if r.Problem != "not a key" {
+				return []string{r.Name + ": " + r.Problem}, err
+			}
+			return nil, err
+		}},
+	} {
+		t.Run(look.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{TTL: time.Hour})
+			key := chkKey(t, s, "restoredmeanwhile")
+			// As a reap killed after its rename leaves it, and a
+			// promotion that waited for the lock landed in it: its
+			// history has no reaping entry after that promotion.
+			reaped := ReapedPrefix + key + "-0123456789abcdef"
+			if err := os.Rename(filepath.Join(root, key), filepath.Join(root, reaped)); err != nil {
+				t.Fatal(err)
+			}
+			restored := false
+			faults.Set(func(p faults.Point) error {
+				if p == faults.CheckReapedDirOpen && !restored {
+					restored = true
+					res, err := s.Reap(false)
+					if err != nil || len(res.Restored) != 1 {
+						t.Errorf("the reap meanwhile: %+v, %v; want %s restored", res, err, reaped)
+					}
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			rd, err := fsat.OpenDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			problems, err := look.problems(s, rd, reaped)
+			faults.Set(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !restored {
+				t.Fatal("the look never opened the reap-owned dir")
+			}
+			for _, p := range problems {
+				t.Errorf("the %s of a reaped dir moved back meanwhile found %s", look.name, p)
+			}
+			if st, err := os.Lstat(filepath.Join(root, key, db.FileName)); err != nil || !st.Mode().IsRegular() {
+				t.Errorf("the key after the reap moved it back: %v", err)
+			}
+		})
+	}
+}

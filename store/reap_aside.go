@@ -245,6 +245,12 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 	if err != nil {
 		return nil, nil, 0, false, err
 	}
+	if !write {
+		if err := s.fault(faults.CheckReapedDirOpen); err != nil {
+			kd.Close()
+			return nil, nil, 0, false, err
+		}
+	}
 	st, err := fsat.LstatAt(kd, db.FileName)
 	switch {
 	case fsat.IsNotExist(err):
@@ -296,6 +302,13 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 // lock is free (waitForKeyLock): by then the rename is done, and the dir
 // is the key dir the reap is removing, or gone. Without that wait a look
 // in between reported an interrupted reap, a problem, of a reap at work.
+//
+// A dir read under its meta.db's lock is still to be at name once read:
+// a reap, or check --repair, that moves a dir a promotion landed in back
+// to its key holds that lock until it has, and a look that opened the
+// dir before then read the key's dir after, and reported an interrupted
+// reap of a dir at its key. It is looked at again, as a name removed
+// since the listing.
 func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *db.DB, gen uint64, landed, gone bool, err error) {
 	waited := false
 	for missing := 0; ; {
@@ -310,6 +323,15 @@ func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *
 			s.waitForKeyLock(root, key)
 			continue
 		}
+		if err == nil && !stillAt(root, name, kd) {
+			// Moved back to its key (or away) once read: what was read
+			// is no longer at the reap's name, as if removed since.
+			if d != nil {
+				d.Close()
+			}
+			kd.Close()
+			err = &os.PathError{Op: "look", Path: fsat.Join(root, name), Err: unix.ENOENT}
+		}
 		if !fsat.IsNotExist(err) {
 			return kd, d, gen, landed, false, err
 		}
@@ -317,6 +339,20 @@ func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *
 			return nil, nil, 0, false, true, err
 		}
 	}
+}
+
+// stillAt reports whether name under root is still the dir kd. Asked
+// once a look has read a reap-owned dir under its lock: a reap, or check
+// --repair, that moved the dir back to its key (a promotion landed in it)
+// held that lock until it had, and the look then read the key's dir,
+// through the descriptor it opened at the reap's name.
+func stillAt(root *os.File, name string, kd *os.File) bool {
+	held, err := fsat.Fstat(kd)
+	if err != nil {
+		return true // not known: what was read stands
+	}
+	now, err := fsat.LstatAt(root, name)
+	return err == nil && now.Dev == held.Dev && now.Ino == held.Ino || err != nil && !fsat.IsNotExist(err)
 }
 
 // waitForKeyLock waits, at most LockTimeout, until no writer holds the

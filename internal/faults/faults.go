@@ -173,6 +173,12 @@ const CheckAfterKeyOpen Point = "check/after-key-open"
 // no entry yet. A fault here is reported as unreadable.
 const CheckAfterKeyListed Point = "check/after-key-listed"
 
+// CheckReapedDirOpen is where check (or dump) has opened a reap-owned
+// dir and taken no lock of it yet: a reap, or check --repair, may move it
+// back to its key from then on (a promotion landed in it). A fault here
+// is reported as the dir's unreadable meta.db.
+const CheckReapedDirOpen Point = "check/reaped-dir-open"
+
 // CheckReapedNoMeta is where check (or dump) has found a reap-owned dir
 // with no meta.db in it, and has not yet waited for the lock of the key
 // it carries: a reap renaming the key dir there in two steps (no atomic
