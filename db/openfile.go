@@ -227,15 +227,7 @@ func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
 // check, at a reap-owned dir found with no meta.db, waits for the lock
 // that a reap renaming the key dir there in two steps holds. Closing f
 // releases it.
-func LockShared(dir, f *os.File, timeout time.Duration) error {
-	err := flockGated(int(dir.Fd()), int(f.Fd()), false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
-	runtime.KeepAlive(dir)
-	runtime.KeepAlive(f)
-	if err != nil {
-		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
-	}
-	return nil
-}
+func LockShared(dir, f *os.File, timeout time.Duration) error { return lockAs(dir, f, false, timeout) }
 
 // LockExclusive takes the exclusive flock of f, dir's meta.db as its
 // caller opened it, the way a writer's open takes it: through dir's
@@ -244,7 +236,12 @@ func LockShared(dir, f *os.File, timeout time.Duration) error {
 // opened, one no open would accept (check --repair moves a damaged meta.db
 // aside under its lock). Closing f releases it.
 func LockExclusive(dir, f *os.File, timeout time.Duration) error {
-	err := flockGated(int(dir.Fd()), int(f.Fd()), true, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	return lockAs(dir, f, true, timeout)
+}
+
+// lockAs is LockExclusive (write) and LockShared.
+func lockAs(dir, f *os.File, write bool, timeout time.Duration) error {
+	err := flockGated(int(dir.Fd()), int(f.Fd()), write, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
 	runtime.KeepAlive(dir)
 	runtime.KeepAlive(f)
 	if err != nil {

@@ -168,9 +168,9 @@ const (
 // remove the dir from then on. A fault here is reported as unreadable.
 const CheckAfterKeyOpen Point = "check/after-key-open"
 
-// CheckAfterKeyListed is where check has listed a key dir and, holding
-// no lock of the key, looked whether a writer holds it, and has looked at
-// no entry yet. A fault here is reported as unreadable.
+// CheckAfterKeyListed is where check has listed a key dir (and, where it
+// holds no lock of the key, looked whether a writer holds it) and has
+// looked at no entry yet. A fault here is reported as unreadable.
 const CheckAfterKeyListed Point = "check/after-key-listed"
 
 // CheckReapedDirOpen is where check (or dump) has opened a reap-owned
