@@ -332,9 +332,9 @@ func creatingDB(kd *os.File, name string) bool {
 // for the lock is kept out no longer than the two calls); true otherwise,
 // and where it could not be told (an open or a flock that failed).
 // Whether the name still leads to the file locked does not matter
-// (FlockedNow's ENOENT is false too): a writer that holds another file took it once that file was
-// at the name, after the open, so after the listing, and wrote no temp
-// listed.
+// (FlockedNow's ENOENT is false too): a writer that holds another file
+// took it once that file was at the name, after the open, so after the
+// listing, and wrote no temp listed.
 func lockHeldNow(kd *os.File) bool {
 	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && !fsat.IsRegular(&st) {
 		return false // a link, a FIFO: nothing a writer locks

@@ -185,6 +185,33 @@ func unlessKind(found []Finding, k Kind) []Finding {
 	return out
 }
 
+// reapedNameLooks are the two looks at a reap-owned name, check's and
+// dump's; problems is what the look at that name alone says is wrong.
+var reapedNameLooks = []struct {
+	name     string
+	problems func(s *Store, rd *os.File, name string) ([]string, error)
+}{
+	{"check", func(s *Store, rd *os.File, name string) ([]string, error) {
+		found, err := s.examine(context.Background(), rd, name, nil)
+		var out []string
+		for _, f := range found {
+			if f.Severity == SeverityProblem {
+				out = append(out, string(f.Kind)+" "+f.Path+": "+f.Detail)
+			}
+		}
+		return out, err
+	}},
+	{"dump", func(s *Store, rd *os.File, name string) ([]string, error) {
+		// Any name not a key's reads "not a key" (a reap's at work
+		// included); an interrupted reap is its own problem.
+		r, err := s.inspectKey(context.Background(), rd, name, InspectOptions{})
+		if r.Problem != "not a key" {
+			return []string{r.Name + ": " + r.Problem}, err
+		}
+		return nil, err
+	}},
+}
+
 // A reap renames the key dir it removes aside to a reap-owned name, under
 // the key's lock. Where the system has no atomic no-replace rename, a
 // directory is renamed in two steps: an empty dir made at the reap-owned
@@ -193,33 +220,9 @@ func unlessKind(found []Finding, k Kind) []Finding {
 // reap killed there leaves one. It reported a reap that was interrupted,
 // a problem, for a reap at work.
 func TestCheckDoesNotTakeAReapsRenameInFlightForAnInterruptedReap(t *testing.T) {
-	for _, look := range []struct {
-		name string
-		// problems is what the look at the reap-owned name alone says
-		// is wrong (the key dir's own look waits for the lock the reap
-		// holds).
-		problems func(s *Store, rd *os.File, name string) ([]string, error)
-	}{
-		{"check", func(s *Store, rd *os.File, name string) ([]string, error) {
-			found, err := s.examine(context.Background(), rd, name, nil)
-			var out []string
-			for _, f := range found {
-				if f.Severity == SeverityProblem {
-					out = append(out, string(f.Kind)+" "+f.Path+": "+f.Detail)
-				}
-			}
-			return out, err
-		}},
-		{"dump", func(s *Store, rd *os.File, name string) ([]string, error) {
-			// A reap's name at work reads "not a key", as any name not
-			// a key's; an interrupted reap is its own problem.
-			r, err := s.inspectKey(context.Background(), rd, name, InspectOptions{})
-			if r.Problem != "not a key" {
-				return []string{r.Name + ": " + r.Problem}, err
-			}
-			return nil, err
-		}},
-	} {
+	// Only the reap-owned name is looked at: the key dir's own look
+	// waits for the lock the reap holds.
+	for _, look := range reapedNameLooks {
 		t.Run(look.name, func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
 			chkKey(t, s, "reapinflight")
@@ -430,28 +433,7 @@ func TestATempWhoseSecondNameWentIsJudgedAsATemp(t *testing.T) {
 // key's name, and reported an interrupted reap, a problem, of a dir no
 // longer at the reap's name: the key is whole and resolves.
 func TestCheckDoesNotTakeAReapedDirRestoredMeanwhileForAnInterruptedReap(t *testing.T) {
-	for _, look := range []struct {
-		name     string
-		problems func(s *Store, rd *os.File, name string) ([]string, error)
-	}{
-		{"check", func(s *Store, rd *os.File, name string) ([]string, error) {
-			found, err := s.examine(context.Background(), rd, name, nil)
-			var out []string
-			for _, f := range found {
-				if f.Severity == SeverityProblem {
-					out = append(out, string(f.Kind)+" "+f.Path+": "+f.Detail)
-				}
-			}
-			return out, err
-		}},
-		{"dump", func(s *Store, rd *os.File, name string) ([]string, error) {
-			r, err := s.inspectKey(context.Background(), rd, name, InspectOptions{})
-			if r.Problem != "not a key" {
-				return []string{r.Name + ": " + r.Problem}, err
-			}
-			return nil, err
-		}},
-	} {
+	for _, look := range reapedNameLooks {
 		t.Run(look.name, func(t *testing.T) {
 			s, root, _ := newTestStore(t, gates.Bounds{TTL: time.Hour})
 			key := chkKey(t, s, "restoredmeanwhile")
