@@ -1,0 +1,69 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// An I/O error at each of check's steps added for the looks that hold no
+// lock is reported, as the fault point's doc says, and ends nothing: the
+// look at a key dir after its listing (check/after-key-listed) is
+// unreadable; the look at a reap-owned dir, once opened or found with no
+// meta.db (check/reaped-dir-open, check/reaped-no-meta), is that dir's
+// unreadable meta.db.
+func TestCheckReportsAnErrorAtItsUnlockedLooksSteps(t *testing.T) {
+	injected := errors.New("injected: input/output error")
+	for _, tc := range []struct {
+		point faults.Point
+		// make lays out the root and returns the path the finding names.
+		make func(t *testing.T, s *Store, root string) string
+		kind Kind
+		says string // in the finding's detail, before the error's text
+	}{
+		{faults.CheckAfterKeyListed, func(t *testing.T, s *Store, root string) string {
+			return chkKey(t, s, "listed")
+		}, KindUnreadable, ""},
+		{faults.CheckReapedDirOpen, func(t *testing.T, s *Store, root string) string {
+			key := chkKey(t, s, "reaped open")
+			reaped := ReapedPrefix + key + "-0123456789abcdef"
+			if err := os.Rename(filepath.Join(root, key), filepath.Join(root, reaped)); err != nil {
+				t.Fatal(err)
+			}
+			return reaped
+		}, KindReapInterrupted, "its meta.db could not be read ("},
+		{faults.CheckReapedNoMeta, func(t *testing.T, s *Store, root string) string {
+			chkKey(t, s, "reaped, no meta.db") // the root made
+			reaped := ReapedPrefix + testKey + "-0123456789abcdef"
+			if err := os.Mkdir(filepath.Join(root, reaped), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return reaped
+		}, KindReapInterrupted, "its meta.db could not be read ("},
+	} {
+		t.Run(string(tc.point), func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			path := tc.make(t, s, root)
+			faults.Set(func(p faults.Point) error {
+				if p == tc.point {
+					return injected
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			found := checkFindings(t, s, CheckOptions{})
+			f := chkFind(found, path, tc.kind)
+			if f == nil || f.Severity != SeverityProblem || !strings.Contains(f.Detail, tc.says+injected.Error()) {
+				t.Errorf("an error at %s: %s at %s is %+v; want a %s problem saying %q", tc.point, tc.kind, path, f, tc.kind, tc.says+injected.Error())
+			}
+			if len(found) != 1 {
+				t.Errorf("an error at %s: %d findings, want 1: %+v", tc.point, len(found), found)
+			}
+		})
+	}
+}
