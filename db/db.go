@@ -33,6 +33,15 @@ type Options struct {
 	// that very lock, it would wait for itself.
 	NoTurnstile bool
 
+	// HoldTurnstile has a writer's open keep the key dir's turnstile,
+	// exclusively, once meta.db's lock is had, until Close: for a writer
+	// that removes the key dir (a reap). Its last steps, after meta.db is
+	// unlinked and before the dir is, leave no meta.db whose lock a look
+	// could wait for; a look that finds such a dir with no meta.db waits
+	// at its turnstile (AwaitTurnstile) instead, and finds it gone. A
+	// reader ignores it.
+	HoldTurnstile bool
+
 	// BeforeWrite, when set, is called by a writer's open before it
 	// writes anything of its own in the key dir: before it makes a
 	// missing meta.db's temp and again before the link that puts it at

@@ -59,6 +59,19 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
+	if write && opts.HoldTurnstile && !opts.NoTurnstile {
+		// Taken here, after the in-process lock and before meta.db's, in
+		// the order every open takes them; passing it again below, on the
+		// same open file description, would let it go.
+		release, err := holdTurnstile(dirfd, deadline)
+		if err != nil {
+			unlock()
+			return nil, pathErr("open", name, err)
+		}
+		inProcess := unlock
+		unlock = func() { release(); inProcess() }
+		opts.NoTurnstile = true
+	}
 	if err := faults.At(faults.DBOpenBeforeMeta); err != nil {
 		unlock()
 		return nil, pathErr("open", name, err)

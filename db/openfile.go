@@ -222,12 +222,51 @@ func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
 	return flockUntil(fd, write, deadline)
 }
 
-// LockShared is LockExclusive's shared form, for a look that writes
-// nothing and must wait until no writer holds the key's lock: store's
-// check, at a reap-owned dir found with no meta.db, waits for the lock
-// that a reap renaming the key dir there in two steps holds. Closing f
-// releases it.
-func LockShared(dir, f *os.File, timeout time.Duration) error { return lockAs(dir, f, false, timeout) }
+// holdTurnstile takes the turnstile of the key dir dirfd exclusively for
+// an open with Options.HoldTurnstile, on a descriptor of its own that
+// shares dirfd's open file description (the caller's dir is only borrowed
+// for the open), and returns what lets it go. Where the dir cannot be
+// flocked there is no turnstile to hold, as in flockGated.
+func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	err = flockUntil(fd, true, deadline)
+	switch {
+	case err == nil:
+		return func() {
+			unix.Flock(fd, unix.LOCK_UN) // the description is dir's too
+			unix.Close(fd)
+		}, nil
+	case errors.Is(err, ErrLockTimeout):
+		unix.Close(fd)
+		return nil, err
+	}
+	unix.Close(fd)
+	return func() {}, nil
+}
+
+// AwaitTurnstile waits, at most timeout (0 or less means
+// DefaultLockTimeout), until no open holds dir's turnstile exclusively,
+// and lets it go at once: a look that writes nothing waits there for a
+// writer with Options.HoldTurnstile (store's check, at a reap-owned dir
+// found with no meta.db, for the reap at work on it) and for any writer
+// waiting for meta.db's lock. Where the dir cannot be flocked it returns
+// that error at once.
+func AwaitTurnstile(dir *os.File, timeout time.Duration) error {
+	fd := int(dir.Fd())
+	err := flockUntil(fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	if err == nil {
+		unix.Flock(fd, unix.LOCK_UN)
+	}
+	runtime.KeepAlive(dir)
+	if err != nil {
+		return &os.PathError{Op: "flock", Path: dir.Name(), Err: err}
+	}
+	return nil
+}
 
 // LockExclusive takes the exclusive flock of f, dir's meta.db as its
 // caller opened it, the way a writer's open takes it: through dir's
@@ -236,12 +275,7 @@ func LockShared(dir, f *os.File, timeout time.Duration) error { return lockAs(di
 // opened, one no open would accept (check --repair moves a damaged meta.db
 // aside under its lock). Closing f releases it.
 func LockExclusive(dir, f *os.File, timeout time.Duration) error {
-	return lockAs(dir, f, true, timeout)
-}
-
-// lockAs is LockExclusive (write) and LockShared.
-func lockAs(dir, f *os.File, write bool, timeout time.Duration) error {
-	err := flockGated(int(dir.Fd()), int(f.Fd()), write, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	err := flockGated(int(dir.Fd()), int(f.Fd()), true, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
 	runtime.KeepAlive(dir)
 	runtime.KeepAlive(f)
 	if err != nil {

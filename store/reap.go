@@ -265,7 +265,12 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// the key stays.
 	before := lockonly.Look(kd)
 	defer before.Close()
-	d, sc, err := db.OpenSidecars(kd, s.writerOptions("reap", kd, key), true)
+	// The key dir's turnstile is held with the lock, until d is closed:
+	// once meta.db is unlinked, it is what a look that finds the dir with
+	// no meta.db waits at (waitForReap).
+	o := s.writerOptions("reap", kd, key)
+	o.HoldTurnstile = true
+	d, sc, err := db.OpenSidecars(kd, o, true)
 	if err != nil {
 		return false, err
 	}

@@ -294,14 +294,13 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 // since the listing. Otherwise what the last look found is returned, as
 // reapedState returns it.
 //
-// A dir found with no meta.db may be a reap's at work too, where the
-// system has no atomic no-replace rename (FreeBSD, an NFS client):
-// renameDirNoReplace makes an empty dir at the reap-owned name, then
-// renames the key dir over it, both under the key's lock, the flock of
-// the meta.db at the key's name. Such a dir is looked at again once that
-// lock is free (waitForKeyLock): by then the rename is done, and the dir
-// is the key dir the reap is removing, or gone. Without that wait a look
-// in between reported an interrupted reap, a problem, of a reap at work.
+// A dir found with no meta.db may be a reap's at work too: after its
+// meta.db is unlinked and before the dir is; and, where the system has no
+// atomic no-replace rename (FreeBSD, an NFS client), between the two
+// steps of renameDirNoReplace, an empty dir made at the reap-owned name,
+// then the key dir renamed over it. Such a dir is looked at again once the
+// reap is done (waitForReap). Without that wait a look in between
+// reported an interrupted reap, a problem, of a reap at work.
 //
 // A dir read under its meta.db's lock is still to be at name once read:
 // a reap, or check --repair, that moves a dir a promotion landed in back
@@ -319,8 +318,7 @@ func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *
 			if err := s.fault(faults.CheckReapedNoMeta); err != nil {
 				return nil, nil, 0, false, false, err
 			}
-			key, _ := ReapedKey(name)
-			s.waitForKeyLock(root, key)
+			s.waitForReap(root, name)
 			continue
 		}
 		if err == nil && !stillAt(root, name, kd) {
@@ -355,26 +353,24 @@ func stillAt(root *os.File, name string, kd *os.File) bool {
 	return err == nil && now.Dev == held.Dev && now.Ino == held.Ino || err != nil && !fsat.IsNotExist(err)
 }
 
-// waitForKeyLock waits, at most LockTimeout, until no writer holds the
-// lock of key's dir under root (the flock of its meta.db, a regular
-// file), and lets go of it at once. A key with no dir, or no meta.db
-// there, holds no lock: nothing is waited for. Had or not, the caller
-// looks again; it never writes.
-func (s *Store) waitForKeyLock(root *os.File, key string) {
-	kd, err := fsat.OpenDirAt(root, key)
-	if err != nil {
-		return
+// waitForReap waits until no reap is at work on the key dir that the
+// reap-owned name under root was made for, each wait at most
+// LockTimeout. A reap holds its key dir's turnstile from its lock until
+// the dir is gone (db.Options.HoldTurnstile); the dir is at the key's name
+// until the reap renames it to name, and at name from then on, so both
+// are waited at, the key's first. A name with no dir, or a dir that
+// cannot be flocked, is not waited for. Had or not, the caller looks
+// again; it never writes.
+func (s *Store) waitForReap(root *os.File, name string) {
+	key, _ := ReapedKey(name)
+	for _, at := range []string{key, name} {
+		kd, err := fsat.OpenDirAt(root, at)
+		if err != nil {
+			continue
+		}
+		db.AwaitTurnstile(kd, s.opts.LockTimeout)
+		kd.Close()
 	}
-	defer kd.Close()
-	if st, err := fsat.LstatAt(kd, db.FileName); err != nil || !fsat.IsRegular(&st) {
-		return // a link, a FIFO: nothing a writer locks
-	}
-	f, err := fsat.OpenAt(kd, db.FileName, unix.O_RDONLY, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	db.LockShared(kd, f, s.opts.LockTimeout)
 }
 
 // finishReaped finishes what an interrupted reap left: the reap-owned dir
