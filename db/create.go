@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 )
 
 // ensureExists creates meta.db if the name is free. Anything already under
@@ -240,7 +241,7 @@ func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 	}
 	// Not had at once only when a look (check's, repair's) holds it that
 	// instant: waited for, briefly.
-	if brief := time.Now().Add(time.Second); brief.Before(deadline) {
+	if brief := time.Now().Add(createLockWait); brief.Before(deadline) {
 		deadline = brief
 	}
 	if err := flockUntil(fd, true, deadline); err != nil {
@@ -249,4 +250,46 @@ func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 		return -1, fmt.Errorf("flock: %w", err)
 	}
 	return fd, nil
+}
+
+// createLockWait bounds how long createThenLockBy waits for the flock of
+// the temp it has just made: a temp that has had its name this long with
+// no flock is not a creation in flight (TempInFlight).
+const createLockWait = time.Second
+
+// TempInFlight reports whether the meta.db temp name in dir (TempPrefix)
+// is a creation in flight, which a look or a repair must leave, rather
+// than debris: whether its creator holds its flock now. Where the temp
+// was made before it was locked (every system but Linux, and Linux on a
+// file system without O_TMPFILE, NFS among them), a look can find it in
+// between: the file is then empty and younger than createLockWait, and
+// it is asked again, 1 ms apart doubling to 25 ms, until it is locked or
+// gone, or its creator would have given up (at most createLockWait). A name gone since the listing
+// is fsat.FlockedNow's ENOENT: neither in flight nor debris.
+//
+// A creator stalled between its create and its flock for longer than
+// createLockWait (a starved process) is still taken for debris; a repair
+// that removes its temp makes that creation fail cleanly (its link finds
+// no temp), never lose what it acknowledged.
+func TempInFlight(dir *os.File, name string) (bool, error) {
+	// A clock set back makes a temp's age say nothing: it is asked no
+	// longer than a creator waits, whatever its mtime.
+	deadline := time.Now().Add(createLockWait)
+	pause := time.Millisecond
+	for {
+		held, err := fsat.FlockedNow(dir, name)
+		if held || err != nil {
+			return held, err
+		}
+		st, err := fsat.LstatAt(dir, name)
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		if st.Size != 0 || now.Sub(fsat.ModTime(&st)) >= createLockWait || !now.Before(deadline) {
+			return false, nil
+		}
+		time.Sleep(min(pause, deadline.Sub(now)))
+		pause = min(2*pause, 25*time.Millisecond)
+	}
 }

@@ -254,7 +254,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				oddAtStoreName(add, path, "a meta.db temp's", &st)
 				continue
 			}
-			held, err := fsat.FlockedNow(k.dir, n)
+			held, err := db.TempInFlight(k.dir, n)
 			switch {
 			case fsat.IsNotExist(err):
 				continue // linked into place, or removed, since the listing
@@ -265,8 +265,9 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				continue
 			case held:
 				// A meta.db being created right now (its creator holds the
-				// temp's flock until it is linked into place): a writer's
-				// work in flight, which --repair leaves too.
+				// temp's flock until it is linked into place, or is about
+				// to take it): a writer's work in flight, which --repair
+				// leaves too.
 				continue
 			}
 			add(path, KindStrayTemp, "a meta.db under construction that was never linked into place, %s old", RoundAge(now, mtime))

@@ -202,15 +202,15 @@ type tempRemoval struct {
 // the lock is released, as reap does; nothing else about the key changes.
 //
 // A meta.db temp is made without the key's lock (it is how the lock's file
-// comes to exist), so one may be live: bbolt holds its flock on the temp
-// through the whole initialisation, and the creator takes it again from
-// bbolt's Close until the temp's name is gone, so a temp whose flock is
-// held is left, and one whose name is gone once its flock was had
-// (fsat.FlockedNow) was its creator's, gone since the listing, not
-// removed here. Caveat: in the instant between bbolt's unlock and the
-// creator's lock a creation in progress is not told from debris; removing
-// its temp makes that promotion fail cleanly (promote-failed: the
-// transcript in place untouched), never lose what it acknowledged.
+// comes to exist), so one may be live: its creator holds its flock from
+// before its name exists (or, without O_TMPFILE, from just after) until
+// the name is gone, so a temp db.TempInFlight finds held, or about to be,
+// is left, and one whose name is gone once its flock was had was its
+// creator's, gone since the listing, not removed here. Caveat: a creator
+// stalled between its create and its flock for longer than a second is
+// not told from debris; removing its temp makes that promotion fail
+// cleanly (promote-failed: the transcript in place untouched), never lose
+// what it acknowledged.
 func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
 	if names, err := tempNames(kd, nil); err != nil || len(names) == 0 {
@@ -257,7 +257,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		st, err := fsat.LstatAt(kd, n)
 		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
 		if strings.HasPrefix(n, db.TempPrefix) && !secondName {
-			held, err := fsat.FlockedNow(kd, n)
+			held, err := db.TempInFlight(kd, n)
 			switch {
 			case fsat.IsNotExist(err):
 				// Gone since the listing: its creator linked it into

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"sessdb/db"
 	"sessdb/gates"
@@ -34,8 +35,13 @@ func TestCheckRepairOfAMetaDBTempItsCreatorRemovedSaysSo(t *testing.T) {
 	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The first open is the look's, which finds the temp stray; the
-	// second the repair's removal's.
+	// Older than a creator waits for its temp's flock (db.TempInFlight):
+	// the first open is the look's, which finds the temp stray at once;
+	// the second the repair's removal's.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
 	opens := removedAtOpen(t, tmp, 2)
 	var repair []string
 	for _, f := range checkFindings(t, s, CheckOptions{Repair: true}) {

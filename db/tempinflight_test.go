@@ -1,0 +1,154 @@
+package db
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
+)
+
+// Without O_TMPFILE a meta.db temp is made at its name and locked just
+// after: a look between the two finds it empty and not locked, as a
+// creation killed there leaves it. TempInFlight asks such a temp again,
+// and finds the creation's flock once it is taken; FlockedNow alone
+// answered "not held", and check reported a stray temp, which --repair
+// removed, failing the creation.
+func TestTempInFlightWaitsForACreationAboutToLockItsTemp(t *testing.T) {
+	testHookNoTmpfile = true
+	t.Cleanup(func() { testHookNoTmpfile = false })
+	kd := newKeyDir(t)
+
+	secondAsk, created := make(chan struct{}), make(chan struct{})
+	asks := 0
+	fsat.TestHookFlockedNowOpened = func(string) {
+		if asks++; asks == 2 {
+			// The first ask found no flock; this one waits, between
+			// its open and its flock, until the creator has its own.
+			close(secondAsk)
+			<-created
+		}
+	}
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
+	type answer struct {
+		held bool
+		err  error
+	}
+	answered := make(chan answer, 1)
+	testHookCreateStep = func(step string) {
+		switch step {
+		case "named": // made at its name, not yet locked
+			tmp := onlyTemp(t, kd)
+			go func() {
+				held, err := TempInFlight(kd.dir, tmp)
+				answered <- answer{held, err}
+			}()
+			select {
+			case <-secondAsk:
+			case a := <-answered: // answered at the first ask
+				answered <- a
+			}
+		case "created": // locked
+			select {
+			case <-created:
+			default:
+				close(created)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookCreateStep = nil })
+
+	d, err := OpenWriter(kd.dir, kd.db, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if a := <-answered; !a.held || a.err != nil {
+		t.Errorf("TempInFlight of a temp made and about to be locked: %v, %v; want true", a.held, a.err)
+	}
+}
+
+// onlyTemp is the name of the one meta.db temp in kd.
+func onlyTemp(t *testing.T, kd keyDir) string {
+	t.Helper()
+	names, err := fsat.ReadDirNames(kd.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var temps []string
+	for _, n := range names {
+		if strings.HasPrefix(n, TempPrefix) {
+			temps = append(temps, n)
+		}
+	}
+	if len(temps) != 1 {
+		t.Fatalf("meta.db temps in the key dir: %q, want one", temps)
+	}
+	return temps[0]
+}
+
+// The other side: a temp whose flock is held is in flight; one that is not
+// is debris, asked once if it has content (bbolt's pages: a creator past
+// its flock, killed since) or is older than a creator waits for its flock,
+// and asked again no longer than that if it is empty and young; a name
+// gone is ENOENT.
+func TestTempInFlightTellsDebrisFromACreation(t *testing.T) {
+	kd := newKeyDir(t)
+	asks := 0
+	fsat.TestHookFlockedNowOpened = func(string) { asks++ }
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
+	place := func(name string, size int, age time.Duration) {
+		t.Helper()
+		p := filepath.Join(kd.path, name)
+		if err := os.WriteFile(p, make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if age > 0 {
+			at := time.Now().Add(-age)
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	place(TempPrefix+"held", 0, 0)
+	f, err := os.Open(filepath.Join(kd.path, TempPrefix+"held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		size       int
+		age        time.Duration
+		held       bool
+		askedAgain bool
+	}{
+		{TempPrefix + "held", -1, 0, true, false},
+		{TempPrefix + "pages", 4096, 0, false, false},
+		{TempPrefix + "old", 0, 2 * createLockWait, false, false},
+		{TempPrefix + "young", 0, 0, false, true},
+	} {
+		if c.size >= 0 {
+			place(c.name, c.size, c.age)
+		}
+		asks = 0
+		held, err := TempInFlight(kd.dir, c.name)
+		if held != c.held || err != nil {
+			t.Errorf("%s: %v, %v; want %v", c.name, held, err, c.held)
+		}
+		if again := asks > 1; again != c.askedAgain {
+			t.Errorf("%s: asked %d times; want asked again %v", c.name, asks, c.askedAgain)
+		}
+	}
+	if _, err := TempInFlight(kd.dir, TempPrefix+"gone"); !fsat.IsNotExist(err) {
+		t.Errorf("a name not there: %v, want ENOENT", err)
+	}
+}
