@@ -87,7 +87,8 @@ var (
 
 	// ErrReapedKeyExists is returned by a reap, and by check --repair, of a
 	// reap-owned dir a promotion landed in after its reap was interrupted,
-	// when the key's name is taken again: neither is moved, and the operator
-	// decides.
+	// when the key's name is taken again by anything but an empty
+	// directory (which the restore replaces): neither is moved, and the
+	// operator decides.
 	ErrReapedKeyExists = errors.New("a promotion landed in it after its reap was interrupted, and the key exists again")
 )

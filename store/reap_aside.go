@@ -376,7 +376,8 @@ func (s *Store) waitForReap(root *os.File, name string) {
 // finishReaped finishes what an interrupted reap left: the reap-owned dir
 // name is removed, or, if a promotion landed in it after the reap was
 // killed (a writer that was waiting for the key's lock), renamed back to
-// its key, never over an existing one (ErrReapedKeyExists). It reports
+// its key, never over anything at that name but an empty directory
+// (ErrReapedKeyExists). It reports
 // whether it restored the key; with dryRun it changes nothing and reports
 // what it would do.
 func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
@@ -395,7 +396,15 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	case landed:
 		err := s.renameDirNoReplace(root, name, key)
 		if errors.Is(err, unix.EEXIST) {
-			return false, fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
+			// An empty dir at the key holds nothing to lose: a refused
+			// first promotion's, or the first step of a two-step rename
+			// killed there (this one's, or a restore's). rename(2)
+			// replaces an empty directory only, and fails on one filled
+			// meanwhile, or on anything else at the name.
+			err = s.disk.rename(root, name, key)
+			if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.ENOTDIR) {
+				return false, fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
+			}
 		}
 		if err != nil {
 			return false, err

@@ -407,3 +407,76 @@ func TestReapKeepsAPromotionThatLandsAfterItsLookLostTheLockFile(t *testing.T) {
 		t.Fatalf("the promotion's record is gone: %+v", sc)
 	}
 }
+
+// A reap-owned dir a promotion landed in is restored over an empty dir at
+// its key (a refused first promotion leaves one, and so does a two-step
+// rename killed after its mkdir), where the system has an atomic
+// no-replace rename and where it has not; never over a symbolic link to
+// one, nor over a dir with anything in it. The empty dir blocked the
+// restore (ErrReapedKeyExists) until an operator removed it.
+func TestAReapedDirIsRestoredOverAnEmptyKeyDir(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		atKey    func(t *testing.T, path string)
+		twoStep  bool
+		restored bool
+	}{
+		{"empty dir", func(t *testing.T, p string) { mustMkdir(t, p) }, false, true},
+		{"empty dir, two-step rename", func(t *testing.T, p string) { mustMkdir(t, p) }, true, true},
+		{"dir with a file", func(t *testing.T, p string) {
+			mustMkdir(t, p)
+			if err := os.WriteFile(filepath.Join(p, "x"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+		{"link to an empty dir", func(t *testing.T, p string) {
+			target := t.TempDir()
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := Key("a", "b", "restore over empty")
+			runJob(t, s, key, localJob(), PromoteRequest{}, "landed")
+			run, err := os.ReadFile(filepath.Join(keyDirPath(root, key), TranscriptName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			aside := ReapedPrefix + key + "-00000000000000ee"
+			if err := os.Rename(keyDirPath(root, key), filepath.Join(root, aside)); err != nil {
+				t.Fatal(err)
+			}
+			c.atKey(t, keyDirPath(root, key))
+			if c.twoStep {
+				s.disk = diskWrites{linkFallback{}}
+			}
+			res, err := s.Reap(false)
+			if c.restored {
+				if err != nil || !slices.Equal(res.Restored, []string{aside}) || len(res.Failed) != 0 {
+					t.Fatalf("reap = %+v, %v; want %s restored", res, err, aside)
+				}
+				got, data := checkDescribed(t, s, root, key)
+				want(t, got, true, gates.Resumed)
+				if !bytes.Equal(data, run) {
+					t.Fatal("the key resumes something other than the promotion that landed")
+				}
+				return
+			}
+			if err != nil || !slices.Equal(res.Failed, []string{aside}) || !strings.Contains(res.Skipped[aside], ErrReapedKeyExists.Error()) {
+				t.Fatalf("reap = %+v, %v; want %s failed with ErrReapedKeyExists", res, err, aside)
+			}
+			if _, err := os.Lstat(filepath.Join(root, aside)); err != nil {
+				t.Errorf("the reap-owned dir after a refused restore: %v", err)
+			}
+		})
+	}
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
