@@ -593,10 +593,12 @@ func (l *chaosLog) checkOutcomes(t *testing.T) {
 // checkLiveOwned asserts that every reap-owned dir a reap finished, or a
 // check reported reap-interrupted, during the run (no reap is killed in
 // it) was a live reap's: a reap that reported removing that key overlaps
-// it. Both take such a dir for an interrupted reap's (a report, no loss:
-// the live reap holds the dir's lock until its meta.db is unlinked, and
-// the two removals race only over what is left; left alone, see the
-// report), but one with no live reap of its key would be a defect.
+// it. Both wait at a reap-owned dir with no meta.db for a reap at work on
+// it (RELIABILITY §5ac), and took it for an interrupted reap's before (a
+// report, no loss: the live reap holds the dir's lock until its meta.db
+// is unlinked, and the two removals race only over what is left); a wait
+// past the lock timeout still may. One with no live reap of its key
+// would be a defect.
 func (l *chaosLog) checkLiveOwned(t *testing.T) {
 	for _, o := range l.liveOwned {
 		for _, name := range o.finished {

@@ -67,3 +67,40 @@ func TestCheckReportsAnErrorAtItsUnlockedLooksSteps(t *testing.T) {
 		})
 	}
 }
+
+// An error at reap/finish-no-meta fails the finishing of that reap-owned
+// dir, as the point's doc says: the reap reports it failed, check --repair
+// not repaired, and the dir is left as it is.
+func TestAnErrorWhereAReapFindsNoMetaDBLeavesTheDir(t *testing.T) {
+	injected := errors.New("injected: input/output error")
+	t.Cleanup(func() { faults.Set(nil) })
+	for _, repair := range []bool{false, true} {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		chkKey(t, s, "finish, no meta.db") // the root made
+		reaped := ReapedPrefix + testKey + "-0123456789abcdef"
+		if err := os.Mkdir(filepath.Join(root, reaped), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		faults.Set(func(p faults.Point) error {
+			if p == faults.ReapFinishNoMeta {
+				return injected
+			}
+			return nil
+		})
+		if repair {
+			f := chkFind(checkFindings(t, s, CheckOptions{Repair: true}), reaped, KindReapInterrupted)
+			if f == nil || f.Repaired || !strings.Contains(f.Repair, injected.Error()) {
+				t.Errorf("check --repair with an error at %s: %+v; want %s not repaired, saying %q", faults.ReapFinishNoMeta, f, reaped, injected)
+			}
+		} else {
+			res, err := s.Reap(false)
+			if err != nil || len(res.Failed) != 1 || res.Failed[0] != reaped || !strings.Contains(res.Skipped[reaped], injected.Error()) {
+				t.Errorf("reap with an error at %s: %+v, %v; want %s failed, saying %q", faults.ReapFinishNoMeta, res, err, reaped, injected)
+			}
+		}
+		faults.Set(nil)
+		if _, err := os.Lstat(filepath.Join(root, reaped)); err != nil {
+			t.Errorf("repair %t: the reap-owned dir after the error: %v; want it left", repair, err)
+		}
+	}
+}

@@ -381,6 +381,76 @@ func TestCheckDoesNotTakeAReapsLastStepsForAnInterruptedReap(t *testing.T) {
 	}
 }
 
+// A second reap that lists the root while a first is in its last steps
+// (meta.db unlinked, the dir not yet) finds a reap-owned dir with no
+// meta.db, as a killed reap leaves one, and finished it: it removed what
+// the first was removing, and both reported it done, the second as an
+// interrupted reap it finished. It waits for the first now, and finds the
+// dir gone: neither finished nor failed.
+func TestAReapDoesNotFinishAReapAtWork(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
+	chkKey(t, s, "second reap")
+	ahead := func() *Store {
+		r, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first, second := ahead(), ahead()
+	found := make(chan struct{}, 1)
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapFinishNoMeta {
+			select {
+			case found <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	type reaped struct {
+		res ReapResult
+		err error
+	}
+	started := false
+	done := make(chan reaped, 1)
+	first.disk = diskWrites{removedHook{removed: func(dir *os.File, name string) {
+		if _, ok := ReapedKey(filepath.Base(dir.Name())); !ok || name != db.FileName || started {
+			return
+		}
+		started = true
+		go func() {
+			res, err := second.Reap(false)
+			done <- reaped{res, err}
+		}()
+		// Once the second reap found no meta.db there, the first waits
+		// a while for what it does: one that waits for the first does
+		// nothing until the first goes on.
+		select {
+		case <-found:
+			select {
+			case r := <-done:
+				done <- r
+			case <-time.After(200 * time.Millisecond):
+			}
+		case r := <-done:
+			done <- r
+		}
+	}}}
+	res, err := first.Reap(false)
+	if err != nil || len(res.Removed) != 1 || len(res.Failed) != 0 {
+		t.Fatalf("the first reap: %+v, %v; want the key removed", res, err)
+	}
+	if !started {
+		t.Fatal("the first reap never removed meta.db from a reap-owned dir")
+	}
+	r := <-done
+	if r.err != nil || len(r.res.Finished) != 0 || len(r.res.Restored) != 0 || len(r.res.Failed) != 0 {
+		t.Errorf("the second reap, during the first's last steps: %+v, %v; want nothing finished, restored or failed", r.res, r.err)
+	}
+}
+
 // The other side: an empty dir under a reap's name that no reap is
 // renaming a key dir into (a reap killed between its two steps, or after
 // it removed meta.db and before the dir) is still an interrupted reap,

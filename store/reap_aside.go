@@ -383,6 +383,18 @@ func (s *Store) waitForReap(root *os.File, name string) {
 func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
 	key, _ := ReapedKey(name)
 	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
+	if err == nil && d == nil {
+		// With no meta.db, a reap may be at work on it (its two-step
+		// rename, its last steps; see reapedStateSettled): waited for,
+		// and looked at again. Without the wait a second reap removed
+		// what the first was removing, and each reported it done.
+		kd.Close()
+		if err := s.fault(faults.ReapFinishNoMeta); err != nil {
+			return false, err
+		}
+		s.waitForReap(root, name)
+		kd, d, gen, landed, err = s.reapedState(root, name, !dryRun)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -186,6 +186,12 @@ const CheckReapedDirOpen Point = "check/reaped-dir-open"
 // A fault here is reported as the dir's unreadable meta.db.
 const CheckReapedNoMeta Point = "check/reaped-no-meta"
 
+// ReapFinishNoMeta is where a reap, or check --repair, about to finish a
+// reap-owned dir has found no meta.db in it, and has not yet waited for a
+// reap at work on it (its last steps: meta.db unlinked, the dir not yet).
+// A fault here fails that dir's finishing, which is left as it is.
+const ReapFinishNoMeta Point = "reap/finish-no-meta"
+
 // CheckAfterKeyEntries is where check has looked at every entry of a key
 // dir and judged none of meta.db's contents yet: for a key whose lock it
 // does not hold (no meta.db, or one it could not open), a writer may come
