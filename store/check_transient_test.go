@@ -212,6 +212,71 @@ var reapedNameLooks = []struct {
 	}},
 }
 
+// signalAt sets a fault hook that signals on the channel it returns each
+// time point is reached, the signal dropped while one is waiting.
+func signalAt(t *testing.T, point faults.Point) <-chan struct{} {
+	reached := make(chan struct{}, 1)
+	faults.Set(func(p faults.Point) error {
+		if p == point {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	return reached
+}
+
+// beside runs act (a look, a reap) in a goroutine while its caller, a
+// reap at one of its steps, waits: until act reached the point where it
+// waits for a reap at work (reached), then at most 200 ms more for its
+// answer, which an act that does not wait gives at once; or until act
+// answered before that. The answer arrives on the channel returned.
+func beside[T any](reached <-chan struct{}, act func() T) <-chan T {
+	done := make(chan T, 1)
+	go func() { done <- act() }()
+	select {
+	case <-reached:
+		select {
+		case r := <-done:
+			done <- r
+		case <-time.After(200 * time.Millisecond):
+		}
+	case r := <-done:
+		done <- r
+	}
+	return done
+}
+
+// lookAt is look's problems at the reap-owned name under root, as of a
+// look of its own at the root.
+func lookAt(t *testing.T, look func(s *Store, rd *os.File, name string) ([]string, error), s *Store, root, name string) []string {
+	rd, err := fsat.OpenDir(root)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer rd.Close()
+	problems, err := look(s, rd, name)
+	if err != nil {
+		t.Error(err)
+	}
+	return problems
+}
+
+// reapAhead is a store on root whose clock is 2 hours past clock's, past
+// the TTL of an hour.
+func reapAhead(t *testing.T, root string, clock *testClock) *Store {
+	t.Helper()
+	s, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A reap renames the key dir it removes aside to a reap-owned name, under
 // the key's lock. Where the system has no atomic no-replace rename, a
 // directory is renamed in two steps: an empty dir made at the reap-owned
@@ -226,56 +291,24 @@ func TestCheckDoesNotTakeAReapsRenameInFlightForAnInterruptedReap(t *testing.T) 
 		t.Run(look.name, func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
 			chkKey(t, s, "reapinflight")
-			ahead, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ahead := reapAhead(t, root, clock)
 			// The look runs beside the reap: it finds the empty dir the
 			// reap made at its name, and the reap goes on (renames the key
 			// dir over it, removes it) while the look decides what that
 			// dir is.
-			made, looked := false, make(chan struct{}, 1)
-			done := make(chan []string, 1)
-			faults.Set(func(p faults.Point) error {
-				if p == faults.CheckReapedNoMeta {
-					select {
-					case looked <- struct{}{}:
-					default:
-					}
-				}
-				return nil
-			})
-			t.Cleanup(func() { faults.Set(nil) })
+			reached := signalAt(t, faults.CheckReapedNoMeta)
+			var done <-chan []string
 			ahead.disk = diskWrites{linkFallback{mkdirred: func(name string) {
-				if _, ok := ReapedKey(name); !ok || made {
+				if _, ok := ReapedKey(name); !ok || done != nil {
 					return
 				}
-				made = true
-				go func() {
-					rd, err := fsat.OpenDir(root)
-					if err != nil {
-						t.Error(err)
-						done <- nil
-						return
-					}
-					defer rd.Close()
-					problems, err := look.problems(s, rd, name)
-					if err != nil {
-						t.Error(err)
-					}
-					done <- problems
-				}()
-				select {
-				case <-looked: // it found no meta.db there
-				case problems := <-done: // it judged the empty dir whole
-					done <- problems
-				}
+				done = beside(reached, func() []string { return lookAt(t, look.problems, s, root, name) })
 			}}}
 			res, err := ahead.Reap(false)
 			if err != nil || len(res.Removed) != 1 {
 				t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
 			}
-			if !made {
+			if done == nil {
 				t.Fatal("the reap's two-step rename was never taken")
 			}
 			for _, p := range <-done {
@@ -303,6 +336,20 @@ func (d removedHook) Remove(dir *os.File, name string) error {
 	return err
 }
 
+// atReapsLastSteps is a removedHook that runs step once, with the
+// reap-owned name, when meta.db is removed from a reap-owned dir: the
+// reap's last steps, before its rmdir of the dir.
+func atReapsLastSteps(step func(reaped string)) removedHook {
+	taken := false
+	return removedHook{removed: func(dir *os.File, name string) {
+		reaped := filepath.Base(dir.Name())
+		if _, ok := ReapedKey(reaped); ok && name == db.FileName && !taken {
+			taken = true
+			step(reaped)
+		}
+	}}
+}
+
 // A reap removes the dir it renamed aside meta.db last, then the dir: for
 // an instant, on every system, the reap-owned name is an empty dir, as a
 // reap killed there leaves one. A look at it then waited for the key's
@@ -315,63 +362,17 @@ func TestCheckDoesNotTakeAReapsLastStepsForAnInterruptedReap(t *testing.T) {
 		t.Run(look.name, func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
 			chkKey(t, s, "reaplaststeps")
-			ahead, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			looked := make(chan struct{}, 1)
-			faults.Set(func(p faults.Point) error {
-				if p == faults.CheckReapedNoMeta {
-					select {
-					case looked <- struct{}{}:
-					default:
-					}
-				}
-				return nil
-			})
-			t.Cleanup(func() { faults.Set(nil) })
-			// The look runs once the reap has unlinked meta.db, before it
-			// removes the dir. Once the look found no meta.db there, the
-			// reap waits a while for what it reports: a look that waits
-			// for the reap reports nothing until the reap goes on.
-			started := false
-			done := make(chan []string, 1)
-			ahead.disk = diskWrites{removedHook{removed: func(dir *os.File, name string) {
-				reaped := filepath.Base(dir.Name())
-				if _, ok := ReapedKey(reaped); !ok || name != db.FileName || started {
-					return
-				}
-				started = true
-				go func() {
-					rd, err := fsat.OpenDir(root)
-					if err != nil {
-						t.Error(err)
-						done <- nil
-						return
-					}
-					defer rd.Close()
-					problems, err := look.problems(s, rd, reaped)
-					if err != nil {
-						t.Error(err)
-					}
-					done <- problems
-				}()
-				select {
-				case <-looked:
-					select {
-					case problems := <-done:
-						done <- problems
-					case <-time.After(200 * time.Millisecond):
-					}
-				case problems := <-done:
-					done <- problems
-				}
-			}}}
+			ahead := reapAhead(t, root, clock)
+			reached := signalAt(t, faults.CheckReapedNoMeta)
+			var done <-chan []string
+			ahead.disk = diskWrites{atReapsLastSteps(func(reaped string) {
+				done = beside(reached, func() []string { return lookAt(t, look.problems, s, root, reaped) })
+			})}
 			res, err := ahead.Reap(false)
 			if err != nil || len(res.Removed) != 1 {
 				t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
 			}
-			if !started {
+			if done == nil {
 				t.Fatal("the reap never removed meta.db from a reap-owned dir")
 			}
 			for _, p := range <-done {
@@ -390,59 +391,24 @@ func TestCheckDoesNotTakeAReapsLastStepsForAnInterruptedReap(t *testing.T) {
 func TestAReapDoesNotFinishAReapAtWork(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
 	chkKey(t, s, "second reap")
-	ahead := func() *Store {
-		r, err := New(root, Options{Bounds: gates.Bounds{TTL: time.Hour}, Now: func() time.Time { return clock.now.Add(2 * time.Hour) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	first, second := ahead(), ahead()
-	found := make(chan struct{}, 1)
-	faults.Set(func(p faults.Point) error {
-		if p == faults.ReapFinishNoMeta {
-			select {
-			case found <- struct{}{}:
-			default:
-			}
-		}
-		return nil
-	})
-	t.Cleanup(func() { faults.Set(nil) })
+	first, second := reapAhead(t, root, clock), reapAhead(t, root, clock)
+	reached := signalAt(t, faults.ReapFinishNoMeta)
 	type reaped struct {
 		res ReapResult
 		err error
 	}
-	started := false
-	done := make(chan reaped, 1)
-	first.disk = diskWrites{removedHook{removed: func(dir *os.File, name string) {
-		if _, ok := ReapedKey(filepath.Base(dir.Name())); !ok || name != db.FileName || started {
-			return
-		}
-		started = true
-		go func() {
+	var done <-chan reaped
+	first.disk = diskWrites{atReapsLastSteps(func(string) {
+		done = beside(reached, func() reaped {
 			res, err := second.Reap(false)
-			done <- reaped{res, err}
-		}()
-		// Once the second reap found no meta.db there, the first waits
-		// a while for what it does: one that waits for the first does
-		// nothing until the first goes on.
-		select {
-		case <-found:
-			select {
-			case r := <-done:
-				done <- r
-			case <-time.After(200 * time.Millisecond):
-			}
-		case r := <-done:
-			done <- r
-		}
-	}}}
+			return reaped{res, err}
+		})
+	})}
 	res, err := first.Reap(false)
 	if err != nil || len(res.Removed) != 1 || len(res.Failed) != 0 {
 		t.Fatalf("the first reap: %+v, %v; want the key removed", res, err)
 	}
-	if !started {
+	if done == nil {
 		t.Fatal("the first reap never removed meta.db from a reap-owned dir")
 	}
 	r := <-done
