@@ -94,8 +94,8 @@ func onlyTemp(t *testing.T, kd keyDir) string {
 // The other side: a temp whose flock is held is in flight; one that is not
 // is debris, asked once if it has content (bbolt's pages: a creator past
 // its flock, killed since) or is older than a creator waits for its flock,
-// and asked again no longer than that if it is empty and young; a name
-// gone is ENOENT.
+// and asked again no longer than that if it is empty and young (or dated
+// ahead); a name gone is ENOENT.
 func TestTempInFlightTellsDebrisFromACreation(t *testing.T) {
 	kd := newKeyDir(t)
 	asks := 0
@@ -107,7 +107,7 @@ func TestTempInFlightTellsDebrisFromACreation(t *testing.T) {
 		if err := os.WriteFile(p, make([]byte, size), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if age > 0 {
+		if age != 0 {
 			at := time.Now().Add(-age)
 			if err := os.Chtimes(p, at, at); err != nil {
 				t.Fatal(err)
@@ -135,6 +135,9 @@ func TestTempInFlightTellsDebrisFromACreation(t *testing.T) {
 		{TempPrefix + "pages", 4096, 0, false, false},
 		{TempPrefix + "old", 0, 2 * createLockWait, false, false},
 		{TempPrefix + "young", 0, 0, false, true},
+		// Dated an hour ahead (a clock set back since): asked again no
+		// longer than a creator waits, not until it is a second old.
+		{TempPrefix + "future", 0, -time.Hour, false, true},
 	} {
 		if c.size >= 0 {
 			place(c.name, c.size, c.age)

@@ -441,6 +441,44 @@ func TestCheckReportsAnEmptyReapedDirNoReapIsAt(t *testing.T) {
 	}
 }
 
+// A reap that hangs holding its key dir's turnstile (a stopped process)
+// is waited for no longer than the lock timeout, at the key's name or at
+// the reap's: then the empty reaped dir is reported, as an interrupted
+// reap's, and the look ends.
+func TestALookWaitsForAHungReapNoLongerThanTheLockTimeout(t *testing.T) {
+	for _, at := range []string{"key", "reaped"} {
+		t.Run(at, func(t *testing.T) {
+			_, root, clock := newTestStore(t, gates.Bounds{})
+			s, err := New(root, Options{Now: clock.Now, LockTimeout: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := chkKey(t, s, "hung reap")
+			reaped := ReapedPrefix + key + "-0123456789abcdef"
+			if err := os.Mkdir(filepath.Join(root, reaped), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			held := filepath.Join(root, key)
+			if at == "reaped" {
+				held = filepath.Join(root, reaped)
+			}
+			f, err := os.Open(held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			for _, look := range reapedNameLooks {
+				if problems := lookAt(t, look.problems, s, root, reaped); len(problems) != 1 {
+					t.Errorf("the %s of an empty reaped dir beside a hung reap: %q; want the interrupted reap", look.name, problems)
+				}
+			}
+		})
+	}
+}
+
 // A look that holds no lock and finds a writer holding the key's lock is
 // made again, up to maxKeyReads looks; what the last one found is what
 // check reports, its promotion temps not judged. A meta.db's creation in
