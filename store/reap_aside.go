@@ -377,9 +377,8 @@ func (s *Store) waitForReap(root *os.File, name string) {
 // name is removed, or, if a promotion landed in it after the reap was
 // killed (a writer that was waiting for the key's lock), renamed back to
 // its key, never over anything at that name but an empty directory
-// (ErrReapedKeyExists). It reports
-// whether it restored the key; with dryRun it changes nothing and reports
-// what it would do.
+// (ErrReapedKeyExists). It reports whether it restored the key; with
+// dryRun it changes nothing and reports what it would do.
 func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
 	key, _ := ReapedKey(name)
 	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
@@ -409,10 +408,10 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		err := s.renameDirNoReplace(root, name, key)
 		if errors.Is(err, unix.EEXIST) {
 			// An empty dir at the key holds nothing to lose: a refused
-			// first promotion's, or the first step of a two-step rename
-			// killed there (this one's, or a restore's). rename(2)
-			// replaces an empty directory only, and fails on one filled
-			// meanwhile, or on anything else at the name.
+			// first promotion's, or the mkdir of an earlier restore's
+			// two-step rename, killed there. rename(2) replaces an empty
+			// directory only, and fails on one filled meanwhile, or on
+			// anything else at the name.
 			err = s.disk.rename(root, name, key)
 			if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.ENOTDIR) {
 				return false, fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
