@@ -264,8 +264,9 @@ const createLockWait = time.Second
 // file system without O_TMPFILE, NFS among them), a look can find it in
 // between: the file is then empty and younger than createLockWait, and
 // it is asked again, 1 ms apart doubling to 25 ms, until it is locked or
-// gone, or its creator would have given up (at most createLockWait). A name gone since the listing
-// is fsat.FlockedNow's ENOENT: neither in flight nor debris.
+// gone, or its creator would have given up (at most createLockWait). A
+// name gone since the listing is fsat.FlockedNow's ENOENT: neither in
+// flight nor debris.
 //
 // A creator stalled between its create and its flock for longer than
 // createLockWait (a starved process) is still taken for debris; a repair

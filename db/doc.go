@@ -94,9 +94,9 @@
 // directory cannot be flocked, meta.db's flock is taken without it;
 // Options.NoTurnstile skips it for a reader whose lock another process
 // holds on its behalf; a writer with Options.HoldTurnstile keeps it until
-// Close, and AwaitTurnstile waits for such a writer). A DB is safe for concurrent use by multiple
-// goroutines; a Tx is not, and is valid only inside the function it was
-// passed to.
+// Close, and AwaitTurnstile waits for such a writer). A DB is safe for
+// concurrent use by multiple goroutines; a Tx is not, and is valid only
+// inside the function it was passed to.
 //
 // # Caveat
 //

@@ -15,7 +15,7 @@ import (
 // lock is reported, as the fault point's doc says, and ends nothing: the
 // look at a key dir after its listing (check/after-key-listed) is
 // unreadable; the look at a reap-owned dir, once opened or found with no
-// meta.db (check/reaped-dir-open, check/reaped-no-meta), is that dir's
+// meta.db (check/reaped-dir-open, reaped/no-meta), is that dir's
 // unreadable meta.db.
 func TestCheckReportsAnErrorAtItsUnlockedLooksSteps(t *testing.T) {
 	injected := errors.New("injected: input/output error")
@@ -37,7 +37,7 @@ func TestCheckReportsAnErrorAtItsUnlockedLooksSteps(t *testing.T) {
 			}
 			return reaped
 		}, KindReapInterrupted, "its meta.db could not be read ("},
-		{faults.CheckReapedNoMeta, func(t *testing.T, s *Store, root string) string {
+		{faults.ReapedNoMeta, func(t *testing.T, s *Store, root string) string {
 			chkKey(t, s, "reaped, no meta.db") // the root made
 			reaped := ReapedPrefix + testKey + "-0123456789abcdef"
 			if err := os.Mkdir(filepath.Join(root, reaped), 0o700); err != nil {
@@ -68,9 +68,10 @@ func TestCheckReportsAnErrorAtItsUnlockedLooksSteps(t *testing.T) {
 	}
 }
 
-// An error at reap/finish-no-meta fails the finishing of that reap-owned
-// dir, as the point's doc says: the reap reports it failed, check --repair
-// not repaired, and the dir is left as it is.
+// An error at reaped/no-meta, in a reap or check --repair, fails the
+// finishing of that reap-owned dir, as the point's doc says: the reap
+// reports it failed, check --repair not repaired, and the dir is left as
+// it is.
 func TestAnErrorWhereAReapFindsNoMetaDBLeavesTheDir(t *testing.T) {
 	injected := errors.New("injected: input/output error")
 	t.Cleanup(func() { faults.Set(nil) })
@@ -82,7 +83,7 @@ func TestAnErrorWhereAReapFindsNoMetaDBLeavesTheDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		faults.Set(func(p faults.Point) error {
-			if p == faults.ReapFinishNoMeta {
+			if p == faults.ReapedNoMeta {
 				return injected
 			}
 			return nil
@@ -90,12 +91,12 @@ func TestAnErrorWhereAReapFindsNoMetaDBLeavesTheDir(t *testing.T) {
 		if repair {
 			f := chkFind(checkFindings(t, s, CheckOptions{Repair: true}), reaped, KindReapInterrupted)
 			if f == nil || f.Repaired || !strings.Contains(f.Repair, injected.Error()) {
-				t.Errorf("check --repair with an error at %s: %+v; want %s not repaired, saying %q", faults.ReapFinishNoMeta, f, reaped, injected)
+				t.Errorf("check --repair with an error at %s: %+v; want %s not repaired, saying %q", faults.ReapedNoMeta, f, reaped, injected)
 			}
 		} else {
 			res, err := s.Reap(false)
 			if err != nil || len(res.Failed) != 1 || res.Failed[0] != reaped || !strings.Contains(res.Skipped[reaped], injected.Error()) {
-				t.Errorf("reap with an error at %s: %+v, %v; want %s failed, saying %q", faults.ReapFinishNoMeta, res, err, reaped, injected)
+				t.Errorf("reap with an error at %s: %+v, %v; want %s failed, saying %q", faults.ReapedNoMeta, res, err, reaped, injected)
 			}
 		}
 		faults.Set(nil)

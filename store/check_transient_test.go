@@ -287,32 +287,44 @@ func reapAhead(t *testing.T, root string, clock *testClock) *Store {
 func TestCheckDoesNotTakeAReapsRenameInFlightForAnInterruptedReap(t *testing.T) {
 	// Only the reap-owned name is looked at: the key dir's own look
 	// waits for the lock the reap holds.
+	lookBesideAReap(t, "the reap's rename", func(at func(reaped string)) durable.FS {
+		return linkFallback{mkdirred: func(name string) {
+			if _, ok := ReapedKey(name); ok {
+				at(name)
+			}
+		}}
+	})
+}
+
+// lookBesideAReap runs each of reapedNameLooks at a reap-owned name
+// beside a reap of an expired key, from the step of the reap at which the
+// disk made by disk calls at (with that name; its later calls are
+// ignored), and fails t for each problem the look finds there, or if the
+// reap left its key or never reached the step.
+func lookBesideAReap(t *testing.T, step string, disk func(at func(reaped string)) durable.FS) {
 	for _, look := range reapedNameLooks {
 		t.Run(look.name, func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
-			chkKey(t, s, "reapinflight")
+			chkKey(t, s, "reap beside a look")
 			ahead := reapAhead(t, root, clock)
-			// The look runs beside the reap: it finds the empty dir the
-			// reap made at its name, and the reap goes on (renames the key
-			// dir over it, removes it) while the look decides what that
-			// dir is.
-			reached := signalAt(t, faults.CheckReapedNoMeta)
+			// The look runs beside the reap, which goes on while the look
+			// decides what the dir it found is.
+			reached := signalAt(t, faults.ReapedNoMeta)
 			var done <-chan []string
-			ahead.disk = diskWrites{linkFallback{mkdirred: func(name string) {
-				if _, ok := ReapedKey(name); !ok || done != nil {
-					return
+			ahead.disk = diskWrites{disk(func(reaped string) {
+				if done == nil {
+					done = beside(reached, func() []string { return lookAt(t, look.problems, s, root, reaped) })
 				}
-				done = beside(reached, func() []string { return lookAt(t, look.problems, s, root, name) })
-			}}}
+			})}
 			res, err := ahead.Reap(false)
 			if err != nil || len(res.Removed) != 1 {
 				t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
 			}
 			if done == nil {
-				t.Fatal("the reap's two-step rename was never taken")
+				t.Fatalf("the reap never reached %s", step)
 			}
 			for _, p := range <-done {
-				t.Errorf("the %s during the reap's rename found %s", look.name, p)
+				t.Errorf("the %s during %s found %s", look.name, step, p)
 			}
 			if _, err := os.Lstat(filepath.Join(root, res.Removed[0])); !os.IsNotExist(err) {
 				t.Errorf("the reaped key after the reap: %v", err)
@@ -358,28 +370,9 @@ func atReapsLastSteps(step func(reaped string)) removedHook {
 // at work. (.ci's run at 48800fe failed on this in the two-step rename's
 // test, whose look reached the key's name once the key dir was renamed.)
 func TestCheckDoesNotTakeAReapsLastStepsForAnInterruptedReap(t *testing.T) {
-	for _, look := range reapedNameLooks {
-		t.Run(look.name, func(t *testing.T) {
-			s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
-			chkKey(t, s, "reaplaststeps")
-			ahead := reapAhead(t, root, clock)
-			reached := signalAt(t, faults.CheckReapedNoMeta)
-			var done <-chan []string
-			ahead.disk = diskWrites{atReapsLastSteps(func(reaped string) {
-				done = beside(reached, func() []string { return lookAt(t, look.problems, s, root, reaped) })
-			})}
-			res, err := ahead.Reap(false)
-			if err != nil || len(res.Removed) != 1 {
-				t.Fatalf("reap past the TTL: %+v, %v; want the key removed", res, err)
-			}
-			if done == nil {
-				t.Fatal("the reap never removed meta.db from a reap-owned dir")
-			}
-			for _, p := range <-done {
-				t.Errorf("the %s during the reap's last steps found %s", look.name, p)
-			}
-		})
-	}
+	lookBesideAReap(t, "the reap's last steps", func(at func(reaped string)) durable.FS {
+		return atReapsLastSteps(at)
+	})
 }
 
 // A second reap that lists the root while a first is in its last steps
@@ -392,7 +385,7 @@ func TestAReapDoesNotFinishAReapAtWork(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: time.Hour})
 	chkKey(t, s, "second reap")
 	first, second := reapAhead(t, root, clock), reapAhead(t, root, clock)
-	reached := signalAt(t, faults.ReapFinishNoMeta)
+	reached := signalAt(t, faults.ReapedNoMeta)
 	type reaped struct {
 		res ReapResult
 		err error

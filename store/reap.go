@@ -84,7 +84,8 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // left; it is finished whatever the TTL: removed, or, if a promotion
 // landed in it after the kill (a writer that was waiting for the lock),
 // renamed back to its key when that name is free or an empty directory
-// (ErrReapedKeyExists when it is anything else). A quarantine dir (check --quarantine) is left alone.
+// (ErrReapedKeyExists when it is anything else). A quarantine dir (check
+// --quarantine) is left alone.
 //
 // The result lists names in order. When ctx ends the walk early the result
 // covers the names reaped so far, and ctx's error is returned with it.

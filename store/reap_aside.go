@@ -240,7 +240,31 @@ func landedAfterReap(history []db.HistoryEntry) (uint64, bool) {
 // promotion landed in it after its reap was interrupted, under the lock of
 // its meta.db if it has one (exclusive with write). The caller closes what
 // it returns; d is nil without a meta.db.
+//
+// A dir found with no meta.db may be a reap's at work: after its meta.db
+// is unlinked and before the dir is; and, where the system has no atomic
+// no-replace rename (FreeBSD, an NFS client), between the two steps of
+// renameDirNoReplace, an empty dir made at the reap-owned name, then the
+// key dir renamed over it. Such a dir is looked at again once the reap is
+// done (waitForReap), and what that look finds is returned. Without the
+// wait a look in between reported an interrupted reap, a problem, of a
+// reap at work, and a second reap removed what the first was removing
+// and reported it finished.
 func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File, d *db.DB, gen uint64, landed bool, err error) {
+	kd, d, gen, landed, err = s.reapedLook(root, name, write)
+	if err != nil || d != nil {
+		return kd, d, gen, landed, err
+	}
+	kd.Close()
+	if err := s.fault(faults.ReapedNoMeta); err != nil {
+		return nil, nil, 0, false, err
+	}
+	s.waitForReap(root, name)
+	return s.reapedLook(root, name, write)
+}
+
+// reapedLook is one look of reapedState.
+func (s *Store) reapedLook(root *os.File, name string, write bool) (kd *os.File, d *db.DB, gen uint64, landed bool, err error) {
 	kd, err = fsat.OpenDirAt(root, name)
 	if err != nil {
 		return nil, nil, 0, false, err
@@ -294,41 +318,27 @@ func (s *Store) reapedState(root *os.File, name string, write bool) (kd *os.File
 // since the listing. Otherwise what the last look found is returned, as
 // reapedState returns it.
 //
-// A dir found with no meta.db may be a reap's at work too: after its
-// meta.db is unlinked and before the dir is; and, where the system has no
-// atomic no-replace rename (FreeBSD, an NFS client), between the two
-// steps of renameDirNoReplace, an empty dir made at the reap-owned name,
-// then the key dir renamed over it. Such a dir is looked at again once the
-// reap is done (waitForReap). Without that wait a look in between
-// reported an interrupted reap, a problem, of a reap at work.
-//
 // A dir read under its meta.db's lock is still to be at name once read:
 // a reap, or check --repair, that moves a dir a promotion landed in back
 // to its key holds that lock until it has, and a look that opened the
 // dir before then read the key's dir after, and reported an interrupted
 // reap of a dir at its key. It is looked at again, as a name removed
-// since the listing.
+// since the listing. (A move that cannot be told, its stat failing,
+// leaves what was read standing.)
 func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *db.DB, gen uint64, landed, gone bool, err error) {
-	waited := false
 	for missing := 0; ; {
 		kd, d, gen, landed, err = s.reapedState(root, name, false)
-		if err == nil && d == nil && !waited {
-			waited = true
-			kd.Close()
-			if err := s.fault(faults.CheckReapedNoMeta); err != nil {
-				return nil, nil, 0, false, false, err
+		if err == nil {
+			if moved, merr := fsat.Moved(root, name, kd); merr == nil && moved {
+				// Moved back to its key (or away) once read: what was
+				// read is no longer at the reap's name, as if removed
+				// since.
+				if d != nil {
+					d.Close()
+				}
+				kd.Close()
+				err = &os.PathError{Op: "look", Path: fsat.Join(root, name), Err: unix.ENOENT}
 			}
-			s.waitForReap(root, name)
-			continue
-		}
-		if err == nil && !stillAt(root, name, kd) {
-			// Moved back to its key (or away) once read: what was read
-			// is no longer at the reap's name, as if removed since.
-			if d != nil {
-				d.Close()
-			}
-			kd.Close()
-			err = &os.PathError{Op: "look", Path: fsat.Join(root, name), Err: unix.ENOENT}
 		}
 		if !fsat.IsNotExist(err) {
 			return kd, d, gen, landed, false, err
@@ -337,20 +347,6 @@ func (s *Store) reapedStateSettled(root *os.File, name string) (kd *os.File, d *
 			return nil, nil, 0, false, true, err
 		}
 	}
-}
-
-// stillAt reports whether name under root is still the dir kd. Asked
-// once a look has read a reap-owned dir under its lock: a reap, or check
-// --repair, that moved the dir back to its key (a promotion landed in it)
-// held that lock until it had, and the look then read the key's dir,
-// through the descriptor it opened at the reap's name.
-func stillAt(root *os.File, name string, kd *os.File) bool {
-	held, err := fsat.Fstat(kd)
-	if err != nil {
-		return true // not known: what was read stands
-	}
-	now, err := fsat.LstatAt(root, name)
-	return err == nil && now.Dev == held.Dev && now.Ino == held.Ino || err != nil && !fsat.IsNotExist(err)
 }
 
 // waitForReap waits until no reap is at work on the key dir that the
@@ -382,18 +378,6 @@ func (s *Store) waitForReap(root *os.File, name string) {
 func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
 	key, _ := ReapedKey(name)
 	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
-	if err == nil && d == nil {
-		// With no meta.db, a reap may be at work on it (its two-step
-		// rename, its last steps; see reapedStateSettled): waited for,
-		// and looked at again. Without the wait a second reap removed
-		// what the first was removing, and each reported it done.
-		kd.Close()
-		if err := s.fault(faults.ReapFinishNoMeta); err != nil {
-			return false, err
-		}
-		s.waitForReap(root, name)
-		kd, d, gen, landed, err = s.reapedState(root, name, !dryRun)
-	}
 	if err != nil {
 		return false, err
 	}

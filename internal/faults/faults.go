@@ -179,18 +179,13 @@ const CheckAfterKeyListed Point = "check/after-key-listed"
 // is reported as the dir's unreadable meta.db.
 const CheckReapedDirOpen Point = "check/reaped-dir-open"
 
-// CheckReapedNoMeta is where check (or dump) has found a reap-owned dir
-// with no meta.db in it, and has not yet waited for the lock of the key
-// it carries: a reap renaming the key dir there in two steps (no atomic
-// no-replace rename) made it empty and renames the key dir over it next.
-// A fault here is reported as the dir's unreadable meta.db.
-const CheckReapedNoMeta Point = "check/reaped-no-meta"
-
-// ReapFinishNoMeta is where a reap, or check --repair, about to finish a
-// reap-owned dir has found no meta.db in it, and has not yet waited for a
-// reap at work on it (its last steps: meta.db unlinked, the dir not yet).
-// A fault here fails that dir's finishing, which is left as it is.
-const ReapFinishNoMeta Point = "reap/finish-no-meta"
+// ReapedNoMeta is where a look at a reap-owned dir (check's, dump's, or
+// a reap's or check --repair's about to finish it) has found no meta.db
+// in it, and has not yet waited for a reap at work on it (its two-step
+// rename, its last steps: meta.db unlinked, the dir not yet). A fault
+// here is the look's error: check and dump report the dir's meta.db
+// unreadable; a reap or check --repair leaves the dir as it is.
+const ReapedNoMeta Point = "reaped/no-meta"
 
 // CheckAfterKeyEntries is where check has looked at every entry of a key
 // dir and judged none of meta.db's contents yet: for a key whose lock it
