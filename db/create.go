@@ -67,10 +67,9 @@ func create(dirfd int, name string, now time.Time, before func() error, deadline
 		return err
 	}
 	defer w.close()
-	tmp := tempName()
-	fd, err := createLockedBy(dirfd, tmp, deadline)
+	tmp, fd, err := newTemp(dirfd, deadline)
 	if err != nil {
-		return fmt.Errorf("%s: %w", tmp, err)
+		return err
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	var bdb *bolt.DB
@@ -149,6 +148,28 @@ func create(dirfd int, name string, now time.Time, before func() error, deadline
 	return nil
 }
 
+// newTemp makes a meta.db temp under a new random name, its flock held
+// (createLockedBy). A temp taken for debris before its creator had its
+// flock (a creator stalled past createLockWait, TakeTemp) is made again
+// under another name, until deadline.
+func newTemp(dirfd int, deadline time.Time) (string, int, error) {
+	for {
+		tmp := tempName()
+		fd, err := createLockedBy(dirfd, tmp, deadline)
+		if errors.Is(err, errTempTaken) && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil {
+			return "", -1, fmt.Errorf("%s: %w", tmp, err)
+		}
+		return tmp, fd, nil
+	}
+}
+
+// errTempTaken is createThenLockBy's temp removed by a look that took it
+// for debris before its flock was had.
+var errTempTaken = errors.New("the temp was taken for debris before its flock was had")
+
 // tempName returns a new random name for a meta.db under construction.
 func tempName() string {
 	var rnd [8]byte
@@ -226,7 +247,8 @@ func createThenLock(dirfd int, name string) (int, error) {
 }
 
 // createThenLockBy makes a new file at name in dirfd and takes its flock
-// right after: between the two, the file has its name and no lock.
+// right after: between the two, the file has its name and no lock, and a
+// name a look removed meanwhile (TakeTemp) is errTempTaken.
 // O_EXCL|O_NOFOLLOW makes a file or link planted at the name fail the
 // create instead of being written through. The flock is waited for a
 // second at most, and not past deadline, an open's: its LockTimeout
@@ -249,48 +271,97 @@ func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 		unix.Unlinkat(dirfd, name, 0)
 		return -1, fmt.Errorf("flock: %w", err)
 	}
+	// A look that found the name unlocked for longer than createLockWait
+	// took it for debris and removed it, holding the flock that was just
+	// had (TakeTemp): the file is no one's now.
+	switch taken, err := namesNoLonger(dirfd, name, fd); {
+	case err != nil:
+		unix.Close(fd)
+		unix.Unlinkat(dirfd, name, 0)
+		return -1, err
+	case taken:
+		unix.Close(fd)
+		return -1, errTempTaken
+	}
 	return fd, nil
+}
+
+// namesNoLonger reports whether dirfd's entry name is no longer fd's file:
+// nothing at the name, or another file (the name not followed). It is
+// fsat.Moved for a raw descriptor.
+func namesNoLonger(dirfd int, name string, fd int) (bool, error) {
+	var own, now unix.Stat_t
+	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(fd, &own) }); err != nil {
+		return false, fmt.Errorf("fstat %s: %w", name, err)
+	}
+	_, err := fsat.IgnoringEINTR(func() (struct{}, error) {
+		return struct{}{}, unix.Fstatat(dirfd, name, &now, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	switch {
+	case err == unix.ENOENT:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("lstat %s: %w", name, err)
+	}
+	return now.Dev != own.Dev || now.Ino != own.Ino, nil
 }
 
 // createLockWait bounds how long createThenLockBy waits for the flock of
 // the temp it has just made: a temp that has had its name this long with
-// no flock is not a creation in flight (TempInFlight).
+// no flock is taken for debris (TakeTemp), and a creator stalled that long
+// makes its temp again.
 const createLockWait = time.Second
 
-// TempInFlight reports whether the meta.db temp name in dir (TempPrefix)
-// is a creation in flight, which a look or a repair must leave, rather
-// than debris: whether its creator holds its flock now. Where the temp
-// was made before it was locked (every system but Linux, and Linux on a
-// file system without O_TMPFILE, NFS among them), a look can find it in
-// between: the file is then empty and younger than createLockWait, and
-// it is asked again, 1 ms apart doubling to 25 ms, until it is locked or
-// gone, or its creator would have given up (at most createLockWait). A
-// name gone since the listing is fsat.FlockedNow's ENOENT: neither in
-// flight nor debris.
+// TakeTemp judges the meta.db temp name in dir (TempPrefix) for a
+// caller about to remove it: it returns the temp open with a shared flock
+// held, which keeps its creator's exclusive one out, when it is debris, and nil and no error when it is a creation in flight,
+// which is to be left: its creator holds its flock. Where the temp was
+// made before it was locked (every system but Linux, and Linux on a file
+// system without O_TMPFILE, NFS among them), the temp is found between
+// the two empty and younger than createLockWait; it is asked again, 1 ms
+// apart doubling to 25 ms, until it is locked or gone, or its creator
+// would have given up (at most createLockWait). A name gone since the
+// listing is fsat.SharedFlockAt's ENOENT: neither in flight nor debris.
 //
-// A creator stalled between its create and its flock for longer than
-// createLockWait (a starved process) is still taken for debris; a repair
-// that removes its temp makes that creation fail cleanly (its link finds
-// no temp), never lose what it acknowledged.
-func TempInFlight(dir *os.File, name string) (bool, error) {
+// The caller removes the name and only then closes the file. A creator
+// stalled between its create and its flock for longer than createLockWait
+// (a starved process) is taken for debris, and, once it has the flock,
+// finds its name gone and makes its temp again under another
+// (createThenLockBy): the flock held through the removal is what keeps it
+// from finding the name still there an instant before it goes, so a
+// removal never fails a creation.
+func TakeTemp(dir *os.File, name string) (*os.File, error) {
 	// A clock set back makes a temp's age say nothing: it is asked no
 	// longer than a creator waits, whatever its mtime.
 	deadline := time.Now().Add(createLockWait)
 	pause := time.Millisecond
 	for {
-		held, err := fsat.FlockedNow(dir, name)
-		if held || err != nil {
-			return held, err
+		f, err := fsat.SharedFlockAt(dir, name)
+		if f == nil || err != nil {
+			return nil, err
 		}
-		st, err := fsat.LstatAt(dir, name)
+		st, err := fsat.Fstat(f)
 		if err != nil {
-			return false, err
+			f.Close()
+			return nil, err
 		}
 		now := time.Now()
 		if st.Size != 0 || now.Sub(fsat.ModTime(&st)) >= createLockWait || !now.Before(deadline) {
-			return false, nil
+			return f, nil
 		}
+		f.Close()
 		time.Sleep(min(pause, deadline.Sub(now)))
 		pause = min(2*pause, 25*time.Millisecond)
 	}
+}
+
+// TempInFlight reports whether the meta.db temp name in dir is a creation
+// in flight, which a look must leave, rather than debris: TakeTemp for a
+// caller that removes nothing.
+func TempInFlight(dir *os.File, name string) (bool, error) {
+	f, err := TakeTemp(dir, name)
+	if f != nil {
+		f.Close()
+	}
+	return f == nil && err == nil, err
 }

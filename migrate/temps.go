@@ -31,9 +31,10 @@ const tempGrace = time.Minute
 // the key's meta.db lock held. A temp changed within tempGrace, or whose
 // flock is held, is a meta.db being made right now, and is left; so is a
 // link or an odd file (check reports it), and one whose flock could not be
-// asked. One whose name is gone once its flock was had (fsat.FlockedNow's
+// asked. One whose name is gone once its flock was had (db.TakeTemp's
 // ENOENT) was its creator's, linked into place or removed since the
-// listing: neither removed here nor listed. A temp that is a second name
+// listing: neither removed here nor listed; one taken is removed with its
+// flock held (db.TakeTemp says why). A temp that is a second name
 // of meta.db (a creation killed between its link and its unlink) needs
 // only the unlink. Errors leave the temp for the next run or check
 // --repair. A dry run (remove false) only lists what would be removed.
@@ -56,13 +57,17 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 			continue
 		}
 		secondName := dberr == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
+		var taken *os.File
 		if !secondName {
-			if held, err := fsat.FlockedNow(kd, n); held || err != nil {
+			if taken, _ = db.TakeTemp(kd, n); taken == nil {
 				continue // held, not told, or gone since the listing
 			}
 		}
 		if !remove || m.disk.Remove(kd, n) == nil {
 			removed = append(removed, n)
+		}
+		if taken != nil {
+			taken.Close() // only now that the name is gone (db.TakeTemp)
 		}
 	}
 	if remove && len(removed) > 0 {

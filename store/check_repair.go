@@ -204,13 +204,12 @@ type tempRemoval struct {
 // A meta.db temp is made without the key's lock (it is how the lock's file
 // comes to exist), so one may be live: its creator holds its flock from
 // before its name exists (or, without O_TMPFILE, from just after) until
-// the name is gone, so a temp db.TempInFlight finds held, or about to be,
-// is left, and one whose name is gone once its flock was had was its
-// creator's, gone since the listing, not removed here. Caveat: a creator
-// stalled between its create and its flock for longer than a second is
-// not told from debris; removing its temp makes that promotion fail
-// cleanly (promote-failed: the transcript in place untouched), never lose
-// what it acknowledged.
+// the name is gone, so a temp db.TakeTemp finds held, or about to be, is
+// left, and one whose name is gone once its flock was had was its
+// creator's, gone since the listing, not removed here. A temp taken is
+// removed with its flock held: a creator stalled between its create and
+// its flock for longer than a second, taken for debris, finds its name
+// gone once it has the flock and makes its temp again.
 func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 	res := tempRemoval{removed: map[string]bool{}, kept: map[string]string{}}
 	if names, err := tempNames(kd, nil); err != nil || len(names) == 0 {
@@ -256,8 +255,9 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		// flock is the one held here, so it cannot be asked.)
 		st, err := fsat.LstatAt(kd, n)
 		secondName := err == nil && st.Dev == dbst.Dev && st.Ino == dbst.Ino
+		var taken *os.File
 		if strings.HasPrefix(n, db.TempPrefix) && !secondName {
-			held, err := db.TempInFlight(kd, n)
+			taken, err = db.TakeTemp(kd, n)
 			switch {
 			case fsat.IsNotExist(err):
 				// Gone since the listing: its creator linked it into
@@ -265,14 +265,19 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 				// repair's removal (fsat.Remove finds nothing and says
 				// nothing).
 				continue
-			case held, err != nil:
-				// A file it cannot open (no descriptor left) may be held
-				// as much as one whose flock is taken: it is left.
+			case taken == nil:
+				// Held, or a file it cannot open (no descriptor left),
+				// which may be held as much as one whose flock is taken:
+				// it is left.
 				res.kept[n] = "a meta.db being created right now"
 				continue
 			}
 		}
-		if err := s.disk.remove(kd, n); err != nil {
+		err = s.disk.remove(kd, n)
+		if taken != nil {
+			taken.Close() // only now that the name is gone (db.TakeTemp)
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -529,21 +534,28 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		// clock jumped ahead, or stalled on its fsync, whose link would
 		// fail. A second name of meta.db is a creation that crashed after
 		// its link (its flock is the key's lock, held here). One whose
-		// name is gone once its flock was had (fsat.FlockedNow's ENOENT)
+		// name is gone once its flock was had (db.TakeTemp's ENOENT)
 		// was its creator's, linked into place or removed since the listing:
-		// the lstat finds no second name, and it is not swept here.
+		// the lstat finds no second name, and it is not swept here. One
+		// taken is removed with its flock held (db.TakeTemp says why).
+		var taken *os.File
 		if strings.HasPrefix(n, db.TempPrefix) {
-			if held, err := fsat.FlockedNow(kd, n); held || err != nil {
+			if taken, _ = db.TakeTemp(kd, n); taken == nil {
 				if st, err := fsat.LstatAt(kd, n); dberr != nil || err != nil || st.Dev != dbst.Dev || st.Ino != dbst.Ino {
 					continue
 				}
 			}
 		}
+		var err error
 		if !dryRun {
-			if err := s.disk.remove(kd, n); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+			err = s.disk.remove(kd, n)
+		}
+		if taken != nil {
+			taken.Close() // only now that the name is gone (db.TakeTemp)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, n)
 	}

@@ -251,47 +251,61 @@ func Flock(f *os.File, how int) error {
 	return nil
 }
 
-// FlockedNow is like flock(2) asked of dir's entry name, but it only asks:
-// it takes a shared flock without waiting and lets go at once, so that it
-// keeps a holder of the exclusive one out no longer than the two calls,
-// and reports whether another open file holds the flock. The name is
-// opened without following it; a name that cannot be opened is the
-// open's error (ENOENT: gone), which says nothing of the flock (no
-// descriptor left), and so is a flock that fails but for being held. A
-// flock had on a file no longer at the name once had is ENOENT too: a
-// creator that lets go of its file's flock only once the file's name is
-// gone (db's meta.db temp, linked into place and unlinked, or removed)
-// may do so between the open and the flock, and the file then had, that
-// no name leads to, is not one left at the name. Taken for one, a
-// creation that went well was store's check's stray temp (its TestChaos),
-// and a temp its creator removed a removal's.
-func FlockedNow(dir *os.File, name string) (held bool, err error) {
+// SharedFlockAt is like flock(2) with LOCK_SH|LOCK_NB asked of dir's
+// entry name: it opens the name without following it, takes a shared
+// flock without waiting, and returns the file with the flock held, or nil
+// and no error when another open file holds the exclusive one. Shared, it
+// keeps out an exclusive holder (a creator, a writer) and no other look. A name that cannot be
+// opened is the open's error (ENOENT: gone), which says nothing of the
+// flock (no descriptor left), and so is a flock that fails but for being
+// held. A flock had on a file no longer at the name once had is ENOENT
+// too: a creator that lets go of its file's flock only once the file's
+// name is gone (db's meta.db temp, linked into place and unlinked, or
+// removed) may do so between the open and the flock, and the file then
+// had, that no name leads to, is not one left at the name. Taken for one,
+// a creation that went well was store's check's stray temp (its
+// TestChaos), and a temp its creator removed a removal's.
+func SharedFlockAt(dir *os.File, name string) (*os.File, error) {
 	f, err := OpenAt(dir, name, unix.O_RDONLY, 0)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	defer f.Close()
 	if TestHookFlockedNowOpened != nil {
 		TestHookFlockedNowOpened(name)
 	}
 	switch err := Flock(f, unix.LOCK_SH|unix.LOCK_NB); {
 	case errors.Is(err, unix.EWOULDBLOCK):
-		return true, nil
+		f.Close()
+		return nil, nil
 	case err != nil:
-		return false, err // says nothing of the flock, as an open that failed
+		f.Close()
+		return nil, err // says nothing of the flock, as an open that failed
 	}
-	defer Flock(f, unix.LOCK_UN)
 	switch moved, err := Moved(dir, name, f); {
 	case err != nil:
-		return false, err
+		f.Close()
+		return nil, err
 	case moved:
-		return false, &os.PathError{Op: "flock", Path: Join(dir, name), Err: unix.ENOENT}
+		f.Close()
+		return nil, &os.PathError{Op: "flock", Path: Join(dir, name), Err: unix.ENOENT}
 	}
-	return false, nil
+	return f, nil
+}
+
+// FlockedNow reports whether another open file holds the exclusive flock
+// of dir's entry name, with SharedFlockAt's errors. It only asks: it lets
+// go of the shared flock at once, so that it keeps a holder of the
+// exclusive one out no longer than the two calls.
+func FlockedNow(dir *os.File, name string) (held bool, err error) {
+	f, err := SharedFlockAt(dir, name)
+	if f != nil {
+		f.Close()
+	}
+	return f == nil && err == nil, err
 }
 
 // TestHookFlockedNowOpened, when set, is called with the name between
-// FlockedNow's open and its flock, for sessdb's tests (store's, migrate's)
+// SharedFlockAt's open and its flock (FlockedNow's too), for sessdb's tests (store's, migrate's)
 // to act there: a creator that removes its temp, or links it into place
 // and unlinks it, and lets go. Nothing else sets it; a test that does
 // runs alone and clears it when done.
