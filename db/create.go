@@ -312,16 +312,17 @@ func namesNoLonger(dirfd int, name string, fd int) (bool, error) {
 // makes its temp again.
 const createLockWait = time.Second
 
-// TakeTemp judges the meta.db temp name in dir (TempPrefix) for a
-// caller about to remove it: it returns the temp open with a shared flock
-// held, which keeps its creator's exclusive one out, when it is debris, and nil and no error when it is a creation in flight,
-// which is to be left: its creator holds its flock. Where the temp was
-// made before it was locked (every system but Linux, and Linux on a file
-// system without O_TMPFILE, NFS among them), the temp is found between
-// the two empty and younger than createLockWait; it is asked again, 1 ms
-// apart doubling to 25 ms, until it is locked or gone, or its creator
-// would have given up (at most createLockWait). A name gone since the
-// listing is fsat.SharedFlockAt's ENOENT: neither in flight nor debris.
+// TakeTemp judges the meta.db temp name in dir (TempPrefix) for a caller
+// about to remove it: when it is debris, it returns the temp open with a
+// shared flock held, which keeps its creator's exclusive one out; when it
+// is a creation in flight, which is to be left (its creator holds its
+// flock), nil and no error. Where the temp was made before it was locked
+// (every system but Linux, and Linux on a file system without O_TMPFILE,
+// NFS among them), the temp is found between the two empty and younger
+// than createLockWait; it is asked again, 1 ms apart doubling to 25 ms,
+// until it is locked or gone, or its creator would have given up (at most
+// createLockWait). A name gone since the listing is fsat.SharedFlockAt's
+// ENOENT: neither in flight nor debris.
 //
 // The caller removes the name and only then closes the file. A creator
 // stalled between its create and its flock for longer than createLockWait

@@ -255,16 +255,16 @@ func Flock(f *os.File, how int) error {
 // entry name: it opens the name without following it, takes a shared
 // flock without waiting, and returns the file with the flock held, or nil
 // and no error when another open file holds the exclusive one. Shared, it
-// keeps out an exclusive holder (a creator, a writer) and no other look. A name that cannot be
-// opened is the open's error (ENOENT: gone), which says nothing of the
-// flock (no descriptor left), and so is a flock that fails but for being
-// held. A flock had on a file no longer at the name once had is ENOENT
-// too: a creator that lets go of its file's flock only once the file's
-// name is gone (db's meta.db temp, linked into place and unlinked, or
-// removed) may do so between the open and the flock, and the file then
-// had, that no name leads to, is not one left at the name. Taken for one,
-// a creation that went well was store's check's stray temp (its
-// TestChaos), and a temp its creator removed a removal's.
+// keeps out an exclusive holder (a creator, a writer) and no other look.
+// A name that cannot be opened is the open's error (ENOENT: gone), which
+// says nothing of the flock (no descriptor left), and so is a flock that
+// fails but for being held. A flock had on a file no longer at the name
+// once had is ENOENT too: a creator that lets go of its file's flock only
+// once the file's name is gone (db's meta.db temp, linked into place and
+// unlinked, or removed) may do so between the open and the flock, and the
+// file then had, that no name leads to, is not one left at the name.
+// Taken for one, a creation that went well was store's check's stray temp
+// (its TestChaos), and a temp its creator removed a removal's.
 func SharedFlockAt(dir *os.File, name string) (*os.File, error) {
 	f, err := OpenAt(dir, name, unix.O_RDONLY, 0)
 	if err != nil {
@@ -305,9 +305,9 @@ func FlockedNow(dir *os.File, name string) (held bool, err error) {
 }
 
 // TestHookFlockedNowOpened, when set, is called with the name between
-// SharedFlockAt's open and its flock (FlockedNow's too), for sessdb's tests (store's, migrate's)
-// to act there: a creator that removes its temp, or links it into place
-// and unlinks it, and lets go. Nothing else sets it; a test that does
+// SharedFlockAt's open and its flock (FlockedNow's too), for sessdb's
+// tests (store's, migrate's) to act there: a creator that removes its
+// temp, or links it into place and unlinks it, and lets go. Nothing else sets it; a test that does
 // runs alone and clears it when done.
 var TestHookFlockedNowOpened func(name string)
 
