@@ -273,11 +273,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 				continue
 			}
 		}
-		err = s.disk.remove(kd, n)
-		if taken != nil {
-			taken.Close() // only now that the name is gone (db.TakeTemp)
-		}
-		if err != nil {
+		if err := s.removeTaken(kd, n, taken); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -289,6 +285,16 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// removeTaken removes kd's entry name, and only then lets go of taken, the
+// meta.db temp at that name as db.TakeTemp took it (nil: a temp not
+// taken).
+func (s *Store) removeTaken(kd *os.File, name string, taken *os.File) error {
+	if taken != nil {
+		defer taken.Close()
+	}
+	return s.disk.remove(kd, name)
 }
 
 // tempNames lists kd's promotion temps and meta.db temps that are regular
@@ -546,14 +552,11 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 				}
 			}
 		}
-		var err error
-		if !dryRun {
-			err = s.disk.remove(kd, n)
-		}
-		if taken != nil {
-			taken.Close() // only now that the name is gone (db.TakeTemp)
-		}
-		if err != nil {
+		if dryRun {
+			if taken != nil {
+				taken.Close()
+			}
+		} else if err := s.removeTaken(kd, n, taken); err != nil {
 			errs = append(errs, err)
 			continue
 		}
