@@ -307,8 +307,8 @@ func FlockedNow(dir *os.File, name string) (held bool, err error) {
 // TestHookFlockedNowOpened, when set, is called with the name between
 // SharedFlockAt's open and its flock (FlockedNow's too), for sessdb's
 // tests (store's, migrate's) to act there: a creator that removes its
-// temp, or links it into place and unlinks it, and lets go. Nothing else sets it; a test that does
-// runs alone and clears it when done.
+// temp, or links it into place and unlinks it, and lets go. Nothing else
+// sets it; a test that does runs alone and clears it when done.
 var TestHookFlockedNowOpened func(name string)
 
 // ReadDirNames is like (*os.File).Readdirnames(-1), but reads from a
