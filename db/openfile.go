@@ -266,7 +266,8 @@ func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
 // writer with Options.HoldTurnstile (store's check, at a reap-owned dir
 // found with no meta.db, for the reap at work on it) and for any writer
 // waiting for meta.db's lock. Where the dir cannot be flocked it returns
-// that error at once.
+// that error at once; where a flock of it is had and locks nothing
+// (macOS's NFS client), nil at once: neither waits for a writer.
 func AwaitTurnstile(dir *os.File, timeout time.Duration) error {
 	fd := int(dir.Fd())
 	err := flockDir(fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
