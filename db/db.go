@@ -39,7 +39,9 @@ type Options struct {
 	// unlinked and before the dir is, leave no meta.db whose lock a look
 	// could wait for; a look that finds such a dir with no meta.db waits
 	// at its turnstile (AwaitTurnstile) instead, and finds it gone. A
-	// reader ignores it.
+	// reader ignores it. Where the key dir cannot be flocked there is no
+	// turnstile to keep: the open goes on without it, and such a look
+	// does not wait (docs/platforms.md).
 	HoldTurnstile bool
 
 	// BeforeWrite, when set, is called by a writer's open before it

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/dirflock"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
@@ -212,7 +213,7 @@ var testHookLstated func()
 // cannot be flocked (a filesystem without flock on directories), fd's
 // flock is taken without it, as before.
 func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
-	err := flockUntil(dirfd, write, deadline)
+	err := flockDir(dirfd, write, deadline)
 	switch {
 	case err == nil:
 		defer unix.Flock(dirfd, unix.LOCK_UN)
@@ -220,6 +221,17 @@ func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
 		return err
 	}
 	return flockUntil(fd, write, deadline)
+}
+
+// flockDir takes the flock of a key dir, its turnstile, as flockUntil
+// takes any flock. Every take of the turnstile goes through it, so that a
+// test can have it go as on a file system that cannot flock a directory
+// (internal/dirflock); in production it is flockUntil.
+func flockDir(dirfd int, write bool, deadline time.Time) error {
+	if take, err := dirflock.Flock(); !take {
+		return err
+	}
+	return flockUntil(dirfd, write, deadline)
 }
 
 // holdTurnstile takes the turnstile of the key dir dirfd exclusively for
@@ -233,7 +245,7 @@ func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
 		return nil, err
 	}
 	unix.CloseOnExec(fd)
-	err = flockUntil(fd, true, deadline)
+	err = flockDir(fd, true, deadline)
 	switch {
 	case err == nil:
 		return func() {
@@ -254,10 +266,11 @@ func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
 // writer with Options.HoldTurnstile (store's check, at a reap-owned dir
 // found with no meta.db, for the reap at work on it) and for any writer
 // waiting for meta.db's lock. Where the dir cannot be flocked it returns
-// that error at once.
+// that error at once; where a flock of it is had and locks nothing
+// (macOS's NFS client), nil at once: neither waits for a writer.
 func AwaitTurnstile(dir *os.File, timeout time.Duration) error {
 	fd := int(dir.Fd())
-	err := flockUntil(fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	err := flockDir(fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
 	if err == nil {
 		unix.Flock(fd, unix.LOCK_UN)
 	}
