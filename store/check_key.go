@@ -321,9 +321,17 @@ func creatingDB(kd *os.File, name string) bool {
 	case err != nil:
 		return false // whether it is held is not known: reported as found
 	}
+	if testHookCreatingDBAsked != nil {
+		testHookCreatingDBAsked(name)
+	}
 	st, err := fsat.LstatAt(kd, name)
 	return fsat.IsNotExist(err) || err == nil && st.Nlink == 1
 }
+
+// testHookCreatingDBAsked, when set, is called with the name between
+// creatingDB's question of the file's flock (found free, the name still
+// the file's) and its last lstat, for a test to remove a name there.
+var testHookCreatingDBAsked func(name string)
 
 // lockHeldNow reports whether a writer may hold the lock of the key dir
 // kd now, for a look that holds none: false when no meta.db is there, or

@@ -1,0 +1,66 @@
+package fsat
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// SharedFlockAt's flock is shared: it keeps out a holder of the
+// exclusive one (a creator, a writer), and no other look. Two looks at a
+// temp at once (a check's beside a repair's, which holds its file through
+// the removal) both have it, and FlockedNow, asked while a look holds it,
+// says no one holds the exclusive flock; the exclusive one is still kept
+// out. With the look's flock exclusive, one look took the other for a
+// creation in flight.
+func TestSharedFlockAtKeepsOutAWriterAndNoOtherLook(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "")
+	first, err := SharedFlockAt(d, "f")
+	if first == nil || err != nil {
+		t.Fatalf("SharedFlockAt of a free file: %v, %v; want it had", first, err)
+	}
+	defer first.Close()
+	second, err := SharedFlockAt(d, "f")
+	if second == nil || err != nil {
+		t.Errorf("SharedFlockAt beside another look: %v, %v; want it had too", second, err)
+	}
+	if second != nil {
+		second.Close()
+	}
+	if held, err := FlockedNow(d, "f"); held || err != nil {
+		t.Errorf("FlockedNow beside a look: %v, %v; want false, nil", held, err)
+	}
+	w, err := OpenAt(d, "f", unix.O_RDWR, 0)
+	must(t, err)
+	defer w.Close()
+	if err := Flock(w, unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("a writer's exclusive flock while a look holds the file: %v; want EWOULDBLOCK", err)
+	}
+}
+
+// A look at the name after the flock that fails otherwise than "gone"
+// (here ENOTDIR: the directory on the path replaced by a file between
+// the open and the flock) says nothing of what is at the name: it is
+// SharedFlockAt's error, with no file, never a file had as if still at
+// its name.
+func TestSharedFlockAtWhoseLookAfterTheFlockFailsIsTheError(t *testing.T) {
+	d, p := tempDir(t)
+	must(t, os.Mkdir(filepath.Join(p, "sub"), 0o700))
+	write(t, filepath.Join(p, "sub", "f"), "")
+	TestHookFlockedNowOpened = func(string) {
+		must(t, os.Rename(filepath.Join(p, "sub"), filepath.Join(p, "sub.old")))
+		write(t, filepath.Join(p, "sub"), "")
+	}
+	defer func() { TestHookFlockedNowOpened = nil }()
+	f, err := SharedFlockAt(d, "sub/f")
+	if f != nil {
+		f.Close()
+	}
+	if f != nil || !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("SharedFlockAt whose look after the flock failed: %v, %v; want no file and ENOTDIR", f, err)
+	}
+}
