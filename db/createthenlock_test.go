@@ -98,7 +98,14 @@ func TestCreationWithoutAnUnnamedFileHoldsItsTempsFlockAndOpens(t *testing.T) {
 	t.Run("never through a name", TestCreateLockedNeverWritesThroughAName)
 
 	kd := newKeyDir(t)
-	d := mustOpen(t, kd, true)
+	writeAndReadBack(t, kd, mustOpen(t, kd, true))
+}
+
+// writeAndReadBack writes a pi version through d, a writer of kd's
+// meta.db, closes it, and reads the version back through a new reader:
+// the meta.db the open made holds what was written.
+func writeAndReadBack(t *testing.T, kd keyDir, d *DB) {
+	t.Helper()
 	if err := d.Update(func(tx *Tx) error { return tx.PutPiVersion("0.58.3") }); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +124,7 @@ func TestCreationWithoutAnUnnamedFileHoldsItsTempsFlockAndOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != "0.58.3" {
-		t.Errorf("pi version read back from a meta.db made on the fallback: %q, want 0.58.3", got)
+		t.Errorf("pi version read back: %q, want 0.58.3", got)
 	}
 }
 

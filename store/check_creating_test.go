@@ -163,14 +163,7 @@ func TestCheckOfAKeyWithNoLockReportsAHardLinkedMetaDBTemp(t *testing.T) {
 	if err := os.MkdirAll(kd, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	outside := filepath.Join(t.TempDir(), "copy")
-	if err := os.WriteFile(outside, []byte("not a db\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tmp := db.TempPrefix + "00000000000000af"
-	if err := os.Link(outside, filepath.Join(kd, tmp)); err != nil {
-		t.Fatal(err)
-	}
+	tmp := linkTempIn(t, kd)
 	found := checkFindings(t, s, CheckOptions{})
 	if f := chkFind(found, testKey+"/"+tmp, KindLink); f == nil || f.Severity != SeverityProblem {
 		t.Errorf("a hard-linked meta.db temp in a key with no meta.db is not reported as a link: %+v", found)

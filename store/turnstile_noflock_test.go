@@ -13,6 +13,7 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/dirflock"
 	"sessdb/internal/durable"
+	"sessdb/internal/fsat"
 )
 
 // noDirFlocks are the two ways a file system cannot flock a directory,
@@ -65,13 +66,9 @@ func TestWhereAKeyDirCannotBeFlockedAKeyIsPromotedResolvedAndReaped(t *testing.T
 // rootEntries lists root.
 func rootEntries(t *testing.T, root string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(root)
+	names, err := fsat.ReadDirNames(openDirT(t, root))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
 	}
 	return names
 }

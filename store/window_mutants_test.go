@@ -15,15 +15,22 @@ import (
 func hardLinkedTemp(t *testing.T) (kd *os.File, tmp string) {
 	t.Helper()
 	dir := t.TempDir()
+	return openDirT(t, dir), linkTempIn(t, dir)
+}
+
+// linkTempIn makes in dir a meta.db temp that is a hard link of a file
+// outside it, and returns its name.
+func linkTempIn(t *testing.T, dir string) string {
+	t.Helper()
 	outside := filepath.Join(t.TempDir(), "copy")
 	if err := os.WriteFile(outside, []byte("not a db\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tmp = db.TempPrefix + "00000000000000af"
+	tmp := db.TempPrefix + "00000000000000af"
 	if err := os.Link(outside, filepath.Join(dir, tmp)); err != nil {
 		t.Fatal(err)
 	}
-	return openDirT(t, dir), tmp
+	return tmp
 }
 
 // A name found with two names and no flock held, removed after

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -59,14 +58,7 @@ func TestCheckStarvedAfterItsListingReportsTheTempItCouldNotAsk(t *testing.T) {
 	if err := os.MkdirAll(kd, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	outside := filepath.Join(t.TempDir(), "copy")
-	if err := os.WriteFile(outside, []byte("not a db\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tmp := db.TempPrefix + "00000000000000af"
-	if err := os.Link(outside, filepath.Join(kd, tmp)); err != nil {
-		t.Fatal(err)
-	}
+	tmp := linkTempIn(t, kd)
 	path := testKey + "/" + tmp
 	// The check closes descriptors of its own as it goes on (the key
 	// dir's), so restore's word on the starvation says nothing here: the

@@ -6,17 +6,18 @@ package durabletest
 import (
 	"errors"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/durable"
+	"sessdb/internal/fsat"
 )
 
 // FlockAtRemoval removes as durable.Disk does, and at the removal of Name,
-// first asks, through an open of its own, whether Name's flock could be
-// had: what a creator stalled between its temp's create and its flock
-// (db.TakeTemp) would find at the instant before the name goes.
+// first asks, through an open of its own (relative to dir, following no
+// link), whether Name's flock could be had: what a creator stalled
+// between its temp's create and its flock (db.TakeTemp) would find at the
+// instant before the name goes.
 type FlockAtRemoval struct {
 	durable.Disk
 	Name string
@@ -30,7 +31,7 @@ type FlockSeen struct{ Asked, Free bool }
 // Remove is durable.Disk's, after the look at the flock.
 func (d FlockAtRemoval) Remove(dir *os.File, name string) error {
 	if name == d.Name {
-		f, err := os.Open(filepath.Join(dir.Name(), name))
+		f, err := fsat.OpenAt(dir, name, unix.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
