@@ -274,15 +274,15 @@ func runChaosChild() int {
 					kind := ""
 					switch y := rng.Intn(4); y {
 					case 0:
-						kind, off = "ahead", clock.Now().Sub(time.Now())+chaosTTL+time.Duration(rng.Int63n(int64(chaosTTL)))
+						kind, off = "ahead", time.Until(clock.Now())+chaosTTL+time.Duration(rng.Int63n(int64(chaosTTL)))
 					case 1:
-						kind, off = "back", clock.Now().Sub(time.Now())-time.Duration(1+rng.Intn(30))*time.Minute
+						kind, off = "back", time.Until(clock.Now())-time.Duration(1+rng.Intn(30))*time.Minute
 					case 2:
 						at, ok := lastPromoted.Load(g)
 						if !ok {
 							continue
 						}
-						kind, off = "before-promotion", at.(time.Time).Add(-time.Duration(1+rng.Intn(90))*time.Minute).Sub(time.Now())
+						kind, off = "before-promotion", time.Until(at.(time.Time).Add(-time.Duration(1+rng.Intn(90))*time.Minute))
 					default:
 						kind = "right"
 					}

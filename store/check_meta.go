@@ -100,15 +100,15 @@ func metaPagesReport(m db.MetaPages, err error) *MetaPagesReport {
 // reads higher, that commit is lost; if it does not (a zeroed page reads as
 // txid 0), there is no telling whether the newest commit or the older
 // spare was hit.
-func (r *MetaPagesReport) fallbackDetail() string {
-	if !r.Fallback || r.Active < 0 {
+func (m *MetaPagesReport) fallbackDetail() string {
+	if !m.Fallback || m.Active < 0 {
 		return ""
 	}
-	act, bad := r.Pages[r.Active], r.Pages[1-r.Active]
+	act, bad := m.Pages[m.Active], m.Pages[1-m.Active]
 	if bad.Txid > act.Txid {
 		return fmt.Sprintf("meta page %d (txid %d) is invalid (%s): bbolt has fallen back to meta page %d, txid %d, and the last commit is lost",
-			1-r.Active, bad.Txid, bad.Error, r.Active, act.Txid)
+			1-m.Active, bad.Txid, bad.Error, m.Active, act.Txid)
 	}
 	return fmt.Sprintf("meta page %d is invalid (%s): bbolt uses meta page %d (txid %d); either the newest commit was lost or the spare page was damaged, and no fallback is left",
-		1-r.Active, bad.Error, r.Active, act.Txid)
+		1-m.Active, bad.Error, m.Active, act.Txid)
 }

@@ -68,7 +68,8 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, after
 // than recSize plus the one byte that tells a longer file, and nothing at
 // all of a record over maxBytes (when maxBytes is set), which a resolve
 // refuses as too-large unread. Its error is ctx's alone, when ctx ended
-// the read: ctx is looked at between chunks of a megabyte.
+// the read: ctx is looked at between chunks of a megabyte. A nil ctx is
+// context.Background().
 func VerifyRecorded(ctx context.Context, src io.ReaderAt, size, recSize int64, recCRC uint64, maxBytes int64) (*VerifyReport, error) {
 	if ctx == nil {
 		ctx = context.Background()

@@ -181,9 +181,9 @@ type fault struct {
 }
 
 // take reports whether a request of method is to fail, counting it, and
-// whether it is to be served first (its answer lost), how it fails, and
-// what runs once it was served (nil: nothing).
-func (f *faults) take(method string) (fail, lost bool, answer error, served func()) {
+// whether it is to be served first (its answer lost), what runs once it
+// was served (nil: nothing), and how it fails.
+func (f *faults) take(method string) (fail, lost bool, served func(), answer error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.next[method]
@@ -196,9 +196,9 @@ func (f *faults) take(method string) (fail, lost bool, answer error, served func
 	}
 	x.n--
 	if x.code != codes.OK {
-		return true, x.lost, status.Errorf(x.code, "etcdtest: the answer was lost (%v)", x.code), x.served
+		return true, x.lost, x.served, status.Errorf(x.code, "etcdtest: the answer was lost (%v)", x.code)
 	}
-	return true, x.lost, rpctypes.ErrGRPCLeaderChanged, x.served
+	return true, x.lost, x.served, rpctypes.ErrGRPCLeaderChanged
 }
 
 // FailNext lets the next skip requests of method, a gRPC method's full
@@ -654,7 +654,7 @@ func (m *member) recoverKilled(ctx context.Context, req any, info *grpc.UnarySer
 	var answer error
 	var served func()
 	if m.faults != nil && info != nil {
-		fail, lost, answer, served = m.faults.take(info.FullMethod)
+		fail, lost, served, answer = m.faults.take(info.FullMethod)
 	}
 	if fail && !lost {
 		return nil, answer

@@ -167,12 +167,12 @@ func BenchmarkStart(b *testing.B) {
 func TestRecoverKilledOnlyWhileKilled(t *testing.T) {
 	m := &member{name: "m0"}
 	panics := func(context.Context, any) (any, error) { var p *int; return *p, nil }
-	call := func() (err error, raised any) {
+	call := func() (raised any, err error) {
 		defer func() { raised = recover() }()
 		_, err = m.recoverKilled(context.Background(), nil, nil, panics)
-		return err, nil
+		return nil, err
 	}
-	if _, raised := call(); raised == nil {
+	if raised, _ := call(); raised == nil {
 		t.Fatal("a panic of a running member was swallowed")
 	}
 	if resp, err := m.recoverKilled(context.Background(), "req", nil, func(_ context.Context, r any) (any, error) { return r, nil }); resp != "req" || err != nil {

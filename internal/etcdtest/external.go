@@ -27,10 +27,10 @@ import (
 // ExternalBinary returns.
 const BinaryEnv = "SESSDB_ETCD_BINARY"
 
-// EverywhereEnv, set (to anything), makes Start run every cluster on
-// BinaryEnv's binary but those whose Options.InProcess says their faults
-// need the interceptor: .ci/long runs the fleet's packages whole so on
-// Debian's etcd 3.4.
+// EverywhereEnv is the environment variable that, set (to anything),
+// makes Start run every cluster on BinaryEnv's binary but those whose
+// Options.InProcess says their faults need the interceptor: .ci/long runs
+// the fleet's packages whole so on Debian's etcd 3.4.
 const EverywhereEnv = "SESSDB_ETCD_EVERYWHERE"
 
 // ExternalBinary returns the etcd binary BinaryEnv names, for a test that

@@ -33,9 +33,9 @@ const (
 	PromoteAfterDirSync   Point = "promote/after-dir-fsync"  // landed
 )
 
-// The read of a committed promotion's temp by the next writer's
-// roll-forward (Promote, check --repair, accept): an error here is the
-// temp's read failing.
+// RollForwardTempRead is the read of a committed promotion's temp by the
+// next writer's roll-forward (Promote, check --repair, accept): an error
+// here is the temp's read failing.
 const RollForwardTempRead Point = "roll-forward/temp-read"
 
 // The read boundaries of store.Resolve, in order. Each is a window in
@@ -51,53 +51,55 @@ const (
 	ResolveAfterCopy       Point = "resolve/after-copy"         // copied, not yet checked against the record
 )
 
-// The window in a resolve between the unlink of whatever was at the job
-// dir's staged name and the create of the fresh staged file (store's
-// createStaged): a name made there (a hard link the job makes to a file it
-// can see) must fail the create, never be opened and written through. An
-// error here is the create failing.
+// StagedAfterUnlink is the window in a resolve between the unlink of
+// whatever was at the job dir's staged name and the create of the fresh
+// staged file (store's createStaged): a name made there (a hard link the
+// job makes to a file it can see) must fail the create, never be opened and
+// written through. An error here is the create failing.
 const StagedAfterUnlink Point = "staged/after-unlink"
 
-// The read of a key's transcript's first line by a reader (resolve, dump,
-// check; on a fleet, of the generation its record names), to judge its
-// header: an error here is that read failing.
+// TranscriptHeaderRead is the read of a key's transcript's first line by a
+// reader (resolve, dump, check; on a fleet, of the generation its record
+// names), to judge its header: an error here is that read failing.
 const TranscriptHeaderRead Point = "transcript/header-read"
 
-// A legacy key's identity check after its copy (resolve, dump, check):
-// the lstat that finds current.jsonl still the file copied. An error here
-// is that lstat failing.
+// LegacyIdentityLstat is a legacy key's identity check after its copy
+// (resolve, dump, check): the lstat that finds current.jsonl still the file
+// copied. An error here is that lstat failing.
 const LegacyIdentityLstat Point = "legacy/identity-lstat"
 
-// check --accept's look at current.jsonl's name after reading it whole
-// (store's readIdentity): the lstat that finds the name still the file
-// read. An error here is that lstat failing.
+// AcceptIdentityLstat is check --accept's look at current.jsonl's name
+// after reading it whole (store's readIdentity): the lstat that finds the
+// name still the file read. An error here is that lstat failing.
 const AcceptIdentityLstat Point = "accept/identity-lstat"
 
-// The read of one legacy sidecar file (store/legacy: venue, pi-version,
-// resume-chain, context, in that order for a whole observation): an error
-// here is that read failing on the file (an I/O error).
+// LegacySidecarRead is the read of one legacy sidecar file (store/legacy:
+// venue, pi-version, resume-chain, context, in that order for a whole
+// observation): an error here is that read failing on the file (an I/O
+// error).
 const LegacySidecarRead Point = "legacy/sidecar-read"
 
-// The look (an lstat) at a committed promotion's temp that tells whether
-// the promotion is still in flight (its temp at its name) or settled: an
-// error here is that lstat failing otherwise than "gone".
+// PendingLook is the look (an lstat) at a committed promotion's temp that
+// tells whether the promotion is still in flight (its temp at its name) or
+// settled: an error here is that lstat failing otherwise than "gone".
 const PendingLook Point = "pending/look"
 
-// The window between a reader's look at a committed promotion's temp,
-// which found it at its name (in flight), and the open that serves it
-// (resolve, dump, check): a temp removed there is gone when opened.
+// PendingAfterLook is the window between a reader's look at a committed
+// promotion's temp, which found it at its name (in flight), and the open
+// that serves it (resolve, dump, check): a temp removed there is gone when
+// opened.
 const PendingAfterLook Point = "pending/after-look"
 
-// A reader's read of a committed promotion's temp to tell whether it is
-// whole (a resolve's ticket base: or does the key hold the generation
-// before it?; check's pending-promotion finding): an error here is that
-// read failing.
+// PendingTempCheck is a reader's read of a committed promotion's temp to
+// tell whether it is whole (a resolve's ticket base: or does the key hold
+// the generation before it?; check's pending-promotion finding): an error
+// here is that read failing.
 const PendingTempCheck Point = "pending/temp-check"
 
-// The read, by a ticket's retry whose promotion is the key's record, of
-// the file the record names, to tell whether the key still holds it
-// (store.KeyTxn's HoldsRecord, on both backends): an error here is that
-// read failing (an I/O error, a descriptor refused).
+// HoldsRecordRead is the read, by a ticket's retry whose promotion is the
+// key's record, of the file the record names, to tell whether the key still
+// holds it (store.KeyTxn's HoldsRecord, on both backends): an error here is
+// that read failing (an I/O error, a descriptor refused).
 const HoldsRecordRead Point = "holds-record/read"
 
 // The write boundaries of store.Reap, in protocol order (the key judged
@@ -120,15 +122,15 @@ const (
 	RepairAfterRenumber  Point = "repair/after-renumber"         // the history numbered again, committed
 )
 
-// fsat.Remove of a directory: the unlink said the name is one (EISDIR;
-// EPERM elsewhere), and the name is about to be looked at again before
-// its rmdir, where a rival remover (a reap finishing a reap-owned dir
-// while its own reap removes it) may have got there first.
+// FsatRemoveBeforeDirLook is fsat.Remove of a directory: the unlink said
+// the name is one (EISDIR; EPERM elsewhere), and the name is about to be
+// looked at again before its rmdir, where a rival remover (a reap finishing
+// a reap-owned dir while its own reap removes it) may have got there first.
 const FsatRemoveBeforeDirLook Point = "fsat/remove-before-dir-look"
 
-// The stray-temp sweep of a key reap keeps, where the key had no meta.db
-// (no lock to take) when the sweep looked: the temps about to be listed
-// again and removed.
+// SweepUnlockedBeforeList is the stray-temp sweep of a key reap keeps,
+// where the key had no meta.db (no lock to take) when the sweep looked: the
+// temps about to be listed again and removed.
 const SweepUnlockedBeforeList Point = "sweep/unlocked-before-list"
 
 // The steps of a meta.db open (package db's OpenReader and OpenWriter, so
@@ -328,21 +330,22 @@ const (
 	SharedWriteClose Point = "shared-write/close" // the temp fsynced, its close returned
 )
 
-// The stat of a fleet's transcripts dir itself (fleet/shared.DirErr, and
-// fleet.Open's check that it is a directory): an error here is the
-// export gone stale (ESTALE), which no test can make without root.
+// SharedDirStat is the stat of a fleet's transcripts dir itself
+// (fleet/shared.DirErr, and fleet.Open's check that it is a directory): an
+// error here is the export gone stale (ESTALE), which no test can make
+// without root.
 const SharedDirStat Point = "shared/dir-stat"
 
-// The read of a fleet's transcripts dir's mark (fleet/shared's ReadMark,
-// and WriteMark's reads of the mark before it writes one and after its
-// rename met another's): an error here is that read failing (EIO, or
-// ESTALE: the mark's handle gone stale), which no test can make without
-// root.
+// SharedMarkRead is the read of a fleet's transcripts dir's mark
+// (fleet/shared's ReadMark, and WriteMark's reads of the mark before it
+// writes one and after its rename met another's): an error here is that
+// read failing (EIO, or ESTALE: the mark's handle gone stale), which no
+// test can make without root.
 const SharedMarkRead Point = "shared/mark-read"
 
-// The step of a fleet's key lock (fleet/etcdmeta.Lock) after its lease is
-// granted and before the mutex is asked for: etcd lost there leaves a
-// lease and a session to end.
+// EtcdLockGranted is the step of a fleet's key lock (fleet/etcdmeta.Lock)
+// after its lease is granted and before the mutex is asked for: etcd lost
+// there leaves a lease and a session to end.
 const EtcdLockGranted Point = "etcd-lock/granted"
 
 // The steps of each try of a fleet's guarded write (fleet/etcdmeta's Put
@@ -358,8 +361,8 @@ const (
 	EtcdWriteAfterCommit Point = "etcd-write/after-commit"
 )
 
-// The step of a fleet's renumber (fleet/etcdmeta.RenumberHistory) between
-// its read of the key and its guarded commit: a test changes the key
-// there, as a writer that takes no lock can, and the commit's compares
-// must see it.
+// EtcdRenumberBeforeCommit is the step of a fleet's renumber
+// (fleet/etcdmeta.RenumberHistory) between its read of the key and its
+// guarded commit: a test changes the key there, as a writer that takes no
+// lock can, and the commit's compares must see it.
 const EtcdRenumberBeforeCommit Point = "etcd-renumber/before-commit"

@@ -304,7 +304,7 @@ func FlockedNow(dir *os.File, name string) (held bool, err error) {
 	return f == nil && err == nil, err
 }
 
-// TestHookFlockedNowOpened, when set, is called with the name between
+// TestHookFlockedNowOpened is called, when set, with the name between
 // SharedFlockAt's open and its flock (FlockedNow's too), for sessdb's
 // tests (store's, migrate's) to act there: a creator that removes its
 // temp, or links it into place and unlinks it, and lets go. Nothing else

@@ -54,11 +54,11 @@ type Mover interface {
 	Side() string
 }
 
-// A Reviser's bases name, for a key with a record, that record's revision
-// too while Revisions says so (a fleet's: docs/job.md, "which etcd never
-// gives twice"): the model then wants one in every such ticket, and holds
-// it only in the key's life it was read in. An instance that is no
-// Reviser (a sessions root) names none. The model is told, not shown by
+// Reviser is an instance whose bases name, for a key with a record, that
+// record's revision too while Revisions says so (a fleet's: docs/job.md,
+// "which etcd never gives twice"): the model then wants one in every such
+// ticket, and holds it only in the key's life it was read in. An instance
+// that is no Reviser (a sessions root) names none. The model is told, not shown by
 // the tickets: a fleet that dropped the revision from its bases would
 // otherwise be judged as a root, and its promotion onto a key made anew
 // with the same bytes passed.
