@@ -1,0 +1,468 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/internal/sharedtest"
+)
+
+// piHomeEnv names a folder where the real pi 0.58.3 is installed
+// (node_modules/.bin/pi), for TestTheRealPiThroughTheCLI.
+const piHomeEnv = "SESSDB_PI_HOME"
+
+// TestTheRealPiThroughTheCLI runs the worker's loop of the README with the
+// real pi 0.58.3 between sessdb's resolve and promote, pi talking to
+// ../shared/tools/pi-mock's stand-in for its model provider: a cold start,
+// a resume whose history pi loads, a context the bound refuses and pi then
+// compacts, a provider error, a run killed mid-answer, and a switch to a
+// model with another window. Every reading sessdb promotes is the one pi's
+// own getContextUsage() gave at the end of that run (usage-ext.js logs
+// it), window and model included. It needs node and python3, and pi
+// installed where SESSDB_PI_HOME says; unset, it skips and says how.
+func TestTheRealPiThroughTheCLI(t *testing.T) {
+	e := startRealPi(t)
+	const repo = "acme/widget"
+	key := ""
+	resolve := func(job string, env []string, model string) resolveOutput {
+		t.Helper()
+		args := []string{"resolve", "--kind", "github", "--repo", repo, "--ref", "pi/issue-42", "--job-dir", filepath.Join(e.dir, job),
+			"--pi-version", "0.58.3", "--venue", "local", "--job", job, "--model", model}
+		var r resolveOutput
+		e.sessdb(t, env, &r, args...)
+		key = r.Key
+		return r
+	}
+	promote := func(job string, args ...string) promoteResult {
+		t.Helper()
+		var r promoteResult
+		e.sessdb(t, nil, &r, append([]string{"promote", "--job-dir", filepath.Join(e.dir, job), "--pi-version", "0.58.3"}, args...)...)
+		return r
+	}
+	// The reading promoted is pi's own at the end of the run.
+	readingIsPis := func(step string, end piUsage, model string) {
+		t.Helper()
+		k := e.dumpKey(t, key)
+		if k.Context == nil || end.Tokens == nil || k.Context.Tokens != *end.Tokens || k.Context.Window != end.Window || k.Context.Model != model {
+			t.Fatalf("%s: the key's reading is %+v; pi's own at the end of the run: %s of %d tokens, model %s", step, k.Context, tokens(end.Tokens), end.Window, model)
+		}
+	}
+	const sonnet, small = "anthropic/claude-sonnet-4-5", "mock/mock-small"
+
+	// A cold start: pi writes its own header into the empty staged file.
+	if r := resolve("1", nil, sonnet); r.Resume || r.Reason != "absent" || r.Bytes != 0 {
+		t.Fatalf("first resolve: %+v", r)
+	}
+	run := e.turn(t, "1", mockControl{Input: 1200, Output: 80}, "")
+	if p := promote("1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
+		t.Fatalf("cold run: %+v", p)
+	}
+	readingIsPis("cold run", run.End, sonnet)
+
+	// A resume: pi loads the history it is given (the first run's two
+	// messages before the prompt).
+	promoted := e.dumpKey(t, key).Record.Bytes
+	if r := resolve("2", nil, sonnet); !r.Resume || r.Bytes != promoted {
+		t.Fatalf("second resolve: %+v; want resumed, the %d bytes promoted", r, promoted)
+	}
+	run = e.turn(t, "2", mockControl{Input: 50, Output: 120, CacheRead: 1250, CacheWrite: 30}, "")
+	if run.FirstMessages != 3 {
+		t.Fatalf("pi's first request of the resumed run held %d messages; want the history's 2 and the prompt", run.FirstMessages)
+	}
+	if p := promote("2", "--require", "answered"); !p.Promoted || p.Gen != 2 {
+		t.Fatalf("resumed run: %+v", p)
+	}
+	readingIsPis("resumed run", run.End, sonnet)
+	if k := e.dumpKey(t, key); k.ResumeChain != 1 {
+		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
+	}
+
+	// A full context: the bound refuses it; resumed without one, pi
+	// compacts at the start of the run (print mode never does at its end),
+	// and the reading after is pi's again.
+	resolve("3", nil, sonnet)
+	run = e.turn(t, "3", mockControl{Input: 2000, Output: 300, CacheRead: 185000}, "")
+	if p := promote("3", "--require", "answered"); !p.Promoted {
+		t.Fatalf("full run: %+v", p)
+	}
+	readingIsPis("full run", run.End, sonnet)
+	if r := resolve("4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
+		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
+	}
+	if st, err := os.Stat(filepath.Join(e.dir, "4-bounded", "session", "current.jsonl")); err != nil || st.Size() != 0 {
+		t.Fatalf("the refused job's staged file: %v, %v; want empty", st, err)
+	}
+	if r := resolve("4", nil, sonnet); !r.Resume {
+		t.Fatalf("resolve with no bound: %+v", r)
+	}
+	run = e.turn(t, "4", mockControl{Input: 3000, Output: 200}, "")
+	if !bytes.Contains(e.staged(t, "4"), []byte(`"type":"compaction"`)) {
+		t.Fatal("pi did not compact the full context it resumed: the case is not what it says")
+	}
+	if p := promote("4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
+		t.Fatalf("compacted run: %+v", p)
+	}
+	readingIsPis("compacted run", run.End, sonnet)
+
+	// A provider error: pi exits 0 in json mode; the run says errored.
+	resolve("5", nil, sonnet)
+	run = e.turn(t, "5", mockControl{HTTPStatus: 400, ErrorMessage: "mock refused"}, "")
+	if run.Exit != 0 {
+		t.Fatalf("pi --mode json exited %d after a provider error; the README says 0", run.Exit)
+	}
+	if p := promote("5", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "errored" {
+		t.Fatalf("errored run, answered required: %+v", p)
+	}
+	if p := promote("5"); !p.Promoted || p.Run != "errored" {
+		t.Fatalf("errored run promoted: %+v", p)
+	}
+	readingIsPis("errored run", run.End, sonnet)
+
+	// A run killed mid-answer: pi wrote the prompt and no answer.
+	gen := e.dumpKey(t, key).Record.Gen
+	resolve("6", nil, sonnet)
+	e.piKilledMidAnswer(t, "6")
+	if p := promote("6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
+		t.Fatalf("killed run: %+v", p)
+	}
+	if g := e.dumpKey(t, key).Record.Gen; g != gen {
+		t.Fatalf("the refused run moved the key from gen %d to %d", gen, g)
+	}
+
+	// Another model, whose window comes from pi's models.json: the
+	// reading is pi's against that window, and the bound judges it only
+	// for a job on that model.
+	resolve("7", nil, small)
+	run = e.turn(t, "7", mockControl{Input: 40000, Output: 500}, small)
+	if p := promote("7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
+		t.Fatalf("run on %s: %+v", small, p)
+	}
+	readingIsPis("run on another model", run.End, small)
+	if r := resolve("8", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, small); r.Reason != "context-too-full" {
+		t.Fatalf("40%% bound, a job on %s, whose reading is %s of %d: %+v", small, tokens(run.End.Tokens), run.End.Window, r)
+	}
+	if r := resolve("9", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, sonnet); !r.Resume {
+		t.Fatalf("40%% bound, a job on %s (the reading is %s's): %+v", sonnet, small, r)
+	}
+}
+
+// realPi is what TestTheRealPiThroughTheCLI runs in: a stand-in model
+// provider on loopback, pi's config dir pointing at it, and a sessions root.
+type realPi struct {
+	dir     string // the jobs' dirs, and the sessions root beside them
+	root    string
+	agent   string // PI_CODING_AGENT_DIR
+	pi, ext string
+	control string
+	log     string // the stand-in's log of the requests it answered
+	env     []string
+}
+
+// startRealPi skips unless SESSDB_PI_HOME names a folder with pi
+// installed, and starts the stand-in.
+func startRealPi(t *testing.T) *realPi {
+	home := os.Getenv(piHomeEnv)
+	if home == "" {
+		t.Skipf("%s is unset: this test runs the real pi 0.58.3. To run it: mkdir DIR && (cd DIR && npm install @mariozechner/pi-coding-agent@0.58.3) && %s=DIR go test -run TestTheRealPi ./cmd/sessdb", piHomeEnv, piHomeEnv)
+	}
+	pi := filepath.Join(home, "node_modules", ".bin", "pi")
+	if _, err := os.Stat(pi); err != nil {
+		t.Fatalf("%s=%s: %v (npm install @mariozechner/pi-coding-agent@0.58.3 there)", piHomeEnv, home, err)
+	}
+	root := sharedtest.ModuleRoot()
+	tools := filepath.Join(root, "..", "shared", "tools", "pi-mock")
+	if _, err := os.Stat(tools); root == "" || err != nil {
+		t.Skipf("../shared/tools/pi-mock is absent (it sits beside the repository, not in it): %v", err)
+	}
+	for _, bin := range []string{"node", "python3"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is set, and %s is not on PATH: %v", piHomeEnv, bin, err)
+		}
+	}
+	dir := t.TempDir()
+	e := &realPi{
+		dir: dir, root: filepath.Join(dir, "sessions"), agent: filepath.Join(dir, "agent"),
+		pi: pi, ext: filepath.Join(tools, "usage-ext.js"),
+		control: filepath.Join(dir, "control.json"), log: filepath.Join(dir, "requests.jsonl"),
+	}
+	for _, d := range []string{e.root, e.agent, filepath.Join(dir, "home")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	models, err := os.ReadFile(filepath.Join(tools, "models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(models, []byte("127.0.0.1:18765")) {
+		t.Fatalf("pi-mock's models.json no longer points at 127.0.0.1:18765:\n%s", models)
+	}
+	settings, err := os.ReadFile(filepath.Join(tools, "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(e.agent, "models.json"), bytes.ReplaceAll(models, []byte("127.0.0.1:18765"), []byte("127.0.0.1:"+port)))
+	writeFile(t, filepath.Join(e.agent, "settings.json"), settings)
+	writeFile(t, e.control, []byte("{}"))
+
+	mock := exec.Command("python3", filepath.Join(tools, "mock_anthropic.py"), port, e.control, e.log)
+	var mockLog bytes.Buffer
+	mock.Stderr = &mockLog
+	if err := mock.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		mock.Process.Kill()
+		mock.Wait()
+		if t.Failed() {
+			t.Logf("the stand-in's log:\n%s", mockLog.Bytes())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in for pi's provider never listened on %s: %v", port, err)
+		}
+	}
+	e.env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "PI_CODING_AGENT_DIR=" + e.agent,
+		"PI_OFFLINE=1", "ANTHROPIC_API_KEY=mock-key",
+	}
+	return e
+}
+
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessdb runs the CLI as a worker does, a process of its own whose only
+// configuration is the sessions root and env, and decodes its JSON into
+// out; any exit but 0 fails the test.
+func (e *realPi) sessdb(t *testing.T, env []string, out any, args ...string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append([]string{cliChildEnv + "=1", "GORACE=atexit_sleep_ms=0", "PI_SESSIONS_DIR=" + e.root}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sessdb %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	line, _, _ := bytes.Cut(stdout.Bytes(), []byte("\n"))
+	if err := json.Unmarshal(line, out); err != nil {
+		t.Fatalf("sessdb %s printed %q: %v", strings.Join(args, " "), stdout.String(), err)
+	}
+}
+
+// dumpedKey is what the test reads of dump --json's object for a key.
+type dumpedKey struct {
+	Record struct {
+		Gen   uint64
+		Bytes int64
+	}
+	ResumeChain uint64 `json:"resume_chain"`
+	Context     *struct {
+		Tokens int
+		Window int
+		Model  string
+	}
+}
+
+func (e *realPi) dumpKey(t *testing.T, key string) dumpedKey {
+	t.Helper()
+	var k dumpedKey
+	e.sessdb(t, nil, &k, "dump", "--json", "--key", key, e.root)
+	return k
+}
+
+// staged returns job's staged transcript.
+func (e *realPi) staged(t *testing.T, job string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.dir, job, "session", "current.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// mockControl is the stand-in's answer to each request (mock_anthropic.py's
+// docstring).
+type mockControl struct {
+	Input        int     `json:"input"`
+	Output       int     `json:"output"`
+	CacheRead    int     `json:"cacheRead"`
+	CacheWrite   int     `json:"cacheWrite"`
+	HTTPStatus   int     `json:"http_status,omitempty"`
+	ErrorMessage string  `json:"error_message,omitempty"`
+	Text         string  `json:"text,omitempty"`
+	Chunks       int     `json:"chunks,omitempty"`
+	Delay        float64 `json:"delay,omitempty"`
+}
+
+// piUsage is pi's getContextUsage() as usage-ext.js logs it.
+type piUsage struct {
+	Tokens *int `json:"tokens"` // null: unknown (after a compaction, until a fresh usage)
+	Window int  `json:"contextWindow"`
+}
+
+func tokens(n *int) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.Itoa(*n)
+}
+
+// piRun is what a run of pi showed: its exit status, the messages of its
+// first request, and its own reading at the end.
+type piRun struct {
+	Exit          int
+	FirstMessages int
+	End           piUsage
+}
+
+// turn runs one print-mode turn of the real pi on job's staged transcript,
+// as the README's loop does (--mode json, as a worker that reads its
+// events would), on model if not "".
+func (e *realPi) turn(t *testing.T, job string, answer mockControl, model string) piRun {
+	t.Helper()
+	cmd, usage := e.piCmd(t, job, answer, model)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	var run piRun
+	if err := cmd.Run(); err != nil {
+		x, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("pi: %v", err)
+		}
+		run.Exit = x.ExitCode()
+	}
+	ends := 0
+	for _, ev := range readUsageLog(t, usage) {
+		switch ev.Ev {
+		case "context":
+			if run.FirstMessages == 0 {
+				run.FirstMessages = ev.Messages
+			}
+		case "agent_end":
+			run.End = ev.Usage
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Fatalf("pi's run logged %d ends (usage-ext.js); want 1. Its output:\n%s", ends, tail(out.Bytes(), 2000))
+	}
+	return run
+}
+
+// piKilledMidAnswer starts a turn whose answer streams slowly and kills pi
+// (SIGKILL, as a container's end) once the stand-in has its request.
+func (e *realPi) piKilledMidAnswer(t *testing.T, job string) {
+	t.Helper()
+	before := countLines(t, e.log)
+	cmd, _ := e.piCmd(t, job, mockControl{Input: 100, Output: 20, Text: strings.Repeat("slow ", 30), Chunks: 30, Delay: 0.3}, "")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); countLines(t, e.log) == before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("pi sent no request in a minute")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a few chunks into a 9 s answer
+	cmd.Process.Kill()
+	cmd.Wait()
+}
+
+func (e *realPi) piCmd(t *testing.T, job string, answer mockControl, model string) (*exec.Cmd, string) {
+	t.Helper()
+	control, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.control, control)
+	usage := filepath.Join(e.dir, "usage-"+job+".jsonl")
+	args := []string{"-p", "--mode", "json", "--session", filepath.Join(e.dir, job, "session", "current.jsonl"), "--no-tools", "-e", e.ext}
+	if model != "" {
+		args = append(args, "--model", model)
+	}
+	cmd := exec.Command(e.pi, append(args, fmt.Sprintf("the prompt of job %s", job))...)
+	cmd.Env = append(append([]string{}, e.env...), "PI_USAGE_LOG="+usage)
+	cmd.Dir = e.dir
+	return cmd, usage
+}
+
+type usageEvent struct {
+	Ev       string  `json:"ev"`
+	Usage    piUsage `json:"usage"`
+	Messages int     `json:"messages"`
+}
+
+func readUsageLog(t *testing.T, name string) []usageEvent {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatalf("pi logged no usage (usage-ext.js): %v", err)
+	}
+	defer f.Close()
+	var evs []usageEvent
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ev usageEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s: %q: %v", name, sc.Text(), err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func countLines(t *testing.T, name string) int {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
