@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/internal/etcdtest"
 	"sessdb/internal/sharedtest"
 )
 
@@ -23,36 +24,71 @@ const piHomeEnv = "SESSDB_PI_HOME"
 
 // TestTheRealPiThroughTheCLI runs the worker's loop of the README with the
 // real pi 0.58.3 between sessdb's resolve and promote, pi talking to
-// ../shared/tools/pi-mock's stand-in for its model provider: a cold start,
-// a resume whose history pi loads, a context the bound refuses and pi then
-// compacts, a provider error, a run killed mid-answer, and a switch to a
-// model with another window. Every reading sessdb promotes is the one pi's
-// own getContextUsage() gave at the end of that run (usage-ext.js logs
-// it), window and model included. It needs node and python3, and pi
-// installed where SESSDB_PI_HOME says; unset, it skips and says how.
+// ../shared/tools/pi-mock's stand-in for its model provider, on a sessions
+// root and on a fleet (one etcd member): a cold start, a resume whose
+// history pi loads, a context the bound refuses and pi then compacts, a
+// provider error, a run killed mid-answer, and a switch to a model with
+// another window. Every reading sessdb promotes is the one pi's own
+// getContextUsage() gave at the end of that run (usage-ext.js logs it),
+// window and model included. It needs node and python3, and pi installed
+// where SESSDB_PI_HOME says; unset, it skips and says how.
 func TestTheRealPiThroughTheCLI(t *testing.T) {
 	e := startRealPi(t)
+	t.Run("sessions root", func(t *testing.T) {
+		root := filepath.Join(e.dir, "sessions")
+		if err := os.Mkdir(root, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		e.loop(t, &piWorker{jobs: filepath.Join(e.dir, "root-jobs"), env: []string{"PI_SESSIONS_DIR=" + root}, dumpArgs: []string{root}})
+	})
+	t.Run("fleet", func(t *testing.T) {
+		c := etcdtest.Start1(t)
+		transcripts := filepath.Join(e.dir, "transcripts")
+		if err := os.Mkdir(transcripts, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		e.loop(t, &piWorker{jobs: filepath.Join(e.dir, "fleet-jobs"), env: []string{
+			"PI_SESSIONS_ETCD_ENDPOINTS=" + strings.Join(c.Endpoints(), ","),
+			"PI_SESSIONS_TRANSCRIPTS_DIR=" + transcripts,
+			"PI_SESSIONS_ETCD_PREFIX=/sessdb/realpi",
+		}})
+	})
+}
+
+// piWorker is one backend's worker: where its jobs' dirs go, the
+// environment that names its store, and what dump takes after its flags.
+type piWorker struct {
+	jobs     string
+	env      []string
+	dumpArgs []string
+}
+
+// loop runs the jobs of TestTheRealPiThroughTheCLI on w's store.
+func (e *realPi) loop(t *testing.T, w *piWorker) {
+	if err := os.Mkdir(w.jobs, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	const repo = "acme/widget"
 	key := ""
 	resolve := func(job string, env []string, model string) resolveOutput {
 		t.Helper()
-		args := []string{"resolve", "--kind", "github", "--repo", repo, "--ref", "pi/issue-42", "--job-dir", filepath.Join(e.dir, job),
+		args := []string{"resolve", "--kind", "github", "--repo", repo, "--ref", "pi/issue-42", "--job-dir", filepath.Join(w.jobs, job),
 			"--pi-version", "0.58.3", "--venue", "local", "--job", job, "--model", model}
 		var r resolveOutput
-		e.sessdb(t, env, &r, args...)
+		e.sessdb(t, append(append([]string{}, w.env...), env...), &r, args...)
 		key = r.Key
 		return r
 	}
 	promote := func(job string, args ...string) promoteResult {
 		t.Helper()
 		var r promoteResult
-		e.sessdb(t, nil, &r, append([]string{"promote", "--job-dir", filepath.Join(e.dir, job), "--pi-version", "0.58.3"}, args...)...)
+		e.sessdb(t, w.env, &r, append([]string{"promote", "--job-dir", filepath.Join(w.jobs, job), "--pi-version", "0.58.3"}, args...)...)
 		return r
 	}
 	// The reading promoted is pi's own at the end of the run.
 	readingIsPis := func(step string, end piUsage, model string) {
 		t.Helper()
-		k := e.dumpKey(t, key)
+		k := e.dumpKey(t, w, key)
 		if k.Context == nil || end.Tokens == nil || k.Context.Tokens != *end.Tokens || k.Context.Window != end.Window || k.Context.Model != model {
 			t.Fatalf("%s: the key's reading is %+v; pi's own at the end of the run: %s of %d tokens, model %s", step, k.Context, tokens(end.Tokens), end.Window, model)
 		}
@@ -63,7 +99,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 	if r := resolve("1", nil, sonnet); r.Resume || r.Reason != "absent" || r.Bytes != 0 {
 		t.Fatalf("first resolve: %+v", r)
 	}
-	run := e.turn(t, "1", mockControl{Input: 1200, Output: 80}, "")
+	run := e.turn(t, w, "1", mockControl{Input: 1200, Output: 80}, "")
 	if p := promote("1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
 		t.Fatalf("cold run: %+v", p)
 	}
@@ -71,11 +107,11 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 
 	// A resume: pi loads the history it is given (the first run's two
 	// messages before the prompt).
-	promoted := e.dumpKey(t, key).Record.Bytes
+	promoted := e.dumpKey(t, w, key).Record.Bytes
 	if r := resolve("2", nil, sonnet); !r.Resume || r.Bytes != promoted {
 		t.Fatalf("second resolve: %+v; want resumed, the %d bytes promoted", r, promoted)
 	}
-	run = e.turn(t, "2", mockControl{Input: 50, Output: 120, CacheRead: 1250, CacheWrite: 30}, "")
+	run = e.turn(t, w, "2", mockControl{Input: 50, Output: 120, CacheRead: 1250, CacheWrite: 30}, "")
 	if run.FirstMessages != 3 {
 		t.Fatalf("pi's first request of the resumed run held %d messages; want the history's 2 and the prompt", run.FirstMessages)
 	}
@@ -83,7 +119,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 		t.Fatalf("resumed run: %+v", p)
 	}
 	readingIsPis("resumed run", run.End, sonnet)
-	if k := e.dumpKey(t, key); k.ResumeChain != 1 {
+	if k := e.dumpKey(t, w, key); k.ResumeChain != 1 {
 		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
 	}
 
@@ -91,7 +127,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 	// compacts at the start of the run (print mode never does at its end),
 	// and the reading after is pi's again.
 	resolve("3", nil, sonnet)
-	run = e.turn(t, "3", mockControl{Input: 2000, Output: 300, CacheRead: 185000}, "")
+	run = e.turn(t, w, "3", mockControl{Input: 2000, Output: 300, CacheRead: 185000}, "")
 	if p := promote("3", "--require", "answered"); !p.Promoted {
 		t.Fatalf("full run: %+v", p)
 	}
@@ -99,14 +135,14 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 	if r := resolve("4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
 		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
 	}
-	if st, err := os.Stat(filepath.Join(e.dir, "4-bounded", "session", "current.jsonl")); err != nil || st.Size() != 0 {
+	if st, err := os.Stat(filepath.Join(w.jobs, "4-bounded", "session", "current.jsonl")); err != nil || st.Size() != 0 {
 		t.Fatalf("the refused job's staged file: %v, %v; want empty", st, err)
 	}
 	if r := resolve("4", nil, sonnet); !r.Resume {
 		t.Fatalf("resolve with no bound: %+v", r)
 	}
-	run = e.turn(t, "4", mockControl{Input: 3000, Output: 200}, "")
-	if !bytes.Contains(e.staged(t, "4"), []byte(`"type":"compaction"`)) {
+	run = e.turn(t, w, "4", mockControl{Input: 3000, Output: 200}, "")
+	if !bytes.Contains(e.staged(t, w, "4"), []byte(`"type":"compaction"`)) {
 		t.Fatal("pi did not compact the full context it resumed: the case is not what it says")
 	}
 	if p := promote("4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
@@ -116,26 +152,30 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 
 	// A provider error: pi exits 0 in json mode; the run says errored.
 	resolve("5", nil, sonnet)
-	run = e.turn(t, "5", mockControl{HTTPStatus: 400, ErrorMessage: "mock refused"}, "")
+	run = e.turn(t, w, "5", mockControl{HTTPStatus: 400, ErrorMessage: "mock refused"}, "")
 	if run.Exit != 0 {
 		t.Fatalf("pi --mode json exited %d after a provider error; the README says 0", run.Exit)
 	}
 	if p := promote("5", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "errored" {
 		t.Fatalf("errored run, answered required: %+v", p)
 	}
-	if p := promote("5"); !p.Promoted || p.Run != "errored" {
-		t.Fatalf("errored run promoted: %+v", p)
+	errored := promote("5")
+	if !errored.Promoted || errored.Run != "errored" {
+		t.Fatalf("errored run promoted: %+v", errored)
 	}
 	readingIsPis("errored run", run.End, sonnet)
 
 	// A run killed mid-answer: pi wrote the prompt and no answer.
-	gen := e.dumpKey(t, key).Record.Gen
+	gen := errored.Gen
+	if g := e.dumpKey(t, w, key).Record.Gen; g != gen {
+		t.Fatalf("dump says gen %d; the promote said %d", g, gen)
+	}
 	resolve("6", nil, sonnet)
-	e.piKilledMidAnswer(t, "6")
+	e.piKilledMidAnswer(t, w, "6")
 	if p := promote("6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
 		t.Fatalf("killed run: %+v", p)
 	}
-	if g := e.dumpKey(t, key).Record.Gen; g != gen {
+	if g := e.dumpKey(t, w, key).Record.Gen; g != gen {
 		t.Fatalf("the refused run moved the key from gen %d to %d", gen, g)
 	}
 
@@ -143,7 +183,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 	// reading is pi's against that window, and the bound judges it only
 	// for a job on that model.
 	resolve("7", nil, small)
-	run = e.turn(t, "7", mockControl{Input: 40000, Output: 500}, small)
+	run = e.turn(t, w, "7", mockControl{Input: 40000, Output: 500}, small)
 	if p := promote("7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
 		t.Fatalf("run on %s: %+v", small, p)
 	}
@@ -157,10 +197,9 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 }
 
 // realPi is what TestTheRealPiThroughTheCLI runs in: a stand-in model
-// provider on loopback, pi's config dir pointing at it, and a sessions root.
+// provider on loopback, and pi's config dir pointing at it.
 type realPi struct {
-	dir     string // the jobs' dirs, and the sessions root beside them
-	root    string
+	dir     string
 	agent   string // PI_CODING_AGENT_DIR
 	pi, ext string
 	control string
@@ -191,11 +230,11 @@ func startRealPi(t *testing.T) *realPi {
 	}
 	dir := t.TempDir()
 	e := &realPi{
-		dir: dir, root: filepath.Join(dir, "sessions"), agent: filepath.Join(dir, "agent"),
+		dir: dir, agent: filepath.Join(dir, "agent"),
 		pi: pi, ext: filepath.Join(tools, "usage-ext.js"),
 		control: filepath.Join(dir, "control.json"), log: filepath.Join(dir, "requests.jsonl"),
 	}
-	for _, d := range []string{e.root, e.agent, filepath.Join(dir, "home")} {
+	for _, d := range []string{e.agent, filepath.Join(dir, "home")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +299,7 @@ func writeFile(t *testing.T, name string, data []byte) {
 }
 
 // sessdb runs the CLI as a worker does, a process of its own whose only
-// configuration is the sessions root and env, and decodes its JSON into
+// configuration is env (the store's, and a bound), and decodes its JSON into
 // out; any exit but 0 fails the test.
 func (e *realPi) sessdb(t *testing.T, env []string, out any, args ...string) {
 	t.Helper()
@@ -269,7 +308,7 @@ func (e *realPi) sessdb(t *testing.T, env []string, out any, args ...string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append([]string{cliChildEnv + "=1", "GORACE=atexit_sleep_ms=0", "PI_SESSIONS_DIR=" + e.root}, env...)
+	cmd.Env = append([]string{cliChildEnv + "=1", "GORACE=atexit_sleep_ms=0"}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -295,17 +334,17 @@ type dumpedKey struct {
 	}
 }
 
-func (e *realPi) dumpKey(t *testing.T, key string) dumpedKey {
+func (e *realPi) dumpKey(t *testing.T, w *piWorker, key string) dumpedKey {
 	t.Helper()
 	var k dumpedKey
-	e.sessdb(t, nil, &k, "dump", "--json", "--key", key, e.root)
+	e.sessdb(t, w.env, &k, append([]string{"dump", "--json", "--key", key}, w.dumpArgs...)...)
 	return k
 }
 
 // staged returns job's staged transcript.
-func (e *realPi) staged(t *testing.T, job string) []byte {
+func (e *realPi) staged(t *testing.T, w *piWorker, job string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(e.dir, job, "session", "current.jsonl"))
+	data, err := os.ReadFile(filepath.Join(w.jobs, job, "session", "current.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,9 +389,9 @@ type piRun struct {
 // turn runs one print-mode turn of the real pi on job's staged transcript,
 // as the README's loop does (--mode json, as a worker that reads its
 // events would), on model if not "".
-func (e *realPi) turn(t *testing.T, job string, answer mockControl, model string) piRun {
+func (e *realPi) turn(t *testing.T, w *piWorker, job string, answer mockControl, model string) piRun {
 	t.Helper()
-	cmd, usage := e.piCmd(t, job, answer, model)
+	cmd, usage := e.piCmd(t, w, job, answer, model)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	var run piRun
@@ -383,10 +422,10 @@ func (e *realPi) turn(t *testing.T, job string, answer mockControl, model string
 
 // piKilledMidAnswer starts a turn whose answer streams slowly and kills pi
 // (SIGKILL, as a container's end) once the stand-in has its request.
-func (e *realPi) piKilledMidAnswer(t *testing.T, job string) {
+func (e *realPi) piKilledMidAnswer(t *testing.T, w *piWorker, job string) {
 	t.Helper()
 	before := countLines(t, e.log)
-	cmd, _ := e.piCmd(t, job, mockControl{Input: 100, Output: 20, Text: strings.Repeat("slow ", 30), Chunks: 30, Delay: 0.3}, "")
+	cmd, _ := e.piCmd(t, w, job, mockControl{Input: 100, Output: 20, Text: strings.Repeat("slow ", 30), Chunks: 30, Delay: 0.3}, "")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -402,15 +441,15 @@ func (e *realPi) piKilledMidAnswer(t *testing.T, job string) {
 	cmd.Wait()
 }
 
-func (e *realPi) piCmd(t *testing.T, job string, answer mockControl, model string) (*exec.Cmd, string) {
+func (e *realPi) piCmd(t *testing.T, w *piWorker, job string, answer mockControl, model string) (*exec.Cmd, string) {
 	t.Helper()
 	control, err := json.Marshal(answer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, e.control, control)
-	usage := filepath.Join(e.dir, "usage-"+job+".jsonl")
-	args := []string{"-p", "--mode", "json", "--session", filepath.Join(e.dir, job, "session", "current.jsonl"), "--no-tools", "-e", e.ext}
+	usage := filepath.Join(w.jobs, "usage-"+job+".jsonl")
+	args := []string{"-p", "--mode", "json", "--session", filepath.Join(w.jobs, job, "session", "current.jsonl"), "--no-tools", "-e", e.ext}
 	if model != "" {
 		args = append(args, "--model", model)
 	}
