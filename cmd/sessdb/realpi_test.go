@@ -27,10 +27,11 @@ const piHomeEnv = "SESSDB_PI_HOME"
 // ../shared/tools/pi-mock's stand-in for its model provider, on a sessions
 // root and on a fleet (one etcd member): a cold start, a resume whose
 // history pi loads, a context the bound refuses and pi then compacts, a
-// provider error, a run killed mid-answer, and a switch to a model with
-// another window. Every reading sessdb promotes is the one pi's own
-// getContextUsage() gave at the end of that run (usage-ext.js logs it),
-// window and model included. It needs node and python3, and pi installed
+// provider error, a run killed mid-answer, one killed after a tool's
+// result, and a switch to a model with another window. Every reading
+// sessdb promotes is the one pi's own getContextUsage() gave at the end of
+// that run, or for a run killed at its last request (usage-ext.js logs
+// both), window and model included. It needs node and python3, and pi installed
 // where SESSDB_PI_HOME says; unset, it skips and says how.
 func TestTheRealPiThroughTheCLI(t *testing.T) {
 	e := startRealPi(t)
@@ -171,13 +172,27 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 		t.Fatalf("dump says gen %d; the promote said %d", g, gen)
 	}
 	resolve("6", nil, sonnet)
-	e.piKilledMidAnswer(t, w, "6")
+	e.turnKilled(t, w, "6", mockControl{Input: 100, Output: 20}, 1)
 	if p := promote("6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
 		t.Fatalf("killed run: %+v", p)
 	}
 	if g := e.dumpKey(t, w, key).Record.Gen; g != gen {
 		t.Fatalf("the refused run moved the key from gen %d to %d", gen, g)
 	}
+
+	// A run that called a tool and was killed while the answer after the
+	// tool's result streamed: promoted, it is unanswered, and its reading
+	// is pi's estimate of that context (the last usage, and the tool's
+	// result after it), as pi gave it for its last request.
+	resolve("6-tool", nil, sonnet)
+	run = e.turnKilled(t, w, "6-tool", mockControl{Input: 1500, Output: 70, Tool: &mockTool{Name: "bash", Input: map[string]string{"command": "seq 1 500"}}}, 2)
+	if !bytes.Contains(e.staged(t, w, "6-tool"), []byte(`"role":"toolResult"`)) {
+		t.Fatal("the killed run holds no tool result: the case is not what it says")
+	}
+	if p := promote("6-tool"); !p.Promoted || p.Run != "unanswered" {
+		t.Fatalf("killed run after a tool call: %+v", p)
+	}
+	readingIsPis("killed run after a tool call", run.LastContext, sonnet)
 
 	// Another model, whose window comes from pi's models.json: the
 	// reading is pi's against that window, and the bound judges it only
@@ -354,15 +369,22 @@ func (e *realPi) staged(t *testing.T, w *piWorker, job string) []byte {
 // mockControl is the stand-in's answer to each request (mock_anthropic.py's
 // docstring).
 type mockControl struct {
-	Input        int     `json:"input"`
-	Output       int     `json:"output"`
-	CacheRead    int     `json:"cacheRead"`
-	CacheWrite   int     `json:"cacheWrite"`
-	HTTPStatus   int     `json:"http_status,omitempty"`
-	ErrorMessage string  `json:"error_message,omitempty"`
-	Text         string  `json:"text,omitempty"`
-	Chunks       int     `json:"chunks,omitempty"`
-	Delay        float64 `json:"delay,omitempty"`
+	Input        int       `json:"input"`
+	Output       int       `json:"output"`
+	CacheRead    int       `json:"cacheRead"`
+	CacheWrite   int       `json:"cacheWrite"`
+	HTTPStatus   int       `json:"http_status,omitempty"`
+	ErrorMessage string    `json:"error_message,omitempty"`
+	Text         string    `json:"text,omitempty"`
+	Chunks       int       `json:"chunks,omitempty"`
+	Delay        float64   `json:"delay,omitempty"`
+	Tool         *mockTool `json:"tool,omitempty"`
+}
+
+// mockTool is a tool call the stand-in makes before its text answer.
+type mockTool struct {
+	Name  string            `json:"name"`
+	Input map[string]string `json:"input"`
 }
 
 // piUsage is pi's getContextUsage() as usage-ext.js logs it.
@@ -383,7 +405,9 @@ func tokens(n *int) string {
 type piRun struct {
 	Exit          int
 	FirstMessages int
-	End           piUsage
+	LastContext   piUsage // pi's reading for its last request
+	End           piUsage // pi's reading at the end of the run
+	ends          int
 }
 
 // turn runs one print-mode turn of the real pi on job's staged transcript,
@@ -394,51 +418,63 @@ func (e *realPi) turn(t *testing.T, w *piWorker, job string, answer mockControl,
 	cmd, usage := e.piCmd(t, w, job, answer, model)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	var run piRun
+	exit := 0
 	if err := cmd.Run(); err != nil {
 		x, ok := err.(*exec.ExitError)
 		if !ok {
 			t.Fatalf("pi: %v", err)
 		}
-		run.Exit = x.ExitCode()
+		exit = x.ExitCode()
 	}
-	ends := 0
+	run := readRun(t, usage)
+	run.Exit = exit
+	if run.ends != 1 {
+		t.Fatalf("pi's run logged %d ends (usage-ext.js); want 1. Its output:\n%s", run.ends, tail(out.Bytes(), 2000))
+	}
+	return run
+}
+
+// readRun reads what usage-ext.js logged of a run.
+func readRun(t *testing.T, usage string) piRun {
+	t.Helper()
+	var run piRun
 	for _, ev := range readUsageLog(t, usage) {
 		switch ev.Ev {
 		case "context":
 			if run.FirstMessages == 0 {
 				run.FirstMessages = ev.Messages
 			}
+			run.LastContext = ev.Usage
 		case "agent_end":
 			run.End = ev.Usage
-			ends++
+			run.ends++
 		}
-	}
-	if ends != 1 {
-		t.Fatalf("pi's run logged %d ends (usage-ext.js); want 1. Its output:\n%s", ends, tail(out.Bytes(), 2000))
 	}
 	return run
 }
 
-// piKilledMidAnswer starts a turn whose answer streams slowly and kills pi
-// (SIGKILL, as a container's end) once the stand-in has its request.
-func (e *realPi) piKilledMidAnswer(t *testing.T, w *piWorker, job string) {
+// turnKilled starts a turn whose text answers stream slowly and kills pi
+// (SIGKILL, as a container's end) once the stand-in has its nth request,
+// and returns what pi logged before.
+func (e *realPi) turnKilled(t *testing.T, w *piWorker, job string, answer mockControl, nth int) piRun {
 	t.Helper()
-	before := countLines(t, e.log)
-	cmd, _ := e.piCmd(t, w, job, mockControl{Input: 100, Output: 20, Text: strings.Repeat("slow ", 30), Chunks: 30, Delay: 0.3}, "")
+	answer.Text, answer.Chunks, answer.Delay = strings.Repeat("slow ", 30), 30, 0.1
+	want := countLines(t, e.log) + nth
+	cmd, usage := e.piCmd(t, w, job, answer, "")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); countLines(t, e.log) == before; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); countLines(t, e.log) < want; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatal("pi sent no request in a minute")
+			t.Fatalf("pi sent fewer than %d requests in a minute", nth)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // a few chunks into a 9 s answer
+	time.Sleep(300 * time.Millisecond) // a few chunks into a 3 s answer
 	cmd.Process.Kill()
 	cmd.Wait()
+	return readRun(t, usage)
 }
 
 func (e *realPi) piCmd(t *testing.T, w *piWorker, job string, answer mockControl, model string) (*exec.Cmd, string) {
@@ -449,7 +485,10 @@ func (e *realPi) piCmd(t *testing.T, w *piWorker, job string, answer mockControl
 	}
 	writeFile(t, e.control, control)
 	usage := filepath.Join(w.jobs, "usage-"+job+".jsonl")
-	args := []string{"-p", "--mode", "json", "--session", filepath.Join(w.jobs, job, "session", "current.jsonl"), "--no-tools", "-e", e.ext}
+	args := []string{"-p", "--mode", "json", "--session", filepath.Join(w.jobs, job, "session", "current.jsonl"), "-e", e.ext}
+	if answer.Tool == nil {
+		args = append(args, "--no-tools")
+	}
 	if model != "" {
 		args = append(args, "--model", model)
 	}
