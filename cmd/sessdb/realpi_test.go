@@ -87,11 +87,18 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 		return r
 	}
 	// The reading promoted is pi's own at the end of the run.
-	readingIsPis := func(step string, end piUsage, model string) {
+	// pi gives it twice: live, from its run (usage-ext.js), and offline,
+	// from the transcript the job promoted (pi-end-usage.mjs: what pi
+	// reports when it loads it again); the two must agree first.
+	readingIsPis := func(step, job string, live piUsage, model string) {
 		t.Helper()
+		offline := e.endUsage(t, w, job)
+		if tokens(offline.Tokens) != tokens(live.Tokens) || offline.Model != model {
+			t.Fatalf("%s: pi's reading at the end of its run is %s tokens (model %s), and of the transcript it left %s (model %s): the case is not what it says", step, tokens(live.Tokens), model, tokens(offline.Tokens), offline.Model)
+		}
 		k := e.dumpKey(t, w, key)
-		if k.Context == nil || end.Tokens == nil || k.Context.Tokens != *end.Tokens || k.Context.Window != end.Window || k.Context.Model != model {
-			t.Fatalf("%s: the key's reading is %+v; pi's own at the end of the run: %s of %d tokens, model %s", step, k.Context, tokens(end.Tokens), end.Window, model)
+		if k.Context == nil || live.Tokens == nil || k.Context.Tokens != *live.Tokens || k.Context.Window != live.Window || k.Context.Model != model {
+			t.Fatalf("%s: the key's reading is %+v; pi's own: %s of %d tokens, model %s", step, k.Context, tokens(live.Tokens), live.Window, model)
 		}
 	}
 	const sonnet, small = "anthropic/claude-sonnet-4-5", "mock/mock-small"
@@ -104,7 +111,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
 		t.Fatalf("cold run: %+v", p)
 	}
-	readingIsPis("cold run", run.End, sonnet)
+	readingIsPis("cold run", "1", run.End, sonnet)
 
 	// A resume: pi loads the history it is given (the first run's two
 	// messages before the prompt).
@@ -119,7 +126,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("2", "--require", "answered"); !p.Promoted || p.Gen != 2 {
 		t.Fatalf("resumed run: %+v", p)
 	}
-	readingIsPis("resumed run", run.End, sonnet)
+	readingIsPis("resumed run", "2", run.End, sonnet)
 	if k := e.dumpKey(t, w, key); k.ResumeChain != 1 {
 		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
 	}
@@ -132,7 +139,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("3", "--require", "answered"); !p.Promoted {
 		t.Fatalf("full run: %+v", p)
 	}
-	readingIsPis("full run", run.End, sonnet)
+	readingIsPis("full run", "3", run.End, sonnet)
 	if r := resolve("4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
 		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
 	}
@@ -149,7 +156,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
 		t.Fatalf("compacted run: %+v", p)
 	}
-	readingIsPis("compacted run", run.End, sonnet)
+	readingIsPis("compacted run", "4", run.End, sonnet)
 
 	// A provider error: pi exits 0 in json mode; the run says errored.
 	resolve("5", nil, sonnet)
@@ -164,7 +171,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if !errored.Promoted || errored.Run != "errored" {
 		t.Fatalf("errored run promoted: %+v", errored)
 	}
-	readingIsPis("errored run", run.End, sonnet)
+	readingIsPis("errored run", "5", run.End, sonnet)
 
 	// A run killed mid-answer: pi wrote the prompt and no answer.
 	gen := errored.Gen
@@ -192,7 +199,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("6-tool"); !p.Promoted || p.Run != "unanswered" {
 		t.Fatalf("killed run after a tool call: %+v", p)
 	}
-	readingIsPis("killed run after a tool call", run.LastContext, sonnet)
+	readingIsPis("killed run after a tool call", "6-tool", run.LastContext, sonnet)
 
 	// Another model, whose window comes from pi's models.json: the
 	// reading is pi's against that window, and the bound judges it only
@@ -202,7 +209,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
 		t.Fatalf("run on %s: %+v", small, p)
 	}
-	readingIsPis("run on another model", run.End, small)
+	readingIsPis("run on another model", "7", run.End, small)
 	if r := resolve("8", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, small); r.Reason != "context-too-full" {
 		t.Fatalf("40%% bound, a job on %s, whose reading is %s of %d: %+v", small, tokens(run.End.Tokens), run.End.Window, r)
 	}
@@ -219,7 +226,10 @@ type realPi struct {
 	pi, ext string
 	control string
 	log     string // the stand-in's log of the requests it answered
-	env     []string
+	// endUsageScript is ../shared/tools/pi-end-usage.mjs, beside pi's
+	// modules.
+	endUsageScript string
+	env            []string
 }
 
 // startRealPi skips unless SESSDB_PI_HOME names a folder with pi
@@ -243,16 +253,32 @@ func startRealPi(t *testing.T) *realPi {
 			t.Fatalf("%s is set, and %s is not on PATH: %v", piHomeEnv, bin, err)
 		}
 	}
+	// sessdb reads transcripts as pi 0.58.3 does. A later pi can differ
+	// in ways this test would take for sessdb's: 0.73.1's print mode
+	// compacts at the end of a run, after its last reading.
+	if v, err := exec.Command(pi, "--version").CombinedOutput(); err != nil || strings.TrimSpace(string(v)) != "0.58.3" {
+		t.Fatalf("%s's pi is %q (%v); this test holds sessdb to pi 0.58.3", piHomeEnv, strings.TrimSpace(string(v)), err)
+	}
 	dir := t.TempDir()
 	e := &realPi{
 		dir: dir, agent: filepath.Join(dir, "agent"),
 		pi: pi, ext: filepath.Join(tools, "usage-ext.js"),
 		control: filepath.Join(dir, "control.json"), log: filepath.Join(dir, "requests.jsonl"),
 	}
-	for _, d := range []string{e.agent, filepath.Join(dir, "home")} {
+	for _, d := range []string{e.agent, filepath.Join(dir, "home"), filepath.Join(dir, "end-usage")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// pi-end-usage.mjs imports pi's modules from beside itself.
+	e.endUsageScript = filepath.Join(dir, "end-usage", "pi-end-usage.mjs")
+	script, err := os.ReadFile(filepath.Join(tools, "..", "pi-end-usage.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.endUsageScript, script)
+	if err := os.Symlink(filepath.Join(home, "node_modules"), filepath.Join(dir, "end-usage", "node_modules")); err != nil {
+		t.Fatal(err)
 	}
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -354,6 +380,31 @@ func (e *realPi) dumpKey(t *testing.T, w *piWorker, key string) dumpedKey {
 	var k dumpedKey
 	e.sessdb(t, w.env, &k, append([]string{"dump", "--json", "--key", key}, w.dumpArgs...)...)
 	return k
+}
+
+// endUsage is pi's own reading of job's transcript, as pi-end-usage.mjs
+// computes it with pi's code: what pi reports when it loads it.
+func (e *realPi) endUsage(t *testing.T, w *piWorker, job string) (u struct {
+	Tokens *int
+	Model  string
+	Error  string
+}) {
+	t.Helper()
+	file := filepath.Join(w.jobs, job, "session", "current.jsonl")
+	out, err := exec.Command("node", e.endUsageScript, file).Output()
+	if err != nil {
+		t.Fatalf("pi-end-usage.mjs %s: %v", file, err)
+	}
+	var byFile map[string]json.RawMessage
+	if err := json.Unmarshal(out, &byFile); err != nil || len(byFile) != 1 {
+		t.Fatalf("pi-end-usage.mjs printed %s (%v)", out, err)
+	}
+	for _, v := range byFile {
+		if err := json.Unmarshal(v, &u); err != nil || u.Error != "" {
+			t.Fatalf("pi-end-usage.mjs: %s (%v)", v, err)
+		}
+	}
+	return u
 }
 
 // staged returns job's staged transcript.
