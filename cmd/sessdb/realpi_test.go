@@ -31,7 +31,8 @@ const piHomeEnv = "SESSDB_PI_HOME"
 // result, and a switch to a model with another window. Every reading
 // sessdb promotes is the one pi's own getContextUsage() gave at the end of
 // that run, or for a run killed at its last request (usage-ext.js logs
-// both), window and model included. It needs node and python3, and pi installed
+// both), window and model included; and engage replay estimates every
+// request of the conversation as pi read it before that request. It needs node and python3, and pi installed
 // where SESSDB_PI_HOME says; unset, it skips and says how.
 func TestTheRealPiThroughTheCLI(t *testing.T) {
 	e := startRealPi(t)
@@ -62,10 +63,32 @@ type piWorker struct {
 	jobs     string
 	env      []string
 	dumpArgs []string
+	// estimates is pi's reading before each request of every run
+	// promoted, by the last entry pi had saved (its leaf).
+	estimates map[string]*int
+}
+
+// record keeps pi's readings before run's requests.
+func (w *piWorker) record(t *testing.T, run piRun) {
+	t.Helper()
+	if w.estimates == nil {
+		w.estimates = map[string]*int{}
+	}
+	requests := run.requests
+	if run.killed {
+		requests = requests[:len(requests)-1] // its answer never came
+	}
+	for _, ev := range requests {
+		if was, ok := w.estimates[ev.Leaf]; ok && tokens(was) != tokens(ev.Usage.Tokens) {
+			t.Fatalf("pi read the context after entry %s as %s, and later as %s", ev.Leaf, tokens(was), tokens(ev.Usage.Tokens))
+		}
+		w.estimates[ev.Leaf] = ev.Usage.Tokens
+	}
 }
 
 // loop runs the jobs of TestTheRealPiThroughTheCLI on w's store.
 func (e *realPi) loop(t *testing.T, w *piWorker) {
+	t.Helper()
 	if err := os.Mkdir(w.jobs, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +113,9 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	// pi gives it twice: live, from its run (usage-ext.js), and offline,
 	// from the transcript the job promoted (pi-end-usage.mjs: what pi
 	// reports when it loads it again); the two must agree first.
-	readingIsPis := func(step, job string, live piUsage, model string) {
+	readingIsPis := func(step, job string, run piRun, live piUsage, model string) {
 		t.Helper()
+		w.record(t, run)
 		offline := e.endUsage(t, w, job)
 		if tokens(offline.Tokens) != tokens(live.Tokens) || offline.Model != model {
 			t.Fatalf("%s: pi's reading at the end of its run is %s tokens (model %s), and of the transcript it left %s (model %s): the case is not what it says", step, tokens(live.Tokens), model, tokens(offline.Tokens), offline.Model)
@@ -111,7 +135,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
 		t.Fatalf("cold run: %+v", p)
 	}
-	readingIsPis("cold run", "1", run.End, sonnet)
+	readingIsPis("cold run", "1", run, run.End, sonnet)
 
 	// A resume: pi loads the history it is given (the first run's two
 	// messages before the prompt).
@@ -126,7 +150,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("2", "--require", "answered"); !p.Promoted || p.Gen != 2 {
 		t.Fatalf("resumed run: %+v", p)
 	}
-	readingIsPis("resumed run", "2", run.End, sonnet)
+	readingIsPis("resumed run", "2", run, run.End, sonnet)
 	if k := e.dumpKey(t, w, key); k.ResumeChain != 1 {
 		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
 	}
@@ -139,7 +163,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("3", "--require", "answered"); !p.Promoted {
 		t.Fatalf("full run: %+v", p)
 	}
-	readingIsPis("full run", "3", run.End, sonnet)
+	readingIsPis("full run", "3", run, run.End, sonnet)
 	if r := resolve("4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
 		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
 	}
@@ -156,7 +180,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
 		t.Fatalf("compacted run: %+v", p)
 	}
-	readingIsPis("compacted run", "4", run.End, sonnet)
+	readingIsPis("compacted run", "4", run, run.End, sonnet)
 
 	// A provider error: pi exits 0 in json mode; the run says errored.
 	resolve("5", nil, sonnet)
@@ -171,7 +195,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if !errored.Promoted || errored.Run != "errored" {
 		t.Fatalf("errored run promoted: %+v", errored)
 	}
-	readingIsPis("errored run", "5", run.End, sonnet)
+	readingIsPis("errored run", "5", run, run.End, sonnet)
 
 	// A run killed mid-answer: pi wrote the prompt and no answer.
 	gen := errored.Gen
@@ -199,7 +223,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("6-tool"); !p.Promoted || p.Run != "unanswered" {
 		t.Fatalf("killed run after a tool call: %+v", p)
 	}
-	readingIsPis("killed run after a tool call", "6-tool", run.LastContext, sonnet)
+	readingIsPis("killed run after a tool call", "6-tool", run, run.LastContext, sonnet)
 
 	// Another model, whose window comes from pi's models.json: the
 	// reading is pi's against that window, and the bound judges it only
@@ -209,12 +233,79 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := promote("7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
 		t.Fatalf("run on %s: %+v", small, p)
 	}
-	readingIsPis("run on another model", "7", run.End, small)
+	readingIsPis("run on another model", "7", run, run.End, small)
 	if r := resolve("8", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, small); r.Reason != "context-too-full" {
 		t.Fatalf("40%% bound, a job on %s, whose reading is %s of %d: %+v", small, tokens(run.End.Tokens), run.End.Window, r)
 	}
 	if r := resolve("9", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, sonnet); !r.Resume {
 		t.Fatalf("40%% bound, a job on %s (the reading is %s's): %+v", sonnet, small, r)
+	}
+
+	// engage replay of the conversation as it stands estimates each of
+	// its requests as pi read the context before it: every request of
+	// every run on its branch, the compaction and the tool's result
+	// among them.
+	e.replayIsPis(t, w, "9")
+}
+
+// replayIsPis runs sessdb engage replay on job's staged transcript and
+// holds each request's estimate to pi's reading before that request.
+func (e *realPi) replayIsPis(t *testing.T, w *piWorker, job string) {
+	t.Helper()
+	file := filepath.Join(w.jobs, job, "session", "current.jsonl")
+	parent, prompt := map[string]string{}, map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace(e.staged(t, w, job)), []byte("\n")) {
+		var entry struct {
+			ID, ParentID string
+			Message      struct{ Role string }
+		}
+		if err := json.Unmarshal(line, &entry); err != nil {
+			t.Fatalf("%s: %q: %v", file, line, err)
+		}
+		parent[entry.ID] = entry.ParentID
+		prompt[entry.ID] = entry.Message.Role == "user"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "engage", "replay", "--json", file)
+	cmd.Env = []string{cliChildEnv + "=1", "GORACE=atexit_sleep_ms=0"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sessdb engage replay %s: %v", file, err)
+	}
+	requests := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var r struct {
+			Request  int
+			Entry    string
+			Estimate *int
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("engage replay printed %q: %v", line, err)
+		}
+		if r.Request == 0 {
+			continue // the summary
+		}
+		requests++
+		// pi logs, with its reading before a request, the last entry it
+		// has saved: a run's prompt is saved only after its first
+		// request's reading.
+		leaf := parent[r.Entry]
+		if prompt[leaf] {
+			leaf = parent[leaf]
+		}
+		pis, ok := w.estimates[leaf]
+		if !ok {
+			t.Fatalf("engage replay's request %d (%s, after %s): pi logged no request after that entry", r.Request, r.Entry, leaf)
+		}
+		if tokens(r.Estimate) != tokens(pis) {
+			t.Errorf("engage replay estimates request %d (after %s) at %s tokens; pi read %s", r.Request, leaf, tokens(r.Estimate), tokens(pis))
+		}
+	}
+	if requests != len(w.estimates) {
+		t.Fatalf("engage replay saw %d requests; the runs promoted answered %d", requests, len(w.estimates))
 	}
 }
 
@@ -459,6 +550,8 @@ type piRun struct {
 	LastContext   piUsage // pi's reading for its last request
 	End           piUsage // pi's reading at the end of the run
 	ends          int
+	requests      []usageEvent // pi's reading before each request
+	killed        bool         // during its last request
 }
 
 // turn runs one print-mode turn of the real pi on job's staged transcript,
@@ -496,6 +589,7 @@ func readRun(t *testing.T, usage string) piRun {
 				run.FirstMessages = ev.Messages
 			}
 			run.LastContext = ev.Usage
+			run.requests = append(run.requests, ev)
 		case "agent_end":
 			run.End = ev.Usage
 			run.ends++
@@ -525,7 +619,9 @@ func (e *realPi) turnKilled(t *testing.T, w *piWorker, job string, answer mockCo
 	time.Sleep(300 * time.Millisecond) // a few chunks into a 3 s answer
 	cmd.Process.Kill()
 	cmd.Wait()
-	return readRun(t, usage)
+	run := readRun(t, usage)
+	run.killed = true
+	return run
 }
 
 func (e *realPi) piCmd(t *testing.T, w *piWorker, job string, answer mockControl, model string) (*exec.Cmd, string) {
@@ -553,6 +649,7 @@ type usageEvent struct {
 	Ev       string  `json:"ev"`
 	Usage    piUsage `json:"usage"`
 	Messages int     `json:"messages"`
+	Leaf     string  `json:"leaf"` // the entry the request continues
 }
 
 func readUsageLog(t *testing.T, name string) []usageEvent {
