@@ -32,40 +32,143 @@ const piHomeEnv = "SESSDB_PI_HOME"
 // sessdb promotes is the one pi's own getContextUsage() gave at the end of
 // that run, or for a run killed at its last request (usage-ext.js logs
 // both), window and model included; and engage replay estimates every
-// request of the conversation as pi read it before that request. It needs node and python3, and pi installed
-// where SESSDB_PI_HOME says; unset, it skips and says how.
+// request of the conversation as pi read it before that request. It needs
+// node and python3, and pi installed where SESSDB_PI_HOME says; unset, it
+// skips and says how.
 func TestTheRealPiThroughTheCLI(t *testing.T) {
 	e := startRealPi(t)
+	var rooted *piWorker
 	t.Run("sessions root", func(t *testing.T) {
-		root := filepath.Join(e.dir, "sessions")
-		if err := os.Mkdir(root, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		e.loop(t, &piWorker{jobs: filepath.Join(e.dir, "root-jobs"), env: []string{"PI_SESSIONS_DIR=" + root}, dumpArgs: []string{root}})
+		rooted = e.rootWorker(t, "sessions")
+		e.loop(t, rooted)
 	})
 	t.Run("fleet", func(t *testing.T) {
-		c := etcdtest.Start1(t)
-		transcripts := filepath.Join(e.dir, "transcripts")
-		if err := os.Mkdir(transcripts, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		e.loop(t, &piWorker{jobs: filepath.Join(e.dir, "fleet-jobs"), env: []string{
-			"PI_SESSIONS_ETCD_ENDPOINTS=" + strings.Join(c.Endpoints(), ","),
-			"PI_SESSIONS_TRANSCRIPTS_DIR=" + transcripts,
-			"PI_SESSIONS_ETCD_PREFIX=/sessdb/realpi",
-		}})
+		e.loop(t, e.fleetWorker(t, etcdtest.Start1(t), "fleet"))
 	})
+	// The README's move of a single-host root into a fleet and back, in the
+	// middle of the conversation (on the model its last run switched to):
+	// each side resumes what the other promoted, and its next reading is
+	// pi's.
+	t.Run("sessions root moved into a fleet and back", func(t *testing.T) {
+		if rooted == nil || rooted.key == "" {
+			t.Skip("the sessions root's jobs did not run")
+		}
+		from := rooted.e.dumpKey(t, rooted, rooted.key)
+		fleet := e.fleetWorker(t, etcdtest.Start1(t), "moved")
+		var moved map[string]any
+		e.sessdb(t, fleet.env, &moved, "migrate", "--to", "etcd", "--json", rooted.dumpArgs[0])
+		if r := fleet.resolve(t, "10", nil, small); !r.Resume || r.Key != rooted.key || r.Bytes != from.Record.Bytes {
+			t.Fatalf("the fleet's first resolve: %+v; want the root's %d bytes resumed (migrate said %v)", r, from.Record.Bytes, moved)
+		}
+		run := e.turn(t, fleet, "10", mockControl{Input: 300, Output: 40, CacheRead: 5000}, small)
+		if p := fleet.promote(t, "10", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted || p.Gen != from.Record.Gen+1 {
+			t.Fatalf("the fleet's promotion: %+v; want gen %d", p, from.Record.Gen+1)
+		}
+		fleet.readingIsPis(t, "a run on the fleet", "10", run, run.End, small)
+		onFleet := fleet.e.dumpKey(t, fleet, fleet.key)
+		if onFleet.ResumeChain != from.ResumeChain+1 {
+			t.Fatalf("resume chain %d on the fleet after %d on the root", onFleet.ResumeChain, from.ResumeChain)
+		}
+
+		back := e.rootWorker(t, "back")
+		e.sessdb(t, fleet.env, &moved, "migrate", "--from", "etcd", "--json", back.dumpArgs[0])
+		if r := back.resolve(t, "11", nil, small); !r.Resume || r.Bytes != onFleet.Record.Bytes {
+			t.Fatalf("the root's resolve after the way back: %+v; want the fleet's %d bytes resumed (migrate said %v)", r, onFleet.Record.Bytes, moved)
+		}
+		run = e.turn(t, back, "11", mockControl{Input: 100, Output: 60, CacheRead: 5400}, small)
+		if p := back.promote(t, "11", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted || p.Gen != onFleet.Record.Gen+1 {
+			t.Fatalf("the promotion after the way back: %+v; want gen %d", p, onFleet.Record.Gen+1)
+		}
+		back.readingIsPis(t, "a run after the way back", "11", run, run.End, small)
+	})
+}
+
+// rootWorker is a worker on a new sessions root named name.
+func (e *realPi) rootWorker(t *testing.T, name string) *piWorker {
+	t.Helper()
+	root := filepath.Join(e.dir, name)
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w := &piWorker{e: e, jobs: filepath.Join(e.dir, name+"-jobs"), env: []string{"PI_SESSIONS_DIR=" + root}, dumpArgs: []string{root}}
+	if err := os.Mkdir(w.jobs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// fleetWorker is a worker on a new fleet named name on c.
+func (e *realPi) fleetWorker(t *testing.T, c *etcdtest.Cluster, name string) *piWorker {
+	t.Helper()
+	transcripts := filepath.Join(e.dir, name+"-transcripts")
+	if err := os.Mkdir(transcripts, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w := &piWorker{e: e, jobs: filepath.Join(e.dir, name+"-jobs"), env: []string{
+		"PI_SESSIONS_ETCD_ENDPOINTS=" + strings.Join(c.Endpoints(), ","),
+		"PI_SESSIONS_TRANSCRIPTS_DIR=" + transcripts,
+		"PI_SESSIONS_ETCD_PREFIX=/sessdb/" + name,
+	}}
+	if err := os.Mkdir(w.jobs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // piWorker is one backend's worker: where its jobs' dirs go, the
 // environment that names its store, and what dump takes after its flags.
 type piWorker struct {
+	e        *realPi
 	jobs     string
 	env      []string
 	dumpArgs []string
+	key      string // the conversation's, as resolve printed it
 	// estimates is pi's reading before each request of every run
 	// promoted, by the last entry pi had saved (its leaf).
 	estimates map[string]*int
+}
+
+const (
+	repo   = "acme/widget"
+	sonnet = "anthropic/claude-sonnet-4-5"
+	small  = "mock/mock-small" // pi-mock's models.json: a 100,000-token window
+)
+
+// resolve resolves the conversation for job, with env added to the
+// worker's and the job's model.
+func (w *piWorker) resolve(t *testing.T, job string, env []string, model string) resolveOutput {
+	t.Helper()
+	args := []string{"resolve", "--kind", "github", "--repo", repo, "--ref", "pi/issue-42", "--job-dir", filepath.Join(w.jobs, job),
+		"--pi-version", "0.58.3", "--venue", "local", "--job", job, "--model", model}
+	var r resolveOutput
+	w.e.sessdb(t, append(append([]string{}, w.env...), env...), &r, args...)
+	w.key = r.Key
+	return r
+}
+
+// promote promotes job's run, with args.
+func (w *piWorker) promote(t *testing.T, job string, args ...string) promoteResult {
+	t.Helper()
+	var r promoteResult
+	w.e.sessdb(t, w.env, &r, append([]string{"promote", "--job-dir", filepath.Join(w.jobs, job), "--pi-version", "0.58.3"}, args...)...)
+	return r
+}
+
+// readingIsPis holds the reading job's promotion stored to pi's own, live
+// at the end of run (or, killed, at its last request) and offline, from
+// the transcript the job promoted (pi-end-usage.mjs: what pi reports when
+// it loads it again); pi's two must agree first.
+func (w *piWorker) readingIsPis(t *testing.T, step, job string, run piRun, live piUsage, model string) {
+	t.Helper()
+	w.record(t, run)
+	offline := w.e.endUsage(t, w, job)
+	if tokens(offline.Tokens) != tokens(live.Tokens) || offline.Model != model {
+		t.Fatalf("%s: pi's reading at the end of its run is %s tokens (model %s), and of the transcript it left %s (model %s): the case is not what it says", step, tokens(live.Tokens), model, tokens(offline.Tokens), offline.Model)
+	}
+	k := w.e.dumpKey(t, w, w.key)
+	if k.Context == nil || live.Tokens == nil || k.Context.Tokens != *live.Tokens || k.Context.Window != live.Window || k.Context.Model != model {
+		t.Fatalf("%s: the key's reading is %+v; pi's own: %s of %d tokens, model %s", step, k.Context, tokens(live.Tokens), live.Window, model)
+	}
 }
 
 // record keeps pi's readings before run's requests.
@@ -89,125 +192,88 @@ func (w *piWorker) record(t *testing.T, run piRun) {
 // loop runs the jobs of TestTheRealPiThroughTheCLI on w's store.
 func (e *realPi) loop(t *testing.T, w *piWorker) {
 	t.Helper()
-	if err := os.Mkdir(w.jobs, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	const repo = "acme/widget"
-	key := ""
-	resolve := func(job string, env []string, model string) resolveOutput {
-		t.Helper()
-		args := []string{"resolve", "--kind", "github", "--repo", repo, "--ref", "pi/issue-42", "--job-dir", filepath.Join(w.jobs, job),
-			"--pi-version", "0.58.3", "--venue", "local", "--job", job, "--model", model}
-		var r resolveOutput
-		e.sessdb(t, append(append([]string{}, w.env...), env...), &r, args...)
-		key = r.Key
-		return r
-	}
-	promote := func(job string, args ...string) promoteResult {
-		t.Helper()
-		var r promoteResult
-		e.sessdb(t, w.env, &r, append([]string{"promote", "--job-dir", filepath.Join(w.jobs, job), "--pi-version", "0.58.3"}, args...)...)
-		return r
-	}
-	// The reading promoted is pi's own at the end of the run.
-	// pi gives it twice: live, from its run (usage-ext.js), and offline,
-	// from the transcript the job promoted (pi-end-usage.mjs: what pi
-	// reports when it loads it again); the two must agree first.
-	readingIsPis := func(step, job string, run piRun, live piUsage, model string) {
-		t.Helper()
-		w.record(t, run)
-		offline := e.endUsage(t, w, job)
-		if tokens(offline.Tokens) != tokens(live.Tokens) || offline.Model != model {
-			t.Fatalf("%s: pi's reading at the end of its run is %s tokens (model %s), and of the transcript it left %s (model %s): the case is not what it says", step, tokens(live.Tokens), model, tokens(offline.Tokens), offline.Model)
-		}
-		k := e.dumpKey(t, w, key)
-		if k.Context == nil || live.Tokens == nil || k.Context.Tokens != *live.Tokens || k.Context.Window != live.Window || k.Context.Model != model {
-			t.Fatalf("%s: the key's reading is %+v; pi's own: %s of %d tokens, model %s", step, k.Context, tokens(live.Tokens), live.Window, model)
-		}
-	}
-	const sonnet, small = "anthropic/claude-sonnet-4-5", "mock/mock-small"
 
 	// A cold start: pi writes its own header into the empty staged file.
-	if r := resolve("1", nil, sonnet); r.Resume || r.Reason != "absent" || r.Bytes != 0 {
+	if r := w.resolve(t, "1", nil, sonnet); r.Resume || r.Reason != "absent" || r.Bytes != 0 {
 		t.Fatalf("first resolve: %+v", r)
 	}
 	run := e.turn(t, w, "1", mockControl{Input: 1200, Output: 80}, "")
-	if p := promote("1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
+	if p := w.promote(t, "1", "--require", "answered"); !p.Promoted || p.Gen != 1 || p.Run != "answered" {
 		t.Fatalf("cold run: %+v", p)
 	}
-	readingIsPis("cold run", "1", run, run.End, sonnet)
+	w.readingIsPis(t, "cold run", "1", run, run.End, sonnet)
 
 	// A resume: pi loads the history it is given (the first run's two
 	// messages before the prompt).
-	promoted := e.dumpKey(t, w, key).Record.Bytes
-	if r := resolve("2", nil, sonnet); !r.Resume || r.Bytes != promoted {
+	promoted := e.dumpKey(t, w, w.key).Record.Bytes
+	if r := w.resolve(t, "2", nil, sonnet); !r.Resume || r.Bytes != promoted {
 		t.Fatalf("second resolve: %+v; want resumed, the %d bytes promoted", r, promoted)
 	}
 	run = e.turn(t, w, "2", mockControl{Input: 50, Output: 120, CacheRead: 1250, CacheWrite: 30}, "")
 	if run.FirstMessages != 3 {
 		t.Fatalf("pi's first request of the resumed run held %d messages; want the history's 2 and the prompt", run.FirstMessages)
 	}
-	if p := promote("2", "--require", "answered"); !p.Promoted || p.Gen != 2 {
+	if p := w.promote(t, "2", "--require", "answered"); !p.Promoted || p.Gen != 2 {
 		t.Fatalf("resumed run: %+v", p)
 	}
-	readingIsPis("resumed run", "2", run, run.End, sonnet)
-	if k := e.dumpKey(t, w, key); k.ResumeChain != 1 {
+	w.readingIsPis(t, "resumed run", "2", run, run.End, sonnet)
+	if k := e.dumpKey(t, w, w.key); k.ResumeChain != 1 {
 		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
 	}
 
 	// A full context: the bound refuses it; resumed without one, pi
 	// compacts at the start of the run (print mode never does at its end),
 	// and the reading after is pi's again.
-	resolve("3", nil, sonnet)
+	w.resolve(t, "3", nil, sonnet)
 	run = e.turn(t, w, "3", mockControl{Input: 2000, Output: 300, CacheRead: 185000}, "")
-	if p := promote("3", "--require", "answered"); !p.Promoted {
+	if p := w.promote(t, "3", "--require", "answered"); !p.Promoted {
 		t.Fatalf("full run: %+v", p)
 	}
-	readingIsPis("full run", "3", run, run.End, sonnet)
-	if r := resolve("4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
+	w.readingIsPis(t, "full run", "3", run, run.End, sonnet)
+	if r := w.resolve(t, "4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
 		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
 	}
 	if st, err := os.Stat(filepath.Join(w.jobs, "4-bounded", "session", "current.jsonl")); err != nil || st.Size() != 0 {
 		t.Fatalf("the refused job's staged file: %v, %v; want empty", st, err)
 	}
-	if r := resolve("4", nil, sonnet); !r.Resume {
+	if r := w.resolve(t, "4", nil, sonnet); !r.Resume {
 		t.Fatalf("resolve with no bound: %+v", r)
 	}
 	run = e.turn(t, w, "4", mockControl{Input: 3000, Output: 200}, "")
 	if !bytes.Contains(e.staged(t, w, "4"), []byte(`"type":"compaction"`)) {
 		t.Fatal("pi did not compact the full context it resumed: the case is not what it says")
 	}
-	if p := promote("4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
+	if p := w.promote(t, "4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
 		t.Fatalf("compacted run: %+v", p)
 	}
-	readingIsPis("compacted run", "4", run, run.End, sonnet)
+	w.readingIsPis(t, "compacted run", "4", run, run.End, sonnet)
 
 	// A provider error: pi exits 0 in json mode; the run says errored.
-	resolve("5", nil, sonnet)
+	w.resolve(t, "5", nil, sonnet)
 	run = e.turn(t, w, "5", mockControl{HTTPStatus: 400, ErrorMessage: "mock refused"}, "")
 	if run.Exit != 0 {
 		t.Fatalf("pi --mode json exited %d after a provider error; the README says 0", run.Exit)
 	}
-	if p := promote("5", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "errored" {
+	if p := w.promote(t, "5", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "errored" {
 		t.Fatalf("errored run, answered required: %+v", p)
 	}
-	errored := promote("5")
+	errored := w.promote(t, "5")
 	if !errored.Promoted || errored.Run != "errored" {
 		t.Fatalf("errored run promoted: %+v", errored)
 	}
-	readingIsPis("errored run", "5", run, run.End, sonnet)
+	w.readingIsPis(t, "errored run", "5", run, run.End, sonnet)
 
 	// A run killed mid-answer: pi wrote the prompt and no answer.
 	gen := errored.Gen
-	if g := e.dumpKey(t, w, key).Record.Gen; g != gen {
+	if g := e.dumpKey(t, w, w.key).Record.Gen; g != gen {
 		t.Fatalf("dump says gen %d; the promote said %d", g, gen)
 	}
-	resolve("6", nil, sonnet)
+	w.resolve(t, "6", nil, sonnet)
 	e.turnKilled(t, w, "6", mockControl{Input: 100, Output: 20}, 1)
-	if p := promote("6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
+	if p := w.promote(t, "6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
 		t.Fatalf("killed run: %+v", p)
 	}
-	if g := e.dumpKey(t, w, key).Record.Gen; g != gen {
+	if g := e.dumpKey(t, w, w.key).Record.Gen; g != gen {
 		t.Fatalf("the refused run moved the key from gen %d to %d", gen, g)
 	}
 
@@ -215,29 +281,29 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	// tool's result streamed: promoted, it is unanswered, and its reading
 	// is pi's estimate of that context (the last usage, and the tool's
 	// result after it), as pi gave it for its last request.
-	resolve("6-tool", nil, sonnet)
+	w.resolve(t, "6-tool", nil, sonnet)
 	run = e.turnKilled(t, w, "6-tool", mockControl{Input: 1500, Output: 70, Tool: &mockTool{Name: "bash", Input: map[string]string{"command": "seq 1 500"}}}, 2)
 	if !bytes.Contains(e.staged(t, w, "6-tool"), []byte(`"role":"toolResult"`)) {
 		t.Fatal("the killed run holds no tool result: the case is not what it says")
 	}
-	if p := promote("6-tool"); !p.Promoted || p.Run != "unanswered" {
+	if p := w.promote(t, "6-tool"); !p.Promoted || p.Run != "unanswered" {
 		t.Fatalf("killed run after a tool call: %+v", p)
 	}
-	readingIsPis("killed run after a tool call", "6-tool", run, run.LastContext, sonnet)
+	w.readingIsPis(t, "killed run after a tool call", "6-tool", run, run.LastContext, sonnet)
 
 	// Another model, whose window comes from pi's models.json: the
 	// reading is pi's against that window, and the bound judges it only
 	// for a job on that model.
-	resolve("7", nil, small)
+	w.resolve(t, "7", nil, small)
 	run = e.turn(t, w, "7", mockControl{Input: 40000, Output: 500}, small)
-	if p := promote("7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
+	if p := w.promote(t, "7", "--require", "answered", "--models", filepath.Join(e.agent, "models.json")); !p.Promoted {
 		t.Fatalf("run on %s: %+v", small, p)
 	}
-	readingIsPis("run on another model", "7", run, run.End, small)
-	if r := resolve("8", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, small); r.Reason != "context-too-full" {
+	w.readingIsPis(t, "run on another model", "7", run, run.End, small)
+	if r := w.resolve(t, "8", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, small); r.Reason != "context-too-full" {
 		t.Fatalf("40%% bound, a job on %s, whose reading is %s of %d: %+v", small, tokens(run.End.Tokens), run.End.Window, r)
 	}
-	if r := resolve("9", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, sonnet); !r.Resume {
+	if r := w.resolve(t, "9", []string{"PI_SESSION_MAX_CONTEXT_PCT=40"}, sonnet); !r.Resume {
 		t.Fatalf("40%% bound, a job on %s (the reading is %s's): %+v", sonnet, small, r)
 	}
 
