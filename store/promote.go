@@ -426,7 +426,8 @@ func RefusalRecorded(history []db.HistoryEntry, ticket, outcome string) bool {
 // transcript, with the caller's overrides (see PromoteRequest). An unknown
 // reading (a compaction with no fresh usage since) or an unknown window is
 // no measurement, and clears the previous one: it described a context that
-// no longer exists. A cold run's own reading is kept (the legacy store
+// no longer exists. A reading dropped for its model's unknown window is
+// logged (session_reading_dropped). A cold run's own reading is kept (the legacy store
 // deleted it, so a conversation promoted full resumed once more).
 func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, content stagedContent) db.Sidecars {
 	venue := sess.Venue
@@ -451,12 +452,20 @@ func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, c
 	if window == 0 {
 		window, _ = s.windows().Window(model)
 	}
-	if known && window > 0 {
+	switch {
+	case known && window > 0:
 		// Stamped in the form the job's model takes at resolve (and the
 		// legacy store's stamp took), which the context rung compares
 		// with: pi writes the id as its provider spells it
 		// (huggingface/Qwen/...), and the window is looked up so.
 		rec.Context = &db.Context{Tokens: tokens, Window: window, Model: legacy.NormaliseModel(model)}
+	case known && model != "":
+		// Said, because nothing else would: the promotion's answer is the
+		// same, and the context bound then never judges the conversation.
+		// A model pi knows from a models.json the store was not given is
+		// the usual cause. A transcript that records no model (a prompt
+		// never answered) has no window anywhere: nothing to say.
+		s.opts.Logger.Warn().Str("key", sess.Key).Str("model", model).Int64("tokens", tokens).Msg("session_reading_dropped")
 	}
 	return rec
 }
