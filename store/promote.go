@@ -279,7 +279,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 
 	// Step 5: the commit, one atomic step for the identity, every sidecar
 	// and the history; only then is it promoted.
-	rec := s.nextRecord(sess, req, prev, content)
+	rec, dropped := s.nextRecord(sess, req, prev, content)
 	now := s.opts.Now()
 	rec.Transcript = &db.Transcript{Gen: gen, Size: st.Size, CRC32C: uint64(st.CRC32C), PromotedAt: db.RecordedAt(now)}
 	rec.PiVersion = &req.PiVersion
@@ -291,6 +291,11 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	}
 	if err := txn.Commit(st, rec, entry); err != nil {
 		return res, err
+	}
+	if dropped != nil {
+		// Said, because nothing else would: the promotion's answer is the
+		// same, and the context bound never judges the conversation.
+		s.opts.Logger.Warn().Str("key", sess.Key).Str("model", dropped.model).Int64("tokens", dropped.tokens).Msg("session_reading_dropped")
 	}
 	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail, res.Rewritten = true, gates.Promoted, st.Size, gen, staged.torn, rewritten
 	return res, nil
@@ -426,10 +431,13 @@ func RefusalRecorded(history []db.HistoryEntry, ticket, outcome string) bool {
 // transcript, with the caller's overrides (see PromoteRequest). An unknown
 // reading (a compaction with no fresh usage since) or an unknown window is
 // no measurement, and clears the previous one: it described a context that
-// no longer exists. A reading dropped for its model's unknown window is
-// logged (session_reading_dropped). A cold run's own reading is kept (the legacy store
+// no longer exists. A cold run's own reading is kept (the legacy store
 // deleted it, so a conversation promoted full resumed once more).
-func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, content stagedContent) db.Sidecars {
+//
+// dropped is a reading pi knows that the record leaves out for want of
+// its model's window (nil when there is none), for promote to log once
+// the commit has landed.
+func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, content stagedContent) (rec db.Sidecars, dropped *droppedReading) {
 	venue := sess.Venue
 	if venue == "" {
 		// A job whose venue is unknown never resumes; its promotion leaves
@@ -442,7 +450,7 @@ func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, c
 	} else if sess.Resume {
 		chain = 1
 	}
-	rec := db.Sidecars{Venue: &venue, ResumeChain: &chain}
+	rec = db.Sidecars{Venue: &venue, ResumeChain: &chain}
 	tokens, known := content.end.Tokens, content.end.Known
 	if req.Tokens != nil {
 		tokens, known = *req.Tokens, true
@@ -460,14 +468,19 @@ func (s *Store) nextRecord(sess Session, req PromoteRequest, prev db.Sidecars, c
 		// (huggingface/Qwen/...), and the window is looked up so.
 		rec.Context = &db.Context{Tokens: tokens, Window: window, Model: legacy.NormaliseModel(model)}
 	case known && model != "":
-		// Said, because nothing else would: the promotion's answer is the
-		// same, and the context bound then never judges the conversation.
 		// A model pi knows from a models.json the store was not given is
 		// the usual cause. A transcript that records no model (a prompt
 		// never answered) has no window anywhere: nothing to say.
-		s.opts.Logger.Warn().Str("key", sess.Key).Str("model", model).Int64("tokens", tokens).Msg("session_reading_dropped")
+		dropped = &droppedReading{model: model, tokens: tokens}
 	}
-	return rec
+	return rec, dropped
+}
+
+// droppedReading is a run's reading that its record leaves out, its
+// model's window unknown.
+type droppedReading struct {
+	model  string
+	tokens int64
 }
 
 // windows is where a model's context window is looked up.
