@@ -53,7 +53,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 		if rooted == nil || rooted.key == "" {
 			t.Skip("the sessions root's jobs did not run")
 		}
-		from := rooted.e.dumpKey(t, rooted, rooted.key)
+		from := rooted.dumped(t)
 		fleet := e.fleetWorker(t, etcdtest.Start1(t), "moved")
 		var moved map[string]any
 		e.sessdb(t, fleet.env, &moved, "migrate", "--to", "etcd", "--json", rooted.dumpArgs[0])
@@ -65,7 +65,7 @@ func TestTheRealPiThroughTheCLI(t *testing.T) {
 			t.Fatalf("the fleet's promotion: %+v; want gen %d", p, from.Record.Gen+1)
 		}
 		fleet.readingIsPis(t, "a run on the fleet", "10", run, run.End, small)
-		onFleet := fleet.e.dumpKey(t, fleet, fleet.key)
+		onFleet := fleet.dumped(t)
 		if onFleet.ResumeChain != from.ResumeChain+1 {
 			t.Fatalf("resume chain %d on the fleet after %d on the root", onFleet.ResumeChain, from.ResumeChain)
 		}
@@ -165,7 +165,7 @@ func (w *piWorker) readingIsPis(t *testing.T, step, job string, run piRun, live 
 	if tokens(offline.Tokens) != tokens(live.Tokens) || offline.Model != model {
 		t.Fatalf("%s: pi's reading at the end of its run is %s tokens (model %s), and of the transcript it left %s (model %s): the case is not what it says", step, tokens(live.Tokens), model, tokens(offline.Tokens), offline.Model)
 	}
-	k := w.e.dumpKey(t, w, w.key)
+	k := w.dumped(t)
 	if k.Context == nil || live.Tokens == nil || k.Context.Tokens != *live.Tokens || k.Context.Window != live.Window || k.Context.Model != model {
 		t.Fatalf("%s: the key's reading is %+v; pi's own: %s of %d tokens, model %s", step, k.Context, tokens(live.Tokens), live.Window, model)
 	}
@@ -205,7 +205,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 
 	// A resume: pi loads the history it is given (the first run's two
 	// messages before the prompt).
-	promoted := e.dumpKey(t, w, w.key).Record.Bytes
+	promoted := w.dumped(t).Record.Bytes
 	if r := w.resolve(t, "2", nil, sonnet); !r.Resume || r.Bytes != promoted {
 		t.Fatalf("second resolve: %+v; want resumed, the %d bytes promoted", r, promoted)
 	}
@@ -217,7 +217,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 		t.Fatalf("resumed run: %+v", p)
 	}
 	w.readingIsPis(t, "resumed run", "2", run, run.End, sonnet)
-	if k := e.dumpKey(t, w, w.key); k.ResumeChain != 1 {
+	if k := w.dumped(t); k.ResumeChain != 1 {
 		t.Fatalf("resume chain %d after one resume", k.ResumeChain)
 	}
 
@@ -265,7 +265,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 
 	// A run killed mid-answer: pi wrote the prompt and no answer.
 	gen := errored.Gen
-	if g := e.dumpKey(t, w, w.key).Record.Gen; g != gen {
+	if g := w.dumped(t).Record.Gen; g != gen {
 		t.Fatalf("dump says gen %d; the promote said %d", g, gen)
 	}
 	w.resolve(t, "6", nil, sonnet)
@@ -273,7 +273,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if p := w.promote(t, "6", "--require", "answered"); p.Promoted || p.Reason != "run-incomplete" || p.Run != "unanswered" {
 		t.Fatalf("killed run: %+v", p)
 	}
-	if g := e.dumpKey(t, w, w.key).Record.Gen; g != gen {
+	if g := w.dumped(t).Record.Gen; g != gen {
 		t.Fatalf("the refused run moved the key from gen %d to %d", gen, g)
 	}
 
@@ -331,16 +331,7 @@ func (e *realPi) replayIsPis(t *testing.T, w *piWorker, job string) {
 		parent[entry.ID] = entry.ParentID
 		prompt[entry.ID] = entry.Message.Role == "user"
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "engage", "replay", "--json", file)
-	cmd.Env = []string{cliChildEnv + "=1", "GORACE=atexit_sleep_ms=0"}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sessdb engage replay %s: %v", file, err)
-	}
+	out := e.cli(t, nil, "engage", "replay", "--json", file)
 	requests := 0
 	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
 		var r struct {
@@ -501,6 +492,17 @@ func writeFile(t *testing.T, name string, data []byte) {
 // out; any exit but 0 fails the test.
 func (e *realPi) sessdb(t *testing.T, env []string, out any, args ...string) {
 	t.Helper()
+	stdout := e.cli(t, env, args...)
+	line, _, _ := bytes.Cut(stdout, []byte("\n"))
+	if err := json.Unmarshal(line, out); err != nil {
+		t.Fatalf("sessdb %s printed %q: %v", strings.Join(args, " "), stdout, err)
+	}
+}
+
+// cli runs the CLI as a process of its own whose only configuration is
+// env, and returns its stdout; any exit but 0 fails the test.
+func (e *realPi) cli(t *testing.T, env []string, args ...string) []byte {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -512,10 +514,7 @@ func (e *realPi) sessdb(t *testing.T, env []string, out any, args ...string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("sessdb %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	line, _, _ := bytes.Cut(stdout.Bytes(), []byte("\n"))
-	if err := json.Unmarshal(line, out); err != nil {
-		t.Fatalf("sessdb %s printed %q: %v", strings.Join(args, " "), stdout.String(), err)
-	}
+	return stdout.Bytes()
 }
 
 // dumpedKey is what the test reads of dump --json's object for a key.
@@ -532,10 +531,11 @@ type dumpedKey struct {
 	}
 }
 
-func (e *realPi) dumpKey(t *testing.T, w *piWorker, key string) dumpedKey {
+// dumped is what dump --json says of the worker's conversation.
+func (w *piWorker) dumped(t *testing.T) dumpedKey {
 	t.Helper()
 	var k dumpedKey
-	e.sessdb(t, w.env, &k, append([]string{"dump", "--json", "--key", key}, w.dumpArgs...)...)
+	w.e.sessdb(t, w.env, &k, append([]string{"dump", "--json", "--key", w.key}, w.dumpArgs...)...)
 	return k
 }
 
