@@ -16,6 +16,7 @@ import (
 
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/sharedtest"
+	"sessdb/store"
 )
 
 // piHomeEnv names a folder where the real pi 0.58.3 is installed
@@ -233,14 +234,14 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	if r := w.resolve(t, "4-bounded", []string{"PI_SESSION_MAX_CONTEXT_PCT=90"}, sonnet); r.Resume || r.Reason != "context-too-full" || r.Bytes != 0 {
 		t.Fatalf("resolve under a 90%% bound of a context pi read at %s of %d: %+v", tokens(run.End.Tokens), run.End.Window, r)
 	}
-	if st, err := os.Stat(filepath.Join(w.jobs, "4-bounded", "session", "current.jsonl")); err != nil || st.Size() != 0 {
+	if st, err := os.Stat(w.staged("4-bounded")); err != nil || st.Size() != 0 {
 		t.Fatalf("the refused job's staged file: %v, %v; want empty", st, err)
 	}
 	if r := w.resolve(t, "4", nil, sonnet); !r.Resume {
 		t.Fatalf("resolve with no bound: %+v", r)
 	}
 	run = e.turn(t, w, "4", mockControl{Input: 3000, Output: 200}, "")
-	if !bytes.Contains(e.staged(t, w, "4"), []byte(`"type":"compaction"`)) {
+	if !bytes.Contains(e.stagedData(t, w, "4"), []byte(`"type":"compaction"`)) {
 		t.Fatal("pi did not compact the full context it resumed: the case is not what it says")
 	}
 	if p := w.promote(t, "4", "--require", "answered"); !p.Promoted || p.Run != "answered" {
@@ -283,7 +284,7 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 	// result after it), as pi gave it for its last request.
 	w.resolve(t, "6-tool", nil, sonnet)
 	run = e.turnKilled(t, w, "6-tool", mockControl{Input: 1500, Output: 70, Tool: &mockTool{Name: "bash", Input: map[string]string{"command": "seq 1 500"}}}, 2)
-	if !bytes.Contains(e.staged(t, w, "6-tool"), []byte(`"role":"toolResult"`)) {
+	if !bytes.Contains(e.stagedData(t, w, "6-tool"), []byte(`"role":"toolResult"`)) {
 		t.Fatal("the killed run holds no tool result: the case is not what it says")
 	}
 	if p := w.promote(t, "6-tool"); !p.Promoted || p.Run != "unanswered" {
@@ -318,9 +319,9 @@ func (e *realPi) loop(t *testing.T, w *piWorker) {
 // holds each request's estimate to pi's reading before that request.
 func (e *realPi) replayIsPis(t *testing.T, w *piWorker, job string) {
 	t.Helper()
-	file := filepath.Join(w.jobs, job, "session", "current.jsonl")
+	file := w.staged(job)
 	parent, prompt := map[string]string{}, map[string]bool{}
-	for _, line := range bytes.Split(bytes.TrimSpace(e.staged(t, w, job)), []byte("\n")) {
+	for _, line := range bytes.Split(bytes.TrimSpace(e.stagedData(t, w, job)), []byte("\n")) {
 		var entry struct {
 			ID, ParentID string
 			Message      struct{ Role string }
@@ -547,7 +548,7 @@ func (e *realPi) endUsage(t *testing.T, w *piWorker, job string) (u struct {
 	Error  string
 }) {
 	t.Helper()
-	file := filepath.Join(w.jobs, job, "session", "current.jsonl")
+	file := w.staged(job)
 	out, err := exec.Command("node", e.endUsageScript, file).Output()
 	if err != nil {
 		t.Fatalf("pi-end-usage.mjs %s: %v", file, err)
@@ -564,10 +565,16 @@ func (e *realPi) endUsage(t *testing.T, w *piWorker, job string) (u struct {
 	return u
 }
 
-// staged returns job's staged transcript.
-func (e *realPi) staged(t *testing.T, w *piWorker, job string) []byte {
+// staged is the path of job's staged transcript, where resolve wrote it
+// and pi writes.
+func (w *piWorker) staged(job string) string {
+	return filepath.Join(w.jobs, job, store.StagedDirName, store.TranscriptName)
+}
+
+// stagedData returns job's staged transcript.
+func (e *realPi) stagedData(t *testing.T, w *piWorker, job string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(w.jobs, job, "session", "current.jsonl"))
+	data, err := os.ReadFile(w.staged(job))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +705,7 @@ func (e *realPi) piCmd(t *testing.T, w *piWorker, job string, answer mockControl
 	}
 	writeFile(t, e.control, control)
 	usage := filepath.Join(w.jobs, "usage-"+job+".jsonl")
-	args := []string{"-p", "--mode", "json", "--session", filepath.Join(w.jobs, job, "session", "current.jsonl"), "-e", e.ext}
+	args := []string{"-p", "--mode", "json", "--session", w.staged(job), "-e", e.ext}
 	if answer.Tool == nil {
 		args = append(args, "--no-tools")
 	}
