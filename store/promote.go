@@ -289,13 +289,17 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		Ticket: sess.Ticket, Run: string(content.run), Rewritten: rewritten, BaseGen: sess.Base.Gen,
 		CRC32C: uint64(st.CRC32C),
 	}
-	if err := txn.Commit(st, rec, entry); err != nil {
-		return res, err
-	}
-	if dropped != nil {
+	err = txn.Commit(st, rec, entry)
+	if dropped != nil && !errors.Is(err, ErrConflict) {
 		// Said, because nothing else would: the promotion's answer is the
-		// same, and the context bound never judges the conversation.
+		// same, and the context bound never judges the conversation. Said
+		// of a commit that failed too, but for a lost compare (Promote
+		// looks again): a failed one may have landed (a rename that failed
+		// after it), and its retry is then a repeat, which says nothing.
 		s.opts.Logger.Warn().Str("key", sess.Key).Str("model", dropped.model).Int64("tokens", dropped.tokens).Msg("session_reading_dropped")
+	}
+	if err != nil {
+		return res, err
 	}
 	res.Promoted, res.Reason, res.Bytes, res.Gen, res.TornTail, res.Rewritten = true, gates.Promoted, st.Size, gen, staged.torn, rewritten
 	return res, nil

@@ -3,12 +3,15 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/store/transcript"
 )
 
@@ -53,9 +56,12 @@ func TestAReadingWithNoWindowIsLogged(t *testing.T) {
 	}
 
 	// The same run's answer on a model no table holds.
+	onNoSuchModel := func(data []byte, tokens int) []byte {
+		usage := fmt.Sprintf(`"usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":%d}`, tokens)
+		return bytes.ReplaceAll(data, []byte(`"model":"claude-sonnet-4-5",`+usage), []byte(`"model":"no-such-model",`+usage))
+	}
 	sess, dir, data = contractJob(t, s, testKey, "unknown")
-	data = answeredTurn(data, "2", 2500)
-	stage(t, dir, bytes.ReplaceAll(data, []byte(`"model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":2500}`), []byte(`"model":"no-such-model","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":2500}`)))
+	stage(t, dir, onNoSuchModel(answeredTurn(data, "2", 2500), 2500))
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
 		t.Fatalf("a run on an unknown model: %+v", res)
 	}
@@ -69,8 +75,7 @@ func TestAReadingWithNoWindowIsLogged(t *testing.T) {
 
 	// Given the window, the same reading is stored, and nothing is said.
 	sess, dir, data = contractJob(t, s, testKey, "window")
-	data = answeredTurn(data, "3", 2600)
-	stage(t, dir, bytes.ReplaceAll(data, []byte(`"model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":2600}`), []byte(`"model":"no-such-model","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":2600}`)))
+	stage(t, dir, onNoSuchModel(answeredTurn(data, "3", 2600), 2600))
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Window: 100000}); !res.Promoted || sidecarsOf(t, root, testKey).Context == nil {
 		t.Fatalf("a run on an unknown model, its window given: %+v, or no reading", res)
 	}
@@ -101,5 +106,44 @@ func TestAReadingWithNoWindowIsLogged(t *testing.T) {
 	}
 	if e := dropped(); len(e) != 0 {
 		t.Fatalf("an unknown reading logged %v", e)
+	}
+
+	// A commit that failed after it landed (here, before its rename) is
+	// the key's generation, and its retry a repeat that says nothing: the
+	// failed try says it.
+	sess, dir, data = contractJob(t, s, testKey, "landed")
+	stage(t, dir, onNoSuchModel(answeredTurn(data, "5", 2800), 2800))
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("the disk went away")
+		}
+		return nil
+	})
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	if err == nil || res.Promoted {
+		t.Fatalf("a commit failed after it landed: %+v, %v; want its error", res, err)
+	}
+	want["tokens"] = float64(2800)
+	if e := dropped(); len(e) != 1 || !reflect.DeepEqual(e[0], want) {
+		t.Fatalf("a commit that failed after it landed logged %v; want one %v", e, want)
+	}
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || !res.Repeat {
+		t.Fatalf("the retry of a landed commit: %+v, want a repeat", res)
+	}
+	if e := dropped(); len(e) != 0 {
+		t.Fatalf("a repeat logged %v", e)
+	}
+
+	// A commit that lost its compare changed nothing, and dropped nothing:
+	// Promote looks again once, and neither try says a word.
+	sess, dir, data = contractJob(t, s, testKey, "conflict")
+	stage(t, dir, onNoSuchModel(answeredTurn(data, "6", 2900), 2900))
+	s.backend = &conflicting{Backend: s.backend}
+	if _, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a promote whose every commit conflicts: %v, want ErrConflict", err)
+	}
+	if e := dropped(); len(e) != 0 {
+		t.Fatalf("commits that changed nothing logged %v", e)
 	}
 }
