@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,10 @@ import (
 // a transcript are anyone's choice, and a JSON line is often read on a
 // terminal. Every character printable refuses is escaped as \uXXXX, which
 // any JSON reader decodes back to the same string. (Outside strings JSON
-// is ASCII, so only strings are touched.)
+// is ASCII, so only strings are touched.) So is U+FFFD, the stand-in for
+// a byte that is not UTF-8 (a name's, docs/json.md): encoding/json writes
+// it \ufffd up to Go 1.26 and raw from Go 1.27, and a name must read the
+// same whichever Go built the binary.
 func jsonLine(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -24,23 +28,17 @@ func jsonLine(v any) ([]byte, error) {
 	return append(escapeJSON(b), '\n'), nil
 }
 
-// escapeJSON is b, JSON text, with every character printable refuses
-// written as \uXXXX; b itself when there is none.
+// escapeJSON is b, JSON text, with every character printable refuses, and
+// U+FFFD, written as \uXXXX; b itself when there is none.
 func escapeJSON(b []byte) []byte {
-	clean := true
-	for _, r := range string(b) {
-		if r >= 0x7f && unprintable(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	escaped := func(r rune) bool { return r >= 0x7f && (unprintable(r) || r == utf8.RuneError) }
+	if !bytes.ContainsFunc(b, escaped) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+16)
 	for _, r := range string(b) {
 		switch {
-		case r < 0x7f || !unprintable(r):
+		case !escaped(r):
 			out = utf8.AppendRune(out, r)
 		case r > 0xffff:
 			hi, lo := utf16.EncodeRune(r)
