@@ -1,14 +1,10 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"runtime/debug"
-
-	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
 	"sessdb/internal/fsat"
@@ -38,15 +34,14 @@ func coldAfterCopy(staged *os.File, r gates.Reason, cold func(gates.Reason) erro
 
 // copyCounted copies at most limit bytes from src (from offset 0) to dst,
 // and returns how many it copied and their CRC32C. A transcript of
-// mapThreshold bytes or more is read through a mapping (copyMapped).
+// bigCopy bytes or more is read through a buffer of bigCopyBuffer bytes.
 func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
-	if st, err := fsat.Fstat(src); err == nil && st.Size >= mapThreshold {
-		if n, sum, err, mapped := copyMapped(dst, src, min(st.Size, limit)); mapped {
-			return n, sum, err
-		}
+	size := 32 << 10 // io.Copy's own
+	if st, err := fsat.Fstat(src); err == nil && st.Size >= bigCopy {
+		size = bigCopyBuffer
 	}
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(dst, h), sourceReader{io.NewSectionReader(src, 0, limit)})
+	n, err := io.CopyBuffer(io.MultiWriter(dst, h), sourceReader{io.NewSectionReader(src, 0, limit)}, make([]byte, size))
 	if err != nil {
 		return n, 0, fmt.Errorf("copy %s: %w", src.Name(), err)
 	}
@@ -75,57 +70,15 @@ func (s sourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// mapThreshold is the transcript size from which copyCounted maps the
-// file: the checksum and the write then read the page cache in place,
-// where reading the file first copies every byte into a buffer
-// (internal/bench BenchmarkCopyCRC: 8 MiB in 2.1 ms mapped, 2.4 ms
-// through a buffer; at 64 KiB the mapping's setup costs more than the
-// copy it saves).
-const mapThreshold = 1 << 20
-
-// mapChunk is how much of the mapping is checksummed and then written at a
-// time: small enough that the write reads what the checksum just brought
-// into the CPU's cache.
-const mapChunk = 256 << 10
-
-// copyMapped copies the first size bytes of src to dst through a read-only
-// mapping. mapped is false when the file could not be mapped (the caller
-// then reads it). The store only ever replaces a transcript by rename, but
-// a file cut short out of band under the mapping would make reading past
-// its new end fault (SIGBUS): that fault is recovered, and the copy ends
-// short, as a read would have, for the identity check to refuse.
-func copyMapped(dst io.Writer, src *os.File, size int64) (n int64, sum uint32, err error, mapped bool) {
-	if size <= 0 || size != int64(int(size)) {
-		return 0, 0, nil, false
-	}
-	m, merr := unix.Mmap(int(src.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if merr != nil {
-		return 0, 0, nil, false
-	}
-	defer unix.Munmap(m)
-	unix.Madvise(m, unix.MADV_SEQUENTIAL)
-	prev := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(prev)
-		if r := recover(); r != nil {
-			if _, isFault := r.(interface{ Addr() uintptr }); !isFault {
-				panic(r)
-			}
-			err, mapped = nil, true // cut short: n bytes were copied
-		}
-	}()
-	for off := 0; off < len(m); off += mapChunk {
-		b := m[off:min(off+mapChunk, len(m))]
-		next := crc32.Update(sum, castagnoli, b)
-		w, werr := dst.Write(b)
-		n += int64(w)
-		if errors.Is(werr, unix.EFAULT) { // cut short between the checksum and the write
-			return n, sum, nil, true
-		}
-		if werr != nil {
-			return n, sum, fmt.Errorf("copy %s: %w", src.Name(), werr), true
-		}
-		sum = next
-	}
-	return n, sum, nil, true
-}
+// bigCopy is the transcript size from which copyCounted reads through a
+// buffer of bigCopyBuffer bytes: at 8 MiB, 1.9 ms against 3.2 ms through
+// io.Copy's 32 KiB, which it keeps below that size. A mapping of the file, read in place with no copy into a
+// buffer, was faster only for a file written in one call: a transcript as
+// promote writes one (32 KiB writes) copied through a mapping in 6.7 to
+// 7.4 ms (internal/bench BenchmarkCopyCRC/8MiB, whose source is written
+// so), and an 8 MiB resume took 7.5 to 9.2 ms, 2.3 to 2.8 ms since
+// (docs/PERFORMANCE.md, 2026-12-05).
+const (
+	bigCopy       = 1 << 20
+	bigCopyBuffer = 1 << 20
+)
