@@ -71,13 +71,14 @@ func (s sourceReader) Read(p []byte) (int, error) {
 }
 
 // bigCopy is the transcript size from which copyCounted reads through a
-// buffer of bigCopyBuffer bytes: at 8 MiB, 1.9 ms against 3.2 ms through
-// io.Copy's 32 KiB, which it keeps below that size. A mapping of the file, read in place with no copy into a
-// buffer, was faster only for a file written in one call: a transcript as
-// promote writes one (32 KiB writes) copied through a mapping in 6.7 to
-// 7.4 ms (internal/bench BenchmarkCopyCRC/8MiB, whose source is written
-// so), and an 8 MiB resume took 7.5 to 9.2 ms, 2.3 to 2.8 ms since
-// (docs/PERFORMANCE.md, 2026-12-05).
+// buffer of bigCopyBuffer bytes (at 8 MiB, 1.9 ms against 3.2 ms through
+// io.Copy's 32 KiB, which it keeps below that size). A mapping of the
+// file, read in place with no copy into a buffer, was faster only for a
+// file written in one call: a transcript as promote writes one (32 KiB
+// writes) copied through a mapping in 6.7 to 7.4 ms (internal/bench
+// BenchmarkCopyCRC/8MiB, whose source is written so), and an 8 MiB
+// resume took 8.3 to 11.3 ms, 2.2 to 3.2 ms since (docs/PERFORMANCE.md,
+// 2026-12-05).
 const (
 	bigCopy       = 1 << 20
 	bigCopyBuffer = 1 << 20
