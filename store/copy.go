@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"sessdb/gates"
-	"sessdb/internal/fsat"
 )
 
 // castagnoli is the CRC32C table: the checksum every record of a
@@ -33,12 +32,13 @@ func coldAfterCopy(staged *os.File, r gates.Reason, cold func(gates.Reason) erro
 }
 
 // copyCounted copies at most limit bytes from src (from offset 0) to dst,
-// and returns how many it copied and their CRC32C. A transcript of
-// bigCopy bytes or more is read through a buffer of bigCopyBuffer bytes.
+// and returns how many it copied and their CRC32C. A copy of more than
+// bigCopy bytes reads through a buffer of bigCopy bytes. Every caller's
+// limit is the size it expects plus one, so the limit sizes the buffer.
 func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
 	size := 32 << 10 // io.Copy's own
-	if st, err := fsat.Fstat(src); err == nil && st.Size >= bigCopy {
-		size = bigCopyBuffer
+	if limit > bigCopy {
+		size = bigCopy
 	}
 	h := crc32.New(castagnoli)
 	n, err := io.CopyBuffer(io.MultiWriter(dst, h), sourceReader{io.NewSectionReader(src, 0, limit)}, make([]byte, size))
@@ -71,15 +71,11 @@ func (s sourceReader) Read(p []byte) (int, error) {
 }
 
 // bigCopy is the transcript size from which copyCounted reads through a
-// buffer of bigCopyBuffer bytes (at 8 MiB, 1.9 ms against 3.2 ms through
-// io.Copy's 32 KiB, which it keeps below that size). A mapping of the
-// file, read in place with no copy into a buffer, was faster only for a
-// file written in one call: a transcript as promote writes one (32 KiB
-// writes) copied through a mapping in 6.7 to 7.4 ms (internal/bench
-// BenchmarkCopyCRC/8MiB, whose source is written so), and an 8 MiB
-// resume took 8.3 to 11.3 ms, 2.2 to 3.2 ms since (docs/PERFORMANCE.md,
-// 2026-12-05).
-const (
-	bigCopy       = 1 << 20
-	bigCopyBuffer = 1 << 20
-)
+// buffer of that size (at 8 MiB, 1.9 ms against 3.2 ms through io.Copy's
+// 32 KiB, which it keeps below). A mapping of the file, read in place with
+// no copy into a buffer, was faster only for a file written in one call:
+// a transcript as promote writes one (32 KiB writes) copied through a
+// mapping in 6.7 to 7.4 ms (internal/bench BenchmarkCopyCRC/8MiB, whose
+// source is written so), and an 8 MiB resume took 8.3 to 11.3 ms, 2.2 to
+// 3.2 ms since (docs/PERFORMANCE.md, 2026-12-05).
+const bigCopy = 1 << 20
