@@ -279,7 +279,7 @@ func dirForAValue(fs *flag.FlagSet, args []string, getenv func(string) string) e
 			if root := sessionsRoot(fs, getenv); root == "" || !sameDir(v, root) {
 				return nil
 			}
-			return fmt.Errorf("--%s: %s is the sessions root, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE to give it as written)", f.Name, brief(v), f.Name, f.Name)
+			return fmt.Errorf("--%s: %s is the sessions root, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE to give it as written)", f.Name, quoteName(v), f.Name, f.Name)
 		}
 		s, ok := stampFlags[f.Name]
 		if !ok {
@@ -289,7 +289,7 @@ func dirForAValue(fs *flag.FlagSet, args []string, getenv func(string) string) e
 		if !path && !(s.noSlash && strings.Contains(v, "/")) {
 			return nil
 		}
-		return fmt.Errorf("--%s: %s is a path, not %s, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE for one written as a path)", f.Name, brief(v), s.what, f.Name, f.Name)
+		return fmt.Errorf("--%s: %s is a path, not %s, and no DIR was given: a value left out before DIR (a variable left empty?) took DIR for it; give --%s its value (--%s=VALUE for one written as a path)", f.Name, quoteName(v), s.what, f.Name, f.Name)
 	})
 }
 

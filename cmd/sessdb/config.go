@@ -130,7 +130,7 @@ func rootPath(name, p string) error {
 // runs: every key absent there, and promote making it.
 func unexpanded(name, p string) error {
 	if strings.HasPrefix(p, "~") {
-		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, brief(p))
+		return fmt.Errorf("%s: %s begins with ~, which only a shell expands (an env file or a unit's Environment= does not): give the absolute path", name, quoteName(p))
 	}
 	return shellSubstitution(name, p, "the path itself")
 }
@@ -149,10 +149,10 @@ func unexpanded(name, p string) error {
 // whole: each can only be part of a name.
 func shellSubstitution(name, p, give string) error {
 	if len(p) >= 2 && (p[0] == '"' || p[0] == '\'') && p[len(p)-1] == p[0] {
-		return fmt.Errorf("%s: %s is in quotes, which only a shell removes (docker's --env-file, Kubernetes and an env dict pass them as written): give %s without them", name, brief(p), give)
+		return fmt.Errorf("%s: %s is in quotes, which only a shell removes (docker's --env-file, Kubernetes and an env dict pass them as written): give %s without them", name, quoteName(p), give)
 	}
 	if strings.Count(p, "`") >= 2 {
-		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give %s", name, brief(p), give)
+		return fmt.Errorf("%s: %s holds a command substitution (`...`), which only a shell expands (an env file or a unit's Environment= does not): give %s", name, quoteName(p), give)
 	}
 	for rest := p; ; {
 		i := strings.IndexByte(rest, '$')
@@ -160,7 +160,7 @@ func shellSubstitution(name, p, give string) error {
 			return nil
 		}
 		if c := rest[i+1]; c == '{' || c == '(' || c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' {
-			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give %s", name, brief(p), give)
+			return fmt.Errorf("%s: %s names a variable, which only a shell expands (an env file or a unit's Environment= does not): give %s", name, quoteName(p), give)
 		}
 		rest = rest[i+1:]
 	}
@@ -188,7 +188,7 @@ func literalName(name, p, why string) error {
 // should be.
 func spaceAround(name, p, why string) error {
 	if strings.TrimFunc(p, jsstr.IsSpace) != p {
-		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): %s", name, brief(p), why)
+		return fmt.Errorf("%s: %s begins or ends with white space (a quoting mistake?): %s", name, quoteName(p), why)
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ func pathLength(name, p string) error {
 // which cannot carry it, so its promote would find another root.
 func utf8Path(name, p string) error {
 	if !utf8.ValidString(p) {
-		return fmt.Errorf("%s: %s is not valid UTF-8 (a job's ticket names it as text)", name, brief(p))
+		return fmt.Errorf("%s: %s is not valid UTF-8 (a job's ticket names it as text)", name, quoteName(p))
 	}
 	return nil
 }
@@ -405,4 +405,17 @@ func brief(v string) string {
 	}
 	head, tail, _ := strings.Cut(b, "…")
 	return strconv.Quote(head) + "…" + tail
+}
+
+// quoteName quotes a name the configuration gives (a path, a key prefix,
+// a user) for a message about that name: whole, up to the longest path
+// the system opens. brief's 64 bytes cut off the end of a deep path
+// (a Kubernetes volume's is about 100 bytes), where its misspelt last
+// name or an unexpanded $VAR mostly is: "is it misspelt?" could not be
+// answered from the message. Longer, it is a runaway value, and brief's.
+func quoteName(p string) string {
+	if len(p) < unix.PathMax {
+		return strconv.Quote(p)
+	}
+	return brief(p)
 }

@@ -75,7 +75,7 @@ func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg strin
 	switch d, n := cfg.sessionsDir.get(getenv); {
 	case raw == "":
 	case dirArg != "":
-		return fleet.Config{}, true, fmt.Errorf("the DIR argument %s and %s are both given: a store is a sessions root or a fleet, not both", brief(dirArg), name)
+		return fleet.Config{}, true, fmt.Errorf("the DIR argument %s and %s are both given: a store is a sessions root or a fleet, not both", quoteName(dirArg), name)
 	case d != "":
 		return fleet.Config{}, true, fmt.Errorf("%s and %s are both set: a store is a sessions root or a fleet, not both (unset one)", n, name)
 	}
@@ -104,7 +104,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	fc.Endpoints = eps
 	if p, n := f.prefix.get(getenv); p != "" {
 		if strings.TrimRight(p, "/") == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, brief(p))
+			return fc, true, fmt.Errorf("%s: %s is not a key prefix (want a path like /sessdb, without control characters)", n, quoteName(p))
 		}
 		// As with a sessions root (rootPath): white space around it, or
 		// "$FLEET_PREFIX" from an env file, is another namespace in etcd.
@@ -134,7 +134,7 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		if err != nil {
 			why = errors.Unwrap(err).Error()
 		}
-		return fc, true, fmt.Errorf("%s: %s: %s (it must exist: the fleet's shared directory, mounted)", dn, brief(d), why)
+		return fc, true, fmt.Errorf("%s: %s: %s (it must exist: the fleet's shared directory, mounted)", dn, quoteName(d), why)
 	}
 	fc.TranscriptsDir = d
 	for _, k := range []*knob{&f.ca, &f.cert, &f.key} {
@@ -291,15 +291,15 @@ func readPassword(path string) (string, error) {
 	b, err := fsat.ReadConfigFile(path, maxPasswordBytes)
 	switch {
 	case errors.Is(err, fsat.ErrNotRegular):
-		return "", fmt.Errorf("%s is not a regular file", brief(path))
+		return "", fmt.Errorf("%s is not a regular file", quoteName(path))
 	case errors.Is(err, fsat.ErrTooLarge):
-		return "", fmt.Errorf("%s is over %d bytes: not a password file", brief(path), maxPasswordBytes)
+		return "", fmt.Errorf("%s is over %d bytes: not a password file", quoteName(path), maxPasswordBytes)
 	case err != nil:
 		return "", err
 	}
 	line, ok := firstLine(string(b))
 	if !ok {
-		return "", fmt.Errorf("%s holds no password (its first line is empty)", brief(path))
+		return "", fmt.Errorf("%s holds no password (its first line is empty)", quoteName(path))
 	}
 	return line, nil
 }

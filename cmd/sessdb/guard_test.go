@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/internal/sample"
 	"sessdb/store"
@@ -93,6 +97,46 @@ func TestResolveWarnsOfAMissingRoot(t *testing.T) {
 	root := copySample(t)
 	if _, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", store.Key("a", "b", "new"), "--job-dir", t.TempDir(), "--pi-version", "0.58.3"); errs != "" {
 		t.Fatalf("a new key under a root that exists warned: %q", errs)
+	}
+}
+
+// A message about a name the configuration gives quotes it whole. They
+// were cut at 64 bytes, like any bad value: on a deep root (a Kubernetes
+// volume's path is about 100 bytes) the warning that asks whether the
+// root is misspelt cut off its last name, the one misspelt, and the
+// refusal of an unexpanded variable the variable. A runaway value (longer
+// than any path the system opens) is still cut.
+func TestAMessageAboutAPathQuotesItWhole(t *testing.T) {
+	clearEnv(t)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.Mkdir(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(deep, "sesions")
+	job := filepath.Join(deep, "job")
+	for _, c := range []struct {
+		what string
+		args []string
+		code int
+		want string
+	}{
+		{"resolve onto a missing root", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", job, "--pi-version", "0.58.3"}, exitOK, strconv.Quote(missing) + " does not exist"},
+		{"a job dir whose parent is missing", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", filepath.Join(missing, "job"), "--pi-version", "0.58.3"}, exitUsage, strconv.Quote(filepath.Join(missing, "job")) + ": its parent"},
+		{"an unexpanded variable at a deep root's end", []string{"dump", filepath.Join(deep, "$SESSIONS")}, exitUsage, strconv.Quote(filepath.Join(deep, "$SESSIONS")) + " names a variable"},
+		{"a transcripts dir that is not there", []string{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", missing}, exitUsage, strconv.Quote(missing) + ": no such file"},
+	} {
+		code, _, errs := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) || strings.Contains(errs, "bytes)") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %s", c.what, code, errs, c.code, c.want)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatal("the missing root was made")
+	}
+	runaway := "/" + strings.Repeat("r", unix.PathMax) + "/$SESSIONS"
+	code, _, errs := runCLI(t, "dump", runaway)
+	if code != exitUsage || !strings.Contains(errs, fmt.Sprintf("…(%d bytes) names a variable", len(runaway))) || len(errs) > 400 {
+		t.Errorf("a runaway root: exit %d, stderr %q; want exit 2, the value cut", code, errs)
 	}
 }
 

@@ -150,7 +150,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		// deployment promote at once, and each saw the root missing.
 		res, err := st.Promote(sess, req)
 		if !onFleet && st.MadeRoot() {
-			inv.rep.warn(fmt.Sprintf("the sessions root %s did not exist: promote made it (0700, with its missing parents; is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
+			inv.rep.warn(fmt.Sprintf("the sessions root %s did not exist: promote made it (0700, with its missing parents; is PI_SESSIONS_DIR or --sessions-dir misspelt?)", quoteName(st.Root())))
 		}
 		// The key names every line about it (when the ticket's is one).
 		key := ""

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +19,9 @@ import (
 // is not refused. But resolve warned that the root was missing (is it
 // misspelt?), and the promote after it built that root in silence. It
 // warns now, once, naming the root it made as resolve's warning names
-// it (brief: quoted, a long one cut); its exit status and its JSON are what they were, and a promote onto
-// a root that exists says nothing.
+// it (quoted whole: TestAMessageAboutAPathQuotesItWhole); its exit status
+// and its JSON are what they were, and a promote onto a root that exists
+// says nothing.
 func TestPromoteWarnsWhenItMakesTheSessionsRoot(t *testing.T) {
 	clearEnv(t)
 	missing := filepath.Join(t.TempDir(), "nx", "a", "sesions")
@@ -35,7 +37,7 @@ func TestPromoteWarnsWhenItMakesTheSessionsRoot(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || !p.Promoted || p.Gen != 1 || p.Reason != "promoted" {
 		t.Fatalf("promote onto a missing root: exit %d\n%s%s", code, out, errs)
 	}
-	if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "sessions root") || !strings.Contains(errs, brief(missing)) || !strings.Contains(errs, "made it") {
+	if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "sessions root") || !strings.Contains(errs, strconv.Quote(missing)) || !strings.Contains(errs, "made it") {
 		t.Fatalf("promote onto a missing root: stderr %q; want one warning naming the root it made", errs)
 	}
 	if fi, err := os.Stat(missing); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {

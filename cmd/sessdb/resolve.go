@@ -97,7 +97,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		// Resolve makes the job dir, its last component only: a parent
 		// that does not exist is the caller's mistake, not the store's.
 		if _, err := os.Stat(filepath.Dir(filepath.Clean(*jobDir))); errors.Is(err, os.ErrNotExist) {
-			return inv.rep.usage(fmt.Errorf("--job-dir %s: its parent directory does not exist (resolve makes the job dir, not its parents)", brief(*jobDir)))
+			return inv.rep.usage(fmt.Errorf("--job-dir %s: its parent directory does not exist (resolve makes the job dir, not its parents)", quoteName(*jobDir)))
 		}
 		st, onFleet, done, code := openJobStore(inv, cfg, fk, nil)
 		if st == nil {
@@ -108,7 +108,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		// store gave; but a typo in the root must not pass for a new
 		// conversation without a word.
 		if _, err := os.Stat(st.Root()); !onFleet && errors.Is(err, os.ErrNotExist) {
-			inv.rep.warn(fmt.Sprintf("the sessions root %s does not exist: every key is absent (is PI_SESSIONS_DIR or --sessions-dir misspelt?)", brief(st.Root())))
+			inv.rep.warn(fmt.Sprintf("the sessions root %s does not exist: every key is absent (is PI_SESSIONS_DIR or --sessions-dir misspelt?)", quoteName(st.Root())))
 		}
 		// Resolve writes the ticket, and on a fault removes both the staged
 		// file and any ticket: nothing is left here to clean up.

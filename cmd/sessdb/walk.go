@@ -173,17 +173,17 @@ func checkWalkDir(what, fix, dir string) error {
 		real = filepath.Clean(abs)
 	}
 	if real == "/" {
-		return fmt.Errorf("%s %s is the filesystem root: refusing to walk it (%s)", what, brief(dir), fix)
+		return fmt.Errorf("%s %s is the filesystem root: refusing to walk it (%s)", what, quoteName(dir), fix)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
 	if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", what, brief(dir), st.Mode&0o7777)
+		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", what, quoteName(dir), st.Mode&0o7777)
 	}
 	if euid := geteuid(); euid != 0 && int(st.Uid) != euid && st.Uid != 0 {
-		return fmt.Errorf("%s %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", what, brief(dir), st.Uid, euid)
+		return fmt.Errorf("%s %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", what, quoteName(dir), st.Uid, euid)
 	}
 	return nil
 }
