@@ -78,8 +78,16 @@ func (s *Store) Quarantine(key string) (string, error) {
 	// what is at the key's name now (a key made again) is not the dir
 	// locked, and is not moved without its lock. Whoever moves a key dir
 	// holds its lock, so the name checked now stays until the rename.
-	if err := stillAtKey("quarantine", s.root, kd, key); err != nil {
+	// Not moved, the dir is left as it was found: the lock's meta.db goes
+	// again, wherever the dir is now.
+	unmoved := func(err error) (string, error) {
+		if made {
+			s.removeLockOnly(kd)
+		}
 		return "", err
+	}
+	if err := stillAtKey("quarantine", s.root, kd, key); err != nil {
+		return unmoved(err)
 	}
 	aside, err := s.renameAside(root, key, func(n int) string {
 		if n == 1 {
@@ -88,7 +96,7 @@ func (s *Store) Quarantine(key string) (string, error) {
 		return fmt.Sprintf("%s%s-%s-%d", QuarantinePrefix, key, stamp, n)
 	})
 	if err != nil {
-		return "", fmt.Errorf("quarantine %s: %w", key, err)
+		return unmoved(fmt.Errorf("quarantine %s: %w", key, err))
 	}
 	if made {
 		// The lock's meta.db goes again, in the dir moved aside (under the

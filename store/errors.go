@@ -91,4 +91,12 @@ var (
 	// directory (which the restore replaces): neither is moved, and the
 	// operator decides.
 	ErrReapedKeyExists = errors.New("a promotion landed in it after its reap was interrupted, and the key exists again")
+
+	// ErrDirNotMovable is returned by a reap, and by check --repair
+	// --quarantine, when the file system refuses to rename the key dir
+	// (EXDEV): overlayfs renames a directory of a lower layer (one a
+	// container image holds) only when mounted with redirect_dir=on.
+	// Nothing of the key is moved or removed; the sessions root belongs
+	// on a volume, not in an image's layers.
+	ErrDirNotMovable = errors.New("the file system will not rename this directory (overlayfs renames one from a lower layer, a container image's, only when mounted with redirect_dir=on): keep the sessions root on a volume")
 )

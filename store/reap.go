@@ -323,8 +323,19 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	if sc.Transcript != nil {
 		gen = sc.Transcript.Gen
 	}
+	// One reaping entry for a generation: a reap that stopped before its
+	// rename left one (killed, or refused it: ErrDirNotMovable refuses
+	// every reap after), and one more at each reap would push the key's
+	// promotions and refusals out of its last 64 entries.
 	err = d.Update(func(tx *db.Tx) error {
-		_, err := tx.AppendHistory(db.HistoryEntry{Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: reapingOutcome, Reason: string(gates.Expired)})
+		last, err := tx.History(1)
+		if err != nil {
+			return err
+		}
+		if len(last) == 1 && last[0].Outcome == reapingOutcome && last[0].Gen == gen {
+			return nil
+		}
+		_, err = tx.AppendHistory(db.HistoryEntry{Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: reapingOutcome, Reason: string(gates.Expired)})
 		return err
 	})
 	if err != nil {

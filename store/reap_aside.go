@@ -108,13 +108,18 @@ func refuseForeign(what string, foreign []string) error {
 
 // renameAside renames the dir from under root to the first of next(1),
 // next(2), ... that no entry has, never over an existing one, and makes
-// the rename durable; it returns the name it took.
+// the rename durable; it returns the name it took. A dir the file system
+// will not rename (EXDEV: overlayfs, a dir of a lower layer) is
+// ErrDirNotMovable.
 func (s *Store) renameAside(root *os.File, from string, next func(n int) string) (string, error) {
 	for n := 1; ; n++ {
 		to := next(n)
 		err := s.renameDirNoReplace(root, from, to)
 		if errors.Is(err, unix.EEXIST) && n < 100 {
 			continue
+		}
+		if errors.Is(err, unix.EXDEV) {
+			return "", fmt.Errorf("%w: %w", err, ErrDirNotMovable)
 		}
 		if err != nil {
 			return "", err
