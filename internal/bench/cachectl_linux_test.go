@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -16,8 +18,17 @@ import (
 // Why not drop_caches: it is machine-wide, on a machine shared with other
 // engineers' runs. The cost of this choice: directory entries and inodes
 // stay cached, so a cold run here is "data cold, metadata warm".
+//
+// A root on a file system that keeps its files in memory (tmpfs, ramfs:
+// TMPDIR on /dev/shm) has no cold run to give: its pages are its files.
+// DropCache then returns an error that unwraps to errors.ErrUnsupported,
+// as where there is no cache control at all, and the cold benchmarks skip
+// rather than fail on pages still resident.
 func DropCache(roots ...string) (files int, err error) {
 	for _, root := range roots {
+		if fs := inMemory(root); fs != "" {
+			return files, fmt.Errorf("page cache of %s: %s keeps its files in memory, nothing can be evicted: %w", root, fs, errors.ErrUnsupported)
+		}
 		err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return err
@@ -104,4 +115,21 @@ func SetTopDir(dir string) bool {
 		return false
 	}
 	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopDirFL)) == nil
+}
+
+// inMemory names the file system holding path when it keeps its files in
+// memory ("tmpfs", "ramfs"), else "" (also when statfs fails: DropCache's
+// own open then says why).
+func inMemory(path string) string {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return ""
+	}
+	switch uint32(st.Type) {
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.RAMFS_MAGIC:
+		return "ramfs"
+	}
+	return ""
 }
