@@ -2,7 +2,6 @@ package shared
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,16 +19,7 @@ func TestOpenRefusesASocketAndNeverOpensADevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, name)
-	// A socket path is bounded (108 bytes): bind beside it and move it in.
-	sock := filepath.Join(t.TempDir(), "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Skipf("no unix socket here: %v", err)
-	}
-	defer l.Close()
-	if err := os.Rename(sock, p); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Socket(t, p)
 	if f, err := Open(dir, name); !errors.Is(err, ErrNotRegular) {
 		if err == nil {
 			f.Close()

@@ -2,7 +2,6 @@ package fsat
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,14 +66,9 @@ func TestReadSmallFileKinds(t *testing.T) {
 		"one": {1, nil}, "max": {max, nil}, "empty": {0, nil}, "over": {0, ErrTooLarge},
 		"dir": {0, ErrNotRegular}, "fifo": {0, ErrNotRegular}, "link": {0, ErrNotRegular},
 		"dangling": {0, ErrNotRegular}, "missing": {0, unix.ENOENT},
+		"sock": {0, ErrNotRegular},
 	}
-	if l, err := net.Listen("unix", filepath.Join(p, "sock")); err == nil {
-		defer l.Close()
-		cases["sock"] = struct {
-			n   int
-			err error
-		}{0, ErrNotRegular}
-	}
+	testfs.Socket(t, filepath.Join(p, "sock"))
 	for name, c := range cases {
 		within(t, func() {
 			b, err := ReadSmallFile(d, name, max)

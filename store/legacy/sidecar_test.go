@@ -2,7 +2,6 @@ package legacy
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,11 +173,7 @@ func TestReadSidecarNoValue(t *testing.T) {
 
 func listen(t *testing.T, path string) {
 	t.Helper()
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Skipf("unix socket: %v", err)
-	}
-	t.Cleanup(func() { l.Close() })
+	testfs.Socket(t, path)
 }
 
 func mknodNull(t *testing.T, path string) {
