@@ -223,7 +223,7 @@ func utf8Path(name, p string) error {
 func utf8Flags(fs *flag.FlagSet, names ...string) error {
 	for _, name := range names {
 		if v := fs.Lookup(name).Value.String(); !utf8.ValidString(v) {
-			return fmt.Errorf("--%s: %s is not valid UTF-8 (the job's ticket and the key's history record it as text)", name, brief(v))
+			return fmt.Errorf("--%s: %s is not valid UTF-8 (the job's ticket and the key's history record it as text)", name, quoteName(v))
 		}
 	}
 	return nil
@@ -407,9 +407,9 @@ func brief(v string) string {
 	return strconv.Quote(head) + "…" + tail
 }
 
-// quoteName quotes a name the configuration gives (a path, a key prefix,
-// a user) for a message about that name: whole, up to the longest path
-// the system opens. brief's 64 bytes cut off the end of a deep path
+// quoteName quotes a name the configuration or a job gives (a path, a key
+// prefix, a user; a job's dir, venue, pi version or id) for a message
+// about that name: whole, up to the longest path the system opens. brief's 64 bytes cut off the end of a deep path
 // (a Kubernetes volume's is about 100 bytes), where its misspelt last
 // name or an unexpanded $VAR mostly is: "is it misspelt?" could not be
 // answered from the message. Longer, it is a runaway value, and brief's.

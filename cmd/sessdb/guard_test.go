@@ -123,6 +123,7 @@ func TestAMessageAboutAPathQuotesItWhole(t *testing.T) {
 		{"resolve onto a missing root", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", job, "--pi-version", "0.58.3"}, exitOK, strconv.Quote(missing) + " does not exist"},
 		{"a job dir whose parent is missing", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", filepath.Join(missing, "job"), "--pi-version", "0.58.3"}, exitUsage, strconv.Quote(filepath.Join(missing, "job")) + ": its parent"},
 		{"an unexpanded variable at a deep root's end", []string{"dump", filepath.Join(deep, "$SESSIONS")}, exitUsage, strconv.Quote(filepath.Join(deep, "$SESSIONS")) + " names a variable"},
+		{"a job dir not UTF-8 at its end", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", job + "\xff", "--pi-version", "0.58.3"}, exitUsage, strconv.Quote(job+"\xff") + " is not valid UTF-8"},
 		{"a transcripts dir that is not there", []string{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", missing}, exitUsage, strconv.Quote(missing) + ": no such file"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
