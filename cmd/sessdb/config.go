@@ -408,11 +408,13 @@ func brief(v string) string {
 }
 
 // quoteName quotes a name the configuration or a job gives (a path, a key
-// prefix, a user; a job's dir, venue, pi version or id) for a message
-// about that name: whole, up to the longest path the system opens. brief's 64 bytes cut off the end of a deep path
-// (a Kubernetes volume's is about 100 bytes), where its misspelt last
-// name or an unexpanded $VAR mostly is: "is it misspelt?" could not be
-// answered from the message. Longer, it is a runaway value, and brief's.
+// prefix, an etcd endpoint, a user; a job's dir, venue, pi version or id)
+// for a message about that name: whole, up to the longest path the system
+// opens. brief's 64 bytes cut off the end of a deep path (a Kubernetes
+// volume's is about 100 bytes), where its misspelt last name or an
+// unexpanded $VAR mostly is, and an endpoint's port: "is it misspelt?"
+// could not be answered from the message. Longer, it is a runaway value,
+// and brief's.
 func quoteName(p string) string {
 	if len(p) < unix.PathMax {
 		return strconv.Quote(p)

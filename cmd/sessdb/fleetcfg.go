@@ -179,7 +179,7 @@ func parseEndpoints(name, raw string) ([]string, error) {
 	// user information. No endpoint of that shape holds an '@'.
 	for i := len(eps) - 1; i >= 0; i-- {
 		if strings.Contains(eps[i], "@") {
-			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, brief(etcdmeta.RedactedEndpoint(eps[i])))
+			return nil, fmt.Errorf("%s: endpoint %d, %s, carries credentials: give them with --etcd-user and the password variable or file, never in the URL", name, i+1, quoteName(etcdmeta.RedactedEndpoint(eps[i])))
 		}
 	}
 	scheme := ""
@@ -189,10 +189,10 @@ func parseEndpoints(name, raw string) ([]string, error) {
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			// Redacted: credentials in a URL that does not parse are still
 			// credentials.
-			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, brief(etcdmeta.RedactedEndpoint(ep)))
+			return nil, fmt.Errorf("%s: endpoint %d, %s, is not http://host:port or https://host:port (a port from 1 to 65535)", name, i+1, quoteName(etcdmeta.RedactedEndpoint(ep)))
 		}
 		if scheme != "" && u.Scheme != scheme {
-			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, brief(etcdmeta.RedactedEndpoint(ep)), u.Scheme, scheme)
+			return nil, fmt.Errorf("%s: endpoint %d, %s, mixes %s with %s endpoints", name, i+1, quoteName(etcdmeta.RedactedEndpoint(ep)), u.Scheme, scheme)
 		}
 		scheme = u.Scheme
 		out = append(out, ep)

@@ -103,8 +103,9 @@ func TestResolveWarnsOfAMissingRoot(t *testing.T) {
 // A message about a name the configuration gives quotes it whole. They
 // were cut at 64 bytes, like any bad value: on a deep root (a Kubernetes
 // volume's path is about 100 bytes) the warning that asks whether the
-// root is misspelt cut off its last name, the one misspelt, and the
-// refusal of an unexpanded variable the variable. A runaway value (longer
+// root is misspelt cut off its last name, the one misspelt, the refusal
+// of an unexpanded variable the variable, and a Kubernetes service's
+// endpoint its port. A runaway value (longer
 // than any path the system opens) is still cut.
 func TestAMessageAboutAPathQuotesItWhole(t *testing.T) {
 	clearEnv(t)
@@ -124,6 +125,7 @@ func TestAMessageAboutAPathQuotesItWhole(t *testing.T) {
 		{"a job dir whose parent is missing", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", filepath.Join(missing, "job"), "--pi-version", "0.58.3"}, exitUsage, strconv.Quote(filepath.Join(missing, "job")) + ": its parent"},
 		{"an unexpanded variable at a deep root's end", []string{"dump", filepath.Join(deep, "$SESSIONS")}, exitUsage, strconv.Quote(filepath.Join(deep, "$SESSIONS")) + " names a variable"},
 		{"a job dir not UTF-8 at its end", []string{"resolve", "--sessions-dir", missing, "--key", sample.Resumable, "--job-dir", job + "\xff", "--pi-version", "0.58.3"}, exitUsage, strconv.Quote(job+"\xff") + " is not valid UTF-8"},
+		{"a long endpoint's bad port", []string{"dump", "--etcd-endpoints", "https://etcd-0.etcd-headless.sessdb-production.svc.cluster.local:99999", "--transcripts-dir", deep}, exitUsage, `"https://etcd-0.etcd-headless.sessdb-production.svc.cluster.local:99999", is not`},
 		{"a transcripts dir that is not there", []string{"dump", "--etcd-endpoints", "http://127.0.0.1:1", "--transcripts-dir", missing}, exitUsage, strconv.Quote(missing) + ": no such file"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
