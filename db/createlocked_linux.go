@@ -15,8 +15,9 @@ import (
 // locked, never a creation in flight that looks like debris. The file is
 // made unnamed (O_TMPFILE), locked, then linked to name through /proc;
 // where either is missing (a file system without O_TMPFILE, NFS among
-// them, or no /proc), it is made at name and locked right after, the
-// window this closes elsewhere.
+// them, or no /proc), or the file system makes an unnamed file and cannot
+// link it, it is made at name and locked right after, the window this
+// closes elsewhere.
 func createLocked(dirfd int, name string) (int, error) {
 	return createLockedBy(dirfd, name, time.Now().Add(time.Second))
 }
@@ -50,7 +51,7 @@ func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 		return -1, fmt.Errorf("flock: %w", err)
 	}
 	_, err = fsat.IgnoringEINTR(func() (struct{}, error) {
-		return struct{}{}, unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+		return struct{}{}, linkUnnamed(fd, dirfd, name)
 	})
 	if err == nil {
 		if testHookCreateStep != nil {
@@ -59,13 +60,22 @@ func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 		return fd, nil
 	}
 	unix.Close(fd)
-	if err == unix.ENOENT {
-		var st unix.Stat_t
-		if unix.Stat("/proc/self/fd", &st) != nil {
-			return createThenLockBy(dirfd, name, deadline) // no /proc
-		}
+	if err == unix.EEXIST {
+		return -1, err
 	}
-	return -1, err
+	// Not linked: no /proc (ENOENT); or a file system that makes an
+	// unnamed file and cannot name it: a FUSE daemon that works by path
+	// has none to link it from (go-fuse's loopback says EXDEV), and one
+	// that makes no hard links says EPERM. Every first promotion and
+	// migration failed there. Made by name instead; a removed dir, or a
+	// real fault (a full disk), fails that create as it failed the link.
+	return createThenLockBy(dirfd, name, deadline)
+}
+
+// linkUnnamed links the unnamed file fd to name in dirfd; a variable so
+// that a test can stand in for a file system that refuses it.
+var linkUnnamed = func(fd, dirfd int, name string) error {
+	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
 }
 
 // removed reports whether dirfd's directory has been removed (no link
