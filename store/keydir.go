@@ -228,8 +228,14 @@ func (s *Store) openKeyOnce(root *os.File, key string, point faults.Point) (*key
 // by hand) is still read through its descriptor, as it was opened: only
 // the store's own moves take a key out of service. The root is listed
 // only when the name no longer leads to kd, which no read otherwise meets.
+// A dir removed under its descriptor (a reap's) that its file system no
+// longer answers for (fsat.IsGone: NFS, a FUSE daemon that works by path)
+// is moved away too: on ext4 the same read finds its name gone.
 func movedAway(root, kd *os.File, key string) (bool, error) {
-	held, err := fsat.Fstat(kd)
+	held, err := fstatHeld(kd)
+	if fsat.IsGone(err) {
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -245,6 +251,11 @@ func movedAway(root, kd *os.File, key string) (bool, error) {
 	found, _, err := asideAt(root, &held, key)
 	return found, err
 }
+
+// fstatHeld is fsat.Fstat of a key dir held open, for movedAway; a
+// variable so that a test can stand in for a file system that no longer
+// answers for a removed dir.
+var fstatHeld = fsat.Fstat
 
 // asideAt reports whether the dir held (its fstat) is at one of key's
 // names aside under root, a quarantine or a reap-owned one, and whether

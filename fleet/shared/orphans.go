@@ -89,13 +89,13 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 			continue
 		}
 		kd, err := fsat.OpenDirAt(root, key)
-		if err != nil && dirGone(err) {
+		if err != nil && fsat.IsGone(err) {
 			if err := DirErr(dir); err != nil {
 				return Listing{}, err // not every key gone: the dir itself
 			}
 		}
 		if err != nil {
-			if dirGone(err) || errors.Is(err, fsat.ErrNotDir) {
+			if fsat.IsGone(err) || errors.Is(err, fsat.ErrNotDir) {
 				continue // gone, or a link or file named like a key: not ours
 			}
 			fail(key, err)
@@ -104,14 +104,14 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 		files, err := sharedfs.ReadDirNames(kd)
 		if err != nil {
 			kd.Close()
-			if dirGone(err) {
+			if fsat.IsGone(err) {
 				if err := DirErr(dir); err != nil {
 					return Listing{}, err
 				}
 			}
 			// Another host removed it since the open (ESTALE over NFS; a
 			// local disk lists it empty): gone, not unreadable.
-			if !dirGone(err) {
+			if !fsat.IsGone(err) {
 				fail(key, err)
 			}
 			continue
@@ -133,7 +133,7 @@ func ListOrphans(ctx context.Context, dir string, referenced func(key, name stri
 				continue
 			}
 			st, err := fsat.LstatAt(kd, f)
-			goneSince = goneSince || dirGone(err)
+			goneSince = goneSince || fsat.IsGone(err)
 			if err != nil || !fsat.IsRegular(&st) {
 				continue // gone meanwhile, or not a file this package wrote
 			}

@@ -122,7 +122,7 @@ func renamed(disk durable.FS, kd *os.File, tmp, file string, st *unix.Stat_t) bo
 func createTemp(disk durable.FS, dir, key, tmp string) (kd, f *os.File, st unix.Stat_t, err error) {
 	for try := 0; ; try++ {
 		if kd, err = openKeyDir(disk, dir, key, true); err != nil {
-			if dirGone(err) && try == 0 {
+			if fsat.IsGone(err) && try == 0 {
 				continue // removed between its mkdir and its open
 			}
 			return nil, nil, st, err
@@ -143,15 +143,11 @@ func createTemp(disk durable.FS, dir, key, tmp string) (kd, f *os.File, st unix.
 			disk.Unlink(kd, tmp)
 		}
 		kd.Close()
-		if !dirGone(err) || try == 1 {
+		if !fsat.IsGone(err) || try == 1 {
 			return nil, nil, st, err
 		}
 	}
 }
-
-// dirGone reports whether err says a directory was removed: ENOENT, or
-// ESTALE for one an NFS client had open when another host removed it.
-func dirGone(err error) bool { return fsat.IsNotExist(err) || errors.Is(err, unix.ESTALE) }
 
 // beforeCreate runs between the open of a key's directory and the create
 // in it: a test's stand-in for a reap removing the directory then. An

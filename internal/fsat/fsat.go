@@ -359,6 +359,13 @@ func Join(dir *os.File, name string) string {
 // IsNotExist reports whether err says that a name does not exist (ENOENT).
 func IsNotExist(err error) bool { return errors.Is(err, unix.ENOENT) }
 
+// IsGone reports whether err, from a call on a file or directory held
+// open, says it was removed: ENOENT; ESTALE where an NFS client held it
+// when another host removed it. A local file system still answers such a
+// call (an fstat shows no links left), but one that goes by name does
+// not: a FUSE daemon that works by path says ENOENT.
+func IsGone(err error) bool { return IsNotExist(err) || errors.Is(err, unix.ESTALE) }
+
 // openat is unix.Openat relative to dir, retrying EINTR (an open of a FIFO
 // or on a slow filesystem can be interrupted), with a link at name reported
 // as ELOOP on every system.
