@@ -61,3 +61,20 @@ func TestAnUnnamedFileTheFileSystemCannotLinkIsMadeByName(t *testing.T) {
 	}
 	d.Close()
 }
+
+// madeByName says why a meta.db made in dir is named before its flock
+// (createThenLock), or "" where it is made unnamed: dir's file system
+// has no O_TMPFILE, or cannot link the file it makes (FUSE).
+func madeByName(dir string) string {
+	fd, err := unix.Open(dir, unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "no O_TMPFILE here (" + err.Error() + ")"
+	}
+	defer unix.Close(fd)
+	name := filepath.Join(dir, ".unnamed-probe")
+	if err := linkUnnamed(fd, unix.AT_FDCWD, name); err != nil {
+		return "this file system cannot link an unnamed file (" + err.Error() + ")"
+	}
+	os.Remove(name)
+	return ""
+}

@@ -98,6 +98,9 @@ func TestWaitingWriterHoldsBackReadersOfOtherProcesses(t *testing.T) {
 // 3). Found by RunModel's concurrent groups (seed 5047: a check --repair
 // beside two jobs' first promotions of a key).
 func TestCreationHoldsItsTempsFlockUntilLinked(t *testing.T) {
+	if why := madeByName(t.TempDir()); why != "" {
+		t.Skipf("%s: a meta.db is named before its flock, the fallback TestCreationWithoutAnUnnamedFileHoldsItsTempsFlockAndOpens holds", why)
+	}
 	creationHoldsItsTempsFlock(t, "named", "created", "initialised", "before the link")
 }
 
