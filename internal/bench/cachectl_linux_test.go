@@ -19,15 +19,16 @@ import (
 // engineers' runs. The cost of this choice: directory entries and inodes
 // stay cached, so a cold run here is "data cold, metadata warm".
 //
-// A root on a file system that keeps its files in memory (tmpfs, ramfs:
-// TMPDIR on /dev/shm) has no cold run to give: its pages are its files.
-// DropCache then returns an error that unwraps to errors.ErrUnsupported,
-// as where there is no cache control at all, and the cold benchmarks skip
-// rather than fail on pages still resident.
+// A root on a file system whose pages the advice does not evict has no
+// cold run to give: tmpfs and ramfs (TMPDIR on /dev/shm), whose pages are
+// their files, and FUSE, which kept them (go-fuse's loopback). DropCache
+// then returns an error that unwraps to errors.ErrUnsupported, as where
+// there is no cache control at all, and the cold benchmarks skip rather
+// than fail on pages still resident.
 func DropCache(roots ...string) (files int, err error) {
 	for _, root := range roots {
-		if fs := inMemory(root); fs != "" {
-			return files, fmt.Errorf("page cache of %s: %s keeps its files in memory, nothing can be evicted: %w", root, fs, errors.ErrUnsupported)
+		if why := noEviction(root); why != "" {
+			return files, fmt.Errorf("page cache of %s: %s, nothing can be evicted: %w", root, why, errors.ErrUnsupported)
 		}
 		err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
@@ -117,19 +118,21 @@ func SetTopDir(dir string) bool {
 	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopDirFL)) == nil
 }
 
-// inMemory names the file system holding path when it keeps its files in
-// memory ("tmpfs", "ramfs"), else "" (also when statfs fails: DropCache's
-// own open then says why).
-func inMemory(path string) string {
+// noEviction says why the pages of the files under path are not evicted
+// by the advice, naming path's file system, or "" (also when statfs
+// fails: DropCache's own open then says why).
+func noEviction(path string) string {
 	var st unix.Statfs_t
 	if unix.Statfs(path, &st) != nil {
 		return ""
 	}
 	switch uint32(st.Type) {
 	case unix.TMPFS_MAGIC:
-		return "tmpfs"
+		return "tmpfs keeps its files in memory"
 	case unix.RAMFS_MAGIC:
-		return "ramfs"
+		return "ramfs keeps its files in memory"
+	case unix.FUSE_SUPER_MAGIC:
+		return "a FUSE mount keeps the pages its daemon asks it to"
 	}
 	return ""
 }
