@@ -337,7 +337,9 @@ func TestTranscriptMtimeBeyondWhatMetaDBHolds(t *testing.T) {
 	}
 	judge("before")
 	got, _ := migrate(t, root, false, testOpts())
-	if r := got[key]; r.Action != Migrated || r.Values.Transcript.PromotedAt.Year() < 2262 || !slices.ContainsFunc(r.Oddities, func(o Oddity) bool { return o.File == "current.jsonl" }) {
+	if r := got[key]; r.Action != Migrated || r.Values == nil || r.Values.Transcript == nil {
+		t.Fatalf("migrate: %+v, no transcript recorded", r)
+	} else if r.Values.Transcript.PromotedAt.Year() < 2262 || !slices.ContainsFunc(r.Oddities, func(o Oddity) bool { return o.File == "current.jsonl" }) {
 		t.Errorf("migrate: %+v %s", r, fmtValues(*r.Values))
 	}
 	judge("after the migration")
