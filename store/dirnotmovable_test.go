@@ -98,7 +98,7 @@ func TestAQuarantineOfADirTheFileSystemWillNotMoveLeavesTheKeyAsItWas(t *testing
 	s.disk = diskWrites{dirsNotRenamed{}}
 	for _, key := range []string{testKey, legacyKey} {
 		entries := func() []string {
-			names, err := fsat.ReadDirNames(mustOpenDir(t, filepath.Join(root, key)))
+			names, err := fsat.ReadDirNames(openDirT(t, filepath.Join(root, key)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,14 +118,4 @@ func TestAQuarantineOfADirTheFileSystemWillNotMoveLeavesTheKeyAsItWas(t *testing
 	}
 	sess, _ := mustResolve(t, s, testKey, localJob())
 	want(t, sess, true, gates.Resumed)
-}
-
-func mustOpenDir(t *testing.T, path string) *os.File {
-	t.Helper()
-	d, err := fsat.OpenDir(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
 }
