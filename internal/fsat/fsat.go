@@ -201,12 +201,17 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 }
 
 // Moved reports whether f, opened as dir's entry name, is no longer there:
-// nothing at the name, or another file (the name not followed). A stat
-// that fails otherwise is its error, never "not moved": a caller that
-// took it for "still there" would write into a dir moved aside (check
-// --quarantine's, which promises nothing in it changes).
+// nothing at the name, or another file (the name not followed), or f
+// removed where its file system no longer answers for it (IsGone: a FUSE
+// daemon that works by path, NFS). A stat that fails otherwise is its
+// error, never "not moved": a caller that took it for "still there" would
+// write into a dir moved aside (check --quarantine's, which promises
+// nothing in it changes).
 func Moved(dir *os.File, name string, f *os.File) (bool, error) {
-	held, err := Fstat(f)
+	held, err := fstatHeld(f)
+	if IsGone(err) {
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -219,6 +224,10 @@ func Moved(dir *os.File, name string, f *os.File) (bool, error) {
 	}
 	return now.Dev != held.Dev || now.Ino != held.Ino, nil
 }
+
+// fstatHeld is Fstat for Moved; a variable so that a test can stand in
+// for a file system that no longer answers for a removed file.
+var fstatHeld = Fstat
 
 // Fstat is like (*os.File).Stat, but returns the system's own record.
 func Fstat(f *os.File) (unix.Stat_t, error) {

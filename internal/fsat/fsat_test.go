@@ -367,6 +367,55 @@ func TestMoved(t *testing.T) {
 	}
 }
 
+// A dir removed under its descriptor is moved, also where its file system
+// no longer answers an fstat for it: a FUSE daemon that works by path says
+// ENOENT, an NFS client ESTALE. migrate's key reaped while it waited for
+// the lock failed there ("open …/meta.db: no such file or directory")
+// where on ext4 it is skipped as vanished. Any other fstat failure is
+// still the error.
+func TestMovedOfADirRemovedWhereItIsForgotten(t *testing.T) {
+	defer func(f func(*os.File) (unix.Stat_t, error)) { fstatHeld = f }(fstatHeld)
+	root := t.TempDir()
+	rd, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for _, errno := range []unix.Errno{unix.ENOENT, unix.ESTALE, unix.EIO} {
+		fstatHeld = func(f *os.File) (unix.Stat_t, error) {
+			st, err := Fstat(f)
+			if err == nil && st.Nlink == 0 {
+				return unix.Stat_t{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: errno}
+			}
+			return st, err
+		}
+		if err := os.Mkdir(filepath.Join(root, "k"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		kd, err := OpenDirAt(rd, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved, err := Moved(rd, "k", kd); moved || err != nil {
+			t.Fatalf("%v: a dir at its name: moved %v, %v", errno, moved, err)
+		}
+		if err := os.Remove(filepath.Join(root, "k")); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := Moved(rd, "k", kd)
+		kd.Close()
+		if errno == unix.EIO {
+			if err == nil || !errors.Is(err, unix.EIO) {
+				t.Errorf("an fstat that failed with EIO: moved %v, %v; want the EIO", moved, err)
+			}
+			continue
+		}
+		if !moved || err != nil {
+			t.Errorf("a removed dir whose fstat says %v: moved %v, %v; want moved", errno, moved, err)
+		}
+	}
+}
+
 func TestMovedOnAnIOErrorIsTheError(t *testing.T) {
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "k"), 0o700); err != nil {
