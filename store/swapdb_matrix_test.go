@@ -315,7 +315,7 @@ func TestAKeyReapedInsideAnOpenWhereRemovedDirsAreForgotten(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.ENOENT, unix.ESTALE} {
 		fstatHeld = func(f *os.File) (unix.Stat_t, error) {
 			st, err := fsat.Fstat(f)
-			if err == nil && st.Nlink == 0 {
+			if err == nil && st.Nlink == 0 || fsat.IsGone(err) {
 				return unix.Stat_t{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: errno}
 			}
 			return st, err
