@@ -47,6 +47,9 @@ func runOpsChild(mode string) int {
 				}
 			}
 		}
+		if p == faults.ReapEntry && os.Getenv(entryErrnoEnv) != "" {
+			return syscall.ENOSPC // the disk full at the reaping entry's commit
+		}
 		if p == point {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}

@@ -335,10 +335,20 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		if len(last) == 1 && last[0].Outcome == reapingOutcome && last[0].Gen == gen {
 			return nil
 		}
+		if err := s.fault(faults.ReapEntry); err != nil {
+			return err
+		}
 		_, err = tx.AppendHistory(db.HistoryEntry{Gen: gen, At: db.RecordedAt(s.opts.Now()), Outcome: reapingOutcome, Reason: string(gates.Expired)})
 		return err
 	})
-	if err != nil {
+	// A full disk (or quota) is what a reap is run to relieve, and on a
+	// copy-on-write file system (btrfs) no bbolt commit fits on one: the
+	// reap goes on without its entry, under the lock it still holds, so
+	// no promotion can land meanwhile. The entry only tells a reap killed
+	// after its rename from a promotion that landed after the kill; with
+	// none, the next reap takes what it finds for such a promotion and
+	// moves it back to its key (expired still: reaped again, never lost).
+	if err != nil && !noSpace(err) {
 		return false, err
 	}
 	if err := s.fault(faults.ReapBeforeRename); err != nil {
@@ -425,3 +435,9 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 // expired is the expired rung's own test (gates: strictly older than the
 // TTL), so reap never removes a key a resolve would still resume.
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }
+
+// noSpace reports whether err is a write refused for want of space: the
+// file system full (ENOSPC) or the user's or project's quota (EDQUOT).
+func noSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}

@@ -104,13 +104,15 @@ const HoldsRecordRead Point = "holds-record/read"
 
 // The write boundaries of store.Reap, in protocol order (the key judged
 // expired unlocked, nothing locked; under the key's lock, before anything
-// is written; the reaping entry committed; the key dir renamed to its
-// reap-owned name; its transcript removed there), the one step of
+// is written; inside the reaping entry's transaction, where an error is
+// its commit failing; the reaping entry committed; the key dir renamed to
+// its reap-owned name; its transcript removed there), the one step of
 // removing an empty key dir, of a quarantine's lock on the meta.db it
 // opened, and of check's move-aside repair.
 const (
 	ReapBeforeLock       Point = "reap/before-lock"              // judged expired unlocked, the lock not yet taken
 	ReapBeforeRemove     Point = "reap/before-remove"            // under the lock, nothing written
+	ReapEntry            Point = "reap/entry"                    // the reaping entry's transaction, not yet committed
 	ReapBeforeRename     Point = "reap/before-rename"            // the reaping entry committed
 	ReapAfterRename      Point = "reap/after-rename"             // the key dir at its reap-owned name
 	ReapAfterTranscript  Point = "reap/after-transcript-removed" // its transcript removed there

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// entryErrnoEnv, set in a reap's child, makes the reaping entry's commit
+// fail as on a full disk (runOpsChild).
+const entryErrnoEnv = "SESSDB_REAP_ENTRY_NOSPACE"
+
+// expiredBesideFresh makes testKey expired (promoted 30 days ago, past
+// opsTTL) beside a fresh key, and returns the fresh key and testKey's
+// transcript.
+func expiredBesideFresh(t *testing.T, s *Store, root string, clock *testClock) (fresh string, transcript []byte) {
+	t.Helper()
+	clock.now = clock.now.Add(-30 * 24 * time.Hour)
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "old")
+	clock.now = clock.now.Add(30 * 24 * time.Hour)
+	fresh = Key("github", "a/b", "fresh")
+	runJob(t, s, fresh, localJob(), PromoteRequest{}, "fresh")
+	return fresh, readCanonical(t, root, testKey)
+}
+
+// leftOnly fails unless the root holds only name.
+func leftOnly(t *testing.T, root, name string) {
+	t.Helper()
+	left, _ := os.ReadDir(root)
+	if len(left) != 1 || left[0].Name() != name {
+		t.Fatalf("left under the root: %v, want only %s", left, name)
+	}
+}
+
+// A reap is what an operator runs to free a full disk, and on a
+// copy-on-write file system (btrfs) a full disk or quota refuses every
+// bbolt commit, the reaping entry's too: the reap then removes the
+// expired key without its entry. It failed every key instead ("commit
+// meta.db: write meta.db: no space left on device", on a full btrfs and
+// on a btrfs qgroup's EDQUOT), and removed nothing. Any other failure of
+// that commit still keeps the key whole.
+func TestAReapOnAFullDiskRemovesTheKeyWithoutItsEntry(t *testing.T) {
+	for _, c := range []struct {
+		errno   syscall.Errno
+		removed bool
+	}{{syscall.ENOSPC, true}, {syscall.EDQUOT, true}, {syscall.EIO, false}} {
+		t.Run(c.errno.Error(), func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+			fresh, transcript := expiredBesideFresh(t, s, root, clock)
+			reached := false
+			faults.Set(func(p faults.Point) error {
+				if p == faults.ReapEntry {
+					reached = true
+					return c.errno
+				}
+				return nil
+			})
+			res, err := s.Reap(false)
+			faults.Set(nil)
+			if err != nil || !reached {
+				t.Fatalf("reap: %v; its reaping entry's commit reached: %v", err, reached)
+			}
+			if !c.removed {
+				if len(res.Removed) != 0 || !slices.Equal(res.Failed, []string{testKey}) || !strings.Contains(res.Skipped[testKey], c.errno.Error()) {
+					t.Fatalf("reap whose entry failed with %v = %+v; want %s failed, nothing removed", c.errno, res, testKey)
+				}
+				sess, _ := checkDescribed(t, s, root, testKey)
+				want(t, sess, false, gates.Expired)
+				if !bytes.Equal(readCanonical(t, root, testKey), transcript) {
+					t.Fatal("the key kept is not whole")
+				}
+				return
+			}
+			if !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
+				t.Fatalf("reap on a full disk = %+v; want %s removed, nothing skipped", res, testKey)
+			}
+			leftOnly(t, root, fresh)
+			got, _ := checkDescribed(t, s, root, fresh)
+			want(t, got, true, gates.Resumed)
+		})
+	}
+}
+
+// A reap on a full disk that is stopped after its rename, with no reaping
+// entry to say what it was removing, leaves a dir the next reap cannot
+// tell from one a promotion landed in after the stop: it moves it back to
+// its key, which never resumes (expired; absent, its transcript already
+// removed) and which the reap after removes. Nothing is lost; what was
+// being reaped comes back until then.
+func TestAReapOnAFullDiskStoppedAfterItsRenameGivesTheKeyBack(t *testing.T) {
+	for _, p := range []faults.Point{faults.ReapAfterRename, faults.ReapAfterTranscript} {
+		for _, kill := range []bool{false, true} {
+			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
+				s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+				fresh, transcript := expiredBesideFresh(t, s, root, clock)
+				if kill {
+					t.Setenv(entryErrnoEnv, "1")
+					interrupt(t, s, root, clock, "reap-kill-at", p, true, func() {})
+				} else {
+					faults.Set(func(q faults.Point) error {
+						switch q {
+						case faults.ReapEntry:
+							return syscall.ENOSPC
+						case p:
+							return errors.New("injected")
+						}
+						return nil
+					})
+					s.Reap(false)
+					faults.Set(nil)
+				}
+				aside, _ := filepath.Glob(filepath.Join(root, ReapedPrefix+testKey+"-*"))
+				if len(aside) != 1 {
+					t.Fatalf("%d reap-owned dirs after the rename, want 1", len(aside))
+				}
+				sess, _ := checkDescribed(t, s, root, testKey)
+				want(t, sess, false, gates.Absent)
+
+				res, err := s.Reap(false)
+				if err != nil || len(res.Restored) != 1 || filepath.Join(root, res.Restored[0]) != aside[0] {
+					t.Fatalf("the next reap = %+v, %v; want %s moved back", res, err, aside[0])
+				}
+				sess, _ = checkDescribed(t, s, root, testKey)
+				if p == faults.ReapAfterRename {
+					want(t, sess, false, gates.Expired)
+					if !bytes.Equal(readCanonical(t, root, testKey), transcript) {
+						t.Fatal("the key moved back is not whole")
+					}
+				} else {
+					want(t, sess, false, gates.Absent) // its transcript removed
+				}
+
+				res, err = s.Reap(false)
+				if err != nil || !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
+					t.Fatalf("the reap after = %+v, %v; want %s removed", res, err, testKey)
+				}
+				leftOnly(t, root, fresh)
+			})
+		}
+	}
+}
