@@ -124,6 +124,10 @@ func TestAReapOnAFullDiskStoppedAfterItsRenameGivesTheKeyBack(t *testing.T) {
 				}
 				sess, _ := checkDescribed(t, s, root, testKey)
 				want(t, sess, false, gates.Absent)
+				found := checkFindings(t, s, CheckOptions{})
+				if len(found) != 1 || found[0].Kind != KindReapInterrupted || found[0].Key != testKey || !strings.Contains(found[0].Detail, "on a full disk, recorded none of its own") {
+					t.Fatalf("check of what the reap left: %+v", found)
+				}
 
 				res, err := s.Reap(false)
 				if err != nil || len(res.Restored) != 1 || filepath.Join(root, res.Restored[0]) != aside[0] {
