@@ -107,12 +107,7 @@ func TestReapInterruptedAtEachPoint(t *testing.T) {
 		for _, kill := range []bool{false, true} {
 			t.Run(string(p)+map[bool]string{false: "/error", true: "/kill"}[kill], func(t *testing.T) {
 				s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
-				clock.now = clock.now.Add(-30 * 24 * time.Hour)
-				runJob(t, s, testKey, localJob(), PromoteRequest{}, "old")
-				clock.now = clock.now.Add(30 * 24 * time.Hour)
-				fresh := Key("github", "a/b", "fresh")
-				runJob(t, s, fresh, localJob(), PromoteRequest{}, "fresh")
-				transcript := readCanonical(t, root, testKey)
+				fresh, transcript := expiredBesideFresh(t, s, root, clock)
 
 				interrupt(t, s, root, clock, "reap-kill-at", p, kill, func() { s.Reap(false) })
 
@@ -156,10 +151,7 @@ func TestReapInterruptedAtEachPoint(t *testing.T) {
 						t.Fatalf("the next reap = %+v, %v; want it to finish %s", res, err, testKey)
 					}
 				}
-				left, _ := os.ReadDir(root)
-				if len(left) != 1 || left[0].Name() != fresh {
-					t.Fatalf("left under the root: %v, want only %s", left, fresh)
-				}
+				leftOnly(t, root, fresh)
 			})
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -24,9 +23,7 @@ const entryErrnoEnv = "SESSDB_REAP_ENTRY_NOSPACE"
 // transcript.
 func expiredBesideFresh(t *testing.T, s *Store, root string, clock *testClock) (fresh string, transcript []byte) {
 	t.Helper()
-	clock.now = clock.now.Add(-30 * 24 * time.Hour)
-	runJob(t, s, testKey, localJob(), PromoteRequest{}, "old")
-	clock.now = clock.now.Add(30 * 24 * time.Hour)
+	expiredKey(t, s, clock, testKey)
 	fresh = Key("github", "a/b", "fresh")
 	runJob(t, s, fresh, localJob(), PromoteRequest{}, "fresh")
 	return fresh, readCanonical(t, root, testKey)
