@@ -63,6 +63,9 @@ func runOpsChild(mode string) int {
 	if err != nil {
 		return 1
 	}
+	if os.Getenv(renameNoSpaceEnv) != "" {
+		s.disk = diskWrites{dirsNotRenamed{errno: syscall.ENOSPC}} // the rename refused as on a full disk
+	}
 	switch mode {
 	case "reap-kill-at":
 		s.Reap(false)

@@ -16,16 +16,21 @@ import (
 	"sessdb/internal/fsat"
 )
 
-// dirsNotRenamed is a disk that will not rename a directory, as overlayfs
-// answers for one of a lower layer (a container image's) when it is not
-// mounted with redirect_dir=on: EXDEV, from renameat2 and rename alike.
-// Files still rename. (Seen on Linux 6.18's overlayfs: reap and check
-// --quarantine of a key dir the lower layer held failed so.)
-type dirsNotRenamed struct{ durable.Disk }
+// dirsNotRenamed is a disk that will not rename a directory, failing
+// with errno from renameat2 and rename alike; files still rename. EXDEV
+// is overlayfs's answer for a dir of a lower layer (a container image's)
+// when it is not mounted with redirect_dir=on (seen on Linux 6.18: reap
+// and check --quarantine of a key dir the lower layer held failed so);
+// ENOSPC a btrfs's whose metadata is full, or a full xfs's, and EDQUOT a
+// btrfs qgroup's at its limit (seen there too).
+type dirsNotRenamed struct {
+	durable.Disk
+	errno unix.Errno
+}
 
 func (d dirsNotRenamed) refuses(dir *os.File, from, to string) error {
 	if st, err := fsat.LstatAt(dir, from); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return &os.LinkError{Op: "rename", Old: from, New: to, Err: unix.EXDEV}
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: d.errno}
 	}
 	return nil
 }
@@ -53,7 +58,7 @@ func TestAReapOfADirTheFileSystemWillNotMoveSaysWhyAndKeepsTheKey(t *testing.T) 
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
 	clock.now = clock.now.Add(opsTTL + time.Hour)
-	s.disk = diskWrites{dirsNotRenamed{}}
+	s.disk = diskWrites{dirsNotRenamed{errno: unix.EXDEV}}
 	transcript := readCanonical(t, root, testKey)
 	before := historyOf(t, root, testKey)
 	for i := 1; i <= 3; i++ {
@@ -95,7 +100,7 @@ func TestAQuarantineOfADirTheFileSystemWillNotMoveLeavesTheKeyAsItWas(t *testing
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
 	legacyKey := Key("github", "a/b", "legacy")
 	writeLegacy(t, root, legacyKey, map[string]string{TranscriptName: string(transcriptBytes(time.Now(), "legacy")), "venue": "local"})
-	s.disk = diskWrites{dirsNotRenamed{}}
+	s.disk = diskWrites{dirsNotRenamed{errno: unix.EXDEV}}
 	for _, key := range []string{testKey, legacyKey} {
 		entries := func() []string {
 			names, err := fsat.ReadDirNames(openDirT(t, filepath.Join(root, key)))

@@ -355,6 +355,21 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, err
 	}
 	aside, err := s.renameAside(root, key, func(int) string { return newReapedName(key) })
+	if noSpace(err) {
+		// Out of room, a file system may refuse the rename too (a btrfs
+		// whose metadata is full, a full xfs, a btrfs qgroup at its
+		// limit), never an unlink: the key is removed where it is, as
+		// the dir aside would be, under the lock held. A writer that
+		// makes a meta.db in it between the last unlink and the rmdir
+		// keeps the dir (the rmdir fails), and the key is its promotion.
+		// Stopped in between, the reap leaves the key without its
+		// transcript (absent, removed by the next reap) or an empty dir
+		// (removed once idle past the TTL): cold, never half a key.
+		if rerr := s.removeAside(root, kd, key); rerr != nil {
+			return false, fmt.Errorf("reap %s: %w; removing it in place instead: %w", key, err, rerr)
+		}
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("reap %s: %w", key, err)
 	}

@@ -102,9 +102,20 @@ func TestReapLeavesAKeyWithForeignEntriesWhole(t *testing.T) {
 // A promotion waiting for the key's lock while reap holds it fails
 // cleanly after the rename, as it did before it: meta.db's name is gone
 // and its dir removed when the lock comes free, so nothing is promoted
-// anywhere and nothing is left under the root.
+// anywhere and nothing is left under the root. So it does where the key
+// is removed in place, its rename refused for want of room.
 func TestReapFailsAWaitingPromotion(t *testing.T) {
+	t.Run("renamed aside", func(t *testing.T) { reapFailsAWaitingPromotion(t, nil) })
+	t.Run("removed in place", func(t *testing.T) {
+		reapFailsAWaitingPromotion(t, diskWrites{dirsNotRenamed{errno: unix.ENOSPC}})
+	})
+}
+
+func reapFailsAWaitingPromotion(t *testing.T, disk durability) {
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	if disk != nil {
+		s.disk = disk
+	}
 	expiredKey(t, s, clock, testKey)
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	want(t, sess, false, gates.Expired)

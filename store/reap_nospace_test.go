@@ -15,8 +15,12 @@ import (
 )
 
 // entryErrnoEnv, set in a reap's child, makes the reaping entry's commit
-// fail as on a full disk (runOpsChild).
-const entryErrnoEnv = "SESSDB_REAP_ENTRY_NOSPACE"
+// fail as on a full disk (runOpsChild); renameNoSpaceEnv makes its disk
+// refuse to rename a dir, as a full one may.
+const (
+	entryErrnoEnv    = "SESSDB_REAP_ENTRY_NOSPACE"
+	renameNoSpaceEnv = "SESSDB_REAP_RENAME_NOSPACE"
+)
 
 // expiredBesideFresh makes testKey expired (promoted 30 days ago, past
 // opsTTL) beside a fresh key, and returns the fresh key and testKey's
@@ -147,5 +151,67 @@ func TestAReapOnAFullDiskStoppedAfterItsRenameGivesTheKeyBack(t *testing.T) {
 				leftOnly(t, root, fresh)
 			})
 		}
+	}
+}
+
+// Out of room, a file system may refuse the rename that moves a key dir
+// aside (btrfs whose metadata is full, a full xfs: ENOSPC; a btrfs
+// qgroup at its limit: EDQUOT), never an unlink: the reap removes the key
+// in place, under its lock, and says it removed it. A reap failed every
+// such key, whole, until room was made by hand.
+func TestAReapWhoseRenameIsRefusedForSpaceRemovesTheKeyInPlace(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+			fresh, _ := expiredBesideFresh(t, s, root, clock)
+			s.disk = diskWrites{dirsNotRenamed{errno: errno}}
+			res, err := s.Reap(false)
+			if err != nil || !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
+				t.Fatalf("reap whose rename met %v = %+v, %v; want %s removed", errno, res, err, testKey)
+			}
+			leftOnly(t, root, fresh)
+			got, _ := checkDescribed(t, s, root, fresh)
+			want(t, got, true, gates.Resumed)
+		})
+	}
+}
+
+// A reap removing a key in place that stops after the transcript (an
+// error, or a SIGKILL) leaves the key cold (absent: its record names a
+// transcript gone), never half a key that resumes, and the next reap
+// removes the rest.
+func TestAReapInPlaceStoppedAfterTheTranscriptLeavesTheKeyCold(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "error", true: "kill"}[kill], func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+			fresh, _ := expiredBesideFresh(t, s, root, clock)
+			if kill {
+				t.Setenv(renameNoSpaceEnv, "1")
+				interrupt(t, s, root, clock, "reap-kill-at", faults.ReapAfterTranscript, true, func() {})
+			} else {
+				s.disk = diskWrites{dirsNotRenamed{errno: syscall.ENOSPC}}
+				interrupt(t, s, root, clock, "", faults.ReapAfterTranscript, false, func() {
+					if res, _ := s.Reap(false); !slices.Equal(res.Failed, []string{testKey}) {
+						t.Errorf("reap stopped in place = %+v; want %s failed", res, testKey)
+					}
+				})
+				s.disk = diskWrites{}
+			}
+			if _, err := os.Lstat(filepath.Join(root, testKey, TranscriptName)); !os.IsNotExist(err) {
+				t.Fatalf("the transcript is still there (%v): the reap did not stop where it was asked", err)
+			}
+			sess, _ := checkDescribed(t, s, root, testKey)
+			want(t, sess, false, gates.Absent)
+			found := checkFindings(t, s, CheckOptions{})
+			if len(found) != 1 || found[0].Kind != KindTranscriptMismatch || found[0].Key != testKey {
+				t.Fatalf("check of the key left: %+v; want its transcript-mismatch (missing)", found)
+			}
+
+			res, err := s.Reap(false)
+			if err != nil || !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
+				t.Fatalf("the next reap = %+v, %v; want %s removed", res, err, testKey)
+			}
+			leftOnly(t, root, fresh)
+		})
 	}
 }
