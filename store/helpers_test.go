@@ -23,7 +23,12 @@ func (c *testClock) Now() time.Time { return c.now }
 
 func newTestStore(t *testing.T, b gates.Bounds) (*Store, string, *testClock) {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "sessions")
+	return newTestStoreAt(t, filepath.Join(t.TempDir(), "sessions"), b)
+}
+
+// newTestStoreAt is newTestStore with its root at root.
+func newTestStoreAt(t *testing.T, root string, b gates.Bounds) (*Store, string, *testClock) {
+	t.Helper()
 	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	s, err := New(root, Options{Bounds: b, Now: clock.Now, LockTimeout: 5 * time.Second})
 	if err != nil {
