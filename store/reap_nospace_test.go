@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -213,5 +216,63 @@ func TestAReapInPlaceStoppedAfterTheTranscriptLeavesTheKeyCold(t *testing.T) {
 			}
 			leftOnly(t, root, fresh)
 		})
+	}
+}
+
+// roomlessWithHook is a disk that refuses to rename a directory for want
+// of room, as a full btrfs does, and runs removed after each removal.
+type roomlessWithHook struct{ removedHook }
+
+func (d roomlessWithHook) RenameNoReplace(dir *os.File, from, to string) error {
+	if err := (dirsNotRenamed{errno: syscall.ENOSPC}).refuses(dir, from, to); err != nil {
+		return err
+	}
+	return d.removedHook.RenameNoReplace(dir, from, to)
+}
+
+func (d roomlessWithHook) Rename(dir *os.File, from, to string) error {
+	if err := (dirsNotRenamed{errno: syscall.ENOSPC}).refuses(dir, from, to); err != nil {
+		return err
+	}
+	return d.removedHook.Rename(dir, from, to)
+}
+
+// A writer in another process that makes a meta.db in a key dir a reap
+// is removing in place, after the reap's unlink of its own and before its
+// rmdir, keeps the dir: the rmdir fails, the reap says the key failed, and
+// the writer's promotion is the key's, which resumes.
+func TestAWriterThatMakesAMetaDBInAKeyReapedInPlaceKeepsTheKey(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+	expiredKey(t, s, clock, testKey)
+	var child *exec.Cmd
+	s.disk = diskWrites{roomlessWithHook{removedHook{removed: func(dir *os.File, name string) {
+		if child != nil || name != db.FileName || filepath.Base(dir.Name()) != testKey {
+			return
+		}
+		child, _ = startChild(t, "kill-at", "SESSDB_ROOT="+root, "SESSDB_KEY="+testKey, "SESSDB_MARKER=the writer's")
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Lstat(filepath.Join(root, testKey, db.FileName)); err == nil {
+				return // the writer's meta.db, made; its lock waits for the reap's
+			}
+			if time.Now().After(deadline) {
+				t.Error("the writer made no meta.db in 20 s")
+				return
+			}
+		}
+	}}}}
+	res, err := s.Reap(false)
+	if child == nil {
+		t.Fatal("the reap never removed meta.db in place")
+	}
+	if werr := child.Wait(); werr != nil {
+		t.Fatalf("the writer: %v", werr)
+	}
+	if err != nil || len(res.Removed) != 0 || !slices.Equal(res.Failed, []string{testKey}) || !strings.Contains(res.Skipped[testKey], "directory not empty") {
+		t.Fatalf("reap = %+v, %v; want %s failed, its rmdir refused", res, err, testKey)
+	}
+	s.disk = diskWrites{}
+	sess, data := checkDescribed(t, s, root, testKey)
+	if !sess.Resume || markerOf(data, 1) != "the writer's" {
+		t.Fatalf("after the reap, the key = %+v, %q last; want the writer's promotion resumed", sess, markerOf(data, 1))
 	}
 }
