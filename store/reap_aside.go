@@ -174,13 +174,14 @@ func newReapedName(key string) string {
 	return ReapedPrefix + key + "-" + hex.EncodeToString(rnd[:])
 }
 
-// removeAside removes the reap-owned dir name under root, whose
-// descriptor is kd: every entry relative to kd, never following a link and
-// never descending, the transcript first and meta.db last (its name is
-// the key's lock: a writer that waited for it finds it gone and fails,
-// and the dir too), then the dir, made durable. The caller holds the
-// key's lock when there is one. An entry that is not the store's stops it
-// before anything is removed.
+// removeAside removes the dir name under root, whose descriptor is kd (a
+// reap-owned dir, or a key dir a reap removes in place when the file
+// system has no room to rename it): every entry relative to kd, never
+// following a link and never descending, the transcript first and meta.db
+// last (its name is the key's lock: a writer that waited for it finds it
+// gone and fails, and the dir too), then the dir, made durable. The
+// caller holds the key's lock when there is one. An entry that is not the
+// store's stops it before anything is removed.
 func (s *Store) removeAside(root, kd *os.File, name string) error {
 	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
 		if err != nil {
