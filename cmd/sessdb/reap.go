@@ -30,7 +30,9 @@ way (refuse-key). Otherwise the key dir is renamed to .reaped-<key>-<random>
 under the root, so that the key is gone in one step, and then removed; a
 reap killed in between leaves only that dir, which the next reap (or check
 --repair) removes, or moves back to its key if a promotion that was waiting
-for the lock landed in it. From the keys it keeps it removes stray temp
+for the lock landed in it. On a full disk or quota, where the file system
+refuses that rename, the key dir is emptied and removed where it is
+(docs/operations.md). From the keys it keeps it removes stray temp
 files older than an hour, never the one a pending promotion names nor a
 meta.db temp a creation holds (its flock). An
 empty key dir (a refused first promotion leaves one) goes once its own
