@@ -96,7 +96,7 @@ func (d *DB) Check(max int) (problems []string, err error) {
 // meta page, as they are now, pre-checked. d.mu must be held.
 func (d *DB) pages() ([]byte, MetaPages, error) {
 	switch {
-	case d.closed:
+	case d.closed || d.fileClosed:
 		return nil, MetaPages{}, ErrClosed
 	case d.poison.Load() != nil:
 		return nil, MetaPages{}, *d.poison.Load()

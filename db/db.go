@@ -95,6 +95,9 @@ type DB struct {
 
 	mu     sync.RWMutex // transactions share it, Close takes it
 	closed bool
+	// fileClosed: CloseFile closed the file; the DB refuses work, and
+	// Close only lets the locks go.
+	fileClosed bool
 
 	// poison is the first bbolt panic. From then on bbolt's own mutexes may
 	// be held by the frame that panicked, so the handle refuses work and
@@ -122,7 +125,7 @@ func (d *DB) CopiedFrom() (dev, ino uint64, ok bool) {
 func (d *DB) FileID() (dev, ino uint64, err error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if d.closed {
+	if d.closed || d.fileClosed {
 		return 0, 0, pathErr("fstat", d.name, ErrClosed)
 	}
 	var st unix.Stat_t
@@ -147,6 +150,31 @@ func (d *DB) Close() error {
 	}
 	d.closed = true
 	defer d.unlock()
+	return d.closeFile()
+}
+
+// CloseFile closes meta.db's descriptor, and with it the file's flock, and
+// keeps the key's in-process lock and the turnstile a writer's open held
+// (Options.HoldTurnstile) until Close; the DB does no more work. A remover
+// calls it once it has unlinked meta.db, before its rmdir of the key dir:
+// NFS (.nfsNNNN) and libfuse's file systems (.fuse_hiddenNNNN: sshfs,
+// s3fs) keep a file unlinked while open under a hidden name until its
+// last close, and the dir is not empty until then. Held still, the
+// turnstile keeps a look at the dir waiting for the rmdir.
+func (d *DB) CloseFile() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	return d.closeFile()
+}
+
+func (d *DB) closeFile() error {
+	if d.fileClosed {
+		return nil
+	}
+	d.fileClosed = true
 	if d.poison.Load() != nil || d.bdb == nil {
 		if d.bdb != nil {
 			unmapPoisoned(d.bdb)
@@ -205,7 +233,7 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if d.closed {
+	if d.closed || d.fileClosed {
 		return pathErr(op, d.name, ErrClosed)
 	}
 	if p := d.poison.Load(); p != nil {

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/testfs"
 )
 
 // A writer opened with HoldTurnstile keeps the key dir's turnstile until
@@ -90,4 +94,72 @@ func TestHoldTurnstileIsLetGoByAFailedOpenAndIgnoredByAReader(t *testing.T) {
 	if err := AwaitTurnstile(other.dir, 100*time.Millisecond); err != nil {
 		t.Errorf("AwaitTurnstile beside a reader opened with HoldTurnstile: %v", err)
 	}
+}
+
+// CloseFile lets meta.db's descriptor and flock go and keeps the key's
+// locks: a writer opened with HoldTurnstile still holds the turnstile
+// (AwaitTurnstile waits), another writer of the process still waits for
+// the in-process lock, and the DB refuses work; Close then lets both go.
+// No descriptor of the process leads to the file once CloseFile returns:
+// where the file system keeps an unlinked file open under a hidden name
+// (NFS, libfuse's), the key dir empties only then.
+func TestCloseFileLetsTheFileGoAndKeepsTheKeysLocks(t *testing.T) {
+	kd := makeDB(t, 1)
+	borrowed := openKeyDir(t, kd.path)
+	defer borrowed.dir.Close()
+	opts := testOpts
+	opts.HoldTurnstile = true
+	w, err := OpenWriter(borrowed.dir, kd.db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, err := w.FileID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CloseFile(); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, ok := testfs.DescriptorsOf(dev, ino); ok && n != 0 {
+		t.Errorf("%d descriptors of the process lead to meta.db after CloseFile, want 0", n)
+	} else if !ok {
+		t.Log("no /proc/self/fd here: the descriptors are not counted")
+	}
+	f, err := os.OpenFile(filepath.Join(kd.path, FileName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("meta.db's flock after CloseFile: %v, want it free", err)
+	}
+	f.Close()
+	other := openKeyDir(t, kd.path)
+	defer other.dir.Close()
+	if err := AwaitTurnstile(other.dir, 50*time.Millisecond); !errors.Is(err, ErrLockTimeout) {
+		t.Errorf("AwaitTurnstile after CloseFile: %v, want it held (ErrLockTimeout)", err)
+	}
+	quick := testOpts
+	quick.LockTimeout = 50 * time.Millisecond
+	if w2, err := OpenWriter(other.dir, kd.db, quick); !errors.Is(err, ErrLockTimeout) {
+		if w2 != nil {
+			w2.Close()
+		}
+		t.Errorf("another writer's open after CloseFile: %v, want ErrLockTimeout (the in-process lock held)", err)
+	}
+	if err := w.Update(func(*Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("Update after CloseFile: %v, want ErrClosed", err)
+	}
+
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := AwaitTurnstile(other.dir, 50*time.Millisecond); err != nil {
+		t.Errorf("AwaitTurnstile after Close: %v", err)
+	}
+	w2, err := OpenWriter(other.dir, kd.db, quick)
+	if err != nil {
+		t.Fatalf("a writer's open after Close: %v", err)
+	}
+	w2.Close()
 }

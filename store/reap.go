@@ -356,6 +356,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	if err := s.fault(faults.ReapBeforeRename); err != nil {
 		return false, err
 	}
+	// Its hold on meta.db would outlast the unlink below (see removeAside).
+	before.Close()
 	aside, err := s.renameAside(root, key, func(int) string { return newReapedName(key) })
 	if noSpace(err) {
 		// Out of room, a file system may refuse the rename too (a btrfs
@@ -367,7 +369,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		// Stopped in between, the reap leaves the key without its
 		// transcript (absent, removed by the next reap) or an empty dir
 		// (removed once idle past the TTL): cold, never half a key.
-		if rerr := s.removeAside(root, kd, key); rerr != nil {
+		if rerr := s.removeAside(root, kd, key, d); rerr != nil {
 			return false, fmt.Errorf("reap %s: %w; removing it in place instead: %w", key, err, rerr)
 		}
 		return true, nil
@@ -381,7 +383,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	if err == nil {
 		var ad *os.File
 		if ad, err = movedDir(root, kd, aside); err == nil {
-			err = s.removeAside(root, ad, aside)
+			err = s.removeAside(root, ad, aside, d)
 			ad.Close()
 		}
 	}

@@ -180,9 +180,13 @@ func newReapedName(key string) string {
 // following a link and never descending, the transcript first and meta.db
 // last (its name is the key's lock: a writer that waited for it finds it
 // gone and fails, and the dir too), then the dir, made durable. The
-// caller holds the key's lock when there is one. An entry that is not the
-// store's stops it before anything is removed.
-func (s *Store) removeAside(root, kd *os.File, name string) error {
+// caller holds the key's lock when there is one, through d (nil when the
+// dir has no meta.db), whose file is closed once unlinked and before the
+// rmdir: NFS and libfuse's file systems (sshfs) keep an open file they
+// were told to unlink under a hidden name until its last close, and the
+// dir is not empty until then. An entry that is not the store's stops it
+// before anything is removed.
+func (s *Store) removeAside(root, kd *os.File, name string, d *db.DB) error {
 	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
 		if err != nil {
 			return err
@@ -210,6 +214,8 @@ func (s *Store) removeAside(root, kd *os.File, name string) error {
 	}
 	if err := s.disk.remove(kd, db.FileName); err != nil {
 		errs = append(errs, err)
+	} else if d != nil {
+		d.CloseFile() // its error: the rmdir's to tell
 	}
 	if len(errs) == 0 {
 		if err := s.disk.remove(root, name); err != nil {
@@ -414,5 +420,5 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	case dryRun:
 		return false, nil
 	}
-	return false, s.removeAside(root, kd, name)
+	return false, s.removeAside(root, kd, name, d)
 }
