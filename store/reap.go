@@ -76,9 +76,9 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // and its entries are removed relative to the dir's descriptor, meta.db
 // last, then the dir. On a full disk or quota (ENOSPC, EDQUOT) the reap
 // goes on without the entry, and where the rename is refused so too it
-// removes the entries where they are. A promotion waiting for the lock finds meta.db's
-// name gone and its dir removed, and reports promote-failed, never
-// promoted. The temp that a pending record names is never swept: it is
+// removes the entries where they are. A promotion waiting for the lock
+// finds meta.db's name gone and its dir removed, and reports
+// promote-failed, never promoted. The temp that a pending record names is never swept: it is
 // that promotion's only copy. With DryRun nothing is removed and the
 // result lists what would be.
 //
