@@ -15,6 +15,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 )
 
@@ -64,7 +65,7 @@ func runOpsChild(mode string) int {
 		return 1
 	}
 	if os.Getenv(renameNoSpaceEnv) != "" {
-		s.disk = diskWrites{dirsNotRenamed{errno: syscall.ENOSPC}} // the rename refused as on a full disk
+		s.disk = diskWrites{roomless(durable.Disk{})} // the rename refused as on a full disk
 	}
 	switch mode {
 	case "reap-kill-at":

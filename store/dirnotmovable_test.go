@@ -24,9 +24,13 @@ import (
 // ENOSPC a btrfs's whose metadata is full, or a full xfs's, and EDQUOT a
 // btrfs qgroup's at its limit (seen there too).
 type dirsNotRenamed struct {
-	durable.Disk
-	errno unix.Errno
+	durable.FS // every other call
+	errno      unix.Errno
 }
+
+// roomless is the disk that refuses to rename a directory for want of
+// room, and otherwise does what fs does.
+func roomless(fs durable.FS) dirsNotRenamed { return dirsNotRenamed{fs, unix.ENOSPC} }
 
 func (d dirsNotRenamed) refuses(dir *os.File, from, to string) error {
 	if st, err := fsat.LstatAt(dir, from); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -39,14 +43,14 @@ func (d dirsNotRenamed) RenameNoReplace(dir *os.File, from, to string) error {
 	if err := d.refuses(dir, from, to); err != nil {
 		return err
 	}
-	return d.Disk.RenameNoReplace(dir, from, to)
+	return d.FS.RenameNoReplace(dir, from, to)
 }
 
 func (d dirsNotRenamed) Rename(dir *os.File, from, to string) error {
 	if err := d.refuses(dir, from, to); err != nil {
 		return err
 	}
-	return d.Disk.Rename(dir, from, to)
+	return d.FS.Rename(dir, from, to)
 }
 
 // A reap of a key dir the file system will not rename fails with
@@ -58,7 +62,7 @@ func TestAReapOfADirTheFileSystemWillNotMoveSaysWhyAndKeepsTheKey(t *testing.T) 
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
 	clock.now = clock.now.Add(opsTTL + time.Hour)
-	s.disk = diskWrites{dirsNotRenamed{errno: unix.EXDEV}}
+	s.disk = diskWrites{dirsNotRenamed{durable.Disk{}, unix.EXDEV}}
 	transcript := readCanonical(t, root, testKey)
 	before := historyOf(t, root, testKey)
 	for i := 1; i <= 3; i++ {
@@ -100,7 +104,7 @@ func TestAQuarantineOfADirTheFileSystemWillNotMoveLeavesTheKeyAsItWas(t *testing
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "the conversation")
 	legacyKey := Key("github", "a/b", "legacy")
 	writeLegacy(t, root, legacyKey, map[string]string{TranscriptName: string(transcriptBytes(time.Now(), "legacy")), "venue": "local"})
-	s.disk = diskWrites{dirsNotRenamed{errno: unix.EXDEV}}
+	s.disk = diskWrites{dirsNotRenamed{durable.Disk{}, unix.EXDEV}}
 	for _, key := range []string{testKey, legacyKey} {
 		entries := func() []string {
 			names, err := fsat.ReadDirNames(openDirT(t, filepath.Join(root, key)))

@@ -19,6 +19,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 )
 
@@ -107,7 +108,7 @@ func TestReapLeavesAKeyWithForeignEntriesWhole(t *testing.T) {
 func TestReapFailsAWaitingPromotion(t *testing.T) {
 	t.Run("renamed aside", func(t *testing.T) { reapFailsAWaitingPromotion(t, nil) })
 	t.Run("removed in place", func(t *testing.T) {
-		reapFailsAWaitingPromotion(t, diskWrites{dirsNotRenamed{errno: unix.ENOSPC}})
+		reapFailsAWaitingPromotion(t, diskWrites{roomless(durable.Disk{})})
 	})
 }
 

@@ -18,16 +18,13 @@ import (
 
 // atRmdir is a disk that, at the rmdir of a key dir (a reap-owned one, or
 // a key's own), counts the process's descriptors of the meta.db unlinked
-// from it and asks whether a look at the dir would still wait; with
-// roomless, it refuses to rename a directory for want of room, as a full
-// btrfs does.
+// from it and asks whether a look at the dir would still wait.
 type atRmdir struct {
 	durable.Disk
-	roomless bool
-	meta     *unix.Stat_t // the meta.db unlinked last
-	open     int          // its descriptors at the rmdir, -1 without /proc
-	waited   bool         // a look at the dir waited for the reap then
-	rmdirs   int
+	meta   *unix.Stat_t // the meta.db unlinked last
+	open   int          // its descriptors at the rmdir, -1 without /proc
+	waited bool         // a look at the dir waited for the reap then
+	rmdirs int
 }
 
 func (d *atRmdir) Remove(dir *os.File, name string) error {
@@ -51,24 +48,6 @@ func (d *atRmdir) Remove(dir *os.File, name string) error {
 	return d.Disk.Remove(dir, name)
 }
 
-func (d *atRmdir) RenameNoReplace(dir *os.File, from, to string) error {
-	if d.roomless {
-		if err := (dirsNotRenamed{errno: unix.ENOSPC}).refuses(dir, from, to); err != nil {
-			return err
-		}
-	}
-	return d.Disk.RenameNoReplace(dir, from, to)
-}
-
-func (d *atRmdir) Rename(dir *os.File, from, to string) error {
-	if d.roomless {
-		if err := (dirsNotRenamed{errno: unix.ENOSPC}).refuses(dir, from, to); err != nil {
-			return err
-		}
-	}
-	return d.Disk.Rename(dir, from, to)
-}
-
 // By the rmdir of a key dir, a reap holds no descriptor of the meta.db it
 // unlinked from it, and still keeps a look at the dir waiting: NFS
 // (.nfsNNNN) and libfuse's file systems (.fuse_hiddenNNNN: sshfs, s3fs)
@@ -85,8 +64,11 @@ func TestAReapClosesMetaDBBeforeItsRmdir(t *testing.T) {
 			if c == "finished" {
 				interrupt(t, s, root, clock, "", faults.ReapAfterRename, false, func() { s.Reap(false) })
 			}
-			disk := &atRmdir{roomless: c == "removed in place"}
+			disk := &atRmdir{}
 			s.disk = diskWrites{disk}
+			if c == "removed in place" {
+				s.disk = diskWrites{roomless(disk)}
+			}
 			res, err := s.Reap(false)
 			done := res.Removed
 			if c == "finished" {

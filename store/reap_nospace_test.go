@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 )
 
@@ -167,7 +168,7 @@ func TestAReapWhoseRenameIsRefusedForSpaceRemovesTheKeyInPlace(t *testing.T) {
 		t.Run(errno.Error(), func(t *testing.T) {
 			s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 			fresh, _ := expiredBesideFresh(t, s, root, clock)
-			s.disk = diskWrites{dirsNotRenamed{errno: errno}}
+			s.disk = diskWrites{dirsNotRenamed{durable.Disk{}, errno}}
 			res, err := s.Reap(false)
 			if err != nil || !slices.Equal(res.Removed, []string{testKey}) || len(res.Skipped) != 0 {
 				t.Fatalf("reap whose rename met %v = %+v, %v; want %s removed", errno, res, err, testKey)
@@ -192,7 +193,7 @@ func TestAReapInPlaceStoppedAfterTheTranscriptLeavesTheKeyCold(t *testing.T) {
 				t.Setenv(renameNoSpaceEnv, "1")
 				interrupt(t, s, root, clock, "reap-kill-at", faults.ReapAfterTranscript, true, func() {})
 			} else {
-				s.disk = diskWrites{dirsNotRenamed{errno: syscall.ENOSPC}}
+				s.disk = diskWrites{roomless(durable.Disk{})}
 				interrupt(t, s, root, clock, "", faults.ReapAfterTranscript, false, func() {
 					if res, _ := s.Reap(false); !slices.Equal(res.Failed, []string{testKey}) {
 						t.Errorf("reap stopped in place = %+v; want %s failed", res, testKey)
@@ -219,24 +220,6 @@ func TestAReapInPlaceStoppedAfterTheTranscriptLeavesTheKeyCold(t *testing.T) {
 	}
 }
 
-// roomlessWithHook is a disk that refuses to rename a directory for want
-// of room, as a full btrfs does, and runs removed after each removal.
-type roomlessWithHook struct{ removedHook }
-
-func (d roomlessWithHook) RenameNoReplace(dir *os.File, from, to string) error {
-	if err := (dirsNotRenamed{errno: syscall.ENOSPC}).refuses(dir, from, to); err != nil {
-		return err
-	}
-	return d.removedHook.RenameNoReplace(dir, from, to)
-}
-
-func (d roomlessWithHook) Rename(dir *os.File, from, to string) error {
-	if err := (dirsNotRenamed{errno: syscall.ENOSPC}).refuses(dir, from, to); err != nil {
-		return err
-	}
-	return d.removedHook.Rename(dir, from, to)
-}
-
 // A writer in another process that makes a meta.db in a key dir a reap
 // is removing in place, after the reap's unlink of its own and before its
 // rmdir, keeps the dir: the rmdir fails, the reap says the key failed, and
@@ -245,7 +228,7 @@ func TestAWriterThatMakesAMetaDBInAKeyReapedInPlaceKeepsTheKey(t *testing.T) {
 	s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
 	expiredKey(t, s, clock, testKey)
 	var child *exec.Cmd
-	s.disk = diskWrites{roomlessWithHook{removedHook{removed: func(dir *os.File, name string) {
+	s.disk = diskWrites{roomless(removedHook{removed: func(dir *os.File, name string) {
 		if child != nil || name != db.FileName || filepath.Base(dir.Name()) != testKey {
 			return
 		}
@@ -259,7 +242,7 @@ func TestAWriterThatMakesAMetaDBInAKeyReapedInPlaceKeepsTheKey(t *testing.T) {
 				return
 			}
 		}
-	}}}}
+	}})}
 	res, err := s.Reap(false)
 	if child == nil {
 		t.Fatal("the reap never removed meta.db in place")
