@@ -145,7 +145,7 @@ func FuzzSessionsDir(f *testing.F) {
 		if (err == nil) != plain {
 			t.Fatalf("root %.100q from %s: %v", want, source, err)
 		}
-		if err != nil && (len(err.Error()) > maxMessage || !strings.HasPrefix(err.Error(), source+": ")) {
+		if err != nil && (len(err.Error()) > maxNameMessage || !strings.HasPrefix(err.Error(), source+": ")) {
 			t.Fatalf("root from %s refused in a %d-byte message not naming it: %.200q", source, len(err.Error()), err)
 		}
 	})

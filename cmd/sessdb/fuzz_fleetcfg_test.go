@@ -42,7 +42,7 @@ func FuzzFleetConnection(f *testing.F) {
 		}
 		if err != nil {
 			msg := err.Error()
-			if len(msg) > maxMessage {
+			if len(msg) > maxNameMessage {
 				t.Fatalf("a %d-byte error: %.300q", len(msg), msg)
 			}
 			// A secret is quoted if the error changes when it is replaced

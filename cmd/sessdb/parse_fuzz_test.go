@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"golang.org/x/sys/unix"
 )
 
 // The fuzz targets of this file check the CLI's parsers of numbers, which
@@ -54,6 +56,11 @@ func kind(err error) string {
 // maxMessage bounds an error of a parser: the name, a value quoted at
 // most briefMax bytes (each escaped at most as \U0010ffff) and the rule.
 const maxMessage = 64 + 10*briefMax + 200
+
+// maxNameMessage bounds an error that quotes a name (a path, an endpoint,
+// a key prefix: quoteName), whole below PATH_MAX bytes, each byte escaped
+// at most as \xNN, and cut as brief cuts it from PATH_MAX on.
+const maxNameMessage = 64 + 4*unix.PathMax + 200
 
 func FuzzWholeNumber(f *testing.F) {
 	for _, s := range []string{"0", "14", " 14", "14\n", "\u00a014\u3000", "\ufeff7", "3.5", "1e3", "08", "+3", "-1", "abc", "3 4", "", " ",
@@ -230,8 +237,11 @@ func FuzzParseEndpoints(f *testing.F) {
 		if err == nil {
 			t.Fatalf("parseEndpoints(%q) = %q: credentials taken", raw, eps)
 		}
-		if strings.Contains(err.Error(), "SECRET") || len(err.Error()) > maxMessage {
+		if strings.Contains(err.Error(), "SECRET") {
 			t.Fatalf("parseEndpoints(%q): the message quotes the password: %v", raw, err)
+		}
+		if len(err.Error()) > maxNameMessage {
+			t.Fatalf("parseEndpoints(%q): a %d-byte message: %.300q", raw, len(err.Error()), err)
 		}
 	})
 }
