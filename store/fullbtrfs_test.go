@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/internal/testfs"
 )
 
@@ -43,7 +44,7 @@ func TestOnAFullBtrfsAPromotionFailsAndAReapRemovesTheExpiredKeys(t *testing.T) 
 
 			sess, jobDir := mustResolve(t, s, fresh, localJob())
 			stage(t, jobDir, append(staged(t, jobDir), entryLine("on a full disk")...))
-			if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); !noSpace(err) {
+			if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); !fsat.IsNoSpace(err) {
 				t.Fatalf("promote on a full btrfs = %+v, %v; want no space", res, err)
 			}
 			got, _ := checkDescribed(t, s, root, fresh)

@@ -78,9 +78,9 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // goes on without the entry, and where the rename is refused so too it
 // removes the entries where they are. A promotion waiting for the lock
 // finds meta.db's name gone and its dir removed, and reports
-// promote-failed, never promoted. The temp that a pending record names is never swept: it is
-// that promotion's only copy. With DryRun nothing is removed and the
-// result lists what would be.
+// promote-failed, never promoted. The temp that a pending record names is
+// never swept: it is that promotion's only copy. With DryRun nothing is
+// removed and the result lists what would be.
 //
 // A reap-owned dir found under the root is what a reap that was killed
 // left; it is finished whatever the TTL: removed, or, if a promotion
@@ -350,7 +350,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// after its rename from a promotion that landed after the kill; with
 	// none, the next reap takes what it finds for such a promotion and
 	// moves it back to its key (expired still: reaped again, never lost).
-	if err != nil && !noSpace(err) {
+	if err != nil && !fsat.IsNoSpace(err) {
 		return false, err
 	}
 	if err := s.fault(faults.ReapBeforeRename); err != nil {
@@ -359,7 +359,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// Its hold on meta.db would outlast the unlink below (see removeAside).
 	before.Close()
 	aside, err := s.renameAside(root, key, func(int) string { return newReapedName(key) })
-	if noSpace(err) {
+	if fsat.IsNoSpace(err) {
 		// Out of room, a file system may refuse the rename too (a btrfs
 		// whose metadata is full, a full xfs, a btrfs qgroup at its
 		// limit), never an unlink: the key is removed where it is, as
@@ -454,9 +454,3 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 // expired is the expired rung's own test (gates: strictly older than the
 // TTL), so reap never removes a key a resolve would still resume.
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }
-
-// noSpace reports whether err is a write refused for want of space: the
-// file system full (ENOSPC) or the user's or project's quota (EDQUOT).
-func noSpace(err error) bool {
-	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
-}

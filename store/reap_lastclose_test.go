@@ -28,12 +28,11 @@ type atRmdir struct {
 }
 
 func (d *atRmdir) Remove(dir *os.File, name string) error {
-	if name == db.FileName {
-		if st, err := fsat.LstatAt(dir, name); err == nil {
-			d.meta = &st
-		}
+	st, err := fsat.LstatAt(dir, name)
+	if err == nil && name == db.FileName {
+		d.meta = &st
 	}
-	if st, err := fsat.LstatAt(dir, name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && d.meta != nil {
+	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && d.meta != nil {
 		d.rmdirs++
 		if n, ok := testfs.DescriptorsOf(uint64(d.meta.Dev), d.meta.Ino); ok {
 			d.open = n

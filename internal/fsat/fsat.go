@@ -375,6 +375,10 @@ func IsNotExist(err error) bool { return errors.Is(err, unix.ENOENT) }
 // not: a FUSE daemon that works by path says ENOENT.
 func IsGone(err error) bool { return IsNotExist(err) || errors.Is(err, unix.ESTALE) }
 
+// IsNoSpace reports whether err is a write refused for want of room: the
+// file system full (ENOSPC) or the user's or project's quota (EDQUOT).
+func IsNoSpace(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
+
 // openat is unix.Openat relative to dir, retrying EINTR (an open of a FIFO
 // or on a slow filesystem can be interrupted), with a link at name reported
 // as ELOOP on every system.

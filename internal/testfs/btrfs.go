@@ -57,4 +57,6 @@ func fillFiles(t testing.TB, dir string, size int) {
 	}
 }
 
+// full is fsat.IsNoSpace, which testfs cannot import: fsat's own tests
+// import testfs.
 func full(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
