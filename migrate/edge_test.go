@@ -16,6 +16,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 	"sessdb/store"
 )
 
@@ -324,7 +325,7 @@ func TestTranscriptMtimeBeyondWhatMetaDBHolds(t *testing.T) {
 	root, keys := newCorpus(t)
 	key := keyNamed(keys, "plain")
 	p := filepath.Join(root, key, "current.jsonl")
-	far := unix.Timespec{Sec: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}
+	far := testfs.Seconds(t, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
 	must(t, unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{far, far}, unix.AT_SYMLINK_NOFOLLOW))
 	st, err := store.New(root, store.Options{Now: func() time.Time { return testNow }, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	must(t, err)

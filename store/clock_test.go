@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // A meta.db being created holds its temp's flock until the link. Made
@@ -81,7 +82,7 @@ func TestAcceptAfterMoveAsideKeepsAnMtimePast2262(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not os.Chtimes, which passes the time through UnixNano too.
-	far := unix.Timespec{Sec: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}
+	far := testfs.Seconds(t, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
 	if err := unix.UtimesNano(filepath.Join(root, testKey, TranscriptName), []unix.Timespec{far, far}); err != nil {
 		t.Fatal(err)
 	}
