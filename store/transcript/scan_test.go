@@ -516,3 +516,23 @@ func TestScanLineAtALimitOfWholeBuffers(t *testing.T) {
 		}
 	}
 }
+
+// A version 1 compaction's firstKeptEntryIndex past what an int holds on a
+// 32-bit host (2^31 and up) keeps nothing there, as pi, whose entries
+// array has no such index, keeps nothing: the index is not wrapped into
+// one of the entries the file has.
+func TestScanVersion1FirstKeptIndexPastAnInt(t *testing.T) {
+	for _, index := range []string{"2147483648", "4294967297", "4294967298", "9007199254740991"} {
+		v1 := `{"type":"session","id":"s"}` + "\n" +
+			`{"type":"message","message":{"role":"user","content":"a"}}` + "\n" + // index 1
+			`{"type":"message","message":{"role":"user","content":"b"}}` + "\n" + // index 2
+			`{"type":"compaction","summary":"s","firstKeptEntryIndex":` + index + `}` + "\n"
+		s, es := scanAll(t, strings.NewReader(v1))
+		if s.Err() != nil || len(es) != 3 {
+			t.Fatalf("%s: %d entries, %v", index, len(es), s.Err())
+		}
+		if c := es[2]; c.HasFirstKept || c.FirstKeptEntryID != "" {
+			t.Errorf("firstKeptEntryIndex %s kept from %q; want nothing", index, c.FirstKeptEntryID)
+		}
+	}
+}
