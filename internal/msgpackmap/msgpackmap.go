@@ -111,7 +111,7 @@ func WellFormed(b []byte) error {
 			size, items = f.size+n*f.perLen, n*f.perItem
 		}
 		if size > uint64(len(b)) || items > uint64(len(b)) {
-			return fmt.Errorf("msgpack: code %#x declares %d bytes or %d values, and %d bytes are left", c, size, items, len(b))
+			return &lengthError{c, size, items, len(b)}
 		}
 		b = b[size:]
 		if items > 0 {
@@ -125,6 +125,18 @@ func WellFormed(b []byte) error {
 		return fmt.Errorf("msgpack: %d trailing bytes", len(b))
 	}
 	return nil
+}
+
+// lengthError is WellFormed's refusal of a value that declares more than
+// the bytes left.
+type lengthError struct {
+	code        byte
+	size, items uint64
+	left        int
+}
+
+func (e *lengthError) Error() string {
+	return fmt.Sprintf("msgpack: code %#x declares %d bytes or %d values, and %d bytes are left", e.code, e.size, e.items, e.left)
 }
 
 // format is the shape of a msgpack code above 0xbf: lenBytes bytes of a
