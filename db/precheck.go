@@ -53,6 +53,14 @@ func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 	} else if count > room {
 		return damaged("freelist page %d claims %d ids, room for %d", p.Freelist, count, room)
 	}
+	// bbolt gives its freelist the pages the list takes, a page more at
+	// most (it sizes them before the commit's own allocation takes ids
+	// off the list). A span far larger is damage, and would cost what it
+	// claims: a writer's bbolt frees each of its pages, one id at a time,
+	// at the next commit.
+	if need := (pageHeaderSize + (first+count)*8 + uint64(ps) - 1) / uint64(ps); overflow+1 > 2*need+1 {
+		return damaged("freelist page %d spans %d pages; its %d ids take %d", p.Freelist, overflow+1, count, need)
+	}
 	if testSkipWalk {
 		return nil
 	}
@@ -73,24 +81,31 @@ func precheckTree(f io.ReaderAt, m MetaPages, write bool) error {
 // single-byte flips there did exactly that (issue 15). Readers never read
 // the list.
 func (w *walker) freelist(id, first, count uint64) error {
-	b := make([]byte, (first+count)*8)
-	if _, err := w.readAt(b, id*w.ps+pageHeaderSize); err != nil {
-		return damagedBy(fmt.Sprintf("read freelist page %d", id), err)
-	}
-	listed := make(map[uint64]bool, count)
-	for i := first; i < first+count; i++ {
-		free := nativeEndian.Uint64(b[i*8:])
-		switch {
-		case free < 2 || free >= w.hwm:
-			return damaged("freelist page %d lists page %d, outside the file's pages 2..%d", id, free, w.hwm-1)
-		case w.seen[free]:
-			return damaged("freelist page %d lists page %d, which is in use", id, free)
-		case listed[free]:
-			// bbolt would hand the page out twice, to two nodes of one
-			// commit, and the second write would replace the first.
-			return damaged("freelist page %d lists page %d twice", id, free)
+	// Read a chunk at a time: count is bounded by the pages the header
+	// claims (up to 2^32 of a sparse file), and a list that long is read
+	// only as far as it holds pages the file has.
+	const chunk = 8 << 10 // ids
+	listed := map[uint64]bool{}
+	buf := make([]byte, min(count, chunk)*8)
+	for i := uint64(0); i < count; {
+		b := buf[:min(count-i, chunk)*8]
+		if _, err := w.readAt(b, id*w.ps+pageHeaderSize+(first+i)*8); err != nil {
+			return damagedBy(fmt.Sprintf("read freelist page %d", id), err)
 		}
-		listed[free] = true
+		for ; len(b) > 0; b, i = b[8:], i+1 {
+			free := nativeEndian.Uint64(b)
+			switch {
+			case free < 2 || free >= w.hwm:
+				return damaged("freelist page %d lists page %d, outside the file's pages 2..%d", id, free, w.hwm-1)
+			case w.inUse(free):
+				return damaged("freelist page %d lists page %d, which is in use", id, free)
+			case listed[free]:
+				// bbolt would hand the page out twice, to two nodes of one
+				// commit, and the second write would replace the first.
+				return damaged("freelist page %d lists page %d twice", id, free)
+			}
+			listed[free] = true
+		}
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package db
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // bbolt page flags and element layout (go.etcd.io/bbolt/internal/common).
@@ -27,30 +29,66 @@ const (
 // that. So every page reachable from the root is read once (a second visit
 // is a cycle or a shared page, both damage), and every offset is checked
 // against the page it points into.
+//
+// What the walk spends is bounded by what the file holds, not by what its
+// headers claim: a page's overflow count (up to 2^32 pages, a sparse file
+// of 16 TiB) sizes no allocation and no loop. A page is kept as one span,
+// and only its header, its elements and its bucket values are read.
+// Before, a freelist header that claimed 2^32-1 overflow pages in such a
+// file marked each page in a map, and resolve died of an out-of-memory
+// error.
 type walker struct {
-	f    io.ReaderAt
-	mem  []byte          // the file's pages, when they are in memory: f is not read
-	ps   uint64          // page size, bytes
-	hwm  uint64          // the active meta page's high-water mark, in pages
-	seen map[uint64]bool // every page visited, and the freelist's
+	f     io.ReaderAt
+	mem   []byte            // the file's pages, when they are in memory: f is not read
+	ps    uint64            // page size, bytes
+	hwm   uint64            // the active meta page's high-water mark, in pages
+	spans map[uint64]uint64 // every page visited, and the freelist: its id to its last page
+	taken []pageRun         // spans, by first page, once the walk is over
 }
+
+// pageRun is a page and its overflow pages, first to last.
+type pageRun struct{ first, last uint64 }
 
 // walkTree checks the tree under the active meta page of m, and that it does
 // not reach the freelist's pages.
 // The walker it returns knows every page the tree and the freelist take.
 func walkTree(f io.ReaderAt, m MetaPages, freelist, freelistOverflow uint64) (*walker, error) {
 	p := m.Pages[m.Active]
-	w := &walker{f: f, ps: uint64(m.PageSize), hwm: p.Pgid, seen: map[uint64]bool{}}
+	w := &walker{f: f, ps: uint64(m.PageSize), hwm: p.Pgid, spans: map[uint64]uint64{}}
 	if mem, ok := f.(memPages); ok {
 		w.mem = mem
 	}
 	// The freelist's pages count as visited: a tree that reaches one is
-	// refused as a page reached twice, since bbolt rewrites the freelist
-	// at every commit, over whatever the tree kept there.
-	for id := freelist; id <= freelist+freelistOverflow; id++ {
-		w.seen[id] = true
+	// refused as a page reached twice or an overlap, since bbolt rewrites
+	// the freelist at every commit, over whatever the tree kept there.
+	w.spans[freelist] = freelist + freelistOverflow
+	if err := w.page(p.Root, 0); err != nil {
+		return w, err
 	}
-	return w, w.page(p.Root, 0)
+	return w, w.noOverlap()
+}
+
+// noOverlap checks, once every span is known, that no two share a page: a
+// branch that points into another page's overflow (its own header there
+// made to match) is a page reached twice.
+func (w *walker) noOverlap() error {
+	w.taken = make([]pageRun, 0, len(w.spans))
+	for first, last := range w.spans {
+		w.taken = append(w.taken, pageRun{first, last})
+	}
+	slices.SortFunc(w.taken, func(a, b pageRun) int { return cmp.Compare(a.first, b.first) })
+	for i := 1; i < len(w.taken); i++ {
+		if prev := w.taken[i-1]; w.taken[i].first <= prev.last {
+			return damaged("page %d overlaps page %d", prev.first, w.taken[i].first)
+		}
+	}
+	return nil
+}
+
+// inUse reports whether page id lies in a span the walk took.
+func (w *walker) inUse(id uint64) bool {
+	i, found := slices.BinarySearchFunc(w.taken, id, func(r pageRun, id uint64) int { return cmp.Compare(r.first, id) })
+	return found || (i > 0 && id <= w.taken[i-1].last)
 }
 
 func (w *walker) page(id uint64, depth int) error {
@@ -63,7 +101,7 @@ func (w *walker) page(id uint64, depth int) error {
 	if id < 2 || id >= w.hwm {
 		return damaged("page %d is outside the file's pages 2..%d", id, w.hwm-1)
 	}
-	if w.seen[id] {
+	if _, seen := w.spans[id]; seen {
 		return damaged("page %d is reached twice (a cycle, or shared with another page)", id)
 	}
 	var hdr [pageHeaderSize]byte
@@ -81,25 +119,43 @@ func (w *walker) page(id uint64, depth int) error {
 	if id+overflow >= w.hwm {
 		return damaged("page %d with %d overflow pages passes the high-water mark %d", id, overflow, w.hwm)
 	}
-	for o := id; o <= id+overflow; o++ {
-		if w.seen[o] {
-			return damaged("page %d overlaps page %d", id, o)
-		}
-		w.seen[o] = true
-	}
-	// In memory the span is sliced in place: the walk visits every page of
-	// the tree once per open, and copying each would allocate most of the
-	// file a second time.
-	var buf []byte
-	if start, end := id*w.ps, (id+overflow+1)*w.ps; w.mem != nil && end <= uint64(len(w.mem)) {
-		buf = w.mem[start:end]
+	w.spans[id] = id + overflow
+	span := pageSpan{w: w, off: id * w.ps, size: (overflow + 1) * w.ps}
+	if start, end := span.off, span.off+span.size; w.mem != nil && end <= uint64(len(w.mem)) {
+		// In memory the span is sliced in place: the walk visits every
+		// page of the tree once per open, and copying each would allocate
+		// most of the file a second time.
+		span.head = w.mem[start:end]
 	} else {
-		buf = make([]byte, (overflow+1)*w.ps)
-		if _, err := w.readAt(buf, id*w.ps); err != nil {
+		// From the file, the first page, or the elements if they take
+		// more: never the whole span, which the header sizes.
+		count := uint64(nativeEndian.Uint16(hdr[10:]))
+		span.head = make([]byte, min(span.size, max(w.ps, pageHeaderSize+count*elementSize)))
+		if _, err := w.readAt(span.head, span.off); err != nil {
 			return damagedBy(fmt.Sprintf("read page %d", id), err)
 		}
 	}
-	return w.node(buf, where{page: id}, depth)
+	return w.node(span, where{page: id}, depth)
+}
+
+// pageSpan is a page with its overflow pages: size bytes at off in the
+// file, of which head, from the start, is read; it holds at least the
+// header and the elements where the span does.
+type pageSpan struct {
+	w         *walker
+	off, size uint64
+	head      []byte
+}
+
+// bytes returns n bytes of the span from offset from, which the caller has
+// checked lie in it: from head, or read from the file.
+func (s pageSpan) bytes(from, n uint64) ([]byte, error) {
+	if from+n <= uint64(len(s.head)) {
+		return s.head[from : from+n], nil
+	}
+	b := make([]byte, n)
+	_, err := s.w.readAt(b, s.off+from)
+	return b, err
 }
 
 func (w *walker) readAt(b []byte, off uint64) (int, error) {
@@ -126,12 +182,13 @@ func (m memPages) ReadAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// node checks one branch or leaf page, p being its whole span (or, for an
+// node checks one branch or leaf page, s being its whole span (or, for an
 // inline bucket, the rest of the value). Element positions are relative to
 // the element itself, as bbolt reads them.
-func (w *walker) node(p []byte, name where, depth int) error {
-	if len(p) < pageHeaderSize {
-		return damaged("page %s is %d bytes", name, len(p))
+func (w *walker) node(s pageSpan, name where, depth int) error {
+	p := s.head
+	if s.size < pageHeaderSize {
+		return damaged("page %s is %d bytes", name, s.size)
 	}
 	flags := nativeEndian.Uint16(p[8:])
 	count := int(nativeEndian.Uint16(p[10:]))
@@ -147,19 +204,21 @@ func (w *walker) node(p []byte, name where, depth int) error {
 	if flags == branchFlag && count == 0 {
 		return damaged("branch page %s is empty", name)
 	}
-	if pageHeaderSize+count*elementSize > len(p) {
-		return damaged("page %s: %d elements overrun its %d bytes", name, count, len(p))
+	if uint64(pageHeaderSize+count*elementSize) > s.size {
+		return damaged("page %s: %d elements overrun its %d bytes", name, count, s.size)
 	}
 	// Offsets are summed in uint64: each is a u32 from the page, so no sum
 	// of three can wrap round to pass the bound.
+	used := uint64(pageHeaderSize + count*elementSize) // to the end of the last key or value
 	for i := range count {
 		at := pageHeaderSize + i*elementSize
 		e := p[at : at+elementSize]
 		if flags == branchFlag {
 			pos, ksize := uint64(nativeEndian.Uint32(e[0:])), uint64(nativeEndian.Uint32(e[4:]))
-			if uint64(at)+pos+ksize > uint64(len(p)) {
+			if uint64(at)+pos+ksize > s.size {
 				return damaged("page %s element %d: key at %d+%d overruns the page", name, i, pos, ksize)
 			}
+			used = max(used, uint64(at)+pos+ksize)
 			if err := w.page(nativeEndian.Uint64(e[8:]), depth+1); err != nil {
 				return err
 			}
@@ -168,15 +227,32 @@ func (w *walker) node(p []byte, name where, depth int) error {
 		eflags := nativeEndian.Uint32(e[0:])
 		pos, ksize, vsize := uint64(nativeEndian.Uint32(e[4:])), uint64(nativeEndian.Uint32(e[8:])), uint64(nativeEndian.Uint32(e[12:]))
 		start := uint64(at) + pos
-		if start+ksize+vsize > uint64(len(p)) {
+		if start+ksize+vsize > s.size {
 			return damaged("page %s element %d: key and value at %d+%d+%d overrun the page", name, i, pos, ksize, vsize)
 		}
+		used = max(used, start+ksize+vsize)
 		if eflags&bucketLeafFlag != 0 {
-			v := p[start+ksize : start+ksize+vsize]
+			// bbolt inlines a bucket only while it is under a quarter
+			// page, so a larger value is damage, and reading it is
+			// bounded by the page size, not by the header.
+			if vsize > bucketHdrSize+w.ps/4 {
+				return damaged("page %s element %d: a bucket value of %d bytes; bbolt inlines only a bucket under a quarter page", name, i, vsize)
+			}
+			v, err := s.bytes(start+ksize, vsize)
+			if err != nil {
+				return damagedBy(fmt.Sprintf("read page %s element %d", name, i), err)
+			}
 			if err := w.bucket(v, where{page: name.page, inline: true, elem: i}, depth+1); err != nil {
 				return err
 			}
 		}
+	}
+	// bbolt gives a node the pages it takes, so a span far past its last
+	// key or value is damage, and would cost what it claims: a writer's
+	// bbolt frees each of its pages, one id at a time, when it rewrites
+	// the node.
+	if need := (used + w.ps - 1) / w.ps; !name.inline && s.size/w.ps > 2*need+1 {
+		return damaged("page %s spans %d pages; its elements take %d bytes", name, s.size/w.ps, used)
 	}
 	return nil
 }
@@ -212,5 +288,5 @@ func (w *walker) bucket(v []byte, name where, depth int) error {
 	if len(inline) >= pageHeaderSize && nativeEndian.Uint16(inline[8:]) != leafFlag {
 		return damaged("inline bucket %s is not a leaf page", name)
 	}
-	return w.node(inline, name, depth)
+	return w.node(pageSpan{w: w, size: uint64(len(inline)), head: inline}, name, depth)
 }
