@@ -76,3 +76,29 @@ func TestInfoModTimeOfAnyMtimeIsOnItsSideOfNow(t *testing.T) {
 		t.Errorf("InfoModTime = %v, want 2026-11-29T10:00:00.123456789Z", got)
 	}
 }
+
+// A time a 32-bit time_t cannot hold is set to the nearest it holds, on
+// its side of 1970, not wrapped round to the other (a transcript dated
+// past 2038 set in 1901 would be expired); a 64-bit one holds it as is.
+func TestSetMtimeClampsWhereTimeTHas32Bits(t *testing.T) {
+	for _, c := range []struct {
+		v, want32 int64
+	}{
+		{5, 5},
+		{-5, -5},
+		{math.MaxInt32, math.MaxInt32},
+		{math.MaxInt32 + 1, math.MaxInt32},
+		{1 << 40, math.MaxInt32},
+		{math.MinInt32, math.MinInt32},
+		{math.MinInt32 - 1, math.MinInt32},
+		{-1 << 40, math.MinInt32},
+	} {
+		var narrow int32
+		var wide int64
+		setClamped(&narrow, c.v)
+		setClamped(&wide, c.v)
+		if int64(narrow) != c.want32 || wide != c.v {
+			t.Errorf("%d: set as %d in 32 bits, %d in 64; want %d and %d", c.v, narrow, wide, c.want32, c.v)
+		}
+	}
+}

@@ -14,12 +14,32 @@ import (
 // is open at name inside dir, never through a link. On Linux and FreeBSD
 // it works on f's descriptor and dir and name only name errors; on macOS
 // see the package doc. The time is durable once f is synced.
+//
+// Where time_t has 32 bits (linux/arm), a time it cannot hold is set to the
+// nearest it holds, 2038-01-19 or 1901-12-13: on the side of now it is on,
+// where converting it would wrap it round (a transcript dated past 2038,
+// in the future for the TTL, would be set in 1901, expired).
 func SetMtime(dir *os.File, name string, f *os.File, mtime time.Time) error {
-	ts := [2]unix.Timespec{{Nsec: utimeOmit}, unix.NsecToTimespec(mtime.UnixNano())}
+	ts := [2]unix.Timespec{{Nsec: utimeOmit}, {}}
+	setClamped(&ts[1].Sec, mtime.Unix())
+	setClamped(&ts[1].Nsec, int64(mtime.Nanosecond()))
 	if err := setMtime(dir, name, f, &ts); err != nil {
 		return &os.PathError{Op: "futimens", Path: f.Name(), Err: err}
 	}
 	return nil
+}
+
+// setClamped sets *field, a Timespec's Sec or Nsec, to v, or to the
+// nearest value a field of 32 bits holds.
+func setClamped[T int32 | int64](field *T, v int64) {
+	*field = T(v)
+	switch {
+	case int64(*field) == v:
+	case v > 0:
+		*field = T(math.MaxInt32)
+	default:
+		*field = T(math.MinInt32)
+	}
 }
 
 // Touch is like futimens(f, NULL): it sets f's access and modification
