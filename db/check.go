@@ -14,7 +14,8 @@ import (
 // none unreachable, every branch and leaf well formed and in order) in a
 // read transaction and returns what it reports, at most max problems and
 // a count of the rest; nil means the file is consistent. An error means
-// the check could not run.
+// the check could not run, as for a file whose pages span more than 1 GiB
+// (maxCheckedBytes), which it does not copy.
 //
 // The check reads a private copy of the file's pages, in memory, taken
 // under the handle's lock and pre-checked: bbolt walks the file in a
@@ -92,6 +93,12 @@ func (d *DB) Check(max int) (problems []string, err error) {
 	return problems, nil
 }
 
+// maxCheckedBytes bounds the pages Check copies, twice (read, then into
+// the in-memory file bbolt maps). A meta.db sessdb writes stays far below
+// it; a high-water mark raised over a sparse tail would otherwise cost the
+// check that much memory, and reading that much of nothing.
+const maxCheckedBytes = 1 << 30
+
 // pages returns the file's pages up to the high-water mark of its active
 // meta page, as they are now, pre-checked. d.mu must be held.
 func (d *DB) pages() ([]byte, MetaPages, error) {
@@ -111,6 +118,9 @@ func (d *DB) pages() ([]byte, MetaPages, error) {
 	m, err := InspectMeta(d.file, st.Size)
 	if err != nil {
 		return nil, m, err
+	}
+	if hw := m.HighWater(); hw > maxCheckedBytes {
+		return nil, m, fmt.Errorf("its pages span %d bytes, more than the check copies into memory (%d)", hw, int64(maxCheckedBytes))
 	}
 	pages, err := readPrefix(d.file, m.HighWater())
 	if err != nil {

@@ -123,3 +123,32 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 		}
 	}
 }
+
+// A check does not copy a file whose pages span more than it copies into
+// memory: a high-water mark raised over a sparse tail (2 GiB here, of
+// pages nothing reaches) is an error, which proves nothing about the file,
+// not a copy of 2 GiB, twice (read, and into the in-memory file bbolt
+// maps), nor damage.
+func TestACheckCopiesNoMoreThanItsBound(t *testing.T) {
+	kd := makeDB(t, 3)
+	m, err := inspect(t, kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setHighWater(t, kd.db, m, (2<<30)/uint64(m.PageSize))
+	r, err := OpenReader(kd.dir, kd.db, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	problems, err := r.Check(20)
+	runtime.ReadMemStats(&after)
+	if err == nil || errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "more than the check copies") {
+		t.Errorf("Check = %d problems, %v; want an error that says the pages span more than the check copies", len(problems), err)
+	}
+	if spent := after.TotalAlloc - before.TotalAlloc; spent > 4<<20 {
+		t.Errorf("the check allocated %d bytes", spent)
+	}
+}
