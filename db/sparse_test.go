@@ -97,19 +97,14 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 	writeAt(t, kd.db, int64(moved*ps), page)
 	writeAt(t, kd.db, int64(branch*ps+pageHeaderSize+8), nativeEndian.AppendUint64(nil, moved))
 
+	if m, err = inspect(t, kd.db); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(kd.db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err = InspectMeta(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, write := range []bool{false, true} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
