@@ -215,7 +215,8 @@ func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 		case "firstKeptEntryIndex":
 			// Read by the scanner for version 1 files only. An index past
 			// math.MaxInt (on a 32-bit host) names no entry a file there
-			// can have; converted, it would wrap into one.
+			// can have; converted, it could land on one (Go leaves an
+			// out-of-range float conversion implementation-defined).
 			e.firstKeptIndex = -1
 			if f, ok := w.number(); ok && f >= 0 && f == math.Trunc(f) && f < 1<<53 && f <= math.MaxInt {
 				e.firstKeptIndex = int(f)
