@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/db"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -16,11 +18,15 @@ import (
 // rolled back: the run fails the key, and so must the dry run's plan,
 // before anything is written, as it does for a chain or a context the
 // legacy format cannot carry.
+//
+// A venue over 4096 bytes, which the store refuses now
+// (store.ErrValueTooLong), is stamped as a sessdb before it could stamp
+// one: into meta.db, after the promotion.
 func TestDryRunRollbackFailsTheStampsTheRunRefuses(t *testing.T) {
 	for name, job := range map[string]store.Job{
 		"pi-version with a leading space": {PiVersion: " " + testPi, Venue: "local"},
 		"venue with a trailing space":     {PiVersion: testPi, Venue: "local "},
-		"venue over 4096 bytes":           {PiVersion: testPi, Venue: strings.Repeat("v", 5000)},
+		"venue over 4096 bytes":           {PiVersion: testPi, Venue: "local", ID: "restamp"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "sessions")
@@ -33,6 +39,15 @@ func TestDryRunRollbackFailsTheStampsTheRunRefuses(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(jobDir, "session", "current.jsonl"), []byte(transcriptBytes(testNow)), 0o600))
 			if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: job.PiVersion}); err != nil || !res.Promoted {
 				t.Fatalf("promote: %+v %v", res, err)
+			}
+			if job.ID == "restamp" {
+				kd, err := fsat.OpenDir(filepath.Join(root, key))
+				must(t, err)
+				defer kd.Close()
+				d, err := db.OpenWriter(kd, filepath.Join(root, key, db.FileName), db.Options{})
+				must(t, err)
+				must(t, d.Update(func(tx *db.Tx) error { return tx.PutVenue(strings.Repeat("v", 5000)) }))
+				must(t, d.Close())
 			}
 			opts := testOpts()
 			opts.DryRun = true

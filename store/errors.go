@@ -24,6 +24,15 @@ var (
 	ErrNoSessionsRoot = errors.New("no sessions root: the operator's walks work on a store made by New (a fleet's are package fleet's)")
 )
 
+// Resolve and Promote: the job's values.
+var (
+	// ErrValueTooLong is returned by Resolve when a job's PiVersion,
+	// Venue, Model or ID, and by Promote when the request's PiVersion or
+	// the ticket's Venue, Model or Job, is longer than MaxValueBytes.
+	// Nothing is staged, written or removed.
+	ErrValueTooLong = errors.New("longer than a job's value may be (MaxValueBytes)")
+)
+
 // Resolve.
 var (
 	// ErrStagedNotFile is returned by Resolve when something other than a

@@ -20,6 +20,8 @@ type PromoteRequest struct {
 	// PiVersion is the pi version that wrote the transcript; "" records
 	// "unknown", which the version gate refuses. It is stamped exactly as
 	// given, white space around it included (see Job; the CLI trims it).
+	// Longer than MaxValueBytes, it is an error, as is a ticket whose
+	// venue, model or job id is: nothing is written.
 	PiVersion string
 	// Tokens, when non-nil, replaces the context tokens the store computes
 	// from the transcript (pi 0.58.3's own end-of-run reading). A negative
@@ -120,6 +122,11 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	}
 	if req.Tokens != nil && *req.Tokens < 0 {
 		return res, fmt.Errorf("promote %s: tokens %d: must not be negative", sess.Key, *req.Tokens)
+	}
+	// The ticket's values are the job's (Resolve refused longer ones); a
+	// Session built or edited by hand is held to the same bound.
+	if err := (Job{PiVersion: req.PiVersion, Venue: sess.Venue, Model: sess.Model, ID: sess.Job}).checkLengths(); err != nil {
+		return res, fmt.Errorf("promote %s: %w", sess.Key, err)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)

@@ -24,7 +24,8 @@ import (
 // first resolve of it is venue-changed or pi-version-changed), and
 // migrate --to-legacy fails that key (migrate.ErrNotLegacy) until a
 // promotion restamps it. A Model with white space around it fails the
-// legacy check and is no model (the context bound does not apply).
+// legacy check and is no model (the context bound does not apply). Each
+// field is at most MaxValueBytes long: Resolve refuses a longer one.
 type Job struct {
 	// PiVersion is the version of pi the job's image declares; "" means it
 	// declares none, and such a job never resumes.
@@ -39,6 +40,36 @@ type Job struct {
 	ID string
 }
 
+// MaxValueBytes bounds each of a job's values: Job's four fields, a
+// PromoteRequest's PiVersion, and the Session's Venue, Model and Job. It is the legacy SIDECAR_MAX_BYTES, the most
+// a stamp's sidecar holds: a longer stamp could go into meta.db, but its
+// key could never be migrated back (the legacy reader has no value for
+// it), and the ticket that carries a job's values must stay one that
+// ReadTicket reads (maxTicketBytes).
+const MaxValueBytes = legacy.SidecarMaxBytes
+
+// checkLengths refuses the first of the job's values that is longer than
+// MaxValueBytes, naming it and its length, never quoting it.
+func (j Job) checkLengths() error {
+	for _, v := range []struct{ name, value string }{
+		{"pi version", j.PiVersion}, {"venue", j.Venue}, {"model", j.Model}, {"job id", j.ID},
+	} {
+		if err := checkLength(v.name, v.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLength refuses value, one of a job's, when it is longer than
+// MaxValueBytes.
+func checkLength(name, value string) error {
+	if len(value) > MaxValueBytes {
+		return fmt.Errorf("%s of %d bytes: %w", name, len(value), ErrValueTooLong)
+	}
+	return nil
+}
+
 // Resolve judges key for job and stages the result in
 // <jobDir>/session/current.jsonl (dir 0700): the key's transcript when the
 // ladder says resume and the copy matches the transcript's recorded
@@ -49,13 +80,18 @@ type Job struct {
 // The key's shared lock is held from reading the sidecars to the end of the
 // copy, so no promotion can land between the judgement and the copy.
 //
-// An error means a fault (an unusable job dir, an I/O error); the staged
+// An invalid key (ErrInvalidKey) or a job value longer than MaxValueBytes
+// (ErrValueTooLong) is refused before anything is touched. Any other error
+// means a fault (an unusable job dir, an I/O error); the staged
 // file is then removed, and no ticket is left in the job dir, not even an
 // earlier resolve's, so nothing half-copied or stale is left for the
 // container or for promote.
 func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	if !ValidKey(key) {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
+	}
+	if err := job.checkLengths(); err != nil {
+		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
 	sess, err := s.resolve(key, job, jobDir)
 	if err != nil {

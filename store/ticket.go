@@ -25,7 +25,15 @@ import (
 const TicketName = "session.ticket"
 
 // maxTicketBytes bounds a ticket read; a real one is under a kilobyte.
-const maxTicketBytes = 64 << 10
+// Resolve writes none longer: the longest a ticket's values can make it is
+// about 125 KiB, each at most six bytes of JSON a byte (\u001f, \ufffd):
+// its venue and job id (MaxValueBytes each), its job dir (a path the
+// system opens), its root (a fleet's: a transcripts dir and a prefix of
+// up to 4096 bytes), a model of at most 128 (legacy.NormaliseModel).
+// writeTicket refuses a longer one (a root under a working directory
+// deeper than a path the system opens) rather than leave it for promote
+// to refuse after the job ran.
+const maxTicketBytes = 256 << 10
 
 // Session is a job's ticket: what Resolve handed over, and what the Promote
 // of the same job needs to promote it once, onto the state it was resolved
@@ -164,6 +172,9 @@ func writeTicket(jd *os.File, sess Session) error {
 	if err != nil {
 		return err
 	}
+	if len(b) > maxTicketBytes {
+		return fmt.Errorf("write ticket: %d bytes, more than promote reads (%d): its root is %d bytes, its job dir %d", len(b), maxTicketBytes, len(sess.Root), len(sess.JobDir))
+	}
 	rnd, err := newTicketID()
 	if err != nil {
 		return err
@@ -210,7 +221,7 @@ func removeTicket(jd *os.File) error {
 
 // ReadTicket reads the ticket Resolve left in jobDir. The ticket is opened
 // without following a link and without blocking on a FIFO, must be a
-// regular file of at most 64 KiB, and its contents never appear in an
+// regular file of at most 256 KiB, and its contents never appear in an
 // error. The Session's JobDir is jobDir, whatever the ticket says: a job
 // dir may have been moved since its resolve.
 func ReadTicket(jobDir string) (Session, error) {

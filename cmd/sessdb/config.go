@@ -16,6 +16,7 @@ import (
 
 	"sessdb/gates"
 	"sessdb/internal/jsstr"
+	"sessdb/store"
 )
 
 // A knob is one configuration value with its environment variable and its
@@ -224,6 +225,19 @@ func utf8Flags(fs *flag.FlagSet, names ...string) error {
 	for _, name := range names {
 		if v := fs.Lookup(name).Value.String(); !utf8.ValidString(v) {
 			return fmt.Errorf("--%s: %s is not valid UTF-8 (the job's ticket and the key's history record it as text)", name, quoteName(v))
+		}
+	}
+	return nil
+}
+
+// valueLengths refuses the first of fs's flags named that holds a value
+// longer than a job's value may be (store.MaxValueBytes, the legacy
+// sidecar's limit): the store would refuse it after the config was read,
+// and the flag's name says more than the field's.
+func valueLengths(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		if v := fs.Lookup(name).Value.String(); len(v) > store.MaxValueBytes {
+			return fmt.Errorf("--%s: %s is longer than a job's value may be (%d bytes, the most a legacy sidecar holds)", name, brief(v), store.MaxValueBytes)
 		}
 	}
 	return nil

@@ -99,6 +99,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 				return inv.rep.usage(err) // no job could be given them: see resolve
 			}
 			trimStamps(piVersion, venue, model)
+			if err := valueLengths(inv.fs, "pi-version", "venue", "model"); err != nil {
+				return inv.rep.usage(err) // as resolve would refuse it
+			}
 			job = &store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model}
 		case inv.given("pi-version") || inv.given("venue") || inv.given("model"):
 			return inv.rep.usage(errors.New("--pi-version, --venue and --model describe a job: use them with --as-job"))

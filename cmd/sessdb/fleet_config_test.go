@@ -103,6 +103,9 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{nil, []string{"dump", tmp + "/\xff"}, "DIR argument"},
 		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/"), resolve, "PI_SESSIONS_ETCD_PREFIX"},
 		{ok, append(resolve, "--etcd-prefix", "/a\nb"), "--etcd-prefix"},
+		// A prefix longer than a path: every job's ticket, which names
+		// it, would be more than promote reads.
+		{with(ok, "PI_SESSIONS_ETCD_PREFIX", "/"+strings.Repeat("p", 4096)), resolve, "PI_SESSIONS_ETCD_PREFIX"},
 		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", ""), resolve, "--transcripts-dir"},
 		{with(ok, "PI_SESSIONS_TRANSCRIPTS_DIR", missing), resolve, "PI_SESSIONS_TRANSCRIPTS_DIR"},
 		{ok, append(resolve, "--transcripts-dir", file), "--transcripts-dir"},

@@ -239,3 +239,77 @@ func TestJobValuesMustBeUTF8(t *testing.T) {
 		}
 	}
 }
+
+// A job's value longer than a legacy sidecar holds (4096 bytes, after its
+// white space is trimmed) is refused by resolve, promote and dump
+// --as-job: exit 2, one line naming the flag and the value's length, a
+// short quote of it, and nothing written. Before, a 70,000-byte venue
+// resolved, and its ticket was more than promote read: the run was lost.
+// One at the bound, with the white space a variable leaves around it, is
+// taken, resumes, and resumes again after the key is migrated to the
+// legacy layout.
+func TestJobValuesAreAtMostASidecarLong(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.Mkdir(root, 0o700)
+	key := strings.Repeat("a", 32)
+	long := strings.Repeat("v", legacySidecarMax+1)
+	for _, flag := range []string{"venue", "pi-version", "job", "model"} {
+		job := filepath.Join(t.TempDir(), "j")
+		args := map[string]string{"venue": "local", "pi-version": "0.58.3", "job": "1234", "model": "anthropic/x"}
+		args[flag] = long
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", args["pi-version"], "--venue", args["venue"], "--job", args["job"], "--model", args["model"])
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--"+flag+": ") || !strings.Contains(errs, "(4097 bytes)") || len(errs) > 400 {
+			t.Errorf("resolve --%s of 4097 bytes: exit %d, stdout %q, stderr %q; want exit 2 and one short line naming it", flag, code, out, errs)
+		}
+		if _, err := os.Lstat(job); !os.IsNotExist(err) {
+			t.Errorf("resolve --%s of 4097 bytes made the job dir", flag)
+		}
+	}
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	for _, c := range [][]string{
+		{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", long},
+		{"dump", "--as-job", "--pi-version", "0.58.3", "--venue", long, root},
+		{"dump", "--as-job", "--pi-version", long, "--venue", "local", root},
+	} {
+		code, out, errs := runCLI(t, c...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "(4097 bytes)") {
+			t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want exit 2 and one line", c[0], c[len(c)-4], code, out, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, key)); !os.IsNotExist(err) {
+		t.Errorf("the refused promote made the key: %v", err)
+	}
+
+	venue := strings.Repeat("v", legacySidecarMax)
+	for i := range 2 {
+		job := filepath.Join(t.TempDir(), "j")
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", job, "--pi-version", "0.58.3", "--venue", " "+venue+"\n")
+		if want := []string{`"reason":"absent"`, `"reason":"resumed"`}[i]; code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("resolve %d with a venue of 4096 bytes: exit %d, %s %s; want %s", i, code, out, errs, want)
+		}
+		staged := filepath.Join(job, "session", "current.jsonl")
+		b, _ := os.ReadFile(staged)
+		if len(b) == 0 {
+			b = []byte(header)
+		}
+		os.WriteFile(staged, append(b, `{"type":"message","id":"m`+string(rune('1'+i))+`","parentId":null,"timestamp":"2026-11-01T00:00:00.000Z","message":{"role":"user","content":"hi"}}`+"\n"...), 0o600)
+		if code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+			t.Fatalf("promote %d: exit %d, %s %s", i, code, out, errs)
+		}
+	}
+	if code, out, errs := runCLI(t, "migrate", "--to-legacy", root); code != exitOK {
+		t.Fatalf("migrate --to-legacy: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", key, "--job-dir", filepath.Join(t.TempDir(), "j"), "--pi-version", "0.58.3", "--venue", venue)
+	if code != exitOK || !strings.Contains(out, `"reason":"resumed"`) {
+		t.Fatalf("resolve after migrate --to-legacy: exit %d, %s %s; want resumed", code, out, errs)
+	}
+}
+
+// legacySidecarMax is the legacy store's SIDECAR_MAX_BYTES: the most a
+// stamp's file holds, and so the most a job's value may be.
+const legacySidecarMax = 4096

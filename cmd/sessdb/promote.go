@@ -31,7 +31,8 @@ transcript itself. Prints one JSON object:
 
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1; a
-ticket from another sessions root exits 2 and writes nothing. An answer
+ticket from another sessions root exits 2 and writes nothing, as does a
+--pi-version longer than 4096 bytes (a legacy sidecar's most). An answer
 that cannot be written on stdout (a full disk, a reader gone) exits 1 after
 the promotion,
 its stderr line naming the key and the outcome ("promoted gen 7, but the
@@ -101,6 +102,9 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(err)
 		}
 		trimStamps(piVersion)
+		if err := valueLengths(inv.fs, "pi-version"); err != nil {
+			return inv.rep.usage(err)
+		}
 		if err := pathLength("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}

@@ -33,7 +33,10 @@ the ticket may stay, and a retried resolve replaces both. The key
 is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the legacy
 store derived it: all three, but --kind local, whose key has no repository,
 takes no --repo (its --ref is the trigger id). --pi-version is required:
---pi-version "" declares no version, which never resumes. --job-dir is created
+--pi-version "" declares no version, which never resumes. A --pi-version,
+--venue, --model or --job longer than 4096 bytes (a legacy sidecar's most)
+is a usage error (exit 2): no key stamped with it could be migrated back.
+--job-dir is created
 (0700) if it is missing; a parent that does not exist is a usage error (exit
 2). A sessions root that does not exist makes every key absent, as the legacy
 store did, with a warning on stderr (a misspelt root would otherwise pass for
@@ -88,6 +91,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(errors.New("--pi-version is required (pass --pi-version \"\" for an image that declares none)"))
 		}
 		trimStamps(piVersion, venue, model)
+		if err := valueLengths(inv.fs, "pi-version", "venue", "model", "job"); err != nil {
+			return inv.rep.usage(err)
+		}
 		if err := literalName("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
 			return inv.rep.usage(err)
 		}

@@ -25,6 +25,12 @@ const (
 	DefaultLockWait       = 10 * time.Second // Config.LockWait
 )
 
+// MaxPrefixBytes bounds Config.Prefix, as long as a path the system
+// opens: a fleet's ID names its prefix, and every job's ticket its ID, so
+// a runaway value (a variable's whole file) would make tickets no promote
+// reads.
+const MaxPrefixBytes = 4096
+
 // maxTLSFileBytes bounds the read of a CA bundle, a certificate or a key:
 // a path to a huge file or a device by mistake must not be read whole.
 const maxTLSFileBytes = 1 << 20
@@ -139,6 +145,9 @@ func (c Config) validate() (settings, error) {
 	s.Prefix = strings.TrimRight(c.Prefix, "/")
 	if c.Prefix == "" {
 		s.Prefix = DefaultPrefix
+	}
+	if len(s.Prefix) > MaxPrefixBytes {
+		return s, invalid("Prefix", "%d bytes: longer than a prefix may be (%d)", len(s.Prefix), MaxPrefixBytes)
 	}
 	if s.Prefix == "" || !utf8.ValidString(s.Prefix) || strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return s, invalid("Prefix", "%q: want a non-empty UTF-8 path without control characters", c.Prefix)

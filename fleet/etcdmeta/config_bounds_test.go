@@ -36,6 +36,10 @@ func TestConfigBoundsHoldAtTheirEdge(t *testing.T) {
 		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/a\x1fb"}, "Prefix"},
 		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/a\x7fb"}, "Prefix"},
 		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/a b~"}, ""},
+		// As long as a path; one byte more, and every job's ticket would
+		// carry a runaway value. A trailing slash is trimmed first.
+		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/" + strings.Repeat("p", MaxPrefixBytes-1) + "/"}, ""},
+		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/" + strings.Repeat("p", MaxPrefixBytes)}, "Prefix"},
 		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MaxRequestTimeout}, ""},
 		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MaxRequestTimeout + time.Nanosecond}, "RequestTimeout"},
 	} {

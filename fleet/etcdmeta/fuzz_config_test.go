@@ -86,7 +86,7 @@ func FuzzConfigValidate(f *testing.F) {
 			}
 			scheme = u.Scheme
 		}
-		if got.Prefix == "" || strings.HasSuffix(got.Prefix, "/") || !utf8.ValidString(got.Prefix) ||
+		if got.Prefix == "" || len(got.Prefix) > MaxPrefixBytes || strings.HasSuffix(got.Prefix, "/") || !utf8.ValidString(got.Prefix) ||
 			strings.ContainsFunc(got.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Fatalf("accepted prefix %q (from %q)", got.Prefix, prefix)
 		}
