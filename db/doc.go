@@ -64,8 +64,12 @@
 // meta pages invalid, a file shorter than its high-water mark (which bbolt
 // would answer with SIGBUS), a page tree with a cycle or an offset out of
 // bounds (which would make bbolt loop until it runs out of memory, or
-// fault), a record that does not decode, a missing bucket, or a page that
-// still makes bbolt panic or fault. The file is checked under its lock
+// fault), a page claiming more than bbolt writes (a value over
+// MaxRecordBytes, a key over bbolt's MaxKeySize, a node of more than four
+// elements past a page: in a sparse file, gigabytes a writer's bbolt would
+// copy), a record that does not decode, a missing bucket, or a page that
+// still makes bbolt panic or fault. A Put or AppendHistory of a record
+// over MaxRecordBytes is refused (ErrRecordTooLarge). The file is checked under its lock
 // before anything reads it. A reader then decodes its records from the
 // checked pages itself, read once into memory, keys in order or ErrDamaged;
 // writers, and readers of a file whose pages pass 1 MiB, go through bbolt,

@@ -52,7 +52,20 @@ var (
 	// ErrClosed is returned when a DB is used after Close, or a Tx after the
 	// function it was passed to has returned.
 	ErrClosed = errors.New("closed")
+
+	// ErrRecordTooLarge is returned by a Put or AppendHistory whose record,
+	// encoded, is larger than MaxRecordBytes: nothing of it is written, and
+	// the transaction fails.
+	ErrRecordTooLarge = errors.New("record larger than meta.db holds")
 )
+
+// MaxRecordBytes bounds one record, encoded: a value of meta.db. It is far
+// above the largest a store writes (its job values are 4 KiB at most each;
+// through the CLI no sessdb ever took a value over the 128 KiB a command
+// line's argument holds), and far below what a sparse file can claim of a
+// value, 4 GiB, which a writer's bbolt copies whole when it rewrites the
+// value's page: an open refuses a file holding a larger one as damaged.
+const MaxRecordBytes = 1 << 20
 
 // These errors never reach a caller on their own: each is either wrapped in
 // one of the sentinels above or consumed inside the package.

@@ -20,6 +20,9 @@ func (tx *Tx) AppendHistory(e HistoryEntry) (uint64, error) {
 		if encErr != nil {
 			return fmt.Errorf("%s/: %w", bucketHistory, encErr)
 		}
+		if err := recordSize(v); err != nil {
+			return fmt.Errorf("%s/: %w", bucketHistory, err)
+		}
 		b, err := tx.bucket(bucketHistory)
 		if err != nil {
 			return err

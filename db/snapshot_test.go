@@ -146,8 +146,10 @@ func TestLargeFileIsReadThroughBbolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("v", snapshotLimit) // overflow pages past the limit
-	if err := w.Update(func(tx *Tx) error { return tx.PutPiVersion(big) }); err != nil {
+	// Overflow pages past the limit, in two records: one is at most
+	// MaxRecordBytes, the limit itself.
+	big := strings.Repeat("v", snapshotLimit*3/5)
+	if err := w.Update(func(tx *Tx) error { return errors.Join(tx.PutPiVersion(big), tx.PutVenue(big)) }); err != nil {
 		t.Fatal(err)
 	}
 	want := readEverything(t, w)

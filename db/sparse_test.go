@@ -64,12 +64,13 @@ func TestAPageClaimingASparseFileIsDamage(t *testing.T) {
 	}
 }
 
-// A page the walk accepts, whose last value ends 1 GiB into a sparse span,
-// costs the walk what the page holds, not what its header claims: the walk
-// reads its header and elements, not the span (before, it allocated the
-// span whole, and marked each of its pages in a map).
-func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
-	kd := makeDB(t, HistoryLimit)
+// grownLeaf copies the history's first leaf to a page past the high-water
+// mark, its last value made vsize bytes (its span grown to take it, the
+// file sparse past what it held), points the branch at it, and returns
+// the file's meta pages. grow, when not nil, edits the page before it is
+// written.
+func grownLeaf(t *testing.T, kd keyDir, vsize uint64, grow func(page []byte, ps uint64)) MetaPages {
+	t.Helper()
 	m, err := inspect(t, kd.db)
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +79,6 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 	branch := uint64(bucketPage(t, kd.db, bucketHistory, branchFlag)) / ps
 	data := readFile(t, kd.db)
 	leaf := nativeEndian.Uint64(data[branch*ps+pageHeaderSize+8:])
-	// The branch's first leaf, copied to a page past the high-water mark
-	// with its last value grown to end 1 GiB in, the branch pointed at it.
 	page := append([]byte(nil), data[leaf*ps:(leaf+1)*ps]...)
 	if nativeEndian.Uint32(page[12:]) != 0 {
 		t.Fatal("the history leaf has overflow pages; the test wants a page of one")
@@ -87,8 +86,15 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 	count := uint64(nativeEndian.Uint16(page[10:]))
 	last := pageHeaderSize + (count-1)*elementSize
 	pos, ksize := uint64(nativeEndian.Uint32(page[last+4:])), uint64(nativeEndian.Uint32(page[last+8:]))
-	const used = 1 << 30
-	nativeEndian.PutUint32(page[last+12:], uint32(used-last-pos-ksize))
+	nativeEndian.PutUint32(page[last+12:], uint32(vsize))
+	if grow != nil {
+		grow(page, ps)
+	}
+	used := last + pos + ksize + vsize
+	for i := range uint64(nativeEndian.Uint16(page[10:])) {
+		e := page[pageHeaderSize+i*elementSize:]
+		used = max(used, pageHeaderSize+i*elementSize+uint64(nativeEndian.Uint32(e[4:]))+uint64(nativeEndian.Uint32(e[8:]))+uint64(nativeEndian.Uint32(e[12:])))
+	}
 	overflow := (used+ps-1)/ps - 1
 	moved := m.Pages[m.Active].Pgid
 	nativeEndian.PutUint64(page[0:], moved)
@@ -96,10 +102,20 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 	setHighWater(t, kd.db, m, moved+overflow+1)
 	writeAt(t, kd.db, int64(moved*ps), page)
 	writeAt(t, kd.db, int64(branch*ps+pageHeaderSize+8), nativeEndian.AppendUint64(nil, moved))
-
 	if m, err = inspect(t, kd.db); err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// A page the walk accepts, of the most bbolt writes (four values, each the
+// most a record may be) in a sparse span, costs the walk what the page
+// holds, not what its header claims: the walk reads its header and
+// elements, not the span (before, it allocated the span whole, and marked
+// each of its pages in a map).
+func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
+	kd := makeDB(t, HistoryLimit)
+	m := grownLeaf(t, kd, MaxRecordBytes, recordsOnly(t, 4))
 	f, err := os.Open(kd.db)
 	if err != nil {
 		t.Fatal(err)
@@ -113,37 +129,76 @@ func TestTheWalkReadsWhatAPageHoldsNotWhatItClaims(t *testing.T) {
 		if err != nil {
 			t.Fatalf("write=%v: %v; want the page accepted", write, err)
 		}
-		if spent := after.TotalAlloc - before.TotalAlloc; spent > 4<<20 {
-			t.Errorf("write=%v: the walk allocated %d bytes for a page of %d that claims %d", write, spent, ps, uint64(used))
+		if spent := after.TotalAlloc - before.TotalAlloc; spent > MaxRecordBytes/4 {
+			t.Errorf("write=%v: the walk allocated %d bytes for a page of %d that claims %d", write, spent, m.PageSize, 4*MaxRecordBytes)
 		}
 	}
 }
 
-// A check does not copy a file whose pages span more than it copies into
-// memory: a high-water mark raised over a sparse tail (2 GiB here, of
-// pages nothing reaches) is an error, which proves nothing about the file,
-// not a copy of 2 GiB, twice (read, and into the in-memory file bbolt
-// maps), nor damage.
-func TestACheckCopiesNoMoreThanItsBound(t *testing.T) {
-	kd := makeDB(t, 3)
-	m, err := inspect(t, kd.db)
-	if err != nil {
-		t.Fatal(err)
+// What bbolt never writes, and this package never asks it to, is damage
+// however sparse the file that claims it: a value over MaxRecordBytes
+// (here 1 GiB: a writer's bbolt copies a value whole when it rewrites its
+// page), a key over bbolt's MaxKeySize, and a node past a page holding
+// more elements than bbolt leaves unsplit (five values of a whole record
+// each, every one of which alone is taken). Before, each was accepted,
+// and a writer rewriting the page copied gigabytes.
+func TestAValueOrNodeBboltNeverWritesIsDamage(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		vsize uint64
+		grow  func(page []byte, ps uint64)
+		want  string
+	}{
+		{"value of 1 GiB", 1 << 30, nil, "a value of 1073741824 bytes"},
+		{"value past a record", MaxRecordBytes + 1, nil, "a value of 1048577 bytes"},
+		{"key past bbolt's", 8, func(page []byte, ps uint64) {
+			nativeEndian.PutUint32(page[pageHeaderSize+8:], maxKeyBytes+1)
+		}, "a key of 32769 bytes"},
+		{"five values of a record", MaxRecordBytes, recordsOnly(t, 5), "bbolt splits a node of more than 4 past a page"},
+		// Four are what bbolt leaves unsplit: taken.
+		{"four values of a record", MaxRecordBytes, recordsOnly(t, 4), ""},
+		{"four and one small value", 8, func(page []byte, ps uint64) {
+			recordsOnly(t, 5)(page, ps)
+			nativeEndian.PutUint32(page[pageHeaderSize+4*elementSize+12:], 8)
+		}, "bbolt splits a node of more than 4 past a page"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kd := makeDB(t, HistoryLimit)
+			m := grownLeaf(t, kd, c.vsize, c.grow)
+			f, err := os.Open(kd.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, write := range []bool{false, true} {
+				err := precheckTree(f, m, write)
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("write=%v: %v; want it taken", write, err)
+				case c.want != "" && (!errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), c.want)):
+					t.Errorf("write=%v: %v; want ErrDamaged saying %q", write, err, c.want)
+				}
+			}
+		})
 	}
-	setHighWater(t, kd.db, m, (2<<30)/uint64(m.PageSize))
-	r, err := OpenReader(kd.dir, kd.db, testOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	problems, err := r.Check(20)
-	runtime.ReadMemStats(&after)
-	if err == nil || errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "more than the check copies") {
-		t.Errorf("Check = %d problems, %v; want an error that says the pages span more than the check copies", len(problems), err)
-	}
-	if spent := after.TotalAlloc - before.TotalAlloc; spent > 4<<20 {
-		t.Errorf("the check allocated %d bytes", spent)
+}
+
+// recordsOnly keeps the first n elements of a leaf and makes each value a
+// record (MaxRecordBytes), laid end to end as bbolt lays them.
+func recordsOnly(t *testing.T, n uint64) func(page []byte, ps uint64) {
+	return func(page []byte, ps uint64) {
+		if count := uint64(nativeEndian.Uint16(page[10:])); count < n {
+			t.Fatalf("the leaf has %d elements; the test wants %d or more", count, n)
+		}
+		nativeEndian.PutUint16(page[10:], uint16(n))
+		end := pageHeaderSize + n*elementSize
+		for i := range n {
+			at := pageHeaderSize + i*elementSize
+			e := page[at:]
+			ksize := uint64(nativeEndian.Uint32(e[8:]))
+			nativeEndian.PutUint32(e[4:], uint32(end-at))
+			nativeEndian.PutUint32(e[12:], MaxRecordBytes)
+			end += ksize + MaxRecordBytes
+		}
 	}
 }

@@ -287,6 +287,14 @@ func (tx *Tx) PutPending(p *Pending) error {
 	return tx.putSidecar(keyPending, v, err)
 }
 
+// recordSize refuses a record an open would refuse as damage.
+func recordSize(v []byte) error {
+	if len(v) > MaxRecordBytes {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrRecordTooLarge, len(v), MaxRecordBytes)
+	}
+	return nil
+}
+
 // putSidecar puts v under key in sidecars/, or deletes key when v is nil.
 // encErr is an encode error of the caller's, reported from inside do so
 // that it fails the transaction as a failed Put would: a record that could
@@ -295,6 +303,9 @@ func (tx *Tx) putSidecar(key string, v []byte, encErr error) error {
 	return tx.do("put", true, func() error {
 		if encErr != nil {
 			return fmt.Errorf("%s/%s: %w", bucketSidecars, key, encErr)
+		}
+		if err := recordSize(v); err != nil {
+			return fmt.Errorf("%s/%s: %w", bucketSidecars, key, err)
 		}
 		b, err := tx.bucket(bucketSidecars)
 		if err != nil {

@@ -19,6 +19,14 @@ const (
 	// comes near it: bbolt keeps two children per branch or more, so depth
 	// 64 would take 2^63 leaf pages.
 	maxDepth = 64
+	// maxKeyBytes is bbolt's MaxKeySize: bbolt refuses to put a longer key.
+	maxKeyBytes = 32 << 10
+	// maxUnsplit is the most elements a node bbolt writes holds once it
+	// takes more than a page: bbolt splits a node of more than a page and
+	// more elements (node.splitTwo), into parts each under a page, or of
+	// two elements (a first part's least), or of at most this many (the
+	// rest, which it leaves unsplit).
+	maxUnsplit = 4
 )
 
 // walker checks the page tree of a bbolt file the way bbolt will traverse
@@ -218,6 +226,9 @@ func (w *walker) node(s pageSpan, name where, depth int) error {
 			if uint64(at)+pos+ksize > s.size {
 				return damaged("page %s element %d: key at %d+%d overruns the page", name, i, pos, ksize)
 			}
+			if ksize > maxKeyBytes {
+				return damaged("page %s element %d: a key of %d bytes; bbolt takes none over %d", name, i, ksize, maxKeyBytes)
+			}
 			used = max(used, uint64(at)+pos+ksize)
 			if err := w.page(nativeEndian.Uint64(e[8:]), depth+1); err != nil {
 				return err
@@ -229,6 +240,12 @@ func (w *walker) node(s pageSpan, name where, depth int) error {
 		start := uint64(at) + pos
 		if start+ksize+vsize > s.size {
 			return damaged("page %s element %d: key and value at %d+%d+%d overrun the page", name, i, pos, ksize, vsize)
+		}
+		switch {
+		case ksize > maxKeyBytes:
+			return damaged("page %s element %d: a key of %d bytes; bbolt takes none over %d", name, i, ksize, maxKeyBytes)
+		case eflags&bucketLeafFlag == 0 && vsize > MaxRecordBytes:
+			return damaged("page %s element %d: a value of %d bytes; this package writes none over %d", name, i, vsize, MaxRecordBytes)
 		}
 		used = max(used, start+ksize+vsize)
 		if eflags&bucketLeafFlag != 0 {
@@ -253,6 +270,12 @@ func (w *walker) node(s pageSpan, name where, depth int) error {
 	// the node.
 	if need := (used + w.ps - 1) / w.ps; !name.inline && s.size/w.ps > 2*need+1 {
 		return damaged("page %s spans %d pages; its elements take %d bytes", name, s.size/w.ps, used)
+	}
+	// Nor does bbolt write a node of more than a page with more elements
+	// than it leaves unsplit: thousands of elements, each claiming the
+	// most a value may be, would make a span of gigabytes again.
+	if count > maxUnsplit && used > w.ps {
+		return damaged("page %s: its %d elements take %d bytes; bbolt splits a node of more than %d past a page", name, count, used, maxUnsplit)
 	}
 	return nil
 }
