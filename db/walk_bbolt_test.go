@@ -1,12 +1,14 @@
 package db
 
 import (
+	"errors"
 	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The walk's rules about what bbolt never writes (a value past a record,
@@ -65,13 +67,13 @@ func TestTheWalkTakesEveryShapeBboltWrites(t *testing.T) {
 				}
 				for range rng.IntN(40) {
 					if len(keys) > 0 && rng.IntN(4) == 0 {
-						if err := bk.Delete(keys[rng.IntN(len(keys))]); err != nil && err != bolt.ErrIncompatibleValue {
+						if err := bk.Delete(keys[rng.IntN(len(keys))]); err != nil && !errors.Is(err, berrors.ErrIncompatibleValue) {
 							return err
 						}
 						continue
 					}
 					k := keyOf()
-					if err := bk.Put(k, make([]byte, size())); err != nil && err != bolt.ErrIncompatibleValue {
+					if err := bk.Put(k, make([]byte, size())); err != nil && !errors.Is(err, berrors.ErrIncompatibleValue) {
 						return err
 					}
 					keys = append(keys, k)
