@@ -311,6 +311,9 @@ func (s Session) validate() error {
 		return errors.New("a size or revision is negative")
 	case s.Base.File != nil && s.Base.Gen != 0:
 		return errors.New("base names both a record and a file")
+	// Resolve writes none longer, and Promote would refuse one.
+	case len(s.Venue) > MaxValueBytes || len(s.Model) > MaxValueBytes || len(s.Job) > MaxValueBytes:
+		return fmt.Errorf("a venue, model or job id is longer than %d bytes", MaxValueBytes)
 	// The verdict as every resolve writes it, before the job contract
 	// too: a resume is resumed and delivered bytes, a cold start none.
 	// An edited verdict would be promoted as another resolve's: a cold

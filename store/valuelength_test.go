@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -180,5 +181,30 @@ func TestPromoteRefusesAValueLongerThanASidecar(t *testing.T) {
 	}
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != first.Gen+1 {
 		t.Fatalf("the retry with values a sidecar holds: %+v, want gen %d promoted", res, first.Gen+1)
+	}
+}
+
+// A ticket whose venue, model or job id is longer than a sidecar holds
+// (no resolve writes one: edited, or from a sessdb before the bound) is
+// refused when it is read, naming the fields and not quoting them: before,
+// the CLI's promote printed a reason of "" and exited 0.
+func TestReadTicketRefusesAValueLongerThanASidecar(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	for _, field := range []string{"venue", "model", "job"} {
+		_, jobDir := mustResolve(t, s, testKey, localJob())
+		name := filepath.Join(jobDir, TicketName)
+		var m map[string]any
+		if err := json.Unmarshal(mustRead(t, name), &m); err != nil {
+			t.Fatal(err)
+		}
+		m[field] = strings.Repeat("v", MaxValueBytes+1)
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadTicket(jobDir)
+		if !errors.Is(err, ErrBadTicket) || !strings.Contains(err.Error(), "longer than 4096 bytes") || strings.Contains(err.Error(), "vvvv") {
+			t.Errorf("a ticket whose %s is %d bytes: %v; want ErrBadTicket naming the bound", field, MaxValueBytes+1, err)
+		}
 	}
 }
