@@ -183,6 +183,36 @@ func TestAValueOrNodeBboltNeverWritesIsDamage(t *testing.T) {
 	}
 }
 
+// A branch's key over bbolt's MaxKeySize is damage as a leaf's is, its
+// span grown (into a sparse tail) to hold it.
+func TestABranchKeyPastBboltsIsDamage(t *testing.T) {
+	kd := makeDB(t, HistoryLimit)
+	m, err := inspect(t, kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int64(m.PageSize)
+	hwm := m.Pages[m.Active].Pgid
+	branch := bucketPage(t, kd.db, bucketHistory, branchFlag)
+	overflow := (maxKeyBytes+2*ps)/ps + 1
+	setHighWater(t, kd.db, m, uint64(branch/ps+overflow+1)+hwm)
+	writeAt(t, kd.db, branch+12, nativeEndian.AppendUint32(nil, uint32(overflow)))
+	writeAt(t, kd.db, branch+pageHeaderSize+4, nativeEndian.AppendUint32(nil, maxKeyBytes+1))
+	if m, err = inspect(t, kd.db); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(kd.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, write := range []bool{false, true} {
+		if err := precheckTree(f, m, write); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "element 0: a key of 32769 bytes") {
+			t.Errorf("write=%v: %v; want ErrDamaged naming the key", write, err)
+		}
+	}
+}
+
 // recordsOnly keeps the first n elements of a leaf and makes each value a
 // record (MaxRecordBytes), laid end to end as bbolt lays them.
 func recordsOnly(t *testing.T, n uint64) func(page []byte, ps uint64) {
