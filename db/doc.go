@@ -69,10 +69,11 @@
 // elements past a page: in a sparse file, gigabytes a writer's bbolt would
 // copy), a record that does not decode, a missing bucket, or a page that
 // still makes bbolt panic or fault. A Put or AppendHistory of a record
-// over MaxRecordBytes is refused (ErrRecordTooLarge). The file is checked under its lock
-// before anything reads it. A reader then decodes its records from the
-// checked pages itself, read once into memory, keys in order or ErrDamaged;
-// writers, and readers of a file whose pages pass 1 MiB, go through bbolt,
+// over MaxRecordBytes is refused (ErrRecordTooLarge). The file is checked
+// under its lock before anything reads it. A reader then decodes its
+// records from the checked pages itself, read once into memory, keys in
+// order or ErrDamaged; writers, and readers of a file whose pages pass
+// 1 MiB, go through bbolt,
 // and every read of its mapping (the bucket lookups and the open's own
 // schema check included) runs under recover with faults turned into
 // panics: a file cut short under a reader by another process is ErrDamaged,

@@ -41,11 +41,12 @@ type Job struct {
 }
 
 // MaxValueBytes bounds each of a job's values: Job's four fields, a
-// PromoteRequest's PiVersion, and the Session's Venue, Model and Job. It is the legacy SIDECAR_MAX_BYTES, the most
-// a stamp's sidecar holds: a longer stamp could go into meta.db, but its
-// key could never be migrated back (the legacy reader has no value for
-// it), and the ticket that carries a job's values must stay one that
-// ReadTicket reads (maxTicketBytes).
+// PromoteRequest's PiVersion, and the Session's Venue, Model and Job. It
+// is the legacy SIDECAR_MAX_BYTES, the most a stamp's sidecar holds: a
+// longer stamp could go into meta.db, but its key could never be migrated
+// back (the legacy reader has no value for it), and the ticket that
+// carries a job's values must stay one that ReadTicket reads
+// (maxTicketBytes).
 const MaxValueBytes = legacy.SidecarMaxBytes
 
 // checkLengths refuses the first of the job's values that is longer than
