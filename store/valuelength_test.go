@@ -186,8 +186,10 @@ func TestPromoteRefusesAValueLongerThanASidecar(t *testing.T) {
 
 // A ticket whose venue, model or job id is longer than a sidecar holds
 // (no resolve writes one: edited, or from a sessdb before the bound) is
-// refused when it is read, naming the fields and not quoting them: before,
-// the CLI's promote printed a reason of "" and exited 0.
+// refused when it is read, naming the fields and not quoting them. At
+// 016b3ca such a ticket promoted and stamped its venue; with Promote's
+// check alone (792108c), the CLI's promote printed a reason of "" and
+// exited 0.
 func TestReadTicketRefusesAValueLongerThanASidecar(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	for _, field := range []string{"venue", "model", "job"} {
