@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // bbolt page flags and element layout (go.etcd.io/bbolt/internal/common).
@@ -20,7 +22,7 @@ const (
 	// 64 would take 2^63 leaf pages.
 	maxDepth = 64
 	// maxKeyBytes is bbolt's MaxKeySize: bbolt refuses to put a longer key.
-	maxKeyBytes = 32 << 10
+	maxKeyBytes = bolt.MaxKeySize
 	// maxUnsplit is the most elements a node bbolt writes holds once it
 	// takes more than a page: bbolt splits a node of more than a page and
 	// more elements (node.splitTwo), into parts each under a page, or of

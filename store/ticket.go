@@ -26,10 +26,11 @@ const TicketName = "session.ticket"
 
 // maxTicketBytes bounds a ticket read; a real one is under a kilobyte.
 // Resolve writes none longer: the longest a ticket's values can make it is
-// about 125 KiB, each at most six bytes of JSON a byte (\u001f, \ufffd):
-// its venue and job id (MaxValueBytes each), its job dir (a path the
-// system opens), its root (a fleet's: a transcripts dir and a prefix of
-// up to 4096 bytes), a model of at most 128 (legacy.NormaliseModel).
+// 123,210 bytes (TestTheLongestTicketIsReadBack), each byte at most six
+// of JSON (\u001f, \ufffd): its venue and job id (MaxValueBytes each),
+// its job dir (a path the system opens), its root (a fleet's: a
+// transcripts dir and a prefix of up to 4096 bytes), a model of at most
+// 128 (legacy.NormaliseModel).
 // writeTicket refuses a longer one (a root under a working directory
 // deeper than a path the system opens) rather than leave it for promote
 // to refuse after the job ran.
@@ -312,7 +313,7 @@ func (s Session) validate() error {
 	case s.Base.File != nil && s.Base.Gen != 0:
 		return errors.New("base names both a record and a file")
 	// Resolve writes none longer, and Promote would refuse one.
-	case len(s.Venue) > MaxValueBytes || len(s.Model) > MaxValueBytes || len(s.Job) > MaxValueBytes:
+	case Job{Venue: s.Venue, Model: s.Model, ID: s.Job}.checkLengths() != nil:
 		return fmt.Errorf("a venue, model or job id is longer than %d bytes", MaxValueBytes)
 	// The verdict as every resolve writes it, before the job contract
 	// too: a resume is resumed and delivered bytes, a cold start none.

@@ -109,6 +109,7 @@ func TestTheLongestTicketIsReadBack(t *testing.T) {
 	if len(b) > maxTicketBytes {
 		t.Fatalf("the longest ticket is %d bytes, more than ReadTicket reads (%d)", len(b), maxTicketBytes)
 	}
+	t.Logf("the longest ticket a job's values allow: %d bytes", len(b))
 	dir := t.TempDir()
 	jd, err := os.Open(dir)
 	if err != nil {
