@@ -161,6 +161,10 @@ func (tx *Tx) RenumberHistory() (Renumbered, error) {
 					return fmt.Errorf("%s/: %w", bucketHistory, err)
 				}
 			}
+			// Its gen added, a value a record long would be longer.
+			if err := recordSize(v); err != nil {
+				return fmt.Errorf("%s/%d: %w", bucketHistory, i+1, err)
+			}
 			if err := b.Put(k, v); err != nil {
 				return fmt.Errorf("%s/%d: %w", bucketHistory, i+1, err)
 			}

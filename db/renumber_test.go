@@ -2,9 +2,11 @@ package db
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -141,5 +143,48 @@ func TestRenumberHistoryKeepsTheRingOnly(t *testing.T) {
 		if want := uint64(n - HistoryLimit + i + 1); e.Seq != uint64(i+1) || e.Gen != want {
 			t.Fatalf("entry %d: seq %d gen %d; want seq %d gen %d (the newest, in order)", i, e.Seq, e.Gen, i+1, want)
 		}
+	}
+}
+
+// A schema 1 entry (no gen) a record long, which its renumbering would
+// write with a gen and so past MaxRecordBytes, fails the renumbering
+// (ErrRecordTooLarge): nothing changes, and the file still opens. Before,
+// the longer value was written, and every later open refused the file as
+// damaged.
+func TestRenumberingWritesNoRecordPastMaxRecordBytes(t *testing.T) {
+	kd := newKeyDir(t)
+	d := mustOpen(t, kd, true)
+	populate(t, d, 1)
+	entry := func(n int) []byte {
+		v, err := marshal(map[string]any{"a": int64(7), "w": "absent", "j": strings.Repeat("j", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	noGen := entry(MaxRecordBytes - (len(entry(1<<17)) - 1<<17))
+	if len(noGen) != MaxRecordBytes {
+		t.Fatalf("fixture: an entry of %d bytes, want %d", len(noGen), MaxRecordBytes)
+	}
+	if err := d.bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketHistory)).Put(historyKey(math.MaxUint64), noGen)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var did Renumbered
+	if err := d.Update(func(tx *Tx) (err error) { did, err = tx.RenumberHistory(); return err }); !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("RenumberHistory = %+v, %v; want ErrRecordTooLarge", did, err)
+	}
+	d.Close()
+	d = mustOpen(t, kd, true)
+	defer d.Close()
+	if err := d.View(func(tx *Tx) error {
+		h, err := tx.History(0)
+		if err == nil && (len(h) == 0 || h[len(h)-1].Seq != math.MaxUint64) {
+			t.Errorf("after the failed renumbering: %d entries, the newest at %d; want it at the last sequence number still", len(h), h[len(h)-1].Seq)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
