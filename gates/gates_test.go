@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +274,9 @@ func TestBoundsOffIgnoreInputs(t *testing.T) {
 	}
 }
 
+// tokenForm is a token's form, as the reasons table spells every one.
+var tokenForm = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
 func TestReasons(t *testing.T) {
 	all := Reasons()
 	if len(all) != 22 {
@@ -286,8 +291,8 @@ func TestReasons(t *testing.T) {
 		if !r.Valid() {
 			t.Errorf("%q not Valid", r)
 		}
-		if r == "" || strings.ToLower(string(r)) != string(r) || strings.ContainsAny(string(r), " _") {
-			t.Errorf("token %q is not a lowercase kebab-case word", r)
+		if !tokenForm.MatchString(string(r)) || len(r) > MaxTokenBytes {
+			t.Errorf("token %q has no token's form (lowercase words joined by hyphens)", r)
 		}
 	}
 	for _, g := range Ladder() {
@@ -307,6 +312,59 @@ func TestReasons(t *testing.T) {
 	for _, bad := range []Reason{"", "Resumed", "resumed ", "sessions-dir-unset", "no-key", "disabled"} {
 		if bad.Valid() {
 			t.Errorf("%q is Valid, want not", bad)
+		}
+	}
+}
+
+// ColdReasons are the ladder's reasons in its order, then the two the
+// store decides before any rung is judged.
+func TestColdReasons(t *testing.T) {
+	cold := ColdReasons()
+	var ladder []Reason // each rung's reason, at its first rung
+	for _, g := range Ladder() {
+		if !slices.Contains(ladder, g.Reason) {
+			ladder = append(ladder, g.Reason)
+		}
+	}
+	if !slices.Equal(cold[:len(ladder)], ladder) {
+		t.Errorf("ColdReasons begins %q, want the ladder's %q", cold[:len(ladder)], ladder)
+	}
+	want := []Reason{Locked, StoreUnavailable}
+	if got := cold[len(ladder):]; !slices.Equal(got, want) {
+		t.Errorf("ColdReasons ends %q, want %q", got, want)
+	}
+	cold[0] = "mutated"
+	if ColdReasons()[0] != Absent {
+		t.Error("ColdReasons() shares its backing array with the caller")
+	}
+}
+
+// A resolve's verdict is resumed, a cold start's reason, or a token a
+// newer sessdb may have named; never a promote's outcome, and never a
+// value with no token's form.
+func TestIsResolveVerdict(t *testing.T) {
+	resolves := map[Reason]bool{Resumed: true}
+	for _, r := range ColdReasons() {
+		resolves[r] = true
+	}
+	for _, r := range Reasons() {
+		if got := r.IsResolveVerdict(); got != resolves[r] {
+			t.Errorf("%q.IsResolveVerdict() = %v, want %v", r, got, resolves[r])
+		}
+	}
+	longest := Reason(strings.Repeat("a", MaxTokenBytes))
+	for _, r := range []Reason{"some-newer-reason", "crc32c-differs", "x", longest} {
+		if !r.IsResolveVerdict() {
+			t.Errorf("%q, a token this binary does not know, is not a resolve's verdict", r)
+		}
+	}
+	for _, r := range []Reason{
+		"", longest + "a", "-absent", "absent-", "meta--unreadable", "Absent", "ABSENT",
+		"absent ", " absent", "meta_unreadable", "9lives", "absent\n", "absent\x00", "abs\u00e9nt",
+		"context-too-full\x1b[31m", "a/b",
+	} {
+		if r.IsResolveVerdict() {
+			t.Errorf("%q is a resolve's verdict, want not (no token's form)", r)
 		}
 	}
 }

@@ -73,9 +73,23 @@ func Reasons() []Reason {
 	return out
 }
 
-// Valid reports whether r is one of the named tokens. Records read back from
-// disk are checked with it, so a token a newer binary invented (or a typo)
-// is seen as unknown rather than passed through.
+// coldReasons are the reasons a resolve cold-starts with: the ladder's, in
+// its order, then the two the store decides before any rung is judged.
+var coldReasons = [...]Reason{
+	Absent, NotARegularFile, TooLarge, MetaUnreadable, MetaMovedAside, Expired,
+	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
+	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost, Locked, StoreUnavailable,
+}
+
+// ColdReasons returns the reasons a resolve cold-starts with, the ladder's
+// in its order first. The slice is the caller's to keep.
+func ColdReasons() []Reason {
+	out := make([]Reason, len(coldReasons))
+	copy(out, coldReasons[:])
+	return out
+}
+
+// Valid reports whether r is one of the named tokens.
 func (r Reason) Valid() bool {
 	for _, known := range reasons {
 		if r == known {
@@ -83,6 +97,46 @@ func (r Reason) Valid() bool {
 		}
 	}
 	return false
+}
+
+// MaxTokenBytes bounds a token's length; the longest named one is 21 bytes.
+const MaxTokenBytes = 64
+
+// IsResolveVerdict reports whether r can be a resolve's reason: resumed, a
+// cold start's, or a token this binary does not know but which has a
+// token's form (lowercase words joined by hyphens, at most MaxTokenBytes),
+// as a newer sessdb's would. A promote outcome is not one. A job's ticket
+// carries its resolve's reason to the history, so a binary rolled back
+// under running jobs still promotes them, where a reason that is no token
+// at all is refused.
+func (r Reason) IsResolveVerdict() bool {
+	if r == Resumed {
+		return true
+	}
+	for _, c := range coldReasons {
+		if r == c {
+			return true
+		}
+	}
+	return !r.Valid() && r.wellFormed()
+}
+
+// wellFormed reports whether r has a token's form: words of lowercase
+// ASCII letters and digits, joined by single hyphens, beginning with a
+// letter, at most MaxTokenBytes in all.
+func (r Reason) wellFormed() bool {
+	if len(r) == 0 || len(r) > MaxTokenBytes || r[0] < 'a' || r[0] > 'z' || r[len(r)-1] == '-' {
+		return false
+	}
+	for i := 1; i < len(r); i++ {
+		switch c := r[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && r[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Polarity reports how the rung that names r treats an input it cannot read.

@@ -46,7 +46,8 @@ var (
 var (
 	// ErrBadTicket is returned by ReadTicket when the ticket is not a file
 	// Resolve could have written: not a small regular file, not a ticket's
-	// JSON, or fields out of their range. Its message never quotes the file.
+	// JSON, or fields out of their range. Promote returns it for a Session
+	// ReadTicket would refuse. Its message never quotes the file.
 	ErrBadTicket = errors.New("not a valid ticket")
 
 	// ErrWrongRoot is returned by Promote when the ticket was issued by a

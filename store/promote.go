@@ -79,8 +79,9 @@ type PromoteResult struct {
 // <sess.JobDir>/session/current.jsonl and makes it the key's transcript,
 // once, and only onto the transcript the job's ticket was resolved from.
 //
-// Before anything is written: a ticket from another sessions root is
-// ErrWrongRoot. A staged file that is missing or empty is absent, one that
+// Before anything is written: a Session ReadTicket would refuse (a
+// verdict no resolve gives, a value over MaxValueBytes) is ErrBadTicket or
+// ErrValueTooLong, a ticket from another sessions root is ErrWrongRoot. A staged file that is missing or empty is absent, one that
 // is a link, a FIFO or anything but a regular file is not-a-regular-file,
 // one over the size cap is too-large; nothing is touched for any of them.
 //
@@ -127,6 +128,11 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	// Session built or edited by hand is held to the same bound.
 	if err := (Job{PiVersion: req.PiVersion, Venue: sess.Venue, Model: sess.Model, ID: sess.Job}).checkLengths(); err != nil {
 		return res, fmt.Errorf("promote %s: %w", sess.Key, err)
+	}
+	// ReadTicket's checks, for a Session that did not come from it: the
+	// history would record an edited verdict as the resolve's.
+	if err := sess.validate(); err != nil {
+		return res, fmt.Errorf("promote %s: %w: %s", sess.Key, ErrBadTicket, err)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)

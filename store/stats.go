@@ -175,13 +175,8 @@ var (
 var (
 	statLayouts = []string{string(LayoutDB), string(LayoutMixed), string(LayoutLegacy), string(LayoutEmpty), statUnknown}
 	// statColdReasons are the reasons a resolve cold-starts with, in
-	// ladder order, then locked (the key's lock was not had in time).
-	statColdReasons = []string{
-		string(gates.Absent), string(gates.NotARegularFile), string(gates.TooLarge), string(gates.MetaUnreadable),
-		string(gates.MetaMovedAside), string(gates.Expired), string(gates.VenueChanged), string(gates.PiVersionChanged), string(gates.ResumeChainTooLong),
-		string(gates.ContextTooFull), string(gates.Unparseable), string(gates.ConversationTooOld),
-		string(gates.TranscriptReplaced), string(gates.PromotionLost), string(gates.Locked), string(gates.StoreUnavailable),
-	}
+	// gates' order.
+	statColdReasons = tokens(gates.ColdReasons())
 	// An operator's accept (check --repair --accept) is an outcome of its
 	// own: neither a job's promotion nor a refusal.
 	statOutcomes = []string{string(gates.Promoted), string(gates.Superseded), string(gates.TranscriptRewritten), string(gates.RunIncomplete), AcceptedOutcome, statOther}
@@ -189,6 +184,15 @@ var (
 	// recorded (an entry from before run shapes were): neither is known.
 	statRuns = []string{string(transcript.Answered), string(transcript.Errored), string(transcript.Unanswered), string(transcript.Unchanged), string(transcript.Unknown)}
 )
+
+// tokens spells reasons as the strings stats labels counts with.
+func tokens(rs []gates.Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
 
 const (
 	statUnknown = "unknown"

@@ -322,6 +322,11 @@ func (s Session) validate() error {
 	// that says resumed for a run that started cold, or gave no reason.
 	case s.Reason == "":
 		return errors.New("no reason")
+	// The history records the reason as the resolve's: a promote outcome,
+	// or a value that is no token (up to the ticket's size, any bytes),
+	// would be recorded as one.
+	case !s.Reason.IsResolveVerdict():
+		return errors.New("reason is not a resolve's")
 	case s.Resume != (s.Reason == gates.Resumed):
 		return errors.New("resume and reason disagree")
 	case !s.Resume && (s.Bytes != 0 || s.CRC32C != 0):

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,9 +109,13 @@ func FuzzReadTicket(f *testing.F) {
 	})
 }
 
+// reasonToken is a reason token's form, as the reasons table spells each.
+var reasonToken = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
 // notResolves says why no resolve writes sess's verdict ("": one does):
 // a resolve always gives a reason, resumes with the reason resumed and
-// the bytes it delivered, and a cold start delivers none.
+// the bytes it delivered, and a cold start delivers none, its reason a
+// cold start's or a token a newer sessdb may name.
 func notResolves(sess Session) string {
 	switch {
 	case sess.Reason == "":
@@ -121,6 +126,9 @@ func notResolves(sess Session) string {
 		return "a cold start with bytes delivered"
 	case sess.Resume && sess.Bytes == 0:
 		return "a resume of no bytes"
+	case !slices.Contains(gates.ColdReasons(), sess.Reason) && sess.Reason != gates.Resumed &&
+		(slices.Contains(gates.Reasons(), sess.Reason) || len(sess.Reason) > gates.MaxTokenBytes || !reasonToken.MatchString(string(sess.Reason))):
+		return "a reason no resolve gives"
 	}
 	return ""
 }
