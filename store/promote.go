@@ -81,9 +81,10 @@ type PromoteResult struct {
 //
 // Before anything is written: a Session ReadTicket would refuse (a
 // verdict no resolve gives, a value over MaxValueBytes) is ErrBadTicket or
-// ErrValueTooLong, a ticket from another sessions root is ErrWrongRoot. A staged file that is missing or empty is absent, one that
-// is a link, a FIFO or anything but a regular file is not-a-regular-file,
-// one over the size cap is too-large; nothing is touched for any of them.
+// ErrValueTooLong, a ticket from another sessions root is ErrWrongRoot. A
+// staged file that is missing or empty is absent, one that is a link, a
+// FIFO or anything but a regular file is not-a-regular-file, one over the
+// size cap is too-large; nothing is touched for any of them.
 //
 // Under the key's exclusive lock, in this order: a ticket that promoted
 // already repeats its first result (Repeat, nothing written) for the same
