@@ -51,7 +51,10 @@ type PromoteResult struct {
 	// Gen: promoted by this call, or by the first call with this ticket
 	// (Repeat).
 	Promoted bool `json:"promoted"`
-	// Reason is gates.Promoted, or the refusal or fault that kept it out.
+	// Reason is gates.Promoted, or the refusal or fault that kept it out;
+	// "" when Promote returned an error before it tried (a Session or
+	// request it refuses, a ticket from another root), the result's other
+	// fields zero but Key.
 	Reason gates.Reason `json:"reason"`
 	// Bytes is the promoted transcript's size, a torn tail's newline
 	// included; 0 when nothing was promoted.
