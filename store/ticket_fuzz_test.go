@@ -38,6 +38,11 @@ func ticketSeeds() [][]byte {
 		[]byte(strings.Replace(warm, `"bytes":412`, `"bytes":412,"bytes":-1`, 1)),
 		[]byte(strings.Replace(warm, `"crc32c":"0a1b2c3d"`, `"crc32c":null`, 1)),
 		[]byte(strings.Replace(warm, `"reason":"resumed"`, `"reason":"absent"`, 1)),
+		// A cold start's reason a newer sessdb may name; a promote's
+		// outcome; no token's form.
+		[]byte(fmt.Sprintf(`{"ticket":%q,"root":%q,"key":%q,"resume":false,"reason":"some-newer-rung2","bytes":0,"crc32c":"00000000","base":{},"venue":"local","job_dir":"/run/jobs/9"}`, id, ticketRootMark, testKey)),
+		[]byte(fmt.Sprintf(`{"ticket":%q,"root":%q,"key":%q,"resume":false,"reason":"promoted","bytes":0,"crc32c":"00000000","base":{},"venue":"local","job_dir":"/run/jobs/9"}`, id, ticketRootMark, testKey)),
+		[]byte(fmt.Sprintf(`{"ticket":%q,"root":%q,"key":%q,"resume":false,"reason":"meta--unreadable\n","bytes":0,"crc32c":"00000000","base":{},"venue":"local","job_dir":"/run/jobs/9"}`, id, ticketRootMark, testKey)),
 		[]byte(fmt.Sprintf(`{"ticket":%q,"root":%q,"key":"2dc0f8ddc6a9b84a405d1cd6233055a9","resume":false,"reason":"","bytes":0,"crc32c":"00000000","base":{},"venue":"","job_dir":"/run/jobs/8"}`, id, ticketRootMark)),
 		[]byte(warm + warm),
 		[]byte(`{"key":"` + testKey + `","gen":1,"root":null}`),
@@ -57,7 +62,7 @@ var ticketMessage = regexp.MustCompile(`^( \(at byte [0-9]+\)| \(trailing data\)
 // those), its fields agree with each other as a resolve's always do, and
 // one from before the job contract has none of the contract's fields. A
 // ticket it refuses is ErrBadTicket with a message that quotes none of it.
-// The read itself is bounded by ReadSmallFile (64 KiB; the "oversized"
+// The read itself is bounded by ReadSmallFile (256 KiB; the "oversized"
 // case of TestReadTicketRefusesWhatResolveCannotHaveWritten).
 func FuzzReadTicket(f *testing.F) {
 	for _, b := range ticketSeeds() {
