@@ -75,6 +75,9 @@ type unreachable struct {
 
 func (u *unreachable) ID() (string, error) { return id(u.dir, u.prefix), nil }
 
+// Dir is the absolute transcripts dir, as Backend's.
+func (u *unreachable) Dir() string { return u.dir }
+
 func (u *unreachable) SameID(other string) (bool, error) { return sameID(u.dir, u.prefix, other), nil }
 
 func (u *unreachable) View(key string, _ gates.Bounds) (store.KeyView, error) {

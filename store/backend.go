@@ -43,6 +43,15 @@ type Backend interface {
 	Begin(key string, base Base) (KeyTxn, error)
 }
 
+// A dirBackend is a Backend whose keys' files lie under one directory,
+// Dir, each key's in the directory named by the key (a sessions root; a
+// fleet's transcripts dir). Resolve refuses a job dir that is Dir, lies
+// inside a key's directory, or holds Dir (ErrJobDirInStore).
+type dirBackend interface {
+	Backend
+	Dir() string
+}
+
 // A KeyView is one key as a resolve sees it. Its methods are called in
 // order: Observe; then, if the ladder says resume, Source, copy, Accept
 // (or Lost, when the copy could not read Source), repeated while Accept

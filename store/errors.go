@@ -40,6 +40,12 @@ var (
 	// directory, a FIFO, a device, a socket): the store will not remove it, and
 	// will not write through it.
 	ErrStagedNotFile = errors.New("not a regular file or a link: refusing to replace it")
+
+	// ErrJobDirInStore is returned by Resolve when the job dir is the
+	// store's directory (the sessions root, a fleet's transcripts dir),
+	// lies inside one of its keys, or holds it (see Resolve). Nothing is
+	// made, written or removed.
+	ErrJobDirInStore = errors.New("a job dir may not be the store's directory, lie inside one of its keys, or hold it")
 )
 
 // Promote.

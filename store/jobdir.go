@@ -1,8 +1,12 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -76,4 +80,85 @@ func createStaged(dir *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
 	return f, nil
+}
+
+// jobDirApart refuses (ErrJobDirInStore) a job dir that is dir, the
+// store's directory, that lies inside one of its keys, or that holds it.
+// The worker hands <job-dir>/session to the job's container and removes
+// the job dir when the job ends: a job dir that is or holds the store
+// would hand the container the store (a root named "session" under the
+// job dir is that dir) or lose it to the clean-up, and one inside a key
+// dir would leave in that key names no writer made, for which reap then
+// keeps the key for ever. A job dir under dir but outside every key is a
+// name the store leaves alone (check's not-a-key).
+//
+// Both paths are compared absolute, the links of the part of each that
+// exists resolved: the check guards against a worker's configuration,
+// which names both, not against the container, which reaches nothing
+// above <job-dir>/session. Two names of one directory that no link
+// makes (a bind mount, a case-insensitive file system) are not seen.
+func jobDirApart(jobDir, dir string) error {
+	job, jerr := resolvedPath(jobDir)
+	storeDir, serr := resolvedPath(dir)
+	if jerr != nil || serr != nil {
+		// A relative path whose working directory is gone: nothing can
+		// be judged, and the step that needs the path fails on it, as a
+		// fault that leaves no ticket.
+		return nil
+	}
+	if rel, ok := within(job, storeDir); ok {
+		first, _, _ := strings.Cut(rel, string(filepath.Separator))
+		switch {
+		case rel == ".":
+			return fmt.Errorf("%w: %s is the store's directory", ErrJobDirInStore, jobDir)
+		case ValidKey(first):
+			return fmt.Errorf("%w: %s is inside key %s of the store's directory %s", ErrJobDirInStore, jobDir, first, storeDir)
+		}
+		return nil
+	}
+	if _, ok := within(storeDir, job); ok {
+		return fmt.Errorf("%w: %s holds the store's directory %s", ErrJobDirInStore, jobDir, storeDir)
+	}
+	return nil
+}
+
+// within reports whether path is base or below it, and path relative to
+// base. Both are absolute and clean.
+func within(path, base string) (string, bool) {
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return rel, true
+}
+
+// resolvedPath is p made absolute, with the links of its longest part
+// that exists resolved and the rest kept as written (a job dir that
+// resolve is about to make, a sessions root not made yet). It is not
+// cleaned first: "link/.." is the parent of the link's target, as the
+// kernel takes it, not the link's own dir. A part that cannot be looked
+// at (a fleet's transcripts dir whose storage is gone: ESTALE, EIO) is
+// kept as written too: the open that follows, not this check, names that
+// fault, or a fleet's resolve its cold start.
+func resolvedPath(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = wd + string(filepath.Separator) + p
+	}
+	head, tail := p, ""
+	for {
+		resolved, err := filepath.EvalSymlinks(head)
+		if err == nil {
+			return filepath.Join(resolved, tail), nil
+		}
+		head = strings.TrimRight(head, string(filepath.Separator))
+		i := strings.LastIndexByte(head, filepath.Separator)
+		if !errors.Is(err, fs.ErrNotExist) || i < 0 {
+			return filepath.Clean(p), nil
+		}
+		head, tail = head[:i+1], filepath.Join(head[i+1:], tail)
+	}
 }

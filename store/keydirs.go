@@ -20,6 +20,9 @@ import (
 // legacy sidecar files.
 type keyDirs struct{ s *Store }
 
+// Dir is the sessions root, as the store was given it.
+func (b keyDirs) Dir() string { return b.s.root }
+
 // ID is the sessions root, absolute: a ticket is read back by a promote
 // that may run from another working directory, and ReadTicket refuses a
 // root that is not absolute.

@@ -313,3 +313,33 @@ func TestJobValuesAreAtMostASidecarLong(t *testing.T) {
 // legacySidecarMax is the legacy store's SIDECAR_MAX_BYTES: the most a
 // stamp's file holds, and so the most a job's value may be.
 const legacySidecarMax = 4096
+
+// A --job-dir inside a key dir of the sessions root, or one that holds
+// the root, is a usage error (exit 2, one line naming --job-dir and the
+// store's directory): nothing is made or written, and a job dir beside
+// the root resolves.
+func TestAJobDirInOrAroundTheRootIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	key := strings.Repeat("a", 32)
+	if err := os.MkdirAll(filepath.Join(root, key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []string{filepath.Join(root, key), filepath.Join(root, key, "job-1"), root, base} {
+		before, _ := os.ReadDir(filepath.Join(root, key))
+		code, out, errs := runCLI(t, resolveArgs(root, job)...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--job-dir") || !strings.Contains(errs, root) {
+			t.Errorf("--job-dir %s: exit %d, stdout %q, stderr %q; want exit 2 and one line naming --job-dir and the root", job, code, out, errs)
+		}
+		if after, _ := os.ReadDir(filepath.Join(root, key)); len(after) != len(before) {
+			t.Errorf("--job-dir %s: the key dir went from %v to %v", job, before, after)
+		}
+		if _, err := os.Stat(filepath.Join(root, "session")); !os.IsNotExist(err) {
+			t.Errorf("--job-dir %s: a staged dir in the root: %v", job, err)
+		}
+	}
+	if code, _, errs := runCLI(t, resolveArgs(root, filepath.Join(root, "jobs-1"))...); code != exitOK {
+		t.Errorf("a job dir under the root, outside every key: exit %d, %s", code, errs)
+	}
+}

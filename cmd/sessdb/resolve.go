@@ -38,7 +38,11 @@ takes no --repo (its --ref is the trigger id). --pi-version is required:
 is a usage error (exit 2): no key stamped with it could be migrated back.
 --job-dir is created
 (0700) if it is missing; a parent that does not exist is a usage error (exit
-2). A sessions root that does not exist makes every key absent, as the legacy
+2), as is a job dir that is the sessions root (on a fleet, the transcripts
+dir), lies inside one of its key dirs, or holds it, links resolved: the
+container is given <job-dir>/session, and a job dir is removed after its
+job (one under the root but outside every key is left alone, as check's
+not-a-key). A sessions root that does not exist makes every key absent, as the legacy
 store did, with a warning on stderr (a misspelt root would otherwise pass for
 a new conversation).
 
@@ -119,7 +123,10 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		// Resolve writes the ticket, and on a fault removes both the staged
 		// file and any ticket: nothing is left here to clean up.
 		sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrJobDirInStore):
+			return inv.rep.usage(fmt.Errorf("--job-dir: %w", err))
+		case err != nil:
 			return inv.rep.faultOn(k, err)
 		}
 		outcome := fmt.Sprintf("resolved (%s, %d bytes staged)", sess.Reason, sess.Bytes)
