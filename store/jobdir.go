@@ -83,7 +83,8 @@ func createStaged(dir *os.File) (*os.File, error) {
 }
 
 // jobDirApart refuses (ErrJobDirInStore) a job dir that is dir, the
-// store's directory, that lies inside one of its keys, or that holds it.
+// store's directory, that lies inside one of its keys' dirs (a key's own,
+// or one a reap or check --quarantine moved aside), or that holds it.
 // The worker hands <job-dir>/session to the job's container and removes
 // the job dir when the job ends: a job dir that is or holds the store
 // would hand the container the store (a root named "session" under the
@@ -111,8 +112,8 @@ func jobDirApart(jobDir, dir string) error {
 		switch {
 		case rel == ".":
 			return fmt.Errorf("%w: %s is the store's directory", ErrJobDirInStore, jobDir)
-		case ValidKey(first):
-			return fmt.Errorf("%w: %s is inside key %s of the store's directory %s", ErrJobDirInStore, jobDir, first, storeDir)
+		case keyDirName(first):
+			return fmt.Errorf("%w: %s is inside %s, a key's dir in the store's directory %s", ErrJobDirInStore, jobDir, first, storeDir)
 		}
 		return nil
 	}
@@ -120,6 +121,15 @@ func jobDirApart(jobDir, dir string) error {
 		return fmt.Errorf("%w: %s holds the store's directory %s", ErrJobDirInStore, jobDir, storeDir)
 	}
 	return nil
+}
+
+// keyDirName reports whether name, under the store's directory, is a
+// key's dir: the key's own, or one a reap or check --quarantine moved
+// aside (which a reap removes, or an operator restores).
+func keyDirName(name string) bool {
+	_, reaped := ReapedKey(name)
+	_, quarantined := QuarantinedKey(name)
+	return ValidKey(name) || reaped || quarantined
 }
 
 // within reports whether path is base or below it, and path relative to

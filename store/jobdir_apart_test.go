@@ -64,6 +64,8 @@ func TestAJobDirThatIsInOrHoldsTheStoreIsRefused(t *testing.T) {
 		{"a new dir in a key dir", s, filepath.Join(key, "job")},
 		{"a new dir in a key dir reached through a link to the root", s, filepath.Join(toRoot, testKey, "job")},
 		{"a key's name with no dir yet", s, filepath.Join(root, other)},
+		{"a dir a reap moved aside", s, filepath.Join(root, ReapedPrefix+other+"-0123456789abcdef")},
+		{"a dir check --quarantine moved aside", s, filepath.Join(root, QuarantinePrefix+other+"-20261201T120000Z")},
 		{"the root's parent", s, base},
 		// The kernel takes link/.. as the parent of the link's target.
 		{"a key dir as the parent of a link's target", s, mustSymlink(filepath.Join(key, "sub"), filepath.Join(base, "elsewhere", "to-sub")) + "/.."},
@@ -90,6 +92,7 @@ func TestAJobDirThatIsInOrHoldsTheStoreIsRefused(t *testing.T) {
 		filepath.Join(root, "..sessions"), // a name that begins with ".."
 		filepath.Join(root, "jobs-1"),
 		filepath.Join(root, testKey[:31]),
+		filepath.Join(root, ReapedPrefix+other), // a look-alike no reap names
 	} {
 		if _, err := s.Resolve(testKey, localJob(), jobDir); err != nil {
 			t.Errorf("job dir %s: %v, want it resolved", jobDir, err)

@@ -84,13 +84,13 @@ func checkLength(name, value string) error {
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
 // (ErrValueTooLong), or a job dir that is the store's directory (the
 // sessions root, a fleet's transcripts dir), lies inside one of its keys'
-// directories, or holds it (ErrJobDirInStore: the job's container is
-// given <jobDir>/session, and a worker removes its job dir after the job)
-// is refused before anything is touched. Any other error
-// means a fault (an unusable job dir, an I/O error); the staged
-// file is then removed, and no ticket is left in the job dir, not even an
-// earlier resolve's, so nothing half-copied or stale is left for the
-// container or for promote.
+// directories (a key's own, or one moved aside by a reap or a quarantine),
+// or holds it (ErrJobDirInStore: the job's container is given
+// <jobDir>/session, and a worker removes its job dir after the job) is
+// refused before anything is touched. Any other error means a fault (an
+// unusable job dir, an I/O error); the staged file is then removed, and
+// no ticket is left in the job dir, not even an earlier resolve's, so
+// nothing half-copied or stale is left for the container or for promote.
 func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	if !ValidKey(key) {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
