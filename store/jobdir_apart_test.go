@@ -118,3 +118,34 @@ func TestARelativeJobDirInARelativeRootIsRefused(t *testing.T) {
 		t.Errorf("a job dir beside the root: %v", err)
 	}
 }
+
+// BenchmarkJobDirApart is the check every resolve now makes, for a job
+// dir and a root as deep as docs/job.md's (/run/jobs/1234,
+// /var/lib/pi/sessions), beside the open of the job dir that follows it
+// in the same resolve, the baseline of a step that looks at the path.
+func BenchmarkJobDirApart(b *testing.B) {
+	base := b.TempDir()
+	root := filepath.Join(base, "var", "lib", "pi", "sessions")
+	jobDir := filepath.Join(base, "run", "jobs", "1234")
+	for _, d := range []string{root, jobDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := jobDirApart(jobDir, root); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			jd, err := openJobDir(jobDir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			jd.Close()
+		}
+	})
+}
