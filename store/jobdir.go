@@ -126,11 +126,7 @@ func jobDirApart(jobDir, dir string) error {
 // keyDirName reports whether name, under the store's directory, is a
 // key's dir: the key's own, or one a reap or check --quarantine moved
 // aside (which a reap removes, or an operator restores).
-func keyDirName(name string) bool {
-	_, reaped := ReapedKey(name)
-	_, quarantined := QuarantinedKey(name)
-	return ValidKey(name) || reaped || quarantined
-}
+func keyDirName(name string) bool { return ValidKey(name) || isOwned(name) }
 
 // within reports whether path is base or below it, and path relative to
 // base. Both are absolute and clean.
