@@ -1,9 +1,7 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,8 +97,8 @@ func createStaged(dir *os.File) (*os.File, error) {
 // above <job-dir>/session. Two names of one directory that no link
 // makes (a bind mount, a case-insensitive file system) are not seen.
 func jobDirApart(jobDir, dir string) error {
-	job, jerr := resolvedPath(jobDir)
-	storeDir, serr := resolvedPath(dir)
+	job, jerr := fsat.ResolvedPath(jobDir)
+	storeDir, serr := fsat.ResolvedPath(dir)
 	if jerr != nil || serr != nil {
 		// A relative path whose working directory is gone: nothing can
 		// be judged, and the step that needs the path fails on it, as a
@@ -136,35 +134,4 @@ func within(path, base string) (string, bool) {
 		return "", false
 	}
 	return rel, true
-}
-
-// resolvedPath is p made absolute, with the links of its longest part
-// that exists resolved and the rest kept as written (a job dir that
-// resolve is about to make, a sessions root not made yet). It is not
-// cleaned first: "link/.." is the parent of the link's target, as the
-// kernel takes it, not the link's own dir. A part that cannot be looked
-// at (a fleet's transcripts dir whose storage is gone: ESTALE, EIO) is
-// kept as written too: the open that follows, not this check, names that
-// fault, or a fleet's resolve its cold start.
-func resolvedPath(p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		p = wd + string(filepath.Separator) + p
-	}
-	head, tail := p, ""
-	for {
-		resolved, err := filepath.EvalSymlinks(head)
-		if err == nil {
-			return filepath.Join(resolved, tail), nil
-		}
-		head = strings.TrimRight(head, string(filepath.Separator))
-		i := strings.LastIndexByte(head, filepath.Separator)
-		if !errors.Is(err, fs.ErrNotExist) || i < 0 {
-			return filepath.Clean(p), nil
-		}
-		head, tail = head[:i+1], filepath.Join(head[i+1:], tail)
-	}
 }

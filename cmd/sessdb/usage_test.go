@@ -104,7 +104,11 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 	open := filepath.Join(t.TempDir(), "open")
 	os.Mkdir(open, 0o700)
 	os.Chmod(open, 0o777)
-	for _, root := range []string{"/", "/.", "//", "/tmp/..", link, open} {
+	// A link to a directory one below "/", and its "..": "/" to the kernel,
+	// though cleaned it is the link's own dir.
+	one := filepath.Join(t.TempDir(), "to-etc")
+	os.Symlink("/etc", one)
+	for _, root := range []string{"/", "/.", "//", "/tmp/..", link, one + "/..", open} {
 		for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"stats"}, {"stats", "--prometheus"}, {"check"}, {"check", "--repair"}, {"reap"}, {"reap", "--dry-run"}, {"migrate", root}, {"migrate", "--to-legacy", root}} {
 			clearEnv(t)
 			t.Setenv("PI_SESSIONS_DIR", root)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
 )
 
 // clock is the CLI's clock; golden tests fix it.
@@ -164,13 +165,11 @@ func checkWalkRoot(dir string) error {
 // fleet's transcripts dir too): what names it in a refusal, and fix says
 // where to point it instead of the filesystem root.
 func checkWalkDir(what, fix, dir string) error {
-	abs, err := filepath.Abs(dir)
+	// As the walk's open takes it: "link/.." is the parent of the link's
+	// target, which a path cleaned first would not say.
+	real, err := fsat.ResolvedPath(dir)
 	if err != nil {
 		return nil
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		real = filepath.Clean(abs)
 	}
 	if real == "/" {
 		return fmt.Errorf("%s %s is the filesystem root: refusing to walk it (%s)", what, quoteName(dir), fix)

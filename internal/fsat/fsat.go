@@ -1,7 +1,9 @@
 // Package fsat opens, stats, reads, renames and removes names relative to
 // a directory descriptor with the *at system calls, one path component at
 // a time, so that nothing below a directory the caller opened is ever
-// resolved through a link, and a FIFO never blocks an open. It is sessdb's
+// resolved through a link, and a FIFO never blocks an open (ResolvedPath
+// alone follows links: it names where a configured path leads, for a
+// comparison, and opens nothing). It is sessdb's
 // one copy of that plumbing: the calls a signal can interrupt (an open, a
 // read, a lock) are retried on EINTR through one helper, IgnoringEINTR,
 // and errors are of the form "op path: errno" (*os.PathError or

@@ -1,0 +1,44 @@
+package fsat
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ResolvedPath is like filepath.EvalSymlinks of p made absolute, but for a
+// path whose last parts need not exist yet (kept as written, cleaned), and
+// without cleaning p first: "link/.." is the parent of the link's target,
+// as the kernel takes it, not the link's own directory. A part that cannot
+// be looked at for another reason than its absence (ESTALE, EIO, EACCES)
+// ends the resolution there, and p is returned made absolute and cleaned.
+// The error is only that of a relative p whose working directory is gone.
+//
+// It is the one function here that follows links, on purpose: it says
+// where a configured path leads, to compare it with another (a job dir
+// with the store's directory, a walk's root with "/"). Nothing is ever
+// opened by the path it returns.
+func ResolvedPath(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = wd + string(filepath.Separator) + p
+	}
+	head, tail := p, ""
+	for {
+		resolved, err := filepath.EvalSymlinks(head)
+		if err == nil {
+			return filepath.Join(resolved, tail), nil
+		}
+		head = strings.TrimRight(head, string(filepath.Separator))
+		i := strings.LastIndexByte(head, filepath.Separator)
+		if !errors.Is(err, fs.ErrNotExist) || i < 0 {
+			return filepath.Clean(p), nil
+		}
+		head, tail = head[:i+1], filepath.Join(head[i+1:], tail)
+	}
+}
