@@ -1,5 +1,7 @@
 package gates
 
+import "slices"
+
 // A Reason is the token that names the outcome of a resolve or a promote.
 // Tokens are part of the external contract (run records, logs, the CLI's
 // JSON) and keep the legacy store's spelling, so every one is a named
@@ -73,21 +75,22 @@ func Reasons() []Reason {
 	return out
 }
 
-// coldReasons are the reasons a resolve cold-starts with: the ladder's, in
-// its order, then the two the store decides before any rung is judged.
-var coldReasons = [...]Reason{
-	Absent, NotARegularFile, TooLarge, MetaUnreadable, MetaMovedAside, Expired,
-	VenueChanged, PiVersionChanged, ResumeChainTooLong, ContextTooFull,
-	Unparseable, ConversationTooOld, TranscriptReplaced, PromotionLost, Locked, StoreUnavailable,
-}
+// coldReasons are the reasons a resolve cold-starts with: each rung's, in
+// the ladder's order, then the two the store decides before any rung is
+// judged.
+var coldReasons = func() []Reason {
+	var out []Reason
+	for _, g := range ladder {
+		if !slices.Contains(out, g.Reason) {
+			out = append(out, g.Reason)
+		}
+	}
+	return append(out, Locked, StoreUnavailable)
+}()
 
 // ColdReasons returns the reasons a resolve cold-starts with, the ladder's
 // in its order first. The slice is the caller's to keep.
-func ColdReasons() []Reason {
-	out := make([]Reason, len(coldReasons))
-	copy(out, coldReasons[:])
-	return out
-}
+func ColdReasons() []Reason { return slices.Clone(coldReasons) }
 
 // Valid reports whether r is one of the named tokens.
 func (r Reason) Valid() bool {
@@ -110,13 +113,8 @@ const MaxTokenBytes = 64
 // under running jobs still promotes them, where a reason that is no token
 // at all is refused.
 func (r Reason) IsResolveVerdict() bool {
-	if r == Resumed {
+	if r == Resumed || slices.Contains(coldReasons, r) {
 		return true
-	}
-	for _, c := range coldReasons {
-		if r == c {
-			return true
-		}
 	}
 	return !r.Valid() && r.wellFormed()
 }

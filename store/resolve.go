@@ -55,18 +55,9 @@ func (j Job) checkLengths() error {
 	for _, v := range []struct{ name, value string }{
 		{"pi version", j.PiVersion}, {"venue", j.Venue}, {"model", j.Model}, {"job id", j.ID},
 	} {
-		if err := checkLength(v.name, v.value); err != nil {
-			return err
+		if len(v.value) > MaxValueBytes {
+			return fmt.Errorf("%s of %d bytes: %w", v.name, len(v.value), ErrValueTooLong)
 		}
-	}
-	return nil
-}
-
-// checkLength refuses value, one of a job's, when it is longer than
-// MaxValueBytes.
-func checkLength(name, value string) error {
-	if len(value) > MaxValueBytes {
-		return fmt.Errorf("%s of %d bytes: %w", name, len(value), ErrValueTooLong)
 	}
 	return nil
 }

@@ -36,16 +36,15 @@ takes no --repo (its --ref is the trigger id). --pi-version is required:
 --pi-version "" declares no version, which never resumes. A --pi-version,
 --venue, --model or --job longer than 4096 bytes (a legacy sidecar's most)
 is a usage error (exit 2): no key stamped with it could be migrated back.
---job-dir is created
-(0700) if it is missing; a parent that does not exist is a usage error (exit
-2), as is a job dir that is the sessions root (on a fleet, the transcripts
-dir), lies inside one of its key dirs (or a dir a reap or a quarantine
-moved aside), or holds it, links resolved: the
+--job-dir is created (0700) if it is missing; a parent that does not exist
+is a usage error (exit 2), as is a job dir that is the sessions root (on a
+fleet, the transcripts dir), lies inside one of its key dirs (or a dir a
+reap or a quarantine moved aside), or holds it, links resolved: the
 container is given <job-dir>/session, and a job dir is removed after its
 job (one under the root but outside every key is left alone, as check's
-not-a-key). A sessions root that does not exist makes every key absent, as the legacy
-store did, with a warning on stderr (a misspelt root would otherwise pass for
-a new conversation).
+not-a-key). A sessions root that does not exist makes every key absent, as
+the legacy store did, with a warning on stderr (a misspelt root would
+otherwise pass for a new conversation).
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked

@@ -3,11 +3,11 @@
 // a time, so that nothing below a directory the caller opened is ever
 // resolved through a link, and a FIFO never blocks an open (ResolvedPath
 // alone follows links: it names where a configured path leads, for a
-// comparison, and opens nothing). It is sessdb's
-// one copy of that plumbing: the calls a signal can interrupt (an open, a
-// read, a lock) are retried on EINTR through one helper, IgnoringEINTR,
-// and errors are of the form "op path: errno" (*os.PathError or
-// *os.LinkError), unwrapping to the errno.
+// comparison, and opens nothing). It is sessdb's one copy of that
+// plumbing: the calls a signal can interrupt (an open, a read, a lock)
+// are retried on EINTR through one helper, IgnoringEINTR, and errors are
+// of the form "op path: errno" (*os.PathError or *os.LinkError),
+// unwrapping to the errno.
 //
 // os.Root is not enough for this: it follows a link that stays inside the
 // root even when O_NOFOLLOW is passed, for files and for OpenRoot of a
