@@ -50,6 +50,10 @@ func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 		unix.Close(fd)
 		return -1, fmt.Errorf("flock: %w", err)
 	}
+	if err := fsat.CreatedOwnerBits(fd, 0o600, name); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
 	_, err = fsat.IgnoringEINTR(func() (struct{}, error) {
 		return struct{}{}, linkUnnamed(fd, dirfd, name)
 	})

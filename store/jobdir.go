@@ -24,7 +24,7 @@ import (
 func openJobDir(path string) (*os.File, error) {
 	jd, err := fsat.OpenDir(path)
 	if fsat.IsNotExist(err) {
-		if merr := os.Mkdir(path, 0o700); merr != nil && !os.IsExist(merr) {
+		if _, merr := fsat.Mkdir(path, 0o700); merr != nil {
 			return nil, merr
 		}
 		jd, err = fsat.OpenDir(path)

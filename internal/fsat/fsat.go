@@ -78,8 +78,10 @@ func OpenDirAt(dir *os.File, name string) (*os.File, error) {
 // OpenRaw is like unix.Openat, but relative to dir, with O_NOFOLLOW,
 // O_NONBLOCK, O_CLOEXEC and O_NOCTTY added to flags, and it returns the
 // fstat of what it opened, so that the caller decides what it got before
-// it reads (a legacy sidecar, a transcript). The caller owns fd and closes
-// it; on error nothing is left open.
+// it reads (a legacy sidecar, a transcript). A file it creates
+// (O_CREAT|O_EXCL) has the owner's bits of perm whatever the umask; one
+// that cannot be given them is removed, and the error says chmod. The
+// caller owns fd and closes it; on error nothing is left open.
 func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix.Stat_t, err error) {
 	fd, err = openat(dir, name, flags|openFlags, perm)
 	if err != nil {
@@ -89,7 +91,26 @@ func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix
 		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "fstat", Path: Join(dir, name), Err: err}
 	}
+	if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+		if err := restoreOwnerBits(fd, &st, perm, Join(dir, name)); err != nil {
+			unix.Close(fd)
+			unix.Unlinkat(int(dir.Fd()), name, 0)
+			return -1, st, err
+		}
+	}
 	return fd, st, nil
+}
+
+// CreatedOwnerBits is, for a descriptor of a file the caller has just
+// created with perm outside this package (db's raw-descriptor create),
+// what OpenRaw does for its own: it gives the file back the owner's bits
+// of perm that the process's umask took.
+func CreatedOwnerBits(fd int, perm uint32, name string) error {
+	st, err := IgnoringEINTR(func() (st unix.Stat_t, err error) { return st, unix.Fstat(fd, &st) })
+	if err != nil {
+		return &os.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	return restoreOwnerBits(fd, &st, perm, name)
 }
 
 // NewFile is like os.NewFile, but for a descriptor OpenRaw returned: it
@@ -125,16 +146,32 @@ func MkdirAt(dir *os.File, name string, perm uint32) error {
 	return err
 }
 
-// MkdirNew is MkdirAt that also reports whether it made the directory.
+// MkdirNew is MkdirAt that also reports whether it made the directory. A
+// directory it makes has the owner's bits of perm whatever the umask; one
+// that cannot be given them is removed again, and the error says chmod.
 func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
-	err := unix.Mkdirat(int(dir.Fd()), name, perm)
-	switch err {
+	return mkdirat(int(dir.Fd()), name, perm, Join(dir, name))
+}
+
+// Mkdir is MkdirNew for a path, whose links are followed but in its last
+// component (the job dir: the worker's path, opened with OpenDir).
+func Mkdir(path string, perm uint32) (bool, error) {
+	return mkdirat(unix.AT_FDCWD, path, perm, path)
+}
+
+func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
+	switch err := unix.Mkdirat(dirfd, name, perm); err {
 	case nil:
-		return true, nil
 	case unix.EEXIST:
 		return false, nil
+	default:
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
-	return false, &os.PathError{Op: "mkdir", Path: Join(dir, name), Err: err}
+	if err := restoreDirOwnerBits(dirfd, name, perm, path); err != nil {
+		unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		return false, err
+	}
+	return true, nil
 }
 
 // RenameAt is like unix.Renameat, but both names are inside dir, and it

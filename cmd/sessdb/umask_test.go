@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A worker whose umask takes the owner's own bits (0777 here; 0177 takes
+// a directory's x, 0277 a file's w) loses nothing to it: a cold start, its
+// promotion and the next job's resume go as under any umask, and check
+// finds nothing wrong. sessdb's files and directories are 0600 and 0700
+// whatever the umask. Run as a user the modes stop (as root, as nobody):
+// a resolve failed at once (exit 1, the job dir it had made mode 0
+// unopenable), and a promote failed (promote-failed) leaving a key dir
+// mode 0 that every later resolve of the key failed on, exit 1, until an
+// operator chmodded it.
+func TestAUmaskThatTakesTheOwnersBitsLosesNothing(t *testing.T) {
+	clearEnv(t)
+	base, err := os.MkdirTemp("", "sessdb-umask-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody) })
+	root := filepath.Join(base, "sessions")
+	const key = "0123456789abcdef0123456789abcdef"
+	resolve := func(job string) (int, string, string) {
+		return runAs("resolve", "--sessions-dir", root, "--key", key, "--job-dir", filepath.Join(base, job), "--pi-version", "0.58.3")
+	}
+
+	old := syscall.Umask(0o777)
+	defer syscall.Umask(old)
+	code, out, errs := resolve("job-1")
+	if code != 0 || !strings.Contains(out, `"reason":"absent"`) {
+		t.Fatalf("cold resolve: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	staged := filepath.Join(base, "job-1", "session", "current.jsonl")
+	if err := os.WriteFile(staged, []byte(header+`{"type":"message","id":"m1","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runAs("promote", "--sessions-dir", root, "--job-dir", filepath.Join(base, "job-1"), "--pi-version", "0.58.3")
+	if code != 0 || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = resolve("job-2")
+	if code != 0 || !strings.Contains(out, `"resume":true`) {
+		t.Fatalf("the next job's resolve: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = runAs("check", root)
+	if code != 0 {
+		t.Fatalf("check: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}

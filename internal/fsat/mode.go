@@ -1,0 +1,84 @@
+package fsat
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// What sessdb creates it must open again: a key dir, a meta.db, a
+// transcript, a job's session dir. The process's umask may take the
+// owner's own bits from the mode asked for (0177 leaves a directory its
+// owner cannot enter; 0277 a meta.db no writer can open again), and the
+// store would then have made a key that every later resolve fails on and
+// no promote can write. So every file and directory this package creates
+// gets back the owner's bits of the mode its caller asked for; the
+// umask's say over the group's and the others' bits is kept.
+
+// ownerBits is the part of a mode the umask may not take.
+const ownerBits = 0o700
+
+// restoreOwnerBits gives fd, a file the caller has just created with perm
+// (st its fstat), the owner's bits of perm that the umask took. The mode
+// is asked only when it lacks them: a file system that cannot chmod (some
+// FUSE and SMB mounts) is never asked to under a usual umask.
+func restoreOwnerBits(fd int, st *unix.Stat_t, perm uint32, name string) error {
+	mode := uint32(st.Mode) & 0o7777
+	want := perm & ownerBits
+	if mode&want == want {
+		return nil
+	}
+	if err := fchmod(fd, mode|want); err != nil {
+		return &os.PathError{Op: "chmod", Path: name, Err: err}
+	}
+	orMode(&st.Mode, want)
+	return nil
+}
+
+// orMode sets bits in a Stat_t's Mode, 32 bits on Linux, 16 on macOS and
+// FreeBSD.
+func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
+
+// restoreDirOwnerBits is restoreOwnerBits for the directory name inside
+// dirfd, which the caller has just made with perm and holds no descriptor
+// of. The mode is changed without following a link (fchmodat2 on Linux
+// 6.6 and later, fchmodat on macOS and FreeBSD); an older Linux kernel has
+// no such call, and the directory is opened (O_NOFOLLOW) and fchmodded,
+// which needs the owner's read bit, or root. A name that is no longer a
+// directory is left for the caller's open to refuse.
+func restoreDirOwnerBits(dirfd int, name string, perm uint32, path string) error {
+	var st unix.Stat_t
+	if _, err := IgnoringEINTR(func() (struct{}, error) {
+		return struct{}{}, unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}); err != nil {
+		return &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	mode := uint32(st.Mode) & 0o7777
+	want := perm & ownerBits
+	if !IsDir(&st) || mode&want == want {
+		return nil
+	}
+	err := fchmodat(dirfd, name, mode|want, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
+		var fd int
+		fd, err = IgnoringEINTR(func() (int, error) {
+			return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+		if err == nil {
+			err = fchmod(fd, mode|want)
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	return nil
+}
+
+// fchmodat and fchmod are unix's; variables so that a test can stand in
+// for a Linux kernel older than fchmodat2, and for a file system that
+// cannot chmod.
+var (
+	fchmodat = unix.Fchmodat
+	fchmod   = unix.Fchmod
+)

@@ -1,0 +1,158 @@
+package fsat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// withUmask runs f under the process's umask mask. The umask is the
+// process's, so no test of this package runs beside this one (none calls
+// t.Parallel).
+func withUmask(t *testing.T, mask int, f func()) {
+	t.Helper()
+	old := syscall.Umask(mask)
+	defer syscall.Umask(old)
+	f()
+}
+
+func permOf(t *testing.T, p string) uint32 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(fi.Mode().Perm())
+}
+
+// What this package creates has the owner's bits of the mode asked for,
+// whatever the umask takes: a directory (MkdirNew, Mkdir), a file created
+// afresh (OpenAt with O_CREAT|O_EXCL), and a file created elsewhere and
+// handed over (CreatedOwnerBits). The umask keeps its say over the
+// group's and the others' bits. Where the kernel has no fchmodat2 (a
+// stand-in answers EOPNOTSUPP, as x/sys says on Linux before 6.6), a
+// directory is opened and fchmodded instead: that needs the owner's read
+// bit, or root, and a directory that cannot be given its bits is removed
+// again, the error saying chmod.
+func TestCreationsKeepTheOwnersBitsWhateverTheUmask(t *testing.T) {
+	for _, oldKernel := range []bool{false, true} {
+		for _, mask := range []int{0o022, 0o077, 0o177, 0o277, 0o477, 0o777} {
+			t.Run(fmt.Sprintf("umask %03o, no fchmodat2 %v", mask, oldKernel), func(t *testing.T) {
+				if oldKernel {
+					fchmodat = func(int, string, uint32, int) error { return unix.EOPNOTSUPP }
+					defer func() { fchmodat = unix.Fchmodat }()
+				}
+				d, p := tempDir(t)
+				dirWant := uint32(0o755&^mask | 0o700)
+				fileWant := uint32(0o644&^mask | 0o600)
+				// Only root opens a directory its owner may not read.
+				dirFails := oldKernel && mask&0o400 != 0 && os.Geteuid() != 0
+				withUmask(t, mask, func() {
+					for name, mkdir := range map[string]func() (bool, error){
+						"at":   func() (bool, error) { return MkdirNew(d, "at", 0o755) },
+						"path": func() (bool, error) { return Mkdir(filepath.Join(p, "path"), 0o755) },
+					} {
+						made, err := mkdir()
+						switch {
+						case dirFails:
+							var pe *os.PathError
+							if made || !errors.As(err, &pe) || pe.Op != "chmod" || !errors.Is(err, unix.EACCES) {
+								t.Errorf("%s: made %v, %v; want a chmod error, EACCES", name, made, err)
+							}
+							if _, serr := os.Lstat(filepath.Join(p, name)); !os.IsNotExist(serr) {
+								t.Errorf("%s: the dir that could not be given its bits is still there (%v)", name, serr)
+							}
+						case err != nil || !made:
+							t.Errorf("%s: made %v, %v", name, made, err)
+						default:
+							if got := permOf(t, filepath.Join(p, name)); got != dirWant {
+								t.Errorf("%s: mode %03o, want %03o", name, got, dirWant)
+							}
+						}
+					}
+					f, err := OpenAt(d, "file", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+					if err != nil {
+						t.Fatal(err)
+					}
+					st, _ := Fstat(f)
+					f.Close()
+					if got := permOf(t, filepath.Join(p, "file")); got != fileWant || uint32(st.Mode)&0o777 != fileWant {
+						t.Errorf("OpenAt: mode %03o (OpenRaw's fstat says %03o), want %03o", got, uint32(st.Mode)&0o777, fileWant)
+					}
+					fd, err := unix.Openat(int(d.Fd()), "raw", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = CreatedOwnerBits(fd, 0o600, "raw")
+					unix.Close(fd)
+					if got := permOf(t, filepath.Join(p, "raw")); err != nil || got != 0o600 {
+						t.Errorf("CreatedOwnerBits: mode %03o, %v; want 600", got, err)
+					}
+				})
+			})
+		}
+	}
+}
+
+// Only what the call itself created is given bits: a directory already at
+// the name, and a file opened with O_CREAT but not O_EXCL, keep the mode
+// they have. And a file system that cannot chmod fails a creation the
+// umask took bits from, leaving nothing at the name; under a umask that
+// takes none it is never asked to.
+func TestOnlyACreationIsGivenBits(t *testing.T) {
+	d, p := tempDir(t)
+	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o500))
+	write(t, filepath.Join(p, "file"), "x")
+	must(t, os.Chmod(filepath.Join(p, "file"), 0o400))
+	withUmask(t, 0o777, func() {
+		if made, err := MkdirNew(d, "dir", 0o700); made || err != nil {
+			t.Errorf("MkdirNew of an existing dir: made %v, %v", made, err)
+		}
+		fd, _, err := OpenRaw(d, "file", unix.O_RDONLY|unix.O_CREAT, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+	})
+	if got := permOf(t, filepath.Join(p, "dir")); got != 0o500 {
+		t.Errorf("existing dir: mode %03o, want 500", got)
+	}
+	if got := permOf(t, filepath.Join(p, "file")); got != 0o400 {
+		t.Errorf("existing file: mode %03o, want 400", got)
+	}
+
+	refuse := func(int, uint32) error { return unix.EPERM }
+	fchmod = refuse
+	fchmodat = func(int, string, uint32, int) error { return unix.EPERM }
+	defer func() { fchmod, fchmodat = unix.Fchmod, unix.Fchmodat }()
+	withUmask(t, 0o022, func() {
+		f, err := OpenAt(d, "usual", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		if err != nil {
+			t.Fatalf("under umask 022 a creation asked for a chmod: %v", err)
+		}
+		f.Close()
+		if made, err := MkdirNew(d, "usualdir", 0o700); !made || err != nil {
+			t.Fatalf("under umask 022 a mkdir asked for a chmod: %v, %v", made, err)
+		}
+	})
+	withUmask(t, 0o377, func() {
+		_, err := OpenAt(d, "taken", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Op != "chmod" || !errors.Is(err, unix.EPERM) {
+			t.Errorf("file: %v; want a chmod error, EPERM", err)
+		}
+		if made, err := MkdirNew(d, "takendir", 0o700); made || !errors.As(err, &pe) || pe.Op != "chmod" {
+			t.Errorf("dir: made %v, %v; want a chmod error", made, err)
+		}
+	})
+	for _, name := range []string{"taken", "takendir"} {
+		if _, err := os.Lstat(filepath.Join(p, name)); !os.IsNotExist(err) {
+			t.Errorf("%s: left at its name (%v)", name, err)
+		}
+	}
+}
