@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ const (
 	KindLocked             Kind = "locked"              // the key's lock was not had in time: not checked
 	KindUnreadable         Kind = "unreadable"          // an I/O error while checking
 	KindReapInterrupted    Kind = "reap-interrupted"    // a reap-owned dir a killed reap left: reap or repair removes it (or moves it back)
+	KindMode               Kind = "mode"                // a key dir, meta.db or current.jsonl without the owner's bits the store needs of it
 )
 
 // Notices: reported, but nothing is wrong with what resumes.
@@ -126,8 +128,10 @@ func (f *Finding) notRepaired(err error) {
 // CheckOptions says how Check runs. The zero value checks without
 // repairing and without bbolt's full consistency check.
 type CheckOptions struct {
-	// Repair acts on what the check proved, each key under its exclusive
-	// lock: it rolls a pending promotion forward first, then moves a
+	// Repair acts on what the check proved: it gives a key dir, meta.db or
+	// transcript the owner's bits the store needs of it where the mode
+	// lacks them (KindMode; bits are only added), then, each key under its
+	// exclusive lock, it rolls a pending promotion forward, then moves a
 	// meta.db shown to be damaged aside (renamed to meta.db.damaged-<UTC
 	// time>, never deleted; a history at the last sequence number in an
 	// otherwise sound meta.db is numbered again in place instead, the
@@ -385,6 +389,14 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	for i := range found {
 		if g := &found[i]; g.hardLink && !g.Remains && !g.Repaired {
 			g.Repair = "left as is: after the repair the name has a file of its own (the repair's writer copied it, or removed a temp that was its other name)"
+		}
+	}
+	// A key dir its runner could not open for want of the owner's bits,
+	// given them by the repair, was read by the look after it.
+	modeRepaired := slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired })
+	for i := range found {
+		if g := &found[i]; modeRepaired && g.Kind == KindUnreadable && !g.Remains && !g.Repaired {
+			g.Repair = "left as is: read by the look after the repair, once the owner had its bits back (mode)"
 		}
 	}
 	// What the repair left that was not there before (a meta.db moved

@@ -67,6 +67,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	}
 
 	for reads := 1; ; reads++ {
+		judgeMode(add, name, ".", &st)
 		again, err := s.examineKey(ctx, root, name, deep, add, &examinedDB)
 		if !again || reads == maxKeyReads {
 			return out, err
@@ -236,7 +237,9 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 			if !fsat.IsRegular(&st) {
 				add(path, KindNotRegular, "not a regular file (mode %#o); resolve: not-a-regular-file or meta-unreadable", st.Mode)
 				dbBroken = dbBroken || n == db.FileName
+				continue
 			}
+			judgeMode(add, path, n, &st)
 		case strings.HasPrefix(n, tmpPrefix):
 			if writerMayHold {
 				continue // not judged: maybe a live promotion's, looked at again

@@ -17,7 +17,9 @@ import (
 )
 
 // repair acts on the findings of one entry, on proof only, in an order
-// that never loses a committed promotion: a pending promotion is rolled
+// that never loses a committed promotion: the owner's bits a mode lacks
+// are given back first (repairModes), so that the key can be opened and
+// written; then a pending promotion is rolled
 // forward first (store.RollForward, under the key's exclusive lock), so
 // the transcript it committed is in place before anything else happens;
 // then a meta.db shown to be damaged is moved aside (a deep check that did
@@ -29,6 +31,7 @@ import (
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
 func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
+	repairModes(root, name, found)
 	for i := range found {
 		if f := &found[i]; f.Kind == KindReapInterrupted {
 			restored, err := s.finishReaped(root, name, false)
@@ -361,6 +364,8 @@ func advice(f *Finding) string {
 		return "the key was busy; check again"
 	case KindUnreadable:
 		return "an I/O error; look at the disk"
+	case KindMode:
+		return "give the owner the bits back (chmod u+rwx for a key dir, u+rw for a file), as the user that owns it or as root"
 	}
 	return "no automatic repair"
 }

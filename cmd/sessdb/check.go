@@ -25,16 +25,18 @@ PI_SESSIONS_DIR): each key as resolve reads it, then bbolt's full consistency
 check of its meta.db in a child process (a damaged file can crash the process
 that maps it). Reports damaged or undecodable meta.db files, a meta page
 bbolt silently falls back from, transcripts that do not match their record,
-pending promotions, stray temps, links, what an interrupted reap left
+pending promotions, stray temps, links, a key dir or file whose mode lacks
+the owner's bits the store needs, what an interrupted reap left
 (.reaped-<key>-*), quarantine dirs and names that are not keys (notices).
 One line per finding and a summary; --json one object per finding and a
 summary (docs/json.md).
 
---repair acts on proof only, each key under its exclusive lock: it rolls a
-pending promotion forward, moves a damaged meta.db aside (renamed, never
-deleted; a history at the last sequence number is numbered again in place
-instead, the record and stamps kept), removes stray temps, finishes an
-interrupted reap; then it looks
+--repair acts on proof only: it gives a key dir, meta.db or transcript the
+owner's bits the store needs of it (mode: bits only added), then, each key
+under its exclusive lock, it rolls a pending promotion forward, moves a
+damaged meta.db aside (renamed, never deleted; a history at the last
+sequence number is numbered again in place instead, the record and stamps
+kept), removes stray temps, finishes an interrupted reap; then it looks
 again, and the exit status counts what remains. Without --repair check
 changes nothing. A key that cannot be examined (locked, unreadable), and a
 repair that failed (a full disk, an I/O error, the key's lock not had: its
@@ -90,7 +92,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	fk := bindFleet(fs)
 	grace := bindGrace(fs)
-	repair := fs.Bool("repair", false, "roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
+	repair := fs.Bool("repair", false, "give a key dir or its files the owner's bits the store needs, roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
 	timeout := bindDuration(fs, "deep-check-timeout", 30*time.Second, "on a sessions root: how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed (a fleet has no meta.db: refused there)")
 	accept := fs.String("accept", "", "with --repair, on a sessions root (a fleet has no key dir: refused there): repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")

@@ -239,7 +239,9 @@ func TestAnUnreadableKeyIsAFault(t *testing.T) {
 	}{
 		{[]string{"dump"}, sample.LongChain + "  ?/resumed"},
 		{[]string{"dump", "--json"}, `{"summary":{"entries":6,"keys":5,"failed":1,"interrupted":false}}`},
-		{[]string{"check"}, "checked 6 entries (5 keys): 1 problem, 2 notices; 1 not examined"},
+		// Two problems: the key is unreadable, and its mode (0) is one
+		// its owner could not use either.
+		{[]string{"check"}, "checked 6 entries (5 keys): 2 problems, 2 notices; 1 not examined"},
 		{[]string{"reap", "--dry-run"}, "would reap 1 key and 0 temp files; kept 3 keys, skipped 1, failed 1"},
 	} {
 		args := c.args

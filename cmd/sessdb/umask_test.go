@@ -54,3 +54,54 @@ func TestAUmaskThatTakesTheOwnersBitsLosesNothing(t *testing.T) {
 		t.Fatalf("check: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }
+
+// A key dir an older sessdb made under such a umask (here by chmod: 0500,
+// its meta.db 0400) took every promotion of the key from a worker that is
+// not root (promote-failed), while check said nothing: check names it
+// (mode, exit 3), and check --repair gives the owner its bits back, after
+// which the worker's promotion lands.
+func TestCheckRepairGivesAWorkerItsKeyBack(t *testing.T) {
+	clearEnv(t)
+	base, err := os.MkdirTemp("", "sessdb-mode-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody) })
+	root := filepath.Join(base, "sessions")
+	const key = "0123456789abcdef0123456789abcdef"
+	job := func(n string) (int, string, string) {
+		dir := filepath.Join(base, n)
+		if code, out, errs := runAs("resolve", "--sessions-dir", root, "--key", key, "--job-dir", dir, "--pi-version", "0.58.3"); code != 0 {
+			t.Fatalf("resolve %s: exit %d\n%s\n%s", n, code, out, errs)
+		}
+		staged := filepath.Join(dir, "session", "current.jsonl")
+		data, _ := os.ReadFile(staged)
+		if len(data) == 0 {
+			data = []byte(header)
+		}
+		data = append(data, `{"type":"message","id":"`+n+`","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"...)
+		if err := os.WriteFile(staged, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return runAs("promote", "--sessions-dir", root, "--job-dir", dir, "--pi-version", "0.58.3")
+	}
+	if code, out, errs := job("job-1"); code != 0 || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("first promote: exit %d\n%s\n%s", code, out, errs)
+	}
+	os.Chmod(filepath.Join(root, key, "meta.db"), 0o400)
+	os.Chmod(filepath.Join(root, key), 0o500)
+	if code, out, _ := job("job-2"); code != 0 || !strings.Contains(out, `"reason":"promote-failed"`) {
+		t.Fatalf("promote onto a key dir 0500: exit %d\n%s; want promote-failed", code, out)
+	}
+	code, out, errs := runAs("check", root)
+	if code != exitIssues || strings.Count(out, ": mode: ") != 2 {
+		t.Fatalf("check: exit %d, want %d and two mode findings\n%s\n%s", code, exitIssues, out, errs)
+	}
+	if code, out, errs := runAs("check", "--repair", root); code != 0 || strings.Count(out, "gave its owner the bits it lacked") != 2 {
+		t.Fatalf("check --repair: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := job("job-3"); code != 0 || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote after the repair: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -167,7 +167,7 @@ func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
 	default:
 		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
-	if err := restoreDirOwnerBits(dirfd, name, perm, path); err != nil {
+	if _, err := addOwnerBitsAt(dirfd, name, perm, path); err != nil {
 		unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		return false, err
 	}

@@ -39,30 +39,37 @@ func restoreOwnerBits(fd int, st *unix.Stat_t, perm uint32, name string) error {
 // FreeBSD.
 func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
 
-// restoreDirOwnerBits is restoreOwnerBits for the directory name inside
-// dirfd, which the caller has just made with perm and holds no descriptor
-// of. The mode is changed without following a link (fchmodat2 on Linux
-// 6.6 and later, fchmodat on macOS and FreeBSD); an older Linux kernel has
-// no such call, and the directory is opened (O_NOFOLLOW) and fchmodded,
-// which needs the owner's read bit, or root. A name that is no longer a
-// directory is left for the caller's open to refuse.
-func restoreDirOwnerBits(dirfd int, name string, perm uint32, path string) error {
+// AddOwnerBitsAt gives dir's entry name, a directory or a regular file,
+// the owner's bits of bits that its mode lacks, without following a link,
+// and returns its mode before (permission bits only). Anything else at
+// the name (a link, a FIFO) is left as it is, with no error: the caller's
+// open refuses it. The mode is changed with fchmodat without following a
+// link (fchmodat2 on Linux 6.6 and later; macOS and FreeBSD have it); an
+// older Linux kernel has no such call, and the name is opened (O_NOFOLLOW)
+// and fchmodded instead, which needs the owner's read bit, or root. It is
+// how check --repair gives the owner back what an older sessdb's umask,
+// or a chmod, took.
+func AddOwnerBitsAt(dir *os.File, name string, bits uint32) (before uint32, err error) {
+	return addOwnerBitsAt(int(dir.Fd()), name, bits, Join(dir, name))
+}
+
+func addOwnerBitsAt(dirfd int, name string, bits uint32, path string) (uint32, error) {
 	var st unix.Stat_t
 	if _, err := IgnoringEINTR(func() (struct{}, error) {
 		return struct{}{}, unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}); err != nil {
-		return &os.PathError{Op: "lstat", Path: path, Err: err}
+		return 0, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	mode := uint32(st.Mode) & 0o7777
-	want := perm & ownerBits
-	if !IsDir(&st) || mode&want == want {
-		return nil
+	want := bits & ownerBits
+	if !IsDir(&st) && !IsRegular(&st) || mode&want == want {
+		return mode, nil
 	}
 	err := fchmodat(dirfd, name, mode|want, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
 		var fd int
 		fd, err = IgnoringEINTR(func() (int, error) {
-			return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 		})
 		if err == nil {
 			err = fchmod(fd, mode|want)
@@ -70,9 +77,9 @@ func restoreDirOwnerBits(dirfd int, name string, perm uint32, path string) error
 		}
 	}
 	if err != nil {
-		return &os.PathError{Op: "chmod", Path: path, Err: err}
+		return mode, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	return nil
+	return mode, nil
 }
 
 // fchmodat and fchmod are unix's; variables so that a test can stand in

@@ -156,3 +156,47 @@ func TestOnlyACreationIsGivenBits(t *testing.T) {
 		}
 	}
 }
+
+// AddOwnerBitsAt adds the owner's bits a directory or a regular file
+// lacks, and reports the mode it found; it never follows a link (the
+// link's target keeps its mode) and leaves a FIFO alone; bits beyond the
+// owner's are not given. With and without fchmodat2.
+func TestAddOwnerBitsAt(t *testing.T) {
+	for _, oldKernel := range []bool{false, true} {
+		if oldKernel {
+			fchmodat = func(int, string, uint32, int) error { return unix.EOPNOTSUPP }
+		}
+		d, p := tempDir(t)
+		must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
+		must(t, os.Chmod(filepath.Join(p, "dir"), 0o550))
+		write(t, filepath.Join(p, "file"), "x")
+		must(t, os.Chmod(filepath.Join(p, "file"), 0o444))
+		write(t, filepath.Join(p, "target"), "x")
+		must(t, os.Chmod(filepath.Join(p, "target"), 0o400))
+		must(t, os.Symlink("target", filepath.Join(p, "link")))
+		must(t, unix.Mkfifo(filepath.Join(p, "fifo"), 0o400))
+		for _, c := range []struct {
+			name         string
+			bits         uint32
+			before, want uint32
+			at           string // where the mode is looked at
+		}{
+			{"dir", 0o777, 0o550, 0o750, "dir"},
+			{"file", 0o600, 0o444, 0o644, "file"},
+			{"link", 0o600, 0o777, 0o400, "target"},
+			{"fifo", 0o600, 0o400, 0o400, "fifo"},
+		} {
+			before, err := AddOwnerBitsAt(d, c.name, c.bits)
+			if err != nil || before&0o777 != c.before {
+				t.Errorf("old kernel %v: %s: before %03o, %v; want %03o", oldKernel, c.name, before, err, c.before)
+			}
+			if got := permOf(t, filepath.Join(p, c.at)); got != c.want {
+				t.Errorf("old kernel %v: %s: %s's mode %03o, want %03o", oldKernel, c.name, c.at, got, c.want)
+			}
+		}
+		if _, err := AddOwnerBitsAt(d, "missing", 0o600); !os.IsNotExist(err) {
+			t.Errorf("old kernel %v: missing: %v", oldKernel, err)
+		}
+		fchmodat = unix.Fchmodat
+	}
+}
