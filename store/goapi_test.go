@@ -17,13 +17,16 @@ import (
 // The store's Go API as a worker's code uses it: what a fault leaves in
 // the job dir.
 
-// A resolve that fails leaves no ticket in the job dir, not even an
-// earlier resolve's, and no staged file: a worker that runs the job
-// anyway, or a promote of the job dir, finds nothing to hand over or to
-// promote. The store's root is relative and the working directory it was
-// taken from is gone, so the root cannot be named: the very first step
-// fails.
-func TestResolveThatCannotNameItsRootLeavesNoEarlierTicket(t *testing.T) {
+// A store whose root is relative, the working directory it was taken
+// from gone, cannot tell where its root is: a resolve refuses the job dir
+// as one it cannot tell apart from the store's directory
+// (ErrJobDirInStore) before it touches anything, the earlier resolve's
+// ticket and staged file left as they were, and a promote of that job
+// dir fails, naming no root. (Before, the check passed what it could not
+// judge, the earlier ticket was removed and the store's ID failed next;
+// a fault after the job dir is judged still removes it:
+// TestFailedResolveRemovesAnEarlierTicket.)
+func TestResolveThatCannotNameItsRootIsRefused(t *testing.T) {
 	base := t.TempDir()
 	cwd := filepath.Join(base, "cwd")
 	if err := os.Mkdir(cwd, 0o700); err != nil {
@@ -49,14 +52,18 @@ func TestResolveThatCannotNameItsRootLeavesNoEarlierTicket(t *testing.T) {
 	if wd, err := os.Getwd(); err == nil {
 		t.Fatalf("the working directory is still named, %s: the test makes no fault", wd)
 	}
-	if _, err := s.Resolve(key, job, jobDir); err == nil {
-		t.Fatal("resolved with a root that cannot be named")
+	if _, err := s.Resolve(key, job, jobDir); !errors.Is(err, store.ErrJobDirInStore) {
+		t.Fatalf("resolve with a root that cannot be named: %v, want ErrJobDirInStore", err)
 	}
-	if _, err := os.Lstat(filepath.Join(jobDir, store.TicketName)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the earlier resolve's ticket is still in the job dir (%v)", err)
+	sess, err := store.ReadTicket(jobDir)
+	if err != nil {
+		t.Errorf("the earlier resolve's ticket was touched: %v", err)
 	}
-	if _, err := os.Lstat(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the earlier resolve's staged file is still in the job dir (%v)", err)
+	if _, err := os.Lstat(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)); err != nil {
+		t.Errorf("the earlier resolve's staged file was touched: %v", err)
+	}
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err == nil || res.Promoted {
+		t.Errorf("a promote with a root that cannot be named: %+v, %v", res, err)
 	}
 }
 

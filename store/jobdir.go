@@ -95,15 +95,19 @@ func createStaged(dir *os.File) (*os.File, error) {
 // exists resolved: the check guards against a worker's configuration,
 // which names both, not against the container, which reaches nothing
 // above <job-dir>/session. Two names of one directory that no link
-// makes (a bind mount, a case-insensitive file system) are not seen.
+// makes (a bind mount, a case-insensitive file system) are not seen. Two
+// paths that cannot be compared (either's links lead past PATH_MAX, a
+// relative one's working directory is gone, a part cannot be looked at)
+// are refused too: the kernel may still take them, and where they lead
+// is not known.
 func jobDirApart(jobDir, dir string) error {
-	job, jerr := fsat.ResolvedPath(jobDir)
-	storeDir, serr := fsat.ResolvedPath(dir)
-	if jerr != nil || serr != nil {
-		// A relative path whose working directory is gone: nothing can
-		// be judged, and the step that needs the path fails on it, as a
-		// fault that leaves no ticket.
-		return nil
+	job, err := fsat.ResolvedPath(jobDir)
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s (%w)", ErrJobDirInStore, jobDir, dir, err)
+	}
+	storeDir, err := fsat.ResolvedPath(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s (%w)", ErrJobDirInStore, jobDir, dir, err)
 	}
 	if rel, ok := within(job, storeDir); ok {
 		first, _, _ := strings.Cut(rel, string(filepath.Separator))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 )
 
 // A job dir that is the sessions root, lies inside one of its keys, or
@@ -116,6 +117,43 @@ func TestARelativeJobDirInARelativeRootIsRefused(t *testing.T) {
 	}
 	if _, err := s.Resolve(testKey, localJob(), "job"); err != nil {
 		t.Errorf("a job dir beside the root: %v", err)
+	}
+}
+
+// A job dir whose path cannot be told apart from the store's is refused,
+// not passed: one reached through links that lead past PATH_MAX (the
+// kernel takes it; its resolution into one path fails) into a key dir,
+// and a relative one whose working directory is gone (the kernel still
+// takes its ".."). Both resolved before, and wrote session/ and the
+// ticket into the key dir. Refused as one in the store is
+// (ErrJobDirInStore), nothing made.
+func TestAJobDirThatCannotBeJudgedIsRefused(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	s, _, _ := newTestStoreAt(t, root, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	key := filepath.Join(root, testKey)
+	past := testfs.PastPathMax(t, base, key)
+
+	gone := filepath.Join(base, "gone")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, jobDir := range []string{filepath.Join(past, "job"), filepath.Join("..", "sessions", testKey, "job")} {
+		_, err := s.Resolve(testKey, localJob(), jobDir)
+		if !errors.Is(err, ErrJobDirInStore) || !strings.Contains(err.Error(), "cannot be told apart from the store's directory") {
+			t.Errorf("%.80s…: %v; want ErrJobDirInStore, saying it cannot be told apart", jobDir, err)
+		}
+	}
+	names, _ := os.ReadDir(key)
+	for _, n := range names {
+		if n.Name() != TranscriptName && n.Name() != "meta.db" {
+			t.Errorf("%s was made in the key dir", n.Name())
+		}
 	}
 }
 

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 			}
 			clock = func() time.Time { return at }
 		}
+		leaveOwnerBits() // as main does
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// The tests read plain error lines: --log-format auto is console here,

@@ -326,7 +326,10 @@ func TestAJobDirInOrAroundTheRootIsAUsageError(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, key), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, job := range []string{filepath.Join(root, key), filepath.Join(root, key, "job-1"), root, base} {
+	// A job dir whose links lead past PATH_MAX (into the key dir): where it
+	// leads cannot be told, and it is refused the same way.
+	past := filepath.Join(testfs.PastPathMax(t, base, filepath.Join(root, key)), "job-2")
+	for _, job := range []string{filepath.Join(root, key), filepath.Join(root, key, "job-1"), root, base, past} {
 		before, _ := os.ReadDir(filepath.Join(root, key))
 		code, out, errs := runCLI(t, resolveArgs(root, job)...)
 		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--job-dir") || !strings.Contains(errs, root) {

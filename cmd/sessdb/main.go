@@ -50,6 +50,7 @@ func init() {
 }
 
 func main() {
+	leaveOwnerBits()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -103,5 +104,29 @@ func TestCheckRepairGivesAWorkerItsKeyBack(t *testing.T) {
 	}
 	if code, out, errs := job("job-3"); code != 0 || !strings.Contains(out, `"promoted":true`) {
 		t.Fatalf("promote after the repair: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// The process leaves the owner's bits out of its umask (main, and this
+// test binary as sessdb): under umask 0777 the one file a user names,
+// engage --svg's chart, is 0600, the group's and others' bits still the
+// umask's; it was mode 0, which its owner could not open. What the store
+// makes does not depend on it (fsat gives each creation its bits), but a
+// kill between a mkdir and its chmod, or a kernel without fchmodat2, does.
+func TestTheProcessUmaskKeepsTheOwnersBits(t *testing.T) {
+	path := engageFixture(t, "10-sticky-engagement.jsonl")
+	for mask, want := range map[int]os.FileMode{0o777: 0o600, 0o027: 0o640, 0o002: 0o664} {
+		chart := filepath.Join(t.TempDir(), "chart.svg")
+		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", chart, path)
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
+		old := syscall.Umask(mask)
+		out, err := cmd.CombinedOutput()
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatalf("umask %03o: %v\n%s", mask, err, out)
+		}
+		if st, err := os.Stat(chart); err != nil || st.Mode().Perm() != want {
+			t.Errorf("umask %03o: chart %v, %v; want mode %v", mask, st.Mode().Perm(), err, want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sessdb/internal/testfs"
 )
 
 // A bad value is quoted in an error only as far as a short prefix and its
@@ -108,7 +110,10 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 	// though cleaned it is the link's own dir.
 	one := filepath.Join(t.TempDir(), "to-etc")
 	os.Symlink("/etc", one)
-	for _, root := range []string{"/", "/.", "//", "/tmp/..", link, one + "/..", open} {
+	// Links to "/" whose resolution into one path is past PATH_MAX: where
+	// it leads cannot be told, and it is refused (it was walked).
+	past := testfs.PastPathMax(t, t.TempDir(), "/")
+	for _, root := range []string{"/", "/.", "//", "/tmp/..", link, one + "/..", open, past} {
 		for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"stats"}, {"stats", "--prometheus"}, {"check"}, {"check", "--repair"}, {"reap"}, {"reap", "--dry-run"}, {"migrate", root}, {"migrate", "--to-legacy", root}} {
 			clearEnv(t)
 			t.Setenv("PI_SESSIONS_DIR", root)
@@ -117,6 +122,15 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 				t.Errorf("%v on %s: exit %d, stdout %.200q, stderr %q; want exit 2 naming the root", args, root, code, out, errs)
 			}
 		}
+	}
+	// A relative root whose working directory is gone: the kernel still
+	// takes its "..", and where it leads cannot be told.
+	gone := filepath.Join(t.TempDir(), "gone")
+	os.Mkdir(gone, 0o700)
+	t.Chdir(gone)
+	os.Remove(gone)
+	if code, out, errs := runCLI(t, "dump", ".."); code != exitUsage || out != "" || !strings.Contains(errs, "where it leads cannot be told") {
+		t.Errorf("dump .. from a working directory that is gone: exit %d, stdout %.200q, stderr %q; want exit 2", code, out, errs)
 	}
 	// The sticky bit makes a shared directory safe enough: it is walked.
 	os.Chmod(open, 0o777|os.ModeSticky)

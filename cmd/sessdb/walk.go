@@ -155,8 +155,11 @@ var geteuid = os.Geteuid
 //     root, unless sessdb runs as root (an operator auditing the worker's
 //     root): that user controls everything the walk reads.
 //
-// A root that does not exist or is not a directory is left to the walk,
-// which reports it as it always has.
+// A root whose links cannot be resolved into one path (fsat.ResolvedPath:
+// they lead past PATH_MAX, a relative root's working directory is gone)
+// is refused too: where it leads cannot be told. A root that does not
+// exist or is not a directory is left to the walk, which reports it as it
+// always has.
 func checkWalkRoot(dir string) error {
 	return checkWalkDir("sessions root", "point DIR or PI_SESSIONS_DIR at the sessions directory", dir)
 }
@@ -169,7 +172,7 @@ func checkWalkDir(what, fix, dir string) error {
 	// target, which a path cleaned first would not say.
 	real, err := fsat.ResolvedPath(dir)
 	if err != nil {
-		return nil
+		return fmt.Errorf("%s %s: where it leads cannot be told (%v): refusing to walk it", what, quoteName(dir), err)
 	}
 	if real == "/" {
 		return fmt.Errorf("%s %s is the filesystem root: refusing to walk it (%s)", what, quoteName(dir), fix)

@@ -45,8 +45,9 @@ func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
 // the name (a link, a FIFO) is left as it is, with no error: the caller's
 // open refuses it. The mode is changed with fchmodat without following a
 // link (fchmodat2 on Linux 6.6 and later; macOS and FreeBSD have it); an
-// older Linux kernel has no such call, and the name is opened (O_NOFOLLOW)
-// and fchmodded instead, which needs the owner's read bit, or root. It is
+// older Linux kernel has no such call (or a seccomp filter refuses it),
+// and the name is opened (O_NOFOLLOW) and fchmodded instead, which needs
+// the owner's read bit, or root. It is
 // how check --repair gives the owner back what an older sessdb's umask,
 // or a chmod, took.
 func AddOwnerBitsAt(dir *os.File, name string, bits uint32) (before uint32, err error) {
@@ -66,7 +67,10 @@ func addOwnerBitsAt(dirfd int, name string, bits uint32, path string) (uint32, e
 		return mode, nil
 	}
 	err := fchmodat(dirfd, name, mode|want, unix.AT_SYMLINK_NOFOLLOW)
-	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
+	// EPERM: a seccomp filter that predates fchmodat2 refuses it so (a
+	// container's default profile may); a caller that may not chmod the
+	// file at all is refused again by the fchmod.
+	if err == unix.EOPNOTSUPP || err == unix.ENOSYS || err == unix.EPERM {
 		var fd int
 		fd, err = IgnoringEINTR(func() (int, error) {
 			return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)

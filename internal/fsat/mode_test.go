@@ -35,16 +35,18 @@ func permOf(t *testing.T, p string) uint32 {
 // afresh (OpenAt with O_CREAT|O_EXCL), and a file created elsewhere and
 // handed over (CreatedOwnerBits). The umask keeps its say over the
 // group's and the others' bits. Where the kernel has no fchmodat2 (a
-// stand-in answers EOPNOTSUPP, as x/sys says on Linux before 6.6), a
-// directory is opened and fchmodded instead: that needs the owner's read
+// stand-in answers EOPNOTSUPP, as x/sys says on Linux before 6.6), or a
+// seccomp filter refuses it (EPERM: with it, root was refused a chmod it
+// could do), a directory is opened and fchmodded instead: that needs the owner's read
 // bit, or root, and a directory that cannot be given its bits is removed
 // again, the error saying chmod.
 func TestCreationsKeepTheOwnersBitsWhateverTheUmask(t *testing.T) {
-	for _, oldKernel := range []bool{false, true} {
+	for _, refusal := range []error{nil, unix.EOPNOTSUPP, unix.EPERM} {
+		oldKernel := refusal != nil
 		for _, mask := range []int{0o022, 0o077, 0o177, 0o277, 0o477, 0o777} {
-			t.Run(fmt.Sprintf("umask %03o, no fchmodat2 %v", mask, oldKernel), func(t *testing.T) {
+			t.Run(fmt.Sprintf("umask %03o, fchmodat2 refused with %v", mask, refusal), func(t *testing.T) {
 				if oldKernel {
-					fchmodat = func(int, string, uint32, int) error { return unix.EOPNOTSUPP }
+					fchmodat = func(int, string, uint32, int) error { return refusal }
 					defer func() { fchmodat = unix.Fchmodat }()
 				}
 				d, p := tempDir(t)

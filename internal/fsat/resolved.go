@@ -12,9 +12,12 @@ import (
 // path whose last parts need not exist yet (kept as written, cleaned), and
 // without cleaning p first: "link/.." is the parent of the link's target,
 // as the kernel takes it, not the link's own directory. A part that cannot
-// be looked at for another reason than its absence (ESTALE, EIO, EACCES)
-// ends the resolution there, and p is returned made absolute and cleaned.
-// The error is only that of a relative p whose working directory is gone.
+// be looked at for another reason than its absence (EACCES, ENAMETOOLONG
+// for a path whose links lead past PATH_MAX, EIO, ESTALE) is an error, and
+// so is a relative p whose working directory is gone: where the path
+// leads is then not known, and a caller that compares it refuses it (the
+// kernel may still take such a path: a chain of links can lead where no
+// one path of PATH_MAX spells).
 //
 // It is the one function here that follows links, on purpose: it says
 // where a configured path leads, to compare it with another (a job dir
@@ -36,7 +39,10 @@ func ResolvedPath(p string) (string, error) {
 		}
 		head = strings.TrimRight(head, string(filepath.Separator))
 		i := strings.LastIndexByte(head, filepath.Separator)
-		if !errors.Is(err, fs.ErrNotExist) || i < 0 {
+		switch {
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", err
+		case i < 0:
 			return filepath.Clean(p), nil
 		}
 		head, tail = head[:i+1], filepath.Join(head[i+1:], tail)

@@ -1,15 +1,23 @@
 package fsat
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/testfs"
 )
 
 // ResolvedPath says where a path leads as the kernel takes it: links
 // resolved in order ("link/.." the parent of the link's target), a tail
-// that does not exist kept, a relative path made absolute; and fails only
-// for a relative path whose working directory is gone.
+// that does not exist kept, a relative path made absolute; and fails for
+// a relative path whose working directory is gone, and for a path whose
+// links lead past PATH_MAX, which the kernel still opens (it returned
+// such a path cleaned, its links unresolved, and a walk of one leading
+// to "/" was not refused).
 func TestResolvedPathLeadsWhereTheKernelGoes(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -52,5 +60,15 @@ func TestResolvedPathLeadsWhereTheKernelGoes(t *testing.T) {
 	}
 	if got, err := ResolvedPath(link); err != nil || got != deep {
 		t.Errorf("ResolvedPath of an absolute path, the working directory gone: %q, %v; want %q", got, err, deep)
+	}
+
+	past := testfs.PastPathMax(t, base, "/")
+	if _, err := os.ReadDir(past); err != nil {
+		t.Fatalf("the kernel does not take the path past PATH_MAX: %v", err)
+	}
+	for _, p := range []string{past, past + "/..", past + "/missing"} {
+		if got, err := ResolvedPath(p); !errors.Is(err, unix.ENAMETOOLONG) {
+			t.Errorf("ResolvedPath of a path whose links lead past PATH_MAX: %q, %v; want ENAMETOOLONG", got, err)
+		}
 	}
 }

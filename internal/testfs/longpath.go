@@ -1,0 +1,45 @@
+package testfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// PastPathMax returns a short path, under dir, that the kernel takes to
+// target (a link at its end) but whose links, resolved one by one into a
+// single path, spell more than PATH_MAX (4096) bytes: two links, each to
+// a chain of nine directories of 240-byte names, the second chain below
+// the first. filepath.EvalSymlinks of it fails (ENAMETOOLONG) where an
+// open of it succeeds.
+func PastPathMax(t testing.TB, dir, target string) string {
+	t.Helper()
+	chain := func() string {
+		names := make([]string, 9)
+		for i := range names {
+			names[i] = strings.Repeat(string(rune('a'+i)), 240)
+		}
+		return filepath.Join(names...)
+	}
+	first := filepath.Join(dir, chain())
+	if err := os.MkdirAll(first, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	one := filepath.Join(dir, "past-1")
+	if err := os.Symlink(first, one); err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(one, chain())
+	if err := os.MkdirAll(second, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	two := filepath.Join(dir, "past-2")
+	if err := os.Symlink(second, two); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(two, "to")); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(two, "to")
+}
