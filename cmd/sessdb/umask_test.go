@@ -19,41 +19,66 @@ import (
 // mode 0 that every later resolve of the key failed on, exit 1, until an
 // operator chmodded it.
 func TestAUmaskThatTakesTheOwnersBitsLosesNothing(t *testing.T) {
+	w := newNobodysWorker(t)
+	old := syscall.Umask(0o777)
+	defer syscall.Umask(old)
+	if resolved, promoted := w.job("job-1"); !strings.Contains(resolved, `"reason":"absent"`) || !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("a cold job: %s%s", resolved, promoted)
+	}
+	if resolved, _ := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) {
+		t.Fatalf("the next job's resolve: %s", resolved)
+	}
+	if code, out, errs := w.runAs("check", w.root); code != 0 {
+		t.Fatalf("check: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
+
+// nobodysWorker is a sessions root in a base dir a user the modes stop
+// owns (unprivileged: as root, nobody), and sessdb run there as that
+// user.
+type nobodysWorker struct {
+	t          *testing.T
+	base, root string
+	runAs      func(args ...string) (int, string, string)
+}
+
+// workerKey is the key nobodysWorker's jobs resolve and promote.
+const workerKey = "0123456789abcdef0123456789abcdef"
+
+func newNobodysWorker(t *testing.T) nobodysWorker {
+	t.Helper()
 	clearEnv(t)
-	base, err := os.MkdirTemp("", "sessdb-umask-")
+	base, err := os.MkdirTemp("", "sessdb-nobody-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody) })
-	root := filepath.Join(base, "sessions")
-	const key = "0123456789abcdef0123456789abcdef"
-	resolve := func(job string) (int, string, string) {
-		return runAs("resolve", "--sessions-dir", root, "--key", key, "--job-dir", filepath.Join(base, job), "--pi-version", "0.58.3")
-	}
+	return nobodysWorker{t: t, base: base, root: filepath.Join(base, "sessions"), runAs: runAs}
+}
 
-	old := syscall.Umask(0o777)
-	defer syscall.Umask(old)
-	code, out, errs := resolve("job-1")
-	if code != 0 || !strings.Contains(out, `"reason":"absent"`) {
-		t.Fatalf("cold resolve: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+// job is one job of workerKey in the job dir base/name: resolve, one
+// message more than was staged, promote. It returns the stdout of each;
+// a resolve that fails fails the test, a promote's outcome is the
+// caller's to judge.
+func (w nobodysWorker) job(name string) (resolved, promoted string) {
+	t := w.t
+	dir := filepath.Join(w.base, name)
+	code, resolved, errs := w.runAs("resolve", "--sessions-dir", w.root, "--key", workerKey, "--job-dir", dir, "--pi-version", "0.58.3")
+	if code != 0 {
+		t.Fatalf("resolve %s: exit %d\n%s\n%s", name, code, resolved, errs)
 	}
-	staged := filepath.Join(base, "job-1", "session", "current.jsonl")
-	if err := os.WriteFile(staged, []byte(header+`{"type":"message","id":"m1","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"), 0o600); err != nil {
+	staged := filepath.Join(dir, "session", "current.jsonl")
+	data, _ := os.ReadFile(staged)
+	if len(data) == 0 {
+		data = []byte(header)
+	}
+	data = append(data, `{"type":"message","id":"`+name+`","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"...)
+	if err := os.WriteFile(staged, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs = runAs("promote", "--sessions-dir", root, "--job-dir", filepath.Join(base, "job-1"), "--pi-version", "0.58.3")
-	if code != 0 || !strings.Contains(out, `"promoted":true`) {
-		t.Fatalf("promote: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
-	}
-	code, out, errs = resolve("job-2")
-	if code != 0 || !strings.Contains(out, `"resume":true`) {
-		t.Fatalf("the next job's resolve: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
-	}
-	code, out, errs = runAs("check", root)
-	if code != 0 {
-		t.Fatalf("check: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
-	}
+	_, promoted, _ = w.runAs("promote", "--sessions-dir", w.root, "--job-dir", dir, "--pi-version", "0.58.3")
+	return resolved, promoted
 }
 
 // A key dir an older sessdb made under such a umask (here by chmod: 0500,
@@ -62,48 +87,24 @@ func TestAUmaskThatTakesTheOwnersBitsLosesNothing(t *testing.T) {
 // (mode, exit 3), and check --repair gives the owner its bits back, after
 // which the worker's promotion lands.
 func TestCheckRepairGivesAWorkerItsKeyBack(t *testing.T) {
-	clearEnv(t)
-	base, err := os.MkdirTemp("", "sessdb-mode-")
-	if err != nil {
-		t.Fatal(err)
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("first promote: %s", promoted)
 	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody) })
-	root := filepath.Join(base, "sessions")
-	const key = "0123456789abcdef0123456789abcdef"
-	job := func(n string) (int, string, string) {
-		dir := filepath.Join(base, n)
-		if code, out, errs := runAs("resolve", "--sessions-dir", root, "--key", key, "--job-dir", dir, "--pi-version", "0.58.3"); code != 0 {
-			t.Fatalf("resolve %s: exit %d\n%s\n%s", n, code, out, errs)
-		}
-		staged := filepath.Join(dir, "session", "current.jsonl")
-		data, _ := os.ReadFile(staged)
-		if len(data) == 0 {
-			data = []byte(header)
-		}
-		data = append(data, `{"type":"message","id":"`+n+`","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"...)
-		if err := os.WriteFile(staged, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return runAs("promote", "--sessions-dir", root, "--job-dir", dir, "--pi-version", "0.58.3")
+	os.Chmod(filepath.Join(w.root, workerKey, "meta.db"), 0o400)
+	os.Chmod(filepath.Join(w.root, workerKey), 0o500)
+	if _, promoted := w.job("job-2"); !strings.Contains(promoted, `"reason":"promote-failed"`) {
+		t.Fatalf("promote onto a key dir 0500: %s; want promote-failed", promoted)
 	}
-	if code, out, errs := job("job-1"); code != 0 || !strings.Contains(out, `"promoted":true`) {
-		t.Fatalf("first promote: exit %d\n%s\n%s", code, out, errs)
-	}
-	os.Chmod(filepath.Join(root, key, "meta.db"), 0o400)
-	os.Chmod(filepath.Join(root, key), 0o500)
-	if code, out, _ := job("job-2"); code != 0 || !strings.Contains(out, `"reason":"promote-failed"`) {
-		t.Fatalf("promote onto a key dir 0500: exit %d\n%s; want promote-failed", code, out)
-	}
-	code, out, errs := runAs("check", root)
+	code, out, errs := w.runAs("check", w.root)
 	if code != exitIssues || strings.Count(out, ": mode: ") != 2 {
 		t.Fatalf("check: exit %d, want %d and two mode findings\n%s\n%s", code, exitIssues, out, errs)
 	}
-	if code, out, errs := runAs("check", "--repair", root); code != 0 || strings.Count(out, "gave its owner the bits it lacked") != 2 {
+	if code, out, errs := w.runAs("check", "--repair", w.root); code != 0 || strings.Count(out, "gave its owner the bits it lacked") != 2 {
 		t.Fatalf("check --repair: exit %d\n%s\n%s", code, out, errs)
 	}
-	if code, out, errs := job("job-3"); code != 0 || !strings.Contains(out, `"promoted":true`) {
-		t.Fatalf("promote after the repair: exit %d\n%s\n%s", code, out, errs)
+	if _, promoted := w.job("job-3"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote after the repair: %s", promoted)
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 // store would then have made a key that every later resolve fails on and
 // no promote can write. So every file and directory this package creates
 // gets back the owner's bits of the mode its caller asked for; the
-// umask's say over the group's and the others' bits is kept.
+// umask's say over the group's and the others' bits is kept. The sessdb
+// command does more, once, at its start: it clears those bits from its
+// umask, which a library cannot do under its caller's goroutines.
 
 // ownerBits is the part of a mode the umask may not take.
 const ownerBits = 0o700
@@ -47,9 +49,8 @@ func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
 // link (fchmodat2 on Linux 6.6 and later; macOS and FreeBSD have it); an
 // older Linux kernel has no such call (or a seccomp filter refuses it),
 // and the name is opened (O_NOFOLLOW) and fchmodded instead, which needs
-// the owner's read bit, or root. It is
-// how check --repair gives the owner back what an older sessdb's umask,
-// or a chmod, took.
+// the owner's read bit, or root. It is how check --repair gives the owner
+// back what an older sessdb's umask, or a chmod, took.
 func AddOwnerBitsAt(dir *os.File, name string, bits uint32) (before uint32, err error) {
 	return addOwnerBitsAt(int(dir.Fd()), name, bits, Join(dir, name))
 }
