@@ -19,9 +19,9 @@ import (
 // repair acts on the findings of one entry, on proof only, in an order
 // that never loses a committed promotion: the owner's bits a mode lacks
 // are given back first (repairModes), so that the key can be opened and
-// written; then a pending promotion is rolled
-// forward first (store.RollForward, under the key's exclusive lock), so
-// the transcript it committed is in place before anything else happens;
+// written; then a pending promotion is rolled forward (store.RollForward,
+// under the key's exclusive lock), so the transcript it committed is in
+// place before anything else happens;
 // then a meta.db shown to be damaged is moved aside (a deep check that did
 // not complete shows nothing, and moves nothing), or, where its one fault
 // is a history at the last sequence number, that history is numbered
