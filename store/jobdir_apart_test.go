@@ -135,14 +135,7 @@ func TestAJobDirThatCannotBeJudgedIsRefused(t *testing.T) {
 	key := filepath.Join(root, testKey)
 	past := testfs.PastPathMax(t, base, key)
 
-	gone := filepath.Join(base, "gone")
-	if err := os.Mkdir(gone, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(gone)
-	if err := os.Remove(gone); err != nil {
-		t.Fatal(err)
-	}
+	testfs.ChdirGone(t, base)
 	for _, jobDir := range []string{filepath.Join(past, "job"), filepath.Join("..", "sessions", testKey, "job")} {
 		_, err := s.Resolve(testKey, localJob(), jobDir)
 		if !errors.Is(err, ErrJobDirInStore) || !strings.Contains(err.Error(), "cannot be told apart from the store's directory") {

@@ -125,10 +125,7 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 	}
 	// A relative root whose working directory is gone: the kernel still
 	// takes its "..", and where it leads cannot be told.
-	gone := filepath.Join(t.TempDir(), "gone")
-	os.Mkdir(gone, 0o700)
-	t.Chdir(gone)
-	os.Remove(gone)
+	testfs.ChdirGone(t, t.TempDir())
 	if code, out, errs := runCLI(t, "dump", ".."); code != exitUsage || out != "" || !strings.Contains(errs, "where it leads cannot be told") {
 		t.Errorf("dump .. from a working directory that is gone: exit %d, stdout %.200q, stderr %q; want exit 2", code, out, errs)
 	}

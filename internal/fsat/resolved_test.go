@@ -50,14 +50,7 @@ func TestResolvedPathLeadsWhereTheKernelGoes(t *testing.T) {
 			t.Errorf("ResolvedPath(%q) = %q, %v; want %q", p, got, err, want)
 		}
 	}
-	gone := filepath.Join(base, "gone")
-	if err := os.Mkdir(gone, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(gone)
-	if err := os.Remove(gone); err != nil {
-		t.Fatal(err)
-	}
+	testfs.ChdirGone(t, base)
 	if got, err := ResolvedPath("x"); err == nil {
 		t.Errorf("ResolvedPath of a relative path, its working directory gone: %q, want an error", got)
 	}

@@ -43,3 +43,19 @@ func PastPathMax(t testing.TB, dir, target string) string {
 	}
 	return filepath.Join(two, "to")
 }
+
+// ChdirGone makes a directory under dir the working directory for the
+// rest of t (t.Chdir) and removes it: a relative path is then one whose
+// working directory is gone, which os.Getwd cannot name but whose ".."
+// the kernel still takes.
+func ChdirGone(t *testing.T, dir string) {
+	t.Helper()
+	gone := filepath.Join(dir, "gone")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+}
