@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,12 +102,9 @@ func createStaged(dir *os.File) (*os.File, error) {
 // are refused too: the kernel may still take them, and where they lead
 // is not known.
 func jobDirApart(jobDir, dir string) error {
-	job, err := fsat.ResolvedPath(jobDir)
-	if err != nil {
-		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s (%w)", ErrJobDirInStore, jobDir, dir, err)
-	}
-	storeDir, err := fsat.ResolvedPath(dir)
-	if err != nil {
+	job, jerr := fsat.ResolvedPath(jobDir)
+	storeDir, serr := fsat.ResolvedPath(dir)
+	if err := cmp.Or(jerr, serr); err != nil {
 		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s (%w)", ErrJobDirInStore, jobDir, dir, err)
 	}
 	if rel, ok := within(job, storeDir); ok {

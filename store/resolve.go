@@ -76,9 +76,9 @@ func (j Job) checkLengths() error {
 // (ErrValueTooLong), or a job dir that is the store's directory (the
 // sessions root, a fleet's transcripts dir), lies inside one of its keys'
 // directories (a key's own, or one moved aside by a reap or a quarantine),
-// or holds it (ErrJobDirInStore: the job's container is given
-// <jobDir>/session, and a worker removes its job dir after the job) is
-// refused before anything is touched. Any other error means a fault (an
+// or holds it, or one that cannot be told apart from it (ErrJobDirInStore:
+// the job's container is given <jobDir>/session, and a worker removes its
+// job dir after the job) is refused before anything is touched. Any other error means a fault (an
 // unusable job dir, an I/O error); the staged file is then removed, and
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
@@ -105,10 +105,11 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
 
 	// Step 0: the job dir, apart from the store's files before anything is
-	// made. An earlier resolve's ticket goes first, so that a fault from
-	// here on leaves no ticket at all (the store's ID too can fail: a
-	// relative root whose working directory is gone); then a fresh staged
-	// file, a cold start unless the copy fills it.
+	// made (a relative root whose working directory is gone, which the
+	// store's ID cannot name, is refused here too). An earlier resolve's
+	// ticket goes first, so that a fault from here on leaves no ticket at
+	// all; then a fresh staged file, a cold start unless the copy fills
+	// it.
 	if b, ok := s.backend.(dirBackend); ok {
 		if err := jobDirApart(jobDir, b.Dir()); err != nil {
 			return Session{}, err
