@@ -39,12 +39,11 @@ is a usage error (exit 2): no key stamped with it could be migrated back.
 --job-dir is created (0700) if it is missing; a parent that does not exist
 is a usage error (exit 2), as is a job dir that is the sessions root (on a
 fleet, the transcripts dir), lies inside one of its key dirs (or a dir a
-reap or a quarantine moved aside), or holds it, links resolved (or
-whose links cannot be resolved: past PATH_MAX, or a relative path's working
-directory gone): the
-container is given <job-dir>/session, and a job dir is removed after its
-job (one under the root but outside every key is left alone, as check's
-not-a-key). A sessions root that does not exist makes every key absent, as
+reap or a quarantine moved aside), or holds it, links resolved (or whose
+links cannot be resolved: past PATH_MAX, or a relative path's working
+directory gone): the container is given <job-dir>/session, and a job dir
+is removed after its job (one under the root but outside every key is left
+alone, as check's not-a-key). A sessions root that does not exist makes every key absent, as
 the legacy store did, with a warning on stderr (a misspelt root would
 otherwise pass for a new conversation).
 
