@@ -258,7 +258,7 @@ func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := fsat.CreatedOwnerBits(fd, 0o600, name); err != nil {
+	if err := fsat.Created(dirfd, fd, 0o600, name); err != nil {
 		unix.Close(fd)
 		unix.Unlinkat(dirfd, name, 0)
 		return -1, err

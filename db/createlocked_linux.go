@@ -50,7 +50,7 @@ func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 		unix.Close(fd)
 		return -1, fmt.Errorf("flock: %w", err)
 	}
-	if err := fsat.CreatedOwnerBits(fd, 0o600, name); err != nil {
+	if err := fsat.Created(dirfd, fd, 0o600, name); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}

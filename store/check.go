@@ -36,7 +36,8 @@ const (
 	KindLocked             Kind = "locked"              // the key's lock was not had in time: not checked
 	KindUnreadable         Kind = "unreadable"          // an I/O error while checking
 	KindReapInterrupted    Kind = "reap-interrupted"    // a reap-owned dir a killed reap left: reap or repair removes it (or moves it back)
-	KindMode               Kind = "mode"                // a key dir, meta.db or current.jsonl without the owner's bits the store needs of it
+	KindMode               Kind = "mode"                // the root, a key dir, meta.db, current.jsonl or a legacy sidecar without the owner's bits the store needs of it
+	KindOwner              Kind = "owner"               // a key dir, meta.db, current.jsonl or legacy sidecar another user owns, which the root's owner may not use
 )
 
 // Notices: reported, but nothing is wrong with what resumes.
@@ -194,8 +195,10 @@ type CheckSummary struct {
 	Remaining int `json:"remaining"` // problems still there at the end
 }
 
-// Check examines every entry under the root and passes each finding to
-// visit, in name order. Without Repair it is as read-only as InspectWith:
+// Check examines the root's own mode (its finding, path ".", comes
+// first; not with an operator action, which looks at its key alone) and
+// every entry under the root, and passes each finding to visit, in name
+// order. Without Repair it is as read-only as InspectWith:
 // nothing is created, changed or removed. A visit error, a DeepCheck error
 // or the end of ctx stops the walk; the summary then counts what was
 // examined so far. After a DeepCheck error, as after the end of ctx, the
@@ -228,6 +231,20 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 		return sum, err
 	}
 	defer root.Close()
+	// The root's own mode, before its entries (an operator action looks
+	// at its key alone).
+	if f := judgeRoot(root); f != nil && only == "" {
+		if opts.Repair {
+			repairRoot(root, f)
+			f.Remains = judgeRoot(root) != nil
+		} else {
+			f.Remains = true
+		}
+		sum.count(*f)
+		if err := visit(*f); err != nil {
+			return sum, err
+		}
+	}
 	type result struct {
 		key      bool
 		findings []Finding
@@ -391,12 +408,13 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 			g.Repair = "left as is: after the repair the name has a file of its own (the repair's writer copied it, or removed a temp that was its other name)"
 		}
 	}
-	// A key dir its runner could not open for want of the owner's bits,
-	// given them by the repair, was read by the look after it.
-	modeRepaired := slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired })
+	// A key dir its runner could not open, for want of the owner's bits or
+	// for being another user's, given back by the repair, was read by the
+	// look after it.
+	accessRepaired := slices.ContainsFunc(found, func(f Finding) bool { return (f.Kind == KindMode || f.Kind == KindOwner) && f.Repaired })
 	for i := range found {
-		if g := &found[i]; modeRepaired && g.Kind == KindUnreadable && !g.Remains && !g.Repaired {
-			g.Repair = "left as is: read by the look after the repair, once the owner had its bits back (mode)"
+		if g := &found[i]; accessRepaired && g.Kind == KindUnreadable && !g.Remains && !g.Repaired {
+			g.Repair = "left as is: read by the look after the repair, once the key was its user's again (mode, owner)"
 		}
 	}
 	// What the repair left that was not there before (a meta.db moved

@@ -38,6 +38,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		out = append(out, f)
 		return &out[len(out)-1]
 	}
+	judge := judgeAccess(add, ownerOf(root))
 	st, err := fsat.LstatAt(root, name)
 	switch {
 	case fsat.IsNotExist(err):
@@ -67,8 +68,8 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 	}
 
 	for reads := 1; ; reads++ {
-		judgeMode(add, name, ".", &st)
-		again, err := s.examineKey(ctx, root, name, deep, add, &examinedDB)
+		judge(name, ".", &st)
+		again, err := s.examineKey(ctx, root, name, deep, add, judge, &examinedDB)
 		if !again || reads == maxKeyReads {
 			return out, err
 		}
@@ -81,7 +82,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 // promotion, a migration): what was listed may be its work in flight (a
 // promotion temp written under that writer's lock), so the look is to be
 // made again, under the lock the new meta.db now gives.
-func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep deepFunc, add addFunc, examinedDB **unix.Stat_t) (again bool, err error) {
+func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep deepFunc, add addFunc, judge accessFunc, examinedDB **unix.Stat_t) (again bool, err error) {
 	k, err := s.openKeyIn(root, name, "")
 	switch {
 	case err != nil:
@@ -108,7 +109,7 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 	if st, err := fsat.LstatAt(k.dir, db.FileName); err == nil {
 		*examinedDB = &st
 	}
-	dbBroken, writerMayHold := s.examineEntries(ctx, k, name, add)
+	dbBroken, writerMayHold := s.examineEntries(ctx, k, name, add, judge)
 	if err := s.fault(faults.CheckAfterKeyEntries); err != nil {
 		add(name, KindUnreadable, "%v", err)
 		return false, nil
@@ -178,7 +179,7 @@ type deepFunc func(key string) (DeepResult, error)
 // question whether a meta.db appeared says no once a failed promotion, or
 // a reap, removed it again. Such a look reported a hard link, a problem
 // nothing had made (TestChaos).
-func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc) (dbBroken, writerMayHold bool) {
+func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add addFunc, judge accessFunc) (dbBroken, writerMayHold bool) {
 	names, err := fsat.ReadDirNames(k.dir)
 	switch {
 	case fsat.IsNotExist(err):
@@ -239,7 +240,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				dbBroken = dbBroken || n == db.FileName
 				continue
 			}
-			judgeMode(add, path, n, &st)
+			judge(path, n, &st)
 		case strings.HasPrefix(n, tmpPrefix):
 			if writerMayHold {
 				continue // not judged: maybe a live promotion's, looked at again
@@ -287,6 +288,8 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 					resolve = "resolve never reads it" // the legacy writer's, not a sidecar
 				}
 				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
+			} else if k.layout != LayoutDB {
+				judge(path, n, &st) // a sidecar a resolve reads
 			}
 		case strings.HasPrefix(n, AsidePrefix):
 			if !fsat.IsRegular(&st) {

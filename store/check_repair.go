@@ -17,9 +17,9 @@ import (
 )
 
 // repair acts on the findings of one entry, on proof only, in an order
-// that never loses a committed promotion: the owner's bits a mode lacks
-// are given back first (repairModes), so that the key can be opened and
-// written; then a pending promotion is rolled forward (store.RollForward,
+// that never loses a committed promotion: an entry another user owns is
+// given to the root's owner, and the owner's bits a mode lacks are given
+// back, first (repairAccess), so that the key can be opened and written; then a pending promotion is rolled forward (store.RollForward,
 // under the key's exclusive lock), so the transcript it committed is in
 // place before anything else happens;
 // then a meta.db shown to be damaged is moved aside (a deep check that did
@@ -31,7 +31,7 @@ import (
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
 func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
-	repairModes(root, name, found)
+	repairAccess(root, name, found)
 	for i := range found {
 		if f := &found[i]; f.Kind == KindReapInterrupted {
 			restored, err := s.finishReaped(root, name, false)

@@ -37,6 +37,7 @@ package fsat
 import (
 	"errors"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -80,8 +81,9 @@ func OpenDirAt(dir *os.File, name string) (*os.File, error) {
 // fstat of what it opened, so that the caller decides what it got before
 // it reads (a legacy sidecar, a transcript). A file it creates
 // (O_CREAT|O_EXCL) has the owner's bits of perm whatever the umask; one
-// that cannot be given them is removed, and the error says chmod. The
-// caller owns fd and closes it; on error nothing is left open.
+// that cannot be given them is removed, and the error says chmod; made
+// by root, it is given dir's owner (see owner.go). The caller owns fd
+// and closes it; on error nothing is left open.
 func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix.Stat_t, err error) {
 	fd, err = openat(dir, name, flags|openFlags, perm)
 	if err != nil {
@@ -97,20 +99,26 @@ func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix
 			unix.Unlinkat(int(dir.Fd()), name, 0)
 			return -1, st, err
 		}
+		giveToDirOwner(int(dir.Fd()), fd, &st)
 	}
 	return fd, st, nil
 }
 
-// CreatedOwnerBits is, for a descriptor of a file the caller has just
-// created with perm outside this package (db's raw-descriptor create),
-// what OpenRaw does for its own: it gives the file back the owner's bits
-// of perm that the process's umask took.
-func CreatedOwnerBits(fd int, perm uint32, name string) error {
+// Created is, for a descriptor of a file the caller has just created in
+// dirfd with perm outside this package (db's raw-descriptor create, named
+// or not yet), what OpenRaw does for its own: it gives the file back the
+// owner's bits of perm that the process's umask took and, made by root,
+// dirfd's owner.
+func Created(dirfd, fd int, perm uint32, name string) error {
 	st, err := IgnoringEINTR(func() (st unix.Stat_t, err error) { return st, unix.Fstat(fd, &st) })
 	if err != nil {
 		return &os.PathError{Op: "fstat", Path: name, Err: err}
 	}
-	return restoreOwnerBits(fd, &st, perm, name)
+	if err := restoreOwnerBits(fd, &st, perm, name); err != nil {
+		return err
+	}
+	giveToDirOwner(dirfd, fd, &st)
+	return nil
 }
 
 // NewFile is like os.NewFile, but for a descriptor OpenRaw returned: it
@@ -147,16 +155,52 @@ func MkdirAt(dir *os.File, name string, perm uint32) error {
 }
 
 // MkdirNew is MkdirAt that also reports whether it made the directory. A
-// directory it makes has the owner's bits of perm whatever the umask; one
-// that cannot be given them is removed again, and the error says chmod.
+// directory it makes has the owner's bits of perm whatever the umask (one
+// that cannot be given them is removed again, and the error says chmod)
+// and, made by root, dir's owner.
 func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
 	return mkdirat(int(dir.Fd()), name, perm, Join(dir, name))
 }
 
 // Mkdir is MkdirNew for a path, whose links are followed but in its last
-// component (the job dir: the worker's path, opened with OpenDir).
+// component (the job dir: the worker's path, opened with OpenDir). The
+// parent is opened first, and the directory made and given its bits
+// relative to it: a parent renamed meanwhile changes nothing it does.
 func Mkdir(path string, perm uint32) (bool, error) {
-	return mkdirat(unix.AT_FDCWD, path, perm, path)
+	parent, base := splitLast(path)
+	if base == "" || base == "." || base == ".." {
+		// A name that is never made (the root, or one that is there
+		// whenever its parent is): the system says so.
+		return mkdirat(unix.AT_FDCWD, path, perm, path)
+	}
+	pd, err := OpenDir(parent)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	defer pd.Close()
+	return mkdirat(int(pd.Fd()), base, perm, path)
+}
+
+// splitLast splits path before its last component, trailing slashes
+// dropped, without cleaning it: "a/link/../b" is "a/link/.." and "b", as
+// the system reads it (filepath.Dir would clean away the link).
+func splitLast(path string) (parent, base string) {
+	trimmed := strings.TrimRight(path, "/")
+	if trimmed == "" {
+		return path, ""
+	}
+	i := strings.LastIndexByte(trimmed, '/')
+	switch {
+	case i < 0:
+		return ".", trimmed
+	case i == 0:
+		return "/", trimmed[1:]
+	}
+	return trimmed[:i], trimmed[i+1:]
 }
 
 func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
@@ -171,6 +215,7 @@ func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
 		unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		return false, err
 	}
+	giveDirToDirOwner(dirfd, name)
 	return true, nil
 }
 

@@ -55,6 +55,24 @@ func AddOwnerBitsAt(dir *os.File, name string, bits uint32) (before uint32, err 
 	return addOwnerBitsAt(int(dir.Fd()), name, bits, Join(dir, name))
 }
 
+// AddOwnerBits is AddOwnerBitsAt for a directory or file the caller has
+// open (check --repair's sessions root, which it walks by descriptor).
+func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
+	var st unix.Stat_t
+	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(f.Fd()), &st) }); err != nil {
+		return 0, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	mode := uint32(st.Mode) & 0o7777
+	want := bits & ownerBits
+	if mode&want == want {
+		return mode, nil
+	}
+	if err := fchmod(int(f.Fd()), mode|want); err != nil {
+		return mode, &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
+	}
+	return mode, nil
+}
+
 func addOwnerBitsAt(dirfd int, name string, bits uint32, path string) (uint32, error) {
 	var st unix.Stat_t
 	if _, err := IgnoringEINTR(func() (struct{}, error) {

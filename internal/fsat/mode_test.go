@@ -33,7 +33,7 @@ func permOf(t *testing.T, p string) uint32 {
 // What this package creates has the owner's bits of the mode asked for,
 // whatever the umask takes: a directory (MkdirNew, Mkdir), a file created
 // afresh (OpenAt with O_CREAT|O_EXCL), and a file created elsewhere and
-// handed over (CreatedOwnerBits). The umask keeps its say over the
+// handed over (Created). The umask keeps its say over the
 // group's and the others' bits. Where the kernel has no fchmodat2 (a
 // stand-in answers EOPNOTSUPP, as x/sys says on Linux before 6.6), or a
 // seccomp filter refuses it (EPERM: with it, root was refused a chmod it
@@ -90,10 +90,10 @@ func TestCreationsKeepTheOwnersBitsWhateverTheUmask(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					err = CreatedOwnerBits(fd, 0o600, "raw")
+					err = Created(int(d.Fd()), fd, 0o600, "raw")
 					unix.Close(fd)
 					if got := permOf(t, filepath.Join(p, "raw")); err != nil || got != 0o600 {
-						t.Errorf("CreatedOwnerBits: mode %03o, %v; want 600", got, err)
+						t.Errorf("Created: mode %03o, %v; want 600", got, err)
 					}
 				})
 			})

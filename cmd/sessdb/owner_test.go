@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What an operator does as root on a worker's sessions root (a job run as
+// root, a migration either way) leaves the key the worker's: its next job
+// resumes. Before, each left files root owned, mode 0600: the worker's
+// resolve exited 1 after a promote or a migration to meta.db, and after
+// --to-legacy the key cold-started (venue-changed: a sidecar it could not
+// read), while check said nothing. A key an older sessdb so left is
+// named by check run as root (owner, exit 3), which --repair, as root,
+// gives back; run as the worker, --repair says it cannot (exit 1).
+func TestWhatRootDoesInAWorkersRootLeavesItTheWorkers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs as root, with a worker that is not: run as root to test it")
+	}
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("the worker's first job: %s", promoted)
+	}
+	asRoot := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("as root, %v: exit %d\n%s\n%s", args, code, out, errs)
+		}
+		return out
+	}
+	resumes := func(after, job string) {
+		t.Helper()
+		if resolved, promoted := w.job(job); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
+			t.Fatalf("the worker's job after %s: %s%s", after, resolved, promoted)
+		}
+	}
+	rootJob := filepath.Join(t.TempDir(), "root-job")
+	asRoot("resolve", "--sessions-dir", w.root, "--key", workerKey, "--job-dir", rootJob, "--pi-version", "0.58.3")
+	staged := filepath.Join(rootJob, "session", "current.jsonl")
+	data, err := os.ReadFile(staged)
+	if err != nil || len(data) == 0 {
+		t.Fatalf("root's job was staged nothing to resume: %v", err)
+	}
+	data = append(data, `{"type":"message","id":"root","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n"...)
+	if err := os.WriteFile(staged, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := asRoot("promote", "--sessions-dir", w.root, "--job-dir", rootJob, "--pi-version", "0.58.3"); !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("root's promote: %s", out)
+	}
+	resumes("root's promote", "job-2")
+	asRoot("migrate", "--to-legacy", w.root)
+	resumes("root's migrate --to-legacy", "job-3")
+	asRoot("migrate", "--to-legacy", w.root)
+	asRoot("migrate", w.root)
+	resumes("root's migrate back to meta.db", "job-4")
+
+	// As an older sessdb left it.
+	if out, err := exec.Command("chown", "-R", "0:0", filepath.Join(w.root, workerKey)).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
+	}
+	code, out, errs := runCLI(t, "check", w.root)
+	if code != exitIssues || strings.Count(out, ": owner: owned by uid 0") != 3 {
+		t.Fatalf("check as root: exit %d, want %d and three owner findings\n%s\n%s", code, exitIssues, out, errs)
+	}
+	if code, out, errs := w.runAs("check", "--repair", w.root); code != exitFault || strings.Count(out, "only root gives a file to another user") != 1 {
+		t.Fatalf("check --repair as the worker: exit %d, want %d, the key dir not given\n%s\n%s", code, exitFault, out, errs)
+	}
+	if out := asRoot("check", "--repair", w.root); strings.Count(out, "gave it to the sessions root's owner") != 3 {
+		t.Fatalf("check --repair as root:\n%s", out)
+	}
+	resumes("root's check --repair", "job-5")
+}

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/store/legacy"
+)
+
+// worker is the uid and gid a test's sessions root is given: a user that
+// is not the test's (root).
+const worker = 65534
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("only root makes and gives files another user owns: run as root to test it")
+	}
+}
+
+func uidOf(t *testing.T, p string) (uid, gid uint32) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Uid, st.Gid
+}
+
+// workersStore is a store whose root a worker owns, used by root.
+func workersStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	must(t, os.MkdirAll(root, 0o700))
+	must(t, os.Chown(root, worker, worker))
+	return s, root
+}
+
+// What root makes in a root a worker owns (a job run as root once, an
+// operator's repair) is the worker's: a key dir, its meta.db and its
+// transcript, after a first promotion and after a second, which replaces
+// both. Before, they were root's, mode 0700 and 0600, and every resolve of
+// the key by the worker exited 1 ("permission denied").
+func TestWhatRootMakesInAWorkersRootIsTheWorkers(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	key := runJobKey(t, s, "first")
+	runJob(t, s, key, localJob(), PromoteRequest{}, "second")
+	for _, name := range []string{"", db.FileName, TranscriptName} {
+		if uid, gid := uidOf(t, filepath.Join(root, key, name)); uid != worker || gid != worker {
+			t.Errorf("%s/%s: owned by %d:%d, want the root's owner %d:%d", key, name, uid, gid, worker, worker)
+		}
+	}
+	names, err := os.ReadDir(filepath.Join(root, key))
+	must(t, err)
+	if len(names) != 2 {
+		t.Errorf("the key dir holds %d names, want meta.db and the transcript", len(names))
+	}
+}
+
+// A key an older sessdb made as root in a root a worker owns (here by
+// chown) passed every look while the worker's every resolve of it failed:
+// check names each entry the worker may not use (owner), and --repair,
+// as root, gives it to the root's owner and group. An entry root owns
+// that the worker may use through its group's bits, and a legacy key's
+// sidecar, are judged as the worker would meet them.
+func TestCheckGivesAKeyRootMadeToTheRootsOwner(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	whole := runJobKey(t, s, "whole")
+	dbOnly := runJobKey(t, s, "meta.db only")
+	byGroup := runJobKey(t, s, "by its group")
+	old := Key("github", "acme/owner", "legacy")
+	writeLegacy(t, root, old, map[string]string{TranscriptName: string(transcriptBytes(s.opts.Now(), "legacy")), legacy.PiVersionName: testPi})
+	must(t, os.Chown(filepath.Join(root, old), worker, worker))
+	must(t, os.Chown(filepath.Join(root, old, TranscriptName), worker, worker))
+	path := func(key, name string) string { return filepath.Join(root, key, name) }
+	bad := []modeCase{
+		{whole, ".", 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read, write or enter the key dir"},
+		{whole, db.FileName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read or write the meta.db"},
+		{whole, TranscriptName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read the current.jsonl"},
+		{dbOnly, db.FileName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read or write the meta.db"},
+		{old, legacy.PiVersionName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read the pi-version"},
+	}
+	for _, b := range bad {
+		must(t, os.Chown(path(b.key, b.name), 0, 0))
+	}
+	// Root's, but the worker's group may read and write it.
+	must(t, os.Chown(path(byGroup, db.FileName), 0, worker))
+	must(t, os.Chmod(path(byGroup, db.FileName), 0o660))
+
+	for _, repair := range []bool{false, true} {
+		found := checkFindings(t, s, CheckOptions{Repair: repair})
+		owned := 0
+		for _, f := range found {
+			if f.Kind == KindOwner {
+				owned++
+			}
+		}
+		if owned != len(bad) {
+			t.Errorf("repair %v: %d owner findings, want %d: %+v", repair, owned, len(bad), found)
+		}
+		for _, b := range bad {
+			var f *Finding
+			for i := range found {
+				if found[i].Path == b.path() && found[i].Kind == KindOwner {
+					f = &found[i]
+				}
+			}
+			switch {
+			case f == nil:
+				t.Errorf("repair %v: %s: no owner finding", repair, b.path())
+			case !strings.HasPrefix(f.Detail, b.detail) || f.Severity != SeverityProblem:
+				t.Errorf("repair %v: %s: %s %q, want a problem %q", repair, b.path(), f.Severity, f.Detail, b.detail)
+			case !repair && (f.Repaired || !f.Remains):
+				t.Errorf("check alone: %s: %+v", b.path(), f)
+			case repair && (!f.Repaired || f.Remains || f.Repair != "gave it to the sessions root's owner, uid 65534 (it was uid 0's)"):
+				t.Errorf("--repair: %s: %+v", b.path(), f)
+			}
+		}
+	}
+	for _, b := range bad {
+		if uid, gid := uidOf(t, path(b.key, b.name)); uid != worker || gid != worker {
+			t.Errorf("%s after --repair: owned by %d:%d", b.path(), uid, gid)
+		}
+	}
+	if uid, _ := uidOf(t, path(byGroup, db.FileName)); uid != 0 {
+		t.Errorf("an entry the worker could use was given away: uid %d", uid)
+	}
+	for _, f := range checkFindings(t, s, CheckOptions{}) {
+		if f.Severity == SeverityProblem {
+			t.Errorf("after --repair: %+v", f)
+		}
+	}
+}
+
+// A store root owns judges no owner: root may use anything.
+func TestCheckJudgesNoOwnerInRootsOwnRoot(t *testing.T) {
+	needRoot(t)
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := runJobKey(t, s, "worker's")
+	must(t, os.Chown(filepath.Join(root, key), worker, worker))
+	for _, f := range checkFindings(t, s, CheckOptions{}) {
+		t.Errorf("found %+v", f)
+	}
+}
+
+// A sessions root whose mode lacks its owner's bits (0500, as an older
+// sessdb made it under umask 0277) took every promotion of a new key from
+// a worker that is not root while resolve said absent and check exit 0:
+// check names it first (mode, path "."), and --repair gives the owner the
+// bits, nothing else. An operator action looks at its key alone.
+func TestCheckGivesTheRootItsOwnersBits(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := runJobKey(t, s, "any")
+	must(t, os.Chmod(root, 0o550))
+	t.Cleanup(func() { os.Chmod(root, 0o700) })
+	for _, repair := range []bool{false, true} {
+		found := checkFindings(t, s, CheckOptions{Repair: repair})
+		if len(found) == 0 || found[0].Path != "." || found[0].Kind != KindMode || found[0].Key != "" {
+			t.Fatalf("repair %v: the first finding is not the root's mode: %+v", repair, found)
+		}
+		f := found[0]
+		switch {
+		case !strings.HasPrefix(f.Detail, "mode 0550: its owner may not write the sessions root"):
+			t.Errorf("repair %v: %q", repair, f.Detail)
+		case !repair && (f.Repaired || !f.Remains):
+			t.Errorf("check alone: %+v", f)
+		case repair && (!f.Repaired || f.Remains || f.Repair != "gave its owner the bits it lacked: mode 0550, now 0750"):
+			t.Errorf("--repair: %+v", f)
+		}
+		if len(found) != 1 {
+			t.Errorf("repair %v: more than the root's mode: %+v", repair, found)
+		}
+	}
+	if fi, err := os.Stat(root); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Errorf("root after --repair: %v, %v", fi.Mode().Perm(), err)
+	}
+	must(t, os.Chmod(root, 0o550))
+	for _, f := range checkFindings(t, s, CheckOptions{Repair: true, Quarantine: key}) {
+		if f.Path == "." {
+			t.Errorf("an operator action judged the root: %+v", f)
+		}
+	}
+	if fi, err := os.Stat(root); err != nil || fi.Mode().Perm() != 0o550 {
+		t.Errorf("root after an operator action: %v, %v", fi.Mode().Perm(), err)
+	}
+}
+
+// What a resolve run as root makes for a job in a dir a worker owns (the
+// job dir, its session dir, the staged transcript, the ticket) is the
+// worker's: a container run as the worker can write its transcript. In a
+// dir root owns, all is root's, as before.
+func TestWhatRootStagesInAWorkersDirIsTheWorkers(t *testing.T) {
+	needRoot(t)
+	s, _ := workersStore(t)
+	key := runJobKey(t, s, "staged")
+	for _, parentOwner := range []uint32{worker, 0} {
+		parent := t.TempDir()
+		must(t, os.Chown(parent, int(parentOwner), int(parentOwner)))
+		jobDir := filepath.Join(parent, "job")
+		sess, err := s.Resolve(key, localJob(), jobDir)
+		if err != nil || !sess.Resume {
+			t.Fatalf("resolve: %+v, %v", sess, err)
+		}
+		for _, name := range []string{"", StagedDirName, filepath.Join(StagedDirName, TranscriptName), TicketName} {
+			if uid, gid := uidOf(t, filepath.Join(jobDir, name)); uid != parentOwner || gid != parentOwner {
+				t.Errorf("job dir's parent %d's: %s owned by %d:%d", parentOwner, name, uid, gid)
+			}
+		}
+	}
+}
