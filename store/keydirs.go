@@ -23,22 +23,35 @@ type keyDirs struct{ s *Store }
 // Dir is the sessions root, as the store was given it.
 func (b keyDirs) Dir() string { return b.s.root }
 
-// ID is the sessions root, absolute: a ticket is read back by a promote
-// that may run from another working directory, and ReadTicket refuses a
-// root that is not absolute.
-func (b keyDirs) ID() (string, error) { return filepath.Abs(b.s.root) }
+// ID is where the sessions root leads: absolute, its links resolved
+// (fsat.ResolvedPath), as the kernel takes the path the store opens. A
+// ticket is read back by a promote that may run from another working
+// directory, or name the root another way, and ReadTicket refuses a root
+// that is not absolute. Cleaned alone (filepath.Abs, as before
+// 2026-12-06), a root spelled "link/../sessions" named the link's own
+// directory's "sessions", another directory than the store's: a ticket
+// of this store then promoted into that one.
+func (b keyDirs) ID() (string, error) {
+	id, err := fsat.ResolvedPath(b.s.root)
+	if err != nil {
+		return "", fmt.Errorf("where the sessions root %q leads cannot be told: %w", b.s.root, err)
+	}
+	return id, nil
+}
 
 // SameID compares by the directory itself when the spellings differ: a
 // worker that resolves through a link or a bind mount and promotes
-// through the real path is the same root, and must not be ErrWrongRoot.
-// A root that cannot be stat'd (not made yet) is the same only when
-// spelled the same.
+// through the real path is the same root, and must not be ErrWrongRoot;
+// so is a ticket of an older sessdb, which names the root cleaned, not
+// resolved. The store's side is the directory it opens, its root as
+// given. A root that cannot be stat'd (not made yet) is the same only
+// when it leads to the same path.
 func (b keyDirs) SameID(id string) (bool, error) {
 	mine, err := b.ID()
 	if err != nil || mine == id {
 		return err == nil, err
 	}
-	a, aerr := os.Stat(mine)
+	a, aerr := os.Stat(b.s.root)
 	o, oerr := os.Stat(id)
 	return aerr == nil && oerr == nil && os.SameFile(a, o), nil
 }
