@@ -202,3 +202,42 @@ func TestAddOwnerBitsAt(t *testing.T) {
 		fchmodat = unix.Fchmodat
 	}
 }
+
+// A directory with a default ACL has it stand in for the umask: one that
+// gives its owner nothing (user::---) makes every new file and directory
+// in it mode 0, whatever the umask. What this package creates there gets
+// the owner's bits of the mode asked for, as under such a umask.
+func TestADefaultACLThatGivesTheOwnerNothing(t *testing.T) {
+	d, p := tempDir(t)
+	// The xattr's binary form (linux/posix_acl_xattr.h): version 2, then
+	// (tag, perm, id) entries: the owner, the group and others, all ---.
+	acl := []byte{2, 0, 0, 0}
+	for _, tag := range []byte{0x01, 0x04, 0x20} {
+		acl = append(acl, tag, 0, 0, 0, 0xff, 0xff, 0xff, 0xff)
+	}
+	if err := unix.Setxattr(p, "system.posix_acl_default", acl, 0); err != nil {
+		t.Skipf("no default ACL on this file system (%v): its creations are not tested", err)
+	}
+	if err := os.Mkdir(filepath.Join(p, "plain"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := permOf(t, filepath.Join(p, "plain")); got != 0 {
+		t.Fatalf("the default ACL gave a plain mkdir mode %03o, not 0: it does not stand in for the umask here", got)
+	}
+	if _, err := MkdirNew(d, "at", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Mkdir(filepath.Join(p, "path"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenAt(d, "file", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for name, want := range map[string]uint32{"at": 0o700, "path": 0o700, "file": 0o600} {
+		if got := permOf(t, filepath.Join(p, name)); got != want {
+			t.Errorf("%s: mode %03o, want %03o", name, got, want)
+		}
+	}
+}
