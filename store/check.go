@@ -408,13 +408,12 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 			g.Repair = "left as is: after the repair the name has a file of its own (the repair's writer copied it, or removed a temp that was its other name)"
 		}
 	}
-	// A key dir its runner could not open, for want of the owner's bits or
-	// for being another user's, given back by the repair, was read by the
-	// look after it.
-	accessRepaired := slices.ContainsFunc(found, func(f Finding) bool { return (f.Kind == KindMode || f.Kind == KindOwner) && f.Repaired })
+	// A key dir its runner could not open for want of the owner's bits,
+	// given them by the repair, was read by the look after it.
+	modeRepaired := slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired })
 	for i := range found {
-		if g := &found[i]; accessRepaired && g.Kind == KindUnreadable && !g.Remains && !g.Repaired {
-			g.Repair = "left as is: read by the look after the repair, once the key was its user's again (mode, owner)"
+		if g := &found[i]; modeRepaired && g.Kind == KindUnreadable && !g.Remains && !g.Repaired {
+			g.Repair = "left as is: read by the look after the repair, once the owner had its bits back (mode)"
 		}
 	}
 	// What the repair left that was not there before (a meta.db moved

@@ -33,6 +33,22 @@ func uidOf(t *testing.T, p string) (uid, gid uint32) {
 	return st.Uid, st.Gid
 }
 
+// givenToAWorker gives, when the test runs as root, root and everything
+// under it to worker: what check judges is judged for the root's owner,
+// and a root root owns judges nothing.
+func givenToAWorker(t *testing.T, root string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+}
+
 // workersStore is a store whose root a worker owns, used by root.
 func workersStore(t *testing.T) (*Store, string) {
 	t.Helper()
@@ -66,30 +82,38 @@ func TestWhatRootMakesInAWorkersRootIsTheWorkers(t *testing.T) {
 
 // A key an older sessdb made as root in a root a worker owns (here by
 // chown) passed every look while the worker's every resolve of it failed:
-// check names each entry the worker may not use (owner), and --repair,
-// as root, gives it to the root's owner and group. An entry root owns
-// that the worker may use through its group's bits, and a legacy key's
-// sidecar, are judged as the worker would meet them.
-func TestCheckGivesAKeyRootMadeToTheRootsOwner(t *testing.T) {
+// check names each entry the worker may not use (owner), and --repair
+// leaves it, saying why (a worker can put another user's file at a key's
+// name: giving it away would hand that file over), until the operator's
+// chown. An entry root owns that the worker may use through its group's
+// bits is no finding; one in a group the worker is not in is; a legacy
+// key's sidecar is judged as a resolve meets it.
+func TestCheckNamesAKeyRootMadeInAWorkersRoot(t *testing.T) {
 	needRoot(t)
 	s, root := workersStore(t)
 	whole := runJobKey(t, s, "whole")
 	dbOnly := runJobKey(t, s, "meta.db only")
 	byGroup := runJobKey(t, s, "by its group")
+	foreignGroup := runJobKey(t, s, "by a group not the worker's")
 	old := Key("github", "acme/owner", "legacy")
 	writeLegacy(t, root, old, map[string]string{TranscriptName: string(transcriptBytes(s.opts.Now(), "legacy")), legacy.PiVersionName: testPi})
 	must(t, os.Chown(filepath.Join(root, old), worker, worker))
 	must(t, os.Chown(filepath.Join(root, old, TranscriptName), worker, worker))
 	path := func(key, name string) string { return filepath.Join(root, key, name) }
+	const notTheWorkers = 5000 // a group nobody is not in
 	bad := []modeCase{
 		{whole, ".", 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read, write or enter the key dir"},
 		{whole, db.FileName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read or write the meta.db"},
 		{whole, TranscriptName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read the current.jsonl"},
 		{dbOnly, db.FileName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read or write the meta.db"},
+		{foreignGroup, db.FileName, notTheWorkers, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read or write the meta.db"},
 		{old, legacy.PiVersionName, 0, 0, "owned by uid 0, where the sessions root is uid 65534's, who may not read the pi-version"},
 	}
 	for _, b := range bad {
-		must(t, os.Chown(path(b.key, b.name), 0, 0))
+		must(t, os.Chown(path(b.key, b.name), 0, int(b.mode)))
+		if b.mode != 0 {
+			must(t, os.Chmod(path(b.key, b.name), 0o660))
+		}
 	}
 	// Root's, but the worker's group may read and write it.
 	must(t, os.Chown(path(byGroup, db.FileName), 0, worker))
@@ -118,34 +142,40 @@ func TestCheckGivesAKeyRootMadeToTheRootsOwner(t *testing.T) {
 				t.Errorf("repair %v: %s: no owner finding", repair, b.path())
 			case !strings.HasPrefix(f.Detail, b.detail) || f.Severity != SeverityProblem:
 				t.Errorf("repair %v: %s: %s %q, want a problem %q", repair, b.path(), f.Severity, f.Detail, b.detail)
-			case !repair && (f.Repaired || !f.Remains):
-				t.Errorf("check alone: %s: %+v", b.path(), f)
-			case repair && (!f.Repaired || f.Remains || f.Repair != "gave it to the sessions root's owner, uid 65534 (it was uid 0's)"):
-				t.Errorf("--repair: %s: %+v", b.path(), f)
+			case f.Repaired || !f.Remains:
+				t.Errorf("repair %v: %s: %+v", repair, b.path(), f)
+			case repair && !strings.HasPrefix(f.Repair, "left as is: check --repair gives no file away"):
+				t.Errorf("--repair: %s: %q", b.path(), f.Repair)
 			}
 		}
 	}
 	for _, b := range bad {
-		if uid, gid := uidOf(t, path(b.key, b.name)); uid != worker || gid != worker {
-			t.Errorf("%s after --repair: owned by %d:%d", b.path(), uid, gid)
+		if uid, _ := uidOf(t, path(b.key, b.name)); uid != 0 {
+			t.Errorf("%s after --repair: given to uid %d", b.path(), uid)
 		}
 	}
-	if uid, _ := uidOf(t, path(byGroup, db.FileName)); uid != 0 {
-		t.Errorf("an entry the worker could use was given away: uid %d", uid)
-	}
+	// The operator's chown.
+	givenToAWorker(t, root)
 	for _, f := range checkFindings(t, s, CheckOptions{}) {
 		if f.Severity == SeverityProblem {
-			t.Errorf("after --repair: %+v", f)
+			t.Errorf("after the operator's chown: %+v", f)
 		}
 	}
 }
 
-// A store root owns judges no owner: root may use anything.
-func TestCheckJudgesNoOwnerInRootsOwnRoot(t *testing.T) {
+// A store root owns judges neither owner nor mode: root may use
+// anything. A key dir another user owns, one root owns with its owner's
+// bits gone, are no finding there.
+func TestCheckJudgesNothingInRootsOwnRoot(t *testing.T) {
 	needRoot(t)
 	s, root, _ := newTestStore(t, gates.Bounds{})
-	key := runJobKey(t, s, "worker's")
-	must(t, os.Chown(filepath.Join(root, key), worker, worker))
+	others := runJobKey(t, s, "worker's")
+	must(t, os.Chown(filepath.Join(root, others), worker, worker))
+	must(t, os.Chmod(filepath.Join(root, others), 0o500))
+	roots := runJobKey(t, s, "root's")
+	must(t, os.Chmod(filepath.Join(root, roots, db.FileName), 0o400))
+	must(t, os.Chmod(root, 0o500))
+	t.Cleanup(func() { os.Chmod(root, 0o700); os.Chmod(filepath.Join(root, others), 0o700) })
 	for _, f := range checkFindings(t, s, CheckOptions{}) {
 		t.Errorf("found %+v", f)
 	}
@@ -159,6 +189,7 @@ func TestCheckJudgesNoOwnerInRootsOwnRoot(t *testing.T) {
 func TestCheckGivesTheRootItsOwnersBits(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	key := runJobKey(t, s, "any")
+	givenToAWorker(t, root)
 	must(t, os.Chmod(root, 0o550))
 	t.Cleanup(func() { os.Chmod(root, 0o700) })
 	for _, repair := range []bool{false, true} {

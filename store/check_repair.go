@@ -17,9 +17,9 @@ import (
 )
 
 // repair acts on the findings of one entry, on proof only, in an order
-// that never loses a committed promotion: an entry another user owns is
-// given to the root's owner, and the owner's bits a mode lacks are given
-// back, first (repairAccess), so that the key can be opened and written; then a pending promotion is rolled forward (store.RollForward,
+// that never loses a committed promotion: the owner's bits a mode lacks
+// are given back first (repairModes), so that the key can be opened and
+// written; then a pending promotion is rolled forward (store.RollForward,
 // under the key's exclusive lock), so the transcript it committed is in
 // place before anything else happens;
 // then a meta.db shown to be damaged is moved aside (a deep check that did
@@ -31,7 +31,7 @@ import (
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
 func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
-	repairAccess(root, name, found)
+	repairModes(root, name, found)
 	for i := range found {
 		if f := &found[i]; f.Kind == KindReapInterrupted {
 			restored, err := s.finishReaped(root, name, false)
@@ -366,6 +366,11 @@ func advice(f *Finding) string {
 		return "an I/O error; look at the disk"
 	case KindMode:
 		return "give the owner the bits back (chmod u+rwx for a key dir, u+rw for a file), as the user that owns it or as root"
+	case KindOwner:
+		// A worker can rename into its key a file another user owns,
+		// which check cannot tell from one an older sessdb made as root:
+		// giving it away would hand that file to the worker.
+		return "check --repair gives no file away (the root's owner can put another user's file at a key's name): once you know it is the store's, give it to the sessions root's owner as root (chown, chown -R for a key dir)"
 	}
 	return "no automatic repair"
 }

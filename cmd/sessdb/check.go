@@ -28,16 +28,17 @@ bbolt silently falls back from, transcripts that do not match their record,
 pending promotions, stray temps, links, a root, key dir or file whose mode
 lacks the owner's bits the store needs, a key's dir or file another user
 owns that the root's owner may not use (one sessdb made as root before
-2026-12-06; it now gives what it makes as root to the dir's owner), what
-an interrupted reap left
+2026-12-06; on Linux it now makes what it makes as root the dir's
+owner's), what an interrupted reap left
 (.reaped-<key>-*), quarantine dirs and names that are not keys (notices).
 One line per finding and a summary; --json one object per finding and a
 summary (docs/json.md).
 
 --repair acts on proof only: it gives the root, a key dir, meta.db or
-transcript the owner's bits the store needs of it (mode: bits only added),
-and, run as root, a key's entry another user owns to the root's owner
-(owner), then, each key
+transcript the owner's bits the store needs of it (mode: bits only added;
+an entry another user owns, owner, is left for the operator's chown:
+the root's owner could have put another user's file at a key's name),
+then, each key
 under its exclusive lock, it rolls a pending promotion forward, moves a
 damaged meta.db aside (renamed, never deleted; a history at the last
 sequence number is numbered again in place instead, the record and stamps
@@ -97,7 +98,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	fk := bindFleet(fs)
 	grace := bindGrace(fs)
-	repair := fs.Bool("repair", false, "give the root, a key dir or its files the owner's bits the store needs (as root, a key root owns to the root's owner), roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
+	repair := fs.Bool("repair", false, "give the root, a key dir or its files the owner's bits the store needs, roll pending promotions forward, move a damaged meta.db aside (never deleted), remove stray temps, finish an interrupted reap; every action is printed")
 	asJSON := fs.Bool("json", false, "print one JSON object per finding, then a summary object (docs/json.md)")
 	timeout := bindDuration(fs, "deep-check-timeout", 30*time.Second, "on a sessions root: how long bbolt's consistency check of one meta.db may take, `D`, before its process is killed (a fleet has no meta.db: refused there)")
 	accept := fs.String("accept", "", "with --repair, on a sessions root (a fleet has no key dir: refused there): repair `KEY` only, then record its transcript in place as its identity (the operator's decision, in its history)")

@@ -14,8 +14,8 @@ import (
 // resolve exited 1 after a promote or a migration to meta.db, and after
 // --to-legacy the key cold-started (venue-changed: a sidecar it could not
 // read), while check said nothing. A key an older sessdb so left is
-// named by check run as root (owner, exit 3), which --repair, as root,
-// gives back; run as the worker, --repair says it cannot (exit 1).
+// named by check run as root (owner, exit 3), which --repair leaves to the
+// operator's chown (a worker could have put another user's file there).
 func TestWhatRootDoesInAWorkersRootLeavesItTheWorkers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("runs as root, with a worker that is not: run as root to test it")
@@ -67,11 +67,37 @@ func TestWhatRootDoesInAWorkersRootLeavesItTheWorkers(t *testing.T) {
 	if code != exitIssues || strings.Count(out, ": owner: owned by uid 0") != 3 {
 		t.Fatalf("check as root: exit %d, want %d and three owner findings\n%s\n%s", code, exitIssues, out, errs)
 	}
-	if code, out, errs := w.runAs("check", "--repair", w.root); code != exitFault || strings.Count(out, "only root gives a file to another user") != 1 {
-		t.Fatalf("check --repair as the worker: exit %d, want %d, the key dir not given\n%s\n%s", code, exitFault, out, errs)
+	// check --repair gives no file away: the worker could have put
+	// another user's file at a key's name.
+	code, out, errs = runCLI(t, "check", "--repair", w.root)
+	if code != exitIssues || strings.Count(out, "left as is: check --repair gives no file away") != 3 {
+		t.Fatalf("check --repair as root: exit %d, want %d, the three left\n%s\n%s", code, exitIssues, out, errs)
 	}
-	if out := asRoot("check", "--repair", w.root); strings.Count(out, "gave it to the sessions root's owner") != 3 {
-		t.Fatalf("check --repair as root:\n%s", out)
+	// The operator's chown, as the finding says.
+	if out, err := exec.Command("chown", "-R", "65534:65534", filepath.Join(w.root, workerKey)).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v\n%s", err, out)
 	}
-	resumes("root's check --repair", "job-5")
+	asRoot("check", w.root)
+	resumes("the operator's chown", "job-5")
+}
+
+// A job dir's parent its worker may write and search but not read (a
+// drop box, mode 0333) holds the job dir resolve makes, as the system
+// allows: resolve opened the parent to read it, and failed (exit 1,
+// "mkdir …: permission denied") for a worker that is not root.
+func TestAJobDirInAParentItsWorkerMayNotReadIsMade(t *testing.T) {
+	w := newNobodysWorker(t)
+	drop := filepath.Join(w.base, "drop")
+	if err := os.Mkdir(drop, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(drop, nobody, nobody)
+	if err := os.Chmod(drop, 0o333); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(drop, 0o700) })
+	code, out, errs := w.runAs("resolve", "--sessions-dir", w.root, "--key", workerKey, "--job-dir", filepath.Join(drop, "job"), "--pi-version", "0.58.3")
+	if code != 0 || !strings.Contains(out, `"reason":"absent"`) {
+		t.Fatalf("resolve into a write-and-search-only parent: exit %d\n%s\n%s", code, out, errs)
+	}
 }

@@ -36,9 +36,10 @@ takes no --repo (its --ref is the trigger id). --pi-version is required:
 --pi-version "" declares no version, which never resumes. A --pi-version,
 --venue, --model or --job longer than 4096 bytes (a legacy sidecar's most)
 is a usage error (exit 2): no key stamped with it could be migrated back.
---job-dir is created (0700) if it is missing (as root, it and what resolve
-writes in it go to the owner and group of the dir each is made in, as
-everything sessdb makes as root does); a parent that does not exist
+--job-dir is created (0700) if it is missing (as root on Linux, it and
+what resolve writes in it are made the owner's and group's of the dir
+each is made in, as everything sessdb makes as root is); a parent that
+does not exist
 is a usage error (exit 2), as is a job dir that is the sessions root (on a
 fleet, the transcripts dir), lies inside one of its key dirs (or a dir a
 reap or a quarantine moved aside), or holds it, links resolved (or whose

@@ -82,7 +82,7 @@ func OpenDirAt(dir *os.File, name string) (*os.File, error) {
 // it reads (a legacy sidecar, a transcript). A file it creates
 // (O_CREAT|O_EXCL) has the owner's bits of perm whatever the umask; one
 // that cannot be given them is removed, and the error says chmod; made
-// by root, it is given dir's owner (see owner.go). The caller owns fd
+// by root on Linux, it is given dir's owner (see owner.go). The caller owns fd
 // and closes it; on error nothing is left open.
 func OpenRaw(dir *os.File, name string, flags int, perm uint32) (fd int, st unix.Stat_t, err error) {
 	fd, err = openat(dir, name, flags|openFlags, perm)
@@ -157,15 +157,16 @@ func MkdirAt(dir *os.File, name string, perm uint32) error {
 // MkdirNew is MkdirAt that also reports whether it made the directory. A
 // directory it makes has the owner's bits of perm whatever the umask (one
 // that cannot be given them is removed again, and the error says chmod)
-// and, made by root, dir's owner.
+// and, made by root on Linux, dir's owner (see owner.go).
 func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
 	return mkdirat(int(dir.Fd()), name, perm, Join(dir, name))
 }
 
 // Mkdir is MkdirNew for a path, whose links are followed but in its last
 // component (the job dir: the worker's path, opened with OpenDir). The
-// parent is opened first, and the directory made and given its bits
-// relative to it: a parent renamed meanwhile changes nothing it does.
+// parent is opened first (on Linux O_PATH, which needs none of its
+// bits), and the directory made and given its bits relative to it: a
+// parent renamed meanwhile changes nothing it does.
 func Mkdir(path string, perm uint32) (bool, error) {
 	parent, base := splitLast(path)
 	if base == "" || base == "." || base == ".." {
@@ -173,16 +174,17 @@ func Mkdir(path string, perm uint32) (bool, error) {
 		// whenever its parent is): the system says so.
 		return mkdirat(unix.AT_FDCWD, path, perm, path)
 	}
-	pd, err := OpenDir(parent)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
+	pd, err := IgnoringEINTR(func() (int, error) { return unix.Open(parent, parentFlags, 0) })
+	switch {
+	case err == unix.EACCES && !givesAway:
+		// A parent that may be written and searched, not read: made by
+		// its path, as the system allows.
+		return mkdirat(unix.AT_FDCWD, path, perm, path)
+	case err != nil:
 		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
-	defer pd.Close()
-	return mkdirat(int(pd.Fd()), base, perm, path)
+	defer unix.Close(pd)
+	return mkdirat(pd, base, perm, path)
 }
 
 // splitLast splits path before its last component, trailing slashes
@@ -204,7 +206,11 @@ func splitLast(path string) (parent, base string) {
 }
 
 func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
-	switch err := unix.Mkdirat(dirfd, name, perm); err {
+	tried, err := mkdirAsDirOwner(dirfd, name, perm)
+	if !tried {
+		err = unix.Mkdirat(dirfd, name, perm)
+	}
+	switch err {
 	case nil:
 	case unix.EEXIST:
 		return false, nil
@@ -215,7 +221,6 @@ func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
 		unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		return false, err
 	}
-	giveDirToDirOwner(dirfd, name)
 	return true, nil
 }
 

@@ -2,8 +2,10 @@ package fsat
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +39,9 @@ func needRoot(t *testing.T) {
 // asks for no chown at all.
 func TestWhatRootCreatesIsItsDirsOwners(t *testing.T) {
 	needRoot(t)
+	if !givesAway {
+		t.Skip("this system makes no directory as another user, and gives root's creations to no one")
+	}
 	creations := func(d *os.File, p string) map[string]func() error {
 		return map[string]func() error{
 			"at": func() error { _, err := MkdirNew(d, "at", 0o700); return err },
@@ -83,16 +88,17 @@ func TestWhatRootCreatesIsItsDirsOwners(t *testing.T) {
 		asked := 0
 		fchown = func(int, int, int) error { asked++; return unix.EPERM }
 		defer func() { fchown = unix.Fchown }()
+		refuseFsids(t)
 		for name, create := range creations(d, p) {
 			if err := create(); err != nil {
-				t.Fatalf("%s: a refused chown failed the creation: %v", name, err)
+				t.Fatalf("%s: a refused chown or setfsuid failed the creation: %v", name, err)
 			}
 			if uid, _ := ownerOf(t, filepath.Join(p, name)); uid != 0 {
-				t.Errorf("%s: owned by %d after a refused chown", name, uid)
+				t.Errorf("%s: owned by %d after a refused chown or setfsuid", name, uid)
 			}
 		}
-		if asked != 4 {
-			t.Errorf("the chown was asked %d times for 4 creations", asked)
+		if asked != 2 {
+			t.Errorf("the chown was asked %d times for 2 files", asked)
 		}
 	})
 	t.Run("root's own dir", func(t *testing.T) {
@@ -100,62 +106,97 @@ func TestWhatRootCreatesIsItsDirsOwners(t *testing.T) {
 		asked := 0
 		fchown = func(int, int, int) error { asked++; return nil }
 		defer func() { fchown = unix.Fchown }()
+		countFsids(t, &asked)
 		for name, create := range creations(d, p) {
 			if err := create(); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
 		if asked != 0 {
-			t.Errorf("a chown asked %d times in a dir root owns", asked)
+			t.Errorf("a chown or setfsuid asked %d times in a dir root owns", asked)
 		}
 	})
 }
 
-// GiveAt gives a directory or a regular file away, never through a link,
-// and never a file with a second name (which could be outside the
-// directory); a FIFO is left as it is.
-func TestGiveAt(t *testing.T) {
+// A directory made as root in another user's directory is theirs from
+// its creation (made with their file-system ids): one that user swaps in
+// at its name before sessdb's chmod of it (here under umask 0777, where a
+// chmod is needed) is not given away, and stays root's. One the owner may
+// not make (its dir without the owner's write bit) is made as root.
+func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
+	needRoot(t)
+	if !givesAway {
+		t.Skip("this system makes no directory as another user")
+	}
+	d, p := tempDir(t)
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	loot := filepath.Join(p, "roots")
+	if err := os.Mkdir(loot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	withUmask(t, 0o777, func() {
+		fchmodat = func(dirfd int, name string, mode uint32, flags int) error {
+			// The parent's owner, between the mkdir and the chmod.
+			os.Rename(filepath.Join(p, name), filepath.Join(p, "made"))
+			os.Rename(loot, filepath.Join(p, name))
+			return unix.Fchmodat(dirfd, name, mode, flags)
+		}
+		defer func() { fchmodat = unix.Fchmodat }()
+		if _, err := MkdirNew(d, "key", 0o700); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if uid, _ := ownerOf(t, filepath.Join(p, "key")); uid != 0 {
+		t.Errorf("root's dir swapped in at the new name is uid %d's", uid)
+	}
+	if uid, _ := ownerOf(t, filepath.Join(p, "made")); uid != nobody {
+		t.Errorf("the dir sessdb made is uid %d's, not its parent's owner's", uid)
+	}
+	if err := os.Chmod(p, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(p, 0o700)
+	if made, err := MkdirNew(d, "unwritable", 0o700); err != nil || !made {
+		t.Fatalf("in a dir its owner may not write: made %v, %v", made, err)
+	}
+	if uid, _ := ownerOf(t, filepath.Join(p, "unwritable")); uid != 0 {
+		t.Errorf("made in a dir its owner may not write, it is uid %d's", uid)
+	}
+}
+
+// No goroutine runs with another user's file-system ids: files made in a
+// directory root owns, beside directories made as their owner many times
+// over, are all root's.
+func TestNoThreadKeepsTheOwnersIds(t *testing.T) {
 	needRoot(t)
 	d, p := tempDir(t)
-	if err := os.Mkdir(filepath.Join(p, "dir"), 0o700); err != nil {
+	if err := os.Chown(p, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(p, "file"), "x")
-	write(t, filepath.Join(p, "linked"), "x")
-	outside := filepath.Join(t.TempDir(), "outside")
-	if err := os.Link(filepath.Join(p, "linked"), outside); err != nil {
-		t.Fatal(err)
+	mine, mp := tempDir(t)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 50 {
+				if _, err := MkdirNew(d, fmt.Sprintf("d%d-%d", i, j), 0o700); err != nil {
+					t.Error(err)
+				}
+				if err := unix.Mkdirat(int(mine.Fd()), fmt.Sprintf("m%d-%d", i, j), 0o700); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
-	if err := os.Symlink("file", filepath.Join(p, "symlink")); err != nil {
-		t.Fatal(err)
+	wg.Wait()
+	entries, err := os.ReadDir(mp)
+	if err != nil || len(entries) != 200 {
+		t.Fatalf("%d entries, %v", len(entries), err)
 	}
-	if err := unix.Mkfifo(filepath.Join(p, "fifo"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"dir", "file"} {
-		if before, err := GiveAt(d, name, nobody, nobody); err != nil || before != 0 {
-			t.Errorf("%s: before %d, %v", name, before, err)
-		}
-		if uid, gid := ownerOf(t, filepath.Join(p, name)); uid != nobody || gid != nobody {
-			t.Errorf("%s: owned by %d:%d after GiveAt", name, uid, gid)
-		}
-	}
-	if _, err := GiveAt(d, "linked", nobody, nobody); !errors.Is(err, ErrHardLinked) {
-		t.Errorf("a file with two names: %v, want ErrHardLinked", err)
-	}
-	write(t, filepath.Join(p, "target"), "x")
-	os.Remove(filepath.Join(p, "symlink"))
-	if err := os.Symlink("target", filepath.Join(p, "symlink")); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"symlink", "fifo"} {
-		if _, err := GiveAt(d, name, nobody, nobody); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	for _, p := range []string{outside, filepath.Join(p, "symlink"), filepath.Join(p, "target"), filepath.Join(p, "fifo")} {
-		if uid, _ := ownerOf(t, p); uid != 0 {
-			t.Errorf("%s: given away (owned by %d)", p, uid)
+	for _, e := range entries {
+		if uid, _ := ownerOf(t, filepath.Join(mp, e.Name())); uid != 0 {
+			t.Errorf("%s, made by root in its own dir, is uid %d's", e.Name(), uid)
 		}
 	}
 }

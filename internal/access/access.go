@@ -1,0 +1,127 @@
+// Package access judges whether the user a store is made for may use
+// what the store keeps: the owner's bits an entry of its own lacks
+// (check's kind mode, which --repair gives back, GiveBits), and an entry
+// another user owns that it may not use through the mode's group or
+// others' bits (kind owner, left to the operator: a worker can put
+// another user's file at a key's name, and check cannot tell it from one
+// sessdb made). A sessions root, and a fleet's transcripts dir, belong to
+// one user, their owner: sessdb makes every directory 0700 and every file
+// 0600, and, run as root on Linux, makes what it makes the owner's of the
+// directory it makes it in (package fsat). What an older sessdb made
+// under a umask that took the owner's bits, or as root, is what check
+// finds with this package.
+package access
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/fsat"
+)
+
+// Owner is the user and group a store is made for: its root's owner.
+type Owner struct{ UID, GID uint32 }
+
+// OwnerOf returns the owner of dir, the store's root, open; false when
+// it cannot be told (no owner is then judged).
+func OwnerOf(dir *os.File) (Owner, bool) {
+	var st unix.Stat_t
+	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(dir.Fd()), &st) }); err != nil {
+		return Owner{}, false
+	}
+	return Owner{st.Uid, st.Gid}, true
+}
+
+// Judge says what owner, the user the store is made for, may not do with
+// an entry (st its lstat) of which the store needs the bits need (0o700
+// at most), in the owner's place, as Verbs takes them: modeLacks, the
+// bits of an entry of owner's own that its mode lacks; ownerLacks, the
+// bits of an entry another user owns that owner lacks through the mode's
+// group bits (owner being in the entry's group: its own groups, looked
+// up, else the root's) or its others' bits. Root may use anything: a
+// store root owns judges nothing, and neither does an entry root owns
+// where the owner is not known (nil: the entry's own owner bits judged,
+// as of a store made for whoever owns it).
+func Judge(st *unix.Stat_t, need uint32, owner *Owner) (modeLacks, ownerLacks uint32) {
+	mode := uint32(st.Mode) & 0o777
+	switch {
+	case owner == nil && st.Uid == 0, owner != nil && owner.UID == 0:
+		return 0, 0
+	case owner == nil || st.Uid == owner.UID:
+		return need &^ mode, 0
+	}
+	has := (mode & 0o7) << 6
+	if owner.inGroup(st.Gid) {
+		has = (mode & 0o70) << 3
+	}
+	return 0, need &^ has
+}
+
+// inGroup reports whether owner is in group gid: its primary and
+// supplementary groups as the system's user database gives them (asked
+// only of an entry another user owns, which is rare), or, where the user
+// cannot be looked up (a container's uid with no passwd entry), the
+// group of the root.
+func (o *Owner) inGroup(gid uint32) bool {
+	u, err := user.LookupId(strconv.FormatUint(uint64(o.UID), 10))
+	if err != nil {
+		return gid == o.GID
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		ids = []string{u.Gid}
+	}
+	return slices.Contains(ids, strconv.FormatUint(uint64(gid), 10))
+}
+
+// Verbs names what bits (in the owner's place) let one do: "read",
+// "write", "execute" (for a directory, "enter"), as a list ending in
+// "or".
+func Verbs(bits uint32, dir bool) string {
+	var verbs []string
+	for _, b := range []struct {
+		bit  uint32
+		verb string
+	}{{0o400, "read"}, {0o200, "write"}, {0o100, "execute"}} {
+		if bits&b.bit != 0 {
+			verb := b.verb
+			if dir && b.bit == 0o100 {
+				verb = "enter"
+			}
+			verbs = append(verbs, verb)
+		}
+	}
+	if len(verbs) > 1 {
+		return strings.Join(verbs[:len(verbs)-1], ", ") + " or " + verbs[len(verbs)-1]
+	}
+	return strings.Join(verbs, "")
+}
+
+// GiveBits gives dir's entry name the owner's bits of need its mode lacks
+// (fsat.AddOwnerBitsAt: never through a link; "." with dir itself the
+// entry: fsat.AddOwnerBits), and says what it did, or, done false, why it
+// did nothing: the entry gone since it was found, or its mode right now.
+// An error is a repair that failed.
+func GiveBits(dir *os.File, name string, need uint32) (outcome string, done bool, err error) {
+	var before uint32
+	if name == "." {
+		before, err = fsat.AddOwnerBits(dir, need)
+	} else {
+		before, err = fsat.AddOwnerBitsAt(dir, name, need)
+	}
+	switch {
+	case fsat.IsNotExist(err):
+		return "gone since it was found: nothing left to give bits to", false, nil
+	case err != nil:
+		return "", false, err
+	case before&need == need:
+		return fmt.Sprintf("gone since it was found: its mode is %04o now", before), false, nil
+	}
+	return fmt.Sprintf("gave its owner the bits it lacked: mode %04o, now %04o", before, before|need), true, nil
+}

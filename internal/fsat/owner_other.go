@@ -1,0 +1,16 @@
+//go:build !linux
+
+package fsat
+
+import "golang.org/x/sys/unix"
+
+// givesAway: without setfsuid a directory cannot be made as another user,
+// and one made as root could only be given away by name; root's creations
+// stay root's.
+const givesAway = false
+
+func mkdirAsDirOwner(int, string, uint32) (bool, error) { return false, nil }
+
+// parentFlags open a job dir's parent for mkdirat: without O_PATH, one
+// that may not be read is made by path instead (Mkdir).
+const parentFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
