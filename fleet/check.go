@@ -15,6 +15,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/access"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
@@ -34,7 +35,8 @@ type CheckOptions struct {
 	// Repair removes the orphans, each key's under its lease-backed lock
 	// and judged again there from a fresh read of its record, and under
 	// the same lock numbers again a history whose newest entry is in the
-	// last slot (etcdmeta's RenumberHistory).
+	// last slot (etcdmeta's RenumberHistory); it gives a mode the owner's
+	// bits it lacks, with no lock (bits are only added).
 	Repair bool
 	// Grace is the age past which a file no record needs is an orphan;
 	// 0 means DefaultGrace. Now is the clock; nil means time.Now.
@@ -57,15 +59,18 @@ type CheckOptions struct {
 // record says (transcript-mismatch: its size, and its CRC32C read no
 // further than the record's size plus one byte), links, files that are
 // not regular, a key's name that is not a directory, names that are no
-// key (not-a-key) and files the fleet does not write (unknown-entry);
+// key (not-a-key) and files the fleet does not write (unknown-entry); the
+// dir itself (path "."), its mark, a key dir or a record's generation
+// without the owner's bits the fleet needs (mode), or another user's
+// that the dir's owner may not use (owner: see check_access.go);
 // and orphans (KindOrphan): files no record needs, judged by the rule
 // Reap sweeps them by. A key's empty directory is no finding (it holds
 // nothing to lose or look at; a power cut after a first promotion's mkdir
 // leaves one): Reap alone removes it, reporting it as an orphan.
 //
-// Without Repair it writes nothing. With Repair it removes the orphans
-// and renumbers a history in its last slot (see CheckOptions.Repair), and
-// nothing else: what else it finds is the operator's to judge. A visit
+// Without Repair it writes nothing. With Repair it removes the orphans,
+// renumbers a history in its last slot (see CheckOptions.Repair) and
+// gives a mode the owner's bits it lacks, and nothing else: what else it finds is the operator's to judge. A visit
 // error, etcd failing the listing, the transcripts dir unreadable or
 // itself unavailable (shared.ErrDirUnavailable: judged once something in
 // it failed, so that no key is reported missing for it), or ctx ending
@@ -130,7 +135,10 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	c := &checker{b: b, o: o, root: root, records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed}
+	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed}
+	if err := c.checkTop(visit, &sum); err != nil {
+		return sum, err
+	}
 	for _, name := range listing.Orphans {
 		key, _, _ := strings.Cut(name, "/")
 		c.orphans[key] = append(c.orphans[key], name)
@@ -207,6 +215,7 @@ type checker struct {
 	b        *Backend
 	o        CheckOptions
 	root     *os.File
+	owner    *access.Owner // the transcripts dir's, nil when not known
 	records  map[string]etcdmeta.Item
 	orphans  map[string][]string
 	now, cut time.Time
@@ -243,6 +252,7 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		return nil, err
 	}
 	if c.o.Repair {
+		c.repairModes(out)
 		if err := c.repair(ctx, name, out); err != nil {
 			// Delivered with the error: what the repair removed before
 			// it is removed for good.

@@ -50,6 +50,8 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			orphans = append(orphans, i)
 		case found[i].Path == c.slotPath(key, math.MaxUint64-1), found[i].Path == c.slotPath(key, math.MaxUint64):
 			full = i
+		case found[i].Kind == store.KindMode, found[i].Kind == store.KindOwner:
+			// Settled by repairModes.
 		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
 			found[i].Repair = "left as is: remove the entry with etcdctl del; the key's promotions fail as the finding says until then"
 		case found[i].Severity == store.SeverityProblem:

@@ -12,6 +12,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/access"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 )
@@ -367,10 +368,7 @@ func advice(f *Finding) string {
 	case KindMode:
 		return "give the owner the bits back (chmod u+rwx for a key dir, u+rw for a file), as the user that owns it or as root"
 	case KindOwner:
-		// A worker can rename into its key a file another user owns,
-		// which check cannot tell from one an older sessdb made as root:
-		// giving it away would hand that file to the worker.
-		return "check --repair gives no file away (the root's owner can put another user's file at a key's name): once you know it is the store's, give it to the sessions root's owner as root (chown, chown -R for a key dir)"
+		return access.OwnerAdvice
 	}
 	return "no automatic repair"
 }

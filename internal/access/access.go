@@ -80,6 +80,13 @@ func (o *Owner) inGroup(gid uint32) bool {
 	return slices.Contains(ids, strconv.FormatUint(uint64(gid), 10))
 }
 
+// OwnerAdvice is what check --repair says of an entry another user owns,
+// which it leaves: the root's owner can rename into the store a file
+// another user owns (root's, or a third user's from a directory anyone
+// may write), which check cannot tell from one sessdb made as root, and
+// giving it away would hand it over.
+const OwnerAdvice = "check --repair gives no file away (the root's owner can put another user's file at a store's name): once you know it is the store's, give it to the root's owner as root (chown; chown -R for a key dir)"
+
 // Verbs names what bits (in the owner's place) let one do: "read",
 // "write", "execute" (for a directory, "enter"), as a list ending in
 // "or".

@@ -1,0 +1,143 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/shared"
+	"sessdb/internal/access"
+	"sessdb/internal/fsat"
+	"sessdb/store"
+)
+
+// The transcripts dir is its owner's, as a sessions root is: the fleet
+// makes its key dirs 0700 and its files 0600, and, as root on Linux, the
+// dir's owner's (fsat). What an older sessdb made under a umask that took
+// the owner's bits, or as root, every worker's promote or resolve then
+// fails on, while nothing reported it: check judges, for the dir's owner,
+// the dir itself and its mark (every worker reads the mark), each key dir
+// (a promote writes in it) and the generation each record names (a resolve
+// reads it). A mode is given its owner's bits back by --repair; another
+// user's entry is left to the operator (access: the dir's owner can
+// rename another user's file in).
+
+// What the fleet needs, in its owner's place, of the dir and its mark, a
+// key dir and a generation.
+const (
+	dirNeeds  = 0o700
+	markNeeds = 0o400
+	genNeeds  = 0o400
+)
+
+// judgeAccess adds what the dir's owner (nil: not known) may not do with
+// an entry at path (st its lstat) of which the fleet needs need: kind
+// mode for its own entry, kind owner for another user's.
+func judgeAccess(add addFunc, owner *access.Owner, path, what string, st *unix.Stat_t, need uint32) {
+	dir := fsat.IsDir(st)
+	modeLacks, ownerLacks := access.Judge(st, need, owner)
+	if modeLacks != 0 {
+		add(path, store.KindMode, "mode %04o: its owner may not %s the %s (sessdb makes it %04o); a worker fails its promotions or resolves", uint32(st.Mode)&0o7777, access.Verbs(modeLacks, dir), what, made(dir))
+	}
+	if ownerLacks != 0 {
+		add(path, store.KindOwner, "owned by uid %d, where the transcripts dir is uid %d's, who may not %s the %s; that user's workers fail their promotions or resolves (as root, once it is known to be the fleet's: chown %d:%d)", st.Uid, owner.UID, access.Verbs(ownerLacks, dir), what, owner.UID, owner.GID)
+	}
+}
+
+// made is the mode the fleet makes a directory or a file with.
+func made(dir bool) uint32 {
+	if dir {
+		return 0o700
+	}
+	return 0o600
+}
+
+// dirOwner is the transcripts dir's owner, nil when it cannot be told.
+func dirOwner(root *os.File) *access.Owner {
+	if owner, ok := access.OwnerOf(root); ok {
+		return &owner
+	}
+	return nil
+}
+
+// checkTop judges the transcripts dir's own mode and its mark's, before
+// its entries, and with Repair gives a mode the owner's bits it lacks.
+func (c *checker) checkTop(visit func(store.Finding) error, sum *store.CheckSummary) error {
+	var out []store.Finding
+	add := func(path string, kind store.Kind, format string, args ...any) *store.Finding {
+		out = append(out, store.Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: c.b.unroot(fmt.Sprintf(format, args...)), Remains: true})
+		return &out[len(out)-1]
+	}
+	var st unix.Stat_t
+	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(c.root.Fd()), &st) }); err == nil {
+		lacks, _ := access.Judge(&st, dirNeeds, &access.Owner{UID: st.Uid, GID: st.Gid})
+		if lacks != 0 {
+			add(".", store.KindMode, "mode %04o: its owner may not %s the transcripts dir (sessdb makes it 0700); a worker fails its promotions, or its resolves", uint32(st.Mode)&0o7777, access.Verbs(lacks, true))
+		}
+	}
+	if st, err := fsat.LstatAt(c.root, shared.MarkName); err == nil && fsat.IsRegular(&st) {
+		judgeAccess(add, c.owner, shared.MarkName, "dir's mark", &st, markNeeds)
+	}
+	if c.o.Repair {
+		c.repairModes(out)
+	}
+	for _, f := range out {
+		count(sum, f)
+		if err := visit(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repairModes gives each entry of found with a KindMode finding the
+// owner's bits it lacks (access.GiveBits: never through a link), a key
+// dir before its files (the walk reports it first). No lock is taken:
+// bits are only added. A KindOwner finding is left (access.OwnerAdvice).
+func (c *checker) repairModes(found []store.Finding) {
+	dirs := map[string]*os.File{}
+	defer func() {
+		for _, d := range dirs {
+			d.Close()
+		}
+	}()
+	for i := range found {
+		f := &found[i]
+		switch f.Kind {
+		case store.KindOwner:
+			f.Repair = "left as is: " + access.OwnerAdvice
+			continue
+		case store.KindMode:
+		default:
+			continue
+		}
+		dir, base, need := c.root, ".", uint32(dirNeeds)
+		key, file, inKey := strings.Cut(f.Path, "/")
+		switch {
+		case f.Path == shared.MarkName:
+			base, need = shared.MarkName, markNeeds
+		case f.Path != ".":
+			base = key
+			if inKey {
+				d, ok := dirs[key]
+				if !ok {
+					var err error
+					if d, err = fsat.OpenDirAt(c.root, key); err != nil {
+						f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+						continue
+					}
+					dirs[key] = d
+				}
+				dir, base, need = d, file, genNeeds
+			}
+		}
+		outcome, done, err := access.GiveBits(dir, base, need)
+		if err != nil {
+			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
+			continue
+		}
+		f.Repair, f.Repaired, f.Remains = outcome, done, false
+	}
+}

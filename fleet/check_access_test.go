@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/fleet/shared"
+	"sessdb/internal/access"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// worker is the uid and gid the test gives the transcripts dir to: what
+// check judges is judged for the dir's owner, and in a dir root owns
+// nothing is (root may use anything).
+const worker = 65534
+
+// genOf returns the one generation file in key's dir.
+func (f *fixture) genOf(key string) string {
+	f.t.Helper()
+	names, err := os.ReadDir(filepath.Join(f.dir, key))
+	if err != nil || len(names) != 1 {
+		f.t.Fatalf("%s holds %v, %v; want one generation", key, names, err)
+	}
+	return key + "/" + names[0].Name()
+}
+
+// What an older sessdb left in a transcripts dir, under a umask that took
+// the owner's bits or as root, every worker's promote or resolve failed
+// on while check said nothing: the dir itself, its mark, a key dir, the
+// generation a record names, each without the owner's bits the fleet
+// needs (mode), and a generation root owns (owner). check names each;
+// --repair gives each mode its owner's bits, and leaves the owner to the
+// operator's chown.
+func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("gives the dir to another user and one file to root: run as root to test it")
+	}
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	dirKey := store.Key("github", "check-access", "key dir")
+	genKey := store.Key("github", "check-access", "generation")
+	rootsKey := store.Key("github", "check-access", "root's")
+	fine := store.Key("github", "check-access", "fine")
+	for _, k := range []string{dirKey, genKey, rootsKey, fine} {
+		f.run(k, k)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+	gen, rootsGen := f.genOf(genKey), f.genOf(rootsKey)
+	must(os.Chmod(filepath.Join(f.dir, gen), 0o200))
+	must(os.Chown(filepath.Join(f.dir, rootsGen), 0, 0))
+	must(os.Chmod(filepath.Join(f.dir, shared.MarkName), 0o200))
+	must(os.Chmod(filepath.Join(f.dir, dirKey), 0o500))
+	must(os.Chmod(f.dir, 0o500))
+	t.Cleanup(func() { os.Chmod(f.dir, 0o700); os.Chmod(filepath.Join(f.dir, dirKey), 0o700) })
+	want := map[string]string{
+		".":             "mode: mode 0500: its owner may not write the transcripts dir",
+		shared.MarkName: "mode: mode 0200: its owner may not read the dir's mark",
+		dirKey:          "mode: mode 0500: its owner may not write the key dir",
+		gen:             "mode: mode 0200: its owner may not read the generation",
+		rootsGen:        "owner: owned by uid 0, where the transcripts dir is uid 65534's, who may not read the generation",
+	}
+	for _, repair := range []bool{false, true} {
+		var found []store.Finding
+		sum, err := f.b.Check(t.Context(), CheckOptions{Repair: repair}, func(fd store.Finding) error {
+			if fd.Kind == store.KindMode || fd.Kind == store.KindOwner {
+				found = append(found, fd)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("repair %v: %v", repair, err)
+		}
+		if len(found) != len(want) {
+			t.Errorf("repair %v: %d findings, want %d: %+v", repair, len(found), len(want), found)
+		}
+		for _, fd := range found {
+			w, ok := want[fd.Path]
+			switch {
+			case !ok || !strings.HasPrefix(string(fd.Kind)+": "+fd.Detail, w):
+				t.Errorf("repair %v: %s: %s: %q, want %q", repair, fd.Path, fd.Kind, fd.Detail, w)
+			case !repair && (!fd.Remains || fd.Repaired):
+				t.Errorf("check: %+v", fd)
+			case repair && fd.Kind == store.KindMode && (!fd.Repaired || fd.Remains):
+				t.Errorf("--repair: %+v", fd)
+			case repair && fd.Kind == store.KindOwner && (fd.Repaired || !fd.Remains || fd.Repair != "left as is: "+access.OwnerAdvice):
+				t.Errorf("--repair: %+v", fd)
+			}
+		}
+		if wantLeft := map[bool]int{false: 5, true: 1}[repair]; sum.Remaining != wantLeft {
+			t.Errorf("repair %v: %d problems remain, want %d", repair, sum.Remaining, wantLeft)
+		}
+	}
+	for p, mode := range map[string]os.FileMode{".": 0o700, shared.MarkName: 0o600, dirKey: 0o700, gen: 0o600} {
+		if fi, err := os.Lstat(filepath.Join(f.dir, p)); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s after --repair: %v, %v; want %v", p, fi.Mode().Perm(), err, mode)
+		}
+	}
+	f.holds(fine, fine, 1)
+}
