@@ -34,7 +34,7 @@ const (
 
 // judgeAccess adds what the dir's owner (nil: not known) may not do with
 // an entry at path (st its lstat) of which the fleet needs need: kind
-// mode for its own entry, kind owner for another user's.
+// mode for its own entry, kind owner for root's, in a dir another user owns.
 func judgeAccess(add addFunc, owner *access.Owner, path, what string, st *unix.Stat_t, need uint32) {
 	dir := fsat.IsDir(st)
 	modeLacks, ownerLacks := access.Judge(st, need, owner)
@@ -133,7 +133,11 @@ func (c *checker) repairModes(found []store.Finding) {
 				dir, base, need = d, file, genNeeds
 			}
 		}
-		outcome, done, err := access.GiveBits(dir, base, need)
+		uid := -1
+		if c.owner != nil {
+			uid = int(c.owner.UID)
+		}
+		outcome, done, err := access.GiveBits(dir, base, need, uid)
 		if err != nil {
 			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
 			continue

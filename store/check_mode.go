@@ -54,7 +54,7 @@ type accessFunc func(path, name string, st *unix.Stat_t)
 // judgeAccess returns the judge of a key's entries under a root owned by
 // owner (nil: not known). It adds a KindMode finding when an entry of the
 // owner's own lacks the owner's bits the store needs of its name, and a
-// KindOwner finding when the entry is another user's and the root's
+// KindOwner finding when the entry is root's and the root's
 // owner may not, by the mode's group or others' bits, do what the store
 // needs: a key an older sessdb made as root in a worker's root, which
 // that worker's every resolve fails on (access.Judge).
@@ -93,6 +93,13 @@ func rootOwner(root *os.File) *access.Owner {
 // can be reached. No lock is taken: bits are only added, and no writer's
 // work is touched. A KindOwner finding is left to the operator (advice).
 func repairModes(root *os.File, name string, found []Finding) {
+	// The modes judged are the root's owner's own entries': only such
+	// an entry is given bits (fsat.AddOwnerBitsAt checks it on the inode
+	// it chmods).
+	uid := -1
+	if owner := rootOwner(root); owner != nil {
+		uid = int(owner.UID)
+	}
 	var kd *os.File
 	defer func() {
 		if kd != nil {
@@ -121,7 +128,7 @@ func repairModes(root *os.File, name string, found []Finding) {
 			}
 			dir, base = kd, entry
 		}
-		outcome, done, err := access.GiveBits(dir, base, need)
+		outcome, done, err := access.GiveBits(dir, base, need, uid)
 		if err != nil {
 			f.notRepaired(err)
 			continue
@@ -156,7 +163,7 @@ func judgeRoot(root *os.File) *Finding {
 // repairRoot gives the sessions root the owner's bits its finding f says
 // it lacks, and records the outcome on f.
 func repairRoot(root *os.File, f *Finding) {
-	outcome, done, err := access.GiveBits(root, ".", rootNeeds)
+	outcome, done, err := access.GiveBits(root, ".", rootNeeds, -1)
 	if err != nil {
 		f.notRepaired(err)
 		return

@@ -13,6 +13,7 @@
 package access
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -42,12 +43,14 @@ func OwnerOf(dir *os.File) (Owner, bool) {
 // an entry (st its lstat) of which the store needs the bits need (0o700
 // at most), in the owner's place, as Verbs takes them: modeLacks, the
 // bits of an entry of owner's own that its mode lacks; ownerLacks, the
-// bits of an entry another user owns that owner lacks through the mode's
-// group bits (owner being in the entry's group: its own groups, looked
-// up, else the root's) or its others' bits. Root may use anything: a
-// store root owns judges nothing, and neither does an entry root owns
-// where the owner is not known (nil: the entry's own owner bits judged,
-// as of a store made for whoever owns it).
+// bits of an entry root owns that owner lacks through the mode's group
+// bits (owner being in the entry's group: its own groups, looked up, else
+// the root's) or its others' bits. Root is the one other user sessdb ever
+// made an entry as: another user's entry (a store its owner shares with
+// a group's workers) is theirs to judge, and is not judged. Root may use
+// anything: a store root owns judges nothing, and neither does an entry
+// root owns where the owner is not known (nil: the entry's own owner
+// bits judged, as of a store made for whoever owns it).
 func Judge(st *unix.Stat_t, need uint32, owner *Owner) (modeLacks, ownerLacks uint32) {
 	mode := uint32(st.Mode) & 0o777
 	switch {
@@ -55,6 +58,8 @@ func Judge(st *unix.Stat_t, need uint32, owner *Owner) (modeLacks, ownerLacks ui
 		return 0, 0
 	case owner == nil || st.Uid == owner.UID:
 		return need &^ mode, 0
+	case st.Uid != 0:
+		return 0, 0
 	}
 	has := (mode & 0o7) << 6
 	if owner.inGroup(st.Gid) {
@@ -110,21 +115,24 @@ func Verbs(bits uint32, dir bool) string {
 	return strings.Join(verbs, "")
 }
 
-// GiveBits gives dir's entry name the owner's bits of need its mode lacks
-// (fsat.AddOwnerBitsAt: never through a link; "." with dir itself the
-// entry: fsat.AddOwnerBits), and says what it did, or, done false, why it
-// did nothing: the entry gone since it was found, or its mode right now.
-// An error is a repair that failed.
-func GiveBits(dir *os.File, name string, need uint32) (outcome string, done bool, err error) {
+// GiveBits gives dir's entry name, uid's (-1: whoever's), the owner's
+// bits of need its mode lacks (fsat.AddOwnerBitsAt: on the one inode it
+// opened without following a link; "." with dir itself the entry:
+// fsat.AddOwnerBits), and says what it did, or, done false, why it did
+// nothing: the entry gone or replaced since it was found, or its mode
+// right now. An error is a repair that failed.
+func GiveBits(dir *os.File, name string, need uint32, uid int) (outcome string, done bool, err error) {
 	var before uint32
 	if name == "." {
 		before, err = fsat.AddOwnerBits(dir, need)
 	} else {
-		before, err = fsat.AddOwnerBitsAt(dir, name, need)
+		before, err = fsat.AddOwnerBitsAt(dir, name, need, uid)
 	}
 	switch {
 	case fsat.IsNotExist(err):
 		return "gone since it was found: nothing left to give bits to", false, nil
+	case errors.Is(err, fsat.ErrNotTheOne):
+		return "gone since it was found: what is at its name now is not the owner's directory or file, and is left as it is", false, nil
 	case err != nil:
 		return "", false, err
 	case before&need == need:

@@ -21,8 +21,9 @@ func setMode[T ~uint16 | ~uint32](m *T, v uint32) { *m = T(v) }
 
 // Judge asks of an entry what the root's owner needs: its owner's bits
 // when the entry is the owner's own, the group's or others' when it is
-// another user's; nothing when the owner is root (root may use
-// anything), and, the owner not known, nothing of an entry root owns.
+// root's; nothing of a third user's (its own to judge), nothing when the
+// owner is root (root may use anything), and, the owner not known,
+// nothing of an entry root owns.
 func TestJudge(t *testing.T) {
 	// A worker with no passwd entry (a container's uid): the root's
 	// group is taken for its own.
@@ -41,6 +42,7 @@ func TestJudge(t *testing.T) {
 		{"root's, the root's group may", stat(0, 1000, 0o660), worker, 0, 0},
 		{"in the root's group the others' bits do not count", stat(0, 1000, 0o606), worker, 0, 0o600},
 		{"in a root root owns", stat(w, 1000, 0o000), &Owner{}, 0, 0},
+		{"a third user's, none for others", stat(w+1, 1000, 0o600), worker, 0, 0},
 		{"owner unknown, the entry's own bits", stat(w, 1000, 0o500), nil, 0o200, 0},
 		{"owner unknown, root's entry", stat(0, 0, 0o000), nil, 0, 0},
 	} {

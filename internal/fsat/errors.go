@@ -13,3 +13,8 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge is returned by ReadSmallFile when the file holds more than
 // the bytes allowed.
 var ErrTooLarge = errors.New("file too large")
+
+// ErrNotTheOne is returned by AddOwnerBitsAt (and Mkdir's chmod) when
+// what is at the name is not what it may change: not a directory or a
+// regular file, or not the owner's it was asked for.
+var ErrNotTheOne = errors.New("not the owner's directory or file")

@@ -205,10 +205,18 @@ func splitLast(path string) (parent, base string) {
 	return trimmed[:i], trimmed[i+1:]
 }
 
+// ErrReplaced is a directory made, and gone from its name before it was
+// given its bits: something else is there now, which is left alone.
+var ErrReplaced = errors.New("replaced since it was made")
+
+// testHookAfterMkdir, when set, runs between a mkdir and the chmod of
+// what it made (a test's swap of the name).
+var testHookAfterMkdir func(name string)
+
 func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
-	tried, err := mkdirAsDirOwner(dirfd, name, perm)
+	uid, tried, err := mkdirAsDirOwner(dirfd, name, perm)
 	if !tried {
-		err = unix.Mkdirat(dirfd, name, perm)
+		uid, err = unix.Geteuid(), unix.Mkdirat(dirfd, name, perm)
 	}
 	switch err {
 	case nil:
@@ -217,7 +225,16 @@ func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
 	default:
 		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
-	if _, err := addOwnerBitsAt(dirfd, name, perm, path); err != nil {
+	if testHookAfterMkdir != nil {
+		testHookAfterMkdir(name)
+	}
+	// The bits go to the directory made, its maker's: what the parent's
+	// owner may have swapped in at the name is left as it is.
+	_, _, err = addOwnerBitsAt(dirfd, name, perm, uid, true, path)
+	switch {
+	case err == ErrNotTheOne:
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: ErrReplaced}
+	case err != nil:
 		unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 		return false, err
 	}

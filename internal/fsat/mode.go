@@ -41,18 +41,19 @@ func restoreOwnerBits(fd int, st *unix.Stat_t, perm uint32, name string) error {
 // FreeBSD.
 func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
 
-// AddOwnerBitsAt gives dir's entry name, a directory or a regular file,
-// the owner's bits of bits that its mode lacks, without following a link,
-// and returns its mode before (permission bits only). Anything else at
-// the name (a link, a FIFO) is left as it is, with no error: the caller's
-// open refuses it. The mode is changed with fchmodat without following a
-// link (fchmodat2 on Linux 6.6 and later; macOS and FreeBSD have it); an
-// older Linux kernel has no such call (or a seccomp filter refuses it),
-// and the name is opened (O_NOFOLLOW) and fchmodded instead, which needs
-// the owner's read bit, or root. It is how check --repair gives the owner
-// back what an older sessdb's umask, or a chmod, took.
-func AddOwnerBitsAt(dir *os.File, name string, bits uint32) (before uint32, err error) {
-	return addOwnerBitsAt(int(dir.Fd()), name, bits, Join(dir, name))
+// AddOwnerBitsAt gives dir's entry name, a directory or a regular file
+// that uid owns (-1: whoever owns it), the owner's bits of bits that its
+// mode lacks, and returns its mode before (permission bits only). It
+// works on one inode: what it opened, without following a link, is what
+// it stats and chmods, so a name swapped in between can never be given
+// the mode of what was there before (setuid bits with it). Anything else
+// at the name (a link, a FIFO, another user's file) is left as it is,
+// ErrNotTheOne.
+// It is how check --repair gives the owner back what an older sessdb's
+// umask, or a chmod, took.
+func AddOwnerBitsAt(dir *os.File, name string, bits uint32, uid int) (before uint32, err error) {
+	before, _, err = addOwnerBitsAt(int(dir.Fd()), name, bits, uid, false, Join(dir, name))
+	return before, err
 }
 
 // AddOwnerBits is AddOwnerBitsAt for a directory or file the caller has
@@ -73,41 +74,43 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 	return mode, nil
 }
 
-func addOwnerBitsAt(dirfd int, name string, bits uint32, path string) (uint32, error) {
+// addOwnerBitsAt opens name in dirfd once (openEntry: O_PATH on Linux,
+// which needs none of its bits), and gives that inode the owner's bits of
+// bits it lacks, when it is a directory (dirOnly), or a directory or a
+// regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
+// with the mode it found. The chmod is by the descriptor (chmodEntry).
+func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
-	if _, err := IgnoringEINTR(func() (struct{}, error) {
-		return struct{}{}, unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-	}); err != nil {
-		return 0, &os.PathError{Op: "lstat", Path: path, Err: err}
+	fd, err := openEntry(dirfd, name, dirOnly)
+	if err != nil {
+		if err == unix.ELOOP || err == unix.ENOTDIR || err == unix.ENXIO || err == unix.EOPNOTSUPP {
+			return 0, st, ErrNotTheOne
+		}
+		return 0, st, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(fd, &st) }); err != nil {
+		return 0, st, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	mode := uint32(st.Mode) & 0o7777
+	switch {
+	case !IsDir(&st) && (dirOnly || !IsRegular(&st)), uid >= 0 && st.Uid != uint32(uid):
+		return mode, st, ErrNotTheOne
+	}
 	want := bits & ownerBits
-	if !IsDir(&st) && !IsRegular(&st) || mode&want == want {
-		return mode, nil
+	if mode&want == want {
+		return mode, st, nil
 	}
-	err := fchmodat(dirfd, name, mode|want, unix.AT_SYMLINK_NOFOLLOW)
-	// EPERM: a seccomp filter that predates fchmodat2 refuses it so (a
-	// container's default profile may); a caller that may not chmod the
-	// file at all is refused again by the fchmod.
-	if err == unix.EOPNOTSUPP || err == unix.ENOSYS || err == unix.EPERM {
-		var fd int
-		fd, err = IgnoringEINTR(func() (int, error) {
-			return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-		})
-		if err == nil {
-			err = fchmod(fd, mode|want)
-			unix.Close(fd)
-		}
+	if err := chmodEntry(fd, mode|want); err != nil {
+		return mode, st, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	if err != nil {
-		return mode, &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return mode, nil
+	orMode(&st.Mode, want)
+	return mode, st, nil
 }
 
 // fchmodat and fchmod are unix's; variables so that a test can stand in
-// for a Linux kernel older than fchmodat2, and for a file system that
-// cannot chmod.
+// for a Linux kernel older than fchmodat2 (or a seccomp filter that
+// refuses it), and for a file system that cannot chmod.
 var (
 	fchmodat = unix.Fchmodat
 	fchmod   = unix.Fchmod

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -52,8 +53,10 @@ func TestCreationsKeepTheOwnersBitsWhateverTheUmask(t *testing.T) {
 				d, p := tempDir(t)
 				dirWant := uint32(0o755&^mask | 0o700)
 				fileWant := uint32(0o644&^mask | 0o600)
-				// Only root opens a directory its owner may not read.
-				dirFails := oldKernel && mask&0o400 != 0 && os.Geteuid() != 0
+				// Without O_PATH (not Linux) only root opens a directory
+				// its owner may not read; on Linux, without fchmodat2, the
+				// chmod goes through /proc/self/fd.
+				dirFails := mask&0o400 != 0 && os.Geteuid() != 0 && runtime.GOOS != "linux"
 				withUmask(t, mask, func() {
 					for name, mkdir := range map[string]func() (bool, error){
 						"at":   func() (bool, error) { return MkdirNew(d, "at", 0o755) },
@@ -63,8 +66,8 @@ func TestCreationsKeepTheOwnersBitsWhateverTheUmask(t *testing.T) {
 						switch {
 						case dirFails:
 							var pe *os.PathError
-							if made || !errors.As(err, &pe) || pe.Op != "chmod" || !errors.Is(err, unix.EACCES) {
-								t.Errorf("%s: made %v, %v; want a chmod error, EACCES", name, made, err)
+							if made || !errors.As(err, &pe) || pe.Op != "open" || !errors.Is(err, unix.EACCES) {
+								t.Errorf("%s: made %v, %v; want an open error, EACCES", name, made, err)
 							}
 							if _, serr := os.Lstat(filepath.Join(p, name)); !os.IsNotExist(serr) {
 								t.Errorf("%s: the dir that could not be given its bits is still there (%v)", name, serr)
@@ -132,6 +135,7 @@ func TestOnlyACreationIsGivenBits(t *testing.T) {
 	fchmod = refuse
 	fchmodat = func(int, string, uint32, int) error { return unix.EPERM }
 	defer func() { fchmod, fchmodat = unix.Fchmod, unix.Fchmodat }()
+	refuseChmodPath(t)
 	withUmask(t, 0o022, func() {
 		f, err := OpenAt(d, "usual", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		if err != nil {
@@ -161,8 +165,9 @@ func TestOnlyACreationIsGivenBits(t *testing.T) {
 
 // AddOwnerBitsAt adds the owner's bits a directory or a regular file
 // lacks, and reports the mode it found; it never follows a link (the
-// link's target keeps its mode) and leaves a FIFO alone; bits beyond the
-// owner's are not given. With and without fchmodat2.
+// link's target keeps its mode) and leaves a FIFO, or another user's
+// entry, alone (ErrNotTheOne); bits beyond the owner's are not given.
+// With and without fchmodat2.
 func TestAddOwnerBitsAt(t *testing.T) {
 	for _, oldKernel := range []bool{false, true} {
 		if oldKernel {
@@ -177,26 +182,35 @@ func TestAddOwnerBitsAt(t *testing.T) {
 		must(t, os.Chmod(filepath.Join(p, "target"), 0o400))
 		must(t, os.Symlink("target", filepath.Join(p, "link")))
 		must(t, unix.Mkfifo(filepath.Join(p, "fifo"), 0o400))
+		write(t, filepath.Join(p, "others"), "x")
+		must(t, os.Chmod(filepath.Join(p, "others"), 0o400))
+		me := os.Geteuid()
 		for _, c := range []struct {
 			name         string
 			bits         uint32
+			uid          int
 			before, want uint32
 			at           string // where the mode is looked at
+			refused      bool   // ErrNotTheOne
 		}{
-			{"dir", 0o777, 0o550, 0o750, "dir"},
-			{"file", 0o600, 0o444, 0o644, "file"},
-			{"link", 0o600, 0o777, 0o400, "target"},
-			{"fifo", 0o600, 0o400, 0o400, "fifo"},
+			{"dir", 0o777, me, 0o550, 0o750, "dir", false},
+			{"file", 0o600, -1, 0o444, 0o644, "file", false},
+			{"link", 0o600, -1, 0, 0o400, "target", true},
+			{"fifo", 0o600, -1, 0, 0o400, "fifo", true},
+			{"others", 0o600, me + 1, 0, 0o400, "others", true},
 		} {
-			before, err := AddOwnerBitsAt(d, c.name, c.bits)
-			if err != nil || before&0o777 != c.before {
+			before, err := AddOwnerBitsAt(d, c.name, c.bits, c.uid)
+			switch {
+			case c.refused && !errors.Is(err, ErrNotTheOne):
+				t.Errorf("old kernel %v: %s: %v, want ErrNotTheOne", oldKernel, c.name, err)
+			case !c.refused && (err != nil || before&0o777 != c.before):
 				t.Errorf("old kernel %v: %s: before %03o, %v; want %03o", oldKernel, c.name, before, err, c.before)
 			}
 			if got := permOf(t, filepath.Join(p, c.at)); got != c.want {
 				t.Errorf("old kernel %v: %s: %s's mode %03o, want %03o", oldKernel, c.name, c.at, got, c.want)
 			}
 		}
-		if _, err := AddOwnerBitsAt(d, "missing", 0o600); !os.IsNotExist(err) {
+		if _, err := AddOwnerBitsAt(d, "missing", 0o600, -1); !os.IsNotExist(err) {
 			t.Errorf("old kernel %v: missing: %v", oldKernel, err)
 		}
 		fchmodat = unix.Fchmodat
@@ -239,5 +253,43 @@ func TestADefaultACLThatGivesTheOwnerNothing(t *testing.T) {
 		if got := permOf(t, filepath.Join(p, name)); got != want {
 			t.Errorf("%s: mode %03o, want %03o", name, got, want)
 		}
+	}
+}
+
+// The mode AddOwnerBitsAt gives is that of the one inode it opened: a
+// name swapped for another file just before the chmod (by the owner of
+// the directory, whose file lacks the owner's bits and carries a setuid
+// bit) neither passes that file's mode to what is at the name now nor
+// loses the change to it. Before, the mode was read by name and set by
+// name: the file swapped in (root's, in life: a shell) became setuid.
+func TestAddOwnerBitsAtWorksOnOneInode(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "x"), "the owner's")
+	must(t, unix.Chmod(filepath.Join(p, "x"), 0o4055)) // os.Chmod takes no raw setuid bit
+	write(t, filepath.Join(p, "victim"), "another's")
+	must(t, os.Chmod(filepath.Join(p, "victim"), 0o755))
+	swapped := false
+	fchmodat = func(dirfd int, name string, mode uint32, flags int) error {
+		if !swapped {
+			swapped = true
+			must(t, os.Rename(filepath.Join(p, "x"), filepath.Join(p, "aside")))
+			must(t, os.Rename(filepath.Join(p, "victim"), filepath.Join(p, "x")))
+		}
+		return unix.Fchmodat(dirfd, name, mode, flags)
+	}
+	defer func() { fchmodat = unix.Fchmodat }()
+	if _, err := AddOwnerBitsAt(d, "x", 0o700, -1); err != nil {
+		t.Fatal(err)
+	}
+	if !swapped {
+		t.Fatal("the chmod never asked fchmodat: the swap was not made")
+	}
+	if got := permOf(t, filepath.Join(p, "x")); got != 0o755 {
+		t.Errorf("the file swapped in is mode %04o, want 0755 as it was", got)
+	}
+	var st unix.Stat_t
+	must(t, unix.Lstat(filepath.Join(p, "aside"), &st))
+	if got := uint32(st.Mode) & 0o7777; got != 0o4755 {
+		t.Errorf("the file opened is mode %04o, want 04755 (its own, with the owner's bits)", got)
 	}
 }

@@ -13,8 +13,10 @@ import (
 // that user's (and the directory's group's): a directory is made with
 // the process's file-system ids set to theirs (setfsuid and setfsgid, on
 // one locked thread), so that it is theirs from its creation and nothing
-// is given away by name after it; a file is given away through the
-// descriptor its exclusive create returned (fchown). Neither is a
+// is given away by name after it (its bits, where the umask took the
+// owner's, go through the one inode opened at its name, only while it is
+// its maker's: mode.go); a file is given away through the descriptor its
+// exclusive create returned (fchown). Neither is a
 // guarantee: a directory the owner may not write in (mode 0500) is made
 // as root, and a file system that refuses the chown (an NFS export that
 // squashes root) leaves the file as made, usable by its creator as

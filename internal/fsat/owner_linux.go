@@ -19,21 +19,24 @@ var (
 )
 
 // mkdirAsDirOwner makes name in dirfd (mode perm) as dirfd's owner and
-// group, when the process runs as root and dirfd is another user's: on a
-// thread of its own, which takes their file-system ids for the mkdir
-// (root keeps its effective ids) and then ends, never handed back to the
-// runtime, so no goroutine ever runs with the owner's ids. tried is false
-// where it did not: not root, dirfd root's, the ids refused (a seccomp
-// filter), or the owner may not make it there (EACCES: a dir without its
-// owner's write bit); the caller then makes it as itself. Otherwise err
-// is the mkdir's.
-func mkdirAsDirOwner(dirfd int, name string, perm uint32) (tried bool, err error) {
+// group, when the process runs as root and dirfd is another user's, and
+// returns the uid that made it. It runs on a goroutine of its own, locked
+// to its thread, which takes their file-system ids for the mkdir (root
+// keeps its effective ids) and takes root's back after it: the thread is
+// handed back to the runtime only when both are root's again (else it
+// ends with the goroutine), and the process is made dumpable again where
+// the change of ids took that (the kernel does, under suid_dumpable 0).
+// tried is false where it did not make it: not root, dirfd root's, either
+// id refused (a seccomp filter, a dropped capability), or the owner may
+// not make it there (EACCES: a dir without its owner's write bit); the
+// caller then makes it as itself. Otherwise err is the mkdir's.
+func mkdirAsDirOwner(dirfd int, name string, perm uint32) (uid int, tried bool, err error) {
 	if unix.Geteuid() != 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	var dst unix.Stat_t
 	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(dirfd, &dst) }); err != nil || dst.Uid == 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	type result struct {
 		tried bool
@@ -41,24 +44,36 @@ func mkdirAsDirOwner(dirfd int, name string, perm uint32) (tried bool, err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		// Locked and never unlocked: the thread ends with this
-		// goroutine, its ids with it.
 		runtime.LockOSThread()
-		setfsgid(int(dst.Gid))
-		setfsuid(int(dst.Uid))
-		// setfsuid(-1) changes nothing and says the id in force.
-		if uid, _ := setfsuid(-1); uid != int(dst.Uid) {
-			done <- result{false, nil}
-			return
+		dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		prevGID, _ := setfsgid(int(dst.Gid))
+		prevUID, _ := setfsuid(int(dst.Uid))
+		var r result
+		if fsidsAre(int(dst.Uid), int(dst.Gid)) {
+			err := unix.Mkdirat(dirfd, name, perm)
+			r = result{err != unix.EACCES && err != unix.EPERM, err}
 		}
-		err := unix.Mkdirat(dirfd, name, perm)
-		done <- result{err != unix.EACCES && err != unix.EPERM, err}
+		setfsuid(prevUID)
+		setfsgid(prevGID)
+		if now, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); now != dumpable {
+			unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(dumpable), 0, 0, 0)
+		}
+		if fsidsAre(prevUID, prevGID) {
+			runtime.UnlockOSThread()
+		}
+		done <- r
 	}()
 	r := <-done
-	if !r.tried {
-		return false, nil
-	}
-	return true, r.err
+	return int(dst.Uid), r.tried, r.err
+}
+
+// fsidsAre reports whether the thread's file-system ids are uid and gid
+// (setfsuid(-1) and setfsgid(-1), ids no one has, change nothing and
+// return the ones in force).
+func fsidsAre(uid, gid int) bool {
+	u, _ := setfsuid(-1)
+	g, _ := setfsgid(-1)
+	return u == uid && g == gid
 }
 
 // parentFlags open a job dir's parent for mkdirat: O_PATH needs neither

@@ -1,6 +1,8 @@
 package fsat
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -23,4 +25,33 @@ func countFsids(t *testing.T, asked *int) {
 		return unix.SetfsuidRetUid(uid)
 	}
 	t.Cleanup(func() { setfsuid = unix.SetfsuidRetUid })
+}
+
+// refuseChmodPath stands in for a file system that cannot chmod, for the
+// chmod through /proc/self/fd too.
+func refuseChmodPath(t *testing.T) {
+	chmodPath = func(string, uint32) error { return unix.EPERM }
+	t.Cleanup(func() { chmodPath = unix.Chmod })
+}
+
+// A directory is made as its parent's owner only when both file-system
+// ids were taken: with setfsgid refused (a dropped CAP_SETGID) it was
+// made the owner's with root's group; now it is made as root.
+func TestADirIsMadeAsItsOwnerWithBothIdsOrNot(t *testing.T) {
+	needRoot(t)
+	d, p := tempDir(t)
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	setfsgid = func(gid int) (int, error) {
+		prev, _ := unix.SetfsgidRetGid(-1)
+		return prev, unix.EPERM
+	}
+	t.Cleanup(func() { setfsgid = unix.SetfsgidRetGid })
+	if _, err := MkdirNew(d, "half", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if uid, gid := ownerOf(t, filepath.Join(p, "half")); uid != 0 || gid != 0 {
+		t.Errorf("made with the owner's uid and not its gid: %d:%d, want root's, 0:0", uid, gid)
+	}
 }

@@ -9,7 +9,7 @@ import "golang.org/x/sys/unix"
 // stay root's.
 const givesAway = false
 
-func mkdirAsDirOwner(int, string, uint32) (bool, error) { return false, nil }
+func mkdirAsDirOwner(int, string, uint32) (int, bool, error) { return 0, false, nil }
 
 // parentFlags open a job dir's parent for mkdirat: without O_PATH, one
 // that may not be read is made by path instead (Mkdir).

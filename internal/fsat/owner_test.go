@@ -119,10 +119,13 @@ func TestWhatRootCreatesIsItsDirsOwners(t *testing.T) {
 }
 
 // A directory made as root in another user's directory is theirs from
-// its creation (made with their file-system ids): one that user swaps in
-// at its name before sessdb's chmod of it (here under umask 0777, where a
-// chmod is needed) is not given away, and stays root's. One the owner may
-// not make (its dir without the owner's write bit) is made as root.
+// its creation (made with their file-system ids), and its bits are given
+// through the one inode opened at its name, only if it is still theirs:
+// a directory of root's, setgid, that the parent's owner swaps in at the
+// name before the chmod keeps its owner and its mode (the mkdir fails,
+// ErrReplaced), where by name it was given the new directory's mode, or,
+// before it was made as theirs, given to them. One the owner may not make
+// (its dir without the owner's write bit) is made as root.
 func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
 	needRoot(t)
 	if !givesAway {
@@ -136,24 +139,28 @@ func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
 	if err := os.Mkdir(loot, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if err := unix.Chmod(loot, 0o2755); err != nil {
+		t.Fatal(err)
+	}
+	testHookAfterMkdir = func(name string) {
+		// The parent's owner, between the mkdir and the chmod.
+		os.Rename(filepath.Join(p, name), filepath.Join(p, "made"))
+		os.Rename(loot, filepath.Join(p, name))
+	}
+	defer func() { testHookAfterMkdir = nil }()
 	withUmask(t, 0o777, func() {
-		fchmodat = func(dirfd int, name string, mode uint32, flags int) error {
-			// The parent's owner, between the mkdir and the chmod.
-			os.Rename(filepath.Join(p, name), filepath.Join(p, "made"))
-			os.Rename(loot, filepath.Join(p, name))
-			return unix.Fchmodat(dirfd, name, mode, flags)
-		}
-		defer func() { fchmodat = unix.Fchmodat }()
-		if _, err := MkdirNew(d, "key", 0o700); err != nil {
-			t.Fatal(err)
+		if _, err := MkdirNew(d, "key", 0o700); !errors.Is(err, ErrReplaced) {
+			t.Errorf("a directory swapped for root's: %v, want ErrReplaced", err)
 		}
 	})
-	if uid, _ := ownerOf(t, filepath.Join(p, "key")); uid != 0 {
-		t.Errorf("root's dir swapped in at the new name is uid %d's", uid)
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(p, "key"), &st); err != nil || st.Uid != 0 || st.Mode&0o7777 != 0o2755 {
+		t.Errorf("root's dir swapped in at the new name: uid %d, mode %04o, %v; want root's, 02755", st.Uid, st.Mode&0o7777, err)
 	}
 	if uid, _ := ownerOf(t, filepath.Join(p, "made")); uid != nobody {
 		t.Errorf("the dir sessdb made is uid %d's, not its parent's owner's", uid)
 	}
+	testHookAfterMkdir = nil
 	if err := os.Chmod(p, 0o500); err != nil {
 		t.Fatal(err)
 	}

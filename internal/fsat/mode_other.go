@@ -1,0 +1,21 @@
+//go:build !linux
+
+package fsat
+
+import "golang.org/x/sys/unix"
+
+// openEntry opens name in dirfd for a chmod through the descriptor,
+// without following a link or blocking on a FIFO. Without O_PATH the open
+// needs the entry's read bit: a process that is not root cannot give a
+// directory or file of its own back a read bit it lacks here.
+func openEntry(dirfd int, name string, dirOnly bool) (int, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY
+	if dirOnly {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := IgnoringEINTR(func() (int, error) { return unix.Openat(dirfd, name, flags, 0) })
+	return fd, linkErrno(err)
+}
+
+// chmodEntry sets the mode of what fd is open on.
+func chmodEntry(fd int, mode uint32) error { return fchmod(fd, mode) }
