@@ -205,9 +205,10 @@ func splitLast(path string) (parent, base string) {
 	return trimmed[:i], trimmed[i+1:]
 }
 
-// ErrReplaced is a directory made, and gone from its name before it was
-// given its bits: something else is there now, which is left alone.
-var ErrReplaced = errors.New("replaced since it was made")
+// ErrReplaced is a directory made, and not its maker's at its name when
+// it was to be given its bits: replaced since (what is there is left
+// alone), or on a file system that shows another owner than its maker.
+var ErrReplaced = errors.New("not its maker's when it was given its bits (replaced since it was made, or a file system that maps owners)")
 
 // testHookAfterMkdir, when set, runs between a mkdir and the chmod of
 // what it made (a test's swap of the name).

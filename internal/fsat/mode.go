@@ -47,10 +47,9 @@ func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
 // works on one inode: what it opened, without following a link, is what
 // it stats and chmods, so a name swapped in between can never be given
 // the mode of what was there before (setuid bits with it). Anything else
-// at the name (a link, a FIFO, another user's file) is left as it is,
-// ErrNotTheOne.
-// It is how check --repair gives the owner back what an older sessdb's
-// umask, or a chmod, took.
+// at the name (a link, a FIFO, another user's file that lacks the bits)
+// is left as it is: ErrNotTheOne. It is how check --repair gives the
+// owner back what an older sessdb's umask, or a chmod, took.
 func AddOwnerBitsAt(dir *os.File, name string, bits uint32, uid int) (before uint32, err error) {
 	before, _, err = addOwnerBitsAt(int(dir.Fd()), name, bits, uid, false, Join(dir, name))
 	return before, err
@@ -78,7 +77,8 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 // which needs none of its bits), and gives that inode the owner's bits of
 // bits it lacks, when it is a directory (dirOnly), or a directory or a
 // regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
-// with the mode it found. The chmod is by the descriptor (chmodEntry).
+// with the mode it found (one that lacks no bit is left, whoever owns
+// it). The chmod is by the descriptor (chmodEntry).
 func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openEntry(dirfd, name, dirOnly)
@@ -93,13 +93,18 @@ func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, 
 		return 0, st, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	mode := uint32(st.Mode) & 0o7777
-	switch {
-	case !IsDir(&st) && (dirOnly || !IsRegular(&st)), uid >= 0 && st.Uid != uint32(uid):
+	if !IsDir(&st) && (dirOnly || !IsRegular(&st)) {
 		return mode, st, ErrNotTheOne
 	}
 	want := bits & ownerBits
 	if mode&want == want {
 		return mode, st, nil
+	}
+	// Asked only before a change: a file system that shows another
+	// owner than the maker (an id-mapped FUSE or NFS mount) is judged
+	// only where a chmod would be made.
+	if uid >= 0 && st.Uid != uint32(uid) {
+		return mode, st, ErrNotTheOne
 	}
 	if err := chmodEntry(fd, mode|want); err != nil {
 		return mode, st, &os.PathError{Op: "chmod", Path: path, Err: err}

@@ -16,11 +16,11 @@ import (
 // is given away by name after it (its bits, where the umask took the
 // owner's, go through the one inode opened at its name, only while it is
 // its maker's: mode.go); a file is given away through the descriptor its
-// exclusive create returned (fchown). Neither is a
-// guarantee: a directory the owner may not write in (mode 0500) is made
-// as root, and a file system that refuses the chown (an NFS export that
-// squashes root) leaves the file as made, usable by its creator as
-// before; check reports an owner that is not the root's. Elsewhere (macOS,
+// exclusive create returned (fchown). Neither is a guarantee: a directory
+// the owner may not write in (mode 0500) is made as root, and a file
+// system that refuses the chown (an NFS export that squashes root)
+// leaves the file as made, usable by its creator as before; check
+// reports an owner that is not the root's. Elsewhere (macOS,
 // FreeBSD: no setfsuid) root's creations stay root's. A process that is
 // not root makes what it makes its own, as the system does.
 

@@ -121,10 +121,11 @@ func TestWhatRootCreatesIsItsDirsOwners(t *testing.T) {
 // A directory made as root in another user's directory is theirs from
 // its creation (made with their file-system ids), and its bits are given
 // through the one inode opened at its name, only if it is still theirs:
-// a directory of root's, setgid, that the parent's owner swaps in at the
-// name before the chmod keeps its owner and its mode (the mkdir fails,
-// ErrReplaced), where by name it was given the new directory's mode, or,
-// before it was made as theirs, given to them. One the owner may not make
+// a directory of root's, setgid and lacking its owner's bits, that the
+// parent's owner swaps in at the name before the chmod keeps its owner
+// and its mode (the mkdir fails, ErrReplaced), where by name it was given
+// the new directory's mode, or, before it was made as theirs, given to
+// them. One the owner may not make
 // (its dir without the owner's write bit) is made as root.
 func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
 	needRoot(t)
@@ -139,7 +140,8 @@ func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
 	if err := os.Mkdir(loot, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Chmod(loot, 0o2755); err != nil {
+	// Lacking its owner's bits, so that a chmod would be made of it.
+	if err := unix.Chmod(loot, 0o2055); err != nil {
 		t.Fatal(err)
 	}
 	testHookAfterMkdir = func(name string) {
@@ -154,8 +156,8 @@ func TestADirMadeAsItsOwnerGivesNothingAwayByName(t *testing.T) {
 		}
 	})
 	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(p, "key"), &st); err != nil || st.Uid != 0 || st.Mode&0o7777 != 0o2755 {
-		t.Errorf("root's dir swapped in at the new name: uid %d, mode %04o, %v; want root's, 02755", st.Uid, st.Mode&0o7777, err)
+	if err := unix.Lstat(filepath.Join(p, "key"), &st); err != nil || st.Uid != 0 || st.Mode&0o7777 != 0o2055 {
+		t.Errorf("root's dir swapped in at the new name: uid %d, mode %04o, %v; want root's, 02055", st.Uid, st.Mode&0o7777, err)
 	}
 	if uid, _ := ownerOf(t, filepath.Join(p, "made")); uid != nobody {
 		t.Errorf("the dir sessdb made is uid %d's, not its parent's owner's", uid)
