@@ -23,31 +23,28 @@ var cmdCheck = &command{
 Examines every entry under the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR): each key as resolve reads it, then bbolt's full consistency
 check of its meta.db in a child process (a damaged file can crash the process
-that maps it). Reports damaged or undecodable meta.db files, a meta page
-bbolt silently falls back from, transcripts that do not match their record,
-pending promotions, stray temps, links, a root, key dir or file whose mode
-lacks the owner's bits the store needs, a key's dir or file another user
-owns that the root's owner may not use (one sessdb made as root before
-2026-12-06; on Linux it now makes what it makes as root the dir's
-owner's), what an interrupted reap left
-(.reaped-<key>-*), quarantine dirs and names that are not keys (notices).
-One line per finding and a summary; --json one object per finding and a
-summary (docs/json.md).
+that maps it). Reports damaged or undecodable meta.db files, a meta page bbolt
+silently falls back from, transcripts that do not match their record, pending
+promotions, stray temps, links, a root, key dir or file whose mode lacks the
+owner's bits the store needs, a key's dir or file root owns in a root another
+user owns, which that user may not use (one sessdb made as root before
+2026-12-06; on Linux it now makes what it makes as root the dir's owner's),
+what an interrupted reap left (.reaped-<key>-*), quarantine dirs and names
+that are not keys (notices). One line per finding and a summary; --json one
+object per finding and a summary (docs/json.md).
 
 --repair acts on proof only: it gives the root, a key dir, meta.db or
-transcript the owner's bits the store needs of it (mode: bits only added;
-an entry another user owns, owner, is left for the operator's chown:
-the root's owner could have put another user's file at a key's name),
-then, each key
-under its exclusive lock, it rolls a pending promotion forward, moves a
-damaged meta.db aside (renamed, never deleted; a history at the last
-sequence number is numbered again in place instead, the record and stamps
-kept), removes stray temps, finishes an interrupted reap; then it looks
-again, and the exit status counts what remains. Without --repair check
-changes nothing. A key that cannot be examined (locked, unreadable), and a
-repair that failed (a full disk, an I/O error, the key's lock not had: its
-line says "not repaired", on a fleet "not removed"), are named on stderr,
-and check exits 1 after the others.
+transcript the owner's bits the store needs of it (mode: bits only added; an
+entry root owns, owner, is left for the operator's chown: the root's owner
+could have put another user's file at a key's name), then, each key under its
+exclusive lock, it rolls a pending promotion forward, moves a damaged meta.db
+aside (renamed, never deleted; a history at the last sequence number is
+numbered again in place instead, the record and stamps kept), removes stray
+temps, finishes an interrupted reap; then it looks again, and the exit status
+counts what remains. Without --repair check changes nothing. A key that cannot
+be examined (locked, unreadable), and a repair that failed (a full disk, an
+I/O error, the key's lock not had: its line says "not repaired", on a fleet
+"not removed"), are named on stderr, and check exits 1 after the others.
 
 Two operator decisions act on one key dir only, under its exclusive lock,
 only with --repair, on a sessions root. --accept KEY repairs KEY, then
