@@ -87,6 +87,7 @@ func (s *Store) examineKey(ctx context.Context, root *os.File, name string, deep
 	switch {
 	case err != nil:
 		add(name, KindUnreadable, "%v", err)
+		judgeUnopened(root, name, judge)
 		return false, nil
 	case k.missing:
 		return false, nil

@@ -137,6 +137,24 @@ func repairModes(root *os.File, name string, found []Finding) {
 	}
 }
 
+// judgeUnopened judges, by lstat, the modes and owners of the files of a
+// key that could not be opened: one whose meta.db its owner may not read
+// (0000) fails the key's open, and is named (mode) and mended by --repair
+// like any other, where before it was only unreadable. A key dir that
+// cannot be entered was judged already (examine).
+func judgeUnopened(root *os.File, name string, judge accessFunc) {
+	kd, err := fsat.OpenDirAt(root, name)
+	if err != nil {
+		return
+	}
+	defer kd.Close()
+	for _, n := range []string{db.FileName, TranscriptName} {
+		if st, err := fsat.LstatAt(kd, n); err == nil && fsat.IsRegular(&st) {
+			judge(name+"/"+n, n, &st)
+		}
+	}
+}
+
 // rootNeeds is what the store needs of its sessions root's mode: its
 // owner lists it (every walk), enters it (every resolve) and makes and
 // removes keys in it (promote, reap).

@@ -101,3 +101,28 @@ func TestAJobDirInAParentItsWorkerMayNotReadIsMade(t *testing.T) {
 		t.Fatalf("resolve into a write-and-search-only parent: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// A meta.db its owner may not read (mode 0000) failed the key's open, and
+// check, run as that owner, said only "unreadable … look at the disk",
+// and --repair mended nothing: every resolve of the key exited 1. check
+// names its mode, --repair gives the owner its bits back, and the
+// worker's next job resumes.
+func TestCheckAsTheOwnerMendsAMetaDBItMayNotRead(t *testing.T) {
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("first promote: %s", promoted)
+	}
+	if err := os.Chmod(filepath.Join(w.root, workerKey, "meta.db"), 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := w.runAs("check", w.root)
+	if code == 0 || !strings.Contains(out, workerKey+"/meta.db: mode: mode 0000: its owner may not read or write the meta.db") {
+		t.Fatalf("check as the owner: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := w.runAs("check", "--repair", w.root); code != 0 || !strings.Contains(out, "gave its owner the bits it lacked: mode 0000, now 0600") {
+		t.Fatalf("check --repair as the owner: exit %d\n%s\n%s", code, out, errs)
+	}
+	if resolved, promoted := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("the job after the repair: %s%s", resolved, promoted)
+	}
+}
