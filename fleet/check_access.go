@@ -70,12 +70,8 @@ func (c *checker) checkTop(visit func(store.Finding) error, sum *store.CheckSumm
 		out = append(out, store.Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: c.b.unroot(fmt.Sprintf(format, args...)), Remains: true})
 		return &out[len(out)-1]
 	}
-	var st unix.Stat_t
-	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(c.root.Fd()), &st) }); err == nil {
-		lacks, _ := access.Judge(&st, dirNeeds, &access.Owner{UID: st.Uid, GID: st.Gid})
-		if lacks != 0 {
-			add(".", store.KindMode, "mode %04o: its owner may not %s the transcripts dir (sessdb makes it 0700); a worker fails its promotions, or its resolves", uint32(st.Mode)&0o7777, access.Verbs(lacks, true))
-		}
+	if mode, lacks, ok := access.DirLacks(c.root, dirNeeds); ok && lacks != 0 {
+		add(".", store.KindMode, "mode %04o: its owner may not %s the transcripts dir (sessdb makes it 0700); a worker fails its promotions, or its resolves", mode, access.Verbs(lacks, true))
 	}
 	if st, err := fsat.LstatAt(c.root, shared.MarkName); err == nil && fsat.IsRegular(&st) {
 		judgeAccess(add, c.owner, shared.MarkName, "dir's mark", &st, markNeeds)
@@ -103,6 +99,13 @@ func (c *checker) repairModes(found []store.Finding) {
 			d.Close()
 		}
 	}()
+	// The modes judged are the dir's owner's own entries': only such an
+	// entry is given bits (fsat.AddOwnerBitsAt checks it on the inode it
+	// chmods).
+	uid := -1
+	if c.owner != nil {
+		uid = int(c.owner.UID)
+	}
 	for i := range found {
 		f := &found[i]
 		switch f.Kind {
@@ -132,10 +135,6 @@ func (c *checker) repairModes(found []store.Finding) {
 				}
 				dir, base, need = d, file, genNeeds
 			}
-		}
-		uid := -1
-		if c.owner != nil {
-			uid = int(c.owner.UID)
 		}
 		outcome, done, err := access.GiveBits(dir, base, need, uid)
 		if err != nil {

@@ -167,15 +167,11 @@ const rootNeeds = 0o700
 // nil: nothing to report, or the root's mode cannot be read (the walk
 // reports that).
 func judgeRoot(root *os.File) *Finding {
-	var st unix.Stat_t
-	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(root.Fd()), &st) }); err != nil {
+	mode, lacks, ok := access.DirLacks(root, rootNeeds)
+	if !ok || lacks == 0 {
 		return nil
 	}
-	lacks, _ := access.Judge(&st, rootNeeds, &access.Owner{UID: st.Uid, GID: st.Gid})
-	if lacks == 0 {
-		return nil
-	}
-	return &Finding{Path: ".", Kind: KindMode, Severity: KindMode.Severity(), Detail: fmt.Sprintf("mode %04o: its owner may not %s the sessions root (sessdb makes it 0700); a worker that is not root fails its resolves, or its promotions of a new key (promote-failed) while resolve says absent", uint32(st.Mode)&0o7777, access.Verbs(lacks, true))}
+	return &Finding{Path: ".", Kind: KindMode, Severity: KindMode.Severity(), Detail: fmt.Sprintf("mode %04o: its owner may not %s the sessions root (sessdb makes it 0700); a worker that is not root fails its resolves, or its promotions of a new key (promote-failed) while resolve says absent", mode, access.Verbs(lacks, true))}
 }
 
 // repairRoot gives the sessions root the owner's bits its finding f says

@@ -39,6 +39,19 @@ func OwnerOf(dir *os.File) (Owner, bool) {
 	return Owner{st.Uid, st.Gid}, true
 }
 
+// DirLacks returns the mode of dir, a store's root open (a sessions root,
+// a transcripts dir), and the owner's bits of need it lacks, judged for
+// its own owner as Judge does (root's: none); ok false when its mode
+// cannot be read (the walk reports that).
+func DirLacks(dir *os.File, need uint32) (mode, lacks uint32, ok bool) {
+	var st unix.Stat_t
+	if _, err := fsat.IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(dir.Fd()), &st) }); err != nil {
+		return 0, 0, false
+	}
+	lacks, _ = Judge(&st, need, &Owner{st.Uid, st.Gid})
+	return uint32(st.Mode) & 0o7777, lacks, true
+}
+
 // Judge says what owner, the user the store is made for, may not do with
 // an entry (st its lstat) of which the store needs the bits need (0o700
 // at most), in the owner's place, as Verbs takes them: modeLacks, the

@@ -176,7 +176,7 @@ func Mkdir(path string, perm uint32) (bool, error) {
 	}
 	pd, err := IgnoringEINTR(func() (int, error) { return unix.Open(parent, parentFlags, 0) })
 	switch {
-	case err == unix.EACCES && !givesAway:
+	case err == unix.EACCES && !parentOpensUnread:
 		// A parent that may be written and searched, not read: made by
 		// its path, as the system allows.
 		return mkdirat(unix.AT_FDCWD, path, perm, path)

@@ -77,5 +77,9 @@ func fsidsAre(uid, gid int) bool {
 }
 
 // parentFlags open a job dir's parent for mkdirat: O_PATH needs neither
-// its read bit nor its write bit (a write-and-search-only drop box).
-const parentFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+// its read bit nor its write bit (a write-and-search-only drop box), so
+// such a parent opens (parentOpensUnread).
+const (
+	parentFlags       = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	parentOpensUnread = true
+)

@@ -55,3 +55,31 @@ func TestADirIsMadeAsItsOwnerWithBothIdsOrNot(t *testing.T) {
 		t.Errorf("made with the owner's uid and not its gid: %d:%d, want root's, 0:0", uid, gid)
 	}
 }
+
+// The kernel takes a process's dumpable flag when a thread's file-system
+// uid changes (under fs.suid_dumpable 0): a root sessdb that made one
+// directory as its parent's owner left no core dump after it. The flag
+// is set back as it was.
+func TestADirMadeAsItsOwnerLeavesTheProcessDumpable(t *testing.T) {
+	needRoot(t)
+	if b, err := os.ReadFile("/proc/sys/fs/suid_dumpable"); err != nil || string(b) != "0\n" {
+		t.Skipf("fs.suid_dumpable is %q (%v), not 0: the kernel keeps the flag, and this test could not fail", b, err)
+	}
+	before, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	if err != nil || before != 1 {
+		t.Skipf("the process is not dumpable to begin with (%d, %v)", before, err)
+	}
+	d, p := tempDir(t)
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MkdirNew(d, "made", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if uid, _ := ownerOf(t, filepath.Join(p, "made")); uid != nobody {
+		t.Fatalf("the dir is uid %d's: not made as its owner, and this test tests nothing", uid)
+	}
+	if after, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || after != before {
+		t.Errorf("dumpable %d after a directory made as its owner, %v; want %d", after, err, before)
+	}
+}

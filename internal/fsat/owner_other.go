@@ -12,5 +12,9 @@ const givesAway = false
 func mkdirAsDirOwner(int, string, uint32) (int, bool, error) { return 0, false, nil }
 
 // parentFlags open a job dir's parent for mkdirat: without O_PATH, one
-// that may not be read is made by path instead (Mkdir).
-const parentFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+// that may not be read does not open (parentOpensUnread), and the job dir
+// is made by its path instead (Mkdir).
+const (
+	parentFlags       = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	parentOpensUnread = false
+)
