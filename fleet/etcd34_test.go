@@ -56,8 +56,21 @@ func TestQuorumSuspendedOnExternalEtcd(t *testing.T) {
 			}
 			for i := range c.Size() {
 				if i != keep {
-					c.Suspend(i)
+					c.Suspend(i) // returns once its threads have all stopped (Linux)
 				}
+			}
+			suspended := time.Now()
+			// peers says, for a fault's message, when the resolve began
+			// after the suspension and whether the peers are still
+			// stopped (RELIABILITY §9: once, 2 of 12 resumed).
+			peers := func(began time.Time) string {
+				var stopped []string
+				for i := range c.Size() {
+					if i != keep {
+						stopped = append(stopped, fmt.Sprintf("member %d stopped %v", i, c.Stopped(i)))
+					}
+				}
+				return fmt.Sprintf("began %v after the suspension; %s", began.Sub(suspended).Round(time.Millisecond), strings.Join(stopped, ", "))
 			}
 			var faults []string
 			tally := map[string]int{}
@@ -67,10 +80,10 @@ func TestQuorumSuspendedOnExternalEtcd(t *testing.T) {
 				took := time.Since(began).Round(time.Millisecond)
 				switch {
 				case err != nil:
-					faults = append(faults, fmt.Sprintf("resolve %d: a fault after %v: %v", n, took, err))
+					faults = append(faults, fmt.Sprintf("resolve %d: a fault after %v: %v (%s)", n, took, err, peers(began)))
 					tally["fault"]++
 				case sess.Resume || sess.Reason != gates.StoreUnavailable || sess.Base != (store.Base{}) || len(stagedOf(t, jobDir)) != 0:
-					faults = append(faults, fmt.Sprintf("resolve %d: %s (resume %v, gen %d) after %v", n, sess.Reason, sess.Resume, sess.Gen(), took))
+					faults = append(faults, fmt.Sprintf("resolve %d: %s (resume %v, gen %d) after %v (%s)", n, sess.Reason, sess.Resume, sess.Gen(), took, peers(began)))
 					tally[string(sess.Reason)]++
 				default:
 					tally[string(sess.Reason)]++

@@ -193,8 +193,43 @@ func (p *process) end(sig syscall.Signal) {
 // connections and answers nothing, neither its clients nor its peers,
 // until Continue. It still counts as running (Running, Stop, Close).
 // Only a member of Options.Binary can be suspended: an embedded one is
-// this process.
-func (c *Cluster) Suspend(i int) { c.signal("Suspend", i, syscall.SIGSTOP) }
+// this process. On Linux it returns once every thread of the process has
+// stopped (threadsStopped), and fails the test if that takes longer than
+// stopWait; elsewhere, once the signal is sent.
+func (c *Cluster) Suspend(i int) {
+	c.tb.Helper()
+	c.signal("Suspend", i, syscall.SIGSTOP)
+	p := c.members[i].proc
+	for deadline := time.Now().Add(stopWait); ; {
+		stopped, err := threadsStopped(p.cmd.Process.Pid)
+		select {
+		case <-p.done:
+			c.tb.Fatalf("etcdtest: Suspend: member %d exited (%v)", i, p.err)
+		default:
+		}
+		switch {
+		case err != nil:
+			c.tb.Fatalf("etcdtest: Suspend member %d: %v", i, err)
+		case stopped:
+			return
+		case time.Now().After(deadline):
+			c.tb.Fatalf("etcdtest: Suspend: member %d's threads not all stopped %v after SIGSTOP", i, stopWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Stopped reports whether every thread of member i's process is stopped
+// now, as Suspend leaves it; true where that cannot be seen (not Linux),
+// or for a member that is not a process.
+func (c *Cluster) Stopped(i int) bool {
+	p := c.members[i].proc
+	if p == nil {
+		return true
+	}
+	stopped, err := threadsStopped(p.cmd.Process.Pid)
+	return err == nil && stopped
+}
 
 // Continue resumes member i after Suspend (SIGCONT).
 func (c *Cluster) Continue(i int) { c.signal("Continue", i, syscall.SIGCONT) }

@@ -47,6 +47,9 @@ func TestExternalMembers(t *testing.T) {
 		for i := range 3 {
 			if i != other {
 				c.Suspend(i)
+				if seesStops && !c.Stopped(i) {
+					t.Fatalf("member %d's threads are not all stopped once Suspend returned", i)
+				}
 			}
 		}
 		alone := clientOf(t, c.Endpoint(other))
