@@ -2,6 +2,7 @@ package fsat
 
 import (
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,7 +46,7 @@ func mkdirAsDirOwner(dirfd int, name string, perm uint32) (uid int, tried bool, 
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		holdDumpable()
 		prevGID, _ := setfsgid(int(dst.Gid))
 		prevUID, _ := setfsuid(int(dst.Uid))
 		var r result
@@ -55,9 +56,7 @@ func mkdirAsDirOwner(dirfd int, name string, perm uint32) (uid int, tried bool, 
 		}
 		setfsuid(prevUID)
 		setfsgid(prevGID)
-		if now, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); now != dumpable {
-			unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(dumpable), 0, 0, 0)
-		}
+		releaseDumpable()
 		if fsidsAre(prevUID, prevGID) {
 			runtime.UnlockOSThread()
 		}
@@ -65,6 +64,44 @@ func mkdirAsDirOwner(dirfd int, name string, perm uint32) (uid int, tried bool, 
 	}()
 	r := <-done
 	return int(dst.Uid), r.tried, r.err
+}
+
+// dumpable is the process's dumpable flag (PR_GET_DUMPABLE) as it was
+// before the first of the changes of ids in flight, and how many are. The
+// flag is the process's, and the kernel clears it at each change of any
+// thread's file-system ids (under suid_dumpable 0): a goroutine that read
+// it while another's change was in flight took that change's 0 for the
+// process's own, and set back nothing (13 of 50 rounds of 8 at once left
+// the process non-dumpable, ownrev3). So the first change in reads it,
+// and the last one out, its ids set back, sets it back.
+var dumpable struct {
+	sync.Mutex
+	inFlight int
+	was      int
+}
+
+// holdDumpable counts a change of ids in, before it is made.
+func holdDumpable() {
+	dumpable.Lock()
+	defer dumpable.Unlock()
+	if dumpable.inFlight == 0 {
+		dumpable.was, _ = unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	}
+	dumpable.inFlight++
+}
+
+// releaseDumpable counts a change of ids out, once its ids are set back,
+// and the last one out sets the flag back.
+func releaseDumpable() {
+	dumpable.Lock()
+	defer dumpable.Unlock()
+	dumpable.inFlight--
+	if dumpable.inFlight > 0 {
+		return
+	}
+	if now, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); now != dumpable.was {
+		unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(dumpable.was), 0, 0, 0)
+	}
 }
 
 // fsidsAre reports whether the thread's file-system ids are uid and gid

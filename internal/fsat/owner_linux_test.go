@@ -1,8 +1,10 @@
 package fsat
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -81,5 +83,46 @@ func TestADirMadeAsItsOwnerLeavesTheProcessDumpable(t *testing.T) {
 	}
 	if after, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || after != before {
 		t.Errorf("dumpable %d after a directory made as its owner, %v; want %d", after, err, before)
+	}
+}
+
+// Directories made as their owner by several goroutines at once leave the
+// process dumpable too: the flag is the process's, and one goroutine's
+// change of ids cleared it while another read it (ownrev3: 13 of 50
+// rounds of 8 left it 0).
+func TestDirsMadeAsTheirOwnerAtOnceLeaveTheProcessDumpable(t *testing.T) {
+	needRoot(t)
+	if b, err := os.ReadFile("/proc/sys/fs/suid_dumpable"); err != nil || string(b) != "0\n" {
+		t.Skipf("fs.suid_dumpable is %q (%v), not 0: the kernel keeps the flag, and this test could not fail", b, err)
+	}
+	if before, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || before != 1 {
+		t.Skipf("the process is not dumpable to begin with (%d, %v)", before, err)
+	}
+	d, p := tempDir(t)
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, at = 50, 8
+	lost := 0
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for i := range at {
+			wg.Go(func() {
+				if _, err := MkdirNew(d, fmt.Sprintf("d%d-%d", round, i), 0o700); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if now, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); now != 1 {
+			lost++
+			unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0) // for the next round, and the tests after
+		}
+	}
+	if uid, _ := ownerOf(t, filepath.Join(p, "d0-0")); uid != nobody {
+		t.Fatalf("the dirs are uid %d's: not made as their owner, and this test tests nothing", uid)
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d rounds of %d directories made as their owner at once left the process non-dumpable", lost, rounds, at)
 	}
 }
