@@ -18,3 +18,10 @@ var ErrTooLarge = errors.New("file too large")
 // what is at the name is not what it may change: not a directory or a
 // regular file, or not the owner's it was asked for.
 var ErrNotTheOne = errors.New("not the owner's directory or file")
+
+// ErrModeKept is returned, in a chmod's PathError, where a chmod this
+// package made to give an owner's bits was answered with success and the
+// mode, looked at again, still lacks them: the file system keeps its
+// modes (vfat mounted quiet, CIFS without unix extensions) or a filter
+// answered for it.
+var ErrModeKept = errors.New("the file system kept its mode: the chmod changed nothing")

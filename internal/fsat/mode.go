@@ -33,13 +33,24 @@ func restoreOwnerBits(fd int, st *unix.Stat_t, perm uint32, name string) error {
 	if err := fchmod(fd, mode|want); err != nil {
 		return &os.PathError{Op: "chmod", Path: name, Err: err}
 	}
-	orMode(&st.Mode, want)
-	return nil
+	return given(fd, want, st, name)
 }
 
-// orMode sets bits in a Stat_t's Mode, 32 bits on Linux, 16 on macOS and
-// FreeBSD.
-func orMode[T ~uint16 | ~uint32](m *T, bits uint32) { *m |= T(bits) }
+// given fstats fd again after a chmod that gave it want, into st, and
+// returns ErrModeKept where its mode still lacks them: a chmod answered
+// with success that changed nothing (vfat mounted quiet, CIFS without
+// unix extensions, a seccomp filter that answers 0) would otherwise be
+// taken for bits given, and check --repair said it mended a mode it had
+// not (ownrev3).
+func given(fd int, want uint32, st *unix.Stat_t, path string) error {
+	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(fd, st) }); err != nil {
+		return &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if uint32(st.Mode)&want != want {
+		return &os.PathError{Op: "chmod", Path: path, Err: ErrModeKept}
+	}
+	return nil
+}
 
 // AddOwnerBitsAt gives dir's entry name, a directory or a regular file
 // that uid owns (-1: whoever owns it), the owner's bits of bits that its
@@ -70,7 +81,7 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 	if err := fchmod(int(f.Fd()), mode|want); err != nil {
 		return mode, &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
 	}
-	return mode, nil
+	return mode, given(int(f.Fd()), want, &st, f.Name())
 }
 
 // addOwnerBitsAt opens name in dirfd once (openEntry: O_PATH on Linux,
@@ -109,8 +120,7 @@ func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, 
 	if err := chmodEntry(fd, mode|want); err != nil {
 		return mode, st, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	orMode(&st.Mode, want)
-	return mode, st, nil
+	return mode, st, given(fd, want, &st, path)
 }
 
 // fchmodat and fchmod are unix's; variables so that a test can stand in

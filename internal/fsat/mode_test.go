@@ -293,3 +293,64 @@ func TestAddOwnerBitsAtWorksOnOneInode(t *testing.T) {
 		t.Errorf("the file opened is mode %04o, want 04755 (its own, with the owner's bits)", got)
 	}
 }
+
+// A chmod answered with success that changes nothing (vfat mounted quiet,
+// CIFS without unix extensions, a seccomp filter that answers 0) is not
+// taken for the bits given: AddOwnerBitsAt, AddOwnerBits and a creation
+// under a umask that took the owner's bits return ErrModeKept, in a
+// chmod's PathError, and a creation leaves nothing at its name.
+func TestAChmodThatChangesNothingIsNotTakenForBitsGiven(t *testing.T) {
+	d, p := tempDir(t)
+	if err := os.WriteFile(filepath.Join(p, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(p, "dir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(p, "file"), 0o200); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(p, "dir"), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.Open(filepath.Join(p, "dir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+
+	fchmod = func(int, uint32) error { return nil }
+	fchmodat = func(int, string, uint32, int) error { return nil }
+	defer func() { fchmod, fchmodat = unix.Fchmod, unix.Fchmodat }()
+
+	kept := func(what string, err error) {
+		t.Helper()
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Op != "chmod" || !errors.Is(err, ErrModeKept) {
+			t.Errorf("%s: %v; want a chmod error, ErrModeKept", what, err)
+		}
+	}
+	for name, was := range map[string]uint32{"file": 0o200, "dir": 0o500} {
+		before, err := AddOwnerBitsAt(d, name, 0o700, -1)
+		kept("AddOwnerBitsAt "+name, err)
+		if before != was {
+			t.Errorf("AddOwnerBitsAt %s: mode before %04o, want %04o", name, before, was)
+		}
+	}
+	_, err = AddOwnerBits(dir, 0o700)
+	kept("AddOwnerBits", err)
+	withUmask(t, 0o377, func() {
+		_, err := OpenAt(d, "taken", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		kept("a file created under umask 0377", err)
+		made, err := MkdirNew(d, "takendir", 0o700)
+		kept("a dir made under umask 0377", err)
+		if made {
+			t.Error("a dir made under umask 0377: made, though its owner may not use it")
+		}
+	})
+	for _, name := range []string{"taken", "takendir"} {
+		if _, err := os.Lstat(filepath.Join(p, name)); !os.IsNotExist(err) {
+			t.Errorf("%s: left at its name (%v)", name, err)
+		}
+	}
+}
