@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -93,7 +94,11 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	var sum store.CheckSummary
 	// Every file is judged by this fleet's records: the dir must be its
 	// own (a check without Repair compares, and marks nothing).
-	if err := b.claim(ctx, o.Repair); err != nil {
+	if err := b.claim(ctx, o.Repair); errors.Is(err, fs.ErrPermission) {
+		if err := b.unreadTop(ctx, o, visit, &sum, err); err != nil {
+			return sum, err
+		}
+	} else if err != nil {
 		return sum, err
 	}
 	now, grace := time.Now, o.Grace

@@ -1,8 +1,13 @@
 package fleet
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +70,62 @@ func dirOwner(root *os.File) *access.Owner {
 // checkTop judges the transcripts dir's own mode and its mark's, before
 // its entries, and with Repair gives a mode the owner's bits it lacks.
 func (c *checker) checkTop(visit func(store.Finding) error, sum *store.CheckSummary) error {
+	return visitAll(c.top(), visit, sum)
+}
+
+// visitAll counts and visits found, in order.
+func visitAll(found []store.Finding, visit func(store.Finding) error, sum *store.CheckSummary) error {
+	for _, f := range found {
+		count(sum, f)
+		if err := visit(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unreadTop is checkTop where the dir or its mark could not be read (the
+// claim's error, cause): a dir its owner may not list or enter, a mark it
+// may not read. The dir is opened by fsat.OpenDirUnread (O_PATH on
+// Linux), which needs none of the bits its owner lacks, and with Repair
+// they are given back, the dir's before its mark's (a dir that cannot be
+// entered hides its mark's mode), and the dir claimed after all: its
+// findings are visited, and the check goes on. Else the error says what
+// was found (a failed check prints no finding).
+func (b *Backend) unreadTop(ctx context.Context, o CheckOptions, visit func(store.Finding) error, sum *store.CheckSummary, cause error) error {
+	root, err := fsat.OpenDirUnread(b.dir)
+	if err != nil {
+		return cause
+	}
+	defer root.Close()
+	c := &checker{b: b, o: o, root: root, owner: dirOwner(root)}
+	var found []store.Finding
+	for range 2 {
+		top := c.top()
+		found = append(found, top...)
+		if len(top) == 0 || slices.ContainsFunc(top, func(f store.Finding) bool { return f.Remains }) {
+			break
+		}
+		if cause = b.claim(ctx, o.Repair); cause == nil {
+			return visitAll(found, visit, sum)
+		}
+		if !errors.Is(cause, fs.ErrPermission) {
+			return cause
+		}
+	}
+	if len(found) == 0 {
+		return cause
+	}
+	what := make([]string, len(found))
+	for i, f := range found {
+		what[i] = fmt.Sprintf("%s: %s (%s)", f.Path, f.Detail, cmp.Or(f.Repair, "check --repair gives its owner the bits back"))
+	}
+	return fmt.Errorf("%w: %s", cause, strings.Join(what, "; "))
+}
+
+// top judges the transcripts dir's own mode and its mark's, and with
+// Repair gives a mode the owner's bits it lacks.
+func (c *checker) top() []store.Finding {
 	var out []store.Finding
 	add := func(path string, kind store.Kind, format string, args ...any) *store.Finding {
 		out = append(out, store.Finding{Path: path, Kind: kind, Severity: kind.Severity(), Detail: c.b.unroot(fmt.Sprintf(format, args...)), Remains: true})
@@ -79,13 +140,7 @@ func (c *checker) checkTop(visit func(store.Finding) error, sum *store.CheckSumm
 	if c.o.Repair {
 		c.repairModes(out)
 	}
-	for _, f := range out {
-		count(sum, f)
-		if err := visit(f); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out
 }
 
 // repairModes gives each entry of found with a KindMode finding the

@@ -174,6 +174,28 @@ func judgeRoot(root *os.File) *Finding {
 	return &Finding{Path: ".", Kind: KindMode, Severity: KindMode.Severity(), Detail: fmt.Sprintf("mode %04o: its owner may not %s the sessions root (sessdb makes it 0700); a worker that is not root fails its resolves, or its promotions of a new key (promote-failed) while resolve says absent", mode, access.Verbs(lacks, true))}
 }
 
+// unreadRoot is judgeRoot, and with repair repairRoot, for a sessions
+// root the check could not open or list: opened by fsat.OpenDirUnread
+// (O_PATH on Linux), which needs none of the bits its owner lacks. nil:
+// nothing found, or the root cannot be opened even so (off Linux).
+func (s *Store) unreadRoot(repair bool) *Finding {
+	root, err := fsat.OpenDirUnread(s.root)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	f := judgeRoot(root)
+	if f == nil {
+		return nil
+	}
+	f.Remains = true
+	if repair {
+		repairRoot(root, f)
+		f.Remains = judgeRoot(root) != nil
+	}
+	return f
+}
+
 // repairRoot gives the sessions root the owner's bits its finding f says
 // it lacks, and records the outcome on f.
 func repairRoot(root *os.File, f *Finding) {

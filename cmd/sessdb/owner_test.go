@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,113 @@ func TestCheckAsTheOwnerMendsAMetaDBItMayNotRead(t *testing.T) {
 	}
 	if resolved, promoted := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
 		t.Fatalf("the job after the repair: %s%s", resolved, promoted)
+	}
+}
+
+// A sessions root its owner may not list (0300) or enter (0600) stopped
+// check run as that owner at its open ("permission denied", exit 1), and
+// --repair mended nothing (ownrev3): check names the mode in that error
+// and the way out, and check --repair, through a descriptor that needs
+// neither bit (Linux), gives the bits back and checks the root.
+func TestCheckAsTheOwnerMendsARootItMayNotList(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a directory its caller may not read opens for its mode only with O_PATH (Linux)")
+	}
+	for _, mode := range []os.FileMode{0o300, 0o600} {
+		t.Run(fmt.Sprintf("%04o", mode), func(t *testing.T) {
+			w := newNobodysWorker(t)
+			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("first promote: %s", promoted)
+			}
+			if err := os.Chmod(w.root, mode); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := w.runAs("check", w.root)
+			if want := fmt.Sprintf("permission denied: mode %04o: its owner may not", mode); code != exitFault || !strings.Contains(errs, want) || !strings.Contains(errs, "check --repair gives its owner the bits back") {
+				t.Fatalf("check as the owner: exit %d, want %d and %q on stderr\n%s\n%s", code, exitFault, want, out, errs)
+			}
+			code, out, errs = w.runAs("check", "--repair", w.root)
+			if want := fmt.Sprintf("gave its owner the bits it lacked: mode %04o, now 0700", mode); code != exitOK || !strings.Contains(out, ".: mode: ") || !strings.Contains(out, want) || !strings.Contains(out, "1 key") {
+				t.Fatalf("check --repair as the owner: exit %d, want %d, the root's finding, %q and the key checked\n%s\n%s", code, exitOK, want, out, errs)
+			}
+			if resolved, promoted := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("the job after the repair: %s%s", resolved, promoted)
+			}
+		})
+	}
+}
+
+// A fleet's transcripts dir its owner may not list or enter, or a mark it
+// may not read, stopped check run as that owner at the claim ("permission
+// denied", exit 1), and --repair mended nothing (ownrev3): check names
+// the mode in that error and the way out, and check --repair gives the
+// bits back, the dir's before the mark's, and checks the fleet.
+func TestFleetCheckAsTheOwnerMendsADirAndMarkItMayNotRead(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a directory its caller may not read opens for its mode only with O_PATH (Linux)")
+	}
+	for _, c := range []struct{ dir, mark os.FileMode }{{0o300, 0o200}, {0o600, 0o600}, {0o700, 0o200}, {0o600, 0o200}} {
+		t.Run(fmt.Sprintf("dir %04o mark %04o", c.dir, c.mark), func(t *testing.T) {
+			startFleet(t)
+			base, err := os.MkdirTemp("", "sessdb-nobody-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			dir := filepath.Join(base, "transcripts")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
+			t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+			if code, out, errs := runAs("check", "--repair"); code != exitOK {
+				t.Fatalf("the first check --repair, which marks the dir: exit %d\n%s%s", code, out, errs)
+			}
+			mark := filepath.Join(dir, ".sessdb-fleet")
+			if err := os.Chmod(mark, c.mark); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, c.dir); err != nil {
+				t.Fatal(err)
+			}
+			// What the owner lacks: the dir's search bit hides nothing of
+			// the mark's mode before the repair unless it lacks x.
+			lacking := map[string]os.FileMode{}
+			if c.dir&0o700 != 0o700 {
+				lacking["."] = c.dir
+			}
+			if c.mark&0o400 == 0 {
+				lacking[".sessdb-fleet"] = c.mark
+			}
+			code, out, errs := runAs("check")
+			if code != exitFault || !strings.Contains(errs, "permission denied: ") || !strings.Contains(errs, "(check --repair gives its owner the bits back)") {
+				t.Fatalf("check as the owner: exit %d, want %d, the error and the way out on stderr\n%s\n%s", code, exitFault, out, errs)
+			}
+			for path, was := range lacking {
+				if path == ".sessdb-fleet" && c.dir&0o100 == 0 {
+					continue // not seen through a dir that cannot be entered
+				}
+				if want := fmt.Sprintf("%s: mode %04o: its owner may not", path, was); !strings.Contains(errs, want) {
+					t.Errorf("check as the owner did not name %q\n%s", want, errs)
+				}
+			}
+			code, out, errs = runAs("check", "--repair")
+			if code != exitOK || strings.Contains(out, "not repaired") {
+				t.Fatalf("check --repair as the owner: exit %d, want %d\n%s\n%s", code, exitOK, out, errs)
+			}
+			for path, was := range lacking {
+				if want := fmt.Sprintf("%s: mode: mode %04o", path, was); !strings.Contains(out, want) {
+					t.Errorf("check --repair as the owner did not name %q\n%s", want, out)
+				}
+			}
+			for path, want := range map[string]os.FileMode{dir: c.dir | 0o700, mark: c.mark | 0o400} {
+				if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+					t.Errorf("%s after check --repair: %v, %v; want mode %04o", path, st.Mode().Perm(), err, want)
+				}
+			}
+			if code, out, errs := runAs("check"); code != exitOK {
+				t.Fatalf("check after the repair: exit %d\n%s%s", code, out, errs)
+			}
+		})
 	}
 }

@@ -63,6 +63,20 @@ func OpenDir(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
+// OpenDirUnread is like OpenDir, but opens the directory for its own mode
+// and the names in it, not to list it: on Linux with O_PATH, which needs
+// neither its read bit nor its search bit, so that check can judge, and
+// give back (AddOwnerBits), the bits its owner lacks of a sessions root or
+// a transcripts dir it could not open. Elsewhere a directory its caller
+// may not read does not open (dirOpensUnread).
+func OpenDirUnread(path string) (*os.File, error) {
+	fd, err := IgnoringEINTR(func() (int, error) { return unix.Open(path, unreadDirFlags, 0) })
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // OpenDirAt is like OpenDir, but opens name inside dir without following a
 // link. A link or a non-directory at name is ErrNotDir.
 func OpenDirAt(dir *os.File, name string) (*os.File, error) {
@@ -174,9 +188,9 @@ func Mkdir(path string, perm uint32) (bool, error) {
 		// whenever its parent is): the system says so.
 		return mkdirat(unix.AT_FDCWD, path, perm, path)
 	}
-	pd, err := IgnoringEINTR(func() (int, error) { return unix.Open(parent, parentFlags, 0) })
+	pd, err := IgnoringEINTR(func() (int, error) { return unix.Open(parent, unreadDirFlags, 0) })
 	switch {
-	case err == unix.EACCES && !parentOpensUnread:
+	case err == unix.EACCES && !dirOpensUnread:
 		// A parent that may be written and searched, not read: made by
 		// its path, as the system allows.
 		return mkdirat(unix.AT_FDCWD, path, perm, path)

@@ -67,7 +67,8 @@ func AddOwnerBitsAt(dir *os.File, name string, bits uint32, uid int) (before uin
 }
 
 // AddOwnerBits is AddOwnerBitsAt for a directory or file the caller has
-// open (check --repair's sessions root, which it walks by descriptor).
+// open (check --repair's sessions root, which it walks by descriptor, or
+// opened with OpenDirUnread where it could not list it).
 func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 	var st unix.Stat_t
 	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(f.Fd()), &st) }); err != nil {
@@ -78,7 +79,8 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 	if mode&want == want {
 		return mode, nil
 	}
-	if err := fchmod(int(f.Fd()), mode|want); err != nil {
+	// chmodEntry, not fchmod: f may be OpenDirUnread's (O_PATH).
+	if err := chmodEntry(int(f.Fd()), mode|want); err != nil {
 		return mode, &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
 	}
 	return mode, given(int(f.Fd()), want, &st, f.Name())

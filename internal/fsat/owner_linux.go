@@ -113,10 +113,12 @@ func fsidsAre(uid, gid int) bool {
 	return u == uid && g == gid
 }
 
-// parentFlags open a job dir's parent for mkdirat: O_PATH needs neither
-// its read bit nor its write bit (a write-and-search-only drop box), so
-// such a parent opens (parentOpensUnread).
+// unreadDirFlags open a directory for names in it and for its own mode,
+// not to list it (a job dir's parent for mkdirat, OpenDirUnread): O_PATH
+// needs neither its read bit nor its write bit (a write-and-search-only
+// drop box; a root whose owner's bits were taken), so such a directory
+// opens (dirOpensUnread).
 const (
-	parentFlags       = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
-	parentOpensUnread = true
+	unreadDirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	dirOpensUnread = true
 )

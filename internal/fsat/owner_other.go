@@ -11,10 +11,11 @@ const givesAway = false
 
 func mkdirAsDirOwner(int, string, uint32) (int, bool, error) { return 0, false, nil }
 
-// parentFlags open a job dir's parent for mkdirat: without O_PATH, one
-// that may not be read does not open (parentOpensUnread), and the job dir
-// is made by its path instead (Mkdir).
+// unreadDirFlags open a directory for names in it and for its own mode
+// (a job dir's parent for mkdirat, OpenDirUnread): without O_PATH, one
+// that may not be read does not open (dirOpensUnread), and the job dir is
+// made by its path instead (Mkdir).
 const (
-	parentFlags       = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
-	parentOpensUnread = false
+	unreadDirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	dirOpensUnread = false
 )
