@@ -244,20 +244,51 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		return &out[len(out)-1]
 	}
 	c.b.at(hookCheckEntry, name)
-	own := ""
-	it, ok := c.records[name]
-	if ok {
-		var err error
-		if own, err = c.record(ctx, &it, add); err != nil {
-			return nil, err
+	look := func() error {
+		own := ""
+		it, ok := c.records[name]
+		if ok {
+			var err error
+			if own, err = c.record(ctx, &it, add); err != nil {
+				return err
+			}
+			ok = it.Rev != 0 || it.Err != nil
 		}
-		ok = it.Rev != 0 || it.Err != nil
+		return c.dir(name, own, it, ok, add)
 	}
-	if err := c.dir(name, own, it, ok, add); err != nil {
+	if err := look(); err != nil {
 		return nil, err
 	}
 	if c.o.Repair {
 		c.repairModes(out)
+		// A mode given back changes what a look sees: a key dir its
+		// owner could not enter hid its generation's mode, and a
+		// generation it could not read was unreadable. So the key is
+		// looked at again after each mode mended, at most twice (the key
+		// dir, then what it hid), and what the last look finds replaces
+		// what the ones before could not see: mended in this run, not
+		// the next (ownrev3: three runs, the last one's summary counting
+		// an unreadable it had just cured).
+		mendedMode := func(f store.Finding) bool { return f.Kind == store.KindMode && f.Repaired }
+		var mended []store.Finding
+		for try := 0; try < 2 && slices.ContainsFunc(out, mendedMode); try++ {
+			for _, f := range out {
+				if mendedMode(f) {
+					mended = append(mended, f)
+				}
+			}
+			out = nil
+			if err := look(); err != nil {
+				return nil, err
+			}
+			c.repairModes(out)
+		}
+		if mended != nil {
+			out = slices.DeleteFunc(out, func(f store.Finding) bool {
+				return slices.ContainsFunc(mended, func(m store.Finding) bool { return m.Path == f.Path && m.Kind == f.Kind })
+			})
+			out = append(mended, out...)
+		}
 		if err := c.repair(ctx, name, out); err != nil {
 			// Delivered with the error: what the repair removed before
 			// it is removed for good.

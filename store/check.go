@@ -384,6 +384,15 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		memo.forget()
 	}
 	after, err := s.examine(ctx, root, name, deepCheck)
+	if hidden := hiddenModes(found, after); err == nil && len(hidden) > 0 {
+		// A key dir its owner could not enter hid its files' modes (a
+		// meta.db 0000 behind a key dir 0600): given its bits, the look
+		// after found them, and they are mended in this run, not the
+		// next (ownrev3), and looked at again.
+		repairModes(root, name, hidden)
+		found = append(found, hidden...)
+		after, err = s.examine(ctx, root, name, deepCheck)
+	}
 	if err != nil {
 		// The repair acted and the look after it was cut short (ctx
 		// ended, the deep check failed): what was done is still
@@ -445,6 +454,22 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		found = append(found, *action)
 	}
 	return found, nil
+}
+
+// hiddenModes returns the KindMode findings of the look after a repair
+// that the first look did not make, where that repair gave a key dir its
+// owner's bits: what the key dir, unentered, hid.
+func hiddenModes(found, after []Finding) []Finding {
+	if !slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired && !strings.Contains(f.Path, "/") }) {
+		return nil
+	}
+	var hidden []Finding
+	for _, f := range after {
+		if f.Kind == KindMode && !slices.ContainsFunc(found, func(g Finding) bool { return g.Path == f.Path && g.Kind == f.Kind }) {
+			hidden = append(hidden, f)
+		}
+	}
+	return hidden
 }
 
 // deepMemo keeps a key's deep-check result for the look after a repair

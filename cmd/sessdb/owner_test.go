@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"sessdb/store"
 )
 
 // What an operator does as root on a worker's sessions root (a job run as
@@ -235,4 +237,69 @@ func TestFleetCheckAsTheOwnerMendsADirAndMarkItMayNotRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A key dir its owner may not enter (0600) hid its files' modes: check
+// --repair run as the owner gave the key dir its bits, and found a
+// meta.db 0000 (or a fleet's generation 0200) only in the look after,
+// where it was left for another run (ownrev3: two runs for a sessions
+// root, three for a fleet, the last one's summary counting an unreadable
+// it had just cured). One run now mends both, and says so.
+func TestCheckAsTheOwnerMendsAKeyDirAndWhatItHidInOneRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs a user that is not root, for whom a mode is binding (newNobodysWorker runs as nobody on Linux)")
+	}
+	t.Run("sessions root", func(t *testing.T) {
+		w := newNobodysWorker(t)
+		if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+			t.Fatalf("first promote: %s", promoted)
+		}
+		key := filepath.Join(w.root, workerKey)
+		if err := os.Chmod(filepath.Join(key, "meta.db"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := w.runAs("check", "--repair", w.root)
+		if code != exitOK || !strings.Contains(out, "gave its owner the bits it lacked: mode 0600, now 0700") || !strings.Contains(out, "gave its owner the bits it lacked: mode 0000, now 0600") || !strings.Contains(out, "0 problems remaining") {
+			t.Fatalf("check --repair as the owner: exit %d, want %d, the key dir and its meta.db mended, none remaining\n%s\n%s", code, exitOK, out, errs)
+		}
+		if resolved, promoted := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
+			t.Fatalf("the job after the repair: %s%s", resolved, promoted)
+		}
+	})
+	t.Run("fleet", func(t *testing.T) {
+		f := startFleet(t)
+		base, err := os.MkdirTemp("", "sessdb-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(base) })
+		dir := filepath.Join(base, "transcripts")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+		key := store.Key("github", "acme/widget", "pi/hidden")
+		f.run(t, key, "job-1") // as root: what it makes is the dir owner's
+		gens, _ := filepath.Glob(filepath.Join(dir, key, "*.jsonl"))
+		if len(gens) != 1 {
+			t.Fatalf("generations after one promotion: %v", gens)
+		}
+		if err := os.Chmod(gens[0], 0o200); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dir, key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runAs("check", "--repair")
+		if code != exitOK || !strings.Contains(out, "gave its owner the bits it lacked: mode 0600, now 0700") || !strings.Contains(out, "gave its owner the bits it lacked: mode 0200, now 0600") || !strings.Contains(out, "0 problems remaining") {
+			t.Fatalf("check --repair as the owner: exit %d, want %d, the key dir and its generation mended, none remaining\n%s\n%s", code, exitOK, out, errs)
+		}
+		if code, out, errs := runAs("check"); code != exitOK {
+			t.Fatalf("check after the repair: exit %d\n%s%s", code, out, errs)
+		}
+	})
 }
