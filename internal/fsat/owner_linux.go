@@ -25,8 +25,11 @@ var (
 // to its thread, which takes their file-system ids for the mkdir (root
 // keeps its effective ids) and takes root's back after it: the thread is
 // handed back to the runtime only when both are root's again (else it
-// ends with the goroutine), and the process is made dumpable again where
-// the change of ids took that (the kernel does, under suid_dumpable 0).
+// ends with the goroutine, or, where it is the process's main thread,
+// which the runtime cannot end, is parked for good: no goroutine runs on
+// it again, but /proc/PID/status, which shows that thread, then shows
+// the owner's fsuid), and the process is made dumpable again where the
+// change of ids took that (the kernel does, under suid_dumpable 0).
 // tried is false where it did not make it: not root, dirfd root's, either
 // id refused (a seccomp filter, a dropped capability), or the owner may
 // not make it there (EACCES: a dir without its owner's write bit); the
