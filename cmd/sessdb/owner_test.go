@@ -175,18 +175,7 @@ func TestFleetCheckAsTheOwnerMendsADirAndMarkItMayNotRead(t *testing.T) {
 	}
 	for _, c := range []struct{ dir, mark os.FileMode }{{0o300, 0o200}, {0o600, 0o600}, {0o700, 0o200}, {0o600, 0o200}} {
 		t.Run(fmt.Sprintf("dir %04o mark %04o", c.dir, c.mark), func(t *testing.T) {
-			startFleet(t)
-			base, err := os.MkdirTemp("", "sessdb-nobody-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(base) })
-			dir := filepath.Join(base, "transcripts")
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
-			t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+			_, dir, runAs := nobodysFleet(t)
 			if code, out, errs := runAs("check", "--repair"); code != exitOK {
 				t.Fatalf("the first check --repair, which marks the dir: exit %d\n%s%s", code, out, errs)
 			}
@@ -270,18 +259,7 @@ func TestCheckAsTheOwnerMendsAKeyDirAndWhatItHidInOneRun(t *testing.T) {
 		}
 	})
 	t.Run("fleet", func(t *testing.T) {
-		f := startFleet(t)
-		base, err := os.MkdirTemp("", "sessdb-nobody-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(base) })
-		dir := filepath.Join(base, "transcripts")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
-		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+		f, dir, runAs := nobodysFleet(t)
 		key := store.Key("github", "acme/widget", "pi/hidden")
 		f.run(t, key, "job-1") // as root: what it makes is the dir owner's
 		gens, _ := filepath.Glob(filepath.Join(dir, key, "*.jsonl"))
@@ -302,4 +280,24 @@ func TestCheckAsTheOwnerMendsAKeyDirAndWhatItHidInOneRun(t *testing.T) {
 			t.Fatalf("check after the repair: exit %d\n%s%s", code, out, errs)
 		}
 	})
+}
+
+// nobodysFleet starts a fleet whose transcripts dir nobody owns (the
+// environment points at it), and returns it, the dir, and a runner of
+// the CLI as nobody (as the current user where that is not root).
+func nobodysFleet(t *testing.T) (*testFleet, string, func(args ...string) (int, string, string)) {
+	t.Helper()
+	f := startFleet(t)
+	base, err := os.MkdirTemp("", "sessdb-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	dir := filepath.Join(base, "transcripts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	return f, dir, runAs
 }

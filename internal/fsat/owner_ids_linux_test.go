@@ -233,18 +233,7 @@ func TestADirRootMadeAsItselfGivesNoBitsToAnotherUsersDir(t *testing.T) {
 // it is set here first, so that the test runs where an earlier test has
 // left it cleared (a skip there let a flaw pass in a package run).
 func TestADirMadeAsItsOwnerSetsTheDumpableFlagBack(t *testing.T) {
-	needRoot(t)
-	if b, err := os.ReadFile("/proc/sys/fs/suid_dumpable"); err != nil || string(b) != "0\n" {
-		t.Skipf("fs.suid_dumpable is %q (%v), not 0: the kernel keeps the flag, and this test could not fail", b, err)
-	}
-	was, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
-	if err != nil {
-		t.Skipf("the dumpable flag cannot be read here: %v", err)
-	}
-	t.Cleanup(func() { unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(was), 0, 0, 0) })
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
-		t.Skipf("the dumpable flag cannot be set here: %v", err)
-	}
+	dumpableFirst(t)
 	d, p := tempDir(t)
 	if err := os.Chown(p, nobody, nobody); err != nil {
 		t.Fatal(err)

@@ -63,20 +63,7 @@ func TestADirIsMadeAsItsOwnerWithBothIdsOrNot(t *testing.T) {
 // change of ids cleared it while another read it (ownrev3: 13 of 50
 // rounds of 8 left it 0).
 func TestDirsMadeAsTheirOwnerAtOnceLeaveTheProcessDumpable(t *testing.T) {
-	needRoot(t)
-	if b, err := os.ReadFile("/proc/sys/fs/suid_dumpable"); err != nil || string(b) != "0\n" {
-		t.Skipf("fs.suid_dumpable is %q (%v), not 0: the kernel keeps the flag, and this test could not fail", b, err)
-	}
-	// Set first, not skipped where cleared: an earlier test's change of
-	// ids, under a flaw, leaves it 0 (mutown).
-	was, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
-	if err != nil {
-		t.Skipf("the dumpable flag cannot be read here: %v", err)
-	}
-	t.Cleanup(func() { unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(was), 0, 0, 0) })
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
-		t.Skipf("the dumpable flag cannot be set here: %v", err)
-	}
+	dumpableFirst(t)
 	d, p := tempDir(t)
 	if err := os.Chown(p, nobody, nobody); err != nil {
 		t.Fatal(err)
@@ -103,5 +90,26 @@ func TestDirsMadeAsTheirOwnerAtOnceLeaveTheProcessDumpable(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d rounds of %d directories made as their owner at once left the process non-dumpable", lost, rounds, at)
+	}
+}
+
+// dumpableFirst skips a test of the dumpable flag where it could not
+// fail (not root, or fs.suid_dumpable not 0: the kernel keeps the flag),
+// and sets the flag first, restoring it after: an earlier test's change
+// of ids, under a flaw, leaves it 0, and a test that skipped there let
+// the flaw pass in a package run (mutown).
+func dumpableFirst(t *testing.T) {
+	t.Helper()
+	needRoot(t)
+	if b, err := os.ReadFile("/proc/sys/fs/suid_dumpable"); err != nil || string(b) != "0\n" {
+		t.Skipf("fs.suid_dumpable is %q (%v), not 0: the kernel keeps the flag, and this test could not fail", b, err)
+	}
+	was, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	if err != nil {
+		t.Skipf("the dumpable flag cannot be read here: %v", err)
+	}
+	t.Cleanup(func() { unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(was), 0, 0, 0) })
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		t.Skipf("the dumpable flag cannot be set here: %v", err)
 	}
 }
