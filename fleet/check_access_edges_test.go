@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/shared"
-	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
 
@@ -20,30 +19,17 @@ import (
 // writes either once made). An owner finding's advice names the dir's
 // uid, then its gid (65534:54322, where the two differ).
 func TestCheckJudgesWhatTheFleetNeedsOfEachEntry(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gives the dir to another user and one file to root: run as root to test it")
-	}
-	etcdtest.Beside(t)
-	f := newFixture(t, etcdtest.Start1(t))
-	unread := store.Key("github", "check-access-mutown", "unread")
-	unentered := store.Key("github", "check-access-mutown", "unentered")
-	readOnly := store.Key("github", "check-access-mutown", "read-only generation")
-	rootsKey := store.Key("github", "check-access-mutown", "root's")
-	for _, k := range []string{unread, unentered, readOnly, rootsKey} {
-		f.run(k, k)
-	}
+	unread := store.Key("github", "check-access-edges", "unread")
+	unentered := store.Key("github", "check-access-edges", "unentered")
+	readOnly := store.Key("github", "check-access-edges", "read-only generation")
+	rootsKey := store.Key("github", "check-access-edges", "root's")
+	f := workersFleet(t, 54322, unread, unentered, readOnly, rootsKey)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, 54322)
-	}))
 	rootsGen := f.genOf(rootsKey)
 	must(os.Chown(filepath.Join(f.dir, rootsGen), 0, 0))
 	must(os.Chmod(filepath.Join(f.dir, f.genOf(readOnly)), 0o400))
@@ -88,25 +74,14 @@ func TestCheckJudgesWhatTheFleetNeedsOfEachEntry(t *testing.T) {
 // repair, for a directory root owns that lacks them too is left as it is
 // ("not the owner's"), not given the bits.
 func TestCheckRepairGivesNoBitsToAnotherUsersDirSwappedIn(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gives the dir to another user and swaps in root's: run as root to test it")
-	}
-	etcdtest.Beside(t)
-	f := newFixture(t, etcdtest.Start1(t))
-	key := store.Key("github", "check-access-mutown", "swapped")
-	f.run(key, key)
+	key := store.Key("github", "check-access-edges", "swapped")
+	f := workersFleet(t, worker, key)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
 	must(os.Chmod(filepath.Join(f.dir, key), 0o500))
 	elsewhere := t.TempDir()
 	roots := filepath.Join(elsewhere, "root's")
@@ -148,13 +123,8 @@ func TestCheckRepairGivesNoBitsToAnotherUsersDirSwappedIn(t *testing.T) {
 // the mark's name, mode 0000, is no mark of the owner's that lacks its
 // read bit (what else check says of it is not this test's).
 func TestCheckJudgesTheModeOfARegularMarkOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gives the dir to another user: run as root to test it")
-	}
-	etcdtest.Beside(t)
-	f := newFixture(t, etcdtest.Start1(t))
-	key := store.Key("github", "check-access-mutown", "fifo mark")
-	f.run(key, key)
+	key := store.Key("github", "check-access-edges", "fifo mark")
+	f := workersFleet(t, worker, key)
 	mark := filepath.Join(f.dir, shared.MarkName)
 	if err := os.Remove(mark); err != nil {
 		t.Fatal(err)
@@ -162,12 +132,7 @@ func TestCheckJudgesTheModeOfARegularMarkOnly(t *testing.T) {
 	if err := unix.Mkfifo(mark, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}); err != nil {
+	if err := os.Lchown(mark, worker, worker); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string

@@ -35,30 +35,17 @@ func (f *fixture) genOf(key string) string {
 // --repair gives each mode its owner's bits, and leaves the owner to the
 // operator's chown.
 func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gives the dir to another user and one file to root: run as root to test it")
-	}
-	etcdtest.Beside(t)
-	f := newFixture(t, etcdtest.Start1(t))
 	dirKey := store.Key("github", "check-access", "key dir")
 	genKey := store.Key("github", "check-access", "generation")
 	rootsKey := store.Key("github", "check-access", "root's")
 	fine := store.Key("github", "check-access", "fine")
-	for _, k := range []string{dirKey, genKey, rootsKey, fine} {
-		f.run(k, k)
-	}
+	f := workersFleet(t, worker, dirKey, genKey, rootsKey, fine)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
 	gen, rootsGen := f.genOf(genKey), f.genOf(rootsKey)
 	must(os.Chmod(filepath.Join(f.dir, gen), 0o200))
 	must(os.Chown(filepath.Join(f.dir, rootsGen), 0, 0))
@@ -110,4 +97,29 @@ func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
 		}
 	}
 	f.holds(fine, fine, 1)
+}
+
+// workersFleet is a fleet on one member whose keys have each been run
+// once, after which its transcripts dir, with all in it, is given to
+// worker and group gid: root's test of what that user's check judges. It
+// skips where the test does not run as root.
+func workersFleet(t *testing.T, gid int, keys ...string) *fixture {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("gives the transcripts dir to another user: run as root to test it")
+	}
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	for _, k := range keys {
+		f.run(k, k)
+	}
+	if err := filepath.Walk(f.dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, gid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
