@@ -55,16 +55,7 @@ func TestARootThatCannotBeStattedIsNotJudged(t *testing.T) {
 // group's root is 2770), as check's finding shows it, and the owner's
 // bits it lacks.
 func TestDirLacksGivesTheWholeMode(t *testing.T) {
-	p := t.TempDir()
-	if err := unix.Chmod(p, 0o2550); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(p, 0o700) })
-	dir, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := dirOfMode(t, 0o2550)
 	mode, lacks, ok := DirLacks(dir, 0o700)
 	want := uint32(0o200)
 	if os.Geteuid() == 0 {
@@ -127,21 +118,12 @@ func TestGiveBitsSaysWhyItGaveNothing(t *testing.T) {
 // GiveBits of "." gives dir itself the bits it lacks, through the
 // descriptor, and says what the mode was and is.
 func TestGiveBitsOfTheDirItself(t *testing.T) {
-	p := t.TempDir()
-	if err := os.Chmod(p, 0o550); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(p, 0o700) })
-	dir, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := dirOfMode(t, 0o550)
 	outcome, done, err := GiveBits(dir, ".", 0o700, -1)
 	if want := "gave its owner the bits it lacked: mode 0550, now 0750"; err != nil || !done || outcome != want {
 		t.Fatalf("GiveBits of the dir itself: %q, done %v, %v; want %q, done", outcome, done, err, want)
 	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o750 {
+	if fi, err := os.Stat(dir.Name()); err != nil || fi.Mode().Perm() != 0o750 {
 		t.Fatalf("the dir after GiveBits: %v, %v; want 0750", fi.Mode().Perm(), err)
 	}
 }
@@ -177,4 +159,21 @@ func TestAnOwnersSupplementaryGroupCounts(t *testing.T) {
 		}
 	}
 	t.Skip("no user here has a supplementary group other than its primary one")
+}
+
+// dirOfMode returns a new directory of mode (setgid included), open; the
+// test's cleanup closes it and gives it its owner's bits back.
+func dirOfMode(t *testing.T, mode uint32) *os.File {
+	t.Helper()
+	p := t.TempDir()
+	if err := unix.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(p, 0o700) })
+	dir, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return dir
 }
