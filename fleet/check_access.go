@@ -40,9 +40,9 @@ const (
 // judgeAccess adds what the dir's owner (nil: not known) may not do with
 // an entry at path (st its lstat) of which the fleet needs need: kind
 // mode for its own entry, kind owner for root's, in a dir another user owns.
-func judgeAccess(add addFunc, owner *access.Owner, path, what string, st *unix.Stat_t, need uint32) {
+func judgeAccess(root *os.File, add addFunc, owner *access.Owner, path, what string, st *unix.Stat_t, need uint32) {
 	dir := fsat.IsDir(st)
-	modeLacks, ownerLacks := access.Judge(st, need, owner)
+	modeLacks, ownerLacks := access.JudgeAt(root, path, st, need, owner)
 	if modeLacks != 0 {
 		add(path, store.KindMode, "mode %04o: its owner may not %s the %s (sessdb makes it %04o); a worker fails its promotions or resolves", uint32(st.Mode)&0o7777, access.Verbs(modeLacks, dir), what, made(dir))
 	}
@@ -135,7 +135,7 @@ func (c *checker) top() []store.Finding {
 		add(".", store.KindMode, "mode %04o: its owner may not %s the transcripts dir (sessdb makes it 0700); a worker fails its promotions, or its resolves", mode, access.Verbs(lacks, true))
 	}
 	if st, err := fsat.LstatAt(c.root, shared.MarkName); err == nil && fsat.IsRegular(&st) {
-		judgeAccess(add, c.owner, shared.MarkName, "dir's mark", &st, markNeeds)
+		judgeAccess(c.root, add, c.owner, shared.MarkName, "dir's mark", &st, markNeeds)
 	}
 	if c.o.Repair {
 		c.repairModes(out)

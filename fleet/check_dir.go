@@ -57,7 +57,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		add(name, store.KindNotADirectory, "a %s named as a key, not a directory (promote: fails)", fsat.Kind(&st))
 		return nil
 	}
-	judgeAccess(add, c.owner, name, "key dir", &st, dirNeeds)
+	judgeAccess(c.root, add, c.owner, name, "key dir", &st, dirNeeds)
 	c.b.at(hookCheckDir, name)
 	// Workers promote and reap while check walks: a key dir or a file
 	// gone since the listing (a reap removed an empty key dir; a temp
@@ -103,7 +103,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		case path == own:
 			// Checked against its record; judged here for who may read it.
 			if st, err := fsat.LstatAt(kd, f); err == nil && fsat.IsRegular(&st) {
-				judgeAccess(add, c.owner, path, "generation", &st, genNeeds)
+				judgeAccess(c.root, add, c.owner, path, "generation", &st, genNeeds)
 			}
 		case !isGen && !isTemp && strings.HasPrefix(f, ".nfs"):
 			// Harmless, and its client's: removed by sessdb, the file

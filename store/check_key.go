@@ -38,7 +38,7 @@ func (s *Store) examine(ctx context.Context, root *os.File, name string, deep de
 		out = append(out, f)
 		return &out[len(out)-1]
 	}
-	judge := judgeAccess(add, rootOwner(root))
+	judge := judgeAccess(root, add, rootOwner(root))
 	st, err := fsat.LstatAt(root, name)
 	switch {
 	case fsat.IsNotExist(err):

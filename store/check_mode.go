@@ -58,7 +58,7 @@ type accessFunc func(path, name string, st *unix.Stat_t)
 // owner may not, by the mode's group or others' bits, do what the store
 // needs: a key an older sessdb made as root in a worker's root, which
 // that worker's every resolve fails on (access.Judge).
-func judgeAccess(add addFunc, owner *access.Owner) accessFunc {
+func judgeAccess(root *os.File, add addFunc, owner *access.Owner) accessFunc {
 	return func(path, name string, st *unix.Stat_t) {
 		need, made, judged := ownerNeeds(name)
 		if !judged {
@@ -68,7 +68,7 @@ func judgeAccess(add addFunc, owner *access.Owner) accessFunc {
 		if dir {
 			what = "key dir"
 		}
-		modeLacks, ownerLacks := access.Judge(st, need, owner)
+		modeLacks, ownerLacks := access.JudgeAt(root, path, st, need, owner)
 		if modeLacks != 0 {
 			add(path, KindMode, "mode %04o: its owner may not %s the %s (sessdb makes it %04o); a worker that is not root fails its resolves or promotions of the key", uint32(st.Mode)&0o7777, access.Verbs(modeLacks, dir), what, made)
 		}

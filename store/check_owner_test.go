@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,6 +245,64 @@ func TestWhatRootStagesInAWorkersDirIsTheWorkers(t *testing.T) {
 			if uid, gid := uidOf(t, filepath.Join(jobDir, name)); uid != parentOwner || gid != parentOwner {
 				t.Errorf("job dir's parent %d's: %s owned by %d:%d", parentOwner, name, uid, gid)
 			}
+		}
+	}
+}
+
+// An entry root owns that its access ACL lets the root's owner use (a
+// key shared by `setfacl -m u:worker:rwx`) is no owner finding: the
+// worker resumes it, and check said, from the mode bits alone, that it
+// could not (ownrev3). The same entries without the ACL are.
+func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	shared, bare := runJobKey(t, s, "shared by an ACL"), runJobKey(t, s, "no ACL")
+	// userRights is an access ACL: root rw, the worker named with perm,
+	// the group and others nothing, the mask rwx.
+	userRights := func(perm uint16) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, 2)
+		for _, e := range []struct {
+			tag, perm uint16
+			id        uint32
+		}{{0x01, 6, 0xffffffff}, {0x02, perm, worker}, {0x04, 0, 0xffffffff}, {0x10, 7, 0xffffffff}, {0x20, 0, 0xffffffff}} {
+			b = binary.LittleEndian.AppendUint16(b, e.tag)
+			b = binary.LittleEndian.AppendUint16(b, e.perm)
+			b = binary.LittleEndian.AppendUint32(b, e.id)
+		}
+		return b
+	}
+	for _, key := range []string{shared, bare} {
+		for name, perm := range map[string]uint16{".": 7, db.FileName: 6, TranscriptName: 4} {
+			p := filepath.Join(root, key, name)
+			must(t, os.Chown(p, 0, 0))
+			mode := os.FileMode(0o600)
+			if name == "." {
+				mode = 0o700
+			}
+			must(t, os.Chmod(p, mode))
+			if key != shared {
+				continue
+			}
+			if err := unix.Setxattr(p, "system.posix_acl_access", userRights(perm), 0); err != nil {
+				t.Skipf("no access ACL on this file system (%v): not tested", err)
+			}
+		}
+	}
+	owners := map[string]bool{}
+	if _, err := s.Check(t.Context(), CheckOptions{}, func(f Finding) error {
+		if f.Kind == KindOwner {
+			owners[f.Path] = true
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "/" + db.FileName, "/" + TranscriptName} {
+		if owners[shared+name] {
+			t.Errorf("%s%s: an owner finding, though its ACL gives the root's owner what the store needs", shared, name)
+		}
+		if !owners[bare+name] {
+			t.Errorf("%s%s: no owner finding, though root owns it and nothing gives the root's owner what the store needs", bare, name)
 		}
 	}
 }
