@@ -38,8 +38,9 @@ const (
 )
 
 // judgeAccess adds what the dir's owner (nil: not known) may not do with
-// an entry at path (st its lstat) of which the fleet needs need: kind
-// mode for its own entry, kind owner for root's, in a dir another user owns.
+// an entry at path in root, the transcripts dir (st its lstat), of which
+// the fleet needs need: kind mode for its own entry, kind owner for
+// root's, in a dir another user owns (access.JudgeAt, its ACL read).
 func judgeAccess(root *os.File, add addFunc, owner *access.Owner, path, what string, st *unix.Stat_t, need uint32) {
 	dir := fsat.IsDir(st)
 	modeLacks, ownerLacks := access.JudgeAt(root, path, st, need, owner)

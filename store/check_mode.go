@@ -51,13 +51,14 @@ func ownerNeeds(name string) (need, made uint32, judged bool) {
 // at path with st its lstat (judgeAccess).
 type accessFunc func(path, name string, st *unix.Stat_t)
 
-// judgeAccess returns the judge of a key's entries under a root owned by
-// owner (nil: not known). It adds a KindMode finding when an entry of the
-// owner's own lacks the owner's bits the store needs of its name, and a
-// KindOwner finding when the entry is root's and the root's
-// owner may not, by the mode's group or others' bits, do what the store
-// needs: a key an older sessdb made as root in a worker's root, which
-// that worker's every resolve fails on (access.Judge).
+// judgeAccess returns the judge of a key's entries under root, owned by
+// owner (nil: not known), each at a path relative to root. It adds a
+// KindMode finding when an entry of the owner's own lacks the owner's
+// bits the store needs of its name, and a KindOwner finding when the
+// entry is root's and the root's owner may not, by the mode's group or
+// others' bits or its access ACL, do what the store needs: a key an older
+// sessdb made as root in a worker's root, which that worker's every
+// resolve fails on (access.JudgeAt).
 func judgeAccess(root *os.File, add addFunc, owner *access.Owner) accessFunc {
 	return func(path, name string, st *unix.Stat_t) {
 		need, made, judged := ownerNeeds(name)
