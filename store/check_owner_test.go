@@ -252,24 +252,33 @@ func TestWhatRootStagesInAWorkersDirIsTheWorkers(t *testing.T) {
 // An entry root owns that its access ACL lets the root's owner use (a
 // key shared by `setfacl -m u:worker:rwx`) is no owner finding: the
 // worker resumes it, and check said, from the mode bits alone, that it
-// could not (ownrev3). The same entries without the ACL are.
+// could not (ownrev3). The same entries without the ACL are. And one
+// whose ACL names the owner with less than its others' bits give (a
+// meta.db rw for others, r for the worker: the kernel refuses the
+// worker's write) is one, where the mode bits alone passed it (ownrev4).
 func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 	needRoot(t)
 	s, root := workersStore(t)
-	shared, bare := runJobKey(t, s, "shared by an ACL"), runJobKey(t, s, "no ACL")
-	// userRights is an access ACL: root rw, the worker named with perm,
-	// the group and others nothing, the mask rwx.
-	userRights := func(perm uint16) []byte {
+	shared, bare, narrowed := runJobKey(t, s, "shared by an ACL"), runJobKey(t, s, "no ACL"), runJobKey(t, s, "narrowed by an ACL")
+	// rights is an access ACL: root rw, the worker named with user, the
+	// group nothing, the mask rwx, others other.
+	rights := func(user, other uint16) []byte {
 		b := binary.LittleEndian.AppendUint32(nil, 2)
 		for _, e := range []struct {
 			tag, perm uint16
 			id        uint32
-		}{{0x01, 6, 0xffffffff}, {0x02, perm, worker}, {0x04, 0, 0xffffffff}, {0x10, 7, 0xffffffff}, {0x20, 0, 0xffffffff}} {
+		}{{0x01, 6, 0xffffffff}, {0x02, user, worker}, {0x04, 0, 0xffffffff}, {0x10, 7, 0xffffffff}, {0x20, other, 0xffffffff}} {
 			b = binary.LittleEndian.AppendUint16(b, e.tag)
 			b = binary.LittleEndian.AppendUint16(b, e.perm)
 			b = binary.LittleEndian.AppendUint32(b, e.id)
 		}
 		return b
+	}
+	setACL := func(p string, acl []byte) {
+		t.Helper()
+		if err := unix.Setxattr(p, "system.posix_acl_access", acl, 0); err != nil {
+			t.Skipf("no access ACL on this file system (%v): not tested", err)
+		}
 	}
 	for _, key := range []string{shared, bare} {
 		for name, perm := range map[string]uint16{".": 7, db.FileName: 6, TranscriptName: 4} {
@@ -280,14 +289,14 @@ func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 				mode = 0o700
 			}
 			must(t, os.Chmod(p, mode))
-			if key != shared {
-				continue
-			}
-			if err := unix.Setxattr(p, "system.posix_acl_access", userRights(perm), 0); err != nil {
-				t.Skipf("no access ACL on this file system (%v): not tested", err)
+			if key == shared {
+				setACL(p, rights(perm, 0))
 			}
 		}
 	}
+	narrowedDB := filepath.Join(root, narrowed, db.FileName)
+	must(t, os.Chown(narrowedDB, 0, 0))
+	setACL(narrowedDB, rights(4, 6))
 	owners := map[string]bool{}
 	if _, err := s.Check(t.Context(), CheckOptions{}, func(f Finding) error {
 		if f.Kind == KindOwner {
@@ -304,5 +313,8 @@ func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 		if !owners[bare+name] {
 			t.Errorf("%s%s: no owner finding, though root owns it and nothing gives the root's owner what the store needs", bare, name)
 		}
+	}
+	if !owners[narrowed+"/"+db.FileName] {
+		t.Errorf("%s/%s: no owner finding, though its ACL gives the root's owner read only, where others have rw", narrowed, db.FileName)
 	}
 }

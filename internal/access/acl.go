@@ -23,17 +23,19 @@ const (
 )
 
 // JudgeAt is Judge of dir's entry at path (one name, or a name in a
-// directory named in dir) whose lstat is st, with its access ACL read
-// (fsat.AccessACL) where the mode bits alone say the owner lacks what the
-// store needs of an entry root owns: an ACL entry that names the owner,
-// or a group of its, can give what the mode's group and others' bits do
-// not (a key shared with a worker by `setfacl -m u:worker:rwx`), and the
-// mode's group bits are then the ACL's mask. An ACL that cannot be read
-// leaves the mode bits' judgement.
+// directory named in dir) whose lstat is st, with the access ACL
+// (fsat.AccessACL) of an entry root owns in another user's store read
+// and judged in place of the mode's group and others' bits: an entry
+// that names the owner, or a group of its, can give what those bits do
+// not (a key shared with a worker by `setfacl -m u:worker:rwx`), or take
+// what they seem to give (`u:worker:r--` on a file 0666: the group bits
+// are then the ACL's mask). Such entries are rare (what an older sessdb
+// made as root), so the read costs nothing the common walk pays. An ACL
+// that cannot be read leaves the mode bits' judgement.
 func JudgeAt(dir *os.File, path string, st *unix.Stat_t, need uint32, owner *Owner) (modeLacks, ownerLacks uint32) {
 	modeLacks, ownerLacks = Judge(st, need, owner)
-	if ownerLacks == 0 {
-		return modeLacks, 0
+	if owner == nil || owner.UID == 0 || st.Uid != 0 {
+		return modeLacks, ownerLacks // Judge's owner cases: root's entry in another's store only
 	}
 	acl, err := fsat.AccessACL(dir, path, st)
 	if err != nil || acl == nil {
