@@ -92,7 +92,7 @@ func visitAll(found []store.Finding, visit func(store.Finding) error, sum *store
 // they are given back, the dir's before its mark's (a dir that cannot be
 // entered hides its mark's mode), and the dir claimed after all: its
 // findings are visited, and the check goes on. Else the error says what
-// was found (a failed check prints no finding).
+// was found and what was mended (a failed check prints no finding).
 func (b *Backend) unreadTop(ctx context.Context, o CheckOptions, visit func(store.Finding) error, sum *store.CheckSummary, cause error) error {
 	root, err := fsat.OpenDirUnread(b.dir)
 	if err != nil {
@@ -111,7 +111,7 @@ func (b *Backend) unreadTop(ctx context.Context, o CheckOptions, visit func(stor
 			return visitAll(found, visit, sum)
 		}
 		if !errors.Is(cause, fs.ErrPermission) {
-			return cause
+			break // another refusal (a mark that is not one): named, with what was mended
 		}
 	}
 	if len(found) == 0 {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"sessdb/store"
@@ -300,4 +301,38 @@ func nobodysFleet(t *testing.T) (*testFleet, string, func(args ...string) (int, 
 	runAs := unprivileged(t, base, func() { os.Chown(base, nobody, nobody); os.Chown(dir, nobody, nobody) })
 	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
 	return f, dir, runAs
+}
+
+// A transcripts dir its owner may not enter, mended by check --repair run
+// as that owner, whose mark then proves not to be one (a FIFO at its
+// name): the claim's refusal stops the check, and says what was mended
+// on the way, where before it said nothing of it (ownrev4).
+func TestFleetCheckNamesWhatItMendedBeforeTheClaimRefused(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a directory its caller may not read opens for its mode only with O_PATH (Linux)")
+	}
+	_, dir, runAs := nobodysFleet(t)
+	if code, out, errs := runAs("check", "--repair"); code != exitOK {
+		t.Fatalf("the first check --repair, which marks the dir: exit %d\n%s%s", code, out, errs)
+	}
+	mark := filepath.Join(dir, ".sessdb-fleet")
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(mark, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(mark, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runAs("check", "--repair")
+	if code == exitOK || !strings.Contains(errs, "not a regular file") || !strings.Contains(errs, ".: mode 0600: its owner may not enter") || !strings.Contains(errs, "gave its owner the bits it lacked: mode 0600, now 0700") {
+		t.Fatalf("check --repair as the owner: exit %d; want it stopped by the mark, naming the dir's mode mended\n%s\n%s", code, out, errs)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the dir after the check: %v, %v; want 0700", st.Mode().Perm(), err)
+	}
 }

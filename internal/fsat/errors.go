@@ -22,6 +22,6 @@ var ErrNotTheOne = errors.New("not the owner's directory or file")
 // ErrModeKept is returned, in a chmod's PathError, where a chmod this
 // package made to give an owner's bits was answered with success and the
 // mode, looked at again, still lacks them: the file system keeps its
-// modes (vfat mounted quiet, CIFS without unix extensions) or a filter
-// answered for it.
-var ErrModeKept = errors.New("the file system kept its mode: the chmod changed nothing")
+// modes (vfat mounted quiet, CIFS without unix extensions), a filter
+// answered for it, or the file's owner changed it again in between.
+var ErrModeKept = errors.New("its mode lacks the bits after the chmod: the file system kept it, or it was changed again since")
