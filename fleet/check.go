@@ -264,31 +264,39 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		// A mode given back changes what a look sees: a key dir its
 		// owner could not enter hid its generation's mode, and a
 		// generation it could not read was unreadable. So the key is
-		// looked at again after each mode mended, at most twice (the key
-		// dir, then what it hid), and what the last look finds replaces
-		// what the ones before could not see: mended in this run, not
-		// the next (ownrev3: three runs, the last one's summary counting
-		// an unreadable it had just cured).
-		mendedMode := func(f store.Finding) bool { return f.Kind == store.KindMode && f.Repaired }
+		// looked at again after each round of modes mended, at most
+		// twice (the key dir, then what it hid), and what the last look
+		// finds replaces what the ones before could not see: mended in
+		// this run, not the next (ownrev3: three runs). Each entry's
+		// mode is reported once, as mended; a look after that finds it
+		// lacking again (its owner changed it back) leaves it remaining,
+		// not mended twice (ownrev4).
 		var mended []store.Finding
-		for try := 0; try < 2 && slices.ContainsFunc(out, mendedMode); try++ {
-			for _, f := range out {
-				if mendedMode(f) {
-					mended = append(mended, f)
-				}
+		isMended := func(f store.Finding) bool {
+			return slices.ContainsFunc(mended, func(m store.Finding) bool { return m.Path == f.Path && m.Kind == f.Kind })
+		}
+		for range 2 {
+			fresh := slices.DeleteFunc(slices.Clone(out), func(f store.Finding) bool {
+				return f.Kind != store.KindMode || !f.Repaired || isMended(f)
+			})
+			if len(fresh) == 0 {
+				break
 			}
+			mended = append(mended, fresh...)
 			out = nil
 			if err := look(); err != nil {
-				return nil, err
+				return mended, err
 			}
+			out = slices.DeleteFunc(out, func(f store.Finding) bool {
+				i := slices.IndexFunc(mended, func(m store.Finding) bool { return m.Path == f.Path && m.Kind == f.Kind })
+				if i >= 0 {
+					mended[i].Remains = true
+				}
+				return i >= 0
+			})
 			c.repairModes(out)
 		}
-		if mended != nil {
-			out = slices.DeleteFunc(out, func(f store.Finding) bool {
-				return slices.ContainsFunc(mended, func(m store.Finding) bool { return m.Path == f.Path && m.Kind == f.Kind })
-			})
-			out = append(mended, out...)
-		}
+		out = append(mended, out...)
 		if err := c.repair(ctx, name, out); err != nil {
 			// Delivered with the error: what the repair removed before
 			// it is removed for good.

@@ -123,3 +123,45 @@ func workersFleet(t *testing.T, gid int, keys ...string) *fixture {
 	}
 	return f
 }
+
+// A key dir's mode mended by --repair and changed back by its owner before
+// the look after it is reported once, mended and remaining: not twice,
+// and not "0 problems remaining" (ownrev4: two lines, repaired 2, exit
+// 0, where the owner's chmod raced the repair).
+func TestCheckReportsAModeChangedBackAfterItsRepairOnce(t *testing.T) {
+	key := store.Key("github", "check-access", "changed back")
+	f := workersFleet(t, worker, key)
+	dir := filepath.Join(f.dir, key)
+	if err := os.Chmod(dir, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	looks := 0
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckOpen && k == key {
+			if looks++; looks == 2 {
+				// The look after the repair, before its lstat of the
+				// key dir: the owner takes the bits back.
+				os.Chmod(dir, 0o600)
+			}
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	var modes []store.Finding
+	sum, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+		if fd.Path == key && fd.Kind == store.KindMode {
+			modes = append(modes, fd)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if looks < 2 {
+		t.Fatalf("the key was looked at %d times: no look after the repair, and this test tests nothing", looks)
+	}
+	if len(modes) != 1 || !modes[0].Repaired || !modes[0].Remains || sum.Remaining != 1 || sum.Repaired != 1 {
+		t.Fatalf("a mode changed back after its repair: %+v, summary %+v; want one finding, repaired and remaining, 1 remaining, 1 repaired", modes, sum)
+	}
+}
