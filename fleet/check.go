@@ -270,7 +270,9 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		// this run, not the next (ownrev3: three runs). Each entry's
 		// mode is reported once, as mended; a look after that finds it
 		// lacking again (its owner changed it back) leaves it remaining,
-		// not mended twice (ownrev4).
+		// not mended twice (ownrev4). Orphans come from the listing made
+		// before the walk, which could not list such a key dir: its
+		// orphans are the next run's.
 		var mended []store.Finding
 		isMended := func(f store.Finding) bool {
 			return slices.ContainsFunc(mended, func(m store.Finding) bool { return m.Path == f.Path && m.Kind == f.Kind })

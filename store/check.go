@@ -384,12 +384,19 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		memo.forget()
 	}
 	after, err := s.examine(ctx, root, name, deepCheck)
-	if hidden := hiddenModes(found, after); err == nil && len(hidden) > 0 {
-		// A key dir its owner could not enter hid its files' modes (a
-		// meta.db 0000 behind a key dir 0600): given its bits, the look
-		// after found them, and they are mended in this run, not the
-		// next (ownrev3), and looked at again.
-		repairModes(root, name, hidden)
+	// A key dir its owner could not enter hid what is in it, and a
+	// meta.db it could not read hid the rest (a stray temp): given their
+	// bits, each look after finds what the one before could not see, and
+	// it is repaired in this run, not the next (ownrev3, ownrev4), and
+	// looked at again; at most twice.
+	for range 2 {
+		hidden := hiddenBehind(found, after)
+		if err != nil || len(hidden) == 0 {
+			break
+		}
+		if s.repair(root, name, hidden) {
+			memo.forget()
+		}
 		found = append(found, hidden...)
 		after, err = s.examine(ctx, root, name, deepCheck)
 	}
@@ -456,16 +463,18 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	return found, nil
 }
 
-// hiddenModes returns the KindMode findings of the look after a repair
-// that the first look did not make, where that repair gave a key dir its
-// owner's bits: what the key dir, unentered, hid.
-func hiddenModes(found, after []Finding) []Finding {
+// hiddenBehind returns the findings of the look after a repair that the
+// first look did not make, where that repair gave a key dir its owner's
+// bits: what the key dir, unentered, hid. A key dir the first look could
+// not open is unreadable, which the look after does not find again: it is
+// not among them.
+func hiddenBehind(found, after []Finding) []Finding {
 	if !slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired && !strings.Contains(f.Path, "/") }) {
 		return nil
 	}
 	var hidden []Finding
 	for _, f := range after {
-		if f.Kind == KindMode && !slices.ContainsFunc(found, func(g Finding) bool { return g.Path == f.Path && g.Kind == f.Kind }) {
+		if !slices.ContainsFunc(found, func(g Finding) bool { return g.Path == f.Path && g.Kind == f.Kind }) {
 			hidden = append(hidden, f)
 		}
 	}
