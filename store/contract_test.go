@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sessdb/internal/pientry"
 	"slices"
 	"strings"
 	"testing"
@@ -30,50 +30,11 @@ const testModel = "anthropic/claude-sonnet-4-5"
 
 var testClockStart = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-var lastID = regexp.MustCompile(`"id":"([^"]+)"`)
-
-// lastEntryID is the id of the last entry line of a transcript, "" when it
-// has none.
-func lastEntryID(data []byte) string {
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	for i := len(lines) - 1; i >= 1; i-- {
-		if m := lastID.FindSubmatch(lines[i]); m != nil {
-			return string(m[1])
-		}
-	}
-	return ""
-}
-
-// piMessage is one pi v3 message entry whose parent is the last entry of
-// data, appended to a copy of data. role is user, toolResult or assistant;
-// an assistant carries stop as its stopReason and total as its usage.
-func piMessage(data []byte, id, role, text, stop string, total int64) []byte {
-	parent := "null"
-	if p := lastEntryID(data); p != "" {
-		parent = `"` + p + `"`
-	}
-	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
-	var msg string
-	switch role {
-	case "assistant":
-		if stop == "toolUse" {
-			content = append(content[:len(content)-1], `,{"type":"toolCall","id":"call-1","name":"bash","arguments":{"command":"ls"}}]`...)
-		}
-		msg = fmt.Sprintf(`{"role":"assistant","content":%s,"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":%d},"stopReason":%q,"timestamp":1773134116106}`, content, total, stop)
-	case "toolResult":
-		msg = fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":%s,"isError":false,"timestamp":1773134116106}`, content)
-	default:
-		msg = fmt.Sprintf(`{"role":"user","content":%s,"timestamp":1773134116106}`, content)
-	}
-	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-01T12:00:00.000Z","message":%s}`+"\n", id, parent, msg)
-	return append(bytes.Clone(data), line...)
-}
-
 // answeredTurn appends a user prompt and an assistant answer that ended
 // the turn, with a usage of total tokens.
 func answeredTurn(data []byte, tag string, total int64) []byte {
-	data = piMessage(data, "u-"+tag, "user", "prompt "+tag, "", 0)
-	return piMessage(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
+	data = pientry.Message(data, "u-"+tag, "user", "prompt "+tag, "", 0)
+	return pientry.Message(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
 }
 
 // cycleTurn appends a prompt and an answer that ended the turn, the
@@ -340,18 +301,18 @@ func TestRunShapes(t *testing.T) {
 	}{
 		{"answered", func(g []byte) []byte { return answeredTurn(g, "1", 50) }, transcript.Answered},
 		{"errored", func(g []byte) []byte {
-			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "error", 0)
+			return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "error", 0)
 		}, transcript.Errored},
 		{"aborted", func(g []byte) []byte {
-			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "aborted", 0)
+			return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "aborted", 0)
 		}, transcript.Errored},
-		{"a user prompt left unanswered", func(g []byte) []byte { return piMessage(g, "u1", "user", "q", "", 0) }, transcript.Unanswered},
+		{"a user prompt left unanswered", func(g []byte) []byte { return pientry.Message(g, "u1", "user", "q", "", 0) }, transcript.Unanswered},
 		{"a tool result last", func(g []byte) []byte {
-			g = piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
-			return piMessage(g, "t1", "toolResult", "output", "", 0)
+			g = pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
+			return pientry.Message(g, "t1", "toolResult", "output", "", 0)
 		}, transcript.Unanswered},
 		{"an assistant asking for tools", func(g []byte) []byte {
-			return piMessage(piMessage(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
+			return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
 		}, transcript.Unanswered},
 		{"nothing appended", func(g []byte) []byte { return g }, transcript.Unchanged},
 		// An answer whose branch loops back to it: pi would loop loading
@@ -614,7 +575,7 @@ func TestAPromotionThatWritesNothingLeavesNoMetaDB(t *testing.T) {
 	t.Run("new key, run incomplete", func(t *testing.T) {
 		s, root, _ := newTestStore(t, gates.Bounds{})
 		sess, jobDir, data := contractJob(t, s, testKey, "cold")
-		stage(t, jobDir, piMessage(data, "u1", "user", "never answered", "", 0))
+		stage(t, jobDir, pientry.Message(data, "u1", "user", "never answered", "", 0))
 		res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Answered})
 		if res.Promoted || res.Reason != gates.RunIncomplete {
 			t.Fatalf("promote = %+v, want run-incomplete", res)

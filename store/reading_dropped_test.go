@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sessdb/internal/pientry"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -87,7 +88,7 @@ func TestAReadingWithNoWindowIsLogged(t *testing.T) {
 	// table has a window for it.
 	sess, dir, _ = contractJob(t, s, "0123456789abcdef0123456789abcdef", "unanswered")
 	header := []byte(`{"type":"session","version":3,"id":"0b9c3f0e-1111-4a2b-8c3d-123456789abc","timestamp":"2026-11-01T12:00:00.000Z","cwd":"/workspace"}` + "\n")
-	stage(t, dir, piMessage(header, "u-1", "user", "a prompt", "", 0))
+	stage(t, dir, pientry.Message(header, "u-1", "user", "a prompt", "", 0))
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Run != transcript.Unanswered {
 		t.Fatalf("an unanswered cold run: %+v", res)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sessdb/internal/pientry"
 	"slices"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 func refusedFirstPromotion(t *testing.T, s *Store, root, key string) {
 	t.Helper()
 	sess, dir, data := contractJob(t, s, key, "incomplete")
-	stage(t, dir, piMessage(data, "u1", "user", "q", "", 0))
+	stage(t, dir, pientry.Message(data, "u1", "user", "q", "", 0))
 	if r := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Answered}); r.Reason != gates.RunIncomplete {
 		t.Fatalf("promote = %+v, want run-incomplete", r)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sessdb/internal/pientry"
 	"slices"
 	"strconv"
 	"testing"
@@ -50,7 +51,7 @@ func statsRoot(t *testing.T) (s *Store, root string, keys map[string]string) {
 	}
 	clock.now = at.Add(-10 * time.Hour)
 	sess, dir, data := contractJob(t, s, keys["refusals"], "incomplete")
-	stage(t, dir, piMessage(data, "u1", "user", "q", "", 0))
+	stage(t, dir, pientry.Message(data, "u1", "user", "q", "", 0))
 	if r := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Answered}); r.Reason != gates.RunIncomplete {
 		t.Fatalf("incomplete: %+v", r)
 	}

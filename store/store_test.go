@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sessdb/internal/pientry"
 	"testing"
 	"time"
 
@@ -241,9 +242,9 @@ func TestUnknownReadingAfterACompactionClears(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{Tokens: tok(150000), Window: 200000}, "a")
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
-	data := piMessage(staged(t, jobDir), "a-1", "assistant", "long answer", "stop", 190000)
+	data := pientry.Message(staged(t, jobDir), "a-1", "assistant", "long answer", "stop", 190000)
 	data = append(data, `{"type":"compaction","id":"cmp-1","parentId":"a-1","timestamp":"2026-11-01T12:00:00.000Z","summary":"what happened","firstKeptEntryId":"a-1","tokensBefore":190000}`+"\n"...)
-	data = piMessage(data, "u-2", "user", "go on", "", 0)
+	data = pientry.Message(data, "u-2", "user", "go on", "", 0)
 	stage(t, jobDir, data)
 	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
 		t.Fatalf("promote: %+v", res)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"fmt"
+	"sessdb/internal/pientry"
 
 	"sessdb/db"
 	"sessdb/store"
@@ -74,9 +75,9 @@ var readingPromises = []promise{
 		e.runOn(e.s, key, localJob(), store.PromoteRequest{Tokens: tokens(150000), Window: 200000}, "a")
 		// After a compaction pi reports nothing until a fresh usage.
 		sess, jobDir := e.resolve(key, localJob())
-		data := message(e.staged(jobDir), "a-1", "assistant", "long answer", "stop", 190000)
+		data := pientry.Message(e.staged(jobDir), "a-1", "assistant", "long answer", "stop", 190000)
 		data = append(data, `{"type":"compaction","id":"cmp-1","parentId":"a-1","timestamp":"2026-11-01T12:00:00.000Z","summary":"s","firstKeptEntryId":"a-1","tokensBefore":190000}`+"\n"...)
-		data = message(data, "u-2", "user", "go on", "", 0)
+		data = pientry.Message(data, "u-2", "user", "go on", "", 0)
 		e.stage(jobDir, data)
 		e.promote(sess, store.PromoteRequest{PiVersion: piVersion})
 		if sc, _ := e.record(key); sc.Context != nil {
@@ -86,7 +87,7 @@ var readingPromises = []promise{
 		e.runOn(e.s, key, localJob(), store.PromoteRequest{Tokens: tokens(10), Window: 100}, "b")
 		sess, jobDir = e.resolve(key, localJob())
 		data = e.staged(jobDir)
-		e.stage(jobDir, append(data, `{"type":"model_change","id":"mc000002","parentId":"`+lastID(data)+`","timestamp":"2026-11-01T12:00:00.000Z","provider":"mock","modelId":"unknown-model"}`+"\n"...))
+		e.stage(jobDir, append(data, `{"type":"model_change","id":"mc000002","parentId":"`+pientry.LastID(data)+`","timestamp":"2026-11-01T12:00:00.000Z","provider":"mock","modelId":"unknown-model"}`+"\n"...))
 		e.promote(sess, store.PromoteRequest{PiVersion: piVersion})
 		if sc, _ := e.record(key); sc.Context != nil {
 			e.fatalf("an unknown window kept a reading: %+v", sc.Context)

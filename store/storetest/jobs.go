@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sessdb/internal/pientry"
 	"sync/atomic"
 	"time"
 
@@ -33,51 +34,13 @@ func header(created time.Time) []byte {
 		`{"type":"model_change","id":"mc000001","parentId":null,"timestamp":"2026-11-01T12:00:00.000Z","provider":"anthropic","modelId":"claude-sonnet-4-5"}` + "\n")
 }
 
-var entryID = regexp.MustCompile(`"id":"([^"]+)"`)
-
-// lastID is the id of data's last entry, "" for none.
-func lastID(data []byte) string {
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	for i := len(lines) - 1; i >= 1; i-- {
-		if m := entryID.FindSubmatch(lines[i]); m != nil {
-			return string(m[1])
-		}
-	}
-	return ""
-}
-
-// message appends one pi message entry, a child of data's last entry.
-// role is user, toolResult or assistant; an assistant's stop is its
-// stopReason and total its usage.
-func message(data []byte, id, role, text, stop string, total int64) []byte {
-	parent := "null"
-	if p := lastID(data); p != "" {
-		parent = `"` + p + `"`
-	}
-	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
-	var msg string
-	switch role {
-	case "assistant":
-		if stop == "toolUse" {
-			content = append(content[:len(content)-1], `,{"type":"toolCall","id":"call-1","name":"bash","arguments":{"command":"ls"}}]`...)
-		}
-		msg = fmt.Sprintf(`{"role":"assistant","content":%s,"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":%d},"stopReason":%q,"timestamp":1773134116106}`, content, total, stop)
-	case "toolResult":
-		msg = fmt.Sprintf(`{"role":"toolResult","toolCallId":"call-1","toolName":"bash","content":%s,"isError":false,"timestamp":1773134116106}`, content)
-	default:
-		msg = fmt.Sprintf(`{"role":"user","content":%s,"timestamp":1773134116106}`, content)
-	}
-	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-01T12:00:00.000Z","message":%s}`+"\n", id, parent, msg)
-	return append(bytes.Clone(data), line...)
-}
-
 // turn appends a prompt and an answer that ended the turn, with a usage
 // of total tokens.
 func turn(data []byte, tag string, total int64) []byte {
 	// Entry ids are unique in a transcript, or pi's branch would loop.
 	n := turns.Add(1)
-	data = message(data, fmt.Sprintf("u-%s-%d", tag, n), "user", "prompt "+tag, "", 0)
-	return message(data, fmt.Sprintf("a-%s-%d", tag, n), "assistant", "answer "+tag, "stop", total)
+	data = pientry.Message(data, fmt.Sprintf("u-%s-%d", tag, n), "user", "prompt "+tag, "", 0)
+	return pientry.Message(data, fmt.Sprintf("a-%s-%d", tag, n), "assistant", "answer "+tag, "stop", total)
 }
 
 var turns atomic.Int64
@@ -87,7 +50,7 @@ var turns atomic.Int64
 // writes and would loop on.
 func loopTurn(data []byte, tag string) []byte {
 	prompt, answer := "u-loop-"+tag, "a-loop-"+tag
-	data = message(message(data, prompt, "user", "prompt "+tag, "", 0), answer, "assistant", "answer "+tag, "stop", 50)
+	data = pientry.Message(pientry.Message(data, prompt, "user", "prompt "+tag, "", 0), answer, "assistant", "answer "+tag, "stop", 50)
 	parent := regexp.MustCompile(`"id":"` + prompt + `","parentId":(null|"[^"]*")`)
 	return parent.ReplaceAll(data, []byte(`"id":"`+prompt+`","parentId":"`+answer+`"`))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sessdb/internal/pientry"
 	"slices"
 	"strconv"
 	"strings"
@@ -608,9 +609,9 @@ func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
 	case 0, 1, 2, 3:
 		name, data = "grown, answered", modelTurn(from, tag, int64(tokens))
 	case 4:
-		name, data = "grown, unanswered", message(from, "u-"+tag, "user", "prompt "+tag, "", 0)
+		name, data = "grown, unanswered", pientry.Message(from, "u-"+tag, "user", "prompt "+tag, "", 0)
 	case 5:
-		name, data = "grown, errored", message(message(from, "u-"+tag, "user", "q", "", 0), "a-"+tag, "assistant", "", "error", 0)
+		name, data = "grown, errored", pientry.Message(pientry.Message(from, "u-"+tag, "user", "q", "", 0), "a-"+tag, "assistant", "", "error", 0)
 	case 6:
 		name, data = "unchanged", bytes.Clone(tk.given)
 	case 7:
@@ -680,8 +681,8 @@ func (r *run) stageFor(tk *mTicket, v, tokens int) ([]byte, string, error) {
 // verdicts under a byte bound, depend on what ran before it, and a seed
 // fail in a long run but not when run again alone.
 func modelTurn(data []byte, tag string, total int64) []byte {
-	data = message(data, "u-"+tag, "user", "prompt "+tag, "", 0)
-	return message(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
+	data = pientry.Message(data, "u-"+tag, "user", "prompt "+tag, "", 0)
+	return pientry.Message(data, "a-"+tag, "assistant", "answer "+tag, "stop", total)
 }
 
 func filepathDir(p string) string { return filepath.Dir(p) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sessdb/internal/pientry"
 	"sync"
 	"syscall"
 
@@ -212,11 +213,11 @@ var promotePromises = []promise{
 			run  transcript.Shape
 		}{
 			{"errored", func(g []byte) []byte {
-				return message(message(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "error", 0)
+				return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "", "error", 0)
 			}, transcript.Errored},
-			{"unanswered", func(g []byte) []byte { return message(g, "u1", "user", "q", "", 0) }, transcript.Unanswered},
+			{"unanswered", func(g []byte) []byte { return pientry.Message(g, "u1", "user", "q", "", 0) }, transcript.Unanswered},
 			{"asking for tools", func(g []byte) []byte {
-				return message(message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
+				return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
 			}, transcript.Unanswered},
 			{"unchanged", func(g []byte) []byte { return g }, transcript.Unchanged},
 			// sessdb cannot read a branch that loops as pi does (pi loops
