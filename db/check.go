@@ -115,6 +115,9 @@ func (d *DB) pages() ([]byte, MetaPages, error) {
 	if err := unix.Fstat(int(d.file.Fd()), &st); err != nil {
 		return nil, MetaPages{}, err
 	}
+	if testHookReading != nil {
+		testHookReading()
+	}
 	m, err := InspectMeta(d.file, st.Size)
 	if err != nil {
 		return nil, m, err
@@ -127,6 +130,9 @@ func (d *DB) pages() ([]byte, MetaPages, error) {
 		return nil, m, err
 	}
 	if err := precheckTree(memPages(pages), m, false); err != nil {
+		return nil, m, err
+	}
+	if err := unchangedSince(d.file, stampOf(&st)); err != nil {
 		return nil, m, err
 	}
 	return pages, m, nil

@@ -90,6 +90,7 @@ type DB struct {
 	snap        *snapshot    // a reader's whole file, read under the lock
 	file        *os.File     // the locked descriptor (bbolt's, when bbolt has it)
 	meta        MetaPages    // the meta pages the open judged the file by
+	stamp       fileStamp    // the file's size and time when the open read it; a reader's reads are checked against it
 	copied      fileID       // the hard-linked file the open gave a copy of its own; zero: none
 	unlock      func()       // the in-process lock
 
@@ -302,6 +303,14 @@ func (d *DB) run(write bool, fn func(*Tx) error) error {
 		// but releases the transaction's hold on the mapping.
 		if err := d.call(btx.Rollback); err != nil {
 			return pathErr(op, d.name, err)
+		}
+		// What a reader's fn read through the mapping is the file's only
+		// if no process wrote the file under the lock since the open (a
+		// writer's own commits move its stamp on).
+		if !d.write {
+			if err := unchangedSince(d.file, d.stamp); err != nil {
+				return pathErr(op, d.name, err)
+			}
 		}
 		return nil
 	}

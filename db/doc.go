@@ -113,9 +113,14 @@
 // version is refused as damaged. After bbolt has panicked on a damaged page,
 // the handle only closes, without bbolt's help: its lock is released and
 // the file unmapped, where /proc/self/maps tells the mapping's length
-// (Linux); elsewhere it stays mapped until the process exits. A process that ignores the lock and
-// rewrites the file under a reader can make a read return what it wrote
-// without an error: bbolt pages carry no checksum. bbolt commits in place,
+// (Linux); elsewhere it stays mapped until the process exits. A process
+// that ignores the lock and writes the file under a reader (a cp of a
+// backup over the live file) moves the file's size or modification time
+// on, and a reader refuses what it read meanwhile (ErrDamaged): bbolt
+// pages carry no checksum, and only that tells a torn page from the
+// file's. Where a write falls within one tick of the file system's clock
+// after the write before it, and leaves the size as it was, neither
+// moves, and the read may return what was written without an error. bbolt commits in place,
 // so OpenWriter first gives a meta.db with more than one name (a hard link:
 // a copy of the root made with cp -al or rsync --link-dest) a file of its
 // own, a copy renamed over it under its lock, with its owner, group,

@@ -194,9 +194,13 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 	if d.snap != nil {
 		return fn(d.snap)
 	}
-	return d.call(func() error {
+	err := d.call(func() error {
 		return d.bdb.View(func(tx *bolt.Tx) error { return fn(boltRoot{tx}) })
 	})
+	if err == nil && !d.write {
+		err = unchangedSince(d.file, d.stamp)
+	}
+	return err
 }
 
 // openDB opens meta.db with openFileLocked, so that the file is opened
@@ -211,7 +215,8 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // every reader then refused.
 func openDB(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
 	var copied fileID
-	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline, &copied)
+	var stamp fileStamp
+	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline, &copied, &stamp)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +279,7 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 		}
 		return nil, pathErr("open", name, err)
 	}
-	d := &DB{name: name, write: write, bdb: bdb, file: file, meta: meta, copied: copied, unlock: func() {}}
+	d := &DB{name: name, write: write, bdb: bdb, file: file, meta: meta, stamp: stamp, copied: copied, unlock: func() {}}
 	err = d.call(func() error {
 		return bdb.View(func(tx *bolt.Tx) error {
 			// bbolt read the meta page itself: it must be the one the

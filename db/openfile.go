@@ -22,8 +22,9 @@ import (
 // to its high-water mark, and checked in memory; whole is then those bytes.
 // A writer's meta.db with more than one name is first given a file of its
 // own (ownFile; before is Options.BeforeWrite); *copied is then set to the
-// file that was at the name.
-func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, copied *fileID) (file *os.File, whole []byte, meta MetaPages, err error) {
+// file that was at the name. *stamp is the file's when its pages were
+// read: a file written while they were is ErrDamaged (see fileStamp).
+func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, copied *fileID, stamp *fileStamp) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -109,6 +110,10 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		return fail(pathErr("open", name, err))
 	}
 	judge := func() (err error) {
+		*stamp = stampOf(&st)
+		if testHookReading != nil {
+			testHookReading()
+		}
 		if meta, err = InspectMeta(f, st.Size); err != nil {
 			return err
 		}
@@ -123,7 +128,10 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 			}
 			src = memPages(whole)
 		}
-		return precheckTree(src, meta, write)
+		if err := precheckTree(src, meta, write); err != nil {
+			return err
+		}
+		return unchangedSince(f, *stamp)
 	}
 	if err := judge(); err != nil {
 		return fail(pathErr("open", name, err))
@@ -148,6 +156,9 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		f.Close() // the old file's lock: its waiters find the name renamed over
 		f = own
 		*copied = fileID{uint64(st.Dev), uint64(st.Ino)}
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return fail(pathErr("open", name, err))
+		}
 		// Judged again, as the file bbolt will read: the bytes copied are
 		// what was judged above only if no process ignored the lock.
 		if err := judge(); err != nil {
@@ -192,6 +203,10 @@ func fsync(fd int) error {
 // testHookSynced lets a test see which descriptors were made durable: no
 // file system a test runs on loses what an fsync skipped.
 var testHookSynced func(fd int)
+
+// testHookReading lets a test write meta.db after its stamp is taken and
+// before its pages are read, as a process that ignores the lock could.
+var testHookReading func()
 
 // testHookLocked lets a test replace meta.db after its lock is had.
 var testHookLocked func()
