@@ -46,6 +46,12 @@ var (
 	// lies inside one of its keys, or holds it (see Resolve). Nothing is
 	// made, written or removed.
 	ErrJobDirInStore = errors.New("a job dir may not be the store's directory, lie inside one of its keys, or hold it")
+
+	// ErrRootNotUTF8 is returned by Resolve when the sessions root leads,
+	// through its links or from a working directory, to a path that is not
+	// valid UTF-8: the ticket names the root as text, and no promote could
+	// find the root it names. Nothing is made, written or removed.
+	ErrRootNotUTF8 = errors.New("where the sessions root leads is not valid UTF-8 (a job's ticket names it as text)")
 )
 
 // Promote.

@@ -67,6 +67,35 @@ func TestResolveThatCannotNameItsRootIsRefused(t *testing.T) {
 	}
 }
 
+// A store whose root leads, through a link, to a name that is not UTF-8
+// cannot name its root in a ticket, which is text: a resolve refuses
+// (ErrRootNotUTF8) before it makes anything, where it staged the job and
+// wrote a ticket naming the root with U+FFFD, which no promote of the
+// job could then match (ErrWrongRoot), its run lost.
+func TestResolveOfARootThatLeadsToANameNotUTF8IsRefused(t *testing.T) {
+	base := t.TempDir()
+	bad := filepath.Join(base, "bad\xffdir")
+	if err := os.Mkdir(bad, 0o700); err != nil {
+		t.Skipf("this file system refuses a name that is not UTF-8: %v", err)
+	}
+	link := filepath.Join(base, "sessions")
+	if err := os.Symlink(bad, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.New(link, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobDir := filepath.Join(base, "job")
+	_, err = s.Resolve(store.Key("github", "acme/widget", "pi/issue-42"), store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
+	if !errors.Is(err, store.ErrRootNotUTF8) {
+		t.Errorf("resolve: %v; want ErrRootNotUTF8", err)
+	}
+	if _, err := os.Lstat(jobDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the job dir: %v; want nothing made", err)
+	}
+}
+
 // A reading the caller gives must be one: a negative window or token
 // count is refused before anything is written, as the CLI refuses it
 // (exit 2). Taken, a negative window cleared the key's reading (no

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"sessdb/db"
 	"sessdb/gates"
@@ -33,8 +34,11 @@ func (b keyDirs) Dir() string { return b.s.root }
 // of this store then promoted into that one.
 func (b keyDirs) ID() (string, error) {
 	id, err := fsat.ResolvedPath(b.s.root)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("where the sessions root %q leads cannot be told: %w", b.s.root, err)
+	case !utf8.ValidString(id):
+		return "", fmt.Errorf("%w: %q", ErrRootNotUTF8, id)
 	}
 	return id, nil
 }

@@ -78,7 +78,9 @@ func (j Job) checkLengths() error {
 // directories (a key's own, or one moved aside by a reap or a quarantine),
 // or holds it, or one that cannot be told apart from it (ErrJobDirInStore:
 // the job's container is given <jobDir>/session, and a worker removes its
-// job dir after the job) is refused before anything is touched. Any other error means a fault (an
+// job dir after the job), and a sessions root that leads to a path that
+// is not valid UTF-8 (ErrRootNotUTF8: the ticket names the root as text),
+// are refused before anything is touched. Any other error means a fault (an
 // unusable job dir, an I/O error); the staged file is then removed, and
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
@@ -115,6 +117,13 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 			return Session{}, err
 		}
 	}
+	// The store's ID, which the ticket names, before anything is made:
+	// a root that leads to a name that is not UTF-8 has none
+	// (ErrRootNotUTF8).
+	var err error
+	if sess.Root, err = s.backend.ID(); err != nil {
+		return Session{}, err
+	}
 	jd, err := openJobDir(jobDir)
 	if err != nil {
 		return Session{}, err
@@ -132,10 +141,7 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	sess.Root, err = s.backend.ID()
-	if err == nil {
-		sess.Ticket, err = newTicketID()
-	}
+	sess.Ticket, err = newTicketID()
 	if err == nil {
 		err = s.judgeAndCopy(key, job, staged, &sess)
 	}

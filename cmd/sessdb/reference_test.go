@@ -51,7 +51,8 @@ objects the commands print are listed field by field in [json.md](json.md).
   is such an error (the last value does not win in silence), and so is a
   job's value that is not valid UTF-8 (` + "`--job-dir`, `--venue`, `--pi-version`," + `
   ` + "`--job`" + `: its ticket and the key's history record them as text; a sessions
-  root that is not is a configuration error), and so is an empty DIR or FILE
+  root that is not, or that leads through a link to a name that is not,
+  is a configuration error), and so is an empty DIR or FILE
   argument (` + "`\"$DIR\"`" + ` with DIR unset), which is never taken for the
   configured root; and so is a flag given for another's value
   (` + "`--pi-version --allow-rewrite`" + `: a value left out, which took the next
@@ -111,7 +112,10 @@ return.
 A stdout whose reader is gone (` + "`sessdb dump --json | head -c 10`" + `) ends a
 command that only reads (dump, stats, engage replay, version, help) by
 SIGPIPE, as it ends any Unix tool: the shell reports status 141 (128 + 13),
-which is in no command's table, and nothing is written on stderr. A command
+which is in no command's table, and nothing is written on stderr. So does
+a stderr whose reader is gone, when such a command has a line to write
+there (a warning, an error): ` + "`stats`" + ` whose stderr goes to a log shipper
+that died stops at its first warning, its stdout cut where it was. A command
 that writes the store (resolve, promote, check, reap, migrate) is never
 killed by a broken pipe: a stdout it cannot write, its reader gone or a full
 disk, is a fault, exit 1, reported on stderr once its work is done

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -109,7 +110,10 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		}
 		// Resolve makes the job dir, its last component only: a parent
 		// that does not exist is the caller's mistake, not the store's.
-		if _, err := os.Stat(filepath.Dir(filepath.Clean(*jobDir))); errors.Is(err, os.ErrNotExist) {
+		// The parent is the one the system reaches, a ".." after a link
+		// included (fsat.SplitLast), as resolve's own mkdir takes it.
+		parent, _ := fsat.SplitLast(*jobDir)
+		if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
 			return inv.rep.usage(fmt.Errorf("--job-dir %s: its parent directory does not exist (resolve makes the job dir, not its parents)", quoteName(*jobDir)))
 		}
 		st, onFleet, done, code := openJobStore(inv, cfg, fk, nil)
@@ -129,15 +133,25 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		switch {
 		case errors.Is(err, store.ErrJobDirInStore):
 			return inv.rep.usage(fmt.Errorf("--job-dir: %w", err))
+		case errors.Is(err, store.ErrRootNotUTF8):
+			return inv.rep.configOn(k, err)
 		case err != nil:
 			return inv.rep.faultOn(k, err)
 		}
 		outcome := fmt.Sprintf("resolved (%s, %d bytes staged)", sess.Reason, sess.Bytes)
 		return writeAnswer(inv, k, outcome, "the ticket and the staged file are written; resolve again to read it (the retry replaces both)", resolveOutput{
 			Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
-			Staged: filepath.Join(*jobDir, store.StagedDirName, store.TranscriptName),
+			Staged: stagedPath(*jobDir),
 		})
 	}
+}
+
+// stagedPath is the staged file's path, <job-dir>/session/current.jsonl,
+// the job dir as given: cleaned, "jobs/link/../1234" would name jobs/1234,
+// where the system, following the link first, reached another directory
+// (resolve opened the job dir as given).
+func stagedPath(jobDir string) string {
+	return strings.TrimRight(jobDir, "/") + "/" + store.StagedDirName + "/" + store.TranscriptName
 }
 
 // localKind is the one kind whose legacy key has no repository: a local

@@ -182,7 +182,7 @@ func MkdirNew(dir *os.File, name string, perm uint32) (bool, error) {
 // bits), and the directory made and given its bits relative to it: a
 // parent renamed meanwhile changes nothing it does.
 func Mkdir(path string, perm uint32) (bool, error) {
-	parent, base := splitLast(path)
+	parent, base := SplitLast(path)
 	if base == "" || base == "." || base == ".." {
 		// A name that is never made (the root, or one that is there
 		// whenever its parent is): the system says so.
@@ -201,10 +201,12 @@ func Mkdir(path string, perm uint32) (bool, error) {
 	return mkdirat(pd, base, perm, path)
 }
 
-// splitLast splits path before its last component, trailing slashes
-// dropped, without cleaning it: "a/link/../b" is "a/link/.." and "b", as
-// the system reads it (filepath.Dir would clean away the link).
-func splitLast(path string) (parent, base string) {
+// SplitLast is like filepath.Split, but splits path before its last
+// component, trailing slashes dropped, without cleaning it: "a/link/../b"
+// is "a/link/.." and "b", as the system reads it (filepath.Dir would clean
+// away the link, and name another directory than the one the system
+// reaches).
+func SplitLast(path string) (parent, base string) {
 	trimmed := strings.TrimRight(path, "/")
 	if trimmed == "" {
 		return path, ""

@@ -251,8 +251,8 @@ func TestSplitLast(t *testing.T) {
 		{"/", "/", ""},
 		{"a//b//", "a/", "b"},
 	} {
-		if parent, base := splitLast(tc.path); parent != tc.parent || base != tc.base {
-			t.Errorf("splitLast(%q) = %q, %q; want %q, %q", tc.path, parent, base, tc.parent, tc.base)
+		if parent, base := SplitLast(tc.path); parent != tc.parent || base != tc.base {
+			t.Errorf("SplitLast(%q) = %q, %q; want %q, %q", tc.path, parent, base, tc.parent, tc.base)
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A path is taken as the system takes it: a ".." after a link is the
+// parent of the link's target, not the link's own directory (rev-cli).
+
+// resolve's "staged" names the file it staged: <job-dir>/session/current.jsonl
+// with the job dir as given. Cleaned, "jobs/link/../1234" named
+// jobs/1234/session/current.jsonl, another job's staged file, while
+// resolve had staged the job's own under the link's target's parent.
+func TestStagedNamesTheFileResolveStaged(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	mustMkdir(t, root, filepath.Join(base, "elsewhere", "deep"), filepath.Join(base, "jobs"))
+	if err := os.Symlink(filepath.Join(base, "elsewhere", "deep"), filepath.Join(base, "jobs", "link")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(base, "jobs", "1234", "session")
+	mustMkdir(t, other)
+	if err := os.WriteFile(filepath.Join(other, "current.jsonl"), []byte(header), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	job := filepath.Join(base, "jobs", "link") + "/../1234"
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "0123456789abcdef0123456789abcdef",
+		"--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitOK {
+		t.Fatalf("resolve exited %d: %s", code, errs)
+	}
+	var res struct{ Staged string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := os.Stat(filepath.Join(base, "elsewhere", "1234", "session", "current.jsonl"))
+	if err != nil {
+		t.Fatalf("nothing staged where the system takes the job dir: %v", err)
+	}
+	if named, err := os.Stat(res.Staged); err != nil || !os.SameFile(named, staged) {
+		t.Errorf("resolve's \"staged\" is %s, not the file it staged (%v)", res.Staged, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(other, "current.jsonl")); err != nil || string(data) != header {
+		t.Errorf("the other job's staged file: %q, %v; want it untouched", data, err)
+	}
+}
+
+// A job dir whose parent does not exist, as the system takes the parent,
+// is a usage error (exit 2) that makes nothing: "missing/../jobs/new",
+// cleaned, is jobs/new, whose parent exists, and the mkdir failed as a
+// fault (exit 1).
+func TestAJobDirsParentIsTheOneTheSystemReaches(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	mustMkdir(t, root, filepath.Join(base, "jobs"))
+	job := filepath.Join(base, "missing") + "/../jobs/new"
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "0123456789abcdef0123456789abcdef",
+		"--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "its parent directory does not exist") {
+		t.Errorf("resolve of %s: exit %d, stdout %q, stderr %s; want exit 2 naming the missing parent", job, code, out, errs)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "jobs", "new")); !os.IsNotExist(err) {
+		t.Errorf("jobs/new: %v; want nothing made", err)
+	}
+}
+
+// A sessions root that leads, through a link, to a name that is not UTF-8
+// is refused at resolve, exit 2, before the job runs: the ticket names the
+// root as text (U+FFFD for the byte), and every promote of the job then
+// exited 2, "another sessions root", its run lost.
+func TestARootThatLeadsToANameNotUTF8IsRefusedAtResolve(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	bad := filepath.Join(base, "bad\xffdir")
+	if err := os.Mkdir(bad, 0o700); err != nil {
+		t.Skipf("this file system refuses a name that is not UTF-8: %v", err)
+	}
+	mustMkdir(t, filepath.Join(bad, "sessions"))
+	link := filepath.Join(base, "sessions")
+	if err := os.Symlink(filepath.Join(bad, "sessions"), link); err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(base, "job")
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", link, "--key", "0123456789abcdef0123456789abcdef",
+		"--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "not valid UTF-8") {
+		t.Errorf("resolve through a link to a root not UTF-8: exit %d, stdout %q, stderr %s; want exit 2 saying so", code, out, errs)
+	}
+	if _, err := os.Lstat(job); !os.IsNotExist(err) {
+		t.Errorf("the job dir: %v; want nothing made", err)
+	}
+}
+
+func mustMkdir(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
