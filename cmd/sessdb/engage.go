@@ -9,11 +9,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"sessdb/engage"
+	"sessdb/internal/fsat"
 )
 
 var cmdEngageReplay = &command{
@@ -127,7 +128,10 @@ func writeChart(path string, write func(io.Writer) error, transcript string) err
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	dir := filepath.Dir(path)
+	// The directory the system takes path's parent for: cleaned, a ".."
+	// after a link names another, and the temp is renamed across (EXDEV
+	// where that one is on another file system).
+	dir, _ := fsat.SplitLast(path)
 	// The temp name does not repeat base: a name as long as the system
 	// allows would leave no room for the suffix.
 	tmp, err := createChartTemp(dir, ".sessdb-chart.tmp-")
@@ -207,7 +211,7 @@ var chartTempHook func()
 // made the chart readable by everyone under a private umask.
 func createChartTemp(dir, prefix string) (*os.File, error) {
 	for try := 0; ; try++ {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		name := strings.TrimRight(dir, "/") + "/" + prefix + strconv.FormatUint(rand.Uint64(), 36)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, fs.ErrExist) || try == 100 {
 			return f, err

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A path is taken as the system takes it: a ".." after a link is the
@@ -105,4 +108,44 @@ func mustMkdir(t *testing.T, dirs ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// engage replay's --svg chart is written through a temp in the directory
+// the system takes the chart's parent for: cleaned, base/link/../chart.svg
+// put its temp in base, and the rename into the link's target's parent,
+// on another file system here, failed (EXDEV).
+func TestAChartBehindALinkAndDotDotIsWrittenWhereTheSystemTakesIt(t *testing.T) {
+	base := t.TempDir()
+	other, err := os.MkdirTemp("/dev/shm", "sessdb-chart-")
+	if err != nil {
+		t.Skipf("no second file system to write to: %v", err)
+	}
+	defer os.RemoveAll(other)
+	if a, b := devOf(t, base), devOf(t, other); a == b {
+		t.Skipf("%s and %s are one file system: a temp in the wrong one would be renamed without an error", base, other)
+	}
+	mustMkdir(t, filepath.Join(other, "deep"))
+	if err := os.Symlink(filepath.Join(other, "deep"), filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(base, "link") + "/../chart.svg"
+	err = writeChart(path, func(w io.Writer) error { _, err := io.WriteString(w, "<svg/>"); return err }, filepath.Join(base, "session.jsonl"))
+	if err != nil {
+		t.Fatalf("writeChart(%s): %v", path, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(other, "chart.svg")); err != nil || string(data) != "<svg/>" {
+		t.Errorf("the chart where the system takes %s: %q, %v", path, data, err)
+	}
+	if names, _ := os.ReadDir(base); len(names) != 1 {
+		t.Errorf("%s holds %d names, want only the link: a temp or a chart left there", base, len(names))
+	}
+}
+
+func devOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(st.Dev)
 }
