@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -140,17 +140,24 @@ func Open(cfg Config) (*Backend, error) {
 	return &Backend{meta: meta, dir: dir, timeout: timeout, log: cfg.Logger, now: now}, nil
 }
 
-// transcriptsDir is cfg's transcripts dir, made absolute, once it is
-// known to be a directory.
+// transcriptsDir is cfg's transcripts dir, absolute and its links
+// resolved (fsat.ResolvedPath), once it is known to be a directory.
+// Cleaned alone (filepath.Abs, before 2026-12-06), "link/../transcripts"
+// named the link's own directory's "transcripts", another directory than
+// the one the system reaches, and every file of the fleet went there.
 func transcriptsDir(cfg Config) (string, error) {
 	if cfg.TranscriptsDir == "" {
 		return "", fmt.Errorf("fleet open: %w: TranscriptsDir is empty", ErrNoTranscriptsDir)
 	}
-	dir, err := filepath.Abs(cfg.TranscriptsDir)
-	if err != nil {
-		return "", fmt.Errorf("fleet open %s: %w", cfg.TranscriptsDir, err)
+	dir, err := fsat.ResolvedPath(cfg.TranscriptsDir)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = statTranscriptsDir(dir)
+	} else {
+		// A part of the path that cannot be looked at, or a relative
+		// path whose working directory is gone: judged as a stat's error.
+		dir, err = cfg.TranscriptsDir, &os.PathError{Op: "resolve", Path: cfg.TranscriptsDir, Err: err}
 	}
-	fi, err := statTranscriptsDir(dir)
 	switch {
 	case err == nil && !fi.IsDir():
 		return "", fmt.Errorf("fleet open %s: %w: not a directory", dir, ErrNoTranscriptsDir)

@@ -10,6 +10,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -48,9 +49,13 @@ func Unreachable(cfg Config, cause error) (store.Backend, error) {
 	}
 	var dir string
 	if dirGone {
-		// The dir is what failed: its name, made absolute, is the ID's.
-		if dir, err = filepath.Abs(cfg.TranscriptsDir); err != nil {
-			return nil, err
+		// The dir is what failed: where its name leads, as far as that
+		// can be told, is the ID's; made absolute alone, where a part of
+		// it cannot be looked at.
+		if dir, err = fsat.ResolvedPath(cfg.TranscriptsDir); err != nil {
+			if dir, err = filepath.Abs(cfg.TranscriptsDir); err != nil {
+				return nil, err
+			}
 		}
 	} else if dir, err = transcriptsDir(cfg); err != nil {
 		return nil, err
