@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -42,5 +44,39 @@ func TestATranscriptsDirSpelledThroughALinkAndDotDotIsTheOneTheSystemReaches(t *
 	}
 	if names, _ := os.ReadDir(base); len(names) != 1 {
 		t.Errorf("%s holds %d names; want the link alone, nothing of the fleet's", base, len(names))
+	}
+}
+
+// A fleet whose transcripts dir is what failed (Unreachable, the dir
+// unavailable) names in its ID where the dir's path leads, as an open
+// Backend does, so that its tickets are this fleet's; where a part of the
+// path cannot be looked at (a loop of links here; ESTALE, EIO on a dead
+// export), the path made absolute, and never an error: the job still gets
+// its store-unavailable cold start.
+func TestAnUnreachableDirsIDIsWhereItsPathLeads(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{real, "link"}, {filepath.Join(base, "loop"), "loop"}} {
+		if err := os.Symlink(l[0], filepath.Join(base, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for spelled, want := range map[string]string{
+		filepath.Join(base, "link"):         real,
+		filepath.Join(base, "loop", "dir"):  filepath.Join(base, "loop", "dir"),
+		filepath.Join(base, "link", "away"): filepath.Join(real, "away"),
+	} {
+		cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/sessdb"}, TranscriptsDir: spelled}
+		u, err := Unreachable(cfg, shared.ErrDirUnavailable)
+		if err != nil {
+			t.Errorf("%s: %v", spelled, err)
+			continue
+		}
+		if id, _ := u.ID(); id != want+idSep+"/sessdb)" {
+			t.Errorf("%s: ID %q; want it to name %s", spelled, id, want)
+		}
 	}
 }
