@@ -120,8 +120,8 @@
 // pages carry no checksum, and only that tells a torn page from the
 // file's. Where a write falls within one tick of the file system's clock
 // after the write before it, and leaves the size as it was, neither
-// moves, and the read may return what was written without an error. bbolt commits in place,
-// so OpenWriter first gives a meta.db with more than one name (a hard link:
+// moves, and the read may return what was written without an error.
+// bbolt commits in place, so OpenWriter first gives a meta.db with more than one name (a hard link:
 // a copy of the root made with cp -al or rsync --link-dest) a file of its
 // own, a copy renamed over it under its lock, with its owner, group,
 // permission bits and holes (a writer that may not give the copy that owner and
