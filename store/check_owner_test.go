@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/testfs"
 	"sessdb/store/legacy"
 )
 
@@ -262,17 +262,9 @@ func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 	shared, bare, narrowed := runJobKey(t, s, "shared by an ACL"), runJobKey(t, s, "no ACL"), runJobKey(t, s, "narrowed by an ACL")
 	// rights is an access ACL: root rw, the worker named with user, the
 	// group nothing, the mask rwx, others other.
-	rights := func(user, other uint16) []byte {
-		b := binary.LittleEndian.AppendUint32(nil, 2)
-		for _, e := range []struct {
-			tag, perm uint16
-			id        uint32
-		}{{0x01, 6, 0xffffffff}, {0x02, user, worker}, {0x04, 0, 0xffffffff}, {0x10, 7, 0xffffffff}, {0x20, other, 0xffffffff}} {
-			b = binary.LittleEndian.AppendUint16(b, e.tag)
-			b = binary.LittleEndian.AppendUint16(b, e.perm)
-			b = binary.LittleEndian.AppendUint32(b, e.id)
-		}
-		return b
+	rights := func(user, other uint32) []byte {
+		return testfs.ACL([3]uint32{testfs.ACLUserObj, 6, testfs.ACLNoID}, [3]uint32{testfs.ACLUser, user, worker},
+			[3]uint32{testfs.ACLGroupObj, 0, testfs.ACLNoID}, [3]uint32{testfs.ACLMask, 7, testfs.ACLNoID}, [3]uint32{testfs.ACLOther, other, testfs.ACLNoID})
 	}
 	setACL := func(p string, acl []byte) {
 		t.Helper()
@@ -281,7 +273,7 @@ func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 		}
 	}
 	for _, key := range []string{shared, bare} {
-		for name, perm := range map[string]uint16{".": 7, db.FileName: 6, TranscriptName: 4} {
+		for name, perm := range map[string]uint32{".": 7, db.FileName: 6, TranscriptName: 4} {
 			p := filepath.Join(root, key, name)
 			must(t, os.Chown(p, 0, 0))
 			mode := os.FileMode(0o600)

@@ -1,23 +1,12 @@
 package access
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// aclOf is an access ACL in the kernel's binary form: version 2, then
-// (tag, perm, id) entries.
-func aclOf(entries ...[3]uint32) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, aclVersion)
-	for _, e := range entries {
-		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
-		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
-		b = binary.LittleEndian.AppendUint32(b, e[2])
-	}
-	return b
-}
+	"sessdb/internal/testfs"
+)
 
 // An entry root owns, mode 0600 group 54322, judged for an owner no user
 // database knows (uid 54321, group 54322: its groups are the root's, its
@@ -29,7 +18,7 @@ func TestJudgeACL(t *testing.T) {
 	owner := &Owner{UID: 54321, GID: 54322}
 	st := &unix.Stat_t{Uid: 0, Gid: 54322, Mode: unix.S_IFREG | 0o600}
 	base := [][3]uint32{{userObj, 6, none}, {aclOther, 0, none}}
-	with := func(more ...[3]uint32) []byte { return aclOf(append(append([][3]uint32{}, base...), more...)...) }
+	with := func(more ...[3]uint32) []byte { return testfs.ACL(append(append([][3]uint32{}, base...), more...)...) }
 	for _, c := range []struct {
 		name  string
 		acl   []byte
@@ -45,7 +34,7 @@ func TestJudgeACL(t *testing.T) {
 		{"a named group of the owner's, rwx, the file's group nothing", with([3]uint32{aclGroupObj, 0, none}, [3]uint32{aclGroup, 7, 54322}, [3]uint32{aclMask, 7, none}), 0o700, 0, true},
 		{"two group entries, r and w, neither rw", with([3]uint32{aclGroupObj, 4, none}, [3]uint32{aclGroup, 2, 54322}, [3]uint32{aclMask, 7, none}), 0o600, 0o200, true},
 		{"a named group not the owner's", with([3]uint32{aclGroupObj, 0, none}, [3]uint32{aclGroup, 7, 999}, [3]uint32{aclMask, 7, none}), 0o600, 0o600, true},
-		{"others r", aclOf([3]uint32{userObj, 6, none}, [3]uint32{aclOther, 4, none}), 0o400, 0, true},
+		{"others r", testfs.ACL([3]uint32{userObj, 6, none}, [3]uint32{aclOther, 4, none}), 0o400, 0, true},
 		{"a version this does not read", append([]byte{1, 0, 0, 0}, with()[4:]...), 0o600, 0, false},
 		{"a torn entry", with()[:9], 0o600, 0, false},
 	} {
