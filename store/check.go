@@ -464,12 +464,14 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 }
 
 // hiddenBehind returns the findings of the look after a repair that the
-// first look did not make, where that repair gave a key dir its owner's
-// bits: what the key dir, unentered, hid. A key dir the first look could
-// not open is unreadable, which the look after does not find again: it is
-// not among them.
+// first look did not make, where that repair gave the key dir or a file
+// in it its owner's bits: what the key dir, unentered, or its meta.db,
+// unread, hid (a meta.db 0000 in a key dir its owner enters hid a stray
+// temp's judgement, mutcheck). A key dir the first look could not open is
+// unreadable, which the look after does not find again: it is not among
+// them.
 func hiddenBehind(found, after []Finding) []Finding {
-	if !slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired && !strings.Contains(f.Path, "/") }) {
+	if !slices.ContainsFunc(found, func(f Finding) bool { return f.Kind == KindMode && f.Repaired }) {
 		return nil
 	}
 	var hidden []Finding
