@@ -119,7 +119,10 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	}
 	// The store's ID, which the ticket names, before anything is made:
 	// a root that leads to a name that is not UTF-8 has none
-	// (ErrRootNotUTF8).
+	// (ErrRootNotUTF8). A root whose path stopped resolving since the
+	// check above (a part's mode changed between the two) is refused
+	// here too, like one the check could not resolve: an earlier
+	// resolve's ticket is left as it is.
 	var err error
 	if sess.Root, err = s.backend.ID(); err != nil {
 		return Session{}, err
