@@ -80,7 +80,8 @@ func (j Job) checkLengths() error {
 // the job's container is given <jobDir>/session, and a worker removes its
 // job dir after the job), and a sessions root that leads to a path that
 // is not valid UTF-8 (ErrRootNotUTF8: the ticket names the root as text),
-// are refused before anything is touched. Any other error means a fault (an
+// are refused before anything is touched, and so is a root whose path
+// stops resolving between the two. Any other error means a fault (an
 // unusable job dir, an I/O error); the staged file is then removed, and
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
