@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"sessdb/engage"
@@ -211,7 +210,7 @@ var chartTempHook func()
 // made the chart readable by everyone under a private umask.
 func createChartTemp(dir, prefix string) (*os.File, error) {
 	for try := 0; ; try++ {
-		name := strings.TrimRight(dir, "/") + "/" + prefix + strconv.FormatUint(rand.Uint64(), 36)
+		name := fsat.JoinUncleaned(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, fs.ErrExist) || try == 100 {
 			return f, err

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -151,7 +150,7 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 // where the system, following the link first, reached another directory
 // (resolve opened the job dir as given).
 func stagedPath(jobDir string) string {
-	return strings.TrimRight(jobDir, "/") + "/" + store.StagedDirName + "/" + store.TranscriptName
+	return fsat.JoinUncleaned(jobDir, store.StagedDirName+"/"+store.TranscriptName)
 }
 
 // localKind is the one kind whose legacy key has no repository: a local

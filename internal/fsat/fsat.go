@@ -221,6 +221,15 @@ func SplitLast(path string) (parent, base string) {
 	return trimmed[:i], trimmed[i+1:]
 }
 
+// JoinUncleaned joins path and name with one slash, path's trailing
+// slashes dropped, without cleaning: "a/link/.." and "b" is
+// "a/link/../b", the name the system takes under the link's target's
+// parent (filepath.Join would give "a/b", another file). SplitLast's
+// inverse.
+func JoinUncleaned(path, name string) string {
+	return strings.TrimRight(path, "/") + "/" + name
+}
+
 // ErrReplaced is a directory made, and not its maker's at its name when
 // it was to be given its bits: replaced since (what is there is left
 // alone), or on a file system that shows another owner than its maker.

@@ -256,3 +256,19 @@ func TestSplitLast(t *testing.T) {
 		}
 	}
 }
+
+// JoinUncleaned keeps a ".." after a link where the system reads it, and
+// drops only the trailing slashes of the path it joins under.
+func TestJoinUncleaned(t *testing.T) {
+	for _, tc := range []struct{ path, name, want string }{
+		{"a/link/..", "b", "a/link/../b"},
+		{"a/link/../", "session/current.jsonl", "a/link/../session/current.jsonl"},
+		{"/", "b", "/b"},
+		{".", "b", "./b"},
+		{"a//", "b", "a/b"},
+	} {
+		if got := JoinUncleaned(tc.path, tc.name); got != tc.want {
+			t.Errorf("JoinUncleaned(%q, %q) = %q; want %q", tc.path, tc.name, got, tc.want)
+		}
+	}
+}
