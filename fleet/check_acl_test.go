@@ -81,11 +81,7 @@ func TestCheckReadsTheACLOfAnEntryRootOwns(t *testing.T) {
 // said nothing of it would leave the operator to think the dir as it was.
 func TestCheckReportsAModeMendedBeforeTheLookAfterFailed(t *testing.T) {
 	key := store.Key("github", "check-access", "look after fails")
-	f := workersFleet(t, worker, key)
-	dir := filepath.Join(f.dir, key)
-	if err := os.Chmod(dir, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, dir := workersKeyDirUnentered(t, key)
 	away := f.dir + ".away"
 	t.Cleanup(func() { os.Rename(away, f.dir); os.Chmod(dir, 0o700) })
 	looks := 0
@@ -124,11 +120,7 @@ func TestCheckReportsAModeMendedBeforeTheLookAfterFailed(t *testing.T) {
 // the mended mode does not remain where no look found it lacking again.
 func TestCheckReportsAnotherProblemFoundAtAMendedKeyDirsName(t *testing.T) {
 	key := store.Key("github", "check-access", "replaced after its repair")
-	f := workersFleet(t, worker, key)
-	dir := filepath.Join(f.dir, key)
-	if err := os.Chmod(dir, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, dir := workersKeyDirUnentered(t, key)
 	moved := f.dir + "-moved"
 	t.Cleanup(func() { os.Remove(dir); os.Rename(moved, dir) })
 	looks := 0
@@ -165,4 +157,16 @@ func TestCheckReportsAnotherProblemFoundAtAMendedKeyDirsName(t *testing.T) {
 	if len(notDir) != 1 || !notDir[0].Remains {
 		t.Errorf("the file at the key dir's name after its repair: %+v; want it reported, remaining", notDir)
 	}
+}
+
+// workersKeyDirUnentered is workersFleet with key run, its key dir made
+// 0600, a mode its owner may not enter, and that dir.
+func workersKeyDirUnentered(t *testing.T, key string) (*fixture, string) {
+	t.Helper()
+	f := workersFleet(t, worker, key)
+	dir := filepath.Join(f.dir, key)
+	if err := os.Chmod(dir, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, dir
 }

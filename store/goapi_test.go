@@ -82,17 +82,24 @@ func TestResolveOfARootThatLeadsToANameNotUTF8IsRefused(t *testing.T) {
 	if err := os.Symlink(bad, link); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.New(link, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobDir := filepath.Join(base, "job")
-	_, err = s.Resolve(store.Key("github", "acme/widget", "pi/issue-42"), store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
-	if !errors.Is(err, store.ErrRootNotUTF8) {
-		t.Errorf("resolve: %v; want ErrRootNotUTF8", err)
-	}
-	if _, err := os.Lstat(jobDir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the job dir: %v; want nothing made", err)
+	// Through a link, and relative from a working directory that is not
+	// UTF-8.
+	for _, root := range []string{link, "sessions"} {
+		if root == "sessions" {
+			t.Chdir(bad)
+		}
+		s, err := store.New(root, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobDir := filepath.Join(base, "job")
+		_, err = s.Resolve(store.Key("github", "acme/widget", "pi/issue-42"), store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
+		if !errors.Is(err, store.ErrRootNotUTF8) {
+			t.Errorf("resolve of %s: %v; want ErrRootNotUTF8", root, err)
+		}
+		if _, err := os.Lstat(jobDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the job dir of %s: %v; want nothing made", root, err)
+		}
 	}
 }
 

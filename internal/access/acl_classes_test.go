@@ -17,7 +17,6 @@ import (
 // entry not through it; and an ACL with no entry that decides leaves the
 // mode bits' judgement (ok false), not a pass.
 func TestJudgeACLAsTheKernelForEachClass(t *testing.T) {
-	const userObj, none = 0x01, 0xffffffff
 	owner := &Owner{UID: 54321, GID: 54322}
 	for _, c := range []struct {
 		name  string
@@ -48,7 +47,6 @@ func TestJudgeACLAsTheKernelForEachClass(t *testing.T) {
 // and its lstat; it skips where the file system keeps no ACL.
 func aclFile(t *testing.T) (*os.File, string, *unix.Stat_t) {
 	t.Helper()
-	const userObj, none = 0x01, 0xffffffff
 	p := t.TempDir()
 	if err := os.WriteFile(filepath.Join(p, "meta.db"), nil, 0o600); err != nil {
 		t.Fatal(err)

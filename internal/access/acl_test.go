@@ -8,13 +8,15 @@ import (
 	"sessdb/internal/testfs"
 )
 
+// The tags this package does not name itself, in testfs's names.
+const userObj, none = testfs.ACLUserObj, testfs.ACLNoID
+
 // An entry root owns, mode 0600 group 54322, judged for an owner no user
 // database knows (uid 54321, group 54322: its groups are the root's, its
 // gid), by its ACL as the kernel would: the entry naming the owner,
 // masked; else the one group entry of its groups that gives all it needs;
 // else others'. What is not an ACL leaves the mode's judgement.
 func TestJudgeACL(t *testing.T) {
-	const userObj, none = 0x01, 0xffffffff
 	owner := &Owner{UID: 54321, GID: 54322}
 	st := &unix.Stat_t{Uid: 0, Gid: 54322, Mode: unix.S_IFREG | 0o600}
 	base := [][3]uint32{{userObj, 6, none}, {aclOther, 0, none}}
