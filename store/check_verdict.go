@@ -57,7 +57,7 @@ type served struct {
 func (s *Store) judgeServed(ctx context.Context, k *keyDir, job *Job, read bool) (served, error) {
 	var out served
 	if k.meta != nil {
-		out.pendingErr = k.servePending()
+		out.pendingErr = k.servePending(false)
 	}
 	// The ladder judges the file a resolve's copy starts from; a fallback
 	// after it is not judged again (judgeAndCopy).
@@ -67,7 +67,17 @@ func (s *Store) judgeServed(ctx context.Context, k *keyDir, job *Job, read bool)
 	if err != nil {
 		return served{}, err
 	}
+	if k.tempLost {
+		// The copy gave up on a committed promotion's temp as not what
+		// its commit recorded: a resolve, which reads the temp whole
+		// before its ladder, judges what is in place instead, or names
+		// the promotion lost where nothing regular is (Observe).
+		obs = k.obs
+	}
 	out.verdict = Judge(obs, s.opts.Bounds, job, s.opts.Now(), f.reason)
+	if _, r := v.Observe(); r != "" {
+		out.verdict = &VerdictReport{Reason: string(r)}
+	}
 	out.verify, out.inPlace = f.verify, f.inPlace
 	return out, nil
 }

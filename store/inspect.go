@@ -327,8 +327,9 @@ func (s *Store) inspectKey(ctx context.Context, root *os.File, name string, opts
 	// The verdict, and what --verify reads, are a resolve's: on a
 	// promotion committed but not yet renamed into place a resolve copies
 	// its temp, so the ladder judges the temp and verify reads it, and
-	// where a resolve falls back to the file in place so do they
-	// (everything above reports the file in place).
+	// where a resolve falls back to the file in place (a temp not what its
+	// commit recorded) so do they (everything above reports the file in
+	// place).
 	sv, err := s.judgeServed(ctx, k, opts.Job, opts.Verify)
 	if err != nil {
 		return r, err

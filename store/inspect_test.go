@@ -83,7 +83,9 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 		"absent": func(string) {},
 	}
 	// Only the copy (or --verify) reads a file whole: without --verify, a
-	// same-size edit shows at the next resolve only.
+	// same-size edit shows at the next resolve only (a pending temp's too:
+	// a resolve reads it whole before its ladder, dump judges it whole by
+	// its size).
 	sameSize := map[string]bool{"edited same size": true}
 	for _, c := range crashStates(t, s, root) {
 		keys[c.name] = c.build
@@ -136,7 +138,7 @@ func TestVerdictIsWhatResolveSays(t *testing.T) {
 				if len(none.Needs) < 2 || none.IfMatched == "" {
 					t.Errorf("undetermined verdict without what it needs: %+v", none)
 				}
-				if u := slices.Compact(reasons); len(u) == 1 {
+				if u := slices.Compact(reasons); len(u) == 1 && !(sameSize[name] && !verify) {
 					t.Errorf("verify=%v: every job got %s, but dump said ?", verify, reasons[0])
 				}
 				if none.IfMatched != string(matched) && !(sameSize[name] && !verify) {

@@ -38,7 +38,11 @@ type keyDir struct {
 	sidecars   db.Sidecars
 	pending    *db.Pending // resolve only: a promotion committed, renamed or not
 	fromTemp   bool        // resolve only: the transcript opened is pending's temp
-	metaErr    error
+	// tempLost: pending's temp, still at its name, is not what its commit
+	// recorded (see servePending): the key holds the generation before
+	// it, where that is in place, or nothing.
+	tempLost bool
+	metaErr  error
 	// migratedUnder: no meta.db when the key was opened, and one after its
 	// legacy files were read (see openKey).
 	migratedUnder bool
@@ -290,6 +294,10 @@ func asideAt(root *os.File, held *unix.Stat_t, key string) (found, reaped bool, 
 // (ENXIO), which made a resolve a fault where the ladder names
 // not-a-regular-file, and the open of a device runs its driver.
 func (k *keyDir) openTranscript(name string) error {
+	// What was observed of another file (current.jsonl, before a pending
+	// temp is served) is not this one's: a first line that does not parse
+	// must not leave the last one's header judged.
+	k.obs.Transcript, k.obs.Header, k.header, k.headerErr = gates.Transcript{}, gates.Header{}, transcript.Header{}, nil
 	f, st, err := fsat.OpenRegularAt(k.dir, name)
 	switch {
 	case fsat.IsNotExist(err):
@@ -436,9 +444,17 @@ func (k *keyDir) inFlight() (*db.Pending, error) {
 // copies, when the promotion was not yet renamed into place (a crash, or
 // a power cut, between the two): the temp is whole whenever the commit
 // is, so the conversation resumes at exactly the state that was
-// committed, and nothing is written. The pending entry is kept either way,
-// for the generation before it (see Accept).
-func (k *keyDir) servePending() error {
+// committed, and nothing is written. The pending entry is kept either
+// way, for the generation before it (see Accept).
+//
+// With checkWhole (a resolve's view) the temp is first read whole, and
+// one that is not what the commit recorded (damaged out of band: no crash
+// leaves a temp so) is not served: the key holds the generation before
+// it where that is in place (tempLost), which is served instead, and the
+// ladder never judges the damaged temp. Without it (dump and check, whose
+// copy is followed under their own bounds and interrupt, see follow) the
+// temp is served, and the copy's Accept gives up on it the same way.
+func (k *keyDir) servePending(checkWhole bool) error {
 	if k.metaErr != nil || k.sidecars.Pending == nil {
 		return nil
 	}
@@ -456,7 +472,6 @@ func (k *keyDir) servePending() error {
 		k.transcript = nil
 	}
 	k.fromTemp = true
-	k.obs.Transcript = gates.Transcript{} // current.jsonl's is not the temp's
 	if err := k.openTranscript(p.Tmp); err != nil {
 		return err
 	}
@@ -471,9 +486,35 @@ func (k *keyDir) servePending() error {
 		if err := k.openTranscript(TranscriptName); err != nil {
 			return err
 		}
+		k.observeDB()
+		return nil
 	}
 	k.observeDB()
+	if !checkWhole {
+		return nil
+	}
+	whole, err := k.servedWhole(p)
+	if err != nil {
+		return err
+	}
+	if !whole {
+		k.tempLost = true
+		return k.reopenInPlace()
+	}
 	return nil
+}
+
+// servedWhole reports whether the pending temp k has open is what p's
+// commit recorded: a regular file of its size and CRC32C. A read that
+// failed says nothing of the temp: it is the error.
+func (k *keyDir) servedWhole(p *db.Pending) (bool, error) {
+	if k.transcript == nil || k.tst.Size != p.Size {
+		return false, nil // not a regular file, or not its size
+	}
+	if err := faults.At(faults.PendingTempCheck); err != nil {
+		return false, err
+	}
+	return sameContent(k.transcript, p.Size, p.CRC32C)
 }
 
 // stampOf is a db stamp as the ladder reads it. A db stamp is never

@@ -70,7 +70,7 @@ func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
 	// A key with no dir, or whose lock was not had, read no record: there
 	// is no pending promotion to serve.
 	if k.dir != nil && !k.locked {
-		if err := k.servePending(); err != nil {
+		if err := k.servePending(true); err != nil {
 			k.close()
 			return nil, err
 		}
@@ -85,9 +85,8 @@ func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
 
 // keyView is a key dir opened for a resolve.
 type keyView struct {
-	k        *keyDir
-	lostTemp bool // a committed promotion's temp was tried and did not match
-	base     Base // judgeBase's
+	k    *keyDir
+	base Base // judgeBase's
 }
 
 // Observe names the cold starts openKey found before the ladder could
@@ -102,6 +101,11 @@ func (v *keyView) Observe() (gates.Observation, gates.Reason) {
 		return k.obs, gates.NotARegularFile
 	case k.locked:
 		return k.obs, gates.Locked
+	case k.tempLost && k.transcript == nil:
+		// A committed promotion's temp damaged, and nothing regular in
+		// place to be the generation before it: the promotion is lost,
+		// whatever the ladder would say of the empty name.
+		return k.obs, gates.PromotionLost
 	}
 	return v.k.obs, ""
 }
@@ -126,34 +130,21 @@ func (v *keyView) Base() Base { return v.base }
 // that is gone, or damaged (the next writer sweeps it instead of renaming
 // it), leaves the key holding the generation before it, or nothing: the
 // base is what that writer's Begin will take the key to hold. Only a
-// crash leaves a key so, and only then is the temp read whole here. A
-// read of it that failed (an I/O error) says nothing of it: taken for a
-// damaged temp, the ticket of a resolve whose copy then read it whole
-// named the generation before it, and the job's promote, after its
+// crash leaves a key so. servePending read the temp whole before serving
+// it, and a read of it that failed (an I/O error) failed the view: taken
+// for a damaged temp, the ticket of a resolve whose copy then read it
+// whole named the generation before it, and the job's promote, after its
 // roll-forward put the temp in place, was superseded by the generation
 // it had resumed.
 func (v *keyView) judgeBase() error {
 	k := v.k
-	whole := false
-	if p := k.pending; p != nil && k.fromTemp {
-		var err error
-		if whole, err = pendingTempWhole(k.dir, p); err != nil {
-			return err
-		}
-	}
 	v.base = k.base()
-	if p := k.pending; p != nil && !whole {
-		// What is in place: current.jsonl as openKey opened it, or, where
-		// the temp was opened instead, as it is now.
-		st, err := &k.tst, error(nil)
-		switch {
-		case k.fromTemp:
-			st, err = transcriptInPlace(k.dir)
-		case k.transcript == nil:
+	if k.pending != nil && !k.fromTemp {
+		// What is in place: current.jsonl as it was opened (by openKey,
+		// or again after a damaged temp).
+		st := &k.tst
+		if k.transcript == nil {
 			st = nil // nothing, or not a regular file
-		}
-		if err != nil {
-			return err // not looked at: that says nothing of what is in place
 		}
 		held, err := heldRecord(k.dir, k.sidecars, st)
 		if err != nil {
@@ -215,9 +206,10 @@ func (v *keyView) accept(c copied) Acceptance {
 		// holds.
 		return Acceptance{Resume: true, Base: baseOf(k.pending.Prev, nil)}
 	case k.fromTemp:
-		// The committed promotion's temp is damaged: the transcript in
-		// place may still be the generation before it.
-		v.lostTemp = true
+		// The committed promotion's temp is damaged (since servePending
+		// read it whole: changed by a process that ignores the lock): the
+		// transcript in place may still be the generation before it.
+		k.tempLost = true
 		if err := k.reopenInPlace(); err != nil {
 			// Not read (no descriptor left, an I/O error): that says
 			// nothing of what is in place.
@@ -227,7 +219,7 @@ func (v *keyView) accept(c copied) Acceptance {
 			return Acceptance{Reason: gates.PromotionLost}
 		}
 		return Acceptance{Retry: true}
-	case v.lostTemp:
+	case k.tempLost:
 		return Acceptance{Reason: gates.PromotionLost}
 	}
 	return Acceptance{Reason: gates.TranscriptReplaced}

@@ -305,6 +305,12 @@ func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	if st.Size != size {
 		return false, nil
 	}
+	return sameContent(f, size, sum)
+}
+
+// sameContent reports whether f holds exactly size bytes with CRC32C sum,
+// reading no more than size+1 bytes of it. Its error is the read's.
+func sameContent(f *os.File, size int64, sum uint64) (bool, error) {
 	h := crc32.New(castagnoli)
 	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
 	if err != nil {
