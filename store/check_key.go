@@ -237,7 +237,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		switch {
 		case n == TranscriptName || n == db.FileName:
 			if !fsat.IsRegular(&st) {
-				add(path, KindNotRegular, "not a regular file (mode %#o); resolve: not-a-regular-file or meta-unreadable", st.Mode)
+				add(path, KindNotRegular, "not a regular file (mode %#o); %s", st.Mode, k.resolvesPast(n))
 				dbBroken = dbBroken || n == db.FileName
 				continue
 			}
@@ -667,4 +667,20 @@ func RoundAge(now, then time.Time) string {
 		return fmt.Sprintf("%dm", d/time.Minute)
 	}
 	return fmt.Sprintf("%ds", d/time.Second)
+}
+
+// resolvesPast says what a resolve makes of the key, in a check's line
+// about name (current.jsonl or meta.db), found not to be a regular file.
+// A promotion in flight is served from its temp, past what is at
+// current.jsonl, but the temp cannot be renamed over a directory there:
+// the roll-forward of every writer and of --repair fails until it is
+// gone. (Whether the temp is whole is the pending promotion's own line.)
+func (k *keyDir) resolvesPast(name string) string {
+	if name == db.FileName {
+		return "resolve: meta-unreadable"
+	}
+	if p, err := k.inFlight(); p != nil && err == nil {
+		return fmt.Sprintf("the promotion in flight (gen %d) is served from its temp while that is whole (else resolve: promotion-lost), but no roll-forward can rename the temp over this, so every promotion fails until it is gone: remove it by hand, then run check --repair", p.Gen)
+	}
+	return "resolve: not-a-regular-file"
 }
