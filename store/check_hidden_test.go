@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/db"
+	"sessdb/internal/faults"
+)
+
+// hideFirstLook makes key look as a key dir its owner may not enter does
+// to check's first look (a mode finding, nothing inside seen): the key
+// dir 0600, and the first listing of it failing. Root, who runs these
+// tests, enters any dir, so the fault stands for the refusal; at every
+// later look after the listing it calls after.
+func hideFirstLook(t *testing.T, root, key string, after func()) {
+	t.Helper()
+	if err := os.Chmod(filepath.Join(root, key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	faults.Set(func(p faults.Point) error {
+		if p != faults.CheckAfterKeyListed {
+			return nil
+		}
+		if listed++; listed == 1 {
+			return errors.New("permission denied")
+		}
+		after()
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+}
+
+// An interrupt that ends the look after a mode repair, with what the
+// mode hid in hand, starts nothing more: cli.md's "nothing new is
+// started" once Ctrl-C came. The stray temp the look found is still
+// there, for the next run; the mode repair made before the interrupt is
+// reported.
+func TestAnInterruptedLookAfterAModeRepairRepairsNothingMore(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	key := chkKey(t, s, "interrupted")
+	stray := filepath.Join(root, key, tmpPrefix+"stray")
+	must(t, os.WriteFile(stray, []byte("debris"), 0o600))
+	must(t, os.Chown(stray, worker, worker))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hideFirstLook(t, root, key, cancel)
+	var found []Finding
+	deep := func(_ context.Context, key string) (DeepResult, error) { return s.DeepCheckDB(key), nil }
+	_, err := s.Check(ctx, CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("check --repair interrupted in the look after its repair: %v; want the interrupt", err)
+	}
+	if f := chkFind(found, key, KindMode); f == nil || !f.Repaired {
+		t.Errorf("the mode repaired before the interrupt: %+v; want it reported", found)
+	}
+	if _, err := os.Lstat(stray); err != nil {
+		t.Errorf("the stray temp the interrupted look found: %v; want it left for the next run", err)
+	}
+}
+
+// A repair of what a mode hid that writes meta.db (a hidden promotion in
+// flight, rolled forward) makes the deep check's verdict one about
+// another file: the look after it checks meta.db again, as the look after
+// any repair that wrote it does. Kept, the verdict reported would be the
+// one taken before the roll-forward's commit.
+func TestTheLookAfterAHiddenRollForwardChecksMetaDBAgain(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	key := chkKey(t, s, "hiddenpending")
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("in flight")...))
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("crash")
+		}
+		return nil
+	})
+	if res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted {
+		t.Fatal("the promotion landed")
+	}
+	faults.Set(nil)
+	hideFirstLook(t, root, key, func() {})
+	var pendingSeen []bool // at each deep check: a promotion still pending in meta.db
+	deep := func(_ context.Context, key string) (DeepResult, error) {
+		withDB(t, root, key, func(tx *db.Tx) error {
+			sc, err := tx.Sidecars()
+			pendingSeen = append(pendingSeen, sc.Pending != nil && pendingInFlightByName(t, root, key, sc.Pending.Tmp))
+			return err
+		})
+		return s.DeepCheckDB(key), nil
+	}
+	var found []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
+		found = append(found, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if f := chkFind(found, key+"/"+db.FileName, KindPendingPromotion); f == nil || !f.Repaired {
+		t.Fatalf("the hidden promotion: %+v; want it rolled forward in this run", found)
+	}
+	if n := len(pendingSeen); n == 0 || pendingSeen[n-1] {
+		t.Errorf("deep checks, each seeing a promotion in flight or not: %v; want the last one after the roll-forward", pendingSeen)
+	}
+}
+
+// pendingInFlightByName reports whether tmp is still at its name in key.
+func pendingInFlightByName(t *testing.T, root, key, tmp string) bool {
+	t.Helper()
+	_, err := os.Lstat(filepath.Join(root, key, tmp))
+	return err == nil
+}
