@@ -83,8 +83,9 @@ type PromoteResult struct {
 // once, and only onto the transcript the job's ticket was resolved from.
 //
 // Before anything is written: a Session ReadTicket would refuse (a
-// verdict no resolve gives, a value over MaxValueBytes) is ErrBadTicket or
-// ErrValueTooLong, a ticket from another sessions root is ErrWrongRoot. A
+// verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
+// is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, a ticket from
+// another sessions root is ErrWrongRoot. A
 // staged file that is missing or empty is absent, one that is a link, a
 // FIFO or anything but a regular file is not-a-regular-file, one over the
 // size cap is too-large; nothing is touched for any of them.
@@ -128,9 +129,10 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	if req.Tokens != nil && *req.Tokens < 0 {
 		return res, fmt.Errorf("promote %s: tokens %d: must not be negative", sess.Key, *req.Tokens)
 	}
-	// The ticket's values are the job's (Resolve refused longer ones); a
-	// Session built or edited by hand is held to the same bound.
-	if err := (Job{PiVersion: req.PiVersion, Venue: sess.Venue, Model: sess.Model, ID: sess.Job}).checkLengths(); err != nil {
+	// The ticket's values are the job's (Resolve refused longer ones, and
+	// ones that are not text); a Session built or edited by hand, and the
+	// request's pi version, are held to the same bounds.
+	if err := (Job{PiVersion: req.PiVersion, Venue: sess.Venue, Model: sess.Model, ID: sess.Job}).checkValues(); err != nil {
 		return res, fmt.Errorf("promote %s: %w", sess.Key, err)
 	}
 	// ReadTicket's checks, for a Session that did not come from it: the

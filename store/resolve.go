@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
@@ -24,8 +25,11 @@ import (
 // first resolve of it is venue-changed or pi-version-changed), and
 // migrate --to-legacy fails that key (migrate.ErrNotLegacy) until a
 // promotion restamps it. A Model with white space around it fails the
-// legacy check and is no model (the context bound does not apply). Each
-// field is at most MaxValueBytes long: Resolve refuses a longer one.
+// legacy check and is no model (the context bound does not apply), and so
+// does one that is not valid UTF-8. Each field is at most MaxValueBytes
+// long, and PiVersion, Venue and ID are valid UTF-8: Resolve refuses a
+// longer one (ErrValueTooLong) and one that is not text (ErrValueNotUTF8),
+// as the CLI refuses such a flag.
 type Job struct {
 	// PiVersion is the version of pi the job's image declares; "" means it
 	// declares none, and such a job never resumes.
@@ -49,14 +53,25 @@ type Job struct {
 // (maxTicketBytes).
 const MaxValueBytes = legacy.SidecarMaxBytes
 
-// checkLengths refuses the first of the job's values that is longer than
-// MaxValueBytes, naming it and its length, never quoting it.
-func (j Job) checkLengths() error {
-	for _, v := range []struct{ name, value string }{
-		{"pi version", j.PiVersion}, {"venue", j.Venue}, {"model", j.Model}, {"job id", j.ID},
+// checkValues refuses the first of the job's values that is longer than
+// MaxValueBytes (ErrValueTooLong), or, but for the model, not valid UTF-8
+// (ErrValueNotUTF8), naming it and its length, never quoting it. The
+// ticket is JSON: a value that is not text would come back from
+// ReadTicket as another one, and its promotion would stamp that. A model
+// that is not text is no model (the legacy check refuses every byte
+// outside ASCII), as it was: the ticket never carries it.
+func (j Job) checkValues() error {
+	for _, v := range []struct {
+		name, value string
+		text        bool
+	}{
+		{"pi version", j.PiVersion, true}, {"venue", j.Venue, true}, {"model", j.Model, false}, {"job id", j.ID, true},
 	} {
 		if len(v.value) > MaxValueBytes {
 			return fmt.Errorf("%s of %d bytes: %w", v.name, len(v.value), ErrValueTooLong)
+		}
+		if v.text && !utf8.ValidString(v.value) {
+			return fmt.Errorf("%s of %d bytes: %w", v.name, len(v.value), ErrValueNotUTF8)
 		}
 	}
 	return nil
@@ -73,8 +88,8 @@ func (j Job) checkLengths() error {
 // copy, so no promotion can land between the judgement and the copy.
 //
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
-// (ErrValueTooLong), or a job dir that is the store's directory (the
-// sessions root, a fleet's transcripts dir), lies inside one of its keys'
+// (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), or a
+// job dir that is the store's directory (the sessions root, a fleet's transcripts dir), lies inside one of its keys'
 // directories (a key's own, or one moved aside by a reap or a quarantine),
 // or holds it, or one that cannot be told apart from it (ErrJobDirInStore:
 // the job's container is given <jobDir>/session, and a worker removes its
@@ -89,7 +104,7 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	if !ValidKey(key) {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
 	}
-	if err := job.checkLengths(); err != nil {
+	if err := job.checkValues(); err != nil {
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
 	sess, err := s.resolve(key, job, jobDir)

@@ -313,8 +313,8 @@ func (s Session) validate() error {
 	case s.Base.File != nil && s.Base.Gen != 0:
 		return errors.New("base names both a record and a file")
 	// Resolve writes none longer, and Promote would refuse one.
-	case Job{Venue: s.Venue, Model: s.Model, ID: s.Job}.checkLengths() != nil:
-		return fmt.Errorf("a venue, model or job id is longer than %d bytes", MaxValueBytes)
+	case Job{Venue: s.Venue, Model: s.Model, ID: s.Job}.checkValues() != nil:
+		return fmt.Errorf("a venue, model or job id is longer than %d bytes, or a venue or job id is not valid UTF-8", MaxValueBytes)
 	// The verdict as every resolve writes it, before the job contract
 	// too: a resume is resumed and delivered bytes, a cold start none.
 	// An edited verdict would be promoted as another resolve's: a cold

@@ -211,3 +211,66 @@ func TestReadTicketRefusesAValueLongerThanASidecar(t *testing.T) {
 		}
 	}
 }
+
+// A job value that is not valid UTF-8 is refused by Resolve before
+// anything is touched, and by Promote for a Session or request that
+// carries one, as the CLI refuses such a flag. Before, Resolve took it:
+// the ticket, JSON, carried a venue of "loc\xffal" back from ReadTicket as
+// "loc\uFFFDal", the promotion stamped that, and every later job of the
+// venue the worker really gave cold-started venue-changed, its run
+// replacing the conversation, for ever.
+func TestAJobValueThatIsNotUTF8IsRefusedBeforeItReachesTheTicket(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	_, jobDir := mustResolve(t, s, testKey, localJob())
+	ticket := mustRead(t, filepath.Join(jobDir, TicketName))
+	stagedBefore := staged(t, jobDir)
+	bad := "loc\xffal"
+	for name, job := range map[string]Job{
+		"pi version": {PiVersion: bad, Venue: "local"},
+		"venue":      {PiVersion: testPi, Venue: bad},
+		"job id":     {PiVersion: testPi, Venue: "local", ID: bad},
+	} {
+		_, err := s.Resolve(testKey, job, jobDir)
+		if !errors.Is(err, ErrValueNotUTF8) {
+			t.Fatalf("%s %q: %v, want ErrValueNotUTF8", name, bad, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, name) || strings.Contains(msg, "\xff") {
+			t.Errorf("%s: error %q does not name the field, or quotes its value", name, msg)
+		}
+		if got := mustRead(t, filepath.Join(jobDir, TicketName)); !bytes.Equal(got, ticket) {
+			t.Errorf("%s: the earlier ticket changed", name)
+		}
+		if got := staged(t, jobDir); !bytes.Equal(got, stagedBefore) {
+			t.Errorf("%s: the staged file changed (%d bytes, were %d)", name, len(got), len(stagedBefore))
+		}
+	}
+
+	// The job's own ticket, edited by a Go caller, and the request's pi
+	// version: refused, nothing written.
+	sess, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := sess
+	edited.Venue = bad
+	if _, err := s.Promote(edited, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrValueNotUTF8) {
+		t.Errorf("promote of a ticket whose venue is not UTF-8: %v, want ErrValueNotUTF8", err)
+	}
+	if _, err := s.Promote(sess, PromoteRequest{PiVersion: bad}); !errors.Is(err, ErrValueNotUTF8) {
+		t.Errorf("promote with a pi version that is not UTF-8: %v, want ErrValueNotUTF8", err)
+	}
+	again, _ := mustResolve(t, s, testKey, localJob())
+	want(t, again, true, gates.Resumed)
+
+	// A model that is not text is no model, as the legacy check makes
+	// any model with a byte outside ASCII: the job resolves, as it did
+	// (the CLI passes --model through unchecked).
+	job := localJob()
+	job.Model = "anthropic/" + bad
+	noModel, _ := mustResolve(t, s, testKey, job)
+	want(t, noModel, true, gates.Resumed)
+	if noModel.Model != "" {
+		t.Errorf("a model that is not UTF-8 was kept as %q; want no model", noModel.Model)
+	}
+}
