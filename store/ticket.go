@@ -222,8 +222,9 @@ func removeTicket(jd *os.File) error {
 
 // ReadTicket reads the ticket Resolve left in jobDir. The ticket is opened
 // without following a link and without blocking on a FIFO, must be a
-// regular file of at most 256 KiB, and its contents never appear in an
-// error. The Session's JobDir is jobDir, whatever the ticket says: a job
+// regular file of at most 256 KiB (anything else at its name, a link
+// included, is ErrBadTicket; no file there wraps fs.ErrNotExist), and its
+// contents never appear in an error. The Session's JobDir is jobDir, whatever the ticket says: a job
 // dir may have been moved since its resolve.
 func ReadTicket(jobDir string) (Session, error) {
 	var sess Session
@@ -234,7 +235,12 @@ func ReadTicket(jobDir string) (Session, error) {
 	}
 	defer jd.Close()
 	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
-	if err != nil {
+	switch {
+	case errors.Is(err, fsat.ErrNotRegular), errors.Is(err, fsat.ErrTooLarge):
+		// Not a small regular file: no ticket Resolve could have written,
+		// as ErrBadTicket says, and not a fault of the disk's.
+		return sess, fmt.Errorf("read ticket: %w: %w", ErrBadTicket, err)
+	case err != nil:
 		return sess, fmt.Errorf("read ticket: %w", err)
 	}
 	sess, err = decodeTicket(name, b)

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"sessdb/gates"
@@ -35,5 +39,34 @@ func TestFailedTicketWriteLeavesNoTemp(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("job dir after the failed write: %v; want only %s", names, TicketName)
+	}
+}
+
+// What sits at the ticket's name but is no small regular file (a link,
+// a FIFO, a directory, a file over 256 KiB) is ErrBadTicket, as that
+// error's doc says, so that a worker tells a ticket no resolve wrote from
+// a fault of the disk; a missing ticket stays fs.ErrNotExist. Before,
+// each of them was the open's or the read's bare error.
+func TestATicketThatIsNoSmallRegularFileIsABadTicket(t *testing.T) {
+	base := t.TempDir()
+	for name, put := range map[string]func(p string) error{
+		"link":      func(p string) error { return os.Symlink(p+".real", p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"too large": func(p string) error { return os.WriteFile(p, make([]byte, maxTicketBytes+1), 0o600) },
+	} {
+		jobDir := filepath.Join(base, strings.ReplaceAll(name, " ", "-"))
+		if err := os.Mkdir(jobDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := put(filepath.Join(jobDir, TicketName)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadTicket(jobDir); !errors.Is(err, ErrBadTicket) {
+			t.Errorf("a ticket that is a %s: %v, want ErrBadTicket", name, err)
+		}
+	}
+	if _, err := ReadTicket(base); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrBadTicket) {
+		t.Errorf("no ticket: %v, want fs.ErrNotExist and not ErrBadTicket", err)
 	}
 }
