@@ -28,9 +28,12 @@ type PromoteRequest struct {
 	// count is an error: nothing is written.
 	Tokens *int64
 	// Window, when non-zero, is the model's context window; zero looks the
-	// transcript's model up in Options.Models and then in pi's built-in
-	// table. A reading with no window is no measurement. A negative window
-	// is an error: nothing is written.
+	// transcript's model up in Options.Models, or in pi's built-in table
+	// where that is nil (a Windows given is the only table asked: the
+	// Registry of models.Load or models.Parse holds the built-in models
+	// too, a Windows of the caller's own may not). A reading with no
+	// window is no measurement. A negative window is an error: nothing is
+	// written.
 	Window int64
 	// Require is "" to record the run's shape only, or transcript.Answered to
 	// refuse any other shape as run-incomplete, transcript.Unknown included:

@@ -89,7 +89,12 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Models looks up a model's context window for the reading a
-	// promotion stores; nil means pi 0.58.3's built-in models.
+	// promotion stores; nil means pi 0.58.3's built-in models. A non-nil
+	// Models is the only table asked: a model it does not know has no
+	// window, its reading is dropped (logged, session_reading_dropped) and
+	// the context bound never judges the key until one is stored, so give
+	// models.Load's Registry, which holds the built-in models too, or a
+	// Windows that falls back to models.Builtin.
 	Models Windows
 }
 

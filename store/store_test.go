@@ -11,6 +11,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/fsat"
+	"sessdb/store/models"
 	"sessdb/store/transcript"
 )
 
@@ -466,4 +467,47 @@ func withDB(t *testing.T, root, key string, fn func(*db.Tx) error) {
 	if err := d.View(fn); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// windowsOf is a Windows of the caller's own: the models it names, and no
+// other.
+type windowsOf map[string]int64
+
+func (w windowsOf) Window(model string) (int64, bool) { v, ok := w[model]; return v, ok }
+
+// A Windows given in Options is the only table a promotion asks: a model
+// pi has built in but the caller's Windows does not name gets no window,
+// and no reading is stored, as Options.Models says. PromoteRequest.Window's
+// doc said the built-in table was asked after Options.Models; a Go worker
+// that gave its one custom model lost every built-in model's reading, and
+// with it the context bound, without a word.
+func TestACallersWindowsIsTheOnlyTableAsked(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	s, err := New(root, Options{Models: windowsOf{"acme/custom": 1000}, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	if c := contextOf(t, root, testKey); c != nil {
+		t.Fatalf("a built-in model the caller's Windows does not name got a reading: %+v", c)
+	}
+	// Falling back to the built-in table is the caller's to write.
+	s, err = New(root, Options{Models: fallback{windowsOf{"acme/custom": 1000}}, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "b")
+	if c := contextOf(t, root, testKey); c == nil || c.Window != 200000 {
+		t.Fatalf("context with a Windows that falls back to the built-in table = %+v", c)
+	}
+}
+
+// fallback asks its Windows, then pi's built-in models.
+type fallback struct{ Windows }
+
+func (f fallback) Window(model string) (int64, bool) {
+	if w, ok := f.Windows.Window(model); ok {
+		return w, ok
+	}
+	return models.Builtin().Window(model)
 }
