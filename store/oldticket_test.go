@@ -107,6 +107,41 @@ func TestTicketWithoutItsIdIsNotAnOldTicket(t *testing.T) {
 	}
 }
 
+// The same through the Go API: a Session whose id a caller dropped (a
+// worker that keeps its tickets in its own records, without that field)
+// is one ReadTicket would refuse, and Promote refuses it too, as its doc
+// says, before anything is written. Before, Promote took it for a ticket
+// from before the job contract: a cold run resolved on one root was
+// promoted into another (no root check), and a retry of a promotion was
+// superseded by its own generation (no repeat).
+func TestASessionWithoutItsIdIsNotAnOldTicket(t *testing.T) {
+	a, rootA, _ := newTestStore(t, gates.Bounds{})
+	b, rootB, _ := newTestStore(t, gates.Bounds{})
+	cold, jobDir := mustResolve(t, a, testKey, localJob())
+	stage(t, jobDir, transcriptBytes(a.opts.Now(), "cold run"))
+	cold.Ticket = ""
+	if res, err := b.Promote(cold, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrBadTicket) || res.Promoted {
+		t.Errorf("a cold Session of another root with its id dropped: %+v, %v; want ErrBadTicket", res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(rootB, testKey)); !os.IsNotExist(err) {
+		t.Fatalf("the other root's key: %v; want nothing written there", err)
+	}
+
+	// A resumed one, its root dropped too: its base and checksum are
+	// still the job contract's.
+	runJob(t, a, testKey, localJob(), PromoteRequest{}, "base")
+	before := readCanonical(t, rootA, testKey)
+	warm, jobDir := mustResolve(t, a, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("warm run")...))
+	warm.Ticket, warm.Root = "", ""
+	if res, err := a.Promote(warm, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrBadTicket) || res.Promoted {
+		t.Errorf("a resumed Session with its id and root dropped: %+v, %v; want ErrBadTicket", res, err)
+	}
+	if got := readCanonical(t, rootA, testKey); !bytes.Equal(got, before) {
+		t.Fatal("the key changed")
+	}
+}
+
 // Jobs in flight when a host is upgraded were resolved by the old binary
 // and are promoted by the new one. Two of them resolved on the same key
 // from the same generation: the first promotes; the second, stale, must not

@@ -314,6 +314,12 @@ func (s Session) validate() error {
 		return errors.New("ticket id is not 32 lowercase hex characters")
 	case s.Ticket != "" && !filepath.IsAbs(s.Root):
 		return errors.New("root is not an absolute path")
+	// A ticket with no id promotes with no root check and no repeat: only
+	// one from before the job contract may, and it had none of these
+	// (decodeTicket refuses the fields written at all). A Session whose
+	// id a Go caller dropped would otherwise promote into another root.
+	case s.Ticket == "" && (s.Root != "" || s.CRC32C != 0 || s.Base != (Base{})):
+		return errors.New("a root, checksum or base with no ticket id (only tickets from before the job contract have no id, and they have none of those)")
 	case s.Bytes < 0 || s.Base.Size < 0 || s.Base.Rev < 0:
 		return errors.New("a size or revision is negative")
 	case s.Base.File != nil && s.Base.Gen != 0:
