@@ -107,8 +107,9 @@ type PromoteResult struct {
 // transcript-rewritten (unless AllowRewrite); a run whose shape is not the
 // one required is run-incomplete. These refusals change nothing but the
 // key's history, which records them once per ticket. A key whose lock is
-// not had in time is locked: the run's transcript is discarded, never
-// queued and never clobbering. A fault after the lock is promote-failed,
+// not had in time is locked: nothing is written, never queued and never
+// clobbering; the run's transcript stays in the job dir, and a retry with
+// the same Session promotes it (or is superseded). A fault after the lock is promote-failed,
 // returned together with its cause; the key's transcript is then the old
 // one or the new one, never a mix.
 //
