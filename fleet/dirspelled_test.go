@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,6 +78,43 @@ func TestAnUnreachableDirsIDIsWhereItsPathLeads(t *testing.T) {
 		}
 		if id, _ := u.ID(); id != want+idSep+"/sessdb)" {
 			t.Errorf("%s: ID %q; want it to name %s", spelled, id, want)
+		}
+	}
+}
+
+// A transcripts dir whose name is not valid UTF-8 gives the fleet no ID
+// (store.ErrRootNotUTF8), as a sessions root's does, so that Resolve
+// refuses the job before it makes anything. Before, the ticket named the
+// dir as JSON text, which carried it back with U+FFFD in place of the
+// bad byte: every promote of every job on such a fleet was
+// store.ErrWrongRoot, and no run was ever promoted. The CLI refuses such
+// a dir itself (exit 2); a Go worker's fleet.Open took it.
+func TestAFleetWhoseTranscriptsDirIsNotUTF8ResolvesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tx\xff")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}, Prefix: "/sessdb"}, TranscriptsDir: dir}
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	u, err := Unreachable(cfg, etcdmeta.ErrUnavailable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "not-utf8", "x")
+	for name, backend := range map[string]store.Backend{"opened": b, "unreachable": u} {
+		if _, err := backend.ID(); !errors.Is(err, store.ErrRootNotUTF8) {
+			t.Errorf("%s: ID: %v; want store.ErrRootNotUTF8", name, err)
+		}
+		jobDir := filepath.Join(t.TempDir(), "job")
+		if _, err := store.NewOn(backend, store.Options{}).Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir); !errors.Is(err, store.ErrRootNotUTF8) {
+			t.Errorf("%s: Resolve: %v; want store.ErrRootNotUTF8", name, err)
+		}
+		if _, err := os.Lstat(jobDir); !os.IsNotExist(err) {
+			t.Errorf("%s: the job dir: %v; want nothing made", name, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -201,10 +202,22 @@ func (b *Backend) Dir() string { return b.dir }
 
 // ID names the fleet's data for a ticket: the transcripts dir and the
 // etcd prefix, as "<dir> (etcd prefix <prefix>)". It begins with the
-// absolute dir, as a ticket's root must.
-func (b *Backend) ID() (string, error) { return id(b.dir, b.meta.Prefix()), nil }
+// absolute dir, as a ticket's root must. A dir that is not valid UTF-8
+// has none (store.ErrRootNotUTF8), as a sessions root that is not: the
+// ticket names it as JSON text, which would carry it back as another
+// name, and every promote of the job would be store.ErrWrongRoot.
+func (b *Backend) ID() (string, error) { return checkedID(b.dir, b.meta.Prefix()) }
 
 func id(dir, prefix string) string { return dir + idSep + prefix + ")" }
+
+// checkedID is id, refused (store.ErrRootNotUTF8) where dir is not valid
+// UTF-8; the prefix is etcdmeta's, which refuses one that is not.
+func checkedID(dir, prefix string) (string, error) {
+	if !utf8.ValidString(dir) {
+		return "", fmt.Errorf("%w: the transcripts dir %q", store.ErrRootNotUTF8, dir)
+	}
+	return id(dir, prefix), nil
+}
 
 const idSep = " (etcd prefix "
 

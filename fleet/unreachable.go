@@ -78,7 +78,7 @@ type unreachable struct {
 	log         zerolog.Logger
 }
 
-func (u *unreachable) ID() (string, error) { return id(u.dir, u.prefix), nil }
+func (u *unreachable) ID() (string, error) { return checkedID(u.dir, u.prefix) }
 
 // Dir is the absolute transcripts dir, as Backend's.
 func (u *unreachable) Dir() string { return u.dir }

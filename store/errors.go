@@ -60,8 +60,9 @@ var (
 
 	// ErrRootNotUTF8 is returned by Resolve when the sessions root leads,
 	// through its links or from a working directory, to a path that is not
-	// valid UTF-8: the ticket names the root as text, and no promote could
-	// find the root it names. Nothing is made, written or removed.
+	// valid UTF-8 (on a fleet, when its transcripts dir's name is not): the
+	// ticket names the root as text, and no promote could find the root it
+	// names. Nothing is made, written or removed.
 	ErrRootNotUTF8 = errors.New("where the sessions root leads is not valid UTF-8 (a job's ticket names it as text)")
 )
 
