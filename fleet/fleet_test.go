@@ -38,6 +38,16 @@ func TestOpenNeedsATranscriptsDir(t *testing.T) {
 
 // The ID names the transcripts dir and the prefix; a ticket from either
 // another dir or another prefix is another fleet's.
+// Unreachable with no cause is an error that says so. Before, its
+// message was "fleet unreachable: %!w(<nil>)", fmt's own complaint.
+func TestUnreachableWithNoCauseSaysSo(t *testing.T) {
+	cfg := Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}}, TranscriptsDir: t.TempDir()}
+	b, err := Unreachable(cfg, nil)
+	if b != nil || err == nil || strings.Contains(err.Error(), "%!") || !strings.Contains(err.Error(), "no cause") {
+		t.Fatalf("Unreachable(cfg, nil) = %v, %v; want no backend and an error that says no cause was given", b, err)
+	}
+}
+
 func TestIDNamesTheDirAndThePrefix(t *testing.T) {
 	dir := t.TempDir()
 	open := func(d, prefix string) *Backend {

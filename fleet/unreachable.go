@@ -36,7 +36,12 @@ import (
 // not a directory, is Open's error; so is a cause that is neither
 // sentinel, which no Backend of this fleet would answer with.
 func Unreachable(cfg Config, cause error) (store.Backend, error) {
-	if !IsUnreachable(cause) {
+	switch {
+	case cause == nil:
+		// No cause is no answer Open gave; "%w" of nil would print
+		// "%!w(<nil>)".
+		return nil, errors.New("fleet unreachable: no cause given (Unreachable stands in for Open's etcdmeta.ErrUnavailable, etcdmeta.ErrAuth or shared.ErrDirUnavailable)")
+	case !IsUnreachable(cause):
 		return nil, fmt.Errorf("fleet unreachable: %w", cause)
 	}
 	dirGone := errors.Is(cause, shared.ErrDirUnavailable)
