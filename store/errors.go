@@ -58,6 +58,15 @@ var (
 	// made, written or removed.
 	ErrJobDirInStore = errors.New("a job dir may not be the store's directory, lie inside one of its keys, or hold it")
 
+	// ErrJobDirBusy is returned by Resolve and Promote when another
+	// resolve or promote is staging in, or reading from, the same job dir
+	// at that moment (its lock is held): a worker that gave up on a slow
+	// resolve and used the dir again. Two resolves at once could leave
+	// one's ticket beside the other's transcript, and its promote put one
+	// conversation into another key. Nothing is made, written or removed;
+	// retry once the other is done.
+	ErrJobDirBusy = errors.New("another resolve or promote is using the job dir: retry once it is done")
+
 	// ErrRootNotUTF8 is returned by Resolve when the sessions root leads,
 	// through its links or from a working directory, to a path that is not
 	// valid UTF-8 (on a fleet, when its transcripts dir's name is not): the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,21 @@ func openJobDir(path string) (*os.File, error) {
 		jd, err = fsat.OpenDir(path)
 	}
 	return jd, err
+}
+
+// lockStaging takes the exclusive flock of sd, a job dir's staged dir,
+// without waiting, for a resolve's staging or a promote's open of the
+// staged file (ErrJobDirBusy where another holds it); it is released when
+// sd is closed. The staged dir's, not the job dir's: a worker may hold
+// the job dir's own flock around the command (flock(1) $JOB). A file
+// system without flock (some network ones answer ENOLCK or EOPNOTSUPP)
+// goes unlocked, as before the lock: it guards a worker's misuse, not the
+// store's data.
+func lockStaging(sd *os.File) error {
+	if err := fsat.Flock(sd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return ErrJobDirBusy
+	}
+	return nil
 }
 
 // stagedDir makes <jobDir>/session (0700, a real directory, never a link)

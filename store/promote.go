@@ -88,7 +88,8 @@ type PromoteResult struct {
 // Before anything is written: a Session ReadTicket would refuse (a
 // verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
 // is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, a ticket from
-// another sessions root is ErrWrongRoot. A
+// another sessions root is ErrWrongRoot, a job dir a resolve is staging
+// in at that moment is ErrJobDirBusy. A
 // staged file that is missing or empty is absent, one that is a link, a
 // FIFO or anything but a regular file is not-a-regular-file, one over the
 // size cap is too-large; nothing is touched for any of them.

@@ -89,14 +89,17 @@ func (j Job) checkValues() error {
 //
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
 // (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), or a
-// job dir that is the store's directory (the sessions root, a fleet's transcripts dir), lies inside one of its keys'
-// directories (a key's own, or one moved aside by a reap or a quarantine),
+// job dir that is the store's directory (the sessions root, a fleet's
+// transcripts dir), lies inside one of its keys' directories (a key's own, or one moved aside by a reap or a quarantine),
 // or holds it, or one that cannot be told apart from it (ErrJobDirInStore:
 // the job's container is given <jobDir>/session, and a worker removes its
 // job dir after the job), and a sessions root that leads to a path that
 // is not valid UTF-8 (ErrRootNotUTF8: the ticket names the root as text),
 // are refused before anything is touched, and so is a root whose path
-// stops resolving between the two. Any other error means a fault (an
+// stops resolving between the two, and a job dir another resolve or
+// promote is using at that moment (ErrJobDirBusy: the second of two
+// resolves at once could leave its ticket beside the first's
+// transcript). Any other error means a fault (an
 // unusable job dir, an I/O error); the staged file is then removed, and
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
@@ -148,14 +151,23 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 		return Session{}, err
 	}
 	defer jd.Close()
-	if err := removeTicket(jd); err != nil {
-		return Session{}, err
-	}
+	// The staged dir is held from here on: another resolve or promote in
+	// the same job dir at once is ErrJobDirBusy, before this one removes
+	// anything.
 	sd, err := stagedDir(jd)
 	if err != nil {
+		if rerr := removeTicket(jd); rerr != nil {
+			return Session{}, rerr
+		}
 		return Session{}, err
 	}
 	defer sd.Close()
+	if err := lockStaging(sd); err != nil {
+		return Session{}, err
+	}
+	if err := removeTicket(jd); err != nil {
+		return Session{}, err
+	}
 	staged, err := createStaged(sd)
 	if err != nil {
 		return Session{}, err

@@ -50,6 +50,10 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 		return sf, "", err
 	}
 	defer sd.Close()
+	// Not while a resolve stages another transcript here.
+	if err := lockStaging(sd); err != nil {
+		return sf, "", err
+	}
 	// Only a regular file is opened: a device node's open runs its driver.
 	f, st, err := fsat.OpenRegularAt(sd, TranscriptName)
 	switch {
