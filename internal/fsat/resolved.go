@@ -45,7 +45,14 @@ func ResolvedPath(p string) (string, error) {
 		i := strings.LastIndexByte(head, filepath.Separator)
 		switch {
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR):
-			return "", errnoOf(err)
+			var errno unix.Errno
+			if !errors.As(err, &errno) {
+				// EvalSymlinks' own count of links (more than 255: a
+				// loop) carries no errno; the kernel, which follows
+				// fewer, answers such a path with ELOOP.
+				return "", unix.ELOOP
+			}
+			return "", errno
 		case i < 0:
 			return filepath.Clean(p), nil
 		}

@@ -1,6 +1,7 @@
 package fsat
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,6 +66,30 @@ func TestResolvedPathLeadsWhereTheKernelGoes(t *testing.T) {
 	for _, p := range []string{past, past + "/..", past + "/missing"} {
 		if got, err := ResolvedPath(p); err != unix.ENAMETOOLONG {
 			t.Errorf("ResolvedPath of a path whose links lead past PATH_MAX: %q, %v; want ENAMETOOLONG alone, not the path it was met on", got, err)
+		}
+	}
+}
+
+// A path through a loop of links leads nowhere: ResolvedPath answers
+// ELOOP, the errno alone, as the kernel answers a stat of it (its
+// callers judge the error as a stat's: a loop in a configured path is the
+// configuration's mistake). Go's EvalSymlinks gave up on it with an error
+// of its own that carried no errno.
+func TestResolvedPathThroughALoopOfLinksIsELOOP(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	if err := os.Symlink(b, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a); !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("the kernel's stat of the loop: %v; want ELOOP", err)
+	}
+	for _, p := range []string{a, a + "/x", a + "/.."} {
+		if got, err := ResolvedPath(p); err != unix.ELOOP {
+			t.Errorf("ResolvedPath(%q) = %q, %v; want ELOOP alone", p, got, err)
 		}
 	}
 }

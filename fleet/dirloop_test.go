@@ -1,0 +1,36 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+)
+
+// A transcripts dir whose path runs through a loop of links is the
+// configuration's mistake (ELOOP, exit 2), as a stat of it always said:
+// not a failing mount, on which every resolve would be a cold start
+// store-unavailable. Where it leads is resolved first (fsat.ResolvedPath),
+// and its failure is judged as a stat's; Go's own count of links, past
+// 255, carried no errno, and the loop was taken for the storage failing.
+func TestATranscriptsDirThroughALoopOfLinksIsNoTranscriptsDir(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	if err := os.Symlink(b, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{a, filepath.Join(a, "transcripts")} {
+		_, err := Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}}, TranscriptsDir: dir})
+		if !errors.Is(err, ErrNoTranscriptsDir) || errors.Is(err, shared.ErrDirUnavailable) || !errors.Is(err, unix.ELOOP) {
+			t.Errorf("Open of %s: %v; want ErrNoTranscriptsDir, with ELOOP, not the dir unavailable", dir, err)
+		}
+	}
+}
