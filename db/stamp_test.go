@@ -2,8 +2,11 @@ package db
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A process that ignores the lock can write meta.db while an open or a
@@ -145,4 +148,64 @@ func readVenue(t *testing.T, d *DB) string {
 		return ""
 	}
 	return *s.Venue
+}
+
+// A file system whose clock is coarser than the time between two writes
+// shows the second with the first's modification time: there the size
+// alone tells a write under the lock (fileStamp). Here the venue is
+// written over and the file grown a page while the open reads it, and
+// its modification time set back to the stamp's: the open is refused all
+// the same, on the snapshot and the mapped path.
+func TestAWriteUnderTheLockThatLeavesTheModificationTimeIsToldByTheSize(t *testing.T) {
+	for _, large := range []bool{false, true} {
+		kd := smallOrBigDB(t, large)
+		write := venueWrittenUnderTheLock(t, kd.db)
+		testHookReading = func() {
+			var was unix.Stat_t
+			if err := unix.Stat(kd.db, &was); err != nil {
+				t.Fatal(err)
+			}
+			write()
+			f, err := os.OpenFile(kd.db, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Write(make([]byte, 4096))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = unix.UtimesNano(kd.db, []unix.Timespec{was.Atim, was.Mtim})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var now unix.Stat_t
+			if err := unix.Stat(kd.db, &now); err != nil || now.Mtim != was.Mtim || now.Size == was.Size {
+				t.Fatalf("the write left the time %v (was %v) and the size %d (was %d), %v: not the write this test makes", now.Mtim, was.Mtim, now.Size, was.Size, err)
+			}
+		}
+		d, err := OpenReader(kd.dir, kd.db, testOpts)
+		testHookReading = nil
+		if err == nil {
+			venue := readVenue(t, d)
+			d.Close()
+			t.Fatalf("large %v: opened a file grown while its pages were read, its time kept; the venue reads %q", large, venue)
+		}
+		wantErr(t, err, ErrDamaged)
+	}
+}
+
+// The stamp's check after a mapped reader's schema check does not stand
+// in for that check's own answer: a file of a newer schema is refused as
+// one (ErrNewerSchema), not opened because no process wrote it meanwhile.
+func TestAMappedReaderOfANewerSchemaIsRefusedThoughTheFileStoodStill(t *testing.T) {
+	kd := bigDB(t)
+	setSchema(t, kd.db, SchemaVersion+1)
+	d, err := OpenReader(kd.dir, kd.db, testOpts)
+	if err == nil {
+		d.Close()
+		t.Fatal("a reader opened a file of a newer schema")
+	}
+	wantErr(t, err, ErrNewerSchema)
 }
