@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +32,11 @@ func TestATranscriptsDirThroughALoopOfLinksIsNoTranscriptsDir(t *testing.T) {
 		_, err := Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}}, TranscriptsDir: dir})
 		if !errors.Is(err, ErrNoTranscriptsDir) || errors.Is(err, shared.ErrDirUnavailable) || !errors.Is(err, unix.ELOOP) {
 			t.Errorf("Open of %s: %v; want ErrNoTranscriptsDir, with ELOOP, not the dir unavailable", dir, err)
+		}
+		// The operator is told which path is wrong: the one configured,
+		// where where it leads cannot be told.
+		if err != nil && !strings.HasPrefix(err.Error(), "fleet open "+dir+": ") {
+			t.Errorf("Open of %s: %v; want the error to name the dir", dir, err)
 		}
 	}
 }
