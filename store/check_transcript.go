@@ -153,8 +153,12 @@ func readCRC(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, 
 // milliseconds even from a slow disk, so an interrupt abandons the read
 // of a huge file (a sparse one reads as gigabytes of zeros) within far
 // less than a second; the caller tells an interrupted read by ctx.Err(),
-// not by the error, which is the read's own.
+// not by the error, which is the read's own. A nil ctx is
+// context.Background().
 func ReadCRC32C(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	buf := make([]byte, max(min(limit, verifyChunk), 0))
 	var n int64
 	var sum uint32

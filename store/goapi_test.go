@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -272,5 +274,36 @@ func TestWalksTakeANilVisit(t *testing.T) {
 	}
 	if err := s.Inspect(0, nil); err != nil {
 		t.Errorf("inspect with a nil visit: %v", err)
+	}
+}
+
+// A Store not made by New or NewOn (its zero value), or made by NewOn
+// with no Backend, has nowhere to read or write a key: Resolve and
+// Promote say so (ErrNoBackend) and make nothing in the job dir, as the
+// walks already answered ErrNoSessionsRoot. Both panicked (rev-go).
+func TestAStoreWithNoBackendSaysSo(t *testing.T) {
+	key := store.Key("github", "acme/widget", "pi/no-backend")
+	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{})} {
+		jobDir := filepath.Join(t.TempDir(), "job")
+		if _, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir); !errors.Is(err, store.ErrNoBackend) {
+			t.Errorf("%s: resolve: %v; want ErrNoBackend", name, err)
+		}
+		if _, err := os.Lstat(jobDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the job dir after the refused resolve: %v; want nothing made", name, err)
+		}
+		if _, err := s.Promote(store.Session{Key: key, JobDir: jobDir}, store.PromoteRequest{}); !errors.Is(err, store.ErrNoBackend) {
+			t.Errorf("%s: promote: %v; want ErrNoBackend", name, err)
+		}
+	}
+}
+
+// ReadCRC32C takes a nil context as context.Background(), as the walks
+// and VerifyRecorded do; it panicked (rev-go).
+func TestReadCRC32CTakesANilContext(t *testing.T) {
+	data := []byte("twelve bytes")
+	var none context.Context
+	n, sum, err := store.ReadCRC32C(none, bytes.NewReader(data), 100)
+	if err != nil || n != int64(len(data)) || sum != crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)) {
+		t.Fatalf("ReadCRC32C(nil, …) = %d, %08x, %v; want %d bytes and their CRC32C", n, sum, err, len(data))
 	}
 }

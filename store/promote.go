@@ -119,6 +119,9 @@ type PromoteResult struct {
 // of its own instead of being glued to the torn one and dropped with it.
 func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error) {
 	res := PromoteResult{Key: sess.Key}
+	if s.backend == nil {
+		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrNoBackend)
+	}
 	if !ValidKey(sess.Key) {
 		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrInvalidKey)
 	}

@@ -104,6 +104,9 @@ func (j Job) checkValues() error {
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
 func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
+	if s.backend == nil {
+		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrNoBackend)
+	}
 	if !ValidKey(key) {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrInvalidKey)
 	}
