@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/testfs"
 )
 
 // A transcripts dir whose path runs through a loop of links is the
@@ -20,14 +20,7 @@ import (
 // and its failure is judged as a stat's; Go's own count of links, past
 // 255, carried no errno, and the loop was taken for the storage failing.
 func TestATranscriptsDirThroughALoopOfLinksIsNoTranscriptsDir(t *testing.T) {
-	base := t.TempDir()
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	if err := os.Symlink(b, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(a, b); err != nil {
-		t.Fatal(err)
-	}
+	a := testfs.LinkLoop(t, t.TempDir())
 	for _, dir := range []string{a, filepath.Join(a, "transcripts")} {
 		_, err := Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}}, TranscriptsDir: dir})
 		if !errors.Is(err, ErrNoTranscriptsDir) || errors.Is(err, shared.ErrDirUnavailable) || !errors.Is(err, unix.ELOOP) {

@@ -76,18 +76,7 @@ func TestTheLookAfterAHiddenRollForwardChecksMetaDBAgain(t *testing.T) {
 	needRoot(t)
 	s, root := workersStore(t)
 	key := chkKey(t, s, "hiddenpending")
-	sess, jobDir := mustResolve(t, s, key, localJob())
-	stage(t, jobDir, append(staged(t, jobDir), entryLine("in flight")...))
-	faults.Set(func(p faults.Point) error {
-		if p == faults.PromoteAfterCommit {
-			return errors.New("crash")
-		}
-		return nil
-	})
-	if res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi}); res.Promoted {
-		t.Fatal("the promotion landed")
-	}
-	faults.Set(nil)
+	commitWithoutRenameAt(t, s, root, key)
 	hideFirstLook(t, root, key, func() {})
 	var pendingSeen []bool // at each deep check: a promotion still pending in meta.db
 	deep := func(_ context.Context, key string) (DeepResult, error) {
@@ -98,13 +87,7 @@ func TestTheLookAfterAHiddenRollForwardChecksMetaDBAgain(t *testing.T) {
 		})
 		return s.DeepCheckDB(key), nil
 	}
-	var found []Finding
-	if _, err := s.Check(context.Background(), CheckOptions{Repair: true, DeepCheck: deep}, func(f Finding) error {
-		found = append(found, f)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	found := checkFindings(t, s, CheckOptions{Repair: true, DeepCheck: deep})
 	if f := chkFind(found, key+"/"+db.FileName, KindPendingPromotion); f == nil || !f.Repaired {
 		t.Fatalf("the hidden promotion: %+v; want it rolled forward in this run", found)
 	}

@@ -23,8 +23,6 @@ func TestResolveRefusesAJobValueLongerThanASidecar(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
 	_, jobDir := mustResolve(t, s, testKey, localJob())
-	ticket := mustRead(t, filepath.Join(jobDir, TicketName))
-	stagedBefore := staged(t, jobDir)
 	long := strings.Repeat("v", MaxValueBytes+1)
 	for name, job := range map[string]Job{
 		"pi version": {PiVersion: long, Venue: "local"},
@@ -32,19 +30,30 @@ func TestResolveRefusesAJobValueLongerThanASidecar(t *testing.T) {
 		"model":      {PiVersion: testPi, Venue: "local", Model: "anthropic/" + long[len("anthropic/"):]},
 		"job id":     {PiVersion: testPi, Venue: "local", ID: long},
 	} {
-		_, err := s.Resolve(testKey, job, jobDir)
-		if !errors.Is(err, ErrValueTooLong) {
-			t.Fatalf("%s of %d bytes: %v, want ErrValueTooLong", name, len(long), err)
-		}
-		if msg := err.Error(); !strings.Contains(msg, name) || strings.Contains(msg, "vvvv") {
-			t.Errorf("%s: error %q does not name the field, or quotes its value", name, msg)
-		}
-		if got := mustRead(t, filepath.Join(jobDir, TicketName)); !bytes.Equal(got, ticket) {
-			t.Errorf("%s: the earlier ticket changed", name)
-		}
-		if got := staged(t, jobDir); !bytes.Equal(got, stagedBefore) {
-			t.Errorf("%s: the staged file changed (%d bytes, were %d)", name, len(got), len(stagedBefore))
-		}
+		resolveRefusedUntouched(t, s, jobDir, name, job, ErrValueTooLong, "vvvv")
+	}
+}
+
+// resolveRefusedUntouched holds that a resolve of job into jobDir is
+// refused with want, its error naming the field name and not quoting
+// its value (quoted: a piece of it), and that the job dir's earlier
+// ticket and staged file are left byte for byte.
+func resolveRefusedUntouched(t *testing.T, s *Store, jobDir, name string, job Job, want error, quoted string) {
+	t.Helper()
+	ticket := mustRead(t, filepath.Join(jobDir, TicketName))
+	stagedBefore := staged(t, jobDir)
+	_, err := s.Resolve(testKey, job, jobDir)
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: %v, want %v", name, err, want)
+	}
+	if msg := err.Error(); !strings.Contains(msg, name) || strings.Contains(msg, quoted) {
+		t.Errorf("%s: error %q does not name the field, or quotes its value", name, msg)
+	}
+	if got := mustRead(t, filepath.Join(jobDir, TicketName)); !bytes.Equal(got, ticket) {
+		t.Errorf("%s: the earlier ticket changed", name)
+	}
+	if got := staged(t, jobDir); !bytes.Equal(got, stagedBefore) {
+		t.Errorf("%s: the staged file changed (%d bytes, were %d)", name, len(got), len(stagedBefore))
 	}
 }
 
@@ -223,27 +232,13 @@ func TestAJobValueThatIsNotUTF8IsRefusedBeforeItReachesTheTicket(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
 	_, jobDir := mustResolve(t, s, testKey, localJob())
-	ticket := mustRead(t, filepath.Join(jobDir, TicketName))
-	stagedBefore := staged(t, jobDir)
 	bad := "loc\xffal"
 	for name, job := range map[string]Job{
 		"pi version": {PiVersion: bad, Venue: "local"},
 		"venue":      {PiVersion: testPi, Venue: bad},
 		"job id":     {PiVersion: testPi, Venue: "local", ID: bad},
 	} {
-		_, err := s.Resolve(testKey, job, jobDir)
-		if !errors.Is(err, ErrValueNotUTF8) {
-			t.Fatalf("%s %q: %v, want ErrValueNotUTF8", name, bad, err)
-		}
-		if msg := err.Error(); !strings.Contains(msg, name) || strings.Contains(msg, "\xff") {
-			t.Errorf("%s: error %q does not name the field, or quotes its value", name, msg)
-		}
-		if got := mustRead(t, filepath.Join(jobDir, TicketName)); !bytes.Equal(got, ticket) {
-			t.Errorf("%s: the earlier ticket changed", name)
-		}
-		if got := staged(t, jobDir); !bytes.Equal(got, stagedBefore) {
-			t.Errorf("%s: the staged file changed (%d bytes, were %d)", name, len(got), len(stagedBefore))
-		}
+		resolveRefusedUntouched(t, s, jobDir, name, job, ErrValueNotUTF8, "\xff")
 	}
 
 	// The job's own ticket, edited by a Go caller, and the request's pi

@@ -76,14 +76,7 @@ func TestResolvedPathLeadsWhereTheKernelGoes(t *testing.T) {
 // configuration's mistake). Go's EvalSymlinks gave up on it with an error
 // of its own that carried no errno.
 func TestResolvedPathThroughALoopOfLinksIsELOOP(t *testing.T) {
-	base := t.TempDir()
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	if err := os.Symlink(b, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(a, b); err != nil {
-		t.Fatal(err)
-	}
+	a := testfs.LinkLoop(t, t.TempDir())
 	if _, err := os.Stat(a); !errors.Is(err, unix.ELOOP) {
 		t.Fatalf("the kernel's stat of the loop: %v; want ELOOP", err)
 	}

@@ -59,3 +59,17 @@ func ChdirGone(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// LinkLoop makes two links in dir, each to the other, and returns the
+// first: a path through it leads nowhere (the kernel answers ELOOP).
+func LinkLoop(t testing.TB, dir string) string {
+	t.Helper()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.Symlink(b, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
