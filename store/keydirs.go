@@ -206,8 +206,9 @@ func (v *keyView) accept(c copied) Acceptance {
 		// holds.
 		return Acceptance{Resume: true, Base: baseOf(k.pending.Prev, nil)}
 	case k.fromTemp:
-		// The committed promotion's temp is damaged (since servePending
-		// read it whole: changed by a process that ignores the lock): the
+		// The committed promotion's temp is damaged (as dump and check
+		// find it here; a resolve, which read it whole first, only where
+		// a process that ignores the lock changed it since): the
 		// transcript in place may still be the generation before it.
 		k.tempLost = true
 		if err := k.reopenInPlace(); err != nil {
