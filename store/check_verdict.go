@@ -168,7 +168,13 @@ func (v *keyView) verified(l look, a Acceptance, fromTemp bool, given string) *V
 	case a.Resume:
 		// Not the record's: the generation before the pending one.
 		why := given
-		if why == "" {
+		switch {
+		case why != "":
+		case k.tempLost:
+			// Given up on before the copy (servePending): there, but not
+			// a regular file.
+			why = fmt.Sprintf("its temp %s is not a regular file", p.Tmp)
+		default:
 			why = "its temp is gone"
 		}
 		r.Result, r.Detail = VerifyOK, fmt.Sprintf("gen %d, the generation before the pending gen %d (%s)", p.Prev.Gen, p.Gen, why)

@@ -490,6 +490,15 @@ func (k *keyDir) servePending(checkWhole bool) error {
 		return nil
 	}
 	k.observeDB()
+	if k.transcript == nil {
+		// There but not a regular file (a link, a FIFO: put there out of
+		// band, no crash leaves one): no writer renames it, so the key
+		// holds the generation before it, for dump and check as for a
+		// resolve. Judged itself, it was not-a-regular-file in dump and
+		// check where a resolve resumed what is in place.
+		k.tempLost = true
+		return k.reopenInPlace()
+	}
 	if !checkWhole {
 		return nil
 	}
