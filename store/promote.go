@@ -181,7 +181,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// Step 1: inspect the staged file, touching nothing, and read it once,
 	// unlocked: whether it begins with what the job was given, pi's own
 	// reading and model at its end, and the run's shape.
-	staged, reason, err := s.openStaged(sess.JobDir)
+	staged, reason, err := s.openStaged(sess.JobDir, sess.Ticket)
 	if err != nil {
 		return res, err
 	}

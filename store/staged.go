@@ -25,8 +25,9 @@ type stagedFile struct {
 
 // openStaged opens <jobDir>/session/current.jsonl without following a link
 // and without blocking on a FIFO, and names the reason it cannot be
-// promoted, if any.
-func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
+// promoted, if any. ticket is the Session's ticket id ("" for a ticket
+// from before the job contract).
+func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
 	// Only a job dir or staged dir that is not there is absent: any other
 	// failure to open one (no descriptor left, a permission, an I/O
@@ -53,6 +54,15 @@ func (s *Store) openStaged(jobDir string) (stagedFile, gates.Reason, error) {
 	// Not while a resolve stages another transcript here.
 	if err := lockStaging(sd); err != nil {
 		return sf, "", err
+	}
+	// Nor after another resolve into the job dir since this Session's
+	// ticket was read (a promote reads it first, unlocked): the staged
+	// file is then that resolve's, another key's conversation or a cold
+	// start, and a cold start's run, with no prefix to check, promoted it
+	// into this Session's key. Only a ticket read whole that names
+	// another id tells so; anything else is left to the checks below.
+	if other, ok := ticketAt(jd); ok && ticket != "" && other != ticket {
+		return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, other, ticket)
 	}
 	// Only a regular file is opened: a device node's open runs its driver.
 	f, st, err := fsat.OpenRegularAt(sd, TranscriptName)
@@ -171,4 +181,15 @@ func (c *crcSplit) Write(b []byte) (int, error) {
 		c.prefix = c.sum
 	}
 	return n, nil
+}
+
+// ticketAt is the id of the ticket in the job dir jd, if one is there
+// and reads as a ticket.
+func ticketAt(jd *os.File) (string, bool) {
+	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
+	if err != nil {
+		return "", false
+	}
+	sess, err := decodeTicket(TicketName, b)
+	return sess.Ticket, err == nil
 }

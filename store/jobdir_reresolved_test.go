@@ -1,0 +1,47 @@
+package store
+
+import (
+	"errors"
+	"testing"
+
+	"sessdb/gates"
+)
+
+// A promote reads its ticket (the CLI: ReadTicket), then opens the staged
+// file under the staged dir's lock. A resolve of another key into the
+// same job dir between the two (a worker that gave up on a slow promote
+// and used the dir again) ran whole, the lock free: the promote then
+// opened that resolve's staged file, and a cold start's ticket, whose run
+// has no prefix to check, promoted key B's conversation into key A.
+func TestAPromoteAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	sessA, jobDir := mustResolve(t, s, a, localJob())
+	if sessA.Resume {
+		t.Fatalf("key a resolved %s; want a cold start", sessA.Reason)
+	}
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	ticket, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(b, localJob(), jobDir); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi})
+	if res.Promoted || !errors.Is(err, ErrJobDirBusy) {
+		t.Errorf("promote of a's ticket from the job dir b was resolved into since: %+v, %v; want ErrJobDirBusy", res, err)
+	}
+	if after, _ := mustResolve(t, s, a, localJob()); after.Resume {
+		t.Errorf("key a holds %q; want nothing (never b's conversation)", markerOf(staged(t, after.JobDir), 1))
+	}
+	// b's own promote, from the same job dir, still promotes.
+	sessB, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Promote(sessB, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
+		t.Errorf("b's promote: %+v, %v", res, err)
+	}
+}
