@@ -130,10 +130,11 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 
 	// Step 0: the job dir, apart from the store's files before anything is
 	// made (a relative root whose working directory is gone, which the
-	// store's ID cannot name, is refused here too). An earlier resolve's
-	// ticket goes first, so that a fault from here on leaves no ticket at
-	// all; then a fresh staged file, a cold start unless the copy fills
-	// it.
+	// store's ID cannot name, is refused here too). Then the staged dir,
+	// locked (another resolve or promote there at once is ErrJobDirBusy,
+	// nothing removed); an earlier resolve's ticket goes next, so that a
+	// fault from here on leaves no ticket at all; then a fresh staged
+	// file, a cold start unless the copy fills it.
 	if b, ok := s.backend.(dirBackend); ok {
 		if err := jobDirApart(jobDir, b.Dir()); err != nil {
 			return Session{}, err

@@ -127,7 +127,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			inv.rep.warn(fmt.Sprintf("the sessions root %s does not exist: every key is absent (is PI_SESSIONS_DIR or --sessions-dir misspelt?)", quoteName(st.Root())))
 		}
 		// Resolve writes the ticket, and on a fault removes both the staged
-		// file and any ticket: nothing is left here to clean up.
+		// file and any ticket: nothing is left here to clean up. A job dir
+		// another resolve or promote is using (store.ErrJobDirBusy) is left
+		// as that one leaves it.
 		sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
 		switch {
 		case errors.Is(err, store.ErrJobDirInStore):
