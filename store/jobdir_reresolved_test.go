@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A promote reads its ticket (the CLI: ReadTicket), then opens the staged
@@ -43,5 +44,45 @@ func TestAPromoteAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *test
 	}
 	if res, err := s.Promote(sessB, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
 		t.Errorf("b's promote: %+v, %v", res, err)
+	}
+}
+
+// A resolve into a job dir while its promote is under way (past the open
+// of the staged file: the promote reads, stages and commits it after) is
+// ErrJobDirBusy, the run left in place. Before, the lock was the open's
+// alone: the resolve replaced the staged file and the ticket, and a
+// promote that then failed (here at its temp's write; a key locked past
+// the timeout is another) left no run in the job dir for its retry,
+// which README promises it ("its run left").
+func TestAResolveWhileAPromoteUsesItsJobDirIsBusy(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	sessA, jobDir := mustResolve(t, s, a, localJob())
+	run := transcriptBytes(testClockStart, "a's run")
+	stage(t, jobDir, run)
+	var resolved error
+	fired := false
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterTempWrite && !fired {
+			fired = true
+			_, resolved = s.Resolve(b, localJob(), jobDir)
+			return errors.New("the promote fails after the resolve")
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted || !fired {
+		t.Fatalf("the failing promote: %+v, %v (the resolve run inside it: %v)", res, err, fired)
+	}
+	faults.Set(nil)
+	if !errors.Is(resolved, ErrJobDirBusy) {
+		t.Errorf("the resolve into the job dir a promote was using: %v; want ErrJobDirBusy", resolved)
+	}
+	if got := staged(t, jobDir); string(got) != string(run) {
+		t.Errorf("the job dir's staged file after the busy resolve: %q; want a's run, for the promote's retry", markerOf(got, 1))
+	}
+	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
+		t.Errorf("the retry of a's promote: %+v, %v; want promoted", res, err)
 	}
 }

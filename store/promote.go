@@ -188,7 +188,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	if reason != "" {
 		return refuse(reason)
 	}
-	defer staged.f.Close()
+	defer staged.close()
 	content, err := readStaged(staged, sess)
 	if err != nil {
 		return res, err

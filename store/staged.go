@@ -21,11 +21,22 @@ type stagedFile struct {
 	f    *os.File
 	size int64
 	torn bool // the last byte is not a newline
+	// dir is the staged dir, its flock (lockStaging) held until the
+	// promote returns (close): no resolve replaces the run while it is
+	// promoted, so one that fails leaves it for its retry.
+	dir *os.File
+}
+
+// close releases the staged file and the staged dir's lock.
+func (sf stagedFile) close() {
+	sf.f.Close()
+	sf.dir.Close()
 }
 
 // openStaged opens <jobDir>/session/current.jsonl without following a link
 // and without blocking on a FIFO, and names the reason it cannot be
-// promoted, if any. ticket is the Session's ticket id ("" for a ticket
+// promoted, if any; the staged file it returns holds the staged dir's
+// lock until it is closed. ticket is the Session's ticket id ("" for a ticket
 // from before the job contract).
 func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
@@ -50,7 +61,12 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 	case err != nil:
 		return sf, "", err
 	}
-	defer sd.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			sd.Close()
+		}
+	}()
 	// Not while a resolve stages another transcript here.
 	if err := lockStaging(sd); err != nil {
 		return sf, "", err
@@ -102,6 +118,7 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 		f.Close()
 		return sf, gates.TooLarge, nil
 	}
+	sf.dir, keep = sd, true
 	return sf, "", nil
 }
 
