@@ -463,7 +463,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	if p != nil {
 		state := "whole: a roll-forward renames it over current.jsonl"
 		if !whole {
-			state = "missing or not what the record says: a roll-forward only clears the record"
+			state = "missing or not what the record says: a roll-forward removes it and leaves the record pending (a resolve serves the generation before it where that is in place, else promotion-lost)"
 		}
 		f := add(path, KindPendingPromotion, "gen %d committed but not renamed into place; its temp %s is %s", p.Gen, p.Tmp, state)
 		f.tmpWhole = whole

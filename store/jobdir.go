@@ -37,11 +37,11 @@ func openJobDir(path string) (*os.File, error) {
 // lockStaging takes the exclusive flock of sd, a job dir's staged dir,
 // without waiting, for a resolve's staging or a promote of the staged
 // file, from its open to its end (ErrJobDirBusy where another holds it);
-// it is released when sd is closed. The staged dir's, not the job dir's: a worker may hold
-// the job dir's own flock around the command (flock(1) $JOB). A file
-// system without flock (some network ones answer ENOLCK or EOPNOTSUPP)
-// goes unlocked, as before the lock: it guards a worker's misuse, not the
-// store's data.
+// it is released when sd is closed. The staged dir's, not the job dir's:
+// a worker may hold the job dir's own flock around the command (flock(1)
+// $JOB). A file system without flock (some network ones answer ENOLCK or
+// EOPNOTSUPP) goes unlocked, as before the lock: it guards a worker's
+// misuse, not the store's data.
 func lockStaging(sd *os.File) error {
 	if err := fsat.Flock(sd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
 		return ErrJobDirBusy

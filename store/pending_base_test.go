@@ -49,7 +49,8 @@ func TestPendingTempNotReadForTheBaseIsAFault(t *testing.T) {
 }
 
 // check's pending-promotion finding reads the temp to say whether it is
-// whole (a roll-forward renames it) or not (it only clears the record).
+// whole (a roll-forward renames it) or not (it removes it and leaves the
+// record pending).
 // That read failing says nothing of the temp: check reports it
 // unreadable. It said "missing or not what the record says", and --repair,
 // whose roll-forward then found the temp whole and renamed it into place,

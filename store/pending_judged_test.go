@@ -3,11 +3,14 @@ package store
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
 )
@@ -124,5 +127,37 @@ func TestADamagedPendingTempIsNotWhatTheLadderJudges(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// check's line about a promotion in flight whose temp is not what its
+// commit recorded says what --repair's roll-forward does: it removes the
+// temp and leaves the record pending, so a resolve serves the generation
+// before it. It said the roll-forward "only clears the record", which is
+// what it never does with such a temp.
+func TestCheckSaysWhatTheRollForwardOfADamagedTempDoes(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	tmp := commitWithoutRename(t, s, root)
+	if err := os.Truncate(tmp, 10); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := chkRun(t, s, false)
+	f := chkFind(found, testKey+"/"+db.FileName, KindPendingPromotion)
+	if f == nil || !strings.Contains(f.Detail, "removes it and leaves the record pending") {
+		t.Fatalf("check's line: %+v; want it to say the roll-forward removes the temp and leaves the record pending", f)
+	}
+	chkRun(t, s, true)
+	if _, err := os.Lstat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the damaged temp after --repair: %v; want it removed", err)
+	}
+	withDB(t, root, testKey, func(tx *db.Tx) error {
+		sc, err := tx.Sidecars()
+		if err == nil && sc.Pending == nil {
+			t.Error("the record after --repair: no pending entry; want it left pending")
+		}
+		return err
+	})
+	if sess, _ := mustResolve(t, s, testKey, localJob()); !sess.Resume || sess.Gen() != 1 {
+		t.Errorf("resolve after --repair: %s, gen %d; want the generation before it, gen 1", sess.Reason, sess.Gen())
 	}
 }
