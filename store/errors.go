@@ -70,10 +70,11 @@ var (
 	// resolve and used the dir again. Two resolves at once could leave
 	// one's ticket beside the other's transcript, and its promote put one
 	// conversation into another key. Nothing is made, written or removed;
-	// retry once the other is done. Promote returns it too when the job
-	// dir was resolved again since its Session's ticket was read (its
-	// ticket names another id): the staged file is that resolve's, and no
-	// retry of this Session promotes it.
+	// retry once the other is done. Promote returns it too, with
+	// PromoteRequest.TicketFromJobDir, when the job dir was resolved again
+	// since its Session's ticket was read (its ticket names another id):
+	// the staged file is that resolve's, and no retry of this Session
+	// promotes it (the CLI's next promote reads that resolve's ticket).
 	ErrJobDirBusy = errors.New("another resolve or promote is using the job dir: retry once it is done")
 
 	// ErrRootNotUTF8 is returned by Resolve when the sessions root leads,

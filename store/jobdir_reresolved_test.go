@@ -13,7 +13,10 @@ import (
 // same job dir between the two (a worker that gave up on a slow promote
 // and used the dir again) ran whole, the lock free: the promote then
 // opened that resolve's staged file, and a cold start's ticket, whose run
-// has no prefix to check, promoted key B's conversation into key A.
+// has no prefix to check, promoted key B's conversation into key A. With
+// TicketFromJobDir (the CLI's promote), the ticket is read again under the
+// lock; a Session kept in memory across a later resolve (the reference
+// model's jobs in another job's dir) is judged as before without it.
 func TestAPromoteAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
@@ -30,7 +33,7 @@ func TestAPromoteAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *test
 	if _, err := s.Resolve(b, localJob(), jobDir); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi})
+	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true})
 	if res.Promoted || !errors.Is(err, ErrJobDirBusy) {
 		t.Errorf("promote of a's ticket from the job dir b was resolved into since: %+v, %v; want ErrJobDirBusy", res, err)
 	}
@@ -42,7 +45,7 @@ func TestAPromoteAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.Promote(sessB, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
+	if res, err := s.Promote(sessB, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
 		t.Errorf("b's promote: %+v, %v", res, err)
 	}
 }

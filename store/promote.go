@@ -42,6 +42,15 @@ type PromoteRequest struct {
 	// AllowRewrite promotes a staged file that does not begin with exactly
 	// the bytes the job was given; the history records it as rewritten.
 	AllowRewrite bool
+	// TicketFromJobDir says the Session was just read from the job dir's
+	// ticket (ReadTicket), as the CLI's promote reads it: under the staged
+	// dir's lock the ticket is read again, and one that names another id
+	// is ErrJobDirBusy, nothing written (a resolve ran in the job dir
+	// between the two reads, and the staged file is that resolve's: a
+	// cold start's ticket, whose run has no prefix to check, would promote
+	// another key's conversation into its own). A Session kept in memory
+	// across a later resolve in its dir is judged as before without it.
+	TicketFromJobDir bool
 }
 
 // PromoteResult is the outcome of a Promote. The CLI's promote object
@@ -181,7 +190,11 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// Step 1: inspect the staged file, touching nothing, and read it once,
 	// unlocked: whether it begins with what the job was given, pi's own
 	// reading and model at its end, and the run's shape.
-	staged, reason, err := s.openStaged(sess.JobDir, sess.Ticket)
+	ticket := ""
+	if req.TicketFromJobDir {
+		ticket = sess.Ticket
+	}
+	staged, reason, err := s.openStaged(sess.JobDir, ticket)
 	if err != nil {
 		return res, err
 	}

@@ -36,8 +36,8 @@ func (sf stagedFile) close() {
 // openStaged opens <jobDir>/session/current.jsonl without following a link
 // and without blocking on a FIFO, and names the reason it cannot be
 // promoted, if any; the staged file it returns holds the staged dir's
-// lock until it is closed. ticket is the Session's ticket id ("" for a ticket
-// from before the job contract).
+// lock until it is closed. ticket, if not "", is the id the job dir's
+// ticket must still name (PromoteRequest.TicketFromJobDir).
 func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
 	// Only a job dir or staged dir that is not there is absent: any other
@@ -72,11 +72,12 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 		return sf, "", err
 	}
 	// Nor after another resolve into the job dir since this Session's
-	// ticket was read (a promote reads it first, unlocked): the staged
-	// file is then that resolve's, another key's conversation or a cold
-	// start, and a cold start's run, with no prefix to check, promoted it
-	// into this Session's key. Only a ticket read whole that names
-	// another id tells so; anything else is left to the checks below.
+	// ticket was read from it (the CLI reads it first, unlocked): the
+	// staged file is then that resolve's, another key's conversation or a
+	// cold start, and a cold start's run, with no prefix to check,
+	// promoted it into this Session's key. Only a ticket read whole that
+	// names another id tells so; anything else is left to the checks
+	// below.
 	if other, ok := ticketAt(jd); ok && ticket != "" && other != ticket {
 		return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, other, ticket)
 	}

@@ -108,7 +108,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		if err := pathLength("--job-dir", *jobDir); err != nil {
 			return inv.rep.usage(err)
 		}
-		req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite}
+		req := store.PromoteRequest{PiVersion: *piVersion, AllowRewrite: *allowRewrite, TicketFromJobDir: true}
 		var err error
 		if req.Tokens, req.Window, err = parseReading(*tokens, *window); err != nil {
 			return inv.rep.usage(err)
