@@ -36,11 +36,11 @@ var (
 	// Venue or ID, and by Promote when the request's PiVersion or the
 	// ticket's Venue or Job, is not valid UTF-8 (a Model that is not is no
 	// model, as the legacy check makes it, and never reaches the ticket;
-	// see Job): the ticket is
-	// JSON, which carries such a value back as another one (U+FFFD in
-	// place of each bad byte), so that a venue stamped from it would match
-	// no job's (venue-changed for ever). The CLI refuses such a flag
-	// (exit 2). Nothing is staged, written or removed.
+	// see Job): the ticket is JSON, which carries such a value back as
+	// another one (U+FFFD in place of each bad byte), so that a venue
+	// stamped from it would match no job's (venue-changed for ever). The
+	// CLI refuses such a flag (exit 2). Nothing is staged, written or
+	// removed.
 	ErrValueNotUTF8 = errors.New("not valid UTF-8 (a job's ticket and the key's history record it as text)")
 )
 

@@ -27,19 +27,14 @@ func TestTwoResolvesIntoOneJobDirAtOnceAreOneAndBusy(t *testing.T) {
 	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
 	jobDir := t.TempDir()
 	var second error
-	fired := false
-	faults.Set(func(p faults.Point) error {
-		if p == faults.ResolveAfterGates && !fired {
-			fired = true
-			_, second = s.Resolve(b, localJob(), jobDir)
-		}
+	fired := insideAt(t, faults.ResolveAfterGates, func() error {
+		_, second = s.Resolve(b, localJob(), jobDir)
 		return nil
 	})
-	t.Cleanup(func() { faults.Set(nil) })
 	first, err := s.Resolve(a, localJob(), jobDir)
 	faults.Set(nil)
-	if err != nil || !fired {
-		t.Fatalf("the first resolve: %v (the second run inside it: %v)", err, fired)
+	if err != nil || !*fired {
+		t.Fatalf("the first resolve: %v (the second run inside it: %v)", err, *fired)
 	}
 	if !errors.Is(second, ErrJobDirBusy) {
 		t.Errorf("the second resolve, into the job dir the first was using: %v; want ErrJobDirBusy", second)
@@ -70,17 +65,12 @@ func TestAPromoteWhileAResolveUsesItsJobDirIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var promoted error
-	fired := false
-	faults.Set(func(p faults.Point) error {
-		if p == faults.ResolveAfterGates && !fired {
-			fired = true
-			_, promoted = s.Promote(sess, PromoteRequest{PiVersion: testPi})
-		}
+	fired := insideAt(t, faults.ResolveAfterGates, func() error {
+		_, promoted = s.Promote(sess, PromoteRequest{PiVersion: testPi})
 		return nil
 	})
-	t.Cleanup(func() { faults.Set(nil) })
-	if _, err := s.Resolve(key, localJob(), jobDir); err != nil || !fired {
-		t.Fatalf("the resolve: %v (the promote run inside it: %v)", err, fired)
+	if _, err := s.Resolve(key, localJob(), jobDir); err != nil || !*fired {
+		t.Fatalf("the resolve: %v (the promote run inside it: %v)", err, *fired)
 	}
 	faults.Set(nil)
 	if !errors.Is(promoted, ErrJobDirBusy) {
@@ -114,4 +104,22 @@ func TestAWorkersOwnFlockOnItsJobDirIsNotBusy(t *testing.T) {
 	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
 		t.Fatalf("promote from a job dir its worker holds the flock of: %+v, %v", res, err)
 	}
+}
+
+// insideAt arms a fault hook that, the first time point is reached, runs
+// inside (another call into the store at that moment) and fails the
+// point with its error; it reports, once the call is made, whether the
+// point was reached.
+func insideAt(t *testing.T, point faults.Point, inside func() error) (fired *bool) {
+	t.Helper()
+	fired = new(bool)
+	faults.Set(func(p faults.Point) error {
+		if p == point && !*fired {
+			*fired = true
+			return inside()
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	return fired
 }

@@ -65,18 +65,12 @@ func TestAResolveWhileAPromoteUsesItsJobDirIsBusy(t *testing.T) {
 	run := transcriptBytes(testClockStart, "a's run")
 	stage(t, jobDir, run)
 	var resolved error
-	fired := false
-	faults.Set(func(p faults.Point) error {
-		if p == faults.PromoteAfterTempWrite && !fired {
-			fired = true
-			_, resolved = s.Resolve(b, localJob(), jobDir)
-			return errors.New("the promote fails after the resolve")
-		}
-		return nil
+	fired := insideAt(t, faults.PromoteAfterTempWrite, func() error {
+		_, resolved = s.Resolve(b, localJob(), jobDir)
+		return errors.New("the promote fails after the resolve")
 	})
-	t.Cleanup(func() { faults.Set(nil) })
-	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted || !fired {
-		t.Fatalf("the failing promote: %+v, %v (the resolve run inside it: %v)", res, err, fired)
+	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted || !*fired {
+		t.Fatalf("the failing promote: %+v, %v (the resolve run inside it: %v)", res, err, *fired)
 	}
 	faults.Set(nil)
 	if !errors.Is(resolved, ErrJobDirBusy) {

@@ -490,21 +490,17 @@ func (k *keyDir) servePending(checkWhole bool) error {
 		return nil
 	}
 	k.observeDB()
-	if k.transcript == nil {
-		// There but not a regular file (a link, a FIFO: put there out of
-		// band, no crash leaves one): no writer renames it, so the key
-		// holds the generation before it, for dump and check as for a
-		// resolve. Judged itself, it was not-a-regular-file in dump and
-		// check where a resolve resumed what is in place.
-		k.tempLost = true
-		return k.reopenInPlace()
-	}
-	if !checkWhole {
-		return nil
-	}
-	whole, err := k.servedWhole(p)
-	if err != nil {
-		return err
+	// A temp there but not a regular file (a link, a FIFO: put there out
+	// of band, no crash leaves one) is not whole for dump and check
+	// either: no writer renames it. Judged itself, it was
+	// not-a-regular-file in dump and check where a resolve resumed what
+	// is in place.
+	whole := k.transcript != nil
+	if whole && checkWhole {
+		var err error
+		if whole, err = k.servedWhole(p); err != nil {
+			return err
+		}
 	}
 	if !whole {
 		k.tempLost = true
@@ -513,12 +509,12 @@ func (k *keyDir) servePending(checkWhole bool) error {
 	return nil
 }
 
-// servedWhole reports whether the pending temp k has open is what p's
-// commit recorded: a regular file of its size and CRC32C. A read that
+// servedWhole reports whether the pending temp k has open, a regular
+// file, is what p's commit recorded: its size and CRC32C. A read that
 // failed says nothing of the temp: it is the error.
 func (k *keyDir) servedWhole(p *db.Pending) (bool, error) {
-	if k.transcript == nil || k.tst.Size != p.Size {
-		return false, nil // not a regular file, or not its size
+	if k.tst.Size != p.Size {
+		return false, nil
 	}
 	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err

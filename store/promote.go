@@ -119,9 +119,9 @@ type PromoteResult struct {
 // key's history, which records them once per ticket. A key whose lock is
 // not had in time is locked: nothing is written, never queued and never
 // clobbering; the run's transcript stays in the job dir, and a retry with
-// the same Session promotes it (or is superseded). A fault after the lock is promote-failed,
-// returned together with its cause; the key's transcript is then the old
-// one or the new one, never a mix.
+// the same Session promotes it (or is superseded). A fault after the lock
+// is promote-failed, returned together with its cause; the key's
+// transcript is then the old one or the new one, never a mix.
 //
 // A staged transcript whose last line has no newline (pi stopped mid-append)
 // is promoted with a newline added, so that pi's next append starts a line

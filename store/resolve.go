@@ -90,8 +90,9 @@ func (j Job) checkValues() error {
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
 // (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), or a
 // job dir that is the store's directory (the sessions root, a fleet's
-// transcripts dir), lies inside one of its keys' directories (a key's own, or one moved aside by a reap or a quarantine),
-// or holds it, or one that cannot be told apart from it (ErrJobDirInStore:
+// transcripts dir), lies inside one of its keys' directories (a key's
+// own, or one moved aside by a reap or a quarantine), or holds it, or
+// one that cannot be told apart from it (ErrJobDirInStore:
 // the job's container is given <jobDir>/session, and a worker removes its
 // job dir after the job), and a sessions root that leads to a path that
 // is not valid UTF-8 (ErrRootNotUTF8: the ticket names the root as text),

@@ -78,8 +78,10 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 	// promoted it into this Session's key. Only a ticket read whole that
 	// names another id tells so; anything else is left to the checks
 	// below.
-	if other, ok := ticketAt(jd); ok && ticket != "" && other != ticket {
-		return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, other, ticket)
+	if ticket != "" {
+		if now, err := readTicketAt(jd, fsat.Join(jd, TicketName)); err == nil && now.Ticket != ticket {
+			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, ticket)
+		}
 	}
 	// Only a regular file is opened: a device node's open runs its driver.
 	f, st, err := fsat.OpenRegularAt(sd, TranscriptName)
@@ -199,15 +201,4 @@ func (c *crcSplit) Write(b []byte) (int, error) {
 		c.prefix = c.sum
 	}
 	return n, nil
-}
-
-// ticketAt is the id of the ticket in the job dir jd, if one is there
-// and reads as a ticket.
-func ticketAt(jd *os.File) (string, bool) {
-	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
-	if err != nil {
-		return "", false
-	}
-	sess, err := decodeTicket(TicketName, b)
-	return sess.Ticket, err == nil
 }

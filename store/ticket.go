@@ -224,31 +224,36 @@ func removeTicket(jd *os.File) error {
 // without following a link and without blocking on a FIFO, must be a
 // regular file of at most 256 KiB (anything else at its name, a link
 // included, is ErrBadTicket; no file there wraps fs.ErrNotExist), and its
-// contents never appear in an error. The Session's JobDir is jobDir, whatever the ticket says: a job
-// dir may have been moved since its resolve.
+// contents never appear in an error. The Session's JobDir is jobDir,
+// whatever the ticket says: a job dir may have been moved since its
+// resolve.
 func ReadTicket(jobDir string) (Session, error) {
-	var sess Session
-	name := filepath.Join(jobDir, TicketName)
 	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
-		return sess, fmt.Errorf("read ticket: %w", err)
+		return Session{}, fmt.Errorf("read ticket: %w", err)
 	}
 	defer jd.Close()
-	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
-	switch {
-	case errors.Is(err, fsat.ErrNotRegular), errors.Is(err, fsat.ErrTooLarge):
-		// Not a small regular file: no ticket Resolve could have written,
-		// as ErrBadTicket says, and not a fault of the disk's.
-		return sess, fmt.Errorf("read ticket: %w: %w", ErrBadTicket, err)
-	case err != nil:
-		return sess, fmt.Errorf("read ticket: %w", err)
-	}
-	sess, err = decodeTicket(name, b)
+	sess, err := readTicketAt(jd, filepath.Join(jobDir, TicketName))
 	if err != nil {
 		return sess, err
 	}
 	sess.JobDir = jobDir
 	return sess, nil
+}
+
+// readTicketAt is ReadTicket of the job dir jd, its ticket named name in
+// errors; JobDir is left as the ticket says.
+func readTicketAt(jd *os.File, name string) (Session, error) {
+	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
+	switch {
+	case errors.Is(err, fsat.ErrNotRegular), errors.Is(err, fsat.ErrTooLarge):
+		// Not a small regular file: no ticket Resolve could have written,
+		// as ErrBadTicket says, and not a fault of the disk's.
+		return Session{}, fmt.Errorf("read ticket: %w: %w", ErrBadTicket, err)
+	case err != nil:
+		return Session{}, fmt.Errorf("read ticket: %w", err)
+	}
+	return decodeTicket(name, b)
 }
 
 // decodeTicket decodes b, the ticket read from name, or refuses it with

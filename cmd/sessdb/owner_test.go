@@ -159,7 +159,6 @@ func TestCheckAsTheOwnerMendsARootItMayNotList(t *testing.T) {
 			if want := fmt.Sprintf("gave its owner the bits it lacked: mode %04o, now 0700", mode); code != exitOK || !strings.Contains(out, ".: mode: ") || !strings.Contains(out, want) || !strings.Contains(out, "1 key") {
 				t.Fatalf("check --repair as the owner: exit %d, want %d, the root's finding, %q and the key checked\n%s\n%s", code, exitOK, want, out, errs)
 			}
-			t.Log(out)
 			if resolved, promoted := w.job("job-2"); !strings.Contains(resolved, `"resume":true`) || !strings.Contains(promoted, `"promoted":true`) {
 				t.Fatalf("the job after the repair: %s%s", resolved, promoted)
 			}
