@@ -59,6 +59,11 @@ its job dir.`,
 	changes: true,
 }
 
+// readTicket reads a job dir's ticket for promote. A variable, so that a
+// test can resolve the job dir again between this read and the promotion,
+// the window TicketFromJobDir closes.
+var readTicket = store.ReadTicket
+
 // promoteOutput is the one JSON object promote prints (docs/json.md). Its
 // field names are the runner contract; every field is always present.
 type promoteOutput struct {
@@ -136,7 +141,7 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		}
 		// The ticket is read once: before the fleet claims its dir, which
 		// it does for a ticket the promotion takes (see openJobStore).
-		ticket := sync.OnceValues(func() (store.Session, error) { return store.ReadTicket(*jobDir) })
+		ticket := sync.OnceValues(func() (store.Session, error) { return readTicket(*jobDir) })
 		st, onFleet, done, code := openJobStore(inv, cfg, fk, ticket, func(o *store.Options) { o.Models = windows })
 		if st == nil {
 			return code

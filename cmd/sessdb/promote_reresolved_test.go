@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// The CLI's promote reads the job dir's ticket, then promotes. A resolve
+// of another key into the same job dir between the two (a worker that
+// gave up on a slow promote and used the dir again) must not make the
+// promote take that resolve's staged file for its own ticket's run: the
+// store reads the ticket again under the staged dir's lock
+// (PromoteRequest.TicketFromJobDir, which promote sets), and the promote
+// is promote-failed, key a left without key b's conversation.
+func TestPromoteDoesNotTakeTheRunOfAResolveBetweenItsTicketAndItsPromotion(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	resolve := func(ref, job string) resolveOutput {
+		t.Helper()
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--kind", "github", "--repo", "acme/busy", "--ref", ref, "--job-dir", job, "--pi-version", "0.58.3")
+		var r resolveOutput
+		if code != exitOK || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("resolve %s: exit %d, %s %s", ref, code, out, errs)
+		}
+		return r
+	}
+	promote := func(job string) promoteResult {
+		t.Helper()
+		code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3")
+		var p promoteResult
+		if code != exitOK || json.Unmarshal([]byte(out), &p) != nil {
+			t.Fatalf("promote in %s: exit %d, %s %s", job, code, out, errs)
+		}
+		return p
+	}
+	bsRun := header + `{"type":"message","marker":"b's conversation"}` + "\n"
+	first := t.TempDir()
+	r := resolve("b", first)
+	if err := os.WriteFile(r.Staged, []byte(bsRun), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p := promote(first); !p.Promoted {
+		t.Fatalf("b's first promote: %+v", p)
+	}
+
+	job := t.TempDir()
+	r = resolve("a", job)
+	if r.Resume {
+		t.Fatalf("key a resolved %s; want a cold start", r.Reason)
+	}
+	if err := os.WriteFile(r.Staged, []byte(header+`{"type":"message","marker":"a's run"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := readTicket
+	t.Cleanup(func() { readTicket = read })
+	readTicket = func(dir string) (store.Session, error) {
+		sess, err := read(dir)
+		resolve("b", job) // b's conversation is now the job dir's staged file
+		return sess, err
+	}
+	p := promote(job)
+	readTicket = read
+	if p.Promoted || p.Reason != "promote-failed" {
+		t.Errorf("a's promote after b was resolved into its job dir: %+v; want promote-failed", p)
+	}
+	if after := resolve("a", t.TempDir()); after.Resume {
+		b, _ := os.ReadFile(after.Staged)
+		t.Errorf("key a resumes %q; want nothing (never b's conversation)", strings.TrimPrefix(string(b), header))
+	}
+}
