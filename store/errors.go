@@ -87,6 +87,14 @@ var (
 
 // Promote.
 var (
+	// ErrBadRequest is returned by Promote for a PromoteRequest no
+	// caller means: a Require other than "" and transcript.Answered, a
+	// negative Window or negative Tokens (a negative window would clear
+	// the key's reading, negative tokens would be stored as one, and
+	// either way the context bound would never refuse the conversation
+	// again). Nothing is read or written.
+	ErrBadRequest = errors.New("not a promote request the store takes")
+
 	// ErrBadTicket is returned by ReadTicket when the ticket is not a file
 	// Resolve could have written: not a small regular file, not a ticket's
 	// JSON, or fields out of their range. Promote returns it for a Session

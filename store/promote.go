@@ -94,7 +94,9 @@ type PromoteResult struct {
 // <sess.JobDir>/session/current.jsonl and makes it the key's transcript,
 // once, and only onto the transcript the job's ticket was resolved from.
 //
-// Before anything is written: a Session ReadTicket would refuse (a
+// Before anything is written: a request with a Require other than
+// Answered, or a negative Window or Tokens, is ErrBadRequest; a Session
+// ReadTicket would refuse (a
 // verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
 // is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, a ticket from
 // another sessions root is ErrWrongRoot, a job dir a resolve is staging
@@ -134,17 +136,15 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	if !ValidKey(sess.Key) {
 		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrInvalidKey)
 	}
+	// As the CLI refuses them (ErrBadRequest says why).
 	if req.Require != "" && req.Require != transcript.Answered {
-		return res, fmt.Errorf("promote %s: require %q: only %q can be required", sess.Key, req.Require, transcript.Answered)
+		return res, fmt.Errorf("promote %s: require %q: only %q can be required: %w", sess.Key, req.Require, transcript.Answered, ErrBadRequest)
 	}
-	// As the CLI refuses them: a negative window would clear the key's
-	// reading, negative tokens would be stored as one, and either way the
-	// context bound would never refuse the conversation again.
 	if req.Window < 0 {
-		return res, fmt.Errorf("promote %s: window %d: must not be negative", sess.Key, req.Window)
+		return res, fmt.Errorf("promote %s: window %d: must not be negative: %w", sess.Key, req.Window, ErrBadRequest)
 	}
 	if req.Tokens != nil && *req.Tokens < 0 {
-		return res, fmt.Errorf("promote %s: tokens %d: must not be negative", sess.Key, *req.Tokens)
+		return res, fmt.Errorf("promote %s: tokens %d: must not be negative: %w", sess.Key, *req.Tokens, ErrBadRequest)
 	}
 	// The ticket's values are the job's (Resolve refused longer ones, and
 	// ones that are not text); a Session built or edited by hand, and the

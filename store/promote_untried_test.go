@@ -35,9 +35,9 @@ func TestAPromoteRefusedBeforeItTriesHasNoOutcome(t *testing.T) {
 		err   error
 	}{
 		{"a key that is no key", s, edited(func(e *Session) { e.Key = "KEY" }), PromoteRequest{PiVersion: testPi}, ErrInvalidKey},
-		{"a shape no run may be required to have", s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Errored}, nil},
-		{"a negative window", s, sess, PromoteRequest{PiVersion: testPi, Window: -1}, nil},
-		{"negative tokens", s, sess, PromoteRequest{PiVersion: testPi, Tokens: &negative}, nil},
+		{"a shape no run may be required to have", s, sess, PromoteRequest{PiVersion: testPi, Require: transcript.Errored}, ErrBadRequest},
+		{"a negative window", s, sess, PromoteRequest{PiVersion: testPi, Window: -1}, ErrBadRequest},
+		{"negative tokens", s, sess, PromoteRequest{PiVersion: testPi, Tokens: &negative}, ErrBadRequest},
 		{"a pi version too long", s, sess, PromoteRequest{PiVersion: strings.Repeat("9", MaxValueBytes+1)}, ErrValueTooLong},
 		{"a promote outcome for a reason", s, edited(func(e *Session) { e.Reason = gates.Promoted }), PromoteRequest{PiVersion: testPi}, ErrBadTicket},
 		{"another root's ticket", other, sess, PromoteRequest{PiVersion: testPi}, ErrWrongRoot},
