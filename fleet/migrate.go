@@ -197,8 +197,10 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 		return sum, err
 	}
 	// The transcripts go into the dir for this fleet's records to name.
+	// ctx ended under the claim (its look at the fleet's ID in etcd) is
+	// an interrupt, as under FromEtcd's listing.
 	if err := b.claim(ctx, !opts.DryRun); err != nil {
-		return sum, err
+		return m.finish(ctx, &sum, start, err)
 	}
 	rd, err := fsat.OpenDir(root)
 	if err != nil {
@@ -235,7 +237,7 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 	// The records' files are looked for in the dir: it must be this
 	// fleet's (compared, never marked: a migration out writes none).
 	if err := b.claim(ctx, false); err != nil {
-		return sum, err
+		return m.finish(ctx, &sum, start, err)
 	}
 	// The listing first: a run that lists nothing (ctx ended, etcd not
 	// answering) makes no sessions root.
