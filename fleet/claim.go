@@ -107,12 +107,15 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 
 // unmarked judges a dir without a mark before this fleet's first writer
 // marks it: one that holds key dirs is marked only by a fleet with a
-// record. A fleet with none (its prefix a slip of the fleet's, another
-// cluster, a fleet whose etcd data was lost) would mark the dir of a
-// fleet from before marks its own, sweep that fleet's transcripts as
-// orphans and lock it out. found: another worker marked the dir meanwhile
-// (a worker marks it before it makes a key dir), which claim judges as
-// any mark.
+// record, and one that holds none only by a fleet with no record, or
+// with records and no ID (from before marks). A fleet with none (its
+// prefix a slip of the fleet's, another cluster, a fleet whose etcd data
+// was lost) would mark the dir of a fleet from before marks its own,
+// sweep that fleet's transcripts as orphans and lock it out; one with
+// records and an ID would write its promotions where no other host
+// reads them (the empty dir under an export not mounted). found: another
+// worker marked the dir meanwhile (a worker marks it before it makes a
+// key dir), which claim judges as any mark.
 func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, err error) {
 	if err := b.at(hookUnmarked, ""); err != nil {
 		return mark, false, err
@@ -121,8 +124,20 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	if err := b.retried(ctx, func(c context.Context) (err error) {
 		has, err = b.meta.HasRecords(c)
 		return err
-	}); err != nil || has {
+	}); err != nil {
 		return mark, false, err
+	}
+	// A fleet with records and an ID marked its dir when it made the ID,
+	// before its first record: an unmarked dir with no key dir is not the
+	// one its records name (the empty directory under a mount point whose
+	// export did not mount on this host, a mistyped path that exists).
+	// Marked, every promotion would write its generation there, where no
+	// other host reads it, and commit it over the key's conversation.
+	var id string
+	if has {
+		if id, err = b.fleetID(ctx, false); err != nil || id == "" {
+			return mark, false, err
+		}
 	}
 	root, err := fsat.OpenDir(b.dir)
 	if err != nil {
@@ -134,11 +149,18 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 		return mark, false, err
 	}
 	keys := slices.DeleteFunc(names, func(n string) bool { return !etcdmeta.ValidKey(n) })
-	if len(keys) == 0 {
+	if has == (len(keys) > 0) {
+		// A fleet with records on a dir of key dirs (from before marks,
+		// or its mark removed by an operator) marks it; one with none on
+		// a dir with none marks it too.
 		return mark, false, nil
 	}
 	if mark, found, err = shared.ReadMark(b.dir); found || err != nil {
 		return mark, found, err
+	}
+	if has {
+		return mark, false, fmt.Errorf("%w: %s has no mark (%s) and no key dir, but this fleet (etcd prefix %q) has records and the ID %s, made when it marked its transcripts dir: its records name files in that dir, not here (is the shared dir mounted on this host? is PI_SESSIONS_TRANSCRIPTS_DIR its path?). Point the fleet at its dir; if this empty dir is to be the fleet's from now on (its own lost for good), delete the fleet's ID (etcdctl del %s) and run again (docs/fleet.md)",
+			ErrOtherFleet, b.dir, shared.MarkName, b.meta.Prefix(), id, b.meta.FleetIDKey())
 	}
 	return mark, false, fmt.Errorf("%w: %s holds %d key dirs (%s among them) and no mark (%s), and this fleet (etcd prefix %q) has no record: they are another fleet's (from before marks), or this fleet's from before its etcd data was lost, and this fleet would sweep their transcripts as orphans. Give this fleet its own transcripts dir, or move the key dirs aside (docs/fleet.md)",
 		ErrOtherFleet, b.dir, len(keys), slices.Min(keys), shared.MarkName, b.meta.Prefix())

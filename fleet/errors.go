@@ -33,7 +33,9 @@ var (
 // or this fleet has no ID in etcd though the dir is marked, or the mark
 // is not one sessdb wrote, or a writer of a fleet with no record finds
 // the dir unmarked and holding key dirs (another fleet's, from before
-// marks): the dir's files are judged by this fleet's
+// marks), or a writer of a fleet with records and an ID finds it
+// unmarked and holding no key dir (not the dir the fleet marked when it
+// made its ID: an export not mounted, a mistyped path): the dir's files are judged by this fleet's
 // records nowhere, and nothing in it is written or removed. An operator
 // decides whose dir it is (see docs/fleet.md).
 var ErrOtherFleet = errors.New("the transcripts dir is another fleet's")
