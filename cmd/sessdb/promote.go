@@ -38,9 +38,10 @@ the promotion,
 its stderr line naming the key and the outcome ("promoted gen 7, but the
 answer was not written on stdout ..."): promote again with the same ticket
 to read it (a repeat). A signal
-(SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout: the
-promotion is committed whole or not at all, and promote run again with the
-same ticket repeats it or makes it.
+(SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout (one that
+comes after the answer was written leaves it whole there: act only on the
+answer of a promote that exited 0): the promotion is committed whole or not
+at all, and promote run again with the same ticket repeats it or makes it.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the transcript is written as a
 new generation file in the transcripts dir, then committed by one etcd

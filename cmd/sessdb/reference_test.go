@@ -97,7 +97,10 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **A signal kills resolve and promote** (and engage replay) at once, as it
   kills any Unix tool: the worker sees the signal (a shell reports 128 + it, 143
   for SIGTERM and 130 for Ctrl-C; Python's returncode is -15 or -2), and
-  nothing is on stdout. The store is as a crash leaves it (a promotion
+  nothing is on stdout, unless the signal came after the answer was
+  written, in the moment before the process ends (the answer is then
+  whole, and the work done: a worker acts only on the answer of a command
+  that exited 0, and runs it again otherwise). The store is as a crash leaves it (a promotion
   committed whole or not at all); run the same command again: a resolve
   replaces the staged file and the ticket, a promote with the same ticket
   repeats a promotion that landed (` + "`\"repeat\":true`" + `) or makes it.

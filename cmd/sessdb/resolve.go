@@ -28,8 +28,9 @@ be written on stdout (a full disk, a reader gone) exits 1 too, its stderr line
 naming the key and the verdict ("resolved (...), but the answer was not
 written on stdout ..."), after the ticket and the staged file were written:
 they may stay, and a retried resolve replaces both. A signal (SIGTERM, Ctrl-C)
-kills resolve, nothing on stdout; the staged file and the ticket may stay, and
-a retried resolve replaces both. The key is --key (32 lowercase hex) or
+kills resolve, nothing on stdout (one that comes after the answer was written
+leaves it whole there: act only on the answer of a resolve that exited 0); the
+staged file and the ticket may stay, and a retried resolve replaces both. The key is --key (32 lowercase hex) or
 derived from --kind/--repo/--ref as the legacy store derived it: all three,
 but --kind local, whose key has no repository, takes no --repo (its --ref is
 the trigger id). --pi-version is required: --pi-version "" declares no
