@@ -166,7 +166,7 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 		}
 		return Session{}, err
 	}
-	defer sd.Close()
+	defer releaseStaging(sd)
 	if err := lockStaging(sd); err != nil {
 		return Session{}, err
 	}

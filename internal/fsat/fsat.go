@@ -436,10 +436,13 @@ func SharedFlockAt(dir *os.File, name string) (*os.File, error) {
 // FlockedNow reports whether another open file holds the exclusive flock
 // of dir's entry name, with SharedFlockAt's errors. It only asks: it lets
 // go of the shared flock at once, so that it keeps a holder of the
-// exclusive one out no longer than the two calls.
+// exclusive one out no longer than the two calls (unlocked before the
+// close: a child forked meanwhile holds a copy of the descriptor until it
+// execs, and with it the flock, which is the open file description's).
 func FlockedNow(dir *os.File, name string) (held bool, err error) {
 	f, err := SharedFlockAt(dir, name)
 	if f != nil {
+		Flock(f, unix.LOCK_UN)
 		f.Close()
 	}
 	return f == nil && err == nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -62,5 +63,37 @@ func TestSharedFlockAtWhoseLookAfterTheFlockFailsIsTheError(t *testing.T) {
 	}
 	if f != nil || !errors.Is(err, unix.ENOTDIR) {
 		t.Errorf("SharedFlockAt whose look after the flock failed: %v, %v; want no file and ENOTDIR", f, err)
+	}
+}
+
+// FlockedNow lets go of its shared flock before it returns, even where a
+// child forked meanwhile holds a copy of its descriptor until it execs
+// (here a dup made between its open and its flock, which shares the open
+// file description a flock belongs to): a close alone kept the flock,
+// and a writer asking without waiting found the file locked.
+func TestFlockedNowLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.T) {
+	d, p := tempDir(t)
+	write(t, filepath.Join(p, "f"), "")
+	TestHookFlockedNowOpened = func(string) {
+		for fd := 3; fd < 1024; fd++ {
+			if target, err := os.Readlink(filepath.Join("/proc/self/fd", strconv.Itoa(fd))); err == nil && target == filepath.Join(p, "f") {
+				copied, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+				must(t, err)
+				t.Cleanup(func() { unix.Close(copied) })
+				return
+			}
+		}
+		t.Fatalf("no descriptor of %s is open (no /proc/self/fd?)", filepath.Join(p, "f"))
+	}
+	defer func() { TestHookFlockedNowOpened = nil }()
+	if held, err := FlockedNow(d, "f"); held || err != nil {
+		t.Fatalf("FlockedNow of a free file: %v, %v", held, err)
+	}
+	TestHookFlockedNowOpened = nil
+	w, err := OpenAt(d, "f", unix.O_RDWR, 0)
+	must(t, err)
+	defer w.Close()
+	if err := Flock(w, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("a writer's flock after FlockedNow: %v; want it had", err)
 	}
 }

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+)
+
+// dupOpenDir duplicates the process's descriptor of the directory path, as
+// a child forked at that moment holds a copy of it until it execs: the
+// copy shares the open file description, and with it a flock. The copy is
+// closed when the test ends.
+func dupOpenDir(t *testing.T, path string) {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to find the staged dir's descriptor in: %v", err)
+	}
+	for _, e := range fds {
+		n, err := strconv.Atoi(e.Name())
+		if target, rerr := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && rerr == nil && target == path {
+			fd, err := unix.FcntlInt(uintptr(n), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Close(fd) })
+			return
+		}
+	}
+	t.Fatalf("no descriptor of %s is open", path)
+}
+
+// A child a Go worker forks while a resolve or a promote holds the job
+// dir's lock (a job's container started while another job resolves)
+// holds a copy of the staged dir's descriptor until it execs, and a flock
+// belongs to the open file description the copy shares. Released by
+// closing its descriptor alone, the lock stayed held through the copy:
+// the job's next promote, or the next resolve into the dir, was
+// ErrJobDirBusy, promote-failed for a run that was whole. The copy here
+// is a dup made at a fault point inside each and kept open after it.
+func TestAChildForkedWhileTheJobDirIsLockedDoesNotKeepItBusy(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	jobDir := t.TempDir()
+	staging := filepath.Join(jobDir, StagedDirName)
+
+	fired := insideAt(t, faults.StagedAfterUnlink, func() error { dupOpenDir(t, staging); return nil })
+	sess, err := s.Resolve(testKey, localJob(), jobDir)
+	faults.Set(nil)
+	if err != nil || !*fired {
+		t.Fatalf("resolve: %v (the fault point reached: %v)", err, *fired)
+	}
+	stage(t, jobDir, transcriptBytes(testClockStart, "the run"))
+	fired = insideAt(t, faults.PromoteAfterTempWrite, func() error { dupOpenDir(t, staging); return nil })
+	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	if err != nil || !res.Promoted || !*fired {
+		t.Fatalf("promote after a resolve whose staged dir's descriptor a child holds: %+v, %v; want promoted", res, err)
+	}
+	if _, err := s.Resolve(testKey, localJob(), jobDir); err != nil {
+		t.Errorf("resolve after a promote whose staged dir's descriptor a child holds: %v; want resolved", err)
+	}
+}
+
+// The same, with real children: a goroutine runs /bin/true over and over
+// while jobs resolve and promote in one job dir.
+func TestJobsBesideAForkingGoroutineAreNeverBusy(t *testing.T) {
+	if _, err := exec.LookPath("true"); err != nil {
+		t.Skipf("no true(1) to fork: %v", err)
+	}
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			exec.Command("true").Run()
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	jobDir := t.TempDir()
+	busy := 0
+	const rounds = 100
+	for i := range rounds {
+		sess, err := s.Resolve(testKey, localJob(), jobDir)
+		if errors.Is(err, ErrJobDirBusy) {
+			busy++
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		stage(t, jobDir, transcriptBytes(testClockStart, fmt.Sprint("round ", i)))
+		if _, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); errors.Is(err, ErrJobDirBusy) {
+			busy++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if busy > 0 {
+		t.Errorf("%d of %d resolves and promotes were ErrJobDirBusy beside a forking goroutine; want none", busy, 2*rounds)
+	}
+}
