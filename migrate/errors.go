@@ -27,4 +27,8 @@ var (
 	// flight after the store's roll-forward: the rollback would write
 	// legacy files for a transcript that is not in place.
 	errNotSettled = errors.New("a pending promotion was not settled")
+
+	// errFullDir is returned when a directory with entries is where
+	// ToLegacy puts or removes a legacy file: it is never removed.
+	errFullDir = errors.New("a directory with entries is in the way of the legacy file (it is never removed): move it out of the key dir and run again")
 )

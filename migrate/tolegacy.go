@@ -112,6 +112,9 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	if err != nil {
 		return p, err
 	}
+	if err := fullInTheWay(kd, k, files); err != nil {
+		return p, err
+	}
 	p.Action, p.Values, p.files = Migrated, &v, files
 	p.Oddities = append(p.Oddities, odd...)
 	for _, f := range files {
@@ -134,6 +137,26 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 		p.at = &at
 	}
 	return p, nil
+}
+
+// fullInTheWay is the error of a directory with entries where the rollback
+// puts or removes a legacy file: at a file's name, or, for one it writes,
+// at its temp's. Neither is ever removed (only its owner can say what its
+// contents are), so the run would fail there; found in the plan, the key
+// fails before anything is written, and a dry run fails it too.
+func fullInTheWay(kd *os.File, k *keyScan, files []legacyFile) error {
+	for _, f := range files {
+		names := []string{f.name}
+		if f.content != nil {
+			names = append(names, f.name+legacy.TempSuffix)
+		}
+		for _, n := range names {
+			if k.full[n] {
+				return &os.PathError{Op: "write", Path: fsat.Join(kd, n), Err: errFullDir}
+			}
+		}
+	}
+	return nil
 }
 
 // lockShared is a dry run's lock: meta.db's shared lock, which never
