@@ -199,6 +199,10 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	}()
 	transcript := store.TranscriptName
 	if p := sc.Pending; store.PendingInFlight(kd, p) {
+		if err := migrate.PendingTempNotRegular(kd, p); err != nil {
+			fail(r, err) // no roll-forward settles it, a dry run's neither
+			return
+		}
 		if !write {
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
 			transcript = p.Tmp

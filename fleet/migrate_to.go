@@ -174,6 +174,10 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 	}
 	transcript := store.TranscriptName
 	if p := k.sc.Pending; store.PendingInFlight(kd, p) {
+		if err := migrate.PendingTempNotRegular(kd, p); err != nil {
+			fail(r, err) // no roll-forward settles it, a dry run's neither
+			return k
+		}
 		if !write {
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
 			transcript = p.Tmp

@@ -172,6 +172,9 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	}
 	p.lock = d
 	sc = settled(kd, sc)
+	if err := PendingTempNotRegular(kd, sc.Pending); err != nil {
+		return sc, err // the run fails the key so
+	}
 	if sc.Pending != nil {
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
@@ -208,6 +211,10 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 		return nil
 	}
 	if err := lock(); err != nil || p.lock == nil || p.made || sc.Pending == nil && !storeTemps {
+		return sc, err
+	}
+	if err := PendingTempNotRegular(kd, sc.Pending); err != nil {
+		// No roll-forward settles it: failed under the lock, before any.
 		return sc, err
 	}
 	// Listed under the lock: once it is let go, a promotion may stage a
