@@ -204,8 +204,10 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			return
 		}
 		if !write {
-			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
-			transcript = p.Tmp
+			if transcript, err = dryRunTranscript(kd, p, r); err != nil {
+				fail(r, err)
+				return
+			}
 		} else {
 			// RollForward takes the key's lock itself; the in-process lock
 			// would make it wait for this one until its timeout.

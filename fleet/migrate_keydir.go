@@ -212,3 +212,23 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 	}
 	return name, err
 }
+
+// dryRunTranscript is the file a dry run reads as the key dir's
+// transcript when meta.db records p, a promotion in flight whose temp is
+// a regular file: the temp, where it is whole (the run's roll-forward
+// renames it into place); else current.jsonl, which the run reads once its
+// roll-forward has removed the damaged temp (the record left pending, so
+// the generation before it is served where it is in place). The oddity
+// says which.
+func dryRunTranscript(kd *os.File, p *db.Pending, r *MigrateReport) (string, error) {
+	present, size, sum, err := fileID(kd, p.Tmp)
+	switch {
+	case err != nil:
+		return "", err
+	case present && size == p.Size && uint64(sum) == p.CRC32C:
+		odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
+		return p.Tmp, nil
+	}
+	odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d) whose temp is not what its commit recorded", p.Gen), "its temp would be removed by the roll-forward first, the record left pending")
+	return store.TranscriptName, nil
+}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,57 @@ func TestMigrateAPendingTempThatIsNotARegularFileFailsSayingSo(t *testing.T) {
 	}
 	if n := len(etcdOf(t, c, f.prefix)); n != inEtcd {
 		t.Errorf("etcd holds %d keys after the failed runs, %d before", n, inEtcd)
+	}
+}
+
+// A committed promotion's temp that is a regular file but not what its
+// commit recorded (damaged) is removed by the run's roll-forward, the
+// record left pending, and the run then moves the generation before it,
+// which the store serves. The dry runs read the damaged temp as the key's
+// transcript instead: --to etcd planned its bytes as a transcript that
+// does not match its record (transcript-replaced), or a conflict for a key
+// etcd already holds, and --from etcd a conflict, each where the run says
+// migrate or already. They now plan what the runs do.
+func TestMigrateDryRunsOfADamagedPendingTempPlanWhatTheRunsDo(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	moved, fresh := store.Key("github", "damaged-temp", "moved"), store.Key("github", "damaged-temp", "fresh")
+	h.mustPromote(moved, migJob, "m1", store.PromoteRequest{})
+	if got, _ := runMigration(t, true, root, f.b, migOpts()); got[moved].Action != migrate.Migrated {
+		t.Fatalf("the key's first move into etcd: %+v", got[moved])
+	}
+	h.mustPromote(fresh, migJob, "f1", store.PromoteRequest{})
+	for _, key := range []string{moved, fresh} {
+		h.crashAfterCommit(key, migJob, "2")
+		temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
+		if len(temps) != 1 {
+			t.Fatalf("temps %v", temps)
+		}
+		if err := os.Truncate(temps[0], 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(r MigrateReport) string {
+		s := string(r.Action)
+		if r.Values != nil && r.Values.Transcript != nil {
+			s += fmt.Sprintf(" %d bytes crc32c %s", r.Values.Transcript.Size, r.Values.Transcript.CRC32C)
+		}
+		return s
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	plannedTo, _ := runMigration(t, true, root, f.b, dry)
+	plannedFrom, _ := runMigration(t, false, root, f.b, dry)
+	didTo, _ := runMigration(t, true, root, f.b, migOpts())
+	didFrom, _ := runMigration(t, false, root, f.b, migOpts())
+	for _, key := range []string{moved, fresh} {
+		if p, d := plan(plannedTo[key]), plan(didTo[key]); p != d || d == string(migrate.Failed) {
+			t.Errorf("--to etcd of %s: the dry run planned %s (%s), the run did %s (%s)", key[:8], p, plannedTo[key].Cause, d, didTo[key].Cause)
+		}
+	}
+	if p, d := plan(plannedFrom[moved]), plan(didFrom[moved]); p != d || didFrom[moved].Action != migrate.Already {
+		t.Errorf("--from etcd: the dry run planned %s (%s), the run did %s (%s); want already, both", p, plannedFrom[moved].Cause, d, didFrom[moved].Cause)
 	}
 }

@@ -179,8 +179,11 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 			return k
 		}
 		if !write {
-			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
-			transcript = p.Tmp
+			var err error
+			if transcript, err = dryRunTranscript(kd, p, r); err != nil {
+				fail(r, err)
+				return k
+			}
 		} else {
 			// RollForward takes the key's lock itself; the in-process lock
 			// would make it wait for this one until its timeout.
