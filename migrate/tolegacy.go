@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -175,11 +176,52 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	if err := PendingTempNotRegular(kd, sc.Pending); err != nil {
 		return sc, err // the run fails the key so
 	}
+	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
 	if sc.Pending != nil {
+		whole, err := pendingTempWhole(m.ctx, kd, sc.Pending)
+		if err != nil {
+			return sc, err
+		}
+		if !whole {
+			// The run's roll-forward removes it and leaves the record
+			// pending: the plan is made from the key as it then is.
+			p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d) whose temp was not what its commit recorded", sc.Pending.Gen), "its temp would be removed by the roll-forward first, the record left pending"})
+			sc.Pending = nil
+			return sc, nil
+		}
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
-	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
 	return sc, nil
+}
+
+// pendingTempWhole reports whether the temp of p, a promotion in flight in
+// kd, is a regular file holding what its commit recorded, as the
+// roll-forward judges it before it renames it into place (else it removes
+// it). A read that failed, or that ctx stopped, is an error.
+func pendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
+	fd, st, err := fsat.OpenRaw(kd, p.Tmp, unix.O_RDONLY, 0)
+	switch {
+	case fsat.IsNotExist(err), errors.Is(err, unix.ELOOP):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	f, err := fsat.NewFile(fd, &st, fsat.Join(kd, p.Tmp))
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if !fsat.IsRegular(&st) || st.Size != p.Size {
+		return false, nil
+	}
+	n, sum, err := store.ReadCRC32C(ctx, f, p.Size+1)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return n == p.Size && uint64(sum) == p.CRC32C, nil
 }
 
 // lockSettled takes the exclusive lock of the meta.db that is there now,
@@ -242,7 +284,9 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 			p.Removed = append(p.Removed, n)
 		}
 	}
+	rolled := -1
 	if sc.Pending != nil {
+		rolled = len(p.Oddities)
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "rolled forward first"})
 	}
 	if err := faults.At(faults.ToLegacyRolledForward); err != nil {
@@ -254,6 +298,11 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	// converted a key twice before this was checked here).
 	if err := lock(); err != nil || p.lock == nil || p.made {
 		return sc, err
+	}
+	if pend := recordedPending(p.lock); rolled >= 0 && pend != nil && sc.Pending == nil {
+		// Still recorded, and its temp gone: the roll-forward found it
+		// not what its commit recorded, and removed it.
+		p.Oddities[rolled] = Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d) whose temp was not what its commit recorded", pend.Gen), "its temp removed by the roll-forward first, the record left pending"}
 	}
 	if sc.Pending != nil {
 		return sc, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled)
