@@ -11,7 +11,9 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/access"
 	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 	"sessdb/store/legacy"
 )
@@ -106,6 +108,9 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		}
 	}
 
+	if err := m.ownerMayRead(kd, k); err != nil {
+		return p, err
+	}
 	v, odd, err := readLegacy(k)
 	if err != nil {
 		return p, err
@@ -234,4 +239,30 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 		return err
 	}
 	return faults.At(faults.ToDBDirSynced)
+}
+
+// ownerMayRead fails a key with a legacy sidecar the sessions root's owner
+// may not read (by its mode, or, of one root owns, its group and others'
+// bits or its ACL: access.JudgeAt), as the owner's own migration fails it
+// on the read (Observed.NotRead). Root reads it all the same: run as root
+// in a worker's root, the migration carried a value the worker's resolves
+// read as no value (a venue or pi-version so cold-starts the key), and
+// the key it had cold-started then resumed. A root root owns judges
+// nothing (root may use anything).
+func (m *migrator) ownerMayRead(kd *os.File, k *keyScan) error {
+	owner, ok := access.OwnerOf(m.rootDir)
+	if !ok {
+		return nil
+	}
+	for _, n := range sidecarNames {
+		st, present := k.stats[n]
+		if !present || !fsat.IsRegular(&st) {
+			continue
+		}
+		modeLacks, ownerLacks := access.JudgeAt(kd, n, &st, 0o400, &owner)
+		if (modeLacks|ownerLacks)&0o400 != 0 {
+			return &os.PathError{Op: "read", Path: fsat.Join(kd, n), Err: fmt.Errorf("mode %04o, uid %d: the sessions root's owner (uid %d) may not read it, so its workers read it as no value: migrated, its value would change the key's verdict; give it to the root's owner (check names it), and run again", uint32(st.Mode)&0o7777, st.Uid, owner.UID)}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,62 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// worker is the user a sessions root belongs to in these tests: nobody.
+const worker = 65534
+
+// A legacy sidecar the sessions root's owner may not read (root's 0600,
+// or its own with no read bit) is read by that owner's workers as no
+// value: a venue or pi-version so cold-starts the key (venue-changed),
+// and the owner's own migration fails the key on the read. Root reads it
+// all the same: root's migration in a worker's root carried its value,
+// and the key the worker cold-started resumed after it (measured by hand:
+// the worker's resolve venue-changed before, resumed after). It now fails
+// the key as the worker's migration does, in a dry run too, leaving its
+// files; one the owner may read (root's 0644) is migrated.
+func TestRootsMigrationOfASidecarTheRootsOwnerMayNotReadFailsTheKey(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root reads what the root's owner may not: run as root to test it")
+	}
+	for name, c := range map[string]struct {
+		uid  int
+		mode os.FileMode
+		fail bool
+	}{
+		"root's, 0600":  {0, 0o600, true},
+		"its own, 0200": {worker, 0o200, true},
+		"root's, 0644":  {0, 0o644, false},
+		"its own, 0600": {worker, 0o600, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root, key := oneKey(t)
+			must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, worker, worker)
+			}))
+			venue := filepath.Join(root, key, "venue")
+			must(t, os.Chown(venue, c.uid, c.uid))
+			must(t, os.Chmod(venue, c.mode))
+			for _, dry := range []bool{true, false} {
+				got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+				r := got[key]
+				switch {
+				case c.fail && (r.Action != Failed || !strings.Contains(r.Cause, venue) || !strings.Contains(r.Cause, "may not read it")):
+					t.Errorf("dry run %v: %s %q; want failed, naming %s, which the root's owner may not read", dry, r.Action, r.Cause, venue)
+				case !c.fail && r.Action != Migrated:
+					t.Errorf("dry run %v: %s %q; want migrate", dry, r.Action, r.Cause)
+				}
+			}
+			if _, err := os.Lstat(venue); c.fail && err != nil {
+				t.Errorf("the failed key's venue: %v; want it kept", err)
+			}
+		})
+	}
+}
