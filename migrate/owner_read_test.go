@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -59,4 +60,56 @@ func TestRootsMigrationOfASidecarTheRootsOwnerMayNotReadFailsTheKey(t *testing.T
 			}
 		})
 	}
+}
+
+// A legacy key dir root owns in a worker's root (a legacy worker run as
+// root once: 0755, its files 0644) is one the worker's resolves read and
+// resume. Root's migration made its meta.db root's (what root makes is the
+// dir's owner's), 0600, and every resolve of the key by the worker then
+// failed (by hand: nobody's resolve resumed before, exited 1 after,
+// "permission denied"). It now fails the key, in a dry run too, and
+// changes nothing in it; once the key dir is the worker's, it migrates.
+func TestRootsMigrationOfAKeyDirRootOwnsInAWorkersRootFailsTheKey(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root makes a key dir root owns in a worker's root: run as root to test it")
+	}
+	root, key := oneKey(t)
+	must(t, os.Chown(root, worker, worker))
+	dir := filepath.Join(root, key)
+	must(t, os.Chmod(dir, 0o755))
+	names, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range names {
+		must(t, os.Chmod(filepath.Join(dir, e.Name()), 0o644))
+	}
+	before := treeState(t, root, true, true)
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, dir) || !strings.Contains(r.Cause, "a key dir root owns") {
+			t.Errorf("dry run %v: %s %q; want failed, naming the key dir root owns", dry, r.Action, r.Cause)
+		}
+	}
+	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
+		t.Errorf("the failed migration changed the root:\n%s", d)
+	}
+	must(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Migrated {
+		t.Errorf("once the key dir is the worker's: %+v", got[key])
+	}
+	if uid, _ := ownerOf(t, filepath.Join(dir, "meta.db")); uid != worker {
+		t.Errorf("meta.db is uid %d's, want the worker's", uid)
+	}
+}
+
+func ownerOf(t *testing.T, p string) (uid, gid uint32) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	must(t, err)
+	st := fi.Sys().(*syscall.Stat_t)
+	return st.Uid, st.Gid
 }

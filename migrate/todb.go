@@ -53,6 +53,13 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		p.Action, p.Cause = Skipped, nothingToMigrate
 		return p, nil
 	}
+	if !k.meta {
+		// Judged before the open below makes a meta.db for the lock,
+		// and again under it.
+		if err := m.ownerMayRead(kd, k); err != nil {
+			return p, err
+		}
+	}
 	found := k.meta // before the open below may create one
 	if found && write && m.alreadyInDB(kd, name, p) {
 		return p, nil
@@ -247,12 +254,19 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 // on the read (Observed.NotRead). Root reads it all the same: run as root
 // in a worker's root, the migration carried a value the worker's resolves
 // read as no value (a venue or pi-version so cold-starts the key), and
-// the key it had cold-started then resumed. A root root owns judges
-// nothing (root may use anything).
+// the key it had cold-started then resumed. So is a key dir (kd) root
+// owns in a root another user owns (made by a legacy worker run as root,
+// 0755, its files 0644, which the worker's resolves read and resumed):
+// the meta.db root made there was root's (the dir's owner's, 0600), and
+// every resolve of the key by the worker failed after it. A root root
+// owns judges nothing (root may use anything).
 func (m *migrator) ownerMayRead(kd *os.File, k *keyScan) error {
 	owner, ok := access.OwnerOf(m.rootDir)
 	if !ok {
 		return nil
+	}
+	if st, err := fsat.Fstat(kd); err == nil && st.Uid == 0 && owner.UID != 0 {
+		return &os.PathError{Op: "migrate", Path: kd.Name(), Err: fmt.Errorf("mode %04o, uid 0: a key dir root owns in a root uid %d owns: the meta.db made in it would be root's (what root makes is the dir's owner's), which that user's workers may not open, so every resolve of the key would fail; give the key dir to the root's owner (check names it), and run again", uint32(st.Mode)&0o7777, owner.UID)}
 	}
 	for _, n := range sidecarNames {
 		st, present := k.stats[n]
