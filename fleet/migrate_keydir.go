@@ -17,6 +17,7 @@ import (
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/migrate"
 	"sessdb/store"
 	"sessdb/store/legacy"
 )
@@ -226,6 +227,9 @@ func dryRunTranscript(kd *os.File, p *db.Pending, r *MigrateReport) (string, err
 	case err != nil:
 		return "", err
 	case present && size == p.Size && uint64(sum) == p.CRC32C:
+		if err := migrate.RollForwardBlocked(kd, p); err != nil {
+			return "", err // the run's roll-forward fails so
+		}
 		odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "would be rolled forward first")
 		return p.Tmp, nil
 	}

@@ -121,3 +121,36 @@ func TestMigrateDryRunsOfADamagedPendingTempPlanWhatTheRunsDo(t *testing.T) {
 		t.Errorf("--from etcd: the dry run planned %s (%s), the run did %s (%s); want already, both", p, plannedFrom[moved].Cause, d, didFrom[moved].Cause)
 	}
 }
+
+// A directory at current.jsonl under a committed promotion whose temp is
+// whole: the run's roll-forward cannot rename the temp over it, and each
+// run fails the key; the dry runs planned it moved as the temp (--to
+// etcd: "migrate", exit 0). They now fail it with the run's error.
+func TestMigrateDryRunsOfAPromotionBlockedByADirectoryFailAsTheRuns(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "blocked-temp", "a")
+	h.mustPromote(key, migJob, "a1", store.PromoteRequest{})
+	if got, _ := runMigration(t, true, root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+		t.Fatalf("the key's first move into etcd: %+v", got[key])
+	}
+	h.crashAfterCommit(key, migJob, "a2")
+	cur := h.path(key, store.TranscriptName)
+	if err := os.Remove(cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(cur, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	for _, to := range []bool{true, false} {
+		planned, _ := runMigration(t, to, root, f.b, dry)
+		got, _ := runMigration(t, to, root, f.b, migOpts())
+		if p, r := planned[key], got[key]; p.Action != migrate.Failed || r.Action != migrate.Failed || p.Cause != r.Cause {
+			t.Errorf("to etcd %v: the dry run planned %s %q; the run did %s %q; want both failed alike", to, p.Action, p.Cause, r.Action, r.Cause)
+		}
+	}
+}

@@ -141,3 +141,33 @@ func TestRollbackDryRunOfADamagedPendingTempPlansWhatTheRunDoes(t *testing.T) {
 		})
 	}
 }
+
+// A directory at current.jsonl under a committed promotion whose temp is
+// whole: the rollback's roll-forward cannot rename the temp over it, and
+// the run fails the key; the dry run, which rolls nothing forward,
+// planned "migrate" (exit 0). It now fails the key with the run's error.
+func TestRollbackDryRunOfAPromotionBlockedByADirectoryFailsAsTheRun(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	st, sess, _ := raceJob(t, root, key)
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("killed between the commit and the rename")
+		}
+		return nil
+	})
+	if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
+		t.Fatalf("the promotion killed after its commit = %+v, %v", res, err)
+	}
+	faults.Set(nil)
+	cur := filepath.Join(root, key, "current.jsonl")
+	must(t, os.Remove(cur))
+	must(t, os.Mkdir(cur, 0o700))
+	planned, _ := migrate(t, root, true, Options{DryRun: true, Now: testOpts().Now})
+	got, _ := migrate(t, root, true, testOpts())
+	p, r := planned[key], got[key]
+	if p.Action != Failed || r.Action != Failed || p.Cause != r.Cause {
+		t.Errorf("the dry run planned %s %q; the run did %s %q; want both failed alike", p.Action, p.Cause, r.Action, r.Cause)
+	}
+}

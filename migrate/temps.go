@@ -7,8 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/store/legacy"
 )
 
 // tempGrace is how long a meta.db temp is left alone after its last
@@ -98,4 +101,16 @@ func PendingTempNotRegular(kd *os.File, p *db.Pending) error {
 		return nil
 	}
 	return &os.PathError{Op: "roll forward", Path: fsat.Join(kd, p.Tmp), Err: fmt.Errorf("the temp of the promotion meta.db records in flight (gen %d) is a %s, not a regular file: no roll-forward renames or removes it, so the promotion stays pending (a resolve serves the generation before it where that is in place, else promotion-lost); remove it by hand and run again", p.Gen, fsat.Kind(&st))}
+}
+
+// RollForwardBlocked is the error the roll-forward of p, a promotion in
+// flight in kd whose temp is whole, meets where a directory is at
+// current.jsonl: a file is not renamed over a directory (the store's
+// check says to remove it by hand). A dry run, which rolls nothing
+// forward, fails the key with it as the run does; nil otherwise.
+func RollForwardBlocked(kd *os.File, p *db.Pending) error {
+	if st, err := fsat.LstatAt(kd, legacy.TranscriptName); err != nil || !fsat.IsDir(&st) {
+		return nil
+	}
+	return &os.LinkError{Op: "rename", Old: fsat.Join(kd, p.Tmp), New: fsat.Join(kd, legacy.TranscriptName), Err: unix.EISDIR}
 }

@@ -189,6 +189,9 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 			sc.Pending = nil
 			return sc, nil
 		}
+		if err := RollForwardBlocked(kd, sc.Pending); err != nil {
+			return sc, err // the run's roll-forward fails so
+		}
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
 	return sc, nil
