@@ -109,9 +109,11 @@ type Finding struct {
 	// repair.
 	Remains bool `json:"remains"`
 
-	tmpWhole bool   // pending-promotion: the temp matches the record
-	resolves string // transcript-mismatch: what a resolve of the key says now
-	unproven bool   // meta-check-failed: the check did not complete, so proves nothing
+	tmpWhole bool // pending-promotion: the temp matches the record
+	// tmpNotRegular: pending-promotion whose temp is not a regular file
+	tmpNotRegular bool
+	resolves      string // transcript-mismatch: what a resolve of the key says now
+	unproven      bool   // meta-check-failed: the check did not complete, so proves nothing
 	// historyFull: record-undecodable for a history whose newest entry
 	// holds the last sequence number, all else of meta.db decoding.
 	historyFull bool

@@ -449,7 +449,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		add(key+"/"+k.sidecars.Pending.Tmp, KindUnreadable, "%v", err)
 		return nil
 	}
-	whole := false
+	whole, notRegular := false, ""
 	if p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') {
 		var err error
 		if whole, err = pendingTempWhole(k.dir, p); err != nil {
@@ -459,14 +459,23 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 			add(key+"/"+p.Tmp, KindUnreadable, "%v", err)
 			return nil
 		}
+		// No roll-forward renames or removes a temp that is not a regular
+		// file (put there out of band: no crash leaves one).
+		if st, err := fsat.LstatAt(k.dir, p.Tmp); err == nil && !fsat.IsRegular(&st) {
+			notRegular = fsat.Kind(&st)
+		}
 	}
 	if p != nil {
 		state := "whole: a roll-forward renames it over current.jsonl"
-		if !whole {
+		switch {
+		case whole:
+		case notRegular != "":
+			state = "a " + notRegular + ", not a regular file: no roll-forward renames or removes it, so the record stays pending until it is removed by hand (a resolve serves the generation before it where that is in place, else promotion-lost; the key's next promotion replaces the record)"
+		default:
 			state = "missing or not what the record says: a roll-forward removes it and leaves the record pending (a resolve serves the generation before it where that is in place, else promotion-lost)"
 		}
 		f := add(path, KindPendingPromotion, "gen %d committed but not renamed into place; its temp %s is %s", p.Gen, p.Tmp, state)
-		f.tmpWhole = whole
+		f.tmpWhole, f.tmpNotRegular = whole, notRegular != ""
 	}
 	id := k.identity
 	t := k.obs.Transcript // current.jsonl as found, before a resolve's view serves a temp

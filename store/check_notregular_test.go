@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,51 @@ func TestAPromotionWhoseRenameFailsForGoodIsRolledForwardOnceTheNameIsFree(t *te
 	res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
 	if err != nil || !res.Promoted || !res.Repeat || res.Gen != 5 {
 		t.Errorf("the ticket's retry after the roll-forward: %+v, %v; want its promotion (gen 5) repeated", res, err)
+	}
+}
+
+// A committed promotion's temp that is not a regular file (a FIFO, a
+// directory: put there out of band) is no temp a roll-forward renames or
+// removes. check said it was "missing or not what the record says: a
+// roll-forward removes it", and --repair reported "removed its temp" and
+// Repaired for a temp it left, which the next check found again.
+func TestCheckOfAPendingTempThatIsNotARegularFileSaysTheRollForwardLeavesIt(t *testing.T) {
+	for name, put := range map[string]func(t *testing.T, tmp string){
+		"a FIFO":      func(t *testing.T, tmp string) { must(t, unix.Mkfifo(tmp, 0o600)) },
+		"a directory": func(t *testing.T, tmp string) { must(t, os.Mkdir(tmp, 0o700)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			tmp := commitWithoutRename(t, s, root)
+			must(t, os.Remove(tmp))
+			put(t, tmp)
+			for _, repair := range []bool{false, true} {
+				var pending []Finding
+				if _, err := s.Check(context.Background(), CheckOptions{Repair: repair}, func(f Finding) error {
+					if f.Kind == KindPendingPromotion {
+						pending = append(pending, f)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if len(pending) != 1 {
+					t.Fatalf("repair %v: %d pending-promotion findings; want 1", repair, len(pending))
+				}
+				f := pending[0]
+				if !strings.Contains(f.Detail, "not a regular file: no roll-forward renames or removes it") || strings.Contains(f.Detail, "a roll-forward removes it") {
+					t.Errorf("repair %v: %q; want it to say no roll-forward renames or removes the temp", repair, f.Detail)
+				}
+				if repair && (f.Repaired || !f.Remains || !strings.HasPrefix(f.Repair, "left as is")) {
+					t.Errorf("--repair: repaired %v, remains %v, %q; want left as is, and still there", f.Repaired, f.Remains, f.Repair)
+				}
+			}
+			if _, err := os.Lstat(tmp); err != nil {
+				t.Errorf("the temp after --repair: %v; want it left", err)
+			}
+			if got, _ := mustResolve(t, s, testKey, localJob()); got.Reason != gates.Resumed || got.Gen() != 1 {
+				t.Errorf("resolve: %s gen %d; want resumed at gen 1, the generation before", got.Reason, got.Gen())
+			}
+		})
 	}
 }

@@ -75,6 +75,10 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			f.Repair = "gone since it was found (rolled forward by another check --repair, or settled by a promotion): nothing left to roll forward"
 			continue
 		}
+		if f.tmpNotRegular {
+			f.Repair = "left as is: its temp is not a regular file, which no roll-forward renames or removes; remove it by hand (until then, and after, a resolve serves the generation before it where that is in place, else promotion-lost; the key's next promotion replaces the record)"
+			continue
+		}
 		f.Repaired = true
 		if f.tmpWhole {
 			f.Repair = "rolled forward: the temp was renamed over current.jsonl and the record cleared; other promotion temps removed"
