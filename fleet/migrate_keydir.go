@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -222,11 +223,11 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 // the generation before it is served where it is in place). The oddity
 // says which.
 func dryRunTranscript(kd *os.File, p *db.Pending, r *MigrateReport) (string, error) {
-	present, size, sum, err := fileID(kd, p.Tmp)
+	whole, err := store.PendingTempWhole(context.Background(), kd, p)
 	switch {
 	case err != nil:
 		return "", err
-	case present && size == p.Size && uint64(sum) == p.CRC32C:
+	case whole:
 		if err := migrate.RollForwardBlocked(kd, p); err != nil {
 			return "", err // the run's roll-forward fails so
 		}

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -178,7 +177,7 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	}
 	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
 	if sc.Pending != nil {
-		whole, err := pendingTempWhole(m.ctx, kd, sc.Pending)
+		whole, err := store.PendingTempWhole(m.ctx, kd, sc.Pending)
 		if err != nil {
 			return sc, err
 		}
@@ -195,36 +194,6 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
 	return sc, nil
-}
-
-// pendingTempWhole reports whether the temp of p, a promotion in flight in
-// kd, is a regular file holding what its commit recorded, as the
-// roll-forward judges it before it renames it into place (else it removes
-// it). A read that failed, or that ctx stopped, is an error.
-func pendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
-	fd, st, err := fsat.OpenRaw(kd, p.Tmp, unix.O_RDONLY, 0)
-	switch {
-	case fsat.IsNotExist(err), errors.Is(err, unix.ELOOP):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	f, err := fsat.NewFile(fd, &st, fsat.Join(kd, p.Tmp))
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	if !fsat.IsRegular(&st) || st.Size != p.Size {
-		return false, nil
-	}
-	n, sum, err := store.ReadCRC32C(ctx, f, p.Size+1)
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", f.Name(), err)
-	}
-	return n == p.Size && uint64(sum) == p.CRC32C, nil
 }
 
 // lockSettled takes the exclusive lock of the meta.db that is there now,

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -519,7 +520,7 @@ func (k *keyDir) servedWhole(p *db.Pending) (bool, error) {
 	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err
 	}
-	return sameContent(k.transcript, p.Size, p.CRC32C)
+	return sameContent(context.Background(), k.transcript, p.Size, p.CRC32C)
 }
 
 // stampOf is a db stamp as the ladder reads it. A db stamp is never

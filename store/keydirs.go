@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -424,7 +425,7 @@ func (t *keyTxn) HoldsRecord() (bool, error) {
 	if err := faults.At(faults.HoldsRecordRead); err != nil {
 		return false, err
 	}
-	return fileCheck(t.kd, TranscriptName, rec.Size, rec.CRC32C)
+	return fileCheck(context.Background(), t.kd, TranscriptName, rec.Size, rec.CRC32C)
 }
 
 // Refuse appends e to the history in a transaction of its own.

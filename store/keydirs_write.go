@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -131,7 +132,7 @@ func fellBack(kd *os.File, m db.MetaPages, cur keyState) (bool, error) {
 		// stop the key for good.
 		return false, nil
 	}
-	ok, err := fileCheck(kd, TranscriptName, rec.Size, rec.CRC32C)
+	ok, err := fileCheck(context.Background(), kd, TranscriptName, rec.Size, rec.CRC32C)
 	return !ok && err == nil, err
 }
 
@@ -183,11 +184,11 @@ func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (bool, error) {
 	}
 	rec := sc.Transcript
 	if st.Size == rec.Size {
-		if ok, err := fileCheck(kd, TranscriptName, rec.Size, rec.CRC32C); ok || err != nil {
+		if ok, err := fileCheck(context.Background(), kd, TranscriptName, rec.Size, rec.CRC32C); ok || err != nil {
 			return false, err
 		}
 	}
-	return fileCheck(kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+	return fileCheck(context.Background(), kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
 }
 
 // writeTemp copies the staged transcript into a new temp file in the key
@@ -275,7 +276,7 @@ func (s *Store) tempWhole(kd *os.File, p *db.Pending) (bool, error) {
 	if err := s.fault(faults.RollForwardTempRead); err != nil {
 		return false, err
 	}
-	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)
+	return fileCheck(context.Background(), kd, p.Tmp, p.Size, p.CRC32C)
 }
 
 // pendingTempWhole is tempWhole for a reader (a resolve's base, check's
@@ -285,15 +286,31 @@ func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
 	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err
 	}
-	return fileCheck(kd, p.Tmp, p.Size, p.CRC32C)
+	return fileCheck(context.Background(), kd, p.Tmp, p.Size, p.CRC32C)
+}
+
+// PendingTempWhole reports whether the temp of p, a promotion in flight
+// in the key dir kd (opened with O_DIRECTORY|O_NOFOLLOW), is whole: a
+// regular file holding exactly what its commit recorded, which a
+// roll-forward renames into place (any other it removes, or leaves where
+// it is not a regular file). It is for migrate's dry runs, which plan
+// what the roll-forward will leave: a read that failed, or that ctx
+// stopped (it is looked at before every megabyte), is an error.
+func PendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
+	whole, err := fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return whole && err == nil, err
 }
 
 // fileCheck reports whether name in kd is a regular file of size bytes
 // with CRC32C sum, reading no more than size+1 bytes of it. It returns an
 // error where name could not be read (an open, fstat or read that failed):
 // that says nothing of the file. Nothing at the name, or anything but a
-// regular file, does not match.
-func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
+// regular file, does not match. A read ctx stopped does not match either;
+// the caller that passes one tells so by ctx.Err().
+func fileCheck(ctx context.Context, kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	f, st, err := fsat.OpenRegularAt(kd, name)
 	switch {
 	case fsat.IsNotExist(err), errors.Is(err, fsat.ErrNotRegular):
@@ -305,18 +322,17 @@ func fileCheck(kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	if st.Size != size {
 		return false, nil
 	}
-	return sameContent(f, size, sum)
+	return sameContent(ctx, f, size, sum)
 }
 
 // sameContent reports whether f holds exactly size bytes with CRC32C sum,
 // reading no more than size+1 bytes of it. Its error is the read's.
-func sameContent(f *os.File, size int64, sum uint64) (bool, error) {
-	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
+func sameContent(ctx context.Context, f *os.File, size int64, sum uint64) (bool, error) {
+	n, got, err := ReadCRC32C(ctx, f, size+1)
 	if err != nil {
 		return false, err
 	}
-	return n == size && uint64(h.Sum32()) == sum, nil
+	return n == size && uint64(got) == sum, nil
 }
 
 // sweepTemps removes promotion temps, and reports whether it removed
