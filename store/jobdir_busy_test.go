@@ -123,3 +123,36 @@ func insideAt(t *testing.T, point faults.Point, inside func() error) (fired *boo
 	t.Cleanup(func() { faults.Set(nil) })
 	return fired
 }
+
+// A resolve that finds its job dir busy removes nothing, the ticket
+// included: a promote under way there, which then fails (here at its
+// temp's write), is retried as the CLI retries it, by reading the job
+// dir's ticket again. Before the lock was taken ahead of the ticket's
+// removal, the busy resolve removed the ticket of the run it left in
+// place, and no retry could find what to promote.
+func TestABusyResolveLeavesTheJobDirsTicket(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	sessA, jobDir := mustResolve(t, s, a, localJob())
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	var resolved error
+	fired := insideAt(t, faults.PromoteAfterTempWrite, func() error {
+		_, resolved = s.Resolve(b, localJob(), jobDir)
+		return errors.New("the promote fails after the resolve")
+	})
+	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err == nil || res.Promoted || !*fired {
+		t.Fatalf("the failing promote: %+v, %v (the resolve run inside it: %v)", res, err, *fired)
+	}
+	faults.Set(nil)
+	if !errors.Is(resolved, ErrJobDirBusy) {
+		t.Fatalf("the resolve into the job dir a promote was using: %v; want ErrJobDirBusy", resolved)
+	}
+	retry, err := ReadTicket(jobDir)
+	if err != nil || retry.Ticket != sessA.Ticket {
+		t.Fatalf("the job dir's ticket after the busy resolve: %q, %v; want a's, %q, for the promote's retry", retry.Ticket, err, sessA.Ticket)
+	}
+	if res, err := s.Promote(retry, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
+		t.Errorf("the retry of a's promote from the job dir's ticket: %+v, %v; want promoted", res, err)
+	}
+}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"sessdb/gates"
@@ -81,5 +83,26 @@ func TestAResolveWhileAPromoteUsesItsJobDirIsBusy(t *testing.T) {
 	}
 	if res, err := s.Promote(sessA, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
 		t.Errorf("the retry of a's promote: %+v, %v; want promoted", res, err)
+	}
+}
+
+// Only a ticket that names another id says the job dir was resolved
+// again: a promote (TicketFromJobDir) whose job dir's ticket is gone
+// since it was read (removed by hand; a resolve that failed takes the
+// staged file with it) promotes the run its Session describes, and is
+// never ErrJobDirBusy, which no retry would get past.
+func TestAPromoteWhoseTicketWasRemovedSinceItWasReadIsNotBusy(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	_, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, transcriptBytes(testClockStart, "the run"))
+	sess, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(jobDir, TicketName)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
+		t.Errorf("promote of a ticket since removed from its job dir: %+v, %v; want promoted", res, err)
 	}
 }

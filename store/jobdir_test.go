@@ -218,3 +218,38 @@ func TestTicketRoundTrip(t *testing.T) {
 		t.Fatalf("ticket lacks its contract fields: %+v", sess)
 	}
 }
+
+// A resolve whose staged dir cannot be made (a link, or a file, at its
+// name: never followed, never removed) is a fault, and like every other
+// fault leaves no ticket in the job dir, not even an earlier resolve's:
+// the container and promote would take that one for this job's.
+func TestAResolveWhoseStagedDirFailsRemovesAnEarlierTicket(t *testing.T) {
+	for name, put := range map[string]func(t *testing.T, sd string){
+		"a link": func(t *testing.T, sd string) {
+			if err := os.Symlink(t.TempDir(), sd); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a file": func(t *testing.T, sd string) {
+			if err := os.WriteFile(sd, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _, _ := newTestStore(t, gates.Bounds{})
+			_, jobDir := mustResolve(t, s, Key("github", "a/b", "first"), localJob())
+			sd := filepath.Join(jobDir, StagedDirName)
+			if err := os.RemoveAll(sd); err != nil {
+				t.Fatal(err)
+			}
+			put(t, sd)
+			if _, err := s.Resolve(testKey, localJob(), jobDir); err == nil {
+				t.Fatalf("resolve with %s at the staged dir's name: no error; want a fault", name)
+			}
+			if _, err := os.Lstat(filepath.Join(jobDir, TicketName)); !os.IsNotExist(err) {
+				t.Errorf("the earlier resolve's ticket after the failed resolve: %v; want it removed", err)
+			}
+		})
+	}
+}

@@ -140,6 +140,35 @@ func TestASessionWithoutItsIdIsNotAnOldTicket(t *testing.T) {
 	if got := readCanonical(t, rootA, testKey); !bytes.Equal(got, before) {
 		t.Fatal("the key changed")
 	}
+
+	// A cold one onto a key with history (another venue), its root
+	// dropped too: no checksum, but its base is still the job contract's.
+	elsewhere := localJob()
+	elsewhere.Venue = "elsewhere"
+	cold, jobDir = mustResolve(t, a, testKey, elsewhere)
+	if cold.Resume || cold.Base == (Base{}) {
+		t.Fatalf("resolve from another venue: %s, base %+v; want a cold start with a base", cold.Reason, cold.Base)
+	}
+	stage(t, jobDir, transcriptBytes(a.opts.Now(), "cold run elsewhere"))
+	cold.Ticket, cold.Root = "", ""
+	if res, err := a.Promote(cold, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrBadTicket) || res.Promoted {
+		t.Errorf("a cold Session with a base, its id and root dropped: %+v, %v; want ErrBadTicket", res, err)
+	}
+	if got := readCanonical(t, rootA, testKey); !bytes.Equal(got, before) {
+		t.Fatal("the key changed")
+	}
+
+	// A resumed one with its base dropped as well, into another root: its
+	// checksum alone is still the job contract's.
+	warm, jobDir = mustResolve(t, a, testKey, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("warm run elsewhere")...))
+	warm.Ticket, warm.Root, warm.Base = "", "", Base{}
+	if res, err := b.Promote(warm, PromoteRequest{PiVersion: testPi}); !errors.Is(err, ErrBadTicket) || res.Promoted {
+		t.Errorf("a resumed Session with its id, root and base dropped, into another root: %+v, %v; want ErrBadTicket", res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(rootB, testKey)); !os.IsNotExist(err) {
+		t.Fatalf("the other root's key: %v; want nothing written there", err)
+	}
 }
 
 // Jobs in flight when a host is upgraded were resolved by the old binary

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -150,5 +151,40 @@ func TestPromoteOverAPendingTempNotLookedAtOpensIt(t *testing.T) {
 	t.Cleanup(func() { faults.Set(nil) })
 	if res, err := s.Promote(sess, PromoteRequest{}); err != nil || !res.Promoted || res.Gen != 2 || looks == 0 {
 		t.Fatalf("promote with the landed promotion's temp not looked at (%d looks) = %+v, %v; want gen 2 promoted", looks, res, err)
+	}
+}
+
+// A committed promotion whose temp is whole is what the key holds, even
+// where the temp is the size of the generation before it (a rewrite that
+// kept the length): the base of a resolve that cold-starts the key is the
+// committed generation, so that the job's promote, after the roll-forward
+// puts the temp in place, replaces it and is not superseded. Judged by
+// size, what is in place (the generation before) looks like a lost
+// promotion's fallback.
+func TestAWholePendingTempTheSizeOfTheGenerationBeforeIsTheBase(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "before")
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	stage(t, jobDir, bytes.Replace(staged(t, jobDir), []byte(`"before"`), []byte(`"BEFORE"`), 1))
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("crash")
+		}
+		return nil
+	})
+	res, _ := s.Promote(sess, PromoteRequest{PiVersion: testPi, AllowRewrite: true})
+	faults.Set(nil)
+	if res.Promoted {
+		t.Fatal("the promotion landed; want it committed, not renamed")
+	}
+	elsewhere := localJob()
+	elsewhere.Venue = "elsewhere"
+	cold, jobDir := mustResolve(t, s, testKey, elsewhere)
+	if cold.Resume || cold.Reason != gates.VenueChanged || cold.Base.Gen != 2 {
+		t.Fatalf("resolve from another venue: %s, base gen %d; want venue-changed onto gen 2, the committed rewrite", cold.Reason, cold.Base.Gen)
+	}
+	stage(t, jobDir, transcriptBytes(testClockStart, "cold run"))
+	if res := mustPromote(t, s, cold, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 3 {
+		t.Errorf("the cold job's promote: %+v; want promoted at gen 3", res)
 	}
 }
