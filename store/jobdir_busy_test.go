@@ -156,3 +156,25 @@ func TestABusyResolveLeavesTheJobDirsTicket(t *testing.T) {
 		t.Errorf("the retry of a's promote from the job dir's ticket: %+v, %v; want promoted", res, err)
 	}
 }
+
+// Where the staged dir cannot be flocked (a file system that refuses a
+// directory's flock, or takes none and says it did), a job resolves and
+// promotes unlocked, as before the lock, and is never ErrJobDirBusy: the
+// lock guards a worker's misuse, and a refusal taken for another's hold
+// would make every job on such a file system busy for ever.
+func TestWhereAStagedDirCannotBeFlockedAJobIsNotBusy(t *testing.T) {
+	for _, fs := range noDirFlocks {
+		t.Run(fs.name, func(t *testing.T) {
+			noDirFlock(t, fs.err)
+			s, _, _ := newTestStore(t, gates.Bounds{})
+			sess, jobDir := mustResolve(t, s, testKey, localJob())
+			stage(t, jobDir, transcriptBytes(testClockStart, "the run"))
+			if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
+				t.Fatalf("promote: %+v, %v; want promoted", res, err)
+			}
+			if again, err := s.Resolve(testKey, localJob(), jobDir); err != nil || !again.Resume {
+				t.Errorf("a second resolve into the job dir: %s, %v; want the run resumed", again.Reason, err)
+			}
+		})
+	}
+}

@@ -1,7 +1,8 @@
 // Package dirflock is the test seam of a file system that cannot flock a
 // directory: package db takes a key dir's own flock, its turnstile (see
 // db.AwaitTurnstile), as Flock says, and goes on without it where it
-// fails, as it does where flock(2) fails on a directory.
+// fails, as it does where flock(2) fails on a directory; package store
+// takes a job's staged dir's flock (ErrJobDirBusy) the same way.
 //
 // Every file system the tests run on flocks a directory; some that sessdb
 // may run on do not. FreeBSD's NFSv4 client refuses a lock of anything
