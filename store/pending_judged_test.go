@@ -161,3 +161,21 @@ func TestCheckSaysWhatTheRollForwardOfADamagedTempDoes(t *testing.T) {
 		t.Errorf("resolve after --repair: %s, gen %d; want the generation before it, gen 1", sess.Reason, sess.Gen())
 	}
 }
+
+// dump --verify of a committed promotion whose temp is damaged, with the
+// generation before it in place, says that generation is what the key
+// holds and why: what is wrong with the temp. It is not the line of a
+// temp that is no regular file, which a damaged one is.
+func TestDumpVerifyOfADamagedPendingTempSaysWhatIsWrongWithIt(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	tmp := commitWithoutRename(t, s, root)
+	if err := os.Truncate(tmp, 10); err != nil {
+		t.Fatal(err)
+	}
+	lj := localJob()
+	r := inspectOne(t, s, testKey, InspectOptions{Job: &lj, Verify: true})
+	want := "(its temp " + filepath.Base(tmp) + ": "
+	if r.Verify == nil || r.Verify.Result != VerifyOK || !strings.Contains(r.Verify.Detail, want) || strings.Contains(r.Verify.Detail, "not a regular file") {
+		t.Errorf("dump --verify: %+v; want ok, the generation before, with %q and what differs", r.Verify, want)
+	}
+}
