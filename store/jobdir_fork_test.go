@@ -3,10 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -14,30 +12,22 @@ import (
 
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/testfs"
 )
 
-// dupOpenDir duplicates the process's descriptor of the directory path, as
-// a child forked at that moment holds a copy of it until it execs: the
-// copy shares the open file description, and with it a flock. The copy is
-// closed when the test ends.
+// dupOpenDir duplicates the process's descriptor of the directory path,
+// as a child forked at that moment holds a copy of it until it execs; the
+// copy is closed when the test ends.
 func dupOpenDir(t *testing.T, path string) {
 	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
+	fd, ok, err := testfs.DupDescriptorOf(path)
+	if !ok {
+		t.Skip("no /proc/self/fd to find the staged dir's descriptor in")
+	}
 	if err != nil {
-		t.Skipf("no /proc/self/fd to find the staged dir's descriptor in: %v", err)
+		t.Fatal(err)
 	}
-	for _, e := range fds {
-		n, err := strconv.Atoi(e.Name())
-		if target, rerr := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && rerr == nil && target == path {
-			fd, err := unix.FcntlInt(uintptr(n), unix.F_DUPFD_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(fd) })
-			return
-		}
-	}
-	t.Fatalf("no descriptor of %s is open", path)
+	t.Cleanup(func() { unix.Close(fd) })
 }
 
 // A child a Go worker forks while a resolve or a promote holds the job

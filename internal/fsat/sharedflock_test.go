@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/internal/testfs"
 )
 
 // SharedFlockAt's flock is shared: it keeps out a holder of the
@@ -75,15 +76,12 @@ func TestFlockedNowLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.T)
 	d, p := tempDir(t)
 	write(t, filepath.Join(p, "f"), "")
 	TestHookFlockedNowOpened = func(string) {
-		for fd := 3; fd < 1024; fd++ {
-			if target, err := os.Readlink(filepath.Join("/proc/self/fd", strconv.Itoa(fd))); err == nil && target == filepath.Join(p, "f") {
-				copied, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-				must(t, err)
-				t.Cleanup(func() { unix.Close(copied) })
-				return
-			}
+		copied, ok, err := testfs.DupDescriptorOf(filepath.Join(p, "f"))
+		if !ok {
+			t.Skip("no /proc/self/fd to find FlockedNow's descriptor in")
 		}
-		t.Fatalf("no descriptor of %s is open (no /proc/self/fd?)", filepath.Join(p, "f"))
+		must(t, err)
+		t.Cleanup(func() { unix.Close(copied) })
 	}
 	defer func() { TestHookFlockedNowOpened = nil }()
 	if held, err := FlockedNow(d, "f"); held || err != nil {
