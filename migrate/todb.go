@@ -56,7 +56,7 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 	if !k.meta {
 		// Judged before the open below makes a meta.db for the lock,
 		// and again under it.
-		if err := m.ownerMayRead(kd, k); err != nil {
+		if err := m.ownerMayRead(kd, name, k); err != nil {
 			return p, err
 		}
 	}
@@ -115,7 +115,7 @@ func (m *migrator) planDB(kd *os.File, name string, write bool) (*plan, error) {
 		}
 	}
 
-	if err := m.ownerMayRead(kd, k); err != nil {
+	if err := m.ownerMayRead(kd, name, k); err != nil {
 		return p, err
 	}
 	v, odd, err := readLegacy(k)
@@ -254,19 +254,31 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 // on the read (Observed.NotRead). Root reads it all the same: run as root
 // in a worker's root, the migration carried a value the worker's resolves
 // read as no value (a venue or pi-version so cold-starts the key), and
-// the key it had cold-started then resumed. So is a key dir (kd) root
-// owns in a root another user owns (made by a legacy worker run as root,
-// 0755, its files 0644, which the worker's resolves read and resumed):
-// the meta.db root made there was root's (the dir's owner's, 0600), and
-// every resolve of the key by the worker failed after it. A root root
-// owns judges nothing (root may use anything).
-func (m *migrator) ownerMayRead(kd *os.File, k *keyScan) error {
+// the key it had cold-started then resumed. So is a key dir (kd, name)
+// root owns in a root another user owns (made by a legacy worker run as
+// root, 0755, its files 0644, which the worker's resolves read and
+// resumed), where the migration runs as root: the meta.db root made there
+// was root's (the dir's owner's, 0600), and every resolve of the key by
+// the worker failed after it. Run as anyone else (the worker), the
+// migration makes meta.db its own, and such a key dir fails only where
+// the root's owner may not write in it (the run's create of meta.db
+// would fail, its dry run said migrate): one it may write in (0777, a
+// legacy worker run as root under umask 0) migrates, as it did before,
+// and the worker's resolves resume the key. A root root owns judges
+// nothing (root may use anything).
+func (m *migrator) ownerMayRead(kd *os.File, name string, k *keyScan) error {
 	owner, ok := access.OwnerOf(m.rootDir)
 	if !ok {
 		return nil
 	}
 	if st, err := fsat.Fstat(kd); err == nil && st.Uid == 0 && owner.UID != 0 {
-		return &os.PathError{Op: "migrate", Path: kd.Name(), Err: fmt.Errorf("mode %04o, uid 0: a key dir root owns in a root uid %d owns: the meta.db made in it would be root's (what root makes is the dir's owner's), which that user's workers may not open, so every resolve of the key would fail; give the key dir to the root's owner (check names it), and run again", uint32(st.Mode)&0o7777, owner.UID)}
+		mode := uint32(st.Mode) & 0o7777
+		if unix.Geteuid() == 0 {
+			return &os.PathError{Op: "migrate", Path: kd.Name(), Err: fmt.Errorf("mode %04o, uid 0: a key dir root owns in a root uid %d owns, migrated as root: the meta.db made in it would be root's (what root makes is the dir's owner's), which that user's workers may not open, so every resolve of the key would fail; give the key dir to the root's owner (check names it), and run again", mode, owner.UID)}
+		}
+		if _, lacks := access.JudgeAt(m.rootDir, name, &st, 0o300, &owner); lacks != 0 {
+			return &os.PathError{Op: "migrate", Path: kd.Name(), Err: fmt.Errorf("mode %04o, uid 0: a key dir root owns, which the sessions root's owner (uid %d) may not %s: no meta.db can be made in it; give the key dir to the root's owner (as root: chown -R; check names it), and run again", mode, owner.UID, access.Verbs(lacks, true))}
+		}
 	}
 	for _, n := range sidecarNames {
 		st, present := k.stats[n]
