@@ -217,11 +217,13 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 				lockErr(r, err)
 				return
 			}
+			rolled := len(r.Oddities)
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
 			if lock, sc, err = m.openLocked(kd, key, true); err != nil {
 				movedAsideOrLockErr(r, err)
 				return
 			}
+			tempRemoved(r, rolled, kd, p, sc)
 			if store.PendingInFlight(kd, sc.Pending) {
 				fail(r, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled))
 				return

@@ -237,3 +237,18 @@ func dryRunTranscript(kd *os.File, p *db.Pending, r *MigrateReport) (string, err
 	odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d) whose temp is not what its commit recorded", p.Gen), "its temp would be removed by the roll-forward first, the record left pending")
 	return store.TranscriptName, nil
 }
+
+// tempRemoved corrects r's oddity at rolled, a run's "rolled forward
+// first" of p, where the roll-forward found p's temp not what its commit
+// recorded: sc, meta.db's sidecars read again under the lock after it,
+// still record p, and its temp is gone (removed, the record left
+// pending), so the run moves the generation before it, as its dry run
+// (dryRunTranscript) says it would. A temp still there is left to the
+// caller's errNotSettled.
+func tempRemoved(r *MigrateReport, rolled int, kd *os.File, p *db.Pending, sc db.Sidecars) {
+	q := sc.Pending
+	if q == nil || q.Gen != p.Gen || q.Tmp != p.Tmp || store.PendingInFlight(kd, q) {
+		return
+	}
+	r.Oddities[rolled] = migrate.Oddity{File: db.FileName, Found: fmt.Sprintf("a pending promotion (gen %d) whose temp was not what its commit recorded", p.Gen), ReadAs: "its temp removed by the roll-forward first, the record left pending"}
+}

@@ -154,3 +154,49 @@ func TestMigrateDryRunsOfAPromotionBlockedByADirectoryFailAsTheRuns(t *testing.T
 		}
 	}
 }
+
+// The runs of --to etcd and --from etcd over a committed promotion whose
+// temp is damaged say what their roll-forward did: it removed the temp and
+// left the record pending, and the run moved the generation before it, as
+// the dry run says it would. The runs said "rolled forward first", the
+// word for a promotion renamed into place, of one that was discarded.
+func TestMigrateRunsOfADamagedPendingTempSayTheTempWasRemoved(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	for _, to := range []bool{true, false} {
+		root := t.TempDir()
+		h := newHostBuilder(t, root)
+		key := store.Key("github", "damaged-temp-said", fmt.Sprint(to))
+		h.mustPromote(key, migJob, "1", store.PromoteRequest{})
+		if got, _ := runMigration(t, true, root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+			t.Fatalf("the key's first move into etcd: %+v", got[key])
+		}
+		h.crashAfterCommit(key, migJob, "2")
+		temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
+		if len(temps) != 1 {
+			t.Fatalf("temps %v", temps)
+		}
+		if err := os.Truncate(temps[0], 100); err != nil {
+			t.Fatal(err)
+		}
+		dry := migOpts()
+		dry.DryRun = true
+		planned, _ := runMigration(t, to, root, f.b, dry)
+		did, _ := runMigration(t, to, root, f.b, migOpts())
+		said := func(r MigrateReport) string {
+			var s []string
+			for _, o := range r.Oddities {
+				if o.File == "meta.db" {
+					s = append(s, o.Found+": "+o.ReadAs)
+				}
+			}
+			return strings.Join(s, "; ")
+		}
+		if p, d := said(planned[key]), said(did[key]); !strings.Contains(p, "would be removed") || !strings.Contains(d, "whose temp was not what its commit recorded") || strings.Contains(d, "rolled forward first") {
+			t.Errorf("to etcd %v: the dry run said %q, the run %q; want the run to say its roll-forward removed the damaged temp, as the dry run says it would", to, p, d)
+		}
+		if _, err := os.Lstat(temps[0]); !os.IsNotExist(err) {
+			t.Errorf("to etcd %v: the damaged temp after the run: %v; want it removed", to, err)
+		}
+	}
+}

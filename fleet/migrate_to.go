@@ -193,6 +193,7 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 				lockErr(r, err)
 				return k
 			}
+			rolled := len(r.Oddities)
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
 			if err := faults.At(faults.ToEtcdRolledForward); err != nil {
 				fail(r, err)
@@ -201,6 +202,7 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 			if !open() {
 				return k
 			}
+			tempRemoved(r, rolled, kd, p, k.sc)
 			if store.PendingInFlight(kd, k.sc.Pending) {
 				fail(r, fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled))
 				return k
