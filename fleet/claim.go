@@ -17,7 +17,9 @@ import (
 // FleetID) and marks the dir with it (shared.WriteMark); a dir already
 // marked must name this fleet's ID, else ErrOtherFleet and nothing is
 // written; so is a dir without a mark that holds key dirs, claimed by a
-// fleet with no record (see unmarked). Two fleets on one dir, whose prefixes differ by a slip
+// fleet with no record, and one without a mark that holds no key dir,
+// claimed by a fleet with records and an ID (an export not mounted: see
+// unmarked). Two fleets on one dir, whose prefixes differ by a slip
 // ("sessdb", "/sessdb") or whose etcd clusters differ, would otherwise each
 // sweep the other's transcripts as orphans.
 //
