@@ -198,7 +198,9 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		}
 	}()
 	transcript := store.TranscriptName
+	inFlight := false
 	if p := sc.Pending; store.PendingInFlight(kd, p) {
+		inFlight = true
 		if err := migrate.PendingTempNotRegular(kd, p); err != nil {
 			fail(r, err) // no roll-forward settles it, a dry run's neither
 			return
@@ -239,9 +241,10 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			fail(r, err)
 			return
 		}
-	} else if transcript == store.TranscriptName {
-		// A dry run lists them; with a promotion in flight, the run's
-		// roll-forward sweeps them, as it does unlisted.
+	} else if !inFlight {
+		// A dry run lists them; with a promotion in flight (its temp
+		// whole or not), the run's roll-forward sweeps them, as it does
+		// unlisted.
 		r.Removed = sweepStoreTemps(kd, false)
 	}
 	var hist []db.HistoryEntry

@@ -159,7 +159,9 @@ func TestMigrateDryRunsOfAPromotionBlockedByADirectoryFailAsTheRuns(t *testing.T
 // temp is damaged say what their roll-forward did: it removed the temp and
 // left the record pending, and the run moved the generation before it, as
 // the dry run says it would. The runs said "rolled forward first", the
-// word for a promotion renamed into place, of one that was discarded.
+// word for a promotion renamed into place, of one that was discarded. And
+// --from etcd's dry run listed the temps as files it removes, which its
+// run, whose roll-forward sweeps them, does not list (as for a whole temp).
 func TestMigrateRunsOfADamagedPendingTempSayTheTempWasRemoved(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -197,6 +199,11 @@ func TestMigrateRunsOfADamagedPendingTempSayTheTempWasRemoved(t *testing.T) {
 		}
 		if _, err := os.Lstat(temps[0]); !os.IsNotExist(err) {
 			t.Errorf("to etcd %v: the damaged temp after the run: %v; want it removed", to, err)
+		}
+		// The files it lists removed, as the run lists them (with a
+		// promotion in flight, none: the roll-forward sweeps them).
+		if p, d := fmt.Sprint(planned[key].Removed), fmt.Sprint(did[key].Removed); p != d {
+			t.Errorf("to etcd %v: the dry run lists %s removed, the run %s", to, p, d)
 		}
 	}
 }
