@@ -255,11 +255,12 @@ func flockDir(dirfd int, write bool, deadline time.Time) error {
 // for the open), and returns what lets it go. Where the dir cannot be
 // flocked there is no turnstile to hold, as in flockGated.
 func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
-	fd, err := unix.Dup(dirfd)
+	// Close-on-exec in the one call: a child forked between a dup and
+	// its CloseOnExec would keep the key dir open past its exec.
+	fd, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	unix.CloseOnExec(fd)
 	err = flockDir(fd, true, deadline)
 	switch {
 	case err == nil:

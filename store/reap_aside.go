@@ -132,11 +132,12 @@ func (s *Store) renameAside(root *os.File, from string, next func(n int) string)
 // descriptor named for where it is now: what is written in it from then
 // on is journalled at its new name (and an error names where it is).
 func movedDir(root, kd *os.File, name string) (*os.File, error) {
-	fd, err := unix.Dup(int(kd.Fd()))
+	// Close-on-exec in the one call: a child forked between a dup and
+	// its CloseOnExec would keep the key dir open past its exec.
+	fd, err := unix.FcntlInt(kd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "dup", Path: kd.Name(), Err: err}
 	}
-	unix.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), fsat.Join(root, name)), nil
 }
 
