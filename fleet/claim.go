@@ -35,7 +35,9 @@ func (b *Backend) Claim(ctx context.Context) error { return b.claim(ctx, true) }
 
 // claim is Claim where write is set, else the comparison alone: a dir
 // without a mark, or a fleet without an ID, is then left so (an audit
-// writes nothing), and only a mark that names another fleet is an error.
+// writes nothing), and only a mark that names another fleet, or an
+// unmarked dir with no key dir of a fleet with records and an ID (see
+// unmarked: a dry run refuses it as its run does), is an error.
 func (b *Backend) claim(ctx context.Context, write bool) error {
 	done := func() bool { return b.claimed.Load() || !write && b.matched.Load() }
 	if done() {
@@ -56,8 +58,8 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		return nil
 	}
 	mark, found, err := shared.ReadMark(b.dir)
-	if err == nil && !found && write {
-		mark, found, err = b.unmarked(ctx)
+	if err == nil && !found {
+		mark, found, err = b.unmarked(ctx, write)
 	}
 	switch {
 	case errors.Is(err, shared.ErrBadMark):
@@ -117,8 +119,11 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 // records and an ID would write its promotions where no other host
 // reads them (the empty dir under an export not mounted). found: another
 // worker marked the dir meanwhile (a worker marks it before it makes a
-// key dir), which claim judges as any mark.
-func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, err error) {
+// key dir), which claim judges as any mark. An audit (write unset)
+// refuses only the empty dir of a fleet with records, so that a dry run
+// plans nothing its run refuses; the dir of key dirs of a fleet with no
+// record it audits, as before marks.
+func (b *Backend) unmarked(ctx context.Context, write bool) (mark shared.Mark, found bool, err error) {
 	if err := b.at(hookUnmarked, ""); err != nil {
 		return mark, false, err
 	}
@@ -151,7 +156,7 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 		return mark, false, err
 	}
 	keys := slices.DeleteFunc(names, func(n string) bool { return !etcdmeta.ValidKey(n) })
-	if has == (len(keys) > 0) {
+	if has == (len(keys) > 0) || !has && !write {
 		// A fleet with records on a dir of key dirs (from before marks,
 		// or its mark removed by an operator) marks it; one with none on
 		// a dir with none marks it too.

@@ -20,7 +20,10 @@ import (
 // marked its dir when it made its ID, before its first record, so this
 // dir is not the one its records name. None of the fleet's writers (a
 // promote, a reap, check --repair, migrate --to etcd) marks it or writes
-// there (ErrOtherFleet, saying why); the dir holding a key dir (a dir
+// there (ErrOtherFleet, saying why), and none of its audits or dry runs
+// (check, reap --dry-run, migrate --to etcd --dry-run, migrate --from
+// etcd, which reads the records' files there) takes it for the fleet's
+// dir; the dir holding a key dir (a dir
 // from before marks, or whose mark an operator removed) is still marked,
 // and so is the empty dir once the fleet's ID is deleted (the remedy for
 // a fleet whose dir was lost for good). Before, the promote marked the
@@ -65,6 +68,22 @@ func TestAFleetWithRecordsNeverMarksAnEmptyDirAsItsOwn(t *testing.T) {
 		{"reap", func() error { _, err := g.b.Reap(ctx, ReapOptions{TTL: time.Hour, Now: later}); return err }},
 		{"check --repair", func() error { _, err := g.b.Check(ctx, CheckOptions{Repair: true, Now: later}, nil); return err }},
 		{"migrate --to etcd", func() error { _, err := ToEtcd(ctx, t.TempDir(), g.b, MigrateOptions{}, nil); return err }},
+		// The audits and dry runs refuse it too: their plans are the
+		// runs' (before, each went on and planned as if it were the
+		// fleet's dir, every record's file missing).
+		{"check", func() error { _, err := g.b.Check(ctx, CheckOptions{Now: later}, nil); return err }},
+		{"reap --dry-run", func() error {
+			_, err := g.b.Reap(ctx, ReapOptions{TTL: time.Hour, Now: later, DryRun: true})
+			return err
+		}},
+		{"migrate --to etcd --dry-run", func() error {
+			_, err := ToEtcd(ctx, t.TempDir(), g.b, MigrateOptions{DryRun: true}, nil)
+			return err
+		}},
+		{"migrate --from etcd", func() error {
+			_, err := FromEtcd(ctx, g.b, filepath.Join(t.TempDir(), "root"), MigrateOptions{}, nil)
+			return err
+		}},
 	}
 	for _, s := range steps {
 		if err := s.run(); !errors.Is(err, ErrOtherFleet) || !strings.Contains(err.Error(), "no mark") {
