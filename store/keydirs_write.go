@@ -293,9 +293,10 @@ func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
 // in the key dir kd (opened with O_DIRECTORY|O_NOFOLLOW), is whole: a
 // regular file holding exactly what its commit recorded, which a
 // roll-forward renames into place (any other it removes, or leaves where
-// it is not a regular file). It is for migrate's dry runs, which plan
-// what the roll-forward will leave: a read that failed, or that ctx
-// stopped (it is looked at before every megabyte), is an error.
+// it is not a regular file). It is for the dry runs of migrate and of
+// the fleet's migrations, which plan what the roll-forward will leave: a
+// read that failed, or that ctx stopped (it is looked at before every
+// megabyte), is an error.
 func PendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
 	whole, err := fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
 	if err == nil {
