@@ -11,6 +11,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/store"
 	"sessdb/store/legacy"
 )
 
@@ -82,25 +83,19 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 
 // PendingTempNotRegular is the error of a key dir kd whose meta.db
 // records a promotion in flight (p) whose temp is there but is not a
-// regular file (a directory, a FIFO, a link: put there out of band): a
-// resolve gives up on it and serves the generation before it in place
-// (else promotion-lost), and no roll-forward renames it into place or
-// removes it, so the promotion stays pending and no migration out of
-// meta.db can settle the key until it is removed by hand. It is nil for
-// no promotion, a temp that is a regular file (whole or not: the
-// roll-forward renames or removes it), one that is gone, or one the look
-// could not tell (the roll-forward's own read then says why). ToLegacy,
-// and the fleet's ToEtcd and FromEtcd, fail such a key with it, in a dry
-// run too.
+// regular file (store.PendingTempNotRegular: no roll-forward renames it
+// into place or removes it): a resolve gives up on it and serves the
+// generation before it in place (else promotion-lost), and no migration
+// out of meta.db can settle the key until it is removed by hand. It is
+// nil otherwise; the roll-forward's own read says why a temp it could not
+// look at failed. ToLegacy, and the fleet's ToEtcd and FromEtcd, fail
+// such a key with it, in a dry run too.
 func PendingTempNotRegular(kd *os.File, p *db.Pending) error {
-	if p == nil || !strings.HasPrefix(p.Tmp, storeTempPrefix) || strings.ContainsRune(p.Tmp, '/') {
+	kind := store.PendingTempNotRegular(kd, p)
+	if kind == "" {
 		return nil
 	}
-	st, err := fsat.LstatAt(kd, p.Tmp)
-	if err != nil || fsat.IsRegular(&st) {
-		return nil
-	}
-	return &os.PathError{Op: "roll forward", Path: fsat.Join(kd, p.Tmp), Err: fmt.Errorf("the temp of the promotion meta.db records in flight (gen %d) is a %s, not a regular file: no roll-forward renames or removes it, so the promotion stays pending (a resolve serves the generation before it where that is in place, else promotion-lost); remove it by hand and run again", p.Gen, fsat.Kind(&st))}
+	return &os.PathError{Op: "roll forward", Path: fsat.Join(kd, p.Tmp), Err: fmt.Errorf("the temp of the promotion meta.db records in flight (gen %d) is a %s, not a regular file: no roll-forward renames or removes it, so the promotion stays pending (a resolve serves the generation before it where that is in place, else promotion-lost); remove it by hand and run again", p.Gen, kind)}
 }
 
 // RollForwardBlocked is the error the roll-forward of p, a promotion in

@@ -450,7 +450,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		return nil
 	}
 	whole, notRegular := false, ""
-	if p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/') {
+	if pendingTempName(p) {
 		var err error
 		if whole, err = pendingTempWhole(k.dir, p); err != nil {
 			// Not read: that says nothing of the temp, which "missing or
@@ -459,11 +459,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 			add(key+"/"+p.Tmp, KindUnreadable, "%v", err)
 			return nil
 		}
-		// No roll-forward renames or removes a temp that is not a regular
-		// file (put there out of band: no crash leaves one).
-		if st, err := fsat.LstatAt(k.dir, p.Tmp); err == nil && !fsat.IsRegular(&st) {
-			notRegular = fsat.Kind(&st)
-		}
+		notRegular = PendingTempNotRegular(k.dir, p)
 	}
 	if p != nil {
 		state := "whole: a roll-forward renames it over current.jsonl"

@@ -646,7 +646,7 @@ func pendingInFlight(kd *os.File, p *db.Pending) bool {
 // promotion without opening its temp when it is settled, reports it so
 // (it reported a settled promotion as pending, a problem).
 func pendingLook(kd *os.File, p *db.Pending) (bool, error) {
-	if p == nil || !strings.HasPrefix(p.Tmp, tmpPrefix) || strings.ContainsRune(p.Tmp, '/') {
+	if !pendingTempName(p) {
 		return false, nil
 	}
 	err := faults.At(faults.PendingLook)
@@ -662,6 +662,30 @@ func pendingLook(kd *os.File, p *db.Pending) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// pendingTempName reports whether p records a promotion whose temp's
+// name is one the store gives its temps, a name in the key dir: a record
+// edited to name anything else is never looked at.
+func pendingTempName(p *db.Pending) bool {
+	return p != nil && strings.HasPrefix(p.Tmp, tmpPrefix) && !strings.ContainsRune(p.Tmp, '/')
+}
+
+// PendingTempNotRegular names the file type of p's temp in the key dir kd
+// (fsat.Kind: "FIFO", "directory", ...) where it is there and is not a
+// regular file, and is "" otherwise (no promotion, a regular temp, one
+// gone, a look that failed). Such a temp was put there out of band (no
+// crash leaves one), and no roll-forward renames it into place or
+// removes it: check says so, and a migration out of meta.db fails the
+// key until it is removed by hand.
+func PendingTempNotRegular(kd *os.File, p *db.Pending) string {
+	if !pendingTempName(p) {
+		return ""
+	}
+	if st, err := fsat.LstatAt(kd, p.Tmp); err == nil && !fsat.IsRegular(&st) {
+		return fsat.Kind(&st)
+	}
+	return ""
 }
 
 // PendingInFlight is pendingInFlight for a caller holding the key's lock
