@@ -112,6 +112,17 @@ func (h *hostBuilder) crashAfterCommit(key string, job store.Job, marker string)
 	}
 }
 
+// pendingTemp is the path of the one promotion temp in key's dir: the
+// temp of the promotion crashAfterCommit left in flight.
+func (h *hostBuilder) pendingTemp(key string) string {
+	h.t.Helper()
+	temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
+	if len(temps) != 1 {
+		h.t.Fatalf("temps %v", temps)
+	}
+	return temps[0]
+}
+
 func (h *hostBuilder) path(key string, name ...string) string {
 	return filepath.Join(append([]string{h.root, key}, name...)...)
 }

@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,14 +29,11 @@ func TestMigrateAPendingTempThatIsNotARegularFileFailsSayingSo(t *testing.T) {
 		t.Fatalf("the key's first move into etcd: %+v", got[key])
 	}
 	h.crashAfterCommit(key, migJob, "a2")
-	temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
-	if len(temps) != 1 {
-		t.Fatalf("temps %v", temps)
-	}
-	if err := os.Remove(temps[0]); err != nil {
+	tmp := h.pendingTemp(key)
+	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(temps[0], 0o700); err != nil {
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	entries := func() string {
@@ -57,7 +53,7 @@ func TestMigrateAPendingTempThatIsNotARegularFileFailsSayingSo(t *testing.T) {
 			opts := migOpts()
 			opts.DryRun = dry
 			got, sum := runMigration(t, to, root, f.b, opts)
-			if r := got[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, temps[0]) || !strings.Contains(r.Cause, "not a regular file") || !strings.Contains(r.Cause, "remove it by hand") || sum.Complete() {
+			if r := got[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, tmp) || !strings.Contains(r.Cause, "not a regular file") || !strings.Contains(r.Cause, "remove it by hand") || sum.Complete() {
 				t.Errorf("to etcd %v, dry run %v: %s %q; want failed, naming the temp, that it is not a regular file, and to remove it by hand", to, dry, r.Action, r.Cause)
 			}
 		}
@@ -91,11 +87,8 @@ func TestMigrateDryRunsOfADamagedPendingTempPlanWhatTheRunsDo(t *testing.T) {
 	h.mustPromote(fresh, migJob, "f1", store.PromoteRequest{})
 	for _, key := range []string{moved, fresh} {
 		h.crashAfterCommit(key, migJob, "2")
-		temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
-		if len(temps) != 1 {
-			t.Fatalf("temps %v", temps)
-		}
-		if err := os.Truncate(temps[0], 100); err != nil {
+		tmp := h.pendingTemp(key)
+		if err := os.Truncate(tmp, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,11 +167,8 @@ func TestMigrateRunsOfADamagedPendingTempSayTheTempWasRemoved(t *testing.T) {
 			t.Fatalf("the key's first move into etcd: %+v", got[key])
 		}
 		h.crashAfterCommit(key, migJob, "2")
-		temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
-		if len(temps) != 1 {
-			t.Fatalf("temps %v", temps)
-		}
-		if err := os.Truncate(temps[0], 100); err != nil {
+		tmp := h.pendingTemp(key)
+		if err := os.Truncate(tmp, 100); err != nil {
 			t.Fatal(err)
 		}
 		dry := migOpts()
@@ -197,7 +187,7 @@ func TestMigrateRunsOfADamagedPendingTempSayTheTempWasRemoved(t *testing.T) {
 		if p, d := said(planned[key]), said(did[key]); !strings.Contains(p, "would be removed") || !strings.Contains(d, "whose temp was not what its commit recorded") || strings.Contains(d, "rolled forward first") {
 			t.Errorf("to etcd %v: the dry run said %q, the run %q; want the run to say its roll-forward removed the damaged temp, as the dry run says it would", to, p, d)
 		}
-		if _, err := os.Lstat(temps[0]); !os.IsNotExist(err) {
+		if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
 			t.Errorf("to etcd %v: the damaged temp after the run: %v; want it removed", to, err)
 		}
 		// The files it lists removed, as the run lists them (with a

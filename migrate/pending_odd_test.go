@@ -32,23 +32,7 @@ func TestRollbackOfAPendingTempThatIsNotARegularFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root, key := oneKey(t)
 			migrate(t, root, false, testOpts())
-			st, sess, _ := raceJob(t, root, key)
-			t.Cleanup(func() { faults.Set(nil) })
-			faults.Set(func(p faults.Point) error {
-				if p == faults.PromoteAfterCommit {
-					return errors.New("killed between the commit and the rename")
-				}
-				return nil
-			})
-			if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
-				t.Fatalf("the promotion killed after its commit = %+v, %v", res, err)
-			}
-			faults.Set(nil)
-			temps, _ := filepath.Glob(filepath.Join(root, key, storeTempPrefix+"*"))
-			if len(temps) != 1 {
-				t.Fatalf("temps %v", temps)
-			}
-			tmp, run := temps[0], filepath.Join(filepath.Dir(root), "run")
+			tmp, run := committedNotRenamed(t, root, key), filepath.Join(filepath.Dir(root), "run")
 			must(t, os.Rename(tmp, run)) // out of the root: the whole run, for the link
 			must(t, put(tmp, run))
 			before := verdictOf(t, root, key)
@@ -99,23 +83,7 @@ func TestRollbackDryRunOfADamagedPendingTempPlansWhatTheRunDoes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root, key := oneKey(t)
 			migrate(t, root, false, testOpts())
-			st, sess, _ := raceJob(t, root, key)
-			t.Cleanup(func() { faults.Set(nil) })
-			faults.Set(func(p faults.Point) error {
-				if p == faults.PromoteAfterCommit {
-					return errors.New("killed between the commit and the rename")
-				}
-				return nil
-			})
-			if res, err := st.Promote(sess, store.PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
-				t.Fatalf("the promotion killed after its commit = %+v, %v", res, err)
-			}
-			faults.Set(nil)
-			temps, _ := filepath.Glob(filepath.Join(root, key, storeTempPrefix+"*"))
-			if len(temps) != 1 {
-				t.Fatalf("temps %v", temps)
-			}
-			must(t, os.Truncate(temps[0], 100))
+			must(t, os.Truncate(committedNotRenamed(t, root, key), 100))
 			must(t, put(filepath.Join(root, key, "current.jsonl")))
 			before := verdictOf(t, root, key)
 			plan := func(r Report) string {
@@ -149,6 +117,23 @@ func TestRollbackDryRunOfADamagedPendingTempPlansWhatTheRunDoes(t *testing.T) {
 func TestRollbackDryRunOfAPromotionBlockedByADirectoryFailsAsTheRun(t *testing.T) {
 	root, key := oneKey(t)
 	migrate(t, root, false, testOpts())
+	committedNotRenamed(t, root, key)
+	cur := filepath.Join(root, key, "current.jsonl")
+	must(t, os.Remove(cur))
+	must(t, os.Mkdir(cur, 0o700))
+	planned, _ := migrate(t, root, true, Options{DryRun: true, Now: testOpts().Now})
+	got, _ := migrate(t, root, true, testOpts())
+	p, r := planned[key], got[key]
+	if p.Action != Failed || r.Action != Failed || p.Cause != r.Cause {
+		t.Errorf("the dry run planned %s %q; the run did %s %q; want both failed alike", p.Action, p.Cause, r.Action, r.Cause)
+	}
+}
+
+// committedNotRenamed runs a job on key whose promotion is killed between
+// its commit and its rename, and returns the path of the temp meta.db
+// records in flight.
+func committedNotRenamed(t *testing.T, root, key string) string {
+	t.Helper()
 	st, sess, _ := raceJob(t, root, key)
 	t.Cleanup(func() { faults.Set(nil) })
 	faults.Set(func(p faults.Point) error {
@@ -161,13 +146,9 @@ func TestRollbackDryRunOfAPromotionBlockedByADirectoryFailsAsTheRun(t *testing.T
 		t.Fatalf("the promotion killed after its commit = %+v, %v", res, err)
 	}
 	faults.Set(nil)
-	cur := filepath.Join(root, key, "current.jsonl")
-	must(t, os.Remove(cur))
-	must(t, os.Mkdir(cur, 0o700))
-	planned, _ := migrate(t, root, true, Options{DryRun: true, Now: testOpts().Now})
-	got, _ := migrate(t, root, true, testOpts())
-	p, r := planned[key], got[key]
-	if p.Action != Failed || r.Action != Failed || p.Cause != r.Cause {
-		t.Errorf("the dry run planned %s %q; the run did %s %q; want both failed alike", p.Action, p.Cause, r.Action, r.Cause)
+	temps, _ := filepath.Glob(filepath.Join(root, key, storeTempPrefix+"*"))
+	if len(temps) != 1 {
+		t.Fatalf("temps %v", temps)
 	}
+	return temps[0]
 }
