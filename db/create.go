@@ -329,7 +329,8 @@ const createLockWait = time.Second
 // createLockWait). A name gone since the listing is fsat.SharedFlockAt's
 // ENOENT: neither in flight nor debris.
 //
-// The caller removes the name and only then closes the file. A creator
+// The caller removes the name and only then closes the file, letting go
+// of its flock first (fsat.CloseFlocked). A creator
 // stalled between its create and its flock for longer than createLockWait
 // (a starved process) is taken for debris, and, once it has the flock,
 // finds its name gone and makes its temp again under another
@@ -348,14 +349,14 @@ func TakeTemp(dir *os.File, name string) (*os.File, error) {
 		}
 		st, err := fsat.Fstat(f)
 		if err != nil {
-			f.Close()
+			fsat.CloseFlocked(f)
 			return nil, err
 		}
 		now := time.Now()
 		if st.Size != 0 || now.Sub(fsat.ModTime(&st)) >= createLockWait || !now.Before(deadline) {
 			return f, nil
 		}
-		f.Close()
+		fsat.CloseFlocked(f)
 		time.Sleep(min(pause, deadline.Sub(now)))
 		pause = min(2*pause, 25*time.Millisecond)
 	}
@@ -367,7 +368,7 @@ func TakeTemp(dir *os.File, name string) (*os.File, error) {
 func TempInFlight(dir *os.File, name string) (bool, error) {
 	f, err := TakeTemp(dir, name)
 	if f != nil {
-		f.Close()
+		fsat.CloseFlocked(f)
 	}
 	return f == nil && err == nil, err
 }

@@ -79,7 +79,7 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 	}
 	f := os.NewFile(uintptr(fd), name)
 	fail := func(err error) (*os.File, []byte, MetaPages, error) {
-		f.Close()
+		fsat.CloseFlocked(f)
 		return nil, nil, meta, err
 	}
 	if err := faults.At(faults.DBOpenBeforeLock); err != nil {
@@ -153,7 +153,7 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		if err != nil {
 			return fail(err)
 		}
-		f.Close() // the old file's lock: its waiters find the name renamed over
+		fsat.CloseFlocked(f) // the old file's lock: its waiters find the name renamed over
 		f = own
 		*copied = fileID{uint64(st.Dev), uint64(st.Ino)}
 		if err := unix.Fstat(int(f.Fd()), &st); err != nil {

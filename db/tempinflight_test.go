@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/fsat"
+	"sessdb/internal/testfs"
 )
 
 // Without O_TMPFILE a meta.db temp is made at its name and locked just
@@ -153,5 +154,42 @@ func TestTempInFlightTellsDebrisFromACreation(t *testing.T) {
 	}
 	if _, err := TempInFlight(kd.dir, TempPrefix+"gone"); !fsat.IsNotExist(err) {
 		t.Errorf("a name not there: %v, want ENOENT", err)
+	}
+}
+
+// TempInFlight only asks: a child forked while it held the temp's shared
+// flock holds a copy of its descriptor until the child execs, and with it
+// the flock (the open file description's), which must not keep the
+// temp's creator from its exclusive one. The copy is made by hand here,
+// inside the ask, where a fork's would be.
+func TestTempInFlightLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.T) {
+	kd := newKeyDir(t)
+	name := TempPrefix + "debris"
+	path := filepath.Join(kd.path, name)
+	if err := os.WriteFile(path, []byte("not empty: debris, taken at once"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fsat.TestHookFlockedNowOpened = func(string) {
+		copied, ok, err := testfs.DupDescriptorOf(path)
+		if !ok {
+			t.Skip("no /proc/self/fd to find TempInFlight's descriptor in")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(copied) })
+	}
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
+	if held, err := TempInFlight(kd.dir, name); held || err != nil {
+		t.Fatalf("TempInFlight of debris: %v, %v; want false, nil", held, err)
+	}
+	fsat.TestHookFlockedNowOpened = nil
+	creator, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Close()
+	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("a creator's flock after TempInFlight: %v; want it had", err)
 	}
 }

@@ -72,7 +72,7 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 			removed = append(removed, n)
 		}
 		if taken != nil {
-			taken.Close() // only now that the name is gone (db.TakeTemp)
+			fsat.CloseFlocked(taken) // only now that the name is gone (db.TakeTemp)
 		}
 	}
 	if remove && len(removed) > 0 {

@@ -300,7 +300,7 @@ func (s *Store) removeTemps(kd *os.File, key string) (tempRemoval, error) {
 // taken).
 func (s *Store) removeTaken(kd *os.File, name string, taken *os.File) error {
 	if taken != nil {
-		defer taken.Close()
+		defer fsat.CloseFlocked(taken)
 	}
 	return s.disk.remove(kd, name)
 }
@@ -566,7 +566,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		}
 		if dryRun {
 			if taken != nil {
-				taken.Close()
+				fsat.CloseFlocked(taken)
 			}
 		} else if err := s.removeTaken(kd, n, taken); err != nil {
 			errs = append(errs, err)

@@ -38,9 +38,10 @@ func openJobDir(path string) (*os.File, error) {
 // lockStaging takes the exclusive flock of sd, a job dir's staged dir,
 // without waiting, for a resolve's staging or a promote of the staged
 // file, from its open to its end (ErrJobDirBusy where another holds it);
-// releaseStaging lets go of it. The staged dir's, not the job dir's:
-// a worker may hold the job dir's own flock around the command (flock(1)
-// $JOB). A file system without flock (some network ones answer ENOLCK or
+// fsat.CloseFlocked lets go of it (closing alone would not, while a child
+// forked meanwhile holds a copy of sd). The staged dir's, not the job
+// dir's: a worker may hold the job dir's own flock around the command
+// (flock(1) $JOB). A file system without flock (some network ones answer ENOLCK or
 // EOPNOTSUPP) goes unlocked, as before the lock: it guards a worker's
 // misuse, not the store's data. The tests play such a file system
 // through internal/dirflock, as they play it for a key dir's flock.
@@ -53,17 +54,6 @@ func lockStaging(sd *os.File) error {
 		return ErrJobDirBusy
 	}
 	return nil
-}
-
-// releaseStaging lets go of sd's flock, then closes sd. Closing alone
-// would not: the flock belongs to the open file description, and a child
-// the process forked meanwhile (a Go worker starting a job's container
-// while another job resolves) holds a copy of the descriptor until it
-// execs, so the next resolve or promote of the job dir was busy (276 of
-// 600 in a loop beside a goroutine running /bin/true).
-func releaseStaging(sd *os.File) {
-	fsat.Flock(sd, unix.LOCK_UN)
-	sd.Close()
 }
 
 // stagedDir makes <jobDir>/session (0700, a real directory, never a link)

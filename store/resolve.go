@@ -166,7 +166,7 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 		}
 		return Session{}, err
 	}
-	defer releaseStaging(sd)
+	defer fsat.CloseFlocked(sd)
 	if err := lockStaging(sd); err != nil {
 		return Session{}, err
 	}

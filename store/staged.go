@@ -30,7 +30,7 @@ type stagedFile struct {
 // close releases the staged file and the staged dir's lock.
 func (sf stagedFile) close() {
 	sf.f.Close()
-	releaseStaging(sf.dir)
+	fsat.CloseFlocked(sf.dir)
 }
 
 // openStaged opens <jobDir>/session/current.jsonl without following a link
@@ -64,7 +64,7 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 	keep := false
 	defer func() {
 		if !keep {
-			releaseStaging(sd)
+			fsat.CloseFlocked(sd)
 		}
 	}()
 	// Not while a resolve stages another transcript here.

@@ -392,6 +392,17 @@ func Flock(f *os.File, how int) error {
 	return nil
 }
 
+// CloseFlocked is like f.Close, but lets go of f's flock first. Closing
+// alone may not: a flock is the open file description's, and a child the
+// process forks holds a copy of every descriptor until it execs, which
+// keeps the flock held that long (a worker that starts a container while
+// it resolves, a look beside it). Unlocking a file that holds no flock
+// does nothing.
+func CloseFlocked(f *os.File) error {
+	Flock(f, unix.LOCK_UN)
+	return f.Close()
+}
+
 // SharedFlockAt is like flock(2) with LOCK_SH|LOCK_NB asked of dir's
 // entry name: it opens the name without following it, takes a shared
 // flock without waiting, and returns the file with the flock held, or nil
@@ -424,10 +435,10 @@ func SharedFlockAt(dir *os.File, name string) (*os.File, error) {
 	}
 	switch moved, err := Moved(dir, name, f); {
 	case err != nil:
-		f.Close()
+		CloseFlocked(f)
 		return nil, err
 	case moved:
-		f.Close()
+		CloseFlocked(f)
 		return nil, &os.PathError{Op: "flock", Path: Join(dir, name), Err: unix.ENOENT}
 	}
 	return f, nil
@@ -436,14 +447,11 @@ func SharedFlockAt(dir *os.File, name string) (*os.File, error) {
 // FlockedNow reports whether another open file holds the exclusive flock
 // of dir's entry name, with SharedFlockAt's errors. It only asks: it lets
 // go of the shared flock at once, so that it keeps a holder of the
-// exclusive one out no longer than the two calls (unlocked before the
-// close: a child forked meanwhile holds a copy of the descriptor until it
-// execs, and with it the flock, which is the open file description's).
+// exclusive one out no longer than the two calls (CloseFlocked).
 func FlockedNow(dir *os.File, name string) (held bool, err error) {
 	f, err := SharedFlockAt(dir, name)
 	if f != nil {
-		Flock(f, unix.LOCK_UN)
-		f.Close()
+		CloseFlocked(f)
 	}
 	return f == nil && err == nil, err
 }
