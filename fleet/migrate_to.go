@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	}
 	if st.Rev != 0 || len(st.History) > 0 {
 		m.judgeExisting(&r, rec, hostHistory(k.history), st)
+		if r.Action == migrate.Already && sameGen(st.Record.Transcript, rec.Transcript) {
+			m.writeMissing(&r, k, st.Record.Transcript)
+		}
 		return r
 	}
 	written := []string{m.b.meta.Prefix() + "/record/" + name}
@@ -118,6 +122,56 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	}
 	r.Action, r.Written = migrate.Migrated, written
 	return r
+}
+
+// writeMissing brings back the generation file of a key etcd already
+// holds at the key dir's generation (held) when it is missing from the
+// transcripts dir (deleted by hand, a restore that left it out), from the
+// key dir it came from: without it the fleet cold-starts the key as
+// transcript-replaced after every run. It is written at the record's own
+// name, so the record, its revision (every job's ticket) and the history
+// stay as they are. Only bytes of that generation are written (its size
+// and CRC32C, as the record says); a key dir that no longer holds them,
+// and anything at the name, whatever it holds (check's to judge), get
+// nothing. r says what was (or, in a dry run, would be) written.
+func (m *migration) writeMissing(r *MigrateReport, k *hostKey, held *etcdmeta.Transcript) {
+	if held == nil || k.file == nil {
+		return
+	}
+	if key, _, ok := shared.ParseName(held.File); !ok || key != r.Key {
+		return // a record check calls undecodable: nothing is written for it
+	}
+	switch f, err := shared.Open(m.b.dir, held.File); {
+	case err == nil:
+		f.Close()
+		return
+	case !errors.Is(err, fs.ErrNotExist):
+		return
+	}
+	if k.size != held.Size || uint64(k.sum) != held.CRC32C {
+		r.Cause = fmt.Sprintf("its file %s is missing, and the key dir's transcript is not the generation its record describes (%d bytes, crc32c %s): not written again (resolve: transcript-replaced)",
+			held.File, k.size, store.Checksum(k.sum))
+		return
+	}
+	r.Written = []string{held.File}
+	if m.opts.DryRun {
+		r.Cause = "its file is missing: a run writes it again from the key dir"
+		return
+	}
+	n, sum, err := shared.WriteAgain(context.Background(), m.b.dir, held.File, io.NewSectionReader(k.file, 0, 1<<62))
+	switch {
+	case errors.Is(err, shared.ErrExists):
+		r.Written = nil // another run wrote it meanwhile
+	case err == nil && (n != k.size || sum != k.sum):
+		shared.Remove(m.b.dir, held.File)
+		r.Written = nil
+		fail(r, fmt.Errorf("copy %s: %w", k.file.Name(), errChanged))
+	case err != nil:
+		r.Written = nil
+		fail(r, err)
+	default:
+		r.Cause = "its file was missing: written again from the key dir"
+	}
 }
 
 // openEntry opens an entry of a sessions root as a key dir, without

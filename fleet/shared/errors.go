@@ -21,9 +21,9 @@ var (
 	// (directory); it is never followed or opened for reading.
 	ErrNotRegular = errors.New("not a regular file")
 
-	// ErrExists is returned when the name Write chose is taken. Names are
-	// random, so this means something other than Write made it; it is
-	// never overwritten.
+	// ErrExists is returned when the name Write chose, or WriteAgain was
+	// given, is taken. Write's names are random, so this means something
+	// other than Write made it; it is never overwritten.
 	ErrExists = errors.New("name already taken")
 )
 

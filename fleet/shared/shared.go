@@ -31,11 +31,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // reports once it is old. The key's directory is made (0700) if need be;
 // a link in its place is ErrNotRegular. ctx is checked between chunks.
 func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (name string, size int64, crc uint32, err error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if !ValidKey(key) {
 		return "", 0, 0, &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
+	}
+	return writeAs(ctx, dir, key, func(rnd string) string { return fileName(gen, rnd) }, src)
+}
+
+// WriteAgain writes src, as Write does, at name under dir, a transcript
+// name a record holds ("<key>/<gen>-<random>.jsonl"), for a file that is
+// missing: a migration that finds the record it would make already in
+// etcd and its file gone brings the file back from the key dir. A file at
+// the name is never replaced (ErrExists), and nothing else the name may
+// hold is touched.
+func WriteAgain(ctx context.Context, dir, name string, src io.Reader) (size int64, crc uint32, err error) {
+	key, _, ok := ParseName(name)
+	if !ok {
+		return 0, 0, &os.PathError{Op: "write", Path: dir + "/" + name, Err: ErrInvalidName}
+	}
+	_, size, crc, err = writeAs(ctx, dir, key, func(string) string { return name[len(key)+1:] }, src)
+	return size, crc, err
+}
+
+// writeAs is Write and WriteAgain: src to a temp in key's directory, then
+// renamed to final(the temp's random part), never over another name.
+func writeAs(ctx context.Context, dir, key string, final func(rnd string) string, src io.Reader) (name string, size int64, crc uint32, err error) {
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	rnd, err := random()
 	if err != nil {
@@ -78,7 +99,7 @@ func Write(ctx context.Context, dir, key string, gen uint64, src io.Reader) (nam
 	if err != nil {
 		return "", 0, 0, err
 	}
-	file := fileName(gen, rnd)
+	file := final(rnd)
 	if err = noReplace(disk, kd, tmp, file); err != nil && !renamed(disk, kd, tmp, file, &st) {
 		return "", 0, 0, err
 	}

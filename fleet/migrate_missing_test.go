@@ -1,0 +1,111 @@
+package fleet
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sessdb/gates"
+	"sessdb/internal/etcdtest"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// A key moved into etcd whose generation file was then deleted from the
+// transcripts dir is brought back by the next --to etcd from the key dir
+// it came from, at the record's own name: the record, its revision (every
+// job's ticket) and the history stay as they are, and the fleet resumes
+// the key again. Its dry run plans the write and makes none. A key whose
+// key dir no longer holds that generation (its transcript edited in place
+// after the move) gets nothing written: the fleet cold-starts it either
+// way. Before, both reported already and wrote nothing, and the fleet
+// cold-started the first as transcript-replaced after every run.
+func TestMigrateToEtcdWritesAgainAGenerationFileThatIsMissing(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	missing := store.Key("github", "missing-file", "a")
+	edited := store.Key("github", "missing-file", "b")
+	whole := store.Key("github", "missing-file", "c")
+	for _, k := range []string{missing, edited, whole} {
+		h.mustPromote(k, migJob, "m1", store.PromoteRequest{})
+		h.mustPromote(k, migJob, "m2", store.PromoteRequest{})
+	}
+	first, _ := runMigration(t, true, root, f.b, migOpts())
+	fileOf := map[string]string{}
+	for _, k := range []string{missing, edited, whole} {
+		if r := first[k]; r.Action != migrate.Migrated || len(r.Written) != 2 {
+			t.Fatalf("%s: first move %s %v (%s)", k, r.Action, r.Written, r.Cause)
+		}
+		fileOf[k] = first[k].Written[0]
+	}
+	hostBytes, err := os.ReadFile(h.path(missing, store.TranscriptName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{missing, edited} {
+		if err := os.Remove(filepath.Join(f.dir, fileOf[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := h.path(edited, store.TranscriptName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.ToUpper(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.now = migNow
+	resolve := func() store.Session {
+		t.Helper()
+		sess, err := f.s.Resolve(missing, migJob, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	if sess := resolve(); sess.Resume || sess.Reason != gates.TranscriptReplaced {
+		t.Fatalf("the fleet with the file gone: resume %v (%s); want transcript-replaced", sess.Resume, sess.Reason)
+	}
+	inEtcd := etcdOf(t, c, f.prefix)
+
+	dry := migOpts()
+	dry.DryRun = true
+	planned, _ := runMigration(t, true, root, f.b, dry)
+	done, sum := runMigration(t, true, root, f.b, migOpts())
+	for _, run := range []map[string]MigrateReport{planned, done} {
+		if r := run[missing]; r.Action != migrate.Already || !slices.Equal(r.Written, []string{fileOf[missing]}) || !strings.Contains(r.Cause, "missing") {
+			t.Errorf("the key whose file is missing: %s %v (%s); want already, writing %s, saying it was missing", r.Action, r.Written, r.Cause, fileOf[missing])
+		}
+		if r := run[edited]; r.Action != migrate.Already || len(r.Written) != 0 || !strings.Contains(r.Cause, "not written again") {
+			t.Errorf("the key whose key dir no longer holds the generation: %s %v (%s); want already, nothing written, saying why", r.Action, r.Written, r.Cause)
+		}
+		if r := run[whole]; r.Action != migrate.Already || len(r.Written) != 0 || r.Cause != "" {
+			t.Errorf("the key whose file is in place: %s %v (%s); want already, nothing written", r.Action, r.Written, r.Cause)
+		}
+	}
+	if !sum.Complete() || sum.Already != 3 {
+		t.Errorf("the run's summary: %+v", sum)
+	}
+	if got, err := os.ReadFile(filepath.Join(f.dir, fileOf[missing])); err != nil || !bytes.Equal(got, hostBytes) {
+		t.Errorf("the file written again: %d bytes, %v; want the key dir's %d", len(got), err, len(hostBytes))
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, fileOf[edited])); !os.IsNotExist(err) {
+		t.Errorf("the edited key's file: %v; want it still missing", err)
+	}
+	if d := diffMaps(inEtcd, etcdOf(t, c, f.prefix)); d != "" {
+		t.Errorf("etcd changed:\n%s", d)
+	}
+	if sess := resolve(); !sess.Resume || sess.Gen() != 2 {
+		t.Errorf("the fleet after the run: resume %v gen %d (%s); want gen 2 resumed", sess.Resume, sess.Gen(), sess.Reason)
+	}
+	again, _ := runMigration(t, true, root, f.b, migOpts())
+	if r := again[missing]; r.Action != migrate.Already || len(r.Written) != 0 || r.Cause != "" {
+		t.Errorf("a run after it: %s %v (%s); want already, nothing written", r.Action, r.Written, r.Cause)
+	}
+}
