@@ -36,8 +36,8 @@ func (b *Backend) Claim(ctx context.Context) error { return b.claim(ctx, true) }
 // claim is Claim where write is set, else the comparison alone: a dir
 // without a mark, or a fleet without an ID, is then left so (an audit
 // writes nothing), and only a mark that names another fleet, or an
-// unmarked dir with no key dir of a fleet with records and an ID (see
-// unmarked: a dry run refuses it as its run does), is an error.
+// unmarked dir its writer would refuse (see unmarked: a dry run refuses
+// it as its run does), is an error.
 func (b *Backend) claim(ctx context.Context, write bool) error {
 	done := func() bool { return b.claimed.Load() || !write && b.matched.Load() }
 	if done() {
@@ -59,7 +59,7 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 	}
 	mark, found, err := shared.ReadMark(b.dir)
 	if err == nil && !found {
-		mark, found, err = b.unmarked(ctx, write)
+		mark, found, err = b.unmarked(ctx)
 	}
 	switch {
 	case errors.Is(err, shared.ErrBadMark):
@@ -120,10 +120,11 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 // reads them (the empty dir under an export not mounted). found: another
 // worker marked the dir meanwhile (a worker marks it before it makes a
 // key dir), which claim judges as any mark. An audit (write unset)
-// refuses only the empty dir of a fleet with records, so that a dry run
-// plans nothing its run refuses; the dir of key dirs of a fleet with no
-// record it audits, as before marks.
-func (b *Backend) unmarked(ctx context.Context, write bool) (mark shared.Mark, found bool, err error) {
+// refuses both as the writers do, so that a dry run plans nothing its run
+// refuses (a check of a fleet with no record on a dir of key dirs called
+// every transcript there an orphan, and reap --dry-run planned to sweep
+// them).
+func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, err error) {
 	if err := b.at(hookUnmarked, ""); err != nil {
 		return mark, false, err
 	}
@@ -156,7 +157,7 @@ func (b *Backend) unmarked(ctx context.Context, write bool) (mark shared.Mark, f
 		return mark, false, err
 	}
 	keys := slices.DeleteFunc(names, func(n string) bool { return !etcdmeta.ValidKey(n) })
-	if has == (len(keys) > 0) || !has && !write {
+	if has == (len(keys) > 0) {
 		// A fleet with records on a dir of key dirs (from before marks,
 		// or its mark removed by an operator) marks it; one with none on
 		// a dir with none marks it too.

@@ -19,7 +19,9 @@ import (
 // fleet (its prefix a slip of the first's) whose writer comes to it
 // first: the second fleet has no record, so none of its writers (a reap,
 // check --repair, a promote, migrate --to etcd) marks the dir or sweeps
-// anything in it (ErrOtherFleet); the first fleet's writer then marks it,
+// anything in it (ErrOtherFleet), and none of its audits or dry runs
+// (check, reap --dry-run, migrate --to etcd --dry-run, migrate --from
+// etcd) takes it for its dir either; the first fleet's writer then marks it,
 // and the second fleet is refused by the mark from then on. Before, the
 // second fleet's reap marked the dir its own and swept the first's
 // transcript as an orphan ('Swept:[<key>/0000000000000001-….jsonl]'), and
@@ -48,6 +50,22 @@ func TestAFleetWithNoRecordNeverMarksADirOfKeyDirs(t *testing.T) {
 		{"check --repair", func() error { _, err := b.b.Check(ctx, CheckOptions{Repair: true, Now: later}, nil); return err }},
 		{"migrate --to etcd", func() error { _, err := ToEtcd(ctx, t.TempDir(), b.b, MigrateOptions{}, nil); return err }},
 		{"claim", func() error { return b.b.Claim(ctx) }},
+		// The audits and dry runs refuse it too: their plans are the
+		// runs' (before, each went on: check called a's transcript an
+		// orphan, reap --dry-run planned to sweep it).
+		{"check", func() error { _, err := b.b.Check(ctx, CheckOptions{Now: later}, nil); return err }},
+		{"reap --dry-run", func() error {
+			_, err := b.b.Reap(ctx, ReapOptions{TTL: time.Hour, Now: later, DryRun: true})
+			return err
+		}},
+		{"migrate --to etcd --dry-run", func() error {
+			_, err := ToEtcd(ctx, t.TempDir(), b.b, MigrateOptions{DryRun: true}, nil)
+			return err
+		}},
+		{"migrate --from etcd", func() error {
+			_, err := FromEtcd(ctx, b.b, filepath.Join(t.TempDir(), "root"), MigrateOptions{}, nil)
+			return err
+		}},
 		{"promote", func() error {
 			sess, _ := b.job(store.Key("github", "unmarked", "b's"), "b's")
 			res, err := b.promote(sess)
