@@ -400,6 +400,14 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	}
 	switch {
 	case landed && dryRun:
+		// What the restore below would meet at the key: a name taken by
+		// anything but an empty directory fails it.
+		if taken, err := keyNameTaken(root, key); err != nil || taken {
+			if err == nil {
+				err = fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
+			}
+			return false, err
+		}
 		return true, nil
 	case landed:
 		err := s.renameDirNoReplace(root, name, key)
@@ -422,4 +430,33 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		return false, nil
 	}
 	return false, s.removeAside(root, kd, name, d)
+}
+
+// keyNameTaken reports whether a restore of a reap-owned dir to key would
+// be refused (ErrReapedKeyExists): something is at the name, and it is not
+// an empty directory (a link to one is taken: rename(2) of a directory
+// over it fails).
+func keyNameTaken(root *os.File, key string) (bool, error) {
+	st, err := fsat.LstatAt(root, key)
+	switch {
+	case fsat.IsNotExist(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !fsat.IsDir(&st):
+		return true, nil
+	}
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		if fsat.IsNotExist(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer kd.Close()
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return false, err
+	}
+	return len(names) > 0, nil
 }
