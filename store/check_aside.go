@@ -213,7 +213,12 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	case err != nil:
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
 	case landed:
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock), or the reap, on a full disk, recorded none of its own: the next reap or check --repair moves it back to %s", key, gen, key)
+		const why = "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock), or the reap, on a full disk, recorded none of its own: "
+		if taken, terr := keyNameTaken(root, key); terr == nil && taken {
+			f = add(name, KindReapInterrupted, why+"the key exists again, so neither the next reap nor check --repair moves it back to %s: look at both", key, gen, key)
+			break
+		}
+		f = add(name, KindReapInterrupted, why+"the next reap or check --repair moves it back to %s", key, gen, key)
 	default:
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
 	}
