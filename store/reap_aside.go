@@ -427,6 +427,13 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		}
 		return true, s.disk.syncDir(root)
 	case dryRun:
+		// What the removal below would refuse (removeAside).
+		if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
+			if err != nil {
+				return false, err
+			}
+			return false, refuseForeign("remove "+name+":", foreign)
+		}
 		return false, nil
 	}
 	return false, s.removeAside(root, kd, name, d)
