@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -220,7 +221,16 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 		}
 		f = add(name, KindReapInterrupted, why+"the next reap or check --repair moves it back to %s", key, gen, key)
 	default:
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: the next reap or check --repair removes it", key)
+		const why = "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it: "
+		var foreign []string
+		if kd != nil {
+			foreign, _ = foreignEntries(kd) // unread: the reap's to say
+		}
+		if len(foreign) > 0 {
+			f = add(name, KindReapInterrupted, why+"%s, not the store's, so neither the next reap nor check --repair removes it: look at it", key, strings.Join(foreign, ", "))
+			break
+		}
+		f = add(name, KindReapInterrupted, why+"the next reap or check --repair removes it", key)
 	}
 	f.Key = key
 	if kd != nil {

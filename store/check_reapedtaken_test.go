@@ -45,3 +45,41 @@ func TestCheckSaysALandedReapedDirIsNotMovedBackOverAKey(t *testing.T) {
 		}
 	}
 }
+
+// check's finding on a reap-owned dir to finish says what the next reap
+// does with it: it removes it when everything in it is the store's, and
+// refuses (ErrForeignEntry) when something is not. check said "the next
+// reap or check --repair removes it" to both.
+func TestCheckSaysAReapedDirHoldingForeignEntriesIsNotRemoved(t *testing.T) {
+	for _, foreign := range []bool{false, true} {
+		s, root, _ := newTestStore(t, gates.Bounds{})
+		key := Key("a", "b", "check foreign")
+		name := ReapedPrefix + key + "-00000000000000ee"
+		aside := filepath.Join(root, name)
+		if err := os.MkdirAll(aside, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(aside, TranscriptName), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if foreign {
+			mustMkdir(t, filepath.Join(aside, "sub"))
+		}
+		var f *Finding
+		for _, x := range checkFindings(t, s, CheckOptions{}) {
+			if x.Path == name && x.Kind == KindReapInterrupted {
+				f = &x
+			}
+		}
+		if f == nil {
+			t.Fatalf("foreign %v: no reap-interrupted finding on %s", foreign, name)
+		}
+		if promises := strings.Contains(f.Detail, "the next reap or check --repair removes it"); promises == foreign {
+			t.Errorf("foreign %v: %q", foreign, f.Detail)
+		}
+		res, err := s.Reap(false)
+		if err != nil || (len(res.Finished) == 1) == foreign {
+			t.Errorf("foreign %v: reap = %+v, %v", foreign, res, err)
+		}
+	}
+}
