@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
@@ -237,7 +238,11 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		switch {
 		case n == TranscriptName || n == db.FileName:
 			if !fsat.IsRegular(&st) {
-				add(path, KindNotRegular, "not a regular file (mode %#o); %s", st.Mode, k.resolvesPast(n))
+				said := s.unreadableMetaResolves(k)
+				if n == TranscriptName {
+					said = k.resolvesPast()
+				}
+				add(path, KindNotRegular, "not a regular file (mode %#o); %s", st.Mode, said)
 				dbBroken = dbBroken || n == db.FileName
 				continue
 			}
@@ -379,7 +384,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		if errors.Is(k.metaErr, db.ErrNewerSchema) {
 			add(path, KindMetaNewerSchema, "%v; use a sessdb that knows its schema", k.metaErr)
 		} else {
-			add(path, KindMetaDamaged, "%v (resolve: meta-unreadable)", k.metaErr)
+			add(path, KindMetaDamaged, "%v (%s)", k.metaErr, s.unreadableMetaResolves(k))
 		}
 		return nil
 	}
@@ -414,7 +419,7 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		}
 	}
 	if k.metaErr != nil {
-		add(path, KindRecordUndecodable, "%v (resolve: meta-unreadable)", k.metaErr)
+		add(path, KindRecordUndecodable, "%v (%s)", k.metaErr, s.unreadableMetaResolves(k))
 		return nil
 	}
 	var full error
@@ -674,16 +679,23 @@ func RoundAge(now, then time.Time) string {
 	return fmt.Sprintf("%ds", d/time.Second)
 }
 
+// unreadableMetaResolves says what a resolve makes of k, whose meta.db
+// cannot be read (damaged, not a regular file): meta-unreadable, unless a
+// rung of the ladder before it names the cold start first (no transcript,
+// an empty or a too large one), which no job changes.
+func (s *Store) unreadableMetaResolves(k *keyDir) string {
+	obs := k.obs
+	obs.MetaUnreadable = true
+	return "resolve: " + string(gates.Evaluate(obs, s.opts.Bounds, gates.Job{}, s.opts.Now()).Reason)
+}
+
 // resolvesPast says what a resolve makes of the key, in a check's line
-// about name (current.jsonl or meta.db), found not to be a regular file.
-// A promotion in flight is served from its temp, past what is at
-// current.jsonl, but the temp cannot be renamed over a directory there:
-// the roll-forward of every writer and of --repair fails until it is
-// gone. (Whether the temp is whole is the pending promotion's own line.)
-func (k *keyDir) resolvesPast(name string) string {
-	if name == db.FileName {
-		return "resolve: meta-unreadable"
-	}
+// about current.jsonl, found not to be a regular file. A promotion in
+// flight is served from its temp, past what is at current.jsonl, but the
+// temp cannot be renamed over a directory there: the roll-forward of
+// every writer and of --repair fails until it is gone. (Whether the temp
+// is whole is the pending promotion's own line.)
+func (k *keyDir) resolvesPast() string {
 	if p, err := k.inFlight(); p != nil && err == nil {
 		return fmt.Sprintf("the promotion in flight (gen %d) is served from its temp while that is whole (else resolve: promotion-lost), but no roll-forward can rename the temp over this, so every promotion fails until it is gone: remove it by hand, then run check --repair", p.Gen)
 	}

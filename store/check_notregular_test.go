@@ -44,6 +44,20 @@ func TestCheckOfANameThatIsNotARegularFileSaysWhatResolveDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// No transcript: the ladder's first rung names the cold start,
+		// before meta.db is judged (before, the line said meta-unreadable).
+		{"a directory at meta.db, no transcript", db.FileName, "resolve: absent", gates.Absent, func(t *testing.T, _ *Store, root, key string) {
+			p := filepath.Join(root, key, db.FileName)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(root, key, TranscriptName)); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"a directory at current.jsonl under a promotion's rename", TranscriptName, "the promotion in flight (gen 5) is served from its temp", gates.Resumed, func(t *testing.T, s *Store, root, key string) {
 			putDirUnderRename(t, s, root, key)
 		}},
@@ -197,6 +211,54 @@ func TestCheckOfAPendingTempThatIsNotARegularFileSaysTheRollForwardLeavesIt(t *t
 			}
 			if got, _ := mustResolve(t, s, testKey, localJob()); got.Reason != gates.Resumed || got.Gen() != 1 {
 				t.Errorf("resolve: %s gen %d; want resumed at gen 1, the generation before", got.Reason, got.Gen())
+			}
+		})
+	}
+}
+
+// A damaged meta.db's line says what a resolve makes of the key, as the
+// ladder orders it: meta-unreadable with a transcript in place, but absent
+// with none (the first rung), and too-large past the size bound. Before,
+// each said meta-unreadable.
+func TestCheckOfADamagedMetaDBSaysWhatResolveDoes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		bounds gates.Bounds
+		edit   func(t *testing.T, transcript string)
+		reason gates.Reason
+	}{
+		{"a transcript in place", gates.Bounds{}, func(*testing.T, string) {}, gates.MetaUnreadable},
+		{"no transcript", gates.Bounds{}, func(t *testing.T, p string) {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}, gates.Absent},
+		{"an empty transcript", gates.Bounds{}, func(t *testing.T, p string) {
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, gates.Absent},
+		{"a transcript past the size bound", gates.Bounds{MaxBytes: 10}, func(*testing.T, string) {}, gates.TooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			built, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, built, "damagedmeta")
+			s, _, _ := newTestStoreAt(t, root, c.bounds)
+			if err := os.WriteFile(filepath.Join(root, key, db.FileName), []byte(strings.Repeat("garbage ", 1024)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(t, filepath.Join(root, key, TranscriptName))
+			found, _ := chkRun(t, s, false)
+			f := chkFind(found, key+"/"+db.FileName, KindMetaDamaged)
+			if f == nil {
+				t.Fatalf("no meta-damaged finding: %+v", found)
+			}
+			if want := "(resolve: " + string(c.reason) + ")"; !strings.Contains(f.Detail, want) {
+				t.Errorf("detail %q, want it to say %q", f.Detail, want)
+			}
+			sess, err := s.Resolve(key, localJob(), t.TempDir())
+			if err != nil || sess.Reason != c.reason {
+				t.Errorf("resolve: %s, %v; want %s", sess.Reason, err, c.reason)
 			}
 		})
 	}
