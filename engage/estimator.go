@@ -4,7 +4,9 @@ import "sessdb/store/transcript"
 
 // Request is one request point of a transcript: an assistant message on the
 // branch, failed ones included. Its estimate is pi's estimate over the
-// context at its parent, what pi saw just before sending it.
+// context at its parent, what pi saw just before sending it: where the
+// request retries a failed answer (its parent is one), without the failed
+// answers pi dropped before retrying (transcript.Estimator.Retry).
 type Request struct {
 	N          int      // 1-based
 	Entry      string   // the assistant entry's id
@@ -40,7 +42,7 @@ func (t *Transcript) Requests() []Request {
 		case transcript.KindAssistant:
 			reqs = append(reqs, Request{
 				N: len(reqs) + 1, Entry: n.ID, Line: n.Line, Event: ev,
-				Before: Estimate(est.Estimate()), StopReason: n.StopReason, Usage: n.Usage, Prompt: n.Prompt,
+				Before: Estimate(est.Retry()), StopReason: n.StopReason, Usage: n.Usage, Prompt: n.Prompt,
 				NewModel: n.Model != "" && model != "" && n.Model != model,
 			})
 			ev = None

@@ -303,7 +303,9 @@ func (o *oracle) estimate(path []oEntry) (tokens int64, unknown bool) {
 
 // requests returns, for every assistant on the branch, pi's estimate over
 // buildSessionContext(entries, assistant.parentId) and whether pi reports
-// null there: the rows of EXPECTED.md's tables.
+// null there: the rows of EXPECTED.md's tables. It does not leave out the
+// failed answers a retry drops (no file it is run on has a retry);
+// TestRetryLeavesTheFailedAnswerOut checks those against pi's own log.
 func (o *oracle) requests() (ids []string, tokens []int64, unknown []bool) {
 	for _, e := range o.path(o.entries[len(o.entries)-1].str("id")) {
 		if e.str("type") != "message" || o.message(e).str("role") != "assistant" {

@@ -106,7 +106,7 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 	var statelessCache, stickyCache cached
 	for pos := 0; pos < n; pos++ {
 		if t.b.At(pos).Kind == transcript.KindAssistant {
-			row := Row{Request: reqs[r], StatelessReading: Estimate(stateless.Estimate()).Reading(), StickyReading: Estimate(sticky.Estimate()).Reading()}
+			row := Row{Request: reqs[r], StatelessReading: Estimate(stateless.Retry()).Reading(), StickyReading: Estimate(sticky.Retry()).Reading()}
 			row.Stateless = Stateless(row.StatelessReading, rp.Threshold) == Engaged
 			state = Step(state, row.StickyReading, rp.Threshold, row.Event)
 			row.Sticky = state == Engaged

@@ -65,6 +65,13 @@ type Estimator struct {
 	compacted bool // a compaction is on the branch so far
 	fresh     bool // a valid assistant follows the latest compaction
 	freshUsed bool // ... and the latest such has a non-zero usage
+
+	// failed and failedN are the tokens and the number of the failed
+	// answers (stopReason "error") the branch so far ends with, one after
+	// the other, each the child of the one before: what a retry leaves out
+	// (Retry).
+	failed  int64
+	failedN int
 }
 
 // Estimator returns an estimator at the start of the branch (an empty
@@ -83,6 +90,12 @@ func (e *Estimator) Advance() {
 	pos := e.pos
 	n := e.b.payload(pos)
 	e.pos++
+	if n.kind == KindAssistant && n.stop == "error" {
+		e.failed += n.tokens
+		e.failedN++
+	} else {
+		e.failed, e.failedN = 0, 0
+	}
 	switch n.kind {
 	case KindCompaction:
 		e.compact(pos)
@@ -158,6 +171,30 @@ func (e *Estimator) Estimate() Estimate {
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.id(e.anchorPos)
 	}
+	return est
+}
+
+// Retry is pi's estimate of the context a request is sent with when the
+// branch so far ends in failed answers (stopReason "error"): pi persists a
+// failed answer but drops it from its context before it retries
+// (agent-session's _handleRetryableError, each retry in turn), so the retry
+// is sent, and getContextUsage estimated, without them. Only a retry makes
+// an answer the child of a failed one. A failed answer that was cut off
+// mid-stream keeps the text it had streamed, which Estimate would count.
+// Elsewhere Retry is Estimate.
+func (e *Estimator) Retry() Estimate {
+	est := e.Estimate()
+	if e.failedN == 0 {
+		return est
+	}
+	// Failed answers anchor nothing, so they are all trailing (and in the
+	// fallback sum): taking them out leaves the anchor as it is.
+	est.Trailing -= e.failed
+	est.Fallback -= e.failed
+	est.Messages -= e.failedN
+	x := e.anchor + float64(est.Trailing)
+	est.Tokens = whole(x)
+	est.Fractional = x != math.Floor(x) && math.Abs(x) < 1<<62
 	return est
 }
 
