@@ -15,6 +15,13 @@ type End struct {
 	// Tokens is getContextUsage().tokens: pi's estimate at the leaf. Where
 	// a usage counter is not a whole number (no provider writes one), pi's
 	// estimate has a fraction and Tokens is its floor (Estimate.Tokens).
+	// It is the reading of the context pi rebuilds from the file, which
+	// the next run resumes with. The pi that wrote the file can have read
+	// less at the end of its run in one case: its retries ran out on
+	// answers cut off mid-stream. pi drops each failed answer it retries
+	// from its memory, and the file keeps them. With 4 such answers of 500
+	// tokens each, that pi read 101003 and the file reads 102503
+	// (engage/testdata/retries-in-a-row.jsonl).
 	Tokens int64
 	// Known is false where pi reports null: the branch has a compaction and
 	// no assistant after it measured the compacted context yet. Tokens is
