@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -97,5 +98,48 @@ func TestJobsBesideAForkingGoroutineAreNeverBusy(t *testing.T) {
 	}
 	if busy > 0 {
 		t.Errorf("%d of %d resolves and promotes were ErrJobDirBusy beside a forking goroutine; want none", busy, 2*rounds)
+	}
+}
+
+// The same for a promote the staged dir refuses after its lock is taken
+// (here no staged file, gates.Absent): its lock is let go as a promoted
+// run's is. Closed alone, a child forked meanwhile kept the refusal's
+// lock, and the job dir's next resolve was ErrJobDirBusy. Four goroutines
+// fork, for the refusal's short hold to meet a child in most runs.
+func TestRefusedPromotesBesideAForkingGoroutineLeaveTheJobDirFree(t *testing.T) {
+	if _, err := exec.LookPath("true"); err != nil {
+		t.Skipf("no true(1) to fork: %v", err)
+	}
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	var stop atomic.Bool
+	var forkers sync.WaitGroup
+	for range 4 {
+		forkers.Go(func() {
+			for !stop.Load() {
+				exec.Command("true").Run()
+			}
+		})
+	}
+	defer func() { stop.Store(true); forkers.Wait() }()
+	jobDir := t.TempDir()
+	busy := 0
+	const rounds = 500
+	for range rounds {
+		sess, err := s.Resolve(testKey, localJob(), jobDir)
+		if errors.Is(err, ErrJobDirBusy) {
+			busy++
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+		if errors.Is(err, ErrJobDirBusy) {
+			busy++
+		} else if err != nil || res.Promoted || res.Reason != gates.Absent {
+			t.Fatalf("promote of a job that staged nothing: %+v, %v; want %s", res, err, gates.Absent)
+		}
+	}
+	if busy > 0 {
+		t.Errorf("%d of %d resolves and refused promotes were ErrJobDirBusy beside forking goroutines; want none", busy, 2*rounds)
 	}
 }
