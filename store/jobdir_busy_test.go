@@ -172,6 +172,17 @@ func TestWhereAStagedDirCannotBeFlockedAJobIsNotBusy(t *testing.T) {
 			if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
 				t.Fatalf("promote: %+v, %v; want promoted", res, err)
 			}
+			// The store asks no flock of the staged dir there: one the
+			// test holds on it (the host's file system takes it) is not
+			// seen, as a flock(2) that fails or locks nothing sees none.
+			held, err := os.Open(filepath.Join(jobDir, StagedDirName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			if err := unix.Flock(int(held.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
 			if again, err := s.Resolve(testKey, localJob(), jobDir); err != nil || !again.Resume {
 				t.Errorf("a second resolve into the job dir: %s, %v; want the run resumed", again.Reason, err)
 			}
