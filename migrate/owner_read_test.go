@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"sessdb/db"
 )
 
 // worker is the user a sessions root belongs to in these tests: nobody.
@@ -112,4 +114,92 @@ func ownerOf(t *testing.T, p string) (uid, gid uint32) {
 	must(t, err)
 	st := fi.Sys().(*syscall.Stat_t)
 	return st.Uid, st.Gid
+}
+
+// The same under an empty meta.db (a migration, or a first promotion,
+// killed before its commit, left it beside the legacy files: the legacy
+// files are still the key's values): root's migration reads the sidecars
+// under meta.db's lock, and fails the key on one the root's owner may not
+// read as it does without the empty meta.db, in a dry run too.
+func TestRootsMigrationUnderAnEmptyMetaDBOfASidecarTheRootsOwnerMayNotReadFailsTheKey(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root reads what the root's owner may not: run as root to test it")
+	}
+	root, key := oneKey(t)
+	withDB(t, filepath.Join(root, key), func(*db.DB) {})
+	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+	venue := filepath.Join(root, key, "venue")
+	must(t, os.Chown(venue, 0, 0))
+	must(t, os.Chmod(venue, 0o600))
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, venue) || !strings.Contains(r.Cause, "may not read it") {
+			t.Errorf("dry run %v: %s %q; want failed, naming %s, which the root's owner may not read", dry, r.Action, r.Cause, venue)
+		}
+	}
+	if _, err := os.Lstat(venue); err != nil {
+		t.Errorf("the failed key's venue: %v; want it kept", err)
+	}
+}
+
+// A sidecar name that holds no file (here a directory root owns, 0700,
+// which the root's owner may not list) is no value the owner's workers
+// read, nor one its own migration reads: root's migration takes it so
+// too (no value, an oddity) and migrates the key, as for a directory the
+// owner may read. The read judgement is of files the migration reads.
+func TestRootsMigrationOfADirectoryAtASidecarNameRootOwnsMigratesTheKey(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root makes a sidecar name root owns in a worker's root: run as root to test it")
+	}
+	root, key := oneKey(t)
+	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+	venue := filepath.Join(root, key, "venue")
+	must(t, os.Remove(venue))
+	must(t, os.MkdirAll(filepath.Join(venue, "inside"), 0o700))
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Migrated || r.Values == nil || r.Values.Venue == nil || *r.Values.Venue != "(pending)" {
+			t.Errorf("dry run %v: %s %q; want migrated, the venue read as none", dry, r.Action, r.Cause)
+		}
+	}
+}
+
+// The same key dir made 0777 (a legacy worker run as root under umask 0):
+// the root's owner may write in it, and its own migration makes meta.db
+// its own there; root's still made meta.db root's, 0600, which the
+// owner's resolves cannot open. Root's migration fails it, as the 0755
+// one, saying it was migrated as root, in a dry run too.
+func TestRootsMigrationOfAKeyDirRootOwnsThatTheRootsOwnerMayWriteInFailsTheKey(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root makes a key dir root owns in a worker's root: run as root to test it")
+	}
+	root, key := oneKey(t)
+	must(t, os.Chown(root, worker, worker))
+	dir := filepath.Join(root, key)
+	must(t, os.Chmod(dir, 0o777))
+	names, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range names {
+		must(t, os.Chmod(filepath.Join(dir, e.Name()), 0o644))
+	}
+	before := treeState(t, root, true, true)
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, dir) || !strings.Contains(r.Cause, "migrated as root") {
+			t.Errorf("dry run %v: %s %q; want failed, naming the key dir root owns, migrated as root", dry, r.Action, r.Cause)
+		}
+	}
+	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
+		t.Errorf("the failed migration changed the root:\n%s", d)
+	}
 }
