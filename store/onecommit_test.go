@@ -97,4 +97,18 @@ func TestPendingInFlightOnlyWhileItsTempExists(t *testing.T) {
 	if pendingInFlight(d, &db.Pending{Tmp: "../" + tmp}) {
 		t.Error("a pending entry naming ../<temp> was looked up outside the key dir")
 	}
+	// Nor through a directory whose name is a temp's, nor at a name that
+	// is there but is no temp's.
+	if err := os.Mkdir(filepath.Join(kd, tmpPrefix+"d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if pendingInFlight(d, &db.Pending{Tmp: tmpPrefix + "d/../../" + tmp}) {
+		t.Error("a pending entry naming <temp>/../../<temp> was looked up outside the key dir")
+	}
+	if err := os.WriteFile(filepath.Join(kd, "current.jsonl"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if pendingInFlight(d, &db.Pending{Tmp: "current.jsonl"}) {
+		t.Error("a pending entry naming current.jsonl, which is there, was taken for a temp in flight")
+	}
 }
