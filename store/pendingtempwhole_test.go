@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -46,5 +47,42 @@ func TestPendingTempWholeTellsAStoppedReadFromADamagedTemp(t *testing.T) {
 		if whole != c.whole || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
 			t.Errorf("%s: %v, %v; want %v, %v", c.name, whole, err, c.whole, c.err)
 		}
+	}
+}
+
+// And the stop ends the read, not only its answer: a temp whose size its
+// record names at a terabyte (sparse, the size a crash or a hand could
+// leave) is not read to its end once ctx is done. Before every megabyte
+// the read looks at ctx; a read that ignored it took minutes here.
+func TestPendingTempWholeReadsNoMoreOnceItsContextIsDone(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 40
+	p := &db.Pending{Tmp: tmpPrefix + "0123456789abcdef", Size: size, Gen: 2}
+	tmp := filepath.Join(dir, p.Tmp)
+	must(t, os.WriteFile(tmp, nil, 0o600))
+	if err := os.Truncate(tmp, size); err != nil {
+		t.Skipf("no sparse file of %d bytes here: %v", int64(size), err)
+	}
+	kd, err := fsat.OpenDir(dir)
+	must(t, err)
+	defer kd.Close()
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	type answer struct {
+		whole bool
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		whole, err := PendingTempWhole(stopped, kd, p)
+		done <- answer{whole, err}
+	}()
+	select {
+	case a := <-done:
+		if a.whole || !errors.Is(a.err, context.Canceled) {
+			t.Errorf("%v, %v; want false, %v", a.whole, a.err, context.Canceled)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("PendingTempWhole with its context done still reading a terabyte temp after 10s; want it back at once")
 	}
 }
