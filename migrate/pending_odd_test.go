@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +86,10 @@ func TestRollbackDryRunOfADamagedPendingTempPlansWhatTheRunDoes(t *testing.T) {
 			migrate(t, root, false, testOpts())
 			must(t, os.Truncate(committedNotRenamed(t, root, key), 100))
 			must(t, put(filepath.Join(root, key, "current.jsonl")))
+			// And a stray temp of an earlier promotion, which the
+			// roll-forward sweeps: the dry run lists it as the run does.
+			stray := storeTempPrefix + "0000000000000000"
+			must(t, os.WriteFile(filepath.Join(root, key, stray), []byte("x"), 0o600))
 			before := verdictOf(t, root, key)
 			plan := func(r Report) string {
 				if r.Values == nil {
@@ -100,6 +105,9 @@ func TestRollbackDryRunOfADamagedPendingTempPlansWhatTheRunDoes(t *testing.T) {
 			got, _ := migrate(t, root, true, testOpts())
 			if p, d := plan(planned[key]), plan(got[key]); p != d || got[key].Action != Migrated {
 				t.Errorf("the dry run planned\n\t%s\nthe run did\n\t%s", p, d)
+			}
+			if p, d := planned[key].Removed, got[key].Removed; !slices.Equal(p, d) || !slices.Contains(d, stray) {
+				t.Errorf("the dry run lists %v removed, the run %v; want both to list the stray temp %s", p, d, stray)
 			}
 			// A cold start stays one (its reason the legacy layout's:
 			// venue-changed for promotion-lost, as migration.md says).
