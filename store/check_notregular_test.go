@@ -263,3 +263,33 @@ func TestCheckOfADamagedMetaDBSaysWhatResolveDoes(t *testing.T) {
 		})
 	}
 }
+
+// A temp that goes while check looks at it (another process's
+// roll-forward removed it between check's look for it and its read) is
+// missing, as the record says a roll-forward leaves it: never a file that
+// is not a regular one, which --repair would leave "as is" for an
+// operator to remove by hand though nothing is there.
+func TestCheckOfAPendingTempGoneWhileItLooksSaysItMissing(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	tmp := commitWithoutRename(t, s, root)
+	t.Cleanup(func() { faults.Set(nil) })
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingTempCheck {
+			os.Remove(tmp)
+		}
+		return nil
+	})
+	var pending []Finding
+	if _, err := s.Check(context.Background(), CheckOptions{}, func(f Finding) error {
+		if f.Kind == KindPendingPromotion {
+			pending = append(pending, f)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	faults.Set(nil)
+	if len(pending) != 1 || !strings.Contains(pending[0].Detail, "missing or not what the record says") || pending[0].tmpNotRegular {
+		t.Errorf("the pending-promotion findings: %+v; want one saying its temp is missing", pending)
+	}
+}
