@@ -3,6 +3,7 @@ package migrate
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +202,37 @@ func TestRootsMigrationOfAKeyDirRootOwnsThatTheRootsOwnerMayWriteInFailsTheKey(t
 	}
 	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
 		t.Errorf("the failed migration changed the root:\n%s", d)
+	}
+}
+
+// A sidecar the root's owner may not read, left beside a meta.db that
+// holds the key's values (a legacy worker came back after the migration),
+// is a leftover: no value of it is read or carried, so root's migration
+// removes it as any leftover (Already), in a dry run too, and does not
+// fail the key as it fails one whose values are still the legacy files.
+func TestRootsMigrationRemovesALeftoverSidecarTheRootsOwnerMayNotRead(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root reads what the root's owner may not: run as root to test it")
+	}
+	root, key := oneKey(t)
+	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
+	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Migrated {
+		t.Fatalf("the first migration: %+v", got[key])
+	}
+	venue := filepath.Join(root, key, "venue")
+	must(t, os.WriteFile(venue, []byte("elsewhere"), 0o600)) // root's
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Already || !slices.Contains(r.Removed, "venue") {
+			t.Errorf("dry run %v: %s %q, removed %v; want already, the leftover venue removed", dry, r.Action, r.Cause, r.Removed)
+		}
+	}
+	if _, err := os.Lstat(venue); !os.IsNotExist(err) {
+		t.Errorf("the leftover venue after the run: %v; want it removed", err)
 	}
 }
