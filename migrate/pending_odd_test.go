@@ -160,3 +160,35 @@ func committedNotRenamed(t *testing.T, root, key string) string {
 	}
 	return temps[0]
 }
+
+// A record left pending by an earlier roll-forward that removed its
+// damaged temp (the temp gone, so nothing is in flight) is not one this
+// rollback rolled forward: with a stray temp beside it, which the
+// rollback sweeps under its lock, the key is rolled back with no word of
+// a roll-forward of its own.
+func TestRollbackOfARecordLeftPendingSaysNoRollForward(t *testing.T) {
+	root, key := oneKey(t)
+	migrate(t, root, false, testOpts())
+	tmp := committedNotRenamed(t, root, key)
+	must(t, os.Truncate(tmp, 100))
+	st, err := store.New(root, store.Options{Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+	must(t, err)
+	if _, err := st.RollForward(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the damaged temp after the roll-forward: %v; want it removed", err)
+	}
+	stray := storeTempPrefix + "0000000000000000"
+	must(t, os.WriteFile(filepath.Join(root, key, stray), []byte("x"), 0o600))
+	got, _ := migrate(t, root, true, testOpts())
+	r := got[key]
+	if r.Action != Migrated {
+		t.Fatalf("the rollback: %s %q; want migrated", r.Action, r.Cause)
+	}
+	for _, o := range r.Oddities {
+		if strings.Contains(o.ReadAs, "roll-forward") || strings.Contains(o.ReadAs, "rolled forward") {
+			t.Errorf("the rollback reported %+v; want no roll-forward of its own", o)
+		}
+	}
+}
