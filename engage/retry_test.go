@@ -128,3 +128,39 @@ func TestRetriesInARowAsPiRanThem(t *testing.T) {
 		t.Errorf("final %d (unknown %v), want pi's 102503", tr.Final.Tokens, tr.Final.Unknown)
 	}
 }
+
+// testdata/retry-after-a-custom-entry.jsonl is pi 0.58.3's, two print-mode
+// runs against the stand-in with an extension that persists its state at
+// every turn_end (pi.appendEntry, as pi's own plan-mode example does); the
+// second run's stream was cut after 1000 of 2000 characters. The turn_end
+// of the failed answer wrote a custom entry (8eab5345) as its child before
+// pi retried, so the retry (2203a6f1) is the custom entry's child, not the
+// failed answer's. pi dropped the failed answer all the same: its own
+// getContextUsage() before the three requests was 3, 100504, 100504. An
+// entry that adds nothing to the context (a custom entry, a model or
+// thinking-level change, a label) does not end the run of failed answers
+// a retry leaves out.
+func TestRetryAfterAnEntryThatAddsNothing(t *testing.T) {
+	tr, err := ReadFile("testdata/retry-after-a-custom-entry.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		entry    string
+		estimate int64
+	}{{"7e5be120", 3}, {"9e9541f8", 100504}, {"2203a6f1", 100504}}
+	reqs := tr.Requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests, want %d", len(reqs), len(want))
+	}
+	for i, w := range want {
+		r := reqs[i]
+		if r.Entry != w.entry || r.Before.Unknown || r.Before.Tokens != w.estimate {
+			t.Errorf("request %d: %s estimate %d (unknown %v); pi's: %s %d", r.N, r.Entry, r.Before.Tokens, r.Before.Unknown, w.entry, w.estimate)
+		}
+	}
+	// pi-end-usage.mjs: 100500, the retry's answer anchoring.
+	if tr.Final.Tokens != 100500 || tr.Final.Unknown {
+		t.Errorf("final %d (unknown %v), want pi's 100500", tr.Final.Tokens, tr.Final.Unknown)
+	}
+}

@@ -68,8 +68,8 @@ type Estimator struct {
 
 	// failed and failedN are the tokens and the number of the failed
 	// answers (stopReason "error") the branch so far ends with, one after
-	// the other, each the child of the one before: what a retry leaves out
-	// (Retry).
+	// the other with nothing between them that adds to the context (an
+	// entry of KindOther may be): what a retry leaves out (Retry).
 	failed  int64
 	failedN int
 }
@@ -90,10 +90,15 @@ func (e *Estimator) Advance() {
 	pos := e.pos
 	n := e.b.payload(pos)
 	e.pos++
-	if n.kind == KindAssistant && n.stop == "error" {
+	switch {
+	case n.kind == KindAssistant && n.stop == "error":
 		e.failed += n.tokens
 		e.failedN++
-	} else {
+	case n.kind != KindOther:
+		// An entry that adds nothing to the context (an extension's
+		// custom entry its turn_end handler wrote before pi retried, a
+		// model or thinking-level change, a label) leaves the run of
+		// failed answers as it is: pi still drops them.
 		e.failed, e.failedN = 0, 0
 	}
 	switch n.kind {
@@ -179,7 +184,9 @@ func (e *Estimator) Estimate() Estimate {
 // failed answer but drops it from its context before it retries
 // (agent-session's _handleRetryableError, each retry in turn), so the retry
 // is sent, and getContextUsage estimated, without them. Only a retry makes
-// an answer the child of a failed one. A failed answer that was cut off
+// an answer the child of a failed one, or of entries that add nothing to
+// the context after it (an extension's appendEntry at the failed turn's
+// turn_end or agent_end, which pi runs before it retries). A failed answer that was cut off
 // mid-stream keeps the text it had streamed, which Estimate would count.
 // Elsewhere Retry is Estimate.
 func (e *Estimator) Retry() Estimate {
