@@ -188,11 +188,8 @@ func newReapedName(key string) string {
 // dir is not empty until then. An entry that is not the store's stops it
 // before anything is removed.
 func (s *Store) removeAside(root, kd *os.File, name string, d *db.DB) error {
-	if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
-		if err != nil {
-			return err
-		}
-		return refuseForeign("remove "+name+":", foreign)
+	if err := onlyTheStores(kd, name); err != nil {
+		return err
 	}
 	if err := s.disk.remove(kd, TranscriptName); err != nil {
 		return err
@@ -428,15 +425,20 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		return true, s.disk.syncDir(root)
 	case dryRun:
 		// What the removal below would refuse (removeAside).
-		if foreign, err := foreignEntries(kd); err != nil || len(foreign) > 0 {
-			if err != nil {
-				return false, err
-			}
-			return false, refuseForeign("remove "+name+":", foreign)
-		}
-		return false, nil
+		return false, onlyTheStores(kd, name)
 	}
 	return false, s.removeAside(root, kd, name, d)
+}
+
+// onlyTheStores refuses the removal of the reap-owned dir kd (at name)
+// when it holds an entry that is not the store's (ErrForeignEntry), or
+// when it cannot be listed.
+func onlyTheStores(kd *os.File, name string) error {
+	foreign, err := foreignEntries(kd)
+	if err != nil || len(foreign) == 0 {
+		return err
+	}
+	return refuseForeign("remove "+name+":", foreign)
 }
 
 // keyNameTaken reports whether a restore of a reap-owned dir to key would
@@ -455,7 +457,10 @@ func keyNameTaken(root *os.File, key string) (bool, error) {
 	}
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		if fsat.IsNotExist(err) {
+		if fsat.IsNotExist(err) || errors.Is(err, unix.EACCES) {
+			// A dir its runner may not read (0000, another user's) is
+			// renamed over all the same when it is empty, which only
+			// the rename finds out: not taken, as far as a look knows.
 			return false, nil
 		}
 		return false, err
