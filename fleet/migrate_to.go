@@ -43,6 +43,18 @@ func (k *hostKey) close() {
 	}
 }
 
+// copiedWhole checks the copy of k's transcript just written to file
+// under dir (n bytes of CRC32C sum) against what k read under its lock,
+// and removes the file when they differ: the key dir's transcript was
+// changed while it was copied, by something that ignores the lock.
+func (k *hostKey) copiedWhole(dir, file string, n int64, sum uint32) error {
+	if n == k.size && sum == k.sum {
+		return nil
+	}
+	shared.Remove(dir, file)
+	return fmt.Errorf("copy %s: %w", k.file.Name(), errChanged)
+}
+
 // toEtcd moves one entry of the root into etcd. The key dir's lock is
 // held from the read to the etcd commit, so what is committed is what the
 // key held.
@@ -93,9 +105,8 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		// fsyncs) does not move.
 		wrote, wroteWall = time.Now(), m.b.now().Round(0)
 		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
-		if err == nil && (n != k.size || sum != k.sum) {
-			shared.Remove(m.b.dir, file)
-			err = fmt.Errorf("copy %s: %w", k.file.Name(), errChanged)
+		if err == nil {
+			err = k.copiedWhole(m.b.dir, file, n, sum)
 		}
 		if err != nil {
 			fail(&r, err)
@@ -159,13 +170,12 @@ func (m *migration) writeMissing(r *MigrateReport, k *hostKey, held *etcdmeta.Tr
 		return
 	}
 	n, sum, err := shared.WriteAgain(context.Background(), m.b.dir, held.File, io.NewSectionReader(k.file, 0, 1<<62))
+	if err == nil {
+		err = k.copiedWhole(m.b.dir, held.File, n, sum)
+	}
 	switch {
 	case errors.Is(err, shared.ErrExists):
 		r.Written = nil // another run wrote it meanwhile
-	case err == nil && (n != k.size || sum != k.sum):
-		shared.Remove(m.b.dir, held.File)
-		r.Written = nil
-		fail(r, fmt.Errorf("copy %s: %w", k.file.Name(), errChanged))
 	case err != nil:
 		r.Written = nil
 		fail(r, err)

@@ -238,9 +238,11 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		switch {
 		case n == TranscriptName || n == db.FileName:
 			if !fsat.IsRegular(&st) {
-				said := s.unreadableMetaResolves(k)
+				var said string
 				if n == TranscriptName {
 					said = k.resolvesPast()
+				} else {
+					said = s.unreadableMetaResolves(k)
 				}
 				add(path, KindNotRegular, "not a regular file (mode %#o); %s", st.Mode, said)
 				dbBroken = dbBroken || n == db.FileName
