@@ -18,30 +18,11 @@ import (
 // as ../shared/tools/pi-mock/usage-ext.js logged them: 3, 100504 and 100504,
 // not 101504 (the failed answer's 4000 characters are 1000 tokens).
 func TestRetryLeavesTheFailedAnswerOut(t *testing.T) {
-	tr, err := ReadFile("testdata/retry-after-midstream-error.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []struct {
-		entry    string
-		estimate int64
-	}{{"453b80b3", 3}, {"90fdb363", 100504}, {"a7558e71", 100504}}
-	reqs := tr.Requests()
-	if len(reqs) != len(want) {
-		t.Fatalf("%d requests, want %d", len(reqs), len(want))
-	}
-	for i, w := range want {
-		r := reqs[i]
-		if r.Entry != w.entry || r.Before.Unknown || r.Before.Tokens != w.estimate {
-			t.Errorf("request %d: %s estimate %d (unknown %v); pi's: %s %d", r.N, r.Entry, r.Before.Tokens, r.Before.Unknown, w.entry, w.estimate)
-		}
-	}
 	// The resumed reading still counts the failed answer: pi rebuilds its
 	// context from the file, where it stays; but the retry's answer anchors
 	// after it. pi-end-usage.mjs: 100500.
-	if tr.Final.Tokens != 100500 || tr.Final.Unknown {
-		t.Errorf("final %d (unknown %v), want pi's 100500", tr.Final.Tokens, tr.Final.Unknown)
-	}
+	tr := asPiRead(t, "testdata/retry-after-midstream-error.jsonl",
+		[]piRequest{{"453b80b3", 3}, {"90fdb363", 100504}, {"a7558e71", 100504}}, 100500)
 
 	// With a threshold between the two figures (100616), pi's reading
 	// (100504) does not cross: the retry goes out raw under both
@@ -141,14 +122,27 @@ func TestRetriesInARowAsPiRanThem(t *testing.T) {
 // thinking-level change, a label) does not end the run of failed answers
 // a retry leaves out.
 func TestRetryAfterAnEntryThatAddsNothing(t *testing.T) {
-	tr, err := ReadFile("testdata/retry-after-a-custom-entry.jsonl")
+	// pi-end-usage.mjs: 100500, the retry's answer anchoring.
+	asPiRead(t, "testdata/retry-after-a-custom-entry.jsonl",
+		[]piRequest{{"7e5be120", 3}, {"9e9541f8", 100504}, {"2203a6f1", 100504}}, 100500)
+}
+
+// piRequest is a request of a transcript pi wrote (its assistant entry)
+// and pi's own getContextUsage() before it.
+type piRequest struct {
+	entry    string
+	estimate int64
+}
+
+// asPiRead reads the transcript at path and checks its requests'
+// estimates against pi's (want) and its resumed reading against
+// pi-end-usage.mjs's (final).
+func asPiRead(t *testing.T, path string, want []piRequest, final int64) *Transcript {
+	t.Helper()
+	tr, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		entry    string
-		estimate int64
-	}{{"7e5be120", 3}, {"9e9541f8", 100504}, {"2203a6f1", 100504}}
 	reqs := tr.Requests()
 	if len(reqs) != len(want) {
 		t.Fatalf("%d requests, want %d", len(reqs), len(want))
@@ -159,8 +153,8 @@ func TestRetryAfterAnEntryThatAddsNothing(t *testing.T) {
 			t.Errorf("request %d: %s estimate %d (unknown %v); pi's: %s %d", r.N, r.Entry, r.Before.Tokens, r.Before.Unknown, w.entry, w.estimate)
 		}
 	}
-	// pi-end-usage.mjs: 100500, the retry's answer anchoring.
-	if tr.Final.Tokens != 100500 || tr.Final.Unknown {
-		t.Errorf("final %d (unknown %v), want pi's 100500", tr.Final.Tokens, tr.Final.Unknown)
+	if tr.Final.Tokens != final || tr.Final.Unknown {
+		t.Errorf("final %d (unknown %v), want pi's %d", tr.Final.Tokens, tr.Final.Unknown, final)
 	}
+	return tr
 }

@@ -76,25 +76,8 @@ func TestRootsMigrationOfAKeyDirRootOwnsInAWorkersRootFailsTheKey(t *testing.T) 
 	if os.Geteuid() != 0 {
 		t.Skip("only root makes a key dir root owns in a worker's root: run as root to test it")
 	}
-	root, key := oneKey(t)
-	must(t, os.Chown(root, worker, worker))
-	dir := filepath.Join(root, key)
-	must(t, os.Chmod(dir, 0o755))
-	names, err := os.ReadDir(dir)
-	must(t, err)
-	for _, e := range names {
-		must(t, os.Chmod(filepath.Join(dir, e.Name()), 0o644))
-	}
-	before := treeState(t, root, true, true)
-	for _, dry := range []bool{true, false} {
-		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
-		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, dir) || !strings.Contains(r.Cause, "a key dir root owns") {
-			t.Errorf("dry run %v: %s %q; want failed, naming the key dir root owns", dry, r.Action, r.Cause)
-		}
-	}
-	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
-		t.Errorf("the failed migration changed the root:\n%s", d)
-	}
+	root, key, dir := rootOwnedKeyDir(t, 0o755)
+	failsChangingNothing(t, root, key, "a key dir root owns")
 	must(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -184,25 +167,8 @@ func TestRootsMigrationOfAKeyDirRootOwnsThatTheRootsOwnerMayWriteInFailsTheKey(t
 	if os.Geteuid() != 0 {
 		t.Skip("only root makes a key dir root owns in a worker's root: run as root to test it")
 	}
-	root, key := oneKey(t)
-	must(t, os.Chown(root, worker, worker))
-	dir := filepath.Join(root, key)
-	must(t, os.Chmod(dir, 0o777))
-	names, err := os.ReadDir(dir)
-	must(t, err)
-	for _, e := range names {
-		must(t, os.Chmod(filepath.Join(dir, e.Name()), 0o644))
-	}
-	before := treeState(t, root, true, true)
-	for _, dry := range []bool{true, false} {
-		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
-		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, dir) || !strings.Contains(r.Cause, "migrated as root") {
-			t.Errorf("dry run %v: %s %q; want failed, naming the key dir root owns, migrated as root", dry, r.Action, r.Cause)
-		}
-	}
-	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
-		t.Errorf("the failed migration changed the root:\n%s", d)
-	}
+	root, key, _ := rootOwnedKeyDir(t, 0o777)
+	failsChangingNothing(t, root, key, "migrated as root")
 }
 
 // A sidecar the root's owner may not read, left beside a meta.db that
@@ -234,5 +200,38 @@ func TestRootsMigrationRemovesALeftoverSidecarTheRootsOwnerMayNotRead(t *testing
 	}
 	if _, err := os.Lstat(venue); !os.IsNotExist(err) {
 		t.Errorf("the leftover venue after the run: %v; want it removed", err)
+	}
+}
+
+// rootOwnedKeyDir is oneKey's key dir in a worker's root as a legacy
+// worker run as root left it: root's, mode, its files 0644.
+func rootOwnedKeyDir(t *testing.T, mode os.FileMode) (root, key, dir string) {
+	root, key = oneKey(t)
+	must(t, os.Chown(root, worker, worker))
+	dir = filepath.Join(root, key)
+	must(t, os.Chmod(dir, mode))
+	names, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range names {
+		must(t, os.Chmod(filepath.Join(dir, e.Name()), 0o644))
+	}
+	return root, key, dir
+}
+
+// failsChangingNothing runs root's migration to meta.db, dry and then not,
+// and wants key failed, its cause naming the key dir and saying why, and
+// nothing in the root changed.
+func failsChangingNothing(t *testing.T, root, key, why string) {
+	t.Helper()
+	dir := filepath.Join(root, key)
+	before := treeState(t, root, true, true)
+	for _, dry := range []bool{true, false} {
+		got, _ := migrate(t, root, false, Options{DryRun: dry, Now: testOpts().Now, LockTimeout: testOpts().LockTimeout})
+		if r := got[key]; r.Action != Failed || !strings.Contains(r.Cause, dir) || !strings.Contains(r.Cause, why) {
+			t.Errorf("dry run %v: %s %q; want failed, naming the key dir and saying %q", dry, r.Action, r.Cause, why)
+		}
+	}
+	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
+		t.Errorf("the failed migration changed the root:\n%s", d)
 	}
 }
