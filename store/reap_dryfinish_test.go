@@ -43,18 +43,7 @@ func TestReapDryRunSaysWhatAFinishWouldDo(t *testing.T) {
 				c.foreign(t, aside)
 			}
 			name := filepath.Base(aside)
-			before := treeState(t, root)
-			dry, err := s.Reap(true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if treeState(t, root) != before {
-				t.Fatal("a dry run changed the tree")
-			}
-			res, err := s.Reap(false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dry, res := dryRunThenReap(t, s, root)
 			if c.foreign == nil {
 				if !slices.Equal(res.Finished, []string{name}) || len(res.Failed) != 0 {
 					t.Fatalf("reap = %+v; want %s finished", res, name)

@@ -51,18 +51,7 @@ func TestReapDryRunSaysWhatARestoreWouldDo(t *testing.T) {
 			if c.atKey != nil {
 				c.atKey(t, keyDirPath(root, key))
 			}
-			before := treeState(t, root)
-			dry, err := s.Reap(true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if treeState(t, root) != before {
-				t.Fatal("a dry run changed the tree")
-			}
-			res, err := s.Reap(false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dry, res := dryRunThenReap(t, s, root)
 			if c.restored {
 				if !slices.Equal(res.Restored, []string{aside}) || len(res.Failed) != 0 {
 					t.Fatalf("reap = %+v; want %s restored", res, aside)
@@ -76,4 +65,22 @@ func TestReapDryRunSaysWhatARestoreWouldDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dryRunThenReap reaps s's root dry, wants the tree as it was, then reaps
+// it: what each said, for a test to hold the one to the other.
+func dryRunThenReap(t *testing.T, s *Store, root string) (dry, res ReapResult) {
+	t.Helper()
+	before := treeState(t, root)
+	dry, err := s.Reap(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if treeState(t, root) != before {
+		t.Fatal("a dry run changed the tree")
+	}
+	if res, err = s.Reap(false); err != nil {
+		t.Fatal(err)
+	}
+	return dry, res
 }
