@@ -109,3 +109,72 @@ func TestMigrateToEtcdWritesAgainAGenerationFileThatIsMissing(t *testing.T) {
 		t.Errorf("a run after it: %s %v (%s); want already, nothing written", r.Action, r.Written, r.Cause)
 	}
 }
+
+// A key dir's transcript changed while --to etcd copies it, by something
+// that ignores the key dir's lock (the run read its size and CRC32C under
+// the lock first): the copy is removed and the key failed, saying so, in
+// the first move (no record made) and in a write of a missing file again
+// (the file still missing). A re-run, the transcript left alone, moves it.
+func TestMigrateToEtcdRemovesACopyOfATranscriptChangedUnderIt(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "changed-under", "a")
+	h.mustPromote(key, migJob, "c1", store.PromoteRequest{})
+	p := h.path(key, store.TranscriptName)
+	original, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changeOnce := func() {
+		changed := false
+		f.b.hook = func(point, k string) error {
+			if point == hookMigrateCopy && k == key && !changed {
+				changed = true
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(p, bytes.ToUpper(b), 0o600) // in place: the file the run has open
+			}
+			return nil
+		}
+	}
+	keyFiles := func() []string {
+		names, _ := filepath.Glob(filepath.Join(f.dir, key, "*"))
+		return names
+	}
+	changeOnce()
+	got, _ := runMigration(t, true, root, f.b, migOpts())
+	if r := got[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "changed while it was read") {
+		t.Errorf("the first move of a transcript changed under it: %s (%s); want failed, saying it changed", r.Action, r.Cause)
+	}
+	if n := len(etcdOf(t, c, f.prefix)); n > 1 { // the fleet's ID at most
+		t.Errorf("etcd holds %d keys after the failed move", n)
+	}
+	if files := keyFiles(); len(files) != 0 {
+		t.Errorf("the key's files after the failed move: %v; want none", files)
+	}
+
+	f.b.hook = nil
+	if err := os.WriteFile(p, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = runMigration(t, true, root, f.b, migOpts())
+	if r := got[key]; r.Action != migrate.Migrated {
+		t.Fatalf("the move again: %s (%s)", r.Action, r.Cause)
+	}
+	file := got[key].Written[0]
+	if err := os.Remove(filepath.Join(f.dir, file)); err != nil {
+		t.Fatal(err)
+	}
+	changeOnce()
+	got, _ = runMigration(t, true, root, f.b, migOpts())
+	if r := got[key]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "changed while it was read") || len(r.Written) != 0 {
+		t.Errorf("writing the missing file again from a transcript changed under it: %s %v (%s); want failed, nothing written", r.Action, r.Written, r.Cause)
+	}
+	if files := keyFiles(); len(files) != 0 {
+		t.Errorf("the key's files after the failed write: %v; want none", files)
+	}
+}

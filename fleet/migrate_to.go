@@ -104,6 +104,10 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		// file from its mtime, which a stall inside the write (its
 		// fsyncs) does not move.
 		wrote, wroteWall = time.Now(), m.b.now().Round(0)
+		if err := m.b.at(hookMigrateCopy, name); err != nil {
+			fail(&r, err)
+			return r
+		}
 		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
 		if err == nil {
 			err = k.copiedWhole(m.b.dir, file, n, sum)
@@ -167,6 +171,11 @@ func (m *migration) writeMissing(r *MigrateReport, k *hostKey, held *etcdmeta.Tr
 	r.Written = []string{held.File}
 	if m.opts.DryRun {
 		r.Cause = "its file is missing: a run writes it again from the key dir"
+		return
+	}
+	if err := m.b.at(hookMigrateCopy, r.Key); err != nil {
+		r.Written = nil
+		fail(r, err)
 		return
 	}
 	n, sum, err := shared.WriteAgain(context.Background(), m.b.dir, held.File, io.NewSectionReader(k.file, 0, 1<<62))
