@@ -475,10 +475,12 @@ func TestDetailPanelsShowTheStretchesWithTheMostSwitches(t *testing.T) {
 
 // Every reading is plotted inside the plot, however far above the
 // threshold it lies: the token axis runs up to the highest reading, the
-// recorded ones and each policy's modelled ones alike.
+// recorded ones and each policy's modelled ones alike. One below zero
+// (usage counters pi never writes) sits on the axis; it was drawn below
+// the chart (-2^62 at y 913.6 on an 800-pixel canvas).
 func TestEveryReadingIsPlottedInsideThePlot(t *testing.T) {
 	rp := &Replay{Window: 1000, Reserve: 100, Threshold: 900, PrunedRatio: 0.5, Modelled: true}
-	for n, v := range []int64{100, 2000, 5000, 300} {
+	for n, v := range []int64{100, 2000, 5000, 300, -1 << 62} {
 		rp.Rows = append(rp.Rows, Row{Request: Request{N: n + 1, Entry: fmt.Sprint("a", n+1), Before: Estimate{Tokens: v}},
 			StatelessReading: Known(v), StickyReading: Known(v)})
 	}

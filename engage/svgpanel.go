@@ -26,7 +26,10 @@ func (p *panel) edge(n int) float64 { return round1(p.x0 + float64(n-p.from)*p.s
 
 func (p *panel) x(n int) float64 { return p.x0 + (float64(n-p.from)+0.5)*p.slot() }
 
-func (p *panel) y(v float64) float64 { return p.y1 - v*(p.y1-p.y0)/p.c.ymax }
+// y is the height of v tokens. The axis starts at 0: an estimate below it
+// (usage counters pi never writes) is drawn on the axis, not below the
+// chart.
+func (p *panel) y(v float64) float64 { return p.y1 - max(v, 0)*(p.y1-p.y0)/p.c.ymax }
 
 func (p *panel) bandTop(k int) float64 { return p.y1 + 8 + float64(k)*(bandHeight+bandGap) }
 
