@@ -49,8 +49,10 @@ etcd transaction that commits only if etcd holds nothing for the key. The
 key dir is left as it was, the way back. --from etcd moves every record of
 the fleet into a key dir of the root, written as a promotion writes.
 Either way a key the destination already holds at the same generation is
-already; one whose generation in etcd descends from the key dir's (the
-fleet promoted it since) is already (--to) or brought forward (--from);
+already (--to writes its generation file again from the key dir where it
+is missing from the transcripts dir); one whose generation in etcd
+descends from the key dir's (the fleet promoted it since) is already
+(--to) or brought forward (--from);
 anything else, a key dir promoted since etcd got it included (--to creates
 records, it never writes over one), is a conflict, reported and left alone
 (exit 1). A legacy key dir must be migrated to
