@@ -39,12 +39,7 @@ func TestRootsMigrationOfASidecarTheRootsOwnerMayNotReadFailsTheKey(t *testing.T
 	} {
 		t.Run(name, func(t *testing.T) {
 			root, key := oneKey(t)
-			must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-				if err != nil {
-					return err
-				}
-				return os.Lchown(p, worker, worker)
-			}))
+			giveToWorker(t, root)
 			venue := filepath.Join(root, key, "venue")
 			must(t, os.Chown(venue, c.uid, c.uid))
 			must(t, os.Chmod(venue, c.mode))
@@ -78,12 +73,7 @@ func TestRootsMigrationOfAKeyDirRootOwnsInAWorkersRootFailsTheKey(t *testing.T) 
 	}
 	root, key, dir := rootOwnedKeyDir(t, 0o755)
 	failsChangingNothing(t, root, key, "a key dir root owns")
-	must(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
+	giveToWorker(t, dir)
 	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Migrated {
 		t.Errorf("once the key dir is the worker's: %+v", got[key])
 	}
@@ -111,12 +101,7 @@ func TestRootsMigrationUnderAnEmptyMetaDBOfASidecarTheRootsOwnerMayNotReadFailsT
 	}
 	root, key := oneKey(t)
 	withDB(t, filepath.Join(root, key), func(*db.DB) {})
-	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
+	giveToWorker(t, root)
 	venue := filepath.Join(root, key, "venue")
 	must(t, os.Chown(venue, 0, 0))
 	must(t, os.Chmod(venue, 0o600))
@@ -141,12 +126,7 @@ func TestRootsMigrationOfADirectoryAtASidecarNameRootOwnsMigratesTheKey(t *testi
 		t.Skip("only root makes a sidecar name root owns in a worker's root: run as root to test it")
 	}
 	root, key := oneKey(t)
-	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
+	giveToWorker(t, root)
 	venue := filepath.Join(root, key, "venue")
 	must(t, os.Remove(venue))
 	must(t, os.MkdirAll(filepath.Join(venue, "inside"), 0o700))
@@ -181,12 +161,7 @@ func TestRootsMigrationRemovesALeftoverSidecarTheRootsOwnerMayNotRead(t *testing
 		t.Skip("only root reads what the root's owner may not: run as root to test it")
 	}
 	root, key := oneKey(t)
-	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, worker, worker)
-	}))
+	giveToWorker(t, root)
 	if got, _ := migrate(t, root, false, testOpts()); got[key].Action != Migrated {
 		t.Fatalf("the first migration: %+v", got[key])
 	}
@@ -234,4 +209,16 @@ func failsChangingNothing(t *testing.T, root, key, why string) {
 	if d := diffStates(before, treeState(t, root, true, true)); d != "" {
 		t.Errorf("the failed migration changed the root:\n%s", d)
 	}
+}
+
+// giveToWorker gives path and everything under it to the worker, as the
+// root's owner made them.
+func giveToWorker(t *testing.T, path string) {
+	t.Helper()
+	must(t, filepath.Walk(path, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, worker, worker)
+	}))
 }
