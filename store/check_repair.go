@@ -574,9 +574,16 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		}
 		out = append(out, n)
 	}
-	if len(out) > 0 && !dryRun {
+	switch {
+	case len(out) == 0:
+	case !dryRun:
 		if err := s.disk.syncDir(kd); err != nil {
 			errs = append(errs, err)
+		}
+	default:
+		// The run unlinks in kd, under meta.db's lock as a writer.
+		if err := allowed(kd, kd); err != nil {
+			return nil, err
 		}
 	}
 	return out, errors.Join(errs...)

@@ -43,7 +43,9 @@ type ReapResult struct {
 // ReapOptions says how ReapWith runs. The zero value reaps for real, with
 // a default number of workers.
 type ReapOptions struct {
-	// DryRun removes nothing; the result lists what would be removed.
+	// DryRun removes nothing; the result lists what would be removed,
+	// but for what this process may not change (permission denied, a
+	// read-only file system: fsat.AccessAt), which fails as in a run.
 	DryRun bool
 	// Workers is as in InspectOptions.
 	Workers int
@@ -258,7 +260,10 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		return false, refuseForeign("expired, but", foreign)
 	}
 	if dryRun {
-		return true, nil
+		// The run renames the dir under root, writes in it, and opens
+		// its meta.db (or makes one, a legacy key's lock) as a writer.
+		err := allowed(kd, root, kd)
+		return err == nil, err
 	}
 
 	if err := s.fault(faults.ReapBeforeLock); err != nil {
@@ -415,7 +420,8 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 		return false, nil
 	}
 	if dryRun {
-		return true, nil
+		err := allowed(nil, root) // the rmdir's
+		return err == nil, err
 	}
 	if err := s.fault(faults.ReapEmptyBeforeRmdir); err != nil {
 		return false, err
@@ -454,3 +460,23 @@ func lastPromotion(kd *os.File, sc db.Sidecars) (time.Time, error) {
 // expired is the expired rung's own test (gates: strictly older than the
 // TTL), so reap never removes a key a resolve would still resume.
 func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last) > ttl }
+
+// allowed is what a dry run asks before it promises a change, so that it
+// fails a name its run would fail (permission denied, a read-only file
+// system), not list it as done: that its runner may open lockIn's meta.db
+// as a writer, if lockIn is not nil and has one, and then write and enter
+// each of dirs. It returns the first refusal, in the order the run meets
+// them (fsat.AccessAt says what such a look cannot tell).
+func allowed(lockIn *os.File, dirs ...*os.File) error {
+	if lockIn != nil {
+		if err := fsat.AccessAt(lockIn, db.FileName, unix.W_OK); err != nil && !fsat.IsNotExist(err) {
+			return err
+		}
+	}
+	for _, dir := range dirs {
+		if err := fsat.AccessAt(dir, ".", unix.W_OK|unix.X_OK); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -405,7 +405,10 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 			}
 			return false, err
 		}
-		return true, nil
+		// The run renames the dir under root, and opens its meta.db as
+		// a writer first.
+		err := allowed(kd, root)
+		return err == nil, err
 	case landed:
 		err := s.renameDirNoReplace(root, name, key)
 		if errors.Is(err, unix.EEXIST) {
@@ -424,8 +427,13 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		}
 		return true, s.disk.syncDir(root)
 	case dryRun:
-		// What the removal below would refuse (removeAside).
-		return false, onlyTheStores(kd, name)
+		// What the removal below would refuse (removeAside), and what
+		// it needs: to write in kd and under root, and to open kd's
+		// meta.db as a writer first.
+		if err := onlyTheStores(kd, name); err != nil {
+			return false, err
+		}
+		return false, allowed(kd, kd, root)
 	}
 	return false, s.removeAside(root, kd, name, d)
 }

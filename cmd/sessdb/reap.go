@@ -39,7 +39,9 @@ empty key dir (a refused first promotion leaves one) goes once its own
 mtime is older than the TTL, by one rmdir. A quarantine dir (check
 --quarantine) is left alone. One line per action and
 a summary; --json one object per action and a summary (docs/json.md).
---dry-run prints what would be done and changes nothing.
+--dry-run prints what would be done and changes nothing; a key dir its
+runner could not change (permission denied, a read-only file system) it
+fails, as the run would.
 
 A key reap could not do (an I/O error, a damaged meta.db or, on a fleet,
 record, its lock not had in time, something in it that is not the store's)

@@ -332,6 +332,23 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 	return st, nil
 }
 
+// AccessAt is like unix.Faccessat, but of the single name inside dir
+// (a link judged itself, never followed), by this process's effective
+// ids, as an open or a rename of the name would be judged: a mode its
+// runner lacks is EACCES, a write on a read-only mount EROFS. A dry run
+// asks it so as not to promise a change its run would be refused (what
+// it cannot tell: an ACL a file system checks only on the server, a
+// sticky dir's rule).
+func AccessAt(dir *os.File, name string, mode uint32) error {
+	_, err := IgnoringEINTR(func() (struct{}, error) {
+		return struct{}{}, unix.Faccessat(int(dir.Fd()), name, mode, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil {
+		return &os.PathError{Op: "access", Path: Join(dir, name), Err: err}
+	}
+	return nil
+}
+
 // Moved reports whether f, opened as dir's entry name, is no longer there:
 // nothing at the name, or another file (the name not followed), or f
 // removed where its file system no longer answers for it (IsGone: a FUSE

@@ -721,3 +721,25 @@ func TestTouchAndSetMtimeActAndReportTheirErrors(t *testing.T) {
 		t.Error("SetMtime of a closed descriptor = nil; want its error")
 	}
 }
+
+// AccessAt judges the name itself, never a link's target, by the effective
+// ids, and its error names the path; a mode that does not let is EACCES,
+// even for root (who may execute only a file with some x bit set).
+func TestAccessAt(t *testing.T) {
+	d, p := tempDir(t)
+	must(t, os.Symlink("missing", filepath.Join(p, "link")))
+	write(t, filepath.Join(p, "plain"), "x")
+	if err := AccessAt(d, "link", unix.W_OK); err != nil {
+		t.Errorf("a link to nothing: %v; want it judged itself, not followed", err)
+	}
+	var pe *os.PathError
+	if err := AccessAt(d, "missing", unix.W_OK); !IsNotExist(err) || !errors.As(err, &pe) || pe.Op != "access" || pe.Path != filepath.Join(p, "missing") {
+		t.Errorf("a missing name: %v; want access %s: ENOENT", err, filepath.Join(p, "missing"))
+	}
+	if err := AccessAt(d, "plain", unix.X_OK); !errors.Is(err, unix.EACCES) {
+		t.Errorf("a file 0600, to execute: %v; want EACCES", err)
+	}
+	if err := AccessAt(d, ".", unix.W_OK|unix.X_OK); err != nil {
+		t.Errorf("its own dir: %v", err)
+	}
+}

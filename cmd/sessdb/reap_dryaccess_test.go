@@ -1,0 +1,152 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+	"sessdb/store"
+)
+
+// A reap's dry run lists what its run would do. Run by a user who may read
+// an expired key but not change it (its meta.db 0400, its dir 0500, or the
+// sessions root 0500), the run fails the key, exit 1; the dry run fails it
+// the same way, naming what it may not write, and changes nothing. Before,
+// the dry run said "would remove" and exited 0.
+func TestAReapsDryRunFailsAKeyItsRunnerMayNotRemove(t *testing.T) {
+	for _, c := range []struct {
+		name, path string // path: what is made read-only, under the root
+		mode       os.FileMode
+	}{
+		{"meta.db 0400", workerKey + "/meta.db", 0o400},
+		{"key dir 0500", workerKey, 0o500},
+		{"sessions root 0500", ".", 0o500},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newNobodysWorker(t)
+			now := clock
+			t.Cleanup(func() { clock = now })
+			clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("promote: %s", promoted)
+			}
+			clock = now
+			failed := "failed        " + workerKey
+			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || !strings.Contains(out, "would remove  "+workerKey) {
+				t.Fatalf("dry run with every bit: exit %d; want 0, would remove the key\n%s%s", code, out, errs)
+			}
+			target := filepath.Join(w.root, c.path)
+			if err := os.Chmod(target, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			before := tree(t, w.root)
+			code, out, errs := w.runAs("reap", "--dry-run", w.root)
+			if code != exitFault || !strings.Contains(out, failed) || !strings.Contains(errs, "permission denied") {
+				t.Errorf("dry run: exit %d; want 1, the key failed, permission denied\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			if tree(t, w.root) != before {
+				t.Error("the dry run changed the root")
+			}
+			if code, out, errs := w.runAs("reap", w.root); code != exitFault || !strings.Contains(out, failed) {
+				t.Errorf("run: exit %d; want 1, the key failed, as its dry run said\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			os.Chmod(w.root, 0o700) // for the cleanup, when nobody owns base
+		})
+	}
+}
+
+// So too for what a reap finishes or sweeps: a reap-owned dir a promotion
+// landed in, which the run moves back to its key (a rename under the
+// root, 0500 here); one a killed reap left, whose entries the run unlinks
+// (in that dir, 0500 here); an empty key dir idle past the TTL, which the
+// run removes (an rmdir under the root, 0500 here); and a stray temp of a
+// key it keeps, which the run unlinks (in the key dir, 0500 here).
+func TestAReapsDryRunFailsARestoreOrASweepItsRunnerMayNotDo(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setUp func(w nobodysWorker) (readOnly, listed string)
+	}{
+		{"restore, sessions root 0500", func(w nobodysWorker) (string, string) {
+			// Moved aside by hand, its history without a reaping entry:
+			// a promotion that landed after its reap was killed.
+			aside := ".reaped-" + workerKey + "-0123456789abcdef"
+			if err := os.Rename(filepath.Join(w.root, workerKey), filepath.Join(w.root, aside)); err != nil {
+				t.Fatal(err)
+			}
+			return w.root, "failed        " + aside
+		}},
+		{"finish, reap-owned dir 0500", func(w nobodysWorker) (string, string) {
+			// A reap killed after its rename: its reaping entry last.
+			faults.Set(func(p faults.Point) error {
+				if p == faults.ReapAfterRename {
+					return syscall.EIO
+				}
+				return nil
+			})
+			defer faults.Set(nil)
+			later := func() time.Time { return clock().Add(30 * 24 * time.Hour) }
+			s, err := store.New(w.root, store.Options{Now: later, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Reap(false)
+			aside, _ := filepath.Glob(filepath.Join(w.root, store.ReapedPrefix+workerKey+"-*"))
+			if len(aside) != 1 {
+				t.Fatalf("no reap-owned dir: %v", aside)
+			}
+			return aside[0], "failed        " + filepath.Base(aside[0])
+		}},
+		{"empty key dir, sessions root 0500", func(w nobodysWorker) (string, string) {
+			const empty = "1123456789abcdef0123456789abcdef"
+			dir := filepath.Join(w.root, empty)
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chown(dir, nobody, nobody)
+			old := clock().Add(-30 * 24 * time.Hour)
+			os.Chtimes(dir, old, old)
+			return w.root, "failed        " + empty
+		}},
+		{"sweep, key dir 0500", func(w nobodysWorker) (string, string) {
+			temp := filepath.Join(w.root, workerKey, ".current.jsonl.tmp-0123456789abcdef")
+			if err := os.WriteFile(temp, []byte(header), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			old := clock().Add(-2 * time.Hour)
+			os.Chtimes(temp, old, old)
+			os.Chown(temp, nobody, nobody)
+			return filepath.Join(w.root, workerKey), "failed        " + workerKey
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newNobodysWorker(t)
+			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("promote: %s", promoted)
+			}
+			readOnly, listed := c.setUp(w)
+			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || strings.Contains(out, "failed") {
+				t.Fatalf("dry run with every bit: exit %d; want 0, nothing failed\n%s%s", code, out, errs)
+			}
+			if err := os.Chmod(readOnly, 0o500); err != nil {
+				t.Fatal(err)
+			}
+			before := tree(t, w.root)
+			code, out, errs := w.runAs("reap", "--dry-run", w.root)
+			if code != exitFault || !strings.Contains(out, listed) || !strings.Contains(errs, "permission denied") {
+				t.Errorf("dry run: exit %d; want 1, %q, permission denied\nstdout:\n%s\nstderr:\n%s", code, listed, out, errs)
+			}
+			if tree(t, w.root) != before {
+				t.Error("the dry run changed the root")
+			}
+			if code, out, errs := w.runAs("reap", w.root); code != exitFault || !strings.Contains(out, listed) {
+				t.Errorf("run: exit %d; want 1, %q, as its dry run said\nstdout:\n%s\nstderr:\n%s", code, listed, out, errs)
+			}
+			os.Chmod(readOnly, 0o700) // for the cleanup, when nobody owns base
+		})
+	}
+}
