@@ -14,73 +14,40 @@ import (
 )
 
 // A reap's dry run lists what its run would do. Run by a user who may read
-// an expired key but not change it (its meta.db 0400, its dir 0500, or the
-// sessions root 0500), the run fails the key, exit 1; the dry run fails it
-// the same way, naming what it may not write, and changes nothing. Before,
-// the dry run said "would remove" and exited 0.
-func TestAReapsDryRunFailsAKeyItsRunnerMayNotRemove(t *testing.T) {
-	for _, c := range []struct {
-		name, path string // path: what is made read-only, under the root
-		mode       os.FileMode
-	}{
-		{"meta.db 0400", workerKey + "/meta.db", 0o400},
-		{"key dir 0500", workerKey, 0o500},
-		{"sessions root 0500", ".", 0o500},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			w := newNobodysWorker(t)
-			now := clock
-			t.Cleanup(func() { clock = now })
-			clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
-			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
-				t.Fatalf("promote: %s", promoted)
-			}
-			clock = now
-			failed := "failed        " + workerKey
-			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || !strings.Contains(out, "would remove  "+workerKey) {
-				t.Fatalf("dry run with every bit: exit %d; want 0, would remove the key\n%s%s", code, out, errs)
-			}
-			target := filepath.Join(w.root, c.path)
-			if err := os.Chmod(target, c.mode); err != nil {
-				t.Fatal(err)
-			}
-			before := tree(t, w.root)
-			code, out, errs := w.runAs("reap", "--dry-run", w.root)
-			if code != exitFault || !strings.Contains(out, failed) || !strings.Contains(errs, "permission denied") {
-				t.Errorf("dry run: exit %d; want 1, the key failed, permission denied\nstdout:\n%s\nstderr:\n%s", code, out, errs)
-			}
-			if tree(t, w.root) != before {
-				t.Error("the dry run changed the root")
-			}
-			if code, out, errs := w.runAs("reap", w.root); code != exitFault || !strings.Contains(out, failed) {
-				t.Errorf("run: exit %d; want 1, the key failed, as its dry run said\nstdout:\n%s\nstderr:\n%s", code, out, errs)
-			}
-			os.Chmod(w.root, 0o700) // for the cleanup, when nobody owns base
-		})
-	}
-}
-
-// So too for what a reap finishes or sweeps: a reap-owned dir a promotion
-// landed in, which the run moves back to its key (a rename under the
-// root, 0500 here); one a killed reap left, whose entries the run unlinks
-// (in that dir, 0500 here); an empty key dir idle past the TTL, which the
-// run removes (an rmdir under the root, 0500 here); and a stray temp of a
-// key it keeps, which the run unlinks (in the key dir, 0500 here).
-func TestAReapsDryRunFailsARestoreOrASweepItsRunnerMayNotDo(t *testing.T) {
+// what it would change but not change it, the run fails the name, exit 1;
+// the dry run fails it the same way, naming what it may not write, and
+// changes nothing. Before, the dry run listed it as done and exited 0.
+// Each case: an expired key (its meta.db 0400, its dir 0500, or the
+// sessions root 0500, which the run renames it under); a reap-owned dir
+// a promotion landed in, which the run moves back to its key (a rename
+// under the root); one a killed reap left, whose entries the run unlinks
+// (in that dir); an empty key dir idle past the TTL (an rmdir under the
+// root); a stray temp of a key the reap keeps (an unlink in the key dir).
+func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		setUp func(w nobodysWorker) (readOnly, listed string)
+		old   bool // the key's promotion made past the TTL
+		setUp func(w nobodysWorker) (readOnly string, mode os.FileMode, listed string)
 	}{
-		{"restore, sessions root 0500", func(w nobodysWorker) (string, string) {
+		{"expired key, meta.db 0400", true, func(w nobodysWorker) (string, os.FileMode, string) {
+			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
+		}},
+		{"expired key, key dir 0500", true, func(w nobodysWorker) (string, os.FileMode, string) {
+			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
+		}},
+		{"expired key, sessions root 0500", true, func(w nobodysWorker) (string, os.FileMode, string) {
+			return w.root, 0o500, "failed        " + workerKey
+		}},
+		{"restore, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			// Moved aside by hand, its history without a reaping entry:
 			// a promotion that landed after its reap was killed.
 			aside := ".reaped-" + workerKey + "-0123456789abcdef"
 			if err := os.Rename(filepath.Join(w.root, workerKey), filepath.Join(w.root, aside)); err != nil {
 				t.Fatal(err)
 			}
-			return w.root, "failed        " + aside
+			return w.root, 0o500, "failed        " + aside
 		}},
-		{"finish, reap-owned dir 0500", func(w nobodysWorker) (string, string) {
+		{"finish, reap-owned dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			// A reap killed after its rename: its reaping entry last.
 			faults.Set(func(p faults.Point) error {
 				if p == faults.ReapAfterRename {
@@ -99,9 +66,9 @@ func TestAReapsDryRunFailsARestoreOrASweepItsRunnerMayNotDo(t *testing.T) {
 			if len(aside) != 1 {
 				t.Fatalf("no reap-owned dir: %v", aside)
 			}
-			return aside[0], "failed        " + filepath.Base(aside[0])
+			return aside[0], 0o500, "failed        " + filepath.Base(aside[0])
 		}},
-		{"empty key dir, sessions root 0500", func(w nobodysWorker) (string, string) {
+		{"empty key dir, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			const empty = "1123456789abcdef0123456789abcdef"
 			dir := filepath.Join(w.root, empty)
 			if err := os.Mkdir(dir, 0o700); err != nil {
@@ -110,9 +77,9 @@ func TestAReapsDryRunFailsARestoreOrASweepItsRunnerMayNotDo(t *testing.T) {
 			os.Chown(dir, nobody, nobody)
 			old := clock().Add(-30 * 24 * time.Hour)
 			os.Chtimes(dir, old, old)
-			return w.root, "failed        " + empty
+			return w.root, 0o500, "failed        " + empty
 		}},
-		{"sweep, key dir 0500", func(w nobodysWorker) (string, string) {
+		{"sweep, key dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			temp := filepath.Join(w.root, workerKey, ".current.jsonl.tmp-0123456789abcdef")
 			if err := os.WriteFile(temp, []byte(header), 0o600); err != nil {
 				t.Fatal(err)
@@ -120,19 +87,25 @@ func TestAReapsDryRunFailsARestoreOrASweepItsRunnerMayNotDo(t *testing.T) {
 			old := clock().Add(-2 * time.Hour)
 			os.Chtimes(temp, old, old)
 			os.Chown(temp, nobody, nobody)
-			return filepath.Join(w.root, workerKey), "failed        " + workerKey
+			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newNobodysWorker(t)
+			now := clock
+			t.Cleanup(func() { clock = now })
+			if c.old {
+				clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+			}
 			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
 				t.Fatalf("promote: %s", promoted)
 			}
-			readOnly, listed := c.setUp(w)
-			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || strings.Contains(out, "failed") {
-				t.Fatalf("dry run with every bit: exit %d; want 0, nothing failed\n%s%s", code, out, errs)
+			clock = now
+			readOnly, mode, listed := c.setUp(w)
+			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || strings.Contains(out, "failed") || !strings.Contains(out, "would ") {
+				t.Fatalf("dry run with every bit: exit %d; want 0, something to do, nothing failed\n%s%s", code, out, errs)
 			}
-			if err := os.Chmod(readOnly, 0o500); err != nil {
+			if err := os.Chmod(readOnly, mode); err != nil {
 				t.Fatal(err)
 			}
 			before := tree(t, w.root)
