@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"sessdb/gates"
@@ -86,15 +87,17 @@ func TestAResolveWhileAPromoteUsesItsJobDirIsBusy(t *testing.T) {
 	}
 }
 
-// Only a ticket that names another id says the job dir was resolved
-// again: a promote (TicketFromJobDir) whose job dir's ticket is gone
-// since it was read (removed by hand; a resolve that failed takes the
-// staged file with it) promotes the run its Session describes, and is
-// never ErrJobDirBusy, which no retry would get past.
-func TestAPromoteWhoseTicketWasRemovedSinceItWasReadIsNotBusy(t *testing.T) {
+// A promote (TicketFromJobDir) whose job dir's ticket is gone since it
+// was read is ErrJobDirBusy, nothing written and the run left in place:
+// a ticket removed by hand cannot be told from one a resolve removed
+// before it staged and was killed (below), whose staged file is another
+// key's. Before, only a ticket naming another id was refused, and this
+// promoted whatever was staged.
+func TestAPromoteWhoseTicketWasRemovedSinceItWasReadIsBusy(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	_, jobDir := mustResolve(t, s, testKey, localJob())
-	stage(t, jobDir, transcriptBytes(testClockStart, "the run"))
+	run := transcriptBytes(testClockStart, "the run")
+	stage(t, jobDir, run)
 	sess, err := ReadTicket(jobDir)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +105,65 @@ func TestAPromoteWhoseTicketWasRemovedSinceItWasReadIsNotBusy(t *testing.T) {
 	if err := os.Remove(filepath.Join(jobDir, TicketName)); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
-		t.Errorf("promote of a ticket since removed from its job dir: %+v, %v; want promoted", res, err)
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); res.Promoted || !errors.Is(err, ErrJobDirBusy) {
+		t.Errorf("promote of a ticket since removed from its job dir: %+v, %v; want ErrJobDirBusy", res, err)
+	}
+	if got := staged(t, jobDir); string(got) != string(run) {
+		t.Errorf("the staged file after the refused promote: %q; want the run, left in place", markerOf(got, 1))
+	}
+	// Without the check (a Session kept in memory), it promotes as before.
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err != nil || !res.Promoted {
+		t.Errorf("promote of the Session without TicketFromJobDir: %+v, %v; want promoted", res, err)
+	}
+}
+
+// A resolve killed between its copy and its ticket (SIGKILL, a power cut
+// of the worker's process: the staged dir's lock goes with it) leaves
+// the staged file it copied and no ticket at all, the earlier one
+// removed first. A promote that read the earlier ticket before that
+// resolve (the CLI reads it unlocked) then found no ticket under the
+// lock, took "no ticket" for nothing to say, and promoted the killed
+// resolve's staged file: a cold start's ticket, with no prefix to
+// check, put key B's conversation into key A. A ticket gone since it
+// was read says the job dir was resolved again, as another id does.
+func TestAPromoteAfterAResolveKilledInItsJobDirDoesNotPromoteTheOtherKey(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	sessA, jobDir := mustResolve(t, s, a, localJob())
+	if sessA.Resume {
+		t.Fatalf("key a resolved %s; want a cold start", sessA.Reason)
+	}
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	ticket, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The resolve of b dies after its copy: runtime.Goexit runs its
+	// deferred closes (the locks a killed process's death lets go of)
+	// and nothing else, so its clean-up of the staged file never runs.
+	fired := insideAt(t, faults.ResolveAfterCopy, func() error { runtime.Goexit(); return nil })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Resolve(b, localJob(), jobDir)
+	}()
+	<-done
+	faults.Set(nil)
+	if !*fired {
+		t.Fatal("the resolve of b never reached its copy")
+	}
+	if _, err := ReadTicket(jobDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the job dir's ticket after the killed resolve: %v; want none", err)
+	}
+	if got := staged(t, jobDir); markerOf(got, 1) != "b's conversation" {
+		t.Fatalf("the job dir's staged file after the killed resolve: %q; want b's conversation", markerOf(got, 1))
+	}
+	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true})
+	if res.Promoted || !errors.Is(err, ErrJobDirBusy) {
+		t.Errorf("promote of a's ticket from the job dir a killed resolve of b used since: %+v, %v; want ErrJobDirBusy", res, err)
+	}
+	if after, _ := mustResolve(t, s, a, localJob()); after.Resume {
+		t.Errorf("key a holds %q; want nothing (never b's conversation)", markerOf(staged(t, after.JobDir), 1))
 	}
 }

@@ -44,9 +44,10 @@ type PromoteRequest struct {
 	AllowRewrite bool
 	// TicketFromJobDir says the Session was just read from the job dir's
 	// ticket (ReadTicket), as the CLI's promote reads it: under the staged
-	// dir's lock the ticket is read again, and one that names another id
-	// is ErrJobDirBusy, nothing written (a resolve ran in the job dir
-	// between the two reads, and the staged file is that resolve's: a
+	// dir's lock the ticket is read again, and one that names another id,
+	// or is gone or no ticket, is ErrJobDirBusy, nothing written (a
+	// resolve ran in the job dir between the two reads, perhaps killed
+	// before its own ticket, and the staged file is that resolve's: a
 	// cold start's ticket, whose run has no prefix to check, would promote
 	// another key's conversation into its own). A Session kept in memory
 	// across a later resolve in its dir is judged as before without it.

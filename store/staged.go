@@ -75,12 +75,20 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 	// ticket was read from it (the CLI reads it first, unlocked): the
 	// staged file is then that resolve's, another key's conversation or a
 	// cold start, and a cold start's run, with no prefix to check,
-	// promoted it into this Session's key. Only a ticket read whole that
-	// names another id tells so; anything else is left to the checks
-	// below.
+	// promoted it into this Session's key. A ticket gone, or no ticket,
+	// since it was read says so too: a resolve removes the ticket before
+	// it stages, and one killed before its own ticket (its lock gone with
+	// it) leaves its copy, another key's conversation whole or in part,
+	// and no ticket. A read that fails otherwise is a fault.
 	if ticket != "" {
-		if now, err := readTicketAt(jd, fsat.Join(jd, TicketName)); err == nil && now.Ticket != ticket {
+		now, err := readTicketAt(jd, fsat.Join(jd, TicketName))
+		switch {
+		case err == nil && now.Ticket != ticket:
 			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, ticket)
+		case fsat.IsNotExist(err), errors.Is(err, ErrBadTicket):
+			return sf, "", fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's ticket %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, ticket)
+		case err != nil:
+			return sf, "", err
 		}
 	}
 	// Only a regular file is opened: a device node's open runs its driver.
