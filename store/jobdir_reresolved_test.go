@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -165,5 +166,50 @@ func TestAPromoteAfterAResolveKilledInItsJobDirDoesNotPromoteTheOtherKey(t *test
 	}
 	if after, _ := mustResolve(t, s, a, localJob()); after.Resume {
 		t.Errorf("key a holds %q; want nothing (never b's conversation)", markerOf(staged(t, after.JobDir), 1))
+	}
+}
+
+// A ticket from before the job contract has no id, and the check above
+// was made only for one with an id: a job resolved by the old binary,
+// whose promote read its ticket just before a resolve of key b ran in
+// the same job dir, promoted b's conversation into its own key (its
+// cold start promotes with no base and no prefix check). Every resolve
+// since the contract writes an id: a ticket that names one now was
+// written since the old one was read.
+func TestAPromoteOfAnOldTicketAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOtherKey(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	jobDir := t.TempDir()
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	old := fmt.Sprintf(`{"key":%q,"resume":false,"reason":"absent","bytes":0,"venue":"local","job_dir":"/run/jobs/old"}`, a)
+	if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(b, localJob(), jobDir); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true})
+	if res.Promoted || !errors.Is(err, ErrJobDirBusy) {
+		t.Errorf("promote of a's old ticket from the job dir b was resolved into since: %+v, %v; want ErrJobDirBusy", res, err)
+	}
+	if after, _ := mustResolve(t, s, a, localJob()); after.Resume {
+		t.Errorf("key a holds %q; want nothing (never b's conversation)", markerOf(staged(t, after.JobDir), 1))
+	}
+	// Read again, unchanged, the old ticket still promotes.
+	jobDir = t.TempDir()
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	if err := os.WriteFile(filepath.Join(jobDir, TicketName), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ticket, err = ReadTicket(jobDir); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true}); err != nil || !res.Promoted {
+		t.Errorf("promote of an old ticket from its job dir, unchanged: %+v, %v; want promoted", res, err)
 	}
 }

@@ -191,11 +191,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// Step 1: inspect the staged file, touching nothing, and read it once,
 	// unlocked: whether it begins with what the job was given, pi's own
 	// reading and model at its end, and the run's shape.
-	ticket := ""
-	if req.TicketFromJobDir {
-		ticket = sess.Ticket
-	}
-	staged, reason, err := s.openStaged(sess.JobDir, ticket)
+	staged, reason, err := s.openStaged(sess.JobDir, req.TicketFromJobDir, sess.Ticket)
 	if err != nil {
 		return res, err
 	}

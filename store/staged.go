@@ -36,9 +36,11 @@ func (sf stagedFile) close() {
 // openStaged opens <jobDir>/session/current.jsonl without following a link
 // and without blocking on a FIFO, and names the reason it cannot be
 // promoted, if any; the staged file it returns holds the staged dir's
-// lock until it is closed. ticket, if not "", is the id the job dir's
-// ticket must still name (PromoteRequest.TicketFromJobDir).
-func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, error) {
+// lock until it is closed. With recheck (PromoteRequest.TicketFromJobDir),
+// the job dir's ticket must still name ticket, the id of the one read
+// before: "" for a ticket from before the job contract, which no resolve
+// since writes.
+func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
 	// Only a job dir or staged dir that is not there is absent: any other
 	// failure to open one (no descriptor left, a permission, an I/O
@@ -79,14 +81,20 @@ func (s *Store) openStaged(jobDir, ticket string) (stagedFile, gates.Reason, err
 	// since it was read says so too: a resolve removes the ticket before
 	// it stages, and one killed before its own ticket (its lock gone with
 	// it) leaves its copy, another key's conversation whole or in part,
-	// and no ticket. A read that fails otherwise is a fault.
-	if ticket != "" {
+	// and no ticket. A read that fails otherwise is a fault. A ticket from
+	// before the job contract has no id, but every resolve since writes
+	// one: one that names an id now was written since.
+	if recheck {
+		read := "ticket " + ticket
+		if ticket == "" {
+			read = "ticket (one from before the job contract, with no id)"
+		}
 		now, err := readTicketAt(jd, fsat.Join(jd, TicketName))
 		switch {
 		case err == nil && now.Ticket != ticket:
-			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's ticket %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, ticket)
+			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, read)
 		case fsat.IsNotExist(err), errors.Is(err, ErrBadTicket):
-			return sf, "", fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's ticket %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, ticket)
+			return sf, "", fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, read)
 		case err != nil:
 			return sf, "", err
 		}
