@@ -26,7 +26,10 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 	}
 	// PROMOTED fits "3652058d ago (mtime)": the largest age there is (year
 	// 1 to 9999), and the mark that says a legacy key's clock is its mtime.
-	cols = append(cols, column{"PROMOTED", 20}, column{"PI-VERSION", 10}, column{"VENUE", 8}, column{"CHAIN", 0}, column{"CONTEXT", 5})
+	// The stamps and CONTEXT fit the marks dump writes in them itself,
+	// "(unreadable)" and a venue's "(pending)": cut, "(unread…" or
+	// "(unrea…" was a word to guess.
+	cols = append(cols, column{"PROMOTED", 20}, column{"PI-VERSION", markWidth}, column{"VENUE", markWidth}, column{"CHAIN", 0}, column{"CONTEXT", markWidth})
 	if wide {
 		cols = append(cols, column{"GEN", 0}, column{"META", 0})
 	}
@@ -157,6 +160,10 @@ func ageCell(t *store.TranscriptReport, now time.Time) string {
 // unreadableCell is a legacy sidecar there but unreadable, as the
 // store's stamps show one.
 const unreadableCell = "(unreadable)"
+
+// markWidth is the widest mark dump writes in a stamp's or the context's
+// cell: unreadableCell (a venue's "(pending)" is shorter).
+const markWidth = len(unreadableCell)
 
 // contextCell is the last reading: its percent of the window (what the
 // context rung compares), and in the wide table tokens/window before it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"sessdb/internal/faults"
 	"sessdb/internal/sample"
@@ -97,6 +98,80 @@ func TestDumpShowsAnUnreadableLegacyChainOrContext(t *testing.T) {
 					t.Errorf("dump --wide with %s unreadable (%s): %s is %q, want %s\n%s", file, how, col, got, wantCell, out)
 				}
 			})
+		}
+	}
+}
+
+// The key table without --wide shows the marks dump itself writes in a
+// stamp's, the chain's or the context's cell whole, as json.md says of
+// them: a legacy key whose four sidecars are unreadable reads
+// "(unreadable)" in PI-VERSION, VENUE, CHAIN and CONTEXT, and one a
+// promotion of an unknown venue left cold reads "(pending)" in VENUE, not
+// "(unreadab…", "(unread…", "(unrea…" and "(pendin…"; every line still
+// fits dumpWidth.
+func TestDumpTableShowsItsOwnMarksWhole(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	// A second legacy key, cold for every venue: a copy of the sample's
+	// legacy key, stamped with the venue a promotion of an unknown one
+	// leaves.
+	const pendingKey = "0123456789abcdef0123456789abcdef"
+	unreadable, pending := filepath.Join(root, sample.Legacy), filepath.Join(root, pendingKey)
+	if err := os.Mkdir(pending, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(unreadable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(unreadable, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == legacy.VenueName {
+			b = []byte(legacy.PendingVenue)
+		}
+		if err := os.WriteFile(filepath.Join(pending, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The sample's own: every sidecar a directory, which gives no value.
+	for _, name := range []string{legacy.PiVersionName, legacy.VenueName, legacy.ResumeChainName, legacy.ContextName} {
+		p := filepath.Join(unreadable, name)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, out, errs := runCLI(t, "dump", root)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d\n%s%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	rowOf := func(key string) string {
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, key+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row for %s:\n%s", key, out)
+		return ""
+	}
+	for _, col := range []string{"PI-VERSION", "VENUE", "CHAIN", "CONTEXT"} {
+		if got := cell(t, lines[0], rowOf(sample.Legacy), col); got != unreadableCell {
+			t.Errorf("dump, every sidecar unreadable: %s is %q, want %s\n%s", col, got, unreadableCell, out)
+		}
+	}
+	if got := cell(t, lines[0], rowOf(pendingKey), "VENUE"); got != legacy.PendingVenue {
+		t.Errorf("dump, a venue stamped %s: VENUE is %q, want it whole\n%s", legacy.PendingVenue, got, out)
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > dumpWidth {
+			t.Errorf("a line of %d columns, over %d: %q", n, dumpWidth, l)
 		}
 	}
 }
