@@ -132,6 +132,9 @@ func checkDocCommandFlags(t *testing.T, doc string, block []string, commandsOnly
 		default:
 			continue
 		}
+		if len(f) == 0 {
+			continue // the binary alone: its usage, no flag
+		}
 		switch f[0] {
 		case "help":
 			continue // a command's name, no flag
