@@ -42,7 +42,9 @@ func FuzzCRCSplit(f *testing.F) {
 
 // FuzzReadStaged gives readStaged any staged file a job could leave (not
 // a transcript, a cycle, a torn tail) and any ticket's claim about its
-// prefix. Whatever the bytes, it reads them all: the checksum is the
+// prefix. A tail the open judged otherwise than the bytes read bear out
+// (changed in between) is an error. Whatever else the bytes, it reads
+// them all: the checksum is the
 // whole file's (and the newline the copy adds to a torn tail), the prefix
 // is judged by the ticket's bytes and checksum alone, the end of run is
 // ReadEnd's, and the run is Unchanged only for the file the job was given,
@@ -58,6 +60,9 @@ func FuzzReadStaged(f *testing.F) {
 	// nothing: unchanged, which sizes tell, not unknown.
 	f.Add([]byte(hdr+loop+"\n"), uint16(len(hdr+loop+"\n")), true, true, false)
 	f.Add([]byte("not json\n"), uint16(3), true, true, true)
+	// Tails the open judged otherwise than the bytes read: changed since.
+	f.Add([]byte(hdr+msg), uint16(len(hdr)), true, true, true)
+	f.Add([]byte(hdr+loop), uint16(0), false, false, false)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, given uint16, ticket, rightCRC, torn bool) {
 		fl, err := os.CreateTemp(dir, "staged")
@@ -80,6 +85,14 @@ func FuzzReadStaged(f *testing.F) {
 			sess.CRC32C ^= 1
 		}
 		c, err := readStaged(stagedFile{f: fl, size: int64(len(data)), torn: torn}, sess)
+		if len(data) > 0 && (data[len(data)-1] != '\n') != torn {
+			// The open's look at the last byte saw another than this
+			// read: the file changed in between.
+			if err == nil {
+				t.Fatalf("readStaged of a %d-byte file whose tail the open judged torn=%v: no error", len(data), torn)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("readStaged of a %d-byte regular file: %v", len(data), err)
 		}

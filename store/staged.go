@@ -173,6 +173,12 @@ func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
 	if split.off != sf.size {
 		return c, fmt.Errorf("read %s: %d of %d bytes", sf.f.Name(), split.off, sf.size)
 	}
+	// The open judged the tail by its own read of the last byte: one the
+	// container changed since would leave the torn flag, and the newline
+	// the copy adds, at odds with the bytes checksummed here and copied.
+	if sf.size > 0 && (split.last != '\n') != sf.torn {
+		return c, fmt.Errorf("read %s: its last byte changed since it was opened: the staged file changed while it was promoted", sf.f.Name())
+	}
 	c.sum, c.end = split.sum, end
 	if sf.torn {
 		c.sum = crc32.Update(c.sum, castagnoli, []byte{'\n'}) // the copy adds it
@@ -194,10 +200,11 @@ func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
 }
 
 // crcSplit is a writer that checksums everything written to it, and
-// remembers the checksum of the first at bytes.
+// remembers the checksum of the first at bytes and the last byte.
 type crcSplit struct {
 	at, off     int64
 	sum, prefix uint32
+	last        byte
 }
 
 // Write checksums b. The write that crosses offset at is split there, so
@@ -205,6 +212,9 @@ type crcSplit struct {
 // reader chunks its writes; a write that ends at at is caught below.
 func (c *crcSplit) Write(b []byte) (int, error) {
 	n := len(b)
+	if n > 0 {
+		c.last = b[n-1]
+	}
 	if c.off <= c.at && c.at < c.off+int64(n) {
 		k := c.at - c.off
 		c.sum = crc32.Update(c.sum, castagnoli, b[:k])
