@@ -344,3 +344,48 @@ func TestThePasswordVariableIsReadAsItsFileIs(t *testing.T) {
 		t.Errorf("a first line that is empty: %v; want an error naming the variable, not quoting it", err)
 	}
 }
+
+// etcdctl takes its user as USER:PASSWORD (ETCDCTL_USER, --user, and
+// fleet.md's own maintenance steps), and an operator who sets
+// PI_SESSIONS_ETCD_USER the same way put the password in the user's name.
+// Taken so, it was a login etcd refuses, every resolve a fault (exit 1)
+// and every promote promote-failed, and each check that quotes the user's
+// name (a variable, white space, quotes, a byte that is not UTF-8)
+// printed the password into the job's log. Such a name is a configuration
+// error, exit 2, naming the variable or flag and never quoting the value.
+func TestAnEtcdUserInEtcdctlsUserPasswordFormIsRefusedUnquoted(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("a", 32)
+	resolve := []string{"resolve", "--key", key, "--job-dir", filepath.Join(t.TempDir(), "job"), "--pi-version", "1", "--log-format", "console"}
+	for _, c := range []struct {
+		user string
+		flag bool // given by --etcd-user rather than the variable
+	}{
+		{"sessdb:" + fleetSecret, false},
+		{"sessdb:" + fleetSecret, true},
+		{"sessdb:pa$" + fleetSecret, false},
+		{"sessdb:" + fleetSecret + " ", false},
+		{`"sessdb:` + fleetSecret + `"`, true},
+		{"sessdb:" + fleetSecret + "\xff", false},
+		{"sessdb:`" + fleetSecret + "`", false},
+	} {
+		clearEnv(t)
+		t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+		t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "another-password")
+		t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "200ms")
+		args, name := resolve, "PI_SESSIONS_ETCD_USER"
+		if c.flag {
+			args, name = append(slices.Clone(resolve), "--etcd-user", c.user), "--etcd-user"
+		} else {
+			t.Setenv("PI_SESSIONS_ETCD_USER", c.user)
+		}
+		code, out, errs := runCLI(t, args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, name) || !strings.Contains(errs, "USER:PASSWORD") {
+			t.Errorf("%s=%q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and etcdctl's USER:PASSWORD form", name, c.user, code, out, errs, name)
+		}
+		if strings.Contains(errs, fleetSecret) {
+			t.Errorf("%s=%q: the password is on stderr: %q", name, c.user, errs)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func bindFleet(fs *flag.FlagSet) *fleetKnobs {
 		ca:             knob{env: "PI_SESSIONS_ETCD_CA", flag: "etcd-ca", help: "the PEM `FILE` of the CA that vouches for the members' certificates (https endpoints; default: the system's roots)"},
 		cert:           knob{env: "PI_SESSIONS_ETCD_CERT", flag: "etcd-cert", help: "a client certificate `FILE` (PEM) to present to etcd, with --etcd-key"},
 		key:            knob{env: "PI_SESSIONS_ETCD_KEY", flag: "etcd-key", help: "the client certificate's private key `FILE` (PEM)"},
-		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as, with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
+		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as (its name alone, not etcdctl's USER:PASSWORD), with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
 		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
 		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; at most 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
 	}
@@ -242,6 +242,19 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	// home directory, which nobody means for a user's name, so "~ops" is
 	// as the operator wrote it. (A password may hold any character: it is
 	// taken as given.)
+	//
+	// A ':' first, and never quoted: etcdctl takes its user as
+	// USER:PASSWORD (ETCDCTL_USER, --user; fleet.md's own steps), so a
+	// name written that way holds the password, which every later check
+	// would quote. No user etcdctl makes has one: its user add splits the
+	// name at the ':' too.
+	if strings.Contains(user, ":") {
+		onCommandLine := ""
+		if strings.HasPrefix(userName, "--") {
+			onCommandLine = "; a command line is readable by every user of the host: change that password"
+		}
+		return fmt.Errorf("%s holds a ':', as etcdctl's USER:PASSWORD form does (ETCDCTL_USER): give the user's name alone, and its password in PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (the value is not quoted here: it would show the password%s)", userName, onCommandLine)
+	}
 	if err := spaceAround(userName, user, "an etcd user's name has none"); err != nil {
 		return err
 	}
