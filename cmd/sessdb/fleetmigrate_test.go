@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +128,82 @@ func TestMigrateEtcdUsage(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(root); len(ents) != 0 {
 		t.Errorf("a refused migrate wrote %d entries", len(ents))
+	}
+}
+
+// A fleet's transcripts dir is a directory of its own, shared by every
+// worker, never the sessions root a migration moves: given the root as
+// the transcripts dir (PI_SESSIONS_TRANSCRIPTS_DIR left at the root's
+// path, --transcripts-dir=ROOT, a link to it), --to etcd on a fleet with
+// records marked the root as the fleet's dir (an unmarked dir of key dirs
+// is one from before marks) and wrote each key's generation file there,
+// beside its meta.db, under a record every other worker reads in the
+// fleet's real dir, where the file is not: every migrated key's resolve a
+// cold start. --from etcd would write key dirs into the fleet's dir. Each
+// is a configuration error naming the knob, before anything is written.
+func TestMigrateRefusesATranscriptsDirThatIsTheRootItMoves(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	key := store.Key("github", "acme/widget", "pi/in-place")
+	job := t.TempDir()
+	args := []string{"--sessions-dir", root, "--pi-version", "0.58.3"}
+	if code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job}, args...)...); code != exitOK {
+		t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+	}
+	appendAnswered(t, job, key)
+	if code, out, errs := runCLI(t, append([]string{"promote", "--job-dir", job}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
+	}
+	names := func() []string {
+		var out []string
+		filepath.WalkDir(root, func(p string, _ os.DirEntry, _ error) error {
+			out = append(out, p)
+			return nil
+		})
+		return out
+	}
+	before := names()
+
+	f := startFleet(t) // a fleet with records: its own dir marked
+	f.run(t, store.Key("github", "acme/widget", "pi/fleet"), "job-fleet")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  string // PI_SESSIONS_TRANSCRIPTS_DIR
+		args []string
+		name string // the knob the line names
+	}{
+		{root, []string{"--to", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{root + "/", []string{"--to", "etcd", "--json", "--sessions-dir", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{f.dir, []string{"--to", "etcd", "--transcripts-dir=" + root, root}, "--transcripts-dir"},
+		{link, []string{"--to", "etcd", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{root, []string{"--from", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{root, []string{"--to", "etcd", "--dry-run", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+	} {
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", c.env)
+		code, out, errs := runMigrateCLI(t, c.args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) || !strings.Contains(errs, "sessions root") {
+			t.Errorf("PI_SESSIONS_TRANSCRIPTS_DIR=%s migrate %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the sessions root", c.env, c.args, code, out, errs, c.name)
+		}
+		if got := names(); !slices.Equal(got, before) {
+			t.Fatalf("migrate %q changed the root: %q, was %q", c.args, got, before)
+		}
+	}
+	// Without a fleet there is no transcripts dir to compare: a root
+	// named "." (the working directory) is migrated as any other.
+	for _, k := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_PREFIX"} {
+		t.Setenv(k, "")
+	}
+	t.Chdir(root)
+	if code, out, errs := runMigrateCLI(t, "--dry-run", "."); code != exitOK {
+		t.Errorf("migrate --dry-run . without a fleet: exit %d\n%s%s", code, out, errs)
+	}
+	// The fleet never got the key: with its own dir, the migration moves it.
+	fleetOn(t, f.c)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+	if sum := migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root); sum.Migrated != 1 {
+		t.Errorf("--to etcd into the fleet's own dir = %+v, want 1 migrated", sum)
 	}
 }

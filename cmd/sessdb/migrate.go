@@ -117,6 +117,17 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(fmt.Errorf("--%s etcd needs --etcd-endpoints (or PI_SESSIONS_ETCD_ENDPOINTS) and --transcripts-dir", fleetWay))
 		case fleetWay == "" && on:
 			return inv.rep.usage(errors.New("etcd endpoints are set (--etcd-endpoints or PI_SESSIONS_ETCD_ENDPOINTS) but neither --to etcd nor --from etcd is given: a fleet setting that would do nothing"))
+		case on && sameDir(fc.TranscriptsDir, root):
+			// The fleet's claim takes an unmarked dir of key dirs for one
+			// from before marks: a fleet with records would mark the root
+			// as its dir and write each generation beside the key's
+			// meta.db, where no other worker reads it.
+			_, tn := fk.transcriptsDir.get(os.Getenv)
+			rn := "the DIR argument"
+			if inv.arg(0) == "" {
+				_, rn = cfg.sessionsDir.get(os.Getenv)
+			}
+			return inv.rep.config(fmt.Errorf("%s: %s is the sessions root this migration moves (%s): the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), rn))
 		}
 		var b *fleet.Backend
 		if on {
