@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
+	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
+	"sessdb/store"
 )
 
 // Claim ties the transcripts dir to this fleet: where the dir has no mark
@@ -17,8 +20,9 @@ import (
 // FleetID) and marks the dir with it (shared.WriteMark); a dir already
 // marked must name this fleet's ID, else ErrOtherFleet and nothing is
 // written; so is a dir without a mark that holds key dirs, claimed by a
-// fleet with no record, and one without a mark that holds no key dir,
-// claimed by a fleet with records and an ID (an export not mounted: see
+// fleet with no record, one without a mark that holds no key dir,
+// claimed by a fleet with records and an ID (an export not mounted), and
+// one without a mark whose key dirs hold a sessions root's files (see
 // unmarked). Two fleets on one dir, whose prefixes differ by a slip
 // ("sessdb", "/sessdb") or whose etcd clusters differ, would otherwise each
 // sweep the other's transcripts as orphans.
@@ -112,7 +116,8 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 // unmarked judges a dir without a mark before this fleet's first writer
 // marks it: one that holds key dirs is marked only by a fleet with a
 // record, and one that holds none only by a fleet with no record, or
-// with records and no ID (from before marks). A fleet with none (its
+// with records and no ID (from before marks), and never one whose key
+// dirs hold a sessions root's files (sessionsRootFile). A fleet with none (its
 // prefix a slip of the fleet's, another cluster, a fleet whose etcd data
 // was lost) would mark the dir of a fleet from before marks its own,
 // sweep that fleet's transcripts as orphans and lock it out; one with
@@ -157,7 +162,15 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 		return mark, false, err
 	}
 	keys := slices.DeleteFunc(names, func(n string) bool { return !etcdmeta.ValidKey(n) })
-	if has == (len(keys) > 0) {
+	// A dir of key dirs holding a sessions root's files is a sessions
+	// root (a worker's old PI_SESSIONS_DIR given as the transcripts dir),
+	// never a fleet's dir from before marks: marked, every promotion would
+	// write its generation there, where no other host reads it.
+	rootFile := ""
+	if has && len(keys) > 0 {
+		rootFile = sessionsRootFile(root, keys)
+	}
+	if has == (len(keys) > 0) && rootFile == "" {
 		// A fleet with records on a dir of key dirs (from before marks,
 		// or its mark removed by an operator) marks it; one with none on
 		// a dir with none marks it too.
@@ -166,12 +179,43 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	if mark, found, err = shared.ReadMark(b.dir); found || err != nil {
 		return mark, found, err
 	}
+	if rootFile != "" {
+		return mark, false, fmt.Errorf("%w: %s has no mark (%s) and holds %s, a sessions root's file: it is a sessions root (a worker's PI_SESSIONS_DIR?), not a fleet's transcripts dir, whose key dirs hold generation files alone; marked, every promotion would write there, where no other host reads it. Point the fleet at its own transcripts dir (is PI_SESSIONS_TRANSCRIPTS_DIR its path?); a sessions root moves into the fleet by sessdb migrate --to etcd (docs/fleet.md)",
+			ErrOtherFleet, b.dir, shared.MarkName, rootFile)
+	}
 	if has {
 		return mark, false, fmt.Errorf("%w: %s has no mark (%s) and no key dir, but this fleet (etcd prefix %q) has records and the ID %s, made when it marked its transcripts dir: its records name files in that dir, not here (is the shared dir mounted on this host? is PI_SESSIONS_TRANSCRIPTS_DIR its path?). Point the fleet at its dir; if this empty dir is to be the fleet's from now on (its own lost for good), delete the fleet's ID (etcdctl del %s) and run again (docs/fleet.md)",
 			ErrOtherFleet, b.dir, shared.MarkName, b.meta.Prefix(), id, b.meta.FleetIDKey())
 	}
 	return mark, false, fmt.Errorf("%w: %s holds %d key dirs (%s among them) and no mark (%s), and this fleet (etcd prefix %q) has no record: they are another fleet's (from before marks), or this fleet's from before its etcd data was lost, and this fleet would sweep their transcripts as orphans. Give this fleet its own transcripts dir, or move the key dirs aside (docs/fleet.md)",
 		ErrOtherFleet, b.dir, len(keys), slices.Min(keys), shared.MarkName, b.meta.Prefix())
+}
+
+// rootFilesLooked bounds how many key dirs sessionsRootFile looks in: every
+// key dir of a sessions root holds its files, and a fleet's dir from
+// before marks is looked at once, when it is marked.
+const rootFilesLooked = 64
+
+// sessionsRootFile is the first of a sessions root's files (meta.db,
+// current.jsonl) found in the first rootFilesLooked of keys, the key dirs
+// of dir, as "KEY/NAME", or "" when none holds one. A fleet writes
+// neither name in a key dir. What cannot be looked at is passed by.
+func sessionsRootFile(dir *os.File, keys []string) string {
+	keys = slices.Sorted(slices.Values(keys))
+	for _, key := range keys[:min(len(keys), rootFilesLooked)] {
+		kd, err := fsat.OpenDirAt(dir, key)
+		if err != nil {
+			continue
+		}
+		for _, name := range []string{db.FileName, store.TranscriptName} {
+			if _, err := fsat.LstatAt(kd, name); err == nil {
+				kd.Close()
+				return key + "/" + name
+			}
+		}
+		kd.Close()
+	}
+	return ""
 }
 
 // fleetID is the fleet's ID (etcdmeta's FleetID), asked again after a

@@ -142,26 +142,8 @@ func TestMigrateEtcdUsage(t *testing.T) {
 // cold start. --from etcd would write key dirs into the fleet's dir. Each
 // is a configuration error naming the knob, before anything is written.
 func TestMigrateRefusesATranscriptsDirThatIsTheRootItMoves(t *testing.T) {
-	clearEnv(t)
-	root := filepath.Join(t.TempDir(), "sessions")
-	key := store.Key("github", "acme/widget", "pi/in-place")
-	job := t.TempDir()
-	args := []string{"--sessions-dir", root, "--pi-version", "0.58.3"}
-	if code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job}, args...)...); code != exitOK {
-		t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
-	}
-	appendAnswered(t, job, key)
-	if code, out, errs := runCLI(t, append([]string{"promote", "--job-dir", job}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
-		t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
-	}
-	names := func() []string {
-		var out []string
-		filepath.WalkDir(root, func(p string, _ os.DirEntry, _ error) error {
-			out = append(out, p)
-			return nil
-		})
-		return out
-	}
+	root := rootOfOneKey(t, store.Key("github", "acme/widget", "pi/in-place"))
+	names := func() []string { return treeNames(root) }
 	before := names()
 
 	f := startFleet(t) // a fleet with records: its own dir marked
@@ -205,5 +187,74 @@ func TestMigrateRefusesATranscriptsDirThatIsTheRootItMoves(t *testing.T) {
 	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
 	if sum := migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root); sum.Migrated != 1 {
 		t.Errorf("--to etcd into the fleet's own dir = %+v, want 1 migrated", sum)
+	}
+}
+
+// rootOfOneKey makes a sessions root holding key, promoted once, with no
+// fleet in the environment.
+func rootOfOneKey(t *testing.T, key string) string {
+	t.Helper()
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	args := []string{"--sessions-dir", root, "--pi-version", "0.58.3"}
+	if code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job}, args...)...); code != exitOK {
+		t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+	}
+	appendAnswered(t, job, key)
+	if code, out, errs := runCLI(t, append([]string{"promote", "--job-dir", job}, args...)...); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
+	}
+	return root
+}
+
+// treeNames is every path under dir, dir first, in lexical order.
+func treeNames(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error {
+		out = append(out, p)
+		return nil
+	})
+	return out
+}
+
+// A worker moved from a sessions root to a fleet whose transcripts dir is
+// set to its old root (PI_SESSIONS_DIR's value kept under the new name)
+// finds a dir of key dirs and no mark. A fleet with records took it for a
+// dir from before marks: its first promote marked the old root as the
+// fleet's dir and wrote the generation there, beside the key dirs'
+// meta.db, under a record every other worker reads in the fleet's real
+// dir, where the file is not (their resolves transcript-replaced), and
+// the worker's own resolves of the fleet's keys cold-started as well. A
+// key dir holding a sessions root's files (meta.db, current.jsonl) is no
+// fleet's: the dir is refused as another store's, exit 2 naming the
+// variable, by the writers and by the audits, nothing written.
+func TestAFleetRefusesASessionsRootAsItsTranscriptsDir(t *testing.T) {
+	key := store.Key("github", "acme/widget", "pi/old-root")
+	root := rootOfOneKey(t, key)
+	before := treeNames(root)
+	f := startFleet(t) // a fleet with records: its own dir marked
+	f.run(t, key, "job-fleet")
+
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", root)
+	r, job := f.resolve(t, key, "job-on-the-old-root")
+	appendAnswered(t, job, "on the old root")
+	code, out, errs := runCLI(t, "promote", "--job-dir", job, "--pi-version", "0.58.3")
+	if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") || !strings.Contains(errs, "sessions root") {
+		t.Errorf("promote onto the old root (resolved %s): exit %d, stdout %q, stderr %q; want exit 2, one line naming PI_SESSIONS_TRANSCRIPTS_DIR and the sessions root", r.Reason, code, out, errs)
+	}
+	for _, args := range [][]string{{"check", "--json"}, {"check", "--repair", "--json"}, {"reap", "--dry-run", "--json"}, {"reap", "--json"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "PI_SESSIONS_TRANSCRIPTS_DIR") || !strings.Contains(errs, "sessions root") {
+			t.Errorf("%q on the old root: exit %d, stdout %q, stderr %q; want exit 2 naming PI_SESSIONS_TRANSCRIPTS_DIR and the sessions root", args, code, out, errs)
+		}
+	}
+	if got := treeNames(root); !slices.Equal(got, before) {
+		t.Errorf("the old root changed: %q, was %q", got, before)
+	}
+	// The fleet's own dir is still its dir, and its key resumes there.
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+	if r, _ := f.resolve(t, key, "job-back"); !r.Resume {
+		t.Errorf("resolve on the fleet's dir: %+v, want resumed", r)
 	}
 }
