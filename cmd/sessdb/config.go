@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/jsstr"
 	"sessdb/store"
@@ -96,13 +98,32 @@ var errSessionsDirUnset = errors.New("sessions-dir-unset: set PI_SESSIONS_DIR or
 // dir returns the sessions root, from the flag, the environment, or arg
 // (a positional DIR), in that order of precedence: arg first.
 func (c *config) dir(getenv func(string) string, arg string) (string, error) {
-	if arg != "" {
-		return arg, rootPath("the DIR argument", arg)
+	d, n := arg, "the DIR argument"
+	if arg == "" {
+		d, n = c.sessionsDir.get(getenv)
 	}
-	if d, n := c.sessionsDir.get(getenv); d != "" {
-		return d, rootPath(n, d)
+	if d == "" {
+		return "", errSessionsDirUnset
 	}
-	return "", errSessionsDirUnset
+	if err := rootPath(n, d); err != nil {
+		return d, err
+	}
+	return d, notAFleetsDir(n, d)
+}
+
+// notAFleetsDir refuses a sessions root that is a fleet's transcripts dir:
+// one that holds the fleet's mark (shared.MarkName), whatever is there.
+// A worker whose PI_SESSIONS_DIR names the shared mount (its etcd
+// endpoints dropped) resolved every fleet key absent and promoted into
+// the fleet's key dirs, where no fleet worker reads; a walk took the
+// fleet's files for unknown entries. A dir marked by mistake (a fleet
+// once given a sessions root as its transcripts dir) is a root again once
+// the mark is removed, which the error says.
+func notAFleetsDir(name, p string) error {
+	if _, err := os.Lstat(filepath.Join(p, shared.MarkName)); err != nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %s is a fleet's transcripts dir (it holds %s, the fleet's mark), not a sessions root: run the command on the fleet (--etcd-endpoints, PI_SESSIONS_ETCD_ENDPOINTS, with --transcripts-dir), or name a sessions root; a sessions root a fleet marked by mistake is one again once %s is removed", name, quoteName(p), shared.MarkName, shared.MarkName)
 }
 
 // rootPath refuses a sessions root that is not valid UTF-8 (utf8Path),

@@ -258,3 +258,49 @@ func TestAFleetRefusesASessionsRootAsItsTranscriptsDir(t *testing.T) {
 		t.Errorf("resolve on the fleet's dir: %+v, want resumed", r)
 	}
 }
+
+// The converse of TestAFleetRefusesASessionsRootAsItsTranscriptsDir: a
+// sessions root named at a fleet's transcripts dir (a worker whose
+// PI_SESSIONS_ETCD_ENDPOINTS was dropped and whose PI_SESSIONS_DIR names
+// the shared mount; a DIR argument) resolved every fleet key absent and
+// promoted into the fleet's key dirs, a meta.db and current.jsonl beside
+// its generation files, which no fleet worker reads; check called the
+// fleet's files unknown entries. The dir's mark says whose it is: every
+// command that takes a sessions root refuses it, exit 2, naming the
+// knob, nothing written.
+func TestASessionsRootRefusesAFleetsTranscriptsDir(t *testing.T) {
+	f := startFleet(t)
+	key := store.Key("github", "acme/widget", "pi/fleet-dir")
+	f.run(t, key, "job-fleet")
+	before := treeNames(f.dir)
+	clearEnv(t)
+	job := filepath.Join(t.TempDir(), "job")
+	for _, c := range []struct {
+		env  string // PI_SESSIONS_DIR
+		args []string
+		name string
+	}{
+		{f.dir, []string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, "PI_SESSIONS_DIR"},
+		{"", []string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3", "--sessions-dir", f.dir + "/"}, "--sessions-dir"},
+		{f.dir, []string{"promote", "--job-dir", job, "--pi-version", "0.58.3"}, "PI_SESSIONS_DIR"},
+		{f.dir, []string{"dump", "--json"}, "PI_SESSIONS_DIR"},
+		{"", []string{"dump", "--json", f.dir}, "DIR argument"},
+		{f.dir, []string{"stats", "--json"}, "PI_SESSIONS_DIR"},
+		{f.dir, []string{"check", "--repair", "--json"}, "PI_SESSIONS_DIR"},
+		{"", []string{"reap", "--json", f.dir}, "DIR argument"},
+		{f.dir, []string{"migrate", "--json"}, "PI_SESSIONS_DIR"},
+		{f.dir, []string{"migrate", "--to-legacy", "--json"}, "PI_SESSIONS_DIR"},
+	} {
+		t.Setenv("PI_SESSIONS_DIR", c.env)
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) || !strings.Contains(errs, "transcripts dir") {
+			t.Errorf("PI_SESSIONS_DIR=%q %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the fleet's transcripts dir", c.env, c.args, code, out, errs, c.name)
+		}
+	}
+	if _, err := os.Lstat(job); err == nil {
+		t.Errorf("a refused resolve made the job dir")
+	}
+	if got := treeNames(f.dir); !slices.Equal(got, before) {
+		t.Errorf("the fleet's dir changed: %q, was %q", got, before)
+	}
+}
