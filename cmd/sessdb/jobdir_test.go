@@ -346,3 +346,48 @@ func TestAJobDirInOrAroundTheRootIsAUsageError(t *testing.T) {
 		t.Errorf("a job dir under the root, outside every key: exit %d, %s", code, errs)
 	}
 }
+
+// A sessions root whose path leads nowhere that can be told (a link loop;
+// a parent the worker may not search) fails resolve's comparison of the
+// job dir with the store's directory from the root's side: the line named
+// --job-dir, with the usage hint, sending the operator to a job dir that
+// was fine. It names the root's knob, exit 2 as before; a job dir that
+// is the root still names --job-dir.
+func TestAnUnresolvableRootIsNamedNotTheJobDir(t *testing.T) {
+	clearEnv(t)
+	tmp := t.TempDir()
+	loop := filepath.Join(tmp, "loop-a")
+	if err := os.Symlink(filepath.Join(tmp, "loop-b"), loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(loop, filepath.Join(tmp, "loop-b")); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(args ...string) (int, string) {
+		code, out, errs := runCLI(t, append([]string{"resolve", "--key", strings.Repeat("b", 32), "--pi-version", "1", "--log-format", "console"}, args...)...)
+		if out != "" {
+			t.Errorf("%q: stdout %q", args, out)
+		}
+		return code, errs
+	}
+	for _, c := range []struct {
+		env  string
+		args []string
+		name string
+	}{
+		{loop, []string{"--job-dir", filepath.Join(tmp, "job")}, "PI_SESSIONS_DIR"},
+		{"", []string{"--job-dir", filepath.Join(tmp, "job"), "--sessions-dir", loop}, "--sessions-dir"},
+	} {
+		t.Setenv("PI_SESSIONS_DIR", c.env)
+		code, errs := resolve(c.args...)
+		if code != exitUsage || !strings.HasPrefix(errs, "sessdb resolve: "+c.name+": ") || !strings.Contains(errs, "sessions root") || strings.Contains(errs, "--job-dir") {
+			t.Errorf("root %s %q: exit %d, %q; want exit 2, the line naming %s and the sessions root, not --job-dir", loop, c.args, code, errs, c.name)
+		}
+	}
+	root := filepath.Join(tmp, "root")
+	os.Mkdir(root, 0o700)
+	t.Setenv("PI_SESSIONS_DIR", root)
+	if code, errs := resolve("--job-dir", root); code != exitUsage || !strings.HasPrefix(errs, "sessdb resolve: --job-dir: ") {
+		t.Errorf("a job dir that is the root: exit %d, %q; want exit 2 naming --job-dir", code, errs)
+	}
+}
