@@ -131,8 +131,14 @@ func Open(cfg Config) (*Store, error) {
 		Password:             set.Password,
 		// The client's own log would write JSON lines to stderr, which is
 		// the CLI's diagnostics channel; every failure is returned instead.
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.noteLogin, s.toPinned, countSends)},
+		Logger: zap.NewNop(),
+		// The members are dialled directly: gRPC would tunnel each
+		// connection through HTTPS_PROXY (a worker's, set for its
+		// downloads), where a proxy that refuses is every request's
+		// timeout, the proxy never named, and one that passes it on
+		// carries a plain member's login, the password in it. A hop to
+		// etcd is an endpoint of its own (etcd's gRPC proxy).
+		DialOptions: []grpc.DialOption{grpc.WithNoProxy(), grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.noteLogin, s.toPinned, countSends)},
 	})
 	if err != nil {
 		// A plain client's login that failed while its connections did is
