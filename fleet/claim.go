@@ -148,7 +148,7 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	// other host reads it, and commit it over the key's conversation.
 	var id string
 	if has {
-		if id, err = b.fleetID(ctx, false); err != nil || id == "" {
+		if id, err = b.fleetID(ctx, false); err != nil {
 			return mark, false, err
 		}
 	}
@@ -170,8 +170,9 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	if has && len(keys) > 0 {
 		rootFile = sessionsRootFile(root, keys)
 	}
-	if has == (len(keys) > 0) && rootFile == "" {
-		// A fleet with records on a dir of key dirs (from before marks,
+	if (has && id == "" || has == (len(keys) > 0)) && rootFile == "" {
+		// A fleet with records and no ID (from before marks) marks any
+		// dir; one with records on a dir of key dirs (from before marks,
 		// or its mark removed by an operator) marks it; one with none on
 		// a dir with none marks it too.
 		return mark, false, nil

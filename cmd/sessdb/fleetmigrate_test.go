@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -256,6 +257,19 @@ func TestAFleetRefusesASessionsRootAsItsTranscriptsDir(t *testing.T) {
 	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
 	if r, _ := f.resolve(t, key, "job-back"); !r.Resume {
 		t.Errorf("resolve on the fleet's dir: %+v, want resumed", r)
+	}
+	// A fleet with records and no ID (from before IDs, or its ID deleted
+	// as fleet.md says to make an empty dir its own) marks an unmarked
+	// dir whatever it holds, but never a sessions root either.
+	if _, err := f.c.Client(t).Delete(context.Background(), f.prefix+"/fleet"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", root)
+	if code, out, errs := runCLI(t, "promote", "--job-dir", job, "--pi-version", "0.58.3"); code != exitUsage || out != "" || !strings.Contains(errs, "sessions root") {
+		t.Errorf("promote onto the old root, the fleet without an ID: exit %d, stdout %q, stderr %q; want exit 2 naming the sessions root", code, out, errs)
+	}
+	if got := treeNames(root); !slices.Equal(got, before) {
+		t.Errorf("the old root changed: %q, was %q", got, before)
 	}
 }
 
