@@ -335,18 +335,35 @@ func LstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 // AccessAt is like unix.Faccessat, but of the single name inside dir
 // (a link judged itself, never followed), by this process's effective
 // ids, as an open or a rename of the name would be judged: a mode its
-// runner lacks is EACCES, a write on a read-only mount EROFS. A dry run
-// asks it so as not to promise a change its run would be refused (what
-// it cannot tell: an ACL a file system checks only on the server, a
-// sticky dir's rule).
+// runner lacks is EACCES (an ACL's say included), a write on a read-only
+// mount EROFS, on an immutable file EPERM. A dry run asks it so as not
+// to promise a change its run would be refused (what it cannot tell: an
+// ACL a file system checks only on the server, a sticky dir's rule).
 func AccessAt(dir *os.File, name string, mode uint32) error {
 	_, err := IgnoringEINTR(func() (struct{}, error) {
-		return struct{}{}, unix.Faccessat(int(dir.Fd()), name, mode, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW)
+		return struct{}{}, accessAt(int(dir.Fd()), name, mode)
 	})
 	if err != nil {
 		return &os.PathError{Op: "access", Path: Join(dir, name), Err: err}
 	}
 	return nil
+}
+
+// accessNoFollow judges name, not a link, as the kernel would open it,
+// by the effective ids: faccessat with AT_EACCESS alone (what every
+// system takes: FreeBSD refuses AT_SYMLINK_NOFOLLOW there with EINVAL),
+// after an lstat that says it is no link. A link's own mode lets all;
+// one swapped in between the two is followed, a misjudgement of a look
+// that changes nothing. faccess is the faccessat to call.
+func accessNoFollow(dirfd int, name string, mode uint32, flags int, faccess func(int, string, uint32, int) error) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil
+	}
+	return faccess(dirfd, name, mode, flags)
 }
 
 // Moved reports whether f, opened as dir's entry name, is no longer there:
