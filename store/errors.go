@@ -73,11 +73,11 @@ var (
 	// retry once the other is done. Promote returns it too, with
 	// PromoteRequest.TicketFromJobDir, when the job dir was resolved again
 	// since its Session's ticket was read (its ticket names another id,
-	// or is gone or no ticket: a resolve removes it before it stages,
-	// and one killed before its own ticket leaves its staged file and
-	// none): the staged file is that resolve's, and no retry of this
-	// Session promotes it (the CLI's next promote reads that resolve's
-	// ticket, or finds none).
+	// or is gone or no ticket where a file is staged: a resolve removes
+	// it before it stages, and one killed before its own ticket leaves
+	// its staged file and none): the staged file is that resolve's, and
+	// no retry of this Session promotes it (the CLI's next promote reads
+	// that resolve's ticket, or finds none).
 	ErrJobDirBusy = errors.New("another resolve or promote is using the job dir: retry once it is done")
 
 	// ErrRootNotUTF8 is returned by Resolve when the sessions root leads,

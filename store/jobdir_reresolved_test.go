@@ -213,3 +213,34 @@ func TestAPromoteOfAnOldTicketAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOth
 		t.Errorf("promote of an old ticket from its job dir, unchanged: %+v, %v; want promoted", res, err)
 	}
 }
+
+// A resolve that fails cleanly in the job dir removes the ticket and its
+// own staged file: nothing is left there to promote into the wrong key.
+// A promote (TicketFromJobDir) of the ticket read before it finds the
+// staged file absent, as it always did, and is refused so (absent: the
+// CLI's exit 0, nothing to keep), not ErrJobDirBusy, which told it to
+// retry a promote whose next read finds no ticket at all.
+func TestAPromoteAfterAResolveFailedInItsJobDirFindsNothingStaged(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	_, jobDir := mustResolve(t, s, a, localJob())
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	ticket, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("the copy's check failed")
+	fired := insideAt(t, faults.ResolveAfterCopy, func() error { return failed })
+	if _, err := s.Resolve(b, localJob(), jobDir); !errors.Is(err, failed) || !*fired {
+		t.Fatalf("the resolve of b: %v; want it failed after its copy", err)
+	}
+	faults.Set(nil)
+	if _, err := os.Lstat(filepath.Join(jobDir, StagedDirName, TranscriptName)); !os.IsNotExist(err) {
+		t.Fatalf("the staged file after the failed resolve: %v; want none", err)
+	}
+	res, err := s.Promote(ticket, PromoteRequest{PiVersion: testPi, TicketFromJobDir: true})
+	if err != nil || res.Promoted || res.Reason != gates.Absent {
+		t.Errorf("promote of a's ticket after a failed resolve of b: %+v, %v; want refused, absent", res, err)
+	}
+}

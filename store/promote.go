@@ -45,7 +45,8 @@ type PromoteRequest struct {
 	// TicketFromJobDir says the Session was just read from the job dir's
 	// ticket (ReadTicket), as the CLI's promote reads it: under the staged
 	// dir's lock the ticket is read again, and one that names another id,
-	// or is gone or no ticket, is ErrJobDirBusy, nothing written (a
+	// or is gone or no ticket where a file is staged (with none staged,
+	// the refusal is absent), is ErrJobDirBusy, nothing written (a
 	// resolve ran in the job dir between the two reads, perhaps killed
 	// before its own ticket, and the staged file is that resolve's: a
 	// cold start's ticket, whose run has no prefix to check, would promote

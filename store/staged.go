@@ -81,9 +81,14 @@ func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFi
 	// since it was read says so too: a resolve removes the ticket before
 	// it stages, and one killed before its own ticket (its lock gone with
 	// it) leaves its copy, another key's conversation whole or in part,
-	// and no ticket. A read that fails otherwise is a fault. A ticket from
-	// before the job contract has no id, but every resolve since writes
-	// one: one that names an id now was written since.
+	// and no ticket; but where nothing is staged (a resolve that failed
+	// cleanly removes its copy too) there is nothing to promote into the
+	// wrong key, and the staged file is absent, as it is, not busy: no
+	// retry finds a ticket to read. A read that fails otherwise is a
+	// fault. A ticket from before the job contract has no id, but every
+	// resolve since writes one: one that names an id now was written
+	// since.
+	var gone error
 	if recheck {
 		read := "ticket " + ticket
 		if ticket == "" {
@@ -94,7 +99,7 @@ func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFi
 		case err == nil && now.Ticket != ticket:
 			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, read)
 		case fsat.IsNotExist(err), errors.Is(err, ErrBadTicket):
-			return sf, "", fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, read)
+			gone = fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, read)
 		case err != nil:
 			return sf, "", err
 		}
@@ -104,6 +109,11 @@ func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFi
 	switch {
 	case fsat.IsNotExist(err):
 		return sf, gates.Absent, nil
+	case gone != nil:
+		if err == nil {
+			f.Close()
+		}
+		return sf, "", gone
 	case errors.Is(err, fsat.ErrNotRegular):
 		return sf, gates.NotARegularFile, nil
 	case err != nil:
