@@ -464,12 +464,18 @@ func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last)
 // allowed is what a dry run asks before it promises a change, so that it
 // fails a name its run would fail (permission denied, a read-only file
 // system), not list it as done: that its runner may open lockIn's meta.db
-// as a writer, if lockIn is not nil and has one, and then write and enter
-// each of dirs. It returns the first refusal, in the order the run meets
-// them (fsat.AccessAt says what such a look cannot tell).
+// as a writer, if lockIn is not nil (where it has none, that it may make
+// one there: a legacy key's lock, made before anything else is changed),
+// and then write and enter each of dirs. It returns the first refusal, in
+// the order the run meets them (fsat.AccessAt says what such a look
+// cannot tell).
 func allowed(lockIn *os.File, dirs ...*os.File) error {
 	if lockIn != nil {
-		if err := fsat.AccessAt(lockIn, db.FileName, unix.W_OK); err != nil && !fsat.IsNotExist(err) {
+		err := fsat.AccessAt(lockIn, db.FileName, unix.W_OK)
+		if fsat.IsNotExist(err) {
+			err = fsat.AccessAt(lockIn, ".", unix.W_OK|unix.X_OK)
+		}
+		if err != nil {
 			return err
 		}
 	}
