@@ -112,10 +112,85 @@ func TestDumpShowsAnUnreadableLegacyChainOrContext(t *testing.T) {
 func TestDumpTableShowsItsOwnMarksWhole(t *testing.T) {
 	atSampleTime(t)
 	root := copySample(t)
+	withMarks(t, root)
+	code, out, errs := runCLI(t, "dump", root)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d\n%s%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	rowOf := func(key string) string {
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, key+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row for %s:\n%s", key, out)
+		return ""
+	}
+	for _, col := range []string{"PI-VERSION", "VENUE", "CHAIN", "CONTEXT"} {
+		if got := cell(t, lines[0], rowOf(sample.Legacy), col); got != unreadableCell {
+			t.Errorf("dump, every sidecar unreadable: %s is %q, want %s\n%s", col, got, unreadableCell, out)
+		}
+	}
+	if got := cell(t, lines[0], rowOf(pendingKey), "VENUE"); got != legacy.PendingVenue {
+		t.Errorf("dump, a venue stamped %s: VENUE is %q, want it whole\n%s", legacy.PendingVenue, got, out)
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > dumpWidth {
+			t.Errorf("a line of %d columns, over %d: %q", n, dumpWidth, l)
+		}
+	}
+}
+
+// The key table fits dumpWidth whatever its columns hold: with --verify,
+// dump's own marks (each column now as wide as "(unreadable)"), a
+// verdict of the job's, and a transcript of a megabyte, the columns
+// before NOTE came to more than the width less NOTE's title, which is
+// never cut, and every line was 161 columns. Cells are cut, right to
+// left and never below their title, until NOTE's title fits.
+func TestDumpTableFitsItsWidthWithItsMarks(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	damageSample(t, root)
+	withMarks(t, root)
+	transcript := filepath.Join(root, pendingKey, "current.jsonl")
+	b, err := os.ReadFile(transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"type":"message","id":"big","parentId":null,"timestamp":"2026-11-01T00:00:01.000Z","message":{"role":"user","content":"` + strings.Repeat("x", 1<<20) + `"}}` + "\n"
+	if err := os.WriteFile(transcript, append(b, big...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"dump"}, {"dump", "--verify"}, {"dump", "--as-job", "--pi-version", "0.58.3", "--venue", "local"}} {
+		code, out, errs := runCLI(t, append(args, root)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if !strings.HasSuffix(lines[0], "  NOTE") {
+			t.Errorf("%v: the title line does not end with NOTE: %q", args, lines[0])
+		}
+		for _, l := range lines {
+			if n := utf8.RuneCountInString(l); n > dumpWidth {
+				t.Errorf("%v: a line of %d columns, over %d: %q", args, n, dumpWidth, l)
+			}
+		}
+	}
+}
+
+// pendingKey is withMarks' legacy key cold for every venue.
+const pendingKey = "0123456789abcdef0123456789abcdef"
+
+// withMarks makes the sample at root show dump's own marks: the
+// sample's legacy key with its four sidecars unreadable, and pendingKey,
+// a copy of it stamped with the venue a promotion of an unknown one
+// leaves.
+func withMarks(t *testing.T, root string) {
+	t.Helper()
 	// A second legacy key, cold for every venue: a copy of the sample's
 	// legacy key, stamped with the venue a promotion of an unknown one
 	// leaves.
-	const pendingKey = "0123456789abcdef0123456789abcdef"
 	unreadable, pending := filepath.Join(root, sample.Legacy), filepath.Join(root, pendingKey)
 	if err := os.Mkdir(pending, 0o700); err != nil {
 		t.Fatal(err)
@@ -147,33 +222,6 @@ func TestDumpTableShowsItsOwnMarksWhole(t *testing.T) {
 		}
 	}
 
-	code, out, errs := runCLI(t, "dump", root)
-	if code != exitOK {
-		t.Fatalf("dump: exit %d\n%s%s", code, out, errs)
-	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	rowOf := func(key string) string {
-		for _, l := range lines[1:] {
-			if strings.HasPrefix(l, key+" ") {
-				return l
-			}
-		}
-		t.Fatalf("no row for %s:\n%s", key, out)
-		return ""
-	}
-	for _, col := range []string{"PI-VERSION", "VENUE", "CHAIN", "CONTEXT"} {
-		if got := cell(t, lines[0], rowOf(sample.Legacy), col); got != unreadableCell {
-			t.Errorf("dump, every sidecar unreadable: %s is %q, want %s\n%s", col, got, unreadableCell, out)
-		}
-	}
-	if got := cell(t, lines[0], rowOf(pendingKey), "VENUE"); got != legacy.PendingVenue {
-		t.Errorf("dump, a venue stamped %s: VENUE is %q, want it whole\n%s", legacy.PendingVenue, got, out)
-	}
-	for _, l := range lines {
-		if n := utf8.RuneCountInString(l); n > dumpWidth {
-			t.Errorf("a line of %d columns, over %d: %q", n, dumpWidth, l)
-		}
-	}
 }
 
 // cell is the value of the column title in row of a table whose title

@@ -18,8 +18,9 @@ const tableGap = "  "
 
 // writeTable writes rows under the columns' titles, each column as wide as
 // its widest cell, cells cut to the column's max. With limit > 0 the last
-// column is cut so that no line is wider than limit: the table for people
-// fits a terminal, and --wide or --json show everything. Cells must be
+// column is cut so that no line is wider than limit (and, where even its
+// title would not fit, the cuttable columns before it too): the table for
+// people fits a terminal, and --wide or --json show everything. Cells must be
 // printable already (printable): a width is a count of runes.
 func writeTable(w io.Writer, cols []column, rows [][]string, limit int) error {
 	cut := func(s string, max int) string {
@@ -47,6 +48,22 @@ func writeTable(w io.Writer, cols []column, rows [][]string, limit int) error {
 		used := 0
 		for c := 0; c < last; c++ {
 			used += widths[c] + len(tableGap)
+		}
+		// The columns before the last, each at its max, may leave less
+		// than the last one's title, which is never cut: the cells of
+		// those that may be cut are cut further, right to left, never
+		// below their title, until it fits.
+		for c := last - 1; c >= 0 && used+utf8.RuneCountInString(cols[last].title) > limit; c-- {
+			floor := utf8.RuneCountInString(cols[c].title)
+			if cols[c].max <= 0 || widths[c] <= floor {
+				continue
+			}
+			w := max(floor, widths[c]-(used+utf8.RuneCountInString(cols[last].title)-limit))
+			for i := range all {
+				all[i][c] = cut(all[i][c], w)
+			}
+			used -= widths[c] - w
+			widths[c] = w
 		}
 		room := max(limit-used, utf8.RuneCountInString(cols[last].title))
 		if cols[last].max > 0 {
