@@ -347,7 +347,7 @@ func TakeTemp(dir *os.File, name string) (*os.File, error) {
 		if f == nil || err != nil {
 			return nil, err
 		}
-		st, err := fsat.Fstat(f)
+		st, err := fstatTaken(f)
 		if err != nil {
 			fsat.CloseFlocked(f)
 			return nil, err
@@ -361,6 +361,10 @@ func TakeTemp(dir *os.File, name string) (*os.File, error) {
 		pause = min(2*pause, 25*time.Millisecond)
 	}
 }
+
+// fstatTaken is fsat.Fstat for TakeTemp; a variable so that a test can
+// stand in for a file system whose fstat fails (EIO, a network one gone).
+var fstatTaken = fsat.Fstat
 
 // TempInFlight reports whether the meta.db temp name in dir is a creation
 // in flight, which a look must leave, rather than debris: TakeTemp for a

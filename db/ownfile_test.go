@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/faults"
+	"sessdb/internal/testfs"
 )
 
 // hardLink gives kd's meta.db a second name outside the key dir, as a copy
@@ -246,5 +247,43 @@ func TestACreateLeftoverIsNoReasonToCopy(t *testing.T) {
 	}
 	if lstat(t, leftover).Ino != lstat(t, backup).Ino {
 		t.Error("the temp no longer names the old file")
+	}
+}
+
+// A writer that gives a hard-linked meta.db a file of its own lets go of
+// the old file's flock though a child forked while it held it keeps a
+// copy of the descriptor until it execs: an open waiting on the old file,
+// or one made through its other name (the backup), is not kept out by a
+// writer that no longer uses it. The copy is made by hand once the old
+// file's flock is had, where a fork's would be.
+func TestAWriterLetsGoOfAHardLinkedMetaDBsFlockThoughACopyOfItsDescriptorLives(t *testing.T) {
+	kd := makeDB(t, 1)
+	other := hardLink(t, kd)
+	testHookLocked = func() {
+		copied, ok, err := testfs.DupDescriptorOf(kd.db)
+		if !ok {
+			t.Skip("no /proc/self/fd to find the open's descriptor in")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(copied) })
+	}
+	d, err := OpenWriter(kd.dir, kd.db, testOpts)
+	testHookLocked = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if a, b := lstat(t, kd.db), lstat(t, other); a.Ino == b.Ino {
+		t.Fatal("the writer kept the hard-linked file; want a file of its own")
+	}
+	old, err := os.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := unix.Flock(int(old.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("a flock of the old file, the writer on its own copy: %v; want it had", err)
 	}
 }

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +192,98 @@ func TestTempInFlightLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.
 	defer creator.Close()
 	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Errorf("a creator's flock after TempInFlight: %v; want it had", err)
+	}
+}
+
+// TakeTemp lets go of the flock of each ask it makes again (an empty temp
+// younger than createLockWait, not locked yet) though a child forked
+// during the ask holds a copy of its descriptor: the temp's creator, once
+// it comes to its flock, is not kept out by an ask long over. The copy is
+// made by hand inside the first ask, where a fork's would be; the temp
+// then grows before the second (its creator writing), which TakeTemp
+// takes for debris and returns, and lets go of in turn.
+func TestTakeTempLetsGoOfEachAskItMakesAgainThoughACopyOfItsDescriptorLives(t *testing.T) {
+	kd := newKeyDir(t)
+	name := TempPrefix + "young"
+	path := filepath.Join(kd.path, name)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asks := 0
+	fsat.TestHookFlockedNowOpened = func(string) {
+		asks++
+		switch asks {
+		case 1:
+			copied, ok, err := testfs.DupDescriptorOf(path)
+			if !ok {
+				t.Skip("no /proc/self/fd to find TakeTemp's descriptor in")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Close(copied) })
+		case 2:
+			if err := os.WriteFile(path, []byte("pages"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened = nil })
+	f, err := TakeTemp(kd.dir, name)
+	fsat.TestHookFlockedNowOpened = nil
+	if f == nil || err != nil {
+		t.Fatalf("TakeTemp of a temp that grew: %v, %v; want it taken", f, err)
+	}
+	if asks != 2 {
+		t.Fatalf("TakeTemp asked %d times; want twice (the empty young temp asked again)", asks)
+	}
+	fsat.CloseFlocked(f)
+	creator, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Close()
+	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("a creator's flock after TakeTemp asked again: %v; want it had", err)
+	}
+}
+
+// A TakeTemp whose fstat of the temp fails returns the error and lets go
+// of the flock it had, though a child forked during the ask holds a copy
+// of its descriptor: a failed look keeps no creator from its temp. EIO
+// stands in for a file system that stops answering.
+func TestTakeTempWhoseFstatFailsLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.T) {
+	kd := newKeyDir(t)
+	name := TempPrefix + "unstatable"
+	path := filepath.Join(kd.path, name)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fsat.TestHookFlockedNowOpened = func(string) {
+		copied, ok, err := testfs.DupDescriptorOf(path)
+		if !ok {
+			t.Skip("no /proc/self/fd to find TakeTemp's descriptor in")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(copied) })
+	}
+	fstatTaken = func(f *os.File) (unix.Stat_t, error) {
+		return unix.Stat_t{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: unix.EIO}
+	}
+	t.Cleanup(func() { fsat.TestHookFlockedNowOpened, fstatTaken = nil, fsat.Fstat })
+	f, err := TakeTemp(kd.dir, name)
+	fsat.TestHookFlockedNowOpened, fstatTaken = nil, fsat.Fstat
+	if f != nil || !errors.Is(err, unix.EIO) {
+		t.Fatalf("TakeTemp whose fstat failed: %v, %v; want no file and EIO", f, err)
+	}
+	creator, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Close()
+	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("a creator's flock after TakeTemp's fstat failed: %v; want it had", err)
 	}
 }

@@ -95,3 +95,54 @@ func TestFlockedNowLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.T)
 		t.Errorf("a writer's flock after FlockedNow: %v; want it had", err)
 	}
 }
+
+// A flock SharedFlockAt had and then gives back, because the name no
+// longer leads to the file (moved: renamed away) or because the look at
+// the name failed (ENOTDIR), is let go of though a child forked meanwhile
+// holds a copy of the descriptor until it execs: the file's creator or
+// writer, wherever its name now is, is not kept from its exclusive flock
+// by a look that returned no file. The copy is made by hand between the
+// open and the flock, where a fork's would be.
+func TestSharedFlockAtLetsGoOfAFlockItGivesBackThoughACopyOfItsDescriptorLives(t *testing.T) {
+	for _, c := range []struct {
+		why     string
+		want    error
+		move    func(p string) // between the open and the flock
+		movedTo string         // where the file is once moved
+	}{
+		{"renamed away", unix.ENOENT, func(p string) {
+			must(t, os.Rename(filepath.Join(p, "sub", "f"), filepath.Join(p, "sub", "g")))
+		}, "sub/g"},
+		{"its look failed", unix.ENOTDIR, func(p string) {
+			must(t, os.Rename(filepath.Join(p, "sub"), filepath.Join(p, "sub.old")))
+			write(t, filepath.Join(p, "sub"), "")
+		}, "sub.old/f"},
+	} {
+		d, p := tempDir(t)
+		must(t, os.Mkdir(filepath.Join(p, "sub"), 0o700))
+		write(t, filepath.Join(p, "sub", "f"), "")
+		TestHookFlockedNowOpened = func(string) {
+			copied, ok, err := testfs.DupDescriptorOf(filepath.Join(p, "sub", "f"))
+			if !ok {
+				t.Skip("no /proc/self/fd to find SharedFlockAt's descriptor in")
+			}
+			must(t, err)
+			t.Cleanup(func() { unix.Close(copied) })
+			c.move(p)
+		}
+		f, err := SharedFlockAt(d, "sub/f")
+		TestHookFlockedNowOpened = nil
+		if f != nil {
+			f.Close()
+		}
+		if f != nil || !errors.Is(err, c.want) {
+			t.Fatalf("%s: SharedFlockAt = %v, %v; want no file and %v", c.why, f, err, c.want)
+		}
+		w, err := OpenAt(d, c.movedTo, unix.O_RDWR, 0)
+		must(t, err)
+		if err := Flock(w, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Errorf("%s: a writer's flock after SharedFlockAt gave the file back: %v; want it had", c.why, err)
+		}
+		w.Close()
+	}
+}
