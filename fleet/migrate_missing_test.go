@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
 	"sessdb/migrate"
@@ -176,5 +177,92 @@ func TestMigrateToEtcdRemovesACopyOfATranscriptChangedUnderIt(t *testing.T) {
 	}
 	if files := keyFiles(); len(files) != 0 {
 		t.Errorf("the key's files after the failed write: %v; want none", files)
+	}
+}
+
+// What writeMissing leaves alone, each on a run after the key's first
+// move: a key moved with no transcript (its record's file gone from the
+// key dir, or a transcript there that no record names) has no file to
+// bring back, and is already, nothing written; a
+// file name its record holds where something else is (a directory) gets
+// nothing written, nor planned by a dry run; and a missing file another
+// run wrote while this one got ready to write it (at the copy's hook) is
+// that run's: already, nothing written by this one, no failure.
+func TestMigrateToEtcdWritesAgainOnlyAFileThatIsMissing(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	absent := store.Key("github", "write-again", "absent")
+	taken := store.Key("github", "write-again", "taken")
+	raced := store.Key("github", "write-again", "raced")
+	for _, k := range []string{absent, taken, raced} {
+		h.mustPromote(k, migJob, "w1", store.PromoteRequest{})
+	}
+	if err := os.Remove(h.path(absent, store.TranscriptName)); err != nil {
+		t.Fatal(err)
+	}
+	unrecorded := store.Key("github", "write-again", "unrecorded")
+	if err := os.MkdirAll(filepath.Join(root, unrecorded), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, unrecorded, store.TranscriptName), convo(migNow, "by hand"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := migPi
+	updateMeta(t, filepath.Join(root, unrecorded), func(tx *db.Tx) error { return tx.PutSidecars(db.Sidecars{PiVersion: &v}) })
+	first, _ := runMigration(t, true, root, f.b, migOpts())
+	for _, k := range []string{absent, unrecorded, taken, raced} {
+		if r := first[k]; r.Action != migrate.Migrated {
+			t.Fatalf("%s: first move %s %v (%s)", k, r.Action, r.Written, r.Cause)
+		}
+	}
+	fileOf := func(k string) string { return first[k].Written[0] }
+	if err := os.Remove(filepath.Join(f.dir, fileOf(taken))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(f.dir, fileOf(taken)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	racedFile := filepath.Join(f.dir, fileOf(raced))
+	racedBytes, err := os.ReadFile(racedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(racedFile); err != nil {
+		t.Fatal(err)
+	}
+
+	dry := migOpts()
+	dry.DryRun = true
+	planned, _ := runMigration(t, true, root, f.b, dry)
+	for _, k := range []string{absent, unrecorded, taken} {
+		if r := planned[k]; r.Action != migrate.Already || len(r.Written) != 0 {
+			t.Errorf("%s: dry run %s %v (%s); want already, nothing to write", k, r.Action, r.Written, r.Cause)
+		}
+	}
+	otherRun := false
+	f.b.hook = func(point, k string) error {
+		if point == hookMigrateCopy && k == raced && !otherRun {
+			otherRun = true
+			return os.WriteFile(racedFile, racedBytes, 0o600)
+		}
+		return nil
+	}
+	done, _ := runMigration(t, true, root, f.b, migOpts())
+	f.b.hook = nil
+	for _, k := range []string{absent, unrecorded, taken, raced} {
+		if r := done[k]; r.Action != migrate.Already || len(r.Written) != 0 {
+			t.Errorf("%s: %s %v (%s); want already, nothing written", k, r.Action, r.Written, r.Cause)
+		}
+	}
+	if !otherRun {
+		t.Error("the run never came to write the raced key's file")
+	}
+	if st, err := os.Lstat(filepath.Join(f.dir, fileOf(taken))); err != nil || !st.IsDir() {
+		t.Errorf("the directory at the taken key's file name: %v; want it left", err)
+	}
+	if got, err := os.ReadFile(racedFile); err != nil || !bytes.Equal(got, racedBytes) {
+		t.Errorf("the raced key's file: %d bytes, %v; want the other run's", len(got), err)
 	}
 }
