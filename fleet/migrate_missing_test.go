@@ -187,7 +187,10 @@ func TestMigrateToEtcdRemovesACopyOfATranscriptChangedUnderIt(t *testing.T) {
 // file name its record holds where something else is (a directory) gets
 // nothing written, nor planned by a dry run; and a missing file another
 // run wrote while this one got ready to write it (at the copy's hook) is
-// that run's: already, nothing written by this one, no failure.
+// that run's: already, nothing written by this one, no failure. A key
+// the fleet promoted since (etcd's generation descends from the key
+// dir's) whose file is missing is the fleet's own loss, no file of the
+// key dir's: already, the report saying the fleet promoted it since.
 func TestMigrateToEtcdWritesAgainOnlyAFileThatIsMissing(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -196,7 +199,8 @@ func TestMigrateToEtcdWritesAgainOnlyAFileThatIsMissing(t *testing.T) {
 	absent := store.Key("github", "write-again", "absent")
 	taken := store.Key("github", "write-again", "taken")
 	raced := store.Key("github", "write-again", "raced")
-	for _, k := range []string{absent, taken, raced} {
+	promoted := store.Key("github", "write-again", "promoted-since")
+	for _, k := range []string{absent, taken, raced, promoted} {
 		h.mustPromote(k, migJob, "w1", store.PromoteRequest{})
 	}
 	if err := os.Remove(h.path(absent, store.TranscriptName)); err != nil {
@@ -222,6 +226,11 @@ func TestMigrateToEtcdWritesAgainOnlyAFileThatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(f.dir, fileOf(taken)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.now = migNow
+	f.run(promoted, "fleet w2")
+	if err := os.Remove(filepath.Join(f.dir, f.recordFile(promoted))); err != nil {
 		t.Fatal(err)
 	}
 	racedFile := filepath.Join(f.dir, fileOf(raced))
@@ -258,6 +267,11 @@ func TestMigrateToEtcdWritesAgainOnlyAFileThatIsMissing(t *testing.T) {
 	}
 	if !otherRun {
 		t.Error("the run never came to write the raced key's file")
+	}
+	for name, run := range map[string]map[string]MigrateReport{"dry run": planned, "run": done} {
+		if r := run[promoted]; r.Action != migrate.Already || len(r.Written) != 0 || !strings.Contains(r.Cause, "promoted it since") {
+			t.Errorf("%s: the key the fleet promoted since, its file missing: %s %v (%s); want already, nothing written, saying the fleet promoted it since", name, r.Action, r.Written, r.Cause)
+		}
 	}
 	if st, err := os.Lstat(filepath.Join(f.dir, fileOf(taken))); err != nil || !st.IsDir() {
 		t.Errorf("the directory at the taken key's file name: %v; want it left", err)
