@@ -24,6 +24,7 @@ var otherToolsFlags = map[string]string{
 	"max-txn-ops":                  "etcd",
 	"trusted-ca-file":              "etcd",
 	"interactive":                  "etcdctl",
+	"new-user-password":            "etcdctl",
 	"prefix":                       "etcdctl",
 	"collector.textfile.directory": "node_exporter",
 	"env-file":                     "docker",

@@ -246,14 +246,17 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 	// A ':' first, and never quoted: etcdctl takes its user as
 	// USER:PASSWORD (ETCDCTL_USER, --user; fleet.md's own steps), so a
 	// name written that way holds the password, which every later check
-	// would quote. No user etcdctl makes has one: its user add splits the
-	// name at the ':' too.
+	// would quote. Refused whole: etcd takes such a name (etcdctl user add
+	// 'a:b' --new-user-password=P makes one, and --user 'a:b' --password P
+	// logs in as it), but no setting tells that user from the slip, whose
+	// every later check would print the password; the line says so, and
+	// such a fleet gives sessdb a user without one.
 	if strings.Contains(user, ":") {
 		onCommandLine := ""
 		if strings.HasPrefix(userName, "--") {
 			onCommandLine = "; a command line is readable by every user of the host: change that password"
 		}
-		return fmt.Errorf("%s holds a ':', as etcdctl's USER:PASSWORD form does (ETCDCTL_USER): give the user's name alone, and its password in PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (the value is not quoted here: it would show the password%s)", userName, onCommandLine)
+		return fmt.Errorf("%s holds a ':', as etcdctl's USER:PASSWORD form does (ETCDCTL_USER): give the user's name alone, and its password in PI_SESSIONS_ETCD_PASSWORD or --etcd-password-file (the value is not quoted here: it would show the password%s). An etcd user whose name holds a ':' cannot be used: give the fleet one without", userName, onCommandLine)
 	}
 	if err := spaceAround(userName, user, "an etcd user's name has none"); err != nil {
 		return err
