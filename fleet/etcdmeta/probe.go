@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +71,7 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 		herr = s.tlsOnlyError()
 	}
 	if herr == nil {
-		return werr
+		return proxyNoted(werr, s.Endpoints)
 	}
 	if key != "" {
 		op += " " + key
@@ -79,6 +82,42 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 		return unanswered{fmt.Errorf("%s: %w: %w (%s)", op, ErrAuth, herr, note)}
 	}
 	return unanswered{fmt.Errorf("%s: %w: %w", op, ErrAuth, herr)}
+}
+
+// proxyNoted is err, an unanswered request's, saying that HTTPS_PROXY is
+// set but not used, when it is and an endpoint is not loopback (which
+// gRPC never sent through a proxy). The members are dialled directly
+// (Open: grpc.WithNoProxy), and a deployment whose etcd was reached only
+// through the proxy (a host only the proxy resolves or routes to), which
+// worked before that, now gets "etcd unavailable" after the whole timeout,
+// nothing naming the proxy. The value is not quoted: a proxy's URL may
+// hold its credentials.
+func proxyNoted(err error, endpoints []string) error {
+	set := ""
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy"} {
+		if os.Getenv(v) != "" {
+			set = v
+			break
+		}
+	}
+	if set == "" || !slices.ContainsFunc(endpoints, notLoopback) {
+		return err
+	}
+	return fmt.Errorf("%w (%s is set, but sessdb dials its etcd members directly, never through a proxy: a member reached only through one is unreachable; give an endpoint it reaches directly, such as etcd's gRPC proxy)", err, set)
+}
+
+// notLoopback reports whether endpoint's host is other than localhost or
+// a loopback address.
+func notLoopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return true
+	}
+	h := u.Hostname()
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return !ip.IsLoopback()
+	}
+	return h != "localhost"
 }
 
 // unanswered marks an error found after its request went unanswered (see
