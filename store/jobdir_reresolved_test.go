@@ -129,31 +129,10 @@ func TestAPromoteWhoseTicketWasRemovedSinceItWasReadIsBusy(t *testing.T) {
 // was read says the job dir was resolved again, as another id does.
 func TestAPromoteAfterAResolveKilledInItsJobDirDoesNotPromoteTheOtherKey(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
-	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
-	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
-	sessA, jobDir := mustResolve(t, s, a, localJob())
-	if sessA.Resume {
-		t.Fatalf("key a resolved %s; want a cold start", sessA.Reason)
-	}
-	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
-	ticket, err := ReadTicket(jobDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The resolve of b dies after its copy: runtime.Goexit runs its
 	// deferred closes (the locks a killed process's death lets go of)
 	// and nothing else, so its clean-up of the staged file never runs.
-	fired := insideAt(t, faults.ResolveAfterCopy, func() error { runtime.Goexit(); return nil })
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Resolve(b, localJob(), jobDir)
-	}()
-	<-done
-	faults.Set(nil)
-	if !*fired {
-		t.Fatal("the resolve of b never reached its copy")
-	}
+	a, ticket, jobDir, _ := aTicketReadBeforeAResolveOfB(t, s, func() error { runtime.Goexit(); return nil })
 	if _, err := ReadTicket(jobDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the job dir's ticket after the killed resolve: %v; want none", err)
 	}
@@ -167,6 +146,39 @@ func TestAPromoteAfterAResolveKilledInItsJobDirDoesNotPromoteTheOtherKey(t *test
 	if after, _ := mustResolve(t, s, a, localJob()); after.Resume {
 		t.Errorf("key a holds %q; want nothing (never b's conversation)", markerOf(staged(t, after.JobDir), 1))
 	}
+}
+
+// aTicketReadBeforeAResolveOfB reads key a's cold-start ticket from its
+// job dir, as the CLI's promote reads it (unlocked), and then runs a
+// resolve of key b, which holds a conversation, in the same job dir,
+// stopped after its copy by stop (in a goroutine of its own, so that stop
+// may end it by runtime.Goexit). It returns a's key, the ticket, the job
+// dir and the resolve's error.
+func aTicketReadBeforeAResolveOfB(t *testing.T, s *Store, stop func() error) (a string, ticket Session, jobDir string, resolved error) {
+	t.Helper()
+	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
+	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
+	sessA, jobDir := mustResolve(t, s, a, localJob())
+	if sessA.Resume {
+		t.Fatalf("key a resolved %s; want a cold start", sessA.Reason)
+	}
+	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
+	ticket, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := insideAt(t, faults.ResolveAfterCopy, stop)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, resolved = s.Resolve(b, localJob(), jobDir)
+	}()
+	<-done
+	faults.Set(nil)
+	if !*fired {
+		t.Fatal("the resolve of b never reached its copy")
+	}
+	return a, ticket, jobDir, resolved
 }
 
 // A ticket from before the job contract has no id, and the check above
@@ -222,20 +234,11 @@ func TestAPromoteOfAnOldTicketAfterItsJobDirWasResolvedAgainDoesNotPromoteTheOth
 // retry a promote whose next read finds no ticket at all.
 func TestAPromoteAfterAResolveFailedInItsJobDirFindsNothingStaged(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
-	a, b := Key("github", "acme/busy", "a"), Key("github", "acme/busy", "b")
-	runJob(t, s, b, localJob(), PromoteRequest{}, "b's conversation")
-	_, jobDir := mustResolve(t, s, a, localJob())
-	stage(t, jobDir, transcriptBytes(testClockStart, "a's run"))
-	ticket, err := ReadTicket(jobDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	failed := errors.New("the copy's check failed")
-	fired := insideAt(t, faults.ResolveAfterCopy, func() error { return failed })
-	if _, err := s.Resolve(b, localJob(), jobDir); !errors.Is(err, failed) || !*fired {
+	_, ticket, jobDir, err := aTicketReadBeforeAResolveOfB(t, s, func() error { return failed })
+	if !errors.Is(err, failed) {
 		t.Fatalf("the resolve of b: %v; want it failed after its copy", err)
 	}
-	faults.Set(nil)
 	if _, err := os.Lstat(filepath.Join(jobDir, StagedDirName, TranscriptName)); !os.IsNotExist(err) {
 		t.Fatalf("the staged file after the failed resolve: %v; want none", err)
 	}

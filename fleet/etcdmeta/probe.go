@@ -86,12 +86,12 @@ func (s settings) opErr(ctx context.Context, op, key string, err error) error {
 
 // proxyNoted is err, an unanswered request's, saying that HTTPS_PROXY is
 // set but not used, when it is and an endpoint is not loopback (which
-// gRPC never sent through a proxy). The members are dialled directly
-// (Open: grpc.WithNoProxy), and a deployment whose etcd was reached only
-// through the proxy (a host only the proxy resolves or routes to), which
-// worked before that, now gets "etcd unavailable" after the whole timeout,
-// nothing naming the proxy. The value is not quoted: a proxy's URL may
-// hold its credentials.
+// gRPC would not send through a proxy either). The members are dialled
+// directly (Open: grpc.WithNoProxy), so a member reached only through the
+// proxy (a host only the proxy resolves or routes to) gets "etcd
+// unavailable" after the whole timeout; without this, nothing would name
+// the proxy. The value is not quoted: a proxy's URL may hold its
+// credentials.
 func proxyNoted(err error, endpoints []string) error {
 	set := ""
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy"} {
