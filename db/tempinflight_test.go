@@ -185,14 +185,7 @@ func TestTempInFlightLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(t *testing.
 		t.Fatalf("TempInFlight of debris: %v, %v; want false, nil", held, err)
 	}
 	fsat.TestHookFlockedNowOpened = nil
-	creator, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer creator.Close()
-	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Errorf("a creator's flock after TempInFlight: %v; want it had", err)
-	}
+	creatorMayFlock(t, path, "TempInFlight")
 }
 
 // TakeTemp lets go of the flock of each ask it makes again (an empty temp
@@ -238,14 +231,7 @@ func TestTakeTempLetsGoOfEachAskItMakesAgainThoughACopyOfItsDescriptorLives(t *t
 		t.Fatalf("TakeTemp asked %d times; want twice (the empty young temp asked again)", asks)
 	}
 	fsat.CloseFlocked(f)
-	creator, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer creator.Close()
-	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Errorf("a creator's flock after TakeTemp asked again: %v; want it had", err)
-	}
+	creatorMayFlock(t, path, "TakeTemp asked again")
 }
 
 // A TakeTemp whose fstat of the temp fails returns the error and lets go
@@ -278,12 +264,19 @@ func TestTakeTempWhoseFstatFailsLetsGoOfItsFlockThoughACopyOfItsDescriptorLives(
 	if f != nil || !errors.Is(err, unix.EIO) {
 		t.Fatalf("TakeTemp whose fstat failed: %v, %v; want no file and EIO", f, err)
 	}
+	creatorMayFlock(t, path, "TakeTemp's fstat failed")
+}
+
+// creatorMayFlock fails the test unless the temp at path can be flocked
+// at once, as its creator would, after what its look did.
+func creatorMayFlock(t *testing.T, path, after string) {
+	t.Helper()
 	creator, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer creator.Close()
 	if err := unix.Flock(int(creator.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Errorf("a creator's flock after TakeTemp's fstat failed: %v; want it had", err)
+		t.Errorf("a creator's flock after %s: %v; want it had", after, err)
 	}
 }
