@@ -98,10 +98,7 @@ var errSessionsDirUnset = errors.New("sessions-dir-unset: set PI_SESSIONS_DIR or
 // dir returns the sessions root, from the flag, the environment, or arg
 // (a positional DIR), in that order of precedence: arg first.
 func (c *config) dir(getenv func(string) string, arg string) (string, error) {
-	d, n := arg, "the DIR argument"
-	if arg == "" {
-		d, n = c.sessionsDir.get(getenv)
-	}
+	d, n := c.dirSetting(getenv, arg)
 	if d == "" {
 		return "", errSessionsDirUnset
 	}
@@ -109,6 +106,16 @@ func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 		return d, err
 	}
 	return d, notAFleetsDir(n, d)
+}
+
+// dirSetting is the sessions root as dir takes it, unchecked, and the
+// name of the setting that gave it, for a message that names it: "the
+// DIR argument", or the flag or variable.
+func (c *config) dirSetting(getenv func(string) string, arg string) (root, name string) {
+	if arg != "" {
+		return arg, "the DIR argument"
+	}
+	return c.sessionsDir.get(getenv)
 }
 
 // notAFleetsDir refuses a sessions root that is a fleet's transcripts dir:

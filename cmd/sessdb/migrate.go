@@ -123,10 +123,7 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			// as its dir and write each generation beside the key's
 			// meta.db, where no other worker reads it.
 			_, tn := fk.transcriptsDir.get(os.Getenv)
-			rn := "the DIR argument"
-			if inv.arg(0) == "" {
-				_, rn = cfg.sessionsDir.get(os.Getenv)
-			}
+			_, rn := cfg.dirSetting(os.Getenv, inv.arg(0))
 			return inv.rep.config(fmt.Errorf("%s: %s is the sessions root this migration moves (%s): the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), rn))
 		}
 		var b *fleet.Backend

@@ -132,13 +132,17 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		// another resolve or promote is using (store.ErrJobDirBusy) is left
 		// as that one leaves it.
 		sess, err := st.Resolve(k, store.Job{PiVersion: *piVersion, Venue: *venue, Model: *model, ID: *jobID}, *jobDir)
+		var rootErr error
+		if errors.Is(err, store.ErrJobDirInStore) && !onFleet {
+			_, rootErr = fsat.ResolvedPath(st.Root())
+		}
 		switch {
-		case errors.Is(err, store.ErrJobDirInStore) && !onFleet && unresolvable(st.Root()) != nil:
+		case rootErr != nil:
 			// The store's side of the comparison failed (a link loop, a
 			// parent the worker may not search): the root's to fix, not
 			// the job dir's.
-			_, name := cfg.sessionsDir.get(os.Getenv)
-			return inv.rep.config(fmt.Errorf("%s: where the sessions root %s leads cannot be told (%v), so no job dir can be told apart from it", name, quoteName(st.Root()), unresolvable(st.Root())))
+			_, name := cfg.dirSetting(os.Getenv, "")
+			return inv.rep.config(fmt.Errorf("%s: where the sessions root %s leads cannot be told (%v), so no job dir can be told apart from it", name, quoteName(st.Root()), rootErr))
 		case errors.Is(err, store.ErrJobDirInStore):
 			return inv.rep.usage(fmt.Errorf("--job-dir: %w", err))
 		case errors.Is(err, store.ErrRootNotUTF8):
@@ -223,11 +227,4 @@ func openWalk(inv *invocation, cfg *config, with ...func(*store.Options)) (*stor
 		return nil, inv.rep.config(err)
 	}
 	return st, exitOK
-}
-
-// unresolvable is why where the path p leads cannot be told (see
-// fsat.ResolvedPath), or nil.
-func unresolvable(p string) error {
-	_, err := fsat.ResolvedPath(p)
-	return err
 }

@@ -128,10 +128,7 @@ func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) (note
 	case err != nil:
 		return "", nil // the root's own error, reported when it is opened
 	}
-	from := "the DIR argument"
-	if arg == "" {
-		_, from = cfg.sessionsDir.get(getenv)
-	}
+	_, from := cfg.dirSetting(getenv, arg)
 	return fmt.Sprintf("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: these are the figures of the sessions root %s (%s), not the fleet's", root, from), nil
 }
 
