@@ -26,6 +26,14 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		// input, and looked up it would reach outside the dir.
 		return nil
 	}
+	if !etcdmeta.ValidKey(name) && !c.inDir[name] {
+		// A record's name that is no key, and that no entry of the dir
+		// had when it was listed: foreign input, reported from etcd. Its
+		// lookup could fail on the name alone (longer than a file name
+		// may be: ENAMETOOLONG; bytes the file system refuses), which
+		// was a problem, unreadable, on every check while it stayed.
+		return nil
+	}
 	// Whatever fails below may be the dir itself (stale: the export went
 	// away), which is no key's to report: the walk stops.
 	root := func(err error) error {

@@ -360,3 +360,32 @@ func TestAnExpiredPromotionDatedInTheFutureStaysExpired(t *testing.T) {
 		}
 	}
 }
+
+// A record whose name is no key and longer than a file name may be (a
+// tool's or a newer binary's key under the prefix: etcd takes names of up
+// to its request limit) is a notice, as every such name is, and nothing
+// else: check looked the name up in the transcripts dir, and the lookup's
+// ENAMETOOLONG was a problem, `unreadable`, counted failed, which made
+// every check of the fleet exit 1 while the name stayed.
+func TestARecordNameLongerThanAFileNameIsOnlyANotice(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "long-name")
+	f.run(key, "one")
+	long := strings.Repeat("b", 300)
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+long, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, repair := range []bool{false, true} {
+		var found []store.Finding
+		sum, err := f.b.Check(t.Context(), CheckOptions{Repair: repair}, func(fd store.Finding) error {
+			found = append(found, fd)
+			return nil
+		})
+		if err != nil || sum.Problems != 0 || len(found) != 1 || found[0].Kind != store.KindNotAKey || found[0].Path != f.prefix+"/record/"+long {
+			t.Errorf("check (repair %v) = %+v, %v, found %+v; want the name's notice alone", repair, sum, err, found)
+		}
+	}
+	f.holds(key, "one", 1)
+}
