@@ -389,3 +389,45 @@ func TestARecordNameLongerThanAFileNameIsOnlyANotice(t *testing.T) {
 	}
 	f.holds(key, "one", 1)
 }
+
+// A key under a key's history dir with a path of more than one segment
+// (another tool's, or another fleet's nested under it), whose last
+// segment is a slot's name and whose value is an entry (here a copy of
+// the key's first), is no entry of the key's: it is damage, named by its
+// whole name under the dir. It was read as the key's newest entry, since
+// only the name's last segment was parsed: check found nothing, and
+// every promotion of the key lost its slot's compare to it 16 times and
+// was promote-failed as etcd unavailable, for as long as it stayed.
+func TestANestedNameUnderAKeysHistoryIsDamage(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "nested-history")
+	f.run(key, "one")
+	cli := c.Client(t)
+	hist := f.prefix + "/history/" + key + "/"
+	got, err := cli.Get(t.Context(), hist+"0000000000000001")
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("the key's first entry: %v, %v", got, err)
+	}
+	const nested = "x/0000000000000009"
+	if _, err := cli.Put(t.Context(), hist+nested, string(got.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	var found []store.Finding
+	if _, err := f.b.Check(t.Context(), CheckOptions{}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Path != hist || found[0].Kind != store.KindRecordUndecodable || !strings.Contains(found[0].Detail, strconv.Quote(nested)) {
+		t.Errorf("check found %+v; want the key's history reported, naming %q", found, nested)
+	}
+	sess, _ := f.job(key, "two")
+	res, err := f.promote(sess)
+	if res.Promoted || !errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrUnavailable) {
+		t.Errorf("promote = %+v, %v; want refused for the damaged history, not etcd unavailable", res, err)
+	}
+	f.holds(key, "one", 1)
+}

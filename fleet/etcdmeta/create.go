@@ -70,7 +70,7 @@ func (s *Store) Create(ctx context.Context, key string, rec Record, hist []Histo
 		return 0, s.cfg.opErr(ctx, "create", key, err)
 	}
 	if !resp.Succeeded {
-		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
+		cur, _ := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses)
 		return 0, &ConflictError{Op: "create", Key: key, Base: 0, Current: cur, Resent: sends.Load() > 1}
 	}
 	s.rememberSeq(key, newestSeq(hist))

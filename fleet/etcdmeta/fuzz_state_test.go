@@ -35,6 +35,7 @@ func FuzzParseState(f *testing.F) {
 	f.Add([]byte{0xc1}, true, int64(1), seqName(1), h1, "x", h2)
 	f.Add([]byte(nil), false, int64(0), seqName(1<<64-1), h1, seqName(0), []byte{0x80})
 	f.Add(rec, true, int64(7), seqName(3), h2, seqName(2)+strings.Repeat("\x00", 100), h1)
+	f.Add(rec, true, int64(7), "x/"+seqName(9), h2, seqName(2), h1)
 	key := strings.Repeat("ab", 16)
 	f.Fuzz(func(t *testing.T, record []byte, hasRecord bool, rev int64, name1 string, v1 []byte, name2 string, v2 []byte) {
 		dir := "/sessdb/history/" + key + "/"
@@ -48,8 +49,8 @@ func FuzzParseState(f *testing.F) {
 			{Response: &pb.ResponseOp_ResponseRange{ResponseRange: &pb.RangeResponse{Kvs: recKVs}}},
 			{Response: &pb.ResponseOp_ResponseRange{ResponseRange: &pb.RangeResponse{Kvs: hist}}},
 		}
-		st, err := parseState(key, 42, rs)
-		if again, err2 := parseState(key, 42, rs); !reflect.DeepEqual(st, again) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+		st, err := parseState(key, dir, 42, rs)
+		if again, err2 := parseState(key, dir, 42, rs); !reflect.DeepEqual(st, again) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
 			t.Fatalf("parseState twice: %+v %v, then %+v %v", st, err, again, err2)
 		}
 
@@ -63,7 +64,7 @@ func FuzzParseState(f *testing.F) {
 			want.Record = r
 		}
 		for i := len(hist) - 1; i >= 0; i-- {
-			name := string(hist[i].Key[strings.LastIndexByte(string(hist[i].Key), '/')+1:])
+			name := string(hist[i].Key[len(dir):])
 			seq, ok := parseSeq(name)
 			if !ok && name == "ffffffffffffffff" {
 				seq, ok, above = math.MaxUint64, true, true

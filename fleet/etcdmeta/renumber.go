@@ -69,7 +69,7 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 	if err != nil {
 		return Renumbered{}, s.cfg.opErr(ctx, op, key, err)
 	}
-	st, err := parseState(key, resp.Header.Revision, resp.Responses)
+	st, err := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses)
 	switch {
 	case err != nil && !errors.Is(err, ErrAboveLastSlot):
 		return Renumbered{}, err
@@ -130,7 +130,7 @@ func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renu
 			got[0].ModRevision > resp.Header.Revision && bytes.Equal(got[0].Value, kvs[0].Value) {
 			return struct{}{}, nil
 		}
-		cur, _ := parseState(key, out.Header.Revision, out.Responses)
+		cur, _ := parseState(key, dir, out.Header.Revision, out.Responses)
 		return struct{}{}, &ConflictError{Op: op, Key: key, Base: base, Current: cur}
 	}
 	conflict := func(err error) bool {

@@ -531,12 +531,15 @@ func (s *Store) stateOps(key string, opts ...clientv3.OpOption) []clientv3.Op {
 	}
 }
 
-// parseState decodes the responses of stateOps. A damaged record still
-// yields its Rev (a repair can replace it, guarded); a damaged history
-// entry is an error with the rest of the state. An entry at the name
-// above the last slot (aboveLastSlot) is in the state, at that seq, and
-// ErrAboveLastSlot where it is the only damage.
-func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
+// parseState decodes the responses of stateOps, whose history was read
+// under dir (the key's historyDir). A damaged record still yields its
+// Rev (a repair can replace it, guarded); a damaged history entry is an
+// error with the rest of the state. An entry's name is all of its key
+// past dir: one of more than one segment (another tool's) is no slot's,
+// though its last may be. An entry at the name above the last slot
+// (aboveLastSlot) is in the state, at that seq, and ErrAboveLastSlot
+// where it is the only damage.
+func parseState(key, dir string, read int64, rs []*pb.ResponseOp) (State, error) {
 	st := State{Read: Rev(read)}
 	var first, above error
 	if kvs := rs[0].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -550,7 +553,7 @@ func parseState(key string, read int64, rs []*pb.ResponseOp) (State, error) {
 	hist := rs[1].GetResponseRange().Kvs
 	for i := len(hist) - 1; i >= 0; i-- {
 		kv := hist[i]
-		name := string(kv.Key[strings.LastIndexByte(string(kv.Key), '/')+1:])
+		name := strings.TrimPrefix(string(kv.Key), dir)
 		seq, ok := parseSeq(name)
 		if !ok && name == aboveLastSlot {
 			seq, above = math.MaxUint64, fmt.Errorf("%w: %w: history entry %s is above the last slot an entry takes (an older sessdb's, or another binary's): no entry can follow it (check --repair numbers the history again)", ErrDamaged, ErrAboveLastSlot, name)
@@ -597,7 +600,7 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 	if err != nil {
 		return State{}, s.cfg.opErr(ctx, "get", key, err)
 	}
-	st, err := parseState(key, resp.Header.Revision, resp.Responses)
+	st, err := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses)
 	if err == nil {
 		s.rememberSeq(key, newestSeq(st.History))
 	}
@@ -736,7 +739,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 		if err != nil {
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
-		if cur, perr := parseState(key, resp.Header.Revision, resp.Responses); perr == nil && cur.Rev == base {
+		if cur, perr := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses); perr == nil && cur.Rev == base {
 			if Holds(cur.History, hist) {
 				return Rev(resp.Header.Revision), nil
 			}
@@ -813,7 +816,7 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			s.rememberSeq(key, hist.Seq)
 			return Rev(resp.Header.Revision), faults.At(faults.EtcdWriteAfterCommit)
 		}
-		cur, perr := parseState(key, resp.Header.Revision, resp.Responses)
+		cur, perr := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses)
 		seq = newestSeq(cur.History)
 		if perr == nil {
 			s.rememberSeq(key, seq)
@@ -869,7 +872,7 @@ func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
 		return 0, s.cfg.opErr(ctx, "delete", key, err)
 	}
 	if !resp.Succeeded {
-		cur, _ := parseState(key, resp.Header.Revision, resp.Responses)
+		cur, _ := parseState(key, s.historyDir(key), resp.Header.Revision, resp.Responses)
 		return 0, &ConflictError{Op: "delete", Key: key, Base: base, Current: cur, Resent: sends.Load() > 1}
 	}
 	s.rememberSeq(key, 0) // the history went with the record
