@@ -127,7 +127,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	}
 
 	if m := d.MetaPages(); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
-		return refuse("a meta page of meta.db is invalid (check: meta-page-invalid); check --repair moves it aside first")
+		return refuse("a meta page of meta.db is invalid (check: meta-page-invalid); check --repair settles it first (writes the page again where the other describes the transcript, else moves meta.db aside)")
 	}
 	if settled, err := s.rollForward(kd, d, sc.Pending, true); err != nil {
 		return res, err

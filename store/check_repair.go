@@ -26,8 +26,10 @@ import (
 // then a meta.db shown to be damaged is moved aside (a deep check that did
 // not complete shows nothing, and moves nothing), or, where its one fault
 // is a history at the last sequence number, that history is numbered
-// again in place (the record and stamps are the conversation's, and
-// sound); then every temp that no
+// again in place, or where it is an invalid meta page whose other page
+// describes the transcript in place, that page is written again by a
+// commit (the record and stamps are the conversation's, and sound); then
+// every temp that no
 // promotion in flight needs is removed under the key's exclusive lock,
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
@@ -88,18 +90,47 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 	}
 	// A history at the last sequence number is numbered again in place,
 	// the record and stamps kept, unless meta.db goes aside for other
-	// damage anyway.
-	damaged := false
+	// damage anyway. An invalid meta page in a file otherwise sound is
+	// written again by a commit where its valid page describes the
+	// transcript in place (a promotion writes on such a file too), and
+	// beside other damage goes aside with it.
+	damaged, invalidPage, other := false, false, false
 	for _, f := range found {
 		switch f.Kind {
-		case KindMetaDamaged, KindMetaPageInvalid, KindMetaCheckFailed, KindRecordUndecodable:
+		case KindMetaPageInvalid:
+			invalidPage = true
+		case KindMetaDamaged, KindMetaCheckFailed, KindRecordUndecodable:
 			damaged = damaged || !f.historyFull && !f.unproven
+			other = true
 		}
 	}
+	pageOnly := invalidPage && !other
+	damaged = damaged || invalidPage && other
 	var aside string
 	var asideErr error
 	for i := range found {
 		f := &found[i]
+		if f.Kind == KindMetaPageInvalid && pageOnly {
+			healed, err := s.writeMetaPageAgain(root, name, f.examinedDB)
+			dbTouched = dbTouched || healed
+			switch {
+			case errors.Is(err, errMetaPageWritten):
+				f.Repair = "gone since it was found (meta.db changed since: a commit wrote the invalid meta page again): nothing left to do"
+				continue
+			case fsat.IsNotExist(err):
+				f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to write"
+				continue
+			case err != nil:
+				f.notRepaired(err)
+				continue
+			case healed:
+				f.Repair, f.Repaired = "written again by a commit in place, as the key's next promotion would: its valid page describes the transcript in place; the record, stamps and history are kept, and the key resumes as before", true
+				continue
+			}
+			// Its valid page does not describe the transcript in place:
+			// no writer writes on it (ErrMetaFellBack); it goes aside.
+			damaged = true
+		}
 		switch {
 		case f.historyFull && !damaged:
 			did, err := s.renumberHistory(root, name)
@@ -442,6 +473,67 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 		return aside, s.disk.syncDir(kd)
 	}
 }
+
+// writeMetaPageAgain writes key's invalid meta page again by a commit that
+// changes nothing else (bbolt writes the meta of each commit to the page
+// the last did not use: the invalid one), under the key's exclusive lock,
+// where the valid page's record describes the transcript in place: the
+// judgement of a promotion's writer, which writes on such a file
+// (fellBack), and whose commit would write the page the same way. The
+// record, stamps and history stay, and the key resumes as before; moved
+// aside, they were lost, and the next job's cold run replaced the
+// conversation. It reports false, with no error, where the valid page
+// does not describe the transcript in place (the caller moves the file
+// aside, as no writer writes on it) or both pages are valid by now (a
+// commit since wrote the page), and an error where meta.db changed since
+// the look that found the page (nothing is written without that look's
+// proof, the deep check's included).
+func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Stat_t) (bool, error) {
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return false, err
+	}
+	defer kd.Close()
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		return false, err
+	}
+	d, sc, err := db.OpenSidecars(kd, s.writerOptions("write meta page", kd, key), true)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	if err := stillAtKey("write meta page", s.root, kd, key); err != nil {
+		return false, err
+	}
+	m := d.MetaPages()
+	if m.Pages[0].Valid() && m.Pages[1].Valid() {
+		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errMetaPageWritten}
+	}
+	// A meta.db with a second name was given a file of its own by the
+	// open, the same bytes: the file found is the one it copied.
+	same := examined != nil && unchangedSince(kd, examined)
+	if dev, ino, copied := d.CopiedFrom(); copied {
+		same = examined != nil && dev == uint64(examined.Dev) && ino == uint64(examined.Ino)
+	}
+	if !same {
+		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errors.New("changed since its meta page was found invalid (a commit since?): check again")}
+	}
+	cur, err := currentBase(kd, sc)
+	if err != nil {
+		return false, err
+	}
+	if fell, err := fellBack(kd, m, cur); err != nil || fell {
+		return false, err
+	}
+	if err := d.Update(func(*db.Tx) error { return nil }); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// errMetaPageWritten is a meta page found invalid that a commit since
+// wrote again: nothing is left to do.
+var errMetaPageWritten = errors.New("both meta pages valid: a commit since wrote the invalid one again")
 
 // renumberHistory numbers key's history again from 1 where its newest
 // entry holds the last sequence number (db's RenumberHistory: the ring's

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// A meta.db with one invalid meta page whose other, valid page describes
+// the transcript in place is a file a promotion writes on (fellBack): its
+// commit writes the invalid page again. check --repair moved it aside, and
+// with it the record, the stamps and the history: a key that resumed
+// cold-started (meta-moved-aside), and its next job's cold run replaced
+// the conversation. The repair now writes the page again as that
+// promotion would, by a commit in place, and the key resumes as before.
+func TestARepairWritesAgainAnInvalidMetaPageWhoseOtherDescribesTheTranscript(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string, m db.MetaPages)
+	}{
+		{"the spare page zeroed", func(t *testing.T, path string, m db.MetaPages) {
+			writeAtFile(t, path, make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
+		}},
+		{"a byte of the spare page's checksum flipped", func(t *testing.T, path string, m db.MetaPages) {
+			// The meta's checksum is its last field: the page header's 16
+			// bytes, then 56 bytes of meta before it.
+			off := int64((1-m.Active)*m.PageSize) + 16 + 56
+			b := mustRead(t, path)[off : off+1]
+			writeAtFile(t, path, []byte{b[0] ^ 0x55}, off)
+		}},
+		{"the newest page zeroed, its commit changing no record", func(t *testing.T, path string, m db.MetaPages) {
+			// A commit that changed nothing the record says (a power
+			// cut tore it, so its rename, if any, never happened) is
+			// lost: the older page still describes the transcript.
+			bdb, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = bdb.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte("sidecars"))
+				return b.Put([]byte("venue"), bytes.Clone(b.Get([]byte("venue"))))
+			})
+			if cerr := bdb.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = metaPagesOf(t, path)
+			writeAtFile(t, path, make([]byte, m.PageSize), int64(m.Active*m.PageSize))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "spare")
+			meta := chkDB(root, key)
+			before := historyOf(t, root, key)
+			tc.damage(t, meta, chkMeta(t, root, key))
+			if m := chkMeta(t, root, key); m.Pages[0].Valid() == m.Pages[1].Valid() {
+				t.Fatalf("fixture: meta pages %+v; want one invalid", m.Pages)
+			}
+			sess, _ := mustResolve(t, s, key, localJob())
+			want(t, sess, true, gates.Resumed) // what the repair must not take away
+
+			found, _ := chkRun(t, s, true)
+			f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid)
+			if f == nil || !f.Repaired || f.Remains || strings.Contains(f.Repair, "aside") {
+				t.Fatalf("check --repair: %+v; want the page written again, nothing remaining", found)
+			}
+			if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+				t.Fatalf("the repair moved meta.db aside: %v", aside)
+			}
+			if m := chkMeta(t, root, key); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
+				t.Fatalf("meta pages after the repair %+v; want both valid", m.Pages)
+			}
+			sess, _ = mustResolve(t, s, key, localJob())
+			want(t, sess, true, gates.Resumed)
+			if after := historyOf(t, root, key); !reflect.DeepEqual(after, before) {
+				t.Fatalf("history after the repair %+v; want %+v", after, before)
+			}
+			if found, _ := chkRun(t, s, false); len(found) != 0 {
+				t.Fatalf("check after the repair: %+v", found)
+			}
+			// A second repair finds nothing, and changes nothing.
+			st, raw := mustStat(t, meta), mustRead(t, meta)
+			if found, _ := chkRun(t, s, true); len(found) != 0 {
+				t.Fatalf("a second check --repair: %+v", found)
+			}
+			if now := mustStat(t, meta); !bytes.Equal(mustRead(t, meta), raw) || !now.ModTime().Equal(st.ModTime()) {
+				t.Fatal("a second check --repair changed meta.db")
+			}
+			_, res := runJob(t, s, key, localJob(), PromoteRequest{}, "after")
+			if !res.Promoted || res.Gen != uint64(len(before))+1 {
+				t.Fatalf("the promotion after the repair: %+v", res)
+			}
+		})
+	}
+}
+
+// The same fault where the valid page's record does not describe the
+// transcript in place (a commit lost that a promotion acknowledged, its
+// transcript renamed into place) is a file no writer writes on
+// (ErrMetaFellBack): it still goes aside.
+func TestARepairMovesAsideAFallBackThatDoesNotDescribeTheTranscript(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "fell-back")
+	m := chkMeta(t, root, key)
+	writeAtFile(t, chkDB(root, key), make([]byte, m.PageSize), int64(m.Active*m.PageSize))
+	found, _ := chkRun(t, s, true)
+	if f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid); f == nil || !f.Repaired || !strings.Contains(f.Repair, "moved meta.db aside") {
+		t.Fatalf("check --repair: %+v; want meta.db moved aside", found)
+	}
+}
+
+func writeAtFile(t *testing.T, path string, b []byte, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustStat(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// The commit that writes the page again, killed at a random moment of a
+// whole check --repair, leaves the file as it was (the next repair writes
+// the page) or written: never anything between, the record and history
+// kept and the key resuming either way.
+func TestAMetaPageRepairKilledLeavesThePageInvalidOrWritten(t *testing.T) {
+	rounds := 20
+	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d rounds", seed, rounds)
+	rng := rand.New(rand.NewSource(seed))
+	var span time.Duration
+	var old, written int
+	for r := 0; r <= rounds; r++ {
+		s, root, clock := newTestStore(t, gates.Bounds{})
+		key := chkKey(t, s, "killed")
+		before := historyOf(t, root, key)
+		m := chkMeta(t, root, key)
+		writeAtFile(t, chkDB(root, key), make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
+			"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 {
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			span = time.Since(start)
+		} else {
+			time.Sleep(time.Duration(rng.Int63n(int64(span))))
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+		if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+			t.Fatalf("round %d: meta.db moved aside: %v", r, aside)
+		}
+		switch m := chkMeta(t, root, key); {
+		case r == 0 && !(m.Pages[0].Valid() && m.Pages[1].Valid()):
+			t.Fatalf("the whole run left meta pages %+v; want both valid", m.Pages)
+		case r == 0:
+		case m.Pages[0].Valid() && m.Pages[1].Valid():
+			written++
+		default:
+			old++
+		}
+		for _, repair := range []bool{false, true} {
+			if after := historyOf(t, root, key); !reflect.DeepEqual(after, before) {
+				t.Fatalf("round %d: history %+v; want %+v", r, after, before)
+			}
+			sess, _ := mustResolve(t, s, key, localJob())
+			want(t, sess, true, gates.Resumed)
+			if repair {
+				break
+			}
+			chkRun(t, s, true)
+		}
+		if found, _ := chkRun(t, s, false); len(found) != 0 {
+			t.Fatalf("round %d: check after the next repair: %+v", r, found)
+		}
+	}
+	t.Logf("a whole run %v; %d kills left the page invalid, %d written", span, old, written)
+}
