@@ -59,6 +59,14 @@ type Options struct {
 	// meta.db itself, which would wait for the open that called it until
 	// LockTimeout.
 	BeforeWrite func() error
+
+	// UndecodableHistory has a writer's open take a file whose history
+	// holds entries that do not decode, which it otherwise refuses as a
+	// reader would: for check --repair, whose one commit removes them
+	// (DropUndecodableHistory) and so leaves a file every reader takes.
+	// Anything else a reader would refuse is refused as before. No other
+	// writer may set it: its commit would land in a file readers refuse.
+	UndecodableHistory bool
 }
 
 func (o Options) timeout() time.Duration {

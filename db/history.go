@@ -97,6 +97,53 @@ func (tx *Tx) HistoryFull() error {
 	return err
 }
 
+// DropUndecodableHistory removes the entries of history/ that do not
+// decode (a value that is no entry, a key not 8 bytes long, a nested
+// bucket), each of which fails every read of the history, and so every
+// write of the key, and returns them as "<key in hex> (<n> bytes)", in
+// key order; none, it does nothing. The entries that decode stay as they
+// are, under their keys, and nothing else of the file changes: the key's
+// record and stamps stay. The caller commits it whole or not at all.
+func (tx *Tx) DropUndecodableHistory() ([]string, error) {
+	var dropped []string
+	err := tx.do("drop history", true, func() error {
+		b, err := tx.bucket(bucketHistory)
+		if b == nil {
+			return err
+		}
+		type bad struct {
+			k      []byte
+			bucket bool
+		}
+		var bads []bad
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			switch _, err := decodeHistory(k, v); {
+			case v == nil:
+				bads = append(bads, bad{slices.Clone(k), true})
+				dropped = append(dropped, keyHex(k)+" (a bucket)")
+			case err != nil:
+				bads = append(bads, bad{slices.Clone(k), false})
+				dropped = append(dropped, fmt.Sprintf("%s (%d bytes)", keyHex(k), len(v)))
+			}
+		}
+		for _, e := range bads {
+			del := b.Delete
+			if e.bucket {
+				del = b.DeleteBucket
+			}
+			if err := del(e.k); err != nil {
+				return fmt.Errorf("%s/%s: %w", bucketHistory, keyHex(e.k), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return dropped, nil
+}
+
 // Renumbered is what RenumberHistory did: how many entries it stored
 // again under 1, 2, ... (0: nothing done), and how many older ones,
 // beyond the ring of HistoryLimit, it dropped.

@@ -104,7 +104,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 				return nil, err
 			}
 		}
-		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, opts.BeforeWrite, deadline, opts.timeout())
+		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, !opts.UndecodableHistory, opts.BeforeWrite, deadline, opts.timeout())
 		if err == nil {
 			break
 		}
@@ -213,10 +213,10 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // through bbolt, which checks less than the snapshot decoder (key order,
 // for one), and issue 15 found promotions acknowledged into files that
 // every reader then refused.
-func openDB(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
+func openDB(dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
 	var copied fileID
 	var stamp fileStamp
-	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, before, deadline, &copied, &stamp)
+	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, history, before, deadline, &copied, &stamp)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 		var snap *snapshot
 		err := guard(func() (err error) {
 			if snap, err = readSnapshot(whole, meta); err == nil && write {
-				_, err = verify(snap)
+				_, err = verifyRecords(snap, history)
 			}
 			return err
 		})
@@ -292,7 +292,7 @@ func openDB(dirfd int, name string, write, gated bool, before func() error, dead
 			// A file too large for a snapshot was not verified above: its
 			// writer reads every record here, through bbolt, guarded.
 			if write && whole == nil {
-				_, err := verify(boltRoot{tx})
+				_, err := verifyRecords(boltRoot{tx}, history)
 				return err
 			}
 			return nil

@@ -24,7 +24,7 @@ import (
 // own (ownFile; before is Options.BeforeWrite); *copied is then set to the
 // file that was at the name. *stamp is the file's when its pages were
 // read: a file written while they were is ErrDamaged (see fileStamp).
-func openFileLocked(dirfd int, name string, write, gated bool, before func() error, deadline time.Time, copied *fileID, stamp *fileStamp) (file *os.File, whole []byte, meta MetaPages, err error) {
+func openFileLocked(dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, copied *fileID, stamp *fileStamp) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -145,7 +145,7 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 		// file too large for a snapshot is read through bbolt, on the
 		// copy, after it (openDB).
 		if whole != nil {
-			if err := verifyWhole(whole, meta); err != nil {
+			if err := verifyWhole(whole, meta, history); err != nil {
 				return fail(pathErr("open", name, err))
 			}
 		}
@@ -170,11 +170,11 @@ func openFileLocked(dirfd int, name string, write, gated bool, before func() err
 
 // verifyWhole reads the pre-checked pages whole as a writer's open reads
 // them (openDB), a fault or a panic being damage.
-func verifyWhole(whole []byte, meta MetaPages) error {
+func verifyWhole(whole []byte, meta MetaPages, history bool) error {
 	err := guard(func() error {
 		snap, err := readSnapshot(whole, meta)
 		if err == nil {
-			_, err = verify(snap)
+			_, err = verifyRecords(snap, history)
 		}
 		return err
 	})

@@ -124,7 +124,12 @@ func checkBuckets(root rootView, schema uint64) error {
 // its schema promises, every sidecar and every history entry, and returns
 // the first reason a reader would refuse it. A writer runs it before it
 // writes anything, so that it never commits into a file a reader refuses.
-func verify(root rootView) (Meta, error) {
+func verify(root rootView) (Meta, error) { return verifyRecords(root, true) }
+
+// verifyRecords is verify, the history read only where history is true:
+// a writer's open for DropUndecodableHistory, whose commit removes the
+// entries a reader would refuse (Options.UndecodableHistory).
+func verifyRecords(root rootView, history bool) (Meta, error) {
 	m, err := readMeta(root, SchemaVersion)
 	if err != nil {
 		return m, err
@@ -137,7 +142,7 @@ func verify(root rootView) (Meta, error) {
 			return m, err
 		}
 	}
-	if b := root.bucket(bucketHistory); b != nil {
+	if b := root.bucket(bucketHistory); b != nil && history {
 		if _, err := readHistory(b, 0); err != nil {
 			return m, err
 		}

@@ -117,8 +117,11 @@ type Finding struct {
 	// historyFull: record-undecodable for a history whose newest entry
 	// holds the last sequence number, all else of meta.db decoding.
 	historyFull bool
-	hardLink    bool // link: a file with more than one name, not a symbolic link
-	keyFile     bool // link: and that file is the key's meta.db or current.jsonl
+	// historyDamaged: record-undecodable for history entries that do not
+	// decode, the record, stamps and meta/ decoding.
+	historyDamaged bool
+	hardLink       bool // link: a file with more than one name, not a symbolic link
+	keyFile        bool // link: and that file is the key's meta.db or current.jsonl
 	// examinedDB is meta.db as the look that found a damage finding saw
 	// it, for a repair to move aside only that file, unchanged since.
 	examinedDB *unix.Stat_t

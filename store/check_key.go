@@ -424,24 +424,33 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 		add(path, KindRecordUndecodable, "%v (%s)", k.metaErr, s.unreadableMetaResolves(k))
 		return nil
 	}
-	var full error
-	err := k.meta.View(func(tx *db.Tx) error {
-		if _, err := tx.Meta(); err != nil {
-			return err
-		}
-		if _, err := tx.History(0); err != nil {
-			return err
-		}
-		// A history whose newest entry holds the last sequence number
-		// decodes, but wedges every write of the key.
-		full = tx.HistoryFull()
-		return nil
-	})
+	// The history is read in a transaction of its own: a read that fails
+	// fails its whole transaction, and an entry that does not decode,
+	// where meta/ does, is the history's alone.
+	var hist, full error
+	err := k.meta.View(func(tx *db.Tx) error { _, err := tx.Meta(); return err })
+	if err == nil {
+		hist = k.meta.View(func(tx *db.Tx) error {
+			if _, err := tx.History(0); err != nil {
+				return err
+			}
+			// A history whose newest entry holds the last sequence number
+			// decodes, but wedges every write of the key.
+			full = tx.HistoryFull()
+			return nil
+		})
+	}
 	switch {
 	case errors.Is(err, db.ErrDamaged):
 		add(path, KindRecordUndecodable, "%v", err)
 	case err != nil:
 		add(path, KindUnreadable, "%v", err)
+	case errors.Is(hist, db.ErrDamaged):
+		// Only history entries: the record and stamps decoded (the open
+		// read them). --repair drops the entries in place.
+		add(path, KindRecordUndecodable, "%v", hist).historyDamaged = true
+	case hist != nil:
+		add(path, KindUnreadable, "%v", hist)
 	case errors.Is(full, db.ErrDamaged):
 		// Only its numbering is wrong: --repair renumbers it in place.
 		add(path, KindRecordUndecodable, "%v", full).historyFull = true

@@ -26,7 +26,8 @@ import (
 // then a meta.db shown to be damaged is moved aside (a deep check that did
 // not complete shows nothing, and moves nothing), or, where its one fault
 // is a history at the last sequence number, that history is numbered
-// again in place, or where it is an invalid meta page whose other page
+// again in place, or where it is history entries that do not decode,
+// those are removed in place, or where it is an invalid meta page whose other page
 // describes the transcript in place, that page is written again by a
 // commit (the record and stamps are the conversation's, and sound); then
 // every temp that no
@@ -100,7 +101,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		case KindMetaPageInvalid:
 			invalidPage = true
 		case KindMetaDamaged, KindMetaCheckFailed, KindRecordUndecodable:
-			damaged = damaged || !f.historyFull && !f.unproven
+			damaged = damaged || !f.historyFull && !f.historyDamaged && !f.unproven
 			other = true
 		}
 	}
@@ -132,6 +133,17 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			damaged = true
 		}
 		switch {
+		case f.historyDamaged && !damaged:
+			dropped, err := s.dropUndecodableHistory(root, name)
+			dbTouched = dbTouched || len(dropped) > 0
+			switch {
+			case err != nil:
+				f.notRepaired(err)
+			case len(dropped) == 0:
+				f.Repair = "left as is: every history entry decodes now (meta.db written since it was found)"
+			default:
+				f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), the others kept as they were; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", ")), true
+			}
 		case f.historyFull && !damaged:
 			did, err := s.renumberHistory(root, name)
 			dbTouched = dbTouched || did.Kept > 0
@@ -534,6 +546,50 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 // errMetaPageWritten is a meta page found invalid that a commit since
 // wrote again: nothing is left to do.
 var errMetaPageWritten = errors.New("both meta pages valid: a commit since wrote the invalid one again")
+
+// dropUndecodableHistory removes the history entries of key's meta.db
+// that do not decode (db's DropUndecodableHistory), in one commit under
+// the key's exclusive lock, and returns them. Each failed every read of
+// the history, so every promotion, refusal and reap of the key
+// (promote-failed), while the record and stamps decode and the key
+// resumes: moved aside for it, the conversation went with them. The
+// history is the audit of the key's writes, not its conversation; an
+// entry that does not decode says nothing a reader could use.
+func (s *Store) dropUndecodableHistory(root *os.File, key string) ([]string, error) {
+	kd, err := fsat.OpenDirAt(root, key)
+	if err != nil {
+		return nil, err
+	}
+	defer kd.Close()
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		return nil, err
+	}
+	// The one writer that opens a file whose history a reader refuses:
+	// its commit removes what the reader refuses.
+	opts := s.writerOptions("drop history", kd, key)
+	opts.UndecodableHistory = true
+	d, _, err := db.OpenSidecars(kd, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := stillAtKey("drop history", s.root, kd, key); err != nil {
+		return nil, err
+	}
+	var dropped []string
+	err = d.Update(func(tx *db.Tx) (err error) {
+		if dropped, err = tx.DropUndecodableHistory(); err == nil && len(dropped) == 0 {
+			return errNothingDropped // rolled back: no commit, the file as it was
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errNothingDropped) {
+		return nil, err
+	}
+	return dropped, nil
+}
+
+var errNothingDropped = errors.New("no history entry to drop")
 
 // renumberHistory numbers key's history again from 1 where its newest
 // entry holds the last sequence number (db's RenumberHistory: the ring's

@@ -1,0 +1,148 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sessdb/db"
+	"sessdb/gates"
+)
+
+// A history entry that does not decode fails every read of the history,
+// so every promotion of the key (promote-failed), while its record and
+// stamps decode and it resumes. check --repair moved the whole meta.db
+// aside for it: the key cold-started (meta-moved-aside) and its next job's
+// cold run replaced the conversation. Now the entries that do not decode
+// are removed in place, the others, the record and the stamps kept.
+func TestARepairDropsHistoryEntriesThatDoNotDecodeAndKeepsTheConversation(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "history")
+	before := historyOf(t, root, key)
+	if len(before) < 3 {
+		t.Fatalf("fixture: history %+v", before)
+	}
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+	chkWriteRaw(t, root, key, "history", "abc", []byte{0x80}) // a key not 8 bytes long
+	kept := slices.Delete(slices.Clone(before), 1, 2)
+
+	sess, _ := mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed) // what the repair must not take away
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("refused")...))
+	if res, err := s.Promote(sess, PromoteRequest{PiVersion: testPi}); err == nil || res.Promoted {
+		t.Fatalf("fixture: a promotion over the damaged history = %+v, %v; want it failed", res, err)
+	}
+
+	found, _ := chkRun(t, s, true)
+	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+	if f == nil || !f.Repaired || f.Remains || !strings.Contains(f.Repair, "removed") {
+		t.Fatalf("check --repair: %+v; want the entries removed, nothing remaining", found)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+		t.Fatalf("the repair moved meta.db aside: %v", aside)
+	}
+	if after := historyOf(t, root, key); !reflect.DeepEqual(after, kept) {
+		t.Fatalf("history after the repair %+v; want %+v", after, kept)
+	}
+	sess, _ = mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed)
+
+	// A second repair finds nothing, and changes nothing.
+	meta := chkDB(root, key)
+	st, raw := mustStat(t, meta), mustRead(t, meta)
+	if found, _ := chkRun(t, s, true); len(found) != 0 {
+		t.Fatalf("a second check --repair: %+v", found)
+	}
+	if now := mustStat(t, meta); !bytes.Equal(mustRead(t, meta), raw) || !now.ModTime().Equal(st.ModTime()) {
+		t.Fatal("a second check --repair changed meta.db")
+	}
+	if _, res := runJob(t, s, key, localJob(), PromoteRequest{}, "after"); !res.Promoted || res.Gen != uint64(len(before))+1 {
+		t.Fatalf("the promotion after the repair: %+v", res)
+	}
+}
+
+// A history entry that does not decode beside a sidecar that does not
+// either still takes meta.db aside: the record itself is damaged.
+func TestARepairMovesAsideDamagedHistoryBesideADamagedSidecar(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "history-and-sidecar")
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, 1)), []byte("not msgpack"))
+	chkWriteRaw(t, root, key, "sidecars", "venue", []byte{0xc1})
+	found, _ := chkRun(t, s, true)
+	if f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable); f == nil || !strings.Contains(f.Repair, "moved meta.db aside") {
+		t.Fatalf("check --repair: %+v; want meta.db moved aside", found)
+	}
+}
+
+// The removal killed at a random moment of a whole check --repair leaves
+// the history as it was (the next repair removes the entries) or without
+// them: never anything between, the record kept and the key resuming
+// either way.
+func TestAHistoryDropKilledLeavesTheEntriesOrNone(t *testing.T) {
+	rounds := 20
+	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d rounds", seed, rounds)
+	rng := rand.New(rand.NewSource(seed))
+	var span time.Duration
+	var old, dropped int
+	for r := 0; r <= rounds; r++ {
+		s, root, clock := newTestStore(t, gates.Bounds{})
+		key := chkKey(t, s, "killed")
+		before := historyOf(t, root, key)
+		kept := slices.Delete(slices.Clone(before), 1, 2)
+		chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
+			"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 {
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			span = time.Since(start)
+		} else {
+			time.Sleep(time.Duration(rng.Int63n(int64(span))))
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+		if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+			t.Fatalf("round %d: meta.db moved aside: %v", r, aside)
+		}
+		sess, _ := mustResolve(t, s, key, localJob())
+		want(t, sess, true, gates.Resumed)
+		found, _ := chkRun(t, s, false)
+		switch {
+		case r == 0 && len(found) != 0:
+			t.Fatalf("the whole run left %+v", found)
+		case r == 0:
+		case len(found) == 0:
+			dropped++
+		default:
+			old++
+			chkRun(t, s, true)
+		}
+		if after := historyOf(t, root, key); !reflect.DeepEqual(after, kept) {
+			t.Fatalf("round %d: history %+v; want %+v", r, after, kept)
+		}
+		sess, _ = mustResolve(t, s, key, localJob())
+		want(t, sess, true, gates.Resumed)
+	}
+	t.Logf("a whole run %v; %d kills left the entry, %d removed it", span, old, dropped)
+}
