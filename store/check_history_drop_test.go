@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A history entry that does not decode fails every read of the history,
@@ -145,4 +147,41 @@ func TestAHistoryDropKilledLeavesTheEntriesOrNone(t *testing.T) {
 		want(t, sess, true, gates.Resumed)
 	}
 	t.Logf("a whole run %v; %d kills left the entry, %d removed it", span, old, dropped)
+}
+
+// A promotion committed and not renamed (a crash between the two) in a key
+// whose history holds an entry that does not decode: the roll-forward's
+// open refuses the file as every writer's does, so the entries are
+// removed first, and one check --repair rolls the promotion forward.
+func TestARepairDropsDamagedHistoryBeforeItRollsForward(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "pending")
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PromoteAfterCommit {
+			return errors.New("crash between the commit and the rename")
+		}
+		return nil
+	})
+	sess, jobDir := mustResolve(t, s, key, localJob())
+	stage(t, jobDir, append(staged(t, jobDir), entryLine("pending")...))
+	_, err := s.Promote(sess, PromoteRequest{PiVersion: testPi})
+	faults.Set(nil)
+	if err == nil {
+		t.Fatal("the fault did not stop the promotion")
+	}
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, 1)), []byte("not msgpack"))
+
+	found, sum := chkRun(t, s, true)
+	failed := slices.ContainsFunc(found, func(f Finding) bool { return f.RepairFailed })
+	if sum.Remaining != 0 || failed {
+		t.Fatalf("check --repair: %+v, %+v; want nothing remaining, no repair failed", sum, found)
+	}
+	if f := chkFind(found, key+"/"+db.FileName, KindPendingPromotion); f == nil || !f.Repaired {
+		t.Fatalf("check --repair: %+v; want the promotion rolled forward", found)
+	}
+	sess, jobDir = mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed)
+	if !bytes.Contains(staged(t, jobDir), []byte("pending")) {
+		t.Fatal("the committed promotion is not what the key resumes")
+	}
 }

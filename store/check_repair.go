@@ -53,6 +53,31 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			}
 		}
 	}
+	// A history at the last sequence number is numbered again in place,
+	// the record and stamps kept, unless meta.db goes aside for other
+	// damage anyway. An invalid meta page in a file otherwise sound is
+	// written again by a commit where its valid page describes the
+	// transcript in place (a promotion writes on such a file too), and
+	// beside other damage goes aside with it.
+	damaged, invalidPage, other := false, false, false
+	for _, f := range found {
+		switch f.Kind {
+		case KindMetaPageInvalid:
+			invalidPage = true
+		case KindMetaDamaged, KindMetaCheckFailed, KindRecordUndecodable:
+			damaged = damaged || !f.historyFull && !f.historyDamaged && !f.unproven
+			other = true
+		}
+	}
+	pageOnly := invalidPage && !other
+	damaged = damaged || invalidPage && other
+	// History entries that do not decode fail every writer's open, the
+	// roll-forward's too: they go first, where nothing else is damaged.
+	for i := range found {
+		if f := &found[i]; f.historyDamaged && !damaged {
+			dbTouched = s.dropDamagedHistory(root, name, found, f) || dbTouched
+		}
+	}
 	for i := range found {
 		f := &found[i]
 		if f.Kind != KindPendingPromotion {
@@ -89,24 +114,6 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			f.Repair = "removed its temp, which did not match its record; the record stays pending, so a resolve serves the generation before it where that is in place (else promotion-lost); promotion temps removed"
 		}
 	}
-	// A history at the last sequence number is numbered again in place,
-	// the record and stamps kept, unless meta.db goes aside for other
-	// damage anyway. An invalid meta page in a file otherwise sound is
-	// written again by a commit where its valid page describes the
-	// transcript in place (a promotion writes on such a file too), and
-	// beside other damage goes aside with it.
-	damaged, invalidPage, other := false, false, false
-	for _, f := range found {
-		switch f.Kind {
-		case KindMetaPageInvalid:
-			invalidPage = true
-		case KindMetaDamaged, KindMetaCheckFailed, KindRecordUndecodable:
-			damaged = damaged || !f.historyFull && !f.historyDamaged && !f.unproven
-			other = true
-		}
-	}
-	pageOnly := invalidPage && !other
-	damaged = damaged || invalidPage && other
 	var aside string
 	var asideErr error
 	for i := range found {
@@ -134,16 +141,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		}
 		switch {
 		case f.historyDamaged && !damaged:
-			dropped, err := s.dropUndecodableHistory(root, name)
-			dbTouched = dbTouched || len(dropped) > 0
-			switch {
-			case err != nil:
-				f.notRepaired(err)
-			case len(dropped) == 0:
-				f.Repair = "left as is: every history entry decodes now (meta.db written since it was found)"
-			default:
-				f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), the others kept as they were; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", ")), true
-			}
+			// Done before the roll-forward (dropDamagedHistory).
 		case f.historyFull && !damaged:
 			did, err := s.renumberHistory(root, name)
 			dbTouched = dbTouched || did.Kept > 0
@@ -521,13 +519,7 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 	if m.Pages[0].Valid() && m.Pages[1].Valid() {
 		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errMetaPageWritten}
 	}
-	// A meta.db with a second name was given a file of its own by the
-	// open, the same bytes: the file found is the one it copied.
-	same := examined != nil && unchangedSince(kd, examined)
-	if dev, ino, copied := d.CopiedFrom(); copied {
-		same = examined != nil && dev == uint64(examined.Dev) && ino == uint64(examined.Ino)
-	}
-	if !same {
+	if !sameFileAsExamined(kd, d, examined) {
 		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errors.New("changed since its meta page was found invalid (a commit since?): check again")}
 	}
 	cur, err := currentBase(kd, sc)
@@ -547,6 +539,28 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 // wrote again: nothing is left to do.
 var errMetaPageWritten = errors.New("both meta pages valid: a commit since wrote the invalid one again")
 
+// dropDamagedHistory removes key's history entries that do not decode,
+// says on f what it did, and hands the file it left, as its proof, to the
+// steps after it; it reports whether it wrote meta.db.
+func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f *Finding) bool {
+	dropped, after, err := s.dropUndecodableHistory(root, key, f.examinedDB)
+	switch {
+	case fsat.IsNotExist(err):
+		f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to remove"
+	case err != nil:
+		f.notRepaired(err)
+	case len(dropped) == 0:
+		f.Repair = "left as is: every history entry decodes now (meta.db written since it was found)"
+	default:
+		f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), the others kept as they were; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", ")), true
+		for j := range found {
+			found[j].examinedDB = after
+		}
+		return true
+	}
+	return false
+}
+
 // dropUndecodableHistory removes the history entries of key's meta.db
 // that do not decode (db's DropUndecodableHistory), in one commit under
 // the key's exclusive lock, and returns them. Each failed every read of
@@ -555,14 +569,17 @@ var errMetaPageWritten = errors.New("both meta pages valid: a commit since wrote
 // resumes: moved aside for it, the conversation went with them. The
 // history is the audit of the key's writes, not its conversation; an
 // entry that does not decode says nothing a reader could use.
-func (s *Store) dropUndecodableHistory(root *os.File, key string) ([]string, error) {
+//
+// It acts on the file the look examined (examined), unchanged since, and
+// returns the file it left, for the steps after it to act on as proven.
+func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix.Stat_t) ([]string, *unix.Stat_t, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer kd.Close()
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The one writer that opens a file whose history a reader refuses:
 	// its commit removes what the reader refuses.
@@ -570,11 +587,14 @@ func (s *Store) dropUndecodableHistory(root *os.File, key string) ([]string, err
 	opts.UndecodableHistory = true
 	d, _, err := db.OpenSidecars(kd, opts, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.Close()
 	if err := stillAtKey("drop history", s.root, kd, key); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if !sameFileAsExamined(kd, d, examined) {
+		return nil, nil, &os.PathError{Op: "drop history", Path: d.Path(), Err: errors.New("changed since its history was found damaged: check again")}
 	}
 	var dropped []string
 	err = d.Update(func(tx *db.Tx) (err error) {
@@ -583,10 +603,31 @@ func (s *Store) dropUndecodableHistory(root *os.File, key string) ([]string, err
 		}
 		return err
 	})
-	if err != nil && !errors.Is(err, errNothingDropped) {
-		return nil, err
+	switch {
+	case errors.Is(err, errNothingDropped):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return dropped, nil
+	after, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil {
+		return dropped, nil, nil // no proof handed on: the steps after it leave the file
+	}
+	return dropped, &after, nil
+}
+
+// sameFileAsExamined reports whether d, a writer's open of kd's meta.db,
+// holds the file a look examined, unchanged since: the file at the name
+// as it was, or, where the open gave a hard-linked meta.db a file of its
+// own (the same bytes), the file it copied.
+func sameFileAsExamined(kd *os.File, d *db.DB, examined *unix.Stat_t) bool {
+	if examined == nil {
+		return false
+	}
+	if dev, ino, copied := d.CopiedFrom(); copied {
+		return dev == uint64(examined.Dev) && ino == uint64(examined.Ino)
+	}
+	return unchangedSince(kd, examined)
 }
 
 var errNothingDropped = errors.New("no history entry to drop")
