@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -99,24 +100,38 @@ func (d *DB) Check(max int) (problems []string, err error) {
 
 // coverInvalidMeta writes, over the copy's invalid meta page (if one is),
 // the page bbolt uses, under the invalid one's page id: what the next
-// commit writes there. bbolt's check reads both meta pages' headers before
-// anything else, and an invalid one (zeroed, torn) panics it there: a
-// check that reported the meta page InspectMeta already names
-// (meta-page-invalid), and looked at nothing of the commit in use. Covered,
-// the check walks that commit, and reports what is wrong with it only.
+// commit writes there; and gives a valid meta page whose header's id or
+// flags are not a meta page's (bytes its checksum does not cover, which
+// bbolt neither reads at its open nor keeps: each commit writes the whole
+// header of the page it writes) the header bbolt writes. bbolt's check
+// reads both meta pages' headers before anything else, and either fault
+// panicked it there: a check that reported an invalid meta page
+// InspectMeta already names (meta-page-invalid), or a header no open
+// reads, as an inconsistency (meta-check-failed, a file check --repair
+// moved aside), and looked at nothing of the commit in use. Covered, the
+// check walks that commit, and reports what is wrong with it only.
 func coverInvalidMeta(f *os.File, pages []byte, m MetaPages) error {
-	if m.Active < 0 || m.Pages[1-m.Active].Valid() {
+	if m.Active < 0 {
 		return nil
 	}
-	act, bad := m.Pages[m.Active], m.Pages[1-m.Active]
-	if act.Offset+int64(m.PageSize) > int64(len(pages)) {
-		return nil
-	}
-	p := make([]byte, m.PageSize)
-	copy(p, pages[act.Offset:])
-	nativeEndian.PutUint64(p, uint64(1-m.Active)) // the page header's id
-	if _, err := f.WriteAt(p, bad.Offset); err != nil {
-		return fmt.Errorf("check copy: %w", err)
+	for i, mp := range m.Pages {
+		src := mp.Offset
+		if !mp.Valid() {
+			src = m.Pages[m.Active].Offset
+		}
+		if src+int64(m.PageSize) > int64(len(pages)) || mp.Offset+int64(m.PageSize) > int64(len(pages)) {
+			continue
+		}
+		p := make([]byte, m.PageSize)
+		copy(p, pages[src:])
+		nativeEndian.PutUint64(p, uint64(i))        // the header's id
+		nativeEndian.PutUint16(p[8:], metaPageFlag) // and its flags
+		if bytes.Equal(p, pages[mp.Offset:mp.Offset+int64(m.PageSize)]) {
+			continue
+		}
+		if _, err := f.WriteAt(p, mp.Offset); err != nil {
+			return fmt.Errorf("check copy: %w", err)
+		}
 	}
 	return nil
 }

@@ -8,22 +8,40 @@ import (
 )
 
 // bbolt's check reads both meta pages' headers first, and one that is
-// invalid (zeroed) panicked it there: Check returned that panic as its one
-// problem, a meta page InspectMeta already names, and checked nothing of
-// the commit bbolt uses: a sound file was reported inconsistent (check
+// invalid (zeroed), or a valid one whose header's id is not its own (a
+// byte no checksum covers and no open reads), panicked it there: Check
+// returned that panic as its one problem, and checked nothing of the
+// commit bbolt uses: a sound file was reported inconsistent (check
 // --repair moved it aside as meta-check-failed), and a file whose commit
 // was inconsistent said only the panic. Now the commit in use is walked,
-// whichever page is invalid.
+// whichever page is damaged.
 func TestCheckWalksTheCommitInUsePastAnInvalidMetaPage(t *testing.T) {
+	zero := func(i func(MetaPages) int) func([]byte, MetaPages) {
+		return func(file []byte, m MetaPages) {
+			z := m.Pages[i(m)].Offset
+			clear(file[z : z+int64(m.PageSize)])
+		}
+	}
+	// The header's id, which neither the meta's checksum covers nor
+	// bbolt's open reads.
+	header := func(i func(MetaPages) int) func([]byte, MetaPages) {
+		return func(file []byte, m MetaPages) { file[m.Pages[i(m)].Offset] ^= 0x06 }
+	}
+	spare := func(m MetaPages) int { return 1 - m.Active }
+	newest := func(m MetaPages) int { return m.Active }
 	for _, c := range []struct {
-		name  string
-		zero  func(m MetaPages) int // the meta page zeroed
-		extra int                   // unreachable pages added to the commits
+		name    string
+		damage  func(file []byte, m MetaPages)
+		invalid bool // the damage makes a meta page invalid
+		extra   int  // unreachable pages added to the commits
 	}{
-		{"the spare page zeroed", func(m MetaPages) int { return 1 - m.Active }, 0},
-		{"the newest page zeroed", func(m MetaPages) int { return m.Active }, 0},
-		{"the spare page zeroed, pages unreachable", func(m MetaPages) int { return 1 - m.Active }, 3},
-		{"the newest page zeroed, pages unreachable", func(m MetaPages) int { return m.Active }, 3},
+		{"the spare page zeroed", zero(spare), true, 0},
+		{"the newest page zeroed", zero(newest), true, 0},
+		{"the spare page zeroed, pages unreachable", zero(spare), true, 3},
+		{"the newest page zeroed, pages unreachable", zero(newest), true, 3},
+		{"the spare page's header id flipped", header(spare), false, 0},
+		{"the newest page's header id flipped", header(newest), false, 0},
+		{"the newest page's header id flipped, pages unreachable", header(newest), false, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			kd := makeDB(t, 3)
@@ -46,8 +64,7 @@ func TestCheckWalksTheCommitInUsePastAnInvalidMetaPage(t *testing.T) {
 				}
 				file = append(file[:m.HighWater()], make([]byte, hw-m.HighWater())...)
 			}
-			z := m.Pages[c.zero(m)].Offset
-			clear(file[z : z+int64(m.PageSize)])
+			c.damage(file, m)
 			if err := os.WriteFile(kd.db, file, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -57,8 +74,8 @@ func TestCheckWalksTheCommitInUsePastAnInvalidMetaPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if p := r.MetaPages(); p.Pages[0].Valid() == p.Pages[1].Valid() {
-				t.Fatalf("fixture: meta pages %+v; want one invalid", p.Pages)
+			if p := r.MetaPages(); (p.Pages[0].Valid() && p.Pages[1].Valid()) == c.invalid {
+				t.Fatalf("fixture: meta pages %+v; want one invalid: %v", p.Pages, c.invalid)
 			}
 			problems, err := r.Check(100)
 			if err != nil || len(problems) != c.extra {

@@ -18,6 +18,7 @@ const (
 	metaSize       = 64 // magic, version, pageSize, flags u32; root {pgid, seq}; freelist, pgid, txid, checksum u64
 	metaSumBytes   = 56 // the checksum covers the meta up to the checksum field
 	freelistFlag   = 0x10
+	metaPageFlag   = 0x04
 	noFreelist     = ^uint64(0) // the freelist id of a file written with NoFreelistSync
 	firstMetaRead  = 0x1000     // bbolt reads this much at offset 0 to find the page size
 )
