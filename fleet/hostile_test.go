@@ -390,6 +390,35 @@ func TestARecordNameLongerThanAFileNameIsOnlyANotice(t *testing.T) {
 	f.holds(key, "one", 1)
 }
 
+// The other half of that rule: a record's name that is no key is looked
+// up in the transcripts dir when the dir's listing has an entry by that
+// name, and the entry is reported beside the record, as every entry that
+// is no key is. Nothing else held it: skipping the lookup of every such
+// name that has a record passed every test, and the entry went
+// unreported.
+func TestANameThatIsNoKeyInEtcdAndInTheDirIsReportedInBoth(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	f.run(store.Key("github", "hostile", "both"), "one")
+	const name = "not-a-key"
+	if err := os.Mkdir(filepath.Join(f.dir, name), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/record/"+name, "x"); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	sum, err := f.b.Check(t.Context(), CheckOptions{}, func(fd store.Finding) error {
+		found = append(found, fd.Path+" "+string(fd.Kind))
+		return nil
+	})
+	want := []string{f.prefix + "/record/" + name + " " + string(store.KindNotAKey), name + " " + string(store.KindNotAKey)}
+	if err != nil || sum.Problems != 0 || !slices.Equal(found, want) {
+		t.Errorf("check = %+v, %v, found %q; want %q", sum, err, found, want)
+	}
+}
+
 // A key under a key's history dir with a path of more than one segment
 // (another tool's, or another fleet's nested under it), whose last
 // segment is a slot's name and whose value is an entry (here a copy of
