@@ -39,34 +39,24 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			return w.root, 0o500, "failed        " + workerKey
 		}},
 		{"restore, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
-			// Moved aside by hand, its history without a reaping entry:
-			// a promotion that landed after its reap was killed.
-			aside := ".reaped-" + workerKey + "-0123456789abcdef"
-			if err := os.Rename(filepath.Join(w.root, workerKey), filepath.Join(w.root, aside)); err != nil {
-				t.Fatal(err)
-			}
+			aside := landedAside(t, w)
 			return w.root, 0o500, "failed        " + aside
 		}},
+		{"restore, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			aside := landedAside(t, w)
+			return filepath.Join(w.root, aside, "meta.db"), 0o400, "failed        " + aside
+		}},
 		{"finish, reap-owned dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
-			// A reap killed after its rename: its reaping entry last.
-			faults.Set(func(p faults.Point) error {
-				if p == faults.ReapAfterRename {
-					return syscall.EIO
-				}
-				return nil
-			})
-			defer faults.Set(nil)
-			later := func() time.Time { return clock().Add(30 * 24 * time.Hour) }
-			s, err := store.New(w.root, store.Options{Now: later, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Reap(false)
-			aside, _ := filepath.Glob(filepath.Join(w.root, store.ReapedPrefix+workerKey+"-*"))
-			if len(aside) != 1 {
-				t.Fatalf("no reap-owned dir: %v", aside)
-			}
-			return aside[0], 0o500, "failed        " + filepath.Base(aside[0])
+			aside := killedReapsAside(t, w)
+			return aside, 0o500, "failed        " + filepath.Base(aside)
+		}},
+		{"finish, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			aside := killedReapsAside(t, w)
+			return w.root, 0o500, "failed        " + filepath.Base(aside)
+		}},
+		{"finish, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			aside := killedReapsAside(t, w)
+			return filepath.Join(aside, "meta.db"), 0o400, "failed        " + filepath.Base(aside)
 		}},
 		{"empty key dir, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			const empty = "1123456789abcdef0123456789abcdef"
@@ -80,14 +70,12 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			return w.root, 0o500, "failed        " + empty
 		}},
 		{"sweep, key dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
-			temp := filepath.Join(w.root, workerKey, ".current.jsonl.tmp-0123456789abcdef")
-			if err := os.WriteFile(temp, []byte(header), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			old := clock().Add(-2 * time.Hour)
-			os.Chtimes(temp, old, old)
-			os.Chown(temp, nobody, nobody)
+			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
+		}},
+		{"sweep, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			strayTemp(t, w)
+			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,7 +90,7 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			}
 			clock = now
 			readOnly, mode, listed := c.setUp(w)
-			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || strings.Contains(out, "failed") || !strings.Contains(out, "would ") {
+			if code, out, errs := w.runAs("reap", "--dry-run", w.root); code != exitOK || strings.Contains(out, "failed") || len(reapPlans(out)) == 0 {
 				t.Fatalf("dry run with every bit: exit %d; want 0, something to do, nothing failed\n%s%s", code, out, errs)
 			}
 			if err := os.Chmod(readOnly, mode); err != nil {
@@ -110,8 +98,8 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			}
 			before := tree(t, w.root)
 			code, out, errs := w.runAs("reap", "--dry-run", w.root)
-			if code != exitFault || !strings.Contains(out, listed) || !strings.Contains(errs, "permission denied") {
-				t.Errorf("dry run: exit %d; want 1, %q, permission denied\nstdout:\n%s\nstderr:\n%s", code, listed, out, errs)
+			if code != exitFault || !strings.Contains(out, listed) || !strings.Contains(errs, "permission denied") || len(reapPlans(out)) > 0 {
+				t.Errorf("dry run: exit %d; want 1, %q, permission denied, nothing it would do\nstdout:\n%s\nstderr:\n%s", code, listed, out, errs)
 			}
 			if tree(t, w.root) != before {
 				t.Error("the dry run changed the root")
@@ -122,4 +110,69 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			os.Chmod(readOnly, 0o700) // for the cleanup, when nobody owns base
 		})
 	}
+}
+
+// landedAside moves w's key aside by hand, as a reap killed after its
+// rename leaves it, its history without a reaping entry: a promotion that
+// landed after its reap was killed, which a reap restores. It returns the
+// reap-owned name.
+func landedAside(t *testing.T, w nobodysWorker) string {
+	t.Helper()
+	aside := ".reaped-" + workerKey + "-0123456789abcdef"
+	if err := os.Rename(filepath.Join(w.root, workerKey), filepath.Join(w.root, aside)); err != nil {
+		t.Fatal(err)
+	}
+	return aside
+}
+
+// killedReapsAside is the reap-owned dir of w's key that a reap killed
+// after its rename leaves, its reaping entry last, which a reap finishes
+// (removes). It returns the dir's path.
+func killedReapsAside(t *testing.T, w nobodysWorker) string {
+	t.Helper()
+	// A reap killed after its rename: its reaping entry last.
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapAfterRename {
+			return syscall.EIO
+		}
+		return nil
+	})
+	defer faults.Set(nil)
+	later := func() time.Time { return clock().Add(30 * 24 * time.Hour) }
+	s, err := store.New(w.root, store.Options{Now: later, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Reap(false)
+	aside, _ := filepath.Glob(filepath.Join(w.root, store.ReapedPrefix+workerKey+"-*"))
+	if len(aside) != 1 {
+		t.Fatalf("no reap-owned dir: %v", aside)
+	}
+	return aside[0]
+}
+
+// strayTemp leaves a promotion's temp in w's key dir, older than a sweep
+// spares, which a reap of the key it keeps removes.
+func strayTemp(t *testing.T, w nobodysWorker) {
+	t.Helper()
+	temp := filepath.Join(w.root, workerKey, ".current.jsonl.tmp-0123456789abcdef")
+	if err := os.WriteFile(temp, []byte(header), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := clock().Add(-2 * time.Hour)
+	os.Chtimes(temp, old, old)
+	os.Chown(temp, nobody, nobody)
+}
+
+// reapPlans is the lines of a dry run's text that say what it would do.
+func reapPlans(out string) []string {
+	var plans []string
+	for _, l := range strings.Split(out, "\n") {
+		for _, verb := range []string{"would remove  ", "would finish  ", "would restore  "} {
+			if strings.HasPrefix(l, verb) {
+				plans = append(plans, l)
+			}
+		}
+	}
+	return plans
 }

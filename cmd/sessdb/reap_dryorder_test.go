@@ -41,3 +41,59 @@ func TestAReapsDryRunOfALegacyKeyFailsFirstWhereItsRunDoes(t *testing.T) {
 		t.Errorf("dry run: exit %d; want 1, the key failed on its key dir, as its run\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// An expired key whose dir and sessions root its runner may not write:
+// the run locks the key (its meta.db, which it may write) and fails
+// renaming the dir under the root, before it writes in the dir; the dry
+// run names the root too, not the key dir the run never reaches.
+func TestAReapsDryRunOfAnExpiredKeyFailsFirstWhereItsRunDoes(t *testing.T) {
+	w := newNobodysWorker(t)
+	now := clock
+	t.Cleanup(func() { clock = now })
+	clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote: %s", promoted)
+	}
+	clock = now
+	kd := filepath.Join(w.root, workerKey)
+	for _, dir := range []string{kd, w.root} {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.Chmod(w.root, 0o700); os.Chmod(kd, 0o700) })
+	code, out, errs := w.runAs("reap", w.root)
+	if code != exitFault || !strings.Contains(out, "failed        "+workerKey+"  (") || !strings.Contains(out, "permission denied") {
+		t.Fatalf("run: exit %d; want 1, the key failed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = w.runAs("reap", "--dry-run", w.root)
+	if code != exitFault || !strings.Contains(out, "failed        "+workerKey+"  (access "+w.root+": permission denied)") {
+		t.Errorf("dry run: exit %d; want 1, the key failed on the sessions root, as its run\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// An empty key dir idle past the TTL is removed by one rmdir, which asks
+// nothing of the dir itself: one its runner may not write (0500) in a
+// root it may is removed by the run, and its dry run says so.
+func TestAReapsDryRunOfAnEmptyKeyDirAsksOnlyTheRoot(t *testing.T) {
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote: %s", promoted)
+	}
+	const empty = "1123456789abcdef0123456789abcdef"
+	dir := filepath.Join(w.root, empty)
+	if err := os.Mkdir(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(dir, nobody, nobody)
+	old := clock().Add(-30 * 24 * time.Hour)
+	os.Chtimes(dir, old, old)
+	code, out, errs := w.runAs("reap", "--dry-run", w.root)
+	if plans := reapPlans(out); code != exitOK || len(plans) != 1 || !strings.Contains(plans[0], empty) {
+		t.Errorf("dry run: exit %d; want 0, the empty key dir removed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = w.runAs("reap", w.root)
+	if _, err := os.Lstat(dir); code != exitOK || !os.IsNotExist(err) {
+		t.Errorf("run: exit %d, the dir: %v; want 0, removed\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
+	}
+}
