@@ -397,17 +397,20 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	}
 	switch {
 	case landed && dryRun:
-		// What the restore below would meet at the key: a name taken by
-		// anything but an empty directory fails it.
+		// The run opens the dir's meta.db as a writer first
+		// (reapedState), then meets the key: a name taken by anything
+		// but an empty directory fails it; then it renames the dir under
+		// root.
+		if err := allowed(kd); err != nil {
+			return false, err
+		}
 		if taken, err := keyNameTaken(root, key); err != nil || taken {
 			if err == nil {
 				err = fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)
 			}
 			return false, err
 		}
-		// The run renames the dir under root, and opens its meta.db as
-		// a writer first.
-		err := allowed(kd, root)
+		err := allowed(nil, root)
 		return err == nil, err
 	case landed:
 		err := s.renameDirNoReplace(root, name, key)
@@ -427,13 +430,19 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		}
 		return true, s.disk.syncDir(root)
 	case dryRun:
-		// What the removal below would refuse (removeAside), and what
-		// it needs: to write in kd and under root, and to open kd's
-		// meta.db as a writer first.
+		// What the removal below needs, in the order the run meets it:
+		// the dir's meta.db, where it has one, opened as a writer
+		// (reapedState); then what removeAside refuses; then to write
+		// in kd and under root.
+		if d != nil {
+			if err := allowed(kd); err != nil {
+				return false, err
+			}
+		}
 		if err := onlyTheStores(kd, name); err != nil {
 			return false, err
 		}
-		return false, allowed(kd, kd, root)
+		return false, allowed(nil, kd, root)
 	}
 	return false, s.removeAside(root, kd, name, d)
 }

@@ -97,3 +97,53 @@ func TestAReapsDryRunOfAnEmptyKeyDirAsksOnlyTheRoot(t *testing.T) {
 		t.Errorf("run: exit %d, the dir: %v; want 0, removed\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
 	}
 }
+
+// A reap-owned dir whose meta.db its runner may only read: the run opens
+// the meta.db as a writer first, and fails on it, before it meets what
+// it would refuse (something in a dir it finishes that is not the
+// store's; a dir a promotion landed in whose key is taken again); the
+// dry run fails on the meta.db too, not on what the run never reaches.
+func TestAReapsDryRunOfAReapOwnedDirFailsFirstWhereItsRunDoes(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setUp func(w nobodysWorker) (aside string)
+	}{
+		{"finish, with a file not the store's", func(w nobodysWorker) string {
+			aside := killedReapsAside(t, w)
+			if err := os.WriteFile(filepath.Join(aside, "notes.txt"), []byte("mine"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Chown(filepath.Join(aside, "notes.txt"), nobody, nobody)
+			return aside
+		}},
+		{"restore, its key taken again", func(w nobodysWorker) string {
+			aside := filepath.Join(w.root, landedAside(t, w))
+			if err := os.MkdirAll(filepath.Join(w.root, workerKey, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chown(filepath.Join(w.root, workerKey), nobody, nobody)
+			os.Chown(filepath.Join(w.root, workerKey, "sub"), nobody, nobody)
+			return aside
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newNobodysWorker(t)
+			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("promote: %s", promoted)
+			}
+			aside := c.setUp(w)
+			if err := os.Chmod(filepath.Join(aside, "meta.db"), 0o400); err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Base(aside)
+			code, out, errs := w.runAs("reap", w.root)
+			if code != exitFault || !strings.Contains(out, "failed        "+name+"  (") || !strings.Contains(out, "permission denied") {
+				t.Fatalf("run: exit %d; want 1, the dir failed on its meta.db\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			code, out, errs = w.runAs("reap", "--dry-run", w.root)
+			if code != exitFault || !strings.Contains(out, "failed        "+name+"  (access "+name+"/meta.db: permission denied)") {
+				t.Errorf("dry run: exit %d; want 1, the dir failed on its meta.db, as its run\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+		})
+	}
+}
