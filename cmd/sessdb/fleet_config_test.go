@@ -390,5 +390,11 @@ func TestAnEtcdUserInEtcdctlsUserPasswordFormIsRefusedUnquoted(t *testing.T) {
 		if strings.Contains(errs, fleetSecret) {
 			t.Errorf("%s=%q: the password is on stderr: %q", name, c.user, errs)
 		}
+		// Given by the flag, the password was on a command line every
+		// user of the host can read: the line says to change it; from
+		// the environment, it was not, and the line does not.
+		if strings.Contains(errs, "change that password") != c.flag {
+			t.Errorf("%s=%q: stderr %q; want it to say to change the password only where it was on the command line", name, c.user, errs)
+		}
 	}
 }

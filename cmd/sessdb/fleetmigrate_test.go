@@ -157,18 +157,19 @@ func TestMigrateRefusesATranscriptsDirThatIsTheRootItMoves(t *testing.T) {
 		env  string // PI_SESSIONS_TRANSCRIPTS_DIR
 		args []string
 		name string // the knob the line names
+		root string // the setting it names that gave the root
 	}{
-		{root, []string{"--to", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
-		{root + "/", []string{"--to", "etcd", "--json", "--sessions-dir", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
-		{f.dir, []string{"--to", "etcd", "--transcripts-dir=" + root, root}, "--transcripts-dir"},
-		{link, []string{"--to", "etcd", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
-		{root, []string{"--from", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
-		{root, []string{"--to", "etcd", "--dry-run", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{root, []string{"--to", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR", "the DIR argument"},
+		{root + "/", []string{"--to", "etcd", "--json", "--sessions-dir", root}, "PI_SESSIONS_TRANSCRIPTS_DIR", "--sessions-dir"},
+		{f.dir, []string{"--to", "etcd", "--transcripts-dir=" + root, root}, "--transcripts-dir", "the DIR argument"},
+		{link, []string{"--to", "etcd", root}, "PI_SESSIONS_TRANSCRIPTS_DIR", "the DIR argument"},
+		{root, []string{"--from", "etcd", "--json", root}, "PI_SESSIONS_TRANSCRIPTS_DIR", "the DIR argument"},
+		{root, []string{"--to", "etcd", "--dry-run", root}, "PI_SESSIONS_TRANSCRIPTS_DIR", "the DIR argument"},
 	} {
 		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", c.env)
 		code, out, errs := runMigrateCLI(t, c.args...)
-		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) || !strings.Contains(errs, "sessions root") {
-			t.Errorf("PI_SESSIONS_TRANSCRIPTS_DIR=%s migrate %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the sessions root", c.env, c.args, code, out, errs, c.name)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) || !strings.Contains(errs, "the sessions root this migration moves ("+c.root+")") {
+			t.Errorf("PI_SESSIONS_TRANSCRIPTS_DIR=%s migrate %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the sessions root this migration moves (%s)", c.env, c.args, code, out, errs, c.name, c.root)
 		}
 		if got := names(); !slices.Equal(got, before) {
 			t.Fatalf("migrate %q changed the root: %q, was %q", c.args, got, before)
