@@ -147,3 +147,33 @@ func TestAReapsDryRunOfAReapOwnedDirFailsFirstWhereItsRunDoes(t *testing.T) {
 		})
 	}
 }
+
+// A reap-owned dir a killed reap left with no meta.db (it removes the
+// meta.db last) opens none: its run meets what is not the store's first,
+// whatever the dir's mode, and so does its dry run, which asks for no
+// meta.db, nor the right to make one.
+func TestAReapsDryRunOfAReapOwnedDirWithoutAMetaDBAsksForNone(t *testing.T) {
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote: %s", promoted)
+	}
+	aside := killedReapsAside(t, w)
+	if err := os.Remove(filepath.Join(aside, "meta.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(aside, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(filepath.Join(aside, "notes.txt"), nobody, nobody)
+	if err := os.Chmod(aside, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(aside, 0o700) })
+	name := filepath.Base(aside)
+	for _, args := range [][]string{{"reap", w.root}, {"reap", "--dry-run", w.root}} {
+		code, out, errs := w.runAs(args...)
+		if code != exitFault || !strings.Contains(out, "failed        "+name+"  (remove "+name+`: "notes.txt" is a regular file, not the store's`) {
+			t.Errorf("%q: exit %d; want 1, the dir failed on the file not the store's\nstdout:\n%s\nstderr:\n%s", args, code, out, errs)
+		}
+	}
+}
