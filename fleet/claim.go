@@ -165,9 +165,11 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	// A dir of key dirs holding a sessions root's files is a sessions
 	// root (a worker's old PI_SESSIONS_DIR given as the transcripts dir),
 	// never a fleet's dir from before marks: marked, every promotion would
-	// write its generation there, where no other host reads it.
+	// write its generation there, where no other host reads it. A fleet
+	// with no record is refused such a dir anyway, but told what it is,
+	// not that its key dirs are another fleet's, to be moved aside.
 	rootFile := ""
-	if has && len(keys) > 0 {
+	if len(keys) > 0 {
 		rootFile = sessionsRootFile(root, keys)
 	}
 	if (has && id == "" || has == (len(keys) > 0)) && rootFile == "" {
