@@ -125,6 +125,41 @@ func TestARepairMovesAsideAFallBackThatDoesNotDescribeTheTranscript(t *testing.T
 	}
 }
 
+// A deep check that did not complete (it timed out, its child was killed)
+// proves nothing, and moves nothing: beside an invalid meta page whose
+// other page describes the transcript, the repair took it for other damage
+// and moved meta.db aside, the record, stamps and history with it, while
+// saying of the same check "nothing is moved without proof". The page is
+// written again as where the check completed, and the check is left to run
+// again.
+func TestAnInvalidMetaPageBesideADeepCheckThatDidNotCompleteIsNotMovedAside(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "slow-check")
+	m := chkMeta(t, root, key)
+	writeAtFile(t, chkDB(root, key), make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
+	before := historyOf(t, root, key)
+
+	found := chkRunDeep(t, s, key, DeepResult{Incomplete: "it timed out"})
+	f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid)
+	if f == nil || !f.Repaired || strings.Contains(f.Repair, "aside") {
+		t.Fatalf("check --repair: %+v; want the page written again, nothing moved aside", found)
+	}
+	if c := chkFind(found, key+"/"+db.FileName, KindMetaCheckFailed); c == nil || c.Repaired || !strings.Contains(c.Repair, "left as is") {
+		t.Fatalf("check --repair: %+v; want the check that did not complete left as is", found)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+		t.Fatalf("the repair moved meta.db aside: %v", aside)
+	}
+	if m := chkMeta(t, root, key); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
+		t.Fatalf("meta pages after the repair %+v; want both valid", m.Pages)
+	}
+	sess, _ := mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed)
+	if after := historyOf(t, root, key); !reflect.DeepEqual(after, before) {
+		t.Fatalf("history after the repair %+v; want %+v", after, before)
+	}
+}
+
 func writeAtFile(t *testing.T, path string, b []byte, off int64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)

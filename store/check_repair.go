@@ -58,7 +58,8 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 	// damage anyway. An invalid meta page in a file otherwise sound is
 	// written again by a commit where its valid page describes the
 	// transcript in place (a promotion writes on such a file too), and
-	// beside other damage goes aside with it.
+	// beside other damage goes aside with it. A deep check that did not
+	// complete is no damage: it proves nothing, and moves nothing.
 	damaged, invalidPage, other := false, false, false
 	for _, f := range found {
 		switch f.Kind {
@@ -66,7 +67,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			invalidPage = true
 		case KindMetaDamaged, KindMetaCheckFailed, KindRecordUndecodable:
 			damaged = damaged || !f.historyFull && !f.historyDamaged && !f.unproven
-			other = true
+			other = other || !f.unproven
 		}
 	}
 	pageOnly := invalidPage && !other
