@@ -160,6 +160,47 @@ func TestAnInvalidMetaPageBesideADeepCheckThatDidNotCompleteIsNotMovedAside(t *t
 	}
 }
 
+// bbolt writes a commit's meta to page txid%2. A valid meta page at the
+// other page's place (a page copied there: bbolt never writes one so),
+// beside an invalid page, is the page the next commit writes: the repair's
+// commit wrote over the file's only valid page (a torn write there leaves
+// none), left the invalid one as it was, and said "written again". The
+// page is now left as is, the file unwritten, and the repair says why.
+func TestARepairDoesNotWriteOverTheOnlyValidMetaPage(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "misplaced")
+	meta := chkDB(root, key)
+	m := chkMeta(t, root, key)
+	a := m.Active
+	page := mustRead(t, meta)[a*m.PageSize : (a+1)*m.PageSize]
+	writeAtFile(t, meta, page, int64((1-a)*m.PageSize))
+	writeAtFile(t, meta, make([]byte, m.PageSize), int64(a*m.PageSize))
+	if m := chkMeta(t, root, key); m.Active != 1-a || m.Pages[a].Valid() || m.Pages[m.Active].Txid%2 == uint64(m.Active) {
+		t.Fatalf("fixture: meta pages %+v; want page %d invalid, page %d valid with a txid of the other's parity", m.Pages, a, 1-a)
+	}
+	raw := mustRead(t, meta)
+
+	found, _ := chkRun(t, s, true)
+	f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid)
+	if f == nil || f.Repaired || !f.Remains || !strings.Contains(f.Repair, "left as is") {
+		t.Fatalf("check --repair: %+v; want the page left as is, remaining", found)
+	}
+	if !bytes.Equal(mustRead(t, meta), raw) {
+		t.Fatal("the repair wrote meta.db")
+	}
+	sess, _ := mustResolve(t, s, key, localJob())
+	want(t, sess, true, gates.Resumed)
+	// What the repair line says of the next two promotions.
+	for i := range 2 {
+		if _, res := runJob(t, s, key, localJob(), PromoteRequest{}, "after"); !res.Promoted {
+			t.Fatalf("promotion %d after the repair: %+v", i+1, res)
+		}
+	}
+	if found, _ := chkRun(t, s, false); len(found) != 0 {
+		t.Fatalf("check after two promotions: %+v", found)
+	}
+}
+
 func writeAtFile(t *testing.T, path string, b []byte, off int64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)

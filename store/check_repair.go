@@ -129,6 +129,11 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			case fsat.IsNotExist(err):
 				f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to write"
 				continue
+			case errors.Is(err, errMetaPageMisplaced):
+				// A promotion's commit writes over the valid page as this
+				// one would; the one after it writes the invalid page.
+				f.Repair = "left as is: " + err.Error() + ": a commit would write over the file's only valid page, not the invalid one, so none is made; the key resumes meanwhile, and its next two promotions write both pages"
+				continue
 			case err != nil:
 				f.notRepaired(err)
 				continue
@@ -530,6 +535,13 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 	if fell, err := fellBack(kd, m, cur); err != nil || fell {
 		return false, err
 	}
+	// bbolt writes a commit's meta to page txid%2: the invalid page only
+	// where the valid one sits at its own txid's page, as bbolt wrote it.
+	// One copied to the other's place would be written over, the file's
+	// only valid page, and the invalid one left.
+	if v := m.Active; (m.Pages[v].Txid+1)%2 != uint64(1-v) {
+		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: fmt.Errorf("%w: meta page %d holds txid %d, which bbolt keeps on page %d", errMetaPageMisplaced, v, m.Pages[v].Txid, m.Pages[v].Txid%2)}
+	}
 	if err := d.Update(func(*db.Tx) error { return nil }); err != nil {
 		return false, err
 	}
@@ -539,6 +551,10 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 // errMetaPageWritten is a meta page found invalid that a commit since
 // wrote again: nothing is left to do.
 var errMetaPageWritten = errors.New("both meta pages valid: a commit since wrote the invalid one again")
+
+// errMetaPageMisplaced is a valid meta page where bbolt's next commit
+// writes: that commit would write over it, not the invalid page.
+var errMetaPageMisplaced = errors.New("the valid meta page is where bbolt's next commit writes its meta")
 
 // dropDamagedHistory removes key's history entries that do not decode,
 // says on f what it did, and hands the file it left, as its proof, to the
