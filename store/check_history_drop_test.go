@@ -185,3 +185,43 @@ func TestARepairDropsDamagedHistoryBeforeItRollsForward(t *testing.T) {
 		t.Fatal("the committed promotion is not what the key resumes")
 	}
 }
+
+// Two check --repair runs at once that both found the same damaged
+// history entry: the second, its lock had after the first removed it,
+// found meta.db changed since its look and said "not repaired: ...
+// changed since its history was found damaged" (exit 1, a repair that
+// failed), where there was nothing left to do, as a second move aside or
+// meta page write says.
+func TestTwoRepairsDroppingTheSameHistoryAtOnceDoNotFail(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "twice")
+	before := historyOf(t, root, key)
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+	var inner []Finding
+	fired := false
+	faults.Set(func(p faults.Point) error {
+		// The outer run's writer open, its look done: the other run
+		// drops the entry first.
+		if p == faults.DBOpenWriter && !fired {
+			fired = true
+			inner, _ = chkRun(t, s, true)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found, sum := chkRun(t, s, true)
+	faults.Set(nil)
+	if f := chkFind(inner, key+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired {
+		t.Fatalf("fixture: the other check --repair: %+v; want the entry removed", inner)
+	}
+	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+	if f == nil || f.RepairFailed || f.Remains || !strings.Contains(f.Repair, "gone since it was found") {
+		t.Fatalf("check --repair: %+v; want gone since it was found, no repair failed", found)
+	}
+	if sum.Remaining != 0 {
+		t.Fatalf("check --repair: %+v; want nothing remaining", sum)
+	}
+	if after := historyOf(t, root, key); !reflect.DeepEqual(after, slices.Delete(slices.Clone(before), 1, 2)) {
+		t.Fatalf("history %+v", after)
+	}
+}

@@ -567,7 +567,7 @@ func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f
 	case err != nil:
 		f.notRepaired(err)
 	case len(dropped) == 0:
-		f.Repair = "left as is: every history entry decodes now (meta.db written since it was found)"
+		f.Repair = "gone since it was found (meta.db written since: every history entry decodes, another check --repair removed them first): nothing left to remove"
 	default:
 		f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), the others kept as they were; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", ")), true
 		for j := range found {
@@ -610,15 +610,22 @@ func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix
 	if err := stillAtKey("drop history", s.root, kd, key); err != nil {
 		return nil, nil, err
 	}
-	if !sameFileAsExamined(kd, d, examined) {
-		return nil, nil, &os.PathError{Op: "drop history", Path: d.Path(), Err: errors.New("changed since its history was found damaged: check again")}
-	}
+	// A file changed since the look is not acted on; where every entry
+	// decodes in it (another check --repair removed them first), there is
+	// nothing left to do, which is no failed repair.
+	same := sameFileAsExamined(kd, d, examined)
 	var dropped []string
 	err = d.Update(func(tx *db.Tx) (err error) {
-		if dropped, err = tx.DropUndecodableHistory(); err == nil && len(dropped) == 0 {
+		dropped, err = tx.DropUndecodableHistory()
+		switch {
+		case err != nil:
+			return err
+		case len(dropped) == 0:
 			return errNothingDropped // rolled back: no commit, the file as it was
+		case !same:
+			return &os.PathError{Op: "drop history", Path: d.Path(), Err: errors.New("changed since its history was found damaged: check again")}
 		}
-		return err
+		return nil
 	})
 	switch {
 	case errors.Is(err, errNothingDropped):
