@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"sessdb/db"
 	"sessdb/gates"
@@ -223,5 +226,49 @@ func TestTwoRepairsDroppingTheSameHistoryAtOnceDoNotFail(t *testing.T) {
 	}
 	if after := historyOf(t, root, key); !reflect.DeepEqual(after, slices.Delete(slices.Clone(before), 1, 2)) {
 		t.Fatalf("history %+v", after)
+	}
+}
+
+// A history whose newest entry holds the last sequence number hid behind
+// an entry that does not decode (check's look reads the history once, and
+// stops at the damage): the repair removed the entry and said "the key ...
+// takes writes again", while no write could follow the last sequence
+// number; the look after found it (Remains, exit 3), and only a second
+// check --repair numbered the history again. Now the commit that removes
+// the entries numbers the history again where it needs it.
+func TestARepairThatDropsHistoryNumbersAFullHistoryBehindItAgain(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "full-behind")
+	before := historyOf(t, root, key)
+	// The newest entry's bytes again under the last sequence number.
+	var newest []byte
+	bdb, err := bolt.Open(chkDB(root, key), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.View(func(tx *bolt.Tx) error {
+		newest = bytes.Clone(tx.Bucket([]byte("history")).Get(binary.BigEndian.AppendUint64(nil, before[len(before)-1].Seq)))
+		return nil
+	})
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || newest == nil {
+		t.Fatalf("fixture: newest entry %q, %v", newest, err)
+	}
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, math.MaxUint64)), newest)
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+
+	found, sum := chkRun(t, s, true)
+	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+	if f == nil || !f.Repaired || f.Remains || sum.Remaining != 0 || !strings.Contains(f.Repair, "numbered again") {
+		t.Fatalf("check --repair: %+v, %+v; want the entry removed and the history numbered again, nothing remaining", found, sum)
+	}
+	h := historyOf(t, root, key)
+	if n := len(h); n != len(before) || h[n-1].Seq != uint64(n) {
+		t.Fatalf("history after the repair %+v; want %d entries numbered 1..%d", h, len(before), len(before))
+	}
+	if _, res := runJob(t, s, key, localJob(), PromoteRequest{}, "after"); !res.Promoted {
+		t.Fatalf("the promotion after the repair: %+v", res)
 	}
 }

@@ -560,7 +560,7 @@ var errMetaPageMisplaced = errors.New("the valid meta page is where bbolt's next
 // says on f what it did, and hands the file it left, as its proof, to the
 // steps after it; it reports whether it wrote meta.db.
 func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f *Finding) bool {
-	dropped, after, err := s.dropUndecodableHistory(root, key, f.examinedDB)
+	dropped, renumbered, after, err := s.dropUndecodableHistory(root, key, f.examinedDB)
 	switch {
 	case fsat.IsNotExist(err):
 		f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to remove"
@@ -569,7 +569,15 @@ func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f
 	case len(dropped) == 0:
 		f.Repair = "gone since it was found (meta.db written since: every history entry decodes, another check --repair removed them first): nothing left to remove"
 	default:
-		f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), the others kept as they were; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", ")), true
+		kept := "the others kept as they were"
+		if renumbered.Kept > 0 {
+			// Its newest entry held the last sequence number.
+			kept = fmt.Sprintf("and the newest %d of the others numbered again from 1, in their order (the newest held the last sequence number)", renumbered.Kept)
+			if renumbered.Dropped > 0 {
+				kept += fmt.Sprintf(", the %d older ones dropped", renumbered.Dropped)
+			}
+		}
+		f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), %s; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", "), kept), true
 		for j := range found {
 			found[j].examinedDB = after
 		}
@@ -587,16 +595,20 @@ func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f
 // history is the audit of the key's writes, not its conversation; an
 // entry that does not decode says nothing a reader could use.
 //
-// It acts on the file the look examined (examined), unchanged since, and
-// returns the file it left, for the steps after it to act on as proven.
-func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix.Stat_t) ([]string, *unix.Stat_t, error) {
+// Where the history's newest entry holds the last sequence number (the
+// look's read stopped at the damage before it could say so), the same
+// commit numbers the history again (RenumberHistory), and returns what it
+// did. It acts on the file the look examined (examined), unchanged since,
+// and returns the file it left, for the steps after it to act on as
+// proven.
+func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix.Stat_t) ([]string, db.Renumbered, *unix.Stat_t, error) {
 	kd, err := fsat.OpenDirAt(root, key)
 	if err != nil {
-		return nil, nil, err
+		return nil, db.Renumbered{}, nil, err
 	}
 	defer kd.Close()
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return nil, nil, err
+		return nil, db.Renumbered{}, nil, err
 	}
 	// The one writer that opens a file whose history a reader refuses:
 	// its commit removes what the reader refuses.
@@ -604,17 +616,18 @@ func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix
 	opts.UndecodableHistory = true
 	d, _, err := db.OpenSidecars(kd, opts, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, db.Renumbered{}, nil, err
 	}
 	defer d.Close()
 	if err := stillAtKey("drop history", s.root, kd, key); err != nil {
-		return nil, nil, err
+		return nil, db.Renumbered{}, nil, err
 	}
 	// A file changed since the look is not acted on; where every entry
 	// decodes in it (another check --repair removed them first), there is
 	// nothing left to do, which is no failed repair.
 	same := sameFileAsExamined(kd, d, examined)
 	var dropped []string
+	var renumbered db.Renumbered
 	err = d.Update(func(tx *db.Tx) (err error) {
 		dropped, err = tx.DropUndecodableHistory()
 		switch {
@@ -625,19 +638,23 @@ func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix
 		case !same:
 			return &os.PathError{Op: "drop history", Path: d.Path(), Err: errors.New("changed since its history was found damaged: check again")}
 		}
-		return nil
+		// A newest entry at the last sequence number, which the look's
+		// read of the history never reached, is numbered again in the
+		// same commit: else no write of the key follows it either.
+		renumbered, err = tx.RenumberHistory()
+		return err
 	})
 	switch {
 	case errors.Is(err, errNothingDropped):
-		return nil, nil, nil
+		return nil, db.Renumbered{}, nil, nil
 	case err != nil:
-		return nil, nil, err
+		return nil, db.Renumbered{}, nil, err
 	}
 	after, err := fsat.LstatAt(kd, db.FileName)
 	if err != nil {
-		return dropped, nil, nil // no proof handed on: the steps after it leave the file
+		return dropped, renumbered, nil, nil // no proof handed on: the steps after it leave the file
 	}
-	return dropped, &after, nil
+	return dropped, renumbered, &after, nil
 }
 
 // sameFileAsExamined reports whether d, a writer's open of kd's meta.db,
