@@ -27,6 +27,11 @@ func TestCheckWalksTheCommitInUsePastAnInvalidMetaPage(t *testing.T) {
 	header := func(i func(MetaPages) int) func([]byte, MetaPages) {
 		return func(file []byte, m MetaPages) { file[m.Pages[i(m)].Offset] ^= 0x06 }
 	}
+	// The header's flags, the same: a meta page's are 0x04, and bbolt's
+	// check asserts one page type is set.
+	flags := func(i func(MetaPages) int) func([]byte, MetaPages) {
+		return func(file []byte, m MetaPages) { file[m.Pages[i(m)].Offset+8] = 0 } // no page type
+	}
 	spare := func(m MetaPages) int { return 1 - m.Active }
 	newest := func(m MetaPages) int { return m.Active }
 	for _, c := range []struct {
@@ -42,6 +47,8 @@ func TestCheckWalksTheCommitInUsePastAnInvalidMetaPage(t *testing.T) {
 		{"the spare page's header id flipped", header(spare), false, 0},
 		{"the newest page's header id flipped", header(newest), false, 0},
 		{"the newest page's header id flipped, pages unreachable", header(newest), false, 3},
+		{"the spare page's header flags changed", flags(spare), false, 0},
+		{"the newest page's header flags changed, pages unreachable", flags(newest), false, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			kd := makeDB(t, 3)

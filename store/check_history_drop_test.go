@@ -272,3 +272,37 @@ func TestARepairThatDropsHistoryNumbersAFullHistoryBehindItAgain(t *testing.T) {
 		t.Fatalf("the promotion after the repair: %+v", res)
 	}
 }
+
+// The history drop writes only the file its look proved: one put at
+// meta.db's name since, its history damaged too, is left for the next
+// check, unwritten.
+func TestAHistoryDropWritesOnlyTheFileItsLookProved(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "drop-proved")
+	meta := chkDB(root, key)
+	before := historyOf(t, root, key)
+	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+	raw := mustRead(t, meta)
+	fired := false
+	faults.Set(func(p faults.Point) error {
+		// The repair's writer open: the look is done.
+		if p == faults.DBOpenWriter && !fired {
+			fired = true
+			tmp := filepath.Join(root, key, "copy")
+			if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(tmp, meta); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	found, _ := chkRun(t, s, true)
+	faults.Set(nil)
+	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+	if f == nil || f.Repaired || !strings.Contains(f.Repair, "changed since") || !bytes.Equal(mustRead(t, meta), raw) {
+		t.Fatalf("check --repair: %+v; want the file put there since left unwritten", found)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 )
 
 // A meta.db with one invalid meta page whose other, valid page describes
@@ -311,4 +312,74 @@ func TestAMetaPageHeaderNoOpenReadsIsNoDamage(t *testing.T) {
 	}
 	sess, _ := mustResolve(t, s, key, localJob())
 	want(t, sess, true, gates.Resumed)
+}
+
+// The meta page repair writes only the file its look proved (its deep
+// check included): one put at meta.db's name since, with an invalid page
+// too, is left for the next check. The two new repairs' hard-linked
+// meta.db, which a writer's open gives a file of its own, is judged by the
+// file it copied: written, the other name keeping what it held.
+func TestAMetaPageRepairWritesOnlyTheFileItsLookProved(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		linked   bool // meta.db has a second name before the look
+		replaced bool // a copy is renamed over meta.db after the look
+	}{
+		{"replaced since the look", false, true},
+		{"hard-linked", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "proved")
+			meta := chkDB(root, key)
+			m := chkMeta(t, root, key)
+			writeAtFile(t, meta, make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
+			other := filepath.Join(t.TempDir(), "other-name")
+			if tc.linked {
+				if err := os.Link(meta, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw := mustRead(t, meta)
+			fired := false
+			faults.Set(func(p faults.Point) error {
+				// The repair's writer open: the look is done.
+				if p == faults.DBOpenWriter && tc.replaced && !fired {
+					fired = true
+					tmp := filepath.Join(root, key, "copy")
+					if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+						t.Error(err)
+					}
+					if err := os.Rename(tmp, meta); err != nil {
+						t.Error(err)
+					}
+				}
+				return nil
+			})
+			t.Cleanup(func() { faults.Set(nil) })
+			found, _ := chkRun(t, s, true)
+			faults.Set(nil)
+			f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid)
+			switch {
+			case f == nil:
+				t.Fatalf("check --repair: %+v; want meta-page-invalid", found)
+			case tc.replaced:
+				if f.Repaired || !strings.Contains(f.Repair, "changed since") || !bytes.Equal(mustRead(t, meta), raw) {
+					t.Fatalf("check --repair: %+v; want the file put there since left unwritten", found)
+				}
+			default:
+				if !f.Repaired || strings.Contains(f.Repair, "aside") {
+					t.Fatalf("check --repair: %+v; want the page written again", found)
+				}
+				if m := chkMeta(t, root, key); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
+					t.Fatalf("meta pages after the repair %+v; want both valid", m.Pages)
+				}
+				if !bytes.Equal(mustRead(t, other), raw) {
+					t.Fatal("the repair wrote through meta.db's other name")
+				}
+			}
+			sess, _ := mustResolve(t, s, key, localJob())
+			want(t, sess, true, gates.Resumed)
+		})
+	}
 }
