@@ -40,6 +40,24 @@ func TestAWriterOpensAnUndecodableHistoryOnlyToDropIt(t *testing.T) {
 	r.Close()
 	putRaw(t, kd.db, bucketHistory, historyKey(before[1].Seq), []byte("not msgpack"))
 	putRaw(t, kd.db, bucketHistory, []byte("abc"), []byte{0x80})
+	// A nested bucket, which only damage or a hostile process makes there.
+	bdb, err := bolt.Open(kd.db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket([]byte(bucketHistory)).CreateBucket([]byte("nested"))
+		if err == nil {
+			err = b.Put([]byte("k"), []byte("v"))
+		}
+		return err
+	})
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := OpenWriter(kd.dir, kd.db, testOpts); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("a writer's open without the option = %v; want ErrDamaged", err)
@@ -55,7 +73,7 @@ func TestAWriterOpensAnUndecodableHistoryOnlyToDropIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if want := []string{keyHex(historyKey(before[1].Seq)) + " (11 bytes)", keyHex([]byte("abc")) + " (1 bytes)"}; !reflect.DeepEqual(dropped, want) {
+	if want := []string{keyHex(historyKey(before[1].Seq)) + " (11 bytes)", keyHex([]byte("abc")) + " (1 bytes)", keyHex([]byte("nested")) + " (a bucket)"}; !reflect.DeepEqual(dropped, want) {
 		t.Fatalf("dropped %q; want %q", dropped, want)
 	}
 	r = mustOpen(t, kd, false)
