@@ -37,17 +37,17 @@ object per finding and a summary (docs/json.md).
 transcript the owner's bits the store needs of it (mode: bits only added; an
 entry root owns, owner, is left for the operator's chown: the root's owner
 could have put another user's file at a key's name), then, each key under its
-exclusive lock, it rolls a pending promotion forward, moves a damaged meta.db
-aside (renamed, never deleted; a history at the last sequence number is
-numbered again in place instead, history entries that do not decode are
-removed, and an invalid meta page whose other page describes the transcript
-in place is written again by a commit, the record and stamps kept), removes
-stray temps, finishes an interrupted reap; then it looks again, and the exit
-status counts what remains. Without --repair check changes nothing. A key
-that cannot be examined (locked, unreadable), and a repair that failed (a
-full disk, an I/O error, the key's lock not had: its line says "not
-repaired", on a fleet "not removed"), are named on stderr, and check exits 1
-after the others.
+exclusive lock, it removes history entries that do not decode where nothing
+else of meta.db is damaged (the record and stamps kept), rolls a pending
+promotion forward, moves a damaged meta.db aside (renamed, never deleted; a
+history at the last sequence number is numbered again in place instead, and
+an invalid meta page whose other page describes the transcript in place is
+written again by a commit, the record and stamps kept), removes stray temps,
+finishes an interrupted reap; then it looks again, and the exit status counts
+what remains. Without --repair check changes nothing. A key that cannot be
+examined (locked, unreadable), and a repair that failed (a full disk, an I/O
+error, the key's lock not had: its line says "not repaired", on a fleet "not
+removed"), are named on stderr, and check exits 1 after the others.
 
 Two operator decisions act on one key dir only, under its exclusive lock,
 only with --repair, on a sessions root. --accept KEY repairs KEY, then
