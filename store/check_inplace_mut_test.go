@@ -252,3 +252,35 @@ func TestARepairDropsDamagedHistoryOfAHardLinkedMetaDB(t *testing.T) {
 		t.Fatalf("the promotion after the repair: %+v", res)
 	}
 }
+
+// The same, with meta.db replaced since the look by another file that
+// has another name too: the writer's open copies that one, which is not
+// the file the look examined, and the repair drops nothing.
+func TestARepairOfAHardLinkedMetaDBReplacedSinceTheLookDropsNothing(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	key := chkKey(t, s, "linked-replaced")
+	inPlaceDamage[0].damage(t, root, key)
+	if err := os.Link(chkDB(root, key), filepath.Join(t.TempDir(), "other-name")); err != nil {
+		t.Fatal(err)
+	}
+	rootF, found := examined(t, s, root, key, KindRecordUndecodable)
+	raw := mustRead(t, chkDB(root, key))
+	tmp := filepath.Join(root, key, "copy")
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(tmp, filepath.Join(t.TempDir(), "its-other-name")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, chkDB(root, key)); err != nil {
+		t.Fatal(err)
+	}
+	s.repair(rootF, key, found)
+	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+	if f.Repaired || !f.RepairFailed || !strings.Contains(f.Repair, "changed since its history was found damaged") {
+		t.Fatalf("the repair of a hard-linked meta.db replaced since the look: %+v; want not repaired", f)
+	}
+	if !bytes.Equal(mustRead(t, chkDB(root, key)), raw) {
+		t.Fatal("the repair wrote the meta.db no look examined")
+	}
+}
