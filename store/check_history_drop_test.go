@@ -306,35 +306,3 @@ func TestAHistoryDropWritesOnlyTheFileItsLookProved(t *testing.T) {
 		t.Fatalf("check --repair: %+v; want the file put there since left unwritten", found)
 	}
 }
-
-// A hard-linked meta.db, which a writer's open gives a file of its own
-// (the same bytes), has its history drop judged by the file the open
-// copied: the drop is made in the key's own file, and the other name
-// keeps what it held.
-func TestAHistoryDropOfAHardLinkedMetaDBWritesTheKeysOwnFile(t *testing.T) {
-	s, root, _ := newTestStore(t, gates.Bounds{})
-	key := chkKey(t, s, "drop-linked")
-	meta := chkDB(root, key)
-	before := historyOf(t, root, key)
-	chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
-	other := filepath.Join(t.TempDir(), "other-name")
-	if err := os.Link(meta, other); err != nil {
-		t.Fatal(err)
-	}
-	raw := mustRead(t, meta)
-	found, _ := chkRun(t, s, true)
-	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
-	if f == nil || !f.Repaired || strings.Contains(f.Repair, "aside") {
-		t.Fatalf("check --repair: %+v; want the damaged entry removed in place", found)
-	}
-	if !bytes.Equal(mustRead(t, other), raw) {
-		t.Fatal("the drop wrote through meta.db's other name")
-	}
-	after := historyOf(t, root, key)
-	if len(after) != len(before)-1 {
-		t.Fatalf("history after the drop: %d entries; want %d (the damaged one removed)", len(after), len(before)-1)
-	}
-	if sess, _ := mustResolve(t, s, key, localJob()); !sess.Resume {
-		t.Fatalf("resolve after the drop: %+v; want resumed", sess)
-	}
-}

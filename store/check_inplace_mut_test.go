@@ -236,15 +236,20 @@ func TestARepairDropsDamagedHistoryOfAHardLinkedMetaDB(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	key := chkKey(t, s, "linked")
 	inPlaceDamage[0].damage(t, root, key)
-	if err := os.Link(chkDB(root, key), filepath.Join(t.TempDir(), "other-name")); err != nil {
+	other := filepath.Join(t.TempDir(), "other-name")
+	if err := os.Link(chkDB(root, key), other); err != nil {
 		t.Fatal(err)
 	}
+	raw := mustRead(t, other)
 	found, _ := chkRun(t, s, true)
 	if f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable); f == nil || !f.Repaired || !strings.Contains(f.Repair, "removed") {
 		t.Fatalf("check --repair: %+v; want the entries removed", found)
 	}
 	if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
 		t.Fatalf("the repair moved meta.db aside: %v", aside)
+	}
+	if !bytes.Equal(mustRead(t, other), raw) {
+		t.Fatal("the drop wrote through meta.db's other name")
 	}
 	sess, _ := mustResolve(t, s, key, localJob())
 	want(t, sess, true, gates.Resumed)
