@@ -92,3 +92,51 @@ func TestAWriterOpensAnUndecodableHistoryOnlyToDropIt(t *testing.T) {
 		t.Fatalf("a writer's open with the option of a damaged sidecar = %v; want ErrDamaged", err)
 	}
 }
+
+// A file whose pages pass snapshotLimit is verified through bbolt at a
+// writer's open, not from a snapshot: the option lets that path too take
+// a history a reader refuses, and only that.
+func TestAWriterOpensALargeFileWithAnUndecodableHistoryOnlyToDropIt(t *testing.T) {
+	kd := bigDB(t)
+	r := mustOpen(t, kd, false)
+	var before []HistoryEntry
+	if err := r.View(func(tx *Tx) (err error) { before, err = tx.History(0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	putRaw(t, kd.db, bucketHistory, historyKey(before[1].Seq), []byte("not msgpack"))
+	if _, err := OpenWriter(kd.dir, kd.db, testOpts); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a writer's open without the option = %v; want ErrDamaged", err)
+	}
+	opts := testOpts
+	opts.UndecodableHistory = true
+	w, err := OpenWriter(kd.dir, kd.db, opts)
+	if err != nil {
+		t.Fatalf("a writer's open of a large file with the option: %v", err)
+	}
+	if w.snap != nil {
+		t.Fatal("the large file was read as a snapshot: not the path under test")
+	}
+	var dropped []string
+	if err := w.Update(func(tx *Tx) (err error) { dropped, err = tx.DropUndecodableHistory(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if want := []string{keyHex(historyKey(before[1].Seq)) + " (11 bytes)"}; !reflect.DeepEqual(dropped, want) {
+		t.Fatalf("dropped %q; want %q", dropped, want)
+	}
+	r = mustOpen(t, kd, false)
+	defer r.Close()
+	var after []HistoryEntry
+	if err := r.View(func(tx *Tx) (err error) { after, err = tx.History(0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if want := append([]HistoryEntry{before[0]}, before[2:]...); !reflect.DeepEqual(after, want) {
+		t.Fatalf("history after the drop: %d entries; want %d, the damaged one gone", len(after), len(want))
+	}
+	r.Close()
+	putRaw(t, kd.db, bucketSidecars, []byte("venue"), []byte{0xc1})
+	if _, err := OpenWriter(kd.dir, kd.db, opts); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a writer's open with the option of a large file's damaged sidecar = %v; want ErrDamaged", err)
+	}
+}
