@@ -505,22 +505,12 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 // the look that found the page (nothing is written without that look's
 // proof, the deep check's included).
 func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Stat_t) (bool, error) {
-	kd, err := fsat.OpenDirAt(root, key)
+	kd, d, sc, err := s.openInPlace(root, key, "write meta page", false)
 	if err != nil {
 		return false, err
 	}
 	defer kd.Close()
-	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return false, err
-	}
-	d, sc, err := db.OpenSidecars(kd, s.writerOptions("write meta page", kd, key), true)
-	if err != nil {
-		return false, err
-	}
 	defer d.Close()
-	if err := stillAtKey("write meta page", s.root, kd, key); err != nil {
-		return false, err
-	}
 	m := d.MetaPages()
 	if m.Pages[0].Valid() && m.Pages[1].Valid() {
 		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errMetaPageWritten}
@@ -602,26 +592,14 @@ func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f
 // and returns the file it left, for the steps after it to act on as
 // proven.
 func (s *Store) dropUndecodableHistory(root *os.File, key string, examined *unix.Stat_t) ([]string, db.Renumbered, *unix.Stat_t, error) {
-	kd, err := fsat.OpenDirAt(root, key)
+	// The one writer that opens a file whose history a reader refuses:
+	// its commit removes what the reader refuses.
+	kd, d, _, err := s.openInPlace(root, key, "drop history", true)
 	if err != nil {
 		return nil, db.Renumbered{}, nil, err
 	}
 	defer kd.Close()
-	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return nil, db.Renumbered{}, nil, err
-	}
-	// The one writer that opens a file whose history a reader refuses:
-	// its commit removes what the reader refuses.
-	opts := s.writerOptions("drop history", kd, key)
-	opts.UndecodableHistory = true
-	d, _, err := db.OpenSidecars(kd, opts, true)
-	if err != nil {
-		return nil, db.Renumbered{}, nil, err
-	}
 	defer d.Close()
-	if err := stillAtKey("drop history", s.root, kd, key); err != nil {
-		return nil, db.Renumbered{}, nil, err
-	}
 	// A file changed since the look is not acted on; where every entry
 	// decodes in it (another check --repair removed them first), there is
 	// nothing left to do, which is no failed repair.
@@ -673,6 +651,31 @@ func sameFileAsExamined(kd *os.File, d *db.DB, examined *unix.Stat_t) bool {
 
 var errNothingDropped = errors.New("no history entry to drop")
 
+// openInPlace opens key's meta.db as a writer, under the key's exclusive
+// lock, for a repair that commits to it in place (op names it in errors):
+// a meta.db gone since the look is fs.ErrNotExist, never one the writer's
+// open makes at the key's name, and a key dir moved from the key's name
+// (check --repair --quarantine) while the open waited for the lock is
+// refused, nothing in it changed. undecodableHistory is
+// db.Options.UndecodableHistory. The caller closes kd and d.
+func (s *Store) openInPlace(root *os.File, key, op string, undecodableHistory bool) (kd *os.File, d *db.DB, sc db.Sidecars, err error) {
+	if kd, err = fsat.OpenDirAt(root, key); err != nil {
+		return nil, nil, sc, err
+	}
+	if _, err = fsat.LstatAt(kd, db.FileName); err == nil {
+		opts := s.writerOptions(op, kd, key)
+		opts.UndecodableHistory = undecodableHistory
+		if d, sc, err = db.OpenSidecars(kd, opts, true); err == nil {
+			if err = stillAtKey(op, s.root, kd, key); err == nil {
+				return kd, d, sc, nil
+			}
+			d.Close()
+		}
+	}
+	kd.Close()
+	return nil, nil, sc, err
+}
+
 // renumberHistory numbers key's history again from 1 where its newest
 // entry holds the last sequence number (db's RenumberHistory: the ring's
 // newest entries kept, any older dropped), in one commit under the key's
@@ -680,24 +683,12 @@ var errNothingDropped = errors.New("no history entry to drop")
 // commit is bbolt's: a kill at any point leaves the file as it was or as
 // repaired. A key with no meta.db (moved aside meanwhile) is left as is.
 func (s *Store) renumberHistory(root *os.File, key string) (db.Renumbered, error) {
-	kd, err := fsat.OpenDirAt(root, key)
+	kd, d, _, err := s.openInPlace(root, key, "renumber history", false)
 	if err != nil {
 		return db.Renumbered{}, err
 	}
 	defer kd.Close()
-	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return db.Renumbered{}, err
-	}
-	d, _, err := db.OpenSidecars(kd, s.writerOptions("renumber history", kd, key), true)
-	if err != nil {
-		return db.Renumbered{}, err
-	}
 	defer d.Close()
-	// Moved aside (check --repair --quarantine) while this waited for the
-	// lock: nothing in the dir moved aside is to change.
-	if err := stillAtKey("renumber history", s.root, kd, key); err != nil {
-		return db.Renumbered{}, err
-	}
 	if err := s.fault(faults.RepairBeforeRenumber); err != nil {
 		return db.Renumbered{}, err
 	}
