@@ -4,12 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"sessdb/internal/faults"
-	"sessdb/store"
 )
 
 // A reap that keeps a key sweeps its stale temps under the key's lock as a
@@ -24,7 +20,7 @@ func TestAReapsDryRunFailsASweepItsRunCannotOpenThoughItSparesEveryTemp(t *testi
 	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
 		t.Fatalf("promote: %s", promoted)
 	}
-	committedNotRenamed(t, w)
+	pendingPromotion(t, w.root, workerKey)
 	temps, _ := filepath.Glob(filepath.Join(w.root, workerKey, ".current.jsonl.tmp-*"))
 	if len(temps) != 1 {
 		t.Fatalf("promotion temps: %v; want the pending one", temps)
@@ -53,36 +49,5 @@ func TestAReapsDryRunFailsASweepItsRunCannotOpenThoughItSparesEveryTemp(t *testi
 	}
 	if _, err := os.Stat(temps[0]); err != nil {
 		t.Errorf("the pending promotion's temp: %v; want it kept", err)
-	}
-}
-
-// committedNotRenamed leaves w's key with a promotion that committed but
-// was never renamed into place, as a crash between the two does; the
-// store, run as root, gives what it makes the key dir's owner.
-func committedNotRenamed(t *testing.T, w nobodysWorker) {
-	t.Helper()
-	faults.Set(func(p faults.Point) error {
-		if p == faults.PromoteAfterCommit {
-			return syscall.EIO
-		}
-		return nil
-	})
-	defer faults.Set(nil)
-	s, err := store.New(w.root, store.Options{Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobDir := t.TempDir()
-	sess, err := s.Resolve(workerKey, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
-	if err != nil || !sess.Resume {
-		t.Fatalf("resolve: %+v, %v", sess, err)
-	}
-	p := filepath.Join(jobDir, store.StagedDirName, store.TranscriptName)
-	b, _ := os.ReadFile(p)
-	if err := os.WriteFile(p, append(b, `{"type":"message","id":"pending","parentId":null,"timestamp":"2026-11-01T00:00:02.000Z","message":{"role":"user","content":"hi"}}`+"\n"...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err == nil {
-		t.Fatal("the promotion did not stop at its commit")
 	}
 }
