@@ -5,15 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,38 +91,15 @@ func TestARepairMovesAsideDamagedHistoryBesideADamagedSidecar(t *testing.T) {
 // them: never anything between, the record kept and the key resuming
 // either way.
 func TestAHistoryDropKilledLeavesTheEntriesOrNone(t *testing.T) {
-	rounds := 20
-	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d, %d rounds", seed, rounds)
-	rng := rand.New(rand.NewSource(seed))
-	var span time.Duration
+	kills := newRepairKills(t)
 	var old, dropped int
-	for r := 0; r <= rounds; r++ {
+	for r := 0; r <= kills.Rounds; r++ {
 		s, root, clock := newTestStore(t, gates.Bounds{})
 		key := chkKey(t, s, "killed")
 		before := historyOf(t, root, key)
 		kept := slices.Delete(slices.Clone(before), 1, 2)
 		chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
-			"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if r == 0 {
-			if err := cmd.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			span = time.Since(start)
-		} else {
-			time.Sleep(time.Duration(rng.Int63n(int64(span))))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		kills.run(t, r, root, clock.now)
 		if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
 			t.Fatalf("round %d: meta.db moved aside: %v", r, aside)
 		}
@@ -149,7 +122,7 @@ func TestAHistoryDropKilledLeavesTheEntriesOrNone(t *testing.T) {
 		sess, _ = mustResolve(t, s, key, localJob())
 		want(t, sess, true, gates.Resumed)
 	}
-	t.Logf("a whole run %v; %d kills left the entry, %d removed it", span, old, dropped)
+	t.Logf("a whole run %v; %d kills left the entry, %d removed it", kills.span, old, dropped)
 }
 
 // A promotion committed and not renamed (a crash between the two) in a key

@@ -2,16 +2,11 @@ package store
 
 import (
 	"bytes"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -228,38 +223,15 @@ func mustStat(t *testing.T, path string) os.FileInfo {
 // the page) or written: never anything between, the record and history
 // kept and the key resuming either way.
 func TestAMetaPageRepairKilledLeavesThePageInvalidOrWritten(t *testing.T) {
-	rounds := 20
-	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
-		rounds = n
-	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d, %d rounds", seed, rounds)
-	rng := rand.New(rand.NewSource(seed))
-	var span time.Duration
+	kills := newRepairKills(t)
 	var old, written int
-	for r := 0; r <= rounds; r++ {
+	for r := 0; r <= kills.Rounds; r++ {
 		s, root, clock := newTestStore(t, gates.Bounds{})
 		key := chkKey(t, s, "killed")
 		before := historyOf(t, root, key)
 		m := chkMeta(t, root, key)
 		writeAtFile(t, chkDB(root, key), make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
-			"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if r == 0 {
-			if err := cmd.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			span = time.Since(start)
-		} else {
-			time.Sleep(time.Duration(rng.Int63n(int64(span))))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		kills.run(t, r, root, clock.now)
 		if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
 			t.Fatalf("round %d: meta.db moved aside: %v", r, aside)
 		}
@@ -287,7 +259,7 @@ func TestAMetaPageRepairKilledLeavesThePageInvalidOrWritten(t *testing.T) {
 			t.Fatalf("round %d: check after the next repair: %+v", r, found)
 		}
 	}
-	t.Logf("a whole run %v; %d kills left the page invalid, %d written", span, old, written)
+	t.Logf("a whole run %v; %d kills left the page invalid, %d written", kills.span, old, written)
 }
 
 // A meta page's header (its page id and flags: bytes the meta's checksum

@@ -215,38 +215,14 @@ func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) 
 		}
 	}
 	t.Run("random-kills", func(t *testing.T) {
-		rounds := 20
-		if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
-			rounds = n
-		}
-		seed := time.Now().UnixNano()
-		t.Logf("seed %d, %d rounds", seed, rounds)
-		rng := rand.New(rand.NewSource(seed))
+		kills := newRepairKills(t)
 		var old, repaired int
-		// The kill comes at a random moment of a child's whole run, as
-		// long as the first (unkilled) run took on this machine. The race
-		// detector's second of sleep at exit is not part of it: with it,
-		// 19 kills of 20 landed after the repair.
-		var span time.Duration
-		for r := 0; r <= rounds; r++ {
+		for r := 0; r <= kills.Rounds; r++ {
 			s, root, clock, before, sc := setUp(t)
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
-				"SESSDB_NOW="+strconv.FormatInt(clock.now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
-			start := time.Now()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			kills.run(t, r, root, clock.now)
 			if r == 0 {
-				if err := cmd.Wait(); err != nil {
-					t.Fatal(err)
-				}
-				span = time.Since(start)
 				continue
 			}
-			time.Sleep(time.Duration(rng.Int63n(int64(span))))
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
 			if keptOrRenumbered(t, s, root, before, sc) {
 				repaired++
 			} else {
@@ -257,7 +233,7 @@ func TestARenumberingRepairInterruptedLeavesTheOldHistoryOrTheNew(t *testing.T) 
 				t.Fatalf("round %d: the next repair left the history at the last sequence number", r)
 			}
 		}
-		t.Logf("a whole run %v; %d kills left the old history, %d the repaired one", span, old, repaired)
+		t.Logf("a whole run %v; %d kills left the old history, %d the repaired one", kills.span, old, repaired)
 	})
 }
 
@@ -334,4 +310,50 @@ func TestARepairOfAHostileHistoryKeepsTheRing(t *testing.T) {
 	if h := historyOf(t, root, testKey); res.Gen != 2 || h[len(h)-1].Seq != db.HistoryLimit+1 {
 		t.Fatalf("the promotion after the repair: %+v, newest entry %+v", res, h[len(h)-1])
 	}
+}
+
+// repairKills runs whole check --repair runs of a root in a child process,
+// the first to its end, each later one killed at a random moment of the
+// time the first took on this machine. The race detector's second of
+// sleep at exit is not part of it: with it, 19 kills of 20 landed after
+// the repair. Its rounds after the first are SESSDB_CRASH_ROUNDS, 20 by
+// default; the seed is logged.
+type repairKills struct {
+	Rounds int
+	rng    *rand.Rand
+	span   time.Duration
+}
+
+func newRepairKills(t *testing.T) *repairKills {
+	k := &repairKills{Rounds: 20}
+	if n, err := strconv.Atoi(os.Getenv("SESSDB_CRASH_ROUNDS")); err == nil && n > 0 {
+		k.Rounds = n
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d rounds", seed, k.Rounds)
+	k.rng = rand.New(rand.NewSource(seed))
+	return k
+}
+
+// run runs round r's repair of root, as of now: round 0 whole, any other
+// killed.
+func (k *repairKills) run(t *testing.T, r int, root string, now time.Time) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
+		"SESSDB_NOW="+strconv.FormatInt(now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if r == 0 {
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		k.span = time.Since(start)
+		return
+	}
+	time.Sleep(time.Duration(k.rng.Int63n(int64(k.span))))
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
 }
