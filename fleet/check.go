@@ -140,11 +140,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	inDir := make(map[string]bool, len(listing.Names))
-	for _, n := range listing.Names {
-		inDir[n] = true
-	}
-	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: inDir}
+	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: listing.Names}
 	if err := c.checkTop(visit, &sum); err != nil {
 		return sum, err
 	}
@@ -233,8 +229,9 @@ type checker struct {
 	// listed is each orphan's mtime as the listing found it: the repair
 	// judges it again by the record read under the key's lock.
 	listed map[string]time.Time
-	// inDir holds every name the listing found in the dir itself.
-	inDir map[string]bool
+	// inDir is every name the listing found in the dir itself, sorted
+	// (Listing.Names).
+	inDir []string
 }
 
 // entry examines one name: its record, if it has one, and what the

@@ -26,7 +26,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 		// input, and looked up it would reach outside the dir.
 		return nil
 	}
-	if !etcdmeta.ValidKey(name) && !c.inDir[name] {
+	if _, listed := slices.BinarySearch(c.inDir, name); !etcdmeta.ValidKey(name) && !listed {
 		// A record's name that is no key, and that no entry of the dir
 		// had when it was listed: foreign input, reported from etcd. Its
 		// lookup could fail on the name alone (longer than a file name
