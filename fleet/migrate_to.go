@@ -94,6 +94,15 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		written = slices.Insert(written, 0, fmt.Sprintf("%s/%016x-<random>.jsonl", name, rec.Transcript.Gen))
 	}
 	if m.opts.DryRun {
+		if rec.Transcript != nil {
+			// What the run's write of the generation file meets at the
+			// key's name in the transcripts dir fails it before anything
+			// is written: the plan says so too.
+			if err := shared.KeyDirErr(m.b.dir, name); err != nil {
+				fail(&r, err)
+				return r
+			}
+		}
 		r.Action, r.Written = migrate.Migrated, written
 		return r
 	}

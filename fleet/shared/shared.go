@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -256,6 +257,26 @@ func Remove(dir, name string) error {
 	}
 	defer kd.Close()
 	return disk.Unlink(kd, file)
+}
+
+// KeyDirErr is the error Write would meet at key's directory under dir
+// before it writes anything there, found without writing: anything but a
+// directory at the key's name (a link, a file, a FIFO: ErrNotRegular,
+// never followed), or a failure to look. A directory, or nothing at the
+// name (Write makes the directory), is nil. A dry run plans with it what
+// the write would do.
+func KeyDirErr(dir, key string) error {
+	if !ValidKey(key) {
+		return &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
+	}
+	kd, err := openKeyDir(nil, dir, key, false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return kd.Close()
 }
 
 // openKeyDir opens dir (the operator's path: followed) and key's directory
