@@ -25,6 +25,11 @@ var (
 	// errMovedAside is returned when a key dir was moved aside (check
 	// --quarantine, a reap) while its meta.db's lock was waited for.
 	errMovedAside = errors.New("the key dir was moved aside while its lock was waited for")
+
+	// errDirAtTranscript is returned when FromEtcd would write a key
+	// dir's transcript where a directory is: no rename replaces one, and
+	// only its owner can say what it holds.
+	errDirAtTranscript = errors.New("a directory is in the way of the transcript (no rename replaces it, and it is never removed): move it out of the key dir and run again")
 )
 
 // ErrOtherFleet is returned by Claim, and by the store's writers and

@@ -323,9 +323,30 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		}
 		r.Cause = fmt.Sprintf("brought forward from %s: the fleet promoted it since", describe(local))
 	}
+	if src != nil {
+		// The write renames its temp over current.jsonl after its commit:
+		// a directory there would leave that commit a promotion in
+		// flight no roll-forward settles, and the key failed. Failed
+		// here, in a dry run too, before anything is written.
+		if err := transcriptInTheWay(kd); err != nil {
+			fail(r, err)
+			return
+		}
+	}
 	r.Action, r.Written = migrate.Migrated, writtenFor(rec)
 	if !write {
 		return
 	}
 	fail(r, m.writeKey(kd, lock, rec, st.History[from:], src, prev))
+}
+
+// transcriptInTheWay is errDirAtTranscript, naming current.jsonl in kd,
+// when a directory (empty or not) is at that name, and nil otherwise
+// (what is not a directory, a rename replaces; a look that fails, the
+// write meets itself).
+func transcriptInTheWay(kd *os.File) error {
+	if st, err := fsat.LstatAt(kd, store.TranscriptName); err != nil || !fsat.IsDir(&st) {
+		return nil
+	}
+	return &os.PathError{Op: "write", Path: fsat.Join(kd, store.TranscriptName), Err: errDirAtTranscript}
 }
