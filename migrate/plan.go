@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"sessdb/db"
 	"sessdb/internal/fsat"
 	"sessdb/store"
@@ -149,6 +151,13 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 		p.Action, p.Cause, err = Skipped, vanishedCause, nil
 	}
 	p.fail(err)
+	if !write && (p.Action == Migrated || p.Action == Already && len(p.Removed) > 0) {
+		// The run writes in the key dir (meta.db made or written, legacy
+		// files written, renamed or removed): one this user may not
+		// write in fails there, nothing written. Asked as the run's
+		// writes are judged, so that the plan fails the key as the run.
+		p.fail(mayWrite(kd))
+	}
 	if !write && (p.lock != nil || p.Action == Migrated) {
 		// What apply's cleanup would sweep under the lock the run would
 		// hold: a dry run lists it.
@@ -189,6 +198,23 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 	p.fail(p.lock.Close())
 	p.Key = name
 	return p.Report, false
+}
+
+// mayWrite is nil when this process may make, rename and remove entries
+// in the key dir kd, and open its meta.db (if any) for writing, as a
+// run's writes would be judged (fsat.AccessAt: the mode, an ACL, a
+// read-only mount); else the refusal, which a run meets there.
+func mayWrite(kd *os.File) error {
+	if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", err)
+	}
+	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
+		return nil
+	}
+	if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", err)
+	}
+	return nil
 }
 
 // knownMoved reports whether kd is known to be no longer at name under
