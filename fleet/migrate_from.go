@@ -144,6 +144,11 @@ func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateR
 	case errors.Is(err, fsat.ErrNotDir):
 		r.Action, r.Cause = Conflict, "the key dir is a link or not a directory: the store never follows it; left alone"
 	case m.opts.DryRun && errors.Is(err, os.ErrNotExist):
+		// The run makes the key dir in the root: refused, it fails the key.
+		if err := fsat.AccessAt(m.rootDir, ".", unix.W_OK|unix.X_OK); err != nil {
+			fail(r, fmt.Errorf("%w: a run may not make the key dir in the root and would fail the key there", err))
+			return nil
+		}
 		r.Action, r.Written = migrate.Migrated, writtenFor(rec)
 	default:
 		fail(r, err)
@@ -183,6 +188,11 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		r.Action, r.Cause = Conflict, "the key dir is in the legacy layout: left alone"
 		return
 	case noDB && m.opts.DryRun:
+		// The run makes meta.db here: refused, it fails the key.
+		if err := migrate.MayWrite(kd); err != nil {
+			fail(r, err)
+			return
+		}
 		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
 		return
 	}
@@ -329,6 +339,14 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		// flight no roll-forward settles, and the key failed. Failed
 		// here, in a dry run too, before anything is written.
 		if err := transcriptInTheWay(kd); err != nil {
+			fail(r, err)
+			return
+		}
+	}
+	if !write {
+		// What the run's writes there would be refused (the key dir's
+		// mode, an ACL, a read-only mount) fails the key in the plan too.
+		if err := migrate.MayWrite(kd); err != nil {
 			fail(r, err)
 			return
 		}

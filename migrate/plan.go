@@ -156,7 +156,7 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 		// files written, renamed or removed): one this user may not
 		// write in fails there, nothing written. Asked as the run's
 		// writes are judged, so that the plan fails the key as the run.
-		p.fail(mayWrite(kd))
+		p.fail(MayWrite(kd))
 	}
 	if !write && (p.lock != nil || p.Action == Migrated) {
 		// What apply's cleanup would sweep under the lock the run would
@@ -200,11 +200,13 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 	return p.Report, false
 }
 
-// mayWrite is nil when this process may make, rename and remove entries
+// MayWrite is nil when this process may make, rename and remove entries
 // in the key dir kd, and open its meta.db (if any) for writing, as a
 // run's writes would be judged (fsat.AccessAt: the mode, an ACL, a
-// read-only mount); else the refusal, which a run meets there.
-func mayWrite(kd *os.File) error {
+// read-only mount); else the refusal, which a run meets there. The dry
+// runs of every direction ask it (fleet's too) of a key dir they plan to
+// change.
+func MayWrite(kd *os.File) error {
 	if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", err)
 	}

@@ -262,21 +262,29 @@ func Remove(dir, name string) error {
 // KeyDirErr is the error Write would meet at key's directory under dir
 // before it writes anything there, found without writing: anything but a
 // directory at the key's name (a link, a file, a FIFO: ErrNotRegular,
-// never followed), or a failure to look. A directory, or nothing at the
-// name (Write makes the directory), is nil. A dry run plans with it what
-// the write would do.
+// never followed), a failure to look, or this process's want of leave to
+// make the temp in the directory (or, with none there yet, to make the
+// directory in dir), asked as the write would be judged (fsat.AccessAt:
+// the mode, an ACL, a read-only mount). nil otherwise. A dry run plans
+// with it what the write would do.
 func KeyDirErr(dir, key string) error {
 	if !ValidKey(key) {
 		return &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
 	}
 	kd, err := openKeyDir(nil, dir, key, false)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+	if errors.Is(err, fs.ErrNotExist) {
+		root, err := fsat.OpenDir(dir)
+		if err != nil {
+			return err
 		}
+		defer root.Close()
+		return fsat.AccessAt(root, ".", unix.W_OK|unix.X_OK)
+	}
+	if err != nil {
 		return err
 	}
-	return kd.Close()
+	defer kd.Close()
+	return fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
 }
 
 // openKeyDir opens dir (the operator's path: followed) and key's directory

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// The fleet directions as the owner of the root and of the transcripts
+// dir, where a run's writes are refused by a mode (a dir root made, 0755,
+// or one chmod'ed by hand): --to etcd's write of a key's generation into
+// its dir in the transcripts dir, and --from etcd's of a key dir in the
+// root, failed the key, nothing written, exit 1; their dry runs planned
+// "migrate", exit 0. Each dry run now fails the key as its run does.
+func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
+	}
+	_, tdir, runAs := nobodysFleet(t)
+	base := filepath.Dir(tdir)
+	root := filepath.Join(base, "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, held := store.Key("github", "nowrite", "first"), store.Key("github", "nowrite", "held")
+	if res, err := promoteMarker(s, first, "first 1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	chownAll := func(dir string) {
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	}
+	chownAll(root)
+	// The first move marks the transcripts dir as the fleet's.
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("the first move: exit %d\n%s\n%s", code, out, errs)
+	}
+	if res, err := promoteMarker(s, held, "held 1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	chownAll(root)
+	// A dir at the key's name in the transcripts dir that root made.
+	if err := os.Mkdir(filepath.Join(tdir, held), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, argv ...string) {
+		t.Helper()
+		dryCode, dryOut, dryErrs := runAs(append([]string{argv[0], "--dry-run"}, argv[1:]...)...)
+		code, out, errs := runAs(argv...)
+		if code != exitFault || !strings.Contains(out, held+"  failed") {
+			t.Fatalf("%s: the run: exit %d\n%s\n%s; want the key failed", what, code, out, errs)
+		}
+		if dryCode != code || !strings.Contains(dryOut, held+"  failed") || !strings.Contains(dryOut, "permission denied") {
+			t.Errorf("%s: the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", what, dryCode, dryOut, dryErrs, code, out)
+		}
+	}
+	same("--to etcd into a key's dir root made", "migrate", "--to", "etcd", root)
+	if err := os.Remove(filepath.Join(tdir, held)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("the second move: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// Back into a new root whose key dir for one key root made.
+	back := filepath.Join(base, "back")
+	if err := os.Mkdir(back, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chownAll(back)
+	if err := os.Mkdir(filepath.Join(back, held), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	same("--from etcd into a key dir root made", "migrate", "--from", "etcd", back)
+	if names, err := os.ReadDir(filepath.Join(back, held)); err != nil || len(names) != 0 {
+		t.Errorf("the key dir root made holds %v (%v); want nothing written", names, err)
+	}
+}
