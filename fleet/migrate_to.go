@@ -254,6 +254,14 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 	if !open() {
 		return k
 	}
+	if !write {
+		// The run opens meta.db for writing (its exclusive lock): one
+		// this user may not write fails the key there, and so here.
+		if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+			fail(r, err)
+			return k
+		}
+	}
 	transcript := store.TranscriptName
 	if p := k.sc.Pending; store.PendingInFlight(kd, p) {
 		if err := migrate.PendingTempNotRegular(kd, p); err != nil {

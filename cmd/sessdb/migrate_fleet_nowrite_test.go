@@ -79,3 +79,37 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 		t.Errorf("the key dir root made holds %v (%v); want nothing written", names, err)
 	}
 }
+
+// --to etcd reads each key dir under meta.db's exclusive lock, opened for
+// writing (a promotion in flight is rolled forward under it): a meta.db
+// its runner may not write (0400: chmod'ed by hand) fails the key there,
+// nothing moved, exit 1. The dry run reads under the shared lock, opened
+// read-only, and planned "migrate", exit 0. It now fails the key as the
+// run does.
+func TestTheOwnersToEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the migration as nobody, whom a mode binds")
+	}
+	_, tdir, runAs := nobodysFleet(t)
+	root := filepath.Join(filepath.Dir(tdir), "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "nowrite", "meta")
+	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	if err := os.Chmod(filepath.Join(root, key, "meta.db"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	dryCode, dryOut, dryErrs := runAs("migrate", "--to", "etcd", "--dry-run", root)
+	code, out, errs := runAs("migrate", "--to", "etcd", root)
+	if code != exitFault || !strings.Contains(out, key+"  failed") {
+		t.Fatalf("the run: exit %d\n%s\n%s; want the key failed", code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, "meta.db: permission denied") {
+		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, meta.db: permission denied", dryCode, dryOut, dryErrs, code, out)
+	}
+}
