@@ -207,6 +207,15 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			lock.Close()
 		}
 	}()
+	if !write {
+		// The run opens meta.db for writing (its exclusive lock) before
+		// it judges the key: one this user may not write fails the key
+		// there, whatever the key's state, and so here.
+		if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+			fail(r, err)
+			return
+		}
+	}
 	transcript := store.TranscriptName
 	inFlight := false
 	if p := sc.Pending; store.PendingInFlight(kd, p) {

@@ -113,3 +113,39 @@ func TestTheOwnersToEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, meta.db: permission denied", dryCode, dryOut, dryErrs, code, out)
 	}
 }
+
+// --from etcd opens each key dir's meta.db for writing under its
+// exclusive lock before it judges the key: a key dir already at the
+// fleet's generation whose meta.db its runner may not write (0400) fails
+// there, exit 1. The dry run, under the shared lock, said "already",
+// exit 0. It now fails the key as the run does.
+func TestTheOwnersFromEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the migration as nobody, whom a mode binds")
+	}
+	_, tdir, runAs := nobodysFleet(t)
+	root := filepath.Join(filepath.Dir(tdir), "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "nowrite", "back")
+	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
+	}
+	if err := os.Chmod(filepath.Join(root, key, "meta.db"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	dryCode, dryOut, dryErrs := runAs("migrate", "--from", "etcd", "--dry-run", root)
+	code, out, errs := runAs("migrate", "--from", "etcd", root)
+	if code != exitFault || !strings.Contains(out, key+"  failed") {
+		t.Fatalf("the run: exit %d\n%s\n%s; want the key failed", code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, "meta.db: permission denied") {
+		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, meta.db: permission denied", dryCode, dryOut, dryErrs, code, out)
+	}
+}
