@@ -307,3 +307,52 @@ func TestReadCRC32CTakesANilContext(t *testing.T) {
 		t.Fatalf("ReadCRC32C(nil, …) = %d, %08x, %v; want %d bytes and their CRC32C", n, sum, err, len(data))
 	}
 }
+
+// A Session with no JobDir is one no resolve gives (Resolve and
+// ReadTicket always set it): Promote refuses it (ErrBadTicket), nothing
+// read or written, whatever the working directory holds. Before, the
+// promote was absent, a refusal with no error, which tells the worker its
+// job left nothing to promote while the run was whole in its job dir.
+func TestAPromoteOfASessionWithNoJobDirIsABadTicket(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/no-job-dir")
+	jobDir := filepath.Join(base, "job")
+	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local", ID: "job-1"}, jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := appendTurn(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), 1, "the job's run"); err != nil {
+		t.Fatal(err)
+	}
+	cwd := filepath.Join(base, "cwd")
+	if err := os.MkdirAll(filepath.Join(cwd, store.StagedDirName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	for _, here := range []bool{false, true} {
+		if here {
+			if err := os.WriteFile(filepath.Join(cwd, store.StagedDirName, store.TranscriptName), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendTurn(filepath.Join(cwd, store.StagedDirName, store.TranscriptName), 1, "not this job's run"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lost := sess
+		lost.JobDir = ""
+		res, err := s.Promote(lost, store.PromoteRequest{PiVersion: "0.58.3"})
+		if !errors.Is(err, store.ErrBadTicket) || res.Promoted || res.Reason != "" {
+			t.Errorf("a Session with no JobDir (a file in the working directory's session dir: %v): %+v, %v; want ErrBadTicket, nothing tried", here, res, err)
+		}
+		if _, err := os.Lstat(filepath.Join(base, "sessions", key)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the key after the refused promote: %v; want nothing written", err)
+		}
+	}
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+		t.Fatalf("the Session as resolved: %+v, %v", res, err)
+	}
+}

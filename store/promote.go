@@ -100,7 +100,8 @@ type PromoteResult struct {
 // Answered, or a negative Window or Tokens, is ErrBadRequest; a Session
 // ReadTicket would refuse (a
 // verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
-// is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, a ticket from
+// is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, one with no JobDir
+// (Resolve and ReadTicket always set it) ErrBadTicket, a ticket from
 // another sessions root is ErrWrongRoot, a job dir a resolve is staging
 // in at that moment is ErrJobDirBusy. A
 // staged file that is missing or empty is absent, one that is a link, a
@@ -158,6 +159,12 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	// history would record an edited verdict as the resolve's.
 	if err := sess.validate(); err != nil {
 		return res, fmt.Errorf("promote %s: %w: %s", sess.Key, ErrBadTicket, err)
+	}
+	// Resolve and ReadTicket always set it: with none, the run would be
+	// looked for nowhere, and the promote answer absent of a run that is
+	// whole in its job dir.
+	if sess.JobDir == "" {
+		return res, fmt.Errorf("promote %s: %w: no job dir", sess.Key, ErrBadTicket)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)
