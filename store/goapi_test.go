@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,5 +355,30 @@ func TestAPromoteOfASessionWithNoJobDirIsABadTicket(t *testing.T) {
 	}
 	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
 		t.Fatalf("the Session as resolved: %+v, %v", res, err)
+	}
+}
+
+// A resolve given no job dir says so, and makes nothing, the working
+// directory's contents included. Before, its error was the mkdir's
+// "mkdir : no such file or directory", which names nothing a caller
+// can find.
+func TestAResolveWithNoJobDirSaysSo(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := filepath.Join(base, "cwd")
+	if err := os.Mkdir(cwd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	key := store.Key("github", "acme/widget", "pi/no-job-dir")
+	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "")
+	if err == nil || !strings.Contains(err.Error(), "no job dir") || sess != (store.Session{}) {
+		t.Errorf("resolve with no job dir: %+v, %v; want an error saying no job dir was given", sess, err)
+	}
+	if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
+		t.Errorf("the working directory holds %d entries after the refused resolve, want none", len(ents))
 	}
 }

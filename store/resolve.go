@@ -88,7 +88,8 @@ func (j Job) checkValues() error {
 // copy, so no promotion can land between the judgement and the copy.
 //
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
-// (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), or a
+// (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), an
+// empty jobDir, or a
 // job dir that is the store's directory (the sessions root, a fleet's
 // transcripts dir), lies inside one of its keys' directories (a key's
 // own, or one moved aside by a reap or a quarantine), or holds it, or
@@ -113,6 +114,12 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	}
 	if err := job.checkValues(); err != nil {
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
+	}
+	// Not a fault of the disk's: a caller's Job or path mixed up. The
+	// mkdir it meets otherwise says only "mkdir : no such file or
+	// directory".
+	if jobDir == "" {
+		return Session{}, fmt.Errorf("resolve %s: no job dir given", key)
 	}
 	sess, err := s.resolve(key, job, jobDir)
 	if err != nil {
