@@ -58,10 +58,10 @@ var (
 	// made, written or removed.
 	ErrJobDirInStore = errors.New("a job dir may not be the store's directory, lie inside one of its keys, or hold it")
 
-	// ErrNoBackend is returned by Resolve and Promote of a Store that was
-	// not made by New or NewOn (a zero Store), or was made by NewOn with
-	// a nil Backend: there is nowhere to read or write a key. Nothing is
-	// made, written or removed.
+	// ErrNoBackend is returned by Resolve, Promote and CheckRoot of a
+	// Store that was not made by New or NewOn (a zero Store), or was made
+	// by NewOn with a nil Backend: there is nowhere to read or write a
+	// key. Nothing is made, written or removed.
 	ErrNoBackend = errors.New("the store has no backend: make it with New or NewOn")
 
 	// ErrJobDirBusy is returned by Resolve and Promote when another

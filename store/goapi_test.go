@@ -382,3 +382,60 @@ func TestAResolveWithNoJobDirSaysSo(t *testing.T) {
 		t.Errorf("the working directory holds %d entries after the refused resolve, want none", len(ents))
 	}
 }
+
+// Every method of a Store with no backend (its zero value, or NewOn(nil))
+// answers without a panic: Stats, as the other walks, ErrNoSessionsRoot,
+// and CheckRoot ErrNoBackend, as Promote, which asks it, does. Before, Stats
+// panicked on the zero Store's clock, and CheckRoot on its backend (§5aq
+// made Resolve and Promote say ErrNoBackend; these two were left).
+func TestEveryMethodOfAStoreWithNoBackendAnswers(t *testing.T) {
+	key := store.Key("github", "acme/widget", "pi/no-backend")
+	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{})} {
+		try := func(what string, want error, call func() error) {
+			t.Helper()
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %s panicked: %v", name, what, r)
+				}
+			}()
+			if err := call(); !errors.Is(err, want) {
+				t.Errorf("%s: %s: %v; want %v", name, what, err, want)
+			}
+		}
+		ctx := t.Context()
+		try("Stats", store.ErrNoSessionsRoot, func() error {
+			st, err := s.Stats(ctx, store.StatsOptions{})
+			if st != nil {
+				t.Errorf("%s: Stats gave figures: %+v", name, st)
+			}
+			return err
+		})
+		try("CheckRoot", store.ErrNoBackend, func() error {
+			return s.CheckRoot(store.Session{Ticket: key, Root: "/srv/sessions", Key: key})
+		})
+		try("CheckRoot of a ticket with no id", store.ErrNoBackend, func() error {
+			return s.CheckRoot(store.Session{Key: key, Reason: gates.Absent})
+		})
+		try("Inspect", store.ErrNoSessionsRoot, func() error { return s.Inspect(0, nil) })
+		try("Check", store.ErrNoSessionsRoot, func() error {
+			_, err := s.Check(ctx, store.CheckOptions{}, nil)
+			return err
+		})
+		try("ReapWith", store.ErrNoSessionsRoot, func() error {
+			_, err := s.ReapWith(ctx, store.ReapOptions{})
+			return err
+		})
+		try("RollForward", store.ErrNoSessionsRoot, func() error {
+			_, err := s.RollForward(key)
+			return err
+		})
+		try("Accept", store.ErrNoSessionsRoot, func() error {
+			_, err := s.Accept(key)
+			return err
+		})
+		try("Quarantine", store.ErrNoSessionsRoot, func() error {
+			_, err := s.Quarantine(key)
+			return err
+		})
+	}
+}

@@ -355,8 +355,12 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 // writes before the promotion (the CLI, whose fleet claims its transcripts
 // dir first) asks it first. Two spellings of one directory (a link, a bind
 // mount) are the same root; a ticket from before the job contract names
-// none, and is this store's.
+// none, and is this store's. A store with no backend (ErrNoBackend) has
+// no root for any ticket.
 func (s *Store) CheckRoot(sess Session) error {
+	if s.backend == nil {
+		return ErrNoBackend
+	}
 	if sess.Ticket == "" {
 		return nil // a ticket from before the job contract names no root
 	}

@@ -242,6 +242,10 @@ func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// As InspectWith would say, before the clock a zero Store lacks.
+	if s.root == "" {
+		return nil, ErrNoSessionsRoot
+	}
 	st := &Stats{At: s.opts.Now().UTC(), Window: opts.Window}
 	st.Bytes, st.ResumeChain, st.ContextPct = newDistribution(bytesBounds), newDistribution(chainBounds), newDistribution(pctBounds)
 	st.Layouts, st.Verdicts = tallies(statLayouts), tallies(StatReasons())
