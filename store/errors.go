@@ -60,8 +60,9 @@ var (
 
 	// ErrNoBackend is returned by Resolve, Promote and CheckRoot of a
 	// Store that was not made by New or NewOn (a zero Store), or was made
-	// by NewOn with a nil Backend: there is nowhere to read or write a
-	// key. Nothing is made, written or removed.
+	// by NewOn with a nil Backend or a nil pointer in one (a
+	// *fleet.Backend that fleet.Open did not make): there is nowhere to
+	// read or write a key. Nothing is made, written or removed.
 	ErrNoBackend = errors.New("the store has no backend: make it with New or NewOn")
 
 	// ErrJobDirBusy is returned by Resolve and Promote when another

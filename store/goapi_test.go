@@ -282,9 +282,15 @@ func TestWalksTakeANilVisit(t *testing.T) {
 // with no Backend, has nowhere to read or write a key: Resolve and
 // Promote say so (ErrNoBackend) and make nothing in the job dir, as the
 // walks already answered ErrNoSessionsRoot. Both panicked (rev-go).
+//
+// A nil pointer in the Backend (a *fleet.Backend that fleet.Open failed to
+// make, passed on by a worker's error handling) is no backend either.
+// Before, the interface holding it was not nil: Resolve panicked in the
+// backend's ID, and Promote in its SameID.
 func TestAStoreWithNoBackendSaysSo(t *testing.T) {
 	key := store.Key("github", "acme/widget", "pi/no-backend")
-	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{})} {
+	var nilBackend *elsewhere
+	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{}), "NewOn of a nil pointer": store.NewOn(nilBackend, store.Options{})} {
 		jobDir := filepath.Join(t.TempDir(), "job")
 		if _, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir); !errors.Is(err, store.ErrNoBackend) {
 			t.Errorf("%s: resolve: %v; want ErrNoBackend", name, err)
@@ -390,7 +396,8 @@ func TestAResolveWithNoJobDirSaysSo(t *testing.T) {
 // made Resolve and Promote say ErrNoBackend; these two were left).
 func TestEveryMethodOfAStoreWithNoBackendAnswers(t *testing.T) {
 	key := store.Key("github", "acme/widget", "pi/no-backend")
-	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{})} {
+	var nilBackend *elsewhere
+	for name, s := range map[string]*store.Store{"zero": {}, "NewOn(nil)": store.NewOn(nil, store.Options{}), "NewOn of a nil pointer": store.NewOn(nilBackend, store.Options{})} {
 		try := func(what string, want error, call func() error) {
 			t.Helper()
 			defer func() {

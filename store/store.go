@@ -59,6 +59,7 @@
 package store
 
 import (
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -134,8 +135,16 @@ func New(root string, opts Options) (*Store, error) {
 // (package fleet). Resolve and Promote work on any backend; the operator's
 // walks (Inspect, Check, Reap, RollForward) work on the default one, and
 // on this store return ErrNoSessionsRoot.
+//
+// A nil b, or a nil pointer in it (a *fleet.Backend that fleet.Open failed
+// to make), is no backend: Resolve and Promote return ErrNoBackend.
 func NewOn(b Backend, opts Options) *Store {
 	s := newStore(opts)
+	if b != nil {
+		if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+			b = nil
+		}
+	}
 	s.backend = b
 	return s
 }
