@@ -195,8 +195,16 @@ func wrongPath(err error) bool {
 	return false
 }
 
-// Close closes the etcd client. A Backend is unusable after it.
-func (b *Backend) Close() error { return b.meta.Close() }
+// Close closes the etcd client. A Backend is unusable after it: Resolve
+// and Promote on it are faults ("store closed"), never a verdict. Closing
+// it again, or closing the nil Backend Open returns with its error (a
+// deferred Close before the error is looked at), does nothing.
+func (b *Backend) Close() error {
+	if b == nil || b.meta == nil {
+		return nil
+	}
+	return b.meta.Close()
+}
 
 // Dir is the absolute transcripts dir.
 func (b *Backend) Dir() string { return b.dir }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,5 +306,46 @@ func TestFromEtcdThatDoesNothingMakesNoRoot(t *testing.T) {
 	}
 	if _, err := os.Lstat(root); !os.IsNotExist(err) {
 		t.Fatalf("from etcd, etcd stopped, made the sessions root (lstat: %v)", err)
+	}
+}
+
+// Close is safe however a worker's code reaches it: twice, and on the nil
+// Backend Open returns with its error (a Close deferred before the error
+// is looked at). A Backend used after Close says so, a fault for Resolve
+// and promote-failed for Promote, never a verdict. Before, Close of the
+// nil Backend panicked (nil pointer dereference).
+func TestCloseTwiceAndOfOpensNilAndUseAfterClose(t *testing.T) {
+	b, err := fleet.Open(fleet.Config{Config: etcdmeta.Config{Endpoints: []string{"http://127.0.0.1:1"}}, TranscriptsDir: filepath.Join(t.TempDir(), "missing")})
+	if b != nil || !errors.Is(err, fleet.ErrNoTranscriptsDir) {
+		t.Fatalf("open of a missing dir: %v, %v", b, err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("Close of Open's nil Backend panicked: %v", r)
+			}
+		}()
+		if err := b.Close(); err != nil {
+			t.Errorf("Close of Open's nil Backend: %v", err)
+		}
+	}()
+	c := etcdtest.Start1(t)
+	b, s := apiFleet(t, c)
+	key := store.Key("github", "acme/widget", "pi/closed")
+	sess, _ := apiPromote(t, s, key, apiLine("first"))
+	for i := range 2 {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close %d: %v", i+1, err)
+		}
+	}
+	jd := filepath.Join(t.TempDir(), "job")
+	if got, err := s.Resolve(key, apiJob, jd); err == nil || got.Reason != "" {
+		t.Errorf("resolve after Close: %+v, %v; want a fault", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(jd, store.TicketName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the ticket of a resolve after Close: %v; want none", err)
+	}
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: apiJob.PiVersion}); err == nil || res.Reason != gates.PromoteFailed {
+		t.Errorf("promote after Close: %+v, %v; want promote-failed", res, err)
 	}
 }
