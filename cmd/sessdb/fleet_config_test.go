@@ -149,6 +149,10 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, append(resolve, "--etcd-timeout", " 1s"), "--etcd-timeout"},
 		{ok, append(resolve, "--etcd-timeout", "1e3s"), "--etcd-timeout"},
 		{ok, append(resolve, "--etcd-timeout", "11m"), "--etcd-timeout"},
+		// No member answers sooner than a millisecond: every resolve was
+		// store-unavailable, exit 0.
+		{ok, append(resolve, "--etcd-timeout", "999us"), "--etcd-timeout"},
+		{with(ok, "PI_SESSIONS_ETCD_TIMEOUT", "5ns"), resolve, "PI_SESSIONS_ETCD_TIMEOUT"},
 		// A store is a sessions root or a fleet.
 		{with(ok, "PI_SESSIONS_DIR", tmp), resolve, "PI_SESSIONS_DIR and PI_SESSIONS_ETCD_ENDPOINTS"},
 		{ok, append(resolve, "--sessions-dir", tmp), "--sessions-dir and PI_SESSIONS_ETCD_ENDPOINTS"},

@@ -49,7 +49,7 @@ func bindFleet(fs *flag.FlagSet) *fleetKnobs {
 		key:            knob{env: "PI_SESSIONS_ETCD_KEY", flag: "etcd-key", help: "the client certificate's private key `FILE` (PEM)"},
 		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as (its name alone, not etcdctl's USER:PASSWORD), with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
 		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
-		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; at most 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
+		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; from 1ms to 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
 	}
 	for _, k := range f.all() {
 		k.bind(fs)
@@ -156,6 +156,11 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 	if t, n := f.timeout.get(getenv); t != "" {
 		if fc.RequestTimeout, err = parseDuration(n, t, etcdmeta.MaxRequestTimeout); err != nil {
 			return fc, true, err
+		}
+		// No member answers sooner: every resolve would be
+		// store-unavailable, every promote promote-failed.
+		if fc.RequestTimeout < etcdmeta.MinRequestTimeout {
+			return fc, true, fmt.Errorf("%s: %s is out of range (want at least %v and at most %v)", n, brief(t), etcdmeta.MinRequestTimeout, etcdmeta.MaxRequestTimeout)
 		}
 	}
 	// The login, when there is one, is bounded like any request.

@@ -41,6 +41,13 @@ const maxTLSFileBytes = 1 << 20
 // whatever the writer's configuration (fleet's in-flight window).
 const MaxRequestTimeout = 10 * time.Minute
 
+// MinRequestTimeout bounds Config.RequestTimeout and DialTimeout from
+// below: no member answers a request sooner, and a time.Duration counts
+// nanoseconds, so a count of seconds given bare (RequestTimeout: 5) made
+// every request fail at once, each resolve store-unavailable and each
+// promote promote-failed, with nothing at Open to say why.
+const MinRequestTimeout = time.Millisecond
+
 // Config says how to reach etcd and where the records live. The zero value
 // of every field but Endpoints is a safe default; no zero means "forever".
 type Config struct {
@@ -66,9 +73,11 @@ type Config struct {
 	// neither, each valid UTF-8.
 	Username, Password string
 	// RequestTimeout bounds every read and write; 0 means
-	// DefaultRequestTimeout. At most MaxRequestTimeout.
+	// DefaultRequestTimeout. At least MinRequestTimeout, at most
+	// MaxRequestTimeout.
 	RequestTimeout time.Duration
-	// DialTimeout bounds Open's login; 0 means DefaultDialTimeout.
+	// DialTimeout bounds Open's login; 0 means DefaultDialTimeout. At
+	// least MinRequestTimeout.
 	DialTimeout time.Duration
 	// LockTTL is the lease behind a lock: how long a lock outlives a holder
 	// that died (rounded up to whole seconds; etcd raises a TTL below
@@ -236,6 +245,14 @@ func (c Config) validate() (settings, error) {
 	}
 	if s.RequestTimeout > MaxRequestTimeout {
 		return s, invalid("RequestTimeout", "%v is more than %v", s.RequestTimeout, MaxRequestTimeout)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"RequestTimeout", s.RequestTimeout}, {"DialTimeout", s.DialTimeout}} {
+		if d.v < MinRequestTimeout {
+			return s, invalid(d.field, "%v is less than %v (a time.Duration counts nanoseconds: 5 seconds is 5 * time.Second)", d.v, MinRequestTimeout)
+		}
 	}
 	return s, nil
 }

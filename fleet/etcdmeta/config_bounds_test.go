@@ -42,6 +42,12 @@ func TestConfigBoundsHoldAtTheirEdge(t *testing.T) {
 		{Config{Endpoints: []string{"http://a:1"}, Prefix: "/" + strings.Repeat("p", MaxPrefixBytes)}, "Prefix"},
 		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MaxRequestTimeout}, ""},
 		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MaxRequestTimeout + time.Nanosecond}, "RequestTimeout"},
+		// A count of seconds given bare is nanoseconds: a timeout no
+		// member can meet, every resolve store-unavailable.
+		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: 5}, "RequestTimeout"},
+		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MinRequestTimeout - time.Nanosecond}, "RequestTimeout"},
+		{Config{Endpoints: []string{"http://a:1"}, RequestTimeout: MinRequestTimeout, DialTimeout: MinRequestTimeout}, ""},
+		{Config{Endpoints: []string{"http://a:1"}, DialTimeout: 5}, "DialTimeout"},
 	} {
 		_, err := tc.cfg.Validate()
 		var ce *ConfigError
