@@ -82,8 +82,13 @@ const (
 type Options struct {
 	// Bounds are the ladder's limits (the caller applies the defaults).
 	Bounds gates.Bounds
-	// LockTimeout bounds every wait for a key's lock; 0 means the db
-	// package's default (about 2 s), never "forever".
+	// LockTimeout bounds every wait for a key's lock; 0 or less means the
+	// db package's default (about 2 s), never "forever". It counts
+	// nanoseconds, as every time.Duration does: LockTimeout: 2 is 2 ns,
+	// not 2 s, a wait no contended key is had in, so that most of its
+	// resolves are locked (cold starts) and most of its promotes locked
+	// (70 and 75 of 90 with six goroutines on one key, none at the
+	// default).
 	LockTimeout time.Duration
 	// Logger receives the store's events; the zero Logger writes nothing.
 	Logger zerolog.Logger
