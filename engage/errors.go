@@ -36,6 +36,6 @@ var (
 	// ErrOptions is returned when the options describe no threshold or no
 	// ratio: a window not above the reserve, a negative reserve, a window
 	// above MaxWindow, or a ratio outside (0, 1]. The zero Options is refused with it rather than read
-	// as a window of 0.
+	// as a window of 0. It is wrapped with the option at fault and its value.
 	ErrOptions = errors.New("invalid replay options")
 )

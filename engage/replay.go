@@ -1,6 +1,7 @@
 package engage
 
 import (
+	"fmt"
 	"math"
 
 	"sessdb/store/transcript"
@@ -76,6 +77,23 @@ type Replay struct {
 	Stateless, Sticky Policy // each policy's sums over Rows
 }
 
+// check refuses options that describe no threshold or no ratio
+// (ErrOptions), naming the option at fault: a Go caller's zero Options
+// and a reserve above its window read alike otherwise.
+func (o Options) check() error {
+	switch {
+	case o.Reserve < 0:
+		return fmt.Errorf("%w: reserve %d is negative", ErrOptions, o.Reserve)
+	case o.Window <= o.Reserve:
+		return fmt.Errorf("%w: window %d is not above reserve %d (DefaultOptions has pi's)", ErrOptions, o.Window, o.Reserve)
+	case o.Window > MaxWindow:
+		return fmt.Errorf("%w: window %d is above MaxWindow (%d)", ErrOptions, o.Window, int64(MaxWindow))
+	case !(o.PrunedRatio > 0 && o.PrunedRatio <= 1):
+		return fmt.Errorf("%w: pruned ratio %v is not in (0, 1]", ErrOptions, o.PrunedRatio)
+	}
+	return nil
+}
+
 // Replay runs the transcript's requests through both policies. Each request
 // point is an assistant message on the branch; the first request carries a
 // Start reset and the first after a compaction a Compaction reset. Both
@@ -86,8 +104,8 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 	if opt.PrunedRatio == 0 {
 		opt.PrunedRatio = 1
 	}
-	if opt.Window <= opt.Reserve || opt.Reserve < 0 || opt.Window > MaxWindow || !(opt.PrunedRatio > 0 && opt.PrunedRatio <= 1) {
-		return nil, ErrOptions
+	if err := opt.check(); err != nil {
+		return nil, err
 	}
 	rp := &Replay{
 		Window: opt.Window, Reserve: opt.Reserve, Threshold: Threshold(opt.Window, opt.Reserve),

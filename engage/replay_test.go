@@ -172,9 +172,24 @@ func tfBool(b bool) byte {
 
 func TestReplayOptions(t *testing.T) {
 	tr := readFixture(t, "01-normal-multiturn.jsonl")
-	for _, o := range []Options{{}, {Window: 100, Reserve: 100}, {Window: 100, Reserve: -1}, {Window: 1000, PrunedRatio: 1.5}, {Window: 1000, PrunedRatio: -0.5}, {Window: MaxWindow + 1}, {Window: math.MaxInt64, Reserve: 1}} {
-		if _, err := tr.Replay(o); !errors.Is(err, ErrOptions) {
-			t.Errorf("Replay(%+v) = %v, want ErrOptions", o, err)
+	// Each refusal names the option at fault: the bare ErrOptions read
+	// alike for a zero Options, a reserve above the window and a ratio
+	// out of range.
+	for _, c := range []struct {
+		o    Options
+		says string
+	}{
+		{Options{}, "window 0 is not above reserve 0"},
+		{Options{Window: 100, Reserve: 100}, "window 100 is not above reserve 100"},
+		{Options{Window: 100, Reserve: -1}, "reserve -1 is negative"},
+		{Options{Window: 1000, PrunedRatio: 1.5}, "pruned ratio 1.5"},
+		{Options{Window: 1000, PrunedRatio: -0.5}, "pruned ratio -0.5"},
+		{Options{Window: 1000, PrunedRatio: math.NaN()}, "pruned ratio NaN"},
+		{Options{Window: MaxWindow + 1}, "above MaxWindow"},
+		{Options{Window: math.MaxInt64, Reserve: 1}, "above MaxWindow"},
+	} {
+		if _, err := tr.Replay(c.o); !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Replay(%+v) = %v, want ErrOptions saying %q", c.o, err, c.says)
 		}
 	}
 	// EXPECTED.md: fixture 01 is never engaged.
