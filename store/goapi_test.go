@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -444,5 +445,50 @@ func TestEveryMethodOfAStoreWithNoBackendAnswers(t *testing.T) {
 			_, err := s.Quarantine(key)
 			return err
 		})
+	}
+}
+
+// One Session promoted from many goroutines at once (a worker's retry
+// sent while its first try still runs) is one promotion: each other try
+// is ErrJobDirBusy with promote-failed, or a repeat of it, never a second
+// generation; the retry after them all repeats it.
+func TestOneSessionPromotedFromManyGoroutinesIsOnePromotion(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/many-tries")
+	for round := range 5 {
+		jobDir := filepath.Join(base, fmt.Sprint("job-", round))
+		sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := appendTurn(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), round+1, "go on"); err != nil {
+			t.Fatal(err)
+		}
+		results := make([]store.PromoteResult, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Go(func() { results[i], errs[i] = s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}) })
+		}
+		wg.Wait()
+		first := 0
+		for i, res := range results {
+			switch {
+			case res.Promoted && !res.Repeat && errs[i] == nil:
+				first++
+			case res.Promoted && res.Repeat && errs[i] == nil:
+			case errors.Is(errs[i], store.ErrJobDirBusy) && res.Reason == gates.PromoteFailed && !res.Promoted:
+			default:
+				t.Errorf("round %d, try %d: %+v, %v; want the promotion, a repeat of it, or ErrJobDirBusy", round, i, res, errs[i])
+			}
+		}
+		again, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"})
+		if first != 1 || err != nil || !again.Repeat || again.Gen != uint64(round+1) {
+			t.Fatalf("round %d: %d first promotions, then the retry %+v, %v; want one, and the retry a repeat of gen %d", round, first, again, err, round+1)
+		}
 	}
 }

@@ -102,8 +102,10 @@ type PromoteResult struct {
 // verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
 // is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, one with no JobDir
 // (Resolve and ReadTicket always set it) ErrBadTicket, a ticket from
-// another sessions root is ErrWrongRoot, a job dir a resolve is staging
-// in at that moment is ErrJobDirBusy. A
+// another sessions root is ErrWrongRoot, a job dir another resolve or
+// promote is using at that moment (a retry of this Session sent while
+// the first try still runs, too) is ErrJobDirBusy, returned with
+// promote-failed: retry once the other is done. A
 // staged file that is missing or empty is absent, one that is a link, a
 // FIFO or anything but a regular file is not-a-regular-file, one over the
 // size cap is too-large; nothing is touched for any of them.
