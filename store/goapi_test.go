@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -490,5 +491,61 @@ func TestOneSessionPromotedFromManyGoroutinesIsOnePromotion(t *testing.T) {
 		if first != 1 || err != nil || !again.Repeat || again.Gen != uint64(round+1) {
 			t.Fatalf("round %d: %d first promotions, then the retry %+v, %v; want one, and the retry a repeat of gen %d", round, first, again, err, round+1)
 		}
+	}
+}
+
+// The figures Stats returns are the caller's: a dashboard that rescales a
+// distribution's Bounds in place (bytes to KiB) changes no later walk's
+// buckets. Before, every Stats shared the package's bounds: the second
+// walk below bucketed by the rescaled bounds, and put the 1 KiB of
+// transcript of each key in another bucket than the first walk did.
+func TestStatsFiguresAreTheCallers(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		key := store.Key("github", "acme/widget", fmt.Sprint("pi/stats-", i))
+		jobDir := filepath.Join(base, fmt.Sprint("job-", i))
+		if _, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := appendTurn(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), 1, "go on"); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := store.ReadTicket(jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+			t.Fatalf("promote: %+v, %v", res, err)
+		}
+	}
+	bytesBounds, chainBounds, pctBounds := store.StatBounds()
+	first, err := s.Stats(t.Context(), store.StatsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := slices.Clone(first.Bytes.Counts)
+	for _, d := range []*store.Distribution{first.Bytes, first.ResumeChain, first.ContextPct} {
+		for i := range d.Bounds {
+			d.Bounds[i] /= 1024
+		}
+	}
+	again, err := s.Stats(t.Context(), store.StatsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []*store.Distribution{again.Bytes, again.ResumeChain, again.ContextPct} {
+		if want := [][]int64{bytesBounds, chainBounds, pctBounds}[i]; !slices.Equal(d.Bounds, want) {
+			t.Errorf("a later walk's bounds changed with the caller's copy: %v, want %v", d.Bounds, want)
+		}
+	}
+	if b, _, _ := store.StatBounds(); !slices.Equal(b, bytesBounds) {
+		t.Errorf("StatBounds changed with the caller's copy: %v, want %v", b, bytesBounds)
+	}
+	if !slices.Equal(again.Bytes.Counts, counts) {
+		t.Errorf("a later walk bucketed the same keys as %v, the first as %v", again.Bytes.Counts, counts)
 	}
 }

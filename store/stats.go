@@ -133,7 +133,9 @@ type Distribution struct {
 // newDistribution is an empty distribution over bounds, with the extra
 // bucket for the values above the last bound.
 func newDistribution(bounds []int64) *Distribution {
-	return &Distribution{Bounds: bounds, Counts: make([]int64, len(bounds)+1)}
+	// A copy: the Stats it goes into is the caller's to change, and the
+	// package's bounds are every later walk's buckets.
+	return &Distribution{Bounds: slices.Clone(bounds), Counts: make([]int64, len(bounds)+1)}
 }
 
 // add counts v. Every value is also kept, for exact quantiles rather than
