@@ -549,3 +549,38 @@ func TestStatsFiguresAreTheCallers(t *testing.T) {
 		t.Errorf("a later walk bucketed the same keys as %v, the first as %v", again.Bytes.Counts, counts)
 	}
 }
+
+// A resolve that cannot say where a path leads names which path it is:
+// the store's directory (a root that holds a NUL byte, which no system
+// call takes) or the job dir. Before, both read "<job dir> cannot be told
+// apart from the store's directory <root> (invalid argument)", which sent
+// a worker looking at a job dir that was fine.
+func TestAResolveThatCannotResolveAPathNamesIt(t *testing.T) {
+	base := t.TempDir()
+	key := store.Key("github", "acme/widget", "pi/unresolvable")
+	job := store.Job{PiVersion: "0.58.3", Venue: "local"}
+	bad, err := store.New(filepath.Join(base, "sess\x00ions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s      *store.Store
+		jobDir string
+		says   string
+	}{
+		{bad, filepath.Join(base, "job"), "where the store's directory leads is not known"},
+		{good, filepath.Join(base, "jo\x00b"), "where the job dir leads is not known"},
+	} {
+		_, err := c.s.Resolve(key, job, c.jobDir)
+		if !errors.Is(err, store.ErrJobDirInStore) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("resolve of %q on %q: %v; want ErrJobDirInStore saying %q", c.jobDir, c.s.Root(), err, c.says)
+		}
+	}
+	if ents, _ := os.ReadDir(base); len(ents) != 0 {
+		t.Errorf("%d entries made by the refused resolves, want none", len(ents))
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -127,8 +126,13 @@ func createStaged(dir *os.File) (*os.File, error) {
 func jobDirApart(jobDir, dir string) error {
 	job, jerr := fsat.ResolvedPath(jobDir)
 	storeDir, serr := fsat.ResolvedPath(dir)
-	if err := cmp.Or(jerr, serr); err != nil {
-		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s (%w)", ErrJobDirInStore, jobDir, dir, err)
+	// Each names the path that could not be resolved: a root a worker
+	// mistyped is no fault of its job dir's.
+	if jerr != nil {
+		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s: where the job dir leads is not known (%w)", ErrJobDirInStore, jobDir, dir, jerr)
+	}
+	if serr != nil {
+		return fmt.Errorf("%w: %s cannot be told apart from the store's directory %s: where the store's directory leads is not known (%w)", ErrJobDirInStore, jobDir, dir, serr)
 	}
 	if rel, ok := within(job, storeDir); ok {
 		first, _, _ := strings.Cut(rel, string(filepath.Separator))
