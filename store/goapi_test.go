@@ -584,3 +584,37 @@ func TestAResolveThatCannotResolveAPathNamesIt(t *testing.T) {
 		t.Errorf("%d entries made by the refused resolves, want none", len(ents))
 	}
 }
+
+// A Session resolved with a relative job dir names it absolute, so that
+// its promote finds the run from any working directory (a worker that
+// keeps its Sessions as JSON, or changed directory since). Before, it kept
+// the relative path: a promote from another working directory looked for
+// the run there, and was absent, no error, the run whole in its job dir.
+func TestASessionResolvedWithARelativeJobDirPromotesFromAnywhere(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"here", "elsewhere"} {
+		if err := os.Mkdir(filepath.Join(base, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(filepath.Join(base, "here"))
+	key := store.Key("github", "acme/widget", "pi/relative")
+	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(base, "here", "job"); filepath.Clean(sess.JobDir) != want {
+		t.Errorf("the Session's job dir is %q, want %q", sess.JobDir, want)
+	}
+	if err := appendTurn(filepath.Join("job", store.StagedDirName, store.TranscriptName), 1, "go on"); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(base, "elsewhere"))
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+		t.Errorf("the promote from another working directory: %+v, %v; want promoted", res, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 	"unicode/utf8"
 
@@ -157,6 +158,19 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	var err error
 	if sess.Root, err = s.backend.ID(); err != nil {
 		return Session{}, err
+	}
+	// The Session names its job dir absolute, as it names its root: a
+	// promote made from another working directory (a Session kept as
+	// JSON, a process that changed directory since) looks where the run
+	// is, not for a relative path under the working directory then. Not
+	// cleaned: "link/.." is where the kernel takes it, the link's target's
+	// parent (see fsat.ResolvedPath).
+	if !filepath.IsAbs(jobDir) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return Session{}, fmt.Errorf("job dir %s: the working directory: %w", jobDir, err)
+		}
+		sess.JobDir = wd + string(filepath.Separator) + jobDir
 	}
 	jd, err := openJobDir(jobDir)
 	if err != nil {

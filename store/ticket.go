@@ -79,8 +79,10 @@ type Session struct {
 	Model string `json:"model,omitempty"`
 	// Job is the job's id for the audit history; it may be empty.
 	Job string `json:"job,omitempty"`
-	// JobDir is the job dir the staged file is in. ReadTicket sets it to
-	// the dir it read the ticket from, whatever the file says.
+	// JobDir is the job dir the staged file is in: Resolve gives a
+	// relative one absolute, from the working directory it resolved in.
+	// ReadTicket sets it to the dir it read the ticket from, whatever the
+	// file says.
 	JobDir string `json:"job_dir"`
 
 	// oldGen is the generation a ticket from before the job contract says
