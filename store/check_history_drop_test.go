@@ -279,3 +279,47 @@ func TestAHistoryDropWritesOnlyTheFileItsLookProved(t *testing.T) {
 		t.Fatalf("check --repair: %+v; want the file put there since left unwritten", found)
 	}
 }
+
+// A deep check that did not complete (timed out, its child killed) proves
+// nothing, and is no damage: beside it, a history whose entries do not
+// decode is still removed in place, and one at the last sequence number
+// still numbered again, the record and stamps kept, nothing moved aside.
+// (Counted as damage, it took meta.db aside whole, the conversation with
+// it, on a check that said nothing is moved without proof.)
+func TestDamagedHistoryBesideADeepCheckThatDidNotCompleteIsRepairedInPlace(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, root, key string, before []db.HistoryEntry)
+		repair string // what the repair line says it did
+	}{
+		{"entries that do not decode", func(t *testing.T, root, key string, before []db.HistoryEntry) {
+			chkWriteRaw(t, root, key, "history", string(binary.BigEndian.AppendUint64(nil, before[1].Seq)), []byte("not msgpack"))
+		}, "removed"},
+		{"a history at the last sequence number", func(t *testing.T, root, key string, _ []db.HistoryEntry) {
+			atTheLastSequenceNumber(t, root, key)
+		}, "numbered again"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "slow-check")
+			c.damage(t, root, key, historyOf(t, root, key))
+
+			found := chkRunDeep(t, s, key, DeepResult{Incomplete: "it timed out"})
+			f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
+			if f == nil || !f.Repaired || f.Remains || !strings.Contains(f.Repair, c.repair) {
+				t.Fatalf("check --repair: %+v; want the history %s in place, nothing remaining", found, c.repair)
+			}
+			if d := chkFind(found, key+"/"+db.FileName, KindMetaCheckFailed); d == nil || d.Repaired || !strings.Contains(d.Repair, "left as is") {
+				t.Fatalf("check --repair: %+v; want the check that did not complete left as is", found)
+			}
+			if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
+				t.Fatalf("the repair moved meta.db aside: %v", aside)
+			}
+			sess, _ := mustResolve(t, s, key, localJob())
+			want(t, sess, true, gates.Resumed)
+			if _, res := runJob(t, s, key, localJob(), PromoteRequest{}, "after"); !res.Promoted {
+				t.Fatalf("the promotion after the repair: %+v", res)
+			}
+		})
+	}
+}
