@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -171,7 +172,8 @@ func TestARepairDoesNotWriteOverTheOnlyValidMetaPage(t *testing.T) {
 	page := mustRead(t, meta)[a*m.PageSize : (a+1)*m.PageSize]
 	writeAtFile(t, meta, page, int64((1-a)*m.PageSize))
 	writeAtFile(t, meta, make([]byte, m.PageSize), int64(a*m.PageSize))
-	if m := chkMeta(t, root, key); m.Active != 1-a || m.Pages[a].Valid() || m.Pages[m.Active].Txid%2 == uint64(m.Active) {
+	m = chkMeta(t, root, key)
+	if m.Active != 1-a || m.Pages[a].Valid() || m.Pages[m.Active].Txid%2 == uint64(m.Active) {
 		t.Fatalf("fixture: meta pages %+v; want page %d invalid, page %d valid with a txid of the other's parity", m.Pages, a, 1-a)
 	}
 	raw := mustRead(t, meta)
@@ -180,6 +182,12 @@ func TestARepairDoesNotWriteOverTheOnlyValidMetaPage(t *testing.T) {
 	f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid)
 	if f == nil || f.Repaired || !f.Remains || !strings.Contains(f.Repair, "left as is") {
 		t.Fatalf("check --repair: %+v; want the page left as is, remaining", found)
+	}
+	// The line names the page the valid one sits on and the page bbolt
+	// keeps its txid on: the other.
+	txid := m.Pages[m.Active].Txid
+	if why := fmt.Sprintf("meta page %d holds txid %d, which bbolt keeps on page %d", m.Active, txid, txid%2); !strings.Contains(f.Repair, why) {
+		t.Fatalf("check --repair: %q; want it to say %q", f.Repair, why)
 	}
 	if !bytes.Equal(mustRead(t, meta), raw) {
 		t.Fatal("the repair wrote meta.db")
