@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -49,6 +50,10 @@ func TestARepairDropsHistoryEntriesThatDoNotDecodeAndKeepsTheConversation(t *tes
 	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
 	if f == nil || !f.Repaired || f.Remains || !strings.Contains(f.Repair, "removed") {
 		t.Fatalf("check --repair: %+v; want the entries removed, nothing remaining", found)
+	}
+	// No entry held the last sequence number: nothing was numbered again.
+	if !strings.Contains(f.Repair, "the others kept as they were") || strings.Contains(f.Repair, "numbered again") {
+		t.Fatalf("check --repair: %q; want the other entries said kept as they were", f.Repair)
 	}
 	if aside, _ := filepath.Glob(filepath.Join(root, key, AsidePrefix+"*")); len(aside) != 0 {
 		t.Fatalf("the repair moved meta.db aside: %v", aside)
@@ -236,6 +241,11 @@ func TestARepairThatDropsHistoryNumbersAFullHistoryBehindItAgain(t *testing.T) {
 	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
 	if f == nil || !f.Repaired || f.Remains || sum.Remaining != 0 || !strings.Contains(f.Repair, "numbered again") {
 		t.Fatalf("check --repair: %+v, %+v; want the entry removed and the history numbered again, nothing remaining", found, sum)
+	}
+	// Every entry that decodes is kept, numbered again; the ring was not
+	// full, so none is said dropped.
+	if kept := fmt.Sprintf("the newest %d of the others numbered again from 1", len(before)); !strings.Contains(f.Repair, kept) || strings.Contains(f.Repair, "older ones dropped") {
+		t.Fatalf("check --repair: %q; want it to say %q, and no older entry dropped", f.Repair, kept)
 	}
 	h := historyOf(t, root, key)
 	if n := len(h); n != len(before) || h[n-1].Seq != uint64(n) {
