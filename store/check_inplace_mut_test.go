@@ -13,6 +13,8 @@ import (
 	"sessdb/gates"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+
+	"golang.org/x/sys/unix"
 )
 
 // inPlaceDamage is each fault check --repair now settles in meta.db in
@@ -157,6 +159,7 @@ func TestARepairInPlaceWritesNothingInAKeyDirMovedAwayInItsOpen(t *testing.T) {
 				return nil
 			})
 			t.Cleanup(func() { faults.Set(nil) })
+			fds := openFDsOr(-1)
 			s.repair(rootF, key, found)
 			faults.Set(nil)
 			if !fired {
@@ -167,6 +170,19 @@ func TestARepairInPlaceWritesNothingInAKeyDirMovedAwayInItsOpen(t *testing.T) {
 			}
 			if !bytes.Equal(mustRead(t, filepath.Join(away, db.FileName)), raw) {
 				t.Fatal("the repair wrote meta.db in the key dir moved away from the key's name")
+			}
+			// The refused open let go of what it had: the moved dir's
+			// meta.db and its lock, and the key dir's descriptor.
+			f, err := os.Open(filepath.Join(away, db.FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				t.Fatalf("meta.db in the key dir moved away is still locked after the repair: %v", err)
+			}
+			if now := openFDsOr(0) - 1; fds >= 0 && now != fds { // f is one
+				t.Fatalf("%d descriptors open after the repair (not counting the test's), %d before it", now, fds)
 			}
 		})
 	}
@@ -288,4 +304,14 @@ func TestARepairOfAHardLinkedMetaDBReplacedSinceTheLookDropsNothing(t *testing.T
 	if !bytes.Equal(mustRead(t, chkDB(root, key)), raw) {
 		t.Fatal("the repair wrote the meta.db no look examined")
 	}
+}
+
+// openFDsOr counts the process's open descriptors (/proc/self/fd), or
+// is or where they cannot be counted.
+func openFDsOr(or int) int {
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return or
+	}
+	return len(es)
 }
