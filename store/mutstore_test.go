@@ -70,6 +70,16 @@ func TestAcceptRefusesAMetaDBWithAnInvalidMetaPage(t *testing.T) {
 	if treeState(t, root) != before {
 		t.Fatal("a refused accept wrote something")
 	}
+	// What it sends the operator to: check --repair, which writes such a
+	// page again where the other describes the transcript, and moves
+	// meta.db aside only where it does not (as here).
+	if _, err := s.Accept(testKey); err == nil || !strings.Contains(err.Error(), "writes the page again") || !strings.Contains(err.Error(), "moves meta.db aside") {
+		t.Fatalf("accept's refusal %v; want it to name both outcomes of check --repair", err)
+	}
+	found, _ := chkRun(t, s, true)
+	if f := chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid); f == nil || !strings.Contains(f.Repair, "moved meta.db aside") {
+		t.Fatalf("check --repair: %+v; want meta.db moved aside, its valid page not describing the edited transcript", found)
+	}
 }
 
 // replaceMetaDB puts a copy of dir's meta.db at its name (as a writer
