@@ -208,15 +208,27 @@ func TestARepairOfAMetaPageAPromotionWroteSinceSaysItIsGone(t *testing.T) {
 // settled in place: beside other damage the page goes aside with the
 // file, as the repair's order says.
 func TestAnInvalidMetaPageBesideDamagedHistoryGoesAside(t *testing.T) {
-	s, root, _ := newTestStore(t, gates.Bounds{})
-	key := chkKey(t, s, "both")
-	inPlaceDamage[0].damage(t, root, key)
-	inPlaceDamage[1].damage(t, root, key)
-	found, _ := chkRun(t, s, true)
-	for _, kind := range []Kind{KindMetaPageInvalid, KindRecordUndecodable} {
-		if f := chkFind(found, key+"/"+db.FileName, kind); f == nil || !f.Repaired || !strings.Contains(f.Repair, "moved meta.db aside") {
-			t.Fatalf("check --repair: %+v; want %s moved aside with meta.db", found, kind)
-		}
+	for _, c := range []struct {
+		name    string
+		history func(t *testing.T, root, key string)
+	}{
+		{inPlaceDamage[0].name, inPlaceDamage[0].damage},
+		// A history at the last sequence number, which alone is numbered
+		// again in place, is other damage beside the page as much.
+		{"a history at the last sequence number", atTheLastSequenceNumber},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, root, _ := newTestStore(t, gates.Bounds{})
+			key := chkKey(t, s, "both")
+			c.history(t, root, key)
+			inPlaceDamage[1].damage(t, root, key)
+			found, _ := chkRun(t, s, true)
+			for _, kind := range []Kind{KindMetaPageInvalid, KindRecordUndecodable} {
+				if f := chkFind(found, key+"/"+db.FileName, kind); f == nil || !f.Repaired || !strings.Contains(f.Repair, "moved meta.db aside") {
+					t.Fatalf("check --repair: %+v; want %s moved aside with meta.db", found, kind)
+				}
+			}
+		})
 	}
 }
 
