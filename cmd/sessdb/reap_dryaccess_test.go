@@ -22,7 +22,8 @@ import (
 // a promotion landed in, which the run moves back to its key (a rename
 // under the root); one a killed reap left, whose entries the run unlinks
 // (in that dir); an empty key dir idle past the TTL (an rmdir under the
-// root); a stray temp of a key the reap keeps (an unlink in the key dir).
+// root); a stray temp of a key the reap keeps (an unlink in the key dir),
+// its record naming a promotion's temp or none.
 func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -74,6 +75,17 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
 		}},
 		{"sweep, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			strayTemp(t, w)
+			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
+		}},
+		// A record naming no temp at all (a roll-forward by check --repair
+		// cleared it; a promotion's record names its temp until the next
+		// one), so nothing is spared: the run still opens meta.db first.
+		{"sweep, no temp named by the record, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			pendingPromotion(t, w.root, workerKey)
+			if code, out, errs := w.runAs("check", "--repair", w.root); code != exitOK || !strings.Contains(out, "rolled forward") {
+				t.Fatalf("check --repair of the pending promotion: exit %d\n%s%s", code, out, errs)
+			}
 			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
 		}},
