@@ -18,7 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 
 	"sessdb/internal/faults"
 )
@@ -138,7 +140,7 @@ func Open(cfg Config) (*Store, error) {
 		// timeout, the proxy never named, and one that passes it on
 		// carries a plain member's login, the password in it. A hop to
 		// etcd is an endpoint of its own (etcd's gRPC proxy).
-		DialOptions: []grpc.DialOption{grpc.WithNoProxy(), grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.noteLogin, s.toPinned, countSends)},
+		DialOptions: []grpc.DialOption{grpc.WithNoProxy(), grpc.WithChainUnaryInterceptor(forgetRefusedToken, s.noteLogin, s.toPinned, countSends, boundRecv)},
 	})
 	if err != nil {
 		// A plain client's login that failed while its connections did is
@@ -889,16 +891,29 @@ type Item struct {
 	Err    error  // why the record could not be read; nil otherwise
 }
 
-// listPageSize is how many records one List read returns: ~300 bytes
-// each, well under gRPC's response limit. Tests make it smaller.
+// listPageSize is how many records one List read asks for at most:
+// ~300 bytes each. Tests make it smaller.
 var listPageSize int64 = 500
+
+// listPageBytes bounds the bytes of one List read's answer. etcd pages by
+// count, not by bytes, and takes a record of up to its request limit
+// (1.5 MiB by default): 500 such records made one answer of 700 MB, held
+// twice over (gRPC's buffer and the decoded copy) before the first was
+// passed on. A read's answer over the bound is refused by gRPC at its
+// header, before its bytes are held, and read again as a smaller page.
+// Tests make it smaller.
+var listPageBytes = 4 << 20
 
 // List calls fn for every record, in key order, a page at a time (no
 // history is read). Every page is read at the revision of the first, so
 // the walk is one snapshot, unless etcd compacted that revision meanwhile:
-// the walk then goes on at the newest revision. It stops at the first
-// error fn returns and returns it. Each page is bounded by the request
-// timeout. A nil fn is ErrInvalidArgument.
+// the walk then goes on at the newest revision. A page is at most
+// listPageSize records and listPageBytes of answer, or a single record
+// larger than that: the walk holds about that much at a time, however
+// large and many the records (a page of large records makes the next
+// ones smaller; one of small records lets them grow back). It stops at
+// the first error fn returns and returns it. Each page is bounded by the
+// request timeout. A nil fn is ErrInvalidArgument.
 func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 	ctx = orBackground(ctx)
 	if fn == nil {
@@ -910,19 +925,38 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 	dir := s.recordDir()
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	var at int64
+	limit, bound := listPageSize, listPageBytes
 	for {
-		resp, err := s.listPage(ctx, from, end, at)
-		if errors.Is(err, errCompacted) {
+		resp, err := s.listPage(ctx, from, end, at, limit, bound)
+		var big *pageTooLarge
+		switch {
+		case errors.Is(err, errCompacted):
 			at = 0
 			continue
-		}
-		if err != nil {
+		case errors.As(err, &big) && limit == 1:
+			// One record larger than the bound: read alone, whole.
+			bound = 0
+			continue
+		case errors.As(err, &big):
+			// The refused answer held limit records, or as many as
+			// are left: counted (no value read), so that a page of
+			// the last few large records is not taken for many
+			// smaller ones and refused again.
+			held := limit
+			if n, cerr := s.listCount(ctx, from, end, at); cerr == nil && n > 0 {
+				held = min(held, n)
+			}
+			limit = smallerPage(limit, held, big.size, int64(bound))
+			continue
+		case err != nil:
 			return err
 		}
 		if at == 0 {
 			at = resp.Header.Revision
 		}
+		var largest int64
 		for _, kv := range resp.Kvs {
+			largest = max(largest, int64(len(kv.Key)+len(kv.Value)))
 			if err := fn(listItem(dir, kv)); err != nil {
 				return err
 			}
@@ -931,16 +965,34 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 			return nil
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		// The next page holds records of this one's largest at most
+		// within the bound, and grows no more than twice over: a run of
+		// small records after large ones is not met with a page that
+		// large records further on would overflow at once.
+		bound = listPageBytes
+		limit = min(listPageSize, 2*limit, max(1, int64(bound)/max(1, 2*largest)))
 	}
 }
 
-var errCompacted = errors.New("compacted")
+// smallerPage is the count of records to ask for after a page of limit
+// records, held of them in its answer, whose answer of size bytes (0:
+// not known) was over bound: as many of those records' mean size as fill
+// half the bound, or an eighth of limit where the size is not known;
+// always fewer than limit.
+func smallerPage(limit, held, size, bound int64) int64 {
+	n := limit / 8
+	if size > 0 {
+		n = held * bound / (2 * size)
+	}
+	return max(1, min(n, limit-1))
+}
 
-func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clientv3.GetResponse, error) {
+// listCount counts the records from from to end at revision at (0: the
+// newest), reading no value.
+func (s *Store) listCount(ctx context.Context, from, end string, at int64) (int64, error) {
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	s.reconnect(c)
-	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(listPageSize)}
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithCountOnly()}
 	if at != 0 {
 		opts = append(opts, clientv3.WithRev(at))
 	}
@@ -948,6 +1000,73 @@ func (s *Store) listPage(ctx context.Context, from, end string, at int64) (*clie
 		return s.cli.Get(c, from, opts...)
 	})
 	if err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
+var errCompacted = errors.New("compacted")
+
+// pageTooLarge is a List read whose answer was over its bound: gRPC
+// refused it at its header, with its size (0: not known).
+type pageTooLarge struct{ size int64 }
+
+func (e *pageTooLarge) Error() string {
+	return fmt.Sprintf("list: a page of %d bytes, over its bound", e.size)
+}
+
+// recvBoundKey is the context key of a read's bound on its answer's
+// bytes (boundRecv).
+type recvBoundKey struct{}
+
+// recvBound is one read's bound on its answer: bytes, and the size of an
+// answer gRPC refused for it (0: none refused; -1: one of a size not
+// known).
+type recvBound struct {
+	bytes   int
+	refused atomic.Int64
+}
+
+// boundRecv is a unary interceptor: a request whose context carries a
+// *recvBound has its answer refused by gRPC past the bound, at the
+// answer's header, before its bytes are read; the refusal's size is kept
+// in the bound.
+func boundRecv(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	b, ok := ctx.Value(recvBoundKey{}).(*recvBound)
+	if !ok {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.MaxCallRecvMsgSize(b.bytes))...)
+	const refusal = "grpc: received message larger than max"
+	if st, isStatus := status.FromError(err); isStatus && st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), refusal) {
+		var size, bound int64
+		if _, serr := fmt.Sscanf(st.Message(), refusal+" (%d vs. %d)", &size, &bound); serr != nil || size <= 0 {
+			size = -1 // refused, of a size not known
+		}
+		b.refused.Store(size)
+	}
+	return err
+}
+
+func (s *Store) listPage(ctx context.Context, from, end string, at, limit int64, bound int) (*clientv3.GetResponse, error) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	s.reconnect(c)
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
+	if at != 0 {
+		opts = append(opts, clientv3.WithRev(at))
+	}
+	rb := &recvBound{bytes: bound}
+	if bound > 0 {
+		c = context.WithValue(c, recvBoundKey{}, rb)
+	}
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, from, opts...)
+	})
+	if err != nil {
+		if size := rb.refused.Load(); size != 0 {
+			return nil, &pageTooLarge{size: max(size, 0)}
+		}
 		if at != 0 && errors.Is(err, rpctypes.ErrCompacted) {
 			return nil, errCompacted
 		}
