@@ -115,7 +115,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	cut := fileNow.Add(-grace)
 	records := map[string]etcdmeta.Item{}
 	if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
-		records[it.Key] = it
+		records[it.Key] = judged(it)
 		return nil
 	}); err != nil {
 		return sum, err

@@ -135,7 +135,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	keyNow := func() time.Time { return now().Add(-behind) }
 	records := map[string]etcdmeta.Item{}
 	err := b.meta.List(ctx, func(it etcdmeta.Item) error {
-		records[it.Key] = it
+		records[it.Key] = judged(it)
 		return nil
 	})
 	if err != nil {
@@ -387,6 +387,18 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[s
 // expired one, an operator's etcdctl del) and promoted anew starts again
 // from no record, so each file is judged again, with its mtime, by the
 // record as read just before its removal (stillOrphans, the repair).
+// judged is a listed item as a walk that judges files keeps it for the
+// whole walk (check, reap): what names and dates the key's files (its
+// record's transcript and the generation its history reaches), its
+// revision and its error; not the record's other fields, which another
+// binary or a hand may have made as large as etcd takes (1.5 MiB by
+// default), and which every listed key would otherwise hold till the
+// walk ends.
+func judged(it etcdmeta.Item) etcdmeta.Item {
+	it.Record = etcdmeta.Record{Transcript: it.Record.Transcript, HistoryGen: it.Record.HistoryGen}
+	return it
+}
+
 func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
