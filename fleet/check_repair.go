@@ -54,6 +54,8 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			// Settled by repairModes.
 		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
 			found[i].Repair = "left as is: remove the entry with etcdctl del; the key's promotions fail as the finding says until then"
+		case found[i].Kind == store.KindRecordUndecodable && etcdmeta.ValidKey(key):
+			found[i].Repair = c.leftUndecodable(key)
 		case found[i].Severity == store.SeverityProblem:
 			found[i].Repair = leftAsIs(found[i].Kind)
 		}
@@ -255,13 +257,33 @@ func unavailable(err error) error {
 	return nil
 }
 
+// leftUndecodable says why a repairing check leaves key's record that does
+// not decode (or names a file not its key's) alone, and what the operator
+// removes: the record and its history, exactly, the history first. A
+// record removed alone leaves its history without one, which the key's
+// next promotion would go on from (and a migration into the fleet
+// refuses); the history removed first leaves a record nothing writes
+// over meanwhile.
+func (c *checker) leftUndecodable(key string) string {
+	p := c.b.meta.Prefix()
+	return fmt.Sprintf("left as is: the key cold-starts (meta-unreadable) and no promotion writes over it; look at it, then remove its history and its record with etcdctl, in this order: etcdctl del --prefix %s; etcdctl del %s",
+		shellWord(p+"/history/"+key+"/"), shellWord(p+"/record/"+key))
+}
+
+// shellWord is s as one word of a POSIX shell's command line: as it is
+// where it holds nothing a shell reads, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // leftAsIs says why a repairing check leaves a finding of kind k alone.
 func leftAsIs(k store.Kind) string {
 	switch k {
 	case store.KindTranscriptMismatch:
 		return "left as is: the next resolve cold-starts the key (transcript-replaced) and its next promotion replaces the transcript"
-	case store.KindRecordUndecodable:
-		return "left as is: the key cold-starts (meta-unreadable) and no promotion writes over it; look at it, then remove the record with etcdctl"
 	case store.KindMetaNewerSchema:
 		return "left as is: run the sessdb that wrote it"
 	case store.KindLink, store.KindNotRegular, store.KindNotADirectory:

@@ -73,7 +73,8 @@ a history whose newest entry is in the last slot (the newest 64 entries
 kept, the record not rewritten), and gives a mode its owner's bits. --accept, --quarantine and --deep-check-timeout
 act on a key dir's files, which a fleet has none of: there they are a usage
 error (exit 2). A record check finds damaged is left for the operator to
-look at and remove with etcdctl.`,
+look at and remove with etcdctl, its history first: --repair's line names
+both keys.`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
   sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'
