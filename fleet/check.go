@@ -60,8 +60,9 @@ type CheckOptions struct {
 // record says (transcript-mismatch: its size, and its CRC32C read no
 // further than the record's size plus one byte), links, files that are
 // not regular, a key's name that is not a directory, names that are no
-// key (not-a-key) and files the fleet does not write (unknown-entry); the
-// dir itself (path "."), its mark, a key dir or a record's generation
+// key (not-a-key, a record's or a history's), files the fleet does not
+// write and a key's history with no record, which no write of the
+// fleet's leaves (unknown-entry); the dir itself (path "."), its mark, a key dir or a record's generation
 // without the owner's bits the fleet needs (mode), or another user's
 // that the dir's owner may not use (owner: see check_access.go);
 // and orphans (KindOrphan): files no record needs, judged by the rule
@@ -120,6 +121,17 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}); err != nil {
 		return sum, err
 	}
+	// A history whose key had no record in the listing: walked as a key
+	// of its own (read again there, as every key is).
+	histories := map[string]bool{}
+	if err := b.meta.HistoryKeys(ctx, func(name string) error {
+		if _, ok := records[name]; !ok {
+			histories[name] = true
+		}
+		return nil
+	}); err != nil {
+		return sum, err
+	}
 	inFlight := fileNow.Add(-inFlightAge)
 	// A key dir the listing cannot read is reported unreadable when the
 	// walk comes to it.
@@ -140,7 +152,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: listing.Names}
+	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, histories: histories, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: listing.Names}
 	if err := c.checkTop(visit, &sum); err != nil {
 		return sum, err
 	}
@@ -151,6 +163,11 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// The names that are no key's with a record come from the listing
 	// that found the orphans, not from a second one.
 	entries := slices.Sorted(maps.Keys(records))
+	for n := range histories {
+		if !slices.Contains(listing.Names, n) {
+			entries = append(entries, n)
+		}
+	}
 	for _, n := range listing.Names {
 		// The dir's mark was found this fleet's before the walk (claim):
 		// it is no entry of the store's.
@@ -217,15 +234,17 @@ func count(sum *store.CheckSummary, f store.Finding) {
 
 // checker is one Check's snapshot: the records, the orphans by key.
 type checker struct {
-	b        *Backend
-	o        CheckOptions
-	root     *os.File
-	owner    *access.Owner // the transcripts dir's, nil when not known
-	records  map[string]etcdmeta.Item
-	orphans  map[string][]string
-	now, cut time.Time
-	fileNow  time.Time // now by the file server's clock, which stamps the files' mtimes
-	inFlight time.Time // the in-flight window's start (inFlightAge) by that clock
+	b       *Backend
+	o       CheckOptions
+	root    *os.File
+	owner   *access.Owner // the transcripts dir's, nil when not known
+	records map[string]etcdmeta.Item
+	// histories are the names with a history and no record listed.
+	histories map[string]bool
+	orphans   map[string][]string
+	now, cut  time.Time
+	fileNow   time.Time // now by the file server's clock, which stamps the files' mtimes
+	inFlight  time.Time // the in-flight window's start (inFlightAge) by that clock
 	// listed is each orphan's mtime as the listing found it: the repair
 	// judges it again by the record read under the key's lock.
 	listed map[string]time.Time
@@ -256,6 +275,10 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 				return err
 			}
 			ok = it.Rev != 0 || it.Err != nil
+		} else if c.histories[name] {
+			if err := c.strayHistory(ctx, name, add); err != nil {
+				return err
+			}
 		}
 		return c.dir(name, own, it, ok, add)
 	}
@@ -469,6 +492,31 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 		return st, false, nil
 	}
 	return st, false, err
+}
+
+// strayHistory looks at a history whose key had no record in the
+// listing, read again with the key: no sessdb write leaves one (a
+// promotion writes record and history in one transaction, a reap removes
+// both in one, an append or renumber is guarded by the record), so it is
+// a record removed alone (etcdctl del), an older binary's or another
+// tool's. A resolve cold-starts the key (absent), but the key's next
+// promotion goes on from this history, and migrate --to etcd leaves the
+// key alone: a notice, naming what removes it. A key with a record now
+// (promoted since the listing) is nothing to report; damage in the
+// history is reported as a recorded key's is.
+func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) error {
+	dir := c.b.meta.Prefix() + "/history/" + name + "/"
+	if !etcdmeta.ValidKey(name) {
+		add(dir, store.KindNotAKey, "a history whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
+		return nil
+	}
+	st, fresh, err := c.history(ctx, name, add)
+	if err != nil || st.Rev != 0 || (fresh && len(st.History) == 0) {
+		// etcd failing; a record now; or the history gone since.
+		return err
+	}
+	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; sessdb leaves it: remove it with etcdctl del --prefix %s", shellWord(dir))
+	return nil
 }
 
 type addFunc func(path string, kind store.Kind, format string, args ...any) *store.Finding

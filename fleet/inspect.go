@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,7 +71,10 @@ type Report struct {
 // it, at its first line or under Verify's read is missing,
 // transcript-replaced, unless the record read again has moved on: a key
 // reaped meanwhile is then "no record", absent, as a resolve finds it,
-// and one promoted meanwhile is reported at its new record. A transcripts dir
+// and one promoted meanwhile is reported at its new record. A key with a
+// history and no record (etcdmeta.HistoryKeys; no write of this sessdb
+// leaves one) is reported in its place, absent, "no record, but a
+// history of N entries", its entries with History. A transcripts dir
 // that is itself unavailable (shared.ErrDirUnavailable, judged once a
 // generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
@@ -102,6 +106,8 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 		return nil
 	}); err != nil {
 		return err
+	} else if items, err = b.withStrayHistories(ctx, items); err != nil {
+		return err
 	}
 	type result struct {
 		r   Report
@@ -124,6 +130,31 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 		return err
 	})
 	return err
+}
+
+// withStrayHistories is items, the records listed in key order, with a
+// key of its own (an Item with Rev 0) for each key that has a history
+// and had no record listed (see checker.strayHistory), in key order:
+// dump shows it, and its history.
+func (b *Backend) withStrayHistories(ctx context.Context, items []etcdmeta.Item) ([]etcdmeta.Item, error) {
+	listed := make(map[string]bool, len(items))
+	for _, it := range items {
+		listed[it.Key] = true
+	}
+	var strays []etcdmeta.Item
+	err := b.meta.HistoryKeys(ctx, func(name string) error {
+		if !listed[name] && etcdmeta.ValidKey(name) {
+			listed[name] = true
+			strays = append(strays, etcdmeta.Item{Key: name})
+		}
+		return nil
+	})
+	if err != nil || len(strays) == 0 {
+		return items, err
+	}
+	items = append(items, strays...)
+	slices.SortFunc(items, func(a, b etcdmeta.Item) int { return strings.Compare(a.Key, b.Key) })
+	return items, nil
 }
 
 // item reads one key's record as List would report it; a key with no
@@ -165,6 +196,38 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 	if !etcdmeta.ValidKey(it.Key) {
 		k.Problem = "not a key"
 		return r, nil
+	}
+	if it.Rev == 0 && it.Err == nil {
+		// No record listed: a key reaped since, or a history left
+		// without its record (withStrayHistories, dump KEY).
+		st, err := b.readIn(ctx, it.Key, b.meta.Get)
+		damaged := errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema)
+		switch {
+		case err != nil && !damaged:
+			return r, err
+		case st.Rev != 0:
+			// Promoted since: reported as it is now.
+			now, err := b.item(ctx, it.Key)
+			if err != nil {
+				return r, err
+			}
+			if now.Rev != 0 || now.Err != nil {
+				return b.inspectRecord(ctx, now, o, lost)
+			}
+			// Reaped again since: no record, below.
+		case err == nil && len(st.History) == 0:
+		default:
+			k.Problem = fmt.Sprintf("no record, but a history of %d entries (the record removed alone, or another binary's: see check)", len(st.History))
+			if err != nil {
+				k.Problem = "no record, but a history that does not decode (the record removed alone, or another binary's: see check)"
+				k.MetaError = b.unroot(err.Error())
+			}
+			k.Verdict = &store.VerdictReport{Reason: string(gates.Absent)}
+			if o.History > 0 {
+				k.History = historyReports(st.History, o.History)
+			}
+			return r, nil
+		}
 	}
 	if o.History > 0 && it.Rev != 0 {
 		st, err := b.readIn(ctx, it.Key, b.meta.Get)

@@ -923,25 +923,88 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 		return fmt.Errorf("list: %w", ErrClosed)
 	}
 	dir := s.recordDir()
+	return s.walkRange(ctx, dir, listPageSize, false, func(kvs []*mvccpb.KeyValue) (string, error) {
+		for _, kv := range kvs {
+			if err := fn(listItem(dir, kv)); err != nil {
+				return "", err
+			}
+		}
+		return "", nil
+	})
+}
+
+// HistoryKeys calls fn with the name of every key that has a history, in
+// key order, once each: the first segment of each key under the history
+// prefix (a name that is no key included, as List includes one; such a
+// name may be passed again where another sorts among its keys, "a", "a!",
+// "a/…"). It reads
+// keys only, no entry's value, and skips the rest of a key's history once
+// it met the key: pages of up to ten times List's count, bounded by bytes
+// as List's are, each a read bounded by the request timeout, all at the
+// first page's revision (compaction as in List). It stops at the first
+// error fn returns and returns it. A nil fn is ErrInvalidArgument.
+//
+// A key's history without its record is none of this package's writes
+// (Put writes both, Delete removes both, AppendHistory and
+// RenumberHistory are guarded by the record, Create by its absence): a
+// record removed alone (etcdctl del), or another binary's.
+func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) error {
+	ctx = orBackground(ctx)
+	if fn == nil {
+		return fmt.Errorf("history keys: no function to call: %w", ErrInvalidArgument)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("history keys: %w", ErrClosed)
+	}
+	dir := s.cfg.Prefix + "/history/"
+	return s.walkRange(ctx, dir, 10*listPageSize, true, func(kvs []*mvccpb.KeyValue) (string, error) {
+		last := ""
+		for _, kv := range kvs {
+			name, _, _ := strings.Cut(string(kv.Key[len(dir):]), "/")
+			if name == last {
+				continue
+			}
+			last = name
+			if err := fn(name); err != nil {
+				return "", err
+			}
+		}
+		if len(kvs) == 0 || !strings.HasPrefix(string(kvs[len(kvs)-1].Key), dir+last+"/") {
+			return "", nil
+		}
+		// Past the last key's whole history: its other entries name no
+		// key more.
+		return clientv3.GetPrefixRangeEnd(dir + last + "/"), nil
+	})
+}
+
+// walkRange reads the keys under dir a page at a time, for List and
+// HistoryKeys: at most `most` keys a page and listPageBytes of answer (a
+// single key larger than that alone), every page at the first one's
+// revision unless etcd compacted it meanwhile (the walk then goes on at
+// the newest). page is given each page's keys and returns where the next
+// page starts ("": right after its last key), or an error that stops the
+// walk.
+func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly bool, page func([]*mvccpb.KeyValue) (string, error)) error {
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	var at int64
-	limit, bound := listPageSize, listPageBytes
+	limit, bound := most, listPageBytes
 	for {
-		resp, err := s.listPage(ctx, from, end, at, limit, bound)
+		resp, err := s.listPage(ctx, from, end, at, limit, bound, keysOnly)
 		var big *pageTooLarge
 		switch {
 		case errors.Is(err, errCompacted):
 			at = 0
 			continue
 		case errors.As(err, &big) && limit == 1:
-			// One record larger than the bound: read alone, whole.
+			// One key larger than the bound: read alone, whole.
 			bound = 0
 			continue
 		case errors.As(err, &big):
-			// The refused answer held limit records, or as many as
-			// are left: counted (no value read), so that a page of
-			// the last few large records is not taken for many
-			// smaller ones and refused again.
+			// The refused answer held limit keys, or as many as are
+			// left: counted (no value read), so that a page of the
+			// last few large records is not taken for many smaller
+			// ones and refused again.
 			held := limit
 			if n, cerr := s.listCount(ctx, from, end, at); cerr == nil && n > 0 {
 				held = min(held, n)
@@ -957,20 +1020,27 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 		var largest int64
 		for _, kv := range resp.Kvs {
 			largest = max(largest, int64(len(kv.Key)+len(kv.Value)))
-			if err := fn(listItem(dir, kv)); err != nil {
-				return err
-			}
+		}
+		next, err := page(resp.Kvs)
+		if err != nil {
+			return err
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return nil
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-		// The next page holds records of this one's largest at most
-		// within the bound, and grows no more than twice over: a run of
-		// small records after large ones is not met with a page that
-		// large records further on would overflow at once.
+		if next == "" {
+			next = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+		if next >= end {
+			return nil
+		}
+		from = next
+		// The next page holds keys of this one's largest at most within
+		// the bound, and grows no more than twice over: a run of small
+		// records after large ones is not met with a page that large
+		// records further on would overflow at once.
 		bound = listPageBytes
-		limit = min(listPageSize, 2*limit, max(1, int64(bound)/max(1, 2*largest)))
+		limit = min(most, 2*limit, max(1, int64(bound)/max(1, 2*largest)))
 	}
 }
 
@@ -1048,13 +1118,16 @@ func boundRecv(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 	return err
 }
 
-func (s *Store) listPage(ctx context.Context, from, end string, at, limit int64, bound int) (*clientv3.GetResponse, error) {
+func (s *Store) listPage(ctx context.Context, from, end string, at, limit int64, bound int, keysOnly bool) (*clientv3.GetResponse, error) {
 	c, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	s.reconnect(c)
 	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
 	if at != 0 {
 		opts = append(opts, clientv3.WithRev(at))
+	}
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
 	}
 	rb := &recvBound{bytes: bound}
 	if bound > 0 {

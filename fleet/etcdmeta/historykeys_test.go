@@ -1,0 +1,73 @@
+package etcdmeta
+
+import (
+	"slices"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/internal/etcdtest"
+)
+
+// HistoryKeys names each key that has a history once, in key order,
+// whatever the count of its entries and the pages they take: a key whose
+// record was removed alone included, and names that are no key (a bare
+// one, one that sorts among another's entries) as found, at least once.
+func TestHistoryKeysNamesEachHistoryOnce(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageSize
+	listPageSize = 1 // pages of 10 keys
+	defer func() { listPageSize = saved }()
+	var want []string
+	for i := range 5 {
+		k := newKey()
+		want = append(want, k)
+		rev := mustPut(t, s, k, 0, 1)
+		for g := range uint64(3 * i) {
+			rev = mustPut(t, s, k, rev, g+2)
+		}
+	}
+	stray := want[2]
+	if _, err := s.cli.Delete(ctx(t), s.recordKey(stray)); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.cfg.Prefix + "/history/"
+	for _, name := range []string{"abc", "abc!", "abc/x/0000000000000001"} {
+		if _, err := s.cli.Put(ctx(t), dir+name, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, "abc", "abc!")
+	slices.Sort(want)
+	want = slices.Compact(want)
+	var got []string
+	if err := s.HistoryKeys(ctx(t), func(name string) error {
+		got = append(got, name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range want {
+		if n := count(got, k); n != 1 && (ValidKey(k) || n == 0) {
+			t.Errorf("HistoryKeys named %s %d times; want once", k, n)
+		}
+	}
+	if u := slices.Compact(slices.Sorted(slices.Values(got))); !slices.Equal(u, want) {
+		t.Fatalf("HistoryKeys named %q; want %q", got, want)
+	}
+	// The histories spanned many pages (10 keys each).
+	all, err := s.cli.Get(ctx(t), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || all.Count < 30 {
+		t.Fatalf("the history holds %d keys, %v; the test wants more than a page's", all.Count, err)
+	}
+}
+
+func count(names []string, name string) int {
+	n := 0
+	for _, x := range names {
+		if x == name {
+			n++
+		}
+	}
+	return n
+}
