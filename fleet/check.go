@@ -164,7 +164,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// that found the orphans, not from a second one.
 	entries := slices.Sorted(maps.Keys(records))
 	for n := range histories {
-		if !slices.Contains(listing.Names, n) {
+		if _, listed := slices.BinarySearch(listing.Names, n); !listed {
 			entries = append(entries, n)
 		}
 	}

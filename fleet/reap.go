@@ -367,6 +367,18 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[s
 	return out, nil
 }
 
+// judged is a listed item as a walk that judges files keeps it for the
+// whole walk (check, reap): what names and dates the key's files (its
+// record's transcript and the generation its history reaches), its
+// revision and its error; not the record's other fields, which another
+// binary or a hand may have made as large as etcd takes (1.5 MiB by
+// default), and which every listed key would otherwise hold till the
+// walk ends.
+func judged(it etcdmeta.Item) etcdmeta.Item {
+	it.Record = etcdmeta.Record{Transcript: it.Record.Transcript, HistoryGen: it.Record.HistoryGen}
+	return it
+}
+
 // needs reports whether a key whose record is it (ok: it has one) needs
 // its file name, written at mtime, kept, where cut is the grace period's
 // start and inFlight the in-flight window's (inFlightAge): every file of a
@@ -387,18 +399,6 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[s
 // expired one, an operator's etcdctl del) and promoted anew starts again
 // from no record, so each file is judged again, with its mtime, by the
 // record as read just before its removal (stillOrphans, the repair).
-// judged is a listed item as a walk that judges files keeps it for the
-// whole walk (check, reap): what names and dates the key's files (its
-// record's transcript and the generation its history reaches), its
-// revision and its error; not the record's other fields, which another
-// binary or a hand may have made as large as etcd takes (1.5 MiB by
-// default), and which every listed key would otherwise hold till the
-// walk ends.
-func judged(it etcdmeta.Item) etcdmeta.Item {
-	it.Record = etcdmeta.Record{Transcript: it.Record.Transcript, HistoryGen: it.Record.HistoryGen}
-	return it
-}
-
 func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
