@@ -267,7 +267,18 @@ func unavailable(err error) error {
 func (c *checker) leftUndecodable(key string) string {
 	p := c.b.meta.Prefix()
 	return fmt.Sprintf("left as is: the key cold-starts (meta-unreadable) and no promotion writes over it; look at it, then remove its history and its record with etcdctl, in this order: etcdctl del --prefix %s; etcdctl del %s",
-		shellWord(p+"/history/"+key+"/"), shellWord(p+"/record/"+key))
+		etcdctlKey(p+"/history/"+key+"/"), etcdctlKey(p+"/record/"+key))
+}
+
+// etcdctlKey is the etcd key s as the last argument of an etcdctl
+// command line: one shell word (shellWord), after "--" where s begins
+// with "-" (a prefix may), which etcdctl would otherwise take for an
+// option ("unknown shorthand flag") and remove nothing.
+func etcdctlKey(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return "-- " + shellWord(s)
+	}
+	return shellWord(s)
 }
 
 // shellWord is s as one word of a POSIX shell's command line: as it is
