@@ -71,3 +71,31 @@ func count(names []string, name string) int {
 	}
 	return n
 }
+
+// A history under the empty name ("<prefix>/history//…", no key's: put by
+// hand or another tool) is named too, as every name that is no key is,
+// whatever page it begins: check reports it, not-a-key. Before, a page
+// began with no name met and took the empty one for it: such a history
+// was named only where a name sorting before "/" ("!…", "…") shared its
+// page.
+func TestHistoryKeysNamesTheEmptyName(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	dir := s.cfg.Prefix + "/history/"
+	k := newKey()
+	mustPut(t, s, k, 0, 1)
+	for _, name := range []string{dir + "/0000000000000001", dir + "/x/0000000000000001"} {
+		if _, err := s.cli.Put(ctx(t), name, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := s.HistoryKeys(ctx(t), func(name string) error {
+		got = append(got, name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"", k}; !slices.Equal(got, want) {
+		t.Fatalf("HistoryKeys named %q; want %q", got, want)
+	}
+}

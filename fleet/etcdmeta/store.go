@@ -958,13 +958,15 @@ func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) err
 	}
 	dir := s.cfg.Prefix + "/history/"
 	return s.walkRange(ctx, dir, 10*listPageSize, true, func(kvs []*mvccpb.KeyValue) (string, error) {
-		last := ""
+		// met: a name was met on this page, last (the empty name is
+		// one: no key's, named as every such name is).
+		last, met := "", false
 		for _, kv := range kvs {
 			name, _, _ := strings.Cut(string(kv.Key[len(dir):]), "/")
-			if name == last {
+			if met && name == last {
 				continue
 			}
-			last = name
+			last, met = name, true
 			if err := fn(name); err != nil {
 				return "", err
 			}
