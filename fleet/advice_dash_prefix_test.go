@@ -63,3 +63,32 @@ func TestRepairAdviceUnderAPrefixLikeAnOptionNamesTheKeys(t *testing.T) {
 		t.Errorf("the finding %q gives etcdctl %q; want %q", detail, got, []string{"del", dir})
 	}
 }
+
+// A prefix whose first component is "history" ("/history/x": Config
+// takes it, only a later component may not be) holds "/history/" in every
+// key's path: check --repair's advice for a record that does not decode
+// is the record's (its history and record named), not a history entry's.
+// Before, the record's finding was taken for a history entry's by its
+// path, and its advice was "remove the entry with etcdctl del", naming
+// neither key.
+func TestRepairAdviceUnderAPrefixNamedHistoryIsTheRecords(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	prefix := "/history/" + randHex(8)
+	f := newFixture(t, c, func(cfg *Config) { cfg.Prefix = prefix })
+	f.prefix = prefix
+	key := store.Key("github", "history-prefix", "undecodable")
+	f.run(key, "one")
+	if _, err := c.Client(t).Put(t.Context(), prefix+"/record/"+key, "\xc1"); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{Repair: true})
+	advice := found[prefix+"/record/"+key].Repair
+	want := []string{"del", prefix + "/history/" + key + "/", "del", prefix + "/record/" + key}
+	if !strings.Contains(advice, prefix+"/record/"+key) {
+		t.Fatalf("the advice for the undecodable record is %q; want it to name %q", advice, want)
+	}
+	if got := etcdctlArgs(t, advice); !slices.Equal(got, want) {
+		t.Errorf("the advice %q gives etcdctl %q; want %q", advice, got, want)
+	}
+}

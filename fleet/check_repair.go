@@ -52,7 +52,10 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			full = i
 		case found[i].Kind == store.KindMode, found[i].Kind == store.KindOwner:
 			// Settled by repairModes.
-		case found[i].Severity == store.SeverityProblem && strings.Contains(found[i].Path, "/history/"):
+		case found[i].Severity == store.SeverityProblem && strings.HasPrefix(found[i].Path, c.b.meta.Prefix()+"/history/"):
+			// A history entry's (or the key's history's): by the
+			// history's own prefix, which a prefix named "/history/…"
+			// puts in every path.
 			found[i].Repair = "left as is: remove the entry with etcdctl del; the key's promotions fail as the finding says until then"
 		case found[i].Kind == store.KindRecordUndecodable && etcdmeta.ValidKey(key):
 			found[i].Repair = c.leftUndecodable(key)
