@@ -482,8 +482,13 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 				// entry kept.
 				where = "above the last slot a history entry takes (written by an older sessdb, or another binary)"
 			}
-			add(c.slotPath(key, seq), store.KindRecordUndecodable,
-				"%s: no entry can follow it, so every promotion and refusal of the key is promote-failed (resolve still resumes it); check --repair numbers the history again in place, the record kept", where)
+			what := "every promotion and refusal of the key is promote-failed (resolve still resumes it); check --repair numbers the history again in place, the record kept"
+			if st.Rev == 0 {
+				// A history with no record (strayHistory): the renumber
+				// is guarded by a record, and refuses one.
+				what = "every promotion of the key is promote-failed (a resolve cold-starts it: it has no record); check --repair numbers no history without a record: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.Prefix()+"/history/"+key+"/")
+			}
+			add(c.slotPath(key, seq), store.KindRecordUndecodable, "%s: no entry can follow it, so %s", where, what)
 		}
 		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):

@@ -201,8 +201,16 @@ func (c *checker) slotPath(key string, seq uint64) string {
 // error only where the walk stops: etcd unavailable, or ctx ended before
 // it began (once begun, it is finished within the request timeout).
 func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f *store.Finding) error {
-	if n := len(st.History); st.Rev == 0 || n == 0 || !etcdmeta.LastSlot(st.History[n-1].Seq) {
+	if n := len(st.History); n == 0 || !etcdmeta.LastSlot(st.History[n-1].Seq) {
 		f.Repair, f.Remains = "nothing to do: the key, read again under its lock, no longer holds an entry in the last slot", false
+		return nil
+	}
+	if st.Rev == 0 {
+		// A history with no record (strayHistory), the entry still in
+		// the last slot: RenumberHistory refuses it (a key with no
+		// record keeps no history), and the key's next promotion fails
+		// on it. It remains, the operator's to remove.
+		f.Repair = "left as is: the key has no record, and no history without one is numbered again: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.Prefix()+"/history/"+key+"/")
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
