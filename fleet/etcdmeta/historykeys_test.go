@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -97,5 +98,44 @@ func TestHistoryKeysNamesTheEmptyName(t *testing.T) {
 	}
 	if want := []string{"", k}; !slices.Equal(got, want) {
 		t.Fatalf("HistoryKeys named %q; want %q", got, want)
+	}
+}
+
+// A name that is no key and is the start of a key's name ("abc" and
+// "abc0…"): HistoryKeys, skipping the rest of the first's history once a
+// page ends inside it, skips to the end of "abc/…" alone, never past
+// "abc0…", whose history it names. (Skipped to the end of every name
+// that starts "abc", check would not see such a key's history left
+// without its record.)
+func TestHistoryKeysSkipsNoKeyThatANameThatIsNoKeyStarts(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageSize
+	listPageSize = 1 // pages of 10 keys
+	defer func() { listPageSize = saved }()
+	dir := s.cfg.Prefix + "/history/"
+	// More entries than a page, so that the first page ends inside
+	// "abc/".
+	for i := range 12 {
+		if _, err := s.cli.Put(ctx(t), fmt.Sprintf("%sabc/%016x", dir, i+1), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := "abc" + randHex(15)[:29]
+	if !ValidKey(key) {
+		t.Fatalf("%s is no key", key)
+	}
+	mustPut(t, s, key, 0, 1)
+	if _, err := s.cli.Delete(ctx(t), s.recordKey(key)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := s.HistoryKeys(ctx(t), func(name string) error {
+		got = append(got, name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(got, key); n != 1 {
+		t.Errorf("HistoryKeys named %s, whose name starts with the name %q that is no key, %d times (named %q); want once", key, "abc", n, got)
 	}
 }
