@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -122,5 +123,99 @@ func TestListOfMixedSizesPassesEveryRecordOnce(t *testing.T) {
 	}
 	if len(seen) != len(want) {
 		t.Errorf("List passed on %d records; want the %d there when it began (%s written during it is not)", len(seen), len(want), late)
+	}
+}
+
+// After a record larger than a page's bound, read alone, the pages of
+// the small records that follow grow back (twice over a page, up to the
+// bound and listPageSize): the walk reads them in a few pages, not one
+// read each. The reads are counted at the client (every send of the
+// walk's requests, refused ones and counts included).
+func TestListPagesGrowBackAfterARecordOverTheBound(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageBytes
+	listPageBytes = 64 << 10
+	defer func() { listPageBytes = saved }()
+	big := "0" + newKey()[1:] // first in key order
+	putLarge(t, s, big, 100<<10)
+	const small = 300
+	for range small {
+		mustPut(t, s, "f"+newKey()[1:], 0, 1) // after it
+	}
+	c, sends := withSends(ctx(t))
+	seen := 0
+	if err := s.List(c, func(it Item) error {
+		if it.Err != nil {
+			t.Errorf("item %s: %v", it.Key, it.Err)
+		}
+		seen++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != small+1 {
+		t.Fatalf("List passed on %d records; want %d", seen, small+1)
+	}
+	t.Logf("%d reads for one record of 100 KiB and %d of about 300 bytes (bound 64 KiB)", sends.Load(), small)
+	if n := sends.Load(); n > small/4 {
+		t.Errorf("List took %d reads for one record over the bound and %d small ones after it; want pages that grow back, far fewer than a read per record", n, small)
+	}
+}
+
+// A page holds at most listPageSize records, however small they are and
+// however far the byte bound would let it grow: a walk of n small
+// records takes at least n/listPageSize reads.
+func TestListPagesHoldAtMostListPageSizeRecords(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageSize
+	listPageSize = 10
+	defer func() { listPageSize = saved }()
+	const n = 100
+	for range n {
+		mustPut(t, s, newKey(), 0, 1)
+	}
+	c, sends := withSends(ctx(t))
+	seen := 0
+	if err := s.List(c, func(Item) error { seen++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != n {
+		t.Fatalf("List passed on %d records; want %d", seen, n)
+	}
+	if got := sends.Load(); got < n/int32(listPageSize) {
+		t.Errorf("List read %d records in %d reads; want pages of at most %d records, at least %d reads", n, got, listPageSize, n/int32(listPageSize))
+	}
+}
+
+// HistoryKeys reads keys only, no entry's value, in pages of ten times
+// List's count: entries whose values are each over the byte bound are
+// named in pages of many keys, not one read (and a refused one) per
+// entry, nor in pages of List's count.
+func TestHistoryKeysReadsNoValue(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved, savedSize := listPageBytes, listPageSize
+	listPageBytes, listPageSize = 4<<10, 4
+	defer func() { listPageBytes, listPageSize = saved, savedSize }()
+	dir := s.cfg.Prefix + "/history/"
+	const keys, entries = 40, 2
+	value := strings.Repeat("x", 8<<10)
+	for range keys {
+		k := newKey()
+		for e := range entries {
+			if _, err := s.cli.Put(ctx(t), fmt.Sprintf("%s%s/%016x", dir, k, e+1), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c, sends := withSends(ctx(t))
+	named := 0
+	if err := s.HistoryKeys(c, func(string) error { named++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if named != keys {
+		t.Fatalf("HistoryKeys named %d keys; want %d", named, keys)
+	}
+	if got := sends.Load(); got >= keys/2 {
+		t.Errorf("HistoryKeys took %d reads over %d entries of 8 KiB (bound 4 KiB, List's pages of %d); want keys read without their values, in pages of ten times List's count", got, keys*entries, listPageSize)
 	}
 }
