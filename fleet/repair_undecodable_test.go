@@ -66,9 +66,10 @@ func TestRepairAdviceForAnUndecodableRecordNamesItsHistoryAndRecord(t *testing.T
 // word a shell gives etcdctl whole.
 func TestShellWordIsOneWordToAShell(t *testing.T) {
 	for _, s := range []string{"/sessdb/record/0123", "/a b/it's", "/$HOME/x", "/a;b", ""} {
-		out, err := exec.Command("sh", "-c", `printf '%s' `+shellWord(s)).Output()
-		if err != nil || string(out) != s {
-			t.Errorf("sh given %s printed %q, %v; want %q", shellWord(s), out, err, s)
+		// One word: one argument, the empty string's too.
+		out, err := exec.Command("sh", "-c", `set -- `+shellWord(s)+`; printf '%s:%s' "$#" "$1"`).Output()
+		if err != nil || string(out) != "1:"+s {
+			t.Errorf("sh given %s printed %q, %v; want %q, one argument", shellWord(s), out, err, "1:"+s)
 		}
 	}
 }
