@@ -1,0 +1,161 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/store"
+)
+
+// sameFailure runs argv's dry run and its run through runAs and wants
+// the run to fail key (exit 1) and the dry run to fail it alike, saying
+// permission denied.
+func sameFailure(t *testing.T, runAs func(args ...string) (int, string, string), key, what string, argv ...string) {
+	t.Helper()
+	dryCode, dryOut, dryErrs := runAs(append([]string{argv[0], "--dry-run"}, argv[1:]...)...)
+	code, out, errs := runAs(argv...)
+	if code != exitFault || !strings.Contains(out, key+"  failed") {
+		t.Fatalf("%s: the run: exit %d\n%s\n%s; want the key failed", what, code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, "permission denied") {
+		t.Errorf("%s: the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", what, dryCode, dryOut, dryErrs, code, out)
+	}
+}
+
+// --from etcd as the owner of the root and of the transcripts dir, where
+// the run's writes are refused: a root it may not make a key dir in (one
+// root made, 0755), and a key dir it may not write in (0500) whose
+// meta.db the fleet has promoted past. Each run fails the key, nothing
+// written, exit 1; each dry run fails it alike.
+func TestTheOwnersFromEtcdDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
+	}
+	f, tdir, runAs := nobodysFleet(t)
+	base := filepath.Dir(tdir)
+	root := filepath.Join(base, "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "nowrite", "from")
+	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	chownAll := func(dir string) {
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	}
+	chownAll(root)
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The fleet promotes the key past the root's meta.db.
+	f.run(t, key, "job-2")
+	chownAll(tdir)
+
+	// A new root that root made: no key dir can be made in it.
+	back := filepath.Join(base, "back")
+	if err := os.Mkdir(back, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sameFailure(t, runAs, key, "--from etcd into a root root made", "migrate", "--from", "etcd", back)
+	if names, err := os.ReadDir(back); err != nil || len(names) != 0 {
+		t.Errorf("the root root made holds %v (%v); want nothing written", names, err)
+	}
+
+	// The old root, whose key dir its owner may not write in.
+	kd := filepath.Join(root, key)
+	if err := os.Chmod(kd, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	sameFailure(t, runAs, key, "--from etcd into a key dir of mode 0500", "migrate", "--from", "etcd", root)
+}
+
+// --to etcd as the owner of the root, into a transcripts dir it may not
+// write in (0500, its own): the run fails a key whose generation it must
+// write there, exit 1; the dry run fails it alike.
+func TestTheOwnersToEtcdDryRunFailsWhereTheTranscriptsDirRefusesTheKeysDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the migration as nobody, whom a mode binds")
+	}
+	_, tdir, runAs := nobodysFleet(t)
+	root := filepath.Join(filepath.Dir(tdir), "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := store.Key("github", "nowrite", "tdir-first"), store.Key("github", "nowrite", "tdir-second")
+	if res, err := promoteMarker(s, first, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	chownAll := func() {
+		filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	}
+	chownAll()
+	// The first move marks the transcripts dir as the fleet's.
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("the first move: exit %d\n%s\n%s", code, out, errs)
+	}
+	if res, err := promoteMarker(s, second, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	chownAll()
+	if err := os.Chmod(tdir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(tdir, 0o700)
+	sameFailure(t, runAs, second, "--to etcd into a transcripts dir of mode 0500", "migrate", "--to", "etcd", root)
+}
+
+// The worker's migrations of a key dir already in the layout asked for,
+// with nothing to remove, write nothing: the run says "already", exit 0,
+// in a key dir the worker may not write in (0500) too. So does its dry
+// run. And --to-legacy over a meta.db its runner may not write (0400, in
+// a key dir it may write in) fails the key, exit 1: so does its dry run.
+func TestTheWorkersDryRunsOfAMigratedKeyDirAnswerAsTheRuns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the migration as nobody, whom a mode binds")
+	}
+	w := newNobodysWorker(t)
+	dir := filepath.Join(w.root, workerKey)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"current.jsonl": header, "pi-version": "0.58.3", "venue": "local"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filepath.Walk(w.root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	if code, out, errs := w.runAs("migrate", w.root); code != exitOK {
+		t.Fatalf("the worker's migration into meta.db: exit %d\n%s\n%s", code, out, errs)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	dryCode, dryOut, dryErrs := w.runAs("migrate", "--dry-run", w.root)
+	code, out, errs := w.runAs("migrate", w.root)
+	if code != exitOK || !strings.Contains(out, workerKey+"  already") {
+		t.Fatalf("the run over a migrated key dir of mode 0500: exit %d\n%s\n%s; want already, exit 0", code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryOut, workerKey+"  already") {
+		t.Errorf("the dry run over a migrated key dir of mode 0500: exit %d\n%s\n%s; want already, exit 0, as the run", dryCode, dryOut, dryErrs)
+	}
+
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "meta.db"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	dryCode, dryOut, dryErrs = w.runAs("migrate", "--to-legacy", "--dry-run", w.root)
+	code, out, errs = w.runAs("migrate", "--to-legacy", w.root)
+	if code != exitFault || !strings.Contains(out, workerKey+"  failed") {
+		t.Fatalf("--to-legacy over a meta.db of mode 0400: exit %d\n%s\n%s; want the key failed", code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryOut, workerKey+"  failed") || !strings.Contains(dryOut, "permission denied") {
+		t.Errorf("--to-legacy's dry run over a meta.db of mode 0400: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", dryCode, dryOut, dryErrs, code, out)
+	}
+}
