@@ -349,3 +349,18 @@ func TestCloseTwiceAndOfOpensNilAndUseAfterClose(t *testing.T) {
 		t.Errorf("promote after Close: %+v, %v; want promote-failed", res, err)
 	}
 }
+
+// Close of a Backend that Open did not make (a zero one, as a struct
+// field never set) does nothing, as Close of Open's nil Backend does:
+// there is no client to close.
+func TestCloseOfAZeroBackendDoesNothing(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Close of a zero Backend panicked: %v", r)
+		}
+	}()
+	var b fleet.Backend
+	if err := b.Close(); err != nil {
+		t.Errorf("Close of a zero Backend: %v", err)
+	}
+}
