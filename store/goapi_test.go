@@ -618,3 +618,39 @@ func TestASessionResolvedWithARelativeJobDirPromotesFromAnywhere(t *testing.T) {
 		t.Errorf("the promote from another working directory: %+v, %v; want promoted", res, err)
 	}
 }
+
+// A relative job dir through a link and "..", as the kernel takes it
+// (the link's target's parent), is the one the Session names: it is made
+// absolute from the working directory, not cleaned, which would drop the
+// link and its ".." and name another directory, where a promote from
+// elsewhere found no run (absent, the run whole where the kernel put it).
+func TestASessionResolvedWithARelativeJobDirThroughALinkPromotesFromAnywhere(t *testing.T) {
+	base := t.TempDir()
+	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"here", "elsewhere", filepath.Join("other", "a")} {
+		if err := os.MkdirAll(filepath.Join(base, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(base, "other", "a"), filepath.Join(base, "here", "l")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(base, "here"))
+	key := store.Key("github", "acme/widget", "pi/relative-link")
+	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "l"+string(filepath.Separator)+".."+string(filepath.Separator)+"job") // not cleaned
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the kernel made it: beside the link's target.
+	job := filepath.Join(base, "other", "job")
+	if err := appendTurn(filepath.Join(job, store.StagedDirName, store.TranscriptName), 1, "go on"); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(base, "elsewhere"))
+	if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+		t.Errorf("the promote from another working directory of a Session whose job dir is %q: %+v, %v; want promoted", sess.JobDir, res, err)
+	}
+}
