@@ -219,3 +219,30 @@ func TestHistoryKeysReadsNoValue(t *testing.T) {
 		t.Errorf("HistoryKeys took %d reads over %d entries of 8 KiB (bound 4 KiB, List's pages of %d); want keys read without their values, in pages of ten times List's count", got, keys*entries, listPageSize)
 	}
 }
+
+// A page refused for its bytes is read again as a page the records left
+// fit: they are counted, so that the last few large records are not
+// taken for a page of many smaller ones and refused again. A walk of
+// three records, two of which overflow the bound together, takes one
+// refused read, the count, and a read a record at most.
+func TestAPageRefusedForItsBytesIsRefusedOnce(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageBytes
+	listPageBytes = 64 << 10
+	defer func() { listPageBytes = saved }()
+	const n = 3
+	for range n {
+		putLarge(t, s, newKey(), 40<<10)
+	}
+	c, sends := withSends(ctx(t))
+	seen := 0
+	if err := s.List(c, func(Item) error { seen++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != n {
+		t.Fatalf("List passed on %d records; want %d", seen, n)
+	}
+	if got := sends.Load(); got > n+2 {
+		t.Errorf("List took %d reads for %d records of 40 KiB (bound 64 KiB); want at most one refused, the count and one a record (%d)", got, n, n+2)
+	}
+}
