@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -137,5 +138,23 @@ func TestHistoryKeysSkipsNoKeyThatANameThatIsNoKeyStarts(t *testing.T) {
 	}
 	if n := count(got, key); n != 1 {
 		t.Errorf("HistoryKeys named %s, whose name starts with the name %q that is no key, %d times (named %q); want once", key, "abc", n, got)
+	}
+}
+
+// HistoryKeys stops at the first error its function returns, and
+// returns it.
+func TestHistoryKeysStopsAtTheFunctionsError(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	for range 3 {
+		mustPut(t, s, newKey(), 0, 1)
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := s.HistoryKeys(ctx(t), func(string) error {
+		calls++
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("HistoryKeys with a function that fails: %v after %d calls; want its error after one", err, calls)
 	}
 }
