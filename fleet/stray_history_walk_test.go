@@ -166,3 +166,25 @@ func TestTheNoticeForAHistoryWithNoRecordQuotesItsPrefix(t *testing.T) {
 		t.Errorf("the notice says %q; want it to name %q", fd.Detail, want)
 	}
 }
+
+// A history with no record that check cannot read (etcd lost between
+// the listing and the look at the key: here the client closed) stops
+// the check with the error, as a recorded key's unreadable history does,
+// rather than pass the key over as having nothing to report.
+func TestAHistoryWithNoRecordUnreadableUnderCheckStopsIt(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stray-history", "unreadable")
+	f.strayHistory(key)
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckEntry && k == key {
+			f.b.meta.Close()
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	if _, err := f.b.Check(context.Background(), CheckOptions{}, func(store.Finding) error { return nil }); err == nil {
+		t.Errorf("check whose read of a history with no record failed: no error; want the failure")
+	}
+}
