@@ -402,3 +402,22 @@ func TestAnEtcdUserInEtcdctlsUserPasswordFormIsRefusedUnquoted(t *testing.T) {
 		}
 	}
 }
+
+// --etcd-timeout takes the least value its help names ("from 1ms"): a
+// resolve with it is no usage error, whatever etcd then answers (here
+// nothing listens: store-unavailable, exit 0).
+func TestTheEtcdTimeoutTakesItsLeastValue(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "transcripts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	clearEnv(t)
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	key := "4668107cac2e99b44415c5606b32ef14"
+	code, out, errs := runCLI(t, "resolve", "--key", key, "--job-dir", filepath.Join(tmp, "job"), "--pi-version", "0.58.3", "--etcd-timeout", "1ms")
+	if code == exitUsage || strings.Contains(errs, "--etcd-timeout") {
+		t.Errorf("resolve with --etcd-timeout 1ms: exit %d, stdout %q, stderr %q; want it taken, no usage error", code, out, errs)
+	}
+}
