@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
@@ -223,7 +227,9 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 // fails makes nothing) (see the migration doc above), calling visit
 // with each key's report in key order. Errors, ctx, reports and a nil
 // visit are as for ToEtcd; the listing of etcd is one snapshot, and each key is read again,
-// with its history, when its turn comes.
+// with its history, when its turn comes. A dry run makes nothing: onto a
+// root that does not exist it plans each key, and stops as the run does
+// where this user may not make the root (the mkdir's error).
 func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -262,9 +268,54 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		m.rootDir = rd
 	case !opts.DryRun || !fsat.IsNotExist(err):
 		return sum, err
+	default:
+		// The run makes the root, and its missing parents, before any
+		// key: where this user may not, it stops there, nothing written.
+		// So does the plan.
+		if err := mayMakeDirAll(root); err != nil {
+			return sum, err
+		}
 	}
 	err = m.walk(ctx, &sum, len(items), func(i int) MigrateReport { return m.fromEtcd(items[i]) }, visit)
 	return m.finish(ctx, &sum, start, err)
+}
+
+// mayMakeDirAll is the error a MkdirAll of path, which does not exist,
+// would meet, found without making anything: its nearest part that
+// exists (followed, as MkdirAll follows it) must be a directory this
+// process may make entries in, asked as the mkdir would be judged
+// (fsat.AccessAt: the mode, an ACL, a read-only mount). The error names
+// the first dir that could not be made, as the mkdir's would.
+func mayMakeDirAll(path string) error {
+	p, child := filepath.Clean(path), ""
+	for {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			return &os.PathError{Op: "mkdir", Path: child, Err: unix.ENOTDIR}
+		case err == nil:
+			d, err := fsat.OpenDirUnread(p)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if err := fsat.AccessAt(d, ".", unix.W_OK|unix.X_OK); err != nil {
+				var pe *os.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				return &os.PathError{Op: "mkdir", Path: child, Err: err}
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return nil
+		}
+		p, child = parent, p
+	}
 }
 
 // fail turns r's Action to Failed with err as the Cause; the first error

@@ -159,3 +159,59 @@ func TestTheWorkersDryRunsOfAMigratedKeyDirAnswerAsTheRuns(t *testing.T) {
 		t.Errorf("--to-legacy's dry run over a meta.db of mode 0400: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", dryCode, dryOut, dryErrs, code, out)
 	}
 }
+
+// --from etcd into a root that does not exist yet, in a dir its runner
+// may not make it in (one root made, 0755): the run stops at once,
+// "mkdir …: permission denied", nothing written, exit 1. Its dry run
+// planned every key "migrate", exit 0. It now stops alike.
+func TestTheFromEtcdDryRunIntoARootItMayNotMakeStopsAsTheRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
+	}
+	_, tdir, runAs := nobodysFleet(t)
+	base := filepath.Dir(tdir)
+	root := filepath.Join(base, "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "nowrite", "new-root")
+	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
+	}
+	locked := filepath.Join(base, "locked")
+	if err := os.Mkdir(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(locked, "new", "sessions")
+	dryCode, dryOut, dryErrs := runAs("migrate", "--from", "etcd", "--dry-run", back)
+	code, out, errs := runAs("migrate", "--from", "etcd", back)
+	if code != exitFault || !strings.Contains(errs, "permission denied") {
+		t.Fatalf("the run: exit %d\n%s\n%s; want it stopped, permission denied", code, out, errs)
+	}
+	if dryCode != code || !strings.Contains(dryErrs, "mkdir "+filepath.Join(locked, "new")+": permission denied") {
+		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\n%s\nwant it stopped alike, naming the dir it cannot make", dryCode, dryOut, dryErrs, code, out, errs)
+	}
+	if names, err := os.ReadDir(locked); err != nil || len(names) != 0 {
+		t.Errorf("the dir root made holds %v (%v); want nothing made", names, err)
+	}
+	// Where the root can be made, the dry run plans the key, makes
+	// nothing.
+	open := filepath.Join(base, "open", "sessions")
+	if err := os.Mkdir(filepath.Dir(open), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Dir(open), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runAs("migrate", "--from", "etcd", "--dry-run", open); code != exitOK || !strings.Contains(out, key+"  migrate") {
+		t.Errorf("the dry run into a root its runner may make: exit %d\n%s\n%s; want the key planned, exit 0", code, out, errs)
+	}
+	if _, err := os.Lstat(open); !os.IsNotExist(err) {
+		t.Errorf("the dry run made %s (%v); want nothing made", open, err)
+	}
+}
