@@ -132,7 +132,7 @@ func TestListOfMixedSizesPassesEveryRecordOnce(t *testing.T) {
 // read each. The reads are counted at the client (every send of the
 // walk's requests, refused ones and counts included).
 func TestListPagesGrowBackAfterARecordOverTheBound(t *testing.T) {
-	s := open(t, etcdtest.Start1(t))
+	s := open(t, etcdtest.Start1(t), unhedged)
 	saved := listPageBytes
 	listPageBytes = 64 << 10
 	defer func() { listPageBytes = saved }()
@@ -166,7 +166,7 @@ func TestListPagesGrowBackAfterARecordOverTheBound(t *testing.T) {
 // however far the byte bound would let it grow: a walk of n small
 // records takes at least n/listPageSize reads.
 func TestListPagesHoldAtMostListPageSizeRecords(t *testing.T) {
-	s := open(t, etcdtest.Start1(t))
+	s := open(t, etcdtest.Start1(t), unhedged)
 	saved := listPageSize
 	listPageSize = 10
 	defer func() { listPageSize = saved }()
@@ -192,7 +192,7 @@ func TestListPagesHoldAtMostListPageSizeRecords(t *testing.T) {
 // named in pages of many keys, not one read (and a refused one) per
 // entry, nor in pages of List's count.
 func TestHistoryKeysReadsNoValue(t *testing.T) {
-	s := open(t, etcdtest.Start1(t))
+	s := open(t, etcdtest.Start1(t), unhedged)
 	saved, savedSize := listPageBytes, listPageSize
 	listPageBytes, listPageSize = 4<<10, 4
 	defer func() { listPageBytes, listPageSize = saved, savedSize }()
@@ -226,7 +226,7 @@ func TestHistoryKeysReadsNoValue(t *testing.T) {
 // three records, two of which overflow the bound together, takes one
 // refused read, the count, and a read a record at most.
 func TestAPageRefusedForItsBytesIsRefusedOnce(t *testing.T) {
-	s := open(t, etcdtest.Start1(t))
+	s := open(t, etcdtest.Start1(t), unhedged)
 	saved := listPageBytes
 	listPageBytes = 64 << 10
 	defer func() { listPageBytes = saved }()
@@ -246,3 +246,8 @@ func TestAPageRefusedForItsBytesIsRefusedOnce(t *testing.T) {
 		t.Errorf("List took %d reads for %d records of 40 KiB (bound 64 KiB); want at most one refused, the count and one a record (%d)", got, n, n+2)
 	}
 }
+
+// unhedged gives a Store the longest request timeout, so that no read is
+// sent again (a hedged try goes out at a third of the timeout) and a
+// test counts each read once, however slow the machine.
+func unhedged(cfg *Config) { cfg.RequestTimeout = MaxRequestTimeout }
