@@ -197,8 +197,10 @@ func wrongPath(err error) bool {
 
 // Close closes the etcd client. A Backend is unusable after it: Resolve
 // and Promote on it are faults ("store closed"), never a verdict. Closing
-// it again, or closing the nil Backend Open returns with its error (a
-// deferred Close before the error is looked at), does nothing.
+// it again, closing the nil Backend Open returns with its error (a
+// deferred Close before the error is looked at), or closing a zero
+// Backend (one Open did not make: a struct field never set), does
+// nothing; every other method of a zero Backend is a mistake.
 func (b *Backend) Close() error {
 	if b == nil || b.meta == nil {
 		return nil
