@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sessdb/fleet"
+	"sessdb/fleet/etcdmeta"
 )
 
 // fleetSecret is the password of the configuration tests: no error line
@@ -419,5 +420,34 @@ func TestTheEtcdTimeoutTakesItsLeastValue(t *testing.T) {
 	code, out, errs := runCLI(t, "resolve", "--key", key, "--job-dir", filepath.Join(tmp, "job"), "--pi-version", "0.58.3", "--etcd-timeout", "1ms")
 	if code == exitUsage || strings.Contains(errs, "--etcd-timeout") {
 		t.Errorf("resolve with --etcd-timeout 1ms: exit %d, stdout %q, stderr %q; want it taken, no usage error", code, out, errs)
+	}
+}
+
+// Every --etcd-timeout out of its range is refused with the range its
+// help gives ("from 1ms to 10m"), whichever end it misses: one message
+// that says "above 0" sends the operator to try 1us, refused in turn.
+func TestAnEtcdTimeoutOutOfRangeNamesItsLeastValue(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "transcripts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	least := etcdmeta.MinRequestTimeout.String()
+	for _, raw := range []string{"0s", "0ms", "999us", "10m1ns", "11m", "600001ms"} {
+		for _, viaEnv := range []bool{false, true} {
+			clearEnv(t)
+			t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+			t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+			args := []string{"dump"}
+			if viaEnv {
+				t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", raw)
+			} else {
+				args = append(args, "--etcd-timeout", raw)
+			}
+			code, _, errs := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(errs, "out of range") || !strings.Contains(errs, "at least "+least) || strings.Contains(errs, "above 0") {
+				t.Errorf("dump with timeout %q (env %v): exit %d, stderr %q; want exit %d, out of range, naming its least value %s", raw, viaEnv, code, errs, exitUsage, least)
+			}
+		}
 	}
 }

@@ -154,13 +154,10 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, true, err
 	}
 	if t, n := f.timeout.get(getenv); t != "" {
-		if fc.RequestTimeout, err = parseDuration(n, t, etcdmeta.MaxRequestTimeout); err != nil {
+		// No member answers sooner than the least: every resolve would
+		// be store-unavailable, every promote promote-failed.
+		if fc.RequestTimeout, err = parseDuration(n, t, etcdmeta.MinRequestTimeout, etcdmeta.MaxRequestTimeout); err != nil {
 			return fc, true, err
-		}
-		// No member answers sooner: every resolve would be
-		// store-unavailable, every promote promote-failed.
-		if fc.RequestTimeout < etcdmeta.MinRequestTimeout {
-			return fc, true, fmt.Errorf("%s: %s is out of range (want at least %v and at most %v)", n, brief(t), etcdmeta.MinRequestTimeout, etcdmeta.MaxRequestTimeout)
 		}
 	}
 	// The login, when there is one, is bounded like any request.
@@ -398,16 +395,21 @@ func (f durationFlag) Set(s string) error {
 }
 
 // parseDuration reads a Go duration strictly: no sign, no space, no bare
-// number, above zero and at most max.
-func parseDuration(name, raw string, max time.Duration) (time.Duration, error) {
+// number, above zero, at least min and at most max. Its range error names
+// both ends, whichever the value misses.
+func parseDuration(name, raw string, min, max time.Duration) (time.Duration, error) {
 	if !durationRE.MatchString(raw) {
 		return 0, fmt.Errorf("%s: %s is not a duration (want a Go duration like 800ms or 5s: digits and a unit, no sign)", name, brief(raw))
 	}
 	// A duration of that form that Go refuses is one beyond its range
 	// (about 292 years): out of range, as a long one within it is.
 	d, err := time.ParseDuration(raw)
-	if err != nil || d <= 0 || d > max {
-		return 0, fmt.Errorf("%s: %s is out of range (want above 0 and at most %v)", name, brief(raw), max)
+	if err != nil || d <= 0 || d < min || d > max {
+		floor := "above 0"
+		if min > 0 {
+			floor = fmt.Sprintf("at least %v", min)
+		}
+		return 0, fmt.Errorf("%s: %s is out of range (want %s and at most %v)", name, brief(raw), floor, max)
 	}
 	return d, nil
 }

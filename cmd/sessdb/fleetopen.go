@@ -165,5 +165,5 @@ func (g *graceFlag) parse(inv *invocation, onFleet bool) (time.Duration, error) 
 	case !onFleet:
 		return 0, errors.New("--grace is a fleet's grace period: it needs --etcd-endpoints (a key dir's stray temps go after a fixed hour)")
 	}
-	return parseDuration("--grace", g.raw, maxGrace)
+	return parseDuration("--grace", g.raw, 0, maxGrace)
 }

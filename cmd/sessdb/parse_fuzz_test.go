@@ -158,7 +158,7 @@ func FuzzParseDuration(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		exact, fractions, form := refDuration(raw)
 		for _, max := range []time.Duration{10 * time.Minute, math.MaxInt64} {
-			d, err := parseDuration("PI_SESSIONS_ETCD_TIMEOUT", raw, max)
+			d, err := parseDuration("PI_SESSIONS_ETCD_TIMEOUT", raw, 0, max)
 			if err != nil && len(err.Error()) > maxMessage {
 				t.Fatalf("parseDuration(%d bytes): a message of %d bytes", len(raw), len(err.Error()))
 			}
