@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -53,4 +55,28 @@ func TestARepairLeavesAHistoryWithNoRecordInItsLastSlot(t *testing.T) {
 
 func (f *fixture) slotPath(key string) string {
 	return f.prefix + "/history/" + key + "/fffffffffffffffe"
+}
+
+// The promotion a history with no record in its last slot refuses says
+// what settles it: check --repair numbers no history without a record, so
+// its error sends the operator to remove the history with etcdctl, never
+// to the repair that leaves it (TestARepairLeavesAHistoryWithNoRecordInItsLastSlot).
+func TestAPromotionOntoAHistoryWithNoRecordInItsLastSlotNamesWhatRemovesIt(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stray-history", "last-slot-promote")
+	f.run(key, "one")
+	f.toLastSlot(c, key)
+	if _, err := c.Client(t).Delete(t.Context(), f.prefix+"/record/"+key); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := f.job(key, "two")
+	res, err := f.promote(sess)
+	if res.Promoted || !errors.Is(err, etcdmeta.ErrDamaged) {
+		t.Fatalf("promote = %+v, %v; want refused for the history in its last slot", res, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "numbers the key's history again") || !strings.Contains(msg, "etcdctl del --prefix") {
+		t.Errorf("promote's error %q; want it to name etcdctl del --prefix, not a repair that leaves a history with no record", msg)
+	}
 }

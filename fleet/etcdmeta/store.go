@@ -812,7 +812,13 @@ func (s *Store) guarded(ctx context.Context, op, key string, base Rev, hist Hist
 			return 0, s.cfg.opErr(ctx, op, key, err)
 		}
 		if resp.Succeeded && full {
-			return 0, fmt.Errorf("%s %s: %w: history entry %016x is in the last slot an entry takes, and no entry can follow it (check --repair numbers the key's history again)", op, key, ErrDamaged, seq)
+			// The compare held the record absent: check --repair numbers
+			// no history without a record, and leaves this one for etcdctl.
+			settle := "check --repair numbers the key's history again"
+			if base == 0 {
+				settle = "the key has no record, and check --repair leaves a history without one: remove it with etcdctl del --prefix, as check names it"
+			}
+			return 0, fmt.Errorf("%s %s: %w: history entry %016x is in the last slot an entry takes, and no entry can follow it (%s)", op, key, ErrDamaged, seq, settle)
 		}
 		if resp.Succeeded {
 			s.rememberSeq(key, hist.Seq)
