@@ -492,8 +492,14 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 		}
 		return st, true, nil
 	case errors.Is(err, etcdmeta.ErrDamaged), errors.Is(err, etcdmeta.ErrNewerSchema):
+		// Get returns the State's Rev with the damage: 0 is no record
+		// (strayHistory), which a resolve cold-starts rather than resumes.
+		resolve := "resolve still resumes the key"
+		if st.Rev == 0 {
+			resolve = "a resolve cold-starts the key (absent): it has no record"
+		}
 		add(c.b.meta.Prefix()+"/history/"+key+"/", store.KindRecordUndecodable,
-			"%v (resolve still resumes the key; a promotion that must read its history is promote-failed)", err)
+			"%v (%s; a promotion that must read its history is promote-failed)", err, resolve)
 		return st, false, nil
 	}
 	return st, false, err
