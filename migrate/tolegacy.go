@@ -115,6 +115,12 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	if err := fullInTheWay(kd, k, files); err != nil {
 		return p, err
 	}
+	stamp := rec != nil && t != nil && !mismatch // below
+	if stamp {
+		if err := mayStamp(kd); err != nil {
+			return p, err
+		}
+	}
 	p.Action, p.Values, p.files = Migrated, &v, files
 	p.Oddities = append(p.Oddities, odd...)
 	for _, f := range files {
@@ -132,11 +138,29 @@ func (m *migrator) planLegacy(kd *os.File, key string, write bool) (*plan, error
 	// the record's date given to a file changed in place with its size
 	// kept would make it the ticket's base again, a stale job's run then
 	// promoted over it.
-	if rec != nil && t != nil && !mismatch {
+	if stamp {
 		at := time.Unix(0, rec.PromotedAt)
 		p.at = &at
 	}
 	return p, nil
+}
+
+// mayStamp is nil when this process may set the transcript's mtime to a
+// time of its choosing, as the run does once it has written the legacy
+// files: only the file's owner or root may (futimens with a time), the
+// right to write it (its mode, an ACL) not being enough. Else the refusal
+// the run would meet there, found in the plan: the key fails before
+// anything is written, and a dry run fails it too.
+func mayStamp(kd *os.File) error {
+	st, err := fsat.LstatAt(kd, legacy.TranscriptName)
+	if err != nil {
+		return nil // the run's own open of it says what is wrong
+	}
+	if euid := os.Geteuid(); euid != 0 && st.Uid != uint32(euid) {
+		return &os.PathError{Op: "futimens", Path: fsat.Join(kd, legacy.TranscriptName), Err: fmt.Errorf(
+			"%w: uid %d owns it, and only its owner or root may set its mtime to the promotion's, the legacy layout's clock; give it to the key dir's owner (chown) and run again", unix.EPERM, st.Uid)}
+	}
+	return nil
 }
 
 // fullInTheWay is the error of a directory with entries where the rollback
