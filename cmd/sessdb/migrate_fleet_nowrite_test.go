@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"sessdb/store"
@@ -46,18 +45,7 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(tdir, held), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	same := func(what string, argv ...string) {
-		t.Helper()
-		dryCode, dryOut, dryErrs := runAs(append([]string{argv[0], "--dry-run"}, argv[1:]...)...)
-		code, out, errs := runAs(argv...)
-		if code != exitFault || !strings.Contains(out, held+"  failed") {
-			t.Fatalf("%s: the run: exit %d\n%s\n%s; want the key failed", what, code, out, errs)
-		}
-		if dryCode != code || !strings.Contains(dryOut, held+"  failed") || !strings.Contains(dryOut, "permission denied") {
-			t.Errorf("%s: the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", what, dryCode, dryOut, dryErrs, code, out)
-		}
-	}
-	same("--to etcd into a key's dir root made", "migrate", "--to", "etcd", root)
+	sameFailure(t, runAs, held, "--to etcd into a key's dir root made", "permission denied", "migrate", "--to", "etcd", root)
 	if err := os.Remove(filepath.Join(tdir, held)); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +62,7 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(back, held), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	same("--from etcd into a key dir root made", "migrate", "--from", "etcd", back)
+	sameFailure(t, runAs, held, "--from etcd into a key dir root made", "permission denied", "migrate", "--from", "etcd", back)
 	if names, err := os.ReadDir(filepath.Join(back, held)); err != nil || len(names) != 0 {
 		t.Errorf("the key dir root made holds %v (%v); want nothing written", names, err)
 	}
@@ -104,14 +92,7 @@ func TestTheOwnersToEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, key, "meta.db"), 0o400); err != nil {
 		t.Fatal(err)
 	}
-	dryCode, dryOut, dryErrs := runAs("migrate", "--to", "etcd", "--dry-run", root)
-	code, out, errs := runAs("migrate", "--to", "etcd", root)
-	if code != exitFault || !strings.Contains(out, key+"  failed") {
-		t.Fatalf("the run: exit %d\n%s\n%s; want the key failed", code, out, errs)
-	}
-	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, "meta.db: permission denied") {
-		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, meta.db: permission denied", dryCode, dryOut, dryErrs, code, out)
-	}
+	sameFailure(t, runAs, key, "--to etcd over a meta.db of mode 0400", "meta.db: permission denied", "migrate", "--to", "etcd", root)
 }
 
 // --from etcd opens each key dir's meta.db for writing under its
@@ -140,12 +121,5 @@ func TestTheOwnersFromEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 	if err := os.Chmod(filepath.Join(root, key, "meta.db"), 0o400); err != nil {
 		t.Fatal(err)
 	}
-	dryCode, dryOut, dryErrs := runAs("migrate", "--from", "etcd", "--dry-run", root)
-	code, out, errs := runAs("migrate", "--from", "etcd", root)
-	if code != exitFault || !strings.Contains(out, key+"  failed") {
-		t.Fatalf("the run: exit %d\n%s\n%s; want the key failed", code, out, errs)
-	}
-	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, "meta.db: permission denied") {
-		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, meta.db: permission denied", dryCode, dryOut, dryErrs, code, out)
-	}
+	sameFailure(t, runAs, key, "--from etcd over a meta.db of mode 0400", "meta.db: permission denied", "migrate", "--from", "etcd", root)
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -41,14 +40,7 @@ func TestToLegacyFailsATranscriptItMayNotStampInItsPlan(t *testing.T) {
 		return ns
 	}
 	before := names()
-	dryCode, dryOut, dryErrs := w.runAs("migrate", "--to-legacy", "--dry-run", w.root)
-	code, out, errs := w.runAs("migrate", "--to-legacy", w.root)
-	if code != exitFault || !strings.Contains(out, workerKey+"  failed") {
-		t.Fatalf("the run: exit %d\n%s\n%s; want the key failed, exit %d", code, out, errs, exitFault)
-	}
-	if dryCode != code || !strings.Contains(dryOut, workerKey+"  failed") {
-		t.Errorf("the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike", dryCode, dryOut, dryErrs, code, out)
-	}
+	sameFailure(t, w.runAs, workerKey, "--to-legacy over a transcript another user owns", "", "migrate", "--to-legacy", w.root)
 	if after := names(); !slices.Equal(before, after) {
 		t.Errorf("the key dir held %v, after the run %v; want nothing written", before, after)
 	}
