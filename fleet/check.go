@@ -342,7 +342,7 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 	path := c.b.meta.RecordKey(it.Key)
 	switch {
 	case !etcdmeta.ValidKey(it.Key):
-		add(c.b.meta.Prefix()+"/record/"+it.Key, store.KindNotAKey, "a record whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
+		add(c.b.meta.RecordKey(it.Key), store.KindNotAKey, "a record whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
 		return "", nil
 	case errors.Is(it.Err, etcdmeta.ErrNewerSchema):
 		add(path, store.KindMetaNewerSchema, "%v; use a sessdb that knows its schema", it.Err)
@@ -486,7 +486,7 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 			if st.Rev == 0 {
 				// A history with no record (strayHistory): the renumber
 				// is guarded by a record, and refuses one.
-				what = "every promotion of the key is promote-failed (a resolve cold-starts it: it has no record); check --repair numbers no history without a record: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.Prefix()+"/history/"+key+"/")
+				what = "every promotion of the key is promote-failed (a resolve cold-starts it: it has no record); check --repair numbers no history without a record: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.HistoryDir(key))
 			}
 			add(c.slotPath(key, seq), store.KindRecordUndecodable, "%s: no entry can follow it, so %s", where, what)
 		}
@@ -498,7 +498,7 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 		if st.Rev == 0 {
 			resolve = "a resolve cold-starts the key (absent): it has no record"
 		}
-		add(c.b.meta.Prefix()+"/history/"+key+"/", store.KindRecordUndecodable,
+		add(c.b.meta.HistoryDir(key), store.KindRecordUndecodable,
 			"%v (%s; a promotion that must read its history is promote-failed)", err, resolve)
 		return st, false, nil
 	}
@@ -516,7 +516,7 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 // (promoted since the listing) is nothing to report; damage in the
 // history is reported as a recorded key's is.
 func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) error {
-	dir := c.b.meta.Prefix() + "/history/" + name + "/"
+	dir := c.b.meta.HistoryDir(name)
 	if !etcdmeta.ValidKey(name) {
 		add(dir, store.KindNotAKey, "a history whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
 		return nil

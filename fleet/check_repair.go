@@ -52,7 +52,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			full = i
 		case found[i].Kind == store.KindMode, found[i].Kind == store.KindOwner:
 			// Settled by repairModes.
-		case found[i].Severity == store.SeverityProblem && strings.HasPrefix(found[i].Path, c.b.meta.Prefix()+"/history/"):
+		case found[i].Severity == store.SeverityProblem && strings.HasPrefix(found[i].Path, c.b.meta.HistoryDir(key)):
 			// A history entry's (or the key's history's): by the
 			// history's own prefix, which a prefix named "/history/…"
 			// puts in every path.
@@ -187,7 +187,7 @@ func notRemoved(f *store.Finding, why string) {
 // slotPath is the path check reports key's history entry at seq by: one
 // in the last slot, or above it (see checker.history).
 func (c *checker) slotPath(key string, seq uint64) string {
-	return fmt.Sprintf("%s/history/%s/%016x", c.b.meta.Prefix(), key, seq)
+	return c.b.meta.HistoryKey(key, seq)
 }
 
 // renumber numbers key's history again from 1 in place (etcdmeta's
@@ -210,7 +210,7 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		// the last slot: RenumberHistory refuses it (a key with no
 		// record keeps no history), and the key's next promotion fails
 		// on it. It remains, the operator's to remove.
-		f.Repair = "left as is: the key has no record, and no history without one is numbered again: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.Prefix()+"/history/"+key+"/")
+		f.Repair = "left as is: the key has no record, and no history without one is numbered again: remove it with etcdctl del --prefix " + etcdctlKey(c.b.meta.HistoryDir(key))
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
@@ -276,9 +276,8 @@ func unavailable(err error) error {
 // refuses); the history removed first leaves a record nothing writes
 // over meanwhile.
 func (c *checker) leftUndecodable(key string) string {
-	p := c.b.meta.Prefix()
 	return fmt.Sprintf("left as is: the key cold-starts (meta-unreadable) and no promotion writes over it; look at it, then remove its history and its record with etcdctl, in this order: etcdctl del --prefix %s; etcdctl del %s",
-		etcdctlKey(p+"/history/"+key+"/"), etcdctlKey(p+"/record/"+key))
+		etcdctlKey(c.b.meta.HistoryDir(key)), etcdctlKey(c.b.meta.RecordKey(key)))
 }
 
 // etcdctlKey is the etcd key s as the last argument of an etcdctl

@@ -89,7 +89,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		}
 		return r
 	}
-	written := []string{m.b.meta.Prefix() + "/record/" + name}
+	written := []string{m.b.meta.RecordKey(name)}
 	if rec.Transcript != nil {
 		written = slices.Insert(written, 0, fmt.Sprintf("%s/%016x-<random>.jsonl", name, rec.Transcript.Gen))
 	}

@@ -154,7 +154,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 		}
 		it := records[key]
 		if errors.Is(it.Err, etcdmeta.ErrInvalidKey) {
-			res.NotKeys = append(res.NotKeys, b.meta.Prefix()+"/record/"+key)
+			res.NotKeys = append(res.NotKeys, b.meta.RecordKey(key))
 			continue
 		}
 		if it.Err != nil && o.TTL > 0 {

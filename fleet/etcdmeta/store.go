@@ -334,6 +334,13 @@ func (s *Store) Prefix() string { return s.cfg.Prefix }
 // etcdctl.
 func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
 
+// HistoryDir is the etcd prefix of key's history entries, as an operator
+// names it to etcdctl del --prefix.
+func (s *Store) HistoryDir(key string) string { return s.historyDir(key) }
+
+// HistoryKey is the etcd key of key's history entry at seq.
+func (s *Store) HistoryKey(key string, seq uint64) string { return s.historyKey(key, seq) }
+
 func (s *Store) recordKey(key string) string  { return s.recordDir() + key }
 func (s *Store) recordDir() string            { return s.cfg.Prefix + "/record/" }
 func (s *Store) historyDir(key string) string { return s.cfg.Prefix + "/history/" + key + "/" }
