@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sessdb/internal/etcdtest"
@@ -16,7 +17,9 @@ import (
 // wrong) cannot take its generation file there: --to etcd's run fails
 // the key when its write meets it, nothing written, the key dir left as
 // it was. Its dry run planned "migrate" (exit 0) for the same key, a plan
-// the run does not carry out. Both fail it alike now.
+// the run does not carry out. Both fail it alike now, saying the key's
+// name is not a directory (it said "not a regular file", for a name where
+// a directory is wanted).
 func TestMigrateToEtcdDryRunOfAKeyNameTakenInTheTranscriptsDirFailsAsTheRun(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -48,8 +51,8 @@ func TestMigrateToEtcdDryRunOfAKeyNameTakenInTheTranscriptsDirFailsAsTheRun(t *t
 		planned, _ := runMigration(t, true, root, f.b, dry)
 		did, _ := runMigration(t, true, root, f.b, migOpts())
 		p, r := planned[key], did[key]
-		if r.Action != migrate.Failed {
-			t.Fatalf("%s at the key's name: the run did %s %q; want failed", c.what, r.Action, r.Cause)
+		if r.Action != migrate.Failed || !strings.Contains(r.Cause, "not a directory") {
+			t.Fatalf("%s at the key's name: the run did %s %q; want failed, saying the key's name is not a directory", c.what, r.Action, r.Cause)
 		}
 		if p.Action != r.Action || p.Cause != r.Cause {
 			t.Errorf("%s at the key's name: the dry run planned %s %q; the run did %s %q; want both failed alike", c.what, p.Action, p.Cause, r.Action, r.Cause)

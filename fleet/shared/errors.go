@@ -18,7 +18,8 @@ var (
 
 	// ErrNotRegular is returned when the name, or the key directory above
 	// it, is a link, a FIFO, a device or anything but a regular file
-	// (directory); it is never followed or opened for reading.
+	// (directory); it is never followed or opened for reading. At a key
+	// directory's name its text says a directory is wanted there.
 	ErrNotRegular = errors.New("not a regular file")
 
 	// ErrExists is returned when the name Write chose, or WriteAgain was
@@ -32,3 +33,15 @@ var (
 // directory, or stale (ESTALE: the export went away): the storage, not
 // any key's file, is missing. See DirErr.
 var ErrDirUnavailable = errors.New("the transcripts dir is unavailable")
+
+// errKeyNameNotDir is ErrNotRegular met at a key directory's name: its
+// text names the directory wanted there, not a file.
+var errKeyNameNotDir error = keyNameNotDir{}
+
+type keyNameNotDir struct{}
+
+func (keyNameNotDir) Error() string {
+	return "not a directory: a link or another file has the key's name (never followed)"
+}
+
+func (keyNameNotDir) Is(target error) bool { return target == ErrNotRegular }

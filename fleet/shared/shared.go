@@ -310,7 +310,7 @@ func openKeyDir(disk durable.FS, dir, key string, create bool) (*os.File, error)
 	}
 	kd, err := fsat.OpenDirAt(root, key)
 	if errors.Is(err, fsat.ErrNotDir) {
-		err = &os.PathError{Op: "open", Path: fsat.Join(root, key), Err: ErrNotRegular}
+		err = &os.PathError{Op: "open", Path: fsat.Join(root, key), Err: errKeyNameNotDir}
 	}
 	return kd, err
 }
