@@ -170,8 +170,8 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}
 	for _, n := range listing.Names {
 		// The dir's mark was found this fleet's before the walk (claim):
-		// it is no entry of the store's.
-		if _, ok := records[n]; !ok && n != shared.MarkName {
+		// it is no entry of the store's, unless a history has its name.
+		if _, ok := records[n]; !ok && (n != shared.MarkName || histories[n]) {
 			entries = append(entries, n)
 		}
 	}
@@ -279,6 +279,9 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 			if err := c.strayHistory(ctx, name, add); err != nil {
 				return err
 			}
+		}
+		if name == shared.MarkName {
+			return nil // the dir's mark, found the fleet's by claim
 		}
 		return c.dir(name, own, it, ok, add)
 	}
