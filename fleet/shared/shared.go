@@ -295,24 +295,51 @@ func openKeyDir(disk durable.FS, dir, key string, create bool) (*os.File, error)
 		return nil, err
 	}
 	defer root.Close()
+	made := false
 	if create {
-		made, err := disk.Mkdir(root, key, 0o700)
-		if err != nil {
+		if made, err = disk.Mkdir(root, key, 0o700); err != nil {
 			return nil, err
-		}
-		// The key directory's own name must be durable before a record
-		// names a file in it.
-		if made {
-			if err := disk.SyncDir(root); err != nil {
-				return nil, err
-			}
 		}
 	}
 	kd, err := fsat.OpenDirAt(root, key)
 	if errors.Is(err, fsat.ErrNotDir) {
 		err = &os.PathError{Op: "open", Path: fsat.Join(root, key), Err: errKeyNameNotDir}
 	}
-	return kd, err
+	if err != nil || !create {
+		return kd, err
+	}
+	// The key directory's own name must be durable before a record names
+	// a file in it. One found empty may be another writer's first Write
+	// of the key, made just now and not yet fsynced into the transcripts
+	// dir (descheduled between its mkdir and its fsync): this Write must
+	// not be acknowledged on that writer's fsync. One that holds anything
+	// is durably named already: every Write fsyncs the dir, after its own
+	// mkdir or on finding the key's directory empty, before it makes a
+	// name inside. (Not a listing: one entry is looked for, once per
+	// Write; the fsync then paid once per key's first Writes.)
+	if !made {
+		if made, err = isEmpty(kd); err != nil {
+			kd.Close()
+			return nil, err
+		}
+	}
+	if made {
+		if err := disk.SyncDir(root); err != nil {
+			kd.Close()
+			return nil, err
+		}
+	}
+	return kd, nil
+}
+
+// isEmpty reports whether the directory d, just opened, holds no entry.
+// It reads d's entries from d's own offset: d is not read again.
+func isEmpty(d *os.File) (bool, error) {
+	_, err := d.Readdirnames(1)
+	if err == io.EOF {
+		return true, nil
+	}
+	return false, err
 }
 
 // ctxReader ends a copy when its context does.
