@@ -126,19 +126,36 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 // durable) unless this is a dry run, or says in r why the key is not
 // written; nil when a dry run finds no key dir, with r then Migrated.
 func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateReport) *os.File {
+	made := false
 	if !m.opts.DryRun {
-		disk := sharedfs.FS()
-		made, err := disk.Mkdir(m.rootDir, key, 0o700)
-		if err == nil && made {
-			err = disk.SyncDir(m.rootDir)
-		}
-		if err != nil {
+		var err error
+		if made, err = sharedfs.FS().Mkdir(m.rootDir, key, 0o700); err != nil {
 			fail(r, err)
 			return nil
 		}
 	}
 	kd, err := fsat.OpenDirAt(m.rootDir, key)
 	switch {
+	case err == nil && !m.opts.DryRun:
+		// The key dir's name is durable before anything is written in it,
+		// as a promotion's (store's openKeyDirForWrite): one found with
+		// no meta.db may be another writer's, made just now and not yet
+		// fsynced into the root (a host's first promotion of the key, a
+		// second run), and this run must not report the key migrated on
+		// that writer's fsync. One with a meta.db is durably named: its
+		// maker fsynced the root before it made meta.db.
+		if !made {
+			_, lerr := fsat.LstatAt(kd, db.FileName)
+			made = fsat.IsNotExist(lerr)
+		}
+		if made {
+			if err := sharedfs.FS().SyncDir(m.rootDir); err != nil {
+				kd.Close()
+				fail(r, err)
+				return nil
+			}
+		}
+		return kd
 	case err == nil:
 		return kd
 	case errors.Is(err, fsat.ErrNotDir):
