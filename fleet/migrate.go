@@ -257,8 +257,18 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		// Each dir made is made durable before anything is made in it,
 		// or a power cut could take the root, and every key reported
 		// migrated into it, away.
-		if _, err := durable.MkdirAll(sharedfs.FS(), root); err != nil {
+		made, err := durable.MkdirAll(sharedfs.FS(), root)
+		if err != nil {
 			return sum, err
+		}
+		// A root found there may be another writer's, made just now and
+		// its name not yet fsynced into its parent (a host's first
+		// promotion, descheduled between the two): the keys this run
+		// reports migrated must not wait on that fsync. Once a run.
+		if !made {
+			if err := durable.SyncParent(sharedfs.FS(), root); err != nil {
+				return sum, err
+			}
 		}
 	}
 	rd, err := fsat.OpenDir(root)

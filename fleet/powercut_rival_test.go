@@ -13,16 +13,17 @@ import (
 	"sessdb/store"
 )
 
-// migrate --from etcd that finds a key's dir in the sessions root made
-// by another writer just now (a host's first promotion of the key, a
-// second run, descheduled between its mkdir and the root's fsync), and
-// writes the key into it, reports the key migrated only once the dir's
-// name is durable: a power cut after the run returned must leave the key
-// resuming the generation the run reported. Before, the run fsynced the
-// root only after a mkdir of its own, and the plain cut took the key dir,
-// and the migrated key with it.
+// migrate --from etcd that finds a key's dir in the sessions root, or the
+// root itself, made by another writer just now (a host's first promotion,
+// a second run, descheduled between its mkdir and the fsync of the dir it
+// made it in), and writes the key into it, reports the key migrated only
+// once every name on its path is durable: a power cut after the run
+// returned must leave the key resuming the generation the run reported.
+// Before, the run fsynced the root only after a mkdir of its own, and the
+// root's parent only after making the root itself: the plain cut took the
+// key dir, or the root, and the migrated key with it.
 func TestAKeyMigratedFromEtcdIntoAnotherWritersNewDirSurvivesAPowerCut(t *testing.T) {
-	for _, made := range []string{"key dir"} {
+	for _, made := range []string{"key dir", "root"} {
 		t.Run(made, func(t *testing.T) {
 			f, parent := powerFixture(t)
 			root := filepath.Join(parent, "s")
