@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
+	"iter"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +45,11 @@ type InspectOptions struct {
 	// as store.InspectOptions.Job.
 	Job *store.Job
 	// Workers bounds the keys read at once (0: a default for the
-	// machine); Progress, when set, is called after each report.
+	// machine); Progress, when set, is called after each report with
+	// the reports so far and the total: the records are walked as they
+	// are listed, so it is the records etcd held at the listing's first
+	// page (the count etcd sends with it) and the keys with a history
+	// and no record met so far, never below done (1 with Only).
 	Workers  int
 	Progress func(done, total int) // called after each report, when set
 }
@@ -62,8 +67,9 @@ type Report struct {
 
 // Inspect reports every record in key order to visit, read-only: it
 // writes nothing to etcd or to the transcripts dir. The records are one
-// snapshot (etcdmeta.List); each key's history, with History, is read
-// with the record again, at one revision. A record that does not decode
+// snapshot (etcdmeta.List), walked a page at a time as they are listed
+// (a window of keys and a page held, not every record); each key's
+// history, with History, is read with the record again, at one revision. A record that does not decode
 // is reported with its error and the verdict meta-unreadable; a
 // generation file that cannot be opened, or its first line read, for an
 // I/O error (not for being gone) is reported with no verdict, for the
@@ -78,8 +84,9 @@ type Report struct {
 // that is itself unavailable (shared.ErrDirUnavailable, judged once a
 // generation failed so) stops the walk: it is no key's file that is lost.
 // A visit error stops the walk and is returned; so is ctx's error, and an
-// error of etcd (unavailable, refused credentials), before anything is
-// visited. A nil visit is no callback.
+// error of etcd (unavailable, refused credentials): before anything is
+// visited where the listing's first page fails, after the keys listed
+// before it where a later page fails. A nil visit is no callback.
 func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -94,68 +101,135 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	var items []etcdmeta.Item
+	// The records are walked as they are listed, a page at a time: a
+	// fleet's records, whole (another binary's, or a hand's, may be as
+	// large as etcd takes), are never all held at once.
+	var total atomic.Int64
+	produce := func(emit func(etcdmeta.Item) error) error {
+		return b.listWithStrays(ctx, func(n int64) { total.Add(n) }, emit)
+	}
 	if o.Only != "" {
 		it, err := b.item(ctx, o.Only)
 		if err != nil {
 			return err
 		}
-		items = []etcdmeta.Item{it}
-	} else if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
-		items = append(items, it)
-		return nil
-	}); err != nil {
-		return err
-	} else if items, err = b.withStrayHistories(ctx, items); err != nil {
-		return err
+		total.Store(1)
+		produce = func(emit func(etcdmeta.Item) error) error { return emit(it) }
 	}
 	type result struct {
 		r   Report
 		err error
 	}
-	work := func(i int) result {
-		r, err := b.inspectKey(ctx, items[i], o)
+	work := func(it etcdmeta.Item) result {
+		r, err := b.inspectKey(ctx, it, o)
 		return result{r, err}
 	}
 	done := 0
-	_, err := walk.Ordered(ctx, len(items), walk.Workers(o.Workers), work, func(res result) error {
+	_, err := walk.Stream(ctx, walk.Workers(o.Workers), produce, work, func(res result) error {
 		if res.err != nil {
 			return res.err
 		}
 		err := visit(res.r)
 		done++
 		if o.Progress != nil {
-			o.Progress(done, len(items))
+			// The total is known as the walk goes (InspectOptions):
+			// never shown below what is done.
+			o.Progress(done, max(int(total.Load()), done))
 		}
 		return err
 	})
 	return err
 }
 
-// withStrayHistories is items, the records listed in key order, with a
-// key of its own (an Item with Rev 0) for each key that has a history
-// and had no record listed (see checker.strayHistory), in key order:
-// dump shows it, and its history.
-func (b *Backend) withStrayHistories(ctx context.Context, items []etcdmeta.Item) ([]etcdmeta.Item, error) {
-	listed := make(map[string]bool, len(items))
-	for _, it := range items {
-		listed[it.Key] = true
-	}
-	var strays []etcdmeta.Item
-	err := b.meta.HistoryKeys(ctx, func(name string) error {
-		if !listed[name] && etcdmeta.ValidKey(name) {
-			listed[name] = true
-			strays = append(strays, etcdmeta.Item{Key: name})
-		}
-		return nil
+// listWithStrays calls emit with each record List lists, in key order,
+// and, in its place among them, with a key of its own (an Item with Rev
+// 0) for each key that has a history and no record listed (see
+// checker.strayHistory): dump shows it, and its history. The histories'
+// names (etcdmeta.HistoryKeys) are read beside the records, a page of
+// each at a time, from once the records' first page is read. counted is
+// given the records' count (etcdmeta.ListCounted), and one more for each
+// such key, when it is met. An error of either listing, or emit's, stops
+// it and is returned.
+func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit func(etcdmeta.Item) error) error {
+	var histErr error
+	next, stop := iter.Pull(func(yield func(string) bool) {
+		histErr = b.meta.HistoryKeys(ctx, func(name string) error {
+			if !yield(name) {
+				return errEnoughNames
+			}
+			return nil
+		})
 	})
-	if err != nil || len(strays) == 0 {
-		return items, err
+	defer stop()
+	// pending is the next key with a history not yet placed (valid
+	// keys only, each once: HistoryKeys gives them in key order), while
+	// have.
+	pending, have, pulled := "", false, false
+	pull := func() error {
+		prev := pending
+		for {
+			pending, have = next()
+			if !have {
+				return histErr
+			}
+			if etcdmeta.ValidKey(pending) && (!pulled || pending > prev) {
+				pulled = true
+				return nil
+			}
+		}
 	}
-	items = append(items, strays...)
-	slices.SortFunc(items, func(a, b etcdmeta.Item) int { return strings.Compare(a.Key, b.Key) })
-	return items, nil
+	stray := func() error {
+		counted(1)
+		if err := emit(etcdmeta.Item{Key: pending}); err != nil {
+			return err
+		}
+		return pull()
+	}
+	started := false
+	err := b.meta.ListCounted(ctx, counted, func(it etcdmeta.Item) error {
+		if err := b.at(hookListed, it.Key); err != nil {
+			return err
+		}
+		if !started {
+			// The histories are listed after the records' first page,
+			// at a revision no older: a key promoted in between is a
+			// history of no record listed, read again at its turn.
+			started = true
+			if err := pull(); err != nil {
+				return err
+			}
+		}
+		for have && pending < it.Key {
+			if err := stray(); err != nil {
+				return err
+			}
+		}
+		if have && pending == it.Key {
+			if err := pull(); err != nil {
+				return err
+			}
+		}
+		return emit(it)
+	})
+	if err != nil {
+		return err
+	}
+	if !started {
+		if err := pull(); err != nil {
+			return err
+		}
+	}
+	for have {
+		if err := stray(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// errEnoughNames ends a listing of the histories' names no more are
+// wanted from.
+var errEnoughNames = errors.New("no more names wanted")
 
 // item reads one key's record as List would report it; a key with no
 // record is an Item with Rev 0.

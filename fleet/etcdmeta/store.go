@@ -928,6 +928,15 @@ var listPageBytes = 4 << 20
 // the first error fn returns and returns it. Each page is bounded by the
 // request timeout. A nil fn is ErrInvalidArgument.
 func (s *Store) List(ctx context.Context, fn func(Item) error) error {
+	return s.ListCounted(ctx, nil, fn)
+}
+
+// ListCounted is List that first gives counted the number of records the
+// walk's snapshot holds: the count etcd sends with the first page (no
+// read more), before fn is called. It is not called where the first page
+// is not read. A walk that went on at the newest revision (compaction)
+// may then pass fn more or fewer. A nil counted is List.
+func (s *Store) ListCounted(ctx context.Context, counted func(records int64), fn func(Item) error) error {
 	ctx = orBackground(ctx)
 	if fn == nil {
 		return fmt.Errorf("list: no function to call: %w", ErrInvalidArgument)
@@ -936,7 +945,7 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 		return fmt.Errorf("list: %w", ErrClosed)
 	}
 	dir := s.recordDir()
-	return s.walkRange(ctx, dir, listPageSize, false, func(kvs []*mvccpb.KeyValue) (string, error) {
+	return s.walkRange(ctx, dir, listPageSize, false, counted, func(kvs []*mvccpb.KeyValue) (string, error) {
 		for _, kv := range kvs {
 			if err := fn(listItem(dir, kv)); err != nil {
 				return "", err
@@ -970,7 +979,7 @@ func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) err
 		return fmt.Errorf("history keys: %w", ErrClosed)
 	}
 	dir := s.cfg.Prefix + "/history/"
-	return s.walkRange(ctx, dir, 10*listPageSize, true, func(kvs []*mvccpb.KeyValue) (string, error) {
+	return s.walkRange(ctx, dir, 10*listPageSize, true, nil, func(kvs []*mvccpb.KeyValue) (string, error) {
 		// met: a name was met on this page, last (the empty name is
 		// one: no key's, named as every such name is).
 		last, met := "", false
@@ -999,8 +1008,9 @@ func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) err
 // revision unless etcd compacted it meanwhile (the walk then goes on at
 // the newest). page is given each page's keys and returns where the next
 // page starts ("": right after its last key), or an error that stops the
-// walk.
-func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly bool, page func([]*mvccpb.KeyValue) (string, error)) error {
+// walk. counted, when not nil, is given the first page's count of the
+// keys under dir, once, before page is called.
+func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly bool, counted func(int64), page func([]*mvccpb.KeyValue) (string, error)) error {
 	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
 	var at int64
 	limit, bound := most, listPageBytes
@@ -1031,6 +1041,10 @@ func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly 
 		}
 		if at == 0 {
 			at = resp.Header.Revision
+		}
+		if counted != nil {
+			counted(resp.Count)
+			counted = nil
 		}
 		var largest int64
 		for _, kv := range resp.Kvs {

@@ -9,6 +9,7 @@ package walk
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 )
@@ -27,6 +28,33 @@ import (
 // deliver, or ctx's error when it stopped early. No goroutine it started
 // is running when it returns. work must be safe for concurrent use.
 func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, deliver func(T) error) (int, error) {
+	return Stream(ctx, workers, func(emit func(int) error) error {
+		for i := range n {
+			if err := emit(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, work, deliver)
+}
+
+// errStopped is emit's answer once no new entry may start.
+var errStopped = errors.New("walk stopped")
+
+// Stream is Ordered over the entries produce gives, however many: a
+// listing read a page at a time is walked without being held whole first.
+// produce is called once, on a goroutine of Stream's, and calls emit with
+// each entry in order, from that goroutine only; emit waits for room in
+// the window and returns an error once no new entry may start (ctx done,
+// a deliver error), which produce should return at once. Between produce
+// and deliver at most the window's entries are held (8*workers), besides
+// what produce holds itself.
+//
+// An error produce returns of its own (its listing failed) ends the walk
+// as an interrupt does: the entries it gave are delivered, and then its
+// error is returned. Otherwise the errors, the stop and the return are
+// Ordered's; a walk that delivered every entry produce gave has no error.
+func Stream[S, T any](ctx context.Context, workers int, produce func(emit func(S) error) error, work func(S) T, deliver func(T) error) (int, error) {
 	if workers < 1 {
 		workers = 1
 	}
@@ -36,30 +64,43 @@ func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, del
 		ring[i] = make(chan T, 1)
 	}
 	tokens := make(chan struct{}, window)
-	jobs := make(chan int)
+	type job struct {
+		i int
+		s S
+	}
+	jobs := make(chan job)
 	stop := make(chan struct{})
-	started := make(chan int, 1)
+	// ended is how produce ended: how many entries it gave, whether emit
+	// refused one (ctx done or stop), and its error.
+	type ended struct {
+		n       int
+		refused bool
+		err     error
+	}
+	started := make(chan ended, 1)
 
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range jobs {
-				ring[i%window] <- work(i)
+			for j := range jobs {
+				ring[j.i%window] <- work(j.s)
 			}
 		}()
 	}
 	go func() {
-		i := 0
-	dispatch:
-		for ; i < n; i++ {
+		var end ended
+		emit := func(s S) error {
+			if end.refused {
+				return errStopped
+			}
 			select {
 			case tokens <- struct{}{}:
 			case <-ctx.Done():
-				break dispatch
+				end.refused = true
 			case <-stop:
-				break dispatch
+				end.refused = true
 			}
 			// A free token and a done ctx (or a deliver error) can be
 			// ready together; select picks at random, and neither an
@@ -67,25 +108,30 @@ func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, del
 			// may the wait for a free worker outlast them.
 			select {
 			case <-stop:
-				break dispatch
+				end.refused = true
 			default:
 			}
-			if ctx.Err() != nil {
-				break
+			if end.refused || ctx.Err() != nil {
+				end.refused = true
+				return errStopped
 			}
 			select {
-			case jobs <- i:
+			case jobs <- job{end.n, s}:
+				end.n++
+				return nil
 			case <-ctx.Done():
-				break dispatch
 			case <-stop:
-				break dispatch
 			}
+			end.refused = true
+			return errStopped
 		}
+		end.err = produce(emit)
 		close(jobs)
-		started <- i
+		started <- end
 	}()
 
 	delivered, total := 0, -1
+	var end ended
 	var err error
 	for err == nil && delivered != total {
 		select {
@@ -94,8 +140,8 @@ func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, del
 				delivered++
 				<-tokens
 			}
-		case total = <-started:
-			started = nil
+		case end = <-started:
+			total, started = end.n, nil
 		}
 	}
 	if err != nil {
@@ -105,8 +151,13 @@ func Ordered[T any](ctx context.Context, n, workers int, work func(i int) T, del
 		}
 	}
 	wg.Wait()
-	if err == nil && delivered < n {
+	switch {
+	case err != nil:
+	case end.refused:
+		// Only a done ctx refuses an entry while deliver has no error.
 		err = ctx.Err()
+	case end.err != nil:
+		err = end.err
 	}
 	return delivered, err
 }

@@ -220,3 +220,61 @@ func TestOrderedCompleteWorkersAndRelease(t *testing.T) {
 		t.Error("Release left the walk's context running")
 	}
 }
+
+// Stream holds no more than its window of entries between produce and
+// deliver, however many produce has, delivers them in order, and returns
+// produce's own error once what it gave is delivered.
+func TestStreamHoldsAWindowAndReturnsTheProducersError(t *testing.T) {
+	const n, workers = 500, 2
+	var emitted atomic.Int32
+	boom := errors.New("listing lost")
+	produce := func(emit func(int) error) error {
+		for i := range n {
+			if err := emit(i); err != nil {
+				return err
+			}
+			emitted.Add(1)
+		}
+		return boom
+	}
+	var got []int
+	delivered, err := Stream(context.Background(), workers, produce, func(i int) int { return i }, func(v int) error {
+		// Counted after emit returned: at most the window given and not
+		// yet delivered, this one among them.
+		if held := int(emitted.Load()) - len(got); held > 8*workers {
+			t.Fatalf("at entry %d, %d entries given and not delivered; want at most %d", v, held, 8*workers)
+		}
+		if v != len(got) {
+			t.Fatalf("entry %d delivered at position %d", v, len(got))
+		}
+		got = append(got, v)
+		return nil
+	})
+	if err != boom || delivered != n {
+		t.Fatalf("delivered %d, %v; want %d, the producer's error", delivered, err, n)
+	}
+}
+
+// Stream's emit refuses entries once ctx ends; the walk returns ctx's
+// error, whatever produce makes of the refusal.
+func TestStreamStopsTheProducerOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	refused := false
+	produce := func(emit func(int) error) error {
+		for i := 0; ; i++ {
+			if err := emit(i); err != nil {
+				refused = true
+				return errors.New("the listing's own words for it")
+			}
+		}
+	}
+	delivered, err := Stream(ctx, 2, produce, func(i int) int { return i }, func(v int) error {
+		if v == 20 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || !refused || delivered < 21 || delivered > 21+8*2 {
+		t.Fatalf("delivered %d, %v (refused %v); want 21..37, context.Canceled", delivered, err, refused)
+	}
+}
