@@ -246,9 +246,16 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 		return m.finish(ctx, &sum, start, err)
 	}
 	// The listing first: a run that lists nothing (ctx ended, etcd not
-	// answering) makes no sessions root.
+	// answering) makes no sessions root. Of each record only its key and
+	// whether it could be read are kept: each key is read again, with its
+	// history, at its turn (fromEtcd), and the records' other fields,
+	// which another binary or a hand may have made as large as etcd
+	// takes, would be held for the whole walk.
 	var items []etcdmeta.Item
-	if err := b.meta.List(ctx, func(it etcdmeta.Item) error { items = append(items, it); return nil }); err != nil {
+	if err := b.meta.List(ctx, func(it etcdmeta.Item) error {
+		items = append(items, etcdmeta.Item{Key: it.Key, Err: it.Err})
+		return nil
+	}); err != nil {
 		// ctx ended under the listing is an interrupt, as between keys:
 		// the CLI exits 130 on it, not 1.
 		return m.finish(ctx, &sum, start, err)
