@@ -164,6 +164,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			if *asJSON {
 				return jw.encode(dumpEntry{r, file})
 			}
+			if !*wide {
+				r = forTable(r)
+			}
 			rows = append(rows, r)
 			return nil
 		})
