@@ -81,6 +81,9 @@ type CheckOptions struct {
 // among them, are delivered before the key's error is returned. A nil
 // visit is no callback: the summary alone tells what was found.
 func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Finding) error) (store.CheckSummary, error) {
+	if err := b.opened(); err != nil {
+		return store.CheckSummary{}, err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -35,7 +35,12 @@ import (
 // first tells a caller a dir that is another fleet's (a configuration to
 // fix) from a promotion's fault. Resolve, dump and stats do not look: they
 // write nothing in the dir.
-func (b *Backend) Claim(ctx context.Context) error { return b.claim(ctx, true) }
+func (b *Backend) Claim(ctx context.Context) error {
+	if err := b.opened(); err != nil {
+		return err
+	}
+	return b.claim(ctx, true)
+}
 
 // claim is Claim where write is set, else the comparison alone: a dir
 // without a mark, or a fleet without an ID, is then left so (an audit

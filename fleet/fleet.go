@@ -196,21 +196,47 @@ func wrongPath(err error) bool {
 	return false
 }
 
+// errNotOpened is every method's answer on a Backend Open did not make.
+var errNotOpened = fmt.Errorf("fleet: the Backend was not made by fleet.Open: %w", store.ErrNoBackend)
+
+// opened returns errNotOpened (store.ErrNoBackend) for a Backend Open did
+// not make: a zero one (a struct field never set), or the nil one Open
+// returns with its error. It has no etcd client to ask and no transcripts
+// dir: a method that went on would panic on the one, or judge "", the
+// working directory, as the other (a stat of "" is ENOENT, which read as
+// shared.ErrDirUnavailable, the storage failing, where the caller's code
+// is at fault, and sent IsUnreachable's callers to Unreachable).
+func (b *Backend) opened() error {
+	if b == nil || b.meta == nil {
+		return errNotOpened
+	}
+	return nil
+}
+
 // Close closes the etcd client. A Backend is unusable after it: Resolve
 // and Promote on it are faults ("store closed"), never a verdict. Closing
 // it again, closing the nil Backend Open returns with its error (a
 // deferred Close before the error is looked at), or closing a zero
 // Backend (one Open did not make: a struct field never set), does
-// nothing; every other method of a zero Backend is a mistake.
+// nothing. Every other method of such a Backend, and ToEtcd and FromEtcd
+// given one, returns store.ErrNoBackend (Dir returns ""), touching
+// nothing: a store made on it (store.NewOn) answers as one made on no
+// backend.
 func (b *Backend) Close() error {
-	if b == nil || b.meta == nil {
+	if b.opened() != nil {
 		return nil
 	}
 	return b.meta.Close()
 }
 
-// Dir is the absolute transcripts dir.
-func (b *Backend) Dir() string { return b.dir }
+// Dir is the absolute transcripts dir; "" for a Backend Open did not
+// make.
+func (b *Backend) Dir() string {
+	if b == nil {
+		return ""
+	}
+	return b.dir
+}
 
 // ID names the fleet's data for a ticket: the transcripts dir and the
 // etcd prefix, as "<dir> (etcd prefix <prefix>)". It begins with the
@@ -218,7 +244,12 @@ func (b *Backend) Dir() string { return b.dir }
 // has none (store.ErrRootNotUTF8), as a sessions root that is not: the
 // ticket names it as JSON text, which would carry it back as another
 // name, and every promote of the job would be store.ErrWrongRoot.
-func (b *Backend) ID() (string, error) { return checkedID(b.dir, b.meta.Prefix()) }
+func (b *Backend) ID() (string, error) {
+	if err := b.opened(); err != nil {
+		return "", err
+	}
+	return checkedID(b.dir, b.meta.Prefix())
+}
 
 func id(dir, prefix string) string { return dir + idSep + prefix + ")" }
 
@@ -247,6 +278,9 @@ func checkPrefix(prefix string) error {
 // SameID reports whether id names this fleet: the same etcd prefix, and
 // the same transcripts dir however spelled (a link, a bind mount).
 func (b *Backend) SameID(other string) (bool, error) {
+	if err := b.opened(); err != nil {
+		return false, err
+	}
 	return sameID(b.dir, b.meta.Prefix(), other), nil
 }
 

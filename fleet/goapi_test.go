@@ -364,3 +364,118 @@ func TestCloseOfAZeroBackendDoesNothing(t *testing.T) {
 		t.Errorf("Close of a zero Backend: %v", err)
 	}
 }
+
+// Every other method of a Backend Open did not make (a zero one, a struct
+// field never set; or the nil one Open returns with its error) says so,
+// store.ErrNoBackend, and touches nothing, as a store made on no backend
+// does; a store made on it (store.NewOn) answers as one. Before, the zero
+// Backend's ID, SameID, View and Inspect panicked (a nil etcd client), as
+// did a resolve of a store on it; its Begin, Claim, Check, Reap, ToEtcd
+// and FromEtcd said the transcripts dir "" was unavailable
+// (shared.ErrDirUnavailable, which IsUnreachable takes for the storage
+// failing); and every method of the nil one panicked but Close.
+func TestEveryMethodOfABackendOpenDidNotMakeSaysSo(t *testing.T) {
+	key := store.Key("github", "acme/widget", "pi/not-opened")
+	for name, b := range map[string]*fleet.Backend{"zero": {}, "nil": nil} {
+		try := func(what string, call func() error) {
+			t.Helper()
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s Backend: %s panicked: %v", name, what, r)
+				}
+			}()
+			if err := call(); !errors.Is(err, store.ErrNoBackend) || fleet.IsUnreachable(err) {
+				t.Errorf("%s Backend: %s: %v; want store.ErrNoBackend", name, what, err)
+			}
+		}
+		ctx := t.Context()
+		base := t.TempDir()
+		try("ID", func() error { _, err := b.ID(); return err })
+		try("SameID", func() error {
+			same, err := b.SameID("/srv/transcripts (etcd prefix /sessdb)")
+			if same {
+				t.Errorf("%s Backend: SameID said same", name)
+			}
+			return err
+		})
+		try("View", func() error {
+			v, err := b.View(key, gates.Bounds{})
+			if v != nil {
+				t.Errorf("%s Backend: View gave a view", name)
+			}
+			return err
+		})
+		try("Begin", func() error {
+			x, err := b.Begin(key, store.Base{})
+			if x != nil {
+				t.Errorf("%s Backend: Begin gave a txn", name)
+			}
+			return err
+		})
+		try("Claim", func() error { return b.Claim(ctx) })
+		try("Check --repair", func() error {
+			_, err := b.Check(ctx, fleet.CheckOptions{Repair: true}, nil)
+			return err
+		})
+		try("Inspect", func() error { return b.Inspect(ctx, fleet.InspectOptions{}, nil) })
+		try("Reap", func() error {
+			res, err := b.Reap(ctx, fleet.ReapOptions{TTL: time.Hour})
+			if len(res.Removed) != 0 {
+				t.Errorf("%s Backend: Reap removed %v", name, res.Removed)
+			}
+			return err
+		})
+		// A sessions root with a key in it: ToEtcd leaves it whole.
+		root := filepath.Join(base, "sessions")
+		if err := os.MkdirAll(filepath.Join(root, key), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, key, store.TranscriptName), []byte(apiHeader), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		try("ToEtcd", func() error {
+			_, err := fleet.ToEtcd(ctx, root, b, fleet.MigrateOptions{}, nil)
+			return err
+		})
+		if got, err := os.ReadFile(filepath.Join(root, key, store.TranscriptName)); err != nil || string(got) != apiHeader {
+			t.Errorf("%s Backend: ToEtcd touched the key's transcript: %q, %v", name, got, err)
+		}
+		fromRoot := filepath.Join(base, "from")
+		try("FromEtcd", func() error {
+			_, err := fleet.FromEtcd(ctx, b, fromRoot, fleet.MigrateOptions{}, nil)
+			return err
+		})
+		if _, err := os.Lstat(fromRoot); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s Backend: FromEtcd made its root: %v", name, err)
+		}
+		if d := b.Dir(); d != "" {
+			t.Errorf("%s Backend: Dir is %q, want none", name, d)
+		}
+		// A store on it: a resolve makes no job dir, a promote leaves the
+		// staged file.
+		s := store.NewOn(b, store.Options{})
+		jd := filepath.Join(base, "job")
+		try("a store's Resolve", func() error { _, err := s.Resolve(key, apiJob, jd); return err })
+		if _, err := os.Lstat(jd); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s Backend: a resolve made the job dir: %v", name, err)
+		}
+		staged := filepath.Join(jd, store.StagedDirName, store.TranscriptName)
+		if err := os.MkdirAll(filepath.Dir(staged), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(staged, []byte(apiHeader), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sess := store.Session{Key: key, Ticket: key, Root: "/srv/transcripts (etcd prefix /sessdb)", JobDir: jd, Reason: gates.Absent}
+		try("a store's Promote", func() error {
+			res, err := s.Promote(sess, store.PromoteRequest{PiVersion: apiJob.PiVersion})
+			if res.Promoted {
+				t.Errorf("%s Backend: promoted: %+v", name, res)
+			}
+			return err
+		})
+		if _, err := os.Lstat(staged); err != nil {
+			t.Errorf("%s Backend: a promote took the staged file: %v", name, err)
+		}
+	}
+}

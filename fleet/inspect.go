@@ -88,6 +88,9 @@ type Report struct {
 // visited where the listing's first page fails, after the keys listed
 // before it where a later page fails. A nil visit is no callback.
 func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Report) error) error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -173,6 +173,9 @@ func (m *migration) finish(ctx context.Context, sum *MigrateSummary, start time.
 }
 
 func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, error) {
+	if err := b.opened(); err != nil {
+		return nil, err
+	}
 	m := &migration{b: b, opts: opts, root: root}
 	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
 	if err != nil {

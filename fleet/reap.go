@@ -97,6 +97,9 @@ type ReapResult struct {
 // that, and a key whose delete was sent is finished, within the request
 // timeout; ctx's error); what was removed before it is in the result.
 func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
+	if err := b.opened(); err != nil {
+		return ReapResult{}, err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -36,6 +36,9 @@ import (
 // or is of a newer schema is an error (never written over), as is etcd
 // not answering.
 func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
+	if err := b.opened(); err != nil {
+		return nil, err
+	}
 	if !etcdmeta.ValidKey(key) {
 		return nil, fmt.Errorf("begin %q: %w", key, store.ErrInvalidKey)
 	}

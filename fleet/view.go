@@ -23,6 +23,9 @@ import (
 // error is a fault: wrong credentials, an invalid key, an I/O error other
 // than the generation being gone.
 func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
+	if err := b.opened(); err != nil {
+		return nil, err
+	}
 	var v *view
 	err := lookAgainIfMoved(func() (lost bool, err error) {
 		v, err = b.view(key)

@@ -62,7 +62,10 @@ var (
 	// Store that was not made by New or NewOn (a zero Store), or was made
 	// by NewOn with a nil Backend or a nil pointer in one (a
 	// *fleet.Backend that fleet.Open did not make): there is nowhere to
-	// read or write a key. Nothing is made, written or removed.
+	// read or write a key. Nothing is made, written or removed. Package
+	// fleet wraps it for every method of a Backend fleet.Open did not
+	// make (a zero fleet.Backend, or the nil one Open returns with its
+	// error), so that a store made on one answers as one made on none.
 	ErrNoBackend = errors.New("the store has no backend: make it with New or NewOn")
 
 	// ErrJobDirBusy is returned by Resolve and Promote when another
