@@ -140,10 +140,10 @@ var (
 
 // Reap and check's operator actions.
 var (
-	// ErrForeignEntry is returned (as a key's reason in ReapResult.Skipped,
-	// and by a reap of a reap-owned dir) when a key dir holds an entry the
-	// store never writes: a subdirectory, a FIFO, a device, a socket, or
-	// any file at a name that is not the store's. Nothing of the key is
+	// ErrForeignEntry is a reap's cause (in ReapResult.Causes, its text
+	// in Skipped) for a key dir or a reap-owned dir that holds an entry
+	// the store never writes: a subdirectory, a FIFO, a device, a socket,
+	// or any file at a name that is not the store's. Nothing of the key is
 	// removed.
 	ErrForeignEntry = errors.New("not the store's")
 
@@ -154,15 +154,15 @@ var (
 	// key, whose identity is its file). Nothing is written.
 	ErrNotAccepted = errors.New("not accepted")
 
-	// ErrReapedKeyExists is returned by a reap, and by check --repair, of a
-	// reap-owned dir a promotion landed in after its reap was interrupted,
-	// when the key's name is taken again by anything but an empty
-	// directory (which the restore replaces): neither is moved, and the
-	// operator decides.
+	// ErrReapedKeyExists is a reap's cause (in ReapResult.Causes), and
+	// check --repair's, for a reap-owned dir a promotion landed in after
+	// its reap was interrupted, when the key's name is taken again by
+	// anything but an empty directory (which the restore replaces):
+	// neither is moved, and the operator decides.
 	ErrReapedKeyExists = errors.New("a promotion landed in it after its reap was interrupted, and the key exists again")
 
-	// ErrDirNotMovable is returned by a reap, and by check --repair
-	// --quarantine, when the file system refuses to rename the key dir
+	// ErrDirNotMovable is a reap's cause (in ReapResult.Causes), and
+	// Quarantine's error, when the file system refuses to rename the key dir
 	// (EXDEV): overlayfs renames a directory of a lower layer (one a
 	// container image holds) only when mounted with redirect_dir=on.
 	// Nothing of the key is moved or removed; the sessions root belongs

@@ -654,3 +654,70 @@ func TestASessionResolvedWithARelativeJobDirThroughALinkPromotesFromAnywhere(t *
 		t.Errorf("the promote from another working directory of a Session whose job dir is %q: %+v, %v; want promoted", sess.JobDir, res, err)
 	}
 }
+
+// A reap's causes reach a Go caller as errors, for errors.Is: an expired
+// key holding what is not the store's (ErrForeignEntry, the key in
+// Refused), and a reap-owned dir a promotion landed in whose key is taken
+// again (ErrReapedKeyExists); Skipped keeps their text, as the CLI prints
+// it. Before, Skipped's text was all a caller had: errors.Is could tell
+// neither.
+func TestAReapsCausesAreErrors(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	s, err := store.New(root, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promote := func(key string) {
+		t.Helper()
+		jobDir := filepath.Join(t.TempDir(), "job")
+		sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, jobDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := appendTurn(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName), 1, "go on"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := s.Promote(sess, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil || !res.Promoted {
+			t.Fatalf("promote %s: %+v, %v", key, res, err)
+		}
+	}
+	foreign := store.Key("github", "acme/widget", "pi/foreign")
+	promote(foreign)
+	if err := os.Mkdir(filepath.Join(root, foreign, "notes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A reap killed after its rename, a promotion landed in the dir it
+	// moved aside, and the key's name taken again by a dir with a file.
+	taken := store.Key("github", "acme/widget", "pi/taken")
+	promote(taken)
+	aside := store.ReapedPrefix + taken + "-00000000000000ee"
+	if err := os.Rename(filepath.Join(root, taken), filepath.Join(root, aside)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, taken), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, taken, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(30 * 24 * time.Hour)
+	for _, dry := range []bool{true, false} {
+		res, err := s.ReapWith(t.Context(), store.ReapOptions{DryRun: dry})
+		if err != nil || !slices.Equal(res.Refused, []string{foreign}) {
+			t.Fatalf("reap (dry run %v): %+v, %v; want %s refused", dry, res, err, foreign)
+		}
+		for name, want := range map[string]error{foreign: store.ErrForeignEntry, aside: store.ErrReapedKeyExists} {
+			cause := res.Causes[name]
+			if !errors.Is(cause, want) {
+				t.Errorf("reap (dry run %v): the cause of %s is %v; want %v", dry, name, cause, want)
+			}
+			if cause != nil && res.Skipped[name] != cause.Error() {
+				t.Errorf("reap (dry run %v): %s skipped for %q, its cause says %q", dry, name, res.Skipped[name], cause)
+			}
+		}
+		if len(res.Causes) != len(res.Skipped) {
+			t.Errorf("reap (dry run %v): causes %v for skipped %v", dry, res.Causes, res.Skipped)
+		}
+	}
+}

@@ -28,7 +28,11 @@ import (
 // lists the reap-owned dirs an interrupted reap left that were removed,
 // and Restored those moved back to their key because a promotion landed
 // in them. (sessdb reap --json prints actions built from it:
-// docs/json.md.)
+// docs/json.md.) Causes holds the error each name of Skipped was left
+// for, Skipped its text, so that errors.Is and errors.As tell the causes
+// apart: ErrForeignEntry (a key in Refused, or a reap-owned dir holding
+// what is not the store's), ErrReapedKeyExists, ErrDirNotMovable,
+// db.ErrLockTimeout, an *os.PathError.
 type ReapResult struct {
 	Removed  []string          // expired keys removed (with DryRun: that would be)
 	Swept    []string          // stray temps removed from kept keys, as <key>/<name>
@@ -38,6 +42,10 @@ type ReapResult struct {
 	Refused  []string          // of Skipped, expired keys holding what is not the store's
 	Finished []string          // reap-owned dirs of an interrupted reap, removed
 	Restored []string          // reap-owned dirs a promotion landed in, moved back to their key
+	// Causes has the names of Skipped, each with the error its text is.
+	// (Skipped stays text, as it was before Causes, so code that reads
+	// it is unchanged; package fleet's ReapResult.Skipped holds errors.)
+	Causes map[string]error
 }
 
 // ReapOptions says how ReapWith runs. The zero value reaps for real, with
@@ -97,7 +105,7 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res := ReapResult{Skipped: map[string]string{}}
+	res := ReapResult{Skipped: map[string]string{}, Causes: map[string]error{}}
 	names, err := s.rootNames("")
 	if err != nil {
 		if fsat.IsNotExist(err) {
@@ -140,6 +148,7 @@ func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, err
 		switch {
 		case o.err != nil:
 			res.Skipped[name] = o.err.Error()
+			res.Causes[name] = o.err
 			switch {
 			case o.err == errNotAKey, o.err == errQuarantined:
 			case errors.Is(o.err, ErrForeignEntry) && ValidKey(name):
