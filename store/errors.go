@@ -46,6 +46,14 @@ var (
 
 // Resolve.
 var (
+	// ErrNoJobDir is returned by Resolve given an empty job dir, and by
+	// Promote (with ErrBadTicket) of a Session with none: a caller's
+	// arguments mixed up, not a fault of the disk's. An empty path is no
+	// directory, and not the working directory: the run would be staged,
+	// or looked for, where the job's container never sees it. Nothing is
+	// made, read or written.
+	ErrNoJobDir = errors.New("no job dir given")
+
 	// ErrStagedNotFile is returned by Resolve when something other than a
 	// regular file or a link sits at <job-dir>/session/current.jsonl (a
 	// directory, a FIFO, a device, a socket): the store will not remove it, and
@@ -106,7 +114,7 @@ var (
 	// Resolve could have written: not a small regular file, not a ticket's
 	// JSON, or fields out of their range. Promote returns it for a Session
 	// ReadTicket would refuse, and for one with no JobDir (no resolve
-	// gives one). Its message never quotes the file.
+	// gives one; with ErrNoJobDir). Its message never quotes the file.
 	ErrBadTicket = errors.New("not a valid ticket")
 
 	// ErrWrongRoot is returned by Promote when the ticket was issued by a

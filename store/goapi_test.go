@@ -318,8 +318,9 @@ func TestReadCRC32CTakesANilContext(t *testing.T) {
 }
 
 // A Session with no JobDir is one no resolve gives (Resolve and
-// ReadTicket always set it): Promote refuses it (ErrBadTicket), nothing
-// read or written, whatever the working directory holds. Before, the
+// ReadTicket always set it): Promote refuses it (ErrBadTicket, and
+// ErrNoJobDir as Resolve does an empty job dir), nothing read or
+// written, whatever the working directory holds. Before, the
 // promote was absent, a refusal with no error, which tells the worker its
 // job left nothing to promote while the run was whole in its job dir.
 func TestAPromoteOfASessionWithNoJobDirIsABadTicket(t *testing.T) {
@@ -354,8 +355,8 @@ func TestAPromoteOfASessionWithNoJobDirIsABadTicket(t *testing.T) {
 		lost := sess
 		lost.JobDir = ""
 		res, err := s.Promote(lost, store.PromoteRequest{PiVersion: "0.58.3"})
-		if !errors.Is(err, store.ErrBadTicket) || res.Promoted || res.Reason != "" {
-			t.Errorf("a Session with no JobDir (a file in the working directory's session dir: %v): %+v, %v; want ErrBadTicket, nothing tried", here, res, err)
+		if !errors.Is(err, store.ErrBadTicket) || !errors.Is(err, store.ErrNoJobDir) || res.Promoted || res.Reason != "" {
+			t.Errorf("a Session with no JobDir (a file in the working directory's session dir: %v): %+v, %v; want ErrBadTicket and ErrNoJobDir, nothing tried", here, res, err)
 		}
 		if _, err := os.Lstat(filepath.Join(base, "sessions", key)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the key after the refused promote: %v; want nothing written", err)
@@ -366,10 +367,11 @@ func TestAPromoteOfASessionWithNoJobDirIsABadTicket(t *testing.T) {
 	}
 }
 
-// A resolve given no job dir says so, and makes nothing, the working
-// directory's contents included. Before, its error was the mkdir's
-// "mkdir : no such file or directory", which names nothing a caller
-// can find.
+// A resolve given no job dir says so (ErrNoJobDir, for errors.Is), and
+// makes nothing, the working directory's contents included. Before, its
+// error was the mkdir's "mkdir : no such file or directory", which names
+// nothing a caller can find; then (ca354ce) "no job dir given" as text
+// only, no sentinel.
 func TestAResolveWithNoJobDirSaysSo(t *testing.T) {
 	base := t.TempDir()
 	s, err := store.New(filepath.Join(base, "sessions"), store.Options{})
@@ -383,8 +385,8 @@ func TestAResolveWithNoJobDirSaysSo(t *testing.T) {
 	t.Chdir(cwd)
 	key := store.Key("github", "acme/widget", "pi/no-job-dir")
 	sess, err := s.Resolve(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "")
-	if err == nil || !strings.Contains(err.Error(), "no job dir") || sess != (store.Session{}) {
-		t.Errorf("resolve with no job dir: %+v, %v; want an error saying no job dir was given", sess, err)
+	if !errors.Is(err, store.ErrNoJobDir) || sess != (store.Session{}) {
+		t.Errorf("resolve with no job dir: %+v, %v; want ErrNoJobDir", sess, err)
 	}
 	if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
 		t.Errorf("the working directory holds %d entries after the refused resolve, want none", len(ents))

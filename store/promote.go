@@ -166,7 +166,7 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	// looked for nowhere, and the promote answer absent of a run that is
 	// whole in its job dir.
 	if sess.JobDir == "" {
-		return res, fmt.Errorf("promote %s: %w: no job dir", sess.Key, ErrBadTicket)
+		return res, fmt.Errorf("promote %s: %w: %w", sess.Key, ErrBadTicket, ErrNoJobDir)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)

@@ -90,7 +90,7 @@ func (j Job) checkValues() error {
 //
 // An invalid key (ErrInvalidKey), a job value longer than MaxValueBytes
 // (ErrValueTooLong) or not valid UTF-8 (ErrValueNotUTF8; see Job), an
-// empty jobDir, or a
+// empty jobDir (ErrNoJobDir), or a
 // job dir that is the store's directory (the sessions root, a fleet's
 // transcripts dir), lies inside one of its keys' directories (a key's
 // own, or one moved aside by a reap or a quarantine), or holds it, or
@@ -120,7 +120,7 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	// mkdir it meets otherwise says only "mkdir : no such file or
 	// directory".
 	if jobDir == "" {
-		return Session{}, fmt.Errorf("resolve %s: no job dir given", key)
+		return Session{}, fmt.Errorf("resolve %s: %w", key, ErrNoJobDir)
 	}
 	sess, err := s.resolve(key, job, jobDir)
 	if err != nil {
