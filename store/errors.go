@@ -113,8 +113,10 @@ var (
 	// ErrBadTicket is returned by ReadTicket when the ticket is not a file
 	// Resolve could have written: not a small regular file, not a ticket's
 	// JSON, or fields out of their range. Promote returns it for a Session
-	// ReadTicket would refuse, and for one with no JobDir (no resolve
-	// gives one; with ErrNoJobDir). Its message never quotes the file.
+	// ReadTicket would refuse, for one with no JobDir (no resolve gives
+	// one; with ErrNoJobDir), and, with PromoteRequest.TicketFromJobDir,
+	// for one whose Key is not the key of the job dir's ticket it names.
+	// Its message never quotes the file.
 	ErrBadTicket = errors.New("not a valid ticket")
 
 	// ErrWrongRoot is returned by Promote when the ticket was issued by a

@@ -36,7 +36,7 @@ func TestAPromoteWhoseTicketCannotBeReadAgainIsAFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Read by root, the ticket is read again and the staged file opened.
-	sf, reason, err := s.openStaged(jobDir, true, sess.Ticket)
+	sf, reason, err := s.openStaged(jobDir, true, sess.Ticket, sess.Key)
 	if err != nil || reason != "" {
 		t.Fatalf("openStaged as root: %q, %v; want the staged file", reason, err)
 	}
@@ -56,7 +56,7 @@ func TestAPromoteWhoseTicketCannotBeReadAgainIsAFault(t *testing.T) {
 			ch <- opened{err: errors.New("setfsuid refused")}
 			return
 		}
-		sf, reason, err := s.openStaged(jobDir, true, sess.Ticket)
+		sf, reason, err := s.openStaged(jobDir, true, sess.Ticket, sess.Key)
 		ch <- opened{sf, reason, err}
 	}()
 	got := <-ch

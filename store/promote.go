@@ -50,8 +50,12 @@ type PromoteRequest struct {
 	// resolve ran in the job dir between the two reads, perhaps killed
 	// before its own ticket, and the staged file is that resolve's: a
 	// cold start's ticket, whose run has no prefix to check, would promote
-	// another key's conversation into its own). A Session kept in memory
-	// across a later resolve in its dir is judged as before without it.
+	// another key's conversation into its own). A Session whose Key is not
+	// the key of the ticket it names (a Key the worker's code changed) is
+	// ErrBadTicket, nothing written: the run was resolved for the ticket's
+	// key. A Session kept in memory across a later resolve in its dir is
+	// judged as before without it, and its Key is not compared: there is
+	// no ticket to compare it with.
 	TicketFromJobDir bool
 }
 
@@ -101,7 +105,8 @@ type PromoteResult struct {
 // ReadTicket would refuse (a
 // verdict no resolve gives, a value over MaxValueBytes or not valid UTF-8)
 // is ErrBadTicket, ErrValueTooLong or ErrValueNotUTF8, one with no JobDir
-// (Resolve and ReadTicket always set it) ErrBadTicket, a ticket from
+// (Resolve and ReadTicket always set it) ErrBadTicket, and so is one
+// read with TicketFromJobDir whose Key is not its ticket's; a ticket from
 // another sessions root is ErrWrongRoot, a job dir another resolve or
 // promote is using at that moment (a retry of this Session sent while
 // the first try still runs, too) is ErrJobDirBusy, returned with
@@ -171,7 +176,9 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)
 	switch {
-	case errors.Is(err, ErrWrongRoot):
+	case errors.Is(err, ErrWrongRoot), errors.Is(err, ErrBadTicket):
+		// A Session refused, nothing tried: no promote-failed, whose
+		// retry with the same Session would promote.
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil:
 		res.Promoted, res.Reason = false, gates.PromoteFailed
@@ -201,7 +208,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// Step 1: inspect the staged file, touching nothing, and read it once,
 	// unlocked: whether it begins with what the job was given, pi's own
 	// reading and model at its end, and the run's shape.
-	staged, reason, err := s.openStaged(sess.JobDir, req.TicketFromJobDir, sess.Ticket)
+	staged, reason, err := s.openStaged(sess.JobDir, req.TicketFromJobDir, sess.Ticket, sess.Key)
 	if err != nil {
 		return res, err
 	}

@@ -38,9 +38,9 @@ func (sf stagedFile) close() {
 // promoted, if any; the staged file it returns holds the staged dir's
 // lock until it is closed. With recheck (PromoteRequest.TicketFromJobDir),
 // the job dir's ticket must still name ticket, the id of the one read
-// before: "" for a ticket from before the job contract, which no resolve
-// since writes.
-func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFile, gates.Reason, error) {
+// before ("" for a ticket from before the job contract, which no resolve
+// since writes), and key, the key it was read with.
+func (s *Store) openStaged(jobDir string, recheck bool, ticket, key string) (stagedFile, gates.Reason, error) {
 	var sf stagedFile
 	// Only a job dir or staged dir that is not there is absent: any other
 	// failure to open one (no descriptor left, a permission, an I/O
@@ -98,6 +98,13 @@ func (s *Store) openStaged(jobDir string, recheck bool, ticket string) (stagedFi
 		switch {
 		case err == nil && now.Ticket != ticket:
 			return sf, "", fmt.Errorf("%w: it was resolved again (ticket %s) since this Session's %s was read, and its staged file is that resolve's", ErrJobDirBusy, now.Ticket, read)
+		case err == nil && now.Key != key:
+			// The ticket the Session says it was read from, and a Key
+			// the worker's code changed since: the run was resolved for
+			// the ticket's key, and promoted into another it would
+			// become that key's conversation (a cold one's run, with no
+			// base to lose, makes a key no job resolved).
+			return sf, "", fmt.Errorf("%w: the Session's key is not the key of the job dir's %s", ErrBadTicket, read)
 		case fsat.IsNotExist(err), errors.Is(err, ErrBadTicket):
 			gone = fmt.Errorf("%w: its ticket is gone or is no ticket since this Session's %s was read (a resolve there since, killed before its own ticket, leaves its staged file and none)", ErrJobDirBusy, read)
 		case err != nil:

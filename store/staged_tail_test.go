@@ -31,7 +31,7 @@ func TestAStagedFileWhoseLastByteChangesAfterItsOpenIsNotPromoted(t *testing.T) 
 			run := string(transcriptBytes(testClockStart, "the run"))
 			run = strings.TrimSuffix(run, "\n") + c.tail
 			stage(t, jobDir, []byte(run))
-			sf, reason, err := s.openStaged(jobDir, false, sess.Ticket)
+			sf, reason, err := s.openStaged(jobDir, false, sess.Ticket, sess.Key)
 			if err != nil || reason != "" {
 				t.Fatalf("openStaged: %q, %v", reason, err)
 			}

@@ -336,4 +336,37 @@ var promotePromises = []promise{
 			e.fatalf("promote through another spelling of the same store = %+v", res)
 		}
 	}},
+	{"promote/a Session read from its ticket whose key was changed writes nothing", func(e *env) {
+		// The worker's code read the ticket (TicketFromJobDir) and then
+		// changed its Key: into a key with no record, a cold run would
+		// make that key; into one with a transcript, its refusal would be
+		// recorded in that key's history. Either way the run was resolved
+		// for the ticket's key.
+		other := store.Key("github", "acme/widget", "pi/issue-2")
+		for _, warm := range []bool{false, true} {
+			if warm {
+				e.run(key, "base")
+				e.run(other, "other's")
+			}
+			sess, jobDir, data := e.job(key, fmt.Sprint("warm ", warm))
+			e.stage(jobDir, turn(data, "mine", 100))
+			read, err := store.ReadTicket(jobDir)
+			if err != nil {
+				e.fatalf("read the ticket: %v", err)
+			}
+			before, beforeH := e.record(key)
+			otherSC, otherH := e.record(other)
+			edited := read
+			edited.Key = other
+			res, err := e.s.Promote(edited, store.PromoteRequest{PiVersion: piVersion, TicketFromJobDir: true})
+			if !errors.Is(err, store.ErrBadTicket) || errors.Is(err, store.ErrJobDirBusy) || res.Promoted || res.Reason != "" {
+				e.fatalf("promote (warm %v) of the ticket's Session with another key = %+v, %v; want ErrBadTicket, nothing tried", warm, res, err)
+			}
+			e.unchanged(key, before, beforeH, "a refused promote")
+			e.unchanged(other, otherSC, otherH, "a refused promote")
+			if res := e.promote(read, store.PromoteRequest{PiVersion: piVersion, TicketFromJobDir: true}); !res.Promoted || res.Key != key || sess.Key != key {
+				e.fatalf("promote (warm %v) of the ticket's Session as read = %+v, want promoted into its key", warm, res)
+			}
+		}
+	}},
 }
