@@ -459,6 +459,13 @@ func TestEveryMethodOfABackendOpenDidNotMakeSaysSo(t *testing.T) {
 		if _, err := os.Lstat(jd); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s Backend: a resolve made the job dir: %v", name, err)
 		}
+		// The job dir the working directory: the Backend's Dir, "", is
+		// no directory the job dir could be told apart from.
+		t.Chdir(base)
+		try("a store's Resolve into the working directory", func() error { _, err := s.Resolve(key, apiJob, "."); return err })
+		if _, err := os.Lstat(filepath.Join(base, store.StagedDirName)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s Backend: a resolve into the working directory staged: %v", name, err)
+		}
 		staged := filepath.Join(jd, store.StagedDirName, store.TranscriptName)
 		if err := os.MkdirAll(filepath.Dir(staged), 0o700); err != nil {
 			t.Fatal(err)

@@ -143,8 +143,11 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	// locked (another resolve or promote there at once is ErrJobDirBusy,
 	// nothing removed); an earlier resolve's ticket goes next, so that a
 	// fault from here on leaves no ticket at all; then a fresh staged
-	// file, a cold start unless the copy fills it.
-	if b, ok := s.backend.(dirBackend); ok {
+	// file, a cold start unless the copy fills it. A Dir of "" is no
+	// directory (a fleet.Backend that fleet.Open did not make, whose ID
+	// says so next): "" is not the working directory, which the job dir
+	// would otherwise be refused for.
+	if b, ok := s.backend.(dirBackend); ok && b.Dir() != "" {
 		if err := jobDirApart(jobDir, b.Dir()); err != nil {
 			return Session{}, err
 		}
