@@ -353,13 +353,16 @@ func TestIsResolveVerdict(t *testing.T) {
 		}
 	}
 	longest := Reason(strings.Repeat("a", MaxTokenBytes))
-	for _, r := range []Reason{"some-newer-reason", "crc32c-differs", "x", longest} {
+	// docs/on-disk.md gives the bound as 64 bytes; every letter and digit
+	// is a token's, z and 9 included, after the first byte too.
+	sixtyFour := Reason(strings.Repeat("b", 64))
+	for _, r := range []Reason{"some-newer-reason", "crc32c-differs", "x", longest, sixtyFour, "z", "zz-top-9", "a0123456789"} {
 		if !r.IsResolveVerdict() {
 			t.Errorf("%q, a token this binary does not know, is not a resolve's verdict", r)
 		}
 	}
 	for _, r := range []Reason{
-		"", longest + "a", "-absent", "absent-", "meta--unreadable", "Absent", "ABSENT",
+		"", longest + "a", sixtyFour + "b", "{absent", "~absent", "-absent", "absent-", "meta--unreadable", "Absent", "ABSENT",
 		"absent ", " absent", "meta_unreadable", "9lives", "absent\n", "absent\x00", "abs\u00e9nt",
 		"context-too-full\x1b[31m", "a/b",
 	} {

@@ -84,6 +84,10 @@ func TestRungVenue(t *testing.T) {
 		// not resume the keys the sentinel keeps cold everywhere.
 		{present("(pending)"), "(pending)", VenueChanged},
 		{present("local(1)"), "local(1)", VenueChanged},
+		// Either parenthesis alone makes a job venue no venue: a key
+		// stamped by such a job's promote stays cold for the next one.
+		{present("local)"), "local)", VenueChanged},
+		{present("(local"), "(local", VenueChanged},
 		{present(""), "local", VenueChanged},
 		{Stamp{}, "local", Resumed}, // unstamped means local
 		{Stamp{}, "podman", VenueChanged},
@@ -157,6 +161,10 @@ func TestRungContext(t *testing.T) {
 		{"max tokens, max window at 100", reading(math.MaxInt64, math.MaxInt64, model, 100), ContextTooFull},
 		{"max tokens, max window at 99", reading(math.MaxInt64, math.MaxInt64, model, 99), ContextTooFull},
 		{"max-1 of max at 100", reading(math.MaxInt64-1, math.MaxInt64, model, 100), Resumed},
+		// Products whose high 64 bits differ: the high words decide, and
+		// the low words say nothing (1*100 is over 2^62*100's low word, 0).
+		{"max tokens, max window at 50", reading(math.MaxInt64, math.MaxInt64, model, 50), ContextTooFull},
+		{"1 token of 2^62 at 100", reading(1, 1<<62, model, 100), Resumed},
 		{"no reading", func(f *fixture) { f.obs.Context = nil }, Resumed},
 		{"window 0", reading(5, 0, model, 1), Resumed},
 		{"negative window", reading(5, -200000, model, 1), Resumed},
