@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -71,5 +72,43 @@ func TestATicketWithNoIdAndAZeroContractFieldIsRefused(t *testing.T) {
 	}
 	if _, err := ReadTicket(jobDir); err != nil {
 		t.Fatalf("ReadTicket of %s: %v; want it read as a ticket from before the job contract", b, err)
+	}
+}
+
+// A warm ticket of a key with no record (a legacy key) names the file it
+// was resumed from and, beside it, the size and CRC32C of the bytes
+// delivered (docs/on-disk.md), which only the copy's check knows: the
+// view's base, taken before the copy, has the file alone.
+func TestALegacyKeysWarmTicketHasTheBytesDeliveredInItsBase(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	body := transcriptBytes(clock.now, "legacy turn")
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: string(body), "pi-version": testPi})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	read, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]Base{"Resolve's Session": sess.Base, "the ticket": read.Base} {
+		if b.File == nil || b.Gen != 0 || b.Size != int64(len(body)) || b.CRC32C != sess.CRC32C || sess.CRC32C != Checksum(crc32.Checksum(body, castagnoli)) {
+			t.Errorf("%s's base = %+v (crc32c of the delivered bytes %s); want the file, %d bytes, their crc32c", name, b, sess.CRC32C, len(body))
+		}
+	}
+}
+
+// A key whose transcript in place is empty holds no transcript (rung 3
+// says absent), and its ticket's base is {} as for none at all
+// (docs/on-disk.md), not the empty file's identity.
+func TestAnEmptyTranscriptInPlaceIsNoBase(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	writeLegacy(t, root, testKey, map[string]string{TranscriptName: "", "pi-version": testPi})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, false, gates.Absent)
+	read, err := ReadTicket(jobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Base != (Base{}) || read.Base != (Base{}) {
+		t.Fatalf("base of a key with an empty transcript = %+v (the ticket's %+v); want none", sess.Base, read.Base)
 	}
 }
