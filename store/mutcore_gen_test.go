@@ -2,12 +2,14 @@ package store
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -70,5 +72,32 @@ func TestAStaleTicketOnAKeyMadeAnewAtTheSameGenerationAndSizeIsSuperseded(t *tes
 	}
 	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
 		t.Fatal("a stale ticket replaced the key made anew")
+	}
+}
+
+// A committed promotion's temp that changes between the resolve's read of
+// it and its copy (a process that ignores the lock) sends the resolve back
+// to the transcript in place, the generation before: the staged file is
+// then that copy alone, emptied of the first, and the ticket's bytes are
+// its bytes.
+func TestATempChangedUnderTheCopyStagesOnlyTheGenerationInPlace(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	tmp := commitWithoutRename(t, s, root)
+	before := readCanonical(t, root, testKey)
+	fired := insideAt(t, faults.ResolveAfterGates, func() error {
+		b, err := os.ReadFile(tmp)
+		if err != nil {
+			return err
+		}
+		b[len(b)-3] ^= 0xff
+		return os.WriteFile(tmp, b, 0o600)
+	})
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	if !*fired {
+		t.Fatal("the resolve never reached its fault point")
+	}
+	want(t, sess, true, gates.Resumed)
+	if got := staged(t, jobDir); !bytes.Equal(got, before) || sess.Gen() != 1 {
+		t.Fatalf("staged %d bytes at gen %d; want the %d bytes of gen 1 in place, alone", len(got), sess.Gen(), len(before))
 	}
 }
