@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,5 +100,38 @@ func TestATempChangedUnderTheCopyStagesOnlyTheGenerationInPlace(t *testing.T) {
 	want(t, sess, true, gates.Resumed)
 	if got := staged(t, jobDir); !bytes.Equal(got, before) || sess.Gen() != 1 {
 		t.Fatalf("staged %d bytes at gen %d; want the %d bytes of gen 1 in place, alone", len(got), sess.Gen(), len(before))
+	}
+}
+
+// A promotion made with no ticket (a job resolved by a sessdb from before
+// the job contract) names no base it was checked against, and tells
+// nothing of whether the key was back below an earlier promotion: a
+// retry of a ticket that promoted before it still repeats its result.
+// Here the old job resumed that very promotion, which its own holds.
+func TestARetryAfterATicketlessPromotionRepeats(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	first, _ := runJob(t, s, testKey, localJob(), PromoteRequest{}, "two") // gen 2
+	two := readCanonical(t, root, testKey)
+
+	oldDir := t.TempDir()
+	stage(t, oldDir, append(append([]byte{}, two...), entryLine("three, by an old job")...))
+	ticket := fmt.Sprintf(`{"key":%q,"resume":true,"reason":"resumed","bytes":%d,"gen":2,"venue":"local","job_dir":"/run/jobs/old"}`, testKey, len(two))
+	if err := os.WriteFile(filepath.Join(oldDir, TicketName), []byte(ticket), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, err := ReadTicket(oldDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := mustPromote(t, s, old, PromoteRequest{PiVersion: testPi}); !res.Promoted || res.Gen != 3 {
+		t.Fatalf("the old ticket's promotion = %+v, want gen 3", res)
+	}
+
+	// The retry of gen 2's promotion: its run is still in its job dir.
+	stage(t, first.JobDir, two)
+	res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi})
+	if !res.Promoted || !res.Repeat || res.Gen != 2 {
+		t.Fatalf("a retry of gen 2's promotion after a ticketless one = %+v; want its repeat, gen 2", res)
 	}
 }
