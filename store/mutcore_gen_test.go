@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,24 @@ func TestARetryAfterATicketlessPromotionRepeats(t *testing.T) {
 	res := mustPromote(t, s, first, PromoteRequest{PiVersion: testPi})
 	if !res.Promoted || !res.Repeat || res.Gen != 2 {
 		t.Fatalf("a retry of gen 2's promotion after a ticketless one = %+v; want its repeat, gen 2", res)
+	}
+}
+
+// A transcript whose last copy chunk is its final newline alone (one byte
+// past a 32 KiB buffer) is staged as it is: the torn-tail check looks at
+// the last byte copied, however short the write that carried it.
+func TestATranscriptEndingOneBytePastACopyChunkIsStagedAsItIs(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	head := transcriptBytes(clock.now)
+	pad := 32<<10 + 1 - len(head) - len(entryLine(""))
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, strings.Repeat("x", pad))
+	held := readCanonical(t, root, testKey)
+	if len(held) != 32<<10+1 || held[len(held)-1] != '\n' || held[len(held)-2] == '\n' {
+		t.Fatalf("the key holds %d bytes; the test wants 32 KiB and one, the last its only newline there", len(held))
+	}
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	want(t, sess, true, gates.Resumed)
+	if got := staged(t, jobDir); !bytes.Equal(got, held) {
+		t.Fatalf("staged %d bytes (last %q); want the key's %d as they are", len(got), got[len(got)-2:], len(held))
 	}
 }
