@@ -155,3 +155,41 @@ func TestATranscriptEndingOneBytePastACopyChunkIsStagedAsItIs(t *testing.T) {
 		t.Fatalf("staged %d bytes (last %q); want the key's %d as they are", len(got), got[len(got)-2:], len(held))
 	}
 }
+
+// A warm ticket from before the job contract carries the generation and
+// the bytes it delivered, and holds only while the key holds both: a key
+// reaped and made anew is at gen 1 again, with other bytes, and the old
+// job resumed on the first gen 1 is superseded by it.
+func TestAnOldTicketOnAKeyMadeAnewAtItsGenerationIsSuperseded(t *testing.T) {
+	const day = 24 * time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: 14 * day})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
+	given := readCanonical(t, root, testKey)
+	oldDir := t.TempDir()
+	stage(t, oldDir, append(append([]byte{}, given...), entryLine("stale, by an old job")...))
+	ticket := fmt.Sprintf(`{"key":%q,"resume":true,"reason":"resumed","bytes":%d,"gen":1,"venue":"local","job_dir":"/run/jobs/old"}`, testKey, len(given))
+	if err := os.WriteFile(filepath.Join(oldDir, TicketName), []byte(ticket), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, err := ReadTicket(oldDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clock.now = clock.now.Add(15 * day)
+	if res, err := s.Reap(false); err != nil || len(res.Removed) != 1 {
+		t.Fatalf("reap: %+v, %v", res, err)
+	}
+	_, anew := runJob(t, s, testKey, localJob(), PromoteRequest{}, "made anew, longer")
+	held := readCanonical(t, root, testKey)
+	if anew.Gen != 1 || len(held) == len(given) {
+		t.Fatalf("the key made anew holds gen %d of %d bytes; the test wants gen 1 of another size than %d", anew.Gen, len(held), len(given))
+	}
+	res := mustPromote(t, s, old, PromoteRequest{PiVersion: testPi})
+	if res.Promoted || res.Reason != gates.Superseded {
+		t.Fatalf("the old ticket on the key made anew: %+v, want superseded", res)
+	}
+	if got := readCanonical(t, root, testKey); !bytes.Equal(got, held) {
+		t.Fatal("an old ticket replaced the key made anew")
+	}
+}
