@@ -154,3 +154,23 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// legacyVenue is a warning for a resolve given no --venue where
+// PI_BACKENDS (the legacy worker's list of container backends, whose
+// first it stamped as a job's venue when the trigger named none) names
+// another backend than local first, or "": sessdb reads --venue alone,
+// and each key legacy workers stamped with that backend would cold-start
+// venue-changed, then take local's stamp, without a word. PI_BACKENDS is
+// read for this warning only, never for a value: it is the worker's, not
+// sessdb's. Its list is split at commas and white space; a form this
+// does not know (a JSON list) is no "local" first, and is warned of.
+func legacyVenue(venueGiven bool, backends string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(backends), ",")
+	if fields := strings.Fields(first); len(fields) > 0 {
+		first = fields[0]
+	}
+	if venueGiven || first == "" || first == "local" {
+		return ""
+	}
+	return fmt.Sprintf("PI_BACKENDS names %s first, which the legacy worker stamped as a job's venue; sessdb does not read it, and the venue is --venue, local when not given: give --venue %s on every resolve, or each key stamped %s cold-starts venue-changed once and its next promotion stamps local", bounded(first), bounded(first), bounded(first))
+}

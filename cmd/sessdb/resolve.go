@@ -102,6 +102,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		if err := valueLengths(inv.fs, "pi-version", "venue", "model", "job"); err != nil {
 			return inv.rep.usage(err)
 		}
+		if w := legacyVenue(inv.given("venue"), os.Getenv("PI_BACKENDS")); w != "" {
+			inv.rep.warn(w)
+		}
 		if err := literalName("--job-dir", *jobDir, "a job dir's name has none"); err != nil {
 			return inv.rep.usage(err)
 		}
