@@ -474,13 +474,19 @@ func TestEveryMethodOfABackendOpenDidNotMakeSaysSo(t *testing.T) {
 			t.Fatal(err)
 		}
 		sess := store.Session{Key: key, Ticket: key, Root: "/srv/transcripts (etcd prefix /sessdb)", JobDir: jd, Reason: gates.Absent}
-		try("a store's Promote", func() error {
-			res, err := s.Promote(sess, store.PromoteRequest{PiVersion: apiJob.PiVersion})
-			if res.Promoted {
-				t.Errorf("%s Backend: promoted: %+v", name, res)
-			}
-			return err
-		})
+		// As a store made on none: no reason (promote-failed would promise
+		// that the same Session's retry promotes), for a ticket of today
+		// and for one from before the job contract, which names no root.
+		for _, sess := range []store.Session{sess, {Key: key, JobDir: jd, Reason: gates.Absent}} {
+			try("a store's Promote", func() error {
+				res, err := s.Promote(sess, store.PromoteRequest{PiVersion: apiJob.PiVersion})
+				if res.Promoted || res.Reason != "" {
+					t.Errorf("%s Backend: a store's Promote of ticket %q: promoted %v, reason %q; want not, no reason, as a store on none", name, sess.Ticket, res.Promoted, res.Reason)
+				}
+				return err
+			})
+			try("a store's CheckRoot", func() error { return s.CheckRoot(sess) })
+		}
 		if _, err := os.Lstat(staged); err != nil {
 			t.Errorf("%s Backend: a promote took the staged file: %v", name, err)
 		}

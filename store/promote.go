@@ -71,8 +71,8 @@ type PromoteResult struct {
 	Promoted bool `json:"promoted"`
 	// Reason is gates.Promoted, or the refusal or fault that kept it out;
 	// "" when Promote returned an error before it tried (a Session or
-	// request it refuses, a ticket from another root), the result's other
-	// fields zero but Key.
+	// request it refuses, a ticket from another root, a store with no
+	// backend: ErrNoBackend), the result's other fields zero but Key.
 	Reason gates.Reason `json:"reason"`
 	// Bytes is the promoted transcript's size, a torn tail's newline
 	// included; 0 when nothing was promoted.
@@ -176,9 +176,11 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
 	res, err := s.promote(sess, req, res)
 	switch {
-	case errors.Is(err, ErrWrongRoot), errors.Is(err, ErrBadTicket):
-		// A Session refused, nothing tried: no promote-failed, whose
-		// retry with the same Session would promote.
+	case errors.Is(err, ErrWrongRoot), errors.Is(err, ErrBadTicket), errors.Is(err, ErrNoBackend):
+		// A Session refused, or a backend that says it is none (a
+		// fleet.Backend fleet.Open did not make), nothing tried: no
+		// promote-failed, whose retry with the same Session would
+		// promote. A store on such a backend answers as one on none.
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil:
 		res.Promoted, res.Reason = false, gates.PromoteFailed
@@ -371,7 +373,13 @@ func (s *Store) CheckRoot(sess Session) error {
 		return ErrNoBackend
 	}
 	if sess.Ticket == "" {
-		return nil // a ticket from before the job contract names no root
+		// A ticket from before the job contract names no root; but a
+		// backend that says it is none (a fleet.Backend fleet.Open did
+		// not make) has no root for it either, as a store on none.
+		if _, err := s.backend.ID(); errors.Is(err, ErrNoBackend) {
+			return err
+		}
+		return nil
 	}
 	same, err := s.backend.SameID(sess.Root)
 	if err != nil || same {
