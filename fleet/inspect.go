@@ -276,7 +276,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 	}
 	if it.Rev == 0 && it.Err == nil {
 		// No record listed: a key reaped since, or a history left
-		// without its record (withStrayHistories, dump KEY).
+		// without its record (listWithStrays, dump KEY).
 		st, err := b.readIn(ctx, it.Key, b.meta.Get)
 		damaged := errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema)
 		switch {
@@ -294,7 +294,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			// Reaped again since: no record, below.
 		case err == nil && len(st.History) == 0:
 		default:
-			k.Problem = fmt.Sprintf("no record, but a history of %d entries (the record removed alone, or another binary's: see check)", len(st.History))
+			k.Problem = fmt.Sprintf("no record, but a history of %s (the record removed alone, or another binary's: see check)", countEntries(len(st.History)))
 			if err != nil {
 				k.Problem = "no record, but a history that does not decode (the record removed alone, or another binary's: see check)"
 				k.MetaError = b.unroot(err.Error())
@@ -537,4 +537,12 @@ func contextReport(tokens, window int64, model string) *store.ContextReport {
 		c.Pct = &pct
 	}
 	return c
+}
+
+// countEntries is "1 entry", or n of them.
+func countEntries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
