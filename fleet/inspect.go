@@ -294,7 +294,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			// Reaped again since: no record, below.
 		case err == nil && len(st.History) == 0:
 		default:
-			k.Problem = fmt.Sprintf("no record, but a history of %s (the record removed alone, or another binary's: see check)", countEntries(len(st.History)))
+			k.Problem = fmt.Sprintf("no record, but a history of %s (the record removed alone, or another binary's: see check)", countEntries(len(st.History), ""))
 			if err != nil {
 				k.Problem = "no record, but a history that does not decode (the record removed alone, or another binary's: see check)"
 				k.MetaError = b.unroot(err.Error())
@@ -539,10 +539,12 @@ func contextReport(tokens, window int64, model string) *store.ContextReport {
 	return c
 }
 
-// countEntries is "1 entry", or n of them.
-func countEntries(n int) string {
+// countEntries is n entries in English, each named by kind ("" or
+// "history "): "1 entry", "2 history entries".
+func countEntries(n int, kind string) string {
+	noun := "entries"
 	if n == 1 {
-		return "1 entry"
+		noun = "entry"
 	}
-	return fmt.Sprintf("%d entries", n)
+	return fmt.Sprintf("%d %s%s", n, kind, noun)
 }

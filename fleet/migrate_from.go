@@ -320,7 +320,7 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		// The fleet records a refusal without a new generation: entries
 		// the key dir lacks are carried, in one transaction.
 		if n := len(st.History) - newerEntries(st.History, hostHistory(hist)); n > 0 {
-			r.Action, r.Cause, r.Written = migrate.Migrated, fmt.Sprintf("the same generation; %s the fleet recorded since carried", historyEntries(n)), []string{db.FileName}
+			r.Action, r.Cause, r.Written = migrate.Migrated, fmt.Sprintf("the same generation; %s the fleet recorded since carried", countEntries(n, "history ")), []string{db.FileName}
 			if write {
 				fail(r, lock.Update(func(tx *db.Tx) error {
 					for _, e := range historyOf(st.History[len(st.History)-n:]) {

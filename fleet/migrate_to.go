@@ -436,7 +436,7 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 		r.Cause = fmt.Sprintf("the fleet has promoted it since: etcd holds %s, the key dir %s", describe(held), describe(rec.Transcript))
 	case st.Rev == 0:
 		r.Action = Conflict
-		r.Cause = fmt.Sprintf("etcd holds %s and no record for the key: left alone", historyEntries(len(st.History)))
+		r.Cause = fmt.Sprintf("etcd holds %s and no record for the key: left alone", countEntries(len(st.History), "history "))
 		return
 	default:
 		if err := shared.DirErr(m.b.dir); err != nil {
@@ -449,14 +449,6 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 		return
 	}
 	r.Values = valuesOf(st.Record)
-}
-
-// historyEntries is "1 history entry", or n of them.
-func historyEntries(n int) string {
-	if n == 1 {
-		return "1 history entry"
-	}
-	return fmt.Sprintf("%d history entries", n)
 }
 
 // create commits the key's record and history to etcd, again while etcd's
