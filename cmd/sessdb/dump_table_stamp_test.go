@@ -22,6 +22,7 @@ func TestDumpTableHoldsStampsCutAndShowsTheSame(t *testing.T) {
 		long("x", tableStampRunes), long("x", tableStampRunes+1), long("x", 1400000),
 		long("é", 5000), long("\xff", 5000), long("\x01", 5000), long("ab\u202e", 2000),
 		long("x", tableStampRunes-1) + "世界" + long("y", 100), // a cut after a rune of three bytes
+		long("𝐱", markWidth+1),                               // runes of four bytes: a cut of tableStampRunes bytes would fit its cell
 	}
 	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	at := now.Add(-time.Hour)
