@@ -1,0 +1,37 @@
+package fleet
+
+import (
+	"slices"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+)
+
+// dump reports each key once, in key order, however the histories' names
+// are listed: a name put by hand at a key's own history name (no entry
+// under it), and another name no key's between it and the key's entries
+// ("<key>!…" sorts before "<key>/…"), make the listing of the histories'
+// names give the key twice, not one after the other. The second is the
+// key met again, not a history with no record to report beside its
+// record.
+func TestDumpReportsAKeyOnceWhereTheHistoriesNameItTwice(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	first, key, last := orderedKeys("named-twice")
+	for _, k := range []string{first, key, last} {
+		f.run(k, "one")
+	}
+	for _, name := range []string{key, key + "!/x"} {
+		if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+name, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, r := range f.dump(InspectOptions{}) {
+		names = append(names, r.Name)
+	}
+	if want := []string{first, key, last}; !slices.Equal(names, want) {
+		t.Fatalf("dump reported %q; want %q, each once in key order", names, want)
+	}
+}
