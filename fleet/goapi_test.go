@@ -451,6 +451,16 @@ func TestEveryMethodOfABackendOpenDidNotMakeSaysSo(t *testing.T) {
 		if d := b.Dir(); d != "" {
 			t.Errorf("%s Backend: Dir is %q, want none", name, d)
 		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s Backend: Close panicked: %v", name, r)
+				}
+			}()
+			if err := b.Close(); err != nil {
+				t.Errorf("%s Backend: Close: %v; want nothing done", name, err)
+			}
+		}()
 		// A store on it: a resolve makes no job dir, a promote leaves the
 		// staged file.
 		s := store.NewOn(b, store.Options{})
