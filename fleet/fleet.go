@@ -220,8 +220,11 @@ func (b *Backend) opened() error {
 // Backend (one Open did not make: a struct field never set), does
 // nothing. Every other method of such a Backend, and ToEtcd and FromEtcd
 // given one, returns store.ErrNoBackend (Dir returns ""), touching
-// nothing: a store made on it (store.NewOn) answers as one made on no
-// backend.
+// nothing: a store made on it (store.NewOn) answers store.ErrNoBackend
+// as one made on no backend does, once the arguments it checks first
+// pass (an invalid key, an empty job dir, a Session Promote refuses are
+// said as such first; a store made on no backend, or on the nil
+// Backend, says store.ErrNoBackend before it looks at them).
 func (b *Backend) Close() error {
 	if b.opened() != nil {
 		return nil

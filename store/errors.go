@@ -73,7 +73,11 @@ var (
 	// read or write a key. Nothing is made, written or removed. Package
 	// fleet wraps it for every method of a Backend fleet.Open did not
 	// make (a zero fleet.Backend, or the nil one Open returns with its
-	// error), so that a store made on one answers as one made on none.
+	// error), so that a store made on a zero one answers ErrNoBackend
+	// too, once the arguments Resolve and Promote check first (the key,
+	// the job's values, the job dir, the Session) pass: an argument they
+	// refuse is said first, where a store made on none says ErrNoBackend
+	// before it looks at them.
 	ErrNoBackend = errors.New("the store has no backend: make it with New or NewOn")
 
 	// ErrJobDirBusy is returned by Resolve and Promote when another
