@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -162,15 +164,47 @@ func editDistance(a, b string) int {
 // and each key legacy workers stamped with that backend would cold-start
 // venue-changed, then take local's stamp, without a word. PI_BACKENDS is
 // read for this warning only, never for a value: it is the worker's, not
-// sessdb's. Its list is split at commas and white space; a form this
-// does not know (a JSON list) is no "local" first, and is warned of.
+// sessdb's. Its list is split at commas and white space, or read as a
+// JSON list of names; a form this does not know is warned of too, but
+// without a backend to give: a piece of it (`["local"`) is no venue any
+// key was stamped with.
 func legacyVenue(venueGiven bool, backends string) string {
-	first, _, _ := strings.Cut(strings.TrimSpace(backends), ",")
-	if fields := strings.Fields(first); len(fields) > 0 {
-		first = fields[0]
+	if venueGiven {
+		return ""
 	}
-	if venueGiven || first == "" || first == "local" {
+	first, known := firstBackend(backends)
+	switch {
+	case !known:
+		return fmt.Sprintf("PI_BACKENDS is %s, a list sessdb cannot tell the first backend of; the legacy worker stamped its first backend as a job's venue, and sessdb does not read it: the venue is --venue, local when not given. Unless that backend is local, give --venue with its name on every resolve, or each key stamped with it cold-starts venue-changed once and its next promotion stamps local", bounded(strconv.Quote(backends)))
+	case first == "" || first == "local":
 		return ""
 	}
 	return fmt.Sprintf("PI_BACKENDS names %s first, which the legacy worker stamped as a job's venue; sessdb does not read it, and the venue is --venue, local when not given: give --venue %s on every resolve, or each key stamped %s cold-starts venue-changed once and its next promotion stamps local", bounded(first), bounded(first), bounded(first))
+}
+
+// firstBackend is the first name of a PI_BACKENDS list ("" for none),
+// and whether the list was in a form it reads: names apart by commas or
+// white space, or a JSON list of them. A first name holding what no
+// backend's name does (quotes, brackets, a ;) is no form it reads.
+func firstBackend(backends string) (string, bool) {
+	s := strings.TrimSpace(backends)
+	if strings.HasPrefix(s, "[") {
+		var list []string
+		if json.Unmarshal([]byte(s), &list) != nil {
+			return "", false
+		}
+		if len(list) == 0 {
+			return "", true
+		}
+		s = list[0]
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(s), ",")
+	fields := strings.Fields(first)
+	if len(fields) == 0 {
+		return "", true
+	}
+	if strings.ContainsAny(fields[0], "[]{}()\"';=") || printable(fields[0]) != fields[0] {
+		return "", false
+	}
+	return fields[0], true
 }

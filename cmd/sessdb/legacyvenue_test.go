@@ -45,3 +45,42 @@ func TestAResolveWithoutVenueBesideALegacyBackendListSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A PI_BACKENDS in a form the comma and white-space split does not read
+// (a JSON list, another separator) was warned of naming the split's first
+// piece as the backend, and advising it as --venue: '["local","podman"]'
+// warned of the backend `["local"` and advised --venue ["local", a venue
+// no key was ever stamped with, where its first backend is local. A JSON
+// list of names is read as one; any other form is warned of without a
+// backend to give (nothing is named that is not a name).
+func TestALegacyBackendListInAnotherFormNamesNoBogusVenue(t *testing.T) {
+	for _, c := range []struct {
+		backends string
+		warned   bool
+		advice   string // what the warning must say, or must not (bogus)
+		bogus    bool
+	}{
+		{`["local","podman"]`, false, "", false},
+		{`[ "local" ]`, false, "", false},
+		{`[]`, false, "", false},
+		{`["podman","local"]`, true, "give --venue podman ", false},
+		{`[" podman "]`, true, "give --venue podman ", false},
+		{`local;podman`, true, "give --venue local;podman", true},
+		{`["local",`, true, `give --venue ["local"`, true},
+	} {
+		w := legacyVenue(false, c.backends)
+		if (w != "") != c.warned {
+			t.Errorf("PI_BACKENDS=%q: warning %q; want one: %v", c.backends, w, c.warned)
+			continue
+		}
+		if !c.warned {
+			continue
+		}
+		if strings.Contains(w, c.advice) == c.bogus {
+			t.Errorf("PI_BACKENDS=%q: warning %q; want %q in it: %v", c.backends, w, c.advice, !c.bogus)
+		}
+		if !strings.Contains(w, "PI_BACKENDS") || !strings.Contains(w, "venue-changed") {
+			t.Errorf("PI_BACKENDS=%q: warning %q; want PI_BACKENDS and venue-changed named", c.backends, w)
+		}
+	}
+}
