@@ -32,7 +32,10 @@ import (
 // for, Skipped its text, so that errors.Is and errors.As tell the causes
 // apart: ErrForeignEntry (a key in Refused, or a reap-owned dir holding
 // what is not the store's), ErrReapedKeyExists, ErrDirNotMovable,
-// db.ErrLockTimeout, an *os.PathError.
+// db.ErrLockTimeout, an *os.PathError (a key's name that is not a
+// directory among them). A name that is not a key, and a dir check
+// --quarantine moved aside, are left with an error no sentinel names:
+// ValidKey and QuarantinedKey tell them by their names.
 type ReapResult struct {
 	Removed  []string          // expired keys removed (with DryRun: that would be)
 	Swept    []string          // stray temps removed from kept keys, as <key>/<name>
