@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
 	"sessdb/internal/access"
 	"sessdb/internal/fsat"
@@ -145,8 +146,9 @@ func (c *checker) top() []store.Finding {
 }
 
 // repairModes gives each entry of found with a KindMode finding the
-// owner's bits it lacks (access.GiveBits: never through a link), a key
-// dir before its files (the walk reports it first). No lock is taken:
+// owner's bits it lacks (access.GiveBits: never through a link; through
+// the fleet's seam, and fsynced before it is said repaired), a key dir
+// before its files (the walk reports it first). No lock is taken:
 // bits are only added. A KindOwner finding is left (access.OwnerAdvice).
 func (c *checker) repairModes(found []store.Finding) {
 	dirs := map[string]*os.File{}
@@ -192,7 +194,7 @@ func (c *checker) repairModes(found []store.Finding) {
 				dir, base, need = d, file, genNeeds
 			}
 		}
-		outcome, done, err := access.GiveBits(dir, base, need, uid)
+		outcome, done, err := access.GiveBits(sharedfs.FS(), dir, base, need, uid)
 		if err != nil {
 			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
 			continue

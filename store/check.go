@@ -257,7 +257,7 @@ func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding
 	// at its key alone).
 	if f := judgeRoot(root); f != nil && only == "" {
 		if opts.Repair {
-			repairRoot(root, f)
+			repairRoot(s.disk.disk(), root, f)
 			f.Remains = judgeRoot(root) != nil
 		} else {
 			f.Remains = true

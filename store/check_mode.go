@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/access"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 )
@@ -90,10 +91,11 @@ func rootOwner(root *os.File) *access.Owner {
 
 // repairModes gives each name of the key name that has a KindMode
 // finding the owner's bits it lacks (access.GiveBits: never through a
-// link), the key dir first (examine reports it first), so that its files
-// can be reached. No lock is taken: bits are only added, and no writer's
-// work is touched. A KindOwner finding is left to the operator (advice).
-func repairModes(root *os.File, name string, found []Finding) {
+// link; through disk, and fsynced before it is said repaired), the key
+// dir first (examine reports it first), so that its files can be
+// reached. No lock is taken: bits are only added, and no writer's work
+// is touched. A KindOwner finding is left to the operator (advice).
+func repairModes(disk durable.FS, root *os.File, name string, found []Finding) {
 	// The modes judged are the root's owner's own entries': only such
 	// an entry is given bits (fsat.AddOwnerBitsAt checks it on the inode
 	// it chmods).
@@ -129,7 +131,7 @@ func repairModes(root *os.File, name string, found []Finding) {
 			}
 			dir, base = kd, entry
 		}
-		outcome, done, err := access.GiveBits(dir, base, need, uid)
+		outcome, done, err := access.GiveBits(disk, dir, base, need, uid)
 		if err != nil {
 			f.notRepaired(err)
 			continue
@@ -191,16 +193,17 @@ func (s *Store) unreadRoot(repair bool) *Finding {
 	}
 	f.Remains = true
 	if repair {
-		repairRoot(root, f)
+		repairRoot(s.disk.disk(), root, f)
 		f.Remains = judgeRoot(root) != nil
 	}
 	return f
 }
 
 // repairRoot gives the sessions root the owner's bits its finding f says
-// it lacks, and records the outcome on f.
-func repairRoot(root *os.File, f *Finding) {
-	outcome, done, err := access.GiveBits(root, ".", rootNeeds, -1)
+// it lacks, through disk (made durable before it is said done), and
+// records the outcome on f.
+func repairRoot(disk durable.FS, root *os.File, f *Finding) {
+	outcome, done, err := access.GiveBits(disk, root, ".", rootNeeds, -1)
 	if err != nil {
 		f.notRepaired(err)
 		return

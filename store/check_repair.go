@@ -35,7 +35,7 @@ import (
 // whatever its age. It records on each finding what it did or why it did
 // nothing, and reports whether it wrote or moved meta.db.
 func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
-	repairModes(root, name, found)
+	repairModes(s.disk.disk(), root, name, found)
 	for i := range found {
 		if f := &found[i]; f.Kind == KindReapInterrupted {
 			restored, err := s.finishReaped(root, name, false)

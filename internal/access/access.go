@@ -131,15 +131,17 @@ func Verbs(bits uint32, dir bool) string {
 // GiveBits gives dir's entry name, uid's (-1: whoever's), the owner's
 // bits of need its mode lacks (fsat.AddOwnerBitsAt: on the one inode it
 // opened without following a link; "." with dir itself the entry:
-// fsat.AddOwnerBits), and says what it did, or, done false, why it did
-// nothing: the entry gone or replaced since it was found, or its mode
-// right now. An error is a repair that failed.
-func GiveBits(dir *os.File, name string, need uint32, uid int) (outcome string, done bool, err error) {
+// fsat.AddOwnerBits), through m (the durability seam: the chmod, then the
+// fsync of the inode that makes it durable before it is said done), and
+// says what it did, or, done false, why it did nothing: the entry gone or
+// replaced since it was found, or its mode right now. An error is a
+// repair that failed.
+func GiveBits(m fsat.Moder, dir *os.File, name string, need uint32, uid int) (outcome string, done bool, err error) {
 	var before uint32
 	if name == "." {
-		before, err = fsat.AddOwnerBits(dir, need)
+		before, err = fsat.AddOwnerBits(m, dir, need)
 	} else {
-		before, err = fsat.AddOwnerBitsAt(dir, name, need, uid)
+		before, err = fsat.AddOwnerBitsAt(m, dir, name, need, uid)
 	}
 	switch {
 	case fsat.IsNotExist(err):

@@ -102,7 +102,7 @@ func TestGiveBitsSaysWhyItGaveNothing(t *testing.T) {
 		{"whole", "gone since it was found: its mode is 0600 now", me, "whole", 0o600},
 		{"another's", "gone since it was found: what is at its name now is not the owner's directory or file", me + 1, "another's", 0o400},
 	} {
-		outcome, done, err := GiveBits(dir, c.name, 0o600, c.uid)
+		outcome, done, err := GiveBits(nil, dir, c.name, 0o600, c.uid)
 		if err != nil || done || !strings.HasPrefix(outcome, c.outcome) {
 			t.Errorf("GiveBits of %s: %q, done %v, %v; want %q, not done, no error", c.name, outcome, done, err, c.outcome)
 		}
@@ -119,7 +119,7 @@ func TestGiveBitsSaysWhyItGaveNothing(t *testing.T) {
 // descriptor, and says what the mode was and is.
 func TestGiveBitsOfTheDirItself(t *testing.T) {
 	dir := dirOfMode(t, 0o550)
-	outcome, done, err := GiveBits(dir, ".", 0o700, -1)
+	outcome, done, err := GiveBits(nil, dir, ".", 0o700, -1)
 	if want := "gave its owner the bits it lacked: mode 0550, now 0750"; err != nil || !done || outcome != want {
 		t.Fatalf("GiveBits of the dir itself: %q, done %v, %v; want %q, done", outcome, done, err, want)
 	}

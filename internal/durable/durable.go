@@ -1,16 +1,17 @@
 // Package durable is the seam for the writes a crash-safe protocol makes
 // itself in a directory: make a directory, create a temp file, fsync it,
-// set a file's mtime, rename or link into place, remove, fsync the
-// directory. A mkdir, a rename, a link, a create or a removal is durable
-// only once its directory is synced, and a file's data and mtime only
-// once the file is; a protocol that skips one of those steps survives a
-// SIGKILL (the page cache stays) but not a power cut.
+// set a file's mtime or mode, rename or link into place, remove, fsync
+// the directory. A mkdir, a rename, a link, a create or a removal is
+// durable only once its directory is synced, and a file's data, mtime and
+// mode only once the file is (a directory's mode once it is synced); a
+// protocol that skips one of those steps survives a SIGKILL (the page
+// cache stays) but not a power cut.
 //
 // The store's promotion (the key dir it makes included), its reap and
-// check --repair, migrate's writers, and a fleet's writes in its
-// transcripts dir (package fleet/shared, through fleet/internal/sharedfs)
-// and in a sessions root (fleet's migrations) make these calls through an
-// FS.
+// check --repair (its mode repairs included), migrate's writers, and a
+// fleet's writes in its transcripts dir (package fleet/shared, through
+// fleet/internal/sharedfs) and in a sessions root (fleet's migrations)
+// make these calls through an FS.
 // Production passes Disk, the system calls themselves; tests pass the
 // journal of package durable/powercut, which can take back everything a
 // power cut would, and so fails a protocol with a missing fsync. bbolt's
@@ -46,6 +47,10 @@ type FS interface {
 	CreateTemp(dir *os.File, name string) (*os.File, error)
 	// SyncFile fsyncs f: its data, and its metadata such as the mtime.
 	SyncFile(f *os.File) error
+	// Chmod sets the mode of what f is open on (f may be O_PATH: see
+	// fsat.Chmod). The mode is durable only once that inode is fsynced
+	// (SyncFile of a descriptor that can be; a directory's SyncDir).
+	Chmod(f *os.File, mode uint32) error
 	// SetMtime sets the mtime of f, open at name in dir, to the
 	// nanosecond, the atime untouched (see fsat.SetMtime).
 	SetMtime(dir *os.File, name string, f *os.File, at time.Time) error
@@ -97,6 +102,9 @@ func (Disk) CreateTemp(dir *os.File, name string) (*os.File, error) {
 
 // SyncFile implements FS; the error is (*os.File).Sync's.
 func (Disk) SyncFile(f *os.File) error { return f.Sync() }
+
+// Chmod implements FS.
+func (Disk) Chmod(f *os.File, mode uint32) error { return fsat.Chmod(f, mode) }
 
 // SetMtime implements FS.
 func (Disk) SetMtime(dir *os.File, name string, f *os.File, at time.Time) error {

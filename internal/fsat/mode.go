@@ -52,24 +52,59 @@ func given(fd int, want uint32, st *unix.Stat_t, path string) error {
 	return nil
 }
 
+// Moder makes a mode change and the fsync that makes it durable: a
+// chmod is metadata of the inode, on disk only once that inode is
+// fsynced. durable.FS is one (its Chmod and SyncFile); nil is the system
+// calls themselves (Chmod, and (*os.File).Sync).
+type Moder interface {
+	Chmod(f *os.File, mode uint32) error
+	SyncFile(f *os.File) error
+}
+
+// system is the Moder nil stands for: the system calls.
+type system struct{}
+
+func (system) Chmod(f *os.File, mode uint32) error { return Chmod(f, mode) }
+func (system) SyncFile(f *os.File) error           { return f.Sync() }
+
+// orSystem is m, or system for nil.
+func orSystem(m Moder) Moder {
+	if m == nil {
+		return system{}
+	}
+	return m
+}
+
+// Chmod sets the mode of what f is open on, f an O_PATH descriptor
+// (OpenDirUnread's, or AddOwnerBitsAt's) or any other (chmodEntry).
+func Chmod(f *os.File, mode uint32) error {
+	if err := chmodEntry(int(f.Fd()), mode); err != nil {
+		return &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
 // AddOwnerBitsAt gives dir's entry name, a directory or a regular file
 // that uid owns (-1: whoever owns it), the owner's bits of bits that its
-// mode lacks, and returns its mode before (permission bits only). It
-// works on one inode: what it opened, without following a link, is what
-// it stats and chmods, so a name swapped in between can never be given
-// the mode of what was there before (setuid bits with it). Anything else
-// at the name (a link, a FIFO, another user's file that lacks the bits)
-// is left as it is: ErrNotTheOne. It is how check --repair gives the
-// owner back what an older sessdb's umask, or a chmod, took.
-func AddOwnerBitsAt(dir *os.File, name string, bits uint32, uid int) (before uint32, err error) {
-	before, _, err = addOwnerBitsAt(int(dir.Fd()), name, bits, uid, false, Join(dir, name))
+// mode lacks, through m, and returns its mode before (permission bits
+// only). It works on one inode: what it opened, without following a
+// link, is what it stats and chmods, so a name swapped in between can
+// never be given the mode of what was there before (setuid bits with
+// it). Anything else at the name (a link, a FIFO, another user's file
+// that lacks the bits) is left as it is: ErrNotTheOne. A mode given is
+// fsynced (through m) before it returns: check --repair says it mended
+// it, and a power cut must not take it back (durmode44). It is how check
+// --repair gives the owner back what an older sessdb's umask, or a
+// chmod, took.
+func AddOwnerBitsAt(m Moder, dir *os.File, name string, bits uint32, uid int) (before uint32, err error) {
+	before, _, err = addOwnerBitsAt(orSystem(m), int(dir.Fd()), name, bits, uid, false, Join(dir, name))
 	return before, err
 }
 
 // AddOwnerBits is AddOwnerBitsAt for a directory or file the caller has
 // open (check --repair's sessions root, which it walks by descriptor, or
 // opened with OpenDirUnread where it could not list it).
-func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
+func AddOwnerBits(m Moder, f *os.File, bits uint32) (before uint32, err error) {
 	var st unix.Stat_t
 	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(int(f.Fd()), &st) }); err != nil {
 		return 0, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
@@ -79,11 +114,85 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 	if mode&want == want {
 		return mode, nil
 	}
-	// chmodEntry, not fchmod: f may be OpenDirUnread's (O_PATH).
-	if err := chmodEntry(int(f.Fd()), mode|want); err != nil {
-		return mode, &os.PathError{Op: "chmod", Path: f.Name(), Err: err}
+	return mode, giveBits(orSystem(m), f, mode|want, want, &st, unix.AT_FDCWD, f.Name())
+}
+
+// giveBits sets the mode of f, open on the inode st describes, to mode
+// through m, checks that it now has want (given), and fsyncs the inode
+// through m, reopened (syncable: f may be O_PATH, which fsync refuses;
+// name in dirfd is where a regular file is looked for again where it
+// cannot be reopened by its descriptor). A nil m is the chmod alone, as
+// Mkdir has always given a directory it just made the bits a umask took:
+// no fsync is added to a promotion's path.
+func giveBits(m Moder, f *os.File, mode, want uint32, st *unix.Stat_t, dirfd int, name string) error {
+	if m == nil {
+		if err := Chmod(f, mode); err != nil {
+			return err
+		}
+		return given(int(f.Fd()), want, st, f.Name())
 	}
-	return mode, given(int(f.Fd()), want, &st, f.Name())
+	if err := m.Chmod(f, mode); err != nil {
+		return err
+	}
+	if err := given(int(f.Fd()), want, st, f.Name()); err != nil {
+		return err
+	}
+	sf, err := syncable(f, st, dirfd, name)
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	if err := m.SyncFile(sf); err != nil {
+		return &os.PathError{Op: "fsync", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
+// syncable opens for reading the inode f is open on (st its fstat), so
+// that it can be fsynced: f may be O_PATH, which fsync refuses. A
+// directory is opened as "." in itself: never a link, always the same
+// inode. A regular file is reopened by its descriptor where the system
+// can (reopenFile), else at name in dirfd, never through a link; either
+// way it is kept only if it is the same inode: otherwise the file given
+// the bits is no longer at its name, and ErrNotTheOne says so (its mode
+// is not said durable). The owner has the read bit now (every mode the
+// store and the fleet need includes it).
+func syncable(f *os.File, st *unix.Stat_t, dirfd int, name string) (*os.File, error) {
+	var fd int
+	var err error
+	if IsDir(st) {
+		fd, err = IgnoringEINTR(func() (int, error) {
+			return unix.Openat(int(f.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		})
+	} else {
+		fd, err = reopenFile(int(f.Fd()), dirfd, name)
+	}
+	if err != nil {
+		if err == unix.ELOOP || err == unix.ENXIO {
+			err = ErrNotTheOne
+		}
+		return nil, &os.PathError{Op: "open", Path: f.Name(), Err: err}
+	}
+	sf := os.NewFile(uintptr(fd), f.Name())
+	var now unix.Stat_t
+	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(fd, &now) }); err != nil {
+		sf.Close()
+		return nil, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	if now.Dev != st.Dev || now.Ino != st.Ino {
+		sf.Close()
+		return nil, &os.PathError{Op: "open", Path: f.Name(), Err: ErrNotTheOne}
+	}
+	return sf, nil
+}
+
+// openAtNoFollow opens name in dirfd for reading, never through a link,
+// and without blocking on, or taking as a terminal, what else may have
+// been put there.
+func openAtNoFollow(dirfd int, name string) (int, error) {
+	return IgnoringEINTR(func() (int, error) {
+		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	})
 }
 
 // addOwnerBitsAt opens name in dirfd once (openEntry: O_PATH on Linux,
@@ -91,8 +200,9 @@ func AddOwnerBits(f *os.File, bits uint32) (before uint32, err error) {
 // bits it lacks, when it is a directory (dirOnly), or a directory or a
 // regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
 // with the mode it found (one that lacks no bit is left, whoever owns
-// it). The chmod is by the descriptor (chmodEntry).
-func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, path string) (uint32, unix.Stat_t, error) {
+// it). The chmod is by the descriptor (chmodEntry), through m, and
+// fsynced (giveBits; a nil m, for Mkdir, does neither).
+func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOnly bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openEntry(dirfd, name, dirOnly)
 	if err != nil {
@@ -101,7 +211,8 @@ func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, 
 		}
 		return 0, st, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer unix.Close(fd)
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
 	if _, err := IgnoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fstat(fd, &st) }); err != nil {
 		return 0, st, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
@@ -119,10 +230,7 @@ func addOwnerBitsAt(dirfd int, name string, bits uint32, uid int, dirOnly bool, 
 	if uid >= 0 && st.Uid != uint32(uid) {
 		return mode, st, ErrNotTheOne
 	}
-	if err := chmodEntry(fd, mode|want); err != nil {
-		return mode, st, &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return mode, st, given(fd, want, &st, path)
+	return mode, st, giveBits(m, f, mode|want, want, &st, dirfd, name)
 }
 
 // fchmodat and fchmod are unix's; variables so that a test can stand in

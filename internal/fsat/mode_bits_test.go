@@ -27,14 +27,14 @@ func TestAddOwnerBitsGivesOnlyTheOwnersBitsItLacks(t *testing.T) {
 		asked++
 		return unix.Fchmodat(fd, name, mode, flags)
 	}
-	before, err := AddOwnerBits(f, 0o700)
+	before, err := AddOwnerBits(nil, f, 0o700)
 	fchmod, fchmodat = unix.Fchmod, unix.Fchmodat
 	if err != nil || before != 0o700 || asked != 0 {
 		t.Errorf("AddOwnerBits of a dir 0700: before %04o, %v, %d chmods asked; want 0700, nil, none", before, err, asked)
 	}
 	must(t, os.Chmod(p, 0o500))
 	t.Cleanup(func() { os.Chmod(p, 0o700) })
-	if before, err := AddOwnerBits(f, 0o777); err != nil || before != 0o500 {
+	if before, err := AddOwnerBits(nil, f, 0o777); err != nil || before != 0o500 {
 		t.Fatalf("AddOwnerBits of a dir 0500: before %04o, %v; want 0500", before, err)
 	}
 	if got := permOf(t, p); got != 0o700 {
@@ -51,7 +51,7 @@ func TestAnEntryThatLacksNoBitIsLeftWhoeverOwnsIt(t *testing.T) {
 	write(t, filepath.Join(p, "file"), "x")
 	must(t, os.Mkdir(filepath.Join(p, "dir"), 0o700))
 	for name, bits := range map[string]uint32{"file": 0o600, "dir": 0o700} {
-		before, err := AddOwnerBitsAt(d, name, bits, os.Geteuid()+1)
+		before, err := AddOwnerBitsAt(nil, d, name, bits, os.Geteuid()+1)
 		if err != nil || before&0o777 != bits {
 			t.Errorf("%s, whole, of another uid than asked: before %04o, %v; want %04o, nil", name, before, err, bits)
 		}
@@ -76,7 +76,7 @@ func TestAddOwnerBitsAtLeavesNoDescriptorOpen(t *testing.T) {
 	open := count()
 	for range 1000 {
 		must(t, os.Chmod(filepath.Join(p, "file"), 0o400))
-		if _, err := AddOwnerBitsAt(d, "file", 0o600, -1); err != nil {
+		if _, err := AddOwnerBitsAt(nil, d, "file", 0o600, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestAddOwnerBitsAtWithoutFchmodat2(t *testing.T) {
 		d, p := tempDir(t)
 		write(t, filepath.Join(p, "file"), "x")
 		must(t, os.Chmod(filepath.Join(p, "file"), 0o400))
-		before, err := AddOwnerBitsAt(d, "file", 0o600, -1)
+		before, err := AddOwnerBitsAt(nil, d, "file", 0o600, -1)
 		fchmodat = unix.Fchmodat
 		if err != nil || before != 0o400 {
 			t.Errorf("fchmodat2 refused with %v: before %04o, %v; want 0400, nil", refusal, before, err)

@@ -33,3 +33,22 @@ func chmodEntry(fd int, mode uint32) error {
 // chmodPath is unix.Chmod; a variable so that a test can stand in for a
 // file system that cannot chmod.
 var chmodPath = unix.Chmod
+
+// procSelfFD is where Linux shows the process's descriptors; a variable
+// so that a test can stand in for a system without /proc.
+var procSelfFD = "/proc/self/fd/"
+
+// reopenFile opens for reading the regular file fd, an O_PATH descriptor,
+// is open on, so that it can be fsynced: through the descriptor's own
+// /proc/self/fd link, which leads to that inode whatever its name is now
+// (as chmodEntry's fallback), else, without /proc, at name in dirfd
+// (syncable checks that it is the same inode).
+func reopenFile(fd, dirfd int, name string) (int, error) {
+	nfd, err := IgnoringEINTR(func() (int, error) {
+		return unix.Open(procSelfFD+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	})
+	if err == unix.ENOENT {
+		return openAtNoFollow(dirfd, name)
+	}
+	return nfd, err
+}

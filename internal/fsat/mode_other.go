@@ -19,3 +19,10 @@ func openEntry(dirfd int, name string, dirOnly bool) (int, error) {
 
 // chmodEntry sets the mode of what fd is open on.
 func chmodEntry(fd int, mode uint32) error { return fchmod(fd, mode) }
+
+// reopenFile returns a second descriptor of the regular file fd is open
+// on (openEntry opened it for reading: it can be fsynced), closed apart
+// from fd.
+func reopenFile(fd, _ int, _ string) (int, error) {
+	return IgnoringEINTR(func() (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) })
+}

@@ -199,7 +199,7 @@ func TestAddOwnerBitsAt(t *testing.T) {
 			{"fifo", 0o600, -1, 0, 0o400, "fifo", true},
 			{"others", 0o600, me + 1, 0, 0o400, "others", true},
 		} {
-			before, err := AddOwnerBitsAt(d, c.name, c.bits, c.uid)
+			before, err := AddOwnerBitsAt(nil, d, c.name, c.bits, c.uid)
 			switch {
 			case c.refused && !errors.Is(err, ErrNotTheOne):
 				t.Errorf("old kernel %v: %s: %v, want ErrNotTheOne", oldKernel, c.name, err)
@@ -210,7 +210,7 @@ func TestAddOwnerBitsAt(t *testing.T) {
 				t.Errorf("old kernel %v: %s: %s's mode %03o, want %03o", oldKernel, c.name, c.at, got, c.want)
 			}
 		}
-		if _, err := AddOwnerBitsAt(d, "missing", 0o600, -1); !os.IsNotExist(err) {
+		if _, err := AddOwnerBitsAt(nil, d, "missing", 0o600, -1); !os.IsNotExist(err) {
 			t.Errorf("old kernel %v: missing: %v", oldKernel, err)
 		}
 		fchmodat = unix.Fchmodat
@@ -278,7 +278,7 @@ func TestAddOwnerBitsAtWorksOnOneInode(t *testing.T) {
 		return unix.Fchmodat(dirfd, name, mode, flags)
 	}
 	defer func() { fchmodat = unix.Fchmodat }()
-	if _, err := AddOwnerBitsAt(d, "x", 0o700, -1); err != nil {
+	if _, err := AddOwnerBitsAt(nil, d, "x", 0o700, -1); err != nil {
 		t.Fatal(err)
 	}
 	if !swapped {
@@ -331,13 +331,13 @@ func TestAChmodThatChangesNothingIsNotTakenForBitsGiven(t *testing.T) {
 		}
 	}
 	for name, was := range map[string]uint32{"file": 0o200, "dir": 0o500} {
-		before, err := AddOwnerBitsAt(d, name, 0o700, -1)
+		before, err := AddOwnerBitsAt(nil, d, name, 0o700, -1)
 		kept("AddOwnerBitsAt "+name, err)
 		if before != was {
 			t.Errorf("AddOwnerBitsAt %s: mode before %04o, want %04o", name, before, was)
 		}
 	}
-	_, err = AddOwnerBits(dir, 0o700)
+	_, err = AddOwnerBits(nil, dir, 0o700)
 	kept("AddOwnerBits", err)
 	withUmask(t, 0o377, func() {
 		_, err := OpenAt(d, "taken", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)

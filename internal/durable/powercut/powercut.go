@@ -7,6 +7,8 @@
 //     fsync (a file created through the journal has only what it had at
 //     its last fsync, nothing if it was never fsynced);
 //   - an mtime set since the file's last fsync (it goes back);
+//   - a mode set (Chmod) since the inode's last fsync, a file's
+//     (SyncFile) or a directory's (SyncDir): it goes back;
 //   - mkdirs, creates, links, renames and removals in a directory since
 //     that directory's last fsync: a create or a link vanishes, a
 //     directory made vanishes with everything in it, a rename goes back
@@ -94,6 +96,10 @@ type file struct {
 	synced []byte
 	// mtime is the mtime before a SetMtime not yet fsynced; nil none.
 	mtime *unix.Timespec
+	// mode is the permission bits before a Chmod not yet fsynced; nil
+	// none. A directory's too: a cut takes back a mode repair of a key
+	// dir or a root that was never fsynced.
+	mode *uint32
 }
 
 var _ dbseam.FS = (*Journal)(nil)
@@ -224,6 +230,9 @@ func (k *kept) restore(path string) error {
 	}
 	if k.file != nil && k.file.mtime != nil {
 		mtime = *k.file.mtime
+	}
+	if k.file != nil && k.file.mode != nil {
+		perm = *k.file.mode
 	}
 	var err error
 	switch k.mode & unix.S_IFMT {
@@ -356,7 +365,7 @@ func (j *Journal) SyncFile(f *os.File) error {
 	if fl == nil {
 		return nil
 	}
-	fl.mtime = nil
+	fl.mtime, fl.mode = nil, nil
 	if fl.made {
 		// f was opened for writing only: its bytes are read at a name the
 		// journal knows, wherever f was opened.
@@ -424,6 +433,33 @@ func (j *Journal) SetMtime(dir *os.File, name string, f *os.File, at time.Time) 
 		fl.mtime = &st.Mtim
 	}
 	j.names[fsat.Join(dir, name)] = id
+	return nil
+}
+
+// Chmod implements durable.FS: the mode f had before the first Chmod
+// since its inode's last fsync is what a cut gives back, booked at f's
+// name (its path, as fsat.Join makes it; f may be O_PATH).
+func (j *Journal) Chmod(f *os.File, mode uint32) error {
+	st, err := fsat.Fstat(f)
+	if err != nil {
+		return err
+	}
+	if err := (durable.Disk{}).Chmod(f, mode); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	id := idOf(&st)
+	fl := j.files[id]
+	if fl == nil {
+		fl = &file{}
+		j.files[id] = fl
+	}
+	if fl.mode == nil {
+		before := uint32(st.Mode) & 0o7777
+		fl.mode = &before
+	}
+	j.names[f.Name()] = id
 	return nil
 }
 
@@ -618,8 +654,16 @@ func (j *Journal) SyncDir(dir *os.File) error {
 	if err := (durable.Disk{}).SyncDir(dir); err != nil {
 		return err
 	}
+	st, err := fsat.Fstat(dir)
+	if err != nil {
+		return err
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	// The fsync of a directory is its inode's too: its mode is durable.
+	if fl := j.files[idOf(&st)]; fl != nil {
+		fl.mode = nil
+	}
 	// A directory whose removal is now durable takes with it whatever was
 	// removed inside it: no cut can bring an entry back into a directory
 	// that is gone. Only what came before the removal was inside it: what
@@ -704,6 +748,9 @@ func (j *Journal) Images(t testing.TB, parent string) []Image {
 		}
 		if d.fl.mtime != nil {
 			unsynced = append(unsynced, "mtime of "+base)
+		}
+		if d.fl.mode != nil {
+			unsynced = append(unsynced, "mode of "+base)
 		}
 	}
 	slices.Sort(unsynced)
@@ -790,7 +837,8 @@ func (j *Journal) debts() ([]debt, error) {
 			}
 			return nil, &os.PathError{Op: "lstat", Path: path, Err: err}
 		}
-		if fl == nil || !fsat.IsRegular(&st) || idOf(&st) != id {
+		// A directory owes a cut only its mode (Chmod).
+		if fl == nil || !(fsat.IsRegular(&st) || fsat.IsDir(&st)) || idOf(&st) != id {
 			continue
 		}
 		d := debt{path: path, fl: fl}
@@ -801,7 +849,7 @@ func (j *Journal) debts() ([]debt, error) {
 			}
 			d.now = b
 		}
-		if d.dataOwed() || fl.mtime != nil {
+		if d.dataOwed() || fl.mtime != nil || fl.mode != nil {
 			out = append(out, d)
 		}
 	}
@@ -891,6 +939,21 @@ func (j *Journal) apply(in func(string) (string, error), m Mode, debts []debt) e
 			if err := o.prev.restore(q); err != nil {
 				return err
 			}
+		}
+	}
+	// A mode set since its inode's last fsync goes back, once the
+	// operations inside a directory are undone (its old mode may forbid
+	// them to a user that is not root).
+	for _, d := range debts {
+		if d.fl.mode == nil {
+			continue
+		}
+		q, err := in(d.path)
+		if err != nil {
+			return err
+		}
+		if err := unix.Chmod(q, *d.fl.mode); err != nil {
+			return &os.PathError{Op: "chmod", Path: q, Err: err}
 		}
 	}
 	for _, q := range slices.Sorted(maps.Keys(dates)) {
