@@ -423,17 +423,24 @@ func (j *Journal) SetMtime(dir *os.File, name string, f *os.File, at time.Time) 
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	id := idOf(&st)
+	if fl := j.booked(&st, fsat.Join(dir, name)); fl.mtime == nil {
+		fl.mtime = &st.Mtim
+	}
+	return nil
+}
+
+// booked is the journal's record of the inode st describes, made if it
+// has none, with path booked as its name: where a metadata change
+// (SetMtime, Chmod) not yet fsynced is given back by a cut. j.mu is held.
+func (j *Journal) booked(st *unix.Stat_t, path string) *file {
+	id := idOf(st)
 	fl := j.files[id]
 	if fl == nil {
 		fl = &file{}
 		j.files[id] = fl
 	}
-	if fl.mtime == nil {
-		fl.mtime = &st.Mtim
-	}
-	j.names[fsat.Join(dir, name)] = id
-	return nil
+	j.names[path] = id
+	return fl
 }
 
 // Chmod implements durable.FS: the mode f had before the first Chmod
@@ -449,17 +456,10 @@ func (j *Journal) Chmod(f *os.File, mode uint32) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	id := idOf(&st)
-	fl := j.files[id]
-	if fl == nil {
-		fl = &file{}
-		j.files[id] = fl
-	}
-	if fl.mode == nil {
+	if fl := j.booked(&st, f.Name()); fl.mode == nil {
 		before := uint32(st.Mode) & 0o7777
 		fl.mode = &before
 	}
-	j.names[f.Name()] = id
 	return nil
 }
 
