@@ -33,27 +33,15 @@ func TestTheOwnersFromEtcdDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
 	}
-	f, tdir, runAs := nobodysFleet(t)
-	base := filepath.Dir(tdir)
-	root := filepath.Join(base, "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "nowrite", "from")
-	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	chownAll := func(dir string) {
-		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
-	}
-	chownAll(root)
+	f, tdir, runAs, root, _ := nobodysRootBesideAFleet(t, key, "1")
+	base := filepath.Dir(tdir)
 	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
 		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
 	}
 	// The fleet promotes the key past the root's meta.db.
 	f.run(t, key, "job-2")
-	chownAll(tdir)
+	giveToNobody(tdir)
 
 	// A new root that root made: no key dir can be made in it.
 	back := filepath.Join(base, "back")
@@ -80,20 +68,8 @@ func TestTheOwnersToEtcdDryRunFailsWhereTheTranscriptsDirRefusesTheKeysDir(t *te
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the migration as nobody, whom a mode binds")
 	}
-	_, tdir, runAs := nobodysFleet(t)
-	root := filepath.Join(filepath.Dir(tdir), "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	first, second := store.Key("github", "nowrite", "tdir-first"), store.Key("github", "nowrite", "tdir-second")
-	if res, err := promoteMarker(s, first, "1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	chownAll := func() {
-		filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
-	}
-	chownAll()
+	_, tdir, runAs, root, s := nobodysRootBesideAFleet(t, first, "1")
 	// The first move marks the transcripts dir as the fleet's.
 	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
 		t.Fatalf("the first move: exit %d\n%s\n%s", code, out, errs)
@@ -101,7 +77,7 @@ func TestTheOwnersToEtcdDryRunFailsWhereTheTranscriptsDirRefusesTheKeysDir(t *te
 	if res, err := promoteMarker(s, second, "1"); err != nil || !res.Promoted {
 		t.Fatalf("promote: %+v, %v", res, err)
 	}
-	chownAll()
+	giveToNobody(root)
 	if err := os.Chmod(tdir, 0o500); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +104,7 @@ func TestTheWorkersDryRunsOfAMigratedKeyDirAnswerAsTheRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	filepath.Walk(w.root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	giveToNobody(w.root)
 	if code, out, errs := w.runAs("migrate", w.root); code != exitOK {
 		t.Fatalf("the worker's migration into meta.db: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -168,18 +144,9 @@ func TestTheFromEtcdDryRunIntoARootItMayNotMakeStopsAsTheRun(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
 	}
-	_, tdir, runAs := nobodysFleet(t)
-	base := filepath.Dir(tdir)
-	root := filepath.Join(base, "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "nowrite", "new-root")
-	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	_, tdir, runAs, root, _ := nobodysRootBesideAFleet(t, key, "1")
+	base := filepath.Dir(tdir)
 	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
 		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -18,21 +18,9 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make dirs root owns, and nobody to run the migrations as")
 	}
-	_, tdir, runAs := nobodysFleet(t)
-	base := filepath.Dir(tdir)
-	root := filepath.Join(base, "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	first, held := store.Key("github", "nowrite", "first"), store.Key("github", "nowrite", "held")
-	if res, err := promoteMarker(s, first, "first 1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	chownAll := func(dir string) {
-		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
-	}
-	chownAll(root)
+	_, tdir, runAs, root, s := nobodysRootBesideAFleet(t, first, "first 1")
+	base := filepath.Dir(tdir)
 	// The first move marks the transcripts dir as the fleet's.
 	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
 		t.Fatalf("the first move: exit %d\n%s\n%s", code, out, errs)
@@ -40,7 +28,7 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if res, err := promoteMarker(s, held, "held 1"); err != nil || !res.Promoted {
 		t.Fatalf("promote: %+v, %v", res, err)
 	}
-	chownAll(root)
+	giveToNobody(root)
 	// A dir at the key's name in the transcripts dir that root made.
 	if err := os.Mkdir(filepath.Join(tdir, held), 0o755); err != nil {
 		t.Fatal(err)
@@ -58,7 +46,7 @@ func TestTheOwnersFleetDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if err := os.Mkdir(back, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	chownAll(back)
+	giveToNobody(back)
 	if err := os.Mkdir(filepath.Join(back, held), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -78,17 +66,8 @@ func TestTheOwnersToEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the migration as nobody, whom a mode binds")
 	}
-	_, tdir, runAs := nobodysFleet(t)
-	root := filepath.Join(filepath.Dir(tdir), "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "nowrite", "meta")
-	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	_, _, runAs, root, _ := nobodysRootBesideAFleet(t, key, "1")
 	if err := os.Chmod(filepath.Join(root, key, "meta.db"), 0o400); err != nil {
 		t.Fatal(err)
 	}
@@ -104,17 +83,8 @@ func TestTheOwnersFromEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the migration as nobody, whom a mode binds")
 	}
-	_, tdir, runAs := nobodysFleet(t)
-	root := filepath.Join(filepath.Dir(tdir), "sessions")
-	s, err := store.New(root, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := store.Key("github", "nowrite", "back")
-	if res, err := promoteMarker(s, key, "1"); err != nil || !res.Promoted {
-		t.Fatalf("promote: %+v, %v", res, err)
-	}
-	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	_, _, runAs, root, _ := nobodysRootBesideAFleet(t, key, "1")
 	if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
 		t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -122,4 +92,27 @@ func TestTheOwnersFromEtcdDryRunFailsAMetaDBItMayNotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFailure(t, runAs, key, "--from etcd over a meta.db of mode 0400", "meta.db: permission denied", "migrate", "--from", "etcd", root)
+}
+
+// giveToNobody makes dir, and everything in it, nobody's.
+func giveToNobody(dir string) {
+	filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+}
+
+// nobodysRootBesideAFleet is nobodysFleet, and a sessions root beside its
+// transcripts dir (tdir) holding key promoted once (marker), all of it
+// nobody's: the set-up of the tests of the migrations run as nobody.
+func nobodysRootBesideAFleet(t *testing.T, key, marker string) (f *testFleet, tdir string, runAs func(args ...string) (int, string, string), root string, s *store.Store) {
+	t.Helper()
+	f, tdir, runAs = nobodysFleet(t)
+	root = filepath.Join(filepath.Dir(tdir), "sessions")
+	s, err := store.New(root, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := promoteMarker(s, key, marker); err != nil || !res.Promoted {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	giveToNobody(root)
+	return f, tdir, runAs, root, s
 }
