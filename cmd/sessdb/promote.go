@@ -30,8 +30,9 @@ transcript itself. Prints one JSON object:
 (docs/json.md).
 
 Every outcome exits 0, refusals and promote-failed included (the cause of a
-failure is written on stderr). A missing or unreadable ticket exits 1; a
-ticket from another sessions root exits 2 and writes nothing, as does a
+failure is written on stderr). A missing or unreadable ticket exits 1, as
+does one edited under the promote into another key's (nothing on stdout,
+nothing written); a ticket from another sessions root exits 2 and writes nothing, as does a
 --pi-version longer than 4096 bytes (a legacy sidecar's most). An answer
 that cannot be written on stdout (a full disk, a reader gone) exits 1 after
 the promotion,
@@ -170,6 +171,13 @@ func bindPromote(fs *flag.FlagSet) func(*invocation) int {
 		if errors.Is(err, store.ErrWrongRoot) {
 			// Nothing was written: the job is pointed at the wrong store.
 			return inv.rep.configOn(key, err)
+		}
+		if err != nil && res.Reason == "" {
+			// A Session the store refused before trying anything (its
+			// ticket file changed under this read into one of another
+			// key): no outcome to print, and no reason a worker's code
+			// knows; a fault, as a ticket that could not be read is.
+			return inv.rep.faultOn(key, err)
 		}
 		if err != nil {
 			// promote-failed is an outcome like any other (exit 0); its

@@ -73,3 +73,55 @@ func TestPromoteDoesNotTakeTheRunOfAResolveBetweenItsTicketAndItsPromotion(t *te
 		t.Errorf("key a resumes %q; want nothing (never b's conversation)", strings.TrimPrefix(string(b), header))
 	}
 }
+
+// A ticket file edited between the CLI's read and the store's read again
+// under the staged dir's lock, so that only its key changes, is refused by
+// the store before anything is tried (store.ErrBadTicket): promote has no
+// outcome to print, and reports a fault (exit 1, nothing on stdout), as it
+// does for a ticket it cannot read; never an answer with an empty reason
+// that no worker's code knows, and exit 0.
+func TestPromoteOfATicketWhoseKeyChangedUnderItsReadIsAFault(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--kind", "github", "--repo", "acme/edited", "--ref", "a", "--job-dir", job, "--pi-version", "0.58.3")
+	var r resolveOutput
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("resolve: exit %d, %s %s", code, out, errs)
+	}
+	if err := os.WriteFile(r.Staged, []byte(header+`{"type":"message","marker":"a's run"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := store.Key("github", "acme/edited", "b")
+	read := readTicket
+	t.Cleanup(func() { readTicket = read })
+	readTicket = func(dir string) (store.Session, error) {
+		sess, err := read(dir)
+		name := filepath.Join(dir, store.TicketName)
+		b, rerr := os.ReadFile(name)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		edited := strings.Replace(string(b), sess.Key, other, 1)
+		if edited == string(b) {
+			t.Fatalf("the ticket %s does not name its key %s", b, sess.Key)
+		}
+		if werr := os.WriteFile(name, []byte(edited), 0o600); werr != nil {
+			t.Fatal(werr)
+		}
+		return sess, err
+	}
+	code, out, errs = runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3")
+	readTicket = read
+	if code != exitFault || out != "" {
+		t.Errorf("promote of a ticket whose key changed under its read: exit %d, stdout %q; want exit %d and nothing on stdout", code, out, exitFault)
+	}
+	if !strings.Contains(errs, "not a valid ticket") || !strings.Contains(errs, r.Key) {
+		t.Errorf("stderr %q; want the store's refusal (not a valid ticket), naming key %s", errs, r.Key)
+	}
+	for _, key := range []string{r.Key, other} {
+		if _, err := os.Lstat(filepath.Join(root, key, "current.jsonl")); !os.IsNotExist(err) {
+			t.Errorf("key %s has a transcript after a refused promote (%v); want nothing promoted", key, err)
+		}
+	}
+}
