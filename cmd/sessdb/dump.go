@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,9 +147,11 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		// rows are: a walk can fail half-way (a fleet's etcd lost while
 		// its histories are read), and a failed command prints nothing,
 		// where a buffer flushed on the way would leave a stream without
-		// its summary.
-		var held bytes.Buffer
-		jw := &jsonWriter{w: &held}
+		// its summary. Held in a spool: a table's rows are cut short,
+		// the JSON lines are whole.
+		held := newSpool()
+		defer held.Close()
+		jw := &jsonWriter{w: held}
 		err = inspect(ctx, func(r store.KeyReport, file string) error {
 			sum.Entries++
 			if store.ValidKey(r.Name) {
