@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"sessdb/gates"
 )
 
 // envPrefix starts every variable sessdb reads (PI_SESSION_..., and the
@@ -180,6 +182,24 @@ func legacyVenue(venueGiven bool, backends string) string {
 		return ""
 	}
 	return fmt.Sprintf("PI_BACKENDS names %s first, which the legacy worker stamped as a job's venue; sessdb does not read it, and the venue is --venue, local when not given: give --venue %s on every resolve, or each key stamped %s cold-starts venue-changed once and its next promotion stamps local", bounded(first), bounded(first), bounded(first))
+}
+
+// legacySweep is a warning for a resolve whose verdict is reason where
+// PI_SWEEP_INTERVAL_HOURS (the legacy worker's retention sweep, which
+// removed expired keys at boot and every that many hours) is set, or "".
+// sessdb has no sweep: an expired key stays on disk, the most personal
+// file of the store, until 'sessdb reap' runs, and a deployment that
+// carried the variable over may take it for sessdb's. The worker may
+// still read the variable for its own reapers (logs, sandboxes), so it
+// is no mistake in itself, and a warning at every command would be one
+// nobody can act on: it is said where the sweep's absence shows, a key
+// found expired. Like PI_BACKENDS, the variable is read for this warning
+// only, never for a value.
+func legacySweep(reason gates.Reason, interval string) string {
+	if reason != gates.Expired || strings.TrimSpace(interval) == "" {
+		return ""
+	}
+	return "the key is expired and still on disk: PI_SWEEP_INTERVAL_HOURS is set, but it is the legacy worker's sweep, which sessdb does not read and has none of; an expired key is removed only when 'sessdb reap' runs: run it from a timer (docs/operations.md, \"Run it from a timer\")"
 }
 
 // firstBackend is the first name of a PI_BACKENDS list ("" for none),

@@ -276,6 +276,14 @@ func (r *reporter) warn(msg string) {
 	r.line(zerolog.WarnLevel, "", -1, msg)
 }
 
+// warnOn is warn about one key, named in the line.
+func (r *reporter) warnOn(key, msg string) {
+	if r.log.GetLevel() > zerolog.WarnLevel {
+		return
+	}
+	r.line(zerolog.WarnLevel, key, -1, msg)
+}
+
 // storeLog is the logger the store and migrate write their events to. The
 // events that report an error the command reports itself are dropped, so
 // that each failure is reported once.

@@ -153,6 +153,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 		case err != nil:
 			return inv.rep.faultOn(k, err)
 		}
+		if w := legacySweep(sess.Reason, os.Getenv("PI_SWEEP_INTERVAL_HOURS")); w != "" {
+			inv.rep.warnOn(k, w)
+		}
 		outcome := fmt.Sprintf("resolved (%s, %d bytes staged)", sess.Reason, sess.Bytes)
 		return writeAnswer(inv, k, outcome, "the ticket and the staged file are written; resolve again to read it (the retry replaces both)", resolveOutput{
 			Key: sess.Key, Resume: sess.Resume, Reason: string(sess.Reason), Bytes: sess.Bytes,
