@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
 	"sessdb/internal/jsstr"
@@ -105,7 +106,10 @@ func (c *config) dir(getenv func(string) string, arg string) (string, error) {
 	if err := rootPath(n, d); err != nil {
 		return d, err
 	}
-	return d, notAFleetsDir(n, d)
+	if err := notAFleetsDir(n, d); err != nil {
+		return d, err
+	}
+	return d, notAKeyDir(n, d)
 }
 
 // dirSetting is the sessions root as dir takes it, unchecked, and the
@@ -131,6 +135,30 @@ func notAFleetsDir(name, p string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %s is a fleet's transcripts dir (it holds %s, the fleet's mark), not a sessions root: run the command on the fleet (--etcd-endpoints, PI_SESSIONS_ETCD_ENDPOINTS, with --transcripts-dir), or name a sessions root; a sessions root a fleet marked by mistake is one again once %s is removed", name, quoteName(p), shared.MarkName, shared.MarkName)
+}
+
+// notAKeyDir refuses a sessions root that is a key dir: one named as a
+// key (32 lowercase hex) that holds meta.db or current.jsonl, which
+// sessdb writes only inside a key dir. Set one level too deep
+// (PI_SESSIONS_DIR=/var/lib/pi/sessions/<key>, a path copied from a dump
+// or a log), the root exists, so resolve said nothing: every key was
+// absent there, and each promotion made a key dir inside that key's dir,
+// where no worker with the right root reads it, exit 0; the reap of the
+// real root then refused that key for good, a directory in it that is
+// not the store's. Both tests are needed: a copy of a key's meta.db or
+// transcript left at the top of a real root (an operator's look at it)
+// must not stop every worker, and a root's own name is no key.
+func notAKeyDir(name, p string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil || !store.ValidKey(filepath.Base(abs)) {
+		return nil
+	}
+	for _, f := range []string{db.FileName, store.TranscriptName} {
+		if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
+			return fmt.Errorf("%s: %s is a key dir (it holds %s), not a sessions root: name the directory that holds the key dirs (its parent, %s?)", name, quoteName(p), f, quoteName(filepath.Dir(abs)))
+		}
+	}
+	return nil
 }
 
 // rootPath refuses a sessions root that is not valid UTF-8 (utf8Path),
