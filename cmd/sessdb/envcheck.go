@@ -52,20 +52,52 @@ func readsConfig(fs *flag.FlagSet) bool {
 }
 
 // unknownEnv returns a warning for every variable of environ that looks
-// like one of sessdb's (envPrefix) but is not one it reads, naming the
-// closest it does, in the order of environ: a misspelt bound would
-// otherwise be off without a word.
+// like one of sessdb's but is not one it reads, naming the closest it
+// does, in the order of environ: a misspelt bound would otherwise be off
+// without a word (a TTL of 30 days misspelt is the default 14, and reap
+// removes the keys in between). A name looks like one of sessdb's when it
+// begins with envPrefix, or is a typo of one it reads (misspelt): the
+// prefix itself misspelt (PI_SESSONS_TTL_DAYS) or in other case.
 func unknownEnv(environ []string) []string {
 	known := knownEnv()
 	var out []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) {
+		if slices.Contains(known, name) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s is not a variable sessdb reads, and is ignored; did you mean %s?", bounded(name), closest(name, known)))
+		var suggest string
+		if strings.HasPrefix(name, envPrefix) {
+			suggest = closest(name, known)
+		} else {
+			suggest = misspelt(name, known)
+		}
+		if suggest != "" {
+			out = append(out, fmt.Sprintf("%s is not a variable sessdb reads, and is ignored; did you mean %s?", bounded(name), suggest))
+		}
 	}
 	return out
+}
+
+// misspelt is the variable of known that name is a typo of, or "": one
+// it equals but for case (pi_sessions_dir), or one at most typoEdits
+// from it, case aside, the nearest. A worker's own variables (PI_BACKENDS,
+// PI_MAX_TOKENS, PI_SWEEP_INTERVAL_HOURS) are far from every one of
+// sessdb's. A name whose length differs from a candidate's by more than
+// typoEdits is that far from it at least, and is not measured: an
+// environment's names may be long.
+func misspelt(name string, known []string) string {
+	upper := strings.ToUpper(name)
+	best, bestDist := "", typoEdits+1
+	for _, k := range known {
+		if len(upper) > len(k)+typoEdits || len(k) > len(upper)+typoEdits {
+			continue
+		}
+		if d := editDistance(upper, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
 }
 
 // closest is the candidate nearest to name: by edit distance, or by the

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Only a name that began with PI_SESSION was warned of: a typo in the
+// prefix itself (PI_SESSONS_TTL_DAYS=30), or the name in lower case,
+// left the bound at its default without a word, and a reap with a TTL
+// meant to be 30 days removed the keys of 14 to 30 days. Such a name is
+// warned of now, naming the variable it misspells; a worker's own
+// variables, far from every one of sessdb's, are not.
+func TestAVariableMisspeltOutsideThePrefixIsNamed(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"PI_SESSONS_TTL_DAYS", "PI_SESSIONS_TTL_DAYS"},
+		{"PI_SESIONS_DIR", "PI_SESSIONS_DIR"},
+		{"P_SESSIONS_DIR", "PI_SESSIONS_DIR"},
+		{"PI_SESISON_MAX_BYTES", "PI_SESSION_MAX_BYTES"},
+		{"pi_sessions_ttl_days", "PI_SESSIONS_TTL_DAYS"},
+		{"Pi_Session_Max_Context_Pct", "PI_SESSION_MAX_CONTEXT_PCT"},
+		{"PI_BACKENDS", ""},
+		{"PI_SWEEP_INTERVAL_HOURS", ""},
+		{"PI_MAX_TOKENS", ""},
+		{"HOME", ""},
+		{strings.Repeat("PI_SESSONS_DIR", 5000), ""},
+	} {
+		t.Run(c.name[:min(len(c.name), 40)], func(t *testing.T) {
+			atSampleTime(t)
+			root := copySample(t)
+			t.Setenv(c.name, "30")
+			code, _, errs := runCLI(t, "stats", "--log-format", "console", root)
+			warned := strings.Contains(errs, "did you mean")
+			if code != exitOK || warned != (c.want != "") || c.want != "" && !strings.Contains(errs, bounded(c.name)+" is not a variable sessdb reads, and is ignored; did you mean "+c.want+"?") {
+				t.Errorf("%.40s=30: exit %d, stderr %q; want a warning naming %q", c.name, code, errs, c.want)
+			}
+		})
+	}
+}
