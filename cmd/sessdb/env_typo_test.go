@@ -37,3 +37,30 @@ func TestAVariableMisspeltOutsideThePrefixIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// The legacy worker's own variables under the prefix (its gate on resuming
+// under GITHUB_AUTH_SOURCE=gh, which its processor applies before the
+// token mint, and the container's PI_SESSION_FILE) were warned of at every
+// command as a misspelling of PI_SESSIONS_DIR or PI_SESSION_MODELS_FILE: a
+// deployment keeps them for the worker, and could not act on the warning.
+// They are not warned of; a misspelling of one of sessdb's still is.
+func TestTheWorkersOwnVariablesAreNotTakenForMisspellings(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		warned bool
+	}{
+		{"PI_SESSIONS_ALLOW_GH_SOURCE", false},
+		{"PI_SESSION_FILE", false},
+		{"PI_SESSION_MODEL_FILE", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			atSampleTime(t)
+			root := copySample(t)
+			t.Setenv(c.name, "1")
+			code, _, errs := runCLI(t, "stats", "--log-format", "console", root)
+			if code != exitOK || strings.Contains(errs, c.name) != c.warned {
+				t.Errorf("%s=1: exit %d, stderr %q; want it named: %v", c.name, code, errs, c.warned)
+			}
+		})
+	}
+}

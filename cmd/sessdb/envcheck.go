@@ -63,7 +63,7 @@ func unknownEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(known, name) {
+		if slices.Contains(known, name) || workersEnv[name] {
 			continue
 		}
 		var suggest string
@@ -77,6 +77,18 @@ func unknownEnv(environ []string) []string {
 		}
 	}
 	return out
+}
+
+// workersEnv are the variables under envPrefix that are the worker's,
+// not sessdb's, and were never the store's: the legacy worker's gate on
+// resuming under GITHUB_AUTH_SOURCE=gh (its processor refuses an armed
+// job before the token mint), and the variable it sets in the container
+// for the runner. A deployment keeps them for the worker, so a warning at
+// every command, with a "did you mean PI_SESSIONS_DIR?" besides, was one
+// nobody could act on.
+var workersEnv = map[string]bool{
+	"PI_SESSIONS_ALLOW_GH_SOURCE": true,
+	"PI_SESSION_FILE":             true,
 }
 
 // misspelt is the variable of known that name is a typo of, or "": one

@@ -210,7 +210,7 @@ readable by every user of the host.
 		name, usage := flag.UnquoteUsage(fs.Lookup(k.flag))
 		fmt.Fprintf(&b, "| `--%s %s` | `%s` | %s |\n", k.flag, name, k.env, strings.TrimSuffix(usage, " [$"+k.env+"]"))
 	}
-	fmt.Fprintf(&b, "\nEvery command that reads the configuration warns on stderr, once, about a\nvariable whose name starts `%s` but is not one sessdb reads, naming the\nclosest one it does (`PI_SESSIONS_MAX_CONTEXT_PCT`: did you mean\n`PI_SESSION_MAX_CONTEXT_PCT`?), and about any other a letter or two from\none it reads, or one in other case (`PI_SESSONS_TTL_DAYS`, `pi_sessions_dir`).\nThe variables it reads: %s.\n", envPrefix, "`"+strings.Join(knownEnv(), "`, `")+"`")
+	fmt.Fprintf(&b, "\nEvery command that reads the configuration warns on stderr, once, about a\nvariable whose name starts `%s` but is not one sessdb reads, naming the\nclosest one it does (`PI_SESSIONS_MAX_CONTEXT_PCT`: did you mean\n`PI_SESSION_MAX_CONTEXT_PCT`?), and about any other a letter or two from\none it reads, or one in other case (`PI_SESSONS_TTL_DAYS`, `pi_sessions_dir`);\nnot about the legacy worker's own `PI_SESSIONS_ALLOW_GH_SOURCE` and\n`PI_SESSION_FILE`, which the worker keeps. The variables it reads: %s.\n", envPrefix, "`"+strings.Join(knownEnv(), "`, `")+"`")
 	b.WriteString("\n## Commands\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "- [`sessdb %s`](#sessdb-%s): %s\n", c.name, strings.ReplaceAll(c.name, " ", "-"), c.short)
