@@ -49,7 +49,7 @@ entries: a window longer than a busy key's ring undercounts, and says so.`,
 
 func bindStats(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
-	since := bindDuration(fs, "since", 24*time.Hour, "the window of promotions counted, back from now, a `duration` in Go's format (90m, 24h, 168h; no d unit)")
+	since := bindDuration(fs, "since", 24*time.Hour, "the window of promotions counted, back from now (or --at), a `DURATION` in Go's format (90m, 24h, 168h; no d unit)")
 	asJSON := fs.Bool("json", false, "one JSON object (fields: docs/stats.md)")
 	asProm := fs.Bool("prometheus", false, "Prometheus text exposition format, for node_exporter's textfile collector (metrics: docs/stats.md)")
 	at := bindAt(fs)
