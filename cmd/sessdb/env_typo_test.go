@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,40 @@ func TestTheWorkersOwnVariablesAreNotTakenForMisspellings(t *testing.T) {
 				t.Errorf("%s=1: exit %d, stderr %q; want it named: %v", c.name, code, errs, c.warned)
 			}
 		})
+	}
+}
+
+// misspelt's filter (bagDistance) must never pass by a typo: every name one
+// edit from a variable sessdb reads (a byte dropped, changed or added, two
+// next to each other swapped), and two drops or two changes, is still
+// found.
+func TestEveryTypoOfAVariableIsFound(t *testing.T) {
+	known := knownEnv()
+	for _, k := range known {
+		var typos []string
+		for i := range len(k) {
+			typos = append(typos, k[:i]+k[i+1:], k[:i]+"Q"+k[i+1:], k[:i]+"Q"+k[i:])
+			if i+1 < len(k) {
+				typos = append(typos, k[:i]+k[i+1:i+2]+k[i:i+1]+k[i+2:])
+			}
+			if i+2 < len(k) {
+				typos = append(typos, k[:i]+k[i+1:i+2]+k[i+3:], k[:i]+"QZ"+k[i+2:])
+			}
+		}
+		for _, typo := range typos {
+			if typo != k && misspelt(typo, known) == "" && !slices.Contains(known, typo) {
+				t.Errorf("%q, a typo of %s: not found", typo, k)
+			}
+		}
+	}
+}
+
+func BenchmarkUnknownEnv(b *testing.B) {
+	env := []string{"HOME=/root", "PATH=/usr/bin", "PI_BACKENDS=podman", "PI_SWEEP_INTERVAL_HOURS=24", "PI_SESSIONS_DIR=/srv/sessions"}
+	for len(env) < 60 {
+		env = append(env, fmt.Sprintf("KUBERNETES_SERVICE_%d_PORT=443", len(env)))
+	}
+	for b.Loop() {
+		unknownEnv(env)
 	}
 }

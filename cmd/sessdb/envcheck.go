@@ -102,7 +102,7 @@ func misspelt(name string, known []string) string {
 	upper := strings.ToUpper(name)
 	best, bestDist := "", typoEdits+1
 	for _, k := range known {
-		if len(upper) > len(k)+typoEdits || len(k) > len(upper)+typoEdits {
+		if len(upper) > len(k)+typoEdits || len(k) > len(upper)+typoEdits || bagDistance(upper, k) > 2*typoEdits {
 			continue
 		}
 		if d := editDistance(upper, k); d < bestDist {
@@ -110,6 +110,32 @@ func misspelt(name string, known []string) string {
 		}
 	}
 	return best
+}
+
+// bagDistance is how many bytes a and b hold that the other lacks, counted
+// with their repeats: an edit changes it by at most 2, so a pair more
+// than twice typoEdits apart by it is further apart than a typo, found
+// without editDistance's table. Every command weighs each name of its
+// environment against each variable: BenchmarkUnknownEnv, 60 names,
+// beside a load of 14 on 2 cores, took 0.45 to 0.97 ms without it, 0.23
+// to 0.34 ms with it, and 0.23 to 0.43 ms before names outside the prefix
+// were weighed at all.
+func bagDistance(a, b string) int {
+	var n [256]int
+	for i := 0; i < len(a); i++ {
+		n[a[i]]++
+	}
+	for i := 0; i < len(b); i++ {
+		n[b[i]]--
+	}
+	d := 0
+	for _, s := range []string{a, b} {
+		for i := 0; i < len(s); i++ {
+			d += max(n[s[i]], -n[s[i]])
+			n[s[i]] = 0 // each byte's count once
+		}
+	}
+	return d
 }
 
 // closest is the candidate nearest to name: by edit distance, or by the
