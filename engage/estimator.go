@@ -33,30 +33,66 @@ func (t *Transcript) Requests() []Request {
 	if t.b == nil {
 		return nil
 	}
-	var reqs []Request
-	est := t.b.Estimator(nil)
-	ev := Start
-	var model string // the last request's model, "" before one records it
+	reqs := make([]Request, 0, t.requestCount())
+	w := t.requestWalker()
 	for pos := 0; pos < t.b.Len; pos++ {
-		switch n := t.b.At(pos); n.Kind {
-		case transcript.KindAssistant:
-			reqs = append(reqs, Request{
-				N: len(reqs) + 1, Entry: n.ID, Line: n.Line, Event: ev,
-				Before: Estimate(est.Retry()), StopReason: n.StopReason, Usage: n.Usage, Prompt: n.Prompt,
-				NewModel: n.Model != "" && model != "" && n.Model != model,
-			})
-			ev = None
-			if n.Model != "" {
-				model = n.Model
-			}
-		case transcript.KindCompaction:
-			if ev == None {
-				ev = Compaction
-			}
+		if r, ok := w.at(pos); ok {
+			reqs = append(reqs, r)
 		}
-		est.Advance()
 	}
 	return reqs
+}
+
+// requestCount is the number of request points on the branch.
+func (t *Transcript) requestCount() int {
+	n := 0
+	for pos := 0; t.b != nil && pos < t.b.Len; pos++ {
+		if t.b.At(pos).Kind == transcript.KindAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+// requests walks the branch position by position and makes each request
+// point's Request as it passes it, so that a caller holding its own record
+// per request (Replay's rows) need not hold a Request per request besides.
+type requests struct {
+	b     *transcript.Branch
+	est   *transcript.Estimator
+	ev    Event
+	model string // the last request's model, "" before one records it
+	n     int    // requests made so far
+}
+
+func (t *Transcript) requestWalker() *requests {
+	return &requests{b: t.b, est: t.b.Estimator(nil), ev: Start}
+}
+
+// at takes the branch's entry at pos, which must be the position after the
+// one it last took, and returns its Request if it is a request point.
+func (w *requests) at(pos int) (Request, bool) {
+	var r Request
+	n := w.b.At(pos)
+	switch n.Kind {
+	case transcript.KindAssistant:
+		w.n++
+		r = Request{
+			N: w.n, Entry: n.ID, Line: n.Line, Event: w.ev,
+			Before: Estimate(w.est.Retry()), StopReason: n.StopReason, Usage: n.Usage, Prompt: n.Prompt,
+			NewModel: n.Model != "" && w.model != "" && n.Model != w.model,
+		}
+		w.ev = None
+		if n.Model != "" {
+			w.model = n.Model
+		}
+	case transcript.KindCompaction:
+		if w.ev == None {
+			w.ev = Compaction
+		}
+	}
+	w.est.Advance()
+	return r, n.Kind == transcript.KindAssistant
 }
 
 // cacheReset reports whether the provider's prompt cache holds nothing of

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The estimate streams: what Read keeps is a record per entry, never the
@@ -103,5 +105,38 @@ func TestMemoryBoundedByTheFile(t *testing.T) {
 	}
 	if retained < n*k {
 		t.Errorf("retained %d B, less than the %d B of ids alone: the test no longer measures what the docs say", retained, n*k)
+	}
+}
+
+// A replay keeps one Row per request and nothing else of the kind: no list
+// of Requests beside the rows, no rows grown by doubling. Over 10,000
+// requests, what Replay allocates stays within the rows' own size, a flag
+// per entry for each policy and a little more (§9 had about 1.2 KB of heap
+// per request for the whole replay; the rows alone are 192 bytes).
+func TestReplayAllocatesOneRowPerRequest(t *testing.T) {
+	const entries = 30000
+	path := writeSynthetic(t, filepath.Join(t.TempDir(), "long.jsonl"), entries, 10)
+	tr, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rp, err := tr.Replay(DefaultOptions())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(rp.Rows)
+	if n != entries/3 {
+		t.Fatalf("%d requests, want %d", n, entries/3)
+	}
+	rows := int64(n) * int64(unsafe.Sizeof(Row{}))
+	got := int64(after.TotalAlloc - before.TotalAlloc)
+	limit := rows + 2*entries + 64<<10
+	t.Logf("Replay allocated %d B for %d requests (%d B/request); the rows are %d B", got, n, got/int64(n), rows)
+	if got > limit {
+		t.Errorf("Replay allocated %d B for %d requests, over %d B (the rows' %d B, a flag per entry per policy, 64 KiB): it holds more than a row per request", got, n, limit, rows)
 	}
 }

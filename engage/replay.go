@@ -111,32 +111,38 @@ func (t *Transcript) Replay(opt Options) (*Replay, error) {
 		Window: opt.Window, Reserve: opt.Reserve, Threshold: Threshold(opt.Window, opt.Reserve),
 		PrunedRatio: opt.PrunedRatio, Modelled: opt.PrunedRatio != 1,
 	}
-	reqs := t.Requests()
 	var n int
 	if t.b != nil {
 		n = t.b.Len
 	}
+	// Rows is the one record kept per request: the Requests are made as
+	// the walk passes them, never held in a list of their own, and Rows is
+	// sized once, not grown by doubling.
+	rp.Rows = make([]Row, 0, t.requestCount())
 	statelessPruned := make([]bool, n)
 	stickyPruned := make([]bool, n)
 	stateless := t.b.Estimator(modelled(statelessPruned, opt.PrunedRatio))
 	sticky := t.b.Estimator(modelled(stickyPruned, opt.PrunedRatio))
-	state, r := Raw, 0
+	var reqs *requests
+	if t.b != nil {
+		reqs = t.requestWalker()
+	}
+	state := Raw
 	var statelessCache, stickyCache cached
 	for pos := 0; pos < n; pos++ {
-		if t.b.At(pos).Kind == transcript.KindAssistant {
-			row := Row{Request: reqs[r], StatelessReading: Estimate(stateless.Retry()).Reading(), StickyReading: Estimate(sticky.Retry()).Reading()}
+		if req, ok := reqs.at(pos); ok {
+			row := Row{Request: req, StatelessReading: Estimate(stateless.Retry()).Reading(), StickyReading: Estimate(sticky.Retry()).Reading()}
 			row.Stateless = Stateless(row.StatelessReading, rp.Threshold) == Engaged
 			state = Step(state, row.StickyReading, rp.Threshold, row.Event)
 			row.Sticky = state == Engaged
 			statelessPruned[pos], stickyPruned[pos] = row.Stateless, row.Sticky
 			prev := row // the first request has nothing to switch from
-			if r > 0 {
+			if r := len(rp.Rows); r > 0 {
 				prev = rp.Rows[r-1]
 			}
 			rp.Stateless.count(row, row.Stateless, prev.Stateless, rp.PrunedRatio, &statelessCache)
 			rp.Sticky.count(row, row.Sticky, prev.Sticky, rp.PrunedRatio, &stickyCache)
 			rp.Rows = append(rp.Rows, row)
-			r++
 		}
 		stateless.Advance()
 		sticky.Advance()
