@@ -62,10 +62,12 @@
 // summary that is an empty array is still a message, since it is truthy.
 //
 // Caveat: where pi itself would compute NaN or throw, the scanner reads 0
-// or drops the line instead; pi never writes such values. pi computes NaN
-// for a text block whose text is a number, true or an object, a usage
-// whose totalTokens is 0 and that lacks a counter (the counter reads 0
-// here), a usage that is truthy but no object (it anchors nothing here),
+// or drops the line instead; pi never writes such values. (A usage whose
+// counters pi sums to NaN or to a string, a counter absent or not a
+// number, is the exception: the estimate is then unknown, so that no
+// reading is promoted where pi's is no number.) pi computes NaN
+// for a text block whose text is a number, true or an object,
+// a usage that is truthy but no object (it anchors nothing here),
 // and a tool call whose name is a number or an object,
 // and throws on a tool call without a name or arguments (such a text or
 // name counts 0 here), and, in getContextUsage's guard, on a valid

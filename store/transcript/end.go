@@ -24,7 +24,8 @@ type End struct {
 	// (engage/testdata/retries-in-a-row.jsonl).
 	Tokens int64
 	// Known is false where pi reports null: the branch has a compaction and
-	// no assistant after it measured the compacted context yet. Tokens is
+	// no assistant after it measured the compacted context yet; and where
+	// pi's reading is no number (Estimate.Unknown), which is no reading. Tokens is
 	// then the stale figure pi does not show. pi shows it, and Known is
 	// true, when the last entry's id is falsy (absent, "", 0, false):
 	// getBranch() is then empty, and getContextUsage's guard finds no

@@ -413,3 +413,46 @@ func TestEndLastMessageWithEmptyID(t *testing.T) {
 		t.Errorf("%+v: want the assistant on line 3", end.Last)
 	}
 }
+
+// Where pi's sum of a usage's counters is no number, pi's reading is no
+// number either, and none is reported: a counter absent (undefined: NaN),
+// a string, an object or an array (string concatenation), infinite
+// counters of opposite signs (NaN). pi 0.58.3's own answers, by
+// tools/pi-end-usage.mjs on the same lines (a usage, then a user message of
+// 2 tokens): NaN, "1002", "51002", NaN, NaN, "202"; where pi's arithmetic
+// makes a number of null, true, false and "" (null+5, true as totalTokens,
+// "" falsy), the reading is pi's: 8, 3, 4, and 9 for an old file's usage
+// without totalTokens.
+func TestReadEndHasNoReadingWherePisIsNoNumber(t *testing.T) {
+	for _, c := range []struct {
+		usage string
+		want  int64 // -1: no reading
+	}{
+		{`{"input":1,"output":1}`, -1},
+		{`{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":"100"}`, -1},
+		{`{"input":"5","output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`, -1},
+		{`{}`, -1},
+		{`{"input":1e400,"output":-1e400,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`, -1},
+		{`{"input":1,"output":1,"cacheRead":[],"cacheWrite":0,"totalTokens":0}`, -1},
+		{`{"input":1,"output":1,"cacheRead":{},"cacheWrite":0,"totalTokens":0}`, -1},
+		{`{"input":null,"output":true,"cacheRead":false,"cacheWrite":5,"totalTokens":0}`, 8},
+		{`{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":true}`, 3},
+		{`{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":""}`, 4},
+		{`{"input":1,"output":1,"cacheRead":2,"cacheWrite":3}`, 9},
+		{`{"input":1,"output":1,"cacheRead":2,"cacheWrite":3,"totalTokens":"x","totalTokens":7}`, 9},
+	} {
+		file := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}` + "\n" +
+			`{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + c.usage + `,"stopReason":"stop"}}` + "\n" +
+			`{"type":"message","id":"u1","parentId":"a1","timestamp":"t","message":{"role":"user","content":"hello"}}` + "\n"
+		end, err := ReadEnd(strings.NewReader(file))
+		if err != nil {
+			t.Fatalf("usage %s: %v", c.usage, err)
+		}
+		switch {
+		case c.want < 0 && end.Known:
+			t.Errorf("usage %s: reading %d tokens, want none (pi's is no number)", c.usage, end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("usage %s: reading %d tokens (known %v), want pi's %d", c.usage, end.Tokens, end.Known, c.want)
+		}
+	}
+}

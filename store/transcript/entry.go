@@ -140,7 +140,9 @@ type Message struct {
 // Usage is an assistant's usage as recorded. A counter that is absent or
 // not a number reads 0; one that is not a whole number (no provider reports
 // one) is truncated toward zero here, and one beyond ±2^62 reads 0, while
-// the estimate uses pi's own arithmetic on the numbers as written.
+// the estimate uses pi's own arithmetic on the values as written (null and
+// false add 0, true 1; an absent counter, a string, an object or an array
+// make the sum no number, and the estimate unknown).
 type Usage struct {
 	Input, Output, CacheRead, CacheWrite, TotalTokens int64 // pi's names, in tokens
 
@@ -263,7 +265,14 @@ func decodeMessage(w *walker, m *Message, nm *names, st *stringifier) {
 }
 
 func decodeUsage(w *walker, u *Usage) {
-	var f [5]float64 // input, output, cacheRead, cacheWrite, totalTokens as JSON.parse reads them
+	// input, output, cacheRead, cacheWrite, totalTokens as pi's arithmetic
+	// meets them: the number (null and false read 0, true 1), whether the
+	// value is truthy, and whether it makes a sum that is not a number: an
+	// absent counter (undefined: NaN), a string, an object or an array
+	// (string concatenation).
+	var f [5]float64
+	var truthy [5]bool
+	notNumber := [5]bool{true, true, true, true, true}
 	w.open()
 	for w.more() {
 		var k int
@@ -282,19 +291,41 @@ func decodeUsage(w *walker, u *Usage) {
 			w.skip()
 			continue
 		}
-		f[k], _ = w.number()
+		f[k], truthy[k], notNumber[k] = 0, false, false
+		switch c := w.peek(); {
+		case c == 't':
+			w.skip()
+			f[k], truthy[k] = 1, true
+		case c == 'n' || c == 'f':
+			w.skip()
+		case c == '"':
+			truthy[k], notNumber[k] = len(w.str()) > 0, true
+		case c == '{' || c == '[':
+			w.skip()
+			truthy[k], notNumber[k] = true, true
+		default:
+			f[k], _ = w.number()
+			truthy[k] = f[k] != 0
+		}
 	}
 	for k, dst := range [5]*int64{&u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.TotalTokens} {
 		*dst = 0
-		if math.Abs(f[k]) < 1<<62 {
+		if !notNumber[k] && math.Abs(f[k]) < 1<<62 {
 			*dst = int64(f[k])
 		}
 	}
 	// pi: usage.totalTokens || usage.input + usage.output + usage.cacheRead +
-	// usage.cacheWrite. A number is never NaN as JSON.parse reads it, so
-	// only 0 is falsy.
-	u.context = f[4]
-	if u.context == 0 {
+	// usage.cacheWrite. A sum pi's arithmetic makes no number of (NaN, or a
+	// string) reads NaN: pi's reading is then no number, and the estimate
+	// unknown.
+	switch {
+	case truthy[4] && notNumber[4]:
+		u.context = math.NaN()
+	case truthy[4]:
+		u.context = f[4]
+	case notNumber[0] || notNumber[1] || notNumber[2] || notNumber[3]:
+		u.context = math.NaN()
+	default:
 		u.context = f[0] + f[1] + f[2] + f[3]
 	}
 }

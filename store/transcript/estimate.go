@@ -10,8 +10,8 @@ type Estimate struct {
 	// can be stale (see Unknown). pi computes it in float64 from the usage
 	// counters as written; where one is not a whole number (no provider
 	// writes one) pi's estimate has a fraction, and Tokens is its floor,
-	// with Fractional set. Beyond ±2^62 it is clamped there, and a NaN
-	// (infinite counters of opposite signs) reads 0.
+	// with Fractional set. Beyond ±2^62 it is clamped there; an estimate
+	// that is no number reads 0, and Unknown.
 	Tokens int64
 	// Fractional is true where pi's estimate lies strictly between Tokens
 	// and Tokens+1, so that it is over an integer threshold T exactly when
@@ -34,7 +34,12 @@ type Estimate struct {
 	// the anchor, if any, measured the context before it was compacted.
 	// Branch.Final is never unknown when the leaf's id is falsy (absent,
 	// "", 0, false): pi's getBranch() is then empty, and its guard finds no
-	// compaction.
+	// compaction. It is also true where pi's estimate is no number: the
+	// anchor's counters sum to NaN or to a string in pi's arithmetic (a
+	// counter absent, a string, an object or an array, infinite counters of
+	// opposite signs); Tokens then reads 0. pi never writes such a usage;
+	// where it met one, its reading would be NaN or a string, and its
+	// threshold test false, as an unknown reading's is.
 	Unknown bool
 }
 
@@ -171,7 +176,7 @@ func (e *Estimator) Estimate() Estimate {
 		Trailing:   e.trailing,
 		Fallback:   e.fallback,
 		Messages:   e.messages,
-		Unknown:    e.compacted && !(e.fresh && e.freshUsed),
+		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || x != x,
 	}
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.id(e.anchorPos)
