@@ -13,8 +13,10 @@ import (
 // branch's last message.
 type End struct {
 	// Tokens is getContextUsage().tokens: pi's estimate at the leaf. Where
-	// a usage counter is not a whole number (no provider writes one), pi's
-	// estimate has a fraction and Tokens is its floor (Estimate.Tokens).
+	// a usage counter is not a whole number, or is beyond ±2^62 (no
+	// provider writes either), pi's estimate has a fraction or no int64
+	// holds it: Tokens is then Estimate.Tokens (its floor, or ±2^62) and
+	// Known is false, for no reading but pi's own is ever stored.
 	// It is the reading of the context pi rebuilds from the file, which
 	// the next run resumes with. The pi that wrote the file can have read
 	// less at the end of its run in one case: its retries ran out on
@@ -25,7 +27,8 @@ type End struct {
 	Tokens int64
 	// Known is false where pi reports null: the branch has a compaction and
 	// no assistant after it measured the compacted context yet; and where
-	// pi's reading is no number (Estimate.Unknown), which is no reading. Tokens is
+	// pi's reading is no number (Estimate.Unknown), which is no reading,
+	// or is one no int64 holds (see Tokens). Tokens is
 	// then the stale figure pi does not show. pi shows it, and Known is
 	// true, when the last entry's id is falsy (absent, "", 0, false):
 	// getBranch() is then empty, and getContextUsage's guard finds no
@@ -135,7 +138,9 @@ func (m LastMessage) Shape() Shape {
 
 // End returns what pi reports at the end of a run on this transcript.
 func (b *Branch) End() End {
-	e := End{Tokens: b.Final.Tokens, Known: !b.Final.Unknown}
+	f := b.Final
+	exact := !f.Fractional && f.Tokens > -(1<<62) && f.Tokens < 1<<62
+	e := End{Tokens: f.Tokens, Known: !f.Unknown && exact}
 	modelSeen, lastSeen := false, false
 	for pos := b.Len - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
 		n := b.payload(pos)

@@ -456,3 +456,38 @@ func TestReadEndHasNoReadingWherePisIsNoNumber(t *testing.T) {
 		}
 	}
 }
+
+// The reading at the end is pi's own number or none: where pi's estimate
+// has a fraction, or is beyond ±2^62, no int64 is pi's figure, and End
+// has no reading (Final still has the floor and the clamp, which the
+// controller compares with a threshold as pi does). pi 0.58.3's answers
+// by tools/pi-end-usage.mjs: 1.5, 3128.9, 1e+300, -1e+300,
+// 9007199254740992 (a whole number beyond 2^53, rounded as pi rounds).
+func TestReadEndHasNoReadingNoInt64Holds(t *testing.T) {
+	for _, c := range []struct {
+		usage string
+		want  int64 // -1: no reading
+	}{
+		{`{"input":100,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0.5}`, -1},
+		{`{"input":100.7,"output":20.2,"cacheRead":3000,"cacheWrite":7,"totalTokens":0}`, -1},
+		{`{"totalTokens":1e300}`, -1},
+		{`{"totalTokens":-1e300}`, -1},
+		{`{"totalTokens":1e400}`, -1},
+		{`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":9007199254740993}`, 9007199254740992},
+		{`{"input":0.5,"output":0.5,"cacheRead":0,"cacheWrite":0,"totalTokens":0}`, 2},
+	} {
+		file := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}` + "\n" +
+			`{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + c.usage + `,"stopReason":"stop"}}` + "\n" +
+			`{"type":"message","id":"u1","parentId":"a1","timestamp":"t","message":{"role":"user","content":"qqqq"}}` + "\n"
+		end, err := ReadEnd(strings.NewReader(file))
+		if err != nil {
+			t.Fatalf("usage %s: %v", c.usage, err)
+		}
+		switch {
+		case c.want < 0 && end.Known:
+			t.Errorf("usage %s: reading %d tokens, want none (pi's is no int64)", c.usage, end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("usage %s: reading %d tokens (known %v), want pi's %d", c.usage, end.Tokens, end.Known, c.want)
+		}
+	}
+}
