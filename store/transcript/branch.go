@@ -65,6 +65,7 @@ type payload struct {
 	kind       Kind
 	anchor     bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
 	valid      bool // an assistant whose stopReason is not "error" or "aborted"
+	odd        bool // pi's estimateTokens of the message is no number (see odd in entry.go); tokens counts it 0
 }
 
 // none is the payload of an entry that has none.
@@ -439,7 +440,8 @@ func reduce(e *Entry) payload {
 	switch e.Type {
 	case "message":
 		m := &e.Message
-		d.kind, d.role, d.tokens = KindMessage, m.Role, ceil4(chars(m.Role, m))
+		n, odd := chars(m.Role, m)
+		d.kind, d.role, d.tokens, d.odd = KindMessage, m.Role, ceil4(n), odd
 		if m.Role == "assistant" {
 			d.kind, d.stop = KindAssistant, m.StopReason
 			d.calls = int32(min(m.Calls, 1<<30))
@@ -454,15 +456,16 @@ func reduce(e *Entry) payload {
 		}
 	case "custom_message":
 		// pi turns it into a message of role "custom" with the entry's content.
-		d.kind, d.role, d.tokens = KindMessage, "custom", ceil4(chars("custom", &Message{Content: e.Content}))
+		n, odd := chars("custom", &Message{Content: e.Content})
+		d.kind, d.role, d.tokens, d.odd = KindMessage, "custom", ceil4(n), odd
 	case "branch_summary":
 		// Only a truthy summary becomes a message: an empty array does,
 		// of 0 tokens.
 		if e.HasSummary {
-			d.kind, d.role, d.tokens = KindMessage, "branchSummary", ceil4(e.Summary)
+			d.kind, d.role, d.tokens, d.odd = KindMessage, "branchSummary", ceil4(e.Summary), e.oddSummary
 		}
 	case "compaction":
-		d.kind, d.tokens = KindCompaction, ceil4(e.Summary)
+		d.kind, d.tokens, d.odd = KindCompaction, ceil4(e.Summary), e.oddSummary
 	}
 	return d
 }
@@ -492,21 +495,24 @@ func joinModel(provider, id string) string {
 }
 
 // chars is pi 0.58.3's per-role character count (estimateTokens).
-func chars(role string, m *Message) int64 {
+func chars(role string, m *Message) (n int64, odd bool) {
 	c := m.Content
 	switch role {
 	case "user":
-		return c.String + c.Text // images in user messages count 0 in 0.58.3
+		// A content that is no string or array counts 0: pi iterates
+		// only an array.
+		return c.String + c.Text, c.odd&(oddBlock|oddTruthyText) != 0 // images in user messages count 0 in 0.58.3
 	case "assistant":
-		return c.Text + c.Thinking + c.ToolCalls // a string content iterates as characters with no type: 0
+		// A string content iterates as characters with no type: 0.
+		return c.Text + c.Thinking + c.ToolCalls, c.odd&(oddContent|oddBlock|oddText|oddCall) != 0
 	case "custom", "toolResult":
-		return c.String + c.Text + 4800*c.Images
+		return c.String + c.Text + 4800*c.Images, c.odd&(oddContent|oddBlock|oddTruthyText) != 0
 	case "bashExecution":
-		return m.Command + m.Output
+		return m.Command + m.Output, m.oddCommand || m.oddOutput
 	case "branchSummary", "compactionSummary":
-		return m.Summary
+		return m.Summary, m.oddSummary
 	}
-	return 0
+	return 0, false
 }
 
 func ceil4(chars int64) int64 { return (chars + 3) / 4 }

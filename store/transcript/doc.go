@@ -61,18 +61,23 @@
 // array (which pi never writes there) counts its elements, and a branch
 // summary that is an empty array is still a message, since it is truthy.
 //
-// Caveat: where pi itself would compute NaN or throw, the scanner reads 0
-// or drops the line instead; pi never writes such values. (A usage whose
-// counters pi sums to NaN or to a string, a counter absent or not a
-// number, is the exception: the estimate is then unknown, so that no
-// reading is promoted where pi's is no number.) pi computes NaN
-// for a text block whose text is a number, true or an object,
-// a usage that is truthy but no object (it anchors nothing here),
-// and a tool call whose name is a number or an object,
-// and throws on a tool call without a name or arguments (such a text or
-// name counts 0 here), and, in getContextUsage's guard, on a valid
-// assistant after a compaction without a usage (read here as no fresh
-// usage: unknown). pi throws a TypeError, and loads nothing, on a
+// Where pi's estimate is no number, the estimate is unknown, so that no
+// reading is promoted where pi has none and no threshold is crossed, as
+// pi's NaN crosses none: a usage whose counters pi sums to NaN or to a
+// string (a counter absent, or a string, an object or an array), and a
+// message after the anchor that pi's estimateTokens cannot count (a text,
+// thinking, tool-call name, command, output or summary that is no string
+// or array, which is NaN or, when absent or null, a TypeError; a content
+// pi iterates that is no array or string, a null block, a tool call
+// without arguments: TypeErrors). Such a message counts 0 in Trailing
+// and Fallback.
+//
+// Caveat: where pi itself would compute NaN or throw elsewhere, the
+// scanner reads 0 or drops the line instead; pi never writes such values.
+// A usage that is truthy but no object anchors nothing here (pi's sum is
+// NaN), and pi throws, in getContextUsage's guard, on a valid assistant
+// after a compaction without a usage (read here as no fresh usage:
+// unknown). pi throws a TypeError, and loads nothing, on a
 // null line anywhere, on a line that is a string, a number or a boolean in
 // a version 1 file (its migration assigns them an id), and on a header
 // version that is an object with its own "toString" member; the scanner

@@ -491,3 +491,59 @@ func TestReadEndHasNoReadingNoInt64Holds(t *testing.T) {
 		}
 	}
 }
+
+// A message pi's estimateTokens cannot count (a .length of a value that is
+// no string or array: NaN; of null or undefined, or a content that is not
+// iterable: a TypeError) makes pi's reading no number, or throws, where
+// the estimate counts it: after the anchor. End then has no reading. pi
+// 0.58.3's answers by tools/pi-end-usage.mjs on the same files (a user
+// message, an answer of usage 100, then the line): NaN for the first
+// three, a TypeError for the next, and so on as the comments say; where pi
+// counts the message, its reading.
+func TestReadEndHasNoReadingWherePiCannotCountAMessage(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want int64 // -1: no reading
+	}{
+		{`{"type":"branch_summary","id":"b","parentId":"a1","fromId":"root","summary":{}}`, -1},                                                            // NaN
+		{`{"type":"branch_summary","id":"b","parentId":"a1","fromId":"root","summary":1}`, -1},                                                             // NaN
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"user","content":[{"type":"text","text":5}]}}`, -1},                                 // NaN
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"user","content":[null]}}`, -1},                                                     // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"toolResult","content":5}}`, -1},                                                    // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"toolResult","content":[{"type":"text","text":true}]}}`, -1},                        // NaN
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"bashExecution","command":"ls"}}`, -1},                                              // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"bashExecution","command":"ls","output":5}}`, -1},                                   // NaN
+		{`{"type":"custom_message","id":"b","parentId":"a1","customType":"x","display":true}`, -1},                                                         // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"assistant","content":5,"stopReason":"error"}}`, -1},                                // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"assistant","content":[{"type":"toolCall","name":"x"}],"stopReason":"error"}}`, -1}, // TypeError
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":0},{"type":"text"}]}}`, 100},
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"toolResult","content":[{"type":"text","text":0},{"type":"text","text":"abcd"}]}}`, 101},
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"assistant","content":"abc","stopReason":"error"}}`, 100},
+		{`{"type":"message","id":"b","parentId":"a1","message":{"role":"user","content":{"a":1}}}`, 100},
+	} {
+		file := strings.Join([]string{
+			`{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}`,
+			`{"type":"message","id":"u0","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}`,
+			`{"type":"message","id":"a1","parentId":"u0","timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`,
+			c.line, ""}, "\n")
+		end, err := ReadEnd(strings.NewReader(file))
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		switch {
+		case c.want < 0 && end.Known:
+			t.Errorf("%s: reading %d tokens, want none (pi's is no number)", c.line, end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("%s: reading %d tokens (known %v), want pi's %d", c.line, end.Tokens, end.Known, c.want)
+		}
+	}
+	// Before the anchor, pi counts nothing: the answer's usage stands.
+	end, err := ReadEnd(strings.NewReader(strings.Join([]string{
+		`{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}`,
+		`{"type":"message","id":"u0","parentId":null,"timestamp":"t","message":{"role":"user","content":[null]}}`,
+		`{"type":"message","id":"a1","parentId":"u0","timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`,
+		""}, "\n")))
+	if err != nil || !end.Known || end.Tokens != 100 {
+		t.Errorf("a message pi cannot count before the anchor: %d tokens (known %v, %v), want pi's 100", end.Tokens, end.Known, err)
+	}
+}

@@ -50,6 +50,7 @@ type Entry struct {
 	Provider, ModelID string
 
 	idKind, parentKind, firstKeptKind idKind // how pi's byId and its tests of truthiness see ID, ParentID and FirstKeptEntryID
+	oddSummary                        bool   // Summary is absent or no string or array: pi's .length of it is no number
 	firstKeptIndex                    int    // a version 1 compaction's firstKeptEntryIndex, -1 when absent
 }
 
@@ -135,6 +136,10 @@ type Message struct {
 	// Calls is the number of "toolCall" blocks in the content: what pi's
 	// agent loop executes before it asks the model again.
 	Calls int64
+
+	// whether command, output and summary are absent or no string or
+	// array, which pi cannot measure
+	oddCommand, oddOutput, oddSummary bool
 }
 
 // Usage is an assistant's usage as recorded. A counter that is absent or
@@ -160,7 +165,26 @@ type Content struct {
 	Thinking  int64 // total length of "thinking" blocks' thinking
 	ToolCalls int64 // for each "toolCall" block, its name's length plus JSON.stringify(arguments).length
 	Images    int64 // number of "image" blocks
+
+	odd odd // what makes pi's count of it no number, by role (see chars)
 }
+
+// odd records the values in a message that pi's estimateTokens measures and
+// cannot: .length of a value that is no string or array is undefined (a
+// sum of NaN), and of null or undefined a TypeError, as is iterating a
+// content that is neither a string nor an array, or reading a null
+// block's type. pi never writes such values; where it met one, its
+// estimate would be no number.
+type odd uint8
+
+const (
+	oddContent    odd = 1 << iota // the content is neither a string nor an array
+	oddBlock                      // a block is null
+	oddText                       // a text block's text is no string or array
+	oddTruthyText                 // ... and is truthy (the only one pi's tool-result count measures)
+	oddCall                       // a thinking, or a tool call's name or arguments, pi cannot measure
+	oddLength                     // a command, output or summary that is no string or array
+)
 
 // decode fills e, which the caller has reset, from a line that valid
 // accepted and that starts with '{'. A parentId equal to prev reuses that
@@ -168,6 +192,7 @@ type Content struct {
 // saves an allocation per line.
 func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 	w := walker{b: line}
+	e.Content.odd, e.oddSummary = oddContent, true // absent until seen
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -204,7 +229,7 @@ func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 			e.Content = content(&w, nil, st)
 		case "summary":
 			e.HasSummary = truthy(&w)
-			e.Summary = w.length()
+			e.Summary, e.oddSummary = measured(&w)
 		case "firstKeptEntryId":
 			e.FirstKeptEntryID, e.firstKeptKind = ident(&w)
 			// Only an entry reached by parentId can be kept, and only a
@@ -230,6 +255,8 @@ func decode(line []byte, e *Entry, prev string, nm *names, st *stringifier) {
 }
 
 func decodeMessage(w *walker, m *Message, nm *names, st *stringifier) {
+	m.oddCommand, m.oddOutput, m.oddSummary = true, true, true // absent until seen
+	m.Content.odd = oddContent
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -249,11 +276,11 @@ func decodeMessage(w *walker, m *Message, nm *names, st *stringifier) {
 			m.HasUsage = true
 			decodeUsage(w, &m.Usage)
 		case "command":
-			m.Command = w.length()
+			m.Command, m.oddCommand = measured(w)
 		case "output":
-			m.Output = w.length()
+			m.Output, m.oddOutput = measured(w)
 		case "summary":
-			m.Summary = w.length()
+			m.Summary, m.oddSummary = measured(w)
 		case "provider":
 			m.Provider = nm.text(w)
 		case "model":
@@ -341,6 +368,9 @@ func content(w *walker, calls *int64, st *stringifier) Content {
 		w.open()
 		for w.more() {
 			if w.peek() != '{' {
+				if w.peek() == 'n' {
+					c.odd |= oddBlock
+				}
 				w.skip()
 				continue
 			}
@@ -349,9 +379,17 @@ func content(w *walker, calls *int64, st *stringifier) Content {
 			}
 		}
 	default:
+		c.odd |= oddContent
 		w.skip()
 	}
 	return c
+}
+
+// measured consumes a value pi measures by its .length and returns that
+// length, with whether pi's is no number (the value is no string or array).
+func measured(w *walker) (int64, bool) {
+	c := w.peek()
+	return w.length(), c != '"' && c != '['
 }
 
 // block measures one content block and reports whether it is a tool call.
@@ -361,6 +399,8 @@ func block(w *walker, c *Content, st *stringifier) (call bool) {
 	var typ []byte
 	var text, thinking, name int64
 	var args []byte
+	oddT, oddTh, oddN := true, true, true // absent until seen
+	truthyT := false
 	w.open()
 	for w.more() {
 		switch string(w.key()) {
@@ -374,11 +414,12 @@ func block(w *walker, c *Content, st *stringifier) (call bool) {
 				typ = []byte(unescape(typ))
 			}
 		case "text":
-			text = w.length()
+			truthyT = truthy(w)
+			text, oddT = measured(w)
 		case "thinking":
-			thinking = w.length()
+			thinking, oddTh = measured(w)
 		case "name":
-			name = w.length()
+			name, oddN = measured(w)
 		case "arguments":
 			args = w.skip()
 		default:
@@ -388,12 +429,24 @@ func block(w *walker, c *Content, st *stringifier) (call bool) {
 	switch string(typ) {
 	case "text":
 		c.Text += text
+		if oddT {
+			c.odd |= oddText
+			if truthyT {
+				c.odd |= oddTruthyText
+			}
+		}
 	case "thinking":
 		c.Thinking += thinking
+		if oddTh {
+			c.odd |= oddCall
+		}
 	case "toolCall":
 		c.ToolCalls += name
 		if args != nil {
 			c.ToolCalls += st.units(args)
+		}
+		if oddN || args == nil {
+			c.odd |= oddCall // JSON.stringify(undefined) has no length
 		}
 	case "image":
 		c.Images++

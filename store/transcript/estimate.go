@@ -77,6 +77,12 @@ type Estimator struct {
 	// entry of KindOther may be): what a retry leaves out (Retry).
 	failed  int64
 	failedN int
+
+	// trailingOdd and failedOdd count the messages among those summed in
+	// trailing and failed whose tokens pi counts as no number
+	// (payload.odd): where one is in the estimate, pi's is no number.
+	// (Where nothing anchors, trailing is the fallback sum.)
+	trailingOdd, failedOdd int
 }
 
 // Estimator returns an estimator at the start of the branch (an empty
@@ -99,12 +105,13 @@ func (e *Estimator) Advance() {
 	case n.kind == KindAssistant && n.stop == "error":
 		e.failed += n.tokens
 		e.failedN++
+		e.failedOdd += odds(n)
 	case n.kind != KindOther:
 		// An entry that adds nothing to the context (an extension's
 		// custom entry its turn_end handler wrote before pi retried, a
 		// model or thinking-level change, a label) leaves the run of
 		// failed answers as it is: pi still drops them.
-		e.failed, e.failedN = 0, 0
+		e.failed, e.failedN, e.failedOdd = 0, 0, 0
 	}
 	switch n.kind {
 	case KindCompaction:
@@ -134,10 +141,19 @@ func (e *Estimator) message(pos int) {
 	e.messages++
 	e.fallback += n.tokens
 	if n.anchor {
-		e.anchor, e.anchorPos, e.trailing = e.usageAt(pos), pos, 0
+		e.anchor, e.anchorPos, e.trailing, e.trailingOdd = e.usageAt(pos), pos, 0, 0
 		return
 	}
 	e.trailing += n.tokens
+	e.trailingOdd += odds(n)
+}
+
+// odds is 1 for a message pi counts as no number, else 0.
+func odds(n *payload) int {
+	if n.odd {
+		return 1
+	}
+	return 0
 }
 
 // compact rebuilds the context as buildSessionContext does for a branch whose
@@ -148,6 +164,7 @@ func (e *Estimator) compact(pos int) {
 	n := e.b.payload(pos)
 	e.anchor, e.anchorPos = 0, -1
 	e.trailing, e.fallback, e.messages = n.tokens, n.tokens, 1
+	e.trailingOdd = odds(n)
 	e.compacted, e.fresh, e.freshUsed = true, false, false
 	id, ok := e.b.firstKept[e.b.at(pos)]
 	if !ok {
@@ -176,7 +193,7 @@ func (e *Estimator) Estimate() Estimate {
 		Trailing:   e.trailing,
 		Fallback:   e.fallback,
 		Messages:   e.messages,
-		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || x != x,
+		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || x != x || e.trailingOdd > 0,
 	}
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.id(e.anchorPos)
@@ -205,6 +222,7 @@ func (e *Estimator) Retry() Estimate {
 	est.Fallback -= e.failed
 	est.Messages -= e.failedN
 	x := e.anchor + float64(est.Trailing)
+	est.Unknown = e.compacted && !(e.fresh && e.freshUsed) || x != x || e.trailingOdd-e.failedOdd > 0
 	est.Tokens = whole(x)
 	est.Fractional = x != math.Floor(x) && math.Abs(x) < 1<<62
 	return est
