@@ -158,3 +158,34 @@ func asPiRead(t *testing.T, path string, want []piRequest, final int64) *Transcr
 	}
 	return tr
 }
+
+// A failed answer pi cannot count (its content 5 is not iterable: a
+// TypeError in pi's estimateTokens) makes the estimate unknown while it is
+// in the context (the resumed reading), but pi drops it before it retries,
+// so the retry's estimate is known: 100 for the answer before, 2 for the
+// prompt after it.
+func TestRetryLeavesOutAFailedAnswerPiCannotCount(t *testing.T) {
+	tr, err := Read(strings.NewReader(strings.Join([]string{
+		`{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}`,
+		`{"type":"message","id":"u0","parentId":null,"message":{"role":"user","content":"hi"}}`,
+		`{"type":"message","id":"a1","parentId":"u0","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`,
+		`{"type":"message","id":"u1","parentId":"a1","message":{"role":"user","content":"abcdefgh"}}`,
+		`{"type":"message","id":"a2","parentId":"u1","message":{"role":"assistant","content":5,"provider":"p","model":"m","usage":{"totalTokens":0},"stopReason":"error"}}`,
+		`{"type":"message","id":"a3","parentId":"a2","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":300},"stopReason":"stop"}}`,
+		`{"type":"message","id":"u2","parentId":"a3","message":{"role":"user","content":"abcd"}}`,
+		`{"type":"message","id":"a4","parentId":"u2","message":{"role":"assistant","content":5,"provider":"p","model":"m","usage":{"totalTokens":0},"stopReason":"error"}}`,
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := tr.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	if r := reqs[2].Before; r.Unknown || r.Tokens != 102 {
+		t.Errorf("the retry: %d tokens (unknown %v), want 102 without the failed answer", r.Tokens, r.Unknown)
+	}
+	if !tr.Final.Unknown {
+		t.Errorf("the resumed reading counts the failed answer pi cannot count: %d tokens, want unknown", tr.Final.Tokens)
+	}
+}
