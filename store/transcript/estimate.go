@@ -53,9 +53,11 @@ type UsageFunc func(pos int, recorded float64) float64
 // at the current position up to date, so the estimate before every request
 // costs O(1) instead of a rebuild of the context: pi's
 // buildSessionContext(entries, parentId) is the branch prefix ending just
-// before the request, and the prefix grows by one entry per step. Only a
-// compaction rebuilds, over the entries it keeps. It is not safe for
-// concurrent use.
+// before the request, and the prefix grows by one entry per step. A
+// compaction rebuilds over the entries it keeps, from running sums kept
+// along the walk, in O(1): a file of many compactions that each keep the
+// whole branch before them costs no more than one of messages. It is not
+// safe for concurrent use.
 type Estimator struct {
 	b     *Branch
 	usage UsageFunc // nil: as recorded
@@ -83,12 +85,57 @@ type Estimator struct {
 	// (payload.odd): where one is in the estimate, pi's is no number.
 	// (Where nothing anchors, trailing is the fallback sum.)
 	trailingOdd, failedOdd int
+
+	// run sums the messages of the branch so far, whatever the
+	// compactions among them: what a compaction that keeps entries from
+	// position first takes is run now less run at first (saved in kept
+	// when the walk passes a position some compaction on the branch keeps
+	// from), and the anchor among them the last one, if at or after
+	// first, with the sums just after it (afterAnchor).
+	run, afterAnchor prefix
+	lastAnchor       int // the position of the branch's last anchoring message so far, -1 before one
+	kept             map[int]prefix
+}
+
+// prefix is what the estimate takes of a run of messages: their tokens,
+// their number, and how many pi cannot count.
+type prefix struct {
+	tokens   int64
+	messages int
+	odd      int
 }
 
 // Estimator returns an estimator at the start of the branch (an empty
 // context). usage, when not nil, replaces every recorded assistant usage.
 func (b *Branch) Estimator(usage UsageFunc) *Estimator {
-	return &Estimator{b: b, usage: usage, anchorPos: -1}
+	e := &Estimator{b: b, usage: usage, anchorPos: -1, lastAnchor: -1}
+	for pos := 0; b != nil && pos < b.Len; pos++ {
+		if first, ok := e.keptFrom(pos); ok {
+			if e.kept == nil {
+				e.kept = make(map[int]prefix)
+			}
+			e.kept[first] = prefix{}
+		}
+	}
+	return e
+}
+
+// keptFrom is the position the compaction at pos keeps entries from, when
+// it is one and keeps any: its firstKeptEntryId found on the branch before
+// it.
+func (e *Estimator) keptFrom(pos int) (int, bool) {
+	if e.b.payload(pos).kind != KindCompaction {
+		return 0, false
+	}
+	id, ok := e.b.firstKept[e.b.at(pos)]
+	if !ok {
+		return 0, false
+	}
+	first, ok := e.b.position(id)
+	if !ok || first >= pos {
+		return 0, false
+	}
+	return first, true
 }
 
 // Pos is the position of the entry the next Advance adds; Estimate
@@ -101,6 +148,9 @@ func (e *Estimator) Advance() {
 	pos := e.pos
 	n := e.b.payload(pos)
 	e.pos++
+	if _, ok := e.kept[pos]; ok {
+		e.kept[pos] = e.run
+	}
 	switch {
 	case n.kind == KindAssistant && n.stop == "error":
 		e.failed += n.tokens
@@ -117,6 +167,12 @@ func (e *Estimator) Advance() {
 	case KindCompaction:
 		e.compact(pos)
 	case KindMessage, KindAssistant:
+		e.run.tokens += n.tokens
+		e.run.messages++
+		e.run.odd += odds(n)
+		if n.anchor {
+			e.lastAnchor, e.afterAnchor = pos, e.run
+		}
 		e.message(pos)
 		if n.kind == KindAssistant && n.valid && e.compacted {
 			// getContextUsage scans back from the leaf for the first
@@ -166,19 +222,24 @@ func (e *Estimator) compact(pos int) {
 	e.trailing, e.fallback, e.messages = n.tokens, n.tokens, 1
 	e.trailingOdd = odds(n)
 	e.compacted, e.fresh, e.freshUsed = true, false, false
-	id, ok := e.b.firstKept[e.b.at(pos)]
+	first, ok := e.keptFrom(pos)
 	if !ok {
 		return
 	}
-	first, ok := e.b.position(id)
-	if !ok || first >= pos {
+	// The messages from first up to the compaction, as message would add
+	// them one by one: all in the fallback, those after the last anchor
+	// among them in trailing.
+	from := e.kept[first]
+	e.fallback += e.run.tokens - from.tokens
+	e.messages += e.run.messages - from.messages
+	if e.lastAnchor >= first {
+		e.anchor, e.anchorPos = e.usageAt(e.lastAnchor), e.lastAnchor
+		e.trailing = e.run.tokens - e.afterAnchor.tokens
+		e.trailingOdd = e.run.odd - e.afterAnchor.odd
 		return
 	}
-	for p := first; p < pos; p++ {
-		if k := e.b.payload(p).kind; k == KindMessage || k == KindAssistant {
-			e.message(p)
-		}
-	}
+	e.trailing += e.run.tokens - from.tokens
+	e.trailingOdd += e.run.odd - from.odd
 }
 
 // Estimate is pi's estimate of the context of the branch prefix added so far.
