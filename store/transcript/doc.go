@@ -69,8 +69,11 @@
 // thinking, tool-call name, command, output or summary that is no string
 // or array, which is NaN or, when absent or null, a TypeError; a content
 // pi iterates that is no array or string, a null block, a tool call
-// without arguments: TypeErrors). Such a message counts 0 in Trailing
-// and Fallback.
+// without arguments: TypeErrors; tool-call arguments nested past 3,000
+// arrays or objects, where pi's JSON.stringify may overflow its stack, a
+// RangeError from 4,174 with node 20: there sessdb has no reading even
+// where pi's stack held). Such a message counts 0 in Trailing and
+// Fallback.
 //
 // Caveat: where pi itself would compute NaN or throw elsewhere, the
 // scanner reads 0 or drops the line instead; pi never writes such values.

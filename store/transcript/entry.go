@@ -182,7 +182,7 @@ const (
 	oddBlock                      // a block is null
 	oddText                       // a text block's text is no string or array
 	oddTruthyText                 // ... and is truthy (the only one pi's tool-result count measures)
-	oddCall                       // a thinking, or a tool call's name or arguments, pi cannot measure
+	oddCall                       // a thinking, or a tool call's name or arguments, pi cannot measure (arguments nested past stringifyDepth included)
 	oddLength                     // a command, output or summary that is no string or array
 )
 
@@ -445,8 +445,8 @@ func block(w *walker, c *Content, st *stringifier) (call bool) {
 		if args != nil {
 			c.ToolCalls += st.units(args)
 		}
-		if oddN || args == nil {
-			c.odd |= oddCall // JSON.stringify(undefined) has no length
+		if oddN || args == nil || st.deep {
+			c.odd |= oddCall // JSON.stringify(undefined) has no length, and one too deep throws
 		}
 	case "image":
 		c.Images++

@@ -261,13 +261,26 @@ func TestPiKeepsDeeplyNestedLines(t *testing.T) {
 	} {
 		c.check(t)
 	}
-	// Arguments 100000 deep, on an errored answer (no anchor, so counted):
-	// read, with no stack overflow; pi throws here, so any count will do.
-	args := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
-	_, err := ReadEnd(strings.NewReader(strings.Join([]string{hdr, piU1,
-		`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"toolCall","name":"x","arguments":` + args + `}],"stopReason":"error"}}`}, "\n")))
-	if err != nil {
-		t.Errorf("deep arguments: %v", err)
+	// Arguments deep, on an errored answer (no anchor, so counted): read,
+	// with no stack overflow. pi's JSON.stringify throws from 4174 deep
+	// (node 20, pi-end-usage.mjs: RangeError), so there is no reading past
+	// stringifyDepth; 3000 deep, pi counts 6000 characters and the name's
+	// 1: 1501 tokens, and the prompt's 2 (pi-end-usage.mjs: 1503).
+	for _, c := range []struct {
+		depth int
+		want  int64 // -1: no reading
+	}{{100000, -1}, {4174, -1}, {stringifyDepth + 1, -1}, {stringifyDepth, 2 + 1501}} {
+		args := strings.Repeat("[", c.depth) + strings.Repeat("]", c.depth)
+		end, err := ReadEnd(strings.NewReader(strings.Join([]string{hdr, piU1,
+			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"toolCall","name":"x","arguments":` + args + `}],"stopReason":"error"}}`}, "\n")))
+		switch {
+		case err != nil:
+			t.Errorf("arguments %d deep: %v", c.depth, err)
+		case c.want < 0 && end.Known:
+			t.Errorf("arguments %d deep: a reading of %d tokens where pi throws", c.depth, end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("arguments %d deep: %d tokens (known %v), want pi's %d", c.depth, end.Tokens, end.Known, c.want)
+		}
 	}
 }
 
