@@ -29,6 +29,7 @@ type Branch struct {
 	Final   Estimate // the estimate at the leaf: what pi reports on resume
 
 	v1        bool             // a version 1 file: ids are "v1:<index>", each entry's parent the one before, the branch every entry
+	piThrows  bool             // the file has a line pi's load throws on (Scanner.piThrows): pi loads nothing
 	recs      chunked[rec]     // every entry that may be on the branch, in file order
 	data      chunked[payload] // what the entries that add a message or set the model add, in file order
 	off, line wide             // the high halves of rec.off and rec.line
@@ -219,9 +220,11 @@ func load(sc *Scanner) (*Branch, error) {
 	if b.Len > 0 && b.idKind(b.at(b.Len-1)) == idNone {
 		// pi's getBranch() walks from leafId, and from a falsy one it
 		// returns nothing: getContextUsage's guard finds no compaction on
-		// it and reports the estimate, stale or not.
-		b.Final.Unknown = false
+		// it and reports the estimate, stale or not (but no number where
+		// it has none).
+		b.Final.Unknown = est.noNumber()
 	}
+	b.piThrows = sc.piThrows
 	return b, nil
 }
 

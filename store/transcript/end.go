@@ -28,7 +28,9 @@ type End struct {
 	// Known is false where pi reports null: the branch has a compaction and
 	// no assistant after it measured the compacted context yet; and where
 	// pi's reading is no number (Estimate.Unknown), which is no reading,
-	// or is one no int64 holds (see Tokens). Tokens is
+	// or is one no int64 holds (see Tokens); and where pi cannot load the
+	// file at all (a null line, or in a version 1 file a string, number or
+	// boolean line: its load throws a TypeError), which the scan drops. Tokens is
 	// then the stale figure pi does not show. pi shows it, and Known is
 	// true, when the last entry's id is falsy (absent, "", 0, false):
 	// getBranch() is then empty, and getContextUsage's guard finds no
@@ -140,7 +142,7 @@ func (m LastMessage) Shape() Shape {
 func (b *Branch) End() End {
 	f := b.Final
 	exact := !f.Fractional && f.Tokens > -(1<<62) && f.Tokens < 1<<62
-	e := End{Tokens: f.Tokens, Known: !f.Unknown && exact}
+	e := End{Tokens: f.Tokens, Known: !f.Unknown && exact && !b.piThrows}
 	modelSeen, lastSeen := false, false
 	for pos := b.Len - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
 		n := b.payload(pos)

@@ -547,3 +547,41 @@ func TestReadEndHasNoReadingWherePiCannotCountAMessage(t *testing.T) {
 		t.Errorf("a message pi cannot count before the anchor: %d tokens (known %v, %v), want pi's 100", end.Tokens, end.Known, err)
 	}
 }
+
+// Where pi cannot load the file, it has no reading: its load throws a
+// TypeError on a null line, and on a line that is a number, a string or a
+// boolean in a version 1 file (its migration gives each line an id). A
+// session line after the header pi skips, and reads on. With a leaf whose
+// id is falsy, pi's guard finds no compaction, but a message it cannot
+// count still leaves it no number. pi 0.58.3's answers by
+// tools/pi-end-usage.mjs: a TypeError, a TypeError, 100, null (NaN), 101.
+func TestReadEndHasNoReadingWherePiCannotLoadTheFile(t *testing.T) {
+	const (
+		h3 = `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w"}`
+		u  = `{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"hello"}}`
+		a  = `{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`
+	)
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  int64 // -1: no reading
+	}{
+		{"a null line", []string{h3, u, "null", a}, -1},
+		{"a number in a version 1 file", []string{`{"type":"session","id":"s","timestamp":"t","cwd":"/w"}`,
+			`{"type":"message","message":{"role":"user","content":"hello"}}`, "5",
+			`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`}, -1},
+		{"a session line after the header", []string{h3, u, `{"type":"session","id":"z"}`, a}, 100},
+		{"a falsy leaf pi cannot count", []string{h3, u, a, `{"type":"branch_summary","parentId":"a1","fromId":"root","summary":{}}`}, -1},
+		{"a falsy leaf", []string{h3, u, a, `{"type":"branch_summary","parentId":"a1","fromId":"root","summary":"abcd"}`}, 101},
+	} {
+		end, err := ReadEnd(strings.NewReader(strings.Join(c.lines, "\n") + "\n"))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want < 0 && end.Known:
+			t.Errorf("%s: a reading of %d tokens, want none (pi has none)", c.name, end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("%s: %d tokens (known %v), want pi's %d", c.name, end.Tokens, end.Known, c.want)
+		}
+	}
+}

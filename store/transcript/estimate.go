@@ -254,12 +254,20 @@ func (e *Estimator) Estimate() Estimate {
 		Trailing:   e.trailing,
 		Fallback:   e.fallback,
 		Messages:   e.messages,
-		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || x != x || e.trailingOdd > 0,
+		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || e.noNumber(),
 	}
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.id(e.anchorPos)
 	}
 	return est
+}
+
+// noNumber reports whether pi's estimate of the branch prefix added so far
+// is no number: its anchor's usage sums to none, or a message after it is
+// one pi cannot count.
+func (e *Estimator) noNumber() bool {
+	x := e.anchor + float64(e.trailing)
+	return x != x || e.trailingOdd > 0
 }
 
 // Retry is pi's estimate of the context a request is sent with when the

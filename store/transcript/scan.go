@@ -63,6 +63,8 @@ type Scanner struct {
 	entry   Entry
 	prevID  string
 	noID    map[int]bool // version 1: indexes pi's migration gives no id
+
+	piThrows bool // a line pi's load throws on was dropped: pi loads nothing
 }
 
 // NewScanner returns a Scanner reading from r.
@@ -122,6 +124,7 @@ func (s *Scanner) Next() bool {
 			// migration assigns an id to a string, a number or a boolean.
 			// Both throw a TypeError; the line is dropped here.
 			s.stats.NotEntries++
+			s.piThrows = true
 			s.noteNoID(index)
 			continue
 		}
