@@ -99,7 +99,11 @@
 // directory cannot be flocked, meta.db's flock is taken without it;
 // Options.NoTurnstile skips it for a reader whose lock another process
 // holds on its behalf; a writer with Options.HoldTurnstile keeps it until
-// Close, and AwaitTurnstile waits for such a writer). A DB is safe for
+// Close, and AwaitTurnstile waits for such a writer). OpenReaderContext,
+// OpenWriterContext and OpenSidecarsContext end that wait early once their
+// context is done, with an error that wraps the context's, not
+// ErrLockTimeout: a caller that gave up is not one that found the key
+// locked. A DB is safe for
 // concurrent use by multiple goroutines; a Tx is not, and is valid only
 // inside the function it was passed to.
 //

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -40,6 +41,13 @@ var keyLocks = struct {
 // Waiting writers hold back new readers, so a stream of resolves cannot
 // starve a promotion.
 func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error) {
+	return lockKeyContext(context.Background(), id, write, deadline)
+}
+
+// lockKeyContext is lockKey, giving up early, with ctx's error (never
+// ErrLockTimeout: the caller gave up, the lock was not found held too long),
+// once ctx is done.
+func lockKeyContext(ctx context.Context, id keyID, write bool, deadline time.Time) (unlock func(), err error) {
 	keyLocks.Lock()
 	l := keyLocks.m[id]
 	if l == nil {
@@ -64,7 +72,8 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 			break
 		}
 		wait := time.Until(deadline)
-		if wait <= 0 {
+		cerr := ctx.Err()
+		if wait <= 0 || cerr != nil {
 			if write {
 				l.writersWaiting--
 				l.broadcast() // readers held back by this writer may go
@@ -74,6 +83,9 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 			mode := "shared"
 			if write {
 				mode = "exclusive"
+			}
+			if cerr != nil {
+				return nil, fmt.Errorf("waiting for the %s in-process lock: %w", mode, cerr)
 			}
 			return nil, fmt.Errorf("%w: %s in-process lock held by another handle", ErrLockTimeout, mode)
 		}
@@ -86,6 +98,7 @@ func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error
 		select {
 		case <-wake:
 		case <-t.C:
+		case <-ctx.Done():
 		}
 		t.Stop()
 		keyLocks.Lock()
@@ -128,6 +141,13 @@ func (l *keyLock) release(id keyID) {
 // and a blocking flock in a goroutine could not be abandoned without leaking
 // a thread that might still take the lock later.
 func flockUntil(fd int, write bool, deadline time.Time) error {
+	return flockUntilContext(context.Background(), fd, write, deadline)
+}
+
+// flockUntilContext is flockUntil, giving up early, with ctx's error (never
+// ErrLockTimeout), once ctx is done: checked before each poll, and a pause
+// between two polls ends with ctx.
+func flockUntilContext(ctx context.Context, fd int, write bool, deadline time.Time) error {
 	how := unix.LOCK_SH
 	if write {
 		how = unix.LOCK_EX
@@ -146,6 +166,9 @@ func flockUntil(fd int, write bool, deadline time.Time) error {
 		default:
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for the file lock: %w", err)
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return fmt.Errorf("%w: file lock held by another open file (another process, most likely)", ErrLockTimeout)
@@ -154,7 +177,23 @@ func flockUntil(fd int, write bool, deadline time.Time) error {
 		// is usually had within the first polls, and the 25 ms cap bounds
 		// how late a waiter notices a lock freed after a long hold, at one
 		// system call per 25 ms while it waits.
-		time.Sleep(min(pause, wait))
+		sleep(ctx, min(pause, wait))
 		pause = min(2*pause, 25*time.Millisecond)
+	}
+}
+
+// sleep pauses for d, or until ctx is done. A context that is never done
+// (context.Background's) sleeps as before, with no timer to make.
+func sleep(ctx context.Context, d time.Duration) {
+	done := ctx.Done()
+	if done == nil {
+		time.Sleep(d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-done:
 	}
 }

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,7 +24,16 @@ import (
 // error for which errors.Is(err, fs.ErrNotExist) holds. A file of an older
 // schema is read as far as it goes: buckets it predates read as empty.
 func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
-	return open(dir, name, opts, false)
+	return open(context.Background(), dir, name, opts, false)
+}
+
+// OpenReaderContext is OpenReader, its wait for the locks ended early once
+// ctx is done: the open then fails with an error that wraps ctx's
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded), not
+// ErrLockTimeout, and holds nothing. Options.LockTimeout bounds the wait
+// all the same. ctx is consulted only while the open waits for a lock.
+func OpenReaderContext(ctx context.Context, dir *os.File, name string, opts Options) (*DB, error) {
+	return open(ctx, dir, name, opts, false)
 }
 
 // OpenWriter opens dir's meta.db read-write under an exclusive lock,
@@ -33,10 +43,17 @@ func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
 // OpenReader for dir and name. On error no lock is held, and nothing has
 // been written except, possibly, a complete new meta.db that it created.
 func OpenWriter(dir *os.File, name string, opts Options) (*DB, error) {
-	return open(dir, name, opts, true)
+	return open(context.Background(), dir, name, opts, true)
 }
 
-func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
+// OpenWriterContext is OpenWriter, its wait for the locks ended early once
+// ctx is done, as OpenReaderContext's. What it may have made before
+// (a complete new meta.db) stays, as on any error of OpenWriter's.
+func OpenWriterContext(ctx context.Context, dir *os.File, name string, opts Options) (*DB, error) {
+	return open(ctx, dir, name, opts, true)
+}
+
+func open(ctx context.Context, dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	if write {
 		if err := faults.At(faults.DBOpenWriter); err != nil {
 			return nil, pathErr("open", name, err)
@@ -55,7 +72,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, pathErr("open", name, syscall.ENOTDIR)
 	}
-	unlock, err := lockKey(keyID{uint64(st.Dev), st.Ino}, write, deadline)
+	unlock, err := lockKeyContext(ctx, keyID{uint64(st.Dev), st.Ino}, write, deadline)
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
@@ -63,7 +80,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 		// Taken here, after the in-process lock and before meta.db's, in
 		// the order every open takes them; passing it again below, on the
 		// same open file description, would let it go.
-		release, err := holdTurnstile(dirfd, deadline)
+		release, err := holdTurnstileContext(ctx, dirfd, deadline)
 		if err != nil {
 			unlock()
 			return nil, pathErr("open", name, err)
@@ -76,7 +93,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 		unlock()
 		return nil, pathErr("open", name, err)
 	}
-	d, err := openLocked(dirfd, name, opts, write, deadline)
+	d, err := openLocked(ctx, dirfd, name, opts, write, deadline)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -95,7 +112,7 @@ func open(dir *os.File, name string, opts Options, write bool) (*DB, error) {
 // name that keeps changing: the open gives up instead of looping.
 const openAttempts = 3
 
-func openLocked(dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
+func openLocked(ctx context.Context, dirfd int, name string, opts Options, write bool, deadline time.Time) (*DB, error) {
 	var d *DB
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -104,7 +121,7 @@ func openLocked(dirfd int, name string, opts Options, write bool, deadline time.
 				return nil, err
 			}
 		}
-		d, err = openDB(dirfd, name, write, !opts.NoTurnstile, !opts.UndecodableHistory, opts.BeforeWrite, deadline, opts.timeout())
+		d, err = openDB(ctx, dirfd, name, write, !opts.NoTurnstile, !opts.UndecodableHistory, opts.BeforeWrite, deadline, opts.timeout())
 		if err == nil {
 			break
 		}
@@ -213,10 +230,10 @@ func (d *DB) viewRoot(fn func(rootView) error) error {
 // through bbolt, which checks less than the snapshot decoder (key order,
 // for one), and issue 15 found promotions acknowledged into files that
 // every reader then refused.
-func openDB(dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
+func openDB(ctx context.Context, dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, timeout time.Duration) (*DB, error) {
 	var copied fileID
 	var stamp fileStamp
-	file, whole, meta, err := openFileLocked(dirfd, name, write, gated, history, before, deadline, &copied, &stamp)
+	file, whole, meta, err := openFileLocked(ctx, dirfd, name, write, gated, history, before, deadline, &copied, &stamp)
 	if err != nil {
 		return nil, err
 	}

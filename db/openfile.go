@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -24,7 +25,7 @@ import (
 // own (ownFile; before is Options.BeforeWrite); *copied is then set to the
 // file that was at the name. *stamp is the file's when its pages were
 // read: a file written while they were is ErrDamaged (see fileStamp).
-func openFileLocked(dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, copied *fileID, stamp *fileStamp) (file *os.File, whole []byte, meta MetaPages, err error) {
+func openFileLocked(ctx context.Context, dirfd int, name string, write, gated, history bool, before func() error, deadline time.Time, copied *fileID, stamp *fileStamp) (file *os.File, whole []byte, meta MetaPages, err error) {
 	// The name is lstat'ed first, and anything but a regular file refused
 	// unopened: the open of a device node runs its driver.
 	var lst unix.Stat_t
@@ -85,9 +86,9 @@ func openFileLocked(dirfd int, name string, write, gated, history bool, before f
 	if err := faults.At(faults.DBOpenBeforeLock); err != nil {
 		return fail(pathErr("open", name, err))
 	}
-	lock := flockUntil
+	lock := func(fd int, write bool, deadline time.Time) error { return flockUntilContext(ctx, fd, write, deadline) }
 	if gated {
-		lock = func(fd int, write bool, deadline time.Time) error { return flockGated(dirfd, fd, write, deadline) }
+		lock = func(fd int, write bool, deadline time.Time) error { return flockGated(ctx, dirfd, fd, write, deadline) }
 	}
 	if err := lock(fd, write, deadline); err != nil {
 		return fail(pathErr("open", name, err))
@@ -227,26 +228,26 @@ var testHookLstated func()
 // turnstile orders nobody's access, fd's flock does: where the key dir
 // cannot be flocked (a filesystem without flock on directories), fd's
 // flock is taken without it, as before.
-func flockGated(dirfd, fd int, write bool, deadline time.Time) error {
-	err := flockDir(dirfd, write, deadline)
+func flockGated(ctx context.Context, dirfd, fd int, write bool, deadline time.Time) error {
+	err := flockDir(ctx, dirfd, write, deadline)
 	switch {
 	case err == nil:
 		defer unix.Flock(dirfd, unix.LOCK_UN)
-	case errors.Is(err, ErrLockTimeout):
+	case errors.Is(err, ErrLockTimeout), ctx.Err() != nil:
 		return err
 	}
-	return flockUntil(fd, write, deadline)
+	return flockUntilContext(ctx, fd, write, deadline)
 }
 
 // flockDir takes the flock of a key dir, its turnstile, as flockUntil
 // takes any flock. Every take of the turnstile goes through it, so that a
 // test can have it go as on a file system that cannot flock a directory
 // (internal/dirflock); in production it is flockUntil.
-func flockDir(dirfd int, write bool, deadline time.Time) error {
+func flockDir(ctx context.Context, dirfd int, write bool, deadline time.Time) error {
 	if take, err := dirflock.Flock(); !take {
 		return err
 	}
-	return flockUntil(dirfd, write, deadline)
+	return flockUntilContext(ctx, dirfd, write, deadline)
 }
 
 // holdTurnstile takes the turnstile of the key dir dirfd exclusively for
@@ -255,20 +256,26 @@ func flockDir(dirfd int, write bool, deadline time.Time) error {
 // for the open), and returns what lets it go. Where the dir cannot be
 // flocked there is no turnstile to hold, as in flockGated.
 func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
+	return holdTurnstileContext(context.Background(), dirfd, deadline)
+}
+
+// holdTurnstileContext is holdTurnstile, giving up its wait early, with
+// ctx's error, once ctx is done.
+func holdTurnstileContext(ctx context.Context, dirfd int, deadline time.Time) (release func(), err error) {
 	// Close-on-exec in the one call: a child forked between a dup and
 	// its CloseOnExec would keep the key dir open past its exec.
 	fd, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	err = flockDir(fd, true, deadline)
+	err = flockDir(ctx, fd, true, deadline)
 	switch {
 	case err == nil:
 		return func() {
 			unix.Flock(fd, unix.LOCK_UN) // the description is dir's too
 			unix.Close(fd)
 		}, nil
-	case errors.Is(err, ErrLockTimeout):
+	case errors.Is(err, ErrLockTimeout), ctx.Err() != nil:
 		unix.Close(fd)
 		return nil, err
 	}
@@ -286,7 +293,7 @@ func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
 // (macOS's NFS client), nil at once: neither waits for a writer.
 func AwaitTurnstile(dir *os.File, timeout time.Duration) error {
 	fd := int(dir.Fd())
-	err := flockDir(fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	err := flockDir(context.Background(), fd, false, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
 	if err == nil {
 		unix.Flock(fd, unix.LOCK_UN)
 	}
@@ -304,7 +311,7 @@ func AwaitTurnstile(dir *os.File, timeout time.Duration) error {
 // opened, one no open would accept (check --repair moves a damaged meta.db
 // aside under its lock). Closing f releases it.
 func LockExclusive(dir, f *os.File, timeout time.Duration) error {
-	err := flockGated(int(dir.Fd()), int(f.Fd()), true, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
+	err := flockGated(context.Background(), int(dir.Fd()), int(f.Fd()), true, time.Now().Add(Options{LockTimeout: timeout}.timeout()))
 	runtime.KeepAlive(dir)
 	runtime.KeepAlive(f)
 	if err != nil {

@@ -1,6 +1,9 @@
 package db
 
-import "os"
+import (
+	"context"
+	"os"
+)
 
 // OpenSidecars opens the meta.db of the key dir dir, read-write under its
 // exclusive lock when write is set (creating it when absent, as
@@ -10,11 +13,13 @@ import "os"
 // opened by the caller with O_DIRECTORY|O_NOFOLLOW. On error nothing is
 // held.
 func OpenSidecars(dir *os.File, opts Options, write bool) (*DB, Sidecars, error) {
-	open := OpenReader
-	if write {
-		open = OpenWriter
-	}
-	d, err := open(dir, dir.Name()+"/"+FileName, opts)
+	return OpenSidecarsContext(context.Background(), dir, opts, write)
+}
+
+// OpenSidecarsContext is OpenSidecars, its wait for the lock ended early
+// once ctx is done (see OpenReaderContext).
+func OpenSidecarsContext(ctx context.Context, dir *os.File, opts Options, write bool) (*DB, Sidecars, error) {
+	d, err := open(ctx, dir, dir.Name()+"/"+FileName, opts, write)
 	if err != nil {
 		return nil, Sidecars{}, err
 	}
