@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -170,4 +171,35 @@ func replaceFile(p string, make func() error) error {
 		return err
 	}
 	return make()
+}
+
+// Stall opens the instance's fleet through a member that is not there (a
+// port nothing listens on), with a request timeout of wait: every etcd
+// request of the store's resolves and promotes goes unanswered until
+// then. There is nothing to release.
+func (in *fleetInstance) Stall(_ string, opts store.Options, wait time.Duration) (*store.Store, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b, err := Open(Config{Config: etcdmeta.Config{Endpoints: []string{"http://" + addr}, Prefix: in.prefix, RequestTimeout: wait, DialTimeout: wait}, TranscriptsDir: in.dir})
+	if err != nil {
+		return nil, nil, err
+	}
+	in.t.Cleanup(func() { b.Close() })
+	return store.NewOn(b, opts), func() {}, nil
+}
+
+// AtCommit runs f as the next promotion's commit begins, before its
+// guarded put is sent.
+func (in *fleetInstance) AtCommit(f func()) {
+	var fired atomic.Bool
+	in.b.hook = func(q, _ string) error {
+		if q == hookCommit && !fired.Swap(true) {
+			f()
+		}
+		return nil
+	}
 }

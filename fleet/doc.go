@@ -4,7 +4,10 @@
 // directory every worker mounts (package fleet/shared). store.NewOn runs
 // Resolve and Promote on it with the same ladder, reasons, job contract
 // and JSON as the key-dir store; package store/storetest's conformance
-// suite runs on both.
+// suite runs on both. A Backend is a store.ContextBackend: the store's
+// ResolveContext and PromoteContext end its etcd requests, each still
+// within the request timeout, once the caller's context is done, up to a
+// promotion's commit, which is bounded by the request timeout alone.
 //
 // # A key
 //

@@ -428,4 +428,4 @@ func (s *staleRevs) mark(key string, rev int64) {
 	}
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ store.ContextBackend = (*Backend)(nil)

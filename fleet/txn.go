@@ -36,6 +36,18 @@ import (
 // or is of a newer schema is an error (never written over), as is etcd
 // not answering.
 func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
+	return b.BeginContext(context.Background(), key, base)
+}
+
+// BeginContext is Begin, its etcd requests ended once ctx is done (each
+// still within the request timeout), with an error that wraps ctx's
+// (store.ContextBackend). The txn it returns keeps no ctx: its Refuse and
+// Commit are bounded by the request timeout alone, never by the caller's
+// cancel.
+func (b *Backend) BeginContext(caller context.Context, key string, base store.Base) (store.KeyTxn, error) {
+	if caller == nil {
+		caller = context.Background()
+	}
 	if err := b.opened(); err != nil {
 		return nil, err
 	}
@@ -47,7 +59,7 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 	}
 	// One request timeout for both reads: an etcd that does not answer
 	// the first will not answer the second either.
-	ctx, cancel := b.deadline()
+	ctx, cancel := context.WithTimeout(caller, b.timeout)
 	defer cancel()
 	// The file goes into the dir for this fleet's records to name, and
 	// another fleet's reap would sweep it (once a Backend, see Claim).

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -22,16 +23,29 @@ import (
 // names (see the package doc). Every miss is in the view's Observe; an
 // error is a fault: wrong credentials, an invalid key, an I/O error other
 // than the generation being gone.
-func (b *Backend) View(key string, _ gates.Bounds) (store.KeyView, error) {
+func (b *Backend) View(key string, bounds gates.Bounds) (store.KeyView, error) {
+	return b.ViewContext(context.Background(), key, bounds)
+}
+
+// ViewContext is View, its etcd requests ended once ctx is done (each
+// still within the request timeout): the view then fails with an error
+// that wraps ctx's, not the store-unavailable cold start, which would be
+// the caller's cancel taken for etcd's silence (store.ContextBackend).
+// The view it returns keeps no ctx: a read its Lost makes again is bounded
+// by the request timeout alone.
+func (b *Backend) ViewContext(ctx context.Context, key string, _ gates.Bounds) (store.KeyView, error) {
 	if err := b.opened(); err != nil {
 		return nil, err
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var v *view
 	err := lookAgainIfMoved(func() (lost bool, err error) {
-		v, err = b.view(key)
+		v, err = b.view(ctx, key)
 		return err == nil && v.reason == gates.TranscriptReplaced, err
 	}, func() bool {
-		st, err := b.read(key, b.meta.GetRecord)
+		st, err := b.readIn(ctx, key, b.meta.GetRecord)
 		if err != nil || st.Rev == v.rev {
 			return false
 		}
@@ -63,10 +77,12 @@ func lookAgainIfMoved(look func() (lost bool, err error), moved func() bool) err
 }
 
 // view is one look of View at key.
-func (b *Backend) view(key string) (*view, error) {
+func (b *Backend) view(ctx context.Context, key string) (*view, error) {
 	v := &view{b: b, key: key}
-	st, err := b.read(key, b.meta.GetRecord)
+	st, err := b.readIn(ctx, key, b.meta.GetRecord)
 	switch {
+	case stopped(ctx, err) != nil:
+		return nil, err
 	case errors.Is(err, etcdmeta.ErrUnavailable):
 		b.log.Warn().Str("key", key).Err(err).Msg("session_store_unavailable")
 		v.reason = gates.StoreUnavailable

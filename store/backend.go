@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -41,6 +44,86 @@ type Backend interface {
 	// tell otherwise (ErrConflict); Begin is then called again for the
 	// same job, and reads the key.
 	Begin(key string, base Base) (KeyTxn, error)
+}
+
+// A ContextBackend is a Backend whose View and Begin take the caller's
+// context, as database/sql/driver's QueryerContext is a Conn's: optional,
+// and used by ResolveContext and PromoteContext when the Backend has it.
+// Both return an error that wraps ctx's (errors.Is(err,
+// context.Canceled) or context.DeadlineExceeded) when ctx ends what they
+// wait for: KeyDirs' wait for the key's lock, a fleet's etcd requests.
+// ctx bounds only the call itself: a KeyView or KeyTxn it returns does not
+// keep it, and a KeyTxn's Refuse and Commit never consult it (a commit is
+// never half done because its caller gave up).
+//
+// For a Backend without it, the store looks at ctx before View and Begin
+// and after them, and between the steps of its own: a cancel then ends
+// the call once the step in flight returns.
+type ContextBackend interface {
+	Backend
+	// ViewContext is View, its waits ended once ctx is done.
+	ViewContext(ctx context.Context, key string, b gates.Bounds) (KeyView, error)
+	// BeginContext is Begin, its waits ended once ctx is done.
+	BeginContext(ctx context.Context, key string, base Base) (KeyTxn, error)
+}
+
+// view is the backend's View of key, bounded by ctx where the backend
+// takes one (ContextBackend), never begun once ctx is done, and given up
+// (the view closed) when ctx ended while it was opened.
+func (s *Store) view(ctx context.Context, key string) (KeyView, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var v KeyView
+	var err error
+	if b, ok := s.backend.(ContextBackend); ok {
+		v, err = b.ViewContext(ctx, key, s.opts.Bounds)
+	} else {
+		v, err = s.backend.View(key, s.opts.Bounds)
+	}
+	if err = givenUp(ctx, err, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// begin is the backend's Begin, as view is its View. A Begin that found
+// the key locked (ErrKeyLocked) once ctx had ended is given up too: the
+// wait may have been the caller's to end, and a Backend without
+// BeginContext could not end it sooner.
+func (s *Store) begin(ctx context.Context, key string, base Base) (KeyTxn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var t KeyTxn
+	var err error
+	if b, ok := s.backend.(ContextBackend); ok {
+		t, err = b.BeginContext(ctx, key, base)
+	} else {
+		t, err = s.backend.Begin(key, base)
+	}
+	if err = givenUp(ctx, err, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// givenUp is err, the error of a step that opened c, once ctx is done: an
+// error that wraps ctx's, c closed, and that says err but does not wrap
+// it (a key found locked once ctx ended is no locked verdict). Before that
+// it is err as it is.
+func givenUp(ctx context.Context, err error, c interface{ Close() error }) error {
+	cerr := ctx.Err()
+	switch {
+	case cerr == nil:
+		return err
+	case err == nil:
+		c.Close()
+		return cerr
+	case errors.Is(err, cerr):
+		return err
+	}
+	return fmt.Errorf("%w (and %v)", cerr, err)
 }
 
 // A dirBackend is a Backend whose keys' files lie under one directory,

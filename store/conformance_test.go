@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -213,4 +214,29 @@ func outsideFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Stall holds the key's meta.db lock, as a promotion in another process
+// would, and opens a store that waits wait for it.
+func (k *keyDirsInstance) Stall(key string, opts store.Options, wait time.Duration) (*store.Store, func(), error) {
+	unlock, _, err := storetest.LockKeyDir(filepath.Join(k.root, key))
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	opts.LockTimeout = wait
+	return k.Open(opts), func() { once.Do(unlock) }, nil
+}
+
+// AtCommit runs f where the next promotion has committed its transaction,
+// before its rename.
+func (k *keyDirsInstance) AtCommit(f func()) {
+	var fired atomic.Bool
+	faults.Set(func(q faults.Point) error {
+		if q == faults.PromoteAfterCommit && !fired.Swap(true) {
+			f()
+		}
+		return nil
+	})
+	k.t.Cleanup(func() { faults.Set(nil) })
 }

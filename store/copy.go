@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -36,12 +37,23 @@ func coldAfterCopy(staged *os.File, r gates.Reason, cold func(gates.Reason) erro
 // bigCopy bytes reads through a buffer of bigCopy bytes. Every caller's
 // limit is the size it expects plus one, so the limit sizes the buffer.
 func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
+	return copyCountedIn(context.Background(), dst, src, limit)
+}
+
+// copyCountedIn is copyCounted, stopped by a ctx that ends before its next
+// read, with ctx's error (in a wrapped one): at most bigCopy bytes after
+// the cancel.
+func copyCountedIn(ctx context.Context, dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
 	size := 32 << 10 // io.Copy's own
 	if limit > bigCopy {
 		size = bigCopy
 	}
 	h := crc32.New(castagnoli)
-	n, err := io.CopyBuffer(io.MultiWriter(dst, h), sourceReader{io.NewSectionReader(src, 0, limit)}, make([]byte, size))
+	var r io.Reader = sourceReader{io.NewSectionReader(src, 0, limit)}
+	if ctx.Done() != nil {
+		r = ctxReader{ctx, r}
+	}
+	n, err := io.CopyBuffer(io.MultiWriter(dst, h), r, make([]byte, size))
 	if err != nil {
 		return n, 0, fmt.Errorf("copy %s: %w", src.Name(), err)
 	}
@@ -79,3 +91,44 @@ func (s sourceReader) Read(p []byte) (int, error) {
 // source is written so), and an 8 MiB resume took 8.3 to 11.3 ms, 2.2 to
 // 3.2 ms since (docs/PERFORMANCE.md, 2026-12-05).
 const bigCopy = 1 << 20
+
+// ctxReader is r, failing with ctx's error once ctx is done: looked at
+// before each read, so that a copy stops within one chunk (bigCopy at
+// most) of its caller's cancel, and the error is the caller's, not the
+// source's (KeyView.Lost never judges it).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+// Read reads from r unless ctx is done.
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ctxReaderAt is ctxReader for an io.ReaderAt: the staged file, as a
+// KeyTxn's Stage copies it.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+// ReadAt reads from r unless ctx is done.
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}
+
+// readerAtIn is r, bounded by ctx where ctx can end: a context that never
+// ends (context.Background's) leaves r as it is, and its copy as fast.
+func readerAtIn(ctx context.Context, r io.ReaderAt) io.ReaderAt {
+	if ctx.Done() == nil {
+		return r
+	}
+	return ctxReaderAt{ctx, r}
+}

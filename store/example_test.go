@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -9,6 +11,7 @@ import (
 
 	"sessdb/gates"
 	"sessdb/store"
+	"sessdb/store/storetest"
 	"sessdb/store/transcript"
 )
 
@@ -102,4 +105,58 @@ func appendTurn(path string, n int, prompt string) error {
 	fmt.Fprintf(f, `{"type":"message","id":"u%d","parentId":%s,"timestamp":"2026-11-01T12:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":%q}],"timestamp":1}}`+"\n", n, parent, prompt)
 	_, err = fmt.Fprintf(f, `{"type":"message","id":"a%d","parentId":"u%d","timestamp":"2026-11-01T12:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Done."}],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":900,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":1000},"stopReason":"stop","timestamp":2}}`+"\n", n, n)
 	return err
+}
+
+// A worker that bounds how long it waits to start a job: ResolveContext
+// with a deadline. Here another process (a promotion of the same key, as
+// a rule) holds the key for longer than the deadline; the resolve gives up
+// at the deadline with the caller's error, not a verdict, and leaves no
+// staged file and no ticket: the worker may start the job later, or cold
+// with a resolve of its own, but not on this one's.
+func ExampleStore_ResolveContext() {
+	base, err := os.MkdirTemp("", "sessdb-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	root := filepath.Join(base, "sessions")
+	s, err := store.New(root, store.Options{LockTimeout: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/issue-42")
+	job := store.Job{PiVersion: "0.58.3", Venue: "local", Model: "anthropic/claude-sonnet-4-5"}
+	first := filepath.Join(base, "job-1")
+	if _, err := s.Resolve(key, job, first); err != nil {
+		log.Fatal(err)
+	}
+	if err := appendTurn(filepath.Join(first, store.StagedDirName, store.TranscriptName), 1, "Fix the flaky test."); err != nil {
+		log.Fatal(err)
+	}
+	ticket, err := store.ReadTicket(first)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.Promote(ticket, store.PromoteRequest{PiVersion: "0.58.3"}); err != nil {
+		log.Fatal(err)
+	}
+
+	// The key held, as a promotion in another process holds it.
+	unlock, _, err := storetest.LockKeyDir(filepath.Join(root, key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer unlock()
+
+	jobDir := filepath.Join(base, "job-2")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = s.ResolveContext(ctx, key, job, jobDir)
+	_, staged := os.Lstat(filepath.Join(jobDir, store.StagedDirName, store.TranscriptName))
+	_, ticketErr := os.Lstat(filepath.Join(jobDir, store.TicketName))
+	fmt.Println("deadline exceeded:", errors.Is(err, context.DeadlineExceeded))
+	fmt.Println("staged file left:", staged == nil, "ticket left:", ticketErr == nil)
+	// Output:
+	// deadline exceeded: true
+	// staged file left: false ticket left: false
 }

@@ -70,14 +70,25 @@ type keyDir struct {
 // while its legacy files were read is read again, as the db key it has
 // become; only a rollback and another migration could move it again.
 func (s *Store) openKey(key string, point faults.Point) (*keyDir, error) {
-	return s.openKeyIn(nil, key, point)
+	return s.openKeyContext(context.Background(), key, point)
+}
+
+// openKeyContext is openKey, its wait for the key's lock ended once ctx is
+// done, with ctx's error (a resolve's, ResolveContext).
+func (s *Store) openKeyContext(ctx context.Context, key string, point faults.Point) (*keyDir, error) {
+	return s.openKeyInContext(ctx, nil, key, point)
 }
 
 // openKeyIn is openKey under root, a walk's listed root held open (nil:
 // the root at its path, opened for this key alone).
 func (s *Store) openKeyIn(root *os.File, key string, point faults.Point) (*keyDir, error) {
+	return s.openKeyInContext(context.Background(), root, key, point)
+}
+
+// openKeyInContext is openKeyIn with openKeyContext's ctx.
+func (s *Store) openKeyInContext(ctx context.Context, root *os.File, key string, point faults.Point) (*keyDir, error) {
 	for reads := 1; ; reads++ {
-		k, err := s.openKeyOnce(root, key, point)
+		k, err := s.openKeyOnce(ctx, root, key, point)
 		if err != nil || !k.migratedUnder {
 			return k, err
 		}
@@ -92,7 +103,7 @@ func (s *Store) openKeyIn(root *os.File, key string, point faults.Point) (*keyDi
 const maxKeyReads = 3
 
 // openKeyOnce is one read of the key for openKey.
-func (s *Store) openKeyOnce(root *os.File, key string, point faults.Point) (*keyDir, error) {
+func (s *Store) openKeyOnce(ctx context.Context, root *os.File, key string, point faults.Point) (*keyDir, error) {
 	k := &keyDir{}
 	if root == nil {
 		var err error
@@ -132,7 +143,7 @@ func (s *Store) openKeyOnce(root *os.File, key string, point faults.Point) (*key
 
 	// The lock comes first: with it held no promotion can rename a new
 	// transcript in between opening the file and reading its identity.
-	k.meta, err = db.OpenReader(k.dir, fsat.Join(k.dir, db.FileName), s.dbOptions())
+	k.meta, err = db.OpenReaderContext(ctx, k.dir, fsat.Join(k.dir, db.FileName), s.dbOptions())
 	if point != "" {
 		if ferr := s.fault(faults.ResolveAfterMetaOpen); ferr != nil {
 			if err == nil {

@@ -63,8 +63,14 @@ func (b keyDirs) SameID(id string) (bool, error) {
 
 // View opens the key dir, its meta.db under the shared lock and its
 // transcript (see openKey).
-func (b keyDirs) View(key string, _ gates.Bounds) (KeyView, error) {
-	k, err := b.s.openKey(key, faults.ResolveAfterKeyDirOpen)
+func (b keyDirs) View(key string, bounds gates.Bounds) (KeyView, error) {
+	return b.ViewContext(context.Background(), key, bounds)
+}
+
+// ViewContext is View, its wait for the key's lock ended once ctx is done
+// (db.OpenReaderContext), with ctx's error, not the locked cold start.
+func (b keyDirs) ViewContext(ctx context.Context, key string, _ gates.Bounds) (KeyView, error) {
+	k, err := b.s.openKeyContext(ctx, key, faults.ResolveAfterKeyDirOpen)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +248,15 @@ func (v *keyView) Close() error {
 // (creating meta.db), finishes what a crash left behind (a committed
 // promotion rolled forward, stray temps swept), and reads the key's record
 // and history.
-func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
+func (b keyDirs) Begin(key string, base Base) (KeyTxn, error) {
+	return b.BeginContext(context.Background(), key, base)
+}
+
+// BeginContext is Begin, its wait for the key's exclusive lock ended once
+// ctx is done (db.OpenSidecarsContext), with ctx's error, not
+// ErrKeyLocked. The key dir and its meta.db may have been made by then, as
+// by a Begin that found the key locked.
+func (b keyDirs) BeginContext(ctx context.Context, key string, _ Base) (KeyTxn, error) {
 	s := b.s
 	kd, err := s.openKeyDirForWrite(key)
 	if errors.Is(err, fsat.ErrNotDir) {
@@ -258,7 +272,7 @@ func (b keyDirs) Begin(key string, _ Base) (KeyTxn, error) {
 			t.Close()
 		}
 	}()
-	t.d, t.sc, err = db.OpenSidecars(kd, s.writerOptions("promote", kd, key), true)
+	t.d, t.sc, err = db.OpenSidecarsContext(ctx, kd, s.writerOptions("promote", kd, key), true)
 	if errors.Is(err, db.ErrLockTimeout) {
 		return nil, ErrKeyLocked
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -139,6 +140,28 @@ type PromoteResult struct {
 // is promoted with a newline added, so that pi's next append starts a line
 // of its own instead of being glued to the torn one and dropped with it.
 func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error) {
+	return s.PromoteContext(context.Background(), sess, req)
+}
+
+// PromoteContext is Promote, given up once ctx is done before its commit:
+// while it waits for the key's lock (KeyDirs) or for the backend (a
+// fleet's etcd requests, with a Backend that takes a context:
+// ContextBackend), and between the chunks of its reads and its copy of the
+// staged file. A promote given up so is promote-failed, returned with an
+// error that wraps ctx's (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded): nothing of the key changed, the run's
+// transcript is where the job left it, and a retry with the same Session
+// promotes it, as after any promote-failed. A ctx done before the call
+// touches nothing; the arguments are checked first. From the commit on,
+// ctx is not consulted: a promotion is never half done, or left unsaid,
+// because its caller gave up, and one that committed is returned
+// promoted whatever ctx says. A refusal (superseded, transcript-rewritten,
+// run-incomplete) reached before the cancel is recorded and returned as
+// without one. A nil ctx is context.Background(), which never ends.
+func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteRequest) (PromoteResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	res := PromoteResult{Key: sess.Key}
 	if s.backend == nil {
 		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrNoBackend)
@@ -174,13 +197,29 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 		return res, fmt.Errorf("promote %s: %w: %w", sess.Key, ErrBadTicket, ErrNoJobDir)
 	}
 	log := s.opts.Logger.With().Str("key", sess.Key).Logger()
-	res, err := s.promote(sess, req, res)
+	// Nothing touched yet: the caller gave up before the call.
+	if err := ctx.Err(); err != nil {
+		res.Reason = gates.PromoteFailed
+		return res, fmt.Errorf("promote %s: %w", sess.Key, err)
+	}
+	res, err := s.promote(ctx, sess, req, res)
 	switch {
 	case errors.Is(err, ErrWrongRoot), errors.Is(err, ErrBadTicket), errors.Is(err, ErrNoBackend):
 		// A Session refused, or a backend that says it is none (a
 		// fleet.Backend fleet.Open did not make), nothing tried: no
 		// promote-failed, whose retry with the same Session would
 		// promote. A store on such a backend answers as one on none.
+		err = fmt.Errorf("promote %s: %w", sess.Key, err)
+	case err != nil && ctx.Err() != nil && !errors.As(err, new(*uncancelled)):
+		// Given up before the commit (a commit's fault, or a
+		// refusal's record's, is a fault whatever ctx says: neither
+		// consults it). Another fault met on the way is said, not
+		// wrapped: the error is the cancel's.
+		res.Promoted, res.Reason = false, gates.PromoteFailed
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (and %v)", ctx.Err(), err)
+		}
+		log.Info().Err(err).Msg("session_promote_cancelled")
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil:
 		res.Promoted, res.Reason = false, gates.PromoteFailed
@@ -197,7 +236,7 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 // promote is the write path (DESIGN.md), every step in order. A refusal
 // is a result with its reason and a nil error; an error is a fault, which
 // Promote reports as promote-failed.
-func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (PromoteResult, error) {
+func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult) (PromoteResult, error) {
 	refuse := func(r gates.Reason) (PromoteResult, error) { res.Reason = r; return res, nil }
 
 	// Step 0: the ticket must be this store's, before anything is written
@@ -218,7 +257,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 		return refuse(reason)
 	}
 	defer staged.close()
-	content, err := readStaged(staged, sess)
+	content, err := readStagedIn(ctx, staged, sess)
 	if err != nil {
 		return res, err
 	}
@@ -228,7 +267,7 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 	// backend without a lock says so at the commit): the key, the contract,
 	// the new transcript, the commit.
 	for attempt := 1; ; attempt++ {
-		res, err = s.promoteOnce(sess, req, res, staged, content)
+		res, err = s.promoteOnce(ctx, sess, req, res, staged, content)
 		if !errors.Is(err, ErrConflict) || attempt == 2 {
 			return res, err
 		}
@@ -236,10 +275,10 @@ func (s *Store) promote(sess Session, req PromoteRequest, res PromoteResult) (Pr
 }
 
 // promoteOnce is promote's steps 2 to 5 on the store's backend.
-func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult, staged stagedFile, content stagedContent) (PromoteResult, error) {
+func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult, staged stagedFile, content stagedContent) (PromoteResult, error) {
 	// Step 2: the key, held for writing (its exclusive lock, with what a
 	// crash left behind settled), and what it holds now.
-	txn, err := s.backend.Begin(sess.Key, sess.Base)
+	txn, err := s.begin(ctx, sess.Key, sess.Base)
 	switch {
 	case errors.Is(err, ErrKeyDirNotADirectory):
 		res.Reason = gates.NotARegularFile
@@ -257,7 +296,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	// moved base, a rewritten prefix, a required shape.
 	refused := func(r gates.Reason) (PromoteResult, error) {
 		res.Reason = r
-		return res, s.refuse(txn, history, sess, res, cur.Gen)
+		return res, notCancelled(s.refuse(txn, history, sess, res, cur.Gen))
 	}
 	if sess.Ticket != "" {
 		// A promotion of this ticket that the key no longer holds (its
@@ -325,12 +364,18 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 	// generation grows from the highest the key remembers, never from the
 	// base's: a promotion lost in a crash keeps its number.
 	gen := satAdd(lastGen(prev, history), 1)
-	st, err := txn.Stage(gen, staged.f, staged.size, staged.torn)
+	st, err := txn.Stage(gen, readerAtIn(ctx, staged.f), staged.size, staged.torn)
 	if err != nil {
 		return res, err
 	}
 	if st.CRC32C != content.sum {
 		return res, fmt.Errorf("copy %s: the staged file changed while it was promoted", staged.f.Name())
+	}
+	// The last look at ctx: from the commit on, the promotion is carried
+	// through whatever its caller says. Given up here, Close removes what
+	// Stage wrote, and nothing of the key changed.
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 
 	// Step 5: the commit, one atomic step for the identity, every sidecar
@@ -345,7 +390,7 @@ func (s *Store) promoteOnce(sess Session, req PromoteRequest, res PromoteResult,
 		Ticket: sess.Ticket, Run: string(content.run), Rewritten: rewritten, BaseGen: sess.Base.Gen,
 		CRC32C: uint64(st.CRC32C),
 	}
-	err = txn.Commit(st, rec, entry)
+	err = notCancelled(txn.Commit(st, rec, entry))
 	if dropped != nil && !errors.Is(err, ErrConflict) {
 		// Said, because nothing else would: the promotion's answer is the
 		// same, and the context bound never judges the conversation. Said
@@ -572,4 +617,20 @@ func satAdd(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a + b
+}
+
+// uncancelled is the error of a step that never consults the caller's
+// context (a commit, a refusal's record): a fault, even once the context
+// has ended, never the caller's cancel.
+type uncancelled struct{ err error }
+
+func (e *uncancelled) Error() string { return e.err.Error() }
+func (e *uncancelled) Unwrap() error { return e.err }
+
+// notCancelled marks err, if any, as uncancelled.
+func notCancelled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &uncancelled{err}
 }

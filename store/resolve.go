@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -107,6 +108,24 @@ func (j Job) checkValues() error {
 // no ticket is left in the job dir, not even an earlier resolve's, so
 // nothing half-copied or stale is left for the container or for promote.
 func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
+	return s.ResolveContext(context.Background(), key, job, jobDir)
+}
+
+// ResolveContext is Resolve, given up once ctx is done: while it waits for
+// the key's lock (KeyDirs) or for the backend (a fleet's etcd requests,
+// with a Backend that takes a context: ContextBackend), and between the
+// chunks of its copy. A resolve given up so returns an error that wraps
+// ctx's (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded), with no staged file and no ticket left in the
+// job dir, an earlier resolve's included, as after a fault: the caller's
+// cancel, not a verdict (the ladder's judgement, if it ran, is not
+// returned). A ctx done before the call touches nothing; the arguments are
+// checked first. Once the ticket is written the Session is returned,
+// whatever ctx says. A nil ctx is context.Background(), which never ends.
+func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir string) (Session, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if s.backend == nil {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrNoBackend)
 	}
@@ -122,8 +141,17 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 	if jobDir == "" {
 		return Session{}, fmt.Errorf("resolve %s: %w", key, ErrNoJobDir)
 	}
-	sess, err := s.resolve(key, job, jobDir)
-	if err != nil {
+	// Nothing touched yet: a caller that gave up before the call is told
+	// so, and nothing is logged, as for the arguments refused above.
+	if err := ctx.Err(); err != nil {
+		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
+	}
+	sess, err := s.resolve(ctx, key, job, jobDir)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		s.opts.Logger.Info().Str("key", key).Err(err).Msg("session_resolve_cancelled")
+		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
+	case err != nil:
 		s.opts.Logger.Error().Str("key", key).Err(err).Msg("session_store_failed")
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
@@ -134,7 +162,7 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 // resolve is the read path (DESIGN.md) for one job, every step in order:
 // the job dir made ready, the judgement and copy, the ticket. Resolve adds
 // the key to its error and logs the outcome.
-func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
+func (s *Store) resolve(ctx context.Context, key string, job Job, jobDir string) (Session, error) {
 	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
 
 	// Step 0: the job dir, apart from the store's files before anything is
@@ -203,10 +231,22 @@ func (s *Store) resolve(key string, job Job, jobDir string) (Session, error) {
 	}
 	sess.Ticket, err = newTicketID()
 	if err == nil {
-		err = s.judgeAndCopy(key, job, staged, &sess)
+		err = s.judgeAndCopy(ctx, key, job, staged, &sess)
 	}
 	if cerr := staged.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	// A caller that gave up gets no verdict: one reached after the cancel
+	// may be its doing (the lock's wait or etcd's request cut short, read
+	// as locked or store-unavailable), and a fault met after it is said
+	// but not wrapped: the error is the cancel's. The staged file goes,
+	// and no ticket is written.
+	if cerr := ctx.Err(); cerr != nil && (err == nil || !errors.Is(err, cerr)) {
+		if err == nil {
+			err = cerr
+		} else {
+			err = fmt.Errorf("%w (and %v)", cerr, err)
+		}
 	}
 	// Step 6: the ticket, for the promote of the same job.
 	if err == nil {
@@ -228,7 +268,7 @@ const maxCopies = 3
 // judgeAndCopy is the read path's steps 1 to 5 (DESIGN.md) on the store's
 // backend: the key's view, the ladder, and the copy checked against what
 // the key holds.
-func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session) error {
+func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *os.File, sess *Session) error {
 	cold := func(r gates.Reason) error {
 		sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = false, r, 0, 0
 		if r == gates.StoreUnavailable {
@@ -246,7 +286,7 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 	// the shared lock or its legacy files, and the observation. The view
 	// holds the lock until it is closed, so no promotion can land between
 	// the judgement and the copy.
-	v, err := s.backend.View(key, s.opts.Bounds)
+	v, err := s.view(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -292,7 +332,7 @@ func (s *Store) judgeAndCopy(key string, job Job, staged *os.File, sess *Session
 		}
 		src, limit := v.Source()
 		tail := &lastByte{w: staged}
-		size, sum, err := copyCounted(tail, src, limit)
+		size, sum, err := copyCountedIn(ctx, tail, src, limit)
 		var lost *sourceError
 		if errors.As(err, &lost) {
 			if r := v.Lost(lost.err); r != "" {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -172,9 +173,15 @@ type stagedContent struct {
 // run. The copy into the key dir checksums the file again and must agree,
 // so what was judged here is what is promoted.
 func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
+	return readStagedIn(context.Background(), sf, sess)
+}
+
+// readStagedIn is readStaged, stopped by a ctx that ends before its next
+// read, with ctx's error (in a wrapped one).
+func readStagedIn(ctx context.Context, sf stagedFile, sess Session) (stagedContent, error) {
 	var c stagedContent
 	split := &crcSplit{at: sess.Bytes}
-	src := io.TeeReader(io.NewSectionReader(sf.f, 0, sf.size), split)
+	src := io.TeeReader(io.NewSectionReader(readerAtIn(ctx, sf.f), 0, sf.size), split)
 	end, endErr := transcript.ReadEnd(src)
 	if endErr != nil {
 		// A transcript sessdb cannot read as pi does (a line past the

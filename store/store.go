@@ -43,9 +43,15 @@
 // Those that take a context (InspectWith, Stats, Check, ReapWith) stop
 // at its end; a nil one is context.Background(), which never ends.
 //
+// ResolveContext and PromoteContext are Resolve and Promote given up once
+// the caller's context is done: a resolve given up is the context's error,
+// never a verdict, and leaves no staged file or ticket; a promote given up
+// before its commit is promote-failed with it, the run kept for a retry,
+// and from the commit on the context is not consulted.
+//
 // Read-path misses are verdicts, never errors; an error is a fault (I/O, an
-// unusable job dir). A Store is safe for concurrent use by many goroutines
-// and processes.
+// unusable job dir) or the caller's cancel. A Store is safe for concurrent
+// use by many goroutines and processes.
 //
 // Caveat: the key's lock is bbolt's flock on meta.db, which is not reliable
 // on a network filesystem: one sessions root belongs to one host, and hosts

@@ -7,9 +7,10 @@
 // under test; every promise runs as a subtest on an instance of its own,
 // with a clock the suite controls (store.Options.Now). What only some
 // backends can have (a record damaged on disk, a key dir that is a link,
-// a promotion interrupted between its steps, the legacy layout) is reached
-// through optional interfaces an Instance may implement (Damager,
-// Interrupter, Planter, Respeller); a promise that needs one the instance
+// a promotion interrupted between its steps, the legacy layout, a key
+// whose resolves wait, a commit begun) is reached through optional
+// interfaces an Instance may implement (Damager, Interrupter, Planter,
+// Respeller, Staller, Committer); a promise that needs one the instance
 // lacks, or a damage it reports as errors.ErrUnsupported, is skipped with
 // a message naming the capability.
 //
@@ -172,7 +173,7 @@ type promise struct {
 
 // Run runs every promise on fresh instances of h, each as a subtest of t.
 func Run(t *testing.T, h Harness) {
-	for _, group := range [][]promise{resolvePromises, promotePromises, historyPromises, readingPromises, interruptPromises, damagePromises, legacyPromises, reapPromises} {
+	for _, group := range [][]promise{resolvePromises, promotePromises, historyPromises, readingPromises, interruptPromises, damagePromises, legacyPromises, reapPromises, contextPromises} {
 		for _, p := range group {
 			t.Run(p.name, func(t *testing.T) { p.run(newEnv(t, h)) })
 		}
