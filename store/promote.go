@@ -73,7 +73,10 @@ type PromoteResult struct {
 	// Reason is gates.Promoted, or the refusal or fault that kept it out;
 	// "" when Promote returned an error before it tried (a Session or
 	// request it refuses, a ticket from another root, a store with no
-	// backend: ErrNoBackend), the result's other fields zero but Key.
+	// backend: ErrNoBackend), the result's other fields zero but Key. A
+	// PromoteContext whose ctx was done before the call is promote-failed,
+	// not "": like any promote given up, a retry with the same Session
+	// promotes the run.
 	Reason gates.Reason `json:"reason"`
 	// Bytes is the promoted transcript's size, a torn tail's newline
 	// included; 0 when nothing was promoted.
