@@ -49,7 +49,8 @@ type Session struct {
 	// the generation it resumed (from a legacy key, the bytes), or, cold
 	// on a key with no transcript, where one was promoted since, or, cold
 	// as locked, where the key holds one. ReadTicket refuses a ticket with no id
-	// that has a root, a checksum or a base: no sessdb wrote one.
+	// that has a root, a checksum or a base, or a gen on a cold start or of
+	// 0: no sessdb wrote one.
 	Ticket string `json:"ticket,omitempty"`
 	// Root is the sessions root the ticket was issued from, absolute (a
 	// fleet's ID: its transcripts dir and etcd prefix). Promote refuses a
@@ -277,6 +278,13 @@ func decodeTicket(name string, b []byte) (Session, error) {
 	if tf.Gen != nil && sess.Ticket != "" {
 		return sess, fmt.Errorf("read ticket %s: %w: gen beside a ticket id (only tickets from before the job contract have it)", name, ErrBadTicket)
 	}
+	// Such a sessdb wrote gen only on a resume from a key with a record,
+	// and never 0 (omitempty). A cold ticket with one is a warm ticket's
+	// verdict edited, which would escape the check of its generation: as
+	// a cold start other than absent or locked, it promotes unchecked.
+	if tf.Gen != nil && (!tf.Resume || *tf.Gen == 0) {
+		return sess, fmt.Errorf("read ticket %s: %w: a gen on a cold start, or a gen of 0 (tickets from before the job contract have one only where they resumed a generation)", name, ErrBadTicket)
+	}
 	if err := sess.validate(); err != nil {
 		return sess, fmt.Errorf("read ticket %s: %w: %s", name, ErrBadTicket, err)
 	}
@@ -295,7 +303,7 @@ func decodeTicket(name string, b []byte) (Session, error) {
 			return sess, fmt.Errorf("read ticket %s: %w: a root, checksum or base with no ticket id (only tickets from before the job contract have no id, and they have none of those)", name, ErrBadTicket)
 		}
 	}
-	if tf.Gen != nil && sess.Resume {
+	if tf.Gen != nil {
 		sess.oldGen = *tf.Gen
 	}
 	return sess, nil
