@@ -103,6 +103,7 @@ const (
 	hookUnmarked       = "claim/unmarked"        // a writer's claim found no mark, the dir's key dirs not yet looked at
 	hookMigrateCopy    = "migrate/before-copy"   // --to etcd: a key dir read under its lock, its transcript not yet copied
 	hookListed         = "list/record"           // dump: a record listed, not yet passed on to the walk
+	hookHistoryListed  = "list/history"          // dump: a history's name listed, not yet merged (an error: the histories' listing fails there)
 )
 
 func (b *Backend) at(point, key string) error {

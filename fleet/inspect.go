@@ -157,6 +157,9 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 	var histErr error
 	next, stop := iter.Pull(func(yield func(string) bool) {
 		histErr = b.meta.HistoryKeys(ctx, func(name string) error {
+			if err := b.at(hookHistoryListed, name); err != nil {
+				return err
+			}
 			if !yield(name) {
 				return errEnoughNames
 			}
