@@ -1,0 +1,41 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/gates"
+)
+
+// A ticket a resolve wrote, whole and valid, is refused with data after
+// it, or with a gen (only tickets from before the job contract have one,
+// and no id). TestReadTicketRefusesWhatResolveCannotHaveWritten's cases
+// of these had no reason either, which alone refused them.
+func TestAValidTicketWithTrailingDataOrAGenIsRefused(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, "a")
+	_, jobDir := mustResolve(t, s, testKey, localJob())
+	p := filepath.Join(jobDir, TicketName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTicket(jobDir); err != nil {
+		t.Fatalf("the ticket as written: %v", err)
+	}
+	body := bytes.TrimSuffix(b, []byte("}\n"))
+	for name, edited := range map[string][]byte{
+		"trailing data": append(append([]byte{}, b...), `{"key":"x"}`...),
+		"a gen":         append(append([]byte{}, body...), `,"gen":1}`...),
+	} {
+		if err := os.WriteFile(p, edited, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadTicket(jobDir); !errors.Is(err, ErrBadTicket) {
+			t.Errorf("%s: %v; want ErrBadTicket", name, err)
+		}
+	}
+}
