@@ -71,7 +71,7 @@
 // pi iterates that is no array or string, a null block, a tool call
 // without arguments: TypeErrors; tool-call arguments nested past 3,000
 // arrays or objects, where pi's JSON.stringify may overflow its stack, a
-// RangeError from 4,174 with node 20: there sessdb has no reading even
+// RangeError from about 4,100 with node 20: there sessdb has no reading even
 // where pi's stack held). Such a message counts 0 in Trailing and
 // Fallback.
 //
