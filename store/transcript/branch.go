@@ -64,7 +64,7 @@ type payload struct {
 	calls      int32   // an assistant's toolCall blocks, capped
 	model      int32   // index into Branch.models for a model_change or an assistant, else -1
 	kind       Kind
-	anchor     bool // an assistant with a usage object whose stopReason is not "error" or "aborted"
+	anchor     bool // an assistant with a truthy usage (an object, or one pi sums to NaN) whose stopReason is not "error" or "aborted"
 	valid      bool // an assistant whose stopReason is not "error" or "aborted"
 	odd        bool // pi's estimateTokens of the message is no number (see odd in entry.go); tokens counts it 0
 }
@@ -449,7 +449,12 @@ func reduce(e *Entry) payload {
 			d.kind, d.stop = KindAssistant, m.StopReason
 			d.calls = int32(min(m.Calls, 1<<30))
 			d.valid = m.StopReason != "error" && m.StopReason != "aborted"
-			d.anchor = d.valid && m.HasUsage
+			d.anchor = d.valid && (m.HasUsage || m.oddUsage)
+			if m.oddUsage {
+				// pi's calculateContextTokens of it is NaN: its estimate,
+				// and so this one, is no number until the next anchor.
+				d.usage = math.NaN()
+			}
 			if m.HasUsage {
 				u := m.Usage
 				d.usage = u.context

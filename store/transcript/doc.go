@@ -63,7 +63,8 @@
 //
 // Where pi's estimate is no number, the estimate is unknown, so that no
 // reading is promoted where pi has none and no threshold is crossed, as
-// pi's NaN crosses none: a usage whose counters pi sums to NaN or to a
+// pi's NaN crosses none: a usage that is truthy but no object (pi anchors
+// on it and sums it to NaN), a usage whose counters pi sums to NaN or to a
 // string (a counter absent, or a string, an object or an array), and a
 // message after the anchor that pi's estimateTokens cannot count (a text,
 // thinking, tool-call name, command, output or summary that is no string
@@ -77,8 +78,7 @@
 //
 // Caveat: where pi itself would compute NaN or throw elsewhere, the
 // scanner reads 0 or drops the line instead; pi never writes such values.
-// A usage that is truthy but no object anchors nothing here (pi's sum is
-// NaN), and pi throws, in getContextUsage's guard, on a valid assistant
+// pi throws, in getContextUsage's guard, on a valid assistant
 // after a compaction without a usage (read here as no fresh usage:
 // unknown). pi throws a TypeError, and loads nothing, on a
 // null line anywhere, on a line that is a string, a number or a boolean in

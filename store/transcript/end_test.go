@@ -457,6 +457,54 @@ func TestReadEndHasNoReadingWherePisIsNoNumber(t *testing.T) {
 	}
 }
 
+// A usage that is truthy but no object is an anchor to pi 0.58.3
+// (getAssistantUsage asks only that it be truthy), and its
+// calculateContextTokens is NaN: pi's reading is no number, and none is
+// stored, an earlier anchor's included. A falsy one anchors nothing, in
+// pi as here. pi's answers by tools/pi-end-usage.mjs: NaN for 5, -1,
+// "abc", [1,2], [], true, and 7 after a usage of 100; 2 (hello, with no
+// anchor) for 0, "", false, null; 102 for 7 on an errored answer, which
+// anchors nothing.
+func TestReadEndHasNoReadingWhereUsageIsNoObject(t *testing.T) {
+	const head = `{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}` + "\n"
+	const good = `{"type":"message","id":"a0","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":100},"stopReason":"stop"}}` + "\n"
+	for _, c := range []struct {
+		before, usage, stop string
+		want                int64 // -1: no reading
+	}{
+		{"", `5`, "stop", -1},
+		{"", `-1`, "stop", -1},
+		{"", `"abc"`, "stop", -1},
+		{"", `[1,2]`, "stop", -1},
+		{"", `[]`, "stop", -1},
+		{"", `true`, "stop", -1},
+		{good, `7`, "stop", -1},
+		{"", `0`, "stop", 2},
+		{"", `""`, "stop", 2},
+		{"", `false`, "stop", 2},
+		{"", `null`, "stop", 2},
+		{good, `7`, "error", 102},
+	} {
+		parent := "null"
+		if c.before != "" {
+			parent = `"a0"`
+		}
+		file := head + c.before +
+			`{"type":"message","id":"a1","parentId":` + parent + `,"timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":` + c.usage + `,"stopReason":"` + c.stop + `"}}` + "\n" +
+			`{"type":"message","id":"u1","parentId":"a1","timestamp":"t","message":{"role":"user","content":"hello"}}` + "\n"
+		end, err := ReadEnd(strings.NewReader(file))
+		if err != nil {
+			t.Fatalf("usage %s: %v", c.usage, err)
+		}
+		switch {
+		case c.want < 0 && end.Known:
+			t.Errorf("usage %s (%s, after an anchor: %v): reading %d tokens, want none (pi's is NaN)", c.usage, c.stop, c.before != "", end.Tokens)
+		case c.want >= 0 && (!end.Known || end.Tokens != c.want):
+			t.Errorf("usage %s (%s, after an anchor: %v): reading %d tokens (known %v), want pi's %d", c.usage, c.stop, c.before != "", end.Tokens, end.Known, c.want)
+		}
+	}
+}
+
 // The reading at the end is pi's own number or none: where pi's estimate
 // has a fraction, or is beyond ±2^62, no int64 is pi's figure, and End
 // has no reading (Final still has the floor and the clamp, which the

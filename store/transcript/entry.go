@@ -140,6 +140,11 @@ type Message struct {
 	// whether command, output and summary are absent or no string or
 	// array, which pi cannot measure
 	oddCommand, oddOutput, oddSummary bool
+	// oddUsage: "usage" is truthy but no object (a number, a string, an
+	// array, true), which pi anchors on all the same (getAssistantUsage
+	// asks only that it be truthy) and sums to NaN (5.totalTokens is
+	// undefined)
+	oddUsage bool
 }
 
 // Usage is an assistant's usage as recorded. A counter that is absent or
@@ -268,8 +273,9 @@ func decodeMessage(w *walker, m *Message, nm *names, st *stringifier) {
 			m.Calls = 0
 			m.Content = content(w, &m.Calls, st)
 		case "usage":
-			m.HasUsage, m.Usage = false, Usage{}
+			m.HasUsage, m.Usage, m.oddUsage = false, Usage{}, false
 			if w.peek() != '{' {
+				m.oddUsage = truthy(w)
 				w.skip()
 				continue
 			}
