@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -169,9 +168,11 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 		// The findings are held until the walk has ended: a walk can fail
 		// half-way (a fleet's etcd lost while its histories are read), and
 		// a failed command prints nothing, where a buffer flushed on the
-		// way would leave findings without their summary.
-		var held bytes.Buffer
-		jw := &jsonWriter{w: &held}
+		// way would leave findings without their summary. Held in a
+		// spool, as dump's are: a damaged root's report can be large.
+		held := newSpool()
+		defer held.Close()
+		jw := &jsonWriter{w: held}
 		sum := checkSummary{Repair: *repair}
 		log := inv.rep.storeLog()
 		var repaired []store.Finding
@@ -197,7 +198,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			if *asJSON {
 				return jw.encode(f)
 			}
-			return writeFinding(&held, f)
+			return writeFinding(held, f)
 		}
 		sum.CheckSummary, err = check(ctx, visit)
 		prog.clear()
@@ -213,7 +214,7 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			jw.encode(summaryLine[checkSummary]{sum})
 			err = jw.err
 		} else {
-			err = writeCheckSummary(&held, sum)
+			err = writeCheckSummary(held, sum)
 		}
 		if err == nil {
 			_, err = held.WriteTo(w)

@@ -92,19 +92,27 @@ func TestASpoolWithNoFileKeepsTheRestInMemory(t *testing.T) {
 	}
 }
 
-// dump --json's output is the same whether its spool spills to a file
-// after 64 bytes or holds every line in memory.
-func TestDumpJSONIsTheSameSpilled(t *testing.T) {
+// dump --json's output, and check's in both forms, are the same whether
+// the spool spills to a file after 64 bytes or holds them in memory.
+func TestHeldOutputIsTheSameSpilled(t *testing.T) {
 	clearEnv(t)
-	args := []string{"dump", "--json", "--history", "3", "--at", "2026-11-29T10:00:00Z", filepath.Join("..", "..", "testdata", "sessions")}
-	code, whole, errs := runCLI(t, args...)
-	if code != exitOK || strings.Count(whole, "\n") < 3 {
-		t.Fatalf("dump --json of the sample: exit %d, %q, %s", code, whole, errs)
-	}
-	limit := spoolInMemory
-	t.Cleanup(func() { spoolInMemory = limit })
-	spoolInMemory = 64
-	if code, spilled, errs := runCLI(t, args...); code != exitOK || spilled != whole {
-		t.Errorf("dump --json spilled after 64 bytes: exit %d, stderr %s, output\n%s\nwant\n%s", code, errs, spilled, whole)
+	sample := filepath.Join("..", "..", "testdata", "sessions")
+	at := "2026-11-29T10:00:00Z"
+	for _, args := range [][]string{
+		{"dump", "--json", "--history", "3", "--at", at, sample},
+		{"check", sample},
+		{"check", "--json", sample},
+	} {
+		code, whole, errs := runCLI(t, args...)
+		if strings.Count(whole, "\n") < 3 {
+			t.Fatalf("%v of the sample: exit %d, %q, %s; want 3 lines or more", args, code, whole, errs)
+		}
+		limit := spoolInMemory
+		spoolInMemory = 64
+		spilledCode, spilled, serrs := runCLI(t, args...)
+		spoolInMemory = limit
+		if spilledCode != code || spilled != whole {
+			t.Errorf("%v spilled after 64 bytes: exit %d, stderr %s, output\n%s\nwant exit %d and\n%s", args, spilledCode, serrs, spilled, code, whole)
+		}
 	}
 }
