@@ -147,7 +147,7 @@ func TestFleetConfigErrorsNameTheKnob(t *testing.T) {
 		{ok, append(resolve, "--etcd-timeout", "-1s"), "--etcd-timeout"},
 		{ok, append(resolve, "--etcd-timeout", "+1s"), "--etcd-timeout"},
 		{ok, append(resolve, "--etcd-timeout", "0s"), "--etcd-timeout"},
-		{ok, append(resolve, "--etcd-timeout", " 1s"), "--etcd-timeout"},
+		{ok, append(resolve, "--etcd-timeout", "1 s"), "--etcd-timeout"}, // a blank inside (around one is trimmed)
 		{ok, append(resolve, "--etcd-timeout", "1e3s"), "--etcd-timeout"},
 		{ok, append(resolve, "--etcd-timeout", "11m"), "--etcd-timeout"},
 		// No member answers sooner than a millisecond: every resolve was

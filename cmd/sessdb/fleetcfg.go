@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/fsat"
+	"sessdb/internal/jsstr"
 )
 
 // fleetKnobs are the connection to a fleet (package fleet): its records in
@@ -363,7 +364,8 @@ var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|\x{b5}s|\x{3bc}s|
 // durationFlag is flag.Duration with a reason when the value does not
 // parse: the flag package says only "parse error", and "7d" (Go has no d
 // unit) is the mistake an operator makes. What it accepts is
-// flag.Duration's; each command judges the range.
+// flag.Duration's, white space around it trimmed (as parseDuration
+// trims it); each command judges the range.
 type durationFlag struct{ p *time.Duration }
 
 func bindDuration(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
@@ -380,6 +382,7 @@ func (f durationFlag) String() string {
 }
 
 func (f durationFlag) Set(s string) error {
+	s = strings.TrimFunc(s, jsstr.IsSpace) // as parseDuration
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil && durationRE.MatchString(strings.TrimLeft(s, "+-")):
@@ -394,16 +397,21 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
-// parseDuration reads a Go duration strictly: no sign, no space, no bare
-// number, above zero, at least min and at most max. Its range error names
-// both ends, whichever the value misses.
+// parseDuration reads a Go duration strictly: no sign, no space inside,
+// no bare number, above zero, at least min and at most max. Its range
+// error names both ends, whichever the value misses. White space around
+// it is trimmed (JavaScript's set), as around a whole number
+// (wholeNumber): "5s\n", from an env file or a secret made from a file,
+// is 5s, and nothing else it could mean; refused, it was "not a
+// duration", the newline unseen in the message.
 func parseDuration(name, raw string, min, max time.Duration) (time.Duration, error) {
-	if !durationRE.MatchString(raw) {
+	v := strings.TrimFunc(raw, jsstr.IsSpace)
+	if !durationRE.MatchString(v) {
 		return 0, fmt.Errorf("%s: %s is not a duration (want a Go duration like 800ms or 5s: digits and a unit, no sign)", name, brief(raw))
 	}
 	// A duration of that form that Go refuses is one beyond its range
 	// (about 292 years): out of range, as a long one within it is.
-	d, err := time.ParseDuration(raw)
+	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 || d < min || d > max {
 		floor := "above 0"
 		if min > 0 {

@@ -123,12 +123,14 @@ var durationPart = regexp.MustCompile(`^([0-9]+)(?:\.([0-9]+))?(ns|us|µs|μs|ms
 
 // refDuration is the rule for an etcd timeout or a grace period: a Go
 // duration (components of digits, an optional fraction and a unit) with
-// no sign and no space, above 0 and at most max. It returns the exact
+// no sign and no space inside, white space around it (JavaScript's set,
+// as around a whole number) trimmed, above 0 and at most max. It returns the exact
 // value in nanoseconds, each component's fraction of a nanosecond dropped,
 // and how many components have a fraction: Go computes a fraction in
 // floating point, so each may come out a nanosecond above (Go reads
 // "0.9999999999999999s" as 1s). ok is false for another form.
 func refDuration(raw string) (exact *big.Int, fractions int64, ok bool) {
+	raw = strings.TrimFunc(raw, jsSpace)
 	if raw == "" {
 		return nil, 0, false
 	}
@@ -150,7 +152,7 @@ func refDuration(raw string) (exact *big.Int, fractions int64, ok bool) {
 }
 
 func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"5s", "800ms", "1m30s", "10m", "10m1ns", "0s", "0", "5", "-5s", "+5s", " 5s", "5s ", "5 s", "1.5s", ".5s", "5.s", "1e3s",
+	for _, s := range []string{"5s", "800ms", "1m30s", "10m", "10m1ns", "0s", "0", "5", "-5s", "+5s", " 5s", "5s ", "\t5s\n", "\u00a05s\ufeff", "5 s", " ", "1.5s", ".5s", "5.s", "1e3s",
 		"5d", "5µs", "5μs", "5us", "9999999999999h", "2562047h47m16.854775807s", "0.0000000001ns", "1.9999999999ns", "", "s",
 		"0.9999999999999999s", "9m59.9999999999999999s", "0.9999999999999999999ns"} {
 		f.Add(s)

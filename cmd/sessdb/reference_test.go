@@ -147,7 +147,10 @@ variable instead), but for the four that name the store (` + "`--sessions-dir`" 
 an empty DIR argument is, where its variable would name another store. Integers are parsed strictly: ` + "`3.5`, `1e3`, `08`, `+3`" + ` and negative
 values are configuration errors (exit 2, naming the variable). Whitespace
 around a whole number, in a variable or a flag, is ignored (` + "`' 14'`" + `, a value
-ending in a newline), as the legacy store trimmed it (JavaScript's ` + "`trim`" + `).
+ending in a newline), as the legacy store trimmed it (JavaScript's ` + "`trim`" + `),
+and so is whitespace around a duration (` + "`PI_SESSIONS_ETCD_TIMEOUT`" + `,
+` + "`--etcd-timeout`" + `, ` + "`--grace`" + `, ` + "`--since`" + `, ` + "`--deep-check-timeout`" + `: ` + "`'5s\\n'`" + ` is
+5s); a blank inside one (` + "`1 s`" + `) is still an error.
 A sessions root is not trimmed: one whose name begins or ends with white
 space (` + "`PI_SESSIONS_DIR=' '`" + `, an env file's trailing blank) is a
 configuration error, exit 2, where it would be another directory, made
