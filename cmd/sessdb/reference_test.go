@@ -43,7 +43,9 @@ objects the commands print are listed field by field in [json.md](json.md).
 - **stderr carries everything else**, in one format: with ` + "`--log-format json`" + `
   (or ` + "`auto`" + `, the default, when stderr is not a terminal) every line is a JSON
   object, errors included; with ` + "`console`" + ` an error is one plain line,
-  ` + "`sessdb CMD: message`" + `. Each failure is reported once.
+  ` + "`sessdb CMD: message`" + `. Each failure is reported once. ` + "`--log-format`" + ` and
+  ` + "`--log-level`" + ` take their words in any case (` + "`JSON`" + `, ` + "`WARN`" + `), and only
+  their words (no number for a level).
 - **Arguments**: flags and the positional argument (DIR, FILE) go in any
   order (` + "`sessdb dump DIR --json`" + `); ` + "`--`" + ` ends the flags. A usage error is one
   line on stderr naming the flag or argument, with the hint

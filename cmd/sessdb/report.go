@@ -58,6 +58,7 @@ func newReporter(cmd string, stderr io.Writer, format string) *reporter {
 }
 
 func (r *reporter) setFormat(format string, level zerolog.Level) {
+	format = strings.ToLower(format) // as configure reads it
 	if format != "json" && format != "console" {
 		format = logAuto(r.stderr)
 	}
@@ -69,13 +70,21 @@ func (r *reporter) setFormat(format string, level zerolog.Level) {
 	r.log = zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
-// configure applies the parsed logging flags.
+// logLevels are the levels --log-level takes, by name.
+var logLevels = map[string]zerolog.Level{"debug": zerolog.DebugLevel, "info": zerolog.InfoLevel, "warn": zerolog.WarnLevel, "error": zerolog.ErrorLevel}
+
+// configure applies the parsed logging flags. Both take their words in
+// any case (WARN, JSON), as zerolog's ParseLevel took the level's and the
+// format's were not: "--log-level WARN --log-format JSON" had its first
+// half taken and its second refused. ParseLevel is not used: it takes
+// numbers too ("2" for warn, "-1" for trace), a form neither help nor
+// docs/cli.md gives.
 func (r *reporter) configure(lf *logFlags) error {
-	lvl, err := zerolog.ParseLevel(lf.level)
-	if err != nil || lf.level == "" || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel {
+	lvl, ok := logLevels[strings.ToLower(lf.level)]
+	if !ok {
 		return fmt.Errorf("--log-level: %s is not a level (debug, info, warn, error)", brief(lf.level))
 	}
-	switch lf.format {
+	switch strings.ToLower(lf.format) {
 	case "auto", "console", "json":
 	default:
 		return fmt.Errorf("--log-format: %s is not a format (auto, console, json)", brief(lf.format))
