@@ -15,7 +15,7 @@ import (
 
 var cmdDump = &command{
 	name:  "dump",
-	usage: "dump [--json] [--wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR | --etcd-endpoints URLS --transcripts-dir DIR]",
+	usage: "dump [--json | --wide] [--key KEY] [--verify] [--history N] [--as-job --pi-version V --venue NAME [--model M]] [--at TIME] [DIR | --etcd-endpoints URLS --transcripts-dir DIR]",
 	short: "list every key of a sessions root or a fleet with the verdict a resolve would get now (read-only)",
 	long: `
 One row per entry under the sessions root (DIR, else --sessions-dir or
@@ -68,7 +68,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
 	fk := bindFleet(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object per entry, then a summary object (docs/json.md)")
-	wide := fs.Bool("wide", false, "show every column, uncut")
+	wide := fs.Bool("wide", false, "show every column of the table, uncut (not with --json, whose objects hold every field)")
 	key := fs.String("key", "", "show only this `KEY`")
 	verify := fs.Bool("verify", false, "read what a resolve would copy and check its size and CRC32C")
 	history := fs.String("history", "0", "print each key's last `N` history entries (at most 64) as a table of their own instead of the key table; with --json, in each object")
@@ -81,6 +81,12 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		now, atOpt, err := at.now()
 		if err != nil {
 			return inv.rep.usage(err)
+		}
+		if *asJSON && *wide {
+			// --wide shapes the table, which --json replaces: taken
+			// together, one of the two was asked for in vain, as stats's
+			// --json and --prometheus would be.
+			return inv.rep.usage(errors.New("--json and --wide: choose one (--wide widens the table; --json's objects hold every field uncut)"))
 		}
 		n, err := parseUint("--history", *history, store.HistoryLimitForDump)
 		if err != nil {
