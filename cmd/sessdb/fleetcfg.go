@@ -41,7 +41,18 @@ var fleetFlagNames = map[string]bool{
 // bindFleet defines the fleet's connection flags: for resolve, promote,
 // dump, check and reap (and any command that opens a store on a fleet).
 func bindFleet(fs *flag.FlagSet) *fleetKnobs {
-	f := &fleetKnobs{
+	f := newFleetKnobs()
+	for _, k := range f.all() {
+		k.bind(fs)
+	}
+	return f
+}
+
+// newFleetKnobs are the fleet's knobs, no flag bound: read from the
+// environment alone (stats, which does not run on a fleet, reads them
+// to say so).
+func newFleetKnobs() *fleetKnobs {
+	return &fleetKnobs{
 		endpoints:      knob{env: "PI_SESSIONS_ETCD_ENDPOINTS", flag: "etcd-endpoints", help: "the etcd members' client `URLS`, comma-separated (http://host:port or https://host:port): the store is then a fleet, its records in etcd and its transcripts in --transcripts-dir, and no sessions root is read (giving one too is an error)"},
 		prefix:         knob{env: "PI_SESSIONS_ETCD_PREFIX", flag: "etcd-prefix", help: "the etcd key `PREFIX` the fleet's records live under (default /sessdb)"},
 		transcriptsDir: knob{env: "PI_SESSIONS_TRANSCRIPTS_DIR", flag: "transcripts-dir", help: "the fleet's shared transcripts `DIR`, mounted by every worker; required with --etcd-endpoints"},
@@ -52,10 +63,6 @@ func bindFleet(fs *flag.FlagSet) *fleetKnobs {
 		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
 		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; from 1ms to 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
 	}
-	for _, k := range f.all() {
-		k.bind(fs)
-	}
-	return f
 }
 
 func (f *fleetKnobs) all() []*knob {
@@ -72,7 +79,10 @@ const maxPasswordBytes = 4096
 // DIR), a fleet knob set without endpoints, and every value that is not
 // usable, before anything connects.
 func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg string) (fleet.Config, bool, error) {
-	raw, name := f.endpoints.get(getenv)
+	raw, name, err := f.endpointsSetting(getenv)
+	if err != nil {
+		return fleet.Config{}, false, err
+	}
 	switch d, n := cfg.sessionsDir.get(getenv); {
 	case raw == "":
 	case dirArg != "":
@@ -89,7 +99,10 @@ func (f *fleetKnobs) parse(getenv func(string) string, cfg *config, dirArg strin
 // them and every value that is not usable, naming it.
 func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool, error) {
 	var fc fleet.Config
-	raw, name := f.endpoints.get(getenv)
+	raw, name, err := f.endpointsSetting(getenv)
+	if err != nil {
+		return fc, false, err
+	}
 	if raw == "" {
 		for _, k := range f.all()[1:] {
 			if v, n := k.get(getenv); v != "" {
@@ -167,6 +180,23 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, true, f.configError(getenv, err)
 	}
 	return fc, true, nil
+}
+
+// endpointsSetting is the endpoints' raw text and the name to blame for
+// it, "" when not set; an error when they are blank (white space only).
+// A blank is neither a fleet nor no fleet: PI_SESSIONS_ETCD_ENDPOINTS=' '
+// or a lone newline is a template or a secret that came out empty, and
+// every command judged it its own way (resolve and dump said endpoint 1
+// is no URL, or named it beside the sessions root as "both set"; stats
+// took it for a fleet and refused to count, or counted the root and
+// warned). Each command refuses it alike, naming it: taken as unset it
+// would send a fleet worker to a sessions root in silence.
+func (f *fleetKnobs) endpointsSetting(getenv func(string) string) (raw, name string, err error) {
+	raw, name = f.endpoints.get(getenv)
+	if raw != "" && strings.TrimFunc(raw, jsstr.IsSpace) == "" {
+		return raw, name, fmt.Errorf("%s: %s is blank (white space only): unset it for no fleet, or give the etcd members' URLs", name, quoteName(raw))
+	}
+	return raw, name, nil
 }
 
 // parseEndpoints splits the comma-separated endpoints and checks each as

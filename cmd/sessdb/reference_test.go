@@ -204,8 +204,11 @@ mounts ([fleet.md](fleet.md)). A sessions root given too (a DIR argument,
 ` + "`--sessions-dir`, `PI_SESSIONS_DIR`" + `) is a configuration error, and so is any of
 these set without endpoints, a prefix that begins or ends with white
 space (another namespace in etcd), and a user name that does (a login
-etcd refuses). The password has no flag: a command line is
-readable by every user of the host.
+etcd refuses). Endpoints that are blank (white space only: a template or
+a secret that came out empty) are a configuration error too, in every
+command that reads them, stats included, never taken as unset. The
+password has no flag: a command line is readable by every user of the
+host.
 
 | flag | variable | meaning |
 |---|---|---|

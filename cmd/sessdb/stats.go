@@ -118,8 +118,9 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 // with a PI_SESSIONS_DIR left from before its move to the fleet would
 // otherwise print the old root's figures as if they were the fleet's.
 func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) (note string, err error) {
-	if getenv("PI_SESSIONS_ETCD_ENDPOINTS") == "" {
-		return "", nil
+	// Read as every command reads it: blank is an error (endpointsSetting).
+	if raw, _, err := newFleetKnobs().endpointsSetting(getenv); raw == "" || err != nil {
+		return "", err
 	}
 	root, err := cfg.dir(getenv, arg)
 	switch {
