@@ -104,10 +104,8 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, false, err
 	}
 	if raw == "" {
-		for _, k := range f.all()[1:] {
-			if v, n := k.get(getenv); v != "" {
-				return fc, false, fmt.Errorf("%s is set but no etcd endpoints are (--etcd-endpoints, PI_SESSIONS_ETCD_ENDPOINTS): a fleet setting without a fleet", n)
-			}
+		if n := f.withoutEndpoints(getenv); n != "" {
+			return fc, false, fmt.Errorf("%s is set but no etcd endpoints are (--etcd-endpoints, PI_SESSIONS_ETCD_ENDPOINTS): a fleet setting without a fleet", n)
 		}
 		return fc, false, nil
 	}
@@ -180,6 +178,18 @@ func (f *fleetKnobs) connection(getenv func(string) string) (fleet.Config, bool,
 		return fc, true, f.configError(getenv, err)
 	}
 	return fc, true, nil
+}
+
+// withoutEndpoints is the name of the first fleet knob set but the
+// endpoints, or "": with no endpoints, a setting that would do nothing,
+// which every command that reads the fleet's knobs refuses.
+func (f *fleetKnobs) withoutEndpoints(getenv func(string) string) string {
+	for _, k := range f.all()[1:] {
+		if v, n := k.get(getenv); v != "" {
+			return n
+		}
+	}
+	return ""
 }
 
 // endpointsSetting is the endpoints' raw text and the name to blame for

@@ -32,7 +32,9 @@ promoted; the distributions of transcript size, resume chain and context
 occupancy (per bucket, p50, p95, max); and the bytes the transcripts and the
 metadata take. stats does not run on a fleet: with PI_SESSIONS_ETCD_ENDPOINTS
 set and no sessions root given, it exits 2 saying so; with a root given too,
-it counts the root and says so on stderr, naming it.
+it counts the root and says so on stderr, naming it. Another fleet variable
+(PI_SESSIONS_TRANSCRIPTS_DIR, PI_SESSIONS_ETCD_PREFIX, ...) set without
+endpoints is a configuration error, exit 2, as in every command.
 
 The default is a short report for people; --json prints one object, and
 --prometheus the text exposition format, for node_exporter's textfile
@@ -117,10 +119,23 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 // other command refuses the two together, and a worker's environment
 // with a PI_SESSIONS_DIR left from before its move to the fleet would
 // otherwise print the old root's figures as if they were the fleet's.
+//
+// A fleet variable set without endpoints (PI_SESSIONS_TRANSCRIPTS_DIR, a
+// worker's fleet setting whose endpoints were dropped) is refused, as
+// every command that takes the fleet's flags refuses it: stats counted the
+// root in silence where dump, given the same environment, exited 2.
 func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) (note string, err error) {
+	fk := newFleetKnobs()
 	// Read as every command reads it: blank is an error (endpointsSetting).
-	if raw, _, err := newFleetKnobs().endpointsSetting(getenv); raw == "" || err != nil {
+	raw, _, err := fk.endpointsSetting(getenv)
+	switch {
+	case err != nil:
 		return "", err
+	case raw == "":
+		if n := fk.withoutEndpoints(getenv); n != "" {
+			return "", fmt.Errorf("%s is set but no etcd endpoints are (PI_SESSIONS_ETCD_ENDPOINTS): a fleet setting without a fleet, which every command refuses (stats counts a sessions root: unset it)", n)
+		}
+		return "", nil
 	}
 	root, err := cfg.dir(getenv, arg)
 	switch {
