@@ -189,7 +189,7 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 				_, err = held.WriteTo(w)
 			}
 		case n > 0:
-			err = historyTable(w, rows, *wide)
+			err = historyTable(w, rows, *wide, *key)
 		default:
 			err = dumpTable(w, rows, now(), *verify, *wide)
 		}

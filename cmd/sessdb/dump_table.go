@@ -140,7 +140,15 @@ func shortStamp(p *string) *string {
 // column, and without the line a history entry that does not decode
 // leaves the entries read (or none) looking like the whole history; the
 // key table says it in NOTE, --json in meta_error.
-func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
+//
+// A key asked for by name (only, --key) whose history has no entry gets
+// a line too, saying why (no key dir, a legacy key dir, ...): the header
+// alone could not tell a key with no history from a key that is not
+// there, where the key table gives it a row whose NOTE says which. A
+// walk of the whole root lists the keys with entries, as the key table of
+// an empty root is its header alone: a line for every legacy or
+// just-migrated key would bury the entries asked for.
+func historyTable(w io.Writer, rows []store.KeyReport, wide bool, only string) error {
 	cols := []column{{"KEY", 32}, {"GEN", 0}, {"AT", 0}, {"OUTCOME", 0}, {"RESOLVED", 0}, {"BYTES", 0}, {"CHAIN", 0}, {"BASE", 0}, {"RUN", 0}, {"FLAGS", 0}, {"JOB", 24}}
 	var cells [][]string
 	for _, r := range rows {
@@ -168,13 +176,30 @@ func historyTable(w io.Writer, rows []store.KeyReport, wide bool) error {
 		return err
 	}
 	for _, r := range rows {
-		if r.MetaError != "" {
-			if _, err := fmt.Fprintf(w, "note %s: %s\n", printable(r.Name), printable(r.MetaError)); err != nil {
+		why := r.MetaError
+		if why == "" && r.Name == only && len(r.History) == 0 {
+			why = noHistory(r)
+		}
+		if why != "" {
+			if _, err := fmt.Fprintf(w, "note %s: %s\n", printable(r.Name), printable(why)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// noHistory says why a key's history table has no entry.
+func noHistory(r store.KeyReport) string {
+	switch {
+	case r.Problem != "":
+		return "no history entries (" + r.Problem + ")"
+	case r.Layout == store.LayoutLegacy:
+		return "no history entries (a legacy key dir keeps none)"
+	case r.Layout == store.LayoutEmpty:
+		return "no history entries (an empty key dir)"
+	}
+	return "no history entries"
 }
 
 // ageCell is the conversation's age from its header timestamp, or why
