@@ -130,3 +130,35 @@ func TestACompactionsSumsAreTheWalkOfWhatItKeeps(t *testing.T) {
 		t.Fatalf("%d compactions keeping entries, %d of them from after the last anchor: too few to test", compactions, keptAnchorBefore)
 	}
 }
+
+// A retry's estimate has no reading where pi's is no number: the anchor's
+// usage sums to none (cacheWrite absent), or a message after the anchor
+// the retry keeps is one pi cannot count, though a failed answer pi could
+// not count came before the anchor (a run of failed answers ends where
+// anything that adds to the context comes).
+func TestARetryHasNoReadingWherePisIsNoNumber(t *testing.T) {
+	const head = `{"type":"session","version":3,"id":"s","timestamp":"2026-03-10T09:14:55.120Z","cwd":"/w"}` + "\n"
+	for _, c := range []struct{ name, lines string }{
+		{"an anchor summing to no number", `{"type":"message","id":"u0","parentId":null,"message":{"role":"user","content":"hi"}}
+{"type":"message","id":"a1","parentId":"u0","message":{"role":"assistant","content":[],"usage":{"input":1,"output":2,"cacheRead":3},"stopReason":"stop"}}
+{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"more"}}
+{"type":"message","id":"a3","parentId":"u2","message":{"role":"assistant","content":[],"stopReason":"error"}}`},
+		{"a message pi cannot count after a failed one it could not", `{"type":"message","id":"u0","parentId":null,"message":{"role":"user","content":"hi"}}
+{"type":"message","id":"a1","parentId":"u0","message":{"role":"assistant","content":5,"stopReason":"error"}}
+{"type":"message","id":"a2","parentId":"a1","message":{"role":"assistant","content":[],"usage":{"totalTokens":100},"stopReason":"stop"}}
+{"type":"message","id":"u3","parentId":"a2","message":{"role":"user","content":[null]}}
+{"type":"message","id":"a4","parentId":"u3","message":{"role":"assistant","content":[],"stopReason":"error"}}`},
+	} {
+		b, err := Load(strings.NewReader(head + c.lines + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := b.Estimator(nil)
+		for est.Pos() < b.Len {
+			est.Advance()
+		}
+		if r := est.Retry(); !r.Unknown {
+			t.Errorf("%s: the retry's estimate %+v, want no reading (unknown)", c.name, r)
+		}
+	}
+}
