@@ -10,8 +10,10 @@ type Estimate struct {
 	// can be stale (see Unknown). pi computes it in float64 from the usage
 	// counters as written; where one is not a whole number (no provider
 	// writes one) pi's estimate has a fraction, and Tokens is its floor,
-	// with Fractional set. Beyond ±2^62 it is clamped there; an estimate
-	// that is no number reads 0, and Unknown.
+	// with Fractional set. Beyond ±2^62 it is clamped there. Where the
+	// estimate is no number (Unknown), Tokens is not pi's: 0 where the
+	// anchor's usage is no number, else the sum counted with what pi could
+	// not count taken as 0.
 	Tokens int64
 	// Fractional is true where pi's estimate lies strictly between Tokens
 	// and Tokens+1, so that it is over an integer threshold T exactly when
