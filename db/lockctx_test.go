@@ -106,3 +106,50 @@ func TestOpenContextDoneBefore(t *testing.T) {
 		t.Fatalf("a writer behind a reader, ctx done: got %v, want context.Canceled", err)
 	}
 }
+
+// A nil context is context.Background(), as the store's methods take one:
+// an open that waits for a lock (the in-process lock, meta.db's flock) with
+// one waits until its LockTimeout, as OpenReader and OpenWriter do, and
+// does not panic at its first look at the context.
+func TestOpenContextNil(t *testing.T) {
+	kd := makeDB(t, 0)
+	other := openKeyDir(t, kd.path)
+	open := func(write bool) error {
+		f := OpenReaderContext
+		if write {
+			f = OpenWriterContext
+		}
+		d, err := f(nil, other.dir, other.db, Options{LockTimeout: 50 * time.Millisecond})
+		if err == nil {
+			d.Close()
+		}
+		return err
+	}
+	w := mustOpen(t, kd, true)
+	for _, write := range []bool{false, true} {
+		if err := open(write); !errors.Is(err, ErrLockTimeout) {
+			t.Fatalf("write=%v, nil ctx, behind an in-process writer: %v, want ErrLockTimeout", write, err)
+		}
+	}
+	w.Close()
+	fd, err := unix.Open(kd.db, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	for _, write := range []bool{false, true} {
+		if err := open(write); !errors.Is(err, ErrLockTimeout) {
+			t.Fatalf("write=%v, nil ctx, behind a file lock: %v, want ErrLockTimeout", write, err)
+		}
+	}
+	unix.Flock(fd, unix.LOCK_UN)
+	//lint:ignore SA1012 a nil ctx is what is tested
+	d, _, err := OpenSidecarsContext(nil, other.dir, Options{LockTimeout: time.Second}, true)
+	if err != nil {
+		t.Fatalf("OpenSidecarsContext with a nil ctx: %v", err)
+	}
+	d.Close()
+}

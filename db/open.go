@@ -31,7 +31,8 @@ func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
 // ctx is done: the open then fails with an error that wraps ctx's
 // (errors.Is(err, context.Canceled) or context.DeadlineExceeded), not
 // ErrLockTimeout, and holds nothing. Options.LockTimeout bounds the wait
-// all the same. ctx is consulted only while the open waits for a lock.
+// all the same. ctx is consulted only while the open waits for a lock; a
+// nil ctx is context.Background(), which never ends.
 func OpenReaderContext(ctx context.Context, dir *os.File, name string, opts Options) (*DB, error) {
 	return open(ctx, dir, name, opts, false)
 }
@@ -54,6 +55,13 @@ func OpenWriterContext(ctx context.Context, dir *os.File, name string, opts Opti
 }
 
 func open(ctx context.Context, dir *os.File, name string, opts Options, write bool) (*DB, error) {
+	if ctx == nil {
+		// As the store's methods take it; looked at only while the open
+		// waits, a nil one would panic there alone, under the lock
+		// table's mutex, which every later open in the process then
+		// waits for.
+		ctx = context.Background()
+	}
 	if write {
 		if err := faults.At(faults.DBOpenWriter); err != nil {
 			return nil, pathErr("open", name, err)
