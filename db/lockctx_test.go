@@ -153,3 +153,78 @@ func TestOpenContextNil(t *testing.T) {
 	}
 	d.Close()
 }
+
+// holdFlock takes an exclusive flock of path on a descriptor of its own,
+// as another process would hold it, until the test ends.
+func holdFlock(t *testing.T, path string) {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The waits of the opens with options of their own end with ctx too: a
+// reader with NoTurnstile at meta.db's flock, a writer with HoldTurnstile
+// at the turnstile it keeps. Neither opens, neither is ErrLockTimeout.
+func TestOpenContextEndsOptionsWaits(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write bool
+		opts  Options
+		held  func(kd keyDir) string
+	}{
+		{"reader without turnstile", false, Options{NoTurnstile: true}, func(kd keyDir) string { return kd.db }},
+		{"writer holding the turnstile", true, Options{HoldTurnstile: true}, func(kd keyDir) string { return kd.path }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kd := makeDB(t, 0)
+			holdFlock(t, c.held(kd))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			time.AfterFunc(50*time.Millisecond, cancel)
+			open := OpenReaderContext
+			if c.write {
+				open = OpenWriterContext
+			}
+			c.opts.LockTimeout = 900 * time.Millisecond
+			start := time.Now()
+			d, err := open(ctx, kd.dir, kd.db, c.opts)
+			if err == nil {
+				d.Close()
+				t.Fatal("opened, the lock held elsewhere")
+			}
+			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrLockTimeout) {
+				t.Fatalf("got %v, want context.Canceled and not ErrLockTimeout", err)
+			}
+			if took := time.Since(start); took >= c.opts.LockTimeout {
+				t.Fatalf("gave up after %v, the whole LockTimeout", took)
+			}
+		})
+	}
+}
+
+// sleep ends with its context, and sleeps its whole pause when the
+// context never ends or ends after it.
+func TestSleepEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan struct{})
+	go func() { sleep(ctx, time.Hour); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sleep(done ctx, 1h) still sleeping after 10 s")
+	}
+	for _, ctx := range []context.Context{context.Background(), t.Context()} {
+		start := time.Now()
+		sleep(ctx, 20*time.Millisecond)
+		if took := time.Since(start); took < 20*time.Millisecond {
+			t.Fatalf("sleep of 20 ms took %v", took)
+		}
+	}
+}
