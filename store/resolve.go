@@ -149,6 +149,12 @@ func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir 
 	sess, err := s.resolve(ctx, key, job, jobDir)
 	switch {
 	case err != nil && ctx.Err() != nil:
+		// A fault met once ctx had ended (the job dir's, before the copy
+		// began) is said, not wrapped, as resolve does after the copy:
+		// the error is the cancel's.
+		if cerr := ctx.Err(); !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (and %v)", cerr, err)
+		}
 		s.opts.Logger.Info().Str("key", key).Err(err).Msg("session_resolve_cancelled")
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	case err != nil:
