@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -271,7 +272,7 @@ func createThenLockBy(dirfd int, name string, deadline time.Time) (int, error) {
 	if brief := time.Now().Add(createLockWait); brief.Before(deadline) {
 		deadline = brief
 	}
-	if err := flockUntil(fd, true, deadline); err != nil {
+	if err := flockUntil(context.Background(), fd, true, deadline); err != nil {
 		unix.Close(fd)
 		unix.Unlinkat(dirfd, name, 0)
 		return -1, fmt.Errorf("flock: %w", err)

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -46,7 +47,7 @@ func createLockedBy(dirfd int, name string, deadline time.Time) (int, error) {
 	}
 	// Nobody else can open an unnamed file: had at once (flockUntil for
 	// its EINTR retries).
-	if err := flockUntil(fd, true, time.Now()); err != nil {
+	if err := flockUntil(context.Background(), fd, true, time.Now()); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("flock: %w", err)
 	}

@@ -39,15 +39,10 @@ var keyLocks = struct {
 // lockKey takes the key's in-process lock, shared or exclusive, waiting no
 // later than deadline. The unlock it returns is safe to call more than once.
 // Waiting writers hold back new readers, so a stream of resolves cannot
-// starve a promotion.
-func lockKey(id keyID, write bool, deadline time.Time) (unlock func(), err error) {
-	return lockKeyContext(context.Background(), id, write, deadline)
-}
-
-// lockKeyContext is lockKey, giving up early, with ctx's error (never
+// starve a promotion. It gives up early, with ctx's error (never
 // ErrLockTimeout: the caller gave up, the lock was not found held too long),
 // once ctx is done.
-func lockKeyContext(ctx context.Context, id keyID, write bool, deadline time.Time) (unlock func(), err error) {
+func lockKey(ctx context.Context, id keyID, write bool, deadline time.Time) (unlock func(), err error) {
 	keyLocks.Lock()
 	l := keyLocks.m[id]
 	if l == nil {
@@ -139,15 +134,10 @@ func (l *keyLock) release(id keyID) {
 
 // flockUntil takes flock on fd, polling with LOCK_NB: flock has no timeout,
 // and a blocking flock in a goroutine could not be abandoned without leaking
-// a thread that might still take the lock later.
-func flockUntil(fd int, write bool, deadline time.Time) error {
-	return flockUntilContext(context.Background(), fd, write, deadline)
-}
-
-// flockUntilContext is flockUntil, giving up early, with ctx's error (never
-// ErrLockTimeout), once ctx is done: checked before each poll, and a pause
-// between two polls ends with ctx.
-func flockUntilContext(ctx context.Context, fd int, write bool, deadline time.Time) error {
+// a thread that might still take the lock later. It gives up early, with
+// ctx's error (never ErrLockTimeout), once ctx is done: checked before each
+// poll, and a pause between two polls ends with ctx.
+func flockUntil(ctx context.Context, fd int, write bool, deadline time.Time) error {
 	how := unix.LOCK_SH
 	if write {
 		how = unix.LOCK_EX

@@ -2,6 +2,7 @@ package db
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -287,7 +288,7 @@ func TestTwoProcesses(t *testing.T) {
 		// A timer that fires near or past T (a loaded machine) tells
 		// nothing apart; such a round is run again with a longer timeout.
 		for timeout := 400 * time.Millisecond; ; timeout *= 2 {
-			unlock, err := lockKey(id, false, time.Now().Add(time.Second))
+			unlock, err := lockKey(context.Background(), id, false, time.Now().Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,7 +80,7 @@ func open(ctx context.Context, dir *os.File, name string, opts Options, write bo
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, pathErr("open", name, syscall.ENOTDIR)
 	}
-	unlock, err := lockKeyContext(ctx, keyID{uint64(st.Dev), st.Ino}, write, deadline)
+	unlock, err := lockKey(ctx, keyID{uint64(st.Dev), st.Ino}, write, deadline)
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
@@ -88,7 +88,7 @@ func open(ctx context.Context, dir *os.File, name string, opts Options, write bo
 		// Taken here, after the in-process lock and before meta.db's, in
 		// the order every open takes them; passing it again below, on the
 		// same open file description, would let it go.
-		release, err := holdTurnstileContext(ctx, dirfd, deadline)
+		release, err := holdTurnstile(ctx, dirfd, deadline)
 		if err != nil {
 			unlock()
 			return nil, pathErr("open", name, err)

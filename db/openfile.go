@@ -86,7 +86,7 @@ func openFileLocked(ctx context.Context, dirfd int, name string, write, gated, h
 	if err := faults.At(faults.DBOpenBeforeLock); err != nil {
 		return fail(pathErr("open", name, err))
 	}
-	lock := func(fd int, write bool, deadline time.Time) error { return flockUntilContext(ctx, fd, write, deadline) }
+	lock := func(fd int, write bool, deadline time.Time) error { return flockUntil(ctx, fd, write, deadline) }
 	if gated {
 		lock = func(fd int, write bool, deadline time.Time) error { return flockGated(ctx, dirfd, fd, write, deadline) }
 	}
@@ -236,7 +236,7 @@ func flockGated(ctx context.Context, dirfd, fd int, write bool, deadline time.Ti
 	case errors.Is(err, ErrLockTimeout), ctx.Err() != nil:
 		return err
 	}
-	return flockUntilContext(ctx, fd, write, deadline)
+	return flockUntil(ctx, fd, write, deadline)
 }
 
 // flockDir takes the flock of a key dir, its turnstile, as flockUntil
@@ -247,21 +247,16 @@ func flockDir(ctx context.Context, dirfd int, write bool, deadline time.Time) er
 	if take, err := dirflock.Flock(); !take {
 		return err
 	}
-	return flockUntilContext(ctx, dirfd, write, deadline)
+	return flockUntil(ctx, dirfd, write, deadline)
 }
 
 // holdTurnstile takes the turnstile of the key dir dirfd exclusively for
 // an open with Options.HoldTurnstile, on a descriptor of its own that
 // shares dirfd's open file description (the caller's dir is only borrowed
 // for the open), and returns what lets it go. Where the dir cannot be
-// flocked there is no turnstile to hold, as in flockGated.
-func holdTurnstile(dirfd int, deadline time.Time) (release func(), err error) {
-	return holdTurnstileContext(context.Background(), dirfd, deadline)
-}
-
-// holdTurnstileContext is holdTurnstile, giving up its wait early, with
-// ctx's error, once ctx is done.
-func holdTurnstileContext(ctx context.Context, dirfd int, deadline time.Time) (release func(), err error) {
+// flocked there is no turnstile to hold, as in flockGated. It gives up
+// its wait early, with ctx's error, once ctx is done.
+func holdTurnstile(ctx context.Context, dirfd int, deadline time.Time) (release func(), err error) {
 	// Close-on-exec in the one call: a child forked between a dup and
 	// its CloseOnExec would keep the key dir open past its exec.
 	fd, err := unix.FcntlInt(uintptr(dirfd), unix.F_DUPFD_CLOEXEC, 0)

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +25,7 @@ func TestTheTurnstilesDescriptorIsCloseOnExec(t *testing.T) {
 	for _, fd := range descriptorsOf(t, before) {
 		own[fd] = true
 	}
-	release, err := holdTurnstile(int(kd.dir.Fd()), time.Now().Add(time.Second))
+	release, err := holdTurnstile(context.Background(), int(kd.dir.Fd()), time.Now().Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

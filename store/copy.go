@@ -35,15 +35,10 @@ func coldAfterCopy(staged *os.File, r gates.Reason, cold func(gates.Reason) erro
 // copyCounted copies at most limit bytes from src (from offset 0) to dst,
 // and returns how many it copied and their CRC32C. A copy of more than
 // bigCopy bytes reads through a buffer of bigCopy bytes. Every caller's
-// limit is the size it expects plus one, so the limit sizes the buffer.
-func copyCounted(dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
-	return copyCountedIn(context.Background(), dst, src, limit)
-}
-
-// copyCountedIn is copyCounted, stopped by a ctx that ends before its next
-// read, with ctx's error (in a wrapped one): at most bigCopy bytes after
-// the cancel.
-func copyCountedIn(ctx context.Context, dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
+// limit is the size it expects plus one, so the limit sizes the buffer. A
+// ctx that ends stops it before its next read, with ctx's error (in a
+// wrapped one): at most bigCopy bytes after the cancel.
+func copyCounted(ctx context.Context, dst io.Writer, src *os.File, limit int64) (int64, uint32, error) {
 	size := 32 << 10 // io.Copy's own
 	if limit > bigCopy {
 		size = bigCopy

@@ -51,7 +51,7 @@ func TestCopyCountedStopsAtCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dst := &cancelOnWrite{cancel: cancel}
-	n, _, err := copyCountedIn(ctx, dst, src, maxTranscript8MiB+1)
+	n, _, err := copyCounted(ctx, dst, src, maxTranscript8MiB+1)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("copy cancelled during its first chunk = %d bytes, %v; want context.Canceled", n, err)
 	}
@@ -88,7 +88,7 @@ func TestStagedReadsStopAtCancel(t *testing.T) {
 	f, data := writeBig(t)
 	ctx := &countdown{Context: context.Background()}
 	ctx.n.Store(3)
-	_, err := readStagedIn(ctx, stagedFile{f: f, size: int64(len(data))}, Session{})
+	_, err := readStaged(ctx, stagedFile{f: f, size: int64(len(data))}, Session{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("readStagedIn cancelled at its fourth read = %v, want context.Canceled", err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"hash/crc32"
 	"math/rand"
 	"os"
@@ -27,7 +28,7 @@ func TestCopyCounted(t *testing.T) {
 		}
 		for _, limit := range []int64{int64(size) + 1, max(0, int64(size)-7)} {
 			var dst bytes.Buffer
-			n, sum, err := copyCounted(&dst, src, limit)
+			n, sum, err := copyCounted(context.Background(), &dst, src, limit)
 			want := data[:min(int64(size), limit)]
 			if err != nil || n != int64(len(want)) || !bytes.Equal(dst.Bytes(), want) || sum != crc32.Checksum(want, castagnoli) {
 				t.Fatalf("size %d limit %d: copied %d (%v), sum ok %v, bytes ok %v", size, limit, n, err,
@@ -56,7 +57,7 @@ func TestCopyOfAFileCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dst bytes.Buffer
-	n, sum, err := copyCounted(&dst, src, int64(len(data))+1)
+	n, sum, err := copyCounted(context.Background(), &dst, src, int64(len(data))+1)
 	if err != nil || n != bigCopy || !bytes.Equal(dst.Bytes(), data[:bigCopy]) || sum != crc32.Checksum(data[:bigCopy], castagnoli) {
 		t.Fatalf("copied %d bytes (%d written, %v) of a file cut to %d", n, dst.Len(), err, bigCopy)
 	}

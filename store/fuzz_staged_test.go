@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"hash/crc32"
 	"os"
 	"reflect"
@@ -84,7 +85,7 @@ func FuzzReadStaged(f *testing.F) {
 		if !rightCRC {
 			sess.CRC32C ^= 1
 		}
-		c, err := readStaged(stagedFile{f: fl, size: int64(len(data)), torn: torn}, sess)
+		c, err := readStaged(context.Background(), stagedFile{f: fl, size: int64(len(data)), torn: torn}, sess)
 		if len(data) > 0 && (data[len(data)-1] != '\n') != torn {
 			// The open's look at the last byte saw another than this
 			// read: the file changed in between.

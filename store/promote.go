@@ -260,7 +260,7 @@ func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, r
 		return refuse(reason)
 	}
 	defer staged.close()
-	content, err := readStagedIn(ctx, staged, sess)
+	content, err := readStaged(ctx, staged, sess)
 	if err != nil {
 		return res, err
 	}

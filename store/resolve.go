@@ -338,7 +338,7 @@ func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *o
 		}
 		src, limit := v.Source()
 		tail := &lastByte{w: staged}
-		size, sum, err := copyCountedIn(ctx, tail, src, limit)
+		size, sum, err := copyCounted(ctx, tail, src, limit)
 		var lost *sourceError
 		if errors.As(err, &lost) {
 			if r := v.Lost(lost.err); r != "" {

@@ -171,14 +171,9 @@ type stagedContent struct {
 // readStaged reads the staged file once, to its size at open: its
 // checksum, the checksum of its first sess.Bytes bytes, and pi's end of
 // run. The copy into the key dir checksums the file again and must agree,
-// so what was judged here is what is promoted.
-func readStaged(sf stagedFile, sess Session) (stagedContent, error) {
-	return readStagedIn(context.Background(), sf, sess)
-}
-
-// readStagedIn is readStaged, stopped by a ctx that ends before its next
-// read, with ctx's error (in a wrapped one).
-func readStagedIn(ctx context.Context, sf stagedFile, sess Session) (stagedContent, error) {
+// so what was judged here is what is promoted. A ctx that ends stops it
+// before its next read, with ctx's error (in a wrapped one).
+func readStaged(ctx context.Context, sf stagedFile, sess Session) (stagedContent, error) {
 	var c stagedContent
 	split := &crcSplit{at: sess.Bytes}
 	src := io.TeeReader(io.NewSectionReader(readerAtIn(ctx, sf.f), 0, sf.size), split)

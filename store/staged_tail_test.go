@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestAStagedFileWhoseLastByteChangesAfterItsOpenIsNotPromoted(t *testing.T) 
 				t.Fatal(err)
 			}
 			f.Close()
-			if _, err := readStaged(sf, sess); err == nil || !strings.Contains(err.Error(), "changed while it was promoted") {
+			if _, err := readStaged(context.Background(), sf, sess); err == nil || !strings.Contains(err.Error(), "changed while it was promoted") {
 				t.Errorf("readStaged after the last byte changed: %v; want the staged file changed while it was promoted", err)
 			}
 		})
