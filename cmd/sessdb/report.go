@@ -278,14 +278,9 @@ func (r *reporter) writeHelp(stdout io.Writer, text string) int {
 }
 
 // warn writes a warning line (a setting that does nothing, say).
-func (r *reporter) warn(msg string) {
-	if r.log.GetLevel() > zerolog.WarnLevel {
-		return
-	}
-	r.line(zerolog.WarnLevel, "", -1, msg)
-}
+func (r *reporter) warn(msg string) { r.warnOn("", msg) }
 
-// warnOn is warn about one key, named in the line.
+// warnOn is warn about one key, named in the line ("" for none).
 func (r *reporter) warnOn(key, msg string) {
 	if r.log.GetLevel() > zerolog.WarnLevel {
 		return
