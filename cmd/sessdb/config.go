@@ -147,15 +147,29 @@ func notAFleetsDir(name, p string) error {
 // real root then refused that key for good, a directory in it that is
 // not the store's. Both tests are needed: a copy of a key's meta.db or
 // transcript left at the top of a real root (an operator's look at it)
-// must not stop every worker, and a root's own name is no key.
+// must not stop every worker, and a root's own name is no key. The name
+// judged is the one given and the directory's own, links followed: a
+// link of another name to a key dir (/srv/current -> sessions/<key>) is
+// that key dir.
 func notAKeyDir(name, p string) error {
 	abs, err := filepath.Abs(p)
-	if err != nil || !store.ValidKey(filepath.Base(abs)) {
+	if err != nil {
 		return nil
 	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil || !store.ValidKey(filepath.Base(abs)) && !store.ValidKey(filepath.Base(real)) {
+		return nil
+	}
+	via, parent := "", filepath.Dir(abs)
+	if real != abs {
+		via = " (a link to " + quoteName(real) + ")"
+		if !store.ValidKey(filepath.Base(abs)) {
+			parent = filepath.Dir(real)
+		}
+	}
 	for _, f := range []string{db.FileName, store.TranscriptName} {
-		if _, err := os.Lstat(filepath.Join(p, f)); err == nil {
-			return fmt.Errorf("%s: %s is a key dir (it holds %s), not a sessions root: name the directory that holds the key dirs (its parent, %s?)", name, quoteName(p), f, quoteName(filepath.Dir(abs)))
+		if _, err := os.Lstat(filepath.Join(real, f)); err == nil {
+			return fmt.Errorf("%s: %s%s is a key dir (it holds %s), not a sessions root: name the directory that holds the key dirs (its parent, %s?)", name, quoteName(p), via, f, quoteName(parent))
 		}
 	}
 	return nil

@@ -83,8 +83,8 @@ objects the commands print are listed field by field in [json.md](json.md).
   root whoever owns it). Every command refuses (exit 2, naming it) a
   sessions root that is a fleet's transcripts dir (it holds the fleet's
   mark, ` + "`.sessdb-fleet`" + `; [fleet.md](fleet.md)), and one that is a key
-  dir (named as a key, it holds ` + "`meta.db`" + ` or ` + "`current.jsonl`" + `: a root set one
-  level too deep).
+  dir (named as a key, or a link to one; it holds ` + "`meta.db`" + ` or ` + "`current.jsonl`" + `: a root
+  set one level too deep).
 - **Ctrl-C** (or SIGTERM, or SIGHUP: a closed terminal; a SIGHUP ignored
   from the start, under nohup, stays ignored) stops a walk (dump, stats,
   check, reap, migrate) within a second (migrate: once the keys under way

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sessions root that is a link of another name to a key dir
+// (PI_SESSIONS_DIR=/srv/current, current -> sessions/<key>, a link an
+// operator made to look at one conversation) is the key dir set one level
+// too deep under another name: every key absent there, and promote making
+// key dirs inside that key's dir. It is refused as the key dir itself is,
+// exit 2, naming the setting, the file that makes it a key dir, and the
+// directory the link leads to; the key dir is left as it was. A link to
+// a real root is a root as before.
+func TestASessionsRootLinkedToAKeyDirIsRefused(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const dbKey = "4668107cac2e99b44415c5606b32ef14"
+	links := t.TempDir()
+	toKey, toRoot := filepath.Join(links, "current"), filepath.Join(links, "sessions")
+	if err := os.Symlink(filepath.Join(root, dbKey), toKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root, toRoot); err != nil {
+		t.Fatal(err)
+	}
+	before := treeNames(root)
+	job := filepath.Join(t.TempDir(), "job")
+	for _, args := range [][]string{
+		{"stats", "--json"},
+		{"resolve", "--key", "9ddb56ddcfac930962d0f4d375d2fd07", "--job-dir", job, "--pi-version", "0.58.3"},
+	} {
+		t.Setenv("PI_SESSIONS_DIR", toKey)
+		code, out, errs := runCLI(t, append(args, "--log-format", "console")...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "PI_SESSIONS_DIR") || !strings.Contains(errs, "is a key dir") || !strings.Contains(errs, "meta.db") || !strings.Contains(errs, filepath.Join(root, dbKey)) || !strings.Contains(errs, "its parent, "+quoteName(root)+"?") {
+			t.Errorf("PI_SESSIONS_DIR=%s (a link to a key dir) %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming the setting, meta.db and the key dir the link leads to", toKey, args, code, out, errs)
+		}
+	}
+	if after := treeNames(root); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("the sessions root changed: %q, was %q", after, before)
+	}
+	if _, err := os.Lstat(job); err == nil {
+		t.Errorf("a refused resolve made the job dir")
+	}
+	t.Setenv("PI_SESSIONS_DIR", toRoot)
+	if code, _, errs := runCLI(t, "stats", "--json"); code != exitOK {
+		t.Errorf("stats through a link to the sample root: exit %d, stderr %q", code, errs)
+	}
+}
