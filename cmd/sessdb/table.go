@@ -116,14 +116,18 @@ func cellWidth(s string) int {
 }
 
 // runeWidth is the columns a terminal gives r: none for a combining mark,
-// which joins the rune before it; two for an East Asian wide or fullwidth
+// which joins the rune before it, nor for a Hangul medial vowel or final
+// consonant jamo, which joins the initial before it into one syllable two
+// columns wide (glibc's wcwidth gives them 0 too); two for an East Asian wide or fullwidth
 // rune (wideRunes: Unicode's EastAsianWidth W and F, which take in the
 // emoji a terminal draws wide, 🚀 ✅ ❌ ⭐ as much as 😀, and CJK); one for
 // any other, East Asian ambiguous ones included, as a terminal outside a
 // CJK locale gives them. Controls and format characters never reach a
-// cell (printable escapes them).
+// cell (printable escapes them). A narrow emoji followed by VS16 (❤️)
+// counts one, as glibc's wcwidth has it; some terminals draw it two wide,
+// and no rule of the rune alone can tell which a reader's does.
 func runeWidth(r rune) int {
-	if unicode.In(r, unicode.Mn, unicode.Me) {
+	if unicode.In(r, unicode.Mn, unicode.Me) || 0x1160 <= r && r <= 0x11ff || 0xd7b0 <= r && r <= 0xd7ff {
 		return 0
 	}
 	i := sort.Search(len(wideRunes), func(i int) bool { return wideRunes[i][1] >= r })
