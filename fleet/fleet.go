@@ -308,21 +308,15 @@ func (b *Backend) deadline() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.timeout)
 }
 
-// read runs a read, again after a backoff while etcd is unavailable (a
-// member stopping, a leader election), within the request timeout: a read
-// changes nothing, so a retry cannot do harm, and a resolve that gives up
-// is a cold start whose job's work cannot be promoted.
-func (b *Backend) read(key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
-	ctx, cancel := b.deadline()
-	defer cancel()
-	return readWithin(ctx, key, get)
-}
-
-// readIn is read for a walk (check, dump, reap, repair): bounded by ctx as
-// well, which Ctrl-C ends. A read that a leader change overtook fails at
-// once (etcd's client retries a plain Get, never the transaction Get
-// reads a record and its history in), and without the retry a single
-// election stopped a walk of every key.
+// readIn runs a read, again after a backoff while etcd is unavailable (a
+// member stopping, a leader election), within the request timeout and ctx
+// (context.Background() where the caller has none; a walk's, which Ctrl-C
+// ends): a read changes nothing, so a retry cannot do harm, and a resolve
+// that gives up is a cold start whose job's work cannot be promoted. A
+// read that a leader change overtook fails at once (etcd's client retries
+// a plain Get, never the transaction Get reads a record and its history
+// in), and without the retry a single election stopped a walk of every
+// key.
 func (b *Backend) readIn(ctx context.Context, key string, get func(context.Context, string) (etcdmeta.State, error)) (etcdmeta.State, error) {
 	c, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,7 +41,7 @@ func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
 		fail(&r, err)
 		return r
 	}
-	st, err := m.b.read(it.Key, m.b.meta.Get)
+	st, err := m.b.readIn(context.Background(), it.Key, m.b.meta.Get)
 	switch {
 	case err != nil:
 		m.failEtcd(&r, err, "")

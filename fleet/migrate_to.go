@@ -77,7 +77,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		fail(&r, fmt.Errorf("%w: left alone", err))
 		return r
 	}
-	st, err := m.b.read(name, m.b.meta.Get)
+	st, err := m.b.readIn(context.Background(), name, m.b.meta.Get)
 	if err != nil {
 		m.failEtcd(&r, err, ": left alone")
 		return r

@@ -185,7 +185,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 		// The refusal was decided on the ticket's base, unread: read the
 		// key, to decide again if it moved on, and to record a refusal
 		// once.
-		st, err := t.b.read(t.key, t.b.meta.Get)
+		st, err := t.b.readIn(context.Background(), t.key, t.b.meta.Get)
 		switch {
 		case err != nil:
 			return err

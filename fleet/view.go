@@ -338,7 +338,7 @@ func (v *view) Lost(err error) gates.Reason {
 	if !v.generationGone(err) {
 		return ""
 	}
-	if st, err := v.b.read(v.key, v.b.meta.GetRecord); err == nil && st.Rev != v.rev && st.Record.Transcript == nil {
+	if st, err := v.b.readIn(context.Background(), v.key, v.b.meta.GetRecord); err == nil && st.Rev != v.rev && st.Record.Transcript == nil {
 		v.rec, v.rev = st.Record, st.Rev // Base: none
 		return gates.Absent
 	}
