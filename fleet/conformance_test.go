@@ -192,6 +192,19 @@ func (in *fleetInstance) Stall(_ string, opts store.Options, wait time.Duration)
 	return store.NewOn(b, opts), func() {}, nil
 }
 
+// AtRefusal runs f as the next refusal's record is about to be sent (the
+// Backend's hook: the store has decided the refusal, and looked at its
+// ctx for the last time).
+func (in *fleetInstance) AtRefusal(f func()) {
+	var fired atomic.Bool
+	in.b.hook = func(q, _ string) error {
+		if q == hookRefuse && !fired.Swap(true) {
+			f()
+		}
+		return nil
+	}
+}
+
 // AtCommit runs f as the next promotion's commit begins, before its
 // guarded put is sent.
 func (in *fleetInstance) AtCommit(f func()) {

@@ -41,9 +41,11 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 
 // BeginContext is Begin, its etcd requests ended once ctx is done (each
 // still within the request timeout), with an error that wraps ctx's
-// (store.ContextBackend). The txn it returns keeps no ctx: its Refuse and
-// Commit are bounded by the request timeout alone, never by the caller's
-// cancel.
+// (store.ContextBackend). The txn it returns keeps ctx for its Refuse: the
+// record of a refusal, its reads and its appends, is given up once ctx is
+// done, as Begin's reads are (an append already sent may still land: the
+// retry finds it, and records the refusal once). Its Commit never
+// consults ctx: it is bounded by the request timeout alone.
 func (b *Backend) BeginContext(caller context.Context, key string, base store.Base) (store.KeyTxn, error) {
 	if caller == nil {
 		caller = context.Background()
@@ -74,6 +76,7 @@ func (b *Backend) BeginContext(caller context.Context, key string, base store.Ba
 		}
 		t = &txn{b: b, key: key, st: st}
 	}
+	t.caller = caller
 	if err := b.at(hookStage, key); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,9 @@ type txn struct {
 	b   *Backend
 	key string
 	st  etcdmeta.State
+	// caller is the promote's context, for Refuse alone (see
+	// BeginContext): Commit never consults it.
+	caller context.Context
 	// optimistic: st is the ticket's base, unread from the leader, with
 	// no history (see Begin).
 	optimistic bool
@@ -180,12 +186,15 @@ func (t *txn) conflict(err error) error {
 // more supersedes it all the more, so the refusal is recorded at the
 // newer record (its generation in Gen) instead. Without that, jobs on a
 // busy key would report a refusal that lost a race as promote-failed.
+//
+// Its reads and appends end once the caller's context (BeginContext's) is
+// done, with an error that wraps its, each within the request timeout.
 func (t *txn) Refuse(e db.HistoryEntry) error {
 	if t.optimistic {
 		// The refusal was decided on the ticket's base, unread: read the
 		// key, to decide again if it moved on, and to record a refusal
 		// once.
-		st, err := t.b.readIn(context.Background(), t.key, t.b.meta.Get)
+		st, err := t.b.readIn(t.caller, t.key, t.b.meta.Get)
 		switch {
 		case err != nil:
 			return err
@@ -202,7 +211,7 @@ func (t *txn) Refuse(e db.HistoryEntry) error {
 	if err := t.b.at(hookRefuse, t.key); err != nil {
 		return err
 	}
-	ctx, cancel := t.b.deadline()
+	ctx, cancel := context.WithTimeout(t.caller, t.b.timeout)
 	defer cancel()
 	base := t.st.Rev
 	for try := 0; ; try++ {

@@ -31,8 +31,10 @@ func (b *Backend) View(key string, bounds gates.Bounds) (store.KeyView, error) {
 // still within the request timeout): the view then fails with an error
 // that wraps ctx's, not the store-unavailable cold start, which would be
 // the caller's cancel taken for etcd's silence (store.ContextBackend).
-// The view it returns keeps no ctx: a read its Lost makes again is bounded
-// by the request timeout alone.
+// The view it returns keeps ctx for the one request it may make later,
+// the record read again by its Lost: a resolve given up there returns its
+// caller's cancel (the store throws away what Lost judged once ctx is
+// done), never after the whole request timeout.
 func (b *Backend) ViewContext(ctx context.Context, key string, _ gates.Bounds) (store.KeyView, error) {
 	if err := b.opened(); err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func lookAgainIfMoved(look func() (lost bool, err error), moved func() bool) err
 
 // view is one look of View at key.
 func (b *Backend) view(ctx context.Context, key string) (*view, error) {
-	v := &view{b: b, key: key}
+	v := &view{b: b, key: key, ctx: ctx}
 	st, err := b.readIn(ctx, key, b.meta.GetRecord)
 	switch {
 	case stopped(ctx, err) != nil:
@@ -134,8 +136,10 @@ var statGeneration = (*os.File).Stat
 
 // view is one key as a resolve sees it.
 type view struct {
-	b      *Backend
-	key    string
+	b   *Backend
+	key string
+	// ctx is the resolve's, for Lost's read (see ViewContext).
+	ctx    context.Context
 	rec    etcdmeta.Record
 	rev    etcdmeta.Rev
 	f      *os.File
@@ -331,6 +335,9 @@ func (v *view) Accept(size int64, sum uint32) store.Acceptance {
 // lost. A record that moved on to another generation keeps the base the
 // copy was judged on: the job's cold run is superseded by the newer one,
 // never promoted over a conversation it did not see.
+//
+// The record is read again within the resolve's ctx: given up there, the
+// read fails, and the store returns the caller's cancel, not this verdict.
 func (v *view) Lost(err error) gates.Reason {
 	if v.dirUnavailable() {
 		return gates.StoreUnavailable
@@ -338,7 +345,7 @@ func (v *view) Lost(err error) gates.Reason {
 	if !v.generationGone(err) {
 		return ""
 	}
-	if st, err := v.b.readIn(context.Background(), v.key, v.b.meta.GetRecord); err == nil && st.Rev != v.rev && st.Record.Transcript == nil {
+	if st, err := v.b.readIn(v.ctx, v.key, v.b.meta.GetRecord); err == nil && st.Rev != v.rev && st.Record.Transcript == nil {
 		v.rec, v.rev = st.Record, st.Rev // Base: none
 		return gates.Absent
 	}

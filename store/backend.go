@@ -52,9 +52,12 @@ type Backend interface {
 // Both return an error that wraps ctx's (errors.Is(err,
 // context.Canceled) or context.DeadlineExceeded) when ctx ends what they
 // wait for: KeyDirs' wait for the key's lock, a fleet's etcd requests.
-// ctx bounds only the call itself: a KeyView or KeyTxn it returns does not
-// keep it, and a KeyTxn's Refuse and Commit never consult it (a commit is
-// never half done because its caller gave up).
+// ctx bounds the call, and may bound what the KeyView or KeyTxn it
+// returns waits for later: a KeyView's Lost (its verdict is thrown away
+// once ctx is done) and a KeyTxn's Refuse (a refusal given up is
+// promote-failed, and its retry decides again), with an error that wraps
+// ctx's. A KeyTxn's Commit never consults it: a commit is never half done
+// because its caller gave up.
 //
 // For a Backend without it, the store looks at ctx before View and Begin
 // and after them, and between the steps of its own: a cancel then ends

@@ -228,6 +228,19 @@ func (k *keyDirsInstance) Stall(key string, opts store.Options, wait time.Durati
 	return k.Open(opts), func() { once.Do(unlock) }, nil
 }
 
+// AtRefusal runs f where the next promotion has decided its refusal,
+// before its record.
+func (k *keyDirsInstance) AtRefusal(f func()) {
+	var fired atomic.Bool
+	faults.Set(func(q faults.Point) error {
+		if q == faults.PromoteRefusalDecided && !fired.Swap(true) {
+			f()
+		}
+		return nil
+	})
+	k.t.Cleanup(func() { faults.Set(nil) })
+}
+
 // AtCommit runs f where the next promotion has committed its transaction,
 // before its rename.
 func (k *keyDirsInstance) AtCommit(f func()) {

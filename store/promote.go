@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/faults"
 	"sessdb/store/legacy"
 	"sessdb/store/models"
 	"sessdb/store/transcript"
@@ -159,8 +160,13 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 // ctx is not consulted: a promotion is never half done, or left unsaid,
 // because its caller gave up, and one that committed is returned
 // promoted whatever ctx says. A refusal (superseded, transcript-rewritten,
-// run-incomplete) reached before the cancel is recorded and returned as
-// without one. A nil ctx is context.Background(), which never ends.
+// run-incomplete) is returned once recorded in the key's history: ctx is
+// looked at once more before the record, and a cancel seen there, or one
+// that ends the record's wait (a fleet's etcd requests), is promote-failed
+// like any other, the run kept for the retry, which decides again (a
+// fleet's record already sent may still land: the retry finds it, and the
+// refusal is recorded once). A nil ctx is context.Background(), which
+// never ends.
 func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteRequest) (PromoteResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -214,10 +220,10 @@ func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteReq
 		// promote. A store on such a backend answers as one on none.
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil && ctx.Err() != nil && !errors.As(err, new(*uncancelled)):
-		// Given up before the commit (a commit's fault, or a
-		// refusal's record's, is a fault whatever ctx says: neither
-		// consults it). Another fault met on the way is said, not
-		// wrapped: the error is the cancel's.
+		// Given up before the commit (a commit's fault is a fault
+		// whatever ctx says: it never consults it), a refusal's record
+		// included. Another fault met on the way is said, not wrapped:
+		// the error is the cancel's.
 		res.Promoted, res.Reason = false, gates.PromoteFailed
 		if !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (and %v)", ctx.Err(), err)
@@ -297,9 +303,20 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 
 	// Step 3: the job's contract, in the order the doc gives: a repeat, a
 	// moved base, a rewritten prefix, a required shape.
+	// A refusal is returned once recorded. The last look at ctx is before
+	// its record: given up there, nothing is recorded, and the retry
+	// decides again. The record's own waits (a fleet's etcd) end with ctx
+	// too, where the backend takes it (ContextBackend); a key dir's is
+	// one write to meta.db, under the lock already held.
 	refused := func(r gates.Reason) (PromoteResult, error) {
 		res.Reason = r
-		return res, notCancelled(s.refuse(txn, history, sess, res, cur.Gen))
+		if err := s.fault(faults.PromoteRefusalDecided); err != nil {
+			return res, err
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		return res, s.refuse(txn, history, sess, res, cur.Gen)
 	}
 	if sess.Ticket != "" {
 		// A promotion of this ticket that the key no longer holds (its
@@ -623,8 +640,8 @@ func satAdd(a, b uint64) uint64 {
 }
 
 // uncancelled is the error of a step that never consults the caller's
-// context (a commit, a refusal's record): a fault, even once the context
-// has ended, never the caller's cancel.
+// context (a commit): a fault, even once the context has ended, never the
+// caller's cancel.
 type uncancelled struct{ err error }
 
 func (e *uncancelled) Error() string { return e.err.Error() }

@@ -33,6 +33,12 @@ const (
 	PromoteAfterDirSync   Point = "promote/after-dir-fsync"  // landed
 )
 
+// PromoteRefusalDecided is the window in a promote between its refusal
+// (superseded, transcript-rewritten, run-incomplete) decided under the key
+// and the refusal's record in the key's history: an error here is that
+// record failing.
+const PromoteRefusalDecided Point = "promote/refusal-decided"
+
 // RollForwardTempRead is the read of a committed promotion's temp by the
 // next writer's roll-forward (Promote, check --repair, accept): an error
 // here is the temp's read failing.

@@ -35,6 +35,15 @@ type Committer interface {
 	AtCommit(f func())
 }
 
+// A Refuser runs a function once the instance's next promotion has
+// decided a refusal, before the refusal's record is written, and lets the
+// promotion go on: the key-dir store where the store has decided it,
+// under the key's lock; a fleet as its record is about to be sent.
+type Refuser interface {
+	// AtRefusal arms f for the next refusal only.
+	AtRefusal(f func())
+}
+
 // stallWait is how long a stalled call waits on its own; stallCancel is
 // when the promises' callers give up, and a call that answers before
 // stallWait/4 was ended by its caller (a loaded machine's delay is far
@@ -177,6 +186,46 @@ var contextPromises = []promise{
 		again, jd := e.resolve(key, localJob())
 		if e.want(again, true, gates.Resumed); !bytes.Equal(e.staged(jd), run) {
 			e.fatalf("the key resumes %d bytes, not the run's %d", len(e.staged(jd)), len(run))
+		}
+	}},
+	{"context/a promote given up once its refusal is decided records nothing and keeps the run", func(e *env) {
+		rf, ok := e.inst.(Refuser)
+		if !ok {
+			e.t.Skip("the instance is no storetest.Refuser")
+		}
+		e.run(key, "first")
+		stale, jobDir, data := e.job(key, "stale")
+		e.stage(jobDir, turn(data, "stale", 100))
+		e.run(key, "second") // the stale job's base moved on: superseded
+		before, beforeH := e.record(key)
+		was := e.jobDirState(jobDir)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rf.AtRefusal(cancel)
+		res, err := e.s.PromoteContext(ctx, stale, store.PromoteRequest{PiVersion: piVersion})
+		if ctx.Err() == nil {
+			e.fatalf("the refusal's hook never ran: nothing was cancelled (%+v, %v)", res, err)
+		}
+		if !errors.Is(err, context.Canceled) || res.Promoted || res.Reason != gates.PromoteFailed {
+			e.fatalf("PromoteContext cancelled once its refusal was decided = %+v, %v; want promote-failed, context.Canceled (a refusal is returned once recorded)", res, err)
+		}
+		if now := e.jobDirState(jobDir); !bytes.Equal(now.staged, was.staged) || !bytes.Equal(now.ticket, was.ticket) {
+			e.fatalf("the job dir changed: staged %d -> %d bytes, ticket %d -> %d bytes", len(was.staged), len(now.staged), len(was.ticket), len(now.ticket))
+		}
+		e.unchanged(key, before, beforeH, "a promote given up before its refusal's record")
+		// The retry decides again, and records the refusal once.
+		if res := e.promote(stale, store.PromoteRequest{PiVersion: piVersion}); res.Reason != gates.Superseded || res.SupersededBy != 2 {
+			e.fatalf("the retry = %+v, want superseded by gen 2", res)
+		}
+		_, h := e.record(key)
+		n := 0
+		for _, x := range h {
+			if x.Ticket == stale.Ticket && x.Outcome == string(gates.Superseded) {
+				n++
+			}
+		}
+		if n != 1 || len(h) != len(beforeH)+1 {
+			e.fatalf("the history holds the refusal %d times and %d entries after the retry; want once, %d entries", n, len(h), len(beforeH)+1)
 		}
 	}},
 	{"context/a promote whose commit has begun completes", func(e *env) {

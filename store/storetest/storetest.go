@@ -8,11 +8,11 @@
 // with a clock the suite controls (store.Options.Now). What only some
 // backends can have (a record damaged on disk, a key dir that is a link,
 // a promotion interrupted between its steps, the legacy layout, a key
-// whose resolves wait, a commit begun) is reached through optional
-// interfaces an Instance may implement (Damager, Interrupter, Planter,
-// Respeller, Staller, Committer); a promise that needs one the instance
-// lacks, or a damage it reports as errors.ErrUnsupported, is skipped with
-// a message naming the capability.
+// whose resolves wait, a commit begun, a refusal decided) is reached
+// through optional interfaces an Instance may implement (Damager,
+// Interrupter, Planter, Respeller, Staller, Committer, Refuser); a promise
+// that needs one the instance lacks, or a damage it reports as
+// errors.ErrUnsupported, is skipped with a message naming the capability.
 //
 // RunModel is the suite's other half: random sequences of resolves,
 // promotes (fresh, stale, retried, interrupted, of staged files grown,
