@@ -232,3 +232,21 @@ type Staged struct {
 	Size   int64
 	CRC32C uint32 // Castagnoli, of the same bytes
 }
+
+// cancelStep names the step a resolve or a promote was at when it was
+// given up (its ctx done), in its log line (session_resolve_cancelled,
+// session_promote_cancelled: "step"): where the caller's time went.
+type cancelStep string
+
+// The steps, in the order a call passes them (docs/job.md lists them).
+const (
+	stepJobDir   cancelStep = "job-dir"  // resolve: the job dir made ready
+	stepKey      cancelStep = "key"      // the wait for the key: its lock, a fleet's etcd
+	stepCopy     cancelStep = "copy"     // resolve: the ladder, the copy and its judgement
+	stepTicket   cancelStep = "ticket"   // resolve: copied and judged, the ticket not yet written
+	stepStaged   cancelStep = "staged"   // promote: the run's transcript opened and read
+	stepContract cancelStep = "contract" // promote: the key had, the job contract judged
+	stepRefusal  cancelStep = "refusal"  // promote: a refusal decided, and its record
+	stepStage    cancelStep = "stage"    // promote: the new transcript written
+	stepCommit   cancelStep = "commit"   // promote: the last look at ctx before the commit
+)

@@ -211,7 +211,8 @@ func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteReq
 		res.Reason = gates.PromoteFailed
 		return res, fmt.Errorf("promote %s: %w", sess.Key, err)
 	}
-	res, err := s.promote(ctx, sess, req, res)
+	at := stepStaged
+	res, err := s.promote(ctx, sess, req, res, &at)
 	switch {
 	case errors.Is(err, ErrWrongRoot), errors.Is(err, ErrBadTicket), errors.Is(err, ErrNoBackend):
 		// A Session refused, or a backend that says it is none (a
@@ -228,7 +229,7 @@ func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteReq
 		if !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (and %v)", ctx.Err(), err)
 		}
-		log.Info().Err(err).Msg("session_promote_cancelled")
+		log.Info().Str("step", string(at)).Err(err).Msg("session_promote_cancelled")
 		err = fmt.Errorf("promote %s: %w", sess.Key, err)
 	case err != nil:
 		res.Promoted, res.Reason = false, gates.PromoteFailed
@@ -244,8 +245,9 @@ func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteReq
 
 // promote is the write path (DESIGN.md), every step in order. A refusal
 // is a result with its reason and a nil error; an error is a fault, which
-// Promote reports as promote-failed.
-func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult) (PromoteResult, error) {
+// Promote reports as promote-failed. at is kept at the step under way, for
+// the log line of a promote given up.
+func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult, at *cancelStep) (PromoteResult, error) {
 	refuse := func(r gates.Reason) (PromoteResult, error) { res.Reason = r; return res, nil }
 
 	// Step 0: the ticket must be this store's, before anything is written
@@ -276,7 +278,7 @@ func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, r
 	// backend without a lock says so at the commit): the key, the contract,
 	// the new transcript, the commit.
 	for attempt := 1; ; attempt++ {
-		res, err = s.promoteOnce(ctx, sess, req, res, staged, content)
+		res, err = s.promoteOnce(ctx, sess, req, res, staged, content, at)
 		if !errors.Is(err, ErrConflict) || attempt == 2 {
 			return res, err
 		}
@@ -284,9 +286,10 @@ func (s *Store) promote(ctx context.Context, sess Session, req PromoteRequest, r
 }
 
 // promoteOnce is promote's steps 2 to 5 on the store's backend.
-func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult, staged stagedFile, content stagedContent) (PromoteResult, error) {
+func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteRequest, res PromoteResult, staged stagedFile, content stagedContent, at *cancelStep) (PromoteResult, error) {
 	// Step 2: the key, held for writing (its exclusive lock, with what a
 	// crash left behind settled), and what it holds now.
+	*at = stepKey
 	txn, err := s.begin(ctx, sess.Key, sess.Base)
 	switch {
 	case errors.Is(err, ErrKeyDirNotADirectory):
@@ -299,6 +302,7 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 		return res, err
 	}
 	defer txn.Close()
+	*at = stepContract
 	prev, history, cur := txn.State()
 
 	// Step 3: the job's contract, in the order the doc gives: a repeat, a
@@ -310,6 +314,7 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 	// one write to meta.db, under the lock already held.
 	refused := func(r gates.Reason) (PromoteResult, error) {
 		res.Reason = r
+		*at = stepRefusal
 		if err := s.fault(faults.PromoteRefusalDecided); err != nil {
 			return res, err
 		}
@@ -384,6 +389,7 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 	// generation grows from the highest the key remembers, never from the
 	// base's: a promotion lost in a crash keeps its number.
 	gen := satAdd(lastGen(prev, history), 1)
+	*at = stepStage
 	st, err := txn.Stage(gen, readerAtIn(ctx, staged.f), staged.size, staged.torn)
 	if err != nil {
 		return res, err
@@ -394,6 +400,7 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 	// The last look at ctx: from the commit on, the promotion is carried
 	// through whatever its caller says. Given up here, Close removes what
 	// Stage wrote, and nothing of the key changed.
+	*at = stepCommit
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

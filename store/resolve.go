@@ -146,7 +146,8 @@ func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir 
 	if err := ctx.Err(); err != nil {
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	}
-	sess, err := s.resolve(ctx, key, job, jobDir)
+	at := stepJobDir
+	sess, err := s.resolve(ctx, key, job, jobDir, &at)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// A fault met once ctx had ended (the job dir's, before the copy
@@ -155,7 +156,7 @@ func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir 
 		if cerr := ctx.Err(); !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w (and %v)", cerr, err)
 		}
-		s.opts.Logger.Info().Str("key", key).Err(err).Msg("session_resolve_cancelled")
+		s.opts.Logger.Info().Str("key", key).Str("step", string(at)).Err(err).Msg("session_resolve_cancelled")
 		return Session{}, fmt.Errorf("resolve %s: %w", key, err)
 	case err != nil:
 		s.opts.Logger.Error().Str("key", key).Err(err).Msg("session_store_failed")
@@ -167,8 +168,9 @@ func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir 
 
 // resolve is the read path (DESIGN.md) for one job, every step in order:
 // the job dir made ready, the judgement and copy, the ticket. Resolve adds
-// the key to its error and logs the outcome.
-func (s *Store) resolve(ctx context.Context, key string, job Job, jobDir string) (Session, error) {
+// the key to its error and logs the outcome; at is kept at the step under
+// way, for the log line of a resolve given up.
+func (s *Store) resolve(ctx context.Context, key string, job Job, jobDir string, at *cancelStep) (Session, error) {
 	sess := Session{Key: key, Venue: job.Venue, Model: legacy.NormaliseModel(job.Model), Job: job.ID, JobDir: jobDir}
 
 	// Step 0: the job dir, apart from the store's files before anything is
@@ -237,7 +239,7 @@ func (s *Store) resolve(ctx context.Context, key string, job Job, jobDir string)
 	}
 	sess.Ticket, err = newTicketID()
 	if err == nil {
-		err = s.judgeAndCopy(ctx, key, job, staged, &sess)
+		err = s.judgeAndCopy(ctx, key, job, staged, &sess, at)
 	}
 	if cerr := staged.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -247,6 +249,9 @@ func (s *Store) resolve(ctx context.Context, key string, job Job, jobDir string)
 	// as locked or store-unavailable), and a fault met after it is said
 	// but not wrapped: the error is the cancel's. The staged file goes,
 	// and no ticket is written.
+	if err == nil {
+		*at = stepTicket
+	}
 	if cerr := ctx.Err(); cerr != nil && (err == nil || !errors.Is(err, cerr)) {
 		if err == nil {
 			err = cerr
@@ -274,7 +279,7 @@ const maxCopies = 3
 // judgeAndCopy is the read path's steps 1 to 5 (DESIGN.md) on the store's
 // backend: the key's view, the ladder, and the copy checked against what
 // the key holds.
-func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *os.File, sess *Session) error {
+func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *os.File, sess *Session, at *cancelStep) error {
 	cold := func(r gates.Reason) error {
 		sess.Resume, sess.Reason, sess.Bytes, sess.CRC32C = false, r, 0, 0
 		if r == gates.StoreUnavailable {
@@ -292,11 +297,13 @@ func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *o
 	// the shared lock or its legacy files, and the observation. The view
 	// holds the lock until it is closed, so no promotion can land between
 	// the judgement and the copy.
+	*at = stepKey
 	v, err := s.view(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer v.Close()
+	*at = stepCopy
 	// The base is the ticket's whatever the verdict (but
 	// store-unavailable: see cold): a cold start's job promotes onto what
 	// the key holds.
