@@ -29,7 +29,6 @@ type Branch struct {
 	Final   Estimate // the estimate at the leaf: what pi reports on resume
 
 	v1        bool             // a version 1 file: ids are "v1:<index>", each entry's parent the one before, the branch every entry
-	piThrows  bool             // the file has a line pi's load throws on (Scanner.piThrows): pi loads nothing
 	recs      chunked[rec]     // every entry that may be on the branch, in file order
 	data      chunked[payload] // what the entries that add a message or set the model add, in file order
 	off, line wide             // the high halves of rec.off and rec.line
@@ -224,7 +223,11 @@ func load(sc *Scanner) (*Branch, error) {
 		// it has none).
 		b.Final.Unknown = est.noNumber()
 	}
-	b.piThrows = sc.piThrows
+	if sc.piThrows {
+		// pi's load throws on a line the scan dropped: pi loads nothing,
+		// and has no reading on resume (End has none either).
+		b.Final.Unknown = true
+	}
 	return b, nil
 }
 

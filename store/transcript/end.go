@@ -142,7 +142,7 @@ func (m LastMessage) Shape() Shape {
 func (b *Branch) End() End {
 	f := b.Final
 	exact := !f.Fractional && f.Tokens > -(1<<62) && f.Tokens < 1<<62
-	e := End{Tokens: f.Tokens, Known: !f.Unknown && exact && !b.piThrows}
+	e := End{Tokens: f.Tokens, Known: !f.Unknown && exact}
 	modelSeen, lastSeen := false, false
 	for pos := b.Len - 1; pos >= 0 && !(modelSeen && lastSeen); pos-- {
 		n := b.payload(pos)

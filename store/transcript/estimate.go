@@ -34,9 +34,11 @@ type Estimate struct {
 	// Unknown is true where pi's getContextUsage reports null: the branch
 	// has a compaction and no assistant after it has a non-zero usage, so
 	// the anchor, if any, measured the context before it was compacted.
-	// Branch.Final is never unknown when the leaf's id is falsy (absent,
-	// "", 0, false): pi's getBranch() is then empty, and its guard finds no
-	// compaction. It is also true where pi's estimate is no number: the
+	// Branch.Final is never unknown for that when the leaf's id is falsy
+	// (absent, "", 0, false): pi's getBranch() is then empty, and its guard
+	// finds no compaction. Branch.Final is unknown where pi cannot load the
+	// file at all (a line its load throws on, which the scan drops: see the
+	// package doc). It is also true where pi's estimate is no number: the
 	// anchor's counters sum to NaN or to a string in pi's arithmetic (a
 	// counter absent, a string, an object or an array, infinite counters of
 	// opposite signs); Tokens then reads 0. pi never writes such a usage;
