@@ -188,8 +188,8 @@ func writeTicket(jd *os.File, sess Session) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
+	_, err = ticketWrite(f, b)
+	if cerr := ticketClose(f); err == nil {
 		err = cerr
 	}
 	if err == nil {
@@ -200,6 +200,15 @@ func writeTicket(jd *os.File, sess Session) error {
 	}
 	return err
 }
+
+// ticketWrite and ticketClose are writeTicket's write and close of its
+// temp: variables so that a test can fail them (a full disk, an NFS close
+// that reports a write lost) and see the temp's name, which no test could
+// otherwise do.
+var (
+	ticketWrite = (*os.File).Write
+	ticketClose = (*os.File).Close
+)
 
 // encodeTicket is a ticket's bytes as writeTicket writes them: its JSON
 // and a newline.
