@@ -148,7 +148,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		defer stop()
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		var sum dumpSummary
-		var rows []store.KeyReport // for a table: widths need every row
+		// For a table: widths need every row.
+		keys := keyTable{verify: *verify, wide: *wide}
+		entries := historyRows{wide: *wide, only: *key}
 		// The JSON lines are held until the walk has ended, as a table's
 		// rows are: a walk can fail half-way (a fleet's etcd lost while
 		// its histories are read), and a failed command prints nothing,
@@ -174,7 +176,11 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			if !*wide {
 				r = forTable(r)
 			}
-			rows = append(rows, r)
+			if n > 0 {
+				entries.add(r)
+			} else {
+				keys.add(r)
+			}
 			return nil
 		})
 		prog.clear()
@@ -189,9 +195,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 				_, err = held.WriteTo(w)
 			}
 		case n > 0:
-			err = historyTable(w, rows, *wide, *key)
+			err = entries.write(w)
 		default:
-			err = dumpTable(w, rows, now(), *verify, *wide)
+			err = keys.write(w, now())
 		}
 		if err == nil && sum.Interrupted && !*asJSON {
 			// A table has no summary line to carry the mark: a line of

@@ -13,16 +13,113 @@ import (
 	"sessdb/store/legacy"
 )
 
-// dumpTable writes the key table: KEY and VERDICT first, cut to
+// dumpTable writes the key table of rows: KEY and VERDICT first, cut to
 // dumpWidth columns unless wide, where every column shows uncut.
 func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide bool) error {
+	t := keyTable{verify: verify, wide: wide}
+	for _, r := range rows {
+		t.add(r)
+	}
+	return t.write(w, now)
+}
+
+// A keyTable is dump's key table as it is held until the walk ends (a
+// table needs every row for its widths): each key's cells, made
+// printable as the key is read, and not its report. A report held whole
+// until then, with what it points to, was about 2.7 KB a key, where its
+// row is a few hundred bytes.
+type keyTable struct {
+	verify, wide bool
+	ncols        int // cells in a row; 0 until the first
+	rows         []tableRow
+}
+
+// A tableRow is one key's cells, but for its ages, which are written
+// against the time the table is written, as they were when every report
+// was held: the cells of those are empty until then.
+type tableRow struct {
+	cells []string
+	ages  [2]heldAge // PROMOTED's, and with --wide AGE's
+}
+
+// A heldAge is an age cell to write at the table's time: cells[cell]
+// becomes the age of at, and suffix after it. cell 0 (KEY's) is none.
+type heldAge struct {
+	cell   int
+	at     time.Time
+	suffix string
+}
+
+// add makes r's row.
+func (t *keyTable) add(r store.KeyReport) {
+	var held tableRow
+	if t.ncols == 0 {
+		t.ncols = len(t.titles())
+	}
+	row := make([]string, 0, t.ncols)
+	row = append(row, r.Name, verdictCell(r.Verdict))
+	if t.verify {
+		row = append(row, verifyCell(r.Verify))
+	}
+	row = append(row, orDash(string(r.Layout)), "-")
+	// A link's own size is no conversation's: sessdb never follows
+	// it, and stats counts no bytes for it either.
+	if tr := r.Transcript; tr != nil && tr.Regular {
+		row[len(row)-1] = strconv.FormatInt(tr.Bytes, 10)
+	}
+	if t.wide {
+		if cell, at := ageCell(r.Transcript); at != nil {
+			held.ages[1] = heldAge{cell: len(row), at: *at}
+			row = append(row, "")
+		} else {
+			row = append(row, cell)
+		}
+	}
+	promoted := "-"
+	if r.LastPromotion != nil {
+		held.ages[0] = heldAge{cell: len(row), at: *r.LastPromotion}
+		promoted = ""
+	} else if r.Transcript != nil {
+		held.ages[0] = heldAge{cell: len(row), at: r.Transcript.ModTime, suffix: " (mtime)"}
+		promoted = ""
+	}
+	chain := "-"
+	if r.ResumeChain != nil {
+		chain = strconv.FormatUint(*r.ResumeChain, 10)
+	}
+	ctx := contextCell(r.Context, t.wide)
+	// A legacy chain or context there but unreadable shows as a
+	// venue or pi-version does, not as the 0 or none it reads as.
+	if slices.Contains(r.LegacyUnreadable, legacy.ResumeChainName) {
+		chain = unreadableCell
+	}
+	if slices.Contains(r.LegacyUnreadable, legacy.ContextName) {
+		ctx = unreadableCell
+	}
+	row = append(row, promoted, quoted(r.PiVersion), quoted(r.Venue), chain, ctx)
+	if t.wide {
+		gen := "-"
+		if r.Gen > 0 {
+			gen = strconv.FormatUint(r.Gen, 10)
+		}
+		row = append(row, gen, metaCell(r.MetaPages))
+	}
+	row = append(row, orDash(strings.Join(notes(r), "; ")))
+	for i := range row {
+		row[i] = printable(row[i]) // names, stamps and errors come from the disk
+	}
+	held.cells = row
+	t.rows = append(t.rows, held)
+}
+
+func (t *keyTable) titles() []column {
 	cols := []column{{"KEY", 32}, {"VERDICT", 23}}
-	if verify {
+	if t.verify {
 		cols = append(cols, column{"VERIFY", 13})
 	}
 	// Numbers are never cut: BYTES and CHAIN have no max.
 	cols = append(cols, column{"LAYOUT", 6}, column{"BYTES", 0})
-	if wide {
+	if t.wide {
 		cols = append(cols, column{"AGE", 0})
 	}
 	// PROMOTED fits "3652058d ago (mtime)": the largest age there is (year
@@ -31,59 +128,27 @@ func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide 
 	// "(unreadable)" and a venue's "(pending)": cut, "(unread…" or
 	// "(unrea…" was a word to guess.
 	cols = append(cols, column{"PROMOTED", 20}, column{"PI-VERSION", markWidth}, column{"VENUE", markWidth}, column{"CHAIN", 0}, column{"CONTEXT", markWidth})
-	if wide {
+	if t.wide {
 		cols = append(cols, column{"GEN", 0}, column{"META", 0})
 	}
-	cols = append(cols, column{"NOTE", 0})
-	cells := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		row := []string{r.Name, verdictCell(r.Verdict)}
-		if verify {
-			row = append(row, verifyCell(r.Verify))
-		}
-		row = append(row, orDash(string(r.Layout)), "-")
-		// A link's own size is no conversation's: sessdb never follows
-		// it, and stats counts no bytes for it either.
-		if t := r.Transcript; t != nil && t.Regular {
-			row[len(row)-1] = strconv.FormatInt(t.Bytes, 10)
-		}
-		if wide {
-			row = append(row, ageCell(r.Transcript, now))
-		}
-		promoted := "-"
-		if r.LastPromotion != nil {
-			promoted = ago(now, *r.LastPromotion)
-		} else if r.Transcript != nil {
-			promoted = ago(now, r.Transcript.ModTime) + " (mtime)"
-		}
-		chain := "-"
-		if r.ResumeChain != nil {
-			chain = strconv.FormatUint(*r.ResumeChain, 10)
-		}
-		ctx := contextCell(r.Context, wide)
-		// A legacy chain or context there but unreadable shows as a
-		// venue or pi-version does, not as the 0 or none it reads as.
-		if slices.Contains(r.LegacyUnreadable, legacy.ResumeChainName) {
-			chain = unreadableCell
-		}
-		if slices.Contains(r.LegacyUnreadable, legacy.ContextName) {
-			ctx = unreadableCell
-		}
-		row = append(row, promoted, quoted(r.PiVersion), quoted(r.Venue), chain, ctx)
-		if wide {
-			gen := "-"
-			if r.Gen > 0 {
-				gen = strconv.FormatUint(r.Gen, 10)
+	return append(cols, column{"NOTE", 0})
+}
+
+// write writes the table, its ages judged at now. The rows are given
+// up as they are handed over.
+func (t *keyTable) write(w io.Writer, now time.Time) error {
+	cells := make([][]string, len(t.rows))
+	for i := range t.rows {
+		r := &t.rows[i]
+		for _, a := range r.ages {
+			if a.cell > 0 {
+				r.cells[a.cell] = ago(now, a.at) + a.suffix
 			}
-			row = append(row, gen, metaCell(r.MetaPages))
 		}
-		row = append(row, orDash(strings.Join(notes(r), "; ")))
-		for i := range row {
-			row[i] = printable(row[i]) // names, stamps and errors come from the disk
-		}
-		cells = append(cells, row)
+		cells[i] = r.cells
 	}
-	return writeDumpTable(w, cols, cells, wide)
+	t.rows = nil
+	return writeDumpTable(w, t.titles(), cells, t.wide)
 }
 
 // writeDumpTable writes one of dump's tables: within dumpWidth columns,
@@ -134,7 +199,50 @@ func shortStamp(p *string) *string {
 	return &short
 }
 
-// historyTable writes each key's history entries, oldest first, one table
+// historyRows is dump's history table as it is held until the walk ends:
+// each entry's cells, made printable as its key is read, and the lines
+// that follow the table, not the keys' reports.
+type historyRows struct {
+	wide  bool
+	only  string // the key asked for by name (--key), or ""
+	cells [][]string
+	notes []string // the lines after the table, in key order
+}
+
+var historyCols = []column{{"KEY", 32}, {"GEN", 0}, {"AT", 0}, {"OUTCOME", 0}, {"RESOLVED", 0}, {"BYTES", 0}, {"CHAIN", 0}, {"BASE", 0}, {"RUN", 0}, {"FLAGS", 0}, {"JOB", 24}}
+
+// add makes the rows of r's history entries, and its line after the
+// table, if it has one.
+func (t *historyRows) add(r store.KeyReport) {
+	for _, h := range r.History {
+		var flags []string
+		if h.TornTail {
+			flags = append(flags, "torn-tail")
+		}
+		if h.Rewritten {
+			flags = append(flags, "rewritten")
+		}
+		base := "-"
+		if h.BaseGen > 0 {
+			base = strconv.FormatUint(h.BaseGen, 10)
+		}
+		row := []string{r.Name, strconv.FormatUint(h.Gen, 10), h.At.UTC().Format(time.RFC3339Nano), h.Outcome, h.Reason,
+			strconv.FormatInt(h.Bytes, 10), strconv.FormatUint(h.Chain, 10), base, orDash(h.Run), orDash(strings.Join(flags, ",")), orDash(h.Job)}
+		for i := range row {
+			row[i] = printable(row[i])
+		}
+		t.cells = append(t.cells, row)
+	}
+	why := r.MetaError
+	if why == "" && r.Name == t.only && len(r.History) == 0 {
+		why = noHistory(r)
+	}
+	if why != "" {
+		t.notes = append(t.notes, fmt.Sprintf("note %s: %s\n", printable(r.Name), printable(why)))
+	}
+}
+
+// historyRows.write writes each key's history entries, oldest first, one table
 // for all keys; then, one line each, why a key's meta.db (a fleet's
 // record or history) could not be read whole. The table has no NOTE
 // column, and without the line a history entry that does not decode
@@ -148,42 +256,14 @@ func shortStamp(p *string) *string {
 // walk of the whole root lists the keys with entries, as the key table of
 // an empty root is its header alone: a line for every legacy or
 // just-migrated key would bury the entries asked for.
-func historyTable(w io.Writer, rows []store.KeyReport, wide bool, only string) error {
-	cols := []column{{"KEY", 32}, {"GEN", 0}, {"AT", 0}, {"OUTCOME", 0}, {"RESOLVED", 0}, {"BYTES", 0}, {"CHAIN", 0}, {"BASE", 0}, {"RUN", 0}, {"FLAGS", 0}, {"JOB", 24}}
-	var cells [][]string
-	for _, r := range rows {
-		for _, h := range r.History {
-			var flags []string
-			if h.TornTail {
-				flags = append(flags, "torn-tail")
-			}
-			if h.Rewritten {
-				flags = append(flags, "rewritten")
-			}
-			base := "-"
-			if h.BaseGen > 0 {
-				base = strconv.FormatUint(h.BaseGen, 10)
-			}
-			row := []string{r.Name, strconv.FormatUint(h.Gen, 10), h.At.UTC().Format(time.RFC3339Nano), h.Outcome, h.Reason,
-				strconv.FormatInt(h.Bytes, 10), strconv.FormatUint(h.Chain, 10), base, orDash(h.Run), orDash(strings.Join(flags, ",")), orDash(h.Job)}
-			for i := range row {
-				row[i] = printable(row[i])
-			}
-			cells = append(cells, row)
-		}
-	}
-	if err := writeDumpTable(w, cols, cells, wide); err != nil {
+func (t *historyRows) write(w io.Writer) error {
+	cols := slices.Clone(historyCols) // writeDumpTable widens them
+	if err := writeDumpTable(w, cols, t.cells, t.wide); err != nil {
 		return err
 	}
-	for _, r := range rows {
-		why := r.MetaError
-		if why == "" && r.Name == only && len(r.History) == 0 {
-			why = noHistory(r)
-		}
-		if why != "" {
-			if _, err := fmt.Fprintf(w, "note %s: %s\n", printable(r.Name), printable(why)); err != nil {
-				return err
-			}
+	for _, n := range t.notes {
+		if _, err := io.WriteString(w, n); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -202,20 +282,20 @@ func noHistory(r store.KeyReport) string {
 	return "no history entries"
 }
 
-// ageCell is the conversation's age from its header timestamp, or why
-// there is none.
-func ageCell(t *store.TranscriptReport, now time.Time) string {
+// ageCell is the conversation's age's cell: why there is none, or, with
+// at, the header's time whose age it is.
+func ageCell(t *store.TranscriptReport) (string, *time.Time) {
 	switch {
 	case t == nil:
-		return "-"
+		return "-", nil
 	case !t.Regular:
-		return "not-a-regular-file"
+		return "not-a-regular-file", nil
 	case !t.HeaderOK:
-		return "unparseable"
+		return "unparseable", nil
 	case t.HeaderTime == nil:
-		return "no-timestamp"
+		return "no-timestamp", nil
 	}
-	return ago(now, *t.HeaderTime)
+	return "", t.HeaderTime
 }
 
 // unreadableCell is a legacy sidecar there but unreadable, as the
