@@ -14,8 +14,11 @@ var spoolInMemory = 8 << 20
 // (a failed dump prints nothing), without holding all of it in memory: a
 // fleet's dump --json of records with megabyte stamps is hundreds of
 // megabytes. The first spoolInMemory bytes stay in memory; the rest go to
-// a temp file in os.TempDir(), unlinked as soon as it is made, so that
-// nothing is left behind by a kill and no other user can open it by name.
+// a temp file in os.TempDir(), unlinked as soon as it is made, so that a
+// kill leaves nothing behind (an empty file, in the moment between the
+// create and the unlink: Linux's O_TMPFILE would close that moment, at the
+// cost of a second path for other systems and file systems without it)
+// and no other user can open it by name (it is 0600 in any case).
 // Where the temp file cannot be made or written (no TMPDIR, a full disk),
 // the rest is kept in memory, as all of it was before: the spool never
 // makes a command fail that would have succeeded.
