@@ -13,16 +13,6 @@ import (
 	"sessdb/store/legacy"
 )
 
-// dumpTable writes the key table of rows: KEY and VERDICT first, cut to
-// dumpWidth columns unless wide, where every column shows uncut.
-func dumpTable(w io.Writer, rows []store.KeyReport, now time.Time, verify, wide bool) error {
-	t := keyTable{verify: verify, wide: wide}
-	for _, r := range rows {
-		t.add(r)
-	}
-	return t.write(w, now)
-}
-
 // A keyTable is dump's key table as it is held until the walk ends (a
 // table needs every row for its widths): each key's cells, made
 // printable as the key is read, and not its report. A report held whole
@@ -134,8 +124,9 @@ func (t *keyTable) titles() []column {
 	return append(cols, column{"NOTE", 0})
 }
 
-// write writes the table, its ages judged at now. The rows are given
-// up as they are handed over.
+// write writes the table, its ages judged at now: KEY and VERDICT
+// first, cut to dumpWidth columns unless wide, where every column shows
+// uncut. The rows are given up as they are handed over.
 func (t *keyTable) write(w io.Writer, now time.Time) error {
 	cells := make([][]string, len(t.rows))
 	for i := range t.rows {
@@ -242,7 +233,7 @@ func (t *historyRows) add(r store.KeyReport) {
 	}
 }
 
-// historyRows.write writes each key's history entries, oldest first, one table
+// write writes each key's history entries, oldest first, one table
 // for all keys; then, one line each, why a key's meta.db (a fleet's
 // record or history) could not be read whole. The table has no NOTE
 // column, and without the line a history entry that does not decode
