@@ -257,7 +257,7 @@ func migrateSummary(w io.Writer, s fleet.MigrateSummary) error {
 	if s.DryRun {
 		verb = "would run"
 	}
-	_, err := fmt.Fprintf(w, "%s %s over %d entries in %.1fs: %d migrate, %d already, %d skip, %d locked, %d failed", verb, s.Direction, s.Entries, s.Seconds, s.Migrated, s.Already, s.Skipped, s.Locked, s.Failed)
+	_, err := fmt.Fprintf(w, "%s %s over %s in %.1fs: %d migrate, %d already, %d skip, %d locked, %d failed", verb, s.Direction, entries(s.Entries), s.Seconds, s.Migrated, s.Already, s.Skipped, s.Locked, s.Failed)
 	if err == nil && s.Conflicts > 0 {
 		_, err = fmt.Fprintf(w, ", %d in conflict", s.Conflicts)
 	}
