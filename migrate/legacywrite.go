@@ -187,7 +187,14 @@ func formatContextParts(tokens, window, model string) string {
 // writeLegacy writes files through temps, then renames or removes each,
 // sets the transcript's mtime to at (when at is non-nil), and fsyncs dir,
 // passing each of ToLegacy's fault points. Every write goes through disk.
-func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time) (err error) {
+func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time) error {
+	return writeLegacyDone(disk, dir, files, at, nil)
+}
+
+// writeLegacyDone is writeLegacy calling done, when non-nil, with each
+// file's name once it is renamed into place or removed: on an error, what
+// changed in dir and what did not.
+func writeLegacyDone(disk durable.FS, dir *os.File, files []legacyFile, at *time.Time, done func(legacyFile)) (err error) {
 	fault := faults.At
 	var temps []string
 	defer func() {
@@ -223,6 +230,9 @@ func writeLegacy(disk durable.FS, dir *os.File, files []legacyFile, at *time.Tim
 			err = disk.Remove(dir, f.name)
 		} else {
 			err = renameOver(disk, dir, f.name+legacy.TempSuffix, f.name)
+		}
+		if err == nil && done != nil {
+			done(f)
 		}
 		if err == nil {
 			err = fault(faults.ToLegacyRenamed)

@@ -95,9 +95,12 @@ type Report struct {
 	Values *Values `json:"values"`
 	// Oddities are the values that were not plain, and how each is read.
 	Oddities []Oddity `json:"oddities"`
-	// Removed names the files removed (dry run: to be removed).
+	// Removed names the files removed (dry run: to be removed). Of a
+	// Failed key, only those removed before it failed; a dry run's key
+	// failed because the run may not write in its dir lists none.
 	Removed []string `json:"removed"`
 	// Written names the legacy files written (dry run: to be written).
+	// Of a Failed key, only those renamed into place before it failed.
 	Written []string `json:"written"`
 }
 

@@ -151,14 +151,20 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 		p.Action, p.Cause, err = Skipped, vanishedCause, nil
 	}
 	p.fail(err)
+	refused := false
 	if !write && (p.Action == Migrated || p.Action == Already && len(p.Removed) > 0) {
 		// The run writes in the key dir (meta.db made or written, legacy
 		// files written, renamed or removed): one this user may not
 		// write in fails there, nothing written. Asked as the run's
 		// writes are judged, so that the plan fails the key as the run.
-		p.fail(MayWrite(kd))
+		if err := MayWrite(kd); err != nil {
+			p.fail(err)
+			// The run writes and removes nothing there, and its failed
+			// report lists nothing so: nor does this one.
+			p.Written, p.Removed, refused = nil, nil, true
+		}
 	}
-	if !write && (p.lock != nil || p.Action == Migrated) {
+	if !write && !refused && (p.lock != nil || p.Action == Migrated) {
 		// What apply's cleanup would sweep under the lock the run would
 		// hold: a dry run lists it.
 		p.Removed = append(p.Removed, m.sweepMetaTemps(kd, false)...)

@@ -200,16 +200,21 @@ func (m *migrator) applyDB(kd *os.File, p *plan) error {
 	case p.Action != Migrated:
 		return nil
 	}
+	// Until the commit, nothing the plan names is removed: a failure
+	// reports none.
 	if err := faults.At(faults.ToDBLocked); err != nil {
+		p.Removed = nil
 		return err
 	}
 	sc := p.Values.sidecars()
 	// Pending nil: legacy has no promotion in flight.
 	if err := p.lock.Update(func(tx *db.Tx) error { return tx.PutSidecars(sc) }); err != nil {
+		p.Removed = nil
 		return err
 	}
 	committed = true
 	if err := faults.At(faults.ToDBCommitted); err != nil {
+		p.Removed = nil
 		return err
 	}
 	return m.removeLegacy(kd, &p.Report)
@@ -231,10 +236,12 @@ func (m *migrator) removeLegacy(kd *os.File, r *Report) error {
 			continue
 		}
 		if err != nil {
+			r.Removed = kept // what was removed, not what was planned
 			return err
 		}
 		kept = append(kept, n)
 		if err := faults.At(faults.ToDBRemoved); err != nil {
+			r.Removed = kept
 			return err
 		}
 	}

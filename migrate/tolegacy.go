@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -400,11 +401,29 @@ func (m *migrator) applyLegacy(kd *os.File, p *plan) error {
 	case p.Action != Migrated:
 		return nil
 	case p.files != nil:
-		if err := writeLegacy(m.disk, kd, p.files, p.at); err != nil {
+		// A failed write's report names what it changed, not what it
+		// planned: the files renamed into place or removed before the
+		// error, meta.db still there.
+		var written, removed []string
+		if err := writeLegacyDone(m.disk, kd, p.files, p.at, func(f legacyFile) {
+			if f.content != nil {
+				written = append(written, f.name)
+			} else {
+				removed = append(removed, f.name)
+			}
+		}); err != nil {
+			p.Written = written
+			p.Removed = slices.DeleteFunc(p.Removed, func(n string) bool {
+				return n == db.FileName || slices.ContainsFunc(p.files, func(f legacyFile) bool { return f.name == n }) && !slices.Contains(removed, n)
+			})
 			return err
 		}
 	}
-	return m.removeDB(kd)
+	if err := m.removeDB(kd); err != nil {
+		p.Removed = slices.DeleteFunc(p.Removed, func(n string) bool { return n == db.FileName })
+		return err
+	}
+	return nil
 }
 
 // removeDB unlinks meta.db and makes the unlink durable.

@@ -14,7 +14,8 @@ import (
 // dry run planned "migrate", exit 0, in both directions: a plan the run
 // does not carry out. The dry run now asks the kernel, as the run's
 // writes would be judged (fsat.AccessAt, as reap's dry run does), and
-// fails the key as the run does.
+// fails the key as the run does, its line naming nothing written or
+// removed, as the run's.
 func TestTheWorkersDryRunsFailAKeyDirItMayNotWriteInAsTheRunsDo(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the migration as nobody, whom a mode binds")
@@ -76,6 +77,18 @@ func TestTheWorkersDryRunsFailAKeyDirItMayNotWriteInAsTheRunsDo(t *testing.T) {
 		}
 		if dryCode != code || !strings.Contains(dryOut, workerKey+"  failed") || !strings.Contains(dryOut, "permission denied") {
 			t.Errorf("%s: the worker's dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, permission denied", dir2, dryCode, dryOut, dryErrs, code, out)
+		}
+		// Neither failed line lists a plan: the run wrote and removed
+		// nothing, and its dry run says what the run does. Before, the
+		// dry run's line said "removes pi-version venue" (to meta.db) and
+		// both of --to-legacy's said "writes pi-version venue; removes
+		// meta.db".
+		for what, o := range map[string]string{"the dry run": dryOut, "the run": out} {
+			for _, line := range strings.Split(o, "\n") {
+				if strings.HasPrefix(line, workerKey+"  failed") && (strings.Contains(line, "; writes ") || strings.Contains(line, "; removes ")) {
+					t.Errorf("%s: %s's failed line lists what was not done: %s", dir2, what, line)
+				}
+			}
 		}
 		if after := entries(); after != before {
 			t.Errorf("%s: the key dir held %q and holds %q; want nothing written", dir2, before, after)
