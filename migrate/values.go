@@ -132,6 +132,8 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 			note(legacy.VenueName, quote(k.raw[legacy.VenueName]), "an interrupted legacy promotion: carried as is, it matches no venue")
 		case val == "":
 			note(legacy.VenueName, k.describe(legacy.VenueName), `"" after trimming: matches no venue`)
+		case strings.IndexByte(val, 0) >= 0:
+			note(legacy.VenueName, k.describe(legacy.VenueName), nulReadAs)
 		default:
 			k.noteReshaped(&odd, legacy.VenueName, val)
 		}
@@ -142,6 +144,8 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 		v.PiVersion = st.Value
 		if st.Value == "" {
 			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), `unknown (""): the version gate refuses`)
+		} else if strings.IndexByte(st.Value, 0) >= 0 {
+			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), nulReadAs)
 		} else {
 			k.noteReshaped(&odd, legacy.PiVersionName, st.Value)
 		}
@@ -181,6 +185,12 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 	}
 	return v, odd, nil
 }
+
+// nulReadAs is how a stamp holding a NUL byte is read: as it is, the
+// legacy reader's trim leaving the byte, and so the stamp matches no
+// job's value given on a command line or in the environment, neither of
+// which can hold one (only the Go API's Job can).
+const nulReadAs = "carried as is: it holds a NUL byte, which no --venue or --pi-version (nor variable) can, so it matches no CLI job's (the key stays cold for them)"
 
 // noteReshaped notes a value that reads differently from its bytes:
 // whitespace trimmed, or invalid UTF-8 replaced.
