@@ -319,3 +319,51 @@ func TestASessionsRootRefusesAFleetsTranscriptsDir(t *testing.T) {
 		t.Errorf("the fleet's dir changed: %q, was %q", got, before)
 	}
 }
+
+// A transcripts dir inside a key dir of the sessions root migrate moves
+// (its path, one through a link, or a dir deeper down) is refused as the
+// root itself is: exit 2, one line naming the knob, the key dir and the
+// root, nothing written. Before, --to etcd took it: it marked the dir and
+// wrote the fleet's every generation file inside the key dir it leaves as
+// the way back (check: unknown-entry; a quarantine of the key would move
+// the fleet's transcripts aside with it).
+func TestMigrateRefusesATranscriptsDirInsideAKeyDirOfTheRoot(t *testing.T) {
+	key := store.Key("github", "acme/widget", "pi/in-a-key")
+	root := rootOfOneKey(t, key)
+	inKey := filepath.Join(root, key, "transcripts")
+	deeper := filepath.Join(inKey, "deeper")
+	if err := os.MkdirAll(deeper, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(inKey, link); err != nil {
+		t.Fatal(err)
+	}
+	names := func() []string { return treeNames(root) }
+	before := names()
+	f := startFleet(t)
+	for _, c := range []struct {
+		env  string
+		args []string
+		name string
+	}{
+		{inKey, []string{"--to", "etcd", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{f.dir, []string{"--to", "etcd", "--transcripts-dir=" + deeper, root}, "--transcripts-dir"},
+		{link, []string{"--to", "etcd", "--dry-run", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+		{inKey, []string{"--from", "etcd", root}, "PI_SESSIONS_TRANSCRIPTS_DIR"},
+	} {
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", c.env)
+		code, out, errs := runMigrateCLI(t, c.args...)
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.name) || !strings.Contains(errs, "inside the key dir "+key+" of the sessions root this migration moves") {
+			t.Errorf("PI_SESSIONS_TRANSCRIPTS_DIR=%s migrate %q: exit %d, stdout %q, stderr %q; want exit 2, one line naming %s and the key dir", c.env, c.args, code, out, errs, c.name)
+		}
+		if got := names(); !slices.Equal(got, before) {
+			t.Fatalf("migrate %q changed the root: %q, was %q", c.args, got, before)
+		}
+	}
+	// The fleet's own dir, outside the root, takes the key.
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+	if sum := migrateJSON(t, exitOK, "migrate", "--to", "etcd", "--json", root); sum.Migrated != 1 {
+		t.Errorf("--to etcd into the fleet's own dir = %+v, want 1 migrated", sum)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"sessdb/fleet"
 	"sessdb/migrate"
+	"sessdb/store"
 )
 
 var cmdMigrate = &command{
@@ -125,6 +127,16 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			_, tn := fk.transcriptsDir.get(os.Getenv)
 			_, rn := cfg.dirSetting(os.Getenv, inv.arg(0))
 			return inv.rep.config(fmt.Errorf("%s: %s is the sessions root this migration moves (%s): the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), rn))
+		case on:
+			if key, in := keyDirHolding(root, fc.TranscriptsDir); in {
+				// The key dir is the store's, and --to etcd leaves it as
+				// the way back: a quarantine of the key would move the
+				// fleet's every transcript aside with it, and a removal of
+				// the old root once the fleet runs would take them.
+				_, tn := fk.transcriptsDir.get(os.Getenv)
+				_, rn := cfg.dirSetting(os.Getenv, inv.arg(0))
+				return inv.rep.config(fmt.Errorf("%s: %s is inside the key dir %s of the sessions root this migration moves (%s), which holds a key's own files alone: the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), key, rn))
+			}
 		}
 		var b *fleet.Backend
 		if on {
@@ -197,6 +209,31 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			status = exitFault
 		}
 		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
+	}
+}
+
+// keyDirHolding names the key dir of root that dir is inside, at any
+// depth (dir's links resolved, root compared as sameDir does); in is false
+// when dir is in none, or cannot be resolved (the fleet's open then says
+// what is wrong with it).
+func keyDirHolding(root, dir string) (key string, in bool) {
+	p, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", false
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return "", false
+	}
+	for {
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", false
+		}
+		if sameDir(parent, root) {
+			name := filepath.Base(p)
+			return name, store.ValidKey(name)
+		}
+		p = parent
 	}
 }
 
