@@ -1,0 +1,51 @@
+package fleet
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// Two sessions roots hold one key with the same bytes at the same
+// generation, stamped by other jobs (venue local and pi 0.58.3 on the
+// first host, venue docker and pi 0.60.0 on the second). The first moves
+// into the fleet; the second's --to etcd, dry run and run, is a conflict
+// naming the stamps that differ, and etcd's record keeps the first's. A
+// re-run of the first root stays already. Before, the second said
+// already (exit 0) with the first's values, and its jobs, which resumed
+// on their host, were venue-changed on the fleet with no word of why.
+func TestMigrateToEtcdOfTheSameBytesWithOtherStampsIsAConflict(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "acme/widget", "two roots")
+	hostA, hostB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a, b := newHostBuilder(t, hostA), newHostBuilder(t, hostB)
+	a.mustPromote(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "the same turn", store.PromoteRequest{})
+	b.mustPromote(key, store.Job{PiVersion: "0.60.0", Venue: "docker"}, "the same turn", store.PromoteRequest{})
+
+	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Migrated {
+		t.Fatalf("the first root: %+v; want migrated", got[key])
+	}
+	for _, dry := range []bool{true, false} {
+		opts := migOpts()
+		opts.DryRun = dry
+		got, sum := runMigration(t, true, hostB, f.b, opts)
+		r := got[key]
+		if r.Action != Conflict || sum.Complete() || !strings.Contains(r.Cause, "same bytes") ||
+			!strings.Contains(r.Cause, `venue "local" in etcd, "docker" in the key dir`) || !strings.Contains(r.Cause, `pi-version "0.58.3" in etcd, "0.60.0" in the key dir`) {
+			t.Errorf("dry run %v: the second root: %+v; want a conflict naming the venue and the pi-version", dry, r)
+		}
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil || st.Record.Venue == nil || *st.Record.Venue != "local" || st.Record.PiVersion == nil || *st.Record.PiVersion != "0.58.3" {
+		t.Fatalf("etcd's record after the second root: %+v, %v; want the first's stamps", st.Record, err)
+	}
+	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Already || got[key].Cause != "" {
+		t.Errorf("the first root again: %+v; want already", got[key])
+	}
+}
