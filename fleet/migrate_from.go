@@ -274,6 +274,10 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		// settled, every promotion temp is debris (the store's own rule):
 		// here, one a killed run wrote and never committed.
 		r.Removed = sweepStoreTemps(kd, true)
+		// And the meta.db temps a killed run's creation of meta.db left
+		// (a minute old, no flock held), as migrate's other directions
+		// sweep them: else a converged run left them for check to report.
+		r.Removed = append(r.Removed, migrate.SweepMetaTemps(sharedfs.FS(), kd, true)...)
 		if err := faults.At(faults.FromEtcdLocked); err != nil {
 			fail(r, err)
 			return
@@ -283,6 +287,9 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		// whole or not), the run's roll-forward sweeps them, as it does
 		// unlisted.
 		r.Removed = sweepStoreTemps(kd, false)
+	}
+	if !write {
+		r.Removed = append(r.Removed, migrate.SweepMetaTemps(sharedfs.FS(), kd, false)...)
 	}
 	var hist []db.HistoryEntry
 	if err := lock.View(func(tx *db.Tx) (err error) { hist, err = tx.History(0); return err }); err != nil {

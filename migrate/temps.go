@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 	"sessdb/store/legacy"
@@ -79,6 +80,16 @@ func (m *migrator) sweepMetaTemps(kd *os.File, remove bool) []string {
 		m.disk.SyncDir(kd)
 	}
 	return removed
+}
+
+// SweepMetaTemps is the sweep of the meta.db temps in kd a killed run
+// left (sweepMetaTemps: a minute old, no flock held), for another writer
+// that holds kd's meta.db lock and makes meta.db there (the fleet's
+// migrate --from etcd); its removals go through disk. remove false lists
+// what would be removed.
+func SweepMetaTemps(disk durable.FS, kd *os.File, remove bool) []string {
+	m := &migrator{disk: disk}
+	return m.sweepMetaTemps(kd, remove)
 }
 
 // PendingTempNotRegular is the error of a key dir kd whose meta.db
