@@ -330,14 +330,17 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		if n := len(st.History) - newerEntries(st.History, hostHistory(hist)); n > 0 {
 			r.Action, r.Cause, r.Written = migrate.Migrated, fmt.Sprintf("the same generation; %s the fleet recorded since carried", countEntries(n, "history ")), []string{db.FileName}
 			if write {
-				fail(r, lock.Update(func(tx *db.Tx) error {
+				if err := lock.Update(func(tx *db.Tx) error {
 					for _, e := range historyOf(st.History[len(st.History)-n:]) {
 						if _, err := tx.AppendHistory(e); err != nil {
 							return err
 						}
 					}
 					return nil
-				}))
+				}); err != nil {
+					r.Written = nil // nothing carried
+					fail(r, err)
+				}
 			}
 		}
 		return
@@ -389,7 +392,11 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	if !write {
 		return
 	}
-	fail(r, m.writeKey(kd, lock, rec, st.History[from:], src, prev))
+	if done, err := m.writeKey(kd, lock, rec, st.History[from:], src, prev); err != nil {
+		// A failed key names what is in place, not the plan.
+		r.Written = done
+		fail(r, err)
+	}
 }
 
 // transcriptInTheWay is errDirAtTranscript, naming current.jsonl in kd,

@@ -127,13 +127,15 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 // the temp (prev, the generation it replaces), then the rename to
 // current.jsonl and the directory fsync. A kill before the commit leaves a
 // temp the next writer sweeps; after it, a promotion in flight that every
-// reader serves and the next writer rolls forward.
-func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (err error) {
+// reader serves and the next writer rolls forward. done names what is in
+// place on an error: meta.db once the commit landed, current.jsonl once
+// renamed; nothing before the commit.
+func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (done []string, err error) {
 	disk := sharedfs.FS()
 	tmp := ""
 	if src != nil {
 		if tmp, err = writeTemp(disk, kd, src); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	err = lock.Update(func(tx *db.Tx) error {
@@ -160,21 +162,23 @@ func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist
 	})
 	if err != nil {
 		// Committed or not, the next writer settles it, as a promotion's.
-		return err
+		return nil, err
 	}
+	done = []string{db.FileName}
 	if err := faults.At(faults.FromEtcdCommitted); err != nil || tmp == "" {
-		return err
+		return done, err
 	}
 	if err := disk.Rename(kd, tmp, store.TranscriptName); err != nil {
-		return err
+		return done, err
 	}
+	done = []string{store.TranscriptName, db.FileName}
 	if err := faults.At(faults.FromEtcdRenamed); err != nil {
-		return err
+		return done, err
 	}
 	if err := disk.SyncDir(kd); err != nil {
-		return err
+		return done, err
 	}
-	return faults.At(faults.FromEtcdSynced)
+	return done, faults.At(faults.FromEtcdSynced)
 }
 
 // writeTemp copies src into a new promotion temp in kd, fsyncs it and the
