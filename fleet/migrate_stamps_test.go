@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,40 @@ func TestMigrateToEtcdOfTheSameBytesWithOtherStampsIsAConflict(t *testing.T) {
 	}
 	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Already || got[key].Cause != "" {
 		t.Errorf("the first root again: %+v; want already", got[key])
+	}
+}
+
+// The same the other way: the fleet's key (the first root's stamps)
+// brought into the second root, which holds the same bytes at the same
+// generation under its own stamps, is a conflict naming them, dry run and
+// run, and the key dir is left as it was; into the first root it is
+// already. Before, the second said already, and the fleet's jobs were
+// judged there by the second root's stamps.
+func TestMigrateFromEtcdOntoTheSameBytesWithOtherStampsIsAConflict(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "acme/widget", "two roots back")
+	hostA, hostB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a, b := newHostBuilder(t, hostA), newHostBuilder(t, hostB)
+	a.mustPromote(key, store.Job{PiVersion: "0.58.3", Venue: "local"}, "the same turn", store.PromoteRequest{})
+	b.mustPromote(key, store.Job{PiVersion: "0.58.3", Venue: "docker"}, "the same turn", store.PromoteRequest{})
+	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Migrated {
+		t.Fatalf("the first root into the fleet: %+v", got[key])
+	}
+	before := treeOf(t, hostB)
+	for _, dry := range []bool{true, false} {
+		opts := migOpts()
+		opts.DryRun = dry
+		got, _ := runMigration(t, false, hostB, f.b, opts)
+		if r := got[key]; r.Action != Conflict || !strings.Contains(r.Cause, `venue "local" in etcd, "docker" in the key dir`) || strings.Contains(r.Cause, "pi-version") {
+			t.Errorf("dry run %v: the fleet into the second root: %+v; want a conflict naming the venue alone", dry, r)
+		}
+	}
+	if after := treeOf(t, hostB); !maps.Equal(after, before) {
+		t.Errorf("the second root changed: %v, was %v", after, before)
+	}
+	if got, _ := runMigration(t, false, hostA, f.b, migOpts()); got[key].Action != migrate.Already {
+		t.Errorf("the fleet into the first root: %+v; want already", got[key])
 	}
 }
