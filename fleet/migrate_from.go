@@ -324,15 +324,6 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			r.Action, r.Cause = Conflict, fmt.Sprintf("meta.db records %s, but current.jsonl is not that generation: left alone", describe(local))
 			return
 		}
-		dirRec := recordOf(sc, "")
-		dirRec.Transcript = local
-		if d := otherStamps(rec, dirRec); d != "" {
-			// The same bytes under other stamps: another root's key, as
-			// --to etcd judges it; already, the fleet's jobs would be
-			// judged here by this key dir's stamps.
-			r.Action, r.Cause = Conflict, fmt.Sprintf("the key dir holds %s, the same bytes as etcd, but with other stamps (%s): left alone", describe(local), d)
-			return
-		}
 		r.Action = migrate.Already
 		// The fleet records a refusal without a new generation: entries
 		// the key dir lacks are carried, in one transaction.

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -431,16 +430,6 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 	held := st.Record.Transcript
 	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
 	case st.Rev != 0 && sameGen(held, rec.Transcript):
-		if d := otherStamps(st.Record, rec); d != "" {
-			// The same bytes under other stamps: another root's key
-			// (the same conversation, stamped by other jobs), never a
-			// re-run of this one, since nothing but a promotion, which
-			// makes a new generation, changes them. Kept as already,
-			// this root's jobs would be judged by the other's stamps.
-			r.Action = Conflict
-			r.Cause = fmt.Sprintf("etcd holds %s, the same bytes as the key dir, but with other stamps (%s): left alone", describe(held), d)
-			return
-		}
 		r.Action = migrate.Already
 	case st.Rev != 0 && moved:
 		r.Action = migrate.Already
@@ -555,43 +544,4 @@ func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.Hist
 			return nil, err
 		}
 	}
-}
-
-// otherStamps says how the stamps the ladder reads of a generation differ
-// between etcd's record (held) and the key dir's (dir), as each means
-// them (an absent venue is "local", an absent pi-version "", an absent
-// chain 0); "" when they agree.
-func otherStamps(held, dir etcdmeta.Record) string {
-	var out []string
-	diff := func(name, a, b string) {
-		if a != b {
-			out = append(out, fmt.Sprintf("%s %s in etcd, %s in the key dir", name, a, b))
-		}
-	}
-	str := func(p *string, absent string) string {
-		if p == nil {
-			return strconv.Quote(absent)
-		}
-		return strconv.Quote(*p)
-	}
-	chain := func(p *uint64) string {
-		if p == nil {
-			return "0"
-		}
-		return strconv.FormatUint(*p, 10)
-	}
-	reading := func(c *etcdmeta.Context) string {
-		if c == nil {
-			return "none"
-		}
-		return fmt.Sprintf("%d/%d %q", c.Tokens, c.Window, c.Model)
-	}
-	diff("venue", str(held.Venue, "local"), str(dir.Venue, "local"))
-	diff("pi-version", str(held.PiVersion, ""), str(dir.PiVersion, ""))
-	diff("chain", chain(held.ResumeChain), chain(dir.ResumeChain))
-	diff("context", reading(held.Context), reading(dir.Context))
-	if a, b := held.Transcript, dir.Transcript; a != nil && b != nil && a.PromotedAt != b.PromotedAt {
-		diff("promoted", time.Unix(0, a.PromotedAt).UTC().Format(time.RFC3339Nano), time.Unix(0, b.PromotedAt).UTC().Format(time.RFC3339Nano))
-	}
-	return strings.Join(out, "; ")
 }
