@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"sessdb/internal/jsstr"
 )
 
 // FuzzFleetConnection gives the fleet's connection knobs any values from
@@ -37,8 +39,10 @@ func FuzzFleetConnection(f *testing.F) {
 		}
 		fk := bindFleet(flag.NewFlagSet("t", flag.ContinueOnError))
 		fc, isFleet, err := fk.connection(func(name string) string { return env[name] })
-		if isFleet != (endpoints != "") {
-			t.Fatalf("endpoints %q: a fleet %v", endpoints, isFleet)
+		// Blank endpoints (white space only) are neither a fleet nor no
+		// fleet: refused, whatever else is set (endpointsSetting).
+		if blank := endpoints != "" && strings.TrimFunc(endpoints, jsstr.IsSpace) == ""; blank && (err == nil || isFleet) || !blank && isFleet != (endpoints != "") {
+			t.Fatalf("endpoints %q: a fleet %v, %v", endpoints, isFleet, err)
 		}
 		if err != nil {
 			msg := err.Error()
