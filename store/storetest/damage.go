@@ -207,6 +207,14 @@ func neverWrittenOver(d Damage) func(*env) {
 		got, _ := e.resolve(key, localJob())
 		e.want(got, false, gates.MetaUnreadable)
 		e.failed(sess)
+		// A job resolved on the damaged key is a cold start whose ticket
+		// has no base; its promote fails as well: what the key holds is
+		// not known, and a run that never saw it replaces nothing.
+		cold := e.stageNext(key, "z")
+		if cold.Resume || cold.Reason != gates.MetaUnreadable {
+			e.fatalf("resolve of the damaged key = %s, want {resume false, %s}", describe(cold), gates.MetaUnreadable)
+		}
+		e.failed(cold)
 		got, _ = e.resolve(key, localJob())
 		e.want(got, false, gates.MetaUnreadable)
 	}
