@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"sessdb/gates"
@@ -25,6 +26,42 @@ func TestARefusalWhoseKeyMovedOnIsDecidedAgain(t *testing.T) {
 	f.b.hook = func(point, k string) error {
 		if point == hookRefuse && k == key {
 			once.Do(func() { f.run(key, "m1") })
+		}
+		return nil
+	}
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered})
+	if err != nil || res.Reason != gates.Superseded {
+		t.Fatalf("promote = %+v, %v; want superseded", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range st.History {
+		if e.Ticket == sess.Ticket && e.Outcome == string(gates.RunIncomplete) {
+			t.Fatalf("the history records run-incomplete at gen %d for a job decided again as superseded", e.Gen)
+		}
+	}
+}
+
+// The same, with the key moved on before the refusal's own read: a
+// promotion that took its ticket's base on the nearest member's word
+// (optimistic) reads the key before it records a refusal, and one that
+// moved on is decided again, never recorded at the newer record as
+// decided on the older. Before (mutant T15 of mutfleet46's sweep: Refuse's
+// optimistic `st.Rev != t.st.Rev` dropped), run-incomplete was recorded
+// at the newer record, decided on a generation the key had left, and the
+// job was told run-incomplete instead of superseded.
+func TestAnOptimisticRefusalWhoseKeyMovedOnBeforeItsReadIsDecidedAgain(t *testing.T) {
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "decided-again-optimistic")
+	f.run(key, "m0")
+	sess, _ := f.job(key, "unanswered-early")
+	var moved atomic.Bool
+	f.b.hook = func(point, k string) error {
+		if point == hookStage && k == key && moved.CompareAndSwap(false, true) {
+			f.run(key, "m1") // between Begin's optimistic look and the refusal
 		}
 		return nil
 	}
