@@ -21,6 +21,10 @@ func TestRetryOfAPromotionWhoseFileWasLostSincePromotesIt(t *testing.T) {
 	for name, lose := range map[string]func(string){
 		"gone":    func(p string) { os.Remove(p) },
 		"damaged": func(p string) { b, _ := os.ReadFile(p); b[len(b)-3] ^= 0xff; os.WriteFile(p, b, 0o600) },
+		// Not a regular file (never opened through): not held, as gone is.
+		// Before (mutant T10 of mutfleet46's sweep: HoldsRecord's
+		// ErrNotRegular case dropped), the retry was promote-failed.
+		"a link": func(p string) { os.Remove(p); os.Symlink("/dev/null", p) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, c)
