@@ -79,3 +79,24 @@ func TestAnOptimisticRefusalWhoseKeyMovedOnBeforeItsReadIsDecidedAgain(t *testin
 		}
 	}
 }
+
+// A refusal on a key with no record writes nothing: a key with no record
+// keeps no history (Refuse), and one written there is a history without a
+// record, which check reports as a stray and no promotion reads. Before
+// (mutant T18 of mutfleet46's sweep: Refuse's `t.st.Rev == 0` return
+// dropped), the cold job's run-incomplete was appended under the absent
+// record's compare, a stray history made by sessdb itself.
+func TestARefusalOnAKeyWithNoRecordWritesNoHistory(t *testing.T) {
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "no-record")
+	sess, _ := f.job(key, "unanswered-cold")
+	res, err := f.s.Promote(sess, store.PromoteRequest{PiVersion: testJob.PiVersion, Require: transcript.Answered})
+	if err != nil || res.Promoted || res.Reason != gates.RunIncomplete {
+		t.Fatalf("promote = %+v, %v; want run-incomplete", res, err)
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil || st.Rev != 0 || len(st.History) != 0 {
+		t.Fatalf("the key after a refusal with no record: rev %d, history %+v, %v; want no record and no history", st.Rev, st.History, err)
+	}
+}
