@@ -194,3 +194,45 @@ func TestACommitWhileEtcdTakesNothingBacksOff(t *testing.T) {
 		t.Errorf("the commit sent %d tries within its 1 s request timeout; want the doubling backoff's 6 at most", n)
 	}
 }
+
+// The same, with the read of the history that follows the try not taken
+// failing too (a leader change overtook it): a failed read is no answer
+// about the refusal, and Refuse tries again within its request timeout,
+// as it does after the append itself went unanswered. Before (mutant T24
+// of mutfleet46's sweep: Refuse's `gerr != nil: continue` -> `return
+// gerr`), the read's etcd-unavailable was the refusal's, and the job
+// promote-failed at once though etcd answered the next request.
+func TestARefusalWhoseReadAfterATryNotTakenFailsOnceIsRecorded(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "not-taken-read-failed")
+	f.run(key, "m0")
+	txn, e := refusalOn(t, f, key, "not-taken-read-failed")
+	var tries atomic.Int32
+	unavailableAt(t, func() bool {
+		if tries.Add(1) == 1 {
+			// The read that follows this try fails once, as a leader
+			// change fails it.
+			f.c.FailNext("/etcdserverpb.KV/Txn", 0, 1)
+			return true
+		}
+		return false
+	})
+	defer f.c.FailNext("/etcdserverpb.KV/Txn", 0, 0)
+	if err := txn.Refuse(e); err != nil {
+		t.Fatalf("Refuse, its first try not taken and the read after it failed = %v; want nil (recorded)", err)
+	}
+	faults.Set(nil)
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range st.History {
+		if x.Ticket == e.Ticket {
+			n++
+		}
+	}
+	if n != 1 || tries.Load() < 2 {
+		t.Fatalf("the refusal is in the history %d times after %d tries; want once, after a second try", n, tries.Load())
+	}
+}
