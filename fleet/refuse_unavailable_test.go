@@ -236,3 +236,43 @@ func TestARefusalWhoseReadAfterATryNotTakenFailsOnceIsRecorded(t *testing.T) {
 		t.Fatalf("the refusal is in the history %d times after %d tries; want once, after a second try", n, tries.Load())
 	}
 }
+
+// A refusal whose append landed, its answer lost, and whose key another
+// job moved on before the history was read again, is recorded: the read
+// finds the entry, at the record it was decided on, and Refuse is done
+// (nil), whatever the key did after. Before (mutant T25 of mutfleet46's
+// sweep: Refuse's Holds after the read dropped), the record moved on made
+// it a conflict: the store decided the job again, told it superseded
+// instead of run-incomplete, and recorded the ticket a second time.
+func TestARefusalLandedItsAnswerLostUnderAKeyMovedOnIsRecordedOnce(t *testing.T) {
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/refusals", "landed-answer-lost-moved")
+	f.run(key, "m0")
+	txn, e := refusalOn(t, f, key, "landed-answer-lost-moved")
+	var tries atomic.Int32
+	faults.Set(func(p faults.Point) error {
+		if p == faults.EtcdWriteAfterCommit && tries.Add(1) == 1 {
+			f.run(key, "m1") // another job promotes while the answer is lost
+			return fmt.Errorf("%w: the test's stand-in for an answer lost after the append landed", etcdmeta.ErrUnavailable)
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	if err := txn.Refuse(e); err != nil {
+		t.Fatalf("Refuse, its append landed and its answer lost while the key moved on = %v; want nil (recorded)", err)
+	}
+	faults.Set(nil)
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []uint64
+	for _, x := range st.History {
+		if x.Ticket == e.Ticket {
+			at = append(at, x.Gen)
+		}
+	}
+	if len(at) != 1 || at[0] != e.Gen {
+		t.Fatalf("the refusal is in the history at gens %v; want once, at gen %d, the record it was decided on", at, e.Gen)
+	}
+}
