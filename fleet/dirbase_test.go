@@ -57,6 +57,22 @@ func TestAJobResolvedWhileTheDirIsAwayNeverReplacesTheConversation(t *testing.T)
 			defer func() { f.b.hook = nil; back() }()
 			return resolveOn(t, f.s, key)
 		}},
+		// Gone between the generation's open and the read of its first
+		// line: the read fails on the dir, not on the key. Before (mutant
+		// V17 of mutfleet46's sweep: failed's dirUnavailable dropped), it
+		// was transcript-replaced with the key's base, and the job's cold
+		// run replaced the conversation once the dir was back.
+		{"at its first line", func(key string) (store.Session, string) {
+			f.b.hook = func(p, _ string) error {
+				if p == hookHeader {
+					goAway()
+					return errors.New("the export went away") // the first line's read fails
+				}
+				return nil
+			}
+			defer func() { f.b.hook = nil; back() }()
+			return resolveOn(t, f.s, key)
+		}},
 		{"when the command started", func(key string) (store.Session, string) {
 			u, err := Unreachable(Config{Config: etcdmeta.Config{Endpoints: f.c.Endpoints(), Prefix: f.prefix}, TranscriptsDir: f.dir}, shared.ErrDirUnavailable)
 			if err != nil {
