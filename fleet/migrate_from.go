@@ -212,6 +212,9 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			return
 		}
 		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
+		// What the run removes once it has made meta.db here and holds
+		// its lock (below): a killed run's temps, a meta.db's among them.
+		r.Removed = append(sweepStoreTemps(kd, false), migrate.SweepMetaTemps(sharedfs.FS(), kd, false)...)
 		return
 	}
 	write := !m.opts.DryRun

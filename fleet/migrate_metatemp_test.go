@@ -55,3 +55,43 @@ func TestMigrateFromEtcdSweepsAMetaDBTempAKilledRunLeft(t *testing.T) {
 		t.Errorf("the young temp after the run: %v; want it left", err)
 	}
 }
+
+// A run killed while it made a new key dir's first meta.db leaves the key
+// dir with that temp and no meta.db: the next run removes the temp (a
+// minute old), and its dry run lists it as to be removed, as it lists the
+// temp beside a meta.db. Before, the dry run said removed [] there, and the
+// run then removed it.
+func TestMigrateFromEtcdDryRunListsTheMetaDBTempOfAKeyDirWithNoMetaDB(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "acme/widget", "meta temp, no meta.db")
+	f.run(key, "the fleet's")
+	root := filepath.Join(t.TempDir(), "root")
+	kd := filepath.Join(root, key)
+	if err := os.MkdirAll(kd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := db.TempPrefix + "0123456789abcdef"
+	if err := os.WriteFile(filepath.Join(kd, old), make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(filepath.Join(kd, old), at, at); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		opts := migOpts()
+		opts.DryRun = dry
+		got, _ := runMigration(t, false, root, f.b, opts)
+		if r := got[key]; r.Action != migrate.Migrated || !slices.Equal(r.Removed, []string{old}) {
+			t.Errorf("dry run %v: %+v; want migrate, removing %s", dry, r, old)
+		}
+		if _, err := os.Lstat(filepath.Join(kd, old)); dry == os.IsNotExist(err) {
+			t.Errorf("dry run %v: the temp after it: %v", dry, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(kd, db.FileName)); err != nil {
+		t.Errorf("meta.db after the run: %v", err)
+	}
+}
