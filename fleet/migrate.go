@@ -52,9 +52,11 @@ type MigrateOptions struct {
 // destination holds it (will hold it, in a dry run; for a conflict, the
 // source's). Written names what was written: ToEtcd's transcript, as the
 // transcripts dir names it, and its etcd record key; FromEtcd's
-// current.jsonl and meta.db. Removed names the promotion temps a killed
-// FromEtcd left in a key dir and this run swept. Oddities say how a key
-// was read where it was not plain (a promotion rolled forward, a
+// current.jsonl and meta.db (of a failed key, only what is in place:
+// meta.db once its commit landed, current.jsonl once renamed). Removed names the temps a killed FromEtcd
+// left in a key dir and this run swept (a dry run: would sweep): its
+// promotion temps, and its meta.db temps once a minute old. Oddities say
+// how a key was read where it was not plain (a promotion rolled forward, a
 // transcript that does not match its record).
 type MigrateReport = migrate.Report
 
