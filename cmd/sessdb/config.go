@@ -163,7 +163,10 @@ func notAKeyDir(name, p string) error {
 	via, parent := "", filepath.Dir(abs)
 	if real != abs {
 		via = " (a link to " + quoteName(real) + ")"
-		if !store.ValidKey(filepath.Base(abs)) {
+		// The name given is itself a link (of another name, or of the
+		// key's, in a dir of links): the root is where it leads. A link
+		// above it leaves the path given its root's name.
+		if fi, err := os.Lstat(abs); (err == nil && fi.Mode()&os.ModeSymlink != 0) || !store.ValidKey(filepath.Base(abs)) {
 			parent = filepath.Dir(real)
 		}
 	}

@@ -50,3 +50,36 @@ func TestASessionsRootLinkedToAKeyDirIsRefused(t *testing.T) {
 		t.Errorf("stats through a link to the sample root: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A link that bears the key's own name, in a directory of links
+// (/srv/links/<key> -> sessions/<key>), is refused the same, and the
+// directory it names as the sessions root is the one the link leads into,
+// not the directory of links: that one holds no key dir (the store never
+// follows a key dir that is a link), and named as the root it would show
+// every key as a link. Before, the refusal said "its parent, /srv/links?".
+func TestALinkNamedAsItsKeyNamesTheRootItLeadsInto(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const dbKey = "4668107cac2e99b44415c5606b32ef14"
+	links := t.TempDir()
+	link := filepath.Join(links, dbKey)
+	if err := os.Symlink(filepath.Join(root, dbKey), link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PI_SESSIONS_DIR", link)
+	code, out, errs := runCLI(t, "stats", "--json", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "is a key dir") || !strings.Contains(errs, "its parent, "+quoteName(root)+"?") {
+		t.Errorf("PI_SESSIONS_DIR=%s (a link named as its key): exit %d, stdout %q, stderr %q; want exit 2, naming %s as the parent", link, code, out, errs, root)
+	}
+	// A key dir reached through a link above it (the root's own path a
+	// link) is named under the path given.
+	toRoot := filepath.Join(links, "sessions")
+	if err := os.Symlink(root, toRoot); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PI_SESSIONS_DIR", filepath.Join(toRoot, dbKey))
+	code, out, errs = runCLI(t, "stats", "--json", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "is a key dir") || !strings.Contains(errs, "its parent, "+quoteName(toRoot)+"?") {
+		t.Errorf("PI_SESSIONS_DIR=%s/%s: exit %d, stdout %q, stderr %q; want exit 2, naming %s as the parent", toRoot, dbKey, code, out, errs, toRoot)
+	}
+}
