@@ -95,3 +95,43 @@ func TestMigrateFromEtcdDryRunListsTheMetaDBTempOfAKeyDirWithNoMetaDB(t *testing
 		t.Errorf("meta.db after the run: %v", err)
 	}
 }
+
+// A dry run of a key dir with no meta.db (a killed --from etcd made the
+// dir, and its creation of meta.db was cut short) lists the temps the run
+// removes there, as it lists them in a key dir with a meta.db: the run
+// makes meta.db, then sweeps the promotion temps and the meta.db temps a
+// minute old under its lock. Before, the dry run said migrated removing
+// nothing, and the run removed both.
+func TestMigrateFromEtcdDryRunOfAKeyDirWithNoMetaDBListsTheTempsTheRunRemoves(t *testing.T) {
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "acme/widget", "meta temp, no meta.db")
+	f.run(key, "the fleet's")
+	root := t.TempDir()
+	kd := filepath.Join(root, key)
+	if err := os.Mkdir(kd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta, promo := db.TempPrefix+"0123456789abcdef", storeTempPrefix+"0123456789abcdef"
+	at := time.Now().Add(-2 * time.Minute)
+	for _, n := range []string{meta, promo} {
+		if err := os.WriteFile(filepath.Join(kd, n), make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(kd, n), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	planned, _ := runMigration(t, false, root, f.b, dry)
+	done, _ := runMigration(t, false, root, f.b, migOpts())
+	p, d := planned[key], done[key]
+	want := []string{promo, meta}
+	if d.Action != migrate.Migrated || !slices.Equal(d.Removed, want) {
+		t.Fatalf("the run: %s %v; want migrated, removing %v", d.Action, d.Removed, want)
+	}
+	if p.Action != d.Action || !slices.Equal(p.Removed, d.Removed) {
+		t.Errorf("the dry run said %s removing %v, the run did %s removing %v", p.Action, p.Removed, d.Action, d.Removed)
+	}
+}
