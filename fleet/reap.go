@@ -349,7 +349,7 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[s
 	for _, name := range names {
 		key, _, _ := strings.Cut(name, "/")
 		if key != it.Key {
-			st, err := b.readIn(context.Background(), key, b.meta.GetRecord)
+			st, err := b.readIn(ctx, key, b.meta.GetRecord)
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
