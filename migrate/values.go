@@ -133,7 +133,7 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 		case val == "":
 			note(legacy.VenueName, k.describe(legacy.VenueName), `"" after trimming: matches no venue`)
 		case strings.IndexByte(val, 0) >= 0:
-			note(legacy.VenueName, k.describe(legacy.VenueName), nulReadAs)
+			note(legacy.VenueName, k.describe(legacy.VenueName), k.nulReadAs(legacy.VenueName, val))
 		default:
 			k.noteReshaped(&odd, legacy.VenueName, val)
 		}
@@ -145,7 +145,7 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 		if st.Value == "" {
 			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), `unknown (""): the version gate refuses`)
 		} else if strings.IndexByte(st.Value, 0) >= 0 {
-			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), nulReadAs)
+			note(legacy.PiVersionName, k.describe(legacy.PiVersionName), k.nulReadAs(legacy.PiVersionName, st.Value))
 		} else {
 			k.noteReshaped(&odd, legacy.PiVersionName, st.Value)
 		}
@@ -186,21 +186,33 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 	return v, odd, nil
 }
 
-// nulReadAs is how a stamp holding a NUL byte is read: as it is, the
-// legacy reader's trim leaving the byte, and so the stamp matches no
-// job's value given on a command line or in the environment, neither of
-// which can hold one (only the Go API's Job can).
-const nulReadAs = "carried as is: it holds a NUL byte, which no --venue or --pi-version (nor variable) can, so it matches no CLI job's (the key stays cold for them)"
+// nulReadAs is how a stamp holding a NUL byte is read: the value carried
+// (the legacy reader's trim keeps the byte; whitespace trimmed or invalid
+// UTF-8 decoded says so, as noteReshaped does), and that the stamp
+// matches no job's value given on a command line or in the environment,
+// neither of which can hold one (only the Go API's Job can).
+func (k *keyScan) nulReadAs(name, value string) string {
+	return quote([]byte(value)) + k.reshaped(name, value) + ": it holds a NUL byte, which no --venue or --pi-version (nor variable) can, so it matches no CLI job's (the key stays cold for them)"
+}
+
+// reshaped is how value, read from name's bytes, differs from them: ""
+// where it does not, else the note noteReshaped gives.
+func (k *keyScan) reshaped(name, value string) string {
+	raw := k.raw[name]
+	switch {
+	case !utf8.Valid(raw):
+		return " (invalid UTF-8 decoded as U+FFFD, as Node did)"
+	case string(raw) != value:
+		return " (trimmed)"
+	}
+	return ""
+}
 
 // noteReshaped notes a value that reads differently from its bytes:
 // whitespace trimmed, or invalid UTF-8 replaced.
 func (k *keyScan) noteReshaped(odd *[]Oddity, name, value string) {
-	raw := k.raw[name]
-	switch {
-	case !utf8.Valid(raw):
-		*odd = append(*odd, Oddity{name, quote(raw), quote([]byte(value)) + " (invalid UTF-8 decoded as U+FFFD, as Node did)"})
-	case string(raw) != value:
-		*odd = append(*odd, Oddity{name, quote(raw), quote([]byte(value)) + " (trimmed)"})
+	if how := k.reshaped(name, value); how != "" {
+		*odd = append(*odd, Oddity{name, quote(k.raw[name]), quote([]byte(value)) + how})
 	}
 }
 
