@@ -183,6 +183,9 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			}
 			return nil
 		})
+		if dumpWalked != nil {
+			dumpWalked()
+		}
 		prog.clear()
 		sum.Interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !sum.Interrupted {
@@ -211,6 +214,11 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		return inv.endWalk(w, err, sum.Interrupted, sum.Entries, status)
 	}
 }
+
+// dumpWalked, when set (tests), is called once dump's walk has ended,
+// before anything is written: what the command holds then is what it
+// held for every key until the end.
+var dumpWalked func()
 
 // dumpFault says why dump could not read a key, or "" when it could. A
 // name that is not a key, a key with no dir, a key that is not a real
