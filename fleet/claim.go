@@ -195,12 +195,12 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 		return mark, false, fmt.Errorf("%w: %s has no mark (%s) and no key dir, but this fleet (etcd prefix %q) has records and the ID %s, made when it marked its transcripts dir: its records name files in that dir, not here (is the shared dir mounted on this host? is PI_SESSIONS_TRANSCRIPTS_DIR its path?). Point the fleet at its dir; if this empty dir is to be the fleet's from now on (its own lost for good), delete the fleet's ID (etcdctl del %s) and run again (docs/fleet.md)",
 			ErrOtherFleet, b.dir, shared.MarkName, b.meta.Prefix(), id, b.meta.FleetIDKey())
 	}
-	held := fmt.Sprintf("%d key dirs (%s among them)", len(keys), slices.Min(keys))
+	held, they, their, dirs := fmt.Sprintf("%d key dirs (%s among them)", len(keys), slices.Min(keys)), "they are", "their", "key dirs"
 	if len(keys) == 1 {
-		held = fmt.Sprintf("1 key dir (%s)", keys[0])
+		held, they, their, dirs = fmt.Sprintf("1 key dir (%s)", keys[0]), "it is", "its", "key dir"
 	}
-	return mark, false, fmt.Errorf("%w: %s holds %s and no mark (%s), and this fleet (etcd prefix %q) has no record: they are another fleet's (from before marks), or this fleet's from before its etcd data was lost, and this fleet would sweep their transcripts as orphans. Give this fleet its own transcripts dir, or move the key dirs aside (docs/fleet.md)",
-		ErrOtherFleet, b.dir, held, shared.MarkName, b.meta.Prefix())
+	return mark, false, fmt.Errorf("%w: %s holds %s and no mark (%s), and this fleet (etcd prefix %q) has no record: %s another fleet's (from before marks), or this fleet's from before its etcd data was lost, and this fleet would sweep %s transcripts as orphans. Give this fleet its own transcripts dir, or move the %s aside (docs/fleet.md)",
+		ErrOtherFleet, b.dir, held, shared.MarkName, b.meta.Prefix(), they, their, dirs)
 }
 
 // rootFilesLooked bounds how many key dirs sessionsRootFile looks in: every

@@ -34,6 +34,12 @@ func TestAnUnmarkedDirOfOneKeyDirIsCountedInTheSingular(t *testing.T) {
 	if want := " holds 1 key dir (" + first + ") and no mark"; !errors.Is(err, ErrOtherFleet) || !strings.Contains(err.Error(), want) {
 		t.Errorf("claim of a dir of one key dir: %v; want ErrOtherFleet saying %q", err, want)
 	}
+	// The rest of the message counts it in the singular too.
+	for _, w := range []string{": it is another fleet's", "would sweep its transcripts", "move the key dir aside"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("claim of a dir of one key dir: %v; want it saying %q", err, w)
+		}
+	}
 	second := store.Key("github", "unmarked", "two")
 	if err := os.Mkdir(filepath.Join(a.dir, second), 0o700); err != nil {
 		t.Fatal(err)
@@ -41,5 +47,10 @@ func TestAnUnmarkedDirOfOneKeyDirIsCountedInTheSingular(t *testing.T) {
 	err = b.b.Claim(t.Context())
 	if want := " holds 2 key dirs (" + slices.Min([]string{first, second}) + " among them)"; !errors.Is(err, ErrOtherFleet) || !strings.Contains(err.Error(), want) {
 		t.Errorf("claim of a dir of two key dirs: %v; want ErrOtherFleet saying %q", err, want)
+	}
+	for _, w := range []string{": they are another fleet's", "would sweep their transcripts", "move the key dirs aside"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("claim of a dir of two key dirs: %v; want it saying %q", err, w)
+		}
 	}
 }

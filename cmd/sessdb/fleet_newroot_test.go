@@ -23,7 +23,7 @@ func TestANewFleetIsToldASessionsRootIsOne(t *testing.T) {
 	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", root)
 	for _, args := range [][]string{{"check", "--json"}, {"reap", "--dry-run", "--json"}, {"reap", "--json"}} {
 		code, out, errs := runCLI(t, args...)
-		if code != exitUsage || out != "" || !strings.Contains(errs, "it is a sessions root") || !strings.Contains(errs, "migrate --to etcd") || strings.Contains(errs, "move the key dirs aside") {
+		if code != exitUsage || out != "" || !strings.Contains(errs, "it is a sessions root") || !strings.Contains(errs, "migrate --to etcd") || strings.Contains(errs, "move the key dir") {
 			t.Errorf("%q by a new fleet on a sessions root: exit %d, stdout %q, stderr %q; want exit 2, the dir named a sessions root, migrate --to etcd the way", args, code, out, errs)
 		}
 	}
