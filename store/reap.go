@@ -335,6 +335,17 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		return keep(refuseForeign("expired, but", foreign))
 	}
+	// What the rename and the removal after it need, asked before either:
+	// to write under the root, and in the key dir. A key dir its runner
+	// may not write in (its own, mode 0500) is renamed all the same (a
+	// rename in one parent asks nothing of the dir moved), and its
+	// entries then cannot be removed: the key was gone, and every reap
+	// and check --repair after failed its reap-owned dir, saying the next
+	// would finish it. Refused here, it stays whole, failed as the dry
+	// run fails it, and check's mode finding gives its owner the bits.
+	if err := allowed(nil, root, kd); err != nil {
+		return keep(err)
+	}
 	if err := s.fault(faults.ReapBeforeRemove); err != nil {
 		return false, err
 	}
