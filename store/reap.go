@@ -258,6 +258,15 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		default:
 			d.Close()
 		}
+		if sc.Transcript == nil && noTranscript {
+			// No record and no transcript: nothing to expire, and a key
+			// with no transcript is kept (its stray temps swept below):
+			// the empty meta.db a first promotion killed before its
+			// commit leaves, with its temp. Before, the transcript's
+			// lstat was its clock: skipped with that error at every
+			// reap, kept by none, its temp never swept.
+			return false, nil
+		}
 		last, err := lastPromotion(kd, sc)
 		if err != nil || !expired(last, now, ttl) {
 			return false, err
