@@ -71,9 +71,11 @@ type ReapResult struct {
 	// with a TTL a record that could not be read (ErrDamaged,
 	// ErrNewerSchema), a key dir in the transcripts dir that could not be
 	// read (its error naming the key dir relative to the transcripts
-	// dir). Such a key is not counted in Kept, as a sessions root's reap
-	// counts it (store.ReapResult): sessdb reap's summary says failed, not
-	// kept.
+	// dir), a file of the key's that no record needs and that could not
+	// be removed (the first such error; the key may be in Removed too,
+	// its own file left). Such a key is not counted in Kept, as a
+	// sessions root's reap counts it (store.ReapResult): sessdb reap's
+	// summary says failed, not kept.
 	Skipped map[string]error
 }
 
@@ -245,10 +247,11 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for key, err := range listing.Unreadable {
-		// Left for the next reap, and reported, like a key it could not
-		// lock; the other keys' files are swept. A key another removed is
-		// then this reap's failure, as a kept key's is: counted once.
+	// fail leaves key for the next reap, and reports it, like a key it
+	// could not lock; the other keys' files are swept. A key another
+	// removed is then this reap's failure, as a kept key's is: counted
+	// once.
+	fail := func(key string, err error) {
 		if res.Skipped == nil {
 			res.Skipped = map[string]error{}
 		}
@@ -259,6 +262,9 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 				res.Kept--
 			}
 		}
+	}
+	for key, err := range listing.Unreadable {
+		fail(key, err)
 	}
 	names, err := b.stillOrphans(ctx, listing.Orphans, listed, cut, inFlight)
 	if err != nil {
@@ -273,12 +279,21 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			// (the orphans left are the next reap's).
 			return res, err
 		}
-		swept, err := b.sweep(name, o.DryRun)
+		swept, failed, err := b.sweep(name, o.DryRun)
 		if err != nil {
 			return res, err
 		}
 		if swept {
 			res.Swept = append(res.Swept, name)
+		}
+		if failed != nil && !shared.IsMarkTemp(name) {
+			// A file that could not be removed (its key dir its runner
+			// may not write, an I/O error) is its key's failure, as a
+			// sessions root's reap fails a key whose stray temp it
+			// could not remove: logged alone, every reap went on
+			// reporting nothing failed, exit 0, while the file stayed.
+			key, _, _ := strings.Cut(name, "/")
+			fail(key, failed)
 		}
 	}
 	if len(keys) > 0 && o.Progress != nil {
@@ -290,12 +305,12 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 // sweep removes name, a file no record needs or a temp of the dir's mark
 // (shared.IsMarkTemp: no key's), unless this is a dry run, and reports
 // whether it was swept: not where another reaper (or check --repair)
-// removed it first, which is no fault, nor where the removal failed, which
-// is logged and left for the next reap. The error is the transcripts
-// dir's, gone under the reap.
-func (b *Backend) sweep(name string, dryRun bool) (swept bool, err error) {
+// removed it first, which is no fault, nor where the removal failed,
+// which is logged, returned as failed, and left for the next reap. The
+// error is the transcripts dir's, gone under the reap.
+func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error) {
 	if dryRun {
-		return true, nil
+		return true, nil, nil
 	}
 	if shared.IsMarkTemp(name) {
 		err = shared.RemoveMarkTemp(b.dir, name)
@@ -306,17 +321,17 @@ func (b *Backend) sweep(name string, dryRun bool) (swept bool, err error) {
 	}
 	if err != nil {
 		if err := shared.DirErr(b.dir); err != nil {
-			return false, err // not swept by another reaper: the dir is gone
+			return false, nil, err // not swept by another reaper: the dir is gone
 		}
 	}
 	switch {
 	case gone(err):
-		return false, nil
+		return false, nil, nil
 	case err != nil:
 		b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
-		return false, nil
+		return false, err, nil
 	}
-	return true, nil
+	return true, nil, nil
 }
 
 // unrooted is err with its message naming what is under the transcripts

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A fleet's reap that cannot remove a file no record needs (here the
+// expired key's own file, its key dir 0500 to the worker that owns it)
+// fails the key, exit 1, naming the file, as a sessions root's reap fails
+// a key whose stray temp it cannot remove; check --repair gives the dir
+// its bits and removes the file. Before, the removal was a log line
+// alone: the reap said the key was removed and nothing failed, exit 0,
+// and so did every reap after while the file stayed.
+func TestFleetReapThatCannotRemoveAFileFailsItsKey(t *testing.T) {
+	startFleet(t)
+	base, err := os.MkdirTemp("", "sessdb-fleet-unremovable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "transcripts")
+	kd := filepath.Join(dir, workerKey)
+	t.Cleanup(func() { os.Chmod(kd, 0o700); os.RemoveAll(base) })
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	markDir(t)
+	runAs := unprivileged(t, base, func() {
+		os.Chown(base, nobody, nobody) // for the job dir
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, nobody, nobody) })
+	})
+	now := clock
+	t.Cleanup(func() { clock = now })
+	clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+	jd := filepath.Join(base, "job")
+	if code, out, errs := runAs("resolve", "--key", workerKey, "--job-dir", jd, "--pi-version", "0.58.3"); code != exitOK {
+		t.Fatalf("resolve: exit %d\n%s%s", code, out, errs)
+	}
+	staged := filepath.Join(jd, "session", "current.jsonl")
+	os.WriteFile(staged, []byte(header), 0o600)
+	os.Chown(staged, nobody, nobody)
+	if code, out, errs := runAs("promote", "--job-dir", jd, "--pi-version", "0.58.3"); code != exitOK || !strings.Contains(out, `"promoted":true`) {
+		t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
+	}
+	clock = now
+	files, _ := filepath.Glob(filepath.Join(kd, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the key's files: %v", files)
+	}
+	old := now().Add(-30 * 24 * time.Hour)
+	os.Chtimes(files[0], old, old)
+	file := workerKey + "/" + filepath.Base(files[0])
+	if err := os.Chmod(kd, 0o500); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs := runAs("reap")
+	if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") ||
+		!strings.Contains(out, "failed        "+workerKey+"  (unlink "+file+": permission denied)") || !strings.Contains(out, ", failed 1") {
+		t.Errorf("reap: exit %d; want 1, the key removed and failed on its file\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// The next reap finds the file an orphan, and fails it the same way.
+	code, out, errs = runAs("reap", "--json")
+	if code != exitFault || !strings.Contains(out, `{"action":"fail","key":"`+workerKey+`","path":"`+workerKey+`","dry_run":false,"detail":"unlink `+file+`: permission denied"}`) ||
+		!strings.Contains(out, `"keys":1,`) || !strings.Contains(out, `"failed":1,`) {
+		t.Errorf("the next reap: exit %d; want 1, the key failed on its orphan\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if _, err := os.Lstat(files[0]); err != nil {
+		t.Fatalf("the file: %v", err)
+	}
+	if code, out, errs := runAs("check", "--repair"); code != exitOK {
+		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runAs("reap"); code != exitOK || strings.Contains(out, "failed") {
+		t.Errorf("reap after the repair: exit %d; want 0, nothing failed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if _, err := os.Lstat(files[0]); !os.IsNotExist(err) {
+		t.Errorf("the file after the repair: %v", err)
+	}
+}
