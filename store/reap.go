@@ -76,7 +76,9 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // the time recorded in meta.db, or the transcript's mtime where there is
 // no record (a legacy key). A key with no transcript is never removed,
 // but for an empty key dir (nothing in it at all) whose own mtime is older
-// than the TTL, which goes by one rmdir (see reapEmptyKeyDir).
+// than the TTL, which goes by one rmdir (see reapEmptyKeyDir), and a key
+// dir with no record that holds nothing a resolve or a promotion could
+// use, idle past the TTL, which goes as an expired key does (deadKey).
 //
 // A key is removed whole or not at all. Under the key's exclusive lock,
 // after the age is checked again under that lock (so a promotion that
@@ -231,8 +233,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	_, err = fsat.LstatAt(kd, db.FileName)
 	hadDB := err == nil
 	// A key with no transcript is never removed, unless its record says
-	// it had one (a key whose transcript went some other way), or it is
-	// an empty key dir.
+	// it had one (a key whose transcript went some other way), it is an
+	// empty key dir, or it holds nothing (deadKey).
 	if noTranscript && !hadDB {
 		return s.reapEmptyKeyDir(root, kd, key, ttl, dryRun)
 	}
@@ -244,6 +246,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// expired what reap never removed.
 	if hadDB {
 		d, sc, err := db.OpenSidecars(kd, s.dbOptions(), false)
+		dead, idle := false, time.Time{}
 		switch {
 		case fsat.IsNotExist(err) && stillAtKey("reap", s.root, kd, key) == nil:
 			// Gone while the look waited for its lock, the dir still the
@@ -252,24 +255,36 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 			// one's that a repair removed. The key is as with no meta.db:
 			// its transcript's mtime is its clock. (A dir no longer at
 			// the key, moved aside by another reap, is gone: skipped.)
+			// With no transcript either, it is kept: the next reap judges
+			// what is left.
 			err = nil
 		case err != nil:
 			return false, err
 		default:
+			if sc.Transcript == nil && noTranscript {
+				dead, idle, err = deadKey(kd, d, sc)
+			}
 			d.Close()
+			if err != nil {
+				return false, err
+			}
 		}
 		if sc.Transcript == nil && noTranscript {
-			// No record and no transcript: nothing to expire, and a key
-			// with no transcript is kept (its stray temps swept below):
-			// the empty meta.db a first promotion killed before its
-			// commit leaves, with its temp. Before, the transcript's
-			// lstat was its clock: skipped with that error at every
-			// reap, kept by none, its temp never swept.
-			return false, nil
-		}
-		last, err := lastPromotion(kd, sc)
-		if err != nil || !expired(last, now, ttl) {
-			return false, err
+			// No record and no transcript: a key that holds nothing goes
+			// once idle past the TTL (deadKey); any other is kept, its
+			// stray temps swept below. Before, the transcript's lstat
+			// was its clock: skipped with that error at every reap, kept
+			// by none, its temps never swept, and what a reap removing a
+			// legacy key in place left when stopped after the transcript
+			// stayed for ever.
+			if !dead || !expired(idle, now, ttl) {
+				return false, nil
+			}
+		} else {
+			last, err := lastPromotion(kd, sc)
+			if err != nil || !expired(last, now, ttl) {
+				return false, err
+			}
 		}
 	} else if noTranscript || !expired(fsat.ModTime(&st), now, ttl) {
 		return false, nil
@@ -333,8 +348,14 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		return false, err
 	}
-	last, err := lastPromotion(kd, sc)
-	if err != nil || !expired(last, s.opts.Now(), ttl) {
+	// Again under the lock, as the first look judged: a key with no
+	// record and no transcript by deadKey.
+	if _, err := fsat.LstatAt(kd, TranscriptName); sc.Transcript == nil && fsat.IsNotExist(err) {
+		dead, idle, err := deadKey(kd, d, sc)
+		if err != nil || !dead || !expired(idle, s.opts.Now(), ttl) {
+			return keep(err)
+		}
+	} else if last, err := lastPromotion(kd, sc); err != nil || !expired(last, s.opts.Now(), ttl) {
 		return keep(err)
 	}
 	// Again under the lock: only now can nothing be added behind the look.
@@ -474,6 +495,44 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 		return false, err
 	}
 	return true, nil
+}
+
+// deadKey reports whether a key dir with no transcript and no record (sc,
+// read from d, its meta.db) holds nothing a resolve or a promotion could
+// use: no stamp, no pending promotion, no history but reaping entries;
+// and when it was last changed, its only clock: the later of the dir's
+// mtime and meta.db's. A first promotion killed before its commit leaves
+// one (its empty meta.db, and its temp), and so does a reap removing a
+// legacy key in place (a full disk) stopped after its transcript (the
+// meta.db it made for the lock, with its reaping entry if that fit, and
+// the legacy sidecars). Such a key resolves absent, and is removed whole,
+// as an expired key is, once idle past the TTL.
+func deadKey(kd *os.File, d *db.DB, sc db.Sidecars) (dead bool, changed time.Time, err error) {
+	if sc != (db.Sidecars{}) {
+		return false, time.Time{}, nil
+	}
+	var h []db.HistoryEntry
+	if err := d.View(func(tx *db.Tx) (err error) { h, err = tx.History(0); return err }); err != nil {
+		return false, time.Time{}, err
+	}
+	for _, e := range h {
+		if e.Outcome != reapingOutcome {
+			return false, time.Time{}, nil
+		}
+	}
+	dst, err := fsat.Fstat(kd)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	mst, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	changed = fsat.ModTime(&dst)
+	if m := fsat.ModTime(&mst); m.After(changed) {
+		changed = m
+	}
+	return true, changed, nil
 }
 
 // lastPromotion is the recorded time of the key's last promotion, or the

@@ -36,7 +36,10 @@ refuses that rename, the key dir is emptied and removed where it is
 files older than an hour, never the one a pending promotion names nor a
 meta.db temp a creation holds (its flock). An
 empty key dir (a refused first promotion leaves one) goes once its own
-mtime is older than the TTL, by one rmdir. A quarantine dir (check
+mtime is older than the TTL, by one rmdir; a key dir that holds nothing
+but a meta.db with no record, stamp or promotion in it (a first promotion
+killed before its commit leaves one) goes as an expired key does once it
+and its meta.db are older than the TTL. A quarantine dir (check
 --quarantine) is left alone. One line per action and
 a summary; --json one object per action and a summary (docs/json.md).
 --dry-run prints what would be done and changes nothing; a key dir its
