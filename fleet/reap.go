@@ -13,6 +13,8 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/internal/fsat"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultGrace is ReapOptions.Grace's zero value: how long a file no
@@ -38,7 +40,9 @@ type ReapOptions struct {
 	// DryRun reports what would be removed and removes nothing. It
 	// writes nothing either, in etcd or the transcripts dir: it takes no
 	// key's lock, so it neither waits for a reap or repair holding one
-	// nor makes them meet a key locked.
+	// nor makes them meet a key locked. A file its runner may not remove
+	// (fsat.AccessAt: the key dir's mode, a read-only mount) fails its
+	// key, as in a run (ReapResult.Skipped).
 	DryRun bool
 	// Progress, when set, is called as the walk goes with the number of
 	// records judged and the number listed (each key's, and each whose
@@ -178,7 +182,19 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			continue
 		}
 		gone, err := b.reapKey(ctx, key, o.TTL, keyNow, o.DryRun)
+		var left *fileLeftError
 		switch {
+		case gone && errors.As(err, &left):
+			// Removed, its own file left (would be, for a dry run): the
+			// key's failure too, as an orphan it could not remove is.
+			res.Removed = append(res.Removed, key)
+			if !o.DryRun {
+				delete(records, key)
+			}
+			if res.Skipped == nil {
+				res.Skipped = map[string]error{}
+			}
+			res.Skipped[key] = b.unrooted(left.err)
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
 		case errors.Is(err, errRemovedByAnother):
@@ -310,7 +326,21 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 // error is the transcripts dir's, gone under the reap.
 func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error) {
 	if dryRun {
-		return true, nil, nil
+		// What the removal needs, asked as the run's would be judged
+		// (fsat.AccessAt): a file's key dir to write in, or for an
+		// empty key dir ("<key>/") the transcripts dir. A mark temp's
+		// failure is only logged, in a run as in a dry run.
+		if key, file, _ := strings.Cut(name, "/"); !shared.IsMarkTemp(name) {
+			if file != "" {
+				failed = shared.KeyDirErr(b.dir, key)
+			} else if root, err := fsat.OpenDir(b.dir); err != nil {
+				failed = err
+			} else {
+				failed = fsat.AccessAt(root, ".", unix.W_OK|unix.X_OK)
+				root.Close()
+			}
+		}
+		return failed == nil, failed, nil
 	}
 	if shared.IsMarkTemp(name) {
 		err = shared.RemoveMarkTemp(b.dir, name)
@@ -585,6 +615,13 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		return false, err
 	}
 	if dry {
+		// The run removes the key's own file with it: a key dir its
+		// runner may not write fails it there, as the run would.
+		if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
+			if err := shared.KeyDirErr(b.dir, key); err != nil {
+				return true, &fileLeftError{err}
+			}
+		}
 		return true, nil
 	}
 	if err := b.at(hookReapDelete, key); err != nil {
@@ -618,10 +655,22 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 				return true, err
 			}
 			b.log.Warn().Str("key", key).Str("file", t.File).Err(err).Msg("session_sweep_failed")
+			if !gone(err) {
+				return true, &fileLeftError{err}
+			}
 		}
 	}
 	return true, nil
 }
+
+// fileLeftError is reapKey's answer for a key whose record it removed
+// (with DryRun: would remove) and whose own file it could not (would not
+// be let): the key is removed, and failed for its file, which the next
+// reap sweeps as an orphan.
+type fileLeftError struct{ err error }
+
+func (e *fileLeftError) Error() string { return e.err.Error() }
+func (e *fileLeftError) Unwrap() error { return e.err }
 
 // delete removes key's record at rev, guarded by it, again after a
 // backoff while etcd is unavailable, within the request timeout and ctx,

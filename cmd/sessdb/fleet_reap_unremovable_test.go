@@ -14,8 +14,21 @@ import (
 // a key whose stray temp it cannot remove; check --repair gives the dir
 // its bits and removes the file. Before, the removal was a log line
 // alone: the reap said the key was removed and nothing failed, exit 0,
-// and so did every reap after while the file stayed.
+// and so did every reap after while the file stayed; each dry run said
+// it would remove the key or the file, exit 0.
+//
+// The file younger than the grace period (its record's date old, the
+// file copied back by hand), which no sweep takes for an orphan yet: the
+// reap that removes the key still fails it for its file.
 func TestFleetReapThatCannotRemoveAFileFailsItsKey(t *testing.T) {
+	for _, young := range []bool{false, true} {
+		t.Run(map[bool]string{false: "old file", true: "young file"}[young], func(t *testing.T) {
+			fleetReapThatCannotRemoveAFile(t, young)
+		})
+	}
+}
+
+func fleetReapThatCannotRemoveAFile(t *testing.T, young bool) {
 	startFleet(t)
 	base, err := os.MkdirTemp("", "sessdb-fleet-unremovable-")
 	if err != nil {
@@ -51,19 +64,36 @@ func TestFleetReapThatCannotRemoveAFileFailsItsKey(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("the key's files: %v", files)
 	}
-	old := now().Add(-30 * 24 * time.Hour)
-	os.Chtimes(files[0], old, old)
+	if !young {
+		old := now().Add(-30 * 24 * time.Hour)
+		os.Chtimes(files[0], old, old)
+	}
 	file := workerKey + "/" + filepath.Base(files[0])
 	if err := os.Chmod(kd, 0o500); err != nil {
 		t.Fatal(err)
 	}
 
+	dry := func(what string) {
+		t.Helper()
+		code, out, errs := runAs("reap", "--dry-run")
+		if code != exitFault || !strings.Contains(out, "failed        "+workerKey+"  (access "+workerKey+": permission denied)") {
+			t.Errorf("dry run %s: exit %d; want 1, the key failed on its dir, as the run\nstdout:\n%s\nstderr:\n%s", what, code, out, errs)
+		}
+	}
+	dry("of the expired key")
 	code, out, errs := runAs("reap")
 	if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") ||
 		!strings.Contains(out, "failed        "+workerKey+"  (unlink "+file+": permission denied)") || !strings.Contains(out, ", failed 1") {
 		t.Errorf("reap: exit %d; want 1, the key removed and failed on its file\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
+	if young {
+		if _, err := os.Lstat(files[0]); err != nil {
+			t.Fatalf("the file: %v", err)
+		}
+		return
+	}
 	// The next reap finds the file an orphan, and fails it the same way.
+	dry("of its orphan")
 	code, out, errs = runAs("reap", "--json")
 	if code != exitFault || !strings.Contains(out, `{"action":"fail","key":"`+workerKey+`","path":"`+workerKey+`","dry_run":false,"detail":"unlink `+file+`: permission denied"}`) ||
 		!strings.Contains(out, `"keys":1,`) || !strings.Contains(out, `"failed":1,`) {
