@@ -397,7 +397,8 @@ func (m *migrator) applyLegacy(kd *os.File, p *plan) error {
 	case p.made:
 		// A file made while the plan waited holds nothing: removed
 		// again, the key stays as the rival left it.
-		return m.removeDB(kd)
+		_, err := m.removeDB(kd)
+		return err
 	case p.Action != Migrated:
 		return nil
 	case p.files != nil:
@@ -419,20 +420,26 @@ func (m *migrator) applyLegacy(kd *os.File, p *plan) error {
 			return err
 		}
 	}
-	if err := m.removeDB(kd); err != nil {
-		p.Removed = slices.DeleteFunc(p.Removed, func(n string) bool { return n == db.FileName })
+	if unlinked, err := m.removeDB(kd); err != nil {
+		if !unlinked {
+			// meta.db is still there: the report names it removed only
+			// once it is gone (an error after the unlink, its fsync's,
+			// leaves it gone, and listed).
+			p.Removed = slices.DeleteFunc(p.Removed, func(n string) bool { return n == db.FileName })
+		}
 		return err
 	}
 	return nil
 }
 
-// removeDB unlinks meta.db and makes the unlink durable.
-func (m *migrator) removeDB(kd *os.File) error {
+// removeDB unlinks meta.db and makes the unlink durable. unlinked is
+// whether meta.db is gone, whatever err says.
+func (m *migrator) removeDB(kd *os.File) (unlinked bool, err error) {
 	if err := m.disk.Remove(kd, db.FileName); err != nil {
-		return err
+		return false, err
 	}
 	if err := faults.At(faults.ToLegacyDBRemoved); err != nil {
-		return err
+		return true, err
 	}
-	return m.disk.SyncDir(kd)
+	return true, m.disk.SyncDir(kd)
 }
