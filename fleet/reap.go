@@ -357,6 +357,11 @@ func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error
 	switch {
 	case gone(err):
 		return false, nil, nil
+	case strings.HasSuffix(name, "/") && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)):
+		// An empty key dir a promotion wrote in since it was listed (the
+		// rmdir refuses it): the key is the promotion's, no failure, as a
+		// sessions root's empty key dir made into a key meanwhile.
+		return false, nil, nil
 	case err != nil:
 		b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
 		return false, err, nil
