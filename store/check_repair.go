@@ -159,7 +159,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 			default:
 				f.Repair = "its history numbered again from 1, entries and order kept"
 				if did.Dropped > 0 {
-					f.Repair = fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and the %d older ones dropped (the ring keeps %d, as the next write's trim would have)", did.Kept, did.Dropped, db.HistoryLimit)
+					f.Repair = fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and %s (the ring keeps %d, as the next write's trim would have)", did.Kept, olderDropped(did.Dropped), db.HistoryLimit)
 				}
 				f.Repair, f.Repaired = f.Repair+"; the record and stamps are kept: the key resumes as before and takes writes again", true
 			}
@@ -564,7 +564,7 @@ func (s *Store) dropDamagedHistory(root *os.File, key string, found []Finding, f
 			// Its newest entry held the last sequence number.
 			kept = fmt.Sprintf("and the newest %d of the others numbered again from 1, in their order (the newest held the last sequence number)", renumbered.Kept)
 			if renumbered.Dropped > 0 {
-				kept += fmt.Sprintf(", the %d older ones dropped", renumbered.Dropped)
+				kept += ", " + olderDropped(renumbered.Dropped)
 			}
 		}
 		f.Repair, f.Repaired = fmt.Sprintf("its history entries that do not decode removed (%s), %s; the record and stamps are kept: the key resumes as before and takes writes again", strings.Join(dropped, ", "), kept), true
@@ -816,4 +816,14 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// olderDropped says how many history entries older than the ring a
+// renumber dropped, one in the singular ("the 1 older ones dropped" was
+// the note of a 65-entry history).
+func olderDropped(n int) string {
+	if n == 1 {
+		return "the older one dropped"
+	}
+	return fmt.Sprintf("the %d older ones dropped", n)
 }

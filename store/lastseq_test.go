@@ -275,9 +275,20 @@ func keptOrRenumbered(t *testing.T, s *Store, root string, before []db.HistoryEn
 // written again (a million in about a minute and a gigabyte, under the
 // key's lock).
 func TestARepairOfAHostileHistoryKeepsTheRing(t *testing.T) {
+	for _, c := range []struct {
+		extra   int
+		dropped string
+	}{
+		{500, fmt.Sprintf("the %d older ones dropped", 500+1-db.HistoryLimit)},
+		{db.HistoryLimit, "the older one dropped"}, // one past the ring: said in the singular
+	} {
+		t.Run(fmt.Sprint(c.extra), func(t *testing.T) { repairOfAHostileHistoryKeepsTheRing(t, c.extra, c.dropped) })
+	}
+}
+
+func repairOfAHostileHistoryKeepsTheRing(t *testing.T, extra int, dropped string) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "one")
-	const extra = 500
 	bdb, err := bolt.Open(filepath.Join(root, testKey, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +310,7 @@ func TestARepairOfAHostileHistoryKeepsTheRing(t *testing.T) {
 	}
 	found, _ := chkRun(t, s, true)
 	f := chkFind(found, testKey+"/"+db.FileName, KindRecordUndecodable)
-	want := fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and the %d older ones dropped", db.HistoryLimit, extra+1-db.HistoryLimit)
+	want := fmt.Sprintf("its newest %d entries numbered again from 1, in their order, and %s (the ring", db.HistoryLimit, dropped)
 	if f == nil || !f.Repaired || !strings.Contains(f.Repair, want) {
 		t.Fatalf("check --repair: %+v; want %q", found, want)
 	}
