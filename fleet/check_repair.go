@@ -227,7 +227,10 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 		f.Repair, f.Remains = "nothing to do: the key no longer holds an entry in the last slot", false
 	case err == nil:
 		f.Repair = fmt.Sprintf("numbered again in place: the newest %d entries at slots 1 to %d, each as it was", did.Kept, did.Kept)
-		if did.Dropped > 0 {
+		switch {
+		case did.Dropped == 1:
+			f.Repair += fmt.Sprintf(", the older one (below the ring of %d a write keeps) removed", etcdmeta.HistoryLimit)
+		case did.Dropped > 1:
 			f.Repair += fmt.Sprintf(", the %d older ones (below the ring of %d a write keeps) removed", did.Dropped, etcdmeta.HistoryLimit)
 		}
 		f.Repair += "; the record is not rewritten (its revision, a job's base, stays) and the key takes promotions again"
