@@ -333,11 +333,8 @@ func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error
 		if key, file, _ := strings.Cut(name, "/"); !shared.IsMarkTemp(name) {
 			if file != "" {
 				failed = shared.KeyDirErr(b.dir, key)
-			} else if root, err := fsat.OpenDir(b.dir); err != nil {
-				failed = err
 			} else {
-				failed = fsat.AccessAt(root, ".", unix.W_OK|unix.X_OK)
-				root.Close()
+				failed = shared.DirWriteErr(b.dir)
 			}
 		}
 		return failed == nil, failed, nil

@@ -273,18 +273,26 @@ func KeyDirErr(dir, key string) error {
 	}
 	kd, err := openKeyDir(nil, dir, key, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		root, err := fsat.OpenDir(dir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
-		return fsat.AccessAt(root, ".", unix.W_OK|unix.X_OK)
+		return DirWriteErr(dir)
 	}
 	if err != nil {
 		return err
 	}
 	defer kd.Close()
 	return fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
+}
+
+// DirWriteErr is the error a write in dir itself (an entry made or removed
+// there: a key dir) would meet, found without writing: a failure to open
+// dir, or this process's want of leave, asked as the write would be judged
+// (fsat.AccessAt). nil otherwise.
+func DirWriteErr(dir string) error {
+	root, err := fsat.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fsat.AccessAt(root, ".", unix.W_OK|unix.X_OK)
 }
 
 // openKeyDir opens dir (the operator's path: followed) and key's directory
