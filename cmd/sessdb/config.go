@@ -156,7 +156,13 @@ func notAKeyDir(name, p string) error {
 	if err != nil {
 		return nil
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	// The links are followed in the name as given, not in abs: Abs drops
+	// "link/.." by its letters, where the kernel goes to the parent of
+	// the link's target.
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
 	if err != nil || !store.ValidKey(filepath.Base(abs)) && !store.ValidKey(filepath.Base(real)) {
 		return nil
 	}

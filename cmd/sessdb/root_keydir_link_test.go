@@ -83,3 +83,29 @@ func TestALinkNamedAsItsKeyNamesTheRootItLeadsInto(t *testing.T) {
 		t.Errorf("PI_SESSIONS_DIR=%s/%s: exit %d, stdout %q, stderr %q; want exit 2, naming %s as the parent", toRoot, dbKey, code, out, errs, toRoot)
 	}
 }
+
+// A root named through a link and "..", where the link leads into a key
+// dir (PI_SESSIONS_DIR=/srv/peek/.., peek -> sessions/<key>/look), is that
+// key dir to the kernel, which goes to the parent of the link's target;
+// dropping "peek/.." by its letters took /srv for the root. It is refused
+// as the key dir itself is, naming the directory the path leads to.
+func TestARootWhoseDotDotFollowsALinkIntoAKeyDirIsRefused(t *testing.T) {
+	atSampleTime(t)
+	root := copySample(t)
+	const dbKey = "4668107cac2e99b44415c5606b32ef14"
+	look := filepath.Join(root, dbKey, "look")
+	if err := os.Mkdir(look, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	links := t.TempDir()
+	peek := filepath.Join(links, "peek")
+	if err := os.Symlink(look, peek); err != nil {
+		t.Fatal(err)
+	}
+	given := peek + "/.."
+	t.Setenv("PI_SESSIONS_DIR", given)
+	code, out, errs := runCLI(t, "stats", "--json", "--log-format", "console")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "is a key dir") || !strings.Contains(errs, filepath.Join(root, dbKey)) || !strings.Contains(errs, "its parent, "+quoteName(root)+"?") {
+		t.Errorf("PI_SESSIONS_DIR=%s (the parent of a link's target inside a key dir): exit %d, stdout %q, stderr %q; want exit 2, naming the key dir and %s as the parent", given, code, out, errs, root)
+	}
+}
