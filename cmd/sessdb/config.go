@@ -18,6 +18,7 @@ import (
 	"sessdb/db"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/fsat"
 	"sessdb/internal/jsstr"
 	"sessdb/store"
 )
@@ -156,13 +157,10 @@ func notAKeyDir(name, p string) error {
 	if err != nil {
 		return nil
 	}
-	// The links are followed in the name as given, not in abs: Abs drops
+	// Where p leads is asked of the name as given, not of abs: Abs drops
 	// "link/.." by its letters, where the kernel goes to the parent of
 	// the link's target.
-	real, err := filepath.EvalSymlinks(p)
-	if err == nil {
-		real, err = filepath.Abs(real)
-	}
+	real, err := fsat.ResolvedPath(p)
 	if err != nil || !store.ValidKey(filepath.Base(abs)) && !store.ValidKey(filepath.Base(real)) {
 		return nil
 	}
