@@ -203,7 +203,8 @@ func TestACommitWhileEtcdTakesNothingBacksOff(t *testing.T) {
 // gerr`), the read's etcd-unavailable was the refusal's, and the job
 // promote-failed at once though etcd answered the next request.
 func TestARefusalWhoseReadAfterATryNotTakenFailsOnceIsRecorded(t *testing.T) {
-	f := newFixture(t, etcdtest.Start1(t))
+	// In process: the failed read is FailNext's, an interceptor fault.
+	f := newFixture(t, etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}))
 	key := store.Key("github", "acme/refusals", "not-taken-read-failed")
 	f.run(key, "m0")
 	txn, e := refusalOn(t, f, key, "not-taken-read-failed")
