@@ -327,6 +327,14 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 			r.Action, r.Cause = Conflict, fmt.Sprintf("meta.db records %s, but current.jsonl is not that generation: left alone", describe(local))
 			return
 		}
+		dirRec := recordOf(sc, "")
+		dirRec.Transcript = local
+		if d := stampConflict(rec, dirRec, hostHistory(hist), st.History); d != "" {
+			// The same bytes under other stamps, by another promotion:
+			// another root's key (see stampConflict).
+			r.Action, r.Cause = Conflict, fmt.Sprintf("the key dir holds %s, the same bytes as etcd, but with other stamps (%s) and another history: left alone", describe(local), d)
+			return
+		}
 		r.Action = migrate.Already
 		// The fleet records a refusal without a new generation: entries
 		// the key dir lacks are carried, in one transaction.

@@ -430,6 +430,13 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 	held := st.Record.Transcript
 	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
 	case st.Rev != 0 && sameGen(held, rec.Transcript):
+		if d := stampConflict(st.Record, rec, hist, st.History); d != "" {
+			// The same bytes under other stamps, by another promotion:
+			// another root's key (see stampConflict).
+			r.Action = Conflict
+			r.Cause = fmt.Sprintf("etcd holds %s, the same bytes as the key dir, but with other stamps (%s) and another history: left alone", describe(held), d)
+			return
+		}
 		r.Action = migrate.Already
 	case st.Rev != 0 && moved:
 		r.Action = migrate.Already

@@ -52,7 +52,8 @@ key dir is left as it was, the way back. --from etcd moves every record of
 the fleet into a key dir of the root, written as a promotion writes.
 Either way a key the destination already holds at the same generation is
 already (--to writes its generation file again from the key dir where it
-is missing from the transcripts dir); one whose generation in etcd
+is missing from the transcripts dir; the same bytes under other stamps,
+promoted on another root, are a conflict); one whose generation in etcd
 descends from the key dir's (the fleet promoted it since) is already
 (--to) or brought forward (--from);
 anything else, a key dir promoted since etcd got it included (--to creates
