@@ -178,6 +178,11 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 	if err := b.opened(); err != nil {
 		return nil, err
 	}
+	// Before the store or the claim looks at either dir: the claim
+	// would mark a root taken for the fleet's dir.
+	if err := CheckPlaces(root, b.dir); err != nil {
+		return nil, err
+	}
 	m := &migration{b: b, opts: opts, root: root}
 	st, err := store.New(root, store.Options{LockTimeout: m.dbOptions().LockTimeout, Now: opts.Now})
 	if err != nil {
@@ -194,7 +199,9 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // on (once a key found etcd unavailable, the keys after it fail at once,
 // not tried). The end of ctx starts no new key: the keys under way finish, and
 // ToEtcd returns ctx's error with the summary so far, Interrupted. A nil
-// visit is no callback: the summary alone tells what was done.
+// visit is no callback: the summary alone tells what was done. A
+// transcripts dir (b's) that is root, or inside it, or that holds it, is
+// refused before anything is read or written: a *PlaceError (CheckPlaces).
 func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
 	if ctx == nil {
 		ctx = context.Background()

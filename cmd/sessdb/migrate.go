@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"sessdb/fleet"
 	"sessdb/migrate"
-	"sessdb/store"
 )
 
 var cmdMigrate = &command{
@@ -120,23 +118,14 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(fmt.Errorf("--%s etcd needs --etcd-endpoints (or PI_SESSIONS_ETCD_ENDPOINTS) and --transcripts-dir", fleetWay))
 		case fleetWay == "" && on:
 			return inv.rep.usage(errors.New("etcd endpoints are set (--etcd-endpoints or PI_SESSIONS_ETCD_ENDPOINTS) but neither --to etcd nor --from etcd is given: a fleet setting that would do nothing"))
-		case on && sameDir(fc.TranscriptsDir, root):
-			// The fleet's claim takes an unmarked dir of key dirs for one
-			// from before marks: a fleet with records would mark the root
-			// as its dir and write each generation beside the key's
-			// meta.db, where no other worker reads it.
-			_, tn := fk.transcriptsDir.get(os.Getenv)
-			_, rn := cfg.dirSetting(os.Getenv, inv.arg(0))
-			return inv.rep.config(fmt.Errorf("%s: %s is the sessions root this migration moves (%s): the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), rn))
 		case on:
-			if key, in := keyDirHolding(root, fc.TranscriptsDir); in {
-				// The key dir is the store's, and --to etcd leaves it as
-				// the way back: a quarantine of the key would move the
-				// fleet's every transcript aside with it, and a removal of
-				// the old root once the fleet runs would take them.
+			// The library's refusal (fleet.CheckPlaces), asked here before
+			// the fleet is opened, and said with the settings' names.
+			var pe *fleet.PlaceError
+			if errors.As(fleet.CheckPlaces(root, fc.TranscriptsDir), &pe) {
 				_, tn := fk.transcriptsDir.get(os.Getenv)
 				_, rn := cfg.dirSetting(os.Getenv, inv.arg(0))
-				return inv.rep.config(fmt.Errorf("%s: %s is inside the key dir %s of the sessions root this migration moves (%s), which holds a key's own files alone: the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's", tn, quoteName(fc.TranscriptsDir), key, rn))
+				return inv.rep.config(placeError(pe, tn, rn))
 			}
 		}
 		var b *fleet.Backend
@@ -213,28 +202,20 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 	}
 }
 
-// keyDirHolding names the key dir of root that dir is inside, at any
-// depth (dir's links resolved, root compared as sameDir does); in is false
-// when dir is in none, or cannot be resolved (the fleet's open then says
-// what is wrong with it).
-func keyDirHolding(root, dir string) (key string, in bool) {
-	p, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", false
-	}
-	if p, err = filepath.Abs(p); err != nil {
-		return "", false
-	}
-	for {
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", false
-		}
-		if sameDir(parent, root) {
-			name := filepath.Base(p)
-			return name, store.ValidKey(name)
-		}
-		p = parent
+// placeError is the refusal pe said with the names of the transcripts
+// dir's setting (tn) and the sessions root's (rn).
+func placeError(pe *fleet.PlaceError, tn, rn string) error {
+	const own = "the fleet's transcripts dir is a directory of its own, which every worker mounts; give the fleet's"
+	dir := quoteName(pe.Dir)
+	switch pe.Where {
+	case fleet.DirIsRoot:
+		return fmt.Errorf("%s: %s is the sessions root this migration moves (%s): %s", tn, dir, rn, own)
+	case fleet.DirInKeyDir:
+		return fmt.Errorf("%s: %s is inside the key dir %s of the sessions root this migration moves (%s), which holds a key's own files alone: %s", tn, dir, pe.Key, rn, own)
+	case fleet.DirInRoot:
+		return fmt.Errorf("%s: %s is inside the sessions root this migration moves (%s), at %s, which a removal of the old root would take with the fleet's transcripts: %s", tn, dir, rn, quoteName(pe.Name), own)
+	default:
+		return fmt.Errorf("%s: the sessions root this migration moves (%s) is inside %s, at %s, which holds the fleet's key dirs alone: a sessions root is a directory of its own; give another", tn, rn, dir, quoteName(pe.Name))
 	}
 }
 
