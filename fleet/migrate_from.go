@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet/shared"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/internal/lockonly"
 	"sessdb/migrate"
 	"sessdb/store"
 )
@@ -62,12 +63,12 @@ func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
 		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
 		return r
 	}
-	kd := m.openDestination(it.Key, st.Record, &r)
+	kd, madeDir := m.openDestination(it.Key, st.Record, &r)
 	if kd == nil {
 		return r
 	}
 	defer kd.Close()
-	m.intoKeyDir(kd, st, src, &r)
+	m.intoKeyDir(kd, madeDir, st, src, &r)
 	return r
 }
 
@@ -126,15 +127,17 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 // openDestination opens key's dir under the root, made (and its name made
 // durable) unless this is a dry run, or says in r why the key is not
 // written; nil when a dry run finds no key dir, with r then Migrated.
-func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateReport) *os.File {
+// madeDir says this run's mkdir made it.
+func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateReport) (_ *os.File, madeDir bool) {
 	made := false
 	if !m.opts.DryRun {
 		var err error
 		if made, err = sharedfs.FS().Mkdir(m.rootDir, key, 0o700); err != nil {
 			fail(r, err)
-			return nil
+			return nil, false
 		}
 	}
+	madeDir = made
 	kd, err := fsat.OpenDirAt(m.rootDir, key)
 	switch {
 	case err == nil && !m.opts.DryRun:
@@ -153,25 +156,25 @@ func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateR
 			if err := sharedfs.FS().SyncDir(m.rootDir); err != nil {
 				kd.Close()
 				fail(r, err)
-				return nil
+				return nil, false
 			}
 		}
-		return kd
+		return kd, madeDir
 	case err == nil:
-		return kd
+		return kd, false
 	case errors.Is(err, fsat.ErrNotDir):
 		r.Action, r.Cause = Conflict, "the key dir is a link or not a directory: the store never follows it; left alone"
 	case m.opts.DryRun && errors.Is(err, os.ErrNotExist):
 		// The run makes the key dir in the root: refused, it fails the key.
 		if err := fsat.AccessAt(m.rootDir, ".", unix.W_OK|unix.X_OK); err != nil {
 			fail(r, fmt.Errorf("%w: a run may not make the key dir in the root and would fail the key there", err))
-			return nil
+			return nil, false
 		}
 		r.Action, r.Written = migrate.Migrated, writtenFor(rec)
 	default:
 		fail(r, err)
 	}
-	return nil
+	return nil, false
 }
 
 // movedAsideOrLockErr files a key dir moved aside while its lock was
@@ -189,7 +192,11 @@ func movedAsideOrLockErr(r *MigrateReport, err error) {
 
 // intoKeyDir judges the key dir kd against the etcd state st and, unless
 // this is a dry run, writes st into it, under meta.db's exclusive lock.
-func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *MigrateReport) {
+// A run that fails before its commit takes away, under that lock, the
+// meta.db its open made for the lock (holding nothing), and the key dir
+// when its mkdir made it (madeDir) and nothing else is in it: the root is
+// left as it was, as the report's empty written says (see unmake).
+func (m *migration) intoKeyDir(kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) {
 	key := r.Key
 	_, err := fsat.LstatAt(kd, db.FileName)
 	noDB := fsat.IsNotExist(err)
@@ -218,13 +225,23 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 		return
 	}
 	write := !m.opts.DryRun
+	var before lockonly.Before
+	if write && noDB {
+		before = lockonly.Look(kd)
+	}
 	lock, sc, err := m.openLocked(kd, key, write)
+	made := err == nil && write && noDB && before.MadeByOpen(kd, lock, sc)
+	before.Close()
 	if err != nil {
 		movedAsideOrLockErr(r, err)
 		return
 	}
+	committed := false
 	defer func() {
 		if lock != nil {
+			if made && !committed && r.Action != migrate.Migrated && r.Action != migrate.Already {
+				m.unmake(kd, lock, key, madeDir)
+			}
 			lock.Close()
 		}
 	}()
@@ -403,10 +420,36 @@ func (m *migration) intoKeyDir(kd *os.File, st etcdmeta.State, src *genFile, r *
 	if !write {
 		return
 	}
-	if done, err := m.writeKey(kd, lock, rec, st.History[from:], src, prev); err != nil {
+	done, sent, err := m.writeKey(kd, lock, rec, st.History[from:], src, prev)
+	// A commit tried and failed may have landed all the same: only a
+	// failure before it leaves meta.db known to hold nothing.
+	committed = sent
+	if err != nil {
 		// A failed key names what is in place, not the plan.
 		r.Written = done
 		fail(r, err)
+	}
+}
+
+// unmake takes away, under lock (meta.db's, which its open made for the
+// lock and which holds nothing), that meta.db, and then the key dir, when
+// this run's mkdir made it (madeDir) and it is empty: a failure before the
+// commit leaves the root as it was. A writer waiting for the lock finds
+// its file replaced and opens again (db's errReplaced), making its own; a
+// key dir holding anything else (such a writer's meta.db) is left. What
+// cannot be removed stays, as the store reads it: a key dir with an empty
+// meta.db is absent.
+func (m *migration) unmake(kd *os.File, lock *db.DB, key string, madeDir bool) {
+	disk := sharedfs.FS()
+	if disk.Remove(kd, db.FileName) != nil {
+		return
+	}
+	disk.SyncDir(kd)
+	// Closed before the rmdir: NFS and FUSE keep an open unlinked file
+	// under a hidden name in the dir.
+	lock.CloseFile()
+	if madeDir && unix.Unlinkat(int(m.rootDir.Fd()), key, unix.AT_REMOVEDIR) == nil {
+		disk.SyncDir(m.rootDir)
 	}
 }
 

@@ -129,15 +129,18 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 // temp the next writer sweeps; after it, a promotion in flight that every
 // reader serves and the next writer rolls forward. done names what is in
 // place on an error: meta.db once the commit landed, current.jsonl once
-// renamed; nothing before the commit.
-func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (done []string, err error) {
+// renamed; nothing before the commit. sent says the commit was tried: a
+// failed one may have landed all the same (bbolt's fsync failing after
+// its write), and meta.db is then not known to hold nothing.
+func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (done []string, sent bool, err error) {
 	disk := sharedfs.FS()
 	tmp := ""
 	if src != nil {
 		if tmp, err = writeTemp(disk, kd, src); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
+	sent = true
 	err = lock.Update(func(tx *db.Tx) error {
 		sc := sidecarsOf(rec)
 		if tmp != "" {
@@ -162,23 +165,23 @@ func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist
 	})
 	if err != nil {
 		// Committed or not, the next writer settles it, as a promotion's.
-		return nil, err
+		return nil, true, err
 	}
 	done = []string{db.FileName}
 	if err := faults.At(faults.FromEtcdCommitted); err != nil || tmp == "" {
-		return done, err
+		return done, true, err
 	}
 	if err := disk.Rename(kd, tmp, store.TranscriptName); err != nil {
-		return done, err
+		return done, true, err
 	}
 	done = []string{store.TranscriptName, db.FileName}
 	if err := faults.At(faults.FromEtcdRenamed); err != nil {
-		return done, err
+		return done, true, err
 	}
 	if err := disk.SyncDir(kd); err != nil {
-		return done, err
+		return done, true, err
 	}
-	return done, faults.At(faults.FromEtcdSynced)
+	return done, true, faults.At(faults.FromEtcdSynced)
 }
 
 // writeTemp copies src into a new promotion temp in kd, fsyncs it and the
