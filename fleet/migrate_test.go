@@ -863,8 +863,8 @@ func TestMigrateStalledPastTheWindowCreatesNothing(t *testing.T) {
 	got, _ = runMigration(t, true, root, f.b, MigrateOptions{})
 	faults.Set(nil)
 	f.b.now = f.clock
-	if r := got[unsure]; r.Action != migrate.Failed {
-		t.Errorf("the unsure stalled key = %+v, want failed", r)
+	if r := got[unsure]; r.Action != migrate.Failed || !slices.Equal(r.Written, []string{f.recordFile(unsure)}) {
+		t.Errorf("the unsure stalled key = %+v, want failed, the file it kept written", r)
 	}
 	if files := f.files(unsure); !slices.Contains(files, f.recordFile(unsure)) {
 		t.Fatalf("the record landed by the lost try names %s; the key's files are %v", f.recordFile(unsure), files)
@@ -924,8 +924,13 @@ func TestMigrateUnsureCreateMeetingAnotherRecordIsAConflict(t *testing.T) {
 	})
 	got, _ := runMigration(t, true, root, f.b, MigrateOptions{})
 	faults.Set(nil)
-	if r := got[key]; r.Action != Conflict {
+	r := got[key]
+	if r.Action != Conflict {
 		t.Errorf("the unsure create that met another record = %s (%s), want a conflict", r.Action, r.Cause)
+	}
+	// The file it kept is in the transcripts dir: the report says so.
+	if len(r.Written) != 1 || !strings.HasPrefix(r.Written[0], key+"/") || !slices.Contains(f.files(key), r.Written[0]) || r.Written[0] == f.recordFile(key) {
+		t.Errorf("the unsure create that met another record: written %q, the key's files %v; want the file it kept", r.Written, f.files(key))
 	}
 	f.holds(key, "fleet", 1)
 }

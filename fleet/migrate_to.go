@@ -135,9 +135,11 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	switch cur, err := m.create(name, rec, hostHistory(k.history), wrote, wroteWall); {
 	case cur != nil:
 		m.judgeExisting(&r, rec, hostHistory(k.history), *cur)
+		m.keptFile(&r, rec.Transcript)
 		return r
 	case err != nil:
 		m.failEtcd(&r, err, "")
+		m.keptFile(&r, rec.Transcript)
 		return r
 	}
 	if err := faults.At(faults.ToEtcdCommitted); err != nil {
@@ -146,6 +148,25 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	}
 	r.Action, r.Written = migrate.Migrated, written
 	return r
+}
+
+// keptFile names in r's Written the generation file t names that this
+// run wrote and create kept, its key not migrated: a try whose answer was
+// lost may have landed, so the file may be its record's, and is left for
+// reap to judge. What is in the transcripts dir is what the report says
+// was written, as for a failed key of every direction.
+func (m *migration) keptFile(r *MigrateReport, t *etcdmeta.Transcript) {
+	if t == nil || t.File == "" {
+		return
+	}
+	f, err := shared.Open(m.b.dir, t.File)
+	if err != nil {
+		return
+	}
+	f.Close()
+	if !slices.Contains(r.Written, t.File) {
+		r.Written = append(r.Written, t.File)
+	}
 }
 
 // writeMissing brings back the generation file of a key etcd already
