@@ -1,11 +1,11 @@
 package fleet
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"sessdb/internal/fsat"
 	"sessdb/store"
 )
 
@@ -93,34 +93,13 @@ func CheckPlaces(root, dir string) error {
 	return nil
 }
 
-// resolvedPath is p absolute, its links resolved, or, where p does not
-// exist yet, its nearest existing dir's so resolved with the rest joined
-// on; false when that cannot be done (a dangling link, a dir that
-// cannot be searched).
+// resolvedPath is p absolute, its links resolved as the kernel takes
+// them, where the part of it not made yet is kept as written
+// (fsat.ResolvedPath); false when that cannot be told (a dir that cannot
+// be searched).
 func resolvedPath(p string) (string, bool) {
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return "", false
-	}
-	rest := ""
-	for {
-		r, err := filepath.EvalSymlinks(p)
-		switch {
-		case err == nil:
-			return filepath.Join(r, rest), true
-		case !errors.Is(err, os.ErrNotExist):
-			return "", false
-		}
-		if _, lerr := os.Lstat(p); lerr == nil {
-			return "", false // there, but a link that leads nowhere
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", false
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
+	r, err := fsat.ResolvedPath(p)
+	return r, err == nil
 }
 
 // entryHolding names the entry of dir that p (both resolved) is inside,
