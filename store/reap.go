@@ -299,6 +299,9 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		// The run renames the dir under root, writes in it, and opens
 		// its meta.db (or makes one, a legacy key's lock) as a writer.
 		err := allowed(kd, root, kd)
+		if err == nil {
+			err = removable(root, kd, key)
+		}
 		return err == nil, err
 	}
 
@@ -373,7 +376,16 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// and check --repair after failed its reap-owned dir, saying the next
 	// would finish it. Refused here, it stays whole, failed as the dry
 	// run fails it, and check's mode finding gives its owner the bits.
+	//
+	// So too an entry its runner may not remove where it may write (an
+	// immutable one, another user's in a sticky key dir: removable):
+	// the dir renamed aside and its removal refused, the key was gone
+	// and the reap-owned dir failed every reap after, while the dry run
+	// said it would remove the key.
 	if err := allowed(nil, root, kd); err != nil {
+		return keep(err)
+	}
+	if err := removable(root, kd, key); err != nil {
 		return keep(err)
 	}
 	if err := s.fault(faults.ReapBeforeRemove); err != nil {

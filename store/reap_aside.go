@@ -191,6 +191,9 @@ func (s *Store) removeAside(root, kd *os.File, name string, d *db.DB) error {
 	if err := onlyTheStores(kd, name); err != nil {
 		return err
 	}
+	if err := removable(root, kd, name); err != nil {
+		return err
+	}
 	if err := s.disk.remove(kd, TranscriptName); err != nil {
 		return err
 	}
@@ -442,9 +445,32 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		if err := onlyTheStores(kd, name); err != nil {
 			return false, err
 		}
-		return false, allowed(nil, kd, root)
+		if err := allowed(nil, kd, root); err != nil {
+			return false, err
+		}
+		return false, removable(root, kd, name)
 	}
 	return false, s.removeAside(root, kd, name, d)
+}
+
+// removable is the first refusal the removal of the dir kd, at name under
+// root, would meet (fsat.DeleteErr): of one of its entries, in name order,
+// then of the dir itself. Asked before anything is removed or renamed, it
+// leaves whole a dir that holds an entry its runner may not remove (an
+// immutable one, another user's in a sticky dir): removed in part, the
+// key was gone and its reap-owned dir failed every reap after, for a
+// refusal no look had asked.
+func removable(root, kd *os.File, name string) error {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return err
+	}
+	for _, n := range sortedCopy(names) {
+		if err := fsat.DeleteErr(kd, n); err != nil {
+			return err
+		}
+	}
+	return fsat.DeleteErr(root, name)
 }
 
 // onlyTheStores refuses the removal of the reap-owned dir kd (at name)
