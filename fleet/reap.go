@@ -326,16 +326,13 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 // error is the transcripts dir's, gone under the reap.
 func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error) {
 	if dryRun {
-		// What the removal needs, asked as the run's would be judged
-		// (fsat.AccessAt): a file's key dir to write in, or for an
-		// empty key dir ("<key>/") the transcripts dir. A mark temp's
-		// failure is only logged, in a run as in a dry run.
-		if key, file, _ := strings.Cut(name, "/"); !shared.IsMarkTemp(name) {
-			if file != "" {
-				failed = shared.KeyDirErr(b.dir, key)
-			} else {
-				failed = shared.DirWriteErr(b.dir)
-			}
+		// What the removal meets, asked as the run's would be judged
+		// (shared.RemoveErr): a file's key dir to write in, the file
+		// one an unlink removes, or for an empty key dir ("<key>/")
+		// the transcripts dir. A mark temp's failure is only logged,
+		// in a run as in a dry run.
+		if !shared.IsMarkTemp(name) {
+			failed = shared.RemoveErr(b.dir, name)
 		}
 		return failed == nil, failed, nil
 	}
@@ -617,10 +614,12 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 		return false, err
 	}
 	if dry {
-		// The run removes the key's own file with it: a key dir its
-		// runner may not write fails it there, as the run would.
+		// The run removes the key's own file with it: what its unlink
+		// would meet (a key dir its runner may not write, a directory
+		// at the file's name, an immutable file) fails it there, as the
+		// run would. A file gone is none of its failure.
 		if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
-			if err := shared.KeyDirErr(b.dir, key); err != nil {
+			if err := shared.RemoveErr(b.dir, t.File); err != nil {
 				return true, &fileLeftError{err}
 			}
 		}

@@ -259,6 +259,48 @@ func Remove(dir, name string) error {
 	return disk.Unlink(kd, file)
 }
 
+// RemoveErr is the error Remove would meet at name under dir, found
+// without removing anything: an invalid name, anything but a directory at
+// the key's name, a directory at a file's name (EISDIR: an unlink does
+// not remove one), and the refusal of the unlink or rmdir
+// (fsat.DeleteErr: the mode, an ACL, a read-only mount, an immutable or
+// append-only entry, another's entry in a sticky key dir). nil where
+// Remove would remove it, or find it gone. A dry run plans with it what a
+// removal would do.
+func RemoveErr(dir, name string) error {
+	key, file, ok := splitRemovable(name)
+	if !ok {
+		return &os.PathError{Op: "remove", Path: dir + "/" + name, Err: ErrInvalidName}
+	}
+	if file == "" {
+		root, err := fsat.OpenDir(dir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return fsat.DeleteErr(root, key)
+	}
+	kd, err := openKeyDir(nil, dir, key, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer kd.Close()
+	st, err := fsat.LstatAt(kd, file)
+	switch {
+	case fsat.IsNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	case fsat.IsDir(&st):
+		// Linux's answer; macOS and FreeBSD say EPERM.
+		return &os.PathError{Op: "unlink", Path: fsat.Join(kd, file), Err: unix.EISDIR}
+	}
+	return fsat.DeleteErr(kd, file)
+}
+
 // KeyDirErr is the error Write would meet at key's directory under dir
 // before it writes anything there, found without writing: anything but a
 // directory at the key's name (a link, a file, a FIFO: ErrNotRegular,
