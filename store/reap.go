@@ -300,7 +300,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		// its meta.db (or makes one, a legacy key's lock) as a writer.
 		err := allowed(kd, root, kd)
 		if err == nil {
-			err = removable(root, kd, key)
+			err = removable(root, kd, key, false)
 		}
 		return err == nil, err
 	}
@@ -385,7 +385,7 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	if err := allowed(nil, root, kd); err != nil {
 		return keep(err)
 	}
-	if err := removable(root, kd, key); err != nil {
+	if err := removable(root, kd, key, false); err != nil {
 		return keep(err)
 	}
 	if err := s.fault(faults.ReapBeforeRemove); err != nil {

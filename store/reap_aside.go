@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/access"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
@@ -191,7 +192,7 @@ func (s *Store) removeAside(root, kd *os.File, name string, d *db.DB) error {
 	if err := onlyTheStores(kd, name); err != nil {
 		return err
 	}
-	if err := removable(root, kd, name); err != nil {
+	if err := removable(root, kd, name, false); err != nil {
 		return err
 	}
 	if err := s.disk.remove(kd, TranscriptName); err != nil {
@@ -390,6 +391,11 @@ func (s *Store) waitForReap(root *os.File, name string) {
 // dryRun it changes nothing and reports what it would do.
 func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored bool, err error) {
 	key, _ := ReapedKey(name)
+	if !dryRun {
+		s.giveReapedBits(root, name)
+	}
+	// What the run gives itself (giveReapedBits) a dry run does not ask.
+	dirGiven := dryRun && lacksOwnBits(root, name, 0o700)
 	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
 	if err != nil {
 		return false, err
@@ -404,7 +410,7 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		// (reapedState), then meets the key: a name taken by anything
 		// but an empty directory fails it; then it renames the dir under
 		// root.
-		if err := allowed(kd); err != nil {
+		if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, 0o600) {
 			return false, err
 		}
 		if taken, err := keyNameTaken(root, key); err != nil || taken {
@@ -438,17 +444,22 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		// (reapedState); then what removeAside refuses; then to write
 		// in kd and under root.
 		if d != nil {
-			if err := allowed(kd); err != nil {
+			if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, 0o600) {
 				return false, err
 			}
 		}
 		if err := onlyTheStores(kd, name); err != nil {
 			return false, err
 		}
-		if err := allowed(nil, kd, root); err != nil {
+		if !dirGiven {
+			if err := allowed(nil, kd); err != nil {
+				return false, err
+			}
+		}
+		if err := allowed(nil, root); err != nil {
 			return false, err
 		}
-		return false, removable(root, kd, name)
+		return false, removable(root, kd, name, dirGiven)
 	}
 	return false, s.removeAside(root, kd, name, d)
 }
@@ -460,17 +471,68 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 // immutable one, another user's in a sticky dir): removed in part, the
 // key was gone and its reap-owned dir failed every reap after, for a
 // refusal no look had asked.
-func removable(root, kd *os.File, name string) error {
+//
+// given says that kd's mode is not to be asked: a dry run's, of a dir its
+// run gives the owner's bits first (giveReapedBits).
+func removable(root, kd *os.File, name string, given bool) error {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
 		return err
 	}
+	deleteErr := fsat.DeleteErr
+	if given {
+		deleteErr = fsat.DeleteRefused
+	}
 	for _, n := range sortedCopy(names) {
-		if err := fsat.DeleteErr(kd, n); err != nil {
+		if err := deleteErr(kd, n); err != nil {
 			return err
 		}
 	}
 	return fsat.DeleteErr(root, name)
+}
+
+// lacksOwnBits reports whether dir's entry name ("." for dir itself), a
+// directory or a regular file this process's effective user owns, lacks
+// any of the owner's bits need: bits its runner may give it.
+func lacksOwnBits(dir *os.File, name string, need uint32) bool {
+	var st unix.Stat_t
+	var err error
+	if name == "." {
+		st, err = fsat.Fstat(dir)
+	} else {
+		st, err = fsat.LstatAt(dir, name)
+	}
+	if err != nil || !fsat.IsDir(&st) && !fsat.IsRegular(&st) || st.Uid != uint32(os.Geteuid()) {
+		return false
+	}
+	return uint32(st.Mode)&need != need
+}
+
+// giveReapedBits gives the reap-owned dir name under root, and its
+// meta.db, where they are its runner's own, the owner's bits their
+// removal (or restore) needs and their mode lacks: to write in and enter
+// the dir, to open meta.db as a writer (access.GiveBits: through the
+// durability seam, never through a link, made durable). A sessdb from
+// before reap asked for them first renamed a key dir its owner had left
+// 0500 aside and then could not empty it: the key gone, and every reap
+// and check --repair after failed the dir (check judges no mode of a
+// reap-owned dir), until an operator chmodded it. Bits are only added,
+// to what a reap is about to remove, so no lock is needed; one that
+// cannot be given (another user's dir, a file system that keeps its
+// modes) is left, and the removal fails as it would have.
+func (s *Store) giveReapedBits(root *os.File, name string) {
+	uid := os.Geteuid()
+	if lacksOwnBits(root, name, 0o700) {
+		access.GiveBits(s.disk.disk(), root, name, 0o700, uid)
+	}
+	kd, err := fsat.OpenDirAt(root, name)
+	if err != nil {
+		return
+	}
+	defer kd.Close()
+	if lacksOwnBits(kd, db.FileName, 0o600) {
+		access.GiveBits(s.disk.disk(), kd, db.FileName, 0o600, uid)
+	}
 }
 
 // onlyTheStores refuses the removal of the reap-owned dir kd (at name)

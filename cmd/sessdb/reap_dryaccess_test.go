@@ -24,42 +24,47 @@ import (
 // (in that dir); an empty key dir idle past the TTL (an rmdir under the
 // root); a stray temp of a key the reap keeps (an unlink in the key dir),
 // its record naming a promotion's temp or none.
+//
+// A reap-owned dir, or its meta.db, that its runner owns and that lacks
+// only the owner's bits is the exception (given): the run gives them
+// first and finishes or restores it, and the dry run says it would.
 func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		old   bool // the key's promotion made past the TTL
+		given bool // the run gives the bits, and does it
 		setUp func(w nobodysWorker) (readOnly string, mode os.FileMode, listed string)
 	}{
-		{"expired key, meta.db 0400", true, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"expired key, meta.db 0400", true, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
 		}},
-		{"expired key, key dir 0500", true, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"expired key, key dir 0500", true, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
 		}},
-		{"expired key, sessions root 0500", true, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"expired key, sessions root 0500", true, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			return w.root, 0o500, "failed        " + workerKey
 		}},
-		{"restore, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"restore, sessions root 0500", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			aside := landedAside(t, w)
 			return w.root, 0o500, "failed        " + aside
 		}},
-		{"restore, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"restore, its meta.db 0400", false, true, func(w nobodysWorker) (string, os.FileMode, string) {
 			aside := landedAside(t, w)
 			return filepath.Join(w.root, aside, "meta.db"), 0o400, "failed        " + aside
 		}},
-		{"finish, reap-owned dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"finish, reap-owned dir 0500", false, true, func(w nobodysWorker) (string, os.FileMode, string) {
 			aside := killedReapsAside(t, w)
 			return aside, 0o500, "failed        " + filepath.Base(aside)
 		}},
-		{"finish, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"finish, sessions root 0500", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			aside := killedReapsAside(t, w)
 			return w.root, 0o500, "failed        " + filepath.Base(aside)
 		}},
-		{"finish, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"finish, its meta.db 0400", false, true, func(w nobodysWorker) (string, os.FileMode, string) {
 			aside := killedReapsAside(t, w)
 			return filepath.Join(aside, "meta.db"), 0o400, "failed        " + filepath.Base(aside)
 		}},
-		{"empty key dir, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"empty key dir, sessions root 0500", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			const empty = "1123456789abcdef0123456789abcdef"
 			dir := filepath.Join(w.root, empty)
 			if err := os.Mkdir(dir, 0o700); err != nil {
@@ -70,18 +75,18 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			os.Chtimes(dir, old, old)
 			return w.root, 0o500, "failed        " + empty
 		}},
-		{"sweep, key dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"sweep, key dir 0500", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey), 0o500, "failed        " + workerKey
 		}},
-		{"sweep, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"sweep, its meta.db 0400", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, "failed        " + workerKey
 		}},
 		// A record naming no temp at all (a roll-forward by check --repair
 		// cleared it; a promotion's record names its temp until the next
 		// one), so nothing is spared: the run still opens meta.db first.
-		{"sweep, no temp named by the record, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+		{"sweep, no temp named by the record, its meta.db 0400", false, false, func(w nobodysWorker) (string, os.FileMode, string) {
 			pendingPromotion(t, w.root, workerKey)
 			if code, out, errs := w.runAs("check", "--repair", w.root); code != exitOK || !strings.Contains(out, "rolled forward") {
 				t.Fatalf("check --repair of the pending promotion: exit %d\n%s%s", code, out, errs)
@@ -110,6 +115,21 @@ func TestAReapsDryRunFailsWhatItsRunnerMayNotChange(t *testing.T) {
 			}
 			before := tree(t, w.root)
 			code, out, errs := w.runAs("reap", "--dry-run", w.root)
+			if c.given {
+				if code != exitOK || strings.Contains(out, "failed") || len(reapPlans(out)) == 0 {
+					t.Errorf("dry run: exit %d; want 0, what the run gives itself the bits for planned\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+				}
+				if tree(t, w.root) != before {
+					t.Error("the dry run changed the root")
+				}
+				if code, out, errs := w.runAs("reap", w.root); code != exitOK || strings.Contains(out, "failed") {
+					t.Errorf("run: exit %d; want 0, the dir finished or restored\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+				}
+				if aside, _ := filepath.Glob(filepath.Join(w.root, ".reaped-*")); len(aside) > 0 {
+					t.Errorf("left: %v", aside)
+				}
+				return
+			}
 			if code != exitFault || !strings.Contains(out, listed) || !strings.Contains(errs, "permission denied") || len(reapPlans(out)) > 0 {
 				t.Errorf("dry run: exit %d; want 1, %q, permission denied, nothing it would do\nstdout:\n%s\nstderr:\n%s", code, listed, out, errs)
 			}

@@ -98,7 +98,8 @@ func TestAReapsDryRunOfAnEmptyKeyDirAsksOnlyTheRoot(t *testing.T) {
 	}
 }
 
-// A reap-owned dir whose meta.db its runner may only read: the run opens
+// A reap-owned dir whose meta.db its runner may only read (another
+// user's, mode 0644; one of its own it gives the bits): the run opens
 // the meta.db as a writer first, and fails on it, before it meets what
 // it would refuse (something in a dir it finishes that is not the
 // store's; a dir a promotion landed in whose key is taken again); the
@@ -132,7 +133,12 @@ func TestAReapsDryRunOfAReapOwnedDirFailsFirstWhereItsRunDoes(t *testing.T) {
 				t.Fatalf("promote: %s", promoted)
 			}
 			aside := c.setUp(w)
-			if err := os.Chmod(filepath.Join(aside, "meta.db"), 0o400); err != nil {
+			// Another user's (root's), so that the run cannot give itself
+			// the bits, as it does for its own (giveReapedBits).
+			if err := os.Chown(filepath.Join(aside, "meta.db"), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(aside, "meta.db"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			name := filepath.Base(aside)

@@ -19,14 +19,26 @@ import (
 // rule a file system checks only on the server), and the attributes off
 // Linux and macOS.
 func DeleteErr(dir *os.File, name string) error {
+	if _, err := LstatAt(dir, name); IsNotExist(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := AccessAt(dir, ".", unix.W_OK|unix.X_OK); err != nil {
+		return err
+	}
+	return DeleteRefused(dir, name)
+}
+
+// DeleteRefused is DeleteErr but for the dir's mode: what refuses the
+// removal of name once its runner may write in dir (the attributes, the
+// sticky rule). A caller that will give itself the bits first asks it.
+func DeleteRefused(dir *os.File, name string) error {
 	st, err := LstatAt(dir, name)
 	if IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	if err := AccessAt(dir, ".", unix.W_OK|unix.X_OK); err != nil {
 		return err
 	}
 	refused := func(why string) error {
