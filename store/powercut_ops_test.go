@@ -278,8 +278,14 @@ func TestPowerCutDuringReapOfALeftover(t *testing.T) { powerCutReap(t, "leftover
 // reports it removed, so a cut after it returned must not bring it back.
 func TestPowerCutDuringReapOfAnEmptyKeyDir(t *testing.T) { powerCutReap(t, "empty") }
 
+// TestPowerCutDuringReapOfADeadKey: a key dir that holds nothing a
+// resolve or a promotion could use (a first promotion killed before its
+// commit: its empty meta.db and its temp), idle past the TTL, removed
+// whole as an expired key is (deadKey).
+func TestPowerCutDuringReapOfADeadKey(t *testing.T) { powerCutReap(t, "dead") }
+
 // powerCutReap cuts the power at every step of a reap of one kind of
-// work (which: "db", "legacy", "back", "leftover", "empty") beside a fresh key. On every disk
+// work (which: "db", "legacy", "back", "leftover", "empty", "dead") beside a fresh key. On every disk
 // a cut leaves: the fresh key resumes as before, the moved-back key
 // resumes or is still in the reap-owned dir, and no expired key resumes;
 // dump reads every entry, and check names everything out of place; a
@@ -337,6 +343,19 @@ func powerCutReap(t *testing.T, which string) {
 		s.Reap(false)
 		faults.Set(nil)
 		through = []string{"before remove " + ReapedPrefix + testKey, "before remove sessions/" + ReapedPrefix + testKey}
+	case "dead":
+		// A first promotion killed before its commit: its empty meta.db
+		// and its temp, idle past the TTL (deadKey).
+		idle := clock.now.Add(-opsTTL - time.Hour)
+		kd := deadKeyDir(t, root, nil, idle, idle)
+		temp := filepath.Join(kd, tmpPrefix+"00000000000000aa")
+		if err := os.WriteFile(temp, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{temp, kd} {
+			os.Chtimes(p, idle, idle)
+		}
+		expired = []string{testKey}
 	case "empty":
 		empty := Key("github", "a/b", "empty")
 		refusedFirstPromotion(t, s, root, empty)
@@ -366,6 +385,12 @@ func powerCutReap(t *testing.T, which string) {
 	c.cut(afterReturn)
 	c.through(t, through...)
 
+	// A dead key whose reap was cut once its reaping entry was written
+	// (meta.db's mtime, its clock, the cut's) waits a TTL from then.
+	deadWaited := 0
+	defer func() {
+		t.Logf("%d disks imaged at %d cuts; %d left a dead key for a reap a TTL on", len(c.images), len(c.steps), deadWaited)
+	}()
 	for _, img := range c.images {
 		where := fmt.Sprintf("cut %s (%s, lost %v)", img.at, img.Mode, img.Lost)
 		s2 := imageStore(t, s, img)
@@ -407,10 +432,19 @@ func powerCutReap(t *testing.T, which string) {
 		if err != nil || len(again.Skipped) != 0 || len(again.Failed) != 0 {
 			t.Fatalf("%s: the next reap = %+v, %v", where, again, err)
 		}
+		waited := false
 		for _, k := range expired {
 			if atKey[k] != slices.Contains(again.Removed, k) {
+				if which == "dead" && atKey[k] && deadKeyWaitsATTL(t, s2, k, where) {
+					waited = true
+					continue
+				}
 				t.Fatalf("%s: %s at its name %v, the next reap removed %v", where, k, atKey[k], again.Removed)
 			}
+		}
+		if waited {
+			deadWaited++
+			continue
 		}
 		restored := 0
 		if backAtAside {
@@ -440,6 +474,47 @@ func powerCutReap(t *testing.T, which string) {
 		dumps(t, s2, where)
 	}
 }
+
+// deadKeyWaitsATTL reports whether key, a dead key (deadKey) a cut reap
+// left at its name and the next reap on s kept, is one whose reaping
+// entry that reap had written (so its meta.db's mtime, one of its clocks,
+// is the cut's), and is removed whole by a reap a TTL after the cut,
+// failing nothing and leaving nothing reap-owned. It fails t if the key
+// is not removed then: a key no reap finishes.
+func deadKeyWaitsATTL(t *testing.T, s *Store, key, where string) bool {
+	t.Helper()
+	kd, err := os.Open(filepath.Join(s.root, key))
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	defer kd.Close()
+	d, _, err := db.OpenSidecars(kd, db.Options{}, false)
+	if err != nil {
+		return false
+	}
+	var h []db.HistoryEntry
+	err = d.View(func(tx *db.Tx) (err error) { h, err = tx.History(0); return err })
+	d.Close()
+	if err != nil || len(h) == 0 || h[len(h)-1].Outcome != reapingOutcome {
+		return false
+	}
+	opts := s.opts
+	opts.Now = func() time.Time { return time.Now().Add(opsTTL + time.Hour) }
+	late, err := New(s.root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := late.ReapWith(context.Background(), ReapOptions{Workers: 1})
+	if err != nil || !slices.Contains(res.Removed, key) || len(res.Failed) != 0 {
+		t.Fatalf("%s: a reap a TTL after the cut = %+v, %v; want %s removed", where, res, err, key)
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.root, ReapedPrefix+"*")); len(left) > 0 || fileExists(filepath.Join(s.root, key)) {
+		t.Fatalf("%s: a reap a TTL after the cut left %v", where, left)
+	}
+	return true
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 // TestPowerCutDuringRepairMoveAside: a damaged meta.db moved aside.
 func TestPowerCutDuringRepairMoveAside(t *testing.T) { powerCutRepair(t, "damaged") }
