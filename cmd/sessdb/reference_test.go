@@ -99,7 +99,11 @@ objects the commands print are listed field by field in [json.md](json.md).
   started, with no transcript being read, cuts nothing short: the run is
   complete, not marked interrupted,
   and its exit status is its own (1 for a key it could not lock). A second
-  Ctrl-C kills the process at once.
+  Ctrl-C kills the process at once, even as it writes what it holds: its
+  stdout then stops wherever it was, mid-line included, with no summary
+  line, and a shell reports a second Ctrl-C as 130 (128 + SIGINT), the
+  status of a whole interrupted run, so a stream is whole only when its
+  last line is its summary ([json.md](json.md#the-rules)).
 - **A signal kills resolve and promote** (and engage replay) at once, as it
   kills any Unix tool: the worker sees the signal (a shell reports 128 + it, 143
   for SIGTERM and 130 for Ctrl-C; Python's returncode is -15 or -2), and
