@@ -114,6 +114,10 @@ objects the commands print are listed field by field in [json.md](json.md).
   committed whole or not at all); run the same command again: a resolve
   replaces the staged file and the ticket, a promote with the same ticket
   repeats a promotion that landed (` + "`\"repeat\":true`" + `) or makes it.
+  engage replay's answer is many lines, written once the replay is done:
+  a signal that comes while it writes them (a reader slow to read a long
+  replay) cuts them where it finds them, mid-line included, with no
+  summary line, so they are whole only when the last is the summary.
 
 ## Exit status
 
