@@ -138,16 +138,3 @@ func TestASignalCutsEngageReplaysLines(t *testing.T) {
 	docSays(t, "json.md", "always false: a replay is not interrupted, it is killed (killed while it writes its lines, it leaves them cut where they were, with no summary")
 	docSays(t, "cli.md", "engage replay's answer is many lines, written once the replay is done: a signal that comes while it writes them (a reader slow to read a long replay) cuts them where it finds them, mid-line included, with no summary line")
 }
-
-// docSays fails t unless docs/page holds says, white space runs taken as
-// one space (the pages wrap their lines).
-func docSays(t *testing.T, page, says string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), says) {
-		t.Errorf("docs/%s does not say %q", page, says)
-	}
-}
