@@ -142,7 +142,10 @@ command run again reads the answer (a promote repeats); reap and check
 --repair name each removal or repair they made
 (` + "`..., but the report was not written on stdout`" + `); a stderr it cannot
 write loses its lines, never its work or its answer. A full disk is a
-fault, exit 1, for every command. A stdout closed with ` + "`>&-`" + ` is no error: a Go
+fault, exit 1, for every command, and what stdout took before it filled
+stays there, cut where the write failed, mid-line included, with no
+summary line: a stream is whole only when its last line is its summary
+(docs/json.md). A stdout closed with ` + "`>&-`" + ` is no error: a Go
 program finds it reopened on /dev/null before its first instruction, so
 the answer goes where ` + "`>/dev/null`" + ` sends it, exit 0. A caller that acts on
 an answer must read it: exit 0 and one whole line (docs/json.md).
