@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 )
 
@@ -32,7 +33,9 @@ func OpenReader(dir *os.File, name string, opts Options) (*DB, error) {
 // (errors.Is(err, context.Canceled) or context.DeadlineExceeded), not
 // ErrLockTimeout, and holds nothing. Options.LockTimeout bounds the wait
 // all the same. ctx is consulted only while the open waits for a lock; a
-// nil ctx is context.Background(), which never ends.
+// nil ctx is context.Background(), which never ends. A ctx of the
+// caller's own type whose Done is closed while its Err is nil, or whose
+// Err or Done panics, ends the wait as context.Canceled.
 func OpenReaderContext(ctx context.Context, dir *os.File, name string, opts Options) (*DB, error) {
 	return open(ctx, dir, name, opts, false)
 }
@@ -55,13 +58,14 @@ func OpenWriterContext(ctx context.Context, dir *os.File, name string, opts Opti
 }
 
 func open(ctx context.Context, dir *os.File, name string, opts Options, write bool) (*DB, error) {
-	if ctx == nil {
-		// As the store's methods take it; looked at only while the open
-		// waits, a nil one would panic there alone, under the lock
-		// table's mutex, which every later open in the process then
-		// waits for.
-		ctx = context.Background()
-	}
+	// A nil ctx is context.Background(), as the store's methods take it;
+	// looked at only while the open waits, a nil one would panic there
+	// alone, under the lock table's mutex, which every later open in the
+	// process then waits for. A ctx of the caller's own type that breaks
+	// the contract (a Done closed while Err is nil; a panicking method)
+	// is held to it (callerctx): the wait ends with context.Canceled
+	// rather than waiting again until LockTimeout.
+	ctx = callerctx.Of(ctx)
 	if write {
 		if err := faults.At(faults.DBOpenWriter); err != nil {
 			return nil, pathErr("open", name, err)

@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 	"sessdb/store"
 )
@@ -47,9 +48,10 @@ func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 // retry finds it, and records the refusal once). Its Commit never
 // consults ctx: it is bounded by the request timeout alone.
 func (b *Backend) BeginContext(caller context.Context, key string, base store.Base) (store.KeyTxn, error) {
-	if caller == nil {
-		caller = context.Background()
-	}
+	// nil is context.Background(); a ctx of the caller's own type that
+	// breaks the contract is held to it (callerctx), before
+	// context.WithTimeout would panic on it.
+	caller = callerctx.Of(caller)
 	if err := b.opened(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/readerr"
@@ -39,9 +40,10 @@ func (b *Backend) ViewContext(ctx context.Context, key string, _ gates.Bounds) (
 	if err := b.opened(); err != nil {
 		return nil, err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	// nil is context.Background(); a ctx of the caller's own type that
+	// breaks the contract is held to it (callerctx), before
+	// context.WithTimeout would panic on it.
+	ctx = callerctx.Of(ctx)
 	var v *view
 	err := lookAgainIfMoved(func() (lost bool, err error) {
 		v, err = b.view(ctx, key)

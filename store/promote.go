@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 	"sessdb/store/legacy"
 	"sessdb/store/models"
@@ -166,11 +167,12 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 // like any other, the run kept for the retry, which decides again (a
 // fleet's record already sent may still land: the retry finds it, and the
 // refusal is recorded once). A nil ctx is context.Background(), which
-// never ends.
+// never ends. A ctx of the caller's own type that breaks Go's contract is
+// held to it as ResolveContext says: a Done closed while Err is nil, or a
+// panic in its Err or Done, is a promote given up (promote-failed, with
+// an error that wraps context.Canceled).
 func (s *Store) PromoteContext(ctx context.Context, sess Session, req PromoteRequest) (PromoteResult, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx)
 	res := PromoteResult{Key: sess.Key}
 	if s.backend == nil {
 		return res, fmt.Errorf("promote %q: %w", sess.Key, ErrNoBackend)

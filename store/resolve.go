@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
@@ -122,10 +123,14 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 // returned). A ctx done before the call touches nothing; the arguments are
 // checked first. Once the ticket is written the Session is returned,
 // whatever ctx says. A nil ctx is context.Background(), which never ends.
+// A ctx of the caller's own type that breaks Go's contract is held to it
+// (as PromoteContext's is): a Done closed while Err is nil is
+// context.Canceled, a panic in its Err or Done is the call given up (an
+// error that wraps context.Canceled and says the panic), and its Deadline
+// is not consulted (Done and Err end the call; LockTimeout and a fleet's
+// request timeout bound it as ever).
 func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir string) (Session, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx)
 	if s.backend == nil {
 		return Session{}, fmt.Errorf("resolve %q: %w", key, ErrNoBackend)
 	}

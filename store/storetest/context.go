@@ -56,11 +56,17 @@ const (
 // stall returns a stalled store on key, or skips the promise.
 func (e *env) stall(key string) (*store.Store, func()) {
 	e.t.Helper()
+	return e.stallFor(key, stallWait)
+}
+
+// stallFor is stall, the stalled calls waiting wait on their own.
+func (e *env) stallFor(key string, wait time.Duration) (*store.Store, func()) {
+	e.t.Helper()
 	st, ok := e.inst.(Staller)
 	if !ok {
 		e.t.Skip("the instance is no storetest.Staller")
 	}
-	s, release, err := st.Stall(key, store.Options{Now: e.clock.Now}, stallWait)
+	s, release, err := st.Stall(key, store.Options{Now: e.clock.Now}, wait)
 	if errors.Is(err, errors.ErrUnsupported) {
 		e.t.Skipf("the instance cannot stall: %v", err)
 	}

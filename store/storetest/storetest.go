@@ -173,7 +173,7 @@ type promise struct {
 
 // Run runs every promise on fresh instances of h, each as a subtest of t.
 func Run(t *testing.T, h Harness) {
-	for _, group := range [][]promise{resolvePromises, promotePromises, historyPromises, readingPromises, interruptPromises, damagePromises, legacyPromises, reapPromises, contextPromises, {raceContextPromise, hostileContextPromise}} {
+	for _, group := range [][]promise{resolvePromises, promotePromises, historyPromises, readingPromises, interruptPromises, damagePromises, legacyPromises, reapPromises, contextPromises, {raceContextPromise, hostileContextPromise, doneWithNoErrPromise, brokenContextPromise}} {
 		for _, p := range group {
 			t.Run(p.name, func(t *testing.T) { p.run(newEnv(t, h)) })
 		}

@@ -1,0 +1,161 @@
+// Package callerctx holds a caller's context to Go's contract where the
+// caller's own Context type breaks it, so that nothing the store does with
+// it can panic, spin or hang.
+//
+// context.Context is an interface a caller's code may implement. One whose
+// Done is closed while its Err is still nil makes the standard library
+// panic ("context: internal error: missing cancel error") in
+// context.WithTimeout, or in the goroutine it starts to watch the parent,
+// where no caller can recover it; a wait that ends on Done and asks Err
+// why finds no reason and waits again, until its own timeout. One whose
+// Deadline names a time its Done does not keep makes context.WithTimeout
+// trust that deadline instead of setting its own timer, so a request
+// bound meant to end an etcd call that gets no answer never ends it. And
+// one whose methods panic leaves whatever the store held at that moment
+// (an in-process lock table's mutex, a waiting writer counted) held for
+// every later call of a caller that recovers the panic (net/http's server
+// does).
+package callerctx
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Of returns ctx held to the contract: nil and context.Background() are
+// context.Background() (never done); a context Of made is itself; any
+// other is wrapped so that
+//
+//   - Err is never nil once Done is closed: a Done closed while the
+//     caller's Err is nil is context.Canceled;
+//   - Err, once non-nil, stays the same error (the contract's "successive
+//     calls return the same error"), whatever the caller's Err says later;
+//   - Deadline reports none: the caller's Done and Err still end the
+//     call at its deadline, but no bound of the store's own (a request
+//     timeout made with context.WithTimeout) is skipped on the word of a
+//     deadline that Done may never keep;
+//   - a panic in the caller's Err or Done is taken as the call given up:
+//     Err is then an error that wraps context.Canceled and says the panic,
+//     Done a closed channel; a panic in Value is a nil value. The caller's
+//     bug is reported as an error, where the store can still release what
+//     it holds, rather than wherever the store happened to look.
+func Of(ctx context.Context) context.Context {
+	switch c := ctx.(type) {
+	case nil:
+		return context.Background()
+	case *held:
+		return c
+	}
+	if ctx == context.Background() {
+		return ctx
+	}
+	return &held{caller: ctx}
+}
+
+// held is a caller's context held to the contract (see Of).
+type held struct {
+	caller context.Context
+
+	mu  sync.Mutex
+	err error // the first non-nil Err, returned from then on
+}
+
+// closed is a channel closed once, for a Done that panicked.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Deadline reports none (see Of).
+func (c *held) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done is the caller's Done, or a closed channel where it panicked.
+func (c *held) Done() <-chan struct{} {
+	d, err := c.done()
+	if err != nil {
+		c.settle(err)
+		return closed
+	}
+	return d
+}
+
+// Err is the caller's Err, context.Canceled where Done is closed and that
+// is nil, and the first non-nil answer from then on.
+func (c *held) Err() error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	err = c.ask()
+	if err == nil {
+		return nil
+	}
+	return c.settle(err)
+}
+
+// ask is the caller's Err, context.Canceled for a Done closed with a nil
+// Err, a panic of either as an error.
+func (c *held) ask() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicked("Err", r)
+		}
+	}()
+	if err := c.caller.Err(); err != nil {
+		return err
+	}
+	d, err := c.done()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-d: // a nil d never is
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// done is the caller's Done, a panic of it as an error.
+func (c *held) done() (d <-chan struct{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = nil, panicked("Done", r)
+		}
+	}()
+	return c.caller.Done(), nil
+}
+
+// settle keeps err as the answer unless one was kept first, and returns
+// the one kept.
+func (c *held) settle(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+	return c.err
+}
+
+// Value is the caller's Value, nil where it panicked.
+func (c *held) Value(key any) (v any) {
+	defer func() {
+		if recover() != nil {
+			v = nil
+		}
+	}()
+	return c.caller.Value(key)
+}
+
+// String names the caller's context, as the standard ones name theirs.
+func (c *held) String() string { return fmt.Sprintf("callerctx.Of(%T)", c.caller) }
+
+// panicked is the error of a caller's method that panicked with r.
+func panicked(method string, r any) error {
+	return fmt.Errorf("%w: the caller's context panicked in %s: %v", context.Canceled, method, r)
+}

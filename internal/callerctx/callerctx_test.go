@@ -1,0 +1,146 @@
+package callerctx
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// doneNoErr's Done is done (closed by close) while its Err stays nil.
+type doneNoErr struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c doneNoErr) Done() <-chan struct{} { return c.done }
+func (doneNoErr) Err() error              { return nil }
+
+// A Done closed while Err is nil is context.Canceled, and a child made
+// with context.WithTimeout, before the close and after it, ends with it
+// rather than panicking (in the caller's goroutine, or in the one the
+// standard library starts to watch the parent, where nothing recovers).
+func TestADoneClosedWithANilErrIsCanceled(t *testing.T) {
+	c := doneNoErr{context.Background(), make(chan struct{})}
+	h := Of(c)
+	if err := h.Err(); err != nil {
+		t.Fatalf("Err before the close = %v, want nil", err)
+	}
+	early, cancel := context.WithTimeout(h, time.Hour)
+	defer cancel()
+	close(c.done)
+	if err := h.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err after the close = %v, want context.Canceled", err)
+	}
+	select {
+	case <-early.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a child made before the close was not ended by it")
+	}
+	if err := early.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the child's Err = %v, want context.Canceled", err)
+	}
+	late, cancel := context.WithTimeout(h, time.Hour)
+	defer cancel()
+	if err := late.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a child made after the close: Err = %v, want context.Canceled", err)
+	}
+}
+
+// flapping's Err is context.Canceled at its first look and nil after.
+type flapping struct {
+	context.Context
+	looks *atomic.Int64
+}
+
+func (c flapping) Err() error {
+	if c.looks.Add(1) == 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// An Err once non-nil stays the same error, as the contract has it.
+func TestAnErrOnceSaidStays(t *testing.T) {
+	h := Of(flapping{context.Background(), new(atomic.Int64)})
+	for i := range 3 {
+		if err := h.Err(); err != context.Canceled {
+			t.Fatalf("look %d: Err = %v, want context.Canceled", i, err)
+		}
+	}
+}
+
+// lying names a deadline it never keeps.
+type lying struct{ context.Context }
+
+func (lying) Deadline() (time.Time, bool) { return time.Now().Add(-time.Hour), true }
+func (lying) Done() <-chan struct{}       { return make(chan struct{}) }
+
+// No deadline is reported, so that context.WithTimeout sets its own timer
+// rather than trusting one that never fires.
+func TestADeadlineIsNotTrusted(t *testing.T) {
+	h := Of(lying{context.Background()})
+	if _, ok := h.Deadline(); ok {
+		t.Fatal("Deadline reported")
+	}
+	c, cancel := context.WithTimeout(h, 20*time.Millisecond)
+	defer cancel()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request timeout never ended")
+	}
+	if h.Err() != nil {
+		t.Fatalf("the caller's context, never done, says %v", h.Err())
+	}
+}
+
+// panics panics in each method but Deadline.
+type panics struct{ context.Context }
+
+func (panics) Done() <-chan struct{} { panic("Done") }
+func (panics) Err() error            { panic("Err") }
+func (panics) Value(any) any         { panic("Value") }
+
+// A panic in the caller's Err or Done is the call given up: an error that
+// wraps context.Canceled and says the panic, a closed Done; a panic in
+// Value is a nil value.
+func TestAPanicIsACancel(t *testing.T) {
+	h := Of(panics{context.Background()})
+	if v := h.Value("k"); v != nil {
+		t.Fatalf("Value = %v, want nil", v)
+	}
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+	err := h.Err()
+	if !errors.Is(err, context.Canceled) || err.Error() != "context canceled: the caller's context panicked in Done: Done" {
+		t.Fatalf("Err = %v", err)
+	}
+	c, cancel := context.WithTimeout(h, time.Hour)
+	defer cancel()
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("a child's Err = %v", c.Err())
+	}
+}
+
+// Of is nil-safe, leaves context.Background() as it is, and wraps once.
+func TestOf(t *testing.T) {
+	//lint:ignore SA1012 a nil ctx is what is tested
+	if Of(nil) != context.Background() || Of(context.Background()) != context.Background() {
+		t.Fatal("nil or Background wrapped")
+	}
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := Of(c)
+	if Of(h) != h {
+		t.Fatal("wrapped twice")
+	}
+	cancel()
+	if !errors.Is(h.Err(), context.Canceled) {
+		t.Fatalf("Err after cancel = %v", h.Err())
+	}
+}
