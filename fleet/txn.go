@@ -145,6 +145,15 @@ func (t *txn) State() (db.Sidecars, []db.HistoryEntry, store.Base) {
 // since its promotion (by a disk, or by hand) fails it; a name that is
 // not the key's own generation's is never opened.
 func (t *txn) HoldsRecord() (bool, error) {
+	return t.HoldsRecordContext(context.Background())
+}
+
+// HoldsRecordContext is HoldsRecord, its read of the file stopped once
+// ctx is done (looked at before each megabyte), with ctx's error
+// (store.ContextKeyTxn). A read in flight on a shared dir that hangs is
+// not ended by it.
+func (t *txn) HoldsRecordContext(ctx context.Context) (bool, error) {
+	ctx = callerctx.Of(ctx)
 	rt := t.st.Record.Transcript
 	if rt == nil || !namesOwnFile(t.key, rt) {
 		return false, nil
@@ -164,7 +173,11 @@ func (t *txn) HoldsRecord() (bool, error) {
 	if err != nil || fi.Size() != rt.Size {
 		return false, err
 	}
-	n, sum, err := store.ReadCRC32C(context.Background(), f, rt.Size+1)
+	n, sum, err := store.ReadCRC32C(ctx, f, rt.Size+1)
+	if err == nil {
+		// A read ctx stopped does not match, and says nothing.
+		err = ctx.Err()
+	}
 	return err == nil && n == rt.Size && uint64(sum) == rt.CRC32C, err
 }
 

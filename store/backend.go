@@ -56,8 +56,9 @@ type Backend interface {
 // returns waits for later: a KeyView's Lost (its verdict is thrown away
 // once ctx is done) and a KeyTxn's Refuse (a refusal given up is
 // promote-failed, and its retry decides again), with an error that wraps
-// ctx's. A KeyTxn's Commit never consults it: a commit is never half done
-// because its caller gave up.
+// ctx's. A KeyTxn's HoldsRecord takes the caller's context by a method
+// of its own (ContextKeyTxn). A KeyTxn's Commit never consults it: a
+// commit is never half done because its caller gave up.
 //
 // For a Backend without it, the store looks at ctx before View and Begin
 // and after them, and between the steps of its own: a cancel then ends
@@ -68,6 +69,41 @@ type ContextBackend interface {
 	ViewContext(ctx context.Context, key string, b gates.Bounds) (KeyView, error)
 	// BeginContext is Begin, its waits ended once ctx is done.
 	BeginContext(ctx context.Context, key string, base Base) (KeyTxn, error)
+}
+
+// A ContextKeyTxn is a KeyTxn whose HoldsRecord takes the caller's
+// context, as a ContextBackend's View and Begin do: optional, and used by
+// PromoteContext when the KeyTxn its Begin returned has it. Its read
+// stops once ctx is done, with an error that wraps ctx's.
+//
+// For a KeyTxn without it, the store looks at ctx after HoldsRecord: an
+// answer read once ctx had ended is thrown away, as a KeyView's Lost
+// verdict is, and the promote is given up.
+type ContextKeyTxn interface {
+	KeyTxn
+	// HoldsRecordContext is HoldsRecord, its read ended once ctx is done.
+	HoldsRecordContext(ctx context.Context) (bool, error)
+}
+
+// holdsRecord is txn's HoldsRecord, bounded by ctx where the KeyTxn
+// takes one (ContextKeyTxn), and given up (ctx's error, its answer thrown
+// away) when ctx ended while it read: a read cut short says nothing of
+// the file.
+func holdsRecord(ctx context.Context, txn KeyTxn) (bool, error) {
+	var holds bool
+	var err error
+	if t, ok := txn.(ContextKeyTxn); ok {
+		holds, err = t.HoldsRecordContext(ctx)
+	} else {
+		holds, err = txn.HoldsRecord()
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if err == nil || !errors.Is(err, cerr) {
+			return false, cerr
+		}
+		return false, err
+	}
+	return holds, err
 }
 
 // view is the backend's View of key, bounded by ctx where the backend

@@ -432,6 +432,13 @@ func (t *keyTxn) State() (db.Sidecars, []db.HistoryEntry, Base) { return t.sc, t
 
 // HoldsRecord reads current.jsonl against the record's size and CRC32C.
 func (t *keyTxn) HoldsRecord() (bool, error) {
+	return t.HoldsRecordContext(context.Background())
+}
+
+// HoldsRecordContext is HoldsRecord, its read stopped once ctx is done
+// (looked at before each megabyte), with ctx's error
+// (store.ContextKeyTxn).
+func (t *keyTxn) HoldsRecordContext(ctx context.Context) (bool, error) {
 	rec := t.sc.Transcript
 	if rec == nil {
 		return false, nil
@@ -439,7 +446,12 @@ func (t *keyTxn) HoldsRecord() (bool, error) {
 	if err := faults.At(faults.HoldsRecordRead); err != nil {
 		return false, err
 	}
-	return fileCheck(context.Background(), t.kd, TranscriptName, rec.Size, rec.CRC32C)
+	holds, err := fileCheck(ctx, t.kd, TranscriptName, rec.Size, rec.CRC32C)
+	if err == nil {
+		// A read ctx stopped does not match, and says nothing.
+		err = ctx.Err()
+	}
+	return holds && err == nil, err
 }
 
 // Refuse appends e to the history in a transaction of its own.

@@ -152,7 +152,8 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 // while it waits for the key's lock (KeyDirs) or for the backend (a
 // fleet's etcd requests, with a Backend that takes a context:
 // ContextBackend), and between the chunks of its reads and its copy of the
-// staged file. A promote given up so is promote-failed, returned with an
+// staged file, and of a retry's read of the record's file (HoldsRecord,
+// with a KeyTxn that takes a context: ContextKeyTxn). A promote given up so is promote-failed, returned with an
 // error that wraps ctx's (errors.Is(err, context.Canceled) or
 // context.DeadlineExceeded): nothing of the key changed, the run's
 // transcript is where the job left it, and a retry with the same Session
@@ -345,7 +346,7 @@ func (s *Store) promoteOnce(ctx context.Context, sess Session, req PromoteReques
 		// generation before, which says "not held" with no read to fail.
 		same, stranded := ok && sameRun(e, prev, staged, content), false
 		if same && prev.Transcript != nil && e.Gen == prev.Transcript.Gen && e.Gen == cur.Gen {
-			holds, err := txn.HoldsRecord()
+			holds, err := holdsRecord(ctx, txn)
 			if err != nil {
 				return res, err
 			}
