@@ -29,6 +29,7 @@ type Branch struct {
 	Final   Estimate // the estimate at the leaf: what pi reports on resume
 
 	v1        bool             // a version 1 file: ids are "v1:<index>", each entry's parent the one before, the branch every entry
+	throwsAt  int64            // the line of the first line pi's load throws on (Scanner.throwsAt), 0 when none
 	recs      chunked[rec]     // every entry that may be on the branch, in file order
 	data      chunked[payload] // what the entries that add a message or set the model add, in file order
 	off, line wide             // the high halves of rec.off and rec.line
@@ -223,12 +224,22 @@ func load(sc *Scanner) (*Branch, error) {
 		// it has none).
 		b.Final.Unknown = est.noNumber()
 	}
-	if sc.piThrows {
+	b.throwsAt = sc.throwsAt
+	if b.throwsAt > 0 {
 		// pi's load throws on a line the scan dropped: pi loads nothing,
 		// and has no reading on resume (End has none either).
 		b.Final.Unknown = true
 	}
 	return b, nil
+}
+
+// LoadThrowsBefore reports whether pi's load of the file's lines before
+// line (the file as it stood when the entry at line was written) throws:
+// one of them is a line pi's load throws on, which the scan dropped (see
+// the package doc). pi then has no reading there, as it has none for the
+// whole file (Final): a request at line had none before it was sent.
+func (b *Branch) LoadThrowsBefore(line int64) bool {
+	return b.throwsAt > 0 && b.throwsAt < line
 }
 
 // idKind is how rec i's id is seen by pi's byId.

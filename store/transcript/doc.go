@@ -85,7 +85,8 @@
 // a version 1 file (its migration assigns them an id), and on a header
 // version that is an object with its own "toString" member; the scanner
 // drops those lines (and Branch.Final and End have no reading for such a
-// file) and reads
+// file, nor an Estimator at an entry written after such a line: pi cannot
+// load the file as it stood then either) and reads
 // that version as NaN (no migration). Version
 // 1 entries get synthetic ids ("v1:<index>") where pi would draw random
 // ones, so ids differ but the tree is the same.

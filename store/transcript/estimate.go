@@ -38,7 +38,9 @@ type Estimate struct {
 	// (absent, "", 0, false): pi's getBranch() is then empty, and its guard
 	// finds no compaction. Branch.Final is unknown where pi cannot load the
 	// file at all (a line its load throws on, which the scan drops: see the
-	// package doc). It is also true where pi's estimate is no number: the
+	// package doc), and an Estimator's estimate at an entry that follows
+	// such a line in the file (pi cannot load the file as it stood when the
+	// entry was written: Branch.LoadThrowsBefore). It is also true where pi's estimate is no number: the
 	// anchor's counters sum to NaN or to a string in pi's arithmetic (a
 	// counter absent, a string, an object or an array, infinite counters of
 	// opposite signs); Tokens then reads 0. pi never writes such a usage;
@@ -258,12 +260,27 @@ func (e *Estimator) Estimate() Estimate {
 		Trailing:   e.trailing,
 		Fallback:   e.fallback,
 		Messages:   e.messages,
-		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || e.noNumber(),
+		Unknown:    e.compacted && !(e.fresh && e.freshUsed) || e.noNumber() || e.throws(),
 	}
 	if e.anchorPos >= 0 {
 		est.AnchorEntry = e.b.id(e.anchorPos)
 	}
 	return est
+}
+
+// throws reports whether pi cannot load the file as it stood when the
+// entry at the estimator's position was written (its lines before that
+// entry's; the whole file once past the last): a line pi's load throws
+// on lies there (Branch.LoadThrowsBefore), and pi has no reading.
+func (e *Estimator) throws() bool {
+	if e.b.throwsAt == 0 {
+		return false
+	}
+	if e.pos >= e.b.Len {
+		return true
+	}
+	i := e.b.at(e.pos)
+	return e.b.LoadThrowsBefore(e.b.line.at(i, e.b.recs.at(i).line))
 }
 
 // noNumber reports whether pi's estimate of the branch prefix added so far
@@ -295,7 +312,7 @@ func (e *Estimator) Retry() Estimate {
 	est.Fallback -= e.failed
 	est.Messages -= e.failedN
 	x := e.anchor + float64(est.Trailing)
-	est.Unknown = e.compacted && !(e.fresh && e.freshUsed) || x != x || e.trailingOdd-e.failedOdd > 0
+	est.Unknown = e.compacted && !(e.fresh && e.freshUsed) || x != x || e.trailingOdd-e.failedOdd > 0 || e.throws()
 	est.Tokens = whole(x)
 	est.Fractional = x != math.Floor(x) && math.Abs(x) < 1<<62
 	return est

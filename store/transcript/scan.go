@@ -64,7 +64,10 @@ type Scanner struct {
 	prevID  string
 	noID    map[int]bool // version 1: indexes pi's migration gives no id
 
-	piThrows bool // a line pi's load throws on was dropped: pi loads nothing
+	// throwsAt is the physical line of the first line pi's load throws
+	// on, dropped by the scan (0: none): pi loads nothing of the file, nor
+	// of any part of it that holds that line.
+	throwsAt int64
 }
 
 // NewScanner returns a Scanner reading from r.
@@ -124,7 +127,9 @@ func (s *Scanner) Next() bool {
 			// migration assigns an id to a string, a number or a boolean.
 			// Both throw a TypeError; the line is dropped here.
 			s.stats.NotEntries++
-			s.piThrows = true
+			if s.throwsAt == 0 {
+				s.throwsAt = s.line
+			}
 			s.noteNoID(index)
 			continue
 		}
