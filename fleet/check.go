@@ -17,6 +17,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/internal/access"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
@@ -84,9 +85,7 @@ func (b *Backend) Check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	if err := b.opened(); err != nil {
 		return store.CheckSummary{}, err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	if visit == nil {
 		visit = func(store.Finding) error { return nil }
 	}

@@ -124,7 +124,9 @@
 // that the end of their ctx stopped return ctx's error as it is: a
 // deadline of the caller's is context.DeadlineExceeded, never
 // etcdmeta.ErrUnavailable, which is etcd's own silence; a nil ctx is
-// context.Background(), as package store's walks take it. Unreachable is
+// context.Background(), as package store's walks take it, and one whose
+// Done is closed while its Err is nil (a caller's own type that breaks
+// Go's contract) is cancelled (context.Canceled). Unreachable is
 // the Backend a job builds when etcd ignores or refuses Open's login:
 // resolves are store-unavailable when no member answered, a fault when
 // the credentials were refused, and every promotion is promote-failed.

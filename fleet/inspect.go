@@ -15,6 +15,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
@@ -91,9 +92,7 @@ func (b *Backend) Inspect(ctx context.Context, o InspectOptions, visit func(Repo
 	if err := b.opened(); err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	if visit == nil {
 		visit = func(Report) error { return nil }
 	}

@@ -19,6 +19,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
@@ -203,9 +204,7 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // transcripts dir (b's) that is root, or inside it, or that holds it, is
 // refused before anything is read or written: a *PlaceError (CheckPlaces).
 func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	start := time.Now()
 	sum := MigrateSummary{Summary: migrate.Summary{Direction: "to-etcd", DryRun: opts.DryRun}}
 	m, err := newMigration(b, root, opts)
@@ -243,9 +242,7 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 // root that does not exist it plans each key, and stops as the run does
 // where this user may not make the root (the mkdir's error).
 func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions, visit func(MigrateReport) error) (MigrateSummary, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	start := time.Now()
 	sum := MigrateSummary{Summary: migrate.Summary{Direction: "from-etcd", DryRun: opts.DryRun}}
 	m, err := newMigration(b, root, opts)

@@ -12,6 +12,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 
 	"golang.org/x/sys/unix"
@@ -106,9 +107,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	if err := b.opened(); err != nil {
 		return ReapResult{}, err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	res, err := b.reap(ctx, o)
 	return res, callersEnd(ctx, err)
 }

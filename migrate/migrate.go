@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
@@ -201,9 +202,7 @@ func (m *migrator) writerOptions(kd *os.File, name string) db.Options {
 // run lists the root, converts every entry with c on up to Workers
 // goroutines, and hands the reports to visit in name order.
 func run(ctx context.Context, root string, c conversion, opts Options, visit func(Report) error) (Summary, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	if visit == nil {
 		visit = func(Report) error { return nil }
 	}
@@ -290,7 +289,8 @@ func ToDB(root string, opts Options, visit func(Report) error) (Summary, error) 
 // checksum is abandoned between two chunks of a megabyte, and its key,
 // left as it was, is not delivered), and it returns ctx's error with the
 // summary of what was done, marked Interrupted. A nil ctx is
-// context.Background(), as ToDB's.
+// context.Background(), as ToDB's; one whose Done is closed while its Err
+// is nil (a caller's own type that breaks Go's contract) is cancelled.
 func ToDBContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
 	return run(ctx, root, toDB, opts, visit)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 )
@@ -213,9 +214,7 @@ type CheckSummary struct {
 // are done for good) before the error is returned. A nil visit is no
 // callback: the summary alone tells what was found.
 func (s *Store) Check(ctx context.Context, opts CheckOptions, visit func(Finding) error) (CheckSummary, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	if visit == nil {
 		visit = func(Finding) error { return nil }
 	}

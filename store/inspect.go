@@ -8,6 +8,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store/legacy"
@@ -195,9 +196,7 @@ func (s *Store) Inspect(history int, visit func(KeyReport) error) error {
 // ctx ends it early, after the reports already read have been visited. A
 // nil visit is no callback.
 func (s *Store) InspectWith(ctx context.Context, opts InspectOptions, visit func(KeyReport) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	if visit == nil {
 		visit = func(KeyReport) error { return nil }
 	}

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
@@ -107,9 +108,7 @@ func (s *Store) Reap(dryRun bool) (ReapResult, error) {
 // The result lists names in order. When ctx ends the walk early the result
 // covers the names reaped so far, and ctx's error is returned with it.
 func (s *Store) ReapWith(ctx context.Context, opts ReapOptions) (ReapResult, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	res := ReapResult{Skipped: map[string]string{}, Causes: map[string]error{}}
 	names, err := s.rootNames("")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
 	"sessdb/store/transcript"
@@ -241,9 +242,7 @@ func StatBounds() (bytes, chain, pct []int64) {
 // figures of the entries reported so far, marked Interrupted, together
 // with ctx's error; any other error (an unreadable root) returns nil.
 func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	// As InspectWith would say, before the clock a zero Store lacks.
 	if s.root == "" {
 		return nil, ErrNoSessionsRoot

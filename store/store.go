@@ -41,7 +41,10 @@
 // (on a store made by NewOn they return ErrNoSessionsRoot, touching nothing);
 // Inspect, Stats and Check without repair change nothing, not an mtime.
 // Those that take a context (InspectWith, Stats, Check, ReapWith) stop
-// at its end; a nil one is context.Background(), which never ends.
+// at its end; a nil one is context.Background(), which never ends. A
+// context of the caller's own type that breaks Go's contract is held to
+// it, by these and by ResolveContext and PromoteContext: a Done closed
+// while Err is nil is context.Canceled (see ResolveContext).
 //
 // ResolveContext and PromoteContext are Resolve and Promote given up once
 // the caller's context is done: a resolve given up is the context's error,
