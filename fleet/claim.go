@@ -11,6 +11,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
 	"sessdb/fleet/shared"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 )
@@ -39,7 +40,7 @@ func (b *Backend) Claim(ctx context.Context) error {
 	if err := b.opened(); err != nil {
 		return err
 	}
-	return b.claim(ctx, true)
+	return b.claim(callerctx.Of(ctx), true)
 }
 
 // claim is Claim where write is set, else the comparison alone: a dir

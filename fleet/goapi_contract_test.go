@@ -34,6 +34,10 @@ func TestFleetWalksTakeAContextThatBreaksTheContract(t *testing.T) {
 	apiPromote(t, s, store.Key("github", "acme/widget", "1"), apiLine("one"))
 	root := filepath.Join(t.TempDir(), "sessions")
 	walks := map[string]func(context.Context) error{
+		"claim": func(ctx context.Context) error {
+			fresh, _ := apiFleet(t, c) // a Backend whose dir no one has claimed
+			return fresh.Claim(ctx)
+		},
 		"reap": func(ctx context.Context) error {
 			_, err := b.Reap(ctx, fleet.ReapOptions{TTL: time.Hour})
 			return err
