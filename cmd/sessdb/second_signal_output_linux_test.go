@@ -59,6 +59,12 @@ func TestASecondSignalCutsTheOutputItIsWriting(t *testing.T) {
 // command ended and its stderr.
 func killWhileWriting(t *testing.T, args ...string) ([]byte, syscall.WaitStatus, string) {
 	t.Helper()
+	return signalWhileWriting(t, syscall.SIGTERM, args...)
+}
+
+// signalWhileWriting is killWhileWriting with sig in place of SIGTERM.
+func signalWhileWriting(t *testing.T, sig syscall.Signal, args ...string) ([]byte, syscall.WaitStatus, string) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func killWhileWriting(t *testing.T, args ...string) ([]byte, syscall.WaitStatus,
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Process.Signal(sig)
 		select {
 		case <-done:
 			out, _ := io.ReadAll(r)
@@ -103,7 +109,7 @@ func killWhileWriting(t *testing.T, args ...string) ([]byte, syscall.WaitStatus,
 		case <-deadline:
 			cmd.Process.Kill()
 			<-done
-			t.Fatalf("%s still running 20 s after the first SIGTERM", args[0])
+			t.Fatalf("%s still running 20 s after the first %v", args[0], sig)
 		case <-tick.C:
 		}
 	}
@@ -137,4 +143,28 @@ func TestASignalCutsEngageReplaysLines(t *testing.T) {
 	}
 	docSays(t, "json.md", "always false: a replay is not interrupted, it is killed (killed while it writes its lines, it leaves them cut where they were, with no summary")
 	docSays(t, "cli.md", "engage replay's answer is many lines, written once the replay is done: a signal that comes while it writes them (a reader slow to read a long replay) cuts them where it finds them, mid-line included, with no summary line")
+}
+
+// A second SIGHUP (a terminal closed, then its session's hangup again)
+// kills a walk as a second Ctrl-C or SIGTERM does, and its cut stream is
+// told from a whole interrupted one by its status: Python's returncode
+// is -1 (a shell's status 129). json.md gave the returncodes of the kill as
+// -2 or -15 alone, so a worker that took those two for a kill read a
+// stream a SIGHUP cut as a whole one of another kind.
+func TestASecondSIGHUPCutsTheOutputItIsWriting(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	for i := range 300 {
+		dir := filepath.Join(root, store.Key("github", "acme/cut", fmt.Sprint("pi/issue-", i)))
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "current.jsonl"), []byte(header), 0o600)
+		os.WriteFile(filepath.Join(dir, "pi-version"), []byte("0.58.3"), 0o600)
+	}
+	out, ws, errs := signalWhileWriting(t, syscall.SIGHUP, "dump", "--json", "--log-format", "json", root)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGHUP {
+		t.Fatalf("dump: %v; want killed by the second SIGHUP\n%s", ws, errs)
+	}
+	if len(out) == 0 || bytes.Contains(out, []byte(`{"summary":`)) {
+		t.Fatalf("dump killed while writing: %d bytes; want a stream cut before its summary", len(out))
+	}
+	docSays(t, "json.md", "(Python's returncode tells the two apart: -2, -15 or -1 for the kill by a second Ctrl-C, SIGTERM or SIGHUP)")
 }
