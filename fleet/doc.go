@@ -150,10 +150,14 @@
 // directory fsync.
 //
 // Both are guarded. A destination holding the same generation (gen, size,
-// CRC32C) is already. A key whose generation in etcd descends from the key
-// dir's (a higher gen whose history holds the key dir's newest entry, or
-// whose transcript begins with the key dir's bytes: the fleet promoted it
-// since) is already to ToEtcd and brought forward by FromEtcd (back into
+// CRC32C) is already, with the same stamps or one history: the same bytes
+// under another venue, pi version, chain, context reading or promotion
+// time, whose promotion neither side's history holds, are another root's
+// key, a conflict naming the stamps. A key whose generation in etcd
+// descends from the key dir's (a higher gen whose history holds the key
+// dir's newest entry, or whose transcript begins with the key dir's
+// bytes: the fleet promoted it since) is already to ToEtcd and brought
+// forward by FromEtcd (back into
 // the root the keys came from); anything else, a key dir promoted since
 // etcd got it included (ToEtcd only creates records), is a conflict,
 // reported and left alone. Each key is whole in its source until the

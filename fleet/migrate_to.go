@@ -444,9 +444,10 @@ func served(sc db.Sidecars, file bool, size int64, sum uint32) (*etcdmeta.Transc
 }
 
 // judgeExisting files a key etcd already holds (state st) against rec, the
-// record the key dir would give it: the same generation is Already, a
-// later one the fleet promoted from it is Already too, anything else a
-// Conflict, left alone.
+// record the key dir would give it: the same generation is Already (under
+// other stamps, by no one lineage, a Conflict: stampConflict), a later one
+// the fleet promoted from it is Already too, anything else a Conflict,
+// left alone.
 func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State) {
 	held := st.Record.Transcript
 	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
