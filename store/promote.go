@@ -153,8 +153,9 @@ func (s *Store) Promote(sess Session, req PromoteRequest) (PromoteResult, error)
 // fleet's etcd requests, with a Backend that takes a context:
 // ContextBackend), and between the chunks of its reads and its copy of the
 // staged file, and of a retry's read of the record's file (HoldsRecord,
-// with a KeyTxn that takes a context: ContextKeyTxn). A promote given up so is promote-failed, returned with an
-// error that wraps ctx's (errors.Is(err, context.Canceled) or
+// with a KeyTxn that takes a context: ContextKeyTxn). A promote given up
+// so is promote-failed, returned with an error that wraps ctx's
+// (errors.Is(err, context.Canceled) or
 // context.DeadlineExceeded): nothing of the key changed, the run's
 // transcript is where the job left it, and a retry with the same Session
 // promotes it, as after any promote-failed. A ctx done before the call
