@@ -395,7 +395,7 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		s.giveReapedBits(root, name)
 	}
 	// What the run gives itself (giveReapedBits) a dry run does not ask.
-	dirGiven := dryRun && lacksOwnBits(root, name, 0o700)
+	dirGiven := dryRun && lacksOwnBits(root, name, true)
 	kd, d, gen, landed, err := s.reapedState(root, name, !dryRun)
 	if err != nil {
 		return false, err
@@ -410,7 +410,7 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		// (reapedState), then meets the key: a name taken by anything
 		// but an empty directory fails it; then it renames the dir under
 		// root.
-		if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, 0o600) {
+		if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, false) {
 			return false, err
 		}
 		if taken, err := keyNameTaken(root, key); err != nil || taken {
@@ -444,7 +444,7 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		// (reapedState); then what removeAside refuses; then to write
 		// in kd and under root.
 		if d != nil {
-			if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, 0o600) {
+			if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, false) {
 				return false, err
 			}
 		}
@@ -491,10 +491,15 @@ func removable(root, kd *os.File, name string, given bool) error {
 	return fsat.DeleteErr(root, name)
 }
 
-// lacksOwnBits reports whether dir's entry name ("." for dir itself), a
-// directory or a regular file this process's effective user owns, lacks
-// any of the owner's bits need: bits its runner may give it.
-func lacksOwnBits(dir *os.File, name string, need uint32) bool {
+// lacksOwnBits reports whether dir's entry name ("." for dir itself) is
+// one a reap gives the owner's bits to, its runner's own, and lacks any
+// of them: with isDir a directory (u+rwx: the reap-owned dir), else a
+// regular file of one name (u+rw: its meta.db). Anything else at the
+// name keeps its mode: a regular file at a reap-owned name (no dir a
+// reap made: failed, "not a real directory"), a directory at meta.db's
+// (a foreign entry: the dir is failed, not removed), and a meta.db with
+// a second name, whose chmod would change that other name's file.
+func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 	var st unix.Stat_t
 	var err error
 	if name == "." {
@@ -502,7 +507,14 @@ func lacksOwnBits(dir *os.File, name string, need uint32) bool {
 	} else {
 		st, err = fsat.LstatAt(dir, name)
 	}
-	if err != nil || !fsat.IsDir(&st) && !fsat.IsRegular(&st) || st.Uid != uint32(os.Geteuid()) {
+	need := uint32(0o600)
+	if isDir {
+		need = 0o700
+	}
+	switch {
+	case err != nil, st.Uid != uint32(os.Geteuid()):
+		return false
+	case isDir && !fsat.IsDir(&st), !isDir && (!fsat.IsRegular(&st) || st.Nlink != 1):
 		return false
 	}
 	return uint32(st.Mode)&need != need
@@ -522,7 +534,7 @@ func lacksOwnBits(dir *os.File, name string, need uint32) bool {
 // modes) is left, and the removal fails as it would have.
 func (s *Store) giveReapedBits(root *os.File, name string) {
 	uid := os.Geteuid()
-	if lacksOwnBits(root, name, 0o700) {
+	if lacksOwnBits(root, name, true) {
 		access.GiveBits(s.disk.disk(), root, name, 0o700, uid)
 	}
 	kd, err := fsat.OpenDirAt(root, name)
@@ -530,7 +542,7 @@ func (s *Store) giveReapedBits(root *os.File, name string) {
 		return
 	}
 	defer kd.Close()
-	if lacksOwnBits(kd, db.FileName, 0o600) {
+	if lacksOwnBits(kd, db.FileName, false) {
 		access.GiveBits(s.disk.disk(), kd, db.FileName, 0o600, uid)
 	}
 }
