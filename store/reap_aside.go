@@ -492,13 +492,16 @@ func removable(root, kd *os.File, name string, given bool) error {
 }
 
 // lacksOwnBits reports whether dir's entry name ("." for dir itself) is
-// one a reap gives the owner's bits to, its runner's own, and lacks any
-// of them: with isDir a directory (u+rwx: the reap-owned dir), else a
-// regular file of one name (u+rw: its meta.db). Anything else at the
-// name keeps its mode: a regular file at a reap-owned name (no dir a
-// reap made: failed, "not a real directory"), a directory at meta.db's
-// (a foreign entry: the dir is failed, not removed), and a meta.db with
-// a second name, whose chmod would change that other name's file.
+// one a reap gives the owner's write bit to, its runner's own, and lacks
+// it: with isDir a directory (the reap-owned dir), else a regular file of
+// one name (its meta.db). Anything else at the name keeps its mode: a
+// regular file at a reap-owned name (no dir a reap made: failed, "not a
+// real directory"), a directory at meta.db's (a foreign entry: the dir
+// is failed, not removed), and a meta.db with a second name, whose chmod
+// would change that other name's file. So does one that lacks what a
+// look needs (a dir's read and search bits, a file's read bit): a dry
+// run, which changes nothing, cannot look in it to plan, and fails it,
+// so its run fails it too, as it finds it.
 func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 	var st unix.Stat_t
 	var err error
@@ -507,9 +510,9 @@ func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 	} else {
 		st, err = fsat.LstatAt(dir, name)
 	}
-	need := uint32(0o600)
+	look := uint32(0o400)
 	if isDir {
-		need = 0o700
+		look = 0o500
 	}
 	switch {
 	case err != nil, st.Uid != uint32(os.Geteuid()):
@@ -517,14 +520,15 @@ func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 	case isDir && !fsat.IsDir(&st), !isDir && (!fsat.IsRegular(&st) || st.Nlink != 1):
 		return false
 	}
-	return uint32(st.Mode)&need != need
+	return uint32(st.Mode)&look == look && uint32(st.Mode)&0o200 == 0
 }
 
 // giveReapedBits gives the reap-owned dir name under root, and its
-// meta.db, where they are its runner's own, the owner's bits their
-// removal (or restore) needs and their mode lacks: to write in and enter
-// the dir, to open meta.db as a writer (access.GiveBits: through the
-// durability seam, never through a link, made durable). A sessdb from
+// meta.db, where they are its runner's own, the owner's write bit their
+// removal (or restore) needs and their mode lacks: to write in the dir,
+// to open meta.db as a writer (access.GiveBits: through the durability
+// seam, never through a link, made durable); only where they have what
+// a look needs, as a dry run looks (see lacksOwnBits). A sessdb from
 // before reap asked for them first renamed a key dir its owner had left
 // 0500 aside and then could not empty it: the key gone, and every reap
 // and check --repair after failed the dir (check judges no mode of a
@@ -535,7 +539,7 @@ func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 func (s *Store) giveReapedBits(root *os.File, name string) {
 	uid := os.Geteuid()
 	if lacksOwnBits(root, name, true) {
-		access.GiveBits(s.disk.disk(), root, name, 0o700, uid)
+		access.GiveBits(s.disk.disk(), root, name, 0o200, uid)
 	}
 	kd, err := fsat.OpenDirAt(root, name)
 	if err != nil {
@@ -543,7 +547,7 @@ func (s *Store) giveReapedBits(root *os.File, name string) {
 	}
 	defer kd.Close()
 	if lacksOwnBits(kd, db.FileName, false) {
-		access.GiveBits(s.disk.disk(), kd, db.FileName, 0o600, uid)
+		access.GiveBits(s.disk.disk(), kd, db.FileName, 0o200, uid)
 	}
 }
 

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/gates"
+	"sessdb/internal/faults"
+	"sessdb/store"
+)
+
+// A reap-owned dir its runner owns but may not read or enter (0300, 0100,
+// 0600), or whose meta.db it may not read (0200), cannot be looked at by
+// a dry run, which changes nothing: it fails it, permission denied. The
+// run fails it too, leaving it and its mode as they were, so that the dry
+// run plans what the run does; the owner's chmod lets the next reap
+// finish it. Before, the run gave itself u+rwx (u+rw) first and finished
+// the dir, exit 0, where its dry run had failed it, exit 1.
+func TestAReapOfAReapedDirItsOwnerMayNotReadFailsAsItsDryRunDoes(t *testing.T) {
+	for _, m := range [][2]os.FileMode{{0o300, 0o600}, {0o100, 0o600}, {0o600, 0o600}, {0o500, 0o200}} {
+		t.Run(fmt.Sprintf("%04o-%04o", m[0], m[1]), func(t *testing.T) { reapOfAnUnreadableReapedDir(t, m[0], m[1]) })
+	}
+}
+
+func reapOfAnUnreadableReapedDir(t *testing.T, dirMode, metaMode os.FileMode) {
+	w := newNobodysWorker(t)
+	now := clock
+	t.Cleanup(func() { clock = now })
+	clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote: %s", promoted)
+	}
+	clock = now
+	s, err := store.New(w.root, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults.Set(func(p faults.Point) error {
+		if p == faults.ReapAfterRename {
+			return errors.New("killed")
+		}
+		return nil
+	})
+	s.Reap(false)
+	faults.Set(nil)
+	aside, _ := filepath.Glob(filepath.Join(w.root, ".reaped-*"))
+	if len(aside) != 1 {
+		t.Fatalf("the killed reap left %v", aside)
+	}
+	t.Cleanup(func() { os.Chmod(aside[0], 0o700) })
+	if err := os.Chmod(filepath.Join(aside[0], "meta.db"), metaMode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(aside[0], dirMode); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(aside[0])
+	dryCode, dryOut, dryErrs := w.runAs("reap", "--dry-run", w.root)
+	code, out, errs := w.runAs("reap", w.root)
+	if dryCode != code || code != exitFault || !strings.Contains(dryOut, "failed        "+name) || !strings.Contains(out, "failed        "+name) {
+		t.Errorf("the dry run: exit %d\n%s%s\nthe run: exit %d\n%s%s\nwant both to fail the dir, exit %d", dryCode, dryOut, dryErrs, code, out, errs, exitFault)
+	}
+	os.Chmod(aside[0], 0o700)
+	if st, err := os.Stat(filepath.Join(aside[0], "meta.db")); err != nil || st.Mode().Perm() != metaMode {
+		t.Errorf("meta.db after the run: %v, %v; want it there, mode %04o", st, err, metaMode)
+	}
+}
