@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sessdb/fleet/etcdmeta"
+	"sessdb/store"
 )
 
 // otherStamps says how the stamps the ladder reads with a generation
@@ -56,7 +57,12 @@ func otherStamps(held, dir etcdmeta.Record) string {
 // generation when t is nil) is in etcd's history too, as a migration
 // either way carries it. Only a migration of one to the other gives two
 // histories one entry; another root's promotion of the same bytes has a
-// time, a job and a ticket of its own.
+// time, a job and a ticket of its own. An operator's accept (check
+// --repair --accept) makes a generation as a promotion does, its entry's
+// outcome "accepted": it tells the lineage the same way. A generation
+// no entry made (a key migrated from the legacy layout, whose meta.db
+// starts with no history) tells none: two roots' legacy keys cannot be
+// told from one.
 //
 // The stamps of one lineage can differ at the same generation: a
 // promotion committed on the key dir after etcd got the key, whose temp
@@ -67,7 +73,7 @@ func otherStamps(held, dir etcdmeta.Record) string {
 func oneLineage(dirHist, etcdHist []etcdmeta.HistoryEntry, t *etcdmeta.Transcript) bool {
 	for i := len(dirHist) - 1; i >= 0; i-- {
 		e := dirHist[i]
-		if e.Outcome != "" || t != nil && e.Gen != t.Gen {
+		if e.Outcome != "" && e.Outcome != store.AcceptedOutcome || t != nil && e.Gen != t.Gen {
 			continue
 		}
 		return etcdmeta.Holds(etcdHist, e)

@@ -1,0 +1,61 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// A key dir whose generation an operator's check --repair --accept made
+// (its history's entry for it is "accepted", not a promotion's) is one
+// lineage with the etcd record it moved into, as a promoted one is: once
+// a promotion committed after the move loses its temp, the key dir serves
+// that generation under the lost promotion's stamps, and a re-run either
+// way, dry run and run, is already, etcd's stamps kept. Before, only a
+// promotion's entry told the lineage: the accepted generation had none, so
+// each re-run said conflict ("another history"), exit 1, for the key's
+// own state, where fleet.md says already.
+func TestMigrateOfAnAcceptedGenerationUnderALostPromotionsStampsIsAlready(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "acme/widget", "accepted then lost")
+	hostA := filepath.Join(t.TempDir(), "a")
+	a := newHostBuilder(t, hostA)
+	a.mustPromote(key, migJob, "a turn", store.PromoteRequest{})
+	edited := append(convo(migNow.Add(-48*time.Hour)), markerLine("edited by hand")...)
+	if err := os.WriteFile(a.path(key, store.TranscriptName), edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.s.Accept(key); err != nil || res.Already || res.Gen != 2 {
+		t.Fatalf("accept: %+v, %v; want gen 2", res, err)
+	}
+	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Migrated {
+		t.Fatalf("the root into the fleet: %+v", got[key])
+	}
+	docker := migJob
+	docker.Venue = "docker"
+	a.crashAfterCommit(key, docker, "a turn lost")
+	if err := os.Truncate(a.pendingTemp(key), 100); err != nil {
+		t.Fatal(err)
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	for _, to := range []bool{true, false} {
+		for _, opts := range []MigrateOptions{dry, migOpts()} {
+			got, _ := runMigration(t, to, hostA, f.b, opts)
+			if r := got[key]; r.Action != migrate.Already || strings.Contains(r.Cause, "other stamps") {
+				t.Errorf("to etcd %v, dry run %v: %s %q; want already", to, opts.DryRun, r.Action, r.Cause)
+			}
+		}
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil || st.Record.Venue == nil || *st.Record.Venue != "local" || st.Record.Transcript == nil || st.Record.Transcript.Gen != 2 {
+		t.Fatalf("etcd's record: %+v, %v; want gen 2, venue local", st.Record, err)
+	}
+}
