@@ -230,6 +230,12 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 			f = add(name, KindReapInterrupted, why+"%s, not the store's, so neither the next reap nor check --repair removes it: look at it", key, strings.Join(foreign, ", "))
 			break
 		}
+		if kd != nil {
+			if rerr := removalRefused(root, kd, name); rerr != nil {
+				f = add(name, KindReapInterrupted, why+"its removal is refused (%v), so neither the next reap nor check --repair removes it until that is cleared: look at it", key, rerr)
+				break
+			}
+		}
 		f = add(name, KindReapInterrupted, why+"the next reap or check --repair removes it", key)
 	}
 	f.Key = key

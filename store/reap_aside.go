@@ -491,6 +491,26 @@ func removable(root, kd *os.File, name string, given bool) error {
 	return fsat.DeleteErr(root, name)
 }
 
+// removalRefused is what refuses the removal of the reap-owned dir kd, at
+// name under root, whoever asks and whatever the modes, which a reap
+// that may write in both would meet all the same (fsat.DeleteRefused: an
+// immutable or append-only entry or dir; another's entry in a sticky
+// dir, for this process's user): check's word for a dir the next reap
+// fails whole (removable), where a mode alone (a reap gives its own dir
+// the write bit; another user may run it) says nothing.
+func removalRefused(root, kd *os.File, name string) error {
+	names, err := fsat.ReadDirNames(kd)
+	if err != nil {
+		return nil // the reap's to say
+	}
+	for _, n := range sortedCopy(names) {
+		if err := fsat.DeleteRefused(kd, n); err != nil {
+			return err
+		}
+	}
+	return fsat.DeleteRefused(root, name)
+}
+
 // lacksOwnBits reports whether dir's entry name ("." for dir itself) is
 // one a reap gives the owner's write bit to, its runner's own, and lacks
 // it: with isDir a directory (the reap-owned dir), else a regular file of
