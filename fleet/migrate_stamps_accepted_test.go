@@ -59,3 +59,46 @@ func TestMigrateOfAnAcceptedGenerationUnderALostPromotionsStampsIsAlready(t *tes
 		t.Fatalf("etcd's record: %+v, %v; want gen 2, venue local", st.Record, err)
 	}
 }
+
+// The same for a key migrated from the legacy layout, whose meta.db holds
+// no history (here: to the legacy layout and back): no entry made the
+// generation it moved, so nothing tells its own lost promotion from
+// another root's same bytes, and each re-run, dry run and run, either
+// way, is a conflict naming the stamps, etcd's record kept, as fleet.md
+// says.
+func TestMigrateOfALegacyBornGenerationUnderALostPromotionsStampsIsAConflict(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "acme/widget", "legacy then lost")
+	hostA := filepath.Join(t.TempDir(), "a")
+	a := newHostBuilder(t, hostA)
+	a.mustPromote(key, migJob, "a turn", store.PromoteRequest{})
+	for _, to := range []func(string, migrate.Options, func(migrate.Report) error) (migrate.Summary, error){migrate.ToLegacy, migrate.ToDB} {
+		if _, err := to(hostA, migrate.Options{}, func(migrate.Report) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Migrated {
+		t.Fatalf("the root into the fleet: %+v", got[key])
+	}
+	docker := migJob
+	docker.Venue = "docker"
+	a.crashAfterCommit(key, docker, "a turn lost")
+	if err := os.Truncate(a.pendingTemp(key), 100); err != nil {
+		t.Fatal(err)
+	}
+	dry := migOpts()
+	dry.DryRun = true
+	for _, to := range []bool{true, false} {
+		for _, opts := range []MigrateOptions{dry, migOpts()} {
+			got, _ := runMigration(t, to, hostA, f.b, opts)
+			if r := got[key]; r.Action != Conflict || !strings.Contains(r.Cause, `venue "local" in etcd, "docker" in the key dir`) {
+				t.Errorf("to etcd %v, dry run %v: %s %q; want a conflict naming the venue", to, opts.DryRun, r.Action, r.Cause)
+			}
+		}
+	}
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil || st.Record.Venue == nil || *st.Record.Venue != "local" {
+		t.Fatalf("etcd's record: %+v, %v; want venue local", st.Record, err)
+	}
+}
