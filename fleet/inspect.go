@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -146,7 +148,13 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 // listWithStrays calls emit with each record List lists, in key order,
 // and, in its place among them, with a key of its own (an Item with Rev
 // 0) for each key that has a history and no record listed (see
-// checker.strayHistory): dump shows it, and its history. The histories'
+// checker.strayHistory): dump shows it, and its history. A history whose
+// name is no key and has no record is emitted too, as check names it
+// (not-a-key): dump reports it "not a key", as it does such a record.
+// HistoryKeys may give such a name out of its order among the others
+// (a name another sorts among the keys of: "a!" before "a"): one not
+// emitted in its place is emitted after the records, unless a record
+// had it. The histories'
 // names (etcdmeta.HistoryKeys) are read beside the records, a page of
 // each at a time, from once the records' first page is read. counted is
 // given the records' count (etcdmeta.ListCounted), and one more for each
@@ -166,10 +174,12 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 		})
 	})
 	defer stop()
-	// pending is the next key with a history not yet placed (valid
-	// keys only, each once: HistoryKeys gives them in key order), while
-	// have.
+	// pending is the next name with a history not yet placed (each once:
+	// HistoryKeys gives the keys in key order), while have. late are the
+	// names that are no key HistoryKeys gave out of that order, and
+	// emitted those such names emitted already, a record's or a history's.
 	pending, have, pulled := "", false, false
+	late, emitted := map[string]bool{}, map[string]bool{}
 	pull := func() error {
 		prev := pending
 		for {
@@ -177,14 +187,20 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 			if !have {
 				return histErr
 			}
-			if etcdmeta.ValidKey(pending) && (!pulled || pending > prev) {
+			if !pulled || pending > prev {
 				pulled = true
 				return nil
+			}
+			if pending != prev && !etcdmeta.ValidKey(pending) {
+				late[pending] = true
 			}
 		}
 	}
 	stray := func() error {
 		counted(1)
+		if !etcdmeta.ValidKey(pending) {
+			emitted[pending] = true
+		}
 		if err := emit(etcdmeta.Item{Key: pending}); err != nil {
 			return err
 		}
@@ -214,6 +230,9 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 				return err
 			}
 		}
+		if !etcdmeta.ValidKey(it.Key) {
+			emitted[it.Key] = true
+		}
 		return emit(it)
 	})
 	if err != nil {
@@ -226,6 +245,15 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 	}
 	for have {
 		if err := stray(); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(late)) {
+		if emitted[name] {
+			continue
+		}
+		counted(1)
+		if err := emit(etcdmeta.Item{Key: name}); err != nil {
 			return err
 		}
 	}

@@ -188,3 +188,50 @@ func TestAHistoryWithNoRecordUnreadableUnderCheckStopsIt(t *testing.T) {
 		t.Errorf("check whose read of a history with no record failed: no error; want the failure")
 	}
 }
+
+// dump reports a history whose name is no key and that has no record,
+// "not a key", as check names it (not-a-key) and as dump reports such a
+// record: each such name once, a name HistoryKeys gives out of its order
+// ("a" after "a!", whose keys sort before "a/…") too, and a name with a
+// record and a history once. Before, dump skipped every such history:
+// check named it and dump did not list it.
+func TestDumpReportsAHistoryWhoseNameIsNoKeyAsCheckDoes(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stray-history", "not-a-key-beside")
+	f.run(key, "one")
+	cli := c.Client(t)
+	rec, err := cli.Get(t.Context(), f.prefix+"/record/"+key)
+	if err != nil || len(rec.Kvs) != 1 {
+		t.Fatalf("the record: %v %v", rec, err)
+	}
+	for _, k := range []string{"/history/zz/0000000000000001", "/history/a!/0000000000000001", "/history/a/0000000000000001", "/history/a/0000000000000002", "/history/a", "/history/yy/0000000000000001", "/record/yy"} {
+		v := "x"
+		if k == "/record/yy" {
+			v = string(rec.Kvs[0].Value)
+		}
+		if _, err := cli.Put(t.Context(), f.prefix+k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, r := range f.dump(InspectOptions{}) {
+		names = append(names, r.Name)
+		if r.Name != key && (r.Problem != "not a key" || r.Verdict != nil) {
+			t.Errorf("dump reported %q as %+v; want not a key, no verdict", r.Name, r.KeyReport)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"a", "a!", key, "yy", "zz"}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("dump reported %q; want %q, each once", names, want)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	for _, n := range []string{"a", "a!", "zz"} {
+		if fd, ok := found[f.prefix+"/history/"+n+"/"]; !ok || fd.Kind != store.KindNotAKey {
+			t.Errorf("check found %+v at %s/history/%s/; want not-a-key", fd, f.prefix, n)
+		}
+	}
+}
