@@ -181,6 +181,12 @@ func readLegacy(k *keyScan) (Values, []Oddity, error) {
 			if c.Model != strings.ToLower(c.Model) {
 				note(legacy.ContextName, "model stamp "+quote([]byte(c.Model)), "compared as written, not lowercased (as the legacy reader did)")
 			}
+			if strings.IndexByte(c.Model, 0) >= 0 {
+				// As a venue's or pi-version's NUL byte: no job's model
+				// given on a command line can hold one, so the reading
+				// is another model's to every CLI job that names one.
+				note(legacy.ContextName, "model stamp "+quote([]byte(c.Model)), "carried as is: it holds a NUL byte, which no --model can, so it matches no CLI job's model (the context bound skips the reading for a job that names one; one that names none still uses it)")
+			}
 		}
 	}
 	return v, odd, nil
