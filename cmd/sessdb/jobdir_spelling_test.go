@@ -149,3 +149,39 @@ func devOf(t *testing.T, path string) uint64 {
 	}
 	return uint64(st.Dev)
 }
+
+// resolve's "staged" is the job dir as given with its trailing slashes
+// alone dropped by the join, as docs/json.md says: "jobs/1/" gives
+// jobs/1/session/current.jsonl, as a worker's os.path.join or path.join
+// gives it, never jobs/1//session/…; a ".." in it is kept. (The doc said
+// "as given", which a worker comparing strings took for the slash kept.)
+func TestStagedDropsOnlyTheJobDirsTrailingSlashes(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	mustMkdir(t, root, filepath.Join(base, "jobs"))
+	for given, want := range map[string]string{
+		filepath.Join(base, "jobs", "1") + "/":      filepath.Join(base, "jobs", "1") + "/session/current.jsonl",
+		filepath.Join(base, "jobs", "2") + "//":     filepath.Join(base, "jobs", "2") + "/session/current.jsonl",
+		filepath.Join(base, "jobs", "x") + "/../3/": filepath.Join(base, "jobs", "x") + "/../3/session/current.jsonl",
+	} {
+		if strings.Contains(given, "/x/") {
+			mustMkdir(t, filepath.Join(base, "jobs", "x"))
+		}
+		code, out, errs := runCLI(t, "resolve", "--sessions-dir", root, "--key", "0123456789abcdef0123456789abcdef",
+			"--job-dir", given, "--pi-version", "0.58.3")
+		if code != exitOK {
+			t.Fatalf("resolve --job-dir %s exited %d: %s", given, code, errs)
+		}
+		var res struct{ Staged string }
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Staged != want {
+			t.Errorf("--job-dir %s: staged %q; want %q", given, res.Staged, want)
+		}
+		if _, err := os.Stat(res.Staged); err != nil {
+			t.Errorf("--job-dir %s: staged names no file: %v", given, err)
+		}
+	}
+}

@@ -167,7 +167,9 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 // stagedPath is the staged file's path, <job-dir>/session/current.jsonl,
 // the job dir as given: cleaned, "jobs/link/../1234" would name jobs/1234,
 // where the system, following the link first, reached another directory
-// (resolve opened the job dir as given).
+// (resolve opened the job dir as given). Its trailing slashes alone are
+// dropped by the join ("jobs/1/" gives jobs/1/session/…, as a worker's
+// path join gives it; docs/json.md says so).
 func stagedPath(jobDir string) string {
 	return fsat.JoinUncleaned(jobDir, store.StagedDirName+"/"+store.TranscriptName)
 }
