@@ -129,6 +129,10 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(err)
 		}
 		prog := progressTo(inv, "check")
+		// Signals are caught from before a fleet's connection, which can
+		// wait up to its request timeout (openFleetWalk).
+		ctx, stop := interruptContext()
+		defer stop()
 		var check func(context.Context, func(store.Finding) error) (store.CheckSummary, error)
 		if onFleet {
 			for _, f := range []string{"accept", "quarantine", "deep-check-timeout"} {
@@ -140,14 +144,21 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			if err != nil {
 				return inv.rep.config(err)
 			}
-			b, code := openFleetWalk(inv, fk, fc)
-			if b == nil {
+			b, stopped, code := openFleetWalk(ctx, inv, fk, fc)
+			switch {
+			case stopped:
+				// A signal while it connected: nothing checked.
+				check = func(ctx context.Context, _ func(store.Finding) error) (store.CheckSummary, error) {
+					return store.CheckSummary{}, ctx.Err()
+				}
+			case b == nil:
 				return code
-			}
-			defer b.Close()
-			fopts := fleet.CheckOptions{Repair: *repair, Grace: g, Now: sopts.Now, MaxBytes: sopts.Bounds.MaxBytes, Progress: prog.report()}
-			check = func(ctx context.Context, visit func(store.Finding) error) (store.CheckSummary, error) {
-				return b.Check(ctx, fopts, visit)
+			default:
+				defer b.Close()
+				fopts := fleet.CheckOptions{Repair: *repair, Grace: g, Now: sopts.Now, MaxBytes: sopts.Bounds.MaxBytes, Progress: prog.report()}
+				check = func(ctx context.Context, visit func(store.Finding) error) (store.CheckSummary, error) {
+					return b.Check(ctx, fopts, visit)
+				}
 			}
 		} else {
 			st, code := openWalk(inv, cfg)
@@ -162,8 +173,6 @@ func bindCheck(fs *flag.FlagSet) func(*invocation) int {
 			}
 		}
 
-		ctx, stop := interruptContext()
-		defer stop()
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		// The findings are held until the walk has ended: a walk can fail
 		// half-way (a fleet's etcd lost while its histories are read), and

@@ -117,6 +117,10 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 		}
 		prog := progressTo(inv, "dump")
 		opts := store.InspectOptions{History: int(n), Only: *key, Verify: *verify, Job: job, Progress: prog.report()}
+		// Signals are caught from before a fleet's connection, which can
+		// wait up to its request timeout (openFleetWalk).
+		ctx, stop := interruptContext()
+		defer stop()
 		// inspect walks the store, a sessions root or a fleet, and
 		// visits each entry with the file a fleet's record names.
 		var inspect func(context.Context, func(store.KeyReport, string) error) error
@@ -125,14 +129,19 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			if err != nil {
 				return inv.rep.config(err)
 			}
-			b, code := openFleetWalk(inv, fk, fc)
-			if b == nil {
+			b, stopped, code := openFleetWalk(ctx, inv, fk, fc)
+			switch {
+			case stopped:
+				// A signal while it connected: nothing read.
+				inspect = func(ctx context.Context, _ func(store.KeyReport, string) error) error { return ctx.Err() }
+			case b == nil:
 				return code
-			}
-			defer b.Close()
-			fopts := fleet.InspectOptions{Bounds: sopts.Bounds, Now: sopts.Now, History: opts.History, Only: opts.Only, Verify: opts.Verify, Job: opts.Job, Progress: opts.Progress}
-			inspect = func(ctx context.Context, visit func(store.KeyReport, string) error) error {
-				return b.Inspect(ctx, fopts, func(r fleet.Report) error { return visit(r.KeyReport, r.File) })
+			default:
+				defer b.Close()
+				fopts := fleet.InspectOptions{Bounds: sopts.Bounds, Now: sopts.Now, History: opts.History, Only: opts.Only, Verify: opts.Verify, Job: opts.Job, Progress: opts.Progress}
+				inspect = func(ctx context.Context, visit func(store.KeyReport, string) error) error {
+					return b.Inspect(ctx, fopts, func(r fleet.Report) error { return visit(r.KeyReport, r.File) })
+				}
 			}
 		} else {
 			st, code := openWalk(inv, cfg, atOpt)
@@ -144,8 +153,6 @@ func bindDump(fs *flag.FlagSet) func(*invocation) int {
 			}
 		}
 
-		ctx, stop := interruptContext()
-		defer stop()
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		var sum dumpSummary
 		// For a table: widths need every row.

@@ -98,19 +98,44 @@ func takes(st *store.Store, ticket func() (store.Session, error)) bool {
 	return err == nil && st.CheckRoot(sess) == nil
 }
 
-// openFleetWalk opens the fleet for a walk (dump, check, reap). Its
-// transcripts dir must be one a walk may descend, as a sessions root
-// must; an etcd that refuses or does not answer a login is a fault.
-func openFleetWalk(inv *invocation, fk *fleetKnobs, fc fleet.Config) (*fleet.Backend, int) {
+// openFleetWalk opens the fleet for a walk (dump, check, reap, migrate's
+// --to and --from etcd). Its transcripts dir must be one a walk may
+// descend, as a sessions root must; an etcd that refuses or does not
+// answer a login is a fault. ctx is the walk's (interruptContext), made
+// before the fleet is opened: a signal while it connects (a login waits
+// up to the request timeout for a member that does not answer) ends the
+// wait, and b is nil with interrupted true, for the command to report
+// its walk interrupted with nothing done (exit 130). Before, the signal
+// came before any was caught, and killed the command, nothing on stdout.
+// The connection left is closed once its open returns.
+func openFleetWalk(ctx context.Context, inv *invocation, fk *fleetKnobs, fc fleet.Config) (b *fleet.Backend, interrupted bool, code int) {
 	_, name := fk.transcriptsDir.get(os.Getenv)
 	if err := checkWalkDir(name+": the transcripts dir", "point it at the fleet's shared directory", fc.TranscriptsDir); err != nil {
-		return nil, inv.rep.config(err)
+		return nil, false, inv.rep.config(err)
 	}
-	b, err := fleet.Open(fc)
-	if err != nil {
-		return nil, fleetError(inv, fk, err)
+	type opened struct {
+		b   *fleet.Backend
+		err error
 	}
-	return b, exitOK
+	done := make(chan opened, 1)
+	go func() {
+		b, err := fleet.Open(fc)
+		done <- opened{b, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, false, fleetError(inv, fk, o.err)
+		}
+		return o.b, false, exitOK
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.b != nil {
+				o.b.Close()
+			}
+		}()
+		return nil, true, exitOK
+	}
 }
 
 // fleetError reports an error of fleet.Open, or of a fleet's walk: a

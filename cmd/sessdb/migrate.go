@@ -128,21 +128,28 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 				return inv.rep.config(placeError(pe, tn, rn))
 			}
 		}
+		// Signals are caught from before a fleet's connection, which can
+		// wait up to its request timeout (openFleetWalk).
+		ctx, stop := interruptContext()
+		defer stop()
 		var b *fleet.Backend
+		stopped := false
 		if on {
 			fc.Logger = inv.rep.storeLog()
 			var code int
-			if b, code = openFleetWalk(inv, fk, fc); b == nil {
+			b, stopped, code = openFleetWalk(ctx, inv, fk, fc)
+			switch {
+			case stopped:
+			case b == nil:
 				return code
+			default:
+				defer b.Close()
 			}
-			defer b.Close()
 		}
 		opts := migrate.Options{DryRun: *dryRun, Workers: int(n)}
 		prog := progressTo(inv, "migrate")
 		opts.Progress = prog.report()
 
-		ctx, stop := interruptContext()
-		defer stop()
 		w := bufio.NewWriter(clearing(inv.stdout, prog))
 		jw := &jsonWriter{w: w}
 		started := false
@@ -175,6 +182,9 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 		var sum fleet.MigrateSummary
 		fopts := fleet.MigrateOptions{DryRun: *dryRun, Workers: int(n), Progress: opts.Progress}
 		switch {
+		case stopped:
+			// A signal while it connected: nothing read or written.
+			sum = fleet.MigrateSummary{Summary: migrate.Summary{Direction: fleetWay + "-etcd", DryRun: *dryRun, Interrupted: true}}
 		case fleetWay == "to":
 			sum, err = fleet.ToEtcd(ctx, root, b, fopts, each)
 		case fleetWay == "from":

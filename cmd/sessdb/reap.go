@@ -160,18 +160,30 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.config(err)
 		}
 		prog := progressTo(inv, "reap")
+		// Signals are caught from before a fleet's connection, which can
+		// wait up to its request timeout (openFleetWalk).
+		ctx, stop := interruptContext()
+		defer stop()
 		// reap removes what the store holds past its time, and lists it.
 		var reap func(context.Context) ([]reapAction, reapSummary, error)
 		if onFleet {
-			b, code := openFleetWalk(inv, fk, fc)
-			if b == nil {
+			b, stopped, code := openFleetWalk(ctx, inv, fk, fc)
+			switch {
+			case stopped:
+				// A signal while it connected: nothing judged or removed.
+				reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
+					actions, sum := fleetReapActions(fleet.ReapResult{}, fc.TranscriptsDir, *dryRun)
+					return actions, sum, ctx.Err()
+				}
+			case b == nil:
 				return code
-			}
-			defer b.Close()
-			reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
-				res, err := b.Reap(ctx, fleet.ReapOptions{TTL: sopts.Bounds.TTL, Grace: g, Now: sopts.Now, DryRun: *dryRun, Progress: prog.report()})
-				actions, sum := fleetReapActions(res, b.Dir(), *dryRun)
-				return actions, sum, err
+			default:
+				defer b.Close()
+				reap = func(ctx context.Context) ([]reapAction, reapSummary, error) {
+					res, err := b.Reap(ctx, fleet.ReapOptions{TTL: sopts.Bounds.TTL, Grace: g, Now: sopts.Now, DryRun: *dryRun, Progress: prog.report()})
+					actions, sum := fleetReapActions(res, b.Dir(), *dryRun)
+					return actions, sum, err
+				}
 			}
 		} else {
 			st, code := openWalk(inv, cfg, atOpt)
@@ -193,8 +205,6 @@ func bindReap(fs *flag.FlagSet) func(*invocation) int {
 			inv.rep.warn("the TTL is 0: no key expires; only stray temp files (and a fleet's orphans) are removed")
 		}
 
-		ctx, stop := interruptContext()
-		defer stop()
 		actions, sum, err := reap(ctx)
 		prog.clear()
 		interrupted := errors.Is(err, context.Canceled)

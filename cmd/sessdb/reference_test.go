@@ -91,7 +91,9 @@ objects the commands print are listed field by field in [json.md](json.md).
   are done; a transcript that check, dump --verify or migrate is reading
   is abandoned between two 1 MiB chunks, its key not printed): nothing new
   is started, what was done is printed and marked interrupted, and the exit
-  status is 130. A key under way that waits for its lock is waited for
+  status is 130. On a fleet that holds from before the walk connects to
+  etcd: a signal while it logs in (which waits up to --etcd-timeout for a
+  member) ends the wait, nothing done, the summary marked interrupted. A key under way that waits for its lock is waited for
   until it has it or gives up (2 s, check --repair twice; migrate 10 s),
   and on a fleet a key's delete (reap) or history renumber (check
   --repair) already sent is finished, within --etcd-timeout, and printed,

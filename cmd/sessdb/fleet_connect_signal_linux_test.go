@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A signal that comes while a fleet walk connects to etcd (a login, with
+// a user name, waits up to --etcd-timeout for a member that takes the
+// connection and answers nothing) stops it as a signal during its walk
+// does: nothing done, the summary marked interrupted, exit 130, at once.
+// The walks caught signals only once the fleet was open, so the signal
+// killed them: nothing on stdout, nothing on stderr, 128 + the signal.
+func TestASignalWhileAFleetWalkConnectsStopsItAsCtrlCDoes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "transcripts"), filepath.Join(base, "sessions")
+	mustMkdir(t, dir, root)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"dump", []string{"dump", "--json"}},
+		{"check", []string{"check", "--json", "--repair"}},
+		{"reap", []string{"reap", "--json"}},
+		{"migrate", []string{"migrate", "--json", "--to", "etcd", root}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], append(c.args, "--log-format", "json")...)
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+				"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
+				"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
+			var out, errs strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // in the login, which waits 20 s
+			start := time.Now()
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			took := time.Since(start)
+			if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+				t.Fatalf("%s killed by %v while it connected: want it stopped as by Ctrl-C (exit 130)\nstdout: %s\nstderr: %s", c.name, ws.Signal(), out.String(), errs.String())
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var last struct {
+				Summary struct {
+					Interrupted bool
+					Entries     int
+				}
+			}
+			json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || len(lines) != 1 || !last.Summary.Interrupted || last.Summary.Entries != 0 ||
+				!strings.Contains(errs.String(), "interrupted after 0 entries") {
+				t.Errorf("%s after SIGTERM while it connected: exit %d, stdout %q; want 130 and one summary line marked interrupted, 0 entries\nstderr: %s", c.name, code, out.String(), errs.String())
+			}
+			if took > 10*time.Second {
+				t.Errorf("%s stopped %v after the signal; want at once, not at the login's timeout", c.name, took)
+			}
+		})
+	}
+}
