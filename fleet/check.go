@@ -140,7 +140,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	listed := map[string]time.Time{} // each orphan's mtime, for the repair
 	listing, err := shared.ListOrphans(ctx, b.dir, func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		if needs(it, ok, name, mtime, cut, inFlight) {
+		if needs(it, ok, name, mtime, cut, inFlight, unreadHistory) {
 			return true
 		}
 		listed[name] = mtime
@@ -271,9 +271,10 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 	look := func() error {
 		own := ""
 		it, ok := c.records[name]
+		var hist history
 		if ok {
 			var err error
-			if own, err = c.record(ctx, &it, add); err != nil {
+			if own, err = c.record(ctx, &it, &hist, add); err != nil {
 				return err
 			}
 			ok = it.Rev != 0 || it.Err != nil
@@ -285,7 +286,7 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 		if name == shared.MarkName {
 			return nil // the dir's mark, found the fleet's by claim
 		}
-		return c.dir(name, own, it, ok, add)
+		return c.dir(name, own, it, hist, ok, add)
 	}
 	if err := look(); err != nil {
 		return nil, err
@@ -342,8 +343,8 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 // record checks one record and the generation file it names, and returns
 // that file's name when it is the key's own. It leaves in it the record as
 // read now, with the key's history (Rev 0: the key is gone since the
-// listing), where that read succeeded.
-func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (string, error) {
+// listing), where that read succeeded, and that history in hist.
+func (c *checker) record(ctx context.Context, it *etcdmeta.Item, hist *history, add addFunc) (string, error) {
 	path := c.b.meta.RecordKey(it.Key)
 	switch {
 	case !etcdmeta.ValidKey(it.Key):
@@ -357,6 +358,9 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, add addFunc) (s
 		return "", nil
 	}
 	st, fresh, err := c.history(ctx, it.Key, add)
+	if fresh {
+		*hist = history{entries: st.History, rev: st.Rev}
+	}
 	switch {
 	case err != nil:
 		return "", err

@@ -19,8 +19,8 @@ import (
 // dir checks what the transcripts dir holds under name: a key's
 // directory and its files, or a name that is no key. own is the file the
 // key's record names, already checked; it is the key's record as the walk
-// read it (ok: it has one).
-func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) error {
+// read it (ok: it has one), hist its history read with it.
+func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool, add addFunc) error {
 	if name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		// No entry of the dir has such a name: it is a record's, foreign
 		// input, and looked up it would reach outside the dir.
@@ -119,7 +119,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, ok bool, add addFunc) 
 			add(path, store.KindUnknownEntry, "an NFS client's silly rename: a file removed while that client had it open (a generation reaped under a slow resolve); the client removes it when it closes the file, and sessdb never does. One that stays is still open, or its client died with it open: remove it once no client holds it")
 		case !isGen && !isTemp:
 			add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
-		case orphan[path] && (isTemp || !needs(it, ok, path, time.Time{}, c.cut, time.Time{})):
+		case orphan[path] && (isTemp || !needs(it, ok, path, time.Time{}, c.cut, time.Time{}, hist)):
 			// Judged by the listing, and again by the record as read
 			// now (as reap does before it sweeps): a promotion since may
 			// need the file for the grace period. The in-flight window

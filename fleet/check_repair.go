@@ -112,6 +112,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		return unavailable(err)
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
+	hist := history{entries: st.History, rev: st.Rev}
 	if err := c.b.at(hookRepairLocked, key); err != nil {
 		leave(err.Error())
 		return nil
@@ -138,9 +139,9 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		// operator's etcdctl del) and taken a first promotion, whose
 		// file, of a generation no higher than the snapshot's record, is
 		// in flight now that the key has no record, or a lower one.
-		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.listed[f.Path], c.cut, c.inFlight) {
+		if _, temp := shared.ParseTemp(f.Path); !temp && needs(it, st.Rev != 0, f.Path, c.listed[f.Path], c.cut, c.inFlight, hist) {
 			f.Repair = "left: the key's record, read again under its lock, needs it now"
-			if !needs(it, st.Rev != 0, f.Path, time.Time{}, c.cut, time.Time{}) {
+			if !needs(it, st.Rev != 0, f.Path, time.Time{}, c.cut, time.Time{}, hist) {
 				f.Repair = "left: written within the in-flight window, and the key's record, read again under its lock, is none or of a lower generation: a promotion may still commit it"
 			}
 			continue

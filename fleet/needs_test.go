@@ -43,7 +43,42 @@ func TestNeeds(t *testing.T) {
 		{"a superseded generation, young, its successor past the grace", at2(ancient), true, gen(1), young, false},
 		{"a record without a transcript keeps every file", etcdmeta.Item{Key: key, Rev: 5}, true, gen(1), ancient, true},
 	} {
-		if got := needs(c.it, c.ok, c.file, c.mtime, cut, inFlight); got != c.want {
+		if got := needs(c.it, c.ok, c.file, c.mtime, cut, inFlight, history{}); got != c.want {
+			t.Errorf("%s: needs = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A generation below the record's goes by when the history says it was
+// superseded, not by the record's newest date; the listing's snapshot,
+// which reads no history, leaves it to the look that does; a history read
+// with another revision of the record than the one judged is not taken.
+func TestNeedsJudgesASupersededGenerationByItsHistory(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cut, inFlight := now.Add(-time.Hour), now.Add(-2*time.Minute)
+	old, ancient := now.Add(-30*time.Minute), now.Add(-3*time.Hour)
+	file := func(g uint64) string {
+		return key + "/000000000000000" + string(rune('0'+g)) + "-aaaaaaaaaaaaaaaa.jsonl"
+	}
+	it := etcdmeta.Item{Key: key, Rev: 7, Record: etcdmeta.Record{Transcript: &etcdmeta.Transcript{Gen: 3, File: file(3), PromotedAt: old.UnixNano()}}}
+	entries := []etcdmeta.HistoryEntry{{Gen: 1, At: ancient.UnixNano()}, {Gen: 2, At: ancient.Add(time.Minute).UnixNano()}, {Gen: 3, At: old.UnixNano()}, {Gen: 9, At: ancient.UnixNano()}}
+	read := history{entries: entries, rev: 7}
+	for _, c := range []struct {
+		name string
+		file string
+		hist history
+		want bool
+	}{
+		{"gen 1, superseded by gen 2 3 h ago", file(1), read, false},
+		{"gen 2, superseded by gen 3 30 min ago", file(2), read, true},
+		{"gen 3 not the record's: its date", key + "/0000000000000003-bbbbbbbbbbbbbbbb.jsonl", read, true},
+		{"gen 4, above the record: its date, not gen 9's entry", file(4), read, true},
+		{"gen 1, in the snapshot: judged again", file(1), unreadHistory, false},
+		{"gen 1, a history of another revision: the record's date", file(1), history{entries: entries, rev: 6}, true},
+		{"gen 1, no history: the record's date", file(1), history{rev: 7}, true},
+	} {
+		if got := needs(it, true, c.file, ancient, cut, inFlight, c.hist); got != c.want {
 			t.Errorf("%s: needs = %v, want %v", c.name, got, c.want)
 		}
 	}

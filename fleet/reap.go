@@ -249,7 +249,7 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 	listed := map[string]time.Time{}
 	needed := func(key, name string, mtime time.Time) bool {
 		it, ok := records[key]
-		if needs(it, ok, name, mtime, cut, inFlight) {
+		if needs(it, ok, name, mtime, cut, inFlight, unreadHistory) {
 			return true
 		}
 		listed[name] = mtime
@@ -388,11 +388,27 @@ func (e *unrootedError) Unwrap() error { return e.err }
 func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[string]time.Time, cut, inFlight time.Time) ([]string, error) {
 	var out []string
 	var it etcdmeta.Item
+	var hist history
 	var ok bool
 	for _, name := range names {
 		key, _, _ := strings.Cut(name, "/")
 		if key != it.Key {
-			st, err := b.readIn(ctx, key, b.meta.GetRecord)
+			// With its history: the snapshot took every file its
+			// record's date alone kept for no record's (unreadHistory).
+			st, err := b.readIn(ctx, key, b.meta.Get)
+			hist = history{entries: st.History, rev: st.Rev}
+			switch {
+			case errors.Is(err, etcdmeta.ErrAboveLastSlot):
+				// Read whole, its newest entry past the slots a write
+				// takes (check names it).
+				err = nil
+			case err != nil && ctx.Err() == nil && !errors.Is(err, etcdmeta.ErrUnavailable):
+				// A history (or record) that does not decode: the
+				// record alone, its files judged by its date, as
+				// before the history was read.
+				st, err = b.readIn(ctx, key, b.meta.GetRecord)
+				hist = history{}
+			}
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -406,7 +422,7 @@ func (b *Backend) stillOrphans(ctx context.Context, names []string, listed map[s
 		// operator) and taken a first promotion, whose file, of a
 		// generation no higher than the snapshot's record, is in flight
 		// now that the key has no record, or a lower one.
-		if !needs(it, ok, name, listed[name], cut, inFlight) {
+		if !needs(it, ok, name, listed[name], cut, inFlight, hist) {
 			out = append(out, name)
 		}
 	}
@@ -431,11 +447,21 @@ func judged(it etcdmeta.Item) etcdmeta.Item {
 // key whose record cannot be read; a temp, or a file of a generation
 // above the record's (or of a key with no record), written within the
 // in-flight window, whatever the grace period, since its promotion may
-// still commit it; the record's own file; and every file of a key whose
-// newest generation landed less than the grace period ago (a resolve that
-// read the record before may still be copying the one it superseded); and
-// the empty directory ("<key>/") of a key with a record, or made within
-// the in-flight window.
+// still commit it; the record's own file; a file of a generation below
+// the record's superseded less than the grace period ago, by the key's
+// history (superseded: a resolve that read a record before may still be
+// copying it); any other file of a key whose newest generation landed
+// less than the grace period ago; and the empty directory ("<key>/") of
+// a key with a record, or made within the in-flight window.
+//
+// hist is the key's history as read with it. The listing's snapshot
+// reads none (unreadHistory): a file below the record's generation that
+// only a date keeps is not needed there, and is judged again, with the
+// key's history, before it is removed or reported (stillOrphans, check's
+// look at the key, the repair). Judged by the record's date alone, as
+// before, a generation superseded days ago was kept for as long as the
+// key took a promotion within every grace period: a busy key's files
+// were never swept.
 //
 // A file of a generation at or below the record's that the record does
 // not name can never be named while the key keeps a record: a commit names
@@ -445,7 +471,7 @@ func judged(it etcdmeta.Item) etcdmeta.Item {
 // expired one, an operator's etcdctl del) and promoted anew starts again
 // from no record, so each file is judged again, with its mtime, by the
 // record as read just before its removal (stillOrphans, the repair).
-func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time) bool {
+func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Time, hist history) bool {
 	if ok && it.Err != nil {
 		return true // unreadable: nothing of it is judged
 	}
@@ -471,7 +497,45 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 	case !isFile:
 		return false // a temp past the in-flight window: a write that died
 	}
-	return t == nil || t.File == name || time.Unix(0, t.PromotedAt).After(cut)
+	switch {
+	case t == nil || t.File == name:
+		return true
+	case gen < t.Gen && hist.unread:
+		return false // judged again with the history
+	case gen < t.Gen && hist.rev == it.Rev:
+		return superseded(hist.entries, gen, t).After(cut)
+	}
+	return time.Unix(0, t.PromotedAt).After(cut)
+}
+
+// history is a key's history as read with its record at rev (a record
+// read again since is judged by its date alone), or unread.
+type history struct {
+	entries []etcdmeta.HistoryEntry
+	rev     etcdmeta.Rev
+	unread  bool
+}
+
+// unreadHistory is the history of a listing's snapshot, which reads none.
+var unreadHistory = history{unread: true}
+
+// superseded is when a file of generation gen, below that of t, its
+// key's record's transcript, was superseded at the latest: the earliest
+// date among the key's history entries of a generation above gen and no
+// higher than t's (each written once the key held that generation, so no
+// earlier than gen's successor landed), and t's own date. An entry
+// trimmed from the bounded history only makes the date later, and the
+// file kept longer. Entries of generations above t's (a history a key
+// was moved in with, Record.HistoryGen) are not taken: they may be of
+// another incarnation of the key than a file of the transcripts dir.
+func superseded(hist []etcdmeta.HistoryEntry, gen uint64, t *etcdmeta.Transcript) time.Time {
+	at := t.PromotedAt
+	for _, e := range hist {
+		if e.Gen > gen && e.Gen <= t.Gen && e.At < at {
+			at = e.At
+		}
+	}
+	return time.Unix(0, at)
 }
 
 // inFlightAge is how long a temp, or a file of a generation above its

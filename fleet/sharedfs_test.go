@@ -202,20 +202,25 @@ func TestCheckRacingAReapReportsNothingGone(t *testing.T) {
 }
 
 // A generation the listing judged an orphan, made needed again by a
-// promotion during check's walk (a resolve may copy the generation that
-// was newest until just now, so every file of the key is kept for the
-// grace period), is no orphan: check reads the key's record again, and
-// says nothing of it (before: "no record needs it (reap removes it)",
-// which reap, reading the key again before its sweep, would not do).
+// promotion during check's walk (gen1 here, a generation above the
+// record's that a promotion that died left, is judged by the record's
+// date, which the promotion moves on: a generation of the record's, not
+// its file, is kept for the grace period), is no orphan: check reads the
+// key's record again, and says nothing of it (before: "no record needs
+// it (reap removes it)", which reap, reading the key again before its
+// sweep, would not do).
 func TestCheckJudgesOrphansByTheRecordAsTheWalkReadsIt(t *testing.T) {
 	etcdtest.Beside(t)
 	f := newFixture(t, etcdtest.Start1(t))
 	key := store.Key("github", "check-orphan-race", "x")
 	f.now = time.Now().Add(-3 * time.Hour)
 	f.run(key, "one")
-	gen1 := f.recordFile(key)
 	f.now = time.Now().Add(-2 * time.Hour)
 	f.run(key, "two")
+	gen1 := key + "/0000000000000003-0123456789abcdef.jsonl"
+	if err := os.WriteFile(filepath.Join(f.dir, gen1), []byte(testHeader), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-3 * time.Hour)
 	os.Chtimes(filepath.Join(f.dir, gen1), old, old)
 	f.now = time.Time{}

@@ -44,8 +44,15 @@ func TestRepairJudgesAgainUnderTheLock(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "repair", "x")
 	f.run(key, "one")
-	first := f.recordFile(key)
 	f.run(key, "two")
+	// first is a generation above the record's, three hours old (a
+	// promotion that died before its commit): judged by the record's
+	// date, as a generation the record's history says was superseded
+	// is not (a promotion since does not make it needed again).
+	first := key + "/0000000000000003-0123456789abcdef.jsonl"
+	if err := os.WriteFile(filepath.Join(f.dir, first), []byte(testHeader), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-3 * time.Hour)
 	os.Chtimes(filepath.Join(f.dir, first), old, old)
 	// The second promotion landed two hours ago by the checker's clock.
