@@ -190,7 +190,7 @@ func (v *keyView) accept(c copied) Acceptance {
 		switch {
 		case err != nil:
 			return Acceptance{Err: err}
-		case venue != k.obs.Venue:
+		case !sameVenue(venue, k.obs.Venue):
 			return Acceptance{Reason: gates.VenueChanged}
 		}
 	}
@@ -231,6 +231,28 @@ func (v *keyView) accept(c copied) Acceptance {
 		return Acceptance{Reason: gates.PromotionLost}
 	}
 	return Acceptance{Reason: gates.TranscriptReplaced}
+}
+
+// sameVenue reports whether the venue stamp read again after a legacy
+// key's copy names the venue the gate passed (at): the legacy re-check
+// compared the venue it read again with the job's, an absent stamp read as
+// gates.UnstampedVenue (legacy-store.md §2.2 step 6), and the gate passed
+// only at's venue. So a "local" stamp gone since (a migration removes the
+// legacy files once meta.db holds them, the venue last), or one written
+// where there was none, is the same venue; an unreadable stamp is none.
+func sameVenue(again, at gates.Stamp) bool {
+	named := func(s gates.Stamp) (string, bool) {
+		switch s.State {
+		case gates.StampPresent:
+			return s.Value, true
+		case gates.StampAbsent:
+			return gates.UnstampedVenue, true
+		}
+		return "", false
+	}
+	a, ok := named(again)
+	b, okAt := named(at)
+	return ok && okAt && a == b
 }
 
 // Lost: a key dir is on the host's own disk, where a read error is a

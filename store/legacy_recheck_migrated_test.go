@@ -1,0 +1,111 @@
+package store
+
+import (
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sessdb/db"
+	"sessdb/gates"
+	"sessdb/internal/faults"
+	"sessdb/internal/fsat"
+)
+
+// The legacy store's venue re-check compared the stamp read again after
+// the copy with the job's venue, an absent stamp read as "local"
+// (legacy-store.md §2.2 step 6, readVenue(key) !== venue). A migration
+// that lands under a resolve's copy of a legacy key commits meta.db with
+// the key's values and then removes the legacy files, the venue last:
+// the transcript is untouched, and a local job's stamp still reads as
+// "local" once the file is gone. The re-check compared the two reads as
+// stamps instead, so "local" then gone was venue-changed: the conversation
+// cold-started, its ticket still based on the file in place, and the
+// job's cold run was then promoted over the conversation. And a key with
+// no venue stamp that one then says "local" (the same venue) is no
+// change either.
+func TestALegacyVenueReadAgainAsTheSameVenueStillResumes(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	body := transcriptBytes(clock.now, "legacy turn")
+	for _, c := range []struct {
+		name  string
+		venue string // the legacy venue file, "" for none
+		land  func(t *testing.T, dir string)
+		want  gates.Reason
+	}{
+		{"a migration landed under the copy: local's stamp removed", "local", func(t *testing.T, dir string) {
+			migrateUnder(t, dir, body, clock.now.UnixNano(), "local")
+		}, gates.Resumed},
+		{"an unstamped key stamped local under the copy", "", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "venue"), "local")
+		}, gates.Resumed},
+		{"a local stamp that another venue's replaced under the copy", "local", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "venue"), "podman")
+		}, gates.VenueChanged},
+		{"an unstamped key whose stamp became unreadable under the copy", "", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "venue"), "")
+		}, gates.VenueChanged},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := Key("github", "legacy/recheck-same", c.name)
+			files := map[string]string{TranscriptName: string(body), "pi-version": testPi, "resume-chain": "2"}
+			if c.venue != "" {
+				files["venue"] = c.venue
+			}
+			writeLegacy(t, root, key, files)
+			fired := insideAt(t, faults.ResolveAfterCopy, func() error {
+				c.land(t, filepath.Join(root, key))
+				return nil
+			})
+			sess, jobDir := mustResolve(t, s, key, localJob())
+			faults.Set(nil)
+			if !*fired {
+				t.Fatal("the resolve never reached the end of its copy")
+			}
+			want(t, sess, c.want == gates.Resumed, c.want)
+			if c.want != gates.Resumed {
+				return
+			}
+			// The run promotes onto the conversation it was given.
+			stage(t, jobDir, append(staged(t, jobDir), transcriptBytes(clock.now, "legacy turn", "the job's turn")[len(body):]...))
+			res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi})
+			if !res.Promoted {
+				t.Fatalf("promote = %s, want promoted", res.Reason)
+			}
+		})
+	}
+}
+
+// migrateUnder does to the legacy key dir dir what a migration does once
+// it has read the key: meta.db committed with the key's values (the
+// transcript body, promoted at mtime, its venue), then the legacy files
+// removed, the venue last.
+func migrateUnder(t *testing.T, dir string, body []byte, mtime int64, venue string) {
+	t.Helper()
+	kd, err := fsat.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	d, err := db.OpenWriter(kd, db.FileName, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pi, chain := testPi, uint64(2)
+	if err := d.Update(func(tx *db.Tx) error {
+		return tx.PutSidecars(db.Sidecars{
+			Transcript:  &db.Transcript{Gen: 1, Size: int64(len(body)), CRC32C: uint64(crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))), PromotedAt: mtime},
+			PiVersion:   &pi,
+			Venue:       &venue,
+			ResumeChain: &chain,
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"pi-version", "resume-chain", "venue"} {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
