@@ -221,6 +221,11 @@ type Acceptance struct {
 	Retry bool
 	// Reason, otherwise: the cold start.
 	Reason gates.Reason
+	// Unbased, with Reason: the cold start has no base. The key moved on
+	// under the copy in a way the view cannot name as a base (a legacy
+	// key migrated into meta.db meanwhile), so the job's cold run must not
+	// replace what the key holds: its promote is superseded.
+	Unbased bool
 	// Err, instead of all of them: the copy could not be judged, for a
 	// cause that is not the key's (no descriptor left for a legacy key's
 	// venue re-check): a fault, which Resolve returns.

@@ -191,7 +191,21 @@ func (v *keyView) accept(c copied) Acceptance {
 		case err != nil:
 			return Acceptance{Err: err}
 		case !sameVenue(venue, k.obs.Venue):
-			return Acceptance{Reason: gates.VenueChanged}
+			// A migration that landed under the copy removes the legacy
+			// stamps once meta.db holds them, and leaves the transcript
+			// as it was: the cold start then has no base, or the job's
+			// cold run would replace the conversation the key still
+			// holds. (A meta.db there at the gate, holding no record, was
+			// locked by this read: nothing can commit in it meanwhile.)
+			migrated := false
+			if k.meta == nil {
+				_, err := fsat.LstatAt(k.dir, db.FileName)
+				if err != nil && !fsat.IsNotExist(err) {
+					return Acceptance{Err: err}
+				}
+				migrated = err == nil
+			}
+			return Acceptance{Reason: gates.VenueChanged, Unbased: migrated}
 		}
 	}
 	matches, err := k.matches(c)

@@ -109,3 +109,39 @@ func migrateUnder(t *testing.T, dir string, body []byte, mtime int64, venue stri
 		}
 	}
 }
+
+// A migration that lands under a resolve's copy of a legacy key stamped
+// with another venue than "local" removes that stamp too, and the legacy
+// re-check then reads "local": venue-changed, by the legacy rules. But the
+// transcript is untouched, and the key's stamps are meta.db's now: the
+// cold start's ticket kept the file in place as its base, so the job's
+// cold run was promoted over the conversation the key still holds. Such a
+// cold start has no base now: its run is superseded, and the key's
+// conversation resumes for the next job of its venue.
+func TestALegacyKeyMigratedUnderTheCopyIsNotReplacedByItsColdRun(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	body := transcriptBytes(clock.now, "legacy turn")
+	key := Key("github", "legacy/recheck-migrated", "podman")
+	writeLegacy(t, root, key, map[string]string{TranscriptName: string(body), "pi-version": testPi, "resume-chain": "2", "venue": "podman"})
+	podman := localJob()
+	podman.Venue = "podman"
+	fired := insideAt(t, faults.ResolveAfterCopy, func() error {
+		migrateUnder(t, filepath.Join(root, key), body, clock.now.UnixNano(), "podman")
+		return nil
+	})
+	sess, jobDir := mustResolve(t, s, key, podman)
+	faults.Set(nil)
+	if !*fired {
+		t.Fatal("the resolve never reached the end of its copy")
+	}
+	want(t, sess, false, gates.VenueChanged)
+	stage(t, jobDir, transcriptBytes(clock.now, "a new conversation"))
+	if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); res.Promoted || res.Reason != gates.Superseded {
+		t.Fatalf("the cold run's promote = {promoted %v, %s}, want superseded: it replaced the migrated conversation", res.Promoted, res.Reason)
+	}
+	next, jobDir := mustResolve(t, s, key, podman)
+	want(t, next, true, gates.Resumed)
+	if got := staged(t, jobDir); string(got) != string(body) {
+		t.Fatalf("the next job was given %d bytes, want the key's %d", len(got), len(body))
+	}
+}

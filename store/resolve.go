@@ -392,6 +392,9 @@ func (s *Store) judgeAndCopy(ctx context.Context, key string, job Job, staged *o
 				return err
 			}
 		default:
+			if a.Unbased {
+				sess.Base = Base{}
+			}
 			return coldAfterCopy(staged, a.Reason, cold)
 		}
 	}
