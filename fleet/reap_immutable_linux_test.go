@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A reap's dry run fails what its run cannot sweep for a refusal no mode
+// gives (root's run too): an orphan temp that is immutable (its unlink's
+// EPERM) and an emptied key dir that is immutable (its rmdir's EPERM),
+// each its key's failure, swept by neither. Before this was asked, a
+// dry run that took the orphan's or the empty dir's leave for granted
+// said it would sweep them, exit 0, where the run failed the keys
+// (mutnew47's mutants of shared.RemoveErr and of the dry run's sweep).
+func TestFleetReapDryRunFailsAnImmutableOrphanAndEmptyKeyDirAsTheRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root is needed for chattr")
+	}
+	f := newFixture(t, etcdtest.Start1(t))
+	emptied := store.Key("github", "immutable", "emptied")
+	f.now = time.Now().Add(-30 * 24 * time.Hour)
+	f.run(emptied, "e")
+	held := store.Key("github", "immutable", "held")
+	f.now = time.Now().Add(-5 * time.Hour)
+	f.run(held, "h")
+	f.now = time.Time{}
+	if r, err := f.b.Reap(t.Context(), ReapOptions{TTL: 14 * 24 * time.Hour}); err != nil || !slices.Equal(r.Removed, []string{emptied}) {
+		t.Fatalf("reap = %+v, %v; want %s removed, its dir left empty", r, err, emptied)
+	}
+	orphan := filepath.Join(f.dir, held, ".tmp-0123456789abcdef")
+	if err := os.WriteFile(orphan, []byte("died"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-4 * time.Hour)
+	if err := os.Chtimes(orphan, at, at); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{orphan, filepath.Join(f.dir, emptied)} {
+		if out, err := exec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
+			t.Skipf("chattr +i %s: %v: %s (ext4, xfs or btrfs is needed)", p, err, out)
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", p).Run() })
+	}
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	for _, dry := range []bool{true, false} {
+		r, err := f.b.Reap(t.Context(), ReapOptions{DryRun: dry, Now: later})
+		if err != nil || len(r.Swept) != 0 || len(r.Skipped) != 2 {
+			t.Fatalf("reap (dry %v) = %+v, %v; want nothing swept, both keys failed", dry, r, err)
+		}
+		for _, k := range []string{emptied, held} {
+			if err := r.Skipped[k]; !errors.Is(err, unix.EPERM) || dry && !strings.Contains(err.Error(), "immutable") {
+				t.Errorf("reap (dry %v): %s: %v; want EPERM (the dry run naming the attribute)", dry, k, err)
+			}
+		}
+	}
+	for _, p := range []string{orphan, filepath.Join(f.dir, emptied)} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v; want it left", p, err)
+		}
+	}
+}
