@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/fleet/etcdmeta"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -69,4 +70,37 @@ func TestFleetReapDryRunFailsAnImmutableOrphanAndEmptyKeyDirAsTheRun(t *testing.
 			t.Errorf("%s: %v; want it left", p, err)
 		}
 	}
+}
+
+// A record that names another key's file (foreign input) is reaped
+// without that file, which its run never unlinks: its dry run asks
+// nothing of it either, though it is immutable, and both remove the key,
+// failing nothing. A dry run that asked the unlink of any file a record
+// names survived every test (mutnew47's P04): it failed a key its run
+// removes cleanly.
+func TestFleetReapDryRunAsksNothingOfAnotherKeysFileARecordNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root is needed for chattr")
+	}
+	f := newFixture(t, etcdtest.Start1(t))
+	victim, hostile := store.Key("github", "hostile", "victim"), store.Key("github", "hostile", "rogue")
+	f.run(victim, "one")
+	own := f.recordFile(victim)
+	old := time.Now().Add(-30 * 24 * time.Hour).UnixNano()
+	rec := etcdmeta.Record{Transcript: &etcdmeta.Transcript{Gen: 1, Size: 1, PromotedAt: old, File: own}}
+	if _, err := f.b.meta.Put(t.Context(), hostile, 0, rec, etcdmeta.HistoryEntry{Gen: 1, At: old}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(f.dir, own)
+	if out, err := exec.Command("chattr", "+i", p).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i %s: %v: %s (ext4, xfs or btrfs is needed)", p, err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", p).Run() })
+	for _, dry := range []bool{true, false} {
+		r, err := f.b.Reap(t.Context(), ReapOptions{DryRun: dry, TTL: 14 * 24 * time.Hour})
+		if err != nil || !slices.Equal(r.Removed, []string{hostile}) || len(r.Skipped) != 0 {
+			t.Fatalf("reap (dry %v) = %+v, %v; want the hostile key removed, nothing failed", dry, r, err)
+		}
+	}
+	f.holds(victim, "one", 1)
 }
