@@ -12,7 +12,9 @@ import (
 // for the whole file. Requests before the line keep pi's reading. pi
 // 0.58.3's answers by tools/pi-end-usage.mjs on each file cut before the
 // request: 2, then a TypeError, for the first two files; 2 and 102 for the
-// third, whose null line follows its last request (Final: a TypeError).
+// third, whose null line follows its last request (Final: a TypeError); a
+// TypeError at every request of the last two, whose header's version pi's
+// comparison cannot convert (the header is in every cut).
 // Before, every request had a reading, pi's on the file with those lines
 // taken out (102 for the second request of the first two).
 func TestReplayHasNoEstimateWherePiCannotLoadTheFileBeforeTheRequest(t *testing.T) {
@@ -27,6 +29,11 @@ func TestReplayHasNoEstimateWherePiCannotLoadTheFileBeforeTheRequest(t *testing.
 		a1 = `{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`
 		u2 = `{"type":"message","message":{"role":"user","content":"again"}}`
 		a2 = `{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":200},"stopReason":"stop"}}`
+		// A header version whose comparison throws: an object with its
+		// own "toString" member, alone or in an array (pi 0.58.3: "Cannot
+		// convert object to primitive value" on every cut of the file).
+		hs = `{"type":"session","version":{"toString":1},"id":"s","timestamp":"t","cwd":"/w"}`
+		ha = `{"type":"session","version":[3,{"toString":1}],"id":"s","timestamp":"t","cwd":"/w"}`
 	)
 	for _, c := range []struct {
 		name  string
@@ -36,6 +43,8 @@ func TestReplayHasNoEstimateWherePiCannotLoadTheFileBeforeTheRequest(t *testing.
 		{"a null line between the requests", []string{h3, u, a, "null", uu, aa}, []int64{2, -1}},
 		{"a number between the requests of a version 1 file", []string{h1, u1, a1, "5", u2, a2}, []int64{2, -1}},
 		{"a null line after the last request", []string{h3, u, a, uu, aa, "null"}, []int64{2, 102}},
+		{"a header version with its own toString", []string{hs, u, a, uu, aa}, []int64{-1, -1}},
+		{"a header version that is an array holding one", []string{ha, u, a, uu, aa}, []int64{-1, -1}},
 	} {
 		tr, err := Read(strings.NewReader(strings.Join(c.lines, "\n") + "\n"))
 		if err != nil {

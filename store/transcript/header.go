@@ -89,6 +89,7 @@ func parseHeader(line []byte) (Header, error) {
 
 // headerFields reads the header fields of a valid JSON line. kind tells how
 // pi reads the version: 'a' absent or null (pi's `header.version ?? 1`),
+// 't' where pi's comparison of it throws (toPrimitiveThrows; v is NaN),
 // else 'n' and v is JavaScript's ToNumber of the value, which pi's
 // comparisons apply (NaN for a value that reads as no number).
 func headerFields(line []byte) (h Header, v float64, kind byte) {
@@ -118,7 +119,11 @@ func headerFields(line []byte) (h Header, v float64, kind byte) {
 					h.Version = int64(f)
 				}
 			default:
+				start := w.i
 				h.Version, v, kind = 0, jsNumber(&w), 'n'
+				if toPrimitiveThrows(w.b[start:w.i]) {
+					kind = 't'
+				}
 			}
 		default:
 			w.skip()

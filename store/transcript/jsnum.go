@@ -16,9 +16,10 @@ import (
 // with ","), and an object reads "[object Object]", which is NaN. NaN
 // compares false with everything.
 //
-// One case cannot be mirrored: an object with its own "toString" member
-// (JSON.parse makes it a plain value, not a function) makes the coercion
-// throw a TypeError, and pi fails to load the file. It reads NaN here.
+// An object with its own "toString" member (JSON.parse makes it a plain
+// value, not a function) makes the coercion throw a TypeError, and pi
+// fails to load the file; it reads NaN here, and toPrimitiveThrows tells
+// it.
 func jsNumber(w *walker) float64 {
 	switch w.peek() {
 	case '"':
@@ -190,4 +191,42 @@ func radixNumber(digits string, base int) float64 {
 	}
 	f, _ := new(big.Float).SetInt(n).Float64()
 	return f
+}
+
+// toPrimitiveThrows reports whether JavaScript's ToPrimitive of the valid
+// JSON value raw throws, as pi's comparison of a header version does: an
+// object with its own "toString" member (a plain value, not a function:
+// its inherited valueOf gives no primitive either) throws a TypeError, and
+// so does an array holding one at any depth, as its join converts every
+// element. Other objects read "[object Object]"; other values do not throw.
+// Past maxDepth nested arrays it says no, as arrayNumber gives up there.
+func toPrimitiveThrows(raw []byte) bool {
+	w := walker{b: raw}
+	return primitiveThrowsAt(&w, 0)
+}
+
+func primitiveThrowsAt(w *walker, depth int) bool {
+	switch w.peek() {
+	case '{':
+		w.open()
+		for w.more() {
+			if string(w.key()) == "toString" {
+				return true
+			}
+			w.skip()
+		}
+	case '[':
+		if depth > maxDepth {
+			return false
+		}
+		w.open()
+		for w.more() {
+			if primitiveThrowsAt(w, depth+1) {
+				return true
+			}
+		}
+	default:
+		w.skip()
+	}
+	return false
 }

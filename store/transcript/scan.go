@@ -213,6 +213,12 @@ func (s *Scanner) readHeader() {
 		// compares false with everything: no migration, read as 3. A
 		// number in between migrates as its floor would.
 		s.header, s.hdrOK, s.version = h, true, 3
+		if kind == 't' {
+			// pi's comparison of the version throws a TypeError: it loads
+			// nothing of the file, nor of any part of it (the header is in
+			// every part). The version reads as NaN, as below.
+			s.throwsAt = s.line
+		}
 		switch {
 		case kind == 'a' || v < 2:
 			s.version = 1
