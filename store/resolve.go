@@ -127,8 +127,9 @@ func (s *Store) Resolve(key string, job Job, jobDir string) (Session, error) {
 // (as PromoteContext's is): a Done closed while Err is nil is
 // context.Canceled, a panic in its Err or Done is the call given up (an
 // error that wraps context.Canceled and says the panic), and its Deadline
-// is not consulted (Done and Err end the call; LockTimeout and a fleet's
-// request timeout bound it as ever).
+// replaces none of the store's own bounds (Done and Err end the call;
+// LockTimeout and a fleet's request timeout bound it as ever; a fleet
+// only tries an etcd that did not answer no more once it has passed).
 func (s *Store) ResolveContext(ctx context.Context, key string, job Job, jobDir string) (Session, error) {
 	ctx = callerctx.Of(ctx)
 	if s.backend == nil {

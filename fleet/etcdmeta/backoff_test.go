@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"sessdb/internal/callerctx"
 	"sessdb/internal/etcdtest"
 )
 
@@ -112,5 +113,28 @@ func TestBackoffPastTheDeadlineIsNoTimeForAnotherTry(t *testing.T) {
 	c := pastDeadline{context.Background(), time.Now().Add(20 * time.Millisecond)}
 	if Backoff(c, 4) {
 		t.Error("Backoff(try 4) of a context whose deadline came during its 400 ms pause, its end not yet signalled = true; want false")
+	}
+}
+
+// The same for a caller's context the store holds to Go's contract
+// (callerctx.Of, whose Deadline reports none so that a request timeout
+// gets a timer of its own), and for a request timeout made from it: the
+// caller's deadline, passed and not yet signalled, leaves no time for
+// another try. Before, Backoff saw only the request timeout's deadline an
+// hour off, waited its whole pause and said true.
+func TestBackoffPastTheCallersDeadlineIsNoTimeForAnotherTry(t *testing.T) {
+	for _, try := range []int{0, 4} {
+		held := callerctx.Of(pastDeadline{context.Background(), time.Now().Add(-time.Millisecond)})
+		req, cancel := context.WithTimeout(held, time.Hour)
+		start := time.Now()
+		for what, c := range map[string]context.Context{"the caller's context": held, "a request timeout made from it": req} {
+			if Backoff(c, try) {
+				t.Errorf("Backoff(try %d) of %s, the caller's deadline passed = true; want false", try, what)
+			}
+		}
+		cancel()
+		if took := time.Since(start); took >= 25*time.Millisecond {
+			t.Errorf("Backoff(try %d) waited %v past the caller's deadline", try, took.Round(time.Millisecond))
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 )
 
@@ -1214,10 +1215,12 @@ func listItem(dir string, kv *mvccpb.KeyValue) Item {
 // end: a context is ended by a timer of its own, which on a loaded
 // machine runs late, and a pause that ended past the deadline before
 // that timer ran was taken for time left (a lock tried again past its
-// bound, the whole pause waited though the caller had 20 ms).
+// bound, the whole pause waited though the caller had 20 ms). That
+// includes the deadline of a caller's context the store holds to Go's
+// contract (callerctx.Of), whose Deadline reports none.
 func Backoff(ctx context.Context, try int) bool {
 	pause := backoffPause(try)
-	deadline, bounded := ctx.Deadline()
+	deadline, bounded := callerctx.Deadline(ctx)
 	if bounded {
 		pause = min(pause, time.Until(deadline))
 	}

@@ -142,14 +142,51 @@ func (c *held) settle(err error) error {
 	return c.err
 }
 
-// Value is the caller's Value, nil where it panicked.
+// Value is the caller's Value, nil where it panicked; the held context
+// itself under heldKey (Deadline).
 func (c *held) Value(key any) (v any) {
+	if key == (heldKey{}) {
+		return c
+	}
 	defer func() {
 		if recover() != nil {
 			v = nil
 		}
 	}()
 	return c.caller.Value(key)
+}
+
+// heldKey is the Value key under which a held context answers itself.
+type heldKey struct{}
+
+// Deadline is ctx's deadline, or the one the caller's context held by Of
+// names where ctx is that context or derives from it (a request timeout
+// made with context.WithTimeout), whichever comes first. Of's Deadline
+// reports none, so that context.WithTimeout sets its own timer rather
+// than trust the caller's; a wait that only shortens itself by a
+// deadline, never waiting for it to be kept (a backoff's pause, ended
+// there with no time for another try), reads the caller's here. A panic
+// in the caller's Deadline is none.
+func Deadline(ctx context.Context) (time.Time, bool) {
+	d, ok := ctx.Deadline()
+	h, _ := ctx.Value(heldKey{}).(*held)
+	if h == nil {
+		return d, ok
+	}
+	if cd, cok := h.deadline(); cok && (!ok || cd.Before(d)) {
+		return cd, true
+	}
+	return d, ok
+}
+
+// deadline is the caller's Deadline, none where it panicked.
+func (c *held) deadline() (d time.Time, ok bool) {
+	defer func() {
+		if recover() != nil {
+			d, ok = time.Time{}, false
+		}
+	}()
+	return c.caller.Deadline()
 }
 
 // String names the caller's context, as the standard ones name theirs.

@@ -144,3 +144,39 @@ func TestOf(t *testing.T) {
 		t.Fatalf("Err after cancel = %v", h.Err())
 	}
 }
+
+// Deadline reads the caller's deadline through a held context and the
+// contexts made from it, the earlier of it and their own; a panic in the
+// caller's Deadline is none.
+func TestDeadlineReadsTheCallersThroughOf(t *testing.T) {
+	soon := time.Now().Add(time.Minute)
+	caller, cancel := context.WithDeadline(context.Background(), soon)
+	defer cancel()
+	h := Of(caller)
+	req, cancelReq := context.WithTimeout(h, time.Hour)
+	defer cancelReq()
+	for what, c := range map[string]context.Context{"held": h, "a child": req} {
+		if d, ok := Deadline(c); !ok || !d.Equal(soon) {
+			t.Errorf("Deadline(%s) = %v, %v; want the caller's %v", what, d, ok, soon)
+		}
+	}
+	shorter, cancelShorter := context.WithTimeout(h, time.Millisecond)
+	defer cancelShorter()
+	if d, ok := Deadline(shorter); !ok || !d.Before(soon) {
+		t.Errorf("Deadline of a child with the earlier deadline = %v, %v; want its own", d, ok)
+	}
+	if _, ok := Deadline(Of(context.WithoutCancel(caller))); ok {
+		t.Error("Deadline of a caller with none reported one")
+	}
+	if _, ok := Deadline(Of(deadlinePanics{context.Background()})); ok {
+		t.Error("Deadline of a caller whose Deadline panics reported one")
+	}
+	if d, ok := Deadline(caller); !ok || !d.Equal(soon) {
+		t.Errorf("Deadline of a context not held = %v, %v", d, ok)
+	}
+}
+
+// deadlinePanics panics in Deadline.
+type deadlinePanics struct{ context.Context }
+
+func (deadlinePanics) Deadline() (time.Time, bool) { panic("Deadline") }
