@@ -3,6 +3,8 @@ package callerctx
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,3 +182,131 @@ func TestDeadlineReadsTheCallersThroughOf(t *testing.T) {
 type deadlinePanics struct{ context.Context }
 
 func (deadlinePanics) Deadline() (time.Time, bool) { panic("Deadline") }
+
+// Err and Done from many goroutines while the caller cancels: the answer
+// kept is read and written under the mutex (-race).
+func TestErrAndDoneFromManyGoroutines(t *testing.T) {
+	for range 20 {
+		c, cancel := context.WithCancel(context.Background())
+		h := Of(c)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					<-h.Done()
+					if h.Err() == nil {
+						t.Error("Err nil after Done")
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				_ = h.Err()
+			}
+		}()
+		cancel()
+		wg.Wait()
+	}
+}
+
+// The caller's own error is kept as it is: a deadline is
+// context.DeadlineExceeded, not a cancel, and a cause stays the caller's.
+func TestTheCallersErrIsItsOwn(t *testing.T) {
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := Of(past).Err(); err != context.DeadlineExceeded {
+		t.Errorf("Err of a caller past its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	why := errors.New("why")
+	c, cancelCause := context.WithCancelCause(context.Background())
+	h := Of(c)
+	cancelCause(why)
+	if h.Err() != context.Canceled || context.Cause(h) != why {
+		t.Errorf("Err, Cause = %v, %v; want context.Canceled, the caller's cause", h.Err(), context.Cause(h))
+	}
+}
+
+// onlyDonePanics keeps the contract but for a Done that panics.
+type onlyDonePanics struct{ context.Context }
+
+func (onlyDonePanics) Done() <-chan struct{} { panic("Done") }
+
+// A Done that panics is the call given up when Err is asked first too (Err
+// looks at Done where the caller's Err is nil).
+func TestADonePanicSeenByErr(t *testing.T) {
+	err := Of(onlyDonePanics{context.Background()}).Err()
+	if !errors.Is(err, context.Canceled) || err.Error() != "context canceled: the caller's context panicked in Done: Done" {
+		t.Fatalf("Err = %v", err)
+	}
+}
+
+// errThenDonePanics says context.Canceled and panics in Done.
+type errThenDonePanics struct{ context.Context }
+
+func (errThenDonePanics) Err() error            { return context.Canceled }
+func (errThenDonePanics) Done() <-chan struct{} { panic("Done") }
+
+// An error once kept is not replaced by a panic met later.
+func TestAnErrKeptIsNotReplacedByALaterPanic(t *testing.T) {
+	h := Of(errThenDonePanics{context.Background()})
+	if err := h.Err(); err != context.Canceled {
+		t.Fatalf("Err = %v", err)
+	}
+	<-h.Done()
+	if err := h.Err(); err != context.Canceled {
+		t.Fatalf("Err after Done panicked = %v, want the context.Canceled kept", err)
+	}
+}
+
+// distinct answers a new error at each look, slowly, so that looks made
+// at once overlap.
+type distinct struct {
+	context.Context
+	n *atomic.Int64
+}
+
+func (c distinct) Err() error {
+	time.Sleep(time.Millisecond)
+	return errors.New(string(rune('a' + c.n.Add(1)%26)))
+}
+
+// Callers asking at once all get the one error kept first.
+func TestFirstLooksAtOnceAgree(t *testing.T) {
+	for range 50 {
+		h := Of(distinct{context.Background(), new(atomic.Int64)})
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		got := make([]error, 4)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[i] = h.Err()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range got[1:] {
+			if err != got[0] {
+				t.Fatalf("looks at once got %v and %v", got[0], err)
+			}
+		}
+	}
+}
+
+// A held context names the caller's type, as the standard ones name
+// theirs (in an error or a log line that prints it).
+func TestStringNamesTheCallersType(t *testing.T) {
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if got := fmt.Sprint(Of(c)); got != "callerctx.Of(*context.cancelCtx)" {
+		t.Errorf("String = %q", got)
+	}
+}
