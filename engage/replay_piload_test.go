@@ -34,6 +34,11 @@ func TestReplayHasNoEstimateWherePiCannotLoadTheFileBeforeTheRequest(t *testing.
 		// convert object to primitive value" on every cut of the file).
 		hs = `{"type":"session","version":{"toString":1},"id":"s","timestamp":"t","cwd":"/w"}`
 		ha = `{"type":"session","version":[3,{"toString":1}],"id":"s","timestamp":"t","cwd":"/w"}`
+		// A failed answer and its retry: the retry's estimate leaves the
+		// failed answer out (Estimator.Retry). pi: 2 before the failed
+		// answer; a TypeError before the retry, past the null line.
+		fe = `{"type":"message","id":"e1","parentId":"u1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":0},"stopReason":"error"}}`
+		fr = `{"type":"message","id":"r1","parentId":"e1","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"totalTokens":100},"stopReason":"stop"}}`
 	)
 	for _, c := range []struct {
 		name  string
@@ -45,6 +50,8 @@ func TestReplayHasNoEstimateWherePiCannotLoadTheFileBeforeTheRequest(t *testing.
 		{"a null line after the last request", []string{h3, u, a, uu, aa, "null"}, []int64{2, 102}},
 		{"a header version with its own toString", []string{hs, u, a, uu, aa}, []int64{-1, -1}},
 		{"a header version that is an array holding one", []string{ha, u, a, uu, aa}, []int64{-1, -1}},
+		{"a null line between a failed answer and its retry", []string{h3, u, fe, "null", fr}, []int64{2, -1}},
+		{"a null line after each request", []string{h3, u, a, "null", uu, aa, "null"}, []int64{2, -1}},
 	} {
 		tr, err := Read(strings.NewReader(strings.Join(c.lines, "\n") + "\n"))
 		if err != nil {

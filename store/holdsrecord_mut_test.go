@@ -71,4 +71,18 @@ func TestHoldsRecordContextLooksWhileItReads(t *testing.T) {
 	if holds, err := txn.(ContextKeyTxn).HoldsRecordContext(second); holds || !errors.Is(err, context.Canceled) {
 		t.Fatalf("HoldsRecordContext cancelled at its second look = %v, %v (%d looks); want false, context.Canceled", holds, err, second.looks.Load())
 	}
+
+	// A file read whole in one look, ctx done at the look after it: the
+	// match read is thrown away with the cancel, never true beside it.
+	small := Key("github", "acme/widget", "pi/issue-small")
+	sess, _ = runJob(t, s, small, localJob(), PromoteRequest{}, "one")
+	txn, err = s.backend.Begin(small, sess.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	after := &lookCounter{Context: context.Background(), at: 2}
+	if holds, err := txn.(ContextKeyTxn).HoldsRecordContext(after); holds || !errors.Is(err, context.Canceled) {
+		t.Fatalf("HoldsRecordContext done after its read = %v, %v; want false, context.Canceled", holds, err)
+	}
 }
