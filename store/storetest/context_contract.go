@@ -159,13 +159,6 @@ var brokenContextPromise = promise{"context/an Err or Done that panics is a canc
 	e.stage(jobDir, run)
 	before, beforeH := e.record(key)
 	was := e.jobDirState(jobDir)
-	// Returns the panic a call let out, as an error.
-	guard := func(f func()) (p any) {
-		defer func() { p = recover() }()
-		f()
-		return nil
-	}
-
 	// Done panics before the call: nothing touched.
 	fresh := filepath.Join(e.t.TempDir(), "job")
 	var err error
@@ -205,25 +198,7 @@ var brokenContextPromise = promise{"context/an Err or Done that panics is a canc
 		}
 	}
 	e.unchanged(key, before, beforeH, "resolves whose Err panics")
-	for n := int64(1); ; n++ {
-		p := guard(func() { res, err = e.s.PromoteContext(newPanicAt(n), sess, store.PromoteRequest{PiVersion: piVersion}) })
-		if p != nil {
-			e.fatalf("a promote whose Err panics at look %d let the panic out: %v", n, p)
-		}
-		if err == nil {
-			if !res.Promoted || res.Gen != 2 || res.Repeat {
-				e.fatalf("Err panics at look %d: PromoteContext = %+v; want promoted gen 2", n, res)
-			}
-			break
-		}
-		if !errors.Is(err, context.Canceled) || res.Promoted || res.Reason != gates.PromoteFailed || n > 100 {
-			e.fatalf("Err panics at look %d: PromoteContext = %+v, %v; want promote-failed, context.Canceled", n, res, err)
-		}
-		if now := e.jobDirState(jobDir); !bytes.Equal(now.staged, was.staged) {
-			e.fatalf("Err panics at look %d: the run in the job dir changed", n)
-		}
-		e.unchanged(key, before, beforeH, "a promote whose Err panics")
-	}
+	e.promoteGivenUpAtEachLook("Err panics", func(n int64) context.Context { return newPanicAt(n) }, sess, jobDir, was, before, beforeH)
 	again, jd := e.resolve(key, localJob())
 	if e.want(again, true, gates.Resumed); !bytes.Equal(e.staged(jd), run) {
 		e.fatalf("the key resumes %d bytes, not the run's %d", len(e.staged(jd)), len(run))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/store"
 )
@@ -106,24 +107,45 @@ var hostileContextPromise = promise{"context/a deadline past, an Err with no Don
 	}
 	// A promote is promoted whole, or promote-failed with the cancel, the
 	// key and the run as they were.
-	for n := int64(1); ; n++ {
-		res, err := e.s.PromoteContext(newLookCount(n), sess, store.PromoteRequest{PiVersion: piVersion})
-		if err == nil {
-			if !res.Promoted || res.Gen != 2 || res.Repeat {
-				e.fatalf("cancelled at look %d: PromoteContext = %+v; want promoted gen 2", n, res)
-			}
-			break
-		}
-		if !errors.Is(err, context.Canceled) || res.Promoted || res.Reason != gates.PromoteFailed || n > 100 {
-			e.fatalf("cancelled at look %d: PromoteContext = %+v, %v; want promote-failed, context.Canceled", n, res, err)
-		}
-		if now := e.jobDirState(jobDir); !bytes.Equal(now.staged, was.staged) {
-			e.fatalf("cancelled at look %d: the run in the job dir changed", n)
-		}
-		e.unchanged(key, before, beforeH, "a promote given up")
-	}
+	e.promoteGivenUpAtEachLook("cancelled", func(n int64) context.Context { return newLookCount(n) }, sess, jobDir, was, before, beforeH)
 	again, jd := e.resolve(key, localJob())
 	if e.want(again, true, gates.Resumed); !bytes.Equal(e.staged(jd), run) {
 		e.fatalf("the key resumes %d bytes, not the run's %d", len(e.staged(jd)), len(run))
 	}
 }}
+
+// promoteGivenUpAtEachLook promotes sess, staged in jobDir (was), with
+// the context ctxAt(n) gives for n = 1, 2, ... (one that gives the call up
+// at its n-th look at it, as what says), until a promote is whole: each
+// before it is promote-failed with context.Canceled, no panic let out,
+// the run in the job dir and the key (before, beforeH) as they were; the
+// whole one is promoted at gen 2.
+func (e *env) promoteGivenUpAtEachLook(what string, ctxAt func(n int64) context.Context, sess store.Session, jobDir string, was jobDirState, before db.Sidecars, beforeH []db.HistoryEntry) {
+	for n := int64(1); ; n++ {
+		var res store.PromoteResult
+		var err error
+		if p := guard(func() { res, err = e.s.PromoteContext(ctxAt(n), sess, store.PromoteRequest{PiVersion: piVersion}) }); p != nil {
+			e.fatalf("%s at look %d: the promote let a panic out: %v", what, n, p)
+		}
+		if err == nil {
+			if !res.Promoted || res.Gen != 2 || res.Repeat {
+				e.fatalf("%s at look %d: PromoteContext = %+v; want promoted gen 2", what, n, res)
+			}
+			return
+		}
+		if !errors.Is(err, context.Canceled) || res.Promoted || res.Reason != gates.PromoteFailed || n > 100 {
+			e.fatalf("%s at look %d: PromoteContext = %+v, %v; want promote-failed, context.Canceled", what, n, res, err)
+		}
+		if now := e.jobDirState(jobDir); !bytes.Equal(now.staged, was.staged) {
+			e.fatalf("%s at look %d: the run in the job dir changed", what, n)
+		}
+		e.unchanged(sess.Key, before, beforeH, what+": a promote given up")
+	}
+}
+
+// guard calls f and returns the panic it let out, nil when none.
+func guard(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}
