@@ -522,17 +522,32 @@ var unreadHistory = history{unread: true}
 // superseded is when a file of generation gen, below that of t, its
 // key's record's transcript, was superseded at the latest: the earliest
 // date among the key's history entries of a generation above gen and no
-// higher than t's (each written once the key held that generation, so no
-// earlier than gen's successor landed), and t's own date. An entry
-// trimmed from the bounded history only makes the date later, and the
-// file kept longer. Entries of generations above t's (a history a key
-// was moved in with, Record.HistoryGen) are not taken: they may be of
-// another incarnation of the key than a file of the transcripts dir.
+// higher than t's, and t's own date. An entry is taken only where the
+// record held its generation when it was written: a fleet's promotion
+// writes its entry with the record, and a refusal names the record's
+// generation. So the entries are read newest first, and the walk stops
+// at the first of a generation at or below gen (the key held gen, or
+// less, then: anything older is from before gen's successor landed, or
+// of another incarnation of the key, one whose record was deleted with
+// its history left), and after the promotion whose ticket was resolved
+// from gen or below (BaseGen: the record it committed over), which is
+// gen's successor: older entries above gen are a history the key was
+// moved in with (Record.HistoryGen), naming generations its record never
+// held. An entry trimmed from the bounded history only makes the date
+// later, and the file kept longer. Entries of generations above t's are
+// not taken either.
 func superseded(hist []etcdmeta.HistoryEntry, gen uint64, t *etcdmeta.Transcript) time.Time {
 	at := t.PromotedAt
-	for _, e := range hist {
-		if e.Gen > gen && e.Gen <= t.Gen && e.At < at {
+	for i := len(hist) - 1; i >= 0; i-- {
+		e := hist[i]
+		if e.Gen <= gen {
+			break
+		}
+		if e.Gen <= t.Gen && e.At < at {
 			at = e.At
+		}
+		if e.Outcome == "" && e.BaseGen != 0 && e.BaseGen <= gen {
+			break
 		}
 	}
 	return time.Unix(0, at)

@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/fleet/etcdmeta"
+	"sessdb/fleet/shared"
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// A key moved in with a history naming generations above its record's
+// (Record.HistoryGen, as migrate --to etcd carries a single host's): its
+// next promotion is numbered above them, and the record's file it
+// supersedes is kept a grace period after that promotion. It was judged
+// by the moved-in entries' dates (generations its record never held, 2 h
+// old): reap swept it, and check named it, the moment it was superseded,
+// under any resolve still copying it.
+func TestAMovedInHistoryAboveTheRecordDoesNotDateItsSupersession(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "moved-in", "history above")
+	now := time.Now()
+	name, size, crc, err := shared.Write(context.Background(), f.dir, key, 5, strings.NewReader(testHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := now.Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, name), old, old); err != nil {
+		t.Fatal(err)
+	}
+	rec := etcdmeta.Record{Transcript: &etcdmeta.Transcript{Gen: 5, Size: size, CRC32C: uint64(crc), PromotedAt: old.UnixNano(), File: name}}
+	hist := []etcdmeta.HistoryEntry{{Seq: 1, Gen: 5, At: old.UnixNano()}, {Seq: 2, Gen: 7, At: now.Add(-2 * time.Hour).UnixNano()}}
+	if _, err := f.b.meta.Create(context.Background(), key, rec, hist); err != nil {
+		t.Fatal(err)
+	}
+	f.run(key, "one")
+	if got := f.recordFile(key); !strings.Contains(got, "/0000000000000008-") {
+		t.Fatalf("the promotion made %s; this test wants gen 8", got)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Swept) != 0 {
+		t.Errorf("reap swept %q; want gen 5's file %s kept (superseded just now)", res.Swept, name)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if fd, ok := found[name]; ok {
+		t.Errorf("check reported %s: %+v; want it kept", name, fd)
+	}
+}
+
+// A key whose record an operator deleted (etcdctl del), its history
+// left, starts again from generation 1: the old incarnation's entries of
+// the same generations are not the new one's. Its gen 1, superseded just
+// now, was judged by the old gen 2's date (4 h ago): reap swept it at
+// once, under any resolve still copying it.
+func TestAnEarlierIncarnationsHistoryDoesNotDateASupersession(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "reborn", "history left")
+	now := time.Now()
+	for i, ago := range []time.Duration{5 * time.Hour, 4 * time.Hour, 3 * time.Hour} {
+		f.now = now.Add(-ago)
+		f.run(key, []string{"a", "b", "c"}[i])
+	}
+	f.now = time.Time{}
+	if _, err := c.Client(t).Delete(t.Context(), f.b.meta.RecordKey(key)); err != nil {
+		t.Fatal(err)
+	}
+	// The old incarnation's files go, so that only the new one's are left.
+	ents, err := os.ReadDir(filepath.Join(f.dir, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(f.dir, key, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.run(key, "x")
+	first := f.recordFile(key)
+	old := now.Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, first), old, old); err != nil {
+		t.Fatal(err)
+	}
+	f.run(key, "y")
+	if !strings.Contains(first, "/0000000000000001-") {
+		t.Fatalf("the new incarnation's first file is %s; this test wants gen 1", first)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Swept) != 0 {
+		t.Errorf("reap swept %q; want %s kept (superseded just now)", res.Swept, first)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if fd, ok := found[first]; ok {
+		t.Errorf("check reported %s: %+v; want it kept", first, fd)
+	}
+}
