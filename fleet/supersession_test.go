@@ -108,3 +108,43 @@ func TestAnEarlierIncarnationsHistoryDoesNotDateASupersession(t *testing.T) {
 		t.Errorf("check reported %s: %+v; want it kept", first, fd)
 	}
 }
+
+// A key whose newest history entry is above the last slot (an older
+// sessdb's, or another binary's) is read whole by reap, and its
+// superseded generation judged by that history, as check judges it: not
+// by the record's date alone, which a busy key keeps recent.
+func TestAReapJudgesASupersededGenerationByAHistoryAboveTheLastSlot(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "busy-key", "above the last slot")
+	now := time.Now()
+	var first string
+	for i, ago := range []time.Duration{3 * time.Hour, 2 * time.Hour, 10 * time.Minute} {
+		f.now = now.Add(-ago)
+		f.run(key, []string{"one", "two", "three"}[i])
+		if i == 0 {
+			first = f.recordFile(key)
+			if err := os.Chtimes(filepath.Join(f.dir, first), f.now, f.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.now = time.Time{}
+	cli := c.Client(t)
+	hist := f.prefix + "/history/" + key + "/"
+	got, err := cli.Get(t.Context(), hist+"0000000000000003")
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("the key's third entry: %v, %v", got, err)
+	}
+	if _, err := cli.Put(t.Context(), hist+"ffffffffffffffff", string(got.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Swept) != 1 || res.Swept[0] != first || len(res.Skipped) != 0 {
+		t.Errorf("reap swept %q (skipped %v); want gen 1's file %s (superseded 2 h ago)", res.Swept, res.Skipped, first)
+	}
+}
