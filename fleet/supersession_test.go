@@ -148,3 +148,68 @@ func TestAReapJudgesASupersededGenerationByAHistoryAboveTheLastSlot(t *testing.T
 		t.Errorf("reap swept %q (skipped %v); want gen 1's file %s (superseded 2 h ago)", res.Swept, res.Skipped, first)
 	}
 }
+
+// A key whose history does not decode has its superseded generations
+// judged by its record's date alone, as before the history was read: the
+// entries that do decode are not taken, since the one that does not may
+// be the one that tells the key's incarnations apart. A busy key's
+// generation is then kept, not swept by a partial history.
+func TestAReapDoesNotJudgeByTheEntriesOfAHistoryThatDoesNotDecode(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "busy-key", "partial history")
+	now := time.Now()
+	for i, ago := range []time.Duration{3 * time.Hour, 2 * time.Hour, 10 * time.Minute} {
+		f.now = now.Add(-ago)
+		f.run(key, []string{"one", "two", "three"}[i])
+		if i == 0 {
+			first := f.recordFile(key)
+			if err := os.Chtimes(filepath.Join(f.dir, first), f.now, f.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.now = time.Time{}
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+key+"/x/0000000000000009", "x"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Swept) != 0 {
+		t.Errorf("reap swept %q; want nothing (the record, promoted 10 min ago, alone dates the key's files)", res.Swept)
+	}
+}
+
+// superseded walks the history newest first and stops at what dates a
+// generation's successor: an entry at or below the generation (without a
+// ticket's base to stop at, an earlier incarnation's entries lie past
+// it), or the promotion committed over it; a refusal's base (the ticket
+// the refused job held) stops nothing; and the oldest entry the ring
+// still holds counts.
+func TestSupersededStopsAtTheSuccessor(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
+	rec := &etcdmeta.Transcript{Gen: 3, PromotedAt: at(10 * time.Minute)}
+	for _, c := range []struct {
+		name string
+		hist []etcdmeta.HistoryEntry
+		want int64
+	}{
+		{"an earlier incarnation's gen 2 past a promotion with no base", []etcdmeta.HistoryEntry{
+			{Gen: 2, At: at(5 * time.Hour), BaseGen: 1}, {Gen: 1, At: at(time.Hour)}, {Gen: 2, At: at(20 * time.Minute)}, {Gen: 3, At: at(10 * time.Minute), BaseGen: 2},
+		}, at(20 * time.Minute)},
+		{"a refusal's base is no successor", []etcdmeta.HistoryEntry{
+			{Gen: 1, At: at(3 * time.Hour)}, {Gen: 2, At: at(2 * time.Hour), BaseGen: 1}, {Gen: 2, At: at(30 * time.Minute), BaseGen: 1, Outcome: "superseded"}, {Gen: 3, At: at(10 * time.Minute), BaseGen: 2},
+		}, at(2 * time.Hour)},
+		{"the oldest entry held is the successor", []etcdmeta.HistoryEntry{
+			{Gen: 2, At: at(2 * time.Hour)}, {Gen: 3, At: at(10 * time.Minute), BaseGen: 2},
+		}, at(2 * time.Hour)},
+	} {
+		if got := superseded(c.hist, 1, rec); got.UnixNano() != c.want {
+			t.Errorf("%s: superseded = %v, want %v", c.name, got.UTC(), time.Unix(0, c.want).UTC())
+		}
+	}
+}
