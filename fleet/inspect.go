@@ -154,7 +154,7 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 // HistoryKeys may give such a name out of its order among the others
 // (a name another sorts among the keys of: "a!" before "a"): one not
 // emitted in its place is emitted after the records, unless a record
-// had it. The histories'
+// had it; a key given after such a name is emitted right after it. The histories'
 // names (etcdmeta.HistoryKeys) are read beside the records, a page of
 // each at a time, from once the records' first page is read. counted is
 // given the records' count (etcdmeta.ListCounted), and one more for each
@@ -178,7 +178,14 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 	// HistoryKeys gives the keys in key order), while have. late are the
 	// names that are no key HistoryKeys gave out of that order, and
 	// emitted those such names emitted already, a record's or a history's.
+	// lastKey is the last key (a valid name) pulled, and lastRecord the
+	// last valid one of a record emitted: a key HistoryKeys gives after
+	// a name that sorts after it (its own name with a character below
+	// '/' appended: "<key>!" before "<key>"), above lastKey, is a key
+	// not met yet, a history with no record unless the records passed
+	// it meanwhile (lastRecord), and is placed next.
 	pending, have, pulled := "", false, false
+	lastKey, lastRecord := "", ""
 	late, emitted := map[string]bool{}, map[string]bool{}
 	pull := func() error {
 		prev := pending
@@ -187,12 +194,22 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 			if !have {
 				return histErr
 			}
-			if !pulled || pending > prev {
+			valid := etcdmeta.ValidKey(pending)
+			switch {
+			case !pulled || pending > prev:
 				pulled = true
+				if valid {
+					lastKey = pending
+				}
 				return nil
-			}
-			if pending != prev && !etcdmeta.ValidKey(pending) {
+			case pending == prev:
+			case !valid:
 				late[pending] = true
+			case pending > lastKey:
+				lastKey = pending
+				if pending != lastRecord {
+					return nil
+				}
 			}
 		}
 	}
@@ -230,7 +247,9 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 				return err
 			}
 		}
-		if !etcdmeta.ValidKey(it.Key) {
+		if etcdmeta.ValidKey(it.Key) {
+			lastRecord = it.Key
+		} else {
 			emitted[it.Key] = true
 		}
 		return emit(it)

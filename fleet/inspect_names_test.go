@@ -36,3 +36,33 @@ func TestDumpReportsAKeyOnceWhereTheHistoriesNameItTwice(t *testing.T) {
 		t.Fatalf("dump reported %q; want %q, each once in key order", names, want)
 	}
 }
+
+// A key whose history has no record, beside a history named "<key>!"
+// (no key's, and listed before the key's own: "<key>!/…" sorts before
+// "<key>/…"), is reported by dump, its history with it, as check names
+// it. dump placed "<key>!" first and took the key that followed for one
+// met again: it reported "<key>!" and never the key, while check named
+// both.
+func TestDumpReportsAStrayKeyListedAfterANameNoKeysThatSortsAfterIt(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	first, key, last := orderedKeys("passed-by-a-name")
+	f.run(first, "one")
+	f.strayHistory(key)
+	f.run(last, "one")
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+key+"!/x", "x"); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range f.dump(InspectOptions{}) {
+		names = append(names, r.Name)
+	}
+	if want := []string{first, key + "!", key, last}; !slices.Equal(names, want) {
+		t.Errorf("dump reported %q; want %q, each once", names, want)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if _, ok := found[f.prefix+"/history/"+key+"/"]; !ok {
+		t.Errorf("check found %+v; want the key's history with no record named", found)
+	}
+}
