@@ -11,6 +11,7 @@ import (
 
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
+	"sessdb/internal/callerctx"
 	"sessdb/store"
 )
 
@@ -221,7 +222,7 @@ func (c *checker) renumber(ctx context.Context, key string, st etcdmeta.State, f
 	// Each of its requests is bounded by the request timeout (etcdmeta).
 	// Once begun it is finished whatever ctx does (Ctrl-C): cut short,
 	// a transaction etcd had served was reported not done.
-	did, err := c.b.meta.RenumberHistory(context.WithoutCancel(ctx), key, st.Rev)
+	did, err := c.b.meta.RenumberHistory(callerctx.WithoutCancel(ctx), key, st.Rev)
 	var ce *etcdmeta.ConflictError
 	switch {
 	case err == nil && did.Kept == 0:

@@ -720,7 +720,7 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	// Once sent, the delete is finished whatever ctx does (Ctrl-C), within
 	// the request timeout: cut short, its answer was dropped though etcd
 	// may have served it, and the key went unreported, its file left.
-	if gone, err := b.delete(context.WithoutCancel(ctx), key, st.Rev); !gone {
+	if gone, err := b.delete(callerctx.WithoutCancel(ctx), key, st.Rev); !gone {
 		return false, err
 	}
 	// The file goes with the key only if it is the key's own: a name is

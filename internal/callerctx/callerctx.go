@@ -161,7 +161,8 @@ type heldKey struct{}
 
 // Deadline is ctx's deadline, or the one the caller's context held by Of
 // names where ctx is that context or derives from it (a request timeout
-// made with context.WithTimeout), whichever comes first. Of's Deadline
+// made with context.WithTimeout) and not through WithoutCancel, whichever
+// comes first. Of's Deadline
 // reports none, so that context.WithTimeout sets its own timer rather
 // than trust the caller's; a wait that only shortens itself by a
 // deadline, never waiting for it to be kept (a backoff's pause, ended
@@ -177,6 +178,17 @@ func Deadline(ctx context.Context) (time.Time, bool) {
 		return cd, true
 	}
 	return d, ok
+}
+
+// WithoutCancel is context.WithoutCancel(ctx), detached from the caller's
+// deadline as it is from its end: Deadline does not read the deadline of
+// a caller's context held by Of through it. A step the store finishes
+// whatever its caller does (a delete or a renumber once sent, within the
+// request timeout) would otherwise stop trying an etcd that did not
+// answer at the caller's deadline, its answer lost though it may have
+// landed. Values still read through it.
+func WithoutCancel(ctx context.Context) context.Context {
+	return context.WithValue(context.WithoutCancel(ctx), heldKey{}, (*held)(nil))
 }
 
 // deadline is the caller's Deadline, none where it panicked.

@@ -310,3 +310,25 @@ func TestStringNamesTheCallersType(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// A context made from a held one through WithoutCancel is detached from
+// the caller's deadline as from its end: Deadline names the bound made
+// under it alone, and none without one. Through context.WithoutCancel
+// (Value reaches the held context), the caller's deadline was read.
+func TestDeadlineDoesNotReadTheCallersThroughWithoutCancel(t *testing.T) {
+	caller, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Hour))
+	defer cancel()
+	detached := WithoutCancel(Of(caller))
+	if d, ok := Deadline(detached); ok {
+		t.Errorf("Deadline(WithoutCancel(Of(ctx))) = %v; want none", d)
+	}
+	bound, stop := context.WithTimeout(detached, time.Hour)
+	defer stop()
+	want, _ := bound.Deadline()
+	if d, ok := Deadline(bound); !ok || !d.Equal(want) {
+		t.Errorf("Deadline of a timeout under WithoutCancel = %v, %v; want the timeout's %v", d, ok, want)
+	}
+	if detached.Err() != nil || detached.Done() != nil {
+		t.Errorf("WithoutCancel: Err %v, Done %v; want neither", detached.Err(), detached.Done())
+	}
+}
