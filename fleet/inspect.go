@@ -154,11 +154,11 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 // HistoryKeys may give such a name out of its order among the others
 // (a name another sorts among the keys of: "a!" before "a"): one not
 // emitted in its place is emitted after the records, unless a record
-// had it; a key given after such a name is emitted right after it. The histories'
-// names (etcdmeta.HistoryKeys) are read beside the records, a page of
-// each at a time, from once the records' first page is read. counted is
-// given the records' count (etcdmeta.ListCounted), and one more for each
-// such key, when it is met. An error of either listing, or emit's, stops
+// had it; a key given after such a name is emitted right after it. The
+// histories' names (etcdmeta.HistoryKeys) are read beside the records, a
+// page of each at a time, from once the records' first page is read.
+// counted is given the records' count (etcdmeta.ListCounted), and one
+// more for each such key, when it is met. An error of either listing, or emit's, stops
 // it and is returned.
 func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit func(etcdmeta.Item) error) error {
 	var histErr error
