@@ -72,3 +72,56 @@ func TestASignalWhileAFleetWalkConnectsStopsItAsCtrlCDoes(t *testing.T) {
 		})
 	}
 }
+
+// A walk stopped while it connects reports what it was asked to do: a
+// dry run's summary says dry run, and migrate's names its direction, as a
+// walk stopped mid-way does.
+func TestAWalkStoppedWhileItConnectsSaysWhatItWasAsked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "transcripts"), filepath.Join(base, "sessions")
+	mustMkdir(t, dir, root)
+	for _, c := range []struct {
+		name      string
+		args      []string
+		direction string // migrate's, "" for reap
+		dryRun    bool
+	}{
+		{"reap dry run", []string{"reap", "--json", "--dry-run"}, "", true},
+		{"reap", []string{"reap", "--json"}, "", false},
+		{"migrate to etcd dry run", []string{"migrate", "--json", "--dry-run", "--to", "etcd", root}, "to-etcd", true},
+		{"migrate from etcd", []string{"migrate", "--json", "--from", "etcd", root}, "from-etcd", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], append(c.args, "--log-format", "json")...)
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+				"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
+				"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
+			var out, errs strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // in the login, which waits 20 s
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			var last struct {
+				Summary struct {
+					Interrupted bool
+					DryRun      bool   `json:"dry_run"`
+					Direction   string `json:"direction"`
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || cmd.ProcessState.ExitCode() != exitInterrupted || !last.Summary.Interrupted ||
+				last.Summary.DryRun != c.dryRun || last.Summary.Direction != c.direction {
+				t.Errorf("%s after SIGTERM while it connected: exit %d, stdout %q; want 130, interrupted, dry_run %v, direction %q\nstderr: %s",
+					c.name, cmd.ProcessState.ExitCode(), out.String(), c.dryRun, c.direction, errs.String())
+			}
+		})
+	}
+}

@@ -355,3 +355,32 @@ func TestAFleetLoginFailureIsReportedOnce(t *testing.T) {
 		t.Fatalf("promote: exit %d, stdout %q, stderr %q; want promote-failed and its cause in one line", code, out, errs)
 	}
 }
+
+// A fleet walk whose login fails is a fault, not a walk stopped: the
+// error on stderr, exit 1, and no summary on stdout that says 0 entries.
+func TestAFleetWalkWhoseLoginFailsIsAFault(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "transcripts"), filepath.Join(base, "sessions")
+	for _, d := range []string{dir, root} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:9")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+	t.Setenv("PI_SESSIONS_ETCD_USER", "sessdb")
+	t.Setenv("PI_SESSIONS_ETCD_PASSWORD", "secret")
+	t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "50ms")
+	for _, args := range [][]string{
+		{"dump", "--json"},
+		{"check", "--json"},
+		{"reap", "--json"},
+		{"migrate", "--json", "--to", "etcd", root},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != exitFault || out != "" || !strings.Contains(errs, "etcd unavailable") {
+			t.Errorf("%s with a login that fails: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout, the cause on stderr", args[0], code, out, errs, exitFault)
+		}
+	}
+}
