@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -233,5 +234,55 @@ func TestDumpReportsAHistoryWhoseNameIsNoKeyAsCheckDoes(t *testing.T) {
 		if fd, ok := found[f.prefix+"/history/"+n+"/"]; !ok || fd.Kind != store.KindNotAKey {
 			t.Errorf("check found %+v at %s/history/%s/; want not-a-key", fd, f.prefix, n)
 		}
+	}
+}
+
+// A history whose name is no key and that the listing of the histories'
+// names gives only out of its order ("x!/…" sorts before "x/…", and no
+// entry at "x" itself) is reported too, after the records, once: a record
+// of that name reported already is not reported again, and dump's visit
+// refusing it stops the walk with that error. Before, no test gave a name
+// only out of its order: mutants of listWithStrays that never reported
+// such a name (late not kept), or reported a record's name twice (a
+// record's name not marked emitted), lived.
+func TestDumpReportsAHistoryNameGivenOutOfOrderOnce(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stray-history", "out-of-order")
+	f.run(key, "one")
+	cli := c.Client(t)
+	rec, err := cli.Get(t.Context(), f.prefix+"/record/"+key)
+	if err != nil || len(rec.Kvs) != 1 {
+		t.Fatalf("the record: %v %v", rec, err)
+	}
+	for _, k := range []string{"/history/x!/0000000000000001", "/history/x/0000000000000001", "/history/y!/0000000000000001", "/history/y/0000000000000001", "/record/y"} {
+		v := "x"
+		if k == "/record/y" {
+			v = string(rec.Kvs[0].Value)
+		}
+		if _, err := cli.Put(t.Context(), f.prefix+k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, r := range f.dump(InspectOptions{}) {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	want := []string{key, "x", "x!", "y", "y!"}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("dump reported %q; want %q, each once", names, want)
+	}
+	refused := errors.New("the visit refused x")
+	err = f.b.Inspect(t.Context(), InspectOptions{}, func(r Report) error {
+		if r.Name == "x" {
+			return refused
+		}
+		return nil
+	})
+	if !errors.Is(err, refused) {
+		t.Errorf("dump whose visit refused x: %v; want the visit's error", err)
 	}
 }
