@@ -64,6 +64,13 @@ func TestALegacyVenueReadAgainAsTheSameVenueStillResumes(t *testing.T) {
 			}
 			want(t, sess, c.want == gates.Resumed, c.want)
 			if c.want != gates.Resumed {
+				// A venue that did change, with no migration under the
+				// copy: the cold start is based on the file in place, and
+				// the job's cold run promotes over it, by the legacy rules.
+				stage(t, jobDir, transcriptBytes(clock.now, "a new conversation"))
+				if res := mustPromote(t, s, sess, PromoteRequest{PiVersion: testPi}); !res.Promoted {
+					t.Fatalf("the cold run's promote = %s, want promoted: no migration landed under the copy", res.Reason)
+				}
 				return
 			}
 			// The run promotes onto the conversation it was given.
