@@ -140,7 +140,7 @@ func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist
 			return nil, false, err
 		}
 	}
-	sent = true
+	// From here on the commit is tried: every return says sent.
 	err = lock.Update(func(tx *db.Tx) error {
 		sc := sidecarsOf(rec)
 		if tmp != "" {

@@ -475,20 +475,28 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 // given says that kd's mode is not to be asked: a dry run's, of a dir its
 // run gives the owner's bits first (giveReapedBits).
 func removable(root, kd *os.File, name string, given bool) error {
+	entry := fsat.DeleteErr
+	if given {
+		entry = fsat.DeleteRefused
+	}
+	_, err := firstRefusal(root, kd, name, entry, fsat.DeleteErr)
+	return err
+}
+
+// firstRefusal is the first refusal entry gives of one of kd's entries,
+// in name order, then self's of kd itself at name under root; listed is
+// false, with the error, when kd cannot be listed.
+func firstRefusal(root, kd *os.File, name string, entry, self func(*os.File, string) error) (listed bool, err error) {
 	names, err := fsat.ReadDirNames(kd)
 	if err != nil {
-		return err
-	}
-	deleteErr := fsat.DeleteErr
-	if given {
-		deleteErr = fsat.DeleteRefused
+		return false, err
 	}
 	for _, n := range sortedCopy(names) {
-		if err := deleteErr(kd, n); err != nil {
-			return err
+		if err := entry(kd, n); err != nil {
+			return true, err
 		}
 	}
-	return fsat.DeleteErr(root, name)
+	return true, self(root, name)
 }
 
 // removalRefused is what refuses the removal of the reap-owned dir kd, at
@@ -499,16 +507,11 @@ func removable(root, kd *os.File, name string, given bool) error {
 // fails whole (removable), where a mode alone (a reap gives its own dir
 // the write bit; another user may run it) says nothing.
 func removalRefused(root, kd *os.File, name string) error {
-	names, err := fsat.ReadDirNames(kd)
-	if err != nil {
+	listed, err := firstRefusal(root, kd, name, fsat.DeleteRefused, fsat.DeleteRefused)
+	if !listed {
 		return nil // the reap's to say
 	}
-	for _, n := range sortedCopy(names) {
-		if err := fsat.DeleteRefused(kd, n); err != nil {
-			return err
-		}
-	}
-	return fsat.DeleteRefused(root, name)
+	return err
 }
 
 // lacksOwnBits reports whether dir's entry name ("." for dir itself) is
