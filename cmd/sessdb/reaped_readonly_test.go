@@ -29,6 +29,33 @@ func TestAReapFinishesA0500ReapedDirItsRunnerOwns(t *testing.T) {
 
 func reapFinishesA0500ReapedDir(t *testing.T, meta os.FileMode) {
 	w := newNobodysWorker(t)
+	aside := killedReapsDir(t, w)
+	os.Chmod(filepath.Join(aside, "meta.db"), meta)
+	if err := os.Chmod(aside, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(aside)
+	code, out, errs := w.runAs("reap", "--dry-run", w.root)
+	if code != exitOK || !strings.Contains(out, "would finish  "+name) {
+		t.Errorf("dry run: exit %d; want 0, the dir to be finished\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if st, err := os.Stat(aside); err != nil || st.Mode().Perm() != 0o500 {
+		t.Fatalf("the dry run changed the dir: %v, %v", st, err)
+	}
+	code, out, errs = w.runAs("reap", w.root)
+	if code != exitOK || !strings.Contains(out, "finished      "+name) {
+		t.Errorf("reap: exit %d; want 0, the dir finished\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if names, err := os.ReadDir(w.root); err != nil || len(names) != 0 {
+		t.Errorf("left under the root: %v, %v", names, err)
+	}
+}
+
+// killedReapsDir promotes a key in w's root 30 days ago, expires it with
+// a reap killed after its rename, and returns the reap-owned dir it left:
+// with its reaping entry, all of it nobody's. Its mode is made 0700 again
+// when the test ends.
+func killedReapsDir(t *testing.T, w nobodysWorker) string {
 	now := clock
 	t.Cleanup(func() { clock = now })
 	clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
@@ -36,8 +63,6 @@ func reapFinishesA0500ReapedDir(t *testing.T, meta os.FileMode) {
 		t.Fatalf("promote: %s", promoted)
 	}
 	clock = now
-	// A reap killed after its rename: the reap-owned dir, with its
-	// reaping entry, all of it nobody's.
 	s, err := store.New(w.root, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,23 +80,5 @@ func reapFinishesA0500ReapedDir(t *testing.T, meta os.FileMode) {
 		t.Fatalf("the killed reap left %v", aside)
 	}
 	t.Cleanup(func() { os.Chmod(aside[0], 0o700) })
-	os.Chmod(filepath.Join(aside[0], "meta.db"), meta)
-	if err := os.Chmod(aside[0], 0o500); err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Base(aside[0])
-	code, out, errs := w.runAs("reap", "--dry-run", w.root)
-	if code != exitOK || !strings.Contains(out, "would finish  "+name) {
-		t.Errorf("dry run: exit %d; want 0, the dir to be finished\nstdout:\n%s\nstderr:\n%s", code, out, errs)
-	}
-	if st, err := os.Stat(aside[0]); err != nil || st.Mode().Perm() != 0o500 {
-		t.Fatalf("the dry run changed the dir: %v, %v", st, err)
-	}
-	code, out, errs = w.runAs("reap", w.root)
-	if code != exitOK || !strings.Contains(out, "finished      "+name) {
-		t.Errorf("reap: exit %d; want 0, the dir finished\nstdout:\n%s\nstderr:\n%s", code, out, errs)
-	}
-	if names, err := os.ReadDir(w.root); err != nil || len(names) != 0 {
-		t.Errorf("left under the root: %v, %v", names, err)
-	}
+	return aside[0]
 }

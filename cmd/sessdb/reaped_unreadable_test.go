@@ -1,17 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"sessdb/gates"
-	"sessdb/internal/faults"
-	"sessdb/store"
 )
 
 // A reap-owned dir its runner owns but may not read or enter (0300, 0100,
@@ -29,44 +23,21 @@ func TestAReapOfAReapedDirItsOwnerMayNotReadFailsAsItsDryRunDoes(t *testing.T) {
 
 func reapOfAnUnreadableReapedDir(t *testing.T, dirMode, metaMode os.FileMode) {
 	w := newNobodysWorker(t)
-	now := clock
-	t.Cleanup(func() { clock = now })
-	clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
-	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
-		t.Fatalf("promote: %s", promoted)
-	}
-	clock = now
-	s, err := store.New(w.root, store.Options{Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
-	if err != nil {
+	aside := killedReapsDir(t, w)
+	if err := os.Chmod(filepath.Join(aside, "meta.db"), metaMode); err != nil {
 		t.Fatal(err)
 	}
-	faults.Set(func(p faults.Point) error {
-		if p == faults.ReapAfterRename {
-			return errors.New("killed")
-		}
-		return nil
-	})
-	s.Reap(false)
-	faults.Set(nil)
-	aside, _ := filepath.Glob(filepath.Join(w.root, ".reaped-*"))
-	if len(aside) != 1 {
-		t.Fatalf("the killed reap left %v", aside)
-	}
-	t.Cleanup(func() { os.Chmod(aside[0], 0o700) })
-	if err := os.Chmod(filepath.Join(aside[0], "meta.db"), metaMode); err != nil {
+	if err := os.Chmod(aside, dirMode); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(aside[0], dirMode); err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Base(aside[0])
+	name := filepath.Base(aside)
 	dryCode, dryOut, dryErrs := w.runAs("reap", "--dry-run", w.root)
 	code, out, errs := w.runAs("reap", w.root)
 	if dryCode != code || code != exitFault || !strings.Contains(dryOut, "failed        "+name) || !strings.Contains(out, "failed        "+name) {
 		t.Errorf("the dry run: exit %d\n%s%s\nthe run: exit %d\n%s%s\nwant both to fail the dir, exit %d", dryCode, dryOut, dryErrs, code, out, errs, exitFault)
 	}
-	os.Chmod(aside[0], 0o700)
-	if st, err := os.Stat(filepath.Join(aside[0], "meta.db")); err != nil || st.Mode().Perm() != metaMode {
+	os.Chmod(aside, 0o700)
+	if st, err := os.Stat(filepath.Join(aside, "meta.db")); err != nil || st.Mode().Perm() != metaMode {
 		t.Errorf("meta.db after the run: %v, %v; want it there, mode %04o", st, err, metaMode)
 	}
 }
