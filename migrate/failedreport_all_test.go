@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"sessdb/internal/faults"
 	"sessdb/store"
@@ -21,26 +20,6 @@ import (
 // untouched.
 func TestAFailedKeysReportNamesEverythingItChanged(t *testing.T) {
 	key := store.Key("github", "acme/widget", "failed report whole")
-	legacyFiles := map[string]string{
-		"current.jsonl": `{"type":"session","version":3,"id":"x","timestamp":"2026-11-30T10:00:00Z","cwd":"/w"}` + "\n",
-		"pi-version":    "0.58.3", "venue": "local", "resume-chain": "2", "context": "1000 200000 anthropic/claude-sonnet-4-5",
-	}
-	layOut := func(t *testing.T, toLegacy bool) string {
-		root := t.TempDir()
-		dir := filepath.Join(root, key)
-		must(t, os.Mkdir(dir, 0o700))
-		for n, b := range legacyFiles {
-			must(t, os.WriteFile(filepath.Join(dir, n), []byte(b), 0o600))
-			at := testNow.Add(-time.Hour)
-			must(t, os.Chtimes(filepath.Join(dir, n), at, at))
-		}
-		if toLegacy {
-			if got, sum := migrate(t, root, false, testOpts()); !sum.Complete() || got[key].Action != Migrated {
-				t.Fatalf("to-db before the rollback: %+v", got[key])
-			}
-		}
-		return root
-	}
 	contents := func(t *testing.T, dir string) map[string][]byte {
 		ents, err := os.ReadDir(dir)
 		must(t, err)
@@ -60,7 +39,7 @@ func TestAFailedKeysReportNamesEverythingItChanged(t *testing.T) {
 		}
 		t.Run(string(p), func(t *testing.T) {
 			toLegacy := p[:len("to-legacy")] == "to-legacy"
-			root := layOut(t, toLegacy)
+			root := layOutFailedReportKey(t, key, toLegacy)
 			dir := filepath.Join(root, key)
 			dry := testOpts()
 			dry.DryRun = true
