@@ -70,12 +70,14 @@ func (e *PlaceError) Error() string {
 // that exists. A caller may ask it first, before it connects to the
 // fleet (the CLI does, naming its settings).
 func CheckPlaces(root, dir string) error {
-	r, ok := resolvedPath(root)
-	if !ok {
+	// Where each leads, links resolved as the kernel takes them, the part
+	// not made yet kept as written (fsat.ResolvedPath).
+	r, err := fsat.ResolvedPath(root)
+	if err != nil {
 		return nil
 	}
-	d, ok := resolvedPath(dir)
-	if !ok {
+	d, err := fsat.ResolvedPath(dir)
+	if err != nil {
 		return nil
 	}
 	if r == d || sameFile(r, d) {
@@ -91,15 +93,6 @@ func CheckPlaces(root, dir string) error {
 		return &PlaceError{Where: RootInDir, Dir: dir, Root: root, Name: name}
 	}
 	return nil
-}
-
-// resolvedPath is p absolute, its links resolved as the kernel takes
-// them, where the part of it not made yet is kept as written
-// (fsat.ResolvedPath); false when that cannot be told (a dir that cannot
-// be searched).
-func resolvedPath(p string) (string, bool) {
-	r, err := fsat.ResolvedPath(p)
-	return r, err == nil
 }
 
 // entryHolding names the entry of dir that p (both resolved) is inside,
