@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -161,6 +162,12 @@ func TestAMigrationCreateSentAgainAfterAPromotionOnTopKeepsItsFile(t *testing.T)
 			}
 			if _, err := os.Lstat(filepath.Join(f.dir, created)); err != nil {
 				t.Errorf("the generation the migration made, superseded by the promotion, went at once: %v", err)
+			}
+			// What the transcripts dir holds of this run is what its report
+			// says it wrote, whichever way the key was judged (json.md's
+			// written: a file kept for an already key too).
+			if !slices.Contains(r.Written, created) {
+				t.Errorf("the key = %s, written %q: the file the run made and kept, %s, is not named", r.Action, r.Written, created)
 			}
 			f.holds(key, "fleet", 2)
 		})
