@@ -158,3 +158,48 @@ func TestHistoryKeysStopsAtTheFunctionsError(t *testing.T) {
 		t.Errorf("HistoryKeys with a function that fails: %v after %d calls; want its error after one", err, calls)
 	}
 }
+
+// A key's history with an entry at the key's own name ("<prefix>/history/
+// <key>", no slot: put by hand or another tool) that ends a page, the
+// key's entries beginning the next: HistoryKeys names the key once, as
+// its doc promises a key, not once on each page. Before, each page took
+// its first name for one not met, and the key was named twice in a row
+// (mutlate47's F01: dump's merge dropped the repeat; check's map did).
+func TestHistoryKeysNamesAKeyOnceWhoseBareNameEndsAPage(t *testing.T) {
+	s := open(t, etcdtest.Start1(t))
+	saved := listPageSize
+	listPageSize = 1 // pages of 10 keys
+	defer func() { listPageSize = saved }()
+	dir := s.cfg.Prefix + "/history/"
+	key := "f" + randHex(16)[:31]
+	if !ValidKey(key) {
+		t.Fatalf("%s is no key", key)
+	}
+	// Nine entries of another name sort before the key's, then the
+	// key's bare name: the tenth key, the first page's last.
+	other := "0" + randHex(16)[:31]
+	for i := range 9 {
+		if _, err := s.cli.Put(ctx(t), fmt.Sprintf("%s%s/%016x", dir, other, i+1), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{dir + key, dir + key + "/0000000000000001", dir + key + "/0000000000000002"} {
+		if _, err := s.cli.Put(ctx(t), name, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := s.cli.Get(ctx(t), dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(10*listPageSize))
+	if err != nil || len(first.Kvs) != 10 || string(first.Kvs[9].Key) != dir+key {
+		t.Fatalf("the first page does not end at the key's bare name: %v", err)
+	}
+	var got []string
+	if err := s.HistoryKeys(ctx(t), func(name string) error {
+		got = append(got, name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{other, key}; !slices.Equal(got, want) {
+		t.Fatalf("HistoryKeys named %q; want %q, each once", got, want)
+	}
+}

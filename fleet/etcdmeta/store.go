@@ -993,10 +993,13 @@ func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) err
 		return fmt.Errorf("history keys: %w", ErrClosed)
 	}
 	dir := s.cfg.Prefix + "/history/"
+	// met: a name was met, last (the empty name is one: no key's, named
+	// as every such name is). Kept across pages: a page that ends at a
+	// name's bare key ("<prefix>/history/<key>", put by hand) is followed
+	// by one that begins with that name's entries, the same name, which
+	// is not named again.
+	last, met := "", false
 	return s.walkRange(ctx, dir, 10*listPageSize, true, nil, func(kvs []*mvccpb.KeyValue) (string, error) {
-		// met: a name was met on this page, last (the empty name is
-		// one: no key's, named as every such name is).
-		last, met := "", false
 		for _, kv := range kvs {
 			name, _, _ := strings.Cut(string(kv.Key[len(dir):]), "/")
 			if met && name == last {
