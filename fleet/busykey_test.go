@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"sessdb/fleet/shared"
 	"sessdb/internal/etcdtest"
 	"sessdb/store"
 )
@@ -107,5 +109,100 @@ func TestAReapSweepsTheOrphanOfAKeyWhoseHistoryDoesNotDecode(t *testing.T) {
 	}
 	if !slices.Equal(res.Swept, []string{first}) {
 		t.Errorf("reap swept %q (skipped %v); want gen 1's file %s", res.Swept, res.Skipped, first)
+	}
+}
+
+// check's orphan line names the date the file was judged by: a
+// generation below the record's goes a grace period after the key's
+// history says it was superseded, and the line says so, where it named
+// only the record's date (a busy key's, minutes old: "promoted 10m ago"
+// beside a file an operator could not see why was no longer kept); a
+// generation above the record's is named as what it is, a promotion that
+// lost its commit or died before it, judged by the record's date.
+func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "busy-key", "the orphan's date")
+	now := time.Now()
+	var files []string
+	for i, ago := range []time.Duration{3 * time.Hour, 2 * time.Hour, 10 * time.Minute} {
+		f.now = now.Add(-ago)
+		f.run(key, []string{"one", "two", "three"}[i])
+		file := f.recordFile(key)
+		files = append(files, file)
+		if err := os.Chtimes(filepath.Join(f.dir, file), f.now, f.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An idle key whose promotion of gen 2 died before its commit, two
+	// hours ago: the record, gen 1, is three hours old.
+	idle := store.Key("github", "idle-key", "a promotion that died")
+	f.now = now.Add(-3 * time.Hour)
+	f.run(idle, "one")
+	f.now = time.Time{}
+	dead, _, _, err := shared.Write(context.Background(), f.dir, idle, 2, strings.NewReader(testHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(f.dir, dead), now.Add(-2*time.Hour), now.Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// A key whose history does not decode: its gen 1 is judged by the
+	// record's date, and the line says that date alone.
+	damaged := store.Key("github", "busy-key", "a history that does not decode")
+	var damagedFirst string
+	for i, ago := range []time.Duration{3 * time.Hour, 2 * time.Hour} {
+		f.now = now.Add(-ago)
+		f.run(damaged, []string{"one", "two"}[i])
+		if i == 0 {
+			damagedFirst = f.recordFile(damaged)
+			if err := os.Chtimes(filepath.Join(f.dir, damagedFirst), f.now, f.now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.now = time.Time{}
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+damaged+"/x/0000000000000009", "x"); err != nil {
+		t.Fatal(err)
+	}
+	// And a file of the record's own generation that is not the
+	// record's (a promotion that lost its compare, left): neither below
+	// nor above, judged by the record's date.
+	lost, _, _, err := shared.Write(context.Background(), f.dir, idle, 1, strings.NewReader(testHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(f.dir, lost), now.Add(-2*time.Hour), now.Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	fd, ok := found[files[0]]
+	if !ok || fd.Kind != KindOrphan {
+		t.Fatalf("check found %+v; want gen 1 an orphan", found)
+	}
+	if want := "gen 1, superseded 2h ago (the key's history); the record names gen 3, promoted 10m ago, 3h old"; !strings.Contains(fd.Detail, want) {
+		t.Errorf("gen 1's orphan line: %q; want it to say %q", fd.Detail, want)
+	}
+	fd, ok = found[dead]
+	if !ok || fd.Kind != KindOrphan {
+		t.Fatalf("check found %+v; want the dead promotion's gen 2 an orphan", found)
+	}
+	if want := "gen 2, above the record's: a promotion that lost its commit, or died before it; the record names gen 1, promoted 3h ago, 2h old"; !strings.Contains(fd.Detail, want) {
+		t.Errorf("the dead promotion's orphan line: %q; want it to say %q", fd.Detail, want)
+	}
+	fd, ok = found[lost]
+	if !ok || fd.Kind != KindOrphan {
+		t.Fatalf("check found %+v; want the lost promotion's gen 1 an orphan", found)
+	}
+	if want := "gen 1; the record names gen 1, promoted 3h ago, 2h old"; !strings.Contains(fd.Detail, want) {
+		t.Errorf("the lost promotion's orphan line: %q; want it to say %q", fd.Detail, want)
+	}
+	fd, ok = found[damagedFirst]
+	if !ok || fd.Kind != KindOrphan {
+		t.Fatalf("check found %+v; want gen 1 of the key whose history does not decode an orphan", found)
+	}
+	if want := "gen 1; the record names gen 2, promoted 2h ago, 3h old"; !strings.Contains(fd.Detail, want) {
+		t.Errorf("the orphan line of a key whose history does not decode: %q; want it to say %q (no history read)", fd.Detail, want)
 	}
 }

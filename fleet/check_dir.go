@@ -124,7 +124,7 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 			// now (as reap does before it sweeps): a promotion since may
 			// need the file for the grace period. The in-flight window
 			// needs no second look (a zero mtime; see stillOrphans).
-			goneSince = c.orphan(path, gen, isTemp, it, ok, kd, f, add) || goneSince
+			goneSince = c.orphan(path, gen, isTemp, it, ok, hist, kd, f, add) || goneSince
 		default:
 			// Not an orphan: needed, young, or not a regular file.
 			goneSince = c.special(kd, f, path, add) || goneSince
@@ -139,8 +139,12 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 }
 
 // orphan reports an orphan, with why no record needs it (it, the key's
-// record, ok: it has one) and its age; true if it was found gone.
-func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, kd *os.File, file string, add addFunc) bool {
+// record, ok: it has one; hist, its history as read with it) and its age;
+// true if it was found gone. The date it names is the one needs judged it
+// by: a generation below the record's, where the history was read with
+// the record, goes by when it was superseded (superseded), which a busy
+// key's record's own date is far later than; any other, by the record's.
+func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, hist history, kd *os.File, file string, add addFunc) bool {
 	age := "?"
 	st, err := fsat.LstatAt(kd, file)
 	switch {
@@ -157,7 +161,15 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 		why = fmt.Sprintf("gen %d; the key has no record (a promotion that lost its commit or never made it, or a reaped key's)", gen)
 	case it.Record.Transcript != nil:
 		t := it.Record.Transcript
-		why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, store.RoundAge(c.now, time.Unix(0, t.PromotedAt)))
+		promoted := store.RoundAge(c.now, time.Unix(0, t.PromotedAt))
+		switch {
+		case gen < t.Gen && !hist.unread && hist.rev == it.Rev:
+			why = fmt.Sprintf("gen %d, superseded %s ago (the key's history); the record names gen %d, promoted %s ago", gen, store.RoundAge(c.now, superseded(hist.entries, gen, t)), t.Gen, promoted)
+		case gen > t.Gen:
+			why = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit, or died before it; the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
+		default:
+			why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
+		}
 	default:
 		why = fmt.Sprintf("gen %d; the record names no file", gen)
 	}
