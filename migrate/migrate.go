@@ -16,6 +16,7 @@ import (
 	"sessdb/internal/fsat"
 	"sessdb/internal/walk"
 	"sessdb/store"
+	"sessdb/store/legacy"
 )
 
 // DefaultLockTimeout is the wait for a key's meta.db lock when
@@ -25,8 +26,9 @@ import (
 const DefaultLockTimeout = 10 * time.Second
 
 // LockStale is the legacy LOCK_STALE_MS: a legacy lock file at most this
-// old (by its mtime) may belong to a live legacy promotion.
-const LockStale = time.Hour
+// old (by its mtime) may belong to a live legacy promotion (check's
+// legacy-leftover notice tells the two apart by the same age).
+const LockStale = legacy.LockStale
 
 // Options configure ToDB and ToLegacy. The zero value migrates for real,
 // one key at a time, with the wall clock.

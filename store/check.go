@@ -50,6 +50,7 @@ const (
 	KindMovedAside     Kind = "moved-aside"      // a damaged meta.db that check --repair moved aside
 	KindUnknownEntry   Kind = "unknown-entry"    // a file in a key dir that the store does not write
 	KindQuarantined    Kind = "quarantined"      // a key dir check --quarantine moved aside
+	KindLegacyLeftover Kind = "legacy-leftover"  // the legacy lock or a legacy writer's temp in a key still in the legacy layout
 )
 
 // An operator action's outcome, printed only by the check that took it
@@ -71,7 +72,7 @@ const (
 // Severity returns the kind's severity.
 func (k Kind) Severity() Severity {
 	switch k {
-	case KindNotAKey, KindLegacyBesideDB, KindMovedAside, KindUnknownEntry, KindQuarantined, KindAccepted:
+	case KindNotAKey, KindLegacyBesideDB, KindMovedAside, KindUnknownEntry, KindQuarantined, KindAccepted, KindLegacyLeftover:
 		return SeverityNotice
 	}
 	return SeverityProblem

@@ -298,6 +298,7 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 				add(path, KindNotRegular, "a legacy file that is not a regular file (mode %#o); %s, and reap leaves the key whole", st.Mode, resolve)
 			} else if k.layout != LayoutDB {
 				judge(path, n, &st) // a sidecar a resolve reads
+				legacyLeftover(add, path, n, now, mtime)
 			}
 		case strings.HasPrefix(n, AsidePrefix):
 			if !fsat.IsRegular(&st) {
@@ -318,6 +319,30 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 		add(key, KindLegacyBesideDB, "legacy files beside meta.db, ignored by resolve (meta.db is authoritative): %s", strings.Join(legacyNames, ", "))
 	}
 	return dbBroken, writerMayHold
+}
+
+// legacyLeftover reports the legacy store's lock, or a temp of its
+// writer (legacy.IsTemp), found as a regular file at n in a key still in
+// the legacy layout: no resolve reads either, and no sessdb write makes
+// or removes one (sessdb takes no legacy lock), so each is a legacy
+// worker's, one that is promoting the key now (a legacy worker beside
+// sessdb: unsupported) or one that died doing so. Said apart: a lock
+// younger than legacy.LockStale (or dated in the future), which makes
+// migrate skip the key as locked, and a stale one, which migrate removes
+// with the temps. A notice: nothing a resolve reads is wrong, and check
+// --repair leaves them (a legacy worker's may be live; migrate takes them
+// away under its own rules). Sidecars are not reported: they are the
+// key's values.
+func legacyLeftover(add addFunc, path, n string, now, mtime time.Time) {
+	age := RoundAge(now, mtime)
+	switch {
+	case n == legacy.LockName && !mtime.Before(now.Add(-legacy.LockStale)):
+		add(path, KindLegacyLeftover, "the legacy store's promotion lock, %s old: a legacy worker is promoting the key now, or died doing so within the hour (sessdb takes no legacy lock: never run a legacy worker beside sessdb); migrate skips the key, locked, until the lock is an hour old; resolve never reads it", age)
+	case n == legacy.LockName:
+		add(path, KindLegacyLeftover, "the legacy store's promotion lock, %s old: stale (over an hour), left by a legacy worker that died holding it; migrate removes it; resolve never reads it", age)
+	case legacy.IsTemp(n):
+		add(path, KindLegacyLeftover, "a legacy writer's temp, %s old: a legacy worker died writing it, or is writing it now; migrate removes it; resolve never reads it", age)
+	}
 }
 
 // creatingDB reports whether name in kd, a meta.db or a meta.db temp that

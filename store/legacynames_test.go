@@ -1,6 +1,7 @@
 package store
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,5 +120,68 @@ func TestCheckReportsAnIncomingNotTheLegacyWritersAsUnknown(t *testing.T) {
 	f := chkFind(found, dbKey, KindLegacyBesideDB)
 	if f == nil || !strings.HasSuffix(f.Detail, ": venue.incoming") {
 		t.Fatalf("check of a meta.db key holding venue.incoming: %+v; want legacy-beside-db naming venue.incoming alone", found)
+	}
+}
+
+// In a key still in the legacy layout, the legacy lock and the legacy
+// writer's temps are what a legacy worker leaves, promoting the key now
+// or dead: check names each, a notice that tells a fresh lock (migrate
+// skips the key, locked) from a stale one (migrate removes it), and
+// --repair leaves them, as migrate's to take. Before, check said nothing
+// of them: an operator about to migrate met a key skipped as locked, and
+// temps as large as a transcript, with no word from check.
+func TestCheckNamesTheLegacyLockAndTempsOfALegacyKey(t *testing.T) {
+	s, root, clock := newTestStore(t, gates.Bounds{})
+	fresh := Key("github", "legacy/leftover", "fresh lock")
+	hour := Key("github", "legacy/leftover", "a lock an hour old")
+	stale := Key("github", "legacy/leftover", "stale lock")
+	temps := map[string]string{"current.jsonl.4242.0.incoming": "half a transcript", "venue.incoming": "podman"}
+	for _, key := range []string{fresh, hour, stale} {
+		files := map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy")), "pi-version": testPi, "lock": ""}
+		if key == stale {
+			maps.Copy(files, temps)
+		}
+		writeLegacy(t, root, key, files)
+	}
+	at := func(key, n string, ago time.Duration) {
+		t.Helper()
+		when := clock.now.Add(-ago)
+		if err := os.Chtimes(filepath.Join(root, key, n), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at(fresh, "lock", 10*time.Minute)
+	at(hour, "lock", time.Hour) // fresh still, as migrate has it (locked)
+	at(stale, "lock", 3*time.Hour)
+	for n := range temps {
+		at(stale, n, 2*time.Hour)
+	}
+	before := treeState(t, root)
+	for _, repair := range []bool{false, true} {
+		found, _ := chkRun(t, s, repair)
+		want := map[string]string{
+			fresh + "/lock":                          "promotion lock, 10m old: a legacy worker is promoting the key now",
+			hour + "/lock":                           "promotion lock, 1h old: a legacy worker is promoting the key now",
+			stale + "/lock":                          "promotion lock, 3h old: stale",
+			stale + "/current.jsonl.4242.0.incoming": "a legacy writer's temp, 2h old",
+			stale + "/venue.incoming":                "a legacy writer's temp, 2h old",
+		}
+		for path, says := range want {
+			f := chkFind(found, path, KindLegacyLeftover)
+			switch {
+			case f == nil:
+				t.Errorf("check (repair %v): no legacy-leftover for %s; found %+v", repair, path, found)
+			case f.Severity != SeverityNotice || !strings.Contains(f.Detail, says) || f.Repaired || f.Repair != "":
+				t.Errorf("check (repair %v) of %s: %+v; want a notice saying %q, no repair said or done (json: null)", repair, path, *f, says)
+			}
+		}
+		for _, f := range found {
+			if f.Kind == KindLegacyLeftover && want[f.Path] == "" {
+				t.Errorf("check (repair %v) named a sidecar or the transcript a leftover: %+v", repair, f)
+			}
+		}
+		if got := treeState(t, root); got != before {
+			t.Fatalf("check (repair %v) changed the legacy keys:\n%s\nwas\n%s", repair, got, before)
+		}
 	}
 }

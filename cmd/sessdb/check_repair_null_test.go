@@ -58,5 +58,5 @@ func TestCheckRepairIsNullForANoticeItLeavesAlone(t *testing.T) {
 	if r := got["transcript-mismatch"]; r == nil || !strings.HasPrefix(*r, "left as is: ") {
 		t.Errorf("transcript-mismatch under --repair: repair %q, want left as is: …", deref(r))
 	}
-	docSays(t, "json.md", "null without `--repair`, and with it for a notice a repair leaves alone (a name that is not a key, an entry the store does not write, a quarantined dir, a meta.db moved aside)")
+	docSays(t, "json.md", "null without `--repair`, and with it for a notice a repair leaves alone (a name that is not a key, an entry the store does not write, a quarantined dir, a meta.db moved aside, a legacy lock or temp, `legacy-leftover`)")
 }

@@ -3,7 +3,13 @@ package legacy
 import (
 	"slices"
 	"strings"
+	"time"
 )
+
+// LockStale is the legacy LOCK_STALE_MS: a legacy lock file at most this
+// old (by its mtime), or dated in the future, may belong to a live legacy
+// promotion; an older one is stale.
+const LockStale = time.Hour
 
 // TempSuffix ends the name of every temp the legacy writer made.
 const TempSuffix = ".incoming"

@@ -20,7 +20,7 @@ const (
 	VenueName       = "venue"         // the backend the transcript ran on
 	ResumeChainName = "resume-chain"  // consecutive host deliveries
 	ContextName     = "context"       // "tokens window [model]": the last context reading
-	LockName        = "lock"          // the legacy promotion lock: an empty file, stale after an hour
+	LockName        = "lock"          // the legacy promotion lock: an empty file, stale after LockStale
 	// SidecarMaxBytes is the legacy SIDECAR_MAX_BYTES: a sidecar larger
 	// than this (or empty) has no value, so a huge file costs no read time.
 	SidecarMaxBytes = 4096
