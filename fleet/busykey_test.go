@@ -206,3 +206,49 @@ func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
 		t.Errorf("the orphan line of a key whose history does not decode: %q; want it to say %q (no history read)", fd.Detail, want)
 	}
 }
+
+// A file above its record's generation that a promotion left when it
+// died before its commit is kept while its key is busy only until the
+// key's generation passes it, and a grace period after that: a key
+// promoted every 40 minutes for five hours does not keep it for as long
+// as it stays busy. check names it only once reap would remove it, and
+// reap then removes it alone.
+func TestADeadPromotionsFileOfABusyKeyGoesOnceTheKeyPassesIt(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "busy-key", "a promotion that died")
+	now := time.Now()
+	step := func(i int) time.Time { return now.Add(-5*time.Hour + time.Duration(i)*40*time.Minute) }
+	f.now = step(0)
+	f.run(key, "gen 1")
+	f.now = time.Time{}
+	dead, _, _, err := shared.Write(context.Background(), f.dir, key, 2, strings.NewReader(testHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(f.dir, dead), step(0).Add(10*time.Minute), step(0).Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// Judged at each promotion's time, a minute after it: the file is
+	// named exactly from the first check more than the grace period after
+	// the promotion that passed it (gen 3's, at step 2).
+	for i := 1; i <= 7; i++ {
+		f.now = step(i)
+		f.run(key, "gen "+string(rune('1'+i)))
+		at := step(i).Add(time.Minute)
+		found, _ := checkFindings(t, f.b, CheckOptions{Now: func() time.Time { return at }})
+		_, named := found[dead]
+		if want := at.Sub(step(2)) > DefaultGrace; named != want {
+			t.Errorf("check at gen %d (gen 3 landed %v before): dead gen 2 named %v; want %v", i+1, at.Sub(step(2)), named, want)
+		}
+	}
+	f.now = time.Time{}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Swept, []string{dead}) {
+		t.Errorf("reap swept %q; want only the dead promotion's %s", res.Swept, dead)
+	}
+}
