@@ -118,7 +118,20 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 			// would be gone for the process still reading it.
 			add(path, store.KindUnknownEntry, "an NFS client's silly rename: a file removed while that client had it open (a generation reaped under a slow resolve); the client removes it when it closes the file, and sessdb never does. One that stays is still open, or its client died with it open: remove it once no client holds it")
 		case !isGen && !isTemp:
-			add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
+			// Named as what it is: a link is one as at any other name
+			// (a problem, never followed), a directory or a FIFO is no
+			// file.
+			st, err := fsat.LstatAt(kd, f)
+			switch {
+			case gone(err):
+				goneSince = true
+			case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+				goneSince = c.special(kd, f, path, add) || goneSince
+			case err == nil && !fsat.IsRegular(&st):
+				add(path, store.KindUnknownEntry, "a %s the fleet does not write; sessdb leaves it alone", fsat.Kind(&st))
+			default:
+				add(path, store.KindUnknownEntry, "a file the fleet does not write; sessdb leaves it alone")
+			}
 		case orphan[path] && (isTemp || !needs(it, ok, path, time.Time{}, c.cut, time.Time{}, hist)):
 			// Judged by the listing, and again by the record as read
 			// now (as reap does before it sweeps): a promotion since may

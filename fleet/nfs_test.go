@@ -61,3 +61,68 @@ func TestCheckNamesAnNFSSillyRenameAndNothingRemovesIt(t *testing.T) {
 	}
 	f.holds(key, "one", 1)
 }
+
+// In a key's directory, an entry at a name the fleet never gives is named
+// as what it is: a symbolic link is a link, a problem, as one at a
+// generation's name or in the transcripts dir itself is (docs: check
+// reports links), and a directory or a FIFO is not called a file.
+// Before, each was "a file the fleet does not write", a notice, the link
+// among them.
+func TestCheckNamesAnOddEntryOfAKeyDirAsWhatItIs(t *testing.T) {
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "odd-entries", "x")
+	f.run(key, "one")
+	kd := filepath.Join(f.dir, key)
+	if err := os.Symlink("/etc/passwd", filepath.Join(kd, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(kd, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kd, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	found, sum := checkFindings(t, f.b, CheckOptions{})
+	want := map[string]struct {
+		kind store.Kind
+		says string
+	}{
+		key + "/notes":     {store.KindLink, `a symbolic link to "/etc/passwd"; sessdb never follows it`},
+		key + "/sub":       {store.KindUnknownEntry, "a directory the fleet does not write"},
+		key + "/notes.txt": {store.KindUnknownEntry, "a file the fleet does not write"},
+	}
+	for path, w := range want {
+		fd, ok := found[path]
+		if !ok || fd.Kind != w.kind || fd.Severity != w.kind.Severity() || !strings.Contains(fd.Detail, w.says) {
+			t.Errorf("check of %s: %+v (found %v); want %s saying %q", path, fd, ok, w.kind, w.says)
+		}
+	}
+	if len(found) != len(want) || sum.Problems != 1 {
+		t.Errorf("check found %+v, %+v; want the three entries, one problem (the link)", found, sum)
+	}
+}
+
+// Such an entry removed between the listing of its key's directory and
+// its look (its owner tidying up) is nothing to report, as every other
+// name gone since the listing is.
+func TestCheckSaysNothingOfAnOddEntryGoneSinceTheListing(t *testing.T) {
+	etcdtest.Beside(t)
+	f := newFixture(t, etcdtest.Start1(t))
+	key := store.Key("github", "odd-entries", "gone")
+	f.run(key, "one")
+	notes := filepath.Join(f.dir, key, "notes.txt")
+	if err := os.WriteFile(notes, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckDirListed && k == key {
+			os.Remove(notes)
+		}
+		return nil
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if len(found) != 0 {
+		t.Errorf("check found %+v; want nothing (notes.txt gone since the listing)", found)
+	}
+}
