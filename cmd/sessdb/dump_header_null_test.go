@@ -39,6 +39,7 @@ func TestDumpHeaderFieldsAreAsJSONDocSays(t *testing.T) {
 		{`{"type":"session","version":"3","id":"x"}`, fields{ID: &x}},
 		{`{"type":"session","version":-2.7}`, fields{Version: &minus2}},
 		{`{"type":"session","version":18446744073709551616}`, fields{}},
+		{`{"type":"session","version":4611686018427387903}`, fields{}}, // pi's number is 2^62
 	} {
 		key := fmt.Sprintf("%032x", 0xf00+i)
 		dir := filepath.Join(root, key)
@@ -55,6 +56,6 @@ func TestDumpHeaderFieldsAreAsJSONDocSays(t *testing.T) {
 		}
 	}
 	docSays(t, "json.md", "| `header_id` | string | yes | the header's id; null when it has none (absent, not a string, or empty) |")
-	docSays(t, "json.md", "a number's whole part (`1.5` reads 1, `-2.7` -2); null when absent, `null`, 0, not a number (a string `\"3\"` included) or not within ±2^62 |")
+	docSays(t, "json.md", "a number's whole part (`1.5` reads 1, `-2.7` -2); null when absent, `null`, 0, not a number (a string `\"3\"` included) or not within ±2^62 as pi holds it, a float64 (`4611686018427387903` is 2^62) |")
 	docSays(t, "json.md", "| `header_timestamp` | string | yes | the header's timestamp, as written; null when absent, not a string, or empty |")
 }
