@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"sessdb/db"
+	"sessdb/internal/callerctx"
 )
 
 // VerifyReport is the result of reading what a resolve would copy of a
@@ -152,19 +153,20 @@ func readCRC(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, 
 // record's). ctx is looked at before every megabyte, which takes
 // milliseconds even from a slow disk, so an interrupt abandons the read
 // of a huge file (a sparse one reads as gigabytes of zeros) within far
-// less than a second; the caller tells an interrupted read by ctx.Err(),
-// not by the error, which is the read's own. A nil ctx is
-// context.Background().
+// less than a second. A read ctx ended returns ctx's error, which no
+// read of src returns, with what it read by then: never taken for a
+// whole read of a shorter file. A nil ctx is context.Background(); one
+// that breaks Go's contract is held to it (callerctx.Of): a Done closed
+// while Err is nil ends the read with context.Canceled, a panic in its
+// Err or Done with an error that wraps it.
 func ReadCRC32C(ctx context.Context, src io.ReaderAt, limit int64) (int64, uint32, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx)
 	buf := make([]byte, max(min(limit, verifyChunk), 0))
 	var n int64
 	var sum uint32
 	for n < limit {
-		if ctx.Err() != nil {
-			return n, sum, nil
+		if err := ctx.Err(); err != nil {
+			return n, sum, err
 		}
 		m, err := src.ReadAt(buf[:min(int64(len(buf)), limit-n)], n)
 		sum = crc32.Update(sum, castagnoli, buf[:m])

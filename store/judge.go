@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 	"sessdb/store/legacy"
 )
 
@@ -69,11 +70,10 @@ func Judge(obs gates.Observation, b gates.Bounds, job *Job, now time.Time, after
 // all of a record over maxBytes (when maxBytes is set), which a resolve
 // refuses as too-large unread. Its error is ctx's alone, when ctx ended
 // the read: ctx is looked at between chunks of a megabyte. A nil ctx is
-// context.Background().
+// context.Background(); one that breaks Go's contract is held to it
+// (callerctx.Of), as ReadCRC32C holds it.
 func VerifyRecorded(ctx context.Context, src io.ReaderAt, size, recSize int64, recCRC uint64, maxBytes int64) (*VerifyReport, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx)
 	if maxBytes > 0 && recSize > maxBytes {
 		if size != recSize {
 			return &VerifyReport{Result: VerifyMismatch, Detail: fmt.Sprintf("%d bytes, the record says %d", size, recSize)}, nil

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -296,8 +297,10 @@ func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
 // it is not a regular file). It is for the dry runs of migrate and of
 // the fleet's migrations, which plan what the roll-forward will leave: a
 // read that failed, or that ctx stopped (it is looked at before every
-// megabyte), is an error.
+// megabyte), is an error. A nil ctx is context.Background(); one that
+// breaks Go's contract is held to it (callerctx.Of).
 func PendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
+	ctx = callerctx.Of(ctx)
 	whole, err := fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
 	if err == nil {
 		err = ctx.Err()
@@ -309,8 +312,8 @@ func PendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, er
 // with CRC32C sum, reading no more than size+1 bytes of it. It returns an
 // error where name could not be read (an open, fstat or read that failed):
 // that says nothing of the file. Nothing at the name, or anything but a
-// regular file, does not match. A read ctx stopped does not match either;
-// the caller that passes one tells so by ctx.Err().
+// regular file, does not match. A read ctx stopped is ctx's error
+// (ReadCRC32C): it says nothing of the file either.
 func fileCheck(ctx context.Context, kd *os.File, name string, size int64, sum uint64) (bool, error) {
 	f, st, err := fsat.OpenRegularAt(kd, name)
 	switch {
@@ -327,7 +330,8 @@ func fileCheck(ctx context.Context, kd *os.File, name string, size int64, sum ui
 }
 
 // sameContent reports whether f holds exactly size bytes with CRC32C sum,
-// reading no more than size+1 bytes of it. Its error is the read's.
+// reading no more than size+1 bytes of it. Its error is the read's, or
+// ctx's where ctx stopped it.
 func sameContent(ctx context.Context, f *os.File, size int64, sum uint64) (bool, error) {
 	n, got, err := ReadCRC32C(ctx, f, size+1)
 	if err != nil {
