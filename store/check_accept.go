@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -129,7 +130,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	if m := d.MetaPages(); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
 		return refuse("a meta page of meta.db is invalid (check: meta-page-invalid); check --repair settles it first (writes the page again where the other describes the transcript, else moves meta.db aside)")
 	}
-	if settled, err := s.rollForward(kd, d, sc.Pending, true); err != nil {
+	if settled, err := s.rollForward(context.Background(), kd, d, sc.Pending, true); err != nil {
 		return res, err
 	} else if settled {
 		if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {

@@ -333,8 +333,10 @@ func (b keyDirs) BeginContext(ctx context.Context, key string, _ Base) (KeyTxn, 
 		}
 	}
 	t.emptyDB = t.sc == (db.Sidecars{}) && len(t.history) == 0
-	// The pending entry itself is replaced by this promotion's commit.
-	if _, err := s.rollForward(kd, t.d, t.sc.Pending, false); err != nil {
+	// The pending entry itself is replaced by this promotion's commit. A
+	// cancel ends the read of its temp (a promotion of gigabytes), with
+	// nothing renamed or swept.
+	if _, err := s.rollForward(ctx, kd, t.d, t.sc.Pending, false); err != nil {
 		return nil, err
 	}
 	// Made durable by Stage's directory fsync, if the promotion gets

@@ -242,15 +242,17 @@ func (s *Store) writeTemp(kd *os.File, src io.ReaderAt, srcSize int64, torn bool
 // says: it keeps the generation before it, which a resolve then falls
 // back to where that is in place (else promotion-lost); cleared, the
 // record would name only the lost generation, and the key would
-// cold-start whatever is in place. It reports whether p was in flight.
-func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (bool, error) {
+// cold-start whatever is in place. It reports whether p was in flight. A
+// read of the temp that ctx stopped is ctx's error: nothing is renamed or
+// swept, and the next writer rolls it forward.
+func (s *Store) rollForward(ctx context.Context, kd *os.File, d *db.DB, p *db.Pending, clear bool) (bool, error) {
 	if !pendingInFlight(kd, p) {
 		return false, nil
 	}
 	// A temp that could not be read is neither whole nor damaged: the
 	// writer stops here, and nothing is swept, or a transient I/O error
 	// would remove the only copy of a committed promotion.
-	whole, err := s.tempWhole(kd, p)
+	whole, err := s.tempWhole(ctx, kd, p)
 	if err != nil {
 		return true, fmt.Errorf("roll forward %s: %w", p.Tmp, err)
 	}
@@ -272,12 +274,12 @@ func (s *Store) rollForward(kd *os.File, d *db.DB, p *db.Pending, clear bool) (b
 // tempWhole reports whether p's temp is whole: exactly what its commit
 // recorded (one damaged or replaced since is swept, never renamed into
 // place). It is for a writer about to act on the answer: a temp it could
-// not read is an error, not a damaged temp.
-func (s *Store) tempWhole(kd *os.File, p *db.Pending) (bool, error) {
+// not read, or whose read ctx stopped, is an error, not a damaged temp.
+func (s *Store) tempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
 	if err := s.fault(faults.RollForwardTempRead); err != nil {
 		return false, err
 	}
-	return fileCheck(context.Background(), kd, p.Tmp, p.Size, p.CRC32C)
+	return fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
 }
 
 // pendingTempWhole is tempWhole for a reader (a resolve's base, check's
@@ -413,7 +415,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 		return false, nil, err
 	}
 	same := examined != nil && unchangedSince(kd, examined)
-	settled, err := s.rollForward(kd, d, sc.Pending, true)
+	settled, err := s.rollForward(context.Background(), kd, d, sc.Pending, true)
 	if err != nil {
 		return false, nil, err
 	}
