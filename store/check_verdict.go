@@ -57,7 +57,7 @@ type served struct {
 func (s *Store) judgeServed(ctx context.Context, k *keyDir, job *Job, read bool) (served, error) {
 	var out served
 	if k.meta != nil {
-		out.pendingErr = k.servePending(false)
+		out.pendingErr = k.servePending(ctx, false)
 	}
 	// The ladder judges the file a resolve's copy starts from; a fallback
 	// after it is not judged again (judgeAndCopy).

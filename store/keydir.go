@@ -465,8 +465,9 @@ func (k *keyDir) inFlight() (*db.Pending, error) {
 // it where that is in place (tempLost), which is served instead, and the
 // ladder never judges the damaged temp. Without it (dump and check, whose
 // copy is followed under their own bounds and interrupt, see follow) the
-// temp is served, and the copy's Accept gives up on it the same way.
-func (k *keyDir) servePending(checkWhole bool) error {
+// temp is served, and the copy's Accept gives up on it the same way. A
+// read of the temp ctx stopped is ctx's error.
+func (k *keyDir) servePending(ctx context.Context, checkWhole bool) error {
 	if k.metaErr != nil || k.sidecars.Pending == nil {
 		return nil
 	}
@@ -510,7 +511,7 @@ func (k *keyDir) servePending(checkWhole bool) error {
 	whole := k.transcript != nil
 	if whole && checkWhole {
 		var err error
-		if whole, err = k.servedWhole(p); err != nil {
+		if whole, err = k.servedWhole(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -523,15 +524,15 @@ func (k *keyDir) servePending(checkWhole bool) error {
 
 // servedWhole reports whether the pending temp k has open, a regular
 // file, is what p's commit recorded: its size and CRC32C. A read that
-// failed says nothing of the temp: it is the error.
-func (k *keyDir) servedWhole(p *db.Pending) (bool, error) {
+// failed, or that ctx stopped, says nothing of the temp: it is the error.
+func (k *keyDir) servedWhole(ctx context.Context, p *db.Pending) (bool, error) {
 	if k.tst.Size != p.Size {
 		return false, nil
 	}
 	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err
 	}
-	return sameContent(context.Background(), k.transcript, p.Size, p.CRC32C)
+	return sameContent(ctx, k.transcript, p.Size, p.CRC32C)
 }
 
 // stampOf is a db stamp as the ladder reads it. A db stamp is never

@@ -77,7 +77,7 @@ func (b keyDirs) ViewContext(ctx context.Context, key string, _ gates.Bounds) (K
 	// A key with no dir, or whose lock was not had, read no record: there
 	// is no pending promotion to serve.
 	if k.dir != nil && !k.locked {
-		if err := k.servePending(true); err != nil {
+		if err := k.servePending(ctx, true); err != nil {
 			k.close()
 			return nil, err
 		}
