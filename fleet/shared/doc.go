@@ -27,7 +27,9 @@
 // Open refuses anything but a regular file. ListOrphans reports only files
 // this package wrote. Write and ListOrphans stop at the end of their ctx,
 // with its error; a nil one is context.Background(), as the fleet's walks
-// take it. The functions are safe for concurrent use, also from many
+// take it, and one that breaks Go's contract is held to it (callerctx.Of:
+// a Done closed while Err is nil is context.Canceled, a panic in Err or
+// Done an error that wraps it). The functions are safe for concurrent use, also from many
 // hosts.
 //
 // # Caveat

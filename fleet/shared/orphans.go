@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sessdb/fleet/internal/sharedfs"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/fsat"
 )
 
@@ -54,9 +55,7 @@ type Listing struct {
 // (say, by the record's PromotedAt), or accept that a reader copying it
 // then gets a named cold start.
 func ListOrphans(ctx context.Context, dir string, referenced func(key, name string, mtime time.Time) bool, olderThan time.Time) (Listing, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	root, err := fsat.OpenDir(dir)
 	if err != nil {
 		return Listing{}, DirErrOr(dir, err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/fleet/internal/sharedfs"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -56,9 +57,7 @@ func WriteAgain(ctx context.Context, dir, name string, src io.Reader) (size int6
 // writeAs is Write and WriteAgain: src to a temp in key's directory, then
 // renamed to final(the temp's random part), never over another name.
 func writeAs(ctx context.Context, dir, key string, final func(rnd string) string, src io.Reader) (name string, size int64, crc uint32, err error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = callerctx.Of(ctx) // nil is context.Background()
 	rnd, err := random()
 	if err != nil {
 		return "", 0, 0, err
