@@ -6,6 +6,8 @@ import (
 	"math"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/internal/callerctx"
 )
 
 // Create writes rec as key's record and hist as its whole history, in one
@@ -23,7 +25,7 @@ import (
 // committed: retried, it commits or conflicts with itself (a record that
 // names this Create's transcript file).
 func (s *Store) Create(ctx context.Context, key string, rec Record, hist []HistoryEntry) (Rev, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	for i := 1; i < len(hist); i++ {
 		if hist[i].Seq <= hist[i-1].Seq {
 			return 0, fmt.Errorf("create %s: history seq %d follows %d: %w", key, hist[i].Seq, hist[i-1].Seq, ErrHistoryOrder)

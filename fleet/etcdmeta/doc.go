@@ -61,8 +61,9 @@
 //
 // Every request waits at most Config.RequestTimeout, and no longer than
 // its ctx (a nil one is context.Background(), as the fleet's walks take
-// it); with several endpoints a read unanswered after a third of it is
-// sent again, to the next member, so one silent member does not cost a
+// it, and one that breaks Go's contract is held to it, callerctx.Of);
+// with several endpoints a read unanswered after a third of it is sent
+// again, to the next member, so one silent member does not cost a
 // read the whole timeout (nor a lock: its lease's grant, its mutex's
 // first request, its wait's reads and its release are sent again so
 // too, see Lock); an etcd that does not answer is ErrUnavailable, a refusal of the

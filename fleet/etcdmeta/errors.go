@@ -187,6 +187,14 @@ func opErr(ctx context.Context, op, key string, err error) error {
 	if kind == nil && ctx.Err() == context.Canceled && errors.Is(err, context.Canceled) {
 		return unanswered{fmt.Errorf("%s: %w", op, err)}
 	}
+	// A caller's context held to Go's contract (callerctx.Of) whose Err
+	// or Done panicked ends with an error of its own that wraps
+	// context.Canceled. gRPC compares a context's error with
+	// context.Canceled itself and answers any other as code Unknown, an
+	// error that wraps nothing: it is the caller's cancel all the same.
+	if cerr := ctx.Err(); cerr != nil && cerr != context.Canceled && errors.Is(cerr, context.Canceled) && !errors.Is(err, cerr) {
+		return unanswered{fmt.Errorf("%s: %w (%w)", op, err, cerr)}
+	}
 	// A member that timed the request out at its deadline, which travels
 	// with it, answers with the text alone (etcd 3.4: "context deadline
 	// exceeded", code Unknown), where the client's own timeout gives ctx's

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"sessdb/internal/callerctx"
 )
 
 // fleetIDLen is the length of a fleet's ID: 32 lowercase hex characters,
@@ -30,7 +32,7 @@ func (s *Store) FleetIDKey() string { return s.cfg.Prefix + "/fleet" }
 // A value that is not an ID sessdb made is ErrDamaged; errors are those
 // of every request.
 func (s *Store) FleetID(ctx context.Context, create bool) (string, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	c, cancel, err := s.start(ctx, "fleet id")
 	if err != nil {
 		return "", err
@@ -104,7 +106,7 @@ func fleetIDOf(key string, v []byte) (string, error) {
 // is enough: a fleet's first writer asks, before it marks a transcripts
 // dir that holds key dirs, whether any could be this fleet's).
 func (s *Store) HasRecords(ctx context.Context) (bool, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	c, cancel, err := s.start(ctx, "has records")
 	if err != nil {
 		return false, err

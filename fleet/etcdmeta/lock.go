@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 )
 
@@ -32,7 +33,7 @@ import (
 // under a holder that is merely slow. unlock revokes the lease, waiting at
 // most the request timeout; it may be called more than once.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func(), lost <-chan struct{}, err error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	c, cancel, err := s.begin(ctx, "lock", key)
 	if err != nil {
 		return nil, nil, err

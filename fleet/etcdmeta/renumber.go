@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"sessdb/internal/callerctx"
 	"sessdb/internal/faults"
 )
 
@@ -50,7 +51,7 @@ type Renumbered struct {
 // puts it in, written since the read, which is that renumber, landed,
 // whatever the key took after it.
 func (s *Store) RenumberHistory(ctx context.Context, key string, base Rev) (Renumbered, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	const op = "renumber history"
 	c, cancel, err := s.begin(ctx, op, key)
 	if err != nil {

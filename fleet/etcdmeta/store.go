@@ -379,15 +379,6 @@ func (s *Store) start(ctx context.Context, what string) (context.Context, contex
 	return c, cancel, nil
 }
 
-// orBackground is ctx, or context.Background() for a nil one: every
-// request takes a nil ctx so (see the package doc).
-func orBackground(ctx context.Context) context.Context {
-	if ctx == nil {
-		return context.Background()
-	}
-	return ctx
-}
-
 // reconnect lets a request that finds no member reachable (the
 // connection in transient failure) have gRPC reconnect now rather than at
 // the end of its reconnect backoff. That backoff grows over an outage to
@@ -473,6 +464,7 @@ func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, e
 // error, once no try is left in flight. The tries still in flight when
 // Hedge returns are cancelled.
 func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, error), ends func(error) bool, again func()) (R, error) {
+	ctx = callerctx.Of(ctx)
 	if !s.Several() || s.hedgeOff {
 		return try(ctx)
 	}
@@ -596,7 +588,7 @@ func parseState(key, dir string, read int64, rs []*pb.ResponseOp) (State, error)
 // record is State{Rev: 0} and no error. A record that does not decode is
 // ErrDamaged or ErrNewerSchema, returned with the State's Rev and History.
 func (s *Store) Get(ctx context.Context, key string) (State, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	c, cancel, err := s.begin(ctx, "get", key)
 	if err != nil {
 		return State{}, err
@@ -624,7 +616,7 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 // record is State{Rev: 0}; a record that does not decode is ErrDamaged or
 // ErrNewerSchema, returned with the State's Rev. History is nil.
 func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	return s.getRecord(ctx, key)
 }
 
@@ -635,7 +627,7 @@ func (s *Store) GetRecord(ctx context.Context, key string) (State, error) {
 // ticket's base for the key's state needs, to see cheaply whether the key
 // has visibly moved on before it writes anything. Errors are GetRecord's.
 func (s *Store) PeekRecord(ctx context.Context, key string) (State, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	return s.getRecord(ctx, key, clientv3.WithSerializable())
 }
 
@@ -675,7 +667,7 @@ func (s *Store) getRecord(ctx context.Context, key string, opts ...clientv3.OpOp
 // The history keeps its newest HistoryLimit entries: the oldest beyond are
 // deleted in the same transaction.
 func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist HistoryEntry) (Rev, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	return s.guarded(ctx, "put", key, base, hist, &rec)
 }
 
@@ -689,7 +681,7 @@ func (s *Store) Put(ctx context.Context, key string, base Rev, rec Record, hist 
 // other try) is that append: it lands nothing, whenever it takes its
 // guess of the slot.
 func (s *Store) AppendHistory(ctx context.Context, key string, base Rev, e HistoryEntry) (Rev, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	rev, err := s.guarded(ctx, "append history", key, base, e, nil)
 	if err == nil {
 		rev = base // the transaction's revision is the entry's, not the record's
@@ -873,7 +865,7 @@ func Holds(h []HistoryEntry, e HistoryEntry) bool {
 // no record and Resent may be this delete's own, which leaves no trace
 // to tell it by. It returns the revision of the deletion.
 func (s *Store) Delete(ctx context.Context, key string, base Rev) (Rev, error) {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	c, cancel, err := s.begin(ctx, "delete", key)
 	if err != nil {
 		return 0, err
@@ -951,7 +943,7 @@ func (s *Store) List(ctx context.Context, fn func(Item) error) error {
 // is not read. A walk that went on at the newest revision (compaction)
 // may then pass fn more or fewer. A nil counted is List.
 func (s *Store) ListCounted(ctx context.Context, counted func(records int64), fn func(Item) error) error {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	if fn == nil {
 		return fmt.Errorf("list: no function to call: %w", ErrInvalidArgument)
 	}
@@ -985,7 +977,7 @@ func (s *Store) ListCounted(ctx context.Context, counted func(records int64), fn
 // RenumberHistory are guarded by the record, Create by its absence): a
 // record removed alone (etcdctl del), or another binary's.
 func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) error {
-	ctx = orBackground(ctx)
+	ctx = callerctx.Of(ctx)
 	if fn == nil {
 		return fmt.Errorf("history keys: no function to call: %w", ErrInvalidArgument)
 	}
@@ -1222,6 +1214,7 @@ func listItem(dir string, kv *mvccpb.KeyValue) Item {
 // includes the deadline of a caller's context the store holds to Go's
 // contract (callerctx.Of), whose Deadline reports none.
 func Backoff(ctx context.Context, try int) bool {
+	ctx = callerctx.Of(ctx)
 	pause := backoffPause(try)
 	deadline, bounded := callerctx.Deadline(ctx)
 	if bounded {

@@ -168,16 +168,60 @@ type heldKey struct{}
 // deadline, never waiting for it to be kept (a backoff's pause, ended
 // there with no time for another try), reads the caller's here. A panic
 // in the caller's Deadline is none.
+//
+// A held context's caller may itself derive from one Of held (a
+// package's entry holds what another package's entry held and bounded:
+// the fleet's request timeout given to etcdmeta): its deadline is read
+// through it the same way, so the first caller's is still found.
 func Deadline(ctx context.Context) (time.Time, bool) {
-	d, ok := ctx.Deadline()
-	h, _ := ctx.Value(heldKey{}).(*held)
+	return deadlineWithin(ctx, maxHeld)
+}
+
+// maxHeld bounds how many held contexts Deadline reads through, one
+// inside another: a caller's Value that leads back to a context derived
+// from its own held one (a loop) ends there rather than in a stack
+// overflow. The store nests two.
+const maxHeld = 8
+
+// deadlineWithin is Deadline, reading through at most n held contexts.
+// A caller's context is asked for its Deadline and its Value apart, each
+// a panic of its own taken for none: one that panics for a key it does
+// not know still has its deadline read.
+func deadlineWithin(ctx context.Context, n int) (time.Time, bool) {
+	d, ok := deadlineOf(ctx)
+	if n == 0 {
+		return d, ok
+	}
+	h := heldIn(ctx)
 	if h == nil {
 		return d, ok
 	}
-	if cd, cok := h.deadline(); cok && (!ok || cd.Before(d)) {
+	if cd, cok := deadlineWithin(h.caller, n-1); cok && (!ok || cd.Before(d)) {
 		return cd, true
 	}
 	return d, ok
+}
+
+// deadlineOf is ctx's Deadline, none where it panicked.
+func deadlineOf(ctx context.Context) (d time.Time, ok bool) {
+	defer func() {
+		if recover() != nil {
+			d, ok = time.Time{}, false
+		}
+	}()
+	return ctx.Deadline()
+}
+
+// heldIn is the held context ctx is or derives from (not through
+// WithoutCancel), nil where there is none or ctx's Value panicked.
+func heldIn(ctx context.Context) (h *held) {
+	defer func() {
+		if recover() != nil {
+			h = nil
+		}
+	}()
+	h, _ = ctx.Value(heldKey{}).(*held)
+	return h
 }
 
 // WithoutCancel is context.WithoutCancel(ctx), detached from the caller's
@@ -189,16 +233,6 @@ func Deadline(ctx context.Context) (time.Time, bool) {
 // landed. Values still read through it.
 func WithoutCancel(ctx context.Context) context.Context {
 	return context.WithValue(context.WithoutCancel(ctx), heldKey{}, (*held)(nil))
-}
-
-// deadline is the caller's Deadline, none where it panicked.
-func (c *held) deadline() (d time.Time, ok bool) {
-	defer func() {
-		if recover() != nil {
-			d, ok = time.Time{}, false
-		}
-	}()
-	return c.caller.Deadline()
 }
 
 // String names the caller's context, as the standard ones name theirs.
