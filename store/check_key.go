@@ -493,7 +493,10 @@ func (s *Store) examineDB(ctx context.Context, k *keyDir, key string, deep deepF
 	whole, notRegular := false, ""
 	if pendingTempName(p) {
 		var err error
-		if whole, err = pendingTempWhole(k.dir, p); err != nil {
+		if whole, err = pendingTempWhole(ctx, k.dir, p); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr // stopped by the caller: nothing to say of the temp
+			}
 			// Not read: that says nothing of the temp, which "missing or
 			// not what the record says" would (and --repair's report of
 			// its roll-forward after it).

@@ -283,13 +283,13 @@ func (s *Store) tempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool
 }
 
 // pendingTempWhole is tempWhole for a reader (a resolve's base, check's
-// pending-promotion finding): a temp it could not read is an error, not
-// a damaged temp.
-func pendingTempWhole(kd *os.File, p *db.Pending) (bool, error) {
+// pending-promotion finding): a temp it could not read, or whose read ctx
+// stopped, is an error, not a damaged temp.
+func pendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
 	if err := faults.At(faults.PendingTempCheck); err != nil {
 		return false, err
 	}
-	return fileCheck(context.Background(), kd, p.Tmp, p.Size, p.CRC32C)
+	return fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
 }
 
 // PendingTempWhole reports whether the temp of p, a promotion in flight
