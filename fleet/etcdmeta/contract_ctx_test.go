@@ -156,3 +156,23 @@ func TestARequestGivenADeadlineThatLiesEndsAtTheRequestTimeout(t *testing.T) {
 		t.Fatal("a request to a silent member given a lying deadline still waits after 5 s; want it ended at the request timeout (300 ms)")
 	}
 }
+
+// errPanicsOpen panics in Err while its Done stays open.
+type errPanicsOpen struct{ context.Context }
+
+func (errPanicsOpen) Err() error { panic("the caller's Err") }
+
+// Backoff looks at its ctx's Err once the pause is over; a caller's whose
+// Err panics while its Done stays open panicked there, and is now the
+// call given up: no time for another try. The requests' test above never
+// reached that look, its contexts' Done being closed (mutant M13).
+func TestBackoffTakesAContextWhoseErrPanics(t *testing.T) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("Backoff panicked: %v", p)
+		}
+	}()
+	if Backoff(errPanicsOpen{context.Background()}, 0) {
+		t.Error("Backoff: time for another try after the caller's Err panicked")
+	}
+}
