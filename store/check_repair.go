@@ -796,23 +796,22 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 			if taken != nil {
 				fsat.CloseFlocked(taken)
 			}
+			// What the run's unlink meets (the key dir's mode, an
+			// immutable or append-only temp or dir, the sticky rule):
+			// that temp failed, the others swept, as the run's are.
+			if err := fsat.DeleteErr(kd, n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		} else if err := s.removeTaken(kd, n, taken); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		out = append(out, n)
 	}
-	switch {
-	case len(out) == 0:
-	case !dryRun:
+	if len(out) > 0 && !dryRun {
 		if err := s.disk.syncDir(kd); err != nil {
 			errs = append(errs, err)
-		}
-	default:
-		// The run unlinks in kd (its meta.db's writer open was asked
-		// above).
-		if err := allowed(nil, kd); err != nil {
-			return nil, err
 		}
 	}
 	return out, errors.Join(errs...)

@@ -484,7 +484,10 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 		return false, nil
 	}
 	if dryRun {
-		err := allowed(nil, root) // the rmdir's
+		// What the rmdir meets: the root's mode, and an immutable dir, an
+		// append-only root or the sticky rule, which refuse it all the
+		// same (the run's EPERM).
+		err := fsat.DeleteErr(root, key)
 		return err == nil, err
 	}
 	if err := s.fault(faults.ReapEmptyBeforeRmdir); err != nil {

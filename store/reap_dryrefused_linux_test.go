@@ -1,0 +1,77 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sessdb/gates"
+)
+
+// A kept key's stray temps that the run's unlink would be refused (one
+// immutable, beside one it removes) and an expired empty key dir whose
+// rmdir would be (immutable) are what the dry run says the run does: the
+// same temp swept, the same names failed with the same cause, nothing
+// listed removed that the run then keeps. Before, the dry run asked only
+// whether it may write in the key dir and the root: it listed both temps
+// swept and the empty dir removed, exit 0, and the run failed both keys
+// (EPERM).
+func TestAReapsDryRunAsksWhatRefusesASweptTempOrAnEmptyKeyDir(t *testing.T) {
+	ttl := 14 * 24 * time.Hour
+	s, root, clock := newTestStore(t, gates.Bounds{TTL: ttl})
+	kept, empty := Key("github", "a/b", "kept"), Key("github", "a/b", "empty")
+	runJob(t, s, kept, localJob(), PromoteRequest{}, "a")
+	stuck, loose := ".current.jsonl.tmp-00000000000000aa", ".current.jsonl.tmp-00000000000000bb"
+	old := clock.now.Add(-2 * StaleTempAge)
+	for _, n := range []string{stuck, loose} {
+		p := filepath.Join(root, kept, n)
+		if err := os.WriteFile(p, []byte("a dead promotion's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, empty), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	past := clock.now.Add(-ttl - time.Hour)
+	if err := os.Chtimes(filepath.Join(root, empty), past, past); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", root).Run() })
+	chattr(t, "+i", filepath.Join(root, kept, stuck))
+	chattr(t, "+i", filepath.Join(root, empty))
+
+	var results [2]ReapResult
+	for i, dry := range []bool{true, false} {
+		res, err := s.Reap(dry)
+		if err != nil {
+			t.Fatalf("reap (dry %v): %v", dry, err)
+		}
+		if len(res.Removed) != 0 || !slices.Equal(res.Swept, []string{kept + "/" + loose}) || !slices.Equal(res.Failed, slices.Sorted(slices.Values([]string{empty, kept}))) {
+			t.Errorf("reap (dry %v) = %+v; want %s swept alone, %s and %s failed, nothing removed", dry, res, loose, empty, kept)
+		}
+		for _, k := range []string{kept, empty} {
+			if !errors.Is(res.Causes[k], unix.EPERM) {
+				t.Errorf("reap (dry %v): %s's cause is %v; want EPERM", dry, k, res.Causes[k])
+			}
+		}
+		results[i] = res
+	}
+	if !strings.Contains(results[0].Skipped[kept], stuck) || !strings.Contains(results[1].Skipped[kept], stuck) {
+		t.Errorf("the failures do not name %s: dry run %q, run %q", stuck, results[0].Skipped[kept], results[1].Skipped[kept])
+	}
+	for _, p := range []string{filepath.Join(kept, stuck), empty} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
