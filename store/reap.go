@@ -515,8 +515,9 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 // read from d, its meta.db) holds nothing a resolve or a promotion could
 // use: no stamp, no pending promotion, no history but reaping entries;
 // and when it was last changed, its only clock: the later of the dir's
-// mtime and meta.db's. A first promotion killed before its commit leaves
-// one (its empty meta.db, and its temp), and so does a reap removing a
+// mtime and meta.db's, the latter while its history is empty. A first
+// promotion killed before its commit leaves one (its empty meta.db, and
+// its temp), and so does a reap removing a
 // legacy key in place (a full disk) stopped after its transcript (the
 // meta.db it made for the lock, with its reaping entry if that fit, and
 // the legacy sidecars). Such a key resolves absent, and is removed whole,
@@ -543,7 +544,15 @@ func deadKey(kd *os.File, d *db.DB, sc db.Sidecars) (dead bool, changed time.Tim
 		return false, time.Time{}, err
 	}
 	changed = fsat.ModTime(&dst)
-	if m := fsat.ModTime(&mst); m.After(changed) {
+	// meta.db's mtime counts while its history is empty. Once it holds a
+	// reaping entry, a reap judged the key dead and idle past the TTL,
+	// and wrote that entry, which set the mtime: every write to meta.db
+	// since is another such entry (a commit of anything else makes the
+	// key no longer dead). Counted, it made a dead key whose reap was
+	// cut or killed after its entry wait a whole TTL more, though the
+	// dir had not changed. A promotion that comes since makes the dir
+	// change (its temp), and that counts.
+	if m := fsat.ModTime(&mst); len(h) == 0 && m.After(changed) {
 		changed = m
 	}
 	return true, changed, nil

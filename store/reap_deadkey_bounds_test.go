@@ -51,7 +51,9 @@ func deadKeyDir(t *testing.T, root string, fill func(*db.Tx) error, dirAt, metaA
 // hand wrote), or a history whose newest entry is a reaping one but which
 // holds a refusal before it, keeps it however long idle; and its clock is
 // the later of the dir's and meta.db's mtimes, so either one young keeps
-// it. Each case is judged by the dry run and the run alike.
+// it, but for meta.db's once it holds a reaping entry, which a reap wrote
+// on judging the key idle past the TTL (and set that mtime). Each case is
+// judged by the dry run and the run alike.
 func TestReapJudgesAKeyWithNoTranscriptByAllItsMetaDBAndBothClocks(t *testing.T) {
 	old := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC) // 31 days before the test clock
 	young := time.Date(2026, 11, 1, 11, 0, 0, 0, time.UTC)
@@ -76,6 +78,11 @@ func TestReapJudgesAKeyWithNoTranscriptByAllItsMetaDBAndBothClocks(t *testing.T)
 		{"a venue alone", venue, old, old, false},
 		{"a refusal before a reaping entry", refusedThenReaping, old, old, false},
 		{"a reaping entry alone", reapingOnly, old, old, true},
+		// The entry's reap judged the key idle past the TTL; its write
+		// set meta.db's mtime (a reap cut or killed after it). Before,
+		// kept for a whole TTL more.
+		{"a reaping entry, meta.db young", reapingOnly, old, young, true},
+		{"a reaping entry, the dir young", reapingOnly, young, old, false},
 		{"the dir young", nil, young, old, false},
 		{"meta.db young", nil, old, young, false},
 		{"both old", nil, old, old, true},

@@ -39,7 +39,9 @@ empty key dir (a refused first promotion leaves one) goes once its own
 mtime is older than the TTL, by one rmdir; a key dir that holds nothing
 but a meta.db with no record, stamp or promotion in it (a first promotion
 killed before its commit leaves one) goes as an expired key does once it
-and its meta.db are older than the TTL. A quarantine dir (check
+and its meta.db are older than the TTL (meta.db's mtime not counted once
+a reap has written its reaping entry there: a reap stopped after that
+entry leaves the key to the next reap). A quarantine dir (check
 --quarantine) is left alone. One line per action and
 a summary; --json one object per action and a summary (docs/json.md).
 --dry-run prints what would be done and changes nothing; a key dir its
