@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -211,6 +212,12 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	}
 	var f *Finding
 	switch {
+	case errors.Is(err, fs.ErrPermission):
+		// Its runner may not read or enter it, or read its meta.db (a
+		// chmod, or an older sessdb's 0500 dir made 0300 by hand): a
+		// reap or repair, which must look in it and gives only the
+		// write bit, fails it every time until the bits are back.
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v), so every reap and check --repair fails it until its owner gives them back (chmod u+rwx on the dir, u+rw on its meta.db)", key, err)
 	case err != nil:
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
 	case landed:
