@@ -356,10 +356,26 @@ func (b *Backend) sweep(name string, dryRun bool) (swept bool, failed, err error
 		// sessions root's empty key dir made into a key meanwhile.
 		return false, nil, nil
 	case err != nil:
+		err = refusal(b.dir, name, err)
 		b.log.Warn().Str("file", name).Err(err).Msg("session_sweep_failed")
 		return false, err, nil
 	}
 	return true, nil, nil
+}
+
+// refusal is err, the run's failed removal of name (shared.Remove), in
+// the words its dry run gives (shared.RemoveErr) where both are a refusal
+// (EPERM: an immutable or append-only file or dir, the sticky rule): the
+// kernel says only "operation not permitted", and the dry run why. Else
+// err as it is.
+func refusal(dir, name string, err error) error {
+	if !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	if why := shared.RemoveErr(dir, name); why != nil && errors.Is(why, unix.EPERM) {
+		return why
+	}
+	return err
 }
 
 // unrooted is err with its message naming what is under the transcripts
@@ -733,6 +749,7 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 			if err := shared.DirErr(b.dir); err != nil {
 				return true, err
 			}
+			err = refusal(b.dir, t.File, err)
 			b.log.Warn().Str("key", key).Str("file", t.File).Err(err).Msg("session_sweep_failed")
 			if !gone(err) {
 				return true, &fileLeftError{err}

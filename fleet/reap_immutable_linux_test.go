@@ -24,6 +24,8 @@ import (
 // dry run that took the orphan's or the empty dir's leave for granted
 // said it would sweep them, exit 0, where the run failed the keys
 // (mutnew47's mutants of shared.RemoveErr and of the dry run's sweep).
+// The run says what its dry run says, the attribute named: it said only
+// the kernel's "operation not permitted".
 func TestFleetReapDryRunFailsAnImmutableOrphanAndEmptyKeyDirAsTheRun(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("root is needed for chattr")
@@ -54,15 +56,20 @@ func TestFleetReapDryRunFailsAnImmutableOrphanAndEmptyKeyDirAsTheRun(t *testing.
 		t.Cleanup(func() { exec.Command("chattr", "-i", p).Run() })
 	}
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	said := map[string]string{}
 	for _, dry := range []bool{true, false} {
 		r, err := f.b.Reap(t.Context(), ReapOptions{DryRun: dry, Now: later})
 		if err != nil || len(r.Swept) != 0 || len(r.Skipped) != 2 {
 			t.Fatalf("reap (dry %v) = %+v, %v; want nothing swept, both keys failed", dry, r, err)
 		}
 		for _, k := range []string{emptied, held} {
-			if err := r.Skipped[k]; !errors.Is(err, unix.EPERM) || dry && !strings.Contains(err.Error(), "immutable") {
-				t.Errorf("reap (dry %v): %s: %v; want EPERM (the dry run naming the attribute)", dry, k, err)
+			if err := r.Skipped[k]; !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(), "immutable") {
+				t.Errorf("reap (dry %v): %s: %v; want EPERM, naming the attribute", dry, k, err)
 			}
+			if w, ok := said[k]; ok && w != r.Skipped[k].Error() {
+				t.Errorf("%s: the dry run said %q, the run %q; want its words", k, w, r.Skipped[k])
+			}
+			said[k] = r.Skipped[k].Error()
 		}
 	}
 	for _, p := range []string{orphan, filepath.Join(f.dir, emptied)} {

@@ -59,8 +59,8 @@ func TestFleetReapDryRunAsksWhatTheUnlinkOfTheKeysFileMeets(t *testing.T) {
 				t.Errorf("dry run: exit %d; want 1, the key failed on its file (%s), as the run\nstdout:\n%s\nstderr:\n%s", code, why, out, errs)
 			}
 			code, out, errs = runCLI(t, "reap")
-			if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") || !strings.Contains(out, "failed        "+workerKey) {
-				t.Errorf("reap: exit %d; want 1, the key removed and failed on its file\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") || !strings.Contains(out, "failed        "+workerKey+"  ("+why) {
+				t.Errorf("reap: exit %d; want 1, the key removed and failed on its file (%s), in its dry run's words\nstdout:\n%s\nstderr:\n%s", code, why, out, errs)
 			}
 		})
 	}
