@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/db"
-	"sessdb/internal/access"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/store/legacy"
@@ -549,8 +548,8 @@ func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 // giveReapedBits gives the reap-owned dir name under root, and its
 // meta.db, where they are its runner's own, the owner's write bit their
 // removal (or restore) needs and their mode lacks: to write in the dir,
-// to open meta.db as a writer (access.GiveBits: through the durability
-// seam, never through a link, made durable); only where they have what
+// to open meta.db as a writer (through the durability seam, never
+// through a link, made durable); only where they have what
 // a look needs, as a dry run looks (see lacksOwnBits). A sessdb from
 // before reap asked for them first renamed a key dir its owner had left
 // 0500 aside and then could not empty it: the key gone, and every reap
@@ -561,16 +560,20 @@ func lacksOwnBits(dir *os.File, name string, isDir bool) bool {
 // modes) is left, and the removal fails as it would have.
 func (s *Store) giveReapedBits(root *os.File, name string) {
 	uid := os.Geteuid()
-	if lacksOwnBits(root, name, true) {
-		access.GiveBits(s.disk.disk(), root, name, 0o200, uid)
+	// What is given the bit is what the look found (AddOwnerBitsToOneAt):
+	// a worker of the same user that swaps a regular file in at the
+	// dir's name, or a second name of another file at meta.db's, between
+	// the look and the give, has its entry left as it is.
+	if lacksOwnBits(root, name, true) && s.fault(faults.ReapedBeforeGiveBits) == nil {
+		fsat.AddOwnerBitsToOneAt(s.disk.disk(), root, name, 0o200, uid, true)
 	}
 	kd, err := fsat.OpenDirAt(root, name)
 	if err != nil {
 		return
 	}
 	defer kd.Close()
-	if lacksOwnBits(kd, db.FileName, false) {
-		access.GiveBits(s.disk.disk(), kd, db.FileName, 0o200, uid)
+	if lacksOwnBits(kd, db.FileName, false) && s.fault(faults.ReapedBeforeGiveBits) == nil {
+		fsat.AddOwnerBitsToOneAt(s.disk.disk(), kd, db.FileName, 0o200, uid, false)
 	}
 }
 

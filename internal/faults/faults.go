@@ -130,6 +130,11 @@ const (
 	RepairAfterRenumber  Point = "repair/after-renumber"         // the history numbered again, committed
 )
 
+// ReapedBeforeGiveBits is a reap or check --repair finishing a reap-owned
+// dir: a look found the dir, or its meta.db, its runner's own and lacking
+// the owner's write bit, which is not given yet (an error here gives none).
+const ReapedBeforeGiveBits Point = "reaped/before-give-bits"
+
 // FsatRemoveBeforeDirLook is fsat.Remove of a directory: the unlink said
 // the name is one (EISDIR; EPERM elsewhere), and the name is about to be
 // looked at again before its rmdir, where a rival remover (a reap finishing

@@ -256,7 +256,7 @@ func mkdirat(dirfd int, name string, perm uint32, path string) (bool, error) {
 	}
 	// The bits go to the directory made, its maker's: what the parent's
 	// owner may have swapped in at the name is left as it is.
-	_, _, err = addOwnerBitsAt(nil, dirfd, name, perm, uid, true, path)
+	_, _, err = addOwnerBitsAt(nil, dirfd, name, perm, uid, true, false, path)
 	switch {
 	case err == ErrNotTheOne:
 		return false, &os.PathError{Op: "mkdir", Path: path, Err: ErrReplaced}

@@ -97,7 +97,18 @@ func Chmod(f *os.File, mode uint32) error {
 // --repair gives the owner back what an older sessdb's umask, or a
 // chmod, took.
 func AddOwnerBitsAt(m Moder, dir *os.File, name string, bits uint32, uid int) (before uint32, err error) {
-	before, _, err = addOwnerBitsAt(orSystem(m), int(dir.Fd()), name, bits, uid, false, Join(dir, name))
+	before, _, err = addOwnerBitsAt(orSystem(m), int(dir.Fd()), name, bits, uid, false, false, Join(dir, name))
+	return before, err
+}
+
+// AddOwnerBitsToOneAt is AddOwnerBitsAt for an entry a look found to be
+// a directory (isDir) or a regular file with one name: what the inode
+// opened is must be that too, or it is ErrNotTheOne, its mode left. A
+// regular file swapped in at a directory's name since the look, a
+// directory at a file's, or a file with a second name (whose mode the
+// file at that other name would share) is never given the bits.
+func AddOwnerBitsToOneAt(m Moder, dir *os.File, name string, bits uint32, uid int, isDir bool) (before uint32, err error) {
+	before, _, err = addOwnerBitsAt(orSystem(m), int(dir.Fd()), name, bits, uid, isDir, !isDir, Join(dir, name))
 	return before, err
 }
 
@@ -197,12 +208,12 @@ func openAtNoFollow(dirfd int, name string) (int, error) {
 
 // addOwnerBitsAt opens name in dirfd once (openEntry: O_PATH on Linux,
 // which needs none of its bits), and gives that inode the owner's bits of
-// bits it lacks, when it is a directory (dirOnly), or a directory or a
-// regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
+// bits it lacks, when it is a directory (dirOnly), a regular file with one
+// name (oneFile), or a directory or a regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
 // with the mode it found (one that lacks no bit is left, whoever owns
 // it). The chmod is by the descriptor (chmodEntry), through m, and
 // fsynced (giveBits; a nil m, for Mkdir, does neither).
-func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOnly bool, path string) (uint32, unix.Stat_t, error) {
+func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOnly, oneFile bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openEntry(dirfd, name, dirOnly)
 	if err != nil {
@@ -217,7 +228,7 @@ func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOn
 		return 0, st, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	mode := uint32(st.Mode) & 0o7777
-	if !IsDir(&st) && (dirOnly || !IsRegular(&st)) {
+	if !IsDir(&st) && (dirOnly || !IsRegular(&st)) || oneFile && (!IsRegular(&st) || st.Nlink != 1) {
 		return mode, st, ErrNotTheOne
 	}
 	want := bits & ownerBits
