@@ -333,8 +333,15 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 		}
 		empty = len(h) == 0
 	}
+	// dead: judged below, under the lock, as a key that holds nothing.
+	dead := false
 	keep := func(err error) (bool, error) {
-		if empty {
+		// A dead key's empty meta.db is left as the reap found it, but
+		// for one this reap's open made: removed, its unlink set the
+		// dir's mtime, the key's clock, and a dead key refused (an
+		// immutable temp) waited a whole TTL more once that was
+		// cleared, though it had been judged idle past the TTL.
+		if empty && (!dead || before.MadeByOpen(kd, d, sc)) {
 			s.removeLockOnly(kd)
 		}
 		return false, err
@@ -353,7 +360,8 @@ func (s *Store) reapKey(root *os.File, key string, ttl time.Duration, dryRun boo
 	// Again under the lock, as the first look judged: a key with no
 	// record and no transcript by deadKey.
 	if _, err := fsat.LstatAt(kd, TranscriptName); sc.Transcript == nil && fsat.IsNotExist(err) {
-		dead, idle, err := deadKey(kd, d, sc)
+		var idle time.Time
+		dead, idle, err = deadKey(kd, d, sc)
 		if err != nil || !dead || !expired(idle, s.opts.Now(), ttl) {
 			return keep(err)
 		}
