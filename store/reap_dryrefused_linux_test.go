@@ -75,3 +75,42 @@ func TestAReapsDryRunAsksWhatRefusesASweptTempOrAnEmptyKeyDir(t *testing.T) {
 		}
 	}
 }
+
+// A reap refused under the lock (an immutable temp) leaves a key as it
+// found it: the empty meta.db of a key that holds nothing (a first
+// promotion killed before its commit) stays, so the dir's mtime, the
+// key's clock, is not set by the refusal; a legacy key's empty meta.db,
+// a lock file a killed promotion left beside its transcript, goes as a
+// lock file does, the key back in the legacy layout.
+func TestARefusedReapLeavesADeadKeysMetaDBAndRemovesALegacyKeysLockFile(t *testing.T) {
+	for _, which := range []string{"dead", "legacy"} {
+		t.Run(which, func(t *testing.T) {
+			s, root, clock := newTestStore(t, gates.Bounds{TTL: opsTTL})
+			idle := clock.now.Add(-opsTTL - time.Hour)
+			kd := deadKeyDir(t, root, nil, idle, idle)
+			if which == "legacy" {
+				p := filepath.Join(kd, TranscriptName)
+				if err := os.WriteFile(p, transcriptBytes(idle), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				os.Chtimes(p, idle, idle)
+			}
+			temp := filepath.Join(kd, tmpPrefix+"00000000000000aa")
+			if err := os.WriteFile(temp, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(temp, idle, idle)
+			os.Chtimes(kd, idle, idle)
+			t.Cleanup(func() { exec.Command("chattr", "-R", "-i", root).Run() })
+			chattr(t, "+i", temp)
+			res, err := s.Reap(false)
+			if err != nil || !slices.Equal(res.Failed, []string{testKey}) || !errors.Is(res.Causes[testKey], unix.EPERM) {
+				t.Fatalf("reap = %+v, %v; want the key refused", res, err)
+			}
+			_, err = os.Lstat(filepath.Join(kd, "meta.db"))
+			if kept := err == nil; kept != (which == "dead") {
+				t.Errorf("after the refusal meta.db is there: %v (%v); want %v", kept, err, which == "dead")
+			}
+		})
+	}
+}
