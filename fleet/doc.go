@@ -120,8 +120,10 @@
 // generations missing or not what their record says and orphans (files
 // no record needs past the grace period, which Reap sweeps), and with
 // Repair removes the orphans, each key's under its lock, judged again
-// from a fresh read. The walks (Inspect, Check, Reap, ToEtcd, FromEtcd)
-// that the end of their ctx stopped return ctx's error as it is: a
+// from a fresh read. Stats is stats' walk: Inspect's, every key's whole
+// history read, summed into a store.Stats as a sessions root's is. The
+// walks (Inspect, Check, Reap, Stats, ToEtcd, FromEtcd) that the end of
+// their ctx stopped return ctx's error as it is: a
 // deadline of the caller's is context.DeadlineExceeded, never
 // etcdmeta.ErrUnavailable, which is etcd's own silence; a nil ctx is
 // context.Background(), as package store's walks take it, and one whose

@@ -70,3 +70,28 @@ func Example() {
 	}
 	log.Printf("promoted=%v reason=%s gen=%d", res.Promoted, res.Reason, res.Gen)
 }
+
+// The morning's numbers of a fleet, as `sessdb stats` prints them: one
+// read-only walk of every record and its history, summed in package
+// store's figures. Like Example it needs a running etcd, so it is
+// compiled, not run.
+func ExampleBackend_Stats() {
+	b, err := fleet.Open(fleet.Config{
+		Config:         etcdmeta.Config{Endpoints: []string{"http://10.0.0.1:2379"}},
+		TranscriptsDir: "/mnt/pi-transcripts",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	st, err := b.Stats(context.Background(), fleet.StatsOptions{Window: 24 * time.Hour, Bounds: gates.Bounds{TTL: 14 * 24 * time.Hour}})
+	if err != nil {
+		log.Fatal(err) // etcd unavailable, the transcripts dir unavailable: no figures
+	}
+	promoted := st.Promotions.Count(func(k store.PromotionKind) bool { return k.Outcome == string(gates.Promoted) })
+	resumed := st.Promotions.Count(func(k store.PromotionKind) bool {
+		return k.Outcome == string(gates.Promoted) && k.Start == string(gates.Resumed)
+	})
+	log.Printf("%d keys; %d promotions in the last day, %d resumed; transcripts %d B, etcd %d B",
+		st.Keys, promoted, resumed, st.TranscriptBytes, st.EtcdBytes)
+}

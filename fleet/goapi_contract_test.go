@@ -49,6 +49,10 @@ func TestFleetWalksTakeAContextThatBreaksTheContract(t *testing.T) {
 		"dump": func(ctx context.Context) error {
 			return b.Inspect(ctx, fleet.InspectOptions{Verify: true}, func(fleet.Report) error { return nil })
 		},
+		"stats": func(ctx context.Context) error {
+			_, err := b.Stats(ctx, fleet.StatsOptions{Window: time.Hour})
+			return err
+		},
 		"migrate --from etcd": func(ctx context.Context) error {
 			_, err := fleet.FromEtcd(ctx, b, root, fleet.MigrateOptions{}, func(fleet.MigrateReport) error { return nil })
 			return err

@@ -66,6 +66,9 @@ type Report struct {
 	// File is the generation file the record names, relative to the
 	// transcripts dir; "" when the record names none that is the key's.
 	File string
+	// stray is set for a key with a history and no record (reported
+	// absent, with no layout): Stats counts it as a key of the fleet.
+	stray bool
 }
 
 // Inspect reports every record in key order to visit, read-only: it
@@ -352,6 +355,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			if o.History > 0 {
 				k.History = historyReports(st.History, o.History)
 			}
+			r.stray, k.EtcdBytes = true, &st.Bytes
 			return r, nil
 		}
 	}
@@ -371,6 +375,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			return r, err
 		}
 		k.History = historyReports(st.History, o.History)
+		k.EtcdBytes = &st.Bytes
 	}
 	if it.Rev == 0 && it.Err == nil {
 		k.Problem = "no record"

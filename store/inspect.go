@@ -83,6 +83,11 @@ type KeyReport struct {
 	// InspectOptions.LegacyBytes and legacy files present; nil otherwise.
 	// stats sums it; dump does not print it.
 	LegacyBytes *int64 `json:"-"`
+	// EtcdBytes is what a fleet's etcd holds for the key, its record's
+	// and history entries' etcd keys and values, where a fleet's walk
+	// read them with its history (fleet.InspectOptions.History); nil on
+	// a sessions root. stats sums it; dump does not print it.
+	EtcdBytes *int64 `json:"-"`
 
 	// MetaPages shows meta.db's two bbolt meta pages; nil without a
 	// meta.db.

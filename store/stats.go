@@ -28,7 +28,8 @@ type StatsOptions struct {
 	Progress func(done, total int)
 }
 
-// Stats is what one walk of a sessions root says about the whole store:
+// Stats is what one walk of a sessions root (Store.Stats), or of a fleet
+// (fleet.Backend.Stats), says about the whole store:
 // its keys by layout and by verdict, the promotions of a recent window
 // taken from the keys' histories, the distributions of transcript size,
 // resume chain and context occupancy, and the bytes on disk.
@@ -45,7 +46,7 @@ type Stats struct {
 	// figure covers only the entries reported before it stopped.
 	Interrupted bool
 
-	Entries      int // names under the root that were reported
+	Entries      int // names under the root (a fleet's: in etcd) that were reported
 	Keys         int // of them, the names that have the form of a key
 	OtherEntries int // the others (a README, a stray file)
 
@@ -72,6 +73,10 @@ type Stats struct {
 	// venue, resume-chain, context and the legacy lock file); a legacy
 	// promotion's .incoming temp is a transcript in flight, not counted.
 	LegacyBytes int64
+	// EtcdBytes is what a fleet's etcd holds for its keys: the etcd keys
+	// and values of their records and history entries (KeyReport.EtcdBytes);
+	// 0 on a sessions root, whose metadata is in its key dirs.
+	EtcdBytes int64
 }
 
 // A Tally is the count of one label of a fixed set.
@@ -176,7 +181,7 @@ var (
 
 // The label sets.
 var (
-	statLayouts = []string{string(LayoutDB), string(LayoutMixed), string(LayoutLegacy), string(LayoutEmpty), statUnknown}
+	statLayouts = []string{string(LayoutDB), string(LayoutMixed), string(LayoutLegacy), string(LayoutEmpty), statLayoutEtcd, statUnknown}
 	// statColdReasons are the reasons a resolve cold-starts with, in
 	// gates' order.
 	statColdReasons = tokens(gates.ColdReasons())
@@ -200,10 +205,14 @@ func tokens(rs []gates.Reason) []string {
 const (
 	statUnknown = "unknown"
 	statOther   = "other"
+	// statLayoutEtcd is a fleet's key (fleet.LayoutEtcd): its record in
+	// etcd, its transcripts in the fleet's shared dir.
+	statLayoutEtcd = "etcd"
 )
 
 // StatLayouts returns the layouts Stats counts keys by: db, mixed, legacy,
-// empty, and unknown for a key dir that could not be read (a link, not a
+// empty, etcd (a fleet's key: its record in etcd, fleet.Backend.Stats),
+// and unknown for a key dir that could not be read (a link, not a
 // directory, locked, unreadable).
 func StatLayouts() []string { return slices.Clone(statLayouts) }
 
@@ -247,13 +256,32 @@ func (s *Store) Stats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 	if s.root == "" {
 		return nil, ErrNoSessionsRoot
 	}
-	st := &Stats{At: s.opts.Now().UTC(), Window: opts.Window}
+	iopts := InspectOptions{History: db.HistoryLimit, Workers: opts.Workers, Progress: opts.Progress, LegacyBytes: true}
+	return SumStats(ctx, s.opts.Now(), opts.Window, func(visit func(KeyReport) error) error {
+		return s.InspectWith(ctx, iopts, visit)
+	})
+}
+
+// SumStats sums the reports of one walk into a Stats, as Store.Stats
+// sums a sessions root's: for a backend whose own walk reports its keys
+// (a fleet's: fleet.Backend.Stats). at is when the walk began, the
+// window's end; walk is called once, with the function to give each
+// report to, one report at a time (never from two goroutines at once, as
+// InspectWith calls its visit), and each report should carry every entry
+// of its key's history (db.HistoryLimit) for the promotions to be
+// counted whole. A report of a key that has gone (verdict absent, no
+// layout) is not
+// counted, nor is a reap's reaping entry. When walk returns ctx's error
+// (ctx ended), SumStats returns the figures of the reports given before,
+// marked Interrupted, with that error; any other error returns nil.
+func SumStats(ctx context.Context, at time.Time, window time.Duration, walk func(visit func(KeyReport) error) error) (*Stats, error) {
+	ctx = callerctx.Of(ctx) // nil is context.Background()
+	st := &Stats{At: at.UTC(), Window: window}
 	st.Bytes, st.ResumeChain, st.ContextPct = newDistribution(bytesBounds), newDistribution(chainBounds), newDistribution(pctBounds)
 	st.Layouts, st.Verdicts = tallies(statLayouts), tallies(StatReasons())
 	st.Promotions.Entries = map[PromotionKind]int64{}
-	from := st.At.Add(-opts.Window)
-	iopts := InspectOptions{History: db.HistoryLimit, Workers: opts.Workers, Progress: opts.Progress, LegacyBytes: true}
-	err := s.InspectWith(ctx, iopts, func(r KeyReport) error {
+	from := st.At.Add(-window)
+	err := walk(func(r KeyReport) error {
 		st.add(r, from)
 		return nil
 	})
@@ -332,6 +360,9 @@ func (st *Stats) add(r KeyReport, from time.Time) {
 	}
 	if r.LegacyBytes != nil {
 		st.LegacyBytes = saturatingAdd(st.LegacyBytes, *r.LegacyBytes)
+	}
+	if r.EtcdBytes != nil {
+		st.EtcdBytes = saturatingAdd(st.EtcdBytes, *r.EtcdBytes)
 	}
 	if st.Window > 0 {
 		st.addHistory(r.History, from)

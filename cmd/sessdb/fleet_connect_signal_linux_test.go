@@ -125,3 +125,39 @@ func TestAWalkStoppedWhileItConnectsSaysWhatItWasAsked(t *testing.T) {
 		})
 	}
 }
+
+// stats stopped while it connects to a fleet, as the other walks are:
+// exit 130 at once, its figures of no entry marked interrupted in every
+// format. Before stats ran on a fleet it exited 2 there.
+func TestStatsStoppedWhileItConnectsToAFleet(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // takes connections, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := filepath.Join(t.TempDir(), "transcripts")
+	mustMkdir(t, dir)
+	for args, mark := range map[string]string{
+		"stats":              "INTERRUPTED: the figures cover only the 0 entries read",
+		"stats --json":       `"interrupted":true`,
+		"stats --prometheus": "\nsessdb_stats_interrupted 1\n",
+	} {
+		cmd := exec.Command(os.Args[0], append(strings.Fields(args), "--log-format", "json")...)
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+			"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
+			"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
+		var out, errs strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // in the login, which waits 20 s
+		start := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if code, took := cmd.ProcessState.ExitCode(), time.Since(start); code != exitInterrupted || !strings.Contains(out.String(), mark) ||
+			!strings.Contains(errs.String(), "interrupted after 0 entries") || took > 10*time.Second {
+			t.Errorf("%s after SIGTERM while it connected: exit %d after %v, stdout %q; want 130 at once, %q\nstderr: %s", args, code, took, out.String(), mark, errs.String())
+		}
+	}
+}

@@ -29,7 +29,8 @@ func etcdPrint(t *testing.T, cli *clientv3.Client, prefix string) (keys string, 
 	return b.String(), resp.Header.Revision
 }
 
-// dump (every form), check without --repair and reap --dry-run on a fleet
+// dump (every form), check without --repair, reap --dry-run and stats
+// (every form) on a fleet
 // holding every leftover a worker, a killed command or an operator can
 // leave change nothing in the transcripts dir (not even its times, which
 // reap and check --repair set to read the file server's clock) and write
@@ -85,6 +86,7 @@ func TestFleetReadOnlyCommandsLeaveEveryLeftoverAsItIs(t *testing.T) {
 		{"dump", "--key", fleetMissing, "--json"},
 		{"check"}, {"check", "--json", "--grace", "1s"},
 		{"reap", "--dry-run"}, {"reap", "--dry-run", "--ttl-days", "1", "--grace", "1s", "--json"},
+		{"stats"}, {"stats", "--json", "--since", "10000h"}, {"stats", "--prometheus"},
 	} {
 		done := make(chan struct{})
 		var code int

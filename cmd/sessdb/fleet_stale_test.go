@@ -16,8 +16,8 @@ import (
 // in for by the fault point) is the storage unavailable, not a
 // configuration: resolve is the named cold start store-unavailable (exit
 // 0, the cause on stderr once, naming the dir), promote promote-failed
-// with the job's transcript kept, and dump, check and reap faults (exit
-// 1) naming the dir, nothing removed. Before: every command was a
+// with the job's transcript kept, and dump, check, reap and stats faults
+// (exit 1) naming the dir, nothing removed. Before: every command was a
 // configuration error, exit 2 ("no transcripts dir"), so a job loop
 // could not start the job cold.
 func TestFleetStaleTranscriptsDirIsStoreUnavailable(t *testing.T) {
@@ -46,7 +46,7 @@ func TestFleetStaleTranscriptsDirIsStoreUnavailable(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, f.dir) {
 		t.Errorf("promote: exit %d, %s%s; want promote-failed naming the dir", code, out, errs)
 	}
-	for _, cmd := range [][]string{{"dump"}, {"check", "--repair"}, {"reap"}} {
+	for _, cmd := range [][]string{{"dump"}, {"check", "--repair"}, {"reap"}, {"stats"}} {
 		code, _, errs := runCLI(t, cmd...)
 		if code != exitFault || !strings.Contains(errs, f.dir) || !strings.Contains(errs, "stale file handle") {
 			t.Errorf("%s: exit %d, %s; want exit 1 naming the dir", cmd[0], code, errs)

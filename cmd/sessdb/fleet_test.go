@@ -376,6 +376,7 @@ func TestAFleetWalkWhoseLoginFailsIsAFault(t *testing.T) {
 		{"dump", "--json"},
 		{"check", "--json"},
 		{"reap", "--json"},
+		{"stats", "--json"},
 		{"migrate", "--json", "--to", "etcd", root},
 	} {
 		code, out, errs := runCLI(t, args...)

@@ -97,7 +97,7 @@ func walkedFleet(t *testing.T) *testFleet {
 // randomName matches the random part of a generation file's name.
 var randomName = regexp.MustCompile(`([0-9a-f]{16})-[0-9a-f]{16}\.jsonl`)
 
-// dump, check and reap on a fleet, as tables and as JSON, against golden
+// dump, check, reap and stats on a fleet, as tables and as JSON, against golden
 // files: the same columns and objects as on a sessions root, the verdict a
 // job matching each key's stamps would get, the findings of a missing, an
 // edited and a grown generation, an orphan, a dead write, a file and a
@@ -118,6 +118,8 @@ func TestFleetGolden(t *testing.T) {
 		{"fleet-check.jsonl", []string{"check", "--json"}, exitIssues},
 		{"fleet-reap-dry-run.txt", []string{"reap", "--dry-run"}, exitOK},
 		{"fleet-reap-dry-run.jsonl", []string{"reap", "--dry-run", "--json"}, exitOK},
+		{"fleet-stats.txt", []string{"stats", "--since", "168h"}, exitOK},
+		{"fleet-stats.json", []string{"stats", "--json", "--since", "168h"}, exitOK},
 		{"fleet-check-repair.txt", []string{"check", "--repair"}, exitIssues},
 		{"fleet-reap.txt", []string{"reap"}, exitOK},
 		{"fleet-dump-after.txt", []string{"dump"}, exitOK},

@@ -48,9 +48,8 @@ func bindFleet(fs *flag.FlagSet) *fleetKnobs {
 	return f
 }
 
-// newFleetKnobs are the fleet's knobs, no flag bound: read from the
-// environment alone (stats, which does not run on a fleet, reads them
-// to say so).
+// newFleetKnobs are the fleet's knobs, no flag bound yet (bindFleet
+// binds them).
 func newFleetKnobs() *fleetKnobs {
 	return &fleetKnobs{
 		endpoints:      knob{env: "PI_SESSIONS_ETCD_ENDPOINTS", flag: "etcd-endpoints", help: "the etcd members' client `URLS`, comma-separated (http://host:port or https://host:port): the store is then a fleet, its records in etcd and its transcripts in --transcripts-dir, and no sessions root is read (giving one too is an error)"},

@@ -14,14 +14,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"sessdb/fleet"
 	"sessdb/gates"
 	"sessdb/store"
 )
 
 var cmdStats = &command{
 	name:  "stats",
-	usage: "stats [--since DURATION] [--json | --prometheus] [--at TIME] [DIR]",
-	short: "count a sessions root's keys by layout and verdict, its recent promotions, its sizes, chains and context occupancy (read-only)",
+	usage: "stats [--since DURATION] [--json | --prometheus] [--at TIME] [DIR | --etcd-endpoints URLS --transcripts-dir DIR]",
+	short: "count a sessions root's or a fleet's keys by layout and verdict, its recent promotions, its sizes, chains and context occupancy (read-only)",
 	long: `
 One walk of the sessions root (DIR, else --sessions-dir or PI_SESSIONS_DIR),
 read-only like dump, summed up: keys by layout and by the verdict a job
@@ -30,10 +31,19 @@ matching each key's own stamps would get now; the promotions of the last
 (with the cold reason), refused (by reason) and by run shape, with the bytes
 promoted; the distributions of transcript size, resume chain and context
 occupancy (per bucket, p50, p95, max); and the bytes the transcripts and the
-metadata take. stats does not run on a fleet: with PI_SESSIONS_ETCD_ENDPOINTS
-set and no sessions root given, it exits 2 saying so; with a root given too,
-it counts the root and says so on stderr, naming it. Another fleet variable
-(PI_SESSIONS_TRANSCRIPTS_DIR, PI_SESSIONS_ETCD_PREFIX, ...) set without
+metadata take.
+
+On a fleet (--etcd-endpoints, or PI_SESSIONS_ETCD_ENDPOINTS with no sessions
+root given; docs/fleet.md) it walks every record in etcd, one snapshot, as
+dump does, and prints the same report, fields and metrics: the keys' layout
+is etcd, the transcripts are the generation files the records name, and the
+metadata is the bytes etcd holds for the records and histories. A sessions
+root given with the fleet's variables set (PI_SESSIONS_ETCD_ENDPOINTS, a
+PI_SESSIONS_DIR left from before a move to the fleet) is counted, and stats
+says on stderr that these are that root's figures, not the fleet's; with a
+fleet flag given on the command line it is refused, exit 2, as every
+command refuses a root and a fleet together. Another fleet setting
+(PI_SESSIONS_TRANSCRIPTS_DIR, PI_SESSIONS_ETCD_PREFIX, ...) without
 endpoints is a configuration error, exit 2, as in every command.
 
 The default is a short report for people; --json prints one object, and
@@ -43,7 +53,8 @@ systemd timer that write it atomically). A key's history keeps its last 64
 entries: a window longer than a busy key's ring undercounts, and says so.`,
 	example: `  sessdb stats /var/lib/pi/sessions
   sessdb stats --since 168h --json /var/lib/pi/sessions | jq .promotions
-  d=/var/lib/node_exporter/textfile; sessdb stats --prometheus /var/lib/pi/sessions > $d/sessdb.prom.tmp && mv $d/sessdb.prom.tmp $d/sessdb.prom`,
+  d=/var/lib/node_exporter/textfile; sessdb stats --prometheus /var/lib/pi/sessions > $d/sessdb.prom.tmp && mv $d/sessdb.prom.tmp $d/sessdb.prom
+  sessdb stats --etcd-endpoints http://127.0.0.1:2379 --transcripts-dir /srv/pi/transcripts`,
 	exits:   []int{exitOK, exitFault, exitUsage, exitInterrupted},
 	maxArgs: 1,
 	bind:    bindStats,
@@ -51,6 +62,7 @@ entries: a window longer than a busy key's ring undercounts, and says so.`,
 
 func bindStats(fs *flag.FlagSet) func(*invocation) int {
 	cfg := bindConfig(fs)
+	fk := bindFleet(fs)
 	since := bindDuration(fs, "since", 24*time.Hour, "the window of promotions counted, back from now (or --at), a `DURATION` in Go's format (90m, 24h, 168h; no d unit)")
 	asJSON := fs.Bool("json", false, "one JSON object (fields: docs/stats.md)")
 	asProm := fs.Bool("prometheus", false, "Prometheus text exposition format, for node_exporter's textfile collector (metrics: docs/stats.md)")
@@ -66,22 +78,55 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		case *asJSON && *asProm:
 			return inv.rep.usage(errors.New("--json and --prometheus: choose one"))
 		}
-		note, err := statsNotOnAFleet(cfg, inv.arg(0), os.Getenv)
+		onFleet, note, err := statsStore(cfg, fk, inv.arg(0), os.Getenv)
 		if err != nil {
 			return inv.rep.config(err)
 		}
 		if note != "" {
 			inv.rep.warn(note)
 		}
-		st, code := openWalk(inv, cfg, atOpt)
-		if st == nil {
-			return code
-		}
+		// Signals are caught from before a fleet's connection, which can
+		// wait up to its request timeout (openFleetWalk).
 		ctx, stop := interruptContext()
 		defer stop()
 		prog := progressTo(inv, "stats")
+		var walk func(context.Context) (*store.Stats, error)
+		if onFleet {
+			fc, _, code := fleetOf(inv, cfg, fk, inv.arg(0))
+			if code != exitOK {
+				return code
+			}
+			sopts, err := storeOptions(cfg, inv, atOpt)
+			if err != nil {
+				return inv.rep.config(err)
+			}
+			b, stopped, code := openFleetWalk(ctx, inv, fk, fc)
+			switch {
+			case stopped:
+				// A signal while it connected: nothing read, the figures
+				// of no key, marked interrupted.
+				walk = func(ctx context.Context) (*store.Stats, error) {
+					return store.SumStats(ctx, sopts.Now(), *since, func(func(store.KeyReport) error) error { return ctx.Err() })
+				}
+			case b == nil:
+				return code
+			default:
+				defer b.Close()
+				walk = func(ctx context.Context) (*store.Stats, error) {
+					return b.Stats(ctx, fleet.StatsOptions{Window: *since, Bounds: sopts.Bounds, Now: sopts.Now, Progress: prog.report()})
+				}
+			}
+		} else {
+			st, code := openWalk(inv, cfg, atOpt)
+			if st == nil {
+				return code
+			}
+			walk = func(ctx context.Context) (*store.Stats, error) {
+				return st.Stats(ctx, store.StatsOptions{Window: *since, Progress: prog.report()})
+			}
+		}
 		start := clock()
-		stats, err := st.Stats(ctx, store.StatsOptions{Window: *since, Progress: prog.report()})
+		stats, err := walk(ctx)
 		walked := clock().Sub(start)
 		prog.clear()
 		if stats == nil {
@@ -95,7 +140,7 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		case *asProm:
 			werr = writeStatsProm(w, stats, walked)
 		default:
-			werr = writeStatsText(w, stats, walked)
+			werr = writeStatsText(w, stats, walked, onFleet)
 		}
 		if ferr := w.Flush(); werr == nil {
 			werr = ferr
@@ -112,40 +157,45 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 	}
 }
 
-// statsNotOnAFleet refuses a stats run whose environment names a fleet
-// (PI_SESSIONS_ETCD_ENDPOINTS) and no sessions root: stats counts a
-// sessions root only, and "sessions-dir-unset" would hide why. With a
-// root given too it counts the root, and returns a note saying so: every
-// other command refuses the two together, and a worker's environment
-// with a PI_SESSIONS_DIR left from before its move to the fleet would
-// otherwise print the old root's figures as if they were the fleet's.
-//
-// A fleet variable set without endpoints (PI_SESSIONS_TRANSCRIPTS_DIR, a
-// worker's fleet setting whose endpoints were dropped) is refused, as
-// every command that takes the fleet's flags refuses it: stats counted the
-// root in silence where dump, given the same environment, exited 2.
-func statsNotOnAFleet(cfg *config, arg string, getenv func(string) string) (note string, err error) {
-	fk := newFleetKnobs()
+// statsStore says which store stats counts: the fleet (onFleet) or a
+// sessions root. With no etcd endpoints it is the root, and a fleet
+// setting without them is refused, as every command refuses it. With
+// endpoints and no sessions root given (DIR, --sessions-dir,
+// PI_SESSIONS_DIR), the fleet. With both, what an operator meant decides:
+// a fleet setting given as a flag on the command line is refused beside
+// a root, as every command refuses the two together (each was asked
+// for); a fleet that is all the environment's (a worker's environment, a
+// PI_SESSIONS_DIR left from before the move to the fleet, or a root
+// named to count it) leaves the root counted, with a note saying so,
+// naming the root and where it came from: stats counted the root so
+// before it ran on a fleet, and an operator's DIR is the more deliberate
+// of the two.
+func statsStore(cfg *config, fk *fleetKnobs, arg string, getenv func(string) string) (onFleet bool, note string, err error) {
 	// Read as every command reads it: blank is an error (endpointsSetting).
-	raw, _, err := fk.endpointsSetting(getenv)
+	raw, endpoints, err := fk.endpointsSetting(getenv)
 	switch {
 	case err != nil:
-		return "", err
+		return false, "", err
 	case raw == "":
-		if n := fk.withoutEndpoints(getenv); n != "" {
-			return "", fmt.Errorf("%s is set but no etcd endpoints are (PI_SESSIONS_ETCD_ENDPOINTS): a fleet setting without a fleet, which every command refuses (stats counts a sessions root: unset it)", n)
+		if _, _, err := fk.connection(getenv); err != nil {
+			return false, "", err // a fleet setting without endpoints
 		}
-		return "", nil
+		return false, "", nil
+	}
+	given, from := cfg.dirSetting(getenv, arg)
+	if given == "" {
+		return true, "", nil
+	}
+	for _, k := range fk.all() {
+		if k.value != "" {
+			return false, "", fmt.Errorf("%s %s and --%s are both given: stats counts a sessions root or a fleet, not both (give no root to count the fleet)", from, quoteName(given), k.flag)
+		}
 	}
 	root, err := cfg.dir(getenv, arg)
-	switch {
-	case errors.Is(err, errSessionsDirUnset):
-		return "", errors.New("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: it counts a sessions root (DIR, --sessions-dir or PI_SESSIONS_DIR)")
-	case err != nil:
-		return "", nil // the root's own error, reported when it is opened
+	if err != nil {
+		return false, "", nil // the root's own error, reported when it is opened
 	}
-	_, from := cfg.dirSetting(getenv, arg)
-	return fmt.Sprintf("PI_SESSIONS_ETCD_ENDPOINTS is set, but stats does not run on a fleet: these are the figures of the sessions root %s (%s), not the fleet's", root, from), nil
+	return false, fmt.Sprintf("%s is set, and a sessions root is given: these are the figures of the sessions root %s (%s), not the fleet's (to count the fleet, give no root: no DIR, --sessions-dir or %s)", endpoints, root, from, cfg.sessionsDir.env), nil
 }
 
 // statsJSON is the object stats --json prints (docs/stats.md). Every field
@@ -170,6 +220,7 @@ type statsJSON struct {
 		TranscriptBytes int64 `json:"transcript_bytes"`
 		MetaDBBytes     int64 `json:"meta_db_bytes"`
 		LegacyBytes     int64 `json:"legacy_bytes"`
+		EtcdBytes       int64 `json:"etcd_bytes"`
 	} `json:"disk"`
 }
 
@@ -287,7 +338,7 @@ func statsObject(s *store.Stats, walked time.Duration) statsJSON {
 	o.Distributions.Bytes = distributionObject(s.Bytes)
 	o.Distributions.ResumeChain = distributionObject(s.ResumeChain)
 	o.Distributions.ContextPct = distributionObject(s.ContextPct)
-	o.Disk.TranscriptBytes, o.Disk.MetaDBBytes, o.Disk.LegacyBytes = s.TranscriptBytes, s.MetaDBBytes, s.LegacyBytes
+	o.Disk.TranscriptBytes, o.Disk.MetaDBBytes, o.Disk.LegacyBytes, o.Disk.EtcdBytes = s.TranscriptBytes, s.MetaDBBytes, s.LegacyBytes, s.EtcdBytes
 	return o
 }
 
@@ -312,18 +363,24 @@ func distributionObject(d *store.Distribution) distributionJSON {
 
 // writeStatsText writes the short report: aligned sections that fit in
 // 100 columns. Every label in it comes from a fixed set, never from disk.
-func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
+// A fleet's (onFleet) says so in its first line, and its disk line names
+// what a fleet holds: the transcripts and etcd's records and histories.
+func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration, onFleet bool) error {
 	o := statsObject(s, walked)
 	p := o.Promotions
 	var t textRows
-	t.line(fmt.Sprintf("sessdb stats at %s (%s walked in %.1fs)", s.At.Format(time.RFC3339), entries(s.Entries), walked.Seconds()))
+	of, where := "", "under the root"
+	if onFleet {
+		of, where = " on a fleet", "in etcd"
+	}
+	t.line(fmt.Sprintf("sessdb stats%s at %s (%s walked in %.1fs)", of, s.At.Format(time.RFC3339), entries(s.Entries), walked.Seconds()))
 	if s.Interrupted {
 		t.line(fmt.Sprintf("INTERRUPTED: the figures cover only the %s read before the walk stopped", entries(s.Entries)))
 	}
 	t.line("")
 	t.row("keys", s.Keys, nonzero(s.Layouts))
 	if s.OtherEntries > 0 {
-		t.row("  not keys", s.OtherEntries, "names under the root that are not a key")
+		t.row("  not keys", s.OtherEntries, "names "+where+" that are not a key")
 	}
 	t.row("  verdicts", -1, nonzero(s.Verdicts))
 	t.row("", -1, "(what a job matching each key's own pi version, venue and model would get now)")
@@ -362,7 +419,11 @@ func writeStatsText(w io.Writer, s *store.Stats, walked time.Duration) error {
 		t.row("  truncated", p.TruncatedKeys, fmt.Sprintf("keys whose history (the last %d entries) is all inside the window: a lower bound", store.HistoryLimitForDump))
 	}
 	t.line("")
-	t.row("disk", -1, fmt.Sprintf("transcripts %s  meta.db %s  legacy sidecars %s", iec(s.TranscriptBytes), iec(s.MetaDBBytes), iec(s.LegacyBytes)))
+	if onFleet {
+		t.row("disk", -1, fmt.Sprintf("transcripts %s  etcd records and histories %s", iec(s.TranscriptBytes), iec(s.EtcdBytes)))
+	} else {
+		t.row("disk", -1, fmt.Sprintf("transcripts %s  meta.db %s  legacy sidecars %s", iec(s.TranscriptBytes), iec(s.MetaDBBytes), iec(s.LegacyBytes)))
+	}
 	t.line("")
 
 	dists := []struct {

@@ -73,11 +73,11 @@ func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), '
 // missing series.
 func writeStatsProm(w io.Writer, s *store.Stats, walked time.Duration) error {
 	p := &promWriter{w: w}
-	p.family("sessdb_keys", "gauge", "Key directories under the sessions root, by layout (unknown: the directory could not be read).")
+	p.family("sessdb_keys", "gauge", "Keys by layout: a sessions root's key directories (unknown: the directory could not be read), a fleet's keys in etcd (etcd).")
 	for _, t := range s.Layouts {
 		p.sample("sessdb_keys", itoa(t.N), "layout", t.Label)
 	}
-	p.gauge("sessdb_other_entries", "Names under the sessions root that are not keys.", int64(s.OtherEntries))
+	p.gauge("sessdb_other_entries", "Names under the sessions root, or in a fleet's etcd, that are not keys.", int64(s.OtherEntries))
 	p.family("sessdb_keys_by_verdict", "gauge", "Keys by the verdict a job matching the key's own pi version, venue and model would get now.")
 	for _, t := range s.Verdicts {
 		p.sample("sessdb_keys_by_verdict", itoa(t.N), "reason", t.Label)
@@ -105,12 +105,13 @@ func writeStatsProm(w io.Writer, s *store.Stats, walked time.Duration) error {
 	p.histogram("sessdb_resume_chain", "Resume chains (consecutive deliveries) of the keys that record one.", s.ResumeChain)
 	p.histogram("sessdb_context_occupancy_percent", "Last context reading in percent of the model's window, rounded down, of the keys with a reading.", s.ContextPct)
 
-	p.gauge("sessdb_transcript_bytes", "Total size of the transcripts.", s.TranscriptBytes)
-	p.family("sessdb_meta_bytes", "gauge", "Total size of the metadata: meta.db files (format db) and legacy sidecar files (format legacy).")
+	p.gauge("sessdb_transcript_bytes", "Total size of the transcripts (a fleet's: the generation files its records name).", s.TranscriptBytes)
+	p.family("sessdb_meta_bytes", "gauge", "Total size of the metadata: meta.db files (format db), legacy sidecar files (format legacy), a fleet's records and histories in etcd (format etcd).")
 	p.sample("sessdb_meta_bytes", itoa(s.MetaDBBytes), "format", "db")
 	p.sample("sessdb_meta_bytes", itoa(s.LegacyBytes), "format", "legacy")
+	p.sample("sessdb_meta_bytes", itoa(s.EtcdBytes), "format", "etcd")
 
-	p.family("sessdb_stats_walk_seconds", "gauge", "How long the walk of the sessions root took.")
+	p.family("sessdb_stats_walk_seconds", "gauge", "How long the walk of the sessions root or the fleet took.")
 	p.sample("sessdb_stats_walk_seconds", seconds(walked))
 	p.family("sessdb_stats_window_seconds", "gauge", "The window the promotions are counted in (--since).")
 	p.sample("sessdb_stats_window_seconds", seconds(s.Window))
@@ -118,6 +119,6 @@ func writeStatsProm(w io.Writer, s *store.Stats, walked time.Duration) error {
 	if s.Interrupted {
 		interrupted = 1
 	}
-	p.gauge("sessdb_stats_interrupted", "1 when the walk was interrupted: every other figure covers only part of the root.", interrupted)
+	p.gauge("sessdb_stats_interrupted", "1 when the walk was interrupted: every other figure covers only part of the store.", interrupted)
 	return p.err
 }

@@ -239,6 +239,14 @@ func TestStatsPrometheusParses(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
+	checkStatsProm(t, out, statsOf(t, "--since", "1000h", root))
+}
+
+// checkStatsProm parses stats --prometheus's out with Prometheus's own
+// text parser and checks its families, types and label sets, and that
+// its figures are s's, the JSON's of the same store.
+func checkStatsProm(t *testing.T, out string, s statsJSON) {
+	t.Helper()
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(out))
 	if err != nil {
@@ -260,7 +268,7 @@ func TestStatsPrometheusParses(t *testing.T) {
 	bytesB, chainB, pctB := store.StatBounds()
 	bounds := map[string][]int64{"sessdb_transcript_size_bytes": bytesB, "sessdb_resume_chain": chainB, "sessdb_context_occupancy_percent": pctB}
 	sets := map[string][]string{"layout": store.StatLayouts(), "reason": store.StatReasons(), "outcome": store.StatOutcomes(),
-		"start": store.StatStarts(), "run": store.StatRuns(), "format": {"db", "legacy"}}
+		"start": store.StatStarts(), "run": store.StatRuns(), "format": {"db", "legacy", "etcd"}}
 	aKey := regexp.MustCompile(`[0-9a-f]{32}`)
 	values := map[string]float64{} // name{labels} -> value
 	for name, f := range fams {
@@ -320,15 +328,14 @@ func TestStatsPrometheusParses(t *testing.T) {
 			}
 		}
 	}
-	s := statsOf(t, "--since", "1000h", root)
 	for name, want := range map[string]int64{
 		"sessdb_keys": int64(s.Keys), "sessdb_keys_by_verdict": int64(s.Keys), "sessdb_other_entries": int64(s.OtherEntries),
 		"sessdb_promotions": s.Promotions.Entries, "sessdb_promotions_by_run": s.Promotions.Entries,
 		"sessdb_promoted_bytes":              s.Promotions.Bytes,
 		"sessdb_transcript_size_bytes_count": s.Distributions.Bytes.Keys, "sessdb_transcript_size_bytes_sum": s.Distributions.Bytes.Sum,
 		"sessdb_resume_chain_count": s.Distributions.ResumeChain.Keys, "sessdb_context_occupancy_percent_sum": s.Distributions.ContextPct.Sum,
-		"sessdb_transcript_bytes": s.Disk.TranscriptBytes, "sessdb_meta_bytes": s.Disk.MetaDBBytes + s.Disk.LegacyBytes,
-		"sessdb_stats_window_seconds": 1000 * 3600, "sessdb_stats_interrupted": 0,
+		"sessdb_transcript_bytes": s.Disk.TranscriptBytes, "sessdb_meta_bytes": s.Disk.MetaDBBytes + s.Disk.LegacyBytes + s.Disk.EtcdBytes,
+		"sessdb_stats_window_seconds": int64(s.WindowSeconds), "sessdb_stats_interrupted": 0,
 	} {
 		if values[name] != float64(want) {
 			t.Errorf("%s = %v, the JSON says %d", name, values[name], want)
@@ -572,7 +579,7 @@ func TestStatsTextFitsItsWidth(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	if err := writeStatsText(&b, s, time.Hour); err != nil {
+	if err := writeStatsText(&b, s, time.Hour, false); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -589,25 +596,6 @@ func TestStatsTextFitsItsWidth(t *testing.T) {
 		}
 	}
 	t.Log("\n" + out)
-}
-
-// stats counts a sessions root only. On a fleet worker's environment
-// (PI_SESSIONS_ETCD_ENDPOINTS set, no sessions root) it used to say
-// sessions-dir-unset, as if the fleet settings were not there; it says
-// instead that stats does not run on a fleet, naming the variable.
-func TestStatsOnAFleetEnvironment(t *testing.T) {
-	clearEnv(t)
-	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:2379")
-	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", t.TempDir())
-	code, out, errs := runCLI(t, "stats", "--log-format", "console")
-	if code != exitUsage || out != "" || strings.Contains(errs, "sessions-dir-unset") ||
-		!strings.Contains(errs, "PI_SESSIONS_ETCD_ENDPOINTS") || !strings.Contains(errs, "does not run on a fleet") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
-	}
-	// A sessions root given is counted, as before.
-	if code, _, errs := runCLI(t, "stats", copySample(t)); code != exitOK {
-		t.Fatalf("stats DIR with fleet settings: exit %d %s", code, errs)
-	}
 }
 
 // stats given a sessions root on a fleet worker's environment counts the
@@ -633,7 +621,7 @@ func TestStatsOnARootWithAFleetEnvironmentSaysWhichItCounted(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "keys") {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", c.args, code, out, errs)
 		}
-		if !strings.Contains(errs, "does not run on a fleet") || !strings.Contains(errs, root) || !strings.Contains(errs, c.from) {
+		if !strings.Contains(errs, "not the fleet's") || !strings.Contains(errs, root) || !strings.Contains(errs, c.from) {
 			t.Errorf("%v: stderr %q, want a note that the root %s (%s) was counted, not the fleet", c.args, errs, root, c.from)
 		}
 	}

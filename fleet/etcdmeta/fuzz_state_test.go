@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ const maxStateError = 512
 // does not decode, is an error that names the key in one short line,
 // whatever the names hold, and the entry above the last slot is one too,
 // ErrAboveLastSlot where it is the only damage; the same responses give
-// the same answer.
+// the same answer. Its Bytes are every key's and value's read.
 func FuzzParseState(f *testing.F) {
 	pi, chain := "0.54.2", uint64(2)
 	rec, _ := encodeRecord(Record{PiVersion: &pi, ResumeChain: &chain}, 3)
@@ -57,6 +58,10 @@ func FuzzParseState(f *testing.F) {
 		damaged, above := false, false
 		var want State
 		want.Read = 42
+		// Every key and value read, whether it decodes or not.
+		for _, kv := range append(slices.Clone(recKVs), hist...) {
+			want.Bytes += int64(len(kv.Key) + len(kv.Value))
+		}
 		if hasRecord {
 			want.Rev = Rev(rev)
 			r, rerr := decodeRecord(record)

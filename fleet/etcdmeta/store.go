@@ -110,6 +110,12 @@ type State struct {
 	History []HistoryEntry
 	// Read is the store revision the state was read at.
 	Read Rev
+	// Bytes is what etcd holds for the key as read: the sizes of the
+	// record's etcd key and value and of each history entry's read
+	// (the newest HistoryLimit), whether they decode or not. Set where
+	// the history is read with the record (Get, a ConflictError's
+	// Current); 0 from GetRecord and PeekRecord.
+	Bytes int64
 }
 
 // Open validates cfg and connects. With a Username it logs in, which needs
@@ -544,6 +550,11 @@ func (s *Store) stateOps(key string, opts ...clientv3.OpOption) []clientv3.Op {
 func parseState(key, dir string, read int64, rs []*pb.ResponseOp) (State, error) {
 	st := State{Read: Rev(read)}
 	var first, above error
+	for _, r := range rs[:2] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			st.Bytes += int64(len(kv.Key) + len(kv.Value))
+		}
+	}
 	if kvs := rs[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		st.Rev = Rev(kvs[0].ModRevision)
 		rec, err := decodeRecord(kvs[0].Value)
