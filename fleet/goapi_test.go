@@ -418,6 +418,13 @@ func TestEveryMethodOfABackendOpenDidNotMakeSaysSo(t *testing.T) {
 			return err
 		})
 		try("Inspect", func() error { return b.Inspect(ctx, fleet.InspectOptions{}, nil) })
+		try("Stats", func() error {
+			st, err := b.Stats(ctx, fleet.StatsOptions{Window: time.Hour})
+			if st != nil {
+				t.Errorf("%s Backend: Stats gave figures", name)
+			}
+			return err
+		})
 		try("Reap", func() error {
 			res, err := b.Reap(ctx, fleet.ReapOptions{TTL: time.Hour})
 			if len(res.Removed) != 0 {

@@ -180,20 +180,26 @@ func TestStatsStoppedOrFailing(t *testing.T) {
 	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
-	for i := range 4 {
+	const n = 20
+	for i := range n {
 		f.run(store.Key("github", "fleet-stats-stop", fmt.Sprint(i)), "one")
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	st, err := f.b.Stats(ctx, StatsOptions{Window: time.Hour, Workers: 1, Progress: func(done, total int) {
+	// The clock in another zone: the figures are dated in UTC, as a
+	// sessions root's are.
+	zoned := func() time.Time { return time.Now().In(time.FixedZone("UTC+1", 3600)) }
+	st, err := f.b.Stats(ctx, StatsOptions{Window: time.Hour, Workers: 1, Now: zoned, Progress: func(done, total int) {
 		if done == 2 {
 			cancel()
 		}
 	}})
-	if !errors.Is(err, context.Canceled) || st == nil || !st.Interrupted || st.Keys < 2 || st.Keys >= 4 {
+	// The walk stops within its window and a page of the cancel (see
+	// TestADumpStoppedByItsVisitListsNoMore), far before the 20th key.
+	if !errors.Is(err, context.Canceled) || st == nil || !st.Interrupted || st.Keys < 2 || st.Keys >= n {
 		t.Fatalf("stats cancelled after 2 keys: %+v, %v; want the figures of those keys at least, interrupted, and the cancel", st, err)
 	}
-	if n := st.Promotions.Count(nil); n != int64(st.Keys) {
-		t.Errorf("cancelled after %d keys: %d promotions counted; want one a key", st.Keys, n)
+	if got := st.Promotions.Count(nil); got != int64(st.Keys) || st.At.Location() != time.UTC {
+		t.Errorf("cancelled after %d keys: %d promotions counted, dated %v; want one a key, in UTC", st.Keys, got, st.At)
 	}
 
 	away := f.dir + ".away"
@@ -213,5 +219,35 @@ func TestStatsStoppedOrFailing(t *testing.T) {
 	st, err = short.Stats(t.Context(), StatsOptions{Window: time.Hour})
 	if st != nil || !errors.Is(err, etcdmeta.ErrUnavailable) {
 		t.Errorf("stats with etcd stopped: %+v, %v; want no figures and ErrUnavailable", st, err)
+	}
+}
+
+// A deadline of the caller's that passes in the middle of the walk ends
+// it with ctx's error, the figures so far marked interrupted, not with
+// etcdmeta.ErrUnavailable: the key's read was cut short by the caller,
+// not left unanswered by etcd (as TestCheckEndedByTheCallersDeadlineMidWalk
+// for check).
+func TestStatsEndedByTheCallersDeadlineMidWalk(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "deadline", "stats")
+	f.run(key, "a")
+	ctx := deadlineOnCue(t.Context())
+	reached := false
+	f.b.hook = func(p, k string) error {
+		if p == hookListed && k == key {
+			reached = true
+			ctx.pass() // the deadline passes before the key's history is read
+		}
+		return nil
+	}
+	defer func() { f.b.hook = nil }()
+	st, err := f.b.Stats(ctx, StatsOptions{Window: time.Hour})
+	if !reached {
+		t.Fatalf("stats = %v before the key was listed", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, etcdmeta.ErrUnavailable) || st == nil || !st.Interrupted {
+		t.Fatalf("stats = %+v, %v; want the figures so far, interrupted, and the caller's deadline, not etcd unavailable", st, err)
 	}
 }
