@@ -224,6 +224,22 @@ func heldIn(ctx context.Context) (h *held) {
 	return h
 }
 
+// Bound is the deadline of ctx where ctx derives from a context Of
+// held: the bound the store itself set over it (a request timeout made
+// with context.WithTimeout), which a context held again (a package's
+// entry holding what another's bounded) hides as it hides every
+// caller's. It is never the caller's own deadline, which Of hides on
+// purpose (a Deadline that lies bounds nothing); for any other ctx it
+// reports none. A step that holds its ctx again and must still tell etcd
+// how long it may take (each try of a request, whose grpc-timeout etcd
+// bounds its work by) sets this bound again as a timer of its own.
+func Bound(ctx context.Context) (time.Time, bool) {
+	if heldIn(ctx) == nil {
+		return time.Time{}, false
+	}
+	return deadlineOf(ctx)
+}
+
 // WithoutCancel is context.WithoutCancel(ctx), detached from the caller's
 // deadline as it is from its end: Deadline does not read the deadline of
 // a caller's context held by Of through it. A step the store finishes
