@@ -327,15 +327,21 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 // or removes one (sessdb takes no legacy lock), so each is a legacy
 // worker's, one that is promoting the key now (a legacy worker beside
 // sessdb: unsupported) or one that died doing so. Said apart: a lock
-// younger than legacy.LockStale (or dated in the future), which makes
-// migrate skip the key as locked, and a stale one, which migrate removes
-// with the temps. A notice: nothing a resolve reads is wrong, and check
+// younger than legacy.LockStale, which makes migrate skip the key as
+// locked, one dated in the future, which migrate skips until an hour
+// past its date (a clock that was ahead: removed by hand), and a stale
+// one, which migrate removes with the temps. A notice: nothing a resolve reads is wrong, and check
 // --repair leaves them (a legacy worker's may be live; migrate takes them
 // away under its own rules). Sidecars are not reported: they are the
 // key's values.
 func legacyLeftover(add addFunc, path, n string, now, mtime time.Time) {
 	age := RoundAge(now, mtime)
 	switch {
+	case n == legacy.LockName && Ahead(now, mtime):
+		// Fresh for migrate until an hour past its date (migrate's own
+		// locked cause says so): waiting an hour, or stopping the legacy
+		// workers, does not end it.
+		add(path, KindLegacyLeftover, "the legacy store's promotion lock, dated %s in the future (a clock that was ahead): migrate skips the key, locked, until an hour after that date, and stopping the legacy workers does not end it: remove it by hand once no legacy worker runs (sessdb takes no legacy lock: never run a legacy worker beside sessdb); resolve never reads it", RoundAge(mtime, now))
 	case n == legacy.LockName && !mtime.Before(now.Add(-legacy.LockStale)):
 		add(path, KindLegacyLeftover, "the legacy store's promotion lock, %s old: a legacy worker is promoting the key now, or died doing so within the hour (sessdb takes no legacy lock: never run a legacy worker beside sessdb); migrate skips the key, locked, until the lock is an hour old; resolve never reads it", age)
 	case n == legacy.LockName:
