@@ -213,6 +213,13 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	var f *Finding
 	switch {
 	case errors.Is(err, fs.ErrPermission):
+		// Another user's (root's reap of a key dir an older sessdb made
+		// as root, killed): that user's reap, or root's, finishes it;
+		// its owner has the bits a chmod would give.
+		if what, uid, ok := othersReaped(root, name); ok {
+			f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): %s is uid %d's, not this user's (uid %d): a reap or check --repair run as that user, or root, finishes it; one run as this user fails it every time", key, err, what, uid, os.Geteuid())
+			break
+		}
 		// Its runner may not read or enter it, or read its meta.db (a
 		// chmod, or an older sessdb's 0500 dir made 0300 by hand): a
 		// reap or repair, which must look in it and gives only the
@@ -252,4 +259,29 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	if d != nil {
 		d.Close()
 	}
+}
+
+// othersReaped says which of the reap-owned dir name under root and its
+// meta.db (what, "the dir" or "its meta.db") another user than this
+// process's owns, and that user (ok), where a look can tell: the dir
+// first, then its meta.db where the dir can be opened. One this process
+// owns and may not read is its own to chmod (ok false).
+func othersReaped(root *os.File, name string) (what string, uid uint32, ok bool) {
+	euid := uint32(os.Geteuid())
+	st, err := fsat.LstatAt(root, name)
+	if err != nil {
+		return "", 0, false
+	}
+	if st.Uid != euid {
+		return "the dir", st.Uid, true
+	}
+	kd, err := fsat.OpenDirAt(root, name)
+	if err != nil {
+		return "", 0, false
+	}
+	defer kd.Close()
+	if mst, err := fsat.LstatAt(kd, db.FileName); err == nil && mst.Uid != euid {
+		return "its meta.db", mst.Uid, true
+	}
+	return "", 0, false
 }
