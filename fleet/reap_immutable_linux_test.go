@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,4 +111,52 @@ func TestFleetReapDryRunAsksNothingOfAnotherKeysFileARecordNames(t *testing.T) {
 		}
 	}
 	f.holds(victim, "one", 1)
+}
+
+// An orphan in a key dir that is itself immutable: its unlink meets
+// EPERM as an immutable file's does, and the dry run and the run fail the
+// key in the same words, which name the attribute, as fleet.md says of an
+// immutable dir. They said only "access …/.: operation not permitted",
+// the mode check's answer, which the attribute refuses before any bit.
+func TestFleetReapNamesAnImmutableKeyDirThatRefusesItsOrphansUnlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root is needed for chattr")
+	}
+	f := newFixture(t, etcdtest.Start1(t))
+	held := store.Key("github", "immutable", "held dir")
+	f.now = time.Now().Add(-5 * time.Hour)
+	f.run(held, "h")
+	f.now = time.Time{}
+	orphan := filepath.Join(f.dir, held, ".tmp-0123456789abcdef")
+	if err := os.WriteFile(orphan, []byte("died"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-4 * time.Hour)
+	if err := os.Chtimes(orphan, at, at); err != nil {
+		t.Fatal(err)
+	}
+	kd := filepath.Join(f.dir, held)
+	if out, err := exec.Command("chattr", "+i", kd).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i %s: %v: %s (ext4, xfs or btrfs is needed)", kd, err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", kd).Run() })
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	said := ""
+	for _, dry := range []bool{true, false} {
+		r, err := f.b.Reap(t.Context(), ReapOptions{DryRun: dry, Now: later})
+		if err != nil || len(r.Swept) != 0 || len(r.Skipped) != 1 {
+			t.Fatalf("reap (dry %v) = %+v, %v; want nothing swept, the key failed", dry, r, err)
+		}
+		err = r.Skipped[held]
+		if !errors.Is(err, unix.EPERM) || !strings.Contains(fmt.Sprint(err), "immutable") {
+			t.Errorf("reap (dry %v): %s: %v; want EPERM, naming the attribute", dry, held, err)
+		}
+		if said != "" && said != fmt.Sprint(err) {
+			t.Errorf("the dry run said %q, the run %q; want its words", said, err)
+		}
+		said = fmt.Sprint(err)
+	}
+	if _, err := os.Lstat(orphan); err != nil {
+		t.Errorf("%s: %v; want it left", orphan, err)
+	}
 }

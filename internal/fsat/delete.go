@@ -1,6 +1,7 @@
 package fsat
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -10,8 +11,8 @@ import (
 // DeleteErr is the error an unlink, an rmdir or a rename away of dir's
 // entry name would meet for want of leave, found without changing
 // anything: the refusal AccessAt gives to write in and enter dir (its
-// mode, an ACL, a read-only mount, an immutable dir); EPERM for dir
-// append-only, or the entry immutable or append-only (chattr +i, +a;
+// mode, an ACL, a read-only mount; an immutable dir, EPERM naming the
+// attribute); EPERM for dir append-only, or the entry immutable or append-only (chattr +i, +a;
 // chflags: even root is refused); and EPERM for an entry of a sticky dir
 // that neither this process's effective user nor the dir's owner owns
 // (root's CAP_FOWNER taken for had). Nothing at the name is nil, as a
@@ -25,6 +26,14 @@ func DeleteErr(dir *os.File, name string) error {
 		return err
 	}
 	if err := AccessAt(dir, ".", unix.W_OK|unix.X_OK); err != nil {
+		// An immutable dir refuses the write before any bit is asked
+		// (EPERM, the kernel's words alone): named, as an entry's
+		// attribute is.
+		if errors.Is(err, unix.EPERM) {
+			if why := DeleteRefused(dir, name); errors.Is(why, unix.EPERM) {
+				return why
+			}
+		}
 		return err
 	}
 	return DeleteRefused(dir, name)
@@ -44,8 +53,10 @@ func DeleteRefused(dir *os.File, name string) error {
 	refused := func(why string) error {
 		return &os.PathError{Op: "remove", Path: Join(dir, name), Err: &deleteRefused{why}}
 	}
-	if _, appendOnly, err := attrsAt(int(dir.Fd()), ""); err != nil {
+	if immutable, appendOnly, err := attrsAt(int(dir.Fd()), ""); err != nil {
 		return &os.PathError{Op: "stat", Path: dir.Name(), Err: err}
+	} else if immutable {
+		return refused("the dir it is in is immutable (lsattr; chattr -i, as root)")
 	} else if appendOnly {
 		return refused("the dir it is in is append-only (lsattr; chattr -a)")
 	}
