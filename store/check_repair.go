@@ -352,6 +352,21 @@ func (s *Store) removeTaken(kd *os.File, name string, taken *os.File) error {
 	return s.disk.remove(kd, name)
 }
 
+// refusedAs is err, a run's failed removal of name in dir, in the words
+// its dry run gives (fsat.DeleteRefused) where both are a refusal (EPERM:
+// an immutable or append-only entry or dir, the sticky rule): the kernel
+// says only "operation not permitted", and the dry run why. Any other
+// error is err as it is.
+func refusedAs(dir *os.File, name string, err error) error {
+	if !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	if why := fsat.DeleteRefused(dir, name); why != nil && errors.Is(why, unix.EPERM) {
+		return why
+	}
+	return err
+}
+
 // tempNames lists kd's promotion temps and meta.db temps that are regular
 // files last changed before cutoff (nil: any), sorted; links and odd
 // files are reported by check, never removed. No time stands for "any":
@@ -804,7 +819,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 				continue
 			}
 		} else if err := s.removeTaken(kd, n, taken); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, refusedAs(kd, n, err))
 			continue
 		}
 		out = append(out, n)

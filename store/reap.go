@@ -511,7 +511,7 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) || fsat.IsNotExist(err) {
 			return false, nil // made into a key, or removed, meanwhile
 		}
-		return false, err
+		return false, refusedAs(root, key, err)
 	}
 	if err := s.disk.syncDir(root); err != nil {
 		return false, err

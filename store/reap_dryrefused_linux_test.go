@@ -69,6 +69,15 @@ func TestAReapsDryRunAsksWhatRefusesASweptTempOrAnEmptyKeyDir(t *testing.T) {
 	if !strings.Contains(results[0].Skipped[kept], stuck) || !strings.Contains(results[1].Skipped[kept], stuck) {
 		t.Errorf("the failures do not name %s: dry run %q, run %q", stuck, results[0].Skipped[kept], results[1].Skipped[kept])
 	}
+	// The run says what refuses each, in its dry run's words, where the
+	// kernel says only "operation not permitted": the line an operator
+	// reads in the log of the run is the one that must say why.
+	for _, k := range []string{kept, empty} {
+		dry, run := results[0].Skipped[k], results[1].Skipped[k]
+		if run != dry || !strings.Contains(run, "immutable or append-only") {
+			t.Errorf("%s failed: the run says %q, its dry run %q; want the same words, naming the attribute", k, run, dry)
+		}
+	}
 	for _, p := range []string{filepath.Join(kept, stuck), empty} {
 		if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
