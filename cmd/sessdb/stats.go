@@ -82,9 +82,6 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		if err != nil {
 			return inv.rep.config(err)
 		}
-		if note != "" {
-			inv.rep.warn(note)
-		}
 		// Signals are caught from before a fleet's connection, which can
 		// wait up to its request timeout (openFleetWalk).
 		ctx, stop := interruptContext()
@@ -131,6 +128,11 @@ func bindStats(fs *flag.FlagSet) func(*invocation) int {
 		prog.clear()
 		if stats == nil {
 			return inv.rep.fault(err) // nothing on stdout
+		}
+		// Said once there are figures: a root that could not be read
+		// has none, and its error says so alone.
+		if note != "" {
+			inv.rep.warn(note)
 		}
 		w := bufio.NewWriter(inv.stdout)
 		var werr error

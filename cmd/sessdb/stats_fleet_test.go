@@ -238,6 +238,16 @@ func TestStatsGivenARootAndAFleet(t *testing.T) {
 	if code != exitOK || !strings.Contains(errs, "not the fleet's") || statsMap(t, out)["keys"] != 5.0 {
 		t.Errorf("the fleet's variables and DIR: exit %d, stderr %q\n%s; want the root's 5 keys and a note", code, errs, out)
 	}
+	// A root given that cannot be read (a PI_SESSIONS_DIR left from a
+	// root since removed) has no figures: its error alone, no note that
+	// these are its figures. Before, the note came first: "these are the
+	// figures of the sessions root …", then "open …: no such file".
+	env("PI_SESSIONS_ETCD_ENDPOINTS", endpoints, "PI_SESSIONS_TRANSCRIPTS_DIR", f.dir, "PI_SESSIONS_ETCD_PREFIX", f.prefix, "PI_SESSIONS_DIR", filepath.Join(root, "gone"))
+	code, out, errs = runCLI(t, "stats", "--json", "--log-format", "console")
+	if code != exitFault || out != "" || strings.Count(errs, "\n") != 1 || strings.Contains(errs, "figures") || !strings.Contains(errs, "gone") {
+		t.Errorf("the fleet's variables and a root that is gone: exit %d, stdout %q, stderr %q; want exit 1, the root's error alone", code, brief(out), errs)
+	}
+	env("PI_SESSIONS_ETCD_ENDPOINTS", endpoints, "PI_SESSIONS_TRANSCRIPTS_DIR", f.dir, "PI_SESSIONS_ETCD_PREFIX", f.prefix)
 	// And none: the fleet's one key.
 	code, out, errs = runCLI(t, "stats", "--json", "--log-format", "console")
 	if code != exitOK || errs != "" || statsMap(t, out)["keys"] != 1.0 {
