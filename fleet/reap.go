@@ -76,9 +76,12 @@ type ReapResult struct {
 	// with a TTL a record that could not be read (ErrDamaged,
 	// ErrNewerSchema), a key dir in the transcripts dir that could not be
 	// read (its error naming the key dir relative to the transcripts
-	// dir), a file of the key's that no record needs and that could not
-	// be removed (the first such error; the key may be in Removed too,
-	// its own file left). Such a key is not counted in Kept, as a
+	// dir), an expired key whose own file's removal would be refused
+	// (the key dir's mode, an immutable file, the sticky rule: kept
+	// whole, asked before its record is deleted), a file of the key's
+	// that no record needs and that could not be removed (the first such
+	// error; the key may be in Removed too, its own file left, where the
+	// refusal came after the ask). Such a key is not counted in Kept, as a
 	// sessions root's reap counts it (store.ReapResult): sessdb reap's
 	// summary says failed, not kept.
 	Skipped map[string]error
@@ -196,6 +199,13 @@ func (b *Backend) reap(ctx context.Context, o ReapOptions) (ReapResult, error) {
 			res.Skipped[key] = b.unrooted(left.err)
 		case err != nil && ctx.Err() != nil:
 			return res, ctx.Err()
+		case errors.As(err, new(*keyRefusedError)):
+			// Kept whole, record and file: the key's failure, named as
+			// the dry run and the run name what they meet.
+			if res.Skipped == nil {
+				res.Skipped = map[string]error{}
+			}
+			res.Skipped[key] = b.unrooted(err)
 		case errors.Is(err, errRemovedByAnother):
 			res.Gone = append(res.Gone, key)
 			delete(records, key)
@@ -707,16 +717,34 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	if err != nil || !b.expired(key, st.Record, ttl, now()) {
 		return false, err
 	}
-	if dry {
-		// The run removes the key's own file with it: what its unlink
-		// would meet (a key dir its runner may not write, a directory
-		// at the file's name, an immutable file) fails it there, as the
-		// run would. A file gone is none of its failure.
-		if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
-			if err := shared.RemoveErr(b.dir, t.File); err != nil {
-				return true, &fileLeftError{err}
+	// The key's own file goes with its record: what its unlink would
+	// meet (a key dir its runner may not write, a directory at the
+	// file's name, an immutable or append-only file or dir, another
+	// user's file in a sticky key dir) is asked before the record is
+	// deleted, dry run and run alike, and refuses the key whole, as a
+	// sessions root's reap refuses a key (fsat.DeleteErr). Deleted first,
+	// the record was gone and the file an orphan no reap could remove,
+	// failing every reap until the refusal was cleared. A file gone is
+	// none of its failure. A refusal that comes between this ask and the
+	// unlink (a chattr +i, a chmod during the delete) still leaves the
+	// file an orphan, the key removed and failed for it (fileLeftError);
+	// the key was expired, so no conversation a job resumes is lost.
+	if t := st.Record.Transcript; t != nil && namesOwnFile(key, t) {
+		switch err := shared.RemoveErr(b.dir, t.File); {
+		case err == nil:
+		case refusedRemoval(err):
+			if derr := shared.DirErr(b.dir); derr != nil {
+				return false, derr
 			}
+			return false, &keyRefusedError{err}
+		case dry:
+			// Anything else (no directory at the key's name: no file of
+			// the key's there to leave) the run meets after the delete,
+			// and fails the key for, removed.
+			return true, &fileLeftError{err}
 		}
+	}
+	if dry {
 		return true, nil
 	}
 	if err := b.at(hookReapDelete, key); err != nil {
@@ -758,6 +786,30 @@ func (b *Backend) reapKey(ctx context.Context, key string, ttl time.Duration, no
 	}
 	return true, nil
 }
+
+// refusedRemoval reports whether err, what shared.RemoveErr says an
+// unlink of a key's file would meet, is a refusal that leaves the file
+// where it is: the mode or an ACL (EACCES), a read-only mount (EROFS), an
+// immutable or append-only entry or the sticky rule (EPERM), a directory
+// at the file's name (EISDIR). Not a key dir that is no directory, which
+// holds no file of the key's to leave.
+func refusedRemoval(err error) bool {
+	for _, e := range []error{unix.EACCES, unix.EROFS, unix.EPERM, unix.EISDIR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyRefusedError is reapKey's answer for an expired key whose own file
+// its removal would be refused (shared.RemoveErr): the key is kept whole,
+// record and file, and failed, for the next reap once the refusal is
+// cleared.
+type keyRefusedError struct{ err error }
+
+func (e *keyRefusedError) Error() string { return e.err.Error() }
+func (e *keyRefusedError) Unwrap() error { return e.err }
 
 // fileLeftError is reapKey's answer for a key whose record it removed
 // (with DryRun: would remove) and whose own file it could not (would not

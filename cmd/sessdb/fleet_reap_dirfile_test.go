@@ -11,10 +11,13 @@ import (
 
 // A fleet's expired key whose own file's name holds what its unlink is
 // refused (a directory: EISDIR; an immutable file: EPERM, root's too) is
-// failed by its dry run as by the run, exit 1, naming why. Before, the
-// dry run asked only for leave to write in the key dir: "would remove",
-// exit 0, where the run removed the key's record and failed it for its
-// file.
+// failed by its dry run as by the run, exit 1, naming why, and kept
+// whole, its record and its file: the run asks what the unlink meets
+// before it deletes the record. Before, the dry run asked only for leave
+// to write in the key dir: "would remove", exit 0, where the run removed
+// the key's record and failed it for its file; later both failed it, but
+// the run had deleted the record first, leaving the file an orphan every
+// reap failed on.
 func TestFleetReapDryRunAsksWhatTheUnlinkOfTheKeysFileMeets(t *testing.T) {
 	for _, what := range []string{"directory", "immutable"} {
 		t.Run(what, func(t *testing.T) {
@@ -59,8 +62,12 @@ func TestFleetReapDryRunAsksWhatTheUnlinkOfTheKeysFileMeets(t *testing.T) {
 				t.Errorf("dry run: exit %d; want 1, the key failed on its file (%s), as the run\nstdout:\n%s\nstderr:\n%s", code, why, out, errs)
 			}
 			code, out, errs = runCLI(t, "reap")
-			if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") || !strings.Contains(out, "failed        "+workerKey+"  ("+why) {
-				t.Errorf("reap: exit %d; want 1, the key removed and failed on its file (%s), in its dry run's words\nstdout:\n%s\nstderr:\n%s", code, why, out, errs)
+			if code != exitFault || strings.Contains(out, "removed") || !strings.Contains(out, "failed        "+workerKey+"  ("+why) {
+				t.Errorf("reap: exit %d; want 1, the key kept whole and failed on its file (%s), in its dry run's words\nstdout:\n%s\nstderr:\n%s", code, why, out, errs)
+			}
+			// Kept whole: its record still names the file.
+			if code, out, errs := runCLI(t, "dump", "--json"); code != exitOK || !strings.Contains(out, `"key":"`+workerKey+`"`) || !strings.Contains(out, filepath.Base(files[0])) {
+				t.Errorf("dump after the reap: exit %d; want the key's record, naming its file\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 			}
 		})
 	}

@@ -8,18 +8,19 @@ import (
 	"time"
 )
 
-// A fleet's reap that cannot remove a file no record needs (here the
-// expired key's own file, its key dir 0500 to the worker that owns it)
-// fails the key, exit 1, naming the file, as a sessions root's reap fails
-// a key whose stray temp it cannot remove; check --repair gives the dir
-// its bits and removes the file. Before, the removal was a log line
-// alone: the reap said the key was removed and nothing failed, exit 0,
-// and so did every reap after while the file stayed; each dry run said
-// it would remove the key or the file, exit 0.
+// A fleet's reap that cannot remove an expired key's own file (its key
+// dir 0500 to the worker that owns it) fails the key, exit 1, naming the
+// dir, and keeps it whole, record and file, as a sessions root's reap
+// refuses a key it cannot remove whole; check --repair gives the dir its
+// bits and the next reap removes the key. Before, the removal was a log
+// line alone: the reap said the key was removed and nothing failed, exit
+// 0, and so did every reap after while the file stayed; each dry run said
+// it would remove the key or the file, exit 0. Later the run deleted the
+// record and then failed the key for its file, an orphan every reap
+// failed on until the repair.
 //
 // The file younger than the grace period (its record's date old, the
-// file copied back by hand), which no sweep takes for an orphan yet: the
-// reap that removes the key still fails it for its file.
+// file copied back by hand): the key is kept whole all the same.
 func TestFleetReapThatCannotRemoveAFileFailsItsKey(t *testing.T) {
 	for _, young := range []bool{false, true} {
 		t.Run(map[bool]string{false: "old file", true: "young file"}[young], func(t *testing.T) {
@@ -68,7 +69,6 @@ func fleetReapThatCannotRemoveAFile(t *testing.T, young bool) {
 		old := now().Add(-30 * 24 * time.Hour)
 		os.Chtimes(files[0], old, old)
 	}
-	file := workerKey + "/" + filepath.Base(files[0])
 	if err := os.Chmod(kd, 0o500); err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +81,12 @@ func fleetReapThatCannotRemoveAFile(t *testing.T, young bool) {
 		}
 	}
 	dry("of the expired key")
+	// The run asks what the unlink meets before it deletes the record,
+	// and keeps the key whole, in its dry run's words; so does the next.
 	code, out, errs := runAs("reap")
-	if code != exitFault || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") ||
-		!strings.Contains(out, "failed        "+workerKey+"  (unlink "+file+": permission denied)") || !strings.Contains(out, ", failed 1") {
-		t.Errorf("reap: exit %d; want 1, the key removed and failed on its file\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	if code != exitFault || strings.Contains(out, "removed") ||
+		!strings.Contains(out, "failed        "+workerKey+"  (access "+workerKey+": permission denied)") || !strings.Contains(out, ", failed 1") {
+		t.Errorf("reap: exit %d; want 1, the key kept whole and failed on its dir\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	if young {
 		if _, err := os.Lstat(files[0]); err != nil {
@@ -92,12 +94,11 @@ func fleetReapThatCannotRemoveAFile(t *testing.T, young bool) {
 		}
 		return
 	}
-	// The next reap finds the file an orphan, and fails it the same way.
-	dry("of its orphan")
+	dry("again")
 	code, out, errs = runAs("reap", "--json")
-	if code != exitFault || !strings.Contains(out, `{"action":"fail","key":"`+workerKey+`","path":"`+workerKey+`","dry_run":false,"detail":"unlink `+file+`: permission denied"}`) ||
-		!strings.Contains(out, `"keys":1,`) || !strings.Contains(out, `"failed":1,`) {
-		t.Errorf("the next reap: exit %d; want 1, the key failed on its orphan\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	if code != exitFault || !strings.Contains(out, `{"action":"fail","key":"`+workerKey+`","path":"`+workerKey+`","dry_run":false,"detail":"access `+workerKey+`: permission denied"}`) ||
+		!strings.Contains(out, `"removed":0,`) || !strings.Contains(out, `"failed":1,`) {
+		t.Errorf("the next reap: exit %d; want 1, the key kept whole and failed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	if _, err := os.Lstat(files[0]); err != nil {
 		t.Fatalf("the file: %v", err)
@@ -105,8 +106,8 @@ func fleetReapThatCannotRemoveAFile(t *testing.T, young bool) {
 	if code, out, errs := runAs("check", "--repair"); code != exitOK {
 		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := runAs("reap"); code != exitOK || strings.Contains(out, "failed") {
-		t.Errorf("reap after the repair: exit %d; want 0, nothing failed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	if code, out, errs := runAs("reap"); code != exitOK || strings.Contains(out, "failed") || !strings.Contains(out, "removed       "+workerKey+"  (expired key)") {
+		t.Errorf("reap after the repair: exit %d; want 0, the key removed, nothing failed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	if _, err := os.Lstat(files[0]); !os.IsNotExist(err) {
 		t.Errorf("the file after the repair: %v", err)
