@@ -125,10 +125,15 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	}
 	// A history whose key had no record in the listing: walked as a key
 	// of its own (read again there, as every key is).
-	histories := map[string]bool{}
-	if err := b.meta.HistoryKeys(ctx, func(name string) error {
+	// A key at a history's bare name (etcdmeta.HistoryNames) is looked
+	// at with its key, a record's or not.
+	histories, bare := map[string]bool{}, map[string]bool{}
+	if err := b.meta.HistoryNames(ctx, func(name string, isBare bool) error {
 		if _, ok := records[name]; !ok {
 			histories[name] = true
+		}
+		if isBare && etcdmeta.ValidKey(name) {
+			bare[name] = true
 		}
 		return nil
 	}); err != nil {
@@ -154,7 +159,7 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, shared.DirErrOr(b.dir, err)
 	}
 	defer root.Close()
-	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, histories: histories, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: listing.Names}
+	c := &checker{b: b, o: o, root: root, owner: dirOwner(root), records: records, histories: histories, bare: bare, orphans: map[string][]string{}, now: now(), cut: cut, fileNow: fileNow, inFlight: inFlight, listed: listed, inDir: listing.Names}
 	if err := c.checkTop(visit, &sum); err != nil {
 		return sum, err
 	}
@@ -241,12 +246,13 @@ type checker struct {
 	root    *os.File
 	owner   *access.Owner // the transcripts dir's, nil when not known
 	records map[string]etcdmeta.Item
-	// histories are the names with a history and no record listed.
-	histories map[string]bool
-	orphans   map[string][]string
-	now, cut  time.Time
-	fileNow   time.Time // now by the file server's clock, which stamps the files' mtimes
-	inFlight  time.Time // the in-flight window's start (inFlightAge) by that clock
+	// histories are the names with a history and no record listed;
+	// bare, the keys with a key at their history's bare name.
+	histories, bare map[string]bool
+	orphans         map[string][]string
+	now, cut        time.Time
+	fileNow         time.Time // now by the file server's clock, which stamps the files' mtimes
+	inFlight        time.Time // the in-flight window's start (inFlightAge) by that clock
 	// listed is each orphan's mtime as the listing found it: the repair
 	// judges it again by the record read under the key's lock.
 	listed map[string]time.Time
@@ -280,6 +286,11 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 			ok = it.Rev != 0 || it.Err != nil
 		} else if c.histories[name] {
 			if err := c.strayHistory(ctx, name, add); err != nil {
+				return err
+			}
+		}
+		if c.bare[name] {
+			if err := c.bareHistory(ctx, name, add); err != nil {
 				return err
 			}
 		}
@@ -536,6 +547,24 @@ func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) er
 		return err
 	}
 	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; sessdb leaves it: remove it with etcdctl del --prefix %s", etcdctlKey(dir))
+	return nil
+}
+
+// bareHistory reports a key at the bare name of key's history
+// (etcdmeta.BareHistoryKey), listed, if it is there still: none of
+// sessdb's writes, put by hand or by another tool. No read of the key's
+// history finds it and no removal of the history removes it, neither a
+// reap nor the etcdctl del --prefix check names for a history with no
+// record, so alone it is a history with no entry that dump lists, and
+// it outlives every reap of the key: a notice, naming the etcdctl del
+// that removes it.
+func (c *checker) bareHistory(ctx context.Context, key string, add addFunc) error {
+	there, err := c.b.meta.HasBareHistoryKey(ctx, key)
+	if err != nil || !there {
+		return err
+	}
+	k := c.b.meta.BareHistoryKey(key)
+	add(k, store.KindUnknownEntry, "a key at the bare name of the key's history, which no sessdb write makes (a history's entries are under %s/) and sessdb never reads; it outlives the key's reap and an etcdctl del --prefix of the history; sessdb leaves it: remove it with etcdctl del %s", k, etcdctlKey(k))
 	return nil
 }
 

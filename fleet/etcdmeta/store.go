@@ -345,6 +345,31 @@ func (s *Store) RecordKey(key string) string { return s.recordKey(key) }
 // names it to etcdctl del --prefix.
 func (s *Store) HistoryDir(key string) string { return s.historyDir(key) }
 
+// BareHistoryKey is the etcd key at the bare name of key's history,
+// HistoryDir without its last "/": no entry's, and none of this package's
+// writes (see HistoryNames).
+func (s *Store) BareHistoryKey(key string) string {
+	return strings.TrimSuffix(s.historyDir(key), "/")
+}
+
+// HasBareHistoryKey reports whether etcd holds a key at BareHistoryKey(key),
+// read linearizably, keys only.
+func (s *Store) HasBareHistoryKey(ctx context.Context, key string) (bool, error) {
+	ctx = callerctx.Of(ctx)
+	c, cancel, err := s.begin(ctx, "get", key)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.BareHistoryKey(key), clientv3.WithCountOnly())
+	})
+	if err != nil {
+		return false, s.cfg.opErr(ctx, "get", key, err)
+	}
+	return resp.Count > 0, nil
+}
+
 // HistoryKey is the etcd key of key's history entry at seq.
 func (s *Store) HistoryKey(key string, seq uint64) string { return s.historyKey(key, seq) }
 
@@ -1000,6 +1025,20 @@ func (s *Store) ListCounted(ctx context.Context, counted func(records int64), fn
 // RenumberHistory are guarded by the record, Create by its absence): a
 // record removed alone (etcdctl del), or another binary's.
 func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) error {
+	if fn == nil {
+		return fmt.Errorf("history keys: no function to call: %w", ErrInvalidArgument)
+	}
+	return s.HistoryNames(ctx, func(name string, _ bool) error { return fn(name) })
+}
+
+// HistoryNames is HistoryKeys, telling fn too whether the name's first
+// key is the bare one, "<prefix>/history/<name>" with no entry's "/"
+// (BareHistoryKey): none of this package's writes, put by hand or by
+// another tool. Every read of a key's history is of "<name>/…", so no
+// read finds it, and no removal of a history (Delete, etcdctl del
+// --prefix of the history's dir) removes it. A bare key sorts before its
+// name's entries, so the first call for a name says whether it has one.
+func (s *Store) HistoryNames(ctx context.Context, fn func(name string, bare bool) error) error {
 	ctx = callerctx.Of(ctx)
 	if fn == nil {
 		return fmt.Errorf("history keys: no function to call: %w", ErrInvalidArgument)
@@ -1016,12 +1055,12 @@ func (s *Store) HistoryKeys(ctx context.Context, fn func(name string) error) err
 	last, met := "", false
 	return s.walkRange(ctx, dir, 10*listPageSize, true, nil, func(kvs []*mvccpb.KeyValue) (string, error) {
 		for _, kv := range kvs {
-			name, _, _ := strings.Cut(string(kv.Key[len(dir):]), "/")
+			name, _, entry := strings.Cut(string(kv.Key[len(dir):]), "/")
 			if met && name == last {
 				continue
 			}
 			last, met = name, true
-			if err := fn(name); err != nil {
+			if err := fn(name, !entry); err != nil {
 				return "", err
 			}
 		}
