@@ -346,7 +346,7 @@ func (m *migration) intoKeyDir(kd *os.File, madeDir bool, st etcdmeta.State, src
 		}
 		dirRec := recordOf(sc, "")
 		dirRec.Transcript = local
-		if d := stampConflict(rec, dirRec, hostHistory(hist), st.History); d != "" {
+		if d := stampConflict(rec, dirRec, hostHistory(hist), st.History, lostPromotion(sc, present, size, sum)); d != "" {
 			// The same bytes under other stamps, by another promotion:
 			// another root's key (see stampConflict).
 			r.Action, r.Cause = Conflict, fmt.Sprintf("the key dir holds %s, the same bytes as etcd, but with other stamps (%s) and another history: left alone", describe(local), d)

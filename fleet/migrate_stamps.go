@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/store"
 )
@@ -62,7 +63,8 @@ func otherStamps(held, dir etcdmeta.Record) string {
 // outcome "accepted": it tells the lineage the same way. A generation
 // no entry made (a key migrated from the legacy layout, whose meta.db
 // starts with no history) tells none: two roots' legacy keys cannot be
-// told from one.
+// told from one by it (stampConflict's replaced can, where the key dir's
+// own promotion lost its temp).
 //
 // The stamps of one lineage can differ at the same generation: a
 // promotion committed on the key dir after etcd got the key, whose temp
@@ -88,10 +90,53 @@ func oneLineage(dirHist, etcdHist []etcdmeta.HistoryEntry, t *etcdmeta.Transcrip
 // Kept as already, one side's jobs would be judged by the other side's
 // stamps (venue-changed where they resumed, or resumed where a bound
 // stopped them), with exit 0 and no word.
-func stampConflict(held, dir etcdmeta.Record, dirHist, etcdHist []etcdmeta.HistoryEntry) string {
+//
+// replaced is the generation the key dir's own promotion replaced where
+// that promotion committed and lost its temp (lostPromotion: the key dir
+// then serves it, under that promotion's stamps), else nil. Where no
+// history entry made the generation (untold: a key migrated from the
+// legacy layout, of which oneLineage tells nothing), it tells the lineage instead: the
+// promotion replaced exactly what etcd holds, its identity and its
+// promotion time to the nanosecond, which only the migration of one to
+// the other gives two roots (a copy of one root is one lineage, as
+// oneLineage judges a copy too).
+func stampConflict(held, dir etcdmeta.Record, dirHist, etcdHist []etcdmeta.HistoryEntry, replaced *etcdmeta.Transcript) string {
 	d := otherStamps(held, dir)
-	if d == "" || oneLineage(dirHist, etcdHist, dir.Transcript) {
+	if d == "" || oneLineage(dirHist, etcdHist, dir.Transcript) || untold(dirHist, dir.Transcript) && sameIdentity(replaced, held.Transcript) {
 		return ""
 	}
 	return d
+}
+
+// untold reports whether no entry of the key dir's history dirHist made
+// the generation t, so that oneLineage has nothing to judge it by: a
+// generation migrated from the legacy layout. Where one did, that entry
+// judges, as it always has.
+func untold(dirHist []etcdmeta.HistoryEntry, t *etcdmeta.Transcript) bool {
+	for _, e := range dirHist {
+		if (e.Outcome == "" || e.Outcome == store.AcceptedOutcome) && (t == nil || e.Gen == t.Gen) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameIdentity reports whether a and b are one generation's identity:
+// its number, size, CRC32C and promotion time alike.
+func sameIdentity(a, b *etcdmeta.Transcript) bool {
+	return a != nil && b != nil && a.Gen == b.Gen && a.Size == b.Size && a.CRC32C == b.CRC32C && a.PromotedAt == b.PromotedAt
+}
+
+// lostPromotion is the generation a key dir (sidecars sc, its transcript
+// in place or not, of size bytes and CRC32C sum) serves because its
+// newest promotion committed and lost its temp (servedPrev), as that
+// promotion's record names it (db.Pending.Prev, with its own promotion
+// time); nil for any other key dir, or a Prev an older schema did not
+// write.
+func lostPromotion(sc db.Sidecars, file bool, size int64, sum uint32) *etcdmeta.Transcript {
+	if _, kind := served(sc, file, size, sum); kind != servedPrev {
+		return nil
+	}
+	p := sc.Pending.Prev
+	return &etcdmeta.Transcript{Gen: p.Gen, Size: p.Size, CRC32C: p.CRC32C, PromotedAt: p.PromotedAt}
 }

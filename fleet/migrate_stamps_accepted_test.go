@@ -62,20 +62,31 @@ func TestMigrateOfAnAcceptedGenerationUnderALostPromotionsStampsIsAlready(t *tes
 
 // The same for a key migrated from the legacy layout, whose meta.db holds
 // no history (here: to the legacy layout and back): no entry made the
-// generation it moved, so nothing tells its own lost promotion from
-// another root's same bytes, and each re-run, dry run and run, either
-// way, is a conflict naming the stamps, etcd's record kept, as fleet.md
-// says.
-func TestMigrateOfALegacyBornGenerationUnderALostPromotionsStampsIsAConflict(t *testing.T) {
+// generation it moved, but its lost promotion's record names the
+// generation it replaced (db.Pending.Prev), which is etcd's to the
+// nanosecond of its promotion: one lineage, already, dry run and run,
+// either way, etcd's stamps kept. A second root holding the same bytes,
+// promoted there at another time under another venue, moved from the
+// legacy layout likewise and with a lost promotion of its own, is still
+// a conflict naming the venue. Before, the first root was a conflict at
+// every re-run too (the key's own state, exit 1; fleet.md said nothing
+// could tell it).
+func TestMigrateOfALegacyBornGenerationUnderALostPromotionsStampsIsAlready(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
 	key := store.Key("github", "acme/widget", "legacy then lost")
-	hostA := filepath.Join(t.TempDir(), "a")
-	a := newHostBuilder(t, hostA)
+	hostA, hostB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a, b := newHostBuilder(t, hostA), newHostBuilder(t, hostB)
 	a.mustPromote(key, migJob, "a turn", store.PromoteRequest{})
-	for _, to := range []func(string, migrate.Options, func(migrate.Report) error) (migrate.Summary, error){migrate.ToLegacy, migrate.ToDB} {
-		if _, err := to(hostA, migrate.Options{}, func(migrate.Report) error { return nil }); err != nil {
-			t.Fatal(err)
+	other := migJob
+	other.Venue = "docker"
+	b.now = b.now.Add(-time.Minute)
+	b.mustPromote(key, other, "a turn", store.PromoteRequest{})
+	for _, root := range []string{hostA, hostB} {
+		for _, to := range []func(string, migrate.Options, func(migrate.Report) error) (migrate.Summary, error){migrate.ToLegacy, migrate.ToDB} {
+			if _, err := to(root, migrate.Options{}, func(migrate.Report) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if got, _ := runMigration(t, true, hostA, f.b, migOpts()); got[key].Action != migrate.Migrated {
@@ -83,17 +94,23 @@ func TestMigrateOfALegacyBornGenerationUnderALostPromotionsStampsIsAConflict(t *
 	}
 	docker := migJob
 	docker.Venue = "docker"
-	a.crashAfterCommit(key, docker, "a turn lost")
-	if err := os.Truncate(a.pendingTemp(key), 100); err != nil {
-		t.Fatal(err)
+	for _, h := range []*hostBuilder{a, b} {
+		h.crashAfterCommit(key, docker, "a turn lost")
+		if err := os.Truncate(h.pendingTemp(key), 100); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dry := migOpts()
 	dry.DryRun = true
 	for _, to := range []bool{true, false} {
 		for _, opts := range []MigrateOptions{dry, migOpts()} {
 			got, _ := runMigration(t, to, hostA, f.b, opts)
+			if r := got[key]; r.Action != migrate.Already || strings.Contains(r.Cause, "other stamps") {
+				t.Errorf("to etcd %v, dry run %v: %s %q; want already", to, opts.DryRun, r.Action, r.Cause)
+			}
+			got, _ = runMigration(t, to, hostB, f.b, opts)
 			if r := got[key]; r.Action != Conflict || !strings.Contains(r.Cause, `venue "local" in etcd, "docker" in the key dir`) {
-				t.Errorf("to etcd %v, dry run %v: %s %q; want a conflict naming the venue", to, opts.DryRun, r.Action, r.Cause)
+				t.Errorf("the second root, to etcd %v, dry run %v: %s %q; want a conflict naming the venue", to, opts.DryRun, r.Action, r.Cause)
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		return r
 	}
 	if st.Rev != 0 || len(st.History) > 0 {
-		m.judgeExisting(&r, rec, hostHistory(k.history), st)
+		m.judgeExisting(&r, rec, hostHistory(k.history), st, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
 		if r.Action == migrate.Already && sameGen(st.Record.Transcript, rec.Transcript) {
 			m.writeMissing(&r, k, st.Record.Transcript)
 		}
@@ -134,7 +134,7 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 	}
 	switch cur, err := m.create(name, rec, hostHistory(k.history), wrote, wroteWall); {
 	case cur != nil:
-		m.judgeExisting(&r, rec, hostHistory(k.history), *cur)
+		m.judgeExisting(&r, rec, hostHistory(k.history), *cur, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
 		m.keptFile(&r, rec.Transcript)
 		return r
 	case err != nil:
@@ -444,15 +444,15 @@ func served(sc db.Sidecars, file bool, size int64, sum uint32) (*etcdmeta.Transc
 }
 
 // judgeExisting files a key etcd already holds (state st) against rec, the
-// record the key dir would give it: the same generation is Already (under
+// record the key dir would give it (replaced: see lostPromotion): the same generation is Already (under
 // other stamps, by no one lineage, a Conflict: stampConflict), a later one
 // the fleet promoted from it is Already too, anything else a Conflict,
 // left alone.
-func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State) {
+func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State, replaced *etcdmeta.Transcript) {
 	held := st.Record.Transcript
 	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
 	case st.Rev != 0 && sameGen(held, rec.Transcript):
-		if d := stampConflict(st.Record, rec, hist, st.History); d != "" {
+		if d := stampConflict(st.Record, rec, hist, st.History, replaced); d != "" {
 			// The same bytes under other stamps, by another promotion:
 			// another root's key (see stampConflict).
 			r.Action = Conflict
