@@ -127,6 +127,14 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 				goneSince = true
 			case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 				goneSince = c.special(kd, f, path, add) || goneSince
+			case err == nil && fsat.IsDir(&st):
+				// Not walked: nothing of sessdb's reads, writes or
+				// removes below it (a reap's rmdir of the key dir
+				// fails while it is there), and a tree of any size
+				// can sit there, on a file server every check reads
+				// through. Said, so that what is below it (a link) is
+				// not taken for looked at.
+				add(path, store.KindUnknownEntry, "a directory the fleet does not write; sessdb leaves it alone and never looks inside it (a link below it is not reported); no reap removes the key's directory while it is there")
 			case err == nil && !fsat.IsRegular(&st):
 				add(path, store.KindUnknownEntry, "a %s the fleet does not write; sessdb leaves it alone", fsat.Kind(&st))
 			default:
