@@ -345,6 +345,18 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			}
 			// Reaped again since: no record, below.
 		case err == nil && len(st.History) == 0:
+			// A key at its history's bare name alone, which HistoryNames
+			// lists and no read of the history finds: said, as check
+			// says it (bareHistory).
+			bare, err := b.meta.HasBareHistoryKey(ctx, it.Key)
+			if err != nil {
+				return r, err
+			}
+			if bare {
+				k.Problem = "no record and no history, but a key at its history's bare name, which sessdb never reads (put by hand, or another tool's: see check)"
+				k.Verdict = &store.VerdictReport{Reason: string(gates.Absent)}
+				return r, nil
+			}
 		default:
 			k.Problem = fmt.Sprintf("no record, but a history of %s (the record removed alone, or another binary's: see check)", countEntries(len(st.History), ""))
 			if err != nil {

@@ -50,6 +50,27 @@ func TestAKeyAtAHistorysBareNameIsANoticeNamingItsRemoval(t *testing.T) {
 	if sum.Problems != 0 || sum.Notices != 2 {
 		t.Errorf("check = %+v; want two notices, no problem", sum)
 	}
+	// dump lists the key with no record, saying why as check does.
+	var reports []Report
+	if err := f.b.Inspect(t.Context(), InspectOptions{}, func(r Report) error {
+		reports = append(reports, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, r := range reports {
+		if r.Name != alone {
+			continue
+		}
+		seen = true
+		if !strings.HasPrefix(r.Problem, "no record and no history, but a key at its history's bare name") {
+			t.Errorf("dump reported %s: %q; want it to name the key at its history's bare name", alone, r.Problem)
+		}
+	}
+	if !seen {
+		t.Errorf("dump did not list %s", alone)
+	}
 	// check --repair leaves it, remaining; so do what removes a history
 	// with no record and the key's reap.
 	found, _ = checkFindings(t, f.b, CheckOptions{Repair: true})
