@@ -102,3 +102,36 @@ func TestAKeyAtAHistorysBareNameIsANoticeNamingItsRemoval(t *testing.T) {
 		t.Errorf("after the del named, check found %+v (%+v); want nothing", found, sum)
 	}
 }
+
+// A key at a history's bare name removed after check listed the
+// histories, before its walk came to the key, is nothing to report:
+// check reads it again there. A check that took the listing's word
+// reported a key no longer there (a mutant that skipped the read lived).
+func TestAKeyAtAHistorysBareNameRemovedUnderCheckIsNotReported(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "bare-history", "removed under check")
+	f.run(key, "one")
+	cli := c.Client(t)
+	bare := f.prefix + "/history/" + key
+	if _, err := cli.Put(t.Context(), bare, "put by hand"); err != nil {
+		t.Fatal(err)
+	}
+	reached := false
+	f.b.hook = func(p, k string) error {
+		if p == hookCheckEntry && k == key {
+			reached = true
+			if _, err := cli.Delete(t.Context(), bare); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	if !reached {
+		t.Fatal("the walk never came to the key")
+	}
+	if fd, ok := found[bare]; ok {
+		t.Errorf("check reported %+v; want nothing of a key removed before the walk came to it", fd)
+	}
+}
