@@ -51,7 +51,8 @@ func TestAReapGivesNoBitToWhatIsSwappedInAfterItsLook(t *testing.T) {
 				}
 				victim = aside
 			}
-			t.Cleanup(func() { os.Chmod(aside, 0o700) })
+			moved := filepath.Join(filepath.Dir(elsewhere), "moved")
+			t.Cleanup(func() { os.Chmod(aside, 0o700); os.Chmod(moved, 0o700) })
 			swapped := false
 			faults.Set(func(p faults.Point) error {
 				if p != faults.ReapedBeforeGiveBits || swapped {
@@ -61,7 +62,7 @@ func TestAReapGivesNoBitToWhatIsSwappedInAfterItsLook(t *testing.T) {
 				var err error
 				if at == "the dir" {
 					// The dir moved off, a file of the runner's at its name.
-					if err = os.Rename(aside, filepath.Join(filepath.Dir(elsewhere), "moved")); err == nil {
+					if err = os.Rename(aside, moved); err == nil {
 						err = os.WriteFile(aside, []byte("a file\n"), 0o400)
 					}
 				} else if err = os.Remove(meta); err == nil {
@@ -83,6 +84,14 @@ func TestAReapGivesNoBitToWhatIsSwappedInAfterItsLook(t *testing.T) {
 			}
 			if st.Mode().Perm() != 0o400 {
 				t.Errorf("%s, swapped in after the look, is mode %04o; want 0400, as it was", victim, st.Mode().Perm())
+			}
+			if at == "the dir" {
+				// Moved off at the look's seam, before any give: the dir
+				// the look found got no bit either (else the swap came
+				// after the give, and tested nothing).
+				if st, err := os.Lstat(moved); err != nil || st.Mode().Perm() != 0o500 {
+					t.Errorf("the dir moved off after the look: %v, %v; want it mode 0500, as it was", st.Mode(), err)
+				}
 			}
 		})
 	}
