@@ -176,3 +176,54 @@ func TestBackoffTakesAContextWhoseErrPanics(t *testing.T) {
 		t.Error("Backoff: time for another try after the caller's Err panicked")
 	}
 }
+
+// A caller's context whose Err panics is its cancel (callerctx.Of: an
+// error that wraps context.Canceled), and a request it ends is told as one
+// a plain cancel ends is: Unanswered alike, so a write's caller asks
+// again whether it landed rather than take it for one etcd refused. gRPC
+// answers the held context's own error with code Unknown, which wraps
+// nothing: opErr names the caller's cancel in it.
+func TestARequestEndedByAPanickingErrIsToldAsAPlainCancel(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	s := open(t, c)
+	key := newKey()
+	if _, err := s.Put(ctx(t), key, 0, record(key, 1), entry(1, randHex(16))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.GetRecord(ctx(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"create", func(b context.Context) error {
+			other := newKey()
+			_, err := s.Create(b, other, record(other, 1), nil)
+			return err
+		}},
+		{"put", func(b context.Context) error {
+			_, err := s.Put(b, newKey(), 0, record(key, 1), entry(1, randHex(16)))
+			return err
+		}},
+		{"get", func(b context.Context) error { _, err := s.Get(b, key); return err }},
+		{"append history", func(b context.Context) error {
+			_, err := s.AppendHistory(b, key, st.Rev, entry(1, randHex(16)))
+			return err
+		}},
+		{"delete", func(b context.Context) error { _, err := s.Delete(b, key, st.Rev); return err }},
+	} {
+		want := step.run(plain)
+		got := step.run(errPanics{context.Background()})
+		if !errors.Is(want, context.Canceled) || !errors.Is(got, context.Canceled) {
+			t.Fatalf("%s: plain cancel %v, Err panics %v; want both to wrap context.Canceled", step.name, want, got)
+		}
+		if Unanswered(got) != Unanswered(want) {
+			t.Errorf("%s: Err panics: %v, Unanswered %v; a plain cancel's is %v (%v)", step.name, got, Unanswered(got), Unanswered(want), want)
+		}
+	}
+}
