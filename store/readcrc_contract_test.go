@@ -49,6 +49,7 @@ func TestTheReadsTakeAContextThatBreaksTheContract(t *testing.T) {
 	}
 	defer kd.Close()
 	p := &db.Pending{Tmp: tmpPrefix + "0011223344556677", Size: int64(len(data)), CRC32C: sum, Gen: 2}
+	missing := &db.Pending{Tmp: tmpPrefix + "00000000000000ff", Size: int64(len(data)), CRC32C: sum, Gen: 2}
 
 	guard := func(name string, f func()) {
 		t.Helper()
@@ -79,6 +80,15 @@ func TestTheReadsTakeAContextThatBreaksTheContract(t *testing.T) {
 			whole, err := PendingTempWhole(c.ctx, kd, p)
 			if !errors.Is(err, context.Canceled) || whole {
 				t.Errorf("%s: PendingTempWhole = %v, %v; want false, context.Canceled", c.name, whole, err)
+			}
+		})
+		// No temp to read: its ctx is asked after the look all the same,
+		// held as every other ask is (a plain cancel's answer is
+		// context.Canceled too), not taken raw, where Err panics.
+		guard(c.name+": PendingTempWhole of a missing temp", func() {
+			whole, err := PendingTempWhole(c.ctx, kd, missing)
+			if !errors.Is(err, context.Canceled) || whole {
+				t.Errorf("%s: PendingTempWhole of a missing temp = %v, %v; want false, context.Canceled", c.name, whole, err)
 			}
 		})
 	}
