@@ -135,8 +135,9 @@ func TestCheckNamesTheLegacyLockAndTempsOfALegacyKey(t *testing.T) {
 	fresh := Key("github", "legacy/leftover", "fresh lock")
 	hour := Key("github", "legacy/leftover", "a lock an hour old")
 	stale := Key("github", "legacy/leftover", "stale lock")
+	past := Key("github", "legacy/leftover", "a lock just past the hour")
 	temps := map[string]string{"current.jsonl.4242.0.incoming": "half a transcript", "venue.incoming": "podman"}
-	for _, key := range []string{fresh, hour, stale} {
+	for _, key := range []string{fresh, hour, stale, past} {
 		files := map[string]string{TranscriptName: string(transcriptBytes(clock.now, "legacy")), "pi-version": testPi, "lock": ""}
 		if key == stale {
 			maps.Copy(files, temps)
@@ -153,6 +154,7 @@ func TestCheckNamesTheLegacyLockAndTempsOfALegacyKey(t *testing.T) {
 	at(fresh, "lock", 10*time.Minute)
 	at(hour, "lock", time.Hour) // fresh still, as migrate has it (locked)
 	at(stale, "lock", 3*time.Hour)
+	at(past, "lock", time.Hour+time.Minute) // stale, as migrate has it (removed)
 	for n := range temps {
 		at(stale, n, 2*time.Hour)
 	}
@@ -163,6 +165,7 @@ func TestCheckNamesTheLegacyLockAndTempsOfALegacyKey(t *testing.T) {
 			fresh + "/lock":                          "promotion lock, 10m old: a legacy worker is promoting the key now",
 			hour + "/lock":                           "promotion lock, 1h old: a legacy worker is promoting the key now",
 			stale + "/lock":                          "promotion lock, 3h old: stale",
+			past + "/lock":                           "old: stale (over an hour)",
 			stale + "/current.jsonl.4242.0.incoming": "a legacy writer's temp, 2h old",
 			stale + "/venue.incoming":                "a legacy writer's temp, 2h old",
 		}
