@@ -367,7 +367,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			if o.History > 0 {
 				k.History = historyReports(st.History, o.History)
 			}
-			r.stray, k.EtcdBytes = true, &st.Bytes
+			r.stray, k.EtcdBytes, k.HistoryFull = true, &st.Bytes, st.HistoryRead >= etcdmeta.HistoryLimit
 			return r, nil
 		}
 	}
@@ -387,7 +387,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 			return r, err
 		}
 		k.History = historyReports(st.History, o.History)
-		k.EtcdBytes = &st.Bytes
+		k.EtcdBytes, k.HistoryFull = &st.Bytes, st.HistoryRead >= etcdmeta.HistoryLimit
 	}
 	if it.Rev == 0 && it.Err == nil {
 		k.Problem = "no record"

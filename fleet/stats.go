@@ -49,7 +49,9 @@ type StatsOptions struct {
 // name that is no key counts in OtherEntries; a key reaped while the
 // walk runs is not counted. A record or history entry that does not
 // decode leaves out what does not decode; the entries of the key's
-// history that do are counted.
+// history that do are counted, and a ring that is full in etcd counts in
+// Promotions.TruncatedKeys as a full ring, though fewer of its entries
+// decode.
 //
 // When ctx ends the walk early, Stats returns the figures of the keys
 // reported so far, marked Interrupted, with ctx's error. Any other error

@@ -88,6 +88,12 @@ type KeyReport struct {
 	// read them with its history (fleet.InspectOptions.History); nil on
 	// a sessions root. stats sums it; dump does not print it.
 	EtcdBytes *int64 `json:"-"`
+	// HistoryFull is set where a fleet's walk read a full ring of history
+	// entries (etcdmeta.HistoryLimit), counting those that do not decode
+	// and are not in History: stats counts the key's ring as full though
+	// History holds fewer. A sessions root's full ring is len(History).
+	// dump does not print it.
+	HistoryFull bool `json:"-"`
 
 	// MetaPages shows meta.db's two bbolt meta pages; nil without a
 	// meta.db.

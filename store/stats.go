@@ -365,16 +365,18 @@ func (st *Stats) add(r KeyReport, from time.Time) {
 		st.EtcdBytes = saturatingAdd(st.EtcdBytes, *r.EtcdBytes)
 	}
 	if st.Window > 0 {
-		st.addHistory(r.History, from)
+		st.addHistory(r.History, r.HistoryFull, from)
 	}
 }
 
 // addHistory counts a key's history entries dated at or after from. A
 // full ring whose oldest entry is already inside the window may have lost
 // older ones that were inside it too: that key is counted as truncated.
-func (st *Stats) addHistory(hs []HistoryReport, from time.Time) {
+// full says the ring is full where hs holds fewer (a fleet's entries
+// that do not decode are left out of hs).
+func (st *Stats) addHistory(hs []HistoryReport, full bool, from time.Time) {
 	p := &st.Promotions
-	if len(hs) >= db.HistoryLimit && !hs[0].At.Before(from) {
+	if (len(hs) >= db.HistoryLimit || full) && len(hs) > 0 && !hs[0].At.Before(from) {
 		p.TruncatedKeys++
 	}
 	for _, h := range hs {

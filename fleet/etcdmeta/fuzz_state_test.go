@@ -26,7 +26,8 @@ const maxStateError = 512
 // does not decode, is an error that names the key in one short line,
 // whatever the names hold, and the entry above the last slot is one too,
 // ErrAboveLastSlot where it is the only damage; the same responses give
-// the same answer. Its Bytes are every key's and value's read.
+// the same answer. Its Bytes are every key's and value's read, its
+// HistoryRead every history entry read, whether it decodes or not.
 func FuzzParseState(f *testing.F) {
 	pi, chain := "0.54.2", uint64(2)
 	rec, _ := encodeRecord(Record{PiVersion: &pi, ResumeChain: &chain}, 3)
@@ -62,6 +63,7 @@ func FuzzParseState(f *testing.F) {
 		for _, kv := range append(slices.Clone(recKVs), hist...) {
 			want.Bytes += int64(len(kv.Key) + len(kv.Value))
 		}
+		want.HistoryRead = len(hist)
 		if hasRecord {
 			want.Rev = Rev(rev)
 			r, rerr := decodeRecord(record)

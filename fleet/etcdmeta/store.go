@@ -116,6 +116,10 @@ type State struct {
 	// the history is read with the record (Get, a ConflictError's
 	// Current); 0 from GetRecord and PeekRecord.
 	Bytes int64
+	// HistoryRead is how many history entries were read, whether they
+	// decode or not: HistoryLimit where the ring is full, though History
+	// holds fewer where one does not decode. Set where Bytes is.
+	HistoryRead int
 }
 
 // Open validates cfg and connects. With a Username it logs in, which needs
@@ -601,6 +605,7 @@ func parseState(key, dir string, read int64, rs []*pb.ResponseOp) (State, error)
 		st.Record = rec
 	}
 	hist := rs[1].GetResponseRange().Kvs
+	st.HistoryRead = len(hist)
 	for i := len(hist) - 1; i >= 0; i-- {
 		kv := hist[i]
 		name := strings.TrimPrefix(string(kv.Key), dir)
