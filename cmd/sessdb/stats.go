@@ -197,7 +197,7 @@ func statsStore(cfg *config, fk *fleetKnobs, arg string, getenv func(string) str
 	if err != nil {
 		return false, "", nil // the root's own error, reported when it is opened
 	}
-	return false, fmt.Sprintf("%s is set, and a sessions root is given: these are the figures of the sessions root %s (%s), not the fleet's (to count the fleet, give no root: no DIR, --sessions-dir or %s)", endpoints, root, from, cfg.sessionsDir.env), nil
+	return false, fmt.Sprintf("%s is set, and a sessions root is given: these are the figures of the sessions root %s (%s), not the fleet's (to count the fleet, give no root: no DIR, --sessions-dir or %s)", endpoints, quoteName(root), from, cfg.sessionsDir.env), nil
 }
 
 // statsJSON is the object stats --json prints (docs/stats.md). Every field
