@@ -227,10 +227,11 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		// Another user's (root's reap of a key dir an older sessdb made
-		// as root, killed): that user's reap, or root's, finishes it;
-		// its owner has the bits a chmod would give.
+		// as root, killed): root's reap finishes it, and that user's
+		// where it owns the sessions root; its owner has the bits a
+		// chmod would give.
 		if what, uid, ok := othersReaped(root, name); ok {
-			f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): %s is uid %d's, not this user's (uid %d): a reap or check --repair run as that user, or root, finishes it; one run as this user fails it every time", key, err, what, uid, os.Geteuid())
+			f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): %s is uid %d's, not this user's (uid %d): %s; one run as this user fails it every time", key, err, what, uid, os.Geteuid(), whoseReapFinishes(root, uid))
 			break
 		}
 		// Its runner may not read or enter it, or read its meta.db (a
@@ -299,4 +300,21 @@ func othersReaped(root *os.File, name string) (what string, uid uint32, ok bool)
 		return "its meta.db", mst.Uid, true
 	}
 	return "", 0, false
+}
+
+// whoseReapFinishes says whose reap finishes a reap-owned dir under root
+// that uid owns, or whose meta.db uid owns, and this process may not
+// read: root's always; uid's only where uid is root or owns the sessions
+// root. sessdb walks a sessions root as its owner or root alone (a user
+// that owns neither it nor root is refused, exit 2), and a reap of
+// another's root could not write in it nor in the dir its runner owns.
+func whoseReapFinishes(root *os.File, uid uint32) string {
+	st, err := fsat.Fstat(root)
+	if uid == 0 || (err == nil && st.Uid == uid) {
+		return "a reap or check --repair run as that user, or root, finishes it"
+	}
+	if err != nil {
+		return "a reap or check --repair run as root finishes it"
+	}
+	return fmt.Sprintf("a reap or check --repair run as root finishes it (not one run as uid %d, which may not walk a sessions root of uid %d's)", uid, st.Uid)
 }
