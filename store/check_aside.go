@@ -223,6 +223,11 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 	if gone {
 		return
 	}
+	var othersWhat string
+	var othersUID uint32
+	if kd != nil && err == nil {
+		othersWhat, othersUID = othersUnwritable(kd)
+	}
 	var f *Finding
 	switch {
 	case errors.Is(err, fs.ErrPermission):
@@ -241,6 +246,12 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v), so every reap and check --repair fails it until its owner gives them back (chmod u+rwx on the dir, u+rw on its meta.db)", key, err)
 	case err != nil:
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db could not be read (%v): the next reap or check --repair retries", key, err)
+	case othersWhat != "":
+		// Readable, but another user's that this one may not write (an
+		// older sessdb's meta.db made as root under umask 022, 0644): a
+		// reap and check --repair write in the dir and open its meta.db
+		// to write, and give bits only to what is their runner's own.
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; %s is uid %d's, not this user's (uid %d), and this user may not write it, as a reap and check --repair must to finish it: %s; one run as this user fails it every time", key, othersWhat, othersUID, os.Geteuid(), whoseReapFinishes(root, othersUID))
 	case kd != nil && linkedReadOnlyMetaDB(kd):
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db, which a reap and check --repair open to write, lacks its owner's write bit and has another name (a hard link, whose file a chmod would change too: reap gives it no bit), so every reap and check --repair fails it until its owner gives it the bit (chmod u+w) or removes the other name", key)
 	case landed:
@@ -317,4 +328,25 @@ func whoseReapFinishes(root *os.File, uid uint32) string {
 		return "a reap or check --repair run as root finishes it"
 	}
 	return fmt.Sprintf("a reap or check --repair run as root finishes it (not one run as uid %d, which may not walk a sessions root of uid %d's)", uid, st.Uid)
+}
+
+// othersUnwritable says which of the reap-owned dir kd and its meta.db
+// (what: "the dir", "its meta.db"; "" for neither) another user than
+// this process's owns (uid) and this process may not write: in the dir,
+// to remove its entries; its meta.db, which a reap opens to write. A
+// reap gives bits only to what its runner owns, so one run as this user
+// fails it every time. Root, which may write either whatever its mode,
+// never.
+func othersUnwritable(kd *os.File) (what string, uid uint32) {
+	euid := uint32(os.Geteuid())
+	if euid == 0 {
+		return "", 0
+	}
+	if st, err := fsat.Fstat(kd); err == nil && st.Uid != euid && fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK) != nil {
+		return "the dir", st.Uid
+	}
+	if st, err := fsat.LstatAt(kd, db.FileName); err == nil && fsat.IsRegular(&st) && st.Uid != euid && fsat.AccessAt(kd, db.FileName, unix.W_OK) != nil {
+		return "its meta.db", st.Uid
+	}
+	return "", 0
 }
