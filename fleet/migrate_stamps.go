@@ -95,10 +95,10 @@ func oneLineage(dirHist, etcdHist []etcdmeta.HistoryEntry, t *etcdmeta.Transcrip
 // that promotion committed and lost its temp (lostPromotion: the key dir
 // then serves it, under that promotion's stamps), else nil. Where no
 // history entry made the generation (untold: a key migrated from the
-// legacy layout, of which oneLineage tells nothing), it tells the lineage instead: the
-// promotion replaced exactly what etcd holds, its identity and its
-// promotion time to the nanosecond, which only the migration of one to
-// the other gives two roots (a copy of one root is one lineage, as
+// legacy layout, of which oneLineage tells nothing), it tells the lineage
+// instead: the promotion replaced exactly what etcd holds, its identity
+// and its promotion time to the nanosecond, which only the migration of
+// one to the other gives two roots (a copy of one root is one lineage, as
 // oneLineage judges a copy too).
 func stampConflict(held, dir etcdmeta.Record, dirHist, etcdHist []etcdmeta.HistoryEntry, replaced *etcdmeta.Transcript) string {
 	d := otherStamps(held, dir)

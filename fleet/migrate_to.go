@@ -443,11 +443,11 @@ func served(sc db.Sidecars, file bool, size int64, sum uint32) (*etcdmeta.Transc
 	return t, servedMismatch
 }
 
-// judgeExisting files a key etcd already holds (state st) against rec, the
-// record the key dir would give it (replaced: see lostPromotion): the same generation is Already (under
-// other stamps, by no one lineage, a Conflict: stampConflict), a later one
-// the fleet promoted from it is Already too, anything else a Conflict,
-// left alone.
+// judgeExisting files a key etcd already holds (state st) against rec,
+// the record the key dir would give it (replaced: see lostPromotion): the
+// same generation is Already (under other stamps, by no one lineage, a
+// Conflict: stampConflict), a later one the fleet promoted from it is
+// Already too, anything else a Conflict, left alone.
 func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State, replaced *etcdmeta.Transcript) {
 	held := st.Record.Transcript
 	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {

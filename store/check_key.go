@@ -321,19 +321,19 @@ func (s *Store) examineEntries(ctx context.Context, k *keyDir, key string, add a
 	return dbBroken, writerMayHold
 }
 
-// legacyLeftover reports the legacy store's lock, or a temp of its
-// writer (legacy.IsTemp), found as a regular file at n in a key still in
-// the legacy layout: no resolve reads either, and no sessdb write makes
-// or removes one (sessdb takes no legacy lock), so each is a legacy
+// legacyLeftover reports the legacy store's lock, or a temp of its writer
+// (legacy.IsTemp), found as a regular file at n in a key still in the
+// legacy layout: no resolve reads either, and no sessdb write makes or
+// removes one (sessdb takes no legacy lock), so each is a legacy
 // worker's, one that is promoting the key now (a legacy worker beside
 // sessdb: unsupported) or one that died doing so. Said apart: a lock
 // younger than legacy.LockStale, which makes migrate skip the key as
-// locked, one dated in the future, which migrate skips until an hour
-// past its date (a clock that was ahead: removed by hand), and a stale
-// one, which migrate removes with the temps. A notice: nothing a resolve reads is wrong, and check
-// --repair leaves them (a legacy worker's may be live; migrate takes them
-// away under its own rules). Sidecars are not reported: they are the
-// key's values.
+// locked, one dated in the future, which migrate skips until an hour past
+// its date (a clock that was ahead: removed by hand), and a stale one,
+// which migrate removes with the temps. A notice: nothing a resolve reads
+// is wrong, and check --repair leaves them (a legacy worker's may be
+// live; migrate takes them away under its own rules). Sidecars are not
+// reported: they are the key's values.
 func legacyLeftover(add addFunc, path, n string, now, mtime time.Time) {
 	age := RoundAge(now, mtime)
 	switch {

@@ -15,11 +15,11 @@ import (
 // gigabytes) before it renames it into place. That read took
 // context.Background(): a PromoteContext cancelled while it ran read on
 // to the temp's end and rolled the promotion forward, and only then
-// returned the cancel (12 MiB here; a 256 MiB temp in the page cache
-// held the cancel 46 to 69 ms, 0.07 to 0.25 ms since). The read now takes the caller's ctx, and a read the cancel
-// stopped is its error: the promote is promote-failed with
-// context.Canceled, the temp neither renamed nor swept, and the next
-// look serves the committed promotion.
+// returned the cancel (12 MiB here; a 256 MiB temp in the page cache held
+// the cancel 46 to 69 ms, 0.07 to 0.25 ms since). The read now takes the
+// caller's ctx, and a read the cancel stopped is its error: the promote
+// is promote-failed with context.Canceled, the temp neither renamed nor
+// swept, and the next look serves the committed promotion.
 func TestAPromoteCancelledWhileItsBeginReadsACommittedTempIsTheCancel(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")
@@ -62,9 +62,9 @@ func TestAPromoteCancelledWhileItsBeginReadsACommittedTempIsTheCancel(t *testing
 // serves it, as the writer's roll-forward does, and that read took
 // context.Background() too: a ResolveContext cancelled while it ran read
 // on to the temp's end before the copy looked at ctx (a 256 MiB temp in
-// the page cache held the cancel 65 to 189 ms, 0.24 to 0.40 ms since). ViewContext now
-// returns the cancel from that read, the temp untouched (nothing is
-// written under the shared lock).
+// the page cache held the cancel 65 to 189 ms, 0.24 to 0.40 ms since).
+// ViewContext now returns the cancel from that read, the temp untouched
+// (nothing is written under the shared lock).
 func TestAViewCancelledWhileItReadsACommittedTempIsTheCancel(t *testing.T) {
 	s, root, _ := newTestStore(t, gates.Bounds{})
 	runJob(t, s, testKey, localJob(), PromoteRequest{}, "first")

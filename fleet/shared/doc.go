@@ -24,13 +24,13 @@
 // with the directory fsynced; the name never replaced an existing one.
 // Open and Remove take only names of the shapes above, check them before
 // they touch a path, and never follow a link below the transcripts dir;
-// Open refuses anything but a regular file. ListOrphans reports only files
-// this package wrote. Write and ListOrphans stop at the end of their ctx,
-// with its error; a nil one is context.Background(), as the fleet's walks
-// take it, and one that breaks Go's contract is held to it (callerctx.Of:
-// a Done closed while Err is nil is context.Canceled, a panic in Err or
-// Done an error that wraps it). The functions are safe for concurrent use, also from many
-// hosts.
+// Open refuses anything but a regular file. ListOrphans reports only
+// files this package wrote. Write and ListOrphans stop at the end of
+// their ctx, with its error; a nil one is context.Background(), as the
+// fleet's walks take it, and one that breaks Go's contract is held to it
+// (callerctx.Of: a Done closed while Err is nil is context.Canceled, a
+// panic in Err or Done an error that wraps it). The functions are safe
+// for concurrent use, also from many hosts.
 //
 // # Caveat
 //

@@ -12,13 +12,13 @@ import (
 // entry name would meet for want of leave, found without changing
 // anything: the refusal AccessAt gives to write in and enter dir (its
 // mode, an ACL, a read-only mount; an immutable dir, EPERM naming the
-// attribute); EPERM for dir append-only, or the entry immutable or append-only (chattr +i, +a;
-// chflags: even root is refused); and EPERM for an entry of a sticky dir
-// that neither this process's effective user nor the dir's owner owns
-// (root's CAP_FOWNER taken for had). Nothing at the name is nil, as a
-// removal finds it done. What it cannot tell is AccessAt's (an ACL or a
-// rule a file system checks only on the server), and the attributes off
-// Linux and macOS.
+// attribute); EPERM for dir append-only, or the entry immutable or
+// append-only (chattr +i, +a; chflags: even root is refused); and EPERM
+// for an entry of a sticky dir that neither this process's effective user
+// nor the dir's owner owns (root's CAP_FOWNER taken for had). Nothing at
+// the name is nil, as a removal finds it done. What it cannot tell is
+// AccessAt's (an ACL or a rule a file system checks only on the server),
+// and the attributes off Linux and macOS.
 func DeleteErr(dir *os.File, name string) error {
 	if _, err := LstatAt(dir, name); IsNotExist(err) {
 		return nil

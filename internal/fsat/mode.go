@@ -208,11 +208,12 @@ func openAtNoFollow(dirfd int, name string) (int, error) {
 
 // addOwnerBitsAt opens name in dirfd once (openEntry: O_PATH on Linux,
 // which needs none of its bits), and gives that inode the owner's bits of
-// bits it lacks, when it is a directory (dirOnly), a regular file with one
-// name (oneFile), or a directory or a regular file, that uid owns (-1: anyone); else it returns ErrNotTheOne
-// with the mode it found (one that lacks no bit is left, whoever owns
-// it). The chmod is by the descriptor (chmodEntry), through m, and
-// fsynced (giveBits; a nil m, for Mkdir, does neither).
+// bits it lacks, when it is a directory (dirOnly), a regular file with
+// one name (oneFile), or a directory or a regular file, that uid owns
+// (-1: anyone); else it returns ErrNotTheOne with the mode it found (one
+// that lacks no bit is left, whoever owns it). The chmod is by the
+// descriptor (chmodEntry), through m, and fsynced (giveBits; a nil m, for
+// Mkdir, does neither).
 func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOnly, oneFile bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openEntry(dirfd, name, dirOnly)
