@@ -63,3 +63,30 @@ func TestCheckSaysAReapedDirsLinkedReadOnlyMetaDBFailsEveryReap(t *testing.T) {
 		})
 	}
 }
+
+// A read-only meta.db of one name is one a reap gives its owner's write
+// bit back to: check does not say every reap fails its dir, and the reap
+// finishes it.
+func TestCheckOfAReapedDirsReadOnlyMetaDBOfOneNameSaysTheReapFinishesIt(t *testing.T) {
+	w := newNobodysWorker(t)
+	if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+		t.Fatalf("promote: %s", promoted)
+	}
+	aside := killedReapsAside(t, w)
+	if err := os.Chmod(filepath.Join(aside, "meta.db"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", w.root}} {
+		_, out, errs := w.runAs(args...)
+		if !strings.Contains(out, filepath.Base(aside)+": reap-interrupted: ") || strings.Contains(out, "another name") || strings.Contains(out, "chmod u+w") {
+			t.Errorf("%v:\n%s%s\nwant the dir's finding, which does not say every reap fails it", args, out, errs)
+		}
+	}
+	code, out, errs := w.runAs("reap", w.root)
+	if code != exitOK || strings.Contains(out, "failed") {
+		t.Errorf("reap: exit %d\n%s%s\nwant the dir finished, exit 0", code, out, errs)
+	}
+	if _, err := os.Lstat(aside); !os.IsNotExist(err) {
+		t.Errorf("%s after the reap: %v; want it gone\n%s%s", aside, err, out, errs)
+	}
+}

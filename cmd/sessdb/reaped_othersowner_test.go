@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,21 +18,26 @@ import (
 // check --repair run as that user or root finishes it; the worker's own
 // still fail it.
 func TestCheckOfAReapedDirAnotherUserOwnsNamesThatUsersReap(t *testing.T) {
-	t.Run("the dir", func(t *testing.T) { checkOfAReapedDirRootOwns(t, true) })
-	t.Run("its meta.db", func(t *testing.T) { checkOfAReapedDirRootOwns(t, false) })
+	t.Run("the dir", func(t *testing.T) { checkOfAReapedDirRootOwns(t, true, 0) })
+	t.Run("its meta.db", func(t *testing.T) { checkOfAReapedDirRootOwns(t, false, 0) })
+	// A user neither root nor the runner: the uid named is its owner's,
+	// not root's (the one whose reap finishes every dir).
+	t.Run("the dir, another user's", func(t *testing.T) { checkOfAReapedDirRootOwns(t, true, 4321) })
+	t.Run("its meta.db, another user's", func(t *testing.T) { checkOfAReapedDirRootOwns(t, false, 4321) })
 }
 
-// checkOfAReapedDirRootOwns gives root a killed reap's dir (dir) and its
-// meta.db, or its meta.db alone, in a nobody's root.
-func checkOfAReapedDirRootOwns(t *testing.T, dir bool) {
+// checkOfAReapedDirRootOwns gives uid (root, 0, or another user) a
+// killed reap's dir (dir) and its meta.db, or its meta.db alone, in a
+// nobody's root.
+func checkOfAReapedDirRootOwns(t *testing.T, dir bool, uid int) {
 	w := newNobodysWorker(t)
 	aside := killedReapsDir(t, w)
-	owned, what := []string{filepath.Join(aside, "meta.db")}, "its meta.db is uid 0's"
+	owned, what := []string{filepath.Join(aside, "meta.db")}, fmt.Sprintf("its meta.db is uid %d's", uid)
 	if dir {
-		owned, what = append(owned, aside), "the dir is uid 0's"
+		owned, what = append(owned, aside), fmt.Sprintf("the dir is uid %d's", uid)
 	}
 	for _, p := range owned {
-		if err := os.Chown(p, 0, 0); err != nil {
+		if err := os.Chown(p, uid, uid); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +49,7 @@ func checkOfAReapedDirRootOwns(t *testing.T, dir bool) {
 		_, out, errs := w.runAs(args...)
 		if !strings.Contains(out, name+": reap-interrupted: ") || strings.Contains(out, "chmod u+rwx") || strings.Contains(out, "every reap") ||
 			!strings.Contains(out, what) || !strings.Contains(out, "run as that user, or root, finishes it") {
-			t.Errorf("%s as nobody:\n%s%s\nwant the dir's finding to name its owner, uid 0, whose reap finishes it, and no chmod", strings.Join(args[:len(args)-1], " "), out, errs)
+			t.Errorf("%s as nobody:\n%s%s\nwant the dir's finding to name its owner, uid %d, whose reap finishes it, and no chmod", strings.Join(args[:len(args)-1], " "), out, errs, uid)
 		}
 	}
 	// What it says holds: root's reap finishes it.
