@@ -602,7 +602,8 @@ func TestStatsTextFitsItsWidth(t *testing.T) {
 // root, and says on stderr that these are the root's figures, naming it
 // and where it came from: every other command refuses a root and the
 // fleet together, and a PI_SESSIONS_DIR left from before a move to the
-// fleet printed the old root's figures without a word.
+// fleet printed the old root's figures without a word. An interrupted
+// walk's partial figures carry the note too.
 func TestStatsOnARootWithAFleetEnvironmentSaysWhichItCounted(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:2379")
@@ -624,6 +625,16 @@ func TestStatsOnARootWithAFleetEnvironmentSaysWhichItCounted(t *testing.T) {
 		if !strings.Contains(errs, "not the fleet's") || !strings.Contains(errs, root) || !strings.Contains(errs, c.from) {
 			t.Errorf("%v: stderr %q, want a note that the root %s (%s) was counted, not the fleet", c.args, errs, root, c.from)
 		}
+	}
+	// An interrupted walk's figures are the root's too: the note is said
+	// with them, beside the interruption.
+	t.Setenv("PI_SESSIONS_DIR", "")
+	prev := interruptContext
+	interruptContext = cancelledContext
+	code, out, errs := runCLI(t, "stats", "--log-format", "console", root)
+	interruptContext = prev
+	if code != exitInterrupted || !strings.Contains(out, "INTERRUPTED") || !strings.Contains(errs, "not the fleet's") || !strings.Contains(errs, "interrupted after 0 entries") {
+		t.Errorf("stats DIR interrupted: exit %d, stdout %q, stderr %q; want exit 130, the partial figures and the note that they are the root's", code, out, errs)
 	}
 	// Without the fleet's environment, no note.
 	clearEnv(t)
