@@ -186,19 +186,6 @@ func quarantineDetail(key string) string {
 	return "key " + key + "'s dir, moved aside by check --quarantine: no resolve finds it (the key cold-starts as absent); look at it, then remove it or move it back by hand"
 }
 
-// linkedReadOnlyMetaDB reports whether the reap-owned dir kd's meta.db is
-// its runner's own regular file, with a second name, that its runner may
-// not open to write: a reap (and check --repair) opens it so to finish or
-// restore the dir, and gives the owner's write bit only to a meta.db of
-// one name (lacksOwnBits: a chmod would change the other name's file
-// too), so it fails the dir every time until its owner gives the bit or
-// removes the other name. Root may open it whatever its mode: never.
-func linkedReadOnlyMetaDB(kd *os.File) bool {
-	st, err := fsat.LstatAt(kd, db.FileName)
-	return err == nil && fsat.IsRegular(&st) && st.Nlink > 1 && st.Uid == uint32(os.Geteuid()) &&
-		st.Mode&0o200 == 0 && fsat.AccessAt(kd, db.FileName, unix.W_OK) != nil
-}
-
 // isOwned reports whether name is a dir name of the store's own under the
 // root: a reap-owned or a quarantine dir.
 func isOwned(name string) bool {
@@ -252,8 +239,8 @@ func (s *Store) examineOwned(root *os.File, name string, add addFunc) {
 		// reap and check --repair write in the dir and open its meta.db
 		// to write, and give bits only to what is their runner's own.
 		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; %s is uid %d's, not this user's (uid %d), and this user may not write it, as a reap and check --repair must to finish it: %s; one run as this user fails it every time", key, othersWhat, othersUID, os.Geteuid(), whoseReapFinishes(root, othersUID))
-	case kd != nil && linkedReadOnlyMetaDB(kd):
-		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db, which a reap and check --repair open to write, lacks its owner's write bit and has another name (a hard link, whose file a chmod would change too: reap gives it no bit), so every reap and check --repair fails it until its owner gives it the bit (chmod u+w) or removes the other name", key)
+	case kd != nil && linkedMetaDB(kd, name) != nil:
+		f = add(name, KindReapInterrupted, "key %s's dir, renamed aside by a reap that was interrupted; no resolve finds it; its meta.db has another name (a hard link), and a reap and check --repair, which open it to write, would first give it a file of its own, which nothing may make in a dir a reap moved aside: every reap and check --repair fails it until the other name is removed", key)
 	case landed:
 		const why = "key %s's dir, renamed aside by a reap that was interrupted, and a promotion (gen %d) landed in it since (a writer that waited for the lock), or the reap, on a full disk, recorded none of its own: "
 		if taken, terr := keyNameTaken(root, key); terr == nil && taken {

@@ -305,6 +305,13 @@ func (s *Store) reapedLook(root *os.File, name string, write bool) (kd *os.File,
 		// reap's rmdir from succeeding, and it would report the key it
 		// removed as failed. Gone, the dir is that reap's: skipped.
 		o.BeforeWrite = func() error {
+			// Still there: a meta.db of more names than one, which a
+			// writer's open gives a file of its own first. Nothing may
+			// be made here, and a reap of the dir fails it (not skipped
+			// as another reap's) until the other name is removed.
+			if err := linkedMetaDB(kd, name); err != nil {
+				return err
+			}
 			return &os.PathError{Op: "open", Path: name + "/" + db.FileName, Err: fmt.Errorf("removed since it was looked at, by the reap removing the dir: %w", unix.ENOENT)}
 		}
 		d, _, err = db.OpenSidecars(kd, o, write)
@@ -440,10 +447,13 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 	case dryRun:
 		// What the removal below needs, in the order the run meets it:
 		// the dir's meta.db, where it has one, opened as a writer
-		// (reapedState); then what removeAside refuses; then to write
-		// in kd and under root.
+		// (reapedState), which one of more names fails; then what
+		// removeAside refuses; then to write in kd and under root.
 		if d != nil {
 			if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, false) {
+				return false, err
+			}
+			if err := linkedMetaDB(kd, name); err != nil {
 				return false, err
 			}
 		}
@@ -618,4 +628,19 @@ func keyNameTaken(root *os.File, key string) (bool, error) {
 		return false, err
 	}
 	return len(names) > 0, nil
+}
+
+// linkedMetaDB is the error of the reap-owned dir kd (at name) whose
+// meta.db is a regular file with another name (a hard link): a writer's
+// open gives such a file one of its own before it writes (db: ownFile),
+// and nothing may be made in a dir a reap moved aside (reapedLook's
+// BeforeWrite), so every reap and check --repair fails the dir until the
+// other name is removed, whatever the file's mode and whoever runs them.
+// nil for any other meta.db, or none.
+func linkedMetaDB(kd *os.File, name string) error {
+	st, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil || !fsat.IsRegular(&st) || st.Nlink < 2 {
+		return nil
+	}
+	return &os.PathError{Op: "open", Path: name + "/" + db.FileName, Err: fmt.Errorf("it has %d names (a hard link): a writer gives such a meta.db a file of its own first, which nothing may make in a dir a reap moved aside; remove its other name, and the next reap finishes the dir", st.Nlink)}
 }
