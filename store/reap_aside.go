@@ -419,6 +419,9 @@ func (s *Store) finishReaped(root *os.File, name string, dryRun bool) (restored 
 		if err := allowed(kd); err != nil && !lacksOwnBits(kd, db.FileName, false) {
 			return false, err
 		}
+		if err := linkedMetaDB(kd, name); err != nil {
+			return false, err
+		}
 		if taken, err := keyNameTaken(root, key); err != nil || taken {
 			if err == nil {
 				err = fmt.Errorf("restore %s: gen %d: %w: look at both", name, gen, ErrReapedKeyExists)

@@ -26,6 +26,7 @@ func TestCheckSaysAReapedDirsLinkedMetaDBFailsEveryReap(t *testing.T) {
 		{"a promotion landed in it", 0o400, func(w nobodysWorker) string { return filepath.Join(w.root, landedAside(t, w)) }},
 		{"a killed reap's", 0o400, func(w nobodysWorker) string { return killedReapsAside(t, w) }},
 		{"a killed reap's, meta.db writable", 0o600, func(w nobodysWorker) string { return killedReapsAside(t, w) }},
+		{"a promotion landed in it, meta.db writable", 0o600, func(w nobodysWorker) string { return filepath.Join(w.root, landedAside(t, w)) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newNobodysWorker(t)
