@@ -499,18 +499,14 @@ func hedged[R any](s *Store, c context.Context, read func(context.Context) (R, e
 // error, once no try is left in flight. The tries still in flight when
 // Hedge returns are cancelled.
 func Hedge[R any](s *Store, ctx context.Context, try func(context.Context) (R, error), ends func(error) bool, again func()) (R, error) {
-	// Held to Go's contract again, ctx reports no deadline (callerctx.Of):
-	// the bound the store set over the caller's (the request timeout) is
-	// set again as a timer of Hedge's own, so that each try's request
-	// carries it to etcd (grpc-timeout), a bound for the member too. The
-	// caller's own deadline is not: its Done ends the tries, and one that
-	// lies bounds nothing.
-	deadline, bounded := callerctx.Bound(ctx)
-	ctx = callerctx.Of(ctx)
-	if bounded {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
+	// A ctx the store bounded over a caller's it holds (a request's
+	// timeout, set by begin with context.WithTimeout) keeps Go's contract
+	// already, and its deadline is the store's own: taken as it is, so
+	// that each try's request carries it to etcd (grpc-timeout), a bound
+	// for the member too. Any other is held here (callerctx.Of), its
+	// deadline hidden: a caller's that lies bounds nothing.
+	if _, own := callerctx.Bound(ctx); !own {
+		ctx = callerctx.Of(ctx)
 	}
 	if !s.Several() || s.hedgeOff {
 		return try(ctx)
