@@ -11,20 +11,14 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/fsat"
+	"sessdb/internal/hostilectx"
 )
 
-// closedNoErr breaks Go's contract: its Done is closed while its Err is
-// nil (a caller's own Context type).
-type closedNoErr struct{ context.Context }
-
-func (closedNoErr) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (closedNoErr) Err() error            { return nil }
-
-// errPanics panics in Err, as a struct embedding a nil Context does.
-type errPanics struct{ context.Context }
-
-func (errPanics) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (errPanics) Err() error            { panic("the caller's Err") }
+// The contexts that break Go's contract a caller may hand over.
+type (
+	closedNoErr = hostilectx.DoneNoErr
+	errPanics   = hostilectx.ErrPanics
+)
 
 // ReadCRC32C, VerifyRecorded and PendingTempWhole are exported, and a Go
 // caller reaches them with a context of its own. They took it raw: one
@@ -63,7 +57,7 @@ func TestTheReadsTakeAContextThatBreaksTheContract(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
-	}{{"Done closed, Err nil", closedNoErr{context.Background()}}, {"Err panics", errPanics{context.Background()}}} {
+	}{{"Done closed, Err nil", closedNoErr{Context: context.Background()}}, {"Err panics", errPanics{Context: context.Background()}}} {
 		guard(c.name+": ReadCRC32C", func() {
 			n, _, err := ReadCRC32C(c.ctx, bytes.NewReader(data), int64(len(data))+1)
 			if !errors.Is(err, context.Canceled) || n != 0 {

@@ -7,20 +7,14 @@ import (
 	"time"
 
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/hostilectx"
 )
 
-// closedNoErr breaks Go's contract: its Done is closed while its Err is
-// nil (a caller's own Context type).
-type closedNoErr struct{ context.Context }
-
-func (closedNoErr) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (closedNoErr) Err() error            { return nil }
-
-// errPanics panics in Err, as a struct embedding a nil Context does.
-type errPanics struct{ context.Context }
-
-func (errPanics) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (errPanics) Err() error            { panic("the caller's Err") }
+// The contexts that break Go's contract a caller may hand over.
+type (
+	closedNoErr = hostilectx.DoneNoErr
+	errPanics   = hostilectx.ErrPanics
+)
 
 // etcdmeta is a package a Go caller imports, and its requests took the
 // caller's ctx raw, where the fleet's entries hold it to Go's contract
@@ -50,7 +44,7 @@ func TestRequestsTakeAContextThatBreaksTheContract(t *testing.T) {
 	for _, bad := range []struct {
 		name string
 		ctx  context.Context
-	}{{"Done closed, Err nil", closedNoErr{context.Background()}}, {"Err panics", errPanics{context.Background()}}} {
+	}{{"Done closed, Err nil", closedNoErr{Context: context.Background()}}, {"Err panics", errPanics{Context: context.Background()}}} {
 		b := bad.ctx
 		for _, step := range []struct {
 			name string
@@ -218,7 +212,7 @@ func TestARequestEndedByAPanickingErrIsToldAsAPlainCancel(t *testing.T) {
 		{"delete", func(b context.Context) error { _, err := s.Delete(b, key, st.Rev); return err }},
 	} {
 		want := step.run(plain)
-		got := step.run(errPanics{context.Background()})
+		got := step.run(errPanics{Context: context.Background()})
 		if !errors.Is(want, context.Canceled) || !errors.Is(got, context.Canceled) {
 			t.Fatalf("%s: plain cancel %v, Err panics %v; want both to wrap context.Canceled", step.name, want, got)
 		}

@@ -8,20 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sessdb/internal/hostilectx"
 )
 
-// closedNoErr breaks Go's contract: its Done is closed while its Err is
-// nil (a caller's own Context type).
-type closedNoErr struct{ context.Context }
-
-func (closedNoErr) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (closedNoErr) Err() error            { return nil }
-
-// errPanics panics in Err, as a struct embedding a nil Context does.
-type errPanics struct{ context.Context }
-
-func (errPanics) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-func (errPanics) Err() error            { panic("the caller's Err") }
+// The contexts that break Go's contract a caller may hand over.
+type (
+	closedNoErr = hostilectx.DoneNoErr
+	errPanics   = hostilectx.ErrPanics
+)
 
 // Write, WriteAgain and ListOrphans are exported, and took a Go caller's
 // ctx raw, looking only at its Err. Given a context whose Done was closed
@@ -35,7 +30,7 @@ func TestWritesAndListingsTakeAContextThatBreaksTheContract(t *testing.T) {
 	for _, bad := range []struct {
 		name string
 		ctx  context.Context
-	}{{"Done closed, Err nil", closedNoErr{context.Background()}}, {"Err panics", errPanics{context.Background()}}} {
+	}{{"Done closed, Err nil", closedNoErr{Context: context.Background()}}, {"Err panics", errPanics{Context: context.Background()}}} {
 		dir := t.TempDir()
 		if _, _, _, err := Write(context.Background(), dir, key, 1, strings.NewReader("{}\n")); err != nil {
 			t.Fatal(err)
