@@ -58,7 +58,7 @@ func DeleteRefused(dir *os.File, name string) error {
 	} else if immutable {
 		return refused("the dir it is in is immutable (lsattr; chattr -i, as root)")
 	} else if appendOnly {
-		return refused("the dir it is in is append-only (lsattr; chattr -a)")
+		return refused("the dir it is in is append-only (lsattr; chattr -a, as root)")
 	}
 	if immutable, appendOnly, err := attrsAt(int(dir.Fd()), name); err != nil {
 		return &os.PathError{Op: "stat", Path: Join(dir, name), Err: err}

@@ -67,9 +67,9 @@ func TestDeleteErrTellsTheAttributesAndTheStickyRuleAsTheUnlinkMeetsThem(t *test
 		dir, name string
 		why       string // "" for no refusal
 	}{
-		{appendDir, "f", "the dir it is in is append-only"},
-		{attrs, "append", "immutable or append-only"},
-		{attrs, "immutable", "immutable or append-only"},
+		{appendDir, "f", "the dir it is in is append-only (lsattr; chattr -a, as root)"},
+		{attrs, "append", "it is immutable or append-only (lsattr; chattr -i -a, as root)"},
+		{attrs, "immutable", "it is immutable or append-only (lsattr; chattr -i -a, as root)"},
 		{attrs, "plain", ""},
 		{attrs, "absent", ""},
 		{sticky, "theirs", ""},
