@@ -164,7 +164,13 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 // true if it was found gone. The date it names is the one needs judged it
 // by: a generation below the record's, where the history was read with
 // the record, goes by when it was superseded (superseded), which a busy
-// key's record's own date is far later than; any other, by the record's.
+// key's record's own date is far later than, and one above it by the
+// date since which no record has named it (unnamedSince), each said to
+// be the history's only where an entry gave it; any other, by the
+// record's. A file above the record's is named as what it can be: an
+// earlier incarnation's where the history shows the key was above the
+// record's generation before, a promotion that never committed either
+// way.
 func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, ok bool, hist history, kd *os.File, file string, add addFunc) bool {
 	age := "?"
 	st, err := fsat.LstatAt(kd, file)
@@ -183,11 +189,39 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	case it.Record.Transcript != nil:
 		t := it.Record.Transcript
 		promoted := store.RoundAge(c.now, time.Unix(0, t.PromotedAt))
+		read := !hist.unread && hist.rev == it.Rev
+		var at time.Time
+		var dated bool
+		var reached uint64
 		switch {
-		case gen < t.Gen && !hist.unread && hist.rev == it.Rev:
-			why = fmt.Sprintf("gen %d, superseded %s ago (the key's history); the record names gen %d, promoted %s ago", gen, store.RoundAge(c.now, superseded(hist.entries, gen, t)), t.Gen, promoted)
+		case gen < t.Gen && read:
+			at, dated = superseded(hist.entries, gen, t)
+		case gen > t.Gen && read:
+			at, dated, reached = unnamedSince(hist.entries, t)
+		}
+		// What a file above the record's is: a generation of an earlier
+		// incarnation of the key (its record removed, the key promoted
+		// anew from no record) where the history shows one reached
+		// above the record's, or a promotion that never committed.
+		var above string
+		switch {
+		case gen <= t.Gen:
+		case reached != 0:
+			above = fmt.Sprintf("gen %d, above the record's: an earlier incarnation's (the key's history reached gen %d before the key began again from no record), or a promotion that lost its commit or died before it", gen, reached)
+		case read:
+			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone", gen)
+		default:
+			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's", gen)
+		}
+		switch {
+		case gen < t.Gen && dated:
+			why = fmt.Sprintf("gen %d, superseded %s ago (the key's history); the record names gen %d, promoted %s ago", gen, store.RoundAge(c.now, at), t.Gen, promoted)
+		case gen < t.Gen && read:
+			why = fmt.Sprintf("gen %d, superseded (no entry of the key's history dates it: judged by the record's date); the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
+		case gen > t.Gen && dated:
+			why = fmt.Sprintf("%s; no record has named it since %s ago (the key's history); the record names gen %d, promoted %s ago", above, store.RoundAge(c.now, at), t.Gen, promoted)
 		case gen > t.Gen:
-			why = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit, or died before it; the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
+			why = fmt.Sprintf("%s; the record names gen %d, promoted %s ago", above, t.Gen, promoted)
 		default:
 			why = fmt.Sprintf("gen %d; the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
 		}

@@ -476,15 +476,21 @@ func judged(it etcdmeta.Item) etcdmeta.Item {
 // still commit it; the record's own file; a file of a generation below
 // the record's superseded less than the grace period ago, by the key's
 // history (superseded: a resolve that read a record before may still be
-// copying it); any other file of a key whose newest generation landed
-// less than the grace period ago; and the empty directory ("<key>/") of
+// copying it); a file of a generation above the record's that a record
+// named less than the grace period ago at the latest, by the key's
+// history (unnamedSince: an earlier incarnation's, the key's record
+// removed alone and the key promoted anew, which a resolve of that
+// incarnation may still be copying); any other file of a key whose
+// newest generation landed less than the grace period ago; and the
+// empty directory ("<key>/") of
 // a key with a record, or made within the in-flight window.
 //
 // hist is the key's history as read with it. The listing's snapshot
 // reads none (unreadHistory): a file below the record's generation that
 // only a date keeps is not needed there, and is judged again, with the
 // key's history, before it is removed or reported (stillOrphans, check's
-// look at the key, the repair). Judged by the record's date alone, as
+// look at the key, the repair); so is a file above the record's
+// generation. Judged by the record's date alone, as
 // before, a generation superseded days ago was kept for as long as the
 // key took a promotion within every grace period: a busy key's files
 // were never swept.
@@ -526,10 +532,14 @@ func needs(it etcdmeta.Item, ok bool, name string, mtime, cut, inFlight time.Tim
 	switch {
 	case t == nil || t.File == name:
 		return true
-	case gen < t.Gen && hist.unread:
+	case gen != t.Gen && hist.unread:
 		return false // judged again with the history
 	case gen < t.Gen && hist.rev == it.Rev:
-		return superseded(hist.entries, gen, t).After(cut)
+		at, _ := superseded(hist.entries, gen, t)
+		return at.After(cut)
+	case gen > t.Gen && hist.rev == it.Rev:
+		at, _, _ := unnamedSince(hist.entries, t)
+		return at.After(cut)
 	}
 	return time.Unix(0, t.PromotedAt).After(cut)
 }
@@ -561,22 +571,56 @@ var unreadHistory = history{unread: true}
 // moved in with (Record.HistoryGen), naming generations its record never
 // held. An entry trimmed from the bounded history only makes the date
 // later, and the file kept longer. Entries of generations above t's are
-// not taken either.
-func superseded(hist []etcdmeta.HistoryEntry, gen uint64, t *etcdmeta.Transcript) time.Time {
-	at := t.PromotedAt
+// not taken either. dated reports whether an entry gave the date: where
+// none did, it is t's own.
+func superseded(hist []etcdmeta.HistoryEntry, gen uint64, t *etcdmeta.Transcript) (at time.Time, dated bool) {
+	ns := t.PromotedAt
 	for i := len(hist) - 1; i >= 0; i-- {
 		e := hist[i]
 		if e.Gen <= gen {
 			break
 		}
-		if e.Gen <= t.Gen && e.At < at {
-			at = e.At
+		if e.Gen <= t.Gen && e.At <= ns {
+			ns, dated = e.At, true
 		}
 		if e.Outcome == "" && e.BaseGen != 0 && e.BaseGen <= gen {
 			break
 		}
 	}
-	return time.Unix(0, at)
+	return time.Unix(0, ns), dated
+}
+
+// unnamedSince is the date from which no record has named a file of a
+// generation above that of t, its key's record's transcript, at the
+// latest: the earliest date among the key's history entries, read newest
+// first, down to the first of a generation above t's, and t's own date
+// (dated: an entry gave it). A record's generation only grows, so no
+// record of the key since its newest entry above t's generation named
+// such a file: it is a promotion's that lost its commit or died before
+// it, which no record ever named, or a generation of an earlier
+// incarnation of the key, one whose record was removed (etcdctl del)
+// before the key was promoted anew from no record, which the resolves of
+// that incarnation read before that removal, so before every entry of
+// the incarnation since. reached is that entry's generation (0: no entry
+// above t's was read, the earlier incarnation's history gone with its
+// record, trimmed from the bounded history, or never there): a
+// generation the earlier incarnation reached at least. An entry trimmed
+// only makes the date later, and a history moved in with the key
+// (Record.HistoryGen) that names generations above t's stops the walk at
+// once, at t's date.
+func unnamedSince(hist []etcdmeta.HistoryEntry, t *etcdmeta.Transcript) (at time.Time, dated bool, reached uint64) {
+	ns := t.PromotedAt
+	for i := len(hist) - 1; i >= 0; i-- {
+		e := hist[i]
+		if e.Gen > t.Gen {
+			reached = e.Gen
+			break
+		}
+		if e.At <= ns {
+			ns, dated = e.At, true
+		}
+	}
+	return time.Unix(0, ns), dated, reached
 }
 
 // inFlightAge is how long a temp, or a file of a generation above its

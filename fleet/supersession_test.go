@@ -208,7 +208,7 @@ func TestSupersededStopsAtTheSuccessor(t *testing.T) {
 			{Gen: 2, At: at(2 * time.Hour)}, {Gen: 3, At: at(10 * time.Minute), BaseGen: 2},
 		}, at(2 * time.Hour)},
 	} {
-		if got := superseded(c.hist, 1, rec); got.UnixNano() != c.want {
+		if got, _ := superseded(c.hist, 1, rec); got.UnixNano() != c.want {
 			t.Errorf("%s: superseded = %v, want %v", c.name, got.UTC(), time.Unix(0, c.want).UTC())
 		}
 	}
