@@ -132,7 +132,9 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		if _, ok := records[name]; !ok {
 			histories[name] = true
 		}
-		if isBare && etcdmeta.ValidKey(name) {
+		if isBare {
+			// A key's read again at its look (bareHistory); a name that
+			// is no key's, which no sessdb write makes, as listed.
 			bare[name] = true
 		}
 		return nil
@@ -247,7 +249,8 @@ type checker struct {
 	owner   *access.Owner // the transcripts dir's, nil when not known
 	records map[string]etcdmeta.Item
 	// histories are the names with a history and no record listed;
-	// bare, the keys with a key at their history's bare name.
+	// bare, the names with a key at their history's bare name (a key's
+	// or not).
 	histories, bare map[string]bool
 	orphans         map[string][]string
 	now, cut        time.Time
@@ -289,7 +292,10 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 				return err
 			}
 		}
-		if c.bare[name] {
+		if c.bare[name] && !etcdmeta.ValidKey(name) {
+			k := c.b.meta.BareHistoryKey(name)
+			add(k, store.KindNotAKey, "a key at the bare name of a history whose name is not a key (a key is 32 lowercase hex), which no sessdb write makes and sessdb never reads; sessdb leaves it: remove it with etcdctl del %s", etcdctlKey(k))
+		} else if c.bare[name] {
 			if err := c.bareHistory(ctx, name, add); err != nil {
 				return err
 			}
@@ -538,6 +544,13 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) error {
 	dir := c.b.meta.HistoryDir(name)
 	if !etcdmeta.ValidKey(name) {
+		if c.bare[name] {
+			// Listed by its bare key (reported with it): a history of
+			// that name only if entries follow it.
+			if has, err := c.b.meta.HasHistoryEntries(ctx, name); err != nil || !has {
+				return err
+			}
+		}
 		add(dir, store.KindNotAKey, "a history whose name is not a key (a key is 32 lowercase hex); sessdb leaves it alone")
 		return nil
 	}

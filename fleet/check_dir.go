@@ -58,6 +58,13 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 	case shared.IsMarkTemp(name) && fsat.IsRegular(&st):
 		c.markTemp(name, &st, add)
 		return nil
+	case !etcdmeta.ValidKey(name) && fsat.IsDir(&st):
+		// Not walked, as an odd directory in a key's directory is not
+		// (a lost+found, a tree of any size on a file server): said, so
+		// that a link below it is not taken for looked at. A sessions
+		// root's check walks such a dir for links.
+		add(name, store.KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone and never looks inside it (a link below it is not reported)")
+		return nil
 	case !etcdmeta.ValidKey(name):
 		add(name, store.KindNotAKey, "not a key dir (a key is 32 lowercase hex); sessdb leaves it alone")
 		return nil

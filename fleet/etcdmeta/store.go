@@ -356,6 +356,28 @@ func (s *Store) BareHistoryKey(key string) string {
 	return strings.TrimSuffix(s.historyDir(key), "/")
 }
 
+// HasHistoryEntries reports whether etcd holds a key under
+// HistoryDir(name), read linearizably, count only. name may be no key
+// (a name HistoryNames gave): it is read as given, with no "/" in it.
+func (s *Store) HasHistoryEntries(ctx context.Context, name string) (bool, error) {
+	ctx = callerctx.Of(ctx)
+	if strings.Contains(name, "/") {
+		return false, fmt.Errorf("history entries %q: %w", name, ErrInvalidKey)
+	}
+	c, cancel, err := s.start(ctx, "get history of "+name)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.GetResponse, error) {
+		return s.cli.Get(c, s.historyDir(name), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	})
+	if err != nil {
+		return false, s.cfg.opErr(ctx, "get", name, err)
+	}
+	return resp.Count > 0, nil
+}
+
 // HasBareHistoryKey reports whether etcd holds a key at BareHistoryKey(key),
 // read linearizably, keys only.
 func (s *Store) HasBareHistoryKey(ctx context.Context, key string) (bool, error) {
