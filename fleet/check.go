@@ -559,7 +559,7 @@ func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) er
 		// etcd failing; a record now; or the history gone since.
 		return err
 	}
-	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; sessdb leaves it: remove it with etcdctl del --prefix %s", etcdctlKey(dir))
+	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; the key's files in the transcripts dir are no record's, each an orphan, which reap removes, once it is %d minutes old (a promotion of the key may be under way) and past the grace period; sessdb leaves the history: remove it with etcdctl del --prefix %s", int(inFlightAge/time.Minute), etcdctlKey(dir))
 	return nil
 }
 

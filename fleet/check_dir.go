@@ -191,6 +191,10 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 	switch {
 	case temp:
 		why = "a write that died (a temp)"
+	case !ok && c.histories[strings.Split(path, "/")[0]]:
+		// A history with no record (strayHistory): the record removed
+		// alone, so this is most likely a generation it named.
+		why = fmt.Sprintf("gen %d; the key has no record but a history (its record removed alone, with etcdctl or another tool: a generation it named, or a promotion that lost its commit or never made it); no resolve reads it", gen)
 	case !ok:
 		why = fmt.Sprintf("gen %d; the key has no record (a promotion that lost its commit or never made it, or a reaped key's)", gen)
 	case it.Record.Transcript != nil:
