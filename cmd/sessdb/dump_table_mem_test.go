@@ -19,17 +19,23 @@ import (
 // history table held every key's report beside its entries (476 MB for
 // --history 64, 144 MB now). The bound is on what the command holds live
 // once its walk has ended (dumpWalked, after a collection), above what
-// the heap held before it, a key, over 8,000 keys: the part of the peak
+// the heap held before it, a key, over 2,000 keys: the part of the peak
 // that grows with the keys, measured without the garbage a busy machine's
 // collector leaves behind. (A peak sampled every 200 µs, the first form
 // of this test, read 750 to 1,283 B a key on the same code as the load
-// on the machine changed, across its bound of 1,200.)
+// on the machine changed, across its bound of 1,200.) 2,000 keys, not the
+// 8,000 it walked until ci49cli, which took 18 s of CI's 600 under the
+// race detector: what is held a key barely moves with the count, so the
+// bound still parts the two ways (-race, ci49cli: dump, --wide,
+// --history 64 held 456, 512, 577 B a key at 2,000 keys and 432, 490,
+// 557 at 8,000; with each report kept as well, the bug, 1,485, 1,537,
+// 2,072 at 2,000 and 1,427, 1,488, 2,035 at 8,000).
 func TestDumpTablesHoldCellsNotReports(t *testing.T) {
 	if testing.Short() {
-		t.Skip("8,000 keys")
+		t.Skip("2,000 keys")
 	}
 	atSampleTime(t)
-	const n = 8000
+	const n = 2000
 	root := filepath.Join(t.TempDir(), "sessions")
 	genSessions(t, root, n)
 	for _, args := range [][]string{{"dump"}, {"dump", "--wide"}, {"dump", "--history", "64"}} {
