@@ -22,6 +22,7 @@ import (
 	"sessdb/db"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
+	"sessdb/internal/quietexit"
 )
 
 // The crash and concurrency tests run migrations in a re-exec'd copy of
@@ -34,7 +35,18 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
+	quietexit.Children() // a child that exits on its own does so without the race detector's second
 	os.Exit(m.Run())
+}
+
+// TestMain has the children this package's tests start, and the
+// processes those start in turn, exit without the race detector's sleep:
+// GORACE in the tests' environment, which they inherit, sets
+// atexit_sleep_ms (internal/quietexit).
+func TestChildrenInheritNoExitSleep(t *testing.T) {
+	if !strings.Contains(" "+os.Getenv("GORACE"), " atexit_sleep_ms=") {
+		t.Fatalf("GORACE=%q: the children of a race build sleep 1 s as they exit", os.Getenv("GORACE"))
+	}
 }
 
 // runChild migrates SESSDB_ROOT in direction mode ("to-db" or

@@ -22,6 +22,7 @@ import (
 	"sessdb/db"
 	"sessdb/gates"
 	"sessdb/internal/faults"
+	"sessdb/internal/quietexit"
 )
 
 // The crash tests run promotions in a re-exec'd copy of this test binary
@@ -35,7 +36,18 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
+	quietexit.Children() // a child that exits on its own does so without the race detector's second
 	os.Exit(m.Run())
+}
+
+// TestMain has the children this package's tests start, and the
+// processes those start in turn, exit without the race detector's sleep:
+// GORACE in the tests' environment, which they inherit, sets
+// atexit_sleep_ms (internal/quietexit).
+func TestChildrenInheritNoExitSleep(t *testing.T) {
+	if !strings.Contains(" "+os.Getenv("GORACE"), " atexit_sleep_ms=") {
+		t.Fatalf("GORACE=%q: the children of a race build sleep 1 s as they exit", os.Getenv("GORACE"))
+	}
 }
 
 // runChild is the child side. Modes:

@@ -14,6 +14,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/internal/faults"
+	"sessdb/internal/quietexit"
 	"sessdb/internal/sample"
 	"sessdb/store"
 )
@@ -62,7 +63,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv(promoteChildEnv) != "" {
 		os.Exit(runPromoteChild())
 	}
+	quietexit.Children() // every child, and every check's deep-check process, exits without the race detector's second
 	os.Exit(m.Run())
+}
+
+// TestMain has the children this package's tests start, and the
+// processes those start in turn, exit without the race detector's sleep:
+// GORACE in the tests' environment, which they inherit, sets
+// atexit_sleep_ms (internal/quietexit).
+func TestChildrenInheritNoExitSleep(t *testing.T) {
+	if !strings.Contains(" "+os.Getenv("GORACE"), " atexit_sleep_ms=") {
+		t.Fatalf("GORACE=%q: the children of a race build sleep 1 s as they exit", os.Getenv("GORACE"))
+	}
 }
 
 // testChildHook makes the child fail on a chosen key, each way a real one
