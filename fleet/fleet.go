@@ -102,6 +102,7 @@ const (
 	hookVerify         = "generation/verify"     // a generation opened, not yet verified (check, dump --verify; an error: its reads fail)
 	hookUnmarked       = "claim/unmarked"        // a writer's claim found no mark, the dir's key dirs not yet looked at
 	hookMigrateCopy    = "migrate/before-copy"   // --to etcd: a key dir read under its lock, its transcript not yet copied
+	hookMigrateRead    = "migrate/before-read"   // --to/--from etcd: a key's record and history not yet read from etcd
 	hookListed         = "list/record"           // dump: a record listed, not yet passed on to the walk
 	hookHistoryListed  = "list/history"          // dump: a history's name listed, not yet merged (an error: the histories' listing fails there)
 )

@@ -121,31 +121,62 @@ func (m *migration) dbOptions() db.Options {
 }
 
 // walk migrates n entries with one on up to Workers goroutines and hands
-// the reports to visit in order. The end of ctx starts no new key; the
-// keys under way finish (their etcd and disk steps are bounded by the
-// request and lock timeouts, not by ctx), so an interrupt leaves no key
-// half done.
-func (m *migration) walk(ctx context.Context, sum *MigrateSummary, n int, one func(int) MigrateReport, visit func(MigrateReport) error) error {
+// the reports to visit in order. The end of ctx starts no new key, and
+// ends the etcd requests and the copies of the keys under way (a request
+// that gets no answer would otherwise hold the stop for the request
+// timeout); their lock waits and meta.db commits finish. A key the end
+// cut before anything was done to it (stopUnprinted) is not delivered, as
+// a key never started; one that had changed something (a promotion in
+// flight rolled forward, a create sent that may have landed:
+// stopPrinted) is delivered as failed, saying what is in place. Either
+// makes the run interrupted, and a re-run finishes either.
+func (m *migration) walk(ctx context.Context, sum *MigrateSummary, n int, one func(int) (MigrateReport, keyEnd), visit func(MigrateReport) error) error {
 	if visit == nil {
 		visit = func(MigrateReport) error { return nil }
 	}
-	done := 0
-	_, err := walk.Ordered(ctx, n, m.opts.Workers, one, func(r MigrateReport) error {
-		sum.count(r)
-		err := visit(r)
+	type migrated struct {
+		r   MigrateReport
+		end keyEnd
+	}
+	done, cut := 0, false
+	_, err := walk.Ordered(ctx, n, m.opts.Workers, func(i int) migrated {
+		r, end := one(i)
+		return migrated{r, end}
+	}, func(k migrated) error {
+		if k.end != ran {
+			cut = true
+		}
+		if k.end == stopUnprinted {
+			return nil
+		}
+		sum.count(k.r)
+		err := visit(k.r)
 		if done++; m.opts.Progress != nil {
 			m.opts.Progress(done, n)
 		}
 		return err
 	})
+	if err == nil && cut {
+		err = ctx.Err()
+	}
 	return err
 }
 
+// keyEnd is how a key's migration ended, for walk.
+type keyEnd int
+
+const (
+	ran           keyEnd = iota // whatever its report says, ctx's end aside
+	stopPrinted                 // cut short by ctx's end, something done: its report says what is in place
+	stopUnprinted               // cut short by ctx's end before anything was done: no report
+)
+
 // failEtcd is fail for an error of etcd's, the cause err and then more;
-// the first err of unavailability is kept for notTried.
-func (m *migration) failEtcd(r *MigrateReport, err error, more string) {
+// the first err of unavailability is kept for notTried, unless it is of
+// ctx's end (a request the stop cut short says nothing of etcd).
+func (m *migration) failEtcd(ctx context.Context, r *MigrateReport, err error, more string) {
 	fail(r, fmt.Errorf("%w%s", err, more))
-	if errors.Is(err, etcdmeta.ErrUnavailable) {
+	if errors.Is(err, etcdmeta.ErrUnavailable) && stopped(ctx, err) == nil {
 		m.mu.Lock()
 		if m.lost == nil {
 			m.lost = err
@@ -229,7 +260,7 @@ func ToEtcd(ctx context.Context, root string, b *Backend, opts MigrateOptions, v
 	}
 	// Name order whatever the workers, as migrate reports.
 	sort.Strings(names)
-	err = m.walk(ctx, &sum, len(names), func(i int) MigrateReport { return m.toEtcd(names[i]) }, visit)
+	err = m.walk(ctx, &sum, len(names), func(i int) (MigrateReport, keyEnd) { return m.toEtcd(ctx, names[i]) }, visit)
 	return m.finish(ctx, &sum, start, err)
 }
 
@@ -302,7 +333,7 @@ func FromEtcd(ctx context.Context, b *Backend, root string, opts MigrateOptions,
 			return sum, err
 		}
 	}
-	err = m.walk(ctx, &sum, len(items), func(i int) MigrateReport { return m.fromEtcd(items[i]) }, visit)
+	err = m.walk(ctx, &sum, len(items), func(i int) (MigrateReport, keyEnd) { return m.fromEtcd(ctx, items[i]) }, visit)
 	return m.finish(ctx, &sum, start, err)
 }
 

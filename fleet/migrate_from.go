@@ -27,29 +27,36 @@ type genFile struct {
 	sum  uint32
 }
 
-// fromEtcd writes one etcd key into its key dir under root.
-func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
+// fromEtcd writes one etcd key into its key dir under root; end says
+// whether ctx's end cut it short (see walk).
+func (m *migration) fromEtcd(ctx context.Context, it etcdmeta.Item) (r MigrateReport, end keyEnd) {
 	r.Key = it.Key
 	switch {
 	case errors.Is(it.Err, etcdmeta.ErrInvalidKey):
 		r.Action, r.Cause = migrate.Skipped, "not a key (want 32 lowercase hex characters)"
-		return r
+		return r, ran
 	case it.Err != nil:
 		fail(&r, fmt.Errorf("%w: left in etcd (the fleet reads it as meta-unreadable)", it.Err))
-		return r
+		return r, ran
 	}
 	if err := m.notTried(); err != nil {
 		fail(&r, err)
-		return r
+		return r, ran
 	}
-	st, err := m.b.readIn(context.Background(), it.Key, m.b.meta.Get)
+	if err := m.b.at(hookMigrateRead, it.Key); err != nil {
+		fail(&r, err)
+		return r, ran
+	}
+	st, err := m.b.readIn(ctx, it.Key, m.b.meta.Get)
 	switch {
+	case stopped(ctx, err) != nil:
+		return r, stopUnprinted
 	case err != nil:
-		m.failEtcd(&r, err, "")
-		return r
+		m.failEtcd(ctx, &r, err, "")
+		return r, ran
 	case st.Rev == 0:
 		r.Action, r.Cause = migrate.Skipped, "vanished: its record left etcd after the listing"
-		return r
+		return r, ran
 	}
 	r.Values = valuesOf(st.Record)
 	src := m.openGeneration(it.Key, st.Record.Transcript, &r)
@@ -57,19 +64,21 @@ func (m *migration) fromEtcd(it etcdmeta.Item) (r MigrateReport) {
 		defer src.f.Close()
 	}
 	if r.Action != "" {
-		return r
+		return r, ran
 	}
 	if m.rootDir == nil { // a dry run on a root yet to be made
 		r.Action, r.Written = migrate.Migrated, writtenFor(st.Record)
-		return r
+		return r, ran
 	}
 	kd, madeDir := m.openDestination(it.Key, st.Record, &r)
 	if kd == nil {
-		return r
+		return r, ran
 	}
 	defer kd.Close()
-	m.intoKeyDir(kd, madeDir, st, src, &r)
-	return r
+	if m.intoKeyDir(ctx, kd, madeDir, st, src, &r) {
+		return r, stopUnprinted
+	}
+	return r, ran
 }
 
 func writtenFor(rec etcdmeta.Record) []string {
@@ -195,8 +204,9 @@ func movedAsideOrLockErr(r *MigrateReport, err error) {
 // A run that fails before its commit takes away, under that lock, the
 // meta.db its open made for the lock (holding nothing), and the key dir
 // when its mkdir made it (madeDir) and nothing else is in it: the root is
-// left as it was, as the report's empty written says (see unmake).
-func (m *migration) intoKeyDir(kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) {
+// left as it was, as the report's empty written says (see unmake). cut
+// says ctx's end stopped a dry run's read of a promotion's temp.
+func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) (cut bool) {
 	key := r.Key
 	_, err := fsat.LstatAt(kd, db.FileName)
 	noDB := fsat.IsNotExist(err)
@@ -263,7 +273,10 @@ func (m *migration) intoKeyDir(kd *os.File, madeDir bool, st etcdmeta.State, src
 			return
 		}
 		if !write {
-			if transcript, err = dryRunTranscript(kd, p, r); err != nil {
+			if transcript, err = dryRunTranscript(ctx, kd, p, r); err != nil {
+				if stopped(ctx, err) != nil {
+					return true
+				}
 				fail(r, err)
 				return
 			}
@@ -429,6 +442,7 @@ func (m *migration) intoKeyDir(kd *os.File, madeDir bool, st etcdmeta.State, src
 		r.Written = done
 		fail(r, err)
 	}
+	return false
 }
 
 // unmake takes away, under lock (meta.db's, which its open made for the

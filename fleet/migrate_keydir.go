@@ -229,8 +229,8 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 // roll-forward has removed the damaged temp (the record left pending, so
 // the generation before it is served where it is in place). The oddity
 // says which.
-func dryRunTranscript(kd *os.File, p *db.Pending, r *MigrateReport) (string, error) {
-	whole, err := store.PendingTempWhole(context.Background(), kd, p)
+func dryRunTranscript(ctx context.Context, kd *os.File, p *db.Pending, r *MigrateReport) (string, error) {
+	whole, err := store.PendingTempWhole(ctx, kd, p)
 	switch {
 	case err != nil:
 		return "", err

@@ -32,6 +32,10 @@ type hostKey struct {
 	file *os.File
 	size int64
 	sum  uint32
+	// rolled says a promotion in flight was rolled forward first (the
+	// key dir changed); cut, that ctx's end stopped the read before
+	// anything was done (a dry run's read of the temp).
+	rolled, cut bool
 }
 
 func (k *hostKey) close() {
@@ -57,37 +61,59 @@ func (k *hostKey) copiedWhole(dir, file string, n int64, sum uint32) error {
 
 // toEtcd moves one entry of the root into etcd. The key dir's lock is
 // held from the read to the etcd commit, so what is committed is what the
-// key held.
-func (m *migration) toEtcd(name string) (r MigrateReport) {
+// key held. end says whether ctx's end cut it short (see walk): before
+// anything was written or rolled forward, the key is not printed.
+func (m *migration) toEtcd(ctx context.Context, name string) (r MigrateReport, end keyEnd) {
 	r.Key = name
 	kd, ok := openEntry(m.rootDir, name, &r)
 	if !ok {
-		return r
+		return r, ran
 	}
 	defer kd.Close()
-	k := m.readHost(kd, name, &r)
+	k := m.readHost(ctx, kd, name, &r)
 	defer k.close()
+	if k.cut {
+		return r, stopUnprinted
+	}
 	if r.Action != "" {
-		return r
+		return r, ran
 	}
 	rec := m.recordToMove(k, &r)
 	r.Values = valuesOf(rec)
+	// stop is the end of a key that ctx's end stopped with err, nothing
+	// written: cut, unless its promotion in flight was rolled forward.
+	stop := func(err error) (MigrateReport, keyEnd) {
+		if !k.rolled {
+			return r, stopUnprinted
+		}
+		fail(&r, fmt.Errorf("%w: left alone, rolled forward only", err))
+		return r, stopPrinted
+	}
 
 	if err := m.notTried(); err != nil {
 		fail(&r, fmt.Errorf("%w: left alone", err))
-		return r
+		return r, ran
 	}
-	st, err := m.b.readIn(context.Background(), name, m.b.meta.Get)
+	if err := m.b.at(hookMigrateRead, name); err != nil {
+		fail(&r, err)
+		return r, ran
+	}
+	st, err := m.b.readIn(ctx, name, m.b.meta.Get)
+	if cerr := stopped(ctx, err); cerr != nil {
+		return stop(cerr)
+	}
 	if err != nil {
-		m.failEtcd(&r, err, ": left alone")
-		return r
+		m.failEtcd(ctx, &r, err, ": left alone")
+		return r, ran
 	}
 	if st.Rev != 0 || len(st.History) > 0 {
 		m.judgeExisting(&r, rec, hostHistory(k.history), st, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
 		if r.Action == migrate.Already && sameGen(st.Record.Transcript, rec.Transcript) {
-			m.writeMissing(&r, k, st.Record.Transcript)
+			if cerr := m.writeMissing(ctx, &r, k, st.Record.Transcript); cerr != nil {
+				return stop(cerr)
+			}
 		}
-		return r
+		return r, ran
 	}
 	written := []string{m.b.meta.RecordKey(name)}
 	if rec.Transcript != nil {
@@ -100,11 +126,11 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 			// is written: the plan says so too.
 			if err := shared.KeyDirErr(m.b.dir, name); err != nil {
 				fail(&r, err)
-				return r
+				return r, ran
 			}
 		}
 		r.Action, r.Written = migrate.Migrated, written
-		return r
+		return r, ran
 	}
 
 	var wrote, wroteWall time.Time
@@ -115,39 +141,49 @@ func (m *migration) toEtcd(name string) (r MigrateReport) {
 		wrote, wroteWall = time.Now(), m.b.now().Round(0)
 		if err := m.b.at(hookMigrateCopy, name); err != nil {
 			fail(&r, err)
-			return r
+			return r, ran
 		}
-		file, n, sum, err := shared.Write(context.Background(), m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
+		// ctx's end stops the copy between chunks; nothing is left of it.
+		file, n, sum, err := shared.Write(ctx, m.b.dir, name, rec.Transcript.Gen, io.NewSectionReader(k.file, 0, 1<<62))
+		if cerr := stopped(ctx, err); cerr != nil {
+			return stop(cerr)
+		}
 		if err == nil {
 			err = k.copiedWhole(m.b.dir, file, n, sum)
 		}
 		if err != nil {
 			fail(&r, err)
-			return r
+			return r, ran
 		}
 		rec.Transcript.File, written[0] = file, file
 		if err := faults.At(faults.ToEtcdWritten); err != nil {
 			shared.Remove(m.b.dir, file)
 			fail(&r, err)
-			return r
+			return r, ran
 		}
 	}
-	switch cur, err := m.create(name, rec, hostHistory(k.history), wrote, wroteWall); {
+	// A create ctx's end cut short may have landed: the key is printed
+	// failed, its file kept for its record or for reap (create), and a
+	// re-run finds it migrated, or migrates it.
+	switch cur, err := m.create(ctx, name, rec, hostHistory(k.history), wrote, wroteWall); {
 	case cur != nil:
 		m.judgeExisting(&r, rec, hostHistory(k.history), *cur, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
 		m.keptFile(&r, rec.Transcript)
-		return r
+		return r, ran
 	case err != nil:
-		m.failEtcd(&r, err, "")
+		m.failEtcd(ctx, &r, err, "")
 		m.keptFile(&r, rec.Transcript)
-		return r
+		if stopped(ctx, err) != nil {
+			return r, stopPrinted
+		}
+		return r, ran
 	}
 	if err := faults.At(faults.ToEtcdCommitted); err != nil {
 		fail(&r, err)
-		return r
+		return r, ran
 	}
 	r.Action, r.Written = migrate.Migrated, written
-	return r
+	return r, ran
 }
 
 // keptFile names in r's Written the generation file t names that this
@@ -178,37 +214,43 @@ func (m *migration) keptFile(r *MigrateReport, t *etcdmeta.Transcript) {
 // stay as they are. Only bytes of that generation are written (its size
 // and CRC32C, as the record says); a key dir that no longer holds them,
 // and anything at the name, whatever it holds (check's to judge), get
-// nothing. r says what was (or, in a dry run, would be) written.
-func (m *migration) writeMissing(r *MigrateReport, k *hostKey, held *etcdmeta.Transcript) {
+// nothing. r says what was (or, in a dry run, would be) written. ctx's
+// end stops the copy, nothing left of it: its error is returned, r as
+// judged before the copy.
+func (m *migration) writeMissing(ctx context.Context, r *MigrateReport, k *hostKey, held *etcdmeta.Transcript) error {
 	if held == nil || k.file == nil {
-		return
+		return nil
 	}
 	if key, _, ok := shared.ParseName(held.File); !ok || key != r.Key {
-		return // a record check calls undecodable: nothing is written for it
+		return nil // a record check calls undecodable: nothing is written for it
 	}
 	switch f, err := shared.Open(m.b.dir, held.File); {
 	case err == nil:
 		f.Close()
-		return
+		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return
+		return nil
 	}
 	if k.size != held.Size || uint64(k.sum) != held.CRC32C {
 		r.Cause = fmt.Sprintf("its file %s is missing, and the key dir's transcript is not the generation its record describes (%d bytes, crc32c %s): not written again (resolve: transcript-replaced)",
 			held.File, k.size, store.Checksum(k.sum))
-		return
+		return nil
 	}
 	r.Written = []string{held.File}
 	if m.opts.DryRun {
 		r.Cause = "its file is missing: a run writes it again from the key dir"
-		return
+		return nil
 	}
 	if err := m.b.at(hookMigrateCopy, r.Key); err != nil {
 		r.Written = nil
 		fail(r, err)
-		return
+		return nil
 	}
-	n, sum, err := shared.WriteAgain(context.Background(), m.b.dir, held.File, io.NewSectionReader(k.file, 0, 1<<62))
+	n, sum, err := shared.WriteAgain(ctx, m.b.dir, held.File, io.NewSectionReader(k.file, 0, 1<<62))
+	if cerr := stopped(ctx, err); cerr != nil {
+		r.Written = nil
+		return cerr
+	}
 	if err == nil {
 		err = k.copiedWhole(m.b.dir, held.File, n, sum)
 	}
@@ -221,6 +263,7 @@ func (m *migration) writeMissing(r *MigrateReport, k *hostKey, held *etcdmeta.Tr
 	default:
 		r.Cause = "its file was missing: written again from the key dir"
 	}
+	return nil
 }
 
 // openEntry opens an entry of a sessions root as a key dir, without
@@ -248,7 +291,7 @@ func openEntry(root *os.File, name string, r *MigrateReport) (*os.File, bool) {
 // run: the shared one), a promotion in flight rolled forward first (a dry
 // run reads its temp instead), or sets r's Action to what becomes of a
 // key that is not moved.
-func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKey {
+func (m *migration) readHost(ctx context.Context, kd *os.File, name string, r *MigrateReport) *hostKey {
 	k := &hostKey{}
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
 		if fsat.IsNotExist(err) {
@@ -291,7 +334,8 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 		}
 		if !write {
 			var err error
-			if transcript, err = dryRunTranscript(kd, p, r); err != nil {
+			if transcript, err = dryRunTranscript(ctx, kd, p, r); err != nil {
+				k.cut = stopped(ctx, err) != nil
 				fail(r, err)
 				return k
 			}
@@ -304,6 +348,7 @@ func (m *migration) readHost(kd *os.File, name string, r *MigrateReport) *hostKe
 				lockErr(r, err)
 				return k
 			}
+			k.rolled = true
 			rolled := len(r.Oddities)
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
 			if err := faults.At(faults.ToEtcdRolledForward); err != nil {
@@ -481,7 +526,9 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 }
 
 // create commits the key's record and history to etcd, again while etcd's
-// answer is lost, within the request timeout. cur is the state of a key
+// answer is lost, within the request timeout and ctx (a try ctx's end
+// cut short may have landed, as one gone unanswered: its file is kept,
+// for its record or for reap). cur is the state of a key
 // found held by another write; a try that finds its own record (it names
 // this run's file) landed on an earlier try, one etcd's client sent
 // again itself too. A conflict removes the file this run wrote, unless a
@@ -492,8 +539,8 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 // commitWindow after it, nothing is sent, as a promotion's commit sends
 // nothing, since a reaper may have swept the file by then as a dead
 // write's.
-func (m *migration) create(key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, wrote, wroteWall time.Time) (*etcdmeta.State, error) {
-	ctx, cancel := m.b.deadline()
+func (m *migration) create(ctx context.Context, key string, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, wrote, wroteWall time.Time) (*etcdmeta.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.b.timeout)
 	defer cancel()
 	tooLate := func() error {
 		if late := max(time.Since(wrote), m.b.now().Round(0).Sub(wroteWall)); rec.Transcript != nil && late > commitWindow {
