@@ -377,7 +377,7 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	if opts.Quarantine == name {
 		return s.quarantineFindings(name, found), nil
 	}
-	if s.repair(root, name, found) || !memo.about(root, name) {
+	if s.repair(ctx, root, name, found) || !memo.about(root, name) {
 		// meta.db was written or moved, or the repair's writer gave a
 		// hard-linked one a file of its own: the first verdict is about
 		// another file.
@@ -385,7 +385,7 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 	}
 	var action *Finding
 	if opts.Accept == name {
-		action = s.acceptFinding(name, found)
+		action = s.acceptFinding(ctx, name, found)
 		memo.forget()
 	}
 	after, err := s.examine(ctx, root, name, deepCheck)
@@ -399,7 +399,7 @@ func (s *Store) checkEntry(ctx context.Context, root *os.File, name string, opts
 		if err != nil || len(hidden) == 0 {
 			break
 		}
-		if s.repair(root, name, hidden) {
+		if s.repair(ctx, root, name, hidden) {
 			memo.forget()
 		}
 		found = append(found, hidden...)

@@ -60,6 +60,13 @@ type AcceptResult struct {
 // (a legacy key's identity is its file). A record that already describes
 // the transcript is left as it is (Already).
 func (s *Store) Accept(key string) (res AcceptResult, err error) {
+	return s.accept(context.Background(), key)
+}
+
+// accept is Accept whose roll-forward's read of a promotion's temp ends
+// with ctx (check --repair --accept's interrupt): nothing renamed or
+// written then.
+func (s *Store) accept(ctx context.Context, key string) (res AcceptResult, err error) {
 	refuse := func(why string) (AcceptResult, error) {
 		return res, fmt.Errorf("accept %s: %w: %s", key, ErrNotAccepted, why)
 	}
@@ -130,7 +137,7 @@ func (s *Store) Accept(key string) (res AcceptResult, err error) {
 	if m := d.MetaPages(); !m.Pages[0].Valid() || !m.Pages[1].Valid() {
 		return refuse("a meta page of meta.db is invalid (check: meta-page-invalid); check --repair settles it first (writes the page again where the other describes the transcript, else moves meta.db aside)")
 	}
-	if settled, err := s.rollForward(context.Background(), kd, d, sc.Pending, true); err != nil {
+	if settled, err := s.rollForward(ctx, kd, d, sc.Pending, true); err != nil {
 		return res, err
 	} else if settled {
 		if err := d.View(func(tx *db.Tx) (err error) { sc, err = tx.Sidecars(); return err }); err != nil {
@@ -269,12 +276,12 @@ func readIdentity(kd *os.File) (int64, uint32, time.Time, error) {
 // acceptFinding runs Accept for check --repair --accept and says what it
 // did as a finding of kind KindAccepted; a transcript-mismatch the accept
 // settles says so too.
-func (s *Store) acceptFinding(key string, found []Finding) *Finding {
+func (s *Store) acceptFinding(ctx context.Context, key string, found []Finding) *Finding {
 	f := &Finding{
 		Path: key + "/" + TranscriptName, Key: key, Kind: KindAccepted, Severity: SeverityNotice,
 		Detail: "the operator's decision (check --accept): the transcript in place is the key's conversation",
 	}
-	res, err := s.Accept(key)
+	res, err := s.accept(ctx, key)
 	switch {
 	case err != nil:
 		f.notRepaired(err)

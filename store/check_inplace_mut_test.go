@@ -85,7 +85,7 @@ func TestARepairInPlaceOfAMetaDBMovedAsideSinceTheLookSaysSo(t *testing.T) {
 			if err := os.Rename(chkDB(root, key), filepath.Join(root, key, AsidePrefix+"other")); err != nil {
 				t.Fatal(err)
 			}
-			s.repair(rootF, key, found)
+			s.repair(context.Background(), rootF, key, found)
 			f := chkFind(found, key+"/"+db.FileName, tc.kind)
 			if f.RepairFailed || f.Repaired || !strings.Contains(f.Repair, "gone since it was found") {
 				t.Fatalf("the repair of a meta.db moved aside since the look: %+v; want it gone since it was found", f)
@@ -122,7 +122,7 @@ func TestARepairInPlaceOfAMetaDBReplacedSinceTheLookWritesNothing(t *testing.T) 
 			if err := os.Rename(tmp, chkDB(root, key)); err != nil {
 				t.Fatal(err)
 			}
-			s.repair(rootF, key, found)
+			s.repair(context.Background(), rootF, key, found)
 			f := chkFind(found, key+"/"+db.FileName, tc.kind)
 			if f.Repaired || !f.RepairFailed || !strings.Contains(f.Repair, tc.says) {
 				t.Fatalf("the repair of a meta.db replaced since the look: %+v; want not repaired: %s", f, tc.says)
@@ -160,7 +160,7 @@ func TestARepairInPlaceWritesNothingInAKeyDirMovedAwayInItsOpen(t *testing.T) {
 			})
 			t.Cleanup(func() { faults.Set(nil) })
 			fds := openFDsOr(-1)
-			s.repair(rootF, key, found)
+			s.repair(context.Background(), rootF, key, found)
 			faults.Set(nil)
 			if !fired {
 				t.Fatal("the hook did not fire")
@@ -198,7 +198,7 @@ func TestARepairOfAMetaPageAPromotionWroteSinceSaysItIsGone(t *testing.T) {
 	if _, res := runJob(t, s, key, localJob(), PromoteRequest{}, "since"); !res.Promoted {
 		t.Fatalf("the promotion after the look: %+v", res)
 	}
-	s.repair(rootF, key, found)
+	s.repair(context.Background(), rootF, key, found)
 	if f := chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid); f.RepairFailed || !strings.Contains(f.Repair, "gone since it was found") {
 		t.Fatalf("the repair of a meta page written since: %+v; want it gone since it was found", f)
 	}
@@ -308,7 +308,7 @@ func TestARepairOfAHardLinkedMetaDBReplacedSinceTheLookDropsNothing(t *testing.T
 	if err := os.Rename(tmp, chkDB(root, key)); err != nil {
 		t.Fatal(err)
 	}
-	s.repair(rootF, key, found)
+	s.repair(context.Background(), rootF, key, found)
 	f := chkFind(found, key+"/"+db.FileName, KindRecordUndecodable)
 	if f.Repaired || !f.RepairFailed || !strings.Contains(f.Repair, "changed since its history was found damaged") {
 		t.Fatalf("the repair of a hard-linked meta.db replaced since the look: %+v; want not repaired", f)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -33,8 +34,10 @@ import (
 // every temp that no
 // promotion in flight needs is removed under the key's exclusive lock,
 // whatever its age. It records on each finding what it did or why it did
-// nothing, and reports whether it wrote or moved meta.db.
-func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched bool) {
+// nothing, and reports whether it wrote or moved meta.db. ctx's end stops
+// a roll-forward's read of its temp (the check's interrupt), nothing
+// renamed or swept: that finding is then not repaired.
+func (s *Store) repair(ctx context.Context, root *os.File, name string, found []Finding) (dbTouched bool) {
 	repairModes(s.disk.disk(), root, name, found)
 	for i := range found {
 		if f := &found[i]; f.Kind == KindReapInterrupted {
@@ -84,7 +87,7 @@ func (s *Store) repair(root *os.File, name string, found []Finding) (dbTouched b
 		if f.Kind != KindPendingPromotion {
 			continue
 		}
-		settled, after, err := s.rollForwardExamined(name, f.examinedDB)
+		settled, after, err := s.rollForwardExamined(ctx, name, f.examinedDB)
 		// Settled, it may have committed to meta.db before its error (at
 		// the fsync after its sweep): the first deep verdict is then about
 		// another file.

@@ -301,7 +301,7 @@ func TestRepairLeavesAMetaDBChangedSinceItWasExamined(t *testing.T) {
 	if _, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three"); res.Gen != 3 {
 		t.Fatalf("promotion after the look: %+v", res)
 	}
-	s.repair(rootF, testKey, found)
+	s.repair(context.Background(), rootF, testKey, found)
 	for _, f := range found {
 		if f.Kind == KindMetaPageInvalid && (f.Repaired || !strings.Contains(f.Repair, "changed since")) {
 			t.Fatalf("repair of a meta.db changed since its look: %+v", f)

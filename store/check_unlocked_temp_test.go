@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -257,7 +258,7 @@ func TestRepairNeverRemovesALivePromotionsTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rootF.Close()
-	impatient.repair(rootF, key, found)
+	impatient.repair(context.Background(), rootF, key, found)
 	_, statErr := os.Lstat(names[0])
 	close(release)
 	if statErr != nil {

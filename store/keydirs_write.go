@@ -374,7 +374,7 @@ func (s *Store) sweepTemps(kd *os.File) (removed bool) {
 // key with no meta.db has nothing to roll forward and is left untouched.
 // It reports whether a pending promotion was settled.
 func (s *Store) RollForward(key string) (bool, error) {
-	settled, _, err := s.rollForwardExamined(key, nil)
+	settled, _, err := s.rollForwardExamined(context.Background(), key, nil)
 	return settled, err
 }
 
@@ -383,8 +383,9 @@ func (s *Store) RollForward(key string) (bool, error) {
 // also returns the file as the roll-forward left it, read under the same
 // lock, if the file was still as examined before it (nil otherwise, and
 // for a nil examined). The proof then stands for that file, the repair's
-// own commit included, and for no other.
-func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *unix.Stat_t, error) {
+// own commit included, and for no other. ctx's end stops the read of the
+// temp (check --repair's interrupt): nothing is renamed or swept.
+func (s *Store) rollForwardExamined(ctx context.Context, key string, examined *unix.Stat_t) (bool, *unix.Stat_t, error) {
 	if !ValidKey(key) {
 		return false, nil, fmt.Errorf("roll forward %q: %w", key, ErrInvalidKey)
 	}
@@ -415,7 +416,7 @@ func (s *Store) rollForwardExamined(key string, examined *unix.Stat_t) (bool, *u
 		return false, nil, err
 	}
 	same := examined != nil && unchangedSince(kd, examined)
-	settled, err := s.rollForward(context.Background(), kd, d, sc.Pending, true)
+	settled, err := s.rollForward(ctx, kd, d, sc.Pending, true)
 	if err != nil {
 		return false, nil, err
 	}

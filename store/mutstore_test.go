@@ -415,7 +415,7 @@ func TestARollForwardHandsOnNoProofAboutAFileChangedSinceTheLook(t *testing.T) {
 	if _, res := runJob(t, s, testKey, localJob(), PromoteRequest{}, "three"); res.Gen != 3 {
 		t.Fatalf("promotion after the look: %+v", res)
 	}
-	s.repair(rootF, testKey, found)
+	s.repair(context.Background(), rootF, testKey, found)
 	if f := chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid); f.Repaired || !strings.Contains(f.Repair, "changed since") {
 		t.Fatalf("repair of a meta.db changed since its look: %+v", f)
 	}

@@ -42,7 +42,7 @@ func TestRepairKeepsATempCommittedAfterItsLook(t *testing.T) {
 	sess, jobDir := mustResolve(t, s, testKey, localJob())
 	stage(t, jobDir, append(staged(t, jobDir), entryLine("two")...))
 	temp := crashAfterCommit(t, s, root, sess)
-	s.repair(rootF, testKey, found)
+	s.repair(context.Background(), rootF, testKey, found)
 	if _, err := os.Lstat(debris); !os.IsNotExist(err) {
 		t.Errorf("the debris the look found: %v; want it removed", err)
 	}
