@@ -92,6 +92,16 @@ func migChild(t *testing.T, f *fixture, mode, root string, kill func(*child), en
 	return last, killed
 }
 
+// killRounds is how many rounds of kills at random instants each of
+// TestToEtcdKilled and TestFromEtcdKilled runs where
+// SESSDB_FLEET_KILL_ROUNDS does not say: one of each kind (a kill, two in
+// a row, and FromEtcd's into its own root), beside the rounds at every
+// fault point. Each round is a child's migration and a re-run checked
+// whole: six each were 24 s of the two tests' 66 s in a run of the
+// package under load (the test binary beside a load average of 12 to
+// 20 on two cores); .ci/long runs 30.
+const killRounds = 3
+
 // killAfter lets the child start, then kills it after a random moment
 // within d.
 func killAfter(rng *rand.Rand, d time.Duration) func(*child) {
@@ -212,6 +222,9 @@ func converged(t *testing.T, f *fixture, to bool, root string, cases []hostCase,
 // it), and at random instants, once or twice in a row; each time a re-run
 // converges: every movable key in etcd, the same verdicts on the fleet as
 // on the root before, and a second run that finds everything already.
+//
+// The random rounds are SESSDB_FLEET_KILL_ROUNDS (killRounds by default:
+// a kill, two kills in a row, and a kill again; .ci/long runs more).
 func TestToEtcdKilled(t *testing.T) {
 	c := etcdtest.Start1(t)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -239,7 +252,7 @@ func TestToEtcdKilled(t *testing.T) {
 		_, sum := runMigration(t, true, root, f.b, migOpts())
 		window = time.Duration(sum.Seconds * float64(time.Second) * 1.2)
 	}
-	for i := range envInt("SESSDB_FLEET_KILL_ROUNDS", 6) {
+	for i := range envInt("SESSDB_FLEET_KILL_ROUNDS", killRounds) {
 		r := round{name: fmt.Sprintf("random %d", i)}
 		for range 1 + i%2 {
 			r.kill = append(r.kill, killAfter(rng, window))
@@ -282,7 +295,8 @@ func TestToEtcdKilled(t *testing.T) {
 // fresh root and back into the root the keys came from (where the keys the
 // fleet promoted are brought forward); each time a re-run converges on
 // the fleet's verdicts, records and histories, and a second run finds
-// everything already.
+// everything already. Its random rounds are TestToEtcdKilled's (the third
+// into the root the keys came from).
 func TestFromEtcdKilled(t *testing.T) {
 	c := etcdtest.Start1(t)
 	f := newFixture(t, c)
@@ -313,7 +327,7 @@ func TestFromEtcdKilled(t *testing.T) {
 	}
 	_, sum := runMigration(t, false, t.TempDir(), f.b, migOpts())
 	window := time.Duration(sum.Seconds * float64(time.Second) * 1.2)
-	for i := range envInt("SESSDB_FLEET_KILL_ROUNDS", 6) {
+	for i := range envInt("SESSDB_FLEET_KILL_ROUNDS", killRounds) {
 		r := round{name: fmt.Sprintf("random %d", i), own: i%3 == 2}
 		for range 1 + i%2 {
 			r.kill = append(r.kill, killAfter(rng, window))
