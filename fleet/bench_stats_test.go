@@ -40,7 +40,7 @@ func statsBenchKeys(b *testing.B) int {
 //	stats             Backend.Stats, a 24 h window
 //	dump/history=0    dump's fleet walk reading no history (Inspect, History 0):
 //	                  the records listed, each generation file's stat and first line
-//	dump/history=3    dump's default walk (History 3)
+//	dump/history=3    dump --history 3's walk (History 3; dump's default is 0)
 //	root/stats        Store.Stats on a sessions root of the same keys: each key dir
 //	                  a copy of one left by 64 promotions
 //
