@@ -214,9 +214,15 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 		// incarnation of the key (its record removed, the key promoted
 		// anew from no record) where the history shows one reached
 		// above the record's, or a promotion that never committed.
+		// A key moved in with a history above its record's
+		// (Record.HistoryGen: migrate --to etcd) never began again from
+		// no record: its history's generations above the record's are
+		// the sessions root's, which no record here held.
 		var above string
 		switch {
 		case gen <= t.Gen:
+		case reached != 0 && it.Record.HistoryGen != 0:
+			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone (the key was moved in with a history that names gen %d, a generation its record never held here)", gen, reached)
 		case reached != 0:
 			above = fmt.Sprintf("gen %d, above the record's: an earlier incarnation's (the key's history reached gen %d before the key began again from no record), or a promotion that lost its commit or died before it", gen, reached)
 		case read:
