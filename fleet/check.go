@@ -537,7 +537,8 @@ func (c *checker) history(ctx context.Context, key string, add addFunc) (st etcd
 // both in one, an append or renumber is guarded by the record), so it is
 // a record removed alone (etcdctl del), an older binary's or another
 // tool's. A resolve cold-starts the key (absent), but the key's next
-// promotion goes on from this history, and migrate --to etcd leaves the
+// promotion starts it again at gen 1 and adds its entries to this
+// history, and migrate --to etcd leaves the
 // key alone: a notice, naming what removes it. A key with a record now
 // (promoted since the listing) is nothing to report; damage in the
 // history is reported as a recorded key's is.
@@ -559,7 +560,7 @@ func (c *checker) strayHistory(ctx context.Context, name string, add addFunc) er
 		// etcd failing; a record now; or the history gone since.
 		return err
 	}
-	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; the key's files in the transcripts dir are no record's, each an orphan, which reap removes, once it is %d minutes old (a promotion of the key may be under way) and past the grace period; sessdb leaves the history: remove it with etcdctl del --prefix %s", int(inFlightAge/time.Minute), etcdctlKey(dir))
+	add(dir, store.KindUnknownEntry, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion starts the key again at gen 1 and adds its entries to this history, and migrate --to etcd leaves the key alone; the key's files in the transcripts dir are no record's, each an orphan, which reap removes, once it is %d minutes old (a promotion of the key may be under way) and past the grace period; sessdb leaves the history: remove it with etcdctl del --prefix %s", int(inFlightAge/time.Minute), etcdctlKey(dir))
 	return nil
 }
 

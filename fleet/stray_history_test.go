@@ -152,3 +152,31 @@ func TestADamagedHistoryWithNoRecordIsAProblem(t *testing.T) {
 		}
 	}
 }
+
+// What check's notice says the next promotion of a key with a history and
+// no record does, it does: the key starts again at generation 1, and the
+// promotion's entry is added to the history left behind.
+func TestTheNextPromotionOfAHistoryWithNoRecordStartsAtGenOneAndAddsToIt(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stray-history", "next promotion")
+	f.run(key, "one")
+	f.run(key, "two")
+	if _, err := c.Client(t).Delete(t.Context(), f.b.meta.RecordKey(key)); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	notice := found[f.b.meta.HistoryDir(key)].Detail
+	if !strings.Contains(notice, "its next promotion starts the key again at gen 1 and adds its entries to this history") {
+		t.Errorf("the finding says %q; want it to say what the next promotion does", notice)
+	}
+	f.run(key, "three")
+	st, err := f.b.meta.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Record.Transcript == nil || st.Record.Transcript.Gen != 1 || len(st.History) != 3 {
+		t.Errorf("after the next promotion: record %+v, %d history entries; want gen 1 and the 2 entries left with its own added", st.Record.Transcript, len(st.History))
+	}
+}
