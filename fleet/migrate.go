@@ -229,8 +229,14 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // order. An error is a fault of the whole run (root unreadable, or visit's
 // error, which stops it); a key that fails is a report, and the run goes
 // on (once a key found etcd unavailable, the keys after it fail at once,
-// not tried). The end of ctx starts no new key: the keys under way finish, and
-// ToEtcd returns ctx's error with the summary so far, Interrupted. A nil
+// not tried). The end of ctx starts no new key, and ends the etcd
+// requests and the copies of the keys under way (their lock waits and
+// meta.db commits finish): a key it stopped before its create was sent is
+// left as it was and not delivered, as a key never started (nor counted
+// in the summary), unless its pending promotion was rolled forward first;
+// that one, and one whose create it cut short (which may have landed),
+// is delivered failed. ToEtcd then returns ctx's error with the summary
+// so far, Interrupted. A nil
 // visit is no callback: the summary alone tells what was done. A
 // transcripts dir (b's) that is root, or inside it, or that holds it, is
 // refused before anything is read or written: a *PlaceError (CheckPlaces).

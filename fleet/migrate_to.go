@@ -162,6 +162,17 @@ func (m *migration) toEtcd(ctx context.Context, name string) (r MigrateReport, e
 			return r, ran
 		}
 	}
+	// ctx ended once the copy was done (its fsyncs, its rename, the
+	// directory's fsync: long on a slow file server) sends no create: the
+	// file is removed, as a copy the end cut, and the key is left as it
+	// was. A create sent would end at once all the same, unanswered, and
+	// keep its file, the key printed failed as if it might have landed.
+	if cerr := ctx.Err(); cerr != nil {
+		if rec.Transcript != nil {
+			shared.Remove(m.b.dir, rec.Transcript.File)
+		}
+		return stop(cerr)
+	}
 	// A create ctx's end cut short may have landed: the key is printed
 	// failed, its file kept for its record or for reap (create), and a
 	// re-run finds it migrated, or migrates it.
