@@ -282,7 +282,10 @@ func (s *Store) acceptFinding(ctx context.Context, key string, found []Finding) 
 		Detail: "the operator's decision (check --accept): the transcript in place is the key's conversation",
 	}
 	res, err := s.accept(ctx, key)
-	switch {
+	switch cerr := ctx.Err(); {
+	case err != nil && cerr != nil && errors.Is(err, cerr):
+		f.notRepaired(fmt.Errorf("check interrupted (%w) as the accept's roll-forward read the promotion's temp: nothing renamed or recorded; run check --repair --accept %s again", cerr, key))
+		return f
 	case err != nil:
 		f.notRepaired(err)
 		return f

@@ -92,6 +92,10 @@ func (s *Store) repair(ctx context.Context, root *os.File, name string, found []
 		// the fsync after its sweep): the first deep verdict is then about
 		// another file.
 		dbTouched = dbTouched || settled
+		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+			f.notRepaired(fmt.Errorf("check interrupted (%w) as the roll-forward read its temp: nothing renamed or removed; run check --repair again", cerr))
+			continue
+		}
 		if err != nil {
 			f.notRepaired(err)
 			continue
