@@ -32,7 +32,7 @@ func TestCheckSaysAllOfItsOddHistoryNotices(t *testing.T) {
 		t.Errorf("the bare key's notice:\n%q\nwant\n%q", got, want)
 	}
 	dir := f.prefix + "/history/" + key + "/"
-	if got, want := found[dir].Detail, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion goes on from this history, and migrate --to etcd leaves the key alone; the key's files in the transcripts dir are no record's, each an orphan, which reap removes, once it is 31 minutes old (a promotion of the key may be under way) and past the grace period; sessdb leaves the history: remove it with etcdctl del --prefix "+dir; got != want {
+	if got, want := found[dir].Detail, "a history with no record: no sessdb write leaves one (the record removed alone with etcdctl, an older binary's or another tool's); a resolve cold-starts the key (absent), its next promotion starts the key again at gen 1 and adds its entries to this history, and migrate --to etcd leaves the key alone; the key's files in the transcripts dir are no record's, each an orphan, which reap removes, once it is 31 minutes old (a promotion of the key may be under way) and past the grace period; sessdb leaves the history: remove it with etcdctl del --prefix "+dir; got != want {
 		t.Errorf("the history's notice:\n%q\nwant\n%q", got, want)
 	}
 }
