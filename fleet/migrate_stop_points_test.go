@@ -1,0 +1,242 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/internal/faults"
+	"sessdb/migrate"
+	"sessdb/store"
+)
+
+// A migration stopped at each of the steps that take its ctx besides the
+// etcd requests (TestAMigrationStoppedWhileEtcdIsSilentEndsAtTheStop): the
+// copy of a first move, the copy of a missing generation file written
+// again, a dry run's read of a promotion's temp (both directions), and the
+// read after a roll-forward. The stop comes at a hook or fault point just
+// before the step, so it is cut every time. Each run ends interrupted; a
+// key the stop cut before anything was done is not printed and left as it
+// was, and a re-run finishes it (the missing file written again by the
+// re-run's already); a key whose promotion in flight was rolled forward
+// first is printed failed, saying so.
+func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
+	c := etcdtest.Start1(t)
+	for _, tc := range []struct {
+		name    string
+		to, dry bool
+		// setup makes the key's state and says where the stop comes:
+		// a b.hook point, or "" for the meta.db open's fault point.
+		setup func(t *testing.T, f *fixture, h *hostBuilder, key string) string
+		// printed: the report the run delivers ("" none), its cause
+		// containing cause.
+		printed    migrate.Action
+		cause      string
+		after      func(t *testing.T, f *fixture, h *hostBuilder, key string, was string)
+		again      migrate.Action
+		againWrite bool // the re-run's report names the record's file in written
+	}{
+		{
+			name: "to etcd, the first copy", to: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				return hookMigrateCopy
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, _ string) {
+				if files := f.files(key); len(files) != 0 {
+					t.Errorf("the key's files after the stopped copy: %v; want none", files)
+				}
+				if got := f.recordFileOrErr(key); got != "" {
+					t.Errorf("etcd's record after the stopped copy names %s; want no record", got)
+				}
+			},
+			again: migrate.Migrated, againWrite: true,
+		},
+		{
+			name: "to etcd, a missing file written again", to: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				got, _ := runMigration(t, true, h.root, f.b, migOpts())
+				if r := got[key]; r.Action != migrate.Migrated {
+					t.Fatalf("the first move: %s (%s)", r.Action, r.Cause)
+				}
+				if err := os.Remove(filepath.Join(f.dir, got[key].Written[0])); err != nil {
+					t.Fatal(err)
+				}
+				return hookMigrateCopy
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, _ string) {
+				if files := f.files(key); len(files) != 0 {
+					t.Errorf("the key's files after the stopped write: %v; want none (the record's still missing)", files)
+				}
+			},
+			again: migrate.Already, againWrite: true,
+		},
+		{
+			name: "to etcd, the read after a roll-forward", to: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				h.crashAfterCommit(key, migJob, "m2")
+				return hookMigrateRead
+			},
+			printed: migrate.Failed, cause: "rolled forward only",
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); !os.IsNotExist(err) {
+					t.Errorf("the promotion's temp after the stop: %v; want it rolled forward", err)
+				}
+				if got := f.recordFileOrErr(key); got != "" {
+					t.Errorf("etcd's record after the stop names %s; want no record", got)
+				}
+			},
+			again: migrate.Migrated, againWrite: true,
+		},
+		{
+			// A --from etcd killed after its commit left the promotion
+			// in flight of the generation etcd holds, whose file then went
+			// missing: the run rolls it forward, finds the key already,
+			// and is stopped as it writes the file again.
+			name: "to etcd, a missing file written again after a roll-forward", to: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				got, _ := runMigration(t, true, h.root, f.b, migOpts())
+				if r := got[key]; r.Action != migrate.Migrated {
+					t.Fatalf("the first move: %s (%s)", r.Action, r.Cause)
+				}
+				if err := os.RemoveAll(h.path(key)); err != nil {
+					t.Fatal(err)
+				}
+				faults.Set(func(p faults.Point) error {
+					if p == faults.FromEtcdCommitted {
+						return errors.New("killed after the commit")
+					}
+					return nil
+				})
+				back, _ := runMigration(t, false, h.root, f.b, migOpts())
+				faults.Set(nil)
+				if r := back[key]; r.Action != migrate.Failed {
+					t.Fatalf("the move back killed after its commit: %s (%s)", r.Action, r.Cause)
+				}
+				if err := os.Remove(filepath.Join(f.dir, got[key].Written[0])); err != nil {
+					t.Fatal(err)
+				}
+				return hookMigrateCopy
+			},
+			printed: migrate.Failed, cause: "rolled forward only",
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); !os.IsNotExist(err) {
+					t.Errorf("the promotion's temp after the stop: %v; want it rolled forward", err)
+				}
+				if files := f.files(key); len(files) != 0 {
+					t.Errorf("the key's files after the stopped write: %v; want none (the record's still missing)", files)
+				}
+			},
+			again: migrate.Already, againWrite: true,
+		},
+		{
+			name: "to etcd, a dry run's read of a promotion's temp", to: true, dry: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				h.crashAfterCommit(key, migJob, "m2")
+				return ""
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); err != nil {
+					t.Errorf("the promotion's temp after the stopped dry run: %v; want it in place", err)
+				}
+			},
+			again: migrate.Migrated,
+		},
+		{
+			name: "from etcd, a dry run's read of a promotion's temp", dry: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				if got, _ := runMigration(t, true, h.root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+					t.Fatalf("the first move: %+v", got[key])
+				}
+				h.crashAfterCommit(key, migJob, "m2")
+				return ""
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); err != nil {
+					t.Errorf("the promotion's temp after the stopped dry run: %v; want it in place", err)
+				}
+			},
+			again: Conflict,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, c)
+			h := newHostBuilder(t, t.TempDir())
+			key := store.Key("github", "migrate-stop-points", tc.name)
+			point := tc.setup(t, f, h, key)
+			temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*"))
+			temp := ""
+			if len(temps) == 1 {
+				temp = temps[0]
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stops := 0
+			if point != "" {
+				f.b.hook = func(p, k string) error {
+					if p == point && k == key {
+						stops++
+						cancel()
+					}
+					return nil
+				}
+			} else {
+				faults.Set(func(p faults.Point) error {
+					if p == faults.DBOpenBeforeMeta {
+						stops++
+						cancel()
+					}
+					return nil
+				})
+				t.Cleanup(func() { faults.Set(nil) })
+			}
+			var got []MigrateReport
+			visit := func(r MigrateReport) error { got = append(got, r); return nil }
+			opts := migOpts()
+			opts.DryRun = tc.dry
+			var sum MigrateSummary
+			var err error
+			if tc.to {
+				sum, err = ToEtcd(ctx, h.root, f.b, opts, visit)
+			} else {
+				sum, err = FromEtcd(ctx, f.b, h.root, opts, visit)
+			}
+			f.b.hook = nil
+			faults.Set(nil)
+			if stops == 0 || !errors.Is(err, context.Canceled) || !sum.Interrupted {
+				t.Fatalf("stopped at the step (%d stops): %+v, %v; want context.Canceled, interrupted", stops, sum, err)
+			}
+			switch {
+			case tc.printed == "" && len(got) != 0:
+				t.Errorf("the key the stop cut before anything was done was printed: %+v; want it left as a key never started", got)
+			case tc.printed != "" && (len(got) != 1 || got[0].Action != tc.printed || !strings.Contains(got[0].Cause, tc.cause) || len(got[0].Written) != 0):
+				t.Errorf("the key the stop cut: %+v; want it printed %s, saying %q, nothing written", got, tc.printed, tc.cause)
+			}
+			tc.after(t, f, h, key, temp)
+			again, _ := runMigration(t, tc.to, h.root, f.b, opts)
+			r := again[key]
+			if r.Action != tc.again {
+				t.Fatalf("the re-run: %s %v (%s); want %s", r.Action, r.Written, r.Cause, tc.again)
+			}
+			if tc.againWrite {
+				file := f.recordFileOrErr(key)
+				if file == "" || !slices.Contains(r.Written, file) {
+					t.Errorf("the re-run wrote %v; want the record's file %q among them", r.Written, file)
+				}
+				if files := f.files(key); !slices.Equal(files, []string{file}) {
+					t.Errorf("the key's files after the re-run: %v; want the record's %s alone", files, file)
+				}
+			}
+		})
+	}
+}
