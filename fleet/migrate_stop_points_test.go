@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"sessdb/internal/etcdtest"
 	"sessdb/internal/faults"
@@ -238,5 +240,103 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deadlineCtx is a caller's ctx whose deadline the test makes pass when
+// it chooses: its Err is then context.DeadlineExceeded.
+type deadlineCtx struct {
+	context.Context
+	once sync.Once
+	done chan struct{}
+}
+
+func newDeadlineCtx() *deadlineCtx {
+	return &deadlineCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) pass()                 { c.once.Do(func() { close(c.done) }) }
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// A create that the caller's deadline cut short (etcd's client gives
+// ErrUnavailable with the deadline) fails its key, but says nothing of
+// etcd: a key under way that gets to its read after it (here one whose
+// promotion in flight was rolled forward, held there until the first key
+// is printed) is cut by the deadline too, printed failed as rolled
+// forward only. Taken for etcd's unavailability (failEtcd without its
+// stopped test), the cut create made that key "not tried: an earlier key
+// found etcd unavailable".
+func TestACreateTheCallersDeadlineCutIsNotEtcdUnavailable(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	h := newHostBuilder(t, t.TempDir())
+	first, second := "", store.Key("github", "create-cut", "rolled")
+	for i := 0; first == "" || first >= second; i++ {
+		first = store.Key("github", "create-cut", string(rune('a'+i)))
+	}
+	h.mustPromote(first, migJob, "m1", store.PromoteRequest{})
+	h.mustPromote(second, migJob, "m1", store.PromoteRequest{})
+	h.crashAfterCommit(second, migJob, "m2")
+
+	p := etcdtest.NewProxy(t, c.Endpoint(0))
+	b := f.open(func(cfg *Config) {
+		cfg.Endpoints = []string{p.URL()}
+		cfg.RequestTimeout = 10 * time.Second
+	})
+	ctx := newDeadlineCtx()
+	defer ctx.pass()
+	b.hook = func(point, k string) error {
+		if point != hookMigrateCopy || k != first {
+			return nil
+		}
+		p.BlackholeAnswers()
+		go func() { // the deadline once the create has landed
+			for f.recordFileOrErr(first) == "" {
+				time.Sleep(10 * time.Millisecond)
+			}
+			ctx.pass()
+		}()
+		return nil
+	}
+	firstPrinted := make(chan struct{})
+	faults.Set(func(pt faults.Point) error {
+		if pt == faults.ToEtcdRolledForward {
+			select {
+			case <-firstPrinted:
+			case <-time.After(20 * time.Second):
+				return errors.New("the first key was never printed")
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	got := map[string]MigrateReport{}
+	opts := migOpts()
+	opts.Workers = 2
+	sum, err := ToEtcd(ctx, h.root, b, opts, func(r MigrateReport) error {
+		got[r.Key] = r
+		if r.Key == first {
+			close(firstPrinted)
+		}
+		return nil
+	})
+	faults.Set(nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !sum.Interrupted {
+		t.Fatalf("a create the caller's deadline cut: %+v, %v; want context.DeadlineExceeded, interrupted", sum, err)
+	}
+	t.Logf("the first key: %s (%s)", got[first].Action, got[first].Cause)
+	if r := got[first]; r.Action != migrate.Failed {
+		t.Errorf("the key whose create the deadline cut: %s (%s); want failed", r.Action, r.Cause)
+	}
+	if r := got[second]; r.Action != migrate.Failed || !strings.Contains(r.Cause, "rolled forward only") || strings.Contains(r.Cause, "not tried") {
+		t.Errorf("the key read after the cut create: %s (%s); want failed, rolled forward only, by the deadline", r.Action, r.Cause)
 	}
 }
