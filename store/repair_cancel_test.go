@@ -94,3 +94,21 @@ func TestAnAcceptInterruptedWhileItRollsForwardWritesNothing(t *testing.T) {
 		t.Fatalf("after the interrupt: %+v holding %q; want the committed promotion (gen 2)", got, markerOf(data, 1))
 	}
 }
+
+// check --repair --accept KEY interrupted as its roll-forward reads the
+// temp: the repair's roll-forward stops, and so must the accept's after
+// it (checkEntry hands acceptFinding the check's ctx), nothing renamed.
+func TestACheckRepairAcceptInterruptedWhileItRollsForwardRenamesNothing(t *testing.T) {
+	s, root, temp := committedTemp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := cancelAtRollForwardRead(t, cancel)
+	_, err := s.Check(ctx, CheckOptions{Repair: true, Accept: testKey}, func(Finding) error { return nil })
+	faults.Set(nil)
+	if *reads == 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("check --repair --accept interrupted as its roll-forward read the temp (%d reads): %v; want context.Canceled", *reads, err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(root, testKey, tmpPrefix+"*")); len(after) != 1 || after[0] != temp {
+		t.Fatalf("temps after the interrupted check --repair --accept (%d reads): %v; want %s left as it was", *reads, after, temp)
+	}
+}
