@@ -102,10 +102,9 @@ func startChild(t testing.TB, mode, root string, env ...string) *child {
 		panic("a migrate test child must never start a process")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// A race-enabled binary sleeps a second at exit by default.
 	// A child killed by design never removes its temp dirs: they go
 	// under this test's, which is removed.
-	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + mode, "SESSDB_ROOT=" + root, "GORACE=atexit_sleep_ms=0", "TMPDIR=" + t.TempDir()}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + mode, "SESSDB_ROOT=" + root, "TMPDIR=" + t.TempDir()}, env...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	must(t, err)

@@ -352,7 +352,7 @@ func (k *repairKills) run(t *testing.T, r int, root string, now time.Time) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=repair-kill-at", "SESSDB_ROOT="+root, "SESSDB_POINT=none",
-		"SESSDB_NOW="+strconv.FormatInt(now.UnixNano(), 10), "TMPDIR="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+		"SESSDB_NOW="+strconv.FormatInt(now.UnixNano(), 10), "TMPDIR="+t.TempDir())
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

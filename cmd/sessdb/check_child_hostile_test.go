@@ -317,7 +317,7 @@ func TestCheckStoppedOrKilledLeavesNoCheckProcess(t *testing.T) {
 				}
 			})
 			cmd := exec.Command(os.Args[0], "check", "--deep-check-timeout", "10m", root)
-			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=")
 			var out, errs strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &errs
 			if err := cmd.Start(); err != nil {

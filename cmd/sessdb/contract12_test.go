@@ -275,9 +275,7 @@ func unprivileged(t *testing.T, base string, chown func()) func(args ...string) 
 	chown()
 	return func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, append(args, "--log-format", "console")...)
-		// Under -race a child that exits 0 sleeps a second first
-		// (atexit_sleep_ms), unless told not to.
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliClockEnv+"="+clock().Format(time.RFC3339Nano), "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliClockEnv+"="+clock().Format(time.RFC3339Nano), "PI_SESSIONS_DIR=")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		var out, errs strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errs
@@ -356,7 +354,7 @@ func TestASecondSignalKillsAWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "dump", "--json", "--log-format", "console", root)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

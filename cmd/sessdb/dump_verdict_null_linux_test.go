@@ -38,7 +38,7 @@ func TestDumpVerdictIsNullForAKeyItCouldNotRead(t *testing.T) {
 	faults := 0
 	for n := 40; n >= 4; n-- {
 		cmd := exec.Command(prlimit, fmt.Sprintf("--nofile=%d", n), "--", os.Args[0], "dump", "--json", "--key", key, "--log-format", "json")
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 		var out, errs strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errs
 		cmd.Run()

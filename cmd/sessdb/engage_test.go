@@ -444,7 +444,7 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 	}()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(sig)), "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(sig)))
 		// The child inherits an ignored signal, and engage replay rightly
 		// leaves it ignored (the case below): under nohup (SIGHUP) or as a
 		// background job of a shell without job control (SIGINT) the child
@@ -473,7 +473,7 @@ func TestEngageReplaySVGSignalLeavesNoTemp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a child stuck waiting for its own signal fails here, not at the suite's timeout
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "engage", "replay", "--svg", filepath.Join(dir, "c.svg"), file)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(syscall.SIGHUP)), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", chartSignalEnv+"="+strconv.Itoa(int(syscall.SIGHUP)))
 	err := cmd.Run()
 	var names []string
 	entries, _ := os.ReadDir(dir)

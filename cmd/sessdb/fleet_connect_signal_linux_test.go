@@ -38,7 +38,7 @@ func TestASignalWhileAFleetWalkConnectsStopsItAsCtrlCDoes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], append(c.args, "--log-format", "json")...)
-			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=",
 				"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
 				"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
 			var out, errs strings.Builder
@@ -98,7 +98,7 @@ func TestAWalkStoppedWhileItConnectsSaysWhatItWasAsked(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], append(c.args, "--log-format", "json")...)
-			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=",
 				"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
 				"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
 			var out, errs strings.Builder
@@ -143,7 +143,7 @@ func TestStatsStoppedWhileItConnectsToAFleet(t *testing.T) {
 		"stats --prometheus": "\nsessdb_stats_interrupted 1\n",
 	} {
 		cmd := exec.Command(os.Args[0], append(strings.Fields(args), "--log-format", "json")...)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0",
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=",
 			"PI_SESSIONS_ETCD_ENDPOINTS=http://"+ln.Addr().String(), "PI_SESSIONS_TRANSCRIPTS_DIR="+dir,
 			"PI_SESSIONS_ETCD_USER=sessdb", "PI_SESSIONS_ETCD_PASSWORD=secret", "PI_SESSIONS_ETCD_TIMEOUT=20s")
 		var out, errs strings.Builder

@@ -50,7 +50,7 @@ func TestAClosedTerminalStopsAWalkAsCtrlCDoes(t *testing.T) {
 				c.key(dir)
 			}
 			cmd := exec.Command(os.Args[0], append(c.args, "--log-format", "console", root)...)
-			cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=")
 			// A SIGHUP caught here is one the exec resets to its default
 			// in the child, whatever the test was started with (nohup).
 			caught := make(chan os.Signal, 1)
@@ -106,7 +106,7 @@ func TestAWalkStartedUnderNohupIgnoresAClosedTerminal(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "pi-version"), []byte("0.58.3"), 0o600)
 	}
 	cmd := exec.Command("/bin/sh", "-c", `trap '' HUP; exec "$0" "$@"`, os.Args[0], "migrate", "--json", "--workers", "1", "--log-format", "console", root)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliProgressEnv+"=1", "PI_SESSIONS_DIR=")
 	var out strings.Builder
 	cmd.Stdout = &out
 	stderr, _ := cmd.StderrPipe()

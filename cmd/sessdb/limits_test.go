@@ -27,7 +27,7 @@ func TestAFileSizeLimitLosesNothing(t *testing.T) {
 		t.Helper()
 		// bash's ulimit -f counts KiB: 64 KiB, below the transcript.
 		cmd := exec.Command("bash", append([]string{"-c", `ulimit -f 64 && exec "$0" "$@"`, os.Args[0]}, args...)...)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 		var out, errs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errs
 		err := cmd.Run()

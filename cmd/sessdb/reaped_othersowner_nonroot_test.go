@@ -64,7 +64,7 @@ func TestCheckOfAReapedDirAnotherUnprivilegedUserOwnsNamesRootsReap(t *testing.T
 func runAsUID(t *testing.T, w nobodysWorker, uid uint32, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(w.base, "sessdb.test"), append(args, "--log-format", "console")...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliClockEnv+"="+clock().Format(time.RFC3339Nano), "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", cliClockEnv+"="+clock().Format(time.RFC3339Nano), "PI_SESSIONS_DIR=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	var out, errs strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errs

@@ -71,7 +71,7 @@ func signalWhileWriting(t *testing.T, sig syscall.Signal, args ...string) ([]byt
 	}
 	defer r.Close()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "PI_SESSIONS_DIR=")
 	var errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = w, &errs
 	if err := cmd.Start(); err != nil {

@@ -119,7 +119,7 @@ func TestTheProcessUmaskKeepsTheOwnersBits(t *testing.T) {
 	for mask, want := range map[int]os.FileMode{0o777: 0o600, 0o027: 0o640, 0o002: 0o664} {
 		chart := filepath.Join(t.TempDir(), "chart.svg")
 		cmd := exec.Command(os.Args[0], "engage", "replay", "--svg", chart, path)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=1", "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 		old := syscall.Umask(mask)
 		out, err := cmd.CombinedOutput()
 		syscall.Umask(old)
