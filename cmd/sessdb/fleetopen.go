@@ -57,7 +57,17 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 		return nil, false, nil, code
 	case !on:
 		st, code := openStore(inv, cfg, "", with...)
+		if st != nil {
+			_, name := cfg.dirSetting(os.Getenv, "")
+			if err := notTheFilesystemRoot(name, "sessions root", st.Root()); err != nil {
+				return nil, false, nil, inv.rep.config(err)
+			}
+		}
 		return st, false, func() {}, code
+	}
+	_, name := fk.transcriptsDir.get(os.Getenv)
+	if err := notTheFilesystemRoot(name, "transcripts dir", fc.TranscriptsDir); err != nil {
+		return nil, true, nil, inv.rep.config(err)
 	}
 	opts, err := storeOptions(cfg, inv, with...)
 	if err != nil {

@@ -80,7 +80,10 @@ objects the commands print are listed field by field in [json.md](json.md).
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
   root, a directory anyone may write to without the sticky bit, and one
   owned by neither the user it runs as nor root (run as root, it walks a
-  root whoever owns it). Every command refuses (exit 2, naming it) a
+  root whoever owns it). resolve and promote refuse the filesystem root
+  too (exit 2, naming the flag or variable; so does a fleet job, as its
+  transcripts dir): a key made there no walk could reach, and no reap
+  expire. Every command refuses (exit 2, naming it) a
   sessions root that is a fleet's transcripts dir (it holds the fleet's
   mark, ` + "`.sessdb-fleet`" + `; [fleet.md](fleet.md)), and one that is a key
   dir (named as a key, or a link to one; it holds ` + "`meta.db`" + ` or ` + "`current.jsonl`" + `: a root

@@ -164,6 +164,20 @@ func checkWalkRoot(dir string) error {
 	return checkWalkDir("sessions root", "point DIR or PI_SESSIONS_DIR at the sessions directory", dir)
 }
 
+// notTheFilesystemRoot refuses, for a job's command (resolve, promote), a
+// sessions root or a fleet's transcripts dir, dir, that is the filesystem
+// root however it is spelled ("/", "/.", a link to it), as every walk
+// refuses it; name is the flag or variable that gave it. A job's key made
+// there ("$STATE/" with STATE unset) was a directory in "/" that no dump,
+// check or reap could reach, so no TTL ever removed it. A dir whose links
+// cannot be resolved is left to the command, which says so itself.
+func notTheFilesystemRoot(name, what, dir string) error {
+	if real, err := fsat.ResolvedPath(dir); err != nil || real != "/" {
+		return nil
+	}
+	return fmt.Errorf("%s: the %s %s is the filesystem root, which no dump, check or reap walks (its keys would never expire): point it at a directory of its own (is a variable in it unset?)", name, what, quoteName(dir))
+}
+
 // checkWalkDir is checkWalkRoot for any directory a walk descends (a
 // fleet's transcripts dir too): what names it in a refusal, and fix says
 // where to point it instead of the filesystem root.
