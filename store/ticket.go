@@ -15,6 +15,7 @@ import (
 
 	"sessdb/db"
 	"sessdb/gates"
+	"sessdb/internal/dirflock"
 	"sessdb/internal/fsat"
 )
 
@@ -235,7 +236,9 @@ func removeTicket(jd *os.File) error {
 // ReadTicket reads the ticket Resolve left in jobDir. The ticket is opened
 // without following a link and without blocking on a FIFO, must be a
 // regular file of at most 256 KiB (anything else at its name, a link
-// included, is ErrBadTicket; no file there wraps fs.ErrNotExist), and its
+// included, is ErrBadTicket; no file there wraps fs.ErrNotExist, and
+// ErrJobDirBusy too while a resolve there is staging: it removed the
+// ticket, and writes its own once done), and its
 // contents never appear in an error. The Session's JobDir is jobDir,
 // whatever the ticket says: a job dir may have been moved since its
 // resolve.
@@ -246,11 +249,28 @@ func ReadTicket(jobDir string) (Session, error) {
 	}
 	defer jd.Close()
 	sess, err := readTicketAt(jd, filepath.Join(jobDir, TicketName))
+	if fsat.IsNotExist(err) && stagingNow(jd) {
+		// A resolve under way removed the ticket before it stages, and
+		// writes its own once its copy is done: not a job dir that was
+		// never resolved, nor one whose resolve failed.
+		return sess, fmt.Errorf("%w: %w (a resolve there is staging, and writes its ticket once done)", ErrJobDirBusy, err)
+	}
 	if err != nil {
 		return sess, err
 	}
 	sess.JobDir = jobDir
 	return sess, nil
+}
+
+// stagingNow reports whether another resolve or promote holds the lock
+// of jd's staged dir (lockStaging) at this moment. It only asks: the
+// shared flock it takes to ask is let go at once.
+func stagingNow(jd *os.File) bool {
+	if take, _ := dirflock.Flock(); !take {
+		return false
+	}
+	held, err := fsat.FlockedNow(jd, StagedDirName)
+	return err == nil && held
 }
 
 // readTicketAt is ReadTicket of the job dir jd, its ticket named name in
