@@ -37,7 +37,9 @@ func statsBenchKeys(b *testing.B) int {
 // walk of the whole fleet) side by side with its baselines on the same
 // keys, on one member:
 //
-//	stats             Backend.Stats, a 24 h window
+//	stats/getbatch=N  Backend.Stats, a 24 h window, reading N keys'
+//	                  records and histories in one etcd read (getBatch;
+//	                  1: a Get a key, as before 2026-12)
 //	dump/history=0    dump's fleet walk reading no history (Inspect, History 0):
 //	                  the records listed, each generation file's stat and first line
 //	dump/history=3    dump --history 3's walk (History 3; dump's default is 0)
@@ -76,18 +78,22 @@ func BenchmarkFleetStats(b *testing.B) {
 		b.ReportMetric(float64(n*keys)/b.Elapsed().Seconds(), "keys/s")
 		b.ReportMetric(float64(processCPU(b)-cpu)/float64(n), "cpu-ns/op")
 	}
-	b.Run("stats", func(b *testing.B) {
-		walk(b, func() (int, error) {
-			st, err := e.be.Stats(ctx, StatsOptions{Window: 24 * time.Hour, Bounds: benchBounds})
-			if err != nil {
-				return 0, err
-			}
-			if st.Promotions.TruncatedKeys != keys || st.Promotions.Count(nil) != int64(keys*etcdmeta.HistoryLimit) {
-				b.Fatalf("truncated %d, entries %d; want every key's 64 entries", st.Promotions.TruncatedKeys, st.Promotions.Count(nil))
-			}
-			return st.Keys, nil
+	for _, batch := range []int{getBatch, 1} {
+		b.Run(fmt.Sprintf("stats/getbatch=%d", batch), func(b *testing.B) {
+			defer func(saved int) { getBatch = saved }(getBatch)
+			getBatch = batch
+			walk(b, func() (int, error) {
+				st, err := e.be.Stats(ctx, StatsOptions{Window: 24 * time.Hour, Bounds: benchBounds})
+				if err != nil {
+					return 0, err
+				}
+				if st.Promotions.TruncatedKeys != keys || st.Promotions.Count(nil) != int64(keys*etcdmeta.HistoryLimit) {
+					b.Fatalf("truncated %d, entries %d; want every key's 64 entries", st.Promotions.TruncatedKeys, st.Promotions.Count(nil))
+				}
+				return st.Keys, nil
+			})
 		})
-	})
+	}
 	for _, h := range []int{0, 3} {
 		b.Run(fmt.Sprintf("dump/history=%d", h), func(b *testing.B) {
 			walk(b, func() (int, error) {

@@ -75,7 +75,9 @@ type Report struct {
 // writes nothing to etcd or to the transcripts dir. The records are one
 // snapshot (etcdmeta.List), walked a page at a time as they are listed
 // (a window of keys and a page held, not every record); each key's
-// history, with History, is read with the record again, at one revision. A record that does not decode
+// history, with History, is read with the record again, at one revision,
+// after the key was listed (the records of etcdmeta.GetManyMost listed
+// keys in one read: getBatch). A record that does not decode
 // is reported with its error and the verdict meta-unreadable; a
 // generation file that cannot be opened, or its first line read, for an
 // I/O error (not for being gone) is reported with no verdict, for the
@@ -127,12 +129,45 @@ func (b *Backend) inspect(ctx context.Context, o InspectOptions, visit func(Repo
 		r   Report
 		err error
 	}
-	work := func(it etcdmeta.Item) result {
-		r, err := b.inspectKey(ctx, it, o)
+	work := func(l listed) result {
+		r, err := b.inspectKey(ctx, l, o)
 		return result{r, err}
 	}
+	items := func(emit func(listed) error) error {
+		return produce(func(it etcdmeta.Item) error { return emit(listed{Item: it}) })
+	}
+	if o.History > 0 && o.Only == "" && getBatch > 1 {
+		items = func(emit func(listed) error) error {
+			var batch []listed
+			flush := func() error {
+				if len(batch) == 0 {
+					return nil
+				}
+				b.prefetch(ctx, batch)
+				out := batch
+				batch = nil
+				for _, l := range out {
+					if err := emit(l); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			err := produce(func(it etcdmeta.Item) error {
+				batch = append(batch, listed{Item: it})
+				if len(batch) < getBatch {
+					return nil
+				}
+				return flush()
+			})
+			if ferr := flush(); err == nil {
+				err = ferr
+			}
+			return err
+		}
+	}
 	done := 0
-	_, err := walk.Stream(ctx, walk.Workers(o.Workers), produce, work, func(res result) error {
+	_, err := walk.Stream(ctx, walk.Workers(o.Workers), items, work, func(res result) error {
 		if res.err != nil {
 			return res.err
 		}
@@ -282,6 +317,60 @@ func (b *Backend) listWithStrays(ctx context.Context, counted func(int64), emit 
 	return nil
 }
 
+// getBatch is how many listed records a walk that reads histories
+// (InspectOptions.History) reads at once, record and history again, in
+// one etcd read (etcdmeta.GetMany); 1 or less: each with its own Get.
+var getBatch = etcdmeta.GetManyMost
+
+// listed is a listed record, with its record and history read again
+// (prefetch) where st is set: what Get returned for it, and stErr.
+type listed struct {
+	etcdmeta.Item
+	st    *etcdmeta.State
+	stErr error
+}
+
+// prefetch reads the records and histories of batch's records again, in
+// one read (etcdmeta.GetMany), after each was listed: a key reaped since
+// its listing has no record there, as Get would find. The read is tried
+// again while etcd is unavailable, within the request timeout, as a
+// key's Get is (readIn). Where it still fails so, or etcd refuses the
+// credentials, or ctx ended, the first key is given the error, and the
+// walk stops at it as at its own Get; where it fails otherwise (an
+// answer over its bound, an etcd whose --max-txn-ops is below twice
+// GetManyMost), none is set and each key's Get reads it alone.
+func (b *Backend) prefetch(ctx context.Context, batch []listed) {
+	var keys []string
+	var at []int
+	for i, l := range batch {
+		if l.Rev != 0 && etcdmeta.ValidKey(l.Key) {
+			keys, at = append(keys, l.Key), append(at, i)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	var sts []etcdmeta.State
+	var errs []error
+	err := untilAnswered(c, func(c context.Context) (err error) {
+		sts, errs, err = b.meta.GetMany(c, keys)
+		return err
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, etcdmeta.ErrUnavailable), errors.Is(err, etcdmeta.ErrAuth), ctx.Err() != nil:
+		batch[at[0]].st, batch[at[0]].stErr = &etcdmeta.State{}, err
+		return
+	default:
+		return
+	}
+	for j, i := range at {
+		batch[i].st, batch[i].stErr = &sts[j], errs[j]
+	}
+}
+
 // errEnoughNames ends a listing of the histories' names no more are
 // wanted from.
 var errEnoughNames = errors.New("no more names wanted")
@@ -301,17 +390,17 @@ func (b *Backend) item(ctx context.Context, key string) (etcdmeta.Item, error) {
 // ctx's (a verify it ended): the walk stops on it. A generation found gone
 // has the record read again, as View does (lookAgainIfMoved): the listing
 // may be minutes old.
-func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOptions) (Report, error) {
+func (b *Backend) inspectKey(ctx context.Context, l listed, o InspectOptions) (Report, error) {
 	var r Report
 	err := lookAgainIfMoved(func() (lost bool, err error) {
-		r, err = b.inspectRecord(ctx, it, o, &lost)
+		r, err = b.inspectRecord(ctx, l, o, &lost)
 		return lost, err
 	}, func() bool {
-		now, err := b.item(ctx, it.Key)
-		if err != nil || now.Rev == it.Rev {
+		now, err := b.item(ctx, l.Key)
+		if err != nil || now.Rev == l.Rev {
 			return false
 		}
-		it = now
+		l = listed{Item: now}
 		return true
 	})
 	return r, err
@@ -319,7 +408,8 @@ func (b *Backend) inspectKey(ctx context.Context, it etcdmeta.Item, o InspectOpt
 
 // inspectRecord is one look of inspectKey; it sets *lost where the
 // generation the record names was found gone.
-func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o InspectOptions, lost *bool) (Report, error) {
+func (b *Backend) inspectRecord(ctx context.Context, l listed, o InspectOptions, lost *bool) (Report, error) {
+	it := l.Item
 	r := Report{KeyReport: store.KeyReport{Name: it.Key}}
 	k := &r.KeyReport
 	if !etcdmeta.ValidKey(it.Key) {
@@ -341,7 +431,7 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 				return r, err
 			}
 			if now.Rev != 0 || now.Err != nil {
-				return b.inspectRecord(ctx, now, o, lost)
+				return b.inspectRecord(ctx, listed{Item: now}, o, lost)
 			}
 			// Reaped again since: no record, below.
 		case err == nil && len(st.History) == 0:
@@ -372,7 +462,13 @@ func (b *Backend) inspectRecord(ctx context.Context, it etcdmeta.Item, o Inspect
 		}
 	}
 	if o.History > 0 && it.Rev != 0 {
-		st, err := b.readIn(ctx, it.Key, b.meta.Get)
+		var st etcdmeta.State
+		var err error
+		if l.st != nil {
+			st, err = *l.st, l.stErr
+		} else {
+			st, err = b.readIn(ctx, it.Key, b.meta.Get)
+		}
 		switch {
 		case err == nil:
 			// The record and its history at one revision.

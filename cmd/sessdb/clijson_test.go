@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sessdb/fleet/etcdmeta"
 )
 
 // A sessions root whose name begins or ends with white space is a quoting
@@ -272,14 +274,18 @@ func fleetOfLongKeys(t *testing.T, n int) *testFleet {
 }
 
 func TestFleetDumpFaultMidWalkPrintsNothing(t *testing.T) {
-	f := fleetOfLongKeys(t, 8)
+	// More keys than one read of records and histories takes
+	// (etcdmeta.GetManyMost): the walk reads etcd again after its first
+	// report.
+	f := fleetOfLongKeys(t, etcdmeta.GetManyMost+8)
 	forceProgress = true
 	// The first entry spills the held output to a temp file: what it
 	// holds is not printed either.
 	limit := spoolInMemory
 	spoolInMemory = 100
 	t.Cleanup(func() { forceProgress, spoolInMemory = false, limit })
-	// One walker: the keys after the first are read after etcd is gone.
+	// One walker: the keys after the first batch are read after etcd is
+	// gone.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var out strings.Builder
 	errs := &stopOnWrite{stop: func() { f.c.Stop(0) }}
@@ -370,7 +376,8 @@ func TestFleetCheckFaultMidWalkPrintsNothing(t *testing.T) {
 	limit := spoolInMemory
 	spoolInMemory = 100
 	t.Cleanup(func() { forceProgress, spoolInMemory = false, limit })
-	// One walker: the keys after the first are read after etcd is gone.
+	// One walker: the keys after the first batch are read after etcd is
+	// gone.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var out strings.Builder
 	errs := &stopOnWrite{stop: func() { f.c.Stop(0) }}

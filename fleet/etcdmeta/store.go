@@ -680,6 +680,63 @@ func (s *Store) Get(ctx context.Context, key string) (State, error) {
 	return st, err
 }
 
+// GetManyMost is how many keys one GetMany reads at most: two operations
+// a key, within etcd's default --max-txn-ops of 128.
+const GetManyMost = 32
+
+// GetMany is Get of each of keys (at most GetManyMost, each valid) in one
+// linearizable read: every key's record, mod revision and newest history
+// entries, all as of one revision. states[i] and errs[i] are what Get of
+// keys[i] would have returned at that revision (a record or entry that
+// does not decode: ErrDamaged or ErrNewerSchema with the rest of the
+// state). err is the read's own (etcd unavailable, a refused request,
+// an answer over List's bound on a page's bytes, too many keys, an
+// invalid key): no state is given; Get of each key alone reads it.
+func (s *Store) GetMany(ctx context.Context, keys []string) (states []State, errs []error, err error) {
+	ctx = callerctx.Of(ctx)
+	if len(keys) == 0 || len(keys) > GetManyMost {
+		return nil, nil, fmt.Errorf("get %d keys at once: %w", len(keys), ErrInvalidArgument)
+	}
+	for _, k := range keys {
+		if !ValidKey(k) {
+			return nil, nil, fmt.Errorf("get %q: %w", k, ErrInvalidKey)
+		}
+	}
+	c, cancel, err := s.start(ctx, fmt.Sprintf("get %d keys from %s", len(keys), keys[0]))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cancel()
+	ops := make([]clientv3.Op, 0, 2*len(keys))
+	for _, k := range keys {
+		ops = append(ops, s.stateOps(k)...)
+	}
+	// Bounded as a List page is: the keys' values may be another
+	// binary's, as large as etcd takes, and a batch holds many keys'.
+	rb := &recvBound{bytes: listPageBytes}
+	c = context.WithValue(c, recvBoundKey{}, rb)
+	resp, err := hedged(s, c, func(c context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(c).Then(ops...).Commit()
+	})
+	if err != nil {
+		if size := rb.refused.Load(); size != 0 {
+			return nil, nil, fmt.Errorf("get %d keys from %s: an answer of %d bytes, over its bound of %d: %w", len(keys), keys[0], max(size, 0), listPageBytes, ErrInvalidArgument)
+		}
+		return nil, nil, s.cfg.opErr(ctx, "get", keys[0], err)
+	}
+	if len(resp.Responses) != 2*len(keys) {
+		return nil, nil, fmt.Errorf("get %d keys: %d answers: %w", len(keys), len(resp.Responses), ErrDamaged)
+	}
+	states, errs = make([]State, len(keys)), make([]error, len(keys))
+	for i, k := range keys {
+		states[i], errs[i] = parseState(k, s.historyDir(k), resp.Header.Revision, resp.Responses[2*i:2*i+2])
+		if errs[i] == nil {
+			s.rememberSeq(k, newestSeq(states[i].History))
+		}
+	}
+	return states, errs, nil
+}
+
 // GetRecord reads key's record and its mod revision in one linearizable
 // read, and no history: what a resolve needs, at the cost of one
 // single-key read (BenchmarkGetRecord; Get, which reads the newest
