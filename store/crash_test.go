@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	quietexit.Children() // a child that exits on its own does so without the race detector's second
-	os.Exit(m.Run())
+	quietexit.Children()    // a child that exits on its own does so without the race detector's second
+	quietexit.Exit(m.Run()) // and a passing run ends without the race detector's second of its own
 }
 
 // TestMain has the children this package's tests start, and the

@@ -63,8 +63,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(promoteChildEnv) != "" {
 		os.Exit(runPromoteChild())
 	}
-	quietexit.Children() // every child, and every check's deep-check process, exits without the race detector's second
-	os.Exit(m.Run())
+	quietexit.Children()    // every child, and every check's deep-check process, exits without the race detector's second
+	quietexit.Exit(m.Run()) // and a passing run ends without the race detector's second of its own
 }
 
 // TestMain has the children this package's tests start, and the

@@ -1,0 +1,5 @@
+//go:build !race
+
+package quietexit
+
+const raceBuilt = false
