@@ -224,7 +224,7 @@ func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three")
 	f.run(key, "one")
-	const timeout = 600 * time.Millisecond
+	timeout := pacedTimeout(t, f, 600*time.Millisecond)
 	s, ps := throughProxies(t, f, key, timeout)
 	ps[0].Blackhole()
 	var slowest time.Duration
@@ -589,7 +589,7 @@ func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 	f := newFixture(t, c)
 	key := store.Key("github", "network", "one-of-three-promote")
 	f.run(key, "m0")
-	const timeout = 900 * time.Millisecond
+	timeout := pacedTimeout(t, f, 900*time.Millisecond)
 	s, ps := throughProxies(t, f, key, timeout)
 	ps[0].Blackhole()
 	for i := 1; i <= 6; i++ {
@@ -737,7 +737,7 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 	// left them (3 of 6 promote-failed after 900 ms in a whole -race run
 	// beside a helper's; twice before, RELIABILITY). Without the hedge
 	// a try that meets the silent member waits out any timeout.
-	const timeout = 2 * time.Second
+	timeout := pacedTimeout(t, f, 2*time.Second)
 	s, ps := throughProxies(t, f, key, timeout)
 	var jobs []store.Session
 	for i := range 6 {
@@ -889,6 +889,41 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 	noHedgeLeft(t, ps)
 }
 
+// pacedTimeout is the request timeout a test of one silent member gives
+// its Backend: floor, or more on a machine too loaded for it. A request
+// whose first try meets the silent member is answered by a try sent
+// again at a third of the timeout, which the members that answer must
+// answer within the two thirds left; at a load of 15 to 27 on two cores
+// they took longer than the 400 ms a 600 ms timeout left them (resolve 0
+// store-unavailable after 850 ms, and every promote after it one
+// generation off), which measures the machine, not the hedge. So the
+// timeout is at least five times the slowest of a few rounds of a lock
+// taken and released and a read, every member answering, timed in the
+// same run: each round is more requests (four of them raft writes) than
+// one request a try sends. On an idle machine a round takes some tens of
+// milliseconds and the floor stands. Without the hedge a request that
+// meets the silent member waits out any timeout, and fails.
+func pacedTimeout(t *testing.T, f *fixture, floor time.Duration) time.Duration {
+	t.Helper()
+	key := store.Key("github", "warm-up", "pace")
+	var slowest time.Duration
+	for range 5 {
+		began := time.Now()
+		unlock, _, err := f.b.meta.Lock(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if _, err := f.b.meta.GetRecord(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(began))
+	}
+	timeout := max(floor, 5*slowest)
+	t.Logf("request timeout %v: the slowest of five rounds of a lock and a read, every member answering, took %v", timeout, slowest.Round(time.Millisecond))
+	return timeout
+}
+
 // throughProxies is a store on f's fleet that reaches each of the three
 // members through a proxy of its own (returned in the members' order),
 // with timeout, each connection ready (key resolved six times).
@@ -973,7 +1008,7 @@ func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
 	// within two thirds of it by the members that answer (a lock's grant
 	// is a raft write). At 900 ms, 1 run in 8 failed so while the whole
 	// tree's tests ran under -race beside it.
-	const timeout = 2 * time.Second
+	timeout := pacedTimeout(t, f, 2*time.Second)
 	b, ps := proxied(t, f, timeout)
 	ps[0].Blackhole()
 	sent := ps[0].Requests()

@@ -269,7 +269,7 @@ func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
 				f.toLastSlot(c, k)
 				keys = append(keys, k)
 			}
-			b, ps := proxied(t, f, 2*time.Second)
+			b, ps := proxied(t, f, pacedTimeout(t, f, 2*time.Second))
 			tc.cut(ps[0])
 			var found []store.Finding
 			_, err := b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
