@@ -193,9 +193,26 @@ func TestAWaiterWhoseLeaseEndsIsNotGivenTheLock(t *testing.T) {
 func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
 	etcdtest.Beside(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
-	const ttl = 2 * time.Second
+	// The lease must outlive an election and the holder's keep-alive
+	// finding another member, and every request its timeout: 2 s and 3 s,
+	// unless the machine is too loaded for them. At a load of 15 to 27 on
+	// two cores, 6 runs of 12 failed so beside etcdmeta's other cluster
+	// tests, and 4 of 24 alone, measuring the machine: "lost closed after
+	// the leader was killed, the lease alive" (the client gives a lease
+	// up once no keep-alive is answered within its TTL) 7 times, and the
+	// first lock "etcd unavailable: context deadline exceeded", before
+	// any member was killed, twice. So each is at least ten times the
+	// slowest of a few rounds of a lock taken and released, timed in the
+	// same run; on an idle machine a round takes some tens of milliseconds
+	// and 2 s and 3 s stand. A lease the leader's kill ends closes lost
+	// however long its TTL, and a lock shared is taken however long the
+	// wait.
+	slowest := slowestLockRound(t, open(t, c))
+	ttl := max(2*time.Second, 10*slowest)
+	timeout := max(3*time.Second, 10*slowest)
+	t.Logf("lease TTL %v, request timeout %v: the slowest lock round, every member answering, took %v", ttl, timeout, slowest.Round(time.Millisecond))
 	cfg := func(cfg *Config) {
-		cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = ttl, 300*time.Millisecond, 3*time.Second
+		cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = ttl, 300*time.Millisecond, timeout
 	}
 	holder, other := open(t, c, cfg), open(t, c, cfg)
 	key := newKey()
@@ -240,4 +257,23 @@ func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
 		t.Fatalf("another worker's lock once the lease was revoked: %v", err)
 	}
 	u()
+}
+
+// slowestLockRound is the slowest of five rounds of a lock taken and
+// released on s, every member answering: how loaded the machine is, in
+// the time of the requests a lock sends (four raft writes).
+func slowestLockRound(t *testing.T, s *Store) time.Duration {
+	t.Helper()
+	key := newKey()
+	var slowest time.Duration
+	for range 5 {
+		began := time.Now()
+		unlock, _, err := s.Lock(ctx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		slowest = max(slowest, time.Since(began))
+	}
+	return slowest
 }
