@@ -897,7 +897,7 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 // they took longer than the 400 ms a 600 ms timeout left them (resolve 0
 // store-unavailable after 850 ms, and every promote after it one
 // generation off), which measures the machine, not the hedge. So the
-// timeout is at least five times the slowest of a few rounds of a lock
+// timeout is at least five times the slowest of three rounds of a lock
 // taken and released and a read, every member answering, timed in the
 // same run: each round is more requests (four of them raft writes) than
 // one request a try sends. On an idle machine a round takes some tens of
@@ -907,7 +907,7 @@ func pacedTimeout(t *testing.T, f *fixture, floor time.Duration) time.Duration {
 	t.Helper()
 	key := store.Key("github", "warm-up", "pace")
 	var slowest time.Duration
-	for range 5 {
+	for range 3 {
 		began := time.Now()
 		unlock, _, err := f.b.meta.Lock(t.Context(), key)
 		if err != nil {
@@ -920,7 +920,7 @@ func pacedTimeout(t *testing.T, f *fixture, floor time.Duration) time.Duration {
 		slowest = max(slowest, time.Since(began))
 	}
 	timeout := max(floor, 5*slowest)
-	t.Logf("request timeout %v: the slowest of five rounds of a lock and a read, every member answering, took %v", timeout, slowest.Round(time.Millisecond))
+	t.Logf("request timeout %v: the slowest of three rounds of a lock and a read, every member answering, took %v", timeout, slowest.Round(time.Millisecond))
 	return timeout
 }
 
