@@ -127,7 +127,7 @@ func (s *Store) repair(ctx context.Context, root *os.File, name string, found []
 	for i := range found {
 		f := &found[i]
 		if f.Kind == KindMetaPageInvalid && pageOnly {
-			healed, err := s.writeMetaPageAgain(root, name, f.examinedDB)
+			healed, err := s.writeMetaPageAgain(ctx, root, name, f.examinedDB)
 			dbTouched = dbTouched || healed
 			switch {
 			case errors.Is(err, errMetaPageWritten):
@@ -135,6 +135,9 @@ func (s *Store) repair(ctx context.Context, root *os.File, name string, found []
 				continue
 			case fsat.IsNotExist(err):
 				f.Repair = "gone since it was found (moved aside by another check --repair, or removed with its key): nothing left to write"
+				continue
+			case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+				f.notRepaired(fmt.Errorf("check interrupted (%w) as it read the transcript the valid page must describe: nothing written; run check --repair again", ctx.Err()))
 				continue
 			case errors.Is(err, errMetaPageMisplaced):
 				// A promotion's commit writes over the valid page as this
@@ -526,7 +529,7 @@ func (s *Store) moveAside(root *os.File, key string, examined *unix.Stat_t) (str
 // commit since wrote the page), and an error where meta.db changed since
 // the look that found the page (nothing is written without that look's
 // proof, the deep check's included).
-func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Stat_t) (bool, error) {
+func (s *Store) writeMetaPageAgain(ctx context.Context, root *os.File, key string, examined *unix.Stat_t) (bool, error) {
 	kd, d, sc, err := s.openInPlace(root, key, "write meta page", false)
 	if err != nil {
 		return false, err
@@ -540,11 +543,11 @@ func (s *Store) writeMetaPageAgain(root *os.File, key string, examined *unix.Sta
 	if !sameFileAsExamined(kd, d, examined) {
 		return false, &os.PathError{Op: "write meta page", Path: d.Path(), Err: errors.New("changed since its meta page was found invalid (a commit since?): check again")}
 	}
-	cur, err := currentBase(kd, sc)
+	cur, err := currentBase(ctx, kd, sc)
 	if err != nil {
 		return false, err
 	}
-	if fell, err := fellBack(kd, m, cur); err != nil || fell {
+	if fell, err := fellBack(ctx, kd, m, cur); err != nil || fell {
 		return false, err
 	}
 	// bbolt writes a commit's meta to page txid%2: the invalid page only

@@ -83,7 +83,7 @@ func (b keyDirs) ViewContext(ctx context.Context, key string, _ gates.Bounds) (K
 		}
 	}
 	v := &keyView{k: k}
-	if err := v.judgeBase(); err != nil {
+	if err := v.judgeBase(ctx); err != nil {
 		k.close()
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (v *keyView) Base() Base { return v.base }
 // whole named the generation before it, and the job's promote, after its
 // roll-forward put the temp in place, was superseded by the generation
 // it had resumed.
-func (v *keyView) judgeBase() error {
+func (v *keyView) judgeBase(ctx context.Context) error {
 	k := v.k
 	v.base = k.base()
 	if k.pending != nil && !k.fromTemp {
@@ -153,7 +153,7 @@ func (v *keyView) judgeBase() error {
 		if k.transcript == nil {
 			st = nil // nothing, or not a regular file
 		}
-		held, err := heldRecord(k.dir, k.sidecars, st)
+		held, err := heldRecord(ctx, k.dir, k.sidecars, st)
 		if err != nil {
 			return err
 		}
@@ -342,10 +342,10 @@ func (b keyDirs) BeginContext(ctx context.Context, key string, _ Base) (KeyTxn, 
 	// Made durable by Stage's directory fsync, if the promotion gets
 	// that far; if not, a temp a power cut brings back is debris again.
 	t.s.sweepTemps(kd)
-	if t.cur, err = currentBase(kd, t.sc); err != nil {
+	if t.cur, err = currentBase(ctx, kd, t.sc); err != nil {
 		return nil, err
 	}
-	if fell, err := fellBack(kd, t.d.MetaPages(), t.cur); err != nil {
+	if fell, err := fellBack(ctx, kd, t.d.MetaPages(), t.cur); err != nil {
 		return nil, err
 	} else if fell {
 		return nil, &os.PathError{Op: "promote", Path: t.d.Path(), Err: ErrMetaFellBack}

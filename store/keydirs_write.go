@@ -94,13 +94,13 @@ type keyState struct {
 // damaged and swept) leaves a record that describes no file; if the
 // transcript in place is the generation before it, that generation is what
 // the key holds, as Resolve serves it.
-func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
+func currentBase(ctx context.Context, kd *os.File, sc db.Sidecars) (keyState, error) {
 	var ks keyState
 	var err error
 	if ks.file, err = transcriptInPlace(kd); err != nil {
 		return ks, err
 	}
-	if ks.record, err = heldRecord(kd, sc, ks.file); err != nil {
+	if ks.record, err = heldRecord(ctx, kd, sc, ks.file); err != nil {
 		return ks, err
 	}
 	// The writer's base carries the file in place as well as the record,
@@ -122,7 +122,7 @@ func currentBase(kd *os.File, sc db.Sidecars) (keyState, error) {
 // the transcript it renamed into place. A transcript that could not be
 // read (no descriptor left for its open, an I/O error) tells nothing
 // apart: that is the read's error, not a fallback.
-func fellBack(kd *os.File, m db.MetaPages, cur keyState) (bool, error) {
+func fellBack(ctx context.Context, kd *os.File, m db.MetaPages, cur keyState) (bool, error) {
 	if m.Pages[0].Valid() && m.Pages[1].Valid() {
 		return false, nil
 	}
@@ -133,7 +133,10 @@ func fellBack(kd *os.File, m db.MetaPages, cur keyState) (bool, error) {
 		// stop the key for good.
 		return false, nil
 	}
-	ok, err := fileCheck(context.Background(), kd, TranscriptName, rec.Size, rec.CRC32C)
+	if err := faults.At(faults.BaseTranscriptRead); err != nil {
+		return false, err
+	}
+	ok, err := fileCheck(ctx, kd, TranscriptName, rec.Size, rec.CRC32C)
 	return !ok && err == nil, err
 }
 
@@ -161,8 +164,8 @@ func transcriptInPlace(kd *os.File) (*unix.Stat_t, error) {
 //
 // A read of the transcript in place that failed (no descriptor left, an
 // I/O error) is its error: it says nothing of which generation is there.
-func heldRecord(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (*db.Transcript, error) {
-	lost, err := lostPromotion(kd, sc, st)
+func heldRecord(ctx context.Context, kd *os.File, sc db.Sidecars, st *unix.Stat_t) (*db.Transcript, error) {
+	lost, err := lostPromotion(ctx, kd, sc, st)
 	switch p := sc.Pending; {
 	case err != nil:
 		return nil, err
@@ -178,18 +181,21 @@ func heldRecord(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (*db.Transcript, e
 // generation before the record's, which is what a committed promotion
 // whose temp was lost before its rename leaves. Each promotion appends, so
 // sizes tell the two apart without a read in all but the rarest case.
-func lostPromotion(kd *os.File, sc db.Sidecars, st *unix.Stat_t) (bool, error) {
+func lostPromotion(ctx context.Context, kd *os.File, sc db.Sidecars, st *unix.Stat_t) (bool, error) {
 	p := sc.Pending
 	if p == nil || p.Prev == nil || sc.Transcript == nil || st == nil || st.Size != p.Prev.Size {
 		return false, nil
 	}
+	if err := faults.At(faults.BaseTranscriptRead); err != nil {
+		return false, err
+	}
 	rec := sc.Transcript
 	if st.Size == rec.Size {
-		if ok, err := fileCheck(context.Background(), kd, TranscriptName, rec.Size, rec.CRC32C); ok || err != nil {
+		if ok, err := fileCheck(ctx, kd, TranscriptName, rec.Size, rec.CRC32C); ok || err != nil {
 			return false, err
 		}
 	}
-	return fileCheck(context.Background(), kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
+	return fileCheck(ctx, kd, TranscriptName, p.Prev.Size, p.Prev.CRC32C)
 }
 
 // writeTemp copies the staged transcript into a new temp file in the key

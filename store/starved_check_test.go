@@ -6,6 +6,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"hash/crc32"
 	"os"
@@ -86,11 +87,11 @@ func TestFellBackWithoutADescriptorIsTheOpensError(t *testing.T) {
 	cur := keyState{file: &st, record: &db.Transcript{Gen: 1, Size: int64(len(one)), CRC32C: uint64(crc32.Checksum(one, castagnoli))}}
 	m := metaPagesOf(t, path)
 	var fell bool
-	testfs.Starved(t, func() { fell, err = fellBack(kd, m, cur) })
+	testfs.Starved(t, func() { fell, err = fellBack(context.Background(), kd, m, cur) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("fellBack with no descriptor to read the transcript = %v, %v; want EMFILE", fell, err)
 	}
-	if fell, err := fellBack(kd, m, cur); fell || err != nil {
+	if fell, err := fellBack(context.Background(), kd, m, cur); fell || err != nil {
 		t.Fatalf("fellBack over a commit torn by a power cut = %v, %v; want false", fell, err)
 	}
 }
@@ -145,11 +146,11 @@ func TestHeldRecordWithoutADescriptorIsTheOpensError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var held *db.Transcript
-	testfs.Starved(t, func() { held, err = heldRecord(kd, sc, &st) })
+	testfs.Starved(t, func() { held, err = heldRecord(context.Background(), kd, sc, &st) })
 	if !errors.Is(err, syscall.EMFILE) {
 		t.Fatalf("heldRecord with no descriptor to read the transcript in place = %+v, %v; want EMFILE", held, err)
 	}
-	if held, err := heldRecord(kd, sc, &st); err != nil || held == nil || held.Gen != 1 {
+	if held, err := heldRecord(context.Background(), kd, sc, &st); err != nil || held == nil || held.Gen != 1 {
 		t.Fatalf("heldRecord of a lost promotion = %+v, %v; want gen 1, the generation in place", held, err)
 	}
 }

@@ -102,6 +102,14 @@ const PendingAfterLook Point = "pending/after-look"
 // here is that read failing.
 const PendingTempCheck Point = "pending/temp-check"
 
+// BaseTranscriptRead is a writer's (Begin, check --repair's meta page
+// written again) or a resolve's read of the transcript in place, to tell
+// the generation a key holds where a committed promotion's temp was lost
+// (lostPromotion), or whether meta.db fell back to a page that does not
+// describe it (fellBack): a read of the whole file, which the caller's
+// ctx stops. An error here is that read failing.
+const BaseTranscriptRead Point = "base/transcript-read"
+
 // HoldsRecordRead is the read, by a ticket's retry whose promotion is the
 // key's record, of the file the record names, to tell whether the key still
 // holds it (store.KeyTxn's HoldsRecord, on both backends): an error here is
