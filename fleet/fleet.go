@@ -101,7 +101,7 @@ const (
 	hookCheckOpen      = "check/before-open"     // a record read again, its generation not yet opened
 	hookVerify         = "generation/verify"     // a generation opened, not yet verified (check, dump --verify; an error: its reads fail)
 	hookUnmarked       = "claim/unmarked"        // a writer's claim found no mark, the dir's key dirs not yet looked at
-	hookMigrateCopy    = "migrate/before-copy"   // --to etcd: a key dir read under its lock, its transcript not yet copied
+	hookMigrateCopy    = "migrate/before-copy"   // --to etcd: a key dir read under its lock, its transcript not yet copied; --from etcd: the key judged under its lock, the generation not yet copied into its temp
 	hookMigrateRead    = "migrate/before-read"   // --to/--from etcd: a key's record and history not yet read from etcd
 	hookListed         = "list/record"           // dump: a record listed, not yet passed on to the walk
 	hookHistoryListed  = "list/history"          // dump: a history's name listed, not yet merged (an error: the histories' listing fails there)

@@ -230,10 +230,12 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // error, which stops it); a key that fails is a report, and the run goes
 // on (once a key found etcd unavailable, the keys after it fail at once,
 // not tried). The end of ctx starts no new key, and ends the etcd
-// requests and the copies of the keys under way (their lock waits and
-// meta.db commits finish): a key it stopped before its create was sent is
-// left as it was and not delivered, as a key never started (nor counted
-// in the summary), unless its pending promotion was rolled forward first;
+// requests, the roll-forwards' reads of a promotion's temp and the copies
+// of the keys under way (their lock waits and meta.db commits finish): a
+// key it stopped before its create was sent (FromEtcd: before its commit)
+// is left as it was and not delivered, as a key never started (nor
+// counted in the summary), unless its pending promotion was rolled
+// forward first (FromEtcd: or its stray temps removed);
 // that one, and one whose create it cut short (which may have landed),
 // is delivered failed. ToEtcd then returns ctx's error with the summary
 // so far, Interrupted. A nil

@@ -205,7 +205,9 @@ func movedAsideOrLockErr(r *MigrateReport, err error) {
 // meta.db its open made for the lock (holding nothing), and the key dir
 // when its mkdir made it (madeDir) and nothing else is in it: the root is
 // left as it was, as the report's empty written says (see unmake). cut
-// says ctx's end stopped a dry run's read of a promotion's temp.
+// says ctx's end stopped it before anything was done: a dry run's read of
+// a promotion's temp, the run's roll-forward of one, or its copy of the
+// generation into a temp (nothing rolled forward or swept before it).
 func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) (cut bool) {
 	key := r.Key
 	_, err := fsat.LstatAt(kd, db.FileName)
@@ -265,7 +267,7 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		}
 	}
 	transcript := store.TranscriptName
-	inFlight := false
+	inFlight, rolledForward := false, false
 	if p := sc.Pending; store.PendingInFlight(kd, p) {
 		inFlight = true
 		if err := migrate.PendingTempNotRegular(kd, p); err != nil {
@@ -285,10 +287,15 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 			// would make it wait for this one until its timeout.
 			lock.Close()
 			lock = nil
-			if _, err := m.st.RollForward(key); err != nil {
+			if _, err := m.st.RollForwardContext(ctx, key); err != nil {
+				// Stopped as it read the temp: nothing renamed or swept.
+				if stopped(ctx, err) != nil {
+					return true
+				}
 				lockErr(r, err)
 				return
 			}
+			rolledForward = true
 			rolled := len(r.Oddities)
 			odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d)", p.Gen), "rolled forward first")
 			if lock, sc, err = m.openLocked(kd, key, true); err != nil {
@@ -433,10 +440,33 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 	if !write {
 		return
 	}
-	done, sent, err := m.writeKey(kd, lock, rec, st.History[from:], src, prev)
+	if src != nil {
+		if err := m.b.at(hookMigrateCopy, key); err != nil {
+			fail(r, err)
+			return
+		}
+	}
+	done, sent, err := m.writeKey(ctx, kd, lock, rec, st.History[from:], src, prev)
 	// A commit tried and failed may have landed all the same: only a
 	// failure before it leaves meta.db known to hold nothing.
 	committed = sent
+	if cerr := stopped(ctx, err); cerr != nil && !sent {
+		// Stopped as it copied the generation into its temp: the temp
+		// is removed, and the meta.db (and key dir) this run made for
+		// its lock are taken away (unmake, as the failed key's). A key
+		// in which nothing else was done is left as never started; one
+		// whose promotion in flight was rolled forward, or whose
+		// debris was swept, says so.
+		fail(r, fmt.Errorf("%w: nothing written", cerr))
+		r.Written = nil
+		if !rolledForward && len(r.Removed) == 0 {
+			return true
+		}
+		if rolledForward {
+			r.Cause += ", rolled forward only"
+		}
+		return false
+	}
 	if err != nil {
 		// A failed key names what is in place, not the plan.
 		r.Written = done

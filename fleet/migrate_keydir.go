@@ -132,11 +132,11 @@ func sweepStoreTemps(kd *os.File, remove bool) []string {
 // renamed; nothing before the commit. sent says the commit was tried: a
 // failed one may have landed all the same (bbolt's fsync failing after
 // its write), and meta.db is then not known to hold nothing.
-func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (done []string, sent bool, err error) {
+func (m *migration) writeKey(ctx context.Context, kd *os.File, lock *db.DB, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, src *genFile, prev *db.Transcript) (done []string, sent bool, err error) {
 	disk := sharedfs.FS()
 	tmp := ""
 	if src != nil {
-		if tmp, err = writeTemp(disk, kd, src); err != nil {
+		if tmp, err = writeTemp(ctx, disk, kd, src); err != nil {
 			return nil, false, err
 		}
 	}
@@ -185,8 +185,9 @@ func (m *migration) writeKey(kd *os.File, lock *db.DB, rec etcdmeta.Record, hist
 }
 
 // writeTemp copies src into a new promotion temp in kd, fsyncs it and the
-// directory, and returns its name; on error nothing is left.
-func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err error) {
+// directory, and returns its name; on error nothing is left. ctx's end
+// stops the copy (looked at before every read of src) with ctx's error.
+func writeTemp(ctx context.Context, disk durable.FS, kd *os.File, src *genFile) (name string, err error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
@@ -205,7 +206,7 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 		}
 	}()
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(f, h), io.NewSectionReader(src.f, 0, 1<<62))
+	n, err := io.Copy(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: io.NewSectionReader(src.f, 0, 1<<62)})
 	if err == nil && (n != src.size || h.Sum32() != src.sum) {
 		err = fmt.Errorf("copy %s: %w", src.f.Name(), errChanged)
 	}
@@ -220,6 +221,20 @@ func writeTemp(disk durable.FS, kd *os.File, src *genFile) (name string, err err
 		err = disk.SyncDir(kd)
 	}
 	return name, err
+}
+
+// ctxReader ends a copy when its context does: ctx is looked at before
+// every read (io.Copy's are 32 KiB).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // dryRunTranscript is the file a dry run reads as the key dir's

@@ -140,6 +140,62 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 			again: migrate.Already, againWrite: true,
 		},
 		{
+			// The run's own roll-forward read the temp whole with
+			// context.Background(): stopped as it began, it renamed the
+			// temp and the key was printed failed, rolled forward only.
+			name: "to etcd, the roll-forward's read of a promotion's temp", to: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				h.crashAfterCommit(key, migJob, "m2")
+				return "fault:" + string(faults.RollForwardTempRead)
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); err != nil {
+					t.Errorf("the promotion's temp after the stopped roll-forward: %v; want it in place", err)
+				}
+			},
+			again: migrate.Migrated, againWrite: true,
+		},
+		{
+			name: "from etcd, the roll-forward's read of a promotion's temp",
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				if got, _ := runMigration(t, true, h.root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+					t.Fatalf("the first move: %+v", got[key])
+				}
+				h.crashAfterCommit(key, migJob, "m2")
+				return "fault:" + string(faults.RollForwardTempRead)
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); err != nil {
+					t.Errorf("the promotion's temp after the stopped roll-forward: %v; want it in place", err)
+				}
+			},
+			again: Conflict,
+		},
+		{
+			// The copy of the generation into the key dir's temp ignored
+			// the stop: it wrote the temp whole, committed, and printed
+			// the key migrated.
+			name: "from etcd, the copy into a temp",
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				if got, _ := runMigration(t, true, h.root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+					t.Fatalf("the first move: %+v", got[key])
+				}
+				if err := os.RemoveAll(h.path(key)); err != nil {
+					t.Fatal(err)
+				}
+				return hookMigrateCopy
+			},
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, _ string) {
+				if _, err := os.Lstat(h.path(key)); !os.IsNotExist(err) {
+					t.Errorf("the key dir after the stopped copy: %v; want none (the run made it, and takes it away)", err)
+				}
+			},
+			again: migrate.Migrated,
+		},
+		{
 			name: "to etcd, a dry run's read of a promotion's temp", to: true, dry: true,
 			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
 				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
@@ -184,7 +240,16 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stops := 0
-			if point != "" {
+			if fp, ok := strings.CutPrefix(point, "fault:"); ok {
+				faults.Set(func(p faults.Point) error {
+					if p == faults.Point(fp) {
+						stops++
+						cancel()
+					}
+					return nil
+				})
+				t.Cleanup(func() { faults.Set(nil) })
+			} else if point != "" {
 				f.b.hook = func(p, k string) error {
 					if p == point && k == key {
 						stops++

@@ -34,7 +34,7 @@ type hostKey struct {
 	sum  uint32
 	// rolled says a promotion in flight was rolled forward first (the
 	// key dir changed); cut, that ctx's end stopped the read before
-	// anything was done (a dry run's read of the temp).
+	// anything was done (a dry run's read of the temp, a roll-forward's).
 	rolled, cut bool
 }
 
@@ -355,8 +355,11 @@ func (m *migration) readHost(ctx context.Context, kd *os.File, name string, r *M
 			// would make it wait for this one until its timeout.
 			k.lock.Close()
 			k.lock = nil
-			if _, err := m.st.RollForward(name); err != nil {
-				lockErr(r, err)
+			if _, err := m.st.RollForwardContext(ctx, name); err != nil {
+				// Stopped as it read the temp: nothing renamed or swept.
+				if k.cut = stopped(ctx, err) != nil; !k.cut {
+					lockErr(r, err)
+				}
 				return k
 			}
 			k.rolled = true

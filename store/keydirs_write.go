@@ -380,7 +380,17 @@ func (s *Store) sweepTemps(kd *os.File) (removed bool) {
 // key with no meta.db has nothing to roll forward and is left untouched.
 // It reports whether a pending promotion was settled.
 func (s *Store) RollForward(key string) (bool, error) {
-	settled, _, err := s.rollForwardExamined(context.Background(), key, nil)
+	return s.RollForwardContext(context.Background(), key)
+}
+
+// RollForwardContext is RollForward, its read of a promotion's temp (a
+// file of gigabytes, possibly) stopped once ctx is done: it then returns
+// ctx's error with nothing renamed or swept, and the next writer rolls
+// the promotion forward. The lock's wait is RollForward's. A nil ctx is
+// context.Background(); one that breaks Go's contract is held to it
+// (callerctx.Of).
+func (s *Store) RollForwardContext(ctx context.Context, key string) (bool, error) {
+	settled, _, err := s.rollForwardExamined(callerctx.Of(ctx), key, nil)
 	return settled, err
 }
 
