@@ -75,3 +75,55 @@ func TestADryRunStoppedAtAPromotionsTempPrintsNothing(t *testing.T) {
 		}
 	}
 }
+
+// The same stop as the --to etcd dry run's read of the temp begins (its
+// fault point): the read ends there, and the key is cut before anything
+// after it. Given context.Background() (mutlate49's T16), the read went on
+// to the temp's end and the run reached the key's etcd read (cut there, so
+// the same report, only later): the etcd read is not reached now.
+func TestADryRunStoppedAsItReadsAPromotionsTempReadsNoFurther(t *testing.T) {
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	root := t.TempDir()
+	h := newHostBuilder(t, root)
+	key := store.Key("github", "migrate-stop-dry", "read")
+	h.mustPromote(key, migJob, "a1", store.PromoteRequest{})
+	h.crashAfterCommit(key, migJob, "a2")
+	temp := h.pendingTemp(key)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stops, etcdReads := 0, 0
+	faults.Set(func(p faults.Point) error {
+		if p == faults.PendingTempCheck {
+			stops++
+			cancel()
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	f.b.hook = func(p, k string) error {
+		if p == hookMigrateRead && k == key {
+			etcdReads++
+		}
+		return nil
+	}
+	opts := migOpts()
+	opts.DryRun = true
+	var got []MigrateReport
+	sum, err := ToEtcd(ctx, root, f.b, opts, func(r MigrateReport) error { got = append(got, r); return nil })
+	faults.Set(nil)
+	f.b.hook = nil
+	if stops != 1 || !errors.Is(err, context.Canceled) || !sum.Interrupted || len(got) != 0 {
+		t.Fatalf("a dry run stopped as it read the key's temp (%d stops): %+v, %v, printed %+v; want context.Canceled, interrupted, nothing printed", stops, sum, err, got)
+	}
+	if etcdReads != 0 {
+		t.Errorf("the dry run went on to the key's etcd read %d times after the stop at its temp's read; want none", etcdReads)
+	}
+	if _, err := os.Lstat(temp); err != nil {
+		t.Errorf("the temp after the dry run: %v", err)
+	}
+	opts.DryRun = true
+	if got, _ := runMigration(t, true, root, f.b, opts); got[key].Action != migrate.Migrated {
+		t.Errorf("the dry run not stopped: %q (%s); want migrated", got[key].Action, got[key].Cause)
+	}
+}

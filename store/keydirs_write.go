@@ -309,6 +309,9 @@ func pendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, er
 // breaks Go's contract is held to it (callerctx.Of).
 func PendingTempWhole(ctx context.Context, kd *os.File, p *db.Pending) (bool, error) {
 	ctx = callerctx.Of(ctx)
+	if err := faults.At(faults.PendingTempCheck); err != nil {
+		return false, err
+	}
 	whole, err := fileCheck(ctx, kd, p.Tmp, p.Size, p.CRC32C)
 	if err == nil {
 		err = ctx.Err()

@@ -98,8 +98,9 @@ const PendingAfterLook Point = "pending/after-look"
 
 // PendingTempCheck is a reader's read of a committed promotion's temp to
 // tell whether it is whole (a resolve's ticket base: or does the key hold
-// the generation before it?; check's pending-promotion finding): an error
-// here is that read failing.
+// the generation before it?; check's pending-promotion finding; a dry run
+// of a migration planning the roll-forward, store.PendingTempWhole): an
+// error here is that read failing.
 const PendingTempCheck Point = "pending/temp-check"
 
 // BaseTranscriptRead is a writer's (Begin, check --repair's meta page
