@@ -102,3 +102,46 @@ func pendingInFlightByName(t *testing.T, root, key, tmp string) bool {
 	_, err := os.Lstat(filepath.Join(root, key, tmp))
 	return err == nil
 }
+
+// The repair of what a mode hid (check's second repair, of findings the
+// first one uncovered) takes the check's ctx as the first does: stopped as
+// the hidden promotion's roll-forward reads its temp, nothing is renamed,
+// the finding is not repaired, and the check ends with the interrupt.
+// Given context.Background() (mutlate49's S6), the roll-forward read on,
+// renamed the temp and reported it rolled forward.
+func TestAnInterruptAtAHiddenRollForwardRenamesNothing(t *testing.T) {
+	needRoot(t)
+	s, root := workersStore(t)
+	key := chkKey(t, s, "hiddencut")
+	temp := commitWithoutRenameAt(t, s, root, key)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// hideFirstLook's key dir, and a stop at the roll-forward's read.
+	must(t, os.Chmod(filepath.Join(root, key), 0o600))
+	listed, reads := 0, 0
+	faults.Set(func(p faults.Point) error {
+		switch {
+		case p == faults.CheckAfterKeyListed:
+			if listed++; listed == 1 {
+				return errors.New("permission denied")
+			}
+		case p == faults.RollForwardTempRead:
+			reads++
+			cancel()
+		}
+		return nil
+	})
+	t.Cleanup(func() { faults.Set(nil) })
+	var found []Finding
+	_, err := s.Check(ctx, CheckOptions{Repair: true}, func(f Finding) error { found = append(found, f); return nil })
+	faults.Set(nil)
+	if reads != 1 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("check --repair interrupted at the hidden promotion's roll-forward (%d reads): %v; want the interrupt", reads, err)
+	}
+	if f := chkFind(found, key+"/"+db.FileName, KindPendingPromotion); f == nil || f.Repaired {
+		t.Errorf("the hidden promotion the interrupt cut: %+v; want it found, not repaired", found)
+	}
+	if !pendingInFlightByName(t, root, key, filepath.Base(temp)) {
+		t.Errorf("the hidden promotion's temp after the interrupt: gone; want it left at its name")
+	}
+}
