@@ -19,6 +19,7 @@ package callerctx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ import (
 //
 //   - Err is never nil once Done is closed: a Done closed while the
 //     caller's Err is nil is context.Canceled;
+//   - Err, where the caller's is neither context.Canceled nor
+//     context.DeadlineExceeded (nor wraps either), is an error that wraps
+//     both the caller's and context.Canceled: any non-nil Err is a stop;
 //   - Err, once non-nil, stays the same error (the contract's "successive
 //     calls return the same error"), whatever the caller's Err says later;
 //   - Deadline reports none: the caller's Done and Err still end the
@@ -107,7 +111,7 @@ func (c *held) ask() (err error) {
 		}
 	}()
 	if err := c.caller.Err(); err != nil {
-		return err
+		return stop(err)
 	}
 	d, err := c.done()
 	if err != nil {
@@ -255,6 +259,20 @@ func WithoutCancel(ctx context.Context) context.Context {
 func (c *held) String() string { return fmt.Sprintf("callerctx.Of(%T)", c.caller) }
 
 // panicked is the error of a caller's method that panicked with r.
+// stop is err, a caller's non-nil Err: as it is where it is
+// context.Canceled or context.DeadlineExceeded (or wraps either), else an
+// error that wraps both err and context.Canceled. A caller's own reason
+// (an error of its type, context.Cause's) is still the caller's stop:
+// gRPC, and any code that asks errors.Is(err, context.Canceled), would
+// otherwise take a request it cut short for a failure of its own (etcd
+// unavailable), not for the caller's stop.
+func stop(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, context.Canceled)
+}
+
 func panicked(method string, r any) error {
 	return fmt.Errorf("%w: the caller's context panicked in %s: %v", context.Canceled, method, r)
 }
