@@ -75,10 +75,7 @@ func (m *migration) fromEtcd(ctx context.Context, it etcdmeta.Item) (r MigrateRe
 		return r, ran
 	}
 	defer kd.Close()
-	if m.intoKeyDir(ctx, kd, madeDir, st, src, &r) {
-		return r, stopUnprinted
-	}
-	return r, ran
+	return r, m.intoKeyDir(ctx, kd, madeDir, st, src, &r)
 }
 
 func writtenFor(rec etcdmeta.Record) []string {
@@ -204,11 +201,12 @@ func movedAsideOrLockErr(r *MigrateReport, err error) {
 // A run that fails before its commit takes away, under that lock, the
 // meta.db its open made for the lock (holding nothing), and the key dir
 // when its mkdir made it (madeDir) and nothing else is in it: the root is
-// left as it was, as the report's empty written says (see unmake). cut
-// says ctx's end stopped it before anything was done: a dry run's read of
-// a promotion's temp, the run's roll-forward of one, or its copy of the
-// generation into a temp (nothing rolled forward or swept before it).
-func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) (cut bool) {
+// left as it was, as the report's empty written says (see unmake). end
+// says whether ctx's end cut it short (see walk): stopUnprinted before
+// anything was done (a dry run's read of a promotion's temp, the run's
+// roll-forward of one, or its copy of the generation into a temp with
+// nothing rolled forward or swept before it), stopPrinted after.
+func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, st etcdmeta.State, src *genFile, r *MigrateReport) (end keyEnd) {
 	key := r.Key
 	_, err := fsat.LstatAt(kd, db.FileName)
 	noDB := fsat.IsNotExist(err)
@@ -277,7 +275,7 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		if !write {
 			if transcript, err = dryRunTranscript(ctx, kd, p, r); err != nil {
 				if stopped(ctx, err) != nil {
-					return true
+					return stopUnprinted
 				}
 				fail(r, err)
 				return
@@ -290,7 +288,7 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 			if _, err := m.st.RollForwardContext(ctx, key); err != nil {
 				// Stopped as it read the temp: nothing renamed or swept.
 				if stopped(ctx, err) != nil {
-					return true
+					return stopUnprinted
 				}
 				lockErr(r, err)
 				return
@@ -460,19 +458,19 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		fail(r, fmt.Errorf("%w: nothing written", cerr))
 		r.Written = nil
 		if !rolledForward && len(r.Removed) == 0 {
-			return true
+			return stopUnprinted
 		}
 		if rolledForward {
 			r.Cause += ", rolled forward only"
 		}
-		return false
+		return stopPrinted
 	}
 	if err != nil {
 		// A failed key names what is in place, not the plan.
 		r.Written = done
 		fail(r, err)
 	}
-	return false
+	return ran
 }
 
 // unmake takes away, under lock (meta.db's, which its open made for the

@@ -196,6 +196,47 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 			again: migrate.Migrated,
 		},
 		{
+			// A --from etcd killed after its commit left the generation
+			// etcd held in flight in the key dir; the fleet promoted
+			// since. The run rolls it forward, and is stopped as it
+			// copies the newer generation: printed failed, saying so.
+			name: "from etcd, the copy after a roll-forward",
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				if got, _ := runMigration(t, true, h.root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+					t.Fatalf("the first move: %+v", got[key])
+				}
+				if err := os.RemoveAll(h.path(key)); err != nil {
+					t.Fatal(err)
+				}
+				faults.Set(func(p faults.Point) error {
+					if p == faults.FromEtcdCommitted {
+						return errors.New("killed after the commit")
+					}
+					return nil
+				})
+				back, _ := runMigration(t, false, h.root, f.b, migOpts())
+				faults.Set(nil)
+				if r := back[key]; r.Action != migrate.Failed {
+					t.Fatalf("the move back killed after its commit: %s (%s)", r.Action, r.Cause)
+				}
+				if res := f.run(key, "m2"); !res.Promoted {
+					t.Fatalf("the fleet's promotion: %+v", res)
+				}
+				return hookMigrateCopy
+			},
+			printed: migrate.Failed, cause: "nothing written, rolled forward only",
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, temp string) {
+				if _, err := os.Lstat(temp); !os.IsNotExist(err) {
+					t.Errorf("the promotion's temp after the stop: %v; want it rolled forward", err)
+				}
+				if temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*")); len(temps) != 0 {
+					t.Errorf("temps after the stopped copy: %v; want none", temps)
+				}
+			},
+			again: migrate.Migrated,
+		},
+		{
 			name: "to etcd, a dry run's read of a promotion's temp", to: true, dry: true,
 			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
 				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
