@@ -124,12 +124,14 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 		return sum, err
 	}
 	// A history whose key had no record in the listing: walked as a key
-	// of its own (read again there, as every key is).
+	// of its own (read again there, as every key is). A history at a name
+	// that is no key is named whether or not a record of that name is
+	// there too: each is foreign input, removed by its own etcdctl del.
 	// A key at a history's bare name (etcdmeta.HistoryNames) is looked
 	// at with its key, a record's or not.
 	histories, bare := map[string]bool{}, map[string]bool{}
 	if err := b.meta.HistoryNames(ctx, func(name string, isBare bool) error {
-		if _, ok := records[name]; !ok {
+		if _, ok := records[name]; !ok || !etcdmeta.ValidKey(name) {
 			histories[name] = true
 		}
 		if isBare {
@@ -173,6 +175,9 @@ func (b *Backend) check(ctx context.Context, o CheckOptions, visit func(store.Fi
 	// that found the orphans, not from a second one.
 	entries := slices.Sorted(maps.Keys(records))
 	for n := range histories {
+		if _, recorded := records[n]; recorded {
+			continue // one entry with its record
+		}
 		if _, listed := slices.BinarySearch(listing.Names, n); !listed {
 			entries = append(entries, n)
 		}
@@ -248,7 +253,8 @@ type checker struct {
 	root    *os.File
 	owner   *access.Owner // the transcripts dir's, nil when not known
 	records map[string]etcdmeta.Item
-	// histories are the names with a history and no record listed;
+	// histories are the names with a history and no record listed, and
+	// those with a history that are no key, a record listed or not;
 	// bare, the names with a key at their history's bare name (a key's
 	// or not).
 	histories, bare map[string]bool
@@ -287,7 +293,10 @@ func (c *checker) entry(ctx context.Context, name string) ([]store.Finding, erro
 				return err
 			}
 			ok = it.Rev != 0 || it.Err != nil
-		} else if c.histories[name] {
+		}
+		if c.histories[name] {
+			// No record listed, or a name that is no key (its record,
+			// if any, named above).
 			if err := c.strayHistory(ctx, name, add); err != nil {
 				return err
 			}
