@@ -103,17 +103,40 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 		leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))
 		return cerr
 	}
+	hist := history{entries: st.History, rev: st.Rev}
 	if err != nil && !errors.Is(err, etcdmeta.ErrAboveLastSlot) {
-		if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
-			// Nothing of the key is judged.
-			leave("the key's record or history does not decode: " + c.b.unroot(err.Error()))
-		} else {
+		if !errors.Is(err, etcdmeta.ErrDamaged) && !errors.Is(err, etcdmeta.ErrNewerSchema) {
 			leave(c.b.unroot(err.Error()))
+			return unavailable(err)
 		}
-		return unavailable(err)
+		// A history (or record) that does not decode: the record alone,
+		// its files judged by its date, as reap's sweep judges them
+		// (stillOrphans); a key with no record has none of its files
+		// needed. No renumber without the history.
+		damaged := "the key's record or history does not decode: " + c.b.unroot(err.Error())
+		if full >= 0 {
+			notRemoved(&found[full], "")
+			found[full].Repair = "left as is: " + damaged
+			full = -1
+		}
+		st, err = c.b.readIn(ctx, key, c.b.meta.GetRecord)
+		if cerr := stopped(ctx, err); cerr != nil {
+			leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))
+			return cerr
+		}
+		if err != nil {
+			// Nothing of the key is judged: the record does not decode
+			// either, or etcd did not answer.
+			if errors.Is(err, etcdmeta.ErrDamaged) || errors.Is(err, etcdmeta.ErrNewerSchema) {
+				leave(damaged)
+			} else {
+				leave(c.b.unroot(err.Error()))
+			}
+			return unavailable(err)
+		}
+		hist = history{}
 	}
 	it := etcdmeta.Item{Key: key, Rev: st.Rev, Record: st.Record}
-	hist := history{entries: st.History, rev: st.Rev}
 	if err := c.b.at(hookRepairLocked, key); err != nil {
 		leave(err.Error())
 		return nil
