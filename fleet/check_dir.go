@@ -228,7 +228,9 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 		case read:
 			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone", gen)
 		default:
-			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's", gen)
+			// The history read with the record failed (it does not
+			// decode, or a newer sessdb's): needs took the record's date.
+			above = fmt.Sprintf("gen %d, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's (the key's history could not be read to tell them apart: judged by the record's date)", gen)
 		}
 		switch {
 		case gen < t.Gen && dated:
