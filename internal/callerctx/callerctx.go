@@ -258,7 +258,6 @@ func WithoutCancel(ctx context.Context) context.Context {
 // String names the caller's context, as the standard ones name theirs.
 func (c *held) String() string { return fmt.Sprintf("callerctx.Of(%T)", c.caller) }
 
-// panicked is the error of a caller's method that panicked with r.
 // stop is err, a caller's non-nil Err: as it is where it is
 // context.Canceled or context.DeadlineExceeded (or wraps either), else an
 // error that wraps both err and context.Canceled. A caller's own reason
@@ -273,6 +272,7 @@ func stop(err error) error {
 	return fmt.Errorf("%w (%w)", err, context.Canceled)
 }
 
+// panicked is the error of a caller's method that panicked with r.
 func panicked(method string, r any) error {
 	return fmt.Errorf("%w: the caller's context panicked in %s: %v", context.Canceled, method, r)
 }
