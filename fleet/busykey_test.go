@@ -150,7 +150,7 @@ func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A key whose history does not decode: its gen 1 is judged by the
-	// record's date, and the line says that date alone.
+	// record's date, and the line says so, and why no entry dated it.
 	damaged := store.Key("github", "busy-key", "a history that does not decode")
 	var damagedFirst string
 	for i, ago := range []time.Duration{3 * time.Hour, 2 * time.Hour} {
@@ -203,7 +203,7 @@ func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
 	if !ok || fd.Kind != KindOrphan {
 		t.Fatalf("check found %+v; want gen 1 of the key whose history does not decode an orphan", found)
 	}
-	if want := "gen 1; the record names gen 2, promoted 2h ago, 3h old"; !strings.Contains(fd.Detail, want) {
+	if want := "gen 1, superseded (the key's history could not be read to date it: judged by the record's date); the record names gen 2, promoted 2h ago, 3h old"; !strings.Contains(fd.Detail, want) {
 		t.Errorf("the orphan line of a key whose history does not decode: %q; want it to say %q (no history read)", fd.Detail, want)
 	}
 }

@@ -53,3 +53,48 @@ func TestCheckNamesAFileAboveTheRecordOfAKeyWhoseHistoryDoesNotDecode(t *testing
 		t.Errorf("reap swept %q; want the file check named, %s", res.Swept, dead)
 	}
 }
+
+// A generation below the record's of a key whose history does not decode
+// is judged by the record's date too (needs, with no history read), and
+// its line says why no entry of the history dated it, as a file above the
+// record's does. Before, it said only "gen 1; the record names gen 2,
+// promoted 2h ago": nothing of the history, where every other line of a
+// generation below the record's says it was superseded and by which date.
+func TestCheckNamesAGenerationBelowTheRecordOfAKeyWhoseHistoryDoesNotDecode(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "below", "damaged history")
+	f.now = time.Now().Add(-2 * time.Hour)
+	f.run(key, "one")
+	f.run(key, "two")
+	f.now = time.Time{}
+	if _, err := c.Client(t).Put(t.Context(), f.prefix+"/history/"+key+"/0000000000000002", "\xc1 not msgpack"); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for _, name := range f.files(key) {
+		if _, gen, ok := shared.ParseName(name); ok && gen == 1 {
+			first = name
+		}
+	}
+	if first == "" {
+		t.Fatalf("no file of gen 1 among %q", f.files(key))
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, first), old, old); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := checkFindings(t, f.b, CheckOptions{})
+	fd, ok := found[first]
+	if want := "gen 1, superseded (the key's history could not be read to date it: judged by the record's date); the record names gen 2, promoted 2h ago, 2h old; no record needs it (reap removes it)"; !ok || fd.Detail != want {
+		t.Errorf("the file below the record: %+v\nwant the detail %q", fd, want)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Swept) != 1 || res.Swept[0] != first {
+		t.Errorf("reap swept %q; want the file check named, %s", res.Swept, first)
+	}
+}

@@ -237,6 +237,10 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 			why = fmt.Sprintf("gen %d, superseded %s ago (the key's history); the record names gen %d, promoted %s ago", gen, store.RoundAge(c.now, at), t.Gen, promoted)
 		case gen < t.Gen && read:
 			why = fmt.Sprintf("gen %d, superseded (no entry of the key's history dates it: judged by the record's date); the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
+		case gen < t.Gen:
+			// The history read with the record failed (it does not
+			// decode, or a newer sessdb's): needs took the record's date.
+			why = fmt.Sprintf("gen %d, superseded (the key's history could not be read to date it: judged by the record's date); the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
 		case gen > t.Gen && dated:
 			why = fmt.Sprintf("%s; no record has named it since %s ago (the key's history); the record names gen %d, promoted %s ago", above, store.RoundAge(c.now, at), t.Gen, promoted)
 		case gen > t.Gen:
