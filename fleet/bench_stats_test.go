@@ -43,6 +43,10 @@ func statsBenchKeys(b *testing.B) int {
 //	dump/history=0    dump's fleet walk reading no history (Inspect, History 0):
 //	                  the records listed, each generation file's stat and first line
 //	dump/history=3    dump --history 3's walk (History 3; dump's default is 0)
+//	check             check's walk (Backend.Check, no repair): the records and
+//	                  the histories' names listed, each generation file read
+//	reap/dry-run      reap --dry-run's walk with a TTL no key is past: the
+//	                  records listed, each key judged, the transcripts dir swept
 //	root/stats        Store.Stats on a sessions root of the same keys: each key dir
 //	                  a copy of one left by 64 promotions
 //
@@ -109,6 +113,24 @@ func BenchmarkFleetStats(b *testing.B) {
 			})
 		})
 	}
+	b.Run("check", func(b *testing.B) {
+		walk(b, func() (int, error) {
+			sum, err := e.be.Check(ctx, CheckOptions{}, nil)
+			if err == nil && sum.Problems != 0 {
+				err = fmt.Errorf("check found %d problems", sum.Problems)
+			}
+			return sum.Keys, err
+		})
+	})
+	b.Run("reap/dry-run", func(b *testing.B) {
+		walk(b, func() (int, error) {
+			res, err := e.be.Reap(ctx, ReapOptions{TTL: 1000 * time.Hour, DryRun: true})
+			if err == nil && (len(res.Removed) != 0 || len(res.Skipped) != 0) {
+				err = fmt.Errorf("reap would remove %d keys and skip %d", len(res.Removed), len(res.Skipped))
+			}
+			return res.Kept, err
+		})
+	})
 	b.Run("root/stats", func(b *testing.B) {
 		s, err := store.New(root, store.Options{Bounds: benchBounds})
 		if err != nil {
