@@ -1161,15 +1161,36 @@ func (s *Store) HistoryNames(ctx context.Context, fn func(name string, bare bool
 // page starts ("": right after its last key), or an error that stops the
 // walk. counted, when not nil, is given the first page's count of the
 // keys under dir, once, before page is called.
+//
+// etcd counts every key from a read's start to its end, whatever the
+// read's limit (3.4 and 3.7 alike: the count it answers with), so pages
+// that each ran to dir's end counted the keys after them once for each
+// page: the square of the keys over the walk (10,000 keys of 64 history
+// entries: 41 M keys counted for HistoryKeys' 128 pages). The walk's
+// range is cut in shards instead (see shard), each read running to its
+// shard's end: once a read finds more than cutPages pages' worth of keys
+// left in its shard, the rest of the shard is read as the shards of one
+// more hex digit. The walk reads from where it is to the end of the
+// shard it is in, and moves on past keys read alone, or past a shard read
+// to its end: each key once, in key order, all at one revision, whatever
+// the shards.
 func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly bool, counted func(int64), page func([]*mvccpb.KeyValue) (string, error)) error {
-	from, end := dir, clientv3.GetPrefixRangeEnd(dir)
+	from := dir
+	// shards is a stack: the shard read is the last, the ones after it
+	// in key order before it.
+	shards := []shard{{end: clientv3.GetPrefixRangeEnd(dir), cut: true}}
 	var at int64
 	limit, bound := most, listPageBytes
 	if !keysOnly {
 		limit = min(most, listFirstPage) // no page of values built before their size is known
 	}
-	for {
-		resp, err := s.listPage(ctx, from, end, at, limit, bound, keysOnly)
+	for len(shards) > 0 {
+		sh := shards[len(shards)-1]
+		if from >= sh.end {
+			shards = shards[:len(shards)-1]
+			continue
+		}
+		resp, err := s.listPage(ctx, from, sh.end, at, limit, bound, keysOnly)
 		var big *pageTooLarge
 		switch {
 		case errors.Is(err, errCompacted):
@@ -1185,7 +1206,7 @@ func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly 
 			// last few large records is not taken for many smaller
 			// ones and refused again.
 			held := limit
-			if n, cerr := s.listCount(ctx, from, end, at); cerr == nil && n > 0 {
+			if n, cerr := s.listCount(ctx, from, sh.end, at); cerr == nil && n > 0 {
 				held = min(held, n)
 			}
 			limit = smallerPage(limit, held, big.size, int64(bound))
@@ -1209,15 +1230,18 @@ func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly 
 			return err
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
+			// The shard is read to its end.
+			shards = shards[:len(shards)-1]
+			from = max(from, next, sh.end)
+			continue
 		}
 		if next == "" {
 			next = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
-		if next >= end {
-			return nil
-		}
 		from = next
+		if left := resp.Count - int64(len(resp.Kvs)); left > cutPages*most && sh.cut {
+			shards = append(shards[:len(shards)-1], sh.cuts(dir)...)
+		}
 		// The next page holds keys of this one's largest at most within
 		// the bound, and grows no more than twice over: a run of small
 		// records after large ones is not met with a page that large
@@ -1225,6 +1249,41 @@ func (s *Store) walkRange(ctx context.Context, dir string, most int64, keysOnly 
 		bound = listPageBytes
 		limit = min(most, 2*limit, max(1, int64(bound)/max(1, 2*largest)))
 	}
+	return nil
+}
+
+// cutPages is how many pages' worth of keys a walk's read may find left
+// in its shard before the rest is read in shards of one more hex digit:
+// the keys one shard's pages count again are at most about that many
+// pages over, and a cut costs sixteen reads more. Tests make it smaller.
+var cutPages int64 = 4
+
+// shard is a part of a walk's range: the keys from where the walk is to
+// end. One that may be cut holds the keys that start with dir+pre (a
+// string of hex digits) and are not read yet, and is cut in seventeen:
+// the keys before dir+pre+"0" (pre's own name, and pre followed by a
+// character below '0'; not cut again), then for each hex digit h those
+// from dir+pre+h to the next digit's, the last ("f") to end. No boundary
+// parts a name's entries ("<name>/…"): each is dir and hex digits.
+type shard struct {
+	end string
+	pre string
+	cut bool // it may be cut: its keys are dir+pre's
+}
+
+const hexDigits = "0123456789abcdef"
+
+// cuts is sh cut by one more hex digit, the last in key order first (the
+// walk's stack reads its last).
+func (sh shard) cuts(dir string) []shard {
+	out := make([]shard, 0, len(hexDigits)+1)
+	end := sh.end
+	for i := len(hexDigits) - 1; i >= 0; i-- {
+		pre := sh.pre + hexDigits[i:i+1]
+		out = append(out, shard{end: end, pre: pre, cut: true})
+		end = dir + pre
+	}
+	return append(out, shard{end: end, pre: sh.pre})
 }
 
 // smallerPage is the count of records to ask for after a page of limit
