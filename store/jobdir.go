@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -44,16 +45,46 @@ func openJobDir(path string) (*os.File, error) {
 // EOPNOTSUPP) goes unlocked, as before the lock: it guards a worker's
 // misuse, not the store's data. The tests play such a file system
 // through internal/dirflock, as they play it for a key dir's flock.
+//
+// Only an exclusive holder makes it busy. ReadTicket, finding no ticket,
+// asks whether the lock is held (stagingNow) with a shared flock it lets
+// go of at once: a resolve whose flock came in that instant was refused
+// for a look, not for a resolve or promote under way. A flock refused
+// while a shared one is to be had is tried again, until
+// stagingLookWaitMost has passed.
 func lockStaging(sd *os.File) error {
-	take, err := dirflock.Flock()
-	if take {
-		err = fsat.Flock(sd, unix.LOCK_EX|unix.LOCK_NB)
+	if take, _ := dirflock.Flock(); !take {
+		return nil
 	}
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return ErrJobDirBusy
+	var until time.Time
+	for {
+		if err := fsat.Flock(sd, unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+			return nil
+		}
+		// An exclusive holder refuses the shared flock too.
+		if fsat.Flock(sd, unix.LOCK_SH|unix.LOCK_NB) != nil {
+			return ErrJobDirBusy
+		}
+		fsat.Flock(sd, unix.LOCK_UN)
+		if until.IsZero() {
+			until = time.Now().Add(stagingLookWaitMost)
+		} else if time.Now().After(until) {
+			return ErrJobDirBusy
+		}
+		if testHookStagingLooked != nil {
+			testHookStagingLooked()
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return nil
 }
+
+// stagingLookWaitMost bounds how long lockStaging waits out shared
+// flocks of its staged dir (a look's, held for a few system calls).
+const stagingLookWaitMost = time.Second
+
+// testHookStagingLooked is called, when set, where lockStaging found its
+// staged dir's flock held only shared, before it tries again.
+var testHookStagingLooked func()
 
 // stagedDir makes <jobDir>/session (0700, a real directory, never a link)
 // and returns it opened.
