@@ -305,7 +305,9 @@ func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, err
 	return ToLegacyContext(context.Background(), root, opts, visit)
 }
 
-// ToLegacyContext is ToLegacy stopped by the end of ctx, as ToDBContext.
+// ToLegacyContext is ToLegacy stopped by the end of ctx, as ToDBContext;
+// the roll-forward of a pending promotion, which reads its temp whole, is
+// abandoned as a transcript's read is, nothing renamed or swept.
 func ToLegacyContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
 	return run(ctx, root, toLegacy, opts, visit)
 }

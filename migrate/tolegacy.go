@@ -271,7 +271,7 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 	if err := faults.At(faults.ToLegacyUnlocked); err != nil {
 		return sc, err
 	}
-	if _, err := m.st.RollForward(key); err != nil {
+	if _, err := m.st.RollForwardContext(m.ctx, key); err != nil {
 		return sc, p.noLock(err)
 	}
 	// The roll-forward swept the temps no record names: reported as

@@ -30,8 +30,9 @@ value and how it is read) and a summary; --json one object per entry and a
 summary (docs/json.md). --dry-run prints the plan and changes nothing.
 
 A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
-the keys under way (a transcript being read for its checksum is abandoned
-within a megabyte, its key left as it was and not printed), prints what was
+the keys under way (a transcript being read for its checksum, or a pending
+promotion's temp by --to-legacy's roll-forward, is abandoned within a
+megabyte, its key left as it was and not printed), prints what was
 done and exits 130; a stdout that can no
 longer be written (its reader gone, a full disk) stops it the same way, exit
 1, its stderr line saying so (migrate is not killed by SIGPIPE); a killed run loses
