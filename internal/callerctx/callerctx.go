@@ -32,8 +32,9 @@ import (
 //   - Err is never nil once Done is closed: a Done closed while the
 //     caller's Err is nil is context.Canceled;
 //   - Err, where the caller's is neither context.Canceled nor
-//     context.DeadlineExceeded (nor wraps either), is an error that wraps
-//     both the caller's and context.Canceled: any non-nil Err is a stop;
+//     context.DeadlineExceeded (nor wraps context.Canceled), is an error
+//     that wraps both the caller's and context.Canceled: any non-nil Err
+//     is a stop;
 //   - Err, once non-nil, stays the same error (the contract's "successive
 //     calls return the same error"), whatever the caller's Err says later;
 //   - Deadline reports none: the caller's Done and Err still end the
@@ -259,14 +260,17 @@ func WithoutCancel(ctx context.Context) context.Context {
 func (c *held) String() string { return fmt.Sprintf("callerctx.Of(%T)", c.caller) }
 
 // stop is err, a caller's non-nil Err: as it is where it is
-// context.Canceled or context.DeadlineExceeded (or wraps either), else an
-// error that wraps both err and context.Canceled. A caller's own reason
-// (an error of its type, context.Cause's) is still the caller's stop:
-// gRPC, and any code that asks errors.Is(err, context.Canceled), would
-// otherwise take a request it cut short for a failure of its own (etcd
-// unavailable), not for the caller's stop.
+// context.Canceled or context.DeadlineExceeded, or wraps context.Canceled,
+// else an error that wraps both err and context.Canceled. A caller's own
+// reason (an error of its type, context.Cause's) is still the caller's
+// stop: gRPC, and any code that asks errors.Is(err, context.Canceled),
+// would otherwise take a request it cut short for a failure of its own
+// (etcd unavailable), not for the caller's stop. One that wraps
+// context.DeadlineExceeded but is not it is such a reason too: gRPC
+// answers it as code Unknown with its text, which etcdmeta reads as etcd
+// 3.4's own timeout ("context deadline exceeded"), etcd unavailable.
 func stop(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == context.Canceled || err == context.DeadlineExceeded || errors.Is(err, context.Canceled) {
 		return err
 	}
 	return fmt.Errorf("%w (%w)", err, context.Canceled)

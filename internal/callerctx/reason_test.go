@@ -3,6 +3,7 @@ package callerctx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -56,4 +57,40 @@ func TestAnErrOfTheCallersOwnIsAStop(t *testing.T) {
 	if got := Of(ctx).Err(); got != context.DeadlineExceeded {
 		t.Errorf("Err of a context past its deadline: %v; want context.DeadlineExceeded as it is", got)
 	}
+}
+
+// A caller's own reason that wraps context.DeadlineExceeded (its budget
+// spent, say), but is not it, was passed on as it was: gRPC answers a
+// context error it does not know as code Unknown with its text, and
+// etcdmeta took "context deadline exceeded" for etcd 3.4's own timeout,
+// the caller's stop for etcd unavailable. It is a stop now, as any
+// reason of the caller's own: it wraps context.Canceled too, the
+// deadline and the reason still, and stays the same error.
+func TestAReasonThatWrapsTheDeadlineIsAStop(t *testing.T) {
+	reason := fmt.Errorf("the caller's budget spent: %w", context.DeadlineExceeded)
+	c := reasonCtx{Context: context.Background(), done: make(chan struct{})}
+	held := Of(wrappedReasonCtx{c, reason})
+	close(c.done)
+	err := held.Err()
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, reason) || !errors.Is(err, context.DeadlineExceeded) || held.Err() != err {
+		t.Fatalf("Err after a stop whose reason wraps the deadline: %v; want one error wrapping context.Canceled and the reason", err)
+	}
+	// One that wraps context.Canceled already is a stop as it is.
+	cancelled := fmt.Errorf("shutting down: %w", context.Canceled)
+	if got := Of(wrappedReasonCtx{c, cancelled}).Err(); got != cancelled {
+		t.Errorf("Err of a reason that wraps context.Canceled: %v; want it as it is", got)
+	}
+}
+
+// wrappedReasonCtx is reasonCtx ending with reason.
+type wrappedReasonCtx struct {
+	reasonCtx
+	reason error
+}
+
+func (c wrappedReasonCtx) Err() error {
+	if c.reasonCtx.Err() != nil {
+		return c.reason
+	}
+	return nil
 }
