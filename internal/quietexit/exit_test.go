@@ -2,15 +2,92 @@ package quietexit
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestMain ends as those of cmd/sessdb, store and migrate do.
+// TestMain ends as those of cmd/sessdb, store and migrate do; runEnded
+// is closed between the two, for a test that leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	Exit(m.Run())
+	code := m.Run()
+	close(runEnded)
+	switch os.Getenv(lateRaceEnv) {
+	case "done":
+		<-raced
+		for runtime.NumGoroutine() > 1 {
+			runtime.Gosched() // the racing goroutines' own ends
+		}
+	case "running":
+		decided = func() { close(inExit) }
+	}
+	Exit(code)
+}
+
+// lateRaceEnv has the child run TestLeaveAGoroutineThatRacesLate's body:
+// "running", its goroutine races once Exit has decided, before it exits;
+// "done", as soon as m.Run is over, TestMain calling Exit once the race
+// has been reported and its goroutines have ended.
+const lateRaceEnv = "QUIETEXIT_TEST_LATE_RACE"
+
+var (
+	runEnded = make(chan struct{})
+	inExit   = make(chan struct{})
+	raced    = make(chan struct{})
+	racy     int
+)
+
+// A test that passes leaving a goroutine behind, which races once m.Run
+// is over: the race detector's sleep at os.Exit is there for it (the
+// report, and exit status 66). Exit skipped that sleep for every passing
+// run: the child exited 0, the race unreported (killed before it ran) or
+// reported and still exit 0 (it ran before Exit). Exit now skips it only
+// where no goroutine but main's is left and no race was reported since.
+func TestLeaveAGoroutineThatRacesLate(t *testing.T) {
+	if !raceBuilt {
+		t.Skip("only a -race build reports races")
+	}
+	switch os.Getenv(lateRaceEnv) {
+	case "running":
+		go func() {
+			<-inExit
+			race()
+		}()
+		return
+	case "done":
+		go func() {
+			<-runEnded
+			race()
+			close(raced)
+		}()
+		return
+	}
+	for _, when := range []string{"running", "done"} {
+		c, cancel := context.WithTimeout(t.Context(), time.Minute)
+		cmd := exec.CommandContext(c, os.Args[0], "-test.run=^TestLeaveAGoroutineThatRacesLate$")
+		// Three seconds for the goroutine still running to race in; none
+		// needed once it has raced.
+		sleep := map[string]string{"running": "3000", "done": "0"}[when]
+		cmd.Env = append(os.Environ(), lateRaceEnv+"="+when, "GORACE=atexit_sleep_ms="+sleep)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 66 || !strings.Contains(string(out), "DATA RACE") {
+			t.Errorf("a passing run whose leftover goroutine races after m.Run (%s at Exit): %v; want exit status 66 and the race reported: %s", when, err, out)
+		}
+	}
+}
+
+// race writes racy from two goroutines, neither ordered before the other.
+func race() {
+	done := make(chan struct{})
+	go func() { racy++; close(done) }()
+	racy++
+	<-done
 }
 
 // A race-built test binary whose tests passed exits at once, whatever
