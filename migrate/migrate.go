@@ -243,18 +243,21 @@ func run(ctx context.Context, root string, c conversion, opts Options, visit fun
 	// stops the walk.
 	done, cut := 0, false
 	type converted struct {
-		r   Report
-		cut bool
+		r            Report
+		cut, printed bool
 	}
 	_, err = walk.Ordered(ctx, len(names), opts.Workers, func(i int) converted {
-		r, cut := m.convert(c, names[i])
-		return converted{r, cut}
+		r, cut, printed := m.convert(c, names[i])
+		return converted{r, cut, printed}
 	}, func(v converted) error {
 		if v.cut {
-			// Stopped by ctx before anything was done to it, as a key
-			// never started: not delivered, and the run is interrupted.
+			// Stopped by ctx: the run is interrupted. One stopped before
+			// anything was done to it, as a key never started, is not
+			// delivered; one a roll-forward changed first is, failed.
 			cut = true
-			return nil
+			if !v.printed {
+				return nil
+			}
 		}
 		r := v.r
 		sum.count(r.Action)
@@ -307,7 +310,9 @@ func ToLegacy(root string, opts Options, visit func(Report) error) (Summary, err
 
 // ToLegacyContext is ToLegacy stopped by the end of ctx, as ToDBContext;
 // the roll-forward of a pending promotion, which reads its temp whole, is
-// abandoned as a transcript's read is, nothing renamed or swept.
+// abandoned as a transcript's read is, nothing renamed or swept, and a
+// key whose roll-forward was done when the stop cut its plan is
+// delivered failed, "nothing written, rolled forward only".
 func ToLegacyContext(ctx context.Context, root string, opts Options, visit func(Report) error) (Summary, error) {
 	return run(ctx, root, toLegacy, opts, visit)
 }

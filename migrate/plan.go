@@ -55,6 +55,10 @@ type plan struct {
 	// at is the promotion time ToLegacy sets as the transcript's mtime;
 	// nil when there is no record of one, or no transcript to set it on.
 	at *time.Time
+	// rolled says ToLegacy's roll-forward changed the key dir (a pending
+	// promotion settled, stray temps swept) before the plan went on: a
+	// stop after it is reported, not taken for a key left as it was.
+	rolled bool
 }
 
 // fail turns the report's Action to Failed with err as the Cause. The first
@@ -121,14 +125,15 @@ const vanishedCause = "vanished"
 // convert plans one entry of the root with c and, unless this is a dry
 // run, applies the plan; every failure becomes the report's. cut says
 // that the run's ctx stopped the plan (the read of a huge transcript)
-// before anything was written: the key is left as it was, a meta.db the
-// plan's open made taken away again, and the report is not one to
-// deliver.
-func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
+// before anything was written: a meta.db the plan's open made is taken
+// away again, and the key, left as it was, has no report to deliver
+// unless ToLegacy's roll-forward changed it first (printed: the report,
+// failed, says so).
+func (m *migrator) convert(c conversion, name string) (_ Report, cut, printed bool) {
 	r := Report{Key: name}
 	kd, ok := m.openKey(name, &r)
 	if !ok {
-		return r, false
+		return r, false, false
 	}
 	defer kd.Close()
 	// The one place DryRun is read: a dry run's plan is made without
@@ -142,7 +147,12 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 		if p.lock != nil {
 			p.lock.Close()
 		}
-		return Report{Key: name}, true
+		if p.rolled {
+			r := Report{Key: name, Oddities: p.Oddities, Removed: p.Removed}
+			r.fail(fmt.Errorf("%w: nothing written, rolled forward only", m.ctx.Err()))
+			return r, true, true
+		}
+		return Report{Key: name}, true, false
 	}
 	if err != nil && p.lock == nil && fsat.IsNotExist(err) && knownMoved(m.rootDir, name, kd) {
 		// Removed or moved away while the plan waited for its lock (a
@@ -171,7 +181,7 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 	}
 	if p.lock == nil {
 		p.Key = name
-		return p.Report, false // no lock, nothing to apply or to clean up
+		return p.Report, false, false // no lock, nothing to apply or to clean up
 	}
 	moved, merr := false, error(nil)
 	if write {
@@ -193,7 +203,7 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 		}
 		p.fail(p.lock.Close())
 		p.Key = name
-		return p.Report, false
+		return p.Report, false, false
 	}
 	if write {
 		// A failed plan is applied too: apply's cleanup is what takes
@@ -203,7 +213,7 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut bool) {
 	// Released only now: apply and its cleanup ran under the lock.
 	p.fail(p.lock.Close())
 	p.Key = name
-	return p.Report, false
+	return p.Report, false, false
 }
 
 // MayWrite is nil when this process may make, rename and remove entries

@@ -281,6 +281,8 @@ func (m *migrator) lockSettled(kd *os.File, key string, storeTemps bool, p *plan
 			p.Removed = append(p.Removed, n)
 		}
 	}
+	// The key dir changed: a stop from here on is reported (convert).
+	p.rolled = sc.Pending != nil || len(p.Removed) > 0
 	rolled := -1
 	if sc.Pending != nil {
 		rolled = len(p.Oddities)

@@ -32,7 +32,8 @@ summary (docs/json.md). --dry-run prints the plan and changes nothing.
 A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
 the keys under way (a transcript being read for its checksum, or a pending
 promotion's temp by --to-legacy's roll-forward, is abandoned within a
-megabyte, its key left as it was and not printed), prints what was
+megabyte, its key left as it was and not printed, or printed failed
+"rolled forward only" where that roll-forward had been done), prints what was
 done and exits 130; a stdout that can no
 longer be written (its reader gone, a full disk) stops it the same way, exit
 1, its stderr line saying so (migrate is not killed by SIGPIPE); a killed run loses
