@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Exit ends a test binary with code, m.Run's, as os.Exit does, but a
@@ -16,20 +17,34 @@ import (
 // start, and every -race run of a package whose TestMain ends so waited
 // that second after its last test (strace: one nanosleep of 1 s, the test
 // binary's own, in store's whole run). The sleep is skipped only where it
-// has nothing to wait for: no goroutine but main's is left (none can
-// race), and no race has been reported since m.Run counted them (one a
+// has nothing to wait for: no goroutine but main's is left, at once or
+// within 100 ms (none can race), and no race has been reported since
+// m.Run counted them (one a
 // goroutine a test left made after that count, which os.Exit turns into
 // exit status 66). A goroutine a test left behind, still running, keeps
 // the sleep, as os.Exit has it. A failed run exits as os.Exit has it (the
 // race detector does not sleep then), and so does one that writes
 // coverage, whose counters are written at os.Exit.
 func Exit(code int) {
-	quiet := code == 0 && raceBuilt && testing.CoverMode() == "" && runtime.NumGoroutine() == 1 && raceErrors() == 0
+	quiet := code == 0 && raceBuilt && testing.CoverMode() == "" && othersEnd() && raceErrors() == 0
 	decided()
 	if quiet {
 		syscall.Exit(0)
 	}
 	os.Exit(code)
+}
+
+// othersEnd reports whether no goroutine but the caller's is left, given
+// up to 100 ms to end: one a test's cleanup let go of may still be on its
+// way out (store's whole run: two goroutines at Exit, one a moment later).
+func othersEnd() bool {
+	for range 100 {
+		if runtime.NumGoroutine() == 1 {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 // decided is called once Exit has decided whether to sleep, before it
