@@ -1,0 +1,126 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sessdb/internal/etcdtest"
+	"sessdb/store"
+)
+
+// damageAtRepair has f's Backend, as check --repair takes up key (the
+// walk done, the key's lock not yet had), put an entry that does not
+// decode into key's history, by another client: what an operator's
+// etcdctl, or another binary, does between the walk and the repair.
+func (f *fixture) damageAtRepair(c *etcdtest.Cluster, key string) *bool {
+	f.t.Helper()
+	cli := c.Client(f.t)
+	put := false
+	f.b.hook = func(p, k string) error {
+		if p == hookRepair && k == key && !put {
+			put = true
+			if _, err := cli.Put(context.Background(), f.prefix+"/history/"+key+"/zzzz", "\xc1 not msgpack"); err != nil {
+				f.t.Error(err)
+			}
+		}
+		return nil
+	}
+	f.t.Cleanup(func() { f.b.hook = nil })
+	return &put
+}
+
+// A repair whose read under the lock finds the key's history no longer
+// decodes judges the key's orphans by the record alone, as reap's sweep
+// does (stillOrphans), not by the entries that still decode: a file
+// superseded long ago by one entry's date, whose record was promoted
+// within the grace, is kept, as reap keeps it. The walk, which read the
+// history whole, found the file an orphan by that entry's date; judged
+// again by the entries that still decode (fleetcheck50's M4: the history
+// read with the damage kept), the repair removed a file reap keeps.
+func TestARepairThatFindsTheHistoryDamagedSinceTheWalkJudgesByTheRecordAsReapDoes(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "damaged since", "the walk")
+	now := time.Now()
+	f.now = now.Add(-3 * time.Hour)
+	f.run(key, "one")
+	first := f.recordFile(key)
+	f.run(key, "two")
+	second := f.recordFile(key)
+	f.now = now.Add(-30 * time.Minute)
+	f.run(key, "three")
+	f.now = time.Time{}
+	old := now.Add(-3 * time.Hour)
+	for _, file := range []string{first, second} {
+		if err := os.Chtimes(filepath.Join(f.dir, file), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := f.damageAtRepair(c, key)
+	found, _ := checkFindings(t, f.b, CheckOptions{Repair: true, Grace: time.Hour})
+	if !*put {
+		t.Fatal("the repair never took up the key")
+	}
+	o := found[first]
+	if o.Kind != KindOrphan || o.Repaired || !o.Remains || o.Repair != "left: the key's record, read again under its lock, needs it now" {
+		t.Errorf("gen 1, superseded 3h ago by gen 2's entry, the record (gen 3) promoted 30m ago, the history damaged since the walk: %+v; want it left, judged by the record's date", o)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, first)); err != nil {
+		t.Errorf("gen 1 after the repair: %v; want it kept", err)
+	}
+	res, err := f.b.Reap(context.Background(), ReapOptions{Grace: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(res.Swept, first) {
+		t.Errorf("reap swept %q; want gen 1 kept, as the repair kept it", res.Swept)
+	}
+}
+
+// A history in its last slot that stops decoding between the walk and
+// the repair's read under the lock is not numbered again: the renumber
+// needs the history, and the record read alone (GetRecord) has none. The
+// walk's last-slot finding says what the repair found, the history left
+// as it is. Numbered from the record alone (fleetcheck50's M8: the
+// last-slot finding kept for the renumber), the finding said something
+// else than the damage it was left for.
+func TestALastSlotHistoryDamagedSinceTheWalkIsNotNumberedAgain(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "last slot damaged", "since the walk")
+	f.run(key, "one")
+	f.run(key, "two")
+	f.toLastSlot(c, key)
+	put := f.damageAtRepair(c, key)
+	var found []store.Finding
+	if _, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !*put {
+		t.Fatal("the repair never took up the key")
+	}
+	slot := f.slotPath(key)
+	i := slices.IndexFunc(found, func(fd store.Finding) bool { return fd.Path == slot })
+	if i < 0 {
+		t.Fatalf("findings %+v; want the last slot's, %s", found, slot)
+	}
+	fd := found[i]
+	const want = "left as is: the key's record or history does not decode: "
+	if fd.Repaired || !fd.Remains || !strings.HasPrefix(fd.Repair, want) || !strings.Contains(fd.Repair, "zzzz") {
+		t.Errorf("the last slot's finding, its history damaged since the walk: %+v; want Repair %q naming the entry", fd, want+"…")
+	}
+	seqs, _ := f.historyValues(c, key)
+	if !slices.Equal(seqs, []string{"fffffffffffffffd", "fffffffffffffffe", "zzzz"}) {
+		t.Errorf("history after the repair: %v; want it as it was (the two entries in the last slots, the damaged one)", seqs)
+	}
+}
