@@ -237,6 +237,36 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 			again: migrate.Migrated,
 		},
 		{
+			// A key dir the fleet promoted past since it moved, a killed
+			// run's promotion temp left in it: the run sweeps the temp
+			// under the lock, and is stopped as it copies the newer
+			// generation. Something was done (the temp removed): printed
+			// failed, nothing written, the temp named in removed. Taken
+			// for a key where nothing was done (mutnew50's N17, the
+			// sweep not counted), it was not printed at all.
+			name: "from etcd, the copy after a sweep of a stray temp",
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
+				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
+				if got, _ := runMigration(t, true, h.root, f.b, migOpts()); got[key].Action != migrate.Migrated {
+					t.Fatalf("the first move: %+v", got[key])
+				}
+				if res := f.run(key, "m2"); !res.Promoted {
+					t.Fatalf("the fleet's promotion: %+v", res)
+				}
+				if err := os.WriteFile(h.path(key, storeTempPrefix+"0123456789abcdef"), []byte("a killed run's"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return hookMigrateCopy
+			},
+			printed: migrate.Failed, cause: "nothing written",
+			after: func(t *testing.T, f *fixture, h *hostBuilder, key, _ string) {
+				if temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*")); len(temps) != 0 {
+					t.Errorf("temps after the stopped copy: %v; want the stray one swept, none written", temps)
+				}
+			},
+			again: migrate.Migrated,
+		},
+		{
 			name: "to etcd, a dry run's read of a promotion's temp", to: true, dry: true,
 			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
 				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
