@@ -14,17 +14,18 @@ import (
 )
 
 // damageAtRepair has f's Backend, as check --repair takes up key (the
-// walk done, the key's lock not yet had), put an entry that does not
-// decode into key's history, by another client: what an operator's
-// etcdctl, or another binary, does between the walk and the repair.
-func (f *fixture) damageAtRepair(c *etcdtest.Cluster, key string) *bool {
+// walk done, the key's lock not yet had), put a value that does not
+// decode at the etcd key at (an entry of key's history, or its record),
+// by another client: what an operator's etcdctl, or another binary, does
+// between the walk and the repair.
+func (f *fixture) damageAtRepair(c *etcdtest.Cluster, key, at string) *bool {
 	f.t.Helper()
 	cli := c.Client(f.t)
 	put := false
 	f.b.hook = func(p, k string) error {
 		if p == hookRepair && k == key && !put {
 			put = true
-			if _, err := cli.Put(context.Background(), f.prefix+"/history/"+key+"/zzzz", "\xc1 not msgpack"); err != nil {
+			if _, err := cli.Put(context.Background(), at, "\xc1 not msgpack"); err != nil {
 				f.t.Error(err)
 			}
 		}
@@ -62,7 +63,7 @@ func TestARepairThatFindsTheHistoryDamagedSinceTheWalkJudgesByTheRecordAsReapDoe
 			t.Fatal(err)
 		}
 	}
-	put := f.damageAtRepair(c, key)
+	put := f.damageAtRepair(c, key, f.prefix+"/history/"+key+"/zzzz")
 	found, _ := checkFindings(t, f.b, CheckOptions{Repair: true, Grace: time.Hour})
 	if !*put {
 		t.Fatal("the repair never took up the key")
@@ -98,7 +99,7 @@ func TestALastSlotHistoryDamagedSinceTheWalkIsNotNumberedAgain(t *testing.T) {
 	f.run(key, "one")
 	f.run(key, "two")
 	f.toLastSlot(c, key)
-	put := f.damageAtRepair(c, key)
+	put := f.damageAtRepair(c, key, f.prefix+"/history/"+key+"/zzzz")
 	var found []store.Finding
 	if _, err := f.b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
 		found = append(found, fd)
@@ -116,11 +117,45 @@ func TestALastSlotHistoryDamagedSinceTheWalkIsNotNumberedAgain(t *testing.T) {
 	}
 	fd := found[i]
 	const want = "left as is: the key's record or history does not decode: "
-	if fd.Repaired || !fd.Remains || !strings.HasPrefix(fd.Repair, want) || !strings.Contains(fd.Repair, "zzzz") {
-		t.Errorf("the last slot's finding, its history damaged since the walk: %+v; want Repair %q naming the entry", fd, want+"…")
+	if fd.Repaired || !fd.Remains || !fd.RepairFailed || !strings.HasPrefix(fd.Repair, want) || !strings.Contains(fd.Repair, "zzzz") {
+		t.Errorf("the last slot's finding, its history damaged since the walk: %+v; want Repair %q naming the entry, a repair that failed", fd, want+"…")
 	}
 	seqs, _ := f.historyValues(c, key)
 	if !slices.Equal(seqs, []string{"fffffffffffffffd", "fffffffffffffffe", "zzzz"}) {
 		t.Errorf("history after the repair: %v; want it as it was (the two entries in the last slots, the damaged one)", seqs)
+	}
+}
+
+// A record that stops decoding between the walk and the repair's read
+// under the lock judges nothing of the key: its orphans are not removed,
+// each saying the record or history does not decode (the words the
+// history's damage gives them), not the read's bare error (mutnew50's
+// N31: the second read's damage taken for etcd's failure).
+func TestARepairThatFindsTheRecordDamagedSinceTheWalkRemovesNothingSayingWhy(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "record damaged", "since the walk")
+	f.now = time.Now().Add(-3 * time.Hour)
+	f.run(key, "one")
+	first := f.recordFile(key)
+	f.run(key, "two")
+	f.now = time.Time{}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, first), old, old); err != nil {
+		t.Fatal(err)
+	}
+	put := f.damageAtRepair(c, key, f.prefix+"/record/"+key)
+	found, _ := checkFindings(t, f.b, CheckOptions{Repair: true, Grace: time.Hour})
+	if !*put {
+		t.Fatal("the repair never took up the key")
+	}
+	o := found[first]
+	const want = "not removed: the key's record or history does not decode: "
+	if o.Kind != KindOrphan || o.Repaired || !o.Remains || !o.RepairFailed || !strings.HasPrefix(o.Repair, want) {
+		t.Errorf("gen 1, its record damaged since the walk: %+v; want it not removed, Repair %q", o, want+"…")
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, first)); err != nil {
+		t.Errorf("gen 1 after the repair: %v; want it kept", err)
 	}
 }
