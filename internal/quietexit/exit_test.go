@@ -11,8 +11,12 @@ import (
 	"time"
 )
 
-// TestMain ends as those of cmd/sessdb, store and migrate do; runEnded
-// is closed between the two, for a test that leaves a goroutine behind.
+// TestMain ends as those of cmd/sessdb, store and migrate do in the
+// children these tests run (asChild or lateRaceEnv in their
+// environment); runEnded is closed between the two, for a test that
+// leaves a goroutine behind. The parent exits by os.Exit, so that an
+// Exit that hid a failed run (exit 0) is seen by the children's tests,
+// not hidden from go test in the parent's own run.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	close(runEnded)
@@ -25,7 +29,10 @@ func TestMain(m *testing.M) {
 	case "running":
 		decided = func() { close(inExit) }
 	}
-	Exit(code)
+	if os.Getenv(asChild) == "1" || os.Getenv(lateRaceEnv) != "" {
+		Exit(code)
+	}
+	os.Exit(code)
 }
 
 // lateRaceEnv has the child run TestLeaveAGoroutineThatRacesLate's body:
@@ -90,6 +97,9 @@ func race() {
 	<-done
 }
 
+// asChild marks the environment of a child these tests run.
+const asChild = "QUIETEXIT_TEST_CHILD"
+
 // A race-built test binary whose tests passed exits at once, whatever
 // atexit_sleep_ms its GORACE set: the child (this binary, running no
 // test) asks for ten minutes, and os.Exit slept them all.
@@ -100,12 +110,30 @@ func TestExitDoesNotSleepAfterAPassingRun(t *testing.T) {
 	c, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(c, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=600000")
+	cmd.Env = append(os.Environ(), asChild+"=1", "GORACE=atexit_sleep_ms=600000")
 	out, err := cmd.CombinedOutput()
 	if c.Err() != nil {
 		t.Fatalf("the child that passed had not exited a minute on (asked to sleep ten): %s", out)
 	}
 	if err != nil {
 		t.Fatalf("the child: %v: %s", err, out)
+	}
+}
+
+// A test binary whose run failed exits 1, race-built or not: only a
+// passing run skips os.Exit (mutnew50's N36, the code == 0 test dropped:
+// a failed -race run exited 0, and go test took it for a pass).
+func TestExitSaysAFailedRunFailed(t *testing.T) {
+	if os.Getenv("QUIETEXIT_TEST_FAIL") == "1" {
+		t.Fatal("failing, as the parent asked")
+	}
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, os.Args[0], "-test.run=^TestExitSaysAFailedRunFailed$")
+	cmd.Env = append(os.Environ(), asChild+"=1", "QUIETEXIT_TEST_FAIL=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the child whose test failed: %v; want exit status 1: %s", err, out)
 	}
 }
