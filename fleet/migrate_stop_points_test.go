@@ -39,6 +39,7 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 		// containing cause.
 		printed    migrate.Action
 		cause      string
+		notCause   string // what the printed cause must not say ("" nothing)
 		after      func(t *testing.T, f *fixture, h *hostBuilder, key string, was string)
 		again      migrate.Action
 		againWrite bool // the re-run's report names the record's file in written
@@ -241,9 +242,10 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 			// run's promotion temp left in it: the run sweeps the temp
 			// under the lock, and is stopped as it copies the newer
 			// generation. Something was done (the temp removed): printed
-			// failed, nothing written, the temp named in removed. Taken
+			// failed, nothing written, and no roll-forward said. Taken
 			// for a key where nothing was done (mutnew50's N17, the
-			// sweep not counted), it was not printed at all.
+			// sweep not counted), it was not printed at all; N40 said
+			// "rolled forward only" of it.
 			name: "from etcd, the copy after a sweep of a stray temp",
 			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) string {
 				h.mustPromote(key, migJob, "m1", store.PromoteRequest{})
@@ -258,7 +260,7 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 				}
 				return hookMigrateCopy
 			},
-			printed: migrate.Failed, cause: "nothing written",
+			printed: migrate.Failed, cause: "nothing written", notCause: "rolled forward",
 			after: func(t *testing.T, f *fixture, h *hostBuilder, key, _ string) {
 				if temps, _ := filepath.Glob(h.path(key, storeTempPrefix+"*")); len(temps) != 0 {
 					t.Errorf("temps after the stopped copy: %v; want the stray one swept, none written", temps)
@@ -359,6 +361,8 @@ func TestAMigrationStoppedAtEachStepEndsThere(t *testing.T) {
 				t.Errorf("the key the stop cut before anything was done was printed: %+v; want it left as a key never started", got)
 			case tc.printed != "" && (len(got) != 1 || got[0].Action != tc.printed || !strings.Contains(got[0].Cause, tc.cause) || len(got[0].Written) != 0):
 				t.Errorf("the key the stop cut: %+v; want it printed %s, saying %q, nothing written", got, tc.printed, tc.cause)
+			case tc.notCause != "" && len(got) == 1 && strings.Contains(got[0].Cause, tc.notCause):
+				t.Errorf("the key the stop cut says %q; want no %q in it", got[0].Cause, tc.notCause)
 			}
 			tc.after(t, f, h, key, temp)
 			again, _ := runMigration(t, tc.to, h.root, f.b, opts)
