@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
 	"testing"
@@ -135,5 +136,36 @@ func TestExitSaysAFailedRunFailed(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("the child whose test failed: %v; want exit status 1: %s", err, out)
+	}
+}
+
+// signalEnv has the child run TestExitDoesNotSleepAfterASignalWasAwaited's
+// body: a walk's wait for Ctrl-C, as cmd/sessdb's tests run its commands.
+const signalEnv = "QUIETEXIT_TEST_SIGNAL"
+
+// A passing run whose tests waited for a signal (cmd/sessdb's walks run
+// in its test binary: signal.NotifyContext, then its stop) exits at once
+// too. The first signal.Notify starts os/signal's loop, which nothing
+// ends: counted as a goroutine left behind, it kept the race detector's
+// sleep for every such run (the child asks for ten minutes).
+func TestExitDoesNotSleepAfterASignalWasAwaited(t *testing.T) {
+	if !raceBuilt {
+		t.Skip("only a -race build sleeps at its exit")
+	}
+	if os.Getenv(signalEnv) != "" {
+		_, stop := signal.NotifyContext(t.Context(), os.Interrupt)
+		stop()
+		return
+	}
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(c, os.Args[0], "-test.run=^TestExitDoesNotSleepAfterASignalWasAwaited$")
+	cmd.Env = append(os.Environ(), asChild+"=1", signalEnv+"=1", "GORACE=atexit_sleep_ms=600000")
+	out, err := cmd.CombinedOutput()
+	if c.Err() != nil {
+		t.Fatalf("the child that passed, having waited for a signal, had not exited 30 s on (asked to sleep ten minutes): %s", out)
+	}
+	if err != nil {
+		t.Fatalf("the child: %v: %s", err, out)
 	}
 }
