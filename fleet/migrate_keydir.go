@@ -15,6 +15,7 @@ import (
 	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/internal/sharedfs"
+	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
@@ -206,7 +207,7 @@ func writeTemp(ctx context.Context, disk durable.FS, kd *os.File, src *genFile) 
 		}
 	}()
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: io.NewSectionReader(src.f, 0, 1<<62)})
+	n, err := io.Copy(io.MultiWriter(f, h), callerctx.Reader(ctx, io.NewSectionReader(src.f, 0, 1<<62)))
 	if err == nil && (n != src.size || h.Sum32() != src.sum) {
 		err = fmt.Errorf("copy %s: %w", src.f.Name(), errChanged)
 	}
@@ -221,20 +222,6 @@ func writeTemp(ctx context.Context, disk durable.FS, kd *os.File, src *genFile) 
 		err = disk.SyncDir(kd)
 	}
 	return name, err
-}
-
-// ctxReader ends a copy when its context does: ctx is looked at before
-// every read (io.Copy's are 32 KiB).
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // dryRunTranscript is the file a dry run reads as the key dir's

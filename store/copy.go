@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"sessdb/gates"
+	"sessdb/internal/callerctx"
 )
 
 // castagnoli is the CRC32C table: the checksum every record of a
@@ -46,7 +47,7 @@ func copyCounted(ctx context.Context, dst io.Writer, src *os.File, limit int64) 
 	h := crc32.New(castagnoli)
 	var r io.Reader = sourceReader{io.NewSectionReader(src, 0, limit)}
 	if ctx.Done() != nil {
-		r = ctxReader{ctx, r}
+		r = callerctx.Reader(ctx, r)
 	}
 	n, err := io.CopyBuffer(io.MultiWriter(dst, h), r, make([]byte, size))
 	if err != nil {
@@ -87,25 +88,10 @@ func (s sourceReader) Read(p []byte) (int, error) {
 // 3.2 ms since (docs/PERFORMANCE.md, 2026-12-05).
 const bigCopy = 1 << 20
 
-// ctxReader is r, failing with ctx's error once ctx is done: looked at
-// before each read, so that a copy stops within one chunk (bigCopy at
-// most) of its caller's cancel, and the error is the caller's, not the
+// ctxReaderAt is callerctx.Reader for an io.ReaderAt: the staged file,
+// as a KeyTxn's Stage copies it: a copy stops within one chunk (bigCopy
+// at most) of its caller's cancel, and the error is the caller's, not the
 // source's (KeyView.Lost never judges it).
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-// Read reads from r unless ctx is done.
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// ctxReaderAt is ctxReader for an io.ReaderAt: the staged file, as a
-// KeyTxn's Stage copies it.
 type ctxReaderAt struct {
 	ctx context.Context
 	r   io.ReaderAt

@@ -77,7 +77,7 @@ func writeAs(ctx context.Context, dir, key string, final func(rnd string) string
 		}
 	}()
 	h := crc32.New(castagnoli)
-	size, err = io.Copy(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: src})
+	size, err = io.Copy(io.MultiWriter(f, h), callerctx.Reader(ctx, src))
 	if err == nil {
 		err = disk.SyncFile(f)
 	}
@@ -389,17 +389,4 @@ func isEmpty(d *os.File) (bool, error) {
 		return true, nil
 	}
 	return false, err
-}
-
-// ctxReader ends a copy when its context does.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
