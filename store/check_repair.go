@@ -377,6 +377,19 @@ func refusedAs(dir *os.File, name string, err error) error {
 	return err
 }
 
+// removalAs is err, a dry run's refusal (fsat.DeleteErr) of the removal
+// of name in dir, in the words its run's unlink gives: a refusal to write
+// in or enter dir (its mode, an ACL, a read-only mount), which DeleteErr
+// says as "access <dir>", is the run's "remove <dir>/<name>", with the
+// same cause. Any other error is err as it is.
+func removalAs(dir *os.File, name string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "access" {
+		return &os.PathError{Op: "remove", Path: fsat.Join(dir, name), Err: pe.Err}
+	}
+	return err
+}
+
 // tempNames lists kd's promotion temps and meta.db temps that are regular
 // files last changed before cutoff (nil: any), sorted; links and odd
 // files are reported by check, never removed. No time stands for "any":
@@ -825,7 +838,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 			// immutable or append-only temp or dir, the sticky rule):
 			// that temp failed, the others swept, as the run's are.
 			if err := fsat.DeleteErr(kd, n); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, removalAs(kd, n, err))
 				continue
 			}
 		} else if err := s.removeTaken(kd, n, taken); err != nil {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A reap's dry run that fails a name its run would fail says what the run
+// will say: the same cause, on the same path, so that an operator who
+// reads the dry run knows the run's line. Run as nobody, who owns the
+// root. Each case: a stray temp of a key the reap keeps, in a key dir
+// nobody may not write (0500; the run's unlink of the temp is refused).
+// Before, the dry run said "access <key>: permission denied" and the run
+// "remove <key>/<temp>: permission denied".
+func TestAReapsDryRunFailsANameInItsRunsWords(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setUp func(w nobodysWorker) (readOnly string, mode os.FileMode, failed string)
+	}{
+		{"sweep, key dir 0500", func(w nobodysWorker) (string, os.FileMode, string) {
+			strayTemp(t, w)
+			return filepath.Join(w.root, workerKey), 0o500, workerKey
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newNobodysWorker(t)
+			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+				t.Fatalf("promote: %s", promoted)
+			}
+			readOnly, mode, failed := c.setUp(w)
+			if err := os.Chmod(readOnly, mode); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Chmod(readOnly, 0o700) // for the cleanup
+			before := tree(t, w.root)
+			dcode, dout, derrs := w.runAs("reap", "--dry-run", w.root)
+			if tree(t, w.root) != before {
+				t.Error("the dry run changed the root")
+			}
+			code, out, errs := w.runAs("reap", w.root)
+			dline, line := failedLine(dout, failed), failedLine(out, failed)
+			if code != exitFault || line == "" || !strings.Contains(line, "permission denied") {
+				t.Fatalf("run: exit %d; want 1, %s failed, permission denied\nstdout:\n%s\nstderr:\n%s", code, failed, out, errs)
+			}
+			if dcode != code || dline != line {
+				t.Errorf("dry run: exit %d, %q; want exit %d and the run's line, %q\nstdout:\n%s\nstderr:\n%s", dcode, dline, code, line, dout, derrs)
+			}
+		})
+	}
+}
+
+// failedLine is the line of a reap's text that fails name.
+func failedLine(out, name string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "failed        "+name+"  (") {
+			return l
+		}
+	}
+	return ""
+}
