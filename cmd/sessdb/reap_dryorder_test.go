@@ -147,7 +147,7 @@ func TestAReapsDryRunOfAReapOwnedDirFailsFirstWhereItsRunDoes(t *testing.T) {
 				t.Fatalf("run: exit %d; want 1, the dir failed on its meta.db\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 			}
 			code, out, errs = w.runAs("reap", "--dry-run", w.root)
-			if code != exitFault || !strings.Contains(out, "failed        "+name+"  (access "+name+"/meta.db: permission denied)") {
+			if code != exitFault || !strings.Contains(out, "failed        "+name+"  (open "+name+"/meta.db: permission denied)") {
 				t.Errorf("dry run: exit %d; want 1, the dir failed on its meta.db, as its run\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 			}
 		})

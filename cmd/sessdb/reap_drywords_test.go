@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A reap's dry run that fails a name its run would fail says what the run
@@ -13,22 +14,51 @@ import (
 // root. Each case: a stray temp of a key the reap keeps, in a key dir
 // nobody may not write (0500; the run's unlink of the temp is refused).
 // Before, the dry run said "access <key>: permission denied" and the run
-// "remove <key>/<temp>: permission denied".
+// "remove <key>/<temp>: permission denied". A meta.db nobody may not
+// write (0400), that the run opens as a writer first: of a key it keeps
+// with a stray temp, of an expired key, of a reap-owned dir whose meta.db
+// has a second name (so that the run does not give itself the bits).
+// Before, the dry run said "access <path>/meta.db" and the run "open
+// <path>/meta.db".
 func TestAReapsDryRunFailsANameInItsRunsWords(t *testing.T) {
 	for _, c := range []struct {
 		name  string
+		old   bool // the key's promotion made past the TTL
 		setUp func(w nobodysWorker) (readOnly string, mode os.FileMode, failed string)
 	}{
-		{"sweep, key dir 0500", func(w nobodysWorker) (string, os.FileMode, string) {
+		{"sweep, key dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey), 0o500, workerKey
+		}},
+		{"sweep, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			strayTemp(t, w)
+			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, workerKey
+		}},
+		{"expired key, its meta.db 0400", true, func(w nobodysWorker) (string, os.FileMode, string) {
+			return filepath.Join(w.root, workerKey, "meta.db"), 0o400, workerKey
+		}},
+		{"finish, its meta.db 0400 and linked", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			aside := killedReapsAside(t, w)
+			linkOut(t, w, filepath.Join(aside, "meta.db"))
+			return filepath.Join(aside, "meta.db"), 0o400, filepath.Base(aside)
+		}},
+		{"restore, its meta.db 0400 and linked", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			aside := landedAside(t, w)
+			linkOut(t, w, filepath.Join(w.root, aside, "meta.db"))
+			return filepath.Join(w.root, aside, "meta.db"), 0o400, aside
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newNobodysWorker(t)
+			now := clock
+			t.Cleanup(func() { clock = now })
+			if c.old {
+				clock = func() time.Time { return now().Add(-30 * 24 * time.Hour) }
+			}
 			if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
 				t.Fatalf("promote: %s", promoted)
 			}
+			clock = now
 			readOnly, mode, failed := c.setUp(w)
 			if err := os.Chmod(readOnly, mode); err != nil {
 				t.Fatal(err)
@@ -59,4 +89,12 @@ func failedLine(out, name string) string {
 		}
 	}
 	return ""
+}
+
+// linkOut gives meta a second name outside w's root.
+func linkOut(t *testing.T, w nobodysWorker, meta string) {
+	t.Helper()
+	if err := os.Link(meta, filepath.Join(w.base, "meta.db.other-name")); err != nil {
+		t.Fatal(err)
+	}
 }
