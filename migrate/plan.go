@@ -230,6 +230,12 @@ func MayWrite(kd *os.File) error {
 		return nil
 	}
 	if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+		// Said as the run's writer open says it ("open", not the
+		// look's "access"), the same path and cause.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = &os.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
+		}
 		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", err)
 	}
 	return nil
