@@ -33,7 +33,9 @@ Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1, as
 does one edited under the promote into another key's (nothing on stdout,
 nothing written); a ticket from another sessions root exits 2 and writes nothing, as does a
---pi-version longer than 4096 bytes (a legacy sidecar's most). An answer
+--pi-version longer than 4096 bytes (a legacy sidecar's most), or a
+sessions root (on a fleet, a transcripts dir) that is the filesystem root,
+as resolve refuses it. An answer
 that cannot be written on stdout (a full disk, a reader gone) exits 1 after
 the promotion,
 its stderr line naming the key and the outcome ("promoted gen 7, but the

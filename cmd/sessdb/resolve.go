@@ -48,7 +48,10 @@ relative path's working directory gone): the container is given
 but outside every key is left alone, as check's not-a-key). A sessions root
 that does not exist makes every key absent, as the legacy store did, with a
 warning on stderr (a misspelt root would otherwise pass for a new
-conversation).
+conversation). A sessions root (on a fleet, a transcripts dir) that is the
+filesystem root, however spelled, is a usage error (exit 2, naming the flag
+or variable; nothing made): a key made there no walk could reach, and no
+reap expire.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked
