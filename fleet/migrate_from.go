@@ -259,7 +259,7 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		// The run opens meta.db for writing (its exclusive lock) before
 		// it judges the key: one this user may not write fails the key
 		// there, whatever the key's state, and so here.
-		if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+		if err := migrate.MayOpenMetaDB(kd); err != nil {
 			fail(r, err)
 			return
 		}

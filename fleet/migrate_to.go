@@ -332,7 +332,7 @@ func (m *migration) readHost(ctx context.Context, kd *os.File, name string, r *M
 	if !write {
 		// The run opens meta.db for writing (its exclusive lock): one
 		// this user may not write fails the key there, and so here.
-		if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+		if err := migrate.MayOpenMetaDB(kd); err != nil {
 			fail(r, err)
 			return k
 		}

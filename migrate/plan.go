@@ -229,16 +229,23 @@ func MayWrite(kd *os.File) error {
 	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
 		return nil
 	}
-	if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
-		// Said as the run's writer open says it ("open", not the
-		// look's "access"), the same path and cause.
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = &os.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
-		}
+	if err := MayOpenMetaDB(kd); err != nil {
 		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", err)
 	}
 	return nil
+}
+
+// MayOpenMetaDB is nil when this process may open kd's meta.db for
+// writing, as a run's writer open would be judged (fsat.AccessAt); else
+// the refusal, said as that open says it ("open <path>", not the look's
+// "access <path>"), the same path and cause.
+func MayOpenMetaDB(kd *os.File) error {
+	err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK)
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = &os.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
+	}
+	return err
 }
 
 // knownMoved reports whether kd is known to be no longer at name under
