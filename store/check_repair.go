@@ -378,14 +378,15 @@ func refusedAs(dir *os.File, name string, err error) error {
 }
 
 // removalAs is err, a dry run's refusal (fsat.DeleteErr) of the removal
-// of name in dir, in the words its run's unlink gives: a refusal to write
-// in or enter dir (its mode, an ACL, a read-only mount), which DeleteErr
-// says as "access <dir>", is the run's "remove <dir>/<name>", with the
-// same cause. Any other error is err as it is.
-func removalAs(dir *os.File, name string, err error) error {
+// of name in dir, in the words its run's call (op: "remove", an unlink;
+// "rmdir") gives: a refusal to write in or enter dir (its mode, an ACL, a
+// read-only mount), which DeleteErr says as "access <dir>", is the run's
+// "<op> <dir>/<name>", with the same cause. Any other error is err as it
+// is.
+func removalAs(dir *os.File, name, op string, err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) && pe.Op == "access" {
-		return &os.PathError{Op: "remove", Path: fsat.Join(dir, name), Err: pe.Err}
+		return &os.PathError{Op: op, Path: fsat.Join(dir, name), Err: pe.Err}
 	}
 	return err
 }
@@ -838,7 +839,7 @@ func (s *Store) sweepStaleTemps(kd *os.File, key string, cutoff time.Time, dryRu
 			// immutable or append-only temp or dir, the sticky rule):
 			// that temp failed, the others swept, as the run's are.
 			if err := fsat.DeleteErr(kd, n); err != nil {
-				errs = append(errs, removalAs(kd, n, err))
+				errs = append(errs, removalAs(kd, n, "remove", err))
 				continue
 			}
 		} else if err := s.removeTaken(kd, n, taken); err != nil {

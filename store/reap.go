@@ -494,8 +494,8 @@ func (s *Store) reapEmptyKeyDir(root, kd *os.File, key string, ttl time.Duration
 	if dryRun {
 		// What the rmdir meets: the root's mode, and an immutable dir, an
 		// append-only root or the sticky rule, which refuse it all the
-		// same (the run's EPERM).
-		err := fsat.DeleteErr(root, key)
+		// same (the run's EPERM), in the rmdir's words.
+		err := removalAs(root, key, "rmdir", fsat.DeleteErr(root, key))
 		return err == nil, err
 	}
 	if err := s.fault(faults.ReapEmptyBeforeRmdir); err != nil {

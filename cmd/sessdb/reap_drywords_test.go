@@ -14,7 +14,10 @@ import (
 // root. Each case: a stray temp of a key the reap keeps, in a key dir
 // nobody may not write (0500; the run's unlink of the temp is refused).
 // Before, the dry run said "access <key>: permission denied" and the run
-// "remove <key>/<temp>: permission denied". A meta.db nobody may not
+// "remove <key>/<temp>: permission denied". An empty key dir idle past
+// the TTL in a sessions root nobody may not write (0500; the run's rmdir
+// is refused): before, the dry run said "access <root>" and the run
+// "rmdir <key>". A meta.db nobody may not
 // write (0400), that the run opens as a writer first: of a key it keeps
 // with a stray temp, of an expired key, of a reap-owned dir whose meta.db
 // has a second name (so that the run does not give itself the bits).
@@ -29,6 +32,17 @@ func TestAReapsDryRunFailsANameInItsRunsWords(t *testing.T) {
 		{"sweep, key dir 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			strayTemp(t, w)
 			return filepath.Join(w.root, workerKey), 0o500, workerKey
+		}},
+		{"empty key dir, sessions root 0500", false, func(w nobodysWorker) (string, os.FileMode, string) {
+			const empty = "1123456789abcdef0123456789abcdef"
+			dir := filepath.Join(w.root, empty)
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chown(dir, nobody, nobody)
+			old := clock().Add(-30 * 24 * time.Hour)
+			os.Chtimes(dir, old, old)
+			return w.root, 0o500, empty
 		}},
 		{"sweep, its meta.db 0400", false, func(w nobodysWorker) (string, os.FileMode, string) {
 			strayTemp(t, w)
