@@ -240,12 +240,7 @@ func MayWrite(kd *os.File) error {
 // the refusal, said as that open says it ("open <path>", not the look's
 // "access <path>"), the same path and cause.
 func MayOpenMetaDB(kd *os.File) error {
-	err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK)
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = &os.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
-	}
-	return err
+	return fsat.SaidAs("open", fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK))
 }
 
 // knownMoved reports whether kd is known to be no longer at name under

@@ -594,14 +594,12 @@ func expired(last, now time.Time, ttl time.Duration) bool { return now.Sub(last)
 func allowed(lockIn *os.File, dirs ...*os.File) error {
 	if lockIn != nil {
 		err := fsat.AccessAt(lockIn, db.FileName, unix.W_OK)
-		var pe *os.PathError
-		if errors.As(err, &pe) && !fsat.IsNotExist(err) {
-			// The run's writer open of meta.db meets this refusal:
-			// said in its words, "open", not the look's "access".
-			err = &os.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
-		}
 		if fsat.IsNotExist(err) {
 			err = fsat.AccessAt(lockIn, ".", unix.W_OK|unix.X_OK)
+		} else {
+			// The run's writer open of meta.db meets this refusal:
+			// said in its words, "open", not the look's "access".
+			err = fsat.SaidAs("open", err)
 		}
 		if err != nil {
 			return err

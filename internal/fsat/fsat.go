@@ -349,6 +349,18 @@ func AccessAt(dir *os.File, name string, mode uint32) error {
 	return nil
 }
 
+// SaidAs is err, a look's refusal (AccessAt's "access <path>"), said as
+// the call op it stands for would say it ("open <path>"): a dry run that
+// fails a name its run would fail says it in the run's words, the same
+// path and cause. An error that is no *os.PathError is err as it is.
+func SaidAs(op string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return &os.PathError{Op: op, Path: pe.Path, Err: pe.Err}
+	}
+	return err
+}
+
 // accessNoFollow judges name, not a link, as the kernel would open it,
 // by the effective ids: faccessat with AT_EACCESS alone (what every
 // system takes: FreeBSD refuses AT_SYMLINK_NOFOLLOW there with EINVAL),
