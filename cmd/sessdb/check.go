@@ -61,19 +61,19 @@ sessdb never removes it, and says where. An action that could not be done
 is named on stderr, and check exits 1.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) check examines every record and
-the transcripts dir: a record that does not decode, a generation file
-missing or not what its record says (its size, and its CRC32C read no
-further than the record's size plus one byte), links, names that are no key,
-the modes and owners of the dir, its mark, key dirs and generations (as on
-a root), and orphans, files no record needs older than --grace (notices).
---repair removes the orphans, each key's under its lease-backed etcd lock,
-judged again there from a fresh read of its record, numbers again in place
-a history whose newest entry is in the last slot (the newest 64 entries
-kept, the record not rewritten), and gives a mode its owner's bits. --accept, --quarantine and --deep-check-timeout
-act on a key dir's files, which a fleet has none of: there they are a usage
-error (exit 2). A record check finds damaged is left for the operator to
-look at and remove with etcdctl, its history first: --repair's line names
-both keys.`,
+the transcripts dir: a record that does not decode, a generation file missing
+or not what its record says (its size, and its CRC32C read no further than the
+record's size plus one byte), links, names that are no key, the modes and
+owners of the dir, its mark, key dirs and generations (as on a root), and
+orphans, files no record needs older than --grace (notices). --repair removes
+the orphans, each key's under its lease-backed etcd lock, judged again there
+from a fresh read of its record, numbers again in place a history whose newest
+entry is in the last slot (the newest 64 entries kept, the record not
+rewritten), and gives a mode its owner's bits. --accept, --quarantine and
+--deep-check-timeout act on a key dir's files, which a fleet has none of: there
+they are a usage error (exit 2). A record check finds damaged is left for the
+operator to look at and remove with etcdctl, its history first: --repair's line
+names both keys.`,
 	example: `  sessdb check /var/lib/pi/sessions; echo "exit $?"
   sessdb check --repair /var/lib/pi/sessions
   sessdb check --json /var/lib/pi/sessions | jq -c 'select(.severity == "problem")'

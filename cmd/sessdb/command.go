@@ -404,7 +404,7 @@ var flagGroups = []struct {
 }{
 	{"flags", nil},
 	{"configuration flags (each wins over its environment variable)", configFlagNames},
-	{"fleet flags (etcd and a shared transcripts dir, docs/fleet.md; each wins over its variable)", fleetFlagNames},
+	{"fleet flags (etcd and a shared transcripts dir; each wins over its variable)", fleetFlagNames},
 	{"logging flags", map[string]bool{"log-level": true, "log-format": true}},
 }
 

@@ -22,16 +22,16 @@ var cmdEngageReplay = &command{
 	short: "replay a pi transcript: what each pruning policy sends pruned, and the cache misses it pays",
 	long: `
 Reads FILE, a pi session transcript (a regular file: a FIFO, a device or a
-directory is refused, exit 1, without being read), and runs each request (each assistant
-message on the branch) through both pruning policies: the stateless check,
-which prunes a request whose estimate is over pi's compaction threshold
-(window - reserve), and the sticky rule, which keeps pruning once engaged
-until a compaction or a new session. One line per request and a summary of
-the pruned requests, prefix switches (prompt-cache misses) and re-billed
-tokens of each; with the cache prices, their extra cost in USD. --json prints
-one object per request and a summary (docs/json.md); --svg also writes the
-replay as a chart. --pruned-ratio models a transcript recorded without
-pruning; every figure it changes is marked modelled. See docs/engage.md.`,
+directory is refused, exit 1, without being read), and runs each request (each
+assistant message on the branch) through both pruning policies: the stateless
+check, which prunes a request whose estimate is over pi's compaction threshold
+(window - reserve), and the sticky rule, which keeps pruning once engaged until
+a compaction or a new session. One line per request and a summary of the pruned
+requests, prefix switches (prompt-cache misses) and re-billed tokens of each;
+with the cache prices, their extra cost in USD. --json prints one object per
+request and a summary (docs/json.md); --svg also writes the replay as a chart.
+--pruned-ratio models a transcript recorded without pruning; every figure it
+changes is marked modelled. See docs/engage.md.`,
 	example: `  sessdb engage replay --cache-read-price 0.30 --cache-write-price 3.75 ~/.pi/agent/sessions/--work--/2026-11-29T09-00-00.jsonl`,
 	exits:   []int{exitOK, exitFault, exitUsage},
 	minArgs: 1,

@@ -31,44 +31,42 @@ summary (docs/json.md). --dry-run prints the plan and changes nothing.
 
 A run is idempotent and safe to interrupt: Ctrl-C starts no new key, finishes
 the keys under way (a transcript being read for its checksum, or a pending
-promotion's temp by --to-legacy's roll-forward, is abandoned within a
-megabyte, its key left as it was and not printed, or printed failed
-"rolled forward only" where that roll-forward had been done), prints what was
-done and exits 130; a stdout that can no
-longer be written (its reader gone, a full disk) stops it the same way, exit
-1, its stderr line saying so (migrate is not killed by SIGPIPE); a killed run loses
-nothing, and the next run finishes its keys and removes a meta.db temp it
-left (once the temp is a minute old: a younger one may be a creation under
-way). A key with a fresh legacy lock (a legacy worker may be promoting), or
-whose lock is not had in time, or that fails, is named on stderr, and migrate
-exits 1 after the others: fix the cause and run it again. Stop the workers
-first.
+promotion's temp by --to-legacy's roll-forward, is abandoned within a megabyte,
+its key left as it was and not printed, or printed failed "rolled forward only"
+where that roll-forward had been done), prints what was done and exits 130; a
+stdout that can no longer be written (its reader gone, a full disk) stops it
+the same way, exit 1, its stderr line saying so (migrate is not killed by
+SIGPIPE); a killed run loses nothing, and the next run finishes its keys and
+removes a meta.db temp it left (once the temp is a minute old: a younger one
+may be a creation under way). A key with a fresh legacy lock (a legacy worker
+may be promoting), or whose lock is not had in time, or that fails, is named on
+stderr, and migrate exits 1 after the others: fix the cause and run it again.
+Stop the workers first.
 
 --to etcd moves every key dir of the root into a fleet (the etcd connection
-flags: docs/fleet.md): under the key's lock, its transcript written once
-into the transcripts dir, then its record and whole history created in one
-etcd transaction that commits only if etcd holds nothing for the key. The
-key dir is left as it was, the way back. --from etcd moves every record of
-the fleet into a key dir of the root, written as a promotion writes.
-Either way a key the destination already holds at the same generation is
-already (--to writes its generation file again from the key dir where it
-is missing from the transcripts dir; the same bytes under other stamps,
-promoted on another root, are a conflict); one whose generation in etcd
-descends from the key dir's (the fleet promoted it since) is already
-(--to) or brought forward (--from);
-anything else, a key dir promoted since etcd got it included (--to creates
-records, it never writes over one), is a conflict, reported and left alone
-(exit 1). A legacy key dir must be migrated to
-meta.db first. Once a key finds etcd unavailable (no answer within
---etcd-timeout), the keys after it are failed at once, not tried (exit 1),
-rather than each waiting out the timeout in turn. Ctrl-C ends the etcd
-request, the roll-forward of a pending promotion (nothing renamed) and
-the copy of each key under way: a key it stops before its create is sent
-(--from etcd: before its commit) is left as it was (its copy removed) and
-not printed, failed where a pending promotion was rolled forward first
-(--from etcd: or stray temps removed); one whose
-create it cut short (it may have landed) is failed, its file kept, and a
-re-run finds it already or moves it. Killed at any point, a re-run converges; every key judged before gets the same verdict after.`,
+flags: docs/fleet.md): under the key's lock, its transcript written once into
+the transcripts dir, then its record and whole history created in one etcd
+transaction that commits only if etcd holds nothing for the key. The key dir is
+left as it was, the way back. --from etcd moves every record of the fleet into
+a key dir of the root, written as a promotion writes. Either way a key the
+destination already holds at the same generation is already (--to writes its
+generation file again from the key dir where it is missing from the transcripts
+dir; the same bytes under other stamps, promoted on another root, are a
+conflict); one whose generation in etcd descends from the key dir's (the fleet
+promoted it since) is already (--to) or brought forward (--from); anything
+else, a key dir promoted since etcd got it included (--to creates records, it
+never writes over one), is a conflict, reported and left alone (exit 1). A
+legacy key dir must be migrated to meta.db first. Once a key finds etcd
+unavailable (no answer within --etcd-timeout), the keys after it are failed at
+once, not tried (exit 1), rather than each waiting out the timeout in turn.
+Ctrl-C ends the etcd request, the roll-forward of a pending promotion (nothing
+renamed) and the copy of each key under way: a key it stops before its create
+is sent (--from etcd: before its commit) is left as it was (its copy removed)
+and not printed, failed where a pending promotion was rolled forward first
+(--from etcd: or stray temps removed); one whose create it cut short (it may
+have landed) is failed, its file kept, and a re-run finds it already or moves
+it. Killed at any point, a re-run converges; every key judged before gets the
+same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
   sessdb migrate --to-legacy /var/lib/pi/sessions

@@ -25,33 +25,34 @@ object: {"key","resume","reason","bytes","staged"} (docs/json.md).
 Every verdict, cold or warm, exits 0: a cold start is a result. A store fault
 exits 1 and leaves no staged file and no ticket behind. An answer that cannot
 be written on stdout (a full disk, a reader gone) exits 1 too, its stderr line
-naming the key and the verdict ("resolved (...), but the answer was not
-written on stdout ..."), after the ticket and the staged file were written:
-they may stay, and a retried resolve replaces both. A signal (SIGTERM, Ctrl-C)
-kills resolve, nothing on stdout (one that comes after the answer was written
-leaves it whole there: act only on the answer of a resolve that exited 0); the
-staged file and the ticket may stay, and a retried resolve replaces both. The key is --key (32 lowercase hex) or
-derived from --kind/--repo/--ref as the legacy store derived it: all three,
-but --kind local, whose key has no repository, takes no --repo (its --ref is
-the trigger id). --pi-version is required: --pi-version "" declares no
-version, which never resumes. A --pi-version, --venue, --model or --job longer
-than 4096 bytes (a legacy sidecar's most) is a usage error (exit 2): no key
-stamped with it could be migrated back. --job-dir is created (0700) if it is
-missing (as root on Linux, it and what resolve writes in it are made the
-owner's and group's of the dir each is made in, as everything sessdb makes as
-root is); a parent that does not exist is a usage error (exit 2), as is a job
-dir that is the sessions root (on a fleet, the transcripts dir), lies inside
-one of its key dirs (or a dir a reap or a quarantine moved aside), or holds
-it, links resolved (or whose links cannot be resolved: past PATH_MAX, or a
-relative path's working directory gone): the container is given
-<job-dir>/session, and a job dir is removed after its job (one under the root
-but outside every key is left alone, as check's not-a-key). A sessions root
-that does not exist makes every key absent, as the legacy store did, with a
-warning on stderr (a misspelt root would otherwise pass for a new
-conversation). A sessions root (on a fleet, a transcripts dir) that is the
-filesystem root, however spelled, is a usage error (exit 2, naming the flag
-or variable; nothing made): a key made there no walk could reach, and no
-reap expire.
+naming the key and the verdict ("resolved (...), but the answer was not written
+on stdout ..."), after the ticket and the staged file were written: they may
+stay, and a retried resolve replaces both. A signal (SIGTERM, Ctrl-C) kills
+resolve, nothing on stdout (one that comes after the answer was written leaves
+it whole there: act only on the answer of a resolve that exited 0); the staged
+file and the ticket may stay, and a retried resolve replaces both.
+
+The key is --key (32 lowercase hex) or derived from --kind/--repo/--ref as the
+legacy store derived it: all three, but --kind local, whose key has no
+repository, takes no --repo (its --ref is the trigger id). --pi-version is
+required: --pi-version "" declares no version, which never resumes. A
+--pi-version, --venue, --model or --job longer than 4096 bytes (a legacy
+sidecar's most) is a usage error (exit 2): no key stamped with it could be
+migrated back. --job-dir is created (0700) if it is missing (as root on Linux,
+it and what resolve writes in it are made the owner's and group's of the dir
+each is made in, as everything sessdb makes as root is); a parent that does not
+exist is a usage error (exit 2), as is a job dir that is the sessions root (on
+a fleet, the transcripts dir), lies inside one of its key dirs (or a dir a reap
+or a quarantine moved aside), or holds it, links resolved (or whose links
+cannot be resolved: past PATH_MAX, or a relative path's working directory
+gone): the container is given <job-dir>/session, and a job dir is removed after
+its job (one under the root but outside every key is left alone, as check's
+not-a-key). A sessions root that does not exist makes every key absent, as the
+legacy store did, with a warning on stderr (a misspelt root would otherwise
+pass for a new conversation). A sessions root (on a fleet, a transcripts dir)
+that is the filesystem root, however spelled, is a usage error (exit 2, naming
+the flag or variable; nothing made): a key made there no walk could reach, and
+no reap expire.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked
