@@ -79,6 +79,21 @@ type MigrateSummary struct {
 // locked, failed or in conflict.
 func (s MigrateSummary) Complete() bool { return s.Summary.Complete() && s.Conflicts == 0 }
 
+// ConflictRemedy says what settles a conflict of a migration between the
+// sessions root root and this fleet, which no re-run does (the source and
+// the destination each hold a conversation of the key): one side goes,
+// the operator's choice, no worker running. The fleet's stays once the key
+// dir is moved aside (check --quarantine, run without the fleet's
+// settings, which a root beside them would refuse); the key dir's once the
+// fleet's history and record of the key are removed, in that order, with
+// etcdctl (the command lines check names for a record it leaves). KEY
+// stands for each key in conflict.
+func (b *Backend) ConflictRemedy(root string) string {
+	const key = "KEY"
+	return fmt.Sprintf("a conflict is two conversations for one key, and a re-run leaves it: with no worker running, keep the fleet's by moving the key dir aside (env -i PATH=\"$PATH\" sessdb check --repair --quarantine %s %s), or the key dir's by removing the fleet's history and record of the key, in this order (etcdctl del --prefix %s; etcdctl del %s), then run again (docs/fleet.md, \"Moving a sessions root into a fleet, and back\")",
+		key, shellWord(root), etcdctlKey(b.meta.HistoryDir(key)), etcdctlKey(b.meta.RecordKey(key)))
+}
+
 func (s *MigrateSummary) count(r MigrateReport) {
 	s.Entries++
 	if store.ValidKey(r.Key) {

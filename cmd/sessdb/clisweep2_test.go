@@ -166,6 +166,28 @@ func TestAMigrationConflictIsNamedOnStderr(t *testing.T) {
 	if code != exitFault || !strings.Contains(out, "conflict") || !strings.Contains(errs, key) || !strings.Contains(errs, "conflict") {
 		t.Errorf("migrate --to etcd of a key promoted on both sides: exit %d, stderr %q; want exit 1 naming the key's conflict:\n%s", code, errs, out)
 	}
+	// No re-run settles a conflict, so the summary says what does, in
+	// the command lines the operator types (docs/fleet.md): "fix the cause
+	// and run again" alone left them re-running to the same exit 1.
+	quarantine := "env -i PATH=\"$PATH\" sessdb check --repair --quarantine KEY " + root
+	del := "etcdctl del --prefix " + f.prefix + "/history/KEY/; etcdctl del " + f.prefix + "/record/KEY"
+	if !strings.Contains(out, quarantine) || !strings.Contains(out, del) {
+		t.Errorf("migrate --to etcd's summary of a conflict does not say what settles it (want %q and %q):\n%s", quarantine, del, out)
+	}
+	// Following the first: the fleet's conversation stays, and the re-run
+	// passes the key dir moved aside by, exit 0.
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "")
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", "")
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", "")
+	if code, out, errs := runCLI(t, "check", "--repair", "--quarantine", key, root); code != exitOK {
+		t.Fatalf("check --repair --quarantine %s: exit %d\n%s%s", key, code, out, errs)
+	}
+	t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", endpoints)
+	t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
+	if code, out, errs := runCLI(t, "migrate", "--to", "etcd", root); code != exitOK || strings.Contains(out, "conflict") {
+		t.Errorf("migrate --to etcd after the key dir in conflict was moved aside: exit %d, stderr %q; want exit 0, no conflict:\n%s", code, errs, out)
+	}
 }
 
 // A refused promotion's bytes are the staged file's size, and null when

@@ -55,18 +55,19 @@ dir; the same bytes under other stamps, promoted on another root, are a
 conflict); one whose generation in etcd descends from the key dir's (the fleet
 promoted it since) is already (--to) or brought forward (--from); anything
 else, a key dir promoted since etcd got it included (--to creates records, it
-never writes over one), is a conflict, reported and left alone (exit 1). A
-legacy key dir must be migrated to meta.db first. Once a key finds etcd
-unavailable (no answer within --etcd-timeout), the keys after it are failed at
-once, not tried (exit 1), rather than each waiting out the timeout in turn.
-Ctrl-C ends the etcd request, the roll-forward of a pending promotion (nothing
-renamed) and the copy of each key under way: a key it stops before its create
-is sent (--from etcd: before its commit) is left as it was (its copy removed)
-and not printed, failed where a pending promotion was rolled forward first
-(--from etcd: or stray temps removed); one whose create it cut short (it may
-have landed) is failed, its file kept, and a re-run finds it already or moves
-it. Killed at any point, a re-run converges; every key judged before gets the
-same verdict after.`,
+never writes over one), is a conflict, reported and left alone (exit 1): no
+re-run settles it, and the summary says what does (one side moved aside or
+removed, docs/fleet.md). A legacy key dir must be migrated to meta.db first.
+Once a key finds etcd unavailable (no answer within --etcd-timeout), the keys
+after it are failed at once, not tried (exit 1), rather than each waiting out
+the timeout in turn. Ctrl-C ends the etcd request, the roll-forward of a
+pending promotion (nothing renamed) and the copy of each key under way: a key
+it stops before its create is sent (--from etcd: before its commit) is left as
+it was (its copy removed) and not printed, failed where a pending promotion was
+rolled forward first (--from etcd: or stray temps removed); one whose create it
+cut short (it may have landed) is failed, its file kept, and a re-run finds it
+already or moves it. Killed at any point, a re-run converges; every key judged
+before gets the same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
   sessdb migrate --to-legacy /var/lib/pi/sessions
@@ -208,7 +209,11 @@ func bindMigrate(fs *flag.FlagSet) func(*invocation) int {
 			jw.encode(summaryLine[fleet.MigrateSummary]{sum})
 			err = jw.err
 		} else {
-			err = migrateSummary(w, sum)
+			remedy := ""
+			if b != nil && sum.Conflicts > 0 {
+				remedy = b.ConflictRemedy(root)
+			}
+			err = migrateSummary(w, sum, remedy)
 		}
 		status := exitOK
 		if !sum.Complete() {
@@ -287,7 +292,11 @@ func migrateValues(v migrate.Values) string {
 	return b.String()
 }
 
-func migrateSummary(w io.Writer, s fleet.MigrateSummary) error {
+// migrateSummary writes the summary line of a run, and for one that did
+// not convert every key what to do; remedy, where keys are in conflict,
+// is what settles a conflict (fleet.Backend.ConflictRemedy), which no
+// re-run does.
+func migrateSummary(w io.Writer, s fleet.MigrateSummary, remedy string) error {
 	verb := "ran"
 	if s.DryRun {
 		verb = "would run"
@@ -304,6 +313,9 @@ func migrateSummary(w io.Writer, s fleet.MigrateSummary) error {
 	}
 	if err == nil && !s.Complete() {
 		_, err = fmt.Fprintln(w, "some keys were not converted (see locked, failed and conflict above): fix the cause and run again; a re-run finishes them and leaves the rest as they are")
+	}
+	if err == nil && s.Conflicts > 0 && remedy != "" {
+		_, err = fmt.Fprintln(w, remedy)
 	}
 	return err
 }
