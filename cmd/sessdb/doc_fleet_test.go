@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,5 +84,95 @@ func TestDocFleetWalk(t *testing.T) {
 	}
 	if ran < 10 {
 		t.Fatalf("ran %d of the doc's commands; its two workers and the operator's first look run 10", ran)
+	}
+}
+
+// docs/fleet.md's move of a sessions root into a fleet and back runs as
+// the doc shows it: each sessdb line of its block, in order, on a copy of
+// the sample (its legacy key too, which the block's first line moves into
+// meta.db) for /var/lib/pi/sessions, against a fleet on one member, exits
+// 0; the line the doc runs under `env -i PATH="$PATH"` runs with no fleet
+// setting, as that gives it. Then the fleet holds every key of the root
+// ("exit 0: every key is in the fleet"), each with the transcript the key
+// dir holds, and the way back into the old root finds each there already.
+func TestDocFleetMoveBlock(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(sharedtest.ModuleRoot(), "docs", "fleet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src)
+	i := strings.Index(doc, "\n## Moving a sessions root into a fleet, and back\n")
+	if i < 0 {
+		t.Fatal(`docs/fleet.md has no "Moving a sessions root into a fleet, and back"`)
+	}
+	body := doc[i:]
+	start := strings.Index(body, "\n```sh\n")
+	if start < 0 {
+		t.Fatal("docs/fleet.md's move has no sh block")
+	}
+	body = body[start+len("\n```sh\n"):]
+	block := body[:strings.Index(body, "\n```")]
+
+	root := copySample(t)
+	startFleet(t)
+	fleetEnv := map[string]string{}
+	for _, name := range []string{"PI_SESSIONS_ETCD_ENDPOINTS", "PI_SESSIONS_TRANSCRIPTS_DIR", "PI_SESSIONS_ETCD_PREFIX"} {
+		fleetEnv[name] = os.Getenv(name)
+	}
+	setFleet := func(on bool) {
+		for name, v := range fleetEnv {
+			if !on {
+				v = ""
+			}
+			t.Setenv(name, v)
+		}
+	}
+	const envI = `env -i PATH="$PATH" `
+	var ran []string
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		bare := strings.HasPrefix(line, envI)
+		fields := strings.Fields(strings.ReplaceAll(strings.TrimPrefix(line, envI), "/var/lib/pi/sessions", root))
+		if fields[0] != "sessdb" {
+			t.Fatalf("docs/fleet.md's move runs %q, which this test does not know", line)
+		}
+		setFleet(!bare)
+		code, out, errs := runCLI(t, fields[1:]...)
+		if code != exitOK {
+			t.Errorf("docs/fleet.md: %s: exit %d, want 0\n%s%s", line, code, out, errs)
+		}
+		ran = append(ran, line)
+	}
+	if len(ran) != 4 {
+		t.Fatalf("ran %d sessdb lines of docs/fleet.md's move (%q); the block has 4: migrate, its dry run into the fleet, the move, the way back", len(ran), ran)
+	}
+	setFleet(true)
+	code, out, errs := runCLI(t, "dump", "--json", "--verify")
+	if code != exitOK {
+		t.Fatalf("dump of the fleet after the move: exit %d\n%s%s", code, out, errs)
+	}
+	keys, _ := filepath.Glob(filepath.Join(root, "[0-9a-f]*"))
+	if len(keys) != 5 {
+		t.Fatalf("the sample copy holds %d key dirs; want its 5", len(keys))
+	}
+	for _, dir := range keys {
+		want, err := os.ReadFile(filepath.Join(dir, "current.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := filepath.Base(dir)
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, `"key":"`+key+`"`) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, `"layout":"etcd"`) || !strings.Contains(line, fmt.Sprintf(`"bytes":%d,`, len(want))) || !strings.Contains(line, `"result":"ok"`) {
+			t.Errorf("after docs/fleet.md's move the fleet holds key %s as %q; want its %d bytes, verified", key, line, len(want))
+		}
 	}
 }
