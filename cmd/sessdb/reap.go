@@ -17,7 +17,7 @@ import (
 var cmdReap = &command{
 	name:  "reap",
 	usage: "reap [--ttl-days N] [--dry-run [--at TIME]] [--json] [DIR | --etcd-endpoints URLS --transcripts-dir DIR [--grace D]]",
-	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour",
+	short: "remove keys whose last promotion is older than the TTL, and stray temp files older than an hour (on a fleet, the files no record needs, past --grace)",
 	long: `
 Removes every key of the sessions root (DIR, else --sessions-dir or
 PI_SESSIONS_DIR) whose last completed promotion is older than the TTL
