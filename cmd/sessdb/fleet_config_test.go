@@ -451,3 +451,50 @@ func TestAnEtcdTimeoutOutOfRangeNamesItsLeastValue(t *testing.T) {
 		}
 	}
 }
+
+// PI_SESSIONS_ETCD_PASSWORD holds the password itself; its help names it
+// beside --etcd-password-file, as every flag is named beside its
+// variable, and an operator who put the password file's name in it had
+// that name sent as the password: every login refused ("invalid user ID
+// or password"), exit 1, naming no setting. A variable whose value is the
+// absolute name of a regular file is a configuration error, exit 2, one
+// line naming the variable and the flag, the value not quoted. A name of
+// no file, or of a directory, is taken as the password it may be.
+func TestAPasswordVariableThatNamesAFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "etcd-password")
+	if err := os.WriteFile(file, []byte(fleetSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("a", 32)
+	for _, c := range []struct {
+		password string
+		refused  bool
+	}{
+		{file, true},
+		{file + "\n", true}, // read up to its first newline, as the value is
+		{file + ".gone", false},
+		{dir, false},
+		{fleetSecret, false},
+	} {
+		clearEnv(t)
+		t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", dir)
+		t.Setenv("PI_SESSIONS_ETCD_USER", "sessdb")
+		t.Setenv("PI_SESSIONS_ETCD_PASSWORD", c.password)
+		t.Setenv("PI_SESSIONS_ETCD_TIMEOUT", "200ms")
+		code, out, errs := runCLI(t, "resolve", "--key", key, "--job-dir", filepath.Join(t.TempDir(), "job"), "--pi-version", "1", "--log-format", "console")
+		if !c.refused {
+			if code == exitUsage {
+				t.Errorf("PI_SESSIONS_ETCD_PASSWORD=%q: exit 2, stderr %q; want it taken as the password", c.password, errs)
+			}
+			continue
+		}
+		if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "PI_SESSIONS_ETCD_PASSWORD holds the name of a file") || !strings.Contains(errs, "--etcd-password-file") {
+			t.Errorf("PI_SESSIONS_ETCD_PASSWORD=%q: exit %d, stdout %q, stderr %q; want exit 2, one line naming the variable and --etcd-password-file", c.password, code, out, errs)
+		}
+		if strings.Contains(errs, file) {
+			t.Errorf("PI_SESSIONS_ETCD_PASSWORD=%q: the value is quoted on stderr: %q", c.password, errs)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func newFleetKnobs() *fleetKnobs {
 		cert:           knob{env: "PI_SESSIONS_ETCD_CERT", flag: "etcd-cert", help: "a client certificate `FILE` (PEM) to present to etcd, with --etcd-key"},
 		key:            knob{env: "PI_SESSIONS_ETCD_KEY", flag: "etcd-key", help: "the client certificate's private key `FILE` (PEM)"},
 		user:           knob{env: "PI_SESSIONS_ETCD_USER", flag: "etcd-user", help: "the etcd `USER` to log in as (its name alone, not etcdctl's USER:PASSWORD), with a password from --etcd-password-file or PI_SESSIONS_ETCD_PASSWORD"},
-		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
+		password:       knob{env: "PI_SESSIONS_ETCD_PASSWORD", flag: "etcd-password-file", help: "read the etcd user's password from `FILE` (up to its first newline); without it, the password is the value of PI_SESSIONS_ETCD_PASSWORD, read the same way (a trailing newline, as a secret made from a file has, is dropped): the variable holds the password itself, never a file's name (an absolute name of a file on the host there is a configuration error). There is no password flag: every user of the host can read a command line (ps, /proc/PID/cmdline), not a file of mode 0600 or a process's environment"},
 		timeout:        knob{env: "PI_SESSIONS_ETCD_TIMEOUT", flag: "etcd-timeout", help: "the longest one etcd request, or the login, may take, `D` (a Go duration: 800ms, 5s; from 1ms to 10m): a resolve that gets no answer in it is store-unavailable, a promote promote-failed (default 5s)"},
 	}
 }
@@ -332,6 +332,18 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 		p, ok := firstLine(secret)
 		if !ok {
 			return fmt.Errorf("%s holds no password (its first line is empty)", from)
+		}
+		// The variable holds the password itself. Its help pairs it with
+		// --etcd-password-file, as every flag's with its variable, and an
+		// operator who put the password file's name there had it sent as
+		// the password: etcd refused every login ("invalid user ID or
+		// password"), naming no setting. An absolute name of a regular
+		// file here is no password anyone chose; refused, the value not
+		// quoted, as the file's flag is named.
+		if strings.HasPrefix(p, "/") {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				return fmt.Errorf("%s holds the name of a file on this host, not a password (the value is not quoted here): the variable is the password itself; give the file as --%s FILE", from, f.password.flag)
+			}
 		}
 		secret = p
 	}
