@@ -20,7 +20,7 @@ import (
 // which the batch's own retry answers.)
 func TestStatsReadsABatchEtcdRefusesAKeyAtATime(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start1(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}) // its faults need the interceptor
 	f := newFixture(t, c)
 	const keys = 5
 	for i := range keys {

@@ -22,7 +22,7 @@ const txnMethod = "/etcdserverpb.KV/Txn"
 // promotion is still counted.
 func TestStatsReadsTheHistoriesInBatches(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start1(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, InProcess: true}) // its faults need the interceptor
 	f := newFixture(t, c)
 	const keys = 40
 	for i := range keys {
