@@ -259,36 +259,38 @@ func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
 		{"answers lost", (*etcdtest.Proxy).BlackholeAnswers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := etcdtest.Start3(t)
-			f := newFixture(t, c)
-			const n = 6
-			var keys []string
-			for i := range n {
-				k := store.Key("github", "renumber", fmt.Sprint("silent-", i))
-				f.run(k, "one")
-				f.toLastSlot(c, k)
-				keys = append(keys, k)
-			}
-			b, ps := proxied(t, f, pacedTimeout(t, f, 2*time.Second))
-			tc.cut(ps[0])
-			var found []store.Finding
-			_, err := b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
-				found = append(found, fd)
-				return nil
+			paceAttempts(t, 2*time.Second, func(p *pace) {
+				c := etcdtest.Start3(t)
+				f := newFixture(t, c)
+				const n = 6
+				var keys []string
+				for i := range n {
+					k := store.Key("github", "renumber", fmt.Sprint("silent-", i))
+					f.run(k, "one")
+					f.toLastSlot(c, k)
+					keys = append(keys, k)
+				}
+				b, ps := proxied(t, f, p.timeoutOn(f))
+				tc.cut(ps[0])
+				var found []store.Finding
+				_, err := b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {
+					found = append(found, fd)
+					return nil
+				})
+				if err != nil {
+					p.Errorf("check --repair with one member of three cut: %v", err)
+				}
+				for _, fd := range found {
+					if !fd.Repaired {
+						p.Errorf("check --repair: %s: %s", fd.Path, fd.Repair)
+					}
+				}
+				for _, k := range keys {
+					if seqs, _ := f.historyValues(c, k); !slices.Equal(seqs, []string{"0000000000000001"}) {
+						p.Errorf("%s: history at %v, want at 1", k, seqs)
+					}
+				}
 			})
-			if err != nil {
-				t.Errorf("check --repair with one member of three cut: %v", err)
-			}
-			for _, fd := range found {
-				if !fd.Repaired {
-					t.Errorf("check --repair: %s: %s", fd.Path, fd.Repair)
-				}
-			}
-			for _, k := range keys {
-				if seqs, _ := f.historyValues(c, k); !slices.Equal(seqs, []string{"0000000000000001"}) {
-					t.Errorf("%s: history at %v, want at 1", k, seqs)
-				}
-			}
 		})
 	}
 }
