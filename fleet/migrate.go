@@ -21,6 +21,7 @@ import (
 	"sessdb/fleet/shared"
 	"sessdb/internal/callerctx"
 	"sessdb/internal/durable"
+	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
 	"sessdb/internal/walk"
@@ -245,8 +246,9 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // error, which stops it); a key that fails is a report, and the run goes
 // on (once a key found etcd unavailable, the keys after it fail at once,
 // not tried). The end of ctx starts no new key, and ends the etcd
-// requests, the roll-forwards' reads of a promotion's temp and the copies
-// of the keys under way (their lock waits and meta.db commits finish): a
+// requests, the roll-forwards' reads of a promotion's temp, the reads of
+// a file for its size and CRC32C (checksum) and the copies of the keys
+// under way (their lock waits and meta.db commits finish): a
 // key it stopped before its create was sent (FromEtcd: before its commit)
 // is left as it was and not delivered, as a key never started (nor
 // counted in the summary), unless its pending promotion was rolled
@@ -557,14 +559,26 @@ func beginsWith(dir, name string, size int64, sum uint64) bool {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksum reads f whole from its start: its size and CRC32C.
-func checksum(f *os.File) (int64, uint32, error) {
+// checksum reads f whole from its start: its size and CRC32C. ctx's end
+// stops the read between chunks (a file of gigabytes, or one on a slow
+// file server, is not read on after a stop), its error wrapped.
+func checksum(ctx context.Context, f *os.File) (int64, uint32, error) {
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62))
+	n, err := io.Copy(h, callerctx.Reader(ctx, pointReader{io.NewSectionReader(f, 0, 1<<62)}))
 	if err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	return n, h.Sum32(), nil
+}
+
+// pointReader is r with faults.FleetMigrateChecksum before each read.
+type pointReader struct{ r io.Reader }
+
+func (p pointReader) Read(b []byte) (int, error) {
+	if err := faults.At(faults.FleetMigrateChecksum); err != nil {
+		return 0, err
+	}
+	return p.r.Read(b)
 }
 
 // valuesOf is a record as the report shows it.

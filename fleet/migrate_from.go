@@ -59,9 +59,12 @@ func (m *migration) fromEtcd(ctx context.Context, it etcdmeta.Item) (r MigrateRe
 		return r, ran
 	}
 	r.Values = valuesOf(st.Record)
-	src := m.openGeneration(it.Key, st.Record.Transcript, &r)
+	src, cut := m.openGeneration(ctx, it.Key, st.Record.Transcript, &r)
 	if src != nil {
 		defer src.f.Close()
+	}
+	if cut {
+		return r, stopUnprinted // stopped as it read the generation, nothing done
 	}
 	if r.Action != "" {
 		return r, ran
@@ -85,15 +88,16 @@ func writtenFor(rec etcdmeta.Record) []string {
 	return []string{store.TranscriptName, db.FileName}
 }
 
-// openGeneration opens the file rec names, or says in r why the key is
-// not written; nil with no Action for a record without a transcript.
-func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *MigrateReport) *genFile {
+// openGeneration opens the file rec names and reads it for its size and
+// CRC32C, or says in r why the key is not written; nil with no Action for
+// a record without a transcript. cut says ctx's end stopped the read.
+func (m *migration) openGeneration(ctx context.Context, key string, t *etcdmeta.Transcript, r *MigrateReport) (_ *genFile, cut bool) {
 	if t == nil {
-		return nil
+		return nil, false
 	}
 	if k, gen, ok := shared.ParseName(t.File); !ok || k != key || gen != t.Gen {
 		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("the record names %q, not a file of this key's gen %d: left in etcd (the fleet reads it as meta-unreadable)", t.File, t.Gen)
-		return nil
+		return nil, false
 	}
 	f, err := shared.Open(m.b.dir, t.File)
 	if err != nil && !errors.Is(err, shared.ErrNotRegular) {
@@ -101,33 +105,36 @@ func (m *migration) openGeneration(key string, t *etcdmeta.Transcript, r *Migrat
 		// export, and a resolve is store-unavailable.
 		if err := shared.DirErr(m.b.dir); err != nil {
 			fail(r, fmt.Errorf("%w: left in etcd", err))
-			return nil
+			return nil, false
 		}
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESTALE):
 		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("the generation the record names is gone (%v): left in etcd (the fleet cold-starts it as transcript-replaced)", err)
-		return nil
+		return nil, false
 	case errors.Is(err, shared.ErrNotRegular):
 		r.Action, r.Cause = migrate.Failed, fmt.Sprintf("%v: left in etcd", err)
-		return nil
+		return nil, false
 	case err != nil:
 		fail(r, err)
-		return nil
+		return nil, false
 	}
 	g := &genFile{f: f}
-	if g.size, g.sum, err = checksum(f); err != nil {
+	if g.size, g.sum, err = checksum(ctx, f); err != nil {
+		if stopped(ctx, err) != nil {
+			return g, true
+		}
 		if derr := shared.DirErr(m.b.dir); derr != nil {
 			err = derr
 		}
 		fail(r, err)
-		return g
+		return g, false
 	}
 	if g.size != t.Size || uint64(g.sum) != t.CRC32C {
 		odd(r, t.File, fmt.Sprintf("%d bytes, crc32c %s: does not match its record", g.size, store.Checksum(g.sum)),
 			"copied as it is: the store cold-starts it as transcript-replaced, as the fleet does")
 	}
-	return g
+	return g, false
 }
 
 // openDestination opens key's dir under the root, made (and its name made
@@ -335,7 +342,11 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		return
 	}
 
-	present, size, sum, err := fileID(kd, transcript)
+	present, size, sum, err := fileID(ctx, kd, transcript)
+	if cerr := stopped(ctx, err); cerr != nil {
+		// Stopped as it read the transcript in place: nothing written.
+		return m.cutInKeyDir(r, cerr, rolledForward)
+	}
 	if err != nil {
 		fail(r, err)
 		return
@@ -450,20 +461,8 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 	committed = sent
 	if cerr := stopped(ctx, err); cerr != nil && !sent {
 		// Stopped as it copied the generation into its temp: the temp
-		// is removed, and the meta.db (and key dir) this run made for
-		// its lock are taken away (unmake, as the failed key's). A key
-		// in which nothing else was done is left as never started; one
-		// whose promotion in flight was rolled forward, or whose
-		// debris was swept, says so.
-		fail(r, fmt.Errorf("%w: nothing written", cerr))
-		r.Written = nil
-		if !rolledForward && len(r.Removed) == 0 {
-			return stopUnprinted
-		}
-		if rolledForward {
-			r.Cause += ", rolled forward only"
-		}
-		return stopPrinted
+		// is removed.
+		return m.cutInKeyDir(r, cerr, rolledForward)
 	}
 	if err != nil {
 		// A failed key names what is in place, not the plan.
@@ -471,6 +470,25 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		fail(r, err)
 	}
 	return ran
+}
+
+// cutInKeyDir files a key of intoKeyDir that ctx's end (cerr) stopped
+// before its commit was tried, nothing written (a dry run's read, or the
+// run's read of the transcript in place or its copy into a temp): the
+// meta.db (and key dir) the run made for its lock are taken away (the
+// deferred unmake, as the failed key's). A key in which nothing else was
+// done is left as never started; one whose promotion in flight was
+// rolled forward, or whose debris was swept, says so.
+func (m *migration) cutInKeyDir(r *MigrateReport, cerr error, rolledForward bool) keyEnd {
+	fail(r, fmt.Errorf("%w: nothing written", cerr))
+	r.Written = nil
+	if m.opts.DryRun || !rolledForward && len(r.Removed) == 0 {
+		return stopUnprinted
+	}
+	if rolledForward {
+		r.Cause += ", rolled forward only"
+	}
+	return stopPrinted
 }
 
 // unmake takes away, under lock (meta.db's, which its open made for the

@@ -58,8 +58,8 @@ func legacyFiles(kd *os.File) (bool, error) {
 
 // fileID reads name in kd: whether there is an entry, and for a regular
 // file its size and CRC32C (anything else is size -1, which no generation
-// has).
-func fileID(kd *os.File, name string) (present bool, size int64, sum uint32, err error) {
+// has). ctx's end stops the read (checksum).
+func fileID(ctx context.Context, kd *os.File, name string) (present bool, size int64, sum uint32, err error) {
 	f, err := fsat.OpenAt(kd, name, unix.O_RDONLY, 0)
 	switch {
 	case fsat.IsNotExist(err):
@@ -77,7 +77,7 @@ func fileID(kd *os.File, name string) (present bool, size int64, sum uint32, err
 	if !fsat.IsRegular(&st) {
 		return true, -1, 0, nil
 	}
-	size, sum, err = checksum(f)
+	size, sum, err = checksum(ctx, f)
 	return true, size, sum, err
 }
 

@@ -33,8 +33,9 @@ type hostKey struct {
 	size int64
 	sum  uint32
 	// rolled says a promotion in flight was rolled forward first (the
-	// key dir changed); cut, that ctx's end stopped the read before
-	// anything was done (a dry run's read of the temp, a roll-forward's).
+	// key dir changed); cut, that ctx's end stopped a read (a dry run's
+	// of the temp, a roll-forward's, the transcript's checksum) before
+	// anything more was done.
 	rolled, cut bool
 }
 
@@ -73,6 +74,12 @@ func (m *migration) toEtcd(ctx context.Context, name string) (r MigrateReport, e
 	k := m.readHost(ctx, kd, name, &r)
 	defer k.close()
 	if k.cut {
+		if k.rolled {
+			// Stopped as it read the transcript the roll-forward put
+			// in place: the key dir changed, nothing else was done.
+			fail(&r, fmt.Errorf("%w: left alone, rolled forward only", ctx.Err()))
+			return r, stopPrinted
+		}
 		return r, stopUnprinted
 	}
 	if r.Action != "" {
@@ -407,7 +414,11 @@ func (m *migration) readHost(ctx context.Context, kd *os.File, name string, r *M
 		fail(r, err)
 		return k
 	}
-	k.size, k.sum, err = checksum(f)
+	k.size, k.sum, err = checksum(ctx, f)
+	if stopped(ctx, err) != nil {
+		k.cut = true // the caller says whether a roll-forward ran
+		return k
+	}
 	fail(r, err)
 	return k
 }

@@ -344,6 +344,14 @@ const (
 // otherwise than "gone".
 const FleetMigrateLegacyLstat Point = "fleet-migrate/legacy-lstat"
 
+// FleetMigrateChecksum is each read of a file the fleet's migrations
+// read whole for its size and CRC32C (fleet's checksum: ToEtcd's key
+// dir's transcript, or a dry run's promotion temp; FromEtcd's generation
+// in the transcripts dir, and the key dir's transcript in place), once a
+// chunk, before it: an error here is that read failing. The caller's ctx
+// stops the read between chunks.
+const FleetMigrateChecksum Point = "fleet-migrate/checksum"
+
 // The steps of a fleet's transcript write (fleet/shared.Write) at which a
 // network filesystem reports a write that failed (EIO, ENOSPC, EDQUOT):
 // NFS sends the data at the fsync, or at the close, not at the write.
