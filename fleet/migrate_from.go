@@ -179,8 +179,9 @@ func (m *migration) openDestination(key string, rec etcdmeta.Record, r *MigrateR
 		r.Action, r.Cause = Conflict, "the key dir is a link or not a directory: the store never follows it; left alone"
 	case m.opts.DryRun && errors.Is(err, os.ErrNotExist):
 		// The run makes the key dir in the root: refused, it fails the key.
+		// Said as the run's mkdir says it.
 		if err := fsat.AccessAt(m.rootDir, ".", unix.W_OK|unix.X_OK); err != nil {
-			fail(r, fmt.Errorf("%w: a run may not make the key dir in the root and would fail the key there", err))
+			fail(r, fmt.Errorf("%w: a run may not make the key dir in the root and would fail the key there", saidAs("mkdir", fsat.Join(m.rootDir, key), err)))
 			return nil, false
 		}
 		r.Action, r.Written = migrate.Migrated, writtenFor(rec)
@@ -439,8 +440,17 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 	}
 	if !write {
 		// What the run's writes there would be refused (the key dir's
-		// mode, an ACL, a read-only mount) fails the key in the plan too.
-		if err := migrate.MayWrite(kd); err != nil {
+		// mode, an ACL, a read-only mount) fails the key in the plan too
+		// (its meta.db's open was asked above). With a generation to
+		// copy, the first is its temp's create (writeTemp), said as that
+		// open says it, the temp's random part as a plan names it.
+		err := migrate.MayWrite(kd)
+		if src != nil {
+			if err = fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
+				err = fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", saidAs("open", fsat.Join(kd, storeTempPrefix+"<random>"), err))
+			}
+		}
+		if err != nil {
 			fail(r, err)
 			return
 		}
@@ -511,6 +521,18 @@ func (m *migration) unmake(kd *os.File, lock *db.DB, key string, madeDir bool) {
 	if madeDir && unix.Unlinkat(int(m.rootDir.Fd()), key, unix.AT_REMOVEDIR) == nil {
 		disk.SyncDir(m.rootDir)
 	}
+}
+
+// saidAs is err, a look's refusal (fsat.AccessAt's "access <dir>"), said
+// as the call op at path it stands for would say it, the same cause (a
+// dry run's words for a write its run would meet refused); an error that
+// is no look's refusal is err as it is.
+func saidAs(op, path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "access" {
+		return &os.PathError{Op: op, Path: path, Err: pe.Err}
+	}
+	return err
 }
 
 // transcriptInTheWay is errDirAtTranscript, naming current.jsonl in kd,

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +22,30 @@ func sameFailure(t *testing.T, runAs func(args ...string) (int, string, string),
 	}
 	if dryCode != code || !strings.Contains(dryOut, key+"  failed") || !strings.Contains(dryOut, because) {
 		t.Errorf("%s: the dry run: exit %d\n%s\n%s\nthe run: exit %d\n%s\nwant the key failed alike, %q", what, dryCode, dryOut, dryErrs, code, out, because)
+	}
+}
+
+// tmpRandom is the random part of a temp's name a run names in its error.
+var tmpRandom = regexp.MustCompile(`(\.tmp-)[0-9a-f]{16}\b`)
+
+// sameFailureInTheRunsWords is sameFailure where the run fails the key on
+// a write its runner may not make (permission denied): the dry run says
+// the run's words for it (its cause: the refused call, its path and its
+// error), a temp's random part, which only the run draws, as
+// "<random>", then, where it says one, why. Before, the fleet
+// migrations' dry runs said the look's "access <dir>" where their runs
+// said "mkdir <dir>/<key>" or "open <dir>/.tmp-<hex>".
+func sameFailureInTheRunsWords(t *testing.T, runAs func(args ...string) (int, string, string), key, what string, argv ...string) {
+	t.Helper()
+	dryCode, dryOut, dryErrs := runAs(append([]string{argv[0], "--dry-run"}, argv[1:]...)...)
+	code, out, errs := runAs(argv...)
+	cause := runsCause(failedKeyLine(out, key))
+	if code != exitFault || !strings.HasSuffix(cause, ": permission denied") {
+		t.Fatalf("%s: the run: exit %d, %q\n%s\n%s; want the key failed, permission denied", what, code, cause, out, errs)
+	}
+	want := tmpRandom.ReplaceAllString(cause, "${1}<random>")
+	if dline := failedKeyLine(dryOut, key); dryCode != code || !strings.Contains(dline+":", "; "+want+":") {
+		t.Errorf("%s: the dry run: exit %d, %q\n%s\nwant exit %d and the run's words, %q", what, dryCode, dline, dryErrs, code, want)
 	}
 }
 
@@ -48,7 +73,7 @@ func TestTheOwnersFromEtcdDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if err := os.Mkdir(back, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sameFailure(t, runAs, key, "--from etcd into a root root made", "permission denied", "migrate", "--from", "etcd", back)
+	sameFailureInTheRunsWords(t, runAs, key, "--from etcd into a root root made", "migrate", "--from", "etcd", back)
 	if names, err := os.ReadDir(back); err != nil || len(names) != 0 {
 		t.Errorf("the root root made holds %v (%v); want nothing written", names, err)
 	}
@@ -58,7 +83,7 @@ func TestTheOwnersFromEtcdDryRunsFailWhereTheRunsMayNotWrite(t *testing.T) {
 	if err := os.Chmod(kd, 0o500); err != nil {
 		t.Fatal(err)
 	}
-	sameFailure(t, runAs, key, "--from etcd into a key dir of mode 0500", "permission denied", "migrate", "--from", "etcd", root)
+	sameFailureInTheRunsWords(t, runAs, key, "--from etcd into a key dir of mode 0500", "migrate", "--from", "etcd", root)
 }
 
 // --to etcd as the owner of the root, into a transcripts dir it may not
@@ -82,7 +107,7 @@ func TestTheOwnersToEtcdDryRunFailsWhereTheTranscriptsDirRefusesTheKeysDir(t *te
 		t.Fatal(err)
 	}
 	defer os.Chmod(tdir, 0o700)
-	sameFailure(t, runAs, second, "--to etcd into a transcripts dir of mode 0500", "permission denied", "migrate", "--to", "etcd", root)
+	sameFailureInTheRunsWords(t, runAs, second, "--to etcd into a transcripts dir of mode 0500", "migrate", "--to", "etcd", root)
 }
 
 // The worker's migrations of a key dir already in the layout asked for,

@@ -307,20 +307,34 @@ func RemoveErr(dir, name string) error {
 // make the temp in the directory (or, with none there yet, to make the
 // directory in dir), asked as the write would be judged (fsat.AccessAt:
 // the mode, an ACL, a read-only mount). nil otherwise. A dry run plans
-// with it what the write would do.
+// with it what the write would do. A want of leave is said as the write's
+// refused call says it, the same cause: "mkdir <dir>/<key>", or "open
+// <dir>/<key>/.tmp-<random>" (the temp's random part, which only the
+// write draws, as a plan names a file to be written).
 func KeyDirErr(dir, key string) error {
 	if !ValidKey(key) {
 		return &os.PathError{Op: "write", Path: dir + "/" + key, Err: ErrInvalidKey}
 	}
 	kd, err := openKeyDir(nil, dir, key, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return DirWriteErr(dir)
+		return saidAs("mkdir", dir+"/"+key, DirWriteErr(dir))
 	}
 	if err != nil {
 		return err
 	}
 	defer kd.Close()
-	return fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
+	return saidAs("open", fsat.Join(kd, tmpPrefix+"<random>"), fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK))
+}
+
+// saidAs is err, a look's refusal (fsat.AccessAt's "access <dir>"), said
+// as the call op at path it stands for would say it, the same cause; an
+// error that is no look's refusal is err as it is.
+func saidAs(op, path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "access" {
+		return &os.PathError{Op: op, Path: path, Err: pe.Err}
+	}
+	return err
 }
 
 // DirWriteErr is the error a write in dir itself (an entry made or removed
