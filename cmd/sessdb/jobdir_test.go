@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"sessdb/internal/testfs"
+	"sessdb/store"
 )
 
 // Issue 15, items 1, 2 and 7, through the CLI as a worker runs it: the job
@@ -198,6 +200,50 @@ func TestCLIPromoteReportsNoBytesThroughASymlinkedSessionDir(t *testing.T) {
 	code, out, errs := runCLI(t, "promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3")
 	if code != exitOK || !strings.Contains(out, `"reason":"not-a-regular-file"`) || !strings.Contains(out, `"bytes":null`) {
 		t.Fatalf("promote through a symlinked session dir: exit %d, %s %s; want not-a-regular-file with bytes null", code, out, errs)
+	}
+}
+
+// A staged file with a second name (a hard link the container made to
+// some file it could see) is refused not-a-regular-file unread, as a link
+// or a FIFO is: the JSON says no byte count for it (null, as json.md
+// says of a staged file that is no regular file), not the size of the
+// file the other name is. A staged file that was read, and refused as
+// not-a-regular-file because the key's dir is no directory, still has
+// its size.
+func TestCLIPromoteReportsNoBytesForAHardLinkedStagedFile(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	job := t.TempDir()
+	if code, _, errs := runCLI(t, resolveArgs(root, job)...); code != exitOK {
+		t.Fatalf("resolve: %s", errs)
+	}
+	staged := filepath.Join(job, "session", "current.jsonl")
+	other := filepath.Join(job, "elsewhere.jsonl")
+	os.WriteFile(other, []byte(header+"{\"type\":\"message\"}\n"), 0o600)
+	os.Remove(staged)
+	if err := os.Link(other, staged); err != nil {
+		t.Skipf("cannot hard-link here: %v", err)
+	}
+	promote := []string{"promote", "--sessions-dir", root, "--job-dir", job, "--pi-version", "0.58.3"}
+	code, out, errs := runCLI(t, promote...)
+	var got promoteOutput
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || got.Reason != "not-a-regular-file" || got.Bytes != nil || got.Run != nil {
+		t.Fatalf("promote of a hard-linked staged file: exit %d, %s %s; want not-a-regular-file with bytes and run null", code, out, errs)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("the refused promotion made %d entries under the root", len(entries))
+	}
+
+	// One name again, but the key's dir a file: read, and refused.
+	os.Remove(other)
+	key := store.Key("github", "acme/widget", "pi/issue-1")
+	os.MkdirAll(root, 0o700)
+	os.WriteFile(filepath.Join(root, key), nil, 0o600)
+	fi, _ := os.Stat(staged)
+	code, out, errs = runCLI(t, promote...)
+	got = promoteOutput{}
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || got.Reason != "not-a-regular-file" || got.Bytes == nil || *got.Bytes != fi.Size() {
+		t.Fatalf("promote onto a key dir that is a file: exit %d, %s %s; want not-a-regular-file with bytes %d", code, out, errs, fi.Size())
 	}
 }
 

@@ -222,7 +222,10 @@ func promoteJSON(res store.PromoteResult, jobDir string) promoteOutput {
 // there. The store does not report it for a refusal, so it is looked up
 // here, as the store looked: the job dir opened as given, and below it
 // no link followed, its session/ dir's included (a lstat of the joined
-// path would follow that one).
+// path would follow that one), and a file of more than one name (a hard
+// link) no regular file either: the store refuses it not-a-regular-file
+// unread, as it refuses a link or a FIFO, and its size is some other
+// name's file's.
 func stagedBytes(jobDir string) *int64 {
 	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
@@ -235,7 +238,7 @@ func stagedBytes(jobDir string) *int64 {
 	}
 	defer sd.Close()
 	st, err := fsat.LstatAt(sd, store.TranscriptName)
-	if err != nil || !fsat.IsRegular(&st) {
+	if err != nil || !fsat.IsRegular(&st) || st.Nlink != 1 {
 		return nil
 	}
 	n := st.Size
