@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -147,11 +150,11 @@ func (c Checksum) MarshalJSON() ([]byte, error) { return []byte(`"` + c.String()
 // UnmarshalJSON reads a JSON string of 8 hex digits.
 func (c *Checksum) UnmarshalJSON(b []byte) error {
 	if len(b) != 10 || b[0] != '"' || b[9] != '"' {
-		return errors.New("crc32c: want 8 hex digits")
+		return errChecksum
 	}
 	n, err := strconv.ParseUint(string(b[1:9]), 16, 32)
 	if err != nil {
-		return errors.New("crc32c: want 8 hex digits")
+		return errChecksum
 	}
 	*c = Checksum(n)
 	return nil
@@ -278,7 +281,11 @@ func stagingNow(jd *os.File) bool {
 func readTicketAt(jd *os.File, name string) (Session, error) {
 	b, err := fsat.ReadSmallFile(jd, TicketName, maxTicketBytes)
 	switch {
-	case errors.Is(err, fsat.ErrNotRegular), errors.Is(err, fsat.ErrTooLarge):
+	case errors.Is(err, fsat.ErrTooLarge):
+		// Said as the decoder's refusals are, with the bound: "file too
+		// large" named neither.
+		return Session{}, fmt.Errorf("read ticket %s: %w (over %d bytes, the most promote reads: no resolve writes one so long)", name, ErrBadTicket, maxTicketBytes)
+	case errors.Is(err, fsat.ErrNotRegular):
 		// Not a small regular file: no ticket Resolve could have written,
 		// as ErrBadTicket says, and not a fault of the disk's.
 		return Session{}, fmt.Errorf("read ticket: %w: %w", ErrBadTicket, err)
@@ -297,8 +304,9 @@ func decodeTicket(name string, b []byte) (Session, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&tf); err != nil {
-		// A decoder's message can quote the file's bytes; say where, not what.
-		return sess, fmt.Errorf("read ticket %s: %w (at byte %d)", name, ErrBadTicket, dec.InputOffset())
+		// A decoder's message can quote the file's bytes; say what is
+		// wrong, and where, in words of its own.
+		return sess, fmt.Errorf("read ticket %s: %w (%s)", name, ErrBadTicket, undecodable(err, b))
 	}
 	if dec.More() {
 		return sess, fmt.Errorf("read ticket %s: %w (trailing data)", name, ErrBadTicket)
@@ -337,6 +345,59 @@ func decodeTicket(name string, b []byte) (Session, error) {
 	}
 	return sess, nil
 }
+
+// undecodable says why b, a ticket's bytes, did not decode as a ticket
+// (err, the decoder's error), never quoting b: the decoder's own message
+// quotes the byte that broke the syntax, an unknown field's name, a
+// number that does not fit. An offset counts from 0, as the models
+// file's errors and od count it; the decoder's Offset of a syntax error
+// counts the byte that broke it. Before, every one of these was "at byte
+// 0" (the decoder's InputOffset, which a failed Decode leaves where the
+// value began), or the offset of the value's end.
+func undecodable(err error, b []byte) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF) && len(b) == 0:
+		return "empty: 0 bytes"
+	case errors.Is(err, io.EOF):
+		return fmt.Sprintf("only white space in its %s, no JSON", byteCount(len(b)))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("cut short: its %s end inside its JSON", byteCount(len(b)))
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not JSON at offset %d of its %s", max(syn.Offset-1, 0), byteCount(len(b)))
+	case errors.As(err, &typ):
+		// The field is a path of the ticket's own names (a name the
+		// ticket does not have is an unknown field, refused before),
+		// behind the Go name of the struct ticketFile embeds.
+		field := "a field"
+		if f := strings.TrimPrefix(typ.Field, "Session."); ticketFieldPath.MatchString(f) {
+			field = f
+		}
+		kind, _, _ := strings.Cut(typ.Value, " ") // "number 1e400": the number is the file's
+		return fmt.Sprintf("%s: a JSON %s, which it cannot hold", field, kind)
+	case errors.Is(err, errChecksum):
+		return err.Error()
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "a field a ticket does not have"
+	}
+	return "not a ticket's JSON"
+}
+
+// byteCount is n bytes in words: "1 byte", "5 bytes".
+func byteCount(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// ticketFieldPath is the form of a ticket's field names, and of a path of
+// them ("base.gen").
+var ticketFieldPath = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+
+// errChecksum is a crc32c that is not 8 hex digits in a string.
+var errChecksum = errors.New("crc32c: want 8 hex digits")
 
 // ticketFile is what ReadTicket accepts: a Session, or a ticket written by
 // a sessdb from before the job contract, whose warm tickets also carry the

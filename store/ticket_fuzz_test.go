@@ -53,7 +53,7 @@ func ticketSeeds() [][]byte {
 // ticketMessage is every message a refused ticket's error may carry after
 // "read ticket <name>: not a valid ticket": a place or a rule, never a
 // byte of the file (it may be a link's target, a secret).
-var ticketMessage = regexp.MustCompile(`^( \(at byte [0-9]+\)| \(trailing data\)|: [a-z0-9 ,()'.]+)$`)
+var ticketMessage = regexp.MustCompile(`^( \((empty: 0 bytes|only white space in its [0-9]+ bytes?, no JSON|cut short: its [0-9]+ bytes? end inside its JSON|not JSON at offset [0-9]+ of its [0-9]+ bytes?|([a-z0-9_.]+|a field): a JSON [a-z]+, which it cannot hold|a field a ticket does not have|crc32c: want 8 hex digits|not a ticket's JSON|trailing data)\)|: [a-z0-9 ,()'.]+)$`)
 
 // FuzzReadTicket gives the ticket's decoder any bytes a worker could leave
 // in session.ticket. A ticket it accepts is one a resolve could have
@@ -76,6 +76,11 @@ func FuzzReadTicket(f *testing.F) {
 			msg, ok := strings.CutPrefix(err.Error(), prefix)
 			if !errors.Is(err, ErrBadTicket) || !ok || !ticketMessage.MatchString(msg) {
 				t.Fatalf("refused as %q: not ErrBadTicket with a message of its own", err)
+			}
+			// An offset named is in the file, and the size its own.
+			var at, size int
+			if _, serr := fmt.Sscanf(msg, " (not JSON at offset %d of its %d", &at, &size); serr == nil && (at >= len(b) || size != len(b)) {
+				t.Fatalf("refused as %q: offset %d of %d, in %d bytes", err, at, size, len(b))
 			}
 			return
 		}

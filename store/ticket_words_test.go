@@ -1,0 +1,64 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A ticket that does not decode is refused with words that say what is
+// wrong with it, and where, truthfully: an empty file, one of white space
+// only, one cut short, bytes that are not JSON (at the offset of the
+// first byte that is not), a field of the wrong type (named), an unknown
+// field, a crc32c that is not one, a file over the bound. Each said "at
+// byte 0" before (the decoder's InputOffset, which a failed Decode leaves
+// where the value began), or, for a field of the wrong type or an unknown
+// one, the offset of the object's end. Nothing of the file is quoted.
+func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
+	whole := []byte(strings.TrimSpace(string(ticketSeeds()[1])))
+	cases := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "empty: 0 bytes"},
+		{"white space", []byte(" \n\t\r\n"), "only white space in its 5 bytes, no JSON"},
+		{"cut short", whole[:100], "cut short: its 100 bytes end inside its JSON"},
+		{"cut short before its last brace", whole[:len(whole)-1], "cut short: its " + strconv.Itoa(len(whole)-1) + " bytes end inside its JSON"},
+		{"cut short after an open brace", []byte("{"), "cut short: its 1 byte end inside its JSON"},
+		{"not JSON", []byte("SECRET is not json"), "not JSON at offset 0 of its 18 bytes"},
+		{"a NUL in the value", []byte("{\"key\":\x00SECRET}"), "not JSON at offset 7 of its 15 bytes"},
+		{"zeroed", make([]byte, 300), "not JSON at offset 0 of its 300 bytes"},
+		{"a bad byte far in", append(append([]byte{}, whole[:200]...), "\x01SECRET"...), "not JSON at offset 200 of its 207 bytes"},
+		{"a string for a bool", bytes.Replace(whole, []byte(`"resume":false`), []byte(`"resume":"SECRET"`), 1), "resume: a JSON string, which it cannot hold"},
+		{"a negative gen", bytes.Replace(whole, []byte(`"base":{}`), []byte(`"base":{"gen":-1}`), 1), "base.gen: a JSON number, which it cannot hold"},
+		{"a number past int64", bytes.Replace(whole, []byte(`"bytes":0`), []byte(`"bytes":1e400`), 1), "bytes: a JSON number, which it cannot hold"},
+		{"an old ticket's gen a string", []byte(`{"key":"` + testKey + `","gen":"SECRET"}`), "gen: a JSON string, which it cannot hold"},
+		{"an unknown field", bytes.Replace(whole, []byte(`{`), []byte(`{"SECRET":1,`), 1), "a field a ticket does not have"},
+		{"a crc32c that is not one", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":"SECRET!!"`), 1), "crc32c: want 8 hex digits"},
+	}
+	const name = "/run/jobs/7/" + TicketName
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := decodeTicket(name, c.b)
+			want := "read ticket " + name + ": not a valid ticket (" + c.want + ")"
+			if !errors.Is(err, ErrBadTicket) || err.Error() != want {
+				t.Fatalf("refused as %v\nwant %s", err, want)
+			}
+		})
+	}
+
+	t.Run("over the bound", func(t *testing.T) {
+		jobDir := t.TempDir()
+		os.WriteFile(filepath.Join(jobDir, TicketName), bytes.Repeat([]byte("S"), maxTicketBytes+1), 0o600)
+		_, err := ReadTicket(jobDir)
+		want := "read ticket " + filepath.Join(jobDir, TicketName) + ": not a valid ticket (over 262144 bytes, the most promote reads: no resolve writes one so long)"
+		if !errors.Is(err, ErrBadTicket) || err.Error() != want {
+			t.Fatalf("refused as %v\nwant %s", err, want)
+		}
+	})
+}
