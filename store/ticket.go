@@ -308,8 +308,11 @@ func decodeTicket(name string, b []byte) (Session, error) {
 		// wrong, and where, in words of its own.
 		return sess, fmt.Errorf("read ticket %s: %w (%s)", name, ErrBadTicket, undecodable(err, b))
 	}
-	if dec.More() {
-		return sess, fmt.Errorf("read ticket %s: %w (trailing data)", name, ErrBadTicket)
+	// Only white space may follow the object. Decoder.More says false
+	// of a "}" or "]" next, so it let `{…}}` and `{…}]` pass.
+	end := dec.InputOffset()
+	if i := bytes.IndexFunc(b[end:], func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
+		return sess, fmt.Errorf("read ticket %s: %w (trailing data at offset %d)", name, ErrBadTicket, end+int64(i))
 	}
 	sess = tf.Session
 	if tf.Gen != nil && sess.Ticket != "" {
