@@ -62,6 +62,9 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 			if err := notTheFilesystemRoot(name, "sessions root", st.Root()); err != nil {
 				return nil, false, nil, inv.rep.config(err)
 			}
+			if w := unwalkableRootWarning(name, st.Root()); w != "" {
+				inv.rep.warn(w)
+			}
 		}
 		return st, false, func() {}, code
 	}

@@ -83,7 +83,11 @@ objects the commands print are listed field by field in [json.md](json.md).
   root whoever owns it). resolve and promote refuse the filesystem root
   too (exit 2, naming the flag or variable; so does a fleet job, as its
   transcripts dir): a key made there no walk could reach, and no reap
-  expire. Every command refuses (exit 2, naming it) a
+  expire. A root anyone may write to without the sticky bit they take
+  (refusing it would stop a deployment that works), each with one
+  warning on stderr naming the flag or variable, the root and its mend,
+  ` + "`chmod +t`" + ` on the directory it leads to (or ` + "`chmod o-w`" + `), the verdict
+  and exit status as they were. Every command refuses (exit 2, naming it) a
   sessions root that is a fleet's transcripts dir (it holds the fleet's
   mark, ` + "`.sessdb-fleet`" + `; [fleet.md](fleet.md)), and one that is a key
   dir (named as a key, or a link to one; it holds ` + "`meta.db`" + ` or ` + "`current.jsonl`" + `: a root

@@ -178,6 +178,33 @@ func notTheFilesystemRoot(name, what, dir string) error {
 	return fmt.Errorf("%s: the %s %s is the filesystem root, which no dump, check or reap walks (its keys would never expire): point it at a directory of its own (is a variable in it unset?)", name, what, quoteName(dir))
 }
 
+// openToAnyone reports whether st, a directory's, lets anyone rename or
+// replace its entries: writable by others (o+w) without the sticky bit.
+func openToAnyone(st *unix.Stat_t) bool {
+	return st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0
+}
+
+// unwalkableRootWarning is, for a job's command (resolve, promote), a
+// warning about a sessions root, dir, that every walk refuses though the
+// job may use it: one anyone may write to without the sticky bit (see
+// checkWalkDir); "" for any other. name is the flag or variable that gave
+// it. Refusing it here would stop a deployment that works (the read path
+// fails closed only where no root is set, or it is the filesystem root),
+// but its keys are never reaped, checked or dumped until it is mended,
+// which chmod +t does in place. A root missing, or whose links cannot be
+// resolved, says nothing here: the command says what it finds.
+func unwalkableRootWarning(name, dir string) string {
+	real, err := fsat.ResolvedPath(dir)
+	if err != nil {
+		return ""
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !openToAnyone(&st) {
+		return ""
+	}
+	return fmt.Sprintf("%s: the sessions root %s is writable by anyone (mode %#o, no sticky bit): dump, check, reap and migrate refuse to walk it, so no reap expires its keys; chmod +t %s (or chmod o-w) mends it in place", name, quoteName(dir), st.Mode&0o7777, quoteName(real))
+}
+
 // checkWalkDir is checkWalkRoot for any directory a walk descends (a
 // fleet's transcripts dir too): what names it in a refusal, and fix says
 // where to point it instead of the filesystem root.
@@ -195,7 +222,7 @@ func checkWalkDir(what, fix, dir string) error {
 	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
-	if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+	if openToAnyone(&st) {
 		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", what, quoteName(dir), st.Mode&0o7777)
 	}
 	if euid := geteuid(); euid != 0 && int(st.Uid) != euid && st.Uid != 0 {

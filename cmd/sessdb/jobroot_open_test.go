@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sessions root anyone may write to without the sticky bit is refused
+// by every walk (dump, check, reap, migrate), but taken by resolve and
+// promote: refusing it there would stop a deployment that works. Each
+// says so on stderr, one warning line naming the flag or variable, the
+// root and the mend (chmod +t, on the directory the root leads to), and
+// its verdict and exit status are as they were; a root with the sticky
+// bit, or writable by its group alone, says nothing. Before, both were
+// silent, and the keys made there were never reaped.
+func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
+	clearEnv(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "sessions")
+	os.Mkdir(root, 0o700)
+	link := filepath.Join(base, "link")
+	os.Symlink(root, link)
+	job := func(t *testing.T, dir string) (resolveErrs, promoteErrs string) {
+		t.Helper()
+		j := filepath.Join(t.TempDir(), "job")
+		code, out, errs := runCLI(t, resolveArgs(dir, j)...)
+		if code != exitOK || !strings.Contains(out, `"reason":`) {
+			t.Fatalf("resolve: exit %d, %s %s", code, out, errs)
+		}
+		staged := filepath.Join(j, "session", "current.jsonl")
+		b, _ := os.ReadFile(staged)
+		if len(b) == 0 {
+			b = []byte(header)
+		}
+		os.WriteFile(staged, append(b, `{"type":"message","id":"m"}`+"\n"...), 0o600)
+		t.Setenv("PI_SESSIONS_DIR", dir)
+		code, out, perrs := runCLI(t, "promote", "--job-dir", j, "--pi-version", "0.58.3")
+		t.Setenv("PI_SESSIONS_DIR", "")
+		if code != exitOK || !strings.Contains(out, `"promoted":true`) {
+			t.Fatalf("promote: exit %d, %s %s", code, out, perrs)
+		}
+		return errs, perrs
+	}
+	for _, c := range []struct {
+		mode os.FileMode
+		warn bool
+	}{
+		{0o777, true}, {0o703, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
+	} {
+		if err := os.Chmod(root, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{root, link} {
+			rerrs, perrs := job(t, dir)
+			for cmd, errs := range map[string]string{"resolve": rerrs, "promote": perrs} {
+				name := "--sessions-dir"
+				if cmd == "promote" {
+					name = "PI_SESSIONS_DIR"
+				}
+				if !c.warn {
+					if errs != "" {
+						t.Errorf("mode %v, %s via %s: stderr %q; want nothing", c.mode, cmd, dir, errs)
+					}
+					continue
+				}
+				want := name + `: the sessions root "` + dir + `" is writable by anyone`
+				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, `chmod +t "`+root+`"`) || !strings.Contains(errs, "reap") {
+					t.Errorf("mode %v, %s via %s: stderr %q; want one warning: %s…, chmod +t %q", c.mode, cmd, dir, errs, want, root)
+				}
+			}
+		}
+		code, _, errs := runCLI(t, "reap", root)
+		if wantCode := map[bool]int{true: exitUsage, false: exitOK}[c.warn]; code != wantCode {
+			t.Errorf("mode %v: reap exit %d (%s); want %d, as the warning says", c.mode, code, errs, wantCode)
+		}
+	}
+}
