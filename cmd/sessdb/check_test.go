@@ -45,6 +45,15 @@ func TestMain(m *testing.M) {
 		if s := os.Getenv(chartSignalEnv); s != "" {
 			chartTempHook = signalSelf(s)
 		}
+		if s := os.Getenv(cliSignalAtEnv); s != "" {
+			point, sig, _ := strings.Cut(s, "=")
+			faults.Set(func(p faults.Point) error {
+				if p == faults.Point(point) {
+					signalSelf(sig)()
+				}
+				return nil
+			})
+		}
 		forceProgress = os.Getenv(cliProgressEnv) == "1"
 		if s := os.Getenv(cliClockEnv); s != "" {
 			at, err := time.Parse(time.RFC3339Nano, s)

@@ -33,7 +33,7 @@ const (
 var exitMeaning = map[int]string{
 	exitOK:          "done (check: no problem remains; notices allowed)",
 	exitFault:       "a fault: an I/O error, a sessions root that cannot be read, or an entry the command could not do (each named on stderr, after the others were done)",
-	exitUsage:       "a usage or configuration error (one line on stderr naming the flag, argument or variable), or a sessions root a walk refuses",
+	exitUsage:       "a usage or configuration error (one line on stderr naming the flag, argument or variable), or a sessions root a walk refuses; also SIGQUIT (Ctrl-\\), as Go ends any program on it: \"SIGQUIT: quit\" and every goroutine's stack on stderr, nothing more on stdout",
 	exitIssues:      "check found problems (with --repair: problems that remain); no other command returns it",
 	exitInterrupted: "interrupted by Ctrl-C, SIGTERM or SIGHUP: what was done is printed, marked interrupted",
 }

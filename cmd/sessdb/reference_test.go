@@ -127,6 +127,14 @@ objects the commands print are listed field by field in [json.md](json.md).
   a signal that comes while it writes them (a reader slow to read a long
   replay) cuts them where it finds them, mid-line included, with no
   summary line, so they are whole only when the last is the summary.
+- **SIGQUIT** (` + "`Ctrl-\\`" + `) is Go's own, for every command: it prints
+  ` + "`SIGQUIT: quit`" + ` and every goroutine's stack on stderr and exits 2, the
+  status of a usage error (the exit status table says so; stderr tells
+  them apart), a walk's summary unwritten. It is for a developer's look
+  at a command that hangs, not a way to stop one: SIGTERM or Ctrl-C
+  stops a walk with its summary. A resolve or promote so ended is as a
+  crash leaves it: run it again (a promote with the same ticket repeats
+  a promotion that had committed, or makes it).
 
 ## Exit status
 
