@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -103,5 +104,48 @@ func TestAMetaPageRepairInterruptedAsItReadsTheTranscriptWritesNothing(t *testin
 	}
 	if found, _ := chkRun(t, s, true); chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid) == nil || !chkFind(found, key+"/"+db.FileName, KindMetaPageInvalid).Repaired {
 		t.Fatalf("the next check --repair: %+v; want the page written again", found)
+	}
+}
+
+// The same read on check --repair's way to an invalid meta page: where
+// the key's last promotion committed and then lost its temp, the writer
+// that would write the page again first tells which generation is in
+// place (lostPromotion, in currentBase), then whether the valid page
+// describes it (fellBack). Stopped as the first of those reads began, the
+// repair ends there: one read, the finding says the check was
+// interrupted, the page is not written, and the next repair writes it, the
+// generation before the lost one still resumed. Given
+// context.Background() (mutnew50's N11), the first read went on to the
+// transcript's end (gigabytes, possibly) before the second saw the stop.
+func TestAMetaPageRepairBesideALostPromotionStoppedAsItReadsTheTranscriptEndsThere(t *testing.T) {
+	s, root, _ := newTestStore(t, gates.Bounds{})
+	runJob(t, s, testKey, localJob(), PromoteRequest{}, strings.Repeat("x", 4<<20))
+	sess, jobDir := mustResolve(t, s, testKey, localJob())
+	before := staged(t, jobDir)
+	stage(t, jobDir, append(bytes.Clone(before), entryLine("lost")...))
+	if err := os.Remove(crashAfterCommit(t, s, root, sess)); err != nil {
+		t.Fatal(err)
+	}
+	m := chkMeta(t, root, testKey)
+	writeAtFile(t, chkDB(root, testKey), make([]byte, m.PageSize), int64((1-m.Active)*m.PageSize))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := cancelAtBaseRead(t, cancel)
+	var found []Finding
+	_, err := s.Check(ctx, CheckOptions{Repair: true}, func(f Finding) error { found = append(found, f); return nil })
+	faults.Set(nil)
+	f := chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid)
+	if *reads != 1 || !errors.Is(err, context.Canceled) || f == nil || f.Repaired || !strings.Contains(f.Repair, "check interrupted (context canceled)") {
+		t.Fatalf("check --repair stopped as it read the transcript beside a lost promotion (%d reads): %v, %+v; want one read, context.Canceled, the page not written", *reads, err, f)
+	}
+	if m := chkMeta(t, root, testKey); m.Pages[0].Valid() == m.Pages[1].Valid() {
+		t.Fatalf("meta pages after the stopped repair %+v; want one still invalid", m.Pages)
+	}
+	found, _ = chkRun(t, s, true)
+	if f := chkFind(found, testKey+"/"+db.FileName, KindMetaPageInvalid); f == nil || !f.Repaired {
+		t.Fatalf("the next check --repair: %+v; want the page written again", found)
+	}
+	if _, jobDir := mustResolve(t, s, testKey, localJob()); !bytes.Equal(staged(t, jobDir), before) {
+		t.Fatal("the key after the repairs does not resume the generation before the lost promotion")
 	}
 }
