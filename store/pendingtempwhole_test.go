@@ -16,9 +16,11 @@ import (
 )
 
 // PendingTempWhole, for the migrations' dry runs: a whole temp is whole;
-// a damaged one, one gone and one that is not a regular file are not,
-// with no error; a read its context stopped is an error, never "not
-// whole" (a dry run would then plan the temp's removal).
+// a damaged one, one of another size, one gone and one that is not a
+// regular file are not, with no error; a look its context stopped is an
+// error, never "not whole" (a dry run would then plan the temp's
+// removal), where it read nothing too (a temp gone, of another size, or
+// a FIFO: no read of it asks ctx, so PendingTempWhole asks after it).
 func TestPendingTempWholeTellsAStoppedReadFromADamagedTemp(t *testing.T) {
 	dir := t.TempDir()
 	body := transcriptBytes(testClockStart, "a run")
@@ -39,8 +41,13 @@ func TestPendingTempWholeTellsAStoppedReadFromADamagedTemp(t *testing.T) {
 		{"whole", func() { must(t, os.WriteFile(tmp, body, 0o600)) }, context.Background(), true, nil},
 		{"whole, its read stopped", func() {}, stopped, false, context.Canceled},
 		{"damaged", func() { must(t, os.WriteFile(tmp, append(body[:len(body)-2:len(body)-2], "x\n"...), 0o600)) }, context.Background(), false, nil},
+		{"damaged, its look stopped", func() {}, stopped, false, context.Canceled},
+		{"another size", func() { must(t, os.WriteFile(tmp, body[:len(body)-1], 0o600)) }, context.Background(), false, nil},
+		{"another size, its look stopped", func() {}, stopped, false, context.Canceled},
 		{"gone", func() { must(t, os.Remove(tmp)) }, context.Background(), false, nil},
+		{"gone, its look stopped", func() {}, stopped, false, context.Canceled},
 		{"a FIFO", func() { must(t, unix.Mkfifo(tmp, 0o600)) }, context.Background(), false, nil},
+		{"a FIFO, its look stopped", func() {}, stopped, false, context.Canceled},
 	} {
 		c.put()
 		whole, err := PendingTempWhole(c.ctx, kd, p)
