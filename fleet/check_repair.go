@@ -119,6 +119,7 @@ func (c *checker) repair(ctx context.Context, key string, found []store.Finding)
 			found[full].Repair = "left as is: " + damaged
 			full = -1
 		}
+		c.b.at(hookRepairAlone, key)
 		st, err = c.b.readIn(ctx, key, c.b.meta.GetRecord)
 		if cerr := stopped(ctx, err); cerr != nil {
 			leave(fmt.Sprintf("check interrupted (%v) before the key's record was read again; run check again", cerr))

@@ -94,6 +94,7 @@ const (
 	hookSweep          = "reap/before-sweep"     // a file judged an orphan again, not yet removed
 	hookRepair         = "check/before-repair"   // orphans judged from the snapshot, the lock not yet taken
 	hookRepairHeld     = "check/repair-held"     // the lock held, the record not yet read again
+	hookRepairAlone    = "check/repair-alone"    // the lock held, the history read again did not decode, the record not yet read alone
 	hookRepairLocked   = "check/repair-locked"   // the lock held, the record read again, no orphan removed yet
 	hookCheckEntry     = "check/entry"           // an entry of the walk (a record or a name in the dir), nothing of it read
 	hookCheckDir       = "check/key-dir"         // a key's directory lstat'ed, not yet opened

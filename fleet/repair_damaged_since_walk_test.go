@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,5 +158,59 @@ func TestARepairThatFindsTheRecordDamagedSinceTheWalkRemovesNothingSayingWhy(t *
 	}
 	if _, err := os.Lstat(filepath.Join(f.dir, first)); err != nil {
 		t.Errorf("gen 1 after the repair: %v; want it kept", err)
+	}
+}
+
+// A repair that finds the history damaged since the walk reads the record
+// alone (GetRecord). Stopped as that second read begins, it ends there,
+// as at the first: the check is interrupted, its orphans not removed, each
+// saying so, and the walk ends with the stop. Without the second read's
+// stop (mutnew50's N43), the read's bare error ("get <key>: context
+// canceled") was the orphans' words, and the check, its last key the
+// stopped one, ended with no error: not interrupted.
+func TestARepairStoppedAsItReadsTheRecordAloneSaysTheCheckWasInterrupted(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "stopped at", "the record alone")
+	f.now = time.Now().Add(-3 * time.Hour)
+	f.run(key, "one")
+	first := f.recordFile(key)
+	f.run(key, "two")
+	f.now = time.Time{}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(f.dir, first), old, old); err != nil {
+		t.Fatal(err)
+	}
+	put := f.damageAtRepair(c, key, f.prefix+"/history/"+key+"/zzzz")
+	damage := f.b.hook
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	stops := 0
+	f.b.hook = func(p, k string) error {
+		if p == hookRepairAlone && k == key {
+			stops++
+			stop()
+		}
+		return damage(p, k)
+	}
+	found := map[string]store.Finding{}
+	_, err := f.b.Check(ctx, CheckOptions{Repair: true, Grace: time.Hour}, func(fd store.Finding) error {
+		found[fd.Path] = fd
+		return nil
+	})
+	if !*put || stops != 1 {
+		t.Fatalf("the repair's reads: history damaged %v, stopped %d times at the record read alone; want both once", *put, stops)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("check stopped as its repair read the record alone: %v; want context.Canceled", err)
+	}
+	o := found[first]
+	const want = "not removed: check interrupted (context canceled) before the key's record was read again; run check again"
+	if o.Kind != KindOrphan || o.Repaired || !o.Remains || o.Repair != want {
+		t.Errorf("gen 1, the check stopped as its repair read the record alone: %+v; want it not removed, Repair %q", o, want)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, first)); err != nil {
+		t.Errorf("gen 1 after the stopped repair: %v; want it kept", err)
 	}
 }
