@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -61,14 +63,33 @@ func TestAResolveIsNotRefusedForATicketsLookAtItsStagedDir(t *testing.T) {
 }
 
 // A shared flock held on longer than any look holds it is still a job
-// dir in use: the resolve gives up, ErrJobDirBusy, rather than wait on.
+// dir in use: the resolve gives up, ErrJobDirBusy, rather than wait on,
+// once it has tried for stagingLookWaitMost (a second), not before and
+// not long after (a minute here, for a loaded host).
 func TestAResolveGivesUpOnAStagedDirHeldSharedOnAndOn(t *testing.T) {
 	s, _, _ := newTestStore(t, gates.Bounds{})
 	key := Key("github", "acme/look", "b")
 	_, jobDir := mustResolve(t, s, key, localJob())
-	holdStagedShared(t, jobDir)
-	if _, err := s.Resolve(key, localJob(), jobDir); !errors.Is(err, ErrJobDirBusy) {
-		t.Fatalf("a resolve while its staged dir's flock is held shared throughout: %v; want ErrJobDirBusy", err)
+	letGo := holdStagedShared(t, jobDir)
+	var mu sync.Mutex
+	defer func() { mu.Lock(); letGo(); mu.Unlock() }()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Resolve(key, localJob(), jobDir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if took := time.Since(start); !errors.Is(err, ErrJobDirBusy) || took < stagingLookWaitMost {
+			t.Fatalf("a resolve while its staged dir's flock is held shared throughout: %v after %v; want ErrJobDirBusy after %v", err, took, stagingLookWaitMost)
+		}
+	case <-time.After(time.Minute):
+		mu.Lock()
+		letGo() // the resolve then takes the job dir and ends
+		mu.Unlock()
+		<-done
+		t.Fatalf("a resolve while its staged dir's flock is held shared throughout still waiting a minute on; want ErrJobDirBusy after %v", stagingLookWaitMost)
 	}
 }
 
@@ -91,5 +112,34 @@ func TestAResolveIsRefusedAtOnceWhileAnotherHoldsItsStagedDir(t *testing.T) {
 	defer func() { testHookStagingLooked = nil }()
 	if _, err := s.Resolve(key, localJob(), jobDir); !errors.Is(err, ErrJobDirBusy) || waited {
 		t.Fatalf("a resolve while another holds its staged dir: %v (waited for it: %t); want ErrJobDirBusy at once", err, waited)
+	}
+}
+
+// A look held longer than one try (a promote's ReadTicket descheduled
+// between its flock and its letting go, on a loaded host) is waited out:
+// the resolve tries again every millisecond until the look lets go, up to
+// stagingLookWaitMost. A resolve that gave up at its second try (the bound
+// set from the first look's own instant, or the bound's test turned
+// around) was ErrJobDirBusy for a look of a few milliseconds.
+func TestAResolveWaitsOutALookHeldSomeMilliseconds(t *testing.T) {
+	s, _, _ := newTestStore(t, gates.Bounds{})
+	key := Key("github", "acme/look", "d")
+	_, jobDir := mustResolve(t, s, key, localJob())
+	letGo := holdStagedShared(t, jobDir)
+	var mu sync.Mutex
+	release := func() { mu.Lock(); letGo(); mu.Unlock() }
+	defer release()
+	var once sync.Once
+	looked := 0
+	testHookStagingLooked = func() {
+		looked++
+		once.Do(func() { time.AfterFunc(50*time.Millisecond, release) })
+	}
+	defer func() { testHookStagingLooked = nil }()
+	if _, err := s.Resolve(key, localJob(), jobDir); err != nil {
+		t.Fatalf("a resolve while a look held its staged dir's flock shared for 50 ms: %v; want it resolved", err)
+	}
+	if looked < 2 {
+		t.Errorf("the resolve met the look's flock %d times; want it tried again while the look held it", looked)
 	}
 }
