@@ -308,6 +308,12 @@ func decodeTicket(name string, b []byte) (Session, error) {
 		// wrong, and where, in words of its own.
 		return sess, fmt.Errorf("read ticket %s: %w (%s)", name, ErrBadTicket, undecodable(err, b))
 	}
+	// A ticket is an object. A JSON null decodes into one as nothing at
+	// all, and was refused by the first rule it broke ("key is not 32
+	// lowercase hex characters"), as if it were a ticket missing a key.
+	if i := bytes.IndexFunc(b, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 && b[i] != '{' {
+		return sess, fmt.Errorf("read ticket %s: %w (a JSON null, not an object)", name, ErrBadTicket)
+	}
 	// Only white space may follow the object. Decoder.More says false
 	// of a "}" or "]" next, so it let `{…}}` and `{…}]` pass.
 	end := dec.InputOffset()
@@ -373,11 +379,17 @@ func undecodable(err error, b []byte) string {
 		// The field is a path of the ticket's own names (a name the
 		// ticket does not have is an unknown field, refused before),
 		// behind the Go name of the struct ticketFile embeds.
+		kind, _, _ := strings.Cut(typ.Value, " ") // "number 1e400": the number is the file's
+		if typ.Field == "" {
+			// The whole ticket: an array, a string, a number or a bool
+			// where its object belongs. It said "a field: a JSON
+			// array", naming a field that is not there.
+			return fmt.Sprintf("a JSON %s, not an object", kind)
+		}
 		field := "a field"
 		if f := strings.TrimPrefix(typ.Field, "Session."); ticketFieldPath.MatchString(f) {
 			field = f
 		}
-		kind, _, _ := strings.Cut(typ.Value, " ") // "number 1e400": the number is the file's
 		return fmt.Sprintf("%s: a JSON %s, which it cannot hold", field, kind)
 	case errors.Is(err, errChecksum):
 		return err.Error()

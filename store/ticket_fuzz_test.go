@@ -53,7 +53,7 @@ func ticketSeeds() [][]byte {
 // ticketMessage is every message a refused ticket's error may carry after
 // "read ticket <name>: not a valid ticket": a place or a rule, never a
 // byte of the file (it may be a link's target, a secret).
-var ticketMessage = regexp.MustCompile(`^( \((empty: 0 bytes|only white space in its [0-9]+ bytes?, no JSON|cut short: its [0-9]+ bytes? end inside its JSON|not JSON at offset [0-9]+ of its [0-9]+ bytes?|([a-z0-9_.]+|a field): a JSON [a-z]+, which it cannot hold|a field a ticket does not have|crc32c: want 8 hex digits|not a ticket's JSON|trailing data at offset [0-9]+)\)|: [a-z0-9 ,()'.]+)$`)
+var ticketMessage = regexp.MustCompile(`^( \((empty: 0 bytes|only white space in its [0-9]+ bytes?, no JSON|cut short: its [0-9]+ bytes? end inside its JSON|not JSON at offset [0-9]+ of its [0-9]+ bytes?|([a-z0-9_.]+|a field): a JSON [a-z]+, which it cannot hold|a JSON [a-z]+, not an object|a field a ticket does not have|crc32c: want 8 hex digits|not a ticket's JSON|trailing data at offset [0-9]+)\)|: [a-z0-9 ,()'.]+)$`)
 
 // FuzzReadTicket gives the ticket's decoder any bytes a worker could leave
 // in session.ticket. A ticket it accepts is one a resolve could have

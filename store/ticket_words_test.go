@@ -39,6 +39,11 @@ func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 		{"a number past int64", bytes.Replace(whole, []byte(`"bytes":0`), []byte(`"bytes":1e400`), 1), "bytes: a JSON number, which it cannot hold"},
 		{"an old ticket's gen a string", []byte(`{"key":"` + testKey + `","gen":"SECRET"}`), "gen: a JSON string, which it cannot hold"},
 		{"an unknown field", bytes.Replace(whole, []byte(`{`), []byte(`{"SECRET":1,`), 1), "a field a ticket does not have"},
+		{"an array, not an object", []byte(" [\"SECRET\"]\n"), "a JSON array, not an object"},
+		{"a string, not an object", []byte(`"SECRET"`), "a JSON string, not an object"},
+		{"a number, not an object", []byte("7"), "a JSON number, not an object"},
+		{"a bool, not an object", []byte("true"), "a JSON bool, not an object"},
+		{"null, not an object", []byte(" null\n"), "a JSON null, not an object"},
 		{"a crc32c that is not one", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":"SECRET!!"`), 1), "crc32c: want 8 hex digits"},
 	}
 	const name = "/run/jobs/7/" + TicketName
