@@ -8,7 +8,7 @@ import (
 )
 
 // A sessions root anyone may write to without the sticky bit is refused
-// by every walk (dump, check, reap, migrate), but taken by resolve and
+// by every walk (dump, stats, check, reap, migrate), but taken by resolve and
 // promote: refusing it there would stop a deployment that works. Each
 // says so on stderr, one warning line naming the flag or variable, the
 // root and the mend (chmod +t, on the directory the root leads to), and
@@ -66,14 +66,16 @@ func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 					continue
 				}
 				want := name + `: the sessions root "` + dir + `" is writable by anyone`
-				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, `chmod +t "`+root+`"`) || !strings.Contains(errs, "reap") {
+				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, `chmod +t "`+root+`"`) || !strings.Contains(errs, "dump, stats, check, reap and migrate refuse") {
 					t.Errorf("mode %v, %s via %s: stderr %q; want one warning: %s…, chmod +t %q", c.mode, cmd, dir, errs, want, root)
 				}
 			}
 		}
-		code, _, errs := runCLI(t, "reap", root)
-		if wantCode := map[bool]int{true: exitUsage, false: exitOK}[c.warn]; code != wantCode {
-			t.Errorf("mode %v: reap exit %d (%s); want %d, as the warning says", c.mode, code, errs, wantCode)
+		for _, walk := range []string{"dump", "stats", "check", "reap", "migrate"} {
+			code, _, errs := runCLI(t, walk, root)
+			if wantCode := map[bool]int{true: exitUsage, false: exitOK}[c.warn]; code != wantCode {
+				t.Errorf("mode %v: %s exit %d (%s); want %d, as the warning says", c.mode, walk, code, errs, wantCode)
+			}
 		}
 	}
 }

@@ -78,7 +78,8 @@ objects the commands print are listed field by field in [json.md](json.md).
   ` + "`sessdb`" + ` lists them on stderr and exits 2.
 - **The sessions root** of a walking command is its DIR argument, else
   ` + "`--sessions-dir`" + `, else ` + "`PI_SESSIONS_DIR`" + `. A walk refuses (exit 2) the filesystem
-  root, a directory anyone may write to without the sticky bit, and one
+  root, a directory anyone may write to without the sticky bit (its
+  refusal gives the mend, ` + "`chmod +t`" + ` on the directory it leads to), and one
   owned by neither the user it runs as nor root (run as root, it walks a
   root whoever owns it). resolve and promote refuse the filesystem root
   too (exit 2, naming the flag or variable; so does a fleet job, as its

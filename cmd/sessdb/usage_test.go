@@ -121,6 +121,11 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 			if code != exitUsage || out != "" || !strings.Contains(errs, "sessions root "+strconv.Quote(root)) || strings.Count(errs, "\n") != 1 || len(errs) > 1000 {
 				t.Errorf("%v on %s: exit %d, stdout %.200q, stderr %q; want exit 2 naming the root", args, root, code, out, errs)
 			}
+			// The open root's refusal gives its mend, as resolve's warning
+			// of it does.
+			if mend := "chmod +t " + strconv.Quote(open) + " (or chmod o-w)"; root == open && !strings.Contains(errs, mend) {
+				t.Errorf("%v on %s: stderr %q; want the mend, %s", args, root, errs, mend)
+			}
 		}
 	}
 	// A relative root whose working directory is gone: the kernel still

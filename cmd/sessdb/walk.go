@@ -202,7 +202,14 @@ func unwalkableRootWarning(name, dir string) string {
 	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !openToAnyone(&st) {
 		return ""
 	}
-	return fmt.Sprintf("%s: the sessions root %s is writable by anyone (mode %#o, no sticky bit): dump, check, reap and migrate refuse to walk it, so no reap expires its keys; chmod +t %s (or chmod o-w) mends it in place", name, quoteName(dir), st.Mode&0o7777, quoteName(real))
+	return fmt.Sprintf("%s: the sessions root %s is writable by anyone (mode %#o, no sticky bit): dump, stats, check, reap and migrate refuse to walk it, so no reap expires its keys; %s", name, quoteName(dir), st.Mode&0o7777, stickyMend(real))
+}
+
+// stickyMend is the mend of real, a directory anyone may write to without
+// the sticky bit (openToAnyone), as the job's warning and the walk's
+// refusal both say it: on the directory a link leads to, in place.
+func stickyMend(real string) string {
+	return fmt.Sprintf("chmod +t %s (or chmod o-w) mends it in place", quoteName(real))
 }
 
 // checkWalkDir is checkWalkRoot for any directory a walk descends (a
@@ -223,7 +230,9 @@ func checkWalkDir(what, fix, dir string) error {
 		return nil
 	}
 	if openToAnyone(&st) {
-		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it", what, quoteName(dir), st.Mode&0o7777)
+		// The job's warning gave the mend and the walk's refusal did
+		// not: an operator the refusal stopped had to find it.
+		return fmt.Errorf("%s %s is writable by anyone (mode %#o, no sticky bit): refusing to walk it; %s", what, quoteName(dir), st.Mode&0o7777, stickyMend(real))
 	}
 	if euid := geteuid(); euid != 0 && int(st.Uid) != euid && st.Uid != 0 {
 		return fmt.Errorf("%s %s is owned by uid %d, not by this user (uid %d) or root: refusing to walk it", what, quoteName(dir), st.Uid, euid)
