@@ -12,6 +12,7 @@ import (
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/internal/callerctx"
+	"sessdb/internal/shellquote"
 	"sessdb/store"
 )
 
@@ -310,23 +311,14 @@ func (c *checker) leftUndecodable(key string) string {
 }
 
 // etcdctlKey is the etcd key s as the last argument of an etcdctl
-// command line: one shell word (shellWord), after "--" where s begins
+// command line: one shell word (shellquote.Word), after "--" where s begins
 // with "-" (a prefix may), which etcdctl would otherwise take for an
 // option ("unknown shorthand flag") and remove nothing.
 func etcdctlKey(s string) string {
 	if strings.HasPrefix(s, "-") {
-		return "-- " + shellWord(s)
+		return "-- " + shellquote.Word(s)
 	}
-	return shellWord(s)
-}
-
-// shellWord is s as one word of a POSIX shell's command line: as it is
-// where it holds nothing a shell reads, else in single quotes.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shellquote.Word(s)
 }
 
 // leftAsIs says why a repairing check leaves a finding of kind k alone.

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/shellquote"
 	"sessdb/store"
 )
 
@@ -67,9 +68,9 @@ func TestRepairAdviceForAnUndecodableRecordNamesItsHistoryAndRecord(t *testing.T
 func TestShellWordIsOneWordToAShell(t *testing.T) {
 	for _, s := range []string{"/sessdb/record/0123", "/a b/it's", "/$HOME/x", "/a;b", ""} {
 		// One word: one argument, the empty string's too.
-		out, err := exec.Command("sh", "-c", `set -- `+shellWord(s)+`; printf '%s:%s' "$#" "$1"`).Output()
+		out, err := exec.Command("sh", "-c", `set -- `+shellquote.Word(s)+`; printf '%s:%s' "$#" "$1"`).Output()
 		if err != nil || string(out) != "1:"+s {
-			t.Errorf("sh given %s printed %q, %v; want %q, one argument", shellWord(s), out, err, "1:"+s)
+			t.Errorf("sh given %s printed %q, %v; want %q, one argument", shellquote.Word(s), out, err, "1:"+s)
 		}
 	}
 }

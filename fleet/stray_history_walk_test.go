@@ -12,6 +12,7 @@ import (
 
 	"sessdb/gates"
 	"sessdb/internal/etcdtest"
+	"sessdb/internal/shellquote"
 	"sessdb/store"
 )
 
@@ -163,7 +164,7 @@ func TestTheNoticeForAHistoryWithNoRecordQuotesItsPrefix(t *testing.T) {
 	if !ok {
 		t.Fatalf("check found %+v; want a notice at %s", found, dir)
 	}
-	if want := "etcdctl del --prefix " + shellWord(dir); !strings.Contains(fd.Detail, want) || shellWord(dir) == dir {
+	if want := "etcdctl del --prefix " + shellquote.Word(dir); !strings.Contains(fd.Detail, want) || shellquote.Word(dir) == dir {
 		t.Errorf("the notice says %q; want it to name %q", fd.Detail, want)
 	}
 }

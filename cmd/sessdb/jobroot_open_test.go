@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 					continue
 				}
 				want := name + `: the sessions root "` + dir + `" is writable by anyone`
-				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, `chmod +t "`+root+`"`) || !strings.Contains(errs, "dump, stats, check, reap and migrate refuse") {
+				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, "chmod +t "+root+" (or chmod o-w)") || !strings.Contains(errs, "dump, stats, check, reap and migrate refuse") {
 					t.Errorf("mode %v, %s via %s: stderr %q; want one warning: %s…, chmod +t %q", c.mode, cmd, dir, errs, want, root)
 				}
 			}
@@ -77,5 +78,59 @@ func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 				t.Errorf("mode %v: %s exit %d (%s); want %d, as the warning says", c.mode, walk, code, errs, wantCode)
 			}
 		}
+	}
+}
+
+// The warning's mend is a command line an operator pastes: the root in it
+// is one shell word, so that the directory chmod +t is given is the root's,
+// whatever its name holds (a space, a quote, a "$1" or "$$", which a root
+// may have; through a link, a "`...`" or "$(...)" too, which only the
+// name given is refused for), and nothing in the name runs. Go's quoting
+// ("...") left "$1", "$$", "`...`" and "$(...)" to the shell.
+func TestARootNoWalkTakesIsMendedByTheWarningsCommandAsPasted(t *testing.T) {
+	for _, c := range []struct{ name, real string }{
+		{"a b'c\"$1 $$ d", ""},
+		{"link", "x`touch ran`$(touch ran) $$"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			base := t.TempDir()
+			root := filepath.Join(base, c.name)
+			real := root
+			if c.real != "" {
+				real = filepath.Join(base, c.real)
+				if err := os.Symlink(real, root); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(real, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(real, 0o777)
+			code, out, errs := runCLI(t, resolveArgs(root, filepath.Join(t.TempDir(), "job"))...)
+			if code != exitOK || !strings.Contains(out, `"reason":`) {
+				t.Fatalf("resolve: exit %d, %s %s", code, out, errs)
+			}
+			_, mend, ok := strings.Cut(errs, "; chmod +t ")
+			mend, _, ok2 := strings.Cut(mend, " (or chmod o-w) mends it in place")
+			if !ok || !ok2 {
+				t.Fatalf("resolve's stderr %q: no chmod +t ROOT (or chmod o-w) mends it in place", errs)
+			}
+			sh := exec.Command("/bin/sh", "-c", "chmod +t "+mend)
+			sh.Dir = base // where a "touch ran" in the name would run
+			if b, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("chmod +t %s, as pasted into sh: %v %s", mend, err, b)
+			}
+			if _, err := os.Lstat(filepath.Join(base, "ran")); err == nil {
+				t.Errorf("chmod +t %s, as pasted into sh, ran the command in the root's name", mend)
+			}
+			fi, err := os.Stat(real)
+			if err != nil || fi.Mode()&os.ModeSticky == 0 {
+				t.Fatalf("chmod +t %s, as pasted into sh: the root's dir %q is %v (%v); want the sticky bit", mend, real, fi.Mode(), err)
+			}
+			if code, _, errs := runCLI(t, "reap", root); code != exitOK {
+				t.Errorf("reap after the mend: exit %d (%s); want 0", code, errs)
+			}
+		})
 	}
 }

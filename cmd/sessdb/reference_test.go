@@ -87,8 +87,9 @@ objects the commands print are listed field by field in [json.md](json.md).
   expire. A root anyone may write to without the sticky bit they take
   (refusing it would stop a deployment that works), each with one
   warning on stderr naming the flag or variable, the root and its mend,
-  ` + "`chmod +t`" + ` on the directory it leads to (or ` + "`chmod o-w`" + `), the verdict
-  and exit status as they were. Every command refuses (exit 2, naming it) a
+  ` + "`chmod +t`" + ` on the directory it leads to (or ` + "`chmod o-w`" + `), a line
+  to paste (the directory's name one shell word, in single quotes where
+  it needs them), the verdict and exit status as they were. Every command refuses (exit 2, naming it) a
   sessions root that is a fleet's transcripts dir (it holds the fleet's
   mark, ` + "`.sessdb-fleet`" + `; [fleet.md](fleet.md)), and one that is a key
   dir (named as a key, or a link to one; it holds ` + "`meta.db`" + ` or ` + "`current.jsonl`" + `: a root

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sessdb/internal/shellquote"
 	"sessdb/internal/testfs"
 )
 
@@ -123,7 +124,7 @@ func TestWalksRefuseAnUnsafeRoot(t *testing.T) {
 			}
 			// The open root's refusal gives its mend, as resolve's warning
 			// of it does.
-			if mend := "chmod +t " + strconv.Quote(open) + " (or chmod o-w)"; root == open && !strings.Contains(errs, mend) {
+			if mend := "chmod +t " + shellquote.Word(open) + " (or chmod o-w)"; root == open && !strings.Contains(errs, mend) {
 				t.Errorf("%v on %s: stderr %q; want the mend, %s", args, root, errs, mend)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sessdb/internal/fsat"
+	"sessdb/internal/shellquote"
 )
 
 // clock is the CLI's clock; golden tests fix it.
@@ -207,9 +208,12 @@ func unwalkableRootWarning(name, dir string) string {
 
 // stickyMend is the mend of real, a directory anyone may write to without
 // the sticky bit (openToAnyone), as the job's warning and the walk's
-// refusal both say it: on the directory a link leads to, in place.
+// refusal both say it: on the directory a link leads to, in place, as a
+// command line to paste (the dir one shell word: Go's quoting left "$1",
+// "`...`" or "$(...)" in a name, which a root through a link may hold, to
+// the shell).
 func stickyMend(real string) string {
-	return fmt.Sprintf("chmod +t %s (or chmod o-w) mends it in place", quoteName(real))
+	return fmt.Sprintf("chmod +t %s (or chmod o-w) mends it in place", shellquote.Word(real))
 }
 
 // checkWalkDir is checkWalkRoot for any directory a walk descends (a
