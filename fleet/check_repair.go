@@ -314,7 +314,12 @@ func (c *checker) leftUndecodable(key string) string {
 // command line: one shell word (shellquote.Word), after "--" where s begins
 // with "-" (a prefix may), which etcdctl would otherwise take for an
 // option ("unknown shorthand flag") and remove nothing.
-func etcdctlKey(s string) string {
+func etcdctlKey(s string) string { return lastArg(s) }
+
+// lastArg is s as the last argument of a command line (etcdctl's, or
+// sessdb's, whose flags end at "--" too): one shell word, after "--"
+// where s begins with "-", which the command would take for an option.
+func lastArg(s string) string {
 	if strings.HasPrefix(s, "-") {
 		return "-- " + shellquote.Word(s)
 	}

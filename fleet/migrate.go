@@ -24,7 +24,6 @@ import (
 	"sessdb/internal/faults"
 	"sessdb/internal/fsat"
 	"sessdb/internal/lockonly"
-	"sessdb/internal/shellquote"
 	"sessdb/internal/walk"
 	"sessdb/migrate"
 	"sessdb/store"
@@ -93,7 +92,7 @@ func (s MigrateSummary) Complete() bool { return s.Summary.Complete() && s.Confl
 func (b *Backend) ConflictRemedy(root string) string {
 	const key = "KEY"
 	return fmt.Sprintf("a conflict is two conversations for one key, and a re-run leaves it: with no worker running, keep the fleet's by moving the key dir aside (env -i PATH=\"$PATH\" sessdb check --repair --quarantine %s %s), or the key dir's by removing the fleet's history and record of the key, in this order (etcdctl del --prefix %s; etcdctl del %s), then run again (docs/fleet.md, \"Moving a sessions root into a fleet, and back\")",
-		key, shellquote.Word(root), etcdctlKey(b.meta.HistoryDir(key)), etcdctlKey(b.meta.RecordKey(key)))
+		key, lastArg(root), etcdctlKey(b.meta.HistoryDir(key)), etcdctlKey(b.meta.RecordKey(key)))
 }
 
 func (s *MigrateSummary) count(r MigrateReport) {
