@@ -62,7 +62,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 			if err := notTheFilesystemRoot(name, "sessions root", st.Root()); err != nil {
 				return nil, false, nil, inv.rep.config(err)
 			}
-			if w := unwalkableRootWarning(name, st.Root()); w != "" {
+			if w := unwalkableRootWarning(name, "sessions root", st.Root()); w != "" {
 				inv.rep.warn(w)
 			}
 		}
@@ -71,6 +71,9 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 	_, name := fk.transcriptsDir.get(os.Getenv)
 	if err := notTheFilesystemRoot(name, "transcripts dir", fc.TranscriptsDir); err != nil {
 		return nil, true, nil, inv.rep.config(err)
+	}
+	if w := unwalkableRootWarning(name, "transcripts dir", fc.TranscriptsDir); w != "" {
+		inv.rep.warn(w)
 	}
 	opts, err := storeOptions(cfg, inv, with...)
 	if err != nil {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sessdb/internal/shellquote"
+	"sessdb/store"
 )
 
 // A sessions root anyone may write to without the sticky bit is refused
@@ -132,5 +136,72 @@ func TestARootNoWalkTakesIsMendedByTheWarningsCommandAsPasted(t *testing.T) {
 				t.Errorf("reap after the mend: exit %d (%s); want 0", code, errs)
 			}
 		})
+	}
+}
+
+// A fleet's transcripts dir anyone may write to without the sticky bit
+// is refused by every fleet walk (dump, stats, check, reap, migrate), as a
+// sessions root is, and taken by the fleet's resolve and promote, which
+// now warn of it as they warn of such a sessions root: one line on
+// stderr naming the variable or flag, the dir and the mend (chmod +t, on
+// the directory it leads to), the verdict and exit status as they were.
+// One with the sticky bit, or writable by its group alone, says nothing.
+// Before, both were silent, and reap refused the dir their keys were in.
+func TestAFleetJobWarnsOfATranscriptsDirNoWalkTakes(t *testing.T) {
+	f := startFleet(t)
+	link := filepath.Join(filepath.Dir(f.dir), "link")
+	if err := os.Symlink(f.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key("github", "acme/widget", "pi/open-transcripts")
+	n := 0
+	for _, c := range []struct {
+		mode os.FileMode
+		warn bool
+	}{
+		{0o777, true}, {0o703, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
+	} {
+		if err := os.Chmod(f.dir, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, via := range []struct{ dir, name string }{
+			{f.dir, "PI_SESSIONS_TRANSCRIPTS_DIR"}, {link, "PI_SESSIONS_TRANSCRIPTS_DIR"}, {link, "--transcripts-dir"},
+		} {
+			n++
+			var extra []string
+			if via.name == "--transcripts-dir" {
+				t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", "")
+				extra = []string{"--transcripts-dir", via.dir}
+			} else {
+				t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", via.dir)
+			}
+			job := filepath.Join(f.jobs, fmt.Sprintf("job-%d", n))
+			code, out, rerrs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, extra...)...)
+			if code != exitOK || !strings.Contains(out, `"reason":`) {
+				t.Fatalf("mode %v via %s: resolve exit %d\n%s%s", c.mode, via.name, code, out, rerrs)
+			}
+			appendAnswered(t, job, fmt.Sprint(n))
+			code, out, perrs := runCLI(t, append([]string{"promote", "--job-dir", job, "--pi-version", "0.58.3"}, extra...)...)
+			if code != exitOK || !strings.Contains(out, `"promoted":true`) {
+				t.Fatalf("mode %v via %s: promote exit %d\n%s%s", c.mode, via.name, code, out, perrs)
+			}
+			for cmd, errs := range map[string]string{"resolve": rerrs, "promote": perrs} {
+				if !c.warn {
+					if errs != "" {
+						t.Errorf("mode %v, %s via %s %s: stderr %q; want nothing", c.mode, cmd, via.name, via.dir, errs)
+					}
+					continue
+				}
+				want := via.name + `: the transcripts dir "` + via.dir + `" is writable by anyone`
+				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, "chmod +t "+shellquote.Word(f.dir)+" (or chmod o-w)") || !strings.Contains(errs, "dump, stats, check, reap and migrate refuse") {
+					t.Errorf("mode %v, %s via %s %s: stderr %q; want one warning: %s…, chmod +t %q", c.mode, cmd, via.name, via.dir, errs, want, f.dir)
+				}
+			}
+		}
+		t.Setenv("PI_SESSIONS_TRANSCRIPTS_DIR", f.dir)
+		code, _, errs := runCLI(t, "reap")
+		if wantCode := map[bool]int{true: exitUsage, false: exitOK}[c.warn]; code != wantCode {
+			t.Errorf("mode %v: the fleet's reap exit %d (%s); want %d, as the warning says", c.mode, code, errs, wantCode)
+		}
 	}
 }

@@ -84,7 +84,8 @@ objects the commands print are listed field by field in [json.md](json.md).
   root whoever owns it). resolve and promote refuse the filesystem root
   too (exit 2, naming the flag or variable; so does a fleet job, as its
   transcripts dir): a key made there no walk could reach, and no reap
-  expire. A root anyone may write to without the sticky bit they take
+  expire. A root (on a fleet, a transcripts dir) anyone may write to
+  without the sticky bit they take
   (refusing it would stop a deployment that works), each with one
   warning on stderr naming the flag or variable, the root and its mend,
   ` + "`chmod +t`" + ` on the directory it leads to (or ` + "`chmod o-w`" + `), a line

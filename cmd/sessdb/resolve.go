@@ -52,9 +52,10 @@ legacy store did, with a warning on stderr (a misspelt root would otherwise
 pass for a new conversation). A sessions root (on a fleet, a transcripts dir)
 that is the filesystem root, however spelled, is a usage error (exit 2, naming
 the flag or variable; nothing made): a key made there no walk could reach, and
-no reap expire. A sessions root anyone may write to without the sticky bit
-(o+w, no +t), which every walk refuses, is taken, with one warning on stderr
-naming it and its mend, chmod +t (promote warns alike).
+no reap expire. A sessions root (on a fleet, a transcripts dir) anyone may
+write to without the sticky bit (o+w, no +t), which every walk refuses, is
+taken, with one warning on stderr naming it and its mend, chmod +t (promote
+warns alike).
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the key's record is read from
 etcd and the generation it names copied from the transcripts dir, checked

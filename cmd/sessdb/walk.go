@@ -186,15 +186,16 @@ func openToAnyone(st *unix.Stat_t) bool {
 }
 
 // unwalkableRootWarning is, for a job's command (resolve, promote), a
-// warning about a sessions root, dir, that every walk refuses though the
-// job may use it: one anyone may write to without the sticky bit (see
-// checkWalkDir); "" for any other. name is the flag or variable that gave
-// it. Refusing it here would stop a deployment that works (the read path
-// fails closed only where no root is set, or it is the filesystem root),
-// but its keys are never reaped, checked or dumped until it is mended,
-// which chmod +t does in place. A root missing, or whose links cannot be
-// resolved, says nothing here: the command says what it finds.
-func unwalkableRootWarning(name, dir string) string {
+// warning about a sessions root, or on a fleet its transcripts dir (what
+// says which), dir, that every walk refuses though the job may use it:
+// one anyone may write to without the sticky bit (see checkWalkDir); ""
+// for any other. name is the flag or variable that gave it. Refusing it
+// here would stop a deployment that works (the read path fails closed
+// only where no root is set, or it is the filesystem root), but its keys
+// are never reaped, checked or dumped until it is mended, which chmod +t
+// does in place. A dir missing, or whose links cannot be resolved, says
+// nothing here: the command says what it finds.
+func unwalkableRootWarning(name, what, dir string) string {
 	real, err := fsat.ResolvedPath(dir)
 	if err != nil {
 		return ""
@@ -203,7 +204,7 @@ func unwalkableRootWarning(name, dir string) string {
 	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !openToAnyone(&st) {
 		return ""
 	}
-	return fmt.Sprintf("%s: the sessions root %s is writable by anyone (mode %#o, no sticky bit): dump, stats, check, reap and migrate refuse to walk it, so no reap expires its keys; %s", name, quoteName(dir), st.Mode&0o7777, stickyMend(real))
+	return fmt.Sprintf("%s: the %s %s is writable by anyone (mode %#o, no sticky bit): dump, stats, check, reap and migrate refuse to walk it, so no reap expires its keys; %s", name, what, quoteName(dir), st.Mode&0o7777, stickyMend(real))
 }
 
 // stickyMend is the mend of real, a directory anyone may write to without
