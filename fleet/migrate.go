@@ -247,8 +247,10 @@ func newMigration(b *Backend, root string, opts MigrateOptions) (*migration, err
 // on (once a key found etcd unavailable, the keys after it fail at once,
 // not tried). The end of ctx starts no new key, and ends the etcd
 // requests, the roll-forwards' reads of a promotion's temp, the reads of
-// a file for its size and CRC32C (checksum) and the copies of the keys
-// under way (their lock waits and meta.db commits finish): a
+// a file for its size and CRC32C (checksum), the reads of the fleet's
+// file for a key dir's bytes (descends: a stop there is no conflict)
+// and the copies of the keys under way (their lock waits and meta.db
+// commits finish): a
 // key it stopped before its create was sent (FromEtcd: before its commit)
 // is left as it was and not delivered, as a key never started (nor
 // counted in the summary), unless its pending promotion was rolled
@@ -492,25 +494,30 @@ func describe(t *etcdmeta.Transcript) string {
 // dst's holds: the entries a rollback appends. A dst with neither a
 // transcript nor a history holds nothing a descendant could lose. A file
 // that cannot be read does not descend: a caller that would call that a
-// conflict judges the dir first (shared.DirErr).
-func descends(dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEntry, dst *etcdmeta.Transcript, dstHist []etcdmeta.HistoryEntry) (from int, ok bool) {
+// conflict judges the dir first (shared.DirErr). ctx's end stops the read
+// of src's file (beginsWith) between chunks: err is then ctx's error, and
+// ok says nothing (a stop is no conflict); err is nil otherwise.
+func descends(ctx context.Context, dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEntry, dst *etcdmeta.Transcript, dstHist []etcdmeta.HistoryEntry) (from int, ok bool, err error) {
 	if src == nil || dst != nil && src.Gen <= dst.Gen {
-		return 0, false
+		return 0, false, nil
 	}
 	if n := len(dstHist); n > 0 {
 		last := dstHist[n-1]
 		last.Seq = 0
 		for i, e := range srcHist {
 			if e.Seq = 0; e == last {
-				return i + 1, true
+				return i + 1, true, nil
 			}
 		}
 	}
 	switch {
 	case dst == nil && len(dstHist) == 0:
-		return 0, true
-	case dst == nil || dst.Size > src.Size || !beginsWith(dir, src.File, dst.Size, dst.CRC32C):
-		return 0, false
+		return 0, true, nil
+	case dst == nil || dst.Size > src.Size:
+		return 0, false, nil
+	}
+	if begins, err := beginsWith(ctx, dir, src.File, dst.Size, dst.CRC32C); err != nil || !begins {
+		return 0, false, err
 	}
 	// The history was trimmed past dst's newest entry (or dst had none):
 	// what src's holds after it in time is what is new.
@@ -519,7 +526,7 @@ func descends(dir string, src *etcdmeta.Transcript, srcHist []etcdmeta.HistoryEn
 			from++
 		}
 	}
-	return from, true
+	return from, true, nil
 }
 
 // newerEntries is where the history src goes on past dst's newest entry:
@@ -545,16 +552,23 @@ func newerEntries(src, dst []etcdmeta.HistoryEntry) int {
 }
 
 // beginsWith reports whether the transcript name under dir begins with
-// size bytes of CRC32C sum.
-func beginsWith(dir, name string, size int64, sum uint64) bool {
+// size bytes of CRC32C sum. ctx's end stops the read between chunks (the
+// prefix may be gigabytes, on a slow file server), with ctx's error (err
+// is nil otherwise: a file that cannot be read begins with nothing), so
+// that a stop is not taken for a file that does not begin so (a
+// conflict). Each read passes faults.FleetMigrateDescends first.
+func beginsWith(ctx context.Context, dir, name string, size int64, sum uint64) (bool, error) {
 	f, err := shared.Open(dir, name)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer f.Close()
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, size))
-	return err == nil && n == size && uint64(h.Sum32()) == sum
+	n, err := io.Copy(h, callerctx.Reader(ctx, pointReader{faults.FleetMigrateDescends, io.NewSectionReader(f, 0, size)}))
+	if cerr := stopped(ctx, err); cerr != nil {
+		return false, cerr
+	}
+	return err == nil && n == size && uint64(h.Sum32()) == sum, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -564,18 +578,21 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // file server, is not read on after a stop), its error wrapped.
 func checksum(ctx context.Context, f *os.File) (int64, uint32, error) {
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, callerctx.Reader(ctx, pointReader{io.NewSectionReader(f, 0, 1<<62)}))
+	n, err := io.Copy(h, callerctx.Reader(ctx, pointReader{faults.FleetMigrateChecksum, io.NewSectionReader(f, 0, 1<<62)}))
 	if err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	return n, h.Sum32(), nil
 }
 
-// pointReader is r with faults.FleetMigrateChecksum before each read.
-type pointReader struct{ r io.Reader }
+// pointReader is r with the fault point p before each read.
+type pointReader struct {
+	p faults.Point
+	r io.Reader
+}
 
 func (p pointReader) Read(b []byte) (int, error) {
-	if err := faults.At(faults.FleetMigrateChecksum); err != nil {
+	if err := faults.At(p.p); err != nil {
 		return 0, err
 	}
 	return p.r.Read(b)

@@ -408,7 +408,12 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		r.Action, r.Cause = Conflict, "current.jsonl is named by no record in meta.db: left alone"
 		return
 	default:
-		n, ok := descends(m.b.dir, rec.Transcript, st.History, local, hostHistory(hist))
+		n, ok, err := descends(ctx, m.b.dir, rec.Transcript, st.History, local, hostHistory(hist))
+		if cerr := stopped(ctx, err); cerr != nil {
+			// Stopped as it read the fleet's file for the key dir's
+			// bytes: no telling whether it descends, nothing written.
+			return m.cutInKeyDir(r, cerr, rolledForward)
+		}
 		if !ok {
 			if err := shared.DirErr(m.b.dir); err != nil {
 				// descends could not read the fleet's file: no telling.

@@ -114,7 +114,9 @@ func (m *migration) toEtcd(ctx context.Context, name string) (r MigrateReport, e
 		return r, ran
 	}
 	if st.Rev != 0 || len(st.History) > 0 {
-		m.judgeExisting(&r, rec, hostHistory(k.history), st, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
+		if cerr := m.judgeExisting(ctx, &r, rec, hostHistory(k.history), st, lostPromotion(k.sc, k.file != nil, k.size, k.sum)); cerr != nil {
+			return stop(cerr)
+		}
 		if r.Action == migrate.Already && sameGen(st.Record.Transcript, rec.Transcript) {
 			if cerr := m.writeMissing(ctx, &r, k, st.Record.Transcript); cerr != nil {
 				return stop(cerr)
@@ -185,8 +187,22 @@ func (m *migration) toEtcd(ctx context.Context, name string) (r MigrateReport, e
 	// re-run finds it migrated, or migrates it.
 	switch cur, err := m.create(ctx, name, rec, hostHistory(k.history), wrote, wroteWall); {
 	case cur != nil:
-		m.judgeExisting(&r, rec, hostHistory(k.history), *cur, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
+		cerr := m.judgeExisting(ctx, &r, rec, hostHistory(k.history), *cur, lostPromotion(k.sc, k.file != nil, k.size, k.sum))
 		m.keptFile(&r, rec.Transcript)
+		if cerr != nil {
+			// Stopped as it read the fleet's file that holds the key:
+			// nothing landed (the create found the key held). A file
+			// create kept, or a roll-forward, is said; else the key is
+			// as never started.
+			if len(r.Written) == 0 && !k.rolled {
+				return r, stopUnprinted
+			}
+			fail(&r, fmt.Errorf("%w: left alone", cerr))
+			if k.rolled {
+				r.Cause += ", rolled forward only"
+			}
+			return r, stopPrinted
+		}
 		return r, ran
 	case err != nil:
 		m.failEtcd(ctx, &r, err, "")
@@ -517,17 +533,23 @@ func served(sc db.Sidecars, file bool, size int64, sum uint32) (*etcdmeta.Transc
 // the record the key dir would give it (replaced: see lostPromotion): the
 // same generation is Already (under other stamps, by no one lineage, a
 // Conflict: stampConflict), a later one the fleet promoted from it is
-// Already too, anything else a Conflict, left alone.
-func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State, replaced *etcdmeta.Transcript) {
+// Already too, anything else a Conflict, left alone. ctx's end while it
+// reads the fleet's file (descends) is that end's error, r unchanged: no
+// telling whether the key is already there or in conflict.
+func (m *migration) judgeExisting(ctx context.Context, r *MigrateReport, rec etcdmeta.Record, hist []etcdmeta.HistoryEntry, st etcdmeta.State, replaced *etcdmeta.Transcript) error {
 	held := st.Record.Transcript
-	switch _, moved := descends(m.b.dir, held, st.History, rec.Transcript, hist); {
+	_, moved, err := descends(ctx, m.b.dir, held, st.History, rec.Transcript, hist)
+	if cerr := stopped(ctx, err); cerr != nil {
+		return cerr
+	}
+	switch {
 	case st.Rev != 0 && sameGen(held, rec.Transcript):
 		if d := stampConflict(st.Record, rec, hist, st.History, replaced); d != "" {
 			// The same bytes under other stamps, by another promotion:
 			// another root's key (see stampConflict).
 			r.Action = Conflict
 			r.Cause = fmt.Sprintf("etcd holds %s, the same bytes as the key dir, but with other stamps (%s) and another history: left alone", describe(held), d)
-			return
+			return nil
 		}
 		r.Action = migrate.Already
 	case st.Rev != 0 && moved:
@@ -536,18 +558,19 @@ func (m *migration) judgeExisting(r *MigrateReport, rec etcdmeta.Record, hist []
 	case st.Rev == 0:
 		r.Action = Conflict
 		r.Cause = fmt.Sprintf("etcd holds %s and no record for the key: left alone", countEntries(len(st.History), "history "))
-		return
+		return nil
 	default:
 		if err := shared.DirErr(m.b.dir); err != nil {
 			// descends could not read the fleet's file: no telling.
 			fail(r, fmt.Errorf("%w: left alone", err))
-			return
+			return nil
 		}
 		r.Action = Conflict
 		r.Cause = fmt.Sprintf("etcd holds %s, the key dir %s, which it does not descend from: left alone", describe(held), describe(rec.Transcript))
-		return
+		return nil
 	}
 	r.Values = valuesOf(st.Record)
+	return nil
 }
 
 // create commits the key's record and history to etcd, again while etcd's

@@ -62,14 +62,15 @@ Once a key finds etcd unavailable (no answer within --etcd-timeout), the keys
 after it are failed at once, not tried (exit 1), rather than each waiting out
 the timeout in turn. Ctrl-C ends the etcd request, the roll-forward of a
 pending promotion (nothing renamed), the read of a transcript for its checksum
-and the copy of each key under way: a key it stops before its create is sent
-(--from etcd: before its commit) is left as it was (its copy removed; --to
-etcd: the key's dir the copy made in the transcripts dir stays, empty, for
-reap) and not printed, failed where a pending promotion was rolled forward
-first (--from etcd: or stray temps removed); one whose create it cut short (it
-may have landed) is failed, its file kept, and a re-run finds it already or
-moves it. Killed at any point, a re-run converges; every key judged before gets
-the same verdict after.`,
+(or of the fleet's generation for the key dir's bytes, where no history tells
+whether one descends from the other) and the copy of each key under way: a key
+it stops before its create is sent (--from etcd: before its commit) is left as
+it was (its copy removed; --to etcd: the key's dir the copy made in the
+transcripts dir stays, empty, for reap) and not printed, failed where a pending
+promotion was rolled forward first (--from etcd: or stray temps removed); one
+whose create it cut short (it may have landed) is failed, its file kept, and a
+re-run finds it already or moves it. Killed at any point, a re-run converges;
+every key judged before gets the same verdict after.`,
 	example: `  sessdb migrate --dry-run /var/lib/pi/sessions
   sessdb migrate /var/lib/pi/sessions
   sessdb migrate --to-legacy /var/lib/pi/sessions

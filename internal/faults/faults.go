@@ -352,6 +352,14 @@ const FleetMigrateLegacyLstat Point = "fleet-migrate/legacy-lstat"
 // stops the read between chunks.
 const FleetMigrateChecksum Point = "fleet-migrate/checksum"
 
+// FleetMigrateDescends is each read of the fleet's migrations' look at
+// whether a generation file in the transcripts dir begins with another
+// generation's bytes (fleet's beginsWith, where a history does not tell
+// whether one descends from the other), once a chunk, before it: an
+// error here is that read failing. The caller's ctx stops the read
+// between chunks.
+const FleetMigrateDescends Point = "fleet-migrate/descends"
+
 // The steps of a fleet's transcript write (fleet/shared.Write) at which a
 // network filesystem reports a write that failed (EIO, ENOSPC, EDQUOT):
 // NFS sends the data at the fsync, or at the close, not at the write.
