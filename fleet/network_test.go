@@ -220,12 +220,12 @@ func TestCommandsOnABlackholedLinkEndWithinTheTimeout(t *testing.T) {
 // connection (its keepalive notices after 10 s and the ping's wait).
 func TestOneSilentMemberOfThreeFailsNoResolve(t *testing.T) {
 	etcdtest.Beside(t)
-	paceAttempts(t, 600*time.Millisecond, func(p *pace) {
+	etcdtest.PaceAttempts(t, 600*time.Millisecond, func(p *etcdtest.Pace) {
 		c := etcdtest.Start3(t)
 		f := newFixture(t, c)
 		key := store.Key("github", "network", "one-of-three")
 		f.run(key, "one")
-		timeout := p.timeoutOn(f)
+		timeout := timeoutOn(p, f)
 		s, ps := throughProxies(t, f, key, timeout)
 		ps[0].Blackhole()
 		var slowest time.Duration
@@ -587,12 +587,12 @@ func TestABackendRecoversOnceTheLinkIsBack(t *testing.T) {
 // every try is guarded by the same base, and each promotion lands once.
 func TestOneSilentMemberOfThreeFailsNoPromote(t *testing.T) {
 	etcdtest.Beside(t)
-	paceAttempts(t, 900*time.Millisecond, func(p *pace) {
+	etcdtest.PaceAttempts(t, 900*time.Millisecond, func(p *etcdtest.Pace) {
 		c := etcdtest.Start3(t)
 		f := newFixture(t, c)
 		key := store.Key("github", "network", "one-of-three-promote")
 		f.run(key, "m0")
-		timeout := p.timeoutOn(f)
+		timeout := timeoutOn(p, f)
 		s, ps := throughProxies(t, f, key, timeout)
 		ps[0].Blackhole()
 		for i := 1; i <= 6; i++ {
@@ -731,7 +731,7 @@ func sentAgainToEach(t *testing.T, b *Backend, key string) {
 // the whole timeout: the job was promote-failed instead of superseded.
 func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 	etcdtest.Beside(t)
-	paceAttempts(t, 2*time.Second, func(p *pace) {
+	etcdtest.PaceAttempts(t, 2*time.Second, func(p *etcdtest.Pace) {
 		c := etcdtest.Start3(t)
 		f := newFixture(t, c)
 		key := store.Key("github", "network", "one-of-three-refuse")
@@ -741,7 +741,7 @@ func TestOneSilentMemberOfThreeFailsNoRefusal(t *testing.T) {
 		// left them (3 of 6 promote-failed after 900 ms in a whole -race run
 		// beside a helper's; twice before, RELIABILITY). Without the hedge
 		// a try that meets the silent member waits out any timeout.
-		timeout := p.timeoutOn(f)
+		timeout := timeoutOn(p, f)
 		s, ps := throughProxies(t, f, key, timeout)
 		var jobs []store.Session
 		for i := range 6 {
@@ -896,46 +896,7 @@ func TestTheTriesCountedAreTheStoresOwn(t *testing.T) {
 
 // The tests of one silent member give their Backend a request timeout
 // paced by the machine, and judge a failure against the pace kept while
-// they ran. A request whose first try meets the silent member is
-// answered by a try sent again at a third of the timeout, which the
-// members that answer must answer within the two thirds left; at a load
-// of 15 to 27 on two cores they took longer than the 400 ms a 600 ms
-// timeout left them (resolve 0 store-unavailable after 850 ms, and every
-// promote after it one generation off), which measures the machine, not
-// the hedge. So an attempt's timeout is at least five times the slowest
-// of three rounds of a lock taken and released and a read, every member
-// answering, timed on the fixture's own Backend (each round is more
-// requests, four of them raft writes, than one request a try sends). One
-// measure before the fault bounded no load that came after it (NoWalk
-// and NoRenumber failed once each at a load of about 18: timeouts of
-// 2.85 s and 2 s, a lock, read or renumber up to 7.6 s), so the rounds go
-// on, one every 100 ms, while the attempt runs. An attempt that failed
-// while a round took longer than a fifth of its timeout (the machine
-// slower than the timeout was paced for) is run again, on a fleet of its
-// own, its timeout paced by that round; one that failed while the
-// machine kept its pace fails the test, and so does the third.
-//
-// The timeout is at most maxPaced, under gRPC's keepalive (10 s, and the
-// ping's wait): without the hedge a request that meets the silent member
-// waits out the timeout and fails; with a timeout past the keepalive its
-// connection would be closed first and a read sent again by etcd's
-// client, and the test would no longer see the defect. On an idle
-// machine a round takes some tens of milliseconds and the floor stands.
-type pace struct {
-	t       *testing.T
-	floor   time.Duration
-	timeout time.Duration
-	errs    []string
-	stop    chan struct{}
-	ended   chan time.Duration
-	during  time.Duration
-	once    sync.Once
-}
-
-const (
-	maxPaced  = 8 * time.Second
-	paceTries = 3
-)
+// they ran: etcdtest.PaceAttempts, each attempt on a fleet of its own.
 
 // paceRound times one round of the pace on f: a lock taken and released
 // and a read, every member answering (an error counts as its time).
@@ -949,83 +910,11 @@ func paceRound(f *fixture) time.Duration {
 	return time.Since(began)
 }
 
-// timeoutOn is the attempt's request timeout on f's fleet: p's floor, or
-// five times the slowest of three rounds where that is more, at most
-// maxPaced. The rounds then go on beside the attempt until end.
-func (p *pace) timeoutOn(f *fixture) time.Duration {
-	p.t.Helper()
-	var slowest time.Duration
-	for range 3 {
-		slowest = max(slowest, paceRound(f))
-	}
-	p.timeout = min(maxPaced, max(p.floor, 5*slowest))
-	p.t.Logf("request timeout %v: the slowest of three rounds of a lock and a read, every member answering, took %v", p.timeout, slowest.Round(time.Millisecond))
-	p.stop, p.ended = make(chan struct{}), make(chan time.Duration, 1)
-	go func() {
-		var slowest time.Duration
-		for {
-			select {
-			case <-p.stop:
-				p.ended <- slowest
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			slowest = max(slowest, paceRound(f))
-		}
-	}()
-	// Before f's Backend is closed (cleanups run last first), however
-	// the attempt ends.
-	p.t.Cleanup(func() { p.end() })
-	return p.timeout
-}
-
-// end stops the rounds beside the attempt (at once if they never began)
-// and returns the slowest of them.
-func (p *pace) end() time.Duration {
-	p.once.Do(func() {
-		if p.stop != nil {
-			close(p.stop)
-			p.during = <-p.ended
-		}
-	})
-	return p.during
-}
-
-// Errorf records a failure of the attempt.
-func (p *pace) Errorf(format string, args ...any) {
-	p.errs = append(p.errs, fmt.Sprintf(format, args...))
-}
-
-// paceAttempts runs attempt, which sets up its own fleet and takes its
-// timeout from p.timeoutOn, until it passes, fails with the machine
-// keeping its pace, or has failed paceTries times; an attempt's failures
-// go through p.Errorf. See pace.
-func paceAttempts(t *testing.T, floor time.Duration, attempt func(p *pace)) {
-	t.Helper()
-	for i := 1; ; i++ {
-		p := &pace{t: t, floor: floor}
-		attempt(p)
-		during := p.end()
-		if len(p.errs) == 0 {
-			if i > 1 {
-				t.Logf("attempt %d passed, at a request timeout of %v", i, p.timeout)
-			}
-			return
-		}
-		slower := 5*during > p.timeout
-		if !slower || i == paceTries {
-			for _, e := range p.errs {
-				t.Error(e)
-			}
-			t.Logf("attempt %d of %d failed at a request timeout of %v, the slowest round beside it %v", i, paceTries, p.timeout, during.Round(time.Millisecond))
-			return
-		}
-		for _, e := range p.errs {
-			t.Logf("attempt %d: %s", i, e)
-		}
-		t.Logf("attempt %d failed at a request timeout of %v while a round took %v, the machine slower than the timeout was paced for: again, on a fleet of its own", i, p.timeout, during.Round(time.Millisecond))
-		floor = min(maxPaced, 5*during)
-	}
+// timeoutOn is the attempt's request timeout on f's fleet, paced by
+// rounds on f's own Backend, which go on beside the attempt (see
+// etcdtest.Pace).
+func timeoutOn(p *etcdtest.Pace, f *fixture) time.Duration {
+	return p.Timeout(func() time.Duration { return paceRound(f) })
 }
 
 // throughProxies is a store on f's fleet that reaches each of the three
@@ -1077,7 +966,7 @@ func proxied(t *testing.T, f *fixture, timeout time.Duration) (*Backend, []*etcd
 // lock is left held (each key locks again at once afterwards).
 func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
 	etcdtest.Beside(t)
-	paceAttempts(t, 2*time.Second, func(p *pace) {
+	etcdtest.PaceAttempts(t, 2*time.Second, func(p *etcdtest.Pace) {
 		c := etcdtest.Start3(t)
 		f := newFixture(t, c)
 		const n = 3
@@ -1113,7 +1002,7 @@ func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
 		// within two thirds of it by the members that answer (a lock's grant
 		// is a raft write). At 900 ms, 1 run in 8 failed so while the whole
 		// tree's tests ran under -race beside it.
-		timeout := p.timeoutOn(f)
+		timeout := timeoutOn(p, f)
 		b, ps := proxied(t, f, timeout)
 		ps[0].Blackhole()
 		sent := ps[0].Requests()
@@ -1172,7 +1061,7 @@ func TestOneSilentMemberOfThreeStopsNoWalk(t *testing.T) {
 		if ps[0].Requests() == sent {
 			t.Fatal("no request was sent to the silent member: the test proves nothing")
 		}
-		p.end() // its rounds' locks, before the leases are counted
+		p.End() // its rounds' locks, before the leases are counted
 		// No lease is left of the walks' locks, a grant sent again included
 		// (what the silent member holds is delivered only at the heal).
 		if leases, err := c.Client(t).Leases(t.Context()); err != nil || len(leases.Leases) != 0 {

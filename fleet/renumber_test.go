@@ -259,7 +259,7 @@ func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
 		{"answers lost", (*etcdtest.Proxy).BlackholeAnswers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			paceAttempts(t, 2*time.Second, func(p *pace) {
+			etcdtest.PaceAttempts(t, 2*time.Second, func(p *etcdtest.Pace) {
 				c := etcdtest.Start3(t)
 				f := newFixture(t, c)
 				const n = 6
@@ -270,7 +270,7 @@ func TestOneSilentMemberOfThreeStopsNoRenumber(t *testing.T) {
 					f.toLastSlot(c, k)
 					keys = append(keys, k)
 				}
-				b, ps := proxied(t, f, p.timeoutOn(f))
+				b, ps := proxied(t, f, timeoutOn(p, f))
 				tc.cut(ps[0])
 				var found []store.Finding
 				_, err := b.Check(t.Context(), CheckOptions{Repair: true}, func(fd store.Finding) error {

@@ -143,3 +143,21 @@ func listenHolding(t *testing.T, serve func(net.Conn)) net.Listener {
 	}()
 	return l
 }
+
+// paceOn is an attempt's request timeout on c (see etcdtest.Pace), paced
+// by rounds of a lock taken and released and a read on a Store of its own
+// that reaches every member directly (edit adjusts its config: a login),
+// which go on beside the attempt.
+func paceOn(t *testing.T, p *etcdtest.Pace, c *etcdtest.Cluster, edit ...func(*Config)) time.Duration {
+	t.Helper()
+	s := open(t, c, edit...)
+	key := newKey()
+	return p.Timeout(func() time.Duration {
+		began := time.Now()
+		if unlock, _, err := s.Lock(context.Background(), key); err == nil {
+			unlock()
+		}
+		s.GetRecord(context.Background(), key) // timed only: an error counts as its time
+		return time.Since(began)
+	})
+}

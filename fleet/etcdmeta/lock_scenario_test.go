@@ -192,7 +192,6 @@ func TestAWaiterWhoseLeaseEndsIsNotGivenTheLock(t *testing.T) {
 // the TTL: a reap or repair stops before its next removal.
 func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
 	// The lease must outlive an election and the holder's keep-alive
 	// finding another member, and every request its timeout: 2 s and 3 s,
 	// unless the machine is too loaded for them. At a load of 15 to 27 on
@@ -201,79 +200,71 @@ func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
 	// the leader was killed, the lease alive" (the client gives a lease
 	// up once no keep-alive is answered within its TTL) 7 times, and the
 	// first lock "etcd unavailable: context deadline exceeded", before
-	// any member was killed, twice. So each is at least ten times the
-	// slowest of a few rounds of a lock taken and released, timed in the
-	// same run; on an idle machine a round takes some tens of milliseconds
-	// and 2 s and 3 s stand. A lease the leader's kill ends closes lost
+	// any member was killed, twice. So the timeout is paced (3 s at
+	// least, the TTL two thirds of it, 2 s at least), and a failure
+	// judged by the pace kept while the test ran (etcdtest.Pace); the
+	// rounds are held off over the kill and the election, which slow
+	// every request by design. A lease the leader's kill ends closes lost
 	// however long its TTL, and a lock shared is taken however long the
 	// wait.
-	slowest := slowestLockRound(t, open(t, c))
-	ttl := max(2*time.Second, 10*slowest)
-	timeout := max(3*time.Second, 10*slowest)
-	t.Logf("lease TTL %v, request timeout %v: the slowest lock round, every member answering, took %v", ttl, timeout, slowest.Round(time.Millisecond))
-	cfg := func(cfg *Config) {
-		cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = ttl, 300*time.Millisecond, timeout
-	}
-	holder, other := open(t, c, cfg), open(t, c, cfg)
-	key := newKey()
-	unlock, lost, err := holder.Lock(ctx(t), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	lease := lockLease(t, other, key)
-	c.KillLeader()
-	c.Leader()
-	for until := time.Now().Add(3 * ttl); time.Now().Before(until); {
+	etcdtest.PaceAttempts(t, 3*time.Second, func(p *etcdtest.Pace) {
+		c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
+		timeout := paceOn(t, p, c)
+		ttl := max(2*time.Second, 2*timeout/3)
+		t.Logf("lease TTL %v, request timeout %v", ttl, timeout)
+		cfg := func(cfg *Config) {
+			cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = ttl, 300*time.Millisecond, timeout
+		}
+		holder, other := open(t, c, cfg), open(t, c, cfg)
+		key := newKey()
+		unlock, lost, err := holder.Lock(ctx(t), key)
+		if err != nil {
+			p.Errorf("the holder's lock, every member answering: %v", err)
+			return
+		}
+		defer unlock()
+		lease := lockLease(t, other, key)
+		p.Quiet(func() {
+			c.KillLeader()
+			c.Leader()
+		})
+		for until := time.Now().Add(3 * ttl); time.Now().Before(until); {
+			select {
+			case <-lost:
+				p.Errorf("lost closed after the leader was killed, the lease alive")
+				return
+			default:
+			}
+			if u, _, err := other.Lock(ctx(t), key); !errors.Is(err, ErrLocked) {
+				if u != nil {
+					u()
+				}
+				p.Errorf("another worker's lock of the held key after the leader was killed: %v; want ErrLocked", err)
+				return
+			}
+		}
 		select {
 		case <-lost:
-			t.Fatal("lost closed after the leader was killed, the lease alive")
+			p.Errorf("lost closed after the leader was killed, the lease alive")
+			return
 		default:
 		}
-		if u, _, err := other.Lock(ctx(t), key); !errors.Is(err, ErrLocked) {
-			if u != nil {
-				u()
-			}
-			t.Fatalf("another worker's lock of the held key after the leader was killed: %v; want ErrLocked", err)
-		}
-	}
-	select {
-	case <-lost:
-		t.Fatal("lost closed after the leader was killed, the lease alive")
-	default:
-	}
-	if _, err := other.cli.Revoke(ctx(t), lease); err != nil {
-		t.Fatal(err)
-	}
-	revoked := time.Now()
-	select {
-	case <-lost:
-		t.Logf("the holder learned its lease was revoked %v after", time.Since(revoked).Round(time.Millisecond))
-	case <-time.After(ttl + 5*time.Second):
-		t.Fatalf("lost still open %v after the lease was revoked (TTL %v)", time.Since(revoked).Round(time.Millisecond), ttl)
-	}
-	u, _, err := other.Lock(ctx(t), key)
-	if err != nil {
-		t.Fatalf("another worker's lock once the lease was revoked: %v", err)
-	}
-	u()
-}
-
-// slowestLockRound is the slowest of five rounds of a lock taken and
-// released on s, every member answering: how loaded the machine is, in
-// the time of the requests a lock sends (four raft writes).
-func slowestLockRound(t *testing.T, s *Store) time.Duration {
-	t.Helper()
-	key := newKey()
-	var slowest time.Duration
-	for range 5 {
-		began := time.Now()
-		unlock, _, err := s.Lock(ctx(t), key)
-		if err != nil {
+		if _, err := other.cli.Revoke(ctx(t), lease); err != nil {
 			t.Fatal(err)
 		}
-		unlock()
-		slowest = max(slowest, time.Since(began))
-	}
-	return slowest
+		revoked := time.Now()
+		select {
+		case <-lost:
+			t.Logf("the holder learned its lease was revoked %v after", time.Since(revoked).Round(time.Millisecond))
+		case <-time.After(ttl + 5*time.Second):
+			p.Errorf("lost still open %v after the lease was revoked (TTL %v)", time.Since(revoked).Round(time.Millisecond), ttl)
+			return
+		}
+		u, _, err := other.Lock(ctx(t), key)
+		if err != nil {
+			p.Errorf("another worker's lock once the lease was revoked: %v", err)
+			return
+		}
+		u()
+	})
 }

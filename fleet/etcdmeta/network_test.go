@@ -169,58 +169,70 @@ func TestASilentConnectionIsClosedWithinTheKeepalive(t *testing.T) {
 // is: each key is taken soon after its holder releases it.
 func TestAContendedLockWithOneSilentMemberOfThreeIsTaken(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start3(t)
-	// 2 s, for a loaded machine: at 1 s, under a whole -race run beside
-	// another four-process test, the waiter's tries sent again (at a
-	// third and two thirds) were not answered before its key was put.
-	// A lock not hedged waits out LockWait, 5 s, whatever the timeout.
-	const timeout, wait = 2 * time.Second, 5 * time.Second
-	ps, waiter := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.LockWait = wait })
-	// The holder talks to the members that answer, without the proxies.
-	holder := open(t, c, func(cfg *Config) { cfg.Endpoints = c.Endpoints()[1:] })
-	ps[0].Blackhole()
-	sent := ps[0].Requests()
-	const keys = 3
-	for range keys {
-		key := newKey()
-		unlock, _, err := holder.Lock(ctx(t), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		took := make(chan error, 1)
-		go func() {
-			unlockW, _, err := waiter.Lock(ctx(t), key)
-			if err == nil {
-				unlockW()
-			}
-			took <- err
-		}()
-		// Released once the waiter's key is in the lock's dir.
-		for {
-			resp, err := c.Client(t).Get(ctx(t), holder.lockDir(key)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	// 2 s at least, for a loaded machine: at 1 s, under a whole -race run
+	// beside another four-process test, the waiter's tries sent again (at
+	// a third and two thirds) were not answered before its key was put;
+	// at 2 s, at a load of about 25, "keepalive ping failed to receive
+	// ACK within timeout". So the timeout is paced, and a failure judged
+	// by the pace kept while the test ran (etcdtest.Pace). A lock not
+	// hedged waits out LockWait, 5 s (more with a timeout paced past 2 s,
+	// at most 9 s: under the keepalive, after which the silent
+	// connection would be closed and the wait's requests sent again),
+	// whatever the timeout.
+	etcdtest.PaceAttempts(t, 2*time.Second, func(p *etcdtest.Pace) {
+		c := etcdtest.Start3(t)
+		timeout := paceOn(t, p, c)
+		wait := min(9*time.Second, max(5*time.Second, 5*timeout/2))
+		ps, waiter := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.LockWait = wait })
+		// The holder talks to the members that answer, without the proxies.
+		holder := open(t, c, func(cfg *Config) { cfg.Endpoints = c.Endpoints()[1:] })
+		ps[0].Blackhole()
+		sent := ps[0].Requests()
+		const keys = 3
+		for range keys {
+			key := newKey()
+			unlock, _, err := holder.Lock(ctx(t), key)
 			if err != nil {
-				t.Fatal(err)
+				p.Errorf("the holder's lock, every member it reaches answering: %v", err)
+				return
 			}
-			if resp.Count == 2 {
-				break
+			took := make(chan error, 1)
+			go func() {
+				unlockW, _, err := waiter.Lock(ctx(t), key)
+				if err == nil {
+					unlockW()
+				}
+				took <- err
+			}()
+			// Released once the waiter's key is in the lock's dir.
+			for {
+				resp, err := c.Client(t).Get(ctx(t), holder.lockDir(key)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Count == 2 {
+					break
+				}
+				select {
+				case err := <-took:
+					p.Errorf("lock held by another = %v before its waiter's key was put", err)
+					unlock()
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
 			}
-			select {
-			case err := <-took:
-				t.Fatalf("lock held by another = %v before its waiter's key was put", err)
-			case <-time.After(10 * time.Millisecond):
+			released := time.Now()
+			unlock()
+			err = <-took
+			t.Logf("lock released %v before: %v", time.Since(released).Round(time.Millisecond), err)
+			if err != nil {
+				p.Errorf("a lock released by its holder, one member of three silent: %v; want it taken", err)
 			}
 		}
-		released := time.Now()
-		unlock()
-		err = <-took
-		t.Logf("lock released %v before: %v", time.Since(released).Round(time.Millisecond), err)
-		if err != nil {
-			t.Errorf("a lock released by its holder, one member of three silent: %v; want it taken", err)
+		if ps[0].Requests() == sent {
+			t.Fatal("no request was sent to the silent member: the test proves nothing")
 		}
-	}
-	if ps[0].Requests() == sent {
-		t.Fatal("no request was sent to the silent member: the test proves nothing")
-	}
+	})
 }
 
 // A hedged request sent again reaches another member whatever else the
@@ -399,10 +411,6 @@ func testHedgeMeetsAnotherMember(t *testing.T, c *etcdtest.Cluster) {
 // answering.
 func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start3(t)
-	const timeout = 900 * time.Millisecond
-	ps, s := proxiedStore(t, c, timeout)
-	ps[0].Close()
 	// Six requests, so that a try sent again first goes to each member
 	// in turn, twice: the second time to the unreachable member, its
 	// connection is known to have failed. The first try of each never
@@ -412,21 +420,30 @@ func TestAHedgedTryForAnUnreachableMemberGoesToAnother(t *testing.T) {
 	// the caller lets them): bounded by the timeout, the two members that
 	// answer had to answer the try sent again within its last two thirds,
 	// and at a load of 15 to 27 on two cores 7 runs of 8 failed so
-	// ("context deadline exceeded"), measuring the machine.
-	for round := range 6 {
-		c0, cancel := context.WithTimeout(ctx(t), 20*time.Second)
-		_, err := Hedge(s, c0, func(c context.Context) (*clientv3.PutResponse, error) {
-			if c.Value(pinKey{}) == nil {
-				<-c.Done()
-				return nil, c.Err()
+	// ("context deadline exceeded"), measuring the machine. The timeout
+	// (900 ms at least) is paced, and a failure judged by the pace kept
+	// while the test ran (etcdtest.Pace).
+	etcdtest.PaceAttempts(t, 900*time.Millisecond, func(p *etcdtest.Pace) {
+		c := etcdtest.Start3(t)
+		ps, s := proxiedStore(t, c, paceOn(t, p, c))
+		ps[0].Close()
+		for round := range 6 {
+			c0, cancel := context.WithTimeout(ctx(t), 20*time.Second)
+			start := time.Now()
+			_, err := Hedge(s, c0, func(c context.Context) (*clientv3.PutResponse, error) {
+				if c.Value(pinKey{}) == nil {
+					<-c.Done()
+					return nil, c.Err()
+				}
+				return s.cli.Put(c, s.recordKey(newKey()), "v")
+			}, func(error) bool { return c0.Err() == nil }, nil)
+			cancel()
+			if err != nil {
+				p.Errorf("hedged write %d, one member of three unreachable, its first try unanswered = %v after %v; want answered by another member", round, err, time.Since(start).Round(time.Millisecond))
+				return
 			}
-			return s.cli.Put(c, s.recordKey(newKey()), "v")
-		}, func(error) bool { return c0.Err() == nil }, nil)
-		cancel()
-		if err != nil {
-			t.Fatalf("hedged write %d, one member of three unreachable, its first try unanswered = %v; want answered by another member", round, err)
 		}
-	}
+	})
 }
 
 // proxiedStore is a Store on c's three members, each reached through a

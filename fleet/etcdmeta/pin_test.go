@@ -70,38 +70,44 @@ func makePins(t *testing.T, s *Store, timeout time.Duration) {
 // sent again go to each pair of members, one of them the silent one.
 func TestAHedgedTrySentAgainLogsInAgainWhenItsTokenIsForgotten(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start(t, etcdtest.Options{Members: 3, Auth: true, InProcess: true})
-	const timeout = 3 * time.Second
-	ps, s := proxiedStore(t, c, timeout, func(cfg *Config) { cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password })
-	ps[0].Blackhole()
-	// The timeout paces the tries sent again; the caller's bound is
-	// longer, so that it ends only a request whose tries hang on the
-	// silent member (a login sent to it is never answered), and shorter
-	// than the 10 s after which gRPC's keepalive would close the silent
-	// connection and free them. Bounded by the timeout, the tries sent
-	// again had its last two thirds for a login (a bcrypt check under
-	// -race) and a read: at a load of 15 to 27 on two cores 9 runs of 12
-	// failed so ("context deadline exceeded after 3.05s"), measuring the
-	// machine.
-	const bound = 8 * time.Second
-	for round := range 3 {
-		c.ExpireTokens()
-		c0, cancel := context.WithTimeout(ctx(t), bound)
-		start := time.Now()
-		_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
-			return s.cli.Get(c, s.recordKey(newKey()))
-		}), func(error) bool { return c0.Err() == nil }, nil)
-		cancel()
-		if err != nil {
-			t.Fatalf("hedged read %d, its token forgotten, one member of three silent, its first try held = %v after %v; want answered by a try sent again", round, err, time.Since(start).Round(time.Millisecond))
+	login := func(cfg *Config) { cfg.Username, cfg.Password = etcdtest.User, etcdtest.Password }
+	// The timeout (3 s at least) is paced, and a failure judged by the
+	// pace kept while the test ran (etcdtest.Pace).
+	etcdtest.PaceAttempts(t, 3*time.Second, func(p *etcdtest.Pace) {
+		c := etcdtest.Start(t, etcdtest.Options{Members: 3, Auth: true, InProcess: true})
+		timeout := paceOn(t, p, c, login)
+		ps, s := proxiedStore(t, c, timeout, login)
+		ps[0].Blackhole()
+		// The timeout paces the tries sent again; the caller's bound is
+		// longer, so that it ends only a request whose tries hang on the
+		// silent member (a login sent to it is never answered), and
+		// shorter than the 10 s after which gRPC's keepalive would close
+		// the silent connection and free them. Bounded by the timeout,
+		// the tries sent again had its last two thirds for a login (a
+		// bcrypt check under -race) and a read: at a load of 15 to 27 on
+		// two cores 9 runs of 12 failed so ("context deadline exceeded
+		// after 3.05s"), measuring the machine.
+		bound := max(8*time.Second, timeout)
+		for round := range 3 {
+			c.ExpireTokens()
+			c0, cancel := context.WithTimeout(ctx(t), bound)
+			start := time.Now()
+			_, err := Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+				return s.cli.Get(c, s.recordKey(newKey()))
+			}), func(error) bool { return c0.Err() == nil }, nil)
+			cancel()
+			if err != nil {
+				p.Errorf("hedged read %d, its token forgotten, one member of three silent, its first try held = %v after %v; want answered by a try sent again", round, err, time.Since(start).Round(time.Millisecond))
+				return
+			}
 		}
-	}
-	s.pinMu.Lock()
-	made := slices.ContainsFunc(s.pins, func(p *grpc.ClientConn) bool { return p != nil })
-	s.pinMu.Unlock()
-	if !made {
-		t.Fatal("no connection to one member alone was made: the tries sent again went through the balancer")
-	}
+		s.pinMu.Lock()
+		made := slices.ContainsFunc(s.pins, func(p *grpc.ClientConn) bool { return p != nil })
+		s.pinMu.Unlock()
+		if !made {
+			t.Fatal("no connection to one member alone was made: the tries sent again went through the balancer")
+		}
+	})
 }
 
 // A try sent again once the Store is closed finds no connection to its
@@ -153,70 +159,84 @@ func TestATrySentAgainAfterCloseFailsWithinItsTimeout(t *testing.T) {
 // Under -race, the pins and Close are checked for unsynchronised access.
 func TestCloseWhileHedgedTriesAreSentAgain(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start3(t)
-	const timeout = 1500 * time.Millisecond
-	for round := range 3 {
-		s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = timeout })
-		const requests = 12
-		var wg sync.WaitGroup
-		took, late := make([]time.Duration, requests), make([]time.Duration, requests)
-		errs := make([]error, requests)
-		for i := range requests {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c0, cancel := context.WithTimeout(context.Background(), timeout)
-				// How late a goroutine that waits on nothing else sees the
-				// caller's end: the machine's lateness, which a request's
-				// tries, waiting on it too, share.
-				ends := time.Now().Add(timeout)
-				wg.Go(func() {
-					<-c0.Done()
-					late[i] = max(0, time.Since(ends))
-				})
-				defer cancel()
-				// The last request's first try sent again closes the Store
-				// as the others send theirs (all sent at a third of the
-				// timeout), and its second goes out after Close.
-				again := func() {}
-				if i == requests-1 {
-					again = func() { s.Close() }
-				}
-				start := time.Now()
-				_, errs[i] = Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
-					return s.cli.Get(c, s.recordKey(newKey()))
-				}), func(error) bool { return c0.Err() == nil }, again)
-				took[i] = time.Since(start)
-			}()
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Fatalf("round %d: hedged requests still in flight a minute after Close", round)
-		}
-		// A second past the timeout, and past how late the machine saw it
-		// end: at a load of 15 to 27 on two cores every request of a round
-		// took 2.54 s of a 1.5 s timeout (2 runs of 12 beside etcdmeta's other
-		// cluster tests), measuring the machine; a request that hangs on a
-		// closed connection is not answered when its caller ends.
-		for i := range requests {
-			if took[i] > timeout+late[i]+time.Second {
-				t.Errorf("round %d: request %d took %v (%v), past its timeout of %v (its end seen %v late)", round, i, took[i], errs[i], timeout, late[i])
+	// The timeout (1.5 s at least) is paced, and a failure judged by the
+	// pace kept while the test ran (etcdtest.Pace).
+	etcdtest.PaceAttempts(t, 1500*time.Millisecond, func(p *etcdtest.Pace) {
+		c := etcdtest.Start3(t)
+		timeout := paceOn(t, p, c)
+		for round := range 3 {
+			if !closeWhileSentAgain(t, p, c, round, timeout) {
+				return
 			}
 		}
-		if errs[requests-1] == nil {
-			t.Errorf("round %d: the request that closed the Store before its tries sent again was answered", round)
-		}
-		s.pinMu.Lock()
-		for k, pin := range s.pins {
-			if pin != nil && pin.GetState() != connectivity.Shutdown {
-				t.Errorf("round %d: the connection to endpoint %d alone is %v after Close; want it shut down", round, k, pin.GetState())
+	})
+}
+
+// closeWhileSentAgain is one round of TestCloseWhileHedgedTriesAreSentAgain
+// on a Store of its own, and says whether the test goes on.
+func closeWhileSentAgain(t *testing.T, p *etcdtest.Pace, c *etcdtest.Cluster, round int, timeout time.Duration) bool {
+	s := open(t, c, func(cfg *Config) { cfg.RequestTimeout = timeout })
+	const requests = 12
+	var wg sync.WaitGroup
+	took, late := make([]time.Duration, requests), make([]time.Duration, requests)
+	errs := make([]error, requests)
+	for i := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c0, cancel := context.WithTimeout(context.Background(), timeout)
+			// How late a goroutine that waits on nothing else sees the
+			// caller's end: the machine's lateness, which a request's
+			// tries, waiting on it too, share.
+			ends := time.Now().Add(timeout)
+			wg.Go(func() {
+				<-c0.Done()
+				late[i] = max(0, time.Since(ends))
+			})
+			defer cancel()
+			// The last request's first try sent again closes the Store
+			// as the others send theirs (all sent at a third of the
+			// timeout), and its second goes out after Close.
+			again := func() {}
+			if i == requests-1 {
+				again = func() { s.Close() }
 			}
-		}
-		s.pinMu.Unlock()
+			start := time.Now()
+			_, errs[i] = Hedge(s, c0, heldFirst(func(c context.Context) (*clientv3.GetResponse, error) {
+				return s.cli.Get(c, s.recordKey(newKey()))
+			}), func(error) bool { return c0.Err() == nil }, again)
+			took[i] = time.Since(start)
+		}()
 	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		p.Errorf("round %d: hedged requests still in flight a minute after Close", round)
+		return false
+	}
+	// A second past the timeout, and past how late the machine saw it
+	// end: at a load of 15 to 27 on two cores every request of a round
+	// took 2.54 s of a 1.5 s timeout (2 runs of 12 beside etcdmeta's other
+	// cluster tests), measuring the machine; a request that hangs on a
+	// closed connection is not answered when its caller ends.
+	for i := range requests {
+		if took[i] > timeout+late[i]+time.Second {
+			p.Errorf("round %d: request %d took %v (%v), past its timeout of %v (its end seen %v late)", round, i, took[i], errs[i], timeout, late[i])
+		}
+	}
+	if errs[requests-1] == nil {
+		p.Errorf("round %d: the request that closed the Store before its tries sent again was answered", round)
+	}
+	s.pinMu.Lock()
+	for k, pin := range s.pins {
+		if pin != nil && pin.GetState() != connectivity.Shutdown {
+			p.Errorf("round %d: the connection to endpoint %d alone is %v after Close; want it shut down", round, k, pin.GetState())
+		}
+	}
+	s.pinMu.Unlock()
+	return true
 }
 
 // The two tries a request sends again go to two different members, as
