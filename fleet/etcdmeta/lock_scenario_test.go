@@ -200,17 +200,22 @@ func TestALockHeldAcrossALeaderKillIsNeitherLostNorShared(t *testing.T) {
 	// the leader was killed, the lease alive" (the client gives a lease
 	// up once no keep-alive is answered within its TTL) 7 times, and the
 	// first lock "etcd unavailable: context deadline exceeded", before
-	// any member was killed, twice. So the timeout is paced (3 s at
-	// least, the TTL two thirds of it, 2 s at least), and a failure
-	// judged by the pace kept while the test ran (etcdtest.Pace); the
-	// rounds are held off over the kill and the election, which slow
-	// every request by design. A lease the leader's kill ends closes lost
+	// any member was killed, twice. So each is at least ten times the
+	// slowest of three rounds of a lock taken and released and a read,
+	// timed in the same run (an election is more than the rounds
+	// measure: with the TTL at two thirds of a timeout paced at five
+	// rounds, 2 s where a round took 431 ms, the lease was lost at a load
+	// of 25), and a failure is judged by the pace kept while the test ran
+	// (etcdtest.Pace), a paced timeout above 3 s raising both; the rounds
+	// are held off over the kill and the election, which slow every
+	// request by design. A lease the leader's kill ends closes lost
 	// however long its TTL, and a lock shared is taken however long the
 	// wait.
 	etcdtest.PaceAttempts(t, 3*time.Second, func(p *etcdtest.Pace) {
 		c := etcdtest.Start(t, etcdtest.Options{Members: 3, InProcess: true})
 		timeout := paceOn(t, p, c)
-		ttl := max(2*time.Second, 2*timeout/3)
+		ttl := max(2*time.Second, 2*timeout/3, 10*p.Slowest())
+		timeout = max(timeout, 10*p.Slowest())
 		t.Logf("lease TTL %v, request timeout %v", ttl, timeout)
 		cfg := func(cfg *Config) {
 			cfg.LockTTL, cfg.LockWait, cfg.RequestTimeout = ttl, 300*time.Millisecond, timeout

@@ -40,6 +40,7 @@ type Pace struct {
 	t       paceT
 	floor   time.Duration
 	timeout time.Duration
+	slowest time.Duration // of the rounds before the attempt
 
 	mu   sync.Mutex // guards errs
 	errs []string
@@ -73,6 +74,7 @@ func (p *Pace) Timeout(round func() time.Duration) time.Duration {
 	for range 3 {
 		slowest = max(slowest, round())
 	}
+	p.slowest = slowest
 	p.timeout = min(MaxPaced, max(p.floor, paceFactor*slowest))
 	p.t.Logf("request timeout %v: the slowest of three rounds of a lock and a read, every member answering, took %v", p.timeout, slowest.Round(time.Millisecond))
 	p.stop, p.ended = make(chan struct{}), make(chan time.Duration, 1)
@@ -93,6 +95,10 @@ func (p *Pace) Timeout(round func() time.Duration) time.Duration {
 	p.t.Cleanup(func() { p.End() })
 	return p.timeout
 }
+
+// Slowest is the slowest of the three rounds Timeout timed before the
+// attempt: for a bound of the test's own that the timeout does not give.
+func (p *Pace) Slowest() time.Duration { return p.slowest }
 
 // Quiet runs f with no round beside the attempt in flight and none
 // started until f returns: for a fault that slows every request by

@@ -134,8 +134,8 @@ func TestPaceTimeoutIsFiveRoundsCappedAndQuietIsNotCounted(t *testing.T) {
 			return c.round
 		})
 		ft.cleanup()
-		if got != c.want {
-			t.Errorf("rounds of %v: timeout %v, want %v", c.round, got, c.want)
+		if got != c.want || p.Slowest() != c.round {
+			t.Errorf("rounds of %v: timeout %v, the slowest round %v; want %v and %v", c.round, got, p.Slowest(), c.want, c.round)
 		}
 	}
 	ft := &fakeT{}
