@@ -1,0 +1,61 @@
+// Package mainexit tests etcdtest.Main's exit status from outside it: a
+// test binary ending with Main whose test failed must exit non-zero.
+// Run in etcdtest's own binary, a Main that exits 0 whatever m.Run said
+// would hide that test's own failure too; here the parent ends with
+// os.Exit, and only the child, this binary run again, ends with Main.
+package mainexit
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"sessdb/internal/etcdtest"
+)
+
+// asChild, set in a child's environment, has TestMain end with
+// etcdtest.Main and TestHelperFailsOnPurpose fail.
+const asChild = "ETCDTEST_MAINEXIT_CHILD"
+
+// TestMain ends the child with etcdtest.Main, the parent with os.Exit,
+// so that a Main that hid a failed run is seen by the parent's test, not
+// hidden from go test in the parent's own run.
+func TestMain(m *testing.M) {
+	if os.Getenv(asChild) != "" {
+		etcdtest.Main(m)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// A run under etcdtest.Main in which a test failed ends with exit status
+// 1, as go test's own ending has it: every fleet package's TestMain is
+// Main, and an exit status that hid a failure (Main ends with
+// quietexit.Exit, not os.Exit, since the fifty-first session) would pass
+// every failed fleet test, in CI too.
+func TestMainExitsNonZeroWhenATestFails(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, "-test.run=^TestHelperFailsOnPurpose$", "-test.count=1")
+	cmd.Env = append(os.Environ(), asChild+"=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("a run under etcdtest.Main whose test failed: %v; want exit status 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "failed on purpose") || !strings.Contains(string(out), "--- FAIL: TestHelperFailsOnPurpose") {
+		t.Errorf("the child's output does not show the failure it exited for:\n%s", out)
+	}
+}
+
+// TestHelperFailsOnPurpose fails in the child of
+// TestMainExitsNonZeroWhenATestFails; in the parent it does nothing.
+func TestHelperFailsOnPurpose(t *testing.T) {
+	if os.Getenv(asChild) != "" {
+		t.Error("failed on purpose")
+	}
+}
