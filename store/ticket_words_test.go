@@ -45,6 +45,10 @@ func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 		{"a bool, not an object", []byte("true"), "a JSON bool, not an object"},
 		{"null, not an object", []byte(" null\n"), "a JSON null, not an object"},
 		{"a crc32c that is not one", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":"SECRET!!"`), 1), "crc32c: want 8 hex digits"},
+		// Not 8 digits long, or no string: said as a crc32c of the right
+		// length that is not hex is, not "not a ticket's JSON".
+		{"a crc32c too short", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":"0"`), 1), "crc32c: want 8 hex digits"},
+		{"a crc32c a number", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":12345678`), 1), "crc32c: want 8 hex digits"},
 	}
 	const name = "/run/jobs/7/" + TicketName
 	for _, c := range cases {
