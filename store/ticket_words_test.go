@@ -49,6 +49,8 @@ func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 		// length that is not hex is, not "not a ticket's JSON".
 		{"a crc32c too short", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":"0"`), 1), "crc32c: want 8 hex digits"},
 		{"a crc32c a number", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":12345678`), 1), "crc32c: want 8 hex digits"},
+		// One byte of white space is white space, not an empty file.
+		{"one space", []byte(" "), "only white space in its 1 byte, no JSON"},
 	}
 	const name = "/run/jobs/7/" + TicketName
 	for _, c := range cases {
