@@ -51,6 +51,9 @@ func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 		{"a crc32c a number", bytes.Replace(whole, []byte(`"crc32c":"00000000"`), []byte(`"crc32c":12345678`), 1), "crc32c: want 8 hex digits"},
 		// One byte of white space is white space, not an empty file.
 		{"one space", []byte(" "), "only white space in its 1 byte, no JSON"},
+		// A brace right after the object, no newline between: trailing
+		// data at offset 0 past the object's end, as one after a newline.
+		{"a brace right after the object", append(append([]byte{}, whole...), '}'), "trailing data at offset " + strconv.Itoa(len(whole))},
 	}
 	const name = "/run/jobs/7/" + TicketName
 	for _, c := range cases {
