@@ -459,13 +459,17 @@ func TestAnEtcdTimeoutOutOfRangeNamesItsLeastValue(t *testing.T) {
 // or password"), exit 1, naming no setting. A variable whose value is the
 // absolute name of a regular file is a configuration error, exit 2, one
 // line naming the variable and the flag, the value not quoted. A name of
-// no file, or of a directory, is taken as the password it may be.
+// no file, or of a directory, is taken as the password it may be, as is
+// a relative name, though it names a file in the working directory: a
+// password may be a word that does (only an absolute name is no password
+// anyone chose).
 func TestAPasswordVariableThatNamesAFileIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(t.TempDir(), "etcd-password")
 	if err := os.WriteFile(file, []byte(fleetSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Chdir(filepath.Dir(file))
 	key := strings.Repeat("a", 32)
 	for _, c := range []struct {
 		password string
@@ -476,6 +480,8 @@ func TestAPasswordVariableThatNamesAFileIsRefused(t *testing.T) {
 		{file + ".gone", false},
 		{dir, false},
 		{fleetSecret, false},
+		{filepath.Base(file), false},
+		{"./" + filepath.Base(file), false},
 	} {
 		clearEnv(t)
 		t.Setenv("PI_SESSIONS_ETCD_ENDPOINTS", "http://127.0.0.1:1")
