@@ -205,3 +205,22 @@ func TestAFleetJobWarnsOfATranscriptsDirNoWalkTakes(t *testing.T) {
 		}
 	}
 }
+
+// The warning is of a directory: a sessions root that is a file anyone
+// may write to is no root a walk refuses for its mode, and resolve says
+// what it finds there, without the warning and its chmod +t, which would
+// mend nothing.
+func TestAJobWarnsOfNoSessionsRootThatIsAFile(t *testing.T) {
+	clearEnv(t)
+	root := filepath.Join(t.TempDir(), "sessions")
+	if err := os.WriteFile(root, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, resolveArgs(root, filepath.Join(t.TempDir(), "job"))...)
+	if strings.Contains(errs, "writable by anyone") || strings.Contains(errs, "chmod +t") {
+		t.Errorf("resolve with a sessions root that is a file of mode 0777: exit %d, %s; stderr %q; want no warning of a root anyone may write to", code, out, errs)
+	}
+}
