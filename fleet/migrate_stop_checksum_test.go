@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,6 +94,22 @@ func TestAMigrationStoppedDuringAChecksumReadsNoFurther(t *testing.T) {
 			name: "from etcd, a dry run's read of the key dir's transcript in place", dry: true,
 			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) int {
 				return movedAndPromotedByTheFleet(t, f, h, key)
+			},
+			next: hookMigrateCopy, again: migrate.Migrated,
+		},
+		{
+			// A dry run lists the stray promotion temp its run would
+			// sweep (Removed) and sweeps nothing: stopped, it did
+			// nothing, and the key is left unprinted, as a dry run's key
+			// without one is, not printed failed as a run's whose debris
+			// was swept.
+			name: "from etcd, a dry run's read of the key dir's transcript in place, a stray temp beside it", dry: true,
+			setup: func(t *testing.T, f *fixture, h *hostBuilder, key string) int {
+				before := movedAndPromotedByTheFleet(t, f, h, key)
+				if err := os.WriteFile(filepath.Join(h.path(key), storeTempPrefix+"stray"), []byte("debris"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return before
 			},
 			next: hookMigrateCopy, again: migrate.Migrated,
 		},
