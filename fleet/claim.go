@@ -194,7 +194,7 @@ func (b *Backend) unmarked(ctx context.Context) (mark shared.Mark, found bool, e
 	}
 	if has {
 		return mark, false, fmt.Errorf("%w: %s has no mark (%s) and no key dir, but this fleet (etcd prefix %q) has records and the ID %s, made when it marked its transcripts dir: its records name files in that dir, not here (is the shared dir mounted on this host? is PI_SESSIONS_TRANSCRIPTS_DIR its path?). Point the fleet at its dir; if this empty dir is to be the fleet's from now on (its own lost for good), delete the fleet's ID (etcdctl del %s) and run again (docs/fleet.md)",
-			ErrOtherFleet, b.dir, shared.MarkName, b.meta.Prefix(), id, b.meta.FleetIDKey())
+			ErrOtherFleet, b.dir, shared.MarkName, b.meta.Prefix(), id, etcdctlKey(b.meta.FleetIDKey()))
 	}
 	held, they, their, dirs := fmt.Sprintf("%d key dirs (%s among them)", len(keys), slices.Min(keys)), "they are", "their", "key dirs"
 	if len(keys) == 1 {
