@@ -328,13 +328,16 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 			fail(r, err)
 			return
 		}
-	} else if !inFlight {
-		// A dry run lists them; with a promotion in flight (its temp
-		// whole or not), the run's roll-forward sweeps them, as it does
-		// unlisted.
-		r.Removed = sweepStoreTemps(kd, false)
-	}
-	if !write {
+	} else if fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK) == nil {
+		// A dry run lists them, where the run may remove them: in a key
+		// dir it may not write in (the mode, an ACL, a read-only mount),
+		// which takes a key written in meta.db alone, the run's sweeps
+		// remove nothing and list nothing. With a promotion in flight
+		// (its temp whole or not), the run's roll-forward sweeps the
+		// store's, as it does unlisted.
+		if !inFlight {
+			r.Removed = sweepStoreTemps(kd, false)
+		}
 		r.Removed = append(r.Removed, migrate.SweepMetaTemps(sharedfs.FS(), kd, false)...)
 	}
 	var hist []db.HistoryEntry
