@@ -36,22 +36,10 @@ const leakWait = 10 * time.Second
 
 // benign names goroutines that libraries start once per process and keep:
 // they are not a test's to close.
-//
-// One is etcd's, not a test's: a member's peer server may still serve a
-// /version request (the leader's cluster-version monitor) as the member
-// stops. With its backend stopped, the read tx's bolt tx is nil, and
-// etcd's UnsafeRange panics on it while it holds the read tx's txMu
-// (net/http recovers the handler's panic and the mutex stays locked);
-// the next such handler waits on that mutex for good. The member is
-// closed (its raft, gRPC and backend goroutines gone, which the check
-// still sees), and nothing a test holds can end the handler. Seen once in
-// fleet/etcdmeta's -race run (2026-12-07), in versionHandler under
-// UnsafeReadStorageVersion.
 var benign = []string{
 	"testing.(*M).",
 	"testing.tRunner",
 	"os/signal.signal_recv",
-	"etcdhttp.newPeerHandler.versionHandler",
 }
 
 func waitLeaks(before map[string]bool, wait time.Duration) []string {
