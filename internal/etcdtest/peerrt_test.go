@@ -21,7 +21,7 @@ import (
 // test's cluster starts or stops while it looks.
 func TestAStoppedClusterLeavesNoPeerConnection(t *testing.T) {
 	before := goroutineIDs()
-	c := Start(t, Options{Members: 3, InProcess: true}) // it reads an embedded member's peer transport
+	c := Start3(t)
 	leader := c.Leader()
 	follower := c.members[(leader+1)%c.Size()]
 	rt, ok := peerTransport(c.members[leader].etcd.Server)
