@@ -691,13 +691,7 @@ func (m *member) close() {
 	if m.etcd == nil {
 		return
 	}
-	// Before Close, so that no request of this member's is left
-	// unfinished on another member's peer server (whose Shutdown would
-	// wait a second for it); and after, for a lease renewal forwarded
-	// while Close stopped the member. See closePeerConns.
-	closePeerConns(m.etcd.Server)
 	m.etcd.Close()
-	closePeerConns(m.etcd.Server)
 	m.etcd = nil
 }
 
