@@ -59,20 +59,22 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 		st, code := openStore(inv, cfg, "", with...)
 		if st != nil {
 			_, name := cfg.dirSetting(os.Getenv, "")
-			if err := notTheFilesystemRoot(name, "sessions root", st.Root()); err != nil {
+			w, err := judgeJobDir(name, "sessions root", st.Root())
+			if err != nil {
 				return nil, false, nil, inv.rep.config(err)
 			}
-			if w := unwalkableRootWarning(name, "sessions root", st.Root()); w != "" {
+			if w != "" {
 				inv.rep.warn(w)
 			}
 		}
 		return st, false, func() {}, code
 	}
 	_, name := fk.transcriptsDir.get(os.Getenv)
-	if err := notTheFilesystemRoot(name, "transcripts dir", fc.TranscriptsDir); err != nil {
+	w, err := judgeJobDir(name, "transcripts dir", fc.TranscriptsDir)
+	if err != nil {
 		return nil, true, nil, inv.rep.config(err)
 	}
-	if w := unwalkableRootWarning(name, "transcripts dir", fc.TranscriptsDir); w != "" {
+	if w != "" {
 		inv.rep.warn(w)
 	}
 	opts, err := storeOptions(cfg, inv, with...)

@@ -165,46 +165,43 @@ func checkWalkRoot(dir string) error {
 	return checkWalkDir("sessions root", "point DIR or PI_SESSIONS_DIR at the sessions directory", dir)
 }
 
-// notTheFilesystemRoot refuses, for a job's command (resolve, promote), a
-// sessions root or a fleet's transcripts dir, dir, that is the filesystem
-// root however it is spelled ("/", "/.", a link to it), as every walk
-// refuses it; name is the flag or variable that gave it. A job's key made
-// there ("$STATE/" with STATE unset) was a directory in "/" that no dump,
-// check or reap could reach, so no TTL ever removed it. A dir whose links
-// cannot be resolved is left to the command, which says so itself.
-func notTheFilesystemRoot(name, what, dir string) error {
-	if real, err := fsat.ResolvedPath(dir); err != nil || real != "/" {
-		return nil
+// judgeJobDir judges, for a job's command (resolve, promote), a sessions
+// root or a fleet's transcripts dir, dir, with its links resolved once;
+// name is the flag or variable that gave it, what says which it is.
+//
+// The filesystem root, however spelled ("/", "/.", a link to it), is
+// refused, as every walk refuses it: a job's key made there ("$STATE/"
+// with STATE unset) was a directory in "/" that no dump, check or reap
+// could reach, so no TTL ever removed it.
+//
+// One anyone may write to without the sticky bit (openToAnyone; see
+// checkWalkDir) gets a warning: every walk refuses it, so its keys are
+// never reaped, checked or dumped until it is mended, which chmod +t does
+// in place; refusing it here would stop a deployment that works (the read
+// path fails closed only where no root is set, or it is the filesystem
+// root).
+//
+// A dir missing, or whose links cannot be resolved, is neither: the
+// command says what it finds.
+func judgeJobDir(name, what, dir string) (warning string, err error) {
+	real, rerr := fsat.ResolvedPath(dir)
+	switch {
+	case rerr != nil:
+		return "", nil
+	case real == "/":
+		return "", fmt.Errorf("%s: the %s %s is the filesystem root, which no dump, check or reap walks (its keys would never expire): point it at a directory of its own (is a variable in it unset?)", name, what, quoteName(dir))
 	}
-	return fmt.Errorf("%s: the %s %s is the filesystem root, which no dump, check or reap walks (its keys would never expire): point it at a directory of its own (is a variable in it unset?)", name, what, quoteName(dir))
+	var st unix.Stat_t
+	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !openToAnyone(&st) {
+		return "", nil
+	}
+	return fmt.Sprintf("%s: the %s %s is writable by anyone (mode %#o, no sticky bit): dump, stats, check, reap and migrate refuse to walk it, so no reap expires its keys; %s", name, what, quoteName(dir), st.Mode&0o7777, stickyMend(real)), nil
 }
 
 // openToAnyone reports whether st, a directory's, lets anyone rename or
 // replace its entries: writable by others (o+w) without the sticky bit.
 func openToAnyone(st *unix.Stat_t) bool {
 	return st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0
-}
-
-// unwalkableRootWarning is, for a job's command (resolve, promote), a
-// warning about a sessions root, or on a fleet its transcripts dir (what
-// says which), dir, that every walk refuses though the job may use it:
-// one anyone may write to without the sticky bit (see checkWalkDir); ""
-// for any other. name is the flag or variable that gave it. Refusing it
-// here would stop a deployment that works (the read path fails closed
-// only where no root is set, or it is the filesystem root), but its keys
-// are never reaped, checked or dumped until it is mended, which chmod +t
-// does in place. A dir missing, or whose links cannot be resolved, says
-// nothing here: the command says what it finds.
-func unwalkableRootWarning(name, what, dir string) string {
-	real, err := fsat.ResolvedPath(dir)
-	if err != nil {
-		return ""
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || !openToAnyone(&st) {
-		return ""
-	}
-	return fmt.Sprintf("%s: the %s %s is writable by anyone (mode %#o, no sticky bit): dump, stats, check, reap and migrate refuse to walk it, so no reap expires its keys; %s", name, what, quoteName(dir), st.Mode&0o7777, stickyMend(real))
 }
 
 // stickyMend is the mend of real, a directory anyone may write to without
