@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"testing"
 
 	"sessdb/fleet/etcdmeta"
@@ -10,8 +11,8 @@ import (
 
 // HoldsRecord never opens a name that is not the key's own generation's,
 // whatever the file there holds: a record naming another key's file (by
-// hand, another binary) is a damaged record, and a retry of its ticket
-// promotes again rather than taking another key's transcript for its own.
+// hand, another binary) is a damaged record, which Begin refuses, and
+// HoldsRecord never takes another key's transcript for its own.
 // Before (mutant T09 of mutfleet46's sweep: HoldsRecord's namesOwnFile
 // check dropped), the victim's file, whose size and CRC32C the hostile
 // record copied, was read and said to hold the hostile key's record.
@@ -29,10 +30,17 @@ func TestHoldsRecordNeverReadsAnotherKeysFile(t *testing.T) {
 	if _, err := f.b.meta.Put(t.Context(), hostile, 0, rec, etcdmeta.HistoryEntry{Gen: vt.Gen, At: vt.PromotedAt}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := f.b.Begin(hostile, store.Base{})
+	// Begin refuses such a record, as damage never written over
+	// (TestARecordNamingNoFileOfItsGenerationIsNeverWrittenOver); a txn
+	// on it is made here by hand, for HoldsRecord's own guard.
+	if _, err := f.b.Begin(hostile, store.Base{}); !errors.Is(err, etcdmeta.ErrDamaged) {
+		t.Fatalf("Begin of a record naming another key's file = %v, want ErrDamaged", err)
+	}
+	hs, err := f.b.meta.Get(t.Context(), hostile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	x := &txn{b: f.b, key: hostile, st: hs, caller: t.Context()}
 	defer x.Close()
 	if holds, err := x.HoldsRecord(); holds || err != nil {
 		t.Errorf("HoldsRecord of a record naming another key's file %s = %v, %v; want false, nil", vt.File, holds, err)

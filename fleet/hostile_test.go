@@ -466,3 +466,59 @@ func TestANestedNameUnderAKeysHistoryIsDamage(t *testing.T) {
 		})
 	}
 }
+
+// A record that decodes but names no file of its key's generation (a
+// generation of 0 beside a file of gen 1, a transcript with no name, a
+// file of another key's: put by hand, or by another binary) is damage:
+// a resolve is meta-unreadable, and the cold job's promotion is refused,
+// never written over it, as for a record that does not decode. The key's
+// file and record stay for the operator (check names what removes them).
+func TestARecordNamingNoFileOfItsGenerationIsNeverWrittenOver(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	other := store.Key("github", "hostile", "other")
+	f.run(other, "theirs")
+	for i, damage := range []func(t *etcdmeta.Transcript){
+		func(t *etcdmeta.Transcript) { t.Gen = 0 },
+		func(t *etcdmeta.Transcript) { *t = etcdmeta.Transcript{} },
+		func(t *etcdmeta.Transcript) { t.Gen = 0; t.File = "" },
+		func(t *etcdmeta.Transcript) { t.Gen = 7 },
+		func(t *etcdmeta.Transcript) { t.Size = -1 },
+	} {
+		key := store.Key("github", "hostile", "nofile"+strconv.Itoa(i))
+		f.run(key, "one")
+		st, err := f.b.meta.GetRecord(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := st.Record.Transcript.File
+		bad := *st.Record.Transcript
+		damage(&bad)
+		rec := st.Record
+		rec.Transcript = &bad
+		if _, err := f.b.meta.Put(t.Context(), key, st.Rev, rec, etcdmeta.HistoryEntry{Gen: bad.Gen, At: bad.PromotedAt}); err != nil {
+			t.Fatal(err)
+		}
+		damaged, err := f.b.meta.GetRecord(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, _ := f.job(key, "cold")
+		if sess.Resume || sess.Reason != gates.MetaUnreadable {
+			t.Fatalf("damage %d: resolve = %s, want meta-unreadable", i, sess.Reason)
+		}
+		res, err := f.promote(sess)
+		if res.Promoted || res.Reason == gates.Superseded || !errors.Is(err, etcdmeta.ErrDamaged) {
+			t.Fatalf("damage %d: promote of the cold job = %+v, %v; want refused for the damaged record, as one that does not decode", i, res, err)
+		}
+		now, err := f.b.meta.GetRecord(t.Context(), key)
+		if err != nil || now.Rev != damaged.Rev {
+			t.Fatalf("damage %d: the record is at %d (%v), want the damaged one at %d, left for the operator", i, now.Rev, err, damaged.Rev)
+		}
+		if files := f.files(key); len(files) != 1 || files[0] != file {
+			t.Fatalf("damage %d: the key's files are %v, want its gen 1 alone, %s", i, files, file)
+		}
+	}
+	f.holds(other, "theirs", 1)
+}

@@ -33,9 +33,10 @@ import (
 // guarded transaction.
 //
 // A key whose directory in the transcripts dir is a link or not a
-// directory is store.ErrKeyDirNotADirectory; a record that does not decode
-// or is of a newer schema is an error (never written over), as is etcd
-// not answering.
+// directory is store.ErrKeyDirNotADirectory; a record that does not decode,
+// is of a newer schema or names no file of its key's generation (which a
+// resolve calls meta-unreadable) is an error (never written over), as is
+// etcd not answering.
 func (b *Backend) Begin(key string, base store.Base) (store.KeyTxn, error) {
 	return b.BeginContext(context.Background(), key, base)
 }
@@ -77,6 +78,15 @@ func (b *Backend) BeginContext(caller context.Context, key string, base store.Ba
 			return nil, err
 		}
 		t = &txn{b: b, key: key, st: st}
+	}
+	if tr := t.st.Record.Transcript; tr != nil && !namesOwnFile(key, tr) {
+		// A record that decodes but names no file of its key's
+		// generation is the damage a resolve calls meta-unreadable:
+		// never written over, as one that does not decode is not. Its
+		// generation may be 0, which the job contract takes for a key
+		// with no transcript: a cold run's promotion replaced it, and
+		// the conversation its file holds went with the next reap.
+		return nil, fmt.Errorf("begin %s: %w: the record names %q, not a file of this key's generation %d (resolve: meta-unreadable)", key, etcdmeta.ErrDamaged, tr.File, tr.Gen)
 	}
 	t.caller = caller
 	if err := b.at(hookStage, key); err != nil {
