@@ -406,7 +406,7 @@ func (c *checker) record(ctx context.Context, it *etcdmeta.Item, hist *history, 
 	case t == nil:
 		return "", nil // no transcript to check: a resolve finds it absent
 	case !namesOwnFile(it.Key, t):
-		add(path, store.KindRecordUndecodable, "the record names %q, not a file of this key's generation %d (resolve: meta-unreadable)", t.File, t.Gen)
+		add(path, store.KindRecordUndecodable, "%s (resolve: meta-unreadable)", recordFault(it.Key, t))
 		return "", nil
 	}
 	c.b.at(hookCheckOpen, it.Key)

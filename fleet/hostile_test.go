@@ -522,3 +522,50 @@ func TestARecordNamingNoFileOfItsGenerationIsNeverWrittenOver(t *testing.T) {
 	}
 	f.holds(other, "theirs", 1)
 }
+
+// A record whose CRC32C is wider than 32 bits (put by hand; no sessdb
+// writes one) describes no file: it is damage, as a negative size is, not
+// a transcript changed under its record. A resolve is meta-unreadable,
+// check and dump say what is wrong with the record, and the cold job's
+// promotion is refused, never written over it.
+func TestARecordWhoseCRCIsWiderThan32BitsIsDamage(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "widecrc")
+	f.run(key, "one")
+	st, err := f.b.meta.GetRecord(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *st.Record.Transcript
+	bad.CRC32C |= 1 << 32
+	rec := st.Record
+	rec.Transcript = &bad
+	rev, err := f.b.meta.Put(t.Context(), key, st.Rev, rec, etcdmeta.HistoryEntry{Gen: bad.Gen, At: bad.PromotedAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := f.job(key, "cold")
+	if sess.Resume || sess.Reason != gates.MetaUnreadable {
+		t.Fatalf("resolve = %s, want meta-unreadable", sess.Reason)
+	}
+	var found []store.Finding
+	if _, err := f.b.Check(t.Context(), CheckOptions{}, func(fd store.Finding) error {
+		found = append(found, fd)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "CRC32C " + strconv.FormatUint(bad.CRC32C, 16) + ", wider than 32 bits"
+	if len(found) != 1 || found[0].Kind != store.KindRecordUndecodable || !strings.Contains(found[0].Detail, want) {
+		t.Fatalf("check found %+v; want the record reported undecodable, saying %q", found, want)
+	}
+	res, err := f.promote(sess)
+	if res.Promoted || !errors.Is(err, etcdmeta.ErrDamaged) {
+		t.Fatalf("promote of the cold job = %+v, %v; want refused for the damaged record", res, err)
+	}
+	if now, err := f.b.meta.GetRecord(t.Context(), key); err != nil || int64(now.Rev) != int64(rev) {
+		t.Fatalf("the record is at %d (%v), want the damaged one at %d", now.Rev, err, rev)
+	}
+}

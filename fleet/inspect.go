@@ -511,7 +511,7 @@ func (b *Backend) inspectRecord(ctx context.Context, l listed, o InspectOptions,
 	sum, size := t.CRC32C, t.Size
 	k.Gen, k.LastPromotion, k.CRC32C, k.RecordBytes = t.Gen, &at, &sum, &size
 	if !namesOwnFile(it.Key, t) {
-		k.MetaError = fmt.Sprintf("the record names %q, not a file of this key's generation %d", t.File, t.Gen)
+		k.MetaError = recordFault(it.Key, t)
 		k.Verdict = &store.VerdictReport{Reason: string(gates.MetaUnreadable)}
 		return r, nil
 	}

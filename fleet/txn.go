@@ -86,7 +86,7 @@ func (b *Backend) BeginContext(caller context.Context, key string, base store.Ba
 		// generation may be 0, which the job contract takes for a key
 		// with no transcript: a cold run's promotion replaced it, and
 		// the conversation its file holds went with the next reap.
-		return nil, fmt.Errorf("begin %s: %w: the record names %q, not a file of this key's generation %d (resolve: meta-unreadable)", key, etcdmeta.ErrDamaged, tr.File, tr.Gen)
+		return nil, fmt.Errorf("begin %s: %w: %s (resolve: meta-unreadable)", key, etcdmeta.ErrDamaged, recordFault(key, tr))
 	}
 	t.caller = caller
 	if err := b.at(hookStage, key); err != nil {

@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -124,11 +126,26 @@ func (b *Backend) view(ctx context.Context, key string) (*view, error) {
 }
 
 // namesOwnFile reports whether t, key's record's transcript, names a file
-// of key's for its own generation, with a size a file can have: a name is
-// foreign input, never a path to follow before it passes.
-func namesOwnFile(key string, t *etcdmeta.Transcript) bool {
-	k, gen, ok := shared.ParseName(t.File)
-	return ok && k == key && gen == t.Gen && t.Size >= 0
+// of key's for its own generation, with a size a file can have and a
+// CRC32C of 32 bits: a name is foreign input, never a path to follow
+// before it passes.
+func namesOwnFile(key string, t *etcdmeta.Transcript) bool { return recordFault(key, t) == "" }
+
+// recordFault says why t, key's record's transcript, describes no file a
+// resolve can take (namesOwnFile), "" when it does: a record that decodes
+// with such a transcript is damage (meta-unreadable, never written over),
+// not a file changed under its record. Neither a negative size nor a
+// CRC32C wider than 32 bits is any file's, and no sessdb writes either.
+func recordFault(key string, t *etcdmeta.Transcript) string {
+	switch k, gen, ok := shared.ParseName(t.File); {
+	case !ok || k != key || gen != t.Gen:
+		return fmt.Sprintf("the record names %q, not a file of this key's generation %d", t.File, t.Gen)
+	case t.Size < 0:
+		return fmt.Sprintf("the record's size is %d bytes, which no file has", t.Size)
+	case t.CRC32C > math.MaxUint32:
+		return fmt.Sprintf("the record's CRC32C %x, wider than 32 bits, is no file's", t.CRC32C)
+	}
+	return ""
 }
 
 // statGeneration is the fstat of a generation just opened; a variable so
