@@ -454,24 +454,17 @@ func (m *migration) intoKeyDir(ctx context.Context, kd *os.File, madeDir bool, s
 		// as a plan names it. Without one, the run writes meta.db alone,
 		// in place (writeKey: one transaction, no entry made, renamed or
 		// removed in the key dir), and its open for writing was asked
-		// above (MayOpenMetaDB): a key dir it may not make entries in
-		// takes it, as the run's does; but for a meta.db with another
-		// name (a hard link), which the run's open first copies into a
-		// file of its own in the key dir (migrate.MayWrite asks both).
-		// Before, the plan asked the key dir of every key, and failed one
-		// with no transcript that its run migrated.
-		var err error
-		switch {
-		case src != nil:
-			if err = fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
-				err = fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", saidAs("open", fsat.Join(kd, storeTempPrefix+"<random>"), err))
+		// above (MayOpenMetaDB, which weighs a meta.db with another name,
+		// a hard link, that the run's open first copies into a file of
+		// its own in the key dir): a key dir it may not make entries in
+		// takes it, as the run's does. Before, the plan asked the key dir
+		// of every key, and failed one with no transcript that its run
+		// migrated.
+		if src != nil {
+			if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
+				fail(r, fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", saidAs("open", fsat.Join(kd, storeTempPrefix+"<random>"), err)))
+				return
 			}
-		case metaDBHasOtherNames(kd):
-			err = migrate.MayWrite(kd)
-		}
-		if err != nil {
-			fail(r, err)
-			return
 		}
 	}
 	r.Action, r.Written = migrate.Migrated, writtenFor(rec)
@@ -540,14 +533,6 @@ func (m *migration) unmake(kd *os.File, lock *db.DB, key string, madeDir bool) {
 	if madeDir && unix.Unlinkat(int(m.rootDir.Fd()), key, unix.AT_REMOVEDIR) == nil {
 		disk.SyncDir(m.rootDir)
 	}
-}
-
-// metaDBHasOtherNames reports whether kd's meta.db is a regular file with
-// more than one name: a writer's open gives such a file one of its own
-// first, a copy made in the key dir and renamed over it (db's ownFile).
-func metaDBHasOtherNames(kd *os.File) bool {
-	st, err := fsat.LstatAt(kd, db.FileName)
-	return err == nil && fsat.IsRegular(&st) && st.Nlink > 1
 }
 
 // saidAs is err, a look's refusal (fsat.AccessAt's "access <dir>"), said

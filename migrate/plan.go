@@ -216,21 +216,21 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut, printed bo
 	return p.Report, false, false
 }
 
-// MayWrite is nil when this process may make, rename and remove entries
-// in the key dir kd, and open its meta.db (if any) for writing, as a
+// MayWrite is nil when this process may open kd's meta.db (if any) for
+// writing and make, rename and remove entries in the key dir kd, as a
 // run's writes would be judged (fsat.AccessAt: the mode, an ACL, a
-// read-only mount); else the refusal, which a run meets there. The dry
-// runs of every direction ask it (fleet's too) of a key dir they plan to
-// change.
+// read-only mount); else the refusal, which a run meets there. meta.db is
+// asked first: a run opens it before it writes anything in the key dir.
+// The dry runs of every direction ask it (fleet's too) of a key dir they
+// plan to change.
 func MayWrite(kd *os.File) error {
+	if _, err := fsat.LstatAt(kd, db.FileName); err == nil {
+		if err := MayOpenMetaDB(kd); err != nil {
+			return err
+		}
+	}
 	if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", err)
-	}
-	if _, err := fsat.LstatAt(kd, db.FileName); err != nil {
-		return nil
-	}
-	if err := MayOpenMetaDB(kd); err != nil {
-		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", err)
 	}
 	return nil
 }
@@ -238,9 +238,27 @@ func MayWrite(kd *os.File) error {
 // MayOpenMetaDB is nil when this process may open kd's meta.db for
 // writing, as a run's writer open would be judged (fsat.AccessAt); else
 // the refusal, said as that open says it ("open <path>", not the look's
-// "access <path>"), the same path and cause.
+// "access <path>"), the same path and cause, then why. A meta.db with
+// more than one name (a hard link) is given a file of its own by a
+// writer's open first, a copy made in the key dir (db's ownFile): one
+// this process may not write in refuses it, said as that open says it
+// ("copy <path>").
 func MayOpenMetaDB(kd *os.File) error {
-	return fsat.SaidAs("open", fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK))
+	if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
+		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", fsat.SaidAs("open", err))
+	}
+	st, err := fsat.LstatAt(kd, db.FileName)
+	if err != nil || !fsat.IsRegular(&st) || st.Nlink < 2 {
+		return nil // the run's open meets what is wrong itself
+	}
+	var pe *os.PathError
+	if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); errors.As(err, &pe) {
+		return fmt.Errorf("%w: meta.db has %d names (a hard link), so a run's writer gives it a file of its own first, a copy in the key dir, and would fail the key there",
+			&os.PathError{Op: "copy", Path: fsat.Join(kd, db.FileName), Err: pe.Err}, st.Nlink)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // knownMoved reports whether kd is known to be no longer at name under
