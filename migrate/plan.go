@@ -11,6 +11,7 @@ import (
 	"sessdb/db"
 	"sessdb/internal/fsat"
 	"sessdb/store"
+	"sessdb/store/legacy"
 )
 
 // A conversion is one direction of the migration, in two steps per key
@@ -167,7 +168,11 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut, printed bo
 		// files written, renamed or removed): one this user may not
 		// write in fails there, nothing written. Asked as the run's
 		// writes are judged, so that the plan fails the key as the run.
-		if err := MayWrite(kd); err != nil {
+		var first func(error) error
+		if c.name == toLegacy.name {
+			first = firstLegacyWrite(kd, p)
+		}
+		if err := mayWrite(kd, first); err != nil {
 			p.fail(err)
 			// The run writes and removes nothing there, and its failed
 			// report lists nothing so: nor does this one.
@@ -221,18 +226,67 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut, printed bo
 // run's writes would be judged (fsat.AccessAt: the mode, an ACL, a
 // read-only mount); else the refusal, which a run meets there. meta.db is
 // asked first: a run opens it before it writes anything in the key dir.
-// The dry runs of every direction ask it (fleet's too) of a key dir they
-// plan to change.
-func MayWrite(kd *os.File) error {
-	if _, err := fsat.LstatAt(kd, db.FileName); err == nil {
+// A key dir with no meta.db refuses the run's first write there, its
+// creation (a temp made and linked to meta.db), said as that create says
+// it ("create <dir>/meta.db: .meta.db.tmp-<random>", the temp's random
+// part being the run's to draw); one with a meta.db, as the look says it
+// ("access <dir>"), the first write being the caller's to say. The dry
+// runs of every direction ask it (fleet's too) of a key dir they plan to
+// change.
+func MayWrite(kd *os.File) error { return mayWrite(kd, nil) }
+
+// mayWrite is MayWrite, a refusal of the key dir where meta.db is there
+// said by first, where non-nil, from its cause (the errno): as the run's
+// first write in the key dir says it.
+func mayWrite(kd *os.File, first func(cause error) error) error {
+	_, err := fsat.LstatAt(kd, db.FileName)
+	if err == nil {
 		if err := MayOpenMetaDB(kd); err != nil {
 			return err
 		}
 	}
-	if err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", err)
+	aerr := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
+	if aerr == nil {
+		return nil
 	}
-	return nil
+	var pe *os.PathError
+	if errors.As(aerr, &pe) && pe.Op == "access" {
+		switch {
+		case fsat.IsNotExist(err):
+			aerr = &os.PathError{Op: "create", Path: fsat.Join(kd, db.FileName), Err: fmt.Errorf("%s<random>: %w", db.TempPrefix, pe.Err)}
+		case err == nil && first != nil:
+			aerr = first(pe.Err)
+		}
+	}
+	return fmt.Errorf("%w: a run may not write in the key dir and would fail the key there", aerr)
+}
+
+// firstLegacyWrite is the refusal, of cause, of the first write
+// ToLegacy's apply of p makes in the key dir kd, as that write says it:
+// the removal of a leftover temp of the first legacy file it writes, or
+// that temp's create (writeLegacyDone's writeTemp); with none to write,
+// the removal of the first legacy file it removes that is there; else
+// meta.db's (removeDB).
+func firstLegacyWrite(kd *os.File, p *plan) func(cause error) error {
+	return func(cause error) error {
+		said := func(op, name string) error { return &os.PathError{Op: op, Path: fsat.Join(kd, name), Err: cause} }
+		there := func(name string) bool { _, err := fsat.LstatAt(kd, name); return err == nil }
+		for _, f := range p.files {
+			if f.content != nil {
+				tmp := f.name + legacy.TempSuffix
+				if there(tmp) {
+					return said("remove", tmp)
+				}
+				return said("open", tmp)
+			}
+		}
+		for _, f := range p.files {
+			if there(f.name) {
+				return said("remove", f.name)
+			}
+		}
+		return said("remove", db.FileName)
+	}
 }
 
 // MayOpenMetaDB is nil when this process may open kd's meta.db for
