@@ -179,9 +179,12 @@ func (m *migrator) convert(c conversion, name string) (_ Report, cut, printed bo
 			p.Written, p.Removed, refused = nil, nil, true
 		}
 	}
-	if !write && !refused && (p.lock != nil || p.Action == Migrated) {
+	if !write && !refused && (p.lock != nil || p.Action == Migrated) && fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK) == nil {
 		// What apply's cleanup would sweep under the lock the run would
-		// hold: a dry run lists it.
+		// hold: a dry run lists it, where the run may remove it. In a key
+		// dir it may not write in (the mode, an ACL, a read-only mount),
+		// which takes a key already in place, the run's sweep (unlinks)
+		// removes nothing and lists nothing.
 		p.Removed = append(p.Removed, m.sweepMetaTemps(kd, false)...)
 	}
 	if p.lock == nil {
