@@ -200,12 +200,25 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	if err := PendingTempNotRegular(kd, sc.Pending); err != nil {
 		return sc, err // the run fails the key so
 	}
-	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
+	whole := false
 	if sc.Pending != nil {
-		whole, err := store.PendingTempWhole(m.ctx, kd, sc.Pending)
-		if err != nil {
+		if whole, err = store.PendingTempWhole(m.ctx, kd, sc.Pending); err != nil {
 			return sc, err
 		}
+		// The run's roll-forward, a write in the key dir (a rename; of a
+		// damaged temp, its removal), comes before it judges the key: one
+		// this process may not write in fails the key there, whatever the
+		// plan would have judged after (a directory in the way, a
+		// transcript it may not stamp), and so here, in the run's words.
+		if err := MayOpenMetaDB(kd); err != nil {
+			return sc, err // the run's open for writing comes first
+		}
+		if err := rollForwardRefused(kd, sc.Pending, whole); err != nil {
+			return sc, err
+		}
+	}
+	p.Removed = append(p.Removed, strayStoreTemps(kd, sc.Pending)...)
+	if sc.Pending != nil {
 		if !whole {
 			// The run's roll-forward removes it and leaves the record
 			// pending: the plan is made from the key as it then is.
@@ -219,6 +232,26 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 		p.Oddities = append(p.Oddities, Oddity{db.FileName, fmt.Sprintf("a pending promotion (gen %d)", sc.Pending.Gen), "would be rolled forward first"})
 	}
 	return sc, nil
+}
+
+// rollForwardRefused is the error the run's roll-forward of p (whole: its
+// temp is what its commit recorded) meets in kd where this process may
+// not make, rename or remove entries there (fsat.AccessAt), as the run
+// says it: the rename of a whole temp over current.jsonl refused; of a
+// damaged one, whose removal the store's roll-forward does not report,
+// meta.db's promotion still in flight after it (errNotSettled); nil
+// where it may. (The fleet's migrations say the same: their
+// rollForwardRefused.)
+func rollForwardRefused(kd *os.File, p *db.Pending, whole bool) error {
+	err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
+	var pe *os.PathError
+	if err == nil || !errors.As(err, &pe) {
+		return err
+	}
+	if whole {
+		return &os.LinkError{Op: "rename", Old: fsat.Join(kd, p.Tmp), New: fsat.Join(kd, store.TranscriptName), Err: pe.Err}
+	}
+	return fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled)
 }
 
 // lockSettled takes the exclusive lock of the meta.db that is there now,
