@@ -31,6 +31,7 @@ var otherToolsFlags = map[string]string{
 	"link-dest":                    "rsync",
 	"mode":                         "pi",
 	"now":                          "systemctl",
+	"thinking":                     "pi",
 }
 
 // docFlag is a long flag as a doc writes it: --name, or --name=VALUE.

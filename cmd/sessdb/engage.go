@@ -27,11 +27,12 @@ assistant message on the branch) through both pruning policies: the stateless
 check, which prunes a request whose estimate is over pi's compaction threshold
 (window - reserve), and the sticky rule, which keeps pruning once engaged until
 a compaction or a new session. One line per request and a summary of the pruned
-requests, prefix switches (prompt-cache misses) and re-billed tokens of each;
-with the cache prices, their extra cost in USD. --json prints one object per
-request and a summary (docs/json.md); --svg also writes the replay as a chart.
---pruned-ratio models a transcript recorded without pruning; every figure it
-changes is marked modelled. See docs/engage.md.`,
+requests, prefix switches (the prompt-cache misses the policy causes; not those
+a transcript does not record, as a resume's pi --thinking) and re-billed tokens
+of each; with the cache prices, their extra cost in USD. --json prints one
+object per request and a summary (docs/json.md); --svg also writes the replay
+as a chart. --pruned-ratio models a transcript recorded without pruning; every
+figure it changes is marked modelled. See docs/engage.md.`,
 	example: `  sessdb engage replay --cache-read-price 0.30 --cache-write-price 3.75 ~/.pi/agent/sessions/--work--/2026-11-29T09-00-00.jsonl`,
 	exits:   []int{exitOK, exitFault, exitUsage},
 	minArgs: 1,
