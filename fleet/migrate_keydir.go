@@ -234,11 +234,11 @@ func writeTemp(ctx context.Context, disk durable.FS, kd *os.File, src *genFile) 
 // which the run makes before it judges the key: a key dir this process
 // may not write in (the mode, an ACL, a read-only mount) fails the key
 // there, whatever the run would have judged it after, and so here, in
-// the run's words (rollForwardRefused).
+// the run's words (migrate.RollForwardRefused).
 func dryRunTranscript(ctx context.Context, kd *os.File, p *db.Pending, r *MigrateReport) (string, error) {
 	whole, err := store.PendingTempWhole(ctx, kd, p)
 	if err == nil {
-		err = rollForwardRefused(kd, p, whole)
+		err = migrate.RollForwardRefused(kd, p, whole)
 	}
 	switch {
 	case err != nil:
@@ -252,24 +252,6 @@ func dryRunTranscript(ctx context.Context, kd *os.File, p *db.Pending, r *Migrat
 	}
 	odd(r, db.FileName, fmt.Sprintf("a pending promotion (gen %d) whose temp is not what its commit recorded", p.Gen), "its temp would be removed by the roll-forward first, the record left pending")
 	return store.TranscriptName, nil
-}
-
-// rollForwardRefused is the error the run's roll-forward of p meets in
-// kd where this process may not make, rename or remove entries there
-// (fsat.AccessAt), as the run says it: the rename of a whole temp over
-// current.jsonl refused; of a damaged one, whose removal the store's
-// roll-forward does not report, meta.db's promotion still in flight
-// after it (errNotSettled); nil where it may.
-func rollForwardRefused(kd *os.File, p *db.Pending, whole bool) error {
-	err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
-	var pe *os.PathError
-	if err == nil || !errors.As(err, &pe) {
-		return err
-	}
-	if whole {
-		return &os.LinkError{Op: "rename", Old: fsat.Join(kd, p.Tmp), New: fsat.Join(kd, store.TranscriptName), Err: pe.Err}
-	}
-	return fmt.Errorf("%s: %w", fsat.Join(kd, db.FileName), errNotSettled)
 }
 
 // tempRemoved corrects r's oddity at rolled, a run's "rolled forward

@@ -213,7 +213,7 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 		if err := MayOpenMetaDB(kd); err != nil {
 			return sc, err // the run's open for writing comes first
 		}
-		if err := rollForwardRefused(kd, sc.Pending, whole); err != nil {
+		if err := RollForwardRefused(kd, sc.Pending, whole); err != nil {
 			return sc, err
 		}
 	}
@@ -234,15 +234,14 @@ func (m *migrator) lockShared(kd *os.File, p *plan) (db.Sidecars, error) {
 	return sc, nil
 }
 
-// rollForwardRefused is the error the run's roll-forward of p (whole: its
+// RollForwardRefused is the error the run's roll-forward of p (whole: its
 // temp is what its commit recorded) meets in kd where this process may
 // not make, rename or remove entries there (fsat.AccessAt), as the run
 // says it: the rename of a whole temp over current.jsonl refused; of a
 // damaged one, whose removal the store's roll-forward does not report,
 // meta.db's promotion still in flight after it (errNotSettled); nil
-// where it may. (The fleet's migrations say the same: their
-// rollForwardRefused.)
-func rollForwardRefused(kd *os.File, p *db.Pending, whole bool) error {
+// where it may. The fleet's migrations ask it too.
+func RollForwardRefused(kd *os.File, p *db.Pending, whole bool) error {
 	err := fsat.AccessAt(kd, ".", unix.W_OK|unix.X_OK)
 	var pe *os.PathError
 	if err == nil || !errors.As(err, &pe) {
