@@ -6,11 +6,13 @@
 package mainexit
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"sessdb/internal/etcdtest"
 )
@@ -49,6 +51,35 @@ func TestMainExitsNonZeroWhenATestFails(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "failed on purpose") || !strings.Contains(string(out), "--- FAIL: TestHelperFailsOnPurpose") {
 		t.Errorf("the child's output does not show the failure it exited for:\n%s", out)
+	}
+}
+
+// A race-built run under etcdtest.Main whose tests passed exits at once,
+// whatever atexit_sleep_ms its GORACE set: the child (this binary, running
+// no test) asks for ten minutes, which os.Exit(0) sleeps. Main ends with
+// quietexit.Exit so that fleet's and etcdmeta's -race runs do not sleep
+// the race detector's second at their exit; quietexit's
+// TestEveryPackageEndsItsTestsWithExit sees that a package's TestMain
+// calls Main, and this, that Main still ends so (a Main gone back to
+// os.Exit passed both that and the test above).
+func TestMainDoesNotSleepAfterAPassingRun(t *testing.T) {
+	if !raceBuilt {
+		t.Skip("only a -race build sleeps at its exit")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, exe, "-test.run=^$", "-test.count=1")
+	cmd.Env = append(os.Environ(), asChild+"=1", "GORACE=atexit_sleep_ms=600000")
+	out, err := cmd.CombinedOutput()
+	if c.Err() != nil {
+		t.Fatalf("a passing run under etcdtest.Main had not exited a minute on (asked to sleep ten at os.Exit): %s", out)
+	}
+	if err != nil {
+		t.Fatalf("the child: %v: %s", err, out)
 	}
 }
 
