@@ -576,15 +576,55 @@ func (c *Cluster) RestartAll() {
 	}
 }
 
-// stopAll kills every member at once. Stopping them gracefully at once
-// costs seconds: a leader's Close hands its leadership to a follower that
-// is closing too, and waits out etcd's request timeout.
+// stopAll kills every member: stopping them gracefully at once costs
+// seconds (a leader's Close hands its leadership to a follower that is
+// closing too, and waits out etcd's request timeout). It halts them
+// first, the leader before the others, then closes their peer
+// transports' idle connections, then closes them all at once.
+//
+// Why so. The leader's cluster-version monitor GETs each follower's
+// /version over a keep-alive transport of its own (EtcdServer.peerRt),
+// at the first commit of its term and every 4 s. The follower's side of
+// that connection is left inside net/http's finishRequest: its
+// abortPendingRead sets a read deadline in the past to end the
+// connection's background read, and etcd's peer listener's timeoutConn
+// sets the deadline again, 5 s on, at the start of every Read, so a read
+// that starts after the abort waits out those 5 s. The follower's Close
+// then waited its peer server's whole Shutdown second for it, and the
+// pair's goroutines outlived the cluster by up to 5 s, which
+// etcdtest.Main's leak check waited for at the end of every test binary
+// that started a cluster. Closing the client side ends it (the read gets
+// EOF). That is safe only once no member of the cluster can send another
+// request: a request that reaches a member whose backend is closed,
+// between its halt and its peer server's Shutdown, panics in etcd holding
+// the backend's read lock, and every /version request after it waits for
+// ever (the fifty-first session closed the transport at each member's
+// stop, while the leader's monitor still ran, and saw it). Halted first,
+// the leader's monitor has stopped before any follower's backend closes.
 func (c *Cluster) stopAll() {
-	var wg sync.WaitGroup
+	var leaders, others []*member
 	for _, m := range c.members {
-		wg.Go(m.kill)
+		if m.etcd != nil && m.etcd.Server.Lead() == uint64(m.etcd.Server.MemberID()) {
+			leaders = append(leaders, m)
+		} else {
+			others = append(others, m)
+		}
 	}
-	wg.Wait()
+	each := func(ms []*member, f func(*member)) {
+		var wg sync.WaitGroup
+		for _, m := range ms {
+			wg.Go(func() { f(m) })
+		}
+		wg.Wait()
+	}
+	each(leaders, (*member).halt)
+	each(others, (*member).halt)
+	for _, m := range c.members {
+		if m.etcd != nil {
+			closePeerConns(m.etcd.Server)
+		}
+	}
+	each(c.members, (*member).close)
 }
 
 // Close stops every member. Cleanup calls it; a benchmark that starts
@@ -611,6 +651,14 @@ func (c *Cluster) close() {
 // after it blocks, and the Close after HardStop waits for them for ever
 // (seen once under TestJobsUnderFaults: a 10-minute test timeout).
 func (m *member) kill() {
+	m.halt()
+	m.close()
+}
+
+// halt is kill's first half: a process is killed; an embedded member
+// refuses new requests, drains those being served, and ends raft, its
+// servers still open until close.
+func (m *member) halt() {
 	if m.proc != nil {
 		m.proc.end(syscall.SIGKILL)
 		m.proc = nil
@@ -623,7 +671,6 @@ func (m *member) kill() {
 		time.Sleep(time.Millisecond)
 	}
 	m.etcd.Server.HardStop()
-	m.close()
 }
 
 // killDrain bounds how long kill waits for the requests being served: a
