@@ -68,36 +68,45 @@ func TestARepairCancelledAtItsRenumberRemovesNoOrphan(t *testing.T) {
 // renumber: the mutant went on, removed the orphan and walked on.
 func TestARepairThatLosesEtcdAtItsRenumberStops(t *testing.T) {
 	etcdtest.Beside(t)
-	c := etcdtest.Start1(t)
-	f := newFixture(t, c, func(cfg *Config) { cfg.RequestTimeout = 200 * time.Millisecond })
-	key := store.Key("github", "renumber", "outage")
-	f.runExpired(key, "old")
-	f.toLastSlot(c, key)
-	orphan := f.oldOrphan(key)
-	connected(t, f.b)
-	f.b.hook = func(p, k string) error {
-		if p == hookRepairLocked && k == key {
-			c.Stop(0)
+	// The request timeout, short so that the lost renumber fails soon, is
+	// paced by the machine (etcdtest.Pace): a fixed 200 ms bounded the
+	// repair's lock and reads before the renumber too, which took longer
+	// at a load of 26 (1 of 4 runs failed there).
+	etcdtest.PaceAttempts(t, 200*time.Millisecond, func(p *etcdtest.Pace) {
+		c := etcdtest.Start1(t)
+		f := newFixture(t, c)
+		key := store.Key("github", "renumber", "outage")
+		f.runExpired(key, "old")
+		f.toLastSlot(c, key)
+		orphan := f.oldOrphan(key)
+		timeout := timeoutOn(p, f)
+		b := f.open(func(cfg *Config) { cfg.RequestTimeout = timeout })
+		connected(t, b)
+		b.hook = func(h, k string) error {
+			if h == hookRepairLocked && k == key {
+				p.End() // the rounds beside it would time the outage
+				c.Stop(0)
+			}
+			return nil
 		}
-		return nil
-	}
-	var found []store.Finding
-	_, err := f.b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(fd store.Finding) error {
-		found = append(found, fd)
-		return nil
+		var found []store.Finding
+		_, err := b.Check(t.Context(), CheckOptions{Repair: true, Workers: 1}, func(fd store.Finding) error {
+			found = append(found, fd)
+			return nil
+		})
+		if !errors.Is(err, etcdmeta.ErrUnavailable) {
+			p.Errorf("check --repair that lost etcd at its renumber = %v; want etcd unavailable", err)
+		}
+		kinds := map[store.Kind]store.Finding{}
+		for _, fd := range found {
+			kinds[fd.Kind] = fd
+		}
+		o, ok := kinds[KindOrphan]
+		if len(found) != 2 || !ok || o.Repaired || !o.Remains || !strings.HasPrefix(o.Repair, "not removed: ") {
+			p.Errorf("findings: %+v; want the last slot's and the orphan's, the orphan not removed", found)
+		}
+		if _, err := os.Stat(orphan); err != nil {
+			p.Errorf("the orphan: %v; want it left", err)
+		}
 	})
-	if !errors.Is(err, etcdmeta.ErrUnavailable) {
-		t.Errorf("check --repair that lost etcd at its renumber = %v; want etcd unavailable", err)
-	}
-	kinds := map[store.Kind]store.Finding{}
-	for _, fd := range found {
-		kinds[fd.Kind] = fd
-	}
-	o, ok := kinds[KindOrphan]
-	if len(found) != 2 || !ok || o.Repaired || !o.Remains || !strings.HasPrefix(o.Repair, "not removed: ") {
-		t.Errorf("findings: %+v; want the last slot's and the orphan's, the orphan not removed", found)
-	}
-	if _, err := os.Stat(orphan); err != nil {
-		t.Errorf("the orphan: %v; want it left", err)
-	}
 }
