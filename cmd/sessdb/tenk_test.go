@@ -67,7 +67,7 @@ func genSessions(t testing.TB, root string, n int) {
 }
 
 // Every command works on a sessions root of 10,000 keys (1,000 under the
-// race detector); the figures are
+// race detector), stats checked as statsOnGenerated says; the figures are
 // logged (go test -run TestTenThousandKeys -v ./cmd/sessdb). Set
 // SESSDB_10K_DIR to a path that does not exist to keep the generated root
 // there, unreaped, for timing the binary.
@@ -108,6 +108,7 @@ func TestTenThousandKeys(t *testing.T) {
 		t.Fatalf("the table has %d lines", got)
 	}
 	timed("dump", "--json", "--verify", "--history", "0")
+	statsOnGenerated(t, root, n)
 	_, out, _ = timed("check")
 	if want := fmt.Sprintf("checked %d entries (%d keys): 0 problems, %d notices\n", n+1, n, n/5+1); !strings.HasSuffix(out, want) {
 		t.Fatalf("check of the generated root ends:\n%s", out[max(0, len(out)-300):])
