@@ -11,11 +11,14 @@ import "strings"
 const plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%"
 
 // Word is s as one shell word: s as it is where it holds only plain
-// bytes, else in single quotes (a "'" in it closed, escaped and
-// reopened). It does not keep a word that begins with "-" from being
-// taken for a flag: the caller puts such a word after "--".
+// bytes and does not begin with "=", else in single quotes (a "'" in it
+// closed, escaped and reopened). A word that begins with "=" is quoted
+// because zsh, whose EQUALS option is on by default, reads "=ls" as the
+// path of the command ls; POSIX shells and bash read it as it is. It
+// does not keep a word that begins with "-" from being taken for a
+// flag: the caller puts such a word after "--".
 func Word(s string) string {
-	if s != "" && strings.Trim(s, plain) == "" {
+	if s != "" && s[0] != '=' && strings.Trim(s, plain) == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
