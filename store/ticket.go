@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -320,6 +322,11 @@ func decodeTicket(name string, b []byte) (Session, error) {
 	if i := bytes.IndexFunc(b[end:], func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
 		return sess, fmt.Errorf("read ticket %s: %w (trailing data at offset %d)", name, ErrBadTicket, end+int64(i))
 	}
+	// Go's decoder takes a field's name in any case ("GEN" for gen) and
+	// keeps the last of two: neither is what any resolve writes.
+	if why := misnamed(b); why != "" {
+		return sess, fmt.Errorf("read ticket %s: %w (%s)", name, ErrBadTicket, why)
+	}
 	sess = tf.Session
 	if tf.Gen != nil && sess.Ticket != "" {
 		return sess, fmt.Errorf("read ticket %s: %w: gen beside a ticket id (only tickets from before the job contract have it)", name, ErrBadTicket)
@@ -397,6 +404,108 @@ func undecodable(err error, b []byte) string {
 		return "a field a ticket does not have"
 	}
 	return "not a ticket's JSON"
+}
+
+// ticketNames are the names of a ticket's fields as resolve writes them,
+// by the path of the object that holds them ("" the ticket, "base",
+// "base.file"), taken from the types' own tags; the ticket's "gen" is a
+// ticket's from before the job contract.
+var ticketNames = map[string][]string{
+	"":          append(jsonNames(reflect.TypeFor[Session]()), "gen"),
+	"base":      jsonNames(reflect.TypeFor[Base]()),
+	"base.file": jsonNames(reflect.TypeFor[FileID]()),
+}
+
+// jsonNames are the JSON names of t's exported fields.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// misnamed says where b, a ticket that decoded, names a field otherwise
+// than resolve does: in another case than its own (Go's decoder matches
+// a name in any case, Unicode's folds included: "GEN", or "ſize" for
+// size, set the field), or twice in one object (the decoder keeps the
+// last). "" for neither. Its words name the field as a ticket names it
+// and the offset of the name, never the name as the file spells it.
+func misnamed(b []byte) string {
+	type level struct {
+		array bool
+		path  string   // an object's
+		names []string // the names its fields may have; nil: none known
+		seen  map[string]bool
+		key   string // the name whose value comes next
+		named bool   // a name was read, its value not yet
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stack []*level
+	for {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			// The decoder read it whole: only its end is left.
+			return ""
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if name, ok := tok.(string); ok && top != nil && !top.array && !top.named {
+			at := off + int64(bytes.IndexByte(b[off:], '"'))
+			if !slices.Contains(top.names, name) {
+				i := slices.IndexFunc(top.names, func(n string) bool { return strings.EqualFold(n, name) })
+				if i < 0 {
+					// No field of a ticket's: the decoder refused it
+					// already, or it is in no object a ticket holds.
+					return ""
+				}
+				return fmt.Sprintf("%s: named in another case at offset %d, which no resolve writes", join(top.path, top.names[i]), at)
+			}
+			if top.seen[name] {
+				return fmt.Sprintf("%s: named twice, again at offset %d", join(top.path, name), at)
+			}
+			top.seen[name], top.key, top.named = true, name, true
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			l := &level{names: ticketNames[""], seen: map[string]bool{}}
+			if top != nil {
+				l.path, l.names = join(top.path, top.key), nil
+				if !top.array {
+					l.names = ticketNames[l.path]
+				}
+			}
+			stack = append(stack, l)
+			continue
+		case json.Delim('['):
+			stack = append(stack, &level{array: true})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value read whole: the object that holds it waits for a name.
+		if len(stack) == 0 {
+			return ""
+		}
+		stack[len(stack)-1].named = false
+	}
+}
+
+// join is the path of field name in the object at path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // byteCount is n bytes in words: "1 byte", "5 bytes".
