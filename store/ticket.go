@@ -397,6 +397,9 @@ func undecodable(err error, b []byte) string {
 		if f := strings.TrimPrefix(typ.Field, "Session."); ticketFieldPath.MatchString(f) {
 			field = f
 		}
+		if at, ok := valueStart(b, typ.Offset, kind); ok {
+			return fmt.Sprintf("%s: a JSON %s at offset %d, which it cannot hold", field, kind, at)
+		}
 		return fmt.Sprintf("%s: a JSON %s, which it cannot hold", field, kind)
 	case errors.Is(err, errChecksum):
 		return err.Error()
@@ -404,6 +407,57 @@ func undecodable(err error, b []byte) string {
 		return "a field a ticket does not have"
 	}
 	return "not a ticket's JSON"
+}
+
+// valueStart is the offset where the value of a type error begins, in b,
+// the ticket's bytes, from off, the decoder's Offset for it (the end of a
+// string, number, bool or null; just past the "{" or "[" of an object
+// or an array), and kind, the JSON type the decoder names. The decoder
+// checked the syntax of the whole value before it unmarshalled it, so
+// the bytes up to off are JSON: a number, bool or null is the run of
+// their letters before off, a string begins at the last quote before
+// its closing one that no odd run of backslashes escapes. false where
+// off does not end such a value (a decoder that counted otherwise): no
+// offset is named then.
+func valueStart(b []byte, off int64, kind string) (int64, bool) {
+	if off < 1 || off > int64(len(b)) {
+		return 0, false
+	}
+	last := b[off-1]
+	switch kind {
+	case "object", "array":
+		if last != '{' && last != '[' {
+			return 0, false
+		}
+		return off - 1, true
+	case "string":
+		if last != '"' {
+			return 0, false
+		}
+		for i := off - 2; i >= 0; i-- {
+			if b[i] != '"' {
+				continue
+			}
+			n := 0
+			for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+				n++
+			}
+			if n%2 == 0 {
+				return i, true
+			}
+		}
+		return 0, false
+	case "number", "bool", "null":
+		i := off
+		for i > 0 && strings.IndexByte("0123456789+-.eEtruefalsn", b[i-1]) >= 0 {
+			i--
+		}
+		if i == off {
+			return 0, false
+		}
+		return i, true
+	}
+	return 0, false
 }
 
 // ticketNames are the names of a ticket's fields as resolve writes them,

@@ -54,10 +54,17 @@ func ticketSeeds() [][]byte {
 // ticketMessage is every message a refused ticket's error may carry after
 // "read ticket <name>: not a valid ticket": a place or a rule, never a
 // byte of the file (it may be a link's target, a secret).
-var ticketMessage = regexp.MustCompile(`^( \((empty: 0 bytes|only white space in its [0-9]+ bytes?, no JSON|cut short: its [0-9]+ bytes? end inside its JSON|not JSON at offset [0-9]+ of its [0-9]+ bytes?|([a-z0-9_.]+|a field): a JSON [a-z]+, which it cannot hold|a JSON [a-z]+, not an object|a field a ticket does not have|[a-z0-9_.]+: named in another case at offset [0-9]+, which no resolve writes|[a-z0-9_.]+: named twice, again at offset [0-9]+|crc32c: want 8 hex digits|not a ticket's JSON|trailing data at offset [0-9]+)\)|: [a-z0-9 ,()'.]+)$`)
+var ticketMessage = regexp.MustCompile(`^( \((empty: 0 bytes|only white space in its [0-9]+ bytes?, no JSON|cut short: its [0-9]+ bytes? end inside its JSON|not JSON at offset [0-9]+ of its [0-9]+ bytes?|([a-z0-9_.]+|a field): a JSON [a-z]+( at offset [0-9]+)?, which it cannot hold|a JSON [a-z]+, not an object|a field a ticket does not have|[a-z0-9_.]+: named in another case at offset [0-9]+, which no resolve writes|[a-z0-9_.]+: named twice, again at offset [0-9]+|crc32c: want 8 hex digits|not a ticket's JSON|trailing data at offset [0-9]+)\)|: [a-z0-9 ,()'.]+)$`)
 
 // namedAt is the offset a refusal of a field's name gives.
 var namedAt = regexp.MustCompile(`: named (?:in another case|twice, again) at offset ([0-9]+)`)
+
+// valueAt is the type and offset a refusal of a field's value gives, and
+// valueFirst the bytes a value of each type begins with.
+var (
+	valueAt    = regexp.MustCompile(`: a JSON ([a-z]+) at offset ([0-9]+), which it cannot hold`)
+	valueFirst = map[string]string{"string": `"`, "number": "-0123456789", "bool": "tf", "null": "n", "object": "{", "array": "["}
+)
 
 // FuzzReadTicket gives the ticket's decoder any bytes a worker could leave
 // in session.ticket. A ticket it accepts is one a resolve could have
@@ -85,6 +92,12 @@ func FuzzReadTicket(f *testing.F) {
 			var at, size int
 			if _, serr := fmt.Sscanf(msg, " (not JSON at offset %d of its %d", &at, &size); serr == nil && (at >= len(b) || size != len(b)) {
 				t.Fatalf("refused as %q: offset %d of %d, in %d bytes", err, at, size, len(b))
+			}
+			// A value's offset is where a value of its type begins.
+			if m := valueAt.FindStringSubmatch(msg); m != nil {
+				if at, _ := strconv.Atoi(m[2]); at >= len(b) || !strings.Contains(valueFirst[m[1]], string(b[at])) {
+					t.Fatalf("refused as %q: no %s begins at offset %s of %d bytes", err, m[1], m[2], len(b))
+				}
 			}
 			// A name's offset is where its quote opens.
 			if m := namedAt.FindStringSubmatch(msg); m != nil {

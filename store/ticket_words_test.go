@@ -20,6 +20,21 @@ import (
 // one, the offset of the object's end. Nothing of the file is quoted.
 func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 	whole := []byte(strings.TrimSpace(string(ticketSeeds()[1])))
+	rep := func(old, new string) []byte {
+		if !bytes.Contains(whole, []byte(old)) {
+			t.Fatalf("%s not in %s", old, whole)
+		}
+		return bytes.Replace(whole, []byte(old), []byte(new), 1)
+	}
+	at := func(b []byte, s string) string { return strconv.Itoa(bytes.Index(b, []byte(s))) }
+	aString := rep(`"resume":false`, `"resume":"SECRET"`)
+	escQuotes := rep(`"resume":false`, `"resume": "\\\"SE\"CRET\\"`)
+	negGen := rep(`"base":{}`, `"base":{"gen":-1}`)
+	past := rep(`"bytes":0`, `"bytes":1e400`)
+	oldGen := []byte(`{"key":"` + testKey + `","gen":"SECRET"}`)
+	anObject := rep(`"resume":false`, `"resume" : {"S":["E",{}]}`)
+	anArray := rep(`"base":{}`, `"base":["SECRET"]`)
+	aBool := rep(`"base":{}`, `"base":{"file":{"dev":true}}`)
 	cases := []struct {
 		name string
 		b    []byte
@@ -34,10 +49,16 @@ func TestAnUndecodableTicketSaysWhatIsWrongWithIt(t *testing.T) {
 		{"a NUL in the value", []byte("{\"key\":\x00SECRET}"), "not JSON at offset 7 of its 15 bytes"},
 		{"zeroed", make([]byte, 300), "not JSON at offset 0 of its 300 bytes"},
 		{"a bad byte far in", append(append([]byte{}, whole[:200]...), "\x01SECRET"...), "not JSON at offset 200 of its 207 bytes"},
-		{"a string for a bool", bytes.Replace(whole, []byte(`"resume":false`), []byte(`"resume":"SECRET"`), 1), "resume: a JSON string, which it cannot hold"},
-		{"a negative gen", bytes.Replace(whole, []byte(`"base":{}`), []byte(`"base":{"gen":-1}`), 1), "base.gen: a JSON number, which it cannot hold"},
-		{"a number past int64", bytes.Replace(whole, []byte(`"bytes":0`), []byte(`"bytes":1e400`), 1), "bytes: a JSON number, which it cannot hold"},
-		{"an old ticket's gen a string", []byte(`{"key":"` + testKey + `","gen":"SECRET"}`), "gen: a JSON string, which it cannot hold"},
+		// A field of the wrong type: named, and the offset where its
+		// value begins (the decoder's own points past it).
+		{"a string for a bool", aString, "resume: a JSON string at offset " + at(aString, `"SECR`) + ", which it cannot hold"},
+		{"a string with escaped quotes for a bool", escQuotes, "resume: a JSON string at offset " + at(escQuotes, `"\\\"SE`) + ", which it cannot hold"},
+		{"a negative gen", negGen, "base.gen: a JSON number at offset " + at(negGen, `-1`) + ", which it cannot hold"},
+		{"a number past int64", past, "bytes: a JSON number at offset " + at(past, `1e400`) + ", which it cannot hold"},
+		{"an old ticket's gen a string", oldGen, "gen: a JSON string at offset " + at(oldGen, `"SECRET"`) + ", which it cannot hold"},
+		{"an object for a bool", anObject, "resume: a JSON object at offset " + at(anObject, `{"S`) + ", which it cannot hold"},
+		{"an array for base", anArray, "base: a JSON array at offset " + at(anArray, `["S`) + ", which it cannot hold"},
+		{"a bool for base.file.dev", aBool, "base.file.dev: a JSON bool at offset " + at(aBool, `true`) + ", which it cannot hold"},
 		{"an unknown field", bytes.Replace(whole, []byte(`{`), []byte(`{"SECRET":1,`), 1), "a field a ticket does not have"},
 		{"an array, not an object", []byte(" [\"SECRET\"]\n"), "a JSON array, not an object"},
 		{"a string, not an object", []byte(`"SECRET"`), "a JSON string, not an object"},
