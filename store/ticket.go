@@ -244,9 +244,18 @@ func removeTicket(jd *os.File) error {
 // included, is ErrBadTicket; no file there wraps fs.ErrNotExist, and
 // ErrJobDirBusy too while a resolve there is staging: it removed the
 // ticket, and writes its own once done), and its
-// contents never appear in an error. The Session's JobDir is jobDir,
-// whatever the ticket says: a job dir may have been moved since its
-// resolve.
+// contents never appear in an error. The Session's JobDir is jobDir.
+// The ticket's own job_dir must name jobDir, however each is spelled:
+// the same path, or, where it leads to a directory, the same directory
+// (a link to it, a bind mount of it); a relative one, written by a
+// sessdb from before 44b9c02 given a relative job dir, is taken from the
+// working directory, as promote's own. A ticket whose job_dir leads to
+// another directory is ErrBadTicket: a worker copied it (or reused it
+// in a retry) into another job dir, whose run would otherwise be
+// promoted as the first job's, and the first job's own promote told it
+// was a repeat. One whose job_dir leads to no directory is read: its job
+// dir was moved since its resolve. A ticket with no job_dir, or an empty
+// one, which no resolve wrote, is ErrBadTicket.
 func ReadTicket(jobDir string) (Session, error) {
 	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
@@ -263,8 +272,37 @@ func ReadTicket(jobDir string) (Session, error) {
 	if err != nil {
 		return sess, err
 	}
+	if why := otherJobDir(sess.JobDir, jobDir, jd); why != "" {
+		return Session{}, fmt.Errorf("read ticket %s: %w: %s", filepath.Join(jobDir, TicketName), ErrBadTicket, why)
+	}
 	sess.JobDir = jobDir
 	return sess, nil
+}
+
+// otherJobDir says why named, a ticket's job_dir, is not the job dir jd
+// it was read from, opened as path; "" where it is, or where named leads
+// to no directory (the job dir was moved since its resolve: a promote
+// from its new place is the job's own). Its words never quote named,
+// which is the file's.
+func otherJobDir(named, path string, jd *os.File) string {
+	if named == "" {
+		return "no job_dir (every resolve writes the one it staged the run in)"
+	}
+	if named == path {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil && abs == named {
+		return ""
+	}
+	there, err := os.Stat(named)
+	if err != nil || !there.IsDir() {
+		return ""
+	}
+	here, err := jd.Stat()
+	if err == nil && os.SameFile(there, here) {
+		return ""
+	}
+	return "job_dir names another directory, which is there (a ticket copied into another job dir: a ticket promotes only the run staged beside it in the job dir its resolve made, not a copy's)"
 }
 
 // stagingNow reports whether another resolve or promote holds the lock

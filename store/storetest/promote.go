@@ -369,4 +369,53 @@ var promotePromises = []promise{
 			}
 		}
 	}},
+	{"promote/a ticket copied into another job dir before its promote promotes only from its own", func(e *env) {
+		// A worker that copies a job dir (or reuses its ticket in a retry)
+		// before the job promotes: the copy's run, whatever it holds, must
+		// not be promoted as the job's, nor the job's own promote be told
+		// it is a repeat of it. A job dir moved since its resolve, or named
+		// through a link, is the job's own.
+		e.run(key, "base")
+		sess, jobDir, data := e.job(key, "copied")
+		e.stage(jobDir, turn(data, "mine", 100))
+		copyDir := filepath.Join(e.t.TempDir(), "copy")
+		if err := os.CopyFS(copyDir, os.DirFS(jobDir)); err != nil {
+			e.fatalf("copy the job dir: %v", err)
+		}
+		e.stage(copyDir, turn(data, "the copy's", 100))
+		before, beforeH := e.record(key)
+		if read, err := store.ReadTicket(copyDir); !errors.Is(err, store.ErrBadTicket) {
+			e.fatalf("ReadTicket of the ticket copied into another job dir = %+v, %v; want ErrBadTicket", read, err)
+		}
+		e.unchanged(key, before, beforeH, "a copy's ticket refused")
+		link := filepath.Join(e.t.TempDir(), "link")
+		if err := os.Symlink(jobDir, link); err != nil {
+			e.fatalf("link: %v", err)
+		}
+		read, err := store.ReadTicket(link)
+		if err != nil || read.Ticket != sess.Ticket || read.JobDir != link {
+			e.fatalf("ReadTicket of the job dir through a link = %+v, %v", read, err)
+		}
+		if res := e.promote(read, store.PromoteRequest{PiVersion: piVersion, TicketFromJobDir: true}); !res.Promoted || res.Repeat {
+			e.fatalf("promote of the job's own run = %+v, want promoted", res)
+		}
+		if _, next := e.resolve(key, localJob()); lastText(e.staged(next)) != "answer mine" {
+			e.fatalf("the key's last answer is %q, want the job's own", lastText(e.staged(next)))
+		}
+
+		// Moved since its resolve: its old name leads nowhere now.
+		sess, jobDir, data = e.job(key, "moved")
+		e.stage(jobDir, turn(data, "moved", 100))
+		moved := filepath.Join(e.t.TempDir(), "moved")
+		if err := os.Rename(jobDir, moved); err != nil {
+			e.fatalf("move the job dir: %v", err)
+		}
+		read, err = store.ReadTicket(moved)
+		if err != nil || read.Ticket != sess.Ticket {
+			e.fatalf("ReadTicket of a job dir moved since its resolve = %+v, %v", read, err)
+		}
+		if res := e.promote(read, store.PromoteRequest{PiVersion: piVersion, TicketFromJobDir: true}); !res.Promoted {
+			e.fatalf("promote of a moved job dir = %+v, want promoted", res)
+		}
+	}},
 }
