@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -274,6 +275,10 @@ func TestFleetTLSAndAuth(t *testing.T) {
 	// (etcdmeta then probes it): a short one keeps the test short.
 	// Each refusal's stderr names its cause.
 	plainURL := strings.Replace(c.Endpoint(0), "https://", "http://", 1)
+	// A refusal of the credentials names the settings they came from
+	// (before, none: "etcd refused the credentials: authentication
+	// failed"), never a value.
+	const named = "(the user from --etcd-user, its password from PI_SESSIONS_ETCD_PASSWORD"
 	for name, refusal := range map[string]struct {
 		edit  func() []string
 		cause string
@@ -296,10 +301,17 @@ func TestFleetTLSAndAuth(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			flags := refusal.edit()
+			named := named + ")"
+			if slices.Contains(flags, "--etcd-cert") {
+				named = strings.TrimSuffix(named, ")") + ", the client certificate from --etcd-cert)"
+			}
 			job := filepath.Join(t.TempDir(), "job")
 			code, out, errs := runCLI(t, append([]string{"resolve", "--key", key, "--job-dir", job, "--pi-version", "0.58.3"}, flags...)...)
 			if code != exitFault || out != "" || !strings.Contains(errs, "refused the credentials") || !strings.Contains(errs, refusal.cause) || strings.Count(errs, "\n") != 1 {
 				t.Fatalf("resolve: exit %d, stdout %q, stderr %q; want exit 1, refused for %q, said once", code, out, errs, refusal.cause)
+			}
+			if strings.Contains(errs, "refused the credentials") && (!strings.Contains(errs, named) || strings.Contains(errs, "guess")) {
+				t.Errorf("resolve's stderr %q names not the settings %s, or a value", errs, named)
 			}
 			if _, err := os.Stat(filepath.Join(job, store.TicketName)); err == nil {
 				t.Error("a ticket was left")
@@ -312,7 +324,10 @@ func TestFleetTLSAndAuth(t *testing.T) {
 			if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.Promoted || p.Reason != "promote-failed" || !strings.Contains(errs, "refused the credentials") || !strings.Contains(errs, refusal.cause) || strings.Count(errs, "\n") != 1 {
 				t.Fatalf("promote: exit %d\n%s%s", code, out, errs)
 			}
-			if code, out, errs := runCLI(t, append([]string{"dump", "--json"}, flags...)...); code != exitFault || out != "" || !strings.Contains(errs, refusal.cause) {
+			if !strings.Contains(errs, named) {
+				t.Errorf("promote's stderr %q names not the settings %s", errs, named)
+			}
+			if code, out, errs := runCLI(t, append([]string{"dump", "--json"}, flags...)...); code != exitFault || out != "" || !strings.Contains(errs, refusal.cause) || strings.Contains(errs, "refused the credentials") && !strings.Contains(errs, named) {
 				t.Errorf("dump: exit %d, stdout %q, stderr %q; want exit 1, nothing, and the cause", code, out, errs)
 			}
 		})

@@ -382,6 +382,30 @@ func firstLine(s string) (string, bool) {
 	return line, line != ""
 }
 
+// credentialsNamed adds to err, where etcd refused the credentials
+// (etcdmeta.ErrAuth), the flags or variables they came from: the user's,
+// its password's, the client certificate's. Before, "etcd refused the
+// credentials: authentication failed" named none, and an operator whose
+// password was in PI_SESSIONS_ETCD_PASSWORD, or set in a unit file they
+// did not write, had to guess which setting to fix. Never a value.
+func (f *fleetKnobs) credentialsNamed(getenv func(string) string, err error) error {
+	if !errors.Is(err, etcdmeta.ErrAuth) {
+		return err
+	}
+	var from []string
+	if user, name := f.user.get(getenv); user != "" {
+		_, pass := f.password.get(getenv)
+		from = append(from, "the user from "+name, "its password from "+pass)
+	}
+	if cert, name := f.cert.get(getenv); cert != "" {
+		from = append(from, "the client certificate from "+name)
+	}
+	if len(from) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(from, ", "))
+}
+
 // configError names the flag or variable behind a Config field etcdmeta
 // refused (the contents of a TLS file: the checks above catch the rest).
 func (f *fleetKnobs) configError(getenv func(string) string, err error) error {

@@ -95,6 +95,7 @@ func openJobStore(inv *invocation, cfg *config, fk *fleetKnobs, ticket func() (s
 			}
 		}
 	}
+	err = fk.credentialsNamed(os.Getenv, err)
 	switch {
 	case err == nil:
 		return st, true, func() { b.Close() }, exitOK
@@ -168,7 +169,7 @@ func fleetError(inv *invocation, fk *fleetKnobs, err error) int {
 		_, name := fk.transcriptsDir.get(os.Getenv)
 		return inv.rep.config(fmt.Errorf("%s: %w", name, err))
 	}
-	return inv.rep.fault(err)
+	return inv.rep.fault(fk.credentialsNamed(os.Getenv, err))
 }
 
 // storeOptions are the store's options from the configuration: the
