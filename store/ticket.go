@@ -302,7 +302,7 @@ func otherJobDir(named, path string, jd *os.File) string {
 	if err == nil && os.SameFile(there, here) {
 		return ""
 	}
-	return "job_dir names another directory, which is there (a ticket copied into another job dir: a ticket promotes only the run staged beside it in the job dir its resolve made, not a copy's)"
+	return "job_dir names another directory, which is there (the ticket was copied from it, or moved from it and its name used again since: a ticket promotes only the run staged beside it in the job dir its resolve made)"
 }
 
 // stagingNow reports whether another resolve or promote holds the lock

@@ -54,7 +54,7 @@ func TestATicketIsReadOnlyFromTheJobDirItNames(t *testing.T) {
 			t.Errorf("job_dir %s read from %s = %+v, %v; want read", c.named, c.read, sess, err)
 		}
 	}
-	const another = "job_dir names another directory, which is there (a ticket copied into another job dir: a ticket promotes only the run staged beside it in the job dir its resolve made, not a copy's)"
+	const another = "job_dir names another directory, which is there (the ticket was copied from it, or moved from it and its name used again since: a ticket promotes only the run staged beside it in the job dir its resolve made)"
 	for _, c := range []struct{ named, read, want string }{
 		{`"` + filepath.Join(base, "other") + `"`, "job", another},
 		{`"other"`, abs, another},
