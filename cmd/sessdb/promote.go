@@ -207,7 +207,12 @@ func promoteJSON(res store.PromoteResult, jobDir string) promoteOutput {
 	if res.Promoted {
 		bytes, gen := res.Bytes, res.Gen
 		out.Bytes, out.Gen = &bytes, &gen
-	} else {
+	} else if res.Reason != gates.NotARegularFile || res.Run != "" {
+		// Refused not-a-regular-file unread (no Run): the store found a
+		// link, a FIFO, a directory, a device or a file of two names
+		// there, and bytes is null whatever a look now finds (a second
+		// name removed since would give the size of a file the store
+		// never took for the run's).
 		out.Bytes = stagedBytes(jobDir)
 	}
 	if res.Run != "" {
