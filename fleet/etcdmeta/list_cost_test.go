@@ -1,6 +1,7 @@
 package etcdmeta
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,5 +36,52 @@ func TestHistoryKeysReadsAPageANameNotItsWholeHistory(t *testing.T) {
 	// A page a name, and the read that finds the range's end.
 	if got, want := sends.Load(), int32(names+1); got > want {
 		t.Errorf("HistoryKeys over %d names of %d entries, pages of %d keys, made %d reads; want at most %d (a page a name, then the end)", names, entries, 10*listPageSize, got, want)
+	}
+}
+
+// A page refused for its bytes where fewer records are left than it
+// asked for is read again as a page of the records left, counted: not as
+// a share of the count it asked for, which the few large records left
+// overflow again. Here 30 small records read in doubling pages (2, 4, 8,
+// 16) bring the page to 32 records; the 3 left are 40 KiB each (bound 64
+// KiB): one refused page, the count, and a read a large record. A
+// refused page taken to hold the 32 it asked for was read again as 8,
+// then 2, each refused, with their counts: 13 reads, not 9.
+func TestAPageRefusedPastTheLastRecordsIsReadAsThoseLeft(t *testing.T) {
+	s := open(t, etcdtest.Start1(t), unhedged)
+	saved := listPageBytes
+	listPageBytes = 64 << 10
+	defer func() { listPageBytes = saved }()
+	const small, large = 30, 3
+	for i := range small {
+		mustPut(t, s, fmt.Sprintf("0%03d", i)+newKey()[4:], 0, 1) // first in key order
+	}
+	for range large {
+		putLarge(t, s, "f"+newKey()[1:], 40<<10) // after them
+	}
+	c, sends := withSends(ctx(t))
+	seen := 0
+	if err := s.List(c, func(it Item) error {
+		if it.Err != nil {
+			t.Errorf("item %s: %v", it.Key, it.Err)
+		}
+		seen++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != small+large {
+		t.Fatalf("List passed on %d records; want %d", seen, small+large)
+	}
+	// The small records' pages, doubling from the first.
+	var pages int32
+	for limit, read := min(listPageSize, listFirstPage), int64(0); read < small; limit *= 2 {
+		read += limit
+		pages++
+	}
+	want := pages + 1 + 1 + large // the refused page, its count, a read a large record
+	t.Logf("%d reads for %d small records and %d of 40 KiB (bound 64 KiB; at most %d)", sends.Load(), small, large, want)
+	if got := sends.Load(); got > want {
+		t.Errorf("List made %d reads for %d small records then %d of 40 KiB (bound 64 KiB); want at most %d: the small ones' pages, one refused page, its count and a read a large record", got, small, large, want)
 	}
 }
