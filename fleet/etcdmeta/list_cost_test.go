@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"sessdb/internal/etcdtest"
 )
 
@@ -83,5 +85,45 @@ func TestAPageRefusedPastTheLastRecordsIsReadAsThoseLeft(t *testing.T) {
 	t.Logf("%d reads for %d small records and %d of 40 KiB (bound 64 KiB; at most %d)", sends.Load(), small, large, want)
 	if got := sends.Load(); got > want {
 		t.Errorf("List made %d reads for %d small records then %d of 40 KiB (bound 64 KiB); want at most %d: the small ones' pages, one refused page, its count and a read a large record", got, small, large, want)
+	}
+}
+
+// After a page, the next holds as many records of the page's largest as
+// fill half the byte bound (and no more than twice the page): records of
+// about a sixth of the bound are read three a page, not one.
+func TestListPagesHoldAsManyOfTheLargestAsFillHalfTheBound(t *testing.T) {
+	s := open(t, etcdtest.Start1(t), unhedged)
+	saved := listPageBytes
+	listPageBytes = 64 << 10
+	defer func() { listPageBytes = saved }()
+	const n, size = 30, 10 << 10
+	for range n {
+		putLarge(t, s, newKey(), size)
+	}
+	resp, err := s.cli.Get(ctx(t), s.recordDir(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest int64
+	for _, kv := range resp.Kvs {
+		largest = max(largest, int64(len(kv.Key)+len(kv.Value)))
+	}
+	per := int64(listPageBytes) / (2 * largest)
+	if per < 2 {
+		t.Fatalf("records of %d bytes fill half the bound %d alone: the test proves nothing", largest, listPageBytes)
+	}
+	c, sends := withSends(ctx(t))
+	seen := 0
+	if err := s.List(c, func(Item) error { seen++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != n {
+		t.Fatalf("List passed on %d records; want %d", seen, n)
+	}
+	first := min(listPageSize, listFirstPage)
+	want := int32(1 + (n-first+per-1)/per) // the first page, then pages of per
+	t.Logf("%d reads for %d records of %d bytes (bound %d: %d a page; at most %d)", sends.Load(), n, largest, listPageBytes, per, want)
+	if got := sends.Load(); got > want {
+		t.Errorf("List made %d reads for %d records of %d bytes (bound %d); want at most %d: pages of %d, the records that fill half the bound", got, n, largest, listPageBytes, want, per)
 	}
 }
