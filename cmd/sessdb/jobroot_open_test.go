@@ -18,8 +18,9 @@ import (
 // says so on stderr, one warning line naming the flag or variable, the
 // root and the mend (chmod +t, on the directory the root leads to), and
 // its verdict and exit status are as they were; a root with the sticky
-// bit, or writable by its group alone, says nothing. Before, both were
-// silent, and the keys made there were never reaped.
+// bit, or writable by its group alone, says nothing. The mode it gives is
+// the directory's whole, a setgid bit too. Before, both were silent, and
+// the keys made there were never reaped.
 func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 	clearEnv(t)
 	base := t.TempDir()
@@ -52,7 +53,7 @@ func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 		mode os.FileMode
 		warn bool
 	}{
-		{0o777, true}, {0o703, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
+		{0o777, true}, {0o703, true}, {0o777 | os.ModeSetgid, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
 	} {
 		if err := os.Chmod(root, c.mode); err != nil {
 			t.Fatal(err)
@@ -70,7 +71,12 @@ func TestAJobWarnsOfASessionsRootNoWalkTakes(t *testing.T) {
 					}
 					continue
 				}
-				want := name + `: the sessions root "` + dir + `" is writable by anyone`
+				// The mode as chmod takes it: the setgid bit is 02000.
+				mode := uint32(c.mode.Perm())
+				if c.mode&os.ModeSetgid != 0 {
+					mode |= 0o2000
+				}
+				want := fmt.Sprintf(`%s: the sessions root "%s" is writable by anyone (mode %#o, no sticky bit)`, name, dir, mode)
 				if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, "chmod +t "+root+" (or chmod o-w)") || !strings.Contains(errs, "dump, stats, check, reap and migrate refuse") {
 					t.Errorf("mode %v, %s via %s: stderr %q; want one warning: %s…, chmod +t %q", c.mode, cmd, dir, errs, want, root)
 				}
@@ -159,7 +165,7 @@ func TestAFleetJobWarnsOfATranscriptsDirNoWalkTakes(t *testing.T) {
 		mode os.FileMode
 		warn bool
 	}{
-		{0o777, true}, {0o703, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
+		{0o777, true}, {0o703, true}, {0o777 | os.ModeSetgid, true}, {0o777 | os.ModeSticky, false}, {0o770, false}, {0o700, false},
 	} {
 		if err := os.Chmod(f.dir, c.mode); err != nil {
 			t.Fatal(err)
