@@ -341,8 +341,18 @@ func TestAMinorityPartitionServesNothingStale(t *testing.T) {
 		}
 	}
 	t.Logf("healed: the minority resumes after %v", time.Since(healed))
-	if res, err := ms.Promote(early, store.PromoteRequest{PiVersion: testJob.PiVersion}); res.Promoted || res.Reason != gates.Superseded {
-		t.Errorf("the minority job's retry once healed = %+v, %v; want superseded", res, err)
+	// The retry's requests have the minority's 500 ms each: on a loaded
+	// machine one may time out though the heal is whole (promote-failed,
+	// etcd unavailable: a retry's to try again), as the resolves above.
+	for {
+		res, err := ms.Promote(early, store.PromoteRequest{PiVersion: testJob.PiVersion})
+		if res.Reason == gates.PromoteFailed && errors.Is(err, etcdmeta.ErrUnavailable) && time.Since(healed) < 30*time.Second {
+			continue
+		}
+		if res.Promoted || res.Reason != gates.Superseded {
+			t.Errorf("the minority job's retry once healed = %+v, %v; want superseded", res, err)
+		}
+		break
 	}
 	if _, err := os.Stat(orphan); err != nil {
 		t.Errorf("the orphan: %v", err)
