@@ -86,8 +86,9 @@ type PromoteResult struct {
 	// Gen is the generation promoted; 0 when nothing was.
 	Gen uint64 `json:"gen"`
 	// Run is the shape of what the job appended (transcript.Unchanged when
-	// nothing, transcript.Unknown when sessdb could not read it as pi
-	// does), once the staged file was read.
+	// nothing, transcript.Unanswered when no message, transcript.Unknown
+	// when sessdb could not read it as pi does), once the staged file was
+	// read.
 	Run transcript.Shape `json:"run,omitempty"`
 	// Repeat is true when the ticket had promoted already: the result is
 	// the first promotion's, and nothing was written again.

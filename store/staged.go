@@ -212,6 +212,12 @@ func readStaged(ctx context.Context, sf stagedFile, sess Session) (stagedContent
 		// Not unanswered, which says the run stopped before its answer:
 		// it may well have answered, and sessdb cannot tell.
 		c.run = transcript.Unknown
+	case c.prefixOK && end.Last.Line > 0 && end.Last.Offset < sess.Bytes:
+		// The run appended entries but no message (pi's thinking level
+		// or model change, written at its start before a crash or a
+		// kill): the message the branch ends in is one the job was
+		// given, a job before's, and this run answered nothing.
+		c.run = transcript.Unanswered
 	default:
 		c.run = end.Last.Shape()
 	}

@@ -215,6 +215,9 @@ func (k *mKey) promote(t *mTicket, p mPromote) store.PromoteResult {
 	}
 	prefixOK := size >= int64(len(t.given)) && bytes.Equal(p.staged[:len(t.given)], t.given)
 	res.Run = shapeOf(p.staged)
+	if prefixOK && lastMessageAt(p.staged) < len(t.given) {
+		res.Run = transcript.Unanswered // the run appended no message
+	}
 	if prefixOK && size == int64(len(t.given)) {
 		res.Run = transcript.Unchanged
 	}
@@ -347,6 +350,21 @@ func headerTime(data []byte) time.Time {
 		panic(err)
 	}
 	return h.Timestamp
+}
+
+// lastMessageAt is the byte offset of data's last whole message line,
+// -1 for none (the transcripts the model writes have one branch).
+func lastMessageAt(data []byte) int {
+	end := bytes.LastIndexByte(data, '\n') + 1 // a torn last line is no entry
+	for end > 0 {
+		start := bytes.LastIndexByte(data[:end-1], '\n') + 1
+		var v struct{ Type string }
+		if json.Unmarshal(data[start:end], &v) == nil && v.Type == "message" {
+			return start
+		}
+		end = start
+	}
+	return -1
 }
 
 // shapeOf is the shape of a run whose transcript is data, as docs/job.md
