@@ -32,10 +32,11 @@ transcript itself. Prints one JSON object:
 Every outcome exits 0, refusals and promote-failed included (the cause of a
 failure is written on stderr). A missing or unreadable ticket exits 1, as does
 one edited under the promote into another key's, and one whose job_dir names
-another directory that is there (a ticket copied from another job dir; a job
-dir moved since its resolve promotes) (nothing on stdout, nothing written); a
-ticket from another sessions root exits 2 and writes nothing, as does a
---pi-version longer than 4096 bytes (a legacy sidecar's most), or a sessions
+another directory that is there: a ticket copied from another job dir, or moved
+from one whose name was used again since (a job dir moved since its resolve,
+its old name free, promotes). Each writes nothing on stdout and nothing in the
+store. A ticket from another sessions root exits 2 and writes nothing, as does
+a --pi-version longer than 4096 bytes (a legacy sidecar's most), or a sessions
 root (on a fleet, a transcripts dir) that is the filesystem root, as resolve
 refuses it; a sessions root (on a fleet, a transcripts dir) anyone may write to
 without the sticky bit is taken, with resolve's warning. An answer that cannot
