@@ -127,7 +127,7 @@ func TestPrecheckAcceptsHealthyFiles(t *testing.T) {
 	for round := range 300 {
 		err := d.Update(func(tx *Tx) error {
 			errs := []error{
-				tx.PutTranscript(Transcript{Gen: uint64(round), Size: rng.Int64()}),
+				tx.PutTranscript(Transcript{Gen: uint64(round) + 1, Size: rng.Int64()}),
 				tx.PutVenue(text(6000)), // past a page: overflow pages
 				appended(tx.AppendHistory(HistoryEntry{Gen: uint64(round), Job: text(3000), Reason: "resumed"})),
 			}

@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -111,10 +112,39 @@ type Meta struct {
 	Created int64  // meta/created: unix nanoseconds, host clock
 }
 
-func encodeTranscript(t Transcript) ([]byte, error) { return encodeRecord(&t) }
+// encodeTranscript refuses a transcript no reader takes (fault): package
+// db never writes a record it would call damage.
+func encodeTranscript(t Transcript) ([]byte, error) {
+	if err := t.fault(); err != nil {
+		return nil, err
+	}
+	return encodeRecord(&t)
+}
 func decodeTranscript(b []byte) (t Transcript, err error) {
-	err = decodeRecord(b, &t)
-	return t, err
+	if err = decodeRecord(b, &t); err != nil {
+		return t, err
+	}
+	return t, t.fault()
+}
+
+// fault says why t, which decoded, describes no transcript a promotion
+// wrote, nil when it does: every writer records generation 1 or more, a
+// size a file can have and a CRC32C in its low 32 bits. Such a record is
+// damage (put by hand, or by another binary), as one that does not decode
+// is: a reader that took generation 0 for a key with no transcript would
+// let a job resolved before the first promotion write over it, and a
+// record that no file matches would make the intact file it names a
+// transcript replaced, a cold start's promotion superseding it.
+func (t Transcript) fault() error {
+	switch {
+	case t.Gen == 0:
+		return errors.New("generation 0, which no promotion records")
+	case t.Size < 0:
+		return fmt.Errorf("its size is %d bytes, which no file has", t.Size)
+	case t.CRC32C > math.MaxUint32:
+		return fmt.Errorf("its CRC32C %x, wider than 32 bits, is no file's", t.CRC32C)
+	}
+	return nil
 }
 
 func encodeContext(c Context) ([]byte, error) { return encodeRecord(&c) }
@@ -123,7 +153,14 @@ func decodeContext(b []byte) (c Context, err error) {
 	return c, err
 }
 
-func encodePending(p Pending) ([]byte, error) { return encodeRecord(&p) }
+func encodePending(p Pending) ([]byte, error) {
+	if p.Prev != nil {
+		if err := p.Prev.fault(); err != nil {
+			return nil, fmt.Errorf("v: %w", err)
+		}
+	}
+	return encodeRecord(&p)
+}
 
 // decodePending decodes a pending record, its Prev as strictly as a
 // record of its own: msgpack would take an array for the nested struct.
@@ -142,6 +179,9 @@ func decodePending(b []byte) (p Pending, err error) {
 	if len(w.Prev) > 0 && w.Prev[0] != msgpcode.Nil {
 		var t Transcript
 		if err := decodeRecord(w.Prev, &t); err != nil {
+			return p, fmt.Errorf("v: %w", err)
+		}
+		if err := t.fault(); err != nil {
 			return p, fmt.Errorf("v: %w", err)
 		}
 		p.Prev = &t

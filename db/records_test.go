@@ -21,7 +21,7 @@ func mustMarshal(t testing.TB, v any) []byte {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	for _, tr := range []Transcript{{}, {Gen: math.MaxUint64, Size: math.MaxInt64, CRC32C: math.MaxUint32, PromotedAt: math.MinInt64}} {
+	for _, tr := range []Transcript{{Gen: 1}, {Gen: math.MaxUint64, Size: math.MaxInt64, CRC32C: math.MaxUint32, PromotedAt: math.MinInt64}} {
 		b, _ := encodeTranscript(tr)
 		if got, err := decodeTranscript(b); err != nil || got != tr {
 			t.Errorf("transcript %+v -> % x -> %+v, %v", tr, b, got, err)
@@ -34,7 +34,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 	for _, p := range []Pending{{}, {Tmp: ".current.jsonl.tmp-1", Size: 1, CRC32C: 2, Gen: 3},
-		{Tmp: "t", Gen: 4, Prev: &Transcript{}}, {Gen: 5, Prev: &Transcript{Gen: 4, Size: 10, CRC32C: math.MaxUint32, PromotedAt: -1}}} {
+		{Tmp: "t", Gen: 4, Prev: &Transcript{Gen: 1}}, {Gen: 5, Prev: &Transcript{Gen: 4, Size: 10, CRC32C: math.MaxUint32, PromotedAt: -1}}} {
 		b, _ := encodePending(p)
 		if got, err := decodePending(b); err != nil || !reflect.DeepEqual(got, p) {
 			t.Errorf("pending %+v -> %+v, %v", p, got, err)
@@ -227,5 +227,27 @@ func roundTrip[T any](t *testing.T, b []byte, decode func([]byte) (T, error), en
 	v2, err := decode(b2)
 	if err != nil || !reflect.DeepEqual(v2, v) { // Pending.Prev is a pointer
 		t.Fatalf("% x -> %+v -> % x -> %+v, %v", b, v, b2, v2, err)
+	}
+}
+
+// A transcript record no promotion writes (generation 0, a negative size,
+// a CRC32C wider than 32 bits) is damage on its way in and out: package db
+// neither reads one as a transcript nor writes one, alone or as a pending
+// promotion's prev.
+func TestATranscriptRecordDescribingNoFileIsDamage(t *testing.T) {
+	for _, tr := range []Transcript{{Gen: 0, Size: 5, CRC32C: 1}, {Gen: 1, Size: -1}, {Gen: 1, CRC32C: 1 << 32}, {Gen: 2, Size: 1, CRC32C: math.MaxUint64}} {
+		if b, err := encodeTranscript(tr); err == nil {
+			t.Errorf("encode %+v = % x, want refused", tr, b)
+		}
+		if _, err := encodePending(Pending{Gen: 3, Prev: &tr}); err == nil {
+			t.Errorf("encode a pending whose prev is %+v: want refused", tr)
+		}
+		raw := mustMarshal(t, &tr)
+		if got, err := decodeTranscript(raw); err == nil {
+			t.Errorf("decode %+v = %+v, want refused", tr, got)
+		}
+		if got, err := decodePending(mustMarshal(t, map[string]any{"t": "x", "g": uint64(3), "v": tr})); err == nil {
+			t.Errorf("decode a pending whose prev is %+v = %+v, want refused", tr, got)
+		}
 	}
 }

@@ -114,6 +114,12 @@ func (in *fleetInstance) Damage(key string, d storetest.Damage) error {
 	case storetest.DamageHistoryFull:
 		(&fixture{t: in.t, prefix: in.prefix}).toLastSlot(in.c, key)
 		return nil
+	case storetest.DamageRecordGenZero:
+		return in.editTranscript(key, func(t *etcdmeta.Transcript) { t.Gen = 0 })
+	case storetest.DamageRecordWideCRC:
+		return in.editTranscript(key, func(t *etcdmeta.Transcript) { t.CRC32C |= 1 << 32 })
+	case storetest.DamageRecordNegativeSize:
+		return in.editTranscript(key, func(t *etcdmeta.Transcript) { t.Size = -1 })
 	case storetest.DamageLosePending:
 		return fmt.Errorf("a fleet has no pending temps: its commit names a file already in place: %w", errors.ErrUnsupported)
 	}
@@ -140,6 +146,24 @@ func (in *fleetInstance) Damage(key string, d storetest.Damage) error {
 		return os.Remove(p)
 	}
 	return fmt.Errorf("damage %q: %w", d, errors.ErrUnsupported)
+}
+
+// editTranscript puts key's record again with its transcript edited, as
+// etcdctl could: a record no sessdb writes.
+func (in *fleetInstance) editTranscript(key string, edit func(*etcdmeta.Transcript)) error {
+	st, err := in.b.meta.GetRecord(context.Background(), key)
+	if err != nil {
+		return err
+	}
+	if st.Record.Transcript == nil {
+		return fmt.Errorf("key %s names no transcript", key)
+	}
+	bad := *st.Record.Transcript
+	edit(&bad)
+	rec := st.Record
+	rec.Transcript = &bad
+	_, err = in.b.meta.Put(context.Background(), key, st.Rev, rec, etcdmeta.HistoryEntry{Gen: bad.Gen, At: bad.PromotedAt})
+	return err
 }
 
 // Interrupt fails the next promotion before its commit, or loses the

@@ -121,6 +121,12 @@ func (k *keyDirsInstance) Damage(key string, d storetest.Damage) error {
 		return os.Symlink(elsewhere, dir)
 	case storetest.DamageHistoryFull:
 		return store.HistoryToTheTop(k.root, key)
+	case storetest.DamageRecordGenZero:
+		return k.editTranscript(key, func(t *db.Transcript) { t.Gen = 0 })
+	case storetest.DamageRecordWideCRC:
+		return k.editTranscript(key, func(t *db.Transcript) { t.CRC32C |= 1 << 32 })
+	case storetest.DamageRecordNegativeSize:
+		return k.editTranscript(key, func(t *db.Transcript) { t.Size = -1 })
 	case storetest.DamageLosePending:
 		temps, _ := filepath.Glob(filepath.Join(dir, ".current.jsonl.tmp-*"))
 		if len(temps) != 1 {
@@ -129,6 +135,30 @@ func (k *keyDirsInstance) Damage(key string, d storetest.Damage) error {
 		return os.Remove(temps[0])
 	}
 	return fmt.Errorf("damage %q: %w", d, errors.ErrUnsupported)
+}
+
+// editTranscript rewrites key's transcript record with bbolt itself, as
+// msgpack encodes db.Transcript, edited: a record package db would never
+// put (PutTranscript does not let a generation go back).
+func (k *keyDirsInstance) editTranscript(key string, edit func(*db.Transcript)) error {
+	bdb, err := bolt.Open(filepath.Join(k.root, key, db.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer bdb.Close()
+	return bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("sidecars"))
+		var t db.Transcript
+		if err := msgpack.Unmarshal(b.Get([]byte("transcript")), &t); err != nil {
+			return err
+		}
+		edit(&t)
+		v, err := msgpack.Marshal(&t)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("transcript"), v)
+	})
 }
 
 // putRaw writes one value into key's meta.db with bbolt itself, bypassing

@@ -71,6 +71,9 @@ var interruptPromises = []promise{
 var damagePromises = []promise{
 	{"damage/an undecodable record is meta-unreadable, never written over", neverWrittenOver(DamageRecord)},
 	{"damage/a newer schema is meta-unreadable, never written over", neverWrittenOver(DamageNewerSchema)},
+	{"damage/a record of generation 0 beside its file is meta-unreadable, never written over", neverWrittenOver(DamageRecordGenZero)},
+	{"damage/a record whose CRC32C is wider than 32 bits is meta-unreadable, never written over", neverWrittenOver(DamageRecordWideCRC)},
+	{"damage/a record of a negative size is meta-unreadable, never written over", neverWrittenOver(DamageRecordNegativeSize)},
 	{"damage/a transcript changed out of band is transcript-replaced, until the next promotion", func(e *env) {
 		for _, d := range []Damage{DamageTranscriptChanged, DamageTranscriptGrown} {
 			k := store.Key("github", "damage", string(d))

@@ -118,6 +118,18 @@ const (
 	// place: the key holds the generation before (the key-dir store's
 	// pending temp).
 	DamageLosePending Damage = "lose-pending"
+	// DamageRecordGenZero: the record's transcript says generation 0, the
+	// key's file and everything else kept (put by hand, or by another
+	// binary): it describes no file of the key's (meta-unreadable; never
+	// written over, though a generation of 0 is the job contract's key
+	// with no transcript).
+	DamageRecordGenZero Damage = "record-gen-zero"
+	// DamageRecordWideCRC: the record's CRC32C has a bit above the 32nd
+	// set, which no file's has (meta-unreadable; never written over).
+	DamageRecordWideCRC Damage = "record-wide-crc"
+	// DamageRecordNegativeSize: the record's size is -1 bytes, which no
+	// file's is (meta-unreadable; never written over).
+	DamageRecordNegativeSize Damage = "record-negative-size"
 )
 
 // An Interrupter stops the instance's next promotion at a point, as a
