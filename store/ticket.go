@@ -254,8 +254,9 @@ func removeTicket(jd *os.File) error {
 // in a retry) into another job dir, whose run would otherwise be
 // promoted as the first job's, and the first job's own promote told it
 // was a repeat. One whose job_dir leads to no directory is read: its job
-// dir was moved since its resolve. A ticket with no job_dir, or an empty
-// one, which no resolve wrote, is ErrBadTicket.
+// dir was moved since its resolve. One whose job_dir cannot be looked up
+// (EACCES, EIO: it may lead to another directory) is ErrBadTicket, as is
+// a ticket with no job_dir, or an empty one, which no resolve wrote.
 func ReadTicket(jobDir string) (Session, error) {
 	jd, err := fsat.OpenDir(jobDir)
 	if err != nil {
@@ -295,8 +296,15 @@ func otherJobDir(named, path string, jd *os.File) string {
 		return ""
 	}
 	there, err := os.Stat(named)
-	if err != nil || !there.IsDir() {
-		return ""
+	switch {
+	case err == nil && !there.IsDir(),
+		fsat.IsNotExist(err), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENAMETOOLONG):
+		return "" // it leads to no directory: moved since its resolve
+	case err != nil:
+		// EACCES, EIO: the directory named may be there. A copy read
+		// by a worker that cannot look at its first dir would be
+		// promoted as the job's, and the job's own promote told repeat.
+		return fmt.Sprintf("job_dir cannot be looked up (%s), so whether it names another directory is not known (promote as a user that can look it up)", errnoWords(err))
 	}
 	here, err := jd.Stat()
 	if err == nil && os.SameFile(there, here) {
@@ -590,6 +598,17 @@ func misnamed(b []byte) string {
 		}
 		stack[len(stack)-1].named = false
 	}
+}
+
+// errnoWords is err's errno as strerror says it, without the path the
+// error names (the ticket's, whose words are never quoted): "permission
+// denied"; "an error" where it holds no errno.
+func errnoWords(err error) string {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "an error"
 }
 
 // join is the path of field name in the object at path.

@@ -34,20 +34,20 @@ failure is written on stderr). A missing or unreadable ticket exits 1, as does
 one edited under the promote into another key's, and one whose job_dir names
 another directory that is there: a ticket copied from another job dir, or moved
 from one whose name was used again since (a job dir moved since its resolve,
-its old name free, promotes). Each writes nothing on stdout and nothing in the
-store. A ticket from another sessions root exits 2 and writes nothing, as does
-a --pi-version longer than 4096 bytes (a legacy sidecar's most), or a sessions
-root (on a fleet, a transcripts dir) that is the filesystem root, as resolve
-refuses it; a sessions root (on a fleet, a transcripts dir) anyone may write to
-without the sticky bit is taken, with resolve's warning. An answer that cannot
-be written on stdout (a full disk, a reader gone) exits 1 after the promotion,
-its stderr line naming the key and the outcome ("promoted gen 7, but the answer
-was not written on stdout ..."): promote again with the same ticket to read it
-(a repeat). A signal (SIGTERM, Ctrl-C) kills promote as a crash would, nothing
-on stdout (one that comes after the answer was written leaves it whole there:
-act only on the answer of a promote that exited 0): the promotion is committed
-whole or not at all, and promote run again with the same ticket repeats it or
-makes it.
+its old name free, promotes), and one whose job_dir this user cannot look up.
+Each writes nothing on stdout and nothing in the store. A ticket from another
+sessions root exits 2 and writes nothing, as does a --pi-version longer than
+4096 bytes (a legacy sidecar's most), or a sessions root (on a fleet, a
+transcripts dir) that is the filesystem root, as resolve refuses it; a sessions
+root (on a fleet, a transcripts dir) anyone may write to without the sticky bit
+is taken, with resolve's warning. An answer that cannot be written on stdout (a
+full disk, a reader gone) exits 1 after the promotion, its stderr line naming
+the key and the outcome ("promoted gen 7, but the answer was not written on
+stdout ..."): promote again with the same ticket to read it (a repeat). A
+signal (SIGTERM, Ctrl-C) kills promote as a crash would, nothing on stdout (one
+that comes after the answer was written leaves it whole there: act only on the
+answer of a promote that exited 0): the promotion is committed whole or not at
+all, and promote run again with the same ticket repeats it or makes it.
 
 On a fleet (--etcd-endpoints, docs/fleet.md) the transcript is written as a
 new generation file in the transcripts dir, then committed by one etcd
