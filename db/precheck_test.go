@@ -132,7 +132,7 @@ func TestPrecheckAcceptsHealthyFiles(t *testing.T) {
 				appended(tx.AppendHistory(HistoryEntry{Gen: uint64(round), Job: text(3000), Reason: "resumed"})),
 			}
 			if rng.IntN(2) == 0 {
-				errs = append(errs, tx.PutContext(nil), tx.PutPending(&Pending{Tmp: text(100)}))
+				errs = append(errs, tx.PutContext(nil), tx.PutPending(&Pending{Tmp: text(100), Gen: uint64(round) + 1}))
 			} else {
 				errs = append(errs, tx.PutContext(&Context{Model: text(50)}), tx.PutPending(nil))
 			}

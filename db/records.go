@@ -127,6 +127,20 @@ func decodeTranscript(b []byte) (t Transcript, err error) {
 	return t, t.fault()
 }
 
+// fault says why p, which decoded, describes no promotion in flight, nil
+// when it does: as for a transcript record (Transcript.fault), its
+// generation, size and CRC32C are the new transcript's, and every writer
+// records generation 1 or more, a size a file can have and a CRC32C in
+// its low 32 bits. Taken as a record, one that no temp can match made a
+// committed run's temp a stray: the key served the generation before,
+// and the next promotion and sweep lost the run.
+func (p Pending) fault() error {
+	if err := (Transcript{Gen: p.Gen, Size: p.Size, CRC32C: p.CRC32C}).fault(); err != nil {
+		return fmt.Errorf("the promotion in flight: %w", err)
+	}
+	return nil
+}
+
 // fault says why t, which decoded, describes no transcript a promotion
 // wrote, nil when it does: every writer records generation 1 or more, a
 // size a file can have and a CRC32C in its low 32 bits. Such a record is
@@ -154,6 +168,9 @@ func decodeContext(b []byte) (c Context, err error) {
 }
 
 func encodePending(p Pending) ([]byte, error) {
+	if err := p.fault(); err != nil {
+		return nil, err
+	}
 	if p.Prev != nil {
 		if err := p.Prev.fault(); err != nil {
 			return nil, fmt.Errorf("v: %w", err)
@@ -176,6 +193,9 @@ func decodePending(b []byte) (p Pending, err error) {
 		return p, err
 	}
 	p = Pending{Tmp: w.Tmp, Size: w.Size, CRC32C: w.CRC32C, Gen: w.Gen}
+	if err := p.fault(); err != nil {
+		return p, err
+	}
 	if len(w.Prev) > 0 && w.Prev[0] != msgpcode.Nil {
 		var t Transcript
 		if err := decodeRecord(w.Prev, &t); err != nil {

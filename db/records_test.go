@@ -33,7 +33,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Errorf("context %+v -> %+v, %v", c, got, err)
 		}
 	}
-	for _, p := range []Pending{{}, {Tmp: ".current.jsonl.tmp-1", Size: 1, CRC32C: 2, Gen: 3},
+	for _, p := range []Pending{{Gen: 1}, {Tmp: ".current.jsonl.tmp-1", Size: 1, CRC32C: 2, Gen: 3},
 		{Tmp: "t", Gen: 4, Prev: &Transcript{Gen: 1}}, {Gen: 5, Prev: &Transcript{Gen: 4, Size: 10, CRC32C: math.MaxUint32, PromotedAt: -1}}} {
 		b, _ := encodePending(p)
 		if got, err := decodePending(b); err != nil || !reflect.DeepEqual(got, p) {
@@ -248,6 +248,13 @@ func TestATranscriptRecordDescribingNoFileIsDamage(t *testing.T) {
 		}
 		if got, err := decodePending(mustMarshal(t, map[string]any{"t": "x", "g": uint64(3), "v": tr})); err == nil {
 			t.Errorf("decode a pending whose prev is %+v = %+v, want refused", tr, got)
+		}
+		p := Pending{Tmp: "x", Gen: tr.Gen, Size: tr.Size, CRC32C: tr.CRC32C}
+		if _, err := encodePending(p); err == nil {
+			t.Errorf("encode a pending of %+v: want refused", p)
+		}
+		if got, err := decodePending(mustMarshal(t, map[string]any{"t": "x", "g": tr.Gen, "s": tr.Size, "c": tr.CRC32C})); err == nil {
+			t.Errorf("decode a pending of %+v = %+v, want refused", p, got)
 		}
 	}
 }
