@@ -569,3 +569,34 @@ func TestARecordWhoseCRCIsWiderThan32BitsIsDamage(t *testing.T) {
 		t.Fatalf("the record is at %d (%v), want the damaged one at %d", now.Rev, err, rev)
 	}
 }
+
+// A record whose CRC32C is the widest a file's can be (0xffffffff), its
+// file's own being another, describes a file that changed under it, not
+// damage: a resolve is transcript-replaced, as for any other CRC32C that
+// is not the file's, never meta-unreadable (which would hold every
+// promotion of a key whose transcript's checksum is 0xffffffff). The
+// bound of TestARecordWhoseCRCIsWiderThan32BitsIsDamage, from below.
+func TestARecordWhoseCRCIsAll32BitsIsAFilesChecksum(t *testing.T) {
+	etcdtest.Beside(t)
+	c := etcdtest.Start1(t)
+	f := newFixture(t, c)
+	key := store.Key("github", "hostile", "allcrc")
+	f.run(key, "one")
+	st, err := f.b.meta.GetRecord(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Record.Transcript.CRC32C == math.MaxUint32 {
+		t.Fatal("the file's own CRC32C is 0xffffffff: the test needs another")
+	}
+	edited := *st.Record.Transcript
+	edited.CRC32C = math.MaxUint32
+	rec := st.Record
+	rec.Transcript = &edited
+	if _, err := f.b.meta.Put(t.Context(), key, st.Rev, rec, etcdmeta.HistoryEntry{Gen: edited.Gen, At: edited.PromotedAt}); err != nil {
+		t.Fatal(err)
+	}
+	if sess, _ := f.job(key, "cold"); sess.Resume || sess.Reason != gates.TranscriptReplaced {
+		t.Fatalf("resolve = %s, want transcript-replaced: 0xffffffff is a CRC32C a file has", sess.Reason)
+	}
+}

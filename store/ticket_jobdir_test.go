@@ -26,6 +26,14 @@ func TestATicketIsReadOnlyFromTheJobDirItNames(t *testing.T) {
 	if err := os.Symlink("job", "link"); err != nil {
 		t.Fatal(err)
 	}
+	// Names that lead to no directory: a file, a path through a file
+	// (ENOTDIR), a link to itself (ELOOP).
+	if err := os.WriteFile("file", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop", "loop"); err != nil {
+		t.Fatal(err)
+	}
 	seed := strings.TrimSpace(strings.ReplaceAll(string(ticketSeeds()[1]), ticketRootMark, "/r"))
 	write := func(dir, jobDir string) {
 		t.Helper()
@@ -48,6 +56,10 @@ func TestATicketIsReadOnlyFromTheJobDirItNames(t *testing.T) {
 		{`"` + base + `/./job"`, "job"},
 		{`"` + filepath.Join(base, "gone") + `"`, "job"},
 		{`"gone"`, "job"},
+		{`"file"`, "job"},
+		{`"` + filepath.Join(base, "file", "job") + `"`, "job"},
+		{`"loop"`, "job"},
+		{`"` + filepath.Join(base, "loop", "job") + `"`, "job"},
 	} {
 		write("job", c.named)
 		if sess, err := ReadTicket(c.read); err != nil || sess.JobDir != c.read {
