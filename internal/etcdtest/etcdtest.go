@@ -43,6 +43,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -576,11 +577,10 @@ func (c *Cluster) RestartAll() {
 	}
 }
 
-// stopAll kills every member: stopping them gracefully at once costs
-// seconds (a leader's Close hands its leadership to a follower that is
-// closing too, and waits out etcd's request timeout). It halts them
-// first, the leader before the others, then closes their peer
-// transports' idle connections, then closes them all at once.
+// stopAll kills every member at once (stopping them gracefully at once
+// costs seconds: a leader's Close hands its leadership to a follower that
+// is closing too, and waits out etcd's request timeout), then closes
+// their peer transports' idle connections.
 //
 // Why so. The leader's cluster-version monitor GETs each follower's
 // /version over a keep-alive transport of its own (EtcdServer.peerRt),
@@ -589,42 +589,33 @@ func (c *Cluster) RestartAll() {
 // abortPendingRead sets a read deadline in the past to end the
 // connection's background read, and etcd's peer listener's timeoutConn
 // sets the deadline again, 5 s on, at the start of every Read, so a read
-// that starts after the abort waits out those 5 s. The follower's Close
-// then waited its peer server's whole Shutdown second for it, and the
-// pair's goroutines outlived the cluster by up to 5 s, which
-// etcdtest.Main's leak check waited for at the end of every test binary
-// that started a cluster. Closing the client side ends it (the read gets
-// EOF). That is safe only once no member of the cluster can send another
-// request: a request that reaches a member whose backend is closed,
-// between its halt and its peer server's Shutdown, panics in etcd holding
-// the backend's read lock, and every /version request after it waits for
-// ever (the fifty-first session closed the transport at each member's
-// stop, while the leader's monitor still ran, and saw it). Halted first,
-// the leader's monitor has stopped before any follower's backend closes.
+// that starts after the abort waits out those 5 s: the pair's goroutines
+// outlived the cluster by up to 5 s, which etcdtest.Main's leak check
+// waited for at the end of every test binary that started a cluster.
+// Closing the client side ends it (the read gets EOF). It is done only
+// once every member is closed, when no member can send or serve another
+// request: a request that reaches a member whose backend is closed (after
+// its halt, before its peer server's Shutdown) panics in etcd holding the
+// backend's read lock, and every /version request after it waits for ever.
+// The fifty-first session closed the transport at each member's stop,
+// while the leader's monitor still ran, and saw that; flaky52's order
+// (leaders halted first, the connections closed before the members)
+// still let a follower elected during a slow halt ask the halted old
+// leader (rev52 saw the leak with the halt slowed by 1.5 s). Each
+// member's peer Shutdown still waits its second for such a connection.
 func (c *Cluster) stopAll() {
-	var leaders, others []*member
-	for _, m := range c.members {
-		if m.etcd != nil && m.etcd.Server.Lead() == uint64(m.etcd.Server.MemberID()) {
-			leaders = append(leaders, m)
-		} else {
-			others = append(others, m)
-		}
-	}
-	each := func(ms []*member, f func(*member)) {
-		var wg sync.WaitGroup
-		for _, m := range ms {
-			wg.Go(func() { f(m) })
-		}
-		wg.Wait()
-	}
-	each(leaders, (*member).halt)
-	each(others, (*member).halt)
+	var servers []*etcdserver.EtcdServer
+	var wg sync.WaitGroup
 	for _, m := range c.members {
 		if m.etcd != nil {
-			closePeerConns(m.etcd.Server)
+			servers = append(servers, m.etcd.Server)
 		}
+		wg.Go(m.kill)
 	}
-	each(c.members, (*member).close)
+	wg.Wait()
+	for _, s := range servers {
+		closePeerConns(s)
+	}
 }
 
 // Close stops every member. Cleanup calls it; a benchmark that starts

@@ -40,7 +40,7 @@ func TestAClosedClusterLeavesNoPeerConnection(t *testing.T) {
 	c.Close()
 	closed := time.Since(began)
 	// Within 3 s, not at the 5 s read timeout: well past what closing
-	// them takes (some tens of milliseconds).
+	// them takes (about a second: each peer Shutdown waits its own).
 	left := waitLeaksMatching(before, 3*time.Second, "net/http.")
 	t.Logf("closed in %v; %d net/http goroutines left %v after the close began", closed.Round(time.Millisecond), len(left), time.Since(began).Round(time.Millisecond))
 	if len(left) > 0 {
