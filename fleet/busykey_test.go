@@ -118,8 +118,8 @@ func TestAReapSweepsTheOrphanOfAKeyWhoseHistoryDoesNotDecode(t *testing.T) {
 // only the record's date (a busy key's, minutes old: "promoted 10m ago"
 // beside a file an operator could not see why was no longer kept); a
 // generation above the record's is named as what it can be, a promotion
-// that lost its commit or died before it, judged by the date since which
-// no record has named it (its key's history).
+// that lost its commit or died before it, judged by the date back to
+// which the key's history names no generation above the record's.
 func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
 	etcdtest.Beside(t)
 	c := etcdtest.Start1(t)
@@ -189,7 +189,7 @@ func TestCheckNamesTheDateAnOrphanWasJudgedBy(t *testing.T) {
 	if !ok || fd.Kind != KindOrphan {
 		t.Fatalf("check found %+v; want the dead promotion's gen 2 an orphan", found)
 	}
-	if want := "gen 2, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone; no record has named it since 3h ago (the key's history); the record names gen 1, promoted 3h ago, 2h old"; !strings.Contains(fd.Detail, want) {
+	if want := "gen 2, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone; the key's history, back to 3h ago, names no generation above the record's; the record names gen 1, promoted 3h ago, 2h old"; !strings.Contains(fd.Detail, want) {
 		t.Errorf("the dead promotion's orphan line: %q; want it to say %q", fd.Detail, want)
 	}
 	fd, ok = found[lost]

@@ -172,8 +172,9 @@ func (c *checker) dir(name, own string, it etcdmeta.Item, hist history, ok bool,
 // by: a generation below the record's, where the history was read with
 // the record, goes by when it was superseded (superseded), which a busy
 // key's record's own date is far later than, and one above it by the
-// date since which no record has named it (unnamedSince), each said to
-// be the history's only where an entry gave it; any other, by the
+// date back to which the key's history names no generation above the
+// record's (unnamedSince), each said to be the history's only where an
+// entry gave it; any other, by the
 // record's. A file above the record's is named as what it can be: an
 // earlier incarnation's where the history shows the key was above the
 // record's generation before, a promotion that never committed either
@@ -242,7 +243,12 @@ func (c *checker) orphan(path string, gen uint64, temp bool, it etcdmeta.Item, o
 			// decode, or a newer sessdb's): needs took the record's date.
 			why = fmt.Sprintf("gen %d, superseded (the key's history could not be read to date it: judged by the record's date); the record names gen %d, promoted %s ago", gen, t.Gen, promoted)
 		case gen > t.Gen && dated:
-			why = fmt.Sprintf("%s; no record has named it since %s ago (the key's history); the record names gen %d, promoted %s ago", above, store.RoundAge(c.now, at), t.Gen, promoted)
+			// What the history shows, not that no record named it since:
+			// a key moved in (migrate --to etcd) after its record and
+			// history were removed (etcdctl del) has the sessions root's
+			// history, dated before the fleet's removed records, and
+			// nothing in the record marks it moved in.
+			why = fmt.Sprintf("%s; the key's history, back to %s ago, names no generation above the record's; the record names gen %d, promoted %s ago", above, store.RoundAge(c.now, at), t.Gen, promoted)
 		case gen > t.Gen:
 			why = fmt.Sprintf("%s; the record names gen %d, promoted %s ago", above, t.Gen, promoted)
 		default:

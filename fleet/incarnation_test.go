@@ -94,7 +94,7 @@ func TestCheckAndReapJudgeAnEarlierIncarnationsFilesByTheKeysNewStart(t *testing
 		case gen > 2:
 			for _, want := range []string{
 				"gen " + string(rune('0'+gen)) + ", above the record's: an earlier incarnation's (the key's history reached gen 6 before the key began again from no record), or a promotion that lost its commit or died before it",
-				"no record has named it since 2h ago (the key's history); the record names gen 2, promoted 10m ago",
+				"the key's history, back to 2h ago, names no generation above the record's; the record names gen 2, promoted 10m ago",
 			} {
 				if !strings.Contains(fd.Detail, want) {
 					t.Errorf("the earlier incarnation's gen %d: %q; want it to say %q", gen, fd.Detail, want)
@@ -102,7 +102,7 @@ func TestCheckAndReapJudgeAnEarlierIncarnationsFilesByTheKeysNewStart(t *testing
 			}
 		}
 	}
-	if fd, ok := found[deadFile]; !ok || !strings.Contains(fd.Detail, "gen 2, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone; no record has named it since 3h ago (the key's history); the record names gen 1, promoted 3h ago, 2h old") {
+	if fd, ok := found[deadFile]; !ok || !strings.Contains(fd.Detail, "gen 2, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone; the key's history, back to 3h ago, names no generation above the record's; the record names gen 1, promoted 3h ago, 2h old") {
 		t.Errorf("the dead promotion's file: %+v; want it named a promotion that never committed, by the history's date", fd)
 	}
 	if fd, ok := found[bareFirst]; !ok || !strings.Contains(fd.Detail, "gen 1, superseded (no entry of the key's history dates it: judged by the record's date); the record names gen 2, promoted 2h ago") {

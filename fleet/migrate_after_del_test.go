@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,25 @@ func TestAMigrationAfterAnEtcdctlDelDatesTheRecordFromTheKeyDir(t *testing.T) {
 	// the key dir's promotion (moments before the del), the removed
 	// incarnation's files go; the new record's stays.
 	later := time.Now().Add(2 * time.Hour)
+
+	// Check's words for the removed incarnation's gen 2, above the new
+	// record's gen 1, say what the key's history shows: it names no
+	// generation above the record's back to the key dir's promotion.
+	// They do not say that no record has named gen 2 since then: the
+	// fleet's record named it after that date, before the del, and the
+	// history the move brought in is the sessions root's, which knows
+	// nothing of the fleet's records.
+	found, _ := checkFindings(t, f.b, CheckOptions{Now: func() time.Time { return later }})
+	fd, ok := found[earlier[1]]
+	if !ok || fd.Kind != KindOrphan {
+		t.Fatalf("check found %+v; want the removed incarnation's gen 2 (%s) an orphan", found, earlier[1])
+	}
+	if strings.Contains(fd.Detail, "no record has named it") {
+		t.Errorf("gen 2's orphan line: %q; says no record has named it since the key dir's date, where the fleet's record named it after", fd.Detail)
+	}
+	if want := "gen 2, above the record's: a promotion that lost its commit or died before it, or an earlier incarnation's whose history is gone; the key's history, back to 2h ago, names no generation above the record's; the record names gen 1, promoted 2h ago"; !strings.Contains(fd.Detail, want) {
+		t.Errorf("gen 2's orphan line: %q; want it to say %q", fd.Detail, want)
+	}
 	res, err := f.b.Reap(t.Context(), ReapOptions{Now: func() time.Time { return later }})
 	if err != nil {
 		t.Fatal(err)
