@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -117,8 +118,7 @@ func ownFile(dirfd int, f *os.File, st *unix.Stat_t, name string, before func() 
 	}
 	if tst.Uid != st.Uid || tst.Gid != st.Gid {
 		if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil {
-			return nil, pathErr("copy", name, fmt.Errorf("meta.db has %d names (a hard link), so a writer gives it a file of its own first, with its owner and group; this one may not (only root, or the owner in the file's group, may): chown %s to %d:%d: %w",
-				st.Nlink, tmp, st.Uid, st.Gid, err))
+			return nil, pathErr("copy", name, chownRefusal(st, tmp, err))
 		}
 	}
 	if err := unix.Fchmod(fd, uint32(st.Mode&0o777)); err != nil {
@@ -209,4 +209,60 @@ func copySparse(dst, src *os.File, size int64) error {
 	}
 	// The hole at the end, if any: the copy is as long as the file.
 	return dst.Truncate(size)
+}
+
+// chownRefusal is ownFile's refusal to give its copy tmp the owner and
+// group of meta.db (st), cause the chown's error.
+func chownRefusal(st *unix.Stat_t, tmp string, cause error) error {
+	return fmt.Errorf("meta.db has %d names (a hard link), so a writer gives it a file of its own first, with its owner and group; this one may not (only root, or the owner in the file's group, may): chown %s to %d:%d: %w",
+		st.Nlink, tmp, st.Uid, st.Gid, cause)
+}
+
+// MayOwnCopy is nil when this process may give a copy of meta.db, whose
+// lstat is st, made in the key dir kd, st's owner and group, as a
+// writer's open of a meta.db with more than one name does (ownFile):
+// one that may chown any file (root, or CAP_CHOWN on Linux) may; any
+// other only where it is the file's owner and the copy's group is the
+// file's or one of its own. Else the refusal ownFile would return, but
+// for the "copy <path>" around it, the temp's random part said
+// "<random>". A look, for a dry run: it changes nothing, and a look that
+// fails (kd's stat) judges nothing (the run meets it itself).
+func MayOwnCopy(kd *os.File, st *unix.Stat_t) error {
+	if mayChownAny() {
+		return nil
+	}
+	var dst unix.Stat_t
+	if err := unix.Fstat(int(kd.Fd()), &dst); err != nil {
+		return nil
+	}
+	// The copy's group as the kernel gives a new file: the dir's where
+	// the dir is set-group-ID (on Linux) or always (BSD, macOS), else
+	// this process's.
+	gid := uint32(unix.Getegid())
+	if runtime.GOOS != "linux" || dst.Mode&unix.S_ISGID != 0 {
+		gid = dst.Gid
+	}
+	uid := uint32(unix.Geteuid())
+	if st.Uid == uid && (st.Gid == gid || inGroup(st.Gid)) {
+		return nil
+	}
+	return chownRefusal(st, TempPrefix+"<random>", unix.EPERM)
+}
+
+// inGroup reports whether gid is this process's effective group or one of
+// its supplementary groups, where its owner may give a file that group.
+func inGroup(gid uint32) bool {
+	if gid == uint32(unix.Getegid()) {
+		return true
+	}
+	groups, err := unix.Getgroups()
+	if err != nil {
+		return false
+	}
+	for _, g := range groups {
+		if uint32(g) == gid {
+			return true
+		}
+	}
+	return false
 }

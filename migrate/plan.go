@@ -298,8 +298,10 @@ func firstLegacyWrite(kd *os.File, p *plan) func(cause error) error {
 // "access <path>"), the same path and cause, then why. A meta.db with
 // more than one name (a hard link) is given a file of its own by a
 // writer's open first, a copy made in the key dir (db's ownFile): one
-// this process may not write in refuses it, said as that open says it
-// ("copy <path>").
+// this process may not write in refuses it, and so does a copy it may not
+// give meta.db's owner and group (db.MayOwnCopy: not root, and meta.db
+// another user's or of a group not its own), each said as that open says
+// it ("copy <path>").
 func MayOpenMetaDB(kd *os.File) error {
 	if err := fsat.AccessAt(kd, db.FileName, unix.R_OK|unix.W_OK); err != nil {
 		return fmt.Errorf("%w: a run may not open meta.db for writing and would fail the key there", fsat.SaidAs("open", err))
@@ -314,6 +316,9 @@ func MayOpenMetaDB(kd *os.File) error {
 			&os.PathError{Op: "copy", Path: fsat.Join(kd, db.FileName), Err: pe.Err}, st.Nlink)
 	} else if err != nil {
 		return err
+	}
+	if err := db.MayOwnCopy(kd, &st); err != nil {
+		return fmt.Errorf("%w: a run would fail the key there", &os.PathError{Op: "copy", Path: fsat.Join(kd, db.FileName), Err: err})
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func TestAFromEtcdDryRunOfARecordWithNoTranscriptPlansTheRunsMetaDBWriteOnly(t *
 	if err := os.Link(filepath.Join(kd, db.FileName), other); err != nil {
 		t.Fatal(err)
 	}
-	hardLinkedSameFailure(t, runAs, back, key, "migrate", "--from", "etcd", back)
+	hardLinkedSameFailure(t, "permission denied", runAs, back, key, "migrate", "--from", "etcd", back)
 	if err := os.Remove(other); err != nil {
 		t.Fatal(err)
 	}

@@ -40,17 +40,17 @@ func TestAFleetMigrationsDryRunFailsAHardLinkedMetaDBInAKeyDirItMayNotWrite(t *t
 				t.Fatal(err)
 			}
 			defer os.Chmod(kd, 0o700)
-			hardLinkedSameFailure(t, runAs, root, key, "migrate", dir, "etcd", root)
+			hardLinkedSameFailure(t, "permission denied", runAs, root, key, "migrate", dir, "etcd", root)
 		})
 	}
 }
 
 // hardLinkedSameFailure runs argv's dry run and then its run over root,
 // as runAs's user: the run must fail key on the copy a writer makes of a
-// hard-linked meta.db, and the dry run fail it with the same exit and the
-// run's cause (a temp's random part as "<random>"), the root unchanged
-// by it.
-func hardLinkedSameFailure(t *testing.T, runAs func(args ...string) (int, string, string), root, key string, argv ...string) {
+// hard-linked meta.db (its cause ending in errno's words), and the dry run
+// fail it with the same exit and the run's cause (a temp's random part as
+// "<random>"), the root unchanged by it.
+func hardLinkedSameFailure(t *testing.T, errno string, runAs func(args ...string) (int, string, string), root, key string, argv ...string) {
 	t.Helper()
 	before := tree(t, root)
 	dcode, dout, derrs := runAs(append([]string{argv[0], "--dry-run"}, argv[1:]...)...)
@@ -59,7 +59,7 @@ func hardLinkedSameFailure(t *testing.T, runAs func(args ...string) (int, string
 	}
 	code, out, errs := runAs(argv...)
 	cause := runsCause(failedKeyLine(out, key))
-	if code != exitFault || !strings.Contains(cause, "permission denied") {
+	if code != exitFault || !strings.Contains(cause, errno) {
 		t.Fatalf("run: exit %d, %q; want 1, the key failed on meta.db's copy\nstdout:\n%s\nstderr:\n%s", code, cause, out, errs)
 	}
 	want := tmpRandom.ReplaceAllString(cause, "${1}<random>")
@@ -89,7 +89,70 @@ func TestAMigrationsDryRunFailsAHardLinkedMetaDBInAKeyDirItMayNotWrite(t *testin
 				t.Fatal(err)
 			}
 			defer os.Chmod(kd, 0o700)
-			hardLinkedSameFailure(t, w.runAs, w.root, workerKey, append(argv, w.root)...)
+			hardLinkedSameFailure(t, "permission denied", w.runAs, w.root, workerKey, append(argv, w.root)...)
 		})
 	}
+}
+
+// A hard-linked meta.db another user owns (root's, in nobody's group,
+// 0660: nobody may open it for writing), migrated by nobody: a writer's
+// open gives the file a copy of its own, owned as meta.db is, and nobody
+// may not give its copy root's uid (chown: operation not permitted), so
+// the run fails the key. Its dry run fails it alike, in the run's words.
+// Before, the dry runs asked only whether nobody may write meta.db and
+// the key dir: each planned the key (migrated, or already on the way
+// back) and exited 0, where the run failed it, exit 1.
+func TestAMigrationsDryRunFailsAHardLinkedMetaDBOfAnotherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the migration as nobody and give meta.db to root")
+	}
+	otherOwner := func(t *testing.T, kd, linkDir string) {
+		t.Helper()
+		if err := os.Link(filepath.Join(kd, "meta.db"), filepath.Join(linkDir, "meta.db.link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(kd, "meta.db"), 0, nobody); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(kd, "meta.db"), 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{"--to", "--from"} {
+		t.Run("fleet "+dir, func(t *testing.T) {
+			key := store.Key("github", "hardlink-owner", dir)
+			_, tdir, runAs, root, _ := nobodysRootBesideAFleet(t, key, "1")
+			if dir == "--from" {
+				if code, out, errs := runAs("migrate", "--to", "etcd", root); code != exitOK {
+					t.Fatalf("to etcd: exit %d\n%s\n%s", code, out, errs)
+				}
+			}
+			otherOwner(t, filepath.Join(root, key), filepath.Dir(tdir))
+			hardLinkedSameFailure(t, "operation not permitted", runAs, root, key, "migrate", dir, "etcd", root)
+		})
+	}
+	t.Run("--to-legacy", func(t *testing.T) {
+		w := newNobodysWorker(t)
+		if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+			t.Fatalf("promote: %s", promoted)
+		}
+		otherOwner(t, filepath.Join(w.root, workerKey), w.base)
+		hardLinkedSameFailure(t, "operation not permitted", w.runAs, w.root, workerKey, "migrate", "--to-legacy", w.root)
+	})
+	// nobody's own meta.db in a group nobody is not in (root's): its
+	// owner may not give its copy that group either.
+	t.Run("--to-legacy group", func(t *testing.T) {
+		w := newNobodysWorker(t)
+		if _, promoted := w.job("job-1"); !strings.Contains(promoted, `"promoted":true`) {
+			t.Fatalf("promote: %s", promoted)
+		}
+		kd := filepath.Join(w.root, workerKey)
+		if err := os.Link(filepath.Join(kd, "meta.db"), filepath.Join(w.base, "meta.db.link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(kd, "meta.db"), nobody, 0); err != nil {
+			t.Fatal(err)
+		}
+		hardLinkedSameFailure(t, "operation not permitted", w.runAs, w.root, workerKey, "migrate", "--to-legacy", w.root)
+	})
 }
