@@ -283,7 +283,8 @@ func ReadTicket(jobDir string) (Session, error) {
 // otherJobDir says why named, a ticket's job_dir, is not the job dir jd
 // it was read from, opened as path; "" where it is, or where named leads
 // to no directory (the job dir was moved since its resolve: a promote
-// from its new place is the job's own). Its words never quote named,
+// from its new place is the job's own), or goes through an automounted
+// dir (autofs), which is not looked in. Its words never quote named,
 // which is the file's.
 func otherJobDir(named, path string, jd *os.File) string {
 	if named == "" {
@@ -295,9 +296,13 @@ func otherJobDir(named, path string, jd *os.File) string {
 	if abs, err := filepath.Abs(path); err == nil && abs == named {
 		return ""
 	}
-	there, err := os.Stat(named)
+	// Looked at without a lookup in an automounted dir: a job_dir under
+	// /net/<host> (a ticket copied from another host's) would have the
+	// automounter mount that host, and a host that does not answer hang
+	// the promote. Such a job_dir is taken as leading to no directory.
+	there, err := fsat.StatNoAutomount(named)
 	switch {
-	case err == nil && !there.IsDir(),
+	case err == nil && !fsat.IsDir(&there), errors.Is(err, fsat.ErrAutomount),
 		fsat.IsNotExist(err), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENAMETOOLONG):
 		return "" // it leads to no directory: moved since its resolve
 	case err != nil:
@@ -306,8 +311,8 @@ func otherJobDir(named, path string, jd *os.File) string {
 		// promoted as the job's, and the job's own promote told repeat.
 		return fmt.Sprintf("job_dir cannot be looked up (%s), so whether it names another directory is not known (promote as a user that can look it up)", errnoWords(err))
 	}
-	here, err := jd.Stat()
-	if err == nil && os.SameFile(there, here) {
+	here, err := fsat.Fstat(jd)
+	if err == nil && here.Dev == there.Dev && here.Ino == there.Ino {
 		return ""
 	}
 	return "job_dir names another directory, which is there (the ticket was copied from it, or moved from it and its name used again since: a ticket promotes only the run staged beside it in the job dir its resolve made)"

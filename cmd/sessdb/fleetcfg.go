@@ -339,9 +339,13 @@ func (f *fleetKnobs) login(getenv func(string) string, fc *fleet.Config) error {
 		// the password: etcd refused every login ("invalid user ID or
 		// password"), naming no setting. An absolute name of a regular
 		// file here is no password anyone chose; refused, the value not
-		// quoted, as the file's flag is named.
+		// quoted, as the file's flag is named. Looked at without a
+		// lookup in an automounted dir (fsat.StatNoAutomount): os.Stat
+		// of a password like /net/host/x sent host, part of the secret,
+		// to the automounter, which resolved and mounted it; such a
+		// value is taken as a password.
 		if strings.HasPrefix(p, "/") {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			if st, err := fsat.StatNoAutomount(p); err == nil && fsat.IsRegular(&st) {
 				return fmt.Errorf("%s holds the name of a file on this host, not a password (the value is not quoted here): the variable is the password itself; give the file as --%s FILE", from, f.password.flag)
 			}
 		}
