@@ -278,18 +278,23 @@ func migrateValues(v migrate.Values) string {
 	} else {
 		b.WriteString("no transcript")
 	}
+	// The stamps quoted as an error quotes a value (brief: whole up to
+	// 64 bytes, else its head and its length): they are another binary's
+	// or a hand's as often as sessdb's, as large as etcd or a meta.db
+	// takes, and a 1.2 MB pi version made a line of 1.2 MB. The JSON
+	// keeps them whole.
 	venue := "(absent: local)"
 	if v.Venue != nil {
-		venue = fmt.Sprintf("%q", *v.Venue)
+		venue = brief(*v.Venue)
 	}
-	fmt.Fprintf(&b, ", venue %s, pi-version %q", venue, v.PiVersion)
+	fmt.Fprintf(&b, ", venue %s, pi-version %s", venue, brief(v.PiVersion))
 	if v.ResumeChain != nil {
 		fmt.Fprintf(&b, ", chain %d", *v.ResumeChain)
 	}
 	if c := v.Context; c != nil {
 		fmt.Fprintf(&b, ", context %d/%d", c.Tokens, c.Window)
 		if c.Model != "" {
-			b.WriteString(" " + c.Model)
+			b.WriteString(" " + bounded(c.Model))
 		}
 	}
 	return b.String()
