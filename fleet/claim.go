@@ -34,8 +34,9 @@ import (
 // Backend has found the dir its own it does not look again (its first
 // writer still makes the mark it found durable). Calling Claim
 // first tells a caller a dir that is another fleet's (a configuration to
-// fix) from a promotion's fault. Resolve, dump and stats do not look: they
-// write nothing in the dir.
+// fix) from a promotion's fault. Dump and stats do not look: they write
+// nothing in the dir; a view of a key with no record (a resolve's absent)
+// compares the mark where there is one (markedForAnother).
 func (b *Backend) Claim(ctx context.Context) error {
 	if err := b.opened(); err != nil {
 		return err
@@ -95,12 +96,7 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		}
 	}
 	if mark.ID != id {
-		this := fmt.Sprintf("this fleet (etcd prefix %q) has the ID %s", b.meta.Prefix(), id)
-		if id == "" {
-			this = fmt.Sprintf("this fleet (etcd prefix %q) has no ID in etcd (%s)", b.meta.Prefix(), b.meta.FleetIDKey())
-		}
-		return fmt.Errorf("%w: %s is marked (%s) for the fleet with the ID %s, made under etcd prefix %q; %s. Two fleets on one transcripts dir sweep each other's transcripts as orphans: give each fleet its own dir; %s",
-			ErrOtherFleet, b.dir, shared.MarkName, mark.ID, mark.Prefix, this, b.markRemedy())
+		return b.otherFleet(mark, id)
 	}
 	if !write {
 		// An audit writes nothing, not even an fsync (a read-only
@@ -116,6 +112,46 @@ func (b *Backend) claim(ctx context.Context, write bool) error {
 		}
 	}
 	b.claimed.Store(true)
+	return nil
+}
+
+// otherFleet is the refusal of a dir marked for another fleet than this
+// one, whose ID is id ("" for none).
+func (b *Backend) otherFleet(mark shared.Mark, id string) error {
+	this := fmt.Sprintf("this fleet (etcd prefix %q) has the ID %s", b.meta.Prefix(), id)
+	if id == "" {
+		this = fmt.Sprintf("this fleet (etcd prefix %q) has no ID in etcd (%s)", b.meta.Prefix(), b.meta.FleetIDKey())
+	}
+	return fmt.Errorf("%w: %s is marked (%s) for the fleet with the ID %s, made under etcd prefix %q; %s. Two fleets on one transcripts dir sweep each other's transcripts as orphans: give each fleet its own dir; %s",
+		ErrOtherFleet, b.dir, shared.MarkName, mark.ID, mark.Prefix, this, b.markRemedy())
+}
+
+// markedForAnother is the audit of a read that found no record (a
+// resolve's absent): ErrOtherFleet where the dir's mark names another
+// fleet than this one (a prefix that differs by a slip, "sessdb" for
+// "/sessdb", under which every key has no record; another cluster), as
+// a writer's claim would refuse it, else nil. Before, every resolve under
+// such a prefix was absent, exit 0, a cold start whose promote was then
+// refused. It costs a read of the mark and one of the fleet's ID, only
+// where no record was found, once a Backend. A dir without a mark, or
+// with one that cannot be read, or an ID etcd does not give now, is left
+// to the writers (the read's answer stands).
+func (b *Backend) markedForAnother(ctx context.Context) error {
+	if b.claimed.Load() || b.matched.Load() {
+		return nil
+	}
+	mark, found, err := shared.ReadMark(b.dir)
+	if err != nil || !found {
+		return nil
+	}
+	id, err := b.fleetID(ctx, false)
+	switch {
+	case err != nil:
+		return nil
+	case mark.ID != id:
+		return b.otherFleet(mark, id)
+	}
+	b.matched.Store(true)
 	return nil
 }
 

@@ -103,7 +103,13 @@ func (b *Backend) view(ctx context.Context, key string) (*view, error) {
 	t := st.Record.Transcript
 	if t == nil {
 		// No record, or one that names no transcript (sessdb writes none
-		// such): nothing to resume.
+		// such): nothing to resume, unless the dir is another fleet's
+		// (a misspelt prefix holds no record), which the writers refuse.
+		if st.Rev == 0 {
+			if err := b.markedForAnother(ctx); err != nil {
+				return nil, err
+			}
+		}
 		v.reason = gates.Absent
 		return v, nil
 	}

@@ -19,23 +19,33 @@ import (
 // check (with and without --repair) and migrate (--to etcd, and --from
 // etcd, which makes no sessions root) are configuration errors naming the transcripts dir's variable and the
 // other fleet (exit 2), nothing written or removed; the run is left in
-// its job dir, and the fleet's own key still resumes. Its resolve, which
-// writes nothing there, is a cold start as before.
+// its job dir, and the fleet's own key still resumes. Its resolve, under
+// which every key has no record, is one too, no ticket or staged file
+// left in its job dir:
+// it compares the dir's mark where it finds no record. Before, it was a
+// cold start (absent, exit 0) for every key, whose promote was refused.
 func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 	f := startFleet(t)
 	key := store.Key("github", "acme/widget", "pi/marked")
+	// A run resolved under the slipped prefix before the dir was marked
+	// (absent: no mark to compare), promoted after.
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", strings.TrimPrefix(f.prefix, "/"))
+	r, dir := f.resolve(t, key, "job-b")
+	if r.Resume {
+		t.Fatalf("resolve under the slipped prefix before the mark = %+v, want a cold start", r)
+	}
+	appendAnswered(t, dir, "b")
+	staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+	t.Setenv("PI_SESSIONS_ETCD_PREFIX", f.prefix)
 	f.run(t, key, "job-a")
 	own, _ := filepath.Glob(filepath.Join(f.dir, key, "*.jsonl"))
 
 	t.Setenv("PI_SESSIONS_ETCD_PREFIX", strings.TrimPrefix(f.prefix, "/"))
-	r, dir := f.resolve(t, key, "job-b")
-	if r.Resume {
-		t.Fatalf("resolve under the slipped prefix = %+v, want a cold start", r)
-	}
-	appendAnswered(t, dir, "b")
-	staged, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName))
+	slipped := filepath.Join(t.TempDir(), "job-slipped")
 	fromRoot := filepath.Join(t.TempDir(), "root")
 	for _, args := range [][]string{
+		{"resolve", "--key", key, "--job-dir", slipped, "--pi-version", "0.58.3"},
+		{"resolve", "--key", store.Key("github", "acme/widget", "pi/new"), "--job-dir", slipped, "--pi-version", "0.58.3"},
 		{"promote", "--job-dir", dir, "--pi-version", "0.58.3"},
 		{"reap", "--grace", "1s"},
 		{"reap", "--dry-run"},
@@ -51,6 +61,11 @@ func TestFleetCommandsOnAnotherFleetsDirAreConfigErrors(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, store.StagedDirName, store.TranscriptName)); string(got) != string(staged) {
 		t.Errorf("the refused run's transcript changed in its job dir")
+	}
+	for _, name := range []string{store.TicketName, filepath.Join(store.StagedDirName, store.TranscriptName)} {
+		if _, err := os.Lstat(filepath.Join(slipped, name)); !os.IsNotExist(err) {
+			t.Errorf("the refused resolve's %s: %v; want none written", name, err)
+		}
 	}
 	if _, err := os.Lstat(fromRoot); !os.IsNotExist(err) {
 		t.Errorf("the refused migrate --from etcd's sessions root: %v; want none made", err)

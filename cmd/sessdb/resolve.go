@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"sessdb/fleet"
 	"sessdb/internal/fsat"
 	"sessdb/store"
 )
@@ -157,6 +158,10 @@ func bindResolve(fs *flag.FlagSet) func(*invocation) int {
 			return inv.rep.usage(fmt.Errorf("--job-dir: %w", err))
 		case errors.Is(err, store.ErrRootNotUTF8):
 			return inv.rep.configOn(k, err)
+		case errors.Is(err, fleet.ErrOtherFleet):
+			// A key with no record under a prefix whose dir is marked
+			// for another fleet: a misspelt prefix, exit 2 as promote's.
+			return fleetError(inv, fk, err)
 		case err != nil:
 			return inv.rep.faultOn(k, err)
 		}
