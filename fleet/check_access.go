@@ -47,6 +47,8 @@ func judgeAccess(root *os.File, add addFunc, owner *access.Owner, path, what str
 	modeLacks, ownerLacks := access.JudgeAt(root, path, st, need, owner)
 	if modeLacks != 0 {
 		add(path, store.KindMode, "mode %04o: its owner may not %s the %s (sessdb makes it %04o); a worker fails its promotions or resolves", uint32(st.Mode)&0o7777, access.Verbs(modeLacks, dir), what, made(dir))
+	} else if what == "key dir" && access.OpenToAnyone(st) {
+		add(path, store.KindMode, "mode %04o: anyone may write in the key dir (no sticky bit; sessdb makes it %04o): any user of the host may replace the key's generations", uint32(st.Mode)&0o7777, made(dir))
 	}
 	if ownerLacks != 0 {
 		add(path, store.KindOwner, "owned by uid %d, where the transcripts dir is uid %d's, who may not %s the %s; that user's workers fail their promotions or resolves (as root, once it is known to be the fleet's: chown %d:%d)", st.Uid, owner.UID, access.Verbs(ownerLacks, dir), what, owner.UID, owner.GID)
@@ -194,7 +196,11 @@ func (c *checker) repairModes(found []store.Finding) {
 				dir, base, need = d, file, genNeeds
 			}
 		}
-		outcome, done, err := access.GiveBits(sharedfs.FS(), dir, base, need, uid)
+		give := access.GiveBits
+		if f.Path != "." && f.Path != shared.MarkName && !inKey {
+			give = access.MendKeyDir // the others' write bit taken too
+		}
+		outcome, done, err := give(sharedfs.FS(), dir, base, need, uid)
 		if err != nil {
 			f.Repair, f.RepairFailed = "not repaired: "+err.Error(), true
 			continue

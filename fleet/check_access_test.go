@@ -39,7 +39,9 @@ func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
 	genKey := store.Key("github", "check-access", "generation")
 	rootsKey := store.Key("github", "check-access", "root's")
 	fine := store.Key("github", "check-access", "fine")
-	f := workersFleet(t, worker, dirKey, genKey, rootsKey, fine)
+	openKey := store.Key("github", "check-access", "open to anyone")
+	sticky := store.Key("github", "check-access", "sticky")
+	f := workersFleet(t, worker, dirKey, genKey, rootsKey, fine, openKey, sticky)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -51,6 +53,10 @@ func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
 	must(os.Chown(filepath.Join(f.dir, rootsGen), 0, 0))
 	must(os.Chmod(filepath.Join(f.dir, shared.MarkName), 0o200))
 	must(os.Chmod(filepath.Join(f.dir, dirKey), 0o500))
+	// A key dir anyone may write in, no sticky bit (as the walks judge
+	// the dir itself): named, and --repair takes the others' write bit.
+	must(os.Chmod(filepath.Join(f.dir, openKey), 0o777))
+	must(os.Chmod(filepath.Join(f.dir, sticky), os.ModeSticky|0o777))
 	must(os.Chmod(f.dir, 0o500))
 	t.Cleanup(func() { os.Chmod(f.dir, 0o700); os.Chmod(filepath.Join(f.dir, dirKey), 0o700) })
 	want := map[string]string{
@@ -59,6 +65,7 @@ func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
 		dirKey:          "mode: mode 0500: its owner may not write the key dir",
 		gen:             "mode: mode 0200: its owner may not read the generation",
 		rootsGen:        "owner: owned by uid 0, where the transcripts dir is uid 65534's, who may not read the generation",
+		openKey:         "mode: mode 0777: anyone may write in the key dir (no sticky bit; sessdb makes it 0700): any user of the host may replace the key's generations",
 	}
 	for _, repair := range []bool{false, true} {
 		var found []store.Finding
@@ -87,13 +94,13 @@ func TestCheckJudgesTheTranscriptsDirsModesAndOwners(t *testing.T) {
 				t.Errorf("--repair: %+v", fd)
 			}
 		}
-		if wantLeft := map[bool]int{false: 5, true: 1}[repair]; sum.Remaining != wantLeft {
+		if wantLeft := map[bool]int{false: 6, true: 1}[repair]; sum.Remaining != wantLeft {
 			t.Errorf("repair %v: %d problems remain, want %d", repair, sum.Remaining, wantLeft)
 		}
 	}
-	for p, mode := range map[string]os.FileMode{".": 0o700, shared.MarkName: 0o600, dirKey: 0o700, gen: 0o600} {
-		if fi, err := os.Lstat(filepath.Join(f.dir, p)); err != nil || fi.Mode().Perm() != mode {
-			t.Errorf("%s after --repair: %v, %v; want %v", p, fi.Mode().Perm(), err, mode)
+	for p, mode := range map[string]os.FileMode{".": 0o700, shared.MarkName: 0o600, dirKey: 0o700, gen: 0o600, openKey: 0o775, sticky: os.ModeSticky | 0o777} {
+		if fi, err := os.Lstat(filepath.Join(f.dir, p)); err != nil || fi.Mode()&(os.ModePerm|os.ModeSticky) != mode {
+			t.Errorf("%s after --repair: %v, %v; want %v", p, fi.Mode(), err, mode)
 		}
 	}
 	f.holds(fine, fine, 1)

@@ -73,6 +73,8 @@ func judgeAccess(root *os.File, add addFunc, owner *access.Owner) accessFunc {
 		modeLacks, ownerLacks := access.JudgeAt(root, path, st, need, owner)
 		if modeLacks != 0 {
 			add(path, KindMode, "mode %04o: its owner may not %s the %s (sessdb makes it %04o); a worker that is not root fails its resolves or promotions of the key", uint32(st.Mode)&0o7777, access.Verbs(modeLacks, dir), what, made)
+		} else if dir && access.OpenToAnyone(st) {
+			add(path, KindMode, "mode %04o: anyone may write in the key dir (no sticky bit; sessdb makes it %04o): any user of the host may replace the key's meta.db or transcript, which its next resolve resumes", uint32(st.Mode)&0o7777, made)
 		}
 		if ownerLacks != 0 {
 			add(path, KindOwner, "owned by uid %d, where the sessions root is uid %d's, who may not %s the %s; that user's workers fail their resolves or promotions of the key (as root, once it is known to be the store's: chown %d:%d)", st.Uid, owner.UID, access.Verbs(ownerLacks, dir), what, owner.UID, owner.GID)
@@ -131,7 +133,11 @@ func repairModes(disk durable.FS, root *os.File, name string, found []Finding) {
 			}
 			dir, base = kd, entry
 		}
-		outcome, done, err := access.GiveBits(disk, dir, base, need, uid)
+		give := access.GiveBits
+		if entry == "." {
+			give = access.MendKeyDir // the others' write bit taken too
+		}
+		outcome, done, err := give(disk, dir, base, need, uid)
 		if err != nil {
 			f.notRepaired(err)
 			continue

@@ -26,6 +26,13 @@ func TestCheckGivesTheOwnerTheBitsTheStoreNeeds(t *testing.T) {
 		{runJobKey(t, s, "none"), ".", 0o000, 0o700, "mode 0000: its owner may not read, write or enter the key dir"},
 		{runJobKey(t, s, "db"), db.FileName, 0o400, 0o600, "mode 0400: its owner may not write the meta.db"},
 		{runJobKey(t, s, "transcript"), TranscriptName, 0o240, 0o640, "mode 0240: its owner may not read the current.jsonl"},
+		// A key dir anyone may write in (no sticky bit: as the walks
+		// judge a root) is named too, and --repair takes the others'
+		// write bit, with any owner's bit it lacks in the same chmod.
+		{runJobKey(t, s, "open"), ".", 0o777, 0o775, "mode 0777: anyone may write in the key dir (no sticky bit; sessdb makes it 0700): any user of the host may replace the key's meta.db or transcript"},
+		{runJobKey(t, s, "open lacking"), ".", 0o577, 0o775, "mode 0577: its owner may not write the key dir"},
+		// A sticky one lacking a bit keeps the others' write bit.
+		{runJobKey(t, s, "sticky lacking"), ".", os.ModeSticky | 0o577, os.ModeSticky | 0o777, "mode 1577: its owner may not write the key dir"},
 	}
 	fine := []struct {
 		key, name string
@@ -34,6 +41,8 @@ func TestCheckGivesTheOwnerTheBitsTheStoreNeeds(t *testing.T) {
 		{runJobKey(t, s, "wide"), ".", 0o755},
 		{runJobKey(t, s, "readonly transcript"), TranscriptName, 0o444},
 		{runJobKey(t, s, "wide db"), db.FileName, 0o644},
+		{runJobKey(t, s, "group writable"), ".", 0o770},
+		{runJobKey(t, s, "sticky"), ".", os.ModeSticky | 0o777},
 	}
 	path := func(key, name string) string { return filepath.Join(root, key, name) }
 	reported := map[string]bool{}
@@ -73,7 +82,7 @@ func TestCheckGivesTheOwnerTheBitsTheStoreNeeds(t *testing.T) {
 				t.Errorf("repair %v: %s: %s %q, want a problem %q", repair, want, f.Severity, f.Detail, b.detail)
 			case !repair && (f.Repaired || !f.Remains):
 				t.Errorf("check alone: %s: %+v", want, f)
-			case repair && (!f.Repaired || f.Remains || !strings.Contains(f.Repair, "gave its owner the bits it lacked")):
+			case repair && (!f.Repaired || f.Remains || !strings.Contains(f.Repair, "gave its owner the bits it lacked") && !strings.Contains(f.Repair, "took the others' write bit")):
 				t.Errorf("--repair: %s: %+v", want, f)
 			}
 		}
@@ -84,12 +93,12 @@ func TestCheckGivesTheOwnerTheBitsTheStoreNeeds(t *testing.T) {
 		}
 	}
 	for _, b := range bad {
-		if fi, err := os.Lstat(path(b.key, b.name)); err != nil || fi.Mode().Perm() != b.want {
+		if fi, err := os.Lstat(path(b.key, b.name)); err != nil || fi.Mode()&(os.ModePerm|os.ModeSticky) != b.want {
 			t.Errorf("%s/%s after --repair: %v, %v; want mode %v", b.key, b.name, fi.Mode().Perm(), err, b.want)
 		}
 	}
 	for _, f := range fine {
-		if fi, _ := os.Lstat(path(f.key, f.name)); fi.Mode().Perm() != f.mode {
+		if fi, _ := os.Lstat(path(f.key, f.name)); fi.Mode()&(os.ModePerm|os.ModeSticky) != f.mode {
 			t.Errorf("%s/%s: --repair changed mode %v to %v", f.key, f.name, f.mode, fi.Mode().Perm())
 		}
 	}

@@ -155,3 +155,42 @@ func GiveBits(m fsat.Moder, dir *os.File, name string, need uint32, uid int) (ou
 	}
 	return fmt.Sprintf("gave its owner the bits it lacked: mode %04o, now %04o", before, before|need), true, nil
 }
+
+// OpenToAnyone reports whether st, a directory's, lets anyone rename or
+// replace its entries: writable by others (o+w) without the sticky bit,
+// as the walks judge a sessions root or a transcripts dir.
+func OpenToAnyone(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0
+}
+
+// MendKeyDir is GiveBits for a key dir, name in dir, that also takes the
+// others' write bit away where anyone may write in it (OpenToAnyone):
+// sessdb makes a key dir 0700, and any user of the host could replace
+// its meta.db or transcript. One chmod, never through a link, only of
+// the owner uid's directory.
+func MendKeyDir(m fsat.Moder, dir *os.File, name string, need uint32, uid int) (outcome string, done bool, err error) {
+	before, err := fsat.MendDirModeAt(m, dir, name, need, 0o002, uid)
+	switch {
+	case fsat.IsNotExist(err):
+		return "gone since it was found: nothing left to give bits to", false, nil
+	case errors.Is(err, fsat.ErrNotTheOne):
+		return "gone since it was found: what is at its name now is not the owner's directory or file, and is left as it is", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	drop := uint32(0o002)
+	if before&unix.S_ISVTX != 0 {
+		drop = 0 // as MendDirModeAt: a sticky dir keeps it
+	}
+	if before&need == need && before&drop == 0 {
+		return fmt.Sprintf("gone since it was found: its mode is %04o now", before), false, nil
+	}
+	did := "took the others' write bit"
+	switch {
+	case before&need != need && before&drop != 0:
+		did = "gave its owner the bits it lacked and took the others' write bit"
+	case before&need != need:
+		did = "gave its owner the bits it lacked"
+	}
+	return fmt.Sprintf("%s: mode %04o, now %04o", did, before, (before|need)&^drop), true, nil
+}

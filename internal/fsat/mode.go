@@ -112,6 +112,16 @@ func AddOwnerBitsToOneAt(m Moder, dir *os.File, name string, bits uint32, uid in
 	return before, err
 }
 
+// MendDirModeAt is AddOwnerBitsAt for the directory name in dir that also
+// takes the bits drop away in the same chmod (the others' write bit of a
+// key dir anyone may write in), but from a directory with the sticky
+// bit: never through a link, only the owner uid's directory (else
+// ErrNotTheOne), nothing done where it has bits and none of drop.
+func MendDirModeAt(m Moder, dir *os.File, name string, bits, drop uint32, uid int) (before uint32, err error) {
+	before, _, err = setModeAt(orSystem(m), int(dir.Fd()), name, bits, drop, uid, true, false, Join(dir, name))
+	return before, err
+}
+
 // AddOwnerBits is AddOwnerBitsAt for a directory or file the caller has
 // open (check --repair's sessions root, which it walks by descriptor, or
 // opened with OpenDirUnread where it could not list it).
@@ -215,6 +225,12 @@ func openAtNoFollow(dirfd int, name string) (int, error) {
 // descriptor (chmodEntry), through m, and fsynced (giveBits; a nil m, for
 // Mkdir, does neither).
 func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOnly, oneFile bool, path string) (uint32, unix.Stat_t, error) {
+	return setModeAt(m, dirfd, name, bits, 0, uid, dirOnly, oneFile, path)
+}
+
+// setModeAt is addOwnerBitsAt that also takes drop's bits away, in the
+// same chmod.
+func setModeAt(m Moder, dirfd int, name string, bits, drop uint32, uid int, dirOnly, oneFile bool, path string) (uint32, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openEntry(dirfd, name, dirOnly)
 	if err != nil {
@@ -232,8 +248,11 @@ func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOn
 	if !IsDir(&st) && (dirOnly || !IsRegular(&st)) || oneFile && (!IsRegular(&st) || st.Nlink != 1) {
 		return mode, st, ErrNotTheOne
 	}
+	if mode&unix.S_ISVTX != 0 {
+		drop = 0 // a sticky dir's others may not replace the owner's entries
+	}
 	want := bits & ownerBits
-	if mode&want == want {
+	if mode&want == want && mode&drop == 0 {
 		return mode, st, nil
 	}
 	// Asked only before a change: a file system that shows another
@@ -242,7 +261,7 @@ func addOwnerBitsAt(m Moder, dirfd int, name string, bits uint32, uid int, dirOn
 	if uid >= 0 && st.Uid != uint32(uid) {
 		return mode, st, ErrNotTheOne
 	}
-	return mode, st, giveBits(m, f, mode|want, want, &st, dirfd, name)
+	return mode, st, giveBits(m, f, (mode|want)&^drop, want, &st, dirfd, name)
 }
 
 // fchmodat and fchmod are unix's; variables so that a test can stand in
