@@ -284,8 +284,9 @@ func ReadTicket(jobDir string) (Session, error) {
 // it was read from, opened as path; "" where it is, or where named leads
 // to no directory (the job dir was moved since its resolve: a promote
 // from its new place is the job's own), or goes through an automounted
-// dir (autofs), which is not looked in. Its words never quote named,
-// which is the file's.
+// dir (autofs), which is not looked in; a reason too where named cannot
+// be looked up (EACCES, EIO: the directory may be there). Its words never
+// quote named, which is the file's.
 func otherJobDir(named, path string, jd *os.File) string {
 	if named == "" {
 		return "no job_dir (every resolve writes the one it staged the run in)"
