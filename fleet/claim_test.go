@@ -82,8 +82,28 @@ func TestTwoFleetsOnOneTranscriptsDirNeverSweepEachOther(t *testing.T) {
 					return err
 				},
 				"claim": func() error { return b.b.Claim(ctx) },
+				"resolve": func() error {
+					// A key with no record under the second prefix: the
+					// mark is read, and nothing is written in the job dir.
+					jobDir := t.TempDir()
+					_, err := b.s.Resolve(store.Key("github", "two-fleets", slip+" r"), testJob, jobDir)
+					if _, serr := os.Lstat(filepath.Join(jobDir, store.TicketName)); !errors.Is(serr, os.ErrNotExist) {
+						t.Errorf("resolve on another fleet's dir left a ticket: %v", serr)
+					}
+					return err
+				},
 				"promote": func() error {
+					// A job resolved while the dir had no mark (before
+					// the first fleet's first write) is refused at its
+					// promote, the mark there by then.
+					mark := filepath.Join(b.dir, shared.MarkName)
+					if err := os.Rename(mark, mark+".aside"); err != nil {
+						t.Fatal(err)
+					}
 					sess, jobDir := b.job(store.Key("github", "two-fleets", slip+" b"), "b's")
+					if err := os.Rename(mark+".aside", mark); err != nil {
+						t.Fatal(err)
+					}
 					res, err := b.promote(sess)
 					if res.Promoted || res.Reason != gates.PromoteFailed {
 						t.Errorf("promote on another fleet's dir = %+v; want promote-failed", res)
