@@ -78,7 +78,10 @@ func StatNoAutomount(path string) (unix.Stat_t, error) {
 				dir = root
 			}
 		case !IsDir(&st):
-			if rest(names) {
+			// Any name left, "" or "." too (a trailing slash, as given
+			// or in a link's target), asks for a directory: stat(2)
+			// says ENOTDIR of "file/".
+			if len(names) > 0 {
 				return st, &os.PathError{Op: "stat", Path: path, Err: unix.ENOTDIR}
 			}
 			return st, nil
@@ -95,16 +98,6 @@ func StatNoAutomount(path string) (unix.Stat_t, error) {
 		return st, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return st, nil
-}
-
-// rest reports whether names hold a name still to look up.
-func rest(names []string) bool {
-	for _, n := range names {
-		if n != "" && n != "." {
-			return true
-		}
-	}
-	return false
 }
 
 // automountDir reports whether the directory open as fd is on an

@@ -44,7 +44,7 @@ func TestStatNoAutomountStatsAsStatDoesButLooksInNoAutomountedDir(t *testing.T) 
 	}
 	for name, target := range map[string]string{
 		"rel": "plain/dir", "abs": filepath.Join(base, "plain"), "toauto": "auto/dir",
-		"filelink": "plain/dir/file", "loop": "loop", "up": "plain/dir/../dir",
+		"filelink": "plain/dir/file", "slashlink": "plain/dir/file/", "loop": "loop", "up": "plain/dir/../dir",
 	} {
 		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
 			t.Fatal(err)
@@ -66,6 +66,12 @@ func TestStatNoAutomountStatsAsStatDoesButLooksInNoAutomountedDir(t *testing.T) 
 	}
 	for p, want := range map[string]error{
 		base + "/plain/dir/file/x": unix.ENOTDIR,
+		// A trailing slash (or "/.") after a file, as given or in a
+		// link's target, asks for a directory: stat(2)'s ENOTDIR.
+		base + "/plain/dir/file/":  unix.ENOTDIR,
+		base + "/plain/dir/file/.": unix.ENOTDIR,
+		base + "/filelink/":        unix.ENOTDIR,
+		base + "/slashlink":        unix.ENOTDIR,
 		base + "/plain/gone":       unix.ENOENT,
 		base + "/loop/x":           unix.ELOOP,
 		"":                         unix.ENOENT,
