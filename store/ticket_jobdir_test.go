@@ -60,6 +60,8 @@ func TestATicketIsReadOnlyFromTheJobDirItNames(t *testing.T) {
 		{`"` + filepath.Join(base, "file", "job") + `"`, "job"},
 		{`"loop"`, "job"},
 		{`"` + filepath.Join(base, "loop", "job") + `"`, "job"},
+		// A name longer than any a directory has (ENAMETOOLONG).
+		{`"` + filepath.Join(base, strings.Repeat("n", 300)) + `"`, "job"},
 	} {
 		write("job", c.named)
 		if sess, err := ReadTicket(c.read); err != nil || sess.JobDir != c.read {
