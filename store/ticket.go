@@ -283,9 +283,9 @@ func ReadTicket(jobDir string) (Session, error) {
 // otherJobDir says why named, a ticket's job_dir, is not the job dir jd
 // it was read from, opened as path; "" where it is, or where named leads
 // to no directory (the job dir was moved since its resolve: a promote
-// from its new place is the job's own), or goes through an automounted
-// dir (autofs), which is not looked in; a reason too where named cannot
-// be looked up (EACCES, EIO: the directory may be there). Its words never
+// from its new place is the job's own); a reason too where named goes
+// through an automounted dir (autofs), which is not looked in, or cannot
+// be looked up (EACCES, EIO): the directory may be there. Its words never
 // quote named, which is the file's.
 func otherJobDir(named, path string, jd *os.File) string {
 	if named == "" {
@@ -300,12 +300,16 @@ func otherJobDir(named, path string, jd *os.File) string {
 	// Looked at without a lookup in an automounted dir: a job_dir under
 	// /net/<host> (a ticket copied from another host's) would have the
 	// automounter mount that host, and a host that does not answer hang
-	// the promote. Such a job_dir is taken as leading to no directory.
+	// the promote.
 	there, err := fsat.StatNoAutomount(named)
 	switch {
-	case err == nil && !fsat.IsDir(&there), errors.Is(err, fsat.ErrAutomount),
+	case err == nil && !fsat.IsDir(&there),
 		fsat.IsNotExist(err), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENAMETOOLONG):
 		return "" // it leads to no directory: moved since its resolve
+	case errors.Is(err, fsat.ErrAutomount):
+		// Not known, as for EACCES below: under an automounted /home a
+		// copy taken for a moved job dir would be promoted as the job's.
+		return "job_dir goes through an automounted directory, which promote does not look in, so whether it names another directory is not known (promote with the job dir spelled as its resolve was given it)"
 	case err != nil:
 		// EACCES, EIO: the directory named may be there. A copy read
 		// by a worker that cannot look at its first dir would be
