@@ -220,6 +220,15 @@ var promotePromises = []promise{
 				return pientry.Message(pientry.Message(g, "u1", "user", "q", "", 0), "a1", "assistant", "calling", "toolUse", 40)
 			}, transcript.Unanswered},
 			{"unchanged", func(g []byte) []byte { return g }, transcript.Unchanged},
+			// Entries but no message after the answer it was given (pi's
+			// thinking level, then a crash before its first request; a
+			// compaction alone): the run answered nothing.
+			{"a thinking level, no message", func(g []byte) []byte {
+				return entryAfter(g, `{"type":"thinking_level_change","id":"tl1","parentId":%q,"timestamp":"2026-12-08T01:31:09.859Z","thinkingLevel":"medium"}`)
+			}, transcript.Unanswered},
+			{"a compaction, no message", func(g []byte) []byte {
+				return entryAfter(g, `{"type":"compaction","id":"cp1","parentId":%q,"timestamp":"2026-12-08T01:31:09.859Z","summary":"s","tokensBefore":10}`)
+			}, transcript.Unanswered},
 			// sessdb cannot read a branch that loops as pi does (pi loops
 			// on it): how the run ended is unknown, not unanswered.
 			{"a parentId cycle", func(g []byte) []byte { return loopTurn(g, "c") }, transcript.Unknown},
@@ -418,4 +427,10 @@ var promotePromises = []promise{
 			e.fatalf("promote of a moved job dir = %+v, want promoted", res)
 		}
 	}},
+}
+
+// entryAfter appends to g the entry line format makes of g's last entry
+// id (its parentId).
+func entryAfter(g []byte, format string) []byte {
+	return append(bytes.Clone(g), fmt.Sprintf(format+"\n", pientry.LastID(g))...)
 }
