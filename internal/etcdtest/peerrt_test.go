@@ -21,7 +21,7 @@ import (
 // looks.
 func TestAClosedClusterLeavesNoPeerConnection(t *testing.T) {
 	before := goroutineIDs()
-	c := Start3(t)
+	c := Start(t, Options{Members: 3, InProcess: true}) // it reads an embedded member's transport
 	leader := c.Leader()
 	follower := c.members[(leader+1)%c.Size()]
 	rt, ok := peerTransport(c.members[leader].etcd.Server)
