@@ -43,7 +43,6 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -577,45 +576,15 @@ func (c *Cluster) RestartAll() {
 	}
 }
 
-// stopAll kills every member at once (stopping them gracefully at once
+// stopAll kills every member at once. Stopping them gracefully at once
 // costs seconds: a leader's Close hands its leadership to a follower that
-// is closing too, and waits out etcd's request timeout), then closes
-// their peer transports' idle connections.
-//
-// Why so. The leader's cluster-version monitor GETs each follower's
-// /version over a keep-alive transport of its own (EtcdServer.peerRt),
-// at the first commit of its term and every 4 s. The follower's side of
-// that connection is left inside net/http's finishRequest: its
-// abortPendingRead sets a read deadline in the past to end the
-// connection's background read, and etcd's peer listener's timeoutConn
-// sets the deadline again, 5 s on, at the start of every Read, so a read
-// that starts after the abort waits out those 5 s: the pair's goroutines
-// outlived the cluster by up to 5 s, which etcdtest.Main's leak check
-// waited for at the end of every test binary that started a cluster.
-// Closing the client side ends it (the read gets EOF). It is done only
-// once every member is closed, when no member can send or serve another
-// request: a request that reaches a member whose backend is closed (after
-// its halt, before its peer server's Shutdown) panics in etcd holding the
-// backend's read lock, and every /version request after it waits for ever.
-// The fifty-first session closed the transport at each member's stop,
-// while the leader's monitor still ran, and saw that; flaky52's order
-// (leaders halted first, the connections closed before the members)
-// still let a follower elected during a slow halt ask the halted old
-// leader (rev52 saw the leak with the halt slowed by 1.5 s). Each
-// member's peer Shutdown still waits its second for such a connection.
+// is closing too, and waits out etcd's request timeout.
 func (c *Cluster) stopAll() {
-	var servers []*etcdserver.EtcdServer
 	var wg sync.WaitGroup
 	for _, m := range c.members {
-		if m.etcd != nil {
-			servers = append(servers, m.etcd.Server)
-		}
 		wg.Go(m.kill)
 	}
 	wg.Wait()
-	for _, s := range servers {
-		closePeerConns(s)
-	}
 }
 
 // Close stops every member. Cleanup calls it; a benchmark that starts
@@ -642,14 +611,6 @@ func (c *Cluster) close() {
 // after it blocks, and the Close after HardStop waits for them for ever
 // (seen once under TestJobsUnderFaults: a 10-minute test timeout).
 func (m *member) kill() {
-	m.halt()
-	m.close()
-}
-
-// halt is kill's first half: a process is killed; an embedded member
-// refuses new requests, drains those being served, and ends raft, its
-// servers still open until close.
-func (m *member) halt() {
 	if m.proc != nil {
 		m.proc.end(syscall.SIGKILL)
 		m.proc = nil
@@ -662,6 +623,7 @@ func (m *member) halt() {
 		time.Sleep(time.Millisecond)
 	}
 	m.etcd.Server.HardStop()
+	m.close()
 }
 
 // killDrain bounds how long kill waits for the requests being served: a
