@@ -174,12 +174,17 @@ func MendKeyDir(m fsat.Moder, dir *os.File, name string, need uint32, uid int) (
 	case fsat.IsNotExist(err):
 		return "gone since it was found: nothing left to give bits to", false, nil
 	case errors.Is(err, fsat.ErrNotTheOne) && uid >= 0:
-		// Another user's key dir (root's, made by a job run as root)
-		// is judged as anyone may write in it, but is not changed: say
-		// so, not that it went.
+		// Another user's directory at the key dir's name (root's, made
+		// by a job run as root; or one swapped in since the walk: the
+		// two look alike here) is not changed: say whose it is, not
+		// that the key dir went.
 		var st unix.Stat_t
 		if unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && fsat.IsDir(&st) && st.Uid != uint32(uid) {
-			return fmt.Sprintf("left as it is: the key dir is uid %d's, not uid %d's, whose modes alone --repair changes (its owner or root may take the others' write bit: chmod o-w)", st.Uid, uid), false, nil
+			hint := ""
+			if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+				hint = " (its owner or root may take the others' write bit: chmod o-w)"
+			}
+			return fmt.Sprintf("left as it is: what is at its name now is not the owner's directory or file, but a directory of uid %d's, not uid %d's, whose modes alone --repair changes%s", st.Uid, uid, hint), false, nil
 		}
 		return "gone since it was found: what is at its name now is not the owner's directory or file, and is left as it is", false, nil
 	case errors.Is(err, fsat.ErrNotTheOne):
