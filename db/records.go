@@ -115,7 +115,7 @@ type Meta struct {
 // encodeTranscript refuses a transcript no reader takes (fault): package
 // db never writes a record it would call damage.
 func encodeTranscript(t Transcript) ([]byte, error) {
-	if err := t.fault(); err != nil {
+	if err := t.Fault(); err != nil {
 		return nil, err
 	}
 	return encodeRecord(&t)
@@ -124,7 +124,7 @@ func decodeTranscript(b []byte) (t Transcript, err error) {
 	if err = decodeRecord(b, &t); err != nil {
 		return t, err
 	}
-	return t, t.fault()
+	return t, t.Fault()
 }
 
 // fault says why p, which decoded, describes no promotion in flight, nil
@@ -135,13 +135,13 @@ func decodeTranscript(b []byte) (t Transcript, err error) {
 // committed run's temp a stray: the key served the generation before,
 // and the next promotion and sweep lost the run.
 func (p Pending) fault() error {
-	if err := (Transcript{Gen: p.Gen, Size: p.Size, CRC32C: p.CRC32C}).fault(); err != nil {
+	if err := (Transcript{Gen: p.Gen, Size: p.Size, CRC32C: p.CRC32C}).Fault(); err != nil {
 		return fmt.Errorf("the promotion in flight: %w", err)
 	}
 	return nil
 }
 
-// fault says why t, which decoded, describes no transcript a promotion
+// Fault says why t, which decoded, describes no transcript a promotion
 // wrote, nil when it does: every writer records generation 1 or more, a
 // size a file can have and a CRC32C in its low 32 bits. Such a record is
 // damage (put by hand, or by another binary), as one that does not decode
@@ -149,7 +149,7 @@ func (p Pending) fault() error {
 // let a job resolved before the first promotion write over it, and a
 // record that no file matches would make the intact file it names a
 // transcript replaced, a cold start's promotion superseding it.
-func (t Transcript) fault() error {
+func (t Transcript) Fault() error {
 	switch {
 	case t.Gen == 0:
 		return errors.New("generation 0, which no promotion records")
@@ -172,7 +172,7 @@ func encodePending(p Pending) ([]byte, error) {
 		return nil, err
 	}
 	if p.Prev != nil {
-		if err := p.Prev.fault(); err != nil {
+		if err := p.Prev.Fault(); err != nil {
 			return nil, fmt.Errorf("v: %w", err)
 		}
 	}
@@ -201,7 +201,7 @@ func decodePending(b []byte) (p Pending, err error) {
 		if err := decodeRecord(w.Prev, &t); err != nil {
 			return p, fmt.Errorf("v: %w", err)
 		}
-		if err := t.fault(); err != nil {
+		if err := t.Fault(); err != nil {
 			return p, fmt.Errorf("v: %w", err)
 		}
 		p.Prev = &t

@@ -485,6 +485,13 @@ func TestARecordNamingNoFileOfItsGenerationIsNeverWrittenOver(t *testing.T) {
 		func(t *etcdmeta.Transcript) { t.Gen = 0; t.File = "" },
 		func(t *etcdmeta.Transcript) { t.Gen = 7 },
 		func(t *etcdmeta.Transcript) { t.Size = -1 },
+		// Generation 0 with a name of generation 0: the name agrees,
+		// but no promotion records generation 0 (db.Transcript.Fault).
+		func(t *etcdmeta.Transcript) {
+			t.Gen = 0
+			k, _, _ := strings.Cut(t.File, "/")
+			t.File = k + "/" + strings.Repeat("0", 16) + t.File[len(k)+1+16:]
+		},
 	} {
 		key := store.Key("github", "hostile", "nofile"+strconv.Itoa(i))
 		f.run(key, "one")

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"sessdb/db"
 	"sessdb/fleet/etcdmeta"
 	"sessdb/fleet/shared"
 	"sessdb/gates"
@@ -140,16 +141,16 @@ func namesOwnFile(key string, t *etcdmeta.Transcript) bool { return recordFault(
 // recordFault says why t, key's record's transcript, describes no file a
 // resolve can take (namesOwnFile), "" when it does: a record that decodes
 // with such a transcript is damage (meta-unreadable, never written over),
-// not a file changed under its record. Neither a negative size nor a
-// CRC32C wider than 32 bits is any file's, and no sessdb writes either.
+// not a file changed under its record. Past its file's name, the rule is
+// db.Transcript.Fault's: generation 0, a negative size, a CRC32C wider
+// than 32 bits, none of which any sessdb writes.
 func recordFault(key string, t *etcdmeta.Transcript) string {
-	switch k, gen, ok := shared.ParseName(t.File); {
-	case !ok || k != key || gen != t.Gen:
+	if k, gen, ok := shared.ParseName(t.File); !ok || k != key || gen != t.Gen {
 		return fmt.Sprintf("the record names %q, not a file of this key's generation %d", t.File, t.Gen)
-	case t.Size < 0:
-		return fmt.Sprintf("the record's size is %d bytes, which no file has", t.Size)
-	case t.CRC32C > math.MaxUint32:
-		return fmt.Sprintf("the record's CRC32C %x, wider than 32 bits, is no file's", t.CRC32C)
+	}
+	// The rest is the key-dir store's rule for its records, one copy.
+	if err := (db.Transcript{Gen: t.Gen, Size: t.Size, CRC32C: t.CRC32C}).Fault(); err != nil {
+		return "the record's " + strings.TrimPrefix(err.Error(), "its ")
 	}
 	return ""
 }
